@@ -1,0 +1,22 @@
+// Bundles every entry point into dist/ (Node, CommonJS) and copies the sql.js WASM beside them.
+import { build } from 'esbuild';
+import { copyFileSync, mkdirSync } from 'node:fs';
+
+const production = process.argv.includes('--production');
+mkdirSync('dist', { recursive: true });
+copyFileSync('node_modules/sql.js/dist/sql-wasm.wasm', 'dist/sql-wasm.wasm');
+
+const common = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  sourcemap: !production,
+  minify: production,
+  logLevel: 'warning',
+};
+
+await Promise.all([
+  build({ ...common, entryPoints: { cli: 'src/cli.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } }),
+  build({ ...common, entryPoints: { 'compact-worker': 'src/store/compact-worker.ts' }, outdir: 'dist' }),
+]);

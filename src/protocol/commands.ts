@@ -1,0 +1,125 @@
+import { z } from 'zod';
+import { RequestId } from './envelope';
+
+/** Maximum `limit` of list commands; larger values are clamped (decisions.md). */
+export const MAX_LIST_LIMIT = 500;
+export const DEFAULT_LIST_LIMIT = 50;
+
+const listLimit = z
+  .number({ error: 'expected an integer' })
+  .int({ error: 'expected an integer' })
+  .min(1, { error: 'must be at least 1' })
+  .transform((n) => Math.min(n, MAX_LIST_LIMIT))
+  .default(DEFAULT_LIST_LIMIT);
+
+const nonEmpty = (what: string) => z.string({ error: `${what} must be a string` }).min(1, { error: `${what} must not be empty` });
+
+// Unknown fields are ignored (z.object strips them): decisions.md, "Envelope".
+const command = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.object({ type: z.literal(type), id: RequestId.optional(), ...shape });
+
+export const AuthCommand = command('auth', { token: z.string({ error: 'token must be a string' }) });
+
+export const ChatCommand = command('chat', {
+  message: nonEmpty('message'),
+  conversation_id: nonEmpty('conversation_id').optional(),
+  stream: z.boolean().optional().default(false),
+});
+
+export const GetConfigCommand = command('get_config', {});
+
+export const UpdateConfigCommand = command('update_config', {
+  config: z.record(z.string(), z.unknown(), { error: 'config must be an object' }),
+});
+
+export const ListConversationsCommand = command('list_conversations', {
+  limit: listLimit,
+  before: z.string().optional(),
+});
+
+export const GetMessagesCommand = command('get_messages', {
+  conversation_id: nonEmpty('conversation_id'),
+  limit: listLimit,
+  include_tools: z.boolean().optional().default(false),
+});
+
+export const ListToolsCommand = command('list_tools', {});
+
+export const DeleteConversationCommand = command('delete_conversation', {
+  conversation_id: nonEmpty('conversation_id'),
+});
+
+export const PermissionDecision = z.enum(['allow', 'allow_session', 'deny']);
+export type PermissionDecision = z.infer<typeof PermissionDecision>;
+
+export const PermissionResponseCommand = command('permission_response', {
+  request_id: nonEmpty('request_id'),
+  decision: PermissionDecision,
+});
+
+/** Cancels the running chat whose request id is `id`. */
+export const CancelCommand = command('cancel', {});
+
+export const Command = z.discriminatedUnion('type', [
+  AuthCommand,
+  ChatCommand,
+  GetConfigCommand,
+  UpdateConfigCommand,
+  ListConversationsCommand,
+  GetMessagesCommand,
+  ListToolsCommand,
+  DeleteConversationCommand,
+  PermissionResponseCommand,
+  CancelCommand,
+]);
+export type Command = z.infer<typeof Command>;
+export type CommandType = Command['type'];
+export type CommandOf<T extends CommandType> = Extract<Command, { type: T }>;
+export const commandTypes = Command.options.map((o) => o.shape.type.value) as CommandType[];
+
+/** The part every frame must have before it can be routed. */
+export const FrameHead = z.object({ type: z.string(), id: RequestId.optional() });
+
+// ---- Response data -------------------------------------------------------------------------
+
+export const Conversation = z.object({
+  id: z.string(),
+  title: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  source: z.string(),
+});
+export type Conversation = z.infer<typeof Conversation>;
+
+export const MessageRole = z.enum(['user', 'assistant', 'tool']);
+export type MessageRole = z.infer<typeof MessageRole>;
+
+export const Message = z.object({
+  id: z.string(),
+  role: MessageRole,
+  content: z.string(),
+  timestamp: z.string(),
+  tool_name: z.string().optional(),
+});
+export type Message = z.infer<typeof Message>;
+
+export const ToolInfo = z.object({
+  name: z.string(),
+  description: z.string(),
+  parameters: z.record(z.string(), z.string()),
+});
+export type ToolInfo = z.infer<typeof ToolInfo>;
+
+export const PermissionMode = z.enum(['ask', 'allow', 'deny']);
+export type PermissionMode = z.infer<typeof PermissionMode>;
+
+/** What get_config answers: never a secret (decisions.md). */
+export const PublicConfig = z.object({
+  provider: z.string(),
+  model: z.string(),
+  temperature: z.number(),
+  permission_mode: PermissionMode,
+  base_url: z.string().nullable(),
+  api_key_set: z.boolean(),
+});
+export type PublicConfig = z.infer<typeof PublicConfig>;

@@ -1,0 +1,158 @@
+import { z } from 'zod';
+import { PermissionMode } from './commands';
+
+export const DEFAULT_PORT = 5000;
+export const DEFAULT_SESSION_TTL_SECONDS = 3600;
+export const MIN_AUTH_TOKEN_LENGTH = 32;
+
+/** An `allow_from` pattern: an IPv4 address whose segments may be `*`, an IPv6 address, `*`, or `localhost`. */
+export const AllowFromPattern = z.string().refine(
+  (p) =>
+    p === '*' ||
+    p === 'localhost' ||
+    /^((25[0-5]|2[0-4]\d|1?\d?\d|\*)\.){3}(25[0-5]|2[0-4]\d|1?\d?\d|\*)$/.test(p) ||
+    (p.includes(':') && /^[0-9a-fA-F:.*]+$/.test(p)),
+  { error: 'expected an IP address pattern such as 192.168.1.* or ::1' },
+);
+
+export const TcpChannel = z.object({
+  name: z.string().min(1),
+  type: z.literal('tcp'),
+  port: z.number().int().min(0).max(65535).default(DEFAULT_PORT),
+  allow_from: z.array(AllowFromPattern).default(['127.0.0.1', '::1']),
+});
+export type TcpChannel = z.infer<typeof TcpChannel>;
+
+export const WebsocketChannel = z.object({
+  name: z.string().min(1),
+  type: z.literal('websocket'),
+  url: z.url({ protocol: /^wss?$/, error: 'expected a ws:// or wss:// URL' }),
+  auth_token: z.string().min(1),
+});
+export type WebsocketChannel = z.infer<typeof WebsocketChannel>;
+
+export const WebhookAccount = z.object({
+  incoming_path: z.string().regex(/^\/[^\s?#]*$/, { error: 'expected a URL path starting with /' }),
+  outgoing_url: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }),
+  secret: z.string().min(1).optional(),
+  model: z.string().min(1).optional(),
+  retry_for_seconds: z.number().int().positive().optional(),
+});
+export type WebhookAccount = z.infer<typeof WebhookAccount>;
+
+export const WebhookChannel = z.object({
+  name: z.string().min(1),
+  type: z.literal('webhook'),
+  accounts: z.record(z.string().min(1), WebhookAccount).default({}),
+});
+
+export const ChannelEntry = z.discriminatedUnion('type', [TcpChannel, WebsocketChannel, WebhookChannel]);
+
+/**
+ * `channels` in either form (decisions.md): an array of entries, or an object keyed by name whose
+ * `webhook` key may omit `type`. The object form is rewritten into the array form before validation.
+ */
+export const Channels = z.preprocess((value) => {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  return Object.entries(value as Record<string, unknown>).map(([name, entry]) => {
+    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) return entry;
+    const typed = entry as Record<string, unknown>;
+    return { name, ...(name === 'webhook' && typed.type === undefined ? { type: 'webhook' } : {}), ...typed };
+  });
+}, z.array(ChannelEntry));
+
+export const UserEntry = z.object({
+  username: z.string().min(1),
+  password_hash: z.string().min(1),
+});
+
+export const CustomToolParamType = z.enum(['string', 'number', 'boolean']);
+export const CustomTool = z.object({
+  name: z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$/),
+  description: z.string().default(''),
+  parameters: z.record(z.string(), CustomToolParamType).default({}),
+  command: z.array(z.string()).min(1),
+  timeout_seconds: z.number().positive().optional(),
+});
+
+export const McpServer = z.object({
+  command: z.string().min(1),
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string(), z.string()).optional(),
+});
+
+export const ProviderName = z.enum(['openai', 'anthropic', 'vscode']);
+
+/** Settings `update_config` may write (decisions.md). Strict: an unknown field is named and refused. */
+export const WritableConfig = z.strictObject({
+  provider: ProviderName,
+  model: z.string().min(1),
+  temperature: z.number().min(0).max(2),
+  permission_mode: PermissionMode,
+  base_url: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).nullable(),
+  api_key: z.string().min(1).nullable(),
+  max_tokens: z.number().int().positive().nullable(),
+  system_prompt: z.string().nullable(),
+}).partial();
+export type WritableConfig = z.infer<typeof WritableConfig>;
+export const writableConfigFields = Object.keys(WritableConfig.shape) as (keyof WritableConfig)[];
+
+/** service.json. Unknown top-level fields are kept (looseObject) so a write never loses them. */
+export const ServiceConfigFile = z.looseObject({
+  provider: ProviderName.default('openai'),
+  api_key: z.string().optional(),
+  model: z.string().min(1).default('gpt-4o-mini'),
+  temperature: z.number().min(0).max(2).default(0.7),
+  permission_mode: PermissionMode.default('ask'),
+  base_url: z.url({ protocol: /^https?$/ }).optional(),
+  max_tokens: z.number().int().positive().optional(),
+  system_prompt: z.string().optional(),
+  auth_token: z.string().min(MIN_AUTH_TOKEN_LENGTH, { error: `must be at least ${MIN_AUTH_TOKEN_LENGTH} characters` }).optional(),
+  session_ttl_seconds: z.number().int().positive().default(DEFAULT_SESSION_TTL_SECONDS),
+  users: z.array(UserEntry).default([]),
+  channels: Channels.default([]),
+  workspace: z.string().optional(),
+  max_steps: z.number().int().positive().default(20),
+  tools: z.array(CustomTool).default([]),
+  mcp_servers: z.record(z.string(), McpServer).default({}),
+  permission_rules: z
+    .object({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]) })
+    .default({ allow: [], deny: [] }),
+}).superRefine((config, ctx) => {
+  const tcp = config.channels.filter((c) => c.type === 'tcp');
+  if (tcp.length > 1) ctx.addIssue({ code: 'custom', path: ['channels'], message: 'at most one tcp channel' });
+  const names = new Set<string>();
+  const paths = new Set<string>();
+  for (const channel of config.channels) {
+    if (names.has(channel.name)) ctx.addIssue({ code: 'custom', path: ['channels'], message: `duplicate channel name ${channel.name}` });
+    names.add(channel.name);
+    if (channel.type !== 'webhook') continue;
+    for (const [account, settings] of Object.entries(channel.accounts)) {
+      if (paths.has(settings.incoming_path)) {
+        ctx.addIssue({ code: 'custom', path: ['channels', channel.name, 'accounts', account, 'incoming_path'], message: `duplicate incoming_path ${settings.incoming_path}` });
+      }
+      paths.add(settings.incoming_path);
+    }
+  }
+});
+export type ServiceConfig = z.infer<typeof ServiceConfigFile>;
+export type ChannelEntry = z.infer<typeof ChannelEntry>;
+
+/** The tcp channel in force: the configured one, or loopback-only on the default port. */
+export function tcpChannelOf(config: ServiceConfig): TcpChannel {
+  const tcp = config.channels.find((c): c is TcpChannel => c.type === 'tcp');
+  return tcp ?? { name: 'local', type: 'tcp', port: DEFAULT_PORT, allow_from: ['127.0.0.1', '::1'] };
+}
+
+export function websocketChannelsOf(config: ServiceConfig): WebsocketChannel[] {
+  return config.channels.filter((c): c is WebsocketChannel => c.type === 'websocket');
+}
+
+/** Every webhook account of every webhook channel, keyed by account name. */
+export function webhookAccountsOf(config: ServiceConfig): Map<string, WebhookAccount> {
+  const accounts = new Map<string, WebhookAccount>();
+  for (const channel of config.channels) {
+    if (channel.type === 'webhook') for (const [name, account] of Object.entries(channel.accounts)) accounts.set(name, account);
+  }
+  return accounts;
+}

@@ -1,0 +1,30 @@
+import { z } from 'zod';
+import { ErrorCode } from './errors';
+
+/** A client-chosen request id, echoed on every response and event of that request. */
+export const RequestId = z.union([z.string().max(128), z.number().finite()]);
+export type RequestId = z.infer<typeof RequestId>;
+
+export const OkEnvelope = z.object({
+  status: z.literal('ok'),
+  data: z.record(z.string(), z.unknown()),
+  id: RequestId.optional(),
+});
+export const ErrorEnvelope = z.object({
+  status: z.literal('error'),
+  error: z.string(),
+  code: ErrorCode,
+  id: RequestId.optional(),
+});
+export const Envelope = z.discriminatedUnion('status', [OkEnvelope, ErrorEnvelope]);
+export type OkEnvelope = z.infer<typeof OkEnvelope>;
+export type ErrorEnvelope = z.infer<typeof ErrorEnvelope>;
+export type Envelope = z.infer<typeof Envelope>;
+
+export function ok(data: Record<string, unknown>, id?: RequestId): OkEnvelope {
+  return id === undefined ? { status: 'ok', data } : { status: 'ok', data, id };
+}
+
+export function fail(code: ErrorCode, error: string, id?: RequestId): ErrorEnvelope {
+  return id === undefined ? { status: 'error', error, code } : { status: 'error', error, code, id };
+}

@@ -1,0 +1,50 @@
+import { z } from 'zod';
+import { RequestId } from './envelope';
+
+/** Events are pushed unsolicited to authenticated sockets; they carry `event`, never `status`. */
+export const ChatDeltaEvent = z.object({
+  event: z.literal('chat.delta'),
+  id: RequestId.optional(),
+  conversation_id: z.string(),
+  delta: z.string(),
+});
+export const ToolCallEvent = z.object({
+  event: z.literal('tool.call'),
+  id: RequestId.optional(),
+  conversation_id: z.string(),
+  tool: z.string(),
+  arguments: z.record(z.string(), z.unknown()),
+});
+export const ToolResultEvent = z.object({
+  event: z.literal('tool.result'),
+  id: RequestId.optional(),
+  conversation_id: z.string(),
+  tool: z.string(),
+  ok: z.boolean(),
+});
+export const PermissionRequestEvent = z.object({
+  event: z.literal('permission.request'),
+  request_id: z.string(),
+  conversation_id: z.string(),
+  tool: z.string(),
+  arguments: z.record(z.string(), z.unknown()),
+});
+export const ConfigChangedEvent = z.object({
+  event: z.literal('config.changed'),
+  fields: z.array(z.string()),
+});
+export const ConversationUpdatedEvent = z.object({
+  event: z.literal('conversation.updated'),
+  conversation_id: z.string(),
+  source: z.string(),
+});
+
+export const ServiceEvent = z.discriminatedUnion('event', [
+  ChatDeltaEvent,
+  ToolCallEvent,
+  ToolResultEvent,
+  PermissionRequestEvent,
+  ConfigChangedEvent,
+  ConversationUpdatedEvent,
+]);
+export type ServiceEvent = z.infer<typeof ServiceEvent>;

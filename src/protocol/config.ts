@@ -15,7 +15,8 @@ export const AllowFromPattern = z.string().refine(
   { error: 'expected an IP address pattern such as 192.168.1.* or ::1' },
 );
 
-export const TcpChannel = z.object({
+// Channel entries are strict: a typo such as "allow_fron" is named, not silently ignored.
+export const TcpChannel = z.strictObject({
   name: z.string().min(1),
   type: z.literal('tcp'),
   port: z.number().int().min(0).max(65535).default(DEFAULT_PORT),
@@ -23,24 +24,26 @@ export const TcpChannel = z.object({
 });
 export type TcpChannel = z.infer<typeof TcpChannel>;
 
-export const WebsocketChannel = z.object({
+export const WebsocketChannel = z.strictObject({
   name: z.string().min(1),
   type: z.literal('websocket'),
   url: z.url({ protocol: /^wss?$/, error: 'expected a ws:// or wss:// URL' }),
-  auth_token: z.string().min(1),
+  auth_token: z.string().min(MIN_AUTH_TOKEN_LENGTH, { error: `must be at least ${MIN_AUTH_TOKEN_LENGTH} characters` }),
 });
 export type WebsocketChannel = z.infer<typeof WebsocketChannel>;
 
-export const WebhookAccount = z.object({
+export const MIN_WEBHOOK_SECRET_LENGTH = 16;
+
+export const WebhookAccount = z.strictObject({
   incoming_path: z.string().regex(/^\/[^\s?#]*$/, { error: 'expected a URL path starting with /' }),
   outgoing_url: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }),
-  secret: z.string().min(1).optional(),
+  secret: z.string().min(MIN_WEBHOOK_SECRET_LENGTH, { error: `must be at least ${MIN_WEBHOOK_SECRET_LENGTH} characters` }).optional(),
   model: z.string().min(1).optional(),
   retry_for_seconds: z.number().int().positive().optional(),
 });
 export type WebhookAccount = z.infer<typeof WebhookAccount>;
 
-export const WebhookChannel = z.object({
+export const WebhookChannel = z.strictObject({
   name: z.string().min(1),
   type: z.literal('webhook'),
   accounts: z.record(z.string().min(1), WebhookAccount).default({}),

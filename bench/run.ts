@@ -1,0 +1,25 @@
+// `npm run bench`: every benchmark, each printing its figures as ratios against a baseline measured
+// in the same run (these machines are noisy; absolute numbers mean little).
+import { benchPersist } from './persist';
+import { benchWebSocket } from './ws';
+
+async function main() {
+  const only = process.argv.slice(2);
+  const benches: [string, () => Promise<unknown>][] = [
+    ['ws', benchWebSocket],
+    ['persist', benchPersist],
+  ];
+  for (const [name, run] of benches) {
+    if (only.length > 0 && !only.includes(name)) continue;
+    console.log(`\n== ${name} ==`);
+    await run();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

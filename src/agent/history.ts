@@ -1,0 +1,29 @@
+import type { ChatMessage } from './providers/types';
+
+/** A rough token estimate (about 4 characters a token) that errs on the side of fitting. */
+export function estimateTokens(message: ChatMessage): number {
+  let chars = message.content.length;
+  if (message.role === 'assistant' && message.tool_calls) chars += JSON.stringify(message.tool_calls).length;
+  return Math.ceil(chars / 4) + 4;
+}
+
+/**
+ * Fits a conversation into `budget` tokens: the system prompt and the newest message are always kept,
+ * then turns are added from newest to oldest while they fit. A tool result is never kept without the
+ * assistant message that asked for it.
+ */
+export function fitHistory(system: ChatMessage | undefined, history: ChatMessage[], budget: number): ChatMessage[] {
+  if (history.length === 0) return system ? [system] : [];
+  const newest = history[history.length - 1];
+  let used = (system ? estimateTokens(system) : 0) + estimateTokens(newest);
+  let start = history.length - 1;
+  for (let i = history.length - 2; i >= 0; i -= 1) {
+    const cost = estimateTokens(history[i]);
+    if (used + cost > budget) break;
+    used += cost;
+    start = i;
+  }
+  while (start < history.length - 1 && history[start].role === 'tool') start += 1;
+  const kept = history.slice(start);
+  return system ? [system, ...kept] : kept;
+}

@@ -1,0 +1,27 @@
+/**
+ * Runs tasks one at a time per key, in arrival order; different keys run in parallel.
+ * (decisions.md: messages of one conversation are processed one at a time.)
+ */
+export class KeyedQueue {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.tails.get(key) ?? Promise.resolve();
+    const result = previous.then(task, task);
+    const tail = result.catch(() => undefined);
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return result;
+  }
+
+  /** Resolves when every task queued so far has settled. */
+  async idle(): Promise<void> {
+    while (this.tails.size > 0) await Promise.all([...this.tails.values()]);
+  }
+
+  get activeKeys(): number {
+    return this.tails.size;
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * The one interface every model provider implements (OpenAI-compatible, Anthropic, the editor's
+ * language models). Provider-neutral: nothing here names a vendor's wire format.
+ */
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+export type ChatMessage =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'assistant'; content: string; tool_calls?: ToolCall[] }
+  | { role: 'tool'; tool_call_id: string; name: string; content: string };
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of an object. */
+  parameters: Record<string, unknown>;
+}
+
+export interface CompletionRequest {
+  model: string;
+  temperature?: number;
+  max_tokens?: number;
+  messages: ChatMessage[];
+  tools?: ToolSpec[];
+  /** Aborting rejects with ProviderError kind 'cancelled' and closes the connection. */
+  signal?: AbortSignal;
+  /** When present the answer is streamed and this is called with each text piece, in order. */
+  onDelta?: (text: string) => void;
+}
+
+export interface CompletionUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+}
+
+export interface CompletionResult {
+  text: string;
+  tool_calls: ToolCall[];
+  /** As the provider reports it (e.g. 'stop', 'length', 'tool_calls'); null when it reports none. */
+  finish_reason: string | null;
+  usage?: CompletionUsage;
+}
+
+export interface Provider {
+  readonly name: string;
+  complete(request: CompletionRequest): Promise<CompletionResult>;
+  listModels?(signal?: AbortSignal): Promise<string[]>;
+}
+
+export type ProviderErrorKind =
+  | 'auth'
+  | 'rate_limited'
+  | 'timeout'
+  | 'unavailable'
+  | 'bad_request'
+  | 'bad_response'
+  | 'network'
+  | 'cancelled'
+  | 'not_configured';
+
+/**
+ * Every failure a provider reports. The message names the provider and the cause and is safe to show
+ * to a user: it never holds a credential (providers redact the vendor's own text before using it),
+ * and no raw vendor error is kept as `cause`, so serializing the error cannot leak one either.
+ */
+export class ProviderError extends Error {
+  constructor(
+    readonly provider: string,
+    readonly kind: ProviderErrorKind,
+    message: string,
+    /** HTTP status of the provider's answer, when there was one. */
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'ProviderError';
+  }
+}

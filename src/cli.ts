@@ -1,0 +1,93 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, ConfigFile } from './config/config-file';
+import { defaultDataDir } from './config/paths';
+import { PortInUseError, Service } from './service';
+import { hashPassword } from './transport/passwords';
+
+const USAGE = `usage:
+  remote-assistant serve [--data-dir DIR] [--port N]
+  remote-assistant user add --data-dir DIR --username NAME   (password on standard input)`;
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function serve(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { 'data-dir': { type: 'string' }, port: { type: 'string' } } });
+  const port = values.port === undefined ? undefined : Number(values.port);
+  if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
+    console.error(`invalid --port ${values.port}: expected an integer from 0 to 65535`);
+    return 2;
+  }
+  const dataDir = values['data-dir'] ?? defaultDataDir();
+  const service = await Service.open({ dataDir, port, logToStderr: true });
+  let listening;
+  try {
+    listening = await service.start();
+  } catch (error) {
+    await service.stop();
+    throw error;
+  }
+  console.log(`listening on ${listening.url}`);
+  console.log(`data directory: ${dataDir}`);
+  await new Promise<void>((resolve) => {
+    const onSignal = (signal: string) => {
+      console.error(`${signal}: stopping`);
+      resolve();
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  });
+  await service.stop();
+  return 0;
+}
+
+async function userAdd(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { 'data-dir': { type: 'string' }, username: { type: 'string' } } });
+  if (!values.username) {
+    console.error(`missing --username\n${USAGE}`);
+    return 2;
+  }
+  const password = (await readStdin()).replace(/\r?\n$/, '');
+  if (password.length < 8) {
+    console.error('the password (read from standard input) must be at least 8 characters');
+    return 2;
+  }
+  const username = values.username;
+  const config = await ConfigFile.load(values['data-dir'] ?? defaultDataDir());
+  const passwordHash = await hashPassword(password);
+  await config.edit((raw) => {
+    const users = Array.isArray(raw.users) ? (raw.users as { username?: unknown }[]).filter((u) => u?.username !== username) : [];
+    raw.users = [...users, { username, password_hash: passwordHash }];
+  });
+  await config.close();
+  console.log(`user ${username} saved`);
+  return 0;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, sub, ...rest] = argv;
+  try {
+    if (command === 'serve') return await serve(argv.slice(1));
+    if (command === 'user' && sub === 'add') return await userAdd(rest);
+    console.error(USAGE);
+    return 2;
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(`service.json is invalid; nothing was changed:\n${error.problems.map((p) => `  - ${p}`).join('\n')}`);
+      return 2;
+    }
+    if (error instanceof PortInUseError) {
+      console.error(error.message);
+      return 3;
+    }
+    console.error(error instanceof Error ? error.message : String(error));
+    return 1;
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then((code) => process.exit(code));
+}

@@ -1,0 +1,16 @@
+import type { Agent } from '../agent/agent';
+import type { ConfigFile } from '../config/config-file';
+import type { Logger } from '../log/logger';
+import type { Store } from '../store';
+import type { EventHub } from './event-hub';
+import type { RunningChats } from './running-chats';
+
+/** What the command handlers work with; built once by the service. */
+export interface CommandContext {
+  config: ConfigFile;
+  store: Store;
+  agent: Agent;
+  events: EventHub;
+  running: RunningChats;
+  logger: Logger;
+}

@@ -1,0 +1,94 @@
+import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ServiceConfig } from '../protocol';
+import type { CommandContext } from './context';
+import type { ClientSession } from './session';
+import { ownerOf } from './session';
+
+type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<Record<string, unknown>>;
+export type HandlerMap = { [T in CommandType]: Handler<T> };
+
+export function publicConfigOf(config: ServiceConfig): PublicConfig {
+  return {
+    provider: config.provider,
+    model: config.model,
+    temperature: config.temperature,
+    permission_mode: config.permission_mode,
+    base_url: config.base_url ?? null,
+    api_key_set: Boolean(config.api_key),
+  };
+}
+
+export const handlers: HandlerMap = {
+  async auth() {
+    throw new ServiceError('invalid_request', 'already authenticated');
+  },
+
+  async chat(command, session, ctx) {
+    const run = ctx.running.start(session.id, command.id);
+    let conversationId = command.conversation_id ?? '';
+    try {
+      const result = await ctx.agent.chat({
+        message: command.message,
+        conversationId: command.conversation_id,
+        source: session.source,
+        signal: run.signal,
+        onConversation: (id, created) => {
+          conversationId = id;
+          if (created) ctx.events.broadcast({ event: 'conversation.updated', conversation_id: id, source: session.source }, (s) => s !== session);
+        },
+        onDelta: command.stream
+          ? (delta) => session.send({ event: 'chat.delta', id: command.id, conversation_id: conversationId, delta })
+          : undefined,
+      });
+      const data: Record<string, unknown> = { response: result.response, conversation_id: result.conversation_id };
+      if (result.cancelled) data.cancelled = true;
+      return data;
+    } finally {
+      run.done();
+    }
+  },
+
+  async cancel(command, session, ctx) {
+    if (command.id === undefined) throw new ServiceError('invalid_request', 'cancel needs the id of the chat to cancel');
+    return { cancelled: ctx.running.cancel(session.id, command.id) };
+  },
+
+  async get_config(_command, _session, ctx) {
+    return publicConfigOf(ctx.config.current);
+  },
+
+  async update_config(command, _session, ctx) {
+    const updated_fields = await ctx.config.update(command.config);
+    return { updated_fields };
+  },
+
+  async list_conversations(command, session, ctx) {
+    const owner = ownerOf(session.source);
+    const rows = ctx.store.conversations.list({ limit: command.limit, before: command.before, source: owner === 'shared' ? undefined : owner });
+    const conversations: Conversation[] = rows
+      .filter((row) => ownerOf(row.source) === owner)
+      .map(({ id, title, created_at, updated_at, source }) => ({ id, title, created_at, updated_at, source }));
+    return { conversations };
+  },
+
+  async get_messages(command, session, ctx) {
+    ctx.agent.requireConversation(command.conversation_id, session.source);
+    const messages: Message[] = ctx.store.messages
+      .recent(command.conversation_id, { limit: command.limit, includeTools: command.include_tools })
+      .map((m) => ({ id: m.id, role: m.role, content: m.content, timestamp: m.timestamp, ...(m.tool_name ? { tool_name: m.tool_name } : {}) }));
+    return { messages };
+  },
+
+  async delete_conversation(command, session, ctx) {
+    ctx.agent.requireConversation(command.conversation_id, session.source);
+    await ctx.store.conversations.delete(command.conversation_id);
+    return { deleted: true };
+  },
+
+  async list_tools() {
+    return { tools: [] };
+  },
+
+  async permission_response(command) {
+    throw new ServiceError('not_found', `no pending permission request ${command.request_id}`);
+  },
+};

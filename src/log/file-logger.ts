@@ -1,0 +1,193 @@
+import { join } from 'node:path';
+import { LOG_FILE_NAME } from '../config/paths';
+import type { LogFields, Logger, LogLevel } from './logger';
+import { Redactor } from './redact';
+import { RotatingFile } from './rotating-file';
+
+export const DEFAULT_LOG_MAX_BYTES = 5 * 1024 * 1024;
+export const DEFAULT_LOG_MAX_FILES = 3;
+/** A line above this size is replaced by a note saying how big it was. */
+export const MAX_LOG_LINE_BYTES = 256 * 1024;
+
+const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+const RESERVED = new Set(['time', 'level', 'event']);
+
+export interface FileLoggerOptions {
+  /** The log file, e.g. `<dataDir>/service.log`. */
+  file: string;
+  /** Lines below this level are dropped (default info). */
+  level?: LogLevel;
+  /** Rotate at this size (default 5 MiB). */
+  maxBytes?: number;
+  /** Rotated files kept, service.log.1..N (default 3). */
+  maxFiles?: number;
+  /** Also print a short human form: true for stderr, or a stream (headless CLI). */
+  mirror?: boolean | NodeJS.WritableStream;
+  /** Minimum level of the mirror (default: `level`). */
+  mirrorLevel?: LogLevel;
+  /** Shared redactor (keep it fed with the config's secrets); a fresh one if omitted. */
+  redactor?: Redactor;
+  /** Fields on every line. */
+  fields?: LogFields;
+}
+
+/** What a FileLogger and its children share: one file, one redactor, one level. */
+class LogCore {
+  level: number;
+  mirrorLevel: number;
+  readonly file: RotatingFile;
+  readonly mirror: NodeJS.WritableStream | null;
+  readonly redactor: Redactor;
+
+  constructor(options: FileLoggerOptions) {
+    this.level = RANK[options.level ?? 'info'];
+    this.mirrorLevel = RANK[options.mirrorLevel ?? options.level ?? 'info'];
+    this.redactor = options.redactor ?? new Redactor();
+    this.mirror = options.mirror === true ? process.stderr : options.mirror || null;
+    this.file = new RotatingFile(options.file, {
+      maxBytes: options.maxBytes ?? DEFAULT_LOG_MAX_BYTES,
+      maxFiles: options.maxFiles ?? DEFAULT_LOG_MAX_FILES,
+      onError: (error) => {
+        // Through the redactor too: a path or errno text is harmless, but nothing leaves unscrubbed.
+        const message = this.redactor.redactText(error instanceof Error ? error.message : String(error));
+        process.stderr.write(`remote-assistant: cannot write the log file ${options.file}: ${message}\n`);
+      },
+    });
+  }
+
+  log(level: LogLevel, event: string, base: LogFields | undefined, fields: LogFields | undefined): void {
+    const rank = RANK[level];
+    const toFile = rank >= this.level;
+    const toMirror = this.mirror !== null && rank >= this.mirrorLevel;
+    if (!toFile && !toMirror) return;
+    try {
+      const time = new Date();
+      const merged = base && fields ? { ...base, ...fields } : (fields ?? base ?? {});
+      const clean = this.redactor.redactFields(merged);
+      const record: Record<string, unknown> = { time: time.toISOString(), level, event: this.redactor.redactText(String(event)) };
+      for (const [key, value] of Object.entries(clean)) record[RESERVED.has(key) ? `_${key}` : key] = value;
+      if (toFile) this.file.write(serializeLine(record));
+      if (toMirror) this.writeMirror(time, level, record.event as string, clean);
+    } catch {
+      // Logging must never take the service down.
+    }
+  }
+
+  private writeMirror(time: Date, level: LogLevel, event: string, fields: Record<string, unknown>): void {
+    const clock = `${pad(time.getHours())}:${pad(time.getMinutes())}:${pad(time.getSeconds())}`;
+    const parts = [clock, level.toUpperCase().padEnd(5), event];
+    for (const [key, value] of Object.entries(fields)) {
+      if (value === undefined) continue;
+      parts.push(`${key}=${humanValue(value)}`);
+    }
+    try {
+      this.mirror!.write(`${parts.join(' ')}\n`);
+    } catch {
+      // A closed stderr is not worth crashing for.
+    }
+  }
+}
+
+function serializeLine(record: Record<string, unknown>): string {
+  const line = JSON.stringify(record);
+  if (Buffer.byteLength(line) <= MAX_LOG_LINE_BYTES) return `${line}\n`;
+  const { time, level, event } = record;
+  return `${JSON.stringify({ time, level, event, truncated: true, line_bytes: Buffer.byteLength(line) })}\n`;
+}
+
+function pad(n: number): string {
+  return String(n).padStart(2, '0');
+}
+
+function humanValue(value: unknown): string {
+  if (typeof value === 'string') return /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);
+  if (value !== null && typeof value === 'object' && 'message' in value && 'name' in value && 'stack' in value) {
+    const error = value as { name: unknown; message: unknown };
+    return JSON.stringify(`${String(error.name)}: ${String(error.message)}`);
+  }
+  return JSON.stringify(value) ?? String(value);
+}
+
+/** A logger that adds fields to every line of its parent's. */
+class BoundLogger implements Logger {
+  constructor(
+    private readonly core: LogCore,
+    private readonly fields: LogFields,
+  ) {}
+
+  debug(event: string, fields?: LogFields): void {
+    this.core.log('debug', event, this.fields, fields);
+  }
+  info(event: string, fields?: LogFields): void {
+    this.core.log('info', event, this.fields, fields);
+  }
+  warn(event: string, fields?: LogFields): void {
+    this.core.log('warn', event, this.fields, fields);
+  }
+  error(event: string, fields?: LogFields): void {
+    this.core.log('error', event, this.fields, fields);
+  }
+  child(fields: LogFields): Logger {
+    return new BoundLogger(this.core, { ...this.fields, ...fields });
+  }
+}
+
+/**
+ * The service's log: JSON lines `{"time","level","event",...fields}` appended to service.log, every
+ * line scrubbed by the redactor, rotated by size, optionally mirrored to stderr in a short form.
+ */
+export class FileLogger implements Logger {
+  private readonly core: LogCore;
+  private readonly root: BoundLogger;
+
+  constructor(options: FileLoggerOptions) {
+    this.core = new LogCore(options);
+    this.root = new BoundLogger(this.core, options.fields ?? {});
+  }
+
+  /** A logger writing `<dataDir>/service.log`. */
+  static inDataDir(dataDir: string, options: Omit<FileLoggerOptions, 'file'> = {}): FileLogger {
+    return new FileLogger({ ...options, file: join(dataDir, LOG_FILE_NAME) });
+  }
+
+  get file(): string {
+    return this.core.file.file;
+  }
+
+  get redactor(): Redactor {
+    return this.core.redactor;
+  }
+
+  /** Changes the minimum level of this logger and all its children (and of the mirror, if given). */
+  setLevel(level: LogLevel, mirrorLevel?: LogLevel): void {
+    this.core.level = RANK[level];
+    if (mirrorLevel) this.core.mirrorLevel = RANK[mirrorLevel];
+  }
+
+  debug(event: string, fields?: LogFields): void {
+    this.root.debug(event, fields);
+  }
+  info(event: string, fields?: LogFields): void {
+    this.root.info(event, fields);
+  }
+  warn(event: string, fields?: LogFields): void {
+    this.root.warn(event, fields);
+  }
+  error(event: string, fields?: LogFields): void {
+    this.root.error(event, fields);
+  }
+
+  child(fields: LogFields): Logger {
+    return this.root.child(fields);
+  }
+
+  /** Waits until every line logged so far is written. */
+  flush(): Promise<void> {
+    return this.core.file.flush();
+  }
+
+  /** Flushes and closes the file; lines logged afterwards are dropped. */
+  close(): Promise<void> {
+    return this.core.file.close();
+  }
+}

@@ -1,0 +1,199 @@
+/** What a secret is replaced with. */
+export const REDACTED = '[redacted]';
+
+/** Field names whose value is a secret whatever it holds. */
+export const SECRET_KEY = /api[_-]?key|token|secret|password|authorization|cookie/i;
+
+/**
+ * SECRET_KEY names that hold counts, not credentials (`max_tokens`, `input_tokens`, `token_count`):
+ * a number under them is kept.
+ */
+const COUNT_KEY = /tokens|token_?count|max_?token/i;
+
+/** Shorter values are not treated as secrets: redacting "true" or "1234" everywhere would ruin logs. */
+export const MIN_SECRET_LENGTH = 8;
+
+const MAX_DEPTH = 12;
+
+// Credentials recognisable by shape, whether or not they are known secrets.
+const SHAPED_SECRETS: [RegExp, string][] = [
+  // Authorization header values quoted in messages.
+  [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}/g, `$1 ${REDACTED}`],
+  // user:password@ in URLs.
+  [/([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]+:[^\s/@]+@/gi, `$1${REDACTED}@`],
+  // ?token=... / &api_key=... in URLs.
+  [/([?&][^=&\s#]*(?:api[_-]?key|token|secret|password|signature|(?<![a-z])sig(?![a-z]))[^=&\s#]*=)[^&\s#]+/gi, `$1${REDACTED}`],
+  // "api_key": "..." inside JSON text (a request body logged as a string).
+  [/("[^"\\]*(?:api[_-]?key|token|secret|password|authorization|cookie)[^"\\]*"\s*:\s*)"(?:[^"\\]|\\.)*"/gi, `$1"${REDACTED}"`],
+];
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** The forms a secret may take in text: as is, URL-encoded, and escaped inside a JSON string. */
+function variantsOf(secret: string): string[] {
+  const variants = new Set([secret]);
+  try {
+    variants.add(encodeURIComponent(secret));
+  } catch {
+    // A lone surrogate cannot be URL-encoded; the plain form is still matched.
+  }
+  variants.add(JSON.stringify(secret).slice(1, -1));
+  return [...variants];
+}
+
+function buildMatcher(secrets: Iterable<string>): RegExp | null {
+  const variants = new Set<string>();
+  for (const secret of secrets) {
+    if (typeof secret !== 'string' || secret.length < MIN_SECRET_LENGTH) continue;
+    for (const variant of variantsOf(secret)) variants.add(variant);
+  }
+  if (variants.size === 0) return null;
+  // Longest first, so a secret that contains another is replaced whole.
+  const alternatives = [...variants].sort((a, b) => b.length - a.length).map(escapeRegExp);
+  return new RegExp(alternatives.join('|'), 'g');
+}
+
+function applyRedaction(text: string, matcher: RegExp | null): string {
+  let result = matcher ? text.replace(matcher, REDACTED) : text;
+  for (const [pattern, replacement] of SHAPED_SECRETS) result = result.replace(pattern, replacement);
+  return result;
+}
+
+/**
+ * `text` with every occurrence of the given secrets (values under 8 characters ignored) and every
+ * credential-shaped part (Bearer values, URL passwords, token query parameters) replaced by
+ * "[redacted]". For messages shown to clients, e.g. a provider's error text.
+ */
+export function redactText(text: string, secrets: Iterable<string>): string {
+  return applyRedaction(text, buildMatcher(secrets));
+}
+
+/**
+ * The secrets currently in force (from the config, plus tokens created at run time) and the means to
+ * scrub them from anything about to be logged.
+ */
+export class Redactor {
+  private configured = new Set<string>();
+  private added = new Set<string>();
+  private matcher: RegExp | null = null;
+
+  constructor(secrets: Iterable<string> = []) {
+    this.setSecrets(secrets);
+  }
+
+  /** Replaces the config's secrets (call on every config change); added secrets are kept. */
+  setSecrets(values: Iterable<string>): void {
+    this.configured = new Set([...values].filter((value) => typeof value === 'string' && value.length >= MIN_SECRET_LENGTH));
+    this.rebuild();
+  }
+
+  /** A secret created at run time, e.g. a session token. */
+  addSecret(value: string): void {
+    if (typeof value !== 'string' || value.length < MIN_SECRET_LENGTH || this.added.has(value)) return;
+    this.added.add(value);
+    this.rebuild();
+  }
+
+  /** Forgets a run-time secret (an expired session token), so the set does not grow forever. */
+  removeSecret(value: string): void {
+    if (this.added.delete(value)) this.rebuild();
+  }
+
+  /** Every secret held, configured and added. */
+  secrets(): string[] {
+    return [...new Set([...this.configured, ...this.added])];
+  }
+
+  redactText(text: string): string {
+    return applyRedaction(text, this.matcher);
+  }
+
+  /**
+   * A JSON-safe deep copy of `value` with secrets removed: known secret values inside any string, and
+   * the whole value of any field whose name looks secret. Errors become {name, message, stack, ...};
+   * cycles become "[circular]".
+   */
+  redact(value: unknown): unknown {
+    return this.walk(value, new Set(), 0);
+  }
+
+  /** Like redact(), for a log line's fields. */
+  redactFields(fields: Record<string, unknown>): Record<string, unknown> {
+    return this.walkEntries(Object.entries(fields), new Set(), 0);
+  }
+
+  private rebuild(): void {
+    this.matcher = buildMatcher([...this.configured, ...this.added]);
+  }
+
+  private walk(value: unknown, ancestors: Set<object>, depth: number): unknown {
+    switch (typeof value) {
+      case 'string':
+        return this.redactText(value);
+      case 'number':
+        return Number.isFinite(value) ? value : String(value);
+      case 'boolean':
+      case 'undefined':
+        return value;
+      case 'bigint':
+        return value.toString();
+      case 'symbol':
+        return this.redactText(value.toString());
+      case 'function':
+        return `[function ${value.name || 'anonymous'}]`;
+    }
+    if (value === null) return null;
+    const object = value as object;
+    if (ancestors.has(object)) return '[circular]';
+    if (depth >= MAX_DEPTH) return '[too deep]';
+    if (object instanceof Date) return Number.isNaN(object.getTime()) ? 'Invalid Date' : object.toISOString();
+    if (ArrayBuffer.isView(object) || object instanceof ArrayBuffer) return `[${object.byteLength} bytes]`;
+
+    ancestors.add(object);
+    try {
+      if (object instanceof Error) return this.walkError(object, ancestors, depth);
+      if (Array.isArray(object)) return object.map((item) => this.walk(item, ancestors, depth + 1));
+      if (object instanceof Map) return this.walkEntries([...object.entries()].map(([k, v]) => [String(k), v]), ancestors, depth);
+      if (object instanceof Set) return [...object].map((item) => this.walk(item, ancestors, depth + 1));
+      const toJSON = (object as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === 'function') return this.walk(toJSON.call(object), ancestors, depth + 1);
+      return this.walkEntries(Object.entries(object), ancestors, depth);
+    } catch {
+      return '[unreadable]';
+    } finally {
+      ancestors.delete(object);
+    }
+  }
+
+  private walkEntries(entries: [string, unknown][], ancestors: Set<object>, depth: number): Record<string, unknown> {
+    const result: Record<string, unknown> = {};
+    for (const [key, item] of entries) {
+      result[key] = this.secretKeyHides(key, item) ? REDACTED : this.walk(item, ancestors, depth + 1);
+    }
+    return result;
+  }
+
+  private secretKeyHides(key: string, value: unknown): boolean {
+    if (!SECRET_KEY.test(key)) return false;
+    if (value === null || value === undefined || typeof value === 'boolean') return false;
+    if (typeof value === 'number') return !COUNT_KEY.test(key);
+    return true;
+  }
+
+  private walkError(error: Error, ancestors: Set<object>, depth: number): Record<string, unknown> {
+    const entries: [string, unknown][] = [
+      ['name', error.name],
+      ['message', error.message],
+      ['stack', error.stack],
+    ];
+    const extra = error as Error & { code?: unknown; cause?: unknown };
+    if (extra.code !== undefined) entries.push(['code', extra.code]);
+    if (extra.cause !== undefined) entries.push(['cause', extra.cause]);
+    for (const [key, item] of Object.entries(error)) {
+      if (key !== 'code' && key !== 'cause' && key !== 'name' && key !== 'message' && key !== 'stack') entries.push([key, item]);
+    }
+    return this.walkEntries(entries, ancestors, depth);
+  }
+}

@@ -1,0 +1,160 @@
+import { join } from 'node:path';
+import { Agent, type ProviderResolver } from './agent/agent';
+import { createProviderResolver } from './agent/provider-resolver';
+import type { CommandContext } from './commands/context';
+import { createDispatcher, type Dispatch } from './commands/dispatcher';
+import { EventHub } from './commands/event-hub';
+import { RunningChats } from './commands/running-chats';
+import { ConfigFile, secretValues } from './config/config-file';
+import { LOG_FILE_NAME } from './config/paths';
+import { FileLogger } from './log/file-logger';
+import { Redactor } from './log/redact';
+import type { Logger } from './log/logger';
+import { tcpChannelOf } from './protocol';
+import { openStore, type Store } from './store';
+import { bindHostFor, compileAllowFrom } from './transport/allow-from';
+import { Authenticator } from './transport/auth';
+import { HttpServer } from './transport/http-server';
+import { clientAddress } from './transport/http-util';
+import { coreRoutes, createRouter } from './transport/routes';
+import { attachWsSession } from './transport/ws-session';
+
+export interface ServiceOptions {
+  dataDir: string;
+  /** Overrides the tcp channel's port (0: any free port). */
+  port?: number;
+  /** Overrides the bind address (default: the decisions.md rule from allow_from). */
+  host?: string;
+  /** Mirror log lines to stderr (headless). */
+  logToStderr?: boolean;
+  provider?: ProviderResolver;
+}
+
+export class PortInUseError extends Error {
+  constructor(readonly host: string, readonly port: number) {
+    super(`port ${port} on ${host} is already in use by another program; choose another port (--port N, or "port" of the tcp channel in service.json)`);
+    this.name = 'PortInUseError';
+  }
+}
+
+/** Stops waiting for in-flight work after this long on stop; running chats are then cancelled. */
+const STOP_GRACE_MS = 10_000;
+
+/**
+ * The composition root: builds config, log, store, agent and transports from a data directory.
+ * Hosts (the CLI, the editor) call open(), start() and stop().
+ */
+export class Service {
+  readonly dispatch: Dispatch;
+  readonly events = new EventHub();
+  private readonly running = new RunningChats();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private http?: HttpServer;
+  private readonly startedAt = Date.now();
+  private address?: { host: string; port: number };
+
+  private constructor(
+    readonly options: ServiceOptions,
+    readonly config: ConfigFile,
+    readonly store: Store,
+    readonly logger: Logger & { close(): Promise<void> },
+    redactor: Redactor,
+    readonly agent: Agent,
+    readonly auth: Authenticator,
+  ) {
+    const ctx: CommandContext = { config, store, agent, events: this.events, running: this.running, logger };
+    this.dispatch = createDispatcher(ctx);
+    config.on('change', (fields: string[]) => {
+      redactor.setSecrets(secretValues(config.current));
+      logger.info('config.changed', { fields });
+      this.events.broadcast({ event: 'config.changed', fields });
+    });
+    config.on('invalid', (error: Error) => logger.error('config.invalid', { error: error.message }));
+  }
+
+  /** Loads service.json (throws ConfigError naming each bad field), the log and the database. */
+  static async open(options: ServiceOptions): Promise<Service> {
+    const config = await ConfigFile.load(options.dataDir);
+    const redactor = new Redactor();
+    redactor.setSecrets(secretValues(config.current));
+    const logger = new FileLogger({ file: join(options.dataDir, LOG_FILE_NAME), redactor, mirror: options.logToStderr ?? false, mirrorLevel: 'info' });
+    let store: Store;
+    try {
+      store = await openStore(options.dataDir, { logger });
+    } catch (error) {
+      await config.close();
+      await logger.close();
+      throw error;
+    }
+    const agent = new Agent({ store, config: () => config.current, provider: options.provider ?? createProviderResolver(), logger });
+    const auth = new Authenticator(() => config.current, logger, redactor);
+    return new Service(options, config, store, logger, redactor, agent, auth);
+  }
+
+  /** Listens on the tcp channel; rejects with PortInUseError when the port is taken. */
+  async start(): Promise<{ host: string; port: number; url: string }> {
+    const channel = tcpChannelOf(this.config.current);
+    const host = this.options.host ?? bindHostFor(channel.allow_from);
+    const port = this.options.port ?? channel.port;
+    const router = createRouter(coreRoutes({ auth: this.auth, store: this.store, config: () => this.config.current, startedAt: this.startedAt }));
+    let filter = { patterns: channel.allow_from, allowed: compileAllowFrom(channel.allow_from) };
+    const allowed = () => {
+      const patterns = tcpChannelOf(this.config.current).allow_from;
+      if (patterns !== filter.patterns) filter = { patterns, allowed: compileAllowFrom(patterns) };
+      return filter.allowed;
+    };
+    this.http = new HttpServer({
+      router,
+      allowed,
+      logger: this.logger,
+      onWebSocket: (socket, req) =>
+        attachWsSession(socket, 'ws', clientAddress(req), {
+          auth: this.auth,
+          dispatch: this.dispatch,
+          events: this.events,
+          logger: this.logger,
+          track: (work) => this.track(work),
+        }),
+    });
+    try {
+      this.address = await this.http.listen(port, host);
+    } catch (error) {
+      this.http = undefined;
+      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new PortInUseError(host, port);
+      throw error;
+    }
+    this.config.watch();
+    const shownHost = this.address.host === '::' ? '0.0.0.0' : this.address.host;
+    this.logger.info('service.listening', { host: shownHost, port: this.address.port });
+    return { ...this.address, url: `http://${shownHost}:${this.address.port}` };
+  }
+
+  /** Graceful stop: stop accepting, let in-flight work finish (bounded), flush the database, release the lock. */
+  async stop(): Promise<void> {
+    this.http?.stopAccepting();
+    const settled = Promise.allSettled([...this.inFlight, this.agent.idle()]);
+    const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), STOP_GRACE_MS).unref());
+    if ((await Promise.race([settled, timer])) === 'timeout') {
+      this.logger.warn('service.stop_timeout', { inFlight: this.inFlight.size });
+      this.running.cancelAll();
+      await settled;
+    }
+    await this.http?.close();
+    this.http = undefined;
+    await this.store.close();
+    await this.config.close();
+    this.logger.info('service.stopped');
+    await this.logger.close();
+  }
+
+  get listeningAddress() {
+    return this.address;
+  }
+
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.inFlight.add(work);
+    const forget = () => this.inFlight.delete(work);
+    work.then(forget, forget);
+    return work;
+  }
+}

@@ -1,0 +1,114 @@
+import { crc32 } from 'node:zlib';
+
+/** A value as bound to a statement and stored in the journal. */
+export type SqlParam = string | number | null | Uint8Array;
+/** What callers may pass; booleans become 0/1 and undefined becomes NULL before anything runs. */
+export type SqlParamInput = SqlParam | boolean | undefined;
+/** One statement of a transaction: SQL text and its positional parameters (null: none). */
+export type Op = readonly [sql: string, params: readonly SqlParam[] | null];
+
+/** One journal record is one committed write transaction. */
+export interface JournalRecord {
+  seq: number;
+  ops: Op[];
+}
+
+export interface ParsedRecords {
+  records: JournalRecord[];
+  /** Bytes from the start of the buffer up to the end of the last valid record. */
+  validBytes: number;
+  /** Why parsing stopped before the end of the buffer (torn or corrupt record), if it did. */
+  problem?: string;
+}
+
+const NEWLINE = 0x0a;
+const SPACE = 0x20;
+const HEX8 = /^[0-9a-f]{8}$/;
+
+export function normalizeParams(params: readonly SqlParamInput[] | null | undefined): SqlParam[] | null {
+  if (!params || params.length === 0) return null;
+  const out: SqlParam[] = new Array(params.length);
+  for (let i = 0; i < params.length; i++) {
+    const v = params[i];
+    if (v === undefined || v === null) out[i] = null;
+    else if (typeof v === 'boolean') out[i] = v ? 1 : 0;
+    else if (typeof v === 'number') {
+      // NaN and infinities do not survive JSON, so the journal could not replay them faithfully.
+      if (!Number.isFinite(v)) throw new TypeError(`SQL parameter ${i + 1} is not a finite number (${v})`);
+      out[i] = v;
+    } else if (typeof v === 'string') out[i] = v;
+    else if (v instanceof Uint8Array) out[i] = new Uint8Array(v);
+    else throw new TypeError(`SQL parameter ${i + 1} has an unsupported type (${typeof v})`);
+  }
+  return out;
+}
+
+function encodeParam(v: SqlParam): unknown {
+  return v instanceof Uint8Array ? { b: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') } : v;
+}
+
+function decodeParam(v: unknown): SqlParam {
+  if (v === null || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))) return v;
+  if (typeof v === 'object' && typeof (v as { b?: unknown }).b === 'string') {
+    return new Uint8Array(Buffer.from((v as { b: string }).b, 'base64'));
+  }
+  throw new Error('bad parameter');
+}
+
+/** `<crc32 of json, 8 hex> <json>\n`: JSON escapes newlines, so one record is exactly one line. */
+export function encodeRecord(record: JournalRecord): Buffer {
+  const json = JSON.stringify({
+    seq: record.seq,
+    ops: record.ops.map(([sql, params]) => (params ? [sql, params.map(encodeParam)] : [sql])),
+  });
+  const crc = crc32(json).toString(16).padStart(8, '0');
+  return Buffer.from(`${crc} ${json}\n`, 'utf8');
+}
+
+function decodeLine(line: Buffer): JournalRecord | null {
+  if (line.length < 10 || line[8] !== SPACE) return null;
+  const hex = line.toString('latin1', 0, 8);
+  if (!HEX8.test(hex)) return null;
+  const body = line.subarray(9);
+  if (crc32(body) !== parseInt(hex, 16)) return null;
+  try {
+    const value = JSON.parse(body.toString('utf8')) as { seq?: unknown; ops?: unknown };
+    if (typeof value !== 'object' || value === null) return null;
+    const { seq, ops } = value;
+    if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1 || !Array.isArray(ops)) return null;
+    const decoded: Op[] = ops.map((op: unknown) => {
+      if (!Array.isArray(op) || typeof op[0] !== 'string') throw new Error('bad op');
+      const params = op[1];
+      if (params === undefined || params === null) return [op[0], null] as const;
+      if (!Array.isArray(params)) throw new Error('bad params');
+      return [op[0], params.map(decodeParam)] as const;
+    });
+    return { seq, ops: decoded };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Parses records in order and stops at the first one that is torn (no final newline), fails its CRC,
+ * is not a well-formed record, or does not carry a seq greater than the one before (`afterSeq` for the
+ * first), so everything returned is a clean prefix of the buffer.
+ */
+export function parseRecords(buf: Buffer, afterSeq = 0): ParsedRecords {
+  const records: JournalRecord[] = [];
+  let pos = 0;
+  let prev = afterSeq;
+  while (pos < buf.length) {
+    const nl = buf.indexOf(NEWLINE, pos);
+    if (nl < 0) return { records, validBytes: pos, problem: 'torn record (no end of line)' };
+    const record = decodeLine(buf.subarray(pos, nl));
+    if (!record) return { records, validBytes: pos, problem: 'corrupt record (checksum or format)' };
+    if (record.seq <= prev) {
+      return { records, validBytes: pos, problem: `out-of-order record (seq ${record.seq} after ${prev})` };
+    }
+    records.push(record);
+    prev = record.seq;
+    pos = nl + 1;
+  }
+  return { records, validBytes: pos };
+}

@@ -1,0 +1,34 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import initSqlJs from 'sql.js';
+import type { SqlJsStatic } from 'sql.js';
+
+let ready: Promise<SqlJsStatic> | undefined;
+
+/**
+ * Where the sql.js WASM binary is: beside the bundle (esbuild copies it to dist/), else in
+ * node_modules when running from source.
+ */
+export function locateSqlJsWasm(): string {
+  const beside = path.join(__dirname, 'sql-wasm.wasm');
+  if (existsSync(beside)) return beside;
+  return require.resolve('sql.js/dist/sql-wasm.wasm');
+}
+
+/** Loads sql.js once per thread; later calls share the same promise (a failed load may be retried). */
+export function loadSqlJs(): Promise<SqlJsStatic> {
+  if (!ready) {
+    const attempt = (async () => {
+      const bytes = await readFile(locateSqlJsWasm());
+      // Handing the bytes over avoids sql.js' own fetch/locateFile logic, which differs per platform.
+      const wasmBinary = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+      return initSqlJs({ wasmBinary });
+    })();
+    ready = attempt;
+    attempt.catch(() => {
+      if (ready === attempt) ready = undefined;
+    });
+  }
+  return ready;
+}

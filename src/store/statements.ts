@@ -1,0 +1,76 @@
+import type { Database as SqlJsDatabase, ParamsObject, SqlValue, Statement } from 'sql.js';
+import type { SqlParam } from './record';
+
+/** Prepared statements by SQL text, least recently used dropped first. */
+export class StatementCache {
+  private readonly statements = new Map<string, Statement>();
+
+  constructor(
+    private readonly db: SqlJsDatabase,
+    private readonly max = 256,
+  ) {}
+
+  get(sql: string): Statement {
+    const cached = this.statements.get(sql);
+    if (cached) {
+      this.statements.delete(sql);
+      this.statements.set(sql, cached);
+      return cached;
+    }
+    const stmt = this.db.prepare(sql);
+    this.statements.set(sql, stmt);
+    if (this.statements.size > this.max) {
+      const [oldestSql, oldest] = this.statements.entries().next().value as [string, Statement];
+      this.statements.delete(oldestSql);
+      oldest.free();
+    }
+    return stmt;
+  }
+
+  clear(): void {
+    for (const stmt of this.statements.values()) stmt.free();
+    this.statements.clear();
+  }
+}
+
+/**
+ * Runs one statement of a write, the same way live and at replay so both give the same result.
+ * With parameters: one prepared (cached) statement. Without: sqlite3_exec, which allows several
+ * statements in one string (migrations). Returns the number of rows changed.
+ */
+export function runOp(db: SqlJsDatabase, cache: StatementCache, sql: string, params: readonly SqlParam[] | null): number {
+  if (params && params.length > 0) {
+    const stmt = cache.get(sql);
+    try {
+      stmt.run(params as SqlValue[]);
+    } catch (err) {
+      stmt.reset();
+      throw err;
+    }
+  } else {
+    db.run(sql);
+  }
+  return db.getRowsModified();
+}
+
+export function queryAll(cache: StatementCache, sql: string, params: readonly SqlParam[] | null): ParamsObject[] {
+  const stmt = cache.get(sql);
+  try {
+    if (params) stmt.bind(params as SqlValue[]);
+    const rows: ParamsObject[] = [];
+    while (stmt.step()) rows.push(stmt.getAsObject());
+    return rows;
+  } finally {
+    stmt.reset();
+  }
+}
+
+export function queryOne(cache: StatementCache, sql: string, params: readonly SqlParam[] | null): ParamsObject | undefined {
+  const stmt = cache.get(sql);
+  try {
+    if (params) stmt.bind(params as SqlValue[]);
+    return stmt.step() ? stmt.getAsObject() : undefined;
+  } finally {
+    stmt.reset();
+  }
+}

@@ -1,0 +1,54 @@
+import { isIP } from 'node:net';
+
+/** `::ffff:10.0.0.1` (an IPv4 client on a dual-stack socket) is the IPv4 address 10.0.0.1. */
+export function normalizeAddress(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  return (mapped ? mapped[1] : address).toLowerCase();
+}
+
+function expandIPv6(address: string): string[] | null {
+  if (isIP(address) !== 6) return null;
+  const [head, tail] = address.includes('::') ? address.split('::') : [address, undefined];
+  const headParts = head ? head.split(':') : [];
+  const tailParts = tail ? tail.split(':') : [];
+  const missing = 8 - headParts.length - tailParts.length;
+  const parts = tail === undefined ? headParts : [...headParts, ...Array(missing).fill('0'), ...tailParts];
+  return parts.map((p) => p.replace(/^0+(?=.)/, '').toLowerCase());
+}
+
+function matchesPattern(pattern: string, address: string): boolean {
+  if (pattern === '*') return true;
+  if (pattern === 'localhost') return address === '::1' || address.startsWith('127.');
+  if (pattern.includes(':')) {
+    if (!pattern.includes('*')) {
+      const a = expandIPv6(address);
+      const p = expandIPv6(pattern);
+      return !!a && !!p && a.join(':') === p.join(':');
+    }
+    const regex = new RegExp(`^${pattern.toLowerCase().replace(/[.]/g, '\\.').replace(/\*/g, '[0-9a-f]*')}$`);
+    return regex.test(address);
+  }
+  const want = pattern.split('.');
+  const have = address.split('.');
+  return have.length === 4 && want.every((segment, i) => segment === '*' || segment === have[i]);
+}
+
+export type AddressFilter = (remoteAddress: string | undefined) => boolean;
+
+/** `allow_from` (service-spec 5.6): only addresses matching a pattern may connect. */
+export function compileAllowFrom(patterns: readonly string[]): AddressFilter {
+  return (remoteAddress) => {
+    if (!remoteAddress) return false;
+    const address = normalizeAddress(remoteAddress);
+    return patterns.some((pattern) => matchesPattern(pattern, address));
+  };
+}
+
+function isLoopbackPattern(pattern: string): boolean {
+  return pattern === 'localhost' || pattern === '::1' || /^127\.[\d*]+\.[\d*]+\.[\d*]+$/.test(pattern);
+}
+
+/** decisions.md: bind 127.0.0.1 when every pattern is loopback, else every interface. */
+export function bindHostFor(patterns: readonly string[]): string {
+  return patterns.length > 0 && patterns.every(isLoopbackPattern) ? '127.0.0.1' : '::';
+}

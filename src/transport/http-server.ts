@@ -1,0 +1,114 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { WebSocketServer } from 'ws';
+import { ServiceError } from '../protocol';
+import type { Logger } from '../log/logger';
+import type { AddressFilter } from './allow-from';
+import { CLOSE_FORBIDDEN } from './ws-session';
+import { sendError, sendJson } from './http-util';
+
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
+/** Finds the handler of a request, or undefined (404). Resolved per request, so routes can change live. */
+export type Router = (method: string, path: string) => RouteHandler | undefined;
+
+/** Hard ceiling of a WebSocket frame; frames between 1 MiB and this get a payload_too_large answer first. */
+const WS_HARD_MAX_PAYLOAD = 8 * 1024 * 1024;
+
+export interface HttpServerOptions {
+  router: Router;
+  allowed: () => AddressFilter;
+  onWebSocket: (socket: import('ws').WebSocket, req: IncomingMessage) => void;
+  logger: Logger;
+}
+
+/** HTTP + WebSocket on one port; `allow_from` is checked before anything else is read. */
+export class HttpServer {
+  private readonly server: Server;
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: WS_HARD_MAX_PAYLOAD });
+  private readonly sockets = new Set<Socket>();
+  private closed?: Promise<void>;
+
+  constructor(private readonly options: HttpServerOptions) {
+    this.server = createServer((req, res) => void this.onRequest(req, res));
+    this.server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+    this.server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket as Socket, head));
+    this.server.on('clientError', (_error, socket) => socket.destroy());
+    this.server.headersTimeout = 30_000;
+    this.server.requestTimeout = 60_000;
+  }
+
+  listen(port: number, host: string): Promise<{ host: string; port: number }> {
+    return new Promise((resolve, reject) => {
+      const onError = (error: NodeJS.ErrnoException) => {
+        this.server.off('listening', onListening);
+        reject(error);
+      };
+      const onListening = () => {
+        this.server.off('error', onError);
+        const address = this.server.address();
+        resolve({ host, port: typeof address === 'object' && address ? address.port : port });
+      };
+      this.server.once('error', onError);
+      this.server.once('listening', onListening);
+      this.server.listen(port, host);
+    });
+  }
+
+  /** Stops accepting connections; open ones (and their work in flight) go on until close(). */
+  stopAccepting(): void {
+    if (!this.closed) this.closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+  }
+
+  /** Closes WebSockets with 1001 (going away) and every remaining connection. */
+  async close(): Promise<void> {
+    this.stopAccepting();
+    for (const client of this.wss.clients) client.close(1001, 'service stopping');
+    this.server.closeIdleConnections();
+    const deadline = setTimeout(() => {
+      for (const socket of this.sockets) socket.destroy();
+    }, 2_000);
+    await this.closed;
+    clearTimeout(deadline);
+  }
+
+  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!this.options.allowed()(req.socket.remoteAddress)) {
+      req.resume();
+      return sendError(res, new ServiceError('unauthorized', 'address not allowed'));
+    }
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const handler = this.options.router(req.method ?? 'GET', url.pathname);
+    if (!handler) {
+      req.resume();
+      return sendError(res, new ServiceError('not_found', `no route for ${req.method} ${url.pathname}`));
+    }
+    try {
+      await handler(req, res, url);
+    } catch (error) {
+      if (error instanceof ServiceError) return sendError(res, error);
+      this.options.logger.error('http.handler_failed', { path: url.pathname, error });
+      if (!res.headersSent) sendJson(res, 500, { status: 'error', error: 'internal error', code: 'server_error' });
+      else res.destroy();
+    }
+  }
+
+  private onUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (url.pathname !== '/ws') {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    const allowed = this.options.allowed()(socket.remoteAddress);
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      if (!allowed) {
+        ws.close(CLOSE_FORBIDDEN, 'address not allowed');
+        return;
+      }
+      this.options.onWebSocket(ws, req);
+    });
+  }
+}

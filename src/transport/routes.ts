@@ -1,0 +1,66 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AuthRequestBody, RegisterRequestBody, ServiceError, ok, parseOrThrow, websocketChannelsOf, type ServiceConfig } from '../protocol';
+import type { Store } from '../store';
+import { bearerToken, type Authenticator } from './auth';
+import type { RouteHandler, Router } from './http-server';
+import { clientAddress, readJsonBody, sendEnvelope, sendJson } from './http-util';
+
+export interface RouteDeps {
+  auth: Authenticator;
+  store: Store;
+  config: () => ServiceConfig;
+  startedAt: number;
+}
+
+const MACHINE_ID_KEY = 'machine_id';
+
+/** This machine's relay identity: created once, then the same for every registration. */
+export async function machineIdOf(store: Store): Promise<string> {
+  const existing = store.meta.get(MACHINE_ID_KEY);
+  if (existing) return existing;
+  const id = randomUUID();
+  await store.meta.set(MACHINE_ID_KEY, id);
+  return id;
+}
+
+function requireBearer(req: IncomingMessage, auth: Authenticator) {
+  const token = bearerToken(req.headers.authorization);
+  if (!token) throw new ServiceError('invalid_token', 'missing Authorization: Bearer <token>');
+  if (!auth.verify(token)) throw new ServiceError('invalid_token', 'invalid token');
+}
+
+export function coreRoutes(deps: RouteDeps): Map<string, RouteHandler> {
+  const routes = new Map<string, RouteHandler>();
+
+  routes.set('GET /health', async (_req: IncomingMessage, res: ServerResponse) => {
+    sendJson(res, 200, { status: 'ok', uptime_seconds: Math.floor((Date.now() - deps.startedAt) / 1000) });
+  });
+
+  routes.set('POST /auth', async (req, res) => {
+    const { value } = await readJsonBody(req);
+    const body = parseOrThrow(AuthRequestBody, value, 'request');
+    const session = await deps.auth.login(body.username, body.password, clientAddress(req));
+    sendEnvelope(res, ok(session));
+  });
+
+  routes.set('POST /ws/register', async (req, res) => {
+    requireBearer(req, deps.auth);
+    const { value } = await readJsonBody(req);
+    const body = parseOrThrow(RegisterRequestBody, value, 'request');
+    const relay = websocketChannelsOf(deps.config())[0];
+    if (!relay) throw new ServiceError('invalid_request', 'no relay configured: add a channel of type "websocket" with the relay url to service.json');
+    const machineId = await machineIdOf(deps.store);
+    await deps.store.registrations.upsert(body.machine_name, body.public_key);
+    const relayUrl = new URL(relay.url);
+    relayUrl.searchParams.set('machine_id', machineId);
+    sendEnvelope(res, ok({ machine_id: machineId, relay_url: relayUrl.toString() }));
+  });
+
+  return routes;
+}
+
+/** A router over fixed routes plus live ones (webhook paths change with service.json). */
+export function createRouter(fixed: Map<string, RouteHandler>, dynamic: Router = () => undefined): Router {
+  return (method, path) => fixed.get(`${method} ${path}`) ?? dynamic(method, path);
+}

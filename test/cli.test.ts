@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { runCli, serve } from './helpers/cli';
+import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai';
+import { postJson, writeConfig, TEST_TOKEN } from './helpers/service';
+import { tempDir } from './helpers/temp';
+import { TestClient } from './helpers/ws-client';
+
+let fake: FakeOpenAI;
+const cleanups: (() => Promise<void>)[] = [];
+before(async () => {
+  fake = await startFakeOpenAI();
+});
+after(async () => {
+  for (const cleanup of cleanups) await cleanup();
+  await fake?.close();
+});
+async function dataDir() {
+  const temp = await tempDir('ra-cli-');
+  cleanups.push(temp.cleanup);
+  return temp.dir;
+}
+
+test('serve starts with a fresh data dir, generates the token, and stops on SIGTERM keeping what it acknowledged', async () => {
+  const dir = await dataDir();
+  const proc = await serve(dir);
+  const config = JSON.parse(await readFile(join(dir, 'service.json'), 'utf8'));
+  assert.ok(config.auth_token.length >= 32);
+  const health = await (await fetch(`http://127.0.0.1:${proc.port}/health`)).json();
+  assert.equal(health.status, 'ok');
+  proc.child.kill('SIGTERM');
+  assert.deepEqual(await proc.exited, { code: 0, signal: null });
+  assert.match(await readFile(join(dir, 'service.log'), 'utf8'), /service.stopped/);
+});
+
+test('a chat acknowledged before SIGTERM is in the history after restart', async () => {
+  const dir = await dataDir();
+  await writeConfig(dir, { base_url: fake.url });
+  const first = await serve(dir);
+  const client = await TestClient.authed(`ws://127.0.0.1:${first.port}/ws`, TEST_TOKEN);
+  const reply = await client.request({ type: 'chat', message: 'remember me' });
+  const conversation_id = (reply.data as { conversation_id: string }).conversation_id;
+  first.child.kill('SIGTERM');
+  assert.equal((await first.exited).code, 0);
+
+  const second = await serve(dir);
+  const again = await TestClient.authed(`ws://127.0.0.1:${second.port}/ws`, TEST_TOKEN);
+  const messages = await again.request({ type: 'get_messages', conversation_id });
+  assert.deepEqual((messages.data as { messages: { content: string }[] }).messages.map((m) => m.content), ['remember me', 'echo: remember me']);
+  again.close();
+  second.child.kill('SIGINT');
+  assert.equal((await second.exited).code, 0);
+});
+
+test('an invalid service.json: exit 2 naming each bad field, file untouched', async () => {
+  const dir = await dataDir();
+  const text = JSON.stringify({ temperature: 9, permission_mode: 'maybe', channels: [{ name: 'x', type: 'tcp', port: 'high' }] });
+  await writeFile(join(dir, 'service.json'), text);
+  const result = await runCli(['serve', '--data-dir', dir, '--port', '0']);
+  assert.equal(result.code, 2);
+  assert.match(result.stderr, /temperature/);
+  assert.match(result.stderr, /permission_mode/);
+  assert.match(result.stderr, /port/);
+  assert.equal(await readFile(join(dir, 'service.json'), 'utf8'), text);
+});
+
+test('the port in use: a clear message and a non-zero exit', async () => {
+  const blocker = createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  const port = (blocker.address() as { port: number }).port;
+  try {
+    const result = await runCli(['serve', '--data-dir', await dataDir(), '--port', String(port)]);
+    assert.equal(result.code, 3);
+    assert.match(result.stderr, new RegExp(`port ${port} .*already in use`));
+  } finally {
+    blocker.close();
+  }
+});
+
+test('a second process on the same data directory gets a clear error', async () => {
+  const dir = await dataDir();
+  const first = await serve(dir);
+  try {
+    const result = await runCli(['serve', '--data-dir', dir, '--port', '0']);
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, new RegExp(`in use by process ${first.child.pid}`));
+  } finally {
+    first.child.kill('SIGTERM');
+    await first.exited;
+  }
+});
+
+test('user add stores an scrypt hash, never the password, and the user can log in', async () => {
+  const dir = await dataDir();
+  const password = 'a long enough password';
+  const added = await runCli(['user', 'add', '--data-dir', dir, '--username', 'grace'], `${password}\n`);
+  assert.equal(added.code, 0, added.stderr);
+  const text = await readFile(join(dir, 'service.json'), 'utf8');
+  assert.ok(!text.includes(password));
+  assert.match(JSON.parse(text).users[0].password_hash, /^scrypt\$/);
+  const short = await runCli(['user', 'add', '--data-dir', dir, '--username', 'x'], 'short\n');
+  assert.equal(short.code, 2);
+
+  const proc = await serve(dir);
+  try {
+    const login = await postJson(`http://127.0.0.1:${proc.port}/auth`, { username: 'grace', password });
+    assert.equal(login.status, 200);
+  } finally {
+    proc.child.kill('SIGTERM');
+    await proc.exited;
+  }
+});
+
+test('bad arguments print the usage', async () => {
+  const result = await runCli(['fly']);
+  assert.equal(result.code, 2);
+  assert.match(result.stderr, /usage/);
+  assert.equal((await runCli(['serve', '--port', 'abc'])).code, 2);
+});

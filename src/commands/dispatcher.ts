@@ -1,4 +1,4 @@
-import { Command, FrameHead, ServiceError, commandTypes, describeZodError, fail, ok, type Envelope, type RequestId } from '../protocol';
+import { Command, FrameHead, ServiceError, commandTypes, describeZodError, fail, ok, requestIdOf, type Envelope, type RequestId } from '../protocol';
 import type { CommandContext } from './context';
 import { handlers } from './handlers';
 import type { ClientSession } from './session';
@@ -24,7 +24,7 @@ export function createDispatcher(ctx: CommandContext): Dispatch {
       return fail('invalid_request', 'a command must be a JSON object');
     }
     const head = FrameHead.safeParse(frame);
-    if (!head.success) return fail('invalid_request', `invalid command: ${describeZodError(head.error)}`);
+    if (!head.success) return fail('invalid_request', `invalid command: ${describeZodError(head.error)}`, requestIdOf(frame));
     const { type, id } = head.data;
     if (!knownTypes.has(type)) return fail('invalid_request', `unknown command type: ${type.slice(0, 64)}`, id);
     const parsed = Command.safeParse(frame);

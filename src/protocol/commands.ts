@@ -80,6 +80,13 @@ export const commandTypes = Command.options.map((o) => o.shape.type.value) as Co
 /** The part every frame must have before it can be routed. */
 export const FrameHead = z.object({ type: z.string(), id: RequestId.optional() });
 
+/** The frame's `id` when it is a valid one, so even a refused frame's error can be matched by its client. */
+export function requestIdOf(frame: unknown): RequestId | undefined {
+  if (frame === null || typeof frame !== 'object') return undefined;
+  const parsed = RequestId.safeParse((frame as { id?: unknown }).id);
+  return parsed.success ? parsed.data : undefined;
+}
+
 // ---- Response data -------------------------------------------------------------------------
 
 export const Conversation = z.object({

@@ -148,6 +148,8 @@ export class Journal {
   private failure: Error | null = null;
   private closed = false;
   private readonly closedSizes = new Map<string, number>();
+  /** write + fdatasync rounds done (each may carry many records). */
+  flushes = 0;
 
   private constructor(
     private readonly opts: JournalOptions,
@@ -268,6 +270,7 @@ export class Journal {
       await writeAll(this.fh, data);
       await this.fh.datasync();
       this.activeSize += data.length;
+      this.flushes++;
     } catch (err) {
       // After a failed write or fsync the file's tail is unknown and memory already holds the
       // transactions: refuse every later write rather than acknowledge one that may not survive.

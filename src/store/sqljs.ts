@@ -13,7 +13,12 @@ let ready: Promise<SqlJsStatic> | undefined;
 export function locateSqlJsWasm(): string {
   const beside = path.join(__dirname, 'sql-wasm.wasm');
   if (existsSync(beside)) return beside;
-  return require.resolve('sql.js/dist/sql-wasm.wasm');
+  try {
+    // Built at run time so esbuild does not try (and warn) to resolve it at bundle time.
+    return require.resolve(['sql.js', 'dist', 'sql-wasm.wasm'].join('/'));
+  } catch {
+    throw new Error(`sql-wasm.wasm not found: neither at ${beside} nor in node_modules/sql.js`);
+  }
 }
 
 /** Loads sql.js once per thread; later calls share the same promise (a failed load may be retried). */

@@ -1,5 +1,5 @@
 import type { WebSocket, RawData } from 'ws';
-import { AuthCommand, fail, ok, type Envelope, type ServiceEvent } from '../protocol';
+import { AuthCommand, fail, ok, requestIdOf, type Envelope, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import type { Dispatch } from '../commands/dispatcher';
 import type { EventHub } from '../commands/event-hub';
@@ -50,7 +50,7 @@ export function attachWsSession(socket: WebSocket, source: string, remoteAddress
   const authenticate = (frame: unknown) => {
     const parsed = AuthCommand.safeParse(frame);
     const candidate = parsed.success ? deps.auth.verify(parsed.data.token) : null;
-    const requestId = parsed.success ? parsed.data.id : undefined;
+    const requestId = requestIdOf(frame);
     if (!candidate) {
       log.warn('ws.auth_failed', { address: remoteAddress });
       send(fail('invalid_token', parsed.success ? 'invalid token' : 'the first message must be {"type":"auth","token":...}', requestId));
@@ -66,7 +66,7 @@ export function attachWsSession(socket: WebSocket, source: string, remoteAddress
 
   const handle = async (frame: unknown) => {
     if (principal && !deps.auth.isValid(principal)) {
-      send(fail('invalid_token', 'session token expired'));
+      send(fail('invalid_token', 'session token expired', requestIdOf(frame)));
       closeWith(CLOSE_AUTH_FAILED, 'token expired');
       return;
     }

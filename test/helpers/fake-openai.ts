@@ -286,7 +286,8 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       if (sent === events.length) break;
       if (sent > 0) await later(step.chunkDelayMs ?? 0);
       if (closed || res.destroyed) return;
-      res.write(`data: ${JSON.stringify(events[sent])}\n\n`);
+      // Waiting for the write lets a reset or hang that follows happen after the event left.
+      await new Promise<void>((resolve) => res.write(`data: ${JSON.stringify(events[sent])}\n\n`, () => resolve()));
     }
     res.end('data: [DONE]\n\n');
   }

@@ -57,7 +57,7 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
+    body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await response.text();
   let json: Record<string, unknown> | undefined;

@@ -48,8 +48,9 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
   const timeoutMs = options.timeoutMs ?? 120_000;
   const maxRetries = options.maxRetries ?? 2;
   const endpoint = describeEndpoint(baseUrl);
-  const secrets = [apiKey];
-  const isOpenAI = hostOf(baseUrl) === 'api.openai.com';
+  // Whatever of the configuration could be a credential, for redaction.
+  const secrets = [apiKey, ...urlSecrets(baseUrl)];
+  const isOpenAI = httpUrl(baseUrl)?.hostname === 'api.openai.com';
 
   const client = new OpenAI({
     apiKey: apiKey ?? PLACEHOLDER_KEY,
@@ -70,7 +71,12 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
     new ProviderError(NAME, kind, `${NAME}: ${message}`, status);
 
   function requireUsable(): void {
-    if (hostOf(baseUrl) === undefined) throw fail('not_configured', `invalid base URL ${endpoint}`);
+    const url = httpUrl(baseUrl);
+    if (!url) throw fail('not_configured', `invalid base URL ${endpoint}`);
+    // fetch refuses such URLs; say so plainly rather than as a connection failure.
+    if (url.username || url.password) {
+      throw fail('not_configured', `the base URL ${endpoint} must not contain credentials (user:password@); use api_key`);
+    }
     if (!apiKey && isOpenAI) throw fail('not_configured', 'no API key configured (set api_key, or base_url for a local server)');
   }
 
@@ -159,23 +165,24 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
     return body;
   }
 
-  function toolCall(index: number, id: unknown, name: unknown, args: unknown): ToolCall {
+  function toolCall(index: number, id: unknown, name: unknown, args: unknown, finishReason: string | null): ToolCall {
     if (typeof name !== 'string' || name === '') throw fail('bad_response', 'malformed tool call (no function name)');
     return {
       id: typeof id === 'string' && id !== '' ? id : `call_${index}`,
       name,
-      arguments: parseArguments(name, args),
+      arguments: parseArguments(name, args, finishReason === 'length'),
     };
   }
 
-  function parseArguments(name: string, raw: unknown): Record<string, unknown> {
+  function parseArguments(name: string, raw: unknown, cutOff: boolean): Record<string, unknown> {
     let value = raw;
     if (typeof raw === 'string') {
       if (raw.trim() === '') return {};
       try {
         value = JSON.parse(raw);
       } catch {
-        throw fail('bad_response', `tool call ${safeDetail(name, secrets, 64)} has malformed JSON arguments`);
+        const why = cutOff ? ' (the answer was cut off at the token limit)' : '';
+        throw fail('bad_response', `tool call ${safeDetail(name, secrets, 64)} has malformed JSON arguments${why}`);
       }
     }
     if (value === undefined || value === null) return {};
@@ -190,10 +197,11 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
     const message = choice?.message;
     if (!message) throw fail('bad_response', 'malformed response (no choices)');
     const text = typeof message.content === 'string' ? message.content : typeof message.refusal === 'string' ? message.refusal : '';
+    const finishReason = choice.finish_reason ?? null;
     const calls = (message.tool_calls ?? []).flatMap((call, index) =>
-      'function' in call && call.function ? [toolCall(index, call.id, call.function.name, call.function.arguments)] : [],
+      'function' in call && call.function ? [toolCall(index, call.id, call.function.name, call.function.arguments, finishReason)] : [],
     );
-    return withUsage({ text, tool_calls: calls, finish_reason: choice.finish_reason ?? null }, completion.usage);
+    return withUsage({ text, tool_calls: calls, finish_reason: finishReason }, completion.usage);
   }
 
   async function completeOnce(body: WireBody, signal: AbortSignal | undefined): Promise<CompletionResult> {
@@ -236,7 +244,8 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
           }
         }
       } catch (error) {
-        throw failureOf(error, attempt, 'stream');
+        const failure = failureOf(error, attempt, 'stream');
+        throw failure instanceof RetryableFailure ? failure.error : failure;
       }
       if (callbackFailure) throw callbackFailure.error;
       // The SDK ends the iteration quietly when the request is aborted.
@@ -294,7 +303,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
       if (this.chunks === 0) throw fail('bad_response', 'malformed stream (no data)');
       const calls = [...this.calls.entries()]
         .sort(([a], [b]) => a - b)
-        .map(([index, call]) => toolCall(index, call.id, call.name, call.args));
+        .map(([index, call]) => toolCall(index, call.id, call.name, call.args, this.finishReason));
       return withUsage({ text: this.text, tool_calls: calls, finish_reason: this.finishReason }, this.usage);
     }
   }
@@ -451,12 +460,30 @@ function isAbortError(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'AbortError';
 }
 
-function hostOf(url: string): string | undefined {
+function httpUrl(url: string): URL | undefined {
   try {
     const parsed = new URL(url);
-    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.hostname : undefined;
+    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** User info and query values of a URL: places where people put keys. */
+function urlSecrets(url: string): string[] {
+  try {
+    const parsed = new URL(url);
+    return [parsed.username, parsed.password, ...parsed.searchParams.values()].map(decodeURIComponentSafe).filter((s) => s.length >= 4);
+  } catch {
+    return [];
+  }
+}
+
+function decodeURIComponentSafe(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
   }
 }
 

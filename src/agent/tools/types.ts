@@ -1,0 +1,48 @@
+/**
+ * A tool the agent can call. Built-in tools, custom tools from service.json, MCP servers' tools and
+ * the editor's tools all take this shape, so the loop, the permission gate and `list_tools` treat
+ * them alike.
+ */
+export interface Tool {
+  readonly name: string;
+  readonly description: string;
+  /** JSON Schema (type: object) of the arguments, as sent to the model. */
+  readonly inputSchema: Record<string, unknown>;
+  /** Each parameter name mapped to a type name (`string`, `number`...): what `list_tools` shows. */
+  readonly parameters: Record<string, string>;
+  /**
+   * The text permission rules match after `<tool>:` (e.g. the command line of run_command, the path of
+   * write_file), and that a prompt shows. Undefined: rules match the tool name alone.
+   */
+  subject?(args: Record<string, unknown>): string | undefined;
+  /** Runs the tool. Throwing is a failed call; the loop turns it into an error result for the model. */
+  run(args: Record<string, unknown>, context: ToolContext): Promise<ToolOutput>;
+}
+
+export interface ToolContext {
+  conversationId: string;
+  /** Aborted when the chat is cancelled or the tool's time is up; long work must stop on it. */
+  signal: AbortSignal;
+}
+
+export interface ToolOutput {
+  /** What the model sees. */
+  content: string;
+  /** The call failed (the model is told so). */
+  isError?: boolean;
+}
+
+/** Where tools come from; the registry asks each source on every list (sources may change live). */
+export interface ToolSource {
+  readonly name: string;
+  tools(): Promise<Tool[]>;
+  close?(): Promise<void>;
+}
+
+/** Thrown by a tool for a failure that is the caller's doing (bad path, missing argument). */
+export class ToolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ToolError';
+  }
+}

@@ -1,0 +1,130 @@
+// Worker thread entry (bundled to dist/compact-worker.js): folds closed journal segments into the
+// snapshot, so the main thread never pays for db.export().
+import { closeSync, fsyncSync, openSync, readFileSync, readlinkSync, renameSync, writeSync } from 'node:fs';
+import { setPriority } from 'node:os';
+import path from 'node:path';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import type { CompactionDone, CompactionJob, CompactionResult } from './compaction';
+import { parseRecords } from './record';
+import { readSnapshotSeq, replayRecords, writeSnapshotSeq } from './replay';
+import type { ReplayFailure } from './replay';
+import { loadSqlJs } from './sqljs';
+import { StatementCache } from './statements';
+
+// File work here is synchronous on purpose: it then runs on this (lower-priority) thread instead of
+// the process-wide libuv pool, and this thread has nothing else to do meanwhile.
+
+function readIfExists(file: string): Buffer | null {
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+const WRITE_CHUNK = 1 << 20;
+
+function writeDurably(file: string, data: Uint8Array): void {
+  const fd = openSync(file, 'w');
+  try {
+    let offset = 0;
+    while (offset < data.length) {
+      offset += writeSync(fd, data, offset, Math.min(WRITE_CHUNK, data.length - offset), offset);
+    }
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function fsyncDirSync(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, 'r');
+    fsyncSync(fd);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (!(process.platform === 'win32' || code === 'EISDIR' || code === 'EPERM' || code === 'EINVAL')) throw err;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+export async function compact(job: CompactionJob): Promise<CompactionDone> {
+  const snapshotPath = path.join(job.dir, job.fileName);
+  const tmpPath = `${snapshotPath}.tmp`;
+  const mark = (e: string) => parentPort?.postMessage({ mark: e, at: performance.timeOrigin + performance.now() });
+  mark('start');
+  const SQL = await loadSqlJs();
+  mark('sqljs');
+  const snapshot = readIfExists(snapshotPath);
+  mark('readsnap');
+  const db = new SQL.Database(snapshot ?? undefined);
+  mark('loaded');
+  const cache = new StatementCache(db);
+  let out: Uint8Array;
+  let seq: number;
+  let applied = 0;
+  const failures: ReplayFailure[] = [];
+  try {
+    const snapshotSeq = readSnapshotSeq(cache);
+    seq = snapshotSeq;
+    let prevRecordSeq = 0;
+    for (const segment of job.segments) {
+      const parsed = parseRecords(readFileSync(segment), prevRecordSeq);
+      // Closed segments were fully fsynced by this process; damage here must not be silently folded in.
+      if (parsed.problem !== undefined) {
+        throw new Error(`${path.basename(segment)}: ${parsed.problem} at byte ${parsed.validBytes}`);
+      }
+      if (parsed.records.length > 0) prevRecordSeq = parsed.records[parsed.records.length - 1].seq;
+      const result = replayRecords(db, cache, parsed.records, seq);
+      applied += result.applied;
+      failures.push(...result.failures);
+      seq = result.lastSeq;
+    }
+    if (snapshot && seq === snapshotSeq) {
+      return { ok: true, seq, snapshotBytes: snapshot.length, wrote: false, applied, failures };
+    }
+    writeSnapshotSeq(db, cache, seq);
+    mark('replayed');
+    out = db.export();
+    mark('exported');
+  } finally {
+    cache.clear();
+    db.close();
+  }
+
+  writeDurably(tmpPath, out);
+  mark('written');
+  renameSync(tmpPath, snapshotPath);
+  fsyncDirSync(job.dir);
+  return { ok: true, seq, snapshotBytes: out.length, wrote: true, applied, failures };
+}
+
+/**
+ * Linux lets one thread of a process be niced alone: with this, on a busy machine the scheduler
+ * prefers the main thread (the editor's extension host, the service's event loop) over compaction.
+ * Best effort; elsewhere the worker runs at normal priority.
+ */
+function lowerThreadPriority(): void {
+  if (process.platform !== 'linux') return;
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isSafeInteger(tid) && tid > 0 && tid !== process.pid) setPriority(tid, 10);
+  } catch {
+    // No /proc, or not permitted: keep the default priority.
+  }
+}
+
+if (!isMainThread && parentPort) {
+  const port = parentPort;
+  lowerThreadPriority();
+  compact(workerData as CompactionJob).then(
+    (result) => port.postMessage(result satisfies CompactionResult),
+    (err: unknown) => {
+      const error = err instanceof Error ? err.message : String(err);
+      port.postMessage({ ok: false, error } satisfies CompactionResult);
+    },
+  );
+}

@@ -1,0 +1,66 @@
+import type { Database } from './database';
+import type { ConversationRow, NewConversation } from './types';
+
+export interface ListConversationsOptions {
+  limit: number;
+  /** An `updated_at` cursor: only conversations strictly older than it. */
+  before?: string;
+  source?: string;
+}
+
+const COLUMNS = 'id, title, source, created_at, updated_at';
+
+export class ConversationsRepo {
+  constructor(private readonly db: Database) {}
+
+  /** Starts a conversation; `updated_at` starts at `created_at`. Throws if the id exists. */
+  async create(c: NewConversation): Promise<void> {
+    await this.db.write((tx) => {
+      tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [
+        c.id,
+        c.title,
+        c.source,
+        c.created_at,
+        c.created_at,
+      ]);
+    });
+  }
+
+  get(id: string): ConversationRow | undefined {
+    return this.db.get<ConversationRow>(`SELECT ${COLUMNS} FROM conversations WHERE id = ?`, [id]);
+  }
+
+  /** Newest activity first; equal `updated_at` ordered by id (descending) so pages are stable. */
+  list(options: ListConversationsOptions): ConversationRow[] {
+    const limit = Math.floor(options.limit);
+    if (!(limit > 0)) return [];
+    const where: string[] = [];
+    const params: string[] = [];
+    if (options.before !== undefined) {
+      where.push('updated_at < ?');
+      params.push(options.before);
+    }
+    if (options.source !== undefined) {
+      where.push('source = ?');
+      params.push(options.source);
+    }
+    const filter = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
+    return this.db.all<ConversationRow>(
+      `SELECT ${COLUMNS} FROM conversations${filter} ORDER BY updated_at DESC, id DESC LIMIT ?`,
+      [...params, limit],
+    );
+  }
+
+  /** Deletes the conversation and its messages; false if it did not exist. */
+  delete(id: string): Promise<boolean> {
+    return this.db.write((tx) => {
+      tx.run('DELETE FROM messages WHERE conversation_id = ?', [id]);
+      return tx.run('DELETE FROM conversations WHERE id = ?', [id]).changes > 0;
+    });
+  }
+
+  /** Sets `updated_at`; false if the conversation does not exist. */
+  touch(id: string, updatedAt: string): Promise<boolean> {
+    return this.db.write((tx) => tx.run('UPDATE conversations SET updated_at = ? WHERE id = ?', [updatedAt, id]).changes > 0);
+  }
+}

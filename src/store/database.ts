@@ -1,0 +1,292 @@
+import { mkdir, readFile, realpath, rm, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import type { Database as SqlJsDatabase } from 'sql.js';
+import { DATABASE_FILE_NAME } from '../config/paths';
+import { nullLogger } from '../log/logger';
+import type { Logger } from '../log/logger';
+import { Compactor } from './compaction';
+import { DEFAULT_SEGMENT_BYTES, Journal, recoverJournal } from './journal';
+import { acquireLock } from './lock';
+import type { DirLock } from './lock';
+import { normalizeParams } from './record';
+import type { Op, SqlParamInput } from './record';
+import { fsyncDir, hasMetaTable, META_TABLE_SQL, readSnapshotSeq } from './replay';
+import { loadSqlJs } from './sqljs';
+import { queryAll, queryOne, runOp, StatementCache } from './statements';
+
+export type { SqlParam, SqlParamInput } from './record';
+
+export interface DatabaseOptions {
+  logger?: Logger;
+  /** A journal segment is closed (and compacted) once it holds this many bytes. Default 4 MiB. */
+  segmentBytes?: number;
+  /** Snapshot file name in the directory; journal segments are `<fileName>.journal.<n>`. */
+  fileName?: string;
+}
+
+export interface RunResult {
+  /** Rows inserted, updated or deleted by the statement. */
+  changes: number;
+}
+
+/**
+ * The statements of one write transaction. Statements run at once (later reads in the same
+ * transaction see them) and are journaled together. SQL must be deterministic: the journal replays
+ * the text, so ids, timestamps and random values come from JS as parameters.
+ */
+export interface WriteTx {
+  run(sql: string, params?: readonly SqlParamInput[]): RunResult;
+  get<T = Record<string, unknown>>(sql: string, params?: readonly SqlParamInput[]): T | undefined;
+  all<T = Record<string, unknown>>(sql: string, params?: readonly SqlParamInput[]): T[];
+}
+
+export interface DatabaseStats {
+  /** Bytes in live journal segments (not yet folded into the snapshot). */
+  journalBytes: number;
+  /** Live journal segments, the active one included. */
+  segments: number;
+  /** Compactions completed since open. */
+  compactions: number;
+  /** Seq of the last journaled transaction. */
+  lastSeq: number;
+  /** Journal write + fdatasync rounds since open (group commit puts many transactions in one). */
+  flushes: number;
+}
+
+function isThenable(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
+}
+
+/**
+ * sql.js in memory, made durable by an append-only journal of write transactions and compacted into
+ * the `service.db` snapshot by a worker thread. One process owns a directory (service.lock).
+ */
+export class Database {
+  private readonly cache: StatementCache;
+  private inWrite = false;
+  private closing: Promise<void> | null = null;
+
+  private constructor(
+    readonly dir: string,
+    private readonly sql: SqlJsDatabase,
+    private readonly journal: Journal,
+    private readonly compactor: Compactor,
+    private readonly lock: DirLock,
+    private readonly logger: Logger,
+    cache: StatementCache,
+  ) {
+    this.cache = cache;
+  }
+
+  static async open(dir: string, options: DatabaseOptions = {}): Promise<Database> {
+    const logger = (options.logger ?? nullLogger).child({ component: 'store' });
+    const fileName = options.fileName ?? DATABASE_FILE_NAME;
+    const segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+    if (!(segmentBytes > 0)) throw new RangeError('segmentBytes must be positive');
+    await mkdir(dir, { recursive: true });
+    const realDir = await realpath(dir);
+    const lock = await acquireLock(realDir, logger);
+    let sql: SqlJsDatabase | undefined;
+    let cache: StatementCache | undefined;
+    try {
+      const snapshotPath = path.join(realDir, fileName);
+      // A snapshot that was being written when the last process stopped; the real one is intact.
+      await rm(`${snapshotPath}.tmp`, { force: true });
+
+      const SQL = await loadSqlJs();
+      let snapshot: Buffer | undefined;
+      try {
+        snapshot = await readFile(snapshotPath);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
+      sql = new SQL.Database(snapshot);
+      cache = new StatementCache(sql);
+      let snapshotSeq: number;
+      try {
+        snapshotSeq = readSnapshotSeq(cache);
+      } catch (err) {
+        throw new Error(`${snapshotPath} is not a readable database: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      // Not persisted, and the journal is what makes commits durable: SQLite's own rollback journal
+      // only needs to live in memory.
+      sql.run('PRAGMA journal_mode = MEMORY');
+
+      const recovered = await recoverJournal(sql, cache, { dir: realDir, fileName, snapshotSeq, logger });
+      const live = recovered.segments;
+      const active = live.length > 0 ? live[live.length - 1] : undefined;
+      const older = live.slice(0, -1);
+      // Segments wholly inside the snapshot: a crash came between its rename and their deletion.
+      const covered = older.filter((s) => s.maxSeq <= snapshotSeq);
+      const closed = older.filter((s) => s.maxSeq > snapshotSeq);
+      for (const s of covered) await unlink(s.path);
+      if (covered.length > 0) await fsyncDir(realDir);
+      logger.info('store.opened', {
+        dir: realDir,
+        snapshot_bytes: snapshot?.length ?? 0,
+        snapshot_seq: snapshotSeq,
+        replayed: recovered.applied,
+        last_seq: recovered.lastSeq,
+        segments: live.length - covered.length,
+      });
+
+      let database: Database | undefined;
+      const compactor = new Compactor({
+        dir: realDir,
+        fileName,
+        logger,
+        onCompacted: async (segments) => {
+          for (const s of segments) {
+            await unlink(s).catch((err: NodeJS.ErrnoException) => {
+              if (err.code !== 'ENOENT') throw err;
+            });
+          }
+          await fsyncDir(realDir);
+          database?.journal.forget(segments);
+        },
+      });
+      const journal = await Journal.open(
+        { dir: realDir, fileName, segmentBytes, logger, onSegmentClosed: (p) => compactor.enqueue([p]) },
+        { lastSeq: recovered.lastSeq, active, closed, maxN: recovered.maxN },
+      );
+      database = new Database(realDir, sql, journal, compactor, lock, logger, cache);
+      if (!hasMetaTable(cache)) await database.write((tx) => tx.run(META_TABLE_SQL));
+      if (closed.length > 0) compactor.enqueue(closed.map((s) => s.path));
+      return database;
+    } catch (err) {
+      cache?.clear();
+      sql?.close();
+      await lock.release().catch(() => {});
+      throw err;
+    }
+  }
+
+  /**
+   * Runs `fn` (synchronous) as one transaction: its statements apply in memory at once and are
+   * journaled as one record. Resolves with fn's result once the record is durable. If fn throws, or
+   * any statement in it fails (even if fn catches that), everything is rolled back, nothing is
+   * journaled and the promise rejects.
+   */
+  write<T>(fn: (tx: WriteTx) => T): Promise<T> {
+    if (this.inWrite) throw new Error('write() called inside another write(); use the tx you were given');
+    if (this.closing) return Promise.reject(new Error('the store is closed'));
+    const failed = this.journal.failed;
+    if (failed) return Promise.reject(failed);
+
+    const ops: Op[] = [];
+    let open = true;
+    let statementError: unknown;
+    const check = () => {
+      if (!open) throw new Error('this transaction is over; use the tx only inside its write() callback');
+    };
+    const tx: WriteTx = {
+      run: (sql, params) => {
+        check();
+        const values = normalizeParams(params);
+        try {
+          const changes = runOp(this.sql, this.cache, sql, values);
+          ops.push([sql, values]);
+          return { changes };
+        } catch (err) {
+          statementError ??= err;
+          throw err;
+        }
+      },
+      get: <R>(sql: string, params?: readonly SqlParamInput[]) => {
+        check();
+        return queryOne(this.cache, sql, normalizeParams(params)) as R | undefined;
+      },
+      all: <R>(sql: string, params?: readonly SqlParamInput[]) => {
+        check();
+        return queryAll(this.cache, sql, normalizeParams(params)) as R[];
+      },
+    };
+
+    let result: T;
+    this.inWrite = true;
+    try {
+      runOp(this.sql, this.cache, 'BEGIN', null);
+      try {
+        result = fn(tx);
+        if (isThenable(result)) throw new Error('write() callbacks must be synchronous');
+        if (statementError !== undefined) throw statementError;
+        runOp(this.sql, this.cache, 'COMMIT', null);
+      } catch (err) {
+        try {
+          this.sql.run('ROLLBACK');
+        } catch {
+          // Some errors end the transaction themselves.
+        }
+        throw err;
+      }
+    } catch (err) {
+      return Promise.reject(err);
+    } finally {
+      open = false;
+      this.inWrite = false;
+    }
+    const durable = ops.length > 0 ? this.journal.append(ops) : this.journal.barrier();
+    return durable.then(() => result);
+  }
+
+  all<T = Record<string, unknown>>(sql: string, params?: readonly SqlParamInput[]): T[] {
+    this.assertOpen();
+    return queryAll(this.cache, sql, normalizeParams(params)) as T[];
+  }
+
+  get<T = Record<string, unknown>>(sql: string, params?: readonly SqlParamInput[]): T | undefined {
+    this.assertOpen();
+    return queryOne(this.cache, sql, normalizeParams(params)) as T | undefined;
+  }
+
+  /** Resolves once every write made so far is durable. */
+  flush(): Promise<void> {
+    return this.journal.barrier();
+  }
+
+  /**
+   * Folds the whole journal into the snapshot now (in the worker): closes the active segment and
+   * waits until every closed segment is compacted. Writes may go on meanwhile.
+   */
+  async compact(): Promise<void> {
+    this.assertOpen();
+    await this.journal.barrier();
+    await this.journal.rotate();
+    await this.compactor.drain();
+  }
+
+  stats(): DatabaseStats {
+    return {
+      journalBytes: this.journal.totalBytes,
+      segments: this.journal.segmentCount,
+      compactions: this.compactor.completed,
+      lastSeq: this.journal.lastSeq,
+      flushes: this.journal.flushes,
+    };
+  }
+
+  /** Flushes, waits for a running compaction, closes the journal and releases the directory lock. */
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  private async doClose(): Promise<void> {
+    try {
+      await this.journal.barrier().catch((err: unknown) => {
+        this.logger.error('store.close_flush_failed', { error: err instanceof Error ? err.message : String(err) });
+      });
+      await this.compactor.stop();
+      await this.journal.close();
+    } finally {
+      this.cache.clear();
+      this.sql.close();
+      await this.lock.release();
+      this.logger.info('store.closed', { dir: this.dir });
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closing) throw new Error('the store is closed');
+  }
+}

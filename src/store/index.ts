@@ -1,0 +1,58 @@
+import { nullLogger } from '../log/logger';
+import { ConversationsRepo } from './conversations';
+import { Database } from './database';
+import type { DatabaseOptions } from './database';
+import { MemoryRepo } from './memory';
+import { MessagesRepo } from './messages';
+import { MetaRepo } from './meta';
+import { migrate, MIGRATIONS } from './migrations';
+import type { Migration } from './migrations';
+import { RegistrationsRepo } from './registrations';
+
+export { Database } from './database';
+export type { DatabaseOptions, DatabaseStats, RunResult, SqlParam, SqlParamInput, WriteTx } from './database';
+export { ConversationsRepo } from './conversations';
+export type { ListConversationsOptions } from './conversations';
+export { MessagesRepo } from './messages';
+export type { RecentOptions } from './messages';
+export { MemoryRepo } from './memory';
+export { RegistrationsRepo } from './registrations';
+export { MetaRepo } from './meta';
+export { migrate, MIGRATIONS, schemaVersion } from './migrations';
+export type { Migration } from './migrations';
+export type * from './types';
+
+export interface OpenStoreOptions extends DatabaseOptions {
+  /** Schema migrations (default: the project's). */
+  migrations?: readonly Migration[];
+}
+
+export interface Store {
+  db: Database;
+  conversations: ConversationsRepo;
+  messages: MessagesRepo;
+  memory: MemoryRepo;
+  registrations: RegistrationsRepo;
+  meta: MetaRepo;
+  close(): Promise<void>;
+}
+
+/** Opens (or creates) the database in `dataDir`, brings its schema up to date, and returns the repositories. */
+export async function openStore(dataDir: string, options: OpenStoreOptions = {}): Promise<Store> {
+  const db = await Database.open(dataDir, options);
+  try {
+    await migrate(db, options.migrations ?? MIGRATIONS, (options.logger ?? nullLogger).child({ component: 'store' }));
+  } catch (err) {
+    await db.close().catch(() => {});
+    throw err;
+  }
+  return {
+    db,
+    conversations: new ConversationsRepo(db),
+    messages: new MessagesRepo(db),
+    memory: new MemoryRepo(db),
+    registrations: new RegistrationsRepo(db),
+    meta: new MetaRepo(db),
+    close: () => db.close(),
+  };
+}

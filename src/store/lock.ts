@@ -1,0 +1,142 @@
+import { readFileSync, unlinkSync } from 'node:fs';
+import { open, readFile, unlink } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import type { Logger } from '../log/logger';
+
+export const LOCK_FILE_NAME = 'service.lock';
+
+interface LockInfo {
+  pid: number;
+  hostname: string;
+  started_at: string;
+}
+
+export interface DirLock {
+  readonly dir: string;
+  readonly file: string;
+  release(): Promise<void>;
+}
+
+/** Lock files held by this process, by absolute path, with their exact content. */
+const held = new Map<string, string>();
+/** Lock files an open in this process is acquiring right now. */
+const acquiring = new Set<string>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const [file, content] of held) {
+      try {
+        if (readFileSync(file, 'utf8') === content) unlinkSync(file);
+      } catch {
+        // Exiting anyway; a leftover lock is detected as stale next time.
+      }
+    }
+    held.clear();
+  });
+}
+
+function parseLock(text: string): LockInfo | null {
+  try {
+    const value = JSON.parse(text) as Partial<LockInfo>;
+    if (typeof value.pid !== 'number' || !Number.isSafeInteger(value.pid) || value.pid <= 0) return null;
+    if (typeof value.hostname !== 'string') return null;
+    return { pid: value.pid, hostname: value.hostname, started_at: String(value.started_at ?? '') };
+  } catch {
+    return null;
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function inUse(dir: string, pid: number, host?: string): Error {
+  const where = host ? ` on host ${host}` : '';
+  return new Error(`data directory ${dir} is in use by process ${pid}${where}`);
+}
+
+/**
+ * Makes this process the only owner of `dir`: `service.lock` is created with O_EXCL. An existing lock
+ * whose process is alive on this host refuses the open; one whose process is gone (or unreadable) is
+ * taken over with a warning. A lock from another host is respected, since its process cannot be
+ * checked (the message says which file to remove if that process is gone).
+ */
+export async function acquireLock(dir: string, logger: Logger): Promise<DirLock> {
+  const file = path.resolve(dir, LOCK_FILE_NAME);
+  if (held.has(file) || acquiring.has(file)) throw inUse(dir, process.pid);
+  acquiring.add(file);
+  try {
+    return await takeLock(dir, file, logger);
+  } finally {
+    acquiring.delete(file);
+  }
+}
+
+async function takeLock(dir: string, file: string, logger: Logger): Promise<DirLock> {
+  const me = hostname();
+
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const content = JSON.stringify({ pid: process.pid, hostname: me, started_at: new Date().toISOString() } satisfies LockInfo);
+    try {
+      const fh = await open(file, 'wx');
+      try {
+        await fh.writeFile(content);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      held.set(file, content);
+      installExitHook();
+      return { dir, file, release: () => releaseLock(file, content, logger) };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      text = '';
+    }
+    const info = parseLock(text);
+    if (info) {
+      if (info.hostname !== me) {
+        throw new Error(`${inUse(dir, info.pid, info.hostname).message} (remove ${file} if that process is gone)`);
+      }
+      // Our own pid in a lock we do not hold: left by an earlier process that had the same pid
+      // (containers often run as pid 1).
+      if (info.pid !== process.pid && pidAlive(info.pid)) throw inUse(dir, info.pid);
+    }
+    logger.warn('store.lock_stale', {
+      dir,
+      pid: info?.pid ?? null,
+      started_at: info?.started_at ?? null,
+      reason: info ? 'process is gone' : 'unreadable lock file',
+    });
+    await unlink(file).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
+  }
+  throw new Error(`could not lock data directory ${dir}: lock file keeps changing`);
+}
+
+async function releaseLock(file: string, content: string, logger: Logger): Promise<void> {
+  if (held.get(file) !== content) return;
+  held.delete(file);
+  try {
+    if ((await readFile(file, 'utf8')) === content) await unlink(file);
+    else logger.warn('store.lock_replaced', { file });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+}

@@ -1,0 +1,84 @@
+import type { Database, WriteTx } from './database';
+import type { MessageRole, MessageRow, NewMessage } from './types';
+
+export interface RecentOptions {
+  /** How many of the most recent messages (default 50). */
+  limit?: number;
+  /** Also `tool` messages (default: only user and assistant). */
+  includeTools?: boolean;
+}
+
+interface RawMessage extends Omit<MessageRow, 'data'> {
+  data: string | null;
+}
+
+const COLUMNS = 'seq, id, conversation_id, role, content, timestamp, tool_name, user_id, data';
+const ROLES: ReadonlySet<string> = new Set<MessageRole>(['user', 'assistant', 'tool']);
+
+function toRow(raw: RawMessage): MessageRow {
+  let data: unknown = null;
+  if (raw.data !== null) {
+    try {
+      data = JSON.parse(raw.data);
+    } catch {
+      data = raw.data;
+    }
+  }
+  return { ...raw, data };
+}
+
+function insert(tx: WriteTx, m: NewMessage): void {
+  if (!ROLES.has(m.role)) throw new Error(`invalid message role: ${String(m.role)}`);
+  const data = m.data === undefined || m.data === null ? null : JSON.stringify(m.data);
+  tx.run(
+    'INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    [m.id, m.conversation_id, m.role, m.content, m.timestamp, m.tool_name ?? null, m.user_id ?? null, data],
+  );
+  // Activity only moves forward, even if messages are stored out of timestamp order.
+  const bumped = tx.run('UPDATE conversations SET updated_at = max(updated_at, ?) WHERE id = ?', [m.timestamp, m.conversation_id]);
+  if (bumped.changes === 0) throw new Error(`conversation ${m.conversation_id} not found`);
+}
+
+export class MessagesRepo {
+  constructor(private readonly db: Database) {}
+
+  /** Stores a message and bumps its conversation's `updated_at`, in one transaction. */
+  async append(message: NewMessage): Promise<void> {
+    await this.db.write((tx) => insert(tx, message));
+  }
+
+  /** Stores several messages (e.g. a whole turn) in one transaction. */
+  async appendMany(messages: readonly NewMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    await this.db.write((tx) => {
+      for (const m of messages) insert(tx, m);
+    });
+  }
+
+  get(id: string): MessageRow | undefined {
+    const raw = this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE id = ?`, [id]);
+    return raw && toRow(raw);
+  }
+
+  /** The most recent `limit` messages of a conversation, oldest first. */
+  recent(conversationId: string, options: RecentOptions = {}): MessageRow[] {
+    const limit = Math.floor(options.limit ?? 50);
+    if (!(limit > 0)) return [];
+    const roles = options.includeTools ? '' : " AND role IN ('user', 'assistant')";
+    const rows = this.db.all<RawMessage>(
+      `SELECT ${COLUMNS} FROM messages WHERE conversation_id = ?${roles} ORDER BY seq DESC LIMIT ?`,
+      [conversationId, limit],
+    );
+    rows.reverse();
+    return rows.map(toRow);
+  }
+
+  /** Messages in the database, or in one conversation. */
+  count(conversationId?: string): number {
+    const row =
+      conversationId === undefined
+        ? this.db.get<{ n: number }>('SELECT count(*) AS n FROM messages')
+        : this.db.get<{ n: number }>('SELECT count(*) AS n FROM messages WHERE conversation_id = ?', [conversationId]);
+    return row?.n ?? 0;
+  }
+}

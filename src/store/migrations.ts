@@ -1,0 +1,48 @@
+import type { Logger } from '../log/logger';
+import { nullLogger } from '../log/logger';
+import type { Database, WriteTx } from './database';
+import { META_TABLE_SQL } from './replay';
+
+/** SQL (several statements allowed) or a function of the transaction. */
+export type Migration = string | ((tx: WriteTx) => void);
+
+/**
+ * Schema versions, in order: entry i takes the database to version i + 1 (PRAGMA user_version).
+ * To change the schema, append one entry; never edit a released one.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  // 1
+  `${META_TABLE_SQL};
+  CREATE TABLE conversations (id TEXT PRIMARY KEY, title TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+  CREATE INDEX conversations_updated_at ON conversations (updated_at);
+  CREATE TABLE messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, conversation_id TEXT NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, timestamp TEXT NOT NULL, tool_name TEXT, user_id TEXT, data TEXT);
+  CREATE INDEX messages_conversation_seq ON messages (conversation_id, seq);
+  CREATE TABLE memory (id TEXT PRIMARY KEY, content TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+  CREATE TABLE registrations (machine_name TEXT PRIMARY KEY, public_key TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);`,
+];
+
+export function schemaVersion(db: Database): number {
+  return Number(db.get<{ user_version: number }>('PRAGMA user_version')?.user_version ?? 0);
+}
+
+/** Brings the schema to the latest version, one journaled transaction per migration. */
+export async function migrate(
+  db: Database,
+  migrations: readonly Migration[] = MIGRATIONS,
+  logger: Logger = nullLogger,
+): Promise<{ from: number; to: number }> {
+  const from = schemaVersion(db);
+  if (from > migrations.length) {
+    throw new Error(`the database schema is version ${from}, newer than this version of the program knows (${migrations.length})`);
+  }
+  for (let version = from + 1; version <= migrations.length; version++) {
+    const migration = migrations[version - 1];
+    await db.write((tx) => {
+      if (typeof migration === 'string') tx.run(migration);
+      else migration(tx);
+      tx.run(`PRAGMA user_version = ${version}`);
+    });
+    logger.info('store.migrated', { version });
+  }
+  return { from, to: Math.max(from, migrations.length) };
+}

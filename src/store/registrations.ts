@@ -1,0 +1,24 @@
+import type { Database } from './database';
+import type { RegistrationRow } from './types';
+
+export class RegistrationsRepo {
+  constructor(private readonly db: Database) {}
+
+  /** Inserts or replaces the machine's public key (`created_at` kept on update). */
+  async upsert(machineName: string, publicKey: string, now: string = new Date().toISOString()): Promise<void> {
+    await this.db.write((tx) => {
+      tx.run(
+        `INSERT INTO registrations (machine_name, public_key, created_at, updated_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (machine_name) DO UPDATE SET public_key = excluded.public_key, updated_at = excluded.updated_at`,
+        [machineName, publicKey, now, now],
+      );
+    });
+  }
+
+  get(machineName: string): RegistrationRow | undefined {
+    return this.db.get<RegistrationRow>(
+      'SELECT machine_name, public_key, created_at, updated_at FROM registrations WHERE machine_name = ?',
+      [machineName],
+    );
+  }
+}

@@ -1,0 +1,56 @@
+export type MessageRole = 'user' | 'assistant' | 'tool';
+
+export interface ConversationRow {
+  id: string;
+  title: string;
+  /** `editor`, `ws`, `webhook:<account>`. */
+  source: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface NewConversation {
+  id: string;
+  title: string;
+  source: string;
+  created_at: string;
+}
+
+export interface MessageRow {
+  /** Insertion order across the whole database. */
+  seq: number;
+  id: string;
+  conversation_id: string;
+  role: MessageRole;
+  content: string;
+  timestamp: string;
+  tool_name: string | null;
+  user_id: string | null;
+  /** Whatever was given as `data` (stored as JSON), null when none. */
+  data: unknown;
+}
+
+export interface NewMessage {
+  id: string;
+  conversation_id: string;
+  role: MessageRole;
+  content: string;
+  timestamp: string;
+  tool_name?: string | null;
+  user_id?: string | null;
+  data?: unknown;
+}
+
+export interface MemoryRow {
+  id: string;
+  content: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface RegistrationRow {
+  machine_name: string;
+  public_key: string;
+  created_at: string;
+  updated_at: string;
+}

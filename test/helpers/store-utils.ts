@@ -1,0 +1,94 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { LogFields, Logger } from '../../src/log/logger';
+
+export interface LogLine {
+  level: 'debug' | 'info' | 'warn' | 'error';
+  event: string;
+  fields: LogFields;
+}
+
+/** A logger that keeps every line, for assertions. */
+export function captureLogger(): { logger: Logger; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const make = (base: LogFields): Logger => ({
+    debug: (event, fields) => lines.push({ level: 'debug', event, fields: { ...base, ...fields } }),
+    info: (event, fields) => lines.push({ level: 'info', event, fields: { ...base, ...fields } }),
+    warn: (event, fields) => lines.push({ level: 'warn', event, fields: { ...base, ...fields } }),
+    error: (event, fields) => lines.push({ level: 'error', event, fields: { ...base, ...fields } }),
+    child: (fields) => make({ ...base, ...fields }),
+  });
+  return { logger: make({}), lines };
+}
+
+export async function tempDir(prefix = 'store-test-'): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(path.join(tmpdir(), prefix));
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+const CHILD = path.join(__dirname, 'store-child.ts');
+
+export interface StoreChild {
+  proc: ChildProcessWithoutNullStreams;
+  /** Complete stdout lines so far. */
+  lines: string[];
+  stderr: () => string;
+  /** Resolves when a line satisfies `pred` (rejects on exit or after `ms`). */
+  waitFor(pred: (lines: string[]) => boolean, ms?: number): Promise<void>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts test/helpers/store-child.ts in a real child process (node --import tsx). */
+export function spawnStoreChild(mode: 'hold' | 'writer', dir: string): StoreChild {
+  const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, mode, dir], {
+    cwd: path.join(__dirname, '..', '..'),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  let partial = '';
+  let err = '';
+  const listeners = new Set<() => void>();
+  proc.stdout.setEncoding('utf8');
+  proc.stdout.on('data', (chunk: string) => {
+    const parts = (partial + chunk).split('\n');
+    partial = parts.pop() ?? '';
+    lines.push(...parts);
+    for (const l of listeners) l();
+  });
+  proc.stderr.setEncoding('utf8');
+  proc.stderr.on('data', (chunk: string) => {
+    err += chunk;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    proc.on('exit', (code, signal) => {
+      for (const l of listeners) l();
+      resolve({ code, signal });
+    });
+  });
+  const waitFor = (pred: (lines: string[]) => boolean, ms = 20_000) =>
+    new Promise<void>((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        listeners.delete(check);
+      };
+      const check = () => {
+        if (pred(lines)) {
+          done();
+          resolve();
+        } else if (proc.exitCode !== null || proc.signalCode !== null) {
+          done();
+          reject(new Error(`child exited early (${proc.exitCode ?? proc.signalCode}): ${err}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        listeners.delete(check);
+        reject(new Error(`timed out waiting for the child; stderr: ${err}`));
+      }, ms);
+      listeners.add(check);
+      check();
+    });
+  return { proc, lines, stderr: () => err, waitFor, exited };
+}

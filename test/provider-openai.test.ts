@@ -1,0 +1,469 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { describe, test } from 'node:test';
+import { createOpenAIProvider, type OpenAIProviderOptions } from '../src/agent/providers/openai';
+import { redactSecrets, safeDetail } from '../src/agent/providers/redact';
+import { ProviderError, type ChatMessage, type ProviderErrorKind } from '../src/agent/providers/types';
+import { startFakeOpenAI, type FakeOpenAI, type FakeOpenAIOptions } from './helpers/fake-openai';
+
+const KEY = 'sk-Zq8Vw3Lp0Xy7Rt5Nm2Kb';
+const hello: ChatMessage[] = [
+  { role: 'system', content: 'be brief' },
+  { role: 'user', content: 'hello' },
+];
+const limit = { timeout: 15_000 };
+
+/** Runs `body` against a fresh fake server and a provider pointed at it; both are closed afterwards. */
+async function withFake(
+  body: (fake: FakeOpenAI, provider: ReturnType<typeof createOpenAIProvider>) => Promise<void>,
+  providerOptions: OpenAIProviderOptions = {},
+  fakeOptions: FakeOpenAIOptions = {},
+): Promise<void> {
+  const fake = await startFakeOpenAI(fakeOptions);
+  try {
+    await body(fake, createOpenAIProvider({ apiKey: KEY, baseUrl: fake.url, timeoutMs: 5_000, ...providerOptions }));
+  } finally {
+    await fake.close();
+  }
+}
+
+/** Awaits a rejection and checks it is a ProviderError of `kind`; returns it for more checks. */
+async function providerFailure(promise: Promise<unknown>, kind: ProviderErrorKind, message?: RegExp): Promise<ProviderError> {
+  const error = await promise.then(
+    (value) => assert.fail(`expected a ${kind} error, got ${JSON.stringify(value)}`),
+    (e: unknown) => e,
+  );
+  assert.ok(error instanceof ProviderError, `expected a ProviderError, got ${String(error)}`);
+  assert.equal(error.kind, kind, error.message);
+  assert.equal(error.provider, 'openai');
+  assert.match(error.message, /^openai: /);
+  if (message) assert.match(error.message, message);
+  return error;
+}
+
+/** Every 5-character piece of the key, searched in everything the error exposes. */
+function assertHoldsNoKey(error: Error, key: string): void {
+  const own = Object.getOwnPropertyNames(error).map((name) => String((error as unknown as Record<string, unknown>)[name]));
+  const blob = [JSON.stringify(error), String(error), error.stack ?? '', error.message, ...own, String(error.cause ?? '')].join('\n');
+  for (let i = 0; i + 5 <= key.length; i++) {
+    const piece = key.slice(i, i + 5);
+    assert.ok(!blob.includes(piece), `the error exposes "${piece}" of the key:\n${blob}`);
+  }
+  assert.equal(error.cause, undefined, 'no raw vendor error is kept');
+}
+
+describe('openai provider: answers', () => {
+  test('text, not streamed: request body, headers, result and usage', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ text: 'Hi there!', usage: { prompt_tokens: 7, completion_tokens: 3 } });
+      const result = await provider.complete({ model: 'fake-model', temperature: 0.2, max_tokens: 50, messages: hello });
+      assert.deepEqual(result, { text: 'Hi there!', tool_calls: [], finish_reason: 'stop', usage: { input_tokens: 7, output_tokens: 3 } });
+      assert.equal(fake.requests.length, 1);
+      const [request] = fake.requests;
+      assert.equal(request.method, 'POST');
+      assert.equal(request.path, '/v1/chat/completions');
+      assert.equal(request.headers.authorization, `Bearer ${KEY}`);
+      assert.equal(request.body.model, 'fake-model');
+      assert.equal(request.body.temperature, 0.2);
+      assert.equal(request.body.max_tokens, 50, 'compatible servers get max_tokens');
+      assert.notEqual(request.body.stream, true);
+      assert.deepEqual(request.body.messages, [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'hello' },
+      ]);
+    }));
+
+  test('text, streamed: deltas arrive in order and join to the whole text', limit, () =>
+    withFake(async (fake, provider) => {
+      const text = 'The quick brown fox jumps over the lazy dog.';
+      fake.script({ text, chunks: 6, chunkDelayMs: 5 });
+      const deltas: string[] = [];
+      const result = await provider.complete({ model: 'fake-model', messages: hello, onDelta: (piece) => deltas.push(piece) });
+      assert.equal(deltas.length, 6);
+      assert.equal(deltas.join(''), text);
+      assert.equal(result.text, text);
+      assert.equal(result.finish_reason, 'stop');
+      assert.ok(result.usage && typeof result.usage.output_tokens === 'number', 'usage is asked for and reported');
+      assert.equal(fake.requests[0].body.stream, true);
+      assert.deepEqual(fake.requests[0].body.stream_options, { include_usage: true });
+    }));
+
+  test('the default answer echoes the last user message', limit, () =>
+    withFake(async (_fake, provider) => {
+      const result = await provider.complete({ model: 'm', messages: [{ role: 'user', content: 'ping' }] });
+      assert.equal(result.text, 'echo: ping');
+    }));
+
+  test('tool calls streamed across chunks are assembled, with parsed arguments', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({
+        text: 'Let me look.',
+        tool_calls: [
+          { id: 'call_a', name: 'read_file', arguments: { path: 'src/index.ts', lines: [1, 20] } },
+          { id: 'call_b', name: 'search', arguments: { query: 'héllo "world"', nested: { deep: true } } },
+        ],
+        chunks: 7,
+      });
+      const deltas: string[] = [];
+      const result = await provider.complete({
+        model: 'fake-model',
+        messages: hello,
+        tools: [{ name: 'read_file', description: 'Reads a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } }],
+        onDelta: (piece) => deltas.push(piece),
+      });
+      assert.equal(deltas.join(''), 'Let me look.');
+      assert.equal(result.finish_reason, 'tool_calls');
+      assert.deepEqual(result.tool_calls, [
+        { id: 'call_a', name: 'read_file', arguments: { path: 'src/index.ts', lines: [1, 20] } },
+        { id: 'call_b', name: 'search', arguments: { query: 'héllo "world"', nested: { deep: true } } },
+      ]);
+      assert.deepEqual(fake.requests[0].body.tools, [
+        { type: 'function', function: { name: 'read_file', description: 'Reads a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
+      ]);
+    }));
+
+  test('tool calls, not streamed, and tool results sent back in the wire format', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ tool_calls: [{ id: 'call_1', name: 'get_time', arguments: {} }] }, { text: 'It is noon.' });
+      const first = await provider.complete({ model: 'fake-model', messages: hello });
+      assert.deepEqual(first.tool_calls, [{ id: 'call_1', name: 'get_time', arguments: {} }]);
+      assert.equal(first.text, '');
+      const second = await provider.complete({
+        model: 'fake-model',
+        messages: [
+          ...hello,
+          { role: 'assistant', content: '', tool_calls: first.tool_calls },
+          { role: 'tool', tool_call_id: 'call_1', name: 'get_time', content: '12:00' },
+        ],
+      });
+      assert.equal(second.text, 'It is noon.');
+      assert.deepEqual(fake.requests[1].body.messages.slice(2), [
+        { role: 'assistant', content: '', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_time', arguments: '{}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: '12:00' },
+      ]);
+    }));
+
+  test('tool call arguments that are not JSON are a bad_response, streamed or not', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ tool_calls: [{ name: 'read_file', arguments: '{"path": "a' }] }, { tool_calls: [{ name: 'read_file', arguments: '[1,2]' }] });
+      await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: () => {} }), 'bad_response', /read_file.*malformed JSON/);
+      await providerFailure(provider.complete({ model: 'm', messages: hello }), 'bad_response', /not a JSON object/);
+      assert.equal(fake.requests.length, 2, 'a bad answer is not retried');
+    }));
+
+  test('no API key: a placeholder is sent, so keyless local servers work', limit, () =>
+    withFake(
+      async (fake, provider) => {
+        assert.equal((await provider.complete({ model: 'local', messages: hello })).text, 'echo: hello');
+        assert.match(String(fake.requests[0].headers.authorization), /^Bearer \S+$/);
+      },
+      { apiKey: undefined },
+    ));
+
+  test("no API key for OpenAI's own endpoint is not_configured", limit, async () => {
+    const provider = createOpenAIProvider({});
+    await providerFailure(provider.complete({ model: 'gpt-4o-mini', messages: hello }), 'not_configured', /API key/);
+  });
+
+  test('listModels lists the models endpoint', limit, () =>
+    withFake(
+      async (fake, provider) => {
+        assert.deepEqual(await provider.listModels!(), ['alpha', 'beta', 'gamma']);
+        assert.equal(fake.requests[0].method, 'GET');
+        assert.equal(fake.requests[0].path, '/v1/models');
+        assert.equal(fake.requests[0].headers.authorization, `Bearer ${KEY}`);
+      },
+      {},
+      { models: ['gamma', 'alpha', 'beta'] },
+    ));
+});
+
+describe('openai provider: failures', () => {
+  test('401 is an auth error holding no part of the key, anywhere', limit, () =>
+    withFake(
+      async (fake, provider) => {
+        for (const onDelta of [undefined, () => {}]) {
+          const error = await providerFailure(
+            provider.complete({ model: 'm', messages: hello, onDelta }),
+            'auth',
+            /^openai: authentication failed \(HTTP 401\); check the API key$/,
+          );
+          assert.equal(error.status, 401);
+          assertHoldsNoKey(error, KEY);
+        }
+        assert.equal(fake.requests.length, 2, '401 is not retried');
+        const listError = await providerFailure(provider.listModels!(), 'auth');
+        assertHoldsNoKey(listError, KEY);
+      },
+      {},
+      { apiKey: 'sk-the-right-key-000000000000' },
+    ));
+
+  test('a key quoted in other error bodies is redacted too', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ status: 400, body: { error: { message: `Bad key ${KEY} and masked ${KEY.slice(0, 6)}***${KEY.slice(-4)} and sk-other-123456` } } });
+      const error = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'bad_request', /HTTP 400/);
+      assertHoldsNoKey(error, KEY);
+      assert.ok(!error.message.includes('sk-other'), error.message);
+      fake.script({ status: 400, body: { error: { message: 'x'.repeat(5000) } } });
+      const long = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'bad_request');
+      assert.ok(long.message.length <= 260, `message is truncated (${long.message.length} chars)`);
+    }));
+
+  test('429 with Retry-After: 1, then success: the wait honours the header', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ status: 429, retryAfter: 1 }, { text: 'finally' });
+      const result = await provider.complete({ model: 'm', messages: hello });
+      assert.equal(result.text, 'finally');
+      assert.equal(fake.requests.length, 2);
+      const waited = fake.requests[1].receivedAt - fake.requests[0].receivedAt;
+      assert.ok(waited >= 950, `waited ${waited} ms, Retry-After asked for 1000`);
+    }));
+
+  test('429 asking for a wait beyond a minute fails at once, naming the wait', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ status: 429, retryAfter: 3600 });
+      const error = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'rate_limited', /rate limited \(HTTP 429\); retry after 3600 s/);
+      assert.equal(error.status, 429);
+      assert.equal(fake.requests.length, 1);
+    }));
+
+  test('429 insufficient_quota is not retried', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ status: 429, body: { error: { message: 'You exceeded your current quota.', type: 'insufficient_quota', code: 'insufficient_quota' } } });
+      await providerFailure(provider.complete({ model: 'm', messages: hello }), 'rate_limited', /quota exceeded/);
+      assert.equal(fake.requests.length, 1);
+    }));
+
+  test('500 twice, then success (streamed: retried before the first byte)', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ status: 500 }, { status: 500 }, { text: 'third time lucky' });
+      const deltas: string[] = [];
+      const result = await provider.complete({ model: 'm', messages: hello, onDelta: (piece) => deltas.push(piece) });
+      assert.equal(result.text, 'third time lucky');
+      assert.equal(deltas.join(''), 'third time lucky');
+      assert.equal(fake.requests.length, 3);
+    }));
+
+  test('503 forever is unavailable after the retries', limit, () =>
+    withFake(
+      async (fake, provider) => {
+        fake.setDefault({ status: 503 });
+        const error = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'unavailable', /server error \(HTTP 503\)/);
+        assert.equal(error.status, 503);
+        assert.equal(fake.requests.length, 3, 'first try plus maxRetries 2');
+      },
+      { maxRetries: 2 },
+    ));
+
+  test('a connection reset before the answer is retried', limit, () =>
+    withFake(
+      async (fake, provider) => {
+        fake.script({ reset: true }, { text: 'after reset' });
+        assert.equal((await provider.complete({ model: 'm', messages: hello })).text, 'after reset');
+        assert.equal(fake.requests.length, 2);
+      },
+      { maxRetries: 1 },
+    ));
+
+  test('a connection reset mid-stream is a network error and not retried', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ text: 'abcdefgh', chunks: 4, resetAfterChunks: 3 });
+      const deltas: string[] = [];
+      await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: (piece) => deltas.push(piece) }), 'network', /connection lost/);
+      assert.equal(deltas.join(''), 'abcd');
+      assert.equal(fake.requests.length, 1);
+    }));
+
+  test('no answer within timeoutMs is a timeout error (not retried)', limit, () =>
+    withFake(
+      async (fake, provider) => {
+        fake.script({ hang: true });
+        const started = Date.now();
+        const error = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'timeout', /no response within 300 ms/);
+        assert.ok(Date.now() - started < 3_000);
+        assert.equal(error.status, undefined);
+        assert.equal(fake.requests.length, 1);
+        await fake.waitFor((requests) => requests[0].aborted);
+      },
+      { timeoutMs: 300 },
+    ));
+
+  test('a stream that goes silent is a timeout error', limit, () =>
+    withFake(
+      async (fake, provider) => {
+        fake.script({ text: 'abcdef', chunks: 3, hangAfterChunks: 2 });
+        const deltas: string[] = [];
+        await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: (piece) => deltas.push(piece) }), 'timeout', /stalled/);
+        assert.deepEqual(deltas, ['ab']);
+      },
+      { timeoutMs: 300 },
+    ));
+
+  test('a slow but steady stream is not a timeout (the limit is per silence)', limit, () =>
+    withFake(
+      async (fake, provider) => {
+        fake.script({ text: 'abcdefgh', chunks: 8, chunkDelayMs: 100 });
+        assert.equal((await provider.complete({ model: 'm', messages: hello, onDelta: () => {} })).text, 'abcdefgh');
+      },
+      { timeoutMs: 400 },
+    ));
+
+  test('connection refused is a network error naming the URL', limit, async () => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}/v1`;
+    const provider = createOpenAIProvider({ apiKey: KEY, baseUrl: url, maxRetries: 1 });
+    const error = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'network');
+    assert.equal(error.message, `openai: cannot reach ${url} (ECONNREFUSED)`);
+    await providerFailure(provider.listModels!(), 'network', /ECONNREFUSED/);
+  });
+
+  test('the URL in a message carries no credentials or query', limit, async () => {
+    const port = await freePort();
+    const withQuery = createOpenAIProvider({ apiKey: KEY, baseUrl: `http://127.0.0.1:${port}/v1?api-key=${KEY}`, maxRetries: 0 });
+    const error = await providerFailure(withQuery.complete({ model: 'm', messages: hello }), 'network');
+    assert.equal(error.message, `openai: cannot reach http://127.0.0.1:${port}/v1 (ECONNREFUSED)`);
+    const withUser = createOpenAIProvider({ apiKey: KEY, baseUrl: `http://user:hunter2@127.0.0.1:${port}/v1`, maxRetries: 0 });
+    const refused = await providerFailure(withUser.complete({ model: 'm', messages: hello }), 'not_configured', /must not contain credentials/);
+    assert.ok(!refused.message.includes('hunter2'), refused.message);
+  });
+
+  test('a malformed stream is a bad_response, and so is a body that is not JSON', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ malformed: true }, { malformed: true }, { malformed: 'garbage without any data field\n\n' });
+      await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: () => {} }), 'bad_response', /^openai: malformed stream$/);
+      await providerFailure(provider.complete({ model: 'm', messages: hello }), 'bad_response', /malformed response/);
+      await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: () => {} }), 'bad_response', /malformed stream/);
+      assert.equal(fake.requests.length, 3, 'not retried');
+    }));
+});
+
+describe('openai provider: odd servers', () => {
+  test('an error event inside a stream is unavailable, with the redacted detail', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ malformed: `data: {"error":{"message":"upstream provider failed for key ${KEY}","code":502}}\n\n` });
+      const error = await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: () => {} }), 'unavailable', /mid-answer: upstream provider failed/);
+      assertHoldsNoKey(error, KEY);
+    }));
+
+  test('404 names the endpoint to check', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ status: 404 });
+      const error = await providerFailure(provider.complete({ model: 'fake-missing', messages: hello }), 'bad_request', /not found \(HTTP 404\); check the model and the base URL http:\/\/127\.0\.0\.1:\d+\/v1: The model `fake-missing` does not exist/);
+      assert.equal(error.status, 404);
+    }));
+
+  test('tool call fragments without ids, and a name repeated in every fragment, still assemble', limit, () =>
+    withFake(async (fake, provider) => {
+      const events = [
+        { choices: [{ index: 0, delta: { role: 'assistant', tool_calls: [{ index: 0, function: { name: 'grep', arguments: '{"pat' } }] } }] },
+        { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { name: 'grep', arguments: 'tern": "x"}' } }] } }] },
+        { choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+      ];
+      fake.script({ malformed: events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('') + 'data: [DONE]\n\n' });
+      const result = await provider.complete({ model: 'm', messages: hello, onDelta: () => {} });
+      assert.deepEqual(result.tool_calls, [{ id: 'call_0', name: 'grep', arguments: { pattern: 'x' } }]);
+      assert.equal(result.finish_reason, 'tool_calls');
+    }));
+
+  test('tool call JSON cut off at the token limit says so', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ tool_calls: [{ name: 'write', arguments: '{"text": "lor' }], finish_reason: 'length' });
+      await providerFailure(provider.complete({ model: 'm', messages: hello }), 'bad_response', /cut off at the token limit/);
+    }));
+});
+
+describe('openai provider: cancel', () => {
+  test('abort mid-stream: cancelled, and the server sees the request aborted', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ text: 'abcdef', chunks: 3, hangAfterChunks: 2 });
+      const controller = new AbortController();
+      const deltas: string[] = [];
+      const started = Date.now();
+      await providerFailure(
+        provider.complete({
+          model: 'm',
+          messages: hello,
+          signal: controller.signal,
+          onDelta: (piece) => {
+            deltas.push(piece);
+            controller.abort();
+          },
+        }),
+        'cancelled',
+      );
+      assert.ok(Date.now() - started < 3_000);
+      assert.deepEqual(deltas, ['ab']);
+      await fake.waitFor((requests) => requests[0]?.aborted === true, 3_000);
+    }));
+
+  test('abort while waiting for the answer, and while waiting to retry, is prompt', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ hang: true }, { status: 429, retryAfter: 30 });
+      for (const expectedRequests of [1, 2]) {
+        const controller = new AbortController();
+        const pending = provider.complete({ model: 'm', messages: hello, signal: controller.signal });
+        await fake.waitFor((requests) => requests.length === expectedRequests);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        const started = Date.now();
+        controller.abort();
+        await providerFailure(pending, 'cancelled');
+        assert.ok(Date.now() - started < 1_000, 'the cancel did not wait for the server or the Retry-After');
+      }
+      await fake.waitFor((requests) => requests[0].aborted);
+      assert.equal(fake.requests.length, 2, 'no retry after a cancel');
+    }));
+
+  test('an already aborted signal sends nothing', limit, () =>
+    withFake(async (fake, provider) => {
+      await providerFailure(provider.complete({ model: 'm', messages: hello, signal: AbortSignal.abort() }), 'cancelled');
+      assert.equal(fake.requests.length, 0);
+    }));
+
+  test('an exception thrown by onDelta reaches the caller unchanged and ends the request', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ text: 'abcdef', chunks: 3, chunkDelayMs: 50 });
+      const thrown = new Error('consumer broke');
+      await assert.rejects(
+        provider.complete({ model: 'm', messages: hello, onDelta: () => { throw thrown; } }),
+        (error) => error === thrown,
+      );
+      await fake.waitFor((requests) => requests[0].aborted);
+    }));
+});
+
+describe('redaction', () => {
+  test('removes keys, masked keys, key-like tokens and fragments of known secrets', () => {
+    const secret = 'abcd1234efgh5678ijkl';
+    const text = [
+      `key ${secret}`,
+      'Incorrect API key provided: sk-abc***wxyz.',
+      'token sk-proj-AAAA_bbbb-1234 and gsk_abcdef and xai-12345',
+      'Authorization: Bearer whatever.token.here',
+      `the first part abcd1234 and the last ijkl`,
+      'an opaque 9f8e7d6c5b4a39281706f5e4d3c2b1a0ffeeddcc',
+    ].join('\n');
+    const out = redactSecrets(text, [secret]);
+    for (const leak of [secret, 'abc***', 'wxyz', 'AAAA_bbbb', 'gsk_abc', 'xai-123', 'whatever', 'abcd1234', 'ijkl', '9f8e7d6c']) {
+      assert.ok(!out.includes(leak), `"${leak}" left in: ${out}`);
+    }
+    assert.match(out, /Incorrect API key provided: \[redacted\]/);
+  });
+
+  test('safeDetail makes one line of at most 200 characters', () => {
+    const detail = safeDetail(`line one\nline two ${'y'.repeat(400)}`);
+    assert.ok(!detail.includes('\n'));
+    assert.ok(detail.length <= 200);
+    assert.equal(safeDetail({ error: 'x' }), '{"error":"x"}');
+  });
+});
+
+/** A port nobody listens on (bound, then released). */
+async function freePort(): Promise<number> {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}

@@ -1,6 +1,11 @@
 import { join } from 'node:path';
 import { Agent, type ProviderResolver } from './agent/agent';
+import type { Host } from './agent/host';
+import { PermissionBroker } from './agent/permission-broker';
+import { PermissionGate } from './agent/permissions';
 import { createProviderResolver } from './agent/provider-resolver';
+import { createToolRegistry } from './agent/toolbox';
+import type { ToolRegistry } from './agent/tools/registry';
 import type { CommandContext } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { EventHub } from './commands/event-hub';
@@ -27,7 +32,13 @@ export interface ServiceOptions {
   host?: string;
   /** Mirror log lines to stderr (headless). */
   logToStderr?: boolean;
+  /** What the hosting program supplies (the editor's models, prompts, tools, key). */
+  hostServices?: Host;
+  /** Replaces the provider resolver (benchmarks). */
   provider?: ProviderResolver;
+  /** Time limits, shortened by tests. */
+  toolTimeoutMs?: number;
+  permissionTimeoutMs?: number;
 }
 
 export class PortInUseError extends Error {
@@ -46,7 +57,6 @@ const STOP_GRACE_MS = 10_000;
  */
 export class Service {
   readonly dispatch: Dispatch;
-  readonly events = new EventHub();
   private readonly running = new RunningChats();
   private readonly inFlight = new Set<Promise<unknown>>();
   private http?: HttpServer;
@@ -59,10 +69,14 @@ export class Service {
     readonly store: Store,
     readonly logger: Logger & { close(): Promise<void> },
     redactor: Redactor,
+    readonly events: EventHub,
+    readonly tools: ToolRegistry,
+    readonly permissions: PermissionBroker,
+    readonly gate: PermissionGate,
     readonly agent: Agent,
     readonly auth: Authenticator,
   ) {
-    const ctx: CommandContext = { config, store, agent, events: this.events, running: this.running, logger };
+    const ctx: CommandContext = { config, store, agent, events, running: this.running, tools, permissions, gate, logger };
     this.dispatch = createDispatcher(ctx);
     config.on('change', (fields: string[]) => {
       redactor.setSecrets(secretValues(config.current));
@@ -86,9 +100,15 @@ export class Service {
       await logger.close();
       throw error;
     }
-    const agent = new Agent({ store, config: () => config.current, provider: options.provider ?? createProviderResolver(), logger });
-    const auth = new Authenticator(() => config.current, logger, redactor);
-    return new Service(options, config, store, logger, redactor, agent, auth);
+    const current = () => config.current;
+    const host = options.hostServices ?? {};
+    const events = new EventHub();
+    const tools = createToolRegistry(current, store, logger, host);
+    const permissions = new PermissionBroker(events, logger, { timeoutMs: options.permissionTimeoutMs, localPrompt: () => host.permissionPrompt });
+    const gate = new PermissionGate(current, permissions.ask);
+    const agent = new Agent({ store, config: current, provider: options.provider ?? createProviderResolver(host), tools, gate, logger, toolTimeoutMs: options.toolTimeoutMs });
+    const auth = new Authenticator(current, logger, redactor);
+    return new Service(options, config, store, logger, redactor, events, tools, permissions, gate, agent, auth);
   }
 
   /** Listens on the tcp channel; rejects with PortInUseError when the port is taken. */
@@ -141,6 +161,7 @@ export class Service {
     }
     await this.http?.close();
     this.http = undefined;
+    await this.tools.close();
     await this.store.close();
     await this.config.close();
     this.logger.info('service.stopped');

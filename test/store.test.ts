@@ -11,6 +11,8 @@ import { loadSqlJs } from '../src/store/sqljs';
 import { captureLogger, spawnStoreChild, tempDir } from './helpers/store-utils';
 
 const T0 = Date.UTC(2024, 0, 1);
+/** Every test is bounded in time. */
+const LIMIT = { timeout: 30_000 };
 const iso = (offsetMs: number) => new Date(T0 + offsetMs).toISOString();
 
 async function withDir(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
@@ -47,7 +49,7 @@ async function seedConversation(store: Store, id = 'c1', messages = 3): Promise<
 const ids = (store: Store, conversation = 'c1') =>
   store.messages.recent(conversation, { limit: 1000, includeTools: true }).map((m) => m.id);
 
-test('writes survive a reopen through journal replay alone (no snapshot)', async (t) => {
+test('writes survive a reopen through journal replay alone (no snapshot)', LIMIT, async (t) => {
   const dir = await withDir(t);
   let store = await openStore(dir);
   await seedConversation(store, 'c1', 3);
@@ -73,7 +75,7 @@ test('writes survive a reopen through journal replay alone (no snapshot)', async
 });
 
 for (const kind of ['half a record', 'garbage bytes'] as const) {
-  test(`a torn tail (${kind}) is dropped, earlier data kept, later writes follow valid data`, async (t) => {
+  test(`a torn tail (${kind}) is dropped, earlier data kept, later writes follow valid data`, LIMIT, async (t) => {
     const dir = await withDir(t);
     let store = await openStore(dir);
     await seedConversation(store, 'c1', 3);
@@ -105,7 +107,7 @@ for (const kind of ['half a record', 'garbage bytes'] as const) {
   });
 }
 
-test('a record with a bad CRC at the end is dropped with a warning', async (t) => {
+test('a record with a bad CRC at the end is dropped with a warning', LIMIT, async (t) => {
   const dir = await withDir(t);
   let store = await openStore(dir);
   await seedConversation(store, 'c1', 3);
@@ -180,7 +182,7 @@ test('compaction folds closed segments into the snapshot in a worker; writes dur
   );
 });
 
-test('a leftover service.db.tmp is ignored and removed', async (t) => {
+test('a leftover service.db.tmp is ignored and removed', LIMIT, async (t) => {
   const dir = await withDir(t);
   let store = await openStore(dir);
   await seedConversation(store, 'c1', 2);
@@ -194,7 +196,7 @@ test('a leftover service.db.tmp is ignored and removed', async (t) => {
   assert.equal((await readdir(dir)).includes('service.db.tmp'), false);
 });
 
-test('a crash between the snapshot rename and the segment delete replays nothing twice', async (t) => {
+test('a crash between the snapshot rename and the segment delete replays nothing twice', LIMIT, async (t) => {
   const dir = await withDir(t);
   const backup = path.join(dir, 'backup');
   await mkdir(backup);
@@ -228,7 +230,7 @@ test('a crash between the snapshot rename and the segment delete replays nothing
   assert.deepEqual((await segments(dir)).filter((n) => before.includes(n)), [], 'covered segments are deleted at start');
 });
 
-test('lock: a second open in the same process fails clearly', async (t) => {
+test('lock: a second open in the same process fails clearly', LIMIT, async (t) => {
   const dir = await withDir(t);
   const store = await openStore(dir);
   t.after(() => store.close());
@@ -277,7 +279,7 @@ test('lock: a stale lock (dead pid, or unreadable) is taken over with a warning'
   }
 });
 
-test('a write that throws is rolled back and journals nothing', async (t) => {
+test('a write that throws is rolled back and journals nothing', LIMIT, async (t) => {
   const dir = await withDir(t);
   let store = await openStore(dir);
   await seedConversation(store, 'c1', 1);
@@ -317,7 +319,7 @@ test('a write that throws is rolled back and journals nothing', async (t) => {
   assert.equal(store.messages.count(), 1);
 });
 
-test('group commit: writes of one tick share one write + fdatasync, each resolved once durable', async (t) => {
+test('group commit: writes of one tick share one write + fdatasync, each resolved once durable', LIMIT, async (t) => {
   const dir = await withDir(t);
   let store = await openStore(dir);
   await store.conversations.create({ id: 'c1', title: 't', source: 'ws', created_at: iso(0) });
@@ -358,7 +360,7 @@ test('SIGKILL: every acknowledged write of a killed child is there after reopen'
   assert.equal(lines.some((l) => l.level === 'error'), false, JSON.stringify(lines.filter((l) => l.level === 'error')));
 });
 
-test('messages.recent: most recent N, oldest first, tools only when asked', async (t) => {
+test('messages.recent: most recent N, oldest first, tools only when asked', LIMIT, async (t) => {
   const dir = await withDir(t);
   const store = await openStore(dir);
   t.after(() => store.close());
@@ -395,7 +397,7 @@ test('messages.recent: most recent N, oldest first, tools only when asked', asyn
   assert.equal(store.conversations.get('c2')?.updated_at, iso(500));
 });
 
-test('conversations.list: newest activity first, stable ties, strict before cursor, source filter; delete', async (t) => {
+test('conversations.list: newest activity first, stable ties, strict before cursor, source filter; delete', LIMIT, async (t) => {
   const dir = await withDir(t);
   const store = await openStore(dir);
   t.after(() => store.close());
@@ -426,7 +428,7 @@ test('conversations.list: newest activity first, stable ties, strict before curs
   await assert.rejects(store.conversations.create({ id: 'b', title: 'dup', source: 'ws', created_at: iso(0) }), /UNIQUE/);
 });
 
-test('memory, registrations and meta repositories', async (t) => {
+test('memory, registrations and meta repositories', LIMIT, async (t) => {
   const dir = await withDir(t);
   let store = await openStore(dir);
   const a = await store.memory.put('User prefers dark mode', { now: iso(1000) });
@@ -459,7 +461,7 @@ test('memory, registrations and meta repositories', async (t) => {
   assert.equal(store.registrations.get('laptop')?.public_key, 'key-2');
 });
 
-test('migrations: a new one is one more entry; a newer schema than known is refused', async (t) => {
+test('migrations: a new one is one more entry; a newer schema than known is refused', LIMIT, async (t) => {
   const dir = await withDir(t);
   const v2 = [...MIGRATIONS, 'CREATE TABLE extra (x TEXT)'];
   let store = await openStore(dir, { migrations: v2 });

@@ -1,11 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { ServiceError, type ServiceConfig } from '../protocol';
+import { ServiceError, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
-import type { Store } from '../store';
+import type { NewMessage, Store } from '../store';
 import { ownerOf } from '../commands/session';
 import { fitHistory } from './history';
 import { KeyedQueue } from './keyed-queue';
-import { ProviderError, type ChatMessage, type Provider } from './providers/types';
+import type { PermissionGate } from './permissions';
+import { ProviderError, type ChatMessage, type Provider, type ToolSpec } from './providers/types';
+import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall } from './tool-runner';
+import type { ToolRegistry } from './tools/registry';
+import type { Tool } from './tools/types';
+import { ModelToolNames, transcriptOf, type ToolCallData, type ToolResultData } from './transcript';
 
 /** Tokens of history sent to the model, beside the reply's own `max_tokens`. */
 const HISTORY_TOKEN_BUDGET = 24_000;
@@ -24,6 +29,8 @@ export interface ChatInput {
   /** Called once the conversation is known (before the provider runs). */
   onConversation?: (conversationId: string, created: boolean) => void;
   onDelta?: (delta: string) => void;
+  /** tool.call / tool.result events of this chat (without the request id, which the caller adds). */
+  onToolEvent?: (event: Extract<ServiceEvent, { event: 'tool.call' | 'tool.result' }>) => void;
 }
 
 export interface ChatOutput {
@@ -35,23 +42,32 @@ export interface ChatOutput {
 
 export type ProviderResolver = (config: ServiceConfig) => Provider;
 
+export interface AgentDeps {
+  store: Store;
+  config: () => ServiceConfig;
+  provider: ProviderResolver;
+  tools: ToolRegistry;
+  gate: PermissionGate;
+  logger: Logger;
+  toolTimeoutMs?: number;
+}
+
 export function titleOf(message: string): string {
   const line = message.replace(/\s+/g, ' ').trim();
   return [...line].slice(0, TITLE_LENGTH).join('') || 'New conversation';
 }
 
-/** The chat turn: store the user's message, ask the model, store the reply. */
+class Cancelled extends Error {}
+
+/**
+ * A chat turn: store the user's message, then ask the model, running the tools it calls (under the
+ * permission gate) until it answers or `max_steps` is reached, then store the reply. Tool calls and
+ * results are stored as `tool` messages as they happen; the final reply is stored only when complete.
+ */
 export class Agent {
   private readonly queue = new KeyedQueue();
 
-  constructor(
-    private readonly deps: {
-      store: Store;
-      config: () => ServiceConfig;
-      provider: ProviderResolver;
-      logger: Logger;
-    },
-  ) {}
+  constructor(private readonly deps: AgentDeps) {}
 
   async chat(input: ChatInput): Promise<ChatOutput> {
     const conversationId = input.conversationId ?? randomUUID();
@@ -75,63 +91,111 @@ export class Agent {
 
   private async turn(conversationId: string, create: boolean, input: ChatInput): Promise<ChatOutput> {
     const { store, logger } = this.deps;
-    const config = this.deps.config();
     const now = new Date().toISOString();
     if (create) {
       await store.conversations.create({ id: conversationId, title: titleOf(input.message), source: input.source, created_at: now });
     } else {
       this.requireConversation(conversationId, input.source);
     }
-    await store.messages.append({
-      id: randomUUID(),
-      conversation_id: conversationId,
-      role: 'user',
-      content: input.message,
-      timestamp: now,
-      user_id: input.userId,
-    });
+    await store.messages.append({ id: randomUUID(), conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId });
     input.onConversation?.(conversationId, create);
 
-    const history: ChatMessage[] = store.messages
-      .recent(conversationId, { limit: HISTORY_MESSAGE_LIMIT, includeTools: false })
-      .map((m) => ({ role: m.role === 'assistant' ? 'assistant' : 'user', content: m.content }));
-    const system: ChatMessage | undefined = config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
     const log = logger.child({ conversation: conversationId });
     const started = Date.now();
-    let text = '';
+    let streamed = '';
     try {
+      const text = await this.loop(conversationId, input, log, (delta) => {
+        streamed += delta;
+        input.onDelta?.(delta);
+      });
+      const messageId = randomUUID();
+      await store.messages.append({ id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() });
+      log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
+      return { response: text, conversation_id: conversationId, message_id: messageId };
+    } catch (error) {
+      if (error instanceof Cancelled || (error instanceof ProviderError && error.kind === 'cancelled')) {
+        log.info('chat.cancelled', { ms: Date.now() - started });
+        return { response: streamed, conversation_id: conversationId, message_id: '', cancelled: true };
+      }
+      log.warn('chat.failed', { error, ms: Date.now() - started });
+      if (error instanceof ProviderError) throw new ServiceError('server_error', error.message);
+      throw error;
+    }
+  }
+
+  /** Model calls and tool runs until the model answers; returns the final text. */
+  private async loop(conversationId: string, input: ChatInput, log: Logger, onDelta: (delta: string) => void): Promise<string> {
+    const { store } = this.deps;
+    const signal = input.signal ?? new AbortController().signal;
+    for (let step = 1; ; step += 1) {
+      // Read afresh each step: a config change (model, permission_mode, tools) applies to the next step.
+      const config = this.deps.config();
+      const tools = await this.deps.tools.list();
+      const names = new ModelToolNames(tools.map((t) => t.name));
+      const byName = new Map(tools.map((t) => [t.name, t]));
+      const history = transcriptOf(store.messages.recent(conversationId, { limit: HISTORY_MESSAGE_LIMIT, includeTools: true }));
+      const system: ChatMessage | undefined = config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
+      const lastStep = step >= config.max_steps;
       const result = await this.deps.provider(config).complete({
         model: input.model ?? config.model,
         temperature: config.temperature,
         max_tokens: config.max_tokens,
-        messages: fitHistory(system, history, HISTORY_TOKEN_BUDGET),
-        signal: input.signal,
-        onDelta: input.onDelta
-          ? (delta) => {
-              text += delta;
-              input.onDelta?.(delta);
-            }
-          : undefined,
+        messages: toModelNames(fitHistory(system, history, HISTORY_TOKEN_BUDGET), names),
+        tools: lastStep || tools.length === 0 ? undefined : tools.map((t) => toolSpec(t, names)),
+        signal,
+        onDelta: input.onDelta ? onDelta : undefined,
       });
-      text = result.text;
-    } catch (error) {
-      if (error instanceof ProviderError && error.kind === 'cancelled') {
-        log.info('chat.cancelled', { ms: Date.now() - started });
-        return { response: text, conversation_id: conversationId, message_id: '', cancelled: true };
+      if (signal.aborted) throw new Cancelled();
+      if (result.tool_calls.length === 0) return result.text;
+      if (lastStep) return result.text || `Stopped after ${config.max_steps} steps of tool calls without a final answer.`;
+
+      const batch = randomUUID();
+      const calls = result.tool_calls.map((call) => ({ ...call, name: names.toolName(call.name) ?? call.name }));
+      await store.messages.appendMany(
+        calls.map((call, i): NewMessage => ({
+          id: randomUUID(),
+          conversation_id: conversationId,
+          role: 'tool',
+          tool_name: call.name,
+          content: JSON.stringify(call.arguments),
+          timestamp: new Date().toISOString(),
+          data: { kind: 'call', call_id: call.id, batch, arguments: call.arguments, ...(i === 0 && result.text ? { text: result.text } : {}) } satisfies ToolCallData,
+        })),
+      );
+      for (const call of calls) {
+        input.onToolEvent?.({ event: 'tool.call', conversation_id: conversationId, tool: call.name, arguments: call.arguments });
+        const outcome = await runToolCall(call, byName.get(call.name), {
+          conversationId,
+          source: input.source,
+          signal,
+          gate: this.deps.gate,
+          logger: log,
+          timeoutMs: this.deps.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
+        });
+        await store.messages.append({
+          id: randomUUID(),
+          conversation_id: conversationId,
+          role: 'tool',
+          tool_name: call.name,
+          content: outcome.content,
+          timestamp: new Date().toISOString(),
+          data: { kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}) } satisfies ToolResultData,
+        });
+        input.onToolEvent?.({ event: 'tool.result', conversation_id: conversationId, tool: call.name, ok: outcome.ok });
+        if (signal.aborted) throw new Cancelled();
       }
-      log.warn('chat.provider_failed', { error, ms: Date.now() - started });
-      if (error instanceof ProviderError) throw new ServiceError('server_error', error.message);
-      throw error;
     }
-    const messageId = randomUUID();
-    await store.messages.append({
-      id: messageId,
-      conversation_id: conversationId,
-      role: 'assistant',
-      content: text,
-      timestamp: new Date().toISOString(),
-    });
-    log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
-    return { response: text, conversation_id: conversationId, message_id: messageId };
   }
+}
+
+function toolSpec(tool: Tool, names: ModelToolNames): ToolSpec {
+  return { name: names.modelName(tool.name), description: tool.description, parameters: tool.inputSchema };
+}
+
+function toModelNames(messages: ChatMessage[], names: ModelToolNames): ChatMessage[] {
+  return messages.map((m) => {
+    if (m.role === 'assistant' && m.tool_calls) return { ...m, tool_calls: m.tool_calls.map((c) => ({ ...c, name: names.modelName(c.name) })) };
+    if (m.role === 'tool') return { ...m, name: names.modelName(m.name) };
+    return m;
+  });
 }

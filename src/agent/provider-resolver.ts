@@ -1,33 +1,34 @@
 import type { ServiceConfig } from '../protocol';
 import type { ProviderResolver } from './agent';
+import type { Host } from './host';
+import { createAnthropicProvider } from './providers/anthropic';
 import { createOpenAIProvider } from './providers/openai';
 import { ProviderError, type Provider } from './providers/types';
+
+function unavailable(name: string, why: string): Provider {
+  return {
+    name,
+    complete: async () => {
+      throw new ProviderError(name, 'not_configured', `${name}: ${why}`);
+    },
+  };
+}
 
 /**
  * Builds the provider the config names, and reuses it while provider, endpoint and key stay the same
  * (so HTTP connections are kept alive across chats).
  */
-export function createProviderResolver(apiKeyOf: (config: ServiceConfig) => string | undefined = (c) => c.api_key): ProviderResolver {
+export function createProviderResolver(host: Host = {}): ProviderResolver {
   let cached: { key: string; provider: Provider } | undefined;
-  return (config) => {
-    const apiKey = apiKeyOf(config);
+  return (config: ServiceConfig) => {
+    if (config.provider === 'vscode') {
+      return host.languageModels?.() ?? unavailable('vscode', "the editor's language models are only available when the service runs inside VS Code");
+    }
+    const apiKey = host.apiKey?.(config.provider) ?? config.api_key;
     const key = JSON.stringify([config.provider, config.base_url ?? '', apiKey ?? '']);
     if (cached?.key === key) return cached.provider;
-    let provider: Provider;
-    switch (config.provider) {
-      case 'openai':
-        provider = createOpenAIProvider({ apiKey, baseUrl: config.base_url });
-        break;
-      default: {
-        const name = config.provider;
-        provider = {
-          name,
-          complete: async () => {
-            throw new ProviderError(name, 'not_configured', `${name}: this provider is not available in this build yet; use "openai" (any OpenAI-compatible base_url)`);
-          },
-        };
-      }
-    }
+    const options = { apiKey, baseUrl: config.base_url };
+    const provider = config.provider === 'anthropic' ? createAnthropicProvider(options) : createOpenAIProvider(options);
     cached = { key, provider };
     return provider;
   };

@@ -1,4 +1,7 @@
 import type { Agent } from '../agent/agent';
+import type { PermissionBroker } from '../agent/permission-broker';
+import type { PermissionGate } from '../agent/permissions';
+import type { ToolRegistry } from '../agent/tools/registry';
 import type { ConfigFile } from '../config/config-file';
 import type { Logger } from '../log/logger';
 import type { Store } from '../store';
@@ -12,5 +15,8 @@ export interface CommandContext {
   agent: Agent;
   events: EventHub;
   running: RunningChats;
+  tools: ToolRegistry;
+  permissions: PermissionBroker;
+  gate: PermissionGate;
   logger: Logger;
 }

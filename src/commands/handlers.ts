@@ -1,3 +1,4 @@
+import { toolInfo } from '../agent/tools/registry';
 import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
 import type { ClientSession } from './session';
@@ -38,6 +39,7 @@ export const handlers: HandlerMap = {
         onDelta: command.stream
           ? (delta) => session.send({ event: 'chat.delta', id: command.id, conversation_id: conversationId, delta })
           : undefined,
+        onToolEvent: (event) => session.send(command.id === undefined ? event : { ...event, id: command.id }),
       });
       const data: Record<string, unknown> = { response: result.response, conversation_id: result.conversation_id };
       if (result.cancelled) data.cancelled = true;
@@ -81,14 +83,17 @@ export const handlers: HandlerMap = {
   async delete_conversation(command, session, ctx) {
     ctx.agent.requireConversation(command.conversation_id, session.source);
     await ctx.store.conversations.delete(command.conversation_id);
+    ctx.gate.forget(command.conversation_id);
     return { deleted: true };
   },
 
-  async list_tools() {
-    return { tools: [] };
+  async list_tools(_command, _session, ctx) {
+    return { tools: (await ctx.tools.list()).map(toolInfo) };
   },
 
-  async permission_response(command) {
-    throw new ServiceError('not_found', `no pending permission request ${command.request_id}`);
+  async permission_response(command, session, ctx) {
+    if (!session.canAnswerPermissions) throw new ServiceError('unauthorized', 'this client cannot answer permission requests');
+    ctx.permissions.answer(command.request_id, command.decision);
+    return { request_id: command.request_id, decision: command.decision };
   },
 };

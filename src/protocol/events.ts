@@ -29,6 +29,11 @@ export const PermissionRequestEvent = z.object({
   tool: z.string(),
   arguments: z.record(z.string(), z.unknown()),
 });
+export const PermissionResolvedEvent = z.object({
+  event: z.literal('permission.resolved'),
+  request_id: z.string(),
+  decision: z.enum(['allow', 'allow_session', 'deny']),
+});
 export const ConfigChangedEvent = z.object({
   event: z.literal('config.changed'),
   fields: z.array(z.string()),
@@ -44,6 +49,7 @@ export const ServiceEvent = z.discriminatedUnion('event', [
   ToolCallEvent,
   ToolResultEvent,
   PermissionRequestEvent,
+  PermissionResolvedEvent,
   ConfigChangedEvent,
   ConversationUpdatedEvent,
 ]);

@@ -1,6 +1,7 @@
 // Worker thread entry (bundled to dist/compact-worker.js): folds closed journal segments into the
 // snapshot, so the main thread never pays for db.export().
-import { closeSync, fsyncSync, openSync, readFileSync, readlinkSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readlinkSync, renameSync, writeSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { setPriority } from 'node:os';
 import path from 'node:path';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
@@ -11,12 +12,9 @@ import type { ReplayFailure } from './replay';
 import { loadSqlJs } from './sqljs';
 import { StatementCache } from './statements';
 
-// File work here is synchronous on purpose: it then runs on this (lower-priority) thread instead of
-// the process-wide libuv pool, and this thread has nothing else to do meanwhile.
-
-function readIfExists(file: string): Buffer | null {
+async function readIfExists(file: string): Promise<Buffer | null> {
   try {
-    return readFileSync(file);
+    return await readFile(file);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
@@ -25,6 +23,8 @@ function readIfExists(file: string): Buffer | null {
 
 const WRITE_CHUNK = 1 << 20;
 
+// The snapshot is written synchronously, in chunks, on purpose: the copying then happens on this
+// lower-priority thread rather than in the process-wide libuv pool, and the thread has nothing else to do.
 function writeDurably(file: string, data: Uint8Array): void {
   const fd = openSync(file, 'w');
   try {
@@ -54,14 +54,9 @@ function fsyncDirSync(dir: string): void {
 export async function compact(job: CompactionJob): Promise<CompactionDone> {
   const snapshotPath = path.join(job.dir, job.fileName);
   const tmpPath = `${snapshotPath}.tmp`;
-  const mark = (e: string) => parentPort?.postMessage({ mark: e, at: performance.timeOrigin + performance.now() });
-  mark('start');
   const SQL = await loadSqlJs();
-  mark('sqljs');
-  const snapshot = readIfExists(snapshotPath);
-  mark('readsnap');
+  const snapshot = await readIfExists(snapshotPath);
   const db = new SQL.Database(snapshot ?? undefined);
-  mark('loaded');
   const cache = new StatementCache(db);
   let out: Uint8Array;
   let seq: number;
@@ -72,7 +67,7 @@ export async function compact(job: CompactionJob): Promise<CompactionDone> {
     seq = snapshotSeq;
     let prevRecordSeq = 0;
     for (const segment of job.segments) {
-      const parsed = parseRecords(readFileSync(segment), prevRecordSeq);
+      const parsed = parseRecords(await readFile(segment), prevRecordSeq);
       // Closed segments were fully fsynced by this process; damage here must not be silently folded in.
       if (parsed.problem !== undefined) {
         throw new Error(`${path.basename(segment)}: ${parsed.problem} at byte ${parsed.validBytes}`);
@@ -87,16 +82,13 @@ export async function compact(job: CompactionJob): Promise<CompactionDone> {
       return { ok: true, seq, snapshotBytes: snapshot.length, wrote: false, applied, failures };
     }
     writeSnapshotSeq(db, cache, seq);
-    mark('replayed');
     out = db.export();
-    mark('exported');
   } finally {
     cache.clear();
     db.close();
   }
 
   writeDurably(tmpPath, out);
-  mark('written');
   renameSync(tmpPath, snapshotPath);
   fsyncDirSync(job.dir);
   return { ok: true, seq, snapshotBytes: out.length, wrote: true, applied, failures };

@@ -36,17 +36,14 @@ export function runCompactionWorker(job: CompactionJob): Promise<CompactionDone>
   return new Promise((resolve, reject) => {
     let result: CompactionResult | undefined;
     let error: Error | undefined;
-    (globalThis as any).__ev?.('spawn');
     const worker = startWorker(job);
-    (globalThis as any).__ev?.('spawned');
     worker.on('message', (msg: CompactionResult) => {
-      if ((msg as any).mark) { (globalThis as any).__evAbs?.((msg as any).mark, (msg as any).at); return; }
-      result = msg; (globalThis as any).__ev?.('msg');
+      result = msg;
     });
     worker.on('error', (err) => {
       error = err;
     });
-    worker.on('exit', (code) => { (globalThis as any).__ev?.('exit');
+    worker.on('exit', (code) => {
       if (result?.ok) resolve(result);
       else if (result) reject(new Error(`compaction failed: ${result.error}`));
       else reject(error ?? new Error(`compaction worker exited with code ${code} and no result`));

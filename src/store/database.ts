@@ -85,7 +85,7 @@ export class Database {
     if (!(segmentBytes > 0)) throw new RangeError('segmentBytes must be positive');
     await mkdir(dir, { recursive: true });
     const realDir = await realpath(dir);
-    const lock = await acquireLock(realDir, logger);
+    const lock = await acquireLock(realDir, logger, dir);
     let sql: SqlJsDatabase | undefined;
     let cache: StatementCache | undefined;
     try {

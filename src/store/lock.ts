@@ -70,18 +70,18 @@ function inUse(dir: string, pid: number, host?: string): Error {
  * taken over with a warning. A lock from another host is respected, since its process cannot be
  * checked (the message says which file to remove if that process is gone).
  */
-export async function acquireLock(dir: string, logger: Logger): Promise<DirLock> {
+export async function acquireLock(dir: string, logger: Logger, label: string = dir): Promise<DirLock> {
   const file = path.resolve(dir, LOCK_FILE_NAME);
-  if (held.has(file) || acquiring.has(file)) throw inUse(dir, process.pid);
+  if (held.has(file) || acquiring.has(file)) throw inUse(label, process.pid);
   acquiring.add(file);
   try {
-    return await takeLock(dir, file, logger);
+    return await takeLock(dir, label, file, logger);
   } finally {
     acquiring.delete(file);
   }
 }
 
-async function takeLock(dir: string, file: string, logger: Logger): Promise<DirLock> {
+async function takeLock(dir: string, label: string, file: string, logger: Logger): Promise<DirLock> {
   const me = hostname();
 
   for (let attempt = 0; attempt < 5; attempt++) {
@@ -111,11 +111,11 @@ async function takeLock(dir: string, file: string, logger: Logger): Promise<DirL
     const info = parseLock(text);
     if (info) {
       if (info.hostname !== me) {
-        throw new Error(`${inUse(dir, info.pid, info.hostname).message} (remove ${file} if that process is gone)`);
+        throw new Error(`${inUse(label, info.pid, info.hostname).message} (remove ${file} if that process is gone)`);
       }
       // Our own pid in a lock we do not hold: left by an earlier process that had the same pid
       // (containers often run as pid 1).
-      if (info.pid !== process.pid && pidAlive(info.pid)) throw inUse(dir, info.pid);
+      if (info.pid !== process.pid && pidAlive(info.pid)) throw inUse(label, info.pid);
     }
     logger.warn('store.lock_stale', {
       dir,
@@ -127,7 +127,7 @@ async function takeLock(dir: string, file: string, logger: Logger): Promise<DirL
       if (err.code !== 'ENOENT') throw err;
     });
   }
-  throw new Error(`could not lock data directory ${dir}: lock file keeps changing`);
+  throw new Error(`could not lock data directory ${label}: lock file keeps changing`);
 }
 
 async function releaseLock(file: string, content: string, logger: Logger): Promise<void> {

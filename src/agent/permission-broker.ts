@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import { ServiceError, type PermissionDecision } from '../protocol';
+import type { EventHub } from '../commands/event-hub';
+import type { Logger } from '../log/logger';
+import type { PermissionQuestion } from './permissions';
+
+export const PERMISSION_TIMEOUT_MS = 120_000;
+
+/** A prompt shown by the host itself (the editor's modal), raced with the remote clients. */
+export type LocalPrompt = (request: { requestId: string; question: PermissionQuestion }, signal: AbortSignal) => Promise<PermissionDecision | undefined>;
+
+interface Pending {
+  resolve: (decision: PermissionDecision) => void;
+  conversationSource: string;
+}
+
+/**
+ * Asks people: sends `permission.request` to every authenticated client that may answer (and the
+ * host's own prompt, if any); the first answer wins, the others are told it was resolved; no answer in
+ * 120 s, or nobody able to answer, denies (decisions.md). Webhook conversations are never asked of a
+ * webhook (nobody is behind it), so in `ask` mode they are denied unless a person answers.
+ */
+export class PermissionBroker {
+  private readonly pending = new Map<string, Pending>();
+
+  constructor(
+    private readonly events: EventHub,
+    private readonly logger: Logger,
+    private readonly options: { timeoutMs?: number; localPrompt?: () => LocalPrompt | undefined } = {},
+  ) {}
+
+  ask = async (question: PermissionQuestion): Promise<PermissionDecision> => {
+    const requestId = randomUUID();
+    const localPrompt = this.options.localPrompt?.();
+    const canAnswer = (s: { canAnswerPermissions: boolean }) => s.canAnswerPermissions;
+    if (!localPrompt && !this.events.some(canAnswer)) {
+      this.logger.info('permission.denied_nobody_to_ask', { tool: question.tool, conversation: question.conversationId });
+      return 'deny';
+    }
+    const settle = new AbortController();
+    const decision = new Promise<PermissionDecision>((resolve) => {
+      this.pending.set(requestId, { resolve, conversationSource: question.source });
+      const timer = setTimeout(() => resolve('deny'), this.options.timeoutMs ?? PERMISSION_TIMEOUT_MS);
+      const onAbort = () => resolve('deny');
+      question.signal.addEventListener('abort', onAbort, { once: true });
+      settle.signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        question.signal.removeEventListener('abort', onAbort);
+      });
+    });
+    this.events.broadcast(
+      { event: 'permission.request', request_id: requestId, conversation_id: question.conversationId, tool: question.tool, arguments: question.arguments },
+      canAnswer,
+    );
+    localPrompt?.({ requestId, question }, settle.signal).then(
+      (answer) => answer && this.answer(requestId, answer),
+      (error) => this.logger.warn('permission.prompt_failed', { error }),
+    );
+    const result = await decision;
+    this.pending.delete(requestId);
+    settle.abort();
+    this.events.broadcast({ event: 'permission.resolved', request_id: requestId, decision: result }, canAnswer);
+    this.logger.info('permission.decided', { tool: question.tool, decision: result, conversation: question.conversationId });
+    return result;
+  };
+
+  /** A `permission_response`: the first answer to a request wins; later ones are not_found. */
+  answer(requestId: string, decision: PermissionDecision): void {
+    const pending = this.pending.get(requestId);
+    if (!pending) throw new ServiceError('not_found', `no pending permission request ${requestId}`);
+    this.pending.delete(requestId);
+    pending.resolve(decision);
+  }
+
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+}

@@ -1,0 +1,81 @@
+import type { Logger } from '../log/logger';
+import type { PermissionGate } from './permissions';
+import type { ToolCall } from './providers/types';
+import { ToolError, type Tool, type ToolOutput } from './tools/types';
+
+export const DEFAULT_TOOL_TIMEOUT_MS = 300_000;
+const MAX_RESULT_CHARS = 100_000;
+
+export interface ToolCallOutcome {
+  content: string;
+  ok: boolean;
+  denied?: boolean;
+}
+
+/**
+ * Runs one tool call the model asked for: permission first, then the tool under a time limit and the
+ * chat's cancel signal. Every failure becomes a result the model can read; nothing here throws.
+ */
+export async function runToolCall(
+  call: ToolCall,
+  tool: Tool | undefined,
+  context: { conversationId: string; source: string; signal: AbortSignal; gate: PermissionGate; logger: Logger; timeoutMs: number },
+): Promise<ToolCallOutcome> {
+  if (!tool) return { content: `Unknown tool "${call.name}".`, ok: false };
+  let subject: string | undefined;
+  try {
+    subject = tool.subject?.(call.arguments);
+  } catch {
+    subject = undefined;
+  }
+  const verdict = await context.gate.check({
+    conversationId: context.conversationId,
+    source: context.source,
+    tool: tool.name,
+    arguments: call.arguments,
+    subject,
+    signal: context.signal,
+  });
+  if (!verdict.allowed) {
+    return { content: `Permission denied: the user did not allow ${tool.name} to run. Do not retry it; answer without it.`, ok: false, denied: true };
+  }
+  if (context.signal.aborted) return { content: 'Cancelled.', ok: false };
+  const timeout = AbortSignal.timeout(context.timeoutMs);
+  const signal = AbortSignal.any([context.signal, timeout]);
+  const started = Date.now();
+  try {
+    const output = await raceAbort(tool.run(call.arguments, { conversationId: context.conversationId, signal }), signal);
+    const content = output.content.length > MAX_RESULT_CHARS ? `${output.content.slice(0, MAX_RESULT_CHARS)}\n[... ${output.content.length - MAX_RESULT_CHARS} characters cut]` : output.content;
+    context.logger.info('tool.ran', { tool: tool.name, ok: !output.isError, ms: Date.now() - started });
+    return { content, ok: !output.isError };
+  } catch (error) {
+    const message = timeout.aborted
+      ? `Tool ${tool.name} did not finish within ${Math.round(context.timeoutMs / 1000)} s and was stopped.`
+      : context.signal.aborted
+        ? 'Cancelled.'
+        : error instanceof ToolError
+          ? error.message
+          : `Tool ${tool.name} failed: ${error instanceof Error ? error.message : String(error)}`;
+    context.logger.warn('tool.failed', { tool: tool.name, ms: Date.now() - started, error: message });
+    return { content: message, ok: false };
+  }
+}
+
+/** A tool that ignores its signal still cannot hold the chat past the timeout or a cancel. */
+function raceAbort(work: Promise<ToolOutput>, signal: AbortSignal): Promise<ToolOutput> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

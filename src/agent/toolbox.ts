@@ -1,0 +1,30 @@
+import { resolve } from 'node:path';
+import type { ServiceConfig } from '../protocol';
+import type { Logger } from '../log/logger';
+import type { Store } from '../store';
+import type { Host } from './host';
+import { createBuiltinToolSource } from './tools/builtin';
+import { createCustomToolSource } from './tools/custom';
+import { createMcpToolSource } from './tools/mcp';
+import { createMemoryToolSource } from './tools/memory';
+import { ToolRegistry } from './tools/registry';
+
+/** The workspace roots of file tools: `workspace` of service.json, else the current directory. */
+export function workspaceRootsOf(config: ServiceConfig): string[] {
+  return [resolve(config.workspace ?? process.cwd())];
+}
+
+/**
+ * Every tool the agent may call, in precedence order: the host's own (the editor's), built-in,
+ * memory, custom tools of service.json, then MCP servers'. Sources read the config live.
+ */
+export function createToolRegistry(config: () => ServiceConfig, store: Store, logger: Logger, host: Host = {}): ToolRegistry {
+  const workspaceRoots = () => workspaceRootsOf(config());
+  return new ToolRegistry([
+    ...(host.toolSources ?? []),
+    createBuiltinToolSource({ workspaceRoots }),
+    createMemoryToolSource(store.memory),
+    createCustomToolSource(() => config().tools, { workspaceRoots }),
+    createMcpToolSource(() => config().mcp_servers, { logger: logger.child({ component: 'mcp' }), cwd: workspaceRoots()[0] }),
+  ]);
+}

@@ -1,0 +1,74 @@
+import type { MessageRow } from '../store';
+import type { ChatMessage, ToolCall } from './providers/types';
+
+/** How tool traffic is kept in the `messages` table (role `tool`), so a conversation can be replayed to a model. */
+export type ToolCallData = { kind: 'call'; call_id: string; batch: string; arguments: Record<string, unknown>; text?: string };
+export type ToolResultData = { kind: 'result'; call_id: string; ok: boolean; denied?: boolean };
+
+const INTERRUPTED = 'The tool call was interrupted before it returned a result.';
+
+/**
+ * Rebuilds the model's view of a conversation from stored rows: consecutive tool-call rows of one
+ * batch become one assistant message with tool_calls; a call without a stored result (the process
+ * died in between) gets an "interrupted" result so the history stays valid for every provider.
+ */
+export function transcriptOf(rows: readonly MessageRow[]): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  let open: { batch: string; message: Extract<ChatMessage, { role: 'assistant' }>; unanswered: Map<string, string> } | undefined;
+  const closeBatch = () => {
+    if (!open) return;
+    for (const [callId, name] of open.unanswered) messages.push({ role: 'tool', tool_call_id: callId, name, content: INTERRUPTED });
+    open = undefined;
+  };
+  for (const row of rows) {
+    const data = row.data as ToolCallData | ToolResultData | null;
+    if (row.role === 'tool' && data?.kind === 'call') {
+      if (open?.batch !== data.batch) {
+        closeBatch();
+        const message: Extract<ChatMessage, { role: 'assistant' }> = { role: 'assistant', content: data.text ?? '', tool_calls: [] };
+        messages.push(message);
+        open = { batch: data.batch, message, unanswered: new Map() };
+      }
+      const call: ToolCall = { id: data.call_id, name: row.tool_name ?? 'unknown', arguments: data.arguments };
+      open!.message.tool_calls!.push(call);
+      open!.unanswered.set(call.id, call.name);
+      continue;
+    }
+    if (row.role === 'tool' && data?.kind === 'result') {
+      if (!open?.unanswered.delete(data.call_id)) continue;
+      messages.push({ role: 'tool', tool_call_id: data.call_id, name: row.tool_name ?? 'unknown', content: row.content });
+      continue;
+    }
+    closeBatch();
+    if (row.role === 'user' || row.role === 'assistant') messages.push({ role: row.role, content: row.content });
+  }
+  closeBatch();
+  return messages;
+}
+
+/**
+ * Tool names as the model sees them: providers accept `^[a-zA-Z0-9_-]{1,64}$`, while MCP tools are
+ * named `<server>.<tool>`. Maps both ways, keeping distinct tools distinct.
+ */
+export class ModelToolNames {
+  private readonly toModel = new Map<string, string>();
+  private readonly fromModel = new Map<string, string>();
+
+  constructor(names: readonly string[]) {
+    for (const name of names) {
+      const base = name.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 60) || 'tool';
+      let candidate = base;
+      for (let n = 2; this.fromModel.has(candidate); n += 1) candidate = `${base}_${n}`;
+      this.toModel.set(name, candidate);
+      this.fromModel.set(candidate, name);
+    }
+  }
+
+  modelName(name: string): string {
+    return this.toModel.get(name) ?? name;
+  }
+
+  toolName(modelName: string): string | undefined {
+    return this.fromModel.get(modelName);
+  }
+}

@@ -31,7 +31,14 @@ export interface ChatInput {
   onDelta?: (delta: string) => void;
   /** tool.call / tool.result events of this chat (without the request id, which the caller adds). */
   onToolEvent?: (event: Extract<ServiceEvent, { event: 'tool.call' | 'tool.result' }>) => void;
+  /**
+   * Stores the final reply instead of the agent doing it, so a caller can write more in the same
+   * transaction (the webhook channel stores the reply together with its delivery).
+   */
+  storeReply?: (reply: NewMessage) => Promise<void>;
 }
+
+export type AnswerInput = Omit<ChatInput, 'message' | 'conversationId' | 'userId' | 'onConversation'>;
 
 export interface ChatOutput {
   response: string;
@@ -71,8 +78,18 @@ export class Agent {
 
   async chat(input: ChatInput): Promise<ChatOutput> {
     const conversationId = input.conversationId ?? randomUUID();
-    if (input.conversationId) this.requireConversation(input.conversationId, input.source);
-    return this.queue.run(conversationId, () => this.turn(conversationId, !input.conversationId, input));
+    const create = !input.conversationId;
+    if (!create) this.requireConversation(conversationId, input.source);
+    return this.queue.run(conversationId, async () => {
+      await this.storeUserMessage(conversationId, create, input);
+      input.onConversation?.(conversationId, create);
+      return this.answer(conversationId, input);
+    });
+  }
+
+  /** Answers the user message(s) already stored last in a conversation (the webhook inbox, also after a restart). */
+  answerStored(conversationId: string, input: AnswerInput): Promise<ChatOutput> {
+    return this.queue.run(conversationId, () => this.answer(conversationId, input));
   }
 
   /** The conversation, if it exists and `source` may see it; else not_found. */
@@ -89,8 +106,8 @@ export class Agent {
     return this.queue.idle();
   }
 
-  private async turn(conversationId: string, create: boolean, input: ChatInput): Promise<ChatOutput> {
-    const { store, logger } = this.deps;
+  private async storeUserMessage(conversationId: string, create: boolean, input: ChatInput): Promise<void> {
+    const { store } = this.deps;
     const now = new Date().toISOString();
     if (create) {
       await store.conversations.create({ id: conversationId, title: titleOf(input.message), source: input.source, created_at: now });
@@ -98,8 +115,10 @@ export class Agent {
       this.requireConversation(conversationId, input.source);
     }
     await store.messages.append({ id: randomUUID(), conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId });
-    input.onConversation?.(conversationId, create);
+  }
 
+  private async answer(conversationId: string, input: AnswerInput): Promise<ChatOutput> {
+    const { store, logger } = this.deps;
     const log = logger.child({ conversation: conversationId });
     const started = Date.now();
     let streamed = '';
@@ -109,7 +128,8 @@ export class Agent {
         input.onDelta?.(delta);
       });
       const messageId = randomUUID();
-      await store.messages.append({ id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() });
+      const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
+      await (input.storeReply ? input.storeReply(reply) : store.messages.append(reply));
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
       return { response: text, conversation_id: conversationId, message_id: messageId };
     } catch (error) {
@@ -124,7 +144,7 @@ export class Agent {
   }
 
   /** Model calls and tool runs until the model answers; returns the final text. */
-  private async loop(conversationId: string, input: ChatInput, log: Logger, onDelta: (delta: string) => void): Promise<string> {
+  private async loop(conversationId: string, input: AnswerInput, log: Logger, onDelta: (delta: string) => void): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
     for (let step = 1; ; step += 1) {

@@ -13,7 +13,7 @@ export { Database } from './database';
 export type { DatabaseOptions, DatabaseStats, RunResult, SqlParam, SqlParamInput, WriteTx } from './database';
 export { ConversationsRepo } from './conversations';
 export type { ListConversationsOptions } from './conversations';
-export { MessagesRepo } from './messages';
+export { MessagesRepo, insertMessage } from './messages';
 export type { RecentOptions } from './messages';
 export { MemoryRepo } from './memory';
 export { RegistrationsRepo } from './registrations';

@@ -27,7 +27,8 @@ function toRow(raw: RawMessage): MessageRow {
   return { ...raw, data };
 }
 
-function insert(tx: WriteTx, m: NewMessage): void {
+/** Inserts a message inside a caller's transaction (for store modules that write more in the same one). */
+export function insertMessage(tx: WriteTx, m: NewMessage): void {
   if (!ROLES.has(m.role)) throw new Error(`invalid message role: ${String(m.role)}`);
   const data = m.data === undefined || m.data === null ? null : JSON.stringify(m.data);
   tx.run(
@@ -44,14 +45,14 @@ export class MessagesRepo {
 
   /** Stores a message and bumps its conversation's `updated_at`, in one transaction. */
   async append(message: NewMessage): Promise<void> {
-    await this.db.write((tx) => insert(tx, message));
+    await this.db.write((tx) => insertMessage(tx, message));
   }
 
   /** Stores several messages (e.g. a whole turn) in one transaction. */
   async appendMany(messages: readonly NewMessage[]): Promise<void> {
     if (messages.length === 0) return;
     await this.db.write((tx) => {
-      for (const m of messages) insert(tx, m);
+      for (const m of messages) insertMessage(tx, m);
     });
   }
 

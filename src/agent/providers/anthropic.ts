@@ -1,0 +1,549 @@
+/**
+ * Provider for Anthropic's Messages API (and servers that speak it) through the official SDK. The SDK
+ * does the HTTP and SSE parsing; retries, timeouts, cancellation and error text are ours (see
+ * retry.ts for why), so every failure is a ProviderError whose message is safe to show.
+ */
+import Anthropic, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
+import { Attempt } from './attempt';
+import { UNREACHABLE_CODES, codeOf, httpUrl, innermostMessage, isAbortError, seconds, urlSecrets } from './failure-details';
+import { describeEndpoint, safeDetail } from './redact';
+import { RetryableFailure, retryAfterMs, withRetries } from './retry';
+import {
+  ProviderError,
+  type ChatMessage,
+  type CompletionRequest,
+  type CompletionResult,
+  type CompletionUsage,
+  type Provider,
+  type ProviderErrorKind,
+  type ToolCall,
+} from './types';
+
+export interface AnthropicProviderOptions {
+  /** Required for Anthropic's own endpoint; omitted, a placeholder is sent (keyless compatible servers accept it). */
+  apiKey?: string;
+  /**
+   * Default `https://api.anthropic.com`. Given with or without a trailing `/v1`: the API's paths
+   * (`/v1/messages`) are added to what remains.
+   */
+  baseUrl?: string;
+  /**
+   * Per attempt: the longest wait for the answer to start, and, while streaming, the longest silence
+   * between two events. Timeouts are not retried. Default 120000.
+   */
+  timeoutMs?: number;
+  /** Retries after a 408/409/429/5xx/529 answer or a failed connection, before any answer arrived. Default 2. */
+  maxRetries?: number;
+}
+
+export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
+/** The API requires max_tokens; used when the request sets none. */
+export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
+const NAME = 'anthropic';
+const PLACEHOLDER_KEY = 'no-key';
+/** The API insists a conversation opens with a user turn; a trimmed history may not. */
+const OPENING_PLACEHOLDER = '(earlier messages omitted)';
+
+type Phase = 'open' | 'stream';
+type WireBody = Omit<Anthropic.MessageCreateParamsNonStreaming, 'stream'>;
+type WireMessage = Anthropic.MessageParam;
+type WireBlock = Anthropic.ContentBlockParam;
+
+export function createAnthropicProvider(options: AnthropicProviderOptions = {}): Provider {
+  const apiKey = options.apiKey || undefined;
+  const baseUrl = options.baseUrl || ANTHROPIC_DEFAULT_BASE_URL;
+  const timeoutMs = options.timeoutMs ?? 120_000;
+  const maxRetries = options.maxRetries ?? 2;
+  const endpoint = describeEndpoint(baseUrl);
+  // Whatever of the configuration could be a credential, for redaction.
+  const secrets = [apiKey, ...urlSecrets(baseUrl)];
+  const parsedBase = httpUrl(baseUrl);
+  const isAnthropic = parsedBase?.hostname === 'api.anthropic.com';
+
+  const client = new Anthropic({
+    apiKey: apiKey ?? PLACEHOLDER_KEY,
+    // Explicit nulls: the SDK would otherwise read ANTHROPIC_* environment variables (and, with no key,
+    // credential files) behind the config's back, and could send a bearer token to a custom base URL.
+    authToken: null,
+    webhookKey: null,
+    baseURL: parsedBase ? sdkBaseUrl(parsedBase) : ANTHROPIC_DEFAULT_BASE_URL,
+    // The SDK appends paths to the base as text, so a query on the base URL is carried this way.
+    defaultQuery: parsedBase && parsedBase.search ? Object.fromEntries(parsedBase.searchParams) : undefined,
+    maxRetries: 0,
+    // Our own watchdog (Attempt) governs; the SDK's only covers the wait for headers.
+    timeout: timeoutMs + 5_000,
+    // The SDK logs unparsable stream data to the console; failures reach the caller as errors instead.
+    logLevel: 'off',
+    // No spans: they could carry conversation content to whatever tracer another extension registered.
+    openTelemetry: false,
+  });
+
+  const fail = (kind: ProviderErrorKind, message: string, status?: number) =>
+    new ProviderError(NAME, kind, `${NAME}: ${message}`, status);
+
+  function requireUsable(): void {
+    if (!parsedBase) throw fail('not_configured', `invalid base URL ${endpoint}`);
+    // fetch refuses such URLs; say so plainly rather than as a connection failure.
+    if (parsedBase.username || parsedBase.password) {
+      throw fail('not_configured', `the base URL ${endpoint} must not contain credentials (user:password@); use api_key`);
+    }
+    if (!apiKey && isAnthropic) throw fail('not_configured', 'no API key configured (set api_key, or base_url for a compatible server)');
+  }
+
+  function requestOptions(attempt: Attempt) {
+    return { signal: attempt.signal, maxRetries: 0, timeout: timeoutMs + 5_000 };
+  }
+
+  /** Turns anything thrown during an attempt into the error the caller sees (or a retryable one). */
+  function failureOf(error: unknown, attempt: Attempt, phase: Phase): ProviderError | RetryableFailure {
+    if (error instanceof ProviderError || error instanceof RetryableFailure) return error;
+    if (attempt.cancelled) return fail('cancelled', 'request cancelled');
+    if (attempt.timedOut || error instanceof APIConnectionTimeoutError) {
+      return phase === 'open'
+        ? fail('timeout', `no response within ${seconds(timeoutMs)}`)
+        : fail('timeout', `the answer stalled: nothing received for ${seconds(timeoutMs)}`);
+    }
+    if (error instanceof APIUserAbortError || isAbortError(error)) return fail('cancelled', 'request cancelled');
+    if (error instanceof APIConnectionError) {
+      // Only thrown while opening (no answer yet), so always safe to retry.
+      return new RetryableFailure(connectionFailure(error, phase));
+    }
+    if (error instanceof APIError) {
+      if (error.status === undefined) return streamErrorEvent(error);
+      return statusFailure(error);
+    }
+    if (error instanceof SyntaxError) return fail('bad_response', phase === 'stream' ? 'malformed stream' : 'malformed response (not JSON)');
+    if (codeOf(error) || (error instanceof TypeError && /terminated|fetch failed/i.test(error.message))) {
+      return connectionFailure(error, phase);
+    }
+    return fail('bad_response', `unexpected failure: ${safeDetail(error instanceof Error ? error.message : error, secrets) || 'unknown'}`);
+  }
+
+  function connectionFailure(error: unknown, phase: Phase): ProviderError {
+    const code = codeOf(error);
+    const cause = code ?? (safeDetail(innermostMessage(error), secrets, 80) || 'connection failed');
+    if (phase === 'stream') return fail('network', `connection lost while receiving the answer (${cause})`);
+    if (code && UNREACHABLE_CODES.has(code)) return fail('network', `cannot reach ${endpoint} (${code})`);
+    return fail('network', `connection to ${endpoint} failed (${cause})`);
+  }
+
+  /** An `event: error` inside a 200 stream: Anthropic reports overload that began mid-answer this way. */
+  function streamErrorEvent(error: APIError): ProviderError {
+    const type = errorType(error) ?? 'unknown_error';
+    const detail = type === 'authentication_error' ? '' : safeDetail(errorText(error), secrets);
+    const what = `the server reported ${safeDetail(type, secrets, 40)} mid-answer${detail ? `: ${detail}` : ''}`;
+    switch (type) {
+      case 'rate_limit_error':
+        return fail('rate_limited', what);
+      case 'authentication_error':
+      case 'permission_error':
+        return fail('auth', what);
+      case 'invalid_request_error':
+      case 'request_too_large':
+      case 'not_found_error':
+        return fail('bad_request', what);
+      default:
+        return fail('unavailable', what);
+    }
+  }
+
+  function statusFailure(error: APIError): ProviderError | RetryableFailure {
+    const status = error.status as number;
+    // A 401's text may quote the key back: it is left out entirely rather than trusted to redaction.
+    const detail = status === 401 ? '' : safeDetail(errorText(error), secrets);
+    const suffix = detail ? `: ${detail}` : '';
+    const waitMs = retryAfterMs(error.headers);
+    const hint = error.headers?.get('x-should-retry');
+    const retryable = (defaultRetryable: boolean, failure: ProviderError) =>
+      (hint === 'true' || (hint !== 'false' && defaultRetryable)) ? new RetryableFailure(failure, waitMs) : failure;
+
+    if (status === 401) return fail('auth', 'authentication failed (HTTP 401); check the API key', status);
+    if (status === 403) return fail('auth', `access denied (HTTP 403)${suffix}`, status);
+    if (status === 429) {
+      const after = waitMs !== undefined ? `; retry after ${seconds(waitMs)}` : '';
+      return retryable(true, fail('rate_limited', `rate limited (HTTP 429)${after}${suffix}`, status));
+    }
+    if (status === 529) return retryable(true, fail('unavailable', `overloaded (HTTP 529)${suffix}`, status));
+    if (status >= 500) return retryable(true, fail('unavailable', `server error (HTTP ${status})${suffix}`, status));
+    if (status === 408) return retryable(true, fail('timeout', `the server timed out (HTTP 408)${suffix}`, status));
+    if (status === 409) return retryable(true, fail('unavailable', `conflict (HTTP 409)${suffix}`, status));
+    if (status === 404) {
+      return retryable(false, fail('bad_request', `not found (HTTP 404); check the model and the base URL ${endpoint}${suffix}`, status));
+    }
+    if (status === 413) return retryable(false, fail('bad_request', `request too large (HTTP 413)${suffix}`, status));
+    return retryable(false, fail('bad_request', `request rejected (HTTP ${status})${suffix}`, status));
+  }
+
+  function buildBody(request: CompletionRequest): WireBody {
+    const { system, messages } = toWireConversation(request.messages);
+    const body: WireBody = { model: request.model, max_tokens: request.max_tokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS, messages };
+    if (system) body.system = system;
+    // The service allows 0..2 (OpenAI's range); Anthropic accepts 0..1.
+    if (request.temperature !== undefined) body.temperature = Math.min(1, Math.max(0, request.temperature));
+    if (request.tools && request.tools.length > 0) {
+      body.tools = request.tools.map((tool) => ({
+        name: tool.name,
+        ...(tool.description ? { description: tool.description } : {}),
+        input_schema: { ...tool.parameters, type: 'object' as const },
+      }));
+    }
+    return body;
+  }
+
+  function toolCall(index: number, id: unknown, name: unknown, input: unknown, stopReason: string | null): ToolCall {
+    if (typeof name !== 'string' || name === '') throw fail('bad_response', 'malformed tool call (no tool name)');
+    return {
+      id: typeof id === 'string' && id !== '' ? id : `toolu_${index}`,
+      name,
+      arguments: parseInput(name, input, stopReason === 'max_tokens'),
+    };
+  }
+
+  function parseInput(name: string, raw: unknown, cutOff: boolean): Record<string, unknown> {
+    let value = raw;
+    if (typeof raw === 'string') {
+      if (raw.trim() === '') return {};
+      try {
+        value = JSON.parse(raw);
+      } catch {
+        const why = cutOff ? ' (the answer was cut off at the token limit)' : '';
+        throw fail('bad_response', `tool call ${safeDetail(name, secrets, 64)} has malformed JSON input${why}`);
+      }
+    }
+    if (value === undefined || value === null) return {};
+    if (typeof value !== 'object' || Array.isArray(value)) {
+      throw fail('bad_response', `tool call ${safeDetail(name, secrets, 64)} input is not a JSON object`);
+    }
+    return value as Record<string, unknown>;
+  }
+
+  function fromMessage(message: Anthropic.Message): CompletionResult {
+    if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
+      throw fail('bad_response', 'malformed response (no content)');
+    }
+    const stopReason = typeof message.stop_reason === 'string' ? message.stop_reason : null;
+    let text = '';
+    const calls: ToolCall[] = [];
+    message.content.forEach((block, index) => {
+      if (block?.type === 'text' && typeof block.text === 'string') text += block.text;
+      else if (block?.type === 'tool_use') calls.push(toolCall(index, block.id, block.name, block.input, stopReason));
+    });
+    return withUsage({ text, tool_calls: calls, finish_reason: stopReason }, usageOf(message.usage));
+  }
+
+  async function completeOnce(body: WireBody, signal: AbortSignal | undefined): Promise<CompletionResult> {
+    const attempt = new Attempt(signal, timeoutMs);
+    try {
+      const message = await client.messages.create({ ...body, stream: false }, requestOptions(attempt));
+      return fromMessage(message);
+    } catch (error) {
+      throw failureOf(error, attempt, 'open');
+    } finally {
+      attempt.dispose();
+    }
+  }
+
+  async function streamOnce(body: WireBody, onDelta: (text: string) => void, signal: AbortSignal | undefined): Promise<CompletionResult> {
+    const attempt = new Attempt(signal, timeoutMs);
+    try {
+      let stream: Awaited<ReturnType<typeof openStream>>;
+      try {
+        stream = await openStream(body, attempt);
+      } catch (error) {
+        throw failureOf(error, attempt, 'open');
+      }
+      const sdkStream = stream;
+      attempt.signal.addEventListener('abort', () => sdkStream.controller.abort(), { once: true });
+      attempt.touch();
+      const assembler = new StreamAssembler();
+      let delivered = false;
+      let callbackFailure: { error: unknown } | undefined;
+      try {
+        for await (const event of stream) {
+          attempt.touch();
+          const piece = assembler.add(event);
+          if (!piece) continue;
+          delivered = true;
+          try {
+            onDelta(piece);
+          } catch (error) {
+            callbackFailure = { error };
+            break; // leaving the loop aborts the request
+          }
+        }
+      } catch (error) {
+        const failure = failureOf(error, attempt, 'stream');
+        const providerFailure = failure instanceof RetryableFailure ? failure.error : failure;
+        // Once text has been shown nothing is retried (it would be shown twice). Before that, an
+        // overload or a dropped connection is as retryable as a 529 or a refused one.
+        if (!delivered && retryableMidStream(providerFailure)) throw new RetryableFailure(providerFailure);
+        throw providerFailure;
+      }
+      if (callbackFailure) throw callbackFailure.error;
+      // The SDK ends the iteration quietly when the request is aborted.
+      if (attempt.signal.aborted) throw failureOf(new APIUserAbortError(), attempt, 'stream');
+      return assembler.result();
+    } finally {
+      attempt.dispose();
+    }
+  }
+
+  function openStream(body: WireBody, attempt: Attempt) {
+    return client.messages.create({ ...body, stream: true }, requestOptions(attempt));
+  }
+
+  /** Joins stream events: text deltas in order, tool_use input from its partial JSON, by block index. */
+  class StreamAssembler {
+    private text = '';
+    private stopReason: string | null = null;
+    private usage: CompletionUsage | undefined;
+    private started = false;
+    private stopped = false;
+    private events = 0;
+    private readonly blocks = new Map<number, { kind: 'text' } | { kind: 'tool'; id: unknown; name: unknown; json: string; input: unknown } | { kind: 'other' }>();
+
+    add(event: Anthropic.RawMessageStreamEvent): string {
+      if (typeof event !== 'object' || event === null || typeof event.type !== 'string') throw fail('bad_response', 'malformed stream');
+      this.events++;
+      switch (event.type) {
+        case 'message_start': {
+          this.started = true;
+          const message = event.message;
+          if (typeof message?.stop_reason === 'string') this.stopReason = message.stop_reason;
+          this.usage = mergeUsage(this.usage, usageOf(message?.usage));
+          return '';
+        }
+        case 'content_block_start': {
+          const block = event.content_block;
+          const index = this.indexOf(event);
+          if (block?.type === 'text') {
+            this.blocks.set(index, { kind: 'text' });
+            return this.addText(block.text);
+          }
+          if (block?.type === 'tool_use') {
+            this.blocks.set(index, { kind: 'tool', id: block.id, name: block.name, json: '', input: block.input });
+          } else {
+            this.blocks.set(index, { kind: 'other' });
+          }
+          return '';
+        }
+        case 'content_block_delta': {
+          const index = this.indexOf(event);
+          const delta = event.delta;
+          const block = this.blocks.get(index);
+          if (delta?.type === 'text_delta') {
+            if (!block) this.blocks.set(index, { kind: 'text' });
+            else if (block.kind !== 'text') throw fail('bad_response', 'malformed stream (text for a non-text block)');
+            return this.addText(delta.text);
+          }
+          if (delta?.type === 'input_json_delta') {
+            if (block?.kind !== 'tool') throw fail('bad_response', 'malformed stream (tool input for an unknown block)');
+            if (typeof delta.partial_json === 'string') block.json += delta.partial_json;
+          }
+          // Thinking, signatures and citations are not part of the answer text.
+          return '';
+        }
+        case 'message_delta': {
+          if (typeof event.delta?.stop_reason === 'string') this.stopReason = event.delta.stop_reason;
+          this.usage = mergeUsage(this.usage, usageOf(event.usage));
+          return '';
+        }
+        case 'message_stop':
+          this.stopped = true;
+          return '';
+        default:
+          // content_block_stop, and event types newer than this code.
+          return '';
+      }
+    }
+
+    private indexOf(event: { index?: unknown }): number {
+      if (typeof event.index !== 'number') throw fail('bad_response', 'malformed stream (content block without index)');
+      return event.index;
+    }
+
+    private addText(piece: unknown): string {
+      if (typeof piece !== 'string') return '';
+      this.text += piece;
+      return piece;
+    }
+
+    result(): CompletionResult {
+      if (this.events === 0) throw fail('bad_response', 'malformed stream (no data)');
+      if (!this.started || (!this.stopped && this.stopReason === null)) {
+        throw fail('bad_response', 'malformed stream (it ended before the answer was complete)');
+      }
+      const calls = [...this.blocks.entries()]
+        .sort(([a], [b]) => a - b)
+        .flatMap(([index, block]) =>
+          block.kind === 'tool' ? [toolCall(index, block.id, block.name, block.json !== '' ? block.json : block.input, this.stopReason)] : [],
+        );
+      return withUsage({ text: this.text, tool_calls: calls, finish_reason: this.stopReason }, this.usage);
+    }
+  }
+
+  return {
+    name: NAME,
+
+    async complete(request: CompletionRequest): Promise<CompletionResult> {
+      requireUsable();
+      const { signal, onDelta } = request;
+      if (signal?.aborted) throw fail('cancelled', 'request cancelled');
+      const body = buildBody(request);
+      return withRetries(
+        () => (onDelta ? streamOnce(body, onDelta, signal) : completeOnce(body, signal)),
+        { provider: NAME, maxRetries, signal },
+      );
+    },
+
+    /** Model ids in the API's order (newest first). */
+    async listModels(signal?: AbortSignal): Promise<string[]> {
+      requireUsable();
+      if (signal?.aborted) throw fail('cancelled', 'request cancelled');
+      return withRetries(
+        async () => {
+          const attempt = new Attempt(signal, timeoutMs);
+          try {
+            const ids = new Set<string>();
+            for await (const model of client.models.list({ limit: 1000 }, requestOptions(attempt))) {
+              attempt.touch();
+              if (typeof model?.id === 'string') ids.add(model.id);
+            }
+            return [...ids];
+          } catch (error) {
+            throw failureOf(error, attempt, 'open');
+          } finally {
+            attempt.dispose();
+          }
+        },
+        { provider: NAME, maxRetries, signal },
+      );
+    },
+  };
+}
+
+/**
+ * The conversation in the Messages API's shape: system messages joined into `system`; tool calls as
+ * `tool_use` blocks of the assistant turn; tool results as `tool_result` blocks of one user turn
+ * (the API wants all results of a turn together, first in the next user message); consecutive turns of
+ * one role merged; empty text left out (the API rejects empty text blocks).
+ */
+export function toWireConversation(messages: readonly ChatMessage[]): { system?: string; messages: WireMessage[] } {
+  const system: string[] = [];
+  const turns: { role: 'user' | 'assistant'; blocks: WireBlock[] }[] = [];
+  const push = (role: 'user' | 'assistant', blocks: WireBlock[]) => {
+    if (blocks.length === 0) return;
+    const last = turns[turns.length - 1];
+    if (last?.role === role) last.blocks.push(...blocks);
+    else turns.push({ role, blocks: [...blocks] });
+  };
+  for (const message of messages) {
+    switch (message.role) {
+      case 'system':
+        if (message.content.trim()) system.push(message.content);
+        break;
+      case 'user':
+        push('user', textBlocks(message.content));
+        break;
+      case 'assistant':
+        push('assistant', [
+          ...textBlocks(message.content),
+          ...(message.tool_calls ?? []).map((call): WireBlock => ({
+            type: 'tool_use',
+            id: wireToolId(call.id),
+            name: call.name,
+            input: call.arguments ?? {},
+          })),
+        ]);
+        break;
+      case 'tool':
+        push('user', [
+          {
+            type: 'tool_result',
+            tool_use_id: wireToolId(message.tool_call_id),
+            ...(message.content ? { content: message.content } : {}),
+          },
+        ]);
+        break;
+    }
+  }
+  if (turns[0]?.role === 'assistant') turns.unshift({ role: 'user', blocks: [{ type: 'text', text: OPENING_PLACEHOLDER }] });
+  const wire = turns.map(({ role, blocks }): WireMessage => {
+    // Tool results must lead their user turn.
+    const ordered = role === 'user' ? [...blocks.filter(isToolResult), ...blocks.filter((b) => !isToolResult(b))] : blocks;
+    const only = ordered.length === 1 ? ordered[0] : undefined;
+    return { role, content: only?.type === 'text' ? only.text : ordered };
+  });
+  return { ...(system.length > 0 ? { system: system.join('\n\n') } : {}), messages: wire };
+}
+
+function textBlocks(text: string): WireBlock[] {
+  return text.trim() ? [{ type: 'text', text }] : [];
+}
+
+function isToolResult(block: WireBlock): boolean {
+  return block.type === 'tool_result';
+}
+
+/** The API accepts tool ids matching `^[a-zA-Z0-9_-]+$`; ids made by other providers may not. */
+function wireToolId(id: string): string {
+  return id.replace(/[^a-zA-Z0-9_-]/g, '_') || 'toolu_none';
+}
+
+type WireUsage = Partial<Record<'input_tokens' | 'output_tokens' | 'cache_creation_input_tokens' | 'cache_read_input_tokens', number | null>>;
+
+/** Input tokens count cached ones too (Anthropic reports them apart), as OpenAI's prompt_tokens does. */
+function usageOf(usage: WireUsage | null | undefined): CompletionUsage | undefined {
+  if (!usage || typeof usage !== 'object') return undefined;
+  const counted: CompletionUsage = {};
+  const inputs = [usage.input_tokens, usage.cache_creation_input_tokens, usage.cache_read_input_tokens].filter(
+    (n): n is number => typeof n === 'number',
+  );
+  if (typeof usage.input_tokens === 'number') counted.input_tokens = inputs.reduce((a, b) => a + b, 0);
+  if (typeof usage.output_tokens === 'number') counted.output_tokens = usage.output_tokens;
+  return counted;
+}
+
+/** A stream reports input tokens at its start and the (cumulative) output count at its end. */
+function mergeUsage(previous: CompletionUsage | undefined, next: CompletionUsage | undefined): CompletionUsage | undefined {
+  if (!next) return previous;
+  return { ...previous, ...next };
+}
+
+function withUsage(result: CompletionResult, usage: CompletionUsage | undefined): CompletionResult {
+  return usage ? { ...result, usage } : result;
+}
+
+function retryableMidStream(error: ProviderError): boolean {
+  return error.kind === 'unavailable' || error.kind === 'rate_limited' || error.kind === 'network';
+}
+
+/** The API's base as the SDK wants it: no query (given apart), no trailing slash or `/v1` (the SDK adds `/v1/...`). */
+function sdkBaseUrl(url: URL): string {
+  const path = url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
+  return `${url.protocol}//${url.host}${path}`;
+}
+
+/** The body of an error answer or event: `{ type: 'error', error: { type, message } }`. */
+function errorBody(error: APIError): { type?: unknown; message?: unknown } | undefined {
+  const body = error.error as { error?: unknown; message?: unknown } | undefined;
+  if (!body || typeof body !== 'object') return undefined;
+  const inner = body.error;
+  return inner && typeof inner === 'object' ? (inner as { type?: unknown; message?: unknown }) : body;
+}
+
+function errorType(error: APIError): string | undefined {
+  const type = error.type ?? errorBody(error)?.type;
+  return typeof type === 'string' ? type : undefined;
+}
+
+/** The provider's own explanation of a failed answer (to be passed through safeDetail). */
+function errorText(error: APIError): string {
+  const body = errorBody(error);
+  if (body) return typeof body.message === 'string' ? body.message : JSON.stringify(body);
+  // Not JSON: the SDK puts `<status> <body text>` in the message. Proxies answer with HTML pages.
+  return error.message
+    .replace(/^\d{3}\s*/, '')
+    .replace(/^status code \(no body\)$/, '')
+    .replace(/<[^>]*>/g, ' ');
+}

@@ -1,0 +1,74 @@
+import { readFile } from 'node:fs/promises';
+import { defineTool } from '../define-tool';
+import { formatBytes, looksBinary, writeTextAtomic } from '../text-files';
+import { ToolError, type Tool } from '../types';
+import { resolveWorkspacePath, workspaceSubject, type WorkspaceRoots } from '../workspace';
+import { statOrExplain } from './fs-errors';
+
+export const EDIT_MAX_BYTES = 10 * 1024 * 1024;
+
+/** Non-overlapping occurrences of `needle`, and where the first is. */
+function occurrences(text: string, needle: string): { count: number; first: number } {
+  let count = 0;
+  const first = text.indexOf(needle);
+  for (let at = first; at !== -1; at = text.indexOf(needle, at + needle.length)) count++;
+  return { count, first };
+}
+
+const toCrlf = (s: string) => s.replace(/\r?\n/g, '\r\n');
+
+export function editFileTool(roots: WorkspaceRoots): Tool {
+  return defineTool({
+    name: 'edit_file',
+    description:
+      'Change part of a text file in the workspace: replace old_string with new_string. old_string must match the ' +
+      'file exactly (whitespace and indentation included) and, unless replace_all is true, exactly once: include ' +
+      'enough surrounding lines to make it unique. Fails, changing nothing, when old_string is not found or matches ' +
+      'more than once (the error says how many times). Use write_file to create a file or replace all of it.',
+    params: {
+      path: { type: 'string', description: 'File to edit, relative to the workspace folder.' },
+      old_string: { type: 'string', description: 'The exact text to replace.' },
+      new_string: { type: 'string', description: 'The text to put in its place.' },
+      replace_all: { type: 'boolean', optional: true, description: 'Replace every occurrence instead of requiring exactly one (default false).' },
+    },
+    subject: (args) => workspaceSubject(roots(), typeof args.path === 'string' ? args.path : undefined),
+    async run(args) {
+      if (args.old_string === '') throw new ToolError('old_string is empty; to create a file or replace all of it use write_file');
+      if (args.old_string === args.new_string) throw new ToolError('old_string and new_string are the same; there is nothing to change');
+      const target = await resolveWorkspacePath(roots(), args.path);
+      const info = await statOrExplain(target.path, args.path);
+      if (!info.isFile()) throw new ToolError(`${args.path} is not a file`);
+      if (info.size > EDIT_MAX_BYTES) throw new ToolError(`${args.path} is ${formatBytes(info.size)}; edit_file handles files up to ${formatBytes(EDIT_MAX_BYTES)}`);
+      const raw = await readFile(target.path);
+      if (looksBinary(raw.subarray(0, 8192))) throw new ToolError(`${args.path} is a binary file; edit_file only edits text`);
+      let text: string;
+      try {
+        // Written back as UTF-8: a file in another encoding would be silently damaged, so it is refused.
+        text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(raw);
+      } catch {
+        throw new ToolError(`${args.path} is not UTF-8 text; edit_file cannot change it safely`);
+      }
+
+      let oldString = args.old_string;
+      let newString = args.new_string;
+      let found = occurrences(text, oldString);
+      // The model writes "\n"; a file with Windows line endings holds "\r\n".
+      if (found.count === 0 && text.includes('\r\n') && /(^|[^\r])\n/.test(oldString)) {
+        oldString = toCrlf(oldString);
+        newString = toCrlf(newString);
+        found = occurrences(text, oldString);
+      }
+      if (found.count === 0) {
+        throw new ToolError(`old_string was not found in ${args.path}; it must match the file exactly, whitespace and indentation included (read_file shows the current text). Nothing was changed.`);
+      }
+      if (found.count > 1 && args.replace_all !== true) {
+        throw new ToolError(`old_string matches ${found.count} places in ${args.path}; include more surrounding lines to make it unique, or set replace_all to true to replace all ${found.count}. Nothing was changed.`);
+      }
+      const updated = args.replace_all === true
+        ? text.split(oldString).join(newString)
+        : text.slice(0, found.first) + newString + text.slice(found.first + oldString.length);
+      await writeTextAtomic(target.path, updated);
+      return { content: `Replaced ${found.count} occurrence${found.count === 1 ? '' : 's'} in ${target.relative}.` };
+    },
+  });
+}

@@ -1,0 +1,113 @@
+import { createReadStream } from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
+import { defineTool } from '../define-tool';
+import { formatBytes, looksBinary, readHead } from '../text-files';
+import { ToolError, type Tool } from '../types';
+import { resolveWorkspacePath, workspaceSubject, type WorkspaceRoots } from '../workspace';
+import { statOrExplain } from './fs-errors';
+
+export const READ_CAP_BYTES = 256 * 1024;
+
+/** The file's lines, each with its line ending, read as a stream (the file may be large). */
+async function* linesOf(file: string, signal: AbortSignal): AsyncGenerator<string> {
+  const decoder = new StringDecoder('utf8');
+  let pending = '';
+  for await (const chunk of createReadStream(file, { highWaterMark: 64 * 1024 })) {
+    if (signal.aborted) throw new ToolError('cancelled');
+    pending += decoder.write(chunk as Buffer);
+    let start = 0;
+    for (let nl = pending.indexOf('\n'); nl !== -1; nl = pending.indexOf('\n', start)) {
+      yield pending.slice(start, nl + 1);
+      start = nl + 1;
+    }
+    pending = pending.slice(start);
+  }
+  pending += decoder.end();
+  if (pending.length > 0) yield pending;
+}
+
+/** The longest prefix of `text` whose UTF-8 form fits in `bytes`. */
+function prefixWithin(text: string, bytes: number): string {
+  const buffer = Buffer.from(text, 'utf8');
+  if (buffer.length <= bytes) return text;
+  let end = bytes;
+  while (end > 0 && (buffer[end] & 0xc0) === 0x80) end--;
+  return buffer.subarray(0, end).toString('utf8');
+}
+
+export function readFileTool(roots: WorkspaceRoots): Tool {
+  return defineTool({
+    name: 'read_file',
+    description:
+      'Read a text file of the workspace and return its content exactly as stored (no line numbers added). ' +
+      'path is relative to the workspace folder (or absolute inside it). For a long file, pass offset (first line, 1-based) ' +
+      `and limit (number of lines). At most ${formatBytes(READ_CAP_BYTES)} are returned per call; a note at the end says ` +
+      'when the text was cut and which offset to read on from. Binary files are refused.',
+    params: {
+      path: { type: 'string', description: 'File to read, relative to the workspace folder.' },
+      offset: { type: 'integer', optional: true, description: 'First line to return, 1-based (default 1).' },
+      limit: { type: 'integer', optional: true, description: 'Number of lines to return (default: all, within the size cap).' },
+    },
+    subject: (args) => workspaceSubject(roots(), typeof args.path === 'string' ? args.path : undefined),
+    async run(args, context) {
+      const offset = args.offset ?? 1;
+      if (offset < 1) throw new ToolError(`offset must be 1 or more, got ${offset}`);
+      if (args.limit !== undefined && args.limit < 1) throw new ToolError(`limit must be 1 or more, got ${args.limit}`);
+      const target = await resolveWorkspacePath(roots(), args.path);
+      const info = await statOrExplain(target.path, args.path);
+      if (info.isDirectory()) throw new ToolError(`${args.path} is a directory, not a file; use list_directory to see what it holds`);
+      if (!info.isFile()) throw new ToolError(`${args.path} is not a regular file`);
+      if (info.size === 0) return { content: '(empty file)' };
+      if (looksBinary(await readHead(target.path))) {
+        throw new ToolError(`${args.path} is a binary file (${formatBytes(info.size)}); read_file only reads text`);
+      }
+
+      const lastWanted = args.limit === undefined ? Infinity : offset + args.limit - 1;
+      let text = '';
+      let bytes = 0;
+      let lineNo = 0;
+      let firstShown = 0;
+      let lastShown = 0;
+      let cut = false;
+      let partialLine = false;
+      let more = false;
+      for await (const line of linesOf(target.path, context.signal)) {
+        lineNo++;
+        if (lineNo < offset) continue;
+        if (lineNo > lastWanted) {
+          more = true;
+          break;
+        }
+        const size = Buffer.byteLength(line, 'utf8');
+        if (bytes + size > READ_CAP_BYTES) {
+          // One line larger than the cap (minified code, a data dump): show its start rather than nothing.
+          if (lastShown === 0) {
+            text = prefixWithin(line, READ_CAP_BYTES);
+            firstShown = lastShown = lineNo;
+            partialLine = true;
+          }
+          cut = true;
+          break;
+        }
+        text += line;
+        bytes += size;
+        if (firstShown === 0) firstShown = lineNo;
+        lastShown = lineNo;
+      }
+
+      if (firstShown === 0) {
+        return { content: `[${args.path} has ${lineNo} line${lineNo === 1 ? '' : 's'}; offset ${offset} is past the end]` };
+      }
+      const sep = text.endsWith('\n') ? '' : '\n';
+      if (cut) {
+        const shown = partialLine ? `the start of line ${lastShown}, which is longer than that,` : `lines ${firstShown}-${lastShown}`;
+        return {
+          content: `${text}${sep}[truncated at ${formatBytes(READ_CAP_BYTES)}: showing ${shown} of a ${formatBytes(info.size)} file; read on with offset=${lastShown + 1}]`,
+        };
+      }
+      if (more) return { content: `${text}${sep}[showing lines ${firstShown}-${lastShown}; the file goes on: next offset=${lastShown + 1}]` };
+      if (offset > 1 || args.limit !== undefined) return { content: `${text}${sep}[showing lines ${firstShown}-${lastShown}, the end of the file]` };
+      return { content: text };
+    },
+  });
+}

@@ -1,0 +1,51 @@
+import { formatArgv } from '../command-line';
+import { defineTool } from '../define-tool';
+import { DEFAULT_OUTPUT_CAP_BYTES } from '../capped-output';
+import { DEFAULT_COMMAND_TIMEOUT_SECONDS, describeProcessResult, runProcess, timeoutMsOf } from '../process-runner';
+import { formatBytes } from '../text-files';
+import { ToolError, type Tool } from '../types';
+import { resolveWorkspacePath, type WorkspaceRoots } from '../workspace';
+import { statOrExplain } from './fs-errors';
+
+/** The command line a permission rule matches: the shell line as given, or the argv quoted as a shell would need. */
+export function commandSubject(command: unknown): string | undefined {
+  if (typeof command === 'string') return command;
+  if (Array.isArray(command) && command.length > 0 && command.every((c) => typeof c === 'string')) return formatArgv(command);
+  return undefined;
+}
+
+export function runCommandTool(roots: WorkspaceRoots): Tool {
+  const shell = process.platform === 'win32' ? 'cmd.exe' : '/bin/sh -c';
+  return defineTool({
+    name: 'run_command',
+    description:
+      'Run a command in the workspace and return its output (stdout and stderr together, in the order written) and ' +
+      `its exit code. A string command runs through the shell (${shell}), so pipes, redirection, && and globs work; ` +
+      'an array runs that program with exactly those arguments and no shell (nothing in them is interpreted). ' +
+      'The command gets no input (stdin is empty), so it must not wait for a prompt. It runs in cwd (default: the ' +
+      `workspace folder) for at most timeout_seconds (default ${DEFAULT_COMMAND_TIMEOUT_SECONDS}); on timeout it is ` +
+      'killed with every process it started, and processes it leaves in the background are killed when it exits. ' +
+      `Output over ${formatBytes(DEFAULT_OUTPUT_CAP_BYTES)} keeps its beginning and end.`,
+    params: {
+      command: { type: 'string | string[]', description: 'A shell command line, or [program, ...arguments] to run without a shell.' },
+      cwd: { type: 'string', optional: true, description: 'Folder to run in, relative to the workspace folder (default: the workspace folder).' },
+      timeout_seconds: { type: 'number', optional: true, description: `Time limit in seconds (default ${DEFAULT_COMMAND_TIMEOUT_SECONDS}).` },
+    },
+    subject: (args) => commandSubject(args.command),
+    async run(args, context) {
+      if (typeof args.command === 'string' && args.command.trim() === '') throw new ToolError('command is empty');
+      const timeoutMs = timeoutMsOf(args.timeout_seconds);
+      const shown = args.cwd ?? '.';
+      const cwd = await resolveWorkspacePath(roots(), shown);
+      const info = await statOrExplain(cwd.path, shown);
+      if (!info.isDirectory()) throw new ToolError(`cwd ${shown} is not a folder`);
+      const result = await runProcess({
+        command: typeof args.command === 'string' ? { shell: args.command } : { argv: args.command },
+        cwd: cwd.path,
+        timeoutMs,
+        signal: context.signal,
+      });
+      return describeProcessResult(result);
+    },
+  });
+}

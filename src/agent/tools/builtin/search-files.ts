@@ -1,0 +1,134 @@
+import type { Dirent } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { defineTool } from '../define-tool';
+import { globToRegExp, matchesGlob } from '../glob';
+import { formatBytes, looksBinary } from '../text-files';
+import { ToolError, type Tool } from '../types';
+import { resolveWorkspacePath, workspaceSubject, type WorkspacePath, type WorkspaceRoots } from '../workspace';
+import { statOrExplain } from './fs-errors';
+
+export const SEARCH_MAX_MATCHES = 200;
+export const SEARCH_MAX_FILES = 20_000;
+export const SEARCH_MAX_FILE_BYTES = 4 * 1024 * 1024;
+const MAX_LINE_CHARS = 300;
+const SKIPPED_DIRS = new Set(['node_modules', '.git']);
+
+function patternOf(pattern: string, ignoreCase: boolean): { regex: RegExp; literal: boolean } {
+  const flags = ignoreCase ? 'i' : '';
+  try {
+    return { regex: new RegExp(pattern, flags), literal: false };
+  } catch {
+    // Not a valid regular expression (`foo(`, `a[`): the model meant the text itself.
+    return { regex: new RegExp(pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), flags), literal: true };
+  }
+}
+
+const byName = (a: Dirent, b: Dirent) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+const slashes = (p: string) => (path.sep === '\\' ? p.replace(/\\/g, '/') : p);
+
+interface SearchState {
+  matches: string[];
+  filesScanned: number;
+  skippedLarge: number;
+  full: boolean;
+}
+
+export function searchFilesTool(roots: WorkspaceRoots): Tool {
+  return defineTool({
+    name: 'search_files',
+    description:
+      'Search the text files of the workspace for lines matching pattern, recursively; answers one line per match as ' +
+      '`file:line: text`. pattern is a JavaScript regular expression (or, if it is not a valid one, plain text); to ' +
+      'search for text with special characters such as . ( [ escape them or expect them to act as regex syntax. ' +
+      'path limits the search to a folder or file; glob to file names (`*.ts`) or relative paths (`src/**/*.test.ts`). ' +
+      `node_modules, .git, binary files and files over ${formatBytes(SEARCH_MAX_FILE_BYTES)} are skipped. ` +
+      `At most ${SEARCH_MAX_MATCHES} matches are returned.`,
+    params: {
+      pattern: { type: 'string', description: 'Regular expression (or plain text) to look for in each line.' },
+      path: { type: 'string', optional: true, description: 'Folder or file to search, relative to the workspace folder (default: the workspace folder).' },
+      glob: { type: 'string', optional: true, description: 'Only files whose name (or, if it contains /, relative path) matches, e.g. *.ts or src/**/*.json.' },
+      ignore_case: { type: 'boolean', optional: true, description: 'Match regardless of case (default false).' },
+    },
+    subject: (args) => workspaceSubject(roots(), typeof args.path === 'string' ? args.path : undefined),
+    async run(args, context) {
+      if (args.pattern === '') throw new ToolError('pattern is empty');
+      const workspace = roots();
+      const shown = args.path ?? '.';
+      const base = await resolveWorkspacePath(workspace, shown);
+      const info = await statOrExplain(base.path, shown);
+      const { regex, literal } = patternOf(args.pattern, args.ignore_case === true);
+      const glob = args.glob ? { text: args.glob, regex: globToRegExp(args.glob) } : undefined;
+      const state: SearchState = { matches: [], filesScanned: 0, skippedLarge: 0, full: false };
+
+      const searchFile = async (file: string, shownAs: string, relativeToBase: string, size: number) => {
+        if (glob && !matchesGlob(glob.regex, glob.text, relativeToBase)) return;
+        if (size > SEARCH_MAX_FILE_BYTES) {
+          state.skippedLarge++;
+          return;
+        }
+        state.filesScanned++;
+        const raw = await readFile(file);
+        if (looksBinary(raw.subarray(0, 8192))) return;
+        const display = slashes(path.relative(base.root, shownAs));
+        const lines = raw.toString('utf8').split(/\r?\n/);
+        for (let i = 0; i < lines.length; i++) {
+          if (!regex.test(lines[i])) continue;
+          if (state.matches.length >= SEARCH_MAX_MATCHES) {
+            state.full = true;
+            return;
+          }
+          const line = lines[i].length > MAX_LINE_CHARS ? `${lines[i].slice(0, MAX_LINE_CHARS)}...` : lines[i];
+          state.matches.push(`${display}:${i + 1}: ${line}`);
+        }
+      };
+
+      const walk = async (dir: string, relative: string): Promise<void> => {
+        let entries: Dirent[];
+        try {
+          entries = await readdir(dir, { withFileTypes: true });
+        } catch {
+          return; // unreadable folder: search the rest
+        }
+        entries.sort(byName);
+        for (const entry of entries) {
+          if (state.full || state.filesScanned >= SEARCH_MAX_FILES) return;
+          if (context.signal.aborted) throw new ToolError('search cancelled');
+          const full = path.join(dir, entry.name);
+          const rel = relative ? `${relative}/${entry.name}` : entry.name;
+          if (entry.isDirectory()) {
+            if (!SKIPPED_DIRS.has(entry.name)) await walk(full, rel);
+          } else if (entry.isFile()) {
+            const size = await stat(full).then((s) => s.size, () => -1);
+            if (size >= 0) await searchFile(full, full, rel, size);
+          } else if (entry.isSymbolicLink()) {
+            // Linked files are searched when they lead to a file inside the workspace; linked folders
+            // never (they may loop, or lead out).
+            let linked: WorkspacePath;
+            try {
+              linked = await resolveWorkspacePath(workspace, full);
+            } catch {
+              continue;
+            }
+            const target = await stat(linked.path).catch(() => undefined);
+            if (target?.isFile()) await searchFile(linked.path, full, rel, target.size);
+          }
+        }
+      };
+
+      if (info.isDirectory()) await walk(base.path, '');
+      else if (info.isFile()) await searchFile(base.path, base.path, path.basename(base.path), info.size);
+      else throw new ToolError(`${shown} is neither a file nor a folder`);
+
+      const notes: string[] = [];
+      if (literal) notes.push('[pattern is not a valid regular expression; it was searched as plain text]');
+      if (state.full) notes.push(`[stopped at ${SEARCH_MAX_MATCHES} matches; narrow the search with path or glob]`);
+      if (state.filesScanned >= SEARCH_MAX_FILES) notes.push(`[stopped after ${SEARCH_MAX_FILES} files; narrow the search with path or glob]`);
+      if (state.skippedLarge > 0) notes.push(`[${state.skippedLarge} file(s) over ${formatBytes(SEARCH_MAX_FILE_BYTES)} skipped]`);
+      if (state.matches.length === 0) {
+        return { content: [`No matches for ${args.pattern} in ${base.relative}${glob ? ` (files matching ${glob.text})` : ''}.`, ...notes].join('\n') };
+      }
+      return { content: [...state.matches, ...notes].join('\n') };
+    },
+  });
+}

@@ -1,0 +1,24 @@
+import { checkArgs, inputSchemaOf, parameterTypesOf, type ArgsOf, type ParamSpecs } from './params';
+import type { Tool, ToolContext, ToolOutput } from './types';
+
+export interface ToolDefinition<S extends ParamSpecs> {
+  name: string;
+  description: string;
+  params: S;
+  /** Given the raw arguments: it runs before the permission check, so it must not trust them. */
+  subject?(args: Record<string, unknown>): string | undefined;
+  run(args: ArgsOf<S>, context: ToolContext): Promise<ToolOutput>;
+}
+
+/** A tool from one declaration of its parameters: the schema, `parameters` and the checks agree. */
+export function defineTool<S extends ParamSpecs>(definition: ToolDefinition<S>): Tool {
+  const { name, description, params } = definition;
+  return {
+    name,
+    description,
+    inputSchema: inputSchemaOf(params),
+    parameters: parameterTypesOf(params),
+    ...(definition.subject ? { subject: definition.subject } : {}),
+    run: async (args, context) => definition.run(checkArgs(params, args, name), context),
+  };
+}

@@ -1,0 +1,111 @@
+import { lstat, realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { ToolError } from './types';
+
+/** The workspace folders in force (they change when the user opens another folder or edits service.json). */
+export type WorkspaceRoots = () => string[];
+
+export interface WorkspacePath {
+  /** The absolute path with every symbolic link of its existing part resolved: the one to open. */
+  path: string;
+  /** The real path of the workspace root holding it. */
+  root: string;
+  /** `path` relative to `root`, with `/` separators (`.` for the root itself): the one to show. */
+  relative: string;
+}
+
+function isInside(root: string, candidate: string): boolean {
+  const rel = path.relative(root, candidate);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
+function toSlashes(p: string): string {
+  return path.sep === '\\' ? p.replace(/\\/g, '/') : p;
+}
+
+function relativeTo(root: string, p: string): string {
+  return toSlashes(path.relative(root, p)) || '.';
+}
+
+function errorCode(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException | undefined)?.code;
+}
+
+async function realRoots(roots: string[]): Promise<{ given: string; real: string }[]> {
+  if (roots.length === 0) throw new ToolError('no workspace folder is open, so there are no files to work on');
+  const found: { given: string; real: string }[] = [];
+  for (const root of roots) {
+    try {
+      found.push({ given: path.resolve(root), real: await realpath(root) });
+    } catch {
+      // A root that does not exist (deleted, not mounted yet) holds nothing; the others still count.
+    }
+  }
+  if (found.length === 0) throw new ToolError(`the workspace folder ${roots[0]} does not exist`);
+  return found;
+}
+
+/**
+ * Where `input` lands, refused unless it stays inside a workspace root: relative paths resolve against
+ * the first root; `..`, absolute paths elsewhere and symbolic links (of the file or of any parent) that
+ * lead out are refused. A path that does not exist yet (a file about to be written) is judged by its
+ * nearest existing ancestor, whose real path must be inside.
+ */
+export async function resolveWorkspacePath(roots: string[], input: string): Promise<WorkspacePath> {
+  if (input.length === 0) throw new ToolError('path is empty');
+  if (input.includes('\0')) throw new ToolError('path contains a NUL character');
+  const known = await realRoots(roots);
+  const candidate = path.resolve(known[0].real, input);
+  // Judged on the text first: the message is clearer, and nothing outside is even looked at.
+  if (!known.some((r) => isInside(r.real, candidate) || isInside(r.given, candidate))) {
+    throw new ToolError(`path ${input} is outside the workspace`);
+  }
+
+  let existing = candidate;
+  const missing: string[] = [];
+  for (;;) {
+    try {
+      await lstat(existing);
+      break;
+    } catch (error) {
+      const code = errorCode(error);
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
+      const parent = path.dirname(existing);
+      if (parent === existing) throw error;
+      missing.unshift(path.basename(existing));
+      existing = parent;
+    }
+  }
+  let real: string;
+  try {
+    real = await realpath(existing);
+  } catch (error) {
+    const code = errorCode(error);
+    if (code === 'ENOENT' || code === 'ELOOP') throw new ToolError(`path ${input} goes through a broken symbolic link`);
+    throw error;
+  }
+  const full = missing.length > 0 ? path.join(real, ...missing) : real;
+  const root = known.find((r) => isInside(r.real, full));
+  if (!root) throw new ToolError(`path ${input} is outside the workspace (a symbolic link leads out of it)`);
+  return { path: full, root: root.real, relative: relativeTo(root.real, full) };
+}
+
+/** `resolveWorkspacePath`, the path alone. */
+export async function resolveInWorkspace(roots: string[], input: string): Promise<string> {
+  return (await resolveWorkspacePath(roots, input)).path;
+}
+
+/**
+ * The path that permission rules match and prompts show, worked out from the text alone (it must be
+ * synchronous): relative to the root it falls in, with `/` separators; absolute when outside every root.
+ * `./a/../b.txt` and `/ws/b.txt` both read `b.txt`, so a rule cannot be dodged by spelling a path
+ * differently. Symbolic links are not followed here; the tool itself refuses those that lead out.
+ */
+export function workspaceSubject(roots: string[], input: string | undefined): string {
+  const p = input === undefined || input === '' ? '.' : input;
+  if (roots.length === 0) return toSlashes(p);
+  const resolvedRoots = roots.map((r) => path.resolve(r));
+  const candidate = path.resolve(resolvedRoots[0], p);
+  const root = resolvedRoots.find((r) => isInside(r, candidate));
+  return root ? relativeTo(root, candidate) : toSlashes(candidate);
+}

@@ -4,6 +4,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Provider } from '../src/agent/providers/types';
+import { startFakeAnthropic } from './helpers/fake-anthropic';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from './helpers/fake-openai';
 import { startService, type RunningService } from './helpers/service';
 import { tempDir } from './helpers/temp';
@@ -274,6 +275,31 @@ describe('memory, cancel and providers', () => {
     fake.script({ status: 500 }, { status: 500 }, { text: 'third time lucky' });
     const reply = await client.request({ type: 'chat', message: 'flaky' }, 20_000);
     assert.equal((reply.data as { response: string }).response, 'third time lucky');
+    client.close();
+  });
+
+  test('anthropic: a streamed tool chain in the Messages API format', async () => {
+    const anthropic = await startFakeAnthropic({ apiKey: 'sk-ant-test-key-abcdef123456' });
+    cleanups.push(() => anthropic.close());
+    const svc = await service({ provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-test-key-abcdef123456', model: 'claude-fake-2', system_prompt: 'be brief' });
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    await writeFile(join(workspace, 'anthropic.txt'), 'from disk');
+    anthropic.script(
+      { tool_uses: [{ id: 'toolu_1', name: 'read_file', input: { path: 'anthropic.txt' } }] },
+      (request) => {
+        const last = request.body.messages.at(-1) as { role: string; content: { type: string; content?: unknown }[] };
+        const result = last.content.find((block) => block.type === 'tool_result');
+        return { text: `read: ${JSON.stringify(result?.content)}`, chunks: 4 };
+      },
+    );
+    const reply = await client.request({ type: 'chat', message: 'read it', stream: true, id: 'an' });
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    assert.match((reply.data as { response: string }).response, /from disk/);
+    assert.ok(client.frames.some((f) => f.event === 'chat.delta' && f.id === 'an'));
+    const second = anthropic.requests.at(-1)!.body as { system: unknown; messages: { role: string; content: string | { type: string }[] }[] };
+    assert.match(JSON.stringify(second.system), /be brief/);
+    const blocks = (content: string | { type: string }[]) => (typeof content === 'string' ? 'text' : content.map((b) => b.type).join(','));
+    assert.deepEqual(second.messages.map((m) => [m.role, blocks(m.content)]), [['user', 'text'], ['assistant', 'tool_use'], ['user', 'tool_result']]);
     client.close();
   });
 

@@ -63,7 +63,7 @@ const objectForm = {
   my_note: { keep: ['me', 1, true] },
   channels: {
     lan: { type: 'tcp', port: 5055, allow_from: ['192.168.1.*'] },
-    phone: { type: 'websocket', url: 'wss://relay.example.com/ws', auth_token: 'relay-token-123456' },
+    phone: { type: 'websocket', url: 'wss://relay.example.com/ws', auth_token: 'relay-token-0123456789-0123456789-abc' },
     webhook: { accounts: { shop: { incoming_path: '/hooks/shop', outgoing_url: 'https://shop.example.com/in', secret: 'whsec_c2VjcmV0LXNlY3JldA==' } } },
   },
 };
@@ -74,7 +74,7 @@ const arrayForm = {
   my_note: { keep: ['me', 1, true] },
   channels: [
     { name: 'lan', type: 'tcp', port: 5055, allow_from: ['192.168.1.*'] },
-    { name: 'phone', type: 'websocket', url: 'wss://relay.example.com/ws', auth_token: 'relay-token-123456' },
+    { name: 'phone', type: 'websocket', url: 'wss://relay.example.com/ws', auth_token: 'relay-token-0123456789-0123456789-abc' },
     { name: 'webhook', type: 'webhook', accounts: { shop: { incoming_path: '/hooks/shop', outgoing_url: 'https://shop.example.com/in', secret: 'whsec_c2VjcmV0LXNlY3JldA==' } } },
   ],
 };
@@ -141,7 +141,7 @@ describe('ConfigFile.load', () => {
         provider: 'skynet',
         temperature: 7,
         auth_token: 'short-secret-value',
-        channels: { phone: { type: 'websocket', url: 'http://not-ws.example.com', auth_token: 'relay-token-123456' } },
+        channels: { phone: { type: 'websocket', url: 'http://not-ws.example.com', auth_token: 'relay-token-0123456789-0123456789-abc' } },
         users: [{ username: 'ann' }],
       },
       null,
@@ -465,7 +465,7 @@ test('secretValues lists every secret of a config', async () => {
     }),
   );
   const secrets = secretValues(file.current as ServiceConfig);
-  for (const secret of ['sk-api-key-123456', TOKEN, 'relay-token-123456', 'whsec_c2VjcmV0LXNlY3JldA==', 'ghp_abcdefghijkl']) {
+  for (const secret of ['sk-api-key-123456', TOKEN, 'relay-token-0123456789-0123456789-abc', 'whsec_c2VjcmV0LXNlY3JldA==', 'ghp_abcdefghijkl']) {
     assert.ok(secrets.includes(secret), `${secret} missing`);
   }
   assert.ok(!secrets.includes('debug-verbose'));

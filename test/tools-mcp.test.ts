@@ -191,18 +191,18 @@ describe('MCP tool source', () => {
         mute: server(d, 'mute', 'no-init'),
         good: server(d, 'good'),
       }),
-      { startTimeoutMs: 1_000, restartBackoffMs: 10_000 },
+      { startTimeoutMs: 3_000, restartBackoffMs: 60_000 },
     );
     const started = Date.now();
     const names = await toolsOf(source);
-    assert.ok(Date.now() - started < 2_500, `bounded by the start timeout (took ${Date.now() - started} ms)`);
+    assert.ok(Date.now() - started < 6_000, `bounded by the start timeout (took ${Date.now() - started} ms)`);
     assert.ok(names.includes('good.add'));
     assert.ok(names.every((n) => n.startsWith('good.')), names.join(', '));
     const failures = logger.lines.filter((l) => l.level === 'warn' && l.event === 'mcp.server_failed');
     assert.deepEqual(failures.map((l) => l.fields.server).sort(), ['crashy', 'missing', 'mute']);
     assert.match(String(failures.find((l) => l.fields.server === 'missing')?.fields.error), /command not found/);
     assert.match(String(failures.find((l) => l.fields.server === 'crashy')?.fields.error), /exited with code 3 before initializing/);
-    assert.match(String(failures.find((l) => l.fields.server === 'mute')?.fields.error), /no answer to initialize within 1 s/);
+    assert.match(String(failures.find((l) => l.fields.server === 'mute')?.fields.error), /no answer to initialize within 3 s/);
     const log = JSON.stringify(logger.lines);
     assert.ok(!log.includes('env-secret-value') && !log.includes('arg-secret'), 'no env or args in the log');
     // The one that never answered was killed (it ignores SIGTERM, so SIGKILL).

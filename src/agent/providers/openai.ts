@@ -7,6 +7,8 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { describeEndpoint, safeDetail } from './redact';
 import { RetryableFailure, retryAfterMs, withRetries } from './retry';
+import { Attempt } from './attempt';
+import { codeOf, httpUrl, innermostMessage, isAbortError, seconds, UNREACHABLE_CODES, urlSecrets } from './failure-details';
 import {
   ProviderError,
   type ChatMessage,
@@ -36,7 +38,6 @@ export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 const NAME = 'openai';
 const PLACEHOLDER_KEY = 'no-key';
 /** Codes of a connection that could not be made at all (as opposed to one that broke). */
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
 
 type Phase = 'open' | 'stream';
 type WireMessage = OpenAI.ChatCompletionMessageParam;
@@ -116,7 +117,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
     const code = codeOf(error);
     const cause = code ?? (safeDetail(innermostMessage(error), secrets, 80) || 'connection failed');
     if (phase === 'stream') return fail('network', `connection lost while receiving the answer (${cause})`);
-    if (code && UNREACHABLE.has(code)) return fail('network', `cannot reach ${endpoint} (${code})`);
+    if (code && UNREACHABLE_CODES.has(code)) return fail('network', `cannot reach ${endpoint} (${code})`);
     return fail('network', `connection to ${endpoint} failed (${cause})`);
   }
 
@@ -347,48 +348,6 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
   };
 }
 
-/**
- * One try at a request: aborts when the caller's signal does, or when nothing has arrived for
- * `timeoutMs` (the watchdog is re-armed by touch() on every chunk).
- */
-class Attempt {
-  private readonly controller = new AbortController();
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  timedOut = false;
-
-  constructor(
-    private readonly outer: AbortSignal | undefined,
-    private readonly timeoutMs: number,
-  ) {
-    outer?.addEventListener('abort', this.onOuterAbort, { once: true });
-    if (outer?.aborted) this.controller.abort();
-    this.touch();
-  }
-
-  private readonly onOuterAbort = () => this.controller.abort();
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  get cancelled(): boolean {
-    return this.outer?.aborted === true;
-  }
-
-  touch(): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timedOut = true;
-      this.controller.abort();
-    }, this.timeoutMs);
-  }
-
-  dispose(): void {
-    clearTimeout(this.timer);
-    this.outer?.removeEventListener('abort', this.onOuterAbort);
-  }
-}
-
 function toWireMessage(message: ChatMessage): WireMessage {
   switch (message.role) {
     case 'system':
@@ -435,60 +394,3 @@ function errorCode(error: APIError): unknown {
   return error.code ?? (error.error as { code?: unknown } | undefined)?.code;
 }
 
-function codeOf(error: unknown): string | undefined {
-  let current = error;
-  for (let depth = 0; depth < 6 && current && typeof current === 'object'; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && /^[A-Z][A-Z0-9_]+$/.test(code)) return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
-function innermostMessage(error: unknown): string {
-  let message = '';
-  let current = error;
-  for (let depth = 0; depth < 6 && current && typeof current === 'object'; depth++) {
-    const text = (current as { message?: unknown }).message;
-    if (typeof text === 'string' && text) message = text;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return message;
-}
-
-function isAbortError(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'AbortError';
-}
-
-function httpUrl(url: string): URL | undefined {
-  try {
-    const parsed = new URL(url);
-    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** User info and query values of a URL: places where people put keys. */
-function urlSecrets(url: string): string[] {
-  try {
-    const parsed = new URL(url);
-    return [parsed.username, parsed.password, ...parsed.searchParams.values()].map(decodeURIComponentSafe).filter((s) => s.length >= 4);
-  } catch {
-    return [];
-  }
-}
-
-function decodeURIComponentSafe(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
-}
-
-function seconds(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  const s = ms / 1000;
-  return `${Number.isInteger(s) ? s : s.toFixed(1)} s`;
-}

@@ -115,8 +115,18 @@ class PosixServerProcess implements ServerProcess {
         reject(new Error('Not connected'));
         return;
       }
-      if (stdin.write(serializeMessage(message))) resolve();
-      else stdin.once('drain', resolve);
+      if (stdin.write(serializeMessage(message))) {
+        resolve();
+        return;
+      }
+      // Blocked: wait for room, or for the pipe to go away with the process.
+      const done = () => {
+        stdin.off('drain', done);
+        stdin.off('close', done);
+        resolve();
+      };
+      stdin.once('drain', done);
+      stdin.once('close', done);
     });
   }
 

@@ -1,5 +1,6 @@
 // `npm run bench`: every benchmark, each printing its figures as ratios against a baseline measured
 // in the same run (these machines are noisy; absolute numbers mean little).
+import { benchAgent } from './agent';
 import { benchPersist } from './persist';
 import { benchWebSocket } from './ws';
 
@@ -8,6 +9,7 @@ async function main() {
   const benches: [string, () => Promise<unknown>][] = [
     ['ws', benchWebSocket],
     ['persist', benchPersist],
+    ['agent', benchAgent],
   ];
   for (const [name, run] of benches) {
     if (only.length > 0 && !only.includes(name)) continue;

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
@@ -290,6 +291,26 @@ describe('MCP tool source, stopping mid-start', () => {
     assert.ok(!alive(mute));
     assert.deepEqual(await listing, []);
     assert.ok(!logger.lines.some((l) => l.event === 'mcp.server_failed'), 'a stop is no failure');
+  });
+});
+
+describe('MCP tool source, service exit', () => {
+  test('a service that exits without close() takes its servers with it', async (t) => {
+    const temp = await tempDir('ra-mcp-');
+    t.after(temp.cleanup);
+    const config = { t: server(temp.dir, 'orphan', 'stubborn') };
+    const script = `
+      const { createMcpToolSource } = require(${JSON.stringify(join(__dirname, '..', 'src', 'agent', 'tools', 'mcp'))});
+      createMcpToolSource(() => (${JSON.stringify(config)})).tools().then((tools) => process.exit(tools.length > 0 ? 0 : 2));
+    `;
+    const code = await new Promise<number | null>((resolve) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', '-e', script], { stdio: 'ignore' });
+      child.on('exit', resolve);
+    });
+    assert.equal(code, 0);
+    const [pid] = pidsOf(temp.dir, 'orphan');
+    assert.ok(pid);
+    await waitFor(() => !alive(pid), 'the server gone with the service', 2_000);
   });
 });
 

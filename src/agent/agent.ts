@@ -4,6 +4,7 @@ import type { Logger } from '../log/logger';
 import type { NewMessage, Store } from '../store';
 import { ownerOf } from '../commands/session';
 import { fitHistory } from './history';
+import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
 import type { PermissionGate } from './permissions';
 import { ProviderError, type ChatMessage, type Provider, type ToolSpec } from './providers/types';
@@ -14,7 +15,7 @@ import { ModelToolNames, transcriptOf, type ToolCallData, type ToolResultData } 
 
 /** Tokens of history sent to the model, beside the reply's own `max_tokens`. */
 const HISTORY_TOKEN_BUDGET = 24_000;
-const HISTORY_MESSAGE_LIMIT = 500;
+
 export const TITLE_LENGTH = 80;
 
 export interface ChatInput {
@@ -73,8 +74,11 @@ class Cancelled extends Error {}
  */
 export class Agent {
   private readonly queue = new KeyedQueue();
+  private readonly history: HistoryCache;
 
-  constructor(private readonly deps: AgentDeps) {}
+  constructor(private readonly deps: AgentDeps) {
+    this.history = new HistoryCache(deps.store.messages);
+  }
 
   async chat(input: ChatInput): Promise<ChatOutput> {
     const conversationId = input.conversationId ?? randomUUID();
@@ -104,6 +108,11 @@ export class Agent {
   /** Resolves when every running turn has finished. */
   idle(): Promise<void> {
     return this.queue.idle();
+  }
+
+  /** A conversation was deleted: drop what is cached of it. */
+  forget(conversationId: string): void {
+    this.history.forget(conversationId);
   }
 
   private async storeUserMessage(conversationId: string, create: boolean, input: ChatInput): Promise<void> {
@@ -153,7 +162,7 @@ export class Agent {
       const tools = await this.deps.tools.list();
       const names = new ModelToolNames(tools.map((t) => t.name));
       const byName = new Map(tools.map((t) => [t.name, t]));
-      const history = transcriptOf(store.messages.recent(conversationId, { limit: HISTORY_MESSAGE_LIMIT, includeTools: true }));
+      const history = transcriptOf(this.history.rows(conversationId));
       const system: ChatMessage | undefined = config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
       const lastStep = step >= config.max_steps;
       const result = await this.deps.provider(config).complete({

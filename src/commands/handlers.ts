@@ -84,6 +84,7 @@ export const handlers: HandlerMap = {
     ctx.agent.requireConversation(command.conversation_id, session.source);
     await ctx.store.conversations.delete(command.conversation_id);
     ctx.gate.forget(command.conversation_id);
+    ctx.agent.forget(command.conversation_id);
     return { deleted: true };
   },
 

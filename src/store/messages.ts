@@ -74,6 +74,13 @@ export class MessagesRepo {
     return rows.map(toRow);
   }
 
+  /** Every message of a conversation stored after `seq` (messages are append-only), oldest first. */
+  after(conversationId: string, seq: number): MessageRow[] {
+    return this.db
+      .all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ? AND seq > ? ORDER BY seq`, [conversationId, seq])
+      .map(toRow);
+  }
+
   /** Messages in the database, or in one conversation. */
   count(conversationId?: string): number {
     const row =

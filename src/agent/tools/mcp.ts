@@ -66,11 +66,12 @@ class McpToolSource implements ToolSource {
   readonly name = 'mcp';
   private readonly settings: Settings;
   private readonly slots = new Map<string, ServerSlot>();
-  private readonly stopping = new Set<Promise<void>>();
+  /** Slots of removed or changed entries whose process is being stopped. */
+  private readonly retiring = new Map<ServerSlot, Promise<void>>();
   private closed = false;
   /** Should the service exit without close(), the servers (detached process groups) must not outlive it. */
   private readonly onExit = () => {
-    for (const slot of this.slots.values()) slot.killNow();
+    for (const slot of [...this.slots.values(), ...this.retiring.keys()]) slot.killNow();
   };
 
   constructor(
@@ -109,7 +110,7 @@ class McpToolSource implements ToolSource {
     process.off('exit', this.onExit);
     const slots = [...this.slots.values()];
     this.slots.clear();
-    await Promise.all([...slots.map((slot) => slot.stop('the service is stopping')), ...this.stopping]);
+    await Promise.all([...slots.map((slot) => slot.stop('the service is stopping')), ...this.retiring.values()]);
   }
 
   private toolOf(server: string, tool: McpTool): Tool {
@@ -145,8 +146,8 @@ class McpToolSource implements ToolSource {
       this.slots.delete(name);
       this.settings.logger.info(config ? 'mcp.server_changed' : 'mcp.server_removed', { server: name });
       const stopped = slot.stop(config ? 'its configuration changed' : 'it was removed from the configuration');
-      this.stopping.add(stopped);
-      void stopped.finally(() => this.stopping.delete(stopped));
+      this.retiring.set(slot, stopped);
+      void stopped.finally(() => this.retiring.delete(slot));
     }
     for (const [name, config] of Object.entries(wanted)) {
       if (!this.slots.has(name)) this.slots.set(name, new ServerSlot(name, config, this.settings));

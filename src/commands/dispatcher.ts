@@ -1,11 +1,12 @@
-import { Command, FrameHead, ServiceError, commandTypes, describeZodError, fail, ok, requestIdOf, type Envelope, type RequestId } from '../protocol';
+import { Command, ServiceError, describeZodError, fail, ok, requestIdOf, type Envelope, type RequestId } from '../protocol';
 import type { CommandContext } from './context';
 import { handlers } from './handlers';
 import type { ClientSession } from './session';
 
 export type Dispatch = (frame: unknown, session: ClientSession) => Promise<Envelope>;
 
-const knownTypes = new Set<string>(commandTypes);
+/** Each command's own schema by type: one zod parse a frame, no union search. */
+const schemaOf = new Map(Command.options.map((schema) => [schema.shape.type.value as string, schema]));
 
 /** Turns anything thrown by a handler into an error envelope that is safe to show a client. */
 export function errorEnvelope(error: unknown, id: RequestId | undefined, ctx: Pick<CommandContext, 'logger'>): Envelope {
@@ -23,15 +24,17 @@ export function createDispatcher(ctx: CommandContext): Dispatch {
     if (frame === null || typeof frame !== 'object' || Array.isArray(frame)) {
       return fail('invalid_request', 'a command must be a JSON object');
     }
-    const head = FrameHead.safeParse(frame);
-    if (!head.success) return fail('invalid_request', `invalid command: ${describeZodError(head.error)}`, requestIdOf(frame));
-    const { type, id } = head.data;
-    if (!knownTypes.has(type)) return fail('invalid_request', `unknown command type: ${type.slice(0, 64)}`, id);
-    const parsed = Command.safeParse(frame);
-    if (!parsed.success) return fail('invalid_request', `invalid ${type}: ${describeZodError(parsed.error)}`, id);
+    const { type } = frame as { type?: unknown };
+    if (typeof type !== 'string') return fail('invalid_request', 'invalid command: type must be a string naming the command', requestIdOf(frame));
+    const schema = schemaOf.get(type);
+    if (!schema) return fail('invalid_request', `unknown command type: ${type.slice(0, 64)}`, requestIdOf(frame));
+    const parsed = schema.safeParse(frame);
+    if (!parsed.success) return fail('invalid_request', `invalid ${type}: ${describeZodError(parsed.error)}`, requestIdOf(frame));
+    const command = parsed.data as Command;
+    const id = command.id;
     try {
-      const handler = handlers[parsed.data.type] as (c: Command, s: ClientSession, x: CommandContext) => Promise<Record<string, unknown>>;
-      return ok(await handler(parsed.data, session, ctx), id);
+      const handler = handlers[command.type] as (c: Command, s: ClientSession, x: CommandContext) => Promise<Record<string, unknown>>;
+      return ok(await handler(command, session, ctx), id);
     } catch (error) {
       return errorEnvelope(error, id, ctx);
     }

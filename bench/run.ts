@@ -2,6 +2,7 @@
 // in the same run (these machines are noisy; absolute numbers mean little).
 import { benchAgent } from './agent';
 import { benchPersist } from './persist';
+import { benchWebhook } from './webhook';
 import { benchWebSocket } from './ws';
 
 async function main() {
@@ -9,6 +10,7 @@ async function main() {
   const benches: [string, () => Promise<unknown>][] = [
     ['ws', benchWebSocket],
     ['persist', benchPersist],
+    ['webhook', benchWebhook],
     ['agent', benchAgent],
   ];
   for (const [name, run] of benches) {

@@ -23,6 +23,7 @@ import { HttpServer } from './transport/http-server';
 import { clientAddress } from './transport/http-util';
 import { coreRoutes, createRouter } from './transport/routes';
 import { attachWsSession } from './transport/ws-session';
+import { WebhookChannel, type WebhookChannelOptions } from './transport/webhook-channel';
 
 export interface ServiceOptions {
   dataDir: string;
@@ -39,6 +40,8 @@ export interface ServiceOptions {
   /** Time limits, shortened by tests. */
   toolTimeoutMs?: number;
   permissionTimeoutMs?: number;
+  /** Webhook limits and delivery timings (retry base, attempt timeout...), shortened by tests and benchmarks. */
+  webhook?: WebhookChannelOptions;
 }
 
 export class PortInUseError extends Error {
@@ -58,6 +61,7 @@ const STOP_GRACE_MS = 10_000;
 export class Service {
   readonly dispatch: Dispatch;
   private readonly running = new RunningChats();
+  readonly webhooks: WebhookChannel;
   private readonly inFlight = new Set<Promise<unknown>>();
   private http?: HttpServer;
   private readonly startedAt = Date.now();
@@ -76,7 +80,8 @@ export class Service {
     readonly agent: Agent,
     readonly auth: Authenticator,
   ) {
-    const ctx: CommandContext = { config, store, agent, events, running: this.running, tools, permissions, gate, logger };
+    this.webhooks = new WebhookChannel({ config, store, agent, running: this.running, logger }, options.webhook);
+    const ctx: CommandContext = { config, store, agent, events, running: this.running, tools, permissions, gate, logger, deliveries: this.webhooks.deliveries };
     this.dispatch = createDispatcher(ctx);
     config.on('change', (fields: string[]) => {
       redactor.setSecrets(secretValues(config.current));
@@ -116,7 +121,7 @@ export class Service {
     const channel = tcpChannelOf(this.config.current);
     const host = this.options.host ?? bindHostFor(channel.allow_from);
     const port = this.options.port ?? channel.port;
-    const router = createRouter(coreRoutes({ auth: this.auth, store: this.store, config: () => this.config.current, startedAt: this.startedAt }));
+    const router = createRouter(coreRoutes({ auth: this.auth, store: this.store, config: () => this.config.current, startedAt: this.startedAt }), this.webhooks.router);
     let filter = { patterns: channel.allow_from, allowed: compileAllowFrom(channel.allow_from) };
     const allowed = () => {
       const patterns = tcpChannelOf(this.config.current).allow_from;
@@ -144,6 +149,7 @@ export class Service {
       throw error;
     }
     this.config.watch();
+    this.webhooks.start();
     const shownHost = this.address.host === '::' ? '0.0.0.0' : this.address.host;
     this.logger.info('service.listening', { host: shownHost, port: this.address.port });
     return { ...this.address, url: `http://${shownHost}:${this.address.port}` };
@@ -152,7 +158,9 @@ export class Service {
   /** Graceful stop: stop accepting, let in-flight work finish (bounded), flush the database, release the lock. */
   async stop(): Promise<void> {
     this.http?.stopAccepting();
-    const settled = Promise.allSettled([...this.inFlight, this.agent.idle()]);
+    // Webhook work not started stays queued in the database; attempts in flight end (bounded) before the store closes.
+    const webhooksStopped = this.webhooks.stop();
+    const settled = Promise.allSettled([...this.inFlight, this.agent.idle(), webhooksStopped]);
     const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), STOP_GRACE_MS).unref());
     if ((await Promise.race([settled, timer])) === 'timeout') {
       this.logger.warn('service.stop_timeout', { inFlight: this.inFlight.size });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ServiceError, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import type { NewMessage, Store } from '../store';
-import { ownerOf } from '../commands/session';
+import { canAccess } from '../commands/session';
 import { fitHistory } from './history';
 import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
@@ -91,15 +91,21 @@ export class Agent {
     });
   }
 
-  /** Answers the user message(s) already stored last in a conversation (the webhook inbox, also after a restart). */
-  answerStored(conversationId: string, input: AnswerInput): Promise<ChatOutput> {
-    return this.queue.run(conversationId, () => this.answer(conversationId, input));
+  /**
+   * Answers a message that reached the service another way (the webhook inbox, also after a restart):
+   * `admit` puts it into the conversation once its turn comes, then the agent answers it.
+   */
+  answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput): Promise<ChatOutput> {
+    return this.queue.run(conversationId, async () => {
+      await admit();
+      return this.answer(conversationId, input);
+    });
   }
 
   /** The conversation, if it exists and `source` may see it; else not_found. */
   requireConversation(conversationId: string, source: string) {
     const conversation = this.deps.store.conversations.get(conversationId);
-    if (!conversation || ownerOf(conversation.source) !== ownerOf(source)) {
+    if (!conversation || !canAccess(source, conversation.source)) {
       throw new ServiceError('not_found', `conversation ${conversationId} not found`);
     }
     return conversation;

@@ -5,6 +5,7 @@ import type { ToolRegistry } from '../agent/tools/registry';
 import type { ConfigFile } from '../config/config-file';
 import type { Logger } from '../log/logger';
 import type { Store } from '../store';
+import type { DeliveryCommands } from '../transport/webhook-outbox';
 import type { EventHub } from './event-hub';
 import type { RunningChats } from './running-chats';
 
@@ -19,4 +20,6 @@ export interface CommandContext {
   permissions: PermissionBroker;
   gate: PermissionGate;
   logger: Logger;
+  /** The webhook outbox (list_deliveries, retry_delivery). */
+  deliveries: DeliveryCommands;
 }

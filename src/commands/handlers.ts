@@ -2,7 +2,6 @@ import { toolInfo } from '../agent/tools/registry';
 import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
 import type { ClientSession } from './session';
-import { ownerOf } from './session';
 
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<Record<string, unknown>>;
 export type HandlerMap = { [T in CommandType]: Handler<T> };
@@ -64,10 +63,10 @@ export const handlers: HandlerMap = {
   },
 
   async list_conversations(command, session, ctx) {
-    const owner = ownerOf(session.source);
-    const rows = ctx.store.conversations.list({ limit: command.limit, before: command.before, source: owner === 'shared' ? undefined : owner });
-    const conversations: Conversation[] = rows
-      .filter((row) => ownerOf(row.source) === owner)
+    // A webhook account lists only its own conversations; the user's clients list them all.
+    const source = session.source.startsWith('webhook:') ? session.source : undefined;
+    const conversations: Conversation[] = ctx.store.conversations
+      .list({ limit: command.limit, before: command.before, source })
       .map(({ id, title, created_at, updated_at, source }) => ({ id, title, created_at, updated_at, source }));
     return { conversations };
   },
@@ -96,5 +95,13 @@ export const handlers: HandlerMap = {
     if (!session.canAnswerPermissions) throw new ServiceError('unauthorized', 'this client cannot answer permission requests');
     ctx.permissions.answer(command.request_id, command.decision);
     return { request_id: command.request_id, decision: command.decision };
+  },
+
+  async list_deliveries(command, _session, ctx) {
+    return { deliveries: ctx.deliveries.list({ account: command.account, status: command.status, limit: command.limit }) };
+  },
+
+  async retry_delivery(command, _session, ctx) {
+    return { delivery: await ctx.deliveries.retry(command.delivery_id) };
   },
 };

@@ -18,7 +18,11 @@ export function newSessionId(): string {
   return randomUUID();
 }
 
-/** Webhook accounts own their conversations; everyone else shares the rest (decisions.md). */
-export function ownerOf(source: string): string {
-  return source.startsWith('webhook:') ? source : 'shared';
+/**
+ * Who may see a conversation. A webhook account sees only its own (decisions.md: another account's or
+ * the editor's conversation is not_found to it); the user's own clients (editor, phone, LAN, relay) see
+ * every conversation, webhook ones included, so they appear in the editor live.
+ */
+export function canAccess(sessionSource: string, conversationSource: string): boolean {
+  return !sessionSource.startsWith('webhook:') || sessionSource === conversationSource;
 }

@@ -60,6 +60,22 @@ export const PermissionResponseCommand = command('permission_response', {
 /** Cancels the running chat whose request id is `id`. */
 export const CancelCommand = command('cancel', {});
 
+// ---- Webhook outbox (decisions.md, "Webhook channel") ----
+export const DeliveryStatus = z.enum(['pending', 'delivered', 'failed']);
+export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
+
+/** Outgoing webhook deliveries, newest first. */
+export const ListDeliveriesCommand = command('list_deliveries', {
+  account: nonEmpty('account').optional(),
+  status: DeliveryStatus.optional(),
+  limit: listLimit,
+});
+
+/** Sends a failed (or still pending) delivery again now, with a fresh retry window. */
+export const RetryDeliveryCommand = command('retry_delivery', {
+  delivery_id: nonEmpty('delivery_id'),
+});
+
 export const Command = z.discriminatedUnion('type', [
   AuthCommand,
   ChatCommand,
@@ -71,6 +87,8 @@ export const Command = z.discriminatedUnion('type', [
   DeleteConversationCommand,
   PermissionResponseCommand,
   CancelCommand,
+  ListDeliveriesCommand,
+  RetryDeliveryCommand,
 ]);
 export type Command = z.infer<typeof Command>;
 export type CommandType = Command['type'];
@@ -116,6 +134,25 @@ export const ToolInfo = z.object({
   parameters: z.record(z.string(), z.string()),
 });
 export type ToolInfo = z.infer<typeof ToolInfo>;
+
+/** An element of list_deliveries. `receiver` is the URL's origin only: a path or query may hold a token. */
+export const Delivery = z.object({
+  id: z.string(),
+  account: z.string(),
+  receiver: z.string(),
+  conversation_id: z.string(),
+  message_id: z.string(),
+  status: DeliveryStatus,
+  attempts: z.number().int(),
+  created_at: z.string(),
+  next_attempt_at: z.string().nullable(),
+  give_up_at: z.string(),
+  last_attempt_at: z.string().nullable(),
+  last_status: z.number().int().nullable(),
+  last_error: z.string().nullable(),
+  finished_at: z.string().nullable(),
+});
+export type Delivery = z.infer<typeof Delivery>;
 
 export const PermissionMode = z.enum(['ask', 'allow', 'deny']);
 export type PermissionMode = z.infer<typeof PermissionMode>;

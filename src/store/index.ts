@@ -8,6 +8,7 @@ import { MetaRepo } from './meta';
 import { migrate, MIGRATIONS } from './migrations';
 import type { Migration } from './migrations';
 import { RegistrationsRepo } from './registrations';
+import { WebhooksRepo } from './webhooks';
 
 export { Database } from './database';
 export type { DatabaseOptions, DatabaseStats, RunResult, SqlParam, SqlParamInput, WriteTx } from './database';
@@ -18,6 +19,8 @@ export type { RecentOptions } from './messages';
 export { MemoryRepo } from './memory';
 export { RegistrationsRepo } from './registrations';
 export { MetaRepo } from './meta';
+export { WebhooksRepo } from './webhooks';
+export type { AcceptInput, AcceptResult, AttemptRecord, DeliveryFilter, DeliveryRow, InboxRow, NewDelivery } from './webhooks';
 export { migrate, MIGRATIONS, schemaVersion } from './migrations';
 export type { Migration } from './migrations';
 export type * from './types';
@@ -34,6 +37,7 @@ export interface Store {
   memory: MemoryRepo;
   registrations: RegistrationsRepo;
   meta: MetaRepo;
+  webhooks: WebhooksRepo;
   close(): Promise<void>;
 }
 
@@ -53,6 +57,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     memory: new MemoryRepo(db),
     registrations: new RegistrationsRepo(db),
     meta: new MetaRepo(db),
+    webhooks: new WebhooksRepo(db),
     close: () => db.close(),
   };
 }

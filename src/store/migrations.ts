@@ -19,6 +19,14 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX messages_conversation_seq ON messages (conversation_id, seq);
   CREATE TABLE memory (id TEXT PRIMARY KEY, content TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
   CREATE TABLE registrations (machine_name TEXT PRIMARY KEY, public_key TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);`,
+  // 2: the webhook channel's inbox, Idempotency-Key answers and outbox (src/store/webhooks.ts).
+  `CREATE TABLE webhook_inbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, message_id TEXT NOT NULL UNIQUE, account TEXT NOT NULL, conversation_id TEXT NOT NULL, url TEXT NOT NULL, status TEXT NOT NULL, received_at TEXT NOT NULL, finished_at TEXT, reply_id TEXT, error TEXT, content TEXT NOT NULL, user_id TEXT);
+  CREATE INDEX webhook_inbox_status ON webhook_inbox (status, seq);
+  CREATE TABLE webhook_idempotency (account TEXT NOT NULL, key TEXT NOT NULL, conversation_id TEXT NOT NULL, message_id TEXT NOT NULL, created_ms INTEGER NOT NULL, PRIMARY KEY (account, key));
+  CREATE INDEX webhook_idempotency_created ON webhook_idempotency (created_ms);
+  CREATE TABLE webhook_deliveries (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, account TEXT NOT NULL, url TEXT NOT NULL, conversation_id TEXT NOT NULL, message_id TEXT NOT NULL, body TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, round_attempts INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, next_attempt_ms INTEGER, give_up_ms INTEGER NOT NULL, last_attempt_at TEXT, last_status INTEGER, last_error TEXT, finished_at TEXT);
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_ms);
+  CREATE INDEX webhook_deliveries_account ON webhook_deliveries (account, seq);`,
 ];
 
 export function schemaVersion(db: Database): number {

@@ -1,0 +1,310 @@
+import type { Database } from './database';
+import { insertMessage } from './messages';
+import type { NewMessage } from './types';
+
+/**
+ * The webhook channel's tables (migration 2):
+ * - `webhook_inbox`: one row per accepted incoming message (keyed by the user message's id), `pending`
+ *   until the agent's reply is stored (`answered`) or the run failed for good (`failed`). Pending rows
+ *   are re-run after a restart.
+ * - `webhook_idempotency`: the first answer to an `Idempotency-Key` per account, for 24 h.
+ * - `webhook_deliveries`: the outbox. A row is created in the same transaction as the reply it carries,
+ *   is `pending` while it has a `next_attempt_ms`, and ends `delivered` or `failed`.
+ */
+
+export type InboxStatus = 'pending' | 'answered' | 'failed';
+export type DeliveryRowStatus = 'pending' | 'delivered' | 'failed';
+
+export interface InboxRow {
+  seq: number;
+  message_id: string;
+  account: string;
+  conversation_id: string;
+  /** The account's outgoing_url when the message came in (used if the account is removed meanwhile). */
+  url: string;
+  status: InboxStatus;
+  received_at: string;
+  finished_at: string | null;
+  reply_id: string | null;
+  error: string | null;
+}
+
+export interface DeliveryRow {
+  seq: number;
+  /** Also the `webhook-id` header: stable across retries. */
+  id: string;
+  account: string;
+  url: string;
+  conversation_id: string;
+  /** The reply message it carries. */
+  message_id: string;
+  /** The JSON body, byte for byte what is sent (and signed) on every attempt. */
+  body: string;
+  status: DeliveryRowStatus;
+  /** Attempts made, all rounds. */
+  attempts: number;
+  /** Attempts since the delivery was created or last retried by hand: the backoff exponent. */
+  round_attempts: number;
+  created_at: string;
+  /** Epoch ms of the next attempt; null once delivered or failed. */
+  next_attempt_ms: number | null;
+  /** Epoch ms after which a failed attempt is not retried any more. */
+  give_up_ms: number;
+  last_attempt_at: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  finished_at: string | null;
+}
+
+export interface AcceptInput {
+  account: string;
+  /** `webhook:<account>`: the conversation's source, and who may continue it. */
+  source: string;
+  url: string;
+  /** Continue this conversation (it must belong to `source`), else start `newConversation`. */
+  conversationId?: string;
+  newConversation: { id: string; title: string };
+  message: { id: string; content: string; user_id?: string };
+  idempotencyKey?: string;
+  now: number;
+  /** How long an Idempotency-Key answer is kept. */
+  idempotencyMs: number;
+}
+
+export type AcceptResult =
+  | { kind: 'accepted'; conversation_id: string; message_id: string; inbox: InboxRow }
+  | { kind: 'duplicate'; conversation_id: string; message_id: string }
+  | { kind: 'not_found' };
+
+export interface NewDelivery {
+  id: string;
+  account: string;
+  url: string;
+  body: string;
+  now: number;
+  give_up_ms: number;
+}
+
+export interface AttemptRecord {
+  status: DeliveryRowStatus;
+  /** The URL it was sent to (an account's changed outgoing_url applies to its pending deliveries). */
+  url: string;
+  http_status: number | null;
+  error: string | null;
+  next_attempt_ms: number | null;
+  now: number;
+}
+
+export interface DeliveryFilter {
+  account?: string;
+  status?: DeliveryRowStatus;
+  limit: number;
+}
+
+const INBOX_COLUMNS = 'seq, message_id, account, conversation_id, url, status, received_at, finished_at, reply_id, error';
+const DELIVERY_COLUMNS =
+  'seq, id, account, url, conversation_id, message_id, body, status, attempts, round_attempts, created_at, next_attempt_ms, give_up_ms, last_attempt_at, last_status, last_error, finished_at';
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export class WebhooksRepo {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * Stores an incoming message in one transaction: the conversation (when new), the user message and its
+   * inbox row, plus the Idempotency-Key answer. A key seen within the window answers the first result and
+   * writes nothing; a conversation of another source is `not_found` and writes nothing. Resolves once
+   * durable (a duplicate too: it waits for the first request's write).
+   */
+  accept(input: AcceptInput): Promise<AcceptResult> {
+    return this.db.write((tx): AcceptResult => {
+      if (input.idempotencyKey !== undefined) {
+        const first = tx.get<{ conversation_id: string; message_id: string }>(
+          'SELECT conversation_id, message_id FROM webhook_idempotency WHERE account = ? AND key = ? AND created_ms > ?',
+          [input.account, input.idempotencyKey, input.now - input.idempotencyMs],
+        );
+        if (first) return { kind: 'duplicate', ...first };
+      }
+      const timestamp = iso(input.now);
+      let conversationId: string;
+      if (input.conversationId !== undefined) {
+        const conversation = tx.get<{ source: string }>('SELECT source FROM conversations WHERE id = ?', [input.conversationId]);
+        if (!conversation || conversation.source !== input.source) return { kind: 'not_found' };
+        conversationId = input.conversationId;
+      } else {
+        conversationId = input.newConversation.id;
+        tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [
+          conversationId,
+          input.newConversation.title,
+          input.source,
+          timestamp,
+          timestamp,
+        ]);
+      }
+      // The message joins its conversation when its turn comes (admit), so a conversation's history
+      // never shows a later message before the reply to an earlier one.
+      const message = input.message;
+      tx.run('INSERT INTO webhook_inbox (message_id, account, conversation_id, url, status, received_at, content, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', [
+        message.id,
+        input.account,
+        conversationId,
+        input.url,
+        'pending',
+        timestamp,
+        message.content,
+        message.user_id ?? null,
+      ]);
+      if (input.idempotencyKey !== undefined) {
+        // An expired answer under the same key is replaced.
+        tx.run(
+          `INSERT INTO webhook_idempotency (account, key, conversation_id, message_id, created_ms) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (account, key) DO UPDATE SET conversation_id = excluded.conversation_id, message_id = excluded.message_id, created_ms = excluded.created_ms`,
+          [input.account, input.idempotencyKey, conversationId, message.id, input.now],
+        );
+      }
+      const inbox = tx.get<InboxRow>(`SELECT ${INBOX_COLUMNS} FROM webhook_inbox WHERE message_id = ?`, [message.id])!;
+      return { kind: 'accepted', conversation_id: conversationId, message_id: message.id, inbox };
+    });
+  }
+
+  /** Inbox rows not answered yet, in arrival order. */
+  pendingInbox(): InboxRow[] {
+    return this.db.all<InboxRow>(`SELECT ${INBOX_COLUMNS} FROM webhook_inbox WHERE status = 'pending' ORDER BY seq`);
+  }
+
+  getInbox(messageId: string): InboxRow | undefined {
+    return this.db.get<InboxRow>(`SELECT ${INBOX_COLUMNS} FROM webhook_inbox WHERE message_id = ?`, [messageId]);
+  }
+
+  /**
+   * Puts an accepted message into its conversation, when its turn to be answered comes. Done once:
+   * after a crash the turn is run again and finds the message already there.
+   */
+  admit(messageId: string): Promise<void> {
+    return this.db.write((tx) => {
+      if (tx.get('SELECT 1 AS present FROM messages WHERE id = ?', [messageId])) return;
+      const row = tx.get<{ conversation_id: string; content: string; user_id: string | null; received_at: string }>(
+        'SELECT conversation_id, content, user_id, received_at FROM webhook_inbox WHERE message_id = ?',
+        [messageId],
+      );
+      if (!row) throw new Error(`webhook inbox row ${messageId} not found`);
+      insertMessage(tx, { id: messageId, conversation_id: row.conversation_id, role: 'user', content: row.content, timestamp: row.received_at, user_id: row.user_id ?? undefined });
+    });
+  }
+
+  /** The reply, its inbox row marked answered and its delivery, in one durable transaction. */
+  answer(inboxMessageId: string, reply: NewMessage, delivery: NewDelivery): Promise<void> {
+    return this.db.write((tx) => {
+      insertMessage(tx, reply);
+      const done = tx.run(`UPDATE webhook_inbox SET status = 'answered', reply_id = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [
+        reply.id,
+        iso(delivery.now),
+        inboxMessageId,
+      ]);
+      if (done.changes === 0) throw new Error(`webhook inbox row ${inboxMessageId} is not pending`);
+      tx.run(
+        `INSERT INTO webhook_deliveries (id, account, url, conversation_id, message_id, body, status, created_at, next_attempt_ms, give_up_ms)
+         VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
+        [delivery.id, delivery.account, delivery.url, reply.conversation_id, reply.id, delivery.body, iso(delivery.now), delivery.now, delivery.give_up_ms],
+      );
+    });
+  }
+
+  /** The agent could not answer (provider error, conversation deleted): the row stops being pending. */
+  async failInbox(messageId: string, error: string, now = Date.now()): Promise<void> {
+    await this.db.write((tx) => {
+      tx.run(`UPDATE webhook_inbox SET status = 'failed', error = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [error, iso(now), messageId]);
+    });
+  }
+
+  getDelivery(id: string): DeliveryRow | undefined {
+    return this.db.get<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = ?`, [id]);
+  }
+
+  /** Pending deliveries due at `now`, earliest first (a page of them; ids only, the bodies stay put). */
+  dueDeliveries(now: number, limit: number, offset = 0): { id: string; account: string }[] {
+    return this.db.all<{ id: string; account: string }>(
+      `SELECT id, account FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ? OFFSET ?`,
+      [now, limit, offset],
+    );
+  }
+
+  /** The earliest next attempt strictly after `now`, if any. */
+  nextAttemptAfter(now: number): number | undefined {
+    const row = this.db.get<{ t: number | null }>(`SELECT min(next_attempt_ms) AS t FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms > ?`, [now]);
+    return row?.t ?? undefined;
+  }
+
+  /** Records one attempt's outcome (durable). */
+  async recordAttempt(id: string, attempt: AttemptRecord): Promise<void> {
+    await this.db.write((tx) => {
+      tx.run(
+        `UPDATE webhook_deliveries SET attempts = attempts + 1, round_attempts = round_attempts + 1, status = ?, url = ?, last_attempt_at = ?,
+         last_status = ?, last_error = ?, next_attempt_ms = ?, finished_at = ? WHERE id = ?`,
+        [
+          attempt.status,
+          attempt.url,
+          iso(attempt.now),
+          attempt.http_status,
+          attempt.error,
+          attempt.status === 'pending' ? attempt.next_attempt_ms : null,
+          attempt.status === 'pending' ? null : iso(attempt.now),
+          id,
+        ],
+      );
+    });
+  }
+
+  /** Makes a delivery that is not delivered pending again, due now, with a new retry window. */
+  async retryDelivery(id: string, now: number, giveUpMs: number): Promise<DeliveryRow | undefined> {
+    return this.db.write((tx) => {
+      tx.run(
+        `UPDATE webhook_deliveries SET status = 'pending', next_attempt_ms = ?, give_up_ms = ?, round_attempts = 0, finished_at = NULL
+         WHERE id = ? AND status != 'delivered'`,
+        [now, giveUpMs, id],
+      );
+      return tx.get<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = ?`, [id]);
+    });
+  }
+
+  /** Newest first, optionally of one account and/or status. */
+  listDeliveries(filter: DeliveryFilter): DeliveryRow[] {
+    const where: string[] = [];
+    const params: (string | number)[] = [];
+    if (filter.account !== undefined) {
+      where.push('account = ?');
+      params.push(filter.account);
+    }
+    if (filter.status !== undefined) {
+      where.push('status = ?');
+      params.push(filter.status);
+    }
+    const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
+    return this.db.all<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries${clause} ORDER BY seq DESC LIMIT ?`, [
+      ...params,
+      Math.max(0, Math.floor(filter.limit)),
+    ]);
+  }
+
+  countDeliveries(status?: DeliveryRowStatus): number {
+    const row =
+      status === undefined
+        ? this.db.get<{ n: number }>('SELECT count(*) AS n FROM webhook_deliveries')
+        : this.db.get<{ n: number }>('SELECT count(*) AS n FROM webhook_deliveries WHERE status = ?', [status]);
+    return row?.n ?? 0;
+  }
+
+  /**
+   * Forgets what is no longer needed: Idempotency-Key answers older than their window, answered inbox
+   * rows older than `inboxBeforeMs`, delivered deliveries older than `deliveredBeforeMs`. Pending and
+   * failed rows are kept (failed ones stay visible to list_deliveries and retry_delivery).
+   */
+  async prune(cutoffs: { idempotencyBeforeMs: number; inboxBeforeMs: number; deliveredBeforeMs: number }): Promise<number> {
+    return this.db.write((tx) => {
+      let removed = tx.run('DELETE FROM webhook_idempotency WHERE created_ms <= ?', [cutoffs.idempotencyBeforeMs]).changes;
+      removed += tx.run(`DELETE FROM webhook_inbox WHERE status = 'answered' AND finished_at < ?`, [iso(cutoffs.inboxBeforeMs)]).changes;
+      removed += tx.run(`DELETE FROM webhook_deliveries WHERE status = 'delivered' AND finished_at < ?`, [iso(cutoffs.deliveredBeforeMs)]).changes;
+      return removed;
+    });
+  }
+}

@@ -1,0 +1,155 @@
+import { isDeepStrictEqual } from 'node:util';
+import type { Agent } from '../agent/agent';
+import type { RunningChats } from '../commands/running-chats';
+import type { ConfigFile } from '../config/config-file';
+import { webhookAccountsOf, type ServiceConfig, type WebhookAccount } from '../protocol';
+import type { Logger } from '../log/logger';
+import type { Store } from '../store';
+import type { Router } from './http-server';
+import { IDEMPOTENCY_WINDOW_MS, IncomingWebhooks } from './webhook-incoming';
+import { WebhookInbox } from './webhook-inbox';
+import { WebhookOutbox, type DeliveryCommands, type OutboxTimings } from './webhook-outbox';
+
+/** Limits and timings of the channel; the defaults are decisions.md's, tests and benchmarks shorten them. */
+export interface WebhookChannelOptions extends Partial<OutboxTimings> {
+  /** Requests a minute per account (default 120). */
+  rateLimitPerMinute?: number;
+  /** Largest incoming body (default 1 MiB). */
+  maxBodyBytes?: number;
+  /** Agent runs at once for webhook messages (default 32). */
+  answerConcurrency?: number;
+}
+
+export interface WebhookChannelDeps {
+  config: ConfigFile;
+  store: Store;
+  agent: Agent;
+  running: RunningChats;
+  logger: Logger;
+}
+
+const SWEEP_EVERY_MS = 60 * 60_000;
+const KEEP_ANSWERED_INBOX_MS = 24 * 60 * 60_000;
+const KEEP_DELIVERED_MS = 7 * 24 * 60 * 60_000;
+
+interface Accounts {
+  config: ServiceConfig;
+  byName: ReadonlyMap<string, WebhookAccount>;
+  byPath: ReadonlyMap<string, string>;
+}
+
+/**
+ * The webhook channel (service-spec 4.5, decisions.md "Webhook channel"): the incoming routes of every
+ * account in service.json, resolved per request so accounts added, changed or removed by editing the
+ * file apply at once; the durable inbox the agent answers from; and the durable outbox of callbacks.
+ */
+export class WebhookChannel {
+  /** The live routes: `POST <incoming_path>` of each account in force. */
+  readonly router: Router;
+  readonly outbox: WebhookOutbox;
+  readonly inbox: WebhookInbox;
+  private readonly incoming: IncomingWebhooks;
+  private readonly log: Logger;
+  private memo?: Accounts;
+  private sweeper?: NodeJS.Timeout;
+  private stopped?: Promise<void>;
+
+  constructor(
+    private readonly deps: WebhookChannelDeps,
+    options: WebhookChannelOptions = {},
+  ) {
+    this.log = deps.logger.child({ component: 'webhook' });
+    const { rateLimitPerMinute, maxBodyBytes, answerConcurrency, ...timings } = options;
+    const accounts = () => this.accounts().byName;
+    this.outbox = new WebhookOutbox({ store: deps.store, accounts, logger: deps.logger, timings });
+    this.inbox = new WebhookInbox({
+      store: deps.store,
+      agent: deps.agent,
+      running: deps.running,
+      accounts,
+      logger: deps.logger,
+      outbox: this.outbox,
+      concurrency: answerConcurrency,
+    });
+    this.incoming = new IncomingWebhooks(
+      { store: deps.store, logger: deps.logger, onAccepted: (row) => this.inbox.enqueue(row) },
+      { rateLimitPerMinute, maxBodyBytes },
+    );
+    this.router = (method, path) => {
+      if (method !== 'POST') return undefined;
+      const { byName, byPath } = this.accounts();
+      const name = byPath.get(path);
+      if (name === undefined) return undefined;
+      const account = byName.get(name)!;
+      return (req, res) => this.incoming.handle(req, res, name, account);
+    };
+    deps.config.on('change', (fields) => {
+      if (fields.includes('channels')) this.logAccountChanges();
+    });
+  }
+
+  /** What the list_deliveries and retry_delivery commands use. */
+  get deliveries(): DeliveryCommands {
+    return this.outbox;
+  }
+
+  /** Answers messages left pending by the last run, starts the outbox and the hourly clean-up. */
+  start(): void {
+    const names = [...this.accounts().byName.keys()];
+    if (names.length > 0) this.log.info('webhook.accounts', { accounts: names, ...this.withoutSecret() });
+    this.inbox.resume();
+    this.outbox.start();
+    void this.sweep();
+    this.sweeper = setInterval(() => void this.sweep(), SWEEP_EVERY_MS);
+    this.sweeper.unref();
+  }
+
+  /** No new runs or attempts; waits for attempts in flight (bounded). Pending work stays in the database. */
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      clearInterval(this.sweeper);
+      this.inbox.stop();
+      await this.outbox.stop();
+    })();
+    return this.stopped;
+  }
+
+  private accounts(): Accounts {
+    const config = this.deps.config.current;
+    if (this.memo?.config === config) return this.memo;
+    const byName = webhookAccountsOf(config);
+    const byPath = new Map<string, string>();
+    for (const [name, account] of byName) byPath.set(account.incoming_path, name);
+    this.memo = { config, byName, byPath };
+    return this.memo;
+  }
+
+  private withoutSecret(): { without_secret?: string[] } {
+    const open = [...this.accounts().byName].filter(([, a]) => !a.secret).map(([name]) => name);
+    return open.length > 0 ? { without_secret: open } : {};
+  }
+
+  private logAccountChanges(): void {
+    const before = this.memo?.byName ?? new Map<string, WebhookAccount>();
+    const after = this.accounts().byName;
+    const added = [...after.keys()].filter((name) => !before.has(name));
+    const removed = [...before.keys()].filter((name) => !after.has(name));
+    const changed = [...after.keys()].filter((name) => before.has(name) && !isDeepStrictEqual(before.get(name), after.get(name)));
+    if (added.length + removed.length + changed.length === 0) return;
+    this.log.info('webhook.accounts_changed', { added, removed, changed, ...this.withoutSecret() });
+  }
+
+  private async sweep(): Promise<void> {
+    const now = Date.now();
+    try {
+      const removed = await this.deps.store.webhooks.prune({
+        idempotencyBeforeMs: now - IDEMPOTENCY_WINDOW_MS,
+        inboxBeforeMs: now - KEEP_ANSWERED_INBOX_MS,
+        deliveredBeforeMs: now - KEEP_DELIVERED_MS,
+      });
+      if (removed > 0) this.log.info('webhook.pruned', { rows: removed });
+    } catch (error) {
+      this.log.warn('webhook.prune_failed', { error });
+    }
+  }
+}

@@ -1,0 +1,175 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { titleOf } from '../agent/agent';
+import { ServiceError, WebhookIncomingBody, ok, parseOrThrow, type WebhookAccount } from '../protocol';
+import type { Logger } from '../log/logger';
+import type { InboxRow, Store } from '../store';
+import { clientAddress, MAX_BODY_BYTES, sendEnvelope } from './http-util';
+import { FixedWindowLimiter } from './rate-limit';
+import { webhookSource } from './webhook-inbox';
+import { secretsEqual, signatureValid, signedHeadersOf, timestampFresh, type SignedHeaders } from './webhook-signature';
+
+export const WEBHOOK_RATE_LIMIT_PER_MINUTE = 120;
+/** How long an Idempotency-Key's first answer is kept (decisions.md). */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60_000;
+const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+
+export interface IncomingOptions {
+  rateLimitPerMinute?: number;
+  maxBodyBytes?: number;
+}
+
+export interface IncomingDeps {
+  store: Store;
+  logger: Logger;
+  /** Called with the inbox row of each newly stored message. */
+  onAccepted: (row: InboxRow) => void;
+}
+
+/**
+ * `POST <incoming_path>` of one account. Checks, cheapest first: the account's rate (429), the
+ * credential headers (401, before the body is read when they can decide), Content-Type (400), size (413),
+ * the Standard Webhooks signature over the raw body (401), JSON and field types (400), the conversation
+ * (404). Then the message is stored in one durable transaction and answered 202; the agent runs after.
+ */
+export class IncomingWebhooks {
+  private readonly limiter: FixedWindowLimiter;
+  private readonly limit: number;
+  private readonly maxBodyBytes: number;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly deps: IncomingDeps,
+    options: IncomingOptions = {},
+  ) {
+    this.limit = options.rateLimitPerMinute ?? WEBHOOK_RATE_LIMIT_PER_MINUTE;
+    this.maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES;
+    this.limiter = new FixedWindowLimiter(this.limit, 60_000);
+    this.log = deps.logger.child({ component: 'webhook' });
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse, name: string, account: WebhookAccount): Promise<void> {
+    const started = Date.now();
+    try {
+      await this.accept(req, res, name, account, started);
+    } catch (error) {
+      if (error instanceof ServiceError) {
+        req.resume();
+        const fields = { account: name, code: error.code, reason: error.message, address: clientAddress(req) };
+        if (error.code === 'invalid_token') this.log.warn('webhook.refused', fields);
+        else if (error.code === 'rate_limited') this.log.debug('webhook.refused', fields);
+        else this.log.info('webhook.refused', fields);
+      }
+      throw error;
+    }
+  }
+
+  private async accept(req: IncomingMessage, res: ServerResponse, name: string, account: WebhookAccount, started: number): Promise<void> {
+    const wait = this.limiter.hit(name);
+    if (wait > 0) throw new ServiceError('rate_limited', `too many requests: at most ${this.limit} a minute for this webhook`, wait);
+
+    const signed = this.checkHeaderCredentials(req, account);
+    const raw = await this.readBody(req);
+    if (signed && !signatureValid(account.secret!, signed, raw)) throw new ServiceError('invalid_token', 'invalid webhook signature');
+
+    let value: unknown;
+    try {
+      value = JSON.parse(raw.toString('utf8'));
+    } catch {
+      throw new ServiceError('invalid_request', 'body is not valid JSON');
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ServiceError('invalid_request', 'body must be a JSON object');
+    const body = parseOrThrow(WebhookIncomingBody, value, 'webhook body');
+    const idempotencyKey = this.idempotencyKeyOf(req, signed);
+
+    const now = Date.now();
+    const result = await this.deps.store.webhooks.accept({
+      account: name,
+      source: webhookSource(name),
+      url: account.outgoing_url,
+      conversationId: body.conversation_id,
+      newConversation: { id: randomUUID(), title: titleOf(body.message) },
+      message: { id: randomUUID(), content: body.message, user_id: body.user_id },
+      idempotencyKey,
+      now,
+      idempotencyMs: IDEMPOTENCY_WINDOW_MS,
+    });
+    if (result.kind === 'not_found') throw new ServiceError('not_found', `conversation ${body.conversation_id} not found`);
+    if (result.kind === 'accepted') this.deps.onAccepted(result.inbox);
+    this.log.info('webhook.received', {
+      account: name,
+      conversation: result.conversation_id,
+      message: result.message_id,
+      bytes: raw.length,
+      ms: Date.now() - started,
+      ...(result.kind === 'duplicate' ? { duplicate: true } : {}),
+    });
+    sendEnvelope(res, ok({ conversation_id: result.conversation_id, message_id: result.message_id }), 202);
+  }
+
+  /**
+   * With a secret: `X-Service-Secret` decides when present; else the three Standard Webhooks headers must
+   * be there with a fresh timestamp (the signature is checked once the body is read). Returns them then.
+   */
+  private checkHeaderCredentials(req: IncomingMessage, account: WebhookAccount): SignedHeaders | undefined {
+    if (!account.secret) return undefined;
+    const plain = req.headers['x-service-secret'];
+    if (plain !== undefined) {
+      if (typeof plain !== 'string' || !secretsEqual(plain, account.secret)) throw new ServiceError('invalid_token', 'invalid X-Service-Secret');
+      return undefined;
+    }
+    const signed = signedHeadersOf(req.headers);
+    if (!signed) throw new ServiceError('invalid_token', 'missing X-Service-Secret (or webhook-id, webhook-timestamp and webhook-signature)');
+    if (!timestampFresh(signed.timestamp, Date.now())) throw new ServiceError('invalid_token', 'webhook-timestamp is not within 5 minutes of now');
+    return signed;
+  }
+
+  /** `Idempotency-Key`, else a signed request's `webhook-id` (Standard Webhooks senders keep it across retries). */
+  private idempotencyKeyOf(req: IncomingMessage, signed: SignedHeaders | undefined): string | undefined {
+    const header = req.headers['idempotency-key'];
+    if (header === undefined) return signed ? `webhook-id:${signed.id}` : undefined;
+    const key = typeof header === 'string' ? header.trim() : '';
+    if (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(key)) {
+      throw new ServiceError('invalid_request', `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters`);
+    }
+    return `key:${key}`;
+  }
+
+  /** The raw body: application/json, at most maxBodyBytes (refused on Content-Length, or as soon as it is passed). */
+  private async readBody(req: IncomingMessage): Promise<Buffer> {
+    const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (type !== 'application/json') throw new ServiceError('invalid_request', 'Content-Type must be application/json');
+    const tooLarge = () => new ServiceError('payload_too_large', `body exceeds ${this.maxBodyBytes} bytes`);
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > this.maxBodyBytes) throw tooLarge();
+    // Events rather than `for await`, which would destroy the socket on an early exit: the client gets
+    // its 413 (the rest of the body is drained by handle()).
+    return new Promise<Buffer>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const done = () => {
+        req.off('data', onData);
+        req.off('end', onEnd);
+        req.off('error', onError);
+        req.on('error', () => undefined);
+      };
+      const onData = (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= this.maxBodyBytes) return void chunks.push(chunk);
+        done();
+        reject(tooLarge());
+      };
+      const onEnd = () => {
+        done();
+        resolve(Buffer.concat(chunks));
+      };
+      const onError = (error: Error) => {
+        done();
+        reject(error);
+      };
+      req.on('data', onData);
+      req.on('end', onEnd);
+      req.on('error', onError);
+    });
+  }
+}

@@ -40,6 +40,7 @@ export interface ServiceOptions {
   /** Time limits, shortened by tests. */
   toolTimeoutMs?: number;
   permissionTimeoutMs?: number;
+  authTimeoutMs?: number;
   /** Webhook limits and delivery timings (retry base, attempt timeout...), shortened by tests and benchmarks. */
   webhook?: WebhookChannelOptions;
 }
@@ -139,6 +140,7 @@ export class Service {
           events: this.events,
           logger: this.logger,
           track: (work) => this.track(work),
+          authTimeoutMs: this.options.authTimeoutMs,
         }),
     });
     try {

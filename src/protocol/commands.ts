@@ -93,10 +93,6 @@ export const Command = z.discriminatedUnion('type', [
 export type Command = z.infer<typeof Command>;
 export type CommandType = Command['type'];
 export type CommandOf<T extends CommandType> = Extract<Command, { type: T }>;
-export const commandTypes = Command.options.map((o) => o.shape.type.value) as CommandType[];
-
-/** The part every frame must have before it can be routed. */
-export const FrameHead = z.object({ type: z.string(), id: RequestId.optional() });
 
 /** The frame's `id` when it is a valid one, so even a refused frame's error can be matched by its client. */
 export function requestIdOf(frame: unknown): RequestId | undefined {

@@ -1,7 +1,7 @@
 // `npm run bench`: every benchmark, each printing its figures as ratios against a baseline measured
 // in the same run (these machines are noisy; absolute numbers mean little).
 import { benchAgent } from './agent';
-import { benchPersist } from './persist';
+import { runPersistBench } from './persist';
 import { benchWebhook } from './webhook';
 import { benchWebSocket } from './ws';
 
@@ -9,7 +9,7 @@ async function main() {
   const only = process.argv.slice(2);
   const benches: [string, () => Promise<unknown>][] = [
     ['ws', benchWebSocket],
-    ['persist', benchPersist],
+    ['persist', runPersistBench],
     ['webhook', benchWebhook],
     ['agent', benchAgent],
   ];

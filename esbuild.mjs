@@ -16,7 +16,20 @@ const common = {
   logLevel: 'warning',
 };
 
+// The chat UI (src/web): one browser bundle per host, beside media/chat.css and media/phone.html.
+const browser = {
+  bundle: true,
+  platform: 'browser',
+  format: 'iife',
+  target: ['es2022', 'chrome110', 'safari16'],
+  sourcemap: production ? false : 'inline',
+  minify: production,
+  logLevel: 'warning',
+  outdir: 'media',
+};
+
 await Promise.all([
   build({ ...common, entryPoints: { cli: 'src/cli.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } }),
   build({ ...common, entryPoints: { 'compact-worker': 'src/store/compact-worker.ts' }, outdir: 'dist' }),
+  build({ ...browser, entryPoints: { 'chat-webview': 'src/web/chat-webview.ts', 'chat-phone': 'src/web/chat-phone.ts' } }),
 ]);

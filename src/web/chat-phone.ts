@@ -1,0 +1,71 @@
+/**
+ * The phone page: the chat app over a WebSocket to the service. Pairing (URL + token) comes from the
+ * page URL's fragment once, then from localStorage. Without a pairing it shows how to pair.
+ */
+import { ChatApp } from './chat/app';
+import { h } from './chat/dom';
+import { forgetPairing, loadPairing, savePairing, type Pairing } from './pairing';
+import { WebSocketTransport } from './transport-websocket';
+
+const CONVERSATION_KEY = 'remote-assistant.conversation';
+const root = document.getElementById('app') ?? document.body.appendChild(document.createElement('div'));
+
+function start(pairing: Pairing): void {
+  const transport = new WebSocketTransport({ url: pairing.url, token: pairing.token });
+  const forget = h('button', { type: 'button', class: 'button secondary forget-pairing' }, 'Forget this pairing');
+  forget.addEventListener('click', () => {
+    transport.close();
+    forgetPairing();
+    localStorage.removeItem(CONVERSATION_KEY);
+    showPairingForm();
+  });
+  new ChatApp({
+    transport,
+    root,
+    drawerFooter: h('div', { class: 'drawer-footer' }, h('div', { class: 'paired-with' }, `Service: ${hostOf(pairing.url)}`), forget),
+    memory: {
+      load: () => localStorage.getItem(CONVERSATION_KEY) ?? undefined,
+      save: (id) => (id ? localStorage.setItem(CONVERSATION_KEY, id) : localStorage.removeItem(CONVERSATION_KEY)),
+    },
+  });
+}
+
+/** Manual pairing, for when the QR code's link cannot be opened directly. */
+function showPairingForm(): void {
+  root.className = 'pairing';
+  const url = h('input', { id: 'pair-url', type: 'url', required: true, placeholder: 'wss://…/ws', autocomplete: 'off', spellcheck: 'false' });
+  const token = h('input', { id: 'pair-token', type: 'password', required: true, autocomplete: 'off' });
+  const form = h(
+    'form',
+    { class: 'pairing-form' },
+    h('h1', {}, 'Remote Assistant'),
+    h('p', {}, 'Scan the pairing QR code shown by the editor (command “Remote Assistant: Pair a Phone”), or enter the service address and token.'),
+    h('label', { for: 'pair-url' }, 'Service WebSocket URL'),
+    url,
+    h('label', { for: 'pair-token' }, 'Token'),
+    token,
+    h('button', { type: 'submit', class: 'button primary' }, 'Connect'),
+  );
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const pairing = { url: url.value.trim(), token: token.value.trim() };
+    token.value = '';
+    if (!/^wss?:\/\//i.test(pairing.url) || !pairing.token) return;
+    savePairing(pairing);
+    root.className = '';
+    start(pairing);
+  });
+  root.replaceChildren(form);
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return 'unknown';
+  }
+}
+
+const pairing = loadPairing();
+if (pairing) start(pairing);
+else showPairingForm();

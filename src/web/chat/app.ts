@@ -1,0 +1,342 @@
+/**
+ * The chat app: wires the views to a Transport. It knows nothing of where it runs; the entry points
+ * (chat-webview.ts, chat-phone.ts) choose the transport and where to remember the open conversation.
+ */
+import type { Envelope, ServiceEventFrame, Transport, TransportState } from '../transport';
+import { ErrorBanner } from './banner';
+import { Composer } from './composer';
+import { ConversationList, type ConversationSummary } from './conversation-list';
+import { h } from './dom';
+import { Header, type PermissionMode } from './header';
+import { MessageView, type HistoryMessage, type StreamingReply, type ToolCard } from './message-view';
+import { PermissionCards, type Decision, type PermissionRequest } from './permission-cards';
+
+export interface ChatAppOptions {
+  transport: Transport;
+  root: HTMLElement;
+  /** Remembers the conversation on screen (webview state, localStorage). */
+  memory?: { load(): string | undefined; save(conversationId: string | undefined): void };
+  /** Extra controls at the bottom of the conversation drawer (the phone's "Forget pairing"). */
+  drawerFooter?: HTMLElement;
+}
+
+interface ActiveChat {
+  id: string;
+  conversationId: string | undefined;
+  /** The view it was sent from: it is drawn live only while that view is on screen. */
+  view: number;
+  reply: StreamingReply | undefined;
+  tools: ToolCard[];
+}
+
+const HISTORY_LIMIT = 200;
+
+export class ChatApp {
+  private readonly transport: Transport;
+  private readonly header: Header;
+  private readonly list: ConversationList;
+  private readonly messages = new MessageView();
+  private readonly permissions: PermissionCards;
+  private readonly composer: Composer;
+  private readonly banner: ErrorBanner;
+  private readonly root: HTMLElement;
+  private readonly memory: ChatAppOptions['memory'];
+  private current: string | undefined;
+  private view = 0;
+  private active: ActiveChat | undefined;
+  private mode: PermissionMode | undefined;
+  private connected = false;
+  /** Tools the user denied, by conversation, so their failed result reads "denied". */
+  private readonly askedTools = new Map<string, { conversationId: string; tool: string }>();
+  private readonly deniedTools = new Set<string>();
+
+  constructor(options: ChatAppOptions) {
+    this.transport = options.transport;
+    this.root = options.root;
+    this.memory = options.memory;
+    this.header = new Header((mode, previous) => void this.changeMode(mode, previous));
+    this.list = new ConversationList({
+      select: (id) => this.select(id),
+      create: () => this.newChat(),
+      remove: (id) => this.remove(id),
+    });
+    this.permissions = new PermissionCards(
+      (requestId, decision) => this.answerPermission(requestId, decision),
+      (conversationId) => (conversationId === this.current ? undefined : this.list.title(conversationId)),
+    );
+    this.composer = new Composer(
+      (text) => void this.send(text),
+      () => void this.stop(),
+    );
+    this.banner = new ErrorBanner(this.transport);
+    this.layout(options.drawerFooter);
+
+    this.current = this.memory?.load();
+    if (!this.current) this.messages.showEmpty('Start a conversation: type a message below.');
+    this.transport.onEvent((event) => this.onEvent(event));
+    this.transport.onState((state) => this.onState(state));
+  }
+
+  private layout(footer: HTMLElement | undefined): void {
+    const drawer = h('aside', { class: 'drawer', id: 'ra-drawer' }, this.list.element, footer);
+    const scrim = h('div', { class: 'scrim', 'aria-hidden': 'true' });
+    const main = h('main', { class: 'main' }, this.banner.element, this.messages.element, this.permissions.element, this.composer.element);
+    this.root.classList.add('app');
+    this.root.replaceChildren(this.header.element, h('div', { class: 'body' }, drawer, scrim, main));
+
+    this.header.drawerToggle.addEventListener('click', () => this.toggleDrawer());
+    scrim.addEventListener('click', () => this.toggleDrawer(false));
+    document.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape' && this.root.classList.contains('drawer-open')) {
+        this.toggleDrawer(false);
+        this.header.drawerToggle.focus();
+      }
+    });
+    // Links in replies: through the editor when there is one, else a new tab (target=_blank).
+    this.messages.element.addEventListener('click', (event) => {
+      const link = (event.target as Element | null)?.closest?.('a[href]');
+      if (!link || !this.transport.action) return;
+      event.preventDefault();
+      this.transport.action('openLink', link.getAttribute('href') ?? '');
+    });
+  }
+
+  private toggleDrawer(open = !this.root.classList.contains('drawer-open')): void {
+    this.root.classList.toggle('drawer-open', open);
+    this.header.drawerToggle.setAttribute('aria-expanded', String(open));
+    if (open) this.list.element.querySelector<HTMLElement>('[aria-current="true"], .new-chat')?.focus();
+  }
+
+  // ---- connection and events -------------------------------------------------------------
+
+  private onState(state: TransportState): void {
+    const wasConnected = this.connected;
+    this.connected = state.state === 'open';
+    this.header.setState(state);
+    this.composer.setConnected(this.connected);
+    if (this.connected && !wasConnected) {
+      // (Re)connected: catch up with whatever happened meanwhile.
+      void this.refreshConfig();
+      void this.refreshConversations();
+      if (this.current) void this.loadHistory(this.current);
+    }
+    if (!this.connected) this.permissions.clear();
+  }
+
+  private onEvent(event: ServiceEventFrame): void {
+    switch (event.event) {
+      case 'chat.delta':
+        return this.onDelta(event);
+      case 'tool.call':
+        return this.onToolCall(event);
+      case 'tool.result':
+        return this.onToolResult(event);
+      case 'permission.request': {
+        const request = event as unknown as PermissionRequest;
+        this.askedTools.set(request.request_id, { conversationId: request.conversation_id, tool: request.tool });
+        return this.permissions.show(request);
+      }
+      case 'permission.resolved': {
+        const requestId = String(event.request_id);
+        const asked = this.askedTools.get(requestId);
+        if (asked && event.decision === 'deny') this.deniedTools.add(`${asked.conversationId}\n${asked.tool}`);
+        this.askedTools.delete(requestId);
+        return this.permissions.resolve(requestId);
+      }
+      case 'config.changed':
+        return void this.refreshConfig();
+      case 'conversation.updated':
+        return void this.refreshConversations();
+    }
+  }
+
+  /** The running chat an event belongs to, when it is drawn on screen. */
+  private liveChat(event: ServiceEventFrame): ActiveChat | undefined {
+    const chat = this.active;
+    if (!chat || event.id !== chat.id) return undefined;
+    if (!chat.conversationId && typeof event.conversation_id === 'string') {
+      chat.conversationId = event.conversation_id;
+      if (chat.view === this.view && !this.current) this.setCurrent(chat.conversationId);
+    }
+    return chat.view === this.view ? chat : undefined;
+  }
+
+  private onDelta(event: ServiceEventFrame): void {
+    const chat = this.liveChat(event);
+    if (!chat) return;
+    chat.reply ??= this.messages.startReply();
+    chat.reply.append(String(event.delta ?? ''));
+  }
+
+  private onToolCall(event: ServiceEventFrame): void {
+    const chat = this.liveChat(event);
+    if (!chat) return;
+    // Text streamed before a tool call is its own bubble; the final answer starts a new one.
+    if (chat.reply) {
+      chat.reply.finish(chat.reply.received);
+      chat.reply = undefined;
+    }
+    chat.tools.push(this.messages.addTool(String(event.tool), event.arguments));
+  }
+
+  private onToolResult(event: ServiceEventFrame): void {
+    const chat = this.liveChat(event);
+    if (!chat) return;
+    const card = chat.tools.find((c) => c.tool === event.tool && c.element.dataset.status === undefined);
+    if (!card) return;
+    const key = `${chat.conversationId}\n${String(event.tool)}`;
+    const denied = event.ok !== true && (this.mode === 'deny' || this.deniedTools.has(key));
+    this.deniedTools.delete(key);
+    card.setStatus(event.ok === true ? 'ok' : denied ? 'denied' : 'failed');
+  }
+
+  // ---- commands --------------------------------------------------------------------------
+
+  private async call(frame: Record<string, unknown>): Promise<Envelope | undefined> {
+    try {
+      return await this.transport.request(frame);
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async send(text: string): Promise<void> {
+    if (this.active) return;
+    const chat: ActiveChat = { id: this.transport.newId(), conversationId: this.current, view: this.view, reply: undefined, tools: [] };
+    this.active = chat;
+    this.banner.hide();
+    this.composer.setRunning(true);
+    this.messages.addUser(text);
+    if (!this.current) this.header.setTitle(text.length > 80 ? `${text.slice(0, 79)}…` : text);
+    const frame: Record<string, unknown> = { type: 'chat', id: chat.id, message: text, stream: true };
+    if (chat.conversationId) frame.conversation_id = chat.conversationId;
+    let answer: Envelope | undefined;
+    let lost = false;
+    try {
+      answer = await this.transport.request(frame);
+    } catch {
+      lost = true;
+    }
+    this.active = undefined;
+    this.composer.setRunning(false);
+    const onScreen = chat.view === this.view;
+
+    if (answer?.status === 'ok') {
+      const data = answer.data ?? {};
+      const conversationId = typeof data.conversation_id === 'string' ? data.conversation_id : chat.conversationId;
+      if (onScreen) {
+        if (!this.current && conversationId) this.setCurrent(conversationId);
+        const reply = chat.reply ?? this.messages.startReply();
+        reply.finish(String(data.response ?? ''), data.cancelled === true);
+      } else if (conversationId && conversationId === this.current) {
+        void this.loadHistory(conversationId);
+      }
+      void this.refreshConversations();
+    } else if (answer) {
+      chat.reply?.finish('');
+      if (answer.code === 'server_error') this.banner.show(answer.error ?? 'unknown error');
+      else if (onScreen) this.messages.addNote(answer.error ?? 'The service refused the message.', 'error');
+      if (answer.code === 'not_found' && onScreen) this.newChat();
+    } else if (lost && onScreen) {
+      chat.reply?.finish(chat.reply.received, true);
+      this.messages.addNote('The connection was lost before the reply arrived. It may still finish: it will be shown when the conversation is reloaded.', 'error');
+    }
+    if (onScreen) this.composer.focus();
+  }
+
+  private async stop(): Promise<void> {
+    const chat = this.active;
+    if (!chat) return;
+    await this.call({ type: 'cancel', id: chat.id });
+  }
+
+  private async answerPermission(requestId: string, decision: Decision): Promise<string | undefined> {
+    const answer = await this.call({ type: 'permission_response', request_id: requestId, decision });
+    if (!answer) return 'Not connected.';
+    if (answer.status === 'ok') return undefined;
+    if (answer.code === 'not_found') {
+      // Someone else answered first, or it timed out: nothing left to decide.
+      this.permissions.resolve(requestId);
+      return undefined;
+    }
+    return answer.error ?? 'The answer was refused.';
+  }
+
+  private async changeMode(mode: PermissionMode, previous: PermissionMode | undefined): Promise<void> {
+    const answer = await this.call({ type: 'update_config', config: { permission_mode: mode } });
+    if (answer?.status === 'ok') {
+      this.mode = mode;
+      return;
+    }
+    if (previous) this.header.setMode(previous, this.connected);
+    this.messages.addNote(`Could not change the permission mode: ${answer?.error ?? 'not connected'}`, 'error');
+  }
+
+  private async refreshConfig(): Promise<void> {
+    const answer = await this.call({ type: 'get_config' });
+    const mode = answer?.status === 'ok' ? answer.data?.permission_mode : undefined;
+    if (mode === 'ask' || mode === 'allow' || mode === 'deny') {
+      this.mode = mode;
+      this.header.setMode(mode, this.connected);
+    }
+  }
+
+  private async refreshConversations(): Promise<void> {
+    const answer = await this.call({ type: 'list_conversations', limit: 100 });
+    if (answer?.status !== 'ok') return;
+    const conversations = (answer.data?.conversations ?? []) as ConversationSummary[];
+    this.list.setConversations(conversations);
+    this.list.setCurrent(this.current);
+    if (this.current) this.header.setTitle(this.list.title(this.current) ?? 'Conversation');
+  }
+
+  private async loadHistory(conversationId: string): Promise<void> {
+    const view = this.view;
+    const answer = await this.call({ type: 'get_messages', conversation_id: conversationId, include_tools: true, limit: HISTORY_LIMIT });
+    if (view !== this.view || this.current !== conversationId) return;
+    if (answer?.status === 'ok') {
+      this.messages.showHistory((answer.data?.messages ?? []) as HistoryMessage[]);
+    } else if (answer?.code === 'not_found') {
+      this.newChat();
+    } else if (answer) {
+      this.messages.addNote(answer.error ?? 'Could not load the conversation.', 'error');
+    }
+  }
+
+  private setCurrent(conversationId: string | undefined): void {
+    this.current = conversationId;
+    this.memory?.save(conversationId);
+    this.list.setCurrent(conversationId);
+    this.header.setTitle(conversationId ? this.list.title(conversationId) ?? this.headerTitleFallback() : 'New chat');
+  }
+
+  private headerTitleFallback(): string {
+    return this.header.element.querySelector('.title')?.textContent ?? 'Conversation';
+  }
+
+  private select(conversationId: string): void {
+    this.toggleDrawer(false);
+    this.view += 1;
+    this.setCurrent(conversationId);
+    this.messages.showEmpty('Loading…');
+    void this.loadHistory(conversationId);
+  }
+
+  private newChat(): void {
+    this.toggleDrawer(false);
+    this.view += 1;
+    this.setCurrent(undefined);
+    this.messages.showEmpty('Start a conversation: type a message below.');
+    this.composer.focus();
+  }
+
+  private async remove(conversationId: string): Promise<void> {
+    const answer = await this.call({ type: 'delete_conversation', conversation_id: conversationId });
+    if (answer?.status === 'ok' || answer?.code === 'not_found') {
+      if (this.current === conversationId) this.newChat();
+      await this.refreshConversations();
+    } else {
+      this.messages.addNote(`Could not delete: ${answer?.error ?? 'not connected'}`, 'error');
+    }
+  }
+}

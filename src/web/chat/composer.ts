@@ -1,0 +1,66 @@
+/** The message box: Enter sends, Shift+Enter is a newline; a Stop button replaces Send while a chat runs. */
+import { h } from './dom';
+
+export class Composer {
+  readonly element: HTMLFormElement;
+  readonly input: HTMLTextAreaElement;
+  private readonly send: HTMLButtonElement;
+  private readonly stop: HTMLButtonElement;
+  private connected = false;
+  private running = false;
+
+  constructor(onSend: (text: string) => void, onStop: () => void) {
+    this.input = h('textarea', { class: 'composer-input', id: 'ra-input', rows: 1, placeholder: 'Ask anything…', 'aria-label': 'Message', enterkeyhint: 'send' });
+    this.send = h('button', { type: 'submit', class: 'button primary send' }, 'Send');
+    this.stop = h('button', { type: 'button', class: 'button danger stop', hidden: true }, 'Stop');
+    this.element = h('form', { class: 'composer', 'aria-label': 'Send a message' }, this.input, this.send, this.stop);
+    this.element.addEventListener('submit', (event) => {
+      event.preventDefault();
+      this.submit(onSend);
+    });
+    this.input.addEventListener('keydown', (event) => {
+      if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        this.submit(onSend);
+      }
+    });
+    this.input.addEventListener('input', () => this.grow());
+    this.stop.addEventListener('click', () => onStop());
+    this.update();
+  }
+
+  setConnected(connected: boolean): void {
+    this.connected = connected;
+    this.update();
+  }
+
+  setRunning(running: boolean): void {
+    this.running = running;
+    this.update();
+  }
+
+  focus(): void {
+    this.input.focus({ preventScroll: true });
+  }
+
+  private submit(onSend: (text: string) => void): void {
+    const text = this.input.value.trim();
+    if (!text || !this.connected || this.running) return;
+    this.input.value = '';
+    this.grow();
+    onSend(text);
+  }
+
+  private grow(): void {
+    this.input.style.height = 'auto';
+    this.input.style.height = `${Math.min(this.input.scrollHeight, 200)}px`;
+  }
+
+  private update(): void {
+    this.input.disabled = !this.connected;
+    this.input.placeholder = this.connected ? 'Ask anything…' : 'Not connected';
+    this.send.disabled = !this.connected || this.running;
+    this.send.hidden = this.running;
+    this.stop.hidden = !this.running;
+  }
+}

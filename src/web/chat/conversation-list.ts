@@ -1,0 +1,120 @@
+/** The conversation list: switch, new, delete (with an inline confirmation: webviews forbid confirm()). */
+import { h, relativeTime } from './dom';
+
+export interface ConversationSummary {
+  id: string;
+  title: string;
+  created_at: string;
+  updated_at: string;
+  source: string;
+}
+
+export interface ConversationListHandlers {
+  select(id: string): void;
+  create(): void;
+  remove(id: string): Promise<void>;
+}
+
+export class ConversationList {
+  readonly element: HTMLElement;
+  private readonly list: HTMLUListElement;
+  private items: ConversationSummary[] = [];
+  private current: string | undefined;
+
+  constructor(private readonly handlers: ConversationListHandlers) {
+    this.list = h('ul', { class: 'conversation-list', 'aria-label': 'Conversations' });
+    this.element = h(
+      'nav',
+      { class: 'conversations', 'aria-label': 'Conversations' },
+      h('button', { type: 'button', class: 'button primary new-chat', onclick: () => this.handlers.create() }, '+ New chat'),
+      this.list,
+    );
+  }
+
+  title(id: string): string | undefined {
+    return this.items.find((c) => c.id === id)?.title;
+  }
+
+  setConversations(items: ConversationSummary[]): void {
+    this.items = items;
+    this.render();
+  }
+
+  setCurrent(id: string | undefined): void {
+    this.current = id;
+    for (const item of Array.from(this.list.children) as HTMLElement[]) {
+      const open = item.querySelector('.conversation-open');
+      if (item.dataset.id === id) open?.setAttribute('aria-current', 'true');
+      else open?.removeAttribute('aria-current');
+    }
+  }
+
+  private render(): void {
+    if (this.items.length === 0) {
+      this.list.replaceChildren(h('li', { class: 'empty' }, 'No conversations yet.'));
+      return;
+    }
+    this.list.replaceChildren(...this.items.map((c) => this.item(c)));
+  }
+
+  private item(conversation: ConversationSummary): HTMLLIElement {
+    const open = h(
+      'button',
+      { type: 'button', class: 'conversation-open', 'aria-current': conversation.id === this.current ? 'true' : undefined, title: conversation.title },
+      h('span', { class: 'conversation-title' }, conversation.title || 'Untitled'),
+      h('span', { class: 'conversation-meta' }, [relativeTime(conversation.updated_at), sourceLabel(conversation.source)].filter(Boolean).join(' · ')),
+    );
+    open.addEventListener('click', () => this.handlers.select(conversation.id));
+    const remove = h('button', { type: 'button', class: 'icon-button conversation-delete', 'aria-label': `Delete “${conversation.title}”`, title: 'Delete' }, trashIcon());
+    const row = h('li', { class: 'conversation', 'data-id': conversation.id }, open, remove);
+    remove.addEventListener('click', () => this.confirmDelete(row, conversation, remove));
+    return row;
+  }
+
+  private confirmDelete(row: HTMLLIElement, conversation: ConversationSummary, trigger: HTMLButtonElement): void {
+    const yes = h('button', { type: 'button', class: 'button danger confirm-delete' }, 'Delete');
+    const no = h('button', { type: 'button', class: 'button secondary cancel-delete' }, 'Cancel');
+    const box = h('div', { class: 'confirm', role: 'group', 'aria-label': 'Confirm delete' }, h('span', {}, 'Delete this conversation?'), yes, no);
+    trigger.hidden = true;
+    row.appendChild(box);
+    yes.focus();
+    no.addEventListener('click', () => {
+      box.remove();
+      trigger.hidden = false;
+      trigger.focus();
+    });
+    yes.addEventListener('click', () => {
+      yes.disabled = no.disabled = true;
+      void this.handlers.remove(conversation.id).finally(() => {
+        box.remove();
+        trigger.hidden = false;
+        // The row is usually gone now; keep the keyboard in the drawer.
+        if (!document.activeElement || document.activeElement === document.body) this.element.querySelector<HTMLElement>('.new-chat')?.focus();
+      });
+    });
+  }
+}
+
+function sourceLabel(source: string): string {
+  if (source === 'editor') return 'editor';
+  if (source === 'ws') return 'LAN';
+  return source;
+}
+
+/** An inline icon (emoji fonts are missing on some systems, and the webview allows no remote images). */
+function trashIcon(): SVGSVGElement {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', '0 0 16 16');
+  svg.setAttribute('width', '16');
+  svg.setAttribute('height', '16');
+  svg.setAttribute('aria-hidden', 'true');
+  const path = document.createElementNS(ns, 'path');
+  path.setAttribute('d', 'M6 2h4M2.5 4h11M4 4l.7 9.2a1 1 0 0 0 1 .8h4.6a1 1 0 0 0 1-.8L12 4M6.5 7v4M9.5 7v4');
+  path.setAttribute('fill', 'none');
+  path.setAttribute('stroke', 'currentColor');
+  path.setAttribute('stroke-width', '1.3');
+  path.setAttribute('stroke-linecap', 'round');
+  svg.appendChild(path);
+  return svg;
+}

@@ -1,0 +1,45 @@
+/** A tiny element builder: text children are always text nodes (never parsed as HTML). */
+type Child = Node | string | null | undefined | false;
+type Attrs = Record<string, string | number | boolean | undefined | null | ((event: Event) => void)>;
+
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (typeof value === 'function') element.addEventListener(name.replace(/^on/, ''), value);
+    else if (name === 'class') element.className = String(value);
+    else element.setAttribute(name, value === true ? '' : String(value));
+  }
+  append(element, ...children);
+  return element;
+}
+
+export function append(parent: Node, ...children: Child[]): void {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    parent.appendChild(typeof child === 'string' ? document.createTextNode(child) : child);
+  }
+}
+
+/** A short, readable rendering of tool arguments (JSON, cut when long). */
+export function formatArguments(args: unknown, max = 600): string {
+  let text: string;
+  try {
+    text = typeof args === 'string' ? args : JSON.stringify(args, null, 1);
+  } catch {
+    text = String(args);
+  }
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+/** "just now", "5 min ago", "yesterday", or a date. */
+export function relativeTime(iso: string, now = Date.now()): string {
+  const time = Date.parse(iso);
+  if (Number.isNaN(time)) return '';
+  const seconds = Math.round((now - time) / 1000);
+  if (seconds < 45) return 'just now';
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min ago`;
+  if (seconds < 86_400) return `${Math.round(seconds / 3600)} h ago`;
+  if (seconds < 172_800) return 'yesterday';
+  return new Date(time).toLocaleDateString();
+}

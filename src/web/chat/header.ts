@@ -1,0 +1,66 @@
+/** The top bar: drawer toggle, title, connection state, permission mode. */
+import type { TransportState } from '../transport';
+import { h } from './dom';
+
+export type PermissionMode = 'ask' | 'allow' | 'deny';
+
+const STATE_LABEL: Record<TransportState['state'], string> = {
+  connecting: 'Connecting…',
+  open: 'Connected',
+  closed: 'Disconnected',
+  error: 'Error',
+};
+
+export class Header {
+  readonly element: HTMLElement;
+  readonly drawerToggle: HTMLButtonElement;
+  private readonly titleText: HTMLElement;
+  private readonly connection: HTMLElement;
+  private readonly connectionText: HTMLElement;
+  private readonly mode: HTMLSelectElement;
+  private modeValue: PermissionMode | undefined;
+
+  constructor(onModeChange: (mode: PermissionMode, previous: PermissionMode | undefined) => void) {
+    this.drawerToggle = h('button', { type: 'button', class: 'icon-button drawer-toggle', 'aria-label': 'Conversations', 'aria-expanded': 'false', 'aria-controls': 'ra-drawer' }, '☰');
+    this.titleText = h('h1', { class: 'title' }, 'New chat');
+    this.connectionText = h('span', { class: 'connection-text' }, STATE_LABEL.connecting);
+    this.connection = h('span', { class: 'connection', role: 'status', 'data-state': 'connecting' }, h('span', { class: 'dot', 'aria-hidden': 'true' }), this.connectionText);
+    this.mode = h(
+      'select',
+      { class: 'mode-select', id: 'ra-mode', 'aria-label': 'Tool permission mode', disabled: true },
+      h('option', { value: 'ask' }, 'Ask'),
+      h('option', { value: 'allow' }, 'Allow'),
+      h('option', { value: 'deny' }, 'Deny'),
+    );
+    this.mode.addEventListener('change', () => {
+      const previous = this.modeValue;
+      this.modeValue = this.mode.value as PermissionMode;
+      onModeChange(this.modeValue, previous);
+    });
+    this.element = h(
+      'header',
+      { class: 'topbar' },
+      this.drawerToggle,
+      this.titleText,
+      this.connection,
+      h('label', { class: 'mode', for: 'ra-mode', title: 'What happens when the assistant wants to run a tool' }, h('span', { class: 'mode-label' }, 'Tools'), this.mode),
+    );
+  }
+
+  setTitle(title: string): void {
+    this.titleText.textContent = title;
+    this.titleText.title = title;
+  }
+
+  setState(state: TransportState): void {
+    this.connection.dataset.state = state.state;
+    this.connectionText.textContent = state.detail ? `${STATE_LABEL[state.state]} (${state.detail})` : STATE_LABEL[state.state];
+    this.mode.disabled = state.state !== 'open' || this.modeValue === undefined;
+  }
+
+  setMode(mode: PermissionMode, connected: boolean): void {
+    this.modeValue = mode;
+    this.mode.value = mode;
+    this.mode.disabled = !connected;
+  }
+}

@@ -1,0 +1,189 @@
+/** The message list of the conversation on screen: bubbles, streaming replies, tool cards, notes. */
+import { formatArguments, h } from './dom';
+import { renderMarkdown } from './markdown';
+
+export interface HistoryMessage {
+  id: string;
+  role: 'user' | 'assistant' | 'tool';
+  content: string;
+  timestamp: string;
+  tool_name?: string;
+}
+
+export type ToolStatus = 'running' | 'ok' | 'failed' | 'denied' | 'done';
+
+const STATUS_LABEL: Record<ToolStatus, string> = { running: 'running…', ok: 'ok', failed: 'failed', denied: 'denied', done: 'done' };
+
+export class ToolCard {
+  readonly element: HTMLElement;
+  private readonly status: HTMLElement;
+  private readonly body: HTMLElement;
+
+  constructor(readonly tool: string, args: unknown) {
+    this.status = h('span', { class: 'tool-status', 'data-status': 'running' }, STATUS_LABEL.running);
+    this.body = h('div', { class: 'tool-body' }, h('pre', { class: 'tool-args' }, formatArguments(args)));
+    this.element = h(
+      'details',
+      { class: 'tool-card', 'data-tool': tool },
+      h('summary', {}, h('span', { class: 'tool-icon', 'aria-hidden': 'true' }, '⚙'), h('span', { class: 'tool-name' }, tool), this.status),
+      this.body,
+    );
+  }
+
+  setStatus(status: ToolStatus, output?: string): void {
+    this.status.dataset.status = status;
+    this.status.textContent = STATUS_LABEL[status];
+    this.element.dataset.status = status;
+    if (output) this.body.append(h('div', { class: 'tool-output-label' }, 'Result'), h('pre', { class: 'tool-output' }, formatArguments(output, 2000)));
+  }
+}
+
+/** An assistant reply being streamed: deltas are rendered at most once per frame. */
+export class StreamingReply {
+  private text = '';
+  private scheduled = false;
+  readonly element: HTMLElement;
+  private readonly content: HTMLElement;
+
+  constructor(private readonly view: MessageView) {
+    this.content = h('div', { class: 'markdown' });
+    this.element = h('div', { class: 'message assistant streaming', 'aria-busy': 'true' }, this.content);
+  }
+
+  append(delta: string): void {
+    this.text += delta;
+    if (this.scheduled) return;
+    this.scheduled = true;
+    requestAnimationFrame(() => {
+      this.scheduled = false;
+      this.render(this.text);
+    });
+  }
+
+  get received(): string {
+    return this.text;
+  }
+
+  finish(text: string, cancelled = false): void {
+    this.text = text;
+    this.scheduled = false;
+    this.render(text);
+    this.element.classList.remove('streaming');
+    this.element.removeAttribute('aria-busy');
+    if (cancelled) this.element.append(h('div', { class: 'message-note' }, 'Stopped'));
+    if (!text && !cancelled) this.element.remove();
+  }
+
+  private render(text: string): void {
+    const stick = this.view.nearBottom();
+    renderMarkdown(this.content, text);
+    if (stick) this.view.scrollToEnd();
+  }
+}
+
+export class MessageView {
+  readonly element: HTMLElement;
+  private readonly list: HTMLElement;
+
+  constructor() {
+    this.list = h('div', { class: 'message-list', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-label': 'Messages' });
+    this.element = h('div', { class: 'messages', tabindex: '-1' }, this.list);
+  }
+
+  clear(): void {
+    this.list.replaceChildren();
+  }
+
+  showEmpty(text: string): void {
+    this.list.replaceChildren(h('p', { class: 'empty' }, text));
+  }
+
+  private add(node: HTMLElement): HTMLElement {
+    this.list.querySelector(':scope > .empty')?.remove();
+    const stick = this.nearBottom();
+    this.list.appendChild(node);
+    if (stick) this.scrollToEnd();
+    return node;
+  }
+
+  addUser(text: string): HTMLElement {
+    return this.add(h('div', { class: 'message user' }, h('div', { class: 'plain' }, text)));
+  }
+
+  addAssistant(text: string): HTMLElement {
+    const content = h('div', { class: 'markdown' });
+    renderMarkdown(content, text);
+    return this.add(h('div', { class: 'message assistant' }, content));
+  }
+
+  startReply(): StreamingReply {
+    const reply = new StreamingReply(this);
+    this.add(reply.element);
+    return reply;
+  }
+
+  addTool(tool: string, args: unknown): ToolCard {
+    const card = new ToolCard(tool, args);
+    this.add(card.element);
+    return card;
+  }
+
+  addNote(text: string, kind: 'info' | 'error' = 'info'): HTMLElement {
+    return this.add(h('div', { class: `note ${kind}`, role: kind === 'error' ? 'alert' : undefined }, text));
+  }
+
+  /** Puts a history (oldest first) on screen, pairing each tool call with its result. */
+  showHistory(messages: HistoryMessage[]): void {
+    this.clear();
+    const waiting: ToolCard[] = [];
+    let lastWasCall = false;
+    for (const message of messages) {
+      if (message.role === 'user') this.addUser(message.content);
+      else if (message.role === 'assistant') this.addAssistant(message.content);
+      else {
+        const name = message.tool_name ?? 'tool';
+        const args = parseObject(message.content);
+        // The store writes a batch's calls first, then their results in order: a JSON object right
+        // after a call is another call; anything else answers the oldest call of that tool.
+        const index = waiting.findIndex((card) => card.tool === name);
+        if (index < 0 || (lastWasCall && args !== undefined)) {
+          waiting.push(this.addTool(name, args ?? message.content));
+          lastWasCall = true;
+        } else {
+          const [card] = waiting.splice(index, 1);
+          card.setStatus(historyStatus(message.content), message.content);
+          lastWasCall = false;
+        }
+      }
+    }
+    // Calls without a result were interrupted (cancel, crash).
+    for (const card of waiting) card.setStatus('failed');
+    if (messages.length === 0) this.showEmpty('No messages yet.');
+    this.scrollToEnd();
+  }
+
+  nearBottom(): boolean {
+    const box = this.element;
+    return box.scrollHeight - box.scrollTop - box.clientHeight < 80;
+  }
+
+  scrollToEnd(): void {
+    this.element.scrollTop = this.element.scrollHeight;
+  }
+}
+
+function parseObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const value = JSON.parse(text) as unknown;
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** get_messages does not say whether a tool succeeded; the runner's own texts do. */
+function historyStatus(content: string): ToolStatus {
+  if (content.startsWith('Permission denied')) return 'denied';
+  if (content.startsWith('Unknown tool') || content === 'Cancelled.') return 'failed';
+  return 'done';
+}

@@ -1,0 +1,89 @@
+/**
+ * The webview's transport: protocol frames go to the extension with postMessage (bridge-protocol.ts),
+ * which hands them to the service's dispatcher and posts back the envelope and this view's events.
+ */
+import type { HostAction, HostToUi, UiToHost } from './bridge-protocol';
+import { TransportCore, type Envelope, type Frame, type Transport, type TransportState } from './transport';
+
+/** What `acquireVsCodeApi()` returns (only what we use). */
+export interface VsCodeApi {
+  postMessage(message: unknown): void;
+  getState(): unknown;
+  setState(state: unknown): void;
+}
+
+declare function acquireVsCodeApi(): VsCodeApi;
+
+const HOST_STATES: Record<string, TransportState['state']> = {
+  starting: 'connecting',
+  running: 'open',
+  stopped: 'closed',
+  error: 'error',
+};
+
+export class PostMessageTransport implements Transport {
+  private readonly core = new TransportCore();
+
+  constructor(
+    private readonly vscode: VsCodeApi = acquireVsCodeApi(),
+    target: Pick<Window, 'addEventListener'> = window,
+  ) {
+    target.addEventListener('message', (event: Event) => this.receive((event as MessageEvent).data));
+    this.post({ kind: 'ready' });
+  }
+
+  get state(): TransportState {
+    return this.core.state;
+  }
+
+  newId(): string {
+    return this.core.newId();
+  }
+
+  request(frame: Frame): Promise<Envelope> {
+    const { frame: withId, answer } = this.core.track(frame);
+    this.post({ kind: 'frame', frame: withId });
+    return answer;
+  }
+
+  onEvent(listener: Parameters<Transport['onEvent']>[0]): () => void {
+    return this.core.onEvent(listener);
+  }
+
+  onState(listener: Parameters<Transport['onState']>[0]): () => void {
+    return this.core.onState(listener);
+  }
+
+  action(name: HostAction, argument?: string): void {
+    this.post(argument === undefined ? { kind: 'action', action: name } : { kind: 'action', action: name, argument });
+  }
+
+  /** The webview's own persisted state (survives the view being hidden). */
+  get api(): VsCodeApi {
+    return this.vscode;
+  }
+
+  private post(message: UiToHost): void {
+    this.vscode.postMessage(message);
+  }
+
+  private receive(data: unknown): void {
+    if (data === null || typeof data !== 'object') return;
+    const message = data as HostToUi;
+    switch (message.kind) {
+      case 'response':
+        this.core.receive(message.envelope);
+        break;
+      case 'event':
+        this.core.receive(message.event);
+        break;
+      case 'state': {
+        const state = HOST_STATES[message.state] ?? 'error';
+        // A stopped service will not answer what it was asked; the UI must not wait forever.
+        if (state === 'closed' || state === 'error') this.core.failPending(`the service is ${message.state}`);
+        this.core.setState({ state, detail: message.detail });
+        break;
+      }
+    }
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * The phone's transport: a WebSocket to the service (directly or through the relay). Authenticates
+ * with the `auth` frame first, and after any drop reconnects with jittered exponential backoff and
+ * authenticates again. A refused token (close 4401) stops retrying: the pairing must be renewed.
+ */
+import { TransportCore, type Envelope, type Frame, type Transport, type TransportState } from './transport';
+
+export interface WebSocketTransportOptions {
+  url: string;
+  token: string;
+  /** First retry delay; doubles per failed attempt up to `maxDelayMs`. */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** For tests; defaults to the browser's WebSocket. */
+  createSocket?: (url: string) => WebSocket;
+}
+
+const CLOSE_INVALID_TOKEN = 4401;
+const CLOSE_FORBIDDEN = 4403;
+
+export class WebSocketTransport implements Transport {
+  private readonly core = new TransportCore();
+  private socket: WebSocket | undefined;
+  private attempts = 0;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  private countdown: ReturnType<typeof setInterval> | undefined;
+  private stopped = false;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+
+  constructor(private readonly options: WebSocketTransportOptions) {
+    this.baseDelayMs = options.baseDelayMs ?? 500;
+    this.maxDelayMs = options.maxDelayMs ?? 10_000;
+    // A phone that wakes up or gets its network back should not wait out a long backoff.
+    if (typeof window !== 'undefined') {
+      window.addEventListener('online', () => this.retryNow());
+      document.addEventListener('visibilitychange', () => {
+        if (document.visibilityState === 'visible') this.retryNow();
+      });
+    }
+    this.connect();
+  }
+
+  get state(): TransportState {
+    return this.core.state;
+  }
+
+  newId(): string {
+    return this.core.newId();
+  }
+
+  request(frame: Frame): Promise<Envelope> {
+    const socket = this.socket;
+    if (this.core.state.state !== 'open' || !socket || socket.readyState !== WebSocket.OPEN) {
+      return Promise.reject(new Error('not connected'));
+    }
+    const { frame: withId, answer } = this.core.track(frame);
+    socket.send(JSON.stringify(withId));
+    return answer;
+  }
+
+  onEvent(listener: Parameters<Transport['onEvent']>[0]): () => void {
+    return this.core.onEvent(listener);
+  }
+
+  onState(listener: Parameters<Transport['onState']>[0]): () => void {
+    return this.core.onState(listener);
+  }
+
+  /** Closes for good (e.g. the user forgets the pairing). */
+  close(): void {
+    this.stopped = true;
+    this.clearTimers();
+    this.socket?.close(1000);
+    this.core.failPending('closed');
+    this.core.setState({ state: 'closed', detail: 'disconnected' });
+  }
+
+  /** Skips the remaining backoff (after a network change, or the user taps "retry"). */
+  retryNow(): void {
+    if (this.stopped || this.retryTimer === undefined) return;
+    this.clearTimers();
+    this.connect();
+  }
+
+  private connect(): void {
+    if (this.stopped) return;
+    this.core.setState({ state: 'connecting', detail: this.attempts > 0 ? 'reconnecting' : undefined });
+    let socket: WebSocket;
+    try {
+      socket = this.options.createSocket ? this.options.createSocket(this.options.url) : new WebSocket(this.options.url);
+    } catch {
+      this.core.setState({ state: 'error', detail: 'invalid service address' });
+      this.stopped = true;
+      return;
+    }
+    this.socket = socket;
+    let authenticated = false;
+    const authId = `auth-${this.newId()}`;
+
+    socket.addEventListener('open', () => {
+      socket.send(JSON.stringify({ type: 'auth', token: this.options.token, id: authId }));
+    });
+    socket.addEventListener('message', (event) => {
+      let frame: unknown;
+      try {
+        frame = JSON.parse(String(event.data));
+      } catch {
+        return;
+      }
+      if (!authenticated) {
+        const answer = frame as Envelope;
+        if (answer?.id !== authId) return;
+        if (answer.status === 'ok') {
+          authenticated = true;
+          this.attempts = 0;
+          this.core.setState({ state: 'open' });
+        }
+        // A refusal is followed by close 4401, handled below.
+        return;
+      }
+      this.core.receive(frame);
+    });
+    socket.addEventListener('close', (event) => {
+      if (this.socket !== socket) return;
+      this.socket = undefined;
+      this.core.failPending('connection lost');
+      if (this.stopped) return;
+      if (event.code === CLOSE_INVALID_TOKEN) {
+        this.stopped = true;
+        this.core.setState({ state: 'error', detail: 'the pairing token was refused; pair again' });
+        return;
+      }
+      if (event.code === CLOSE_FORBIDDEN) {
+        this.stopped = true;
+        this.core.setState({ state: 'error', detail: 'this device is not allowed to connect' });
+        return;
+      }
+      this.scheduleRetry();
+    });
+    // 'error' is always followed by 'close'; nothing to do here.
+    socket.addEventListener('error', () => {});
+  }
+
+  private scheduleRetry(): void {
+    this.attempts += 1;
+    const ceiling = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** (this.attempts - 1));
+    // Jitter (half to full delay) so many phones do not all come back at the same instant.
+    const delay = Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+    const due = Date.now() + delay;
+    const show = () => {
+      const seconds = Math.max(1, Math.ceil((due - Date.now()) / 1000));
+      this.core.setState({ state: 'closed', detail: `retrying in ${seconds} s` });
+    };
+    show();
+    this.countdown = setInterval(show, 1000);
+    this.retryTimer = setTimeout(() => {
+      this.clearTimers();
+      this.connect();
+    }, delay);
+  }
+
+  private clearTimers(): void {
+    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
+    if (this.countdown !== undefined) clearInterval(this.countdown);
+    this.retryTimer = undefined;
+    this.countdown = undefined;
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * What the chat UI talks to. The UI is written only against this interface, so the same code runs in
+ * the editor's webview (postMessage to the extension) and on a phone (a WebSocket to the service).
+ * Types only: nothing here pulls zod into the browser bundle.
+ */
+import type { HostAction } from './bridge-protocol';
+
+export type Frame = Record<string, unknown>;
+
+export interface Envelope {
+  status: 'ok' | 'error';
+  data?: Record<string, unknown>;
+  error?: string;
+  code?: string;
+  id?: string | number;
+}
+
+/** A service event (`chat.delta`, `tool.call`, `permission.request`, ...). */
+export interface ServiceEventFrame {
+  event: string;
+  [field: string]: unknown;
+}
+
+export type ConnectionState = 'connecting' | 'open' | 'closed' | 'error';
+
+export interface TransportState {
+  state: ConnectionState;
+  /** Shown to the user next to the state (e.g. "retrying in 3 s"); never holds a secret. */
+  detail?: string;
+}
+
+export interface Transport {
+  /**
+   * Sends one protocol command and resolves with the envelope answering it (matched by `id`). A frame
+   * without `id` gets a fresh one. Rejects when the connection drops before the answer.
+   */
+  request(frame: Frame): Promise<Envelope>;
+  /** A fresh request id, for callers that need to know it before sending (a chat, to cancel it). */
+  newId(): string;
+  /** Every service event of this session. Returns an unsubscribe function. */
+  onEvent(listener: (event: ServiceEventFrame) => void): () => void;
+  /** Connection state changes; the listener is called at once with the current state. */
+  onState(listener: (state: TransportState) => void): () => void;
+  readonly state: TransportState;
+  /** Editor-only commands (Set API Key, Select Model, open a link...). Absent on the phone. */
+  action?(name: HostAction, argument?: string): void;
+}
+
+/** Small shared plumbing for the implementations: listeners, ids and pending requests. */
+export class TransportCore {
+  private readonly eventListeners = new Set<(event: ServiceEventFrame) => void>();
+  private readonly stateListeners = new Set<(state: TransportState) => void>();
+  private readonly pending = new Map<string, { resolve: (e: Envelope) => void; reject: (e: Error) => void }>();
+  private counter = 0;
+  private readonly prefix = Math.random().toString(36).slice(2, 8);
+  state: TransportState = { state: 'connecting' };
+
+  newId(): string {
+    return `ui-${this.prefix}-${++this.counter}`;
+  }
+
+  /** Registers a pending request; returns the frame with its id and the promise of its answer. */
+  track(frame: Frame): { frame: Frame; answer: Promise<Envelope> } {
+    const id = typeof frame.id === 'string' || typeof frame.id === 'number' ? String(frame.id) : this.newId();
+    const withId = { ...frame, id: frame.id ?? id };
+    const answer = new Promise<Envelope>((resolve, reject) => this.pending.set(id, { resolve, reject }));
+    return { frame: withId, answer };
+  }
+
+  /** A frame from the other side: a response (settles its request) or an event. */
+  receive(message: unknown): void {
+    if (message === null || typeof message !== 'object') return;
+    const frame = message as Record<string, unknown>;
+    if (typeof frame.event === 'string') {
+      for (const listener of [...this.eventListeners]) safely(() => listener(frame as ServiceEventFrame));
+      return;
+    }
+    if (frame.status !== 'ok' && frame.status !== 'error') return;
+    if (frame.id === undefined) return;
+    const key = String(frame.id);
+    const waiter = this.pending.get(key);
+    if (!waiter) return;
+    this.pending.delete(key);
+    waiter.resolve(frame as unknown as Envelope);
+  }
+
+  /** Fails every request still waiting (the connection is gone; its answers will never come). */
+  failPending(reason: string): void {
+    const waiting = [...this.pending.values()];
+    this.pending.clear();
+    for (const waiter of waiting) waiter.reject(new Error(reason));
+  }
+
+  forget(id: string): void {
+    this.pending.delete(id);
+  }
+
+  setState(next: TransportState): void {
+    if (next.state === this.state.state && next.detail === this.state.detail) return;
+    this.state = next;
+    for (const listener of [...this.stateListeners]) safely(() => listener(next));
+  }
+
+  onEvent(listener: (event: ServiceEventFrame) => void): () => void {
+    this.eventListeners.add(listener);
+    return () => this.eventListeners.delete(listener);
+  }
+
+  onState(listener: (state: TransportState) => void): () => void {
+    this.stateListeners.add(listener);
+    safely(() => listener(this.state));
+    return () => this.stateListeners.delete(listener);
+  }
+}
+
+function safely(fn: () => void): void {
+  try {
+    fn();
+  } catch (error) {
+    console.error(error);
+  }
+}

@@ -59,9 +59,14 @@ describe('the tool loop', () => {
     const conversation_id = chatId(reply);
     const plain = (await client.request({ type: 'get_messages', conversation_id })).data as { messages: { role: string }[] };
     assert.deepEqual(plain.messages.map((m) => m.role), ['user', 'assistant']);
-    const full = (await client.request({ type: 'get_messages', conversation_id, include_tools: true })).data as { messages: { role: string; tool_name?: string }[] };
-    assert.deepEqual(full.messages.map((m) => [m.role, m.tool_name ?? null]), [
-      ['user', null], ['tool', 'write_file'], ['tool', 'write_file'], ['tool', 'read_file'], ['tool', 'read_file'], ['assistant', null],
+    const full = (await client.request({ type: 'get_messages', conversation_id, include_tools: true })).data as { messages: { role: string; tool_name?: string; tool_kind?: string; ok?: boolean }[] };
+    assert.deepEqual(full.messages.map((m) => [m.role, m.tool_name ?? null, m.tool_kind ?? null, m.ok ?? null]), [
+      ['user', null, null, null],
+      ['tool', 'write_file', 'call', null],
+      ['tool', 'write_file', 'result', true],
+      ['tool', 'read_file', 'call', null],
+      ['tool', 'read_file', 'result', true],
+      ['assistant', null, null, null],
     ]);
 
     // The next turn replays the tool traffic to the model in the provider's format.
@@ -110,6 +115,8 @@ describe('permissions', () => {
     assert.match((reply.data as { response: string }).response, /Permission denied/);
     assert.equal(existsSync(join(workspace, 'denied.txt')), false);
     assert.equal(client.frames.find((f) => f.event === 'tool.result' && f.id === 'd1')?.ok, false);
+    const stored = (await client.request({ type: 'get_messages', conversation_id: chatId(reply), include_tools: true })).data as { messages: { tool_kind?: string; ok?: boolean }[] };
+    assert.equal(stored.messages.find((m) => m.tool_kind === 'result')?.ok, false, 'a denied call is stored as not ok');
     client.close();
   });
 

@@ -1,4 +1,6 @@
 import { toolInfo } from '../agent/tools/registry';
+import type { ToolCallData, ToolResultData } from '../agent/transcript';
+import type { MessageRow } from '../store';
 import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
 import type { ClientSession } from './session';
@@ -14,6 +16,17 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
     permission_mode: config.permission_mode,
     base_url: config.base_url ?? null,
     api_key_set: Boolean(config.api_key),
+  };
+}
+
+/** What a stored `tool` message adds for clients: which tool, call or result, and the result's outcome. */
+function toolFields(m: MessageRow): Partial<Message> {
+  if (m.role !== 'tool') return {};
+  const data = m.data as ToolCallData | ToolResultData | null;
+  return {
+    ...(m.tool_name ? { tool_name: m.tool_name } : {}),
+    ...(data?.kind ? { tool_kind: data.kind } : {}),
+    ...(data?.kind === 'result' ? { ok: data.ok } : {}),
   };
 }
 
@@ -75,7 +88,7 @@ export const handlers: HandlerMap = {
     ctx.agent.requireConversation(command.conversation_id, session.source);
     const messages: Message[] = ctx.store.messages
       .recent(command.conversation_id, { limit: command.limit, includeTools: command.include_tools })
-      .map((m) => ({ id: m.id, role: m.role, content: m.content, timestamp: m.timestamp, ...(m.tool_name ? { tool_name: m.tool_name } : {}) }));
+      .map((m) => ({ id: m.id, role: m.role, content: m.content, timestamp: m.timestamp, ...toolFields(m) }));
     return { messages };
   },
 

@@ -121,6 +121,10 @@ export const Message = z.object({
   content: z.string(),
   timestamp: z.string(),
   tool_name: z.string().optional(),
+  /** `tool` messages: a call (its arguments as JSON in `content`) or a result. */
+  tool_kind: z.enum(['call', 'result']).optional(),
+  /** Tool results: whether the tool ran and succeeded (false when it failed or was denied). */
+  ok: z.boolean().optional(),
 });
 export type Message = z.infer<typeof Message>;
 

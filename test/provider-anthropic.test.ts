@@ -1,58 +1,12 @@
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { createAnthropicProvider, type AnthropicProviderOptions } from '../src/agent/providers/anthropic';
-import { ProviderError, type ChatMessage, type ProviderErrorKind } from '../src/agent/providers/types';
 import { startFakeAnthropic, type FakeAnthropic, type FakeAnthropicOptions } from './helpers/fake-anthropic';
+import { assertHoldsNoKey, cancelTests, failureChecker, fakeRunner, freePort, hello, limit } from './helpers/provider-test-kit';
 
 const KEY = 'sk-ant-api03-Zq8Vw3Lp0Xy7Rt5Nm2Kb';
-const hello: ChatMessage[] = [
-  { role: 'system', content: 'be brief' },
-  { role: 'user', content: 'hello' },
-];
-const limit = { timeout: 15_000 };
-
-/** Runs `body` against a fresh fake server and a provider pointed at it; both are closed afterwards. */
-async function withFake(
-  body: (fake: FakeAnthropic, provider: ReturnType<typeof createAnthropicProvider>) => Promise<void>,
-  providerOptions: AnthropicProviderOptions = {},
-  fakeOptions: FakeAnthropicOptions = {},
-): Promise<void> {
-  const fake = await startFakeAnthropic(fakeOptions);
-  try {
-    await body(fake, createAnthropicProvider({ apiKey: KEY, baseUrl: fake.url, timeoutMs: 5_000, ...providerOptions }));
-  } finally {
-    await fake.close();
-  }
-}
-
-/** Awaits a rejection and checks it is a ProviderError of `kind`; returns it for more checks. */
-async function providerFailure(promise: Promise<unknown>, kind: ProviderErrorKind, message?: RegExp): Promise<ProviderError> {
-  const error = await promise.then(
-    (value) => assert.fail(`expected a ${kind} error, got ${JSON.stringify(value)}`),
-    (e: unknown) => e,
-  );
-  assert.ok(error instanceof ProviderError, `expected a ProviderError, got ${String(error)}`);
-  assert.equal(error.kind, kind, error.message);
-  assert.equal(error.provider, 'anthropic');
-  assert.match(error.message, /^anthropic: /);
-  if (message) assert.match(error.message, message);
-  return error;
-}
-
-/** Every 5-character piece of the key, searched in everything the error exposes. */
-function assertHoldsNoKey(error: Error, key: string): void {
-  const own = Object.getOwnPropertyNames(error).map((name) => String((error as unknown as Record<string, unknown>)[name]));
-  const blob = [JSON.stringify(error), String(error), error.stack ?? '', error.message, ...own, String(error.cause ?? '')].join('\n');
-  for (let i = 0; i + 5 <= key.length; i++) {
-    const piece = key.slice(i, i + 5);
-    assert.ok(!blob.includes(piece), `the error exposes "${piece}" of the key:\n${blob}`);
-  }
-  assert.equal(error.cause, undefined, 'no raw vendor error is kept');
-}
-
-const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const withFake = fakeRunner<FakeAnthropic, AnthropicProviderOptions, FakeAnthropicOptions>(startFakeAnthropic, createAnthropicProvider, KEY);
+const providerFailure = failureChecker('anthropic');
 
 describe('anthropic provider: answers', () => {
   test('text, not streamed: request, headers, result and usage', limit, () =>
@@ -524,46 +478,5 @@ describe('anthropic provider: cancel', () => {
       assert.equal(fake.requests.length, 1);
     }));
 
-  test('abort while waiting for the answer, and while waiting to retry, is prompt', limit, () =>
-    withFake(async (fake, provider) => {
-      fake.script({ hang: true }, { status: 529, retryAfter: 30 });
-      for (const expectedRequests of [1, 2]) {
-        const controller = new AbortController();
-        const pending = provider.complete({ model: 'm', messages: hello, signal: controller.signal });
-        await fake.waitFor((requests) => requests.length === expectedRequests);
-        await tick(50);
-        const started = Date.now();
-        controller.abort();
-        await providerFailure(pending, 'cancelled');
-        assert.ok(Date.now() - started < 1_000, 'the cancel did not wait for the server or the Retry-After');
-      }
-      await fake.waitFor((requests) => requests[0].aborted);
-      assert.equal(fake.requests.length, 2, 'no retry after a cancel');
-    }));
-
-  test('an already aborted signal sends nothing', limit, () =>
-    withFake(async (fake, provider) => {
-      await providerFailure(provider.complete({ model: 'm', messages: hello, signal: AbortSignal.abort() }), 'cancelled');
-      assert.equal(fake.requests.length, 0);
-    }));
-
-  test('an exception thrown by onDelta reaches the caller unchanged and ends the request', limit, () =>
-    withFake(async (fake, provider) => {
-      fake.script({ text: 'abcdef', chunks: 3, chunkDelayMs: 50 });
-      const thrown = new Error('consumer broke');
-      await assert.rejects(
-        provider.complete({ model: 'm', messages: hello, onDelta: () => { throw thrown; } }),
-        (error) => error === thrown,
-      );
-      await fake.waitFor((requests) => requests[0].aborted);
-    }));
+  cancelTests(withFake, providerFailure, 529);
 });
-
-/** A port nobody listens on (bound, then released). */
-async function freePort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}

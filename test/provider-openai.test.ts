@@ -1,57 +1,13 @@
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { createOpenAIProvider, type OpenAIProviderOptions } from '../src/agent/providers/openai';
 import { redactSecrets, safeDetail } from '../src/agent/providers/redact';
-import { ProviderError, type ChatMessage, type ProviderErrorKind } from '../src/agent/providers/types';
 import { startFakeOpenAI, type FakeOpenAI, type FakeOpenAIOptions } from './helpers/fake-openai';
+import { assertHoldsNoKey, cancelTests, failureChecker, fakeRunner, freePort, hello, limit } from './helpers/provider-test-kit';
 
 const KEY = 'sk-Zq8Vw3Lp0Xy7Rt5Nm2Kb';
-const hello: ChatMessage[] = [
-  { role: 'system', content: 'be brief' },
-  { role: 'user', content: 'hello' },
-];
-const limit = { timeout: 15_000 };
-
-/** Runs `body` against a fresh fake server and a provider pointed at it; both are closed afterwards. */
-async function withFake(
-  body: (fake: FakeOpenAI, provider: ReturnType<typeof createOpenAIProvider>) => Promise<void>,
-  providerOptions: OpenAIProviderOptions = {},
-  fakeOptions: FakeOpenAIOptions = {},
-): Promise<void> {
-  const fake = await startFakeOpenAI(fakeOptions);
-  try {
-    await body(fake, createOpenAIProvider({ apiKey: KEY, baseUrl: fake.url, timeoutMs: 5_000, ...providerOptions }));
-  } finally {
-    await fake.close();
-  }
-}
-
-/** Awaits a rejection and checks it is a ProviderError of `kind`; returns it for more checks. */
-async function providerFailure(promise: Promise<unknown>, kind: ProviderErrorKind, message?: RegExp): Promise<ProviderError> {
-  const error = await promise.then(
-    (value) => assert.fail(`expected a ${kind} error, got ${JSON.stringify(value)}`),
-    (e: unknown) => e,
-  );
-  assert.ok(error instanceof ProviderError, `expected a ProviderError, got ${String(error)}`);
-  assert.equal(error.kind, kind, error.message);
-  assert.equal(error.provider, 'openai');
-  assert.match(error.message, /^openai: /);
-  if (message) assert.match(error.message, message);
-  return error;
-}
-
-/** Every 5-character piece of the key, searched in everything the error exposes. */
-function assertHoldsNoKey(error: Error, key: string): void {
-  const own = Object.getOwnPropertyNames(error).map((name) => String((error as unknown as Record<string, unknown>)[name]));
-  const blob = [JSON.stringify(error), String(error), error.stack ?? '', error.message, ...own, String(error.cause ?? '')].join('\n');
-  for (let i = 0; i + 5 <= key.length; i++) {
-    const piece = key.slice(i, i + 5);
-    assert.ok(!blob.includes(piece), `the error exposes "${piece}" of the key:\n${blob}`);
-  }
-  assert.equal(error.cause, undefined, 'no raw vendor error is kept');
-}
+const withFake = fakeRunner<FakeOpenAI, OpenAIProviderOptions, FakeOpenAIOptions>(startFakeOpenAI, createOpenAIProvider, KEY);
+const providerFailure = failureChecker('openai');
 
 describe('openai provider: answers', () => {
   test('text, not streamed: request body, headers, result and usage', limit, () =>
@@ -398,39 +354,7 @@ describe('openai provider: cancel', () => {
       await fake.waitFor((requests) => requests[0]?.aborted === true, 3_000);
     }));
 
-  test('abort while waiting for the answer, and while waiting to retry, is prompt', limit, () =>
-    withFake(async (fake, provider) => {
-      fake.script({ hang: true }, { status: 429, retryAfter: 30 });
-      for (const expectedRequests of [1, 2]) {
-        const controller = new AbortController();
-        const pending = provider.complete({ model: 'm', messages: hello, signal: controller.signal });
-        await fake.waitFor((requests) => requests.length === expectedRequests);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        const started = Date.now();
-        controller.abort();
-        await providerFailure(pending, 'cancelled');
-        assert.ok(Date.now() - started < 1_000, 'the cancel did not wait for the server or the Retry-After');
-      }
-      await fake.waitFor((requests) => requests[0].aborted);
-      assert.equal(fake.requests.length, 2, 'no retry after a cancel');
-    }));
-
-  test('an already aborted signal sends nothing', limit, () =>
-    withFake(async (fake, provider) => {
-      await providerFailure(provider.complete({ model: 'm', messages: hello, signal: AbortSignal.abort() }), 'cancelled');
-      assert.equal(fake.requests.length, 0);
-    }));
-
-  test('an exception thrown by onDelta reaches the caller unchanged and ends the request', limit, () =>
-    withFake(async (fake, provider) => {
-      fake.script({ text: 'abcdef', chunks: 3, chunkDelayMs: 50 });
-      const thrown = new Error('consumer broke');
-      await assert.rejects(
-        provider.complete({ model: 'm', messages: hello, onDelta: () => { throw thrown; } }),
-        (error) => error === thrown,
-      );
-      await fake.waitFor((requests) => requests[0].aborted);
-    }));
+  cancelTests(withFake, providerFailure, 429);
 });
 
 describe('redaction', () => {
@@ -458,12 +382,3 @@ describe('redaction', () => {
     assert.equal(safeDetail({ error: 'x' }), '{"error":"x"}');
   });
 });
-
-/** A port nobody listens on (bound, then released). */
-async function freePort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}

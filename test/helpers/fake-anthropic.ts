@@ -13,33 +13,16 @@
  * message_delta (stop_reason, usage) and message_stop. The `...AfterDeltas` options count
  * content_block_delta events: `hangAfterDeltas: 2` sends everything before the third delta, then stops.
  */
-import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { countWords, sendJson, sendRaw, split, startFakeServer } from './fake-http';
+import type { Exchange, FakeError, FakeHang, FakeKit, FakeMalformed, FakeReset, FakeServer, StepSource, Timing } from './fake-http';
 
-export interface RecordedRequest {
-  method: string;
-  /** Path and query, e.g. `/v1/messages`. */
-  path: string;
-  /** Lower-cased header names, as Node gives them. */
-  headers: http.IncomingHttpHeaders;
-  /** Parsed JSON body; the raw text when not JSON; undefined when empty. */
-  body: any;
-  /** Date.now() when the request arrived. */
-  receivedAt: number;
-  /** The client closed the connection before the answer was complete (e.g. it cancelled). */
-  aborted: boolean;
-}
+export type { FakeError, FakeHang, FakeMalformed, FakeReset, RecordedRequest } from './fake-http';
 
 export interface FakeToolUse {
   id?: string;
   name: string;
   /** An object is sent as JSON; a string is sent as is (so malformed JSON can be tested). */
   input: Record<string, unknown> | string;
-}
-
-interface Timing {
-  /** Wait this long before answering at all. */
-  delayMs?: number;
 }
 
 /** A successful answer: text, tool_use blocks, or both. */
@@ -63,34 +46,9 @@ export interface FakeReply extends Timing {
   streamError?: { type: string; message: string };
 }
 
-/** An HTTP error. The default body is Anthropic's error shape for the status. */
-export interface FakeError extends Timing {
-  status: number;
-  /** An object is sent as JSON, a string as is. */
-  body?: unknown;
-  /** Sent as the Retry-After header. */
-  retryAfter?: number | string;
-  headers?: Record<string, string>;
-}
-
-/** Never answers (the server still closes promptly). */
-export interface FakeHang extends Timing {
-  hang: true;
-}
-
-/** Status 200 with garbage: an event whose data is not JSON when streaming, else a body that is not JSON. A string is sent raw instead. */
-export interface FakeMalformed extends Timing {
-  malformed: true | string;
-}
-
-/** Destroys the connection without answering. */
-export interface FakeReset extends Timing {
-  reset: true;
-}
-
 export type FakeStep = FakeReply | FakeError | FakeHang | FakeMalformed | FakeReset;
 /** A step, or a function choosing one from the request (e.g. to answer what a tool result says). */
-export type FakeStepSource = FakeStep | ((request: RecordedRequest) => FakeStep);
+export type FakeStepSource = StepSource<FakeStep>;
 
 export interface FakeAnthropicOptions {
   /** When set, every /v1 request must carry `x-api-key: <apiKey>`, else 401. */
@@ -101,88 +59,20 @@ export interface FakeAnthropicOptions {
   modelsPageSize?: number;
 }
 
-export interface FakeAnthropic {
+/** Default answers are Anthropic's error shape for the status; answers carry a `request-id` header. */
+export interface FakeAnthropic extends FakeServer<FakeStep> {
   /** Base URL as Anthropic's SDK wants it (no /v1), e.g. `http://127.0.0.1:43123`. */
   readonly url: string;
-  readonly port: number;
-  /** Every request received, in order of arrival. */
-  readonly requests: RecordedRequest[];
-  /** Queues answers for the next POST /v1/messages requests, first in first out. */
-  script(...steps: FakeStepSource[]): void;
-  /** The answer used when the queue is empty (initially the echo). */
-  setDefault(step: FakeStepSource): void;
-  /** Scripted steps not used yet. */
-  pending(): number;
-  /** Resolves once `predicate` holds (checked on every request and abort), rejects after `timeoutMs` (default 5000). */
-  waitFor(predicate: (requests: RecordedRequest[]) => boolean, timeoutMs?: number): Promise<void>;
-  /** Stops the server and destroys every connection, hanging ones included. */
-  close(): Promise<void>;
 }
 
 const echo: FakeStepSource = (request) => ({ text: `echo: ${lastUserText(request.body)}` });
 
 export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
   const models = options.models ?? ['claude-fake-2', 'claude-fake-1'];
-  const requests: RecordedRequest[] = [];
-  const queue: FakeStepSource[] = [];
-  let fallback: FakeStepSource = echo;
-  let closed = false;
   let idCounter = 0;
-  const sockets = new Set<Socket>();
-  const timers = new Set<ReturnType<typeof setTimeout>>();
-  const watchers = new Set<() => void>();
-  const notify = () => [...watchers].forEach((watch) => watch());
 
-  /** Resolves after `ms`, or never if the server closes first. */
-  const later = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (ms <= 0) return resolve();
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        resolve();
-      }, ms);
-      timers.add(timer);
-    });
-
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
-      let body: unknown = undefined;
-      if (text) {
-        try {
-          body = JSON.parse(text);
-        } catch {
-          body = text;
-        }
-      }
-      const record: RecordedRequest = {
-        method: req.method ?? '',
-        path: req.url ?? '',
-        headers: req.headers,
-        body,
-        receivedAt: Date.now(),
-        aborted: false,
-      };
-      const state = { selfReset: false };
-      res.on('close', () => {
-        if (!res.writableFinished && !state.selfReset && !record.aborted) {
-          record.aborted = true;
-          notify();
-        }
-      });
-      requests.push(record);
-      notify();
-      handle(record, res, state).catch(() => res.destroy());
-    });
-  });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-
-  async function handle(record: RecordedRequest, res: http.ServerResponse, state: { selfReset: boolean }): Promise<void> {
+  async function handle(exchange: Exchange, kit: FakeKit<FakeStep>): Promise<void> {
+    const { record, res } = exchange;
     const [path, query = ''] = record.path.split('?');
     if (path.startsWith('/v1/')) {
       if (options.apiKey !== undefined && record.headers['x-api-key'] !== options.apiKey) {
@@ -192,18 +82,16 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
         return sendJson(res, 400, anthropicError('invalid_request_error', 'anthropic-version: header is required'));
       }
     }
-    if (record.method === 'GET' && path === '/v1/models') return listModels(res, new URLSearchParams(query));
+    if (record.method === 'GET' && path === '/v1/models') return listModels(exchange, new URLSearchParams(query));
     if (record.method === 'POST' && path === '/v1/messages') {
       const problem = invalidRequest(record.body);
       if (problem) return sendJson(res, 400, anthropicError('invalid_request_error', problem));
-      const source = queue.length > 0 ? queue.shift()! : fallback;
-      const step = typeof source === 'function' ? source(record) : source;
-      return answer(step, record, res, state);
+      return answer(kit.nextStep(record), exchange, kit);
     }
     return sendJson(res, 404, anthropicError('not_found_error', 'Not Found'));
   }
 
-  function listModels(res: http.ServerResponse, query: URLSearchParams): void {
+  function listModels({ res }: Exchange, query: URLSearchParams): void {
     const limit = Math.min(Number(query.get('limit') ?? 20) || 20, 1000, options.modelsPageSize ?? 1000);
     const after = query.get('after_id');
     const start = after ? models.indexOf(after) + 1 : 0;
@@ -216,27 +104,17 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     });
   }
 
-  async function answer(step: FakeStep, record: RecordedRequest, res: http.ServerResponse, state: { selfReset: boolean }): Promise<void> {
-    await later(step.delayMs ?? 0);
-    if (closed || res.destroyed) return;
+  async function answer(scripted: FakeStep, exchange: Exchange, kit: FakeKit<FakeStep>): Promise<void> {
+    const { record, res } = exchange;
     const request = record.body as { stream?: boolean; model?: string };
     const streaming = request.stream === true;
-    const reset = () => {
-      state.selfReset = true;
-      res.socket?.destroy();
-      res.destroy();
-    };
-
-    if ('status' in step) {
-      const headers: Record<string, string> = { 'request-id': `req_fake_${++idCounter}`, ...step.headers };
-      if (step.retryAfter !== undefined) headers['retry-after'] = String(step.retryAfter);
-      const body = step.body === undefined ? errorBody(step.status) : step.body;
-      return typeof body === 'string' ? sendRaw(res, step.status, 'text/plain; charset=utf-8', body, headers) : sendJson(res, step.status, body, headers);
-    }
-    if ('hang' in step) return;
-    if ('reset' in step) return reset();
+    const step = await kit.answerCommon(scripted, exchange, {
+      streaming,
+      errorBody,
+      errorHeaders: () => ({ 'request-id': `req_fake_${++idCounter}` }),
+    });
+    if (!step) return;
     if ('malformed' in step) {
-      if (typeof step.malformed === 'string') return sendRaw(res, 200, streaming ? 'text/event-stream' : 'application/json', step.malformed);
       if (!streaming) return sendRaw(res, 200, 'application/json', '{"id":"msg_broken","type":"message","content":[{"type":"te');
       const start = { type: 'message_start', message: messageShell('msg_broken', request.model, 1) };
       return sendRaw(res, 200, 'text/event-stream', `event: message_start\ndata: ${JSON.stringify(start)}\n\nevent: content_block_delta\ndata: this is not json\n\n`);
@@ -255,7 +133,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
 
     if (!streaming) {
       if (step.hangAfterDeltas !== undefined) return;
-      if (step.resetAfterDeltas !== undefined) return reset();
+      if (step.resetAfterDeltas !== undefined) return exchange.reset();
       const content: unknown[] = [];
       if (text !== '') content.push({ type: 'text', text, citations: null });
       for (const use of uses) {
@@ -295,70 +173,26 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     add({ type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: usage.output_tokens } });
     add({ type: 'message_stop' });
 
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'request-id': `req_fake_${idCounter}` });
-    res.flushHeaders();
     let deltas = 0;
-    for (let sent = 0; sent < events.length; sent++) {
-      const next = events[sent];
-      if (next.event === 'content_block_delta') {
-        if (step.hangAfterDeltas === deltas) return;
-        if (step.resetAfterDeltas === deltas) return reset();
+    return kit.stream(exchange, events.map((next) => sse(next.event, next.data)), {
+      delayMs: step.chunkDelayMs,
+      headers: { 'request-id': `req_fake_${idCounter}` },
+      // The `...AfterDeltas` options count content_block_delta events.
+      control(sent) {
+        if (events[sent]?.event !== 'content_block_delta') return undefined;
+        if (step.hangAfterDeltas === deltas) return 'hang';
+        if (step.resetAfterDeltas === deltas) return 'reset';
         if (step.errorAfterDeltas === deltas) {
           const error = step.streamError ?? { type: 'overloaded_error', message: 'Overloaded' };
-          return void res.end(sse('error', { type: 'error', error }));
+          return { end: sse('error', { type: 'error', error }) };
         }
         deltas++;
-      }
-      if (sent > 0) await later(step.chunkDelayMs ?? 0);
-      if (closed || res.destroyed) return;
-      // Waiting for the write lets a reset or hang that follows happen after the event left.
-      await new Promise<void>((resolve) => res.write(sse(next.event, next.data), () => resolve()));
-    }
-    res.end();
+        return undefined;
+      },
+    });
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
-
-  return {
-    url: `http://127.0.0.1:${port}`,
-    port,
-    requests,
-    script: (...steps) => void queue.push(...steps),
-    setDefault: (step) => void (fallback = step),
-    pending: () => queue.length,
-    waitFor(predicate, timeoutMs = 5000) {
-      return new Promise<void>((resolve, reject) => {
-        const check = () => {
-          if (!predicate(requests)) return;
-          done();
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          done();
-          reject(new Error(`fake-anthropic: condition not met within ${timeoutMs} ms (${requests.length} requests seen)`));
-        }, timeoutMs);
-        const done = () => {
-          clearTimeout(timer);
-          watchers.delete(check);
-        };
-        watchers.add(check);
-        check();
-      });
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      for (const timer of timers) clearTimeout(timer);
-      timers.clear();
-      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const socket of sockets) socket.destroy();
-      await stopped;
-    },
-  };
+  return startFakeServer<FakeStep>({ name: 'fake-anthropic', fallback: echo, baseUrl: (origin) => origin, handle });
 }
 
 /** What the real API rejects first, for the mistakes a provider could make in the body's shape. */
@@ -428,28 +262,6 @@ function sse(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
-function sendJson(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  sendRaw(res, status, 'application/json', JSON.stringify(body), headers);
-}
-
-function sendRaw(res: http.ServerResponse, status: number, type: string, body: string, headers: Record<string, string> = {}): void {
-  if (res.destroyed) return;
-  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body), ...headers });
-  res.end(body);
-}
-
-/** `text` cut into `pieces` parts of about equal length (by code point); fewer only when it is shorter. */
-function split(text: string, pieces: number): string[] {
-  const chars = Array.from(text);
-  if (chars.length === 0) return [];
-  const count = Math.max(1, Math.min(Math.floor(pieces), chars.length));
-  const parts: string[] = [];
-  for (let i = 0; i < count; i++) {
-    parts.push(chars.slice(Math.round((i * chars.length) / count), Math.round(((i + 1) * chars.length) / count)).join(''));
-  }
-  return parts;
-}
-
 /** The text blocks of the last user message (tool results are not text). */
 function lastUserText(body: unknown): string {
   const messages = (body as { messages?: { role?: string; content?: unknown }[] } | undefined)?.messages ?? [];
@@ -460,8 +272,4 @@ function lastUserText(body: unknown): string {
     return last.content.map((block: { type?: unknown; text?: unknown }) => (block?.type === 'text' && typeof block.text === 'string' ? block.text : '')).join('');
   }
   return '';
-}
-
-function countWords(text: string): number {
-  return text.split(/\s+/).filter(Boolean).length;
 }

@@ -4,10 +4,8 @@
  * retry.ts for why), so every failure is a ProviderError whose message is safe to show.
  */
 import Anthropic, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
-import { Attempt } from './attempt';
-import { UNREACHABLE_CODES, codeOf, httpUrl, innermostMessage, isAbortError, seconds, urlSecrets } from './failure-details';
-import { describeEndpoint, safeDetail } from './redact';
-import { RetryableFailure, retryAfterMs, withRetries } from './retry';
+import type { Attempt } from './attempt';
+import { createHttpProvider, explanationOf, type HttpProviderCore, type StreamAssembler } from './http-provider';
 import {
   ProviderError,
   type ChatMessage,
@@ -15,7 +13,6 @@ import {
   type CompletionResult,
   type CompletionUsage,
   type Provider,
-  type ProviderErrorKind,
   type ToolCall,
 } from './types';
 
@@ -40,28 +37,39 @@ export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
 /** The API requires max_tokens; used when the request sets none. */
 export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
 const NAME = 'anthropic';
-const PLACEHOLDER_KEY = 'no-key';
 /** The API insists a conversation opens with a user turn; a trimmed history may not. */
 const OPENING_PLACEHOLDER = '(earlier messages omitted)';
 
-type Phase = 'open' | 'stream';
 type WireBody = Omit<Anthropic.MessageCreateParamsNonStreaming, 'stream'>;
 type WireMessage = Anthropic.MessageParam;
 type WireBlock = Anthropic.ContentBlockParam;
 
 export function createAnthropicProvider(options: AnthropicProviderOptions = {}): Provider {
-  const apiKey = options.apiKey || undefined;
-  const baseUrl = options.baseUrl || ANTHROPIC_DEFAULT_BASE_URL;
-  const timeoutMs = options.timeoutMs ?? 120_000;
-  const maxRetries = options.maxRetries ?? 2;
-  const endpoint = describeEndpoint(baseUrl);
-  // Whatever of the configuration could be a credential, for redaction.
-  const secrets = [apiKey, ...urlSecrets(baseUrl)];
-  const parsedBase = httpUrl(baseUrl);
-  const isAnthropic = parsedBase?.hostname === 'api.anthropic.com';
+  const core = createHttpProvider({
+    name: NAME,
+    apiKey: options.apiKey || undefined,
+    baseUrl: options.baseUrl || ANTHROPIC_DEFAULT_BASE_URL,
+    timeoutMs: options.timeoutMs,
+    maxRetries: options.maxRetries,
+    errors: { APIError, APIConnectionError, APIConnectionTimeoutError, APIUserAbortError },
+    vendorHost: 'api.anthropic.com',
+    missingKeyHint: 'set api_key, or base_url for a compatible server',
+    errorText,
+    streamErrorEvent,
+    statusFailure(_error, { status, suffix, retryable }, { fail }) {
+      if (status === 529) return retryable(true, fail('unavailable', `overloaded (HTTP 529)${suffix}`, status));
+      if (status === 413) return retryable(false, fail('bad_request', `request too large (HTTP 413)${suffix}`, status));
+      return undefined;
+    },
+    toolCalls: { idPrefix: 'toolu_', nameNoun: 'tool name', argumentsNoun: 'input', cutOffReason: 'max_tokens' },
+    // Before any text was shown, an overload or a dropped connection mid-stream is as retryable as a 529
+    // or a refused connection.
+    retryMidStream: (error) => error.kind === 'unavailable' || error.kind === 'rate_limited' || error.kind === 'network',
+  });
+  const { fail, toolCall, url: parsedBase } = core;
 
   const client = new Anthropic({
-    apiKey: apiKey ?? PLACEHOLDER_KEY,
+    ...core.clientOptions,
     // Explicit nulls: the SDK would otherwise read ANTHROPIC_* environment variables (and, with no key,
     // credential files) behind the config's back, and could send a bearer token to a custom base URL.
     authToken: null,
@@ -69,110 +77,9 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     baseURL: parsedBase ? sdkBaseUrl(parsedBase) : ANTHROPIC_DEFAULT_BASE_URL,
     // The SDK appends paths to the base as text, so a query on the base URL is carried this way.
     defaultQuery: parsedBase && parsedBase.search ? Object.fromEntries(parsedBase.searchParams) : undefined,
-    maxRetries: 0,
-    // Our own watchdog (Attempt) governs; the SDK's only covers the wait for headers.
-    timeout: timeoutMs + 5_000,
-    // The SDK logs unparsable stream data to the console; failures reach the caller as errors instead.
-    logLevel: 'off',
     // No spans: they could carry conversation content to whatever tracer another extension registered.
     openTelemetry: false,
   });
-
-  const fail = (kind: ProviderErrorKind, message: string, status?: number) =>
-    new ProviderError(NAME, kind, `${NAME}: ${message}`, status);
-
-  function requireUsable(): void {
-    if (!parsedBase) throw fail('not_configured', `invalid base URL ${endpoint}`);
-    // fetch refuses such URLs; say so plainly rather than as a connection failure.
-    if (parsedBase.username || parsedBase.password) {
-      throw fail('not_configured', `the base URL ${endpoint} must not contain credentials (user:password@); use api_key`);
-    }
-    if (!apiKey && isAnthropic) throw fail('not_configured', 'no API key configured (set api_key, or base_url for a compatible server)');
-  }
-
-  function requestOptions(attempt: Attempt) {
-    return { signal: attempt.signal, maxRetries: 0, timeout: timeoutMs + 5_000 };
-  }
-
-  /** Turns anything thrown during an attempt into the error the caller sees (or a retryable one). */
-  function failureOf(error: unknown, attempt: Attempt, phase: Phase): ProviderError | RetryableFailure {
-    if (error instanceof ProviderError || error instanceof RetryableFailure) return error;
-    if (attempt.cancelled) return fail('cancelled', 'request cancelled');
-    if (attempt.timedOut || error instanceof APIConnectionTimeoutError) {
-      return phase === 'open'
-        ? fail('timeout', `no response within ${seconds(timeoutMs)}`)
-        : fail('timeout', `the answer stalled: nothing received for ${seconds(timeoutMs)}`);
-    }
-    if (error instanceof APIUserAbortError || isAbortError(error)) return fail('cancelled', 'request cancelled');
-    if (error instanceof APIConnectionError) {
-      // Only thrown while opening (no answer yet), so always safe to retry.
-      return new RetryableFailure(connectionFailure(error, phase));
-    }
-    if (error instanceof APIError) {
-      if (error.status === undefined) return streamErrorEvent(error);
-      return statusFailure(error);
-    }
-    if (error instanceof SyntaxError) return fail('bad_response', phase === 'stream' ? 'malformed stream' : 'malformed response (not JSON)');
-    if (codeOf(error) || (error instanceof TypeError && /terminated|fetch failed/i.test(error.message))) {
-      return connectionFailure(error, phase);
-    }
-    return fail('bad_response', `unexpected failure: ${safeDetail(error instanceof Error ? error.message : error, secrets) || 'unknown'}`);
-  }
-
-  function connectionFailure(error: unknown, phase: Phase): ProviderError {
-    const code = codeOf(error);
-    const cause = code ?? (safeDetail(innermostMessage(error), secrets, 80) || 'connection failed');
-    if (phase === 'stream') return fail('network', `connection lost while receiving the answer (${cause})`);
-    if (code && UNREACHABLE_CODES.has(code)) return fail('network', `cannot reach ${endpoint} (${code})`);
-    return fail('network', `connection to ${endpoint} failed (${cause})`);
-  }
-
-  /** An `event: error` inside a 200 stream: Anthropic reports overload that began mid-answer this way. */
-  function streamErrorEvent(error: APIError): ProviderError {
-    const type = errorType(error) ?? 'unknown_error';
-    const detail = type === 'authentication_error' ? '' : safeDetail(errorText(error), secrets);
-    const what = `the server reported ${safeDetail(type, secrets, 40)} mid-answer${detail ? `: ${detail}` : ''}`;
-    switch (type) {
-      case 'rate_limit_error':
-        return fail('rate_limited', what);
-      case 'authentication_error':
-      case 'permission_error':
-        return fail('auth', what);
-      case 'invalid_request_error':
-      case 'request_too_large':
-      case 'not_found_error':
-        return fail('bad_request', what);
-      default:
-        return fail('unavailable', what);
-    }
-  }
-
-  function statusFailure(error: APIError): ProviderError | RetryableFailure {
-    const status = error.status as number;
-    // A 401's text may quote the key back: it is left out entirely rather than trusted to redaction.
-    const detail = status === 401 ? '' : safeDetail(errorText(error), secrets);
-    const suffix = detail ? `: ${detail}` : '';
-    const waitMs = retryAfterMs(error.headers);
-    const hint = error.headers?.get('x-should-retry');
-    const retryable = (defaultRetryable: boolean, failure: ProviderError) =>
-      (hint === 'true' || (hint !== 'false' && defaultRetryable)) ? new RetryableFailure(failure, waitMs) : failure;
-
-    if (status === 401) return fail('auth', 'authentication failed (HTTP 401); check the API key', status);
-    if (status === 403) return fail('auth', `access denied (HTTP 403)${suffix}`, status);
-    if (status === 429) {
-      const after = waitMs !== undefined ? `; retry after ${seconds(waitMs)}` : '';
-      return retryable(true, fail('rate_limited', `rate limited (HTTP 429)${after}${suffix}`, status));
-    }
-    if (status === 529) return retryable(true, fail('unavailable', `overloaded (HTTP 529)${suffix}`, status));
-    if (status >= 500) return retryable(true, fail('unavailable', `server error (HTTP ${status})${suffix}`, status));
-    if (status === 408) return retryable(true, fail('timeout', `the server timed out (HTTP 408)${suffix}`, status));
-    if (status === 409) return retryable(true, fail('unavailable', `conflict (HTTP 409)${suffix}`, status));
-    if (status === 404) {
-      return retryable(false, fail('bad_request', `not found (HTTP 404); check the model and the base URL ${endpoint}${suffix}`, status));
-    }
-    if (status === 413) return retryable(false, fail('bad_request', `request too large (HTTP 413)${suffix}`, status));
-    return retryable(false, fail('bad_request', `request rejected (HTTP ${status})${suffix}`, status));
-  }
 
   function buildBody(request: CompletionRequest): WireBody {
     const { system, messages } = toWireConversation(request.messages);
@@ -190,33 +97,6 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     return body;
   }
 
-  function toolCall(index: number, id: unknown, name: unknown, input: unknown, stopReason: string | null): ToolCall {
-    if (typeof name !== 'string' || name === '') throw fail('bad_response', 'malformed tool call (no tool name)');
-    return {
-      id: typeof id === 'string' && id !== '' ? id : `toolu_${index}`,
-      name,
-      arguments: parseInput(name, input, stopReason === 'max_tokens'),
-    };
-  }
-
-  function parseInput(name: string, raw: unknown, cutOff: boolean): Record<string, unknown> {
-    let value = raw;
-    if (typeof raw === 'string') {
-      if (raw.trim() === '') return {};
-      try {
-        value = JSON.parse(raw);
-      } catch {
-        const why = cutOff ? ' (the answer was cut off at the token limit)' : '';
-        throw fail('bad_response', `tool call ${safeDetail(name, secrets, 64)} has malformed JSON input${why}`);
-      }
-    }
-    if (value === undefined || value === null) return {};
-    if (typeof value !== 'object' || Array.isArray(value)) {
-      throw fail('bad_response', `tool call ${safeDetail(name, secrets, 64)} input is not a JSON object`);
-    }
-    return value as Record<string, unknown>;
-  }
-
   function fromMessage(message: Anthropic.Message): CompletionResult {
     if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
       throw fail('bad_response', 'malformed response (no content)');
@@ -231,69 +111,12 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     return withUsage({ text, tool_calls: calls, finish_reason: stopReason }, usageOf(message.usage));
   }
 
-  async function completeOnce(body: WireBody, signal: AbortSignal | undefined): Promise<CompletionResult> {
-    const attempt = new Attempt(signal, timeoutMs);
-    try {
-      const message = await client.messages.create({ ...body, stream: false }, requestOptions(attempt));
-      return fromMessage(message);
-    } catch (error) {
-      throw failureOf(error, attempt, 'open');
-    } finally {
-      attempt.dispose();
-    }
-  }
-
-  async function streamOnce(body: WireBody, onDelta: (text: string) => void, signal: AbortSignal | undefined): Promise<CompletionResult> {
-    const attempt = new Attempt(signal, timeoutMs);
-    try {
-      let stream: Awaited<ReturnType<typeof openStream>>;
-      try {
-        stream = await openStream(body, attempt);
-      } catch (error) {
-        throw failureOf(error, attempt, 'open');
-      }
-      const sdkStream = stream;
-      attempt.signal.addEventListener('abort', () => sdkStream.controller.abort(), { once: true });
-      attempt.touch();
-      const assembler = new StreamAssembler();
-      let delivered = false;
-      let callbackFailure: { error: unknown } | undefined;
-      try {
-        for await (const event of stream) {
-          attempt.touch();
-          const piece = assembler.add(event);
-          if (!piece) continue;
-          delivered = true;
-          try {
-            onDelta(piece);
-          } catch (error) {
-            callbackFailure = { error };
-            break; // leaving the loop aborts the request
-          }
-        }
-      } catch (error) {
-        const failure = failureOf(error, attempt, 'stream');
-        const providerFailure = failure instanceof RetryableFailure ? failure.error : failure;
-        // Once text has been shown nothing is retried (it would be shown twice). Before that, an
-        // overload or a dropped connection is as retryable as a 529 or a refused one.
-        if (!delivered && retryableMidStream(providerFailure)) throw new RetryableFailure(providerFailure);
-        throw providerFailure;
-      }
-      if (callbackFailure) throw callbackFailure.error;
-      // The SDK ends the iteration quietly when the request is aborted.
-      if (attempt.signal.aborted) throw failureOf(new APIUserAbortError(), attempt, 'stream');
-      return assembler.result();
-    } finally {
-      attempt.dispose();
-    }
-  }
-
   function openStream(body: WireBody, attempt: Attempt) {
-    return client.messages.create({ ...body, stream: true }, requestOptions(attempt));
+    return client.messages.create({ ...body, stream: true }, core.requestOptions(attempt));
   }
 
   /** Joins stream events: text deltas in order, tool_use input from its partial JSON, by block index. */
-  class StreamAssembler {
+  class EventAssembler implements StreamAssembler<Anthropic.RawMessageStreamEvent> {
     private text = '';
     private stopReason: string | null = null;
     private usage: CompletionUsage | undefined;
@@ -382,44 +205,35 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     }
   }
 
-  return {
-    name: NAME,
+  return core.provider({
+    buildBody,
+    complete: async (body, attempt) => fromMessage(await client.messages.create({ ...body, stream: false }, core.requestOptions(attempt))),
+    openStream,
+    assembler: () => new EventAssembler(),
+    models: (attempt) => client.models.list({ limit: 1000 }, core.requestOptions(attempt)),
+    // Model ids in the API's order (newest first).
+    sortModels: false,
+  });
+}
 
-    async complete(request: CompletionRequest): Promise<CompletionResult> {
-      requireUsable();
-      const { signal, onDelta } = request;
-      if (signal?.aborted) throw fail('cancelled', 'request cancelled');
-      const body = buildBody(request);
-      return withRetries(
-        () => (onDelta ? streamOnce(body, onDelta, signal) : completeOnce(body, signal)),
-        { provider: NAME, maxRetries, signal },
-      );
-    },
-
-    /** Model ids in the API's order (newest first). */
-    async listModels(signal?: AbortSignal): Promise<string[]> {
-      requireUsable();
-      if (signal?.aborted) throw fail('cancelled', 'request cancelled');
-      return withRetries(
-        async () => {
-          const attempt = new Attempt(signal, timeoutMs);
-          try {
-            const ids = new Set<string>();
-            for await (const model of client.models.list({ limit: 1000 }, requestOptions(attempt))) {
-              attempt.touch();
-              if (typeof model?.id === 'string') ids.add(model.id);
-            }
-            return [...ids];
-          } catch (error) {
-            throw failureOf(error, attempt, 'open');
-          } finally {
-            attempt.dispose();
-          }
-        },
-        { provider: NAME, maxRetries, signal },
-      );
-    },
-  };
+/** An `event: error` inside a 200 stream: Anthropic reports overload that began mid-answer this way. */
+function streamErrorEvent(error: APIError, { fail, detail }: HttpProviderCore): ProviderError {
+  const type = errorType(error) ?? 'unknown_error';
+  const text = type === 'authentication_error' ? '' : detail(errorText(error));
+  const what = `the server reported ${detail(type, 40)} mid-answer${text ? `: ${text}` : ''}`;
+  switch (type) {
+    case 'rate_limit_error':
+      return fail('rate_limited', what);
+    case 'authentication_error':
+    case 'permission_error':
+      return fail('auth', what);
+    case 'invalid_request_error':
+    case 'request_too_large':
+    case 'not_found_error':
+      return fail('bad_request', what);
+    default:
+      return fail('unavailable', what);
+  }
 }
 
 /**
@@ -514,10 +328,6 @@ function withUsage(result: CompletionResult, usage: CompletionUsage | undefined)
   return usage ? { ...result, usage } : result;
 }
 
-function retryableMidStream(error: ProviderError): boolean {
-  return error.kind === 'unavailable' || error.kind === 'rate_limited' || error.kind === 'network';
-}
-
 /** The API's base as the SDK wants it: no query (given apart), no trailing slash or `/v1` (the SDK adds `/v1/...`). */
 function sdkBaseUrl(url: URL): string {
   const path = url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
@@ -539,11 +349,5 @@ function errorType(error: APIError): string | undefined {
 
 /** The provider's own explanation of a failed answer (to be passed through safeDetail). */
 function errorText(error: APIError): string {
-  const body = errorBody(error);
-  if (body) return typeof body.message === 'string' ? body.message : JSON.stringify(body);
-  // Not JSON: the SDK puts `<status> <body text>` in the message. Proxies answer with HTML pages.
-  return error.message
-    .replace(/^\d{3}\s*/, '')
-    .replace(/^status code \(no body\)$/, '')
-    .replace(/<[^>]*>/g, ' ');
+  return explanationOf(errorBody(error), error.message);
 }

@@ -1,7 +1,7 @@
 /**
  * One try at a provider request: aborts when the caller's signal does, or when nothing has arrived for
  * `timeoutMs` (the watchdog is re-armed by touch() on every chunk), so a stalled stream ends as a
- * timeout rather than hanging. Same policy as the OpenAI provider's private copy.
+ * timeout rather than hanging. Used by every HTTP provider through http-provider.ts.
  */
 export class Attempt {
   private readonly controller = new AbortController();

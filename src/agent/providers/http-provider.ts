@@ -1,0 +1,365 @@
+/**
+ * What every provider built on a vendor's HTTP SDK (OpenAI's, Anthropic's) does the same way: it checks
+ * the configuration, retries (see retry.ts), runs each attempt under a watchdog (attempt.ts), and turns
+ * whatever an attempt throws (an HTTP status, a broken or refused connection, an abort, a timeout, a
+ * stalled stream) into a ProviderError whose message is safe to show. The vendor files keep their wire
+ * formats and the few answers only their API gives (handed in as hooks).
+ */
+import { Attempt } from './attempt';
+import { UNREACHABLE_CODES, codeOf, httpUrl, innermostMessage, isAbortError, seconds, urlSecrets } from './failure-details';
+import { describeEndpoint, safeDetail } from './redact';
+import { RetryableFailure, retryAfterMs, withRetries } from './retry';
+import { ProviderError, type CompletionRequest, type CompletionResult, type Provider, type ProviderErrorKind, type ToolCall } from './types';
+
+/** 'open': no part of the answer has arrived yet; 'stream': receiving it. */
+export type Phase = 'open' | 'stream';
+
+/** The part of an SDK's APIError used here (both SDKs have the same shape, as separate classes). */
+export interface SdkApiError extends Error {
+  readonly status: number | undefined;
+  readonly headers: { get(name: string): string | null } | undefined;
+  readonly error: unknown;
+}
+
+/** The SDK's error classes: in both SDKs every one of them extends APIError. */
+export interface SdkErrorClasses<E extends SdkApiError> {
+  APIError: abstract new (...args: any[]) => E;
+  APIConnectionError: abstract new (...args: any[]) => Error;
+  APIConnectionTimeoutError: abstract new (...args: any[]) => Error;
+  APIUserAbortError: new () => Error;
+}
+
+/** What a vendor's own status rule gets to word its failure like the common ones. */
+export interface StatusContext {
+  status: number;
+  /** `: <the server's own explanation>`, redacted; empty when there is none (always for a 401). */
+  suffix: string;
+  /** `; retry after <time>` when the answer asked for a wait, else empty. */
+  after: string;
+  /** `failure` as a RetryableFailure when the server's x-should-retry says so, or by default when it says nothing. */
+  retryable(defaultRetryable: boolean, failure: ProviderError): ProviderError | RetryableFailure;
+}
+
+export interface HttpProviderConfig<E extends SdkApiError> {
+  /** Names the provider in every error: `<name>: <message>`. */
+  name: string;
+  apiKey: string | undefined;
+  baseUrl: string;
+  /** Default 120000. */
+  timeoutMs?: number;
+  /** Default 2. */
+  maxRetries?: number;
+  errors: SdkErrorClasses<E>;
+  /** The vendor's own host: it cannot be used without a key. */
+  vendorHost: string;
+  /** Completes `no API key configured (...)`. */
+  missingKeyHint: string;
+  /** The provider's own explanation of a failed answer (passed through safeDetail before use). */
+  errorText(error: E): string;
+  /** An APIError without a status: an error event inside a 200 stream. */
+  streamErrorEvent(error: E, core: HttpProviderCore): ProviderError;
+  /** Statuses the vendor words its own way; undefined leaves the status to the common rules. Not asked about 401/403. */
+  statusFailure?(error: E, context: StatusContext, core: HttpProviderCore): ProviderError | RetryableFailure | undefined;
+  /** How tool calls are named in errors and defaulted. */
+  toolCalls: {
+    /** Default id prefix, e.g. `call_` (followed by the call's index). */
+    idPrefix: string;
+    /** `malformed tool call (no <nameNoun>)`. */
+    nameNoun: string;
+    /** What the API calls a call's arguments. */
+    argumentsNoun: 'arguments' | 'input';
+    /** The finish reason of an answer cut off at the token limit. */
+    cutOffReason: string;
+  };
+  /** While streaming, before any text was shown: whether this failure may be retried (default: none is). */
+  retryMidStream?(error: ProviderError): boolean;
+}
+
+/** An SDK stream: events, and the controller that closes its connection. */
+export type SdkStream<Event> = AsyncIterable<Event> & { controller: AbortController };
+
+/** Joins a streamed answer: `add` returns the text piece an event carries ('' for none). */
+export interface StreamAssembler<Event> {
+  add(event: Event): string;
+  result(): CompletionResult;
+}
+
+/** The vendor's wire format, from which the core makes the Provider. */
+export interface WireParts<Body, Event> {
+  buildBody(request: CompletionRequest): Body;
+  /** One whole (not streamed) answer. */
+  complete(body: Body, attempt: Attempt): Promise<CompletionResult>;
+  /** Opens a streamed answer. */
+  openStream(body: Body, attempt: Attempt): Promise<SdkStream<Event>>;
+  /** A new assembler for one streamed attempt. */
+  assembler(): StreamAssembler<Event>;
+  /** Every model (the SDK follows the pages). */
+  models(attempt: Attempt): AsyncIterable<{ id: string }>;
+  /** listModels sorts the ids; otherwise they stay in the API's order. */
+  sortModels: boolean;
+}
+
+export interface HttpProviderCore {
+  readonly name: string;
+  /** The base URL when it parses and is http(s). */
+  readonly url: URL | undefined;
+  /** The base URL as it may be shown. */
+  readonly endpoint: string;
+  readonly isVendorHost: boolean;
+  readonly maxRetries: number;
+  readonly timeoutMs: number;
+  /** Options every SDK client gets: no SDK retries, our watchdog governs, no console logging. */
+  readonly clientOptions: { apiKey: string; maxRetries: 0; timeout: number; logLevel: 'off' };
+  fail(kind: ProviderErrorKind, message: string, status?: number): ProviderError;
+  /** Text from the server or the user, redacted of the configured secrets and shortened. */
+  detail(value: unknown, maxLength?: number): string;
+  /** Per-request SDK options for one attempt. */
+  requestOptions(attempt: Attempt): { signal: AbortSignal; maxRetries: 0; timeout: number };
+  /** A tool call of the answer, its arguments parsed (a string as JSON). */
+  toolCall(index: number, id: unknown, name: unknown, args: unknown, finishReason: string | null): ToolCall;
+  /** The Provider: checks, retries and failure mapping around the vendor's wire format. */
+  provider<Body, Event>(wire: WireParts<Body, Event>): Provider;
+}
+
+const PLACEHOLDER_KEY = 'no-key';
+
+export function createHttpProvider<E extends SdkApiError>(config: HttpProviderConfig<E>): HttpProviderCore {
+  const { name, apiKey, baseUrl, errors } = config;
+  const timeoutMs = config.timeoutMs ?? 120_000;
+  const maxRetries = config.maxRetries ?? 2;
+  const endpoint = describeEndpoint(baseUrl);
+  // Whatever of the configuration could be a credential, for redaction.
+  const secrets = [apiKey, ...urlSecrets(baseUrl)];
+  const url = httpUrl(baseUrl);
+  const isVendorHost = url?.hostname === config.vendorHost;
+  // The SDK's own timeout only covers the wait for headers; ours (Attempt) governs, so it is set longer.
+  const sdkTimeout = timeoutMs + 5_000;
+
+  const fail = (kind: ProviderErrorKind, message: string, status?: number) =>
+    new ProviderError(name, kind, `${name}: ${message}`, status);
+  const detail = (value: unknown, maxLength?: number) => safeDetail(value, secrets, maxLength);
+  const cancelled = () => fail('cancelled', 'request cancelled');
+
+  function ready(signal: AbortSignal | undefined): void {
+    if (!url) throw fail('not_configured', `invalid base URL ${endpoint}`);
+    // fetch refuses such URLs; say so plainly rather than as a connection failure.
+    if (url.username || url.password) {
+      throw fail('not_configured', `the base URL ${endpoint} must not contain credentials (user:password@); use api_key`);
+    }
+    if (!apiKey && isVendorHost) throw fail('not_configured', `no API key configured (${config.missingKeyHint})`);
+    if (signal?.aborted) throw cancelled();
+  }
+
+  function requestOptions(attempt: Attempt) {
+    return { signal: attempt.signal, maxRetries: 0 as const, timeout: sdkTimeout };
+  }
+
+  /** Turns anything thrown during an attempt into the error the caller sees (or a retryable one). */
+  function failureOf(error: unknown, attempt: Attempt, phase: Phase): ProviderError | RetryableFailure {
+    if (error instanceof ProviderError || error instanceof RetryableFailure) return error;
+    if (attempt.cancelled) return cancelled();
+    if (attempt.timedOut || error instanceof errors.APIConnectionTimeoutError) {
+      return phase === 'open'
+        ? fail('timeout', `no response within ${seconds(timeoutMs)}`)
+        : fail('timeout', `the answer stalled: nothing received for ${seconds(timeoutMs)}`);
+    }
+    if (error instanceof errors.APIUserAbortError || isAbortError(error)) return cancelled();
+    if (error instanceof errors.APIConnectionError) {
+      // Only thrown while opening (no answer yet), so always safe to retry.
+      return new RetryableFailure(connectionFailure(error, phase));
+    }
+    if (error instanceof errors.APIError) {
+      if (error.status === undefined) return config.streamErrorEvent(error, core);
+      return statusFailure(error);
+    }
+    if (error instanceof SyntaxError) return fail('bad_response', phase === 'stream' ? 'malformed stream' : 'malformed response (not JSON)');
+    if (codeOf(error) || (error instanceof TypeError && /terminated|fetch failed/i.test(error.message))) {
+      return connectionFailure(error, phase);
+    }
+    return fail('bad_response', `unexpected failure: ${detail(error instanceof Error ? error.message : error) || 'unknown'}`);
+  }
+
+  function connectionFailure(error: unknown, phase: Phase): ProviderError {
+    const code = codeOf(error);
+    const cause = code ?? (detail(innermostMessage(error), 80) || 'connection failed');
+    if (phase === 'stream') return fail('network', `connection lost while receiving the answer (${cause})`);
+    if (code && UNREACHABLE_CODES.has(code)) return fail('network', `cannot reach ${endpoint} (${code})`);
+    return fail('network', `connection to ${endpoint} failed (${cause})`);
+  }
+
+  function statusFailure(error: E): ProviderError | RetryableFailure {
+    const status = error.status as number;
+    // A 401's text may quote the key back: it is left out entirely rather than trusted to redaction.
+    const text = status === 401 ? '' : detail(config.errorText(error));
+    const suffix = text ? `: ${text}` : '';
+    const waitMs = retryAfterMs(error.headers);
+    const after = waitMs !== undefined ? `; retry after ${seconds(waitMs)}` : '';
+    const hint = error.headers?.get('x-should-retry');
+    const retryable = (defaultRetryable: boolean, failure: ProviderError) =>
+      (hint === 'true' || (hint !== 'false' && defaultRetryable)) ? new RetryableFailure(failure, waitMs) : failure;
+
+    if (status === 401) return fail('auth', 'authentication failed (HTTP 401); check the API key', status);
+    if (status === 403) return fail('auth', `access denied (HTTP 403)${suffix}`, status);
+    const own = config.statusFailure?.(error, { status, suffix, after, retryable }, core);
+    if (own) return own;
+    if (status === 429) return retryable(true, fail('rate_limited', `rate limited (HTTP 429)${after}${suffix}`, status));
+    if (status >= 500) return retryable(true, fail('unavailable', `server error (HTTP ${status})${suffix}`, status));
+    if (status === 408) return retryable(true, fail('timeout', `the server timed out (HTTP 408)${suffix}`, status));
+    if (status === 409) return retryable(true, fail('unavailable', `conflict (HTTP 409)${suffix}`, status));
+    if (status === 404) {
+      return retryable(false, fail('bad_request', `not found (HTTP 404); check the model and the base URL ${endpoint}${suffix}`, status));
+    }
+    return retryable(false, fail('bad_request', `request rejected (HTTP ${status})${suffix}`, status));
+  }
+
+  async function once<T>(signal: AbortSignal | undefined, run: (attempt: Attempt) => Promise<T>): Promise<T> {
+    const attempt = new Attempt(signal, timeoutMs);
+    try {
+      return await run(attempt);
+    } catch (error) {
+      throw failureOf(error, attempt, 'open');
+    } finally {
+      attempt.dispose();
+    }
+  }
+
+  async function stream<Event>(
+    signal: AbortSignal | undefined,
+    open: (attempt: Attempt) => Promise<SdkStream<Event>>,
+    assembler: StreamAssembler<Event>,
+    onDelta: (text: string) => void,
+  ): Promise<CompletionResult> {
+    const attempt = new Attempt(signal, timeoutMs);
+    try {
+      let events: SdkStream<Event>;
+      try {
+        events = await open(attempt);
+      } catch (error) {
+        throw failureOf(error, attempt, 'open');
+      }
+      const sdkStream = events;
+      attempt.signal.addEventListener('abort', () => sdkStream.controller.abort(), { once: true });
+      attempt.touch();
+      let delivered = false;
+      let callbackFailure: { error: unknown } | undefined;
+      try {
+        for await (const event of events) {
+          attempt.touch();
+          const piece = assembler.add(event);
+          if (!piece) continue;
+          delivered = true;
+          try {
+            onDelta(piece);
+          } catch (error) {
+            callbackFailure = { error };
+            break; // leaving the loop aborts the request
+          }
+        }
+      } catch (error) {
+        const failure = failureOf(error, attempt, 'stream');
+        const providerFailure = failure instanceof RetryableFailure ? failure.error : failure;
+        // Once text has been shown nothing is retried (it would be shown twice).
+        if (!delivered && config.retryMidStream?.(providerFailure)) throw new RetryableFailure(providerFailure);
+        throw providerFailure;
+      }
+      if (callbackFailure) throw callbackFailure.error;
+      // The SDK ends the iteration quietly when the request is aborted.
+      if (attempt.signal.aborted) throw failureOf(new errors.APIUserAbortError(), attempt, 'stream');
+      return assembler.result();
+    } finally {
+      attempt.dispose();
+    }
+  }
+
+  function toolCall(index: number, id: unknown, toolName: unknown, args: unknown, finishReason: string | null): ToolCall {
+    const { idPrefix, nameNoun, cutOffReason } = config.toolCalls;
+    if (typeof toolName !== 'string' || toolName === '') throw fail('bad_response', `malformed tool call (no ${nameNoun})`);
+    return {
+      id: typeof id === 'string' && id !== '' ? id : `${idPrefix}${index}`,
+      name: toolName,
+      arguments: parseArguments(toolName, args, finishReason === cutOffReason),
+    };
+  }
+
+  function parseArguments(toolName: string, raw: unknown, cutOff: boolean): Record<string, unknown> {
+    const noun = config.toolCalls.argumentsNoun;
+    let value = raw;
+    if (typeof raw === 'string') {
+      if (raw.trim() === '') return {};
+      try {
+        value = JSON.parse(raw);
+      } catch {
+        const why = cutOff ? ' (the answer was cut off at the token limit)' : '';
+        throw fail('bad_response', `tool call ${detail(toolName, 64)} has malformed JSON ${noun}${why}`);
+      }
+    }
+    if (value === undefined || value === null) return {};
+    if (typeof value !== 'object' || Array.isArray(value)) {
+      throw fail('bad_response', `tool call ${detail(toolName, 64)} ${noun} ${noun === 'arguments' ? 'are' : 'is'} not a JSON object`);
+    }
+    return value as Record<string, unknown>;
+  }
+
+  function provider<Body, Event>(wire: WireParts<Body, Event>): Provider {
+    const retry = <T>(signal: AbortSignal | undefined, attempt: () => Promise<T>) =>
+      withRetries(attempt, { provider: name, maxRetries, signal });
+    return {
+      name,
+
+      async complete(request: CompletionRequest): Promise<CompletionResult> {
+        const { signal, onDelta } = request;
+        ready(signal);
+        const body = wire.buildBody(request);
+        return retry(signal, () =>
+          onDelta
+            ? stream(signal, (attempt) => wire.openStream(body, attempt), wire.assembler(), onDelta)
+            : once(signal, (attempt) => wire.complete(body, attempt)),
+        );
+      },
+
+      async listModels(signal?: AbortSignal): Promise<string[]> {
+        ready(signal);
+        return retry(signal, () =>
+          once(signal, async (attempt) => {
+            const ids = new Set<string>();
+            for await (const model of wire.models(attempt)) {
+              attempt.touch();
+              if (typeof model?.id === 'string') ids.add(model.id);
+            }
+            return wire.sortModels ? [...ids].sort() : [...ids];
+          }),
+        );
+      },
+    };
+  }
+
+  const core: HttpProviderCore = {
+    name,
+    url,
+    endpoint,
+    isVendorHost,
+    maxRetries,
+    timeoutMs,
+    clientOptions: { apiKey: apiKey ?? PLACEHOLDER_KEY, maxRetries: 0, timeout: sdkTimeout, logLevel: 'off' },
+    fail,
+    detail,
+    requestOptions,
+    toolCall,
+    provider,
+  };
+  return core;
+}
+
+/**
+ * The explanation in an error answer: its body's `message` (the whole body when it has none), or,
+ * when the body was not JSON, the SDK's message without the status (HTML tags taken out: proxies answer
+ * with HTML pages).
+ */
+export function explanationOf(body: { message?: unknown } | undefined, sdkMessage: string): string {
+  if (body) return typeof body.message === 'string' ? body.message : JSON.stringify(body);
+  // Not JSON: the SDK puts `<status> <body text>` in the message.
+  return sdkMessage
+    .replace(/^\d{3}\s*/, '')
+    .replace(/^status code \(no body\)$/, '')
+    .replace(/<[^>]*>/g, ' ');
+}

@@ -1,0 +1,300 @@
+import { EventEmitter } from 'node:events';
+import WebSocket from 'ws';
+import type { ClientSession } from '../commands/session';
+import { newSessionId } from '../commands/session';
+import type { Service } from '../service';
+
+/** What `get_config` answers: the settings the editor shows (never a secret). */
+export interface PublicConfig {
+  provider: string;
+  model: string;
+  temperature: number;
+  permission_mode: 'ask' | 'allow' | 'deny';
+  base_url: string | null;
+  api_key_set: boolean;
+}
+
+type Frame = Record<string, unknown>;
+export type Envelope = Record<string, unknown>;
+
+export interface BackendEvents {
+  /** A service event for the editor (config.changed, permission.request, ...). */
+  event: [event: Frame];
+  /** The public config changed (after a config.changed, from any source). */
+  config: [config: PublicConfig, fields: string[]];
+  /** A remote backend lost its connection. */
+  closed: [];
+}
+
+/**
+ * How this window reaches the service: in process when it hosts it, over a loopback WebSocket when
+ * another window does. Commands, the status bar and the chat view only use this, so they behave the
+ * same in every window.
+ */
+export interface Backend extends EventEmitter<BackendEvents> {
+  readonly kind: 'local' | 'remote';
+  /** One protocol command (as a WebSocket client would send it) -> its envelope. */
+  request(frame: Frame): Promise<Envelope>;
+  /** The last known public config (refreshed on every config change). */
+  readonly config: PublicConfig | undefined;
+  /** A ClientSession-like subscription for a chat view: events for that view only plus broadcasts. */
+  openSession(sink: SessionSink): BackendSession;
+  dispose(): void;
+}
+
+/** One chat view's session: frames in, every response and event of that session out. */
+export interface BackendSession {
+  send(frame: Frame): void;
+  dispose(): void;
+}
+
+export interface SessionSink {
+  onResponse(envelope: Envelope): void;
+  onEvent(event: Frame): void;
+}
+
+/** Throws the envelope's error text when it is not ok; returns `data`. */
+export async function call<T = Record<string, unknown>>(backend: { request(frame: Frame): Promise<Envelope> }, frame: Frame): Promise<T> {
+  const envelope = await backend.request(frame);
+  if (envelope.status !== 'ok') throw new Error(String(envelope.error ?? 'the service refused the command'));
+  return envelope.data as T;
+}
+
+/** The window that hosts the service: calls its one dispatcher directly. */
+export class LocalBackend extends EventEmitter<BackendEvents> implements Backend {
+  readonly kind = 'local' as const;
+  private readonly session: ClientSession;
+  private readonly removeSession: () => void;
+  private readonly onChange = (fields: string[]) => {
+    this.emit('config', this.config, fields);
+  };
+
+  constructor(readonly service: Service) {
+    super();
+    // The editor itself (commands, modal prompts) as one client: it answers prompts through Host.permissionPrompt.
+    this.session = { id: newSessionId(), source: 'editor', canAnswerPermissions: false, send: (event) => this.emit('event', event as Frame) };
+    this.removeSession = service.events.add(this.session);
+    service.config.on('change', this.onChange);
+  }
+
+  get config(): PublicConfig {
+    const c = this.service.config.current;
+    return {
+      provider: c.provider,
+      model: c.model,
+      temperature: c.temperature,
+      permission_mode: c.permission_mode,
+      base_url: c.base_url ?? null,
+      api_key_set: c.api_key !== undefined,
+    };
+  }
+
+  request(frame: Frame): Promise<Envelope> {
+    return this.service.dispatch(frame, this.session) as Promise<Envelope>;
+  }
+
+  openSession(sink: SessionSink): BackendSession {
+    const session: ClientSession = { id: newSessionId(), source: 'editor', canAnswerPermissions: true, send: (event) => sink.onEvent(event as Frame) };
+    const remove = this.service.events.add(session);
+    let open = true;
+    return {
+      send: (frame) => {
+        void this.service.dispatch(frame, session).then((envelope) => open && sink.onResponse(envelope as Envelope));
+      },
+      dispose: () => {
+        open = false;
+        remove();
+      },
+    };
+  }
+
+  dispose(): void {
+    this.removeSession();
+    this.service.config.off('change', this.onChange);
+    this.removeAllListeners();
+  }
+}
+
+/**
+ * A window that does not host: one authenticated WebSocket to the hosting window's service on
+ * loopback. Each chat view opens its own socket, so events stay per session as in the host window.
+ */
+export class RemoteBackend extends EventEmitter<BackendEvents> implements Backend {
+  readonly kind = 'remote' as const;
+  private current: PublicConfig | undefined;
+  private readonly views = new Set<RemoteConnection>();
+
+  private constructor(
+    private readonly url: string,
+    private readonly token: string,
+    private readonly main: RemoteConnection,
+  ) {
+    super();
+    main.onEvent = (event) => {
+      this.emit('event', event);
+      if (event.event === 'config.changed') void this.refresh((event.fields as string[]) ?? []);
+    };
+    main.onClose = () => {
+      for (const view of this.views) view.close();
+      this.emit('closed');
+    };
+  }
+
+  static async connect(url: string, token: string, timeoutMs = 3_000): Promise<RemoteBackend> {
+    const main = await RemoteConnection.open(url, token, timeoutMs);
+    const backend = new RemoteBackend(url, token, main);
+    await backend.refresh([]);
+    return backend;
+  }
+
+  get config(): PublicConfig | undefined {
+    return this.current;
+  }
+
+  private async refresh(fields: string[]): Promise<void> {
+    try {
+      this.current = await call<PublicConfig>(this.main, { type: 'get_config' });
+      this.emit('config', this.current, fields);
+    } catch {
+      // The connection is going away; 'closed' follows.
+    }
+  }
+
+  request(frame: Frame): Promise<Envelope> {
+    return this.main.request(frame);
+  }
+
+  openSession(sink: SessionSink): BackendSession {
+    let closed = false;
+    const opening = RemoteConnection.open(this.url, this.token, 3_000).then((c) => {
+      if (closed) {
+        c.close();
+        return c;
+      }
+      c.onEvent = sink.onEvent;
+      c.onResponse = sink.onResponse;
+      this.views.add(c);
+      return c;
+    });
+    opening.catch(() => undefined);
+    return {
+      send: (frame) => {
+        opening.then(
+          (c) => c.sendRaw(frame),
+          (error: Error) =>
+            sink.onResponse({ status: 'error', code: 'server_error', error: `the service is not reachable: ${error.message}`, ...(frame.id !== undefined ? { id: frame.id } : {}) }),
+        );
+      },
+      dispose: () => {
+        closed = true;
+        void opening.then((c) => {
+          this.views.delete(c);
+          c.close();
+        }, () => undefined);
+      },
+    };
+  }
+
+  dispose(): void {
+    this.main.onClose = undefined;
+    this.main.close();
+    for (const view of this.views) view.close();
+    this.removeAllListeners();
+  }
+}
+
+/**
+ * One authenticated WebSocket. `request` gives frames a private id and matches the response; a chat
+ * view's frames go through `sendRaw` unchanged (their ids, and `cancel`'s use of them, are the UI's)
+ * and every response comes back through `onResponse`.
+ */
+export class RemoteConnection {
+  onEvent?: (event: Frame) => void;
+  onResponse?: (envelope: Envelope) => void;
+  onClose?: () => void;
+  private readonly pending = new Map<string, (envelope: Envelope) => void>();
+  private seq = 0;
+
+  private constructor(private readonly socket: WebSocket) {
+    socket.on('message', (data) => {
+      let frame: Frame;
+      try {
+        frame = JSON.parse(data.toString()) as Frame;
+      } catch {
+        return;
+      }
+      if ('status' in frame) {
+        const waiter = typeof frame.id === 'string' ? this.pending.get(frame.id) : undefined;
+        if (waiter) {
+          this.pending.delete(frame.id as string);
+          const { id: _private, ...rest } = frame;
+          void _private;
+          waiter(rest);
+        } else this.onResponse?.(frame);
+      } else if ('event' in frame) {
+        this.onEvent?.(frame);
+      }
+    });
+    socket.on('close', () => {
+      for (const waiter of this.pending.values()) waiter({ status: 'error', code: 'server_error', error: 'the connection to the service closed' });
+      this.pending.clear();
+      this.onClose?.();
+    });
+    socket.on('error', () => undefined);
+  }
+
+  static open(url: string, token: string, timeoutMs: number): Promise<RemoteConnection> {
+    return new Promise((resolve, reject) => {
+      const socket = new WebSocket(url, { handshakeTimeout: timeoutMs });
+      const timer = setTimeout(() => {
+        socket.terminate();
+        reject(new Error('timed out connecting to the service'));
+      }, timeoutMs);
+      socket.once('error', (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+      socket.once('open', () => socket.send(JSON.stringify({ type: 'auth', token })));
+      socket.once('message', (data) => {
+        clearTimeout(timer);
+        let reply: Frame = {};
+        try {
+          reply = JSON.parse(data.toString()) as Frame;
+        } catch {
+          // not our service
+        }
+        if (reply.status !== 'ok') {
+          socket.terminate();
+          reject(new Error('the program on this port did not accept the local token'));
+          return;
+        }
+        resolve(new RemoteConnection(socket));
+      });
+    });
+  }
+
+  get isOpen(): boolean {
+    return this.socket.readyState === WebSocket.OPEN;
+  }
+
+  sendRaw(frame: Frame): void {
+    if (!this.isOpen) {
+      this.onResponse?.({ status: 'error', code: 'server_error', error: 'the connection to the service is closed', ...(frame.id !== undefined ? { id: frame.id } : {}) });
+      return;
+    }
+    this.socket.send(JSON.stringify(frame));
+  }
+
+  request(frame: Frame): Promise<Envelope> {
+    if (!this.isOpen) return Promise.resolve({ status: 'error', code: 'server_error', error: 'the connection to the service is closed' });
+    const id = `ext-${++this.seq}`;
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      this.socket.send(JSON.stringify({ ...frame, id }));
+    });
+  }
+
+  close(): void {
+    this.socket.close();
+  }
+}

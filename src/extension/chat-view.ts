@@ -1,0 +1,70 @@
+import { randomBytes } from 'node:crypto';
+import * as vscode from 'vscode';
+import type { HostAction } from '../web/bridge-protocol';
+import type { Backend } from './backend';
+import { renderWebviewHtml } from '../web/webview-html';
+import type { HostingState } from './hosting';
+import { WebviewBridge } from './webview-bridge';
+
+export const CHAT_VIEW_ID = 'remoteAssistant.chat';
+export const CHAT_CONTAINER_ID = 'remoteAssistant';
+
+/** The chat view in its own activity bar container; each resolved view is one ClientSession. */
+export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
+  private bridge: WebviewBridge | undefined;
+  private view: vscode.WebviewView | undefined;
+
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly current: () => { backend: Backend | undefined; state: HostingState },
+    private readonly runAction: (action: HostAction, argument?: string) => void,
+    private readonly secrets: () => string[],
+  ) {}
+
+  resolveWebviewView(view: vscode.WebviewView): void {
+    this.bridge?.dispose();
+    this.view = view;
+    const media = vscode.Uri.joinPath(this.extensionUri, 'media');
+    view.webview.options = { enableScripts: true, localResourceRoots: [media] };
+    view.webview.html = renderWebviewHtml({
+      scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'chat-webview.js')).toString(),
+      styleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'chat.css')).toString(),
+      cspSource: view.webview.cspSource,
+      nonce: randomBytes(16).toString('base64'),
+    });
+    const bridge = new WebviewBridge((message) => void view.webview.postMessage(message), this.runAction, this.secrets);
+    this.bridge = bridge;
+    const { backend, state } = this.current();
+    bridge.setBackend(backend, state);
+    const subscription = view.webview.onDidReceiveMessage((message) => bridge.receive(message));
+    view.onDidDispose(() => {
+      subscription.dispose();
+      bridge.dispose();
+      if (this.bridge === bridge) {
+        this.bridge = undefined;
+        this.view = undefined;
+      }
+    });
+  }
+
+  backendChanged(backend: Backend | undefined, state: HostingState): void {
+    this.bridge?.setBackend(backend, state);
+  }
+
+  stateChanged(state: HostingState): void {
+    this.bridge?.setState(state);
+  }
+
+  /** An editor-side event for the UI (e.g. `editor.new_conversation`). */
+  post(event: Record<string, unknown>): void {
+    this.bridge?.postEvent(event);
+  }
+
+  get visible(): boolean {
+    return this.view?.visible ?? false;
+  }
+
+  dispose(): void {
+    this.bridge?.dispose();
+  }
+}

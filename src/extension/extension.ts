@@ -1,0 +1,148 @@
+import * as vscode from 'vscode';
+import type { Host } from '../agent/host';
+import type { HostAction } from '../web/bridge-protocol';
+import { ApiKeys } from './api-keys';
+import { call } from './backend';
+import { CHAT_VIEW_ID, ChatViewProvider } from './chat-view';
+import { COMMANDS, registerCommands, type CommandDeps } from './commands';
+import { createEditorToolSource } from './editor-tools';
+import { applyLanAccess, Hosting, type HostingState } from './hosting';
+import { createLanguageModelProvider } from './lm-provider';
+import { createPermissionPrompt, PROPOSED_SCHEME, ProposedContent } from './permission-prompt';
+import { offerPortBusyActions } from './port-busy';
+import { readSettings, SETTINGS_SECTION } from './settings';
+import { StatusBar } from './status-bar';
+
+/** What activate() returns: lets tests (and end-to-end checks) see inside. */
+export interface RemoteAssistantApi {
+  hosting: Hosting;
+  statusBar: StatusBar;
+  chatView: ChatViewProvider;
+  apiKeys: ApiKeys;
+  /** activate() -> listening (or attached), in ms; undefined when autoStart is off. */
+  activationMs: number | undefined;
+}
+
+let active: { hosting: Hosting } | undefined;
+const DEFAULT_CHOSEN_KEY = 'remoteAssistant.editorModelsMadeDefault';
+
+export async function activate(context: vscode.ExtensionContext): Promise<RemoteAssistantApi> {
+  const began = performance.now();
+  const output = vscode.window.createOutputChannel('Remote Assistant');
+  context.subscriptions.push(output);
+  const log = (line: string) => output.appendLine(`${new Date().toISOString()} ${line}`);
+
+  const apiKeys = new ApiKeys(context.secrets);
+  await apiKeys.loadAll();
+  const proposed = new ProposedContent();
+  const lm = createLanguageModelProvider();
+  const prompt = createPermissionPrompt(proposed);
+  const host: Host = {
+    languageModels: () => lm,
+    permissionPrompt: prompt,
+    toolSources: [createEditorToolSource()],
+    apiKey: apiKeys.get,
+  };
+  const dataDir = context.globalStorageUri.fsPath;
+  const hosting = new Hosting({ dataDir, port: () => readSettings().port, hostServices: host, log });
+  active = { hosting };
+
+  const statusBar = new StatusBar();
+  const runAction = (action: HostAction, argument?: string) => {
+    const commandOf: Partial<Record<HostAction, string>> = { setApiKey: COMMANDS.setApiKey, selectModel: COMMANDS.selectModel, selectProvider: COMMANDS.selectProvider };
+    if (commandOf[action]) void vscode.commands.executeCommand(commandOf[action]!);
+    else if (action === 'openLink' && argument && /^https?:\/\//.test(argument)) void vscode.env.openExternal(vscode.Uri.parse(argument));
+    else if (action === 'openFile' && argument) {
+      const root = vscode.workspace.workspaceFolders?.[0]?.uri;
+      if (root) void vscode.window.showTextDocument(vscode.Uri.joinPath(root, argument));
+    }
+  };
+  // Secrets the webview must never see: the access token and the API keys.
+  const secrets = () => [hosting.service?.config.current.auth_token, hosting.service?.config.current.api_key, apiKeys.get('openai'), apiKeys.get('anthropic')].filter((s): s is string => !!s);
+  const chatView = new ChatViewProvider(context.extensionUri, () => ({ backend: hosting.backend, state: hosting.state }), runAction, secrets);
+
+  const deps: CommandDeps = {
+    hosting,
+    dataDir,
+    apiKeys,
+    host,
+    log,
+    newConversation: () => chatView.post({ event: 'editor.new_conversation' }),
+  };
+
+  context.subscriptions.push(
+    statusBar,
+    apiKeys,
+    chatView,
+    vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, chatView, { webviewOptions: { retainContextWhenHidden: true } }),
+    vscode.workspace.registerTextDocumentContentProvider(PROPOSED_SCHEME, proposed),
+    ...registerCommands(deps),
+  );
+
+  hosting.on('backend', (backend) => {
+    if (backend) {
+      backend.on('config', (config) => statusBar.update(undefined, config));
+    }
+    statusBar.update(undefined, backend?.config);
+    chatView.backendChanged(backend, hosting.state);
+  });
+  hosting.on('state', (state: HostingState) => {
+    statusBar.update(state, hosting.backend?.config);
+    chatView.stateChanged(state);
+    if (state.state === 'port_busy') void offerPortBusyActions(state.port, () => hosting.retryListen());
+    if (state.state === 'hosting') void preferEditorModels(hosting, apiKeys, context.globalState, log);
+  });
+  // Chat extensions register their models some time after startup.
+  context.subscriptions.push(vscode.lm.onDidChangeChatModels(() => void preferEditorModels(hosting, apiKeys, context.globalState, log)));
+
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration(async (e) => {
+      if (!e.affectsConfiguration(SETTINGS_SECTION)) return;
+      const settings = readSettings();
+      if (e.affectsConfiguration(`${SETTINGS_SECTION}.lanAccess`) && hosting.service) {
+        await applyLanAccess(hosting.service, settings.lanAccess).catch((error: Error) => log(`lanAccess: ${error.message}`));
+      }
+      if ((e.affectsConfiguration(`${SETTINGS_SECTION}.port`) || e.affectsConfiguration(`${SETTINGS_SECTION}.lanAccess`)) && hosting.service) {
+        log('settings changed: restarting the service');
+        await hosting.restart();
+      }
+    }),
+  );
+
+  let activationMs: number | undefined;
+  if (readSettings().autoStart) {
+    await hosting.start();
+    if (readSettings().lanAccess && hosting.service && (await applyLanAccess(hosting.service, true).catch(() => false))) await hosting.restart();
+    activationMs = Math.round(performance.now() - began);
+    log(`activated in ${activationMs} ms (${hosting.state.state})`);
+  } else {
+    statusBar.update({ state: 'stopped' });
+  }
+  return { hosting, statusBar, chatView, apiKeys, activationMs };
+}
+
+export async function deactivate(): Promise<void> {
+  const current = active;
+  active = undefined;
+  await current?.hosting.stop();
+}
+
+/**
+ * The editor's own models are the default when the user configured no other provider: still the
+ * initial `openai` with no key, no endpoint, and the editor has models.
+ */
+async function preferEditorModels(hosting: Hosting, apiKeys: ApiKeys, memento: vscode.Memento, log: (line: string) => void): Promise<void> {
+  const config = hosting.service?.config.current;
+  // Once only: a user who later picks openai again keeps it.
+  if (memento.get<boolean>(DEFAULT_CHOSEN_KEY)) return;
+  if (!config || config.provider !== 'openai' || config.api_key || config.base_url || apiKeys.has('openai')) return;
+  try {
+    const models = await vscode.lm.selectChatModels();
+    if (!models[0] || !hosting.backend) return;
+    await call(hosting.backend, { type: 'update_config', config: { provider: 'vscode', model: models[0].id } });
+    await memento.update(DEFAULT_CHOSEN_KEY, true);
+    log(`using the editor's language models (${models[0].id}) as no other provider is configured`);
+  } catch (error) {
+    log(`vscode.lm unavailable: ${(error as Error).message}`);
+  }
+}

@@ -1,0 +1,276 @@
+import { EventEmitter } from 'node:events';
+import { readFile, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Host } from '../agent/host';
+import { CONFIG_FILE_NAME } from '../config/paths';
+import { PortInUseError, Service } from '../service';
+import { LocalBackend, RemoteBackend, type Backend } from './backend';
+
+/** Written by the hosting window once it listens, so the other windows know where to attach. */
+export const HOST_FILE_NAME = 'editor-host.json';
+/** VS Code gives deactivate() about 5 s; the service's own grace period is longer. */
+export const DEACTIVATE_BUDGET_MS = 4_500;
+
+export type HostingState =
+  | { state: 'starting' }
+  | { state: 'hosting'; host: string; port: number; startupMs: number }
+  | { state: 'client'; port: number }
+  | { state: 'waiting'; detail: string }
+  | { state: 'port_busy'; port: number }
+  | { state: 'stopped' }
+  | { state: 'error'; detail: string };
+
+export interface HostingOptions {
+  dataDir: string;
+  /** The port setting, read at each (re)start. */
+  port: () => number;
+  hostServices: Host;
+  log: (line: string) => void;
+  /** Retry timing of a window that waits to host or to attach (shortened by tests). */
+  retry?: { initialMs: number; maxMs: number };
+  /** Bind address override (tests: 127.0.0.1). */
+  bindHost?: string;
+}
+
+export interface HostingEvents {
+  state: [HostingState];
+  /** The backend this window talks to changed (hosting, attached, or none). */
+  backend: [Backend | undefined];
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+const isLockError = (error: unknown) => error instanceof Error && /data directory .* is in use by process/.test(error.message);
+
+/**
+ * Exactly one window hosts the service: the one that gets the data directory's lock (service.lock,
+ * which the store takes at open). Every other window attaches to it over loopback with the local
+ * token, and when that connection drops it tries to host again, with backoff: whoever gets the lock
+ * hosts, the rest attach again. Only the lock holder ever binds the port, so windows never fight for it.
+ */
+export class Hosting extends EventEmitter<HostingEvents> {
+  service: Service | undefined;
+  backend: Backend | undefined;
+  private current: HostingState = { state: 'stopped' };
+  private retryTimer: NodeJS.Timeout | undefined;
+  private failures = 0;
+  private running = false;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly options: HostingOptions) {
+    super();
+  }
+
+  get state(): HostingState {
+    return this.current;
+  }
+
+  /** Starts (or restarts) hosting or attaching; resolves with the state reached. */
+  start(): Promise<HostingState> {
+    this.running = true;
+    return this.serial(() => this.attempt());
+  }
+
+  /** Stops the service (bounded by the deactivate budget) or detaches, and stops retrying. */
+  stop(): Promise<void> {
+    this.running = false;
+    clearTimeout(this.retryTimer);
+    return this.serial(async () => {
+      await this.teardown();
+      this.setState({ state: 'stopped' });
+    });
+  }
+
+  restart(): Promise<HostingState> {
+    return this.serial(async () => {
+      await this.teardown();
+      this.running = true;
+      return this.attempt();
+    });
+  }
+
+  /** Retry listening after "port busy", keeping the same port. */
+  retryListen(): Promise<HostingState> {
+    return this.serial(async () => {
+      if (!this.service || this.current.state !== 'port_busy') return this.current;
+      return this.listen(this.service, performance.now());
+    });
+  }
+
+  private serial<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(task, task);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async attempt(): Promise<HostingState> {
+    clearTimeout(this.retryTimer);
+    if (!this.running) return this.current;
+    const began = performance.now();
+    if (this.current.state !== 'client') this.setState({ state: 'starting' });
+    let service: Service;
+    try {
+      service = await Service.open({ dataDir: this.options.dataDir, port: this.options.port(), host: this.options.bindHost, hostServices: this.options.hostServices });
+    } catch (error) {
+      if (isLockError(error)) return this.attach();
+      this.options.log(`service could not open: ${(error as Error).message}`);
+      return this.setState({ state: 'error', detail: (error as Error).message });
+    }
+    this.service = service;
+    this.setBackend(new LocalBackend(service));
+    return this.listen(service, began);
+  }
+
+  private async listen(service: Service, began: number): Promise<HostingState> {
+    try {
+      const address = await service.start();
+      const startupMs = Math.round(performance.now() - began);
+      this.failures = 0;
+      await writeFile(join(this.options.dataDir, HOST_FILE_NAME), JSON.stringify({ pid: process.pid, port: address.port }), { mode: 0o600 }).catch(() => undefined);
+      this.options.log(`hosting the service on ${address.url} (ready in ${startupMs} ms)`);
+      return this.setState({ state: 'hosting', host: address.host, port: address.port, startupMs });
+    } catch (error) {
+      if (error instanceof PortInUseError) {
+        // Keep the lock and the in-process backend: the chat view still works in this window.
+        this.options.log(error.message);
+        return this.setState({ state: 'port_busy', port: error.port });
+      }
+      this.options.log(`service could not start: ${(error as Error).message}`);
+      await this.teardown();
+      return this.setState({ state: 'error', detail: (error as Error).message });
+    }
+  }
+
+  private async attach(): Promise<HostingState> {
+    const { port, token } = await this.hostAddress();
+    if (port === undefined) return this.waitAndRetry('another window holds the service but is not listening (yet)');
+    if (!token) return this.waitAndRetry('no access token in service.json yet');
+    try {
+      const backend = await RemoteBackend.connect(`ws://127.0.0.1:${port}/ws`, token);
+      this.failures = 0;
+      backend.once('closed', () => {
+        if (this.backend !== backend) return;
+        this.options.log('the hosting window went away; trying to host');
+        this.setBackend(undefined);
+        this.setState({ state: 'waiting', detail: 'the hosting window closed' });
+        // Jitter only: the windows that were attached race for the lock, one wins, the others attach.
+        this.scheduleRetry(50 + Math.random() * 250);
+      });
+      this.setBackend(backend);
+      this.options.log(`attached to the service hosted by another window on port ${port}`);
+      return this.setState({ state: 'client', port });
+    } catch (error) {
+      return this.waitAndRetry(`another window hosts the service but it is not reachable on port ${port} (${(error as Error).message})`);
+    }
+  }
+
+  private waitAndRetry(detail: string): HostingState {
+    const { initialMs, maxMs } = this.options.retry ?? { initialMs: 250, maxMs: 5_000 };
+    const delay = Math.min(maxMs, initialMs * 2 ** this.failures) * (0.75 + Math.random() * 0.5);
+    this.failures += 1;
+    this.scheduleRetry(delay);
+    return this.setState({ state: 'waiting', detail });
+  }
+
+  private scheduleRetry(delayMs: number): void {
+    clearTimeout(this.retryTimer);
+    if (!this.running) return;
+    this.retryTimer = setTimeout(() => void this.serial(() => this.attempt()), delayMs);
+  }
+
+  /**
+   * Where the hosting window listens, from the file it writes once listening. Without that file (the
+   * host is starting, or its port is taken by another program) nothing is tried: the access token is
+   * only ever sent to our own service.
+   */
+  private async hostAddress(): Promise<{ port: number | undefined; token: string | undefined }> {
+    let port: number | undefined;
+    try {
+      const info = JSON.parse(await readFile(join(this.options.dataDir, HOST_FILE_NAME), 'utf8')) as { pid?: unknown; port?: unknown };
+      if (typeof info.port === 'number' && typeof info.pid === 'number' && pidAlive(info.pid)) port = info.port;
+    } catch {
+      port = undefined;
+    }
+    let token: string | undefined;
+    try {
+      const config = JSON.parse(await readFile(join(this.options.dataDir, CONFIG_FILE_NAME), 'utf8')) as { auth_token?: unknown };
+      if (typeof config.auth_token === 'string') token = config.auth_token;
+    } catch {
+      token = undefined;
+    }
+    return { port, token };
+  }
+
+  private async teardown(): Promise<void> {
+    clearTimeout(this.retryTimer);
+    const service = this.service;
+    this.service = undefined;
+    this.setBackend(undefined);
+    if (!service) return;
+    const hostFile = join(this.options.dataDir, HOST_FILE_NAME);
+    try {
+      const info = JSON.parse(await readFile(hostFile, 'utf8')) as { pid?: unknown };
+      if (info.pid === process.pid) await unlink(hostFile);
+    } catch {
+      // none
+    }
+    const began = performance.now();
+    const stopped = service.stop().then(
+      () => true,
+      (error: Error) => {
+        this.options.log(`service stop failed: ${error.message}`);
+        return true;
+      },
+    );
+    const inTime = await Promise.race([stopped, new Promise<false>((resolve) => setTimeout(() => resolve(false), DEACTIVATE_BUDGET_MS).unref())]);
+    this.options.log(inTime ? `service stopped in ${Math.round(performance.now() - began)} ms` : 'service still finishing in-flight work after the deactivate budget; it stops in the background');
+  }
+
+  private setBackend(backend: Backend | undefined): void {
+    if (this.backend === backend) return;
+    this.backend?.dispose();
+    this.backend = backend;
+    this.emit('backend', backend);
+  }
+
+  private setState(state: HostingState): HostingState {
+    this.current = state;
+    this.emit('state', state);
+    return state;
+  }
+}
+
+/** Private networks a phone on the same LAN connects from (allow_from patterns). */
+export const LAN_PATTERNS = ['127.0.0.1', '::1', '192.168.*.*', '10.*.*.*', ...Array.from({ length: 16 }, (_, i) => `172.${16 + i}.*.*`)];
+const LOOPBACK_PATTERNS = ['127.0.0.1', '::1'];
+
+/**
+ * The `remoteAssistant.lanAccess` setting, applied to service.json's tcp channel (either form of
+ * `channels`). Returns whether the file changed (the service must then restart to rebind).
+ */
+export async function applyLanAccess(service: Service, enabled: boolean): Promise<boolean> {
+  const changed = await service.config.edit((raw) => {
+    const wanted = enabled ? LAN_PATTERNS : LOOPBACK_PATTERNS;
+    const channels = raw.channels;
+    if (Array.isArray(channels)) {
+      const tcp = channels.find((c) => c && typeof c === 'object' && (c as { type?: unknown }).type === 'tcp') as Record<string, unknown> | undefined;
+      if (tcp) tcp.allow_from = wanted;
+      else if (enabled) channels.push({ name: 'lan', type: 'tcp', allow_from: wanted });
+    } else if (channels && typeof channels === 'object') {
+      const entries = channels as Record<string, Record<string, unknown>>;
+      const tcp = Object.values(entries).find((c) => c && c.type === 'tcp');
+      if (tcp) tcp.allow_from = wanted;
+      else if (enabled) entries.lan = { type: 'tcp', allow_from: wanted };
+    } else if (enabled) {
+      raw.channels = [{ name: 'lan', type: 'tcp', allow_from: wanted }];
+    }
+  });
+  return changed.length > 0;
+}

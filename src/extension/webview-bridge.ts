@@ -1,0 +1,113 @@
+import type { HostAction, HostToUi, UiToHost } from '../web/bridge-protocol';
+import type { Backend, BackendSession } from './backend';
+import type { HostingState } from './hosting';
+
+export type UiState = Extract<HostToUi, { kind: 'state' }>;
+
+/** The UI's state line from the hosting state. */
+export function uiStateOf(state: HostingState): UiState {
+  switch (state.state) {
+    case 'hosting':
+      return { kind: 'state', state: 'running', detail: `port ${state.port}` };
+    case 'client':
+      return { kind: 'state', state: 'running', detail: `attached to another window's service (port ${state.port})` };
+    case 'port_busy':
+      return { kind: 'state', state: 'running', detail: `port ${state.port} is busy: only this editor can reach the assistant` };
+    case 'starting':
+      return { kind: 'state', state: 'starting' };
+    case 'waiting':
+      return { kind: 'state', state: 'starting', detail: state.detail };
+    case 'stopped':
+      return { kind: 'state', state: 'stopped' };
+    case 'error':
+      return { kind: 'state', state: 'error', detail: state.detail };
+  }
+}
+
+/**
+ * The chat webview's half of the bridge (bridge-protocol.ts): frames go to the service's one
+ * dispatcher as this view's own session; its responses and events come back as posted messages.
+ * Every posted message passes a last check that no secret the editor knows is in it.
+ */
+export class WebviewBridge {
+  private session: BackendSession | undefined;
+  private state: UiState = { kind: 'state', state: 'starting' };
+
+  constructor(
+    private readonly post: (message: HostToUi) => void,
+    private readonly runAction: (action: HostAction, argument?: string) => void,
+    private readonly secrets: () => string[],
+  ) {}
+
+  /** The backend changed (hosting started, attached elsewhere, stopped). */
+  setBackend(backend: Backend | undefined, state: HostingState): void {
+    if (this.session) {
+      // What the old session was asked will not be answered: let the UI fail it rather than wait.
+      this.session.dispose();
+      this.send({ kind: 'state', state: 'stopped', detail: 'reconnecting to the service' });
+    }
+    this.session = backend?.openSession({
+      onResponse: (envelope) => this.send({ kind: 'response', envelope }),
+      onEvent: (event) => this.send({ kind: 'event', event }),
+    });
+    this.setState(state);
+  }
+
+  setState(state: HostingState): void {
+    this.state = uiStateOf(state);
+    this.send(this.state);
+  }
+
+  postEvent(event: Record<string, unknown>): void {
+    this.send({ kind: 'event', event });
+  }
+
+  receive(message: unknown): void {
+    if (!message || typeof message !== 'object') return;
+    const m = message as UiToHost;
+    switch (m.kind) {
+      case 'ready':
+        this.send(this.state);
+        return;
+      case 'action':
+        this.runAction(m.action, m.argument);
+        return;
+      case 'frame': {
+        const frame = m.frame;
+        if (!frame || typeof frame !== 'object' || Array.isArray(frame)) {
+          this.send({ kind: 'response', envelope: { status: 'error', code: 'invalid_request', error: 'a command must be a JSON object' } });
+          return;
+        }
+        // The editor's view is already trusted: an auth frame is answered, not forwarded.
+        if (frame.type === 'auth') {
+          this.send({ kind: 'response', envelope: { status: 'ok', data: { authenticated: true, expires_in: null }, ...(frame.id !== undefined ? { id: frame.id } : {}) } });
+          return;
+        }
+        if (!this.session) {
+          this.send({ kind: 'response', envelope: { status: 'error', code: 'server_error', error: 'the assistant service is not running', ...(frame.id !== undefined ? { id: frame.id } : {}) } });
+          return;
+        }
+        this.session.send(frame);
+        return;
+      }
+    }
+  }
+
+  private send(message: HostToUi): void {
+    const secrets = this.secrets().filter((s) => s.length >= 8);
+    if (secrets.length > 0) {
+      const text = JSON.stringify(message);
+      if (secrets.some((s) => text.includes(s))) {
+        let scrubbed = text;
+        for (const s of secrets) scrubbed = scrubbed.split(JSON.stringify(s).slice(1, -1)).join('[redacted]');
+        message = JSON.parse(scrubbed) as HostToUi;
+      }
+    }
+    this.post(message);
+  }
+
+  dispose(): void {
+    this.session?.dispose();
+    this.session = undefined;
+  }
+}

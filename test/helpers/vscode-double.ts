@@ -1,0 +1,388 @@
+/**
+ * A test double of the `vscode` module: enough of the API for src/extension/ to run in plain Node.
+ * `installVscodeDouble()` makes `require('vscode')` resolve here; `testing` lets a test answer
+ * dialogs, read what was shown, change settings and drive webviews.
+ *
+ *   installVscodeDouble();
+ *   const { activate } = await import('../src/extension/extension');
+ *   testing.answers.warning.push('Allow');
+ */
+import Module from 'node:module';
+import { readFile } from 'node:fs/promises';
+import * as nodePath from 'node:path';
+
+type Listener<T> = (e: T) => unknown;
+
+export class Disposable {
+  constructor(private readonly fn: () => void = () => undefined) {}
+  static from(...items: { dispose(): unknown }[]): Disposable {
+    return new Disposable(() => items.forEach((i) => i.dispose()));
+  }
+  dispose(): void {
+    this.fn();
+  }
+}
+
+export class EventEmitter<T> {
+  private listeners = new Set<Listener<T>>();
+  event = (listener: Listener<T>): Disposable => {
+    this.listeners.add(listener);
+    return new Disposable(() => this.listeners.delete(listener));
+  };
+  fire(e: T): void {
+    for (const l of [...this.listeners]) l(e);
+  }
+  dispose(): void {
+    this.listeners.clear();
+  }
+}
+
+export class Uri {
+  private constructor(readonly scheme: string, readonly path: string, readonly query = '', readonly fragment = '') {}
+  static file(p: string): Uri {
+    return new Uri('file', nodePath.resolve(p));
+  }
+  static parse(value: string): Uri {
+    const u = new URL(value);
+    return new Uri(u.protocol.slice(0, -1), u.pathname, u.search.slice(1), u.hash.slice(1));
+  }
+  static from(parts: { scheme: string; path?: string; query?: string; fragment?: string }): Uri {
+    return new Uri(parts.scheme, parts.path ?? '', parts.query ?? '', parts.fragment ?? '');
+  }
+  static joinPath(base: Uri, ...segments: string[]): Uri {
+    return new Uri(base.scheme, nodePath.posix.join(base.path, ...segments));
+  }
+  get fsPath(): string {
+    return this.path;
+  }
+  with(change: { scheme?: string; path?: string }): Uri {
+    return new Uri(change.scheme ?? this.scheme, change.path ?? this.path);
+  }
+  toString(): string {
+    return `${this.scheme}://${this.path}`;
+  }
+}
+
+export class Position {
+  constructor(readonly line: number, readonly character: number) {}
+}
+export class Range {
+  readonly start: Position;
+  readonly end: Position;
+  constructor(a: number | Position, b: number | Position, c?: number, d?: number) {
+    this.start = typeof a === 'number' ? new Position(a, b as number) : a;
+    this.end = typeof a === 'number' ? new Position(c!, d!) : (b as Position);
+  }
+  get isEmpty(): boolean {
+    return this.start.line === this.end.line && this.start.character === this.end.character;
+  }
+}
+export class Selection extends Range {
+  constructor(readonly anchor: Position, readonly active: Position) {
+    super(anchor, active);
+  }
+}
+
+export enum StatusBarAlignment {
+  Left = 1,
+  Right = 2,
+}
+export enum ViewColumn {
+  Active = -1,
+  One = 1,
+}
+export enum TextEditorRevealType {
+  Default = 0,
+  InCenter = 1,
+  InCenterIfOutsideViewport = 2,
+}
+export enum ConfigurationTarget {
+  Global = 1,
+  Workspace = 2,
+}
+export enum ProgressLocation {
+  Window = 10,
+  Notification = 15,
+}
+export enum DiagnosticSeverity {
+  Error = 0,
+  Warning = 1,
+}
+
+export class CancellationError extends Error {}
+export class CancellationTokenSource {
+  private readonly emitter = new EventEmitter<void>();
+  readonly token = { isCancellationRequested: false, onCancellationRequested: this.emitter.event };
+  cancel(): void {
+    if (this.token.isCancellationRequested) return;
+    this.token.isCancellationRequested = true;
+    this.emitter.fire();
+  }
+  dispose(): void {}
+}
+
+export class LanguageModelTextPart {
+  constructor(readonly value: string) {}
+}
+export class LanguageModelToolCallPart {
+  constructor(readonly callId: string, readonly name: string, readonly input: object) {}
+}
+export class LanguageModelToolResultPart {
+  constructor(readonly callId: string, readonly content: unknown[]) {}
+}
+export class LanguageModelChatMessage {
+  constructor(readonly role: 'user' | 'assistant', readonly content: unknown) {}
+  static User(content: unknown): LanguageModelChatMessage {
+    return new LanguageModelChatMessage('user', content);
+  }
+  static Assistant(content: unknown): LanguageModelChatMessage {
+    return new LanguageModelChatMessage('assistant', content);
+  }
+}
+export class LanguageModelError extends Error {
+  constructor(message: string, readonly code: string) {
+    super(message);
+  }
+}
+
+// ---- The parts tests control and inspect ----
+
+export interface ShownMessage {
+  kind: 'info' | 'warning' | 'error';
+  message: string;
+  options?: unknown;
+  items: string[];
+}
+
+/** A fake webview (view or panel): what the extension posts, and a way to send it UI messages. */
+export class FakeWebview {
+  options: Record<string, unknown> = {};
+  html = '';
+  readonly cspSource = 'vscode-resource:';
+  readonly posted: unknown[] = [];
+  private readonly receive = new EventEmitter<unknown>();
+  onDidReceiveMessage = this.receive.event;
+  asWebviewUri(uri: Uri): Uri {
+    return uri.with({ scheme: 'vscode-webview-resource' });
+  }
+  async postMessage(message: unknown): Promise<boolean> {
+    // What crosses postMessage is structured-cloned: keep a copy, as the webview would see it.
+    this.posted.push(structuredClone(message));
+    return true;
+  }
+  /** The UI sends a message to the extension. */
+  fromUi(message: unknown): void {
+    this.receive.fire(message);
+  }
+}
+
+export class FakeWebviewView {
+  readonly webview = new FakeWebview();
+  visible = true;
+  private readonly disposeEmitter = new EventEmitter<void>();
+  onDidDispose = this.disposeEmitter.event;
+  dispose(): void {
+    this.disposeEmitter.fire();
+  }
+}
+
+export class FakeSecretStorage {
+  readonly values = new Map<string, string>();
+  private readonly emitter = new EventEmitter<{ key: string }>();
+  onDidChange = this.emitter.event;
+  async get(key: string): Promise<string | undefined> {
+    return this.values.get(key);
+  }
+  async store(key: string, value: string): Promise<void> {
+    this.values.set(key, value);
+    this.emitter.fire({ key });
+  }
+  async delete(key: string): Promise<void> {
+    this.values.delete(key);
+    this.emitter.fire({ key });
+  }
+}
+
+type Answer<T> = T | ((...args: any[]) => T | Promise<T>);
+
+function createTesting() {
+  return {
+    settings: new Map<string, unknown>(),
+    configChanged: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
+    commands: new Map<string, (...args: unknown[]) => unknown>(),
+    executed: [] as { command: string; args: unknown[] }[],
+    messages: [] as ShownMessage[],
+    /** Answers, in order, for the next dialogs; a function gets the dialog's arguments. Empty: dismissed (undefined). */
+    answers: { info: [] as Answer<string | undefined>[], warning: [] as Answer<string | undefined>[], error: [] as Answer<string | undefined>[], inputBox: [] as Answer<string | undefined>[], quickPick: [] as Answer<any>[] },
+    inputBoxes: [] as Record<string, unknown>[],
+    quickPicks: [] as { items: any[]; options: unknown }[],
+    statusBarItems: [] as any[],
+    viewProviders: new Map<string, { resolveWebviewView(view: FakeWebviewView, ...rest: unknown[]): unknown }>(),
+    panels: [] as { viewType: string; title: string; webview: FakeWebview }[],
+    outputLines: [] as string[],
+    clipboard: '',
+    chatModels: [] as any[],
+    chatModelsChanged: new EventEmitter<void>(),
+    workspaceFolders: undefined as { uri: Uri; name: string; index: number }[] | undefined,
+    /** Resolves a view with this id the way VS Code does when the user opens it. */
+    async openView(id: string): Promise<FakeWebviewView> {
+      const provider = this.viewProviders.get(id);
+      if (!provider) throw new Error(`no view provider ${id}`);
+      const view = new FakeWebviewView();
+      await provider.resolveWebviewView(view, {}, new CancellationTokenSource().token);
+      return view;
+    },
+    /** Changes a `remoteAssistant.*`-style setting and fires onDidChangeConfiguration. */
+    setSetting(key: string, value: unknown): void {
+      this.settings.set(key, value);
+      this.configChanged.fire({ affectsConfiguration: (s: string) => key === s || key.startsWith(`${s}.`) });
+    },
+    reset(): void {
+      Object.assign(this, createTesting());
+    },
+  };
+}
+
+export const testing = createTesting();
+
+async function answer<T>(queue: Answer<T>[], args: unknown[]): Promise<T | undefined> {
+  const next = queue.shift();
+  if (next === undefined) return undefined;
+  return typeof next === 'function' ? (next as (...a: unknown[]) => T | Promise<T>)(...args) : next;
+}
+
+function showMessage(kind: ShownMessage['kind']) {
+  return async (message: string, ...rest: unknown[]) => {
+    const options = rest[0] && typeof rest[0] === 'object' ? rest.shift() : undefined;
+    const items = rest as string[];
+    testing.messages.push({ kind, message, options, items });
+    return answer(testing.answers[kind], [message, options, ...items]);
+  };
+}
+
+export const window = {
+  activeTextEditor: undefined as unknown,
+  createOutputChannel: (name: string) => ({
+    name,
+    appendLine: (line: string) => testing.outputLines.push(line),
+    append: (text: string) => testing.outputLines.push(text),
+    show: () => undefined,
+    dispose: () => undefined,
+  }),
+  createStatusBarItem: (id: string, alignment?: StatusBarAlignment, priority?: number) => {
+    const item = { id, alignment, priority, text: '', tooltip: '', command: undefined as unknown, name: '', visible: false, show() { item.visible = true; }, hide() { item.visible = false; }, dispose() { item.visible = false; } };
+    testing.statusBarItems.push(item);
+    return item;
+  },
+  showInformationMessage: showMessage('info'),
+  showWarningMessage: showMessage('warning'),
+  showErrorMessage: showMessage('error'),
+  showInputBox: async (options: Record<string, unknown> = {}) => {
+    testing.inputBoxes.push(options);
+    const value = await answer(testing.answers.inputBox, [options]);
+    const validate = options.validateInput as ((v: string) => string | undefined) | undefined;
+    if (value !== undefined && validate?.(value)) throw new Error(`the double's input box was answered with an invalid value: ${value} (${validate(value)})`);
+    return value;
+  },
+  showQuickPick: async (items: any, options?: unknown) => {
+    const resolved = await items;
+    testing.quickPicks.push({ items: resolved, options });
+    return answer(testing.answers.quickPick, [resolved, options]);
+  },
+  registerWebviewViewProvider: (id: string, provider: any) => {
+    testing.viewProviders.set(id, provider);
+    return new Disposable(() => testing.viewProviders.delete(id));
+  },
+  createWebviewPanel: (viewType: string, title: string) => {
+    const panel = { viewType, title, webview: new FakeWebview(), dispose: () => undefined, onDidDispose: new EventEmitter<void>().event };
+    testing.panels.push(panel);
+    return panel;
+  },
+  showTextDocument: async (document: unknown) => ({ document, selection: new Selection(new Position(0, 0), new Position(0, 0)), revealRange: () => undefined }),
+  withProgress: async (_options: unknown, task: (progress: unknown, token: unknown) => Promise<unknown>) => task({ report: () => undefined }, new CancellationTokenSource().token),
+};
+
+export const commands = {
+  registerCommand: (id: string, fn: (...args: unknown[]) => unknown) => {
+    testing.commands.set(id, fn);
+    return new Disposable(() => testing.commands.delete(id));
+  },
+  executeCommand: async (id: string, ...args: unknown[]) => {
+    testing.executed.push({ command: id, args });
+    return testing.commands.get(id)?.(...args);
+  },
+};
+
+export const workspace = {
+  get workspaceFolders() {
+    return testing.workspaceFolders;
+  },
+  getConfiguration: (section: string) => ({
+    get: <T>(key: string, fallback?: T): T | undefined => (testing.settings.has(`${section}.${key}`) ? (testing.settings.get(`${section}.${key}`) as T) : fallback),
+    update: async (key: string, value: unknown) => testing.setSetting(`${section}.${key}`, value),
+  }),
+  onDidChangeConfiguration: (listener: Listener<{ affectsConfiguration(section: string): boolean }>) => testing.configChanged.event(listener),
+  registerTextDocumentContentProvider: () => new Disposable(),
+  openTextDocument: async (uri: Uri) => {
+    const text = await readFile(uri.fsPath, 'utf8');
+    const lines = text.split('\n');
+    return { uri, getText: () => text, lineCount: lines.length, lineAt: (n: number) => ({ text: lines[n] ?? '' }) };
+  },
+  asRelativePath: (uri: Uri) => {
+    const root = testing.workspaceFolders?.[0]?.uri.fsPath;
+    return root ? nodePath.relative(root, uri.fsPath) : uri.fsPath;
+  },
+  fs: { readFile: async (uri: Uri) => new Uint8Array(await readFile(uri.fsPath)) },
+};
+
+export const env = {
+  clipboard: { writeText: async (text: string) => void (testing.clipboard = text), readText: async () => testing.clipboard },
+  openExternal: async () => true,
+};
+
+export const lm = {
+  selectChatModels: async (selector: { id?: string; family?: string } = {}) =>
+    testing.chatModels.filter((m) => (selector.id === undefined || m.id === selector.id) && (selector.family === undefined || m.family === selector.family)),
+  onDidChangeChatModels: (listener: Listener<void>) => testing.chatModelsChanged.event(listener),
+};
+
+export const languages = { getDiagnostics: () => [] };
+
+export class FakeMemento {
+  readonly values = new Map<string, unknown>();
+  get<T>(key: string, fallback?: T): T | undefined {
+    return this.values.has(key) ? (this.values.get(key) as T) : fallback;
+  }
+  async update(key: string, value: unknown): Promise<void> {
+    this.values.set(key, value);
+  }
+  keys(): string[] {
+    return [...this.values.keys()];
+  }
+}
+
+/** A fake ExtensionContext with its own global storage directory. */
+export function fakeContext(globalStorage: string, extensionPath = process.cwd()) {
+  return {
+    subscriptions: [] as { dispose(): unknown }[],
+    globalStorageUri: Uri.file(globalStorage),
+    extensionUri: Uri.file(extensionPath),
+    extensionPath,
+    secrets: new FakeSecretStorage(),
+    globalState: new FakeMemento(),
+  };
+}
+
+/** Makes `require('vscode')` (and `import ... from 'vscode'`) load this double. */
+export function installVscodeDouble(): void {
+  const mod = Module as unknown as { _resolveFilename: (request: string, ...rest: unknown[]) => string };
+  const original = mod._resolveFilename;
+  if ((original as { vscodeDouble?: boolean }).vscodeDouble) return;
+  const self = __filename;
+  const patched = function (this: unknown, request: string, ...rest: unknown[]) {
+    if (request === 'vscode') return self;
+    return original.call(this, request, ...rest);
+  };
+  (patched as { vscodeDouble?: boolean }).vscodeDouble = true;
+  mod._resolveFilename = patched;
+}

@@ -1,11 +1,12 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, ConfigFile } from './config/config-file';
 import { defaultDataDir } from './config/paths';
+import { AllowFromPattern } from './protocol';
 import { PortInUseError, Service } from './service';
 import { hashPassword } from './transport/passwords';
 
 const USAGE = `usage:
-  remote-assistant serve [--data-dir DIR] [--port N]
+  remote-assistant serve [--data-dir DIR] [--port N] [--allow-from PATTERN,PATTERN...]
   remote-assistant user add --data-dir DIR --username NAME   (password on standard input)`;
 
 async function readStdin(): Promise<string> {
@@ -15,14 +16,20 @@ async function readStdin(): Promise<string> {
 }
 
 async function serve(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { 'data-dir': { type: 'string' }, port: { type: 'string' } } });
+  const { values } = parseArgs({ args, options: { 'data-dir': { type: 'string' }, port: { type: 'string' }, 'allow-from': { type: 'string' } } });
   const port = values.port === undefined ? undefined : Number(values.port);
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     console.error(`invalid --port ${values.port}: expected an integer from 0 to 65535`);
     return 2;
   }
+  const allowFrom = values['allow-from']?.split(',').map((p) => p.trim()).filter(Boolean);
+  const badPattern = allowFrom?.find((p) => !AllowFromPattern.safeParse(p).success);
+  if (allowFrom?.length === 0 || badPattern !== undefined) {
+    console.error(`invalid --allow-from ${JSON.stringify(badPattern ?? values['allow-from'])}: expected address patterns such as 192.168.1.*,::1`);
+    return 2;
+  }
   const dataDir = values['data-dir'] ?? defaultDataDir();
-  const service = await Service.open({ dataDir, port, logToStderr: true });
+  const service = await Service.open({ dataDir, port, allowFrom, logToStderr: true });
   let listening;
   try {
     listening = await service.start();

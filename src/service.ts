@@ -31,6 +31,8 @@ export interface ServiceOptions {
   port?: number;
   /** Overrides the bind address (default: the decisions.md rule from allow_from). */
   host?: string;
+  /** Overrides the tcp channel's allow_from for this run (the container's CMD sets it). */
+  allowFrom?: readonly string[];
   /** Mirror log lines to stderr (headless). */
   logToStderr?: boolean;
   /** What the hosting program supplies (the editor's models, prompts, tools, key). */
@@ -120,12 +122,13 @@ export class Service {
   /** Listens on the tcp channel; rejects with PortInUseError when the port is taken. */
   async start(): Promise<{ host: string; port: number; url: string }> {
     const channel = tcpChannelOf(this.config.current);
-    const host = this.options.host ?? bindHostFor(channel.allow_from);
+    const allowFrom = () => this.options.allowFrom ?? tcpChannelOf(this.config.current).allow_from;
+    const host = this.options.host ?? bindHostFor(allowFrom());
     const port = this.options.port ?? channel.port;
     const router = createRouter(coreRoutes({ auth: this.auth, store: this.store, config: () => this.config.current, startedAt: this.startedAt }), this.webhooks.router);
-    let filter = { patterns: channel.allow_from, allowed: compileAllowFrom(channel.allow_from) };
+    let filter = { patterns: allowFrom(), allowed: compileAllowFrom(allowFrom()) };
     const allowed = () => {
-      const patterns = tcpChannelOf(this.config.current).allow_from;
+      const patterns = allowFrom();
       if (patterns !== filter.patterns) filter = { patterns, allowed: compileAllowFrom(patterns) };
       return filter.allowed;
     };

@@ -114,6 +114,27 @@ test('user add stores an scrypt hash, never the password, and the user can log i
   }
 });
 
+test('--allow-from overrides the tcp channel for this run; bad patterns are refused', async () => {
+  const dir = await dataDir();
+  // ::1 only: still bound to loopback, and now 127.0.0.1 (allowed by default) is refused before any credential.
+  const proc = await serve(dir, 0, {}, ['--allow-from', '::1']);
+  try {
+    const refused = await fetch(`http://127.0.0.1:${proc.port}/health`);
+    assert.equal(refused.status, 403);
+    assert.equal((await refused.json()).code, 'unauthorized');
+  } finally {
+    proc.child.kill('SIGTERM');
+    await proc.exited;
+  }
+  const config = JSON.parse(await readFile(join(dir, 'service.json'), 'utf8'));
+  assert.equal(config.channels, undefined, 'the override is not written to service.json');
+  for (const bad of ['10.0.0.256', '', 'example.com']) {
+    const result = await runCli(['serve', '--data-dir', dir, '--port', '0', '--allow-from', bad]);
+    assert.equal(result.code, 2, bad);
+    assert.match(result.stderr, /invalid --allow-from/);
+  }
+});
+
 test('bad arguments print the usage', async () => {
   const result = await runCli(['fly']);
   assert.equal(result.code, 2);

@@ -11,8 +11,8 @@ export interface ServeProcess {
 }
 
 /** Runs `cli.js serve`; resolves once it prints `listening on`, rejects if it exits first. */
-export function serve(dataDir: string, port = 0, env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, '--port', String(port)], {
+export function serve(dataDir: string, port = 0, env: NodeJS.ProcessEnv = {}, args: string[] = []): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, '--port', String(port), ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

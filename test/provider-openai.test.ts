@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { createOpenAIProvider, type OpenAIProviderOptions } from '../src/agent/providers/openai';
 import { redactSecrets, safeDetail } from '../src/agent/providers/redact';
 import { startFakeOpenAI, type FakeOpenAI, type FakeOpenAIOptions } from './helpers/fake-openai';
-import { assertHoldsNoKey, cancelTests, failureChecker, fakeRunner, freePort, hello, limit } from './helpers/provider-test-kit';
+import { assertHoldsNoKey, cancelTests, failureChecker, fakeRunner, hello, limit, sharedFailureTests } from './helpers/provider-test-kit';
 
 const KEY = 'sk-Zq8Vw3Lp0Xy7Rt5Nm2Kb';
 const withFake = fakeRunner<FakeOpenAI, OpenAIProviderOptions, FakeOpenAIOptions>(startFakeOpenAI, createOpenAIProvider, KEY);
@@ -136,25 +136,7 @@ describe('openai provider: answers', () => {
 });
 
 describe('openai provider: failures', () => {
-  test('401 is an auth error holding no part of the key, anywhere', limit, () =>
-    withFake(
-      async (fake, provider) => {
-        for (const onDelta of [undefined, () => {}]) {
-          const error = await providerFailure(
-            provider.complete({ model: 'm', messages: hello, onDelta }),
-            'auth',
-            /^openai: authentication failed \(HTTP 401\); check the API key$/,
-          );
-          assert.equal(error.status, 401);
-          assertHoldsNoKey(error, KEY);
-        }
-        assert.equal(fake.requests.length, 2, '401 is not retried');
-        const listError = await providerFailure(provider.listModels!(), 'auth');
-        assertHoldsNoKey(listError, KEY);
-      },
-      {},
-      { apiKey: 'sk-the-right-key-000000000000' },
-    ));
+  sharedFailureTests({ name: 'openai', key: KEY, withFake, providerFailure, create: createOpenAIProvider, basePath: '/v1' });
 
   test('a key quoted in other error bodies is redacted too', limit, () =>
     withFake(async (fake, provider) => {
@@ -167,39 +149,11 @@ describe('openai provider: failures', () => {
       assert.ok(long.message.length <= 260, `message is truncated (${long.message.length} chars)`);
     }));
 
-  test('429 with Retry-After: 1, then success: the wait honours the header', limit, () =>
-    withFake(async (fake, provider) => {
-      fake.script({ status: 429, retryAfter: 1 }, { text: 'finally' });
-      const result = await provider.complete({ model: 'm', messages: hello });
-      assert.equal(result.text, 'finally');
-      assert.equal(fake.requests.length, 2);
-      const waited = fake.requests[1].receivedAt - fake.requests[0].receivedAt;
-      assert.ok(waited >= 950, `waited ${waited} ms, Retry-After asked for 1000`);
-    }));
-
-  test('429 asking for a wait beyond a minute fails at once, naming the wait', limit, () =>
-    withFake(async (fake, provider) => {
-      fake.script({ status: 429, retryAfter: 3600 });
-      const error = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'rate_limited', /rate limited \(HTTP 429\); retry after 3600 s/);
-      assert.equal(error.status, 429);
-      assert.equal(fake.requests.length, 1);
-    }));
-
   test('429 insufficient_quota is not retried', limit, () =>
     withFake(async (fake, provider) => {
       fake.script({ status: 429, body: { error: { message: 'You exceeded your current quota.', type: 'insufficient_quota', code: 'insufficient_quota' } } });
       await providerFailure(provider.complete({ model: 'm', messages: hello }), 'rate_limited', /quota exceeded/);
       assert.equal(fake.requests.length, 1);
-    }));
-
-  test('500 twice, then success (streamed: retried before the first byte)', limit, () =>
-    withFake(async (fake, provider) => {
-      fake.script({ status: 500 }, { status: 500 }, { text: 'third time lucky' });
-      const deltas: string[] = [];
-      const result = await provider.complete({ model: 'm', messages: hello, onDelta: (piece) => deltas.push(piece) });
-      assert.equal(result.text, 'third time lucky');
-      assert.equal(deltas.join(''), 'third time lucky');
-      assert.equal(fake.requests.length, 3);
     }));
 
   test('503 forever is unavailable after the retries', limit, () =>
@@ -232,20 +186,6 @@ describe('openai provider: failures', () => {
       assert.equal(fake.requests.length, 1);
     }));
 
-  test('no answer within timeoutMs is a timeout error (not retried)', limit, () =>
-    withFake(
-      async (fake, provider) => {
-        fake.script({ hang: true });
-        const started = Date.now();
-        const error = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'timeout', /no response within 300 ms/);
-        assert.ok(Date.now() - started < 3_000);
-        assert.equal(error.status, undefined);
-        assert.equal(fake.requests.length, 1);
-        await fake.waitFor((requests) => requests[0].aborted);
-      },
-      { timeoutMs: 300 },
-    ));
-
   test('a stream that goes silent is a timeout error', limit, () =>
     withFake(
       async (fake, provider) => {
@@ -265,25 +205,6 @@ describe('openai provider: failures', () => {
       },
       { timeoutMs: 400 },
     ));
-
-  test('connection refused is a network error naming the URL', limit, async () => {
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}/v1`;
-    const provider = createOpenAIProvider({ apiKey: KEY, baseUrl: url, maxRetries: 1 });
-    const error = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'network');
-    assert.equal(error.message, `openai: cannot reach ${url} (ECONNREFUSED)`);
-    await providerFailure(provider.listModels!(), 'network', /ECONNREFUSED/);
-  });
-
-  test('the URL in a message carries no credentials or query', limit, async () => {
-    const port = await freePort();
-    const withQuery = createOpenAIProvider({ apiKey: KEY, baseUrl: `http://127.0.0.1:${port}/v1?api-key=${KEY}`, maxRetries: 0 });
-    const error = await providerFailure(withQuery.complete({ model: 'm', messages: hello }), 'network');
-    assert.equal(error.message, `openai: cannot reach http://127.0.0.1:${port}/v1 (ECONNREFUSED)`);
-    const withUser = createOpenAIProvider({ apiKey: KEY, baseUrl: `http://user:hunter2@127.0.0.1:${port}/v1`, maxRetries: 0 });
-    const refused = await providerFailure(withUser.complete({ model: 'm', messages: hello }), 'not_configured', /must not contain credentials/);
-    assert.ok(!refused.message.includes('hunter2'), refused.message);
-  });
 
   test('a malformed stream is a bad_response, and so is a body that is not JSON', limit, () =>
     withFake(async (fake, provider) => {

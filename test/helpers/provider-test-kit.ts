@@ -84,7 +84,7 @@ export async function freePort(): Promise<number> {
 /** What the shared cancel tests script and watch; every vendor fake has it. */
 export interface CancelTestFake {
   readonly requests: RecordedRequest[];
-  script(...steps: (FakeHang | FakeError | { text: string; chunks: number; chunkDelayMs: number })[]): void;
+  script(...steps: (FakeHang | FakeError | { text: string; chunks?: number; chunkDelayMs?: number })[]): void;
   waitFor(predicate: (requests: RecordedRequest[]) => boolean, timeoutMs?: number): Promise<void>;
 }
 
@@ -130,4 +130,105 @@ export function cancelTests<Fake extends CancelTestFake>(
       );
       await fake.waitFor((requests) => requests[0].aborted);
     }));
+}
+
+/** What the shared failure tests need of a vendor. */
+export interface SharedFailureVendor<Fake extends CancelTestFake, FakeOptions extends { apiKey?: string }> {
+  name: string;
+  key: string;
+  withFake: WithFake<Fake, { maxRetries?: number; timeoutMs?: number }, FakeOptions>;
+  providerFailure: ReturnType<typeof failureChecker>;
+  create(options: { apiKey: string; baseUrl: string; maxRetries: number }): Provider;
+  /** The path of the base URL that users configure (`/v1` for OpenAI, none for Anthropic). */
+  basePath: string;
+}
+
+/**
+ * The failure tests every HTTP provider passes alike, since they share http-provider.ts (register
+ * them inside its failures `describe`); the vendor files keep the tests of their own wire formats.
+ */
+export function sharedFailureTests<Fake extends CancelTestFake, FakeOptions extends { apiKey?: string }>(vendor: SharedFailureVendor<Fake, FakeOptions>): void {
+  const { name, key, withFake, providerFailure, create, basePath } = vendor;
+
+  test('401 is an auth error holding no part of the key, anywhere', limit, () =>
+    withFake(
+      async (fake, provider) => {
+        for (const onDelta of [undefined, () => {}]) {
+          const error = await providerFailure(
+            provider.complete({ model: 'm', messages: hello, onDelta }),
+            'auth',
+            new RegExp(`^${name}: authentication failed \\(HTTP 401\\); check the API key$`),
+          );
+          assert.equal(error.status, 401);
+          assertHoldsNoKey(error, key);
+        }
+        assert.equal(fake.requests.length, 2, '401 is not retried');
+        assertHoldsNoKey(await providerFailure(provider.listModels!(), 'auth'), key);
+      },
+      {},
+      // The fake expects another key than the provider sends.
+      { apiKey: 'sk-the-right-key-000000000000' } as FakeOptions,
+    ));
+
+  test('429 with Retry-After: 1, then success: the wait honours the header', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ status: 429, retryAfter: 1 }, { text: 'finally' });
+      const result = await provider.complete({ model: 'm', messages: hello });
+      assert.equal(result.text, 'finally');
+      assert.equal(fake.requests.length, 2);
+      const waited = fake.requests[1].receivedAt - fake.requests[0].receivedAt;
+      assert.ok(waited >= 950, `waited ${waited} ms, Retry-After asked for 1000`);
+    }));
+
+  test('429 asking for a wait beyond a minute fails at once, naming the wait', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ status: 429, retryAfter: 3600 });
+      const error = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'rate_limited', /rate limited \(HTTP 429\); retry after 3600 s/);
+      assert.equal(error.status, 429);
+      assert.equal(fake.requests.length, 1);
+    }));
+
+  test('500 twice, then success (streamed: retried before the first byte)', limit, () =>
+    withFake(
+      async (fake, provider) => {
+        fake.script({ status: 500 }, { status: 500 }, { text: 'third time lucky' });
+        const deltas: string[] = [];
+        const result = await provider.complete({ model: 'm', messages: hello, onDelta: (piece) => deltas.push(piece) });
+        assert.equal(result.text, 'third time lucky');
+        assert.equal(deltas.join(''), 'third time lucky');
+        assert.equal(fake.requests.length, 3);
+      },
+      { maxRetries: 2 },
+    ));
+
+  test('no answer within timeoutMs is a timeout error (not retried)', limit, () =>
+    withFake(
+      async (fake, provider) => {
+        fake.script({ hang: true });
+        const error = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'timeout', /no response within 300 ms/);
+        assert.equal(error.status, undefined);
+        assert.equal(fake.requests.length, 1);
+        await fake.waitFor((requests) => requests[0].aborted);
+      },
+      { timeoutMs: 300 },
+    ));
+
+  test('connection refused is a network error naming the URL', limit, async () => {
+    const url = `http://127.0.0.1:${await freePort()}${basePath}`;
+    const provider = create({ apiKey: key, baseUrl: url, maxRetries: 1 });
+    const error = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'network');
+    assert.equal(error.message, `${name}: cannot reach ${url} (ECONNREFUSED)`);
+    await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: () => {} }), 'network', /cannot reach/);
+    await providerFailure(provider.listModels!(), 'network', /ECONNREFUSED/);
+  });
+
+  test('the URL in a message carries no credentials or query', limit, async () => {
+    const port = await freePort();
+    const withQuery = create({ apiKey: key, baseUrl: `http://127.0.0.1:${port}${basePath}?api-key=${key}`, maxRetries: 0 });
+    const error = await providerFailure(withQuery.complete({ model: 'm', messages: hello }), 'network');
+    assert.equal(error.message, `${name}: cannot reach http://127.0.0.1:${port}${basePath} (ECONNREFUSED)`);
+    const withUser = create({ apiKey: key, baseUrl: `http://user:hunter2@127.0.0.1:${port}${basePath}`, maxRetries: 0 });
+    const refused = await providerFailure(withUser.complete({ model: 'm', messages: hello }), 'not_configured', /must not contain credentials/);
+    assert.ok(!refused.message.includes('hunter2'), refused.message);
+  });
 }

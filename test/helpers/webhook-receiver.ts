@@ -14,7 +14,7 @@
  */
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { createWatchers, listenOnLoopback } from './fake-http';
 
 export interface ReceiverStep {
   /** Answer with this status (default 200). */
@@ -77,12 +77,11 @@ export async function startWebhookReceiver(options: { secret?: string } = {}): P
   const requests: ReceivedCallback[] = [];
   const processed = new Map<string, ReceivedCallback>();
   const queue: ReceiverStep[] = [];
-  const sockets = new Set<Socket>();
-  const watchers = new Set<() => void>();
+  const watchers = createWatchers();
   let fallback: ReceiverStep = { status: 200 };
   let secret = options.secret;
   let duplicates = 0;
-  const notify = () => [...watchers].forEach((watch) => watch());
+  const notify = watchers.notify;
 
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -123,15 +122,7 @@ export async function startWebhookReceiver(options: { secret?: string } = {}): P
       notify();
     });
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
+  const { port, close } = await listenOnLoopback(server);
 
   const receiver: WebhookReceiver = {
     port,
@@ -142,30 +133,9 @@ export async function startWebhookReceiver(options: { secret?: string } = {}): P
     script: (...steps) => void queue.push(...steps),
     setDefault: (step) => void (fallback = step),
     setSecret: (value) => void (secret = value),
-    waitFor(predicate, what = 'receiver condition', timeoutMs = 10_000) {
-      return new Promise<void>((resolve, reject) => {
-        const check = () => {
-          if (!predicate(receiver)) return;
-          done();
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          done();
-          reject(new Error(`webhook receiver: timed out waiting for ${what} (${requests.length} requests seen)`));
-        }, timeoutMs);
-        const done = () => {
-          clearTimeout(timer);
-          watchers.delete(check);
-        };
-        watchers.add(check);
-        check();
-      });
-    },
-    async close() {
-      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const socket of sockets) socket.destroy();
-      await stopped;
-    },
+    waitFor: (predicate, what = 'receiver condition', timeoutMs = 10_000) =>
+      watchers.waitFor(() => predicate(receiver), timeoutMs, () => `webhook receiver: timed out waiting for ${what} (${requests.length} requests seen)`),
+    close,
   };
   return receiver;
 }

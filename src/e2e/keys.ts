@@ -1,0 +1,31 @@
+import { x25519 } from '@noble/curves/ed25519.js';
+import { bytesOfLength, toBase64url } from './base64url';
+
+export const KEY_BYTES = 32;
+
+/** An X25519 key pair, both halves base64url (32 bytes each). `secretKey` never leaves its owner. */
+export interface KeyPairText {
+  publicKey: string;
+  secretKey: string;
+}
+
+export function generateKeyPair(): KeyPairText {
+  const { secretKey, publicKey } = x25519.keygen();
+  return { publicKey: toBase64url(publicKey), secretKey: toBase64url(secretKey) };
+}
+
+/** A stored key pair, checked: the public half must be the secret half's. Undefined when it is not a valid pair. */
+export function parseKeyPair(value: unknown): KeyPairText | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  const { publicKey, secretKey } = value as Partial<KeyPairText>;
+  const secret = bytesOfLength(secretKey, KEY_BYTES);
+  if (!secret || typeof publicKey !== 'string') return undefined;
+  return toBase64url(x25519.getPublicKey(secret)) === publicKey ? { publicKey, secretKey: secretKey as string } : undefined;
+}
+
+/** A public key in its one canonical spelling (base64url, no padding), or undefined if it is not 32 bytes of base64url/base64. */
+export function canonicalPublicKey(text: unknown): string | undefined {
+  if (typeof text !== 'string') return undefined;
+  const bytes = bytesOfLength(text.replace(/\+/g, '-').replace(/\//g, '_'), KEY_BYTES);
+  return bytes ? toBase64url(bytes) : undefined;
+}

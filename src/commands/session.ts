@@ -11,6 +11,8 @@ export interface ClientSession {
   readonly source: string;
   /** Whether a person behind this session can answer permission prompts. */
   readonly canAnswerPermissions: boolean;
+  /** How a socket authenticated: with the service's access token, or a session token of `POST /auth`. Absent for the editor and webhooks. */
+  readonly principal?: 'access' | 'session';
   send(event: ServiceEvent): void;
 }
 

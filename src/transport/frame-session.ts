@@ -1,0 +1,128 @@
+import { AuthCommand, fail, ok, requestIdOf, type Envelope, type ServiceEvent } from '../protocol';
+import type { Logger } from '../log/logger';
+import type { Dispatch } from '../commands/dispatcher';
+import type { EventHub } from '../commands/event-hub';
+import { newSessionId, type ClientSession } from '../commands/session';
+import type { Authenticator, Principal } from './auth';
+import { MAX_BODY_BYTES } from './http-util';
+
+export const AUTH_TIMEOUT_MS = 10_000;
+export const CLOSE_AUTH_FAILED = 4401;
+export const CLOSE_AUTH_TIMEOUT = 4408;
+export const CLOSE_FORBIDDEN = 4403;
+export const CLOSE_TOO_BIG = 1009;
+
+export interface FrameSessionDeps {
+  auth: Authenticator;
+  dispatch: Dispatch;
+  events: EventHub;
+  logger: Logger;
+  /** Tracks work in flight so a graceful stop can wait for it. */
+  track: <T>(work: Promise<T>) => Promise<T>;
+  authTimeoutMs?: number;
+}
+
+/** Where a session's frames go: a LAN WebSocket, or a relayed client's end-to-end tunnel. */
+export interface FramePeer {
+  send(text: string): void;
+  close(code: number, reason: string): void;
+}
+
+export interface FrameSession {
+  readonly id: string;
+  /** One frame from the client: its text (undefined for a binary frame, or one too big to read) and its size in bytes. */
+  receive(text: string | undefined, size: number): void;
+  /** The transport is gone: stop the timers and the events. */
+  closed(code?: number): void;
+}
+
+/**
+ * One client session, whatever carries its frames: the auth handshake (first frame, within the
+ * timeout), the 1 MiB frame limit, then commands dispatched concurrently, each answered once (with
+ * its `id` echoed), plus the events of an authenticated session.
+ */
+export function openFrameSession(peer: FramePeer, source: string, remoteAddress: string, deps: FrameSessionDeps): FrameSession {
+  const id = newSessionId();
+  const log = deps.logger.child({ connection: id, source });
+  let principal: Principal | null = null;
+  let removeFromHub: (() => void) | undefined;
+  let open = true;
+
+  const send = (message: Envelope | ServiceEvent) => {
+    if (open) peer.send(JSON.stringify(message));
+  };
+  const session: ClientSession & { principal?: Principal['kind'] } = { id, source, canAnswerPermissions: true, send };
+
+  const closeWith = (code: number, reason: string) => {
+    if (!open) return;
+    peer.close(code, reason);
+    closed(code);
+  };
+
+  const authTimer = setTimeout(() => {
+    log.info('ws.auth_timeout', { address: remoteAddress });
+    closeWith(CLOSE_AUTH_TIMEOUT, 'authentication timeout');
+  }, deps.authTimeoutMs ?? AUTH_TIMEOUT_MS);
+
+  const authenticate = (frame: unknown) => {
+    const parsed = AuthCommand.safeParse(frame);
+    const candidate = parsed.success ? deps.auth.verify(parsed.data.token) : null;
+    const requestId = requestIdOf(frame);
+    if (!candidate) {
+      log.warn('ws.auth_failed', { address: remoteAddress });
+      send(fail('invalid_token', parsed.success ? 'invalid token' : 'the first message must be {"type":"auth","token":...}', requestId));
+      closeWith(CLOSE_AUTH_FAILED, 'authentication failed');
+      return;
+    }
+    clearTimeout(authTimer);
+    principal = candidate;
+    session.principal = candidate.kind;
+    removeFromHub = deps.events.add(session);
+    log.info('ws.authenticated', { address: remoteAddress, principal: candidate.kind });
+    send(ok({ authenticated: true, expires_in: deps.auth.expiresIn(candidate) }, requestId));
+  };
+
+  const handle = async (frame: unknown) => {
+    if (principal && !deps.auth.isValid(principal)) {
+      send(fail('invalid_token', 'session token expired', requestIdOf(frame)));
+      closeWith(CLOSE_AUTH_FAILED, 'token expired');
+      return;
+    }
+    send(await deps.track(deps.dispatch(frame, session)));
+  };
+
+  const closed = (code?: number) => {
+    if (!open) return;
+    open = false;
+    clearTimeout(authTimer);
+    // A chat whose client left still finishes and is stored: the reply is in the history on reconnect.
+    removeFromHub?.();
+    log.info('ws.closed', { code });
+  };
+
+  const receive = (text: string | undefined, size: number) => {
+    if (!open) return;
+    if (size > MAX_BODY_BYTES) {
+      send(fail('payload_too_large', `frame exceeds ${MAX_BODY_BYTES} bytes`));
+      closeWith(CLOSE_TOO_BIG, 'frame too large');
+      return;
+    }
+    let frame: unknown;
+    if (text !== undefined) {
+      try {
+        frame = JSON.parse(text);
+      } catch {
+        frame = undefined;
+      }
+    }
+    if (!principal) {
+      authenticate(frame);
+      return;
+    }
+    if (text === undefined) return send(fail('invalid_request', 'binary frames are not accepted; send JSON text'));
+    if (frame === undefined) return send(fail('invalid_request', 'frame is not valid JSON'));
+    handle(frame).catch((error) => log.error('ws.handler_crashed', { error }));
+  };
+
+  return { id, receive, closed };
+}

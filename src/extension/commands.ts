@@ -7,6 +7,7 @@ import { parseConfigText } from '../config/config-file';
 import { CONFIG_FILE_NAME, LOG_FILE_NAME } from '../config/paths';
 import { websocketChannelsOf, type ServiceConfig } from '../protocol';
 import type { ApiKeys } from './api-keys';
+import { describeFigures, type LoopMonitor } from './diagnostics';
 import { call, type Backend, type PublicConfig } from './backend';
 import { CHAT_VIEW_ID } from './chat-view';
 import { showConnectionInfo } from './connection-info';
@@ -29,6 +30,7 @@ export const COMMANDS = {
   restartService: 'remoteAssistant.restartService',
   openConfig: 'remoteAssistant.openConfig',
   showLog: 'remoteAssistant.showLog',
+  measureResponsiveness: 'remoteAssistant.measureResponsiveness',
 } as const;
 
 export interface CommandDeps {
@@ -39,6 +41,9 @@ export interface CommandDeps {
   /** Tells the chat view(s) to start a new conversation. */
   newConversation: () => void;
   log: (line: string) => void;
+  loopMonitor: LoopMonitor;
+  /** activate() -> service listening, once known. */
+  activationMs: () => number | undefined;
 }
 
 const MODES: { label: PublicConfig['permission_mode']; description: string }[] = [
@@ -174,6 +179,20 @@ async function connectionInfo(deps: CommandDeps): Promise<void> {
   await showConnectionInfo({ port, token: config.auth_token ?? '', relayUrls: websocketChannelsOf(config).map((c) => c.url), lanAccess: readSettings().lanAccess });
 }
 
+/** First run: start measuring the event loop; second run: report (output channel and a notification). */
+export async function measureResponsiveness(deps: CommandDeps): Promise<void> {
+  const figures = deps.loopMonitor.stop();
+  if (!figures) {
+    deps.loopMonitor.start();
+    deps.log('responsiveness: measuring the extension host event loop');
+    void vscode.window.showInformationMessage('Remote Assistant: measuring responsiveness. Run "Measure Responsiveness" again to see the figures.');
+    return;
+  }
+  const text = describeFigures(figures, deps.activationMs());
+  deps.log(`responsiveness: ${text}`);
+  void vscode.window.showInformationMessage(`Remote Assistant responsiveness: ${text}`);
+}
+
 async function openFile(file: string): Promise<void> {
   await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(vscode.Uri.file(file)), { preview: false });
 }
@@ -208,6 +227,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     guarded(COMMANDS.restartService, () => deps.hosting.restart()),
     guarded(COMMANDS.openConfig, () => openFile(join(deps.dataDir, CONFIG_FILE_NAME))),
     guarded(COMMANDS.showLog, () => openFile(join(deps.dataDir, LOG_FILE_NAME))),
+    guarded(COMMANDS.measureResponsiveness, () => measureResponsiveness(deps)),
   ];
 }
 

@@ -5,6 +5,7 @@ import { ApiKeys } from './api-keys';
 import { call } from './backend';
 import { CHAT_VIEW_ID, ChatViewProvider } from './chat-view';
 import { COMMANDS, registerCommands, type CommandDeps } from './commands';
+import { LoopMonitor } from './diagnostics';
 import { createEditorToolSource } from './editor-tools';
 import { applyLanAccess, Hosting, type HostingState } from './hosting';
 import { createLanguageModelProvider } from './lm-provider';
@@ -61,6 +62,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   const secrets = () => [hosting.service?.config.current.auth_token, hosting.service?.config.current.api_key, apiKeys.get('openai'), apiKeys.get('anthropic')].filter((s): s is string => !!s);
   const chatView = new ChatViewProvider(context.extensionUri, () => ({ backend: hosting.backend, state: hosting.state }), runAction, secrets);
 
+  let activationMs: number | undefined;
+  const loopMonitor = new LoopMonitor();
   const deps: CommandDeps = {
     hosting,
     dataDir,
@@ -68,12 +71,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     host,
     log,
     newConversation: () => chatView.post({ event: 'editor.new_conversation' }),
+    loopMonitor,
+    activationMs: () => activationMs,
   };
 
   context.subscriptions.push(
     statusBar,
     apiKeys,
     chatView,
+    loopMonitor,
     vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, chatView, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(PROPOSED_SCHEME, proposed),
     ...registerCommands(deps),
@@ -109,7 +115,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     }),
   );
 
-  let activationMs: number | undefined;
   if (readSettings().autoStart) {
     await hosting.start();
     if (readSettings().lanAccess && hosting.service && (await applyLanAccess(hosting.service, true).catch(() => false))) await hosting.restart();

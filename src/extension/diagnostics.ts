@@ -1,0 +1,59 @@
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+
+/** Timer resolution of the event-loop monitor while it runs (it is off otherwise: no idle wakeups). */
+const RESOLUTION_MS = 10;
+
+export interface LoopFigures {
+  /** How long the measurement ran. */
+  seconds: number;
+  /** The longest the extension host's event loop was blocked, beyond the monitor's own timer. */
+  longestStallMs: number;
+  p99Ms: number;
+  meanMs: number;
+}
+
+// The histogram records each whole timer interval; the stall is what exceeds the resolution.
+const stallMs = (ns: number) => Math.max(0, Math.round((ns / 1e6 - RESOLUTION_MS) * 10) / 10);
+
+/**
+ * "Measure Responsiveness": how long the extension host's event loop (shared with every other
+ * extension) is blocked while the assistant works. Started and stopped on demand, so it costs nothing
+ * the rest of the time; the figures go to the output channel and a notification, never anything secret.
+ */
+export class LoopMonitor {
+  private histogram: IntervalHistogram | undefined;
+  private startedAt = 0;
+
+  get running(): boolean {
+    return this.histogram !== undefined;
+  }
+
+  start(): void {
+    this.histogram?.disable();
+    this.histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
+    this.histogram.enable();
+    this.startedAt = performance.now();
+  }
+
+  /** Stops and returns the figures, or undefined when it was not running. */
+  stop(): LoopFigures | undefined {
+    const h = this.histogram;
+    if (!h) return undefined;
+    h.disable();
+    this.histogram = undefined;
+    const seconds = Math.round((performance.now() - this.startedAt) / 100) / 10;
+    // An empty histogram (stopped before the first tick) reports huge sentinels: no stall was seen.
+    if (h.count === 0) return { seconds, longestStallMs: 0, p99Ms: 0, meanMs: 0 };
+    return { seconds, longestStallMs: stallMs(h.max), p99Ms: stallMs(h.percentile(99)), meanMs: stallMs(h.mean) };
+  }
+
+  dispose(): void {
+    this.histogram?.disable();
+    this.histogram = undefined;
+  }
+}
+
+export function describeFigures(figures: LoopFigures, activationMs: number | undefined): string {
+  const activation = activationMs === undefined ? 'activation: not started automatically' : `activation ${activationMs} ms`;
+  return `${activation}; event loop over ${figures.seconds} s: longest stall ${figures.longestStallMs} ms, p99 ${figures.p99Ms} ms, mean ${figures.meanMs} ms`;
+}

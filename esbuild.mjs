@@ -30,6 +30,7 @@ const browser = {
 
 await Promise.all([
   build({ ...common, entryPoints: { cli: 'src/cli.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } }),
+  build({ ...common, entryPoints: { relay: 'src/relay/node/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } }),
   build({ ...common, entryPoints: { 'compact-worker': 'src/store/compact-worker.ts' }, outdir: 'dist' }),
   build({ ...common, entryPoints: { extension: 'src/extension/extension.ts' }, outdir: 'dist', external: ['vscode'] }),
   build({ ...browser, entryPoints: { 'chat-webview': 'src/web/chat-webview.ts', 'chat-phone': 'src/web/chat-phone.ts' } }),

@@ -1,0 +1,28 @@
+/** The relay's limits (docs/relay.md). One place, so the Worker and the Node relay cannot drift. */
+
+/** Largest client frame, in UTF-8 bytes: room for the encryption of a 1 MiB command. */
+export const MAX_CLIENT_FRAME_BYTES = 2 * 1024 * 1024;
+
+/** Per-client token bucket: frames a second, and the burst allowed on top. */
+export const CLIENT_FRAMES_PER_SECOND = 30;
+export const CLIENT_FRAME_BURST = 120;
+
+/** A socket that sent nothing (text `ping` included) for this long is closed. */
+export const IDLE_TIMEOUT_MS = 90_000;
+
+/** The close code and reason of a socket closed for silence. */
+export const IDLE_CLOSE = { code: 4408, reason: 'idle timeout' } as const;
+/** The close code of a machine socket replaced by a newer one. */
+export const REPLACED_CLOSE = { code: 4409, reason: 'replaced' } as const;
+/** The close code of a client frame over MAX_CLIENT_FRAME_BYTES (RFC 6455 "message too big"). */
+export const TOO_BIG_CLOSE = { code: 1009, reason: 'frame too large' } as const;
+
+/** AUTH_TOKEN must be at least this long; the relay refuses to run otherwise. */
+export const MIN_AUTH_TOKEN_LENGTH = 32;
+
+/** Largest POST /register body. */
+export const MAX_REGISTER_BODY_BYTES = 4096;
+
+/** The heartbeat frames, answered by the relay itself. */
+export const PING = 'ping';
+export const PONG = 'pong';

@@ -1,0 +1,54 @@
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { authTokenProblem } from '../auth';
+import { consoleLogger } from '../console-logger';
+import { NodeRelay } from './relay-server';
+
+const USAGE = `usage: AUTH_TOKEN=<at least 32 characters> node dist/relay.js --port N [--host H] [--static DIR]
+  --host    address to listen on (default 127.0.0.1; 0.0.0.0 in a container)
+  --static  folder of the phone page served at / (default: media/ beside dist/)`;
+
+async function main(): Promise<number> {
+  let values: { port?: string; host?: string; static?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({ options: { port: { type: 'string' }, host: { type: 'string' }, static: { type: 'string' }, help: { type: 'boolean' } } }));
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const port = Number(values.port ?? 'NaN');
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    console.error(`--port must be an integer from 0 to 65535\n${USAGE}`);
+    return 2;
+  }
+  const authToken = process.env.AUTH_TOKEN ?? '';
+  const problem = authTokenProblem(authToken);
+  if (problem) {
+    console.error(`relay not started: ${problem} (set it in the environment; use a random value)`);
+    return 2;
+  }
+  const log = consoleLogger(process.env.RELAY_LOG_LEVEL === 'debug' ? 'debug' : 'info');
+  const relay = new NodeRelay({ authToken, staticDir: values.static ?? join(__dirname, '..', 'media'), log });
+  const address = await relay.listen(port, values.host ?? '127.0.0.1');
+  console.log(`relay listening on http://${address.address}:${address.port}`);
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+  log.info('relay.stopping');
+  await relay.close();
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error) => {
+    console.error(`relay failed: ${(error as Error).message}`);
+    process.exit(1);
+  },
+);

@@ -33,5 +33,19 @@ await Promise.all([
   build({ ...common, entryPoints: { relay: 'src/relay/node/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } }),
   build({ ...common, entryPoints: { 'compact-worker': 'src/store/compact-worker.ts' }, outdir: 'dist' }),
   build({ ...common, entryPoints: { extension: 'src/extension/extension.ts' }, outdir: 'dist', external: ['vscode'] }),
+  // The relay's Cloudflare Worker: one ES module with no Node built-ins (the neutral platform refuses them).
+  build({
+    // Alone in its folder: wrangler uploads every module beside it.
+    entryPoints: { relay: 'src/relay/worker/worker.ts' },
+    outdir: 'dist/worker',
+    bundle: true,
+    platform: 'neutral',
+    format: 'esm',
+    target: 'es2022',
+    mainFields: ['module', 'main'],
+    conditions: ['workerd', 'worker', 'browser'],
+    minify: production,
+    logLevel: 'warning',
+  }),
   build({ ...browser, entryPoints: { 'chat-webview': 'src/web/chat-webview.ts', 'chat-phone': 'src/web/chat-phone.ts' } }),
 ]);

@@ -1,0 +1,168 @@
+import { consoleLogger } from '../console-logger';
+import { errorAnswer } from '../http';
+import { IDLE_TIMEOUT_MS, PING, PONG } from '../limits';
+import { Room, type Role, type RoomHost } from '../room';
+import { answerResponse } from './responses';
+import { WEBSOCKET_OPEN, autoResponse, newSocketPair, upgradeResponse, type DurableObjectState, type RelayEnv, type WorkerSocket } from './runtime';
+
+/** What each socket carries through hibernation (serializeAttachment). */
+interface SocketState {
+  role: Role;
+  cid: string;
+  /** Last frame received, recorded at most every SEEN_STEP ms (writing it every frame costs). */
+  seen: number;
+  ended: boolean;
+}
+
+const REGISTERED_KEY = 'registered';
+
+/**
+ * One machine_id's Durable Object: its machine socket and its clients, through the WebSocket
+ * Hibernation API. Everything that must survive hibernation (~15 s idle wipes the object's memory)
+ * lives in socket tags, attachments and storage; `states` is only a cache of the attachments.
+ */
+export class Relay implements RoomHost<WorkerSocket> {
+  private readonly room: Room<WorkerSocket>;
+  private readonly states = new WeakMap<WorkerSocket, SocketState>();
+  private readonly idleMs: number;
+  private readonly seenStep: number;
+  private registered = false;
+
+  constructor(
+    private readonly ctx: DurableObjectState,
+    env: RelayEnv,
+  ) {
+    this.room = new Room(this, consoleLogger());
+    this.idleMs = Number(env.IDLE_TIMEOUT_MS) > 0 ? Number(env.IDLE_TIMEOUT_MS) : IDLE_TIMEOUT_MS;
+    this.seenStep = Math.max(1, Math.floor(this.idleMs / 10));
+    // Heartbeats are answered by the runtime without waking the object.
+    ctx.setWebSocketAutoResponse(autoResponse(PING, PONG));
+  }
+
+  /** Called by the Worker only, after it checked the route and (for machines) AUTH_TOKEN. */
+  async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    if (url.pathname === '/register') {
+      await this.register();
+      return new Response(null, { status: 204 });
+    }
+    const role: Role = url.searchParams.get('role') === 'machine' ? 'machine' : 'client';
+    if (role === 'client' && !(await this.isRegistered())) {
+      return answerResponse(errorAnswer('not_found', 'no machine registered with this machine_id'));
+    }
+    const [client, server] = newSocketPair();
+    if (role === 'machine') {
+      // A machine holding AUTH_TOKEN is registered by connecting.
+      await this.register();
+      const previous = this.ctx.getWebSockets('machine');
+      this.accept(server, 'machine', '');
+      this.room.machineOpened(server, previous);
+    } else {
+      const cid = crypto.randomUUID();
+      this.accept(server, 'client', cid);
+      this.room.clientOpened(server);
+    }
+    await this.armAlarm();
+    return upgradeResponse(client);
+  }
+
+  webSocketMessage(socket: WorkerSocket, message: string | ArrayBuffer): void {
+    const state = this.stateOf(socket);
+    const now = Date.now();
+    if (now - state.seen >= this.seenStep) this.save(socket, { ...state, seen: now });
+    this.room.message(socket, message);
+  }
+
+  webSocketClose(socket: WorkerSocket, code: number, reason: string): void {
+    this.room.closed(socket);
+    try {
+      // Completes the closing handshake where the runtime does not do it for us.
+      socket.close(code === 1005 || code === 1006 ? 1000 : code, reason);
+    } catch {
+      // Already closed.
+    }
+  }
+
+  webSocketError(socket: WorkerSocket): void {
+    this.room.closed(socket);
+  }
+
+  /** Closes the sockets silent for the idle timeout, then sleeps until the next one could be. */
+  async alarm(): Promise<void> {
+    const next = this.room.closeIdle(this.ctx.getWebSockets(), (socket) => this.lastSeen(socket), this.idleMs);
+    if (next !== undefined) await this.ctx.storage.setAlarm(next);
+  }
+
+  // RoomHost
+  machine(): WorkerSocket | undefined {
+    return this.ctx.getWebSockets('machine').find((socket) => socket.readyState === WEBSOCKET_OPEN && !this.stateOf(socket).ended);
+  }
+  client(cid: string): WorkerSocket | undefined {
+    return this.ctx.getWebSockets(cid)[0];
+  }
+  clients(): Iterable<WorkerSocket> {
+    return this.ctx.getWebSockets('client').filter((socket) => !this.stateOf(socket).ended);
+  }
+  roleOf(socket: WorkerSocket): Role {
+    return this.stateOf(socket).role;
+  }
+  cidOf(socket: WorkerSocket): string {
+    return this.stateOf(socket).cid;
+  }
+  send(socket: WorkerSocket, text: string): void {
+    try {
+      socket.send(text);
+    } catch {
+      // The socket closed meanwhile; its close event ends it.
+    }
+  }
+  close(socket: WorkerSocket, code: number, reason: string): void {
+    socket.close(code, reason);
+  }
+  isEnded(socket: WorkerSocket): boolean {
+    return this.stateOf(socket).ended;
+  }
+  markEnded(socket: WorkerSocket): void {
+    this.save(socket, { ...this.stateOf(socket), ended: true });
+  }
+
+  private accept(socket: WorkerSocket, role: Role, cid: string): void {
+    this.ctx.acceptWebSocket(socket, role === 'machine' ? ['machine'] : ['client', cid]);
+    this.save(socket, { role, cid, seen: Date.now(), ended: false });
+  }
+
+  private stateOf(socket: WorkerSocket): SocketState {
+    let state = this.states.get(socket);
+    if (!state) {
+      state = socket.deserializeAttachment() as SocketState;
+      this.states.set(socket, state);
+    }
+    return state;
+  }
+
+  private save(socket: WorkerSocket, state: SocketState): void {
+    socket.serializeAttachment(state);
+    this.states.set(socket, state);
+  }
+
+  /** The latest a socket could have spoken: `seen` lags by up to one step, so this never closes early. */
+  private lastSeen(socket: WorkerSocket): number {
+    const heartbeat = this.ctx.getWebSocketAutoResponseTimestamp(socket)?.getTime() ?? 0;
+    return Math.max(this.stateOf(socket).seen + this.seenStep, heartbeat);
+  }
+
+  private async armAlarm(): Promise<void> {
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + this.idleMs);
+  }
+
+  private async isRegistered(): Promise<boolean> {
+    if (!this.registered) this.registered = (await this.ctx.storage.get<boolean>(REGISTERED_KEY)) === true;
+    return this.registered;
+  }
+
+  private async register(): Promise<void> {
+    if (await this.isRegistered()) return;
+    await this.ctx.storage.put(REGISTERED_KEY, true);
+    this.registered = true;
+  }
+}

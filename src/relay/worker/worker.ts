@@ -1,0 +1,57 @@
+import { authTokenProblem } from '../auth';
+import { errorAnswer, healthAnswer, notFound, parseRegisterBody, registeredAnswer, routeRequest } from '../http';
+import { MAX_REGISTER_BODY_BYTES } from '../limits';
+import { answerResponse } from './responses';
+import type { RelayEnv } from './runtime';
+
+export { Relay } from './relay-object';
+
+/** The page the phone opens at `/` (the rest of media/ is served by Workers static assets). */
+const INDEX_ASSET = '/phone.html';
+
+/**
+ * The Worker: checks each request (routes, machine_id, AUTH_TOKEN) and hands registrations and
+ * sockets to the machine's Durable Object, one per machine_id.
+ */
+export default {
+  async fetch(request: Request, env: RelayEnv): Promise<Response> {
+    const authToken = env.AUTH_TOKEN ?? '';
+    if (authTokenProblem(authToken)) {
+      return answerResponse(errorAnswer('server_error', 'relay misconfigured: set the AUTH_TOKEN secret (at least 32 characters)'));
+    }
+    const url = new URL(request.url);
+    const route = routeRequest(
+      {
+        method: request.method,
+        url,
+        authorization: request.headers.get('authorization'),
+        upgrade: (request.headers.get('upgrade') ?? '').toLowerCase() === 'websocket',
+      },
+      authToken,
+    );
+    switch (route.kind) {
+      case 'health':
+        return answerResponse(healthAnswer());
+      case 'answer':
+        return answerResponse(route.answer);
+      case 'register': {
+        if (Number(request.headers.get('content-length')) > MAX_REGISTER_BODY_BYTES) {
+          return answerResponse(errorAnswer('payload_too_large', `body exceeds ${MAX_REGISTER_BODY_BYTES} bytes`));
+        }
+        const parsed = parseRegisterBody(await request.text());
+        if ('answer' in parsed) return answerResponse(parsed.answer);
+        await machineObject(env, parsed.machineId).fetch('https://relay.internal/register', { method: 'POST' });
+        return answerResponse(registeredAnswer(parsed.machineId, url.origin));
+      }
+      case 'socket':
+        return machineObject(env, route.machineId).fetch(request);
+      case 'static':
+        if (route.path === '/' && env.ASSETS) return env.ASSETS.fetch(new Request(new URL(INDEX_ASSET, url), request));
+        return answerResponse(notFound());
+    }
+  },
+};
+
+function machineObject(env: RelayEnv, machineId: string) {
+  return env.RELAY.get(env.RELAY.idFromName(machineId));
+}

@@ -15,14 +15,21 @@ import { LOG_FILE_NAME } from './config/paths';
 import { FileLogger } from './log/file-logger';
 import { Redactor } from './log/redact';
 import type { Logger } from './log/logger';
-import { tcpChannelOf } from './protocol';
+import { tcpChannelOf, websocketChannelsOf } from './protocol';
 import { openStore, type Store } from './store';
 import { bindHostFor, compileAllowFrom } from './transport/allow-from';
 import { Authenticator } from './transport/auth';
 import { HttpServer } from './transport/http-server';
 import { clientAddress } from './transport/http-util';
 import { coreRoutes, createRouter } from './transport/routes';
-import { attachWsSession } from './transport/ws-session';
+import { attachWsSession, type WsSessionDeps } from './transport/ws-session';
+import { ClientKeys } from './transport/client-keys';
+import { machineIdentityOf } from './transport/machine-identity';
+import { PairingSecrets } from './transport/pairing-secrets';
+import type { RelayLinkTiming } from './transport/relay-link';
+import { RelayLinks } from './transport/relay-links';
+import { relayStatusRoute } from './transport/relay-status-route';
+import { phonePageRoutes } from './transport/static-files';
 import { WebhookChannel, type WebhookChannelOptions } from './transport/webhook-channel';
 
 export interface ServiceOptions {
@@ -45,6 +52,10 @@ export interface ServiceOptions {
   authTimeoutMs?: number;
   /** Webhook limits and delivery timings (retry base, attempt timeout...), shortened by tests and benchmarks. */
   webhook?: WebhookChannelOptions;
+  /** Relay link timings (backoff, heartbeat), shortened by tests. */
+  relay?: Partial<RelayLinkTiming>;
+  /** Where the phone page's files are (default: the package's media/). */
+  mediaDir?: string;
 }
 
 export class PortInUseError extends Error {
@@ -65,6 +76,9 @@ export class Service {
   readonly dispatch: Dispatch;
   private readonly running = new RunningChats();
   readonly webhooks: WebhookChannel;
+  /** The links to the relays of service.json's `websocket` channels. */
+  readonly relay: RelayLinks;
+  readonly pairings = new PairingSecrets();
   private readonly inFlight = new Set<Promise<unknown>>();
   private http?: HttpServer;
   private readonly startedAt = Date.now();
@@ -84,12 +98,26 @@ export class Service {
     readonly auth: Authenticator,
   ) {
     this.webhooks = new WebhookChannel({ config, store, agent, running: this.running, logger }, options.webhook);
-    const ctx: CommandContext = { config, store, agent, events, running: this.running, tools, permissions, gate, logger, deliveries: this.webhooks.deliveries };
+    this.relay = new RelayLinks({
+      channels: () => websocketChannelsOf(config.current),
+      identity: () => machineIdentityOf(store),
+      clientKeys: new ClientKeys(store, this.pairings, logger),
+      sessions: this.sessionDeps(),
+      logger,
+      timing: options.relay,
+    });
+    const ctx: CommandContext = {
+      config, store, agent, events, running: this.running, tools, permissions, gate, logger,
+      deliveries: this.webhooks.deliveries,
+      pairings: this.pairings,
+      relay: this.relay,
+    };
     this.dispatch = createDispatcher(ctx);
     config.on('change', (fields: string[]) => {
       redactor.setSecrets(secretValues(config.current));
       logger.info('config.changed', { fields });
       this.events.broadcast({ event: 'config.changed', fields });
+      if (fields.includes('channels')) this.relay.reconcile();
     });
     config.on('invalid', (error: Error) => logger.error('config.invalid', { error: error.message }));
   }
@@ -125,7 +153,12 @@ export class Service {
     const allowFrom = () => this.options.allowFrom ?? tcpChannelOf(this.config.current).allow_from;
     const host = this.options.host ?? bindHostFor(allowFrom());
     const port = this.options.port ?? channel.port;
-    const router = createRouter(coreRoutes({ auth: this.auth, store: this.store, config: () => this.config.current, startedAt: this.startedAt }), this.webhooks.router);
+    const fixedRoutes = new Map([
+      ...coreRoutes({ auth: this.auth, store: this.store, config: () => this.config.current, startedAt: this.startedAt }),
+      ...relayStatusRoute(this.relay),
+      ...phonePageRoutes(this.options.mediaDir ?? join(__dirname, '..', 'media')),
+    ]);
+    const router = createRouter(fixedRoutes, this.webhooks.router);
     let filter = { patterns: allowFrom(), allowed: compileAllowFrom(allowFrom()) };
     const allowed = () => {
       const patterns = allowFrom();
@@ -136,15 +169,7 @@ export class Service {
       router,
       allowed,
       logger: this.logger,
-      onWebSocket: (socket, req) =>
-        attachWsSession(socket, 'ws', clientAddress(req), {
-          auth: this.auth,
-          dispatch: this.dispatch,
-          events: this.events,
-          logger: this.logger,
-          track: (work) => this.track(work),
-          authTimeoutMs: this.options.authTimeoutMs,
-        }),
+      onWebSocket: (socket, req) => attachWsSession(socket, 'ws', clientAddress(req), this.sessionDeps()),
     });
     try {
       this.address = await this.http.listen(port, host);
@@ -155,6 +180,7 @@ export class Service {
     }
     this.config.watch();
     this.webhooks.start();
+    this.relay.start();
     const shownHost = this.address.host === '::' ? '0.0.0.0' : this.address.host;
     this.logger.info('service.listening', { host: shownHost, port: this.address.port });
     return { ...this.address, url: `http://${shownHost}:${this.address.port}` };
@@ -163,6 +189,7 @@ export class Service {
   /** Graceful stop: stop accepting, let in-flight work finish (bounded), flush the database, release the lock. */
   async stop(): Promise<void> {
     this.http?.stopAccepting();
+    this.relay.stop();
     // Webhook work not started stays queued in the database; attempts in flight end (bounded) before the store closes.
     const webhooksStopped = this.webhooks.stop();
     const settled = Promise.allSettled([...this.inFlight, this.agent.idle(), webhooksStopped]);
@@ -183,6 +210,18 @@ export class Service {
 
   get listeningAddress() {
     return this.address;
+  }
+
+  /** What every client session (LAN socket or relayed client) works with. */
+  private sessionDeps(): WsSessionDeps {
+    return {
+      auth: this.auth,
+      dispatch: (frame, session) => this.dispatch(frame, session),
+      events: this.events,
+      logger: this.logger,
+      track: (work) => this.track(work),
+      authTimeoutMs: this.options.authTimeoutMs,
+    };
   }
 
   private track<T>(work: Promise<T>): Promise<T> {

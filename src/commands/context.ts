@@ -5,6 +5,8 @@ import type { ToolRegistry } from '../agent/tools/registry';
 import type { ConfigFile } from '../config/config-file';
 import type { Logger } from '../log/logger';
 import type { Store } from '../store';
+import type { RelayLinkStatus } from '../protocol';
+import type { PairingSecrets } from '../transport/pairing-secrets';
 import type { DeliveryCommands } from '../transport/webhook-outbox';
 import type { EventHub } from './event-hub';
 import type { RunningChats } from './running-chats';
@@ -22,4 +24,8 @@ export interface CommandContext {
   logger: Logger;
   /** The webhook outbox (list_deliveries, retry_delivery). */
   deliveries: DeliveryCommands;
+  /** One-time pairing secrets for phones through the relay (create_pairing). */
+  pairings: PairingSecrets;
+  /** The relay links' state (relay_status). */
+  relay: { status(): RelayLinkStatus[] };
 }

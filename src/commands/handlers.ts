@@ -3,6 +3,7 @@ import type { ToolCallData, ToolResultData } from '../agent/transcript';
 import type { MessageRow } from '../store';
 import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
+import { createPairing, relayStatus } from './relay-handlers';
 import type { ClientSession } from './session';
 
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<Record<string, unknown>>;
@@ -117,4 +118,7 @@ export const handlers: HandlerMap = {
   async retry_delivery(command, _session, ctx) {
     return { delivery: await ctx.deliveries.retry(command.delivery_id) };
   },
+
+  create_pairing: createPairing,
+  relay_status: relayStatus,
 };

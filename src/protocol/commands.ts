@@ -76,6 +76,15 @@ export const RetryDeliveryCommand = command('retry_delivery', {
   delivery_id: nonEmpty('delivery_id'),
 });
 
+// ---- Relay (docs/relay.md) ----
+/** A one-time pairing for a phone through the relay channel named `channel` (default: the first). */
+export const CreatePairingCommand = command('create_pairing', {
+  channel: nonEmpty('channel').optional(),
+});
+
+/** The state of each relay link. */
+export const RelayStatusCommand = command('relay_status', {});
+
 export const Command = z.discriminatedUnion('type', [
   AuthCommand,
   ChatCommand,
@@ -89,6 +98,8 @@ export const Command = z.discriminatedUnion('type', [
   CancelCommand,
   ListDeliveriesCommand,
   RetryDeliveryCommand,
+  CreatePairingCommand,
+  RelayStatusCommand,
 ]);
 export type Command = z.infer<typeof Command>;
 export type CommandType = Command['type'];

@@ -5,3 +5,4 @@ export * from './events';
 export * from './http';
 export * from './webhook';
 export * from './config';
+export * from './relay';

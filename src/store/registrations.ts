@@ -21,4 +21,9 @@ export class RegistrationsRepo {
       [machineName],
     );
   }
+
+  /** Every registered client public key, as stored (the tunnel compares them in canonical form). */
+  publicKeys(): string[] {
+    return this.db.all<{ public_key: string }>('SELECT public_key FROM registrations').map((row) => row.public_key);
+  }
 }

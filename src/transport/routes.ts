@@ -1,27 +1,17 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AuthRequestBody, RegisterRequestBody, ServiceError, ok, parseOrThrow, websocketChannelsOf, type ServiceConfig } from '../protocol';
 import type { Store } from '../store';
 import { bearerToken, type Authenticator } from './auth';
 import type { RouteHandler, Router } from './http-server';
 import { clientAddress, readJsonBody, sendEnvelope, sendJson } from './http-util';
+import { machineIdOf } from './machine-identity';
+import { relaySocketUrl } from './pairing-link';
 
 export interface RouteDeps {
   auth: Authenticator;
   store: Store;
   config: () => ServiceConfig;
   startedAt: number;
-}
-
-const MACHINE_ID_KEY = 'machine_id';
-
-/** This machine's relay identity: created once, then the same for every registration. */
-export async function machineIdOf(store: Store): Promise<string> {
-  const existing = store.meta.get(MACHINE_ID_KEY);
-  if (existing) return existing;
-  const id = randomUUID();
-  await store.meta.set(MACHINE_ID_KEY, id);
-  return id;
 }
 
 function requireBearer(req: IncomingMessage, auth: Authenticator) {
@@ -52,9 +42,7 @@ export function coreRoutes(deps: RouteDeps): Map<string, RouteHandler> {
     if (!relay) throw new ServiceError('invalid_request', 'no relay configured: add a channel of type "websocket" with the relay url to service.json');
     const machineId = await machineIdOf(deps.store);
     await deps.store.registrations.upsert(body.machine_name, body.public_key);
-    const relayUrl = new URL(relay.url);
-    relayUrl.searchParams.set('machine_id', machineId);
-    sendEnvelope(res, ok({ machine_id: machineId, relay_url: relayUrl.toString() }));
+    sendEnvelope(res, ok({ machine_id: machineId, relay_url: relaySocketUrl(relay.url, machineId) }));
   });
 
   return routes;

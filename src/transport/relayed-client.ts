@@ -1,0 +1,132 @@
+import { E2EError, acceptHello, parseHello, type SecureChannel } from '../e2e';
+import type { Logger } from '../log/logger';
+import type { ClientKeys } from './client-keys';
+import { openFrameSession, type FrameSession, type FrameSessionDeps } from './frame-session';
+import type { MachineIdentity } from './machine-identity';
+
+/** Close codes the service gives relayed clients (the relay passes 4000-4999 on). */
+export const CLOSE_E2E_FAILED = 4400;
+export const CLOSE_UNKNOWN_KEY = 4401;
+export const CLOSE_HELLO_TIMEOUT = 4408;
+
+/** The relay closes clients only with 4000-4999 (docs/relay.md): 1009 (frame too big) becomes 4009, others 4000. */
+export function relayCloseCode(code: number): number {
+  if (code >= 4000 && code <= 4999) return code;
+  return code >= 1000 && code <= 1999 ? 4000 + (code % 1000) : 4000;
+}
+
+export interface RelayedClientDeps {
+  /** Sends a machine frame (`data` or `close`) to the relay. */
+  toRelay(frame: { t: 'data'; c: string; d: string } | { t: 'close'; c: string; code: number; reason: string }): void;
+  identity: MachineIdentity;
+  clientKeys: ClientKeys;
+  sessions: FrameSessionDeps;
+  logger: Logger;
+  /** Where the client came from, for the log (the channel's name). */
+  via: string;
+  handshakeTimeoutMs: number;
+}
+
+/**
+ * One client of the relay: the end-to-end handshake (its hello, key admission, our welcome), then an
+ * ordinary frame session (auth, commands, events) whose frames travel in the tunnel's boxes.
+ */
+export class RelayedClient {
+  private state: 'hello' | 'admitting' | 'open' | 'closed' = 'hello';
+  private channel?: SecureChannel;
+  private session?: FrameSession;
+  /** Frames that arrived while the key was being admitted (the client may not wait for the welcome). */
+  private readonly early: string[] = [];
+  private readonly helloTimer: ReturnType<typeof setTimeout>;
+  private readonly log: Logger;
+
+  constructor(
+    readonly cid: string,
+    private readonly deps: RelayedClientDeps,
+  ) {
+    this.log = deps.logger.child({ relay_client: cid, channel: deps.via });
+    this.helloTimer = setTimeout(() => this.close(CLOSE_HELLO_TIMEOUT, 'no e2e hello in time'), deps.handshakeTimeoutMs);
+  }
+
+  receive(text: string): void {
+    switch (this.state) {
+      case 'hello':
+        return void this.handshake(text);
+      case 'admitting':
+        if (this.early.length < 64) this.early.push(text);
+        else this.close(CLOSE_E2E_FAILED, 'too many frames before the welcome');
+        return;
+      case 'open':
+        return this.openBox(text);
+      case 'closed':
+        return;
+    }
+  }
+
+  /** The relay said the client left, or the machine link dropped. */
+  closed(): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    clearTimeout(this.helloTimer);
+    this.session?.closed();
+  }
+
+  private async handshake(text: string): Promise<void> {
+    this.state = 'admitting';
+    try {
+      const hello = parseHello(text);
+      const admission = await this.deps.clientKeys.admit(hello);
+      if (this.state !== 'admitting') return;
+      if (!admission) {
+        this.log.warn('relay.unknown_client_key', { client_key: hello.clientKey.slice(0, 8) });
+        return this.close(CLOSE_UNKNOWN_KEY, 'unknown client key');
+      }
+      const { welcome, channel } = acceptHello(this.deps.identity.keyPair, hello);
+      clearTimeout(this.helloTimer);
+      this.deps.toRelay({ t: 'data', c: this.cid, d: welcome });
+      this.channel = channel;
+      this.state = 'open';
+      this.log.info('relay.tunnel_open', { admission });
+      this.session = openFrameSession(
+        {
+          send: (plain) => this.deps.toRelay({ t: 'data', c: this.cid, d: channel.seal(plain) }),
+          close: (code, reason) => this.close(code, reason),
+        },
+        'relay',
+        `relay:${this.deps.via}`,
+        this.deps.sessions,
+      );
+      for (const frame of this.early.splice(0)) this.receive(frame);
+    } catch (error) {
+      if (this.isClosed) return;
+      if (error instanceof E2EError) {
+        this.log.warn('relay.bad_hello', { reason: error.reason });
+        return this.close(CLOSE_E2E_FAILED, error.message);
+      }
+      this.log.error('relay.handshake_failed', { error });
+      this.close(CLOSE_E2E_FAILED, 'handshake failed');
+    }
+  }
+
+  /** (A getter, so the compiler does not narrow the state across awaits.) */
+  get isClosed(): boolean {
+    return this.state === 'closed';
+  }
+
+  private openBox(text: string): void {
+    let plain: string;
+    try {
+      plain = this.channel!.open(text);
+    } catch (error) {
+      this.log.warn('relay.e2e_failed', { reason: error instanceof E2EError ? error.reason : 'error' });
+      return this.close(CLOSE_E2E_FAILED, 'e2e frame refused');
+    }
+    this.session!.receive(plain, Buffer.byteLength(plain));
+  }
+
+  private close(code: number, reason: string): void {
+    if (this.state === 'closed') return;
+    this.deps.toRelay({ t: 'close', c: this.cid, code: relayCloseCode(code), reason: reason.slice(0, 120) });
+    this.closed();
+  }
+}

@@ -4,14 +4,34 @@
  */
 import { ChatApp } from './chat/app';
 import { h } from './chat/dom';
-import { forgetPairing, loadPairing, savePairing, type Pairing } from './pairing';
+import { loadClientKeyPair } from './client-key';
+import { forgetPairing, loadPairing, markPaired, savePairing, type Pairing } from './pairing';
+import { RelayWire } from './relay-wire';
 import { WebSocketTransport } from './transport-websocket';
 
 const CONVERSATION_KEY = 'remote-assistant.conversation';
 const root = document.getElementById('app') ?? document.body.appendChild(document.createElement('div'));
 
 function start(pairing: Pairing): void {
-  const transport = new WebSocketTransport({ url: pairing.url, token: pairing.token });
+  const relay = pairing.relay;
+  let pairingSecret = relay?.pair;
+  const transport = new WebSocketTransport({
+    url: pairing.url,
+    token: pairing.token,
+    createWire: relay
+      ? () =>
+          new RelayWire({
+            keyPair: loadClientKeyPair(),
+            machineKey: relay.machineKey,
+            pairingSecret: () => pairingSecret,
+            onPaired: () => {
+              if (pairingSecret === undefined) return;
+              pairingSecret = undefined;
+              markPaired();
+            },
+          })
+      : undefined,
+  });
   const forget = h('button', { type: 'button', class: 'button secondary forget-pairing' }, 'Forget this pairing');
   forget.addEventListener('click', () => {
     transport.close();
@@ -22,7 +42,7 @@ function start(pairing: Pairing): void {
   new ChatApp({
     transport,
     root,
-    drawerFooter: h('div', { class: 'drawer-footer' }, h('div', { class: 'paired-with' }, `Service: ${hostOf(pairing.url)}`), forget),
+    drawerFooter: h('div', { class: 'drawer-footer' }, h('div', { class: 'paired-with' }, relay ? `Via relay: ${hostOf(pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(pairing.url)}`), forget),
     memory: {
       load: () => localStorage.getItem(CONVERSATION_KEY) ?? undefined,
       save: (id) => (id ? localStorage.setItem(CONVERSATION_KEY, id) : localStorage.removeItem(CONVERSATION_KEY)),

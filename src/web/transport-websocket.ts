@@ -2,8 +2,11 @@
  * The phone's transport: a WebSocket to the service (directly or through the relay). Authenticates
  * with the `auth` frame first, and after any drop reconnects with jittered exponential backoff and
  * authenticates again. A refused token (close 4401) stops retrying: the pairing must be renewed.
+ * Through the relay, a Wire (relay-wire.ts) carries the frames in the e2e tunnel, and the session starts
+ * over whenever the machine comes back.
  */
 import { TransportCore, type Envelope, type Frame, type Transport, type TransportState } from './transport';
+import { PlainWire, type Wire } from './wire';
 
 export interface WebSocketTransportOptions {
   url: string;
@@ -13,6 +16,8 @@ export interface WebSocketTransportOptions {
   maxDelayMs?: number;
   /** For tests; defaults to the browser's WebSocket. */
   createSocket?: (url: string) => WebSocket;
+  /** A fresh wire per socket (default: frames as they are). */
+  createWire?: () => Wire;
 }
 
 const CLOSE_INVALID_TOKEN = 4401;
@@ -21,6 +26,7 @@ const CLOSE_FORBIDDEN = 4403;
 export class WebSocketTransport implements Transport {
   private readonly core = new TransportCore();
   private socket: WebSocket | undefined;
+  private wire: Wire = new PlainWire();
   private attempts = 0;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private countdown: ReturnType<typeof setInterval> | undefined;
@@ -55,7 +61,7 @@ export class WebSocketTransport implements Transport {
       return Promise.reject(new Error('not connected'));
     }
     const { frame: withId, answer } = this.core.track(frame);
-    socket.send(JSON.stringify(withId));
+    socket.send(this.wire.encode(JSON.stringify(withId)));
     return answer;
   }
 
@@ -95,16 +101,56 @@ export class WebSocketTransport implements Transport {
       return;
     }
     this.socket = socket;
+    const wire: Wire = this.options.createWire?.() ?? new PlainWire();
+    this.wire = wire;
     let authenticated = false;
-    const authId = `auth-${this.newId()}`;
+    let authId = '';
+    let lastHeard = Date.now();
+    let heartbeat: ReturnType<typeof setInterval> | undefined;
+
+    const startSession = () => {
+      authenticated = false;
+      authId = `auth-${this.newId()}`;
+      socket.send(wire.encode(JSON.stringify({ type: 'auth', token: this.options.token, id: authId })));
+    };
 
     socket.addEventListener('open', () => {
-      socket.send(JSON.stringify({ type: 'auth', token: this.options.token, id: authId }));
+      lastHeard = Date.now();
+      if (wire.heartbeat) {
+        const { everyMs, silenceMs } = wire.heartbeat;
+        heartbeat = setInterval(() => {
+          if (Date.now() - lastHeard > silenceMs) return socket.close();
+          socket.send('ping');
+        }, everyMs);
+      }
+      if (wire.begin((text) => socket.send(text))) startSession();
+      else this.core.setState({ state: 'connecting', detail: 'reaching your computer' });
     });
     socket.addEventListener('message', (event) => {
+      lastHeard = Date.now();
+      const received = wire.receive(String(event.data));
+      switch (received.kind) {
+        case 'ready':
+          return startSession();
+        case 'restart':
+          authenticated = false;
+          this.core.failPending('the computer reconnected');
+          return this.core.setState({ state: 'connecting', detail: 'securing the connection' });
+        case 'down':
+          authenticated = false;
+          this.core.failPending('the computer went offline');
+          return this.core.setState({ state: 'closed', detail: received.detail });
+        case 'broken':
+          return socket.close(4000, received.detail);
+        case 'notice':
+          if (authenticated) this.core.setState({ state: 'open', detail: received.detail });
+          return;
+        case 'ignore':
+          return;
+      }
       let frame: unknown;
       try {
-        frame = JSON.parse(String(event.data));
+        frame = JSON.parse(received.text);
       } catch {
         return;
       }
@@ -122,13 +168,15 @@ export class WebSocketTransport implements Transport {
       this.core.receive(frame);
     });
     socket.addEventListener('close', (event) => {
+      if (heartbeat !== undefined) clearInterval(heartbeat);
       if (this.socket !== socket) return;
       this.socket = undefined;
       this.core.failPending('connection lost');
       if (this.stopped) return;
       if (event.code === CLOSE_INVALID_TOKEN) {
         this.stopped = true;
-        this.core.setState({ state: 'error', detail: 'the pairing token was refused; pair again' });
+        const unknownKey = /unknown client key/i.test(event.reason);
+        this.core.setState({ state: 'error', detail: unknownKey ? 'this phone is not paired with the computer; scan a new pairing code' : 'the pairing token was refused; pair again' });
         return;
       }
       if (event.code === CLOSE_FORBIDDEN) {

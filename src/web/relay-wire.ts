@@ -1,0 +1,84 @@
+/**
+ * The phone's end of the e2e tunnel through the relay (docs/relay.md): wait until the relay says the
+ * machine is online, send the hello (with the pairing proof the first time), read the welcome, then
+ * box every frame. When the machine comes back after being away, everything starts over.
+ */
+import { ClientHandshake, E2EError, type KeyPairText, type SecureChannel } from '../e2e';
+import type { Wire, WireEvent } from './wire';
+
+export interface RelayWireOptions {
+  keyPair: KeyPairText;
+  machineKey: string;
+  /** The one-time pairing secret, while this phone is not yet paired. */
+  pairingSecret: () => string | undefined;
+  /** The machine accepted this phone's key (the pairing secret is spent now). */
+  onPaired: () => void;
+}
+
+export class RelayWire implements Wire {
+  readonly heartbeat = { everyMs: 25_000, silenceMs: 60_000 };
+  private send: (text: string) => void = () => {};
+  private handshake?: ClientHandshake;
+  private channel?: SecureChannel;
+
+  constructor(private readonly options: RelayWireOptions) {}
+
+  begin(sendRaw: (text: string) => void): boolean {
+    this.send = sendRaw;
+    this.handshake = undefined;
+    this.channel = undefined;
+    // The relay tells the machine's state first thing; the hello waits for "online".
+    return false;
+  }
+
+  receive(text: string): WireEvent {
+    if (text === 'pong') return { kind: 'ignore' };
+    const relayFrame = parseRelayFrame(text);
+    if (relayFrame) return this.onRelayFrame(relayFrame);
+    try {
+      if (this.channel) return { kind: 'frame', text: this.channel.open(text) };
+      if (this.handshake) {
+        this.channel = this.handshake.complete(text);
+        this.handshake = undefined;
+        this.options.onPaired();
+        return { kind: 'ready' };
+      }
+    } catch (error) {
+      this.channel = undefined;
+      this.handshake = undefined;
+      return { kind: 'broken', detail: error instanceof E2EError ? 'secure channel failed' : 'unexpected frame' };
+    }
+    return { kind: 'ignore' };
+  }
+
+  encode(text: string): string {
+    if (!this.channel) throw new Error('the secure channel is not open');
+    return this.channel.seal(text);
+  }
+
+  private onRelayFrame(frame: { relay: string; machine?: unknown; error?: unknown }): WireEvent {
+    if (frame.relay === 'status' && frame.machine === 'online') {
+      this.channel = undefined;
+      this.handshake = new ClientHandshake(this.options.keyPair, this.options.machineKey, this.options.pairingSecret());
+      this.send(this.handshake.hello());
+      return { kind: 'restart' };
+    }
+    if (frame.relay === 'status' && frame.machine === 'offline') {
+      this.channel = undefined;
+      this.handshake = undefined;
+      return { kind: 'down', detail: 'your computer is offline; waiting for it' };
+    }
+    if (frame.relay === 'error') return { kind: 'notice', detail: typeof frame.error === 'string' ? frame.error.slice(0, 120) : 'relay error' };
+    return { kind: 'ignore' };
+  }
+}
+
+function parseRelayFrame(text: string): { relay: string; machine?: unknown; error?: unknown } | undefined {
+  if (!text.includes('"relay"')) return undefined;
+  try {
+    const value = JSON.parse(text) as { relay?: unknown };
+    return value && typeof value.relay === 'string' ? (value as { relay: string }) : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -66,7 +66,7 @@ export class RelayWire implements Wire {
     if (frame.relay === 'status' && frame.machine === 'offline') {
       this.channel = undefined;
       this.handshake = undefined;
-      return { kind: 'down', detail: 'your computer is offline; waiting for it' };
+      return { kind: 'down', detail: 'computer offline' };
     }
     if (frame.relay === 'error') return { kind: 'notice', detail: typeof frame.error === 'string' ? frame.error.slice(0, 120) : 'relay error' };
     return { kind: 'ignore' };

@@ -124,7 +124,7 @@ export class WebSocketTransport implements Transport {
         }, everyMs);
       }
       if (wire.begin((text) => socket.send(text))) startSession();
-      else this.core.setState({ state: 'connecting', detail: 'reaching your computer' });
+      else this.core.setState({ state: 'connecting', detail: 'reaching computer' });
     });
     socket.addEventListener('message', (event) => {
       lastHeard = Date.now();
@@ -135,7 +135,7 @@ export class WebSocketTransport implements Transport {
         case 'restart':
           authenticated = false;
           this.core.failPending('the computer reconnected');
-          return this.core.setState({ state: 'connecting', detail: 'securing the connection' });
+          return this.core.setState({ state: 'connecting', detail: 'securing' });
         case 'down':
           authenticated = false;
           this.core.failPending('the computer went offline');

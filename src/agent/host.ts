@@ -14,6 +14,11 @@ export interface Host {
   permissionPrompt?: LocalPrompt;
   /** Tools only the host has (diagnostics, the active selection...). */
   toolSources?: ToolSource[];
+  /**
+   * The folders file tools work in, when the host knows them (the editor's open workspace folders).
+   * `workspace` of service.json still wins; without either, the current directory.
+   */
+  workspaceRoots?: () => string[];
   /** The provider's API key, when the host keeps it (instead of service.json). */
   apiKey?: (provider: string) => string | undefined;
 }

@@ -9,9 +9,10 @@ import { createMcpToolSource } from './tools/mcp';
 import { createMemoryToolSource } from './tools/memory';
 import { ToolRegistry } from './tools/registry';
 
-/** The workspace roots of file tools: `workspace` of service.json, else the current directory. */
-export function workspaceRootsOf(config: ServiceConfig): string[] {
-  return [resolve(config.workspace ?? process.cwd())];
+/** The workspace roots of file tools: `workspace` of service.json, else the host's folders, else the current directory. */
+export function workspaceRootsOf(config: ServiceConfig, host: Host = {}): string[] {
+  if (config.workspace) return [resolve(config.workspace)];
+  return host.workspaceRoots ? host.workspaceRoots().map((root) => resolve(root)) : [process.cwd()];
 }
 
 /**
@@ -19,7 +20,7 @@ export function workspaceRootsOf(config: ServiceConfig): string[] {
  * memory, custom tools of service.json, then MCP servers'. Sources read the config live.
  */
 export function createToolRegistry(config: () => ServiceConfig, store: Store, logger: Logger, host: Host = {}): ToolRegistry {
-  const workspaceRoots = () => workspaceRootsOf(config());
+  const workspaceRoots = () => workspaceRootsOf(config(), host);
   return new ToolRegistry([
     ...(host.toolSources ?? []),
     createBuiltinToolSource({ workspaceRoots }),

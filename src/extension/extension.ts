@@ -42,6 +42,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     languageModels: () => lm,
     permissionPrompt: prompt,
     toolSources: [createEditorToolSource()],
+    // File tools work in the window's open folders (those on disk: the extension host runs beside them).
+    workspaceRoots: () => (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
     apiKey: apiKeys.get,
   };
   const dataDir = context.globalStorageUri.fsPath;

@@ -147,6 +147,8 @@ export class ChatApp {
         return void this.refreshConfig();
       case 'conversation.updated':
         return void this.refreshConversations();
+      case 'editor.new_conversation':
+        return this.newChat();
     }
   }
 

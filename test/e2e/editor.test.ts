@@ -1,0 +1,268 @@
+/**
+ * End to end, in a real VS Code: the packaged .vsix installed into a fresh code-server, its workbench
+ * driven in Debian's headless Chromium, the model a fake OpenAI-compatible server. One editor for the
+ * whole suite; the steps build on each other in order. Screenshots of every step go to
+ * test-artifacts/e2e/. The figures (vsix size, activation, event-loop stall) are printed and written
+ * to test-artifacts/e2e/figures.json; they are reported, never asserted.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { FrameLocator } from 'playwright-core';
+import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
+import type { RecordedRequest } from '../helpers/fake-http';
+import { waitFor } from '../helpers/temp';
+import { TestClient } from '../helpers/ws-client';
+import { freePort, packageVsix, startCodeServer, type CodeServer } from './code-server';
+import { ARTIFACTS, Workbench } from './workbench';
+
+const AUTH_TOKEN = 'e2e-access-token-7f3a9c1d5e8b2f4a6c0d9e7b';
+const API_KEY = 'sk-e2e-secret-key-4d2c8a1f9b7e3c5a';
+const STEP_TIMEOUT = 90_000;
+
+/** The text of the last user message of a chat completions request. */
+function lastUserText(request: RecordedRequest): string {
+  const messages = (request.body as { messages?: { role: string; content: unknown }[] }).messages ?? [];
+  const last = [...messages].reverse().find((m) => m.role === 'user');
+  return typeof last?.content === 'string' ? last.content : '';
+}
+
+/** Whether the request ends with a tool result (the model's step after its tool call). */
+const hasToolResult = (request: RecordedRequest) => ((request.body as { messages?: { role: string }[] }).messages ?? []).at(-1)?.role === 'tool';
+
+describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 600_000 }, () => {
+  let scratch: string;
+  let workspace: string;
+  let fake: FakeOpenAI;
+  let editor: CodeServer | undefined;
+  let wb: Workbench | undefined;
+  let chat: FrameLocator;
+  let servicePort: number;
+  let client: TestClient | undefined;
+  const figures: Record<string, unknown> = {};
+
+  /** Runs a step; on failure saves a screenshot of the workbench and code-server's output. */
+  async function step(name: string, run: () => Promise<void>): Promise<void> {
+    try {
+      await run();
+    } catch (error) {
+      if (wb) await wb.screenshot(`FAILED-${name}`).catch(() => undefined);
+      if (editor) await writeFile(join(ARTIFACTS, 'code-server-output.txt'), editor.output()).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  const send = async (text: string) => {
+    await chat.locator('#ra-input').fill(text);
+    await chat.locator('#ra-input').press('Enter');
+  };
+
+  before(async () => {
+    await rm(ARTIFACTS, { recursive: true, force: true });
+    await mkdir(ARTIFACTS, { recursive: true });
+    figures.vsixBytes = packageVsix();
+    scratch = await mkdtemp(join(tmpdir(), 'ra-e2e-'));
+    workspace = join(scratch, 'workspace');
+    await mkdir(workspace);
+    await writeFile(join(workspace, 'README.md'), '# A project\n\nSome text.\n');
+    // The fake wants the key the user will set through "Set API Key" (SecretStorage), not service.json's.
+    fake = await startFakeOpenAI({ apiKey: API_KEY });
+    servicePort = await freePort();
+    editor = await startCodeServer({
+      scratch,
+      workspace,
+      settings: { 'remoteAssistant.port': servicePort, 'workbench.colorTheme': 'Default Dark Modern' },
+      globalStorage: {
+        'service.json': JSON.stringify({ auth_token: AUTH_TOKEN, provider: 'openai', model: 'fake-model', base_url: fake.url, permission_mode: 'ask' }, null, 2),
+      },
+    });
+    wb = await Workbench.launch(join(scratch, 'chromium'));
+    await wb.open(editor.workbenchUrl);
+  }, { timeout: 420_000 });
+
+  after(async () => {
+    client?.close();
+    // about:blank first, so the extension host ends with the page; then the server and its whole group.
+    await wb?.close();
+    await editor?.stop();
+    await fake?.close();
+    if (Object.keys(figures).length > 0) {
+      await writeFile(join(ARTIFACTS, 'figures.json'), JSON.stringify(figures, null, 2)).catch(() => undefined);
+      const kb = Math.round(Number(figures.vsixBytes) / 1024);
+      console.log(`# e2e figures: vsix ${kb} KB (goal < 3072 KB); activation ${figures.activationMs ?? '?'} ms (goal < 300 ms); ` +
+        `longest event-loop stall during a ${figures.chatMessages ?? '?'}-message streamed chat ${figures.longestStallMs ?? '?'} ms (goal < 20 ms)`);
+    }
+    if (scratch && !process.env.RA_E2E_KEEP) await rm(scratch, { recursive: true, force: true });
+  });
+
+  it('activates: the service listens on the configured port and the status bar shows port and mode', { timeout: STEP_TIMEOUT }, () =>
+    step('activate', async () => {
+      const w = wb!;
+      await w.statusItem.waitFor();
+      await waitFor(async () => (await w.statusText()).includes(`${servicePort} · ask`), 'the status bar to show the port and mode', 30_000, 100);
+      const health = await fetch(`http://127.0.0.1:${servicePort}/health`).then((r) => r.json() as Promise<{ status: string }>);
+      assert.equal(health.status, 'ok');
+      await w.screenshot('activated');
+    }));
+
+  it('opens the chat view; a provider error shows a banner whose button sets the API key in SecretStorage', { timeout: STEP_TIMEOUT }, () =>
+    step('banner', async () => {
+      const w = wb!;
+      chat = await w.openChatView();
+      await send('hello before any key');
+      const banner = chat.locator('.banner');
+      await banner.waitFor({ state: 'visible' });
+      assert.match((await banner.textContent()) ?? '', /provider/i);
+      await w.screenshot('provider-error-banner');
+
+      await banner.locator('button', { hasText: 'Set API Key' }).click();
+      const input = w.quickInput.locator('input');
+      await input.waitFor({ state: 'visible' });
+      assert.equal(await input.getAttribute('type'), 'password');
+      await input.fill(API_KEY);
+      await input.press('Enter');
+      await w.notification('API key saved').waitFor();
+      // The key went to SecretStorage, not into the service's file.
+      const file = await readFile(join(editor!.dataDir, 'service.json'), 'utf8');
+      assert.ok(!file.includes(API_KEY), 'the API key must not be written to service.json');
+      await w.screenshot('api-key-saved');
+    }));
+
+  it('streams a reply, rendered as markdown, in the chat view', { timeout: STEP_TIMEOUT }, () =>
+    step('stream', async () => {
+      const w = wb!;
+      await chat.locator('.banner button[aria-label="Dismiss"]').click().catch(() => undefined);
+      await chat.locator('#ra-input').waitFor({ state: 'visible' });
+      const pieces = ['Here is **the plan**:\n\n', '1. read the file\n', '2. change it\n\n', 'Then run `npm test`:\n\n', '```sh\nnpm test\n```\n', 'Done.'];
+      fake.script({ text: pieces.join(''), chunks: pieces.length, chunkDelayMs: 400 });
+      await send('How do I run the tests?');
+      const reply = chat.locator('.message.assistant').last();
+      // Seen mid-stream: part of the reply on screen, still streaming.
+      await chat.locator('.message.assistant.streaming', { hasText: 'the plan' }).waitFor();
+      assert.ok(!((await reply.textContent()) ?? '').includes('Done.'), 'the reply should be on screen before it is complete');
+      await w.screenshot('streaming');
+      await chat.locator('.message.assistant:not(.streaming)', { hasText: 'Done.' }).waitFor();
+      assert.equal(await reply.locator('strong', { hasText: 'the plan' }).count(), 1);
+      assert.equal(await reply.locator('pre code', { hasText: 'npm test' }).count(), 1);
+      assert.equal(await chat.locator('.banner').isVisible(), false);
+      const request = fake.requests.at(-1)!;
+      assert.equal(request.headers.authorization, `Bearer ${API_KEY}`);
+      await w.screenshot('streamed-reply');
+    }));
+
+  it('Set Permission Mode from the command palette changes the status bar and get_config over WebSocket', { timeout: STEP_TIMEOUT }, () =>
+    step('permission-mode', async () => {
+      const w = wb!;
+      client = await TestClient.authed(`ws://127.0.0.1:${servicePort}/ws`, AUTH_TOKEN);
+      const config = await client.request({ type: 'get_config' });
+      assert.equal((config.data as { permission_mode: string }).permission_mode, 'ask');
+
+      await w.runCommand('Remote Assistant: Set Permission Mode');
+      await w.quickRow('deny').waitFor();
+      await w.screenshot('permission-mode-pick');
+      await w.pick('deny');
+      await waitFor(async () => (await w.statusText()).includes(`${servicePort} · deny`), 'the status bar to show deny', 10_000, 50);
+      await client.next((f) => f.event === 'config.changed');
+      const after = await client.request({ type: 'get_config' });
+      assert.equal((after.data as { permission_mode: string }).permission_mode, 'deny');
+      assert.equal(await chat.locator('#ra-mode').inputValue(), 'deny');
+      await w.screenshot('permission-mode-deny');
+
+      // From another client: the status bar follows at once.
+      const back = await client.request({ type: 'update_config', config: { permission_mode: 'ask' } });
+      assert.equal(back.status, 'ok');
+      await waitFor(async () => (await w.statusText()).includes(`${servicePort} · ask`), 'the status bar to show ask again', 10_000, 50);
+    }));
+
+  it('asks before a tool call: Show Diff opens the diff, Allow runs it, Deny refuses it', { timeout: STEP_TIMEOUT }, () =>
+    step('ask', async () => {
+      const w = wb!;
+      const toolThenText = (path: string, content: string, done: string) => (request: RecordedRequest) =>
+        hasToolResult(request) ? { text: done } : { tool_calls: [{ name: 'write_file', arguments: { path, content } }] };
+      // Each request takes one scripted step: the tool call, then (with its result) the answer.
+      const allowRound = toolThenText('hello.txt', 'hello from the assistant\n', 'I wrote hello.txt.');
+      fake.script(allowRound, allowRound);
+      await send('Please create hello.txt');
+      await w.dialog.waitFor({ state: 'visible' });
+      assert.match((await w.dialog.textContent()) ?? '', /write_file/);
+      assert.match((await w.dialog.textContent()) ?? '', /hello\.txt/);
+      // The same request, as a card in the chat view (any client may answer; the first answer wins).
+      await chat.locator('.permission-card', { hasText: 'write_file' }).waitFor();
+      await w.screenshot('ask-prompt');
+
+      await w.dialogButton('Show Diff').click();
+      await w.page.locator('.tabs-container .tab', { hasText: 'proposed by write_file' }).waitFor();
+      await w.dialog.waitFor({ state: 'visible' });
+      await w.screenshot('ask-show-diff');
+      await w.dialogButton('Allow').click();
+      await chat.locator('.message.assistant:not(.streaming)', { hasText: 'I wrote hello.txt.' }).waitFor();
+      assert.equal(await readFile(join(workspace, 'hello.txt'), 'utf8'), 'hello from the assistant\n');
+      await chat.locator('.tool-card[data-tool="write_file"][data-status="ok"]').last().waitFor();
+      assert.equal(await chat.locator('.permission-card').count(), 0, 'the card closes once the editor answered');
+      await w.screenshot('ask-allowed');
+
+      const denyRound = toolThenText('denied.txt', 'nope\n', 'The tool was denied, so I did not write it.');
+      fake.script(denyRound, denyRound);
+      await send('Now create denied.txt');
+      await w.dialog.waitFor({ state: 'visible' });
+      await w.dialogButton('Deny').click();
+      await chat.locator('.message.assistant:not(.streaming)', { hasText: 'did not write it' }).waitFor();
+      assert.equal(existsSync(join(workspace, 'denied.txt')), false);
+      await chat.locator('.tool-card[data-tool="write_file"][data-status="denied"]').waitFor();
+      await w.screenshot('ask-denied');
+    }));
+
+  it('a chat sent by a WebSocket client to the service in the editor appears in the chat view live', { timeout: STEP_TIMEOUT }, () =>
+    step('remote-chat', async () => {
+      const w = wb!;
+      await chat.locator('.drawer-toggle').click();
+      await chat.locator('.conversation-list').waitFor({ state: 'visible' });
+      const reply = await client!.request({ type: 'chat', message: 'Sent from my phone: what is on the list?', stream: true }, 30_000);
+      assert.equal(reply.status, 'ok');
+      const entry = chat.locator('.conversation', { hasText: 'Sent from my phone' });
+      await entry.waitFor();
+      await w.screenshot('remote-chat-listed');
+      await entry.locator('.conversation-open').click();
+      await chat.locator('.message.user', { hasText: 'Sent from my phone' }).waitFor();
+      await chat.locator('.message.assistant', { hasText: 'echo: Sent from my phone' }).waitFor();
+      await w.screenshot('remote-chat-opened');
+    }));
+
+  it('never puts a secret (access token, API key) into the chat webview', { timeout: STEP_TIMEOUT }, () =>
+    step('secrets', async () => {
+      const html = await chat.locator('html').evaluate((root) => root.outerHTML + Array.from(root.querySelectorAll('textarea, input')).map((e) => (e as HTMLInputElement).value).join('\n'));
+      assert.ok(html.length > 1000, 'the webview should have been read');
+      assert.ok(!html.includes(AUTH_TOKEN), 'the access token is in the webview DOM');
+      assert.ok(!html.includes(API_KEY), 'the API key is in the webview DOM');
+      const workbench = await wb!.page.content();
+      assert.ok(!workbench.includes(API_KEY), 'the API key is in the workbench DOM');
+    }));
+
+  it('measures: activation and the longest event-loop stall during a 100-message streamed chat (reported, not asserted)', { timeout: 240_000 }, () =>
+    step('measure', async () => {
+      const w = wb!;
+      const count = Number(process.env.RA_E2E_CHAT_MESSAGES ?? 100);
+      fake.setDefault((request) => ({ text: `Reply to “${lastUserText(request)}”: ${'a few words of streamed text, '.repeat(8)}end.`, chunks: 20 }));
+      await w.runCommand('Remote Assistant: New Conversation');
+      await chat.locator('.empty', { hasText: 'Start a conversation' }).waitFor();
+      await w.runCommand('Remote Assistant: Measure Responsiveness');
+      await w.notification('measuring responsiveness').waitFor();
+      for (let i = 1; i <= count; i += 1) {
+        await send(`message ${i}`);
+        await chat.locator('.message.assistant:not(.streaming)', { hasText: `Reply to “message ${i}”` }).waitFor({ timeout: 30_000 });
+      }
+      await w.screenshot('hundred-messages');
+      await w.runCommand('Remote Assistant: Measure Responsiveness');
+      const toast = w.notification('longest stall');
+      await toast.waitFor();
+      const text = (await toast.textContent()) ?? '';
+      const activation = /activation (\d+) ms/.exec(text);
+      const stall = /longest stall ([\d.]+) ms, p99 ([\d.]+) ms/.exec(text);
+      assert.ok(activation && stall, `unexpected figures: ${text}`);
+      Object.assign(figures, { activationMs: Number(activation[1]), longestStallMs: Number(stall[1]), p99StallMs: Number(stall[2]), chatMessages: count });
+      await w.screenshot('responsiveness');
+    }));
+});

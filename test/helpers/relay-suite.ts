@@ -1,0 +1,342 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { RelayPeer, TestMachine, TestRelayClient, UpgradeRefused } from './relay-peers';
+import { TEST_AUTH_TOKEN, register, type RelayTarget, type StartRelay } from './relay-targets';
+
+const T = { timeout: 20_000 };
+const MAX_FRAME = 2 * 1024 * 1024;
+
+const newMachineId = () => `m-${randomUUID().slice(0, 8)}`;
+
+async function refusal(connecting: Promise<unknown>): Promise<UpgradeRefused> {
+  const error = await connecting.then(
+    () => assert.fail('the upgrade was accepted'),
+    (e: unknown) => e,
+  );
+  assert.ok(error instanceof UpgradeRefused, String(error));
+  return error;
+}
+
+/** A registered machine with its socket open. */
+async function onlineMachine(target: RelayTarget, machineId = newMachineId()) {
+  assert.equal((await register(target, machineId)).status, 200);
+  return { machineId, machine: await TestMachine.connect(target.wsOrigin, machineId, TEST_AUTH_TOKEN) };
+}
+
+/** A client of `machineId`, its cid as the machine saw it `open`, and its first status. */
+async function joinedClient(target: RelayTarget, machineId: string, machine: TestMachine) {
+  const client = await TestRelayClient.connect(target.wsOrigin, machineId);
+  const cid = await machine.nextOpen();
+  assert.equal(await client.nextStatus(), 'online');
+  return { client, cid };
+}
+
+/**
+ * The relay contract (docs/relay.md), run against each deployment: the Worker in Miniflare and the
+ * Node relay, with real `ws` sockets on 127.0.0.1 playing machines and clients.
+ */
+export function relaySuite(name: string, start: StartRelay): void {
+  describe(`relay (${name})`, () => {
+    let target: RelayTarget;
+    const open: { close(): Promise<void> }[] = [];
+    const track = <P extends { close(): Promise<void> }>(peer: P): P => (open.push(peer), peer);
+
+    before(async () => {
+      target = await start();
+    });
+    after(async () => {
+      await Promise.all(open.map((peer) => peer.close()));
+      await target?.close();
+    });
+
+    test('GET /health answers ok', T, async () => {
+      const response = await fetch(`${target.origin}/health`);
+      assert.equal(response.status, 200);
+      assert.deepEqual(await response.json(), { status: 'ok' });
+    });
+
+    test('POST /register with AUTH_TOKEN answers the socket url; a wrong or missing token gets 401 invalid_token', T, async () => {
+      const machineId = newMachineId();
+      const accepted = await register(target, machineId);
+      assert.equal(accepted.status, 200);
+      assert.equal(accepted.body.status, 'ok');
+      assert.equal(accepted.body.data.machine_id, machineId);
+      assert.equal(accepted.body.data.url, `${target.wsOrigin}/ws?machine_id=${machineId}`);
+      for (const token of ['wrong-token-wrong-token-wrong-token-00', 'short', null]) {
+        const refused = await register(target, newMachineId(), token);
+        assert.equal(refused.status, 401);
+        assert.deepEqual({ status: refused.body.status, code: refused.body.code }, { status: 'error', code: 'invalid_token' });
+        assert.ok(!JSON.stringify(refused.body).includes(TEST_AUTH_TOKEN));
+      }
+    });
+
+    test('an invalid machine_id is refused 400 invalid_request, at /register and at /ws', T, async () => {
+      for (const bad of ['', 'a/b', 'x'.repeat(129), 'é']) {
+        const registered = await register(target, bad);
+        assert.equal(registered.status, 400);
+        assert.equal(registered.body.code, 'invalid_request');
+      }
+      const refused = await refusal(RelayPeer.connect(`${target.wsOrigin}/ws?machine_id=${encodeURIComponent('../x')}`));
+      assert.equal(refused.status, 400);
+      assert.equal(JSON.parse(refused.body).code, 'invalid_request');
+    });
+
+    test('a machine socket with a wrong or missing AUTH_TOKEN is refused 401', T, async () => {
+      const machineId = newMachineId();
+      await register(target, machineId);
+      const wrong = await refusal(TestMachine.connect(target.wsOrigin, machineId, 'wrong-token-wrong-token-wrong-token-00'));
+      assert.equal(wrong.status, 401);
+      assert.equal(JSON.parse(wrong.body).code, 'invalid_token');
+      const missing = await refusal(RelayPeer.connect(`${target.wsOrigin}/ws?machine_id=${machineId}&role=machine`));
+      assert.equal(missing.status, 401);
+    });
+
+    test('a client of a machine_id never registered is refused 404 not_found', T, async () => {
+      const refused = await refusal(TestRelayClient.connect(target.wsOrigin, newMachineId()));
+      assert.equal(refused.status, 404);
+      assert.equal(JSON.parse(refused.body).code, 'not_found');
+    });
+
+    test('routing: client frames reach the machine with their cid; machine frames reach only that client', T, async () => {
+      const { machineId, machine } = await onlineMachine(target);
+      track(machine);
+      const a = await joinedClient(target, machineId, machine);
+      const b = await joinedClient(target, machineId, machine);
+      track(a.client);
+      track(b.client);
+      assert.notEqual(a.cid, b.cid);
+
+      a.client.send('{"type":"get_config","id":1}');
+      assert.deepEqual(await machine.nextData(), { t: 'data', c: a.cid, d: '{"type":"get_config","id":1}' });
+      b.client.send('from b');
+      assert.deepEqual(await machine.nextData(), { t: 'data', c: b.cid, d: 'from b' });
+
+      machine.sendData(a.cid, 'for a only');
+      machine.sendData(b.cid, 'for b');
+      assert.equal(await a.client.next(), 'for a only');
+      assert.equal(await b.client.next(), 'for b');
+      assert.ok(!b.client.peer.received.includes('for a only'));
+    });
+
+    test('a client that goes away is reported to the machine with close', T, async () => {
+      const { machineId, machine } = await onlineMachine(target);
+      track(machine);
+      const { client, cid } = await joinedClient(target, machineId, machine);
+      await client.close();
+      assert.deepEqual(await machine.nextClose(cid), { t: 'close', c: cid });
+    });
+
+    test('the machine closes a client with its code and reason', T, async () => {
+      const { machineId, machine } = await onlineMachine(target);
+      track(machine);
+      const { client, cid } = await joinedClient(target, machineId, machine);
+      machine.sendClose(cid, 4401, 'unknown client key');
+      assert.deepEqual(await client.peer.waitClose(), { code: 4401, reason: 'unknown client key' });
+    });
+
+    test('isolation: a client of machine A never sees B traffic, and a machine cannot address another machine\'s clients', T, async () => {
+      const a = await onlineMachine(target);
+      const b = await onlineMachine(target);
+      track(a.machine);
+      track(b.machine);
+      const clientA = await joinedClient(target, a.machineId, a.machine);
+      const clientB = await joinedClient(target, b.machineId, b.machine);
+      track(clientA.client);
+      track(clientB.client);
+
+      // A's machine tries B's client, then marks the end of its frames on its own client.
+      a.machine.sendData(clientB.cid, 'intrusion');
+      a.machine.sendData(clientA.cid, 'marker a');
+      assert.equal(await clientA.client.next(), 'marker a');
+      b.machine.sendData(clientB.cid, 'marker b');
+      assert.equal(await clientB.client.next(), 'marker b');
+      assert.ok(!clientB.client.peer.received.includes('intrusion'));
+
+      clientB.client.send('secret of b');
+      assert.deepEqual(await b.machine.nextData(), { t: 'data', c: clientB.cid, d: 'secret of b' });
+      clientA.client.send('hello a');
+      assert.deepEqual(await a.machine.nextData(), { t: 'data', c: clientA.cid, d: 'hello a' });
+      assert.ok(!a.machine.peer.received.some((t) => t.includes('secret of b')));
+      assert.ok(!a.machine.peer.received.some((t) => t.includes(clientB.cid)));
+    });
+
+    test('machine offline: the client gets status offline and stays; back: online, and the machine gets open for it', T, async () => {
+      const { machineId, machine } = await onlineMachine(target);
+      const { client } = await joinedClient(target, machineId, machine);
+      track(client);
+      await machine.close();
+      assert.equal(await client.nextStatus(), 'offline');
+
+      client.send('while offline');
+      const error = await client.nextError();
+      assert.equal(error.code, 'not_found');
+      assert.ok(client.peer.open);
+
+      const back = track(await TestMachine.connect(target.wsOrigin, machineId, TEST_AUTH_TOKEN));
+      const cid = await back.nextOpen();
+      assert.equal(await client.nextStatus(), 'online');
+      client.send('after return');
+      assert.deepEqual(await back.nextData(cid), { t: 'data', c: cid, d: 'after return' });
+      assert.ok(!back.peer.received.some((t) => t.includes('while offline')));
+    });
+
+    test('a client joining while the machine is offline gets status offline, then online when it connects', T, async () => {
+      const machineId = newMachineId();
+      assert.equal((await register(target, machineId)).status, 200);
+      const client = track(await TestRelayClient.connect(target.wsOrigin, machineId));
+      assert.equal(await client.nextStatus(), 'offline');
+      const machine = track(await TestMachine.connect(target.wsOrigin, machineId, TEST_AUTH_TOKEN));
+      const cid = await machine.nextOpen();
+      assert.equal(await client.nextStatus(), 'online');
+      machine.sendData(cid, 'welcome');
+      assert.equal(await client.next(), 'welcome');
+    });
+
+    test('a new machine socket replaces the old one (closed 4409); clients are opened on the new one', T, async () => {
+      const { machineId, machine: old } = await onlineMachine(target);
+      const { client, cid } = await joinedClient(target, machineId, old);
+      track(client);
+      const replacement = track(await TestMachine.connect(target.wsOrigin, machineId, TEST_AUTH_TOKEN));
+      assert.deepEqual(await old.peer.waitClose(), { code: 4409, reason: 'replaced' });
+      assert.equal(await replacement.nextOpen(), cid);
+      assert.equal(await client.nextStatus(), 'online');
+      assert.ok(!client.peer.receivedJson().some((f) => f.machine === 'offline'));
+      client.send('to the new machine');
+      assert.deepEqual(await replacement.nextData(cid), { t: 'data', c: cid, d: 'to the new machine' });
+    });
+
+    test('frame limits: a frame of 2 MiB is relayed; larger gets payload_too_large and close 1009', T, async () => {
+      const { machineId, machine } = await onlineMachine(target);
+      track(machine);
+      const { client, cid } = await joinedClient(target, machineId, machine);
+      const largest = 'a'.repeat(MAX_FRAME);
+      client.send(largest);
+      const relayed = await machine.nextData(cid, 15_000);
+      assert.equal(relayed.d.length, MAX_FRAME);
+
+      client.send('b'.repeat(MAX_FRAME + 1));
+      const error = await client.nextError();
+      assert.equal(error.code, 'payload_too_large');
+      assert.equal((await client.peer.waitClose()).code, 1009);
+      await machine.nextClose(cid);
+    });
+
+    test('a binary client frame gets invalid_request and the socket stays open', T, async () => {
+      const { machineId, machine } = await onlineMachine(target);
+      track(machine);
+      const { client, cid } = await joinedClient(target, machineId, machine);
+      track(client);
+      client.send(Buffer.from([1, 2, 3]));
+      assert.equal((await client.nextError()).code, 'invalid_request');
+      client.send('still here');
+      assert.deepEqual(await machine.nextData(cid), { t: 'data', c: cid, d: 'still here' });
+    });
+
+    test('rate limit: a burst beyond 120 frames is cut with rate_limited; the client stays connected', T, async () => {
+      const { machineId, machine } = await onlineMachine(target);
+      track(machine);
+      const { client, cid } = await joinedClient(target, machineId, machine);
+      track(client);
+      const sent = 400;
+      for (let i = 0; i < sent; i += 1) client.send(`frame ${i}`);
+      assert.equal((await client.nextError()).code, 'rate_limited');
+      client.send('ping');
+      await client.peer.next((t) => t === 'pong');
+      // Frames are handled in order, so the pong comes after every frame above was relayed or dropped.
+      machine.sendData(cid, 'end');
+      assert.equal(await client.next(), 'end');
+      const relayed = machine.peer.receivedJson().filter((f) => f.t === 'data' && f.c === cid).length;
+      assert.ok(relayed >= 120 && relayed < sent, `relayed ${relayed} of ${sent}`);
+      assert.ok(client.peer.open);
+    });
+
+    test('heartbeat: ping is answered pong, for clients and machines, and never reaches the machine', T, async () => {
+      const { machineId, machine } = await onlineMachine(target);
+      track(machine);
+      const { client, cid } = await joinedClient(target, machineId, machine);
+      track(client);
+      client.send('ping');
+      assert.equal(await client.peer.next((t) => t === 'pong'), 'pong');
+      machine.peer.send('ping');
+      assert.equal(await machine.peer.next((t) => t === 'pong'), 'pong');
+      client.send('after ping');
+      assert.deepEqual(await machine.nextData(cid), { t: 'data', c: cid, d: 'after ping' });
+      assert.ok(!machine.peer.received.some((t) => t.includes('"d":"ping"')));
+    });
+
+    test('malformed machine frames are ignored, and the relay goes on routing', T, async () => {
+      const { machineId, machine } = await onlineMachine(target);
+      track(machine);
+      const { client, cid } = await joinedClient(target, machineId, machine);
+      track(client);
+      for (const bad of ['not json', '[]', 'null', '{"t":"nope","c":"x"}', '{"t":"data"}', `{"t":"data","c":"${cid}","d":5}`, '{"t":"close","c":"x","code":1000}']) {
+        machine.peer.send(bad);
+      }
+      machine.peer.send(Buffer.from('binary'));
+      machine.sendData('unknown-cid', 'dropped');
+      machine.sendData(cid, 'still routed');
+      assert.equal(await client.next(), 'still routed');
+      assert.ok(machine.peer.open && client.peer.open);
+      assert.deepEqual(client.peer.received.filter((t) => !t.startsWith('{"relay"')), ['still routed']);
+    });
+  });
+
+  describe(`relay (${name}) idle timeout`, () => {
+    let target: RelayTarget;
+    before(async () => {
+      target = await start({ idleTimeoutMs: 1_000 });
+    });
+    after(() => target?.close());
+
+    test('a silent socket is closed 4408; a socket sending ping every 200 ms stays', T, async () => {
+      const { machineId, machine } = await onlineMachine(target);
+      const chatty = await joinedClient(target, machineId, machine);
+      const silent = await joinedClient(target, machineId, machine);
+      const beat = setInterval(() => {
+        machine.peer.send('ping');
+        chatty.client.send('ping');
+      }, 200);
+      try {
+        assert.deepEqual(await silent.client.peer.waitClose(), { code: 4408, reason: 'idle timeout' });
+        await machine.nextClose(silent.cid);
+        assert.ok(chatty.client.peer.open && machine.peer.open);
+      } finally {
+        clearInterval(beat);
+        await Promise.all([chatty.client.close(), machine.close()]);
+      }
+    });
+  });
+
+  describe(`relay (${name}) restart`, () => {
+    let target: RelayTarget;
+    before(async () => {
+      target = await start();
+    });
+    after(() => target?.close());
+
+    test('after a relay restart, the machine and its clients reconnect and talk again', T, async () => {
+      const { machineId, machine } = await onlineMachine(target);
+      const { client } = await joinedClient(target, machineId, machine);
+      await target.restart();
+      await Promise.all([machine.peer.waitClose(), client.peer.waitClose()]);
+
+      if (target.keepsRegistrations) {
+        // The Durable Object remembers the registration: the client can wait for its machine.
+        const early = await TestRelayClient.connect(target.wsOrigin, machineId);
+        assert.equal(await early.nextStatus(), 'offline');
+        await early.close();
+      } else {
+        // Node keeps registrations in memory: 404 until the machine is back (clients retry).
+        assert.equal((await refusal(TestRelayClient.connect(target.wsOrigin, machineId))).status, 404);
+      }
+      const back = await TestMachine.connect(target.wsOrigin, machineId, TEST_AUTH_TOKEN);
+      const again = await TestRelayClient.connect(target.wsOrigin, machineId);
+      const cid = await back.nextOpen();
+      assert.equal(await again.nextStatus(), 'online');
+      again.send('hello again');
+      assert.deepEqual(await back.nextData(cid), { t: 'data', c: cid, d: 'hello again' });
+      await Promise.all([again.close(), back.close()]);
+    });
+  });
+}

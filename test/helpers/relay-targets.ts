@@ -1,0 +1,108 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Miniflare } from 'miniflare';
+import { spawnListening } from '../../bench/util';
+
+const ROOT = join(__dirname, '..', '..');
+/** The built relays (`node esbuild.mjs`): the tests run what is deployed. */
+export const NODE_RELAY = join(ROOT, 'dist', 'relay.js');
+export const WORKER_BUNDLE = join(ROOT, 'dist', 'worker', 'relay.js');
+/** As in wrangler.toml. */
+export const COMPATIBILITY_DATE = '2026-04-26';
+
+export const TEST_AUTH_TOKEN = 'relay-test-auth-token-0123456789abcdef';
+
+export interface TargetOptions {
+  authToken?: string;
+  /** Shortens the 90 s idle timeout. */
+  idleTimeoutMs?: number;
+  /** Folder served as the phone page. */
+  staticDir?: string;
+}
+
+/** A running relay, either deployment, on 127.0.0.1. */
+export interface RelayTarget {
+  readonly name: string;
+  /** http://127.0.0.1:PORT */
+  readonly origin: string;
+  /** ws://127.0.0.1:PORT */
+  readonly wsOrigin: string;
+  /** Whether registrations outlive a restart (Durable Object storage) or not (Node memory). */
+  readonly keepsRegistrations: boolean;
+  /** Stops the relay and starts it again on the same port. */
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type StartRelay = (options?: TargetOptions) => Promise<RelayTarget>;
+
+/** `node dist/relay.js --port N` as a child process. */
+export const startNodeRelay: StartRelay = async (options = {}) => {
+  const env: NodeJS.ProcessEnv = { AUTH_TOKEN: options.authToken ?? TEST_AUTH_TOKEN };
+  if (options.idleTimeoutMs) env.IDLE_TIMEOUT_MS = String(options.idleTimeoutMs);
+  const args = (port: number) => [NODE_RELAY, '--port', String(port), '--host', '127.0.0.1', ...(options.staticDir ? ['--static', options.staticDir] : [])];
+  let running = await spawnListening(args(0), env);
+  const port = running.port;
+  return {
+    name: 'node',
+    origin: `http://127.0.0.1:${port}`,
+    wsOrigin: `ws://127.0.0.1:${port}`,
+    keepsRegistrations: false,
+    async restart() {
+      await running.stop();
+      running = await spawnListening(args(port), env);
+    },
+    close: () => running.stop(),
+  };
+};
+
+/** The Worker bundle in Miniflare (workerd), Durable Objects persisted in a temp folder. */
+export const startWorkerRelay: StartRelay = async (options = {}) => {
+  const persist = await mkdtemp(join(tmpdir(), 'ra-relay-do-'));
+  const bindings: Record<string, string> = { AUTH_TOKEN: options.authToken ?? TEST_AUTH_TOKEN };
+  if (options.idleTimeoutMs) bindings.IDLE_TIMEOUT_MS = String(options.idleTimeoutMs);
+  const create = async (port: number) => {
+    const mf = new Miniflare({
+      modules: true,
+      scriptPath: WORKER_BUNDLE,
+      compatibilityDate: COMPATIBILITY_DATE,
+      durableObjects: { RELAY: { className: 'Relay', useSQLite: true } },
+      durableObjectsPersist: persist,
+      bindings,
+      ...(options.staticDir
+        ? { assets: { directory: options.staticDir, binding: 'ASSETS', assetConfig: { html_handling: 'none', not_found_handling: 'none' } } }
+        : {}),
+      host: '127.0.0.1',
+      port,
+      cf: false,
+    });
+    return { mf, url: await mf.ready };
+  };
+  let running = await create(0);
+  const port = Number(running.url.port);
+  return {
+    name: 'worker',
+    origin: `http://127.0.0.1:${port}`,
+    wsOrigin: `ws://127.0.0.1:${port}`,
+    keepsRegistrations: true,
+    async restart() {
+      await running.mf.dispose();
+      running = await create(port);
+    },
+    async close() {
+      await running.mf.dispose();
+      await rm(persist, { recursive: true, force: true });
+    },
+  };
+};
+
+/** POST /register (with no Authorization header when authToken is null); the answer's status and body. */
+export async function register(target: RelayTarget, machineId: string, authToken: string | null = TEST_AUTH_TOKEN) {
+  const response = await fetch(`${target.origin}/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(authToken === null ? {} : { authorization: `Bearer ${authToken}` }) },
+    body: JSON.stringify({ machine_id: machineId }),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, any> };
+}

@@ -5,7 +5,7 @@ import type { Host } from '../agent/host';
 import { createProviderResolver } from '../agent/provider-resolver';
 import { parseConfigText } from '../config/config-file';
 import { CONFIG_FILE_NAME, LOG_FILE_NAME } from '../config/paths';
-import { websocketChannelsOf, type ServiceConfig } from '../protocol';
+import type { ServiceConfig } from '../protocol';
 import type { ApiKeys } from './api-keys';
 import { describeFigures, type LoopMonitor } from './diagnostics';
 import { call, type Backend, type PublicConfig } from './backend';
@@ -176,7 +176,7 @@ async function connectionInfo(deps: CommandDeps): Promise<void> {
   const state = deps.hosting.state;
   const port = state.state === 'hosting' || state.state === 'client' || state.state === 'port_busy' ? state.port : readSettings().port;
   const config = await fileConfig(deps.dataDir);
-  await showConnectionInfo({ port, token: config.auth_token ?? '', relayUrls: websocketChannelsOf(config).map((c) => c.url), lanAccess: readSettings().lanAccess });
+  await showConnectionInfo({ port, token: config.auth_token ?? '', lanAccess: readSettings().lanAccess });
 }
 
 /** First run: start measuring the event loop; second run: report (output channel and a notification). */

@@ -1,7 +1,9 @@
 import { networkInterfaces } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import QRCode from 'qrcode';
+import WebSocket from 'ws';
 import * as vscode from 'vscode';
+import type { PairingInfo, RelayLinkStatus } from '../protocol';
 
 /** The machine's IPv4 addresses a phone on the LAN can reach (no loopback, no link-local). */
 export function lanAddresses(): string[] {
@@ -12,41 +14,117 @@ export function lanAddresses(): string[] {
   return out;
 }
 
-/** The phone's pairing link: the page served by the service, the socket and the token in the fragment (never sent to a server). */
+/** The phone's pairing link on the LAN: the page served by the service, the socket and the token in the fragment (never sent to a server). */
 export function pairingUrl(host: string, port: number, token: string): string {
-  return `http://${host}:${port}/phone.html#url=${encodeURIComponent(`ws://${host}:${port}/ws`)}&token=${encodeURIComponent(token)}`;
+  return `http://${host}:${port}/#url=${encodeURIComponent(`ws://${host}:${port}/ws`)}&token=${encodeURIComponent(token)}`;
+}
+
+/** What the running service says about its relays, and a fresh one-time relay pairing (when a relay is configured). */
+export interface RelayInfo {
+  relays: RelayLinkStatus[];
+  pairing?: PairingInfo;
+  /** Why the service could not be asked (not running, refused...). */
+  error?: string;
+}
+
+/**
+ * Asks the service (whichever window or process hosts it) over its own WebSocket, with the access
+ * token: `relay_status`, then `create_pairing` when a relay channel exists. Never throws.
+ */
+export function fetchRelayInfo(port: number, token: string, timeoutMs = 5_000): Promise<RelayInfo> {
+  return new Promise((resolve) => {
+    const socket = new WebSocket(`ws://127.0.0.1:${port}/ws`);
+    let settled = false;
+    const finish = (info: RelayInfo) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.close();
+      resolve(info);
+    };
+    const timer = setTimeout(() => finish({ relays: [], error: 'the service did not answer' }), timeoutMs);
+    let relays: RelayLinkStatus[] = [];
+    socket.on('open', () => socket.send(JSON.stringify({ type: 'auth', token, id: 'auth' })));
+    socket.on('message', (data) => {
+      let frame: { id?: unknown; status?: unknown; data?: Record<string, unknown>; error?: unknown };
+      try {
+        frame = JSON.parse(data.toString());
+      } catch {
+        return;
+      }
+      if (frame.status === 'error') return finish({ relays, error: typeof frame.error === 'string' ? frame.error : 'refused' });
+      if (frame.id === 'auth') socket.send(JSON.stringify({ type: 'relay_status', id: 'status' }));
+      if (frame.id === 'status') {
+        relays = (frame.data?.relays as RelayLinkStatus[] | undefined) ?? [];
+        if (relays.length === 0) return finish({ relays });
+        socket.send(JSON.stringify({ type: 'create_pairing', id: 'pairing' }));
+      }
+      if (frame.id === 'pairing') finish({ relays, pairing: frame.data as unknown as PairingInfo });
+    });
+    socket.on('error', () => finish({ relays: [], error: 'the service is not reachable on this machine' }));
+    socket.on('close', () => finish({ relays, error: 'the service closed the connection' }));
+  });
 }
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-export async function connectionInfoHtml(info: { port: number; addresses: string[]; relayUrls: string[]; token: string; lanAccess: boolean; cspSource: string }): Promise<string> {
+const STATE_TEXT: Record<RelayLinkStatus['state'], string> = { connecting: 'connecting…', online: 'online', offline: 'offline' };
+
+function relayLinkHtml(link: RelayLinkStatus): string {
+  const detail = [
+    link.state === 'online' ? `${link.clients} phone(s) connected` : '',
+    link.last_error ? `last error: ${link.last_error}` : '',
+    link.retry_at ? `next try ${new Date(link.retry_at).toLocaleTimeString()}` : '',
+  ].filter(Boolean);
+  return `<li><b>${escapeHtml(link.name)}</b> <code>${escapeHtml(link.url)}</code>: <span class="state ${link.state}">${STATE_TEXT[link.state]}</span>${detail.length ? `<br><small>${escapeHtml(detail.join(' · '))}</small>` : ''}</li>`;
+}
+
+const qr = (url: string) => QRCode.toString(url, { type: 'svg', margin: 2, width: 240 });
+
+export async function connectionInfoHtml(info: { port: number; addresses: string[]; token: string; lanAccess: boolean; relay: RelayInfo }): Promise<string> {
   const nonce = randomBytes(16).toString('base64');
   const host = info.addresses[0] ?? '127.0.0.1';
-  const url = pairingUrl(host, info.port, info.token);
-  const svg = await QRCode.toString(url, { type: 'svg', margin: 2, width: 240 });
+  const lanQr = await qr(pairingUrl(host, info.port, info.token));
+  const relayQr = info.relay.pairing ? await qr(info.relay.pairing.pairing_url) : undefined;
   const list = (items: string[]) => (items.length ? `<ul>${items.map((i) => `<li><code>${escapeHtml(i)}</code></li>`).join('')}</ul>` : '<p>none</p>');
+  const relaySection = info.relay.error
+    ? `<p class="warn">Relay state unknown: ${escapeHtml(info.relay.error)}.</p>`
+    : info.relay.relays.length
+      ? `<ul>${info.relay.relays.map(relayLinkHtml).join('')}</ul>`
+      : '<p>No relay configured. Add a channel <code>{"type":"websocket","url":"wss://…","auth_token":"…"}</code> to service.json to reach this machine from anywhere.</p>';
+  const relayPairing = relayQr && info.relay.pairing
+    ? `<h3>Pair your phone from anywhere (relay, end-to-end encrypted)</h3>
+<p>Scan with the phone's camera. The code works once, within ${Math.round(info.relay.pairing.expires_in / 60)} minutes; the relay never sees your messages or token.</p>
+<div class="qr">${relayQr}</div>`
+    : '';
   return `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'nonce-${nonce}';">
-<style nonce="${nonce}">body{font-family:var(--vscode-font-family);padding:1em} .qr{background:#fff;display:inline-block;padding:8px} .warn{color:var(--vscode-editorWarning-foreground)}</style>
+<style nonce="${nonce}">body{font-family:var(--vscode-font-family);padding:1em} .qr{background:#fff;display:inline-block;padding:8px} .warn{color:var(--vscode-editorWarning-foreground)} .state.online{color:var(--vscode-testing-iconPassed)} .state.offline{color:var(--vscode-errorForeground)}</style>
 <title>Connection Info</title></head><body>
 <h2>Remote Assistant: connection info</h2>
 <p>Port <b>${info.port}</b>. WebSocket on this machine: <code>ws://127.0.0.1:${info.port}/ws</code></p>
 <h3>LAN address(es)</h3>${list(info.addresses.map((a) => `ws://${a}:${info.port}/ws`))}
 ${info.lanAccess ? '' : '<p class="warn">LAN access is off (setting <code>remoteAssistant.lanAccess</code>): only this machine can connect.</p>'}
-<h3>Relay</h3>${list(info.relayUrls)}
-<h3>Pair your phone</h3><p>Scan with the phone's camera (it holds the access token: do not share it).</p>
-<div class="qr">${svg}</div>
-<p>Use the notification's "Copy Token" to copy the access token.</p>
+<h3>Relay</h3>${relaySection}
+${relayPairing}
+<h3>Pair your phone on this network</h3><p>Scan with the phone's camera (it holds the access token: do not share it).</p>
+<div class="qr">${lanQr}</div>
+<p>Use the notification's buttons to copy the token or a pairing link.</p>
 </body></html>`;
 }
 
-export async function showConnectionInfo(info: { port: number; relayUrls: string[]; token: string; lanAccess: boolean }): Promise<vscode.WebviewPanel> {
+export async function showConnectionInfo(info: { port: number; token: string; lanAccess: boolean }): Promise<vscode.WebviewPanel> {
   const panel = vscode.window.createWebviewPanel('remoteAssistant.connectionInfo', 'Remote Assistant: Connection Info', vscode.ViewColumn.Active, { enableScripts: false, localResourceRoots: [] });
   const addresses = lanAddresses();
-  panel.webview.html = await connectionInfoHtml({ ...info, addresses, cspSource: panel.webview.cspSource });
-  void vscode.window.showInformationMessage(`Remote Assistant listens on port ${info.port}${addresses.length ? ` (${addresses.join(', ')})` : ''}.`, 'Copy Token', 'Copy Pairing URL').then(async (choice) => {
+  const relay = await fetchRelayInfo(info.port, info.token);
+  panel.webview.html = await connectionInfoHtml({ ...info, addresses, relay });
+  const online = relay.relays.filter((r) => r.state === 'online').length;
+  const relayText = relay.relays.length ? `; relay ${online}/${relay.relays.length} online` : '';
+  const choices = ['Copy Token', 'Copy Pairing URL', ...(relay.pairing ? ['Copy Relay Pairing URL'] : [])];
+  void vscode.window.showInformationMessage(`Remote Assistant listens on port ${info.port}${addresses.length ? ` (${addresses.join(', ')})` : ''}${relayText}.`, ...choices).then(async (choice) => {
     if (choice === 'Copy Token') await vscode.env.clipboard.writeText(info.token);
     if (choice === 'Copy Pairing URL') await vscode.env.clipboard.writeText(pairingUrl(addresses[0] ?? '127.0.0.1', info.port, info.token));
+    if (choice === 'Copy Relay Pairing URL' && relay.pairing) await vscode.env.clipboard.writeText(relay.pairing.pairing_url);
   });
   return panel;
 }

@@ -1,7 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 
 /** Spawns a node process and resolves with the port it prints as `listening on ...:PORT`. */
-export function spawnListening(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; port: number; stop: () => Promise<void> }> {
+export function spawnListening(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ child: ChildProcess; port: number; stop: () => Promise<void>; output: () => string }> {
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let out = '';
   child.stderr!.on('data', (d) => (out += d));
@@ -18,7 +21,7 @@ export function spawnListening(args: string[], env: NodeJS.ProcessEnv = {}): Pro
           child.once('exit', () => done());
           child.kill('SIGTERM');
         });
-      resolve({ child, port: Number(match[1]), stop });
+      resolve({ child, port: Number(match[1]), stop, output: () => out });
     });
     child.once('exit', (code) => {
       clearTimeout(timer);

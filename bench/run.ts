@@ -1,7 +1,9 @@
 // `npm run bench`: every benchmark, each printing its figures as ratios against a baseline measured
 // in the same run (these machines are noisy; absolute numbers mean little).
 import { benchAgent } from './agent';
+import { benchEditor } from './editor';
 import { runPersistBench } from './persist';
+import { benchRelayService } from './relay-service';
 import { benchWebhook } from './webhook';
 import { benchWebSocket } from './ws';
 
@@ -12,6 +14,8 @@ async function main() {
     ['persist', runPersistBench],
     ['webhook', benchWebhook],
     ['agent', benchAgent],
+    ['editor', benchEditor],
+    ['relay-service', benchRelayService],
   ];
   for (const [name, run] of benches) {
     if (only.length > 0 && !only.includes(name)) continue;

@@ -1,0 +1,201 @@
+// The relay as the service sees it: round-trip latency of `get_config` through the Node relay and the
+// e2e tunnel vs directly on the LAN socket, in one run (ratio), and how many relayed clients one
+// machine serves with p99 under 50 ms. Real processes: node dist/relay.js and node dist/cli.js serve.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { ClientHandshake, generateKeyPair, type KeyPairText, type SecureChannel } from '../src/e2e';
+import { fmt, percentile, spawnListening } from './util';
+
+const TOKEN = 'bench-access-token-0123456789abcdef0123';
+const RELAY_TOKEN = 'bench-relay-token-0123456789abcdef-RELAY';
+/** Below the relay's per-client limit (30 frames/s): each client sends one frame every 35 ms. */
+const PACE_MS = 35;
+const P99_TARGET_MS = 50;
+
+/** One client of either path: `rt()` is one get_config round trip in milliseconds. */
+interface Client {
+  rt(): Promise<number>;
+  close(): void;
+}
+
+/** Opens a socket; `first` resolves with the first frame matching `accept` (attached before 'open': the relay speaks at once). */
+function opened(url: string, accept: (text: string) => boolean = () => false): Promise<{ ws: WebSocket; first: Promise<string> }> {
+  const ws = new WebSocket(url, { perMessageDeflate: false });
+  const first = nextMessage(ws, accept);
+  first.catch(() => undefined);
+  return new Promise((resolve, reject) => {
+    ws.once('open', () => resolve({ ws, first }));
+    ws.once('error', reject);
+  });
+}
+
+function nextMessage(ws: WebSocket, accept: (text: string) => boolean = () => true): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (data: WebSocket.RawData) => {
+      const text = data.toString();
+      if (!accept(text)) return;
+      ws.off('message', onMessage).off('close', onClose);
+      resolve(text);
+    };
+    const onClose = (code: number) => {
+      ws.off('message', onMessage);
+      reject(new Error(`closed ${code}`));
+    };
+    ws.on('message', onMessage).once('close', onClose);
+  });
+}
+
+async function directClient(port: number): Promise<Client> {
+  const { ws } = await opened(`ws://127.0.0.1:${port}/ws`);
+  ws.send(JSON.stringify({ type: 'auth', token: TOKEN }));
+  await nextMessage(ws);
+  const frame = JSON.stringify({ type: 'get_config' });
+  return {
+    async rt() {
+      const started = performance.now();
+      const answer = nextMessage(ws);
+      ws.send(frame);
+      await answer;
+      return performance.now() - started;
+    },
+    close: () => ws.terminate(),
+  };
+}
+
+async function relayedClient(url: string, keyPair: KeyPairText, machineKey: string): Promise<Client> {
+  const { ws, first } = await opened(url, (text) => text.includes('"machine":"online"'));
+  const notRelay = (text: string) => !text.includes('"relay"') && text !== 'pong';
+  await first;
+  const handshake = new ClientHandshake(keyPair, machineKey);
+  const welcome = nextMessage(ws, notRelay);
+  ws.send(handshake.hello());
+  const channel: SecureChannel = handshake.complete(await welcome);
+  const request = async (frame: string) => {
+    const answer = nextMessage(ws, notRelay);
+    ws.send(channel.seal(frame));
+    return channel.open(await answer);
+  };
+  const auth = JSON.parse(await request(JSON.stringify({ type: 'auth', token: TOKEN }))) as { status: string };
+  if (auth.status !== 'ok') throw new Error('relayed auth refused');
+  const frame = JSON.stringify({ type: 'get_config' });
+  return {
+    async rt() {
+      const started = performance.now();
+      await request(frame);
+      return performance.now() - started;
+    },
+    close: () => ws.terminate(),
+  };
+}
+
+/** Every client sends a paced get_config for `durationMs`; returns all round-trip times, sorted. */
+async function paced(clients: Client[], durationMs: number): Promise<number[]> {
+  const samples: number[] = [];
+  const until = performance.now() + durationMs;
+  await Promise.all(
+    clients.map(async (client, i) => {
+      await new Promise((r) => setTimeout(r, (i * PACE_MS) / clients.length));
+      while (performance.now() < until) {
+        const started = performance.now();
+        samples.push(await client.rt());
+        await new Promise((r) => setTimeout(r, Math.max(0, PACE_MS - (performance.now() - started))));
+      }
+    }),
+  );
+  return samples.sort((a, b) => a - b);
+}
+
+async function setUp(dir: string) {
+  const relay = await spawnListening([join(__dirname, '..', 'dist', 'relay.js'), '--port', '0'], { AUTH_TOKEN: RELAY_TOKEN });
+  await writeFile(
+    join(dir, 'service.json'),
+    JSON.stringify({ auth_token: TOKEN, channels: [{ name: 'relay', type: 'websocket', url: `ws://127.0.0.1:${relay.port}/ws`, auth_token: RELAY_TOKEN }] }),
+  );
+  const service = await spawnListening([join(__dirname, '..', 'dist', 'cli.js'), 'serve', '--data-dir', dir, '--port', '0']);
+  const keyPair = generateKeyPair();
+  const register = await fetch(`http://127.0.0.1:${service.port}/ws/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify({ machine_name: 'bench-phone', public_key: keyPair.publicKey }),
+  });
+  const { relay_url } = ((await register.json()) as { data: { relay_url: string } }).data;
+  // The machine key: from create_pairing on the LAN socket (the pairing secret itself is not used).
+  const { ws: lan } = await opened(`ws://127.0.0.1:${service.port}/ws`);
+  lan.send(JSON.stringify({ type: 'auth', token: TOKEN }));
+  await nextMessage(lan);
+  lan.send(JSON.stringify({ type: 'create_pairing' }));
+  const machineKey = (JSON.parse(await nextMessage(lan)) as { data: { machine_key: string } }).data.machine_key;
+  lan.terminate();
+  return { relay, service, keyPair, relayUrl: relay_url, machineKey };
+}
+
+async function connectRelayed(count: number, relayUrl: string, keyPair: KeyPairText, machineKey: string): Promise<Client[]> {
+  // The service's link may still be connecting right after start; a client waits for "online".
+  return Promise.all(Array.from({ length: count }, () => relayedClient(relayUrl, keyPair, machineKey)));
+}
+
+export async function benchRelayService(): Promise<Record<string, number>> {
+  const dir = await mkdtemp(join(tmpdir(), 'ra-bench-relay-'));
+  const { relay, service, keyPair, relayUrl, machineKey } = await setUp(dir);
+  const results: Record<string, number> = {};
+  try {
+    const direct = await directClient(service.port);
+    const [relayed] = await connectRelayed(1, relayUrl, keyPair, machineKey);
+    await paced([direct], 700);
+    await paced([relayed], 700);
+    // Alternate the two paths twice and pool the samples, to damp machine noise.
+    const directSamples: number[] = [];
+    const relaySamples: number[] = [];
+    for (let round = 0; round < 2; round += 1) {
+      directSamples.push(...(await paced([direct], 2500)));
+      relaySamples.push(...(await paced([relayed], 2500)));
+    }
+    directSamples.sort((a, b) => a - b);
+    relaySamples.sort((a, b) => a - b);
+    direct.close();
+    relayed.close();
+    results.direct_p50_ms = percentile(directSamples, 50);
+    results.direct_p99_ms = percentile(directSamples, 99);
+    results.relay_p50_ms = percentile(relaySamples, 50);
+    results.relay_p99_ms = percentile(relaySamples, 99);
+    results.ratio_p50 = results.relay_p50_ms / results.direct_p50_ms;
+    results.ratio_p99 = results.relay_p99_ms / results.direct_p99_ms;
+    console.log(
+      `get_config round trip, 1 client (${directSamples.length}+${relaySamples.length} samples): direct p50 ${fmt(results.direct_p50_ms)} ms p99 ${fmt(results.direct_p99_ms)} ms; ` +
+        `through relay + e2e p50 ${fmt(results.relay_p50_ms)} ms p99 ${fmt(results.relay_p99_ms)} ms; ratio p50 ${fmt(results.ratio_p50)}, p99 ${fmt(results.ratio_p99)}`,
+    );
+
+    let served = 0;
+    for (const count of [1, 16, 64, 128, 256]) {
+      const clients = await connectRelayed(count, relayUrl, keyPair, machineKey);
+      await paced(clients, 500);
+      const samples = await paced(clients, 3000);
+      for (const client of clients) client.close();
+      const p99 = percentile(samples, 99);
+      const rps = samples.length / 3;
+      console.log(`${count} relayed client(s), one get_config each per ${PACE_MS} ms: ${fmt(rps, 0)} round trips/s, p50 ${fmt(percentile(samples, 50))} ms, p99 ${fmt(p99)} ms`);
+      results[`p99_ms_${count}_clients`] = p99;
+      if (p99 >= P99_TARGET_MS) break;
+      served = count;
+    }
+    results.clients_p99_under_50ms = served;
+    console.log(`relayed clients one machine serves with p99 < ${P99_TARGET_MS} ms: ${served}${served === 256 ? ' (or more; the sweep stops there)' : ''}`);
+  } finally {
+    await service.stop();
+    await relay.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+  return results;
+}
+
+if (require.main === module) {
+  benchRelayService().then(
+    () => process.exit(0),
+    (error) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}

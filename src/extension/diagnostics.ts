@@ -6,14 +6,20 @@ const RESOLUTION_MS = 10;
 export interface LoopFigures {
   /** How long the measurement ran. */
   seconds: number;
-  /** The longest the extension host's event loop was blocked, beyond the monitor's own timer. */
+  /** The longest the extension host's event loop was late, beyond the monitor's own timer. */
   longestStallMs: number;
+  /**
+   * CPU time the process used during that longest stall. Close to the stall: the loop was busy
+   * (JavaScript, GC). Far below: the process was waiting for a CPU (other programs were running).
+   */
+  longestStallCpuMs: number;
   p99Ms: number;
   meanMs: number;
 }
 
 // The histogram records each whole timer interval; the stall is what exceeds the resolution.
 const stallMs = (ns: number) => Math.max(0, Math.round((ns / 1e6 - RESOLUTION_MS) * 10) / 10);
+const round = (ms: number) => Math.round(ms * 10) / 10;
 
 /**
  * "Measure Responsiveness": how long the extension host's event loop (shared with every other
@@ -22,38 +28,59 @@ const stallMs = (ns: number) => Math.max(0, Math.round((ns / 1e6 - RESOLUTION_MS
  */
 export class LoopMonitor {
   private histogram: IntervalHistogram | undefined;
+  private sampler: NodeJS.Timeout | undefined;
   private startedAt = 0;
+  private longest = { wallMs: 0, cpuMs: 0 };
 
   get running(): boolean {
     return this.histogram !== undefined;
   }
 
   start(): void {
-    this.histogram?.disable();
+    this.dispose();
     this.histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
     this.histogram.enable();
     this.startedAt = performance.now();
+    this.longest = { wallMs: 0, cpuMs: 0 };
+    // Beside the histogram, which tells how late the loop was, this tells whether it was busy meanwhile.
+    let lastWall = performance.now();
+    let lastCpu = process.cpuUsage();
+    this.sampler = setInterval(() => {
+      const wall = performance.now();
+      const cpu = process.cpuUsage();
+      const lateMs = wall - lastWall - RESOLUTION_MS;
+      if (lateMs > this.longest.wallMs) {
+        this.longest = { wallMs: lateMs, cpuMs: (cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000 };
+      }
+      lastWall = wall;
+      lastCpu = cpu;
+    }, RESOLUTION_MS);
   }
 
   /** Stops and returns the figures, or undefined when it was not running. */
   stop(): LoopFigures | undefined {
     const h = this.histogram;
     if (!h) return undefined;
-    h.disable();
-    this.histogram = undefined;
+    const longest = this.longest;
+    this.dispose();
     const seconds = Math.round((performance.now() - this.startedAt) / 100) / 10;
     // An empty histogram (stopped before the first tick) reports huge sentinels: no stall was seen.
-    if (h.count === 0) return { seconds, longestStallMs: 0, p99Ms: 0, meanMs: 0 };
-    return { seconds, longestStallMs: stallMs(h.max), p99Ms: stallMs(h.percentile(99)), meanMs: stallMs(h.mean) };
+    if (h.count === 0) return { seconds, longestStallMs: 0, longestStallCpuMs: 0, p99Ms: 0, meanMs: 0 };
+    return { seconds, longestStallMs: stallMs(h.max), longestStallCpuMs: round(longest.cpuMs), p99Ms: stallMs(h.percentile(99)), meanMs: stallMs(h.mean) };
   }
 
   dispose(): void {
     this.histogram?.disable();
     this.histogram = undefined;
+    clearInterval(this.sampler);
+    this.sampler = undefined;
   }
 }
 
 export function describeFigures(figures: LoopFigures, activationMs: number | undefined): string {
   const activation = activationMs === undefined ? 'activation: not started automatically' : `activation ${activationMs} ms`;
-  return `${activation}; event loop over ${figures.seconds} s: longest stall ${figures.longestStallMs} ms, p99 ${figures.p99Ms} ms, mean ${figures.meanMs} ms`;
+  return (
+    `${activation}; event loop over ${figures.seconds} s: longest stall ${figures.longestStallMs} ms ` +
+    `(process CPU during it ${figures.longestStallCpuMs} ms), p99 ${figures.p99Ms} ms, mean ${figures.meanMs} ms`
+  );
 }

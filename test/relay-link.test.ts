@@ -320,3 +320,35 @@ async function machineIdOfService(): Promise<string> {
   client.close();
   return (reply.data as { machine_id: string }).machine_id;
 }
+
+test('a relayed client that never sends its hello is closed 4408', async () => {
+  const client = await RelayClient.connect(clientUrl(await machineIdOfService()));
+  clients.push(client);
+  const closed = await client.waitClose();
+  assert.equal(closed.code, 4408);
+});
+
+test('a relay that goes silent (sleep, lost network) is declared dead and the link reconnects', async () => {
+  // A peer that accepts /register and the machine socket, then never sends a frame (no pong).
+  const { WebSocketServer } = await import('ws');
+  const http = await import('node:http');
+  let sockets = 0;
+  const server = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok","data":{}}'));
+  const wss = new WebSocketServer({ server });
+  wss.on('connection', () => (sockets += 1));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = (server.address() as { port: number }).port;
+  const silent = await startService(
+    { channels: [relayChannel(`ws://127.0.0.1:${port}/ws`, RELAY_TOKEN, 'silent')] },
+    { relay: { ...FAST, pingEveryMs: 100, silenceMs: 400 } },
+  );
+  try {
+    const dead = await waitFor(() => silent.service.relay.status().find((s) => s.state === 'offline' && s.last_error?.includes('no frame')), 'silence detected', 10_000);
+    assert.match(dead.last_error!, /no frame from the relay/);
+    await waitFor(() => sockets >= 2, 'reconnected after the silence', 10_000);
+  } finally {
+    await silent.dispose();
+    for (const client of wss.clients) client.terminate();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+});

@@ -1,4 +1,41 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { describe, test } from 'node:test';
 import { relaySuite } from './helpers/relay-suite';
-import { startNodeRelay } from './helpers/relay-targets';
+import { TestMachine, TestRelayClient } from './helpers/relay-peers';
+import { NODE_RELAY, TEST_AUTH_TOKEN, register, startNodeRelay } from './helpers/relay-targets';
 
 relaySuite('node', startNodeRelay);
+
+function runRelay(env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [NODE_RELAY, '--port', '0'], { env: { ...process.env, AUTH_TOKEN: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (d) => (output += d));
+  child.stderr.on('data', (d) => (output += d));
+  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, output })));
+}
+
+describe('relay (node) process', () => {
+  test('refuses to start without an AUTH_TOKEN of at least 32 characters, without echoing it', { timeout: 20_000 }, async () => {
+    const short = 'short-token-0123456789';
+    const refused = await runRelay({ AUTH_TOKEN: short });
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.output, /AUTH_TOKEN must be at least 32 characters/);
+    assert.ok(!refused.output.includes(short));
+    const unset = await runRelay({});
+    assert.notEqual(unset.code, 0);
+    assert.match(unset.output, /AUTH_TOKEN is not set/);
+  });
+
+  test('SIGTERM closes every socket 1001 and exits 0', { timeout: 20_000 }, async () => {
+    const relay = await startNodeRelay();
+    await register(relay, 'sigterm-machine');
+    const machine = await TestMachine.connect(relay.wsOrigin, 'sigterm-machine', TEST_AUTH_TOKEN);
+    const client = await TestRelayClient.connect(relay.wsOrigin, 'sigterm-machine');
+    await machine.nextOpen();
+    await relay.close();
+    assert.equal((await machine.peer.waitClose()).code, 1001);
+    assert.equal((await client.peer.waitClose()).code, 1001);
+    assert.match(relay.output(), /relay\.stopping/);
+  });
+});

@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
+import { join } from 'node:path';
 import { RelayPeer, TestMachine, TestRelayClient, UpgradeRefused } from './relay-peers';
 import { TEST_AUTH_TOKEN, register, type RelayTarget, type StartRelay } from './relay-targets';
+import { tempDir, waitFor } from './temp';
 
 const T = { timeout: 20_000 };
 const MAX_FRAME = 2 * 1024 * 1024;
@@ -16,6 +20,19 @@ async function refusal(connecting: Promise<unknown>): Promise<UpgradeRefused> {
   );
   assert.ok(error instanceof UpgradeRefused, String(error));
   return error;
+}
+
+/** A GET with the path sent exactly as written (fetch would normalize `..` away). */
+function rawGet(origin: string, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${origin}${path}`, { method: 'GET', path }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 /** A registered machine with its socket open. */
@@ -265,6 +282,16 @@ export function relaySuite(name: string, start: StartRelay): void {
       assert.ok(!machine.peer.received.some((t) => t.includes('"d":"ping"')));
     });
 
+    test('the relay logs events but never AUTH_TOKEN', T, async () => {
+      await register(target, newMachineId(), 'wrong-token-wrong-token-wrong-token-00');
+      await refusal(TestMachine.connect(target.wsOrigin, newMachineId(), 'wrong-token-wrong-token-wrong-token-00'));
+      const { machine } = await onlineMachine(target);
+      track(machine);
+      machine.peer.send('not a frame');
+      await waitFor(() => target.output().includes('relay.machine_frame_ignored'), 'the ignored machine frame logged');
+      assert.ok(!target.output().includes(TEST_AUTH_TOKEN));
+    });
+
     test('malformed machine frames are ignored, and the relay goes on routing', T, async () => {
       const { machineId, machine } = await onlineMachine(target);
       track(machine);
@@ -279,6 +306,38 @@ export function relaySuite(name: string, start: StartRelay): void {
       assert.equal(await client.next(), 'still routed');
       assert.ok(machine.peer.open && client.peer.open);
       assert.deepEqual(client.peer.received.filter((t) => !t.startsWith('{"relay"')), ['still routed']);
+    });
+  });
+
+  describe(`relay (${name}) phone page`, () => {
+    let target: RelayTarget;
+    let dir: { dir: string; cleanup: () => Promise<void> };
+    before(async () => {
+      dir = await tempDir('ra-relay-static-');
+      await mkdir(join(dir.dir, 'media'));
+      await writeFile(join(dir.dir, 'media', 'phone.html'), '<!DOCTYPE html><title>phone page</title>');
+      await writeFile(join(dir.dir, 'media', 'chat.css'), 'body{}');
+      await writeFile(join(dir.dir, 'secret.json'), '{"secret":true}');
+      target = await start({ staticDir: join(dir.dir, 'media') });
+    });
+    after(async () => {
+      await target?.close();
+      await dir?.cleanup();
+    });
+
+    test('/ is the phone page, its files are served, and nothing outside its folder is', T, async () => {
+      const page = await fetch(`${target.origin}/`);
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
+      assert.equal(await page.text(), '<!DOCTYPE html><title>phone page</title>');
+      const css = await fetch(`${target.origin}/chat.css`);
+      assert.equal(css.status, 200);
+      assert.match(css.headers.get('content-type') ?? '', /^text\/css/);
+      for (const path of ['/../secret.json', '/%2e%2e/secret.json', '/..%2fsecret.json', '/%2e%2e%2fsecret.json', '/media/../secret.json', '/nope.html']) {
+        const response = await rawGet(target.origin, path);
+        assert.notEqual(response.status, 200, path);
+        assert.ok(!response.body.includes('"secret"'), path);
+      }
     });
   });
 

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { Miniflare } from 'miniflare';
 import { spawnListening } from '../../bench/util';
 
@@ -32,6 +33,8 @@ export interface RelayTarget {
   readonly keepsRegistrations: boolean;
   /** Stops the relay and starts it again on the same port. */
   restart(): Promise<void>;
+  /** What the relay logged so far (since its last start). */
+  output(): string;
   close(): Promise<void>;
 }
 
@@ -53,16 +56,22 @@ export const startNodeRelay: StartRelay = async (options = {}) => {
       await running.stop();
       running = await spawnListening(args(port), env);
     },
-    close: () => running.stop(),
+    output: () => running.output(),
+    async close() {
+      await running.stop();
+      if (running.child.exitCode !== 0) throw new Error(`the relay exited ${running.child.exitCode}:\n${running.output()}`);
+    },
   };
 };
 
 /** The Worker bundle in Miniflare (workerd), Durable Objects persisted in a temp folder. */
 export const startWorkerRelay: StartRelay = async (options = {}) => {
   const persist = await mkdtemp(join(tmpdir(), 'ra-relay-do-'));
-  const bindings: Record<string, string> = { AUTH_TOKEN: options.authToken ?? TEST_AUTH_TOKEN };
+  const bindings: Record<string, string> = { AUTH_TOKEN: options.authToken ?? TEST_AUTH_TOKEN, LOG_LEVEL: 'debug' };
   if (options.idleTimeoutMs) bindings.IDLE_TIMEOUT_MS = String(options.idleTimeoutMs);
+  let output = '';
   const create = async (port: number) => {
+    output = '';
     const mf = new Miniflare({
       modules: true,
       scriptPath: WORKER_BUNDLE,
@@ -71,11 +80,21 @@ export const startWorkerRelay: StartRelay = async (options = {}) => {
       durableObjectsPersist: persist,
       bindings,
       ...(options.staticDir
-        ? { assets: { directory: options.staticDir, binding: 'ASSETS', assetConfig: { html_handling: 'none', not_found_handling: 'none' } } }
+        ? {
+            assets: {
+              directory: options.staticDir,
+              binding: 'ASSETS',
+              routerConfig: { has_user_worker: true },
+              assetConfig: { html_handling: 'none', not_found_handling: 'none' },
+            },
+          }
         : {}),
       host: '127.0.0.1',
       port,
       cf: false,
+      handleRuntimeStdio: (stdout: Readable, stderr: Readable) => {
+        for (const stream of [stdout, stderr]) stream.on('data', (chunk: Buffer) => (output += chunk));
+      },
     });
     return { mf, url: await mf.ready };
   };
@@ -90,6 +109,7 @@ export const startWorkerRelay: StartRelay = async (options = {}) => {
       await running.mf.dispose();
       running = await create(port);
     },
+    output: () => output,
     async close() {
       await running.mf.dispose();
       await rm(persist, { recursive: true, force: true });

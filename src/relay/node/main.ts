@@ -6,7 +6,8 @@ import { NodeRelay } from './relay-server';
 
 const USAGE = `usage: AUTH_TOKEN=<at least 32 characters> node dist/relay.js --port N [--host H] [--static DIR]
   --host    address to listen on (default 127.0.0.1; 0.0.0.0 in a container)
-  --static  folder of the phone page served at / (default: media/ beside dist/)`;
+  --static  folder of the phone page served at / (default: media/ beside dist/)
+environment: AUTH_TOKEN (required), IDLE_TIMEOUT_MS (default 90000), RELAY_LOG_LEVEL=debug`;
 
 async function main(): Promise<number> {
   let values: { port?: string; host?: string; static?: string; help?: boolean };
@@ -32,7 +33,8 @@ async function main(): Promise<number> {
     return 2;
   }
   const log = consoleLogger(process.env.RELAY_LOG_LEVEL === 'debug' ? 'debug' : 'info');
-  const relay = new NodeRelay({ authToken, staticDir: values.static ?? join(__dirname, '..', 'media'), log });
+  const idleTimeoutMs = Number(process.env.IDLE_TIMEOUT_MS) > 0 ? Number(process.env.IDLE_TIMEOUT_MS) : undefined;
+  const relay = new NodeRelay({ authToken, staticDir: values.static ?? join(__dirname, '..', 'media'), log, idleTimeoutMs });
   const address = await relay.listen(port, values.host ?? '127.0.0.1');
   console.log(`relay listening on http://${address.address}:${address.port}`);
   await new Promise<void>((resolve) => {

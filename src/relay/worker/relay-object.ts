@@ -32,11 +32,13 @@ export class Relay implements RoomHost<WorkerSocket> {
     private readonly ctx: DurableObjectState,
     env: RelayEnv,
   ) {
-    this.room = new Room(this, consoleLogger());
+    const log = consoleLogger(env.LOG_LEVEL === 'debug' ? 'debug' : 'info');
+    this.room = new Room(this, log);
     this.idleMs = Number(env.IDLE_TIMEOUT_MS) > 0 ? Number(env.IDLE_TIMEOUT_MS) : IDLE_TIMEOUT_MS;
     this.seenStep = Math.max(1, Math.floor(this.idleMs / 10));
     // Heartbeats are answered by the runtime without waking the object.
     ctx.setWebSocketAutoResponse(autoResponse(PING, PONG));
+    log.debug('relay.object_started', { sockets: ctx.getWebSockets().length });
   }
 
   /** Called by the Worker only, after it checked the route and (for machines) AUTH_TOKEN. */

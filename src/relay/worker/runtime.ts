@@ -46,6 +46,8 @@ export interface RelayEnv {
   ASSETS?: Fetcher;
   /** Tests shorten the 90 s idle timeout with this variable. */
   IDLE_TIMEOUT_MS?: string;
+  /** `debug` for more log lines (each Durable Object start, e.g. after hibernation). */
+  LOG_LEVEL?: string;
 }
 
 declare const WebSocketPair: new () => { 0: WorkerSocket; 1: WorkerSocket };

@@ -142,7 +142,16 @@ export class Service {
     const tools = createToolRegistry(current, store, logger, host);
     const permissions = new PermissionBroker(events, logger, { timeoutMs: options.permissionTimeoutMs, localPrompt: () => host.permissionPrompt });
     const gate = new PermissionGate(current, permissions.ask);
-    const agent = new Agent({ store, config: current, provider: options.provider ?? createProviderResolver(host), tools, gate, logger, toolTimeoutMs: options.toolTimeoutMs });
+    const agent = new Agent({
+      store,
+      config: current,
+      provider: options.provider ?? createProviderResolver(host),
+      tools,
+      gate,
+      logger,
+      toolTimeoutMs: options.toolTimeoutMs,
+      onActivity: (conversationId, source) => events.broadcast({ event: 'conversation.updated', conversation_id: conversationId, source }),
+    });
     const auth = new Authenticator(current, logger, redactor);
     return new Service(options, config, store, logger, redactor, events, tools, permissions, gate, agent, auth);
   }

@@ -58,6 +58,11 @@ export interface AgentDeps {
   gate: PermissionGate;
   logger: Logger;
   toolTimeoutMs?: number;
+  /**
+   * A conversation got a message: the user's (stored) or the reply (stored). The service tells every
+   * client, so a conversation continued from the phone, a script or a webhook shows live elsewhere.
+   */
+  onActivity?: (conversationId: string, source: string) => void;
 }
 
 export function titleOf(message: string): string {
@@ -87,6 +92,7 @@ export class Agent {
     return this.queue.run(conversationId, async () => {
       await this.storeUserMessage(conversationId, create, input);
       input.onConversation?.(conversationId, create);
+      this.deps.onActivity?.(conversationId, input.source);
       return this.answer(conversationId, input);
     });
   }
@@ -98,6 +104,7 @@ export class Agent {
   answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput): Promise<ChatOutput> {
     return this.queue.run(conversationId, async () => {
       await admit();
+      this.deps.onActivity?.(conversationId, input.source);
       return this.answer(conversationId, input);
     });
   }
@@ -145,6 +152,7 @@ export class Agent {
       const messageId = randomUUID();
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
       await (input.storeReply ? input.storeReply(reply) : store.messages.append(reply));
+      this.deps.onActivity?.(conversationId, input.source);
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
       return { response: text, conversation_id: conversationId, message_id: messageId };
     } catch (error) {

@@ -45,9 +45,9 @@ export const handlers: HandlerMap = {
         conversationId: command.conversation_id,
         source: session.source,
         signal: run.signal,
-        onConversation: (id, created) => {
+        // Every client hears of it (conversation.updated) through the agent's onActivity.
+        onConversation: (id) => {
           conversationId = id;
-          if (created) ctx.events.broadcast({ event: 'conversation.updated', conversation_id: id, source: session.source }, (s) => s !== session);
         },
         onDelta: command.stream
           ? (delta) => session.send({ event: 'chat.delta', id: command.id, conversation_id: conversationId, delta })

@@ -15,12 +15,14 @@ import type { FrameLocator } from 'playwright-core';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import type { RecordedRequest } from '../helpers/fake-http';
 import { waitFor } from '../helpers/temp';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
 import { TestClient } from '../helpers/ws-client';
 import { freePort, packageVsix, startCodeServer, type CodeServer } from './code-server';
 import { ARTIFACTS, Workbench } from './workbench';
 
 const AUTH_TOKEN = 'e2e-access-token-7f3a9c1d5e8b2f4a6c0d9e7b';
 const API_KEY = 'sk-e2e-secret-key-4d2c8a1f9b7e3c5a';
+const WEBHOOK_SECRET = 'e2e-webhook-secret-9a8b7c6d5e4f';
 const STEP_TIMEOUT = 90_000;
 
 /** The text of the last user message of a chat completions request. */
@@ -37,6 +39,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
   let scratch: string;
   let workspace: string;
   let fake: FakeOpenAI;
+  let receiver: WebhookReceiver;
   let editor: CodeServer | undefined;
   let wb: Workbench | undefined;
   let chat: FrameLocator;
@@ -70,13 +73,25 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
     await writeFile(join(workspace, 'README.md'), '# A project\n\nSome text.\n');
     // The fake wants the key the user will set through "Set API Key" (SecretStorage), not service.json's.
     fake = await startFakeOpenAI({ apiKey: API_KEY });
+    receiver = await startWebhookReceiver({ secret: WEBHOOK_SECRET });
     servicePort = await freePort();
     editor = await startCodeServer({
       scratch,
       workspace,
       settings: { 'remoteAssistant.port': servicePort, 'workbench.colorTheme': 'Default Dark Modern' },
       globalStorage: {
-        'service.json': JSON.stringify({ auth_token: AUTH_TOKEN, provider: 'openai', model: 'fake-model', base_url: fake.url, permission_mode: 'ask' }, null, 2),
+        'service.json': JSON.stringify(
+          {
+            auth_token: AUTH_TOKEN,
+            provider: 'openai',
+            model: 'fake-model',
+            base_url: fake.url,
+            permission_mode: 'ask',
+            channels: { webhook: { accounts: { ci: { incoming_path: '/hooks/ci', outgoing_url: receiver.url('/ci'), secret: WEBHOOK_SECRET } } } },
+          },
+          null,
+          2,
+        ),
       },
     });
     wb = await Workbench.launch(join(scratch, 'chromium'));
@@ -89,6 +104,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
     await wb?.close();
     await editor?.stop();
     await fake?.close();
+    await receiver?.close();
     if (Object.keys(figures).length > 0) {
       await writeFile(join(ARTIFACTS, 'figures.json'), JSON.stringify(figures, null, 2)).catch(() => undefined);
       const kb = Math.round(Number(figures.vsixBytes) / 1024);
@@ -216,28 +232,49 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await w.screenshot('ask-denied');
     }));
 
-  it('a chat sent by a WebSocket client to the service in the editor appears in the chat view live', { timeout: STEP_TIMEOUT }, () =>
+  it('chats from a WebSocket client and a webhook to the service in the editor appear in the chat view live', { timeout: STEP_TIMEOUT }, () =>
     step('remote-chat', async () => {
       const w = wb!;
       await chat.locator('.drawer-toggle').click();
       await chat.locator('.conversation-list').waitFor({ state: 'visible' });
       const reply = await client!.request({ type: 'chat', message: 'Sent from my phone: what is on the list?', stream: true }, 30_000);
       assert.equal(reply.status, 'ok');
+      const conversationId = (reply.data as { conversation_id: string }).conversation_id;
       const entry = chat.locator('.conversation', { hasText: 'Sent from my phone' });
       await entry.waitFor();
       await w.screenshot('remote-chat-listed');
       await entry.locator('.conversation-open').click();
       await chat.locator('.message.user', { hasText: 'Sent from my phone' }).waitFor();
       await chat.locator('.message.assistant', { hasText: 'echo: Sent from my phone' }).waitFor();
-      await w.screenshot('remote-chat-opened');
+
+      // Continued from the phone while it is on screen here: shown without touching the view.
+      const more = await client!.request({ type: 'chat', message: 'And one more thing from the phone', conversation_id: conversationId, stream: true }, 30_000);
+      assert.equal(more.status, 'ok');
+      await chat.locator('.message.user', { hasText: 'And one more thing' }).waitFor();
+      await chat.locator('.message.assistant', { hasText: 'echo: And one more thing' }).waitFor();
+      await w.screenshot('remote-chat-continued');
+
+      // A webhook's conversation shows up in the list as well.
+      const hook = await fetch(`http://127.0.0.1:${servicePort}/hooks/ci`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-service-secret': WEBHOOK_SECRET },
+        body: JSON.stringify({ message: 'Build 42 failed: please have a look' }),
+      });
+      assert.equal(hook.status, 202);
+      await chat.locator('.drawer-toggle').click();
+      await chat.locator('.conversation', { hasText: 'Build 42 failed' }).waitFor();
+      await receiver.waitFor((r) => r.processed.size >= 1, 'the webhook reply', 30_000);
+      await w.screenshot('webhook-chat-listed');
+      await chat.locator('.drawer-toggle').click();
     }));
 
-  it('never puts a secret (access token, API key) into the chat webview', { timeout: STEP_TIMEOUT }, () =>
+  it('never puts a secret (access token, API key, webhook secret) into the chat webview', { timeout: STEP_TIMEOUT }, () =>
     step('secrets', async () => {
       const html = await chat.locator('html').evaluate((root) => root.outerHTML + Array.from(root.querySelectorAll('textarea, input')).map((e) => (e as HTMLInputElement).value).join('\n'));
       assert.ok(html.length > 1000, 'the webview should have been read');
       assert.ok(!html.includes(AUTH_TOKEN), 'the access token is in the webview DOM');
       assert.ok(!html.includes(API_KEY), 'the API key is in the webview DOM');
+      assert.ok(!html.includes(WEBHOOK_SECRET), 'the webhook secret is in the webview DOM');
       const workbench = await wb!.page.content();
       assert.ok(!workbench.includes(API_KEY), 'the API key is in the workbench DOM');
     }));

@@ -146,6 +146,9 @@ export class ChatApp {
       case 'config.changed':
         return void this.refreshConfig();
       case 'conversation.updated':
+        // Continued elsewhere (phone, script, webhook) while on screen here: show it. Our own chat's
+        // updates arrive while it runs and are drawn by the stream already.
+        if (this.current && event.conversation_id === this.current && !this.active) void this.loadHistory(this.current);
         return void this.refreshConversations();
       case 'editor.new_conversation':
         return this.newChat();

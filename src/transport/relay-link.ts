@@ -29,6 +29,9 @@ export const DEFAULT_RELAY_TIMING: RelayLinkTiming = {
   handshakeTimeoutMs: 10_000,
 };
 
+/** Online this long, a link that drops is retried from the shortest delay again. */
+const STABLE_LINK_MS = 10_000;
+
 /** Machine frames can carry a client frame of up to 2 MiB, JSON-escaped (at most 6 characters a byte). */
 const MACHINE_MAX_PAYLOAD = 16 * 1024 * 1024;
 
@@ -128,6 +131,7 @@ export class RelayLink {
     });
     this.socket = socket;
     let lastHeard = Date.now();
+    let openedAt: number | undefined;
     let failure: string | undefined;
 
     socket.on('unexpected-response', (_req, res) => {
@@ -136,7 +140,7 @@ export class RelayLink {
       socket.terminate();
     });
     socket.on('open', () => {
-      this.attempts = 0;
+      openedAt = Date.now();
       this.lastError = null;
       this.setState('online');
       this.log.info('relay.online', { machine_id: identity.machineId });
@@ -162,6 +166,9 @@ export class RelayLink {
       this.clearTimers();
       this.dropClients();
       if (this.stopped) return;
+      // Backoff starts over only after a link that held: one the relay drops at once (another socket of
+      // this machine_id replacing it, a relay in trouble) keeps backing off instead of flapping.
+      if (openedAt !== undefined && Date.now() - openedAt >= STABLE_LINK_MS) this.attempts = 0;
       const why = failure ?? (code === 4409 ? 'replaced by another connection of this machine' : `relay closed the socket (${code}${reason.length ? ` ${reason.toString().slice(0, 80)}` : ''})`);
       this.failed(why);
     });

@@ -96,6 +96,12 @@ test('the phone pairs from the fragment URL of create_pairing, through the relay
   const html = await page.evaluate(() => document.documentElement.outerHTML + document.body.innerText);
   assert.ok(!html.includes(svc.token), 'token not in the DOM');
   await shot('01-paired');
+  await page.locator('.drawer-toggle').click();
+  const footer = page.locator('.drawer .paired-with');
+  await footer.waitFor({ state: 'visible' });
+  assert.equal(await footer.innerText(), `Via relay: ${new URL(relay.httpUrl).host} (end-to-end encrypted)`);
+  await shot('01b-drawer-relay');
+  await page.locator('.drawer-toggle').click();
 });
 
 test('a streamed reply arrives progressively through the tunnel', async () => {

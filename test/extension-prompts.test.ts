@@ -195,7 +195,7 @@ describe('editor tools', () => {
     await mkdir(join(ws.dir, 'src'));
     await writeFile(join(ws.dir, 'src', 'a.ts'), 'one\ntwo\nthree\n');
     testing.workspaceFolders = [{ uri: Uri.file(ws.dir), name: 'ws', index: 0 }];
-    const source = toolsModule.createEditorToolSource();
+    const source = toolsModule.createEditorToolSource(() => [ws.dir]);
     const tools = new Map((await source.tools()).map((t) => [t.name, t]));
     const ctx = { conversationId: 'c', signal: new AbortController().signal };
     assert.equal((await tools.get('get_selection')!.run({}, ctx)).content, 'no active editor');
@@ -208,5 +208,56 @@ describe('editor tools', () => {
     await assert.rejects(tools.get('open_file')!.run({ path: 'missing.ts' }, ctx), /cannot open missing.ts/);
     assert.equal((await tools.get('get_diagnostics')!.run({}, ctx)).content, 'no problems');
     assert.deepEqual(tools.get('open_file')!.parameters, { path: 'string', start_line: 'integer', end_line: 'integer' });
+  });
+});
+
+describe('run_command in a visible terminal', () => {
+  const ctx = () => ({ conversationId: 'c', signal: new AbortController().signal });
+
+  async function setup() {
+    const ws = await tempDir('ra-terminal-');
+    cleanups.push(ws.cleanup);
+    const { terminalRunCommand } = await import('../src/extension/terminal-command');
+    const { runCommandTool } = await import('../src/agent/tools/builtin/run-command');
+    const roots = () => [ws.dir];
+    return { dir: ws.dir, tool: terminalRunCommand(runCommandTool(roots), roots, { shellIntegrationWaitMs: 200 }) };
+  }
+
+  test('a command line runs in the "Remote Assistant" terminal, shown, with its output (escapes removed) and exit code; the idle terminal is reused', async () => {
+    const { dir, tool } = await setup();
+    const first = await tool.run({ command: 'echo from the terminal; pwd; exit 3' }, ctx());
+    assert.equal(first.isError, true);
+    assert.equal(first.content, `from the terminal\n${dir}\n[exit code 3]`);
+    assert.equal(testing.terminals.length, 1);
+    assert.equal(testing.terminals[0].name, 'Remote Assistant');
+    assert.ok(testing.terminals[0].shown > 0);
+    const second = await tool.run({ command: 'echo again' }, ctx());
+    assert.deepEqual(second, { content: 'again\n[exit code 0]', isError: false });
+    assert.equal(testing.terminals.length, 1, 'the idle terminal in the same folder is reused');
+    assert.deepEqual(testing.terminals[0].commandLines, ['echo from the terminal; pwd; exit 3', 'echo again']);
+  });
+
+  test('without shell integration, or for an argv command, the built-in hidden runner answers; paths outside the workspace are refused', async () => {
+    const { tool } = await setup();
+    testing.shellIntegration = false;
+    assert.deepEqual(await tool.run({ command: 'echo hidden' }, ctx()), { content: 'hidden\n[exit code 0]', isError: false });
+    assert.equal(testing.terminals[0].exitStatus !== undefined, true, 'the terminal without integration is closed');
+    testing.shellIntegration = true;
+    const before = testing.terminals.length;
+    assert.deepEqual(await tool.run({ command: ['echo', 'argv'] }, ctx()), { content: 'argv\n[exit code 0]', isError: false });
+    assert.equal(testing.terminals.length, before, 'an argv command never opens a terminal');
+    await assert.rejects(tool.run({ command: 'ls', cwd: '../..' }, ctx()), /outside|workspace/);
+  });
+
+  test('cancelling the chat interrupts the command in the terminal (Ctrl-C)', async () => {
+    const { tool } = await setup();
+    const controller = new AbortController();
+    const running = tool.run({ command: 'echo started; exec sleep 30' }, { conversationId: 'c', signal: controller.signal });
+    await waitFor(() => testing.terminals[0]?.commandLines.length === 1, 'the command to start');
+    controller.abort();
+    const result = await running;
+    assert.equal(result.isError, true);
+    assert.match(result.content, /cancelled/);
+    assert.deepEqual(testing.terminals[0].sent, ['\x03']);
   });
 });

@@ -1,7 +1,10 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { defineTool } from '../agent/tools/define-tool';
+import { runCommandTool } from '../agent/tools/builtin/run-command';
 import { ToolError, type ToolSource } from '../agent/tools/types';
+import type { WorkspaceRoots } from '../agent/tools/workspace';
+import { terminalRunCommand } from './terminal-command';
 
 function resolveUri(p: string): vscode.Uri {
   if (path.isAbsolute(p)) return vscode.Uri.file(p);
@@ -16,9 +19,13 @@ function relative(uri: vscode.Uri): string {
 
 const severityName = ['error', 'warning', 'info', 'hint'];
 
-/** Tools only the editor has: its diagnostics, opening a file at a range, the user's selection. */
-export function createEditorToolSource(): ToolSource {
+/**
+ * Tools only the editor has: its diagnostics, opening a file at a range, the user's selection; and
+ * run_command in a visible terminal (it takes the built-in's place, which stays its fallback).
+ */
+export function createEditorToolSource(roots: WorkspaceRoots): ToolSource {
   const tools = [
+    terminalRunCommand(runCommandTool(roots), roots),
     defineTool({
       name: 'get_diagnostics',
       description: "The editor's problems (errors, warnings) for one file, or for every open file when path is left out.",

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { Host } from '../agent/host';
+import { workspaceRootsOf } from '../agent/toolbox';
 import type { HostAction } from '../web/bridge-protocol';
 import { ApiKeys } from './api-keys';
 import { call } from './backend';
@@ -38,16 +39,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   const proposed = new ProposedContent();
   const lm = createLanguageModelProvider();
   const prompt = createPermissionPrompt(proposed);
+  // File tools work in the window's open folders (those on disk: the extension host runs beside them).
+  const openFolders = () => (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
   const host: Host = {
     languageModels: () => lm,
     permissionPrompt: prompt,
-    toolSources: [createEditorToolSource()],
-    // File tools work in the window's open folders (those on disk: the extension host runs beside them).
-    workspaceRoots: () => (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
+    workspaceRoots: openFolders,
     apiKey: apiKeys.get,
   };
+
   const dataDir = context.globalStorageUri.fsPath;
   const hosting = new Hosting({ dataDir, port: () => readSettings().port, hostServices: host, log });
+  // Read when the service opens (after this): the editor's tools work where the built-in file tools do.
+  host.toolSources = [createEditorToolSource(() => (hosting.service ? workspaceRootsOf(hosting.service.config.current, host) : openFolders()))];
   active = { hosting };
 
   const statusBar = new StatusBar();

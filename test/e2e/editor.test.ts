@@ -146,6 +146,8 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       const file = await readFile(join(editor!.dataDir, 'service.json'), 'utf8');
       assert.ok(!file.includes(API_KEY), 'the API key must not be written to service.json');
       await w.screenshot('api-key-saved');
+      await w.runCommand('Notifications: Clear All Notifications');
+      await w.notification('API key saved').waitFor({ state: 'hidden' });
     }));
 
   it('streams a reply, rendered as markdown, in the chat view', { timeout: STEP_TIMEOUT }, () =>
@@ -230,6 +232,27 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       assert.equal(existsSync(join(workspace, 'denied.txt')), false);
       await chat.locator('.tool-card[data-tool="write_file"][data-status="denied"]').waitFor();
       await w.screenshot('ask-denied');
+    }));
+
+  it('run_command runs in a visible "Remote Assistant" terminal and returns its output', { timeout: STEP_TIMEOUT }, () =>
+    step('terminal', async () => {
+      const w = wb!;
+      assert.equal((await client!.request({ type: 'update_config', config: { permission_mode: 'allow' } })).status, 'ok');
+      const round = (request: RecordedRequest) => {
+        if (!hasToolResult(request)) return { tool_calls: [{ name: 'run_command', arguments: { command: 'echo terminal-says-hi && pwd' } }] };
+        const messages = (request.body as { messages: { content: string }[] }).messages;
+        return { text: `The command said: ${messages.at(-1)!.content}` };
+      };
+      fake.script(round, round);
+      await send('Run a command, please');
+      await chat.locator('.message.assistant:not(.streaming)', { hasText: 'The command said' }).waitFor();
+      const toolResult = ((fake.requests.at(-1)!.body as { messages: { role: string; content: string }[] }).messages.at(-1))!;
+      assert.equal(toolResult.role, 'tool');
+      assert.equal(toolResult.content, `terminal-says-hi\n${workspace}\n[exit code 0]`);
+      await w.page.locator('.part.panel').getByText('Remote Assistant').first().waitFor();
+      await chat.locator('.tool-card[data-tool="run_command"][data-status="ok"]').waitFor();
+      await w.screenshot('run-command-terminal');
+      assert.equal((await client!.request({ type: 'update_config', config: { permission_mode: 'ask' } })).status, 'ok');
     }));
 
   it('chats from a WebSocket client and a webhook to the service in the editor appear in the chat view live', { timeout: STEP_TIMEOUT }, () =>

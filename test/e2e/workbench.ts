@@ -25,6 +25,8 @@ export class Workbench {
       executablePath: CHROMIUM_PATH,
       headless: true,
       viewport: { width: 1280, height: 800 },
+      // Screenshots of settled layouts: no sliding drawers (the chat UI honours reduced motion).
+      reducedMotion: 'reduce',
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     });
     const page = context.pages()[0] ?? (await context.newPage());

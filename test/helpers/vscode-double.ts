@@ -7,6 +7,7 @@
  *   const { activate } = await import('../src/extension/extension');
  *   testing.answers.warning.push('Allow');
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import Module from 'node:module';
 import { readFile } from 'node:fs/promises';
 import * as nodePath from 'node:path';
@@ -224,6 +225,11 @@ function createTesting() {
     chatModels: [] as any[],
     chatModelsChanged: new EventEmitter<void>(),
     workspaceFolders: undefined as { uri: Uri; name: string; index: number }[] | undefined,
+    terminals: [] as FakeTerminal[],
+    /** Whether new terminals get shell integration (reported on the next tick, as VS Code does later). */
+    shellIntegration: true,
+    shellIntegrationChanged: new EventEmitter<{ terminal: FakeTerminal }>(),
+    shellExecutionEnded: new EventEmitter<{ terminal: FakeTerminal; execution: unknown; exitCode: number | undefined }>(),
     /** Resolves a view with this id the way VS Code does when the user opens it. */
     async openView(id: string): Promise<FakeWebviewView> {
       const provider = this.viewProviders.get(id);
@@ -244,6 +250,76 @@ function createTesting() {
 }
 
 export const testing = createTesting();
+
+/**
+ * A terminal whose shell integration runs each command line with /bin/sh in its cwd: output comes
+ * through `execution.read()` (wrapped in the integration's escape sequences, as a real shell's is)
+ * and the exit code through onDidEndTerminalShellExecution.
+ */
+export class FakeTerminal {
+  shellIntegration: { executeCommand(commandLine: string): { read(): AsyncIterable<string> } } | undefined;
+  exitStatus: { code: number } | undefined;
+  shown = 0;
+  readonly sent: string[] = [];
+  readonly commandLines: string[] = [];
+  private running: ChildProcess | undefined;
+
+  constructor(
+    readonly name: string,
+    readonly cwd: string,
+  ) {
+    if (!testing.shellIntegration) return;
+    setImmediate(() => {
+      this.shellIntegration = { executeCommand: (commandLine) => this.execute(commandLine) };
+      testing.shellIntegrationChanged.fire({ terminal: this });
+    });
+  }
+
+  show(): void {
+    this.shown += 1;
+  }
+
+  sendText(text: string): void {
+    this.sent.push(text);
+    if (text === '\x03') this.running?.kill('SIGINT');
+  }
+
+  dispose(): void {
+    this.exitStatus = { code: 0 };
+  }
+
+  private execute(commandLine: string) {
+    this.commandLines.push(commandLine);
+    const chunks: string[] = ['\x1b]633;C\x07'];
+    let finished = false;
+    let wake: (() => void) | undefined;
+    const child = spawn('/bin/sh', ['-c', commandLine], { cwd: this.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.running = child;
+    const push = (data: Buffer) => {
+      chunks.push(`\x1b[32m${data.toString()}\x1b[0m`);
+      wake?.();
+    };
+    child.stdout!.on('data', push);
+    child.stderr!.on('data', push);
+    const execution = {
+      read: async function* () {
+        for (;;) {
+          while (chunks.length > 0) yield chunks.shift()!;
+          if (finished) return;
+          await new Promise<void>((resolve) => (wake = resolve));
+        }
+      },
+    };
+    child.on('close', (code) => {
+      chunks.push('\x1b]633;D\x07');
+      finished = true;
+      wake?.();
+      this.running = undefined;
+      testing.shellExecutionEnded.fire({ terminal: this, execution, exitCode: code ?? undefined });
+    });
+    return execution;
+  }
+}
 
 async function answer<T>(queue: Answer<T>[], args: unknown[]): Promise<T | undefined> {
   const next = queue.shift();
@@ -300,6 +376,13 @@ export const window = {
   },
   showTextDocument: async (document: unknown) => ({ document, selection: new Selection(new Position(0, 0), new Position(0, 0)), revealRange: () => undefined }),
   withProgress: async (_options: unknown, task: (progress: unknown, token: unknown) => Promise<unknown>) => task({ report: () => undefined }, new CancellationTokenSource().token),
+  createTerminal: (options: { name: string; cwd: string }) => {
+    const terminal = new FakeTerminal(options.name, options.cwd);
+    testing.terminals.push(terminal);
+    return terminal;
+  },
+  onDidChangeTerminalShellIntegration: (listener: Listener<{ terminal: FakeTerminal }>) => testing.shellIntegrationChanged.event(listener),
+  onDidEndTerminalShellExecution: (listener: Listener<{ terminal: FakeTerminal; execution: unknown; exitCode: number | undefined }>) => testing.shellExecutionEnded.event(listener),
 };
 
 export const commands = {

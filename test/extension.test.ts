@@ -352,3 +352,21 @@ describe('deactivate', () => {
     assert.ok(!files.includes('editor-host.json'));
   });
 });
+
+describe('Measure Responsiveness', () => {
+  test('first run starts measuring, the second reports activation and the event loop (output channel and notification), and a blocked loop shows', async () => {
+    const { api } = await activateWindow();
+    await testing.commands.get('remoteAssistant.measureResponsiveness')!();
+    assert.match(testing.messages.at(-1)!.message, /measuring responsiveness/);
+    // Block the loop on purpose, then let the monitor tick again.
+    const until = performance.now() + 60;
+    while (performance.now() < until);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await testing.commands.get('remoteAssistant.measureResponsiveness')!();
+    const report = testing.messages.at(-1)!.message;
+    assert.match(report, new RegExp(`activation ${api.activationMs} ms`));
+    const stall = Number(/longest stall ([\d.]+) ms \(process CPU during it ([\d.]+) ms\)/.exec(report)?.[1]);
+    assert.ok(stall >= 40, `the 60 ms block shows as a stall: ${report}`);
+    assert.ok(testing.outputLines.some((l) => l.includes(`responsiveness: activation ${api.activationMs} ms`)));
+  });
+});

@@ -50,13 +50,3 @@ export async function benchEditor(messages = 100): Promise<void> {
     await rm(dir, { recursive: true, force: true });
   }
 }
-
-if (require.main === module) {
-  benchEditor().then(
-    () => process.exit(0),
-    (error) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-}

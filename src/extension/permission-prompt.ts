@@ -81,13 +81,16 @@ export function createPermissionPrompt(proposed: ProposedContent): LocalPrompt {
     const canDiff = question.tool === 'write_file' || question.tool === 'edit_file';
     for (;;) {
       if (signal.aborted) return undefined;
-      const buttons = canDiff ? [ALLOW, ALLOW_SESSION, SHOW_DIFF, DENY] : [ALLOW, ALLOW_SESSION, DENY];
+      // Deny is the dialog's close button (Escape), so there is no separate Cancel that means the same.
+      const buttons: vscode.MessageItem[] = (canDiff ? [ALLOW, ALLOW_SESSION, SHOW_DIFF] : [ALLOW, ALLOW_SESSION]).map((title) => ({ title }));
+      buttons.push({ title: DENY, isCloseAffordance: true });
       const shown = vscode.window.showWarningMessage(
         `Remote Assistant wants to run ${question.tool}`,
         { modal: true, detail: `${question.subject ? `${question.subject}\n\n` : ''}${describeArguments(question.arguments)}` },
         ...buttons,
       );
-      const choice = await Promise.race([Promise.resolve(shown), aborted]);
+      const picked = await Promise.race([Promise.resolve(shown), aborted]);
+      const choice = typeof picked === 'string' ? picked : picked?.title;
       if (signal.aborted) return undefined;
       if (choice === SHOW_DIFF) {
         await showDiff(question.tool, question.arguments, proposed).catch(() => undefined);

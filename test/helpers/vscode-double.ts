@@ -327,12 +327,15 @@ async function answer<T>(queue: Answer<T>[], args: unknown[]): Promise<T | undef
   return typeof next === 'function' ? (next as (...a: unknown[]) => T | Promise<T>)(...args) : next;
 }
 
+/** Items are strings or MessageItems ({title}); `items` records their titles, and an answer given as a title returns that item, as VS Code does. */
 function showMessage(kind: ShownMessage['kind']) {
   return async (message: string, ...rest: unknown[]) => {
-    const options = rest[0] && typeof rest[0] === 'object' ? rest.shift() : undefined;
-    const items = rest as string[];
-    testing.messages.push({ kind, message, options, items });
-    return answer(testing.answers[kind], [message, options, ...items]);
+    const options = rest[0] && typeof rest[0] === 'object' && !('title' in (rest[0] as object)) ? rest.shift() : undefined;
+    const titles = rest.map((item) => (typeof item === 'string' ? item : (item as { title: string }).title));
+    testing.messages.push({ kind, message, options, items: titles });
+    const chosen = await answer(testing.answers[kind], [message, options, ...titles]);
+    const index = chosen === undefined ? -1 : titles.indexOf(chosen);
+    return index >= 0 ? rest[index] : chosen;
   };
 }
 

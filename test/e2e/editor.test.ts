@@ -42,6 +42,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
   let receiver: WebhookReceiver;
   let editor: CodeServer | undefined;
   let wb: Workbench | undefined;
+  let second: Workbench | undefined;
   let chat: FrameLocator;
   let servicePort: number;
   let client: TestClient | undefined;
@@ -53,6 +54,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await run();
     } catch (error) {
       if (wb) await wb.screenshot(`FAILED-${name}`).catch(() => undefined);
+      if (second) await second.screenshot(`FAILED-${name}-second-window`).catch(() => undefined);
       if (editor) await writeFile(join(ARTIFACTS, 'code-server-output.txt'), editor.output()).catch(() => undefined);
       throw error;
     }
@@ -100,6 +102,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
 
   after(async () => {
     client?.close();
+    await second?.leave().catch(() => undefined);
     // about:blank first, so the extension host ends with the page; then the server and its whole group.
     await wb?.close();
     await editor?.stop();
@@ -325,5 +328,27 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       assert.ok(activation && stall, `unexpected figures: ${text}`);
       Object.assign(figures, { activationMs: Number(activation[1]), longestStallMs: Number(stall[1]), longestStallCpuMs: Number(stall[2]), p99StallMs: Number(stall[3]), chatMessages: count });
       await w.screenshot('responsiveness');
+    }));
+
+  it('a second window attaches to the service and takes over hosting when the first window closes', { timeout: STEP_TIMEOUT }, () =>
+    step('second-window', async () => {
+      const first = wb!;
+      second = await first.newWindow();
+      const w2 = second;
+      await w2.open(editor!.workbenchUrl);
+      await w2.statusItem.waitFor();
+      await waitFor(async () => (await w2.statusLabel()).includes(`hosted by another window on port ${servicePort}`), 'the second window to attach', 30_000, 100);
+      assert.match(await first.statusLabel(), new RegExp(`serving on port ${servicePort}`));
+      await w2.screenshot('second-window-attached');
+
+      await first.leave();
+      await waitFor(async () => (await w2.statusLabel()).includes(`serving on port ${servicePort}`), 'the second window to take over hosting', 30_000, 100);
+      const health = await fetch(`http://127.0.0.1:${servicePort}/health`).then((r) => r.json() as Promise<{ status: string }>);
+      assert.equal(health.status, 'ok');
+      // The conversations are the same database's; the chat works in the window that now hosts.
+      chat = await w2.openChatView();
+      await send('hello from the second window');
+      await chat.locator('.message.assistant:not(.streaming)', { hasText: 'Reply to “hello from the second window”' }).waitFor();
+      await w2.screenshot('second-window-hosting');
     }));
 });

@@ -10,9 +10,10 @@ import { CHROMIUM_PATH } from '../helpers/browser';
 import { EXTENSION_ID, ROOT } from './code-server';
 
 export const ARTIFACTS = join(ROOT, 'test-artifacts', 'e2e');
+/** Screenshots are numbered in the order taken, across windows. */
+let shots = 0;
 
 export class Workbench {
-  private shots = 0;
 
   private constructor(
     readonly context: BrowserContext,
@@ -34,6 +35,19 @@ export class Workbench {
     return new Workbench(context, page);
   }
 
+  /** Another workbench window (a page of the same browser): code-server gives it its own extension host. */
+  async newWindow(): Promise<Workbench> {
+    const page = await this.context.newPage();
+    page.setDefaultTimeout(20_000);
+    const window = new Workbench(this.context, page);
+    return window;
+  }
+
+  /** Closes this window as a user would (its extension host deactivates), keeping the browser. */
+  async leave(): Promise<void> {
+    await this.page.goto('about:blank');
+  }
+
   async open(url: string): Promise<void> {
     await this.page.goto(url);
     await this.page.locator('.monaco-workbench .part.statusbar').waitFor();
@@ -42,7 +56,7 @@ export class Workbench {
   /** Saves test-artifacts/e2e/NN-name.png; returns its path. */
   async screenshot(name: string): Promise<string> {
     await mkdir(ARTIFACTS, { recursive: true });
-    const path = join(ARTIFACTS, `${String(++this.shots).padStart(2, '0')}-${name}.png`);
+    const path = join(ARTIFACTS, `${String(++shots).padStart(2, '0')}-${name}.png`);
     await this.page.screenshot({ path });
     return path;
   }
@@ -104,6 +118,11 @@ export class Workbench {
   /** Our status bar item (its text is e.g. "5000 · ask" after the icon). */
   get statusItem(): Locator {
     return this.page.locator(`.part.statusbar [id="${EXTENSION_ID}.remoteAssistant.status"]`);
+  }
+
+  /** The status item's accessible label: its icon name, text and tooltip (says whether this window hosts). */
+  async statusLabel(): Promise<string> {
+    return (await this.statusItem.getAttribute('aria-label')) ?? '';
   }
 
   async statusText(): Promise<string> {

@@ -116,10 +116,29 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
   child.stderr!.on('data', collect);
   const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
 
+  // If this process dies before stop() (a runner timeout, Ctrl-C), the detached group must not outlive it.
+  const killGroup = () => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    killGroup();
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('exit', killGroup);
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
+    process.off('exit', killGroup);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     const signal = (name: NodeJS.Signals) => {
       try {
         process.kill(-child.pid!, name); // the whole group: server, extension hosts, their children

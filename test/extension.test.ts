@@ -152,6 +152,15 @@ describe('the chat view bridge', () => {
     const deltas = posted(view).filter((m) => m.kind === 'event' && m.event.event === 'chat.delta' && m.event.id === 'c-1');
     assert.equal(deltas.map((d) => d.event.delta).join(''), 'hello from the fake');
 
+    // A fast stream reaches the webview in fewer, joined pieces, all before the response.
+    fake.script({ text: 'one two three four five six seven eight nine ten '.repeat(4), chunks: 40 });
+    view.webview.fromUi({ kind: 'frame', frame: { type: 'chat', id: 'c-2', message: 'more', stream: true } });
+    const second = await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'c-2'), 'second chat response');
+    const pieces = posted(view).filter((m) => m.kind === 'event' && m.event.event === 'chat.delta' && m.event.id === 'c-2');
+    assert.equal(pieces.map((d) => d.event.delta).join(''), second.envelope.data.response);
+    assert.ok(pieces.length < 40, `${pieces.length} postMessages for 40 stream pieces`);
+    assert.ok(posted(view).indexOf(pieces.at(-1)!) < posted(view).indexOf(second), 'the last piece comes before the response');
+
     // A change made elsewhere reaches the view as an event.
     const c = await client(portOf(api));
     await c.request({ type: 'update_config', config: { model: 'fake-model-large' } });

@@ -4,6 +4,13 @@ import type { HostingState } from './hosting';
 
 export type UiState = Extract<HostToUi, { kind: 'state' }>;
 
+/**
+ * Stream pieces that arrive within this window go to the webview as one chat.delta: every postMessage
+ * is a message across the editor's process boundary (compressed, in remote windows), and a fast model
+ * sends many small pieces. 16 ms is one frame: the reply looks no less live.
+ */
+export const DELTA_WINDOW_MS = 16;
+
 /** The UI's state line from the hosting state. */
 export function uiStateOf(state: HostingState): UiState {
   switch (state.state) {
@@ -32,6 +39,8 @@ export function uiStateOf(state: HostingState): UiState {
 export class WebviewBridge {
   private session: BackendSession | undefined;
   private state: UiState = { kind: 'state', state: 'starting' };
+  private pendingDelta: Record<string, unknown> | undefined;
+  private deltaTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly post: (message: HostToUi) => void,
@@ -48,7 +57,7 @@ export class WebviewBridge {
     }
     this.session = backend?.openSession({
       onResponse: (envelope) => this.send({ kind: 'response', envelope }),
-      onEvent: (event) => this.send({ kind: 'event', event }),
+      onEvent: (event) => (event.event === 'chat.delta' ? this.queueDelta(event) : this.send({ kind: 'event', event })),
     });
     this.setState(state);
   }
@@ -93,7 +102,33 @@ export class WebviewBridge {
     }
   }
 
+  /** Joins a chat.delta to the pending one of the same chat, or sends that one first. */
+  private queueDelta(event: Record<string, unknown>): void {
+    const pending = this.pendingDelta;
+    if (pending && pending.id === event.id && pending.conversation_id === event.conversation_id) {
+      pending.delta = `${String(pending.delta ?? '')}${String(event.delta ?? '')}`;
+      return;
+    }
+    this.flushDelta();
+    this.pendingDelta = { ...event };
+    this.deltaTimer = setTimeout(() => this.flushDelta(), DELTA_WINDOW_MS);
+  }
+
+  private flushDelta(): void {
+    clearTimeout(this.deltaTimer);
+    this.deltaTimer = undefined;
+    const pending = this.pendingDelta;
+    this.pendingDelta = undefined;
+    if (pending) this.post(this.scrub({ kind: 'event', event: pending }));
+  }
+
+  /** Everything else keeps its order after the stream pieces before it. */
   private send(message: HostToUi): void {
+    this.flushDelta();
+    this.post(this.scrub(message));
+  }
+
+  private scrub(message: HostToUi): HostToUi {
     const secrets = this.secrets().filter((s) => s.length >= 8);
     if (secrets.length > 0) {
       const text = JSON.stringify(message);
@@ -103,10 +138,12 @@ export class WebviewBridge {
         message = JSON.parse(scrubbed) as HostToUi;
       }
     }
-    this.post(message);
+    return message;
   }
 
   dispose(): void {
+    clearTimeout(this.deltaTimer);
+    this.pendingDelta = undefined;
     this.session?.dispose();
     this.session = undefined;
   }

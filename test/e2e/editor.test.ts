@@ -294,6 +294,23 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await chat.locator('.drawer-toggle').click();
     }));
 
+  it('Select Model lists the provider\'s models; List Tools shows the editor\'s tools', { timeout: STEP_TIMEOUT }, () =>
+    step('models-tools', async () => {
+      const w = wb!;
+      await w.runCommand('Remote Assistant: Select Model');
+      await w.quickRow('fake-model-large').waitFor();
+      await w.screenshot('select-model');
+      await w.pick('fake-model-large');
+      await waitFor(async () => ((await client!.request({ type: 'get_config' })).data as { model: string }).model === 'fake-model-large', 'the model to change');
+
+      await w.runCommand('Remote Assistant: List Tools');
+      for (const tool of ['get_diagnostics', 'get_selection', 'open_file', 'run_command', 'write_file']) await w.quickRow(tool).waitFor();
+      await w.screenshot('list-tools');
+      await w.page.keyboard.press('Escape');
+      await w.quickInput.waitFor({ state: 'hidden' });
+      assert.equal((await client!.request({ type: 'update_config', config: { model: 'fake-model' } })).status, 'ok');
+    }));
+
   it('never puts a secret (access token, API key, webhook secret) into the chat webview', { timeout: STEP_TIMEOUT }, () =>
     step('secrets', async () => {
       const html = await chat.locator('html').evaluate((root) => root.outerHTML + Array.from(root.querySelectorAll('textarea, input')).map((e) => (e as HTMLInputElement).value).join('\n'));

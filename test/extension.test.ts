@@ -9,7 +9,7 @@ import { Service } from '../src/service';
 import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai';
 import { TEST_TOKEN } from './helpers/service';
 import { tempDir, waitFor } from './helpers/temp';
-import { fakeContext, installVscodeDouble, testing, type FakeWebviewView } from './helpers/vscode-double';
+import { fakeContext, installVscodeDouble, testing, Uri, type FakeWebviewView } from './helpers/vscode-double';
 import { TestClient } from './helpers/ws-client';
 
 installVscodeDouble();
@@ -377,5 +377,29 @@ describe('Measure Responsiveness', () => {
     const stall = Number(/longest stall ([\d.]+) ms \(process CPU during it ([\d.]+) ms\)/.exec(report)?.[1]);
     assert.ok(stall >= 40, `the 60 ms block shows as a stall: ${report}`);
     assert.ok(testing.outputLines.some((l) => l.includes(`responsiveness: activation ${api.activationMs} ms`)));
+  });
+});
+
+describe('file tools in the editor', () => {
+  test("work in the window's open folder, unless service.json names a workspace", async () => {
+    const folder = await tempDir('ra-folder-');
+    cleanups.push(folder.cleanup);
+    const { api } = await activateWindow({ permission_mode: 'allow', api_key: SECRET_KEY }, { 'remoteAssistant.port': 0 }, () => {
+      testing.workspaceFolders = [{ uri: Uri.file(folder.dir), name: 'project', index: 0 }];
+    });
+    const c = await client(portOf(api));
+    const write = (path: string) => (request: { body: unknown }) =>
+      ((request.body as { messages: { role: string }[] }).messages.at(-1)?.role === 'tool' ? { text: 'written' } : { tool_calls: [{ name: 'write_file', arguments: { path, content: 'x\n' } }] });
+    fake.script(write('in-folder.txt'), write('in-folder.txt'));
+    assert.equal((await c.request({ type: 'chat', message: 'write it' }, 20_000)).status, 'ok');
+    assert.equal(await readFile(join(folder.dir, 'in-folder.txt'), 'utf8'), 'x\n');
+
+    const elsewhere = await tempDir('ra-configured-');
+    cleanups.push(elsewhere.cleanup);
+    await api.hosting.service!.config.edit((raw) => void (raw.workspace = elsewhere.dir));
+    fake.script(write('configured.txt'), write('configured.txt'));
+    assert.equal((await c.request({ type: 'chat', message: 'write it there' }, 20_000)).status, 'ok');
+    assert.ok(existsSync(join(elsewhere.dir, 'configured.txt')));
+    assert.ok(!existsSync(join(folder.dir, 'configured.txt')));
   });
 });

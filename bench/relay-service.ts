@@ -6,19 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { ClientHandshake, generateKeyPair, type KeyPairText, type SecureChannel } from '../src/e2e';
+import { P99_TARGET_MS, PACE_MS, paced, type BenchClient as Client } from './paced';
 import { fmt, percentile, spawnListening } from './util';
 
 const TOKEN = 'bench-access-token-0123456789abcdef0123';
 const RELAY_TOKEN = 'bench-relay-token-0123456789abcdef-RELAY';
-/** Below the relay's per-client limit (30 frames/s): each client sends one frame every 35 ms. */
-const PACE_MS = 35;
-const P99_TARGET_MS = 50;
-
-/** One client of either path: `rt()` is one get_config round trip in milliseconds. */
-interface Client {
-  rt(): Promise<number>;
-  close(): void;
-}
 
 /** Opens a socket; `first` resolves with the first frame matching `accept` (attached before 'open': the relay speaks at once). */
 function opened(url: string, accept: (text: string) => boolean = () => false): Promise<{ ws: WebSocket; first: Promise<string> }> {
@@ -88,23 +80,6 @@ async function relayedClient(url: string, keyPair: KeyPairText, machineKey: stri
     },
     close: () => ws.terminate(),
   };
-}
-
-/** Every client sends a paced get_config for `durationMs`; returns all round-trip times, sorted. */
-async function paced(clients: Client[], durationMs: number): Promise<number[]> {
-  const samples: number[] = [];
-  const until = performance.now() + durationMs;
-  await Promise.all(
-    clients.map(async (client, i) => {
-      await new Promise((r) => setTimeout(r, (i * PACE_MS) / clients.length));
-      while (performance.now() < until) {
-        const started = performance.now();
-        samples.push(await client.rt());
-        await new Promise((r) => setTimeout(r, Math.max(0, PACE_MS - (performance.now() - started))));
-      }
-    }),
-  );
-  return samples.sort((a, b) => a - b);
 }
 
 async function setUp(dir: string) {

@@ -173,13 +173,3 @@ export async function benchRelay(): Promise<Record<string, number>> {
   }
   return results;
 }
-
-if (require.main === module) {
-  benchRelay().then(
-    () => process.exit(0),
-    (error) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-}

@@ -3,6 +3,7 @@
 import { benchAgent } from './agent';
 import { benchEditor } from './editor';
 import { runPersistBench } from './persist';
+import { benchRelay } from './relay';
 import { benchRelayService } from './relay-service';
 import { benchWebhook } from './webhook';
 import { benchWebSocket } from './ws';
@@ -15,6 +16,7 @@ async function main() {
     ['webhook', benchWebhook],
     ['agent', benchAgent],
     ['editor', benchEditor],
+    ['relay', benchRelay],
     ['relay-service', benchRelayService],
   ];
   for (const [name, run] of benches) {

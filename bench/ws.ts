@@ -5,7 +5,7 @@ import WebSocket from 'ws';
 import { fmt, spawnListening } from './util';
 
 const TOKEN = 'bench-access-token-0123456789abcdef0123';
-const ECHO_SERVER = `
+export const ECHO_SERVER = `
 const { WebSocketServer } = require('ws');
 const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 }, () => console.log('listening on 127.0.0.1:' + wss.address().port));
 wss.on('connection', (ws) => ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary })));

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import WebSocket from 'ws';
 
 /** What the relay answered instead of upgrading. */
@@ -21,7 +22,6 @@ export class RelayPeer {
   readonly received: string[] = [];
   private readonly pending: string[] = [];
   private readonly waiters: Waiter[] = [];
-  private closeWaiters: ((c: { code: number; reason: string }) => void)[] = [];
   closed?: { code: number; reason: string };
 
   private constructor(readonly socket: WebSocket) {
@@ -34,7 +34,6 @@ export class RelayPeer {
     });
     socket.on('close', (code, reason) => {
       this.closed = { code, reason: reason.toString() };
-      for (const waiter of this.closeWaiters.splice(0)) waiter(this.closed);
     });
     socket.on('error', () => {});
   }
@@ -103,15 +102,9 @@ export class RelayPeer {
     return this.received.map(parseObject).filter((f): f is Record<string, unknown> => f !== undefined);
   }
 
-  waitClose(timeoutMs = 10_000): Promise<{ code: number; reason: string }> {
-    if (this.closed) return Promise.resolve(this.closed);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('socket did not close')), timeoutMs);
-      this.closeWaiters.push((c) => {
-        clearTimeout(timer);
-        resolve(c);
-      });
-    });
+  async waitClose(timeoutMs = 10_000): Promise<{ code: number; reason: string }> {
+    if (!this.closed) await once(this.socket, 'close', { signal: AbortSignal.timeout(timeoutMs) });
+    return this.closed!;
   }
 
   async close(): Promise<void> {

@@ -24,6 +24,9 @@ const REGISTERED_KEY = 'registered';
 export class Relay implements RoomHost<WorkerSocket> {
   private readonly room: Room<WorkerSocket>;
   private readonly states = new WeakMap<WorkerSocket, SocketState>();
+  /** The live sockets by role and cid: rebuilt from the runtime's list at every start, kept up to date after. */
+  private current: WorkerSocket | undefined;
+  private readonly byCid = new Map<string, WorkerSocket>();
   private readonly idleMs: number;
   private readonly seenStep: number;
   private registered = false;
@@ -38,6 +41,7 @@ export class Relay implements RoomHost<WorkerSocket> {
     this.seenStep = Math.max(1, Math.floor(this.idleMs / 10));
     // Heartbeats are answered by the runtime without waking the object.
     ctx.setWebSocketAutoResponse(autoResponse(PING, PONG));
+    for (const socket of ctx.getWebSockets()) this.index(socket);
     log.debug('relay.object_started', { sockets: ctx.getWebSockets().length });
   }
 
@@ -97,13 +101,13 @@ export class Relay implements RoomHost<WorkerSocket> {
 
   // RoomHost
   machine(): WorkerSocket | undefined {
-    return this.ctx.getWebSockets('machine').find((socket) => socket.readyState === WEBSOCKET_OPEN && !this.stateOf(socket).ended);
+    return this.current?.readyState === WEBSOCKET_OPEN ? this.current : undefined;
   }
   client(cid: string): WorkerSocket | undefined {
-    return this.ctx.getWebSockets(cid)[0];
+    return this.byCid.get(cid);
   }
   clients(): Iterable<WorkerSocket> {
-    return this.ctx.getWebSockets('client').filter((socket) => !this.stateOf(socket).ended);
+    return [...this.byCid.values()];
   }
   roleOf(socket: WorkerSocket): Role {
     return this.stateOf(socket).role;
@@ -125,12 +129,23 @@ export class Relay implements RoomHost<WorkerSocket> {
     return this.stateOf(socket).ended;
   }
   markEnded(socket: WorkerSocket): void {
-    this.save(socket, { ...this.stateOf(socket), ended: true });
+    const state = this.stateOf(socket);
+    this.save(socket, { ...state, ended: true });
+    if (state.role === 'client') this.byCid.delete(state.cid);
+    else if (this.current === socket) this.current = undefined;
   }
 
   private accept(socket: WorkerSocket, role: Role, cid: string): void {
     this.ctx.acceptWebSocket(socket, role === 'machine' ? ['machine'] : ['client', cid]);
     this.save(socket, { role, cid, seen: Date.now(), ended: false });
+    this.index(socket);
+  }
+
+  private index(socket: WorkerSocket): void {
+    const state = this.stateOf(socket);
+    if (state.ended) return;
+    if (state.role === 'client') this.byCid.set(state.cid, socket);
+    else this.current = socket;
   }
 
   private stateOf(socket: WorkerSocket): SocketState {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { describe, test } from 'node:test';
+import WebSocket from 'ws';
 import { relaySuite } from './helpers/relay-suite';
 import { TestMachine, TestRelayClient } from './helpers/relay-peers';
 import { NODE_RELAY, TEST_AUTH_TOKEN, register, startNodeRelay } from './helpers/relay-targets';
@@ -25,6 +27,29 @@ describe('relay (node) process', () => {
     const unset = await runRelay({});
     assert.notEqual(unset.code, 0);
     assert.match(unset.output, /AUTH_TOKEN is not set/);
+  });
+
+  test('protocol pings drop a socket that does not answer them, even while it sends frames', { timeout: 20_000 }, async () => {
+    const relay = await startNodeRelay({ idleTimeoutMs: 1_500 });
+    try {
+      await register(relay, 'pings');
+      const machine = await TestMachine.connect(relay.wsOrigin, 'pings', TEST_AUTH_TOKEN);
+      // A peer whose connection died in a way TCP does not notice: it never answers protocol pings.
+      const deaf = new WebSocket(`${relay.wsOrigin}/ws?machine_id=pings`, { autoPong: false } as WebSocket.ClientOptions);
+      await once(deaf, 'open');
+      const cid = await machine.nextOpen();
+      const beat = setInterval(() => deaf.send('ping'), 100);
+      try {
+        const [code] = (await once(deaf, 'close')) as [number];
+        assert.equal(code, 1006);
+        await machine.nextClose(cid);
+      } finally {
+        clearInterval(beat);
+        await machine.close();
+      }
+    } finally {
+      await relay.close();
+    }
   });
 
   test('SIGTERM closes every socket 1001 and exits 0', { timeout: 20_000 }, async () => {

@@ -35,13 +35,14 @@ async function main(): Promise<number> {
   const log = consoleLogger(process.env.RELAY_LOG_LEVEL === 'debug' ? 'debug' : 'info');
   const idleTimeoutMs = Number(process.env.IDLE_TIMEOUT_MS) > 0 ? Number(process.env.IDLE_TIMEOUT_MS) : undefined;
   const relay = new NodeRelay({ authToken, staticDir: values.static ?? join(__dirname, '..', 'media'), log, idleTimeoutMs });
+  // Listening for signals before announcing the port: a supervisor may stop us right after it.
+  const stopping = new Promise<void>((resolve) => {
+    process.once('SIGTERM', () => resolve());
+    process.once('SIGINT', () => resolve());
+  });
   const address = await relay.listen(port, values.host ?? '127.0.0.1');
   console.log(`relay listening on http://${address.address}:${address.port}`);
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
-  });
+  await stopping;
   log.info('relay.stopping');
   await relay.close();
   return 0;

@@ -17,7 +17,7 @@ export interface NodeRelayOptions {
   log: Logger;
   /** Silence after which a socket is closed (docs/relay.md: 90 s). */
   idleTimeoutMs?: number;
-  /** Interval of protocol-level pings; a socket that misses one answer is dropped. */
+  /** Interval of protocol-level pings (default: a third of the idle timeout, at most 30 s); a socket that leaves one unanswered is dropped. */
   pingIntervalMs?: number;
 }
 
@@ -51,7 +51,7 @@ export class NodeRelay {
         resolve();
       });
     });
-    const ping = setInterval(() => this.pingAll(), this.options.pingIntervalMs ?? 30_000);
+    const ping = setInterval(() => this.pingAll(), this.options.pingIntervalMs ?? Math.min(30_000, this.idleTimeoutMs / 3));
     const idle = setInterval(() => this.closeIdle(), Math.min(10_000, Math.max(50, this.idleTimeoutMs / 4)));
     for (const timer of [ping, idle]) timer.unref();
     this.timers.push(ping, idle);

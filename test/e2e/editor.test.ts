@@ -368,4 +368,20 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await chat.locator('.message.assistant:not(.streaming)', { hasText: 'Reply to “hello from the second window”' }).waitFor();
       await w2.screenshot('second-window-hosting');
     }));
+
+  it('the chat view follows the editor\'s theme (dark, then light)', { timeout: STEP_TIMEOUT }, () =>
+    step('theme', async () => {
+      const w2 = second!;
+      const background = () => chat.locator('body').evaluate((body) => getComputedStyle(body).backgroundColor);
+      const luminance = (rgb: string) => {
+        const [r, g, b] = (rgb.match(/\d+/g) ?? []).map(Number);
+        return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+      };
+      assert.ok(luminance(await background()) < 0.3, `dark theme, dark view: ${await background()}`);
+      await w2.runCommand('Preferences: Color Theme');
+      await w2.quickInput.locator('input').fill('Light Modern');
+      await w2.pick('Light Modern');
+      await waitFor(async () => luminance(await background()) > 0.8, 'the chat view to turn light with the theme', 20_000, 100);
+      await w2.screenshot('light-theme');
+    }));
 });

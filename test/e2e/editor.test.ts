@@ -113,7 +113,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       const kb = Math.round(Number(figures.vsixBytes) / 1024);
       console.log(`# e2e figures: vsix ${kb} KB (goal < 3072 KB); activation ${figures.activationMs ?? '?'} ms (goal < 300 ms); ` +
         `longest event-loop stall during a ${figures.chatMessages ?? '?'}-message streamed chat ${figures.longestStallMs ?? '?'} ms (goal < 20 ms; ` +
-        `process CPU during it ${figures.longestStallCpuMs ?? '?'} ms), p99 ${figures.p99StallMs ?? '?'} ms`);
+        `process CPU during it ${figures.longestStallCpuMs ?? '?'} ms), longest busy stall ${figures.longestBusyStallMs ?? '?'} ms, p99 ${figures.p99StallMs ?? '?'} ms`);
     }
     if (scratch && !process.env.RA_E2E_KEEP) await rm(scratch, { recursive: true, force: true });
   });
@@ -341,9 +341,9 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await toast.waitFor();
       const text = (await toast.textContent()) ?? '';
       const activation = /activation (\d+) ms/.exec(text);
-      const stall = /longest stall ([\d.]+) ms \(process CPU during it ([\d.]+) ms\), p99 ([\d.]+) ms/.exec(text);
+      const stall = /longest stall ([\d.]+) ms \(process CPU during it ([\d.]+) ms\), longest busy stall ([\d.]+) ms, p99 ([\d.]+) ms/.exec(text);
       assert.ok(activation && stall, `unexpected figures: ${text}`);
-      Object.assign(figures, { activationMs: Number(activation[1]), longestStallMs: Number(stall[1]), longestStallCpuMs: Number(stall[2]), p99StallMs: Number(stall[3]), chatMessages: count });
+      Object.assign(figures, { activationMs: Number(activation[1]), longestStallMs: Number(stall[1]), longestStallCpuMs: Number(stall[2]), longestBusyStallMs: Number(stall[3]), p99StallMs: Number(stall[4]), chatMessages: count });
       await w.screenshot('responsiveness');
     }));
 

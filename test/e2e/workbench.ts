@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type FrameLocator, type Locator, type Page } from 'playwright-core';
-import { CHROMIUM_PATH } from '../helpers/browser';
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../helpers/browser';
 import { EXTENSION_ID, ROOT } from './code-server';
 
 export const ARTIFACTS = join(ROOT, 'test-artifacts', 'e2e');
@@ -28,7 +28,7 @@ export class Workbench {
       viewport: { width: 1280, height: 800 },
       // Screenshots of settled layouts: no sliding drawers (the chat UI honours reduced motion).
       reducedMotion: 'reduce',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: CHROMIUM_ARGS,
     });
     const page = context.pages()[0] ?? (await context.newPage());
     page.setDefaultTimeout(20_000);

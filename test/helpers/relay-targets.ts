@@ -40,6 +40,8 @@ export interface RelayTarget {
 
 export type StartRelay = (options?: TargetOptions) => Promise<RelayTarget>;
 
+const loopback = (port: number) => ({ origin: `http://127.0.0.1:${port}`, wsOrigin: `ws://127.0.0.1:${port}` });
+
 /** `node dist/relay.js --port N` as a child process. */
 export const startNodeRelay: StartRelay = async (options = {}) => {
   const env: NodeJS.ProcessEnv = { AUTH_TOKEN: options.authToken ?? TEST_AUTH_TOKEN };
@@ -49,8 +51,7 @@ export const startNodeRelay: StartRelay = async (options = {}) => {
   const port = running.port;
   return {
     name: 'node',
-    origin: `http://127.0.0.1:${port}`,
-    wsOrigin: `ws://127.0.0.1:${port}`,
+    ...loopback(port),
     keepsRegistrations: false,
     async restart() {
       await running.stop();
@@ -102,8 +103,7 @@ export const startWorkerRelay: StartRelay = async (options = {}) => {
   const port = Number(running.url.port);
   return {
     name: 'worker',
-    origin: `http://127.0.0.1:${port}`,
-    wsOrigin: `ws://127.0.0.1:${port}`,
+    ...loopback(port),
     keepsRegistrations: true,
     async restart() {
       await running.mf.dispose();

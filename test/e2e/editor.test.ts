@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -385,3 +386,60 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await w2.screenshot('light-theme');
     }));
 });
+
+describe('the configured port is taken by another program (real VS Code)', { timeout: 300_000 }, () => {
+  let scratch: string;
+  let blocker: Server;
+  let editor: CodeServer | undefined;
+  let wb: Workbench | undefined;
+  let busyPort: number;
+
+  before(async () => {
+    scratch = await mkdtemp(join(tmpdir(), 'ra-e2e-port-'));
+    await mkdir(join(scratch, 'workspace'));
+    busyPort = await freePort();
+    blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(busyPort, '127.0.0.1', () => resolve()));
+    editor = await startCodeServer({
+      scratch,
+      workspace: join(scratch, 'workspace'),
+      settings: { 'remoteAssistant.port': busyPort, 'workbench.colorTheme': 'Default Dark Modern' },
+      globalStorage: { 'service.json': JSON.stringify({ auth_token: AUTH_TOKEN, provider: 'openai', model: 'fake-model' }) },
+    });
+    wb = await Workbench.launch(join(scratch, 'chromium'));
+    await wb.open(editor.workbenchUrl);
+  }, { timeout: 240_000 });
+
+  after(async () => {
+    await wb?.close();
+    await editor?.stop();
+    await new Promise((resolve) => blocker?.close(resolve));
+    if (scratch && !process.env.RA_E2E_KEEP) await rm(scratch, { recursive: true, force: true });
+  });
+
+  it('says so with Choose Another Port / Retry; a new port is written to the setting and the service listens there', { timeout: STEP_TIMEOUT }, async () => {
+    const w = wb!;
+    try {
+      const warning = w.notification(`port ${busyPort} is in use by another program`);
+      await warning.waitFor({ timeout: 30_000 });
+      await waitFor(async () => (await w.statusText()).includes(`${busyPort} busy`), 'the status bar to say the port is busy', 10_000, 100);
+      await w.screenshot('port-busy');
+      await warning.locator('.monaco-button', { hasText: 'Choose Another Port' }).click();
+      const input = w.quickInput.locator('input');
+      await input.waitFor({ state: 'visible' });
+      const newPort = await freePort();
+      await input.fill(String(newPort));
+      await input.press('Enter');
+      await waitFor(async () => (await w.statusText()).includes(`${newPort} · ask`), 'the service on the new port', 30_000, 100);
+      const health = await fetch(`http://127.0.0.1:${newPort}/health`).then((r) => r.json() as Promise<{ status: string }>);
+      assert.equal(health.status, 'ok');
+      const settings = JSON.parse(await readFile(join(editor!.userDataDir, 'User', 'settings.json'), 'utf8')) as Record<string, unknown>;
+      assert.equal(settings['remoteAssistant.port'], newPort);
+      await w.screenshot('port-chosen');
+    } catch (error) {
+      await w.screenshot('FAILED-port-busy').catch(() => undefined);
+      throw error;
+    }
+  });
+});
+

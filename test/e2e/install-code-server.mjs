@@ -5,7 +5,7 @@
 //
 //   node test/e2e/install-code-server.mjs      # prints the path of the code-server binary
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, copyFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -25,8 +25,37 @@ function which(command) {
   return found.status === 0 ? found.stdout.trim() : undefined;
 }
 
+const lockDir = join(dirname(installDir), `code-server-${CODE_SERVER_VERSION}.installing`);
+const STALE_LOCK_MS = 10 * 60_000;
+
+/** One installer at a time (two test runs in one checkout): the others wait for it, then reuse its install. */
+function withInstallLock(run) {
+  mkdirSync(dirname(lockDir), { recursive: true });
+  const deadline = Date.now() + STALE_LOCK_MS;
+  for (;;) {
+    try {
+      mkdirSync(lockDir);
+      break;
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error;
+      const age = Date.now() - statSync(lockDir, { throwIfNoEntry: false })?.mtimeMs;
+      if (age > STALE_LOCK_MS || Date.now() > deadline) rmSync(lockDir, { recursive: true, force: true });
+      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
+    }
+  }
+  try {
+    return run();
+  } finally {
+    rmSync(lockDir, { recursive: true, force: true });
+  }
+}
+
 export function installCodeServer({ quiet = false } = {}) {
   if (existsSync(marker) && existsSync(codeServerBin)) return codeServerBin;
+  return withInstallLock(() => (existsSync(marker) && existsSync(codeServerBin) ? codeServerBin : install(quiet)));
+}
+
+function install(quiet) {
   const rg = which('rg');
   if (!rg) throw new Error('ripgrep (rg) is missing: apt-get install -y ripgrep');
   const asset = RIPGREP_ASSET[process.arch];

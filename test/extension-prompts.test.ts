@@ -260,4 +260,14 @@ describe('run_command in a visible terminal', () => {
     assert.match(result.content, /cancelled/);
     assert.deepEqual(testing.terminals[0].sent, ['\x03']);
   });
+
+  test('closing the terminal ends the command (reported as killed), it is not waited for until the timeout', async () => {
+    const { tool } = await setup();
+    const running = tool.run({ command: 'echo started; exec sleep 30' }, ctx());
+    await waitFor(() => testing.terminals[0]?.commandLines.length === 1, 'the command to start');
+    testing.terminals[0].dispose();
+    const result = await running;
+    assert.equal(result.isError, true);
+    assert.match(result.content, /killed by signal SIGHUP/);
+  });
 });

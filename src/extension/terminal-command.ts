@@ -68,6 +68,13 @@ async function execute(terminal: vscode.Terminal, commandLine: string, timeoutMs
   const exit = new Promise<number | undefined>((resolve) => (ended = resolve));
   const execution = integration.executeCommand(commandLine);
   const subscription = vscode.window.onDidEndTerminalShellExecution((e) => e.execution === execution && ended?.(e.exitCode));
+  // The user closing the terminal ends the shell, and the command with it.
+  let closed = false;
+  const closing = vscode.window.onDidCloseTerminal((t) => {
+    if (t !== terminal) return;
+    closed = true;
+    ended?.(undefined);
+  });
   const reading = (async () => {
     for await (const data of execution.read()) output.push(Buffer.from(stripEscapes(data)));
   })().catch(() => undefined);
@@ -89,11 +96,12 @@ async function execute(terminal: vscode.Terminal, commandLine: string, timeoutMs
     const exitCode = await exit;
     // The stream ends with the command; a little grace for the last chunk when it was interrupted.
     await Promise.race([reading, new Promise((r) => setTimeout(r, 500))]);
-    return { exitCode: exitCode ?? null, exitSignal: null, timedOut, cancelled, output: output.text(), timeoutMs };
+    return { exitCode: exitCode ?? null, exitSignal: closed ? 'SIGHUP' : null, timedOut, cancelled, output: output.text(), timeoutMs };
   } finally {
     clearTimeout(timer);
     signal.removeEventListener('abort', onAbort);
     subscription.dispose();
+    closing.dispose();
   }
 }
 

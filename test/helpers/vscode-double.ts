@@ -230,6 +230,7 @@ function createTesting() {
     shellIntegration: true,
     shellIntegrationChanged: new EventEmitter<{ terminal: FakeTerminal }>(),
     shellExecutionEnded: new EventEmitter<{ terminal: FakeTerminal; execution: unknown; exitCode: number | undefined }>(),
+    terminalClosed: new EventEmitter<FakeTerminal>(),
     /** Resolves a view with this id the way VS Code does when the user opens it. */
     async openView(id: string): Promise<FakeWebviewView> {
       const provider = this.viewProviders.get(id);
@@ -286,6 +287,8 @@ export class FakeTerminal {
 
   dispose(): void {
     this.exitStatus = { code: 0 };
+    this.running?.kill('SIGHUP');
+    testing.terminalClosed.fire(this);
   }
 
   private execute(commandLine: string) {
@@ -385,6 +388,7 @@ export const window = {
     return terminal;
   },
   onDidChangeTerminalShellIntegration: (listener: Listener<{ terminal: FakeTerminal }>) => testing.shellIntegrationChanged.event(listener),
+  onDidCloseTerminal: (listener: Listener<FakeTerminal>) => testing.terminalClosed.event(listener),
   onDidEndTerminalShellExecution: (listener: Listener<{ terminal: FakeTerminal; execution: unknown; exitCode: number | undefined }>) => testing.shellExecutionEnded.event(listener),
 };
 

@@ -102,6 +102,8 @@ export class NodeRelay {
   }
 
   private onUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    // Node drops its own error listener from upgraded sockets; a reset peer must not crash the relay.
+    socket.on('error', () => socket.destroy());
     const route = routeRequest(this.describe(req, true), this.options.authToken);
     if (route.kind !== 'socket') return refuseUpgrade(socket, route.kind === 'answer' ? route.answer : notFound());
     const { role, machineId } = route;

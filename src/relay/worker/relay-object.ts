@@ -9,7 +9,7 @@ import { WEBSOCKET_OPEN, autoResponse, newSocketPair, upgradeResponse, type Dura
 interface SocketState {
   role: Role;
   cid: string;
-  /** Last frame received, recorded at most every SEEN_STEP ms (writing it every frame costs). */
+  /** Last frame received, recorded at most every `seenStep` ms (a tenth of the idle timeout): writing it on every frame costs. */
   seen: number;
   ended: boolean;
 }

@@ -33,6 +33,14 @@ export function errorAnswer(code: ErrorCode, message: string): RelayAnswer {
 }
 
 export const notFound = (): RelayAnswer => errorAnswer('not_found', 'not found');
+export const notRegistered = (): RelayAnswer => errorAnswer('not_found', 'no machine registered with this machine_id');
+export const tooManyClients = (): RelayAnswer => errorAnswer('rate_limited', 'this machine has too many clients; try again later');
+
+/** A positive number from a setting (tests shorten limits), else the default. */
+export function positiveSetting(value: string | undefined, fallback: number): number {
+  const parsed = Number(value);
+  return parsed > 0 ? parsed : fallback;
+}
 const badToken = (): RelayAnswer => errorAnswer('invalid_token', 'invalid or missing AUTH_TOKEN');
 const badMachineId = (): RelayAnswer => errorAnswer('invalid_request', 'machine_id must be 1 to 128 characters of A-Z a-z 0-9 _ -');
 

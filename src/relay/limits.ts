@@ -7,6 +7,9 @@ export const MAX_CLIENT_FRAME_BYTES = 2 * 1024 * 1024;
 export const CLIENT_FRAMES_PER_SECOND = 30;
 export const CLIENT_FRAME_BURST = 120;
 
+/** Clients one machine may have at once; more are refused (429), so nobody can exhaust a relay or flood a machine with sessions. */
+export const MAX_CLIENTS_PER_MACHINE = 1024;
+
 /** A socket that sent nothing (text `ping` included) for this long is closed. */
 export const IDLE_TIMEOUT_MS = 90_000;
 

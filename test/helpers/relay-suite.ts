@@ -341,6 +341,31 @@ export function relaySuite(name: string, start: StartRelay): void {
     });
   });
 
+  describe(`relay (${name}) clients per machine`, () => {
+    let target: RelayTarget;
+    before(async () => {
+      target = await start({ maxClientsPerMachine: 2 });
+    });
+    after(() => target?.close());
+
+    test('beyond the limit a client is refused 429 rate_limited; when one leaves, a new one gets in', T, async () => {
+      const { machineId, machine } = await onlineMachine(target);
+      const first = await joinedClient(target, machineId, machine);
+      const second = await joinedClient(target, machineId, machine);
+      const refused = await refusal(TestRelayClient.connect(target.wsOrigin, machineId));
+      assert.equal(refused.status, 429);
+      assert.equal(JSON.parse(refused.body).code, 'rate_limited');
+      // Another machine's clients do not count.
+      const other = await onlineMachine(target);
+      const elsewhere = await joinedClient(target, other.machineId, other.machine);
+
+      await first.client.close();
+      await machine.nextClose(first.cid);
+      const third = await joinedClient(target, machineId, machine);
+      await Promise.all([second.client.close(), third.client.close(), elsewhere.client.close(), machine.close(), other.machine.close()]);
+    });
+  });
+
   describe(`relay (${name}) idle timeout`, () => {
     let target: RelayTarget;
     before(async () => {

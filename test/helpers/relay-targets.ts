@@ -18,6 +18,8 @@ export interface TargetOptions {
   authToken?: string;
   /** Shortens the 90 s idle timeout. */
   idleTimeoutMs?: number;
+  /** Lowers the 1024 clients a machine may have. */
+  maxClientsPerMachine?: number;
   /** Folder served as the phone page. */
   staticDir?: string;
 }
@@ -46,6 +48,7 @@ const loopback = (port: number) => ({ origin: `http://127.0.0.1:${port}`, wsOrig
 export const startNodeRelay: StartRelay = async (options = {}) => {
   const env: NodeJS.ProcessEnv = { AUTH_TOKEN: options.authToken ?? TEST_AUTH_TOKEN };
   if (options.idleTimeoutMs) env.IDLE_TIMEOUT_MS = String(options.idleTimeoutMs);
+  if (options.maxClientsPerMachine) env.MAX_CLIENTS_PER_MACHINE = String(options.maxClientsPerMachine);
   const args = (port: number) => [NODE_RELAY, '--port', String(port), '--host', '127.0.0.1', ...(options.staticDir ? ['--static', options.staticDir] : [])];
   let running = await spawnListening(args(0), env);
   const port = running.port;
@@ -70,6 +73,7 @@ export const startWorkerRelay: StartRelay = async (options = {}) => {
   const persist = await mkdtemp(join(tmpdir(), 'ra-relay-do-'));
   const bindings: Record<string, string> = { AUTH_TOKEN: options.authToken ?? TEST_AUTH_TOKEN, LOG_LEVEL: 'debug' };
   if (options.idleTimeoutMs) bindings.IDLE_TIMEOUT_MS = String(options.idleTimeoutMs);
+  if (options.maxClientsPerMachine) bindings.MAX_CLIENTS_PER_MACHINE = String(options.maxClientsPerMachine);
   let output = '';
   const create = async (port: number) => {
     output = '';

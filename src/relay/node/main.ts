@@ -2,12 +2,15 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { authTokenProblem } from '../auth';
 import { consoleLogger } from '../console-logger';
+import { positiveSetting } from '../http';
+import { IDLE_TIMEOUT_MS, MAX_CLIENTS_PER_MACHINE } from '../limits';
 import { NodeRelay } from './relay-server';
 
 const USAGE = `usage: AUTH_TOKEN=<at least 32 characters> node dist/relay.js --port N [--host H] [--static DIR]
   --host    address to listen on (default 127.0.0.1; 0.0.0.0 in a container)
   --static  folder of the phone page served at / (default: media/ beside dist/)
-environment: AUTH_TOKEN (required), IDLE_TIMEOUT_MS (default 90000), RELAY_LOG_LEVEL=debug`;
+environment: AUTH_TOKEN (required), IDLE_TIMEOUT_MS (default 90000), MAX_CLIENTS_PER_MACHINE (default 1024),
+  RELAY_LOG_LEVEL=debug`;
 
 async function main(): Promise<number> {
   let values: { port?: string; host?: string; static?: string; help?: boolean };
@@ -33,8 +36,13 @@ async function main(): Promise<number> {
     return 2;
   }
   const log = consoleLogger(process.env.RELAY_LOG_LEVEL === 'debug' ? 'debug' : 'info');
-  const idleTimeoutMs = Number(process.env.IDLE_TIMEOUT_MS) > 0 ? Number(process.env.IDLE_TIMEOUT_MS) : undefined;
-  const relay = new NodeRelay({ authToken, staticDir: values.static ?? join(__dirname, '..', 'media'), log, idleTimeoutMs });
+  const relay = new NodeRelay({
+    authToken,
+    staticDir: values.static ?? join(__dirname, '..', 'media'),
+    log,
+    idleTimeoutMs: positiveSetting(process.env.IDLE_TIMEOUT_MS, IDLE_TIMEOUT_MS),
+    maxClientsPerMachine: positiveSetting(process.env.MAX_CLIENTS_PER_MACHINE, MAX_CLIENTS_PER_MACHINE),
+  });
   // Listening for signals before announcing the port: a supervisor may stop us right after it.
   const stopping = new Promise<void>((resolve) => {
     process.once('SIGTERM', () => resolve());

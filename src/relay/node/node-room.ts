@@ -43,6 +43,10 @@ export class NodeRoom implements RoomHost<Peer> {
     yield* this.byCid.values();
   }
 
+  get clientCount(): number {
+    return this.byCid.size;
+  }
+
   get empty(): boolean {
     return !this.machine() && this.byCid.size === 0;
   }

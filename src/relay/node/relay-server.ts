@@ -4,8 +4,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Logger } from '../../log/logger';
 import { authTokenProblem } from '../auth';
-import { JSON_HEADERS, errorAnswer, healthAnswer, notFound, parseRegisterBody, registeredAnswer, routeRequest, type RelayAnswer } from '../http';
-import { IDLE_TIMEOUT_MS, MAX_CLIENT_FRAME_BYTES, MAX_REGISTER_BODY_BYTES } from '../limits';
+import { JSON_HEADERS, errorAnswer, healthAnswer, notFound, notRegistered, parseRegisterBody, registeredAnswer, routeRequest, tooManyClients, type RelayAnswer } from '../http';
+import { IDLE_TIMEOUT_MS, MAX_CLIENT_FRAME_BYTES, MAX_CLIENTS_PER_MACHINE, MAX_REGISTER_BODY_BYTES } from '../limits';
 import type { Role } from '../room';
 import { NodeRoom, Peer } from './node-room';
 import { StaticFiles } from './static-files';
@@ -17,6 +17,8 @@ export interface NodeRelayOptions {
   log: Logger;
   /** Silence after which a socket is closed (docs/relay.md: 90 s). */
   idleTimeoutMs?: number;
+  /** Clients one machine may have at once (docs/relay.md: 1024). */
+  maxClientsPerMachine?: number;
   /** Interval of protocol-level pings (default: a third of the idle timeout, at most 30 s); a socket that leaves one unanswered is dropped. */
   pingIntervalMs?: number;
 }
@@ -107,8 +109,9 @@ export class NodeRelay {
     const route = routeRequest(this.describe(req, true), this.options.authToken);
     if (route.kind !== 'socket') return refuseUpgrade(socket, route.kind === 'answer' ? route.answer : notFound());
     const { role, machineId } = route;
-    if (role === 'client' && !this.registered.has(machineId)) {
-      return refuseUpgrade(socket, errorAnswer('not_found', 'no machine registered with this machine_id'));
+    if (role === 'client' && !this.registered.has(machineId)) return refuseUpgrade(socket, notRegistered());
+    if (role === 'client' && (this.rooms.get(machineId)?.clientCount ?? 0) >= (this.options.maxClientsPerMachine ?? MAX_CLIENTS_PER_MACHINE)) {
+      return refuseUpgrade(socket, tooManyClients());
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, role, machineId));
   }

@@ -1,6 +1,6 @@
 import { consoleLogger } from '../console-logger';
-import { errorAnswer } from '../http';
-import { IDLE_TIMEOUT_MS, PING, PONG } from '../limits';
+import { notRegistered, positiveSetting, tooManyClients } from '../http';
+import { IDLE_TIMEOUT_MS, MAX_CLIENTS_PER_MACHINE, PING, PONG } from '../limits';
 import { Room, type Role, type RoomHost } from '../room';
 import { answerResponse } from './responses';
 import { WEBSOCKET_OPEN, autoResponse, newSocketPair, upgradeResponse, type DurableObjectState, type RelayEnv, type WorkerSocket } from './runtime';
@@ -29,6 +29,7 @@ export class Relay implements RoomHost<WorkerSocket> {
   private readonly byCid = new Map<string, WorkerSocket>();
   private readonly idleMs: number;
   private readonly seenStep: number;
+  private readonly maxClients: number;
   private registered = false;
 
   constructor(
@@ -37,7 +38,8 @@ export class Relay implements RoomHost<WorkerSocket> {
   ) {
     const log = consoleLogger(env.LOG_LEVEL === 'debug' ? 'debug' : 'info');
     this.room = new Room(this, log);
-    this.idleMs = Number(env.IDLE_TIMEOUT_MS) > 0 ? Number(env.IDLE_TIMEOUT_MS) : IDLE_TIMEOUT_MS;
+    this.idleMs = positiveSetting(env.IDLE_TIMEOUT_MS, IDLE_TIMEOUT_MS);
+    this.maxClients = positiveSetting(env.MAX_CLIENTS_PER_MACHINE, MAX_CLIENTS_PER_MACHINE);
     this.seenStep = Math.max(1, Math.floor(this.idleMs / 10));
     // Heartbeats are answered by the runtime without waking the object.
     ctx.setWebSocketAutoResponse(autoResponse(PING, PONG));
@@ -53,9 +55,8 @@ export class Relay implements RoomHost<WorkerSocket> {
       return new Response(null, { status: 204 });
     }
     const role: Role = url.searchParams.get('role') === 'machine' ? 'machine' : 'client';
-    if (role === 'client' && !(await this.isRegistered())) {
-      return answerResponse(errorAnswer('not_found', 'no machine registered with this machine_id'));
-    }
+    if (role === 'client' && !(await this.isRegistered())) return answerResponse(notRegistered());
+    if (role === 'client' && this.byCid.size >= this.maxClients) return answerResponse(tooManyClients());
     const [client, server] = newSocketPair();
     if (role === 'machine') {
       // A machine holding AUTH_TOKEN is registered by connecting.

@@ -46,6 +46,8 @@ export interface RelayEnv {
   ASSETS?: Fetcher;
   /** Tests shorten the 90 s idle timeout with this variable. */
   IDLE_TIMEOUT_MS?: string;
+  /** Tests lower the 1024 clients a machine may have. */
+  MAX_CLIENTS_PER_MACHINE?: string;
   /** `debug` for more log lines (each Durable Object start, e.g. after hibernation). */
   LOG_LEVEL?: string;
 }

@@ -5,7 +5,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { RelayPeer, TestMachine, TestRelayClient, UpgradeRefused } from './relay-peers';
-import { TEST_AUTH_TOKEN, register, type RelayTarget, type StartRelay } from './relay-targets';
+import { TEST_AUTH_TOKEN, register, type RelayTarget, type StartRelay, type TargetOptions } from './relay-targets';
 import { tempDir, waitFor } from './temp';
 
 const T = { timeout: 20_000 };
@@ -47,6 +47,16 @@ async function joinedClient(target: RelayTarget, machineId: string, machine: Tes
   const cid = await machine.nextOpen();
   assert.equal(await client.nextStatus(), 'online');
   return { client, cid };
+}
+
+/** A relay of its own for the tests of the enclosing describe. */
+function relayFor(start: StartRelay, options?: TargetOptions): () => RelayTarget {
+  let target: RelayTarget | undefined;
+  before(async () => {
+    target = await start(options);
+  });
+  after(() => target?.close());
+  return () => target!;
 }
 
 /**
@@ -342,41 +352,33 @@ export function relaySuite(name: string, start: StartRelay): void {
   });
 
   describe(`relay (${name}) clients per machine`, () => {
-    let target: RelayTarget;
-    before(async () => {
-      target = await start({ maxClientsPerMachine: 2 });
-    });
-    after(() => target?.close());
+    const relay = relayFor(start, { maxClientsPerMachine: 2 });
 
     test('beyond the limit a client is refused 429 rate_limited; when one leaves, a new one gets in', T, async () => {
-      const { machineId, machine } = await onlineMachine(target);
-      const first = await joinedClient(target, machineId, machine);
-      const second = await joinedClient(target, machineId, machine);
-      const refused = await refusal(TestRelayClient.connect(target.wsOrigin, machineId));
+      const { machineId, machine } = await onlineMachine(relay());
+      const first = await joinedClient(relay(), machineId, machine);
+      const second = await joinedClient(relay(), machineId, machine);
+      const refused = await refusal(TestRelayClient.connect(relay().wsOrigin, machineId));
       assert.equal(refused.status, 429);
       assert.equal(JSON.parse(refused.body).code, 'rate_limited');
       // Another machine's clients do not count.
-      const other = await onlineMachine(target);
-      const elsewhere = await joinedClient(target, other.machineId, other.machine);
+      const other = await onlineMachine(relay());
+      const elsewhere = await joinedClient(relay(), other.machineId, other.machine);
 
       await first.client.close();
       await machine.nextClose(first.cid);
-      const third = await joinedClient(target, machineId, machine);
+      const third = await joinedClient(relay(), machineId, machine);
       await Promise.all([second.client.close(), third.client.close(), elsewhere.client.close(), machine.close(), other.machine.close()]);
     });
   });
 
   describe(`relay (${name}) idle timeout`, () => {
-    let target: RelayTarget;
-    before(async () => {
-      target = await start({ idleTimeoutMs: 1_000 });
-    });
-    after(() => target?.close());
+    const relay = relayFor(start, { idleTimeoutMs: 1_000 });
 
     test('a silent socket is closed 4408; a socket sending ping every 200 ms stays', T, async () => {
-      const { machineId, machine } = await onlineMachine(target);
-      const chatty = await joinedClient(target, machineId, machine);
-      const silent = await joinedClient(target, machineId, machine);
+      const { machineId, machine } = await onlineMachine(relay());
+      const chatty = await joinedClient(relay(), machineId, machine);
+      const silent = await joinedClient(relay(), machineId, machine);
       const beat = setInterval(() => {
         machine.peer.send('ping');
         chatty.client.send('ping');
@@ -393,29 +395,25 @@ export function relaySuite(name: string, start: StartRelay): void {
   });
 
   describe(`relay (${name}) restart`, () => {
-    let target: RelayTarget;
-    before(async () => {
-      target = await start();
-    });
-    after(() => target?.close());
+    const relay = relayFor(start);
 
     test('after a relay restart, the machine and its clients reconnect and talk again', T, async () => {
-      const { machineId, machine } = await onlineMachine(target);
-      const { client } = await joinedClient(target, machineId, machine);
-      await target.restart();
+      const { machineId, machine } = await onlineMachine(relay());
+      const { client } = await joinedClient(relay(), machineId, machine);
+      await relay().restart();
       await Promise.all([machine.peer.waitClose(), client.peer.waitClose()]);
 
-      if (target.keepsRegistrations) {
+      if (relay().keepsRegistrations) {
         // The Durable Object remembers the registration: the client can wait for its machine.
-        const early = await TestRelayClient.connect(target.wsOrigin, machineId);
+        const early = await TestRelayClient.connect(relay().wsOrigin, machineId);
         assert.equal(await early.nextStatus(), 'offline');
         await early.close();
       } else {
         // Node keeps registrations in memory: 404 until the machine is back (clients retry).
-        assert.equal((await refusal(TestRelayClient.connect(target.wsOrigin, machineId))).status, 404);
+        assert.equal((await refusal(TestRelayClient.connect(relay().wsOrigin, machineId))).status, 404);
       }
-      const back = await TestMachine.connect(target.wsOrigin, machineId, TEST_AUTH_TOKEN);
-      const again = await TestRelayClient.connect(target.wsOrigin, machineId);
+      const back = await TestMachine.connect(relay().wsOrigin, machineId, TEST_AUTH_TOKEN);
+      const again = await TestRelayClient.connect(relay().wsOrigin, machineId);
       const cid = await back.nextOpen();
       assert.equal(await again.nextStatus(), 'online');
       again.send('hello again');

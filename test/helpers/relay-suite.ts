@@ -72,6 +72,12 @@ export function relaySuite(name: string, start: StartRelay): void {
     before(async () => {
       target = await start();
     });
+    /** A machine with one client, both closed after the suite. */
+    const pairUp = async () => {
+      const { machineId, machine } = await onlineMachine(target);
+      const { client, cid } = await joinedClient(target, machineId, machine);
+      return { machineId, machine: track(machine), client: track(client), cid };
+    };
     after(async () => {
       await Promise.all(open.map((peer) => peer.close()));
       await target?.close();
@@ -147,17 +153,13 @@ export function relaySuite(name: string, start: StartRelay): void {
     });
 
     test('a client that goes away is reported to the machine with close', T, async () => {
-      const { machineId, machine } = await onlineMachine(target);
-      track(machine);
-      const { client, cid } = await joinedClient(target, machineId, machine);
+      const { machine, client, cid } = await pairUp();
       await client.close();
       assert.deepEqual(await machine.nextClose(cid), { t: 'close', c: cid });
     });
 
     test('the machine closes a client with its code and reason', T, async () => {
-      const { machineId, machine } = await onlineMachine(target);
-      track(machine);
-      const { client, cid } = await joinedClient(target, machineId, machine);
+      const { machine, client, cid } = await pairUp();
       machine.sendClose(cid, 4401, 'unknown client key');
       assert.deepEqual(await client.peer.waitClose(), { code: 4401, reason: 'unknown client key' });
     });
@@ -234,9 +236,7 @@ export function relaySuite(name: string, start: StartRelay): void {
     });
 
     test('frame limits: a frame of 2 MiB is relayed; larger gets payload_too_large and close 1009', T, async () => {
-      const { machineId, machine } = await onlineMachine(target);
-      track(machine);
-      const { client, cid } = await joinedClient(target, machineId, machine);
+      const { machine, client, cid } = await pairUp();
       const largest = 'a'.repeat(MAX_FRAME);
       client.send(largest);
       const relayed = await machine.nextData(cid, 15_000);
@@ -250,10 +250,7 @@ export function relaySuite(name: string, start: StartRelay): void {
     });
 
     test('a binary client frame gets invalid_request and the socket stays open', T, async () => {
-      const { machineId, machine } = await onlineMachine(target);
-      track(machine);
-      const { client, cid } = await joinedClient(target, machineId, machine);
-      track(client);
+      const { machine, client, cid } = await pairUp();
       client.send(Buffer.from([1, 2, 3]));
       assert.equal((await client.nextError()).code, 'invalid_request');
       client.send('still here');
@@ -261,10 +258,7 @@ export function relaySuite(name: string, start: StartRelay): void {
     });
 
     test('rate limit: a burst beyond 120 frames is cut with rate_limited; the client stays connected', T, async () => {
-      const { machineId, machine } = await onlineMachine(target);
-      track(machine);
-      const { client, cid } = await joinedClient(target, machineId, machine);
-      track(client);
+      const { machine, client, cid } = await pairUp();
       const sent = 400;
       for (let i = 0; i < sent; i += 1) client.send(`frame ${i}`);
       assert.equal((await client.nextError()).code, 'rate_limited');
@@ -279,10 +273,7 @@ export function relaySuite(name: string, start: StartRelay): void {
     });
 
     test('heartbeat: ping is answered pong, for clients and machines, and never reaches the machine', T, async () => {
-      const { machineId, machine } = await onlineMachine(target);
-      track(machine);
-      const { client, cid } = await joinedClient(target, machineId, machine);
-      track(client);
+      const { machine, client, cid } = await pairUp();
       client.send('ping');
       assert.equal(await client.peer.next((t) => t === 'pong'), 'pong');
       machine.peer.send('ping');
@@ -303,10 +294,7 @@ export function relaySuite(name: string, start: StartRelay): void {
     });
 
     test('malformed machine frames are ignored, and the relay goes on routing', T, async () => {
-      const { machineId, machine } = await onlineMachine(target);
-      track(machine);
-      const { client, cid } = await joinedClient(target, machineId, machine);
-      track(client);
+      const { machine, client, cid } = await pairUp();
       for (const bad of ['not json', '[]', 'null', '{"t":"nope","c":"x"}', '{"t":"data"}', `{"t":"data","c":"${cid}","d":5}`, '{"t":"close","c":"x","code":1000}']) {
         machine.peer.send(bad);
       }

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
+import { publicConfigOf } from '../commands/handlers';
 import type { ClientSession } from '../commands/session';
 import { newSessionId } from '../commands/session';
 import type { Service } from '../service';
@@ -78,15 +79,7 @@ export class LocalBackend extends EventEmitter<BackendEvents> implements Backend
   }
 
   get config(): PublicConfig {
-    const c = this.service.config.current;
-    return {
-      provider: c.provider,
-      model: c.model,
-      temperature: c.temperature,
-      permission_mode: c.permission_mode,
-      base_url: c.base_url ?? null,
-      api_key_set: c.api_key !== undefined,
-    };
+    return publicConfigOf(this.service.config.current);
   }
 
   request(frame: Frame): Promise<Envelope> {

@@ -9,6 +9,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { ClientHandshake, type KeyPairText, type SecureChannel } from '../src/e2e';
 import { nullLogger } from '../src/log/logger';
 import { NodeRelay } from '../src/relay/node/relay-server';
+import { FrameInbox } from './helpers/ws-client';
 
 export const RELAY_TOKEN = 'relay-auth-token-0123456789abcdef-RELAY';
 
@@ -110,9 +111,8 @@ export class RelayClient {
   /** Every text frame on this socket, both directions: what the relay sees of this client. */
   readonly raw: string[] = [];
   readonly relayFrames: Frame[] = [];
-  private readonly frames: Frame[] = [];
+  private readonly inbox = new FrameInbox();
   private readonly handshakeFrames: string[] = [];
-  private waiters: { match: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = [];
   private handshakeWaiter?: (text: string) => void;
   private closeWaiters: ((c: { code: number; reason: string }) => void)[] = [];
   closed?: { code: number; reason: string };
@@ -207,22 +207,7 @@ export class RelayClient {
   }
 
   next(match: (frame: Frame) => boolean, timeoutMs = 10_000): Promise<Frame> {
-    const seen = this.frames.find(match);
-    if (seen) {
-      this.frames.splice(this.frames.indexOf(seen), 1);
-      return Promise.resolve(seen);
-    }
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no matching frame within ${timeoutMs} ms`)), timeoutMs);
-      this.waiters.push({
-        match,
-        resolve: (frame) => {
-          clearTimeout(timer);
-          this.frames.splice(this.frames.indexOf(frame), 1);
-          resolve(frame);
-        },
-      });
-    });
+    return this.inbox.next(match, timeoutMs);
   }
 
   waitClose(timeoutMs = 15_000): Promise<{ code: number; reason: string }> {
@@ -241,8 +226,6 @@ export class RelayClient {
   }
 
   private deliver(frame: Frame): void {
-    this.frames.push(frame);
-    const index = this.waiters.findIndex((w) => w.match(frame));
-    if (index >= 0) this.waiters.splice(index, 1)[0].resolve(frame);
+    this.inbox.push(frame);
   }
 }

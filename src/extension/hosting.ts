@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Host } from '../agent/host';
 import { CONFIG_FILE_NAME } from '../config/paths';
 import { PortInUseError, Service } from '../service';
+import { DataDirInUseError, pidAlive } from '../store';
 import { LocalBackend, RemoteBackend, type Backend } from './backend';
 
 /** Written by the hosting window once it listens, so the other windows know where to attach. */
@@ -38,16 +39,6 @@ export interface HostingEvents {
   backend: [Backend | undefined];
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-const isLockError = (error: unknown) => error instanceof Error && /data directory .* is in use by process/.test(error.message);
 
 /**
  * Exactly one window hosts the service: the one that gets the data directory's lock (service.lock,
@@ -119,7 +110,7 @@ export class Hosting extends EventEmitter<HostingEvents> {
     try {
       service = await Service.open({ dataDir: this.options.dataDir, port: this.options.port(), host: this.options.bindHost, hostServices: this.options.hostServices });
     } catch (error) {
-      if (isLockError(error)) return this.attach();
+      if (error instanceof DataDirInUseError) return this.attach();
       this.options.log(`service could not open: ${(error as Error).message}`);
       return this.setState({ state: 'error', detail: (error as Error).message });
     }

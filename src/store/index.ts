@@ -11,6 +11,7 @@ import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
 
 export { Database } from './database';
+export { DataDirInUseError, pidAlive } from './lock';
 export type { DatabaseOptions, DatabaseStats, RunResult, SqlParam, SqlParamInput, WriteTx } from './database';
 export { ConversationsRepo } from './conversations';
 export type { ListConversationsOptions } from './conversations';

@@ -50,7 +50,8 @@ function parseLock(text: string): LockInfo | null {
   }
 }
 
-function pidAlive(pid: number): boolean {
+/** Whether a process of this host with that pid exists (EPERM: it exists, owned by someone else). */
+export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -59,9 +60,16 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/** Another process owns the data directory. */
+export class DataDirInUseError extends Error {
+  constructor(dir: string, readonly pid: number, host?: string) {
+    super(`data directory ${dir} is in use by process ${pid}${host ? ` on host ${host}` : ''}`);
+    this.name = 'DataDirInUseError';
+  }
+}
+
 function inUse(dir: string, pid: number, host?: string): Error {
-  const where = host ? ` on host ${host}` : '';
-  return new Error(`data directory ${dir} is in use by process ${pid}${where}`);
+  return new DataDirInUseError(dir, pid, host);
 }
 
 /**

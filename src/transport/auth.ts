@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ServiceError, type ServiceConfig } from '../protocol';
 import type { Logger } from '../log/logger';
 import { FixedWindowLimiter } from './rate-limit';
-import { decoyHash, verifyPassword } from './passwords';
+import { PasswordChecksBusy, decoyHash, verifyPassword } from './passwords';
 
 export type Principal =
   | { kind: 'access' }
@@ -20,7 +20,7 @@ const digest = (value: string) => createHash('sha256').update(value, 'utf8').dig
  */
 export class Authenticator {
   private readonly sessions = new Map<string, { username: string; expiresAt: number; token: string }>();
-  private readonly failedLogins: FixedWindowLimiter;
+  private readonly loginAttempts: FixedWindowLimiter;
 
   constructor(
     private readonly config: () => ServiceConfig,
@@ -29,7 +29,7 @@ export class Authenticator {
     private readonly secrets: { addSecret(token: string): void; removeSecret(token: string): void } = { addSecret() {}, removeSecret() {} },
     private readonly now: () => number = Date.now,
   ) {
-    this.failedLogins = new FixedWindowLimiter(LOGIN_FAILURE_LIMIT, LOGIN_WINDOW_MS, now);
+    this.loginAttempts = new FixedWindowLimiter(LOGIN_FAILURE_LIMIT, LOGIN_WINDOW_MS, now);
   }
 
   /** The principal a token stands for, or null. Comparisons are constant-time. */
@@ -53,18 +53,30 @@ export class Authenticator {
     return principal.kind === 'access' || principal.expiresAt > this.now();
   }
 
-  /** `POST /auth`: a session token for a user of service.json, with failed attempts rate-limited per address. */
+  /**
+   * `POST /auth`: a session token for a user of service.json. Every attempt is counted against the
+   * client address before the password is checked (so a parallel burst cannot all be checked), and only
+   * a successful one is refunded: a success never clears anyone's failures.
+   */
   async login(username: string, password: string, clientAddress: string): Promise<{ token: string; expires_in: number }> {
-    const wait = this.failedLogins.retryAfterSeconds(clientAddress);
-    if (wait > 0) throw new ServiceError('rate_limited', `too many failed logins; retry in ${wait} s`, wait);
+    const attempt = this.loginAttempts.reserve(clientAddress);
+    if (attempt.retryAfterSeconds > 0) {
+      throw new ServiceError('rate_limited', `too many failed logins; retry in ${attempt.retryAfterSeconds} s`, attempt.retryAfterSeconds);
+    }
     const user = this.config().users.find((u) => u.username === username);
-    const valid = await verifyPassword(password, user?.password_hash ?? (await decoyHash));
+    let valid: boolean;
+    try {
+      valid = await verifyPassword(password, user?.password_hash ?? (await decoyHash));
+    } catch (error) {
+      attempt.refund();
+      if (error instanceof PasswordChecksBusy) throw new ServiceError('rate_limited', 'too many logins in progress; retry in 1 s', 1);
+      throw error;
+    }
     if (!user || !valid) {
-      this.failedLogins.hit(clientAddress);
       this.logger.warn('auth.login_failed', { address: clientAddress });
       throw new ServiceError('invalid_token', 'invalid username or password');
     }
-    this.failedLogins.reset(clientAddress);
+    attempt.refund();
     const ttl = this.config().session_ttl_seconds;
     const token = randomBytes(32).toString('base64url');
     this.sweepExpired();

@@ -3,9 +3,45 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:c
 // Self-describing hash: scrypt$<N>$<r>$<p>$<salt base64>$<key base64>, so parameters can grow later.
 const DEFAULTS = { N: 16384, r: 8, p: 1, keyLength: 32 };
 
+/**
+ * scrypt runs on libuv's thread pool (4 threads), which file writes share: the journal's fsync waits
+ * behind every derivation in that pool. At most this many derivations run at once, so a burst of logins
+ * leaves threads free for the store.
+ */
+export const MAX_CONCURRENT_DERIVATIONS = 2;
+/** Password checks waiting for a slot beyond this are refused (PasswordChecksBusy), not queued without end. */
+export const MAX_WAITING_CHECKS = 32;
+
+/** Too many password checks are waiting: the caller should answer "retry later". */
+export class PasswordChecksBusy extends Error {
+  constructor() {
+    super('too many password checks in progress');
+    this.name = 'PasswordChecksBusy';
+  }
+}
+
+let running = 0;
+const waiting: (() => void)[] = [];
+
+async function inDerivationSlot<T>(work: () => Promise<T>): Promise<T> {
+  if (running < MAX_CONCURRENT_DERIVATIONS) running += 1;
+  else await new Promise<void>((resolve) => waiting.push(resolve));
+  try {
+    return await work();
+  } finally {
+    // The slot passes straight to the next waiter, so `running` only drops when nobody waits.
+    const next = waiting.shift();
+    if (next) next();
+    else running -= 1;
+  }
+}
+
 function derive(password: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) =>
-    scrypt(password, salt, keyLength, { ...options, maxmem: 64 * 1024 * 1024 }, (error, key) => (error ? reject(error) : resolve(key))),
+  return inDerivationSlot(
+    () =>
+      new Promise<Buffer>((resolve, reject) =>
+        scrypt(password, salt, keyLength, { ...options, maxmem: 64 * 1024 * 1024 }, (error, key) => (error ? reject(error) : resolve(key))),
+      ),
   );
 }
 
@@ -15,8 +51,12 @@ export async function hashPassword(password: string): Promise<string> {
   return ['scrypt', DEFAULTS.N, DEFAULTS.r, DEFAULTS.p, salt.toString('base64'), key.toString('base64')].join('$');
 }
 
-/** Constant-time check of `password` against a stored hash; a malformed hash never matches. */
+/**
+ * Constant-time check of `password` against a stored hash; a malformed hash never matches. Throws
+ * PasswordChecksBusy (at once, before any work) when too many checks already wait.
+ */
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  if (waiting.length >= MAX_WAITING_CHECKS) throw new PasswordChecksBusy();
   const parts = stored.split('$');
   if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
   const [N, r, p] = parts.slice(1, 4).map(Number);

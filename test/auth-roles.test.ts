@@ -78,3 +78,27 @@ describe('owner-only commands', () => {
     for (const type of ['get_config', 'list_conversations', 'list_tools']) assert.equal((await user.request({ type })).status, 'ok', type);
   });
 });
+
+describe('update_config refuses keys that reach an object prototype', () => {
+  // Sent as raw text: JSON.parse keeps "__proto__" as an own key, as it would from any client.
+  const cases: [string, string][] = [
+    ['__proto__', '{"__proto__":{}}'],
+    ['__proto__', '{"__proto__":{"permission_mode":"allow"}}'],
+    ['constructor', '{"constructor":{"prototype":{"permission_mode":"allow"}}}'],
+    ['prototype', '{"temperature":0.5,"prototype":{}}'],
+    ['model.__proto__', '{"model":{"__proto__":{"length":1}}}'],
+  ];
+  for (const [field, config] of cases) {
+    for (const [who, client] of [['session user', () => user], ['owner', () => owner]] as const) {
+      test(`${config} from the ${who} is invalid_request naming ${field}, nothing written`, async () => {
+        const before = await configOnDisk();
+        const id = `proto-${Math.random()}`;
+        client().send(`{"type":"update_config","id":"${id}","config":${config}}`);
+        const reply = await client().next((f) => f.id === id);
+        assert.equal(reply.code, 'invalid_request', JSON.stringify(reply));
+        assert.ok(String(reply.error).includes(field), String(reply.error));
+        assert.deepEqual(await configOnDisk(), before);
+      });
+    }
+  }
+});

@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ServiceError, type ServiceConfig } from '../protocol';
 import type { Logger } from '../log/logger';
 import { FixedWindowLimiter } from './rate-limit';
-import { PasswordChecksBusy, decoyHash, verifyPassword } from './passwords';
+import { PasswordChecksBusy, decoyHash, passwordChecksBusy, verifyPassword } from './passwords';
 
 /**
  * Who a token stands for, remembering the credential it was checked against (a digest), so a socket
@@ -75,6 +75,17 @@ export class Authenticator {
     if (session.expiresAt > this.now() && user?.password_hash === session.passwordHash) return session;
     this.expire(key);
     return undefined;
+  }
+
+  /**
+   * Refuses a login that could not be checked anyway (the address is blocked, or too many checks
+   * wait), so `POST /auth` answers 429 before reading the body: a burst then costs the event loop
+   * little. login() still counts and checks every attempt itself.
+   */
+  refuseEarly(clientAddress: string): void {
+    const wait = this.loginAttempts.retryAfterSeconds(clientAddress);
+    if (wait > 0) throw new ServiceError('rate_limited', `too many failed logins; retry in ${wait} s`, wait);
+    if (passwordChecksBusy()) throw new ServiceError('rate_limited', 'too many logins in progress; retry in 1 s', 1);
   }
 
   /**

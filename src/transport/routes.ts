@@ -32,6 +32,12 @@ export function coreRoutes(deps: RouteDeps): Map<string, RouteHandler> {
   });
 
   routes.set('POST /auth', async (req, res) => {
+    try {
+      deps.auth.refuseEarly(clientAddress(req));
+    } catch (error) {
+      req.resume();
+      throw error;
+    }
     const { value } = await readJsonBody(req);
     const body = parseOrThrow(AuthRequestBody, value, 'request');
     const session = await deps.auth.login(body.username, body.password, clientAddress(req));

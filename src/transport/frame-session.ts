@@ -91,7 +91,7 @@ export function openFrameSession(peer: FramePeer, source: string, remoteAddress:
     }
     if (!deps.auth.isValid(principal)) {
       log.info('ws.credential_revoked', { address: remoteAddress, principal: principal.kind });
-      closeWith(CLOSE_AUTH_FAILED, principal.kind === 'session' ? 'token expired' : 'token revoked');
+      closeWith(CLOSE_AUTH_FAILED, principal.kind === 'session' ? 'session ended' : 'token revoked');
       return false;
     }
     return true;
@@ -127,7 +127,7 @@ export function openFrameSession(peer: FramePeer, source: string, remoteAddress:
 
   const handle = async (frame: unknown) => {
     if (principal && !deps.auth.isValid(principal)) {
-      send(fail('invalid_token', principal.kind === 'session' ? 'session token expired' : 'token revoked', requestIdOf(frame)));
+      send(fail('invalid_token', principal.kind === 'session' ? 'session token expired or revoked' : 'token revoked', requestIdOf(frame)));
       stillEntitled();
       return;
     }

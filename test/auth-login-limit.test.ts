@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { loginLimitKey } from '../src/transport/allow-from';
 import { FixedWindowLimiter } from '../src/transport/rate-limit';
 import { MAX_CONCURRENT_DERIVATIONS, MAX_WAITING_CHECKS, PasswordChecksBusy, hashPassword, verifyPassword } from '../src/transport/passwords';
 import { postJson, startService, type RunningService } from './helpers/service';
@@ -121,4 +122,15 @@ test('a reserved attempt refunds once, and only in the window it was taken from'
   assert.equal(limiter.reserve('a').retryAfterSeconds, 0);
   stale.refund(); // from the previous window: changes nothing in this one
   assert.equal(limiter.reserve('a').retryAfterSeconds, 60);
+});
+
+test('login attempts are counted per IPv4 address and per IPv6 /64 (one host holds a whole /64)', () => {
+  assert.equal(loginLimitKey('::ffff:10.0.0.7'), '10.0.0.7');
+  assert.equal(loginLimitKey('10.0.0.7'), '10.0.0.7');
+  assert.notEqual(loginLimitKey('10.0.0.7'), loginLimitKey('10.0.0.8'));
+  assert.equal(loginLimitKey('2001:db8:1:2::1'), loginLimitKey('2001:db8:1:2:ffff:ffff:ffff:fffe'));
+  assert.equal(loginLimitKey('2001:DB8:1:2::1'), loginLimitKey('2001:0db8:0001:0002:0:0:0:9'));
+  assert.notEqual(loginLimitKey('2001:db8:1:2::1'), loginLimitKey('2001:db8:1:3::1'));
+  assert.equal(loginLimitKey('::1'), loginLimitKey('::2'));
+  assert.equal(loginLimitKey('2001:db8:1:2::1'), '2001:db8:1:2::/64');
 });

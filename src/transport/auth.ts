@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ServiceError, type ServiceConfig } from '../protocol';
 import type { Logger } from '../log/logger';
+import { loginLimitKey } from './allow-from';
 import { FixedWindowLimiter } from './rate-limit';
 import { PasswordChecksBusy, decoyHash, passwordChecksBusy, verifyPassword } from './passwords';
 
@@ -83,7 +84,7 @@ export class Authenticator {
    * little. login() still counts and checks every attempt itself.
    */
   refuseEarly(clientAddress: string): void {
-    const wait = this.loginAttempts.retryAfterSeconds(clientAddress);
+    const wait = this.loginAttempts.retryAfterSeconds(loginLimitKey(clientAddress));
     if (wait > 0) throw new ServiceError('rate_limited', `too many failed logins; retry in ${wait} s`, wait);
     if (passwordChecksBusy()) throw new ServiceError('rate_limited', 'too many logins in progress; retry in 1 s', 1);
   }
@@ -94,7 +95,7 @@ export class Authenticator {
    * a successful one is refunded: a success never clears anyone's failures.
    */
   async login(username: string, password: string, clientAddress: string): Promise<{ token: string; expires_in: number }> {
-    const attempt = this.loginAttempts.reserve(clientAddress);
+    const attempt = this.loginAttempts.reserve(loginLimitKey(clientAddress));
     if (attempt.retryAfterSeconds > 0) {
       throw new ServiceError('rate_limited', `too many failed logins; retry in ${attempt.retryAfterSeconds} s`, attempt.retryAfterSeconds);
     }

@@ -9,7 +9,7 @@ import { fmt, percentile } from './util';
  * An instant provider: answers at once, first with `toolCalls` calls to `recall` (a tool that only
  * reads the database), then with text. Everything measured is therefore the agent's own work.
  */
-function instantProvider(toolCalls: number): Provider {
+export function instantProvider(toolCalls: number): Provider {
   return {
     name: 'instant',
     async complete(request: CompletionRequest): Promise<CompletionResult> {

@@ -1,6 +1,7 @@
 // `npm run bench`: every benchmark, each printing its figures as ratios against a baseline measured
 // in the same run (these machines are noisy; absolute numbers mean little).
 import { benchAgent } from './agent';
+import { benchAuth } from './auth';
 import { benchEditor } from './editor';
 import { runPersistBench } from './persist';
 import { benchRelay } from './relay';
@@ -15,6 +16,7 @@ async function main() {
     ['persist', runPersistBench],
     ['webhook', benchWebhook],
     ['agent', benchAgent],
+    ['auth', benchAuth],
     ['editor', benchEditor],
     ['relay', benchRelay],
     ['relay-service', benchRelayService],

@@ -116,6 +116,8 @@ export class Service {
     config.on('change', (fields: string[]) => {
       redactor.setSecrets(secretValues(config.current));
       logger.info('config.changed', { fields });
+      // First: a revoked client must not hear of the change (nor anything after it).
+      this.events.recheckAll();
       this.events.broadcast({ event: 'config.changed', fields });
       if (fields.includes('channels')) this.relay.reconcile();
     });
@@ -178,7 +180,7 @@ export class Service {
       router,
       allowed,
       logger: this.logger,
-      onWebSocket: (socket, req) => attachWsSession(socket, 'ws', clientAddress(req), this.sessionDeps()),
+      onWebSocket: (socket, req) => attachWsSession(socket, 'ws', clientAddress(req), { ...this.sessionDeps(), addressAllowed: (address) => allowed()(address) }),
     });
     try {
       this.address = await this.http.listen(port, host);

@@ -163,6 +163,17 @@ test('a wrong token inside the tunnel gets invalid_token and the client is close
   assert.equal((await client.waitClose()).code, 4401);
 });
 
+test('rotating auth_token closes relayed clients authenticated with the old one (4401)', async () => {
+  const client = await relayedClient();
+  const rotated = 'rotated-access-token-0123456789abcdef-XYZ';
+  await svc.service.config.edit((raw) => void (raw.auth_token = rotated));
+  try {
+    assert.equal((await client.waitClose(5_000)).code, 4401);
+  } finally {
+    await svc.service.config.edit((raw) => void (raw.auth_token = TEST_TOKEN));
+  }
+});
+
 test('a tampered frame ends the session (4400); so does a replayed one', async () => {
   for (const mangle of ['tamper', 'replay'] as const) {
     const client = await relayedClient();

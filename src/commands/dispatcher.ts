@@ -1,6 +1,7 @@
 import { Command, ServiceError, describeZodError, fail, ok, requestIdOf, type Envelope, type RequestId } from '../protocol';
 import type { CommandContext } from './context';
 import { handlers } from './handlers';
+import { requireOwnerFor } from './roles';
 import type { ClientSession } from './session';
 
 export type Dispatch = (frame: unknown, session: ClientSession) => Promise<Envelope>;
@@ -33,6 +34,7 @@ export function createDispatcher(ctx: CommandContext): Dispatch {
     const command = parsed.data as Command;
     const id = command.id;
     try {
+      requireOwnerFor(command.type, session);
       const handler = handlers[command.type] as (c: Command, s: ClientSession, x: CommandContext) => Promise<Record<string, unknown>>;
       return ok(await handler(command, session, ctx), id);
     } catch (error) {

@@ -20,6 +20,11 @@ export class EventHub {
     return sent;
   }
 
+  /** After a config change: every session whose credential or address is no longer good leaves (closed). */
+  recheckAll(): void {
+    for (const session of [...this.sessions]) session.recheck?.();
+  }
+
   some(predicate: (session: ClientSession) => boolean): boolean {
     for (const session of this.sessions) if (predicate(session)) return true;
     return false;

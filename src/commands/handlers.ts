@@ -4,6 +4,7 @@ import type { MessageRow } from '../store';
 import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
 import { createPairing, relayStatus } from './relay-handlers';
+import { requireWritableBy } from './roles';
 import type { ClientSession } from './session';
 
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<Record<string, unknown>>;
@@ -71,7 +72,8 @@ export const handlers: HandlerMap = {
     return publicConfigOf(ctx.config.current);
   },
 
-  async update_config(command, _session, ctx) {
+  async update_config(command, session, ctx) {
+    requireWritableBy(session, command.config);
     const updated_fields = await ctx.config.update(command.config);
     return { updated_fields };
   },

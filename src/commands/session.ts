@@ -14,6 +14,8 @@ export interface ClientSession {
   /** How a socket authenticated: with the service's access token, or a session token of `POST /auth`. Absent for the editor and webhooks. */
   readonly principal?: 'access' | 'session';
   send(event: ServiceEvent): void;
+  /** Re-checks the client's credential and address after a config change; closes the client if either is no longer good. */
+  recheck?(): void;
 }
 
 export function newSessionId(): string {

@@ -28,8 +28,26 @@ export const ChatCommand = command('chat', {
 
 export const GetConfigCommand = command('get_config', {});
 
+/** Keys that reach or replace an object's prototype when copied: never a setting's name. */
+const PROTOTYPE_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** Paths (at any depth) of prototype keys in a parsed JSON value. */
+function prototypeKeyPaths(value: unknown, path: string[] = []): string[][] {
+  if (value === null || typeof value !== 'object') return [];
+  return Object.keys(value).flatMap((key) => {
+    const here = [...path, key];
+    return PROTOTYPE_KEYS.has(key) ? [here] : prototypeKeyPaths((value as Record<string, unknown>)[key], here);
+  });
+}
+
 export const UpdateConfigCommand = command('update_config', {
-  config: z.record(z.string(), z.unknown(), { error: 'config must be an object' }),
+  // Checked on the value as received: copying it into a record would turn "__proto__" into its prototype, silently.
+  config: z
+    .unknown()
+    .superRefine((value, ctx) => {
+      for (const path of prototypeKeyPaths(value)) ctx.addIssue({ code: 'custom', path, message: 'not a setting (a prototype key)' });
+    })
+    .pipe(z.record(z.string(), z.unknown(), { error: 'config must be an object' })),
 });
 
 export const ListConversationsCommand = command('list_conversations', {

@@ -33,6 +33,16 @@ function matchesPattern(pattern: string, address: string): boolean {
   return have.length === 4 && want.every((segment, i) => segment === '*' || segment === have[i]);
 }
 
+/**
+ * The key a client address is rate-limited by: an IPv4 address itself, an IPv6 address by its /64
+ * (one host usually holds a whole /64, so counting per address would give it 2^64 allowances).
+ */
+export function loginLimitKey(remoteAddress: string): string {
+  const address = normalizeAddress(remoteAddress);
+  const parts = expandIPv6(address);
+  return parts ? `${parts.slice(0, 4).join(':')}::/64` : address;
+}
+
 export type AddressFilter = (remoteAddress: string | undefined) => boolean;
 
 /** `allow_from` (service-spec 5.6): only addresses matching a pattern may connect. */

@@ -1,12 +1,26 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ServiceError, type ServiceConfig } from '../protocol';
 import type { Logger } from '../log/logger';
+import { loginLimitKey } from './allow-from';
 import { FixedWindowLimiter } from './rate-limit';
-import { decoyHash, verifyPassword } from './passwords';
+import { PasswordChecksBusy, decoyHash, passwordChecksBusy, verifyPassword } from './passwords';
 
+/**
+ * Who a token stands for, remembering the credential it was checked against (a digest), so a socket
+ * can be re-checked when service.json changes: the access token rotated, the user removed or given a
+ * new password.
+ */
 export type Principal =
-  | { kind: 'access' }
-  | { kind: 'session'; username: string; expiresAt: number };
+  | { kind: 'access'; credential: Buffer }
+  | { kind: 'session'; username: string; expiresAt: number; credential: string };
+
+interface Session {
+  username: string;
+  expiresAt: number;
+  token: string;
+  /** The user's password hash at login: a new password (or removing the user) ends the session. */
+  passwordHash: string;
+}
 
 export const LOGIN_FAILURE_LIMIT = 10;
 export const LOGIN_WINDOW_MS = 5 * 60 * 1000;
@@ -19,8 +33,8 @@ const digest = (value: string) => createHash('sha256').update(value, 'utf8').dig
  * SHA-256 digest so the lookup does not leak timing about the token.
  */
 export class Authenticator {
-  private readonly sessions = new Map<string, { username: string; expiresAt: number; token: string }>();
-  private readonly failedLogins: FixedWindowLimiter;
+  private readonly sessions = new Map<string, Session>();
+  private readonly loginAttempts: FixedWindowLimiter;
 
   constructor(
     private readonly config: () => ServiceConfig,
@@ -29,7 +43,7 @@ export class Authenticator {
     private readonly secrets: { addSecret(token: string): void; removeSecret(token: string): void } = { addSecret() {}, removeSecret() {} },
     private readonly now: () => number = Date.now,
   ) {
-    this.failedLogins = new FixedWindowLimiter(LOGIN_FAILURE_LIMIT, LOGIN_WINDOW_MS, now);
+    this.loginAttempts = new FixedWindowLimiter(LOGIN_FAILURE_LIMIT, LOGIN_WINDOW_MS, now);
   }
 
   /** The principal a token stands for, or null. Comparisons are constant-time. */
@@ -37,38 +51,72 @@ export class Authenticator {
     if (typeof token !== 'string' || token.length === 0 || token.length > 4096) return null;
     const given = digest(token);
     const accessToken = this.config().auth_token;
-    if (accessToken && timingSafeEqual(given, digest(accessToken))) return { kind: 'access' };
+    if (accessToken && timingSafeEqual(given, digest(accessToken))) return { kind: 'access', credential: given };
     const key = given.toString('hex');
-    const session = this.sessions.get(key);
-    if (!session) return null;
-    if (session.expiresAt <= this.now()) {
-      this.expire(key);
-      return null;
-    }
-    return { kind: 'session', username: session.username, expiresAt: session.expiresAt };
+    const session = this.liveSession(key);
+    return session ? { kind: 'session', username: session.username, expiresAt: session.expiresAt, credential: key } : null;
   }
 
-  /** Still valid? (A session token may expire while its socket is open.) */
+  /**
+   * Is the credential a principal was verified with still good? False once the access token changed, or
+   * the session expired or its user was removed or given a new password (sockets are re-checked on
+   * every config change and before each command and event).
+   */
   isValid(principal: Principal): boolean {
-    return principal.kind === 'access' || principal.expiresAt > this.now();
+    if (principal.kind === 'session') return this.liveSession(principal.credential) !== undefined;
+    const accessToken = this.config().auth_token;
+    return Boolean(accessToken) && timingSafeEqual(principal.credential, digest(accessToken!));
   }
 
-  /** `POST /auth`: a session token for a user of service.json, with failed attempts rate-limited per address. */
-  async login(username: string, password: string, clientAddress: string): Promise<{ token: string; expires_in: number }> {
-    const wait = this.failedLogins.retryAfterSeconds(clientAddress);
+  /** The session of a token digest while it lasts; an expired or orphaned one is forgotten. */
+  private liveSession(key: string): Session | undefined {
+    const session = this.sessions.get(key);
+    if (!session) return undefined;
+    const user = this.config().users.find((u) => u.username === session.username);
+    if (session.expiresAt > this.now() && user?.password_hash === session.passwordHash) return session;
+    this.expire(key);
+    return undefined;
+  }
+
+  /**
+   * Refuses a login that could not be checked anyway (the address is blocked, or too many checks
+   * wait), so `POST /auth` answers 429 before reading the body: a burst then costs the event loop
+   * little. login() still counts and checks every attempt itself.
+   */
+  refuseEarly(clientAddress: string): void {
+    const wait = this.loginAttempts.retryAfterSeconds(loginLimitKey(clientAddress));
     if (wait > 0) throw new ServiceError('rate_limited', `too many failed logins; retry in ${wait} s`, wait);
+    if (passwordChecksBusy()) throw new ServiceError('rate_limited', 'too many logins in progress; retry in 1 s', 1);
+  }
+
+  /**
+   * `POST /auth`: a session token for a user of service.json. Every attempt is counted against the
+   * client address before the password is checked (so a parallel burst cannot all be checked), and only
+   * a successful one is refunded: a success never clears anyone's failures.
+   */
+  async login(username: string, password: string, clientAddress: string): Promise<{ token: string; expires_in: number }> {
+    const attempt = this.loginAttempts.reserve(loginLimitKey(clientAddress));
+    if (attempt.retryAfterSeconds > 0) {
+      throw new ServiceError('rate_limited', `too many failed logins; retry in ${attempt.retryAfterSeconds} s`, attempt.retryAfterSeconds);
+    }
     const user = this.config().users.find((u) => u.username === username);
-    const valid = await verifyPassword(password, user?.password_hash ?? (await decoyHash));
+    let valid: boolean;
+    try {
+      valid = await verifyPassword(password, user?.password_hash ?? (await decoyHash));
+    } catch (error) {
+      attempt.refund();
+      if (error instanceof PasswordChecksBusy) throw new ServiceError('rate_limited', 'too many logins in progress; retry in 1 s', 1);
+      throw error;
+    }
     if (!user || !valid) {
-      this.failedLogins.hit(clientAddress);
       this.logger.warn('auth.login_failed', { address: clientAddress });
       throw new ServiceError('invalid_token', 'invalid username or password');
     }
-    this.failedLogins.reset(clientAddress);
+    attempt.refund();
     const ttl = this.config().session_ttl_seconds;
     const token = randomBytes(32).toString('base64url');
     this.sweepExpired();
-    this.sessions.set(digest(token).toString('hex'), { username, expiresAt: this.now() + ttl * 1000, token });
+    this.sessions.set(digest(token).toString('hex'), { username, expiresAt: this.now() + ttl * 1000, token, passwordHash: user.password_hash });
     this.secrets.addSecret(token);
     this.logger.info('auth.login', { username, address: clientAddress });
     return { token, expires_in: ttl };
@@ -80,8 +128,7 @@ export class Authenticator {
   }
 
   private sweepExpired(): void {
-    const now = this.now();
-    for (const [key, session] of this.sessions) if (session.expiresAt <= now) this.expire(key);
+    for (const key of [...this.sessions.keys()]) this.liveSession(key);
   }
 
   private expire(key: string): void {

@@ -1,4 +1,5 @@
-import { canonicalPublicKey, type Hello } from '../e2e';
+import { x25519 } from '@noble/curves/ed25519.js';
+import { canonicalPublicKey, fromBase64url, type Hello } from '../e2e';
 import type { Logger } from '../log/logger';
 import type { Store } from '../store';
 import type { PairingSecrets } from './pairing-secrets';
@@ -33,4 +34,20 @@ export class ClientKeys {
 /** The registration name of a phone paired through the relay (`machine_name` of `POST /ws/register`). */
 export function pairedDeviceName(clientKey: string): string {
   return `paired-${clientKey.slice(0, 12)}`;
+}
+
+/**
+ * A client key offered to `POST /ws/register`, in its one canonical spelling; undefined unless it is an
+ * X25519 public key (32 bytes, base64url or base64) the handshake can use: a low-order point would give
+ * an all-zero shared secret, which the handshake refuses, so it is refused here already.
+ */
+export function registrableClientKey(text: unknown): string | undefined {
+  const key = canonicalPublicKey(text);
+  if (!key) return undefined;
+  try {
+    x25519.getSharedSecret(x25519.utils.randomSecretKey(), fromBase64url(key)!);
+    return key;
+  } catch {
+    return undefined;
+  }
 }

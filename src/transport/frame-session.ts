@@ -20,7 +20,15 @@ export interface FrameSessionDeps {
   /** Tracks work in flight so a graceful stop can wait for it. */
   track: <T>(work: Promise<T>) => Promise<T>;
   authTimeoutMs?: number;
+  /**
+   * Whether the client's address is still allowed (`allow_from`, re-checked when service.json
+   * changes). Only LAN sockets have one; relayed clients come through the relay.
+   */
+  addressAllowed?: (remoteAddress: string) => boolean;
 }
+
+/** Longest delay setTimeout honours (a longer one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Where a session's frames go: a LAN WebSocket, or a relayed client's end-to-end tunnel. */
 export interface FramePeer {
@@ -48,10 +56,16 @@ export function openFrameSession(peer: FramePeer, source: string, remoteAddress:
   let removeFromHub: (() => void) | undefined;
   let open = true;
 
+  let expiryTimer: ReturnType<typeof setTimeout> | undefined;
+
   const send = (message: Envelope | ServiceEvent) => {
     if (open) peer.send(JSON.stringify(message));
   };
-  const session: ClientSession & { principal?: Principal['kind'] } = { id, source, canAnswerPermissions: true, send };
+  /** Events (tool arguments included) only go to a client whose credential is still good. */
+  const sendEvent = (event: ServiceEvent) => {
+    if (stillEntitled()) send(event);
+  };
+  const session: ClientSession & { principal?: Principal['kind'] } = { id, source, canAnswerPermissions: true, send: sendEvent, recheck: () => void stillEntitled() };
 
   const closeWith = (code: number, reason: string) => {
     if (!open) return;
@@ -63,6 +77,34 @@ export function openFrameSession(peer: FramePeer, source: string, remoteAddress:
     log.info('ws.auth_timeout', { address: remoteAddress });
     closeWith(CLOSE_AUTH_TIMEOUT, 'authentication timeout');
   }, deps.authTimeoutMs ?? AUTH_TIMEOUT_MS);
+
+  /**
+   * Closes the session (4401, or 4403 for an address no longer allowed) once what let it in is gone:
+   * the token rotated or expired, the user removed, allow_from narrowed. True while it may go on.
+   */
+  const stillEntitled = (): boolean => {
+    if (!open || !principal) return false;
+    if (deps.addressAllowed && !deps.addressAllowed(remoteAddress)) {
+      log.info('ws.address_no_longer_allowed', { address: remoteAddress });
+      closeWith(CLOSE_FORBIDDEN, 'address no longer allowed');
+      return false;
+    }
+    if (!deps.auth.isValid(principal)) {
+      log.info('ws.credential_revoked', { address: remoteAddress, principal: principal.kind });
+      closeWith(CLOSE_AUTH_FAILED, principal.kind === 'session' ? 'session ended' : 'token revoked');
+      return false;
+    }
+    return true;
+  };
+
+  /** A session token's socket closes when the token expires, whether or not the client says anything. */
+  const closeAtExpiry = (expiresAt: number) => {
+    expiryTimer = setTimeout(() => {
+      if (Date.now() < expiresAt) closeAtExpiry(expiresAt);
+      else stillEntitled();
+    }, Math.min(MAX_TIMER_MS, Math.max(0, expiresAt - Date.now())));
+    expiryTimer.unref();
+  };
 
   const authenticate = (frame: unknown) => {
     const parsed = AuthCommand.safeParse(frame);
@@ -77,6 +119,7 @@ export function openFrameSession(peer: FramePeer, source: string, remoteAddress:
     clearTimeout(authTimer);
     principal = candidate;
     session.principal = candidate.kind;
+    if (candidate.kind === 'session') closeAtExpiry(candidate.expiresAt);
     removeFromHub = deps.events.add(session);
     log.info('ws.authenticated', { address: remoteAddress, principal: candidate.kind });
     send(ok({ authenticated: true, expires_in: deps.auth.expiresIn(candidate) }, requestId));
@@ -84,8 +127,8 @@ export function openFrameSession(peer: FramePeer, source: string, remoteAddress:
 
   const handle = async (frame: unknown) => {
     if (principal && !deps.auth.isValid(principal)) {
-      send(fail('invalid_token', 'session token expired', requestIdOf(frame)));
-      closeWith(CLOSE_AUTH_FAILED, 'token expired');
+      send(fail('invalid_token', principal.kind === 'session' ? 'session token expired or revoked' : 'token revoked', requestIdOf(frame)));
+      stillEntitled();
       return;
     }
     send(await deps.track(deps.dispatch(frame, session)));
@@ -95,6 +138,7 @@ export function openFrameSession(peer: FramePeer, source: string, remoteAddress:
     if (!open) return;
     open = false;
     clearTimeout(authTimer);
+    clearTimeout(expiryTimer);
     // A chat whose client left still finishes and is stored: the reply is in the history on reconnect.
     removeFromHub?.();
     log.info('ws.closed', { code });

@@ -27,8 +27,23 @@ export class FixedWindowLimiter {
     return window.count > this.limit ? this.retryAfterSeconds(key) : 0;
   }
 
-  reset(key: string): void {
-    this.windows.delete(key);
+  /**
+   * Counts one attempt now (synchronously, so parallel requests cannot all slip under the limit) and
+   * hands back a refund for an attempt that turns out not to count (a successful login). The refund
+   * only touches the window it was taken from.
+   */
+  reserve(key: string): { retryAfterSeconds: number; refund(): void } {
+    const retryAfterSeconds = this.hit(key);
+    const window = this.windows.get(key)!;
+    let refunded = retryAfterSeconds > 0;
+    return {
+      retryAfterSeconds,
+      refund: () => {
+        if (refunded) return;
+        refunded = true;
+        if (this.windows.get(key) === window && window.count > 0) window.count -= 1;
+      },
+    };
   }
 
   private current(key: string) {

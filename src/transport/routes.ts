@@ -4,6 +4,7 @@ import type { Store } from '../store';
 import { bearerToken, type Authenticator } from './auth';
 import type { RouteHandler, Router } from './http-server';
 import { clientAddress, readJsonBody, sendEnvelope, sendJson } from './http-util';
+import { registrableClientKey } from './client-keys';
 import { machineIdOf } from './machine-identity';
 import { relaySocketUrl } from './pairing-link';
 
@@ -14,10 +15,13 @@ export interface RouteDeps {
   startedAt: number;
 }
 
-function requireBearer(req: IncomingMessage, auth: Authenticator) {
+/** The access token (the owner) as bearer: a session token is valid but not enough (403). */
+function requireOwnerBearer(req: IncomingMessage, auth: Authenticator, what: string) {
   const token = bearerToken(req.headers.authorization);
   if (!token) throw new ServiceError('invalid_token', 'missing Authorization: Bearer <token>');
-  if (!auth.verify(token)) throw new ServiceError('invalid_token', 'invalid token');
+  const principal = auth.verify(token);
+  if (!principal) throw new ServiceError('invalid_token', 'invalid token');
+  if (principal.kind !== 'access') throw new ServiceError('unauthorized', `${what} needs the access token`);
 }
 
 export function coreRoutes(deps: RouteDeps): Map<string, RouteHandler> {
@@ -28,6 +32,12 @@ export function coreRoutes(deps: RouteDeps): Map<string, RouteHandler> {
   });
 
   routes.set('POST /auth', async (req, res) => {
+    try {
+      deps.auth.refuseEarly(clientAddress(req));
+    } catch (error) {
+      req.resume();
+      throw error;
+    }
     const { value } = await readJsonBody(req);
     const body = parseOrThrow(AuthRequestBody, value, 'request');
     const session = await deps.auth.login(body.username, body.password, clientAddress(req));
@@ -35,13 +45,16 @@ export function coreRoutes(deps: RouteDeps): Map<string, RouteHandler> {
   });
 
   routes.set('POST /ws/register', async (req, res) => {
-    requireBearer(req, deps.auth);
+    // A registered key opens the relay tunnel to this machine and replaces the device's previous one: the owner's call.
+    requireOwnerBearer(req, deps.auth, 'registering a device key');
     const { value } = await readJsonBody(req);
     const body = parseOrThrow(RegisterRequestBody, value, 'request');
+    const publicKey = registrableClientKey(body.public_key);
+    if (!publicKey) throw new ServiceError('invalid_request', 'public_key must be an X25519 public key: 32 bytes in base64url');
     const relay = websocketChannelsOf(deps.config())[0];
     if (!relay) throw new ServiceError('invalid_request', 'no relay configured: add a channel of type "websocket" with the relay url to service.json');
     const machineId = await machineIdOf(deps.store);
-    await deps.store.registrations.upsert(body.machine_name, body.public_key);
+    await deps.store.registrations.upsert(body.machine_name, publicKey);
     sendEnvelope(res, ok({ machine_id: machineId, relay_url: relaySocketUrl(relay.url, machineId) }));
   });
 

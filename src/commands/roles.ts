@@ -1,0 +1,42 @@
+import { ServiceError, type CommandType } from '../protocol';
+import { writableConfigFields } from '../protocol/config';
+import type { ClientSession } from './session';
+
+/**
+ * Roles (decisions.md, 2026-11-23). The owner is whoever holds the access token (and the editor, which
+ * hosts the service). A session (password) user may chat, read and answer prompts, but not change what
+ * guards the machine: permission settings, secrets, where requests (and the key) go, accounts, users.
+ */
+export function isOwner(session: ClientSession): boolean {
+  return session.principal === 'access' || (session.principal === undefined && session.source === 'editor');
+}
+
+/**
+ * update_config fields a session user may write: provider-neutral tuning only. Not `provider` or
+ * `base_url` (they decide where the api_key is sent), `api_key`, `permission_mode`, nor
+ * `system_prompt` (it steers the agent in the owner's conversations too, tools included).
+ */
+const SESSION_WRITABLE_FIELDS: ReadonlySet<string> = new Set(['model', 'temperature', 'max_tokens']);
+
+/** Commands about webhook accounts' deliveries: the owner's administration, not chatting. */
+const OWNER_ONLY_COMMANDS: ReadonlySet<CommandType> = new Set<CommandType>(['list_deliveries', 'retry_delivery']);
+
+export function requireOwnerFor(type: CommandType, session: ClientSession): void {
+  if (OWNER_ONLY_COMMANDS.has(type) && !isOwner(session)) {
+    throw new ServiceError('unauthorized', `${type} needs a connection authenticated with the access token`);
+  }
+}
+
+const OWNER_WRITABLE_FIELDS: ReadonlySet<string> = new Set(writableConfigFields.filter((field) => !SESSION_WRITABLE_FIELDS.has(field)));
+
+/**
+ * Throws `unauthorized` naming the settings of an update_config patch this session may not change
+ * (fields that are not settings at all are left to the validation: invalid_request).
+ */
+export function requireWritableBy(session: ClientSession, patch: Record<string, unknown>): void {
+  if (isOwner(session)) return;
+  const forbidden = Object.keys(patch).filter((field) => OWNER_WRITABLE_FIELDS.has(field));
+  if (forbidden.length > 0) {
+    throw new ServiceError('unauthorized', `a session (password) user may not change ${forbidden.join(', ')}; use the access token`);
+  }
+}

@@ -353,6 +353,8 @@ export function relaySuite(name: string, start: StartRelay): void {
       await mkdir(join(dir.dir, 'media'));
       await writeFile(join(dir.dir, 'media', 'phone.html'), '<!DOCTYPE html><title>phone page</title>');
       await writeFile(join(dir.dir, 'media', 'chat.css'), 'body{}');
+      await writeFile(join(dir.dir, 'media', 'chat-phone.js'), `console.log(${JSON.stringify('phone '.repeat(2000))});`);
+      await writeFile(join(dir.dir, 'media', 'chat-phone.js.map'), '{"version":3,"sources":["../src/secret-source.ts"]}');
       await writeFile(join(dir.dir, 'secret.json'), '{"secret":true}');
       target = await start({ staticDir: join(dir.dir, 'media') });
     });
@@ -374,6 +376,30 @@ export function relaySuite(name: string, start: StartRelay): void {
         assert.notEqual(response.status, 200, path);
         assert.ok(!response.body.includes('"secret"'), path);
       }
+    });
+
+    test('the page cannot be framed by another site (CSP frame-ancestors, X-Frame-Options), and source maps are not served', T, async () => {
+      for (const path of ['/', '/phone.html']) {
+        const page = await fetch(`${target.origin}${path}`);
+        assert.equal(page.status, 200, path);
+        assert.match(page.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/, path);
+        assert.equal(page.headers.get('x-frame-options'), 'DENY', path);
+        await page.arrayBuffer();
+      }
+      const map = await rawGet(target.origin, '/chat-phone.js.map');
+      assert.notEqual(map.status, 200);
+      assert.ok(!map.body.includes('secret-source'));
+    });
+
+    test('the bundle is compressed when the client accepts it, and revalidated by its ETag (304)', T, async () => {
+      const first = await fetch(`${target.origin}/chat-phone.js`, { headers: { 'accept-encoding': 'gzip' } });
+      assert.equal(first.status, 200);
+      assert.equal(first.headers.get('content-encoding'), 'gzip');
+      assert.match(await first.text(), /^console\.log\("phone phone/);
+      const etag = first.headers.get('etag');
+      assert.ok(etag, 'an ETag');
+      const again = await fetch(`${target.origin}/chat-phone.js`, { headers: { 'if-none-match': etag } });
+      assert.equal(again.status, 304);
     });
   });
 

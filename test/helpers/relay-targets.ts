@@ -95,7 +95,8 @@ export const startWorkerRelay: StartRelay = async (options = {}) => {
             assets: {
               directory: options.staticDir,
               binding: 'ASSETS',
-              routerConfig: { has_user_worker: true },
+              // As wrangler.toml's run_worker_first: the Worker answers every request, assets included.
+              routerConfig: { has_user_worker: true, invoke_user_worker_ahead_of_assets: true },
               assetConfig: { html_handling: 'none', not_found_handling: 'none' },
             },
           }

@@ -94,7 +94,7 @@ export class NodeRelay {
       if (route.kind === 'health') return send(res, healthAnswer());
       if (route.kind === 'answer') return send(res, route.answer);
       if (route.kind === 'register') return send(res, await this.register(req));
-      if (route.kind === 'static' && (await this.statics?.serve(route.path, req.method ?? 'GET', res))) return;
+      if (route.kind === 'static' && (await this.statics?.serve(route.path, req, res))) return;
       send(res, route.kind === 'socket' ? errorAnswer('invalid_request', 'expected a WebSocket upgrade') : notFound());
     } catch (error) {
       this.options.log.error('relay.request_failed', { error: String(error) });

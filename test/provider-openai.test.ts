@@ -309,5 +309,10 @@ describe('redaction', () => {
     assert.equal(cleanCause('Upstream https://api.example.com/v1/chat failed. Retry later.'), 'Upstream https://api.example.com/v1/chat failed.');
     assert.equal(cleanCause('Model `gpt-4.1` not found.'), 'Model `gpt-4.1` not found.');
     assert.equal(cleanCause('cannot open C:\\srv\\app.js now'), 'cannot open [path] now');
+    assert.equal(cleanCause('at handle (/srv/app/router.js:42:13)'), '');
+    assert.equal(cleanCause('boom at async new Gateway (file:///srv/gw.mjs:3:9)'), 'boom');
+    assert.equal(cleanCause('NullPointerException at com.acme.Router.route(Router.java:42)'), 'NullPointerException');
+    assert.equal(cleanCause('Traceback (most recent call last): File "/srv/app.py", line 42, in handle'), '');
+    assert.equal(cleanCause('Service unavailable, retry at 10:30 UTC'), 'Service unavailable, retry at 10:30 UTC');
   });
 });

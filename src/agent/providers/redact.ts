@@ -48,8 +48,10 @@ export const MAX_CAUSE_LENGTH = 160;
 /** Longest provider text kept for the log. */
 export const MAX_LOGGED_TEXT_LENGTH = 4000;
 
-// A stack frame: `at fn (/path:1:2)`, `at /path:1:2`, `at C:\path`, `at file://...`, `at node:internal/...`, `at <anonymous>`.
-const STACK_FRAME = /\s+at\s+(?:[^\s()]+\s+\()?(?:\/|[A-Za-z]:\\|file:|node:|<anonymous>|native\b)/;
+// Where a stack trace starts: a frame of Node (`at fn (/path:1:2)`, `at async new X (file:///...)`,
+// `at node:internal/...`, `at <anonymous>`), of Java (`at com.x.Y.m(Y.java:42)`), or Python's header.
+const STACK_FRAME =
+  /(?:^|\s+)at\s+(?:async\s+)?(?:new\s+)?(?:[^\s()]+\s*\()?(?:\/|[A-Za-z]:\\|file:|node:|<anonymous>|native\b|[\w$-]+\.\w+:\d+)|\bTraceback \(most recent call last\)/;
 // A file path: Unix (two or more segments, not the path part of a URL) or Windows, with any :line:col.
 const FILE_PATH = /(?<![\w:/.])(?:\/[\w.@~+-]+){2,}\/?(?::\d+)*|\b[A-Za-z]:\\[^\s'"()]*/g;
 

@@ -1,4 +1,5 @@
 import type { Logger } from '../log/logger';
+import type { RelayAnswer } from './http';
 import { MAX_REFUSAL_LOG_ADDRESSES, REFUSAL_LOG_WINDOW_MS } from './limits';
 
 interface Window {
@@ -24,7 +25,9 @@ export class RefusalLog {
     private readonly now: () => number = Date.now,
   ) {}
 
-  refused(address: string, reason: string): void {
+  /** A connect from `address` answered with `answer` instead of a socket. */
+  refused(address: string, answer: RelayAnswer): void {
+    const reason = answer.body.status === 'error' ? answer.body.code : String(answer.status);
     const key = this.windows.has(address) || this.windows.size < MAX_REFUSAL_LOG_ADDRESSES ? address : 'others';
     const window = this.windows.get(key);
     if (!window) {

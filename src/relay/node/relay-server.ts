@@ -122,7 +122,7 @@ export class NodeRelay {
     socket.on('error', () => socket.destroy());
     const address = this.addressOf(req);
     const refuse = (answer: RelayAnswer) => {
-      this.refusals.refused(address, answer.body.status === 'error' ? answer.body.code : String(answer.status));
+      this.refusals.refused(address, answer);
       refuseUpgrade(socket, answer);
     };
     const route = routeRequest(this.describe(req, true), this.options.authToken);

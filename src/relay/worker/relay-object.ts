@@ -70,7 +70,7 @@ export class Relay implements RoomHost<WorkerSocket> {
     if (role === 'client') {
       const refusal = this.room.admit(address, this.maxClients);
       if (refusal) {
-        this.refusals.refused(address, refusal.body.status === 'error' ? refusal.body.code : String(refusal.status));
+        this.refusals.refused(address, refusal);
         await this.armAlarm(this.refusals.flush());
         return answerResponse(refusal);
       }

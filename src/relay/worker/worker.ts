@@ -1,9 +1,9 @@
+import { PAGE_SECURITY_HEADERS } from '../../web/page-headers';
 import { authTokenProblem } from '../auth';
 import { errorAnswer, healthAnswer, notFound, parseRegisterBody, registeredAnswer, routeRequest } from '../http';
 import { MAX_REGISTER_BODY_BYTES } from '../limits';
 import { answerResponse } from './responses';
 import type { RelayEnv } from './runtime';
-import { PAGE_SECURITY_HEADERS } from '../../web/page-headers';
 
 export { Relay } from './relay-object';
 

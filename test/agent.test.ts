@@ -6,7 +6,8 @@ import { after, before, describe, test } from 'node:test';
 import type { Provider } from '../src/agent/providers/types';
 import { startFakeAnthropic } from './helpers/fake-anthropic';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from './helpers/fake-openai';
-import { startService, type RunningService } from './helpers/service';
+import { stackTraceText } from './helpers/provider-test-kit';
+import { TEST_API_KEY, startService, type RunningService } from './helpers/service';
 import { tempDir } from './helpers/temp';
 import { TestClient } from './helpers/ws-client';
 
@@ -282,6 +283,20 @@ describe('memory, cancel and providers', () => {
     fake.script({ status: 500 }, { status: 500 }, { text: 'third time lucky' });
     const reply = await client.request({ type: 'chat', message: 'flaky' }, 20_000);
     assert.equal((reply.data as { response: string }).response, 'third time lucky');
+    client.close();
+  });
+
+  test('a provider 400 holding a stack trace: the client error names provider, status and first sentence; the log keeps the raw text, redacted', async () => {
+    const svc = await service();
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    fake.script({ status: 400, body: { error: { message: stackTraceText(TEST_API_KEY) } } });
+    const reply = await client.request({ type: 'chat', message: 'fail with a stack' });
+    assert.equal(reply.status, 'error');
+    assert.equal(reply.error, 'openai: request rejected (HTTP 400): Internal failure in the router.');
+    assert.doesNotMatch(String(reply.error), /\sat\s|\/srv\/|\.js:\d/);
+    const log = await readFile(join(svc.dataDir, 'service.log'), 'utf8');
+    assert.match(log, /at handle \(\/srv\/gateway\/app\/router\.js:42:13\)/, 'the raw text is in the log');
+    assert.ok(!log.includes(TEST_API_KEY), 'the key is not in the log');
     client.close();
   });
 

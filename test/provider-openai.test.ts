@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createOpenAIProvider, type OpenAIProviderOptions } from '../src/agent/providers/openai';
-import { redactSecrets, safeDetail } from '../src/agent/providers/redact';
+import { cleanCause, redactSecrets, safeDetail } from '../src/agent/providers/redact';
 import { startFakeOpenAI, type FakeOpenAI, type FakeOpenAIOptions } from './helpers/fake-openai';
 import { assertHoldsNoKey, cancelTests, failureChecker, fakeRunner, hello, limit, sharedFailureTests } from './helpers/provider-test-kit';
 
@@ -301,5 +301,18 @@ describe('redaction', () => {
     assert.ok(!detail.includes('\n'));
     assert.ok(detail.length <= 200);
     assert.equal(safeDetail({ error: 'x' }), '{"error":"x"}');
+  });
+
+  test('cleanCause keeps the first sentence, drops stack frames and paths, keeps URLs', () => {
+    assert.equal(cleanCause('ENOENT: no such file /var/lib/models/x.bin while loading'), 'ENOENT: no such file [path] while loading');
+    assert.equal(cleanCause('Error: boom\n    at Object.<anonymous> (file:///app/index.mjs:3:9)'), 'Error: boom');
+    assert.equal(cleanCause('Upstream https://api.example.com/v1/chat failed. Retry later.'), 'Upstream https://api.example.com/v1/chat failed.');
+    assert.equal(cleanCause('Model `gpt-4.1` not found.'), 'Model `gpt-4.1` not found.');
+    assert.equal(cleanCause('cannot open C:\\srv\\app.js now'), 'cannot open [path] now');
+    assert.equal(cleanCause('at handle (/srv/app/router.js:42:13)'), '');
+    assert.equal(cleanCause('boom at async new Gateway (file:///srv/gw.mjs:3:9)'), 'boom');
+    assert.equal(cleanCause('NullPointerException at com.acme.Router.route(Router.java:42)'), 'NullPointerException');
+    assert.equal(cleanCause('Traceback (most recent call last): File "/srv/app.py", line 42, in handle'), '');
+    assert.equal(cleanCause('Service unavailable, retry at 10:30 UTC'), 'Service unavailable, retry at 10:30 UTC');
   });
 });

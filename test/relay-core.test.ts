@@ -1,13 +1,48 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { authTokenProblem, bearerToken, isAuthorized, tokensEqual } from '../src/relay/auth';
+import { addressKey, lastForwardedFor } from '../src/relay/client-address';
 import { clampCloseReason, parseMachineFrame, utf8LengthExceeds } from '../src/relay/frames';
-import { parseRegisterBody, routeRequest, socketUrl } from '../src/relay/http';
+import { notRegistered, parseRegisterBody, routeRequest, socketUrl, tooManyPending } from '../src/relay/http';
+import { RefusalLog } from '../src/relay/refusal-log';
 import { TokenBucket } from '../src/relay/token-bucket';
+import type { Logger } from '../src/log/logger';
 
 const TOKEN = 'relay-core-test-token-0123456789abcdef';
 
 describe('relay core', () => {
+  test('addressKey: IPv4 as it is, IPv4-mapped IPv6 as IPv4, IPv6 grouped by its /64', () => {
+    assert.equal(addressKey('203.0.113.7'), '203.0.113.7');
+    assert.equal(addressKey('::ffff:203.0.113.7'), '203.0.113.7');
+    assert.equal(addressKey('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64');
+    assert.equal(addressKey('2001:0db8:0001:0002:ffff:ffff:ffff:ffff'), '2001:db8:1:2::/64');
+    assert.equal(addressKey('2001:db8::1'), '2001:db8:0:0::/64');
+    assert.equal(addressKey('::1'), '0:0:0:0::/64');
+    assert.equal(addressKey(undefined), 'unknown');
+    assert.equal(lastForwardedFor('198.51.100.1, 203.0.113.9'), '203.0.113.9');
+    assert.equal(lastForwardedFor(['198.51.100.1', '203.0.113.9 ']), '203.0.113.9');
+    assert.equal(lastForwardedFor(undefined), undefined);
+  });
+
+  test('RefusalLog: one line per address per window; the counts add up to every refusal', () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = { warn: (_event: string, fields: Record<string, unknown>) => lines.push(fields) } as unknown as Logger;
+    let now = 0;
+    const refusals = new RefusalLog(log, 1000, () => now);
+    for (let i = 0; i < 500; i += 1) refusals.refused('a', tooManyPending());
+    refusals.refused('b', notRegistered());
+    assert.deepEqual(lines.map((l) => [l.address, l.reason, l.refused]), [['a', 'rate_limited', 1], ['b', 'not_found', 1]]);
+    now = 999;
+    assert.equal(refusals.flush(), 1000);
+    assert.equal(lines.length, 2, 'nothing before the window ends');
+    now = 1000;
+    refusals.flush();
+    assert.deepEqual(lines.slice(2).map((l) => [l.address, l.refused]), [['a', 499]]);
+    now = 2000;
+    assert.equal(refusals.flush(), undefined, 'quiet windows are forgotten');
+    assert.equal(lines.length, 3);
+  });
+
   test('tokensEqual compares whole tokens, whatever their lengths', () => {
     assert.equal(tokensEqual(TOKEN, TOKEN), true);
     assert.equal(tokensEqual(`${TOKEN}x`, TOKEN), false);

@@ -149,8 +149,9 @@ export class RelayClient {
     socket.on('error', () => {});
   }
 
-  static async connect(url: string): Promise<RelayClient> {
-    const socket = new WebSocket(url);
+  /** `localAddress` (another 127/8 address) plays a client somewhere else. */
+  static async connect(url: string, localAddress?: string): Promise<RelayClient> {
+    const socket = new WebSocket(url, { localAddress });
     const client = new RelayClient(socket);
     await new Promise<void>((resolve, reject) => {
       socket.once('open', () => resolve());
@@ -160,8 +161,8 @@ export class RelayClient {
   }
 
   /** Connects, runs the e2e handshake and authenticates; throws if any step is refused. */
-  static async authed(url: string, keyPair: KeyPairText, machineKey: string, token: string, pairingSecret?: string): Promise<RelayClient> {
-    const client = await RelayClient.connect(url);
+  static async authed(url: string, keyPair: KeyPairText, machineKey: string, token: string, pairingSecret?: string, localAddress?: string): Promise<RelayClient> {
+    const client = await RelayClient.connect(url, localAddress);
     await client.handshake(keyPair, machineKey, pairingSecret);
     const reply = await client.request({ type: 'auth', token });
     if (reply.status !== 'ok') throw new Error(`auth failed: ${JSON.stringify(reply)}`);

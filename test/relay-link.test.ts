@@ -59,11 +59,11 @@ async function machineKey(): Promise<string> {
   return (reply.data as { machine_key: string }).machine_key;
 }
 
-async function relayedClient(keyPair = generateKeyPair()): Promise<RelayClient> {
+async function relayedClient(keyPair = generateKeyPair(), localAddress?: string): Promise<RelayClient> {
   const { relay_url } = await registerKey(`phone-${keyPair.publicKey.slice(0, 6)}`, keyPair);
   // The phone connects to the relay itself, not through the tap: the tap records the machine side.
   const url = relay_url.replace(tap.wsUrl.replace('/ws', ''), relay.wsUrl.replace('/ws', ''));
-  const client = await RelayClient.authed(url, keyPair, await machineKey(), svc.token);
+  const client = await RelayClient.authed(url, keyPair, await machineKey(), svc.token, undefined, localAddress);
   clients.push(client);
   return client;
 }
@@ -134,6 +134,30 @@ test('a relayed client chats end to end (streaming), and the relay never sees th
   }
   const log = await readFile(join(svc.dataDir, 'service.log'), 'utf8');
   assert.ok(!log.includes(RELAY_TOKEN) && !log.includes(TEST_TOKEN), 'no token in the service log');
+});
+
+test("1,100 unauthenticated connects from one address: the owner's registered phone, elsewhere, still opens its tunnel and chats", async () => {
+  await waitState('online');
+  const machineId = await machineIdOfService();
+  const flood: RelayClient[] = [];
+  let refused = 0;
+  try {
+    for (let start = 0; start < 1100; start += 50) {
+      const batch = await Promise.allSettled(Array.from({ length: 50 }, () => RelayClient.connect(clientUrl(machineId), '127.0.0.2')));
+      for (const outcome of batch) {
+        if (outcome.status === 'fulfilled') flood.push(outcome.value);
+        else if (/Unexpected server response: 429/.test(String(outcome.reason))) refused += 1;
+        else throw outcome.reason;
+      }
+    }
+    fake.script({ text: 'through the flood' });
+    const phone = await relayedClient(generateKeyPair(), '127.0.0.3');
+    const reply = await phone.request({ type: 'chat', message: 'hello despite the flood' });
+    assert.equal((reply.data as { response: string }).response, 'through the flood', JSON.stringify(reply));
+    assert.ok(refused >= 1000, `${refused} of 1100 refused`);
+  } finally {
+    for (const client of flood) client.close();
+  }
 });
 
 test('an unknown client key is refused with 4401 before anything else', async () => {

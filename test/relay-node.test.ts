@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { relaySuite } from './helpers/relay-suite';
-import { TestMachine, TestRelayClient } from './helpers/relay-peers';
+import { TestMachine, TestRelayClient, UpgradeRefused } from './helpers/relay-peers';
 import { NODE_RELAY, TEST_AUTH_TOKEN, register, startNodeRelay } from './helpers/relay-targets';
 
 relaySuite('node', startNodeRelay);
@@ -50,6 +50,31 @@ describe('relay (node) process', () => {
     } finally {
       await relay.close();
     }
+  });
+
+  test('X-Forwarded-For is ignored unless --trust-proxy: a forged one does not escape the per-address limit; behind a trusted proxy its last entry counts', { timeout: 30_000 }, async () => {
+    /** How many of 12 unconfirmed clients, each claiming another X-Forwarded-For, get in. */
+    const admittedOf = async (trustProxy: boolean) => {
+      const relay = await startNodeRelay({ trustProxy });
+      const clients: TestRelayClient[] = [];
+      try {
+        await register(relay, 'proxied');
+        for (let i = 1; i <= 12; i += 1) {
+          const forwarded = { 'x-forwarded-for': `203.0.113.${i}, 198.51.100.${i}` };
+          const client = await TestRelayClient.connect(relay.wsOrigin, 'proxied', undefined, forwarded).catch((error: unknown) => {
+            if (error instanceof UpgradeRefused && error.status === 429) return undefined;
+            throw error;
+          });
+          if (client) clients.push(client);
+        }
+        return clients.length;
+      } finally {
+        await Promise.all(clients.map((client) => client.close()));
+        await relay.close();
+      }
+    };
+    assert.equal(await admittedOf(false), 8, 'all from 127.0.0.1: the per-address limit holds');
+    assert.equal(await admittedOf(true), 12, 'each from its own address, as the proxy said');
   });
 
   test('SIGTERM closes every socket 1001 and exits 0', { timeout: 20_000 }, async () => {

@@ -29,3 +29,24 @@ export const MAX_REGISTER_BODY_BYTES = 4096;
 /** The heartbeat frames, answered by the relay itself. */
 export const PING = 'ping';
 export const PONG = 'pong';
+
+/**
+ * Clients not yet confirmed by their machine (it has sent them nothing: no end-to-end welcome yet,
+ * so they have shown no known key) that one address may hold on one machine; more are refused 429.
+ * Confirmed clients do not count: a phone behind the same NAT as a flood still gets in once welcomed.
+ */
+export const MAX_PENDING_CLIENTS_PER_ADDRESS = 8;
+
+/**
+ * Unconfirmed clients one machine may have from all addresses together; a newcomer beyond it makes
+ * the oldest one leave (EVICTED_CLOSE), so a flood from many addresses cannot keep the owner out.
+ */
+export const MAX_PENDING_CLIENTS_PER_MACHINE = 64;
+
+/** The close code of an unconfirmed client dropped to make room for a newer one. */
+export const EVICTED_CLOSE = { code: 4429, reason: 'too many clients awaiting the machine' } as const;
+
+/** Refused connects are logged once per address per window, with their count. */
+export const REFUSAL_LOG_WINDOW_MS = 60_000;
+/** Addresses a refusal log tracks at once; refusals from others are counted under `others`. */
+export const MAX_REFUSAL_LOG_ADDRESSES = 1000;

@@ -1,9 +1,36 @@
 import type { Logger } from '../log/logger';
+import { tooManyClients, tooManyPending, type RelayAnswer } from './http';
 import { clampCloseReason, closeFrame, dataFrame, openFrame, parseMachineFrame, relayErrorFrame, statusFrame, utf8LengthExceeds } from './frames';
-import { CLIENT_FRAME_BURST, CLIENT_FRAMES_PER_SECOND, IDLE_CLOSE, MAX_CLIENT_FRAME_BYTES, PING, PONG, REPLACED_CLOSE, TOO_BIG_CLOSE } from './limits';
+import {
+  CLIENT_FRAME_BURST,
+  CLIENT_FRAMES_PER_SECOND,
+  EVICTED_CLOSE,
+  IDLE_CLOSE,
+  MAX_CLIENT_FRAME_BYTES,
+  MAX_PENDING_CLIENTS_PER_ADDRESS,
+  MAX_PENDING_CLIENTS_PER_MACHINE,
+  PING,
+  PONG,
+  REPLACED_CLOSE,
+  TOO_BIG_CLOSE,
+} from './limits';
 import { TokenBucket } from './token-bucket';
 
 export type Role = 'machine' | 'client';
+
+/** What the relay knows of a client for its admission limits. */
+export interface ClientSeat {
+  /** addressKey of where it connected from. */
+  address: string;
+  /** When it connected (ms). */
+  opened: number;
+  /**
+   * Its machine has sent it a frame. The machine's first frame to a client is the end-to-end welcome,
+   * sent only to a key it knows or a valid pairing proof (docs/relay.md), so this is as much as the
+   * relay can know of a client's authentication without reading the tunnel.
+   */
+  confirmed: boolean;
+}
 
 /**
  * What a deployment gives the room: its sockets and where their per-socket state lives (fields in
@@ -18,6 +45,9 @@ export interface RoomHost<S> {
   roleOf(socket: S): Role;
   /** A client socket's cid. */
   cidOf(socket: S): string;
+  seatOf(client: S): ClientSeat;
+  /** Records that the machine confirmed the client (its seat's `confirmed` becomes true). */
+  confirm(client: S): void;
   send(socket: S, text: string): void;
   close(socket: S, code: number, reason: string): void;
   /** Whether the room is done with `socket` (closed by either side); set once by markEnded. */
@@ -41,6 +71,34 @@ export class Room<S> {
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
   ) {}
+
+  /**
+   * Whether a new client from `address` may join: the refusal to answer it with, or undefined (then
+   * room was made, by dropping the oldest unconfirmed client when the machine has too many).
+   * Unconfirmed clients are capped per address and per machine, so a flood of connects that never
+   * finish the handshake can neither fill the `maxClients` seats nor keep the owner's phone out.
+   */
+  admit(address: string, maxClients: number): RelayAnswer | undefined {
+    let total = 0;
+    let fromAddress = 0;
+    const unconfirmed: S[] = [];
+    for (const client of this.host.clients()) {
+      if (this.host.isEnded(client)) continue;
+      total += 1;
+      const seat = this.host.seatOf(client);
+      if (seat.confirmed) continue;
+      unconfirmed.push(client);
+      if (seat.address === address) fromAddress += 1;
+    }
+    if (total >= maxClients) return tooManyClients();
+    if (fromAddress >= MAX_PENDING_CLIENTS_PER_ADDRESS) return tooManyPending();
+    if (unconfirmed.length >= MAX_PENDING_CLIENTS_PER_MACHINE) {
+      const oldest = unconfirmed.reduce((a, b) => (this.host.seatOf(b).opened < this.host.seatOf(a).opened ? b : a));
+      this.log.info('relay.client_dropped', { reason: 'too many unconfirmed clients', address: this.host.seatOf(oldest).address });
+      this.end(oldest, EVICTED_CLOSE.code, EVICTED_CLOSE.reason);
+    }
+    return undefined;
+  }
 
   clientOpened(client: S): void {
     const machine = this.host.machine();
@@ -112,7 +170,10 @@ export class Room<S> {
     }
     const client = this.host.client(frame.c);
     if (!client || this.host.isEnded(client)) return;
-    if (frame.t === 'data') return this.host.send(client, frame.d);
+    if (frame.t === 'data') {
+      if (!this.host.seatOf(client).confirmed) this.host.confirm(client);
+      return this.host.send(client, frame.d);
+    }
     // The machine asked for it, so it is not told the client went away.
     this.end(client, frame.code ?? 4000, clampCloseReason(frame.reason ?? ''), false);
   }

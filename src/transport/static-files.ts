@@ -1,6 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { PAGE_SECURITY_HEADERS } from '../web/page-headers';
 import type { RouteHandler } from './http-server';
+import { AssetServer } from './static-asset';
 
 /**
  * The phone page, served by the service for the LAN from the extension's `media/` folder. Only the
@@ -18,29 +19,13 @@ const PHONE_FILES: Record<string, { file: string; type: string }> = {
   '/manifest.webmanifest': { file: 'manifest.webmanifest', type: 'application/manifest+json' },
 };
 
-/** The same policy as the page's meta tag, as a header too (it then also covers the script and manifest). */
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; manifest-src 'self'; connect-src ws: wss:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-
 export function phonePageRoutes(mediaDir: string): Map<string, RouteHandler> {
   const routes = new Map<string, RouteHandler>();
+  const assets = new AssetServer(PAGE_SECURITY_HEADERS);
   for (const [path, { file, type }] of Object.entries(PHONE_FILES)) {
-    routes.set(`GET ${path}`, async (_req, res) => {
-      let body: Buffer;
-      try {
-        body = await readFile(join(mediaDir, file));
-      } catch {
-        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'error', error: `${file} is not built (npm run build)`, code: 'not_found' }));
-        return;
-      }
-      res.writeHead(200, {
-        'content-type': type,
-        'content-length': body.length,
-        'cache-control': 'no-cache',
-        'x-content-type-options': 'nosniff',
-        'referrer-policy': 'no-referrer',
-        'content-security-policy': CSP,
-      });
-      res.end(body);
+    routes.set(`GET ${path}`, async (req, res) => {
+      if (await assets.serve({ path: join(mediaDir, file), type }, req, res)) return;
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'error', error: `${file} is not built (npm run build)`, code: 'not_found' }));
     });
   }
   return routes;

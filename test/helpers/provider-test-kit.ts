@@ -201,6 +201,24 @@ export function sharedFailureTests<Fake extends CancelTestFake, FakeOptions exte
       { maxRetries: 2 },
     ));
 
+  test('a 500 or 400 whose text holds a stack trace: the message has status and first sentence only; the raw text, redacted, is kept for the log', limit, () =>
+    withFake(
+      async (fake, provider) => {
+        const raw = stackTraceText(key);
+        fake.script({ status: 500, body: { type: 'error', error: { type: 'api_error', message: raw } } });
+        const error = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'unavailable');
+        assert.equal(error.message, `${name}: server error (HTTP 500): Internal failure in the router.`);
+        assertCleanCause(error, key);
+        assert.match(error.providerText ?? '', /at handle \(\/srv\/gateway\/app\/router\.js:42:13\)/, 'the raw text is kept for the log');
+        assert.ok(!(error.providerText ?? '').includes(key), 'the raw text is redacted');
+        fake.script({ status: 400, body: raw });
+        const plain = await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: () => {} }), 'bad_request');
+        assert.equal(plain.message, `${name}: request rejected (HTTP 400): Internal failure in the router.`);
+        assertCleanCause(plain, key);
+      },
+      { maxRetries: 0 },
+    ));
+
   test('no answer within timeoutMs is a timeout error (not retried)', limit, () =>
     withFake(
       async (fake, provider) => {
@@ -231,4 +249,21 @@ export function sharedFailureTests<Fake extends CancelTestFake, FakeOptions exte
     const refused = await providerFailure(withUser.complete({ model: 'm', messages: hello }), 'not_configured', /must not contain credentials/);
     assert.ok(!refused.message.includes('hunter2'), refused.message);
   });
+}
+
+/** A vendor's answer text with a stack trace and server paths in it, and a key quoted back. */
+export function stackTraceText(key: string): string {
+  return [
+    `Internal failure in the router. TypeError: Cannot read properties of undefined (reading 'model') for key ${key}`,
+    '    at handle (/srv/gateway/app/router.js:42:13)',
+    '    at Layer.process (/srv/gateway/node_modules/express/lib/router/layer.js:95:5)',
+    '    at C:\\gateway\\app\\main.js:7:1',
+  ].join('\n');
+}
+
+/** What a client must never see in a provider failure: stack frames, file paths, the key. */
+export function assertCleanCause(error: Error, key: string): void {
+  assert.doesNotMatch(error.message, /\sat\s/, `no stack frame in: ${error.message}`);
+  assert.doesNotMatch(error.message, /\/srv\/|\.js:\d|[A-Za-z]:\\|TypeError/, `no path or raw text in: ${error.message}`);
+  assertHoldsNoKey(error, key);
 }

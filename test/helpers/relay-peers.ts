@@ -38,12 +38,15 @@ export class RelayPeer {
     socket.on('error', () => {});
   }
 
-  /** Opens a socket; rejects with UpgradeRefused when the relay answers with HTTP instead. */
-  static connect(url: string, headers: Record<string, string> = {}): Promise<RelayPeer> {
+  /**
+   * Opens a socket; rejects with UpgradeRefused when the relay answers with HTTP instead.
+   * `localAddress` (127.0.0.2, 127.0.0.3 ...: all of 127/8 is loopback) plays a client at another address.
+   */
+  static connect(url: string, headers: Record<string, string> = {}, localAddress?: string): Promise<RelayPeer> {
     // workerd leaves the TCP connection open after a close the Durable Object starts from another
     // socket's event; like browsers (2 s), end it ourselves soon after the closing handshake.
     // (closeTimeout is in ws 8.18+, not yet in @types/ws.)
-    const options = { headers, maxPayload: 16 * 1024 * 1024, closeTimeout: 500 } as WebSocket.ClientOptions;
+    const options = { headers, maxPayload: 16 * 1024 * 1024, closeTimeout: 500, localAddress } as WebSocket.ClientOptions;
     const socket = new WebSocket(url, options);
     const peer = new RelayPeer(socket);
     return new Promise((resolve, reject) => {
@@ -164,8 +167,9 @@ export class TestMachine {
 export class TestRelayClient {
   private constructor(readonly peer: RelayPeer) {}
 
-  static async connect(wsOrigin: string, machineId: string): Promise<TestRelayClient> {
-    return new TestRelayClient(await RelayPeer.connect(`${wsOrigin}/ws?machine_id=${machineId}`));
+  /** A client of `machineId`, from `localAddress` when given (see RelayPeer.connect). */
+  static async connect(wsOrigin: string, machineId: string, localAddress?: string, headers: Record<string, string> = {}): Promise<TestRelayClient> {
+    return new TestRelayClient(await RelayPeer.connect(`${wsOrigin}/ws?machine_id=${machineId}`, headers, localAddress));
   }
 
   async nextStatus(timeoutMs?: number): Promise<'online' | 'offline'> {

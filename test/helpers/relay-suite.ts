@@ -49,6 +49,44 @@ async function joinedClient(target: RelayTarget, machineId: string, machine: Tes
   return { client, cid };
 }
 
+/**
+ * `count` clients of `machineId` from `address` that never start the end-to-end handshake, 50 at a
+ * time: the sockets let in (left open) and the HTTP statuses of the refused ones.
+ */
+async function flood(target: RelayTarget, machineId: string, count: number, address: string) {
+  const admitted: RelayPeer[] = [];
+  const refused: number[] = [];
+  for (let start = 0; start < count; start += 50) {
+    const batch = Array.from({ length: Math.min(50, count - start) }, () => RelayPeer.connect(`${target.wsOrigin}/ws?machine_id=${machineId}`, {}, address));
+    for (const outcome of await Promise.allSettled(batch)) {
+      if (outcome.status === 'fulfilled') admitted.push(outcome.value);
+      else if (outcome.reason instanceof UpgradeRefused) refused.push(outcome.reason.status);
+      else throw outcome.reason;
+    }
+  }
+  return { admitted, refused };
+}
+
+/** The client says hello and the machine answers (as a welcome would): returns the client's cid. */
+async function chat(machine: TestMachine, client: TestRelayClient): Promise<string> {
+  const hello = `hello ${randomUUID()}`;
+  client.send(hello);
+  const { c } = await machine.peer.nextJson<{ c: string }>((f) => f.t === 'data' && f.d === hello);
+  machine.sendData(c, 'welcome');
+  assert.equal(await client.next(), 'welcome');
+  return c;
+}
+
+/** The relay's `relay.connects_refused` log lines about `address`. */
+function refusalLines(output: string, address: string): { reason: string; refused: number }[] {
+  return output
+    .split('\n')
+    .map((line) => /\{.*"event":"relay\.connects_refused".*\}/.exec(line)?.[0])
+    .filter((json): json is string => json !== undefined)
+    .map((json) => JSON.parse(json) as { address: string; reason: string; refused: number })
+    .filter((line) => line.address === address);
+}
+
 /** A relay of its own for the tests of the enclosing describe. */
 function relayFor(start: StartRelay, options?: TargetOptions): () => RelayTarget {
   let target: RelayTarget | undefined;
@@ -315,6 +353,8 @@ export function relaySuite(name: string, start: StartRelay): void {
       await mkdir(join(dir.dir, 'media'));
       await writeFile(join(dir.dir, 'media', 'phone.html'), '<!DOCTYPE html><title>phone page</title>');
       await writeFile(join(dir.dir, 'media', 'chat.css'), 'body{}');
+      await writeFile(join(dir.dir, 'media', 'chat-phone.js'), `console.log(${JSON.stringify('phone '.repeat(2000))});`);
+      await writeFile(join(dir.dir, 'media', 'chat-phone.js.map'), '{"version":3,"sources":["../src/secret-source.ts"]}');
       await writeFile(join(dir.dir, 'secret.json'), '{"secret":true}');
       target = await start({ staticDir: join(dir.dir, 'media') });
     });
@@ -337,6 +377,30 @@ export function relaySuite(name: string, start: StartRelay): void {
         assert.ok(!response.body.includes('"secret"'), path);
       }
     });
+
+    test('the page cannot be framed by another site (CSP frame-ancestors, X-Frame-Options), and source maps are not served', T, async () => {
+      for (const path of ['/', '/phone.html']) {
+        const page = await fetch(`${target.origin}${path}`);
+        assert.equal(page.status, 200, path);
+        assert.match(page.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/, path);
+        assert.equal(page.headers.get('x-frame-options'), 'DENY', path);
+        await page.arrayBuffer();
+      }
+      const map = await rawGet(target.origin, '/chat-phone.js.map');
+      assert.notEqual(map.status, 200);
+      assert.ok(!map.body.includes('secret-source'));
+    });
+
+    test('the bundle is compressed when the client accepts it, and revalidated by its ETag (304)', T, async () => {
+      const first = await fetch(`${target.origin}/chat-phone.js`, { headers: { 'accept-encoding': 'gzip' } });
+      assert.equal(first.status, 200);
+      assert.equal(first.headers.get('content-encoding'), 'gzip');
+      assert.match(await first.text(), /^console\.log\("phone phone/);
+      const etag = first.headers.get('etag');
+      assert.ok(etag, 'an ETag');
+      const again = await fetch(`${target.origin}/chat-phone.js`, { headers: { 'if-none-match': etag } });
+      assert.equal(again.status, 304);
+    });
   });
 
   describe(`relay (${name}) clients per machine`, () => {
@@ -357,6 +421,66 @@ export function relaySuite(name: string, start: StartRelay): void {
       await machine.nextClose(first.cid);
       const third = await joinedClient(relay(), machineId, machine);
       await Promise.all([second.client.close(), third.client.close(), elsewhere.client.close(), machine.close(), other.machine.close()]);
+    });
+  });
+
+  describe(`relay (${name}) unauthenticated floods`, () => {
+    const relay = relayFor(start, { refusalLogWindowMs: 1_000 });
+
+    test("1,100 unauthenticated connects from one address are refused beyond a few, logged per window, and the owner's phone still connects and chats", { timeout: 120_000 }, async () => {
+      const { machineId, machine } = await onlineMachine(relay());
+      const attack = await flood(relay(), machineId, 1100, '127.0.0.2');
+      try {
+        const phone = await TestRelayClient.connect(relay().wsOrigin, machineId, '127.0.0.3');
+        assert.equal(await phone.nextStatus(), 'online');
+        assert.ok(attack.refused.length >= 1000, `${attack.refused.length} of 1100 refused`);
+        assert.deepEqual([...new Set(attack.refused)], [429]);
+        const cid = await chat(machine, phone);
+        machine.sendData(cid, 'still here');
+        assert.equal(await phone.next(), 'still here');
+        await phone.close();
+
+        // One line per address and window, whose counts add up to every refusal.
+        const lines = await waitFor(() => {
+          const found = refusalLines(relay().output(), '127.0.0.2');
+          return found.reduce((sum, line) => sum + line.refused, 0) === attack.refused.length ? found : undefined;
+        }, 'the refusals to be logged', 15_000);
+        assert.ok(lines.length < 50, `${lines.length} log lines for ${attack.refused.length} refusals`);
+        assert.ok(lines.every((line) => line.reason === 'rate_limited'));
+      } finally {
+        await Promise.all([...attack.admitted.map((peer) => peer.close()), machine.close()]);
+      }
+    });
+
+    test('clients awaiting the machine from many addresses: the oldest waiting one makes room for a newcomer; a confirmed client is never dropped', { timeout: 60_000 }, async () => {
+      const { machineId, machine } = await onlineMachine(relay());
+      const phone = await TestRelayClient.connect(relay().wsOrigin, machineId, '127.0.0.3');
+      assert.equal(await phone.nextStatus(), 'online');
+      const cid = await chat(machine, phone);
+      const waiting: RelayPeer[] = [];
+      try {
+        for (let host = 1; host <= 9; host += 1) {
+          const wave = await flood(relay(), machineId, 8, `127.0.1.${host}`);
+          assert.deepEqual(wave.refused, [], `127.0.1.${host}`);
+          waiting.push(...wave.admitted);
+        }
+        const dropped = await waitFor(() => {
+          const closed = waiting.filter((peer) => peer.closed);
+          return closed.length >= 8 ? closed : undefined;
+        }, 'the oldest waiting clients to be dropped');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        assert.equal(waiting.filter((peer) => peer.closed).length, 8, 'only as many as needed are dropped');
+        for (const peer of dropped) assert.deepEqual(peer.closed, { code: 4429, reason: 'too many clients awaiting the machine' });
+        assert.ok(dropped.every((peer) => waiting.indexOf(peer) < 8), 'the oldest are dropped');
+        assert.ok(phone.peer.open, 'the confirmed phone stays');
+        machine.sendData(cid, 'after the flood');
+        assert.equal(await phone.next(), 'after the flood');
+        const newcomer = await TestRelayClient.connect(relay().wsOrigin, machineId, '127.0.0.4');
+        assert.equal(await newcomer.nextStatus(), 'online');
+        await newcomer.close();
+      } finally {
+        await Promise.all([...waiting.map((peer) => peer.close()), phone.close(), machine.close()]);
+      }
     });
   });
 

@@ -22,6 +22,10 @@ export interface TargetOptions {
   maxClientsPerMachine?: number;
   /** Folder served as the phone page. */
   staticDir?: string;
+  /** Shortens the 60 s window of the refused-connects log lines. */
+  refusalLogWindowMs?: number;
+  /** Node relay only: --trust-proxy. */
+  trustProxy?: boolean;
 }
 
 /** A running relay, either deployment, on 127.0.0.1. */
@@ -49,7 +53,8 @@ export const startNodeRelay: StartRelay = async (options = {}) => {
   const env: NodeJS.ProcessEnv = { AUTH_TOKEN: options.authToken ?? TEST_AUTH_TOKEN };
   if (options.idleTimeoutMs) env.IDLE_TIMEOUT_MS = String(options.idleTimeoutMs);
   if (options.maxClientsPerMachine) env.MAX_CLIENTS_PER_MACHINE = String(options.maxClientsPerMachine);
-  const args = (port: number) => [NODE_RELAY, '--port', String(port), '--host', '127.0.0.1', ...(options.staticDir ? ['--static', options.staticDir] : [])];
+  if (options.refusalLogWindowMs) env.REFUSAL_LOG_WINDOW_MS = String(options.refusalLogWindowMs);
+  const args = (port: number) => [NODE_RELAY, '--port', String(port), '--host', '127.0.0.1', ...(options.staticDir ? ['--static', options.staticDir] : []), ...(options.trustProxy ? ['--trust-proxy'] : [])];
   let running = await spawnListening(args(0), env);
   const port = running.port;
   return {
@@ -74,6 +79,7 @@ export const startWorkerRelay: StartRelay = async (options = {}) => {
   const bindings: Record<string, string> = { AUTH_TOKEN: options.authToken ?? TEST_AUTH_TOKEN, LOG_LEVEL: 'debug' };
   if (options.idleTimeoutMs) bindings.IDLE_TIMEOUT_MS = String(options.idleTimeoutMs);
   if (options.maxClientsPerMachine) bindings.MAX_CLIENTS_PER_MACHINE = String(options.maxClientsPerMachine);
+  if (options.refusalLogWindowMs) bindings.REFUSAL_LOG_WINDOW_MS = String(options.refusalLogWindowMs);
   let output = '';
   const create = async (port: number) => {
     output = '';
@@ -89,7 +95,8 @@ export const startWorkerRelay: StartRelay = async (options = {}) => {
             assets: {
               directory: options.staticDir,
               binding: 'ASSETS',
-              routerConfig: { has_user_worker: true },
+              // As wrangler.toml's run_worker_first: the Worker answers every request, assets included.
+              routerConfig: { has_user_worker: true, invoke_user_worker_ahead_of_assets: true },
               assetConfig: { html_handling: 'none', not_found_handling: 'none' },
             },
           }

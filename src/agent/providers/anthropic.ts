@@ -217,9 +217,15 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
 }
 
 /** An `event: error` inside a 200 stream: Anthropic reports overload that began mid-answer this way. */
-function streamErrorEvent(error: APIError, { fail, detail }: HttpProviderCore): ProviderError {
+function streamErrorEvent(error: APIError, core: HttpProviderCore): ProviderError {
+  // An authentication error's text may quote the key: left out of the log too, like a 401's.
+  const logged = errorType(error) === 'authentication_error' ? '' : errorText(error);
+  return core.withProviderText(streamErrorEventOf(error, core), logged);
+}
+
+function streamErrorEventOf(error: APIError, { fail, detail, cause }: HttpProviderCore): ProviderError {
   const type = errorType(error) ?? 'unknown_error';
-  const text = type === 'authentication_error' ? '' : detail(errorText(error));
+  const text = type === 'authentication_error' ? '' : cause(errorText(error));
   const what = `the server reported ${detail(type, 40)} mid-answer${text ? `: ${text}` : ''}`;
   switch (type) {
     case 'rate_limit_error':
@@ -347,7 +353,7 @@ function errorType(error: APIError): string | undefined {
   return typeof type === 'string' ? type : undefined;
 }
 
-/** The provider's own explanation of a failed answer (to be passed through safeDetail). */
+/** The provider's own explanation of a failed answer (to be passed through cleanCause). */
 function errorText(error: APIError): string {
   return explanationOf(errorBody(error), error.message);
 }

@@ -7,7 +7,7 @@
  */
 import { Attempt } from './attempt';
 import { UNREACHABLE_CODES, codeOf, httpUrl, innermostMessage, isAbortError, seconds, urlSecrets } from './failure-details';
-import { describeEndpoint, safeDetail } from './redact';
+import { MAX_LOGGED_TEXT_LENGTH, cleanCause, describeEndpoint, safeDetail } from './redact';
 import { RetryableFailure, retryAfterMs, withRetries } from './retry';
 import { ProviderError, type CompletionRequest, type CompletionResult, type Provider, type ProviderErrorKind, type ToolCall } from './types';
 
@@ -32,7 +32,7 @@ export interface SdkErrorClasses<E extends SdkApiError> {
 /** What a vendor's own status rule gets to word its failure like the common ones. */
 export interface StatusContext {
   status: number;
-  /** `: <the server's own explanation>`, redacted; empty when there is none (always for a 401). */
+  /** `: <the first sentence of the server's own explanation>` (cleanCause); empty when there is none (always for a 401). */
   suffix: string;
   /** `; retry after <time>` when the answer asked for a wait, else empty. */
   after: string;
@@ -54,7 +54,7 @@ export interface HttpProviderConfig<E extends SdkApiError> {
   vendorHost: string;
   /** Completes `no API key configured (...)`. */
   missingKeyHint: string;
-  /** The provider's own explanation of a failed answer (passed through safeDetail before use). */
+  /** The provider's own explanation of a failed answer (passed through cleanCause before use). */
   errorText(error: E): string;
   /** An APIError without a status: an error event inside a 200 stream. */
   streamErrorEvent(error: E, core: HttpProviderCore): ProviderError;
@@ -113,6 +113,10 @@ export interface HttpProviderCore {
   fail(kind: ProviderErrorKind, message: string, status?: number): ProviderError;
   /** Text from the server or the user, redacted of the configured secrets and shortened. */
   detail(value: unknown, maxLength?: number): string;
+  /** A provider's error text as a client may see it: first sentence, no stack frames or paths, redacted. */
+  cause(value: unknown): string;
+  /** `failure` carrying the provider's whole text (redacted) for the log; returns it. */
+  withProviderText<T extends ProviderError | RetryableFailure>(failure: T, text: unknown): T;
   /** Per-request SDK options for one attempt. */
   requestOptions(attempt: Attempt): { signal: AbortSignal; maxRetries: 0; timeout: number };
   /** A tool call of the answer, its arguments parsed (a string as JSON). */
@@ -138,6 +142,13 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
   const fail = (kind: ProviderErrorKind, message: string, status?: number) =>
     new ProviderError(name, kind, `${name}: ${message}`, status);
   const detail = (value: unknown, maxLength?: number) => safeDetail(value, secrets, maxLength);
+  const cause = (value: unknown) => cleanCause(value, secrets);
+  function withProviderText<T extends ProviderError | RetryableFailure>(failure: T, text: unknown): T {
+    const target: ProviderError = failure instanceof RetryableFailure ? failure.error : (failure as ProviderError);
+    const logged = detail(text, MAX_LOGGED_TEXT_LENGTH);
+    if (logged) target.providerText = logged;
+    return failure;
+  }
   const cancelled = () => fail('cancelled', 'request cancelled');
 
   function ready(signal: AbortSignal | undefined): void {
@@ -176,7 +187,8 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
     if (codeOf(error) || (error instanceof TypeError && /terminated|fetch failed/i.test(error.message))) {
       return connectionFailure(error, phase);
     }
-    return fail('bad_response', `unexpected failure: ${detail(error instanceof Error ? error.message : error) || 'unknown'}`);
+    const text = error instanceof Error ? error.message : error;
+    return withProviderText(fail('bad_response', `unexpected failure: ${cause(text) || 'unknown'}`), text);
   }
 
   function connectionFailure(error: unknown, phase: Phase): ProviderError {
@@ -188,9 +200,13 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
   }
 
   function statusFailure(error: E): ProviderError | RetryableFailure {
+    const raw = error.status === 401 ? '' : config.errorText(error);
+    return withProviderText(statusFailureOf(error, cause(raw)), raw);
+  }
+
+  function statusFailureOf(error: E, text: string): ProviderError | RetryableFailure {
     const status = error.status as number;
     // A 401's text may quote the key back: it is left out entirely rather than trusted to redaction.
-    const text = status === 401 ? '' : detail(config.errorText(error));
     const suffix = text ? `: ${text}` : '';
     const waitMs = retryAfterMs(error.headers);
     const after = waitMs !== undefined ? `; retry after ${seconds(waitMs)}` : '';
@@ -343,6 +359,8 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
     clientOptions: { apiKey: apiKey ?? PLACEHOLDER_KEY, maxRetries: 0, timeout: sdkTimeout, logLevel: 'off' },
     fail,
     detail,
+    cause,
+    withProviderText,
     requestOptions,
     toolCall,
     provider,

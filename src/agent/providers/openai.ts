@@ -49,8 +49,8 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
     missingKeyHint: 'set api_key, or base_url for a local server',
     errorText,
     // OpenRouter and others report upstream failures as an error event inside the stream.
-    streamErrorEvent: (error, { fail, detail }) =>
-      fail('unavailable', `the server reported an error mid-answer: ${detail(errorText(error)) || 'no details'}`),
+    streamErrorEvent: (error, { fail, cause, withProviderText }) =>
+      withProviderText(fail('unavailable', `the server reported an error mid-answer: ${cause(errorText(error)) || 'no details'}`), errorText(error)),
     statusFailure(error, { status, suffix, after, retryable }, { fail }) {
       if (status !== 429) return undefined;
       if (errorCode(error) === 'insufficient_quota') {
@@ -193,7 +193,7 @@ function withUsage(result: CompletionResult, usage: OpenAI.CompletionUsage | nul
   return { ...result, usage: counted };
 }
 
-/** The provider's own explanation of a failed answer (to be passed through safeDetail). */
+/** The provider's own explanation of a failed answer (to be passed through cleanCause). */
 function errorText(error: APIError): string {
   const body = error.error as { message?: unknown } | undefined;
   return explanationOf(body && typeof body === 'object' ? body : undefined, error.message);

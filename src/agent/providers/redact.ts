@@ -43,6 +43,32 @@ export function safeDetail(
   return oneLine.length > max ? `${oneLine.slice(0, max - 1)}\u2026` : oneLine;
 }
 
+/** Longest cause shown to a client: a sentence, not a report. */
+export const MAX_CAUSE_LENGTH = 160;
+/** Longest provider text kept for the log. */
+export const MAX_LOGGED_TEXT_LENGTH = 4000;
+
+// Where a stack trace starts: a frame of Node (`at fn (/path:1:2)`, `at async new X (file:///...)`,
+// `at node:internal/...`, `at <anonymous>`), of Java (`at com.x.Y.m(Y.java:42)`), or Python's header.
+const STACK_FRAME =
+  /(?:^|\s+)at\s+(?:async\s+)?(?:new\s+)?(?:[^\s()]+\s*\()?(?:\/|[A-Za-z]:\\|file:|node:|<anonymous>|native\b|[\w$-]+\.\w+:\d+)|\bTraceback \(most recent call last\)/;
+// A file path: Unix (two or more segments, not the path part of a URL) or Windows, with any :line:col.
+const FILE_PATH = /(?<![\w:/.])(?:\/[\w.@~+-]+){2,}\/?(?::\d+)*|\b[A-Za-z]:\\[^\s'"()]*/g;
+
+/**
+ * What a provider's own error text may show a client: its first sentence, cut before any stack
+ * frame, paths replaced, secrets removed, one short line. The whole text goes to the log only.
+ */
+export function cleanCause(text: unknown, secrets: readonly (string | null | undefined)[] = []): string {
+  let cause = safeDetail(text, secrets, MAX_LOGGED_TEXT_LENGTH);
+  const frame = STACK_FRAME.exec(cause);
+  if (frame) cause = cause.slice(0, frame.index);
+  const sentenceEnd = /[.!?](?=\s|$)/.exec(cause);
+  if (sentenceEnd) cause = cause.slice(0, sentenceEnd.index + 1);
+  cause = cause.replace(FILE_PATH, '[path]').trim();
+  return cause.length > MAX_CAUSE_LENGTH ? `${cause.slice(0, MAX_CAUSE_LENGTH - 1)}\u2026` : cause;
+}
+
 /** An endpoint as it may be shown: no user info, query or fragment (they can carry credentials). */
 export function describeEndpoint(url: string): string {
   try {

@@ -66,9 +66,17 @@ export type ProviderErrorKind =
 /**
  * Every failure a provider reports. The message names the provider and the cause and is safe to show
  * to a user: it never holds a credential (providers redact the vendor's own text before using it),
- * and no raw vendor error is kept as `cause`, so serializing the error cannot leak one either.
+ * and no raw vendor error is kept as `cause`, so serializing the error cannot leak one either. It
+ * holds no stack trace or raw vendor text either: only the first sentence of the vendor's explanation,
+ * without paths (see cleanCause).
  */
 export class ProviderError extends Error {
+  /**
+   * The provider's own error text in full, redacted of credentials but with its stack frames and
+   * paths: for the log only (the logger writes an error's own fields); never put in a client's error.
+   */
+  providerText?: string;
+
   constructor(
     readonly provider: string,
     readonly kind: ProviderErrorKind,

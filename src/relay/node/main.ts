@@ -3,19 +3,23 @@ import { parseArgs } from 'node:util';
 import { authTokenProblem } from '../auth';
 import { consoleLogger } from '../console-logger';
 import { positiveSetting } from '../http';
-import { IDLE_TIMEOUT_MS, MAX_CLIENTS_PER_MACHINE } from '../limits';
+import { IDLE_TIMEOUT_MS, MAX_CLIENTS_PER_MACHINE, REFUSAL_LOG_WINDOW_MS } from '../limits';
 import { NodeRelay } from './relay-server';
 
-const USAGE = `usage: AUTH_TOKEN=<at least 32 characters> node dist/relay.js --port N [--host H] [--static DIR]
-  --host    address to listen on (default 127.0.0.1; 0.0.0.0 in a container)
-  --static  folder of the phone page served at / (default: media/ beside dist/)
+const USAGE = `usage: AUTH_TOKEN=<at least 32 characters> node dist/relay.js --port N [--host H] [--static DIR] [--trust-proxy]
+  --host         address to listen on (default 127.0.0.1; 0.0.0.0 in a container)
+  --static       folder of the phone page served at / (default: media/ beside dist/)
+  --trust-proxy  behind a proxy that appends the client's address to X-Forwarded-For: per-address
+                 limits use it (without this flag X-Forwarded-For is ignored)
 environment: AUTH_TOKEN (required), IDLE_TIMEOUT_MS (default 90000), MAX_CLIENTS_PER_MACHINE (default 1024),
-  RELAY_LOG_LEVEL=debug`;
+  REFUSAL_LOG_WINDOW_MS (default 60000), RELAY_LOG_LEVEL=debug`;
 
 async function main(): Promise<number> {
-  let values: { port?: string; host?: string; static?: string; help?: boolean };
+  let values: { port?: string; host?: string; static?: string; 'trust-proxy'?: boolean; help?: boolean };
   try {
-    ({ values } = parseArgs({ options: { port: { type: 'string' }, host: { type: 'string' }, static: { type: 'string' }, help: { type: 'boolean' } } }));
+    ({ values } = parseArgs({
+      options: { port: { type: 'string' }, host: { type: 'string' }, static: { type: 'string' }, 'trust-proxy': { type: 'boolean' }, help: { type: 'boolean' } },
+    }));
   } catch (error) {
     console.error(`${(error as Error).message}\n${USAGE}`);
     return 2;
@@ -42,6 +46,8 @@ async function main(): Promise<number> {
     log,
     idleTimeoutMs: positiveSetting(process.env.IDLE_TIMEOUT_MS, IDLE_TIMEOUT_MS),
     maxClientsPerMachine: positiveSetting(process.env.MAX_CLIENTS_PER_MACHINE, MAX_CLIENTS_PER_MACHINE),
+    trustProxy: values['trust-proxy'] === true,
+    refusalLogWindowMs: positiveSetting(process.env.REFUSAL_LOG_WINDOW_MS, REFUSAL_LOG_WINDOW_MS),
   });
   // Listening for signals before announcing the port: a supervisor may stop us right after it.
   const stopping = new Promise<void>((resolve) => {

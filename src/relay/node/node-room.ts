@@ -1,6 +1,6 @@
 import type { WebSocket } from 'ws';
 import type { Logger } from '../../log/logger';
-import { Room, type RoomHost, type Role } from '../room';
+import { Room, type ClientSeat, type RoomHost, type Role } from '../room';
 
 /** One socket of the Node relay, with the state the Worker keeps in tags and attachments. */
 export class Peer {
@@ -9,11 +9,16 @@ export class Peer {
   /** Answered the last protocol-level ping. */
   alive = true;
 
+  readonly seat: ClientSeat;
+
   constructor(
     readonly ws: WebSocket,
     readonly role: Role,
     readonly cid: string,
-  ) {}
+    address: string,
+  ) {
+    this.seat = { address, opened: Date.now(), confirmed: false };
+  }
 }
 
 /** A machine_id's sockets in memory, and the shared Room logic over them. */
@@ -43,10 +48,6 @@ export class NodeRoom implements RoomHost<Peer> {
     yield* this.byCid.values();
   }
 
-  get clientCount(): number {
-    return this.byCid.size;
-  }
-
   get empty(): boolean {
     return !this.machine() && this.byCid.size === 0;
   }
@@ -65,6 +66,12 @@ export class NodeRoom implements RoomHost<Peer> {
   }
   cidOf(peer: Peer): string {
     return peer.cid;
+  }
+  seatOf(peer: Peer): ClientSeat {
+    return peer.seat;
+  }
+  confirm(peer: Peer): void {
+    peer.seat.confirmed = true;
   }
   send(peer: Peer, text: string): void {
     if (peer.ws.readyState === peer.ws.OPEN) peer.ws.send(text);

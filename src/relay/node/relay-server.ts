@@ -4,8 +4,10 @@ import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Logger } from '../../log/logger';
 import { authTokenProblem } from '../auth';
-import { JSON_HEADERS, errorAnswer, healthAnswer, notFound, notRegistered, parseRegisterBody, registeredAnswer, routeRequest, tooManyClients, type RelayAnswer } from '../http';
-import { IDLE_TIMEOUT_MS, MAX_CLIENT_FRAME_BYTES, MAX_CLIENTS_PER_MACHINE, MAX_REGISTER_BODY_BYTES } from '../limits';
+import { addressKey, lastForwardedFor } from '../client-address';
+import { JSON_HEADERS, errorAnswer, healthAnswer, notFound, notRegistered, parseRegisterBody, registeredAnswer, routeRequest, type RelayAnswer } from '../http';
+import { IDLE_TIMEOUT_MS, MAX_CLIENT_FRAME_BYTES, MAX_CLIENTS_PER_MACHINE, MAX_REGISTER_BODY_BYTES, REFUSAL_LOG_WINDOW_MS } from '../limits';
+import { RefusalLog } from '../refusal-log';
 import type { Role } from '../room';
 import { NodeRoom, Peer } from './node-room';
 import { StaticFiles } from './static-files';
@@ -21,6 +23,14 @@ export interface NodeRelayOptions {
   maxClientsPerMachine?: number;
   /** Interval of protocol-level pings (default: a third of the idle timeout, at most 30 s); a socket that leaves one unanswered is dropped. */
   pingIntervalMs?: number;
+  /**
+   * The relay runs behind a proxy that appends the client's address to X-Forwarded-For: per-address
+   * limits count that address. Off (default): the socket's address, and X-Forwarded-For is ignored
+   * (anyone can send one).
+   */
+  trustProxy?: boolean;
+  /** Window of the refused-connects log lines (docs/relay.md: 60 s). */
+  refusalLogWindowMs?: number;
 }
 
 /** Frames between the contract's limit and this are answered payload_too_large; larger ones ws refuses alone. */
@@ -35,12 +45,14 @@ export class NodeRelay {
   private readonly statics: StaticFiles | undefined;
   private readonly idleTimeoutMs: number;
   private readonly timers: NodeJS.Timeout[] = [];
+  private readonly refusals: RefusalLog;
 
   constructor(private readonly options: NodeRelayOptions) {
     const problem = authTokenProblem(options.authToken);
     if (problem) throw new Error(problem);
     this.statics = options.staticDir ? new StaticFiles(options.staticDir) : undefined;
     this.idleTimeoutMs = options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
+    this.refusals = new RefusalLog(options.log, options.refusalLogWindowMs ?? REFUSAL_LOG_WINDOW_MS);
     this.server = createServer((req, res) => void this.onRequest(req, res));
     this.server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket as Socket, head));
   }
@@ -55,14 +67,16 @@ export class NodeRelay {
     });
     const ping = setInterval(() => this.pingAll(), this.options.pingIntervalMs ?? Math.min(30_000, this.idleTimeoutMs / 3));
     const idle = setInterval(() => this.closeIdle(), Math.min(10_000, Math.max(50, this.idleTimeoutMs / 4)));
-    for (const timer of [ping, idle]) timer.unref();
-    this.timers.push(ping, idle);
+    const refusals = setInterval(() => this.refusals.flush(), Math.max(50, (this.options.refusalLogWindowMs ?? REFUSAL_LOG_WINDOW_MS) / 4));
+    for (const timer of [ping, idle, refusals]) timer.unref();
+    this.timers.push(ping, idle, refusals);
     return this.server.address() as AddressInfo;
   }
 
   /** Closes every socket (1001, so clients reconnect) and stops listening. */
   async close(): Promise<void> {
     for (const timer of this.timers) clearInterval(timer);
+    this.refusals.flush();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const ws of this.wss.clients) ws.close(1001, 'relay shutting down');
     const grace = setTimeout(() => {
@@ -80,7 +94,7 @@ export class NodeRelay {
       if (route.kind === 'health') return send(res, healthAnswer());
       if (route.kind === 'answer') return send(res, route.answer);
       if (route.kind === 'register') return send(res, await this.register(req));
-      if (route.kind === 'static' && (await this.statics?.serve(route.path, req.method ?? 'GET', res))) return;
+      if (route.kind === 'static' && (await this.statics?.serve(route.path, req, res))) return;
       send(res, route.kind === 'socket' ? errorAnswer('invalid_request', 'expected a WebSocket upgrade') : notFound());
     } catch (error) {
       this.options.log.error('relay.request_failed', { error: String(error) });
@@ -106,23 +120,37 @@ export class NodeRelay {
   private onUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
     // Node drops its own error listener from upgraded sockets; a reset peer must not crash the relay.
     socket.on('error', () => socket.destroy());
+    const address = this.addressOf(req);
+    const refuse = (answer: RelayAnswer) => {
+      this.refusals.refused(address, answer);
+      refuseUpgrade(socket, answer);
+    };
     const route = routeRequest(this.describe(req, true), this.options.authToken);
-    if (route.kind !== 'socket') return refuseUpgrade(socket, route.kind === 'answer' ? route.answer : notFound());
+    if (route.kind !== 'socket') return refuse(route.kind === 'answer' ? route.answer : notFound());
     const { role, machineId } = route;
-    if (role === 'client' && !this.registered.has(machineId)) return refuseUpgrade(socket, notRegistered());
-    if (role === 'client' && (this.rooms.get(machineId)?.clientCount ?? 0) >= (this.options.maxClientsPerMachine ?? MAX_CLIENTS_PER_MACHINE)) {
-      return refuseUpgrade(socket, tooManyClients());
+    if (role === 'client' && !this.registered.has(machineId)) return refuse(notRegistered());
+    if (role === 'client') {
+      const refusal = this.rooms.get(machineId)?.room.admit(address, this.options.maxClientsPerMachine ?? MAX_CLIENTS_PER_MACHINE);
+      if (refusal) return refuse(refusal);
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, role, machineId));
+    // ws completes the upgrade synchronously (no verifyClient, no extensions): no other upgrade can
+    // pass admission before this client is counted.
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, role, machineId, address));
   }
 
-  private accept(ws: WebSocket, role: Role, machineId: string): void {
+  /** Where a request comes from, as per-address limits count it. */
+  private addressOf(req: IncomingMessage): string {
+    const forwarded = this.options.trustProxy ? lastForwardedFor(req.headers['x-forwarded-for']) : undefined;
+    return addressKey(forwarded ?? req.socket.remoteAddress);
+  }
+
+  private accept(ws: WebSocket, role: Role, machineId: string, address: string): void {
     let room = this.rooms.get(machineId);
     if (!room) {
       room = new NodeRoom(this.options.log.child({ machine_id: machineId }));
       this.rooms.set(machineId, room);
     }
-    const peer = new Peer(ws, role, role === 'client' ? randomUUID() : '');
+    const peer = new Peer(ws, role, role === 'client' ? randomUUID() : '', address);
     const joined = room;
     ws.on('pong', () => (peer.alive = true));
     ws.on('message', (data: RawData, isBinary: boolean) => {

@@ -1,7 +1,8 @@
 import { readdirSync, statSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
+import { AssetServer } from '../../transport/static-asset';
+import { PAGE_SECURITY_HEADERS } from '../../web/page-headers';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -19,11 +20,12 @@ export const INDEX_FILE = 'phone.html';
 
 /**
  * The phone page's files, served from one flat folder. Only the files listed when the relay starts,
- * by their exact names, can be served, so no request path can reach anything else (no `..`, no
- * encoded separators, no symlinked folders).
+ * by their exact names and known types, can be served, so no request path can reach anything else
+ * (no `..`, no encoded separators, no symlinked folders, no source maps: `.map` is not a known type).
  */
 export class StaticFiles {
   private readonly files = new Map<string, { path: string; type: string }>();
+  private readonly assets = new AssetServer(PAGE_SECURITY_HEADERS);
 
   constructor(dir: string) {
     let names: string[] = [];
@@ -45,24 +47,9 @@ export class StaticFiles {
     return this.files.size;
   }
 
-  /** Answers a GET or HEAD of `pathname`; false when there is no such file. */
-  async serve(pathname: string, method: string, res: ServerResponse): Promise<boolean> {
+  /** Answers a GET or HEAD of `pathname` (compressed, with an ETag: see AssetServer); false when there is no such file. */
+  serve(pathname: string, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     const file = this.files.get(pathname);
-    if (!file) return false;
-    let body: Buffer;
-    try {
-      body = await readFile(file.path);
-    } catch {
-      return false;
-    }
-    res.writeHead(200, {
-      'content-type': file.type,
-      'content-length': body.length,
-      'cache-control': 'no-cache',
-      'x-content-type-options': 'nosniff',
-      'referrer-policy': 'no-referrer',
-    });
-    res.end(method === 'HEAD' ? undefined : body);
-    return true;
+    return file ? this.assets.serve(file, req, res) : Promise.resolve(false);
   }
 }

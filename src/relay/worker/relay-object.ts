@@ -1,7 +1,9 @@
+import { addressKey } from '../client-address';
 import { consoleLogger } from '../console-logger';
-import { notRegistered, positiveSetting, tooManyClients } from '../http';
-import { IDLE_TIMEOUT_MS, MAX_CLIENTS_PER_MACHINE, PING, PONG } from '../limits';
-import { Room, type Role, type RoomHost } from '../room';
+import { notRegistered, positiveSetting } from '../http';
+import { IDLE_TIMEOUT_MS, MAX_CLIENTS_PER_MACHINE, PING, PONG, REFUSAL_LOG_WINDOW_MS } from '../limits';
+import { RefusalLog } from '../refusal-log';
+import { Room, type ClientSeat, type Role, type RoomHost } from '../room';
 import { answerResponse } from './responses';
 import { WEBSOCKET_OPEN, autoResponse, newSocketPair, upgradeResponse, type DurableObjectState, type RelayEnv, type WorkerSocket } from './runtime';
 
@@ -12,6 +14,10 @@ interface SocketState {
   /** Last frame received, recorded at most every `seenStep` ms (a tenth of the idle timeout): writing it on every frame costs. */
   seen: number;
   ended: boolean;
+  /** A client's admission facts (ClientSeat); a machine's are unused. */
+  address: string;
+  opened: number;
+  confirmed: boolean;
 }
 
 const REGISTERED_KEY = 'registered';
@@ -31,6 +37,8 @@ export class Relay implements RoomHost<WorkerSocket> {
   private readonly seenStep: number;
   private readonly maxClients: number;
   private registered = false;
+  /** Refused connects, logged per address and window; in memory, so a hibernation loses an open window's count. */
+  private readonly refusals: RefusalLog;
 
   constructor(
     private readonly ctx: DurableObjectState,
@@ -41,6 +49,7 @@ export class Relay implements RoomHost<WorkerSocket> {
     this.idleMs = positiveSetting(env.IDLE_TIMEOUT_MS, IDLE_TIMEOUT_MS);
     this.maxClients = positiveSetting(env.MAX_CLIENTS_PER_MACHINE, MAX_CLIENTS_PER_MACHINE);
     this.seenStep = Math.max(1, Math.floor(this.idleMs / 10));
+    this.refusals = new RefusalLog(log, positiveSetting(env.REFUSAL_LOG_WINDOW_MS, REFUSAL_LOG_WINDOW_MS));
     // Heartbeats are answered by the runtime without waking the object.
     ctx.setWebSocketAutoResponse(autoResponse(PING, PONG));
     for (const socket of ctx.getWebSockets()) this.index(socket);
@@ -56,17 +65,26 @@ export class Relay implements RoomHost<WorkerSocket> {
     }
     const role: Role = url.searchParams.get('role') === 'machine' ? 'machine' : 'client';
     if (role === 'client' && !(await this.isRegistered())) return answerResponse(notRegistered());
-    if (role === 'client' && this.byCid.size >= this.maxClients) return answerResponse(tooManyClients());
+    // Cloudflare sets CF-Connecting-IP to the client's address (a client cannot choose it).
+    const address = addressKey(request.headers.get('cf-connecting-ip'));
+    if (role === 'client') {
+      const refusal = this.room.admit(address, this.maxClients);
+      if (refusal) {
+        this.refusals.refused(address, refusal);
+        await this.armAlarm(this.refusals.flush());
+        return answerResponse(refusal);
+      }
+    }
     const [client, server] = newSocketPair();
     if (role === 'machine') {
       // A machine holding AUTH_TOKEN is registered by connecting.
       await this.register();
       const previous = this.ctx.getWebSockets('machine');
-      this.accept(server, 'machine', '');
+      this.accept(server, 'machine', '', address);
       this.room.machineOpened(server, previous);
     } else {
       const cid = crypto.randomUUID();
-      this.accept(server, 'client', cid);
+      this.accept(server, 'client', cid, address);
       this.room.clientOpened(server);
     }
     await this.armAlarm();
@@ -96,8 +114,10 @@ export class Relay implements RoomHost<WorkerSocket> {
 
   /** Closes the sockets silent for the idle timeout, then sleeps until the next one could be. */
   async alarm(): Promise<void> {
-    const next = this.room.closeIdle(this.ctx.getWebSockets(), (socket) => this.lastSeen(socket), this.idleMs);
-    if (next !== undefined) await this.ctx.storage.setAlarm(next);
+    const idle = this.room.closeIdle(this.ctx.getWebSockets(), (socket) => this.lastSeen(socket), this.idleMs);
+    const refusals = this.refusals.flush();
+    const next = Math.min(idle ?? Infinity, refusals ?? Infinity);
+    if (next !== Infinity) await this.ctx.storage.setAlarm(next);
   }
 
   // RoomHost
@@ -115,6 +135,13 @@ export class Relay implements RoomHost<WorkerSocket> {
   }
   cidOf(socket: WorkerSocket): string {
     return this.stateOf(socket).cid;
+  }
+  seatOf(socket: WorkerSocket): ClientSeat {
+    const { address, opened, confirmed } = this.stateOf(socket);
+    return { address, opened, confirmed };
+  }
+  confirm(socket: WorkerSocket): void {
+    this.save(socket, { ...this.stateOf(socket), confirmed: true });
   }
   send(socket: WorkerSocket, text: string): void {
     try {
@@ -136,9 +163,10 @@ export class Relay implements RoomHost<WorkerSocket> {
     else if (this.current === socket) this.current = undefined;
   }
 
-  private accept(socket: WorkerSocket, role: Role, cid: string): void {
+  private accept(socket: WorkerSocket, role: Role, cid: string, address: string): void {
     this.ctx.acceptWebSocket(socket, role === 'machine' ? ['machine'] : ['client', cid]);
-    this.save(socket, { role, cid, seen: Date.now(), ended: false });
+    const now = Date.now();
+    this.save(socket, { role, cid, seen: now, ended: false, address, opened: now, confirmed: false });
     this.index(socket);
   }
 
@@ -169,8 +197,14 @@ export class Relay implements RoomHost<WorkerSocket> {
     return Math.max(this.stateOf(socket).seen + this.seenStep, heartbeat);
   }
 
-  private async armAlarm(): Promise<void> {
-    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + this.idleMs);
+  /** Makes sure the alarm comes by `due` (default: one idle timeout from now, unless one is set). */
+  private async armAlarm(due?: number): Promise<void> {
+    const current = await this.ctx.storage.getAlarm();
+    if (due === undefined) {
+      if (current === null) await this.ctx.storage.setAlarm(Date.now() + this.idleMs);
+    } else if (current === null || current > due) {
+      await this.ctx.storage.setAlarm(due);
+    }
   }
 
   private async isRegistered(): Promise<boolean> {

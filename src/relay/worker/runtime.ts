@@ -48,6 +48,8 @@ export interface RelayEnv {
   IDLE_TIMEOUT_MS?: string;
   /** Tests lower the 1024 clients a machine may have. */
   MAX_CLIENTS_PER_MACHINE?: string;
+  /** Tests shorten the 60 s window of the refused-connects log lines. */
+  REFUSAL_LOG_WINDOW_MS?: string;
   /** `debug` for more log lines (each Durable Object start, e.g. after hibernation). */
   LOG_LEVEL?: string;
 }

@@ -1,3 +1,4 @@
+import { PAGE_SECURITY_HEADERS } from '../../web/page-headers';
 import { authTokenProblem } from '../auth';
 import { errorAnswer, healthAnswer, notFound, parseRegisterBody, registeredAnswer, routeRequest } from '../http';
 import { MAX_REGISTER_BODY_BYTES } from '../limits';
@@ -6,7 +7,7 @@ import type { RelayEnv } from './runtime';
 
 export { Relay } from './relay-object';
 
-/** The page the phone opens at `/` (the rest of media/ is served by Workers static assets). */
+/** The page the phone opens at `/`. */
 const INDEX_ASSET = '/phone.html';
 
 /**
@@ -46,11 +47,23 @@ export default {
       case 'socket':
         return machineObject(env, route.machineId).fetch(request);
       case 'static':
-        if (route.path === '/' && env.ASSETS) return env.ASSETS.fetch(new Request(new URL(INDEX_ASSET, url), request));
-        return answerResponse(notFound());
+        return staticAsset(env, request, route.path === '/' ? INDEX_ASSET : route.path);
     }
   },
 };
+
+/**
+ * A file of the phone page from Workers static assets (they run behind the Worker: run_worker_first),
+ * with the page's security headers; never a source map, which would publish the sources.
+ */
+async function staticAsset(env: RelayEnv, request: Request, path: string): Promise<Response> {
+  if (!env.ASSETS || path.endsWith('.map')) return answerResponse(notFound());
+  const asset = await env.ASSETS.fetch(new Request(new URL(path, request.url), request));
+  if (asset.status === 404) return answerResponse(notFound());
+  const response = new Response(asset.body, asset);
+  for (const [name, value] of Object.entries(PAGE_SECURITY_HEADERS)) response.headers.set(name, value);
+  return response;
+}
 
 function machineObject(env: RelayEnv, machineId: string) {
   return env.RELAY.get(env.RELAY.idFromName(machineId));

@@ -19,7 +19,13 @@ export interface PermissionQuestion {
 /** Asks a person; resolves with their decision (implementations deny on timeout or when nobody can answer). */
 export type AskPermission = (question: PermissionQuestion) => Promise<PermissionDecision>;
 
-export type Verdict = { allowed: boolean; reason: 'rule' | 'mode' | 'session' | 'user' };
+export type Verdict = { allowed: boolean; reason: 'source' | 'rule' | 'mode' | 'session' | 'user' };
+
+/**
+ * The mode of a source whose text is untrusted (a webhook account's `tools`), replacing
+ * `permission_mode` for its turns; undefined for the user's own clients.
+ */
+export type SourceToolMode = (source: string) => PermissionMode | undefined;
 
 function globToRegExp(glob: string): RegExp {
   return new RegExp(`^${glob.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`, 's');
@@ -38,6 +44,10 @@ export function ruleMatches(rule: string, tool: string, subject: string | undefi
  * Whether a tool call may run: deny rules, then allow rules, then `permission_mode` read afresh at each
  * call (so a change applies to the next call, even inside a running chat); in `ask` mode, a tool the
  * user allowed for the conversation runs, otherwise a person is asked.
+ *
+ * A source with untrusted text (a webhook account) that has not opted in is denied before any rule is
+ * read: rules written for the user's own chats must not let untrusted text run a tool. When it has opted
+ * in, its mode replaces `permission_mode`, except that `permission_mode: "deny"` still stops everything.
  */
 export class PermissionGate {
   private readonly sessionAllowed = new Set<string>();
@@ -45,10 +55,14 @@ export class PermissionGate {
   constructor(
     private readonly config: () => Pick<ServiceConfig, 'permission_mode' | 'permission_rules'>,
     private readonly ask: AskPermission,
+    private readonly sourceMode: SourceToolMode = () => undefined,
   ) {}
 
   async check(question: PermissionQuestion): Promise<Verdict> {
-    const { permission_rules: rules, permission_mode: mode } = this.config();
+    const { permission_rules: rules, permission_mode: globalMode } = this.config();
+    const sourceMode = this.sourceMode(question.source);
+    if (sourceMode === 'deny') return { allowed: false, reason: 'source' };
+    const mode = sourceMode === undefined || globalMode === 'deny' ? globalMode : sourceMode;
     if (rules.deny.some((rule) => ruleMatches(rule, question.tool, question.subject))) return { allowed: false, reason: 'rule' };
     if (rules.allow.some((rule) => ruleMatches(rule, question.tool, question.subject))) return { allowed: true, reason: 'rule' };
     return this.byMode(mode, question);

@@ -5,6 +5,7 @@ import { ServiceError, type WebhookAccount, type WebhookOutgoingBody } from '../
 import type { Logger } from '../log/logger';
 import type { InboxRow, Store } from '../store';
 import { retryWindowMs } from './webhook-outbox';
+import { webhookSource } from './webhook-trust';
 
 export interface InboxDeps {
   store: Store;
@@ -17,11 +18,6 @@ export interface InboxDeps {
   outbox: { expect(deliveryId: string): void; confirm(deliveryId: string): void };
   /** Agent runs in progress at once for all webhook accounts. Default 32. */
   concurrency?: number;
-}
-
-/** `webhook:<account>`: the conversations' source and owner (commands/session.ts ownerOf). */
-export function webhookSource(account: string): string {
-  return `webhook:${account}`;
 }
 
 /**

@@ -13,6 +13,7 @@ import { startFakeOpenAI, type FakeOpenAI, type FakeStepSource } from './helpers
 import { postJson, startService, writeConfig, type RunningService } from './helpers/service';
 import { tempDir, waitFor } from './helpers/temp';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver';
+import { TestClient } from './helpers/ws-client';
 import { Service } from '../src/service';
 
 const SECRET = 'trusted-sender-secret-0123456789';
@@ -133,6 +134,44 @@ describe('tools requested during a webhook turn', () => {
     }
   });
 
+  test('"tools": "ask" asks the user\'s clients, and permission.request names the webhook account as its source', async () => {
+    const svc = await startService(
+      webhookConfig({ asker: { incoming_path: '/asker', outgoing_url: receiver.url('/asker'), secret: SECRET, tools: 'ask' } }, { permission_mode: 'allow' }),
+      { webhook: FAST, permissionTimeoutMs: 30_000 },
+    );
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    try {
+      scriptCommandAttack('asked.txt');
+      const sent = postJson(`${svc.httpUrl}/asker`, { message: 'please run id' }, { 'x-service-secret': SECRET });
+      const request = await client.next((f) => f.event === 'permission.request');
+      assert.equal(request.source, 'webhook:asker');
+      assert.equal(request.tool, 'run_command');
+      const answer = await client.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
+      assert.equal(answer.status, 'ok');
+      const { conversation_id } = (await sent).body!.data as { conversation_id: string };
+      await receiver.waitFor((r) => r.requests.some((c) => c.body?.conversation_id === conversation_id), 'the callback');
+      assert.equal(existsSync(join(workspace.dir, 'asked.txt')), true);
+    } finally {
+      client.close();
+      await svc.dispose();
+    }
+  });
+
+  test('permission.request of a WebSocket chat carries source "ws"', async () => {
+    const svc = await startService({ base_url: fake.url, workspace: workspace.dir, permission_mode: 'ask' }, { permissionTimeoutMs: 30_000 });
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    try {
+      scriptCommandAttack('ws-asked.txt');
+      const chat = client.request({ type: 'chat', message: 'please run id' });
+      const request = await client.next((f) => f.event === 'permission.request');
+      assert.equal(request.source, 'ws');
+      await client.request({ type: 'permission_response', request_id: request.request_id, decision: 'deny' });
+      assert.equal((await chat).status, 'ok');
+    } finally {
+      client.close();
+      await svc.dispose();
+    }
+  });
 });
 
 describe('webhook account configuration', () => {

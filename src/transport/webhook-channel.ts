@@ -8,7 +8,7 @@ import type { Store } from '../store';
 import type { Router } from './http-server';
 import { IDEMPOTENCY_WINDOW_MS, IncomingWebhooks } from './webhook-incoming';
 import { WebhookInbox } from './webhook-inbox';
-import { WebhookOutbox, type DeliveryCommands, type OutboxTimings } from './webhook-outbox';
+import { DEFAULT_OUTBOX_TIMINGS, WebhookOutbox, type DeliveryCommands, type OutboxTimings } from './webhook-outbox';
 
 /** Limits and timings of the channel; the defaults are decisions.md's, tests and benchmarks shorten them. */
 export interface WebhookChannelOptions extends Partial<OutboxTimings> {
@@ -69,6 +69,7 @@ export class WebhookChannel {
       accounts,
       logger: deps.logger,
       outbox: this.outbox,
+      retry: { ...DEFAULT_OUTBOX_TIMINGS, ...timings },
       concurrency: answerConcurrency,
     });
     this.incoming = new IncomingWebhooks(

@@ -193,8 +193,9 @@ describe('permanent provider failures are answered with an error callback', () =
     assert.equal(body.status, 'error');
     assert.equal(body.conversation_id, data.conversation_id);
     assert.equal(body.message_id, data.message_id);
-    assert.match(String(body.error), /authentication failed \(HTTP 401\)/);
+    assert.equal(body.error, "the model provider refused the assistant's credentials (HTTP 401)");
     assert.ok(!callback.raw.includes(TEST_API_KEY) && !callback.raw.includes(TEST_API_KEY.slice(0, 8)), 'no part of the key');
+    assert.match(String(svc.service.store.webhooks.getInbox(data.message_id)?.error), /authentication failed \(HTTP 401\)/, 'the detail is kept for the owner');
     assert.equal(chatRequestsWith(fake, 'with a revoked key').length, 1, 'a 401 is not retried');
     const deliveries = await deliveriesOf(svc, data.conversation_id);
     assert.equal(deliveries.length, 1);
@@ -202,14 +203,20 @@ describe('permanent provider failures are answered with an error callback', () =
     assert.equal(svc.service.store.webhooks.getInbox(data.message_id)?.status, 'failed');
   });
 
-  test('a 400 from the provider (invalid request) is permanent too', async () => {
-    fake.script({ status: 400 });
+  test("a 404 (unknown model) is permanent too; the sender is not told the provider's address or text", async () => {
+    fake.script({ status: 404 });
     const data = await accepted(svc, { message: 'a request it refuses' });
     await receiver.waitFor(() => callbacksFor(data.conversation_id).length >= 1, 'the error callback', 15_000);
     await settle();
     const [callback] = callbacksFor(data.conversation_id);
-    assert.equal((callback.body as Record<string, unknown>).status, 'error');
-    assert.match(String((callback.body as Record<string, unknown>).error), /HTTP 400/);
+    assert.deepEqual(callback.body, {
+      status: 'error',
+      error: 'the model provider refused the request (HTTP 404)',
+      conversation_id: data.conversation_id,
+      message_id: data.message_id,
+    });
+    assert.ok(!callback.raw.includes(`127.0.0.1:${fake.port}`) && !callback.raw.includes('fake-missing'), 'no base URL, no vendor text');
+    assert.match(String(svc.service.store.webhooks.getInbox(data.message_id)?.error), new RegExp(`127\\.0\\.0\\.1:${fake.port}`), 'the owner keeps the detail');
     assert.equal(chatRequestsWith(fake, 'a request it refuses').length, 1);
   });
 

@@ -6,7 +6,7 @@ import type { Logger } from '../log/logger';
 import type { InboxRow, Store } from '../store';
 import { backoffMs, retryWindowMs, type OutboxTimings } from './webhook-outbox';
 import { webhookSource } from './webhook-trust';
-import { turnFailureOf } from './webhook-turn-failure';
+import { turnFailureOf, type TurnFailure } from './webhook-turn-failure';
 
 export interface InboxDeps {
   store: Store;
@@ -142,7 +142,8 @@ export class WebhookInbox {
     if (!current || current.status !== 'pending') return;
     if (!store.conversations.get(row.conversation_id)) {
       log.warn('webhook.answer_skipped', { reason: 'conversation deleted' });
-      await this.sendError(row, 'the conversation was deleted before this message was answered', log);
+      const why = 'the conversation was deleted before this message was answered';
+      await this.sendError(row, { detail: why, forSender: why }, log);
       return;
     }
     const account = this.deps.accounts().get(row.account);
@@ -202,7 +203,7 @@ export class WebhookInbox {
       const delay = Math.max(backoffMs(this.deps.retry, tries), failure.retryAfterMs ?? 0);
       // The last try is made at the end of the window rather than never.
       const wait = Math.min(now + delay, giveUpAt) - now;
-      log.warn('webhook.answer_retry', { try: tries, retry_in_ms: Math.round(wait), error: failure.message });
+      log.warn('webhook.answer_retry', { try: tries, retry_in_ms: Math.round(wait), error: failure.detail });
       const timer = setTimeout(() => {
         this.retryTimers.delete(row.message_id);
         this.enqueue(row);
@@ -210,20 +211,20 @@ export class WebhookInbox {
       this.retryTimers.set(row.message_id, timer);
       return;
     }
-    const message = failure.transient ? `gave up after ${tries} tries: ${failure.message}` : failure.message;
-    log.error('webhook.answer_failed', { tries, error: message });
-    await this.sendError(row, message, log);
+    const gaveUp = failure.transient ? `gave up after ${tries} tries: ` : '';
+    log.error('webhook.answer_failed', { tries, error: failure.detail });
+    await this.sendError(row, { detail: gaveUp + failure.detail, forSender: gaveUp + failure.forSender }, log);
   }
 
-  /** Marks the row failed and queues the signed error callback, in one transaction. */
-  private async sendError(row: InboxRow, message: string, log: Logger): Promise<void> {
+  /** Marks the row failed (with the detail, for the owner) and queues the signed error callback, in one transaction. */
+  private async sendError(row: InboxRow, why: Pick<TurnFailure, 'detail' | 'forSender'>, log: Logger): Promise<void> {
     const now = Date.now();
     const target = this.deps.accounts().get(row.account);
-    const body: WebhookErrorBody = { status: 'error', error: message, conversation_id: row.conversation_id, message_id: row.message_id };
+    const body: WebhookErrorBody = { status: 'error', error: why.forSender, conversation_id: row.conversation_id, message_id: row.message_id };
     const deliveryId = randomUUID();
     this.deps.outbox.expect(deliveryId);
     try {
-      await this.deps.store.webhooks.failWithCallback(row.message_id, message, {
+      await this.deps.store.webhooks.failWithCallback(row.message_id, why.detail, {
         id: deliveryId,
         account: row.account,
         url: target?.outgoing_url ?? row.url,

@@ -31,7 +31,7 @@ import { RelayLinks } from './transport/relay-links';
 import { relayStatusRoute } from './transport/relay-status-route';
 import { phonePageRoutes } from './transport/static-files';
 import { WebhookChannel, type WebhookChannelOptions } from './transport/webhook-channel';
-import { webhookToolMode } from './transport/webhook-trust';
+import { untrustedToolMode } from './transport/webhook-trust';
 
 export interface ServiceOptions {
   dataDir: string;
@@ -142,7 +142,9 @@ export class Service {
     const events = new EventHub();
     const tools = createToolRegistry(current, store, logger, host);
     const permissions = new PermissionBroker(events, logger, { timeoutMs: options.permissionTimeoutMs, localPrompt: () => host.permissionPrompt });
-    const gate = new PermissionGate(current, permissions.ask, (source) => webhookToolMode(config.current, source));
+    const gate = new PermissionGate(current, permissions.ask, (question) =>
+      untrustedToolMode(config.current, question.source, store.conversations.get(question.conversationId)?.source),
+    );
     const agent = new Agent({
       store,
       config: current,

@@ -8,12 +8,16 @@ export function webhookSource(account: string): string {
 }
 
 /**
- * The permission mode for tools requested during a turn of `source`, when its text is untrusted: a
- * webhook account's `tools` (default `deny`; `deny` too for an account removed since), which replaces
- * `permission_mode` (decisions.md, "Text that arrives by webhook is untrusted"). Undefined for the
- * user's own clients, whose turns follow `permission_mode`.
+ * The permission mode for a tool the model asks for when untrusted text is in its context (decisions.md,
+ * "Text that arrives by webhook is untrusted"), replacing `permission_mode`:
+ * - a webhook account's turn: the account's `tools` (default `deny`; `deny` too for an account removed
+ *   since);
+ * - the user's own turn in a webhook conversation (`conversationSource`): its history holds the webhook's
+ *   text, which may try to steer the model, so `allow` becomes `ask` (the user is there to answer).
+ * Undefined otherwise: the turn follows `permission_mode`.
  */
-export function webhookToolMode(config: ServiceConfig, source: string): PermissionMode | undefined {
-  if (!source.startsWith(PREFIX)) return undefined;
-  return webhookAccountsOf(config).get(source.slice(PREFIX.length))?.tools ?? 'deny';
+export function untrustedToolMode(config: ServiceConfig, source: string, conversationSource: string | undefined): PermissionMode | undefined {
+  if (source.startsWith(PREFIX)) return webhookAccountsOf(config).get(source.slice(PREFIX.length))?.tools ?? 'deny';
+  if (conversationSource?.startsWith(PREFIX) && config.permission_mode === 'allow') return 'ask';
+  return undefined;
 }

@@ -31,6 +31,7 @@ import { RelayLinks } from './transport/relay-links';
 import { relayStatusRoute } from './transport/relay-status-route';
 import { phonePageRoutes } from './transport/static-files';
 import { WebhookChannel, type WebhookChannelOptions } from './transport/webhook-channel';
+import { untrustedToolMode } from './transport/webhook-trust';
 
 export interface ServiceOptions {
   dataDir: string;
@@ -143,7 +144,9 @@ export class Service {
     const events = new EventHub();
     const tools = createToolRegistry(current, store, logger, host);
     const permissions = new PermissionBroker(events, logger, { timeoutMs: options.permissionTimeoutMs, localPrompt: () => host.permissionPrompt });
-    const gate = new PermissionGate(current, permissions.ask);
+    const gate = new PermissionGate(current, permissions.ask, (question) =>
+      untrustedToolMode(config.current, question.source, store.conversations.get(question.conversationId)?.source),
+    );
     const agent = new Agent({
       store,
       config: current,

@@ -46,6 +46,7 @@ describe('permission prompt', () => {
     }
     const shown = testing.messages[0]!;
     assert.match(shown.message, /run_command/);
+    assert.match(shown.message, /asked from editor/, 'the prompt says where the request came from');
     assert.deepEqual(shown.options && (shown.options as { modal: boolean }).modal, true);
     assert.match((shown.options as { detail: string }).detail, /command: git status/);
     assert.deepEqual(shown.items, ['Allow', 'Allow for this Conversation', 'Deny']);

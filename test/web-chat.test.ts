@@ -170,6 +170,7 @@ test('ask mode: a tool call shows a permission card; Allow runs it and the card 
   const card = page.locator('.permission-card');
   await card.waitFor();
   assert.match(await card.innerText(), /list_directory/);
+  assert.match(await card.innerText(), /Asked from LAN/, 'the card says where the request came from');
   assert.equal(await card.locator('button').count(), 3);
   await shot('05-permission');
   await card.locator('button[data-decision="allow"]').click();

@@ -73,6 +73,16 @@ export function titleOf(message: string): string {
 class Cancelled extends Error {}
 
 /**
+ * A turn the provider could not answer: a server_error to clients, keeping the provider's failure
+ * (kind, status, Retry-After) for a caller that decides whether to try again (the webhook inbox).
+ */
+export class ProviderFailure extends ServiceError {
+  constructor(readonly failure: ProviderError) {
+    super('server_error', failure.message);
+  }
+}
+
+/**
  * A chat turn: store the user's message, then ask the model, running the tools it calls (under the
  * permission gate) until it answers or `max_steps` is reached, then store the reply. Tool calls and
  * results are stored as `tool` messages as they happen; the final reply is stored only when complete.
@@ -161,7 +171,7 @@ export class Agent {
         return { response: streamed, conversation_id: conversationId, message_id: '', cancelled: true };
       }
       log.warn('chat.failed', { error, ms: Date.now() - started });
-      if (error instanceof ProviderError) throw new ServiceError('server_error', error.message);
+      if (error instanceof ProviderError) throw new ProviderFailure(error);
       throw error;
     }
   }

@@ -49,7 +49,14 @@ export class PermissionBroker {
       });
     });
     this.events.broadcast(
-      { event: 'permission.request', request_id: requestId, conversation_id: question.conversationId, tool: question.tool, arguments: question.arguments },
+      {
+        event: 'permission.request',
+        request_id: requestId,
+        conversation_id: question.conversationId,
+        source: question.source,
+        tool: question.tool,
+        arguments: question.arguments,
+      },
       canAnswer,
     );
     localPrompt?.({ requestId, question }, settle.signal).then(

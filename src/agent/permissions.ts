@@ -19,7 +19,13 @@ export interface PermissionQuestion {
 /** Asks a person; resolves with their decision (implementations deny on timeout or when nobody can answer). */
 export type AskPermission = (question: PermissionQuestion) => Promise<PermissionDecision>;
 
-export type Verdict = { allowed: boolean; reason: 'rule' | 'mode' | 'session' | 'user' };
+export type Verdict = { allowed: boolean; reason: 'source' | 'rule' | 'mode' | 'session' | 'user' };
+
+/**
+ * The mode for a tool call whose context holds untrusted text (a webhook account's turn, or the user's
+ * turn in a webhook conversation), replacing `permission_mode`; undefined when all of it is the user's.
+ */
+export type UntrustedToolMode = (question: Pick<PermissionQuestion, 'source' | 'conversationId'>) => PermissionMode | undefined;
 
 function globToRegExp(glob: string): RegExp {
   return new RegExp(`^${glob.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`, 's');
@@ -38,6 +44,11 @@ export function ruleMatches(rule: string, tool: string, subject: string | undefi
  * Whether a tool call may run: deny rules, then allow rules, then `permission_mode` read afresh at each
  * call (so a change applies to the next call, even inside a running chat); in `ask` mode, a tool the
  * user allowed for the conversation runs, otherwise a person is asked.
+ *
+ * A call whose context holds untrusted text gets its mode from `untrustedMode`: `deny` (a webhook account
+ * that has not opted in) is final, before any rule is read, since rules written for the user's own chats
+ * must not let untrusted text run a tool; another mode replaces `permission_mode`, except that
+ * `permission_mode: "deny"` still stops everything.
  */
 export class PermissionGate {
   private readonly sessionAllowed = new Set<string>();
@@ -45,10 +56,14 @@ export class PermissionGate {
   constructor(
     private readonly config: () => Pick<ServiceConfig, 'permission_mode' | 'permission_rules'>,
     private readonly ask: AskPermission,
+    private readonly untrustedMode: UntrustedToolMode = () => undefined,
   ) {}
 
   async check(question: PermissionQuestion): Promise<Verdict> {
-    const { permission_rules: rules, permission_mode: mode } = this.config();
+    const { permission_rules: rules, permission_mode: globalMode } = this.config();
+    const untrusted = this.untrustedMode(question);
+    if (untrusted === 'deny') return { allowed: false, reason: 'source' };
+    const mode = untrusted === undefined || globalMode === 'deny' ? globalMode : untrusted;
     if (rules.deny.some((rule) => ruleMatches(rule, question.tool, question.subject))) return { allowed: false, reason: 'rule' };
     if (rules.allow.some((rule) => ruleMatches(rule, question.tool, question.subject))) return { allowed: true, reason: 'rule' };
     return this.byMode(mode, question);

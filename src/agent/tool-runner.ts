@@ -37,7 +37,9 @@ export async function runToolCall(
     signal: context.signal,
   });
   if (!verdict.allowed) {
-    return { content: `Permission denied: the user did not allow ${tool.name} to run. Do not retry it; answer without it.`, ok: false, denied: true };
+    context.logger.info('tool.denied', { tool: tool.name, reason: verdict.reason, source: context.source });
+    const why = verdict.reason === 'source' ? 'tools are not enabled for messages from this source' : `the user did not allow ${tool.name} to run`;
+    return { content: `Permission denied: ${why}. Do not retry it; answer without it.`, ok: false, denied: true };
   }
   if (context.signal.aborted) return { content: 'Cancelled.', ok: false };
   const timeout = AbortSignal.timeout(context.timeoutMs);

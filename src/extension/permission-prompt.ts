@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { LocalPrompt } from '../agent/permission-broker';
 import type { PermissionDecision } from '../protocol';
+import { sourceLabel } from '../protocol/sources';
 
 export const PROPOSED_SCHEME = 'remote-assistant-proposed';
 const ALLOW = 'Allow';
@@ -85,7 +86,7 @@ export function createPermissionPrompt(proposed: ProposedContent): LocalPrompt {
       const buttons: vscode.MessageItem[] = (canDiff ? [ALLOW, ALLOW_SESSION, SHOW_DIFF] : [ALLOW, ALLOW_SESSION]).map((title) => ({ title }));
       buttons.push({ title: DENY, isCloseAffordance: true });
       const shown = vscode.window.showWarningMessage(
-        `Remote Assistant wants to run ${question.tool}`,
+        `Remote Assistant wants to run ${question.tool} (asked from ${sourceLabel(question.source)})`,
         { modal: true, detail: `${question.subject ? `${question.subject}\n\n` : ''}${describeArguments(question.arguments)}` },
         ...buttons,
       );

@@ -170,7 +170,10 @@ export const Delivery = z.object({
   account: z.string(),
   receiver: z.string(),
   conversation_id: z.string(),
+  /** The reply it carries; for an error callback, the incoming message that could not be answered. */
   message_id: z.string(),
+  /** `reply`, or `error`: the incoming message could not be answered (webhook/WebhookErrorBody). */
+  kind: z.enum(['reply', 'error']),
   status: DeliveryStatus,
   attempts: z.number().int(),
   created_at: z.string(),

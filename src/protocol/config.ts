@@ -40,6 +40,11 @@ export const WebhookAccount = z.strictObject({
   secret: z.string().min(MIN_WEBHOOK_SECRET_LENGTH, { error: `must be at least ${MIN_WEBHOOK_SECRET_LENGTH} characters` }).optional(),
   model: z.string().min(1).optional(),
   retry_for_seconds: z.number().int().positive().optional(),
+  /**
+   * Whether tools may run during this account's turns (webhook text is untrusted): `deny` (the default),
+   * `ask` or `allow`, in place of permission_mode. Opting in needs a secret (checked below).
+   */
+  tools: PermissionMode.optional(),
 });
 export type WebhookAccount = z.infer<typeof WebhookAccount>;
 
@@ -135,6 +140,13 @@ export const ServiceConfigFile = z.looseObject({
         ctx.addIssue({ code: 'custom', path: ['channels', channel.name, 'accounts', account, 'incoming_path'], message: `duplicate incoming_path ${settings.incoming_path}` });
       }
       paths.add(settings.incoming_path);
+      if (settings.tools !== undefined && settings.tools !== 'deny' && !settings.secret) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['channels', channel.name, 'accounts', account, 'tools'],
+          message: `"${settings.tools}" needs a secret: anyone who can reach an account without one could run tools`,
+        });
+      }
     }
   }
 });

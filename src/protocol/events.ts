@@ -26,6 +26,8 @@ export const PermissionRequestEvent = z.object({
   event: z.literal('permission.request'),
   request_id: z.string(),
   conversation_id: z.string(),
+  /** Where the chat asking came from: `editor`, `ws`, `relay` or `webhook:<account>`. */
+  source: z.string(),
   tool: z.string(),
   arguments: z.record(z.string(), z.unknown()),
 });

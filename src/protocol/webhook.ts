@@ -11,3 +11,15 @@ export type WebhookIncomingBody = z.infer<typeof WebhookIncomingBody>;
 /** Body the service POSTs to `outgoing_url`. */
 export const WebhookOutgoingBody = z.object({ message: z.string(), conversation_id: z.string() });
 export type WebhookOutgoingBody = z.infer<typeof WebhookOutgoingBody>;
+
+/**
+ * Body POSTed to `outgoing_url` instead of a reply when an accepted message cannot be answered (the
+ * provider refused it, or kept failing for the account's retry window). `message_id` is the incoming one.
+ */
+export const WebhookErrorBody = z.object({
+  status: z.literal('error'),
+  error: z.string(),
+  conversation_id: z.string(),
+  message_id: z.string(),
+});
+export type WebhookErrorBody = z.infer<typeof WebhookErrorBody>;

@@ -1,15 +1,15 @@
-import type { Database } from './database';
+import type { Database, WriteTx } from './database';
 import { insertMessage } from './messages';
 import type { NewMessage } from './types';
 
 /**
  * The webhook channel's tables (migration 2):
  * - `webhook_inbox`: one row per accepted incoming message (keyed by the user message's id), `pending`
- *   until the agent's reply is stored (`answered`) or the run failed for good (`failed`). Pending rows
- *   are re-run after a restart.
+ *   until the agent's reply is stored (`answered`) or the message cannot be answered (`failed`, with
+ *   an error callback). Pending rows are re-run after a restart.
  * - `webhook_idempotency`: the first answer to an `Idempotency-Key` per account, for 24 h.
- * - `webhook_deliveries`: the outbox. A row is created in the same transaction as the reply it carries,
- *   is `pending` while it has a `next_attempt_ms`, and ends `delivered` or `failed`.
+ * - `webhook_deliveries`: the outbox. A row is created in the same transaction as the reply (or error
+ *   callback) it carries, is `pending` while it has a `next_attempt_ms`, and ends `delivered` or `failed`.
  */
 
 export type InboxStatus = 'pending' | 'answered' | 'failed';
@@ -107,6 +107,15 @@ const DELIVERY_COLUMNS =
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** A new pending delivery, due at once, carrying `messageId` (a reply, or the message an error callback is about). */
+function insertDelivery(tx: WriteTx, delivery: NewDelivery, conversationId: string, messageId: string): void {
+  tx.run(
+    `INSERT INTO webhook_deliveries (id, account, url, conversation_id, message_id, body, status, created_at, next_attempt_ms, give_up_ms)
+     VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
+    [delivery.id, delivery.account, delivery.url, conversationId, messageId, delivery.body, iso(delivery.now), delivery.now, delivery.give_up_ms],
+  );
+}
+
 export class WebhooksRepo {
   constructor(private readonly db: Database) {}
 
@@ -176,6 +185,14 @@ export class WebhooksRepo {
     return this.db.get<InboxRow>(`SELECT ${INBOX_COLUMNS} FROM webhook_inbox WHERE message_id = ?`, [messageId]);
   }
 
+  /** The earliest row of the conversation that came in before `seq` and is still pending, if any. */
+  earlierPending(conversationId: string, seq: number): InboxRow | undefined {
+    return this.db.get<InboxRow>(
+      `SELECT ${INBOX_COLUMNS} FROM webhook_inbox WHERE status = 'pending' AND conversation_id = ? AND seq < ? ORDER BY seq LIMIT 1`,
+      [conversationId, seq],
+    );
+  }
+
   /**
    * Puts an accepted message into its conversation, when its turn to be answered comes. Done once:
    * after a crash the turn is run again and finds the message already there.
@@ -202,18 +219,23 @@ export class WebhooksRepo {
         inboxMessageId,
       ]);
       if (done.changes === 0) throw new Error(`webhook inbox row ${inboxMessageId} is not pending`);
-      tx.run(
-        `INSERT INTO webhook_deliveries (id, account, url, conversation_id, message_id, body, status, created_at, next_attempt_ms, give_up_ms)
-         VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
-        [delivery.id, delivery.account, delivery.url, reply.conversation_id, reply.id, delivery.body, iso(delivery.now), delivery.now, delivery.give_up_ms],
-      );
+      insertDelivery(tx, delivery, reply.conversation_id, reply.id);
     });
   }
 
-  /** The agent could not answer (provider error, conversation deleted): the row stops being pending. */
-  async failInbox(messageId: string, error: string, now = Date.now()): Promise<void> {
-    await this.db.write((tx) => {
-      tx.run(`UPDATE webhook_inbox SET status = 'failed', error = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [error, iso(now), messageId]);
+  /**
+   * The message cannot be answered: its row marked failed and the error callback telling the sender, in
+   * one durable transaction (the delivery's message_id is the incoming message's).
+   */
+  failWithCallback(inboxMessageId: string, error: string, delivery: NewDelivery & { conversation_id: string }): Promise<void> {
+    return this.db.write((tx) => {
+      const done = tx.run(`UPDATE webhook_inbox SET status = 'failed', error = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [
+        error,
+        iso(delivery.now),
+        inboxMessageId,
+      ]);
+      if (done.changes === 0) throw new Error(`webhook inbox row ${inboxMessageId} is not pending`);
+      insertDelivery(tx, delivery, delivery.conversation_id, inboxMessageId);
     });
   }
 

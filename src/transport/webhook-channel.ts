@@ -8,7 +8,7 @@ import type { Store } from '../store';
 import type { Router } from './http-server';
 import { IDEMPOTENCY_WINDOW_MS, IncomingWebhooks } from './webhook-incoming';
 import { WebhookInbox } from './webhook-inbox';
-import { WebhookOutbox, type DeliveryCommands, type OutboxTimings } from './webhook-outbox';
+import { DEFAULT_OUTBOX_TIMINGS, WebhookOutbox, type DeliveryCommands, type OutboxTimings } from './webhook-outbox';
 
 /** Limits and timings of the channel; the defaults are decisions.md's, tests and benchmarks shorten them. */
 export interface WebhookChannelOptions extends Partial<OutboxTimings> {
@@ -69,6 +69,7 @@ export class WebhookChannel {
       accounts,
       logger: deps.logger,
       outbox: this.outbox,
+      retry: { ...DEFAULT_OUTBOX_TIMINGS, ...timings },
       concurrency: answerConcurrency,
     });
     this.incoming = new IncomingWebhooks(
@@ -96,7 +97,8 @@ export class WebhookChannel {
   /** Answers messages left pending by the last run, starts the outbox and the hourly clean-up. */
   start(): void {
     const names = [...this.accounts().byName.keys()];
-    if (names.length > 0) this.log.info('webhook.accounts', { accounts: names, ...this.withoutSecret() });
+    if (names.length > 0) this.log.info('webhook.accounts', { accounts: names });
+    this.warnWithoutSecret();
     this.inbox.resume();
     this.outbox.start();
     void this.sweep();
@@ -124,9 +126,13 @@ export class WebhookChannel {
     return this.memo;
   }
 
-  private withoutSecret(): { without_secret?: string[] } {
+  /**
+   * Names the accounts anyone who reaches the port may post to. (The field is `accounts`: a name holding
+   * "secret" would have the log's redactor hide the names.)
+   */
+  private warnWithoutSecret(): void {
     const open = [...this.accounts().byName].filter(([, a]) => !a.secret).map(([name]) => name);
-    return open.length > 0 ? { without_secret: open } : {};
+    if (open.length > 0) this.log.warn('webhook.accounts_without_secret', { accounts: open, note: 'anyone who can reach the port may post to these; their turns run no tools' });
   }
 
   private logAccountChanges(): void {
@@ -136,7 +142,8 @@ export class WebhookChannel {
     const removed = [...before.keys()].filter((name) => !after.has(name));
     const changed = [...after.keys()].filter((name) => before.has(name) && !isDeepStrictEqual(before.get(name), after.get(name)));
     if (added.length + removed.length + changed.length === 0) return;
-    this.log.info('webhook.accounts_changed', { added, removed, changed, ...this.withoutSecret() });
+    this.log.info('webhook.accounts_changed', { added, removed, changed });
+    this.warnWithoutSecret();
   }
 
   private async sweep(): Promise<void> {

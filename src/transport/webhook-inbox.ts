@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Agent } from '../agent/agent';
 import type { RunningChats } from '../commands/running-chats';
-import { ServiceError, type WebhookAccount, type WebhookOutgoingBody } from '../protocol';
+import type { WebhookAccount, WebhookErrorBody, WebhookOutgoingBody } from '../protocol';
 import type { Logger } from '../log/logger';
 import type { InboxRow, Store } from '../store';
-import { retryWindowMs } from './webhook-outbox';
+import { backoffMs, retryWindowMs, type OutboxTimings } from './webhook-outbox';
+import { webhookSource } from './webhook-trust';
+import { turnFailureOf, type TurnFailure } from './webhook-turn-failure';
 
 export interface InboxDeps {
   store: Store;
@@ -15,27 +17,40 @@ export interface InboxDeps {
   logger: Logger;
   /** Told of each delivery before its transaction, and again once it is durable (then it may be sent). */
   outbox: { expect(deliveryId: string): void; confirm(deliveryId: string): void };
+  /** Backoff between tries of a turn the provider failed for a passing reason (as deliveries back off). */
+  retry: Pick<OutboxTimings, 'retryBaseMs' | 'retryMaxMs'>;
   /** Agent runs in progress at once for all webhook accounts. Default 32. */
   concurrency?: number;
 }
 
-/** `webhook:<account>`: the conversations' source and owner (commands/session.ts ownerOf). */
-export function webhookSource(account: string): string {
-  return `webhook:${account}`;
-}
+/** Thrown inside a conversation's turn by a message that must wait for an earlier one still pending. */
+class WaitingBehind extends Error {}
 
 /**
  * Answers accepted webhook messages. The inbox row is the work item: the agent answers the stored
  * user message, and the reply, the row's `answered` mark and the outgoing delivery are written in one
  * transaction. A row still pending after a crash or a stop is answered when the service starts again.
- * Messages of one conversation are answered in arrival order (the agent serializes per conversation, and
- * rows are handed to it in order).
+ *
+ * An accepted message is answered eventually (decisions.md): a turn the provider failed for a passing
+ * reason (5xx, 429, network, timeout) is tried again with backoff, honouring Retry-After, until the
+ * account's retry window (counted from its arrival) is over; then, or at once for a failure that will
+ * not pass (401, a refused request), the sender gets a signed error callback instead of a reply, written
+ * with the row's `failed` mark. The row stays pending meanwhile, so a restart picks it up again.
+ *
+ * Messages of one conversation are answered in arrival order: the agent serializes per conversation,
+ * rows are handed to it in order, and a message whose turn comes while an earlier one of its
+ * conversation is still pending (waiting to be retried) waits for it, out of the conversation.
  */
 export class WebhookInbox {
   private readonly log: Logger;
   private readonly limit: number;
   private readonly queued = new Set<string>();
   private readonly waiting: (() => void)[] = [];
+  /** Failed tries of each message still being retried (in memory: after a restart the backoff starts over). */
+  private readonly failedTries = new Map<string, number>();
+  private readonly retryTimers = new Map<string, NodeJS.Timeout>();
+  /** Rows waiting for an earlier row of their conversation to be answered or to fail for good. */
+  private readonly parked = new Map<string, InboxRow[]>();
   private active = 0;
   private stopped = false;
 
@@ -58,9 +73,11 @@ export class WebhookInbox {
     void this.process(row).finally(() => this.queued.delete(row.message_id));
   }
 
-  /** No new runs start; rows not started stay pending in the database. Runs in progress finish (the agent's). */
+  /** No new runs start; rows not started (or waiting to be retried) stay pending in the database. Runs in progress finish (the agent's). */
   stop(): void {
     this.stopped = true;
+    for (const timer of this.retryTimers.values()) clearTimeout(timer);
+    this.retryTimers.clear();
     const waiting = this.waiting.splice(0);
     this.active += waiting.length;
     for (const wake of waiting) wake();
@@ -86,11 +103,36 @@ export class WebhookInbox {
     try {
       if (this.stopped) return;
       await this.answer(row);
+      if (this.deps.store.webhooks.getInbox(row.message_id)?.status !== 'pending') this.settled(row);
     } catch (error) {
       this.log.error('webhook.inbox_crashed', { message: row.message_id, error });
     } finally {
       this.release();
     }
+  }
+
+  /** The row is answered or failed for good: the messages of its conversation waiting behind it go on. */
+  private settled(row: InboxRow): void {
+    this.failedTries.delete(row.message_id);
+    const waiting = this.parked.get(row.conversation_id);
+    if (!waiting) return;
+    this.parked.delete(row.conversation_id);
+    // After this turn has let go of them (enqueue skips rows still being processed).
+    setImmediate(() => waiting.sort((a, b) => a.seq - b.seq).forEach((r) => this.enqueue(r)));
+  }
+
+  private park(row: InboxRow): void {
+    // The earlier row may have settled while this turn was being turned away: then go on at once.
+    if (!this.deps.store.webhooks.earlierPending(row.conversation_id, row.seq)) return void setImmediate(() => this.enqueue(row));
+    const waiting = this.parked.get(row.conversation_id) ?? [];
+    waiting.push(row);
+    this.parked.set(row.conversation_id, waiting);
+  }
+
+  /** Inside the conversation's turn: the message joins the conversation, unless an earlier one is still pending. */
+  private async admitInOrder(row: InboxRow): Promise<void> {
+    if (this.deps.store.webhooks.earlierPending(row.conversation_id, row.seq)) throw new WaitingBehind();
+    await this.deps.store.webhooks.admit(row.message_id);
   }
 
   private async answer(row: InboxRow): Promise<void> {
@@ -99,8 +141,9 @@ export class WebhookInbox {
     const current = store.webhooks.getInbox(row.message_id);
     if (!current || current.status !== 'pending') return;
     if (!store.conversations.get(row.conversation_id)) {
-      await store.webhooks.failInbox(row.message_id, 'conversation deleted before it was answered');
       log.warn('webhook.answer_skipped', { reason: 'conversation deleted' });
+      const why = 'the conversation was deleted before this message was answered';
+      await this.sendError(row, { detail: why, forSender: why }, log);
       return;
     }
     const account = this.deps.accounts().get(row.account);
@@ -109,7 +152,7 @@ export class WebhookInbox {
     const run = this.deps.running.start(source, row.message_id);
     let deliveryId = '';
     try {
-      const result = await agent.answerAdmitted(row.conversation_id, () => store.webhooks.admit(row.message_id), {
+      const result = await agent.answerAdmitted(row.conversation_id, () => this.admitInOrder(row), {
         source,
         model: account?.model,
         signal: run.signal,
@@ -137,16 +180,64 @@ export class WebhookInbox {
       }
       log.info('webhook.answered', { delivery: deliveryId });
     } catch (error) {
+      if (error instanceof WaitingBehind) return this.park(row);
       // Stopping (the store closing under a run): leave the row pending for the next start.
       if (this.stopped) {
         log.warn('webhook.answer_interrupted', { error });
         return;
       }
-      const message = error instanceof ServiceError ? error.message : 'internal error';
-      log.error('webhook.answer_failed', { error });
-      await store.webhooks.failInbox(row.message_id, message).catch((e) => log.error('webhook.inbox_write_failed', { error: e }));
+      await this.failed(row, error, log);
     } finally {
       run.done();
     }
+  }
+
+  /** Plans another try of a passing failure within the retry window; otherwise tells the sender. */
+  private async failed(row: InboxRow, error: unknown, log: Logger): Promise<void> {
+    const failure = turnFailureOf(error);
+    const tries = (this.failedTries.get(row.message_id) ?? 0) + 1;
+    const now = Date.now();
+    const giveUpAt = Date.parse(row.received_at) + retryWindowMs(this.deps.accounts().get(row.account));
+    if (failure.transient && now < giveUpAt) {
+      this.failedTries.set(row.message_id, tries);
+      const delay = Math.max(backoffMs(this.deps.retry, tries), failure.retryAfterMs ?? 0);
+      // The last try is made at the end of the window rather than never.
+      const wait = Math.min(now + delay, giveUpAt) - now;
+      log.warn('webhook.answer_retry', { try: tries, retry_in_ms: Math.round(wait), error: failure.detail });
+      const timer = setTimeout(() => {
+        this.retryTimers.delete(row.message_id);
+        this.enqueue(row);
+      }, wait);
+      this.retryTimers.set(row.message_id, timer);
+      return;
+    }
+    const gaveUp = failure.transient ? `gave up after ${tries} tries: ` : '';
+    log.error('webhook.answer_failed', { tries, error: failure.detail });
+    await this.sendError(row, { detail: gaveUp + failure.detail, forSender: gaveUp + failure.forSender }, log);
+  }
+
+  /** Marks the row failed (with the detail, for the owner) and queues the signed error callback, in one transaction. */
+  private async sendError(row: InboxRow, why: Pick<TurnFailure, 'detail' | 'forSender'>, log: Logger): Promise<void> {
+    const now = Date.now();
+    const target = this.deps.accounts().get(row.account);
+    const body: WebhookErrorBody = { status: 'error', error: why.forSender, conversation_id: row.conversation_id, message_id: row.message_id };
+    const deliveryId = randomUUID();
+    this.deps.outbox.expect(deliveryId);
+    try {
+      await this.deps.store.webhooks.failWithCallback(row.message_id, why.detail, {
+        id: deliveryId,
+        account: row.account,
+        url: target?.outgoing_url ?? row.url,
+        body: JSON.stringify(body),
+        now,
+        give_up_ms: now + retryWindowMs(target),
+        conversation_id: row.conversation_id,
+      });
+    } catch (error) {
+      log.error('webhook.inbox_write_failed', { error });
+      return;
+    }
+    this.deps.outbox.confirm(deliveryId);
+    log.info('webhook.error_callback', { delivery: deliveryId });
   }
 }

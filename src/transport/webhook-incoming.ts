@@ -6,7 +6,7 @@ import type { Logger } from '../log/logger';
 import type { InboxRow, Store } from '../store';
 import { clientAddress, MAX_BODY_BYTES, sendEnvelope } from './http-util';
 import { FixedWindowLimiter } from './rate-limit';
-import { webhookSource } from './webhook-inbox';
+import { webhookSource } from './webhook-trust';
 import { secretsEqual, signatureValid, signedHeadersOf, timestampFresh, type SignedHeaders } from './webhook-signature';
 
 export const WEBHOOK_RATE_LIMIT_PER_MINUTE = 120;

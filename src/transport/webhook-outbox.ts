@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { ServiceError, type Delivery, type DeliveryStatus, type WebhookAccount } from '../protocol';
+import { ServiceError, WebhookErrorBody, type Delivery, type DeliveryStatus, type WebhookAccount } from '../protocol';
 import type { Logger } from '../log/logger';
 import type { AttemptRecord, DeliveryRow, Store } from '../store';
 import { signatureHeader } from './webhook-signature';
@@ -57,6 +57,15 @@ const PAGE = 64;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const USER_AGENT = 'remote-assistant-webhook/1';
 
+/**
+ * Exponential from retryBaseMs (doubling per failed attempt), up to half again as much jitter, capped at
+ * retryMaxMs. Deliveries and the retried turns of webhook messages (webhook-inbox.ts) back off alike.
+ */
+export function backoffMs(timings: Pick<OutboxTimings, 'retryBaseMs' | 'retryMaxMs'>, failedAttempts: number, random: () => number = Math.random): number {
+  const exponential = timings.retryBaseMs * 2 ** Math.min(failedAttempts - 1, 40);
+  return Math.min(timings.retryMaxMs, exponential * (1 + random() * 0.5));
+}
+
 export function retryWindowMs(account: WebhookAccount | undefined): number {
   return account?.retry_for_seconds !== undefined ? account.retry_for_seconds * 1000 : DEFAULT_RETRY_FOR_MS;
 }
@@ -81,6 +90,15 @@ function originOf(url: string): string {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** An error callback's body says `"status": "error"`; a reply's has no status. */
+function kindOf(body: string): Delivery['kind'] {
+  try {
+    return WebhookErrorBody.safeParse(JSON.parse(body)).success ? 'error' : 'reply';
+  } catch {
+    return 'reply';
+  }
+}
+
 export function deliveryInfo(row: DeliveryRow): Delivery {
   return {
     id: row.id,
@@ -88,6 +106,7 @@ export function deliveryInfo(row: DeliveryRow): Delivery {
     receiver: originOf(row.url),
     conversation_id: row.conversation_id,
     message_id: row.message_id,
+    kind: kindOf(row.body),
     status: row.status,
     attempts: row.attempts,
     created_at: row.created_at,
@@ -308,7 +327,7 @@ export class WebhookOutbox implements DeliveryCommands {
       this.log.error('webhook.delivery_failed', { ...fields, note: 'retry window over; retry_delivery sends it again' });
       return;
     }
-    const delay = Math.max(this.backoffMs(row.round_attempts + 1), result.retryAfterMs ?? 0);
+    const delay = Math.max(backoffMs(this.timings, row.round_attempts + 1, this.random), result.retryAfterMs ?? 0);
     // The last try is made at the end of the window rather than never.
     const next = Math.min(now + delay, row.give_up_ms);
     await this.record(row.id, { status: 'pending', url, http_status: result.status ?? null, error, next_attempt_ms: next, now });
@@ -317,12 +336,6 @@ export class WebhookOutbox implements DeliveryCommands {
 
   private async record(id: string, attempt: AttemptRecord): Promise<void> {
     await this.deps.store.webhooks.recordAttempt(id, attempt);
-  }
-
-  /** Exponential from retryBaseMs (doubling per failed attempt), up to half again as much jitter, capped. */
-  private backoffMs(failedAttempts: number): number {
-    const exponential = this.timings.retryBaseMs * 2 ** Math.min(failedAttempts - 1, 40);
-    return Math.min(this.timings.retryMaxMs, exponential * (1 + this.random() * 0.5));
   }
 
   private async post(url: string, body: string, headers: Record<string, string>): Promise<PostResult> {

@@ -22,8 +22,11 @@ export interface LoopbackServer {
   close(): Promise<void>;
 }
 
-/** Listens on 127.0.0.1 at a free port, tracking connections so that close() does not wait for them. */
-export async function listenOnLoopback(server: http.Server): Promise<LoopbackServer> {
+/**
+ * Listens on 127.0.0.1 at a free port (or `port`, to come back where a closed server was), tracking
+ * connections so that close() does not wait for them.
+ */
+export async function listenOnLoopback(server: http.Server, port = 0): Promise<LoopbackServer> {
   const sockets = new Set<Socket>();
   server.on('connection', (socket) => {
     sockets.add(socket);
@@ -31,7 +34,7 @@ export async function listenOnLoopback(server: http.Server): Promise<LoopbackSer
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(port, '127.0.0.1', () => resolve());
   });
   let stopped: Promise<void> | undefined;
   return {
@@ -235,6 +238,8 @@ export interface FakeServerSpec<Step> {
   baseUrl(origin: string): string;
   /** Answers one request (a rejection destroys the connection). */
   handle(exchange: Exchange, kit: FakeKit<Step>): Promise<void>;
+  /** Listen on this port (default: a free one). */
+  port?: number;
 }
 
 export async function startFakeServer<Step>(spec: FakeServerSpec<Step>): Promise<FakeServer<Step>> {
@@ -343,7 +348,7 @@ export async function startFakeServer<Step>(spec: FakeServerSpec<Step>): Promise
       spec.handle(exchange, kit).catch(() => res.destroy());
     });
   });
-  const loopback = await listenOnLoopback(server);
+  const loopback = await listenOnLoopback(server, spec.port);
   const { port } = loopback;
 
   return {

@@ -46,6 +46,8 @@ export interface FakeOpenAIOptions {
   apiKey?: string;
   /** What GET /v1/models lists. Default ['fake-model', 'fake-model-large']. */
   models?: string[];
+  /** Listen on this port (default: a free one), e.g. to bring a provider back up at the same URL. */
+  port?: number;
 }
 
 /** Default answers are OpenAI's error shape for the status (a 401 quotes part of the presented key, as OpenAI does). */
@@ -161,7 +163,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     });
   }
 
-  return startFakeServer<FakeStep>({ name: 'fake-openai', fallback: echo, baseUrl: (origin) => `${origin}/v1`, handle });
+  return startFakeServer<FakeStep>({ name: 'fake-openai', fallback: echo, baseUrl: (origin) => `${origin}/v1`, handle, port: options.port });
 }
 
 function presentedKey(record: RecordedRequest): string | undefined {

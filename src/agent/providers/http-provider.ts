@@ -211,8 +211,12 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
     const waitMs = retryAfterMs(error.headers);
     const after = waitMs !== undefined ? `; retry after ${seconds(waitMs)}` : '';
     const hint = error.headers?.get('x-should-retry');
-    const retryable = (defaultRetryable: boolean, failure: ProviderError) =>
-      (hint === 'true' || (hint !== 'false' && defaultRetryable)) ? new RetryableFailure(failure, waitMs) : failure;
+    const retryable = (defaultRetryable: boolean, failure: ProviderError) => {
+      if (!(hint === 'true' || (hint !== 'false' && defaultRetryable))) return failure;
+      // The wait goes with the error too: a caller that tries again later (the webhook inbox) honours it.
+      const waiting = waitMs === undefined ? failure : new ProviderError(failure.provider, failure.kind, failure.message, failure.status, waitMs);
+      return new RetryableFailure(waiting, waitMs);
+    };
 
     if (status === 401) return fail('auth', 'authentication failed (HTTP 401); check the API key', status);
     if (status === 403) return fail('auth', `access denied (HTTP 403)${suffix}`, status);

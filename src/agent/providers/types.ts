@@ -83,6 +83,8 @@ export class ProviderError extends Error {
     message: string,
     /** HTTP status of the provider's answer, when there was one. */
     readonly status?: number,
+    /** How long the provider asked to wait (Retry-After), so a caller retrying later can honour it. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = 'ProviderError';

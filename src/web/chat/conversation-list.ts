@@ -1,5 +1,6 @@
 /** The conversation list: switch, new, delete (with an inline confirmation: webviews forbid confirm()). */
 import { h, relativeTime } from './dom';
+import { sourceLabel } from '../../protocol/sources';
 
 export interface ConversationSummary {
   id: string;
@@ -93,12 +94,6 @@ export class ConversationList {
       });
     });
   }
-}
-
-function sourceLabel(source: string): string {
-  if (source === 'editor') return 'editor';
-  if (source === 'ws') return 'LAN';
-  return source;
 }
 
 /** An inline icon (emoji fonts are missing on some systems, and the webview allows no remote images). */

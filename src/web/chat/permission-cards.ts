@@ -3,6 +3,7 @@
  * composer (whatever conversation is on screen, since an unanswered prompt denies after 120 s) and
  * close on `permission.resolved`, whoever answered (this page, the editor, another phone).
  */
+import { sourceLabel } from '../../protocol/sources';
 import { formatArguments, h } from './dom';
 
 export type Decision = 'allow' | 'allow_session' | 'deny';
@@ -10,6 +11,8 @@ export type Decision = 'allow' | 'allow_session' | 'deny';
 export interface PermissionRequest {
   request_id: string;
   conversation_id: string;
+  /** Where the chat asking came from (a webhook account's text is not the user's). */
+  source?: string;
   tool: string;
   arguments: unknown;
 }
@@ -50,6 +53,7 @@ export class PermissionCards {
       'section',
       { class: 'permission-card', role: 'alertdialog', 'aria-label': `Allow ${request.tool}?`, 'data-request-id': request.request_id },
       h('div', { class: 'permission-title' }, 'Allow ', h('code', {}, request.tool), ' to run?'),
+      request.source ? h('div', { class: 'permission-source' }, `Asked from ${sourceLabel(request.source)}`) : null,
       where ? h('div', { class: 'permission-where' }, `In “${where}”`) : null,
       h('pre', { class: 'tool-args' }, formatArguments(request.arguments)),
       h(

@@ -1,0 +1,79 @@
+/**
+ * Attacks on the tools through the real service: a hostile model (the fake provider, scripted) tries to
+ * get more than the permission rules and the workspace allow. Each test failed on the code before its fix.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from './helpers/fake-openai';
+import { startService, type RunningService } from './helpers/service';
+import { tempDir } from './helpers/temp';
+import { TestClient } from './helpers/ws-client';
+
+const posix = process.platform !== 'win32';
+let fake: FakeOpenAI;
+let workspace: string;
+const cleanups: (() => Promise<void>)[] = [];
+
+before(async () => {
+  fake = await startFakeOpenAI();
+  const temp = await tempDir('ra-attacks-');
+  workspace = temp.dir;
+  cleanups.push(temp.cleanup);
+});
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+  await fake?.close();
+});
+
+async function service(config: Record<string, unknown>): Promise<RunningService> {
+  const svc = await startService({ base_url: fake.url, workspace, ...config }, { permissionTimeoutMs: 1_000 });
+  cleanups.push(() => svc.dispose());
+  return svc;
+}
+
+function toolResultsIn(request: RecordedRequest): string[] {
+  return (request.body.messages as { role: string; content: string }[]).filter((m) => m.role === 'tool').map((m) => m.content);
+}
+
+describe('permission rules against shell lines', { skip: !posix }, () => {
+  for (const mode of ['deny', 'ask'] as const) {
+    test(`allow run_command:git status* does not let "git status; id > f" through (mode ${mode})`, async () => {
+      const svc = await service({ permission_mode: mode, permission_rules: { allow: ['run_command:git status*', 'run_command:echo *'], deny: [] } });
+      const client = await TestClient.authed(svc.wsUrl, svc.token);
+      const attacks = [
+        `git status; id > pwned-${mode}-1`,
+        `git status && touch pwned-${mode}-2`,
+        `git status | tee pwned-${mode}-3`,
+        `git status $(touch pwned-${mode}-4)`,
+        `git status \`touch pwned-${mode}-5\``,
+        `git status\ntouch pwned-${mode}-6`,
+        `git status > pwned-${mode}-7`,
+        `echo "$(touch pwned-${mode}-8)"`,
+        `echo ok & touch pwned-${mode}-9`,
+      ];
+      fake.script({ tool_calls: [...attacks.map((command) => ({ name: 'run_command', arguments: { command } })), { name: 'run_command', arguments: { command: "echo 'allowed; by the rule'" } }] }, (request) => ({
+        text: toolResultsIn(request).join(' | '),
+      }));
+      const reply = await client.request({ type: 'chat', message: 'attack', id: `rules-${mode}` }, 20_000);
+      assert.equal(reply.status, 'ok', JSON.stringify(reply));
+      for (let i = 1; i <= attacks.length; i++) assert.equal(existsSync(join(workspace, `pwned-${mode}-${i}`)), false, attacks[i - 1]);
+      // The rule still does its job for a plain command (quoted operators are plain text).
+      assert.match((reply.data as { response: string }).response, /allowed; by the rule/);
+      client.close();
+    });
+  }
+
+  test('a deny rule matches any simple command of the line, even inside a substitution', async () => {
+    const svc = await service({ permission_mode: 'allow', permission_rules: { allow: [], deny: ['run_command:touch *'] } });
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    const attacks = ['true; touch denied-1', 'echo $(touch denied-2)', '(touch denied-3)', '"touch" denied-4', 'true && t\\ouch denied-5'];
+    fake.script({ tool_calls: attacks.map((command) => ({ name: 'run_command', arguments: { command } })) }, (request) => ({ text: toolResultsIn(request).join(' | ') }));
+    const reply = await client.request({ type: 'chat', message: 'attack' }, 20_000);
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    for (let i = 1; i <= attacks.length; i++) assert.equal(existsSync(join(workspace, `denied-${i}`)), false, attacks[i - 1]);
+    assert.equal(((reply.data as { response: string }).response.match(/Permission denied/g) ?? []).length, attacks.length);
+    client.close();
+  });
+});

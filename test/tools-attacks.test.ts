@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from './helpers/fake-openai';
@@ -74,6 +75,34 @@ describe('permission rules against shell lines', { skip: !posix }, () => {
     assert.equal(reply.status, 'ok', JSON.stringify(reply));
     for (let i = 1; i <= attacks.length; i++) assert.equal(existsSync(join(workspace, `denied-${i}`)), false, attacks[i - 1]);
     assert.equal(((reply.data as { response: string }).response.match(/Permission denied/g) ?? []).length, attacks.length);
+    client.close();
+  });
+});
+
+describe('custom tools', { skip: !posix }, () => {
+  test('an argument starting with "-" cannot become an option of the program (sort -o<file outside>)', async () => {
+    const outside = await tempDir('ra-attacks-outside-');
+    cleanups.push(outside.cleanup);
+    const victim = join(outside.dir, 'victim.txt');
+    await writeFile(victim, 'precious\n');
+    const svc = await service({
+      permission_mode: 'allow',
+      tools: [
+        { name: 'sort_file', description: 'sorts a file', parameters: { file: 'string' }, command: ['sort', '{file}'] },
+        { name: 'sort_flags', description: 'sorts with flags', parameters: { flags: { type: 'string', allow_options: true } }, command: ['printf', '[%s]', '{flags}'] },
+      ],
+    });
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    fake.script(
+      { tool_calls: [{ name: 'sort_file', arguments: { file: `-o${victim}` } }, { name: 'sort_flags', arguments: { flags: '-r' } }] },
+      (request) => ({ text: toolResultsIn(request).join(' | ') }),
+    );
+    const reply = await client.request({ type: 'chat', message: 'attack' }, 20_000);
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    assert.equal(await readFile(victim, 'utf8'), 'precious\n');
+    const text = (reply.data as { response: string }).response;
+    assert.match(text, /argument file starts with "-"/);
+    assert.match(text, /\[-r\]/, 'a parameter with allow_options takes a leading dash');
     client.close();
   });
 });

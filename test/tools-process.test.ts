@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -194,7 +194,7 @@ async function customTools(t: TestContext, config: CustomToolConfig[]) {
   return { ws, outside, byName };
 }
 
-const tool = (name: string, parameters: Record<string, 'string' | 'number' | 'boolean'>, command: string[], extra: Partial<CustomToolConfig> = {}): CustomToolConfig => ({
+const tool = (name: string, parameters: CustomToolConfig['parameters'], command: string[], extra: Partial<CustomToolConfig> = {}): CustomToolConfig => ({
   name,
   description: `${name} tool`,
   parameters,
@@ -222,6 +222,31 @@ test('custom tools: arguments fill argv items, never a shell, so injection attem
   assert.equal(echo.subject!({ text: '; touch PWNED' }), `text='; touch PWNED'`);
   assert.equal(echo.subject!({ text: "it's\ntouch PWNED" }), `text=$'it\\'s\\ntouch PWNED'`);
   assert.equal(echo.subject!({ text: 5 }), undefined, 'no subject for arguments that fail the check');
+});
+
+test('custom tools: an argument cannot become an option of the program unless the parameter allows it', { ...LIMIT, skip }, async (t) => {
+  const c = await customTools(t, [
+    tool('sorter', { file: 'string' }, ['sort', '{file}']),
+    tool('sorter_dashdash', { file: 'string' }, ['sort', '--', '{file}']),
+    tool('framed', { text: 'string' }, ['printf', '%s\n', 'text={text}']),
+    tool('sorter_opts', { flags: { type: 'string', allow_options: true } }, ['sort', '{flags}', 'in.txt']),
+    tool('counter', { n: 'number' }, ['printf', '%s\n', '{n}']),
+  ]);
+  const victim = path.join(c.outside, 'victim.txt');
+  await writeFile(victim, 'precious\n');
+  await writeFile(path.join(c.ws, 'in.txt'), 'b\na\n');
+  const sorter = await c.byName('sorter');
+  for (const file of [`-o${victim}`, `--output=${victim}`, '-', '--help']) {
+    await refuses(call(sorter, { file }), /sorter: argument file starts with "-", so .* would read it as an option/);
+  }
+  assert.equal(await readFile(victim, 'utf8'), 'precious\n', 'the file outside was not truncated');
+  await refuses(call(await c.byName('counter'), { n: -1 }), /argument n starts with "-"/);
+  // After `--`, inside an item, or where the admin allowed options, a leading dash is fine.
+  assert.match((await call(await c.byName('sorter_dashdash'), { file: `-o${victim}` })).content, /No such file|cannot read/);
+  assert.equal(await readFile(victim, 'utf8'), 'precious\n');
+  assert.equal((await call(await c.byName('framed'), { text: '-o x' })).content, 'text=-o x\n[exit code 0]');
+  assert.equal((await call(await c.byName('sorter_opts'), { flags: '-r' })).content, 'b\na\n[exit code 0]');
+  assert.deepEqual((await c.byName('sorter_opts')).parameters, { flags: 'string' });
 });
 
 test('custom tools: arguments are type-checked; missing ones and unknown placeholders are named', { ...LIMIT, skip }, async (t) => {

@@ -106,3 +106,25 @@ describe('custom tools', { skip: !posix }, () => {
     client.close();
   });
 });
+
+describe('search_files with a backtracking pattern', () => {
+  test('the search ends with a time-limit error, and another socket is answered while it runs', async () => {
+    await writeFile(join(workspace, 'redos.txt'), `${'a'.repeat(40)}!\n`);
+    const svc = await service({ permission_mode: 'allow' });
+    const chatter = await TestClient.authed(svc.wsUrl, svc.token);
+    const other = await TestClient.authed(svc.wsUrl, svc.token);
+    fake.script({ tool_calls: [{ name: 'search_files', arguments: { pattern: '(a+)+$', path: 'redos.txt' } }] }, (request) => ({ text: toolResultsIn(request).join(' | ') }));
+    chatter.send({ type: 'chat', message: 'search', id: 'redos' });
+    await chatter.next((f) => f.event === 'tool.call' && f.id === 'redos');
+    // Let the search reach the pattern: before the fix the service's thread was stuck in it from here.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const config = await other.request({ type: 'get_config' }, 60_000);
+    assert.equal(config.status, 'ok');
+    assert.equal(chatter.frames.some((f) => f.event === 'tool.result' && f.id === 'redos'), false, 'answered while the search was still running');
+    const reply = await chatter.next((f) => f.id === 'redos' && 'status' in f, 30_000);
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    assert.match((reply.data as { response: string }).response, /took more than \d+ s to match and was stopped/);
+    chatter.close();
+    other.close();
+  });
+});

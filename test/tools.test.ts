@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, writeFile, chmod } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, truncate, writeFile, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { createBuiltinToolSource } from '../src/agent/tools/builtin/index';
 import { READ_CAP_BYTES } from '../src/agent/tools/builtin/read-file';
 import { LIST_MAX_ENTRIES } from '../src/agent/tools/builtin/list-directory';
-import { SEARCH_MAX_MATCHES } from '../src/agent/tools/builtin/search-files';
+import { SEARCH_MATCH_TIME_LIMIT_MS, SEARCH_MAX_MATCHES } from '../src/agent/tools/builtin/search-files';
 import { createCustomToolSource, type CustomToolConfig } from '../src/agent/tools/custom';
 import { globToRegExp } from '../src/agent/tools/glob';
 import { createMemoryToolSource, type MemoryEntry, type MemoryStore } from '../src/agent/tools/memory';
@@ -227,6 +227,39 @@ test('search_files finds lines by regex or plain text, honours path and glob, sk
   assert.equal(capped.length, SEARCH_MAX_MATCHES + 1);
   assert.equal(capped[0], 'many.txt:1: match');
   assert.match(capped[capped.length - 1], /stopped at 200 matches/);
+});
+
+test('search_files: a backtracking pattern or glob is stopped by a time limit, and the service thread stays free meanwhile', { timeout: 60_000 }, async (t) => {
+  const f = await fixture(t);
+  const name = `${'a'.repeat(40)}.txt`;
+  await writeFile(path.join(f.ws, name), `${'a'.repeat(40)}!\nplain line\n`);
+  for (const args of [{ pattern: '(a+)+$' }, { pattern: 'plain', glob: `${'*a'.repeat(20)}*b` }]) {
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 50);
+    try {
+      await refuses(f.run('search_files', args), new RegExp(`took more than ${SEARCH_MATCH_TIME_LIMIT_MS / 1000} s to match and was stopped`));
+    } finally {
+      clearInterval(ticker);
+    }
+    assert.ok(ticks > 0, `the event loop ran while ${JSON.stringify(args)} was matched`);
+  }
+  // An ordinary search is unaffected.
+  assert.equal((await f.run('search_files', { pattern: 'plain', glob: '*.txt' })).content, `${name}:2: plain line`);
+});
+
+test('read_file of a huge file on one line returns its start, cut, without reading it all', { timeout: 60_000 }, async (t) => {
+  const f = await fixture(t);
+  const file = path.join(f.ws, 'one-line.txt');
+  // 1 MiB of text, then a sparse hole up to 200 MiB (NUL bytes, still line 1), then a second line.
+  await writeFile(file, 'z'.repeat(1024 * 1024));
+  const size = 200 * 1024 * 1024;
+  await truncate(file, size);
+  await appendFile(file, '\nsecond line\n');
+  const first = (await f.run('read_file', { path: 'one-line.txt' })).content;
+  assert.ok(first.startsWith('z'.repeat(1000)));
+  assert.match(first, /\[truncated at 256 KiB: showing the start of line 1, which is longer than that, of a 200 MiB file; read on with offset=2\]$/);
+  assert.ok(first.length < READ_CAP_BYTES + 500);
+  assert.equal((await f.run('read_file', { path: 'one-line.txt', offset: 2 })).content, 'second line\n[showing lines 2-2, the end of the file]');
 });
 
 test('globToRegExp', () => {

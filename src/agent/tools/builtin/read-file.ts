@@ -8,20 +8,39 @@ import { statOrExplain } from './fs-errors';
 
 export const READ_CAP_BYTES = 256 * 1024;
 
-/** The file's lines, each with its line ending, read as a stream (the file may be large). */
-async function* linesOf(file: string, signal: AbortSignal): AsyncGenerator<string> {
+/**
+ * The file's lines, each with its line ending, read as a stream (the file may be large). A line longer
+ * than `maxLineChars` is yielded cut to `maxLineChars + 1` characters (so the caller sees it is too
+ * long), and the rest of it is skipped, never held: a 400 MB file on one line costs no more memory
+ * than a short one.
+ */
+async function* linesOf(file: string, signal: AbortSignal, maxLineChars: number): AsyncGenerator<string> {
   const decoder = new StringDecoder('utf8');
   let pending = '';
+  let skipping = false;
   for await (const chunk of createReadStream(file, { highWaterMark: 64 * 1024 })) {
     if (signal.aborted) throw new ToolError('cancelled');
-    pending += decoder.write(chunk as Buffer);
+    let text = decoder.write(chunk as Buffer);
+    if (skipping) {
+      const nl = text.indexOf('\n');
+      if (nl === -1) continue;
+      skipping = false;
+      text = text.slice(nl + 1);
+    }
+    pending += text;
     let start = 0;
     for (let nl = pending.indexOf('\n'); nl !== -1; nl = pending.indexOf('\n', start)) {
       yield pending.slice(start, nl + 1);
       start = nl + 1;
     }
     pending = pending.slice(start);
+    if (pending.length > maxLineChars) {
+      yield pending.slice(0, maxLineChars + 1);
+      pending = '';
+      skipping = true;
+    }
   }
+  if (skipping) return;
   pending += decoder.end();
   if (pending.length > 0) yield pending;
 }
@@ -71,7 +90,7 @@ export function readFileTool(roots: WorkspaceRoots): Tool {
       let cut = false;
       let partialLine = false;
       let more = false;
-      for await (const line of linesOf(target.path, context.signal)) {
+      for await (const line of linesOf(target.path, context.signal, READ_CAP_BYTES)) {
         lineNo++;
         if (lineNo < offset) continue;
         if (lineNo > lastWanted) {

@@ -2,7 +2,8 @@ import type { Dirent } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { defineTool } from '../define-tool';
-import { globToRegExp, matchesGlob } from '../glob';
+import { BoundedMatcher } from '../bounded-matcher';
+import { globTarget, globToRegExp } from '../glob';
 import { formatBytes, looksBinary } from '../text-files';
 import { ToolError, type Tool } from '../types';
 import { resolveWorkspacePath, workspaceSubject, type WorkspacePath, type WorkspaceRoots } from '../workspace';
@@ -11,6 +12,8 @@ import { statOrExplain } from './fs-errors';
 export const SEARCH_MAX_MATCHES = 200;
 export const SEARCH_MAX_FILES = 20_000;
 export const SEARCH_MAX_FILE_BYTES = 4 * 1024 * 1024;
+/** Time the pattern and glob may take to match, over the whole search (see BoundedMatcher). */
+export const SEARCH_MATCH_TIME_LIMIT_MS = 5_000;
 const MAX_LINE_CHARS = 300;
 const SKIPPED_DIRS = new Set(['node_modules', '.git']);
 
@@ -60,9 +63,13 @@ export function searchFilesTool(roots: WorkspaceRoots): Tool {
       const { regex, literal } = patternOf(args.pattern, args.ignore_case === true);
       const glob = args.glob ? { text: args.glob, regex: globToRegExp(args.glob) } : undefined;
       const state: SearchState = { matches: [], filesScanned: 0, skippedLarge: 0, full: false };
+      const matcher = new BoundedMatcher(regex, glob?.regex, SEARCH_MATCH_TIME_LIMIT_MS, context.signal);
 
-      const searchFile = async (file: string, shownAs: string, relativeToBase: string, size: number) => {
-        if (glob && !matchesGlob(glob.regex, glob.text, relativeToBase)) return;
+      /** Which of the files (paths relative to the base) the glob lets through. */
+      const globAllows = async (relativePaths: string[]): Promise<boolean[]> =>
+        glob && relativePaths.length > 0 ? matcher.matchingNames(relativePaths.map((rel) => globTarget(glob.text, rel))) : relativePaths.map(() => true);
+
+      const searchFile = async (file: string, shownAs: string, size: number) => {
         if (size > SEARCH_MAX_FILE_BYTES) {
           state.skippedLarge++;
           return;
@@ -71,16 +78,15 @@ export function searchFilesTool(roots: WorkspaceRoots): Tool {
         const raw = await readFile(file);
         if (looksBinary(raw.subarray(0, 8192))) return;
         const display = slashes(path.relative(base.root, shownAs));
-        const lines = raw.toString('utf8').split(/\r?\n/);
-        for (let i = 0; i < lines.length; i++) {
-          if (!regex.test(lines[i])) continue;
-          if (state.matches.length >= SEARCH_MAX_MATCHES) {
-            state.full = true;
-            return;
-          }
+        const text = raw.toString('utf8');
+        const { found, more } = await matcher.matchingLines(text, SEARCH_MAX_MATCHES - state.matches.length);
+        if (found.length === 0 && !more) return;
+        const lines = text.split(/\r?\n/);
+        for (const i of found) {
           const line = lines[i].length > MAX_LINE_CHARS ? `${lines[i].slice(0, MAX_LINE_CHARS)}...` : lines[i];
           state.matches.push(`${display}:${i + 1}: ${line}`);
         }
+        if (more) state.full = true;
       };
 
       const walk = async (dir: string, relative: string): Promise<void> => {
@@ -91,16 +97,21 @@ export function searchFilesTool(roots: WorkspaceRoots): Tool {
           return; // unreadable folder: search the rest
         }
         entries.sort(byName);
+        const relOf = (entry: Dirent) => (relative ? `${relative}/${entry.name}` : entry.name);
+        const candidates = entries.filter((entry) => !entry.isDirectory());
+        const allowed = await globAllows(candidates.map(relOf));
+        const globLets = new Set(candidates.filter((_, i) => allowed[i]));
         for (const entry of entries) {
           if (state.full || state.filesScanned >= SEARCH_MAX_FILES) return;
           if (context.signal.aborted) throw new ToolError('search cancelled');
           const full = path.join(dir, entry.name);
-          const rel = relative ? `${relative}/${entry.name}` : entry.name;
           if (entry.isDirectory()) {
-            if (!SKIPPED_DIRS.has(entry.name)) await walk(full, rel);
+            if (!SKIPPED_DIRS.has(entry.name)) await walk(full, relOf(entry));
+          } else if (!globLets.has(entry)) {
+            continue;
           } else if (entry.isFile()) {
             const size = await stat(full).then((s) => s.size, () => -1);
-            if (size >= 0) await searchFile(full, full, rel, size);
+            if (size >= 0) await searchFile(full, full, size);
           } else if (entry.isSymbolicLink()) {
             // Linked files are searched when they lead to a file inside the workspace; linked folders
             // never (they may loop, or lead out).
@@ -111,14 +122,18 @@ export function searchFilesTool(roots: WorkspaceRoots): Tool {
               continue;
             }
             const target = await stat(linked.path).catch(() => undefined);
-            if (target?.isFile()) await searchFile(linked.path, full, rel, target.size);
+            if (target?.isFile()) await searchFile(linked.path, full, target.size);
           }
         }
       };
 
-      if (info.isDirectory()) await walk(base.path, '');
-      else if (info.isFile()) await searchFile(base.path, base.path, path.basename(base.path), info.size);
-      else throw new ToolError(`${shown} is neither a file nor a folder`);
+      try {
+        if (info.isDirectory()) await walk(base.path, '');
+        else if (!info.isFile()) throw new ToolError(`${shown} is neither a file nor a folder`);
+        else if ((await globAllows([path.basename(base.path)]))[0]) await searchFile(base.path, base.path, info.size);
+      } finally {
+        await matcher.close();
+      }
 
       const notes: string[] = [];
       if (literal) notes.push('[pattern is not a valid regular expression; it was searched as plain text]');

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { appendFile, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, truncate, writeFile, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -330,6 +331,52 @@ test('paths that leave the workspace are refused by every file tool, and nothing
     await f.run('write_file', { path: 'inner-link/made.txt', content: 'made\n' });
     assert.equal(await readFile(path.join(f.ws, 'sub', 'made.txt'), 'utf8'), 'made\n');
   }
+});
+
+test('write_file, edit_file, read_file and search_files stay inside while another process swaps a folder for a symbolic link to outside', { timeout: 120_000, skip: !posix }, async (t) => {
+  const f = await fixture(t);
+  const sub = path.join(f.ws, 'sub');
+  await mkdir(sub);
+  await writeFile(path.join(sub, 'secret.txt'), 'inside\n');
+  await writeFile(path.join(sub, 'target.txt'), 'AAA\n');
+  await writeFile(path.join(f.outside, 'target.txt'), 'AAA\n');
+  const outsideBefore = (await readdir(f.outside)).sort();
+  // The attacker: swaps ws/sub (a real folder) for a link to outside and back, as fast as it can. While
+  // sub is missing, a tool may create it as a folder: moved aside, it stays inside the workspace.
+  const attacker = spawn(process.execPath, ['-e', `
+    const fs = require('node:fs');
+    const [sub, hold, link, outside] = process.argv.slice(1);
+    fs.symlinkSync(outside, link);
+    for (let n = 0; ; n++) {
+      try { fs.renameSync(sub, hold); } catch {}
+      try { fs.renameSync(link, sub); } catch { try { fs.renameSync(sub, sub + '.made-' + n); fs.renameSync(link, sub); } catch {} }
+      try { fs.renameSync(sub, link); } catch {}
+      try { fs.renameSync(hold, sub); } catch {}
+    }
+  `, sub, path.join(f.ws, 'hold'), path.join(f.ws, 'link'), f.outside], { stdio: 'ignore' });
+  t.after(() => attacker.kill('SIGKILL'));
+  await new Promise((resolve) => setTimeout(resolve, 100)); // let it start swapping
+
+  let leakedReads = 0;
+  const settle = (work: Promise<ToolOutput>) => work.then((out) => out.content, (error: unknown) => String(error));
+  for (let i = 0; i < 200; i++) {
+    await Promise.all([
+      settle(f.run('write_file', { path: `sub/w${i}.txt`, content: `write ${i}\n` })),
+      settle(f.run('write_file', { path: `sub/deeper/w${i}.txt`, content: `write ${i}\n` })),
+      settle(f.run('edit_file', { path: 'sub/target.txt', old_string: 'AAA', new_string: 'AAA!' })),
+      settle(f.run('read_file', { path: 'sub/secret.txt' })).then((text) => {
+        if (text.includes('top secret')) leakedReads++;
+      }),
+      settle(f.run('search_files', { pattern: 'secret', path: 'sub', glob: 'secret.txt' })).then((text) => {
+        if (text.includes('top secret')) leakedReads++;
+      }),
+    ]);
+  }
+  attacker.kill('SIGKILL');
+  assert.deepEqual((await readdir(f.outside)).sort(), outsideBefore, 'no file created outside');
+  assert.equal(await readFile(path.join(f.outside, 'target.txt'), 'utf8'), 'AAA\n', 'the file outside was not edited');
+  assert.equal(await readFile(path.join(f.outside, 'secret.txt'), 'utf8'), 'top secret\n');
+  assert.equal(leakedReads, 0, 'read_file and search_files never returned the file outside');
 });
 
 test('resolveInWorkspace: relative to the first root, any root accepted, real paths returned', LIMIT, async (t) => {

@@ -1,10 +1,10 @@
-import { createReadStream } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { defineTool } from '../define-tool';
 import { formatBytes, looksBinary, readHead } from '../text-files';
 import { ToolError, type Tool } from '../types';
+import { openForReading } from '../anchored-fs';
 import { resolveWorkspacePath, workspaceSubject, type WorkspaceRoots } from '../workspace';
-import { statOrExplain } from './fs-errors';
 
 export const READ_CAP_BYTES = 256 * 1024;
 
@@ -14,11 +14,11 @@ export const READ_CAP_BYTES = 256 * 1024;
  * long), and the rest of it is skipped, never held: a 400 MB file on one line costs no more memory
  * than a short one.
  */
-async function* linesOf(file: string, signal: AbortSignal, maxLineChars: number): AsyncGenerator<string> {
+async function* linesOf(file: FileHandle, signal: AbortSignal, maxLineChars: number): AsyncGenerator<string> {
   const decoder = new StringDecoder('utf8');
   let pending = '';
   let skipping = false;
-  for await (const chunk of createReadStream(file, { highWaterMark: 64 * 1024 })) {
+  for await (const chunk of file.createReadStream({ start: 0, highWaterMark: 64 * 1024, autoClose: false })) {
     if (signal.aborted) throw new ToolError('cancelled');
     let text = decoder.write(chunk as Buffer);
     if (skipping) {
@@ -73,60 +73,72 @@ export function readFileTool(roots: WorkspaceRoots): Tool {
       if (offset < 1) throw new ToolError(`offset must be 1 or more, got ${offset}`);
       if (args.limit !== undefined && args.limit < 1) throw new ToolError(`limit must be 1 or more, got ${args.limit}`);
       const target = await resolveWorkspacePath(roots(), args.path);
-      const info = await statOrExplain(target.path, args.path);
-      if (info.isDirectory()) throw new ToolError(`${args.path} is a directory, not a file; use list_directory to see what it holds`);
-      if (!info.isFile()) throw new ToolError(`${args.path} is not a regular file`);
-      if (info.size === 0) return { content: '(empty file)' };
-      if (looksBinary(await readHead(target.path))) {
-        throw new ToolError(`${args.path} is a binary file (${formatBytes(info.size)}); read_file only reads text`);
+      // Opened once, inside the workspace (see anchored-fs); every read below goes through this handle.
+      const file = await openForReading(target, args.path);
+      try {
+        return await readOpenFile(file, args, context.signal);
+      } finally {
+        await file.close();
       }
-
-      const lastWanted = args.limit === undefined ? Infinity : offset + args.limit - 1;
-      let text = '';
-      let bytes = 0;
-      let lineNo = 0;
-      let firstShown = 0;
-      let lastShown = 0;
-      let cut = false;
-      let partialLine = false;
-      let more = false;
-      for await (const line of linesOf(target.path, context.signal, READ_CAP_BYTES)) {
-        lineNo++;
-        if (lineNo < offset) continue;
-        if (lineNo > lastWanted) {
-          more = true;
-          break;
-        }
-        const size = Buffer.byteLength(line, 'utf8');
-        if (bytes + size > READ_CAP_BYTES) {
-          // One line larger than the cap (minified code, a data dump): show its start rather than nothing.
-          if (lastShown === 0) {
-            text = prefixWithin(line, READ_CAP_BYTES);
-            firstShown = lastShown = lineNo;
-            partialLine = true;
-          }
-          cut = true;
-          break;
-        }
-        text += line;
-        bytes += size;
-        if (firstShown === 0) firstShown = lineNo;
-        lastShown = lineNo;
-      }
-
-      if (firstShown === 0) {
-        return { content: `[${args.path} has ${lineNo} line${lineNo === 1 ? '' : 's'}; offset ${offset} is past the end]` };
-      }
-      const sep = text.endsWith('\n') ? '' : '\n';
-      if (cut) {
-        const shown = partialLine ? `the start of line ${lastShown}, which is longer than that,` : `lines ${firstShown}-${lastShown}`;
-        return {
-          content: `${text}${sep}[truncated at ${formatBytes(READ_CAP_BYTES)}: showing ${shown} of a ${formatBytes(info.size)} file; read on with offset=${lastShown + 1}]`,
-        };
-      }
-      if (more) return { content: `${text}${sep}[showing lines ${firstShown}-${lastShown}; the file goes on: next offset=${lastShown + 1}]` };
-      if (offset > 1 || args.limit !== undefined) return { content: `${text}${sep}[showing lines ${firstShown}-${lastShown}, the end of the file]` };
-      return { content: text };
     },
   });
+}
+
+/** read_file's work on the file it opened: checks, then the wanted lines within the cap. */
+async function readOpenFile(file: FileHandle, args: { path: string; offset?: number; limit?: number }, signal: AbortSignal): Promise<{ content: string }> {
+  const offset = args.offset ?? 1;
+  const info = await file.stat();
+  if (info.isDirectory()) throw new ToolError(`${args.path} is a directory, not a file; use list_directory to see what it holds`);
+  if (!info.isFile()) throw new ToolError(`${args.path} is not a regular file`);
+  if (info.size === 0) return { content: '(empty file)' };
+  if (looksBinary(await readHead(file))) {
+    throw new ToolError(`${args.path} is a binary file (${formatBytes(info.size)}); read_file only reads text`);
+  }
+
+  const lastWanted = args.limit === undefined ? Infinity : offset + args.limit - 1;
+  let text = '';
+  let bytes = 0;
+  let lineNo = 0;
+  let firstShown = 0;
+  let lastShown = 0;
+  let cut = false;
+  let partialLine = false;
+  let more = false;
+  for await (const line of linesOf(file, signal, READ_CAP_BYTES)) {
+    lineNo++;
+    if (lineNo < offset) continue;
+    if (lineNo > lastWanted) {
+      more = true;
+      break;
+    }
+    const size = Buffer.byteLength(line, 'utf8');
+    if (bytes + size > READ_CAP_BYTES) {
+      // One line larger than the cap (minified code, a data dump): show its start rather than nothing.
+      if (lastShown === 0) {
+        text = prefixWithin(line, READ_CAP_BYTES);
+        firstShown = lastShown = lineNo;
+        partialLine = true;
+      }
+      cut = true;
+      break;
+    }
+    text += line;
+    bytes += size;
+    if (firstShown === 0) firstShown = lineNo;
+    lastShown = lineNo;
+  }
+
+  if (firstShown === 0) {
+    return { content: `[${args.path} has ${lineNo} line${lineNo === 1 ? '' : 's'}; offset ${offset} is past the end]` };
+  }
+  const sep = text.endsWith('\n') ? '' : '\n';
+  if (cut) {
+    const shown = partialLine ? `the start of line ${lastShown}, which is longer than that,` : `lines ${firstShown}-${lastShown}`;
+    return {
+      content: `${text}${sep}[truncated at ${formatBytes(READ_CAP_BYTES)}: showing ${shown} of a ${formatBytes(info.size)} file; read on with offset=${lastShown + 1}]`,
+    };
+  }
+  if (more) return { content: `${text}${sep}[showing lines ${firstShown}-${lastShown}; the file goes on: next offset=${lastShown + 1}]` };
+  if (offset > 1 || args.limit !== undefined) return { content: `${text}${sep}[showing lines ${firstShown}-${lastShown}, the end of the file]` };
+  return { content: text };
 }

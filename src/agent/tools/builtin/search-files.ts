@@ -1,5 +1,6 @@
 import type { Dirent } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
+import { openForReading } from '../anchored-fs';
 import path from 'node:path';
 import { defineTool } from '../define-tool';
 import { BoundedMatcher } from '../bounded-matcher';
@@ -69,13 +70,27 @@ export function searchFilesTool(roots: WorkspaceRoots): Tool {
       const globAllows = async (relativePaths: string[]): Promise<boolean[]> =>
         glob && relativePaths.length > 0 ? matcher.matchingNames(relativePaths.map((rel) => globTarget(glob.text, rel))) : relativePaths.map(() => true);
 
-      const searchFile = async (file: string, shownAs: string, size: number) => {
-        if (size > SEARCH_MAX_FILE_BYTES) {
-          state.skippedLarge++;
-          return;
+      /** Searches one file, opened inside the workspace (see anchored-fs), so a folder swapped for a link cannot lead out. */
+      const searchFile = async (target: WorkspacePath, shownAs: string) => {
+        let raw: Buffer;
+        try {
+          const handle = await openForReading(target, shownAs);
+          try {
+            const info = await handle.stat();
+            if (!info.isFile()) return;
+            if (info.size > SEARCH_MAX_FILE_BYTES) {
+              state.skippedLarge++;
+              return;
+            }
+            state.filesScanned++;
+            raw = await handle.readFile();
+          } finally {
+            await handle.close();
+          }
+        } catch (error) {
+          if (error instanceof ToolError) return; // gone, or changed under us: search the rest
+          throw error;
         }
-        state.filesScanned++;
-        const raw = await readFile(file);
         if (looksBinary(raw.subarray(0, 8192))) return;
         const display = slashes(path.relative(base.root, shownAs));
         const text = raw.toString('utf8');
@@ -110,8 +125,7 @@ export function searchFilesTool(roots: WorkspaceRoots): Tool {
           } else if (!globLets.has(entry)) {
             continue;
           } else if (entry.isFile()) {
-            const size = await stat(full).then((s) => s.size, () => -1);
-            if (size >= 0) await searchFile(full, full, size);
+            await searchFile({ path: full, root: base.root, relative: slashes(path.relative(base.root, full)) }, full);
           } else if (entry.isSymbolicLink()) {
             // Linked files are searched when they lead to a file inside the workspace; linked folders
             // never (they may loop, or lead out).
@@ -121,8 +135,7 @@ export function searchFilesTool(roots: WorkspaceRoots): Tool {
             } catch {
               continue;
             }
-            const target = await stat(linked.path).catch(() => undefined);
-            if (target?.isFile()) await searchFile(linked.path, full, target.size);
+            await searchFile(linked, full);
           }
         }
       };
@@ -130,7 +143,7 @@ export function searchFilesTool(roots: WorkspaceRoots): Tool {
       try {
         if (info.isDirectory()) await walk(base.path, '');
         else if (!info.isFile()) throw new ToolError(`${shown} is neither a file nor a folder`);
-        else if ((await globAllows([path.basename(base.path)]))[0]) await searchFile(base.path, base.path, info.size);
+        else if ((await globAllows([path.basename(base.path)]))[0]) await searchFile(base, base.path);
       } finally {
         await matcher.close();
       }

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { startFakeAnthropic } from './helpers/fake-anthropic';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from './helpers/fake-openai';
 import { startService, type RunningService } from './helpers/service';
 import { tempDir } from './helpers/temp';
@@ -126,5 +127,40 @@ describe('search_files with a backtracking pattern', () => {
     assert.match((reply.data as { response: string }).response, /took more than \d+ s to match and was stopped/);
     chatter.close();
     other.close();
+  });
+});
+
+describe('malformed tool-call arguments from the provider', () => {
+  test('openai: the model gets "invalid arguments" as the tool result, and the chat completes', async () => {
+    const svc = await service({ permission_mode: 'allow' });
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    fake.script(
+      { tool_calls: [{ id: 'bad1', name: 'write_file', arguments: '{"path": "broken.txt", "content": "x' }, { id: 'good1', name: 'list_directory', arguments: {} }] },
+      (request) => ({ text: `results: ${toolResultsIn(request).join(' | ')}` }),
+    );
+    const reply = await client.request({ type: 'chat', message: 'go', id: 'malformed' }, 20_000);
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    const tools = (fake.requests.at(-1)!.body.messages as { role: string; tool_call_id?: string; content: string }[]).filter((m) => m.role === 'tool');
+    assert.equal(tools.length, 2, 'both calls answered');
+    assert.match(tools.find((m) => m.tool_call_id === 'bad1')!.content, /^invalid arguments: .*JSON/);
+    assert.equal(existsSync(join(workspace, 'broken.txt')), false);
+    assert.equal(client.frames.find((f) => f.event === 'tool.result' && f.tool === 'write_file')?.ok, false);
+    client.close();
+  });
+
+  test('anthropic: the same for tool input that is not JSON', async () => {
+    const anthropic = await startFakeAnthropic({ apiKey: 'sk-ant-test-key-abcdef123456' });
+    cleanups.push(() => anthropic.close());
+    const svc = await service({ provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-test-key-abcdef123456', model: 'claude-fake-2', permission_mode: 'allow' });
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    anthropic.script({ tool_uses: [{ id: 'toolu_bad', name: 'read_file', input: '{"path": "a' }] }, (request) => {
+      const last = request.body.messages.at(-1) as { role: string; content: { type: string; tool_use_id?: string; content?: unknown; is_error?: boolean }[] };
+      const result = last.content.find((block) => block.type === 'tool_result');
+      return { text: `result: ${JSON.stringify(result)}` };
+    });
+    const reply = await client.request({ type: 'chat', message: 'go' }, 20_000);
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    assert.match((reply.data as { response: string }).response, /toolu_bad.*invalid arguments: /);
+    client.close();
   });
 });

@@ -90,7 +90,12 @@ test('an allow rule on run_command matches only a line of its own shape; a deny 
   assert.equal(allow('npm test && npm run lint', 'npm test && npm run lint'), true);
   assert.equal(allow('npm test* && npm run lint', 'npm test && npm run lint; id'), false, 'a * stays within its command');
 
-  for (const line of ['x; rm -rf /', 'echo $(rm -rf /)', 'echo "`rm -rf /`"', '(rm -rf /)', 'true && "rm" -rf /', 'r\\m -rf /', 'a | rm -rf /']) {
+  assert.equal(allow('git status*', 'GIT_PAGER=id git status'), false, 'an assignment before the program is not the rule\'s command');
+  assert.equal(allow('git status*', 'if git status; then id; fi'), false);
+  for (const line of [
+    'x; rm -rf /', 'echo $(rm -rf /)', 'echo "`rm -rf /`"', '(rm -rf /)', 'true && "rm" -rf /', 'r\\m -rf /', 'a | rm -rf /',
+    '{ rm -rf /; }', 'if true; then rm -rf /; fi', 'X=1 rm -rf /', '! rm -rf /', 'while rm -rf /; do :; done',
+  ]) {
     assert.equal(deny('rm *', line), true, line);
   }
   assert.equal(deny('rm *', 'echo rm -rf'), false);

@@ -49,7 +49,7 @@ function commandRuleMatches(pattern: string, line: string, effect: RuleEffect): 
   if (sameShape) return true;
   if (effect === 'allow') return false;
   const glob = globToRegExp(pattern);
-  return glob.test(line) || parsed.commands.some((command) => glob.test(command.raw) || glob.test(command.normalized));
+  return glob.test(line) || parsed.commands.some((command) => glob.test(command.raw) || glob.test(command.normalized) || glob.test(command.program));
 }
 
 /**

@@ -15,6 +15,11 @@ export interface SimpleCommand {
   raw: string;
   /** Its words as the program would receive them, quoted again only where needed: `"git" 'st'` reads `git st`. */
   normalized: string;
+  /**
+   * `normalized` without what may stand before the program: reserved words (`if`, `then`, `{`, `!`...)
+   * and variable assignments (`X=1`). `if true; then rm -rf /; fi` holds `rm -rf /` here.
+   */
+  program: string;
 }
 
 export interface ShellLine {
@@ -27,6 +32,16 @@ export interface ShellLine {
 }
 
 type Token = { op: string } | { word: string; start: number; end: number };
+
+/** Words the shell reads before a command's program (reserved words, and `time` in bash). */
+const LEADING_WORDS = new Set(['!', '{', '}', 'if', 'then', 'else', 'elif', 'fi', 'do', 'done', 'while', 'until', 'time']);
+const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
+
+function programOf(words: string[]): string {
+  let first = 0;
+  while (first < words.length - 1 && (LEADING_WORDS.has(words[first]) || ASSIGNMENT.test(words[first]))) first++;
+  return formatArgv(words.slice(first));
+}
 
 /** Operators of normal mode, longest first. `(`, `<(` and `>(` open a nested list (see `list`). */
 const OPERATORS = ['&>>', '<<<', '<<-', '&&', '||', ';;', ';&', '|&', '&>', '>>', '<<', '<&', '>&', '<>', '>|', '<(', '>(', ';', '&', '|', '<', '>', '(', ')'];
@@ -195,7 +210,8 @@ export function parseShellLine(text: string): ShellLine {
   let run: Extract<Token, { word: string }>[] = [];
   const endRun = () => {
     if (run.length === 0) return;
-    commands.push({ raw: text.slice(run[0].start, run.at(-1)!.end).trim(), normalized: formatArgv(run.map((t) => t.word)) });
+    const words = run.map((t) => t.word);
+    commands.push({ raw: text.slice(run[0].start, run.at(-1)!.end).trim(), normalized: formatArgv(words), program: programOf(words) });
     shape.push('W');
     run = [];
   };

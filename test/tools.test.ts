@@ -333,13 +333,14 @@ test('paths that leave the workspace are refused by every file tool, and nothing
   }
 });
 
-test('write_file, edit_file, read_file and search_files stay inside while another process swaps a folder for a symbolic link to outside', { timeout: 120_000, skip: !posix }, async (t) => {
+test('write_file, edit_file, read_file, search_files and list_directory stay inside while another process swaps a folder for a symbolic link to outside', { timeout: 120_000, skip: !posix }, async (t) => {
   const f = await fixture(t);
   const sub = path.join(f.ws, 'sub');
   await mkdir(sub);
   await writeFile(path.join(sub, 'secret.txt'), 'inside\n');
   await writeFile(path.join(sub, 'target.txt'), 'AAA\n');
   await writeFile(path.join(f.outside, 'target.txt'), 'AAA\n');
+  await writeFile(path.join(f.outside, 'only-outside.txt'), '');
   const outsideBefore = (await readdir(f.outside)).sort();
   // The attacker: swaps ws/sub (a real folder) for a link to outside and back, as fast as it can. While
   // sub is missing, a tool may create it as a folder: moved aside, it stays inside the workspace.
@@ -370,13 +371,16 @@ test('write_file, edit_file, read_file and search_files stay inside while anothe
       settle(f.run('search_files', { pattern: 'secret', path: 'sub', glob: 'secret.txt' })).then((text) => {
         if (text.includes('top secret')) leakedReads++;
       }),
+      settle(f.run('list_directory', { path: 'sub' })).then((text) => {
+        if (text.includes('only-outside.txt')) leakedReads++;
+      }),
     ]);
   }
   attacker.kill('SIGKILL');
   assert.deepEqual((await readdir(f.outside)).sort(), outsideBefore, 'no file created outside');
   assert.equal(await readFile(path.join(f.outside, 'target.txt'), 'utf8'), 'AAA\n', 'the file outside was not edited');
   assert.equal(await readFile(path.join(f.outside, 'secret.txt'), 'utf8'), 'top secret\n');
-  assert.equal(leakedReads, 0, 'read_file and search_files never returned the file outside');
+  assert.equal(leakedReads, 0, 'read_file, search_files and list_directory never showed what is outside');
 });
 
 test('resolveInWorkspace: relative to the first root, any root accepted, real paths returned', LIMIT, async (t) => {

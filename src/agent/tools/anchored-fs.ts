@@ -110,6 +110,11 @@ export async function openForReading(target: WorkspacePath, shown: string): Prom
   }
 }
 
+/** A path that reaches the folder or file open as `handle` itself (on Linux; elsewhere `fallback`, its path). */
+export function pathOfOpen(handle: FileHandle, fallback: string): string {
+  return PROC_FD ? `/proc/self/fd/${handle.fd}` : fallback;
+}
+
 /**
  * Replaces (or creates) the file at `target` so that a reader, or a crash, sees the old content or the
  * new, never half: a temp file beside it (O_EXCL, O_NOFOLLOW), fsync, rename over, all inside the

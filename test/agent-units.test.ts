@@ -61,14 +61,14 @@ test('model tool names are provider-safe, distinct and reversible', () => {
 });
 
 test('permission rules match the tool, and the subject when the rule has one', () => {
-  assert.equal(ruleMatches('read_file', 'read_file', 'a.txt'), true);
-  assert.equal(ruleMatches('read_file', 'write_file', 'a.txt'), false);
-  assert.equal(ruleMatches('run_command:git status*', 'run_command', 'git status --short'), true);
-  assert.equal(ruleMatches('run_command:git status*', 'run_command', 'git push'), false);
-  assert.equal(ruleMatches('run_command:git status*', 'run_command', undefined), false);
-  assert.equal(ruleMatches('calc.*', 'calc.add', undefined), true, 'a glob on MCP tool names');
-  assert.equal(ruleMatches('run_command:rm *', 'run_command', 'rm -rf /'), true);
-  assert.equal(ruleMatches('run_command:rm *', 'run_command', 'echo rm -rf'), false);
+  assert.equal(ruleMatches('read_file', 'read_file', 'a.txt', 'allow'), true);
+  assert.equal(ruleMatches('read_file', 'write_file', 'a.txt', 'allow'), false);
+  assert.equal(ruleMatches('run_command:git status*', 'run_command', 'git status --short', 'allow'), true);
+  assert.equal(ruleMatches('run_command:git status*', 'run_command', 'git push', 'allow'), false);
+  assert.equal(ruleMatches('run_command:git status*', 'run_command', undefined, 'allow'), false);
+  assert.equal(ruleMatches('calc.*', 'calc.add', undefined, 'allow'), true, 'a glob on MCP tool names');
+  assert.equal(ruleMatches('run_command:rm *', 'run_command', 'rm -rf /', 'deny'), true);
+  assert.equal(ruleMatches('run_command:rm *', 'run_command', 'echo rm -rf', 'deny'), false);
 });
 
 test('an allow rule on run_command matches only a line of its own shape; a deny rule any command in the line', () => {

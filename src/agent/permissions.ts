@@ -56,7 +56,7 @@ function commandRuleMatches(pattern: string, line: string, effect: RuleEffect): 
  * `read_file` matches the tool; `run_command:git status*` matches the tool and its subject. Deny rules
  * are read at least as broadly as allow rules: a line an allow rule would not match may still be denied.
  */
-export function ruleMatches(rule: string, tool: string, subject: string | undefined, effect: RuleEffect = 'deny'): boolean {
+export function ruleMatches(rule: string, tool: string, subject: string | undefined, effect: RuleEffect): boolean {
   const colon = rule.indexOf(':');
   const toolPart = colon < 0 ? rule : rule.slice(0, colon);
   if (!globToRegExp(toolPart).test(tool)) return false;

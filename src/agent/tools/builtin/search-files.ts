@@ -47,7 +47,8 @@ export function searchFilesTool(roots: WorkspaceRoots): Tool {
       'search for text with special characters such as . ( [ escape them or expect them to act as regex syntax. ' +
       'path limits the search to a folder or file; glob to file names (`*.ts`) or relative paths (`src/**/*.test.ts`). ' +
       `node_modules, .git, binary files and files over ${formatBytes(SEARCH_MAX_FILE_BYTES)} are skipped. ` +
-      `At most ${SEARCH_MAX_MATCHES} matches are returned.`,
+      `At most ${SEARCH_MAX_MATCHES} matches are returned. Matching may take ${SEARCH_MATCH_TIME_LIMIT_MS / 1000} s in all: ` +
+      'a pattern that backtracks (nested repetition such as (a+)+) is stopped with an error.',
     params: {
       pattern: { type: 'string', description: 'Regular expression (or plain text) to look for in each line.' },
       path: { type: 'string', optional: true, description: 'Folder or file to search, relative to the workspace folder (default: the workspace folder).' },

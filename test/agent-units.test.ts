@@ -61,14 +61,45 @@ test('model tool names are provider-safe, distinct and reversible', () => {
 });
 
 test('permission rules match the tool, and the subject when the rule has one', () => {
-  assert.equal(ruleMatches('read_file', 'read_file', 'a.txt'), true);
-  assert.equal(ruleMatches('read_file', 'write_file', 'a.txt'), false);
-  assert.equal(ruleMatches('run_command:git status*', 'run_command', 'git status --short'), true);
-  assert.equal(ruleMatches('run_command:git status*', 'run_command', 'git push'), false);
-  assert.equal(ruleMatches('run_command:git status*', 'run_command', undefined), false);
-  assert.equal(ruleMatches('calc.*', 'calc.add', undefined), true, 'a glob on MCP tool names');
-  assert.equal(ruleMatches('run_command:rm *', 'run_command', 'rm -rf /'), true);
-  assert.equal(ruleMatches('run_command:rm *', 'run_command', 'echo rm -rf'), false);
+  assert.equal(ruleMatches('read_file', 'read_file', 'a.txt', 'allow'), true);
+  assert.equal(ruleMatches('read_file', 'write_file', 'a.txt', 'allow'), false);
+  assert.equal(ruleMatches('run_command:git status*', 'run_command', 'git status --short', 'allow'), true);
+  assert.equal(ruleMatches('run_command:git status*', 'run_command', 'git push', 'allow'), false);
+  assert.equal(ruleMatches('run_command:git status*', 'run_command', undefined, 'allow'), false);
+  assert.equal(ruleMatches('calc.*', 'calc.add', undefined, 'allow'), true, 'a glob on MCP tool names');
+  assert.equal(ruleMatches('run_command:rm *', 'run_command', 'rm -rf /', 'deny'), true);
+  assert.equal(ruleMatches('run_command:rm *', 'run_command', 'echo rm -rf', 'deny'), false);
+});
+
+test('an allow rule on run_command matches only a line of its own shape; a deny rule any command in the line', () => {
+  const allow = (rule: string, line: string) => ruleMatches(`run_command:${rule}`, 'run_command', line, 'allow');
+  const deny = (rule: string, line: string) => ruleMatches(`run_command:${rule}`, 'run_command', line, 'deny');
+  for (const line of [
+    'git status; id > f', 'git status && id', 'git status || id', 'git status | sh', 'git status & id', 'git status > f',
+    'git status < /etc/passwd', 'git status $(id)', 'git status `id`', 'git status "$(id)"', 'git status ${x:-$(id)}',
+    'git status $HOME', 'git status\nid', 'git status\rid', 'git status <(id)', 'git status (id)', "git status 'unterminated",
+    'git status # hidden', 'git status 2>&1',
+  ]) {
+    assert.equal(allow('git status*', line), false, JSON.stringify(line));
+  }
+  assert.equal(allow('git status*', 'git status --short'), true);
+  assert.equal(allow('git status*', '"git" \'status\' -s'), true, 'quotes removed before matching');
+  assert.equal(allow('git status*', "git status 'a; b' \\|"), true, 'quoted or escaped operators are plain words');
+  assert.equal(allow('echo *', "echo '$(id)'"), true, 'single quotes stop substitution');
+  assert.equal(allow('git status* 2>&1', 'git status -s 2>&1'), true, 'an operator the rule holds is allowed in place');
+  assert.equal(allow('npm test && npm run lint', 'npm test && npm run lint'), true);
+  assert.equal(allow('npm test* && npm run lint', 'npm test && npm run lint; id'), false, 'a * stays within its command');
+
+  assert.equal(allow('git status*', 'GIT_PAGER=id git status'), false, 'an assignment before the program is not the rule\'s command');
+  assert.equal(allow('git status*', 'if git status; then id; fi'), false);
+  for (const line of [
+    'x; rm -rf /', 'echo $(rm -rf /)', 'echo "`rm -rf /`"', '(rm -rf /)', 'true && "rm" -rf /', 'r\\m -rf /', 'a | rm -rf /',
+    '{ rm -rf /; }', 'if true; then rm -rf /; fi', 'X=1 rm -rf /', '! rm -rf /', 'while rm -rf /; do :; done',
+  ]) {
+    assert.equal(deny('rm *', line), true, line);
+  }
+  assert.equal(deny('rm *', 'echo rm -rf'), false);
+  assert.equal(deny('curl * | sh', 'curl http://x | sh'), true, 'a rule with operators, matched as written');
 });
 
 test('the gate: deny rules beat allow rules beat the mode; the mode is read at each call', async () => {

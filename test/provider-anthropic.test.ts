@@ -192,17 +192,21 @@ describe('anthropic provider: answers', () => {
       assert.deepEqual(streamed.tool_calls, [{ id: 'toolu_3', name: 'get_time', arguments: {} }]);
     }));
 
-  test('tool input that is not JSON is a bad_response, and says when the token limit cut it off', limit, () =>
+  test('tool input that is not JSON comes back as the call\'s argumentsError, saying when the token limit cut it off', limit, () =>
     withFake(async (fake, provider) => {
       fake.script(
         { tool_uses: [{ name: 'read_file', input: '{"path": "a' }] },
         { tool_uses: [{ name: 'write', input: '{"text": "lor' }], stop_reason: 'max_tokens' },
         { tool_uses: [{ name: 'read_file', input: '[1,2]' }] },
       );
-      await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: () => {} }), 'bad_response', /read_file has malformed JSON input$/);
-      await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: () => {} }), 'bad_response', /cut off at the token limit/);
-      await providerFailure(provider.complete({ model: 'm', messages: hello }), 'bad_response', /not a JSON object/);
-      assert.equal(fake.requests.length, 3, 'a bad answer is not retried');
+      const first = (await provider.complete({ model: 'm', messages: hello, onDelta: () => {} })).tool_calls[0];
+      assert.deepEqual(first.arguments, {});
+      assert.match(first.argumentsError ?? '', /^malformed JSON input: /);
+      const cut = (await provider.complete({ model: 'm', messages: hello, onDelta: () => {} })).tool_calls[0];
+      assert.match(cut.argumentsError ?? '', /^malformed JSON input \(the answer was cut off at the token limit\): /);
+      const notObject = (await provider.complete({ model: 'm', messages: hello })).tool_calls[0];
+      assert.equal(notObject.argumentsError, 'the input is not a JSON object');
+      assert.equal(fake.requests.length, 3, 'not retried');
     }));
 
   test('a base URL given with /v1, a trailing slash or a query reaches the same endpoint', limit, () =>

@@ -100,12 +100,16 @@ describe('openai provider: answers', () => {
       ]);
     }));
 
-  test('tool call arguments that are not JSON are a bad_response, streamed or not', limit, () =>
+  test('tool call arguments that are not JSON come back as the call\'s argumentsError, streamed or not', limit, () =>
     withFake(async (fake, provider) => {
       fake.script({ tool_calls: [{ name: 'read_file', arguments: '{"path": "a' }] }, { tool_calls: [{ name: 'read_file', arguments: '[1,2]' }] });
-      await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: () => {} }), 'bad_response', /read_file.*malformed JSON/);
-      await providerFailure(provider.complete({ model: 'm', messages: hello }), 'bad_response', /not a JSON object/);
-      assert.equal(fake.requests.length, 2, 'a bad answer is not retried');
+      const streamed = await provider.complete({ model: 'm', messages: hello, onDelta: () => {} });
+      assert.equal(streamed.tool_calls[0].name, 'read_file');
+      assert.deepEqual(streamed.tool_calls[0].arguments, {});
+      assert.match(streamed.tool_calls[0].argumentsError ?? '', /^malformed JSON arguments: /);
+      const whole = await provider.complete({ model: 'm', messages: hello });
+      assert.equal(whole.tool_calls[0].argumentsError, 'the arguments are not a JSON object');
+      assert.equal(fake.requests.length, 2, 'not retried');
     }));
 
   test('no API key: a placeholder is sent, so keyless local servers work', limit, () =>
@@ -247,7 +251,8 @@ describe('openai provider: odd servers', () => {
   test('tool call JSON cut off at the token limit says so', limit, () =>
     withFake(async (fake, provider) => {
       fake.script({ tool_calls: [{ name: 'write', arguments: '{"text": "lor' }], finish_reason: 'length' });
-      await providerFailure(provider.complete({ model: 'm', messages: hello }), 'bad_response', /cut off at the token limit/);
+      const [call] = (await provider.complete({ model: 'm', messages: hello })).tool_calls;
+      assert.match(call.argumentsError ?? '', /cut off at the token limit/);
     }));
 });
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -171,6 +171,32 @@ test('run_command: background processes do not outlive the command', { ...LIMIT,
   assert.equal(holding.content, 'held\n[exit code 0]');
 });
 
+test('run_command: processes that leave the session with setsid are killed too (exit, timeout, cancel)', { ...LIMIT, skip: skip || process.platform !== 'linux' ? 'Linux: found through /proc' : false }, async (t) => {
+  const { ws } = await workspace(t);
+  const tool = await runCommandTool(ws);
+  // Exit: a daemon-like child in its own session, even one that detaches twice.
+  const out = await call(tool, { command: 'setsid sleep 300 > /dev/null 2>&1 & echo $! > exit-pid; setsid sh -c "setsid sleep 301 > /dev/null 2>&1 & echo \\$! > exit-pid2" ; echo bye' });
+  assert.match(out.content, /^bye\n\[exit code 0\]/);
+  const escaped = [...(await pidsIn(path.join(ws, 'exit-pid'))), ...(await pidsIn(path.join(ws, 'exit-pid2')))];
+  assert.equal(escaped.length, 2);
+  for (const pid of escaped) assert.ok(await eventually(() => !alive(pid)), `setsid process ${pid} is gone after the command exited`);
+
+  // Timeout.
+  const timed = await call(tool, { command: 'setsid sleep 302 > /dev/null 2>&1 & echo $! > timeout-pid; sleep 30', timeout_seconds: 0.5 });
+  assert.match(timed.content, /timed out/);
+  const [timedPid] = await pidsIn(path.join(ws, 'timeout-pid'));
+  assert.ok(await eventually(() => !alive(timedPid)), 'gone after the timeout');
+
+  // Cancel.
+  const controller = new AbortController();
+  const running = call(tool, { command: 'setsid sleep 303 > /dev/null 2>&1 & echo $! > cancel-pid; sleep 30' }, controller.signal);
+  await eventually(() => existsSync(path.join(ws, 'cancel-pid')) && readFileSync(path.join(ws, 'cancel-pid'), 'utf8').endsWith('\n'));
+  controller.abort();
+  assert.match((await running).content, /cancelled/);
+  const [cancelledPid] = await pidsIn(path.join(ws, 'cancel-pid'));
+  assert.ok(await eventually(() => !alive(cancelledPid)), 'gone after the cancel');
+});
+
 test('run_command: output is capped, keeping its beginning and its end', { ...LIMIT, skip }, async (t) => {
   const { ws } = await workspace(t);
   const tool = await runCommandTool(ws);
@@ -194,7 +220,7 @@ async function customTools(t: TestContext, config: CustomToolConfig[]) {
   return { ws, outside, byName };
 }
 
-const tool = (name: string, parameters: Record<string, 'string' | 'number' | 'boolean'>, command: string[], extra: Partial<CustomToolConfig> = {}): CustomToolConfig => ({
+const tool = (name: string, parameters: CustomToolConfig['parameters'], command: string[], extra: Partial<CustomToolConfig> = {}): CustomToolConfig => ({
   name,
   description: `${name} tool`,
   parameters,
@@ -222,6 +248,31 @@ test('custom tools: arguments fill argv items, never a shell, so injection attem
   assert.equal(echo.subject!({ text: '; touch PWNED' }), `text='; touch PWNED'`);
   assert.equal(echo.subject!({ text: "it's\ntouch PWNED" }), `text=$'it\\'s\\ntouch PWNED'`);
   assert.equal(echo.subject!({ text: 5 }), undefined, 'no subject for arguments that fail the check');
+});
+
+test('custom tools: an argument cannot become an option of the program unless the parameter allows it', { ...LIMIT, skip }, async (t) => {
+  const c = await customTools(t, [
+    tool('sorter', { file: 'string' }, ['sort', '{file}']),
+    tool('sorter_dashdash', { file: 'string' }, ['sort', '--', '{file}']),
+    tool('framed', { text: 'string' }, ['printf', '%s\n', 'text={text}']),
+    tool('sorter_opts', { flags: { type: 'string', allow_options: true } }, ['sort', '{flags}', 'in.txt']),
+    tool('counter', { n: 'number' }, ['printf', '%s\n', '{n}']),
+  ]);
+  const victim = path.join(c.outside, 'victim.txt');
+  await writeFile(victim, 'precious\n');
+  await writeFile(path.join(c.ws, 'in.txt'), 'b\na\n');
+  const sorter = await c.byName('sorter');
+  for (const file of [`-o${victim}`, `--output=${victim}`, '-', '--help']) {
+    await refuses(call(sorter, { file }), /sorter: argument file starts with "-", so .* would read it as an option/);
+  }
+  assert.equal(await readFile(victim, 'utf8'), 'precious\n', 'the file outside was not truncated');
+  await refuses(call(await c.byName('counter'), { n: -1 }), /argument n starts with "-"/);
+  // After `--`, inside an item, or where the admin allowed options, a leading dash is fine.
+  assert.match((await call(await c.byName('sorter_dashdash'), { file: `-o${victim}` })).content, /No such file|cannot read/);
+  assert.equal(await readFile(victim, 'utf8'), 'precious\n');
+  assert.equal((await call(await c.byName('framed'), { text: '-o x' })).content, 'text=-o x\n[exit code 0]');
+  assert.equal((await call(await c.byName('sorter_opts'), { flags: '-r' })).content, 'b\na\n[exit code 0]');
+  assert.deepEqual((await c.byName('sorter_opts')).parameters, { flags: 'string' });
 });
 
 test('custom tools: arguments are type-checked; missing ones and unknown placeholders are named', { ...LIMIT, skip }, async (t) => {

@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, writeFile, chmod } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, truncate, writeFile, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { createBuiltinToolSource } from '../src/agent/tools/builtin/index';
 import { READ_CAP_BYTES } from '../src/agent/tools/builtin/read-file';
 import { LIST_MAX_ENTRIES } from '../src/agent/tools/builtin/list-directory';
-import { SEARCH_MAX_MATCHES } from '../src/agent/tools/builtin/search-files';
+import { SEARCH_MATCH_TIME_LIMIT_MS, SEARCH_MAX_MATCHES } from '../src/agent/tools/builtin/search-files';
 import { createCustomToolSource, type CustomToolConfig } from '../src/agent/tools/custom';
 import { globToRegExp } from '../src/agent/tools/glob';
 import { createMemoryToolSource, type MemoryEntry, type MemoryStore } from '../src/agent/tools/memory';
@@ -229,6 +230,39 @@ test('search_files finds lines by regex or plain text, honours path and glob, sk
   assert.match(capped[capped.length - 1], /stopped at 200 matches/);
 });
 
+test('search_files: a backtracking pattern or glob is stopped by a time limit, and the service thread stays free meanwhile', { timeout: 60_000 }, async (t) => {
+  const f = await fixture(t);
+  const name = `${'a'.repeat(40)}.txt`;
+  await writeFile(path.join(f.ws, name), `${'a'.repeat(40)}!\nplain line\n`);
+  for (const args of [{ pattern: '(a+)+$' }, { pattern: 'plain', glob: `${'*a'.repeat(20)}*b` }]) {
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 50);
+    try {
+      await refuses(f.run('search_files', args), new RegExp(`took more than ${SEARCH_MATCH_TIME_LIMIT_MS / 1000} s to match and was stopped`));
+    } finally {
+      clearInterval(ticker);
+    }
+    assert.ok(ticks > 0, `the event loop ran while ${JSON.stringify(args)} was matched`);
+  }
+  // An ordinary search is unaffected.
+  assert.equal((await f.run('search_files', { pattern: 'plain', glob: '*.txt' })).content, `${name}:2: plain line`);
+});
+
+test('read_file of a huge file on one line returns its start, cut, without reading it all', { timeout: 60_000 }, async (t) => {
+  const f = await fixture(t);
+  const file = path.join(f.ws, 'one-line.txt');
+  // 1 MiB of text, then a sparse hole up to 200 MiB (NUL bytes, still line 1), then a second line.
+  await writeFile(file, 'z'.repeat(1024 * 1024));
+  const size = 200 * 1024 * 1024;
+  await truncate(file, size);
+  await appendFile(file, '\nsecond line\n');
+  const first = (await f.run('read_file', { path: 'one-line.txt' })).content;
+  assert.ok(first.startsWith('z'.repeat(1000)));
+  assert.match(first, /\[truncated at 256 KiB: showing the start of line 1, which is longer than that, of a 200 MiB file; read on with offset=2\]$/);
+  assert.ok(first.length < READ_CAP_BYTES + 500);
+  assert.equal((await f.run('read_file', { path: 'one-line.txt', offset: 2 })).content, 'second line\n[showing lines 2-2, the end of the file]');
+});
+
 test('globToRegExp', () => {
   assert.ok(globToRegExp('*.ts').test('a.ts'));
   assert.ok(!globToRegExp('*.ts').test('dir/a.ts'));
@@ -297,6 +331,56 @@ test('paths that leave the workspace are refused by every file tool, and nothing
     await f.run('write_file', { path: 'inner-link/made.txt', content: 'made\n' });
     assert.equal(await readFile(path.join(f.ws, 'sub', 'made.txt'), 'utf8'), 'made\n');
   }
+});
+
+test('write_file, edit_file, read_file, search_files and list_directory stay inside while another process swaps a folder for a symbolic link to outside', { timeout: 120_000, skip: !posix }, async (t) => {
+  const f = await fixture(t);
+  const sub = path.join(f.ws, 'sub');
+  await mkdir(sub);
+  await writeFile(path.join(sub, 'secret.txt'), 'inside\n');
+  await writeFile(path.join(sub, 'target.txt'), 'AAA\n');
+  await writeFile(path.join(f.outside, 'target.txt'), 'AAA\n');
+  await writeFile(path.join(f.outside, 'only-outside.txt'), '');
+  const outsideBefore = (await readdir(f.outside)).sort();
+  // The attacker: swaps ws/sub (a real folder) for a link to outside and back, as fast as it can. While
+  // sub is missing, a tool may create it as a folder: moved aside, it stays inside the workspace.
+  const attacker = spawn(process.execPath, ['-e', `
+    const fs = require('node:fs');
+    const [sub, hold, link, outside] = process.argv.slice(1);
+    fs.symlinkSync(outside, link);
+    for (let n = 0; ; n++) {
+      try { fs.renameSync(sub, hold); } catch {}
+      try { fs.renameSync(link, sub); } catch { try { fs.renameSync(sub, sub + '.made-' + n); fs.renameSync(link, sub); } catch {} }
+      try { fs.renameSync(sub, link); } catch {}
+      try { fs.renameSync(hold, sub); } catch {}
+    }
+  `, sub, path.join(f.ws, 'hold'), path.join(f.ws, 'link'), f.outside], { stdio: 'ignore' });
+  t.after(() => attacker.kill('SIGKILL'));
+  await new Promise((resolve) => setTimeout(resolve, 100)); // let it start swapping
+
+  let leakedReads = 0;
+  const settle = (work: Promise<ToolOutput>) => work.then((out) => out.content, (error: unknown) => String(error));
+  for (let i = 0; i < 200; i++) {
+    await Promise.all([
+      settle(f.run('write_file', { path: `sub/w${i}.txt`, content: `write ${i}\n` })),
+      settle(f.run('write_file', { path: `sub/deeper/w${i}.txt`, content: `write ${i}\n` })),
+      settle(f.run('edit_file', { path: 'sub/target.txt', old_string: 'AAA', new_string: 'AAA!' })),
+      settle(f.run('read_file', { path: 'sub/secret.txt' })).then((text) => {
+        if (text.includes('top secret')) leakedReads++;
+      }),
+      settle(f.run('search_files', { pattern: 'secret', path: 'sub', glob: 'secret.txt' })).then((text) => {
+        if (text.includes('top secret')) leakedReads++;
+      }),
+      settle(f.run('list_directory', { path: 'sub' })).then((text) => {
+        if (text.includes('only-outside.txt')) leakedReads++;
+      }),
+    ]);
+  }
+  attacker.kill('SIGKILL');
+  assert.deepEqual((await readdir(f.outside)).sort(), outsideBefore, 'no file created outside');
+  assert.equal(await readFile(path.join(f.outside, 'target.txt'), 'utf8'), 'AAA\n', 'the file outside was not edited');
+  assert.equal(await readFile(path.join(f.outside, 'secret.txt'), 'utf8'), 'top secret\n');
+  assert.equal(leakedReads, 0, 'read_file, search_files and list_directory never showed what is outside');
 });
 
 test('resolveInWorkspace: relative to the first root, any root accepted, real paths returned', LIMIT, async (t) => {

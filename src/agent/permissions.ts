@@ -1,3 +1,4 @@
+import { parseShellLine } from './tools/shell-line';
 import type { PermissionDecision, PermissionMode, ServiceConfig } from '../protocol';
 
 export interface PermissionRules {
@@ -31,13 +32,45 @@ function globToRegExp(glob: string): RegExp {
   return new RegExp(`^${glob.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`, 's');
 }
 
-/** `read_file` matches the tool; `run_command:git status*` matches the tool and its subject. */
-export function ruleMatches(rule: string, tool: string, subject: string | undefined): boolean {
+/** Tools whose subject is a shell command line, matched command by command (see `commandRuleMatches`). */
+const SHELL_SUBJECT_TOOLS = new Set(['run_command']);
+
+export type RuleEffect = 'allow' | 'deny';
+
+/**
+ * A rule's subject pattern against a shell line. An allow rule matches only a line of the same shape:
+ * `git status*` matches `git status -s` but not `git status; id > f`, since the line holds operators
+ * the rule does not (each simple command is matched against the rule's command at the same place, so
+ * a `*` never reaches across an operator). A deny rule matches the line as written, or any simple
+ * command in it, even one inside `$(...)`: `rm *` denies `x; rm -rf /` and `echo $(rm -rf /)`.
+ */
+function commandRuleMatches(pattern: string, line: string, effect: RuleEffect): boolean {
+  const parsed = parseShellLine(line);
+  const rule = parseShellLine(pattern);
+  const sameShape =
+    parsed.complete &&
+    rule.shape.length === parsed.shape.length &&
+    rule.shape.every((part, i) => part === parsed.shape[i]) &&
+    rule.commands.every((command, i) => globToRegExp(command.raw.replace(/\s+/g, ' ')).test(parsed.commands[i].normalized));
+  if (sameShape) return true;
+  if (effect === 'allow') return false;
+  const glob = globToRegExp(pattern);
+  return glob.test(line) || parsed.commands.some((command) => glob.test(command.raw) || glob.test(command.normalized) || glob.test(command.program));
+}
+
+/**
+ * `read_file` matches the tool; `run_command:git status*` matches the tool and its subject. Deny rules
+ * are read at least as broadly as allow rules: a line an allow rule would not match may still be denied.
+ */
+export function ruleMatches(rule: string, tool: string, subject: string | undefined, effect: RuleEffect): boolean {
   const colon = rule.indexOf(':');
   const toolPart = colon < 0 ? rule : rule.slice(0, colon);
   if (!globToRegExp(toolPart).test(tool)) return false;
   if (colon < 0) return true;
-  return subject !== undefined && globToRegExp(rule.slice(colon + 1)).test(subject);
+  if (subject === undefined) return false;
+  const pattern = rule.slice(colon + 1);
+  if (SHELL_SUBJECT_TOOLS.has(tool)) return commandRuleMatches(pattern, subject, effect);
+  return globToRegExp(pattern).test(subject);
 }
 
 /**
@@ -64,8 +97,8 @@ export class PermissionGate {
     const untrusted = this.untrustedMode(question);
     if (untrusted === 'deny') return { allowed: false, reason: 'source' };
     const mode = untrusted === undefined || globalMode === 'deny' ? globalMode : untrusted;
-    if (rules.deny.some((rule) => ruleMatches(rule, question.tool, question.subject))) return { allowed: false, reason: 'rule' };
-    if (rules.allow.some((rule) => ruleMatches(rule, question.tool, question.subject))) return { allowed: true, reason: 'rule' };
+    if (rules.deny.some((rule) => ruleMatches(rule, question.tool, question.subject, 'deny'))) return { allowed: false, reason: 'rule' };
+    if (rules.allow.some((rule) => ruleMatches(rule, question.tool, question.subject, 'allow'))) return { allowed: true, reason: 'rule' };
     return this.byMode(mode, question);
   }
 

@@ -22,6 +22,9 @@ export async function runToolCall(
   context: { conversationId: string; source: string; signal: AbortSignal; gate: PermissionGate; logger: Logger; timeoutMs: number },
 ): Promise<ToolCallOutcome> {
   if (!tool) return { content: `Unknown tool "${call.name}".`, ok: false };
+  if (call.argumentsError !== undefined) {
+    return { content: `invalid arguments: ${call.argumentsError}. Call ${call.name} again with its arguments as one JSON object.`, ok: false };
+  }
   let subject: string | undefined;
   try {
     subject = tool.subject?.(call.arguments);

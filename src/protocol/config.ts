@@ -75,10 +75,18 @@ export const UserEntry = z.object({
 });
 
 export const CustomToolParamType = z.enum(['string', 'number', 'boolean']);
+/**
+ * A parameter: its type, or `{type, allow_options}`. `allow_options: true` lets a value starting with
+ * `-` stand where the program reads options (refused otherwise, so `-o/file` cannot become one).
+ */
+export const CustomToolParam = z.union([
+  CustomToolParamType,
+  z.strictObject({ type: CustomToolParamType, allow_options: z.boolean().default(false) }),
+]);
 export const CustomTool = z.object({
   name: z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$/),
   description: z.string().default(''),
-  parameters: z.record(z.string(), CustomToolParamType).default({}),
+  parameters: z.record(z.string(), CustomToolParam).default({}),
   command: z.array(z.string()).min(1),
   timeout_seconds: z.number().positive().optional(),
 });

@@ -294,30 +294,35 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
   function toolCall(index: number, id: unknown, toolName: unknown, args: unknown, finishReason: string | null): ToolCall {
     const { idPrefix, nameNoun, cutOffReason } = config.toolCalls;
     if (typeof toolName !== 'string' || toolName === '') throw fail('bad_response', `malformed tool call (no ${nameNoun})`);
+    const parsed = parseArguments(args, finishReason === cutOffReason);
     return {
       id: typeof id === 'string' && id !== '' ? id : `${idPrefix}${index}`,
       name: toolName,
-      arguments: parseArguments(toolName, args, finishReason === cutOffReason),
+      ...parsed,
     };
   }
 
-  function parseArguments(toolName: string, raw: unknown, cutOff: boolean): Record<string, unknown> {
+  /**
+   * The call's arguments as an object. Arguments that cannot be read do not fail the answer (the model
+   * wrote them, and can fix them): they come back as `argumentsError`, which the loop hands the model.
+   */
+  function parseArguments(raw: unknown, cutOff: boolean): Pick<ToolCall, 'arguments' | 'argumentsError'> {
     const noun = config.toolCalls.argumentsNoun;
     let value = raw;
     if (typeof raw === 'string') {
-      if (raw.trim() === '') return {};
+      if (raw.trim() === '') return { arguments: {} };
       try {
         value = JSON.parse(raw);
-      } catch {
+      } catch (error) {
         const why = cutOff ? ' (the answer was cut off at the token limit)' : '';
-        throw fail('bad_response', `tool call ${detail(toolName, 64)} has malformed JSON ${noun}${why}`);
+        return { arguments: {}, argumentsError: `malformed JSON ${noun}${why}: ${error instanceof Error ? error.message : String(error)}` };
       }
     }
-    if (value === undefined || value === null) return {};
+    if (value === undefined || value === null) return { arguments: {} };
     if (typeof value !== 'object' || Array.isArray(value)) {
-      throw fail('bad_response', `tool call ${detail(toolName, 64)} ${noun} ${noun === 'arguments' ? 'are' : 'is'} not a JSON object`);
+      return { arguments: {}, argumentsError: `the ${noun} ${noun === 'arguments' ? 'are' : 'is'} not a JSON object` };
     }
-    return value as Record<string, unknown>;
+    return { arguments: value as Record<string, unknown> };
   }
 
   function provider<Body, Event>(wire: WireParts<Body, Event>): Provider {

@@ -7,6 +7,11 @@ export interface ToolCall {
   id: string;
   name: string;
   arguments: Record<string, unknown>;
+  /**
+   * Why the provider's arguments could not be read (malformed JSON, not an object); `arguments` is then
+   * empty. The loop answers the call with this error instead of running the tool, so the model can retry.
+   */
+  argumentsError?: string;
 }
 
 export type ChatMessage =

@@ -45,9 +45,43 @@ export function expandCommand(command: string[], values: Record<string, string>)
   );
 }
 
+type CustomParam = CustomToolConfig['parameters'][string];
+const typeOf = (param: CustomParam) => (typeof param === 'string' ? param : param.type);
+const allowsOptions = (param: CustomParam | undefined) => typeof param === 'object' && param.allow_options;
+
+/**
+ * Refuses an argument that would start an argv item with `-`, where the program would read it as an
+ * option (`sort {file}` given `-o/etc/x` writes that file), unless the parameter has `allow_options`.
+ * Items after a `--` item, and items the template itself starts with text, are operands: left alone.
+ */
+export function refuseOptionLikeValues(config: Pick<CustomToolConfig, 'name' | 'command' | 'parameters'>, values: Record<string, string>): void {
+  const endOfOptions = config.command.indexOf('--', 1);
+  config.command.forEach((item, index) => {
+    if (endOfOptions !== -1 && index > endOfOptions) return;
+    // The value that would open the item: the first non-empty one of the placeholders it starts with.
+    for (let rest = item; ; ) {
+      const match = /^\{([A-Za-z_][\w-]*)\}/.exec(rest);
+      if (!match) return;
+      const name = match[1];
+      const value = values[name] ?? '';
+      if (value === '') {
+        rest = rest.slice(match[0].length);
+        continue;
+      }
+      if (value.startsWith('-') && !allowsOptions(config.parameters[name])) {
+        throw new ToolError(
+          `${config.name}: argument ${name} starts with "-", so ${path.basename(config.command[0])} would read it as an option; ` +
+            'give a value without a leading "-" (for a file, ./-name)',
+        );
+      }
+      return;
+    }
+  });
+}
+
 function customTool(config: CustomToolConfig, roots: WorkspaceRoots): Tool {
   const params: ParamSpecs = Object.fromEntries(
-    Object.entries(config.parameters).map(([name, type]) => [name, { type }]),
+    Object.entries(config.parameters).map(([name, param]) => [name, { type: typeOf(param) }]),
   );
   const checkedValues = (args: Record<string, unknown>): Record<string, string> => {
     const unknown = placeholdersOf(config.command).filter((name) => !Object.hasOwn(config.parameters, name));
@@ -59,7 +93,9 @@ function customTool(config: CustomToolConfig, roots: WorkspaceRoots): Tool {
       );
     }
     const checked = checkArgs(params, args, config.name);
-    return Object.fromEntries(Object.entries(checked).map(([name, value]) => [name, String(value)]));
+    const values = Object.fromEntries(Object.entries(checked).map(([name, value]) => [name, String(value)]));
+    refuseOptionLikeValues(config, values);
+    return values;
   };
   return defineTool({
     name: config.name,

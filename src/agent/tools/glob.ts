@@ -43,8 +43,7 @@ export function globToRegExp(glob: string): RegExp {
   return new RegExp(`^${source}$`);
 }
 
-/** Whether `relativePath` (with `/` separators) matches `glob`; a glob without `/` matches the file name alone. */
-export function matchesGlob(pattern: RegExp, glob: string, relativePath: string): boolean {
-  if (glob.includes('/')) return pattern.test(relativePath);
-  return pattern.test(relativePath.slice(relativePath.lastIndexOf('/') + 1));
+/** What a glob is matched against: the relative path (with `/` separators), or the file name alone for a glob without `/`. */
+export function globTarget(glob: string, relativePath: string): string {
+  return glob.includes('/') ? relativePath : relativePath.slice(relativePath.lastIndexOf('/') + 1);
 }

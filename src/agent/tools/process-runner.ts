@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { CappedOutput, DEFAULT_OUTPUT_CAP_BYTES } from './capped-output';
+import { killMarked, newRunMarker, RUN_MARKER_VARIABLE } from './run-marker';
 import { ToolError, type ToolOutput } from './types';
 
 export const DEFAULT_COMMAND_TIMEOUT_SECONDS = 60;
@@ -62,8 +63,14 @@ function killTree(pid: number): void {
   }
 }
 
-function spawnCommand(command: CommandSpec, cwd: string): ChildProcess {
-  const options: SpawnOptions = { cwd, detached: !isWindows, stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true };
+function spawnCommand(command: CommandSpec, cwd: string, marker: string): ChildProcess {
+  const options: SpawnOptions = {
+    cwd,
+    detached: !isWindows,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    windowsHide: true,
+    env: { ...process.env, [RUN_MARKER_VARIABLE]: marker },
+  };
   if ('shell' in command) {
     // On Windows `shell: true` runs `cmd.exe /d /s /c "<line>"`, quoting as cmd expects.
     return isWindows ? spawn(command.shell, [], { ...options, shell: true }) : spawn('/bin/sh', ['-c', command.shell], options);
@@ -85,10 +92,12 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
   if (signal.aborted) return Promise.resolve({ ...result, cancelled: true });
   if ('argv' in command && command.argv.length === 0) return Promise.reject(new ToolError('the command is empty'));
 
+  // What left the process group (setsid) is found by this marker and killed with it (see run-marker).
+  const marker = newRunMarker();
   return new Promise<ProcessResult>((resolve, reject) => {
     let child: ChildProcess;
     try {
-      child = spawnCommand(command, cwd);
+      child = spawnCommand(command, cwd, marker);
     } catch (error) {
       reject(new ToolError(`could not start ${label}: ${error instanceof Error ? error.message : String(error)}`));
       return;
@@ -106,7 +115,8 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
       clearTimeout(graceTimer);
       signal.removeEventListener('abort', onAbort);
       if (pid !== undefined) runningGroups.delete(pid);
-      resolve({ ...result, output: output.text() });
+      // Resolved once the stragglers are dead: when the call returns, nothing it started runs on.
+      void killMarked(marker).catch(() => 0).then(() => resolve({ ...result, output: output.text() }));
     };
     // A grandchild that left the group (setsid) may still hold the pipes: stop waiting for it.
     const finishSoon = () => {
@@ -119,6 +129,7 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
     };
     const stop = () => {
       if (pid !== undefined) killTree(pid);
+      void killMarked(marker).catch(() => 0);
       finishSoon();
     };
     const onAbort = () => {
@@ -148,6 +159,8 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
       result.exitCode = code;
       result.exitSignal = exitSignal;
       if (pid !== undefined && !isWindows) killTree(pid);
+      // Those that left the group may hold the pipes open: killing them lets 'close' come now.
+      void killMarked(marker).catch(() => 0);
       finishSoon();
     });
     child.on('close', finish);

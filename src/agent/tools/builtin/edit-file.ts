@@ -1,9 +1,8 @@
-import { readFile } from 'node:fs/promises';
+import { openForReading, writeFileInWorkspace } from '../anchored-fs';
 import { defineTool } from '../define-tool';
-import { formatBytes, looksBinary, writeTextAtomic } from '../text-files';
+import { formatBytes, looksBinary } from '../text-files';
 import { ToolError, type Tool } from '../types';
 import { resolveWorkspacePath, workspaceSubject, type WorkspaceRoots } from '../workspace';
-import { statOrExplain } from './fs-errors';
 
 export const EDIT_MAX_BYTES = 10 * 1024 * 1024;
 
@@ -36,10 +35,17 @@ export function editFileTool(roots: WorkspaceRoots): Tool {
       if (args.old_string === '') throw new ToolError('old_string is empty; to create a file or replace all of it use write_file');
       if (args.old_string === args.new_string) throw new ToolError('old_string and new_string are the same; there is nothing to change');
       const target = await resolveWorkspacePath(roots(), args.path);
-      const info = await statOrExplain(target.path, args.path);
-      if (!info.isFile()) throw new ToolError(`${args.path} is not a file`);
-      if (info.size > EDIT_MAX_BYTES) throw new ToolError(`${args.path} is ${formatBytes(info.size)}; edit_file handles files up to ${formatBytes(EDIT_MAX_BYTES)}`);
-      const raw = await readFile(target.path);
+      // Read through one handle opened inside the workspace, written back the same way (see anchored-fs).
+      const file = await openForReading(target, args.path);
+      let raw: Buffer;
+      try {
+        const info = await file.stat();
+        if (!info.isFile()) throw new ToolError(`${args.path} is not a file`);
+        if (info.size > EDIT_MAX_BYTES) throw new ToolError(`${args.path} is ${formatBytes(info.size)}; edit_file handles files up to ${formatBytes(EDIT_MAX_BYTES)}`);
+        raw = await file.readFile();
+      } finally {
+        await file.close();
+      }
       if (looksBinary(raw.subarray(0, 8192))) throw new ToolError(`${args.path} is a binary file; edit_file only edits text`);
       let text: string;
       try {
@@ -67,7 +73,7 @@ export function editFileTool(roots: WorkspaceRoots): Tool {
       const updated = args.replace_all === true
         ? text.split(oldString).join(newString)
         : text.slice(0, found.first) + newString + text.slice(found.first + oldString.length);
-      await writeTextAtomic(target.path, updated);
+      await writeFileInWorkspace(target, args.path, updated, false);
       return { content: `Replaced ${found.count} occurrence${found.count === 1 ? '' : 's'} in ${target.relative}.` };
     },
   });

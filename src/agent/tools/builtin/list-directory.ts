@@ -1,9 +1,10 @@
+import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { openForReading, pathOfOpen } from '../anchored-fs';
 import { defineTool } from '../define-tool';
 import { ToolError, type Tool } from '../types';
 import { resolveWorkspacePath, workspaceSubject, type WorkspaceRoots } from '../workspace';
-import { statOrExplain } from './fs-errors';
 
 export const LIST_MAX_ENTRIES = 1000;
 
@@ -20,9 +21,16 @@ export function listDirectoryTool(roots: WorkspaceRoots): Tool {
     async run(args) {
       const shown = args.path ?? '.';
       const target = await resolveWorkspacePath(roots(), shown);
-      const info = await statOrExplain(target.path, shown);
-      if (!info.isDirectory()) throw new ToolError(`${shown} is a file, not a folder; use read_file to read it`);
-      const entries = await readdir(target.path, { withFileTypes: true });
+      // Listed through the folder opened inside the workspace (see anchored-fs), not by its name again.
+      const folder = await openForReading(target, shown);
+      let entries: Dirent[];
+      const folderPath = pathOfOpen(folder, target.path);
+      try {
+        if (!(await folder.stat()).isDirectory()) throw new ToolError(`${shown} is a file, not a folder; use read_file to read it`);
+        entries = await readdir(folderPath, { withFileTypes: true });
+      } finally {
+        await folder.close();
+      }
       entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       const lines: string[] = [];
       for (const entry of entries.slice(0, LIST_MAX_ENTRIES)) {

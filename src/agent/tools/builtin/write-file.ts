@@ -1,7 +1,6 @@
-import { mkdir, stat } from 'node:fs/promises';
-import path from 'node:path';
+import { writeFileInWorkspace } from '../anchored-fs';
 import { defineTool } from '../define-tool';
-import { formatBytes, writeTextAtomic } from '../text-files';
+import { formatBytes } from '../text-files';
 import { ToolError, type Tool } from '../types';
 import { resolveWorkspacePath, workspaceSubject, type WorkspaceRoots } from '../workspace';
 
@@ -19,25 +18,14 @@ export function writeFileTool(roots: WorkspaceRoots): Tool {
     subject: (args) => workspaceSubject(roots(), typeof args.path === 'string' ? args.path : undefined),
     async run(args) {
       const target = await resolveWorkspacePath(roots(), args.path);
-      let existed = false;
+      let existed: boolean;
       try {
-        const info = await stat(target.path);
-        if (info.isDirectory()) throw new ToolError(`${args.path} is a directory; give the path of a file`);
-        existed = true;
-      } catch (error) {
-        if (error instanceof ToolError) throw error;
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code === 'ENOTDIR') throw new ToolError(`cannot write ${args.path}: one of its parent folders is a file`);
-        if (code !== 'ENOENT') throw error;
-      }
-      try {
-        await mkdir(path.dirname(target.path), { recursive: true });
+        ({ existed } = await writeFileInWorkspace(target, args.path, args.content, true));
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         if (code === 'EEXIST' || code === 'ENOTDIR') throw new ToolError(`cannot write ${args.path}: one of its parent folders is a file`);
         throw error;
       }
-      await writeTextAtomic(target.path, args.content);
       const size = formatBytes(Buffer.byteLength(args.content, 'utf8'));
       return { content: `${existed ? 'Overwrote' : 'Created'} ${target.relative} (${size}).` };
     },

@@ -1,0 +1,228 @@
+import { formatArgv } from './command-line';
+
+/**
+ * A POSIX shell line cut into what permission rules judge: its simple commands, and the operators
+ * between them (`;`, `&&`, `|`, redirections, `$(`, backticks, subshells, expansions...).
+ *
+ * Not a full shell parser, and it does not need to be: it only has to see every place where the shell
+ * would do more than run one program with literal words. Whatever it is unsure of (an unterminated
+ * quote, a `$`, a comment) becomes an operator, so an allow rule refuses it; every command inside a
+ * substitution or subshell is still listed, so a deny rule sees it.
+ */
+
+export interface SimpleCommand {
+  /** The command as written (quotes and escapes kept). */
+  raw: string;
+  /** Its words as the program would receive them, quoted again only where needed: `"git" 'st'` reads `git st`. */
+  normalized: string;
+  /**
+   * `normalized` without what may stand before the program: reserved words (`if`, `then`, `{`, `!`...)
+   * and variable assignments (`X=1`). `if true; then rm -rf /; fi` holds `rm -rf /` here.
+   */
+  program: string;
+}
+
+export interface ShellLine {
+  /** Every simple command, in order, including those inside substitutions, subshells and `${...}`. */
+  commands: SimpleCommand[];
+  /** The line's shape: `W` for each simple command, and each operator in place. */
+  shape: string[];
+  /** False when a quote, substitution or subshell is left open. */
+  complete: boolean;
+}
+
+type Token = { op: string } | { word: string; start: number; end: number };
+
+/** Words the shell reads before a command's program (reserved words, and `time` in bash). */
+const LEADING_WORDS = new Set(['!', '{', '}', 'if', 'then', 'else', 'elif', 'fi', 'do', 'done', 'while', 'until', 'time']);
+const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
+
+function programOf(words: string[]): string {
+  let first = 0;
+  while (first < words.length - 1 && (LEADING_WORDS.has(words[first]) || ASSIGNMENT.test(words[first]))) first++;
+  return formatArgv(words.slice(first));
+}
+
+/** Operators of normal mode, longest first. `(`, `<(` and `>(` open a nested list (see `list`). */
+const OPERATORS = ['&>>', '<<<', '<<-', '&&', '||', ';;', ';&', '|&', '&>', '>>', '<<', '<&', '>&', '<>', '>|', '<(', '>(', ';', '&', '|', '<', '>', '(', ')'];
+const OPENS_LIST = new Set(['(', '<(', '>(']);
+const VARIABLE_START = /[A-Za-z0-9_@*#?$!-]/;
+
+class Tokenizer {
+  readonly tokens: Token[] = [];
+  complete = true;
+  private i = 0;
+  private word: { value: string; start: number } | undefined;
+
+  constructor(private readonly text: string) {}
+
+  run(): void {
+    this.list(undefined);
+  }
+
+  private append(value: string, start: number): void {
+    if (this.word) this.word.value += value;
+    else this.word = { value, start };
+  }
+
+  private flush(): void {
+    if (this.word) this.tokens.push({ word: this.word.value, start: this.word.start, end: this.i });
+    this.word = undefined;
+  }
+
+  private op(op: string): void {
+    this.flush();
+    this.tokens.push({ op });
+  }
+
+  /** Normal mode, up to `close` (`)`, `}` or a backtick) or the end. */
+  private list(close: string | undefined): void {
+    const s = this.text;
+    while (this.i < s.length) {
+      const c = s[this.i];
+      if (close !== undefined && c === close) {
+        this.op(close);
+        this.i++;
+        return;
+      }
+      if (c === ' ' || c === '\t') {
+        this.flush();
+        this.i++;
+      } else if (c === '\n' || c === '\r') {
+        this.op('\n');
+        this.i++;
+      } else if (c === '\\') {
+        this.backslash();
+      } else if (c === "'") {
+        this.singleQuoted();
+      } else if (c === '"') {
+        this.doubleQuoted();
+      } else if (c === '`' || c === '$') {
+        this.expansion();
+      } else if (c === '#' && !this.word) {
+        // A comment: the shell runs none of it, yet an allow rule written without one must not match.
+        this.op('#');
+        while (this.i < s.length && s[this.i] !== '\n') this.i++;
+      } else {
+        const op = OPERATORS.find((o) => s.startsWith(o, this.i));
+        if (op === undefined) {
+          this.append(c, this.i);
+          this.i++;
+          continue;
+        }
+        this.op(op);
+        this.i += op.length;
+        if (OPENS_LIST.has(op)) this.list(')');
+      }
+    }
+    this.flush();
+    if (close !== undefined) this.complete = false;
+  }
+
+  private backslash(): void {
+    const next = this.text[this.i + 1];
+    if (next === '\n') {
+      this.i += 2; // line continuation
+      return;
+    }
+    if (next === undefined) {
+      this.append('\\', this.i);
+      this.i++;
+      return;
+    }
+    this.append(next, this.i);
+    this.i += 2;
+  }
+
+  private singleQuoted(): void {
+    const start = this.i;
+    const end = this.text.indexOf("'", this.i + 1);
+    if (end === -1) {
+      this.complete = false;
+      this.append(this.text.slice(this.i + 1), start);
+      this.i = this.text.length;
+      return;
+    }
+    this.append(this.text.slice(this.i + 1, end), start);
+    this.i = end + 1;
+  }
+
+  private doubleQuoted(): void {
+    const s = this.text;
+    const start = this.i;
+    this.append('', start); // `""` is a word, empty
+    this.i++;
+    while (this.i < s.length) {
+      const c = s[this.i];
+      if (c === '"') {
+        this.i++;
+        return;
+      }
+      if (c === '\\' && '$`"\\\n'.includes(s[this.i + 1] ?? '')) {
+        if (s[this.i + 1] !== '\n') this.append(s[this.i + 1], this.i);
+        this.i += 2;
+      } else if (c === '`' || (c === '$' && /[({]|[A-Za-z0-9_@*#?$!-]/.test(s[this.i + 1] ?? ''))) {
+        this.expansion();
+        this.append('', this.i); // the rest of the quoted text goes on as a word
+      } else {
+        this.append(c, this.i);
+        this.i++;
+      }
+    }
+    this.complete = false;
+  }
+
+  /** At a backtick or a `$`: a substitution or expansion, or a lone `$` (a literal). */
+  private expansion(): void {
+    const s = this.text;
+    if (s[this.i] === '`') {
+      this.op('`');
+      this.i++;
+      this.list('`');
+      return;
+    }
+    const next = s[this.i + 1];
+    if (next === '(' || next === '{') {
+      this.op(`$${next}`);
+      this.i += 2;
+      this.list(next === '(' ? ')' : '}');
+    } else if (next !== undefined && (VARIABLE_START.test(next) || next === "'" || next === '"')) {
+      // `$name`, `$1`, `$'...'` (bash's quoting, a variable in dash): the value is not known here.
+      this.op('$');
+      this.i++;
+      if (VARIABLE_START.test(next)) {
+        const name = /^(?:[A-Za-z_][A-Za-z0-9_]*|.)/.exec(s.slice(this.i))![0];
+        this.i += name.length;
+      }
+    } else {
+      this.append('$', this.i);
+      this.i++;
+    }
+  }
+}
+
+/** Cuts a shell line into simple commands and the operators between them. */
+export function parseShellLine(text: string): ShellLine {
+  const tokenizer = new Tokenizer(text);
+  tokenizer.run();
+  const commands: SimpleCommand[] = [];
+  const shape: string[] = [];
+  let run: Extract<Token, { word: string }>[] = [];
+  const endRun = () => {
+    if (run.length === 0) return;
+    const words = run.map((t) => t.word);
+    commands.push({ raw: text.slice(run[0].start, run.at(-1)!.end).trim(), normalized: formatArgv(words), program: programOf(words) });
+    shape.push('W');
+    run = [];
+  };
+  for (const token of tokenizer.tokens) {
+    if ('word' in token) {
+      run.push(token);
+    } else {
+      endRun();
+      shape.push(token.op);
+    }
+  }
+  endRun();
+  return { commands, shape, complete: tokenizer.complete };
+}

@@ -40,6 +40,8 @@ export interface ServiceOptions {
   host?: string;
   /** Overrides the tcp channel's allow_from for this run (the container's CMD sets it). */
   allowFrom?: readonly string[];
+  /** Start even if a journal segment is damaged, keeping it aside (`serve --recover`; see the store). */
+  recoverJournal?: boolean;
   /** Mirror log lines to stderr (headless). */
   logToStderr?: boolean;
   /** What the hosting program supplies (the editor's models, prompts, tools, key). */
@@ -130,7 +132,7 @@ export class Service {
     const logger = new FileLogger({ file: join(options.dataDir, LOG_FILE_NAME), redactor, mirror: options.logToStderr ?? false, mirrorLevel: 'info' });
     let store: Store;
     try {
-      store = await openStore(options.dataDir, { logger });
+      store = await openStore(options.dataDir, { logger, recover: options.recoverJournal });
     } catch (error) {
       await config.close();
       await logger.close();

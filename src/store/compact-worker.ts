@@ -6,7 +6,7 @@ import { setPriority } from 'node:os';
 import path from 'node:path';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { CompactionDone, CompactionJob, CompactionResult } from './compaction';
-import { parseRecords } from './record';
+import { scanRecords } from './record';
 import { readSnapshotSeq, replayRecords, writeSnapshotSeq } from './replay';
 import type { ReplayFailure } from './replay';
 import { loadSqlJs } from './sqljs';
@@ -67,11 +67,10 @@ export async function compact(job: CompactionJob): Promise<CompactionDone> {
     seq = snapshotSeq;
     let prevRecordSeq = 0;
     for (const segment of job.segments) {
-      const parsed = parseRecords(await readFile(segment), prevRecordSeq);
+      const parsed = scanRecords(await readFile(segment), prevRecordSeq);
       // Closed segments were fully fsynced by this process; damage here must not be silently folded in.
-      if (parsed.problem !== undefined) {
-        throw new Error(`${path.basename(segment)}: ${parsed.problem} at byte ${parsed.validBytes}`);
-      }
+      const bad = parsed.damaged[0] ?? parsed.tail;
+      if (bad) throw new Error(`${path.basename(segment)}: ${bad.problem} at byte ${bad.offset}`);
       if (parsed.records.length > 0) prevRecordSeq = parsed.records[parsed.records.length - 1].seq;
       const result = replayRecords(db, cache, parsed.records, seq);
       applied += result.applied;

@@ -5,10 +5,11 @@ import { DATABASE_FILE_NAME } from '../config/paths';
 import { nullLogger } from '../log/logger';
 import type { Logger } from '../log/logger';
 import { Compactor } from './compaction';
-import { DEFAULT_SEGMENT_BYTES, Journal, recoverJournal } from './journal';
+import { DEFAULT_SEGMENT_BYTES, Journal } from './journal';
 import { acquireLock } from './lock';
 import type { DirLock } from './lock';
 import { normalizeParams } from './record';
+import { recoverJournal } from './recovery';
 import type { Op, SqlParamInput } from './record';
 import { fsyncDir, hasMetaTable, META_TABLE_SQL, readSnapshotSeq } from './replay';
 import { loadSqlJs } from './sqljs';
@@ -22,6 +23,11 @@ export interface DatabaseOptions {
   segmentBytes?: number;
   /** Snapshot file name in the directory; journal segments are `<fileName>.journal.<n>`. */
   fileName?: string;
+  /**
+   * Open a journal with damaged segments anyway: each is kept aside (`.damaged-<time>`) and replaced by
+   * its readable records. Without it such a journal refuses the open (JournalDamagedError).
+   */
+  recover?: boolean;
 }
 
 export interface RunResult {
@@ -112,7 +118,7 @@ export class Database {
       // only needs to live in memory.
       sql.run('PRAGMA journal_mode = MEMORY');
 
-      const recovered = await recoverJournal(sql, cache, { dir: realDir, fileName, snapshotSeq, logger });
+      const recovered = await recoverJournal(sql, cache, { dir: realDir, fileName, snapshotSeq, logger, recover: options.recover });
       const live = recovered.segments;
       const active = live.length > 0 ? live[live.length - 1] : undefined;
       const older = live.slice(0, -1);

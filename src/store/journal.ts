@@ -1,102 +1,13 @@
-import { open, readFile, rename, stat } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import type { Database as SqlJsDatabase } from 'sql.js';
 import type { Logger } from '../log/logger';
-import { encodeRecord, parseRecords } from './record';
+import { encodeRecord } from './record';
 import type { Op } from './record';
-import { fsyncDir, listSegments, replayRecords, segmentPath } from './replay';
-import type { StatementCache } from './statements';
+import type { LiveSegment } from './recovery';
+import { fsyncDir, segmentPath } from './replay';
 
 export const DEFAULT_SEGMENT_BYTES = 4 * 1024 * 1024;
-
-export interface LiveSegment {
-  n: number;
-  path: string;
-  /** Valid bytes (after any truncation). */
-  size: number;
-  /** Seq of its last record, 0 when empty. */
-  maxSeq: number;
-}
-
-export interface RecoveryResult {
-  /** Highest seq in the snapshot or the journal. */
-  lastSeq: number;
-  /** Segments left in place, oldest first. */
-  segments: LiveSegment[];
-  /** Highest segment number seen, including set-aside ones (new segments are numbered above it). */
-  maxN: number;
-  applied: number;
-  droppedBytes: number;
-}
-
-/**
- * Start-up replay: applies every record after `snapshotSeq`, in order, and stops at the first torn or
- * corrupt record. That segment is truncated there, so new appends follow valid data; segments after it
- * are renamed aside (`.discarded`), since their records would follow a hole. Never throws for bad data.
- */
-export async function recoverJournal(
-  db: SqlJsDatabase,
-  cache: StatementCache,
-  opts: { dir: string; fileName: string; snapshotSeq: number; logger: Logger },
-): Promise<RecoveryResult> {
-  const { dir, fileName, snapshotSeq, logger } = opts;
-  const files = await listSegments(dir, fileName);
-  const segments: LiveSegment[] = [];
-  let lastSeq = snapshotSeq;
-  let prevRecordSeq = 0;
-  let applied = 0;
-  let droppedBytes = 0;
-  let gapReported = false;
-
-  for (let i = 0; i < files.length; i++) {
-    const file = files[i];
-    const buf = await readFile(file.path);
-    const parsed = parseRecords(buf, prevRecordSeq);
-    const first = parsed.records.find((r) => r.seq > lastSeq);
-    if (first && first.seq !== lastSeq + 1 && !gapReported) {
-      gapReported = true;
-      logger.warn('store.journal_gap', { segment: path.basename(file.path), expected_seq: lastSeq + 1, found_seq: first.seq });
-    }
-    const result = replayRecords(db, cache, parsed.records, lastSeq);
-    for (const failure of result.failures) {
-      logger.error('store.replay_record_failed', { seq: failure.seq, error: failure.message });
-    }
-    applied += result.applied;
-    lastSeq = result.lastSeq;
-    const maxSeq = parsed.records.length > 0 ? parsed.records[parsed.records.length - 1].seq : 0;
-    if (maxSeq > 0) prevRecordSeq = maxSeq;
-    segments.push({ n: file.n, path: file.path, size: parsed.validBytes, maxSeq });
-
-    if (parsed.problem !== undefined) {
-      const dropped = buf.length - parsed.validBytes;
-      droppedBytes += dropped;
-      logger.warn('store.journal_truncated', {
-        segment: path.basename(file.path),
-        reason: parsed.problem,
-        valid_bytes: parsed.validBytes,
-        dropped_bytes: dropped,
-      });
-      const fh = await open(file.path, 'r+');
-      try {
-        await fh.truncate(parsed.validBytes);
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      const later = files.slice(i + 1);
-      for (const rest of later) {
-        const size = (await stat(rest.path)).size;
-        droppedBytes += size;
-        await rename(rest.path, `${rest.path}.discarded-${Date.now()}`);
-        logger.warn('store.journal_segment_discarded', { segment: path.basename(rest.path), dropped_bytes: size });
-      }
-      if (later.length > 0) await fsyncDir(dir);
-      break;
-    }
-  }
-  return { lastSeq, segments, maxN: files.length > 0 ? files[files.length - 1].n : 0, applied, droppedBytes };
-}
 
 interface Batch {
   buffers: Buffer[];

@@ -1,6 +1,6 @@
 // Worker thread entry (bundled to dist/compact-worker.js): folds closed journal segments into the
 // snapshot, so the main thread never pays for db.export().
-import { closeSync, fsyncSync, openSync, readlinkSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readlinkSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { setPriority } from 'node:os';
 import path from 'node:path';
@@ -87,7 +87,13 @@ export async function compact(job: CompactionJob): Promise<CompactionDone> {
     db.close();
   }
 
-  writeDurably(tmpPath, out);
+  try {
+    writeDurably(tmpPath, out);
+  } catch (err) {
+    // A half-written snapshot on a full disk would only hold on to the space the journal needs.
+    rmSync(tmpPath, { force: true });
+    throw err;
+  }
   renameSync(tmpPath, snapshotPath);
   fsyncDirSync(job.dir);
   return { ok: true, seq, snapshotBytes: out.length, wrote: true, applied, failures };

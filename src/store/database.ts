@@ -178,6 +178,9 @@ export class Database {
     if (this.closing) return Promise.reject(new Error('the store is closed'));
     const failed = this.journal.failed;
     if (failed) return Promise.reject(failed);
+    // After a full disk, earlier records wait to be written: they go first, and while the disk still
+    // refuses them this write fails without touching the database.
+    if (this.journal.owesWrites) return this.journal.retry().then(() => this.write(fn));
 
     const ops: Op[] = [];
     let open = true;
@@ -243,6 +246,15 @@ export class Database {
   get<T = Record<string, unknown>>(sql: string, params?: readonly SqlParamInput[]): T | undefined {
     this.assertOpen();
     return queryOne(this.cache, sql, normalizeParams(params)) as T | undefined;
+  }
+
+  /**
+   * Why writes fail right now, or null when they work. Records a full disk refused are retried first,
+   * so asking also recovers once space is back.
+   */
+  async problem(): Promise<string | null> {
+    if (this.journal.owesWrites) await this.journal.retry().catch(() => {});
+    return this.journal.failed?.message ?? this.journal.degraded;
   }
 
   /** Resolves once every write made so far is durable. */

@@ -1,13 +1,16 @@
-import { open } from 'node:fs/promises';
+import { open, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log/logger';
+import { ServiceError } from '../protocol/errors';
 import { encodeRecord } from './record';
 import type { Op } from './record';
 import type { LiveSegment } from './recovery';
 import { fsyncDir, segmentPath } from './replay';
 
 export const DEFAULT_SEGMENT_BYTES = 4 * 1024 * 1024;
+/** Errors after which the disk may take writes again once space is freed. */
+const DISK_FULL_CODES = new Set(['ENOSPC', 'EDQUOT']);
 
 interface Batch {
   buffers: Buffer[];
@@ -57,6 +60,14 @@ export class Journal {
   private inflight: Batch | null = null;
   private io: Promise<void> = Promise.resolve();
   private failure: Error | null = null;
+  /**
+   * Records of flushes the full disk refused, in order. They already changed the database in memory,
+   * so they are written first, before anything newer, once the disk takes writes again.
+   */
+  private owed: Buffer[] = [];
+  private owedBytes = 0;
+  /** Why writes fail for now (a full disk), null when they work. */
+  private degradedReason: string | null = null;
   private closed = false;
   private readonly closedSizes = new Map<string, number>();
   /** write + fdatasync rounds done (each may carry many records). */
@@ -117,8 +128,27 @@ export class Journal {
     return this.closedSizes.size + 1;
   }
 
+  /** Set when the journal can no longer be written at all (restart needed). */
   get failed(): Error | null {
     return this.failure;
+  }
+
+  /** Why writes fail for now (a full disk); they are retried, so this clears by itself. */
+  get degraded(): string | null {
+    return this.degradedReason;
+  }
+
+  get owesWrites(): boolean {
+    return this.owed.length > 0;
+  }
+
+  /** Writes the records a full disk refused; rejects (with the disk-full error) while it still does. */
+  retry(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    return this.enqueueIo(async () => {
+      if (this.failure) throw this.failure;
+      if (this.owed.length > 0) await this.commit([], 0);
+    });
   }
 
   /** Journals one transaction. Resolves once it is on disk (fdatasync done). */
@@ -141,7 +171,9 @@ export class Journal {
   /** Resolves once everything appended so far is durable. */
   barrier(): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
-    return (this.batch ?? this.inflight)?.promise ?? Promise.resolve();
+    const pending = (this.batch ?? this.inflight)?.promise;
+    if (pending) return pending;
+    return this.owed.length > 0 ? this.retry() : Promise.resolve();
   }
 
   /** Closes the active segment (if it holds anything) and starts a new one. */
@@ -160,6 +192,10 @@ export class Journal {
     if (this.closed) return this.io;
     this.closed = true;
     await this.barrier().catch(() => {});
+    if (this.owed.length > 0) {
+      // Never acknowledged (each got the disk-full error), so no promise is broken; but say so.
+      this.opts.logger.error('store.unwritten_on_close', { records: this.owed.length, reason: this.degradedReason });
+    }
     await this.enqueueIo(() => this.fh.close());
   }
 
@@ -177,24 +213,65 @@ export class Journal {
     }
     this.inflight = batch;
     try {
-      const data = batch.buffers.length === 1 ? batch.buffers[0] : Buffer.concat(batch.buffers, batch.bytes);
-      await writeAll(this.fh, data);
-      await this.fh.datasync();
-      this.activeSize += data.length;
-      this.flushes++;
+      await this.commit(batch.buffers, batch.bytes);
     } catch (err) {
-      // After a failed write or fsync the file's tail is unknown and memory already holds the
-      // transactions: refuse every later write rather than acknowledge one that may not survive.
-      const cause = err instanceof Error ? err.message : String(err);
-      this.failure = new Error(`the store's journal could not be written (${cause}); restart the service`);
-      this.opts.logger.error('store.journal_write_failed', { segment: path.basename(this.activePath), error: cause });
-      batch.reject(this.failure);
+      batch.reject(err as Error);
       return;
     } finally {
       this.inflight = null;
     }
     batch.resolve();
     if (this.activeSize >= this.opts.segmentBytes) await this.rotateNow();
+  }
+
+  /** Writes the owed records, then `buffers`, and fdatasyncs. On a full disk all of them become owed. */
+  private async commit(buffers: Buffer[], bytes: number): Promise<void> {
+    const parts = this.owed.length > 0 ? [...this.owed, ...buffers] : buffers;
+    const total = this.owedBytes + bytes;
+    try {
+      await writeAll(this.fh, parts.length === 1 ? parts[0] : Buffer.concat(parts, total));
+      await this.fh.datasync();
+    } catch (err) {
+      throw await this.writeFailed(err, parts, total);
+    }
+    this.activeSize += total;
+    this.flushes++;
+    this.owed = [];
+    this.owedBytes = 0;
+    if (this.degradedReason !== null) {
+      this.opts.logger.info('store.disk_writable_again', { segment: path.basename(this.activePath) });
+      this.degradedReason = null;
+    }
+  }
+
+  /**
+   * A full disk: the segment is cut back to its last durable byte and reopened, and the records become
+   * owed (retried by the next write). Anything else: the file's tail is unknown and memory already
+   * holds the transactions, so every later write is refused rather than acknowledged unsafely.
+   */
+  private async writeFailed(err: unknown, parts: Buffer[], bytes: number): Promise<Error> {
+    const code = (err as NodeJS.ErrnoException).code;
+    const segment = path.basename(this.activePath);
+    let cause = err instanceof Error ? err.message : String(err);
+    if (code !== undefined && DISK_FULL_CODES.has(code)) {
+      try {
+        await this.fh.truncate(this.activeSize);
+        const reopened = await open(this.activePath, 'a');
+        await this.fh.close().catch(() => {});
+        this.fh = reopened;
+        this.owed = parts;
+        this.owedBytes = bytes;
+        const reason = `disk full: could not write the journal (${code})`;
+        if (this.degradedReason === null) this.opts.logger.error('store.disk_full', { segment, error: code, records: parts.length });
+        this.degradedReason = reason;
+        return new ServiceError('server_error', reason);
+      } catch (cutErr) {
+        cause = `${cause}; then ${cutErr instanceof Error ? cutErr.message : String(cutErr)}`;
+      }
+    }
+    this.failure = new ServiceError('server_error', `the store's journal could not be written (${cause}); restart the service`);
+    this.opts.logger.error('store.journal_write_failed', { segment, error: cause });
+    return this.failure;
   }
 
   private async rotateNow(): Promise<void> {
@@ -205,8 +282,12 @@ export class Journal {
       fh = await open(next, 'ax');
       await fsyncDir(this.opts.dir);
     } catch (err) {
-      // Keep appending to the current segment; compaction just waits for the next rotation.
-      await fh?.close().catch(() => {});
+      // Keep appending to the current segment; compaction just waits for the next rotation. A segment
+      // created here is removed, or the next rotation would find its number taken.
+      if (fh) {
+        await fh.close().catch(() => {});
+        await unlink(next).catch(() => {});
+      }
       this.opts.logger.error('store.journal_rotate_failed', { segment: path.basename(next), error: String(err) });
       return;
     }

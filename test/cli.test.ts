@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -90,6 +90,25 @@ test('a second process on the same data directory gets a clear error', async () 
   } finally {
     first.child.kill('SIGTERM');
     await first.exited;
+  }
+});
+
+test('everything serve creates in the data directory is private: the directory 0700, its files 0600', async () => {
+  const dir = join(await dataDir(), 'data'); // created by the service
+  const proc = await serve(dir);
+  try {
+    const token = JSON.parse(await readFile(join(dir, 'service.json'), 'utf8')).auth_token as string;
+    const client = await TestClient.authed(`ws://127.0.0.1:${proc.port}/ws`, token);
+    assert.equal((await client.request({ type: 'list_conversations' })).status, 'ok');
+    client.close();
+    const modeOf = async (name: string) => ((await stat(join(dir, name))).mode & 0o777).toString(8);
+    assert.equal(await modeOf('.'), '700');
+    const names = await readdir(dir);
+    for (const name of ['service.json', 'service.log', 'service.lock', 'service.db.journal.1']) assert.ok(names.includes(name), name);
+    for (const name of names) assert.equal(await modeOf(name), '600', name);
+  } finally {
+    proc.child.kill('SIGTERM');
+    await proc.exited;
   }
 });
 

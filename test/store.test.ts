@@ -182,6 +182,20 @@ test('compaction folds closed segments into the snapshot in a worker; writes dur
   );
 });
 
+test('the store keeps its files private: a directory it creates is 0700, snapshot, journal and lock 0600', LIMIT, async (t) => {
+  const dir = path.join(await withDir(t), 'data');
+  const store = await openStore(dir, { segmentBytes: 512 });
+  t.after(() => store.close());
+  await seedConversation(store, 'c1', 6);
+  await store.db.compact();
+  await seedConversation(store, 'c2', 1);
+  const modeOf = async (name: string) => ((await stat(path.join(dir, name))).mode & 0o777).toString(8);
+  assert.equal(await modeOf('.'), '700');
+  const names = await readdir(dir);
+  assert.ok(names.includes('service.db') && names.includes('service.lock') && (await segments(dir)).length > 0, names.join(' '));
+  for (const name of names) assert.equal(await modeOf(name), '600', name);
+});
+
 test('a leftover service.db.tmp is ignored and removed', LIMIT, async (t) => {
   const dir = await withDir(t);
   let store = await openStore(dir);

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { CompactionDone, CompactionJob, CompactionResult } from './compaction';
 import { scanRecords } from './record';
-import { readSnapshotSeq, replayRecords, writeSnapshotSeq } from './replay';
+import { PRIVATE_FILE_MODE, readSnapshotSeq, replayRecords, writeSnapshotSeq } from './replay';
 import type { ReplayFailure } from './replay';
 import { loadSqlJs } from './sqljs';
 import { StatementCache } from './statements';
@@ -26,7 +26,7 @@ const WRITE_CHUNK = 1 << 20;
 // The snapshot is written synchronously, in chunks, on purpose: the copying then happens on this
 // lower-priority thread rather than in the process-wide libuv pool, and the thread has nothing else to do.
 function writeDurably(file: string, data: Uint8Array): void {
-  const fd = openSync(file, 'w');
+  const fd = openSync(file, 'w', PRIVATE_FILE_MODE);
   try {
     let offset = 0;
     while (offset < data.length) {

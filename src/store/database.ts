@@ -11,7 +11,7 @@ import type { DirLock } from './lock';
 import { normalizeParams } from './record';
 import { recoverJournal } from './recovery';
 import type { Op, SqlParamInput } from './record';
-import { fsyncDir, hasMetaTable, META_TABLE_SQL, readSnapshotSeq } from './replay';
+import { fsyncDir, hasMetaTable, META_TABLE_SQL, PRIVATE_DIR_MODE, readSnapshotSeq } from './replay';
 import { loadSqlJs } from './sqljs';
 import { queryAll, queryOne, runOp, StatementCache } from './statements';
 
@@ -89,7 +89,8 @@ export class Database {
     const fileName = options.fileName ?? DATABASE_FILE_NAME;
     const segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
     if (!(segmentBytes > 0)) throw new RangeError('segmentBytes must be positive');
-    await mkdir(dir, { recursive: true });
+    // Private: the database holds conversations, memory and webhook payloads.
+    await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
     const realDir = await realpath(dir);
     const lock = await acquireLock(realDir, logger, dir);
     let sql: SqlJsDatabase | undefined;

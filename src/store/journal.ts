@@ -6,7 +6,7 @@ import { ServiceError } from '../protocol/errors';
 import { encodeRecord } from './record';
 import type { Op } from './record';
 import type { LiveSegment } from './recovery';
-import { fsyncDir, segmentPath } from './replay';
+import { fsyncDir, PRIVATE_FILE_MODE, segmentPath } from './replay';
 
 export const DEFAULT_SEGMENT_BYTES = 4 * 1024 * 1024;
 /** Errors after which the disk may take writes again once space is freed. */
@@ -105,7 +105,7 @@ export class Journal {
       n = state.maxN + 1;
       file = segmentPath(opts.dir, opts.fileName, n);
       size = 0;
-      fh = await open(file, 'ax');
+      fh = await open(file, 'ax', PRIVATE_FILE_MODE);
       await fsyncDir(opts.dir);
     }
     const journal = new Journal(opts, fh, n, file, size, state.lastSeq);
@@ -279,7 +279,7 @@ export class Journal {
     const next = segmentPath(this.opts.dir, this.opts.fileName, n);
     let fh: FileHandle | undefined;
     try {
-      fh = await open(next, 'ax');
+      fh = await open(next, 'ax', PRIVATE_FILE_MODE);
       await fsyncDir(this.opts.dir);
     } catch (err) {
       // Keep appending to the current segment; compaction just waits for the next rotation. A segment

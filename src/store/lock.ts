@@ -3,6 +3,7 @@ import { open, readFile, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../log/logger';
+import { PRIVATE_FILE_MODE } from './replay';
 
 export const LOCK_FILE_NAME = 'service.lock';
 
@@ -95,7 +96,7 @@ async function takeLock(dir: string, label: string, file: string, logger: Logger
   for (let attempt = 0; attempt < 5; attempt++) {
     const content = JSON.stringify({ pid: process.pid, hostname: me, started_at: new Date().toISOString() } satisfies LockInfo);
     try {
-      const fh = await open(file, 'wx');
+      const fh = await open(file, 'wx', PRIVATE_FILE_MODE);
       try {
         await fh.writeFile(content);
         await fh.sync();

@@ -8,7 +8,7 @@ import type { Database as SqlJsDatabase } from 'sql.js';
 import type { Logger } from '../log/logger';
 import { scanRecords } from './record';
 import type { DamagedRange, ScannedRecords } from './record';
-import { fsyncDir, listSegments, replayRecords } from './replay';
+import { fsyncDir, listSegments, PRIVATE_FILE_MODE, replayRecords } from './replay';
 import type { SegmentFile } from './replay';
 import type { StatementCache } from './statements';
 
@@ -96,7 +96,7 @@ function withoutRanges(buf: Buffer, ranges: DamagedRange[], tail: DamagedRange |
 }
 
 async function writeDurably(file: string, data: Buffer): Promise<void> {
-  const fh = await open(file, 'wx', 0o600);
+  const fh = await open(file, 'wx', PRIVATE_FILE_MODE);
   try {
     await fh.writeFile(data);
     await fh.sync();
@@ -117,7 +117,7 @@ async function setAside(dir: string, s: Scanned, ranges: DamagedRange[], logger:
   await copyFile(s.file.path, aside, constants.COPYFILE_EXCL);
   const copy = await open(aside, 'r+');
   try {
-    await copy.chmod(0o600);
+    await copy.chmod(PRIVATE_FILE_MODE);
     await copy.sync();
   } finally {
     await copy.close();

@@ -6,7 +6,7 @@ import { PortInUseError, Service } from './service';
 import { hashPassword } from './transport/passwords';
 
 const USAGE = `usage:
-  remote-assistant serve [--data-dir DIR] [--port N] [--allow-from PATTERN,PATTERN...] [--recover]
+  remote-assistant serve [--data-dir DIR] [--port N] [--allow-from PATTERN,PATTERN...] [--recover] [--break-lock]
   remote-assistant user add --data-dir DIR --username NAME   (password on standard input)`;
 
 async function readStdin(): Promise<string> {
@@ -24,6 +24,8 @@ async function serve(args: string[]): Promise<number> {
       'allow-from': { type: 'string' },
       // Start despite a damaged journal segment: keep it aside, replay every readable record.
       recover: { type: 'boolean' },
+      // Take over service.lock left by another host (a recreated container).
+      'break-lock': { type: 'boolean' },
     },
   });
   const port = values.port === undefined ? undefined : Number(values.port);
@@ -38,7 +40,7 @@ async function serve(args: string[]): Promise<number> {
     return 2;
   }
   const dataDir = values['data-dir'] ?? defaultDataDir();
-  const service = await Service.open({ dataDir, port, allowFrom, recoverJournal: values.recover, logToStderr: true });
+  const service = await Service.open({ dataDir, port, allowFrom, recoverJournal: values.recover, breakLock: values['break-lock'], logToStderr: true });
   let listening;
   try {
     listening = await service.start();

@@ -112,6 +112,30 @@ test('everything serve creates in the data directory is private: the directory 0
   }
 });
 
+test('a lock left by another host (a recreated container) refuses the start naming --break-lock; serve --break-lock takes it over', async () => {
+  const dir = await dataDir();
+  const lockFile = join(dir, 'service.lock');
+  const foreign = JSON.stringify({ pid: 1, hostname: 'old-container-3f2a', started_at: '2026-01-01T00:00:00.000Z' });
+  await writeFile(lockFile, foreign);
+
+  const refused = await runCli(['serve', '--data-dir', dir, '--port', '0']);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /in use by process 1 on host old-container-3f2a/);
+  assert.match(refused.stderr, /serve --break-lock/);
+  assert.equal(await readFile(lockFile, 'utf8'), foreign, 'the lock is left alone');
+
+  const proc = await serve(dir, 0, {}, ['--break-lock']);
+  try {
+    const lock = JSON.parse(await readFile(lockFile, 'utf8'));
+    assert.equal(lock.pid, proc.child.pid);
+    assert.match(proc.output(), /store\.lock_broken/);
+    assert.match(proc.output(), /old-container-3f2a/);
+  } finally {
+    proc.child.kill('SIGTERM');
+    assert.equal((await proc.exited).code, 0);
+  }
+});
+
 test('user add stores an scrypt hash, never the password, and the user can log in', async () => {
   const dir = await dataDir();
   const password = 'a long enough password';

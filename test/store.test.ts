@@ -293,6 +293,33 @@ test('lock: a stale lock (dead pid, or unreadable) is taken over with a warning'
   }
 });
 
+test('lock: a lock of this host from before a reboot is stale even if its pid now belongs to a live process', LIMIT, async (t) => {
+  const dir = await withDir(t);
+  const lockFile = path.join(dir, 'service.lock');
+  // process.ppid is alive: after a reboot, pids are handed out again, so a live pid proves nothing.
+  const before = { pid: process.ppid, hostname: hostname(), started_at: iso(0), boot_id: '00000000-0000-0000-0000-000000000000' };
+  await writeFile(lockFile, JSON.stringify(before));
+  const { logger, lines } = captureLogger();
+  const store = await openStore(dir, { logger });
+  t.after(() => store.close());
+  const stale = lines.find((l) => l.event === 'store.lock_stale');
+  assert.ok(stale);
+  assert.match(String(stale.fields.reason), /restarted/);
+  assert.equal(JSON.parse(await readFile(lockFile, 'utf8')).pid, process.pid);
+});
+
+test('lock: --break-lock (breakLock) does not take a lock whose process is alive on this host', { timeout: 30_000 }, async (t) => {
+  const dir = await withDir(t);
+  const child = spawnStoreChild('hold', dir);
+  t.after(() => {
+    child.proc.kill('SIGKILL');
+  });
+  await child.waitFor((l) => l.includes('ready'));
+  await assert.rejects(openStore(dir, { breakLock: true }), new RegExp(`in use by process ${child.proc.pid}`));
+  child.proc.stdin.end();
+  await child.exited;
+});
+
 test('a write that throws is rolled back and journals nothing', LIMIT, async (t) => {
   const dir = await withDir(t);
   let store = await openStore(dir);

@@ -28,6 +28,8 @@ export interface DatabaseOptions {
    * its readable records. Without it such a journal refuses the open (JournalDamagedError).
    */
   recover?: boolean;
+  /** Take over a `service.lock` written by another host (`serve --break-lock`; see acquireLock). */
+  breakLock?: boolean;
 }
 
 export interface RunResult {
@@ -92,7 +94,7 @@ export class Database {
     // Private: the database holds conversations, memory and webhook payloads.
     await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
     const realDir = await realpath(dir);
-    const lock = await acquireLock(realDir, logger, dir);
+    const lock = await acquireLock(realDir, logger, dir, { breakLock: options.breakLock });
     let sql: SqlJsDatabase | undefined;
     let cache: StatementCache | undefined;
     try {

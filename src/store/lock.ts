@@ -11,6 +11,29 @@ interface LockInfo {
   pid: number;
   hostname: string;
   started_at: string;
+  /** The kernel's boot id (Linux): a lock of this host from an earlier boot belongs to no process. */
+  boot_id?: string;
+}
+
+export interface LockOptions {
+  /**
+   * Take over a lock recorded by another host, whose process cannot be checked from here (a recreated
+   * container gets a new host name). A live process of this host still keeps its lock.
+   */
+  breakLock?: boolean;
+}
+
+let cachedBootId: string | null | undefined;
+/** This boot's id, or null where there is none (not Linux). */
+function bootId(): string | null {
+  if (cachedBootId === undefined) {
+    try {
+      cachedBootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
+    } catch {
+      cachedBootId = null;
+    }
+  }
+  return cachedBootId;
 }
 
 export interface DirLock {
@@ -45,7 +68,8 @@ function parseLock(text: string): LockInfo | null {
     const value = JSON.parse(text) as Partial<LockInfo>;
     if (typeof value.pid !== 'number' || !Number.isSafeInteger(value.pid) || value.pid <= 0) return null;
     if (typeof value.hostname !== 'string') return null;
-    return { pid: value.pid, hostname: value.hostname, started_at: String(value.started_at ?? '') };
+    const boot = typeof value.boot_id === 'string' ? { boot_id: value.boot_id } : {};
+    return { pid: value.pid, hostname: value.hostname, started_at: String(value.started_at ?? ''), ...boot };
   } catch {
     return null;
   }
@@ -73,28 +97,47 @@ function inUse(dir: string, pid: number, host?: string): Error {
   return new DataDirInUseError(dir, pid, host);
 }
 
+/** Why a lock someone else wrote may be taken over, or null if its process may be alive. */
+function staleReason(info: LockInfo | null, me: string, options: LockOptions): string | null {
+  if (!info) return 'unreadable lock file';
+  if (info.hostname !== me) return options.breakLock ? `taken over from host ${info.hostname} (--break-lock)` : null;
+  const boot = bootId();
+  // After a restart pids are handed out again: the recorded one may now be any live process.
+  if (boot !== null && info.boot_id !== undefined && info.boot_id !== boot) return 'this machine restarted since';
+  // Our own pid in a lock we do not hold: left by an earlier process that had the same pid
+  // (containers often run as pid 1).
+  if (info.pid === process.pid || !pidAlive(info.pid)) return 'process is gone';
+  return null;
+}
+
 /**
  * Makes this process the only owner of `dir`: `service.lock` is created with O_EXCL. An existing lock
- * whose process is alive on this host refuses the open; one whose process is gone (or unreadable) is
- * taken over with a warning. A lock from another host is respected, since its process cannot be
- * checked (the message says which file to remove if that process is gone).
+ * whose process is alive on this host refuses the open; one whose process is gone, from an earlier
+ * boot, or unreadable is taken over with a warning. A lock from another host is respected, since its
+ * process cannot be checked, unless `breakLock` (the message names `serve --break-lock`).
  */
-export async function acquireLock(dir: string, logger: Logger, label: string = dir): Promise<DirLock> {
+export async function acquireLock(dir: string, logger: Logger, label: string = dir, options: LockOptions = {}): Promise<DirLock> {
   const file = path.resolve(dir, LOCK_FILE_NAME);
   if (held.has(file) || acquiring.has(file)) throw inUse(label, process.pid);
   acquiring.add(file);
   try {
-    return await takeLock(dir, label, file, logger);
+    return await takeLock(dir, label, file, logger, options);
   } finally {
     acquiring.delete(file);
   }
 }
 
-async function takeLock(dir: string, label: string, file: string, logger: Logger): Promise<DirLock> {
+async function takeLock(dir: string, label: string, file: string, logger: Logger, options: LockOptions): Promise<DirLock> {
   const me = hostname();
+  const boot = bootId();
 
   for (let attempt = 0; attempt < 5; attempt++) {
-    const content = JSON.stringify({ pid: process.pid, hostname: me, started_at: new Date().toISOString() } satisfies LockInfo);
+    const content = JSON.stringify({
+      pid: process.pid,
+      hostname: me,
+      started_at: new Date().toISOString(),
+      ...(boot !== null ? { boot_id: boot } : {}),
+    } satisfies LockInfo);
     try {
       const fh = await open(file, 'wx', PRIVATE_FILE_MODE);
       try {
@@ -118,20 +161,17 @@ async function takeLock(dir: string, label: string, file: string, logger: Logger
       text = '';
     }
     const info = parseLock(text);
-    if (info) {
-      if (info.hostname !== me) {
-        throw new Error(`${inUse(label, info.pid, info.hostname).message} (remove ${file} if that process is gone)`);
-      }
-      // Our own pid in a lock we do not hold: left by an earlier process that had the same pid
-      // (containers often run as pid 1).
-      if (info.pid !== process.pid && pidAlive(info.pid)) throw inUse(label, info.pid);
+    const reason = staleReason(info, me, options);
+    if (reason === null && info && info.hostname !== me) {
+      throw new Error(
+        `${inUse(label, info.pid, info.hostname).message} (since ${info.started_at}). If that host or container is gone ` +
+          '(a recreated container has a new host name), start with `remote-assistant serve --break-lock` to take the lock over.',
+      );
     }
-    logger.warn('store.lock_stale', {
-      dir,
-      pid: info?.pid ?? null,
-      started_at: info?.started_at ?? null,
-      reason: info ? 'process is gone' : 'unreadable lock file',
-    });
+    if (reason === null) throw inUse(label, info!.pid);
+    const fields = { dir, pid: info?.pid ?? null, host: info?.hostname ?? null, started_at: info?.started_at ?? null, reason };
+    if (info && info.hostname !== me) logger.warn('store.lock_broken', fields);
+    else logger.warn('store.lock_stale', fields);
     await unlink(file).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOENT') throw err;
     });

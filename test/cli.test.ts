@@ -157,6 +157,37 @@ test('user add stores an scrypt hash, never the password, and the user can log i
   }
 });
 
+test('8 concurrent user add processes while the running service also writes service.json: every user is kept', async () => {
+  const dir = await dataDir();
+  await writeConfig(dir, {});
+  const proc = await serve(dir);
+  try {
+    const client = await TestClient.authed(`ws://127.0.0.1:${proc.port}/ws`, TEST_TOKEN);
+    let adding = true;
+    let updates = 0;
+    // The service rewrites service.json over and over while the CLI processes add their users.
+    const writer = (async () => {
+      for (let i = 0; adding; i++) {
+        const reply = await client.request({ type: 'update_config', config: { temperature: i % 2 === 0 ? 0.5 : 0.7 } });
+        assert.equal(reply.status, 'ok', JSON.stringify(reply));
+        updates++;
+      }
+    })();
+    const names = Array.from({ length: 8 }, (_, i) => `user${i}`);
+    const results = await Promise.all(names.map((name) => runCli(['user', 'add', '--data-dir', dir, '--username', name], 'a long enough password\n')));
+    adding = false;
+    await writer;
+    client.close();
+    for (const result of results) assert.equal(result.code, 0, result.stderr);
+    assert.ok(updates > 0);
+    const users = (JSON.parse(await readFile(join(dir, 'service.json'), 'utf8')).users as { username: string }[]).map((u) => u.username);
+    assert.deepEqual(users.sort(), names);
+  } finally {
+    proc.child.kill('SIGTERM');
+    await proc.exited;
+  }
+});
+
 test('--allow-from overrides the tcp channel for this run; bad patterns are refused', async () => {
   const dir = await dataDir();
   // ::1 only: still bound to loopback, and now 127.0.0.1 (allowed by default) is refused before any credential.

@@ -1,5 +1,6 @@
 import { readFileSync, unlinkSync } from 'node:fs';
-import { open, readFile, unlink } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { link, open, readFile, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../log/logger';
@@ -21,6 +22,8 @@ export interface LockOptions {
    * container gets a new host name). A live process of this host still keeps its lock.
    */
   breakLock?: boolean;
+  /** The lock file's name in the directory (default service.lock). */
+  fileName?: string;
 }
 
 let cachedBootId: string | null | undefined;
@@ -117,7 +120,7 @@ function staleReason(info: LockInfo | null, me: string, options: LockOptions): s
  * process cannot be checked, unless `breakLock` (the message names `serve --break-lock`).
  */
 export async function acquireLock(dir: string, logger: Logger, label: string = dir, options: LockOptions = {}): Promise<DirLock> {
-  const file = path.resolve(dir, LOCK_FILE_NAME);
+  const file = path.resolve(dir, options.fileName ?? LOCK_FILE_NAME);
   if (held.has(file) || acquiring.has(file)) throw inUse(label, process.pid);
   acquiring.add(file);
   try {
@@ -131,26 +134,18 @@ async function takeLock(dir: string, label: string, file: string, logger: Logger
   const me = hostname();
   const boot = bootId();
 
-  for (let attempt = 0; attempt < 5; attempt++) {
+  // A lock that vanishes between our create and our read (its holder released it) costs an attempt.
+  for (let attempt = 0; attempt < 20; attempt++) {
     const content = JSON.stringify({
       pid: process.pid,
       hostname: me,
       started_at: new Date().toISOString(),
       ...(boot !== null ? { boot_id: boot } : {}),
     } satisfies LockInfo);
-    try {
-      const fh = await open(file, 'wx', PRIVATE_FILE_MODE);
-      try {
-        await fh.writeFile(content);
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
+    if (await createWithContent(file, content)) {
       held.set(file, content);
       installExitHook();
       return { dir, file, release: () => releaseLock(file, content, logger) };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
 
     let text: string;
@@ -172,11 +167,50 @@ async function takeLock(dir: string, label: string, file: string, logger: Logger
     const fields = { dir, pid: info?.pid ?? null, host: info?.hostname ?? null, started_at: info?.started_at ?? null, reason };
     if (info && info.hostname !== me) logger.warn('store.lock_broken', fields);
     else logger.warn('store.lock_stale', fields);
+    // Only the lock judged stale: another process may have replaced it meanwhile.
+    if ((await readFile(file, 'utf8').catch(() => null)) !== text) continue;
     await unlink(file).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOENT') throw err;
     });
   }
   throw new Error(`could not lock data directory ${label}: lock file keeps changing`);
+}
+
+/**
+ * Creates `file` holding `content`, or returns false if it exists. The content is written to a temp
+ * file first and hard-linked into place, so no one ever reads a lock half-written (an empty lock
+ * would look unreadable, hence stale, and be taken over). Where links are not supported: O_EXCL.
+ */
+async function createWithContent(file: string, content: string): Promise<boolean> {
+  const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  await writeSynced(temp, content, 'wx');
+  try {
+    await link(temp, file);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw err;
+  } finally {
+    await unlink(temp).catch(() => {});
+  }
+  try {
+    await writeSynced(file, content, 'wx');
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+}
+
+async function writeSynced(file: string, content: string, flags: string): Promise<void> {
+  const fh = await open(file, flags, PRIVATE_FILE_MODE);
+  try {
+    await fh.writeFile(content);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
 }
 
 async function releaseLock(file: string, content: string, logger: Logger): Promise<void> {

@@ -3,11 +3,14 @@
 // is back the next chat succeeds, /health is ok, and every acknowledged message survives a restart.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { open, rm } from 'node:fs/promises';
+import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { openStore } from '../src/store/index';
+import { scanRecords } from '../src/store/record';
 import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai';
 import { startService, type RunningService } from './helpers/service';
+import { captureLogger } from './helpers/store-utils';
 import { tempDir } from './helpers/temp';
 import { TestClient } from './helpers/ws-client';
 
@@ -132,4 +135,50 @@ test('disk full: clear server_error and /health 503 degraded; once space is back
     assert.deepEqual(contents, [message, `echo: ${message}`]);
   }
   client.close();
+});
+
+test('disk full mid-record: the torn bytes are cut off at once, the refused record is written once space is back, the journal stays clean', { timeout: 60_000 }, async (t) => {
+  const disk = await smallDisk('2m');
+  if (!disk) {
+    t.skip('mounting a tmpfs needs root');
+    return;
+  }
+  const filler = path.join(disk.dir, 'filler');
+  let store = await openStore(disk.dir);
+  t.after(async () => {
+    await store.close();
+    await disk.cleanup();
+  });
+  await store.conversations.create({ id: 'c', title: 't', source: 'ws', created_at: new Date(0).toISOString() });
+  const append = (i: number) =>
+    store.messages.append({ id: `m${i}`, conversation_id: 'c', role: 'user', content: `${i} ${'z'.repeat(1500)}`, timestamp: new Date(i).toISOString() });
+
+  await fillDisk(filler);
+  // Records of 1.5 KiB: one of them is written in part (the rest of the segment's last page) and then refused.
+  const acked: string[] = [];
+  let refused: Error | undefined;
+  for (let i = 0; i < 20 && !refused; i++) {
+    await append(i).then(
+      () => acked.push(`m${i}`),
+      (err: Error) => (refused = err),
+    );
+  }
+  assert.ok(refused, 'a write was refused');
+  assert.match(refused.message, /disk full: could not write the journal \(ENOSPC\)/);
+  const segment = path.join(disk.dir, (await readdir(disk.dir)).find((n) => /journal\.\d+$/.test(n))!);
+  const { size } = await stat(segment);
+  assert.equal(scanRecords(await readFile(segment)).tail, undefined, 'no torn bytes left in the segment');
+  assert.ok(size > 0);
+  assert.equal(store.db.stats().journalBytes, size);
+
+  await rm(filler);
+  await append(100);
+  acked.push('m100');
+  await store.close();
+
+  const { logger, lines } = captureLogger();
+  store = await openStore(disk.dir, { logger });
+  const ids = store.messages.recent('c', { limit: 1000 }).map((m) => m.id);
+  for (const id of acked) assert.ok(ids.includes(id), `${id} acknowledged and present`);
+  assert.equal(lines.some((l) => l.level === 'warn' || l.level === 'error'), false, 'the journal is clean');
 });

@@ -155,3 +155,33 @@ test('a torn end of an older segment with committed records in the next one is d
     await store.close();
   }
 });
+
+for (const kind of ['a byte turned into a newline', 'a record end (newline) overwritten'] as const) {
+  test(`resync after ${kind}: refused, then recovered with only the records that byte touched lost`, LIMIT, async () => {
+    const dir = await freshDir();
+    await writeRecords(dir);
+    const file = await onlySegment(dir);
+    const buf = await readFile(file);
+    const target = RECORDS / 2;
+    const at = buf.indexOf(`"${contentOf(target)}"`);
+    let lost: string[];
+    if (kind === 'a byte turned into a newline') {
+      buf[at + 3] = 0x0a; // one line becomes two bad ones
+      lost = [`m${target}`];
+    } else {
+      buf[buf.indexOf(0x0a, at)] = 0x20; // two records become one bad line
+      lost = [`m${target}`, `m${target + 1}`];
+    }
+    await writeFile(file, buf);
+
+    await assert.rejects(openStore(dir), (err: Error) => err.message.includes(file));
+    assert.deepEqual(await readFile(file), buf);
+    const store = await openStore(dir, { recover: true });
+    try {
+      const expected = Array.from({ length: RECORDS }, (_, i) => `m${i}`).filter((id) => !lost.includes(id));
+      assert.deepEqual(ids(store), expected);
+    } finally {
+      await store.close();
+    }
+  });
+}

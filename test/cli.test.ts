@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { runCli, serve } from './helpers/cli';
@@ -186,6 +187,21 @@ test('8 concurrent user add processes while the running service also writes serv
     proc.child.kill('SIGTERM');
     await proc.exited;
   }
+});
+
+test('a service.json.lock left by a dead writer is taken over: from this host at once, from another host once older than any write', async () => {
+  const dir = await dataDir();
+  const lockFile = join(dir, 'service.json.lock');
+  const dead = JSON.stringify({ pid: 2 ** 22 + 7, hostname: hostname(), started_at: new Date().toISOString() });
+  const foreignOld = JSON.stringify({ pid: 1, hostname: 'gone-container', started_at: new Date(Date.now() - 60_000).toISOString() });
+  for (const [i, lock] of [dead, foreignOld].entries()) {
+    await writeFile(lockFile, lock);
+    const added = await runCli(['user', 'add', '--data-dir', dir, '--username', `u${i}`], 'a long enough password\n');
+    assert.equal(added.code, 0, added.stderr);
+    await assert.rejects(stat(lockFile), { code: 'ENOENT' }, 'released after the write');
+  }
+  const users = JSON.parse(await readFile(join(dir, 'service.json'), 'utf8')).users as { username: string }[];
+  assert.deepEqual(users.map((u) => u.username), ['u0', 'u1']);
 });
 
 test('--allow-from overrides the tcp channel for this run; bad patterns are refused', async () => {

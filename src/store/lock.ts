@@ -24,6 +24,11 @@ export interface LockOptions {
   breakLock?: boolean;
   /** The lock file's name in the directory (default service.lock). */
   fileName?: string;
+  /**
+   * For locks held only for a moment (service.json's): one older than this is stale whatever its host,
+   * since no holder keeps it that long.
+   */
+  staleAfterMs?: number;
 }
 
 let cachedBootId: string | null | undefined;
@@ -100,9 +105,26 @@ function inUse(dir: string, pid: number, host?: string): Error {
   return new DataDirInUseError(dir, pid, host);
 }
 
+/**
+ * The lock was written by another host, whose process cannot be checked from here. Not a
+ * DataDirInUseError: there is no local service to attach to.
+ */
+export class LockedByOtherHostError extends Error {
+  constructor(label: string, readonly pid: number, readonly host: string, since: string) {
+    super(
+      `${inUse(label, pid, host).message} (since ${since}). If that host or container is gone ` +
+        '(a recreated container has a new host name), start with `remote-assistant serve --break-lock` to take the lock over.',
+    );
+    this.name = 'LockedByOtherHostError';
+  }
+}
+
 /** Why a lock someone else wrote may be taken over, or null if its process may be alive. */
 function staleReason(info: LockInfo | null, me: string, options: LockOptions): string | null {
   if (!info) return 'unreadable lock file';
+  if (options.staleAfterMs !== undefined && Date.now() - Date.parse(info.started_at) > options.staleAfterMs) {
+    return `older than ${options.staleAfterMs} ms`;
+  }
   if (info.hostname !== me) return options.breakLock ? `taken over from host ${info.hostname} (--break-lock)` : null;
   const boot = bootId();
   // After a restart pids are handed out again: the recorded one may now be any live process.
@@ -157,12 +179,7 @@ async function takeLock(dir: string, label: string, file: string, logger: Logger
     }
     const info = parseLock(text);
     const reason = staleReason(info, me, options);
-    if (reason === null && info && info.hostname !== me) {
-      throw new Error(
-        `${inUse(label, info.pid, info.hostname).message} (since ${info.started_at}). If that host or container is gone ` +
-          '(a recreated container has a new host name), start with `remote-assistant serve --break-lock` to take the lock over.',
-      );
-    }
+    if (reason === null && info && info.hostname !== me) throw new LockedByOtherHostError(label, info.pid, info.hostname, info.started_at);
     if (reason === null) throw inUse(label, info!.pid);
     const fields = { dir, pid: info?.pid ?? null, host: info?.hostname ?? null, started_at: info?.started_at ?? null, reason };
     if (info && info.hostname !== me) logger.warn('store.lock_broken', fields);

@@ -170,27 +170,31 @@ async function takeLock(dir: string, label: string, file: string, logger: Logger
       return { dir, file, release: () => releaseLock(file, content, logger) };
     }
 
-    let text: string;
-    try {
-      text = await readFile(file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      text = '';
-    }
+    const text = await readLockText(file);
+    if (text === null) continue;
     const info = parseLock(text);
     const reason = staleReason(info, me, options);
     if (reason === null && info && info.hostname !== me) throw new LockedByOtherHostError(label, info.pid, info.hostname, info.started_at);
     if (reason === null) throw inUse(label, info!.pid);
+    // Remove only the lock judged stale: another process may have replaced it meanwhile.
+    if ((await readLockText(file)) !== text) continue;
     const fields = { dir, pid: info?.pid ?? null, host: info?.hostname ?? null, started_at: info?.started_at ?? null, reason };
     if (info && info.hostname !== me) logger.warn('store.lock_broken', fields);
     else logger.warn('store.lock_stale', fields);
-    // Only the lock judged stale: another process may have replaced it meanwhile.
-    if ((await readFile(file, 'utf8').catch(() => null)) !== text) continue;
     await unlink(file).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOENT') throw err;
     });
   }
   throw new Error(`could not lock data directory ${label}: lock file keeps changing`);
+}
+
+/** The lock file's text; null if there is none, '' if it cannot be read. */
+async function readLockText(file: string): Promise<string | null> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : '';
+  }
 }
 
 /**

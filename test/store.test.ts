@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFile, copyFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, copyFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -194,6 +194,27 @@ test('the store keeps its files private: a directory it creates is 0700, snapsho
   const names = await readdir(dir);
   assert.ok(names.includes('service.db') && names.includes('service.lock') && (await segments(dir)).length > 0, names.join(' '));
   for (const name of names) assert.equal(await modeOf(name), '600', name);
+});
+
+test('files left open to others (an older version, an image-made directory) are made private at open', LIMIT, async (t) => {
+  const dir = await withDir(t);
+  let store = await openStore(dir);
+  await seedConversation(store, 'c1', 2);
+  await store.db.compact();
+  await seedConversation(store, 'c2', 1);
+  await store.close();
+  const names = await readdir(dir);
+  await chmod(dir, 0o755);
+  for (const name of names) await chmod(path.join(dir, name), 0o644);
+
+  const { logger, lines } = captureLogger();
+  store = await openStore(dir, { logger });
+  t.after(() => store.close());
+  const modeOf = async (name: string) => ((await stat(path.join(dir, name))).mode & 0o777).toString(8);
+  assert.equal(await modeOf('.'), '700');
+  for (const name of names) assert.equal(await modeOf(name), '600', name);
+  assert.ok(lines.some((l) => l.event === 'store.made_private'));
+  assert.deepEqual(ids(store, 'c2'), ['c2-m0']);
 });
 
 test('a leftover service.db.tmp is ignored and removed', LIMIT, async (t) => {

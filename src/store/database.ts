@@ -7,6 +7,7 @@ import type { Logger } from '../log/logger';
 import { Compactor } from './compaction';
 import { DEFAULT_SEGMENT_BYTES, Journal } from './journal';
 import { acquireLock } from './lock';
+import { makePrivate } from './private-files';
 import type { DirLock } from './lock';
 import { normalizeParams } from './record';
 import { recoverJournal } from './recovery';
@@ -95,6 +96,7 @@ export class Database {
     await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
     const realDir = await realpath(dir);
     const lock = await acquireLock(realDir, logger, dir, { breakLock: options.breakLock });
+    await makePrivate(realDir, logger).catch((err: unknown) => logger.warn('store.not_private', { dir: realDir, error: String(err) }));
     let sql: SqlJsDatabase | undefined;
     let cache: StatementCache | undefined;
     try {

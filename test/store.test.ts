@@ -215,6 +215,16 @@ test('files left open to others (an older version, an image-made directory) are 
   for (const name of names) assert.equal(await modeOf(name), '600', name);
   assert.ok(lines.some((l) => l.event === 'store.made_private'));
   assert.deepEqual(ids(store, 'c2'), ['c2-m0']);
+  await store.close();
+
+  // A folder of the user's used as the data directory: only the service's files change.
+  await chmod(dir, 0o755);
+  await writeFile(path.join(dir, 'run.sh'), '#!/bin/sh\n', { mode: 0o755 });
+  await chmod(path.join(dir, 'service.db'), 0o644);
+  store = await openStore(dir);
+  assert.equal(await modeOf('.'), '755');
+  assert.equal(await modeOf('run.sh'), '755');
+  assert.equal(await modeOf('service.db'), '600');
 });
 
 test('a leftover service.db.tmp is ignored and removed', LIMIT, async (t) => {

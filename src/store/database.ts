@@ -96,7 +96,7 @@ export class Database {
     await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
     const realDir = await realpath(dir);
     const lock = await acquireLock(realDir, logger, dir, { breakLock: options.breakLock });
-    await makePrivate(realDir, logger).catch((err: unknown) => logger.warn('store.not_private', { dir: realDir, error: String(err) }));
+    await makePrivate(realDir, fileName, logger).catch((err: unknown) => logger.warn('store.not_private', { dir: realDir, error: String(err) }));
     let sql: SqlJsDatabase | undefined;
     let cache: StatementCache | undefined;
     try {

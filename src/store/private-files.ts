@@ -3,17 +3,24 @@ import path from 'node:path';
 import type { Logger } from '../log/logger';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './replay';
 
+/** The service's own files: service.json, .log, .lock, .db and journals, the config's temp files. */
+function isServiceFile(name: string, fileName: string): boolean {
+  return name.startsWith(fileName) || name.startsWith('service.') || name.startsWith('.service.');
+}
+
 /**
- * Takes group and other permissions off the data directory and the files in it: data written by an
- * older version (0644), a directory made by a container image (0755). What cannot be changed (not
- * ours) only gets a warning. No POSIX modes on Windows: skipped.
+ * Takes group and other permissions off the service's files in the data directory, and off the
+ * directory itself when it holds nothing else: data written by an older version (0644), a directory
+ * made by a container image (0755). Anything else in the directory (someone pointed --data-dir at a
+ * folder of theirs) is left exactly as it is. What cannot be changed (not ours) only gets a warning.
+ * No POSIX modes on Windows: skipped.
  */
-export async function makePrivate(dir: string, logger: Logger): Promise<void> {
+export async function makePrivate(dir: string, fileName: string, logger: Logger): Promise<void> {
   if (process.platform === 'win32') return;
-  const targets = [{ file: dir, mode: PRIVATE_DIR_MODE }];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    if (entry.isFile()) targets.push({ file: path.join(dir, entry.name), mode: PRIVATE_FILE_MODE });
-  }
+  const entries = await readdir(dir, { withFileTypes: true });
+  const ours = entries.filter((e) => e.isFile() && isServiceFile(e.name, fileName));
+  const targets = ours.map((e) => ({ file: path.join(dir, e.name), mode: PRIVATE_FILE_MODE }));
+  if (ours.length === entries.length) targets.push({ file: dir, mode: PRIVATE_DIR_MODE });
   const changed: Record<string, string> = {};
   for (const { file, mode } of targets) {
     let was: number;
@@ -23,10 +30,9 @@ export async function makePrivate(dir: string, logger: Logger): Promise<void> {
       continue; // removed meanwhile
     }
     if ((was & 0o077) === 0) continue;
-    const name = file === dir ? '.' : path.basename(file);
     try {
       await chmod(file, mode);
-      changed[name] = `0${was.toString(8)}`;
+      changed[file === dir ? '.' : path.basename(file)] = `0${was.toString(8)}`;
     } catch (error) {
       logger.warn('store.not_private', { file, mode: `0${was.toString(8)}`, error: error instanceof Error ? error.message : String(error) });
     }

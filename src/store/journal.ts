@@ -69,6 +69,7 @@ export class Journal {
   /** Why writes fail for now (a full disk), null when they work. */
   private degradedReason: string | null = null;
   private closed = false;
+  private fhClosed = false;
   private readonly closedSizes = new Map<string, number>();
   /** write + fdatasync rounds done (each may carry many records). */
   flushes = 0;
@@ -147,7 +148,8 @@ export class Journal {
     if (this.failure) return Promise.reject(this.failure);
     return this.enqueueIo(async () => {
       if (this.failure) throw this.failure;
-      if (this.owed.length > 0) await this.commit([], 0);
+      // After close the file handle is gone: what is still owed stays unwritten (logged by close).
+      if (this.owed.length > 0 && !this.fhClosed) await this.commit([], 0);
     });
   }
 
@@ -196,7 +198,10 @@ export class Journal {
       // Never acknowledged (each got the disk-full error), so no promise is broken; but say so.
       this.opts.logger.error('store.unwritten_on_close', { records: this.owed.length, reason: this.degradedReason });
     }
-    await this.enqueueIo(() => this.fh.close());
+    await this.enqueueIo(async () => {
+      this.fhClosed = true;
+      await this.fh.close();
+    });
   }
 
   private enqueueIo(task: () => Promise<void>): Promise<void> {

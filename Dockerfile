@@ -14,7 +14,8 @@ FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 COPY --from=build /src/dist /app/dist
 COPY --from=build /src/media /app/media
-RUN mkdir -p /data /workspace && chown node:node /data /workspace
+# /data holds the access token, conversations and memory: the service's user alone may enter it.
+RUN mkdir -p /data /workspace && chown node:node /data /workspace && chmod 700 /data
 USER node
 # Tools (files, run_command) work in the current directory: mount the project to work on here.
 WORKDIR /workspace

@@ -6,7 +6,7 @@ import { PortInUseError, Service } from './service';
 import { hashPassword } from './transport/passwords';
 
 const USAGE = `usage:
-  remote-assistant serve [--data-dir DIR] [--port N] [--allow-from PATTERN,PATTERN...]
+  remote-assistant serve [--data-dir DIR] [--port N] [--allow-from PATTERN,PATTERN...] [--recover] [--break-lock]
   remote-assistant user add --data-dir DIR --username NAME   (password on standard input)`;
 
 async function readStdin(): Promise<string> {
@@ -16,7 +16,18 @@ async function readStdin(): Promise<string> {
 }
 
 async function serve(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { 'data-dir': { type: 'string' }, port: { type: 'string' }, 'allow-from': { type: 'string' } } });
+  const { values } = parseArgs({
+    args,
+    options: {
+      'data-dir': { type: 'string' },
+      port: { type: 'string' },
+      'allow-from': { type: 'string' },
+      // Start despite a damaged journal segment: keep it aside, replay every readable record.
+      recover: { type: 'boolean' },
+      // Take over service.lock left by another host (a recreated container).
+      'break-lock': { type: 'boolean' },
+    },
+  });
   const port = values.port === undefined ? undefined : Number(values.port);
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     console.error(`invalid --port ${values.port}: expected an integer from 0 to 65535`);
@@ -29,7 +40,7 @@ async function serve(args: string[]): Promise<number> {
     return 2;
   }
   const dataDir = values['data-dir'] ?? defaultDataDir();
-  const service = await Service.open({ dataDir, port, allowFrom, logToStderr: true });
+  const service = await Service.open({ dataDir, port, allowFrom, recoverJournal: values.recover, breakLock: values['break-lock'], logToStderr: true });
   let listening;
   try {
     listening = await service.start();

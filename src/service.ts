@@ -41,6 +41,10 @@ export interface ServiceOptions {
   host?: string;
   /** Overrides the tcp channel's allow_from for this run (the container's CMD sets it). */
   allowFrom?: readonly string[];
+  /** Start even if a journal segment is damaged, keeping it aside (`serve --recover`; see the store). */
+  recoverJournal?: boolean;
+  /** Take over a data directory lock left by another host, e.g. a recreated container (`serve --break-lock`). */
+  breakLock?: boolean;
   /** Mirror log lines to stderr (headless). */
   logToStderr?: boolean;
   /** What the hosting program supplies (the editor's models, prompts, tools, key). */
@@ -133,7 +137,7 @@ export class Service {
     const logger = new FileLogger({ file: join(options.dataDir, LOG_FILE_NAME), redactor, mirror: options.logToStderr ?? false, mirrorLevel: 'info' });
     let store: Store;
     try {
-      store = await openStore(options.dataDir, { logger });
+      store = await openStore(options.dataDir, { logger, recover: options.recoverJournal, breakLock: options.breakLock });
     } catch (error) {
       await config.close();
       await logger.close();

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { runCli, serve } from './helpers/cli';
@@ -93,6 +94,49 @@ test('a second process on the same data directory gets a clear error', async () 
   }
 });
 
+test('everything serve creates in the data directory is private: the directory 0700, its files 0600', async () => {
+  const dir = join(await dataDir(), 'data'); // created by the service
+  const proc = await serve(dir);
+  try {
+    const token = JSON.parse(await readFile(join(dir, 'service.json'), 'utf8')).auth_token as string;
+    const client = await TestClient.authed(`ws://127.0.0.1:${proc.port}/ws`, token);
+    assert.equal((await client.request({ type: 'list_conversations' })).status, 'ok');
+    client.close();
+    const modeOf = async (name: string) => ((await stat(join(dir, name))).mode & 0o777).toString(8);
+    assert.equal(await modeOf('.'), '700');
+    const names = await readdir(dir);
+    for (const name of ['service.json', 'service.log', 'service.lock', 'service.db.journal.1']) assert.ok(names.includes(name), name);
+    for (const name of names) assert.equal(await modeOf(name), '600', name);
+  } finally {
+    proc.child.kill('SIGTERM');
+    await proc.exited;
+  }
+});
+
+test('a lock left by another host (a recreated container) refuses the start naming --break-lock; serve --break-lock takes it over', async () => {
+  const dir = await dataDir();
+  const lockFile = join(dir, 'service.lock');
+  const foreign = JSON.stringify({ pid: 1, hostname: 'old-container-3f2a', started_at: '2026-01-01T00:00:00.000Z' });
+  await writeFile(lockFile, foreign);
+
+  const refused = await runCli(['serve', '--data-dir', dir, '--port', '0']);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /in use by process 1 on host old-container-3f2a/);
+  assert.match(refused.stderr, /serve --break-lock/);
+  assert.equal(await readFile(lockFile, 'utf8'), foreign, 'the lock is left alone');
+
+  const proc = await serve(dir, 0, {}, ['--break-lock']);
+  try {
+    const lock = JSON.parse(await readFile(lockFile, 'utf8'));
+    assert.equal(lock.pid, proc.child.pid);
+    assert.match(proc.output(), /store\.lock_broken/);
+    assert.match(proc.output(), /old-container-3f2a/);
+  } finally {
+    proc.child.kill('SIGTERM');
+    assert.equal((await proc.exited).code, 0);
+  }
+});
+
 test('user add stores an scrypt hash, never the password, and the user can log in', async () => {
   const dir = await dataDir();
   const password = 'a long enough password';
@@ -112,6 +156,52 @@ test('user add stores an scrypt hash, never the password, and the user can log i
     proc.child.kill('SIGTERM');
     await proc.exited;
   }
+});
+
+test('8 concurrent user add processes while the running service also writes service.json: every user is kept', async () => {
+  const dir = await dataDir();
+  await writeConfig(dir, {});
+  const proc = await serve(dir);
+  try {
+    const client = await TestClient.authed(`ws://127.0.0.1:${proc.port}/ws`, TEST_TOKEN);
+    let adding = true;
+    let updates = 0;
+    // The service rewrites service.json over and over while the CLI processes add their users.
+    const writer = (async () => {
+      for (let i = 0; adding; i++) {
+        const reply = await client.request({ type: 'update_config', config: { temperature: i % 2 === 0 ? 0.5 : 0.7 } });
+        assert.equal(reply.status, 'ok', JSON.stringify(reply));
+        updates++;
+      }
+    })();
+    const names = Array.from({ length: 8 }, (_, i) => `user${i}`);
+    const results = await Promise.all(names.map((name) => runCli(['user', 'add', '--data-dir', dir, '--username', name], 'a long enough password\n')));
+    adding = false;
+    await writer;
+    client.close();
+    for (const result of results) assert.equal(result.code, 0, result.stderr);
+    assert.ok(updates > 0);
+    const users = (JSON.parse(await readFile(join(dir, 'service.json'), 'utf8')).users as { username: string }[]).map((u) => u.username);
+    assert.deepEqual(users.sort(), names);
+  } finally {
+    proc.child.kill('SIGTERM');
+    await proc.exited;
+  }
+});
+
+test('a service.json.lock left by a dead writer is taken over: from this host at once, from another host once older than any write', async () => {
+  const dir = await dataDir();
+  const lockFile = join(dir, 'service.json.lock');
+  const dead = JSON.stringify({ pid: 2 ** 22 + 7, hostname: hostname(), started_at: new Date().toISOString() });
+  const foreignOld = JSON.stringify({ pid: 1, hostname: 'gone-container', started_at: new Date(Date.now() - 60_000).toISOString() });
+  for (const [i, lock] of [dead, foreignOld].entries()) {
+    await writeFile(lockFile, lock);
+    const added = await runCli(['user', 'add', '--data-dir', dir, '--username', `u${i}`], 'a long enough password\n');
+    assert.equal(added.code, 0, added.stderr);
+    await assert.rejects(stat(lockFile), { code: 'ENOENT' }, 'released after the write');
+  }
+  const users = JSON.parse(await readFile(join(dir, 'service.json'), 'utf8')).users as { username: string }[];
+  assert.deepEqual(users.map((u) => u.username), ['u0', 'u1']);
 });
 
 test('--allow-from overrides the tcp channel for this run; bad patterns are refused', async () => {

@@ -16,6 +16,7 @@ const ROOT = join(__dirname, '..');
 
 interface RuntimeStage {
   copies: { from: string; to: string }[];
+  runs: string[];
   command: string[];
 }
 
@@ -28,13 +29,15 @@ function runtimeStage(dockerfile: string): RuntimeStage {
     assert.ok(match, `${instruction} in exec form`);
     return JSON.parse(match[1]) as string[];
   };
-  return { copies, command: [...json('ENTRYPOINT'), ...json('CMD')] };
+  const runs = [...last.matchAll(/^RUN (.+)$/gm)].map((m) => m[1]);
+  return { copies, runs, command: [...json('ENTRYPOINT'), ...json('CMD')] };
 }
 
 test('the runtime stage of the Dockerfile runs the service from its copied files alone', async () => {
   const stage = runtimeStage(await readFile(join(ROOT, 'Dockerfile'), 'utf8'));
   assert.deepEqual(stage.command.slice(0, 3), ['node', '/app/dist/cli.js', 'serve']);
   assert.ok(stage.command.includes('--allow-from'), 'the container allows the container network');
+  assert.ok(stage.runs.some((run) => /\bchmod 700 \/data\b/.test(run)), 'the data volume is private to the service user');
 
   const root = await tempDir('ra-container-');
   try {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFile, copyFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, copyFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -182,6 +182,51 @@ test('compaction folds closed segments into the snapshot in a worker; writes dur
   );
 });
 
+test('the store keeps its files private: a directory it creates is 0700, snapshot, journal and lock 0600', LIMIT, async (t) => {
+  const dir = path.join(await withDir(t), 'data');
+  const store = await openStore(dir, { segmentBytes: 512 });
+  t.after(() => store.close());
+  await seedConversation(store, 'c1', 6);
+  await store.db.compact();
+  await seedConversation(store, 'c2', 1);
+  const modeOf = async (name: string) => ((await stat(path.join(dir, name))).mode & 0o777).toString(8);
+  assert.equal(await modeOf('.'), '700');
+  const names = await readdir(dir);
+  assert.ok(names.includes('service.db') && names.includes('service.lock') && (await segments(dir)).length > 0, names.join(' '));
+  for (const name of names) assert.equal(await modeOf(name), '600', name);
+});
+
+test('files left open to others (an older version, an image-made directory) are made private at open', LIMIT, async (t) => {
+  const dir = await withDir(t);
+  let store = await openStore(dir);
+  await seedConversation(store, 'c1', 2);
+  await store.db.compact();
+  await seedConversation(store, 'c2', 1);
+  await store.close();
+  const names = await readdir(dir);
+  await chmod(dir, 0o755);
+  for (const name of names) await chmod(path.join(dir, name), 0o644);
+
+  const { logger, lines } = captureLogger();
+  store = await openStore(dir, { logger });
+  t.after(() => store.close());
+  const modeOf = async (name: string) => ((await stat(path.join(dir, name))).mode & 0o777).toString(8);
+  assert.equal(await modeOf('.'), '700');
+  for (const name of names) assert.equal(await modeOf(name), '600', name);
+  assert.ok(lines.some((l) => l.event === 'store.made_private'));
+  assert.deepEqual(ids(store, 'c2'), ['c2-m0']);
+  await store.close();
+
+  // A folder of the user's used as the data directory: only the service's files change.
+  await chmod(dir, 0o755);
+  await writeFile(path.join(dir, 'run.sh'), '#!/bin/sh\n', { mode: 0o755 });
+  await chmod(path.join(dir, 'service.db'), 0o644);
+  store = await openStore(dir);
+  assert.equal(await modeOf('.'), '755');
+  assert.equal(await modeOf('run.sh'), '755');
+  assert.equal(await modeOf('service.db'), '600');
+});
+
 test('a leftover service.db.tmp is ignored and removed', LIMIT, async (t) => {
   const dir = await withDir(t);
   let store = await openStore(dir);
@@ -277,6 +322,33 @@ test('lock: a stale lock (dead pid, or unreadable) is taken over with a warning'
     await store.close();
     await assert.rejects(stat(lockFile), { code: 'ENOENT' });
   }
+});
+
+test('lock: a lock of this host from before a reboot is stale even if its pid now belongs to a live process', LIMIT, async (t) => {
+  const dir = await withDir(t);
+  const lockFile = path.join(dir, 'service.lock');
+  // process.ppid is alive: after a reboot, pids are handed out again, so a live pid proves nothing.
+  const before = { pid: process.ppid, hostname: hostname(), started_at: iso(0), boot_id: '00000000-0000-0000-0000-000000000000' };
+  await writeFile(lockFile, JSON.stringify(before));
+  const { logger, lines } = captureLogger();
+  const store = await openStore(dir, { logger });
+  t.after(() => store.close());
+  const stale = lines.find((l) => l.event === 'store.lock_stale');
+  assert.ok(stale);
+  assert.match(String(stale.fields.reason), /restarted/);
+  assert.equal(JSON.parse(await readFile(lockFile, 'utf8')).pid, process.pid);
+});
+
+test('lock: --break-lock (breakLock) does not take a lock whose process is alive on this host', { timeout: 30_000 }, async (t) => {
+  const dir = await withDir(t);
+  const child = spawnStoreChild('hold', dir);
+  t.after(() => {
+    child.proc.kill('SIGKILL');
+  });
+  await child.waitFor((l) => l.includes('ready'));
+  await assert.rejects(openStore(dir, { breakLock: true }), new RegExp(`in use by process ${child.proc.pid}`));
+  child.proc.stdin.end();
+  await child.exited;
 });
 
 test('a write that throws is rolled back and journals nothing', LIMIT, async (t) => {

@@ -8,6 +8,7 @@ import { ServiceError } from '../protocol/errors';
 import { nullLogger, type Logger } from '../log/logger';
 import { writeFileAtomic } from './atomic-write';
 import { ConfigError, describeIssues, jsonSyntaxError } from './config-error';
+import { withConfigLock } from './config-lock';
 import { CONFIG_FILE_NAME } from './paths';
 import { generateAuthToken } from './secrets';
 
@@ -83,6 +84,11 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
   static async load(dataDir: string, options: ConfigFileOptions = {}): Promise<ConfigFile> {
     const logger = options.logger ?? nullLogger;
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    // Creating the file or adding a token writes it: under the lock, like every other write.
+    return withConfigLock(dataDir, logger, () => ConfigFile.loadLocked(dataDir, options, logger));
+  }
+
+  private static async loadLocked(dataDir: string, options: ConfigFileOptions, logger: Logger): Promise<ConfigFile> {
     const path = join(dataDir, CONFIG_FILE_NAME);
     const text = await readTextOrNull(path);
 
@@ -196,9 +202,13 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
     this.debounce.unref();
   }
 
-  /** Runs config writes and reloads one at a time, in call order. */
+  /**
+   * Runs config writes and reloads one at a time, in call order, each holding service.json.lock so
+   * other processes' writes do not interleave (each task re-reads the file under it).
+   */
   private enqueue<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(task, task);
+    const locked = () => withConfigLock(this.dataDir, this.logger, task);
+    const run = this.queue.then(locked, locked);
     this.queue = run.catch(() => undefined);
     return run;
   }

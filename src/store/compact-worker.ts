@@ -1,13 +1,13 @@
 // Worker thread entry (bundled to dist/compact-worker.js): folds closed journal segments into the
 // snapshot, so the main thread never pays for db.export().
-import { closeSync, fsyncSync, openSync, readlinkSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readlinkSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { setPriority } from 'node:os';
 import path from 'node:path';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { CompactionDone, CompactionJob, CompactionResult } from './compaction';
-import { parseRecords } from './record';
-import { readSnapshotSeq, replayRecords, writeSnapshotSeq } from './replay';
+import { scanRecords } from './record';
+import { PRIVATE_FILE_MODE, readSnapshotSeq, replayRecords, writeSnapshotSeq } from './replay';
 import type { ReplayFailure } from './replay';
 import { loadSqlJs } from './sqljs';
 import { StatementCache } from './statements';
@@ -26,7 +26,7 @@ const WRITE_CHUNK = 1 << 20;
 // The snapshot is written synchronously, in chunks, on purpose: the copying then happens on this
 // lower-priority thread rather than in the process-wide libuv pool, and the thread has nothing else to do.
 function writeDurably(file: string, data: Uint8Array): void {
-  const fd = openSync(file, 'w');
+  const fd = openSync(file, 'w', PRIVATE_FILE_MODE);
   try {
     let offset = 0;
     while (offset < data.length) {
@@ -67,11 +67,10 @@ export async function compact(job: CompactionJob): Promise<CompactionDone> {
     seq = snapshotSeq;
     let prevRecordSeq = 0;
     for (const segment of job.segments) {
-      const parsed = parseRecords(await readFile(segment), prevRecordSeq);
+      const parsed = scanRecords(await readFile(segment), prevRecordSeq);
       // Closed segments were fully fsynced by this process; damage here must not be silently folded in.
-      if (parsed.problem !== undefined) {
-        throw new Error(`${path.basename(segment)}: ${parsed.problem} at byte ${parsed.validBytes}`);
-      }
+      const bad = parsed.damaged[0] ?? parsed.tail;
+      if (bad) throw new Error(`${path.basename(segment)}: ${bad.problem} at byte ${bad.offset}`);
       if (parsed.records.length > 0) prevRecordSeq = parsed.records[parsed.records.length - 1].seq;
       const result = replayRecords(db, cache, parsed.records, seq);
       applied += result.applied;
@@ -88,7 +87,13 @@ export async function compact(job: CompactionJob): Promise<CompactionDone> {
     db.close();
   }
 
-  writeDurably(tmpPath, out);
+  try {
+    writeDurably(tmpPath, out);
+  } catch (err) {
+    // A half-written snapshot on a full disk would only hold on to the space the journal needs.
+    rmSync(tmpPath, { force: true });
+    throw err;
+  }
   renameSync(tmpPath, snapshotPath);
   fsyncDirSync(job.dir);
   return { ok: true, seq, snapshotBytes: out.length, wrote: true, applied, failures };

@@ -5,12 +5,14 @@ import { DATABASE_FILE_NAME } from '../config/paths';
 import { nullLogger } from '../log/logger';
 import type { Logger } from '../log/logger';
 import { Compactor } from './compaction';
-import { DEFAULT_SEGMENT_BYTES, Journal, recoverJournal } from './journal';
+import { DEFAULT_SEGMENT_BYTES, Journal } from './journal';
 import { acquireLock } from './lock';
+import { makePrivate } from './private-files';
 import type { DirLock } from './lock';
 import { normalizeParams } from './record';
+import { recoverJournal } from './recovery';
 import type { Op, SqlParamInput } from './record';
-import { fsyncDir, hasMetaTable, META_TABLE_SQL, readSnapshotSeq } from './replay';
+import { fsyncDir, hasMetaTable, META_TABLE_SQL, PRIVATE_DIR_MODE, readSnapshotSeq } from './replay';
 import { loadSqlJs } from './sqljs';
 import { queryAll, queryOne, runOp, StatementCache } from './statements';
 
@@ -22,6 +24,13 @@ export interface DatabaseOptions {
   segmentBytes?: number;
   /** Snapshot file name in the directory; journal segments are `<fileName>.journal.<n>`. */
   fileName?: string;
+  /**
+   * Open a journal with damaged segments anyway: each is kept aside (`.damaged-<time>`) and replaced by
+   * its readable records. Without it such a journal refuses the open (JournalDamagedError).
+   */
+  recover?: boolean;
+  /** Take over a `service.lock` written by another host (`serve --break-lock`; see acquireLock). */
+  breakLock?: boolean;
 }
 
 export interface RunResult {
@@ -83,9 +92,11 @@ export class Database {
     const fileName = options.fileName ?? DATABASE_FILE_NAME;
     const segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
     if (!(segmentBytes > 0)) throw new RangeError('segmentBytes must be positive');
-    await mkdir(dir, { recursive: true });
+    // Private: the database holds conversations, memory and webhook payloads.
+    await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
     const realDir = await realpath(dir);
-    const lock = await acquireLock(realDir, logger, dir);
+    const lock = await acquireLock(realDir, logger, dir, { breakLock: options.breakLock });
+    await makePrivate(realDir, fileName, logger).catch((err: unknown) => logger.warn('store.not_private', { dir: realDir, error: String(err) }));
     let sql: SqlJsDatabase | undefined;
     let cache: StatementCache | undefined;
     try {
@@ -112,7 +123,7 @@ export class Database {
       // only needs to live in memory.
       sql.run('PRAGMA journal_mode = MEMORY');
 
-      const recovered = await recoverJournal(sql, cache, { dir: realDir, fileName, snapshotSeq, logger });
+      const recovered = await recoverJournal(sql, cache, { dir: realDir, fileName, snapshotSeq, logger, recover: options.recover });
       const live = recovered.segments;
       const active = live.length > 0 ? live[live.length - 1] : undefined;
       const older = live.slice(0, -1);
@@ -172,6 +183,9 @@ export class Database {
     if (this.closing) return Promise.reject(new Error('the store is closed'));
     const failed = this.journal.failed;
     if (failed) return Promise.reject(failed);
+    // After a full disk, earlier records wait to be written: they go first, and while the disk still
+    // refuses them this write fails without touching the database.
+    if (this.journal.owesWrites) return this.journal.retry().then(() => this.write(fn));
 
     const ops: Op[] = [];
     let open = true;
@@ -237,6 +251,15 @@ export class Database {
   get<T = Record<string, unknown>>(sql: string, params?: readonly SqlParamInput[]): T | undefined {
     this.assertOpen();
     return queryOne(this.cache, sql, normalizeParams(params)) as T | undefined;
+  }
+
+  /**
+   * Why writes fail right now, or null when they work. Records a full disk refused are retried first,
+   * so asking also recovers once space is back.
+   */
+  async problem(): Promise<string | null> {
+    if (this.journal.owesWrites) await this.journal.retry().catch(() => {});
+    return this.journal.failed?.message ?? this.journal.degraded;
   }
 
   /** Resolves once every write made so far is durable. */

@@ -12,6 +12,7 @@ import { WebhooksRepo } from './webhooks';
 
 export { Database } from './database';
 export { DataDirInUseError, pidAlive } from './lock';
+export { JournalDamagedError } from './recovery';
 export type { DatabaseOptions, DatabaseStats, RunResult, SqlParam, SqlParamInput, WriteTx } from './database';
 export { ConversationsRepo } from './conversations';
 export type { ListConversationsOptions } from './conversations';

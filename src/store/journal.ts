@@ -1,102 +1,16 @@
-import { open, readFile, rename, stat } from 'node:fs/promises';
+import { open, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import type { Database as SqlJsDatabase } from 'sql.js';
 import type { Logger } from '../log/logger';
-import { encodeRecord, parseRecords } from './record';
+import { ServiceError } from '../protocol/errors';
+import { encodeRecord } from './record';
 import type { Op } from './record';
-import { fsyncDir, listSegments, replayRecords, segmentPath } from './replay';
-import type { StatementCache } from './statements';
+import type { LiveSegment } from './recovery';
+import { fsyncDir, PRIVATE_FILE_MODE, segmentPath } from './replay';
 
 export const DEFAULT_SEGMENT_BYTES = 4 * 1024 * 1024;
-
-export interface LiveSegment {
-  n: number;
-  path: string;
-  /** Valid bytes (after any truncation). */
-  size: number;
-  /** Seq of its last record, 0 when empty. */
-  maxSeq: number;
-}
-
-export interface RecoveryResult {
-  /** Highest seq in the snapshot or the journal. */
-  lastSeq: number;
-  /** Segments left in place, oldest first. */
-  segments: LiveSegment[];
-  /** Highest segment number seen, including set-aside ones (new segments are numbered above it). */
-  maxN: number;
-  applied: number;
-  droppedBytes: number;
-}
-
-/**
- * Start-up replay: applies every record after `snapshotSeq`, in order, and stops at the first torn or
- * corrupt record. That segment is truncated there, so new appends follow valid data; segments after it
- * are renamed aside (`.discarded`), since their records would follow a hole. Never throws for bad data.
- */
-export async function recoverJournal(
-  db: SqlJsDatabase,
-  cache: StatementCache,
-  opts: { dir: string; fileName: string; snapshotSeq: number; logger: Logger },
-): Promise<RecoveryResult> {
-  const { dir, fileName, snapshotSeq, logger } = opts;
-  const files = await listSegments(dir, fileName);
-  const segments: LiveSegment[] = [];
-  let lastSeq = snapshotSeq;
-  let prevRecordSeq = 0;
-  let applied = 0;
-  let droppedBytes = 0;
-  let gapReported = false;
-
-  for (let i = 0; i < files.length; i++) {
-    const file = files[i];
-    const buf = await readFile(file.path);
-    const parsed = parseRecords(buf, prevRecordSeq);
-    const first = parsed.records.find((r) => r.seq > lastSeq);
-    if (first && first.seq !== lastSeq + 1 && !gapReported) {
-      gapReported = true;
-      logger.warn('store.journal_gap', { segment: path.basename(file.path), expected_seq: lastSeq + 1, found_seq: first.seq });
-    }
-    const result = replayRecords(db, cache, parsed.records, lastSeq);
-    for (const failure of result.failures) {
-      logger.error('store.replay_record_failed', { seq: failure.seq, error: failure.message });
-    }
-    applied += result.applied;
-    lastSeq = result.lastSeq;
-    const maxSeq = parsed.records.length > 0 ? parsed.records[parsed.records.length - 1].seq : 0;
-    if (maxSeq > 0) prevRecordSeq = maxSeq;
-    segments.push({ n: file.n, path: file.path, size: parsed.validBytes, maxSeq });
-
-    if (parsed.problem !== undefined) {
-      const dropped = buf.length - parsed.validBytes;
-      droppedBytes += dropped;
-      logger.warn('store.journal_truncated', {
-        segment: path.basename(file.path),
-        reason: parsed.problem,
-        valid_bytes: parsed.validBytes,
-        dropped_bytes: dropped,
-      });
-      const fh = await open(file.path, 'r+');
-      try {
-        await fh.truncate(parsed.validBytes);
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      const later = files.slice(i + 1);
-      for (const rest of later) {
-        const size = (await stat(rest.path)).size;
-        droppedBytes += size;
-        await rename(rest.path, `${rest.path}.discarded-${Date.now()}`);
-        logger.warn('store.journal_segment_discarded', { segment: path.basename(rest.path), dropped_bytes: size });
-      }
-      if (later.length > 0) await fsyncDir(dir);
-      break;
-    }
-  }
-  return { lastSeq, segments, maxN: files.length > 0 ? files[files.length - 1].n : 0, applied, droppedBytes };
-}
+/** Errors after which the disk may take writes again once space is freed. */
+const DISK_FULL_CODES = new Set(['ENOSPC', 'EDQUOT']);
 
 interface Batch {
   buffers: Buffer[];
@@ -146,7 +60,16 @@ export class Journal {
   private inflight: Batch | null = null;
   private io: Promise<void> = Promise.resolve();
   private failure: Error | null = null;
+  /**
+   * Records of flushes the full disk refused, in order. They already changed the database in memory,
+   * so they are written first, before anything newer, once the disk takes writes again.
+   */
+  private owed: Buffer[] = [];
+  private owedBytes = 0;
+  /** Why writes fail for now (a full disk), null when they work. */
+  private degradedReason: string | null = null;
   private closed = false;
+  private fhClosed = false;
   private readonly closedSizes = new Map<string, number>();
   /** write + fdatasync rounds done (each may carry many records). */
   flushes = 0;
@@ -183,7 +106,7 @@ export class Journal {
       n = state.maxN + 1;
       file = segmentPath(opts.dir, opts.fileName, n);
       size = 0;
-      fh = await open(file, 'ax');
+      fh = await open(file, 'ax', PRIVATE_FILE_MODE);
       await fsyncDir(opts.dir);
     }
     const journal = new Journal(opts, fh, n, file, size, state.lastSeq);
@@ -206,8 +129,28 @@ export class Journal {
     return this.closedSizes.size + 1;
   }
 
+  /** Set when the journal can no longer be written at all (restart needed). */
   get failed(): Error | null {
     return this.failure;
+  }
+
+  /** Why writes fail for now (a full disk); they are retried, so this clears by itself. */
+  get degraded(): string | null {
+    return this.degradedReason;
+  }
+
+  get owesWrites(): boolean {
+    return this.owed.length > 0;
+  }
+
+  /** Writes the records a full disk refused; rejects (with the disk-full error) while it still does. */
+  retry(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    return this.enqueueIo(async () => {
+      if (this.failure) throw this.failure;
+      // After close the file handle is gone: what is still owed stays unwritten (logged by close).
+      if (this.owed.length > 0 && !this.fhClosed) await this.commit([], 0);
+    });
   }
 
   /** Journals one transaction. Resolves once it is on disk (fdatasync done). */
@@ -230,7 +173,9 @@ export class Journal {
   /** Resolves once everything appended so far is durable. */
   barrier(): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
-    return (this.batch ?? this.inflight)?.promise ?? Promise.resolve();
+    const pending = (this.batch ?? this.inflight)?.promise;
+    if (pending) return pending;
+    return this.owed.length > 0 ? this.retry() : Promise.resolve();
   }
 
   /** Closes the active segment (if it holds anything) and starts a new one. */
@@ -249,7 +194,14 @@ export class Journal {
     if (this.closed) return this.io;
     this.closed = true;
     await this.barrier().catch(() => {});
-    await this.enqueueIo(() => this.fh.close());
+    if (this.owed.length > 0) {
+      // Never acknowledged (each got the disk-full error), so no promise is broken; but say so.
+      this.opts.logger.error('store.unwritten_on_close', { records: this.owed.length, reason: this.degradedReason });
+    }
+    await this.enqueueIo(async () => {
+      this.fhClosed = true;
+      await this.fh.close();
+    });
   }
 
   private enqueueIo(task: () => Promise<void>): Promise<void> {
@@ -266,18 +218,9 @@ export class Journal {
     }
     this.inflight = batch;
     try {
-      const data = batch.buffers.length === 1 ? batch.buffers[0] : Buffer.concat(batch.buffers, batch.bytes);
-      await writeAll(this.fh, data);
-      await this.fh.datasync();
-      this.activeSize += data.length;
-      this.flushes++;
+      await this.commit(batch.buffers, batch.bytes);
     } catch (err) {
-      // After a failed write or fsync the file's tail is unknown and memory already holds the
-      // transactions: refuse every later write rather than acknowledge one that may not survive.
-      const cause = err instanceof Error ? err.message : String(err);
-      this.failure = new Error(`the store's journal could not be written (${cause}); restart the service`);
-      this.opts.logger.error('store.journal_write_failed', { segment: path.basename(this.activePath), error: cause });
-      batch.reject(this.failure);
+      batch.reject(err as Error);
       return;
     } finally {
       this.inflight = null;
@@ -286,16 +229,70 @@ export class Journal {
     if (this.activeSize >= this.opts.segmentBytes) await this.rotateNow();
   }
 
+  /** Writes the owed records, then `buffers`, and fdatasyncs. On a full disk all of them become owed. */
+  private async commit(buffers: Buffer[], bytes: number): Promise<void> {
+    const parts = this.owed.length > 0 ? [...this.owed, ...buffers] : buffers;
+    const total = this.owedBytes + bytes;
+    try {
+      await writeAll(this.fh, parts.length === 1 ? parts[0] : Buffer.concat(parts, total));
+      await this.fh.datasync();
+    } catch (err) {
+      throw await this.writeFailed(err, parts, total);
+    }
+    this.activeSize += total;
+    this.flushes++;
+    this.owed = [];
+    this.owedBytes = 0;
+    if (this.degradedReason !== null) {
+      this.opts.logger.info('store.disk_writable_again', { segment: path.basename(this.activePath) });
+      this.degradedReason = null;
+    }
+  }
+
+  /**
+   * A full disk: the segment is cut back to its last durable byte and reopened, and the records become
+   * owed (retried by the next write). Anything else: the file's tail is unknown and memory already
+   * holds the transactions, so every later write is refused rather than acknowledged unsafely.
+   */
+  private async writeFailed(err: unknown, parts: Buffer[], bytes: number): Promise<Error> {
+    const code = (err as NodeJS.ErrnoException).code;
+    const segment = path.basename(this.activePath);
+    let cause = err instanceof Error ? err.message : String(err);
+    if (code !== undefined && DISK_FULL_CODES.has(code)) {
+      try {
+        await this.fh.truncate(this.activeSize);
+        const reopened = await open(this.activePath, 'a');
+        await this.fh.close().catch(() => {});
+        this.fh = reopened;
+        this.owed = parts;
+        this.owedBytes = bytes;
+        const reason = `disk full: could not write the journal (${code})`;
+        if (this.degradedReason === null) this.opts.logger.error('store.disk_full', { segment, error: code, records: parts.length });
+        this.degradedReason = reason;
+        return new ServiceError('server_error', reason);
+      } catch (cutErr) {
+        cause = `${cause}; then ${cutErr instanceof Error ? cutErr.message : String(cutErr)}`;
+      }
+    }
+    this.failure = new ServiceError('server_error', `the store's journal could not be written (${cause}); restart the service`);
+    this.opts.logger.error('store.journal_write_failed', { segment, error: cause });
+    return this.failure;
+  }
+
   private async rotateNow(): Promise<void> {
     const n = this.activeN + 1;
     const next = segmentPath(this.opts.dir, this.opts.fileName, n);
     let fh: FileHandle | undefined;
     try {
-      fh = await open(next, 'ax');
+      fh = await open(next, 'ax', PRIVATE_FILE_MODE);
       await fsyncDir(this.opts.dir);
     } catch (err) {
-      // Keep appending to the current segment; compaction just waits for the next rotation.
-      await fh?.close().catch(() => {});
+      // Keep appending to the current segment; compaction just waits for the next rotation. A segment
+      // created here is removed, or the next rotation would find its number taken.
+      if (fh) {
+        await fh.close().catch(() => {});
+        await unlink(next).catch(() => {});
+      }
       this.opts.logger.error('store.journal_rotate_failed', { segment: path.basename(next), error: String(err) });
       return;
     }

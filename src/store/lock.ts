@@ -1,8 +1,10 @@
 import { readFileSync, unlinkSync } from 'node:fs';
-import { open, readFile, unlink } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { link, open, readFile, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../log/logger';
+import { PRIVATE_FILE_MODE } from './replay';
 
 export const LOCK_FILE_NAME = 'service.lock';
 
@@ -10,6 +12,36 @@ interface LockInfo {
   pid: number;
   hostname: string;
   started_at: string;
+  /** The kernel's boot id (Linux): a lock of this host from an earlier boot belongs to no process. */
+  boot_id?: string;
+}
+
+export interface LockOptions {
+  /**
+   * Take over a lock recorded by another host, whose process cannot be checked from here (a recreated
+   * container gets a new host name). A live process of this host still keeps its lock.
+   */
+  breakLock?: boolean;
+  /** The lock file's name in the directory (default service.lock). */
+  fileName?: string;
+  /**
+   * For locks held only for a moment (service.json's): one older than this is stale whatever its host,
+   * since no holder keeps it that long.
+   */
+  staleAfterMs?: number;
+}
+
+let cachedBootId: string | null | undefined;
+/** This boot's id, or null where there is none (not Linux). */
+function bootId(): string | null {
+  if (cachedBootId === undefined) {
+    try {
+      cachedBootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
+    } catch {
+      cachedBootId = null;
+    }
+  }
+  return cachedBootId;
 }
 
 export interface DirLock {
@@ -44,7 +76,8 @@ function parseLock(text: string): LockInfo | null {
     const value = JSON.parse(text) as Partial<LockInfo>;
     if (typeof value.pid !== 'number' || !Number.isSafeInteger(value.pid) || value.pid <= 0) return null;
     if (typeof value.hostname !== 'string') return null;
-    return { pid: value.pid, hostname: value.hostname, started_at: String(value.started_at ?? '') };
+    const boot = typeof value.boot_id === 'string' ? { boot_id: value.boot_id } : {};
+    return { pid: value.pid, hostname: value.hostname, started_at: String(value.started_at ?? ''), ...boot };
   } catch {
     return null;
   }
@@ -73,69 +106,132 @@ function inUse(dir: string, pid: number, host?: string): Error {
 }
 
 /**
- * Makes this process the only owner of `dir`: `service.lock` is created with O_EXCL. An existing lock
- * whose process is alive on this host refuses the open; one whose process is gone (or unreadable) is
- * taken over with a warning. A lock from another host is respected, since its process cannot be
- * checked (the message says which file to remove if that process is gone).
+ * The lock was written by another host, whose process cannot be checked from here. Not a
+ * DataDirInUseError: there is no local service to attach to.
  */
-export async function acquireLock(dir: string, logger: Logger, label: string = dir): Promise<DirLock> {
-  const file = path.resolve(dir, LOCK_FILE_NAME);
+export class LockedByOtherHostError extends Error {
+  constructor(label: string, readonly pid: number, readonly host: string, since: string) {
+    super(
+      `${inUse(label, pid, host).message} (since ${since}). If that host or container is gone ` +
+        '(a recreated container has a new host name), start with `remote-assistant serve --break-lock` to take the lock over.',
+    );
+    this.name = 'LockedByOtherHostError';
+  }
+}
+
+/** Why a lock someone else wrote may be taken over, or null if its process may be alive. */
+function staleReason(info: LockInfo | null, me: string, options: LockOptions): string | null {
+  if (!info) return 'unreadable lock file';
+  if (options.staleAfterMs !== undefined && Date.now() - Date.parse(info.started_at) > options.staleAfterMs) {
+    return `older than ${options.staleAfterMs} ms`;
+  }
+  if (info.hostname !== me) return options.breakLock ? `taken over from host ${info.hostname} (--break-lock)` : null;
+  const boot = bootId();
+  // After a restart pids are handed out again: the recorded one may now be any live process.
+  if (boot !== null && info.boot_id !== undefined && info.boot_id !== boot) return 'this machine restarted since';
+  // Our own pid in a lock we do not hold: left by an earlier process that had the same pid
+  // (containers often run as pid 1).
+  if (info.pid === process.pid || !pidAlive(info.pid)) return 'process is gone';
+  return null;
+}
+
+/**
+ * Makes this process the only owner of `dir`: `service.lock` is created with O_EXCL. An existing lock
+ * whose process is alive on this host refuses the open; one whose process is gone, from an earlier
+ * boot, or unreadable is taken over with a warning. A lock from another host is respected, since its
+ * process cannot be checked, unless `breakLock` (the message names `serve --break-lock`).
+ */
+export async function acquireLock(dir: string, logger: Logger, label: string = dir, options: LockOptions = {}): Promise<DirLock> {
+  const file = path.resolve(dir, options.fileName ?? LOCK_FILE_NAME);
   if (held.has(file) || acquiring.has(file)) throw inUse(label, process.pid);
   acquiring.add(file);
   try {
-    return await takeLock(dir, label, file, logger);
+    return await takeLock(dir, label, file, logger, options);
   } finally {
     acquiring.delete(file);
   }
 }
 
-async function takeLock(dir: string, label: string, file: string, logger: Logger): Promise<DirLock> {
+async function takeLock(dir: string, label: string, file: string, logger: Logger, options: LockOptions): Promise<DirLock> {
   const me = hostname();
+  const boot = bootId();
 
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const content = JSON.stringify({ pid: process.pid, hostname: me, started_at: new Date().toISOString() } satisfies LockInfo);
-    try {
-      const fh = await open(file, 'wx');
-      try {
-        await fh.writeFile(content);
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
+  // A lock that vanishes between our create and our read (its holder released it) costs an attempt.
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const content = JSON.stringify({
+      pid: process.pid,
+      hostname: me,
+      started_at: new Date().toISOString(),
+      ...(boot !== null ? { boot_id: boot } : {}),
+    } satisfies LockInfo);
+    if (await createWithContent(file, content)) {
       held.set(file, content);
       installExitHook();
       return { dir, file, release: () => releaseLock(file, content, logger) };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
 
-    let text: string;
-    try {
-      text = await readFile(file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      text = '';
-    }
+    const text = await readLockText(file);
+    if (text === null) continue;
     const info = parseLock(text);
-    if (info) {
-      if (info.hostname !== me) {
-        throw new Error(`${inUse(label, info.pid, info.hostname).message} (remove ${file} if that process is gone)`);
-      }
-      // Our own pid in a lock we do not hold: left by an earlier process that had the same pid
-      // (containers often run as pid 1).
-      if (info.pid !== process.pid && pidAlive(info.pid)) throw inUse(label, info.pid);
-    }
-    logger.warn('store.lock_stale', {
-      dir,
-      pid: info?.pid ?? null,
-      started_at: info?.started_at ?? null,
-      reason: info ? 'process is gone' : 'unreadable lock file',
-    });
+    const reason = staleReason(info, me, options);
+    if (reason === null && info && info.hostname !== me) throw new LockedByOtherHostError(label, info.pid, info.hostname, info.started_at);
+    if (reason === null) throw inUse(label, info!.pid);
+    // Remove only the lock judged stale: another process may have replaced it meanwhile.
+    if ((await readLockText(file)) !== text) continue;
+    const fields = { dir, pid: info?.pid ?? null, host: info?.hostname ?? null, started_at: info?.started_at ?? null, reason };
+    if (info && info.hostname !== me) logger.warn('store.lock_broken', fields);
+    else logger.warn('store.lock_stale', fields);
     await unlink(file).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOENT') throw err;
     });
   }
   throw new Error(`could not lock data directory ${label}: lock file keeps changing`);
+}
+
+/** The lock file's text; null if there is none, '' if it cannot be read. */
+async function readLockText(file: string): Promise<string | null> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : '';
+  }
+}
+
+/**
+ * Creates `file` holding `content`, or returns false if it exists. The content is written to a temp
+ * file first and hard-linked into place, so no one ever reads a lock half-written (an empty lock
+ * would look unreadable, hence stale, and be taken over). Where links are not supported: O_EXCL.
+ */
+async function createWithContent(file: string, content: string): Promise<boolean> {
+  const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  await writeSynced(temp, content, 'wx');
+  try {
+    await link(temp, file);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw err;
+  } finally {
+    await unlink(temp).catch(() => {});
+  }
+  try {
+    await writeSynced(file, content, 'wx');
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+}
+
+async function writeSynced(file: string, content: string, flags: string): Promise<void> {
+  const fh = await open(file, flags, PRIVATE_FILE_MODE);
+  try {
+    await fh.writeFile(content);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
 }
 
 async function releaseLock(file: string, content: string, logger: Logger): Promise<void> {

@@ -13,12 +13,24 @@ export interface JournalRecord {
   ops: Op[];
 }
 
-export interface ParsedRecords {
+/** Bytes of a segment that are not records. */
+export interface DamagedRange {
+  /** Byte offset where the bad bytes start (the start of a line). */
+  offset: number;
+  length: number;
+  /** What the first bad line was: torn, corrupt (checksum or format), or out of order. */
+  problem: string;
+}
+
+export interface ScannedRecords {
+  /** Every readable record, in file order. */
   records: JournalRecord[];
-  /** Bytes from the start of the buffer up to the end of the last valid record. */
+  /** Bad ranges that have a valid record after them: damage to committed data, not a crash. */
+  damaged: DamagedRange[];
+  /** Bad bytes after the last valid record, up to the end: a torn tail (a crash mid-write). */
+  tail?: DamagedRange;
+  /** Bytes from the start up to the end of the last valid record. */
   validBytes: number;
-  /** Why parsing stopped before the end of the buffer (torn or corrupt record), if it did. */
-  problem?: string;
 }
 
 const NEWLINE = 0x0a;
@@ -90,25 +102,39 @@ function decodeLine(line: Buffer): JournalRecord | null {
 }
 
 /**
- * Parses records in order and stops at the first one that is torn (no final newline), fails its CRC,
- * is not a well-formed record, or does not carry a seq greater than the one before (`afterSeq` for the
- * first), so everything returned is a clean prefix of the buffer.
+ * Reads every record of a segment. A line that is torn (no final newline), fails its CRC, is not a
+ * well-formed record, or does not carry a seq greater than the last good one (`afterSeq` for the first)
+ * is bad; reading resumes at the next line, since a record is exactly one line and a CRC-valid line
+ * after damage is a record (a false match needs a 32-bit CRC collision that is also a valid record).
+ * Bad bytes followed by a good record are `damaged`; bad bytes up to the end are the `tail`.
  */
-export function parseRecords(buf: Buffer, afterSeq = 0): ParsedRecords {
+export function scanRecords(buf: Buffer, afterSeq = 0): ScannedRecords {
   const records: JournalRecord[] = [];
+  const damaged: DamagedRange[] = [];
+  let bad: { offset: number; problem: string } | undefined;
   let pos = 0;
   let prev = afterSeq;
+  let validBytes = 0;
   while (pos < buf.length) {
     const nl = buf.indexOf(NEWLINE, pos);
-    if (nl < 0) return { records, validBytes: pos, problem: 'torn record (no end of line)' };
-    const record = decodeLine(buf.subarray(pos, nl));
-    if (!record) return { records, validBytes: pos, problem: 'corrupt record (checksum or format)' };
-    if (record.seq <= prev) {
-      return { records, validBytes: pos, problem: `out-of-order record (seq ${record.seq} after ${prev})` };
+    const next = nl < 0 ? buf.length : nl + 1;
+    const record = nl < 0 ? null : decodeLine(buf.subarray(pos, nl));
+    if (!record || record.seq <= prev) {
+      const problem = nl < 0
+        ? 'torn record (no end of line)'
+        : !record
+          ? 'corrupt record (checksum or format)'
+          : `out-of-order record (seq ${record.seq} after ${prev})`;
+      bad ??= { offset: pos, problem };
+    } else {
+      if (bad) damaged.push({ offset: bad.offset, length: pos - bad.offset, problem: bad.problem });
+      bad = undefined;
+      records.push(record);
+      prev = record.seq;
+      validBytes = next;
     }
-    records.push(record);
-    prev = record.seq;
-    pos = nl + 1;
+    pos = next;
   }
-  return { records, validBytes: pos };
+  const tail = bad ? { offset: bad.offset, length: buf.length - bad.offset, problem: bad.problem } : undefined;
+  return { records, damaged, tail, validBytes };
 }

@@ -27,8 +27,12 @@ function requireOwnerBearer(req: IncomingMessage, auth: Authenticator, what: str
 export function coreRoutes(deps: RouteDeps): Map<string, RouteHandler> {
   const routes = new Map<string, RouteHandler>();
 
+  // 503 while the store cannot write (a full disk), so a container health check or monitor sees it.
   routes.set('GET /health', async (_req: IncomingMessage, res: ServerResponse) => {
-    sendJson(res, 200, { status: 'ok', uptime_seconds: Math.floor((Date.now() - deps.startedAt) / 1000) });
+    const uptime_seconds = Math.floor((Date.now() - deps.startedAt) / 1000);
+    const reason = await deps.store.db.problem();
+    if (reason === null) sendJson(res, 200, { status: 'ok', uptime_seconds });
+    else sendJson(res, 503, { status: 'degraded', reason, uptime_seconds });
   });
 
   routes.set('POST /auth', async (req, res) => {

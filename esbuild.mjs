@@ -1,8 +1,10 @@
 // Bundles every entry point into dist/ (Node, CommonJS) and copies the sql.js WASM beside them.
-import { build } from 'esbuild';
+import { build, context } from 'esbuild';
 import { copyFileSync, mkdirSync } from 'node:fs';
 
 const production = process.argv.includes('--production');
+// `npm run watch` (F5's pre-launch task): rebuild on every change; the lines below tell VS Code's task when.
+const watch = process.argv.includes('--watch');
 mkdirSync('dist', { recursive: true });
 copyFileSync('node_modules/sql.js/dist/sql-wasm.wasm', 'dist/sql-wasm.wasm');
 
@@ -31,13 +33,13 @@ const browser = {
   outdir: 'media',
 };
 
-await Promise.all([
-  build({ ...common, entryPoints: { cli: 'src/cli.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } }),
-  build({ ...common, entryPoints: { relay: 'src/relay/node/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } }),
-  build({ ...common, entryPoints: { 'compact-worker': 'src/store/compact-worker.ts' }, outdir: 'dist' }),
-  build({ ...common, entryPoints: { extension: 'src/extension/extension.ts' }, outdir: 'dist', external: ['vscode'] }),
+const builds = [
+  { ...common, entryPoints: { cli: 'src/cli.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
+  { ...common, entryPoints: { relay: 'src/relay/node/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
+  { ...common, entryPoints: { 'compact-worker': 'src/store/compact-worker.ts' }, outdir: 'dist' },
+  { ...common, entryPoints: { extension: 'src/extension/extension.ts' }, outdir: 'dist', external: ['vscode'] },
   // The relay's Cloudflare Worker: one ES module with no Node built-ins (the neutral platform refuses them).
-  build({
+  {
     // Alone in its folder: wrangler uploads every module beside it.
     entryPoints: { relay: 'src/relay/worker/worker.ts' },
     outdir: 'dist/worker',
@@ -49,6 +51,25 @@ await Promise.all([
     conditions: ['workerd', 'worker', 'browser'],
     minify: production,
     logLevel: 'warning',
-  }),
-  build({ ...browser, entryPoints: { 'chat-webview': 'src/web/chat-webview.ts', 'chat-phone': 'src/web/chat-phone.ts' } }),
-]);
+  },
+  { ...browser, entryPoints: { 'chat-webview': 'src/web/chat-webview.ts', 'chat-phone': 'src/web/chat-phone.ts' } },
+];
+
+if (watch) {
+  let pending = 0;
+  const announce = {
+    name: 'announce',
+    setup(b) {
+      b.onStart(() => {
+        if (pending++ === 0) console.log('[watch] build started');
+      });
+      b.onEnd(() => {
+        if (--pending === 0) console.log('[watch] build finished');
+      });
+    },
+  };
+  const contexts = await Promise.all(builds.map((options) => context({ ...options, plugins: [announce] })));
+  await Promise.all(contexts.map((ctx) => ctx.watch()));
+} else {
+  await Promise.all(builds.map((options) => build(options)));
+}

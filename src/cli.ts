@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, ConfigFile } from './config/config-file';
-import { defaultDataDir } from './config/paths';
+import { defaultDataDir } from './platform/paths';
 import { AllowFromPattern } from './protocol';
 import { PortInUseError, Service } from './service';
 import { hashPassword } from './transport/passwords';

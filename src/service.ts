@@ -11,7 +11,7 @@ import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { EventHub } from './commands/event-hub';
 import { RunningChats } from './commands/running-chats';
 import { ConfigFile, secretValues } from './config/config-file';
-import { LOG_FILE_NAME } from './config/paths';
+import { LOG_FILE_NAME } from './platform/paths';
 import { FileLogger } from './log/file-logger';
 import { Redactor } from './log/redact';
 import type { Logger } from './log/logger';
@@ -28,6 +28,7 @@ import { machineIdentityOf } from './transport/machine-identity';
 import { PairingSecrets } from './transport/pairing-secrets';
 import type { RelayLinkTiming } from './transport/relay-link';
 import { RelayLinks } from './transport/relay-links';
+import { createRelayPairing } from './transport/relay-pairing';
 import { relayStatusRoute } from './transport/relay-status-route';
 import { phonePageRoutes } from './transport/static-files';
 import { WebhookChannel, type WebhookChannelOptions } from './transport/webhook-channel';
@@ -114,8 +115,10 @@ export class Service {
     const ctx: CommandContext = {
       config, store, agent, events, running: this.running, tools, permissions, gate, logger,
       deliveries: this.webhooks.deliveries,
-      pairings: this.pairings,
-      relay: this.relay,
+      relay: {
+        status: () => this.relay.status(),
+        createPairing: (channel) => createRelayPairing({ config: () => config.current, store, pairings: this.pairings, logger }, channel),
+      },
     };
     this.dispatch = createDispatcher(ctx);
     config.on('change', (fields: string[]) => {

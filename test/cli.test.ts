@@ -133,7 +133,8 @@ test('a lock left by another host (a recreated container) refuses the start nami
     assert.match(proc.output(), /old-container-3f2a/);
   } finally {
     proc.child.kill('SIGTERM');
-    assert.equal((await proc.exited).code, 0);
+    const exit = await proc.exited;
+    assert.deepEqual(exit, { code: 0, signal: null }, `serve --break-lock did not stop cleanly:\n${proc.output()}`);
   }
 });
 

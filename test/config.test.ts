@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ConfigError, ConfigFile, secretValues } from '../src/config/config-file';
-import { CONFIG_FILE_NAME } from '../src/config/paths';
+import { CONFIG_FILE_NAME } from '../src/platform/paths';
 import { tcpChannelOf, webhookAccountsOf, websocketChannelsOf, type ServiceConfig } from '../src/protocol/config';
 import { ServiceError } from '../src/protocol/errors';
 

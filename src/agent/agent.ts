@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ServiceError, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import type { NewMessage, Store } from '../store';
-import { canAccess } from '../commands/session';
+import { canAccess } from '../protocol/sources';
 import { fitHistory } from './history';
 import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';

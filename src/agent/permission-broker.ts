@@ -1,8 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { ServiceError, type PermissionDecision } from '../protocol';
-import type { EventHub } from '../commands/event-hub';
+import { ServiceError, type PermissionDecision, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import type { PermissionQuestion } from './permissions';
+
+/** The clients a request goes to (the service's event hub): only those that can answer are asked. */
+export interface PermissionAudience {
+  broadcast(event: ServiceEvent, filter?: (client: { canAnswerPermissions: boolean }) => boolean): number;
+  some(predicate: (client: { canAnswerPermissions: boolean }) => boolean): boolean;
+}
 
 export const PERMISSION_TIMEOUT_MS = 120_000;
 
@@ -24,7 +29,7 @@ export class PermissionBroker {
   private readonly pending = new Map<string, Pending>();
 
   constructor(
-    private readonly events: EventHub,
+    private readonly events: PermissionAudience,
     private readonly logger: Logger,
     private readonly options: { timeoutMs?: number; localPrompt?: () => LocalPrompt | undefined } = {},
   ) {}

@@ -5,9 +5,7 @@ import type { ToolRegistry } from '../agent/tools/registry';
 import type { ConfigFile } from '../config/config-file';
 import type { Logger } from '../log/logger';
 import type { Store } from '../store';
-import type { RelayLinkStatus } from '../protocol';
-import type { PairingSecrets } from '../transport/pairing-secrets';
-import type { DeliveryCommands } from '../transport/webhook-outbox';
+import type { Delivery, DeliveryStatus, PairingInfo, RelayLinkStatus } from '../protocol';
 import type { EventHub } from './event-hub';
 import type { RunningChats } from './running-chats';
 
@@ -24,8 +22,19 @@ export interface CommandContext {
   logger: Logger;
   /** The webhook outbox (list_deliveries, retry_delivery). */
   deliveries: DeliveryCommands;
-  /** One-time pairing secrets for phones through the relay (create_pairing). */
-  pairings: PairingSecrets;
-  /** The relay links' state (relay_status). */
-  relay: { status(): RelayLinkStatus[] };
+  /** The relay channels: their links' state (relay_status) and phone pairings (create_pairing). */
+  relay: RelayCommands;
+}
+
+/** The webhook outbox as commands see it (the transport implements it). */
+export interface DeliveryCommands {
+  list(filter: { account?: string; status?: DeliveryStatus; limit: number }): Delivery[];
+  retry(deliveryId: string): Promise<Delivery>;
+}
+
+/** The relay channels as commands see it (the transport implements it). */
+export interface RelayCommands {
+  status(): RelayLinkStatus[];
+  /** A one-time pairing through the named relay channel (the first one when unnamed). */
+  createPairing(channelName: string | undefined): Promise<PairingInfo>;
 }

@@ -9,7 +9,7 @@ import { nullLogger, type Logger } from '../log/logger';
 import { writeFileAtomic } from './atomic-write';
 import { ConfigError, describeIssues, jsonSyntaxError } from './config-error';
 import { withConfigLock } from './config-lock';
-import { CONFIG_FILE_NAME } from './paths';
+import { CONFIG_FILE_NAME } from '../platform/paths';
 import { generateAuthToken } from './secrets';
 
 export { ConfigError } from './config-error';

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Logger } from '../log/logger';
-import { acquireLock, DataDirInUseError, LockedByOtherHostError } from '../store/lock';
-import { CONFIG_FILE_NAME } from './paths';
+import { acquireLock, DataDirInUseError, LockedByOtherHostError } from '../platform/lock-file';
+import { CONFIG_FILE_NAME } from '../platform/paths';
 
 export const CONFIG_LOCK_FILE_NAME = `${CONFIG_FILE_NAME}.lock`;
 /** A writer holds the lock for one read, validate and atomic write: milliseconds. */

@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import type { Host } from '../agent/host';
 import { createProviderResolver } from '../agent/provider-resolver';
 import { parseConfigText } from '../config/config-file';
-import { CONFIG_FILE_NAME, LOG_FILE_NAME } from '../config/paths';
+import { CONFIG_FILE_NAME, LOG_FILE_NAME } from '../platform/paths';
 import type { ServiceConfig } from '../protocol';
 import type { ApiKeys } from './api-keys';
 import { describeFigures, type LoopMonitor } from './diagnostics';

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Host } from '../agent/host';
-import { CONFIG_FILE_NAME } from '../config/paths';
+import { CONFIG_FILE_NAME } from '../platform/paths';
 import { PortInUseError, Service } from '../service';
 import { DataDirInUseError, pidAlive } from '../store';
 import { LocalBackend, RemoteBackend, type Backend } from './backend';

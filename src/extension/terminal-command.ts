@@ -10,7 +10,6 @@ const TERMINAL_NAME = 'Remote Assistant';
 const SHELL_INTEGRATION_WAIT_MS = 4_000;
 
 // Colours, cursor moves, window titles, and the shell integration's own marks (OSC 633).
-// eslint-disable-next-line no-control-regex
 const ESCAPES = /\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|\r(?!\n)/g;
 /** Terminal output as a program wrote it: escapes removed, the terminal's CRLF back to LF. */
 export const stripEscapes = (text: string) => text.replace(/\r\n/g, '\n').replace(ESCAPES, '');

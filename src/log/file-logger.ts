@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { LOG_FILE_NAME } from '../config/paths';
+import { LOG_FILE_NAME } from '../platform/paths';
 import type { LogFields, Logger, LogLevel } from './logger';
 import { Redactor } from './redact';
 import { RotatingFile } from './rotating-file';

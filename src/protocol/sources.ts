@@ -9,3 +9,12 @@ export function sourceLabel(source: string): string {
   if (source.startsWith('webhook:')) return `webhook “${source.slice('webhook:'.length)}”`;
   return source;
 }
+
+/**
+ * Who may see a conversation. A webhook account sees only its own (docs/protocol.md: another account's or
+ * the editor's conversation is not_found to it); the user's own clients (editor, phone, LAN, relay) see
+ * every conversation, webhook ones included, so they appear in the editor live.
+ */
+export function canAccess(sessionSource: string, conversationSource: string): boolean {
+  return !sessionSource.startsWith('webhook:') || sessionSource === conversationSource;
+}

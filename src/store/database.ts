@@ -1,18 +1,19 @@
 import { mkdir, readFile, realpath, rm, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Database as SqlJsDatabase } from 'sql.js';
-import { DATABASE_FILE_NAME } from '../config/paths';
+import { DATABASE_FILE_NAME } from '../platform/paths';
 import { nullLogger } from '../log/logger';
 import type { Logger } from '../log/logger';
 import { Compactor } from './compaction';
 import { DEFAULT_SEGMENT_BYTES, Journal } from './journal';
-import { acquireLock } from './lock';
+import { acquireLock } from '../platform/lock-file';
 import { makePrivate } from './private-files';
-import type { DirLock } from './lock';
+import type { DirLock } from '../platform/lock-file';
 import { normalizeParams } from './record';
 import { recoverJournal } from './recovery';
 import type { Op, SqlParamInput } from './record';
-import { fsyncDir, hasMetaTable, META_TABLE_SQL, PRIVATE_DIR_MODE, readSnapshotSeq } from './replay';
+import { fsyncDir, hasMetaTable, META_TABLE_SQL, readSnapshotSeq } from './replay';
+import { PRIVATE_DIR_MODE } from '../platform/file-modes';
 import { loadSqlJs } from './sqljs';
 import { queryAll, queryOne, runOp, StatementCache } from './statements';
 

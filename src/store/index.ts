@@ -11,7 +11,7 @@ import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
 
 export { Database } from './database';
-export { DataDirInUseError, pidAlive } from './lock';
+export { DataDirInUseError, pidAlive } from '../platform/lock-file';
 export { JournalDamagedError } from './recovery';
 export type { DatabaseOptions, DatabaseStats, RunResult, SqlParam, SqlParamInput, WriteTx } from './database';
 export { ConversationsRepo } from './conversations';

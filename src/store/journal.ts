@@ -6,7 +6,8 @@ import { ServiceError } from '../protocol/errors';
 import { encodeRecord } from './record';
 import type { Op } from './record';
 import type { LiveSegment } from './recovery';
-import { fsyncDir, PRIVATE_FILE_MODE, segmentPath } from './replay';
+import { fsyncDir, segmentPath } from './replay';
+import { PRIVATE_FILE_MODE } from '../platform/file-modes';
 
 export const DEFAULT_SEGMENT_BYTES = 4 * 1024 * 1024;
 /** Errors after which the disk may take writes again once space is freed. */

@@ -1,7 +1,7 @@
 import { chmod, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log/logger';
-import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './replay';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../platform/file-modes';
 
 /** The service's own files: service.json, .log, .lock, .db and journals, the config's temp files. */
 function isServiceFile(name: string, fileName: string): boolean {

@@ -8,7 +8,8 @@ import type { Database as SqlJsDatabase } from 'sql.js';
 import type { Logger } from '../log/logger';
 import { scanRecords } from './record';
 import type { DamagedRange, ScannedRecords } from './record';
-import { fsyncDir, listSegments, PRIVATE_FILE_MODE, replayRecords } from './replay';
+import { fsyncDir, listSegments, replayRecords } from './replay';
+import { PRIVATE_FILE_MODE } from '../platform/file-modes';
 import type { SegmentFile } from './replay';
 import type { StatementCache } from './statements';
 

@@ -10,9 +10,6 @@ import { queryOne, runOp, StatementCache } from './statements';
 export const META_TABLE_SQL = 'CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)';
 /** The last journal seq contained in a snapshot. Written only by compaction; `store.` keys are reserved. */
 export const JOURNAL_SEQ_KEY = 'store.journal_seq';
-/** Every file the store writes is the owner's alone (as is a data directory it creates). */
-export const PRIVATE_FILE_MODE = 0o600;
-export const PRIVATE_DIR_MODE = 0o700;
 
 export interface SegmentFile {
   n: number;

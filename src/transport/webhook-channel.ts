@@ -8,7 +8,8 @@ import type { Store } from '../store';
 import type { Router } from './http-server';
 import { IDEMPOTENCY_WINDOW_MS, IncomingWebhooks } from './webhook-incoming';
 import { WebhookInbox } from './webhook-inbox';
-import { DEFAULT_OUTBOX_TIMINGS, WebhookOutbox, type DeliveryCommands, type OutboxTimings } from './webhook-outbox';
+import type { DeliveryCommands } from '../commands/context';
+import { DEFAULT_OUTBOX_TIMINGS, WebhookOutbox, type OutboxTimings } from './webhook-outbox';
 
 /** Limits and timings of the channel; the defaults are decisions.md's, tests and benchmarks shorten them. */
 export interface WebhookChannelOptions extends Partial<OutboxTimings> {

@@ -3,6 +3,7 @@ import https from 'node:https';
 import { ServiceError, WebhookErrorBody, type Delivery, type DeliveryStatus, type WebhookAccount } from '../protocol';
 import type { Logger } from '../log/logger';
 import type { AttemptRecord, DeliveryRow, Store } from '../store';
+import type { DeliveryCommands } from '../commands/context';
 import { signatureHeader } from './webhook-signature';
 
 /** Delivery timings (decisions.md, "Webhook channel"); tests and the benchmark shorten them. */
@@ -31,11 +32,6 @@ export const DEFAULT_OUTBOX_TIMINGS: OutboxTimings = {
 export const DEFAULT_RETRY_FOR_MS = 24 * 60 * 60_000;
 
 /** What the WebSocket commands list_deliveries and retry_delivery use. */
-export interface DeliveryCommands {
-  list(filter: { account?: string; status?: DeliveryStatus; limit: number }): Delivery[];
-  retry(deliveryId: string): Promise<Delivery>;
-}
-
 export interface OutboxDeps {
   store: Store;
   /** The accounts in force now (service.json may change under us). */

@@ -1,8 +1,8 @@
 import { readdirSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
-import { AssetServer } from '../../transport/static-asset';
-import { PAGE_SECURITY_HEADERS } from '../../web/page-headers';
+import { AssetServer } from '../../platform/static-asset';
+import { PAGE_SECURITY_HEADERS } from '../../protocol/page-headers';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

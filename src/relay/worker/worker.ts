@@ -1,4 +1,4 @@
-import { PAGE_SECURITY_HEADERS } from '../../web/page-headers';
+import { PAGE_SECURITY_HEADERS } from '../../protocol/page-headers';
 import { authTokenProblem } from '../auth';
 import { errorAnswer, healthAnswer, notFound, parseRegisterBody, registeredAnswer, routeRequest } from '../http';
 import { MAX_REGISTER_BODY_BYTES } from '../limits';

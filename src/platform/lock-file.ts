@@ -3,8 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { link, open, readFile, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import type { Logger } from '../log/logger';
-import { PRIVATE_FILE_MODE } from './replay';
+import { PRIVATE_FILE_MODE } from './file-modes';
 
 export const LOCK_FILE_NAME = 'service.lock';
 
@@ -141,7 +140,12 @@ function staleReason(info: LockInfo | null, me: string, options: LockOptions): s
  * boot, or unreadable is taken over with a warning. A lock from another host is respected, since its
  * process cannot be checked, unless `breakLock` (the message names `serve --break-lock`).
  */
-export async function acquireLock(dir: string, logger: Logger, label: string = dir, options: LockOptions = {}): Promise<DirLock> {
+/** What the lock reports (a stale or broken lock taken over): the service's logger fits. */
+export interface LockLogger {
+  warn(event: string, fields?: Record<string, unknown>): void;
+}
+
+export async function acquireLock(dir: string, logger: LockLogger, label: string = dir, options: LockOptions = {}): Promise<DirLock> {
   const file = path.resolve(dir, options.fileName ?? LOCK_FILE_NAME);
   if (held.has(file) || acquiring.has(file)) throw inUse(label, process.pid);
   acquiring.add(file);
@@ -152,7 +156,7 @@ export async function acquireLock(dir: string, logger: Logger, label: string = d
   }
 }
 
-async function takeLock(dir: string, label: string, file: string, logger: Logger, options: LockOptions): Promise<DirLock> {
+async function takeLock(dir: string, label: string, file: string, logger: LockLogger, options: LockOptions): Promise<DirLock> {
   const me = hostname();
   const boot = bootId();
 
@@ -234,7 +238,7 @@ async function writeSynced(file: string, content: string, flags: string): Promis
   }
 }
 
-async function releaseLock(file: string, content: string, logger: Logger): Promise<void> {
+async function releaseLock(file: string, content: string, logger: LockLogger): Promise<void> {
   if (held.get(file) !== content) return;
   held.delete(file);
   try {

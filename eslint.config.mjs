@@ -1,0 +1,69 @@
+// The rules of the house that a machine can check (docs/design.md): layers never import upward, the
+// browser code stays browser code, and `vscode` is imported only by the extension. Type-aware lint
+// rules are left out on purpose: `tsc` (npm run typecheck) already checks the types.
+import importX from 'eslint-plugin-import-x';
+import tseslint from 'typescript-eslint';
+
+/**
+ * The layers, lowest first: a folder may import its own layer and those before it, never one after.
+ * `protocol` and `e2e` (the tunnel's cryptography) are browser-safe and import nothing of ours.
+ */
+const LAYERS = [
+  ['src/protocol', 'src/e2e'],
+  ['src/platform'],
+  ['src/log'],
+  ['src/config', 'src/store'],
+  ['src/agent'],
+  ['src/commands'],
+  ['src/transport'],
+  ['src/service.ts', 'src/cli.ts'],
+  ['src/extension'],
+];
+/** Separate programs: what each may use of the service's layers. */
+const PROGRAMS = {
+  'src/relay': ['src/protocol', 'src/platform', 'src/log', 'src/relay'],
+  'src/web': ['src/protocol', 'src/e2e', 'src/web'],
+};
+const ALL = [...LAYERS.flat(), ...Object.keys(PROGRAMS)];
+
+const zones = [];
+LAYERS.forEach((layer, index) => {
+  const above = LAYERS.slice(index + 1).flat();
+  for (const target of layer) {
+    const forbidden = [...above, ...Object.keys(PROGRAMS)].filter((from) => from !== target);
+    for (const from of forbidden) {
+      // The extension hosts the web UI's webview bridge: it may use the browser-safe web modules.
+      if (target === 'src/extension' && from === 'src/web') continue;
+      zones.push({ target: `./${target}`, from: `./${from}`, message: `${target} is below ${from} (docs/design.md: layers never import upward)` });
+    }
+  }
+  // Within the lowest layer too: protocol and e2e do not depend on each other.
+  if (index === 0) for (const target of layer) for (const from of layer) if (from !== target) zones.push({ target: `./${target}`, from: `./${from}` });
+});
+for (const [program, allowed] of Object.entries(PROGRAMS)) {
+  for (const from of ALL.filter((f) => !allowed.includes(f))) {
+    zones.push({ target: `./${program}`, from: `./${from}`, message: `${program} may use only ${allowed.join(', ')}` });
+  }
+}
+
+export default [
+  { ignores: ['dist/**', 'media/**', 'node_modules/**', '.vscode-test/**', 'test-artifacts/**', '.wrangler/**'] },
+  {
+    files: ['**/*.ts', '**/*.mts'],
+    languageOptions: { parser: tseslint.parser, ecmaVersion: 2022, sourceType: 'module' },
+    plugins: { import: importX, '@typescript-eslint': tseslint.plugin },
+    settings: { 'import-x/resolver-next': [importX.createNodeResolver({ extensions: ['.ts', '.mts', '.js', '.mjs', '.json'] })] },
+    rules: {
+      'import/no-restricted-paths': ['error', { zones }],
+      'import/no-cycle': 'off',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      'no-restricted-imports': ['error', { paths: [{ name: 'vscode', message: 'vscode is imported only under src/extension/ (docs/design.md)' }] }],
+    },
+  },
+  { files: ['src/extension/**/*.ts', 'test/**/*.ts'], rules: { 'no-restricted-imports': 'off' } },
+  {
+    // Browser code: nothing of Node.
+    files: ['src/web/**/*.ts', 'src/protocol/**/*.ts', 'src/e2e/**/*.ts', 'src/relay/worker/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['node:*'], message: 'browser/Worker code: no Node built-ins' }], paths: [{ name: 'vscode' }] }] },
+  },
+];

@@ -38,7 +38,7 @@ export interface ServiceOptions {
   dataDir: string;
   /** Overrides the tcp channel's port (0: any free port). */
   port?: number;
-  /** Overrides the bind address (default: the decisions.md rule from allow_from). */
+  /** Overrides the bind address (default: the docs/protocol.md rule from allow_from). */
   host?: string;
   /** Overrides the tcp channel's allow_from for this run (the container's CMD sets it). */
   allowFrom?: readonly string[];

@@ -6,7 +6,7 @@ import { MAX_CONCURRENT_DERIVATIONS, MAX_WAITING_CHECKS, PasswordChecksBusy, has
 import { postJson, startService, type RunningService } from './helpers/service';
 
 // Attacks on `POST /auth`'s limit of 10 failed attempts per client address per 5 minutes
-// (decisions.md). Every test gets its own service: the limit is per address and all come from 127.0.0.1.
+// (docs/protocol.md). Every test gets its own service: the limit is per address and all come from 127.0.0.1.
 const ADA_PASSWORD = 'correct horse battery staple';
 const BOB_PASSWORD = 'bob knows his own password';
 let users: { username: string; password_hash: string }[];

@@ -6,7 +6,7 @@ import { hashPassword } from '../src/transport/passwords';
 import { postJson, startService, TEST_API_KEY, type RunningService } from './helpers/service';
 import { TestClient } from './helpers/ws-client';
 
-// Roles (decisions.md, 2026-11-23): the access token is the owner; a session (password) user may chat,
+// Roles (docs/protocol.md, "Roles"): the access token is the owner; a session (password) user may chat,
 // read and answer prompts, but may not change permission settings, secrets, base_url, accounts or users.
 const PASSWORD = 'correct horse battery staple';
 let svc: RunningService;

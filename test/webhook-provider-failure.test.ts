@@ -1,5 +1,5 @@
 /**
- * "Accepted" means answered eventually (decisions.md, revised 2026-11-23; issue 15 item 4): a webhook
+ * "Accepted" means answered eventually (docs/protocol.md; issue 15 item 4): a webhook
  * message taken with 202 while the provider fails is retried (5xx, connection refused, 429) or answered
  * with a signed error callback (401, a request the provider refuses), both listed by list_deliveries,
  * across a restart. Real service, fake OpenAI server, real receiver.

@@ -1,5 +1,5 @@
 /**
- * Webhook text is untrusted (decisions.md, revised 2026-11-23): the attacks of issue 15 item 3, run
+ * Webhook text is untrusted (docs/protocol.md): the attacks of issue 15 item 3, run
  * against the real service: a real HTTP request to a webhook path, the fake OpenAI provider asking for
  * run_command, and a real shell that would write a file in the workspace.
  */

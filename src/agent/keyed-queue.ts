@@ -1,6 +1,6 @@
 /**
  * Runs tasks one at a time per key, in arrival order; different keys run in parallel.
- * (decisions.md: messages of one conversation are processed one at a time.)
+ * (docs/protocol.md: messages of one conversation are processed one at a time.)
  */
 export class KeyedQueue {
   private readonly tails = new Map<string, Promise<unknown>>();

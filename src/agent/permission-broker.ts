@@ -22,7 +22,7 @@ interface Pending {
 /**
  * Asks people: sends `permission.request` to every authenticated client that may answer (and the
  * host's own prompt, if any); the first answer wins, the others are told it was resolved; no answer in
- * 120 s, or nobody able to answer, denies (decisions.md). Webhook conversations are never asked of a
+ * 120 s, or nobody able to answer, denies (docs/protocol.md). Webhook conversations are never asked of a
  * webhook (nobody is behind it), so in `ask` mode they are denied unless a person answers.
  */
 export class PermissionBroker {

@@ -3,7 +3,7 @@ import { writableConfigFields } from '../protocol/config';
 import type { ClientSession } from './session';
 
 /**
- * Roles (decisions.md, 2026-11-23). The owner is whoever holds the access token (and the editor, which
+ * Roles (docs/protocol.md, "Roles"). The owner is whoever holds the access token (and the editor, which
  * hosts the service). A session (password) user may chat, read and answer prompts, but not change what
  * guards the machine: permission settings, secrets, where requests (and the key) go, accounts, users.
  */

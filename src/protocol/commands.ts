@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { RequestId } from './envelope';
 
-/** Maximum `limit` of list commands; larger values are clamped (decisions.md). */
+/** Maximum `limit` of list commands; larger values are clamped (docs/protocol.md). */
 export const MAX_LIST_LIMIT = 500;
 export const DEFAULT_LIST_LIMIT = 50;
 
@@ -14,7 +14,7 @@ const listLimit = z
 
 const nonEmpty = (what: string) => z.string({ error: `${what} must be a string` }).min(1, { error: `${what} must not be empty` });
 
-// Unknown fields are ignored (z.object strips them): decisions.md, "Envelope".
+// Unknown fields are ignored (z.object strips them): docs/protocol.md, "Envelope".
 const command = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
   z.object({ type: z.literal(type), id: RequestId.optional(), ...shape });
 
@@ -78,7 +78,7 @@ export const PermissionResponseCommand = command('permission_response', {
 /** Cancels the running chat whose request id is `id`. */
 export const CancelCommand = command('cancel', {});
 
-// ---- Webhook outbox (decisions.md, "Webhook channel") ----
+// ---- Webhook outbox (docs/protocol.md, "Webhook channel") ----
 export const DeliveryStatus = z.enum(['pending', 'delivered', 'failed']);
 export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
 
@@ -189,7 +189,7 @@ export type Delivery = z.infer<typeof Delivery>;
 export const PermissionMode = z.enum(['ask', 'allow', 'deny']);
 export type PermissionMode = z.infer<typeof PermissionMode>;
 
-/** What get_config answers: never a secret (decisions.md). */
+/** What get_config answers: never a secret (docs/protocol.md). */
 export const PublicConfig = z.object({
   provider: z.string(),
   model: z.string(),

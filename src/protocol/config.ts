@@ -57,7 +57,7 @@ export const WebhookChannel = z.strictObject({
 export const ChannelEntry = z.discriminatedUnion('type', [TcpChannel, WebsocketChannel, WebhookChannel]);
 
 /**
- * `channels` in either form (decisions.md): an array of entries, or an object keyed by name whose
+ * `channels` in either form (docs/protocol.md): an array of entries, or an object keyed by name whose
  * `webhook` key may omit `type`. The object form is rewritten into the array form before validation.
  */
 export const Channels = z.preprocess((value) => {
@@ -99,7 +99,7 @@ export const McpServer = z.object({
 
 export const ProviderName = z.enum(['openai', 'anthropic', 'vscode']);
 
-/** Settings `update_config` may write (decisions.md). Strict: an unknown field is named and refused. */
+/** Settings `update_config` may write (docs/protocol.md). Strict: an unknown field is named and refused. */
 export const WritableConfig = z.strictObject({
   provider: ProviderName,
   model: z.string().min(1),

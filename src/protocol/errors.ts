@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Error codes of the protocol (service-spec section 7, plus decisions.md's two). */
+/** Error codes of the protocol (service-spec section 7, plus docs/protocol.md's two). */
 export const ErrorCode = z.enum([
   'invalid_token',
   'unauthorized',
@@ -12,7 +12,7 @@ export const ErrorCode = z.enum([
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;
 
-/** HTTP status for each error code (decisions.md, section HTTP). */
+/** HTTP status for each error code (docs/protocol.md, section HTTP). */
 export const httpStatusOf: Record<ErrorCode, number> = {
   invalid_request: 400,
   invalid_token: 401,

@@ -58,7 +58,7 @@ function isLoopbackPattern(pattern: string): boolean {
   return pattern === 'localhost' || pattern === '::1' || /^127\.[\d*]+\.[\d*]+\.[\d*]+$/.test(pattern);
 }
 
-/** decisions.md: bind 127.0.0.1 when every pattern is loopback, else every interface. */
+/** docs/protocol.md: bind 127.0.0.1 when every pattern is loopback, else every interface. */
 export function bindHostFor(patterns: readonly string[]): string {
   return patterns.length > 0 && patterns.every(isLoopbackPattern) ? '127.0.0.1' : '::';
 }

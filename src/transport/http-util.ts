@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ServiceError, fail, httpStatusOf, type Envelope } from '../protocol';
 
-/** Largest accepted HTTP body and WebSocket frame (decisions.md). */
+/** Largest accepted HTTP body and WebSocket frame (docs/protocol.md). */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -16,7 +16,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
-/** Sends an envelope with the status code decisions.md gives its error code (200 for ok). */
+/** Sends an envelope with the status code docs/protocol.md gives its error code (200 for ok). */
 export function sendEnvelope(res: ServerResponse, envelope: Envelope, okStatus = 200, retryAfterSeconds?: number): void {
   const status = envelope.status === 'ok' ? okStatus : httpStatusOf[envelope.code];
   sendJson(res, status, envelope, retryAfterSeconds ? { 'retry-after': String(retryAfterSeconds) } : {});

@@ -11,7 +11,7 @@ import { WebhookInbox } from './webhook-inbox';
 import type { DeliveryCommands } from '../commands/context';
 import { DEFAULT_OUTBOX_TIMINGS, WebhookOutbox, type OutboxTimings } from './webhook-outbox';
 
-/** Limits and timings of the channel; the defaults are decisions.md's, tests and benchmarks shorten them. */
+/** Limits and timings of the channel; the defaults are docs/protocol.md's, tests and benchmarks shorten them. */
 export interface WebhookChannelOptions extends Partial<OutboxTimings> {
   /** Requests a minute per account (default 120). */
   rateLimitPerMinute?: number;
@@ -40,7 +40,7 @@ interface Accounts {
 }
 
 /**
- * The webhook channel (service-spec 4.5, decisions.md "Webhook channel"): the incoming routes of every
+ * The webhook channel (service-spec 4.5, docs/protocol.md "Webhook channel"): the incoming routes of every
  * account in service.json, resolved per request so accounts added, changed or removed by editing the
  * file apply at once; the durable inbox the agent answers from; and the durable outbox of callbacks.
  */

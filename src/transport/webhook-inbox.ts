@@ -31,7 +31,7 @@ class WaitingBehind extends Error {}
  * user message, and the reply, the row's `answered` mark and the outgoing delivery are written in one
  * transaction. A row still pending after a crash or a stop is answered when the service starts again.
  *
- * An accepted message is answered eventually (decisions.md): a turn the provider failed for a passing
+ * An accepted message is answered eventually (docs/protocol.md): a turn the provider failed for a passing
  * reason (5xx, 429, network, timeout) is tried again with backoff, honouring Retry-After, until the
  * account's retry window (counted from its arrival) is over; then, or at once for a failure that will
  * not pass (401, a refused request), the sender gets a signed error callback instead of a reply, written

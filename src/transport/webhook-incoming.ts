@@ -10,7 +10,7 @@ import { webhookSource } from './webhook-trust';
 import { secretsEqual, signatureValid, signedHeadersOf, timestampFresh, type SignedHeaders } from './webhook-signature';
 
 export const WEBHOOK_RATE_LIMIT_PER_MINUTE = 120;
-/** How long an Idempotency-Key's first answer is kept (decisions.md). */
+/** How long an Idempotency-Key's first answer is kept (docs/protocol.md). */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60_000;
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 

@@ -6,7 +6,7 @@ import type { AttemptRecord, DeliveryRow, Store } from '../store';
 import type { DeliveryCommands } from '../commands/context';
 import { signatureHeader } from './webhook-signature';
 
-/** Delivery timings (decisions.md, "Webhook channel"); tests and the benchmark shorten them. */
+/** Delivery timings (docs/protocol.md, "Webhook channel"); tests and the benchmark shorten them. */
 export interface OutboxTimings {
   /** An attempt without an answer (status line) in this long has failed. Default 15 s. */
   timeoutMs: number;

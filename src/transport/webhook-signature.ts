@@ -1,7 +1,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
- * Standard Webhooks (https://www.standardwebhooks.com) signing, as decisions.md gives it:
+ * Standard Webhooks (https://www.standardwebhooks.com) signing, as docs/protocol.md gives it:
  * `webhook-signature: v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, keyed with the base64-decoded
  * part after `whsec_` where the secret has that prefix, else with the secret's UTF-8 bytes.
  */

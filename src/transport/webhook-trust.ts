@@ -8,7 +8,7 @@ export function webhookSource(account: string): string {
 }
 
 /**
- * The permission mode for a tool the model asks for when untrusted text is in its context (decisions.md,
+ * The permission mode for a tool the model asks for when untrusted text is in its context (docs/protocol.md,
  * "Text that arrives by webhook is untrusted"), replacing `permission_mode`:
  * - a webhook account's turn: the account's `tools` (default `deny`; `deny` too for an account removed
  *   since);

@@ -8,6 +8,8 @@ import { createToolRegistry } from './agent/toolbox';
 import type { ToolRegistry } from './agent/tools/registry';
 import type { CommandContext } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
+import { conversationOf } from './commands/handlers';
+import { canAccess } from './protocol/sources';
 import { EventHub } from './commands/event-hub';
 import { RunningChats } from './commands/running-chats';
 import { ConfigFile, secretValues } from './config/config-file';
@@ -162,7 +164,12 @@ export class Service {
       gate,
       logger,
       toolTimeoutMs: options.toolTimeoutMs,
-      onActivity: (conversationId, source) => events.broadcast({ event: 'conversation.updated', conversation_id: conversationId, source }),
+      onActivity: (conversationId, source) => {
+        const row = store.conversations.get(conversationId);
+        if (!row) return;
+        const event = { event: 'conversation.updated', conversation_id: conversationId, source, conversation: conversationOf(row) } as const;
+        events.broadcast(event, (session) => canAccess(session.source, source));
+      },
     });
     const auth = new Authenticator(current, logger, redactor);
     return new Service(options, config, store, logger, redactor, events, tools, permissions, gate, agent, auth);

@@ -27,6 +27,8 @@ let browser: Browser;
 let page: Page;
 let workspace: { dir: string; cleanup: () => Promise<void> };
 const pageErrors: string[] = [];
+/** Every frame the page sent to the service, in order (the command types are counted by tests). */
+const sentFrames: string[] = [];
 
 const config = () => ({ base_url: fake.url, model: 'fake-model', workspace: workspace.dir, permission_mode: 'ask' });
 
@@ -42,6 +44,7 @@ before(async () => {
   page = await context.newPage();
   page.setDefaultTimeout(WAIT);
   page.on('pageerror', (error) => pageErrors.push(String(error)));
+  page.on('websocket', (socket) => socket.on('framesent', (frame) => sentFrames.push(String(frame.payload))));
   page.on('dialog', (dialog) => void dialog.dismiss());
 });
 
@@ -180,6 +183,40 @@ test('ask mode: a tool call shows a permission card; Allow runs it and the card 
   assert.equal(await tool.locator('.tool-name').innerText(), 'list_directory');
   assert.equal(await tool.locator('.tool-status').getAttribute('data-status'), 'ok');
   await shot('06-tool-done');
+});
+
+test('a chat turn costs no list_conversations round trip: the list and a denied tool follow the events alone', async () => {
+  const other = await TestClient.authed(svc.wsUrl, svc.token);
+  const commandsSent = (from: number) => sentFrames.slice(from).map((text) => (JSON.parse(text) as { type?: string }).type);
+  await other.request({ type: 'update_config', config: { permission_mode: 'deny' } });
+  await page.waitForFunction(() => (document.querySelector('.mode-select') as HTMLSelectElement).value === 'deny');
+  await openDrawer();
+  await page.locator('.drawer .new-chat').click();
+  const mark = sentFrames.length;
+
+  // 1. This page chats; the tool is refused by the mode: the card says denied (from tool.result, not guessed).
+  fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'Answered without the tool.', chunks: 2 });
+  await send('a turn counted frame by frame');
+  await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('Answered without the tool.') && !document.querySelector('.message.streaming'));
+  assert.equal(await page.locator('.tool-card').last().locator('.tool-status').getAttribute('data-status'), 'denied');
+
+  // 2. Another client starts a conversation: its row reaches both clients in conversation.updated.
+  const updated = other.next((f) => f.event === 'conversation.updated' && (f.conversation as { title?: string } | undefined)?.title === 'from another client');
+  await other.request({ type: 'chat', message: 'from another client' });
+  const row = (await updated).conversation as { id: string; title: string; source: string; created_at: string; updated_at: string };
+  assert.equal(row.source, 'ws');
+  assert.ok(row.created_at && row.updated_at, 'the whole row, as list_conversations gives it');
+  await openDrawer();
+  await page.waitForFunction(() => (document.querySelector('.conversation-title')?.textContent ?? '').includes('from another client'));
+  assert.equal(await page.locator('.conversation', { hasText: 'a turn counted frame by frame' }).count(), 1);
+  await page.keyboard.press('Escape');
+
+  const sent = commandsSent(mark);
+  assert.ok(sent.includes('chat'), `the page's chat was counted: ${sent.join(', ')}`);
+  assert.equal(sent.filter((type) => type === 'list_conversations').length, 0, `no list_conversations round trip: ${sent.join(', ')}`);
+  await other.request({ type: 'update_config', config: { permission_mode: 'ask' } });
+  await page.waitForFunction(() => (document.querySelector('.mode-select') as HTMLSelectElement).value === 'ask');
+  other.close();
 });
 
 test('the permission mode select updates the service, and follows changes made elsewhere', async () => {

@@ -234,7 +234,7 @@ export class Agent {
           timestamp: new Date().toISOString(),
           data: { kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}) } satisfies ToolResultData,
         });
-        input.onToolEvent?.({ event: 'tool.result', conversation_id: conversationId, tool: call.name, ok: outcome.ok });
+        input.onToolEvent?.({ event: 'tool.result', conversation_id: conversationId, tool: call.name, ok: outcome.ok, denied: outcome.denied === true });
         if (signal.aborted) throw new Cancelled();
       }
     }

@@ -21,6 +21,11 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
   };
 }
 
+/** A stored conversation as clients see it (list_conversations rows, conversation.updated). */
+export function conversationOf({ id, title, created_at, updated_at, source }: Conversation): Conversation {
+  return { id, title, created_at, updated_at, source };
+}
+
 /** What a stored `tool` message adds for clients: which tool, call or result, and the result's outcome. */
 function toolFields(m: MessageRow): Partial<Message> {
   if (m.role !== 'tool') return {};
@@ -83,7 +88,7 @@ export const handlers: HandlerMap = {
     const source = session.source.startsWith('webhook:') ? session.source : undefined;
     const conversations: Conversation[] = ctx.store.conversations
       .list({ limit: command.limit, before: command.before, source })
-      .map(({ id, title, created_at, updated_at, source }) => ({ id, title, created_at, updated_at, source }));
+      .map(conversationOf);
     return { conversations };
   },
 

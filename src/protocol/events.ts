@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Conversation } from './commands';
 import { RequestId } from './envelope';
 
 /** Events are pushed unsolicited to authenticated sockets; they carry `event`, never `status`. */
@@ -21,6 +22,8 @@ export const ToolResultEvent = z.object({
   conversation_id: z.string(),
   tool: z.string(),
   ok: z.boolean(),
+  /** The tool did not run: the permission gate refused it (a rule, the mode, the user or the source). */
+  denied: z.boolean(),
 });
 export const PermissionRequestEvent = z.object({
   event: z.literal('permission.request'),
@@ -44,6 +47,8 @@ export const ConversationUpdatedEvent = z.object({
   event: z.literal('conversation.updated'),
   conversation_id: z.string(),
   source: z.string(),
+  /** The conversation's row as list_conversations gives it, so no client has to list again. */
+  conversation: Conversation,
 });
 
 export const ServiceEvent = z.discriminatedUnion('event', [

@@ -3,6 +3,7 @@
  * the editor's webview (postMessage to the extension) and on a phone (a WebSocket to the service).
  * Types only: nothing here pulls zod into the browser bundle.
  */
+import type { ServiceEvent } from '../protocol';
 import type { HostAction } from './bridge-protocol';
 
 export type Frame = Record<string, unknown>;
@@ -15,11 +16,8 @@ export interface Envelope {
   id?: string | number;
 }
 
-/** A service event (`chat.delta`, `tool.call`, `permission.request`, ...). */
-export interface ServiceEventFrame {
-  event: string;
-  [field: string]: unknown;
-}
+/** A service event (`chat.delta`, `tool.call`, `permission.request`, ...; typed by src/protocol), or one of the editor's own. */
+export type ServiceEventFrame = ServiceEvent | { event: 'editor.new_conversation' };
 
 export type ConnectionState = 'connecting' | 'open' | 'closed' | 'error';
 

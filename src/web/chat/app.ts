@@ -9,7 +9,11 @@ import { ConversationList, type ConversationSummary } from './conversation-list'
 import { h } from './dom';
 import { Header, type PermissionMode } from './header';
 import { MessageView, type HistoryMessage, type StreamingReply, type ToolCard } from './message-view';
-import { PermissionCards, type Decision, type PermissionRequest } from './permission-cards';
+import { PermissionCards, type Decision } from './permission-cards';
+
+/** The events of a running chat, drawn live. */
+type ChatEvent = Extract<ServiceEventFrame, { event: 'chat.delta' | 'tool.call' | 'tool.result' }>;
+type ChatEventOf<E extends ChatEvent['event']> = Extract<ChatEvent, { event: E }>;
 
 export interface ChatAppOptions {
   transport: Transport;
@@ -44,11 +48,8 @@ export class ChatApp {
   private current: string | undefined;
   private view = 0;
   private active: ActiveChat | undefined;
-  private mode: PermissionMode | undefined;
   private connected = false;
   /** Tools the user denied, by conversation, so their failed result reads "denied". */
-  private readonly askedTools = new Map<string, { conversationId: string; tool: string }>();
-  private readonly deniedTools = new Set<string>();
 
   constructor(options: ChatAppOptions) {
     this.transport = options.transport;
@@ -131,49 +132,44 @@ export class ChatApp {
         return this.onToolCall(event);
       case 'tool.result':
         return this.onToolResult(event);
-      case 'permission.request': {
-        const request = event as unknown as PermissionRequest;
-        this.askedTools.set(request.request_id, { conversationId: request.conversation_id, tool: request.tool });
-        return this.permissions.show(request);
-      }
-      case 'permission.resolved': {
-        const requestId = String(event.request_id);
-        const asked = this.askedTools.get(requestId);
-        if (asked && event.decision === 'deny') this.deniedTools.add(`${asked.conversationId}\n${asked.tool}`);
-        this.askedTools.delete(requestId);
-        return this.permissions.resolve(requestId);
-      }
+      case 'permission.request':
+        return this.permissions.show(event);
+      case 'permission.resolved':
+        return this.permissions.resolve(event.request_id);
       case 'config.changed':
         return void this.refreshConfig();
       case 'conversation.updated':
         // Continued elsewhere (phone, script, webhook) while on screen here: show it. Our own chat's
         // updates arrive while it runs and are drawn by the stream already.
+        // The event carries the conversation's row: no need to list them again.
         if (this.current && event.conversation_id === this.current && !this.active) void this.loadHistory(this.current);
-        return void this.refreshConversations();
+        this.list.upsert(event.conversation);
+        if (event.conversation_id === this.current) this.header.setTitle(event.conversation.title);
+        return;
       case 'editor.new_conversation':
         return this.newChat();
     }
   }
 
   /** The running chat an event belongs to, when it is drawn on screen. */
-  private liveChat(event: ServiceEventFrame): ActiveChat | undefined {
+  private liveChat(event: ChatEvent): ActiveChat | undefined {
     const chat = this.active;
     if (!chat || event.id !== chat.id) return undefined;
-    if (!chat.conversationId && typeof event.conversation_id === 'string') {
+    if (!chat.conversationId) {
       chat.conversationId = event.conversation_id;
       if (chat.view === this.view && !this.current) this.setCurrent(chat.conversationId);
     }
     return chat.view === this.view ? chat : undefined;
   }
 
-  private onDelta(event: ServiceEventFrame): void {
+  private onDelta(event: ChatEventOf<'chat.delta'>): void {
     const chat = this.liveChat(event);
     if (!chat) return;
     chat.reply ??= this.messages.startReply();
-    chat.reply.append(String(event.delta ?? ''));
+    chat.reply.append(event.delta);
   }
 
-  private onToolCall(event: ServiceEventFrame): void {
+  private onToolCall(event: ChatEventOf<'tool.call'>): void {
     const chat = this.liveChat(event);
     if (!chat) return;
     // Text streamed before a tool call is its own bubble; the final answer starts a new one.
@@ -181,18 +177,15 @@ export class ChatApp {
       chat.reply.finish(chat.reply.received);
       chat.reply = undefined;
     }
-    chat.tools.push(this.messages.addTool(String(event.tool), event.arguments));
+    chat.tools.push(this.messages.addTool(event.tool, event.arguments));
   }
 
-  private onToolResult(event: ServiceEventFrame): void {
+  private onToolResult(event: ChatEventOf<'tool.result'>): void {
     const chat = this.liveChat(event);
     if (!chat) return;
     const card = chat.tools.find((c) => c.tool === event.tool && c.element.dataset.status === undefined);
     if (!card) return;
-    const key = `${chat.conversationId}\n${String(event.tool)}`;
-    const denied = event.ok !== true && (this.mode === 'deny' || this.deniedTools.has(key));
-    this.deniedTools.delete(key);
-    card.setStatus(event.ok === true ? 'ok' : denied ? 'denied' : 'failed');
+    card.setStatus(event.ok ? 'ok' : event.denied ? 'denied' : 'failed');
   }
 
   // ---- commands --------------------------------------------------------------------------
@@ -236,7 +229,7 @@ export class ChatApp {
       } else if (conversationId && conversationId === this.current) {
         void this.loadHistory(conversationId);
       }
-      void this.refreshConversations();
+      // The list already follows the turn through conversation.updated (it carries the row).
     } else if (answer) {
       chat.reply?.finish('');
       if (answer.code === 'server_error') this.banner.show(answer.error ?? 'unknown error');
@@ -269,10 +262,7 @@ export class ChatApp {
 
   private async changeMode(mode: PermissionMode, previous: PermissionMode | undefined): Promise<void> {
     const answer = await this.call({ type: 'update_config', config: { permission_mode: mode } });
-    if (answer?.status === 'ok') {
-      this.mode = mode;
-      return;
-    }
+    if (answer?.status === 'ok') return;
     if (previous) this.header.setMode(previous, this.connected);
     this.messages.addNote(`Could not change the permission mode: ${answer?.error ?? 'not connected'}`, 'error');
   }
@@ -280,10 +270,7 @@ export class ChatApp {
   private async refreshConfig(): Promise<void> {
     const answer = await this.call({ type: 'get_config' });
     const mode = answer?.status === 'ok' ? answer.data?.permission_mode : undefined;
-    if (mode === 'ask' || mode === 'allow' || mode === 'deny') {
-      this.mode = mode;
-      this.header.setMode(mode, this.connected);
-    }
+    if (mode === 'ask' || mode === 'allow' || mode === 'deny') this.header.setMode(mode, this.connected);
   }
 
   private async refreshConversations(): Promise<void> {
@@ -339,7 +326,7 @@ export class ChatApp {
     const answer = await this.call({ type: 'delete_conversation', conversation_id: conversationId });
     if (answer?.status === 'ok' || answer?.code === 'not_found') {
       if (this.current === conversationId) this.newChat();
-      await this.refreshConversations();
+      this.list.remove(conversationId);
     } else {
       this.messages.addNote(`Could not delete: ${answer?.error ?? 'not connected'}`, 'error');
     }

@@ -1,14 +1,9 @@
 /** The conversation list: switch, new, delete (with an inline confirmation: webviews forbid confirm()). */
 import { h, relativeTime } from './dom';
+import type { Conversation } from '../../protocol';
 import { sourceLabel } from '../../protocol/sources';
 
-export interface ConversationSummary {
-  id: string;
-  title: string;
-  created_at: string;
-  updated_at: string;
-  source: string;
-}
+export type ConversationSummary = Conversation;
 
 export interface ConversationListHandlers {
   select(id: string): void;
@@ -38,6 +33,17 @@ export class ConversationList {
 
   setConversations(items: ConversationSummary[]): void {
     this.items = items;
+    this.render();
+  }
+
+  remove(id: string): void {
+    this.items = this.items.filter((c) => c.id !== id);
+    this.render();
+  }
+
+  /** A conversation that changed (conversation.updated): to the top, newest activity first, as listed. */
+  upsert(item: ConversationSummary): void {
+    this.items = [item, ...this.items.filter((c) => c.id !== item.id)];
     this.render();
   }
 

@@ -3,19 +3,12 @@
  * composer (whatever conversation is on screen, since an unanswered prompt denies after 120 s) and
  * close on `permission.resolved`, whoever answered (this page, the editor, another phone).
  */
+import type { PermissionDecision, ServiceEvent } from '../../protocol';
 import { sourceLabel } from '../../protocol/sources';
 import { formatArguments, h } from './dom';
 
-export type Decision = 'allow' | 'allow_session' | 'deny';
-
-export interface PermissionRequest {
-  request_id: string;
-  conversation_id: string;
-  /** Where the chat asking came from (a webhook account's text is not the user's). */
-  source?: string;
-  tool: string;
-  arguments: unknown;
-}
+export type Decision = PermissionDecision;
+export type PermissionRequest = Extract<ServiceEvent, { event: 'permission.request' }>;
 
 export class PermissionCards {
   readonly element: HTMLElement;

@@ -3,7 +3,7 @@ import { ConfigError, ConfigFile } from './config/config-file';
 import { defaultDataDir } from './platform/paths';
 import { AllowFromPattern } from './protocol';
 import { PortInUseError, Service } from './service';
-import { hashPassword } from './transport/passwords';
+import { hashPassword } from './transport/auth/passwords';
 
 const USAGE = `usage:
   remote-assistant serve [--data-dir DIR] [--port N] [--allow-from PATTERN,PATTERN...] [--recover] [--break-lock]
@@ -41,6 +41,12 @@ async function serve(args: string[]): Promise<number> {
   }
   const dataDir = values['data-dir'] ?? defaultDataDir();
   const service = await Service.open({ dataDir, port, allowFrom, recoverJournal: values.recover, breakLock: values['break-lock'], logToStderr: true });
+  // Handlers first: a supervisor (or a test) may send SIGTERM the moment it reads "listening on", and
+  // on a busy machine that can come before the next statement runs; the stop must still be graceful.
+  const stopSignal = new Promise<string>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
   let listening;
   try {
     listening = await service.start();
@@ -50,14 +56,7 @@ async function serve(args: string[]): Promise<number> {
   }
   console.log(`listening on ${listening.url}`);
   console.log(`data directory: ${dataDir}`);
-  await new Promise<void>((resolve) => {
-    const onSignal = (signal: string) => {
-      console.error(`${signal}: stopping`);
-      resolve();
-    };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-  });
+  console.error(`${await stopSignal}: stopping`);
   await service.stop();
   return 0;
 }

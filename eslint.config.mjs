@@ -6,10 +6,10 @@ import tseslint from 'typescript-eslint';
 
 /**
  * The layers, lowest first: a folder may import its own layer and those before it, never one after.
- * `protocol` and `e2e` (the tunnel's cryptography) are browser-safe and import nothing of ours.
+ * `protocol` and `tunnel` (the end-to-end tunnel's cryptography) are browser-safe and import nothing of ours.
  */
 const LAYERS = [
-  ['src/protocol', 'src/e2e'],
+  ['src/protocol', 'src/tunnel'],
   ['src/platform'],
   ['src/log'],
   ['src/config', 'src/store'],
@@ -22,7 +22,7 @@ const LAYERS = [
 /** Separate programs: what each may use of the service's layers. */
 const PROGRAMS = {
   'src/relay': ['src/protocol', 'src/platform', 'src/log', 'src/relay'],
-  'src/web': ['src/protocol', 'src/e2e', 'src/web'],
+  'src/web': ['src/protocol', 'src/tunnel', 'src/web'],
 };
 const ALL = [...LAYERS.flat(), ...Object.keys(PROGRAMS)];
 
@@ -37,7 +37,7 @@ LAYERS.forEach((layer, index) => {
       zones.push({ target: `./${target}`, from: `./${from}`, message: `${target} is below ${from} (docs/design.md: layers never import upward)` });
     }
   }
-  // Within the lowest layer too: protocol and e2e do not depend on each other.
+  // Within the lowest layer too: protocol and tunnel do not depend on each other.
   if (index === 0) for (const target of layer) for (const from of layer) if (from !== target) zones.push({ target: `./${target}`, from: `./${from}` });
 });
 for (const [program, allowed] of Object.entries(PROGRAMS)) {
@@ -63,7 +63,7 @@ export default [
   { files: ['src/extension/**/*.ts', 'test/**/*.ts'], rules: { 'no-restricted-imports': 'off' } },
   {
     // Browser code: nothing of Node.
-    files: ['src/web/**/*.ts', 'src/protocol/**/*.ts', 'src/e2e/**/*.ts', 'src/relay/worker/**/*.ts'],
+    files: ['src/web/**/*.ts', 'src/protocol/**/*.ts', 'src/tunnel/**/*.ts', 'src/relay/worker/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['node:*'], message: 'browser/Worker code: no Node built-ins' }], paths: [{ name: 'vscode' }] }] },
   },
 ];

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Service } from '../src/service';
-import { hashPassword } from '../src/transport/passwords';
+import { hashPassword } from '../src/transport/auth/passwords';
 import { instantProvider } from './agent';
 import { fmt } from './util';
 

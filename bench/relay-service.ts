@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { ClientHandshake, generateKeyPair, type KeyPairText, type SecureChannel } from '../src/e2e';
+import { ClientHandshake, generateKeyPair, type KeyPairText, type SecureChannel } from '../src/tunnel';
 import { P99_TARGET_MS, paced, type BenchClient as Client } from './paced';
 import { ramp } from './relay';
 import { fmt, percentile, spawnListening } from './util';

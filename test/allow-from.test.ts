@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bindHostFor, compileAllowFrom } from '../src/transport/allow-from';
-import { FixedWindowLimiter } from '../src/transport/rate-limit';
+import { bindHostFor, compileAllowFrom } from '../src/transport/http/allow-from';
+import { FixedWindowLimiter } from '../src/transport/http/rate-limit';
 
 test('allow_from patterns match addresses segment by segment', () => {
   const allowed = compileAllowFrom(['192.168.1.*', '10.0.0.5', '::1', 'fd00::*']);

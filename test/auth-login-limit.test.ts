@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { loginLimitKey } from '../src/transport/allow-from';
-import { FixedWindowLimiter } from '../src/transport/rate-limit';
-import { MAX_CONCURRENT_DERIVATIONS, MAX_WAITING_CHECKS, PasswordChecksBusy, hashPassword, verifyPassword } from '../src/transport/passwords';
+import { loginLimitKey } from '../src/transport/http/allow-from';
+import { FixedWindowLimiter } from '../src/transport/http/rate-limit';
+import { MAX_CONCURRENT_DERIVATIONS, MAX_WAITING_CHECKS, PasswordChecksBusy, hashPassword, verifyPassword } from '../src/transport/auth/passwords';
 import { postJson, startService, type RunningService } from './helpers/service';
 
 // Attacks on `POST /auth`'s limit of 10 failed attempts per client address per 5 minutes

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { hashPassword } from '../src/transport/passwords';
+import { hashPassword } from '../src/transport/auth/passwords';
 import { postJson, startService, TEST_API_KEY, type RunningService } from './helpers/service';
 import { TestClient } from './helpers/ws-client';
 

@@ -1,7 +1,7 @@
 /** The phone's pairing from the URL fragment (src/web/pairing.ts): LAN and relay forms, and what is refused. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { generateKeyPair } from '../src/e2e';
+import { generateKeyPair } from '../src/tunnel';
 import { loadPairing, markPaired, parseFragment } from '../src/web/pairing';
 
 class MemoryStorage implements Storage {

@@ -69,7 +69,7 @@ test('an offline relay shows its error; no relay configured says how to add one;
 });
 
 test('the LAN pairing link opens the page the service serves at /', () => {
-  const url = new URL(info.pairingUrl('192.168.1.20', 5000, 'tok'));
+  const url = new URL(info.lanPairingUrl('192.168.1.20', 5000, 'tok'));
   assert.equal(url.pathname, '/');
   assert.equal(new URLSearchParams(url.hash.slice(1)).get('url'), 'ws://192.168.1.20:5000/ws');
 });

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { generateKeyPair } from '../src/e2e';
+import { generateKeyPair } from '../src/tunnel';
 import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai';
 import { startNodeRelay, startWorkerRelay, NODE_RELAY, TEST_AUTH_TOKEN, WORKER_BUNDLE, type RelayTarget, type StartRelay } from './helpers/relay-targets';
 import { postJson, startService, type RunningService } from './helpers/service';

@@ -1,12 +1,12 @@
 /**
  * Real parts for relay tests: the Node relay of src/relay (in process, on a loopback port), a
  * recording WebSocket/HTTP tap between the service and the relay (every byte the relay forwards to or
- * from the machine), and a relayed client speaking the e2e tunnel with src/e2e.
+ * from the machine), and a relayed client speaking the e2e tunnel with src/tunnel.
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
-import { ClientHandshake, type KeyPairText, type SecureChannel } from '../src/e2e';
+import { ClientHandshake, type KeyPairText, type SecureChannel } from '../src/tunnel';
 import { nullLogger } from '../src/log/logger';
 import { NodeRelay } from '../src/relay/node/relay-server';
 import { FrameInbox } from './helpers/ws-client';

@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { generateKeyPair, fromBase64url, toBase64url, type KeyPairText } from '../src/e2e';
+import { generateKeyPair, fromBase64url, toBase64url, type KeyPairText } from '../src/tunnel';
 import type { RelayLinkStatus } from '../src/protocol';
-import { PairingSecrets } from '../src/transport/pairing-secrets';
-import { pairProof } from '../src/e2e';
+import { PairingSecrets } from '../src/transport/pairing/pairing-secrets';
+import { pairProof } from '../src/tunnel';
 import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai';
 import { postJson, startService, writeConfig, TEST_TOKEN, type RunningService } from './helpers/service';
 import { waitFor } from './helpers/temp';
@@ -261,7 +261,7 @@ test('create_pairing: refused to session-token users; an unknown channel is not_
   const client = await lan();
   assert.equal((await client.request({ type: 'create_pairing', channel: 'nope' })).code, 'not_found');
   // A session-token user (POST /auth) must not obtain the access token through a pairing link.
-  const { hashPassword } = await import('../src/transport/passwords');
+  const { hashPassword } = await import('../src/transport/auth/passwords');
   const config = JSON.parse(await readFile(join(svc.dataDir, 'service.json'), 'utf8')) as Record<string, unknown>;
   await writeConfig(svc.dataDir, { ...config, users: [{ username: 'ann', password_hash: await hashPassword('correct horse battery') }] });
   await waitFor(() => svc.service.config.current.users.length === 1, 'users reloaded');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { generateKeyPair } from '../src/e2e';
-import { hashPassword } from '../src/transport/passwords';
+import { generateKeyPair } from '../src/tunnel';
+import { hashPassword } from '../src/transport/auth/passwords';
 import { postJson, startService, type RunningService } from './helpers/service';
 import { TestClient } from './helpers/ws-client';
 

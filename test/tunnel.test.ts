@@ -1,4 +1,4 @@
-/** The end-to-end tunnel (src/e2e): handshake, boxes, and strict failure on tamper, replay, reorder, drop and wrong keys. */
+/** The end-to-end tunnel (src/tunnel): handshake, boxes, and strict failure on tamper, replay, reorder, drop and wrong keys. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
@@ -14,7 +14,7 @@ import {
   proofMatches,
   toBase64url,
   type SecureChannel,
-} from '../src/e2e';
+} from '../src/tunnel';
 
 function connect(options: { pairingSecret?: string; machineKeyForClient?: string } = {}) {
   const machine = generateKeyPair();

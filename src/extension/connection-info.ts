@@ -15,7 +15,7 @@ export function lanAddresses(): string[] {
 }
 
 /** The phone's pairing link on the LAN: the page served by the service, the socket and the token in the fragment (never sent to a server). */
-export function pairingUrl(host: string, port: number, token: string): string {
+export function lanPairingUrl(host: string, port: number, token: string): string {
   return `http://${host}:${port}/#url=${encodeURIComponent(`ws://${host}:${port}/ws`)}&token=${encodeURIComponent(token)}`;
 }
 
@@ -84,7 +84,7 @@ const qr = (url: string) => QRCode.toString(url, { type: 'svg', margin: 2, width
 export async function connectionInfoHtml(info: { port: number; addresses: string[]; token: string; lanAccess: boolean; relay: RelayInfo }): Promise<string> {
   const nonce = randomBytes(16).toString('base64');
   const host = info.addresses[0] ?? '127.0.0.1';
-  const lanQr = await qr(pairingUrl(host, info.port, info.token));
+  const lanQr = await qr(lanPairingUrl(host, info.port, info.token));
   const relayQr = info.relay.pairing ? await qr(info.relay.pairing.pairing_url) : undefined;
   const list = (items: string[]) => (items.length ? `<ul>${items.map((i) => `<li><code>${escapeHtml(i)}</code></li>`).join('')}</ul>` : '<p>none</p>');
   const relaySection = info.relay.error
@@ -123,7 +123,7 @@ export async function showConnectionInfo(info: { port: number; token: string; la
   const choices = ['Copy Token', 'Copy Pairing URL', ...(relay.pairing ? ['Copy Relay Pairing URL'] : [])];
   void vscode.window.showInformationMessage(`Remote Assistant listens on port ${info.port}${addresses.length ? ` (${addresses.join(', ')})` : ''}${relayText}.`, ...choices).then(async (choice) => {
     if (choice === 'Copy Token') await vscode.env.clipboard.writeText(info.token);
-    if (choice === 'Copy Pairing URL') await vscode.env.clipboard.writeText(pairingUrl(addresses[0] ?? '127.0.0.1', info.port, info.token));
+    if (choice === 'Copy Pairing URL') await vscode.env.clipboard.writeText(lanPairingUrl(addresses[0] ?? '127.0.0.1', info.port, info.token));
     if (choice === 'Copy Relay Pairing URL' && relay.pairing) await vscode.env.clipboard.writeText(relay.pairing.pairing_url);
   });
   return panel;

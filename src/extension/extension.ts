@@ -5,7 +5,7 @@ import type { HostAction } from '../web/bridge-protocol';
 import { ApiKeys } from './api-keys';
 import { call } from './backend';
 import { CHAT_VIEW_ID, ChatViewProvider } from './chat-view';
-import { COMMANDS, registerCommands, type CommandDeps } from './commands';
+import { COMMANDS, registerCommands, type CommandDeps } from './palette-commands';
 import { LoopMonitor } from './diagnostics';
 import { createEditorToolSource } from './editor-tools';
 import { applyLanAccess, Hosting, type HostingState } from './hosting';

@@ -2,7 +2,7 @@
  * The phone's own X25519 key pair for the e2e tunnel: made once, kept in localStorage (the machine
  * registers its public half when the phone pairs). Without storage it lasts for this page only.
  */
-import { generateKeyPair, parseKeyPair, type KeyPairText } from '../e2e';
+import { generateKeyPair, parseKeyPair, type KeyPairText } from '../tunnel';
 
 const STORAGE_KEY = 'remote-assistant.client-key';
 

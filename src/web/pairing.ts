@@ -4,7 +4,7 @@
  * docs/relay.md §Pairing), which browsers never send to a server, is kept in localStorage, and the
  * fragment is removed from the address bar at once so the token is not left on screen or in history.
  */
-import { bytesOfLength } from '../e2e/base64url';
+import { bytesOfLength } from '../tunnel/base64url';
 
 export interface Pairing {
   /** The service's `/ws`, or the relay's client socket for the machine (with `machine_id`). */

@@ -3,7 +3,7 @@
  * machine is online, send the hello (with the pairing proof the first time), read the welcome, then
  * box every frame. When the machine comes back after being away, everything starts over.
  */
-import { ClientHandshake, E2EError, type KeyPairText, type SecureChannel } from '../e2e';
+import { ClientHandshake, E2EError, type KeyPairText, type SecureChannel } from '../tunnel';
 import type { Wire, WireEvent } from './wire';
 
 export interface RelayWireOptions {

@@ -1,8 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { ServiceError, type ServiceConfig } from '../protocol';
-import type { Logger } from '../log/logger';
-import { loginLimitKey } from './allow-from';
-import { FixedWindowLimiter } from './rate-limit';
+import { ServiceError, type ServiceConfig } from '../../protocol';
+import type { Logger } from '../../log/logger';
+import { loginLimitKey } from '../http/allow-from';
+import { FixedWindowLimiter } from '../http/rate-limit';
 import { PasswordChecksBusy, decoyHash, passwordChecksBusy, verifyPassword } from './passwords';
 
 /**

@@ -1,10 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
-import { ServiceError } from '../protocol';
-import type { Logger } from '../log/logger';
+import { ServiceError } from '../../protocol';
+import type { Logger } from '../../log/logger';
 import type { AddressFilter } from './allow-from';
-import { CLOSE_FORBIDDEN } from './ws-session';
+import { CLOSE_FORBIDDEN } from '../sessions/ws-session';
 import { sendError, sendJson } from './http-util';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ServiceError, fail, httpStatusOf, type Envelope } from '../protocol';
+import { ServiceError, fail, httpStatusOf, type Envelope } from '../../protocol';
 
 /** Largest accepted HTTP body and WebSocket frame (docs/protocol.md). */
 export const MAX_BODY_BYTES = 1024 * 1024;

@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AuthRequestBody, RegisterRequestBody, ServiceError, ok, parseOrThrow, websocketChannelsOf, type ServiceConfig } from '../protocol';
-import type { Store } from '../store';
-import { bearerToken, type Authenticator } from './auth';
+import { AuthRequestBody, RegisterRequestBody, ServiceError, ok, parseOrThrow, websocketChannelsOf, type ServiceConfig } from '../../protocol';
+import type { Store } from '../../store';
+import { bearerToken, type Authenticator } from '../auth/auth';
 import type { RouteHandler, Router } from './http-server';
 import { clientAddress, readJsonBody, sendEnvelope, sendJson } from './http-util';
-import { registrableClientKey } from './client-keys';
-import { machineIdOf } from './machine-identity';
-import { relaySocketUrl } from './pairing-link';
+import { registrableClientKey } from '../relay-link/client-keys';
+import { machineIdOf } from '../relay-link/machine-identity';
+import { relaySocketUrl } from '../pairing/pairing-link';
 
 export interface RouteDeps {
   auth: Authenticator;

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import { PAGE_SECURITY_HEADERS } from '../protocol/page-headers';
+import { PAGE_SECURITY_HEADERS } from '../../protocol/page-headers';
 import type { RouteHandler } from './http-server';
-import { AssetServer } from '../platform/static-asset';
+import { AssetServer } from '../../platform/static-asset';
 
 /**
  * The phone page, served by the service for the LAN from the extension's `media/` folder. Only the

@@ -16,7 +16,7 @@ export function relayHttpOrigin(channelUrl: string): string {
 }
 
 /** The phone page's URL on the relay, everything in the fragment (never sent to a server). */
-export function pairingUrl(options: { channelUrl: string; relayUrl: string; machineKey: string; secret: string; token: string }): string {
+export function relayPairingUrl(options: { channelUrl: string; relayUrl: string; machineKey: string; secret: string; token: string }): string {
   const fragment = new URLSearchParams({ relay: options.relayUrl, machine_key: options.machineKey, pair: options.secret, token: options.token });
   return `${relayHttpOrigin(options.channelUrl)}/#${fragment.toString()}`;
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { proofMatches } from '../e2e';
+import { proofMatches } from '../../tunnel';
 
 export const PAIRING_TTL_SECONDS = 600;
 /** Live secrets at most; making another drops the oldest. */

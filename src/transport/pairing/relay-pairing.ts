@@ -1,8 +1,8 @@
-import { ServiceError, websocketChannelsOf, type PairingInfo, type ServiceConfig } from '../protocol';
-import type { Logger } from '../log/logger';
-import type { Store } from '../store';
-import { machineIdentityOf } from './machine-identity';
-import { pairingUrl, relaySocketUrl } from './pairing-link';
+import { ServiceError, websocketChannelsOf, type PairingInfo, type ServiceConfig } from '../../protocol';
+import type { Logger } from '../../log/logger';
+import type { Store } from '../../store';
+import { machineIdentityOf } from '../relay-link/machine-identity';
+import { relayPairingUrl, relaySocketUrl } from './pairing-link';
 import type { PairingSecrets } from './pairing-secrets';
 
 export interface RelayPairingDeps {
@@ -37,6 +37,6 @@ export async function createRelayPairing(deps: RelayPairingDeps, channelName: st
     relay_url: relayUrl,
     pairing_secret: secret,
     expires_in: expiresIn,
-    pairing_url: pairingUrl({ channelUrl: channel.url, relayUrl, machineKey: keyPair.publicKey, secret, token }),
+    pairing_url: relayPairingUrl({ channelUrl: channel.url, relayUrl, machineKey: keyPair.publicKey, secret, token }),
   };
 }

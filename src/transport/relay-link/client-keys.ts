@@ -1,8 +1,8 @@
 import { x25519 } from '@noble/curves/ed25519.js';
-import { canonicalPublicKey, fromBase64url, type Hello } from '../e2e';
-import type { Logger } from '../log/logger';
-import type { Store } from '../store';
-import type { PairingSecrets } from './pairing-secrets';
+import { canonicalPublicKey, fromBase64url, type Hello } from '../../tunnel';
+import type { Logger } from '../../log/logger';
+import type { Store } from '../../store';
+import type { PairingSecrets } from '../pairing/pairing-secrets';
 
 export type Admission = 'registered' | 'paired';
 

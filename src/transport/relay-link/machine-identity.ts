@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { generateKeyPair, parseKeyPair, type KeyPairText } from '../e2e';
-import type { Store } from '../store';
+import { generateKeyPair, parseKeyPair, type KeyPairText } from '../../tunnel';
+import type { Store } from '../../store';
 
 /** This machine as the relay and its clients know it: its id, and its X25519 key pair for the end-to-end tunnel. */
 export interface MachineIdentity {

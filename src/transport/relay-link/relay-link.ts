@@ -1,10 +1,10 @@
 import WebSocket, { type RawData } from 'ws';
-import type { RelayLinkState, RelayLinkStatus, WebsocketChannel } from '../protocol';
-import type { Logger } from '../log/logger';
+import type { RelayLinkState, RelayLinkStatus, WebsocketChannel } from '../../protocol';
+import type { Logger } from '../../log/logger';
 import type { ClientKeys } from './client-keys';
-import type { FrameSessionDeps } from './frame-session';
+import type { FrameSessionDeps } from '../sessions/frame-session';
 import type { MachineIdentity } from './machine-identity';
-import { relayHttpOrigin, relaySocketUrl } from './pairing-link';
+import { relayHttpOrigin, relaySocketUrl } from '../pairing/pairing-link';
 import { RelayedClient } from './relayed-client';
 
 export interface RelayLinkTiming {

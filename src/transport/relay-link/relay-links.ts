@@ -1,4 +1,4 @@
-import type { RelayLinkStatus, WebsocketChannel } from '../protocol';
+import type { RelayLinkStatus, WebsocketChannel } from '../../protocol';
 import { RelayLink, type RelayLinkDeps } from './relay-link';
 
 export type RelayLinksDeps = Omit<RelayLinkDeps, 'channel'> & {

@@ -1,6 +1,6 @@
-import type { RelayLinkStatus } from '../protocol';
-import type { RouteHandler } from './http-server';
-import { sendJson } from './http-util';
+import type { RelayLinkStatus } from '../../protocol';
+import type { RouteHandler } from '../http/http-server';
+import { sendJson } from '../http/http-util';
 
 /**
  * `GET /health/relay`: each relay link's state beside `/health`, for monitors and the editor. Names,

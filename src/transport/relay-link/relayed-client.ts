@@ -1,7 +1,7 @@
-import { E2EError, acceptHello, parseHello, type SecureChannel } from '../e2e';
-import type { Logger } from '../log/logger';
+import { E2EError, acceptHello, parseHello, type SecureChannel } from '../../tunnel';
+import type { Logger } from '../../log/logger';
 import type { ClientKeys } from './client-keys';
-import { openFrameSession, type FrameSession, type FrameSessionDeps } from './frame-session';
+import { openFrameSession, type FrameSession, type FrameSessionDeps } from '../sessions/frame-session';
 import type { MachineIdentity } from './machine-identity';
 
 /** Close codes the service gives relayed clients (the relay passes 4000-4999 on). */

@@ -1,10 +1,10 @@
-import { AuthCommand, fail, ok, requestIdOf, type Envelope, type ServiceEvent } from '../protocol';
-import type { Logger } from '../log/logger';
-import type { Dispatch } from '../commands/dispatcher';
-import type { EventHub } from '../commands/event-hub';
-import { newSessionId, type ClientSession } from '../commands/session';
-import type { Authenticator, Principal } from './auth';
-import { MAX_BODY_BYTES } from './http-util';
+import { AuthCommand, fail, ok, requestIdOf, type Envelope, type ServiceEvent } from '../../protocol';
+import type { Logger } from '../../log/logger';
+import type { Dispatch } from '../../commands/dispatcher';
+import type { EventHub } from '../../commands/event-hub';
+import { newSessionId, type ClientSession } from '../../commands/session';
+import type { Authenticator, Principal } from '../auth/auth';
+import { MAX_BODY_BYTES } from '../http/http-util';
 
 export const AUTH_TIMEOUT_MS = 10_000;
 export const CLOSE_AUTH_FAILED = 4401;

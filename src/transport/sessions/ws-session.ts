@@ -1,11 +1,11 @@
 import type { WebSocket, RawData } from 'ws';
-import { MAX_BODY_BYTES } from './http-util';
+import { MAX_BODY_BYTES } from '../http/http-util';
 import { openFrameSession, type FrameSessionDeps } from './frame-session';
 
 export { AUTH_TIMEOUT_MS, CLOSE_AUTH_FAILED, CLOSE_AUTH_TIMEOUT, CLOSE_FORBIDDEN, CLOSE_TOO_BIG } from './frame-session';
 export type WsSessionDeps = FrameSessionDeps;
 
-/** A LAN WebSocket client: its frames feed one frame session (src/transport/frame-session.ts); the server pings it. */
+/** A LAN WebSocket client: its frames feed one frame session (sessions/frame-session.ts); the server pings it. */
 export function attachWsSession(socket: WebSocket, source: string, remoteAddress: string, deps: WsSessionDeps): void {
   const frames = openFrameSession(
     {

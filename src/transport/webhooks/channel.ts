@@ -1,15 +1,15 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { Agent } from '../agent/agent';
-import type { RunningChats } from '../commands/running-chats';
-import type { ConfigFile } from '../config/config-file';
-import { webhookAccountsOf, type ServiceConfig, type WebhookAccount } from '../protocol';
-import type { Logger } from '../log/logger';
-import type { Store } from '../store';
-import type { Router } from './http-server';
-import { IDEMPOTENCY_WINDOW_MS, IncomingWebhooks } from './webhook-incoming';
-import { WebhookInbox } from './webhook-inbox';
-import type { DeliveryCommands } from '../commands/context';
-import { DEFAULT_OUTBOX_TIMINGS, WebhookOutbox, type OutboxTimings } from './webhook-outbox';
+import type { Agent } from '../../agent/agent';
+import type { RunningChats } from '../../commands/running-chats';
+import type { ConfigFile } from '../../config/config-file';
+import { webhookAccountsOf, type ServiceConfig, type WebhookAccount } from '../../protocol';
+import type { Logger } from '../../log/logger';
+import type { Store } from '../../store';
+import type { Router } from '../http/http-server';
+import { IDEMPOTENCY_WINDOW_MS, IncomingWebhooks } from './incoming';
+import { WebhookInbox } from './inbox';
+import type { DeliveryCommands } from '../../commands/context';
+import { DEFAULT_OUTBOX_TIMINGS, WebhookOutbox, type OutboxTimings } from './outbox';
 
 /** Limits and timings of the channel; the defaults are docs/protocol.md's, tests and benchmarks shorten them. */
 export interface WebhookChannelOptions extends Partial<OutboxTimings> {

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { Agent } from '../agent/agent';
-import type { RunningChats } from '../commands/running-chats';
-import type { WebhookAccount, WebhookErrorBody, WebhookOutgoingBody } from '../protocol';
-import type { Logger } from '../log/logger';
-import type { InboxRow, Store } from '../store';
-import { backoffMs, retryWindowMs, type OutboxTimings } from './webhook-outbox';
-import { webhookSource } from './webhook-trust';
-import { turnFailureOf, type TurnFailure } from './webhook-turn-failure';
+import type { Agent } from '../../agent/agent';
+import type { RunningChats } from '../../commands/running-chats';
+import type { WebhookAccount, WebhookErrorBody, WebhookOutgoingBody } from '../../protocol';
+import type { Logger } from '../../log/logger';
+import type { InboxRow, Store } from '../../store';
+import { backoffMs, retryWindowMs, type OutboxTimings } from './outbox';
+import { webhookSource } from './trust';
+import { turnFailureOf, type TurnFailure } from './turn-failure';
 
 export interface InboxDeps {
   store: Store;

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { titleOf } from '../agent/agent';
-import { ServiceError, WebhookIncomingBody, ok, parseOrThrow, type WebhookAccount } from '../protocol';
-import type { Logger } from '../log/logger';
-import type { InboxRow, Store } from '../store';
-import { clientAddress, MAX_BODY_BYTES, sendEnvelope } from './http-util';
-import { FixedWindowLimiter } from './rate-limit';
-import { webhookSource } from './webhook-trust';
-import { secretsEqual, signatureValid, signedHeadersOf, timestampFresh, type SignedHeaders } from './webhook-signature';
+import { titleOf } from '../../agent/agent';
+import { ServiceError, WebhookIncomingBody, ok, parseOrThrow, type WebhookAccount } from '../../protocol';
+import type { Logger } from '../../log/logger';
+import type { InboxRow, Store } from '../../store';
+import { clientAddress, MAX_BODY_BYTES, sendEnvelope } from '../http/http-util';
+import { FixedWindowLimiter } from '../http/rate-limit';
+import { webhookSource } from './trust';
+import { secretsEqual, signatureValid, signedHeadersOf, timestampFresh, type SignedHeaders } from './signature';
 
 export const WEBHOOK_RATE_LIMIT_PER_MINUTE = 120;
 /** How long an Idempotency-Key's first answer is kept (docs/protocol.md). */

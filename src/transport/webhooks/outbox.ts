@@ -1,10 +1,10 @@
 import http from 'node:http';
 import https from 'node:https';
-import { ServiceError, WebhookErrorBody, type Delivery, type DeliveryStatus, type WebhookAccount } from '../protocol';
-import type { Logger } from '../log/logger';
-import type { AttemptRecord, DeliveryRow, Store } from '../store';
-import type { DeliveryCommands } from '../commands/context';
-import { signatureHeader } from './webhook-signature';
+import { ServiceError, WebhookErrorBody, type Delivery, type DeliveryStatus, type WebhookAccount } from '../../protocol';
+import type { Logger } from '../../log/logger';
+import type { AttemptRecord, DeliveryRow, Store } from '../../store';
+import type { DeliveryCommands } from '../../commands/context';
+import { signatureHeader } from './signature';
 
 /** Delivery timings (docs/protocol.md, "Webhook channel"); tests and the benchmark shorten them. */
 export interface OutboxTimings {

@@ -1,4 +1,4 @@
-import { webhookAccountsOf, type PermissionMode, type ServiceConfig } from '../protocol';
+import { webhookAccountsOf, type PermissionMode, type ServiceConfig } from '../../protocol';
 
 const PREFIX = 'webhook:';
 

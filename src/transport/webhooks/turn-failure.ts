@@ -1,6 +1,6 @@
-import { ProviderFailure } from '../agent/agent';
-import type { ProviderErrorKind } from '../agent/providers/types';
-import { ServiceError } from '../protocol';
+import { ProviderFailure } from '../../agent/agent';
+import type { ProviderErrorKind } from '../../agent/providers/types';
+import { ServiceError } from '../../protocol';
 
 /** What to do about a webhook message whose turn failed. */
 export interface TurnFailure {

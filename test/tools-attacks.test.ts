@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startFakeAnthropic } from './helpers/fake-anthropic';
@@ -161,6 +161,46 @@ describe('malformed tool-call arguments from the provider', () => {
     const reply = await client.request({ type: 'chat', message: 'go' }, 20_000);
     assert.equal(reply.status, 'ok', JSON.stringify(reply));
     assert.match((reply.data as { response: string }).response, /toolu_bad.*invalid arguments: /);
+    client.close();
+  });
+});
+
+describe("the service's own data directory inside the workspace", { skip: !posix }, () => {
+  // `serve` run from the home directory: workspace = ~, data = ~/.config/remote-assistant. A model
+  // steered by untrusted text (an opted-in webhook account, a file it read) must not read the access
+  // token and api_key, nor rewrite service.json, through the file tools.
+  test('file tools refuse to read, search, list or write it, even through a symbolic link', async () => {
+    const home = await tempDir('ra-home-');
+    cleanups.push(home.cleanup);
+    const dataDir = join(home.dir, '.config', 'remote-assistant');
+    await mkdir(dataDir, { recursive: true });
+    await symlink(dataDir, join(home.dir, 'settings-link'));
+    const svc = await startService({ base_url: fake.url, workspace: home.dir, permission_mode: 'allow' }, { dataDir, permissionTimeoutMs: 1_000 });
+    cleanups.push(() => svc.dispose());
+    const before = await readFile(join(dataDir, 'service.json'), 'utf8');
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    fake.script(
+      {
+        tool_calls: [
+          { name: 'read_file', arguments: { path: '.config/remote-assistant/service.json' } },
+          { name: 'read_file', arguments: { path: 'settings-link/service.json' } },
+          { name: 'search_files', arguments: { pattern: 'auth_token|api_key|sk-test' } },
+          { name: 'search_files', arguments: { pattern: 'test-access-token', path: '.config/remote-assistant' } },
+          { name: 'list_directory', arguments: { path: '.config/remote-assistant' } },
+          { name: 'edit_file', arguments: { path: '.config/remote-assistant/service.json', old_string: 'test-access-token', new_string: 'x' } },
+          { name: 'write_file', arguments: { path: 'settings-link/service.json', content: '{"permission_mode":"allow"}' } },
+        ],
+      },
+      (request) => ({ text: toolResultsIn(request).join(' | ') }),
+    );
+    const reply = await client.request({ type: 'chat', message: 'read the settings', id: 'datadir' }, 20_000);
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    const response = (reply.data as { response: string }).response;
+    assert.doesNotMatch(response, new RegExp(svc.token));
+    assert.doesNotMatch(response, /sk-test-secret/);
+    assert.doesNotMatch(response, /service\.log|service\.db/, 'the folder is not listed either');
+    assert.equal((response.match(/data directory/g) ?? []).length, 6, response);
+    assert.equal(await readFile(join(dataDir, 'service.json'), 'utf8'), before);
     client.close();
   });
 });

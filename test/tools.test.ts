@@ -130,6 +130,22 @@ test('write_file creates parent folders, overwrites atomically, keeps the mode',
   await refuses(f.run('write_file', { path: 'run.sh/x.txt', content: 'x' }), /parent folders is a file/);
 });
 
+test('write_file and edit_file keep the permission bits of a file they replace, never set-user-ID or set-group-ID', { ...LIMIT, skip: !posix }, async (t) => {
+  // A service running as root replacing a set-user-ID program's text would leave a root-owned
+  // set-user-ID program with the model's content: any local user could run it as root.
+  const f = await fixture(t);
+  const program = path.join(f.ws, 'helper');
+  await writeFile(program, '#!/bin/sh\necho trusted\n');
+  await chmod(program, 0o4755);
+  assert.equal((await stat(program)).mode & 0o7777, 0o4755, 'the fixture holds a set-user-ID file');
+  await f.run('write_file', { path: 'helper', content: '#!/bin/sh\necho model\n' });
+  assert.equal((await stat(program)).mode & 0o7777, 0o755, 'write_file');
+  await chmod(program, 0o4755);
+  await f.run('edit_file', { path: 'helper', old_string: 'model', new_string: 'edited' });
+  assert.equal((await stat(program)).mode & 0o7777, 0o755, 'edit_file');
+  assert.equal(await readFile(program, 'utf8'), '#!/bin/sh\necho edited\n');
+});
+
 test('edit_file replaces a unique match, refuses missing or ambiguous ones, replace_all', LIMIT, async (t) => {
   const f = await fixture(t);
   const file = path.join(f.ws, 'code.ts');

@@ -118,7 +118,7 @@ export function pathOfOpen(handle: FileHandle, fallback: string): string {
 /**
  * Replaces (or creates) the file at `target` so that a reader, or a crash, sees the old content or the
  * new, never half: a temp file beside it (O_EXCL, O_NOFOLLOW), fsync, rename over, all inside the
- * folder held open. An existing file keeps its mode. `createParents`: missing folders are made.
+ * folder held open. An existing file keeps its permission bits (not set-user-ID or set-group-ID). `createParents`: missing folders are made.
  * Answers whether a file was there before.
  */
 export async function writeFileInWorkspace(target: WorkspacePath, shown: string, text: string, createParents: boolean): Promise<{ existed: boolean }> {
@@ -129,8 +129,10 @@ export async function writeFileInWorkspace(target: WorkspacePath, shown: string,
     try {
       const info = await lstat(dir.at(name));
       if (info.isDirectory()) throw new ToolError(`${shown} is a directory; give the path of a file`);
-      // A symbolic link here is replaced by the file, not written through.
-      if (info.isFile()) mode = info.mode & 0o7777;
+      // A symbolic link here is replaced by the file, not written through. The permission bits carry
+      // over, never set-user-ID, set-group-ID or sticky: a service running as root would otherwise turn
+      // a set-user-ID program into a root one holding the model's text.
+      if (info.isFile()) mode = info.mode & 0o777;
     } catch (error) {
       if (error instanceof ToolError || errorCode(error) !== 'ENOENT') throw error;
     }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { closeSync, constants as fsConstants, openSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { appendFile, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, truncate, writeFile, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -106,6 +107,24 @@ test('read_file refuses binary files, folders and missing files clearly', LIMIT,
   await refuses(f.run('read_file', { path: 'dir' }), /dir is a directory.*list_directory/);
   await refuses(f.run('read_file', { path: 'nope.txt' }), /nope\.txt does not exist/);
   await refuses(f.run('read_file', { path: 'a', offset: 0 }), /offset must be 1 or more/);
+});
+
+test('read_file and list_directory of a named pipe answer at once, holding no thread of the pool', { timeout: 20_000, skip: !posix }, async (t) => {
+  // open() of a FIFO without a writer blocks a libuv thread until one comes: four such reads would
+  // hold the whole pool, and with it every fsync of the store.
+  const f = await fixture(t);
+  const fifo = path.join(f.ws, 'pipe');
+  await new Promise<void>((resolve, reject) => spawn('mkfifo', [fifo]).on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`mkfifo ${code}`)))));
+  // Should the test fail, release a blocked open so the process can end.
+  t.after(() => {
+    try {
+      closeSync(openSync(fifo, fsConstants.O_WRONLY | fsConstants.O_NONBLOCK));
+    } catch {
+      // nobody was waiting on it
+    }
+  });
+  await refuses(f.run('read_file', { path: 'pipe' }), /pipe is not a regular file/);
+  await refuses(f.run('list_directory', { path: 'pipe' }), /pipe is a file, not a folder/);
 });
 
 // ---------------------------------------------------------------------------------------------

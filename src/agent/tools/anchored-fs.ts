@@ -21,6 +21,11 @@ import type { WorkspacePath } from './workspace';
 const PROC_FD = process.platform === 'linux' && existsSync('/proc/self/fd');
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const O_DIRECTORY = constants.O_DIRECTORY ?? 0;
+/**
+ * For opening what is only read: a named pipe then opens at once (the caller's fstat refuses it)
+ * instead of blocking a thread of libuv's pool until a writer comes; regular files are not affected.
+ */
+const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
 
 function errorCode(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | undefined)?.code;
@@ -98,7 +103,7 @@ export async function openForReading(target: WorkspacePath, shown: string): Prom
   if (target.relative === '.') return open(target.root, constants.O_RDONLY | O_DIRECTORY);
   const dir = await AnchoredDir.parentOf(target, shown, false);
   try {
-    return await open(dir.at(path.basename(target.path)), constants.O_RDONLY | O_NOFOLLOW);
+    return await open(dir.at(path.basename(target.path)), constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   } catch (error) {
     const code = errorCode(error);
     if (code === 'ENOENT' || code === 'ENOTDIR') throw new ToolError(`${shown} does not exist`);

@@ -3,10 +3,12 @@
  * get more than the permission rules and the workspace allow. Each test failed on the code before its fix.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { PermissionGate } from '../src/agent/permissions';
 import { startFakeAnthropic } from './helpers/fake-anthropic';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from './helpers/fake-openai';
 import { startService, type RunningService } from './helpers/service';
@@ -202,5 +204,30 @@ describe("the service's own data directory inside the workspace", { skip: !posix
     assert.equal((response.match(/data directory/g) ?? []).length, 6, response);
     assert.equal(await readFile(join(dataDir, 'service.json'), 'utf8'), before);
     client.close();
+  });
+});
+
+describe('allow rules against an interactive shell (the editor runs run_command lines in its terminal)', { skip: !posix || !existsSync('/bin/bash') }, () => {
+  // An interactive bash or zsh expands `!` (history) before parsing: `!!:gs/"// #"` re-runs the last
+  // line with its quotes removed, so a quoted `;` allowed as text becomes a command separator.
+  test('history expansion cannot turn an allowed quoted ";" into a second command', async () => {
+    const dir = await tempDir('ra-history-');
+    cleanups.push(dir.cleanup);
+    const pwned = join(dir.dir, 'pwned');
+    const gate = new PermissionGate(
+      () => ({ permission_mode: 'deny', permission_rules: { allow: ['run_command:echo *'], deny: [] } }),
+      async () => 'deny',
+    );
+    const lines = [`echo "x; touch ${pwned}"`, 'echo !!:gs/"// #"'];
+    const allowed: string[] = [];
+    for (const command of lines) {
+      const verdict = await gate.check({ conversationId: 'c', source: 'editor', tool: 'run_command', arguments: { command }, subject: command, signal: new AbortController().signal });
+      if (verdict.allowed) allowed.push(command);
+    }
+    assert.deepEqual(allowed.slice(0, 1), lines.slice(0, 1), 'the rule still allows a quoted ";" as text');
+    const shell = spawn('/bin/bash', ['--norc', '-i'], { cwd: dir.dir, env: { ...process.env, HISTFILE: '/dev/null', PS1: '' }, stdio: ['pipe', 'ignore', 'ignore'] });
+    shell.stdin.end(`${allowed.join('\n')}\nexit\n`);
+    await new Promise((resolve) => shell.on('exit', resolve));
+    assert.equal(existsSync(pwned), false, `allowed lines: ${JSON.stringify(allowed)}`);
   });
 });

@@ -5,6 +5,7 @@ import { PermissionBroker } from './agent/permission-broker';
 import { PermissionGate } from './agent/permissions';
 import { createProviderResolver } from './agent/provider-resolver';
 import { createToolRegistry } from './agent/toolbox';
+import { keepToolsOut } from './agent/tools/private-folders';
 import type { ToolRegistry } from './agent/tools/registry';
 import type { CommandContext } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
@@ -91,6 +92,8 @@ export class Service {
   private http?: HttpServer;
   private readonly startedAt = Date.now();
   private address?: { host: string; port: number };
+  /** File tools never open the data directory, even when the workspace holds it (see private-folders). */
+  private readonly releaseDataDir: () => void;
 
   private constructor(
     readonly options: ServiceOptions,
@@ -105,6 +108,7 @@ export class Service {
     readonly agent: Agent,
     readonly auth: Authenticator,
   ) {
+    this.releaseDataDir = keepToolsOut(options.dataDir);
     this.webhooks = new WebhookChannel({ config, store, agent, running: this.running, logger }, options.webhook);
     this.relay = new RelayLinks({
       channels: () => websocketChannelsOf(config.current),
@@ -230,6 +234,7 @@ export class Service {
     await this.http?.close();
     this.http = undefined;
     await this.tools.close();
+    this.releaseDataDir();
     await this.store.close();
     await this.config.close();
     this.logger.info('service.stopped');

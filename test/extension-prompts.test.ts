@@ -212,6 +212,40 @@ describe('editor tools', () => {
   });
 });
 
+describe('editor tools stay inside the workspace', () => {
+  // open_file selects the line range it reveals and get_selection returns the selected text: with a
+  // path outside the workspace the two read any file the editor can open (~/.ssh, the service's
+  // service.json), past the confinement of read_file.
+  test('open_file and get_diagnostics refuse paths outside the workspace, so get_selection cannot read them', async () => {
+    const base = await tempDir('ra-editor-out-');
+    cleanups.push(base.cleanup);
+    const ws = join(base.dir, 'ws');
+    await mkdir(ws);
+    await writeFile(join(ws, 'inside.txt'), 'inside\n');
+    await writeFile(join(base.dir, 'secret.txt'), 'top secret\n');
+    testing.workspaceFolders = [{ uri: Uri.file(ws), name: 'ws', index: 0 }];
+    const source = toolsModule.createEditorToolSource(() => [ws]);
+    const tools = new Map((await source.tools()).map((t) => [t.name, t]));
+    const ctx = { conversationId: 'c', signal: new AbortController().signal };
+    const vscodeDouble = await import('./helpers/vscode-double');
+    for (const path of [join(base.dir, 'secret.txt'), '../secret.txt']) {
+      vscodeDouble.window.activeTextEditor = undefined;
+      const opened = await tools.get('open_file')!.run({ path, start_line: 1, end_line: 2 }, ctx).then(
+        (output) => output.content,
+        (error: unknown) => `refused: ${(error as Error).message}`,
+      );
+      assert.match(opened, /^refused: .*outside the workspace/, path);
+      const selected = (await tools.get('get_selection')!.run({}, ctx)).content;
+      assert.doesNotMatch(selected, /top secret/, path);
+      await assert.rejects(tools.get('get_diagnostics')!.run({ path }, ctx), /outside the workspace/);
+    }
+    // Inside, both still work together.
+    await tools.get('open_file')!.run({ path: 'inside.txt', start_line: 1, end_line: 2 }, ctx);
+    assert.match((await tools.get('get_selection')!.run({}, ctx)).content, /inside/);
+    vscodeDouble.window.activeTextEditor = undefined;
+  });
+});
+
 describe('run_command in a visible terminal', () => {
   const ctx = () => ({ conversationId: 'c', signal: new AbortController().signal });
 

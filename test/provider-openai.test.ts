@@ -320,4 +320,14 @@ describe('redaction', () => {
     assert.equal(cleanCause('Traceback (most recent call last): File "/srv/app.py", line 42, in handle'), '');
     assert.equal(cleanCause('Service unavailable, retry at 10:30 UTC'), 'Service unavailable, retry at 10:30 UTC');
   });
+
+  test('cleanCause also cuts frames of relative or bundler paths, and a Go goroutine dump', () => {
+    assert.equal(cleanCause('Internal error at handle (src/router.js:42:13) at next (src/layer.js:1:2)'), 'Internal error');
+    assert.equal(cleanCause('TypeError: x is undefined\n    at handle (webpack:///./src/router.ts:42:13)'), 'TypeError: x is undefined');
+    assert.equal(cleanCause('boom at dist/server.cjs:7:1'), 'boom');
+    assert.equal(cleanCause('panic: index out of range\n\ngoroutine 1 [running]:\nmain.handler(0x0)\n\t/srv/main.go:12 +0x1d'), 'panic: index out of range');
+    // Words that merely follow "at" stay.
+    assert.equal(cleanCause('Rate limit reached at org level: retry at 10:30'), 'Rate limit reached at org level: retry at 10:30');
+    assert.equal(cleanCause('Model not available at this endpoint'), 'Model not available at this endpoint');
+  });
 });

@@ -3,10 +3,12 @@
  * get more than the permission rules and the workspace allow. Each test failed on the code before its fix.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { PermissionGate } from '../src/agent/permissions';
 import { startFakeAnthropic } from './helpers/fake-anthropic';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from './helpers/fake-openai';
 import { startService, type RunningService } from './helpers/service';
@@ -162,5 +164,70 @@ describe('malformed tool-call arguments from the provider', () => {
     assert.equal(reply.status, 'ok', JSON.stringify(reply));
     assert.match((reply.data as { response: string }).response, /toolu_bad.*invalid arguments: /);
     client.close();
+  });
+});
+
+describe("the service's own data directory inside the workspace", { skip: !posix }, () => {
+  // `serve` run from the home directory: workspace = ~, data = ~/.config/remote-assistant. A model
+  // steered by untrusted text (an opted-in webhook account, a file it read) must not read the access
+  // token and api_key, nor rewrite service.json, through the file tools.
+  test('file tools refuse to read, search, list or write it, even through a symbolic link', async () => {
+    const home = await tempDir('ra-home-');
+    cleanups.push(home.cleanup);
+    const dataDir = join(home.dir, '.config', 'remote-assistant');
+    await mkdir(dataDir, { recursive: true });
+    await symlink(dataDir, join(home.dir, 'settings-link'));
+    const svc = await startService({ base_url: fake.url, workspace: home.dir, permission_mode: 'allow' }, { dataDir, permissionTimeoutMs: 1_000 });
+    cleanups.push(() => svc.dispose());
+    const before = await readFile(join(dataDir, 'service.json'), 'utf8');
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    fake.script(
+      {
+        tool_calls: [
+          { name: 'read_file', arguments: { path: '.config/remote-assistant/service.json' } },
+          { name: 'read_file', arguments: { path: 'settings-link/service.json' } },
+          { name: 'search_files', arguments: { pattern: 'auth_token|api_key|sk-test' } },
+          { name: 'search_files', arguments: { pattern: 'test-access-token', path: '.config/remote-assistant' } },
+          { name: 'list_directory', arguments: { path: '.config/remote-assistant' } },
+          { name: 'edit_file', arguments: { path: '.config/remote-assistant/service.json', old_string: 'test-access-token', new_string: 'x' } },
+          { name: 'write_file', arguments: { path: 'settings-link/service.json', content: '{"permission_mode":"allow"}' } },
+        ],
+      },
+      (request) => ({ text: toolResultsIn(request).join(' | ') }),
+    );
+    const reply = await client.request({ type: 'chat', message: 'read the settings', id: 'datadir' }, 20_000);
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    const response = (reply.data as { response: string }).response;
+    assert.doesNotMatch(response, new RegExp(svc.token));
+    assert.doesNotMatch(response, /sk-test-secret/);
+    assert.doesNotMatch(response, /service\.log|service\.db/, 'the folder is not listed either');
+    assert.equal((response.match(/data directory/g) ?? []).length, 6, response);
+    assert.equal(await readFile(join(dataDir, 'service.json'), 'utf8'), before);
+    client.close();
+  });
+});
+
+describe('allow rules against an interactive shell (the editor runs run_command lines in its terminal)', { skip: !posix || !existsSync('/bin/bash') }, () => {
+  // An interactive bash or zsh expands `!` (history) before parsing: `!!:gs/"// #"` re-runs the last
+  // line with its quotes removed, so a quoted `;` allowed as text becomes a command separator.
+  test('history expansion cannot turn an allowed quoted ";" into a second command', async () => {
+    const dir = await tempDir('ra-history-');
+    cleanups.push(dir.cleanup);
+    const pwned = join(dir.dir, 'pwned');
+    const gate = new PermissionGate(
+      () => ({ permission_mode: 'deny', permission_rules: { allow: ['run_command:echo *'], deny: [] } }),
+      async () => 'deny',
+    );
+    const lines = [`echo "x; touch ${pwned}"`, 'echo !!:gs/"// #"'];
+    const allowed: string[] = [];
+    for (const command of lines) {
+      const verdict = await gate.check({ conversationId: 'c', source: 'editor', tool: 'run_command', arguments: { command }, subject: command, signal: new AbortController().signal });
+      if (verdict.allowed) allowed.push(command);
+    }
+    assert.deepEqual(allowed.slice(0, 1), lines.slice(0, 1), 'the rule still allows a quoted ";" as text');
+    const shell = spawn('/bin/bash', ['--norc', '-i'], { cwd: dir.dir, env: { ...process.env, HISTFILE: '/dev/null', PS1: '' }, stdio: ['pipe', 'ignore', 'ignore'] });
+    shell.stdin.end(`${allowed.join('\n')}\nexit\n`);
+    await new Promise((resolve) => shell.on('exit', resolve));
+    assert.equal(existsSync(pwned), false, `allowed lines: ${JSON.stringify(allowed)}`);
   });
 });

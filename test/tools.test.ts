@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { closeSync, constants as fsConstants, openSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { appendFile, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, truncate, writeFile, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -108,6 +109,24 @@ test('read_file refuses binary files, folders and missing files clearly', LIMIT,
   await refuses(f.run('read_file', { path: 'a', offset: 0 }), /offset must be 1 or more/);
 });
 
+test('read_file and list_directory of a named pipe answer at once, holding no thread of the pool', { timeout: 20_000, skip: !posix }, async (t) => {
+  // open() of a FIFO without a writer blocks a libuv thread until one comes: four such reads would
+  // hold the whole pool, and with it every fsync of the store.
+  const f = await fixture(t);
+  const fifo = path.join(f.ws, 'pipe');
+  await new Promise<void>((resolve, reject) => spawn('mkfifo', [fifo]).on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`mkfifo ${code}`)))));
+  // Should the test fail, release a blocked open so the process can end.
+  t.after(() => {
+    try {
+      closeSync(openSync(fifo, fsConstants.O_WRONLY | fsConstants.O_NONBLOCK));
+    } catch {
+      // nobody was waiting on it
+    }
+  });
+  await refuses(f.run('read_file', { path: 'pipe' }), /pipe is not a regular file/);
+  await refuses(f.run('list_directory', { path: 'pipe' }), /pipe is a file, not a folder/);
+});
+
 // ---------------------------------------------------------------------------------------------
 // write_file / edit_file
 
@@ -128,6 +147,22 @@ test('write_file creates parent folders, overwrites atomically, keeps the mode',
 
   await refuses(f.run('write_file', { path: 'deep', content: 'x' }), /deep is a directory/);
   await refuses(f.run('write_file', { path: 'run.sh/x.txt', content: 'x' }), /parent folders is a file/);
+});
+
+test('write_file and edit_file keep the permission bits of a file they replace, never set-user-ID or set-group-ID', { ...LIMIT, skip: !posix }, async (t) => {
+  // A service running as root replacing a set-user-ID program's text would leave a root-owned
+  // set-user-ID program with the model's content: any local user could run it as root.
+  const f = await fixture(t);
+  const program = path.join(f.ws, 'helper');
+  await writeFile(program, '#!/bin/sh\necho trusted\n');
+  await chmod(program, 0o4755);
+  assert.equal((await stat(program)).mode & 0o7777, 0o4755, 'the fixture holds a set-user-ID file');
+  await f.run('write_file', { path: 'helper', content: '#!/bin/sh\necho model\n' });
+  assert.equal((await stat(program)).mode & 0o7777, 0o755, 'write_file');
+  await chmod(program, 0o4755);
+  await f.run('edit_file', { path: 'helper', old_string: 'model', new_string: 'edited' });
+  assert.equal((await stat(program)).mode & 0o7777, 0o755, 'edit_file');
+  assert.equal(await readFile(program, 'utf8'), '#!/bin/sh\necho edited\n');
 });
 
 test('edit_file replaces a unique match, refuses missing or ambiguous ones, replace_all', LIMIT, async (t) => {

@@ -44,7 +44,17 @@ export type RuleEffect = 'allow' | 'deny';
  * a `*` never reaches across an operator). A deny rule matches the line as written, or any simple
  * command in it, even one inside `$(...)`: `rm *` denies `x; rm -rf /` and `echo $(rm -rf /)`.
  */
-function commandRuleMatches(pattern: string, line: string, effect: RuleEffect): boolean {
+/**
+ * What the Windows shells read where /bin/sh does not: cmd.exe (run_command's shell there) takes `&`,
+ * `|`, `<`, `>`, `(`, `)` even inside `'...'` (no quote to it) or after `\` (no escape), `^` escapes,
+ * `%...%` and `!...!` expand; PowerShell (the editor's usual terminal) runs the expressions of
+ * `@{...}` and `(...)`. The line is cut the POSIX way, so on Windows an allow rule matches only a
+ * line free of them (any other falls to permission_mode).
+ */
+const WINDOWS_SHELL_SPECIAL = /[&|<>()^%!'\\@{}\r\n]/;
+
+function commandRuleMatches(pattern: string, line: string, effect: RuleEffect, platform: NodeJS.Platform): boolean {
+  if (effect === 'allow' && platform === 'win32' && WINDOWS_SHELL_SPECIAL.test(line)) return false;
   const parsed = parseShellLine(line);
   const rule = parseShellLine(pattern);
   const sameShape =
@@ -62,14 +72,14 @@ function commandRuleMatches(pattern: string, line: string, effect: RuleEffect): 
  * `read_file` matches the tool; `run_command:git status*` matches the tool and its subject. Deny rules
  * are read at least as broadly as allow rules: a line an allow rule would not match may still be denied.
  */
-export function ruleMatches(rule: string, tool: string, subject: string | undefined, effect: RuleEffect): boolean {
+export function ruleMatches(rule: string, tool: string, subject: string | undefined, effect: RuleEffect, platform: NodeJS.Platform = process.platform): boolean {
   const colon = rule.indexOf(':');
   const toolPart = colon < 0 ? rule : rule.slice(0, colon);
   if (!globToRegExp(toolPart).test(tool)) return false;
   if (colon < 0) return true;
   if (subject === undefined) return false;
   const pattern = rule.slice(colon + 1);
-  if (SHELL_SUBJECT_TOOLS.has(tool)) return commandRuleMatches(pattern, subject, effect);
+  if (SHELL_SUBJECT_TOOLS.has(tool)) return commandRuleMatches(pattern, subject, effect, platform);
   return globToRegExp(pattern).test(subject);
 }
 

@@ -1,3 +1,4 @@
+import { endpointWithoutCredentials } from '../agent/providers/redact';
 import { toolInfo } from '../agent/tools/registry';
 import type { ToolCallData, ToolResultData } from '../agent/transcript';
 import type { MessageRow } from '../store';
@@ -16,7 +17,8 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
     model: config.model,
     temperature: config.temperature,
     permission_mode: config.permission_mode,
-    base_url: config.base_url ?? null,
+    // A gateway's key may sit in the URL; every client (session users too) may read get_config.
+    base_url: config.base_url === undefined ? null : endpointWithoutCredentials(config.base_url),
     api_key_set: Boolean(config.api_key),
   };
 }

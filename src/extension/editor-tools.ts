@@ -1,16 +1,17 @@
-import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { defineTool } from '../agent/tools/define-tool';
 import { runCommandTool } from '../agent/tools/builtin/run-command';
 import { ToolError, type ToolSource } from '../agent/tools/types';
-import type { WorkspaceRoots } from '../agent/tools/workspace';
+import { resolveWorkspacePath, type WorkspaceRoots } from '../agent/tools/workspace';
 import { terminalRunCommand } from './terminal-command';
 
-function resolveUri(p: string): vscode.Uri {
-  if (path.isAbsolute(p)) return vscode.Uri.file(p);
-  const root = vscode.workspace.workspaceFolders?.[0]?.uri;
-  if (!root) throw new ToolError(`no workspace folder is open to resolve ${p}`);
-  return vscode.Uri.joinPath(root, p);
+/**
+ * A path the model gave, confined like the file tools' (resolveWorkspacePath: inside the workspace,
+ * no link leading out, never the service's data directory): open_file selects what it reveals and
+ * get_selection returns the selection, so together they read whatever file open_file may open.
+ */
+async function resolveUri(roots: WorkspaceRoots, p: string): Promise<vscode.Uri> {
+  return vscode.Uri.file((await resolveWorkspacePath(roots(), p)).path);
 }
 
 function relative(uri: vscode.Uri): string {
@@ -31,7 +32,8 @@ export function createEditorToolSource(roots: WorkspaceRoots): ToolSource {
       description: "The editor's problems (errors, warnings) for one file, or for every open file when path is left out.",
       params: { path: { type: 'string', optional: true, description: 'File path, relative to the workspace folder.' } },
       async run(args) {
-        const entries: [vscode.Uri, readonly vscode.Diagnostic[]][] = args.path ? [[resolveUri(args.path), vscode.languages.getDiagnostics(resolveUri(args.path))]] : vscode.languages.getDiagnostics();
+        const uri = args.path ? await resolveUri(roots, args.path) : undefined;
+        const entries: [vscode.Uri, readonly vscode.Diagnostic[]][] = uri ? [[uri, vscode.languages.getDiagnostics(uri)]] : vscode.languages.getDiagnostics();
         const lines: string[] = [];
         for (const [uri, diagnostics] of entries) {
           for (const d of diagnostics) {
@@ -50,7 +52,7 @@ export function createEditorToolSource(roots: WorkspaceRoots): ToolSource {
         end_line: { type: 'integer', optional: true, description: 'Last line to reveal (1-based).' },
       },
       async run(args) {
-        const uri = resolveUri(args.path);
+        const uri = await resolveUri(roots, args.path);
         let document: vscode.TextDocument;
         try {
           document = await vscode.workspace.openTextDocument(uri);

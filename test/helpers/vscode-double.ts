@@ -380,7 +380,12 @@ export const window = {
     testing.panels.push(panel);
     return panel;
   },
-  showTextDocument: async (document: unknown) => ({ document, selection: new Selection(new Position(0, 0), new Position(0, 0)), revealRange: () => undefined }),
+  /** Like the editor: the document shown becomes the active editor. */
+  showTextDocument: async (document: unknown) => {
+    const editor = { document, selection: new Selection(new Position(0, 0), new Position(0, 0)), revealRange: () => undefined };
+    window.activeTextEditor = editor;
+    return editor;
+  },
   withProgress: async (_options: unknown, task: (progress: unknown, token: unknown) => Promise<unknown>) => task({ report: () => undefined }, new CancellationTokenSource().token),
   createTerminal: (options: { name: string; cwd: string }) => {
     const terminal = new FakeTerminal(options.name, options.cwd);
@@ -416,7 +421,9 @@ export const workspace = {
   openTextDocument: async (uri: Uri) => {
     const text = await readFile(uri.fsPath, 'utf8');
     const lines = text.split('\n');
-    return { uri, getText: () => text, lineCount: lines.length, lineAt: (n: number) => ({ text: lines[n] ?? '' }) };
+    const offsetOf = (p: Position) => lines.slice(0, p.line).reduce((sum, line) => sum + line.length + 1, 0) + p.character;
+    const getText = (range?: Range) => (range ? text.slice(offsetOf(range.start), offsetOf(range.end)) : text);
+    return { uri, getText, lineCount: lines.length, lineAt: (n: number) => ({ text: lines[n] ?? '' }) };
   },
   asRelativePath: (uri: Uri) => {
     const root = testing.workspaceFolders?.[0]?.uri.fsPath;

@@ -49,9 +49,11 @@ export const MAX_CAUSE_LENGTH = 160;
 export const MAX_LOGGED_TEXT_LENGTH = 4000;
 
 // Where a stack trace starts: a frame of Node (`at fn (/path:1:2)`, `at async new X (file:///...)`,
-// `at node:internal/...`, `at <anonymous>`), of Java (`at com.x.Y.m(Y.java:42)`), or Python's header.
+// `at node:internal/...`, `at <anonymous>`, a relative or bundler path `at fn (src/a.js:1:2)`,
+// `(webpack:///./src/a.ts:1:2)`), of Java (`at com.x.Y.m(Y.java:42)`), Python's header, or Go's
+// goroutine dump.
 const STACK_FRAME =
-  /(?:^|\s+)at\s+(?:async\s+)?(?:new\s+)?(?:[^\s()]+\s*\()?(?:\/|[A-Za-z]:\\|file:|node:|<anonymous>|native\b|[\w$-]+\.\w+:\d+)|\bTraceback \(most recent call last\)/;
+  /(?:^|\s+)at\s+(?:async\s+)?(?:new\s+)?(?:[^\s()]+\s*\()?(?:\/|[A-Za-z]:\\|file:|webpack(?:-internal)?:|node:|<anonymous>|native\b|(?:[\w.@~+-]+\/)*[\w$.-]+\.\w+:\d+)|\bTraceback \(most recent call last\)|(?:^|\s+)goroutine \d+ \[/;
 // A file path: Unix (two or more segments, not the path part of a URL) or Windows, with any :line:col.
 const FILE_PATH = /(?<![\w:/.])(?:\/[\w.@~+-]+){2,}\/?(?::\d+)*|\b[A-Za-z]:\\[^\s'"()]*/g;
 
@@ -77,6 +79,23 @@ export function describeEndpoint(url: string): string {
   } catch {
     return '(invalid URL)';
   }
+}
+
+/**
+ * An endpoint as a client may see it in get_config: credentials some gateways take in the URL (user
+ * info, query values such as `?api-key=`) replaced by `[redacted]`, the rest kept so it stays readable.
+ */
+export function endpointWithoutCredentials(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return '(invalid URL)';
+  }
+  if (!parsed.username && !parsed.password && !parsed.search && !parsed.hash) return url;
+  const userinfo = parsed.username || parsed.password ? `${REDACTED}@` : '';
+  const query = [...parsed.searchParams.keys()].map((name) => `${encodeURIComponent(name)}=${REDACTED}`).join('&');
+  return `${parsed.protocol}//${userinfo}${parsed.host}${parsed.pathname}${query ? `?${query}` : ''}${parsed.hash ? '#' + REDACTED : ''}`;
 }
 
 function safeStringify(value: unknown): string {

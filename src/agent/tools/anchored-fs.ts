@@ -21,6 +21,11 @@ import type { WorkspacePath } from './workspace';
 const PROC_FD = process.platform === 'linux' && existsSync('/proc/self/fd');
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const O_DIRECTORY = constants.O_DIRECTORY ?? 0;
+/**
+ * For opening what is only read: a named pipe then opens at once (the caller's fstat refuses it)
+ * instead of blocking a thread of libuv's pool until a writer comes; regular files are not affected.
+ */
+const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
 
 function errorCode(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | undefined)?.code;
@@ -98,7 +103,7 @@ export async function openForReading(target: WorkspacePath, shown: string): Prom
   if (target.relative === '.') return open(target.root, constants.O_RDONLY | O_DIRECTORY);
   const dir = await AnchoredDir.parentOf(target, shown, false);
   try {
-    return await open(dir.at(path.basename(target.path)), constants.O_RDONLY | O_NOFOLLOW);
+    return await open(dir.at(path.basename(target.path)), constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   } catch (error) {
     const code = errorCode(error);
     if (code === 'ENOENT' || code === 'ENOTDIR') throw new ToolError(`${shown} does not exist`);
@@ -118,7 +123,7 @@ export function pathOfOpen(handle: FileHandle, fallback: string): string {
 /**
  * Replaces (or creates) the file at `target` so that a reader, or a crash, sees the old content or the
  * new, never half: a temp file beside it (O_EXCL, O_NOFOLLOW), fsync, rename over, all inside the
- * folder held open. An existing file keeps its mode. `createParents`: missing folders are made.
+ * folder held open. An existing file keeps its permission bits (not set-user-ID or set-group-ID). `createParents`: missing folders are made.
  * Answers whether a file was there before.
  */
 export async function writeFileInWorkspace(target: WorkspacePath, shown: string, text: string, createParents: boolean): Promise<{ existed: boolean }> {
@@ -129,8 +134,10 @@ export async function writeFileInWorkspace(target: WorkspacePath, shown: string,
     try {
       const info = await lstat(dir.at(name));
       if (info.isDirectory()) throw new ToolError(`${shown} is a directory; give the path of a file`);
-      // A symbolic link here is replaced by the file, not written through.
-      if (info.isFile()) mode = info.mode & 0o7777;
+      // A symbolic link here is replaced by the file, not written through. The permission bits carry
+      // over, never set-user-ID, set-group-ID or sticky: a service running as root would otherwise turn
+      // a set-user-ID program into a root one holding the model's text.
+      if (info.isFile()) mode = info.mode & 0o777;
     } catch (error) {
       if (error instanceof ToolError || errorCode(error) !== 'ENOENT') throw error;
     }

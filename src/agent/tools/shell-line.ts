@@ -6,8 +6,9 @@ import { formatArgv } from './command-line';
  *
  * Not a full shell parser, and it does not need to be: it only has to see every place where the shell
  * would do more than run one program with literal words. Whatever it is unsure of (an unterminated
- * quote, a `$`, a comment) becomes an operator, so an allow rule refuses it; every command inside a
- * substitution or subshell is still listed, so a deny rule sees it.
+ * quote, a `$`, a comment, a `!` an interactive shell would expand from its history) becomes an
+ * operator, so an allow rule refuses it; every command inside a substitution or subshell is still
+ * listed, so a deny rule sees it.
  */
 
 export interface SimpleCommand {
@@ -99,6 +100,8 @@ class Tokenizer {
         this.doubleQuoted();
       } else if (c === '`' || c === '$') {
         this.expansion();
+      } else if (this.historyExpansionAt(this.i)) {
+        this.historyExpansion();
       } else if (c === '#' && !this.word) {
         // A comment: the shell runs none of it, yet an allow rule written without one must not match.
         this.op('#');
@@ -164,12 +167,31 @@ class Tokenizer {
       } else if (c === '`' || (c === '$' && /[({]|[A-Za-z0-9_@*#?$!-]/.test(s[this.i + 1] ?? ''))) {
         this.expansion();
         this.append('', this.i); // the rest of the quoted text goes on as a word
+      } else if (s[this.i + 1] !== '"' && this.historyExpansionAt(this.i)) {
+        this.historyExpansion();
+        this.append('', this.i);
       } else {
         this.append(c, this.i);
         this.i++;
       }
     }
     this.complete = false;
+  }
+
+  /**
+   * A `!` an interactive bash or zsh would expand from its history before parsing the line (the
+   * editor runs run_command lines in its terminal): `!!:gs/"// #"` re-runs the previous line with its
+   * quotes removed. Not when followed by a blank, `=` or `(` (bash leaves those alone; `!(` is an
+   * extglob, an operator anyway), nor at the end.
+   */
+  private historyExpansionAt(i: number): boolean {
+    const next = this.text[i + 1];
+    return this.text[i] === '!' && next !== undefined && !' \t\n\r=('.includes(next);
+  }
+
+  private historyExpansion(): void {
+    this.op('!');
+    this.i++;
   }
 
   /** At a backtick or a `$`: a substitution or expansion, or a lone `$` (a literal). */

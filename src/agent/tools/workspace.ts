@@ -1,5 +1,6 @@
 import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
+import { privateFolders } from './private-folders';
 import { ToolError } from './types';
 
 /** The workspace folders in force (they change when the user opens another folder or edits service.json). */
@@ -87,7 +88,21 @@ export async function resolveWorkspacePath(roots: string[], input: string): Prom
   const full = missing.length > 0 ? path.join(real, ...missing) : real;
   const root = known.find((r) => isInside(r.real, full));
   if (!root) throw new ToolError(`path ${input} is outside the workspace (a symbolic link leads out of it)`);
+  refusePrivate(full, input);
   return { path: full, root: root.real, relative: relativeTo(root.real, full) };
+}
+
+/** Whether the real path `full` lies in (or is) a folder file tools keep out of (see private-folders). */
+export function inPrivateFolder(full: string): boolean {
+  for (const folder of privateFolders()) if (isInside(folder, full)) return true;
+  return false;
+}
+
+/** Throws when the real path `full` lies in a folder file tools keep out of (see private-folders). */
+function refusePrivate(full: string, shown: string): void {
+  if (inPrivateFolder(full)) {
+    throw new ToolError(`path ${shown} is in the service's data directory (its secrets and conversations); file tools do not open it`);
+  }
 }
 
 /** `resolveWorkspacePath`, the path alone. */

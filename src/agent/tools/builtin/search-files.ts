@@ -7,7 +7,7 @@ import { BoundedMatcher } from '../bounded-matcher';
 import { globTarget, globToRegExp } from '../glob';
 import { formatBytes, looksBinary } from '../text-files';
 import { ToolError, type Tool } from '../types';
-import { resolveWorkspacePath, workspaceSubject, type WorkspacePath, type WorkspaceRoots } from '../workspace';
+import { inPrivateFolder, resolveWorkspacePath, workspaceSubject, type WorkspacePath, type WorkspaceRoots } from '../workspace';
 import { statOrExplain } from './fs-errors';
 
 export const SEARCH_MAX_MATCHES = 200;
@@ -122,7 +122,7 @@ export function searchFilesTool(roots: WorkspaceRoots): Tool {
           if (context.signal.aborted) throw new ToolError('search cancelled');
           const full = path.join(dir, entry.name);
           if (entry.isDirectory()) {
-            if (!SKIPPED_DIRS.has(entry.name)) await walk(full, relOf(entry));
+            if (!SKIPPED_DIRS.has(entry.name) && !inPrivateFolder(full)) await walk(full, relOf(entry));
           } else if (!globLets.has(entry)) {
             continue;
           } else if (entry.isFile()) {

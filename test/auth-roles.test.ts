@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../src/transport/auth/passwords';
 import { postJson, startService, TEST_API_KEY, type RunningService } from './helpers/service';
+import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai';
+import { tempDir } from './helpers/temp';
 import { TestClient } from './helpers/ws-client';
 
 // Roles (docs/protocol.md, "Roles"): the access token is the owner; a session (password) user may chat,
@@ -125,5 +127,61 @@ describe('get_config never shows credentials held in base_url', () => {
     } finally {
       await keyed.dispose();
     }
+  });
+});
+
+describe("a session user's own tool prompts", () => {
+  let fake: FakeOpenAI;
+  let workspace: { dir: string; cleanup: () => Promise<void> };
+  let local: RunningService;
+  let localOwner: TestClient;
+  let localUser: TestClient;
+
+  before(async () => {
+    fake = await startFakeOpenAI();
+    workspace = await tempDir('ra-roles-ws-');
+    local = await startService({
+      users: [{ username: 'ada', password_hash: await hashPassword(PASSWORD) }],
+      permission_mode: 'ask',
+      base_url: fake.url,
+      workspace: workspace.dir,
+    });
+    const login = await postJson(`${local.httpUrl}/auth`, { username: 'ada', password: PASSWORD });
+    localOwner = await TestClient.authed(local.wsUrl, local.token);
+    localUser = await TestClient.authed(local.wsUrl, (login.body!.data as { token: string }).token);
+  });
+  after(async () => {
+    localOwner?.close();
+    localUser?.close();
+    await local?.dispose();
+    await fake?.close();
+    await workspace?.cleanup();
+  });
+
+  test('are asked of the owner only: the session user cannot approve its own run_command (it would read auth_token)', async () => {
+    const leaked = join(workspace.dir, 'leaked.txt');
+    fake.script({ tool_calls: [{ name: 'run_command', arguments: { command: `cat '${join(local.dataDir, 'service.json')}' > '${leaked}'` } }] }, { text: 'done' });
+    const ownerAsked = localOwner.next((f) => f.event === 'permission.request');
+    const chat = localUser.request({ type: 'chat', message: 'read the config for me' });
+    const request = (await ownerAsked) as { request_id: string; source: string };
+    const answer = await localUser.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
+    assert.equal(answer.status, 'error');
+    assert.equal(answer.code, 'unauthorized');
+    const deny = await localOwner.request({ type: 'permission_response', request_id: request.request_id, decision: 'deny' });
+    assert.equal(deny.status, 'ok', JSON.stringify(deny));
+    assert.equal((await chat).status, 'ok');
+    // The chat's answer follows any event sent before it on the same socket: none was a prompt.
+    assert.ok(!localUser.frames.some((f) => f.event === 'permission.request'), 'the session user is not asked');
+    await assert.rejects(readFile(leaked, 'utf8'), { code: 'ENOENT' }, 'nothing ran');
+  });
+
+  test("the session user may still answer the owner's prompts", async () => {
+    fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'listed' });
+    const userAsked = localUser.next((f) => f.event === 'permission.request' && f.tool === 'list_directory');
+    const chat = localOwner.request({ type: 'chat', message: 'list the workspace' });
+    const request = (await userAsked) as { request_id: string };
+    const answer = await localUser.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
+    assert.equal(answer.status, 'ok', JSON.stringify(answer));
+    assert.equal((await chat).status, 'ok');
   });
 });

@@ -24,6 +24,11 @@ export interface ChatInput {
   /** Source of the session: recorded on new conversations, and checked for ownership. */
   source: string;
   userId?: string;
+  /**
+   * The turn comes from a session (password) user: its tool prompts are the owner's to answer, or a
+   * user allowed to approve its own run_command could read the access token (docs/protocol.md, "Roles").
+   */
+  ownerAnswersPrompts?: boolean;
   /** Overrides the configured model (a webhook account's `model`). */
   model?: string;
   signal?: AbortSignal;
@@ -220,6 +225,7 @@ export class Agent {
         const outcome = await runToolCall(call, byName.get(call.name), {
           conversationId,
           source: input.source,
+          ownerAnswersPrompts: input.ownerAnswersPrompts === true,
           signal,
           gate: this.deps.gate,
           logger: log,

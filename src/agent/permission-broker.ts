@@ -1,12 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { ServiceError, type PermissionDecision, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
+import { isOwnerClient } from '../protocol/sources';
 import type { PermissionQuestion } from './permissions';
+
+type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 'session'; source: string };
+
+/** Who answers a permission_response: may it answer a request that only the owner may answer? */
+export interface Answerer {
+  owner: boolean;
+}
 
 /** The clients a request goes to (the service's event hub): only those that can answer are asked. */
 export interface PermissionAudience {
-  broadcast(event: ServiceEvent, filter?: (client: { canAnswerPermissions: boolean }) => boolean): number;
-  some(predicate: (client: { canAnswerPermissions: boolean }) => boolean): boolean;
+  broadcast(event: ServiceEvent, filter?: (client: AudienceClient) => boolean): number;
+  some(predicate: (client: AudienceClient) => boolean): boolean;
 }
 
 export const PERMISSION_TIMEOUT_MS = 120_000;
@@ -17,6 +25,7 @@ export type LocalPrompt = (request: { requestId: string; question: PermissionQue
 interface Pending {
   resolve: (decision: PermissionDecision) => void;
   conversationSource: string;
+  ownerOnly: boolean;
 }
 
 /**
@@ -37,14 +46,15 @@ export class PermissionBroker {
   ask = async (question: PermissionQuestion): Promise<PermissionDecision> => {
     const requestId = randomUUID();
     const localPrompt = this.options.localPrompt?.();
-    const canAnswer = (s: { canAnswerPermissions: boolean }) => s.canAnswerPermissions;
+    const ownerOnly = question.ownerAnswersPrompts === true;
+    const canAnswer = (s: AudienceClient) => s.canAnswerPermissions && (!ownerOnly || isOwnerClient(s));
     if (!localPrompt && !this.events.some(canAnswer)) {
       this.logger.info('permission.denied_nobody_to_ask', { tool: question.tool, conversation: question.conversationId });
       return 'deny';
     }
     const settle = new AbortController();
     const decision = new Promise<PermissionDecision>((resolve) => {
-      this.pending.set(requestId, { resolve, conversationSource: question.source });
+      this.pending.set(requestId, { resolve, conversationSource: question.source, ownerOnly });
       const timer = setTimeout(() => resolve('deny'), this.options.timeoutMs ?? PERMISSION_TIMEOUT_MS);
       const onAbort = () => resolve('deny');
       question.signal.addEventListener('abort', onAbort, { once: true });
@@ -76,10 +86,16 @@ export class PermissionBroker {
     return result;
   };
 
-  /** A `permission_response`: the first answer to a request wins; later ones are not_found. */
-  answer(requestId: string, decision: PermissionDecision): void {
+  /**
+   * A `permission_response` (or the host's own prompt, the owner): the first answer to a request wins;
+   * later ones are not_found. A request of a session user's turn is the owner's to answer.
+   */
+  answer(requestId: string, decision: PermissionDecision, answerer: Answerer = { owner: true }): void {
     const pending = this.pending.get(requestId);
     if (!pending) throw new ServiceError('not_found', `no pending permission request ${requestId}`);
+    if (pending.ownerOnly && !answerer.owner) {
+      throw new ServiceError('unauthorized', 'this request comes from a session user\'s turn: only the owner (access token or the editor) may answer it');
+    }
     this.pending.delete(requestId);
     pending.resolve(decision);
   }

@@ -10,6 +10,8 @@ export interface PermissionQuestion {
   conversationId: string;
   /** Source of the chat (`ws`, `editor`, `webhook:<account>`...). */
   source: string;
+  /** Only the owner may answer this question (the turn is a session user's). */
+  ownerAnswersPrompts?: boolean;
   tool: string;
   arguments: Record<string, unknown>;
   /** What rules match after `<tool>:`, e.g. the command line of run_command. */
@@ -120,7 +122,9 @@ export class PermissionGate {
   private async byMode(mode: PermissionMode, question: PermissionQuestion): Promise<Verdict> {
     if (mode === 'allow') return { allowed: true, reason: 'mode' };
     if (mode === 'deny') return { allowed: false, reason: 'mode' };
-    const key = `${question.conversationId}\u0000${question.tool}`;
+    // What the owner allowed for the conversation in its own turns does not carry over to a session
+    // user's turns (and the reverse): those are remembered apart.
+    const key = `${question.conversationId}\u0000${question.tool}${question.ownerAnswersPrompts ? '\u0000user' : ''}`;
     if (this.sessionAllowed.has(key)) return { allowed: true, reason: 'session' };
     const decision = await this.ask(question);
     if (decision === 'allow_session') this.sessionAllowed.add(key);

@@ -19,7 +19,7 @@ export interface ToolCallOutcome {
 export async function runToolCall(
   call: ToolCall,
   tool: Tool | undefined,
-  context: { conversationId: string; source: string; signal: AbortSignal; gate: PermissionGate; logger: Logger; timeoutMs: number },
+  context: { conversationId: string; source: string; ownerAnswersPrompts?: boolean; signal: AbortSignal; gate: PermissionGate; logger: Logger; timeoutMs: number },
 ): Promise<ToolCallOutcome> {
   if (!tool) return { content: `Unknown tool "${call.name}".`, ok: false };
   if (call.argumentsError !== undefined) {
@@ -34,6 +34,7 @@ export async function runToolCall(
   const verdict = await context.gate.check({
     conversationId: context.conversationId,
     source: context.source,
+    ownerAnswersPrompts: context.ownerAnswersPrompts,
     tool: tool.name,
     arguments: call.arguments,
     subject,

@@ -5,7 +5,7 @@ import type { MessageRow } from '../store';
 import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
 import { createPairing, relayStatus } from './relay-handlers';
-import { requireWritableBy } from './roles';
+import { isOwner, requireWritableBy } from './roles';
 import type { ClientSession } from './session';
 
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<Record<string, unknown>>;
@@ -52,6 +52,7 @@ export const handlers: HandlerMap = {
         message: command.message,
         conversationId: command.conversation_id,
         source: session.source,
+        ownerAnswersPrompts: !isOwner(session),
         signal: run.signal,
         // Every client hears of it (conversation.updated) through the agent's onActivity.
         onConversation: (id) => {
@@ -116,7 +117,7 @@ export const handlers: HandlerMap = {
 
   async permission_response(command, session, ctx) {
     if (!session.canAnswerPermissions) throw new ServiceError('unauthorized', 'this client cannot answer permission requests');
-    ctx.permissions.answer(command.request_id, command.decision);
+    ctx.permissions.answer(command.request_id, command.decision, { owner: isOwner(session) });
     return { request_id: command.request_id, decision: command.decision };
   },
 

@@ -1,5 +1,6 @@
 import { ServiceError, type CommandType } from '../protocol';
 import { writableConfigFields } from '../protocol/config';
+import { isOwnerClient } from '../protocol/sources';
 import type { ClientSession } from './session';
 
 /**
@@ -8,7 +9,7 @@ import type { ClientSession } from './session';
  * guards the machine: permission settings, secrets, where requests (and the key) go, accounts, users.
  */
 export function isOwner(session: ClientSession): boolean {
-  return session.principal === 'access' || (session.principal === undefined && session.source === 'editor');
+  return isOwnerClient(session);
 }
 
 /**

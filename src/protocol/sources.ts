@@ -11,6 +11,14 @@ export function sourceLabel(source: string): string {
 }
 
 /**
+ * Whether a client is the owner (docs/protocol.md, "Roles"): it authenticated with the access token, or
+ * it is the editor hosting the service. A session (password) user is not.
+ */
+export function isOwnerClient(client: { principal?: 'access' | 'session'; source: string }): boolean {
+  return client.principal === 'access' || (client.principal === undefined && client.source === 'editor');
+}
+
+/**
  * Who may see a conversation. A webhook account sees only its own (docs/protocol.md: another account's or
  * the editor's conversation is not_found to it); the user's own clients (editor, phone, LAN, relay) see
  * every conversation, webhook ones included, so they appear in the editor live.

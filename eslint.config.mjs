@@ -1,7 +1,7 @@
 // The rules of the house that a machine can check (docs/design.md): layers never import upward, the
 // browser code stays browser code, and `vscode` is imported only by the extension. Type-aware lint
 // rules are left out on purpose: `tsc` (npm run typecheck) already checks the types.
-import importX from 'eslint-plugin-import-x';
+import importPlugin from 'eslint-plugin-import';
 import tseslint from 'typescript-eslint';
 
 /**
@@ -51,8 +51,8 @@ export default [
   {
     files: ['**/*.ts', '**/*.mts'],
     languageOptions: { parser: tseslint.parser, ecmaVersion: 2022, sourceType: 'module' },
-    plugins: { import: importX, '@typescript-eslint': tseslint.plugin },
-    settings: { 'import-x/resolver-next': [importX.createNodeResolver({ extensions: ['.ts', '.mts', '.js', '.mjs', '.json'] })] },
+    plugins: { import: importPlugin, '@typescript-eslint': tseslint.plugin },
+    settings: { 'import/resolver': { node: { extensions: ['.ts', '.mts', '.js', '.mjs', '.json'] } } },
     rules: {
       'import/no-restricted-paths': ['error', { zones }],
       'import/no-cycle': 'off',

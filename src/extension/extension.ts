@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { Host } from '../agent/host';
 import { workspaceRootsOf } from '../agent/toolbox';
 import type { HostAction } from '../web/bridge-protocol';
+import { DEFAULT_PROVIDER } from '../protocol';
 import { ApiKeys } from './api-keys';
 import { call } from './backend';
 import { CHAT_VIEW_ID, ChatViewProvider } from './chat-view';
@@ -146,7 +147,7 @@ async function preferEditorModels(hosting: Hosting, apiKeys: ApiKeys, memento: v
   const config = hosting.service?.config.current;
   // Once only: a user who later picks openai again keeps it.
   if (memento.get<boolean>(DEFAULT_CHOSEN_KEY)) return;
-  if (!config || config.provider !== 'openai' || config.api_key || config.base_url || apiKeys.has('openai')) return;
+  if (!config || config.provider !== DEFAULT_PROVIDER || config.api_key || config.base_url || apiKeys.has(DEFAULT_PROVIDER)) return;
   try {
     const models = await vscode.lm.selectChatModels();
     if (!models[0] || !hosting.backend) return;

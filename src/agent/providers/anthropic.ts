@@ -4,6 +4,7 @@
  * retry.ts for why), so every failure is a ProviderError whose message is safe to show.
  */
 import Anthropic, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
+import { PROVIDERS, type ProviderName } from '../../protocol';
 import type { Attempt } from './attempt';
 import { createHttpProvider, explanationOf, type HttpProviderCore, type StreamAssembler } from './http-provider';
 import {
@@ -33,10 +34,10 @@ export interface AnthropicProviderOptions {
   maxRetries?: number;
 }
 
-export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
+export const ANTHROPIC_DEFAULT_BASE_URL = PROVIDERS.anthropic.defaultBaseUrl;
 /** The API requires max_tokens; used when the request sets none. */
 export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
-const NAME = 'anthropic';
+const NAME: ProviderName = 'anthropic';
 /** The API insists a conversation opens with a user turn; a trimmed history may not. */
 const OPENING_PLACEHOLDER = '(earlier messages omitted)';
 

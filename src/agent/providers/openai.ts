@@ -5,6 +5,7 @@
  * whose message is safe to show.
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import { PROVIDERS, type ProviderName } from '../../protocol';
 import { createHttpProvider, explanationOf, type StreamAssembler } from './http-provider';
 import type { Attempt } from './attempt';
 import {
@@ -29,8 +30,8 @@ export interface OpenAIProviderOptions {
   maxRetries?: number;
 }
 
-export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
-const NAME = 'openai';
+export const OPENAI_DEFAULT_BASE_URL = PROVIDERS.openai.defaultBaseUrl;
+const NAME: ProviderName = 'openai';
 
 type WireMessage = OpenAI.ChatCompletionMessageParam;
 type WireBody = Omit<OpenAI.ChatCompletionCreateParamsNonStreaming, 'stream'>;

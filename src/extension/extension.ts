@@ -65,8 +65,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       if (root) void vscode.window.showTextDocument(vscode.Uri.joinPath(root, argument));
     }
   };
-  // Secrets the webview must never see: the access token and the API keys.
-  const secrets = () => [hosting.service?.config.current.auth_token, hosting.service?.config.current.api_key, apiKeys.get('openai'), apiKeys.get('anthropic')].filter((s): s is string => !!s);
+  // Secrets the webview must never see: the service's whole list (the log's) and the keys in SecretStorage.
+  const secrets = () => [...(hosting.service?.redactor.secrets() ?? []), ...apiKeys.values()];
   const chatView = new ChatViewProvider(context.extensionUri, () => ({ backend: hosting.backend, state: hosting.state }), runAction, secrets);
 
   let activationMs: number | undefined;

@@ -25,6 +25,8 @@ export interface AnthropicProviderOptions {
    * (`/v1/messages`) are added to what remains.
    */
   baseUrl?: string;
+  /** The service's other secrets (tokens, webhook secrets...), kept out of error messages too. */
+  secrets?: () => Iterable<string>;
   /**
    * Per attempt: the longest wait for the answer to start, and, while streaming, the longest silence
    * between two events. Timeouts are not retried. Default 120000.
@@ -50,6 +52,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     name: NAME,
     apiKey: options.apiKey || undefined,
     baseUrl: options.baseUrl || ANTHROPIC_DEFAULT_BASE_URL,
+    secrets: options.secrets,
     timeoutMs: options.timeoutMs,
     maxRetries: options.maxRetries,
     errors: { APIError, APIConnectionError, APIConnectionTimeoutError, APIUserAbortError },

@@ -21,6 +21,8 @@ export interface OpenAIProviderOptions {
   apiKey?: string;
   /** Base URL including the version path, e.g. `http://127.0.0.1:11434/v1`. Default: OpenAI's. */
   baseUrl?: string;
+  /** The service's other secrets (tokens, webhook secrets...), kept out of error messages too. */
+  secrets?: () => Iterable<string>;
   /**
    * Per attempt: the longest wait for the answer to start, and, while streaming, the longest silence
    * between two chunks. Timeouts are not retried. Default 120000.
@@ -43,6 +45,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
     name: NAME,
     apiKey,
     baseUrl,
+    secrets: options.secrets,
     timeoutMs: options.timeoutMs,
     maxRetries: options.maxRetries,
     errors: { APIError, APIConnectionError, APIConnectionTimeoutError, APIUserAbortError },

@@ -8,6 +8,8 @@ import { ProviderError, type Provider } from './types';
 export interface ProviderSettings {
   apiKey?: string;
   baseUrl?: string;
+  /** Every secret of the service, kept out of the provider's error messages (src/log/redact.ts). */
+  secrets?: () => Iterable<string>;
 }
 
 export type ProviderFactory = (settings: ProviderSettings, host: Host) => Provider;

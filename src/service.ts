@@ -100,7 +100,8 @@ export class Service {
     readonly config: ConfigFile,
     readonly store: Store,
     readonly logger: Logger & { close(): Promise<void> },
-    redactor: Redactor,
+    /** Every secret in force (the config's and the live session tokens'), for whatever shows text: the log, the editor's webview. */
+    readonly redactor: Redactor,
     readonly events: EventHub,
     readonly tools: ToolRegistry,
     readonly permissions: PermissionBroker,
@@ -163,7 +164,7 @@ export class Service {
     const agent = new Agent({
       store,
       config: current,
-      provider: options.provider ?? createProviderResolver(host),
+      provider: options.provider ?? createProviderResolver(host, () => redactor.secrets()),
       tools,
       gate,
       logger,

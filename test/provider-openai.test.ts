@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createOpenAIProvider, type OpenAIProviderOptions } from '../src/agent/providers/openai';
-import { cleanCause, redactSecrets, safeDetail } from '../src/agent/providers/redact';
+import { cleanCause, safeDetail } from '../src/agent/providers/redact';
+import { redactVendorText } from '../src/log/redact';
 import { startFakeOpenAI, type FakeOpenAI, type FakeOpenAIOptions } from './helpers/fake-openai';
 import { assertHoldsNoKey, cancelTests, failureChecker, fakeRunner, hello, limit, sharedFailureTests } from './helpers/provider-test-kit';
 
@@ -294,7 +295,7 @@ describe('redaction', () => {
       `the first part abcd1234 and the last ijkl`,
       'an opaque 9f8e7d6c5b4a39281706f5e4d3c2b1a0ffeeddcc',
     ].join('\n');
-    const out = redactSecrets(text, [secret]);
+    const out = redactVendorText(text, { own: [secret] });
     for (const leak of [secret, 'abc***', 'wxyz', 'AAAA_bbbb', 'gsk_abc', 'xai-123', 'whatever', 'abcd1234', 'ijkl', '9f8e7d6c']) {
       assert.ok(!out.includes(leak), `"${leak}" left in: ${out}`);
     }

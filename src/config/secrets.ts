@@ -9,9 +9,11 @@ export function generateAuthToken(): string {
 const SECRET_ENV_NAME = /api[_-]?key|token|secret|password|passwd|credential|auth/i;
 
 /**
- * Every secret a config holds, for the log redactor: api_key, auth_token, websocket channels' tokens,
- * webhook accounts' secrets, users' password hashes (they allow offline guessing), and MCP servers'
- * environment values whose name looks secret (e.g. GITHUB_TOKEN).
+ * Every secret a config holds: api_key, auth_token, websocket (relay) channels' tokens, webhook
+ * accounts' secrets, users' password hashes (they allow offline guessing), and MCP servers' environment
+ * values whose name looks secret (e.g. GITHUB_TOKEN). The service's redactor holds these plus the live
+ * session tokens (the Authenticator adds them): the one list the log, providers' errors and the editor's
+ * webview are scrubbed of (src/log/redact.ts).
  */
 export function secretValues(config: ServiceConfig): string[] {
   const values = new Set<string>();

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { KEYED_PROVIDERS } from '../protocol';
 
 const KEY_PREFIX = 'remoteAssistant.apiKey.';
 
@@ -10,7 +11,7 @@ export class ApiKeys implements vscode.Disposable {
   private readonly cache = new Map<string, string>();
   private readonly subscription: vscode.Disposable;
 
-  constructor(private readonly secrets: vscode.SecretStorage, private readonly providers: readonly string[] = ['openai', 'anthropic']) {
+  constructor(private readonly secrets: vscode.SecretStorage, private readonly providers: readonly string[] = KEYED_PROVIDERS) {
     this.subscription = secrets.onDidChange((e) => {
       if (e.key.startsWith(KEY_PREFIX)) void this.load(e.key.slice(KEY_PREFIX.length));
     });
@@ -28,6 +29,11 @@ export class ApiKeys implements vscode.Disposable {
 
   /** Host.apiKey. */
   get = (provider: string): string | undefined => this.cache.get(provider);
+
+  /** Every key held, for the webview's redaction. */
+  values(): string[] {
+    return [...this.cache.values()];
+  }
 
   has(provider: string): boolean {
     return this.cache.has(provider);

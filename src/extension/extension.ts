@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { Host } from '../agent/host';
 import { workspaceRootsOf } from '../agent/toolbox';
 import type { HostAction } from '../web/bridge-protocol';
+import { DEFAULT_PROVIDER } from '../protocol';
 import { ApiKeys } from './api-keys';
 import { call } from './backend';
 import { CHAT_VIEW_ID, ChatViewProvider } from './chat-view';
@@ -64,8 +65,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       if (root) void vscode.window.showTextDocument(vscode.Uri.joinPath(root, argument));
     }
   };
-  // Secrets the webview must never see: the access token and the API keys.
-  const secrets = () => [hosting.service?.config.current.auth_token, hosting.service?.config.current.api_key, apiKeys.get('openai'), apiKeys.get('anthropic')].filter((s): s is string => !!s);
+  // Secrets the webview must never see: the service's whole list (the log's) and the keys in SecretStorage.
+  const secrets = () => [...(hosting.service?.redactor.secrets() ?? []), ...apiKeys.values()];
   const chatView = new ChatViewProvider(context.extensionUri, () => ({ backend: hosting.backend, state: hosting.state }), runAction, secrets);
 
   let activationMs: number | undefined;
@@ -146,7 +147,7 @@ async function preferEditorModels(hosting: Hosting, apiKeys: ApiKeys, memento: v
   const config = hosting.service?.config.current;
   // Once only: a user who later picks openai again keeps it.
   if (memento.get<boolean>(DEFAULT_CHOSEN_KEY)) return;
-  if (!config || config.provider !== 'openai' || config.api_key || config.base_url || apiKeys.has('openai')) return;
+  if (!config || config.provider !== DEFAULT_PROVIDER || config.api_key || config.base_url || apiKeys.has(DEFAULT_PROVIDER)) return;
   try {
     const models = await vscode.lm.selectChatModels();
     if (!models[0] || !hosting.backend) return;

@@ -1,7 +1,8 @@
 import * as vscode from 'vscode';
 import { ProviderError, type ChatMessage, type CompletionRequest, type CompletionResult, type Provider, type ToolCall } from '../agent/providers/types';
+import type { ProviderName } from '../protocol';
 
-const NAME = 'vscode';
+const NAME: ProviderName = 'vscode';
 
 async function pickModel(wanted: string): Promise<vscode.LanguageModelChat> {
   const byId = wanted ? await vscode.lm.selectChatModels({ id: wanted }) : [];

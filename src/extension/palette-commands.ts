@@ -5,7 +5,7 @@ import type { Host } from '../agent/host';
 import { createProviderResolver } from '../agent/provider-resolver';
 import { parseConfigText } from '../config/config-file';
 import { CONFIG_FILE_NAME, LOG_FILE_NAME } from '../platform/paths';
-import type { ServiceConfig } from '../protocol';
+import { isProviderName, KEYED_PROVIDERS, PROVIDER_NAMES, PROVIDERS, type ServiceConfig } from '../protocol';
 import type { ApiKeys } from './api-keys';
 import { describeFigures, type LoopMonitor } from './diagnostics';
 import { call, type Backend, type PublicConfig } from './backend';
@@ -51,11 +51,8 @@ const MODES: { label: PublicConfig['permission_mode']; description: string }[] =
   { label: 'allow', description: 'Run every tool without asking' },
   { label: 'deny', description: 'Never run a tool' },
 ];
-const PROVIDERS = [
-  { label: 'openai', description: 'OpenAI or any OpenAI-compatible endpoint (base_url)' },
-  { label: 'anthropic', description: 'Anthropic' },
-  { label: 'vscode', description: "The editor's language models (vscode.lm)" },
-];
+/** The provider picker's items: every registered provider (src/protocol/providers.ts). */
+export const PROVIDER_ITEMS = PROVIDER_NAMES.map((name) => ({ label: name, description: PROVIDERS[name].label }));
 
 function backendOf(deps: CommandDeps): Backend {
   const backend = deps.hosting.backend;
@@ -95,7 +92,7 @@ export async function cyclePermissionMode(deps: CommandDeps): Promise<void> {
 
 async function selectProvider(deps: CommandDeps): Promise<void> {
   const current = (await currentConfig(deps)).provider;
-  const picked = await vscode.window.showQuickPick(PROVIDERS.map((p) => ({ ...p, detail: p.label === current ? 'current' : undefined })), { title: 'Remote Assistant: Provider' });
+  const picked = await vscode.window.showQuickPick(PROVIDER_ITEMS.map((p) => ({ ...p, detail: p.label === current ? 'current' : undefined })), { title: 'Remote Assistant: Provider' });
   if (picked) await updateConfig(deps, { provider: picked.label });
 }
 
@@ -143,11 +140,11 @@ async function setTemperature(deps: CommandDeps): Promise<void> {
 /** The key goes to SecretStorage only: never to service.json, never to the webview. */
 export async function setApiKey(deps: CommandDeps): Promise<void> {
   const current = deps.hosting.backend?.config?.provider;
-  let provider = current === 'openai' || current === 'anthropic' ? current : undefined;
+  let provider: string | undefined = isProviderName(current) && PROVIDERS[current].needsKey ? current : undefined;
   if (!provider) {
-    const picked = await vscode.window.showQuickPick(['openai', 'anthropic'], { title: 'Remote Assistant: API key for which provider?' });
+    const picked = await vscode.window.showQuickPick(KEYED_PROVIDERS, { title: 'Remote Assistant: API key for which provider?' });
     if (!picked) return;
-    provider = picked as 'openai' | 'anthropic';
+    provider = picked;
   }
   const value = await vscode.window.showInputBox({
     title: `Remote Assistant: ${provider} API key`,

@@ -1,3 +1,4 @@
+import { redactKnownSecrets } from '../log/redact';
 import type { HostAction, HostToUi, UiToHost } from '../web/bridge-protocol';
 import type { Backend, BackendSession } from './backend';
 import type { HostingState } from './hosting';
@@ -128,17 +129,9 @@ export class WebviewBridge {
     this.post(this.scrub(message));
   }
 
+  /** Known secrets only: chat text is shown as written, so nothing merely credential-shaped is hidden. */
   private scrub(message: HostToUi): HostToUi {
-    const secrets = this.secrets().filter((s) => s.length >= 8);
-    if (secrets.length > 0) {
-      const text = JSON.stringify(message);
-      if (secrets.some((s) => text.includes(s))) {
-        let scrubbed = text;
-        for (const s of secrets) scrubbed = scrubbed.split(JSON.stringify(s).slice(1, -1)).join('[redacted]');
-        message = JSON.parse(scrubbed) as HostToUi;
-      }
-    }
-    return message;
+    return redactKnownSecrets(message, this.secrets());
   }
 
   dispose(): void {

@@ -1,3 +1,11 @@
+/**
+ * The one redaction module: the log, a provider's error text and the editor's webview all scrub secrets
+ * here, of one list (the config's secrets, `secretValues` in src/config/secrets.ts, plus the session
+ * tokens alive; `Redactor.secrets()` holds both). Each use adds what fits its text: the log hides
+ * credential-shaped parts and secret-named fields, a vendor's text also key-like tokens, and the
+ * webview (which shows chat text as written) only the known secrets.
+ */
+
 /** What a secret is replaced with. */
 export const REDACTED = '[redacted]';
 
@@ -59,6 +67,61 @@ function applyRedaction(text: string, matcher: RegExp | null): string {
   let result = matcher ? text.replace(matcher, REDACTED) : text;
   for (const [pattern, replacement] of SHAPED_SECRETS) result = result.replace(pattern, replacement);
   return result;
+}
+
+/** Every known secret (each form of it) in every string of a JSON-safe `value`, keys included, replaced. */
+export function redactKnownSecrets<T>(value: T, secrets: Iterable<string>): T {
+  const matcher = buildMatcher(secrets);
+  if (!matcher) return value;
+  const walk = (item: unknown): unknown => {
+    if (typeof item === 'string') return item.replace(matcher, REDACTED);
+    if (Array.isArray(item)) return item.map(walk);
+    if (item === null || typeof item !== 'object') return item;
+    return Object.fromEntries(Object.entries(item).map(([key, entry]) => [key.replace(matcher, REDACTED), walk(entry)]));
+  };
+  return walk(value) as T;
+}
+
+// Credentials of vendors, recognised in a vendor's own text (too eager for a log, where ids look alike).
+const VENDOR_KEY_SHAPES: RegExp[] = [
+  // Authorization headers quoted back.
+  /\b(?:Bearer|Basic)\s+[^\s"',;]+/gi,
+  // Masked keys: `sk-abc***wxyz`, `abcd...wxyz` style masks with a run of asterisks or an ellipsis.
+  /[\w.\-]*\*{3,}[\w.\-]*/g,
+  /[\w\-]+(?:\u2026|\.{3})[\w\-]+/g,
+  // Vendor key prefixes: OpenAI/Anthropic/OpenRouter `sk-`, Groq `gsk_`, xAI `xai-`, `rk_`/`pk_` keys.
+  /\b(?:sk|rk|pk|gsk|xai)[-_][\w\-.*]*/gi,
+  // Long opaque tokens mixing letters and digits (keys of vendors with no recognisable prefix).
+  /\b(?=[\w\-]*\d)(?=[\w\-]*[A-Za-z])[\w\-]{32,}/g,
+];
+
+/** Shortest piece of its own credential a vendor's text is scrubbed of (vendors quote a key's first or last few characters). */
+const MIN_QUOTED_PIECE = 4;
+
+/** The secrets a vendor's text is scrubbed of. */
+export interface VendorSecrets {
+  /** The vendor's own credentials (its key, a URL's password): removed whole and in any 4+ character piece. */
+  own?: readonly (string | null | undefined)[];
+  /** Every other secret of the service: removed whole. */
+  known?: Iterable<string>;
+}
+
+/**
+ * A vendor's (a provider's) text made safe to show: every known secret and credential shape as in
+ * `redactText`, and its own credential in any piece, masked keys, vendor key prefixes and long opaque
+ * tokens. Vendors quote credentials back (OpenAI's 401 says `Incorrect API key provided: sk-abc***wxyz`).
+ */
+export function redactVendorText(text: string, secrets: VendorSecrets = {}): string {
+  const own = (secrets.own ?? []).filter((s): s is string => typeof s === 'string' && s.length >= MIN_QUOTED_PIECE);
+  let out = text;
+  for (const secret of own) out = out.split(secret).join(REDACTED);
+  out = redactText(out, secrets.known ?? []);
+  for (const pattern of VENDOR_KEY_SHAPES) out = out.replace(pattern, REDACTED);
+  if (own.length > 0) {
+    const piece = new RegExp(`[\\w\\-]{${MIN_QUOTED_PIECE},}`, 'g');
+    out = out.replace(piece, (token) => (own.some((s) => s.includes(token)) ? REDACTED : token));
+  }
+  return out;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PermissionMode } from './commands';
+import { DEFAULT_PROVIDER, PROVIDER_NAMES } from './providers';
 
 export const DEFAULT_PORT = 5000;
 export const DEFAULT_SESSION_TTL_SECONDS = 3600;
@@ -97,7 +98,9 @@ export const McpServer = z.object({
   env: z.record(z.string(), z.string()).optional(),
 });
 
-export const ProviderName = z.enum(['openai', 'anthropic', 'vscode']);
+/** Exactly the registered providers (src/protocol/providers.ts). */
+export const ProviderName = z.enum(PROVIDER_NAMES);
+export type ProviderName = z.infer<typeof ProviderName>;
 
 /** Settings `update_config` may write (docs/protocol.md). Strict: an unknown field is named and refused. */
 export const WritableConfig = z.strictObject({
@@ -115,7 +118,7 @@ export const writableConfigFields = Object.keys(WritableConfig.shape) as (keyof 
 
 /** service.json. Unknown top-level fields are kept (looseObject) so a write never loses them. */
 export const ServiceConfigFile = z.looseObject({
-  provider: ProviderName.default('openai'),
+  provider: ProviderName.default(DEFAULT_PROVIDER),
   api_key: z.string().optional(),
   model: z.string().min(1).default('gpt-4o-mini'),
   temperature: z.number().min(0).max(2).default(0.7),

@@ -4,6 +4,7 @@
  * retry.ts for why), so every failure is a ProviderError whose message is safe to show.
  */
 import Anthropic, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
+import { PROVIDERS, type ProviderName } from '../../protocol';
 import type { Attempt } from './attempt';
 import { createHttpProvider, explanationOf, type HttpProviderCore, type StreamAssembler } from './http-provider';
 import {
@@ -24,6 +25,8 @@ export interface AnthropicProviderOptions {
    * (`/v1/messages`) are added to what remains.
    */
   baseUrl?: string;
+  /** The service's other secrets (tokens, webhook secrets...), kept out of error messages too. */
+  secrets?: () => Iterable<string>;
   /**
    * Per attempt: the longest wait for the answer to start, and, while streaming, the longest silence
    * between two events. Timeouts are not retried. Default 120000.
@@ -33,10 +36,10 @@ export interface AnthropicProviderOptions {
   maxRetries?: number;
 }
 
-export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
+export const ANTHROPIC_DEFAULT_BASE_URL = PROVIDERS.anthropic.defaultBaseUrl;
 /** The API requires max_tokens; used when the request sets none. */
 export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
-const NAME = 'anthropic';
+const NAME: ProviderName = 'anthropic';
 /** The API insists a conversation opens with a user turn; a trimmed history may not. */
 const OPENING_PLACEHOLDER = '(earlier messages omitted)';
 
@@ -49,6 +52,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     name: NAME,
     apiKey: options.apiKey || undefined,
     baseUrl: options.baseUrl || ANTHROPIC_DEFAULT_BASE_URL,
+    secrets: options.secrets,
     timeoutMs: options.timeoutMs,
     maxRetries: options.maxRetries,
     errors: { APIError, APIConnectionError, APIConnectionTimeoutError, APIUserAbortError },

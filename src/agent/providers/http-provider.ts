@@ -45,6 +45,8 @@ export interface HttpProviderConfig<E extends SdkApiError> {
   name: string;
   apiKey: string | undefined;
   baseUrl: string;
+  /** The service's other secrets (tokens, webhook secrets...), which the vendor's text must not show either. */
+  secrets?: () => Iterable<string>;
   /** Default 120000. */
   timeoutMs?: number;
   /** Default 2. */
@@ -132,8 +134,9 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
   const timeoutMs = config.timeoutMs ?? 120_000;
   const maxRetries = config.maxRetries ?? 2;
   const endpoint = describeEndpoint(baseUrl);
-  // Whatever of the configuration could be a credential, for redaction.
-  const secrets = [apiKey, ...urlSecrets(baseUrl)];
+  // Whatever of the configuration could be a credential, and the service's other secrets, for redaction.
+  const own = [apiKey, ...urlSecrets(baseUrl)];
+  const secrets = () => ({ own, known: config.secrets?.() ?? [] });
   const url = httpUrl(baseUrl);
   const isVendorHost = url?.hostname === config.vendorHost;
   // The SDK's own timeout only covers the wait for headers; ours (Attempt) governs, so it is set longer.
@@ -141,8 +144,8 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
 
   const fail = (kind: ProviderErrorKind, message: string, status?: number) =>
     new ProviderError(name, kind, `${name}: ${message}`, status);
-  const detail = (value: unknown, maxLength?: number) => safeDetail(value, secrets, maxLength);
-  const cause = (value: unknown) => cleanCause(value, secrets);
+  const detail = (value: unknown, maxLength?: number) => safeDetail(value, secrets(), maxLength);
+  const cause = (value: unknown) => cleanCause(value, secrets());
   function withProviderText<T extends ProviderError | RetryableFailure>(failure: T, text: unknown): T {
     const target: ProviderError = failure instanceof RetryableFailure ? failure.error : (failure as ProviderError);
     const logged = detail(text, MAX_LOGGED_TEXT_LENGTH);

@@ -5,6 +5,7 @@
  * whose message is safe to show.
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import { PROVIDERS, type ProviderName } from '../../protocol';
 import { createHttpProvider, explanationOf, type StreamAssembler } from './http-provider';
 import type { Attempt } from './attempt';
 import {
@@ -20,6 +21,8 @@ export interface OpenAIProviderOptions {
   apiKey?: string;
   /** Base URL including the version path, e.g. `http://127.0.0.1:11434/v1`. Default: OpenAI's. */
   baseUrl?: string;
+  /** The service's other secrets (tokens, webhook secrets...), kept out of error messages too. */
+  secrets?: () => Iterable<string>;
   /**
    * Per attempt: the longest wait for the answer to start, and, while streaming, the longest silence
    * between two chunks. Timeouts are not retried. Default 120000.
@@ -29,8 +32,8 @@ export interface OpenAIProviderOptions {
   maxRetries?: number;
 }
 
-export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
-const NAME = 'openai';
+export const OPENAI_DEFAULT_BASE_URL = PROVIDERS.openai.defaultBaseUrl;
+const NAME: ProviderName = 'openai';
 
 type WireMessage = OpenAI.ChatCompletionMessageParam;
 type WireBody = Omit<OpenAI.ChatCompletionCreateParamsNonStreaming, 'stream'>;
@@ -42,6 +45,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
     name: NAME,
     apiKey,
     baseUrl,
+    secrets: options.secrets,
     timeoutMs: options.timeoutMs,
     maxRetries: options.maxRetries,
     errors: { APIError, APIConnectionError, APIConnectionTimeoutError, APIUserAbortError },

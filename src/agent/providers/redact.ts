@@ -1,45 +1,20 @@
 /**
- * Making a provider's own text safe to put in an error message. Vendors quote credentials back (OpenAI's
- * 401 says `Incorrect API key provided: sk-abc***wxyz`), so nothing a provider says reaches a message
- * without passing through here.
+ * Making a provider's own text fit an error message: one short line, its first sentence, no stack
+ * frames or paths. Secrets are removed by the one redaction module (src/log/redact.ts); nothing a
+ * provider says reaches a message without passing through here.
  */
+import { redactVendorText, type VendorSecrets } from '../../log/redact';
 
-const REDACTED = '[redacted]';
 export const MAX_DETAIL_LENGTH = 200;
-
-const patterns: RegExp[] = [
-  // Authorization headers quoted back.
-  /\b(?:Bearer|Basic)\s+[^\s"',;]+/gi,
-  // Masked keys: `sk-abc***wxyz`, `abcd...wxyz` style masks with a run of asterisks or an ellipsis.
-  /[\w.\-]*\*{3,}[\w.\-]*/g,
-  /[\w\-]+(?:\u2026|\.{3})[\w\-]+/g,
-  // Vendor key prefixes: OpenAI/Anthropic/OpenRouter `sk-`, Groq `gsk_`, xAI `xai-`, `rk_`/`pk_` keys.
-  /\b(?:sk|rk|pk|gsk|xai)[-_][\w\-.*]*/gi,
-  // Long opaque tokens mixing letters and digits (keys of vendors with no recognisable prefix).
-  /\b(?=[\w\-]*\d)(?=[\w\-]*[A-Za-z])[\w\-]{32,}/g,
-];
-
-/** Replaces every secret, any 4+ character piece of one, and anything key-like in `text`. */
-export function redactSecrets(text: string, secrets: readonly (string | null | undefined)[] = []): string {
-  const known = secrets.filter((s): s is string => typeof s === 'string' && s.length >= 4);
-  let out = text;
-  for (const secret of known) out = out.split(secret).join(REDACTED);
-  for (const pattern of patterns) out = out.replace(pattern, REDACTED);
-  // Fragments of a known secret (a vendor may quote its first or last few characters).
-  if (known.length > 0) {
-    out = out.replace(/[\w\-]{4,}/g, (token) => (known.some((s) => s.includes(token)) ? REDACTED : token));
-  }
-  return out;
-}
 
 /** One line, secrets removed, at most `max` characters. */
 export function safeDetail(
   text: unknown,
-  secrets: readonly (string | null | undefined)[] = [],
+  secrets: VendorSecrets = {},
   max = MAX_DETAIL_LENGTH,
 ): string {
   const raw = typeof text === 'string' ? text : text === undefined || text === null ? '' : safeStringify(text);
-  const oneLine = redactSecrets(raw, secrets).replace(/\s+/g, ' ').trim();
+  const oneLine = redactVendorText(raw, secrets).replace(/\s+/g, ' ').trim();
   return oneLine.length > max ? `${oneLine.slice(0, max - 1)}\u2026` : oneLine;
 }
 
@@ -61,7 +36,7 @@ const FILE_PATH = /(?<![\w:/.])(?:\/[\w.@~+-]+){2,}\/?(?::\d+)*|\b[A-Za-z]:\\[^\
  * What a provider's own error text may show a client: its first sentence, cut before any stack
  * frame, paths replaced, secrets removed, one short line. The whole text goes to the log only.
  */
-export function cleanCause(text: unknown, secrets: readonly (string | null | undefined)[] = []): string {
+export function cleanCause(text: unknown, secrets: VendorSecrets = {}): string {
   let cause = safeDetail(text, secrets, MAX_LOGGED_TEXT_LENGTH);
   const frame = STACK_FRAME.exec(cause);
   if (frame) cause = cause.slice(0, frame.index);

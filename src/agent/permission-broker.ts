@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { ServiceError, type PermissionDecision, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import type { PermissionQuestion } from './permissions';
+import { wirePreview } from './tools/preview';
+import type { ToolPreview } from './tools/types';
 
 /** The clients a request goes to (the service's event hub): only those that can answer are asked. */
 export interface PermissionAudience {
@@ -12,7 +14,7 @@ export interface PermissionAudience {
 export const PERMISSION_TIMEOUT_MS = 120_000;
 
 /** A prompt shown by the host itself (the editor's modal), raced with the remote clients. */
-export type LocalPrompt = (request: { requestId: string; question: PermissionQuestion }, signal: AbortSignal) => Promise<PermissionDecision | undefined>;
+export type LocalPrompt = (request: { requestId: string; question: PermissionQuestion; preview?: ToolPreview }, signal: AbortSignal) => Promise<PermissionDecision | undefined>;
 
 interface Pending {
   resolve: (decision: PermissionDecision) => void;
@@ -21,7 +23,7 @@ interface Pending {
 
 /**
  * Asks people: sends `permission.request` to every authenticated client that may answer (and the
- * host's own prompt, if any); the first answer wins, the others are told it was resolved; no answer in
+ * host's own prompt, if any), with the tool's preview; the first answer wins, the others are told it was resolved; no answer in
  * 120 s, or nobody able to answer, denies (docs/protocol.md). Webhook conversations are never asked of a
  * webhook (nobody is behind it), so in `ask` mode they are denied unless a person answers.
  */
@@ -42,6 +44,8 @@ export class PermissionBroker {
       this.logger.info('permission.denied_nobody_to_ask', { tool: question.tool, conversation: question.conversationId });
       return 'deny';
     }
+    // The tool's own account of what it would do, shown in every prompt (docs/protocol.md, "Previews").
+    const preview = await question.preview?.();
     const settle = new AbortController();
     const decision = new Promise<PermissionDecision>((resolve) => {
       this.pending.set(requestId, { resolve, conversationSource: question.source });
@@ -61,10 +65,11 @@ export class PermissionBroker {
         source: question.source,
         tool: question.tool,
         arguments: question.arguments,
+        ...(preview ? { preview: wirePreview(preview) } : {}),
       },
       canAnswer,
     );
-    localPrompt?.({ requestId, question }, settle.signal).then(
+    localPrompt?.({ requestId, question, preview }, settle.signal).then(
       (answer) => answer && this.answer(requestId, answer),
       (error) => this.logger.warn('permission.prompt_failed', { error }),
     );

@@ -21,7 +21,8 @@ async function previewWrite(target: WorkspacePath, shown: string, content: strin
     isFile = info.isFile();
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOTDIR') throw new ToolError(PARENT_IS_FILE(shown));
+    // The words of AnchoredDir's walk, which stops at that parent (test/tool-previews.test.ts holds them equal).
+    if (code === 'ENOTDIR') throw new ToolError(`cannot reach ${shown}: one of its parent folders is a file`);
     if (code !== 'ENOENT') throw error;
     isFile = false;
   }

@@ -26,6 +26,7 @@ export function diffPreview(target: WorkspacePath, before: string | undefined, a
     diff: truncated ? diff.slice(0, MAX_PREVIEW_DIFF_CHARS) : diff,
     new_file: before === undefined,
     truncated,
+    file: target.path,
     proposed: after,
   };
 }
@@ -44,9 +45,9 @@ export async function previewToolCall(tool: Tool, args: Record<string, unknown>)
   }
 }
 
-/** The preview as `permission.request` carries it: without the proposed text, which only the editor uses. */
+/** The preview as `permission.request` carries it: without the local path and the proposed text, which only the editor uses. */
 export function wirePreview(preview: ToolPreview): PermissionPreview {
   if (preview.kind !== 'diff') return preview;
-  const { proposed: _proposed, ...wire } = preview;
+  const { file: _file, proposed: _proposed, ...wire } = preview;
   return wire;
 }

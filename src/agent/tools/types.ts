@@ -1,10 +1,13 @@
 import type { PermissionPreview } from '../../protocol';
 
 /**
- * What a call would do, for a permission prompt: the wire's preview, and for a diff the whole text the
- * write would leave (`proposed`, for the editor's diff view; never sent on the wire).
+ * What a call would do, for a permission prompt: the wire's preview, and for a diff the file's absolute
+ * path and the whole text the write would leave (`file`, `proposed`: for the editor's diff view, never
+ * sent on the wire).
  */
-export type ToolPreview = Exclude<PermissionPreview, { kind: 'diff' }> | (Extract<PermissionPreview, { kind: 'diff' }> & { proposed: string });
+export type ToolPreview =
+  | Exclude<PermissionPreview, { kind: 'diff' }>
+  | (Extract<PermissionPreview, { kind: 'diff' }> & { file: string; proposed: string });
 
 /**
  * A tool the agent can call. Built-in tools, custom tools from service.json, MCP servers' tools and

@@ -42,7 +42,7 @@ async function previewWrite(target: WorkspacePath, shown: string, content: strin
   }
   if (before !== undefined) return diffPreview(target, before, content);
   const diff = `--- a/${target.relative}\n+++ b/${target.relative}\nBinary file ${target.relative} (${formatBytes(raw.length)}) is replaced by ${formatBytes(Buffer.byteLength(content, 'utf8'))} of text\n`;
-  return { kind: 'diff', path: target.relative, diff, new_file: false, truncated: false, proposed: content };
+  return { kind: 'diff', path: target.relative, diff, new_file: false, truncated: false, file: target.path, proposed: content };
 }
 
 export function writeFileTool(roots: WorkspaceRoots): Tool {

@@ -75,6 +75,18 @@ describe('file previews are the write', () => {
     assert.match(overwrite.kind === 'diff' ? overwrite.diff : '', /\\ No newline at end of file/);
   });
 
+  test('write_file: many scattered changes, and a whole different file (past the work limit of the diff), still apply exactly', async () => {
+    const { ws, tool } = await workspaceWithTools();
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const lines = Array.from({ length: 600 }, (_, i) => `row ${i % 50}`);
+    await writeFile(path.join(ws, 'rows.txt'), `${lines.join('\n')}\n`);
+    const edited = lines.flatMap((line) => (random() < 0.1 ? [] : random() < 0.1 ? [line, `inserted ${random()}`] : random() < 0.1 ? [`changed ${line}`] : [line]));
+    await previewThenRun(ws, tool('write_file'), { path: 'rows.txt', content: `${edited.join('\n')}\n` });
+    const other = Array.from({ length: 3000 }, (_, i) => `other ${i}`);
+    await previewThenRun(ws, tool('write_file'), { path: 'rows.txt', content: `${other.join('\r\n')}` });
+  });
+
   test('edit_file on a CRLF file: the model writes \\n, the preview and the file keep \\r\\n', async () => {
     const { ws, tool } = await workspaceWithTools();
     await writeFile(path.join(ws, 'win.txt'), 'alpha\r\nbeta\r\ngamma\r\n');
@@ -152,6 +164,21 @@ describe('command previews', () => {
     }
     const root = await previewToolCall(tool('run_command'), { command: 'ls' });
     assert.deepEqual(root, { kind: 'command', command: 'ls', cwd: '.', timeout_seconds: 60, warnings: [] });
+  });
+
+  test('a command preview runs nothing', async () => {
+    const { ws, tool } = await workspaceWithTools();
+    const preview = await previewToolCall(tool('run_command'), { command: 'touch made-by-preview.txt > out.txt' });
+    assert.equal(preview.kind, 'command');
+    assert.deepEqual(await readdir(ws), []);
+  });
+
+  test('every built-in tool that changes something has a preview of its own; the others show their arguments', async () => {
+    const { tool } = await workspaceWithTools();
+    const tools = await createBuiltinToolSource({ workspaceRoots: () => ['/nonexistent'] }).tools();
+    const readOnly = new Set(['read_file', 'list_directory', 'search_files']);
+    for (const t of tools) assert.equal(typeof t.preview === 'function', !readOnly.has(t.name), `${t.name}: a tool that writes or runs must say what it would do`);
+    assert.equal(tool('write_file').preview !== undefined, true);
   });
 
   test('tools without a preview of their own show their arguments', async () => {

@@ -5,8 +5,12 @@
  */
 
 const CONTEXT = 3;
-/** Past this many differing lines the middle is shown as removed and added whole: still exact, not minimal. */
-const MAX_EDIT_DISTANCE = 4000;
+/**
+ * Past this many differing lines, or this much work, the middle is shown as removed and added whole:
+ * still exact, not minimal, and a preview never holds the event loop for long.
+ */
+const MAX_EDIT_DISTANCE = 2000;
+const MAX_STEPS = 5_000_000;
 
 type Op = { kind: ' ' | '-' | '+'; line: string };
 
@@ -18,7 +22,7 @@ function splitKeepingNewlines(text: string): string[] {
   return lines;
 }
 
-/** Myers' shortest edit script between `a` and `b`, or undefined past `MAX_EDIT_DISTANCE`. */
+/** Myers' shortest edit script between `a` and `b`, or undefined past `MAX_EDIT_DISTANCE` or `MAX_STEPS`. */
 function shortestEdit(a: string[], b: string[]): Op[] | undefined {
   const n = a.length;
   const m = b.length;
@@ -27,15 +31,19 @@ function shortestEdit(a: string[], b: string[]): Op[] | undefined {
   const v = new Int32Array(2 * max + 3);
   // trace[d] holds v[-d-1 .. d+1] as it was before step d: what the walk back needs.
   const trace: Int32Array[] = [];
+  let steps = 0;
   for (let d = 0; d <= max; d++) {
     trace.push(v.slice(offset - d - 1, offset + d + 2));
     for (let k = -d; k <= d; k += 2) {
       let x = k === -d || (k !== d && v[offset + k - 1] < v[offset + k + 1]) ? v[offset + k + 1] : v[offset + k - 1] + 1;
       let y = x - k;
+      const snakeStart = x;
       while (x < n && y < m && a[x] === b[y]) {
         x++;
         y++;
       }
+      steps += x - snakeStart + 1;
+      if (steps > MAX_STEPS) return undefined;
       v[offset + k] = x;
       if (x >= n && y >= m) return walkBack(a, b, trace);
     }

@@ -3,9 +3,11 @@ import { execFileSync } from 'node:child_process';
 import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { PermissionBroker } from '../src/agent/permission-broker';
 import { createBuiltinToolSource } from '../src/agent/tools/builtin/index';
 import { previewToolCall } from '../src/agent/tools/preview';
 import type { Tool, ToolPreview } from '../src/agent/tools/types';
+import { nullLogger } from '../src/log/logger';
 import { PermissionRequestEvent } from '../src/protocol';
 import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai';
 import { startService } from './helpers/service';
@@ -189,6 +191,28 @@ describe('command previews', () => {
 });
 
 describe('permission.request carries the preview', () => {
+  test('a chat cancelled while the preview is worked out is denied at once, not after the timeout', async () => {
+    const sent: unknown[] = [];
+    const audience = { broadcast: (event: unknown) => sent.push(event), some: () => true };
+    const broker = new PermissionBroker(audience, nullLogger, { timeoutMs: 60_000 });
+    const cancel = new AbortController();
+    const started = Date.now();
+    const decision = await broker.ask({
+      conversationId: 'c',
+      source: 'ws',
+      tool: 'write_file',
+      arguments: {},
+      signal: cancel.signal,
+      preview: async () => {
+        cancel.abort();
+        return { kind: 'arguments', text: '' };
+      },
+    });
+    assert.equal(decision, 'deny');
+    assert.ok(Date.now() - started < 5_000);
+    assert.equal(broker.pendingCount, 0);
+  });
+
   let fake: FakeOpenAI;
   before(async () => {
     fake = await startFakeOpenAI();

@@ -51,6 +51,8 @@ export class PermissionBroker {
       this.pending.set(requestId, { resolve, conversationSource: question.source });
       const timer = setTimeout(() => resolve('deny'), this.options.timeoutMs ?? PERMISSION_TIMEOUT_MS);
       const onAbort = () => resolve('deny');
+      // The chat may have been cancelled while the preview was worked out: no abort event comes then.
+      if (question.signal.aborted) resolve('deny');
       question.signal.addEventListener('abort', onAbort, { once: true });
       settle.signal.addEventListener('abort', () => {
         clearTimeout(timer);

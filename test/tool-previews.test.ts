@@ -89,6 +89,13 @@ describe('file previews are the write', () => {
     await previewThenRun(ws, tool('write_file'), { path: 'rows.txt', content: `${other.join('\r\n')}` });
   });
 
+  test('write_file over a binary file names it instead of diffing bytes', async () => {
+    const { ws, tool } = await workspaceWithTools();
+    await writeFile(path.join(ws, 'image.bin'), Buffer.from([0x89, 0x50, 0x00, 0x01, 0xff]));
+    const preview = await previewToolCall(tool('write_file'), { path: 'image.bin', content: 'text now\n' });
+    assert.equal(preview.kind === 'diff' && preview.diff, '--- a/image.bin\n+++ b/image.bin\nBinary file image.bin (5 B) is replaced by 9 B of text\n');
+  });
+
   test('edit_file on a CRLF file: the model writes \\n, the preview and the file keep \\r\\n', async () => {
     const { ws, tool } = await workspaceWithTools();
     await writeFile(path.join(ws, 'win.txt'), 'alpha\r\nbeta\r\ngamma\r\n');

@@ -2,23 +2,29 @@ import { lstat } from 'node:fs/promises';
 import { openForReading, writeFileInWorkspace } from '../anchored-fs';
 import { defineTool } from '../define-tool';
 import { diffPreview } from '../preview';
+import { EDIT_MAX_BYTES } from './edit-file';
 import { formatBytes, looksBinary } from '../text-files';
 import { ToolError, type Tool, type ToolPreview } from '../types';
 import { resolveWorkspacePath, workspaceSubject, type WorkspacePath, type WorkspaceRoots } from '../workspace';
+
+/** A bigger file being overwritten is named, not read and diffed (as edit_file, which refuses bigger ones). */
+const PREVIEW_READ_MAX_BYTES = EDIT_MAX_BYTES;
 
 const PARENT_IS_FILE = (shown: string) => `cannot write ${shown}: one of its parent folders is a file`;
 
 /**
  * The diff of writing `content` at `target`, found as writeFileInWorkspace would find the place (a
  * folder there is refused with its words; a symbolic link there is replaced, so it counts as no file).
- * A binary or non-UTF-8 file is named, not diffed.
+ * A binary, non-UTF-8 or very large file is named, not diffed.
  */
 async function previewWrite(target: WorkspacePath, shown: string, content: string): Promise<ToolPreview> {
   let isFile: boolean;
+  let size = 0;
   try {
     const info = await lstat(target.path);
     if (info.isDirectory()) throw new ToolError(`${shown} is a directory; give the path of a file`);
     isFile = info.isFile();
+    size = info.size;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     // The words of AnchoredDir's walk, which stops at that parent (test/tool-previews.test.ts holds them equal).
@@ -27,6 +33,16 @@ async function previewWrite(target: WorkspacePath, shown: string, content: strin
     isFile = false;
   }
   if (!isFile) return diffPreview(target, undefined, content);
+  const replaced = (what: string) => ({
+    kind: 'diff' as const,
+    path: target.relative,
+    diff: `--- a/${target.relative}\n+++ b/${target.relative}\n${what} ${target.relative} (${formatBytes(size)}) is replaced by ${formatBytes(Buffer.byteLength(content, 'utf8'))} of text\n`,
+    new_file: false,
+    truncated: false,
+    file: target.path,
+    proposed: content,
+  });
+  if (size > PREVIEW_READ_MAX_BYTES) return replaced('Large file');
   const file = await openForReading(target, shown);
   let raw: Buffer;
   try {
@@ -41,8 +57,7 @@ async function previewWrite(target: WorkspacePath, shown: string, content: strin
     before = undefined;
   }
   if (before !== undefined) return diffPreview(target, before, content);
-  const diff = `--- a/${target.relative}\n+++ b/${target.relative}\nBinary file ${target.relative} (${formatBytes(raw.length)}) is replaced by ${formatBytes(Buffer.byteLength(content, 'utf8'))} of text\n`;
-  return { kind: 'diff', path: target.relative, diff, new_file: false, truncated: false, file: target.path, proposed: content };
+  return replaced('Binary file');
 }
 
 export function writeFileTool(roots: WorkspaceRoots): Tool {

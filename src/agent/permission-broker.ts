@@ -22,10 +22,11 @@ interface Pending {
 }
 
 /**
- * Asks people: sends `permission.request` to every authenticated client that may answer (and the
- * host's own prompt, if any), with the tool's preview; the first answer wins, the others are told it was resolved; no answer in
- * 120 s, or nobody able to answer, denies (docs/protocol.md). Webhook conversations are never asked of a
- * webhook (nobody is behind it), so in `ask` mode they are denied unless a person answers.
+ * Asks people: sends `permission.request`, with the tool's preview, to every authenticated client that
+ * may answer (and the host's own prompt, if any); the first answer wins, the others are told it was
+ * resolved; no answer in 120 s, or nobody able to answer, denies (docs/protocol.md). Webhook
+ * conversations are never asked of a webhook (nobody is behind it), so in `ask` mode they are denied
+ * unless a person answers.
  */
 export class PermissionBroker {
   private readonly pending = new Map<string, Pending>();

@@ -51,9 +51,9 @@ async function showDiff(tool: string, preview: Extract<ToolPreview, { kind: 'dif
 /**
  * Host.permissionPrompt: a modal warning naming the tool and what the call would do (the tool's
  * preview). For a diff preview (write_file, edit_file), "Show Diff" opens the change exactly as the
- * tool would write it, then asks again. When another client answers
- * first (the signal aborts), the prompt resolves at once and its late answer is ignored: VS Code
- * cannot close a modal dialog from code, so it stays until dismissed but no longer decides anything.
+ * tool would write it, then asks again. When another client answers first (the signal aborts), the
+ * prompt resolves at once and its late answer is ignored: VS Code cannot close a modal dialog from
+ * code, so it stays until dismissed but no longer decides anything.
  */
 export function createPermissionPrompt(proposed: ProposedContent): LocalPrompt {
   return async ({ question, preview }, signal) => {

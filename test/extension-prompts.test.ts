@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import type { PermissionQuestion } from '../src/agent/permissions';
 import { ProviderError } from '../src/agent/providers/types';
+import { createBuiltinToolSource } from '../src/agent/tools/builtin/index';
+import { previewToolCall } from '../src/agent/tools/preview';
 import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai';
 import { startService } from './helpers/service';
 import { tempDir, waitFor } from './helpers/temp';
@@ -52,23 +54,65 @@ describe('permission prompt', () => {
     assert.deepEqual(shown.items, ['Allow', 'Allow for this Conversation', 'Deny']);
   });
 
-  test('Show Diff for write_file opens vscode.diff of the current file and the proposal, then asks again', async () => {
+  /** The preview the real tool gives for this call in `ws`, as the broker hands it to the prompt. */
+  async function realPreview(ws: string, tool: string, args: Record<string, unknown>) {
+    const tools = await createBuiltinToolSource({ workspaceRoots: () => [ws] }).tools();
+    return previewToolCall(tools.find((t) => t.name === tool)!, args);
+  }
+
+  test("Show Diff opens vscode.diff of the current file and the tool's own preview, then asks again", async () => {
     const ws = await tempDir('ra-prompt-');
     cleanups.push(ws.cleanup);
     await writeFile(join(ws.dir, 'a.txt'), 'old text\n');
+    await writeFile(join(ws.dir, 'win.txt'), 'one\r\ntwo\r\n');
     testing.workspaceFolders = [{ uri: Uri.file(ws.dir), name: 'ws', index: 0 }];
     const proposed = new prompts.ProposedContent();
     const prompt = prompts.createPermissionPrompt(proposed);
-    testing.answers.warning.push('Show Diff', 'Allow');
-    const decision = await prompt({ requestId: 'r', question: question('edit_file', { path: 'a.txt', old_string: 'old', new_string: 'new' }) }, new AbortController().signal);
-    assert.equal(decision, 'allow');
-    assert.equal(testing.messages.length, 2, 'asked again after the diff');
-    assert.ok(testing.messages[0]!.items.includes('Show Diff'));
-    const diff = testing.executed.find((e) => e.command === 'vscode.diff')!;
-    assert.ok(diff);
-    const [left, right] = diff.args as [Uri, Uri];
-    assert.equal(left.fsPath, join(ws.dir, 'a.txt'));
-    assert.equal(proposed.provideTextDocumentContent(right as never), 'new text\n');
+    const cases: [Record<string, unknown>, string][] = [
+      [{ path: 'a.txt', old_string: 'old', new_string: 'new' }, 'new text\n'],
+      // The model writes \n; edit_file matches the file's \r\n and writes \r\n: the diff shows that, not a guess.
+      [{ path: 'win.txt', old_string: 'one\ntwo', new_string: 'one\n2' }, 'one\r\n2\r\n'],
+    ];
+    for (const [args, expected] of cases) {
+      testing.reset();
+      testing.workspaceFolders = [{ uri: Uri.file(ws.dir), name: 'ws', index: 0 }];
+      testing.answers.warning.push('Show Diff', 'Allow');
+      const preview = await realPreview(ws.dir, 'edit_file', args);
+      const decision = await prompt({ requestId: 'r', question: question('edit_file', args), preview }, new AbortController().signal);
+      assert.equal(decision, 'allow');
+      assert.equal(testing.messages.length, 2, 'asked again after the diff');
+      assert.ok(testing.messages[0]!.items.includes('Show Diff'));
+      const diff = testing.executed.find((e) => e.command === 'vscode.diff')!;
+      assert.ok(diff);
+      const [left, right] = diff.args as [Uri, Uri];
+      assert.equal(left.fsPath, join(ws.dir, String(args.path)));
+      assert.equal(proposed.provideTextDocumentContent(right as never), expected);
+    }
+  });
+
+  test('an edit the tool would refuse (old_string not unique) offers no diff and says why', async () => {
+    const ws = await tempDir('ra-prompt-');
+    cleanups.push(ws.cleanup);
+    await writeFile(join(ws.dir, 'dup.txt'), 'x\nx\n');
+    const prompt = prompts.createPermissionPrompt(new prompts.ProposedContent());
+    testing.answers.warning.push('Deny');
+    const args = { path: 'dup.txt', old_string: 'x', new_string: 'y' };
+    const preview = await realPreview(ws.dir, 'edit_file', args);
+    assert.equal(await prompt({ requestId: 'r', question: question('edit_file', args), preview }, new AbortController().signal), 'deny');
+    assert.ok(!testing.messages[0]!.items.includes('Show Diff'));
+    assert.match(String((testing.messages[0]!.options as { detail: string }).detail), /would fail: old_string matches 2 places/);
+  });
+
+  test('a command prompt shows the line, the folder, the time limit and the warnings', async () => {
+    const ws = await tempDir('ra-prompt-');
+    cleanups.push(ws.cleanup);
+    const prompt = prompts.createPermissionPrompt(new prompts.ProposedContent());
+    testing.answers.warning.push('Deny');
+    const args = { command: 'rm -rf build' };
+    const preview = await realPreview(ws.dir, 'run_command', args);
+    await prompt({ requestId: 'r', question: question('run_command', args), preview }, new AbortController().signal);
+    const detail = String((testing.messages[0]!.options as { detail: string }).detail);
+    assert.match(detail, /^rm -rf build\n\nin \., for at most 60 s\n\nWarning: rm -rf/);
   });
 
   test('closes (resolves without an answer) when someone else answered first', async () => {

@@ -3,6 +3,8 @@ import { ServiceError, type PermissionDecision, type ServiceEvent } from '../pro
 import type { Logger } from '../log/logger';
 import { isOwnerClient } from '../protocol/sources';
 import type { PermissionQuestion } from './permissions';
+import { wirePreview } from './tools/preview';
+import type { ToolPreview } from './tools/types';
 
 type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 'session'; source: string };
 
@@ -20,7 +22,7 @@ export interface PermissionAudience {
 export const PERMISSION_TIMEOUT_MS = 120_000;
 
 /** A prompt shown by the host itself (the editor's modal), raced with the remote clients. */
-export type LocalPrompt = (request: { requestId: string; question: PermissionQuestion }, signal: AbortSignal) => Promise<PermissionDecision | undefined>;
+export type LocalPrompt = (request: { requestId: string; question: PermissionQuestion; preview?: ToolPreview }, signal: AbortSignal) => Promise<PermissionDecision | undefined>;
 
 interface Pending {
   resolve: (decision: PermissionDecision) => void;
@@ -29,10 +31,11 @@ interface Pending {
 }
 
 /**
- * Asks people: sends `permission.request` to every authenticated client that may answer (and the
- * host's own prompt, if any); the first answer wins, the others are told it was resolved; no answer in
- * 120 s, or nobody able to answer, denies (docs/protocol.md). Webhook conversations are never asked of a
- * webhook (nobody is behind it), so in `ask` mode they are denied unless a person answers.
+ * Asks people: sends `permission.request`, with the tool's preview, to every authenticated client that
+ * may answer (and the host's own prompt, if any); the first answer wins, the others are told it was
+ * resolved; no answer in 120 s, or nobody able to answer, denies (docs/protocol.md). Webhook
+ * conversations are never asked of a webhook (nobody is behind it), so in `ask` mode they are denied
+ * unless a person answers.
  */
 export class PermissionBroker {
   private readonly pending = new Map<string, Pending>();
@@ -52,11 +55,15 @@ export class PermissionBroker {
       this.logger.info('permission.denied_nobody_to_ask', { tool: question.tool, conversation: question.conversationId });
       return 'deny';
     }
+    // The tool's own account of what it would do, shown in every prompt (docs/protocol.md, "Previews").
+    const preview = await question.preview?.();
     const settle = new AbortController();
     const decision = new Promise<PermissionDecision>((resolve) => {
       this.pending.set(requestId, { resolve, conversationSource: question.source, ownerOnly });
       const timer = setTimeout(() => resolve('deny'), this.options.timeoutMs ?? PERMISSION_TIMEOUT_MS);
       const onAbort = () => resolve('deny');
+      // The chat may have been cancelled while the preview was worked out: no abort event comes then.
+      if (question.signal.aborted) resolve('deny');
       question.signal.addEventListener('abort', onAbort, { once: true });
       settle.signal.addEventListener('abort', () => {
         clearTimeout(timer);
@@ -71,10 +78,11 @@ export class PermissionBroker {
         source: question.source,
         tool: question.tool,
         arguments: question.arguments,
+        ...(preview ? { preview: wirePreview(preview) } : {}),
       },
       canAnswer,
     );
-    localPrompt?.({ requestId, question }, settle.signal).then(
+    localPrompt?.({ requestId, question, preview }, settle.signal).then(
       (answer) => answer && this.answer(requestId, answer),
       (error) => this.logger.warn('permission.prompt_failed', { error }),
     );

@@ -1,5 +1,6 @@
 import { parseShellLine } from './tools/shell-line';
 import type { PermissionDecision, PermissionMode, ServiceConfig } from '../protocol';
+import type { ToolPreview } from './tools/types';
 
 export interface PermissionRules {
   allow: readonly string[];
@@ -16,6 +17,8 @@ export interface PermissionQuestion {
   arguments: Record<string, unknown>;
   /** What rules match after `<tool>:`, e.g. the command line of run_command. */
   subject?: string;
+  /** What the call would do (the tool's preview), worked out only when a person is asked. */
+  preview?: () => Promise<ToolPreview>;
   signal: AbortSignal;
 }
 

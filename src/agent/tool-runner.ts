@@ -1,6 +1,7 @@
 import type { Logger } from '../log/logger';
 import type { PermissionGate } from './permissions';
 import type { ToolCall } from './providers/types';
+import { previewToolCall } from './tools/preview';
 import { ToolError, type Tool, type ToolOutput } from './tools/types';
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 300_000;
@@ -38,6 +39,7 @@ export async function runToolCall(
     tool: tool.name,
     arguments: call.arguments,
     subject,
+    preview: () => previewToolCall(tool, call.arguments),
     signal: context.signal,
   });
   if (!verdict.allowed) {

@@ -25,6 +25,34 @@ export const ToolResultEvent = z.object({
   /** The tool did not run: the permission gate refused it (a rule, the mode, the user or the source). */
   denied: z.boolean(),
 });
+/**
+ * What a tool call would do, worked out by the tool itself without doing it (docs/protocol.md,
+ * "Previews"): a file tool's exact diff, a command's line with its risky parts named, or the arguments.
+ * `error`: the call would fail, and this is the error the tool would give.
+ */
+export const PermissionPreview = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('diff'),
+    path: z.string(),
+    /** Unified diff against the file as it is now; cut after 200,000 characters (then `truncated`). */
+    diff: z.string(),
+    new_file: z.boolean(),
+    truncated: z.boolean(),
+  }),
+  z.object({
+    kind: z.literal('command'),
+    command: z.string(),
+    /** Relative to the workspace folder (`.` for the folder itself). */
+    cwd: z.string(),
+    timeout_seconds: z.number(),
+    /** Destructive or far-reaching parts of the line, one sentence each; empty when none was seen. */
+    warnings: z.array(z.string()),
+  }),
+  z.object({ kind: z.literal('arguments'), text: z.string() }),
+  z.object({ kind: z.literal('error'), message: z.string() }),
+]);
+export type PermissionPreview = z.infer<typeof PermissionPreview>;
+
 export const PermissionRequestEvent = z.object({
   event: z.literal('permission.request'),
   request_id: z.string(),
@@ -33,6 +61,7 @@ export const PermissionRequestEvent = z.object({
   source: z.string(),
   tool: z.string(),
   arguments: z.record(z.string(), z.unknown()),
+  preview: PermissionPreview.optional(),
 });
 export const PermissionResolvedEvent = z.object({
   event: z.literal('permission.resolved'),

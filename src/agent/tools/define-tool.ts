@@ -1,5 +1,5 @@
 import { checkArgs, inputSchemaOf, parameterTypesOf, type ArgsOf, type ParamSpecs } from './params';
-import type { Tool, ToolContext, ToolOutput } from './types';
+import type { Tool, ToolContext, ToolOutput, ToolPreview } from './types';
 
 export interface ToolDefinition<S extends ParamSpecs> {
   name: string;
@@ -7,6 +7,8 @@ export interface ToolDefinition<S extends ParamSpecs> {
   params: S;
   /** Given the raw arguments: it runs before the permission check, so it must not trust them. */
   subject?(args: Record<string, unknown>): string | undefined;
+  /** What `run` would do, by the same code and writing nothing (see Tool.preview). */
+  preview?(args: ArgsOf<S>): Promise<ToolPreview>;
   run(args: ArgsOf<S>, context: ToolContext): Promise<ToolOutput>;
 }
 
@@ -19,6 +21,7 @@ export function defineTool<S extends ParamSpecs>(definition: ToolDefinition<S>):
     inputSchema: inputSchemaOf(params),
     parameters: parameterTypesOf(params),
     ...(definition.subject ? { subject: definition.subject } : {}),
+    ...(definition.preview ? { preview: async (args: Record<string, unknown>) => definition.preview!(checkArgs(params, args, name)) } : {}),
     run: async (args, context) => definition.run(checkArgs(params, args, name), context),
   };
 }

@@ -14,6 +14,8 @@ import { formatArgv } from './command-line';
 export interface SimpleCommand {
   /** The command as written (quotes and escapes kept). */
   raw: string;
+  /** Its words as the program would receive them (quotes removed). */
+  words: string[];
   /** Its words as the program would receive them, quoted again only where needed: `"git" 'st'` reads `git st`. */
   normalized: string;
   /**
@@ -233,7 +235,7 @@ export function parseShellLine(text: string): ShellLine {
   const endRun = () => {
     if (run.length === 0) return;
     const words = run.map((t) => t.word);
-    commands.push({ raw: text.slice(run[0].start, run.at(-1)!.end).trim(), normalized: formatArgv(words), program: programOf(words) });
+    commands.push({ raw: text.slice(run[0].start, run.at(-1)!.end).trim(), words, normalized: formatArgv(words), program: programOf(words) });
     shape.push('W');
     run = [];
   };

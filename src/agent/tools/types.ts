@@ -1,3 +1,14 @@
+import type { PermissionPreview } from '../../protocol';
+
+/**
+ * What a call would do, for a permission prompt: the wire's preview, and for a diff the file's absolute
+ * path and the whole text the write would leave (`file`, `proposed`: for the editor's diff view, never
+ * sent on the wire).
+ */
+export type ToolPreview =
+  | Exclude<PermissionPreview, { kind: 'diff' }>
+  | (Extract<PermissionPreview, { kind: 'diff' }> & { file: string; proposed: string });
+
 /**
  * A tool the agent can call. Built-in tools, custom tools from service.json, MCP servers' tools and
  * the editor's tools all take this shape, so the loop, the permission gate and `list_tools` treat
@@ -15,6 +26,11 @@ export interface Tool {
    * write_file), and that a prompt shows. Undefined: rules match the tool name alone.
    */
   subject?(args: Record<string, unknown>): string | undefined;
+  /**
+   * What `run` would do with these arguments, worked out the same way and changing nothing (a ToolError
+   * thrown is the error `run` would give). Undefined: a prompt shows the arguments.
+   */
+  preview?(args: Record<string, unknown>): Promise<ToolPreview>;
   /** Runs the tool. Throwing is a failed call; the loop turns it into an error result for the model. */
   run(args: Record<string, unknown>, context: ToolContext): Promise<ToolOutput>;
 }

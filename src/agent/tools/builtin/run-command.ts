@@ -1,10 +1,11 @@
 import { formatArgv } from '../command-line';
+import { commandWarnings } from '../command-warnings';
 import { defineTool } from '../define-tool';
 import { DEFAULT_OUTPUT_CAP_BYTES } from '../capped-output';
 import { DEFAULT_COMMAND_TIMEOUT_SECONDS, describeProcessResult, runProcess, timeoutMsOf } from '../process-runner';
 import { formatBytes } from '../text-files';
 import { ToolError, type Tool } from '../types';
-import { resolveWorkspacePath, type WorkspaceRoots } from '../workspace';
+import { resolveWorkspacePath, type WorkspacePath, type WorkspaceRoots } from '../workspace';
 import { statOrExplain } from './fs-errors';
 
 /** The command line a permission rule matches: the shell line as given, or the argv quoted as a shell would need. */
@@ -12,6 +13,17 @@ export function commandSubject(command: unknown): string | undefined {
   if (typeof command === 'string') return command;
   if (Array.isArray(command) && command.length > 0 && command.every((c) => typeof c === 'string')) return formatArgv(command);
   return undefined;
+}
+
+/** The checks before a run, shared by run and preview: the time limit, and the folder (inside the workspace). */
+async function checkCall(roots: WorkspaceRoots, args: { command: string | string[]; cwd?: string; timeout_seconds?: number }): Promise<{ timeoutMs: number; cwd: WorkspacePath }> {
+  if (typeof args.command === 'string' && args.command.trim() === '') throw new ToolError('command is empty');
+  const timeoutMs = timeoutMsOf(args.timeout_seconds);
+  const shown = args.cwd ?? '.';
+  const folder = await resolveWorkspacePath(roots(), shown);
+  const info = await statOrExplain(folder.path, shown);
+  if (!info.isDirectory()) throw new ToolError(`cwd ${shown} is not a folder`);
+  return { timeoutMs, cwd: folder };
 }
 
 export function runCommandTool(roots: WorkspaceRoots): Tool {
@@ -32,13 +44,18 @@ export function runCommandTool(roots: WorkspaceRoots): Tool {
       timeout_seconds: { type: 'number', optional: true, description: `Time limit in seconds (default ${DEFAULT_COMMAND_TIMEOUT_SECONDS}).` },
     },
     subject: (args) => commandSubject(args.command),
+    async preview(args) {
+      const { timeoutMs, cwd } = await checkCall(roots, args);
+      return {
+        kind: 'command',
+        command: commandSubject(args.command) ?? '',
+        cwd: cwd.relative,
+        timeout_seconds: timeoutMs / 1000,
+        warnings: commandWarnings(args.command, cwd.path, [...roots(), cwd.root]),
+      };
+    },
     async run(args, context) {
-      if (typeof args.command === 'string' && args.command.trim() === '') throw new ToolError('command is empty');
-      const timeoutMs = timeoutMsOf(args.timeout_seconds);
-      const shown = args.cwd ?? '.';
-      const cwd = await resolveWorkspacePath(roots(), shown);
-      const info = await statOrExplain(cwd.path, shown);
-      if (!info.isDirectory()) throw new ToolError(`cwd ${shown} is not a folder`);
+      const { timeoutMs, cwd } = await checkCall(roots, args);
       const result = await runProcess({
         command: typeof args.command === 'string' ? { shell: args.command } : { argv: args.command },
         cwd: cwd.path,

@@ -1,8 +1,64 @@
-import { writeFileInWorkspace } from '../anchored-fs';
+import { lstat } from 'node:fs/promises';
+import { openForReading, writeFileInWorkspace } from '../anchored-fs';
 import { defineTool } from '../define-tool';
-import { formatBytes } from '../text-files';
-import { ToolError, type Tool } from '../types';
-import { resolveWorkspacePath, workspaceSubject, type WorkspaceRoots } from '../workspace';
+import { diffPreview } from '../preview';
+import { EDIT_MAX_BYTES } from './edit-file';
+import { formatBytes, looksBinary } from '../text-files';
+import { ToolError, type Tool, type ToolPreview } from '../types';
+import { resolveWorkspacePath, workspaceSubject, type WorkspacePath, type WorkspaceRoots } from '../workspace';
+
+/** A bigger file being overwritten is named, not read and diffed (as edit_file, which refuses bigger ones). */
+const PREVIEW_READ_MAX_BYTES = EDIT_MAX_BYTES;
+
+const PARENT_IS_FILE = (shown: string) => `cannot write ${shown}: one of its parent folders is a file`;
+
+/**
+ * The diff of writing `content` at `target`, found as writeFileInWorkspace would find the place (a
+ * folder there is refused with its words; a symbolic link there is replaced, so it counts as no file).
+ * A binary, non-UTF-8 or very large file is named, not diffed.
+ */
+async function previewWrite(target: WorkspacePath, shown: string, content: string): Promise<ToolPreview> {
+  let isFile: boolean;
+  let size = 0;
+  try {
+    const info = await lstat(target.path);
+    if (info.isDirectory()) throw new ToolError(`${shown} is a directory; give the path of a file`);
+    isFile = info.isFile();
+    size = info.size;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // The words of AnchoredDir's walk, which stops at that parent (test/tool-previews.test.ts holds them equal).
+    if (code === 'ENOTDIR') throw new ToolError(`cannot reach ${shown}: one of its parent folders is a file`);
+    if (code !== 'ENOENT') throw error;
+    isFile = false;
+  }
+  if (!isFile) return diffPreview(target, undefined, content);
+  const replaced = (what: string) => ({
+    kind: 'diff' as const,
+    path: target.relative,
+    diff: `--- a/${target.relative}\n+++ b/${target.relative}\n${what} ${target.relative} (${formatBytes(size)}) is replaced by ${formatBytes(Buffer.byteLength(content, 'utf8'))} of text\n`,
+    new_file: false,
+    truncated: false,
+    file: target.path,
+    proposed: content,
+  });
+  if (size > PREVIEW_READ_MAX_BYTES) return replaced('Large file');
+  const file = await openForReading(target, shown);
+  let raw: Buffer;
+  try {
+    raw = await file.readFile();
+  } finally {
+    await file.close();
+  }
+  let before: string | undefined;
+  try {
+    if (!looksBinary(raw.subarray(0, 8192))) before = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(raw);
+  } catch {
+    before = undefined;
+  }
+  if (before !== undefined) return diffPreview(target, before, content);
+  return replaced('Binary file');
+}
 
 export function writeFileTool(roots: WorkspaceRoots): Tool {
   return defineTool({
@@ -16,6 +72,9 @@ export function writeFileTool(roots: WorkspaceRoots): Tool {
       content: { type: 'string', description: 'The complete new content of the file.' },
     },
     subject: (args) => workspaceSubject(roots(), typeof args.path === 'string' ? args.path : undefined),
+    async preview(args) {
+      return previewWrite(await resolveWorkspacePath(roots(), args.path), args.path, args.content);
+    },
     async run(args) {
       const target = await resolveWorkspacePath(roots(), args.path);
       let existed: boolean;
@@ -23,7 +82,7 @@ export function writeFileTool(roots: WorkspaceRoots): Tool {
         ({ existed } = await writeFileInWorkspace(target, args.path, args.content, true));
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
-        if (code === 'EEXIST' || code === 'ENOTDIR') throw new ToolError(`cannot write ${args.path}: one of its parent folders is a file`);
+        if (code === 'EEXIST' || code === 'ENOTDIR') throw new ToolError(PARENT_IS_FILE(args.path));
         throw error;
       }
       const size = formatBytes(Buffer.byteLength(args.content, 'utf8'));

@@ -1,4 +1,4 @@
-import { endpointWithoutCredentials } from '../agent/providers/redact';
+import { endpointWithoutCredentials } from '../log/redact';
 import { toolInfo } from '../agent/tools/registry';
 import type { ToolCallData, ToolResultData } from '../agent/transcript';
 import type { MessageRow } from '../store';

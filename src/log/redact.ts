@@ -260,3 +260,20 @@ export class Redactor {
     return this.walkEntries(entries, ancestors, depth);
   }
 }
+
+/**
+ * An endpoint as a client may see it in get_config: credentials some gateways take in the URL (user
+ * info, query values such as `?api-key=`) replaced by `[redacted]`, the rest kept so it stays readable.
+ */
+export function endpointWithoutCredentials(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return '(invalid URL)';
+  }
+  if (!parsed.username && !parsed.password && !parsed.search && !parsed.hash) return url;
+  const userinfo = parsed.username || parsed.password ? `${REDACTED}@` : '';
+  const query = [...parsed.searchParams.keys()].map((name) => `${encodeURIComponent(name)}=${REDACTED}`).join('&');
+  return `${parsed.protocol}//${userinfo}${parsed.host}${parsed.pathname}${query ? `?${query}` : ''}${parsed.hash ? '#' + REDACTED : ''}`;
+}

@@ -6,3 +6,4 @@ export * from './http';
 export * from './webhook';
 export * from './config';
 export * from './relay';
+export * from './results';

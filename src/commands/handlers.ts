@@ -34,7 +34,7 @@ function toolFields(m: MessageRow): Partial<Message> {
   return {
     ...(m.tool_name ? { tool_name: m.tool_name } : {}),
     ...(data?.kind ? { tool_kind: data.kind } : {}),
-    ...(data?.kind === 'result' ? { ok: data.ok } : {}),
+    ...(data?.kind === 'result' ? { ok: data.ok, denied: data.denied === true } : {}),
   };
 }
 

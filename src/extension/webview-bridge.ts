@@ -1,8 +1,9 @@
-import type { HostAction, HostToUi, UiToHost } from '../web/bridge-protocol';
+import type { HostAction, HostToUi, ServiceEvent, UiToHost, ViewEvent } from '../protocol';
 import type { Backend, BackendSession } from './backend';
 import type { HostingState } from './hosting';
 
 export type UiState = Extract<HostToUi, { kind: 'state' }>;
+type ChatDelta = Extract<ServiceEvent, { event: 'chat.delta' }>;
 
 /**
  * Stream pieces that arrive within this window go to the webview as one chat.delta: every postMessage
@@ -39,7 +40,7 @@ export function uiStateOf(state: HostingState): UiState {
 export class WebviewBridge {
   private session: BackendSession | undefined;
   private state: UiState = { kind: 'state', state: 'starting' };
-  private pendingDelta: Record<string, unknown> | undefined;
+  private pendingDelta: ChatDelta | undefined;
   private deltaTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -67,7 +68,7 @@ export class WebviewBridge {
     this.send(this.state);
   }
 
-  postEvent(event: Record<string, unknown>): void {
+  postEvent(event: ViewEvent): void {
     this.send({ kind: 'event', event });
   }
 
@@ -103,10 +104,10 @@ export class WebviewBridge {
   }
 
   /** Joins a chat.delta to the pending one of the same chat, or sends that one first. */
-  private queueDelta(event: Record<string, unknown>): void {
+  private queueDelta(event: ChatDelta): void {
     const pending = this.pendingDelta;
     if (pending && pending.id === event.id && pending.conversation_id === event.conversation_id) {
-      pending.delta = `${String(pending.delta ?? '')}${String(event.delta ?? '')}`;
+      pending.delta = `${pending.delta}${event.delta}`;
       return;
     }
     this.flushDelta();

@@ -7,3 +7,4 @@ export * from './webhook';
 export * from './config';
 export * from './relay';
 export * from './results';
+export * from './bridge';

@@ -33,7 +33,7 @@ export function uiStateOf(state: HostingState): UiState {
 }
 
 /**
- * The chat webview's half of the bridge (bridge-protocol.ts): frames go to the service's one
+ * The chat webview's half of the bridge (protocol/bridge.ts): frames go to the service's one
  * dispatcher as this view's own session; its responses and events come back as posted messages.
  * Every posted message passes a last check that no secret the editor knows is in it.
  */

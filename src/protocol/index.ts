@@ -8,3 +8,5 @@ export * from './config';
 export * from './relay';
 export * from './results';
 export * from './bridge';
+export * from './relay-frames';
+export * from './relay-client-frame';

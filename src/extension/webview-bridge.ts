@@ -1,4 +1,4 @@
-import type { HostAction, HostToUi, ServiceEvent, UiToHost, ViewEvent } from '../protocol';
+import type { HostAction, HostToUi, ResultOf, ServiceEvent, UiToHost, ViewEvent } from '../protocol';
 import type { Backend, BackendSession } from './backend';
 import type { HostingState } from './hosting';
 
@@ -90,7 +90,7 @@ export class WebviewBridge {
         }
         // The editor's view is already trusted: an auth frame is answered, not forwarded.
         if (frame.type === 'auth') {
-          this.send({ kind: 'response', envelope: { status: 'ok', data: { authenticated: true, expires_in: null }, ...(frame.id !== undefined ? { id: frame.id } : {}) } });
+          this.send({ kind: 'response', envelope: { status: 'ok', data: { authenticated: true, expires_in: null } satisfies ResultOf<'auth'>, ...(frame.id !== undefined ? { id: frame.id } : {}) } });
           return;
         }
         if (!this.session) {

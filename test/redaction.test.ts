@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { WebviewBridge } from '../src/extension/webview-bridge';
 import { LOG_FILE_NAME } from '../src/platform/paths';
 import { hashPassword } from '../src/transport/auth/passwords';
-import type { HostToUi } from '../src/web/bridge-protocol';
+import type { HostToUi } from '../src/protocol';
 import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai';
 import { postJson, startService, type RunningService } from './helpers/service';
 import { TestClient } from './helpers/ws-client';
@@ -82,11 +82,12 @@ test('a message to the webview carries no secret of any kind, in text or in keys
   const posted: HostToUi[] = [];
   const bridge = new WebviewBridge((message) => posted.push(message), () => undefined, () => svc.service.redactor.secrets());
   const quoted = Object.values(secrets).join(' ');
-  bridge.postEvent({ event: 'tool.result', output: `the file says ${quoted}`, escaped: JSON.stringify({ quoted }), [secrets.relay_token]: 'a key' });
+  // A tool call's arguments are free-form (a model's or a file's text): secrets in values, keys and escaped JSON.
+  bridge.postEvent({ event: 'tool.call', conversation_id: 'c1', tool: 'write_file', arguments: { output: `the file says ${quoted}`, escaped: JSON.stringify({ quoted }), [secrets.relay_token]: 'a key' } });
   bridge.dispose();
   assert.equal(posted.length, 1);
   const text = JSON.stringify(posted[0]);
   assert.match(text, /the file says \[redacted\]/);
   assertNoSecret(text, 'the webview');
-  assert.ok(!JSON.parse(text).event.escaped.includes(JSON.stringify(secrets.password_hash).slice(1, -1)), 'nor in JSON text');
+  assert.ok(!JSON.parse(text).event.arguments.escaped.includes(JSON.stringify(secrets.password_hash).slice(1, -1)), 'nor in JSON text');
 });

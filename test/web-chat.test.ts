@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
@@ -217,6 +217,38 @@ test('a chat turn costs no list_conversations round trip: the list and a denied 
   await other.request({ type: 'update_config', config: { permission_mode: 'ask' } });
   await page.waitForFunction(() => (document.querySelector('.mode-select') as HTMLSelectElement).value === 'ask');
   other.close();
+});
+
+test('history: each tool card reads its outcome from get_messages (tool_kind, ok, denied), even when a result looks like a call', async () => {
+  // A result whose text is a JSON object, right after its call: shaped like another call's arguments.
+  await writeFile(join(workspace.dir, 'data.json'), '{"answer": 42}');
+  await openDrawer();
+  await page.locator('.drawer .new-chat').click();
+  const answerCard = async (decision: 'allow' | 'deny', reply: string) => {
+    const card = page.locator('.permission-card');
+    await card.waitFor();
+    await card.locator(`button[data-decision="${decision}"]`).click();
+    await card.waitFor({ state: 'detached' });
+    await page.waitForFunction((text) => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes(text) && !document.querySelector('.message.streaming'), reply);
+  };
+  fake.script({ tool_calls: [{ name: 'read_file', arguments: { path: 'data.json' } }] }, { text: 'It says 42.', chunks: 1 });
+  await send('history with tools');
+  await answerCard('allow', 'It says 42.');
+  fake.script({ tool_calls: [{ name: 'read_file', arguments: { path: 'data.json' } }] }, { text: 'Not read again.', chunks: 1 });
+  await send('read it once more');
+  await answerCard('deny', 'Not read again.');
+  const live = await page.locator('.tool-card .tool-status').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-status')));
+  assert.deepEqual(live, ['ok', 'denied'], 'live, from tool.result');
+
+  // Away and back: the conversation is drawn from get_messages alone.
+  await openDrawer();
+  await page.locator('.drawer .new-chat').click();
+  await openDrawer();
+  await page.locator('.conversation-open', { hasText: 'history with tools' }).click();
+  await page.waitForFunction(() => (document.querySelector('.message-list')?.textContent ?? '').includes('Not read again.'));
+  const cards = page.locator('.tool-card');
+  assert.deepEqual(await cards.locator('.tool-status').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-status'))), ['ok', 'denied'], 'from history, the same outcomes');
+  assert.match(await cards.first().locator('.tool-output').textContent() ?? '', /"answer": 42/, 'the JSON result is the first call\'s output, not a second call');
 });
 
 test('the permission mode select updates the service, and follows changes made elsewhere', async () => {

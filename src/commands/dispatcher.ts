@@ -35,7 +35,7 @@ export function createDispatcher(ctx: CommandContext): Dispatch {
     const id = command.id;
     try {
       requireOwnerFor(command.type, session);
-      const handler = handlers[command.type] as (c: Command, s: ClientSession, x: CommandContext) => Promise<Record<string, unknown>>;
+      const handler = handlers[command.type] as (c: Command, s: ClientSession, x: CommandContext) => Promise<object>;
       return ok(await handler(command, session, ctx), id);
     } catch (error) {
       return errorEnvelope(error, id, ctx);

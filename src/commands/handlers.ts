@@ -2,13 +2,14 @@ import { endpointWithoutCredentials } from '../log/redact';
 import { toolInfo } from '../agent/tools/registry';
 import type { ToolCallData, ToolResultData } from '../agent/transcript';
 import type { MessageRow } from '../store';
-import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ServiceConfig } from '../protocol';
+import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
 import { createPairing, relayStatus } from './relay-handlers';
 import { isOwner, requireWritableBy } from './roles';
 import type { ClientSession } from './session';
 
-type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<Record<string, unknown>>;
+/** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
+type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
 export type HandlerMap = { [T in CommandType]: Handler<T> };
 
 export function publicConfigOf(config: ServiceConfig): PublicConfig {
@@ -35,7 +36,7 @@ function toolFields(m: MessageRow): Partial<Message> {
   return {
     ...(m.tool_name ? { tool_name: m.tool_name } : {}),
     ...(data?.kind ? { tool_kind: data.kind } : {}),
-    ...(data?.kind === 'result' ? { ok: data.ok } : {}),
+    ...(data?.kind === 'result' ? { ok: data.ok, denied: data.denied === true } : {}),
   };
 }
 
@@ -63,9 +64,7 @@ export const handlers: HandlerMap = {
           : undefined,
         onToolEvent: (event) => session.send(command.id === undefined ? event : { ...event, id: command.id }),
       });
-      const data: Record<string, unknown> = { response: result.response, conversation_id: result.conversation_id };
-      if (result.cancelled) data.cancelled = true;
-      return data;
+      return { response: result.response, conversation_id: result.conversation_id, ...(result.cancelled ? { cancelled: true as const } : {}) };
     } finally {
       run.done();
     }

@@ -1,4 +1,4 @@
-import { ServiceError, type CommandOf, type PairingInfo, type RelayLinkStatus } from '../protocol';
+import { ServiceError, type CommandOf, type ResultOf } from '../protocol';
 import type { CommandContext } from './context';
 import type { ClientSession } from './session';
 
@@ -7,11 +7,11 @@ import type { ClientSession } from './session';
  * the service's access token, so only a client that authenticated with that token may ask (not a
  * session-token user, not the editor's webview).
  */
-export async function createPairing(command: CommandOf<'create_pairing'>, session: ClientSession, ctx: CommandContext): Promise<PairingInfo> {
+export async function createPairing(command: CommandOf<'create_pairing'>, session: ClientSession, ctx: CommandContext): Promise<ResultOf<'create_pairing'>> {
   if (session.principal !== 'access') throw new ServiceError('unauthorized', 'create_pairing needs a connection authenticated with the access token');
   return ctx.relay.createPairing(command.channel);
 }
 
-export async function relayStatus(_command: CommandOf<'relay_status'>, _session: ClientSession, ctx: CommandContext): Promise<{ relays: RelayLinkStatus[] }> {
+export async function relayStatus(_command: CommandOf<'relay_status'>, _session: ClientSession, ctx: CommandContext): Promise<ResultOf<'relay_status'>> {
   return { relays: ctx.relay.status() };
 }

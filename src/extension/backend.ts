@@ -3,24 +3,17 @@ import WebSocket from 'ws';
 import { publicConfigOf } from '../commands/handlers';
 import type { ClientSession } from '../commands/session';
 import { newSessionId } from '../commands/session';
+import { requestIdOf, type CommandInput, type Envelope, type PublicConfig, type ResultOf, type ServiceEvent } from '../protocol';
 import type { Service } from '../service';
 
-/** What `get_config` answers: the settings the editor shows (never a secret). */
-export interface PublicConfig {
-  provider: string;
-  model: string;
-  temperature: number;
-  permission_mode: 'ask' | 'allow' | 'deny';
-  base_url: string | null;
-  api_key_set: boolean;
-}
+export type { PublicConfig } from '../protocol';
 
 type Frame = Record<string, unknown>;
-export type Envelope = Record<string, unknown>;
+export type { Envelope } from '../protocol';
 
 export interface BackendEvents {
   /** A service event for the editor (config.changed, permission.request, ...). */
-  event: [event: Frame];
+  event: [event: ServiceEvent];
   /** The public config changed (after a config.changed, from any source). */
   config: [config: PublicConfig, fields: string[]];
   /** A remote backend lost its connection. */
@@ -51,14 +44,21 @@ export interface BackendSession {
 
 export interface SessionSink {
   onResponse(envelope: Envelope): void;
-  onEvent(event: Frame): void;
+  onEvent(event: ServiceEvent): void;
 }
 
-/** Throws the envelope's error text when it is not ok; returns `data`. */
-export async function call<T = Record<string, unknown>>(backend: { request(frame: Frame): Promise<Envelope> }, frame: Frame): Promise<T> {
+/** The frame's id as its answer must echo it (none when it has no valid one). */
+function idOf(frame: Frame): { id?: string | number } {
+  const id = requestIdOf(frame);
+  return id === undefined ? {} : { id };
+}
+
+/** Throws the envelope's error text when it is not ok; returns `data`, typed by the command's result schema. */
+export async function call<C extends CommandInput>(backend: { request(frame: Frame): Promise<Envelope> }, frame: C): Promise<ResultOf<C['type']>> {
   const envelope = await backend.request(frame);
-  if (envelope.status !== 'ok') throw new Error(String(envelope.error ?? 'the service refused the command'));
-  return envelope.data as T;
+  if (envelope.status !== 'ok') throw new Error(envelope.error || 'the service refused the command');
+  // The service answers each command with its own result (protocol/results.ts; test/protocol-results.test.ts).
+  return envelope.data as ResultOf<C['type']>;
 }
 
 /** The window that hosts the service: calls its one dispatcher directly. */
@@ -73,7 +73,7 @@ export class LocalBackend extends EventEmitter<BackendEvents> implements Backend
   constructor(readonly service: Service) {
     super();
     // The editor itself (commands, modal prompts) as one client: it answers prompts through Host.permissionPrompt.
-    this.session = { id: newSessionId(), source: 'editor', canAnswerPermissions: false, send: (event) => this.emit('event', event as Frame) };
+    this.session = { id: newSessionId(), source: 'editor', canAnswerPermissions: false, send: (event) => this.emit('event', event) };
     this.removeSession = service.events.add(this.session);
     service.config.on('change', this.onChange);
   }
@@ -87,7 +87,7 @@ export class LocalBackend extends EventEmitter<BackendEvents> implements Backend
   }
 
   openSession(sink: SessionSink): BackendSession {
-    const session: ClientSession = { id: newSessionId(), source: 'editor', canAnswerPermissions: true, send: (event) => sink.onEvent(event as Frame) };
+    const session: ClientSession = { id: newSessionId(), source: 'editor', canAnswerPermissions: true, send: (event) => sink.onEvent(event) };
     const remove = this.service.events.add(session);
     let open = true;
     return {
@@ -125,7 +125,7 @@ export class RemoteBackend extends EventEmitter<BackendEvents> implements Backen
     super();
     main.onEvent = (event) => {
       this.emit('event', event);
-      if (event.event === 'config.changed') void this.refresh((event.fields as string[]) ?? []);
+      if (event.event === 'config.changed') void this.refresh(event.fields);
     };
     main.onClose = () => {
       for (const view of this.views) view.close();
@@ -146,7 +146,7 @@ export class RemoteBackend extends EventEmitter<BackendEvents> implements Backen
 
   private async refresh(fields: string[]): Promise<void> {
     try {
-      this.current = await call<PublicConfig>(this.main, { type: 'get_config' });
+      this.current = await call(this.main, { type: 'get_config' });
       this.emit('config', this.current, fields);
     } catch {
       // The connection is going away; 'closed' follows.
@@ -175,7 +175,7 @@ export class RemoteBackend extends EventEmitter<BackendEvents> implements Backen
         opening.then(
           (c) => c.sendRaw(frame),
           (error: Error) =>
-            sink.onResponse({ status: 'error', code: 'server_error', error: `the service is not reachable: ${error.message}`, ...(frame.id !== undefined ? { id: frame.id } : {}) }),
+            sink.onResponse({ status: 'error', code: 'server_error', error: `the service is not reachable: ${error.message}`, ...idOf(frame) }),
         );
       },
       dispose: () => {
@@ -202,7 +202,7 @@ export class RemoteBackend extends EventEmitter<BackendEvents> implements Backen
  * and every response comes back through `onResponse`.
  */
 export class RemoteConnection {
-  onEvent?: (event: Frame) => void;
+  onEvent?: (event: ServiceEvent) => void;
   onResponse?: (envelope: Envelope) => void;
   onClose?: () => void;
   private readonly pending = new Map<string, (envelope: Envelope) => void>();
@@ -222,10 +222,11 @@ export class RemoteConnection {
           this.pending.delete(frame.id as string);
           const { id: _private, ...rest } = frame;
           void _private;
-          waiter(rest);
-        } else this.onResponse?.(frame);
+          waiter(rest as Envelope);
+        } else this.onResponse?.(frame as Envelope);
       } else if ('event' in frame) {
-        this.onEvent?.(frame);
+        // The service's own frames (same process tree, same version): typed by the protocol, not re-checked.
+        this.onEvent?.(frame as ServiceEvent);
       }
     });
     socket.on('close', () => {
@@ -272,7 +273,7 @@ export class RemoteConnection {
 
   sendRaw(frame: Frame): void {
     if (!this.isOpen) {
-      this.onResponse?.({ status: 'error', code: 'server_error', error: 'the connection to the service is closed', ...(frame.id !== undefined ? { id: frame.id } : {}) });
+      this.onResponse?.({ status: 'error', code: 'server_error', error: 'the connection to the service is closed', ...idOf(frame) });
       return;
     }
     this.socket.send(JSON.stringify(frame));

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
-import type { HostAction } from '../web/bridge-protocol';
+import type { HostAction, ViewEvent } from '../protocol';
 import type { Backend } from './backend';
 import { renderWebviewHtml } from '../web/webview-html';
 import type { HostingState } from './hosting';
@@ -56,7 +56,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   }
 
   /** An editor-side event for the UI (e.g. `editor.new_conversation`). */
-  post(event: Record<string, unknown>): void {
+  post(event: ViewEvent): void {
     this.bridge?.postEvent(event);
   }
 

@@ -1,8 +1,7 @@
 import * as vscode from 'vscode';
 import type { Host } from '../agent/host';
 import { workspaceRootsOf } from '../agent/toolbox';
-import type { HostAction } from '../web/bridge-protocol';
-import { DEFAULT_PROVIDER } from '../protocol';
+import { DEFAULT_PROVIDER, type HostAction } from '../protocol';
 import { ApiKeys } from './api-keys';
 import { call } from './backend';
 import { CHAT_VIEW_ID, ChatViewProvider } from './chat-view';

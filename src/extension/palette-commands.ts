@@ -62,11 +62,11 @@ function backendOf(deps: CommandDeps): Backend {
 
 /** Config changes go through `update_config`, so every client gets `config.changed`. */
 export async function updateConfig(deps: CommandDeps, config: Record<string, unknown>): Promise<string[]> {
-  return (await call<{ updated_fields: string[] }>(backendOf(deps), { type: 'update_config', config })).updated_fields;
+  return (await call(backendOf(deps), { type: 'update_config', config })).updated_fields;
 }
 
 async function currentConfig(deps: CommandDeps): Promise<PublicConfig> {
-  return backendOf(deps).config ?? (await call<PublicConfig>(backendOf(deps), { type: 'get_config' }));
+  return backendOf(deps).config ?? (await call(backendOf(deps), { type: 'get_config' }));
 }
 
 /** The whole service.json (the provider's key may be there), read by any window. */
@@ -158,7 +158,7 @@ export async function setApiKey(deps: CommandDeps): Promise<void> {
 }
 
 async function listTools(deps: CommandDeps): Promise<void> {
-  const { tools } = await call<{ tools: { name: string; description: string; parameters: Record<string, string> }[] }>(backendOf(deps), { type: 'list_tools' });
+  const { tools } = await call(backendOf(deps), { type: 'list_tools' });
   await vscode.window.showQuickPick(
     tools.map((t) => ({
       label: t.name,

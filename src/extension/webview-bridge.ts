@@ -1,9 +1,10 @@
 import { redactKnownSecrets } from '../log/redact';
-import type { HostAction, HostToUi, UiToHost } from '../web/bridge-protocol';
+import type { HostAction, HostToUi, ResultOf, ServiceEvent, UiToHost, ViewEvent } from '../protocol';
 import type { Backend, BackendSession } from './backend';
 import type { HostingState } from './hosting';
 
 export type UiState = Extract<HostToUi, { kind: 'state' }>;
+type ChatDelta = Extract<ServiceEvent, { event: 'chat.delta' }>;
 
 /**
  * Stream pieces that arrive within this window go to the webview as one chat.delta: every postMessage
@@ -33,14 +34,14 @@ export function uiStateOf(state: HostingState): UiState {
 }
 
 /**
- * The chat webview's half of the bridge (bridge-protocol.ts): frames go to the service's one
+ * The chat webview's half of the bridge (protocol/bridge.ts): frames go to the service's one
  * dispatcher as this view's own session; its responses and events come back as posted messages.
  * Every posted message passes a last check that no secret the editor knows is in it.
  */
 export class WebviewBridge {
   private session: BackendSession | undefined;
   private state: UiState = { kind: 'state', state: 'starting' };
-  private pendingDelta: Record<string, unknown> | undefined;
+  private pendingDelta: ChatDelta | undefined;
   private deltaTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -68,7 +69,7 @@ export class WebviewBridge {
     this.send(this.state);
   }
 
-  postEvent(event: Record<string, unknown>): void {
+  postEvent(event: ViewEvent): void {
     this.send({ kind: 'event', event });
   }
 
@@ -90,7 +91,7 @@ export class WebviewBridge {
         }
         // The editor's view is already trusted: an auth frame is answered, not forwarded.
         if (frame.type === 'auth') {
-          this.send({ kind: 'response', envelope: { status: 'ok', data: { authenticated: true, expires_in: null }, ...(frame.id !== undefined ? { id: frame.id } : {}) } });
+          this.send({ kind: 'response', envelope: { status: 'ok', data: { authenticated: true, expires_in: null } satisfies ResultOf<'auth'>, ...(frame.id !== undefined ? { id: frame.id } : {}) } });
           return;
         }
         if (!this.session) {
@@ -104,10 +105,10 @@ export class WebviewBridge {
   }
 
   /** Joins a chat.delta to the pending one of the same chat, or sends that one first. */
-  private queueDelta(event: Record<string, unknown>): void {
+  private queueDelta(event: ChatDelta): void {
     const pending = this.pendingDelta;
     if (pending && pending.id === event.id && pending.conversation_id === event.conversation_id) {
-      pending.delta = `${String(pending.delta ?? '')}${String(event.delta ?? '')}`;
+      pending.delta = `${pending.delta}${event.delta}`;
       return;
     }
     this.flushDelta();

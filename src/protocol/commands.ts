@@ -122,6 +122,9 @@ export const Command = z.discriminatedUnion('type', [
 export type Command = z.infer<typeof Command>;
 export type CommandType = Command['type'];
 export type CommandOf<T extends CommandType> = Extract<Command, { type: T }>;
+/** A command as a client writes it: defaulted fields (`stream`, `limit`...) may be left out. */
+export type CommandInput = z.input<typeof Command>;
+export type CommandInputOf<T extends CommandType> = Extract<CommandInput, { type: T }>;
 
 /** The frame's `id` when it is a valid one, so even a refused frame's error can be matched by its client. */
 export function requestIdOf(frame: unknown): RequestId | undefined {
@@ -154,6 +157,8 @@ export const Message = z.object({
   tool_kind: z.enum(['call', 'result']).optional(),
   /** Tool results: whether the tool ran and succeeded (false when it failed or was denied). */
   ok: z.boolean().optional(),
+  /** Tool results: the tool did not run, the permission gate refused it (as `tool.result` says live). */
+  denied: z.boolean().optional(),
 });
 export type Message = z.infer<typeof Message>;
 

@@ -21,8 +21,10 @@ export type OkEnvelope = z.infer<typeof OkEnvelope>;
 export type ErrorEnvelope = z.infer<typeof ErrorEnvelope>;
 export type Envelope = z.infer<typeof Envelope>;
 
-export function ok(data: Record<string, unknown>, id?: RequestId): OkEnvelope {
-  return id === undefined ? { status: 'ok', data } : { status: 'ok', data, id };
+export function ok(data: object, id?: RequestId): OkEnvelope {
+  // Every command's result is an object (protocol/results.ts); the envelope carries it as it is.
+  const record = data as Record<string, unknown>;
+  return id === undefined ? { status: 'ok', data: record } : { status: 'ok', data: record, id };
 }
 
 export function fail(code: ErrorCode, error: string, id?: RequestId): ErrorEnvelope {

@@ -7,3 +7,7 @@ export * from './webhook';
 export * from './config';
 export * from './relay';
 export * from './providers';
+export * from './results';
+export * from './bridge';
+export * from './relay-frames';
+export * from './relay-client-frame';

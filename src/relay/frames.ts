@@ -1,55 +1,16 @@
-import { z } from 'zod';
 import type { ErrorCode } from '../protocol/errors';
+import { MachineFrame, parseFrame, type RelayClientFrame, type RelayToMachineFrame } from '../protocol/relay-frames';
 
-/**
- * The frames of the machine socket (docs/relay.md, "Machine socket") and the relay's own frames to
- * clients. The relay-link on the service side speaks the same shapes; these schemas are their truth.
- */
-
-/** The relay's opaque id of one client connection. */
-export const ClientId = z.string().min(1).max(64);
-
-/** Machine -> relay. */
-export const MachineDataFrame = z.object({ t: z.literal('data'), c: ClientId, d: z.string() });
-export const MachineCloseFrame = z.object({
-  t: z.literal('close'),
-  c: ClientId,
-  code: z.number().int().min(4000).max(4999).optional(),
-  reason: z.string().optional(),
-});
-export const MachineFrame = z.discriminatedUnion('t', [MachineDataFrame, MachineCloseFrame]);
-export type MachineFrame = z.infer<typeof MachineFrame>;
-
-/** Relay -> machine. */
-export const RelayToMachineFrame = z.discriminatedUnion('t', [
-  z.object({ t: z.literal('open'), c: ClientId }),
-  z.object({ t: z.literal('data'), c: ClientId, d: z.string() }),
-  z.object({ t: z.literal('close'), c: ClientId }),
-]);
-export type RelayToMachineFrame = z.infer<typeof RelayToMachineFrame>;
-
-/** Relay -> client: the relay's own frames always carry a `relay` field; service frames never do. */
-export const RelayStatusFrame = z.object({ relay: z.literal('status'), machine: z.enum(['online', 'offline']) });
-export const RelayErrorFrame = z.object({ relay: z.literal('error'), code: z.string(), error: z.string() });
-export const RelayClientFrame = z.discriminatedUnion('relay', [RelayStatusFrame, RelayErrorFrame]);
-export type RelayClientFrame = z.infer<typeof RelayClientFrame>;
-
-export const openFrame = (cid: string) => JSON.stringify({ t: 'open', c: cid });
-export const closeFrame = (cid: string) => JSON.stringify({ t: 'close', c: cid });
-export const dataFrame = (cid: string, data: string) => JSON.stringify({ t: 'data', c: cid, d: data });
-export const statusFrame = (online: boolean) => JSON.stringify({ relay: 'status', machine: online ? 'online' : 'offline' });
-export const relayErrorFrame = (code: ErrorCode, error: string) => JSON.stringify({ relay: 'error', code, error });
+// The relay's frames, built to the protocol's schemas (protocol/relay-frames.ts), which the relay link and the phone read.
+export const openFrame = (cid: string) => JSON.stringify({ t: 'open', c: cid } satisfies RelayToMachineFrame);
+export const closeFrame = (cid: string) => JSON.stringify({ t: 'close', c: cid } satisfies RelayToMachineFrame);
+export const dataFrame = (cid: string, data: string) => JSON.stringify({ t: 'data', c: cid, d: data } satisfies RelayToMachineFrame);
+export const statusFrame = (online: boolean) => JSON.stringify({ relay: 'status', machine: online ? 'online' : 'offline' } satisfies RelayClientFrame);
+export const relayErrorFrame = (code: ErrorCode, error: string) => JSON.stringify({ relay: 'error', code, error } satisfies RelayClientFrame);
 
 /** A machine's frame, or undefined when it is not one (bad JSON, unknown `t`, bad fields). */
 export function parseMachineFrame(text: string): MachineFrame | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  const parsed = MachineFrame.safeParse(value);
-  return parsed.success ? parsed.data : undefined;
+  return parseFrame(MachineFrame, text);
 }
 
 /** Whether the UTF-8 form of `text` is longer than `limit` bytes; encodes only when its UTF-16 length cannot tell. */

@@ -7,7 +7,7 @@ import { h } from './chat/dom';
 import { loadClientKeyPair } from './client-key';
 import { forgetPairing, loadPairing, markPaired, savePairing, type Pairing } from './pairing';
 import { RelayWire } from './relay-wire';
-import { WebSocketTransport } from './transport-websocket';
+import { WebSocketConnection } from './websocket-connection';
 
 const CONVERSATION_KEY = 'remote-assistant.conversation';
 const root = document.getElementById('app') ?? document.body.appendChild(document.createElement('div'));
@@ -15,7 +15,7 @@ const root = document.getElementById('app') ?? document.body.appendChild(documen
 function start(pairing: Pairing): void {
   const relay = pairing.relay;
   let pairingSecret = relay?.pair;
-  const transport = new WebSocketTransport({
+  const connection = new WebSocketConnection({
     url: pairing.url,
     token: pairing.token,
     createWire: relay
@@ -34,13 +34,13 @@ function start(pairing: Pairing): void {
   });
   const forget = h('button', { type: 'button', class: 'button secondary forget-pairing' }, 'Forget this pairing');
   forget.addEventListener('click', () => {
-    transport.close();
+    connection.close();
     forgetPairing();
     localStorage.removeItem(CONVERSATION_KEY);
     showPairingForm();
   });
   new ChatApp({
-    transport,
+    connection,
     root,
     drawerFooter: h('div', { class: 'drawer-footer' }, h('div', { class: 'paired-with' }, relay ? `Via relay: ${hostOf(pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(pairing.url)}`), forget),
     memory: {

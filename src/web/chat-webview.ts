@@ -1,19 +1,19 @@
 /** The editor's chat view (webview): the chat app over postMessage to the extension. */
 import { ChatApp } from './chat/app';
-import { PostMessageTransport } from './transport-postmessage';
+import { PostMessageConnection } from './postmessage-connection';
 
-const transport = new PostMessageTransport();
+const connection = new PostMessageConnection();
 const root = document.getElementById('app') ?? document.body.appendChild(document.createElement('div'));
 
 new ChatApp({
-  transport,
+  connection,
   root,
   // The webview's own state survives the view being hidden and the window reloading.
   memory: {
     load: () => {
-      const state = transport.api.getState() as { conversationId?: unknown } | undefined;
+      const state = connection.api.getState() as { conversationId?: unknown } | undefined;
       return typeof state?.conversationId === 'string' ? state.conversationId : undefined;
     },
-    save: (conversationId) => transport.api.setState({ conversationId }),
+    save: (conversationId) => connection.api.setState({ conversationId }),
   },
 });

@@ -3,6 +3,8 @@
  * machine is online, send the hello (with the pairing proof the first time), read the welcome, then
  * box every frame. When the machine comes back after being away, everything starts over.
  */
+import { readRelayClientFrame } from '../protocol/relay-client-frame';
+import type { RelayClientFrame } from '../protocol';
 import { ClientHandshake, E2EError, type KeyPairText, type SecureChannel } from '../tunnel';
 import type { Wire, WireEvent } from './wire';
 
@@ -33,7 +35,9 @@ export class RelayWire implements Wire {
 
   receive(text: string): WireEvent {
     if (text === 'pong') return { kind: 'ignore' };
-    const relayFrame = parseRelayFrame(text);
+    const relayFrame = readRelayClientFrame(text);
+    // The relay's own frame (a `relay` field) of no known shape: never a tunnel frame; nothing to do.
+    if (relayFrame === null) return { kind: 'ignore' };
     if (relayFrame) return this.onRelayFrame(relayFrame);
     try {
       if (this.channel) return { kind: 'frame', text: this.channel.open(text) };
@@ -56,29 +60,20 @@ export class RelayWire implements Wire {
     return this.channel.seal(text);
   }
 
-  private onRelayFrame(frame: { relay: string; machine?: unknown; error?: unknown }): WireEvent {
-    if (frame.relay === 'status' && frame.machine === 'online') {
-      this.channel = undefined;
-      this.handshake = new ClientHandshake(this.options.keyPair, this.options.machineKey, this.options.pairingSecret());
-      this.send(this.handshake.hello());
-      return { kind: 'restart' };
+  private onRelayFrame(frame: RelayClientFrame): WireEvent {
+    switch (frame.relay) {
+      case 'status':
+        if (frame.machine === 'online') {
+          this.channel = undefined;
+          this.handshake = new ClientHandshake(this.options.keyPair, this.options.machineKey, this.options.pairingSecret());
+          this.send(this.handshake.hello());
+          return { kind: 'restart' };
+        }
+        this.channel = undefined;
+        this.handshake = undefined;
+        return { kind: 'down', detail: 'computer offline' };
+      case 'error':
+        return { kind: 'notice', detail: frame.error.slice(0, 120) };
     }
-    if (frame.relay === 'status' && frame.machine === 'offline') {
-      this.channel = undefined;
-      this.handshake = undefined;
-      return { kind: 'down', detail: 'computer offline' };
-    }
-    if (frame.relay === 'error') return { kind: 'notice', detail: typeof frame.error === 'string' ? frame.error.slice(0, 120) : 'relay error' };
-    return { kind: 'ignore' };
-  }
-}
-
-function parseRelayFrame(text: string): { relay: string; machine?: unknown; error?: unknown } | undefined {
-  if (!text.includes('"relay"')) return undefined;
-  try {
-    const value = JSON.parse(text) as { relay?: unknown };
-    return value && typeof value.relay === 'string' ? (value as { relay: string }) : undefined;
-  } catch {
-    return undefined;
   }
 }

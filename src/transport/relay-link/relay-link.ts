@@ -1,5 +1,5 @@
 import WebSocket, { type RawData } from 'ws';
-import type { RelayLinkState, RelayLinkStatus, WebsocketChannel } from '../../protocol';
+import { RelayToMachineFrame, parseFrame, type MachineFrame, type RelayLinkState, type RelayLinkStatus, type WebsocketChannel } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { ClientKeys } from './client-keys';
 import type { FrameSessionDeps } from '../sessions/frame-session';
@@ -210,37 +210,35 @@ export class RelayLink {
 
   private onFrame(text: string, identity: MachineIdentity): void {
     if (text === 'pong' || text === 'ping') return;
-    let frame: { t?: unknown; c?: unknown; d?: unknown };
-    try {
-      frame = JSON.parse(text);
-    } catch {
-      return this.log.warn('relay.bad_frame', { reason: 'not JSON' });
-    }
-    if (frame === null || typeof frame !== 'object' || typeof frame.c !== 'string') return;
+    const frame = parseFrame(RelayToMachineFrame, text);
+    if (!frame) return this.log.warn('relay.bad_frame', { reason: 'not a relay frame' });
     const cid = frame.c;
-    if (frame.t === 'open') {
-      this.clients.get(cid)?.closed();
-      this.clients.set(
-        cid,
-        new RelayedClient(cid, {
-          toRelay: (out) => this.send(out),
-          identity,
-          clientKeys: this.deps.clientKeys,
-          sessions: this.deps.sessions,
-          logger: this.deps.logger,
-          via: this.deps.channel.name,
-          handshakeTimeoutMs: this.timing.handshakeTimeoutMs,
-        }),
-      );
-    } else if (frame.t === 'data' && typeof frame.d === 'string') {
-      this.clients.get(cid)?.receive(frame.d);
-    } else if (frame.t === 'close') {
-      this.clients.get(cid)?.closed();
-      this.clients.delete(cid);
+    switch (frame.t) {
+      case 'open':
+        this.clients.get(cid)?.closed();
+        this.clients.set(
+          cid,
+          new RelayedClient(cid, {
+            toRelay: (out) => this.send(out),
+            identity,
+            clientKeys: this.deps.clientKeys,
+            sessions: this.deps.sessions,
+            logger: this.deps.logger,
+            via: this.deps.channel.name,
+            handshakeTimeoutMs: this.timing.handshakeTimeoutMs,
+          }),
+        );
+        return;
+      case 'data':
+        return this.clients.get(cid)?.receive(frame.d);
+      case 'close':
+        this.clients.get(cid)?.closed();
+        this.clients.delete(cid);
+        return;
     }
   }
 
-  private send(frame: { t: string; c: string; [field: string]: unknown }): void {
+  private send(frame: MachineFrame): void {
     if (frame.t === 'close') this.clients.delete(frame.c);
     const socket = this.socket;
     if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(frame));

@@ -1,5 +1,6 @@
 import { E2EError, acceptHello, parseHello, type SecureChannel } from '../../tunnel';
 import type { Logger } from '../../log/logger';
+import type { MachineFrame } from '../../protocol';
 import type { ClientKeys } from './client-keys';
 import { openFrameSession, type FrameSession, type FrameSessionDeps } from '../sessions/frame-session';
 import type { MachineIdentity } from './machine-identity';
@@ -17,7 +18,7 @@ export function relayCloseCode(code: number): number {
 
 export interface RelayedClientDeps {
   /** Sends a machine frame (`data` or `close`) to the relay. */
-  toRelay(frame: { t: 'data'; c: string; d: string } | { t: 'close'; c: string; code: number; reason: string }): void;
+  toRelay(frame: MachineFrame): void;
   identity: MachineIdentity;
   clientKeys: ClientKeys;
   sessions: FrameSessionDeps;

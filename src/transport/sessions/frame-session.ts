@@ -1,4 +1,4 @@
-import { AuthCommand, fail, ok, requestIdOf, type Envelope, type ServiceEvent } from '../../protocol';
+import { AuthCommand, fail, ok, requestIdOf, type Envelope, type ResultOf, type ServiceEvent } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { Dispatch } from '../../commands/dispatcher';
 import type { EventHub } from '../../commands/event-hub';
@@ -122,7 +122,8 @@ export function openFrameSession(peer: FramePeer, source: string, remoteAddress:
     if (candidate.kind === 'session') closeAtExpiry(candidate.expiresAt);
     removeFromHub = deps.events.add(session);
     log.info('ws.authenticated', { address: remoteAddress, principal: candidate.kind });
-    send(ok({ authenticated: true, expires_in: deps.auth.expiresIn(candidate) }, requestId));
+    const answer: ResultOf<'auth'> = { authenticated: true, expires_in: deps.auth.expiresIn(candidate) };
+    send(ok(answer, requestId));
   };
 
   const handle = async (frame: unknown) => {

@@ -1,22 +1,23 @@
 /**
- * The chat app: wires the views to a Transport. It knows nothing of where it runs; the entry points
- * (chat-webview.ts, chat-phone.ts) choose the transport and where to remember the open conversation.
+ * The chat app: wires the views to a ServiceConnection. It knows nothing of where it runs; the entry
+ * points (chat-webview.ts, chat-phone.ts) choose the connection and where to remember the open conversation.
  */
-import type { Envelope, ServiceEventFrame, Transport, TransportState } from '../transport';
+import type { CommandInput, EnvelopeOf, PermissionMode, ViewEvent } from '../../protocol';
+import type { ConnectionStatus, ServiceConnection } from '../connection';
 import { ErrorBanner } from './banner';
 import { Composer } from './composer';
-import { ConversationList, type ConversationSummary } from './conversation-list';
+import { ConversationList } from './conversation-list';
 import { h } from './dom';
-import { Header, type PermissionMode } from './header';
-import { MessageView, type HistoryMessage, type StreamingReply, type ToolCard } from './message-view';
+import { Header } from './header';
+import { MessageView, type StreamingReply, type ToolCard } from './message-view';
 import { PermissionCards, type Decision } from './permission-cards';
 
 /** The events of a running chat, drawn live. */
-type ChatEvent = Extract<ServiceEventFrame, { event: 'chat.delta' | 'tool.call' | 'tool.result' }>;
+type ChatEvent = Extract<ViewEvent, { event: 'chat.delta' | 'tool.call' | 'tool.result' }>;
 type ChatEventOf<E extends ChatEvent['event']> = Extract<ChatEvent, { event: E }>;
 
 export interface ChatAppOptions {
-  transport: Transport;
+  connection: ServiceConnection;
   root: HTMLElement;
   /** Remembers the conversation on screen (webview state, localStorage). */
   memory?: { load(): string | undefined; save(conversationId: string | undefined): void };
@@ -36,7 +37,7 @@ interface ActiveChat {
 const HISTORY_LIMIT = 200;
 
 export class ChatApp {
-  private readonly transport: Transport;
+  private readonly connection: ServiceConnection;
   private readonly header: Header;
   private readonly list: ConversationList;
   private readonly messages = new MessageView();
@@ -49,10 +50,9 @@ export class ChatApp {
   private view = 0;
   private active: ActiveChat | undefined;
   private connected = false;
-  /** Tools the user denied, by conversation, so their failed result reads "denied". */
 
   constructor(options: ChatAppOptions) {
-    this.transport = options.transport;
+    this.connection = options.connection;
     this.root = options.root;
     this.memory = options.memory;
     this.header = new Header((mode, previous) => void this.changeMode(mode, previous));
@@ -69,13 +69,13 @@ export class ChatApp {
       (text) => void this.send(text),
       () => void this.stop(),
     );
-    this.banner = new ErrorBanner(this.transport);
+    this.banner = new ErrorBanner(this.connection);
     this.layout(options.drawerFooter);
 
     this.current = this.memory?.load();
     if (!this.current) this.messages.showEmpty('Start a conversation: type a message below.');
-    this.transport.onEvent((event) => this.onEvent(event));
-    this.transport.onState((state) => this.onState(state));
+    this.connection.onEvent((event) => this.onEvent(event));
+    this.connection.onState((state) => this.onState(state));
   }
 
   private layout(footer: HTMLElement | undefined): void {
@@ -96,9 +96,9 @@ export class ChatApp {
     // Links in replies: through the editor when there is one, else a new tab (target=_blank).
     this.messages.element.addEventListener('click', (event) => {
       const link = (event.target as Element | null)?.closest?.('a[href]');
-      if (!link || !this.transport.action) return;
+      if (!link || !this.connection.action) return;
       event.preventDefault();
-      this.transport.action('openLink', link.getAttribute('href') ?? '');
+      this.connection.action('openLink', link.getAttribute('href') ?? '');
     });
   }
 
@@ -110,7 +110,7 @@ export class ChatApp {
 
   // ---- connection and events -------------------------------------------------------------
 
-  private onState(state: TransportState): void {
+  private onState(state: ConnectionStatus): void {
     const wasConnected = this.connected;
     this.connected = state.state === 'open';
     this.header.setState(state);
@@ -124,7 +124,7 @@ export class ChatApp {
     if (!this.connected) this.permissions.clear();
   }
 
-  private onEvent(event: ServiceEventFrame): void {
+  private onEvent(event: ViewEvent): void {
     switch (event.event) {
       case 'chat.delta':
         return this.onDelta(event);
@@ -190,9 +190,9 @@ export class ChatApp {
 
   // ---- commands --------------------------------------------------------------------------
 
-  private async call(frame: Record<string, unknown>): Promise<Envelope | undefined> {
+  private async call<C extends CommandInput>(frame: C): Promise<EnvelopeOf<C['type']> | undefined> {
     try {
-      return await this.transport.request(frame);
+      return await this.connection.request(frame);
     } catch {
       return undefined;
     }
@@ -200,18 +200,17 @@ export class ChatApp {
 
   private async send(text: string): Promise<void> {
     if (this.active) return;
-    const chat: ActiveChat = { id: this.transport.newId(), conversationId: this.current, view: this.view, reply: undefined, tools: [] };
+    const chat: ActiveChat = { id: this.connection.newId(), conversationId: this.current, view: this.view, reply: undefined, tools: [] };
     this.active = chat;
     this.banner.hide();
     this.composer.setRunning(true);
     this.messages.addUser(text);
     if (!this.current) this.header.setTitle(text.length > 80 ? `${text.slice(0, 79)}…` : text);
-    const frame: Record<string, unknown> = { type: 'chat', id: chat.id, message: text, stream: true };
-    if (chat.conversationId) frame.conversation_id = chat.conversationId;
-    let answer: Envelope | undefined;
+    const frame = { type: 'chat', id: chat.id, message: text, stream: true, ...(chat.conversationId ? { conversation_id: chat.conversationId } : {}) } as const;
+    let answer: EnvelopeOf<'chat'> | undefined;
     let lost = false;
     try {
-      answer = await this.transport.request(frame);
+      answer = await this.connection.request(frame);
     } catch {
       lost = true;
     }
@@ -220,12 +219,12 @@ export class ChatApp {
     const onScreen = chat.view === this.view;
 
     if (answer?.status === 'ok') {
-      const data = answer.data ?? {};
-      const conversationId = typeof data.conversation_id === 'string' ? data.conversation_id : chat.conversationId;
+      const data = answer.data;
+      const conversationId = data.conversation_id || chat.conversationId;
       if (onScreen) {
         if (!this.current && conversationId) this.setCurrent(conversationId);
         const reply = chat.reply ?? this.messages.startReply();
-        reply.finish(String(data.response ?? ''), data.cancelled === true);
+        reply.finish(data.response, data.cancelled === true);
       } else if (conversationId && conversationId === this.current) {
         void this.loadHistory(conversationId);
       }
@@ -269,15 +268,13 @@ export class ChatApp {
 
   private async refreshConfig(): Promise<void> {
     const answer = await this.call({ type: 'get_config' });
-    const mode = answer?.status === 'ok' ? answer.data?.permission_mode : undefined;
-    if (mode === 'ask' || mode === 'allow' || mode === 'deny') this.header.setMode(mode, this.connected);
+    if (answer?.status === 'ok') this.header.setMode(answer.data.permission_mode, this.connected);
   }
 
   private async refreshConversations(): Promise<void> {
     const answer = await this.call({ type: 'list_conversations', limit: 100 });
     if (answer?.status !== 'ok') return;
-    const conversations = (answer.data?.conversations ?? []) as ConversationSummary[];
-    this.list.setConversations(conversations);
+    this.list.setConversations(answer.data.conversations);
     this.list.setCurrent(this.current);
     if (this.current) this.header.setTitle(this.list.title(this.current) ?? 'Conversation');
   }
@@ -287,7 +284,7 @@ export class ChatApp {
     const answer = await this.call({ type: 'get_messages', conversation_id: conversationId, include_tools: true, limit: HISTORY_LIMIT });
     if (view !== this.view || this.current !== conversationId) return;
     if (answer?.status === 'ok') {
-      this.messages.showHistory((answer.data?.messages ?? []) as HistoryMessage[]);
+      this.messages.showHistory(answer.data.messages);
     } else if (answer?.code === 'not_found') {
       this.newChat();
     } else if (answer) {

@@ -1,16 +1,16 @@
 /** The provider-error banner: the service's message, and in the editor the commands that fix it. */
-import type { Transport } from '../transport';
+import type { ServiceConnection } from '../connection';
 import { h } from './dom';
 
 export class ErrorBanner {
   readonly element: HTMLElement;
   private readonly text: HTMLElement;
 
-  constructor(transport: Transport) {
+  constructor(connection: ServiceConnection) {
     this.text = h('div', { class: 'banner-text' });
     const actions = h('div', { class: 'banner-actions' });
-    if (transport.action) {
-      const act = transport.action.bind(transport);
+    if (connection.action) {
+      const act = connection.action.bind(connection);
       actions.append(
         h('button', { type: 'button', class: 'button secondary', onclick: () => act('setApiKey') }, 'Set API Key'),
         h('button', { type: 'button', class: 'button secondary', onclick: () => act('selectModel') }, 'Select Model'),

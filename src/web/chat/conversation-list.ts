@@ -3,8 +3,6 @@ import { h, relativeTime } from './dom';
 import type { Conversation } from '../../protocol';
 import { sourceLabel } from '../../protocol/sources';
 
-export type ConversationSummary = Conversation;
-
 export interface ConversationListHandlers {
   select(id: string): void;
   create(): void;
@@ -14,7 +12,7 @@ export interface ConversationListHandlers {
 export class ConversationList {
   readonly element: HTMLElement;
   private readonly list: HTMLUListElement;
-  private items: ConversationSummary[] = [];
+  private items: Conversation[] = [];
   private current: string | undefined;
 
   constructor(private readonly handlers: ConversationListHandlers) {
@@ -31,7 +29,7 @@ export class ConversationList {
     return this.items.find((c) => c.id === id)?.title;
   }
 
-  setConversations(items: ConversationSummary[]): void {
+  setConversations(items: Conversation[]): void {
     this.items = items;
     this.render();
   }
@@ -42,7 +40,7 @@ export class ConversationList {
   }
 
   /** A conversation that changed (conversation.updated): to the top, newest activity first, as listed. */
-  upsert(item: ConversationSummary): void {
+  upsert(item: Conversation): void {
     this.items = [item, ...this.items.filter((c) => c.id !== item.id)];
     this.render();
   }
@@ -64,7 +62,7 @@ export class ConversationList {
     this.list.replaceChildren(...this.items.map((c) => this.item(c)));
   }
 
-  private item(conversation: ConversationSummary): HTMLLIElement {
+  private item(conversation: Conversation): HTMLLIElement {
     const open = h(
       'button',
       { type: 'button', class: 'conversation-open', 'aria-current': conversation.id === this.current ? 'true' : undefined, title: conversation.title },
@@ -78,7 +76,7 @@ export class ConversationList {
     return row;
   }
 
-  private confirmDelete(row: HTMLLIElement, conversation: ConversationSummary, trigger: HTMLButtonElement): void {
+  private confirmDelete(row: HTMLLIElement, conversation: Conversation, trigger: HTMLButtonElement): void {
     const yes = h('button', { type: 'button', class: 'button danger confirm-delete' }, 'Delete');
     const no = h('button', { type: 'button', class: 'button secondary cancel-delete' }, 'Cancel');
     const box = h('div', { class: 'confirm', role: 'group', 'aria-label': 'Confirm delete' }, h('span', {}, 'Delete this conversation?'), yes, no);

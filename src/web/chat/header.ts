@@ -1,10 +1,9 @@
 /** The top bar: drawer toggle, title, connection state, permission mode. */
-import type { TransportState } from '../transport';
+import type { PermissionMode } from '../../protocol';
+import type { ConnectionStatus } from '../connection';
 import { h } from './dom';
 
-export type PermissionMode = 'ask' | 'allow' | 'deny';
-
-const STATE_LABEL: Record<TransportState['state'], string> = {
+const STATE_LABEL: Record<ConnectionStatus['state'], string> = {
   connecting: 'Connecting…',
   open: 'Connected',
   closed: 'Disconnected',
@@ -52,7 +51,7 @@ export class Header {
     this.titleText.title = title;
   }
 
-  setState(state: TransportState): void {
+  setState(state: ConnectionStatus): void {
     this.connection.dataset.state = state.state;
     this.connectionText.textContent = state.detail ? `${STATE_LABEL[state.state]} (${state.detail})` : STATE_LABEL[state.state];
     this.mode.disabled = state.state !== 'open' || this.modeValue === undefined;

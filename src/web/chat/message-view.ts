@@ -1,18 +1,11 @@
 /** The message list of the conversation on screen: bubbles, streaming replies, tool cards, notes. */
+import type { Message } from '../../protocol';
 import { formatArguments, h } from './dom';
 import { renderMarkdown } from './markdown';
 
-export interface HistoryMessage {
-  id: string;
-  role: 'user' | 'assistant' | 'tool';
-  content: string;
-  timestamp: string;
-  tool_name?: string;
-}
+export type ToolStatus = 'running' | 'ok' | 'failed' | 'denied';
 
-export type ToolStatus = 'running' | 'ok' | 'failed' | 'denied' | 'done';
-
-const STATUS_LABEL: Record<ToolStatus, string> = { running: 'running…', ok: 'ok', failed: 'failed', denied: 'denied', done: 'done' };
+const STATUS_LABEL: Record<ToolStatus, string> = { running: 'running…', ok: 'ok', failed: 'failed', denied: 'denied' };
 
 export class ToolCard {
   readonly element: HTMLElement;
@@ -133,26 +126,22 @@ export class MessageView {
   }
 
   /** Puts a history (oldest first) on screen, pairing each tool call with its result. */
-  showHistory(messages: HistoryMessage[]): void {
+  showHistory(messages: Message[]): void {
     this.clear();
     const waiting: ToolCard[] = [];
-    let lastWasCall = false;
     for (const message of messages) {
       if (message.role === 'user') this.addUser(message.content);
       else if (message.role === 'assistant') this.addAssistant(message.content);
       else {
         const name = message.tool_name ?? 'tool';
-        const args = parseObject(message.content);
-        // The store writes a batch's calls first, then their results in order: a JSON object right
-        // after a call is another call; anything else answers the oldest call of that tool.
-        const index = waiting.findIndex((card) => card.tool === name);
-        if (index < 0 || (lastWasCall && args !== undefined)) {
-          waiting.push(this.addTool(name, args ?? message.content));
-          lastWasCall = true;
+        // The store writes a batch's calls first, then their results in order: a result answers the
+        // oldest waiting call of its tool.
+        const index = message.tool_kind === 'result' ? waiting.findIndex((card) => card.tool === name) : -1;
+        if (index < 0) {
+          waiting.push(this.addTool(name, parseObject(message.content) ?? message.content));
         } else {
           const [card] = waiting.splice(index, 1);
-          card.setStatus(historyStatus(message.content), message.content);
-          lastWasCall = false;
+          card.setStatus(historyStatus(message), message.content);
         }
       }
     }
@@ -181,9 +170,8 @@ function parseObject(text: string): Record<string, unknown> | undefined {
   }
 }
 
-/** get_messages does not say whether a tool succeeded; the runner's own texts do. */
-function historyStatus(content: string): ToolStatus {
-  if (content.startsWith('Permission denied')) return 'denied';
-  if (content.startsWith('Unknown tool') || content === 'Cancelled.') return 'failed';
-  return 'done';
+/** A stored result's outcome as get_messages gives it (the same words as a live tool.result). */
+function historyStatus(message: Message): ToolStatus {
+  if (message.ok) return 'ok';
+  return message.denied ? 'denied' : 'failed';
 }

@@ -1,14 +1,15 @@
 /**
- * The phone's transport: a WebSocket to the service (directly or through the relay). Authenticates
+ * The phone's connection: a WebSocket to the service (directly or through the relay). Authenticates
  * with the `auth` frame first, and after any drop reconnects with jittered exponential backoff and
  * authenticates again. A refused token (close 4401) stops retrying: the pairing must be renewed.
  * Through the relay, a Wire (relay-wire.ts) carries the frames in the e2e tunnel, and the session starts
  * over whenever the machine comes back.
  */
-import { TransportCore, type Envelope, type Frame, type Transport, type TransportState } from './transport';
+import type { CommandInput, EnvelopeOf, Envelope, CommandInputOf } from '../protocol';
+import { ConnectionCore, type ConnectionStatus, type ServiceConnection } from './connection';
 import { PlainWire, type Wire } from './wire';
 
-export interface WebSocketTransportOptions {
+export interface WebSocketConnectionOptions {
   url: string;
   token: string;
   /** First retry delay; doubles per failed attempt up to `maxDelayMs`. */
@@ -23,8 +24,8 @@ export interface WebSocketTransportOptions {
 const CLOSE_INVALID_TOKEN = 4401;
 const CLOSE_FORBIDDEN = 4403;
 
-export class WebSocketTransport implements Transport {
-  private readonly core = new TransportCore();
+export class WebSocketConnection implements ServiceConnection {
+  private readonly core = new ConnectionCore();
   private socket: WebSocket | undefined;
   private wire: Wire = new PlainWire();
   private attempts = 0;
@@ -34,7 +35,7 @@ export class WebSocketTransport implements Transport {
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
 
-  constructor(private readonly options: WebSocketTransportOptions) {
+  constructor(private readonly options: WebSocketConnectionOptions) {
     this.baseDelayMs = options.baseDelayMs ?? 500;
     this.maxDelayMs = options.maxDelayMs ?? 10_000;
     // A phone that wakes up or gets its network back should not wait out a long backoff.
@@ -47,7 +48,7 @@ export class WebSocketTransport implements Transport {
     this.connect();
   }
 
-  get state(): TransportState {
+  get state(): ConnectionStatus {
     return this.core.state;
   }
 
@@ -55,7 +56,7 @@ export class WebSocketTransport implements Transport {
     return this.core.newId();
   }
 
-  request(frame: Frame): Promise<Envelope> {
+  request<C extends CommandInput>(frame: C): Promise<EnvelopeOf<C['type']>> {
     const socket = this.socket;
     if (this.core.state.state !== 'open' || !socket || socket.readyState !== WebSocket.OPEN) {
       return Promise.reject(new Error('not connected'));
@@ -65,11 +66,11 @@ export class WebSocketTransport implements Transport {
     return answer;
   }
 
-  onEvent(listener: Parameters<Transport['onEvent']>[0]): () => void {
+  onEvent(listener: Parameters<ServiceConnection['onEvent']>[0]): () => void {
     return this.core.onEvent(listener);
   }
 
-  onState(listener: Parameters<Transport['onState']>[0]): () => void {
+  onState(listener: Parameters<ServiceConnection['onState']>[0]): () => void {
     return this.core.onState(listener);
   }
 
@@ -111,7 +112,8 @@ export class WebSocketTransport implements Transport {
     const startSession = () => {
       authenticated = false;
       authId = `auth-${this.newId()}`;
-      socket.send(wire.encode(JSON.stringify({ type: 'auth', token: this.options.token, id: authId })));
+      const auth: CommandInputOf<'auth'> = { type: 'auth', token: this.options.token, id: authId };
+      socket.send(wire.encode(JSON.stringify(auth)));
     };
 
     socket.addEventListener('open', () => {
@@ -155,7 +157,7 @@ export class WebSocketTransport implements Transport {
         return;
       }
       if (!authenticated) {
-        const answer = frame as Envelope;
+        const answer = frame as Envelope | null;
         if (answer?.id !== authId) return;
         if (answer.status === 'ok') {
           authenticated = true;

@@ -2,13 +2,25 @@
  * Messages between the chat UI in a VS Code webview and the extension (postMessage). The UI sends
  * protocol frames exactly as a WebSocket client would; the extension feeds them to the service's one
  * dispatcher and posts back the envelope, and every event of the UI's session. So the UI speaks one
- * protocol whether it runs in the editor or on a phone. No `vscode` import here: both sides use it.
+ * protocol whether it runs in the editor or on a phone. Types only (the web bundle stays free of zod);
+ * no `vscode` import: both sides use it.
  */
+import type { CommandInput } from './commands';
+import type { Envelope } from './envelope';
+import type { ServiceEvent } from './events';
+
+/** An event only the editor sends its own view (the "New Conversation" command). */
+export interface EditorNewConversationEvent {
+  event: 'editor.new_conversation';
+}
+
+/** What the UI hears: a service event (typed by events.ts) or one of the editor's own. */
+export type ViewEvent = ServiceEvent | EditorNewConversationEvent;
 
 /** UI -> extension. */
 export type UiToHost =
   /** A protocol command (`{type, id, ...}`), answered by a `response` with the same id. */
-  | { kind: 'frame'; frame: Record<string, unknown> }
+  | { kind: 'frame'; frame: CommandInput }
   /** Something only the editor can do. */
   | { kind: 'action'; action: HostAction; argument?: string }
   /** The UI has loaded and listens. */
@@ -26,11 +38,13 @@ export type HostAction =
   /** Open a workspace file (argument: the path). */
   | 'openFile';
 
+/** The service's state as the host sees it (the UI shows it and disables sending when not running). */
+export type HostState = 'starting' | 'running' | 'stopped' | 'error';
+
 /** Extension -> UI. */
 export type HostToUi =
   /** The envelope answering a `frame`. */
-  | { kind: 'response'; envelope: Record<string, unknown> }
+  | { kind: 'response'; envelope: Envelope }
   /** A service event for this session (chat.delta, tool.*, permission.*, config.changed...). */
-  | { kind: 'event'; event: Record<string, unknown> }
-  /** The service's state as the host sees it (the UI shows it and disables sending when not running). */
-  | { kind: 'state'; state: 'starting' | 'running' | 'stopped' | 'error'; detail?: string };
+  | { kind: 'event'; event: ViewEvent }
+  | { kind: 'state'; state: HostState; detail?: string };

@@ -1,9 +1,9 @@
 /**
- * The webview's transport: protocol frames go to the extension with postMessage (bridge-protocol.ts),
+ * The webview's connection: protocol frames go to the extension with postMessage (protocol/bridge.ts),
  * which hands them to the service's dispatcher and posts back the envelope and this view's events.
  */
-import type { HostAction, HostToUi, UiToHost } from './bridge-protocol';
-import { TransportCore, type Envelope, type Frame, type Transport, type TransportState } from './transport';
+import type { CommandInput, EnvelopeOf, HostAction, HostState, HostToUi, UiToHost } from '../protocol';
+import { ConnectionCore, type ConnectionStatus, type ServiceConnection } from './connection';
 
 /** What `acquireVsCodeApi()` returns (only what we use). */
 export interface VsCodeApi {
@@ -14,15 +14,15 @@ export interface VsCodeApi {
 
 declare function acquireVsCodeApi(): VsCodeApi;
 
-const HOST_STATES: Record<string, TransportState['state']> = {
+const HOST_STATES: Record<HostState, ConnectionStatus['state']> = {
   starting: 'connecting',
   running: 'open',
   stopped: 'closed',
   error: 'error',
 };
 
-export class PostMessageTransport implements Transport {
-  private readonly core = new TransportCore();
+export class PostMessageConnection implements ServiceConnection {
+  private readonly core = new ConnectionCore();
 
   constructor(
     private readonly vscode: VsCodeApi = acquireVsCodeApi(),
@@ -32,7 +32,7 @@ export class PostMessageTransport implements Transport {
     this.post({ kind: 'ready' });
   }
 
-  get state(): TransportState {
+  get state(): ConnectionStatus {
     return this.core.state;
   }
 
@@ -40,17 +40,17 @@ export class PostMessageTransport implements Transport {
     return this.core.newId();
   }
 
-  request(frame: Frame): Promise<Envelope> {
+  request<C extends CommandInput>(frame: C): Promise<EnvelopeOf<C['type']>> {
     const { frame: withId, answer } = this.core.track(frame);
     this.post({ kind: 'frame', frame: withId });
     return answer;
   }
 
-  onEvent(listener: Parameters<Transport['onEvent']>[0]): () => void {
+  onEvent(listener: Parameters<ServiceConnection['onEvent']>[0]): () => void {
     return this.core.onEvent(listener);
   }
 
-  onState(listener: Parameters<Transport['onState']>[0]): () => void {
+  onState(listener: Parameters<ServiceConnection['onState']>[0]): () => void {
     return this.core.onState(listener);
   }
 

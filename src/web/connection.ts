@@ -1,68 +1,57 @@
 /**
- * What the chat UI talks to. The UI is written only against this interface, so the same code runs in
- * the editor's webview (postMessage to the extension) and on a phone (a WebSocket to the service).
- * Types only: nothing here pulls zod into the browser bundle.
+ * What the chat UI talks to: its connection to the service. The UI is written only against this
+ * interface, so the same code runs in the editor's webview (postMessage to the extension) and on a phone
+ * (a WebSocket to the service). Every wire type is the protocol's (src/protocol), imported as types
+ * only: nothing here pulls zod into the browser bundle.
  */
-import type { ServiceEvent } from '../protocol';
-import type { HostAction } from './bridge-protocol';
-
-export type Frame = Record<string, unknown>;
-
-export interface Envelope {
-  status: 'ok' | 'error';
-  data?: Record<string, unknown>;
-  error?: string;
-  code?: string;
-  id?: string | number;
-}
-
-/** A service event (`chat.delta`, `tool.call`, `permission.request`, ...; typed by src/protocol), or one of the editor's own. */
-export type ServiceEventFrame = ServiceEvent | { event: 'editor.new_conversation' };
+import type { CommandInput, Envelope, EnvelopeOf, HostAction, ViewEvent } from '../protocol';
 
 export type ConnectionState = 'connecting' | 'open' | 'closed' | 'error';
 
-export interface TransportState {
+export interface ConnectionStatus {
   state: ConnectionState;
   /** Shown to the user next to the state (e.g. "retrying in 3 s"); never holds a secret. */
   detail?: string;
 }
 
-export interface Transport {
+export interface ServiceConnection {
   /**
-   * Sends one protocol command and resolves with the envelope answering it (matched by `id`). A frame
-   * without `id` gets a fresh one. Rejects when the connection drops before the answer.
+   * Sends one protocol command and resolves with the envelope answering it (matched by `id`), typed by
+   * the command's result schema (protocol/results.ts). A frame without `id` gets a fresh one. Rejects
+   * when the connection drops before the answer.
    */
-  request(frame: Frame): Promise<Envelope>;
+  request<C extends CommandInput>(frame: C): Promise<EnvelopeOf<C['type']>>;
   /** A fresh request id, for callers that need to know it before sending (a chat, to cancel it). */
   newId(): string;
   /** Every service event of this session. Returns an unsubscribe function. */
-  onEvent(listener: (event: ServiceEventFrame) => void): () => void;
+  onEvent(listener: (event: ViewEvent) => void): () => void;
   /** Connection state changes; the listener is called at once with the current state. */
-  onState(listener: (state: TransportState) => void): () => void;
-  readonly state: TransportState;
+  onState(listener: (state: ConnectionStatus) => void): () => void;
+  readonly state: ConnectionStatus;
   /** Editor-only commands (Set API Key, Select Model, open a link...). Absent on the phone. */
   action?(name: HostAction, argument?: string): void;
 }
 
 /** Small shared plumbing for the implementations: listeners, ids and pending requests. */
-export class TransportCore {
-  private readonly eventListeners = new Set<(event: ServiceEventFrame) => void>();
-  private readonly stateListeners = new Set<(state: TransportState) => void>();
+export class ConnectionCore {
+  private readonly eventListeners = new Set<(event: ViewEvent) => void>();
+  private readonly stateListeners = new Set<(state: ConnectionStatus) => void>();
   private readonly pending = new Map<string, { resolve: (e: Envelope) => void; reject: (e: Error) => void }>();
   private counter = 0;
   private readonly prefix = Math.random().toString(36).slice(2, 8);
-  state: TransportState = { state: 'connecting' };
+  state: ConnectionStatus = { state: 'connecting' };
 
   newId(): string {
     return `ui-${this.prefix}-${++this.counter}`;
   }
 
   /** Registers a pending request; returns the frame with its id and the promise of its answer. */
-  track(frame: Frame): { frame: Frame; answer: Promise<Envelope> } {
-    const id = typeof frame.id === 'string' || typeof frame.id === 'number' ? String(frame.id) : this.newId();
+  track<C extends CommandInput>(frame: C): { frame: C; answer: Promise<EnvelopeOf<C['type']>> } {
+    const id = frame.id === undefined ? this.newId() : String(frame.id);
     const withId = { ...frame, id: frame.id ?? id };
     const answer = new Promise<Envelope>((resolve, reject) => this.pending.set(id, { resolve, reject }));
-    return { frame: withId, answer };
+    // The service answers each command with its own result (protocol/results.ts; test/protocol-results.test.ts).
+    return { frame: withId, answer: answer as Promise<EnvelopeOf<C['type']>> };
   }
 
   /** A frame from the other side: a response (settles its request) or an event. */
@@ -70,7 +59,7 @@ export class TransportCore {
     if (message === null || typeof message !== 'object') return;
     const frame = message as Record<string, unknown>;
     if (typeof frame.event === 'string') {
-      for (const listener of [...this.eventListeners]) safely(() => listener(frame as ServiceEventFrame));
+      for (const listener of [...this.eventListeners]) safely(() => listener(frame as ViewEvent));
       return;
     }
     if (frame.status !== 'ok' && frame.status !== 'error') return;
@@ -93,18 +82,18 @@ export class TransportCore {
     this.pending.delete(id);
   }
 
-  setState(next: TransportState): void {
+  setState(next: ConnectionStatus): void {
     if (next.state === this.state.state && next.detail === this.state.detail) return;
     this.state = next;
     for (const listener of [...this.stateListeners]) safely(() => listener(next));
   }
 
-  onEvent(listener: (event: ServiceEventFrame) => void): () => void {
+  onEvent(listener: (event: ViewEvent) => void): () => void {
     this.eventListeners.add(listener);
     return () => this.eventListeners.delete(listener);
   }
 
-  onState(listener: (state: TransportState) => void): () => void {
+  onState(listener: (state: ConnectionStatus) => void): () => void {
     this.stateListeners.add(listener);
     safely(() => listener(this.state));
     return () => this.stateListeners.delete(listener);

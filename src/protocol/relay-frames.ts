@@ -1,0 +1,47 @@
+import { z } from 'zod';
+
+/**
+ * The frames of the machine socket (docs/relay.md, "Machine socket") and the relay's own frames to
+ * clients. The relay (src/relay), the service's relay link (src/transport/relay-link) and the phone
+ * (src/web/relay-wire.ts, through relay-client-frame.ts) all read and write these shapes.
+ */
+
+/** The relay's opaque id of one client connection. */
+export const ClientId = z.string().min(1).max(64);
+
+/** Machine -> relay. */
+export const MachineDataFrame = z.object({ t: z.literal('data'), c: ClientId, d: z.string() });
+export const MachineCloseFrame = z.object({
+  t: z.literal('close'),
+  c: ClientId,
+  code: z.number().int().min(4000).max(4999).optional(),
+  reason: z.string().optional(),
+});
+export const MachineFrame = z.discriminatedUnion('t', [MachineDataFrame, MachineCloseFrame]);
+export type MachineFrame = z.infer<typeof MachineFrame>;
+
+/** Relay -> machine. */
+export const RelayToMachineFrame = z.discriminatedUnion('t', [
+  z.object({ t: z.literal('open'), c: ClientId }),
+  z.object({ t: z.literal('data'), c: ClientId, d: z.string() }),
+  z.object({ t: z.literal('close'), c: ClientId }),
+]);
+export type RelayToMachineFrame = z.infer<typeof RelayToMachineFrame>;
+
+/** Relay -> client: the relay's own frames always carry a `relay` field; service frames never do. */
+export const RelayStatusFrame = z.object({ relay: z.literal('status'), machine: z.enum(['online', 'offline']) });
+export const RelayErrorFrame = z.object({ relay: z.literal('error'), code: z.string(), error: z.string() });
+export const RelayClientFrame = z.discriminatedUnion('relay', [RelayStatusFrame, RelayErrorFrame]);
+export type RelayClientFrame = z.infer<typeof RelayClientFrame>;
+
+/** JSON text parsed with `schema`; undefined when it is not JSON or not of that shape. */
+export function parseFrame<S extends z.ZodType>(schema: S, text: string): z.infer<S> | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const parsed = schema.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
+}

@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { Conversation, Delivery, Message, PermissionDecision, PublicConfig, ToolInfo, type CommandType } from './commands';
+import type { ErrorEnvelope, RequestId } from './envelope';
+import { PairingInfo, RelayLinkStatus } from './relay';
+
+/**
+ * What each command answers: the `data` of its ok envelope (docs/protocol.md, "Commands"). One schema
+ * per command, keyed by its type, so the handlers' return types, the clients' reads and this table
+ * cannot drift apart (the HandlerMap type and test/protocol-results.test.ts hold them together).
+ */
+export const ChatResult = z.object({
+  response: z.string(),
+  conversation_id: z.string(),
+  /** Present (true) when the chat was cancelled; `response` is then what had been streamed. */
+  cancelled: z.literal(true).optional(),
+});
+
+export const CommandResults = {
+  // The session answers `auth` itself (the first frame); dispatched later, it is always refused.
+  auth: z.object({
+    authenticated: z.literal(true),
+    /** Seconds the session token has left; null for the access token. */
+    expires_in: z.number().int().nullable(),
+  }),
+  chat: ChatResult,
+  get_config: PublicConfig,
+  update_config: z.object({ updated_fields: z.array(z.string()) }),
+  list_conversations: z.object({ conversations: z.array(Conversation) }),
+  get_messages: z.object({ messages: z.array(Message) }),
+  list_tools: z.object({ tools: z.array(ToolInfo) }),
+  delete_conversation: z.object({ deleted: z.literal(true) }),
+  permission_response: z.object({ request_id: z.string(), decision: PermissionDecision }),
+  cancel: z.object({ cancelled: z.boolean() }),
+  list_deliveries: z.object({ deliveries: z.array(Delivery) }),
+  retry_delivery: z.object({ delivery: Delivery }),
+  create_pairing: PairingInfo,
+  relay_status: z.object({ relays: z.array(RelayLinkStatus) }),
+} satisfies { [T in CommandType]: z.ZodType };
+
+export type CommandResults = typeof CommandResults;
+/** The `data` a command of type `T` answers with. */
+export type ResultOf<T extends CommandType> = z.infer<CommandResults[T]>;
+
+/** The ok envelope answering a command of type `T`. */
+export interface OkEnvelopeOf<T extends CommandType> {
+  status: 'ok';
+  data: ResultOf<T>;
+  id?: RequestId;
+}
+/** Any envelope answering a command of type `T`: its result or an error. */
+export type EnvelopeOf<T extends CommandType> = OkEnvelopeOf<T> | ErrorEnvelope;

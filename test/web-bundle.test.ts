@@ -1,0 +1,31 @@
+// The chat UI is typed from src/protocol with type-only imports: the browser bundle must not pull in
+// zod (or any schema runtime) through them. Bundles the two entry points as esbuild.mjs does and reads
+// which files went in.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { build } from 'esbuild';
+
+test('the web bundles hold no zod: src/protocol comes in as types only (its zod-free readers aside)', async () => {
+  const result = await build({
+    entryPoints: { 'chat-webview': 'src/web/chat-webview.ts', 'chat-phone': 'src/web/chat-phone.ts' },
+    bundle: true,
+    platform: 'browser',
+    format: 'iife',
+    write: false,
+    metafile: true,
+    outdir: 'media',
+    logLevel: 'silent',
+  });
+  const inputs = Object.keys(result.metafile.inputs);
+  assert.ok(inputs.some((file) => file.startsWith('src/web/chat/')), 'the bundle holds the chat UI');
+  assert.deepEqual(
+    inputs.filter((file) => file.includes('node_modules/zod')),
+    [],
+    'zod in the browser bundle: a value import from src/protocol (use `import type`)',
+  );
+  // From src/protocol only the modules written without zod for the browser come in as code.
+  assert.deepEqual(
+    inputs.filter((file) => file.startsWith('src/protocol/')).sort(),
+    ['src/protocol/relay-client-frame.ts', 'src/protocol/sources.ts'],
+  );
+});

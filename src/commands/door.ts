@@ -5,6 +5,8 @@ import { newSessionId, type ClientSession } from './session';
 
 /** What a transport says of a client when it lets it in. */
 export interface SessionOptions {
+  /** The transport's own id for the client, when it logged it before letting it in (a socket's connection id). */
+  id?: string;
   /** `editor`, `ws`, `relay`, or `webhook:<account>` (see ClientSession). */
   source: string;
   /** How the client proved who it is; absent for a webhook account. */
@@ -45,7 +47,7 @@ export class SessionDoor {
   openSession(options: SessionOptions): OpenSession {
     let isOpen = true;
     const session: ClientSession = {
-      id: newSessionId(),
+      id: options.id ?? newSessionId(),
       source: options.source,
       canAnswerPermissions: options.canAnswerPermissions,
       ...(options.principal ? { principal: options.principal } : {}),

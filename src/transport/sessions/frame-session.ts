@@ -48,7 +48,7 @@ export interface FrameSession {
  * its `id` echoed), plus the events of an authenticated session.
  */
 export function openFrameSession(peer: FramePeer, source: string, remoteAddress: string, deps: FrameSessionDeps): FrameSession {
-  // The log's connection id from the first frame on; the dispatcher's session id once authenticated.
+  // The log's connection id from the first frame on, and the dispatcher's session id once authenticated.
   const id = newSessionId();
   const log = deps.logger.child({ connection: id, source });
   let principal: Principal | null = null;
@@ -117,6 +117,7 @@ export function openFrameSession(peer: FramePeer, source: string, remoteAddress:
     principal = candidate;
     if (candidate.kind === 'session') closeAtExpiry(candidate.expiresAt);
     admitted = deps.door.openSession({
+      id,
       source,
       principal: candidate.kind,
       canAnswerPermissions: true,

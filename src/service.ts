@@ -220,17 +220,18 @@ export class Service {
   /** Graceful stop: stop accepting, let in-flight work finish (bounded), flush the database, release the lock. */
   async stop(): Promise<void> {
     this.http?.stopAccepting();
-    this.relay.stop();
     // Webhook work not started stays queued in the database; attempts in flight end (bounded) before the store closes.
     const webhooksStopped = this.webhooks.stop();
-    const settled = Promise.allSettled([...this.door.pending(), this.agent.idle(), webhooksStopped]);
+    const settled = Promise.allSettled([this.door.settled(), this.agent.idle(), webhooksStopped]);
     const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), STOP_GRACE_MS).unref());
     if ((await Promise.race([settled, timer])) === 'timeout') {
       this.logger.warn('service.stop_timeout', { inFlight: this.door.inFlightCount });
       this.running.cancelAll();
       await settled;
     }
-    // Every answer is out: now every client (socket, relayed, the editor's views) is let go.
+    // Every answer is out (relayed clients' too: their links stay up until now). The links go (the relay
+    // tells their clients the machine is offline; they stay connected to it), then every other client.
+    this.relay.stop();
     this.door.closeAll();
     await this.http?.close();
     this.http = undefined;

@@ -82,9 +82,12 @@ export class SessionDoor {
     return opened;
   }
 
-  /** Commands of every session not answered yet (a stop waits for them, bounded). */
-  pending(): Promise<Envelope>[] {
-    return [...this.inFlight];
+  /**
+   * Resolves once no command of any session is in flight, counting those that arrive meanwhile (a
+   * client may still send while the service stops; the caller bounds the wait).
+   */
+  async settled(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
 
   /** The service stops: every session leaves and its transport is told to let the client go. */

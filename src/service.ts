@@ -9,6 +9,7 @@ import { keepToolsOut } from './agent/tools/private-folders';
 import type { ToolRegistry } from './agent/tools/registry';
 import type { CommandContext } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
+import { SessionDoor, type OpenSession, type SessionOptions } from './commands/door';
 import { conversationOf } from './commands/handlers';
 import { canAccess } from './protocol/sources';
 import { EventHub } from './commands/event-hub';
@@ -88,7 +89,8 @@ export class Service {
   /** The links to the relays of service.json's `websocket` channels. */
   readonly relay: RelayLinks;
   readonly pairings = new PairingSecrets();
-  private readonly inFlight = new Set<Promise<unknown>>();
+  /** Every client's way in: graceful stop waits for their commands and closes them all. */
+  private readonly door: SessionDoor;
   private http?: HttpServer;
   private readonly startedAt = Date.now();
   private address?: { host: string; port: number };
@@ -111,14 +113,6 @@ export class Service {
   ) {
     this.releaseDataDir = keepToolsOut(options.dataDir);
     this.webhooks = new WebhookChannel({ config, store, agent, running: this.running, logger }, options.webhook);
-    this.relay = new RelayLinks({
-      channels: () => websocketChannelsOf(config.current),
-      identity: () => machineIdentityOf(store),
-      clientKeys: new ClientKeys(store, this.pairings, logger),
-      sessions: this.sessionDeps(),
-      logger,
-      timing: options.relay,
-    });
     const ctx: CommandContext = {
       config, store, agent, events, running: this.running, tools, permissions, gate, logger,
       deliveries: this.webhooks.deliveries,
@@ -128,6 +122,15 @@ export class Service {
       },
     };
     this.dispatch = createDispatcher(ctx);
+    this.door = new SessionDoor({ dispatch: this.dispatch, events });
+    this.relay = new RelayLinks({
+      channels: () => websocketChannelsOf(config.current),
+      identity: () => machineIdentityOf(store),
+      clientKeys: new ClientKeys(store, this.pairings, logger),
+      sessions: this.sessionDeps(),
+      logger,
+      timing: options.relay,
+    });
     config.on('change', (fields: string[]) => {
       redactor.setSecrets(secretValues(config.current));
       logger.info('config.changed', { fields });
@@ -222,16 +225,19 @@ export class Service {
   /** Graceful stop: stop accepting, let in-flight work finish (bounded), flush the database, release the lock. */
   async stop(): Promise<void> {
     this.http?.stopAccepting();
-    this.relay.stop();
     // Webhook work not started stays queued in the database; attempts in flight end (bounded) before the store closes.
     const webhooksStopped = this.webhooks.stop();
-    const settled = Promise.allSettled([...this.inFlight, this.agent.idle(), webhooksStopped]);
+    const settled = Promise.allSettled([this.door.settled(), this.agent.idle(), webhooksStopped]);
     const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), STOP_GRACE_MS).unref());
     if ((await Promise.race([settled, timer])) === 'timeout') {
-      this.logger.warn('service.stop_timeout', { inFlight: this.inFlight.size });
+      this.logger.warn('service.stop_timeout', { inFlight: this.door.inFlightCount });
       this.running.cancelAll();
       await settled;
     }
+    // Every answer is out (relayed clients' too: their links stay up until now). The links go (the relay
+    // tells their clients the machine is offline; they stay connected to it), then every other client.
+    this.relay.stop();
+    this.door.closeAll();
     await this.http?.close();
     this.http = undefined;
     await this.tools.close();
@@ -246,22 +252,26 @@ export class Service {
     return this.address;
   }
 
+  /**
+   * A client of the host itself (the editor's views, its palette commands, its connection info) comes
+   * in by the same door as a socket (commands/door.ts): graceful stop waits for its commands and closes it.
+   */
+  openSession(options: SessionOptions): OpenSession {
+    return this.door.openSession(options);
+  }
+
+  /** The sessions open now, whatever carries them. */
+  get sessionCount(): number {
+    return this.door.size;
+  }
+
   /** What every client session (LAN socket or relayed client) works with. */
   private sessionDeps(): WsSessionDeps {
     return {
       auth: this.auth,
-      dispatch: (frame, session) => this.dispatch(frame, session),
-      events: this.events,
+      door: this.door,
       logger: this.logger,
-      track: (work) => this.track(work),
       authTimeoutMs: this.options.authTimeoutMs,
     };
-  }
-
-  private track<T>(work: Promise<T>): Promise<T> {
-    this.inFlight.add(work);
-    const forget = () => this.inFlight.delete(work);
-    work.then(forget, forget);
-    return work;
   }
 }

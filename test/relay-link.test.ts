@@ -312,6 +312,24 @@ test('relay restart: clients see the machine offline, the link reconnects with b
   assert.equal((reply.data as { response: string }).response, 'still here');
 });
 
+test("graceful stop answers a relayed client's chat in flight through the tunnel, then the machine goes offline; the service starts again", async () => {
+  await waitState('online');
+  const client = await relayedClient();
+  fake.script({ text: 'answered while stopping', delayMs: 700 });
+  const asked = fake.requests.length;
+  const reply = client.request({ type: 'chat', message: 'a slow one', id: 'r1' });
+  await fake.waitFor((requests) => requests.length > asked);
+  await svc.stop();
+  const answer = await reply;
+  assert.equal(answer.status, 'ok', JSON.stringify(answer));
+  assert.equal((answer.data as { response: string }).response, 'answered while stopping');
+  await client.next((f) => f.relay === 'status' && f.machine === 'offline');
+  assert.equal(client.closed, undefined, 'the client stays connected to the relay, as on any machine stop');
+  assert.equal(svc.service.sessionCount, 0, 'the relayed session is closed');
+  client.close();
+  svc = await startService({}, { dataDir: svc.dataDir, keepConfig: true, relay: FAST });
+});
+
 test('machine restart: a waiting client gets offline then online, and redoes hello + auth', async () => {
   const keyPair = generateKeyPair();
   await registerKey('waiting-phone', keyPair);

@@ -1,8 +1,7 @@
 import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
 import { publicConfigOf } from '../commands/handlers';
-import type { ClientSession } from '../commands/session';
-import { newSessionId } from '../commands/session';
+import type { OpenSession } from '../commands/door';
 import { requestIdOf, type CommandInput, type Envelope, type PublicConfig, type ResultOf, type ServiceEvent } from '../protocol';
 import type { Service } from '../service';
 
@@ -61,20 +60,22 @@ export async function call<C extends CommandInput>(backend: { request(frame: Fra
   return envelope.data as ResultOf<C['type']>;
 }
 
-/** The window that hosts the service: calls its one dispatcher directly. */
+/**
+ * The window that hosts the service: its sessions come in by the service's door (commands/door.ts), in
+ * process, so graceful stop waits for their commands and closes them like any socket's.
+ */
 export class LocalBackend extends EventEmitter<BackendEvents> implements Backend {
   readonly kind = 'local' as const;
-  private readonly session: ClientSession;
-  private readonly removeSession: () => void;
+  private readonly session: OpenSession;
   private readonly onChange = (fields: string[]) => {
     this.emit('config', this.config, fields);
   };
 
   constructor(readonly service: Service) {
     super();
-    // The editor itself (commands, modal prompts) as one client: it answers prompts through Host.permissionPrompt.
-    this.session = { id: newSessionId(), source: 'editor', canAnswerPermissions: false, send: (event) => this.emit('event', event) };
-    this.removeSession = service.events.add(this.session);
+    // The editor itself (commands, modal prompts) as one client, the owner (it hosts the service and holds
+    // the access token): it answers prompts through Host.permissionPrompt.
+    this.session = service.openSession({ source: 'editor', principal: 'access', canAnswerPermissions: false, send: (event) => this.emit('event', event) });
     service.config.on('change', this.onChange);
   }
 
@@ -83,26 +84,25 @@ export class LocalBackend extends EventEmitter<BackendEvents> implements Backend
   }
 
   request(frame: Frame): Promise<Envelope> {
-    return this.service.dispatch(frame, this.session) as Promise<Envelope>;
+    return this.session.request(frame) as Promise<Envelope>;
   }
 
   openSession(sink: SessionSink): BackendSession {
-    const session: ClientSession = { id: newSessionId(), source: 'editor', canAnswerPermissions: true, send: (event) => sink.onEvent(event) };
-    const remove = this.service.events.add(session);
+    const session = this.service.openSession({ source: 'editor', principal: 'access', canAnswerPermissions: true, send: (event) => sink.onEvent(event) });
     let open = true;
     return {
       send: (frame) => {
-        void this.service.dispatch(frame, session).then((envelope) => open && sink.onResponse(envelope as Envelope));
+        void session.request(frame).then((envelope) => open && sink.onResponse(envelope as Envelope));
       },
       dispose: () => {
         open = false;
-        remove();
+        session.close();
       },
     };
   }
 
   dispose(): void {
-    this.removeSession();
+    this.session.close();
     this.service.config.off('change', this.onChange);
     this.removeAllListeners();
   }

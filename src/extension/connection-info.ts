@@ -1,9 +1,9 @@
 import { networkInterfaces } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import QRCode from 'qrcode';
-import WebSocket from 'ws';
 import * as vscode from 'vscode';
 import type { PairingInfo, RelayLinkStatus } from '../protocol';
+import type { Backend, Envelope } from './backend';
 
 /** The machine's IPv4 addresses a phone on the LAN can reach (no loopback, no link-local). */
 export function lanAddresses(): string[] {
@@ -27,43 +27,41 @@ export interface RelayInfo {
   error?: string;
 }
 
+/** The part of a backend (extension/backend.ts) connection info needs: one command -> its envelope. */
+export type Requester = Pick<Backend, 'request'>;
+
 /**
- * Asks the service (whichever window or process hosts it) over its own WebSocket, with the access
- * token: `relay_status`, then `create_pairing` when a relay channel exists. Never throws.
+ * Asks the service through this window's backend: in process through the service's door when this
+ * window hosts it (a session of the owner, so no socket and no token), else over the attached window's
+ * authenticated socket. `relay_status`, then `create_pairing` when a relay channel exists. Never throws.
  */
-export function fetchRelayInfo(port: number, token: string, timeoutMs = 5_000): Promise<RelayInfo> {
-  return new Promise((resolve) => {
-    const socket = new WebSocket(`ws://127.0.0.1:${port}/ws`);
-    let settled = false;
-    const finish = (info: RelayInfo) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.close();
-      resolve(info);
-    };
-    const timer = setTimeout(() => finish({ relays: [], error: 'the service did not answer' }), timeoutMs);
-    let relays: RelayLinkStatus[] = [];
-    socket.on('open', () => socket.send(JSON.stringify({ type: 'auth', token, id: 'auth' })));
-    socket.on('message', (data) => {
-      let frame: { id?: unknown; status?: unknown; data?: Record<string, unknown>; error?: unknown };
-      try {
-        frame = JSON.parse(data.toString());
-      } catch {
-        return;
-      }
-      if (frame.status === 'error') return finish({ relays, error: typeof frame.error === 'string' ? frame.error : 'refused' });
-      if (frame.id === 'auth') socket.send(JSON.stringify({ type: 'relay_status', id: 'status' }));
-      if (frame.id === 'status') {
-        relays = (frame.data?.relays as RelayLinkStatus[] | undefined) ?? [];
-        if (relays.length === 0) return finish({ relays });
-        socket.send(JSON.stringify({ type: 'create_pairing', id: 'pairing' }));
-      }
-      if (frame.id === 'pairing') finish({ relays, pairing: frame.data as unknown as PairingInfo });
-    });
-    socket.on('error', () => finish({ relays: [], error: 'the service is not reachable on this machine' }));
-    socket.on('close', () => finish({ relays, error: 'the service closed the connection' }));
+export async function fetchRelayInfo(backend: Requester | undefined, timeoutMs = 5_000): Promise<RelayInfo> {
+  if (!backend) return { relays: [], error: 'the service is not running in any window' };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<RelayInfo>((resolve) => {
+    timer = setTimeout(() => resolve({ relays: [], error: 'the service did not answer' }), timeoutMs);
   });
+  try {
+    return await Promise.race([askRelays(backend), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const refusal = (envelope: Envelope) => (envelope.status === 'error' ? envelope.error : 'refused');
+
+async function askRelays(backend: Requester): Promise<RelayInfo> {
+  try {
+    const status = await backend.request({ type: 'relay_status' });
+    if (status.status !== 'ok') return { relays: [], error: refusal(status) };
+    const relays = ((status.data as { relays?: RelayLinkStatus[] } | undefined)?.relays) ?? [];
+    if (relays.length === 0) return { relays };
+    const pairing = await backend.request({ type: 'create_pairing' });
+    if (pairing.status !== 'ok') return { relays, error: refusal(pairing) };
+    return { relays, pairing: pairing.data as PairingInfo };
+  } catch (error) {
+    return { relays: [], error: (error as Error).message };
+  }
 }
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -113,10 +111,10 @@ ${relayPairing}
 </body></html>`;
 }
 
-export async function showConnectionInfo(info: { port: number; token: string; lanAccess: boolean }): Promise<vscode.WebviewPanel> {
+export async function showConnectionInfo(info: { port: number; token: string; lanAccess: boolean }, backend: Requester | undefined): Promise<vscode.WebviewPanel> {
   const panel = vscode.window.createWebviewPanel('remoteAssistant.connectionInfo', 'Remote Assistant: Connection Info', vscode.ViewColumn.Active, { enableScripts: false, localResourceRoots: [] });
   const addresses = lanAddresses();
-  const relay = await fetchRelayInfo(info.port, info.token);
+  const relay = await fetchRelayInfo(backend);
   panel.webview.html = await connectionInfoHtml({ ...info, addresses, relay });
   const online = relay.relays.filter((r) => r.state === 'online').length;
   const relayText = relay.relays.length ? `; relay ${online}/${relay.relays.length} online` : '';

@@ -173,7 +173,7 @@ async function connectionInfo(deps: CommandDeps): Promise<void> {
   const state = deps.hosting.state;
   const port = state.state === 'hosting' || state.state === 'client' || state.state === 'port_busy' ? state.port : readSettings().port;
   const config = await fileConfig(deps.dataDir);
-  await showConnectionInfo({ port, token: config.auth_token ?? '', lanAccess: readSettings().lanAccess });
+  await showConnectionInfo({ port, token: config.auth_token ?? '', lanAccess: readSettings().lanAccess }, deps.hosting.backend);
 }
 
 /** First run: start measuring the event loop; second run: report (output channel and a notification). */

@@ -1,8 +1,7 @@
 import { AuthCommand, fail, ok, requestIdOf, type Envelope, type ResultOf, type ServiceEvent } from '../../protocol';
 import type { Logger } from '../../log/logger';
-import type { Dispatch } from '../../commands/dispatcher';
-import type { EventHub } from '../../commands/event-hub';
-import { newSessionId, type ClientSession } from '../../commands/session';
+import type { OpenSession, SessionDoor } from '../../commands/door';
+import { newSessionId } from '../../commands/session';
 import type { Authenticator, Principal } from '../auth/auth';
 import { MAX_BODY_BYTES } from '../http/http-util';
 
@@ -11,14 +10,13 @@ export const CLOSE_AUTH_FAILED = 4401;
 export const CLOSE_AUTH_TIMEOUT = 4408;
 export const CLOSE_FORBIDDEN = 4403;
 export const CLOSE_TOO_BIG = 1009;
+export const CLOSE_SERVICE_STOPPING = 1001;
 
 export interface FrameSessionDeps {
   auth: Authenticator;
-  dispatch: Dispatch;
-  events: EventHub;
+  /** Where an authenticated client comes in (commands/door.ts): the dispatcher, the event hub, graceful stop. */
+  door: SessionDoor;
   logger: Logger;
-  /** Tracks work in flight so a graceful stop can wait for it. */
-  track: <T>(work: Promise<T>) => Promise<T>;
   authTimeoutMs?: number;
   /**
    * Whether the client's address is still allowed (`allow_from`, re-checked when service.json
@@ -50,10 +48,11 @@ export interface FrameSession {
  * its `id` echoed), plus the events of an authenticated session.
  */
 export function openFrameSession(peer: FramePeer, source: string, remoteAddress: string, deps: FrameSessionDeps): FrameSession {
+  // The log's connection id from the first frame on, and the dispatcher's session id once authenticated.
   const id = newSessionId();
   const log = deps.logger.child({ connection: id, source });
   let principal: Principal | null = null;
-  let removeFromHub: (() => void) | undefined;
+  let admitted: OpenSession | undefined;
   let open = true;
 
   let expiryTimer: ReturnType<typeof setTimeout> | undefined;
@@ -65,8 +64,6 @@ export function openFrameSession(peer: FramePeer, source: string, remoteAddress:
   const sendEvent = (event: ServiceEvent) => {
     if (stillEntitled()) send(event);
   };
-  const session: ClientSession & { principal?: Principal['kind'] } = { id, source, canAnswerPermissions: true, send: sendEvent, recheck: () => void stillEntitled() };
-
   const closeWith = (code: number, reason: string) => {
     if (!open) return;
     peer.close(code, reason);
@@ -118,9 +115,16 @@ export function openFrameSession(peer: FramePeer, source: string, remoteAddress:
     }
     clearTimeout(authTimer);
     principal = candidate;
-    session.principal = candidate.kind;
     if (candidate.kind === 'session') closeAtExpiry(candidate.expiresAt);
-    removeFromHub = deps.events.add(session);
+    admitted = deps.door.openSession({
+      id,
+      source,
+      principal: candidate.kind,
+      canAnswerPermissions: true,
+      send: sendEvent,
+      recheck: () => void stillEntitled(),
+      onClose: () => closeWith(CLOSE_SERVICE_STOPPING, 'service stopping'),
+    });
     log.info('ws.authenticated', { address: remoteAddress, principal: candidate.kind });
     const answer: ResultOf<'auth'> = { authenticated: true, expires_in: deps.auth.expiresIn(candidate) };
     send(ok(answer, requestId));
@@ -132,7 +136,7 @@ export function openFrameSession(peer: FramePeer, source: string, remoteAddress:
       stillEntitled();
       return;
     }
-    send(await deps.track(deps.dispatch(frame, session)));
+    send(await admitted!.request(frame));
   };
 
   const closed = (code?: number) => {
@@ -141,7 +145,7 @@ export function openFrameSession(peer: FramePeer, source: string, remoteAddress:
     clearTimeout(authTimer);
     clearTimeout(expiryTimer);
     // A chat whose client left still finishes and is stored: the reply is in the history on reconnect.
-    removeFromHub?.();
+    admitted?.close();
     log.info('ws.closed', { code });
   };
 

@@ -1,0 +1,112 @@
+import { fail, requestIdOf, type Envelope, type ServiceEvent } from '../protocol';
+import type { Dispatch } from './dispatcher';
+import type { EventHub } from './event-hub';
+import { newSessionId, type ClientSession } from './session';
+
+/** What a transport says of a client when it lets it in. */
+export interface SessionOptions {
+  /** The transport's own id for the client, when it logged it before letting it in (a socket's connection id). */
+  id?: string;
+  /** `editor`, `ws`, `relay`, or `webhook:<account>` (see ClientSession). */
+  source: string;
+  /** How the client proved who it is; absent for a webhook account. */
+  principal?: ClientSession['principal'];
+  canAnswerPermissions: boolean;
+  /** Delivers an event to the client (only called while the session is open). */
+  send(event: ServiceEvent): void;
+  /** Re-checks the client's credential and address after a config change (see ClientSession). */
+  recheck?(): void;
+  /** The service closes the session (graceful stop): the transport lets its client go. */
+  onClose?(): void;
+}
+
+/** A client let in through the door: its commands go to the one dispatcher and are tracked until answered. */
+export interface OpenSession {
+  readonly id: string;
+  readonly session: ClientSession;
+  /** One command frame (already parsed JSON) -> its envelope. After close: an error envelope. */
+  request(frame: unknown): Promise<Envelope>;
+  /** Leaves the door and the event hub (the client went away, or the service stops). Idempotent. */
+  close(): void;
+  readonly isOpen: boolean;
+}
+
+/**
+ * The one door every client comes in by: LAN sockets and relayed clients (sessions/frame-session.ts
+ * after `auth`), the editor's view (extension/backend.ts) and the host itself. The door knows every open
+ * session and every command in flight, so a graceful stop (service.ts) can wait for all of them and then
+ * close every session, whichever transport carries it.
+ */
+export class SessionDoor {
+  /** Each open session and how the service closes it (leave, then tell its transport). */
+  private readonly open = new Map<OpenSession, () => void>();
+  private readonly inFlight = new Set<Promise<Envelope>>();
+
+  constructor(private readonly deps: { dispatch: Dispatch; events: EventHub }) {}
+
+  openSession(options: SessionOptions): OpenSession {
+    let isOpen = true;
+    const session: ClientSession = {
+      id: options.id ?? newSessionId(),
+      source: options.source,
+      canAnswerPermissions: options.canAnswerPermissions,
+      ...(options.principal ? { principal: options.principal } : {}),
+      send: (event) => {
+        if (isOpen) options.send(event);
+      },
+      ...(options.recheck ? { recheck: options.recheck } : {}),
+    };
+    const leaveHub = this.deps.events.add(session);
+    const close = () => {
+      if (!isOpen) return;
+      isOpen = false;
+      leaveHub();
+      this.open.delete(opened);
+    };
+    const opened: OpenSession = {
+      id: session.id,
+      session,
+      get isOpen() {
+        return isOpen;
+      },
+      request: (frame) => {
+        if (!isOpen) return Promise.resolve(fail('server_error', 'the session is closed', requestIdOf(frame)));
+        return this.track(this.deps.dispatch(frame, session));
+      },
+      close,
+    };
+    this.open.set(opened, () => {
+      close();
+      options.onClose?.();
+    });
+    return opened;
+  }
+
+  /**
+   * Resolves once no command of any session is in flight, counting those that arrive meanwhile (a
+   * client may still send while the service stops; the caller bounds the wait).
+   */
+  async settled(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** The service stops: every session leaves and its transport is told to let the client go. */
+  closeAll(): void {
+    for (const shut of [...this.open.values()]) shut();
+  }
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  get inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  private track(work: Promise<Envelope>): Promise<Envelope> {
+    this.inFlight.add(work);
+    const forget = () => this.inFlight.delete(work);
+    work.then(forget, forget);
+    return work;
+  }
+}

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { AgentEvent } from '../src/agent/agent';
 import type { Provider } from '../src/agent/providers/types';
 import { startFakeAnthropic } from './helpers/fake-anthropic';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from './helpers/fake-openai';
@@ -142,6 +143,29 @@ describe('permissions', () => {
     const late = await client.request({ type: 'permission_response', request_id: 'gone', decision: 'allow' });
     assert.equal(late.code, 'not_found');
     client.close();
+  });
+
+  test('a turn\'s events come in the order the agent made them: a permission.request never overtakes its tool.call', async () => {
+    const svc = await service({ permission_mode: 'ask' });
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'order.txt', content: 'o' } }] }, { text: 'written' });
+    client.send({ type: 'chat', message: 'write order.txt', id: 'o1', stream: true });
+    while (!client.frames.some((f) => f.event === 'permission.request')) await new Promise((r) => setTimeout(r, 5));
+    const request = client.frames.find((f) => f.event === 'permission.request')!;
+    await client.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
+    await client.next((f) => f.id === 'o1' && 'status' in f);
+    const order = client.frames.filter((f) => f.id === 'o1' || f.event === 'permission.request').map((f) => f.event);
+    assert.deepEqual([...new Set(order)], ['tool.call', 'permission.request', 'tool.result', 'chat.delta']);
+    client.close();
+
+    // The agent itself: one typed sink, every event of the turn in order, each naming the conversation.
+    fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'listed' });
+    const events: AgentEvent[] = [];
+    const output = await svc.service.agent.chat({ message: 'list', source: 'ws', stream: true }, (event) => events.push(event));
+    assert.equal(output.response, 'listed');
+    assert.deepEqual([...new Set(events.map((e) => e.event))], ['conversation', 'tool.call', 'tool.result', 'delta']);
+    assert.ok(events.every((e) => e.conversation_id === output.conversation_id));
+    assert.equal(events.filter((e) => e.event === 'delta').map((e) => (e as { delta: string }).delta).join(''), 'listed');
   });
 
   test('allow_session: asked once per tool for the rest of the conversation', async () => {

@@ -32,11 +32,8 @@ export interface ChatInput {
   /** Overrides the configured model (a webhook account's `model`). */
   model?: string;
   signal?: AbortSignal;
-  /** Called once the conversation is known (before the provider runs). */
-  onConversation?: (conversationId: string, created: boolean) => void;
-  onDelta?: (delta: string) => void;
-  /** tool.call / tool.result events of this chat (without the request id, which the caller adds). */
-  onToolEvent?: (event: Extract<ServiceEvent, { event: 'tool.call' | 'tool.result' }>) => void;
+  /** Ask the provider to stream, so the turn yields `delta` events (else only the final text). */
+  stream?: boolean;
   /**
    * Stores the final reply instead of the agent doing it, so a caller can write more in the same
    * transaction (the webhook channel stores the reply together with its delivery).
@@ -44,7 +41,26 @@ export interface ChatInput {
   storeReply?: (reply: NewMessage) => Promise<void>;
 }
 
-export type AnswerInput = Omit<ChatInput, 'message' | 'conversationId' | 'userId' | 'onConversation'>;
+export type AnswerInput = Omit<ChatInput, 'message' | 'conversationId' | 'userId'>;
+
+/**
+ * What a chat turn tells its caller while it runs, in the order the agent produced it:
+ * - `conversation`: the conversation is known (before the provider runs);
+ * - `delta`: a piece of the reply's text (only when the input asked to `stream`);
+ * - `tool.call` / `tool.result`: the wire events of the turn's tools, without the request id (the caller adds it).
+ */
+export type AgentEvent =
+  | { event: 'conversation'; conversation_id: string; created: boolean }
+  | { event: 'delta'; conversation_id: string; delta: string }
+  | Extract<ServiceEvent, { event: 'tool.call' | 'tool.result' }>;
+
+/**
+ * Receives a turn's events synchronously, as they happen. A callback rather than an async iterator: the
+ * permission broker sends its `permission.request` synchronously from inside the tool run, so an event
+ * queued for a consumer's next pull could be overtaken by it (the client would hear of the prompt before
+ * the tool.call it belongs to); delivering each event before the agent goes on keeps the order.
+ */
+export type AgentEventSink = (event: AgentEvent) => void;
 
 export interface ChatOutput {
   response: string;
@@ -77,6 +93,8 @@ export function titleOf(message: string): string {
 
 class Cancelled extends Error {}
 
+function ignore(): void {}
+
 /**
  * A turn the provider could not answer: a server_error to clients, keeping the provider's failure
  * (kind, status, Retry-After) for a caller that decides whether to try again (the webhook inbox).
@@ -100,15 +118,16 @@ export class Agent {
     this.history = new HistoryCache(deps.store.messages);
   }
 
-  async chat(input: ChatInput): Promise<ChatOutput> {
+  /** One turn; its events reach `onEvent` in the order they happen, before the returned promise settles. */
+  async chat(input: ChatInput, onEvent: AgentEventSink = ignore): Promise<ChatOutput> {
     const conversationId = input.conversationId ?? randomUUID();
     const create = !input.conversationId;
     if (!create) this.requireConversation(conversationId, input.source);
     return this.queue.run(conversationId, async () => {
       await this.storeUserMessage(conversationId, create, input);
-      input.onConversation?.(conversationId, create);
+      onEvent({ event: 'conversation', conversation_id: conversationId, created: create });
       this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input);
+      return this.answer(conversationId, input, onEvent);
     });
   }
 
@@ -116,11 +135,11 @@ export class Agent {
    * Answers a message that reached the service another way (the webhook inbox, also after a restart):
    * `admit` puts it into the conversation once its turn comes, then the agent answers it.
    */
-  answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput): Promise<ChatOutput> {
+  answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput, onEvent: AgentEventSink = ignore): Promise<ChatOutput> {
     return this.queue.run(conversationId, async () => {
       await admit();
       this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input);
+      return this.answer(conversationId, input, onEvent);
     });
   }
 
@@ -154,15 +173,15 @@ export class Agent {
     await store.messages.append({ id: randomUUID(), conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId });
   }
 
-  private async answer(conversationId: string, input: AnswerInput): Promise<ChatOutput> {
+  private async answer(conversationId: string, input: AnswerInput, onEvent: AgentEventSink): Promise<ChatOutput> {
     const { store, logger } = this.deps;
     const log = logger.child({ conversation: conversationId });
     const started = Date.now();
     let streamed = '';
     try {
-      const text = await this.loop(conversationId, input, log, (delta) => {
+      const text = await this.loop(conversationId, input, log, onEvent, (delta) => {
         streamed += delta;
-        input.onDelta?.(delta);
+        onEvent({ event: 'delta', conversation_id: conversationId, delta });
       });
       const messageId = randomUUID();
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
@@ -182,7 +201,7 @@ export class Agent {
   }
 
   /** Model calls and tool runs until the model answers; returns the final text. */
-  private async loop(conversationId: string, input: AnswerInput, log: Logger, onDelta: (delta: string) => void): Promise<string> {
+  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: AgentEventSink, onDelta: (delta: string) => void): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
     for (let step = 1; ; step += 1) {
@@ -201,7 +220,7 @@ export class Agent {
         messages: toModelNames(fitHistory(system, history, HISTORY_TOKEN_BUDGET), names),
         tools: lastStep || tools.length === 0 ? undefined : tools.map((t) => toolSpec(t, names)),
         signal,
-        onDelta: input.onDelta ? onDelta : undefined,
+        onDelta: input.stream ? onDelta : undefined,
       });
       if (signal.aborted) throw new Cancelled();
       if (result.tool_calls.length === 0) return result.text;
@@ -221,7 +240,7 @@ export class Agent {
         })),
       );
       for (const call of calls) {
-        input.onToolEvent?.({ event: 'tool.call', conversation_id: conversationId, tool: call.name, arguments: call.arguments });
+        onEvent({ event: 'tool.call', conversation_id: conversationId, tool: call.name, arguments: call.arguments });
         const outcome = await runToolCall(call, byName.get(call.name), {
           conversationId,
           source: input.source,
@@ -240,7 +259,7 @@ export class Agent {
           timestamp: new Date().toISOString(),
           data: { kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}) } satisfies ToolResultData,
         });
-        input.onToolEvent?.({ event: 'tool.result', conversation_id: conversationId, tool: call.name, ok: outcome.ok, denied: outcome.denied === true });
+        onEvent({ event: 'tool.result', conversation_id: conversationId, tool: call.name, ok: outcome.ok, denied: outcome.denied === true });
         if (signal.aborted) throw new Cancelled();
       }
     }

@@ -47,23 +47,29 @@ export const handlers: HandlerMap = {
 
   async chat(command, session, ctx) {
     const run = ctx.running.start(session.id, command.id);
-    let conversationId = command.conversation_id ?? '';
     try {
-      const result = await ctx.agent.chat({
-        message: command.message,
-        conversationId: command.conversation_id,
-        source: session.source,
-        ownerAnswersPrompts: !isOwner(session),
-        signal: run.signal,
-        // Every client hears of it (conversation.updated) through the agent's onActivity.
-        onConversation: (id) => {
-          conversationId = id;
+      const result = await ctx.agent.chat(
+        {
+          message: command.message,
+          conversationId: command.conversation_id,
+          source: session.source,
+          ownerAnswersPrompts: !isOwner(session),
+          signal: run.signal,
+          stream: command.stream === true,
         },
-        onDelta: command.stream
-          ? (delta) => session.send({ event: 'chat.delta', id: command.id, conversation_id: conversationId, delta })
-          : undefined,
-        onToolEvent: (event) => session.send(command.id === undefined ? event : { ...event, id: command.id }),
-      });
+        // Sent as they come (AgentEventSink): a permission.request of the broker never overtakes its tool.call.
+        // Every client hears of the conversation (conversation.updated) through the agent's onActivity.
+        (event) => {
+          switch (event.event) {
+            case 'conversation':
+              return;
+            case 'delta':
+              return session.send({ event: 'chat.delta', id: command.id, conversation_id: event.conversation_id, delta: event.delta });
+            default:
+              return session.send(command.id === undefined ? event : { ...event, id: command.id });
+          }
+        },
+      );
       return { response: result.response, conversation_id: result.conversation_id, ...(result.cancelled ? { cancelled: true as const } : {}) };
     } finally {
       run.done();

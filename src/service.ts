@@ -112,7 +112,8 @@ export class Service {
     readonly auth: Authenticator,
   ) {
     this.releaseDataDir = keepToolsOut(options.dataDir);
-    this.webhooks = new WebhookChannel({ config, store, agent, running: this.running, logger }, options.webhook);
+    // The door is made below (it needs the dispatcher, which needs the channel's deliveries); the inbox opens its sessions only once started.
+    this.webhooks = new WebhookChannel({ config, store, agent, running: this.running, logger, openSession: (o) => this.door.openSession(o) }, options.webhook);
     const ctx: CommandContext = {
       config, store, agent, events, running: this.running, tools, permissions, gate, logger,
       deliveries: this.webhooks.deliveries,
@@ -263,6 +264,11 @@ export class Service {
   /** The sessions open now, whatever carries them. */
   get sessionCount(): number {
     return this.door.size;
+  }
+
+  /** Commands and webhook turns in flight (what graceful stop waits for). */
+  get inFlightCount(): number {
+    return this.door.inFlightCount;
   }
 
   /** What every client session (LAN socket or relayed client) works with. */

@@ -2,14 +2,16 @@
  * One door for every client (src/commands/door.ts): LAN sockets after `auth`, relayed clients (the same
  * frame session), and the editor's own sessions (extension/backend.ts LocalBackend) come in through
  * `openSession`, so graceful stop (Service.stop) waits for the commands of all of them and then closes
- * every one, whichever transport carries it.
+ * every one, whichever transport carries it. A webhook account is a session too (its turns tracked in flight).
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { LocalBackend, type Envelope } from '../src/extension/backend';
 import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai';
-import { startService } from './helpers/service';
+import { openStore } from '../src/store';
+import { postJson, startService } from './helpers/service';
 import { waitFor } from './helpers/temp';
+import { startWebhookReceiver } from './helpers/webhook-receiver';
 import { TestClient } from './helpers/ws-client';
 
 let fake: FakeOpenAI;
@@ -92,5 +94,39 @@ test("graceful stop waits for the editor view's chat in flight (and a socket's),
     view.dispose();
     backend.dispose();
     await svc.dispose();
+  }
+});
+
+test('a webhook account is a session of the door: its turn in flight at stop is counted, answered and its delivery stored before stop resolves', async () => {
+  const receiver = await startWebhookReceiver();
+  const svc = await startService(
+    { base_url: fake.url, model: 'fake-model', channels: { webhook: { accounts: { door: { incoming_path: '/hooks/door', outgoing_url: receiver.url('/door') } } } } },
+    { webhook: { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 } },
+  );
+  try {
+    assert.equal(svc.service.sessionCount, 0);
+    fake.script({ text: 'slow webhook answer', delayMs: 700 });
+    const posted = await postJson(`${svc.httpUrl}/hooks/door`, { message: 'from the webhook' });
+    assert.equal(posted.status, 202, posted.text);
+    const { conversation_id, message_id } = posted.body!.data as { conversation_id: string; message_id: string };
+    await fake.waitFor((requests) => requests.some((r) => JSON.stringify(r.body?.messages ?? []).includes('from the webhook')));
+    assert.equal(svc.service.sessionCount, 1, "the account's session");
+    assert.equal(svc.service.inFlightCount, 1, 'the turn is in flight at the door');
+
+    await svc.stop();
+    assert.equal(svc.service.sessionCount, 0, 'stop closed the webhook session too');
+    assert.equal(svc.service.inFlightCount, 0);
+    const store = await openStore(svc.dataDir);
+    try {
+      assert.equal(store.webhooks.getInbox(message_id)?.status, 'answered');
+      assert.deepEqual(store.messages.recent(conversation_id, { limit: 10 }).map((m) => `${m.role}:${m.content}`), ['user:from the webhook', 'assistant:slow webhook answer']);
+      assert.equal(store.webhooks.pendingInbox().length, 0);
+      assert.equal(store.webhooks.listDeliveries({ account: 'door', limit: 10 }).filter((d) => d.conversation_id === conversation_id).length, 1, 'the reply is queued for delivery');
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await svc.dispose();
+    await receiver.close();
   }
 });

@@ -26,6 +26,11 @@ export interface OpenSession {
   readonly session: ClientSession;
   /** One command frame (already parsed JSON) -> its envelope. After close: an error envelope. */
   request(frame: unknown): Promise<Envelope>;
+  /**
+   * Work of this session that is not a command frame (a webhook turn, whose reply and delivery are written
+   * in one transaction by the inbox): counted in flight like a command, so graceful stop waits for it.
+   */
+  track<T>(work: Promise<T>): Promise<T>;
   /** Leaves the door and the event hub (the client went away, or the service stops). Idempotent. */
   close(): void;
   readonly isOpen: boolean;
@@ -33,14 +38,15 @@ export interface OpenSession {
 
 /**
  * The one door every client comes in by: LAN sockets and relayed clients (sessions/frame-session.ts
- * after `auth`), the editor's view (extension/backend.ts) and the host itself. The door knows every open
+ * after `auth`), the editor's view (extension/backend.ts), the host itself and each webhook account
+ * (transport/webhooks/inbox.ts). The door knows every open
  * session and every command in flight, so a graceful stop (service.ts) can wait for all of them and then
  * close every session, whichever transport carries it.
  */
 export class SessionDoor {
   /** Each open session and how the service closes it (leave, then tell its transport). */
   private readonly open = new Map<OpenSession, () => void>();
-  private readonly inFlight = new Set<Promise<Envelope>>();
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(private readonly deps: { dispatch: Dispatch; events: EventHub }) {}
 
@@ -73,6 +79,7 @@ export class SessionDoor {
         if (!isOpen) return Promise.resolve(fail('server_error', 'the session is closed', requestIdOf(frame)));
         return this.track(this.deps.dispatch(frame, session));
       },
+      track: (work) => this.track(work),
       close,
     };
     this.open.set(opened, () => {
@@ -103,7 +110,7 @@ export class SessionDoor {
     return this.inFlight.size;
   }
 
-  private track(work: Promise<Envelope>): Promise<Envelope> {
+  private track<T>(work: Promise<T>): Promise<T> {
     this.inFlight.add(work);
     const forget = () => this.inFlight.delete(work);
     work.then(forget, forget);

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Agent } from '../../agent/agent';
+import type { OpenSession, SessionOptions } from '../../commands/door';
 import type { RunningChats } from '../../commands/running-chats';
 import type { ConfigFile } from '../../config/config-file';
 import { webhookAccountsOf, type ServiceConfig, type WebhookAccount } from '../../protocol';
@@ -27,6 +28,8 @@ export interface WebhookChannelDeps {
   agent: Agent;
   running: RunningChats;
   logger: Logger;
+  /** The service's door (commands/door.ts): each account's turns run in its session. */
+  openSession(options: SessionOptions): OpenSession;
 }
 
 const SWEEP_EVERY_MS = 60 * 60_000;
@@ -67,6 +70,7 @@ export class WebhookChannel {
       store: deps.store,
       agent: deps.agent,
       running: deps.running,
+      openSession: (options) => deps.openSession(options),
       accounts,
       logger: deps.logger,
       outbox: this.outbox,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Agent } from '../../agent/agent';
+import type { OpenSession, SessionOptions } from '../../commands/door';
 import type { RunningChats } from '../../commands/running-chats';
 import type { WebhookAccount, WebhookErrorBody, WebhookOutgoingBody } from '../../protocol';
 import type { Logger } from '../../log/logger';
@@ -13,6 +14,12 @@ export interface InboxDeps {
   agent: Agent;
   /** Webhook runs are registered here, so a stop past its grace period cancels them like any chat. */
   running: RunningChats;
+  /**
+   * The service's door: each account is one session (source `webhook:<account>`, no one to answer
+   * permission prompts), whose turns are tracked in flight, so graceful stop waits for them as for any
+   * client's command, and the event filters treat the account like any client.
+   */
+  openSession(options: SessionOptions): OpenSession;
   accounts: () => ReadonlyMap<string, WebhookAccount>;
   logger: Logger;
   /** Told of each delivery before its transaction, and again once it is durable (then it may be sent). */
@@ -53,6 +60,8 @@ export class WebhookInbox {
   private readonly parked = new Map<string, InboxRow[]>();
   private active = 0;
   private stopped = false;
+  /** Each account's session of the door, opened at its first message. */
+  private readonly sessions = new Map<string, OpenSession>();
 
   constructor(private readonly deps: InboxDeps) {
     this.log = deps.logger.child({ component: 'webhook' });
@@ -102,13 +111,24 @@ export class WebhookInbox {
     await this.acquire();
     try {
       if (this.stopped) return;
-      await this.answer(row);
+      const session = this.sessionOf(row.account);
+      await session.track(this.answer(row, session));
       if (this.deps.store.webhooks.getInbox(row.message_id)?.status !== 'pending') this.settled(row);
     } catch (error) {
       this.log.error('webhook.inbox_crashed', { message: row.message_id, error });
     } finally {
       this.release();
     }
+  }
+
+  /** The account's session; a new one if the service closed the last (the door closes every session at stop). */
+  private sessionOf(account: string): OpenSession {
+    const open = this.sessions.get(account);
+    if (open?.isOpen) return open;
+    // A webhook sender hears of its turn by the outbox's callback, not live, so nothing is sent to it.
+    const session = this.deps.openSession({ source: webhookSource(account), canAnswerPermissions: false, send: () => undefined });
+    this.sessions.set(account, session);
+    return session;
   }
 
   /** The row is answered or failed for good: the messages of its conversation waiting behind it go on. */
@@ -135,7 +155,7 @@ export class WebhookInbox {
     await this.deps.store.webhooks.admit(row.message_id);
   }
 
-  private async answer(row: InboxRow): Promise<void> {
+  private async answer(row: InboxRow, session: OpenSession): Promise<void> {
     const { store, agent } = this.deps;
     const log = this.log.child({ account: row.account, conversation: row.conversation_id, message: row.message_id });
     const current = store.webhooks.getInbox(row.message_id);
@@ -148,8 +168,8 @@ export class WebhookInbox {
     }
     const account = this.deps.accounts().get(row.account);
     if (!account) log.warn('webhook.account_removed', { note: 'answering a message accepted before its account was removed' });
-    const source = webhookSource(row.account);
-    const run = this.deps.running.start(source, row.message_id);
+    const source = session.session.source;
+    const run = this.deps.running.start(session.id, row.message_id);
     let deliveryId = '';
     try {
       const result = await agent.answerAdmitted(row.conversation_id, () => this.admitInOrder(row), {

@@ -4,7 +4,7 @@ import type { OpenSession, SessionOptions } from '../../commands/door';
 import type { RunningChats } from '../../commands/running-chats';
 import type { WebhookAccount, WebhookErrorBody, WebhookOutgoingBody } from '../../protocol';
 import type { Logger } from '../../log/logger';
-import type { InboxRow, Store } from '../../store';
+import type { InboxRow, NewDelivery, Store } from '../../store';
 import { backoffMs, retryWindowMs, type OutboxTimings } from './outbox';
 import { webhookSource } from './trust';
 import { turnFailureOf, type TurnFailure } from './turn-failure';
@@ -177,20 +177,10 @@ export class WebhookInbox {
         model: account?.model,
         signal: run.signal,
         storeReply: async (reply) => {
-          // Read afresh: the account may have changed while the agent ran.
-          const now = Date.now();
-          const target = this.deps.accounts().get(row.account);
           const body: WebhookOutgoingBody = { message: reply.content, conversation_id: reply.conversation_id };
-          deliveryId = randomUUID();
-          this.deps.outbox.expect(deliveryId);
-          await store.webhooks.answer(row.message_id, reply, {
-            id: deliveryId,
-            account: row.account,
-            url: target?.outgoing_url ?? row.url,
-            body: JSON.stringify(body),
-            now,
-            give_up_ms: now + retryWindowMs(target),
-          });
+          const delivery = this.newDelivery(row, body);
+          deliveryId = delivery.id;
+          await store.webhooks.answer(row.message_id, reply, delivery);
           this.deps.outbox.confirm(deliveryId);
         },
       });
@@ -236,23 +226,32 @@ export class WebhookInbox {
     await this.sendError(row, { detail: gaveUp + failure.detail, forSender: gaveUp + failure.forSender }, log);
   }
 
-  /** Marks the row failed (with the detail, for the owner) and queues the signed error callback, in one transaction. */
-  private async sendError(row: InboxRow, why: Pick<TurnFailure, 'detail' | 'forSender'>, log: Logger): Promise<void> {
+  /**
+   * A delivery of `body` to the row's account, announced to the outbox (which sends it once the
+   * caller's transaction confirms it). The account is read afresh: it may have changed meanwhile.
+   */
+  private newDelivery(row: InboxRow, body: WebhookOutgoingBody | WebhookErrorBody): NewDelivery {
     const now = Date.now();
     const target = this.deps.accounts().get(row.account);
+    const delivery: NewDelivery = {
+      id: randomUUID(),
+      account: row.account,
+      url: target?.outgoing_url ?? row.url,
+      body: JSON.stringify(body),
+      now,
+      give_up_ms: now + retryWindowMs(target),
+    };
+    this.deps.outbox.expect(delivery.id);
+    return delivery;
+  }
+
+  /** Marks the row failed (with the detail, for the owner) and queues the signed error callback, in one transaction. */
+  private async sendError(row: InboxRow, why: Pick<TurnFailure, 'detail' | 'forSender'>, log: Logger): Promise<void> {
     const body: WebhookErrorBody = { status: 'error', error: why.forSender, conversation_id: row.conversation_id, message_id: row.message_id };
-    const deliveryId = randomUUID();
-    this.deps.outbox.expect(deliveryId);
+    const delivery = this.newDelivery(row, body);
+    const deliveryId = delivery.id;
     try {
-      await this.deps.store.webhooks.failWithCallback(row.message_id, why.detail, {
-        id: deliveryId,
-        account: row.account,
-        url: target?.outgoing_url ?? row.url,
-        body: JSON.stringify(body),
-        now,
-        give_up_ms: now + retryWindowMs(target),
-        conversation_id: row.conversation_id,
-      });
+      await this.deps.store.webhooks.failWithCallback(row.message_id, why.detail, { ...delivery, conversation_id: row.conversation_id });
     } catch (error) {
       log.error('webhook.inbox_write_failed', { error });
       return;

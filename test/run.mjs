@@ -6,8 +6,13 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 
 const only = process.argv.slice(2);
-const testsIn = (dir) => readdirSync(dir).filter((f) => f.endsWith('.test.ts')).sort().map((f) => `${dir}/${f}`);
-const files = only.length > 0 ? only : testsIn('test');
+/** Every `*.test.ts` below `dir` (tests are grouped by area: test/agent/, test/store/...), e2e and helpers aside. */
+const testsIn = (dir, skip = []) =>
+  readdirSync(dir, { recursive: true })
+    .filter((f) => f.endsWith('.test.ts') && !skip.some((s) => f.startsWith(`${s}/`)))
+    .sort()
+    .map((f) => `${dir}/${f}`);
+const files = only.length > 0 ? only : testsIn('test', ['e2e', 'helpers']);
 const e2e = only.length > 0 ? [] : testsIn('test/e2e');
 
 function run(list, timeoutMs, concurrency) {

@@ -56,7 +56,7 @@ function idOf(frame: Frame): { id?: string | number } {
 export async function call<C extends CommandInput>(backend: { request(frame: Frame): Promise<Envelope> }, frame: C): Promise<ResultOf<C['type']>> {
   const envelope = await backend.request(frame);
   if (envelope.status !== 'ok') throw new Error(envelope.error || 'the service refused the command');
-  // The service answers each command with its own result (protocol/results.ts; test/protocol-results.test.ts).
+  // The service answers each command with its own result (protocol/results.ts; test/service/protocol-results.test.ts).
   return envelope.data as ResultOf<C['type']>;
 }
 

@@ -1,7 +1,7 @@
 /**
  * The relay's own frames as the phone reads them, without zod (the browser bundle carries no schema
  * runtime): typed by RelayClientFrame (relay-frames.ts), and held to that schema by
- * test/relay-frames.test.ts, which feeds both the same texts.
+ * test/relay/relay-frames.test.ts, which feeds both the same texts.
  */
 import type { RelayClientFrame } from './relay-frames';
 

@@ -6,7 +6,7 @@ import { PairingInfo, RelayLinkStatus } from './relay';
 /**
  * What each command answers: the `data` of its ok envelope (docs/protocol.md, "Commands"). One schema
  * per command, keyed by its type, so the handlers' return types, the clients' reads and this table
- * cannot drift apart (the HandlerMap type and test/protocol-results.test.ts hold them together).
+ * cannot drift apart (the HandlerMap type and test/service/protocol-results.test.ts hold them together).
  */
 export const ChatResult = z.object({
   response: z.string(),

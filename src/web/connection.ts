@@ -50,7 +50,7 @@ export class ConnectionCore {
     const id = frame.id === undefined ? this.newId() : String(frame.id);
     const withId = { ...frame, id: frame.id ?? id };
     const answer = new Promise<Envelope>((resolve, reject) => this.pending.set(id, { resolve, reject }));
-    // The service answers each command with its own result (protocol/results.ts; test/protocol-results.test.ts).
+    // The service answers each command with its own result (protocol/results.ts; test/service/protocol-results.test.ts).
     return { frame: withId, answer: answer as Promise<EnvelopeOf<C['type']>> };
   }
 

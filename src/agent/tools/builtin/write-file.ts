@@ -27,7 +27,7 @@ async function previewWrite(target: WorkspacePath, shown: string, content: strin
     size = info.size;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    // The words of AnchoredDir's walk, which stops at that parent (test/tool-previews.test.ts holds them equal).
+    // The words of AnchoredDir's walk, which stops at that parent (test/agent/tool-previews.test.ts holds them equal).
     if (code === 'ENOTDIR') throw new ToolError(`cannot reach ${shown}: one of its parent folders is a file`);
     if (code !== 'ENOENT') throw error;
     isFile = false;

@@ -1,0 +1,407 @@
+/**
+ * The service's relay link against the real Node relay (src/relay) on loopback, the real service
+ * (src/service.ts) with the fake OpenAI provider, and relayed clients speaking the e2e tunnel:
+ * link state, relayed chat, what the relay sees, key admission and pairing, tamper, restarts, config edits.
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { generateKeyPair, fromBase64url, toBase64url, type KeyPairText } from '../../src/tunnel';
+import type { RelayLinkStatus } from '../../src/protocol';
+import { PairingSecrets } from '../../src/transport/pairing/pairing-secrets';
+import { pairProof } from '../../src/tunnel';
+import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
+import { postJson, startService, writeConfig, TEST_TOKEN, type RunningService } from '../helpers/service';
+import { waitFor } from '../helpers/temp';
+import { TestClient } from '../helpers/ws-client';
+import { RELAY_TOKEN, RelayClient, startRelay, startTap, type RunningRelay, type Tap } from '../helpers/relay-link-harness';
+
+const FAST = { baseDelayMs: 50, maxDelayMs: 300, handshakeTimeoutMs: 2_000 };
+
+let fake: FakeOpenAI;
+let relay: RunningRelay;
+let tap: Tap;
+let svc: RunningService;
+const clients: { close(): void }[] = [];
+
+const relayChannel = (url: string, token = RELAY_TOKEN, name = 'relay') => ({ name, type: 'websocket', url, auth_token: token });
+const baseConfig = () => ({ base_url: fake.url, model: 'fake-model', permission_mode: 'allow' });
+
+async function lan(): Promise<TestClient> {
+  const client = await TestClient.authed(svc.wsUrl, svc.token);
+  clients.push(client);
+  return client;
+}
+
+async function relayStatus(): Promise<RelayLinkStatus[]> {
+  const client = await lan();
+  const reply = await client.request({ type: 'relay_status' });
+  client.close();
+  assert.equal(reply.status, 'ok');
+  return (reply.data as { relays: RelayLinkStatus[] }).relays;
+}
+
+const waitState = (state: string, name = 'relay') =>
+  waitFor(() => svc.service.relay.status().find((s) => s.name === name && s.state === state), `relay link ${name} ${state}`, 10_000);
+
+/** Registers a client key the way a phone app would (POST /ws/register). */
+async function registerKey(name: string, keyPair: KeyPairText): Promise<{ machine_id: string; relay_url: string }> {
+  const reply = await postJson(`${svc.httpUrl}/ws/register`, { machine_name: name, public_key: keyPair.publicKey }, { authorization: `Bearer ${svc.token}` });
+  assert.equal(reply.status, 200, reply.text);
+  return reply.body!.data as { machine_id: string; relay_url: string };
+}
+
+async function machineKey(): Promise<string> {
+  const client = await lan();
+  const reply = await client.request({ type: 'create_pairing' });
+  client.close();
+  return (reply.data as { machine_key: string }).machine_key;
+}
+
+async function relayedClient(keyPair = generateKeyPair(), localAddress?: string): Promise<RelayClient> {
+  const { relay_url } = await registerKey(`phone-${keyPair.publicKey.slice(0, 6)}`, keyPair);
+  // The phone connects to the relay itself, not through the tap: the tap records the machine side.
+  const url = relay_url.replace(tap.wsUrl.replace('/ws', ''), relay.wsUrl.replace('/ws', ''));
+  const client = await RelayClient.authed(url, keyPair, await machineKey(), svc.token, undefined, localAddress);
+  clients.push(client);
+  return client;
+}
+
+const clientUrl = (machineId: string) => `${relay.wsUrl}?machine_id=${machineId}`;
+
+before(async () => {
+  fake = await startFakeOpenAI();
+  relay = await startRelay();
+  tap = await startTap(relay.port);
+  svc = await startService({ ...baseConfig(), channels: [relayChannel(tap.wsUrl)] }, { relay: FAST });
+});
+
+after(async () => {
+  for (const client of clients) client.close();
+  await svc?.dispose();
+  await tap?.close();
+  await relay?.close();
+  await fake?.close();
+});
+
+test('the link registers and comes online; relay_status and GET /health/relay show it without the token', async () => {
+  await waitState('online');
+  const [status] = await relayStatus();
+  assert.equal(status.name, 'relay');
+  assert.equal(status.state, 'online');
+  assert.equal(status.last_error, null);
+  assert.equal(status.url, tap.wsUrl);
+  const health = await fetch(`${svc.httpUrl}/health/relay`);
+  const text = await health.text();
+  assert.equal(health.status, 200);
+  const body = JSON.parse(text) as { status: string; relays: { name: string; state: string }[] };
+  assert.equal(body.status, 'ok');
+  assert.deepEqual(body.relays.map((r) => [r.name, r.state]), [['relay', 'online']]);
+  assert.ok(!text.includes(RELAY_TOKEN) && !text.includes(tap.wsUrl), 'no token, no url in the unauthenticated route');
+  assert.ok(!JSON.stringify(status).includes(RELAY_TOKEN), 'relay_status never shows the token');
+});
+
+test('a relayed client chats end to end (streaming), and the relay never sees the plaintext or the token', async () => {
+  const secretText = 'the launch code is PLAINTEXT-MARKER-7731';
+  const replyText = 'acknowledged REPLY-MARKER-4410 in private';
+  fake.script({ text: replyText, chunks: 4 });
+  const before = tap.seen.length;
+  const client = await relayedClient();
+  const reply = await client.request({ type: 'chat', message: secretText, stream: true });
+  assert.equal(reply.status, 'ok', JSON.stringify(reply));
+  assert.equal((reply.data as { response: string }).response, replyText);
+  const deltas = [];
+  for (;;) {
+    const delta = await client.next((f) => f.event === 'chat.delta', 2_000).catch(() => undefined);
+    if (!delta) break;
+    deltas.push(delta.delta);
+  }
+  assert.equal(deltas.join(''), replyText, 'streamed pieces make the whole reply');
+  const config = await client.request({ type: 'get_config' });
+  assert.equal((config.data as { model: string }).model, 'fake-model');
+
+  // The conversation is an ordinary one: LAN clients see it, with the relay as its source.
+  const conversationId = (reply.data as { conversation_id: string }).conversation_id;
+  const listed = await (await lan()).request({ type: 'list_conversations' });
+  const conversation = (listed.data as { conversations: { id: string; source: string }[] }).conversations.find((c) => c.id === conversationId);
+  assert.equal(conversation?.source, 'relay');
+
+  const relayed = tap.seen.slice(before).join('\n') + client.raw.join('\n');
+  assert.ok(relayed.includes('"e2e":"box"'), 'frames did pass through the relay');
+  for (const secret of [secretText, 'PLAINTEXT-MARKER', replyText, 'REPLY-MARKER', TEST_TOKEN, 'get_config', 'fake-model']) {
+    assert.ok(!relayed.includes(secret), `the relay never sees ${secret}`);
+  }
+  const log = await readFile(join(svc.dataDir, 'service.log'), 'utf8');
+  assert.ok(!log.includes(RELAY_TOKEN) && !log.includes(TEST_TOKEN), 'no token in the service log');
+});
+
+test("1,100 unauthenticated connects from one address: the owner's registered phone, elsewhere, still opens its tunnel and chats", async () => {
+  await waitState('online');
+  const machineId = await machineIdOfService();
+  const flood: RelayClient[] = [];
+  let refused = 0;
+  try {
+    for (let start = 0; start < 1100; start += 50) {
+      const batch = await Promise.allSettled(Array.from({ length: 50 }, () => RelayClient.connect(clientUrl(machineId), '127.0.0.2')));
+      for (const outcome of batch) {
+        if (outcome.status === 'fulfilled') flood.push(outcome.value);
+        else if (/Unexpected server response: 429/.test(String(outcome.reason))) refused += 1;
+        else throw outcome.reason;
+      }
+    }
+    fake.script({ text: 'through the flood' });
+    const phone = await relayedClient(generateKeyPair(), '127.0.0.3');
+    const reply = await phone.request({ type: 'chat', message: 'hello despite the flood' });
+    assert.equal((reply.data as { response: string }).response, 'through the flood', JSON.stringify(reply));
+    assert.ok(refused >= 1000, `${refused} of 1100 refused`);
+  } finally {
+    for (const client of flood) client.close();
+  }
+});
+
+test('an unknown client key is refused with 4401 before anything else', async () => {
+  const client = await RelayClient.connect(clientUrl(await machineIdOfService()));
+  clients.push(client);
+  await assert.rejects(client.handshake(generateKeyPair(), await machineKey()), /closed 4401/);
+  assert.equal(client.closed?.code, 4401);
+  assert.match(client.closed?.reason ?? '', /unknown client key/);
+});
+
+test('a plaintext first frame (no tunnel) is refused: the relay cannot drive the machine', async () => {
+  const client = await RelayClient.connect(clientUrl(await machineIdOfService()));
+  clients.push(client);
+  client.sendRaw(JSON.stringify({ type: 'auth', token: svc.token }));
+  const closed = await client.waitClose();
+  assert.equal(closed.code, 4400);
+});
+
+test('a wrong token inside the tunnel gets invalid_token and the client is closed 4401', async () => {
+  const keyPair = generateKeyPair();
+  await registerKey('wrong-token-phone', keyPair);
+  const client = await RelayClient.connect(clientUrl(await machineIdOfService()));
+  clients.push(client);
+  await client.handshake(keyPair, await machineKey());
+  const reply = await client.request({ type: 'auth', token: 'not-the-token' });
+  assert.equal(reply.code, 'invalid_token');
+  assert.equal((await client.waitClose()).code, 4401);
+});
+
+test('rotating auth_token closes relayed clients authenticated with the old one (4401)', async () => {
+  const client = await relayedClient();
+  const rotated = 'rotated-access-token-0123456789abcdef-XYZ';
+  await svc.service.config.edit((raw) => void (raw.auth_token = rotated));
+  try {
+    assert.equal((await client.waitClose(5_000)).code, 4401);
+  } finally {
+    await svc.service.config.edit((raw) => void (raw.auth_token = TEST_TOKEN));
+  }
+});
+
+test('a tampered frame ends the session (4400); so does a replayed one', async () => {
+  for (const mangle of ['tamper', 'replay'] as const) {
+    const client = await relayedClient();
+    const box = client.channel!.seal(JSON.stringify({ type: 'get_config', id: 'x' }));
+    if (mangle === 'tamper') {
+      const bytes = fromBase64url((JSON.parse(box) as { c: string }).c)!;
+      bytes[3] ^= 0x80;
+      client.sendRaw(JSON.stringify({ e2e: 'box', c: toBase64url(bytes) }));
+    } else {
+      client.sendRaw(box);
+      await client.next((f) => f.id === 'x');
+      client.sendRaw(box);
+    }
+    const closed = await client.waitClose();
+    assert.equal(closed.code, 4400, mangle);
+  }
+  // The link and other clients are unaffected.
+  const fine = await relayedClient();
+  assert.equal((await fine.request({ type: 'list_tools' })).status, 'ok');
+});
+
+test('a plaintext over 1 MiB in the tunnel: payload_too_large, then closed 4009', async () => {
+  const client = await relayedClient();
+  client.send(JSON.stringify({ type: 'chat', message: 'x'.repeat(1024 * 1024 + 10), id: 'big' }));
+  const answer = await client.next((f) => f.status === 'error');
+  assert.equal(answer.code, 'payload_too_large');
+  assert.equal((await client.waitClose()).code, 4009);
+});
+
+test('pairing: create_pairing gives a one-time secret that admits one new key, then is spent', async () => {
+  const lanClient = await lan();
+  const reply = await lanClient.request({ type: 'create_pairing' });
+  assert.equal(reply.status, 'ok', JSON.stringify(reply));
+  const info = reply.data as { machine_id: string; machine_key: string; relay_url: string; pairing_secret: string; expires_in: number; pairing_url: string };
+  assert.equal(info.expires_in, 600);
+  assert.equal(info.relay_url, `${tap.wsUrl}?machine_id=${info.machine_id}`);
+  const url = new URL(info.pairing_url);
+  assert.equal(url.origin, new URL(tap.wsUrl.replace('ws:', 'http:')).origin);
+  assert.equal(url.pathname, '/');
+  assert.equal(url.search, '', 'nothing in the query: it would reach the server');
+  const fragment = new URLSearchParams(url.hash.slice(1));
+  assert.deepEqual(Object.fromEntries(fragment), { relay: info.relay_url, machine_key: info.machine_key, pair: info.pairing_secret, token: svc.token });
+
+  const phone = generateKeyPair();
+  const paired = await RelayClient.authed(clientUrl(info.machine_id), phone, info.machine_key, svc.token, info.pairing_secret);
+  clients.push(paired);
+  assert.equal((await paired.request({ type: 'get_config' })).status, 'ok');
+
+  // Spent: another key with the same secret is refused.
+  const thief = await RelayClient.connect(clientUrl(info.machine_id));
+  clients.push(thief);
+  await assert.rejects(thief.handshake(generateKeyPair(), info.machine_key, info.pairing_secret), /closed 4401/);
+
+  // The paired key is now registered: it comes back without a secret.
+  const again = await RelayClient.authed(clientUrl(info.machine_id), phone, info.machine_key, svc.token);
+  clients.push(again);
+  assert.equal((await again.request({ type: 'list_conversations' })).status, 'ok');
+});
+
+test('create_pairing: refused to session-token users; an unknown channel is not_found', async () => {
+  const client = await lan();
+  assert.equal((await client.request({ type: 'create_pairing', channel: 'nope' })).code, 'not_found');
+  // A session-token user (POST /auth) must not obtain the access token through a pairing link.
+  const { hashPassword } = await import('../../src/transport/auth/passwords');
+  const config = JSON.parse(await readFile(join(svc.dataDir, 'service.json'), 'utf8')) as Record<string, unknown>;
+  await writeConfig(svc.dataDir, { ...config, users: [{ username: 'ann', password_hash: await hashPassword('correct horse battery') }] });
+  await waitFor(() => svc.service.config.current.users.length === 1, 'users reloaded');
+  const login = await postJson(`${svc.httpUrl}/auth`, { username: 'ann', password: 'correct horse battery' });
+  const sessionClient = await TestClient.authed(svc.wsUrl, (login.body!.data as { token: string }).token);
+  clients.push(sessionClient);
+  const refused = await sessionClient.request({ type: 'create_pairing' });
+  assert.equal(refused.code, 'unauthorized');
+  assert.ok(!JSON.stringify(refused).includes(svc.token));
+});
+
+test('pairing secrets expire after 10 minutes and are single-use', () => {
+  let now = 1_000_000;
+  const secrets = new PairingSecrets(() => now);
+  const key = fromBase64url(generateKeyPair().publicKey)!;
+  const { secret, expiresIn } = secrets.create();
+  assert.equal(expiresIn, 600);
+  now += 600_000;
+  assert.equal(secrets.redeem(key, pairProof(secret, key)), false, 'expired at 10 minutes');
+  const fresh = secrets.create().secret;
+  now += 599_000;
+  assert.equal(secrets.redeem(key, pairProof('another', key)), false, 'a wrong secret');
+  assert.equal(secrets.redeem(key, pairProof(fresh, key)), true, 'valid just before 10 minutes');
+  assert.equal(secrets.redeem(key, pairProof(fresh, key)), false, 'spent');
+});
+
+test('relay restart: clients see the machine offline, the link reconnects with backoff, sessions start over', async () => {
+  const client = await relayedClient();
+  const keyPair = generateKeyPair();
+  await registerKey('restart-phone', keyPair);
+  const port = relay.port;
+  await relay.close();
+  await waitState('offline');
+  const [down] = await relayStatus();
+  assert.equal(down.state, 'offline');
+  assert.ok(down.last_error, 'says why');
+  assert.ok(down.retry_at, 'says when it retries');
+  assert.ok(client.closed, 'the relayed client lost its socket');
+  // The LAN keeps working while the relay is away.
+  assert.equal((await (await lan()).request({ type: 'get_config' })).status, 'ok');
+
+  relay = await startRelay(port);
+  await waitState('online');
+  const back = await RelayClient.authed(clientUrl(await machineIdOfService()), keyPair, await machineKey(), svc.token);
+  clients.push(back);
+  fake.script({ text: 'still here' });
+  const reply = await back.request({ type: 'chat', message: 'after the restart' });
+  assert.equal((reply.data as { response: string }).response, 'still here');
+});
+
+test("graceful stop answers a relayed client's chat in flight through the tunnel, then the machine goes offline; the service starts again", async () => {
+  await waitState('online');
+  const client = await relayedClient();
+  fake.script({ text: 'answered while stopping', delayMs: 700 });
+  const asked = fake.requests.length;
+  const reply = client.request({ type: 'chat', message: 'a slow one', id: 'r1' });
+  await fake.waitFor((requests) => requests.length > asked);
+  await svc.stop();
+  const answer = await reply;
+  assert.equal(answer.status, 'ok', JSON.stringify(answer));
+  assert.equal((answer.data as { response: string }).response, 'answered while stopping');
+  await client.next((f) => f.relay === 'status' && f.machine === 'offline');
+  assert.equal(client.closed, undefined, 'the client stays connected to the relay, as on any machine stop');
+  assert.equal(svc.service.sessionCount, 0, 'the relayed session is closed');
+  client.close();
+  svc = await startService({}, { dataDir: svc.dataDir, keepConfig: true, relay: FAST });
+});
+
+test('machine restart: a waiting client gets offline then online, and redoes hello + auth', async () => {
+  const keyPair = generateKeyPair();
+  await registerKey('waiting-phone', keyPair);
+  const key = await machineKey();
+  const client = await RelayClient.authed(clientUrl(await machineIdOfService()), keyPair, key, svc.token);
+  clients.push(client);
+  await client.next((f) => f.relay === 'status' && f.machine === 'online');
+  const dataDir = svc.dataDir;
+  await svc.stop();
+  await client.next((f) => f.relay === 'status' && f.machine === 'offline');
+  assert.equal(client.closed, undefined, 'the client stays connected to the relay');
+  svc = await startService({}, { dataDir, keepConfig: true, relay: FAST });
+  await client.next((f) => f.relay === 'status' && f.machine === 'online');
+  await client.handshake(keyPair, key);
+  assert.equal((await client.request({ type: 'auth', token: svc.token })).status, 'ok');
+  assert.equal((await client.request({ type: 'get_config' })).status, 'ok');
+  assert.equal(await machineKey(), key, 'the machine key survives the restart (kept in the store)');
+});
+
+test('unreachable relay and wrong token: the service runs, the link says why; fixing service.json reconnects without restart', async () => {
+  const config = JSON.parse(await readFile(join(svc.dataDir, 'service.json'), 'utf8')) as Record<string, unknown>;
+  await writeConfig(svc.dataDir, {
+    ...config,
+    channels: [relayChannel(relay.wsUrl, 'x'.repeat(40), 'wrong-token'), relayChannel('ws://127.0.0.1:9/ws', RELAY_TOKEN, 'nowhere')],
+  });
+  const wrong = await waitFor(() => svc.service.relay.status().find((s) => s.name === 'wrong-token' && s.state === 'offline' && s.last_error), 'wrong token offline', 10_000);
+  assert.match(wrong.last_error!, /401/);
+  const nowhere = await waitFor(() => svc.service.relay.status().find((s) => s.name === 'nowhere' && s.state === 'offline' && s.last_error), 'unreachable offline', 10_000);
+  assert.match(nowhere.last_error!, /unreachable|ECONNREFUSED/);
+  assert.equal(svc.service.relay.status().some((s) => s.name === 'relay'), false, 'the removed channel is gone');
+  assert.equal((await (await lan()).request({ type: 'list_tools' })).status, 'ok', 'the service is fine');
+
+  await writeConfig(svc.dataDir, { ...config, channels: [relayChannel(relay.wsUrl, RELAY_TOKEN, 'wrong-token')] });
+  await waitState('online', 'wrong-token');
+  assert.deepEqual(svc.service.relay.status().map((s) => s.name), ['wrong-token']);
+});
+
+async function machineIdOfService(): Promise<string> {
+  const client = await lan();
+  const reply = await client.request({ type: 'create_pairing' });
+  client.close();
+  return (reply.data as { machine_id: string }).machine_id;
+}
+
+test('a relayed client that never sends its hello is closed 4408', async () => {
+  const client = await RelayClient.connect(clientUrl(await machineIdOfService()));
+  clients.push(client);
+  const closed = await client.waitClose();
+  assert.equal(closed.code, 4408);
+});
+
+test('a relay that goes silent (sleep, lost network) is declared dead and the link reconnects', async () => {
+  // A peer that accepts /register and the machine socket, then never sends a frame (no pong).
+  const { WebSocketServer } = await import('ws');
+  const http = await import('node:http');
+  let sockets = 0;
+  const server = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok","data":{}}'));
+  const wss = new WebSocketServer({ server });
+  wss.on('connection', () => (sockets += 1));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = (server.address() as { port: number }).port;
+  const silent = await startService(
+    { channels: [relayChannel(`ws://127.0.0.1:${port}/ws`, RELAY_TOKEN, 'silent')] },
+    { relay: { ...FAST, pingEveryMs: 100, silenceMs: 400 } },
+  );
+  try {
+    const dead = await waitFor(() => silent.service.relay.status().find((s) => s.state === 'offline' && s.last_error?.includes('no frame')), 'silence detected', 10_000);
+    assert.match(dead.last_error!, /no frame from the relay/);
+    await waitFor(() => sockets >= 2, 'reconnected after the silence', 10_000);
+  } finally {
+    await silent.dispose();
+    for (const client of wss.clients) client.terminate();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+});

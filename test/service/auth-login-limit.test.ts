@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { loginLimitKey } from '../../src/transport/http/allow-from';
+import { FixedWindowLimiter } from '../../src/transport/http/rate-limit';
+import { MAX_CONCURRENT_DERIVATIONS, MAX_WAITING_CHECKS, PasswordChecksBusy, hashPassword, verifyPassword } from '../../src/transport/auth/passwords';
+import { postJson, startService, type RunningService } from '../helpers/service';
+
+// Attacks on `POST /auth`'s limit of 10 failed attempts per client address per 5 minutes
+// (docs/protocol.md). Every test gets its own service: the limit is per address and all come from 127.0.0.1.
+const ADA_PASSWORD = 'correct horse battery staple';
+const BOB_PASSWORD = 'bob knows his own password';
+let users: { username: string; password_hash: string }[];
+
+before(async () => {
+  users = [
+    { username: 'ada', password_hash: await hashPassword(ADA_PASSWORD) },
+    { username: 'bob', password_hash: await hashPassword(BOB_PASSWORD) },
+  ];
+});
+
+async function withService(run: (svc: RunningService) => Promise<void>): Promise<void> {
+  const svc = await startService({ users });
+  try {
+    await run(svc);
+  } finally {
+    await svc.dispose();
+  }
+}
+
+const login = (svc: RunningService, username: string, password: string) => postJson(`${svc.httpUrl}/auth`, { username, password });
+
+const statusCounts = (replies: { status: number }[]) => {
+  const counts: Record<number, number> = {};
+  for (const { status } of replies) counts[status] = (counts[status] ?? 0) + 1;
+  return counts;
+};
+
+describe('POST /auth limit under attack', () => {
+  let svc: RunningService;
+  before(async () => {
+    svc = await startService({ users });
+  });
+  after(async () => {
+    await svc?.dispose();
+  });
+
+  test('300 parallel wrong logins: only 10 are checked (401), the rest get 429 with Retry-After', async () => {
+    const replies = await Promise.all(Array.from({ length: 300 }, (_, i) => login(svc, 'ada', `guess-${i}`)));
+    assert.deepEqual(statusCounts(replies), { 401: 10, 429: 290 });
+    for (const reply of replies.filter((r) => r.status === 429)) {
+      assert.equal(reply.body!.code, 'rate_limited');
+      assert.ok(Number(reply.headers.get('retry-after')) > 0);
+    }
+  });
+});
+
+test('a right password in the middle of a 100-request burst is refused (429), not accepted', async () => {
+  await withService(async (svc) => {
+    const burst = [
+      ...Array.from({ length: 50 }, (_, i) => login(svc, 'ada', `guess-a${i}`)),
+      login(svc, 'ada', ADA_PASSWORD),
+      ...Array.from({ length: 49 }, (_, i) => login(svc, 'ada', `guess-b${i}`)),
+    ];
+    const replies = await Promise.all(burst);
+    assert.equal(replies[50].status, 429, JSON.stringify(replies[50].body));
+    assert.equal(replies.filter((r) => r.status === 200).length, 0);
+    assert.equal(replies.filter((r) => r.status === 401).length, 10);
+  });
+});
+
+test("one user's successful login does not clear failures of another from the same address", async () => {
+  await withService(async (svc) => {
+    for (let i = 0; i < 9; i += 1) assert.equal((await login(svc, 'ada', `guess-${i}`)).status, 401);
+    assert.equal((await login(svc, 'bob', BOB_PASSWORD)).status, 200);
+    assert.equal((await login(svc, 'ada', 'guess-9')).status, 401);
+    const blocked = await login(svc, 'ada', 'guess-10');
+    assert.equal(blocked.status, 429);
+    // The limit is per address: the right password waits for the window too.
+    assert.equal((await login(svc, 'bob', BOB_PASSWORD)).status, 429);
+  });
+});
+
+test('successful logins do not use up the allowance', async () => {
+  await withService(async (svc) => {
+    for (let i = 0; i < 15; i += 1) assert.equal((await login(svc, 'bob', BOB_PASSWORD)).status, 200);
+    for (let i = 0; i < 10; i += 1) assert.equal((await login(svc, 'ada', `guess-${i}`)).status, 401);
+    assert.equal((await login(svc, 'ada', ADA_PASSWORD)).status, 429);
+  });
+});
+
+test('password checks beyond the bounded queue are refused at once, the others still answered', async () => {
+  const stored = users[0].password_hash;
+  const checks = Array.from({ length: MAX_CONCURRENT_DERIVATIONS + MAX_WAITING_CHECKS + 5 }, (_, i) =>
+    verifyPassword(i === 0 ? ADA_PASSWORD : 'wrong', stored).then(
+      (valid) => ({ valid }),
+      (error: unknown) => ({ error }),
+    ),
+  );
+  const outcomes = await Promise.all(checks);
+  const refused = outcomes.filter((o) => 'error' in o);
+  assert.equal(refused.length, 5);
+  for (const o of refused) assert.ok((o as { error: unknown }).error instanceof PasswordChecksBusy);
+  assert.deepEqual(outcomes[0], { valid: true });
+  assert.equal(outcomes.filter((o) => 'valid' in o && o.valid === false).length, MAX_CONCURRENT_DERIVATIONS + MAX_WAITING_CHECKS - 1);
+  // The queue drained: a check now runs again.
+  assert.equal(await verifyPassword(ADA_PASSWORD, stored), true);
+});
+
+test('a reserved attempt refunds once, and only in the window it was taken from', () => {
+  let now = 0;
+  const limiter = new FixedWindowLimiter(2, 60_000, () => now);
+  const first = limiter.reserve('a');
+  assert.equal(first.retryAfterSeconds, 0);
+  first.refund();
+  first.refund();
+  assert.equal(limiter.reserve('a').retryAfterSeconds, 0);
+  const stale = limiter.reserve('a');
+  assert.equal(stale.retryAfterSeconds, 0);
+  assert.equal(limiter.reserve('a').retryAfterSeconds, 60, 'the third counted attempt is over the limit');
+  now = 60_000;
+  assert.equal(limiter.reserve('a').retryAfterSeconds, 0);
+  assert.equal(limiter.reserve('a').retryAfterSeconds, 0);
+  stale.refund(); // from the previous window: changes nothing in this one
+  assert.equal(limiter.reserve('a').retryAfterSeconds, 60);
+});
+
+test('login attempts are counted per IPv4 address and per IPv6 /64 (one host holds a whole /64)', () => {
+  assert.equal(loginLimitKey('::ffff:10.0.0.7'), '10.0.0.7');
+  assert.equal(loginLimitKey('10.0.0.7'), '10.0.0.7');
+  assert.notEqual(loginLimitKey('10.0.0.7'), loginLimitKey('10.0.0.8'));
+  assert.equal(loginLimitKey('2001:db8:1:2::1'), loginLimitKey('2001:db8:1:2:ffff:ffff:ffff:fffe'));
+  assert.equal(loginLimitKey('2001:DB8:1:2::1'), loginLimitKey('2001:0db8:0001:0002:0:0:0:9'));
+  assert.notEqual(loginLimitKey('2001:db8:1:2::1'), loginLimitKey('2001:db8:1:3::1'));
+  assert.equal(loginLimitKey('::1'), loginLimitKey('::2'));
+  assert.equal(loginLimitKey('2001:db8:1:2::1'), '2001:db8:1:2::/64');
+});

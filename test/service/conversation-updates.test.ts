@@ -1,0 +1,42 @@
+// conversation.updated: every client hears when a conversation gets a message (the user's, then the
+// reply), whoever sent it, so a conversation continued from the phone shows live in the editor.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
+import { startService, type RunningService } from '../helpers/service';
+import { TestClient } from '../helpers/ws-client';
+
+let fake: FakeOpenAI;
+let svc: RunningService;
+
+before(async () => {
+  fake = await startFakeOpenAI();
+  svc = await startService({ provider: 'openai', model: 'fake-model', base_url: fake.url });
+});
+
+after(async () => {
+  await svc.dispose();
+  await fake.close();
+});
+
+test('a conversation started and continued by one client is announced to the others, message and reply', async () => {
+  const phone = await TestClient.authed(svc.wsUrl, svc.token);
+  const editor = await TestClient.authed(svc.wsUrl, svc.token);
+  try {
+    const first = await phone.request({ type: 'chat', message: 'from the phone' });
+    const id = (first.data as { conversation_id: string }).conversation_id;
+    const updates = () => editor.frames.filter((f) => f.event === 'conversation.updated' && f.conversation_id === id);
+    await editor.next((f) => f.event === 'conversation.updated' && f.conversation_id === id);
+    await editor.next((f) => f.event === 'conversation.updated' && f.conversation_id === id);
+    assert.equal(updates().length, 0, 'two updates: the stored message, then the stored reply');
+
+    await phone.request({ type: 'chat', message: 'and more', conversation_id: id });
+    const update = await editor.next((f) => f.event === 'conversation.updated' && f.conversation_id === id);
+    assert.equal(update.source, 'ws');
+    const history = await editor.request({ type: 'get_messages', conversation_id: id });
+    assert.deepEqual((history.data as { messages: { content: string }[] }).messages.map((m) => m.content), ['from the phone', 'echo: from the phone', 'and more', 'echo: and more']);
+  } finally {
+    phone.close();
+    editor.close();
+  }
+});

@@ -1,0 +1,144 @@
+// Every command's answer, as a real service gives it over a real socket, parses with the command's
+// result schema (src/protocol/results.ts). The schemas are what the web UI and the extension are typed
+// from, so a handler that answers a different shape fails here, not on a phone.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { CommandResults, type CommandType } from '../../src/protocol';
+import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
+import { postJson, startService, type RunningService } from '../helpers/service';
+import { tempDir, waitFor } from '../helpers/temp';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
+import { TestClient } from '../helpers/ws-client';
+import { RELAY_TOKEN, startRelay, type RunningRelay } from '../helpers/relay-link-harness';
+
+const SECRET = 'results-secret-0123456789abcdef';
+
+let fake: FakeOpenAI;
+let relay: RunningRelay;
+let receiver: WebhookReceiver;
+let svc: RunningService;
+let client: TestClient;
+let cleanupWorkspace: () => Promise<void>;
+/** Each command type whose answer was checked, so the last test can tell none was left out. */
+const checked = new Set<CommandType>();
+
+before(async () => {
+  fake = await startFakeOpenAI();
+  relay = await startRelay();
+  receiver = await startWebhookReceiver({ secret: SECRET });
+  receiver.setDefault({ status: 503 });
+  const workspace = await tempDir('ra-results-');
+  cleanupWorkspace = workspace.cleanup;
+  svc = await startService(
+    {
+      base_url: fake.url,
+      model: 'fake-model',
+      workspace: workspace.dir,
+      permission_mode: 'ask',
+      channels: [
+        { name: 'relay', type: 'websocket', url: relay.wsUrl, auth_token: RELAY_TOKEN },
+        { name: 'webhook', type: 'webhook', accounts: { acct: { incoming_path: '/in', outgoing_url: receiver.url('/out'), secret: SECRET, retry_for_seconds: 1 } } },
+      ],
+    },
+    { webhook: { retryBaseMs: 50, retryMaxMs: 200, timeoutMs: 300 }, relay: { baseDelayMs: 50, maxDelayMs: 300 } },
+  );
+  client = await TestClient.connect(svc.wsUrl);
+});
+
+after(async () => {
+  client?.close();
+  await svc?.dispose();
+  await receiver?.close();
+  await relay?.close();
+  await fake?.close();
+  await cleanupWorkspace?.();
+});
+
+/** Sends a command, asserts it was answered ok, and parses its data with the command's result schema. */
+async function answer<T extends CommandType>(frame: { type: T } & Record<string, unknown>) {
+  const reply = await client.request(frame);
+  assert.equal(reply.status, 'ok', `${frame.type}: ${JSON.stringify(reply)}`);
+  const parsed = CommandResults[frame.type].safeParse(reply.data);
+  assert.ok(parsed.success, `${frame.type} answered ${JSON.stringify(reply.data)}: ${parsed.error?.message}`);
+  // The schema describes every field the service sends: nothing is stripped as unknown.
+  assert.deepEqual(parsed.data, reply.data, `${frame.type}: a field the schema does not know`);
+  checked.add(frame.type);
+  return parsed.data as never;
+}
+
+test('auth, config and tools', async () => {
+  await answer({ type: 'auth', token: svc.token });
+  await answer({ type: 'get_config' });
+  const updated: { updated_fields: string[] } = await answer({ type: 'update_config', config: { temperature: 0.5 } });
+  assert.deepEqual(updated.updated_fields, ['temperature']);
+  const tools: { tools: unknown[] } = await answer({ type: 'list_tools' });
+  assert.ok(tools.tools.length > 0);
+});
+
+test('chat with a tool the user allows, its history, then delete', async () => {
+  fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'a.txt', content: 'x' } }] }, { text: 'written' });
+  client.send({ type: 'chat', message: 'write a.txt', id: 'chat-1' });
+  const request = await client.next((f) => f.event === 'permission.request');
+  await answer({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
+  const done = await client.next((f) => f.id === 'chat-1' && 'status' in f);
+  assert.equal(done.status, 'ok');
+  assert.ok(CommandResults.chat.safeParse(done.data).success, JSON.stringify(done.data));
+  const conversationId = (done.data as { conversation_id: string }).conversation_id;
+
+  const listed: { conversations: { id: string }[] } = await answer({ type: 'list_conversations' });
+  assert.ok(listed.conversations.some((c) => c.id === conversationId));
+  const history: { messages: { role: string; tool_kind?: string; ok?: boolean }[] } = await answer({ type: 'get_messages', conversation_id: conversationId, include_tools: true });
+  assert.deepEqual(
+    history.messages.filter((m) => m.role === 'tool').map((m) => [m.tool_kind, m.ok]),
+    [
+      ['call', undefined],
+      ['result', true],
+    ],
+  );
+  const plain: { response: string } = await answer({ type: 'chat', message: 'again', conversation_id: conversationId });
+  assert.match(plain.response, /echo: again/);
+  await answer({ type: 'delete_conversation', conversation_id: conversationId });
+});
+
+test('cancel: a running chat, cancelled, answers cancelled', async () => {
+  fake.script({ text: 'a b c d e f g h i j', chunks: 10, chunkDelayMs: 300 });
+  client.send({ type: 'chat', message: 'long answer please', id: 'long', stream: true });
+  await client.next((f) => f.event === 'chat.delta' && f.id === 'long');
+  // The cancel carries the chat's id, so both answers do: the cancel's is the one with `cancelled` alone.
+  client.send({ type: 'cancel', id: 'long' });
+  const answers = [await client.next((f) => f.id === 'long' && 'status' in f), await client.next((f) => f.id === 'long' && 'status' in f)];
+  const cancelAnswer = answers.find((f) => !('response' in (f.data as object)));
+  const chatAnswer = answers.find((f) => 'response' in (f.data as object));
+  assert.deepEqual(CommandResults.cancel.parse(cancelAnswer?.data), { cancelled: true });
+  assert.equal(CommandResults.chat.parse(chatAnswer?.data).cancelled, true);
+  checked.add('cancel');
+});
+
+test('webhook outbox: list_deliveries and retry_delivery', async () => {
+  const posted = await postJson(`${svc.httpUrl}/in`, { message: 'hello' }, { 'x-service-secret': SECRET });
+  assert.equal(posted.status, 202, posted.text);
+  let failedId = '';
+  await waitFor(
+    async () => {
+      const listed: { deliveries: { id: string; status: string }[] } = await answer({ type: 'list_deliveries', status: 'failed' });
+      failedId = listed.deliveries[0]?.id ?? '';
+      return failedId !== '';
+    },
+    'a failed delivery',
+    10_000,
+    50,
+  );
+  receiver.setDefault({ status: 200 });
+  await answer({ type: 'retry_delivery', delivery_id: failedId });
+});
+
+test('relay: relay_status and create_pairing', async () => {
+  await waitFor(() => svc.service.relay.status().find((s) => s.state === 'online'), 'relay link online', 10_000);
+  const status: { relays: { state: string }[] } = await answer({ type: 'relay_status' });
+  assert.equal(status.relays[0].state, 'online');
+  await answer({ type: 'create_pairing' });
+});
+
+test('every command type was answered and checked against its schema', () => {
+  assert.deepEqual([...checked].sort(), Object.keys(CommandResults).sort());
+});

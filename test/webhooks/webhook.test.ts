@@ -1,0 +1,464 @@
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../helpers/fake-openai';
+import { postJson, startService, writeConfig, type RunningService } from '../helpers/service';
+import { waitFor } from '../helpers/temp';
+import { signStandardWebhook, startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
+import { TestClient } from '../helpers/ws-client';
+
+const SECRET_A = 'alpha-shared-secret-0123456789';
+const SECRET_B = `whsec_${randomBytes(24).toString('base64')}`;
+const FAST = { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 };
+
+let fake: FakeOpenAI;
+let alpha: WebhookReceiver;
+let beta: WebhookReceiver;
+let open: WebhookReceiver;
+let svc: RunningService;
+
+function accounts() {
+  return {
+    alpha: { incoming_path: '/hooks/alpha', outgoing_url: alpha.url('/alpha'), secret: SECRET_A, model: 'alpha-model' },
+    beta: { incoming_path: '/hooks/beta', outgoing_url: beta.url('/beta'), secret: SECRET_B },
+    open: { incoming_path: '/hooks/open', outgoing_url: open.url('/open') },
+  };
+}
+
+before(async () => {
+  fake = await startFakeOpenAI();
+  alpha = await startWebhookReceiver({ secret: SECRET_A });
+  beta = await startWebhookReceiver({ secret: SECRET_B });
+  open = await startWebhookReceiver();
+  // Object form of channels.
+  svc = await startService({ base_url: fake.url, channels: { webhook: { accounts: accounts() } } }, { webhook: FAST });
+});
+after(async () => {
+  await svc?.dispose();
+  await fake?.close();
+  await alpha?.close();
+  await beta?.close();
+  await open?.close();
+});
+
+type Accepted = { conversation_id: string; message_id: string };
+
+function hook(s: RunningService, path: string, body: unknown, headers: Record<string, string> = {}) {
+  return postJson(`${s.httpUrl}${path}`, body, headers);
+}
+
+async function accepted(s: RunningService, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Accepted> {
+  const reply = await hook(s, path, body, headers);
+  assert.equal(reply.status, 202, reply.text);
+  assert.equal(reply.body!.status, 'ok');
+  return reply.body!.data as Accepted;
+}
+
+function chatRequestsWith(text: string): RecordedRequest[] {
+  return fake.requests.filter((r) => r.path === '/v1/chat/completions' && JSON.stringify(r.body?.messages ?? []).includes(text));
+}
+
+function callbacksFor(receiver: WebhookReceiver, conversationId: string) {
+  return receiver.requests.filter((r) => r.body?.conversation_id === conversationId);
+}
+
+async function command(s: RunningService, frame: Record<string, unknown>) {
+  const client = await TestClient.authed(s.wsUrl, s.token);
+  try {
+    return await client.request(frame);
+  } finally {
+    client.close();
+  }
+}
+
+/** Counts that must not move when a request is refused. */
+function snapshot(s: RunningService) {
+  return {
+    messages: s.service.store.messages.count(),
+    deliveries: s.service.store.webhooks.countDeliveries(),
+    provider: fake.requests.length,
+    callbacks: alpha.requests.length + beta.requests.length + open.requests.length,
+  };
+}
+
+describe('incoming webhook, happy path', () => {
+  test('202 with ids once stored; the reply is POSTed to outgoing_url with secret and a valid signature', async () => {
+    const data = await accepted(svc, '/hooks/alpha', { message: 'hello there', user_id: 'user-17' }, { 'x-service-secret': SECRET_A });
+    assert.ok(data.conversation_id && data.message_id);
+    assert.equal(svc.service.store.messages.get(data.message_id)?.user_id, 'user-17', 'user_id is stored with the message');
+    assert.equal(svc.service.store.conversations.get(data.conversation_id)?.source, 'webhook:alpha');
+
+    await alpha.waitFor((r) => callbacksFor(r, data.conversation_id).length === 1, 'the callback');
+    const [callback] = callbacksFor(alpha, data.conversation_id);
+    assert.equal(callback.path, '/alpha');
+    assert.deepEqual(JSON.parse(callback.raw), { message: 'echo: hello there', conversation_id: data.conversation_id });
+    assert.match(String(callback.headers['content-type']), /^application\/json/);
+    assert.equal(callback.headers['x-service-secret'], SECRET_A);
+    assert.equal(callback.signatureValid, true, 'signature verified by the receiver');
+    assert.ok(callback.headers['webhook-id']);
+    assert.ok(Math.abs(Number(callback.headers['webhook-timestamp']) - Date.now() / 1000) < 30);
+
+    // The account's model overrides the default for its chats.
+    const [providerRequest] = chatRequestsWith('hello there');
+    assert.equal(providerRequest.body.model, 'alpha-model');
+
+    const reply = svc.service.store.messages.recent(data.conversation_id).at(-1)!;
+    assert.equal(reply.role, 'assistant');
+    assert.equal(reply.content, 'echo: hello there');
+  });
+
+  test('conversation_id continues the conversation; without it a new one starts without history', async () => {
+    const secret = { 'x-service-secret': SECRET_A };
+    const first = await accepted(svc, '/hooks/alpha', { message: 'my name is Ada' }, secret);
+    await alpha.waitFor((r) => callbacksFor(r, first.conversation_id).length === 1, 'first callback');
+
+    const second = await accepted(svc, '/hooks/alpha', { message: 'what is my name?', conversation_id: first.conversation_id }, secret);
+    assert.equal(second.conversation_id, first.conversation_id);
+    await alpha.waitFor((r) => callbacksFor(r, first.conversation_id).length === 2, 'second callback');
+    const [continued] = chatRequestsWith('what is my name?');
+    const contents = (continued.body.messages as { role: string; content: string }[]).map((m) => `${m.role}:${m.content}`);
+    assert.deepEqual(contents.slice(-3), ['user:my name is Ada', 'assistant:echo: my name is Ada', 'user:what is my name?']);
+
+    const fresh = await accepted(svc, '/hooks/alpha', { message: 'a fresh start' }, secret);
+    assert.notEqual(fresh.conversation_id, first.conversation_id);
+    await alpha.waitFor((r) => callbacksFor(r, fresh.conversation_id).length === 1, 'fresh callback');
+    const [request] = chatRequestsWith('a fresh start');
+    const history = (request.body.messages as { role: string; content: string }[]).filter((m) => m.role !== 'system');
+    assert.deepEqual(history, [{ role: 'user', content: 'a fresh start' }], 'no history from other conversations');
+  });
+
+  test('an account without secret accepts requests and sends no secret headers', async () => {
+    const data = await accepted(svc, '/hooks/open', { message: 'no secret here' });
+    await open.waitFor((r) => callbacksFor(r, data.conversation_id).length === 1, 'callback');
+    const [callback] = callbacksFor(open, data.conversation_id);
+    assert.equal(callback.headers['x-service-secret'], undefined);
+    assert.equal(callback.headers['webhook-signature'], undefined);
+    assert.ok(callback.headers['webhook-id']);
+    // Its model is the default one.
+    assert.equal(chatRequestsWith('no secret here')[0].body.model, 'gpt-4o-mini');
+  });
+
+  test('list_deliveries shows deliveries with attempts; filters by account and status', async () => {
+    const all = await command(svc, { type: 'list_deliveries' });
+    assert.equal(all.status, 'ok');
+    const deliveries = (all.data as { deliveries: Record<string, unknown>[] }).deliveries;
+    assert.ok(deliveries.length >= 4);
+    const latest = deliveries[0];
+    for (const field of ['id', 'account', 'receiver', 'conversation_id', 'message_id', 'status', 'attempts', 'created_at', 'next_attempt_at', 'give_up_at', 'last_attempt_at', 'last_status', 'last_error', 'finished_at']) {
+      assert.ok(field in latest, field);
+    }
+    assert.equal(latest.receiver, `http://127.0.0.1:${open.port}`, 'only the origin of the URL is shown');
+    const onlyAlpha = await command(svc, { type: 'list_deliveries', account: 'alpha', status: 'delivered', limit: 2 });
+    const rows = (onlyAlpha.data as { deliveries: { id: string; account: string; status: string; attempts: number; last_status: number }[] }).deliveries;
+    assert.equal(rows.length, 2);
+    for (const row of rows) assert.deepEqual([row.account, row.status, row.attempts, row.last_status], ['alpha', 'delivered', 1, 200]);
+    const bad = await command(svc, { type: 'list_deliveries', status: 'lost' });
+    assert.equal(bad.code, 'invalid_request');
+    const missing = await command(svc, { type: 'retry_delivery', delivery_id: randomUUID() });
+    assert.equal(missing.code, 'not_found');
+    const delivered = await command(svc, { type: 'retry_delivery', delivery_id: rows[0].id });
+    assert.equal(delivered.code, 'invalid_request');
+  });
+});
+
+describe('incoming webhook, credentials', () => {
+  test('missing or wrong secret: 401, nothing stored, nothing delivered', async () => {
+    const before = snapshot(svc);
+    const cases: Record<string, string>[] = [
+      {},
+      { 'x-service-secret': 'wrong-secret-0123456789' },
+      { 'x-service-secret': SECRET_A.slice(0, -1) },
+      { 'x-service-secret': SECRET_B },
+    ];
+    for (const headers of cases) {
+      const reply = await hook(svc, '/hooks/alpha', { message: 'let me in' }, headers);
+      assert.equal(reply.status, 401, JSON.stringify(headers));
+      assert.equal(reply.body!.code, 'invalid_token');
+      assert.ok(!String(reply.body!.error).includes(SECRET_A));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.deepEqual(snapshot(svc), before);
+    const log = await readFile(join(svc.dataDir, 'service.log'), 'utf8');
+    assert.match(log, /webhook\.refused/);
+    assert.ok(!log.includes(SECRET_A) && !log.includes(SECRET_B), 'no secret in the log');
+  });
+
+  test('a Standard Webhooks signature is accepted instead of the header; stale or wrong ones are 401', async () => {
+    const raw = JSON.stringify({ message: 'signed hello' });
+    const now = Math.floor(Date.now() / 1000);
+    const signed = (id: string, timestamp: number, secret = SECRET_B, body = raw) => ({
+      'webhook-id': id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signStandardWebhook(secret, id, timestamp, body),
+    });
+    const data = await accepted(svc, '/hooks/beta', raw, signed('msg_1', now));
+    await beta.waitFor((r) => callbacksFor(r, data.conversation_id).length === 1, 'beta callback');
+    const [callback] = callbacksFor(beta, data.conversation_id);
+    assert.equal(callback.signatureValid, true, 'the callback is signed with the whsec_ key');
+    assert.equal(callback.headers['x-service-secret'], SECRET_B);
+
+    // A signature over the plain-text secret also works for an account whose secret is not whsec_.
+    const plain = await accepted(svc, '/hooks/alpha', raw, signed('msg_2', now, SECRET_A));
+    await alpha.waitFor((r) => callbacksFor(r, plain.conversation_id).length === 1, 'alpha callback');
+
+    const before = snapshot(svc);
+    const refused: [string, Record<string, string>][] = [
+      ['stale timestamp', signed('msg_3', now - 6 * 60)],
+      ['future timestamp', signed('msg_4', now + 6 * 60)],
+      ['wrong key', signed('msg_5', now, SECRET_A)],
+      ['other body', signed('msg_6', now, SECRET_B, JSON.stringify({ message: 'something else' }))],
+      ['garbage signature', { ...signed('msg_7', now), 'webhook-signature': 'v1,AAAA' }],
+      ['not a number', { ...signed('msg_8', now), 'webhook-timestamp': 'yesterday' }],
+      ['no signature', { 'webhook-id': 'msg_9', 'webhook-timestamp': String(now) }],
+    ];
+    for (const [what, headers] of refused) {
+      const reply = await hook(svc, '/hooks/beta', raw, headers);
+      assert.equal(reply.status, 401, what);
+      assert.equal(reply.body!.code, 'invalid_token', what);
+    }
+    const stale = await hook(svc, '/hooks/beta', raw, signed('msg_10', now - 6 * 60));
+    assert.match(String(stale.body!.error), /5 minutes/);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(snapshot(svc).messages, before.messages);
+  });
+});
+
+describe('incoming webhook, validation', () => {
+  test('bad content type, JSON, fields: 400; 2 MiB: 413; nothing stored', async () => {
+    const before = snapshot(svc);
+    const secret = { 'x-service-secret': SECRET_A };
+    const cases: [unknown, Record<string, string>, number, string, RegExp][] = [
+      ['{"message": "unterminated', secret, 400, 'invalid_request', /JSON/],
+      [[{ message: 'in an array' }], secret, 400, 'invalid_request', /object/],
+      [{ user_id: 'u' }, secret, 400, 'invalid_request', /message/],
+      [{ message: 42 }, secret, 400, 'invalid_request', /message/],
+      [{ message: '' }, secret, 400, 'invalid_request', /message/],
+      [{ message: 'hi', user_id: 7 }, secret, 400, 'invalid_request', /user_id/],
+      [{ message: 'hi', conversation_id: 7 }, secret, 400, 'invalid_request', /conversation_id/],
+      [{ message: 'hi' }, { ...secret, 'content-type': 'text/plain' }, 400, 'invalid_request', /Content-Type/],
+      [{ message: 'hi' }, { ...secret, 'idempotency-key': 'x'.repeat(300) }, 400, 'invalid_request', /Idempotency-Key/],
+      [JSON.stringify({ message: 'x'.repeat(2 * 1024 * 1024) }), secret, 413, 'payload_too_large', /exceeds/],
+    ];
+    for (const [body, headers, status, code, pattern] of cases) {
+      const reply = await hook(svc, '/hooks/alpha', body, headers);
+      const what = JSON.stringify(body).slice(0, 40);
+      assert.equal(reply.status, status, what);
+      assert.equal(reply.body!.code, code, what);
+      assert.match(String(reply.body!.error), pattern, what);
+    }
+    assert.deepEqual(snapshot(svc), before);
+  });
+
+  test('a 2 MiB chunked body (no Content-Length) is refused with 413 too', async () => {
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    let sent = 0;
+    const stream = new ReadableStream({
+      pull(controller) {
+        if (sent >= 2 * 1024 * 1024) return controller.close();
+        sent += chunk.length;
+        controller.enqueue(chunk);
+      },
+    });
+    const response = await fetch(`${svc.httpUrl}/hooks/open`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
+    assert.equal(response.status, 413);
+    assert.equal((await response.json()).code, 'payload_too_large');
+  });
+
+  test('other methods on a webhook path, and unknown paths, are 404', async () => {
+    assert.equal((await fetch(`${svc.httpUrl}/hooks/alpha`)).status, 404);
+    assert.equal((await hook(svc, '/hooks/nobody', { message: 'hi' })).status, 404);
+  });
+});
+
+describe('incoming webhook, conversations and idempotency', () => {
+  test("another account's or the editor's conversation_id is 404, and nothing is stored", async () => {
+    const mine = await accepted(svc, '/hooks/open', { message: 'open conversation' });
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    const chat = await client.request({ type: 'chat', message: 'from a LAN client' });
+    client.close();
+    const lanConversation = (chat.data as { conversation_id: string }).conversation_id;
+    await open.waitFor((r) => callbacksFor(r, mine.conversation_id).length === 1, 'open callback');
+
+    const before = snapshot(svc);
+    for (const conversation_id of [mine.conversation_id, lanConversation, randomUUID()]) {
+      const reply = await hook(svc, '/hooks/alpha', { message: 'not yours', conversation_id }, { 'x-service-secret': SECRET_A });
+      assert.equal(reply.status, 404);
+      assert.equal(reply.body!.code, 'not_found');
+    }
+    assert.deepEqual(snapshot(svc), before);
+    // The user's own LAN client, by contrast, may read the webhook conversation (see the next test).
+    const other = await command(svc, { type: 'get_messages', conversation_id: mine.conversation_id });
+    assert.equal(other.status, 'ok');
+  });
+
+  test('the same Idempotency-Key twice answers the first result: one message, one agent run, one delivery', async () => {
+    const headers = { 'x-service-secret': SECRET_A, 'idempotency-key': `order-${randomUUID()}` };
+    const body = { message: 'charge the card once' };
+    const [a, b] = await Promise.all([accepted(svc, '/hooks/alpha', body, headers), accepted(svc, '/hooks/alpha', body, headers)]);
+    const c = await accepted(svc, '/hooks/alpha', body, headers);
+    assert.deepEqual(a, b);
+    assert.deepEqual(a, c);
+    await alpha.waitFor((r) => callbacksFor(r, a.conversation_id).length === 1, 'the one callback');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(callbacksFor(alpha, a.conversation_id).length, 1);
+    assert.equal(chatRequestsWith('charge the card once').length, 1);
+    assert.equal(svc.service.store.messages.count(a.conversation_id), 2);
+    // The same key on another account is another request.
+    const elsewhere = await accepted(svc, '/hooks/open', body, { 'idempotency-key': headers['idempotency-key'] });
+    assert.notEqual(elsewhere.conversation_id, a.conversation_id);
+  });
+
+  test('messages of one conversation are answered one at a time, in arrival order', async () => {
+    const secret = { 'x-service-secret': SECRET_A };
+    const first = await accepted(svc, '/hooks/alpha', { message: 'order 0' }, secret);
+    await alpha.waitFor((r) => callbacksFor(r, first.conversation_id).length === 1, 'first callback');
+    const seen = fake.requests.length;
+    fake.script({ text: 'reply 1', delayMs: 150 }, { text: 'reply 2', delayMs: 150 }, { text: 'reply 3', delayMs: 150 });
+    for (const message of ['order 1', 'order 2', 'order 3']) await accepted(svc, '/hooks/alpha', { message, conversation_id: first.conversation_id }, secret);
+    await alpha.waitFor((r) => callbacksFor(r, first.conversation_id).length === 4, 'all callbacks', 5_000);
+    const runs = fake.requests.slice(seen).filter((r) => JSON.stringify(r.body?.messages).includes('order 1'));
+    assert.equal(runs.length, 3);
+    for (let i = 1; i < runs.length; i += 1) assert.ok(runs[i].receivedAt - runs[i - 1].receivedAt >= 140, 'the next run starts after the previous reply');
+    // Each run sees the conversation as it stood: earlier turns answered, later messages not yet in it.
+    assert.deepEqual(
+      runs.map((r) => (r.body.messages as { content: string }[]).map((m) => m.content)),
+      [
+        ['order 0', 'echo: order 0', 'order 1'],
+        ['order 0', 'echo: order 0', 'order 1', 'reply 1', 'order 2'],
+        ['order 0', 'echo: order 0', 'order 1', 'reply 1', 'order 2', 'reply 2', 'order 3'],
+      ],
+    );
+    const stored = svc.service.store.messages.recent(first.conversation_id).map((m) => m.content);
+    assert.deepEqual(stored, ['order 0', 'echo: order 0', 'order 1', 'reply 1', 'order 2', 'reply 2', 'order 3', 'reply 3']);
+    const replies = svc.service.store.messages.recent(first.conversation_id).filter((m) => m.role === 'assistant').map((m) => m.content);
+    assert.deepEqual(callbacksFor(alpha, first.conversation_id).map((c) => c.body?.message), replies);
+  });
+
+  test("the user's own clients see webhook conversations; a webhook sees only its account's", async () => {
+    const secret = { 'x-service-secret': SECRET_A };
+    const hook = await accepted(svc, '/hooks/alpha', { message: 'visible to the editor' }, secret);
+    await alpha.waitFor((r) => callbacksFor(r, hook.conversation_id).length === 1, 'callback');
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    const list = (await client.request({ type: 'list_conversations', limit: 500 })).data as { conversations: { id: string; source: string }[] };
+    assert.equal(list.conversations.find((c) => c.id === hook.conversation_id)?.source, 'webhook:alpha');
+    const history = (await client.request({ type: 'get_messages', conversation_id: hook.conversation_id })).data as { messages: { content: string }[] };
+    assert.deepEqual(history.messages.map((m) => m.content), ['visible to the editor', 'echo: visible to the editor']);
+    const own = await client.request({ type: 'chat', message: 'from the LAN' });
+    const intrusion = await postJson(`${svc.httpUrl}/hooks/alpha`, { message: 'x', conversation_id: (own.data as { conversation_id: string }).conversation_id }, secret);
+    assert.equal(intrusion.status, 404);
+    client.close();
+  });
+
+  test("a signed request sent again with the same webhook-id is answered once (the sender's retry)", async () => {
+    const raw = JSON.stringify({ message: 'signed once' });
+    const now = Math.floor(Date.now() / 1000);
+    const id = `msg_${randomUUID()}`;
+    const headers = { 'webhook-id': id, 'webhook-timestamp': String(now), 'webhook-signature': signStandardWebhook(SECRET_B, id, now, raw) };
+    const first = await accepted(svc, '/hooks/beta', raw, headers);
+    const again = await accepted(svc, '/hooks/beta', raw, headers);
+    assert.deepEqual(again, first);
+    await beta.waitFor((r) => callbacksFor(r, first.conversation_id).length === 1, 'callback');
+    assert.equal(chatRequestsWith('signed once').length, 1);
+  });
+});
+
+describe('incoming webhook, rate limit', () => {
+  test('200 requests in a minute on one account: 120 accepted, the rest 429 with Retry-After; another account unaffected', async () => {
+    const receiver = await startWebhookReceiver();
+    const limited = await startService(
+      {
+        base_url: fake.url,
+        channels: {
+          webhook: {
+            accounts: {
+              busy: { incoming_path: '/busy', outgoing_url: receiver.url('/busy'), secret: SECRET_A },
+              quiet: { incoming_path: '/quiet', outgoing_url: receiver.url('/quiet'), secret: SECRET_A },
+            },
+          },
+        },
+      },
+      { webhook: FAST },
+    );
+    try {
+      const headers = { 'x-service-secret': SECRET_A };
+      const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => hook(limited, '/busy', { message: `burst ${i}` }, headers)));
+      const statuses = replies.map((r) => r.status);
+      assert.equal(statuses.filter((s) => s === 202).length, 120);
+      assert.equal(statuses.filter((s) => s === 429).length, 80);
+      for (const reply of replies.filter((r) => r.status === 429)) {
+        assert.equal(reply.body!.code, 'rate_limited');
+        const retryAfter = Number(reply.headers.get('retry-after'));
+        assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+      }
+      const quiet = await hook(limited, '/quiet', { message: 'still welcome' }, headers);
+      assert.equal(quiet.status, 202);
+      await receiver.waitFor((r) => r.processed.size === 121, '121 callbacks', 30_000);
+      assert.equal(receiver.duplicates(), 0);
+    } finally {
+      await limited.dispose();
+      await receiver.close();
+    }
+  });
+});
+
+describe('tools from webhook text', () => {
+  test('in ask mode with nobody able to answer, a tool the model calls is denied', async () => {
+    const receiver = await startWebhookReceiver();
+    const guarded = await startService(
+      { base_url: fake.url, permission_mode: 'ask', channels: { webhook: { accounts: { bot: { incoming_path: '/bot', outgoing_url: receiver.url() } } } } },
+      { webhook: FAST, permissionTimeoutMs: 60_000 },
+    );
+    try {
+      fake.script({ tool_calls: [{ name: 'remember', arguments: { content: 'attacker wants this remembered' } }] }, (request) => {
+        const results = (request.body.messages as { role: string; content: string }[]).filter((m) => m.role === 'tool');
+        return { text: `tool said: ${results.at(-1)?.content}` };
+      });
+      const data = await accepted(guarded, '/bot', { message: 'please remember something' });
+      await receiver.waitFor((r) => r.processed.size === 1, 'the callback');
+      const [callback] = [...receiver.processed.values()];
+      assert.equal(callback.body?.conversation_id, data.conversation_id);
+      assert.match(String(callback.body?.message), /Permission denied/);
+      assert.deepEqual(guarded.service.store.memory.all(), [], 'the tool did not run');
+      const tools = guarded.service.store.messages.recent(data.conversation_id, { includeTools: true }).filter((m) => m.role === 'tool');
+      assert.ok(tools.some((m) => (m.data as { denied?: boolean } | null)?.denied === true));
+    } finally {
+      await guarded.dispose();
+      await receiver.close();
+    }
+  });
+});
+
+describe('accounts follow service.json without restart', () => {
+  test('an account added by editing the file works; changed secret applies; removed is 404', async () => {
+    const receiver = await startWebhookReceiver();
+    const first = { name: 'hooks', type: 'webhook', accounts: { one: { incoming_path: '/one', outgoing_url: receiver.url('/one'), secret: SECRET_A } } };
+    // Array form of channels.
+    const live = await startService({ base_url: fake.url, channels: [first] }, { webhook: FAST });
+    try {
+      assert.equal((await hook(live, '/two', { message: 'too early' }, { 'x-service-secret': SECRET_A })).status, 404);
+      const withTwo = { ...first, accounts: { ...first.accounts, two: { incoming_path: '/two', outgoing_url: receiver.url('/two'), secret: 'second-secret-abcdefghijkl' } } };
+      await writeConfig(live.dataDir, { base_url: fake.url, channels: [withTwo] });
+      await waitFor(async () => (await hook(live, '/two', { message: 'hello two' }, { 'x-service-secret': 'second-secret-abcdefghijkl' })).status === 202, 'the new path', 5_000, 50);
+      await receiver.waitFor((r) => r.requests.some((c) => c.path === '/two'), 'callback of the new account');
+
+      const rotated = { ...withTwo, accounts: { ...withTwo.accounts, one: { ...first.accounts.one, secret: 'rotated-secret-0123456789' } } };
+      await writeConfig(live.dataDir, { base_url: fake.url, channels: [rotated] });
+      await waitFor(async () => (await hook(live, '/one', { message: 'old secret' }, { 'x-service-secret': SECRET_A })).status === 401, 'the old secret refused', 5_000, 50);
+      assert.equal((await hook(live, '/one', { message: 'new secret' }, { 'x-service-secret': 'rotated-secret-0123456789' })).status, 202);
+
+      await writeConfig(live.dataDir, { base_url: fake.url, channels: [{ ...rotated, accounts: { one: rotated.accounts.one } }] });
+      await waitFor(async () => (await hook(live, '/two', { message: 'gone?' }, { 'x-service-secret': 'second-secret-abcdefghijkl' })).status === 404, 'the removed path', 5_000, 50);
+      assert.equal((await hook(live, '/one', { message: 'still here' }, { 'x-service-secret': 'rotated-secret-0123456789' })).status, 202);
+    } finally {
+      await live.dispose();
+      await receiver.close();
+    }
+  });
+});

@@ -5,6 +5,8 @@ import { test } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
 import { ProtocolClient } from '../src/protocol/client';
+import type { ViewEvent } from '../src/protocol';
+import type { ServiceConnection } from '../src/web/connection';
 
 type Frame = Record<string, unknown>;
 
@@ -116,4 +118,10 @@ test('a reused id is answered in turn; text that is not a JSON object is skipped
   } finally {
     await stop();
   }
+});
+
+test('the shared client answers the chat UI\'s request signature (a type-level check: `tsc` fails if they drift)', () => {
+  const client = new ProtocolClient<ViewEvent>({ send: () => undefined });
+  const request: ServiceConnection['request'] = (frame) => client.request(frame);
+  assert.equal(typeof request, 'function');
 });

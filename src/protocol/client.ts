@@ -112,6 +112,11 @@ export class ProtocolClient<E = ServiceEvent> {
     } catch {
       return undefined;
     }
+    return this.receiveFrame(frame);
+  }
+
+  /** One frame received already parsed (a channel that carries objects, e.g. the webview's postMessage). */
+  receiveFrame(frame: unknown): { frame: Record<string, unknown>; answered: boolean } | undefined {
     if (frame === null || typeof frame !== 'object' || Array.isArray(frame)) return undefined;
     const record = frame as Record<string, unknown>;
     if (typeof record.event === 'string') {

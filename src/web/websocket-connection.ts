@@ -120,7 +120,7 @@ export class WebSocketConnection implements ServiceConnection {
       const session = new ProtocolClient<ViewEvent>({ send: (text) => socket.send(wire.encode(text)) }, { idPrefix: this.newId() });
       client = session;
       session.onEvent((event) => {
-        if (this.session === session) this.core.receive(event);
+        if (this.session === session) this.core.emitEvent(event);
       });
       session.authenticate(this.options.token).then(
         (answer) => {

@@ -4,6 +4,7 @@ import { publicConfigOf } from '../commands/handlers';
 import type { OpenSession } from '../commands/door';
 import { requestIdOf, type CommandInput, type Envelope, type PublicConfig, type ResultOf, type ServiceEvent } from '../protocol';
 import type { Service } from '../service';
+import { ProtocolClient } from '../protocol/client';
 
 export type { PublicConfig } from '../protocol';
 
@@ -197,72 +198,57 @@ export class RemoteBackend extends EventEmitter<BackendEvents> implements Backen
 }
 
 /**
- * One authenticated WebSocket. `request` gives frames a private id and matches the response; a chat
- * view's frames go through `sendRaw` unchanged (their ids, and `cancel`'s use of them, are the UI's)
- * and every response comes back through `onResponse`.
+ * One authenticated WebSocket, spoken through the shared protocol client (protocol/client.ts).
+ * `request` gives frames a private id and matches the response; a chat view's frames go through
+ * `sendRaw` unchanged (their ids, and `cancel`'s use of them, are the UI's) and every response no
+ * `request` waits for comes back through `onResponse`.
  */
 export class RemoteConnection {
   onEvent?: (event: ServiceEvent) => void;
   onResponse?: (envelope: Envelope) => void;
   onClose?: () => void;
-  private readonly pending = new Map<string, (envelope: Envelope) => void>();
-  private seq = 0;
 
-  private constructor(private readonly socket: WebSocket) {
-    socket.on('message', (data) => {
-      let frame: Frame;
-      try {
-        frame = JSON.parse(data.toString()) as Frame;
-      } catch {
-        return;
-      }
-      if ('status' in frame) {
-        const waiter = typeof frame.id === 'string' ? this.pending.get(frame.id) : undefined;
-        if (waiter) {
-          this.pending.delete(frame.id as string);
-          const { id: _private, ...rest } = frame;
-          void _private;
-          waiter(rest as Envelope);
-        } else this.onResponse?.(frame as Envelope);
-      } else if ('event' in frame) {
-        // The service's own frames (same process tree, same version): typed by the protocol, not re-checked.
-        this.onEvent?.(frame as ServiceEvent);
-      }
-    });
+  private constructor(
+    private readonly socket: WebSocket,
+    private readonly client: ProtocolClient,
+  ) {
+    client.onEvent((event) => this.onEvent?.(event));
+    client.onUnmatched((envelope) => this.onResponse?.(envelope));
     socket.on('close', () => {
-      for (const waiter of this.pending.values()) waiter({ status: 'error', code: 'server_error', error: 'the connection to the service closed' });
-      this.pending.clear();
+      client.closed('the connection to the service closed');
       this.onClose?.();
     });
-    socket.on('error', () => undefined);
   }
 
   static open(url: string, token: string, timeoutMs: number): Promise<RemoteConnection> {
     return new Promise((resolve, reject) => {
       const socket = new WebSocket(url, { handshakeTimeout: timeoutMs });
-      const timer = setTimeout(() => {
+      const client = new ProtocolClient({ send: (text) => socket.send(text) }, { idPrefix: 'ext' });
+      let handshaking = true;
+      const fail = (error: Error) => {
+        if (!handshaking) return;
+        handshaking = false;
+        clearTimeout(timer);
         socket.terminate();
-        reject(new Error('timed out connecting to the service'));
-      }, timeoutMs);
-      socket.once('error', (error) => {
-        clearTimeout(timer);
         reject(error);
+      };
+      const timer = setTimeout(() => fail(new Error('timed out connecting to the service')), timeoutMs);
+      const notOurs = () => fail(new Error('the program on this port did not accept the local token'));
+      socket.once('error', fail);
+      socket.on('error', () => undefined);
+      socket.on('message', (data) => {
+        const received = client.receive(data.toString());
+        // The first frame must answer `auth`: anything else is not our service.
+        if (handshaking && !received?.answered) notOurs();
       });
-      socket.once('open', () => socket.send(JSON.stringify({ type: 'auth', token })));
-      socket.once('message', (data) => {
-        clearTimeout(timer);
-        let reply: Frame = {};
-        try {
-          reply = JSON.parse(data.toString()) as Frame;
-        } catch {
-          // not our service
-        }
-        if (reply.status !== 'ok') {
-          socket.terminate();
-          reject(new Error('the program on this port did not accept the local token'));
-          return;
-        }
-        resolve(new RemoteConnection(socket));
+      socket.once('open', () => {
+        client.authenticate(token).then((answer) => {
+          if (!handshaking) return;
+          if (answer.status !== 'ok') return notOurs();
+          handshaking = false;
+          clearTimeout(timer);
+          resolve(new RemoteConnection(socket, client));
+        }, fail);
       });
     });
   }
@@ -281,11 +267,16 @@ export class RemoteConnection {
 
   request(frame: Frame): Promise<Envelope> {
     if (!this.isOpen) return Promise.resolve({ status: 'error', code: 'server_error', error: 'the connection to the service is closed' });
-    const id = `ext-${++this.seq}`;
-    return new Promise((resolve) => {
-      this.pending.set(id, resolve);
-      this.socket.send(JSON.stringify({ ...frame, id }));
-    });
+    // The frame is checked by the service; its own id (if any) gives way to a private one, not echoed back.
+    const sent = this.client.request({ ...frame, id: this.client.newId() } as CommandInput);
+    return sent.then(
+      (envelope) => {
+        const { id: _private, ...rest } = envelope;
+        void _private;
+        return rest as Envelope;
+      },
+      () => ({ status: 'error', code: 'server_error', error: 'the connection to the service closed' }),
+    );
   }
 
   close(): void {

@@ -4,7 +4,7 @@
  * (a WebSocket to the service). Every wire type is the protocol's (src/protocol), imported as types
  * only: nothing here pulls zod into the browser bundle.
  */
-import type { CommandInput, Envelope, EnvelopeOf, HostAction, ViewEvent } from '../protocol';
+import type { CommandInput, EnvelopeOf, HostAction, ViewEvent } from '../protocol';
 
 export type ConnectionState = 'connecting' | 'open' | 'closed' | 'error';
 
@@ -32,11 +32,13 @@ export interface ServiceConnection {
   action?(name: HostAction, argument?: string): void;
 }
 
-/** Small shared plumbing for the implementations: listeners, ids and pending requests. */
+/**
+ * Small shared plumbing for the implementations: listeners, ids and state. Requests and their answers
+ * are the shared protocol client's (protocol/client.ts).
+ */
 export class ConnectionCore {
   private readonly eventListeners = new Set<(event: ViewEvent) => void>();
   private readonly stateListeners = new Set<(state: ConnectionStatus) => void>();
-  private readonly pending = new Map<string, { resolve: (e: Envelope) => void; reject: (e: Error) => void }>();
   private counter = 0;
   private readonly prefix = Math.random().toString(36).slice(2, 8);
   state: ConnectionStatus = { state: 'connecting' };
@@ -45,41 +47,9 @@ export class ConnectionCore {
     return `ui-${this.prefix}-${++this.counter}`;
   }
 
-  /** Registers a pending request; returns the frame with its id and the promise of its answer. */
-  track<C extends CommandInput>(frame: C): { frame: C; answer: Promise<EnvelopeOf<C['type']>> } {
-    const id = frame.id === undefined ? this.newId() : String(frame.id);
-    const withId = { ...frame, id: frame.id ?? id };
-    const answer = new Promise<Envelope>((resolve, reject) => this.pending.set(id, { resolve, reject }));
-    // The service answers each command with its own result (protocol/results.ts; test/service/protocol-results.test.ts).
-    return { frame: withId, answer: answer as Promise<EnvelopeOf<C['type']>> };
-  }
-
-  /** A frame from the other side: a response (settles its request) or an event. */
-  receive(message: unknown): void {
-    if (message === null || typeof message !== 'object') return;
-    const frame = message as Record<string, unknown>;
-    if (typeof frame.event === 'string') {
-      for (const listener of [...this.eventListeners]) safely(() => listener(frame as ViewEvent));
-      return;
-    }
-    if (frame.status !== 'ok' && frame.status !== 'error') return;
-    if (frame.id === undefined) return;
-    const key = String(frame.id);
-    const waiter = this.pending.get(key);
-    if (!waiter) return;
-    this.pending.delete(key);
-    waiter.resolve(frame as unknown as Envelope);
-  }
-
-  /** Fails every request still waiting (the connection is gone; its answers will never come). */
-  failPending(reason: string): void {
-    const waiting = [...this.pending.values()];
-    this.pending.clear();
-    for (const waiter of waiting) waiter.reject(new Error(reason));
-  }
-
-  forget(id: string): void {
-    this.pending.delete(id);
+  /** One service event of this session, to every listener. */
+  emitEvent(event: ViewEvent): void {
+    for (const listener of [...this.eventListeners]) safely(() => listener(event));
   }
 
   setState(next: ConnectionStatus): void {

@@ -1,8 +1,10 @@
 /**
  * The webview's connection: protocol frames go to the extension with postMessage (protocol/bridge.ts),
  * which hands them to the service's dispatcher and posts back the envelope and this view's events.
+ * Requests and answers are the shared protocol client's (protocol/client.ts).
  */
-import type { CommandInput, EnvelopeOf, HostAction, HostState, HostToUi, UiToHost } from '../protocol';
+import type { CommandInput, EnvelopeOf, HostAction, HostState, HostToUi, UiToHost, ViewEvent } from '../protocol';
+import { ProtocolClient } from '../protocol/client';
 import { ConnectionCore, type ConnectionStatus, type ServiceConnection } from './connection';
 
 /** What `acquireVsCodeApi()` returns (only what we use). */
@@ -23,11 +25,14 @@ const HOST_STATES: Record<HostState, ConnectionStatus['state']> = {
 
 export class PostMessageConnection implements ServiceConnection {
   private readonly core = new ConnectionCore();
+  // postMessage carries objects: the client's text goes back to the frame it was (protocol/bridge.ts).
+  private readonly client = new ProtocolClient<ViewEvent>({ send: (text) => this.post({ kind: 'frame', frame: JSON.parse(text) as CommandInput }) });
 
   constructor(
     private readonly vscode: VsCodeApi = acquireVsCodeApi(),
     target: Pick<Window, 'addEventListener'> = window,
   ) {
+    this.client.onEvent((event) => this.core.emitEvent(event));
     target.addEventListener('message', (event: Event) => this.receive((event as MessageEvent).data));
     this.post({ kind: 'ready' });
   }
@@ -41,9 +46,7 @@ export class PostMessageConnection implements ServiceConnection {
   }
 
   request<C extends CommandInput>(frame: C): Promise<EnvelopeOf<C['type']>> {
-    const { frame: withId, answer } = this.core.track(frame);
-    this.post({ kind: 'frame', frame: withId });
-    return answer;
+    return this.client.request({ ...frame, id: frame.id ?? this.newId() });
   }
 
   onEvent(listener: Parameters<ServiceConnection['onEvent']>[0]): () => void {
@@ -72,15 +75,15 @@ export class PostMessageConnection implements ServiceConnection {
     const message = data as HostToUi;
     switch (message.kind) {
       case 'response':
-        this.core.receive(message.envelope);
+        this.client.receiveFrame(message.envelope);
         break;
       case 'event':
-        this.core.receive(message.event);
+        this.client.receiveFrame(message.event);
         break;
       case 'state': {
         const state = HOST_STATES[message.state] ?? 'error';
         // A stopped service will not answer what it was asked; the UI must not wait forever.
-        if (state === 'closed' || state === 'error') this.core.failPending(`the service is ${message.state}`);
+        if (state === 'closed' || state === 'error') this.client.failPending(`the service is ${message.state}`);
         this.core.setState({ state, detail: message.detail });
         break;
       }

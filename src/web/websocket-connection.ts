@@ -3,9 +3,11 @@
  * with the `auth` frame first, and after any drop reconnects with jittered exponential backoff and
  * authenticates again. A refused token (close 4401) stops retrying: the pairing must be renewed.
  * Through the relay, a Wire (relay-wire.ts) carries the frames in the e2e tunnel, and the session starts
- * over whenever the machine comes back.
+ * over whenever the machine comes back. Requests, answers and events are the shared protocol client's
+ * (protocol/client.ts), one per service session.
  */
-import type { CommandInput, EnvelopeOf, Envelope, CommandInputOf } from '../protocol';
+import type { CommandInput, EnvelopeOf, ViewEvent } from '../protocol';
+import { ProtocolClient } from '../protocol/client';
 import { ConnectionCore, type ConnectionStatus, type ServiceConnection } from './connection';
 import { PlainWire, type Wire } from './wire';
 
@@ -27,7 +29,8 @@ const CLOSE_FORBIDDEN = 4403;
 export class WebSocketConnection implements ServiceConnection {
   private readonly core = new ConnectionCore();
   private socket: WebSocket | undefined;
-  private wire: Wire = new PlainWire();
+  /** The current service session's client, once `auth` was accepted. */
+  private session: ProtocolClient<ViewEvent> | undefined;
   private attempts = 0;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private countdown: ReturnType<typeof setInterval> | undefined;
@@ -58,12 +61,11 @@ export class WebSocketConnection implements ServiceConnection {
 
   request<C extends CommandInput>(frame: C): Promise<EnvelopeOf<C['type']>> {
     const socket = this.socket;
-    if (this.core.state.state !== 'open' || !socket || socket.readyState !== WebSocket.OPEN) {
+    const session = this.session;
+    if (this.core.state.state !== 'open' || !socket || socket.readyState !== WebSocket.OPEN || !session) {
       return Promise.reject(new Error('not connected'));
     }
-    const { frame: withId, answer } = this.core.track(frame);
-    socket.send(this.wire.encode(JSON.stringify(withId)));
-    return answer;
+    return session.request({ ...frame, id: frame.id ?? this.newId() });
   }
 
   onEvent(listener: Parameters<ServiceConnection['onEvent']>[0]): () => void {
@@ -79,7 +81,7 @@ export class WebSocketConnection implements ServiceConnection {
     this.stopped = true;
     this.clearTimers();
     this.socket?.close(1000);
-    this.core.failPending('closed');
+    this.session?.closed('closed');
     this.core.setState({ state: 'closed', detail: 'disconnected' });
   }
 
@@ -103,17 +105,32 @@ export class WebSocketConnection implements ServiceConnection {
     }
     this.socket = socket;
     const wire: Wire = this.options.createWire?.() ?? new PlainWire();
-    this.wire = wire;
-    let authenticated = false;
-    let authId = '';
+    let client: ProtocolClient<ViewEvent> | undefined;
     let lastHeard = Date.now();
     let heartbeat: ReturnType<typeof setInterval> | undefined;
 
+    /** Ends the session on this socket (if any): its requests fail with `reason`. */
+    const endSession = (reason: string) => {
+      client?.closed(reason);
+      if (this.session === client) this.session = undefined;
+      client = undefined;
+    };
     const startSession = () => {
-      authenticated = false;
-      authId = `auth-${this.newId()}`;
-      const auth: CommandInputOf<'auth'> = { type: 'auth', token: this.options.token, id: authId };
-      socket.send(wire.encode(JSON.stringify(auth)));
+      endSession('the session started over');
+      const session = new ProtocolClient<ViewEvent>({ send: (text) => socket.send(wire.encode(text)) }, { idPrefix: this.newId() });
+      client = session;
+      session.onEvent((event) => {
+        if (this.session === session) this.core.emitEvent(event);
+      });
+      session.authenticate(this.options.token).then(
+        (answer) => {
+          if (client !== session || answer.status !== 'ok') return; // A refusal is followed by close 4401, handled below.
+          this.session = session;
+          this.attempts = 0;
+          this.core.setState({ state: 'open' });
+        },
+        () => undefined, // The socket or session went first; handled where that happens.
+      );
     };
 
     socket.addEventListener('open', () => {
@@ -135,45 +152,26 @@ export class WebSocketConnection implements ServiceConnection {
         case 'ready':
           return startSession();
         case 'restart':
-          authenticated = false;
-          this.core.failPending('the computer reconnected');
+          endSession('the computer reconnected');
           return this.core.setState({ state: 'connecting', detail: 'securing' });
         case 'down':
-          authenticated = false;
-          this.core.failPending('the computer went offline');
+          endSession('the computer went offline');
           return this.core.setState({ state: 'closed', detail: received.detail });
         case 'broken':
           return socket.close(4000, received.detail);
         case 'notice':
-          if (authenticated) this.core.setState({ state: 'open', detail: received.detail });
+          if (this.session && this.session === client) this.core.setState({ state: 'open', detail: received.detail });
           return;
         case 'ignore':
           return;
       }
-      let frame: unknown;
-      try {
-        frame = JSON.parse(received.text);
-      } catch {
-        return;
-      }
-      if (!authenticated) {
-        const answer = frame as Envelope | null;
-        if (answer?.id !== authId) return;
-        if (answer.status === 'ok') {
-          authenticated = true;
-          this.attempts = 0;
-          this.core.setState({ state: 'open' });
-        }
-        // A refusal is followed by close 4401, handled below.
-        return;
-      }
-      this.core.receive(frame);
+      client?.receive(received.text);
     });
     socket.addEventListener('close', (event) => {
       if (heartbeat !== undefined) clearInterval(heartbeat);
+      endSession('connection lost');
       if (this.socket !== socket) return;
       this.socket = undefined;
-      this.core.failPending('connection lost');
       if (this.stopped) return;
       if (event.code === CLOSE_INVALID_TOKEN) {
         this.stopped = true;

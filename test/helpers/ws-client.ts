@@ -1,4 +1,6 @@
 import WebSocket from 'ws';
+import type { CommandInput } from '../../src/protocol';
+import { ProtocolClient } from '../../src/protocol/client';
 
 type Frame = Record<string, unknown>;
 
@@ -35,22 +37,28 @@ export class FrameInbox {
 }
 
 /**
- * A test client of the service's WebSocket: sends frames, and hands out the frames it receives in
- * order, so a test can wait for "the next response with id X" or "the next event of kind Y".
+ * A test client of the service's WebSocket: the shared protocol client (src/protocol/client.ts) with raw
+ * access kept for attack tests (`send` of any text or bytes). Requests go through the shared client;
+ * every other frame it receives is handed out in order, so a test can wait for "the next event of kind Y".
  */
 export class TestClient {
   private readonly inbox = new FrameInbox();
   readonly frames = this.inbox.frames;
   closed?: { code: number; reason: string };
   private closeWaiters: ((c: { code: number; reason: string }) => void)[] = [];
-  private nextId = 1;
+  private readonly client = new ProtocolClient({ send: (text) => this.socket.send(text) }, { idPrefix: 'r', timeoutMs: 10_000 });
 
   private constructor(readonly socket: WebSocket) {
     socket.on('message', (data) => {
-      this.inbox.push(JSON.parse(data.toString()) as Frame);
+      const text = data.toString();
+      const received = this.client.receive(text);
+      // Not a JSON object: kept as parsed (and a test still fails loudly on text that is not JSON).
+      if (!received) this.inbox.push(JSON.parse(text) as Frame);
+      else if (!received.answered) this.inbox.push(received.frame);
     });
     socket.on('close', (code, reason) => {
       this.closed = { code, reason: reason.toString() };
+      this.client.closed(`the socket closed (${code})`);
       for (const waiter of this.closeWaiters) waiter(this.closed);
     });
     socket.on('error', () => {});
@@ -75,6 +83,7 @@ export class TestClient {
     return client;
   }
 
+  /** Raw text, bytes or a frame as it is (no id added): for malformed-input and attack tests. */
   send(frame: Frame | string | Buffer): void {
     this.socket.send(typeof frame === 'string' || Buffer.isBuffer(frame) ? frame : JSON.stringify(frame));
   }
@@ -84,11 +93,24 @@ export class TestClient {
     return this.inbox.next(match, timeoutMs);
   }
 
-  /** Sends a command with a fresh id (unless it has one) and waits for its response. */
+  /**
+   * Sends a command with a fresh id (unless it has one) and waits for its response. `auth` without an id
+   * goes as it is (tests check the bare handshake) and takes the next response.
+   */
   async request(frame: Frame, timeoutMs?: number): Promise<Frame> {
-    const id = frame.id ?? (frame.type === 'auth' ? undefined : `r${this.nextId++}`);
-    this.send(id === undefined ? frame : { ...frame, id });
-    return this.next((f) => 'status' in f && (id === undefined || f.id === id), timeoutMs);
+    if (frame.id === undefined && frame.type === 'auth') {
+      this.send(frame);
+      return this.next((f) => 'status' in f, timeoutMs);
+    }
+    // An answer to this id that came before (a frame sent raw with the same id) is taken first, as it always was.
+    const seen = this.frames.find((f) => 'status' in f && f.id === frame.id && frame.id !== undefined);
+    if (seen) {
+      this.send(frame);
+      this.frames.splice(this.frames.indexOf(seen), 1);
+      return seen;
+    }
+    // Test frames may be deliberately invalid: the service, not the type, judges them.
+    return (await this.client.request(frame as CommandInput, timeoutMs)) as Frame;
   }
 
   waitClose(timeoutMs = 15_000): Promise<{ code: number; reason: string }> {

@@ -2,10 +2,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** A fresh temp directory, removed by the returned cleanup. */
+/**
+ * A fresh temp directory, removed by the returned cleanup. node:test runs `t.after` hooks in the order
+ * they were registered, so a test that registers this cleanup before its store's close removes the
+ * folder while a background compaction may still write a file into it: retry on ENOTEMPTY.
+ */
 export async function tempDir(prefix = 'ra-test-'): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
-  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 20 }) };
 }
 
 /** Polls `check` until it returns a truthy value or the deadline passes (then throws). */

@@ -26,7 +26,7 @@ import { Authenticator } from './transport/auth/auth';
 import { HttpServer } from './transport/http/http-server';
 import { clientAddress } from './transport/http/http-util';
 import { coreRoutes, createRouter } from './transport/http/routes';
-import { attachWsSession, type WsSessionDeps } from './transport/sessions/ws-session';
+import { attachLanSocket, type LanSocketDeps } from './transport/connections/lan-socket';
 import { ClientKeys } from './transport/relay-link/client-keys';
 import { machineIdentityOf } from './transport/relay-link/machine-identity';
 import { PairingSecrets } from './transport/pairing/pairing-secrets';
@@ -206,7 +206,7 @@ export class Service {
       router,
       allowed,
       logger: this.logger,
-      onWebSocket: (socket, req) => attachWsSession(socket, 'ws', clientAddress(req), { ...this.sessionDeps(), addressAllowed: (address) => allowed()(address) }),
+      onWebSocket: (socket, req) => attachLanSocket(socket, 'ws', clientAddress(req), { ...this.sessionDeps(), addressAllowed: (address) => allowed()(address) }),
     });
     try {
       this.address = await this.http.listen(port, host);
@@ -272,7 +272,7 @@ export class Service {
   }
 
   /** What every client session (LAN socket or relayed client) works with. */
-  private sessionDeps(): WsSessionDeps {
+  private sessionDeps(): LanSocketDeps {
     return {
       auth: this.auth,
       door: this.door,

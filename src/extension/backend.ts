@@ -31,18 +31,18 @@ export interface Backend extends EventEmitter<BackendEvents> {
   request(frame: Frame): Promise<Envelope>;
   /** The last known public config (refreshed on every config change). */
   readonly config: PublicConfig | undefined;
-  /** A ClientSession-like subscription for a chat view: events for that view only plus broadcasts. */
-  openSession(sink: SessionSink): BackendSession;
+  /** A chat view's channel (a session of the service, through its door): events for that view only plus broadcasts. */
+  openViewChannel(sink: ViewSink): ViewChannel;
   dispose(): void;
 }
 
 /** One chat view's session: frames in, every response and event of that session out. */
-export interface BackendSession {
+export interface ViewChannel {
   send(frame: Frame): void;
   dispose(): void;
 }
 
-export interface SessionSink {
+export interface ViewSink {
   onResponse(envelope: Envelope): void;
   onEvent(event: ServiceEvent): void;
 }
@@ -88,7 +88,7 @@ export class LocalBackend extends EventEmitter<BackendEvents> implements Backend
     return this.session.request(frame) as Promise<Envelope>;
   }
 
-  openSession(sink: SessionSink): BackendSession {
+  openViewChannel(sink: ViewSink): ViewChannel {
     const session = this.service.openSession({ source: 'editor', principal: 'access', canAnswerPermissions: true, send: (event) => sink.onEvent(event) });
     let open = true;
     return {
@@ -158,7 +158,7 @@ export class RemoteBackend extends EventEmitter<BackendEvents> implements Backen
     return this.main.request(frame);
   }
 
-  openSession(sink: SessionSink): BackendSession {
+  openViewChannel(sink: ViewSink): ViewChannel {
     let closed = false;
     const opening = RemoteConnection.open(this.url, this.token, 3_000).then((c) => {
       if (closed) {

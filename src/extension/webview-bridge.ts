@@ -1,6 +1,6 @@
 import { redactKnownSecrets } from '../log/redact';
 import type { HostAction, HostToUi, ResultOf, ServiceEvent, UiToHost, ViewEvent } from '../protocol';
-import type { Backend, BackendSession } from './backend';
+import type { Backend, ViewChannel } from './backend';
 import type { HostingState } from './hosting';
 
 export type UiState = Extract<HostToUi, { kind: 'state' }>;
@@ -39,7 +39,7 @@ export function uiStateOf(state: HostingState): UiState {
  * Every posted message passes a last check that no secret the editor knows is in it.
  */
 export class WebviewBridge {
-  private session: BackendSession | undefined;
+  private channel: ViewChannel | undefined;
   private state: UiState = { kind: 'state', state: 'starting' };
   private pendingDelta: ChatDelta | undefined;
   private deltaTimer: NodeJS.Timeout | undefined;
@@ -52,12 +52,12 @@ export class WebviewBridge {
 
   /** The backend changed (hosting started, attached elsewhere, stopped). */
   setBackend(backend: Backend | undefined, state: HostingState): void {
-    if (this.session) {
+    if (this.channel) {
       // What the old session was asked will not be answered: let the UI fail it rather than wait.
-      this.session.dispose();
+      this.channel.dispose();
       this.send({ kind: 'state', state: 'stopped', detail: 'reconnecting to the service' });
     }
-    this.session = backend?.openSession({
+    this.channel = backend?.openViewChannel({
       onResponse: (envelope) => this.send({ kind: 'response', envelope }),
       onEvent: (event) => (event.event === 'chat.delta' ? this.queueDelta(event) : this.send({ kind: 'event', event })),
     });
@@ -94,11 +94,11 @@ export class WebviewBridge {
           this.send({ kind: 'response', envelope: { status: 'ok', data: { authenticated: true, expires_in: null } satisfies ResultOf<'auth'>, ...(frame.id !== undefined ? { id: frame.id } : {}) } });
           return;
         }
-        if (!this.session) {
+        if (!this.channel) {
           this.send({ kind: 'response', envelope: { status: 'error', code: 'server_error', error: 'the assistant service is not running', ...(frame.id !== undefined ? { id: frame.id } : {}) } });
           return;
         }
-        this.session.send(frame);
+        this.channel.send(frame);
         return;
       }
     }
@@ -138,7 +138,7 @@ export class WebviewBridge {
   dispose(): void {
     clearTimeout(this.deltaTimer);
     this.pendingDelta = undefined;
-    this.session?.dispose();
-    this.session = undefined;
+    this.channel?.dispose();
+    this.channel = undefined;
   }
 }

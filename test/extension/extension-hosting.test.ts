@@ -56,7 +56,7 @@ test('one window hosts, the others attach; a config change from any window reach
 
   // A chat view in a client window: its own session, frames and ids passed through unchanged.
   const responses: Record<string, unknown>[] = [];
-  const session = clients[0]!.backend!.openSession({ onResponse: (e) => responses.push(e), onEvent: () => undefined });
+  const session = clients[0]!.backend!.openViewChannel({ onResponse: (e) => responses.push(e), onEvent: () => undefined });
   session.send({ type: 'get_config', id: 42 });
   const answered = await waitFor(() => responses.find((r) => r.id === 42), 'view response');
   assert.equal(answered.status, 'ok');

@@ -29,7 +29,7 @@ test('every client is a session of the door: the editor, its views and a LAN soc
     assert.equal(svc.service.sessionCount, 0);
     const backend = new LocalBackend(svc.service);
     assert.equal(svc.service.sessionCount, 1, "the editor's own session (palette commands, prompts)");
-    const view = backend.openSession({ onResponse: () => undefined, onEvent: () => undefined });
+    const view = backend.openViewChannel({ onResponse: () => undefined, onEvent: () => undefined });
     assert.equal(svc.service.sessionCount, 2, "the chat view's session");
 
     const client = await TestClient.connect(svc.wsUrl);
@@ -53,7 +53,7 @@ test("graceful stop waits for the editor view's chat in flight (and a socket's),
   const order: string[] = [];
   const responses: Envelope[] = [];
   const backend = new LocalBackend(svc.service);
-  const view = backend.openSession({
+  const view = backend.openViewChannel({
     onResponse: (envelope) => {
       responses.push(envelope);
       order.push(`view answered ${String(envelope.id)}`);

@@ -4,7 +4,7 @@ import { WebSocketServer } from 'ws';
 import { ServiceError } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { AddressFilter } from './allow-from';
-import { CLOSE_FORBIDDEN } from '../sessions/ws-session';
+import { CLOSE_FORBIDDEN } from '../connections/lan-socket';
 import { sendError, sendJson } from './http-util';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;

@@ -2,7 +2,7 @@ import WebSocket, { type RawData } from 'ws';
 import { RelayToMachineFrame, parseFrame, type MachineFrame, type RelayLinkState, type RelayLinkStatus, type WebsocketChannel } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { ClientKeys } from './client-keys';
-import type { FrameSessionDeps } from '../sessions/frame-session';
+import type { ClientConnectionDeps } from '../connections/client-connection';
 import type { MachineIdentity } from './machine-identity';
 import { relayHttpOrigin, relaySocketUrl } from '../pairing/pairing-link';
 import { RelayedClient } from './relayed-client';
@@ -39,7 +39,7 @@ export interface RelayLinkDeps {
   channel: WebsocketChannel;
   identity: () => Promise<MachineIdentity>;
   clientKeys: ClientKeys;
-  sessions: FrameSessionDeps;
+  sessions: ClientConnectionDeps;
   logger: Logger;
   timing?: Partial<RelayLinkTiming>;
 }

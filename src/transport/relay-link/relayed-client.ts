@@ -2,7 +2,7 @@ import { E2EError, acceptHello, parseHello, type SecureChannel } from '../../tun
 import type { Logger } from '../../log/logger';
 import type { MachineFrame } from '../../protocol';
 import type { ClientKeys } from './client-keys';
-import { openFrameSession, type FrameSession, type FrameSessionDeps } from '../sessions/frame-session';
+import { openClientConnection, type ClientConnection, type ClientConnectionDeps } from '../connections/client-connection';
 import type { MachineIdentity } from './machine-identity';
 
 /** Close codes the service gives relayed clients (the relay passes 4000-4999 on). */
@@ -21,7 +21,7 @@ export interface RelayedClientDeps {
   toRelay(frame: MachineFrame): void;
   identity: MachineIdentity;
   clientKeys: ClientKeys;
-  sessions: FrameSessionDeps;
+  sessions: ClientConnectionDeps;
   logger: Logger;
   /** Where the client came from, for the log (the channel's name). */
   via: string;
@@ -30,12 +30,12 @@ export interface RelayedClientDeps {
 
 /**
  * One client of the relay: the end-to-end handshake (its hello, key admission, our welcome), then an
- * ordinary frame session (auth, commands, events) whose frames travel in the tunnel's boxes.
+ * ordinary client connection (auth, commands, events) whose frames travel in the tunnel's boxes.
  */
 export class RelayedClient {
   private state: 'hello' | 'admitting' | 'open' | 'closed' = 'hello';
   private channel?: SecureChannel;
-  private session?: FrameSession;
+  private session?: ClientConnection;
   /** Frames that arrived while the key was being admitted (the client may not wait for the welcome). */
   private readonly early: string[] = [];
   private readonly helloTimer: ReturnType<typeof setTimeout>;
@@ -88,7 +88,7 @@ export class RelayedClient {
       this.channel = channel;
       this.state = 'open';
       this.log.info('relay.tunnel_open', { admission });
-      this.session = openFrameSession(
+      this.session = openClientConnection(
         {
           send: (plain) => this.deps.toRelay({ t: 'data', c: this.cid, d: channel.seal(plain) }),
           close: (code, reason) => this.close(code, reason),

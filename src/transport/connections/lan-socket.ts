@@ -1,13 +1,13 @@
 import type { WebSocket, RawData } from 'ws';
 import { MAX_BODY_BYTES } from '../http/http-util';
-import { openFrameSession, type FrameSessionDeps } from './frame-session';
+import { openClientConnection, type ClientConnectionDeps } from './client-connection';
 
-export { AUTH_TIMEOUT_MS, CLOSE_AUTH_FAILED, CLOSE_AUTH_TIMEOUT, CLOSE_FORBIDDEN, CLOSE_TOO_BIG } from './frame-session';
-export type WsSessionDeps = FrameSessionDeps;
+export { AUTH_TIMEOUT_MS, CLOSE_AUTH_FAILED, CLOSE_AUTH_TIMEOUT, CLOSE_FORBIDDEN, CLOSE_TOO_BIG } from './client-connection';
+export type LanSocketDeps = ClientConnectionDeps;
 
-/** A LAN WebSocket client: its frames feed one frame session (sessions/frame-session.ts); the server pings it. */
-export function attachWsSession(socket: WebSocket, source: string, remoteAddress: string, deps: WsSessionDeps): void {
-  const frames = openFrameSession(
+/** A LAN WebSocket client: its frames feed one client connection (client-connection.ts); the server pings it. */
+export function attachLanSocket(socket: WebSocket, source: string, remoteAddress: string, deps: LanSocketDeps): void {
+  const frames = openClientConnection(
     {
       send: (text) => {
         if (socket.readyState === socket.OPEN) socket.send(text);

@@ -12,7 +12,7 @@ export const CLOSE_FORBIDDEN = 4403;
 export const CLOSE_TOO_BIG = 1009;
 export const CLOSE_SERVICE_STOPPING = 1001;
 
-export interface FrameSessionDeps {
+export interface ClientConnectionDeps {
   auth: Authenticator;
   /** Where an authenticated client comes in (commands/door.ts): the dispatcher, the event hub, graceful stop. */
   door: SessionDoor;
@@ -34,7 +34,7 @@ export interface FramePeer {
   close(code: number, reason: string): void;
 }
 
-export interface FrameSession {
+export interface ClientConnection {
   readonly id: string;
   /** One frame from the client: its text (undefined for a binary frame, or one too big to read) and its size in bytes. */
   receive(text: string | undefined, size: number): void;
@@ -47,7 +47,7 @@ export interface FrameSession {
  * timeout), the 1 MiB frame limit, then commands dispatched concurrently, each answered once (with
  * its `id` echoed), plus the events of an authenticated session.
  */
-export function openFrameSession(peer: FramePeer, source: string, remoteAddress: string, deps: FrameSessionDeps): FrameSession {
+export function openClientConnection(peer: FramePeer, source: string, remoteAddress: string, deps: ClientConnectionDeps): ClientConnection {
   // The log's connection id from the first frame on, and the dispatcher's session id once authenticated.
   const id = newSessionId();
   const log = deps.logger.child({ connection: id, source });

@@ -8,9 +8,7 @@ import type { ClientSession } from './session';
  * hosts the service). A session (password) user may chat, read and answer prompts, but not change what
  * guards the machine: permission settings, secrets, where requests (and the key) go, accounts, users.
  */
-export function isOwner(session: ClientSession): boolean {
-  return isOwnerClient(session);
-}
+export const isOwner: (session: ClientSession) => boolean = isOwnerClient;
 
 /**
  * update_config fields a session user may write: provider-neutral tuning only. Not `provider` or

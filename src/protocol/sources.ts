@@ -11,11 +11,12 @@ export function sourceLabel(source: string): string {
 }
 
 /**
- * Whether a client is the owner (docs/protocol.md, "Roles"): it authenticated with the access token, or
- * it is the editor hosting the service. A session (password) user is not.
+ * Whether a client is the owner (docs/protocol.md, "Roles"): it holds the access token (the editor
+ * hosting the service opens its sessions with that principal). A session (password) user is not, nor
+ * is a client without a principal (a webhook account).
  */
-export function isOwnerClient(client: { principal?: 'access' | 'session'; source: string }): boolean {
-  return client.principal === 'access' || (client.principal === undefined && client.source === 'editor');
+export function isOwnerClient(client: { principal?: 'access' | 'session' }): boolean {
+  return client.principal === 'access';
 }
 
 /**

@@ -205,6 +205,32 @@ describe("the service's own data directory inside the workspace", { skip: !posix
     assert.equal(await readFile(join(dataDir, 'service.json'), 'utf8'), before);
     client.close();
   });
+
+  test("a prompt's preview does not show it either (an overwrite's diff would hold the old file)", async () => {
+    const home = await tempDir('ra-home-');
+    cleanups.push(home.cleanup);
+    const dataDir = join(home.dir, '.config', 'remote-assistant');
+    await mkdir(dataDir, { recursive: true });
+    const svc = await startService({ base_url: fake.url, workspace: home.dir, permission_mode: 'ask' }, { dataDir, permissionTimeoutMs: 5_000 });
+    cleanups.push(() => svc.dispose());
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    const calls = [
+      { name: 'write_file', arguments: { path: '.config/remote-assistant/service.json', content: '{}' } },
+      { name: 'edit_file', arguments: { path: '.config/remote-assistant/service.json', old_string: 'auth_token', new_string: 'x' } },
+    ];
+    fake.script({ tool_calls: calls }, { text: 'done' });
+    const chat = client.request({ type: 'chat', message: 'tidy the settings', id: 'preview-datadir' }, 20_000);
+    for (const call of calls) {
+      const request = (await client.next((f) => f.event === 'permission.request' && f.tool === call.name)) as { request_id: string; preview?: { kind: string } };
+      const text = JSON.stringify(request);
+      assert.doesNotMatch(text, new RegExp(svc.token), `${call.name}: the token is not in the prompt`);
+      assert.doesNotMatch(text, /sk-test-secret/, `${call.name}: nor the api_key`);
+      assert.equal(request.preview?.kind, 'error', `${call.name}: the preview says the call would fail: ${text}`);
+      await client.request({ type: 'permission_response', request_id: request.request_id, decision: 'deny' });
+    }
+    assert.equal((await chat).status, 'ok');
+    client.close();
+  });
 });
 
 describe('allow rules against an interactive shell (the editor runs run_command lines in its terminal)', { skip: !posix || !existsSync('/bin/bash') }, () => {

@@ -21,6 +21,8 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
     // A gateway's key may sit in the URL; every client (session users too) may read get_config.
     base_url: config.base_url === undefined ? null : endpointWithoutCredentials(config.base_url),
     api_key_set: Boolean(config.api_key),
+    permission_rules: { allow: [...config.permission_rules.allow], deny: [...config.permission_rules.deny] },
+    permission_timeout_seconds: config.permission_timeout_seconds,
   };
 }
 

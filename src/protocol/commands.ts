@@ -202,5 +202,7 @@ export const PublicConfig = z.object({
   permission_mode: PermissionMode,
   base_url: z.string().nullable(),
   api_key_set: z.boolean(),
+  permission_rules: z.object({ allow: z.array(z.string()), deny: z.array(z.string()) }),
+  permission_timeout_seconds: z.number().int(),
 });
 export type PublicConfig = z.infer<typeof PublicConfig>;

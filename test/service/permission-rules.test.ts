@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { hashPassword } from '../../src/transport/auth/passwords';
+import { postJson, startService, type RunningService } from '../helpers/service';
+import { TestClient } from '../helpers/ws-client';
+
+// Permission rules "from anywhere" (issue 11): readable in get_config, writable by the owner through
+// update_config, validated all or nothing.
+const PASSWORD = 'correct horse battery staple';
+const INITIAL_RULES = { allow: ['read_file', 'run_command:git status*'], deny: ['run_command:rm *'] };
+let svc: RunningService;
+let owner: TestClient;
+let user: TestClient;
+
+before(async () => {
+  svc = await startService({
+    users: [{ username: 'ada', password_hash: await hashPassword(PASSWORD) }],
+    permission_mode: 'ask',
+    permission_rules: INITIAL_RULES,
+    permission_timeout_seconds: 900,
+  });
+  const login = await postJson(`${svc.httpUrl}/auth`, { username: 'ada', password: PASSWORD });
+  owner = await TestClient.authed(svc.wsUrl, svc.token);
+  user = await TestClient.authed(svc.wsUrl, (login.body!.data as { token: string }).token);
+});
+after(async () => {
+  owner?.close();
+  user?.close();
+  await svc?.dispose();
+});
+
+const configText = () => readFile(join(svc.dataDir, 'service.json'), 'utf8');
+const configOnDisk = async () => JSON.parse(await configText()) as Record<string, unknown>;
+
+describe('permission rules in get_config and update_config', () => {
+  test('get_config shows permission_rules and permission_timeout_seconds, to session users too', async () => {
+    for (const client of [owner, user]) {
+      const data = (await client.request({ type: 'get_config' })).data as Record<string, unknown>;
+      assert.deepEqual(data.permission_rules, INITIAL_RULES);
+      assert.equal(data.permission_timeout_seconds, 900);
+    }
+  });
+
+  test('the owner replaces the rules as a whole; service.json holds them; config.changed names them', async () => {
+    const rules = { allow: ['list_directory', 'run_command:npm test'], deny: [] };
+    const reply = await owner.request({ type: 'update_config', config: { permission_rules: rules, permission_timeout_seconds: 60 } });
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    assert.deepEqual((reply.data as { updated_fields: string[] }).updated_fields.sort(), ['permission_rules', 'permission_timeout_seconds']);
+    const changed = await user.next((f) => f.event === 'config.changed' && (f.fields as string[]).includes('permission_rules'));
+    assert.ok((changed.fields as string[]).includes('permission_timeout_seconds'));
+    const file = await configOnDisk();
+    assert.deepEqual(file.permission_rules, rules);
+    assert.equal(file.permission_timeout_seconds, 60);
+    assert.deepEqual(((await user.request({ type: 'get_config' })).data as Record<string, unknown>).permission_rules, rules);
+  });
+
+  const invalid: [string, unknown, RegExp][] = [
+    ['an empty rule', { allow: ['read_file', ''], deny: [] }, /permission_rules\.allow\.1.*empty/],
+    ['a rule whose tool part is not a tool name glob', { allow: ['read file:x'], deny: [] }, /permission_rules\.allow\.0.*tool name/],
+    ['a rule with an empty tool part', { allow: [], deny: [':rm *'] }, /permission_rules\.deny\.0.*tool name/],
+    ['a rule that is not a string', { allow: [42], deny: [] }, /permission_rules\.allow\.0/],
+    ['a rule over 2000 characters', { allow: [`run_command:echo ${'x'.repeat(2000)}`], deny: [] }, /permission_rules\.allow\.0.*2000/],
+    ['more than 500 rules', { allow: Array.from({ length: 300 }, (_, i) => `t${i}`), deny: Array.from({ length: 201 }, (_, i) => `d${i}`) }, /permission_rules.*500/],
+    ['a missing list', { allow: ['read_file'] }, /permission_rules\.deny/],
+    ['an unknown list', { allow: [], deny: [], maybe: ['x'] }, /permission_rules.*maybe/],
+  ];
+  for (const [what, rules, named] of invalid) {
+    test(`update_config refuses ${what}, naming it, and writes nothing (the valid field beside it neither)`, async () => {
+      const before = await configText();
+      const reply = await owner.request({ type: 'update_config', config: { permission_mode: 'deny', permission_rules: rules } });
+      assert.equal(reply.status, 'error');
+      assert.equal(reply.code, 'invalid_request');
+      assert.match(String(reply.error), named);
+      assert.equal(await configText(), before);
+    });
+  }
+
+  for (const timeout of [0, -5, 1.5, '60', null]) {
+    test(`update_config refuses permission_timeout_seconds ${JSON.stringify(timeout)}`, async () => {
+      const before = await configText();
+      const reply = await owner.request({ type: 'update_config', config: { permission_timeout_seconds: timeout } });
+      assert.equal(reply.code, 'invalid_request', JSON.stringify(reply));
+      assert.match(String(reply.error), /permission_timeout_seconds/);
+      assert.equal(await configText(), before);
+    });
+  }
+
+  for (const patch of [{ permission_rules: { allow: ['*'], deny: [] } }, { permission_timeout_seconds: 86_400 }]) {
+    test(`a session user may not write ${Object.keys(patch)[0]}`, async () => {
+      const before = await configText();
+      const reply = await user.request({ type: 'update_config', config: patch });
+      assert.equal(reply.code, 'unauthorized', JSON.stringify(reply));
+      assert.match(String(reply.error), new RegExp(Object.keys(patch)[0]));
+      assert.equal(await configText(), before);
+    });
+  }
+});

@@ -26,6 +26,9 @@ export interface PermissionQuestion {
 /** Asks a person; resolves with their decision (implementations deny on timeout or when nobody can answer). */
 export type AskPermission = (question: PermissionQuestion) => Promise<PermissionDecision>;
 
+/** Writes an allow rule where the config lives (service.json); resolves once written, or once the failure is logged. */
+export type AddAllowRule = (rule: string) => Promise<void>;
+
 export type Verdict = { allowed: boolean; reason: 'source' | 'rule' | 'mode' | 'session' | 'user' };
 
 /**
@@ -126,7 +129,8 @@ export function narrowestRule(tool: string, subject: string | undefined, platfor
 /**
  * Whether a tool call may run: deny rules, then allow rules, then `permission_mode` read afresh at each
  * call (so a change applies to the next call, even inside a running chat); in `ask` mode, a tool the
- * user allowed for the conversation runs, otherwise a person is asked.
+ * user allowed for the conversation runs, otherwise a person is asked. A person's `allow_always` adds
+ * the narrowest allow rule for the call (`narrowestRule`) before the call runs.
  *
  * A call whose context holds untrusted text gets its mode from `untrustedMode`: `deny` (a webhook account
  * that has not opted in) is final, before any rule is read, since rules written for the user's own chats
@@ -140,6 +144,8 @@ export class PermissionGate {
     private readonly config: () => Pick<ServiceConfig, 'permission_mode' | 'permission_rules'>,
     private readonly ask: AskPermission,
     private readonly untrustedMode: UntrustedToolMode = () => undefined,
+    /** Adds an allow rule to service.json (through the config file); never throws (it logs a failure). */
+    private readonly addAllowRule: AddAllowRule = async () => {},
   ) {}
 
   async check(question: PermissionQuestion): Promise<Verdict> {
@@ -166,6 +172,11 @@ export class PermissionGate {
     if (this.sessionAllowed.has(key)) return { allowed: true, reason: 'session' };
     const decision = await this.ask(question);
     if (decision === 'allow_session') this.sessionAllowed.add(key);
+    // Written before the call runs, so a crash during the call still leaves the rule the user chose.
+    if (decision === 'allow_always') {
+      const rule = narrowestRule(question.tool, question.subject);
+      if (rule !== undefined) await this.addAllowRule(rule);
+    }
     return { allowed: decision !== 'deny', reason: 'user' };
   }
 }

@@ -124,8 +124,8 @@ export const handlers: HandlerMap = {
 
   async permission_response(command, session, ctx) {
     if (!session.canAnswerPermissions) throw new ServiceError('unauthorized', 'this client cannot answer permission requests');
-    ctx.permissions.answer(command.request_id, command.decision, { owner: isOwner(session) });
-    return { request_id: command.request_id, decision: command.decision };
+    const { rule_added } = ctx.permissions.answer(command.request_id, command.decision, { owner: isOwner(session) });
+    return { request_id: command.request_id, decision: command.decision, ...(rule_added ? { rule_added } : {}) };
   },
 
   async list_deliveries(command, _session, ctx) {

@@ -67,7 +67,8 @@ export const DeleteConversationCommand = command('delete_conversation', {
   conversation_id: nonEmpty('conversation_id'),
 });
 
-export const PermissionDecision = z.enum(['allow', 'allow_session', 'deny']);
+/** `allow_always` (the owner only) also adds the narrowest allow rule for the call to service.json. */
+export const PermissionDecision = z.enum(['allow', 'allow_session', 'allow_always', 'deny']);
 export type PermissionDecision = z.infer<typeof PermissionDecision>;
 
 export const PermissionResponseCommand = command('permission_response', {

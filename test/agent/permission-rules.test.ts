@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { narrowestRule, ruleMatches } from '../../src/agent/permissions';
+import { narrowestRule, PermissionGate, ruleMatches } from '../../src/agent/permissions';
 
 // The rules `allow_always` adds (issue 11): the narrowest rule for the call, never broader than it.
 const allows = (rule: string, tool: string, subject: string | undefined) => ruleMatches(rule, tool, subject, 'allow', 'linux');
@@ -65,4 +65,21 @@ test('hand-written rules keep matching as before (quote removal, shapes)', () =>
   assert.equal(allows('run_command:git status*', 'run_command', '"git" \'status\' -s'), true);
   assert.equal(allows('run_command:echo *', 'run_command', 'echo *.txt'), true);
   assert.equal(allows("run_command:ls '*.ts'", 'run_command', 'ls *.ts'), false, 'a quoted star is not the glob the shell expands');
+});
+
+test('the gate: allow_always writes the narrowest rule, then allows; no rule when none fits the call', async () => {
+  const written: string[] = [];
+  const gate = new PermissionGate(
+    () => ({ permission_mode: 'ask', permission_rules: { allow: [], deny: [] } }),
+    async () => 'allow_always',
+    () => undefined,
+    async (rule) => {
+      written.push(rule);
+    },
+  );
+  const check = (subject: string) =>
+    gate.check({ conversationId: 'c1', source: 'ws', tool: 'run_command', arguments: { command: subject }, subject, signal: new AbortController().signal });
+  assert.deepEqual(await check('ls *.ts'), { allowed: true, reason: 'user' });
+  assert.deepEqual(await check("echo 'unterminated"), { allowed: true, reason: 'user' }, 'allowed once, without a rule');
+  assert.deepEqual(written, ['run_command:ls \\*.ts']);
 });

@@ -3,7 +3,9 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../../src/transport/auth/passwords';
+import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../helpers/fake-openai';
 import { postJson, startService, type RunningService } from '../helpers/service';
+import { tempDir } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
 // Permission rules "from anywhere" (issue 11): readable in get_config, writable by the owner through
@@ -31,6 +33,7 @@ after(async () => {
   await svc?.dispose();
 });
 
+const lastToolResult = (request: RecordedRequest) => (request.body.messages as { role: string; content: string }[]).filter((m) => m.role === 'tool').at(-1)?.content;
 const configText = () => readFile(join(svc.dataDir, 'service.json'), 'utf8');
 const configOnDisk = async () => JSON.parse(await configText()) as Record<string, unknown>;
 
@@ -96,4 +99,86 @@ describe('permission rules in get_config and update_config', () => {
       assert.equal(await configText(), before);
     });
   }
+});
+
+describe('allow_always', () => {
+  let fake: FakeOpenAI;
+  let live: RunningService;
+  let workspace: { dir: string; cleanup: () => Promise<void> };
+  let chatter: TestClient;
+  let sessionUser: TestClient;
+  let watcher: TestClient;
+
+  before(async () => {
+    fake = await startFakeOpenAI();
+    workspace = await tempDir('ra-rules-workspace-');
+    live = await startService({
+      base_url: fake.url,
+      workspace: workspace.dir,
+      permission_mode: 'ask',
+      users: [{ username: 'ada', password_hash: await hashPassword(PASSWORD) }],
+      permission_rules: { allow: ['read_file'], deny: ['run_command:rm *'] },
+    });
+    const login = await postJson(`${live.httpUrl}/auth`, { username: 'ada', password: PASSWORD });
+    chatter = await TestClient.authed(live.wsUrl, live.token);
+    watcher = await TestClient.authed(live.wsUrl, live.token);
+    sessionUser = await TestClient.authed(live.wsUrl, (login.body!.data as { token: string }).token);
+  });
+  after(async () => {
+    for (const client of [chatter, watcher, sessionUser]) client?.close();
+    await live?.dispose();
+    await fake?.close();
+    await workspace?.cleanup();
+  });
+
+  const rulesOnDisk = async () => (JSON.parse(await readFile(join(live.dataDir, 'service.json'), 'utf8')) as { permission_rules: { allow: string[]; deny: string[] } }).permission_rules;
+  const runCommand = (command: string) => fake.script({ tool_calls: [{ name: 'run_command', arguments: { command } }] }, (request) => ({ text: `got: ${lastToolResult(request)}` }));
+
+  test('the owner\'s allow_always writes the narrowest rule to service.json, then the call runs; the same line later runs unasked, another still asks', async () => {
+    runCommand('echo always-ok');
+    chatter.send({ type: 'chat', message: 'run it', id: 'a1' });
+    const request = await chatter.next((f) => f.event === 'permission.request');
+    const ack = await chatter.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow_always' });
+    assert.equal(ack.status, 'ok', JSON.stringify(ack));
+    assert.equal((ack.data as { rule_added?: string }).rule_added, 'run_command:echo always-ok');
+    const resolved = await watcher.next((f) => f.event === 'permission.resolved' && f.request_id === request.request_id);
+    assert.equal(resolved.decision, 'allow_always');
+    assert.equal(resolved.rule_added, 'run_command:echo always-ok');
+    const reply = await chatter.next((f) => f.id === 'a1' && 'status' in f);
+    assert.match((reply.data as { response: string }).response, /got: .*always-ok/);
+    assert.deepEqual(await rulesOnDisk(), { allow: ['read_file', 'run_command:echo always-ok'], deny: ['run_command:rm *'] });
+    const changed = await watcher.next((f) => f.event === 'config.changed');
+    assert.deepEqual(changed.fields, ['permission_rules']);
+
+    runCommand('echo always-ok');
+    const again = await chatter.request({ type: 'chat', message: 'run it again', id: 'a2' });
+    assert.match((again.data as { response: string }).response, /got: .*always-ok/);
+    assert.equal(chatter.frames.filter((f) => f.event === 'permission.request').length, 0, 'not asked for the same line');
+
+    runCommand('echo always-ok; echo sneaky');
+    chatter.send({ type: 'chat', message: 'run a longer one', id: 'a3' });
+    const other = await chatter.next((f) => f.event === 'permission.request');
+    assert.equal((other.arguments as { command: string }).command, 'echo always-ok; echo sneaky');
+    await chatter.request({ type: 'permission_response', request_id: other.request_id, decision: 'deny' });
+    const denied = await chatter.next((f) => f.id === 'a3' && 'status' in f);
+    assert.match((denied.data as { response: string }).response, /Permission denied/);
+  });
+
+  test('a session user may not answer allow_always: unauthorized, no rule written, the request still waits', async () => {
+    const before = await rulesOnDisk();
+    runCommand('echo from-a-session');
+    chatter.send({ type: 'chat', message: 'run it', id: 'u1' });
+    const asked = await chatter.next((f) => f.event === 'permission.request');
+    const request = await sessionUser.next((f) => f.event === 'permission.request' && f.request_id === asked.request_id);
+    const refused = await sessionUser.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow_always' });
+    assert.equal(refused.code, 'unauthorized', JSON.stringify(refused));
+    assert.match(String(refused.error), /allow_always/);
+    assert.deepEqual(await rulesOnDisk(), before);
+    const ack = await sessionUser.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
+    assert.equal(ack.status, 'ok', 'the request was still waiting');
+    assert.equal((ack.data as { rule_added?: string }).rule_added, undefined);
+    const reply = await chatter.next((f) => f.id === 'u1' && 'status' in f);
+    assert.match((reply.data as { response: string }).response, /from-a-session/);
+    assert.deepEqual(await rulesOnDisk(), before);
+  });
 });

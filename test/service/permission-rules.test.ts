@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../../src/transport/auth/passwords';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../helpers/fake-openai';
 import { postJson, startService, type RunningService } from '../helpers/service';
-import { tempDir } from '../helpers/temp';
+import { tempDir, waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
 // Permission rules "from anywhere" (issue 11): readable in get_config, writable by the owner through
@@ -162,6 +162,19 @@ describe('allow_always', () => {
     await chatter.request({ type: 'permission_response', request_id: other.request_id, decision: 'deny' });
     const denied = await chatter.next((f) => f.id === 'a3' && 'status' in f);
     assert.match((denied.data as { response: string }).response, /Permission denied/);
+  });
+
+  test('with 500 rules already, allow_always still runs the call once; service.json keeps its rules', async () => {
+    const full = { allow: Array.from({ length: 499 }, (_, i) => `tool_${i}`), deny: ['run_command:rm *'] };
+    assert.equal((await chatter.request({ type: 'update_config', config: { permission_rules: full } })).status, 'ok');
+    runCommand('echo over-the-limit');
+    chatter.send({ type: 'chat', message: 'run it', id: 'f1' });
+    const request = await chatter.next((f) => f.event === 'permission.request');
+    assert.equal((await chatter.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow_always' })).status, 'ok');
+    const reply = await chatter.next((f) => f.id === 'f1' && 'status' in f);
+    assert.match((reply.data as { response: string }).response, /got: .*over-the-limit/);
+    assert.deepEqual(await rulesOnDisk(), full);
+    await waitFor(async () => (await readFile(join(live.dataDir, 'service.log'), 'utf8')).includes('permission.rule_not_saved'), 'the log line');
   });
 
   test('a session user may not answer allow_always: unauthorized, no rule written, the request still waits', async () => {

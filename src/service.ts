@@ -3,6 +3,7 @@ import { Agent, type ProviderResolver } from './agent/agent';
 import type { Host } from './agent/host';
 import { PermissionBroker } from './agent/permission-broker';
 import { PermissionGate } from './agent/permissions';
+import { addAllowRule } from './config/permission-rules';
 import { createProviderResolver } from './agent/provider-resolver';
 import { createToolRegistry } from './agent/toolbox';
 import { keepToolsOut } from './agent/tools/private-folders';
@@ -162,8 +163,11 @@ export class Service {
     const events = new EventHub();
     const tools = createToolRegistry(current, store, logger, host);
     const permissions = new PermissionBroker(events, logger, { timeoutMs: options.permissionTimeoutMs, localPrompt: () => host.permissionPrompt });
-    const gate = new PermissionGate(current, permissions.ask, (question) =>
-      untrustedToolMode(config.current, question.source, store.conversations.get(question.conversationId)?.source),
+    const gate = new PermissionGate(
+      current,
+      permissions.ask,
+      (question) => untrustedToolMode(config.current, question.source, store.conversations.get(question.conversationId)?.source),
+      (rule) => addAllowRule(config, rule, logger),
     );
     const agent = new Agent({
       store,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ServiceError, type PermissionDecision, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import { isOwnerClient } from '../protocol/sources';
-import type { PermissionQuestion } from './permissions';
+import { narrowestRule, type PermissionQuestion } from './permissions';
 import { wirePreview } from './tools/preview';
 import type { ToolPreview } from './tools/types';
 
@@ -28,6 +28,8 @@ interface Pending {
   resolve: (decision: PermissionDecision) => void;
   conversationSource: string;
   ownerOnly: boolean;
+  /** The rule an `allow_always` answer adds (the gate writes it): told to whoever answers and in permission.resolved. */
+  ruleIfAlways: string | undefined;
 }
 
 /**
@@ -58,8 +60,9 @@ export class PermissionBroker {
     // The tool's own account of what it would do, shown in every prompt (docs/protocol.md, "Previews").
     const preview = await question.preview?.();
     const settle = new AbortController();
+    const ruleIfAlways = narrowestRule(question.tool, question.subject);
     const decision = new Promise<PermissionDecision>((resolve) => {
-      this.pending.set(requestId, { resolve, conversationSource: question.source, ownerOnly });
+      this.pending.set(requestId, { resolve, conversationSource: question.source, ownerOnly, ruleIfAlways });
       const timer = setTimeout(() => resolve('deny'), this.options.timeoutMs ?? PERMISSION_TIMEOUT_MS);
       const onAbort = () => resolve('deny');
       // The chat may have been cancelled while the preview was worked out: no abort event comes then.
@@ -87,25 +90,32 @@ export class PermissionBroker {
       (error) => this.logger.warn('permission.prompt_failed', { error }),
     );
     const result = await decision;
+    const ruleAdded = result === 'allow_always' ? ruleIfAlways : undefined;
     this.pending.delete(requestId);
     settle.abort();
-    this.events.broadcast({ event: 'permission.resolved', request_id: requestId, decision: result }, canAnswer);
+    this.events.broadcast({ event: 'permission.resolved', request_id: requestId, decision: result, ...(ruleAdded ? { rule_added: ruleAdded } : {}) }, canAnswer);
     this.logger.info('permission.decided', { tool: question.tool, decision: result, conversation: question.conversationId });
     return result;
   };
 
   /**
    * A `permission_response` (or the host's own prompt, the owner): the first answer to a request wins;
-   * later ones are not_found. A request of a session user's turn is the owner's to answer.
+   * later ones are not_found. A request of a session user's turn is the owner's to answer, and so is
+   * `allow_always`. Returns the rule an `allow_always` adds.
    */
-  answer(requestId: string, decision: PermissionDecision, answerer: Answerer = { owner: true }): void {
+  answer(requestId: string, decision: PermissionDecision, answerer: Answerer = { owner: true }): { rule_added?: string } {
     const pending = this.pending.get(requestId);
     if (!pending) throw new ServiceError('not_found', `no pending permission request ${requestId}`);
     if (pending.ownerOnly && !answerer.owner) {
       throw new ServiceError('unauthorized', 'this request comes from a session user\'s turn: only the owner (access token or the editor) may answer it');
     }
+    // A rule binds every later call, of every client: only the owner may add one.
+    if (decision === 'allow_always' && !answerer.owner) {
+      throw new ServiceError('unauthorized', 'allow_always adds a permission rule: only the owner (access token or the editor) may; answer allow or allow_session');
+    }
     this.pending.delete(requestId);
     pending.resolve(decision);
+    return decision === 'allow_always' && pending.ruleIfAlways ? { rule_added: pending.ruleIfAlways } : {};
   }
 
   get pendingCount(): number {

@@ -1,5 +1,6 @@
 import { parseShellLine } from './tools/shell-line';
 import type { PermissionDecision, PermissionMode, ServiceConfig } from '../protocol';
+import { PermissionRule, toolPartOf } from '../protocol/config';
 import type { ToolPreview } from './tools/types';
 
 export interface PermissionRules {
@@ -25,6 +26,9 @@ export interface PermissionQuestion {
 /** Asks a person; resolves with their decision (implementations deny on timeout or when nobody can answer). */
 export type AskPermission = (question: PermissionQuestion) => Promise<PermissionDecision>;
 
+/** Writes an allow rule where the config lives (service.json); resolves once written, or once the failure is logged. */
+export type AddAllowRule = (rule: string) => Promise<void>;
+
 export type Verdict = { allowed: boolean; reason: 'source' | 'rule' | 'mode' | 'session' | 'user' };
 
 /**
@@ -33,8 +37,26 @@ export type Verdict = { allowed: boolean; reason: 'source' | 'rule' | 'mode' | '
  */
 export type UntrustedToolMode = (question: Pick<PermissionQuestion, 'source' | 'conversationId'>) => PermissionMode | undefined;
 
+/**
+ * A rule's glob: `*` matches anything, `\*` a star itself (so a rule can name `ls *.ts` exactly); every
+ * other character, a backslash before anything else included, only itself.
+ */
 function globToRegExp(glob: string): RegExp {
-  return new RegExp(`^${glob.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`, 's');
+  let source = '';
+  for (let i = 0; i < glob.length; i++) {
+    if (glob[i] === '\\' && glob[i + 1] === '*') {
+      source += '\\*';
+      i++;
+    } else {
+      source += glob[i] === '*' ? '.*' : glob[i].replace(/[.+?^${}()|[\]\\]/g, '\\$&');
+    }
+  }
+  return new RegExp(`^${source}$`, 's');
+}
+
+/** Text a rule's glob matches only as written: each star escaped (`globToRegExp` reads it back). */
+function escapeGlob(text: string): string {
+  return text.replace(/\*/g, '\\*');
 }
 
 /** Tools whose subject is a shell command line, matched command by command (see `commandRuleMatches`). */
@@ -62,11 +84,15 @@ function commandRuleMatches(pattern: string, line: string, effect: RuleEffect, p
   if (effect === 'allow' && platform === 'win32' && WINDOWS_SHELL_SPECIAL.test(line)) return false;
   const parsed = parseShellLine(line);
   const rule = parseShellLine(pattern);
+  // Each command of the rule against the line's at the same place: after quote removal (`"git" status`
+  // is `git status`), or as written (a rule made by allow_always from this very line, quotes and all).
   const sameShape =
     parsed.complete &&
     rule.shape.length === parsed.shape.length &&
     rule.shape.every((part, i) => part === parsed.shape[i]) &&
-    rule.commands.every((command, i) => globToRegExp(command.raw.replace(/\s+/g, ' ')).test(parsed.commands[i].normalized));
+    rule.commands.every(
+      (command, i) => globToRegExp(command.raw.replace(/\s+/g, ' ')).test(parsed.commands[i].normalized) || globToRegExp(command.raw).test(parsed.commands[i].raw),
+    );
   if (sameShape) return true;
   if (effect === 'allow') return false;
   const glob = globToRegExp(pattern);
@@ -79,8 +105,7 @@ function commandRuleMatches(pattern: string, line: string, effect: RuleEffect, p
  */
 export function ruleMatches(rule: string, tool: string, subject: string | undefined, effect: RuleEffect, platform: NodeJS.Platform = process.platform): boolean {
   const colon = rule.indexOf(':');
-  const toolPart = colon < 0 ? rule : rule.slice(0, colon);
-  if (!globToRegExp(toolPart).test(tool)) return false;
+  if (!globToRegExp(toolPartOf(rule)).test(tool)) return false;
   if (colon < 0) return true;
   if (subject === undefined) return false;
   const pattern = rule.slice(colon + 1);
@@ -89,9 +114,23 @@ export function ruleMatches(rule: string, tool: string, subject: string | undefi
 }
 
 /**
+ * The rule `allow_always` adds: the narrowest that allows this call, `<tool>:<subject>` with the subject's
+ * stars escaped (for run_command the command line as written, so its shape and words must match), or
+ * `<tool>` for a tool without a subject. Undefined when no valid rule would match the call (an
+ * unterminated quote, a line cmd.exe reads otherwise, over the length limit): the call is then allowed once.
+ */
+export function narrowestRule(tool: string, subject: string | undefined, platform: NodeJS.Platform = process.platform): string | undefined {
+  if (tool.includes(':') || tool.includes('*')) return undefined;
+  const rule = subject === undefined ? tool : `${tool}:${escapeGlob(subject)}`;
+  if (!PermissionRule.safeParse(rule).success) return undefined;
+  return ruleMatches(rule, tool, subject, 'allow', platform) ? rule : undefined;
+}
+
+/**
  * Whether a tool call may run: deny rules, then allow rules, then `permission_mode` read afresh at each
  * call (so a change applies to the next call, even inside a running chat); in `ask` mode, a tool the
- * user allowed for the conversation runs, otherwise a person is asked.
+ * user allowed for the conversation runs, otherwise a person is asked. A person's `allow_always` adds
+ * the narrowest allow rule for the call (`narrowestRule`) before the call runs.
  *
  * A call whose context holds untrusted text gets its mode from `untrustedMode`: `deny` (a webhook account
  * that has not opted in) is final, before any rule is read, since rules written for the user's own chats
@@ -105,6 +144,8 @@ export class PermissionGate {
     private readonly config: () => Pick<ServiceConfig, 'permission_mode' | 'permission_rules'>,
     private readonly ask: AskPermission,
     private readonly untrustedMode: UntrustedToolMode = () => undefined,
+    /** Adds an allow rule to service.json (through the config file); never throws (it logs a failure). */
+    private readonly addAllowRule: AddAllowRule = async () => {},
   ) {}
 
   async check(question: PermissionQuestion): Promise<Verdict> {
@@ -131,6 +172,11 @@ export class PermissionGate {
     if (this.sessionAllowed.has(key)) return { allowed: true, reason: 'session' };
     const decision = await this.ask(question);
     if (decision === 'allow_session') this.sessionAllowed.add(key);
+    // Written before the call runs, so a crash during the call still leaves the rule the user chose.
+    if (decision === 'allow_always') {
+      const rule = narrowestRule(question.tool, question.subject);
+      if (rule !== undefined) await this.addAllowRule(rule);
+    }
     return { allowed: decision !== 'deny', reason: 'user' };
   }
 }

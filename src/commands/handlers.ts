@@ -21,6 +21,8 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
     // A gateway's key may sit in the URL; every client (session users too) may read get_config.
     base_url: config.base_url === undefined ? null : endpointWithoutCredentials(config.base_url),
     api_key_set: Boolean(config.api_key),
+    permission_rules: { allow: [...config.permission_rules.allow], deny: [...config.permission_rules.deny] },
+    permission_timeout_seconds: config.permission_timeout_seconds,
   };
 }
 
@@ -122,8 +124,8 @@ export const handlers: HandlerMap = {
 
   async permission_response(command, session, ctx) {
     if (!session.canAnswerPermissions) throw new ServiceError('unauthorized', 'this client cannot answer permission requests');
-    ctx.permissions.answer(command.request_id, command.decision, { owner: isOwner(session) });
-    return { request_id: command.request_id, decision: command.decision };
+    const { rule_added } = ctx.permissions.answer(command.request_id, command.decision, { owner: isOwner(session) });
+    return { request_id: command.request_id, decision: command.decision, ...(rule_added ? { rule_added } : {}) };
   },
 
   async list_deliveries(command, _session, ctx) {

@@ -67,7 +67,8 @@ export const DeleteConversationCommand = command('delete_conversation', {
   conversation_id: nonEmpty('conversation_id'),
 });
 
-export const PermissionDecision = z.enum(['allow', 'allow_session', 'deny']);
+/** `allow_always` (the owner only) also adds the narrowest allow rule for the call to service.json. */
+export const PermissionDecision = z.enum(['allow', 'allow_session', 'allow_always', 'deny']);
 export type PermissionDecision = z.infer<typeof PermissionDecision>;
 
 export const PermissionResponseCommand = command('permission_response', {
@@ -202,5 +203,7 @@ export const PublicConfig = z.object({
   permission_mode: PermissionMode,
   base_url: z.string().nullable(),
   api_key_set: z.boolean(),
+  permission_rules: z.object({ allow: z.array(z.string()), deny: z.array(z.string()) }),
+  permission_timeout_seconds: z.number().int(),
 });
 export type PublicConfig = z.infer<typeof PublicConfig>;

@@ -102,6 +102,41 @@ export const McpServer = z.object({
 export const ProviderName = z.enum(PROVIDER_NAMES);
 export type ProviderName = z.infer<typeof ProviderName>;
 
+export const MAX_PERMISSION_RULES = 500;
+export const MAX_PERMISSION_RULE_LENGTH = 2000;
+export const DEFAULT_PERMISSION_TIMEOUT_SECONDS = 1800;
+
+/** What may stand before a rule's `:`: a tool name (`run_command`, `calc.add`) or a glob of them (`calc.*`). */
+const TOOL_NAME_GLOB = /^[A-Za-z0-9_.\-/*]+$/;
+
+/** The tool part of a rule: all of it, or what comes before the first `:`. */
+export function toolPartOf(rule: string): string {
+  const colon = rule.indexOf(':');
+  return colon < 0 ? rule : rule.slice(0, colon);
+}
+
+// Messages name the rule by its place (permission_rules.allow.3), not by quoting it: a command rule may hold
+// anything, and config errors are logged.
+export const PermissionRule = z
+  .string({ error: 'expected a string' })
+  .min(1, { error: 'a rule must not be empty' })
+  .max(MAX_PERMISSION_RULE_LENGTH, { error: `a rule may be at most ${MAX_PERMISSION_RULE_LENGTH} characters` })
+  .refine((rule) => TOOL_NAME_GLOB.test(toolPartOf(rule)), {
+    error: 'the part before ":" must be a tool name or a glob of tool names (letters, digits, _ - . / and *), such as run_command or calc.*',
+  });
+
+const permissionRuleCountLimit = (rules: { allow: string[]; deny: string[] }) => rules.allow.length + rules.deny.length <= MAX_PERMISSION_RULES;
+const permissionRuleCountError = { error: `at most ${MAX_PERMISSION_RULES} rules (allow and deny together)` };
+
+/** `permission_rules` as update_config writes it: the whole object, both lists, nothing else. */
+export const PermissionRules = z
+  .strictObject({ allow: z.array(PermissionRule), deny: z.array(PermissionRule) })
+  .refine(permissionRuleCountLimit, permissionRuleCountError);
+export type PermissionRules = z.infer<typeof PermissionRules>;
+
+/** Seconds a permission request waits for an answer before the tool is denied. */
+export const PermissionTimeoutSeconds = z.number({ error: 'expected a whole number of seconds' }).int({ error: 'expected a whole number of seconds' }).min(1, { error: 'must be at least 1' });
+
 /** Settings `update_config` may write (docs/protocol.md). Strict: an unknown field is named and refused. */
 export const WritableConfig = z.strictObject({
   provider: ProviderName,
@@ -112,6 +147,8 @@ export const WritableConfig = z.strictObject({
   api_key: z.string().min(1).nullable(),
   max_tokens: z.number().int().positive().nullable(),
   system_prompt: z.string().nullable(),
+  permission_rules: PermissionRules,
+  permission_timeout_seconds: PermissionTimeoutSeconds,
 }).partial();
 export type WritableConfig = z.infer<typeof WritableConfig>;
 export const writableConfigFields = Object.keys(WritableConfig.shape) as (keyof WritableConfig)[];
@@ -134,9 +171,12 @@ export const ServiceConfigFile = z.looseObject({
   max_steps: z.number().int().positive().default(20),
   tools: z.array(CustomTool).default([]),
   mcp_servers: z.record(z.string(), McpServer).default({}),
+  // A hand-written file may leave a list out; each rule is checked as update_config checks it.
   permission_rules: z
-    .object({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]) })
+    .object({ allow: z.array(PermissionRule).default([]), deny: z.array(PermissionRule).default([]) })
+    .refine(permissionRuleCountLimit, permissionRuleCountError)
     .default({ allow: [], deny: [] }),
+  permission_timeout_seconds: PermissionTimeoutSeconds.default(DEFAULT_PERMISSION_TIMEOUT_SECONDS),
 }).superRefine((config, ctx) => {
   const tcp = config.channels.filter((c) => c.type === 'tcp');
   if (tcp.length > 1) ctx.addIssue({ code: 'custom', path: ['channels'], message: 'at most one tcp channel' });

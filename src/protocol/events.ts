@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Conversation } from './commands';
+import { Conversation, PermissionDecision } from './commands';
 import { RequestId } from './envelope';
 
 /** Events are pushed unsolicited to authenticated sockets; they carry `event`, never `status`. */
@@ -66,7 +66,9 @@ export const PermissionRequestEvent = z.object({
 export const PermissionResolvedEvent = z.object({
   event: z.literal('permission.resolved'),
   request_id: z.string(),
-  decision: z.enum(['allow', 'allow_session', 'deny']),
+  decision: PermissionDecision,
+  /** The rule an `allow_always` added (see permission_response). */
+  rule_added: z.string().optional(),
 });
 export const ConfigChangedEvent = z.object({
   event: z.literal('config.changed'),

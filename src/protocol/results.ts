@@ -29,7 +29,12 @@ export const CommandResults = {
   get_messages: z.object({ messages: z.array(Message) }),
   list_tools: z.object({ tools: z.array(ToolInfo) }),
   delete_conversation: z.object({ deleted: z.literal(true) }),
-  permission_response: z.object({ request_id: z.string(), decision: PermissionDecision }),
+  permission_response: z.object({
+    request_id: z.string(),
+    decision: PermissionDecision,
+    /** The rule an `allow_always` adds to `permission_rules.allow` (absent when no rule could match only this call). */
+    rule_added: z.string().optional(),
+  }),
   cancel: z.object({ cancelled: z.boolean() }),
   list_deliveries: z.object({ deliveries: z.array(Delivery) }),
   retry_delivery: z.object({ delivery: Delivery }),

@@ -1,4 +1,4 @@
-import { formatArgv } from './command-line';
+import { quoteArg } from './command-line';
 
 /**
  * A POSIX shell line cut into what permission rules judge: its simple commands, and the operators
@@ -16,7 +16,11 @@ export interface SimpleCommand {
   raw: string;
   /** Its words as the program would receive them (quotes removed). */
   words: string[];
-  /** Its words as the program would receive them, quoted again only where needed: `"git" 'st'` reads `git st`. */
+  /**
+   * Its words as the program would receive them, quoted again only where needed: `"git" 'st'` reads
+   * `git st`. What the shell itself would still read (an unquoted `*`, `?`, `[`, `{`, `~`...) is left
+   * unquoted, so `ls *.ts` (a glob) and `ls '*.ts'` (a name) stay apart.
+   */
   normalized: string;
   /**
    * `normalized` without what may stand before the program: reserved words (`if`, `then`, `{`, `!`...)
@@ -34,16 +38,40 @@ export interface ShellLine {
   complete: boolean;
 }
 
-type Token = { op: string } | { word: string; start: number; end: number };
+/** A word, and where in its value the characters the shell reads unquoted stand (see `renderWord`). */
+type Token = { op: string } | { word: string; start: number; end: number; active: number[] };
+
+/** Characters that mean only themselves to the shell, unquoted (as `quoteArg` leaves them). */
+const PLAIN_CHARACTER = /[A-Za-z0-9_\-+=.,/:@%^]/;
+
+/**
+ * A word quoted again only where needed, its `active` characters (those written unquoted that the shell
+ * reads: glob, brace, tilde) left bare: `'a b'*`. A word without any reads as `quoteArg` gives it.
+ */
+function renderWord(word: string, active: number[]): string {
+  if (active.length === 0) return quoteArg(word);
+  let out = '';
+  let literal = '';
+  for (let i = 0; i < word.length; i++) {
+    if (!active.includes(i)) {
+      literal += word[i];
+      continue;
+    }
+    if (literal) out += quoteArg(literal);
+    literal = '';
+    out += word[i];
+  }
+  return literal ? out + quoteArg(literal) : out;
+}
 
 /** Words the shell reads before a command's program (reserved words, and `time` in bash). */
 const LEADING_WORDS = new Set(['!', '{', '}', 'if', 'then', 'else', 'elif', 'fi', 'do', 'done', 'while', 'until', 'time']);
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
 
-function programOf(words: string[]): string {
+function programOf(words: string[], rendered: string[]): string {
   let first = 0;
   while (first < words.length - 1 && (LEADING_WORDS.has(words[first]) || ASSIGNMENT.test(words[first]))) first++;
-  return formatArgv(words.slice(first));
+  return rendered.slice(first).join(' ');
 }
 
 /** Operators of normal mode, longest first. `(`, `<(` and `>(` open a nested list (see `list`). */
@@ -55,7 +83,7 @@ class Tokenizer {
   readonly tokens: Token[] = [];
   complete = true;
   private i = 0;
-  private word: { value: string; start: number } | undefined;
+  private word: { value: string; start: number; active: number[] } | undefined;
 
   constructor(private readonly text: string) {}
 
@@ -65,11 +93,17 @@ class Tokenizer {
 
   private append(value: string, start: number): void {
     if (this.word) this.word.value += value;
-    else this.word = { value, start };
+    else this.word = { value, start, active: [] };
+  }
+
+  /** An unquoted character of a word; one the shell reads (`*`, `~`, `{`...) is marked so. */
+  private appendUnquoted(c: string, start: number): void {
+    this.append(c, start);
+    if (!PLAIN_CHARACTER.test(c)) this.word!.active.push(this.word!.value.length - 1);
   }
 
   private flush(): void {
-    if (this.word) this.tokens.push({ word: this.word.value, start: this.word.start, end: this.i });
+    if (this.word) this.tokens.push({ word: this.word.value, start: this.word.start, end: this.i, active: this.word.active });
     this.word = undefined;
   }
 
@@ -111,7 +145,7 @@ class Tokenizer {
       } else {
         const op = OPERATORS.find((o) => s.startsWith(o, this.i));
         if (op === undefined) {
-          this.append(c, this.i);
+          this.appendUnquoted(c, this.i);
           this.i++;
           continue;
         }
@@ -235,7 +269,8 @@ export function parseShellLine(text: string): ShellLine {
   const endRun = () => {
     if (run.length === 0) return;
     const words = run.map((t) => t.word);
-    commands.push({ raw: text.slice(run[0].start, run.at(-1)!.end).trim(), words, normalized: formatArgv(words), program: programOf(words) });
+    const rendered = run.map((t) => renderWord(t.word, t.active));
+    commands.push({ raw: text.slice(run[0].start, run.at(-1)!.end).trim(), words, normalized: rendered.join(' '), program: programOf(words, rendered) });
     shape.push('W');
     run = [];
   };

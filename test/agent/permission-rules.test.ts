@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { narrowestRule, PermissionGate, ruleMatches } from '../../src/agent/permissions';
+
+// The rules `allow_always` adds (issue 11): the narrowest rule for the call, never broader than it.
+const allows = (rule: string, tool: string, subject: string | undefined) => ruleMatches(rule, tool, subject, 'allow', 'linux');
+const commandRule = (line: string) => {
+  const rule = narrowestRule('run_command', line, 'linux');
+  assert.ok(rule, `a rule for ${JSON.stringify(line)}`);
+  return rule;
+};
+
+test('\\* in a rule is a literal star; * still matches anything', () => {
+  assert.equal(allows('write_file:src/\\*.ts', 'write_file', 'src/*.ts'), true);
+  assert.equal(allows('write_file:src/\\*.ts', 'write_file', 'src/a.ts'), false);
+  assert.equal(allows('write_file:src/*.ts', 'write_file', 'src/a.ts'), true);
+  assert.equal(allows('run_command:ls \\*.ts', 'run_command', 'ls *.ts'), true);
+  assert.equal(allows('run_command:ls \\*.ts', 'run_command', 'ls a.ts'), false);
+  assert.equal(allows('run_command:ls *.ts', 'run_command', 'ls a.ts'), true);
+  assert.equal(ruleMatches('run_command:rm \\*', 'run_command', 'rm -rf /', 'deny'), false, 'a deny rule reads \\* as a star too');
+  assert.equal(ruleMatches('run_command:rm \\*', 'run_command', 'x; rm *', 'deny'), true);
+});
+
+test('narrowestRule: the command line, its stars escaped, for run_command', () => {
+  assert.equal(commandRule('git status'), 'run_command:git status');
+  assert.equal(commandRule('ls *.ts'), 'run_command:ls \\*.ts');
+  assert.equal(narrowestRule('write_file', 'src/a*.ts'), 'write_file:src/a\\*.ts');
+  assert.equal(narrowestRule('edit_file', 'notes/todo.md'), 'edit_file:notes/todo.md');
+  assert.equal(narrowestRule('memory_forget', 'm-1'), 'memory_forget:m-1');
+  assert.equal(narrowestRule('calc.add', undefined), 'calc.add', 'a tool without a subject: the tool');
+});
+
+test('the rule made for a command line allows that line and nothing broader', () => {
+  const refused: [string, string[]][] = [
+    ['git status', ['git status; rm -rf x', 'git status && rm -rf x', 'git status -s', 'git status $(rm -rf x)', 'git status > f', 'git', 'git statusx']],
+    ['ls *.ts', ['ls a.ts', "ls '*.ts'", 'ls *.tsx', 'ls *.ts; id', 'ls x *.ts']],
+    ["rm '*'", ['rm *', 'rm -rf *', "rm '*' *"]],
+    ["rm '{a,b}'", ['rm {a,b}']],
+    ["cat '~/x'", ['cat ~/x']],
+    ['git commit -m "fix bug"', ['git commit -m "fix bug" --amend', 'git commit -m "fix bug"; id', 'git commit -m "fix $(id)"']],
+    ['npm test && npm run lint', ['npm test && npm run lint; id', 'npm test || npm run lint', 'npm test && npm run lint && id']],
+    ['echo a\\*b', ['echo axb', 'echo a\\xb']],
+  ];
+  for (const [line, others] of refused) {
+    const rule = commandRule(line);
+    assert.equal(allows(rule, 'run_command', line), true, `${rule} allows its own line ${JSON.stringify(line)}`);
+    for (const other of others) assert.equal(allows(rule, 'run_command', other), false, `${rule} must not allow ${JSON.stringify(other)}`);
+  }
+});
+
+test('a path rule with a backslash before a star stays exact', () => {
+  const rule = narrowestRule('write_file', 'odd\\*name')!;
+  assert.equal(allows(rule, 'write_file', 'odd\\*name'), true);
+  assert.equal(allows(rule, 'write_file', 'odd\\xname'), false);
+  assert.equal(allows(rule, 'write_file', 'odd*name'), false);
+});
+
+test('no rule when none could match only this call', () => {
+  assert.equal(narrowestRule('run_command', "echo 'unterminated", 'linux'), undefined, 'an allow rule never matches an incomplete line');
+  assert.equal(narrowestRule('run_command', 'git status & calc', 'win32'), undefined, 'nor, on Windows, a line cmd.exe reads differently');
+  assert.equal(narrowestRule('run_command', `echo ${'x'.repeat(2000)}`), undefined, 'nor one over the 2000-character limit of a rule');
+});
+
+test('hand-written rules keep matching as before (quote removal, shapes)', () => {
+  assert.equal(allows('run_command:git status*', 'run_command', '"git" \'status\' -s'), true);
+  assert.equal(allows('run_command:echo *', 'run_command', 'echo *.txt'), true);
+  assert.equal(allows("run_command:ls '*.ts'", 'run_command', 'ls *.ts'), false, 'a quoted star is not the glob the shell expands');
+});
+
+test('the gate: allow_always writes the narrowest rule, then allows; no rule when none fits the call', async () => {
+  const written: string[] = [];
+  const gate = new PermissionGate(
+    () => ({ permission_mode: 'ask', permission_rules: { allow: [], deny: [] } }),
+    async () => 'allow_always',
+    () => undefined,
+    async (rule) => {
+      written.push(rule);
+    },
+  );
+  const check = (subject: string) =>
+    gate.check({ conversationId: 'c1', source: 'ws', tool: 'run_command', arguments: { command: subject }, subject, signal: new AbortController().signal });
+  assert.deepEqual(await check('ls *.ts'), { allowed: true, reason: 'user' });
+  assert.deepEqual(await check("echo 'unterminated"), { allowed: true, reason: 'user' }, 'allowed once, without a rule');
+  assert.deepEqual(written, ['run_command:ls \\*.ts']);
+});

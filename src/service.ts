@@ -11,6 +11,7 @@ import type { CommandContext } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { SessionDoor, type OpenSession, type SessionOptions } from './commands/door';
 import { conversationOf } from './commands/handlers';
+import { announceTurnEnded } from './commands/turn-ended';
 import { canAccess } from './protocol/sources';
 import { EventHub } from './commands/event-hub';
 import { RunningChats } from './commands/running-chats';
@@ -113,7 +114,10 @@ export class Service {
   ) {
     this.releaseDataDir = keepToolsOut(options.dataDir);
     // The door is made below (it needs the dispatcher, which needs the channel's deliveries); the inbox opens its sessions only once started.
-    this.webhooks = new WebhookChannel({ config, store, agent, running: this.running, logger, openSession: (o) => this.door.openSession(o) }, options.webhook);
+    this.webhooks = new WebhookChannel(
+      { config, store, agent, running: this.running, logger, openSession: (o) => this.door.openSession(o), onTurnEnded: (turn) => announceTurnEnded({ events, store }, turn) },
+      options.webhook,
+    );
     const ctx: CommandContext = {
       config, store, agent, events, running: this.running, tools, permissions, gate, logger,
       deliveries: this.webhooks.deliveries,

@@ -4,6 +4,7 @@ import type { ToolCallData, ToolResultData } from '../agent/transcript';
 import type { MessageRow } from '../store';
 import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
+import { pushHandlers } from './push-handlers';
 import { createPairing, relayStatus } from './relay-handlers';
 import { isOwner, requireWritableBy } from './roles';
 import type { ClientSession } from './session';
@@ -147,4 +148,5 @@ export const handlers: HandlerMap = {
 
   create_pairing: createPairing,
   relay_status: relayStatus,
+  ...pushHandlers,
 };

@@ -8,6 +8,7 @@ import https from 'node:https';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../../src/transport/auth/passwords';
+import { guardedAgent } from '../../src/transport/push/endpoint-guard';
 import { startFakePushService, type FakePushService } from '../helpers/fake-push-service';
 import { postJson, startService, type RunningService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
@@ -183,4 +184,21 @@ describe('subscriptions an attacker would send are refused', () => {
     const removed = await owner.request({ type: 'push_unsubscribe', device_id: randomUUID() });
     assert.deepEqual(removed.data, { removed: false });
   });
+});
+
+test('when sending, a host name that resolves to a private address is not connected to (DNS pointing inside)', async () => {
+  // `localhost` resolves to loopback through the system resolver, as an attacker's name could.
+  const agent = guardedAgent();
+  try {
+    const port = new URL(push.origin).port;
+    const error = await new Promise<NodeJS.ErrnoException>((resolve) => {
+      const request = https.request({ host: 'localhost', port, path: '/push/x', method: 'POST', agent, ca: push.ca }, () => resolve(new Error('connected') as NodeJS.ErrnoException));
+      request.on('error', resolve);
+      request.end();
+    });
+    assert.equal(error.code, 'EPRIVATEADDRESS');
+    assert.equal(push.attempts, 0, 'the fake push service on loopback was never reached');
+  } finally {
+    agent.destroy();
+  }
 });

@@ -98,3 +98,18 @@ test('a webhook turn is announced to the user clients (source webhook:<account>)
     editor.close();
   }
 });
+
+test('a webhook turn that fails for good is announced as failed; the reason is the callback\'s (kind and status)', async () => {
+  const editor = await TestClient.authed(svc.wsUrl, svc.token);
+  try {
+    fake.script({ status: 401 });
+    const accepted = await postJson(`${svc.httpUrl}/hooks/alpha`, { message: 'this one fails' });
+    const id = (accepted.body!.data as { conversation_id: string }).conversation_id;
+    const event = await editor.next(ended(id));
+    assert.equal(event.source, 'webhook:alpha');
+    assert.equal(event.outcome, 'failed');
+    assert.match(String(event.error), /credentials \(HTTP 401\)/);
+  } finally {
+    editor.close();
+  }
+});

@@ -81,6 +81,8 @@ export class PushService implements PushCommands {
   private readonly log: Logger;
   private stopObserving?: () => void;
   private stopped = false;
+  /** Past stop's wait: the store is closing, outcomes of pushes still in flight are not recorded. */
+  private closed = false;
 
   constructor(
     private readonly deps: PushServiceDeps,
@@ -105,6 +107,7 @@ export class PushService implements PushCommands {
     this.stopObserving?.();
     const timer = new Promise((resolve) => setTimeout(resolve, STOP_WAIT_MS).unref());
     await Promise.race([Promise.allSettled([...this.inFlight]), timer]);
+    this.closed = true;
     if (this.ownAgent) this.agent.destroy();
   }
 
@@ -269,6 +272,7 @@ export class PushService implements PushCommands {
   }
 
   private async record(device: PushDeviceRow, kind: PushKind, outcome: DeliveryOutcome): Promise<void> {
+    if (this.closed) return;
     const fields = { device: device.device_id, kind, status: outcome.status };
     if (outcome.gone) {
       this.log.info('push.subscription_gone', fields);

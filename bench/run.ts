@@ -4,6 +4,7 @@ import { benchAgent } from './agent';
 import { benchAuth } from './auth';
 import { benchEditor } from './editor';
 import { runPersistBench } from './persist';
+import { benchPush } from './push';
 import { benchRelay } from './relay';
 import { benchRelayService } from './relay-service';
 import { benchWebhook } from './webhook';
@@ -20,6 +21,7 @@ async function main() {
     ['editor', benchEditor],
     ['relay', benchRelay],
     ['relay-service', benchRelayService],
+    ['push', benchPush],
   ];
   for (const [name, run] of benches) {
     if (only.length > 0 && !only.includes(name)) continue;

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Agent, type ProviderResolver } from './agent/agent';
 import type { Host } from './agent/host';
-import { PermissionBroker } from './agent/permission-broker';
+import { PERMISSION_TIMEOUT_MS, PermissionBroker } from './agent/permission-broker';
 import { PermissionGate } from './agent/permissions';
 import { addAllowRule } from './config/permission-rules';
 import { createProviderResolver } from './agent/provider-resolver';
@@ -12,6 +12,7 @@ import type { CommandContext } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { SessionDoor, type OpenSession, type SessionOptions } from './commands/door';
 import { conversationOf } from './commands/handlers';
+import { announceTurnEnded } from './commands/turn-ended';
 import { canAccess } from './protocol/sources';
 import { EventHub } from './commands/event-hub';
 import { RunningChats } from './commands/running-chats';
@@ -37,6 +38,7 @@ import { createRelayPairing } from './transport/pairing/relay-pairing';
 import { relayStatusRoute } from './transport/relay-link/relay-status-route';
 import { phonePageRoutes } from './transport/http/static-files';
 import { WebhookChannel, type WebhookChannelOptions } from './transport/webhooks/channel';
+import { PushService, type PushOptions } from './transport/push/push-service';
 import { untrustedToolMode } from './transport/webhooks/trust';
 
 export interface ServiceOptions {
@@ -67,6 +69,8 @@ export interface ServiceOptions {
   relay?: Partial<RelayLinkTiming>;
   /** Where the phone page's files are (default: the package's media/). */
   mediaDir?: string;
+  /** Web Push delivery: tests trust their fake push service (`agent`), allow its loopback endpoint, shorten the backoff. Never from service.json. */
+  push?: PushOptions;
 }
 
 export class PortInUseError extends Error {
@@ -90,6 +94,8 @@ export class Service {
   /** The links to the relays of service.json's `websocket` channels. */
   readonly relay: RelayLinks;
   readonly pairings = new PairingSecrets();
+  /** Web Push: the devices, the VAPID key and the notifier tapping the event hub. */
+  readonly push: PushService;
   /** Every client's way in: graceful stop waits for their commands and closes them all. */
   private readonly door: SessionDoor;
   private http?: HttpServer;
@@ -114,9 +120,16 @@ export class Service {
   ) {
     this.releaseDataDir = keepToolsOut(options.dataDir);
     // The door is made below (it needs the dispatcher, which needs the channel's deliveries); the inbox opens its sessions only once started.
-    this.webhooks = new WebhookChannel({ config, store, agent, running: this.running, logger, openSession: (o) => this.door.openSession(o) }, options.webhook);
+    this.webhooks = new WebhookChannel(
+      { config, store, agent, running: this.running, logger, openSession: (o) => this.door.openSession(o), onTurnEnded: (turn) => announceTurnEnded({ events, store }, turn) },
+      options.webhook,
+    );
+    this.push = new PushService(
+      { dataDir: options.dataDir, store, events, logger, redactor, permissionTimeoutMs: () => options.permissionTimeoutMs ?? PERMISSION_TIMEOUT_MS },
+      options.push,
+    );
     const ctx: CommandContext = {
-      config, store, agent, events, running: this.running, tools, permissions, gate, logger,
+      config, store, agent, events, running: this.running, tools, permissions, gate, logger, push: this.push,
       deliveries: this.webhooks.deliveries,
       relay: {
         status: () => this.relay.status(),
@@ -220,6 +233,7 @@ export class Service {
       throw error;
     }
     this.config.watch();
+    this.push.start();
     this.webhooks.start();
     this.relay.start();
     const shownHost = this.address.host === '::' ? '0.0.0.0' : this.address.host;
@@ -243,6 +257,7 @@ export class Service {
     // tells their clients the machine is offline; they stay connected to it), then every other client.
     this.relay.stop();
     this.door.closeAll();
+    await this.push.stop();
     await this.http?.close();
     this.http = undefined;
     await this.tools.close();

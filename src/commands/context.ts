@@ -5,9 +5,10 @@ import type { ToolRegistry } from '../agent/tools/registry';
 import type { ConfigFile } from '../config/config-file';
 import type { Logger } from '../log/logger';
 import type { Store } from '../store';
-import type { Delivery, DeliveryStatus, PairingInfo, RelayLinkStatus } from '../protocol';
+import type { CommandOf, Delivery, DeliveryStatus, PairingInfo, PushDevice, PushTestResult, RelayLinkStatus } from '../protocol';
 import type { EventHub } from './event-hub';
 import type { RunningChats } from './running-chats';
+import type { ClientSession } from './session';
 
 /** What the command handlers work with; built once by the service. */
 export interface CommandContext {
@@ -24,6 +25,8 @@ export interface CommandContext {
   deliveries: DeliveryCommands;
   /** The relay channels: their links' state (relay_status) and phone pairings (create_pairing). */
   relay: RelayCommands;
+  /** Web Push: devices, the VAPID key, test pushes, the pages' visibility (transport/push). */
+  push: PushCommands;
 }
 
 /** The webhook outbox as commands see it (the transport implements it). */
@@ -37,4 +40,19 @@ export interface RelayCommands {
   status(): RelayLinkStatus[];
   /** A one-time pairing through the named relay channel (the first one when unnamed). */
   createPairing(channelName: string | undefined): Promise<PairingInfo>;
+}
+
+/**
+ * Web Push as commands see it (the transport implements it). Only user clients reach it (push-handlers.ts);
+ * a session (password) user may not change a device the owner subscribed: `unauthorized`.
+ */
+export interface PushCommands {
+  info(): Promise<{ vapid_public_key: string }>;
+  subscribe(command: CommandOf<'push_subscribe'>, session: ClientSession): Promise<PushDevice>;
+  settings(command: CommandOf<'push_settings'>, session: ClientSession): Promise<PushDevice>;
+  unsubscribe(deviceId: string, session: ClientSession): Promise<boolean>;
+  list(): PushDevice[];
+  /** A test notification to the device (not_found if unknown), or to every device. */
+  test(deviceId: string | undefined): Promise<PushTestResult[]>;
+  reportVisibility(session: ClientSession, deviceId: string | undefined, visible: boolean): { device_id: string | null; visible: boolean };
 }

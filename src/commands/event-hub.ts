@@ -1,16 +1,43 @@
 import type { ServiceEvent } from '../protocol';
 import type { ClientSession } from './session';
 
+/** Which sessions an event goes to. */
+export type EventFilter = (session: ClientSession) => boolean;
+
+/**
+ * Sees every broadcast event before any client filter, with the filter the clients get it by: the push
+ * notifier hears of a prompt even when no client is connected, and asks the filter whether a device's
+ * subscriber could have answered it.
+ */
+export type EventObserver = (event: ServiceEvent, filter: EventFilter) => void;
+
+const everyone: EventFilter = () => true;
+
 /** The authenticated sessions, for events that go to everyone (config changes, new conversations). */
 export class EventHub {
   private readonly sessions = new Set<ClientSession>();
+  private readonly observers = new Set<EventObserver>();
 
   add(session: ClientSession): () => void {
     this.sessions.add(session);
     return () => this.sessions.delete(session);
   }
 
-  broadcast(event: ServiceEvent, filter: (session: ClientSession) => boolean = () => true): number {
+  /** Taps every broadcast event (see EventObserver); returns the way to stop. */
+  observe(observer: EventObserver): () => void {
+    this.observers.add(observer);
+    return () => this.observers.delete(observer);
+  }
+
+  broadcast(event: ServiceEvent, filter: EventFilter = everyone): number {
+    // An observer's failure must not keep the event from the clients (it handles its own errors).
+    for (const observer of this.observers) {
+      try {
+        observer(event, filter);
+      } catch {
+        // Ignored: see above.
+      }
+    }
     let sent = 0;
     for (const session of this.sessions) {
       if (!filter(session)) continue;
@@ -28,6 +55,11 @@ export class EventHub {
   some(predicate: (session: ClientSession) => boolean): boolean {
     for (const session of this.sessions) if (predicate(session)) return true;
     return false;
+  }
+
+  /** Whether the session is still open (in the hub). */
+  has(session: ClientSession): boolean {
+    return this.sessions.has(session);
   }
 
   get size(): number {

@@ -4,9 +4,11 @@ import type { ToolCallData, ToolResultData } from '../agent/transcript';
 import type { MessageRow } from '../store';
 import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
+import { pushHandlers } from './push-handlers';
 import { createPairing, relayStatus } from './relay-handlers';
 import { isOwner, requireWritableBy } from './roles';
 import type { ClientSession } from './session';
+import { announceTurnEnded, type EndedTurn } from './turn-ended';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -49,6 +51,11 @@ export const handlers: HandlerMap = {
 
   async chat(command, session, ctx) {
     const run = ctx.running.start(session.id, command.id);
+    // Known once the agent has the conversation; a turn refused before that (not_found) never began.
+    let conversationId: string | undefined;
+    const ended = (outcome: EndedTurn['outcome'], failure?: unknown) => {
+      if (conversationId) announceTurnEnded(ctx, { conversationId, source: session.source, outcome, failure });
+    };
     try {
       const result = await ctx.agent.chat(
         {
@@ -64,6 +71,7 @@ export const handlers: HandlerMap = {
         (event) => {
           switch (event.event) {
             case 'conversation':
+              conversationId = event.conversation_id;
               return;
             case 'delta':
               return session.send({ event: 'chat.delta', id: command.id, conversation_id: event.conversation_id, delta: event.delta });
@@ -72,7 +80,11 @@ export const handlers: HandlerMap = {
           }
         },
       );
+      ended(result.cancelled ? 'cancelled' : 'answered');
       return { response: result.response, conversation_id: result.conversation_id, ...(result.cancelled ? { cancelled: true as const } : {}) };
+    } catch (error) {
+      ended('failed', error);
+      throw error;
     } finally {
       run.done();
     }
@@ -138,4 +150,5 @@ export const handlers: HandlerMap = {
 
   create_pairing: createPairing,
   relay_status: relayStatus,
+  ...pushHandlers,
 };

@@ -10,7 +10,7 @@
 export const REDACTED = '[redacted]';
 
 /** Field names whose value is a secret whatever it holds. */
-export const SECRET_KEY = /api[_-]?key|token|secret|password|authorization|cookie/i;
+export const SECRET_KEY = /api[_-]?key|private[_-]?key|token|secret|password|authorization|cookie/i;
 
 /**
  * SECRET_KEY names that hold counts, not credentials (`max_tokens`, `input_tokens`, `token_count`):

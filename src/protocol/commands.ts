@@ -104,6 +104,73 @@ export const CreatePairingCommand = command('create_pairing', {
 /** The state of each relay link. */
 export const RelayStatusCommand = command('relay_status', {});
 
+// ---- Web Push (docs/protocol.md, "Web Push") ----
+/** A phone page install: random, made by the page (a UUID), kept in its localStorage. */
+const DeviceId = z.string({ error: 'device_id must be a string' }).regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'device_id must be 1 to 64 letters, digits, - or _' });
+const DeviceName = z
+  .string({ error: 'device_name must be a string' })
+  .trim()
+  .min(1, { error: 'device_name must not be empty' })
+  .max(100, { error: 'device_name must be at most 100 characters' });
+
+/** Which notifications a device wants; each on unless set off. */
+export const PushEventToggles = z.object({
+  prompt: z.boolean().default(true),
+  finished: z.boolean().default(true),
+  failed: z.boolean().default(true),
+  webhook: z.boolean().default(true),
+});
+export type PushEventToggles = z.infer<typeof PushEventToggles>;
+
+/** A browser's PushSubscription (toJSON()); its keys are checked by the service (a P-256 point, 16 bytes). */
+export const PushSubscriptionInput = z.object(
+  {
+    endpoint: z.string({ error: 'endpoint must be a string' }).max(2048, { error: 'endpoint must be at most 2048 characters' }),
+    keys: z.object(
+      {
+        p256dh: z.string({ error: 'p256dh must be a string' }).max(200, { error: 'p256dh is too long' }),
+        auth: z.string({ error: 'auth must be a string' }).max(100, { error: 'auth is too long' }),
+      },
+      { error: 'keys must be an object with p256dh and auth' },
+    ),
+  },
+  { error: 'subscription must be an object with endpoint and keys' },
+);
+export type PushSubscriptionInput = z.infer<typeof PushSubscriptionInput>;
+
+/** The service's VAPID public key (the page's applicationServerKey). */
+export const PushInfoCommand = command('push_info', {});
+
+/** Registers (or replaces) a device's push subscription. */
+export const PushSubscribeCommand = command('push_subscribe', {
+  device_id: DeviceId,
+  device_name: DeviceName,
+  subscription: PushSubscriptionInput,
+  events: PushEventToggles.optional(),
+  content_blind: z.boolean().optional(),
+});
+
+/** Changes a device's name or what it is told; fields left out stay. */
+export const PushSettingsCommand = command('push_settings', {
+  device_id: DeviceId,
+  device_name: DeviceName.optional(),
+  events: PushEventToggles.partial().optional(),
+  content_blind: z.boolean().optional(),
+});
+
+export const PushUnsubscribeCommand = command('push_unsubscribe', { device_id: DeviceId });
+
+export const ListPushDevicesCommand = command('list_push_devices', {});
+
+/** A test notification to one device, or to every device. */
+export const PushTestCommand = command('push_test', { device_id: DeviceId.optional() });
+
+/** The page tells whether it is visible in the foreground: no push goes to a device while it is. */
+export const ClientStateCommand = command('client_state', {
+  device_id: DeviceId.optional(),
+  visible: z.boolean({ error: 'visible must be a boolean' }),
+});
+
 export const Command = z.discriminatedUnion('type', [
   AuthCommand,
   ChatCommand,
@@ -119,6 +186,13 @@ export const Command = z.discriminatedUnion('type', [
   RetryDeliveryCommand,
   CreatePairingCommand,
   RelayStatusCommand,
+  PushInfoCommand,
+  PushSubscribeCommand,
+  PushSettingsCommand,
+  PushUnsubscribeCommand,
+  ListPushDevicesCommand,
+  PushTestCommand,
+  ClientStateCommand,
 ]);
 export type Command = z.infer<typeof Command>;
 export type CommandType = Command['type'];
@@ -191,6 +265,37 @@ export const Delivery = z.object({
   finished_at: z.string().nullable(),
 });
 export type Delivery = z.infer<typeof Delivery>;
+
+/** How the last push to a device went: `status` is the push service's HTTP status (null: no answer). */
+export const PushDeliveryOutcome = z.object({
+  at: z.string(),
+  ok: z.boolean(),
+  status: z.number().int().nullable(),
+  error: z.string().optional(),
+});
+export type PushDeliveryOutcome = z.infer<typeof PushDeliveryOutcome>;
+
+/** A device subscribed to Web Push, as list_push_devices shows it: the endpoint's origin only (its path is the capability). */
+export const PushDevice = z.object({
+  device_id: z.string(),
+  device_name: z.string(),
+  created_at: z.string(),
+  endpoint_origin: z.string(),
+  events: PushEventToggles,
+  content_blind: z.boolean(),
+  last_delivery: PushDeliveryOutcome.nullable(),
+  /** Failed deliveries in a row (0 after a success). */
+  failures: z.number().int(),
+});
+export type PushDevice = z.infer<typeof PushDevice>;
+
+export const PushTestResult = z.object({
+  device_id: z.string(),
+  ok: z.boolean(),
+  status: z.number().int().nullable(),
+  error: z.string().optional(),
+});
+export type PushTestResult = z.infer<typeof PushTestResult>;
 
 export const PermissionMode = z.enum(['ask', 'allow', 'deny']);
 export type PermissionMode = z.infer<typeof PermissionMode>;

@@ -81,6 +81,20 @@ export const ConversationUpdatedEvent = z.object({
   /** The conversation's row as list_conversations gives it, so no client has to list again. */
   conversation: Conversation,
 });
+/**
+ * A turn of a conversation ended, whoever started it (a chat of any client, a webhook message):
+ * `error` is a short readable reason for a failure (the kind of failure and an HTTP status: no secret,
+ * no provider text, no stack).
+ */
+export const TurnEndedEvent = z.object({
+  event: z.literal('turn.ended'),
+  conversation_id: z.string(),
+  /** Where the turn came from: `editor`, `ws`, `relay` or `webhook:<account>`. */
+  source: z.string(),
+  outcome: z.enum(['answered', 'failed', 'cancelled']),
+  error: z.string().optional(),
+});
+export type TurnEndedEvent = z.infer<typeof TurnEndedEvent>;
 
 export const ServiceEvent = z.discriminatedUnion('event', [
   ChatDeltaEvent,
@@ -90,5 +104,6 @@ export const ServiceEvent = z.discriminatedUnion('event', [
   PermissionResolvedEvent,
   ConfigChangedEvent,
   ConversationUpdatedEvent,
+  TurnEndedEvent,
 ]);
 export type ServiceEvent = z.infer<typeof ServiceEvent>;

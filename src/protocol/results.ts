@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Conversation, Delivery, Message, PermissionDecision, PublicConfig, ToolInfo, type CommandType } from './commands';
+import { Conversation, Delivery, Message, PermissionDecision, PublicConfig, PushDevice, PushTestResult, ToolInfo, type CommandType } from './commands';
 import type { ErrorEnvelope, RequestId } from './envelope';
 import { PairingInfo, RelayLinkStatus } from './relay';
 
@@ -40,6 +40,14 @@ export const CommandResults = {
   retry_delivery: z.object({ delivery: Delivery }),
   create_pairing: PairingInfo,
   relay_status: z.object({ relays: z.array(RelayLinkStatus) }),
+  push_info: z.object({ vapid_public_key: z.string() }),
+  push_subscribe: z.object({ device: PushDevice }),
+  push_settings: z.object({ device: PushDevice }),
+  push_unsubscribe: z.object({ removed: z.boolean() }),
+  list_push_devices: z.object({ devices: z.array(PushDevice) }),
+  push_test: z.object({ results: z.array(PushTestResult) }),
+  /** The state in force for this session: the device it names (null: none named yet) and whether its page is visible. */
+  client_state: z.object({ device_id: z.string().nullable(), visible: z.boolean() }),
 } satisfies { [T in CommandType]: z.ZodType };
 
 export type CommandResults = typeof CommandResults;

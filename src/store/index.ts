@@ -7,6 +7,7 @@ import { MessagesRepo } from './messages';
 import { MetaRepo } from './meta';
 import { migrate, MIGRATIONS } from './migrations';
 import type { Migration } from './migrations';
+import { PushDevicesRepo } from './push-devices';
 import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
 
@@ -22,6 +23,8 @@ export { MemoryRepo } from './memory';
 export { RegistrationsRepo } from './registrations';
 export { MetaRepo } from './meta';
 export { WebhooksRepo } from './webhooks';
+export { PushDevicesRepo } from './push-devices';
+export type { NewPushDevice, PushDeliveryRecord, PushDeviceEvents, PushDeviceRow } from './push-devices';
 export type { AcceptInput, AcceptResult, AttemptRecord, DeliveryFilter, DeliveryRow, InboxRow, NewDelivery } from './webhooks';
 export { migrate, MIGRATIONS, schemaVersion } from './migrations';
 export type { Migration } from './migrations';
@@ -40,6 +43,7 @@ export interface Store {
   registrations: RegistrationsRepo;
   meta: MetaRepo;
   webhooks: WebhooksRepo;
+  pushDevices: PushDevicesRepo;
   close(): Promise<void>;
 }
 
@@ -60,6 +64,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     registrations: new RegistrationsRepo(db),
     meta: new MetaRepo(db),
     webhooks: new WebhooksRepo(db),
+    pushDevices: new PushDevicesRepo(db),
     close: () => db.close(),
   };
 }

@@ -27,6 +27,8 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE TABLE webhook_deliveries (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, account TEXT NOT NULL, url TEXT NOT NULL, conversation_id TEXT NOT NULL, message_id TEXT NOT NULL, body TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, round_attempts INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, next_attempt_ms INTEGER, give_up_ms INTEGER NOT NULL, last_attempt_at TEXT, last_status INTEGER, last_error TEXT, finished_at TEXT);
   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_ms);
   CREATE INDEX webhook_deliveries_account ON webhook_deliveries (account, seq);`,
+  // 3: Web Push devices (src/store/push-devices.ts).
+  `CREATE TABLE push_devices (device_id TEXT PRIMARY KEY, device_name TEXT NOT NULL, principal TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, endpoint TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL, events TEXT NOT NULL, content_blind INTEGER NOT NULL, last_delivery TEXT, failures INTEGER NOT NULL DEFAULT 0);`,
 ];
 
 export function schemaVersion(db: Database): number {

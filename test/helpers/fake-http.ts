@@ -84,9 +84,14 @@ export function createWatchers(): Watchers {
 
 /** Calls `then` with the whole request body as text once it has arrived. */
 export function onBody(req: http.IncomingMessage, then: (text: string) => unknown): void {
+  onBodyBytes(req, (bytes) => then(bytes.toString('utf8')));
+}
+
+/** Calls `then` with the whole request body as bytes once it has arrived (an encrypted push body). */
+export function onBodyBytes(req: http.IncomingMessage, then: (bytes: Buffer) => unknown): void {
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
-  req.on('end', () => void then(Buffer.concat(chunks).toString('utf8')));
+  req.on('end', () => void then(Buffer.concat(chunks)));
 }
 
 export function sendJson(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

@@ -10,6 +10,8 @@ import { tempDir, waitFor } from '../helpers/temp';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
 import { TestClient } from '../helpers/ws-client';
 import { RELAY_TOKEN, startRelay, type RunningRelay } from '../helpers/relay-link-harness';
+import { startFakePushService, type FakePushService } from '../helpers/fake-push-service';
+import https from 'node:https';
 
 const SECRET = 'results-secret-0123456789abcdef';
 
@@ -17,6 +19,7 @@ let fake: FakeOpenAI;
 let relay: RunningRelay;
 let receiver: WebhookReceiver;
 let svc: RunningService;
+let push: FakePushService;
 let client: TestClient;
 let cleanupWorkspace: () => Promise<void>;
 /** Each command type whose answer was checked, so the last test can tell none was left out. */
@@ -27,6 +30,7 @@ before(async () => {
   relay = await startRelay();
   receiver = await startWebhookReceiver({ secret: SECRET });
   receiver.setDefault({ status: 503 });
+  push = await startFakePushService();
   const workspace = await tempDir('ra-results-');
   cleanupWorkspace = workspace.cleanup;
   svc = await startService(
@@ -40,7 +44,11 @@ before(async () => {
         { name: 'webhook', type: 'webhook', accounts: { acct: { incoming_path: '/in', outgoing_url: receiver.url('/out'), secret: SECRET, retry_for_seconds: 1 } } },
       ],
     },
-    { webhook: { retryBaseMs: 50, retryMaxMs: 200, timeoutMs: 300 }, relay: { baseDelayMs: 50, maxDelayMs: 300 } },
+    {
+      webhook: { retryBaseMs: 50, retryMaxMs: 200, timeoutMs: 300 },
+      relay: { baseDelayMs: 50, maxDelayMs: 300 },
+      push: { allowPrivateEndpoints: true, agent: new https.Agent({ ca: push.ca }) },
+    },
   );
   client = await TestClient.connect(svc.wsUrl);
 });
@@ -50,6 +58,7 @@ after(async () => {
   await svc?.dispose();
   await receiver?.close();
   await relay?.close();
+  await push?.close();
   await fake?.close();
   await cleanupWorkspace?.();
 });
@@ -137,6 +146,16 @@ test('relay: relay_status and create_pairing', async () => {
   const status: { relays: { state: string }[] } = await answer({ type: 'relay_status' });
   assert.equal(status.relays[0].state, 'online');
   await answer({ type: 'create_pairing' });
+});
+
+test('web push: devices, settings, test, visibility', async () => {
+  await answer({ type: 'push_info' });
+  const { device }: { device: { device_id: string } } = await answer({ type: 'push_subscribe', device_id: 'phone-1', device_name: 'Android Chrome', subscription: push.subscription() });
+  await answer({ type: 'push_settings', device_id: device.device_id, content_blind: true });
+  await answer({ type: 'list_push_devices' });
+  await answer({ type: 'client_state', device_id: device.device_id, visible: false });
+  await answer({ type: 'push_test' });
+  await answer({ type: 'push_unsubscribe', device_id: device.device_id });
 });
 
 test('every command type was answered and checked against its schema', () => {

@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Agent } from '../../agent/agent';
 import type { OpenSession, SessionOptions } from '../../commands/door';
 import type { RunningChats } from '../../commands/running-chats';
+import type { EndedTurn } from '../../commands/turn-ended';
 import type { ConfigFile } from '../../config/config-file';
 import { webhookAccountsOf, type ServiceConfig, type WebhookAccount } from '../../protocol';
 import type { Logger } from '../../log/logger';
@@ -30,6 +31,8 @@ export interface WebhookChannelDeps {
   logger: Logger;
   /** The service's door (commands/door.ts): each account's turns run in its session. */
   openSession(options: SessionOptions): OpenSession;
+  /** A message's turn is over (answered, or failed for good): the service announces `turn.ended`. */
+  onTurnEnded?(turn: EndedTurn): void;
 }
 
 const SWEEP_EVERY_MS = 60 * 60_000;
@@ -76,6 +79,7 @@ export class WebhookChannel {
       outbox: this.outbox,
       retry: { ...DEFAULT_OUTBOX_TIMINGS, ...timings },
       concurrency: answerConcurrency,
+      onTurnEnded: deps.onTurnEnded,
     });
     this.incoming = new IncomingWebhooks(
       { store: deps.store, logger: deps.logger, onAccepted: (row) => this.inbox.enqueue(row) },

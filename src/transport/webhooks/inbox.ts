@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Agent } from '../../agent/agent';
 import type { OpenSession, SessionOptions } from '../../commands/door';
+import type { EndedTurn } from '../../commands/turn-ended';
 import type { RunningChats } from '../../commands/running-chats';
 import type { WebhookAccount, WebhookErrorBody, WebhookOutgoingBody } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { InboxRow, NewDelivery, Store } from '../../store';
 import { backoffMs, retryWindowMs, type OutboxTimings } from './outbox';
 import { webhookSource } from './trust';
-import { turnFailureOf, type TurnFailure } from './turn-failure';
+import { turnFailureOf, type TurnFailure } from '../../agent/turn-failure';
 
 export interface InboxDeps {
   store: Store;
@@ -26,6 +27,8 @@ export interface InboxDeps {
   outbox: { expect(deliveryId: string): void; confirm(deliveryId: string): void };
   /** Backoff between tries of a turn the provider failed for a passing reason (as deliveries back off). */
   retry: Pick<OutboxTimings, 'retryBaseMs' | 'retryMaxMs'>;
+  /** A message's turn is over: answered, or failed for good (not a try that will be made again). */
+  onTurnEnded?(turn: EndedTurn): void;
   /** Agent runs in progress at once for all webhook accounts. Default 32. */
   concurrency?: number;
 }
@@ -189,6 +192,7 @@ export class WebhookInbox {
         return;
       }
       log.info('webhook.answered', { delivery: deliveryId });
+      this.deps.onTurnEnded?.({ conversationId: row.conversation_id, source, outcome: 'answered' });
     } catch (error) {
       if (error instanceof WaitingBehind) return this.park(row);
       // Stopping (the store closing under a run): leave the row pending for the next start.
@@ -224,6 +228,7 @@ export class WebhookInbox {
     const gaveUp = failure.transient ? `gave up after ${tries} tries: ` : '';
     log.error('webhook.answer_failed', { tries, error: failure.detail });
     await this.sendError(row, { detail: gaveUp + failure.detail, forSender: gaveUp + failure.forSender }, log);
+    this.deps.onTurnEnded?.({ conversationId: row.conversation_id, source: webhookSource(row.account), outcome: 'failed', failure: error });
   }
 
   /**

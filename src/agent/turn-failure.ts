@@ -1,8 +1,11 @@
-import { ProviderFailure } from '../../agent/agent';
-import type { ProviderErrorKind } from '../../agent/providers/types';
-import { ServiceError } from '../../protocol';
+import { ServiceError } from '../protocol';
+import { ProviderFailure } from './agent';
+import type { ProviderErrorKind } from './providers/types';
 
-/** What to do about a webhook message whose turn failed. */
+/**
+ * A failed turn, told to people: the webhook inbox decides by it whether to try again and what the
+ * sender's error callback says; `turn.ended` (and the push it causes) says `forSender`.
+ */
 export interface TurnFailure {
   /** Worth trying again later: the provider may answer then. */
   transient: boolean;

@@ -1,0 +1,32 @@
+import { turnFailureOf } from '../agent/turn-failure';
+import type { TurnEndedEvent } from '../protocol';
+import { canAccess } from '../protocol/sources';
+import type { Store } from '../store';
+import type { EventHub } from './event-hub';
+
+export interface EndedTurn {
+  conversationId: string;
+  /** Where the turn came from (the session's source). */
+  source: string;
+  outcome: TurnEndedEvent['outcome'];
+  /** What made it fail (outcome `failed`): told as its kind and status only (agent/turn-failure.ts). */
+  failure?: unknown;
+}
+
+/**
+ * `turn.ended` to every user client (and to a webhook account for its own conversations, as
+ * conversation.updated): the phone learns that a run it did not start finished, and the push notifier,
+ * tapping the hub, tells the devices. A conversation deleted meanwhile has nobody to tell.
+ */
+export function announceTurnEnded(deps: { events: EventHub; store: Store }, turn: EndedTurn): void {
+  const conversation = deps.store.conversations.get(turn.conversationId);
+  if (!conversation) return;
+  const event: TurnEndedEvent = {
+    event: 'turn.ended',
+    conversation_id: turn.conversationId,
+    source: turn.source,
+    outcome: turn.outcome,
+    ...(turn.outcome === 'failed' ? { error: turnFailureOf(turn.failure).forSender } : {}),
+  };
+  deps.events.broadcast(event, (session) => canAccess(session.source, conversation.source));
+}

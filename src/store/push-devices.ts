@@ -1,0 +1,127 @@
+import type { Database } from './database';
+
+/** Which notifications a device wants (protocol PushEventToggles). */
+export interface PushDeviceEvents {
+  prompt: boolean;
+  finished: boolean;
+  failed: boolean;
+  webhook: boolean;
+}
+
+export interface PushDeliveryRecord {
+  at: string;
+  ok: boolean;
+  status: number | null;
+  error?: string;
+}
+
+export interface PushDeviceRow {
+  device_id: string;
+  device_name: string;
+  /** How the subscribing client authenticated: decides which prompts it is pushed (those it could answer). */
+  principal: 'access' | 'session';
+  /** The subscribing client's source (`ws`, `relay`, `editor`). */
+  source: string;
+  created_at: string;
+  updated_at: string;
+  /** The push service's URL for this subscription: a capability (anyone holding it may push), never shown whole. */
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+  events: PushDeviceEvents;
+  content_blind: boolean;
+  last_delivery: PushDeliveryRecord | null;
+  /** Failed deliveries in a row. */
+  failures: number;
+}
+
+export type NewPushDevice = Omit<PushDeviceRow, 'created_at' | 'updated_at' | 'last_delivery' | 'failures'>;
+
+interface StoredRow extends Omit<PushDeviceRow, 'events' | 'content_blind' | 'last_delivery'> {
+  events: string;
+  content_blind: number;
+  last_delivery: string | null;
+}
+
+const COLUMNS = 'device_id, device_name, principal, source, created_at, updated_at, endpoint, p256dh, auth, events, content_blind, last_delivery, failures';
+
+function fromStored(row: StoredRow): PushDeviceRow {
+  return {
+    ...row,
+    events: JSON.parse(row.events) as PushDeviceEvents,
+    content_blind: row.content_blind === 1,
+    last_delivery: row.last_delivery === null ? null : (JSON.parse(row.last_delivery) as PushDeliveryRecord),
+  };
+}
+
+/** The devices subscribed to Web Push (docs/protocol.md, "Web Push"), one row per device. */
+export class PushDevicesRepo {
+  constructor(private readonly db: Database) {}
+
+  get(deviceId: string): PushDeviceRow | undefined {
+    const row = this.db.get<StoredRow>(`SELECT ${COLUMNS} FROM push_devices WHERE device_id = ?`, [deviceId]);
+    return row && fromStored(row);
+  }
+
+  /** Oldest first. */
+  list(): PushDeviceRow[] {
+    return this.db.all<StoredRow>(`SELECT ${COLUMNS} FROM push_devices ORDER BY created_at, device_id`).map(fromStored);
+  }
+
+  /**
+   * Stores a device, or replaces an existing device's subscription (its name, owner and settings as
+   * given; `created_at` kept; the delivery record starts over, the subscription being new). With
+   * `maxDevices`, a new device beyond that many is refused in the same transaction: false.
+   */
+  subscribe(device: NewPushDevice, maxDevices: number, now: string = new Date().toISOString()): Promise<boolean> {
+    return this.db.write((tx) => {
+      const exists = tx.get('SELECT 1 AS x FROM push_devices WHERE device_id = ?', [device.device_id]) !== undefined;
+      const count = Number(tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM push_devices')?.n ?? 0);
+      if (!exists && count >= maxDevices) return false;
+      tx.run(
+        `INSERT INTO push_devices (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0)
+         ON CONFLICT (device_id) DO UPDATE SET device_name = excluded.device_name, principal = excluded.principal, source = excluded.source,
+           updated_at = excluded.updated_at, endpoint = excluded.endpoint, p256dh = excluded.p256dh, auth = excluded.auth,
+           events = excluded.events, content_blind = excluded.content_blind, last_delivery = NULL, failures = 0`,
+        [device.device_id, device.device_name, device.principal, device.source, now, now, device.endpoint, device.p256dh, device.auth, JSON.stringify(device.events), device.content_blind ? 1 : 0],
+      );
+      return true;
+    });
+  }
+
+  /** Changes a device's name, toggles or content-blind mode; false when it does not exist. */
+  async updateSettings(deviceId: string, settings: { device_name: string; events: PushDeviceEvents; content_blind: boolean }, now: string = new Date().toISOString()): Promise<boolean> {
+    return this.db.write(
+      (tx) =>
+        tx.run('UPDATE push_devices SET device_name = ?, events = ?, content_blind = ?, updated_at = ? WHERE device_id = ?', [
+          settings.device_name,
+          JSON.stringify(settings.events),
+          settings.content_blind ? 1 : 0,
+          now,
+          deviceId,
+        ]).changes > 0,
+    );
+  }
+
+  /**
+   * How a delivery went. Only if the device still has the subscription it was sent to: one replaced
+   * meanwhile (the page subscribed again) is not charged with the old one's outcome.
+   */
+  recordDelivery(deviceId: string, endpoint: string, outcome: PushDeliveryRecord): Promise<void> {
+    return this.db.write((tx) => {
+      tx.run(
+        `UPDATE push_devices SET last_delivery = ?, failures = CASE WHEN ? THEN 0 ELSE failures + 1 END WHERE device_id = ? AND endpoint = ?`,
+        [JSON.stringify(outcome), outcome.ok ? 1 : 0, deviceId, endpoint],
+      );
+    });
+  }
+
+  /** Removes a device; with `endpoint`, only while it still has that subscription (a push service said it is gone). */
+  remove(deviceId: string, endpoint?: string): Promise<boolean> {
+    return this.db.write((tx) =>
+      endpoint === undefined
+        ? tx.run('DELETE FROM push_devices WHERE device_id = ?', [deviceId]).changes > 0
+        : tx.run('DELETE FROM push_devices WHERE device_id = ? AND endpoint = ?', [deviceId, endpoint]).changes > 0,
+    );
+  }
+}

@@ -1,0 +1,100 @@
+import { createHash } from 'node:crypto';
+import type { PermissionPreview, ServiceEvent } from '../../protocol';
+import { sourceLabel } from '../../protocol/sources';
+
+/**
+ * What a notification says (docs/protocol.md, "Web Push"). The service worker shows `title` and
+ * `body`, replaces a notification of the same `tag`, and opens `url` (relative to the page) when tapped.
+ * A content-blind device gets only the kind and ids: the page fetches the rest through the tunnel.
+ */
+export type PushKind = 'prompt' | 'resolved' | 'finished' | 'failed' | 'webhook' | 'test';
+
+/** Lengths that keep a payload far under Web Push's 4 KB and readable on a lock screen. */
+const TITLE_CHARS = 120;
+const BODY_CHARS = 400;
+
+/** Text as it goes out: secrets redacted by the caller's redactor, cut at a character (not a byte) limit. */
+export type TextFilter = (text: string) => string;
+
+function cut(text: string, max: number): string {
+  const chars = [...text.trim()];
+  return chars.length <= max ? chars.join('') : `${chars.slice(0, max - 1).join('')}…`;
+}
+
+export const promptTag = (conversationId: string) => `prompt:${conversationId}`;
+export const runTag = (conversationId: string) => `run:${conversationId}`;
+
+/** The Web Push `topic` of a tag: a short hash, since a topic is at most 32 URL-safe base64 characters. */
+export function topicOf(tag: string): string {
+  return createHash('sha256').update(tag).digest('base64url').slice(0, 22);
+}
+
+function pageUrl(conversationId: string, requestId?: string): string {
+  const request = requestId ? `&request=${encodeURIComponent(requestId)}` : '';
+  return `./?conversation=${encodeURIComponent(conversationId)}${request}`;
+}
+
+/** What a prompt is about in one line: the command line, the path, or the tool's arguments. */
+function subjectOf(tool: string, args: Record<string, unknown>, preview: PermissionPreview | undefined): string {
+  if (preview?.kind === 'command') return `${preview.warnings.length > 0 ? '⚠ ' : ''}${preview.command}`;
+  if (preview?.kind === 'diff') return preview.path;
+  if (typeof args.command === 'string') return args.command;
+  if (typeof args.path === 'string') return args.path;
+  if (preview?.kind === 'arguments' && preview.text) return preview.text.split('\n')[0];
+  return tool;
+}
+
+type PermissionRequest = Extract<ServiceEvent, { event: 'permission.request' }>;
+
+export function promptPayload(request: PermissionRequest, conversationTitle: string, blind: boolean, text: TextFilter): Record<string, unknown> {
+  const ids = { conversation_id: request.conversation_id, request_id: request.request_id };
+  const tag = promptTag(request.conversation_id);
+  if (blind) return { v: 1, kind: 'prompt', tag, blind: true, ...ids };
+  const subject = subjectOf(request.tool, request.arguments, request.preview);
+  return {
+    v: 1,
+    kind: 'prompt',
+    tag,
+    ...ids,
+    title: cut(text(`Approve ${request.tool}?`), TITLE_CHARS),
+    body: cut(text(`${subject}\n${conversationTitle}`), BODY_CHARS),
+    url: pageUrl(request.conversation_id, request.request_id),
+  };
+}
+
+/** The prompt was answered or expired anywhere: the worker closes the notification of the same tag. */
+export function resolvedPayload(conversationId: string, requestId: string, blind: boolean): Record<string, unknown> {
+  const ids = { conversation_id: conversationId, request_id: requestId };
+  if (blind) return { v: 1, kind: 'resolved', tag: promptTag(conversationId), blind: true, ...ids };
+  return { v: 1, kind: 'resolved', tag: promptTag(conversationId), ...ids, title: 'Answered', body: '', url: pageUrl(conversationId) };
+}
+
+export interface EndedRun {
+  kind: 'finished' | 'failed' | 'webhook';
+  conversationId: string;
+  conversationTitle: string;
+  /** The conversation's source (a webhook account's name is shown). */
+  conversationSource: string;
+  /** The reply (answered) or the failure's short reason. */
+  text: string;
+}
+
+export function runPayload(run: EndedRun, blind: boolean, text: TextFilter): Record<string, unknown> {
+  const tag = runTag(run.conversationId);
+  if (blind) return { v: 1, kind: run.kind, tag, blind: true, conversation_id: run.conversationId };
+  const title = run.kind === 'webhook' ? `${sourceLabel(run.conversationSource)}: ${run.conversationTitle}` : run.conversationTitle;
+  return {
+    v: 1,
+    kind: run.kind,
+    tag,
+    conversation_id: run.conversationId,
+    title: cut(text(title), TITLE_CHARS),
+    body: cut(text(run.text), BODY_CHARS),
+    url: pageUrl(run.conversationId),
+  };
+}
+
+export function testPayload(blind: boolean): Record<string, unknown> {
+  if (blind) return { v: 1, kind: 'test', tag: 'test', blind: true };
+  return { v: 1, kind: 'test', tag: 'test', title: 'Remote Assistant', body: 'Notifications work on this device.', url: './' };
+}

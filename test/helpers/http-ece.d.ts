@@ -1,0 +1,5 @@
+// http_ece (devDependency) ships no types: what the fake push service uses of it.
+declare module 'http_ece' {
+  import type { ECDH } from 'node:crypto';
+  export function decrypt(buffer: Buffer, params: { version: 'aes128gcm'; privateKey: ECDH; authSecret: string | Buffer }): Buffer;
+}

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { Agent, type ProviderResolver } from './agent/agent';
 import type { Host } from './agent/host';
-import { PermissionBroker } from './agent/permission-broker';
+import { ConversationActivity } from './agent/conversation-activity';
+import { finishInterruptedRequests, PermissionBroker } from './agent/permission-broker';
 import { PermissionGate } from './agent/permissions';
 import { createProviderResolver } from './agent/provider-resolver';
 import { createToolRegistry } from './agent/toolbox';
@@ -108,6 +109,7 @@ export class Service {
     readonly tools: ToolRegistry,
     readonly permissions: PermissionBroker,
     readonly gate: PermissionGate,
+    readonly activity: ConversationActivity,
     readonly agent: Agent,
     readonly auth: Authenticator,
   ) {
@@ -115,7 +117,7 @@ export class Service {
     // The door is made below (it needs the dispatcher, which needs the channel's deliveries); the inbox opens its sessions only once started.
     this.webhooks = new WebhookChannel({ config, store, agent, running: this.running, logger, openSession: (o) => this.door.openSession(o) }, options.webhook);
     const ctx: CommandContext = {
-      config, store, agent, events, running: this.running, tools, permissions, gate, logger,
+      config, store, agent, events, running: this.running, tools, permissions, gate, activity, logger,
       deliveries: this.webhooks.deliveries,
       relay: {
         status: () => this.relay.status(),
@@ -123,7 +125,8 @@ export class Service {
       },
     };
     this.dispatch = createDispatcher(ctx);
-    this.door = new SessionDoor({ dispatch: this.dispatch, events });
+    // A client that may answer hears of every request waiting for it as soon as it is in (a phone back online).
+    this.door = new SessionDoor({ dispatch: this.dispatch, events, welcome: (session) => permissions.resendTo(session) });
     this.relay = new RelayLinks({
       channels: () => websocketChannelsOf(config.current),
       identity: () => machineIdentityOf(store),
@@ -160,8 +163,32 @@ export class Service {
     const current = () => config.current;
     const host = options.hostServices ?? {};
     const events = new EventHub();
+    // Every client that may see a conversation hears of its row: on each stored message, and when its state changes.
+    const announce = (conversationId: string, source?: string) => {
+      const row = store.conversations.get(conversationId);
+      if (!row) return;
+      const event = { event: 'conversation.updated', conversation_id: conversationId, source: source ?? row.source, conversation: conversationOf(row, activity) } as const;
+      events.broadcast(event, (session) => canAccess(session.source, source ?? row.source));
+    };
+    const activity = new ConversationActivity((conversationId) => announce(conversationId));
+    try {
+      // Turns a stopped service left waiting for permission end now, before anything runs (the webhook inbox re-runs its turns).
+      await finishInterruptedRequests(store, logger);
+    } catch (error) {
+      await store.close().catch(() => undefined);
+      await config.close();
+      await logger.close();
+      throw error;
+    }
     const tools = createToolRegistry(current, store, logger, host);
-    const permissions = new PermissionBroker(events, logger, { timeoutMs: options.permissionTimeoutMs, localPrompt: () => host.permissionPrompt });
+    const permissions = new PermissionBroker({
+      events,
+      store,
+      logger,
+      timeoutMs: () => options.permissionTimeoutMs ?? config.current.permission_timeout_seconds * 1000,
+      localPrompt: () => host.permissionPrompt,
+      activity,
+    });
     const gate = new PermissionGate(current, permissions.ask, (question) =>
       untrustedToolMode(config.current, question.source, store.conversations.get(question.conversationId)?.source),
     );
@@ -173,15 +200,11 @@ export class Service {
       gate,
       logger,
       toolTimeoutMs: options.toolTimeoutMs,
-      onActivity: (conversationId, source) => {
-        const row = store.conversations.get(conversationId);
-        if (!row) return;
-        const event = { event: 'conversation.updated', conversation_id: conversationId, source, conversation: conversationOf(row) } as const;
-        events.broadcast(event, (session) => canAccess(session.source, source));
-      },
+      activity,
+      onActivity: announce,
     });
     const auth = new Authenticator(current, logger, redactor);
-    return new Service(options, config, store, logger, redactor, events, tools, permissions, gate, agent, auth);
+    return new Service(options, config, store, logger, redactor, events, tools, permissions, gate, activity, agent, auth);
   }
 
   /** Listens on the tcp channel; rejects with PortInUseError when the port is taken. */
@@ -228,6 +251,8 @@ export class Service {
     this.http?.stopAccepting();
     // Webhook work not started stays queued in the database; attempts in flight end (bounded) before the store closes.
     const webhooksStopped = this.webhooks.stop();
+    // A turn waiting for a person would hold the stop for nothing: its tool is denied and the turn ends.
+    this.permissions.stop();
     const settled = Promise.allSettled([this.door.settled(), this.agent.idle(), webhooksStopped]);
     const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), STOP_GRACE_MS).unref());
     if ((await Promise.race([settled, timer])) === 'timeout') {

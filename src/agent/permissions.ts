@@ -19,13 +19,26 @@ export interface PermissionQuestion {
   subject?: string;
   /** What the call would do (the tool's preview), worked out only when a person is asked. */
   preview?: () => Promise<ToolPreview>;
+  /** The model's id of the tool call, so a restart can store the call's denied result. */
+  callId?: string;
   signal: AbortSignal;
 }
 
-/** Asks a person; resolves with their decision (implementations deny on timeout or when nobody can answer). */
-export type AskPermission = (question: PermissionQuestion) => Promise<PermissionDecision>;
+/** What asking a person gave: their decision and note, or why nobody's answer came. */
+export interface PermissionAnswer {
+  decision: PermissionDecision;
+  /** With `deny`: the person's words for the model. */
+  note?: string;
+  /** Denied without a person's answer: why (`nobody answered within 30 minutes`). */
+  why?: string;
+  /** The service stops: the turn ends after this call's result is stored. */
+  endsTurn?: boolean;
+}
 
-export type Verdict = { allowed: boolean; reason: 'source' | 'rule' | 'mode' | 'session' | 'user' };
+/** Asks a person; resolves with their answer (implementations deny on timeout). */
+export type AskPermission = (question: PermissionQuestion) => Promise<PermissionAnswer>;
+
+export type Verdict = { allowed: boolean; reason: 'source' | 'rule' | 'mode' | 'session' | 'user' } & Omit<PermissionAnswer, 'decision'>;
 
 /**
  * The mode for a tool call whose context holds untrusted text (a webhook account's turn, or the user's
@@ -129,8 +142,8 @@ export class PermissionGate {
     // user's turns (and the reverse): those are remembered apart.
     const key = `${question.conversationId}\u0000${question.tool}${question.ownerAnswersPrompts ? '\u0000user' : ''}`;
     if (this.sessionAllowed.has(key)) return { allowed: true, reason: 'session' };
-    const decision = await this.ask(question);
+    const { decision, ...said } = await this.ask(question);
     if (decision === 'allow_session') this.sessionAllowed.add(key);
-    return { allowed: decision !== 'deny', reason: 'user' };
+    return { allowed: decision !== 'deny', reason: 'user', ...said };
   }
 }

@@ -4,6 +4,8 @@ import { DEFAULT_PROVIDER, PROVIDER_NAMES } from './providers';
 
 export const DEFAULT_PORT = 5000;
 export const DEFAULT_SESSION_TTL_SECONDS = 3600;
+/** A permission request waits this long for an answer (30 minutes): long enough to reach the phone. */
+export const DEFAULT_PERMISSION_TIMEOUT_SECONDS = 1800;
 export const MIN_AUTH_TOKEN_LENGTH = 32;
 
 /** An `allow_from` pattern: an IPv4 address whose segments may be `*`, an IPv6 address, `*`, or `localhost`. */
@@ -137,6 +139,8 @@ export const ServiceConfigFile = z.looseObject({
   permission_rules: z
     .object({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]) })
     .default({ allow: [], deny: [] }),
+  /** How long a permission request waits for a person before it is denied (docs/protocol.md). */
+  permission_timeout_seconds: z.number().int().min(1).default(DEFAULT_PERMISSION_TIMEOUT_SECONDS),
 }).superRefine((config, ctx) => {
   const tcp = config.channels.filter((c) => c.type === 'tcp');
   if (tcp.length > 1) ctx.addIssue({ code: 'custom', path: ['channels'], message: 'at most one tcp channel' });

@@ -5,6 +5,7 @@ import type { DatabaseOptions } from './database';
 import { MemoryRepo } from './memory';
 import { MessagesRepo } from './messages';
 import { MetaRepo } from './meta';
+import { PermissionRequestsRepo } from './permission-requests';
 import { migrate, MIGRATIONS } from './migrations';
 import type { Migration } from './migrations';
 import { RegistrationsRepo } from './registrations';
@@ -21,6 +22,8 @@ export type { RecentOptions } from './messages';
 export { MemoryRepo } from './memory';
 export { RegistrationsRepo } from './registrations';
 export { MetaRepo } from './meta';
+export { PermissionRequestsRepo } from './permission-requests';
+export type { NewPermissionRequest, PermissionRequestRow, PermissionResolutionRecord } from './permission-requests';
 export { WebhooksRepo } from './webhooks';
 export type { AcceptInput, AcceptResult, AttemptRecord, DeliveryFilter, DeliveryRow, InboxRow, NewDelivery } from './webhooks';
 export { migrate, MIGRATIONS, schemaVersion } from './migrations';
@@ -40,6 +43,7 @@ export interface Store {
   registrations: RegistrationsRepo;
   meta: MetaRepo;
   webhooks: WebhooksRepo;
+  permissionRequests: PermissionRequestsRepo;
   close(): Promise<void>;
 }
 
@@ -60,6 +64,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     registrations: new RegistrationsRepo(db),
     meta: new MetaRepo(db),
     webhooks: new WebhooksRepo(db),
+    permissionRequests: new PermissionRequestsRepo(db),
     close: () => db.close(),
   };
 }

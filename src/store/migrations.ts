@@ -27,6 +27,9 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE TABLE webhook_deliveries (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, account TEXT NOT NULL, url TEXT NOT NULL, conversation_id TEXT NOT NULL, message_id TEXT NOT NULL, body TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, round_attempts INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, next_attempt_ms INTEGER, give_up_ms INTEGER NOT NULL, last_attempt_at TEXT, last_status INTEGER, last_error TEXT, finished_at TEXT);
   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_ms);
   CREATE INDEX webhook_deliveries_account ON webhook_deliveries (account, seq);`,
+  // 3: permission requests waiting for a person, and recently decided ones (src/store/permission-requests.ts).
+  `CREATE TABLE permission_requests (request_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, call_id TEXT, owner_only INTEGER NOT NULL, request TEXT NOT NULL, status TEXT NOT NULL, decision TEXT, decided_by TEXT, reason TEXT, resolved_ms INTEGER);
+  CREATE INDEX permission_requests_status ON permission_requests (status, resolved_ms);`,
 ];
 
 export function schemaVersion(db: Database): number {

@@ -220,6 +220,29 @@ describe('conversation state', () => {
 });
 
 describe('restart while a request waits', () => {
+  test('a graceful stop does not wait for a person: the waiting turn ends cancelled with the denied result stored', async () => {
+    const temp = await tempDir('ra-waits-stop-');
+    cleanups.push(temp.cleanup);
+    const first = await startService({ base_url: fake.url, workspace: workspace.dir, permission_mode: 'ask' }, { dataDir: temp.dir });
+    const c = await TestClient.authed(first.wsUrl, first.token);
+    fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'stopped.txt', content: 's' } }] });
+    const chat = c.request({ type: 'chat', message: 'write stopped.txt' });
+    const request = await c.next((f) => f.event === 'permission.request');
+    await first.stop();
+    const reply = await chat;
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    assert.equal((reply.data as { cancelled?: boolean }).cancelled, true);
+    const resolved = c.frames.find((f) => f.event === 'permission.resolved');
+    assert.equal(resolved?.reason, 'restarted');
+
+    const second = await service({}, { dataDir: temp.dir, keepConfig: true });
+    const again = await client(second);
+    const tools = await storedTools(again, request.conversation_id as string);
+    assert.deepEqual(tools.map((m) => [m.tool_kind, m.denied ?? null]), [['call', null], ['result', true]]);
+    assert.match(tools[1].content, /the service restarted while this waited for permission/);
+    assert.equal(existsSync(join(workspace.dir, 'stopped.txt')), false);
+  });
+
   test('killed while waiting: on start the turn is ended with a stored denied result, nothing pending, the conversation goes on', async () => {
     const temp = await tempDir('ra-waits-cli-');
     cleanups.push(temp.cleanup);

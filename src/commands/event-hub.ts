@@ -25,11 +25,6 @@ export class EventHub {
     for (const session of [...this.sessions]) session.recheck?.();
   }
 
-  some(predicate: (session: ClientSession) => boolean): boolean {
-    for (const session of this.sessions) if (predicate(session)) return true;
-    return false;
-  }
-
   get size(): number {
     return this.sessions.size;
   }

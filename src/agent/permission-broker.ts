@@ -2,14 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { ServiceError, type PermissionDecision, type PermissionRequest, type PermissionResolution, type ResultOf, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import { isOwnerClient } from '../protocol/sources';
-import type { NewMessage, PermissionRequestRow, Store } from '../store';
+import type { Store } from '../store';
 import type { ConversationActivity } from './conversation-activity';
+import { conflictMessage, durationText, RESTARTED_WHY } from './permission-texts';
 import type { AskPermission, PermissionAnswer, PermissionQuestion } from './permissions';
 import { wirePreview } from './tools/preview';
 import type { ToolPreview } from './tools/types';
-import type { ToolResultData } from './transcript';
 
-type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 'session'; source: string; send?(event: ServiceEvent): void };
+type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 'session'; source: string };
 
 /** Who answers a permission_response (or the host's own prompt): may it answer an owner-only request, and how people name it. */
 export interface Answerer {
@@ -41,9 +41,6 @@ export interface PermissionBrokerDeps {
 
 /** The host's own prompt answers as the owner, the editor. */
 const HOST_PROMPT: Answerer = { owner: true, label: 'editor' };
-
-/** What the model reads when a restart (or a stop) ended the wait. */
-export const RESTARTED_WHY = 'the service restarted while this waited for permission';
 
 /** Decided requests are kept at least this long (and at least the timeout), for late answers. */
 const KEEP_DECIDED_MIN_MS = 3_600_000;
@@ -200,44 +197,6 @@ export class PermissionBroker {
   }
 }
 
-/**
- * At start: the requests a stopped service left waiting (it was killed, or the machine went down) end
- * their turns cleanly: each tool call gets a stored denied result saying why, and the request is
- * resolved `restarted`, in one transaction per conversation.
- */
-export async function finishInterruptedRequests(store: Pick<Store, 'permissionRequests'>, logger: Logger): Promise<number> {
-  const byConversation = new Map<string, PermissionRequestRow[]>();
-  for (const row of store.permissionRequests.pending()) {
-    const rows = byConversation.get(row.request.conversation_id) ?? [];
-    rows.push(row);
-    byConversation.set(row.request.conversation_id, rows);
-  }
-  const now = Date.now();
-  for (const [conversationId, rows] of byConversation) {
-    const results = rows.filter((row) => row.callId !== null).map((row): NewMessage => deniedResult(conversationId, row, now));
-    await store.permissionRequests.finishInterrupted(conversationId, rows.map((row) => row.request.request_id), { decision: 'deny', reason: 'restarted', resolvedMs: now }, results);
-    logger.info('permission.restarted', { conversation: conversationId, requests: rows.length });
-  }
-  return [...byConversation.values()].reduce((sum, rows) => sum + rows.length, 0);
-}
-
-function deniedResult(conversationId: string, row: PermissionRequestRow, now: number): NewMessage {
-  return {
-    id: randomUUID(),
-    conversation_id: conversationId,
-    role: 'tool',
-    tool_name: row.request.tool,
-    content: deniedText(RESTARTED_WHY),
-    timestamp: new Date(now).toISOString(),
-    data: { kind: 'result', call_id: row.callId!, ok: false, denied: true } satisfies ToolResultData,
-  };
-}
-
-/** The tool result of a call denied without a person's note. */
-export function deniedText(why: string): string {
-  return `Permission denied: ${why}. Do not retry it; answer without it.`;
-}
-
 function mayAnswer(client: AudienceClient, ownerOnly: boolean): boolean {
   return client.canAnswerPermissions && (!ownerOnly || isOwnerClient(client));
 }
@@ -260,36 +219,6 @@ function answerOf(outcome: Outcome, timeoutMs: number): PermissionAnswer {
     case 'restarted':
       return { decision: 'deny', why: RESTARTED_WHY, endsTurn: true };
   }
-}
-
-const PAST_TENSE: Record<PermissionDecision, string> = {
-  allow: 'allowed',
-  allow_session: 'allowed for this conversation',
-  allow_always: 'always allowed',
-  deny: 'denied',
-};
-
-function conflictMessage(row: PermissionRequestRow): string {
-  const resolution = row.resolution!;
-  switch (resolution.reason) {
-    case 'answered': {
-      const by = resolution.decidedBy === 'editor' ? 'the editor' : (resolution.decidedBy ?? 'someone else');
-      return `already ${PAST_TENSE[resolution.decision as PermissionDecision] ?? resolution.decision} from ${by}`;
-    }
-    case 'expired':
-      return `expired: nobody answered within ${durationText(Date.parse(row.request.expires_at) - Date.parse(row.request.created_at))}`;
-    case 'cancelled':
-      return 'cancelled: the chat was cancelled before anyone answered';
-    default:
-      return `ended: ${RESTARTED_WHY}`;
-  }
-}
-
-/** `30 minutes`, `1 hour`, `90 seconds`. */
-export function durationText(ms: number): string {
-  const seconds = Math.max(1, Math.round(ms / 1000));
-  const [count, unit] = seconds % 3600 === 0 ? [seconds / 3600, 'hour'] : seconds % 60 === 0 ? [seconds / 60, 'minute'] : [seconds, 'second'];
-  return `${count} ${unit}${count === 1 ? '' : 's'}`;
 }
 
 /** Calls `fire` after `ms`, re-arming past setTimeout's limit; returns the cancel. */

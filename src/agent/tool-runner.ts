@@ -1,5 +1,5 @@
 import type { Logger } from '../log/logger';
-import { deniedText } from './permission-broker';
+import { deniedText } from './permission-texts';
 import type { PermissionGate } from './permissions';
 import type { ToolCall } from './providers/types';
 import { previewToolCall } from './tools/preview';

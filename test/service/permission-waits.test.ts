@@ -146,6 +146,9 @@ describe('a request waits for a person', () => {
     const userList = await user.request({ type: 'list_pending_permissions' });
     assert.deepEqual(userList.data, { requests: [] });
     const userAgain = await client(svc, userToken);
+    const ownerAgain = await client(svc);
+    const resent = await ownerAgain.next((f) => f.event === 'permission.request', 5_000);
+    assert.deepEqual(resent, request, 'the owner reconnecting is sent the waiting request again');
     const webhook = svc.service.openSession({ source: 'webhook:bot', canAnswerPermissions: false, send: () => undefined });
     cleanups.push(async () => webhook.close());
     assert.deepEqual((await webhook.request({ type: 'list_pending_permissions' })) as Frame, { status: 'ok', data: { requests: [] } });

@@ -1,7 +1,9 @@
 import { join } from 'node:path';
 import { Agent, type ProviderResolver } from './agent/agent';
 import type { Host } from './agent/host';
-import { PERMISSION_TIMEOUT_MS, PermissionBroker } from './agent/permission-broker';
+import { ConversationActivity } from './agent/conversation-activity';
+import { PermissionBroker } from './agent/permission-broker';
+import { finishInterruptedRequests } from './agent/permission-restart';
 import { PermissionGate } from './agent/permissions';
 import { addAllowRule } from './config/permission-rules';
 import { createProviderResolver } from './agent/provider-resolver';
@@ -115,6 +117,7 @@ export class Service {
     readonly tools: ToolRegistry,
     readonly permissions: PermissionBroker,
     readonly gate: PermissionGate,
+    readonly activity: ConversationActivity,
     readonly agent: Agent,
     readonly auth: Authenticator,
   ) {
@@ -125,11 +128,11 @@ export class Service {
       options.webhook,
     );
     this.push = new PushService(
-      { dataDir: options.dataDir, store, events, logger, redactor, permissionTimeoutMs: () => options.permissionTimeoutMs ?? PERMISSION_TIMEOUT_MS },
+      { dataDir: options.dataDir, store, events, logger, redactor, permissionTimeoutMs: () => options.permissionTimeoutMs ?? config.current.permission_timeout_seconds * 1000 },
       options.push,
     );
     const ctx: CommandContext = {
-      config, store, agent, events, running: this.running, tools, permissions, gate, logger, push: this.push,
+      config, store, agent, events, running: this.running, tools, permissions, gate, activity, logger, push: this.push,
       deliveries: this.webhooks.deliveries,
       relay: {
         status: () => this.relay.status(),
@@ -137,7 +140,8 @@ export class Service {
       },
     };
     this.dispatch = createDispatcher(ctx);
-    this.door = new SessionDoor({ dispatch: this.dispatch, events });
+    // A client that may answer hears of every request waiting for it as soon as it is in (a phone back online).
+    this.door = new SessionDoor({ dispatch: this.dispatch, events, welcome: (session) => permissions.resendTo(session) });
     this.relay = new RelayLinks({
       channels: () => websocketChannelsOf(config.current),
       identity: () => machineIdentityOf(store),
@@ -174,8 +178,32 @@ export class Service {
     const current = () => config.current;
     const host = options.hostServices ?? {};
     const events = new EventHub();
+    // Every client that may see a conversation hears of its row: on each stored message, and when its state changes.
+    const announce = (conversationId: string, source?: string) => {
+      const row = store.conversations.get(conversationId);
+      if (!row) return;
+      const event = { event: 'conversation.updated', conversation_id: conversationId, source: source ?? row.source, conversation: conversationOf(row, activity) } as const;
+      events.broadcast(event, (session) => canAccess(session.source, source ?? row.source));
+    };
+    const activity = new ConversationActivity((conversationId) => announce(conversationId));
+    try {
+      // Turns a stopped service left waiting for permission end now, before anything runs (the webhook inbox re-runs its turns).
+      await finishInterruptedRequests(store, logger);
+    } catch (error) {
+      await store.close().catch(() => undefined);
+      await config.close();
+      await logger.close();
+      throw error;
+    }
     const tools = createToolRegistry(current, store, logger, host);
-    const permissions = new PermissionBroker(events, logger, { timeoutMs: options.permissionTimeoutMs, localPrompt: () => host.permissionPrompt });
+    const permissions = new PermissionBroker({
+      events,
+      store,
+      logger,
+      timeoutMs: () => options.permissionTimeoutMs ?? config.current.permission_timeout_seconds * 1000,
+      localPrompt: () => host.permissionPrompt,
+      activity,
+    });
     const gate = new PermissionGate(
       current,
       permissions.ask,
@@ -190,15 +218,11 @@ export class Service {
       gate,
       logger,
       toolTimeoutMs: options.toolTimeoutMs,
-      onActivity: (conversationId, source) => {
-        const row = store.conversations.get(conversationId);
-        if (!row) return;
-        const event = { event: 'conversation.updated', conversation_id: conversationId, source, conversation: conversationOf(row) } as const;
-        events.broadcast(event, (session) => canAccess(session.source, source));
-      },
+      activity,
+      onActivity: announce,
     });
     const auth = new Authenticator(current, logger, redactor);
-    return new Service(options, config, store, logger, redactor, events, tools, permissions, gate, agent, auth);
+    return new Service(options, config, store, logger, redactor, events, tools, permissions, gate, activity, agent, auth);
   }
 
   /** Listens on the tcp channel; rejects with PortInUseError when the port is taken. */
@@ -246,6 +270,8 @@ export class Service {
     this.http?.stopAccepting();
     // Webhook work not started stays queued in the database; attempts in flight end (bounded) before the store closes.
     const webhooksStopped = this.webhooks.stop();
+    // A turn waiting for a person would hold the stop for nothing: its tool is denied and the turn ends.
+    this.permissions.stop();
     const settled = Promise.allSettled([this.door.settled(), this.agent.idle(), webhooksStopped]);
     const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), STOP_GRACE_MS).unref());
     if ((await Promise.race([settled, timer])) === 'timeout') {

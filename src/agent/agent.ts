@@ -4,6 +4,7 @@ import type { Logger } from '../log/logger';
 import type { NewMessage, Store } from '../store';
 import { canAccess } from '../protocol/sources';
 import { fitHistory } from './history';
+import type { ConversationActivity } from './conversation-activity';
 import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
 import type { PermissionGate } from './permissions';
@@ -79,6 +80,8 @@ export interface AgentDeps {
   gate: PermissionGate;
   logger: Logger;
   toolTimeoutMs?: number;
+  /** Counts each conversation's queued turns (list_conversations' `state`). */
+  activity?: ConversationActivity;
   /**
    * A conversation got a message: the user's (stored) or the reply (stored). The service tells every
    * client, so a conversation continued from the phone, a script or a webhook shows live elsewhere.
@@ -123,7 +126,7 @@ export class Agent {
     const conversationId = input.conversationId ?? randomUUID();
     const create = !input.conversationId;
     if (!create) this.requireConversation(conversationId, input.source);
-    return this.queue.run(conversationId, async () => {
+    return this.queued(conversationId, async () => {
       await this.storeUserMessage(conversationId, create, input);
       onEvent({ event: 'conversation', conversation_id: conversationId, created: create });
       this.deps.onActivity?.(conversationId, input.source);
@@ -136,11 +139,21 @@ export class Agent {
    * `admit` puts it into the conversation once its turn comes, then the agent answers it.
    */
   answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput, onEvent: AgentEventSink = ignore): Promise<ChatOutput> {
-    return this.queue.run(conversationId, async () => {
+    return this.queued(conversationId, async () => {
       await admit();
       this.deps.onActivity?.(conversationId, input.source);
       return this.answer(conversationId, input, onEvent);
     });
+  }
+
+  /** A turn in the conversation's queue, counted as `running` from queued to ended. */
+  private async queued<T>(conversationId: string, turn: () => Promise<T>): Promise<T> {
+    this.deps.activity?.turnQueued(conversationId);
+    try {
+      return await this.queue.run(conversationId, turn);
+    } finally {
+      this.deps.activity?.turnEnded(conversationId);
+    }
   }
 
   /** The conversation, if it exists and `source` may see it; else not_found. */
@@ -260,7 +273,7 @@ export class Agent {
           data: { kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}) } satisfies ToolResultData,
         });
         onEvent({ event: 'tool.result', conversation_id: conversationId, tool: call.name, ok: outcome.ok, denied: outcome.denied === true });
-        if (signal.aborted) throw new Cancelled();
+        if (signal.aborted || outcome.endsTurn) throw new Cancelled();
       }
     }
   }

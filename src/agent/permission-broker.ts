@@ -1,124 +1,246 @@
 import { randomUUID } from 'node:crypto';
-import { ServiceError, type PermissionDecision, type ServiceEvent } from '../protocol';
+import { ServiceError, type PermissionDecision, type PermissionRequest, type PermissionResolution, type ResultOf, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import { isOwnerClient } from '../protocol/sources';
-import { narrowestRule, type PermissionQuestion } from './permissions';
+import type { Store } from '../store';
+import type { ConversationActivity } from './conversation-activity';
+import { conflictMessage, durationText, RESTARTED_WHY } from './permission-texts';
+import { narrowestRule, type AskPermission, type PermissionAnswer, type PermissionQuestion } from './permissions';
 import { wirePreview } from './tools/preview';
 import type { ToolPreview } from './tools/types';
 
 type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 'session'; source: string };
 
-/** Who answers a permission_response: may it answer a request that only the owner may answer? */
+/** Who answers a permission_response (or the host's own prompt): may it answer an owner-only request, and how people name it. */
 export interface Answerer {
   owner: boolean;
+  /** protocol/sources.ts `sourceLabel` of its source: `editor`, `LAN`, `phone (relay)`. */
+  label: string;
 }
 
 /** The clients a request goes to (the service's event hub): only those that can answer are asked. */
 export interface PermissionAudience {
   broadcast(event: ServiceEvent, filter?: (client: AudienceClient) => boolean): number;
-  some(predicate: (client: AudienceClient) => boolean): boolean;
 }
 
-export const PERMISSION_TIMEOUT_MS = 120_000;
+/** A prompt shown by the host itself (the editor's), raced with the remote clients; `signal` aborts once the request is resolved anywhere. */
+export type LocalPrompt = (
+  request: { requestId: string; question: PermissionQuestion; preview?: ToolPreview; createdAt?: string; expiresAt?: string },
+  signal: AbortSignal,
+) => Promise<PermissionDecision | undefined>;
 
-/** A prompt shown by the host itself (the editor's modal), raced with the remote clients. */
-export type LocalPrompt = (request: { requestId: string; question: PermissionQuestion; preview?: ToolPreview }, signal: AbortSignal) => Promise<PermissionDecision | undefined>;
+export interface PermissionBrokerDeps {
+  events: PermissionAudience;
+  store: Pick<Store, 'permissionRequests' | 'conversations'>;
+  logger: Logger;
+  /** How long a new request waits (service.json's permission_timeout_seconds, or a test's override). */
+  timeoutMs: () => number;
+  localPrompt?: () => LocalPrompt | undefined;
+  activity?: ConversationActivity;
+}
 
-interface Pending {
-  resolve: (decision: PermissionDecision) => void;
-  conversationSource: string;
+/** The host's own prompt answers as the owner, the editor. */
+const HOST_PROMPT: Answerer = { owner: true, label: 'editor' };
+
+/** Decided requests are kept at least this long (and at least the timeout), for late answers. */
+const KEEP_DECIDED_MIN_MS = 3_600_000;
+
+/** setTimeout's limit (about 24.8 days); a longer permission_timeout_seconds re-arms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+interface Outcome {
+  decision: PermissionDecision;
+  reason: PermissionResolution;
+  decidedBy?: string;
+  note?: string;
+  /** The rule an `allow_always` adds (the gate writes it). */
+  ruleAdded?: string;
+}
+
+interface Waiting {
+  request: PermissionRequest;
   ownerOnly: boolean;
-  /** The rule an `allow_always` answer adds (the gate writes it): told to whoever answers and in permission.resolved. */
+  /** The rule an `allow_always` answer adds (narrowestRule): told to whoever answers and in permission.resolved. */
   ruleIfAlways: string | undefined;
+  settle(outcome: Outcome): void;
 }
 
 /**
- * Asks people: sends `permission.request`, with the tool's preview, to every authenticated client that
- * may answer (and the host's own prompt, if any); the first answer wins, the others are told it was
- * resolved; no answer in 120 s, or nobody able to answer, denies (docs/protocol.md). Webhook
- * conversations are never asked of a webhook (nobody is behind it), so in `ask` mode they are denied
- * unless a person answers.
+ * Asks people (docs/protocol.md, "Permission requests"): a request is stored, sent with the tool's
+ * preview to every client that may answer (and the host's own prompt), re-sent to each such client
+ * when it authenticates, and waits for the first answer, connected clients or not, until the timeout
+ * denies it. Later answers are told who decided (`conflict`, or `already_decided` for the same
+ * answer). Decided requests stay in the store at least as long as the timeout.
  */
 export class PermissionBroker {
-  private readonly pending = new Map<string, Pending>();
+  private readonly waiting = new Map<string, Waiting>();
+  private stopping = false;
 
-  constructor(
-    private readonly events: PermissionAudience,
-    private readonly logger: Logger,
-    private readonly options: { timeoutMs?: number; localPrompt?: () => LocalPrompt | undefined } = {},
-  ) {}
+  constructor(private readonly deps: PermissionBrokerDeps) {}
 
-  ask = async (question: PermissionQuestion): Promise<PermissionDecision> => {
+  ask: AskPermission = async (question) => {
     const requestId = randomUUID();
-    const localPrompt = this.options.localPrompt?.();
     const ownerOnly = question.ownerAnswersPrompts === true;
-    const canAnswer = (s: AudienceClient) => s.canAnswerPermissions && (!ownerOnly || isOwnerClient(s));
-    if (!localPrompt && !this.events.some(canAnswer)) {
-      this.logger.info('permission.denied_nobody_to_ask', { tool: question.tool, conversation: question.conversationId });
-      return 'deny';
-    }
     // The tool's own account of what it would do, shown in every prompt (docs/protocol.md, "Previews").
     const preview = await question.preview?.();
-    const settle = new AbortController();
-    const ruleIfAlways = narrowestRule(question.tool, question.subject);
-    const decision = new Promise<PermissionDecision>((resolve) => {
-      this.pending.set(requestId, { resolve, conversationSource: question.source, ownerOnly, ruleIfAlways });
-      const timer = setTimeout(() => resolve('deny'), this.options.timeoutMs ?? PERMISSION_TIMEOUT_MS);
-      const onAbort = () => resolve('deny');
-      // The chat may have been cancelled while the preview was worked out: no abort event comes then.
-      if (question.signal.aborted) resolve('deny');
-      question.signal.addEventListener('abort', onAbort, { once: true });
-      settle.signal.addEventListener('abort', () => {
-        clearTimeout(timer);
-        question.signal.removeEventListener('abort', onAbort);
-      });
+    // The chat may have been cancelled while the preview was worked out: no abort event comes then.
+    if (question.signal.aborted) return answerOf({ decision: 'deny', reason: 'cancelled' }, 0);
+    if (this.stopping) return answerOf({ decision: 'deny', reason: 'restarted' }, 0);
+    const timeoutMs = this.deps.timeoutMs();
+    const created = Date.now();
+    const request: PermissionRequest = {
+      request_id: requestId,
+      conversation_id: question.conversationId,
+      conversation_title: this.deps.store.conversations.get(question.conversationId)?.title ?? '',
+      source: question.source,
+      tool: question.tool,
+      arguments: question.arguments,
+      ...(preview ? { preview: wirePreview(preview) } : {}),
+      created_at: new Date(created).toISOString(),
+      expires_at: new Date(created + timeoutMs).toISOString(),
+    };
+    const canAnswer = (client: AudienceClient) => mayAnswer(client, ownerOnly);
+    // Stored before anyone hears of it: a restart from here on knows the turn waited.
+    await this.deps.store.permissionRequests.add({ request, callId: question.callId, ownerOnly }, created - Math.max(timeoutMs, KEEP_DECIDED_MIN_MS));
+    let settled: Promise<unknown> = Promise.resolve();
+    let entry!: Waiting;
+    const outcome = new Promise<Outcome>((resolve) => {
+      entry = {
+        request,
+        ownerOnly,
+        ruleIfAlways: narrowestRule(question.tool, question.subject),
+        settle: (result) => {
+          if (this.waiting.get(requestId) !== entry) return;
+          this.waiting.delete(requestId);
+          // Applied to the store at once (a later answer reads it there), durable before the tool result is written.
+          const resolution = { decision: result.decision, decidedBy: result.decidedBy, reason: result.reason, resolvedMs: Date.now() };
+          settled = this.deps.store.permissionRequests.resolve(requestId, resolution).catch((error) => this.deps.logger.warn('permission.store_failed', { error }));
+          resolve(result);
+        },
+      };
     });
-    this.events.broadcast(
-      {
-        event: 'permission.request',
-        request_id: requestId,
-        conversation_id: question.conversationId,
-        source: question.source,
-        tool: question.tool,
-        arguments: question.arguments,
-        ...(preview ? { preview: wirePreview(preview) } : {}),
-      },
-      canAnswer,
-    );
-    localPrompt?.({ requestId, question, preview }, settle.signal).then(
-      (answer) => answer && this.answer(requestId, answer),
-      (error) => this.logger.warn('permission.prompt_failed', { error }),
-    );
-    const result = await decision;
-    const ruleAdded = result === 'allow_always' ? ruleIfAlways : undefined;
-    this.pending.delete(requestId);
-    settle.abort();
-    this.events.broadcast({ event: 'permission.resolved', request_id: requestId, decision: result, ...(ruleAdded ? { rule_added: ruleAdded } : {}) }, canAnswer);
-    this.logger.info('permission.decided', { tool: question.tool, decision: result, conversation: question.conversationId });
-    return result;
+    this.waiting.set(requestId, entry);
+    this.deps.activity?.waitStarted(question.conversationId);
+    const local = new AbortController();
+    const stopTimer = expireAfter(timeoutMs, () => entry.settle({ decision: 'deny', reason: 'expired' }));
+    const onAbort = () => entry.settle({ decision: 'deny', reason: 'cancelled' });
+    question.signal.addEventListener('abort', onAbort, { once: true });
+    if (question.signal.aborted || this.stopping) entry.settle({ decision: 'deny', reason: this.stopping ? 'restarted' : 'cancelled' });
+    try {
+      this.deps.events.broadcast({ event: 'permission.request', ...request }, canAnswer);
+      this.deps.localPrompt?.()?.({ requestId, question, preview, createdAt: request.created_at, expiresAt: request.expires_at }, local.signal).then(
+        (decision) => decision && this.answer(requestId, { decision }, HOST_PROMPT).catch(() => undefined),
+        (error) => this.deps.logger.warn('permission.prompt_failed', { error }),
+      );
+      const result = await outcome;
+      await settled;
+      this.deps.events.broadcast(
+        {
+          event: 'permission.resolved',
+          request_id: requestId,
+          conversation_id: question.conversationId,
+          decision: result.decision,
+          ...(result.decidedBy ? { decided_by: result.decidedBy } : {}),
+          reason: result.reason,
+          ...(result.ruleAdded ? { rule_added: result.ruleAdded } : {}),
+        },
+        canAnswer,
+      );
+      this.deps.logger.info('permission.decided', { tool: question.tool, decision: result.decision, reason: result.reason, conversation: question.conversationId });
+      return answerOf(result, timeoutMs);
+    } finally {
+      stopTimer();
+      question.signal.removeEventListener('abort', onAbort);
+      local.abort();
+      this.deps.activity?.waitEnded(question.conversationId);
+    }
   };
 
   /**
-   * A `permission_response` (or the host's own prompt, the owner): the first answer to a request wins;
-   * later ones are not_found. A request of a session user's turn is the owner's to answer, and so is
-   * `allow_always`. Returns the rule an `allow_always` adds.
+   * A `permission_response` (or the host's own prompt): the first answer to a waiting request wins. A
+   * later one that agrees is `already_decided`; one that disagrees, or comes after the request expired
+   * or ended, is a `conflict` saying so. A request of a session user's turn is the owner's to answer,
+   * and so is `allow_always` (it adds the rule `rule_added` names).
    */
-  answer(requestId: string, decision: PermissionDecision, answerer: Answerer = { owner: true }): { rule_added?: string } {
-    const pending = this.pending.get(requestId);
-    if (!pending) throw new ServiceError('not_found', `no pending permission request ${requestId}`);
-    if (pending.ownerOnly && !answerer.owner) {
-      throw new ServiceError('unauthorized', 'this request comes from a session user\'s turn: only the owner (access token or the editor) may answer it');
+  async answer(requestId: string, reply: { decision: PermissionDecision; note?: string }, answerer: Answerer): Promise<ResultOf<'permission_response'>> {
+    const waiting = this.waiting.get(requestId);
+    if (waiting) {
+      requireMayAnswer(waiting.ownerOnly, answerer);
+      // A rule binds every later call, of every client: only the owner may add one.
+      if (reply.decision === 'allow_always' && !answerer.owner) {
+        throw new ServiceError('unauthorized', 'allow_always adds a permission rule: only the owner (access token or the editor) may; answer allow or allow_session');
+      }
+      const note = reply.decision === 'deny' && reply.note?.trim() ? reply.note.trim() : undefined;
+      const ruleAdded = reply.decision === 'allow_always' ? waiting.ruleIfAlways : undefined;
+      waiting.settle({ decision: reply.decision, reason: 'answered', decidedBy: answerer.label, ...(note ? { note } : {}), ...(ruleAdded ? { ruleAdded } : {}) });
+      return { request_id: requestId, decision: reply.decision, decided_by: answerer.label, already_decided: false, ...(ruleAdded ? { rule_added: ruleAdded } : {}) };
     }
-    // A rule binds every later call, of every client: only the owner may add one.
-    if (decision === 'allow_always' && !answerer.owner) {
-      throw new ServiceError('unauthorized', 'allow_always adds a permission rule: only the owner (access token or the editor) may; answer allow or allow_session');
+    const row = this.deps.store.permissionRequests.get(requestId);
+    if (!row?.resolution) throw new ServiceError('not_found', `no permission request ${requestId}`);
+    requireMayAnswer(row.ownerOnly, answerer);
+    const { decision, decidedBy, reason } = row.resolution;
+    if (reason === 'answered' && decision === reply.decision && decidedBy) {
+      return { request_id: requestId, decision: reply.decision, decided_by: decidedBy, already_decided: true };
     }
-    this.pending.delete(requestId);
-    pending.resolve(decision);
-    return decision === 'allow_always' && pending.ruleIfAlways ? { rule_added: pending.ruleIfAlways } : {};
+    throw new ServiceError('conflict', conflictMessage(row));
+  }
+
+  /** The requests waiting now that `client` may answer (list_pending_permissions), oldest first. */
+  pendingFor(client: AudienceClient): PermissionRequest[] {
+    return [...this.waiting.values()].filter((w) => mayAnswer(client, w.ownerOnly)).map((w) => w.request);
+  }
+
+  /** A client just authenticated: it receives every waiting request it may answer. */
+  resendTo(client: AudienceClient & { send(event: ServiceEvent): void }): void {
+    for (const request of this.pendingFor(client)) client.send({ event: 'permission.request', ...request });
+  }
+
+  /**
+   * The service stops: every wait ends now (denied, reason `restarted`, the turn ended) rather than
+   * holding the stop for a person who may not come; a request asked meanwhile is denied the same way.
+   */
+  stop(): void {
+    this.stopping = true;
+    for (const waiting of [...this.waiting.values()]) waiting.settle({ decision: 'deny', reason: 'restarted' });
   }
 
   get pendingCount(): number {
-    return this.pending.size;
+    return this.waiting.size;
   }
+}
+
+function mayAnswer(client: AudienceClient, ownerOnly: boolean): boolean {
+  return client.canAnswerPermissions && (!ownerOnly || isOwnerClient(client));
+}
+
+function requireMayAnswer(ownerOnly: boolean, answerer: Answerer): void {
+  if (ownerOnly && !answerer.owner) {
+    throw new ServiceError('unauthorized', "this request comes from a session user's turn: only the owner (access token or the editor) may answer it");
+  }
+}
+
+/** What the gate hears: the decision, the person's note, or why nobody's answer came. */
+function answerOf(outcome: Outcome, timeoutMs: number): PermissionAnswer {
+  switch (outcome.reason) {
+    case 'answered':
+      return { decision: outcome.decision, ...(outcome.note ? { note: outcome.note } : {}) };
+    case 'expired':
+      return { decision: 'deny', why: `nobody answered within ${durationText(timeoutMs)}` };
+    case 'cancelled':
+      return { decision: 'deny', why: 'the chat was cancelled' };
+    case 'restarted':
+      return { decision: 'deny', why: RESTARTED_WHY, endsTurn: true };
+  }
+}
+
+/** Calls `fire` after `ms`, re-arming past setTimeout's limit; returns the cancel. */
+function expireAfter(ms: number, fire: () => void): () => void {
+  const deadline = Date.now() + ms;
+  let timer: ReturnType<typeof setTimeout>;
+  const arm = () => {
+    const left = deadline - Date.now();
+    timer = setTimeout(left > MAX_TIMER_MS ? arm : fire, Math.min(Math.max(left, 0), MAX_TIMER_MS));
+  };
+  arm();
+  return () => clearTimeout(timer);
 }

@@ -20,16 +20,29 @@ export interface PermissionQuestion {
   subject?: string;
   /** What the call would do (the tool's preview), worked out only when a person is asked. */
   preview?: () => Promise<ToolPreview>;
+  /** The model's id of the tool call, so a restart can store the call's denied result. */
+  callId?: string;
   signal: AbortSignal;
 }
 
-/** Asks a person; resolves with their decision (implementations deny on timeout or when nobody can answer). */
-export type AskPermission = (question: PermissionQuestion) => Promise<PermissionDecision>;
+/** What asking a person gave: their decision and note, or why nobody's answer came. */
+export interface PermissionAnswer {
+  decision: PermissionDecision;
+  /** With `deny`: the person's words for the model. */
+  note?: string;
+  /** Denied without a person's answer: why (`nobody answered within 30 minutes`). */
+  why?: string;
+  /** The service stops: the turn ends after this call's result is stored. */
+  endsTurn?: boolean;
+}
+
+/** Asks a person; resolves with their answer (implementations deny on timeout). */
+export type AskPermission = (question: PermissionQuestion) => Promise<PermissionAnswer>;
 
 /** Writes an allow rule where the config lives (service.json); resolves once written, or once the failure is logged. */
 export type AddAllowRule = (rule: string) => Promise<void>;
 
-export type Verdict = { allowed: boolean; reason: 'source' | 'rule' | 'mode' | 'session' | 'user' };
+export type Verdict = { allowed: boolean; reason: 'source' | 'rule' | 'mode' | 'session' | 'user' } & Omit<PermissionAnswer, 'decision'>;
 
 /**
  * The mode for a tool call whose context holds untrusted text (a webhook account's turn, or the user's
@@ -170,13 +183,13 @@ export class PermissionGate {
     // user's turns (and the reverse): those are remembered apart.
     const key = `${question.conversationId}\u0000${question.tool}${question.ownerAnswersPrompts ? '\u0000user' : ''}`;
     if (this.sessionAllowed.has(key)) return { allowed: true, reason: 'session' };
-    const decision = await this.ask(question);
+    const { decision, ...said } = await this.ask(question);
     if (decision === 'allow_session') this.sessionAllowed.add(key);
     // Written before the call runs, so a crash during the call still leaves the rule the user chose.
     if (decision === 'allow_always') {
       const rule = narrowestRule(question.tool, question.subject);
       if (rule !== undefined) await this.addAllowRule(rule);
     }
-    return { allowed: decision !== 'deny', reason: 'user' };
+    return { allowed: decision !== 'deny', reason: 'user', ...said };
   }
 }

@@ -1,4 +1,5 @@
 import type { Logger } from '../log/logger';
+import { deniedText } from './permission-texts';
 import type { PermissionGate } from './permissions';
 import type { ToolCall } from './providers/types';
 import { previewToolCall } from './tools/preview';
@@ -11,6 +12,8 @@ export interface ToolCallOutcome {
   content: string;
   ok: boolean;
   denied?: boolean;
+  /** The turn ends once this result is stored (the service stops while the call waited for permission). */
+  endsTurn?: boolean;
 }
 
 /**
@@ -40,12 +43,15 @@ export async function runToolCall(
     arguments: call.arguments,
     subject,
     preview: () => previewToolCall(tool, call.arguments),
+    callId: call.id,
     signal: context.signal,
   });
   if (!verdict.allowed) {
     context.logger.info('tool.denied', { tool: tool.name, reason: verdict.reason, source: context.source });
-    const why = verdict.reason === 'source' ? 'tools are not enabled for messages from this source' : `the user did not allow ${tool.name} to run`;
-    return { content: `Permission denied: ${why}. Do not retry it; answer without it.`, ok: false, denied: true };
+    // The person's note is the whole result: it may tell the model what to do instead.
+    if (verdict.note) return { content: `Permission denied: the user denied ${tool.name}: ${verdict.note}`, ok: false, denied: true };
+    const why = verdict.reason === 'source' ? 'tools are not enabled for messages from this source' : (verdict.why ?? `the user did not allow ${tool.name} to run`);
+    return { content: deniedText(why), ok: false, denied: true, ...(verdict.endsTurn ? { endsTurn: true } : {}) };
   }
   if (context.signal.aborted) return { content: 'Cancelled.', ok: false };
   const timeout = AbortSignal.timeout(context.timeoutMs);

@@ -1,4 +1,5 @@
 import type { Agent } from '../agent/agent';
+import type { ConversationActivity } from '../agent/conversation-activity';
 import type { PermissionBroker } from '../agent/permission-broker';
 import type { PermissionGate } from '../agent/permissions';
 import type { ToolRegistry } from '../agent/tools/registry';
@@ -20,6 +21,8 @@ export interface CommandContext {
   tools: ToolRegistry;
   permissions: PermissionBroker;
   gate: PermissionGate;
+  /** What each conversation is doing now (list_conversations' `state`). */
+  activity: ConversationActivity;
   logger: Logger;
   /** The webhook outbox (list_deliveries, retry_delivery). */
   deliveries: DeliveryCommands;

@@ -48,7 +48,17 @@ export class SessionDoor {
   private readonly open = new Map<OpenSession, () => void>();
   private readonly inFlight = new Set<Promise<unknown>>();
 
-  constructor(private readonly deps: { dispatch: Dispatch; events: EventHub }) {}
+  constructor(
+    private readonly deps: {
+      dispatch: Dispatch;
+      events: EventHub;
+      /**
+       * What a session hears as soon as it is in (the permission requests waiting for it): called after
+       * the transport's own answer to the client's `auth`, which follows openSession synchronously.
+       */
+      welcome?: (session: ClientSession) => void;
+    },
+  ) {}
 
   openSession(options: SessionOptions): OpenSession {
     let isOpen = true;
@@ -86,6 +96,8 @@ export class SessionDoor {
       close();
       options.onClose?.();
     });
+    const welcome = this.deps.welcome;
+    if (welcome) queueMicrotask(() => isOpen && welcome(session));
     return opened;
   }
 

@@ -52,11 +52,6 @@ export class EventHub {
     for (const session of [...this.sessions]) session.recheck?.();
   }
 
-  some(predicate: (session: ClientSession) => boolean): boolean {
-    for (const session of this.sessions) if (predicate(session)) return true;
-    return false;
-  }
-
   /** Whether the session is still open (in the hub). */
   has(session: ClientSession): boolean {
     return this.sessions.has(session);

@@ -1,7 +1,9 @@
 import { endpointWithoutCredentials } from '../log/redact';
 import { toolInfo } from '../agent/tools/registry';
 import type { ToolCallData, ToolResultData } from '../agent/transcript';
-import type { MessageRow } from '../store';
+import type { ConversationActivity } from '../agent/conversation-activity';
+import type { ConversationRow, MessageRow } from '../store';
+import { sourceLabel } from '../protocol/sources';
 import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
 import { pushHandlers } from './push-handlers';
@@ -28,9 +30,10 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
   };
 }
 
-/** A stored conversation as clients see it (list_conversations rows, conversation.updated). */
-export function conversationOf({ id, title, created_at, updated_at, source }: Conversation): Conversation {
-  return { id, title, created_at, updated_at, source };
+/** A stored conversation as clients see it (list_conversations rows, conversation.updated), with what it is doing now. */
+export function conversationOf({ id, title, created_at, updated_at, source }: ConversationRow, activity: ConversationActivity): Conversation {
+  const { state, pendingPermissions } = activity.of(id);
+  return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions };
 }
 
 /** What a stored `tool` message adds for clients: which tool, call or result, and the result's outcome. */
@@ -110,7 +113,7 @@ export const handlers: HandlerMap = {
     const source = session.source.startsWith('webhook:') ? session.source : undefined;
     const conversations: Conversation[] = ctx.store.conversations
       .list({ limit: command.limit, before: command.before, source })
-      .map(conversationOf);
+      .map((row) => conversationOf(row, ctx.activity));
     return { conversations };
   },
 
@@ -136,8 +139,11 @@ export const handlers: HandlerMap = {
 
   async permission_response(command, session, ctx) {
     if (!session.canAnswerPermissions) throw new ServiceError('unauthorized', 'this client cannot answer permission requests');
-    const { rule_added } = ctx.permissions.answer(command.request_id, command.decision, { owner: isOwner(session) });
-    return { request_id: command.request_id, decision: command.decision, ...(rule_added ? { rule_added } : {}) };
+    return ctx.permissions.answer(command.request_id, { decision: command.decision, note: command.note }, { owner: isOwner(session), label: sourceLabel(session.source) });
+  },
+
+  async list_pending_permissions(_command, session, ctx) {
+    return { requests: ctx.permissions.pendingFor(session) };
   },
 
   async list_deliveries(command, _session, ctx) {

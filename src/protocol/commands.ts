@@ -67,14 +67,22 @@ export const DeleteConversationCommand = command('delete_conversation', {
   conversation_id: nonEmpty('conversation_id'),
 });
 
-/** `allow_always` (the owner only) also adds the narrowest allow rule for the call to service.json. */
+/** `allow_always` (owner only) also adds the narrowest allow rule for the call (docs/protocol.md, "Permission rules"). */
 export const PermissionDecision = z.enum(['allow', 'allow_session', 'allow_always', 'deny']);
 export type PermissionDecision = z.infer<typeof PermissionDecision>;
+
+/** Longest `note` a deny may carry (it becomes the tool result the model reads). */
+export const MAX_PERMISSION_NOTE_CHARS = 2000;
 
 export const PermissionResponseCommand = command('permission_response', {
   request_id: nonEmpty('request_id'),
   decision: PermissionDecision,
+  /** With `deny`: why, for the model (it receives it as the tool result and can change course). */
+  note: z.string({ error: 'note must be a string' }).max(MAX_PERMISSION_NOTE_CHARS, { error: `note must be at most ${MAX_PERMISSION_NOTE_CHARS} characters` }).optional(),
 });
+
+/** The permission requests waiting now that this client may answer. */
+export const ListPendingPermissionsCommand = command('list_pending_permissions', {});
 
 /** Cancels the running chat whose request id is `id`. */
 export const CancelCommand = command('cancel', {});
@@ -181,6 +189,7 @@ export const Command = z.discriminatedUnion('type', [
   ListToolsCommand,
   DeleteConversationCommand,
   PermissionResponseCommand,
+  ListPendingPermissionsCommand,
   CancelCommand,
   ListDeliveriesCommand,
   RetryDeliveryCommand,
@@ -210,12 +219,19 @@ export function requestIdOf(frame: unknown): RequestId | undefined {
 
 // ---- Response data -------------------------------------------------------------------------
 
+/** `running`: a turn of it is queued or in progress; `waiting`: a permission request of it waits for a person. */
+export const ConversationState = z.enum(['idle', 'running', 'waiting']);
+export type ConversationState = z.infer<typeof ConversationState>;
+
 export const Conversation = z.object({
   id: z.string(),
   title: z.string(),
   created_at: z.string(),
   updated_at: z.string(),
   source: z.string(),
+  state: ConversationState,
+  /** Permission requests of it waiting now. */
+  pending_permissions: z.number().int(),
 });
 export type Conversation = z.infer<typeof Conversation>;
 

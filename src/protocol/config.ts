@@ -4,6 +4,8 @@ import { DEFAULT_PROVIDER, PROVIDER_NAMES } from './providers';
 
 export const DEFAULT_PORT = 5000;
 export const DEFAULT_SESSION_TTL_SECONDS = 3600;
+/** A permission request waits this long for an answer (30 minutes): long enough to reach the phone. */
+export const DEFAULT_PERMISSION_TIMEOUT_SECONDS = 1800;
 export const MIN_AUTH_TOKEN_LENGTH = 32;
 
 /** An `allow_from` pattern: an IPv4 address whose segments may be `*`, an IPv6 address, `*`, or `localhost`. */
@@ -104,7 +106,6 @@ export type ProviderName = z.infer<typeof ProviderName>;
 
 export const MAX_PERMISSION_RULES = 500;
 export const MAX_PERMISSION_RULE_LENGTH = 2000;
-export const DEFAULT_PERMISSION_TIMEOUT_SECONDS = 1800;
 
 /** What may stand before a rule's `:`: a tool name (`run_command`, `calc.add`) or a glob of them (`calc.*`). */
 const TOOL_NAME_GLOB = /^[A-Za-z0-9_.\-/*]+$/;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Error codes of the protocol (service-spec section 7, plus docs/protocol.md's two). */
+/** Error codes of the protocol (service-spec section 7, plus docs/protocol.md's three). */
 export const ErrorCode = z.enum([
   'invalid_token',
   'unauthorized',
@@ -9,6 +9,7 @@ export const ErrorCode = z.enum([
   'server_error',
   'rate_limited',
   'payload_too_large',
+  'conflict',
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;
 
@@ -18,6 +19,7 @@ export const httpStatusOf: Record<ErrorCode, number> = {
   invalid_token: 401,
   unauthorized: 403,
   not_found: 404,
+  conflict: 409,
   payload_too_large: 413,
   rate_limited: 429,
   server_error: 500,

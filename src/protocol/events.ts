@@ -53,21 +53,37 @@ export const PermissionPreview = z.discriminatedUnion('kind', [
 ]);
 export type PermissionPreview = z.infer<typeof PermissionPreview>;
 
-export const PermissionRequestEvent = z.object({
-  event: z.literal('permission.request'),
+/** A permission request waiting for a person: the `permission.request` event, and each element of list_pending_permissions. */
+export const PermissionRequest = z.object({
   request_id: z.string(),
   conversation_id: z.string(),
+  conversation_title: z.string(),
   /** Where the chat asking came from: `editor`, `ws`, `relay` or `webhook:<account>`. */
   source: z.string(),
   tool: z.string(),
   arguments: z.record(z.string(), z.unknown()),
   preview: PermissionPreview.optional(),
+  created_at: z.string(),
+  /** When it is denied if nobody answers (permission_timeout_seconds after created_at). */
+  expires_at: z.string(),
 });
+export type PermissionRequest = z.infer<typeof PermissionRequest>;
+export const PermissionRequestEvent = PermissionRequest.extend({ event: z.literal('permission.request') });
+
+/** How a request ended: a person answered, nobody did in time, its chat was cancelled, the service restarted. */
+export const PermissionResolution = z.enum(['answered', 'expired', 'cancelled', 'restarted']);
+export type PermissionResolution = z.infer<typeof PermissionResolution>;
+
 export const PermissionResolvedEvent = z.object({
   event: z.literal('permission.resolved'),
   request_id: z.string(),
+  conversation_id: z.string(),
+  /** The decision in force (`deny` unless a person allowed it). */
   decision: PermissionDecision,
-  /** The rule an `allow_always` added (see permission_response). */
+  /** Who answered, as people read it (`editor`, `LAN`, `phone (relay)`); only when `reason` is `answered`. */
+  decided_by: z.string().optional(),
+  reason: PermissionResolution,
+  /** The allow rule an `allow_always` added. */
   rule_added: z.string().optional(),
 });
 export const ConfigChangedEvent = z.object({

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Conversation, Delivery, Message, PermissionDecision, PublicConfig, PushDevice, PushTestResult, ToolInfo, type CommandType } from './commands';
 import type { ErrorEnvelope, RequestId } from './envelope';
 import { PairingInfo, RelayLinkStatus } from './relay';
+import { PermissionRequest } from './events';
 
 /**
  * What each command answers: the `data` of its ok envelope (docs/protocol.md, "Commands"). One schema
@@ -31,10 +32,15 @@ export const CommandResults = {
   delete_conversation: z.object({ deleted: z.literal(true) }),
   permission_response: z.object({
     request_id: z.string(),
+    /** The decision in force: this answer's, or (already_decided) the same one given before. */
     decision: PermissionDecision,
-    /** The rule an `allow_always` adds to `permission_rules.allow` (absent when no rule could match only this call). */
+    /** Who decided, as people read it (protocol/sources.ts `sourceLabel`). */
+    decided_by: z.string(),
+    /** This answer came after the same decision was made: nothing changed. */
+    already_decided: z.boolean(),
     rule_added: z.string().optional(),
   }),
+  list_pending_permissions: z.object({ requests: z.array(PermissionRequest) }),
   cancel: z.object({ cancelled: z.boolean() }),
   list_deliveries: z.object({ deliveries: z.array(Delivery) }),
   retry_delivery: z.object({ delivery: Delivery }),

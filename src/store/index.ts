@@ -5,6 +5,7 @@ import type { DatabaseOptions } from './database';
 import { MemoryRepo } from './memory';
 import { MessagesRepo } from './messages';
 import { MetaRepo } from './meta';
+import { PermissionRequestsRepo } from './permission-requests';
 import { migrate, MIGRATIONS } from './migrations';
 import type { Migration } from './migrations';
 import { PushDevicesRepo } from './push-devices';
@@ -22,6 +23,8 @@ export type { RecentOptions } from './messages';
 export { MemoryRepo } from './memory';
 export { RegistrationsRepo } from './registrations';
 export { MetaRepo } from './meta';
+export { PermissionRequestsRepo } from './permission-requests';
+export type { NewPermissionRequest, PermissionRequestRow, PermissionResolutionRecord } from './permission-requests';
 export { WebhooksRepo } from './webhooks';
 export { PushDevicesRepo } from './push-devices';
 export type { NewPushDevice, PushDeliveryRecord, PushDeviceEvents, PushDeviceRow } from './push-devices';
@@ -44,6 +47,7 @@ export interface Store {
   meta: MetaRepo;
   webhooks: WebhooksRepo;
   pushDevices: PushDevicesRepo;
+  permissionRequests: PermissionRequestsRepo;
   close(): Promise<void>;
 }
 
@@ -65,6 +69,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     meta: new MetaRepo(db),
     webhooks: new WebhooksRepo(db),
     pushDevices: new PushDevicesRepo(db),
+    permissionRequests: new PermissionRequestsRepo(db),
     close: () => db.close(),
   };
 }

@@ -29,6 +29,9 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX webhook_deliveries_account ON webhook_deliveries (account, seq);`,
   // 3: Web Push devices (src/store/push-devices.ts).
   `CREATE TABLE push_devices (device_id TEXT PRIMARY KEY, device_name TEXT NOT NULL, principal TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, endpoint TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL, events TEXT NOT NULL, content_blind INTEGER NOT NULL, last_delivery TEXT, failures INTEGER NOT NULL DEFAULT 0);`,
+  // 4: permission requests waiting for a person, and recently decided ones (src/store/permission-requests.ts).
+  `CREATE TABLE permission_requests (request_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, call_id TEXT, owner_only INTEGER NOT NULL, request TEXT NOT NULL, status TEXT NOT NULL, decision TEXT, decided_by TEXT, reason TEXT, resolved_ms INTEGER);
+  CREATE INDEX permission_requests_status ON permission_requests (status, resolved_ms);`,
 ];
 
 export function schemaVersion(db: Database): number {

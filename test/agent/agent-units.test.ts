@@ -122,7 +122,7 @@ test('the gate: deny rules beat allow rules beat the mode; the mode is read at e
     () => ({ permission_mode: mode, permission_rules: { allow: ['safe', 'both'], deny: ['both'] } }),
     async (q) => {
       asked.push(q.tool);
-      return q.tool === 'session' ? 'allow_session' : 'deny';
+      return { decision: q.tool === 'session' ? 'allow_session' : 'deny' };
     },
   );
   const check = (tool: string, conversationId = 'c1') => gate.check({ conversationId, source: 'ws', tool, arguments: {}, signal: new AbortController().signal });

@@ -71,7 +71,7 @@ test('the gate: allow_always writes the narrowest rule, then allows; no rule whe
   const written: string[] = [];
   const gate = new PermissionGate(
     () => ({ permission_mode: 'ask', permission_rules: { allow: [], deny: [] } }),
-    async () => 'allow_always',
+    async () => ({ decision: 'allow_always' }),
     () => undefined,
     async (rule) => {
       written.push(rule);

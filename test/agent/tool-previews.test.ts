@@ -9,6 +9,7 @@ import { previewToolCall } from '../../src/agent/tools/preview';
 import type { Tool, ToolPreview } from '../../src/agent/tools/types';
 import { nullLogger } from '../../src/log/logger';
 import { PermissionRequestEvent } from '../../src/protocol';
+import { openStore } from '../../src/store';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startService } from '../helpers/service';
 import { tempDir } from '../helpers/temp';
@@ -201,10 +202,13 @@ describe('permission.request carries the preview', () => {
   test('a chat cancelled while the preview is worked out is denied at once, not after the timeout', async () => {
     const sent: unknown[] = [];
     const audience = { broadcast: (event: unknown) => sent.push(event), some: () => true };
-    const broker = new PermissionBroker(audience, nullLogger, { timeoutMs: 60_000 });
+    const temp = await tempDir('ra-preview-broker-');
+    const store = await openStore(temp.dir);
+    cleanups.push(temp.cleanup, () => store.close());
+    const broker = new PermissionBroker({ events: audience, store, logger: nullLogger, timeoutMs: () => 60_000 });
     const cancel = new AbortController();
     const started = Date.now();
-    const decision = await broker.ask({
+    const { decision } = await broker.ask({
       conversationId: 'c',
       source: 'ws',
       tool: 'write_file',

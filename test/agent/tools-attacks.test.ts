@@ -242,7 +242,7 @@ describe('allow rules against an interactive shell (the editor runs run_command 
     const pwned = join(dir.dir, 'pwned');
     const gate = new PermissionGate(
       () => ({ permission_mode: 'deny', permission_rules: { allow: ['run_command:echo *'], deny: [] } }),
-      async () => 'deny',
+      async () => ({ decision: 'deny' }),
     );
     const lines = [`echo "x; touch ${pwned}"`, 'echo !!:gs/"// #"'];
     const allowed: string[] = [];

@@ -164,6 +164,19 @@ describe('ConfigFile.load', () => {
     assert.deepEqual(await readdir(dir), [CONFIG_FILE_NAME]);
   });
 
+  test('permission_timeout_seconds: 1800 by default; an integer of at least 1, else the field is named', async () => {
+    assert.equal((await load(await dirWith({ auth_token: TOKEN }))).current.permission_timeout_seconds, 1800);
+    assert.equal((await load(await dirWith({ auth_token: TOKEN, permission_timeout_seconds: 60 }))).current.permission_timeout_seconds, 60);
+    for (const bad of [0, 1.5, '60']) {
+      const error = await ConfigFile.load(await dirWith({ auth_token: TOKEN, permission_timeout_seconds: bad })).then(
+        () => assert.fail(`expected a ConfigError for ${JSON.stringify(bad)}`),
+        (e: unknown) => e,
+      );
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.problems.join('\n'), /permission_timeout_seconds:/);
+    }
+  });
+
   test('invalid JSON says where, without quoting the file', async () => {
     const text = '{\n  "model": "x",\n  "api_key": "sk-live-secret-123456"\n  "temperature": 1\n}\n';
     const dir = await dirWith(text);

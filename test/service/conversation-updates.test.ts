@@ -26,9 +26,10 @@ test('a conversation started and continued by one client is announced to the oth
     const first = await phone.request({ type: 'chat', message: 'from the phone' });
     const id = (first.data as { conversation_id: string }).conversation_id;
     const updates = () => editor.frames.filter((f) => f.event === 'conversation.updated' && f.conversation_id === id);
-    await editor.next((f) => f.event === 'conversation.updated' && f.conversation_id === id);
-    await editor.next((f) => f.event === 'conversation.updated' && f.conversation_id === id);
-    assert.equal(updates().length, 0, 'two updates: the stored message, then the stored reply');
+    const states: unknown[] = [];
+    for (let i = 0; i < 3; i += 1) states.push(((await editor.next((f) => f.event === 'conversation.updated' && f.conversation_id === id)).conversation as { state: string }).state);
+    assert.deepEqual(states, ['running', 'running', 'idle'], 'three updates: the stored message, the stored reply, then the turn over');
+    assert.equal(updates().length, 0);
 
     await phone.request({ type: 'chat', message: 'and more', conversation_id: id });
     const update = await editor.next((f) => f.event === 'conversation.updated' && f.conversation_id === id);

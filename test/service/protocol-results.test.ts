@@ -88,6 +88,8 @@ test('chat with a tool the user allows, its history, then delete', async () => {
   fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'a.txt', content: 'x' } }] }, { text: 'written' });
   client.send({ type: 'chat', message: 'write a.txt', id: 'chat-1' });
   const request = await client.next((f) => f.event === 'permission.request');
+  const pending: { requests: { request_id: string }[] } = await answer({ type: 'list_pending_permissions' });
+  assert.deepEqual(pending.requests.map((r) => r.request_id), [request.request_id]);
   await answer({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
   const done = await client.next((f) => f.id === 'chat-1' && 'status' in f);
   assert.equal(done.status, 'ok');

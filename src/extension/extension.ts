@@ -60,7 +60,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   const pending = new PendingPermissions();
   pending.on('change', () => statusBar.setPending(pending.count));
   let chatVisible = false;
-  const prompts = new EditorPrompts(pending, () => chatVisible);
+  const prompts = new EditorPrompts(pending, () => chatVisible, (requestId, decision) => answerRequest(hosting.backend, requestId, decision));
   const showDiff = async (requestId: string) => {
     const request = pending.get(requestId);
     if (!request) throw new Error('that permission request no longer waits');

@@ -67,7 +67,7 @@ export function describeRequest(request: PermissionRequest): string {
  * unlike a modal or an information message it closes itself when its task settles, i.e. when the
  * request is answered anywhere (phone, another window, the card) or expires, and its message offers
  * Allow / Allow for Conversation / Deny / Show in Chat (/ Show Diff) as command links, so it answers
- * without a modal taking the editor over. Requests asked from elsewhere (a phone, another window, a
+ * without a modal taking the editor over; its Cancel button denies. Requests asked from elsewhere (a phone, another window, a
  * webhook) get no notification: whoever asked is answering there, and the status bar counts them.
  */
 export class EditorPrompts implements vscode.Disposable {
@@ -79,6 +79,7 @@ export class EditorPrompts implements vscode.Disposable {
   constructor(
     private readonly pending: PendingPermissions,
     private readonly viewVisible: () => boolean,
+    private readonly answer: (requestId: string, decision: PermissionDecision) => Promise<void>,
   ) {
     pending.on('resolved', this.onResolved);
   }
@@ -125,10 +126,18 @@ export class EditorPrompts implements vscode.Disposable {
       commandLink('Show in Chat', PROMPT_COMMANDS.showInChat, [id]),
       ...(request.preview?.kind === 'diff' ? [commandLink('Show Diff', PROMPT_COMMANDS.showDiff, [id])] : []),
     ];
-    void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Remote Assistant: allow ${request.tool}?` }, async (progress) => {
-      progress.report({ message: `${describeRequest(request)} — ${links.join(' · ')}` });
-      await closed;
-    });
+    // Cancellable: a notification with a button opens expanded, so the details and links show (a
+    // collapsed one is a single cut line). Cancel (or closing it) denies, as the old modal's close did:
+    // dismissing a question about running something never lets it run.
+    void vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Remote Assistant asks to run ${request.tool}`, cancellable: true },
+      async (progress, token) => {
+        progress.report({ message: `${describeRequest(request)} — ${links.join(' · ')}` });
+        const cancelled = token.onCancellationRequested(() => void this.answer(id, 'deny').catch(() => undefined));
+        await closed;
+        cancelled.dispose();
+      },
+    );
   }
 
   dispose(): void {

@@ -138,10 +138,21 @@ describe('the editor asks in one place', () => {
     const result = await waitFor(() => posted(view).find((m) => m.kind === 'event' && m.event.event === 'tool.result' && m.event.id === 'h-2'), 'the tool result');
     assert.equal(result.event.denied, true);
 
-    // 3. The view comes back while one waits: the card is the prompt again, the notification goes.
+    // 3. Its Cancel button (or closing it) denies: dismissing never lets the call run.
+    toolThenText('write_file', { path: 'c.txt', content: 'no\n' }, 'cancelled');
+    view.webview.fromUi({ kind: 'frame', frame: { type: 'chat', id: 'h-c', message: 'write a third', stream: true } });
+    const cancellable = await waitFor(() => (testing.progress.length === 3 ? testing.progress[2] : undefined), 'a notification to cancel');
+    assert.equal(cancellable.options.cancellable, true);
+    cancellable.cancel();
+    await waitFor(() => cancellable.done, 'the notification to close once cancelled');
+    const cancelledResult = await waitFor(() => posted(view).find((m) => m.kind === 'event' && m.event.event === 'tool.result' && m.event.id === 'h-c'), 'the tool result');
+    assert.equal(cancelledResult.event.denied, true);
+    await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'h-c'), 'the chat reply');
+
+    // 4. The view comes back while one waits: the card is the prompt again, the notification goes.
     toolThenText('list_directory', {}, 'ok');
     view.webview.fromUi({ kind: 'frame', frame: { type: 'chat', id: 'h-3', message: 'list', stream: true } });
-    const third = await waitFor(() => (testing.progress.length === 3 ? testing.progress[2] : undefined), 'a third notification');
+    const third = await waitFor(() => (testing.progress.length === 4 ? testing.progress[3] : undefined), 'a fourth notification');
     view.setVisible(true);
     await waitFor(() => third.done, 'the notification to close when the view is visible');
     const waiting = await phone.next((f) => f.event === 'permission.request' && f.tool === 'list_directory');

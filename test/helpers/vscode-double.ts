@@ -239,7 +239,7 @@ function createTesting() {
     shellExecutionEnded: new EventEmitter<{ terminal: FakeTerminal; execution: unknown; exitCode: number | undefined }>(),
     terminalClosed: new EventEmitter<FakeTerminal>(),
     /** Every window.withProgress: its options, the messages reported, whether its task settled (the notification closed). */
-    progress: [] as { options: { location?: unknown; title?: string; cancellable?: boolean }; messages: string[]; done: boolean }[],
+    progress: [] as { options: { location?: unknown; title?: string; cancellable?: boolean }; messages: string[]; done: boolean; cancel(): void }[],
     /** Text document content providers by scheme. */
     contentProviders: new Map<string, { provideTextDocumentContent(uri: Uri): string | Promise<string> }>(),
     /** Resolves a view with this id the way VS Code does when the user opens it. */
@@ -398,10 +398,12 @@ export const window = {
     return editor;
   },
   withProgress: async (options: { location?: unknown; title?: string; cancellable?: boolean }, task: (progress: unknown, token: unknown) => Promise<unknown>) => {
-    const entry = { options, messages: [] as string[], done: false };
+    const source = new CancellationTokenSource();
+    // cancel(): the user presses the notification's Cancel (or closes it).
+    const entry = { options, messages: [] as string[], done: false, cancel: () => source.cancel() };
     testing.progress.push(entry);
     try {
-      return await task({ report: (value: { message?: string }) => value.message !== undefined && entry.messages.push(value.message) }, new CancellationTokenSource().token);
+      return await task({ report: (value: { message?: string }) => value.message !== undefined && entry.messages.push(value.message) }, source.token);
     } finally {
       entry.done = true;
     }

@@ -194,6 +194,44 @@ describe('the editor asks in one place', () => {
   });
 });
 
+describe('every window hears the waiting requests', () => {
+  test('the hosting window and an attached one both count a request the phone asked; the attached one answers it, both counts clear', async () => {
+    const { Hosting } = await import('../../src/extension/hosting');
+    const { PendingPermissions } = await import('../../src/extension/pending-permissions');
+    const { answerRequest } = await import('../../src/extension/permission-prompt');
+    const storage = await tempDir('ra-ext-perm-windows-');
+    cleanups.push(storage.cleanup);
+    await writeFile(join(storage.dir, 'service.json'), JSON.stringify({ auth_token: TEST_TOKEN, base_url: fake.url, model: 'fake-model', permission_mode: 'ask' }));
+    const window = () => {
+      const hosting = new Hosting({ dataDir: storage.dir, port: () => 0, bindHost: '127.0.0.1', hostServices: {}, log: () => undefined, retry: { initialMs: 50, maxMs: 300 } });
+      const pending = new PendingPermissions();
+      hosting.on('backend', (backend) => pending.setBackend(backend));
+      cleanups.push(async () => {
+        pending.dispose();
+        await hosting.stop();
+      });
+      return { hosting, pending };
+    };
+    const host = window();
+    await host.hosting.start();
+    const attached = window();
+    await attached.hosting.start();
+    assert.equal(host.hosting.state.state, 'hosting');
+    assert.equal(attached.hosting.state.state, 'client');
+    const phone = await TestClient.authed(`ws://127.0.0.1:${(host.hosting.state as { port: number }).port}/ws`, TEST_TOKEN);
+    cleanups.push(async () => phone.close());
+
+    toolThenText('list_directory', {}, 'listed');
+    const chat = phone.request({ type: 'chat', message: 'list it' }, 20_000);
+    const request = await phone.next((f) => f.event === 'permission.request');
+    await waitFor(() => host.pending.count === 1 && attached.pending.count === 1, 'both windows to count it');
+    assert.equal(attached.pending.get(String(request.request_id))?.tool, 'list_directory');
+    await answerRequest(attached.hosting.backend, String(request.request_id), 'allow');
+    assert.equal(((await chat).data as { response: string }).response, 'listed');
+    await waitFor(() => host.pending.count === 0 && attached.pending.count === 0, 'both counts to clear');
+  });
+});
+
 describe('a unified diff applied to the file it was made from', () => {
   test('gives back the text the tool would write (changes, CRLF, no newline at the end, new file, many hunks)', async () => {
     const { applyUnifiedDiff } = await import('../../src/extension/apply-diff');

@@ -49,6 +49,11 @@ export class PendingPermissions extends EventEmitter<{ change: []; resolved: [re
     return this.waiting.get(requestId);
   }
 
+  /** Answered or gone already (heard on this backend): a late copy of its request must not prompt. */
+  wasResolved(requestId: string): boolean {
+    return this.resolved.has(requestId);
+  }
+
   get count(): number {
     return this.waiting.size;
   }

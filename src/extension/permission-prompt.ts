@@ -86,6 +86,8 @@ export class EditorPrompts implements vscode.Disposable {
 
   /** A request of a chat the view in this window runs. */
   ownRequest(request: PermissionRequest): void {
+    // An attached window hears it on two sockets: the answer may have come on the other one first.
+    if (this.pending.wasResolved(request.request_id)) return;
     this.own.set(request.request_id, request);
     this.refresh();
   }

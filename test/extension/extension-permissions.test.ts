@@ -232,6 +232,32 @@ describe('every window hears the waiting requests', () => {
   });
 });
 
+describe('a late copy of an answered request', () => {
+  // An attached window hears a request on its view's socket and on its own: the phone's answer can be
+  // heard on the one before the request arrives on the other. A stand-in backend plays the two orders.
+  test('never opens a notification that nothing would close', async () => {
+    const { EventEmitter } = await import('node:events');
+    const { PendingPermissions } = await import('../../src/extension/pending-permissions');
+    const { EditorPrompts } = await import('../../src/extension/permission-prompt');
+    testing.reset();
+    const backend = Object.assign(new EventEmitter(), { request: async () => ({ status: 'error', code: 'invalid_request', error: 'unknown command' }) });
+    const pending = new PendingPermissions();
+    pending.setBackend(backend as never);
+    const prompts = new EditorPrompts(pending, () => false, async () => undefined);
+    const request = { request_id: 'r-late', conversation_id: 'c', source: 'editor', tool: 'list_directory', arguments: {} };
+    backend.emit('event', { event: 'permission.resolved', request_id: 'r-late', decision: 'allow' });
+    prompts.ownRequest(request);
+    assert.equal(testing.progress.length, 0);
+    // In the usual order it does open, and the answer closes it.
+    prompts.ownRequest({ ...request, request_id: 'r-usual' });
+    assert.equal(testing.progress.length, 1);
+    backend.emit('event', { event: 'permission.resolved', request_id: 'r-usual', decision: 'deny' });
+    await waitFor(() => testing.progress[0].done, 'the notification to close');
+    prompts.dispose();
+    pending.dispose();
+  });
+});
+
 describe('a unified diff applied to the file it was made from', () => {
   test('gives back the text the tool would write (changes, CRLF, no newline at the end, new file, many hunks)', async () => {
     const { applyUnifiedDiff } = await import('../../src/extension/apply-diff');

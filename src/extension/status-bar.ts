@@ -48,6 +48,8 @@ export class StatusBar implements vscode.Disposable {
     this.pending = vscode.window.createStatusBarItem('remoteAssistant.pending', vscode.StatusBarAlignment.Right, 101);
     this.pending.name = 'Remote Assistant: waiting permission requests';
     this.pending.command = SHOW_PENDING_COMMAND;
+    // Something waits on the user: it should catch the eye like a warning does.
+    this.pending.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
   }
 
   setPending(count: number): void {

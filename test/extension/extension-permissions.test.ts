@@ -79,6 +79,7 @@ describe('the editor asks in one place', () => {
     const item = await waitFor(() => (pendingItem()?.visible ? pendingItem() : undefined), 'the waiting count in the status bar');
     assert.equal(item.text, '$(bell-dot) 1');
     assert.match(String(item.tooltip), /1 permission request waits/);
+    assert.equal(item.backgroundColor?.id, 'statusBarItem.warningBackground', 'it catches the eye');
     assert.deepEqual(dialogs(), [], 'no dialog for a request the phone asked');
     assert.equal(testing.progress.length, 0, 'no notification for a request the phone asked');
     phone.send({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });

@@ -84,6 +84,10 @@ export class Selection extends Range {
   }
 }
 
+export class ThemeColor {
+  constructor(readonly id: string) {}
+}
+
 export enum StatusBarAlignment {
   Left = 1,
   Right = 2,

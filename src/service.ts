@@ -201,7 +201,6 @@ export class Service {
       store,
       logger,
       timeoutMs: () => options.permissionTimeoutMs ?? config.current.permission_timeout_seconds * 1000,
-      localPrompt: () => host.permissionPrompt,
       activity,
     });
     const gate = new PermissionGate(

@@ -1,17 +1,14 @@
-import type { LocalPrompt } from './permission-broker';
 import type { Provider } from './providers/types';
 import type { ToolSource } from './tools/types';
 
 /**
  * What only the program hosting the service can do. The headless CLI supplies nothing; the VS Code
- * extension supplies the editor's language models, its own permission prompt, editor tools and the
+ * extension supplies the editor's language models, editor tools and the
  * API key kept in SecretStorage.
  */
 export interface Host {
   /** The `vscode` provider: the editor's language models (vscode.lm). */
   languageModels?: () => Provider | undefined;
-  /** A prompt the host shows in `ask` mode, raced with remote clients' answers. */
-  permissionPrompt?: LocalPrompt;
   /** Tools only the host has (diagnostics, the active selection...). */
   toolSources?: ToolSource[];
   /**

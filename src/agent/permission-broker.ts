@@ -5,13 +5,12 @@ import { isOwnerClient } from '../protocol/sources';
 import type { Store } from '../store';
 import type { ConversationActivity } from './conversation-activity';
 import { conflictMessage, durationText, RESTARTED_WHY } from './permission-texts';
-import { narrowestRule, type AskPermission, type PermissionAnswer, type PermissionQuestion } from './permissions';
+import { narrowestRule, type AskPermission, type PermissionAnswer } from './permissions';
 import { wirePreview } from './tools/preview';
-import type { ToolPreview } from './tools/types';
 
 type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 'session'; source: string };
 
-/** Who answers a permission_response (or the host's own prompt): may it answer an owner-only request, and how people name it. */
+/** Who answers a permission_response: may it answer an owner-only request, and how people name it. */
 export interface Answerer {
   owner: boolean;
   /** protocol/sources.ts `sourceLabel` of its source: `editor`, `LAN`, `phone (relay)`. */
@@ -23,24 +22,14 @@ export interface PermissionAudience {
   broadcast(event: ServiceEvent, filter?: (client: AudienceClient) => boolean): number;
 }
 
-/** A prompt shown by the host itself (the editor's), raced with the remote clients; `signal` aborts once the request is resolved anywhere. */
-export type LocalPrompt = (
-  request: { requestId: string; question: PermissionQuestion; preview?: ToolPreview; createdAt?: string; expiresAt?: string },
-  signal: AbortSignal,
-) => Promise<PermissionDecision | undefined>;
-
 export interface PermissionBrokerDeps {
   events: PermissionAudience;
   store: Pick<Store, 'permissionRequests' | 'conversations'>;
   logger: Logger;
   /** How long a new request waits (service.json's permission_timeout_seconds, or a test's override). */
   timeoutMs: () => number;
-  localPrompt?: () => LocalPrompt | undefined;
   activity?: ConversationActivity;
 }
-
-/** The host's own prompt answers as the owner, the editor. */
-const HOST_PROMPT: Answerer = { owner: true, label: 'editor' };
 
 /** Decided requests are kept at least this long (and at least the timeout), for late answers. */
 const KEEP_DECIDED_MIN_MS = 3_600_000;
@@ -67,7 +56,7 @@ interface Waiting {
 
 /**
  * Asks people (docs/protocol.md, "Permission requests"): a request is stored, sent with the tool's
- * preview to every client that may answer (and the host's own prompt), re-sent to each such client
+ * preview to every client that may answer (the editor is one), re-sent to each such client
  * when it authenticates, and waits for the first answer, connected clients or not, until the timeout
  * denies it. Later answers are told who decided (`conflict`, or `already_decided` for the same
  * answer). Decided requests stay in the store at least as long as the timeout.
@@ -121,17 +110,12 @@ export class PermissionBroker {
     });
     this.waiting.set(requestId, entry);
     this.deps.activity?.waitStarted(question.conversationId);
-    const local = new AbortController();
     const stopTimer = expireAfter(timeoutMs, () => entry.settle({ decision: 'deny', reason: 'expired' }));
     const onAbort = () => entry.settle({ decision: 'deny', reason: 'cancelled' });
     question.signal.addEventListener('abort', onAbort, { once: true });
     if (question.signal.aborted || this.stopping) entry.settle({ decision: 'deny', reason: this.stopping ? 'restarted' : 'cancelled' });
     try {
       this.deps.events.broadcast({ event: 'permission.request', ...request }, canAnswer);
-      this.deps.localPrompt?.()?.({ requestId, question, preview, createdAt: request.created_at, expiresAt: request.expires_at }, local.signal).then(
-        (decision) => decision && this.answer(requestId, { decision }, HOST_PROMPT).catch(() => undefined),
-        (error) => this.deps.logger.warn('permission.prompt_failed', { error }),
-      );
       const result = await outcome;
       await settled;
       this.deps.events.broadcast(
@@ -151,13 +135,12 @@ export class PermissionBroker {
     } finally {
       stopTimer();
       question.signal.removeEventListener('abort', onAbort);
-      local.abort();
       this.deps.activity?.waitEnded(question.conversationId);
     }
   };
 
   /**
-   * A `permission_response` (or the host's own prompt): the first answer to a waiting request wins. A
+   * A `permission_response`: the first answer to a waiting request wins. A
    * later one that agrees is `already_decided`; one that disagrees, or comes after the request expired
    * or ended, is a `conflict` saying so. A request of a session user's turn is the owner's to answer,
    * and so is `allow_always` (it adds the rule `rule_added` names).

@@ -74,9 +74,10 @@ export class LocalBackend extends EventEmitter<BackendEvents> implements Backend
 
   constructor(readonly service: Service) {
     super();
-    // The editor itself (commands, modal prompts) as one client, the owner (it hosts the service and holds
-    // the access token): it answers prompts through Host.permissionPrompt.
-    this.session = service.openSession({ source: 'editor', principal: 'access', canAnswerPermissions: false, send: (event) => this.emit('event', event) });
+    // The editor itself (commands, the status bar's waiting count, its prompt notifications) as one client,
+    // the owner (it hosts the service and holds the access token); it hears and answers permission
+    // requests like any client, as an attached window's socket does.
+    this.session = service.openSession({ source: 'editor', principal: 'access', canAnswerPermissions: true, send: (event) => this.emit('event', event) });
     service.config.on('change', this.onChange);
   }
 

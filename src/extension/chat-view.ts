@@ -4,7 +4,7 @@ import type { HostAction, ViewEvent } from '../protocol';
 import type { Backend } from './backend';
 import { renderWebviewHtml } from '../web/webview-html';
 import type { HostingState } from './hosting';
-import { WebviewBridge } from './webview-bridge';
+import { WebviewBridge, type PermissionRequestEvent } from './webview-bridge';
 
 export const CHAT_VIEW_ID = 'remoteAssistant.chat';
 export const CHAT_CONTAINER_ID = 'remoteAssistant';
@@ -13,12 +13,17 @@ export const CHAT_CONTAINER_ID = 'remoteAssistant';
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
   private bridge: WebviewBridge | undefined;
   private view: vscode.WebviewView | undefined;
+  private readonly visibility = new vscode.EventEmitter<boolean>();
+  /** The view was shown or hidden (or went away: false). */
+  readonly onDidChangeVisibility = this.visibility.event;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
     private readonly current: () => { backend: Backend | undefined; state: HostingState },
     private readonly runAction: (action: HostAction, argument?: string) => void,
     private readonly secrets: () => string[],
+    /** A permission request of a chat this view runs (see WebviewBridge). */
+    private readonly onOwnRequest: (request: PermissionRequestEvent) => void = () => undefined,
   ) {}
 
   resolveWebviewView(view: vscode.WebviewView): void {
@@ -32,19 +37,23 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       cspSource: view.webview.cspSource,
       nonce: randomBytes(16).toString('base64'),
     });
-    const bridge = new WebviewBridge((message) => void view.webview.postMessage(message), this.runAction, this.secrets);
+    const bridge = new WebviewBridge((message) => void view.webview.postMessage(message), this.runAction, this.secrets, this.onOwnRequest);
     this.bridge = bridge;
     const { backend, state } = this.current();
     bridge.setBackend(backend, state);
     const subscription = view.webview.onDidReceiveMessage((message) => bridge.receive(message));
+    const shown = view.onDidChangeVisibility(() => this.visibility.fire(view.visible));
     view.onDidDispose(() => {
       subscription.dispose();
+      shown.dispose();
       bridge.dispose();
       if (this.bridge === bridge) {
         this.bridge = undefined;
         this.view = undefined;
+        this.visibility.fire(false);
       }
     });
+    this.visibility.fire(view.visible);
   }
 
   backendChanged(backend: Backend | undefined, state: HostingState): void {
@@ -65,6 +74,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   }
 
   dispose(): void {
+    this.visibility.dispose();
     this.bridge?.dispose();
   }
 }

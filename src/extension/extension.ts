@@ -10,10 +10,12 @@ import { LoopMonitor } from './diagnostics';
 import { createEditorToolSource } from './editor-tools';
 import { applyLanAccess, Hosting, type HostingState } from './hosting';
 import { createLanguageModelProvider } from './lm-provider';
-import { createPermissionPrompt, PROPOSED_SCHEME, ProposedContent } from './permission-prompt';
+import { PendingPermissions } from './pending-permissions';
+import { answerRequest, EditorPrompts, PROPOSED_SCHEME, ProposedContent, showRequestDiff } from './permission-prompt';
 import { offerPortBusyActions } from './port-busy';
 import { readSettings, SETTINGS_SECTION } from './settings';
 import { StatusBar } from './status-bar';
+import type { PermissionDecision } from '../protocol';
 
 /** What activate() returns: lets tests (and end-to-end checks) see inside. */
 export interface RemoteAssistantApi {
@@ -38,12 +40,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   await apiKeys.loadAll();
   const proposed = new ProposedContent();
   const lm = createLanguageModelProvider();
-  const prompt = createPermissionPrompt(proposed);
   // File tools work in the window's open folders (those on disk: the extension host runs beside them).
   const openFolders = () => (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+  // The editor hears and answers permission requests as a client (EditorPrompts), in one place.
   const host: Host = {
     languageModels: () => lm,
-    permissionPrompt: prompt,
     workspaceRoots: openFolders,
     apiKey: apiKeys.get,
   };
@@ -51,13 +52,24 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   const dataDir = context.globalStorageUri.fsPath;
   const hosting = new Hosting({ dataDir, port: () => readSettings().port, hostServices: host, log });
   // Read when the service opens (after this): the editor's tools work where the built-in file tools do.
-  host.toolSources = [createEditorToolSource(() => (hosting.service ? workspaceRootsOf(hosting.service.config.current, host) : openFolders()))];
+  const toolRoots = () => (hosting.service ? workspaceRootsOf(hosting.service.config.current, host) : openFolders());
+  host.toolSources = [createEditorToolSource(toolRoots)];
   active = { hosting };
 
   const statusBar = new StatusBar();
+  const pending = new PendingPermissions();
+  pending.on('change', () => statusBar.setPending(pending.count));
+  let chatVisible = false;
+  const prompts = new EditorPrompts(pending, () => chatVisible, (requestId, decision) => answerRequest(hosting.backend, requestId, decision));
+  const showDiff = async (requestId: string) => {
+    const request = pending.get(requestId);
+    if (!request) throw new Error('that permission request no longer waits');
+    await showRequestDiff(request, toolRoots(), proposed);
+  };
   const runAction = (action: HostAction, argument?: string) => {
     const commandOf: Partial<Record<HostAction, string>> = { setApiKey: COMMANDS.setApiKey, selectModel: COMMANDS.selectModel, selectProvider: COMMANDS.selectProvider };
     if (commandOf[action]) void vscode.commands.executeCommand(commandOf[action]!);
+    else if (action === 'showDiff' && argument) void showDiff(argument).catch((error: Error) => void vscode.window.showErrorMessage(`Remote Assistant: ${error.message}`));
     else if (action === 'openLink' && argument && /^https?:\/\//.test(argument)) void vscode.env.openExternal(vscode.Uri.parse(argument));
     else if (action === 'openFile' && argument) {
       const root = vscode.workspace.workspaceFolders?.[0]?.uri;
@@ -66,7 +78,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   };
   // Secrets the webview must never see: the service's whole list (the log's) and the keys in SecretStorage.
   const secrets = () => [...(hosting.service?.redactor.secrets() ?? []), ...apiKeys.values()];
-  const chatView = new ChatViewProvider(context.extensionUri, () => ({ backend: hosting.backend, state: hosting.state }), runAction, secrets);
+  const chatView = new ChatViewProvider(context.extensionUri, () => ({ backend: hosting.backend, state: hosting.state }), runAction, secrets, (request) => prompts.ownRequest(request));
+  chatView.onDidChangeVisibility((visible) => {
+    chatVisible = visible;
+    prompts.refresh();
+  });
+  /** Opens the chat and brings that request's card forward (the first waiting one when none is named). */
+  const showInChat = async (requestId?: string) => {
+    const request = requestId ? pending.get(requestId) : pending.list()[0];
+    await vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
+    if (!request) {
+      if (!requestId) void vscode.window.showInformationMessage('Remote Assistant: no permission request waits.');
+      return;
+    }
+    chatView.post({ event: 'editor.show_request', request_id: request.request_id, conversation_id: request.conversation_id });
+  };
 
   let activationMs: number | undefined;
   const loopMonitor = new LoopMonitor();
@@ -79,10 +105,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     newConversation: () => chatView.post({ event: 'editor.new_conversation' }),
     loopMonitor,
     activationMs: () => activationMs,
+    permissions: {
+      answer: (requestId, decision) => answerRequest(hosting.backend, requestId, decision as PermissionDecision),
+      showInChat,
+      showDiff,
+    },
   };
 
   context.subscriptions.push(
     statusBar,
+    { dispose: () => pending.dispose() },
+    prompts,
     apiKeys,
     chatView,
     loopMonitor,
@@ -96,6 +129,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       backend.on('config', (config) => statusBar.update(undefined, config));
     }
     statusBar.update(undefined, backend?.config);
+    prompts.reset();
+    pending.setBackend(backend);
     chatView.backendChanged(backend, hosting.state);
   });
   hosting.on('state', (state: HostingState) => {

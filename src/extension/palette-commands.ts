@@ -12,7 +12,9 @@ import { call, type Backend, type PublicConfig } from './backend';
 import { CHAT_VIEW_ID } from './chat-view';
 import { showConnectionInfo } from './connection-info';
 import type { Hosting } from './hosting';
+import { PROMPT_COMMANDS } from './permission-prompt';
 import { readSettings, SETTINGS_SECTION } from './settings';
+import { SHOW_PENDING_COMMAND } from './status-bar';
 
 export const COMMANDS = {
   openChat: 'remoteAssistant.openChat',
@@ -31,6 +33,8 @@ export const COMMANDS = {
   openConfig: 'remoteAssistant.openConfig',
   showLog: 'remoteAssistant.showLog',
   measureResponsiveness: 'remoteAssistant.measureResponsiveness',
+  editPermissionRules: 'remoteAssistant.editPermissionRules',
+  sendTestNotification: 'remoteAssistant.sendTestNotification',
 } as const;
 
 export interface CommandDeps {
@@ -44,6 +48,12 @@ export interface CommandDeps {
   loopMonitor: LoopMonitor;
   /** activate() -> service listening, once known. */
   activationMs: () => number | undefined;
+  /** Waiting permission requests: answer one, show it in the chat (the first when no id), show its diff. */
+  permissions: {
+    answer(requestId: string, decision: string): Promise<void>;
+    showInChat(requestId?: string): Promise<void>;
+    showDiff(requestId: string): Promise<void>;
+  };
 }
 
 const MODES: { label: PublicConfig['permission_mode']; description: string }[] = [
@@ -54,7 +64,7 @@ const MODES: { label: PublicConfig['permission_mode']; description: string }[] =
 /** The provider picker's items: every registered provider (src/protocol/providers.ts). */
 export const PROVIDER_ITEMS = PROVIDER_NAMES.map((name) => ({ label: name, description: PROVIDERS[name].label }));
 
-function backendOf(deps: CommandDeps): Backend {
+function backendOf(deps: Pick<CommandDeps, 'hosting'>): Backend {
   const backend = deps.hosting.backend;
   if (!backend) throw new Error('the service is not running (Remote Assistant: Start Service)');
   return backend;
@@ -190,16 +200,99 @@ export async function measureResponsiveness(deps: CommandDeps): Promise<void> {
   void vscode.window.showInformationMessage(`Remote Assistant responsiveness: ${text}`);
 }
 
+/** The data of an ok envelope, or the service's error as an Error (also for commands this service may not know yet). */
+async function ask(deps: Pick<CommandDeps, 'hosting'>, frame: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const answer = await backendOf(deps).request(frame);
+  if (answer.status !== 'ok') throw new Error(answer.error || 'the service refused the command');
+  return (answer.data ?? {}) as Record<string, unknown>;
+}
+
+export interface PermissionRules {
+  allow: string[];
+  deny: string[];
+}
+
+function rulesOf(config: Record<string, unknown>): PermissionRules {
+  const rules = config.permission_rules as Partial<PermissionRules> | undefined;
+  const strings = (list: unknown) => (Array.isArray(list) ? list.filter((r): r is string => typeof r === 'string') : []);
+  return { allow: strings(rules?.allow), deny: strings(rules?.deny) };
+}
+
+/** Rule syntax as the service checks it (`tool` or `tool:subject glob`); the service has the last word. */
+export function validateRule(value: string): string | undefined {
+  const rule = value.trim();
+  if (!rule) return 'Enter a rule, e.g. run_command:npm test or read_file';
+  if (rule.length > 2000) return 'A rule is at most 2000 characters';
+  if (!/^[A-Za-z0-9_*?.-]+(:|$)/.test(rule)) return 'Start with a tool name (a glob such as mcp_* works), then optionally :subject';
+  return undefined;
+}
+
+/**
+ * "Edit Permission Rules": every allow and deny rule (get_config `permission_rules`) in one list;
+ * picking one offers to remove it; the last rows add one. The whole object goes back through
+ * update_config (the owner's command: it replaces the rules all or nothing).
+ */
+export async function editPermissionRules(deps: Pick<CommandDeps, 'hosting'>): Promise<void> {
+  const rules = rulesOf(await ask(deps, { type: 'get_config' }));
+  type Row = vscode.QuickPickItem & { list?: keyof PermissionRules; rule?: string; add?: keyof PermissionRules };
+  const rows: Row[] = [
+    ...rules.deny.map((rule) => ({ label: rule, description: 'deny', list: 'deny' as const, rule })),
+    ...rules.allow.map((rule) => ({ label: rule, description: 'allow', list: 'allow' as const, rule })),
+    { label: '$(add) Add an allow rule…', add: 'allow' },
+    { label: '$(add) Add a deny rule…', add: 'deny' },
+  ];
+  const picked = await vscode.window.showQuickPick(rows, {
+    title: 'Remote Assistant: Permission Rules',
+    placeHolder: `${rules.deny.length} deny, ${rules.allow.length} allow (deny wins). Pick a rule to remove it, or add one.`,
+  });
+  if (!picked) return;
+  const next: PermissionRules = { allow: [...rules.allow], deny: [...rules.deny] };
+  if (picked.add) {
+    const list = picked.add;
+    const value = await vscode.window.showInputBox({
+      title: `Remote Assistant: new ${list} rule`,
+      prompt: 'tool or tool:subject, globs allowed (e.g. run_command:npm test, write_file:src/*, mcp_*); \\* matches a literal *',
+      validateInput: validateRule,
+    });
+    if (value === undefined) return;
+    if (next[list].includes(value.trim())) return;
+    next[list].push(value.trim());
+  } else if (picked.list && picked.rule !== undefined) {
+    const confirm = await vscode.window.showQuickPick([{ label: `Remove this ${picked.list} rule`, detail: picked.rule }, { label: 'Keep it' }], { title: 'Remote Assistant: Permission Rules' });
+    if (!confirm?.label.startsWith('Remove')) return;
+    next[picked.list] = next[picked.list].filter((r) => r !== picked.rule);
+  }
+  await ask(deps, { type: 'update_config', config: { permission_rules: next } });
+}
+
+/**
+ * "Send Test Notification": push_test to every subscribed phone; one line per device (by its name),
+ * or that no phone is subscribed yet (and how to subscribe).
+ */
+export async function sendTestNotification(deps: Pick<CommandDeps, 'hosting'>): Promise<void> {
+  const { devices } = (await ask(deps, { type: 'list_push_devices' })) as { devices?: { device_id: string; device_name: string }[] };
+  const { results } = (await ask(deps, { type: 'push_test' })) as { results?: { device_id: string; ok: boolean; status: number | null; error?: string }[] };
+  if (!results?.length) {
+    void vscode.window.showInformationMessage('Remote Assistant: no phone is subscribed to notifications. Open the page on your phone and turn notifications on.');
+    return;
+  }
+  const name = (id: string) => devices?.find((d) => d.device_id === id)?.device_name ?? id;
+  const lines = results.map((r) => (r.ok ? `${name(r.device_id)}: sent` : `${name(r.device_id)}: failed (${r.status ?? 'no answer'}${r.error ? `, ${r.error}` : ''})`));
+  const text = `Remote Assistant test notification: ${lines.join('; ')}`;
+  if (results.every((r) => r.ok)) void vscode.window.showInformationMessage(text);
+  else void vscode.window.showWarningMessage(text);
+}
+
 async function openFile(file: string): Promise<void> {
   await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(vscode.Uri.file(file)), { preview: false });
 }
 
 /** Registers every command; errors are shown, never thrown into the editor. */
 export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
-  const guarded = (id: string, run: () => Promise<unknown> | unknown) =>
-    vscode.commands.registerCommand(id, async () => {
+  const guarded = (id: string, run: (...args: any[]) => Promise<unknown> | unknown) =>
+    vscode.commands.registerCommand(id, async (...args: unknown[]) => {
       try {
-        await run();
+        await run(...args);
       } catch (error) {
         deps.log(`${id} failed: ${(error as Error).message}`);
         void vscode.window.showErrorMessage(`Remote Assistant: ${(error as Error).message}`);
@@ -225,6 +318,12 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     guarded(COMMANDS.openConfig, () => openFile(join(deps.dataDir, CONFIG_FILE_NAME))),
     guarded(COMMANDS.showLog, () => openFile(join(deps.dataDir, LOG_FILE_NAME))),
     guarded(COMMANDS.measureResponsiveness, () => measureResponsiveness(deps)),
+    guarded(COMMANDS.editPermissionRules, () => editPermissionRules(deps)),
+    guarded(COMMANDS.sendTestNotification, () => sendTestNotification(deps)),
+    guarded(SHOW_PENDING_COMMAND, () => deps.permissions.showInChat()),
+    guarded(PROMPT_COMMANDS.answer, (requestId: string, decision: string) => deps.permissions.answer(requestId, decision)),
+    guarded(PROMPT_COMMANDS.showInChat, (requestId: string) => deps.permissions.showInChat(requestId)),
+    guarded(PROMPT_COMMANDS.showDiff, (requestId: string) => deps.permissions.showDiff(requestId)),
   ];
 }
 

@@ -3,6 +3,14 @@ import type { PublicConfig } from './backend';
 import type { HostingState } from './hosting';
 
 export const STATUS_BAR_COMMAND = 'remoteAssistant.setPermissionMode';
+/** Opens the chat on the first waiting permission request (the waiting count's item). */
+export const SHOW_PENDING_COMMAND = 'remoteAssistant.showPendingPermission';
+
+/** `$(bell-dot) 2`: permission requests waiting for an answer, from any client. */
+export function pendingText(count: number): { text: string; tooltip: string } {
+  const what = count === 1 ? '1 permission request waits' : `${count} permission requests wait`;
+  return { text: `$(bell-dot) ${count}`, tooltip: `Remote Assistant: ${what} for an answer. Click to open it in the chat.` };
+}
 
 /** `$(radio-tower) 5000 · ask`: where the service is and the permission mode in force. */
 export function statusText(state: HostingState, config: PublicConfig | undefined): { text: string; tooltip: string } {
@@ -26,6 +34,8 @@ export function statusText(state: HostingState, config: PublicConfig | undefined
 
 export class StatusBar implements vscode.Disposable {
   readonly item: vscode.StatusBarItem;
+  /** Shown only while requests wait, beside the port/mode item. */
+  readonly pending: vscode.StatusBarItem;
   private state: HostingState = { state: 'starting' };
   private config: PublicConfig | undefined;
 
@@ -35,6 +45,19 @@ export class StatusBar implements vscode.Disposable {
     this.item.command = STATUS_BAR_COMMAND;
     this.render();
     this.item.show();
+    this.pending = vscode.window.createStatusBarItem('remoteAssistant.pending', vscode.StatusBarAlignment.Right, 101);
+    this.pending.name = 'Remote Assistant: waiting permission requests';
+    this.pending.command = SHOW_PENDING_COMMAND;
+    // Something waits on the user: it should catch the eye like a warning does.
+    this.pending.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
+  }
+
+  setPending(count: number): void {
+    if (count === 0) return this.pending.hide();
+    const { text, tooltip } = pendingText(count);
+    this.pending.text = text;
+    this.pending.tooltip = tooltip;
+    this.pending.show();
   }
 
   update(state?: HostingState, config?: PublicConfig): void {
@@ -51,5 +74,6 @@ export class StatusBar implements vscode.Disposable {
 
   dispose(): void {
     this.item.dispose();
+    this.pending.dispose();
   }
 }

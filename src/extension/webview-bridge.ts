@@ -5,6 +5,7 @@ import type { HostingState } from './hosting';
 
 export type UiState = Extract<HostToUi, { kind: 'state' }>;
 type ChatDelta = Extract<ServiceEvent, { event: 'chat.delta' }>;
+export type PermissionRequestEvent = Extract<ServiceEvent, { event: 'permission.request' }>;
 
 /**
  * Stream pieces that arrive within this window go to the webview as one chat.delta: every postMessage
@@ -43,11 +44,19 @@ export class WebviewBridge {
   private state: UiState = { kind: 'state', state: 'starting' };
   private pendingDelta: ChatDelta | undefined;
   private deltaTimer: NodeJS.Timeout | undefined;
+  /** This view's chats still running: their frame id -> conversation (known once the first event names it). */
+  private readonly running = new Map<string | number, string | undefined>();
 
   constructor(
     private readonly post: (message: HostToUi) => void,
     private readonly runAction: (action: HostAction, argument?: string) => void,
     private readonly secrets: () => string[],
+    /**
+     * A permission request of a chat this view is running: the editor's own question (the window
+     * may prompt for it when the view is hidden). It comes on this view's channel after the chat's
+     * tool.call, so the conversation is known by then.
+     */
+    private readonly onOwnRequest: (request: PermissionRequestEvent) => void = () => undefined,
   ) {}
 
   /** The backend changed (hosting started, attached elsewhere, stopped). */
@@ -57,9 +66,17 @@ export class WebviewBridge {
       this.channel.dispose();
       this.send({ kind: 'state', state: 'stopped', detail: 'reconnecting to the service' });
     }
+    this.running.clear();
     this.channel = backend?.openViewChannel({
-      onResponse: (envelope) => this.send({ kind: 'response', envelope }),
-      onEvent: (event) => (event.event === 'chat.delta' ? this.queueDelta(event) : this.send({ kind: 'event', event })),
+      onResponse: (envelope) => {
+        if (envelope.id !== undefined) this.running.delete(envelope.id);
+        this.send({ kind: 'response', envelope });
+      },
+      onEvent: (event) => {
+        this.follow(event);
+        if (event.event === 'chat.delta') this.queueDelta(event);
+        else this.send({ kind: 'event', event });
+      },
     });
     this.setState(state);
   }
@@ -98,10 +115,17 @@ export class WebviewBridge {
           this.send({ kind: 'response', envelope: { status: 'error', code: 'server_error', error: 'the assistant service is not running', ...(frame.id !== undefined ? { id: frame.id } : {}) } });
           return;
         }
+        if (frame.type === 'chat' && frame.id !== undefined) this.running.set(frame.id, frame.conversation_id);
         this.channel.send(frame);
         return;
       }
     }
+  }
+
+  /** Learns which conversations this view's chats run in, and tells of their permission requests. */
+  private follow(event: ServiceEvent): void {
+    if ('id' in event && event.id !== undefined && this.running.has(event.id) && 'conversation_id' in event) this.running.set(event.id, event.conversation_id);
+    if (event.event === 'permission.request' && [...this.running.values()].includes(event.conversation_id)) this.onOwnRequest(event);
   }
 
   /** Joins a chat.delta to the pending one of the same chat, or sends that one first. */

@@ -14,8 +14,18 @@ export interface EditorNewConversationEvent {
   event: 'editor.new_conversation';
 }
 
+/**
+ * The editor asks the view to show a waiting permission request (the status bar's count was
+ * clicked, or "Show in Chat" on a notification): open its conversation and bring its card forward.
+ */
+export interface EditorShowRequestEvent {
+  event: 'editor.show_request';
+  request_id: string;
+  conversation_id: string;
+}
+
 /** What the UI hears: a service event (typed by events.ts) or one of the editor's own. */
-export type ViewEvent = ServiceEvent | EditorNewConversationEvent;
+export type ViewEvent = ServiceEvent | EditorNewConversationEvent | EditorShowRequestEvent;
 
 /** UI -> extension. */
 export type UiToHost =
@@ -36,7 +46,12 @@ export type HostAction =
   /** Open a link (argument: the URL) through the editor. */
   | 'openLink'
   /** Open a workspace file (argument: the path). */
-  | 'openFile';
+  | 'openFile'
+  /**
+   * Open the editor's diff view of a waiting permission request's file change (argument: the
+   * request_id; the extension rebuilds the proposed text from the request's diff preview).
+   */
+  | 'showDiff';
 
 /** The service's state as the host sees it (the UI shows it and disables sending when not running). */
 export type HostState = 'starting' | 'running' | 'stopped' | 'error';

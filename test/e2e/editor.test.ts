@@ -35,6 +35,9 @@ function lastUserText(request: RecordedRequest): string {
 
 /** Whether the request ends with a tool result (the model's step after its tool call). */
 const hasToolResult = (request: RecordedRequest) => ((request.body as { messages?: { role: string }[] }).messages ?? []).at(-1)?.role === 'tool';
+/** One scripted model step of a write_file round: the tool call, or (with its result) the answer. */
+const toolThenText = (path: string, content: string, done: string) => (request: RecordedRequest) =>
+  hasToolResult(request) ? { text: done } : { tool_calls: [{ name: 'write_file', arguments: { path, content } }] };
 
 describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 600_000 }, () => {
   let scratch: string;
@@ -200,42 +203,81 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await waitFor(async () => (await w.statusText()).includes(`${servicePort} · ask`), 'the status bar to show ask again', 10_000, 50);
     }));
 
-  it('asks before a tool call: Show Diff opens the diff, Allow runs it, Deny refuses it', { timeout: STEP_TIMEOUT }, () =>
+  it('asks in one place: with the chat view visible its card is the prompt (no dialog, no notification); Show Diff opens the diff, Allow runs it, Deny refuses it', { timeout: STEP_TIMEOUT }, () =>
     step('ask', async () => {
       const w = wb!;
-      const toolThenText = (path: string, content: string, done: string) => (request: RecordedRequest) =>
-        hasToolResult(request) ? { text: done } : { tool_calls: [{ name: 'write_file', arguments: { path, content } }] };
       // Each request takes one scripted step: the tool call, then (with its result) the answer.
       const allowRound = toolThenText('hello.txt', 'hello from the assistant\n', 'I wrote hello.txt.');
       fake.script(allowRound, allowRound);
       await send('Please create hello.txt');
-      await w.dialog.waitFor({ state: 'visible' });
-      assert.match((await w.dialog.textContent()) ?? '', /write_file/);
-      assert.match((await w.dialog.textContent()) ?? '', /hello\.txt/);
-      // The same request, as a card in the chat view (any client may answer; the first answer wins).
-      await chat.locator('.permission-card', { hasText: 'write_file' }).waitFor();
-      await w.screenshot('ask-prompt');
+      const card = chat.locator('.permission-card', { hasText: 'write_file' });
+      await card.waitFor();
+      assert.match((await card.textContent()) ?? '', /hello\.txt/);
+      await w.statusPending.waitFor();
+      assert.match(await w.statusPending.textContent() ?? '', /1/);
+      await w.screenshot('ask-card');
 
-      await w.dialogButton('Show Diff').click();
+      await card.locator('button', { hasText: 'Show Diff' }).click();
       await w.page.locator('.tabs-container .tab', { hasText: 'proposed by write_file' }).waitFor();
-      await w.dialog.waitFor({ state: 'visible' });
+      // By now a second prompt would have shown: the card is the only one.
+      assert.equal(await w.dialog.count(), 0, 'no modal dialog while the chat view shows the card');
+      assert.equal(await w.notification(/asks to run/).count(), 0, 'no notification while the chat view shows the card');
       await w.screenshot('ask-show-diff');
-      await w.dialogButton('Allow').click();
+      await card.locator('button', { hasText: /^Allow$/ }).click();
       await chat.locator('.message.assistant:not(.streaming)', { hasText: 'I wrote hello.txt.' }).waitFor();
       assert.equal(await readFile(join(workspace, 'hello.txt'), 'utf8'), 'hello from the assistant\n');
       await chat.locator('.tool-card[data-tool="write_file"][data-status="ok"]').last().waitFor();
-      assert.equal(await chat.locator('.permission-card').count(), 0, 'the card closes once the editor answered');
+      assert.equal(await chat.locator('.permission-card').count(), 0, 'the card closes once answered');
+      await w.statusPending.waitFor({ state: 'hidden' });
       await w.screenshot('ask-allowed');
 
       const denyRound = toolThenText('denied.txt', 'nope\n', 'The tool was denied, so I did not write it.');
       fake.script(denyRound, denyRound);
       await send('Now create denied.txt');
-      await w.dialog.waitFor({ state: 'visible' });
-      await w.dialogButton('Deny').click();
+      await chat.locator('.permission-card', { hasText: 'denied.txt' }).locator('button', { hasText: 'Deny' }).click();
       await chat.locator('.message.assistant:not(.streaming)', { hasText: 'did not write it' }).waitFor();
       assert.equal(existsSync(join(workspace, 'denied.txt')), false);
       await chat.locator('.tool-card[data-tool="write_file"][data-status="denied"]').waitFor();
       await w.screenshot('ask-denied');
+    }));
+
+  it('with the chat view hidden, its waiting request is a notification that closes when a phone answers, and answers from its own Deny link', { timeout: STEP_TIMEOUT }, () =>
+    step('ask-hidden', async () => {
+      const w = wb!;
+      // 1. Asked while the view shows the card; the side bar closes: the notification takes over.
+      const phoneRound = toolThenText('phone.txt', 'from the phone\n', 'Written after the phone said yes.');
+      fake.script(phoneRound, phoneRound);
+      await send('Create phone.txt');
+      await chat.locator('.permission-card', { hasText: 'phone.txt' }).waitFor();
+      const request = await client!.next((f) => f.event === 'permission.request' && (f.arguments as { path?: string }).path === 'phone.txt', 30_000);
+      await w.runCommand('View: Close Primary Side Bar');
+      const toast = w.notification(/asks to run write_file/);
+      await toast.waitFor();
+      for (const link of ['Allow', 'Deny', 'Show in Chat', 'Show Diff']) assert.equal(await toast.locator('a', { hasText: new RegExp(`^${link}$`) }).count(), 1, link);
+      assert.equal(await w.dialog.count(), 0);
+      await w.screenshot('ask-hidden-notification');
+      // The phone (a LAN socket with the access token) answers: the editor's notification goes away.
+      const answered = await client!.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
+      assert.equal(answered.status, 'ok', JSON.stringify(answered));
+      await toast.waitFor({ state: 'hidden' });
+      await waitFor(() => existsSync(join(workspace, 'phone.txt')), 'phone.txt written', 20_000, 100);
+      await w.screenshot('ask-hidden-answered-elsewhere');
+
+      // 2. Its own Deny link answers (a command link with the request id).
+      await w.runCommand('Remote Assistant: Open Chat');
+      await chat.locator('.message.assistant:not(.streaming)', { hasText: 'Written after the phone said yes.' }).waitFor();
+      const denyRound = toolThenText('link.txt', 'no\n', 'Denied from the notification.');
+      fake.script(denyRound, denyRound);
+      await send('Create link.txt');
+      await chat.locator('.permission-card', { hasText: 'link.txt' }).waitFor();
+      await w.runCommand('View: Close Primary Side Bar');
+      const second = w.notification(/asks to run write_file/);
+      await second.locator('a', { hasText: /^Deny$/ }).click();
+      await second.waitFor({ state: 'hidden' });
+      await w.runCommand('Remote Assistant: Open Chat');
+      await chat.locator('.message.assistant:not(.streaming)', { hasText: 'Denied from the notification.' }).waitFor();
+      assert.equal(existsSync(join(workspace, 'link.txt')), false);
+      await w.screenshot('ask-hidden-denied-by-link');
     }));
 
   it('run_command runs in a visible "Remote Assistant" terminal and returns its output', { timeout: STEP_TIMEOUT }, () =>

@@ -120,6 +120,11 @@ export class Workbench {
     return this.page.locator(`.part.statusbar [id="${EXTENSION_ID}.remoteAssistant.status"]`);
   }
 
+  /** The waiting permission requests' count (shown only while some wait). */
+  get statusPending(): Locator {
+    return this.page.locator(`.part.statusbar [id="${EXTENSION_ID}.remoteAssistant.pending"]`);
+  }
+
   /** The status item's accessible label: its icon name, text and tooltip (says whether this window hosts). */
   async statusLabel(): Promise<string> {
     return (await this.statusItem.getAttribute('aria-label')) ?? '';

@@ -1,13 +1,13 @@
-// The editor's permission prompt (alone, and raced with a LAN client through the real service), the
-// vscode.lm provider and the editor tools, with the `vscode` double.
+// The editor's permission prompt's text and Show Diff over real tool previews (the prompt in a
+// running extension: extension-permissions.test.ts), the vscode.lm provider and the editor tools, with the `vscode` double.
 import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import type { PermissionQuestion } from '../../src/agent/permissions';
 import { ProviderError } from '../../src/agent/providers/types';
 import { createBuiltinToolSource } from '../../src/agent/tools/builtin/index';
-import { previewToolCall } from '../../src/agent/tools/preview';
+import { previewToolCall, wirePreview } from '../../src/agent/tools/preview';
+import type { PermissionPreview } from '../../src/protocol';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startService } from '../helpers/service';
 import { tempDir, waitFor } from '../helpers/temp';
@@ -33,41 +33,24 @@ after(async () => {
 });
 beforeEach(() => testing.reset());
 
-function question(tool: string, args: Record<string, unknown>, signal = new AbortController().signal): PermissionQuestion {
-  return { conversationId: 'c1', source: 'editor', tool, arguments: args, signal };
+/** The preview the real tool gives for this call in `ws`, as permission.request carries it. */
+async function realPreview(ws: string, tool: string, args: Record<string, unknown>) {
+  const tools = await createBuiltinToolSource({ workspaceRoots: () => [ws] }).tools();
+  return wirePreview(await previewToolCall(tools.find((t) => t.name === tool)!, args));
 }
 
-describe('permission prompt', () => {
-  test('Allow / Allow for this Conversation / Deny / dismissed', async () => {
-    const prompt = prompts.createPermissionPrompt(new prompts.ProposedContent());
-    const cases: [string | undefined, string][] = [['Allow', 'allow'], ['Allow for this Conversation', 'allow_session'], ['Deny', 'deny'], [undefined, 'deny']];
-    for (const [button, decision] of cases) {
-      testing.answers.warning.push(button as string);
-      const signal = new AbortController().signal;
-      assert.equal(await prompt({ requestId: 'r', question: question('run_command', { command: 'git status' }) }, signal), decision);
-    }
-    const shown = testing.messages[0]!;
-    assert.match(shown.message, /run_command/);
-    assert.match(shown.message, /asked from editor/, 'the prompt says where the request came from');
-    assert.deepEqual(shown.options && (shown.options as { modal: boolean }).modal, true);
-    assert.match((shown.options as { detail: string }).detail, /command: git status/);
-    assert.deepEqual(shown.items, ['Allow', 'Allow for this Conversation', 'Deny']);
-  });
+function request(tool: string, args: Record<string, unknown>, preview?: PermissionPreview) {
+  const times = { created_at: '2026-11-23T20:00:00.000Z', expires_at: '2026-11-23T20:30:00.000Z' };
+  return { request_id: 'r', conversation_id: 'c1', conversation_title: 'a chat', source: 'ws', tool, arguments: args, ...times, ...(preview ? { preview } : {}) };
+}
 
-  /** The preview the real tool gives for this call in `ws`, as the broker hands it to the prompt. */
-  async function realPreview(ws: string, tool: string, args: Record<string, unknown>) {
-    const tools = await createBuiltinToolSource({ workspaceRoots: () => [ws] }).tools();
-    return previewToolCall(tools.find((t) => t.name === tool)!, args);
-  }
-
-  test("Show Diff opens vscode.diff of the current file and the tool's own preview, then asks again", async () => {
+describe('permission prompt (the notification text and Show Diff)', () => {
+  test("Show Diff opens vscode.diff of the current file and the text the tool's own preview leaves (CRLF kept)", async () => {
     const ws = await tempDir('ra-prompt-');
     cleanups.push(ws.cleanup);
     await writeFile(join(ws.dir, 'a.txt'), 'old text\n');
     await writeFile(join(ws.dir, 'win.txt'), 'one\r\ntwo\r\n');
-    testing.workspaceFolders = [{ uri: Uri.file(ws.dir), name: 'ws', index: 0 }];
     const proposed = new prompts.ProposedContent();
-    const prompt = prompts.createPermissionPrompt(proposed);
     const cases: [Record<string, unknown>, string][] = [
       [{ path: 'a.txt', old_string: 'old', new_string: 'new' }, 'new text\n'],
       // The model writes \n; edit_file matches the file's \r\n and writes \r\n: the diff shows that, not a guess.
@@ -75,88 +58,44 @@ describe('permission prompt', () => {
     ];
     for (const [args, expected] of cases) {
       testing.reset();
-      testing.workspaceFolders = [{ uri: Uri.file(ws.dir), name: 'ws', index: 0 }];
-      testing.answers.warning.push('Show Diff', 'Allow');
-      const preview = await realPreview(ws.dir, 'edit_file', args);
-      const decision = await prompt({ requestId: 'r', question: question('edit_file', args), preview }, new AbortController().signal);
-      assert.equal(decision, 'allow');
-      assert.equal(testing.messages.length, 2, 'asked again after the diff');
-      assert.ok(testing.messages[0]!.items.includes('Show Diff'));
+      await prompts.showRequestDiff(request('edit_file', args, await realPreview(ws.dir, 'edit_file', args)), [ws.dir], proposed);
       const diff = testing.executed.find((e) => e.command === 'vscode.diff')!;
-      assert.ok(diff);
       const [left, right] = diff.args as [Uri, Uri];
       assert.equal(left.fsPath, join(ws.dir, String(args.path)));
       assert.equal(proposed.provideTextDocumentContent(right as never), expected);
     }
+    // A new file: empty on the left.
+    testing.reset();
+    const args = { path: 'fresh.txt', content: 'hello\n' };
+    await prompts.showRequestDiff(request('write_file', args, await realPreview(ws.dir, 'write_file', args)), [ws.dir], proposed);
+    const [left, right] = testing.executed.find((e) => e.command === 'vscode.diff')!.args as [Uri, Uri];
+    assert.equal(proposed.provideTextDocumentContent(left as never), '');
+    assert.equal(proposed.provideTextDocumentContent(right as never), 'hello\n');
   });
 
-  test('an edit the tool would refuse (old_string not unique) offers no diff and says why', async () => {
+  test('an edit the tool would refuse (old_string not unique) has no diff and says why', async () => {
     const ws = await tempDir('ra-prompt-');
     cleanups.push(ws.cleanup);
     await writeFile(join(ws.dir, 'dup.txt'), 'x\nx\n');
-    const prompt = prompts.createPermissionPrompt(new prompts.ProposedContent());
-    testing.answers.warning.push('Deny');
     const args = { path: 'dup.txt', old_string: 'x', new_string: 'y' };
-    const preview = await realPreview(ws.dir, 'edit_file', args);
-    assert.equal(await prompt({ requestId: 'r', question: question('edit_file', args), preview }, new AbortController().signal), 'deny');
-    assert.ok(!testing.messages[0]!.items.includes('Show Diff'));
-    assert.match(String((testing.messages[0]!.options as { detail: string }).detail), /would fail: old_string matches 2 places/);
+    const req = request('edit_file', args, await realPreview(ws.dir, 'edit_file', args));
+    assert.match(prompts.describeRequest(req), /would fail: old_string matches 2 places/);
+    await assert.rejects(prompts.showRequestDiff(req, [ws.dir], new prompts.ProposedContent()), /no diff/);
   });
 
-  test('a command prompt shows the line, the folder, the time limit and the warnings', async () => {
+  test('a command shows its line, folder and first warning; text from the request can never form a link', async () => {
     const ws = await tempDir('ra-prompt-');
     cleanups.push(ws.cleanup);
-    const prompt = prompts.createPermissionPrompt(new prompts.ProposedContent());
-    testing.answers.warning.push('Deny');
     const args = { command: 'rm -rf build' };
-    const preview = await realPreview(ws.dir, 'run_command', args);
-    await prompt({ requestId: 'r', question: question('run_command', args), preview }, new AbortController().signal);
-    const detail = String((testing.messages[0]!.options as { detail: string }).detail);
-    assert.match(detail, /^rm -rf build\n\nin \., for at most 60 s\n\nWarning: rm -rf/);
-  });
-
-  test('closes (resolves without an answer) when someone else answered first', async () => {
-    const prompt = prompts.createPermissionPrompt(new prompts.ProposedContent());
-    testing.answers.warning.push(() => new Promise(() => undefined)); // the user does not click
-    const controller = new AbortController();
-    const pending = prompt({ requestId: 'r', question: question('read_file', { path: 'x' }) }, controller.signal);
-    setTimeout(() => controller.abort(), 20);
-    assert.equal(await pending, undefined);
-  });
-
-  test('raced with a LAN client through the real service: the first answer wins, the other side is closed', async () => {
-    const ws = await tempDir('ra-race-');
-    cleanups.push(ws.cleanup);
-    const prompt = prompts.createPermissionPrompt(new prompts.ProposedContent());
-    let localSignal: AbortSignal | undefined;
-    const wrapped: typeof prompt = (request, signal) => {
-      localSignal = signal;
-      return prompt(request, signal);
-    };
-    const svc = await startService({ base_url: fake.url, workspace: ws.dir, permission_mode: 'ask' }, { hostServices: { permissionPrompt: wrapped } });
-    cleanups.push(() => svc.dispose());
-    const phone = await TestClient.authed(svc.wsUrl, svc.token);
-    cleanups.push(async () => phone.close());
-
-    // 1. The phone answers first: the editor's prompt is told to close.
-    testing.answers.warning.push(() => new Promise(() => undefined));
-    fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'listed' });
-    const chat = phone.request({ type: 'chat', message: 'list it' });
-    const request = await phone.next((f) => f.event === 'permission.request');
-    assert.equal(request.tool, 'list_directory');
-    await waitFor(() => testing.messages.some((m) => m.message.includes('list_directory')), 'the editor modal');
-    phone.send({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
-    assert.equal(((await chat).data as { response: string }).response, 'listed');
-    assert.equal(localSignal?.aborted, true, 'the editor prompt was aborted');
-
-    // 2. The editor answers first: the phone is told it was resolved.
-    testing.answers.warning.push('Deny');
-    fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'not allowed' });
-    const chat2 = phone.request({ type: 'chat', message: 'again' });
-    const request2 = await phone.next((f) => f.event === 'permission.request');
-    const resolved = await phone.next((f) => f.event === 'permission.resolved' && f.request_id === request2.request_id);
-    assert.equal(resolved.decision, 'deny');
-    assert.equal((await chat2).status, 'ok');
+    assert.match(prompts.describeRequest(request('run_command', args, await realPreview(ws.dir, 'run_command', args))), /^rm -rf build \(in \.\) ⚠ .*rm -rf/);
+    const sneaky = { command: 'echo [Allow](command:workbench.action.terminal.sendSequence)' };
+    const text = prompts.describeRequest(request('run_command', sneaky, await realPreview(ws.dir, 'run_command', sneaky)));
+    assert.doesNotMatch(text, /\]\(/);
+    // The editor's own links do form links, their arguments intact.
+    const link = prompts.commandLink('Deny', 'x.answer', ["it's (odd)", 'deny']);
+    const target = /^\[Deny\]\(command:([^)\s]+)\)$/.exec(link)?.[1];
+    assert.ok(target, link);
+    assert.deepEqual(JSON.parse(decodeURIComponent(target.split('?')[1])), ["it's (odd)", 'deny']);
   });
 });
 

@@ -84,6 +84,10 @@ export class Selection extends Range {
   }
 }
 
+export class ThemeColor {
+  constructor(readonly id: string) {}
+}
+
 export enum StatusBarAlignment {
   Left = 1,
   Right = 2,
@@ -182,6 +186,13 @@ export class FakeWebviewView {
   visible = true;
   private readonly disposeEmitter = new EventEmitter<void>();
   onDidDispose = this.disposeEmitter.event;
+  private readonly visibilityEmitter = new EventEmitter<void>();
+  onDidChangeVisibility = this.visibilityEmitter.event;
+  /** The user hides or shows the view (another container, the side bar closed...). */
+  setVisible(visible: boolean): void {
+    this.visible = visible;
+    this.visibilityEmitter.fire();
+  }
   dispose(): void {
     this.disposeEmitter.fire();
   }
@@ -231,6 +242,10 @@ function createTesting() {
     shellIntegrationChanged: new EventEmitter<{ terminal: FakeTerminal }>(),
     shellExecutionEnded: new EventEmitter<{ terminal: FakeTerminal; execution: unknown; exitCode: number | undefined }>(),
     terminalClosed: new EventEmitter<FakeTerminal>(),
+    /** Every window.withProgress: its options, the messages reported, whether its task settled (the notification closed). */
+    progress: [] as { options: { location?: unknown; title?: string; cancellable?: boolean }; messages: string[]; done: boolean; cancel(): void }[],
+    /** Text document content providers by scheme. */
+    contentProviders: new Map<string, { provideTextDocumentContent(uri: Uri): string | Promise<string> }>(),
     /** Resolves a view with this id the way VS Code does when the user opens it. */
     async openView(id: string): Promise<FakeWebviewView> {
       const provider = this.viewProviders.get(id);
@@ -386,7 +401,17 @@ export const window = {
     window.activeTextEditor = editor;
     return editor;
   },
-  withProgress: async (_options: unknown, task: (progress: unknown, token: unknown) => Promise<unknown>) => task({ report: () => undefined }, new CancellationTokenSource().token),
+  withProgress: async (options: { location?: unknown; title?: string; cancellable?: boolean }, task: (progress: unknown, token: unknown) => Promise<unknown>) => {
+    const source = new CancellationTokenSource();
+    // cancel(): the user presses the notification's Cancel (or closes it).
+    const entry = { options, messages: [] as string[], done: false, cancel: () => source.cancel() };
+    testing.progress.push(entry);
+    try {
+      return await task({ report: (value: { message?: string }) => value.message !== undefined && entry.messages.push(value.message) }, source.token);
+    } finally {
+      entry.done = true;
+    }
+  },
   createTerminal: (options: { name: string; cwd: string }) => {
     const terminal = new FakeTerminal(options.name, options.cwd);
     testing.terminals.push(terminal);
@@ -417,7 +442,10 @@ export const workspace = {
     update: async (key: string, value: unknown) => testing.setSetting(`${section}.${key}`, value),
   }),
   onDidChangeConfiguration: (listener: Listener<{ affectsConfiguration(section: string): boolean }>) => testing.configChanged.event(listener),
-  registerTextDocumentContentProvider: () => new Disposable(),
+  registerTextDocumentContentProvider: (scheme: string, provider: { provideTextDocumentContent(uri: Uri): string }) => {
+    testing.contentProviders.set(scheme, provider);
+    return new Disposable(() => testing.contentProviders.delete(scheme));
+  },
   openTextDocument: async (uri: Uri) => {
     const text = await readFile(uri.fsPath, 'utf8');
     const lines = text.split('\n');

@@ -64,6 +64,7 @@ export class ChatApp {
     this.permissions = new PermissionCards(
       (requestId, decision) => this.answerPermission(requestId, decision),
       (conversationId) => (conversationId === this.current ? undefined : this.list.title(conversationId)),
+      this.connection.action ? (requestId) => this.connection.action?.('showDiff', requestId) : undefined,
     );
     this.composer = new Composer(
       (text) => void this.send(text),
@@ -148,6 +149,9 @@ export class ChatApp {
         return;
       case 'editor.new_conversation':
         return this.newChat();
+      case 'editor.show_request':
+        if (event.conversation_id !== this.current) this.select(event.conversation_id);
+        return this.permissions.bringForward(event.request_id);
     }
   }
 

@@ -13,10 +13,14 @@ export type PermissionRequest = Extract<ServiceEvent, { event: 'permission.reque
 export class PermissionCards {
   readonly element: HTMLElement;
   private readonly cards = new Map<string, HTMLElement>();
+  /** A request the editor asked to bring forward before its card arrived. */
+  private wanted: string | undefined;
 
   constructor(
     private readonly answer: (requestId: string, decision: Decision) => Promise<string | undefined>,
     private readonly describeConversation: (conversationId: string) => string | undefined,
+    /** Opens the editor's diff view of a file change (in the editor only: absent on the phone). */
+    private readonly showDiff?: (requestId: string) => void,
   ) {
     this.element = h('div', { class: 'permission-cards', 'aria-live': 'assertive' });
   }
@@ -42,6 +46,8 @@ export class PermissionCards {
       return b;
     };
     const where = this.describeConversation(request.conversation_id);
+    const diffButton = request.preview?.kind === 'diff' && this.showDiff ? h('button', { type: 'button', class: 'button secondary', 'data-action': 'show-diff' }, 'Show Diff') : null;
+    diffButton?.addEventListener('click', () => this.showDiff?.(request.request_id));
     const card = h(
       'section',
       { class: 'permission-card', role: 'alertdialog', 'aria-label': `Allow ${request.tool}?`, 'data-request-id': request.request_id },
@@ -55,12 +61,23 @@ export class PermissionCards {
         button('Allow', 'allow', 'primary'),
         button('Allow for this conversation', 'allow_session', 'secondary'),
         button('Deny', 'deny', 'danger'),
+        diffButton,
       ),
       error,
     );
     this.cards.set(request.request_id, card);
     this.element.appendChild(card);
     buttons[0].focus({ preventScroll: true });
+    if (this.wanted === request.request_id) this.bringForward(request.request_id);
+  }
+
+  /** Scrolls to a request's card and focuses its first button (now, or when the card arrives). */
+  bringForward(requestId: string): void {
+    const card = this.cards.get(requestId);
+    this.wanted = card ? undefined : requestId;
+    if (!card) return;
+    card.scrollIntoView({ block: 'nearest' });
+    card.querySelector('button')?.focus();
   }
 
   resolve(requestId: string): void {

@@ -7,6 +7,7 @@ import { h } from './chat/dom';
 import { loadClientKeyPair } from './client-key';
 import { forgetPairing, loadPairing, markPaired, savePairing, type Pairing } from './pairing';
 import { RelayWire } from './relay-wire';
+import { registerPushWorker } from './push/worker-registration';
 import { WebSocketConnection } from './websocket-connection';
 
 const CONVERSATION_KEY = 'remote-assistant.conversation';
@@ -86,6 +87,7 @@ function hostOf(url: string): string {
   }
 }
 
+void registerPushWorker();
 const pairing = loadPairing();
 if (pairing) start(pairing);
 else showPairingForm();

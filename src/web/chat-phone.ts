@@ -7,6 +7,7 @@ import { h } from './chat/dom';
 import { loadClientKeyPair } from './client-key';
 import { forgetPairing, loadPairing, markPaired, savePairing, type Pairing } from './pairing';
 import { RelayWire } from './relay-wire';
+import { DeepLinks, readDeepLink } from './push/deep-link';
 import { registerPushWorker } from './push/worker-registration';
 import { WebSocketConnection } from './websocket-connection';
 
@@ -40,7 +41,7 @@ function start(pairing: Pairing): void {
     localStorage.removeItem(CONVERSATION_KEY);
     showPairingForm();
   });
-  new ChatApp({
+  const app = new ChatApp({
     connection,
     root,
     drawerFooter: h('div', { class: 'drawer-footer' }, h('div', { class: 'paired-with' }, relay ? `Via relay: ${hostOf(pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(pairing.url)}`), forget),
@@ -49,6 +50,9 @@ function start(pairing: Pairing): void {
       save: (id) => (id ? localStorage.setItem(CONVERSATION_KEY, id) : localStorage.removeItem(CONVERSATION_KEY)),
     },
   });
+  const links = new DeepLinks(connection, app, root);
+  const link = readDeepLink(location.href);
+  if (link) links.follow(link);
 }
 
 /** Manual pairing, for when the QR code's link cannot be opened directly. */

@@ -14,6 +14,7 @@ import { launchChromium } from '../helpers/browser';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startService, type RunningService } from '../helpers/service';
 import { tempDir } from '../helpers/temp';
+import { TestClient } from '../helpers/ws-client';
 
 const WAIT = 10_000;
 
@@ -168,4 +169,58 @@ test('a content-blind device shows only the generic text, with no Allow / Deny, 
   await push(worker, { v: 1, kind: 'resolved', tag: 'prompt:c-9' });
   await tap(worker, 'run:c-9');
   await page.close();
+});
+
+test('Allow tapped on a prompt while no page is open: the worker opens the page, which answers through the service once authenticated, and the tool runs', async () => {
+  const page = await openPage();
+  const worker = await installedWorker(page);
+  // A chat from a script on the LAN asks to run a tool; the phone is told by push.
+  fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'Listed.', chunks: 1 });
+  const script = await TestClient.authed(svc.wsUrl, svc.token);
+  const asked = script.next((f) => f.event === 'permission.request');
+  const chat = script.request({ type: 'chat', message: 'list the workspace' });
+  const request = (await asked) as { request_id: string; conversation_id: string };
+  await push(worker, { ...prompt(request.conversation_id, request.request_id, 'list_directory'), title: 'Approve list_directory?' });
+  await page.close();
+
+  // Chromium lets only a real tap open a window (a synthetic event is refused): the test stands in for
+  // the browser there, opening the URL the worker asked for.
+  await worker.evaluate(() => {
+    const scope = self as unknown as { clients: { openWindow: (url: string) => Promise<null> }; opened?: string };
+    scope.clients.openWindow = async (url) => void (scope.opened = url) ?? null;
+  });
+  await tap(worker, `prompt:${request.conversation_id}`, 'allow');
+  const target = await worker.evaluate(() => (self as unknown as { opened?: string }).opened);
+  assert.equal(target, `${svc.httpUrl}/?conversation=${request.conversation_id}&request=${request.request_id}&answer=allow`);
+  const answering = await context.newPage();
+  await answering.goto(target);
+  const reply = await chat;
+  assert.equal(reply.status, 'ok');
+  assert.equal((reply.data as { response: string }).response, 'Listed.');
+  // The provider saw the tool's result: the tool ran, it was not denied.
+  const toolMessage = fake.requests.at(-1)?.body as { messages: { role: string; content: string }[] };
+  const result = toolMessage.messages.find((m) => m.role === 'tool');
+  assert.ok(result && !/denied/i.test(result.content), `the tool ran: ${result?.content}`);
+  // The page shows that conversation, and the answer is gone from the address bar (a reload answers nothing).
+  await answering.waitForFunction(() => !location.search);
+  await answering.locator('.message.user', { hasText: 'list the workspace' }).waitFor();
+  assert.deepEqual(await worker.evaluate(async () => (await (self as unknown as { registration: ServiceWorkerRegistration }).registration.getNotifications()).length), 0);
+  script.close();
+  await answering.close();
+});
+
+test('a tap while the page is open: the worker hands it the target, and the page shows that conversation', async () => {
+  const script = await TestClient.authed(svc.wsUrl, svc.token);
+  const answer = await script.request({ type: 'chat', message: 'a conversation to open from a notification' });
+  const conversation = (answer.data as { conversation_id: string }).conversation_id;
+  const page = await openPage();
+  const worker = await installedWorker(page);
+  await push(worker, { v: 1, kind: 'finished', tag: `run:${conversation}`, conversation_id: conversation, title: 'Run finished', body: 'echo', url: `./?conversation=${conversation}` });
+  await tap(worker, `run:${conversation}`);
+  await page.locator('.message.user', { hasText: 'a conversation to open from a notification' }).waitFor();
+  assert.match(await page.locator('.title').innerText(), /a conversation to open from a notification/);
+  assert.equal(context.pages().length, 1, 'no second page opened');
+  script.close();
+  await page.close();
+  assert.deepEqual(pageErrors, []);
 });

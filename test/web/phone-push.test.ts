@@ -187,7 +187,10 @@ test('Allow tapped on a prompt while no page is open: the worker opens the page,
   // the browser there, opening the URL the worker asked for.
   await worker.evaluate(() => {
     const scope = self as unknown as { clients: { openWindow: (url: string) => Promise<null> }; opened?: string };
-    scope.clients.openWindow = async (url) => void (scope.opened = url) ?? null;
+    scope.clients.openWindow = async (url) => {
+      scope.opened = url;
+      return null;
+    };
   });
   await tap(worker, `prompt:${request.conversation_id}`, 'allow');
   const target = await worker.evaluate(() => (self as unknown as { opened?: string }).opened);

@@ -3,17 +3,20 @@
  * serving the page (and its service worker) on 127.0.0.1 with the fake OpenAI provider behind it, and
  * Debian's chromium at a phone's size. No push service is reachable here, so a push reaches the
  * installed worker as a synthetic PushEvent, and a tap as a synthetic NotificationEvent
- * (/work/shared/notes/web-push.md's recipe).
+ * (/work/shared/notes/web-push.md's recipe). The page's push commands go through
+ * test/helpers/push-stand-in.ts, which answers them only while the service does not know them.
  */
 import assert from 'node:assert/strict';
+import { createECDH, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { after, before, test } from 'node:test';
-import type { Browser, BrowserContext, Page, Worker } from 'playwright-core';
-import { launchChromium } from '../helpers/browser';
+import { chromium, type Browser, type BrowserContext, type Page, type Worker } from 'playwright-core';
+import { CHROMIUM_ARGS, CHROMIUM_PATH, launchChromium } from '../helpers/browser';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startService, type RunningService } from '../helpers/service';
 import { tempDir } from '../helpers/temp';
+import { startPushStandIn, type PushStandIn } from '../helpers/push-stand-in';
 import { TestClient } from '../helpers/ws-client';
 
 const WAIT = 10_000;
@@ -23,6 +26,8 @@ let svc: RunningService;
 let browser: Browser;
 let context: BrowserContext;
 let workspace: { dir: string; cleanup: () => Promise<void> };
+/** The push commands' stand-in in front of the service (test/helpers/push-stand-in.ts). */
+let pushCommands: PushStandIn;
 const pageErrors: string[] = [];
 
 interface Shown {
@@ -38,6 +43,7 @@ before(async () => {
   workspace = await tempDir('ra-push-workspace-');
   fake = await startFakeOpenAI();
   svc = await startService({ base_url: fake.url, model: 'fake-model', workspace: workspace.dir, permission_mode: 'ask' });
+  pushCommands = await startPushStandIn(svc.wsUrl);
   browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, reducedMotion: 'reduce' });
   await context.grantPermissions(['notifications'], { origin: svc.httpUrl });
@@ -49,6 +55,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
+  await pushCommands?.close();
   await svc?.dispose();
   await fake?.close();
   await workspace?.cleanup();
@@ -225,5 +232,201 @@ test('a tap while the page is open: the worker hands it the target, and the page
   assert.equal(context.pages().length, 1, 'no second page opened');
   script.close();
   await page.close();
+  assert.deepEqual(pageErrors, []);
+});
+
+// ---- the Notifications section and client_state (through the push commands) ----------------------
+
+const ANDROID_CHROME = 'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Mobile Safari/537.36';
+const IPHONE_SAFARI = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1';
+
+/** A phone's browser context (its own storage), notifications granted unless told otherwise. */
+async function phoneContext(options: { userAgent?: string; grant?: boolean; browser?: Browser } = {}): Promise<BrowserContext> {
+  const phone = await (options.browser ?? browser).newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, userAgent: options.userAgent ?? ANDROID_CHROME });
+  if (options.grant !== false) await phone.grantPermissions(['notifications'], { origin: svc.httpUrl });
+  phone.on('page', (page) => {
+    page.setDefaultTimeout(WAIT);
+    page.on('pageerror', (error) => pageErrors.push(String(error)));
+  });
+  return phone;
+}
+
+/** The page paired with the stand-in's address, at `origin` (the service's own by default). */
+async function openPhonePage(phone: BrowserContext, origin = svc.httpUrl, prepare?: (page: Page) => Promise<unknown>): Promise<Page> {
+  const page = await phone.newPage();
+  await prepare?.(page);
+  await page.goto(`${origin}/#url=${encodeURIComponent(pushCommands.wsUrl)}&token=${encodeURIComponent(svc.token)}`);
+  await page.locator('.connection[data-state="open"]').waitFor();
+  return page;
+}
+
+async function openNotifications(page: Page): Promise<void> {
+  await page.locator('.drawer-toggle').click();
+  await page.locator('.open-notifications').click();
+  await page.locator('.push-dialog').waitFor({ state: 'visible' });
+}
+
+async function listDevices(): Promise<{ device_id: string; device_name: string; endpoint_origin: string; events: Record<string, boolean>; content_blind: boolean }[]> {
+  const client = await TestClient.authed(pushCommands.wsUrl, svc.token);
+  const answer = await client.request({ type: 'list_push_devices' });
+  client.close();
+  assert.equal(answer.status, 'ok', JSON.stringify(answer));
+  return (answer.data as { devices: [] }).devices;
+}
+
+async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string): Promise<T> {
+  const deadline = Date.now() + WAIT;
+  for (;;) {
+    const value = await read();
+    if (ok(value)) return value;
+    if (Date.now() > deadline) assert.fail(`${what}: still ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+test('turning notifications on subscribes with the service\'s VAPID key and registers the subscription; choices and the name reach the service; turning off removes it', async () => {
+  // No vendor push service here: only the browser's subscribe is replaced, by one returning a subscription
+  // with keys made as a browser makes them (docs: /work/shared/notes/web-push.md).
+  const ecdh = createECDH('prime256v1');
+  ecdh.generateKeys();
+  const browserSubscription = { endpoint: 'https://push.example.test/send/device-1', p256dh: ecdh.getPublicKey().toString('base64url'), auth: randomBytes(16).toString('base64url') };
+  const phone = await phoneContext();
+  // A string: the test's compiler would wrap a function's inner arrows in a helper the page does not have.
+  const stub = `(() => {
+    const sub = ${JSON.stringify(browserSubscription)};
+    const state = { subscribed: false };
+    window.__push = state;
+    const made = {
+      endpoint: sub.endpoint,
+      options: { applicationServerKey: null, userVisibleOnly: true },
+      toJSON() { return { endpoint: sub.endpoint, expirationTime: null, keys: { p256dh: sub.p256dh, auth: sub.auth } }; },
+      async unsubscribe() { state.subscribed = false; return true; },
+    };
+    PushManager.prototype.subscribe = async function (options) {
+      const key = new Uint8Array(options.applicationServerKey);
+      state.key = btoa(String.fromCharCode(...key)).replace(/[+]/g, '-').replace(/[/]/g, '_').replace(/=+$/, '');
+      made.options.applicationServerKey = key.buffer;
+      state.subscribed = options.userVisibleOnly === true;
+      return made;
+    };
+    PushManager.prototype.getSubscription = async function () { return state.subscribed ? made : null; };
+  })();`;
+  const page = await openPhonePage(phone, svc.httpUrl, (p) => p.addInitScript({ content: stub }));
+  await openNotifications(page);
+  assert.match(await page.locator('.push-status').innerText(), /Off on this device/);
+  assert.equal(await page.locator('.push-device-name').inputValue(), 'Android Chrome', 'named after the browser by default');
+  await page.locator('.push-device-name').fill('Pixel of the test');
+  await page.locator('.push-device-name').dispatchEvent('change');
+  await page.locator('.push-enable').click();
+  await page.locator('.push-disable').waitFor({ state: 'visible' });
+  assert.match(await page.locator('.push-status').innerText(), /On for this device/);
+
+  const info = await TestClient.authed(pushCommands.wsUrl, svc.token);
+  const vapid = ((await info.request({ type: 'push_info' })).data as { vapid_public_key: string }).vapid_public_key;
+  info.close();
+  const seen = await page.evaluate(() => (window as unknown as { __push: { key?: string; subscribed: boolean } }).__push);
+  assert.deepEqual(seen, { key: vapid, subscribed: true }, 'subscribed with the service\'s VAPID key, userVisibleOnly');
+  const deviceId = await page.evaluate(() => localStorage.getItem('remote-assistant.device-id'));
+  assert.match(deviceId ?? '', /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  const [device, ...others] = await listDevices();
+  assert.deepEqual(others, []);
+  assert.equal(device.device_id, deviceId);
+  assert.equal(device.device_name, 'Pixel of the test');
+  assert.equal(device.endpoint_origin, 'https://push.example.test');
+  assert.deepEqual(device.events, { prompt: true, finished: true, failed: true, webhook: true });
+  assert.equal(device.content_blind, false);
+  const subscribe = pushCommands.exchanges.find((e) => e.command.type === 'push_subscribe');
+  assert.deepEqual(subscribe?.command.subscription, { endpoint: browserSubscription.endpoint, keys: { p256dh: browserSubscription.p256dh, auth: browserSubscription.auth } }, 'the browser\'s subscription as it gave it');
+
+  await page.locator('input[data-kind="finished"]').uncheck();
+  await page.locator('.push-blind').check();
+  await page.locator('.push-device-name').fill('Renamed phone');
+  await page.locator('.push-device-name').dispatchEvent('change');
+  await until(listDevices, (d) => d[0]?.events.finished === false && d[0].content_blind && d[0].device_name === 'Renamed phone', 'push_settings reached the service');
+  assert.deepEqual((await listDevices())[0].events, { prompt: true, finished: false, failed: true, webhook: true });
+
+  // Closed and opened again: the section shows what the service holds.
+  await page.locator('.push-close').click();
+  await page.reload();
+  await page.locator('.connection[data-state="open"]').waitFor();
+  await openNotifications(page);
+  await page.locator('.push-disable').waitFor({ state: 'visible' });
+  assert.equal(await page.locator('input[data-kind="finished"]').isChecked(), false);
+  assert.equal(await page.locator('.push-blind').isChecked(), true);
+
+  await page.locator('.push-disable').click();
+  await page.locator('.push-enable').waitFor({ state: 'visible' });
+  assert.deepEqual(await listDevices(), []);
+  assert.equal(await page.evaluate(() => (window as unknown as { __push: { subscribed: boolean } }).__push.subscribed), false, 'the browser\'s subscription is gone too');
+  await phone.close();
+});
+
+test('the section says plainly when notifications cannot work: http on a LAN address, no Push API, iPhone not installed, permission refused', async () => {
+  const expectations: [string, RegExp][] = [];
+  // An http page on a LAN name (not localhost): not a secure context, so no service worker. The name
+  // resolves to 127.0.0.1 in a browser of its own (Chromium's host resolver rules).
+  const lanBrowser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: [...CHROMIUM_ARGS, '--host-resolver-rules=MAP assistant.lan.test 127.0.0.1'] });
+  try {
+    const lan = await phoneContext({ browser: lanBrowser });
+    const lanPage = await openPhonePage(lan, svc.httpUrl.replace('127.0.0.1', 'assistant.lan.test'));
+    assert.equal(await lanPage.evaluate(() => window.isSecureContext), false);
+    await openNotifications(lanPage);
+    expectations.push([await lanPage.locator('.push-status').innerText(), /use the relay link \(https\) for notifications/]);
+    assert.ok(await lanPage.locator('.push-enable').isDisabled());
+  } finally {
+    await lanBrowser.close();
+  }
+
+  const noPush = await phoneContext();
+  const noPushPage = await openPhonePage(noPush, svc.httpUrl, (page) => page.addInitScript({ content: 'delete window.PushManager;' }));
+  await openNotifications(noPushPage);
+  expectations.push([await noPushPage.locator('.push-status').innerText(), /cannot receive notifications/]);
+  assert.ok(await noPushPage.locator('.push-enable').isDisabled());
+  await noPush.close();
+
+  const iphone = await phoneContext({ userAgent: IPHONE_SAFARI });
+  const iphonePage = await openPhonePage(iphone);
+  await openNotifications(iphonePage);
+  expectations.push([await iphonePage.locator('.push-status').innerText(), /add this page to your Home Screen first/]);
+  await iphone.close();
+
+  // The user refuses the browser's permission prompt (headless Chromium refuses what was not granted).
+  const refused = await phoneContext({ grant: false });
+  const refusedPage = await openPhonePage(refused);
+  await openNotifications(refusedPage);
+  await refusedPage.locator('.push-enable').click();
+  await refusedPage.locator('.push-status', { hasText: 'blocked' }).waitFor();
+  expectations.push([await refusedPage.locator('.push-status').innerText(), /Notifications are blocked for this page/]);
+  assert.ok(await refusedPage.locator('.push-enable').isVisible(), 'still off');
+  await refused.close();
+  for (const [shown, expected] of expectations) assert.match(shown, expected);
+});
+
+test('visibility: the page tells the service it is on screen after authenticating and on every change (client_state)', async () => {
+  const phone = await phoneContext();
+  const mark = pushCommands.exchanges.length;
+  const page = await openPhonePage(phone);
+  const deviceId = await page.evaluate(() => localStorage.getItem('remote-assistant.device-id'));
+  const states = () => pushCommands.exchanges.slice(mark).filter((e) => e.command.type === 'client_state');
+  const reported = async (count: number) => until(async () => states(), (s) => s.length >= count, `${count} client_state`);
+  await reported(1);
+  // The browser's signal, as a phone gives it when the page goes to the background and comes back.
+  // (A string: the test's compiler would wrap a function's inner arrows in a helper the page does not have.)
+  const setVisible = (visible: boolean) =>
+    page.evaluate(`Object.defineProperty(document, 'visibilityState', { configurable: true, get() { return '${visible ? 'visible' : 'hidden'}'; } }); document.dispatchEvent(new Event('visibilitychange'));`);
+  await setVisible(false);
+  await reported(2);
+  await setVisible(true);
+  const all = await reported(3);
+  assert.deepEqual(
+    all.map((e) => [e.command.device_id, e.command.visible, e.answer.status]),
+    [
+      [deviceId, true, 'ok'],
+      [deviceId, false, 'ok'],
+      [deviceId, true, 'ok'],
+    ],
+    'each change reached the service and was accepted',
+  );
+  await phone.close();
   assert.deepEqual(pageErrors, []);
 });

@@ -9,7 +9,8 @@
 import assert from 'node:assert/strict';
 import { createECDH, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page, type Worker } from 'playwright-core';
 import { CHROMIUM_ARGS, CHROMIUM_PATH, launchChromium } from '../helpers/browser';
@@ -20,6 +21,7 @@ import { startPushStandIn, type PushStandIn } from '../helpers/push-stand-in';
 import { TestClient } from '../helpers/ws-client';
 
 const WAIT = 10_000;
+const ARTIFACTS = resolve('test-artifacts/web');
 
 let fake: FakeOpenAI;
 let svc: RunningService;
@@ -40,6 +42,7 @@ interface Shown {
 
 before(async () => {
   assert.ok(existsSync(resolve('media/sw.js')), 'media/sw.js is missing: run `node esbuild.mjs` first');
+  await mkdir(ARTIFACTS, { recursive: true });
   workspace = await tempDir('ra-push-workspace-');
   fake = await startFakeOpenAI();
   svc = await startService({ base_url: fake.url, model: 'fake-model', workspace: workspace.dir, permission_mode: 'ask' });
@@ -73,7 +76,8 @@ async function openPage(query = ''): Promise<Page> {
 async function installedWorker(page: Page): Promise<Worker> {
   const scope = await page.evaluate(async () => (await navigator.serviceWorker.ready).scope);
   assert.equal(scope, `${svc.httpUrl}/`, 'the worker controls the page\'s folder');
-  const worker = context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'));
+  const owner = page.context();
+  const worker = owner.serviceWorkers()[0] ?? (await owner.waitForEvent('serviceworker'));
   assert.equal(worker.url(), `${svc.httpUrl}/sw.js`);
   return worker;
 }
@@ -320,6 +324,7 @@ test('turning notifications on subscribes with the service\'s VAPID key and regi
   await page.locator('.push-enable').click();
   await page.locator('.push-disable').waitFor({ state: 'visible' });
   assert.match(await page.locator('.push-status').innerText(), /On for this device/);
+  await page.screenshot({ path: join(ARTIFACTS, 'push-settings-on.png') });
 
   const info = await TestClient.authed(pushCommands.wsUrl, svc.token);
   const vapid = ((await info.request({ type: 'push_info' })).data as { vapid_public_key: string }).vapid_public_key;
@@ -337,6 +342,18 @@ test('turning notifications on subscribes with the service\'s VAPID key and regi
   assert.equal(device.content_blind, false);
   const subscribe = pushCommands.exchanges.find((e) => e.command.type === 'push_subscribe');
   assert.deepEqual(subscribe?.command.subscription, { endpoint: browserSubscription.endpoint, keys: { p256dh: browserSubscription.p256dh, auth: browserSubscription.auth } }, 'the browser\'s subscription as it gave it');
+
+  // Send a test: the page shows the service's outcome for this device (here no push service can take it).
+  await page.locator('.push-test').click();
+  await page.locator('.push-test-result:not(:text("Sending…"))').waitFor({ timeout: 30_000 });
+  const tested = pushCommands.exchanges.find((e) => e.command.type === 'push_test');
+  assert.equal(tested?.command.device_id, deviceId);
+  const outcome = (tested?.answer.data as { results: { device_id: string; ok: boolean; status: number | null; error?: string }[] }).results.find((r) => r.device_id === deviceId);
+  assert.ok(outcome, 'the service tried this device');
+  assert.equal(
+    await page.locator('.push-test-result').innerText(),
+    outcome.ok ? 'Sent: it should show in a moment.' : `Not delivered${outcome.status === null ? '' : ` (${outcome.status})`}: ${outcome.error ?? 'the push service refused it'}`,
+  );
 
   await page.locator('input[data-kind="finished"]').uncheck();
   await page.locator('.push-blind').check();
@@ -358,6 +375,38 @@ test('turning notifications on subscribes with the service\'s VAPID key and regi
   await page.locator('.push-enable').waitFor({ state: 'visible' });
   assert.deepEqual(await listDevices(), []);
   assert.equal(await page.evaluate(() => (window as unknown as { __push: { subscribed: boolean } }).__push.subscribed), false, 'the browser\'s subscription is gone too');
+  await phone.close();
+});
+
+test('a tap on a prompt shows its card; Allow tapped on a request decided meanwhile says so', async () => {
+  const phone = await phoneContext();
+  const page = await openPhonePage(phone);
+  const worker = await installedWorker(page);
+  fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'Not listed.', chunks: 1 });
+  const script = await TestClient.authed(svc.wsUrl, svc.token);
+  const asked = script.next((f) => f.event === 'permission.request');
+  const chat = script.request({ type: 'chat', message: 'a prompt to link to' });
+  const request = (await asked) as { request_id: string; conversation_id: string };
+  const card = page.locator(`.permission-card[data-request-id="${request.request_id}"]`);
+  await card.waitFor();
+  assert.equal(await card.getAttribute('class'), 'permission-card', 'not marked before the tap');
+  const notification = { ...prompt(request.conversation_id, request.request_id, 'list_directory'), title: 'Approve list_directory?' };
+  await push(worker, notification);
+  await tap(worker, notification.tag);
+  await page.locator(`.permission-card.linked[data-request-id="${request.request_id}"]`).waitFor();
+  await page.locator('.message.user', { hasText: 'a prompt to link to' }).waitFor();
+
+  // Denied from the LAN; then Allow is tapped on the stale notification.
+  await script.request({ type: 'permission_response', request_id: request.request_id, decision: 'deny' });
+  assert.equal((await chat).status, 'ok');
+  await push(worker, notification);
+  await tap(worker, notification.tag, 'allow');
+  const notice = page.locator('.deep-link-notice');
+  await notice.waitFor({ state: 'visible' });
+  assert.match(await notice.innerText(), /no longer waiting|already denied from LAN/i);
+  const answered = pushCommands.exchanges.filter((e) => e.command.type === 'permission_response' && e.command.request_id === request.request_id);
+  assert.deepEqual(answered.map((e) => e.command.decision), ['allow'], 'the page sent the tapped answer once');
+  script.close();
   await phone.close();
 });
 
@@ -388,6 +437,7 @@ test('the section says plainly when notifications cannot work: http on a LAN add
   const iphonePage = await openPhonePage(iphone);
   await openNotifications(iphonePage);
   expectations.push([await iphonePage.locator('.push-status').innerText(), /add this page to your Home Screen first/]);
+  await iphonePage.screenshot({ path: join(ARTIFACTS, 'push-settings-iphone.png') });
   await iphone.close();
 
   // The user refuses the browser's permission prompt (headless Chromium refuses what was not granted).

@@ -82,24 +82,34 @@ export class DeepLinks {
   }
 
   private async answer(requestId: string, decision: 'allow' | 'deny'): Promise<void> {
-    let failure: string | undefined;
+    let outcome: string;
     try {
       const answer = await this.connection.request({ type: 'permission_response', request_id: requestId, decision });
-      if (answer.status === 'error') failure = answer.code === 'not_found' ? 'That request is no longer waiting.' : answer.error;
+      if (answer.status === 'ok') {
+        // A duplicate of the decision in force (tapped twice, or answered elsewhere the same way) says who decided.
+        const data = answer.data as { decision?: string; decided_by?: string; already_decided?: boolean };
+        const done = (data.decision ?? decision) === 'deny' ? 'denied' : 'allowed';
+        outcome = data.already_decided ? `Already ${done}${data.decided_by ? ` from ${data.decided_by}` : ''}.` : decision === 'allow' ? 'Allowed.' : 'Denied.';
+      } else {
+        // `conflict` says who decided otherwise, or that it expired.
+        outcome = answer.code === 'not_found' ? 'That request is no longer waiting.' : answer.error;
+      }
     } catch {
       // The session dropped before the answer: try again when it is back.
       this.pending = { request: requestId, answer: decision };
       return;
     }
-    this.show(failure ?? (decision === 'allow' ? 'Allowed.' : 'Denied.'));
+    this.show(outcome);
   }
 
   /** Brings the request's card into view once it is drawn (pending requests arrive after authentication). */
   private async reveal(requestId: string): Promise<void> {
     const selector = `.permission-card[data-request-id="${CSS.escape(requestId)}"]`;
     const card = document.querySelector<HTMLElement>(selector) ?? (await appearing(selector, 15_000));
-    card?.scrollIntoView({ block: 'center' });
-    card?.querySelector<HTMLElement>('button')?.focus({ preventScroll: true });
+    if (!card) return;
+    card.classList.add('linked');
+    card.scrollIntoView({ block: 'center' });
+    card.querySelector<HTMLElement>('button')?.focus({ preventScroll: true });
   }
 
   private show(text: string): void {

@@ -296,25 +296,30 @@ test('turning notifications on subscribes with the service\'s VAPID key and regi
   const browserSubscription = { endpoint: 'https://push.example.test/send/device-1', p256dh: ecdh.getPublicKey().toString('base64url'), auth: randomBytes(16).toString('base64url') };
   const phone = await phoneContext();
   // A string: the test's compiler would wrap a function's inner arrows in a helper the page does not have.
+  // The browser's side kept in sessionStorage, so it outlives a reload as a real subscription does.
   const stub = `(() => {
     const sub = ${JSON.stringify(browserSubscription)};
-    const state = { subscribed: false };
-    window.__push = state;
-    const made = {
-      endpoint: sub.endpoint,
-      options: { applicationServerKey: null, userVisibleOnly: true },
-      toJSON() { return { endpoint: sub.endpoint, expirationTime: null, keys: { p256dh: sub.p256dh, auth: sub.auth } }; },
-      async unsubscribe() { state.subscribed = false; return true; },
-    };
+    const load = () => JSON.parse(sessionStorage.getItem('__push') || 'null') || { subscribed: false, endpoint: sub.endpoint };
+    const save = (state) => sessionStorage.setItem('__push', JSON.stringify(state));
+    const bytes = (text) => Uint8Array.from(atob(text.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
+    const made = (state) => ({
+      endpoint: state.endpoint,
+      options: { applicationServerKey: state.key ? bytes(state.key).buffer : null, userVisibleOnly: true },
+      toJSON() { return { endpoint: state.endpoint, expirationTime: null, keys: { p256dh: sub.p256dh, auth: sub.auth } }; },
+      async unsubscribe() { save({ ...load(), subscribed: false }); return true; },
+    });
     PushManager.prototype.subscribe = async function (options) {
-      const key = new Uint8Array(options.applicationServerKey);
-      state.key = btoa(String.fromCharCode(...key)).replace(/[+]/g, '-').replace(/[/]/g, '_').replace(/=+$/, '');
-      made.options.applicationServerKey = key.buffer;
-      state.subscribed = options.userVisibleOnly === true;
-      return made;
+      const key = btoa(String.fromCharCode(...new Uint8Array(options.applicationServerKey))).replace(/[+]/g, '-').replace(/[/]/g, '_').replace(/=+$/, '');
+      const state = { ...load(), key, subscribed: options.userVisibleOnly === true };
+      save(state);
+      return made(state);
     };
-    PushManager.prototype.getSubscription = async function () { return state.subscribed ? made : null; };
+    PushManager.prototype.getSubscription = async function () {
+      const state = load();
+      return state.subscribed ? made(state) : null;
+    };
   })();`;
+  const browserSide = () => page.evaluate(() => JSON.parse(sessionStorage.getItem('__push') ?? 'null') as { key?: string; subscribed: boolean; endpoint: string } | null);
   const page = await openPhonePage(phone, svc.httpUrl, (p) => p.addInitScript({ content: stub }));
   await openNotifications(page);
   assert.match(await page.locator('.push-status').innerText(), /Off on this device/);
@@ -329,8 +334,7 @@ test('turning notifications on subscribes with the service\'s VAPID key and regi
   const info = await TestClient.authed(pushCommands.wsUrl, svc.token);
   const vapid = ((await info.request({ type: 'push_info' })).data as { vapid_public_key: string }).vapid_public_key;
   info.close();
-  const seen = await page.evaluate(() => (window as unknown as { __push: { key?: string; subscribed: boolean } }).__push);
-  assert.deepEqual(seen, { key: vapid, subscribed: true }, 'subscribed with the service\'s VAPID key, userVisibleOnly');
+  assert.deepEqual(await browserSide(), { key: vapid, subscribed: true, endpoint: browserSubscription.endpoint }, 'subscribed with the service\'s VAPID key, userVisibleOnly');
   const deviceId = await page.evaluate(() => localStorage.getItem('remote-assistant.device-id'));
   assert.match(deviceId ?? '', /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   const [device, ...others] = await listDevices();
@@ -370,11 +374,26 @@ test('turning notifications on subscribes with the service\'s VAPID key and regi
   await page.locator('.push-disable').waitFor({ state: 'visible' });
   assert.equal(await page.locator('input[data-kind="finished"]').isChecked(), false);
   assert.equal(await page.locator('.push-blind').isChecked(), true);
+  const subscribes = () => pushCommands.exchanges.filter((e) => e.command.type === 'push_subscribe').length;
+  assert.equal(subscribes(), 1, 'an unchanged subscription is not registered again');
+
+  // The browser renewed its subscription meanwhile (a new endpoint): the page registers it on its next
+  // start, keeping the name and choices the service holds.
+  await page.locator('.push-close').click();
+  await page.evaluate(() => sessionStorage.setItem('__push', JSON.stringify({ subscribed: false, endpoint: 'https://push2.example.test/send/renewed' })));
+  await page.reload();
+  const [renewed] = await until(listDevices, (d) => d[0]?.endpoint_origin === 'https://push2.example.test', 'the renewed subscription reached the service');
+  assert.equal(renewed.device_name, 'Renamed phone');
+  assert.deepEqual(renewed.events, { prompt: true, finished: false, failed: true, webhook: true });
+  assert.equal(renewed.content_blind, true);
+  assert.equal(subscribes(), 2);
+  await openNotifications(page);
+  await page.locator('.push-disable').waitFor({ state: 'visible' });
 
   await page.locator('.push-disable').click();
   await page.locator('.push-enable').waitFor({ state: 'visible' });
   assert.deepEqual(await listDevices(), []);
-  assert.equal(await page.evaluate(() => (window as unknown as { __push: { subscribed: boolean } }).__push.subscribed), false, 'the browser\'s subscription is gone too');
+  assert.equal((await browserSide())?.subscribed, false, 'the browser\'s subscription is gone too');
   await phone.close();
 });
 

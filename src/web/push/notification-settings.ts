@@ -8,7 +8,7 @@ import type { ServiceConnection } from '../connection';
 import { h } from '../chat/dom';
 import { currentEnvironment, pushAvailability, UNAVAILABLE } from './availability';
 import { deviceId, deviceName, saveDeviceName } from './device';
-import { pushRequest, type PushDevice, type PushEventChoice, type PushEventKind } from './push-commands';
+import { pushRequest, type PushDevice, type PushEventChoice, type PushEventKind, type PushSubscriptionWire } from './push-commands';
 
 const KIND_LABELS: Record<PushEventKind, string> = {
   prompt: 'A tool waits for my approval',
@@ -17,6 +17,8 @@ const KIND_LABELS: Record<PushEventKind, string> = {
   webhook: 'A webhook run finished',
 };
 const KINDS = Object.keys(KIND_LABELS) as PushEventKind[];
+/** The endpoint this device last registered with the service (to notice a renewed subscription). */
+const ENDPOINT_KEY = 'remote-assistant.push-endpoint';
 
 export class NotificationSettings {
   /** The menu entry that opens the dialog. */
@@ -85,6 +87,9 @@ export class NotificationSettings {
     this.disable.addEventListener('click', () => void this.guard(() => this.turnOff()));
     this.test.addEventListener('click', () => void this.guard(() => this.sendTest()));
     this.name.addEventListener('change', () => void this.rename());
+    connection.onState((state) => {
+      if (state.state === 'open') void this.resync().catch((error: unknown) => console.warn('push subscription not renewed', error));
+    });
     this.render();
   }
 
@@ -153,6 +158,33 @@ export class NotificationSettings {
 
   private async turnOn(): Promise<void> {
     if (Notification.permission !== 'granted' && (await Notification.requestPermission()) !== 'granted') throw new Error(UNAVAILABLE.denied);
+    const subscription = await this.browserSubscription();
+    await this.register(subscription, { device_name: deviceName(), ...this.chosen() });
+  }
+
+  /**
+   * After each (re)connection. Browsers renew or drop push subscriptions on their own, and the worker
+   * cannot tell the service (it holds no credential): when this device is subscribed on the service but
+   * the browser's subscription is not the one registered, register the current one, with the device's
+   * name and choices as the service has them.
+   */
+  private async resync(): Promise<void> {
+    if (!pushAvailability(currentEnvironment()).available || Notification.permission !== 'granted') return;
+    const listed = await pushRequest(this.connection, 'list_push_devices', {}).catch(() => undefined);
+    if (listed?.status !== 'ok') return;
+    this.device = listed.data.devices.find((d) => d.device_id === deviceId());
+    this.render();
+    const registration = await this.worker;
+    if (!this.device || !registration) return;
+    const current = await registration.pushManager.getSubscription();
+    if (current && current.endpoint === localStorage.getItem(ENDPOINT_KEY)) return;
+    const { device_name, events, content_blind } = this.device;
+    await this.register(await this.browserSubscription(), { device_name, events, content_blind });
+    this.render();
+  }
+
+  /** The browser's push subscription for the service's VAPID key (made when there is none). */
+  private async browserSubscription(): Promise<PushSubscriptionWire> {
     const registration = await this.worker;
     if (!registration) throw new Error('Could not turn on notifications: the service worker is not installed; reload the page.');
     const info = await pushRequest(this.connection, 'push_info', {});
@@ -171,20 +203,21 @@ export class NotificationSettings {
     }
     const json = subscription.toJSON();
     if (!json.endpoint || !json.keys?.p256dh || !json.keys.auth) throw new Error('The browser gave an incomplete push subscription.');
-    const answer = await pushRequest(this.connection, 'push_subscribe', {
-      device_id: deviceId(),
-      device_name: deviceName(),
-      subscription: { endpoint: json.endpoint, keys: { p256dh: json.keys.p256dh, auth: json.keys.auth } },
-      ...this.chosen(),
-    });
+    return { endpoint: json.endpoint, keys: { p256dh: json.keys.p256dh, auth: json.keys.auth } };
+  }
+
+  private async register(subscription: PushSubscriptionWire, settings: { device_name: string; events: PushEventChoice; content_blind: boolean }): Promise<void> {
+    const answer = await pushRequest(this.connection, 'push_subscribe', { device_id: deviceId(), subscription, ...settings });
     if (answer.status !== 'ok') throw new Error(`The service refused the subscription: ${answer.error}`);
     this.device = answer.data.device;
+    localStorage.setItem(ENDPOINT_KEY, subscription.endpoint);
   }
 
   private async turnOff(): Promise<void> {
     const answer = await pushRequest(this.connection, 'push_unsubscribe', { device_id: deviceId() });
     if (answer.status !== 'ok') throw new Error(`Could not turn notifications off: ${answer.error}`);
     this.device = undefined;
+    localStorage.removeItem(ENDPOINT_KEY);
     const registration = await this.worker;
     await (await registration?.pushManager.getSubscription())?.unsubscribe();
   }
@@ -194,6 +227,7 @@ export class NotificationSettings {
     pushRequest(this.connection, 'push_unsubscribe', { device_id: deviceId() }).catch(() => undefined);
     void this.worker.then(async (registration) => (await registration?.pushManager.getSubscription())?.unsubscribe()).catch(() => undefined);
     this.device = undefined;
+    localStorage.removeItem(ENDPOINT_KEY);
     this.dialog.remove();
   }
 

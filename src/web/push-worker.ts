@@ -10,6 +10,7 @@
  */
 import { clickUrl, parsePayload, planNotification, type NotificationData } from './push/payload';
 import { OPEN_MESSAGE, type OpenMessage } from './push/open-message';
+import { recordTap } from './push/tap-tokens';
 
 // The worker's globals, declared here: the project's `lib` is the page's DOM, not the worker's.
 interface ExtendableEvent extends Event {
@@ -74,13 +75,21 @@ async function onPush(event: PushEvent): Promise<void> {
 async function onClick(event: NotificationEvent): Promise<void> {
   const notification = event.notification;
   notification.close();
-  const target = scopeUrl(clickUrl(notification.data as Partial<NotificationData> | undefined, event.action));
+  const data = notification.data as Partial<NotificationData> | undefined;
+  const target = scopeUrl(clickUrl(data, event.action));
   const page = await openPage();
   if (page) {
     // The page authenticates on its own; it takes the target (and the answer) from this message.
     page.postMessage({ type: OPEN_MESSAGE, url: target } satisfies OpenMessage);
     await page.focus().catch(() => undefined);
     return;
+  }
+  // A URL could be typed by anyone: its answer counts only with the proof of this tap (tap-tokens.ts).
+  const answer = event.action === 'allow' || event.action === 'deny' ? event.action : undefined;
+  if (answer && data?.request_id) {
+    const url = new URL(target);
+    url.searchParams.set('tap', await recordTap(worker.registration.scope, data.request_id, answer));
+    return void (await worker.clients.openWindow(url.href));
   }
   await worker.clients.openWindow(target);
 }

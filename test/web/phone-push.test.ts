@@ -205,7 +205,11 @@ test('Allow tapped on a prompt while no page is open: the worker opens the page,
   });
   await tap(worker, `prompt:${request.conversation_id}`, 'allow');
   const target = await worker.evaluate(() => (self as unknown as { opened?: string }).opened);
-  assert.equal(target, `${svc.httpUrl}/?conversation=${request.conversation_id}&request=${request.request_id}&answer=allow`);
+  assert.ok(target, 'the worker opened a page');
+  const opened = new URL(target);
+  assert.equal(`${opened.origin}${opened.pathname}`, `${svc.httpUrl}/`);
+  assert.deepEqual([...opened.searchParams.keys()], ['conversation', 'request', 'answer', 'tap']);
+  assert.deepEqual([opened.searchParams.get('conversation'), opened.searchParams.get('request'), opened.searchParams.get('answer')], [request.conversation_id, request.request_id, 'allow']);
   const answering = await context.newPage();
   await answering.goto(target);
   const reply = await chat;
@@ -219,8 +223,14 @@ test('Allow tapped on a prompt while no page is open: the worker opens the page,
   await answering.waitForFunction(() => !location.search);
   await answering.locator('.message.user', { hasText: 'list the workspace' }).waitFor();
   assert.deepEqual(await worker.evaluate(async () => (await (self as unknown as { registration: ServiceWorkerRegistration }).registration.getNotifications()).length), 0);
-  script.close();
   await answering.close();
+  // The same URL again (from the history): its proof of a tap is spent, it answers nothing.
+  const again = await context.newPage();
+  await again.goto(target);
+  await again.locator('.deep-link-notice').waitFor({ state: 'visible' });
+  assert.equal(await again.locator('.deep-link-notice').innerText(), 'A link cannot answer for you: choose on the prompt.');
+  script.close();
+  await again.close();
 });
 
 test('a tap while the page is open: the worker hands it the target, and the page shows that conversation', async () => {
@@ -425,6 +435,35 @@ test('a tap on a prompt shows its card; Allow tapped on a request decided meanwh
   assert.match(await notice.innerText(), /no longer waiting|already denied from LAN/i);
   const answered = pushCommands.exchanges.filter((e) => e.command.type === 'permission_response' && e.command.request_id === request.request_id);
   assert.deepEqual(answered.map((e) => e.command.decision), ['allow'], 'the page sent the tapped answer once');
+  script.close();
+  await phone.close();
+});
+
+test('a link from elsewhere cannot answer: without the worker\'s proof of a tap (or with a forged or spent one) the page only shows the prompt (a spent one: in the test of Allow tapped with no page open)', async () => {
+  const phone = await phoneContext();
+  const page = await openPhonePage(phone);
+  await installedWorker(page);
+  fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'Denied in the end.', chunks: 1 });
+  const script = await TestClient.authed(svc.wsUrl, svc.token);
+  const asked = script.next((f) => f.event === 'permission.request');
+  const chat = script.request({ type: 'chat', message: 'a prompt someone links to' });
+  const request = (await asked) as { request_id: string; conversation_id: string };
+  const link = `${svc.httpUrl}/?conversation=${request.conversation_id}&request=${request.request_id}&answer=allow`;
+  await page.close();
+  const answersSent = () => pushCommands.exchanges.filter((e) => e.command.type === 'permission_response' && e.command.request_id === request.request_id).length;
+  for (const url of [link, `${link}&tap=forged-token`]) {
+    const linked = await phone.newPage();
+    await linked.goto(url);
+    const notice = linked.locator('.deep-link-notice');
+    await notice.waitFor({ state: 'visible' });
+    assert.equal(await notice.innerText(), 'A link cannot answer for you: choose on the prompt.');
+    assert.equal(await linked.evaluate(() => location.search), '');
+    await linked.close();
+  }
+  assert.equal(answersSent(), 0, 'nothing was answered');
+  const reply = script.request({ type: 'permission_response', request_id: request.request_id, decision: 'deny' });
+  assert.equal((await reply).status, 'ok', 'the request still waited for a real answer');
+  assert.equal((await chat).status, 'ok');
   script.close();
   await phone.close();
 });

@@ -2,17 +2,21 @@
  * The page's deep link (docs/protocol.md, "Web Push"): `?conversation=<id>` shows that conversation,
  * `&request=<id>` brings its prompt card into view, `&answer=allow|deny` (an action tapped on a
  * notification) answers the request once the page has authenticated: the service worker holds no
- * credential. It comes from the address bar at start, or from the worker's message when a tap finds
- * the page already open. The query leaves the address bar once acted on, so a reload answers nothing.
+ * credential. It comes from the worker's message when a tap finds the page already open, or from the
+ * address bar at start, where an answer counts only with the worker's proof of a tap (tap-tokens.ts):
+ * a link anyone can send must never approve a tool. The query leaves the address bar once read.
  */
 import type { ServiceConnection } from '../connection';
 import { h } from '../chat/dom';
 import { isOpenMessage } from './open-message';
+import { redeemTap } from './tap-tokens';
 
 export interface DeepLink {
   conversation?: string;
   request?: string;
   answer?: 'allow' | 'deny';
+  /** The worker's proof that `answer` is a tap on our notification (tap-tokens.ts); absent in a message from the worker itself. */
+  tap?: string;
 }
 
 /** The chat app, as far as a link needs it. */
@@ -39,13 +43,14 @@ export function readDeepLink(href: string): DeepLink | undefined {
     conversation: id('conversation'),
     request: id('request'),
     answer: answer === 'allow' || answer === 'deny' ? answer : undefined,
+    tap: id('tap'),
   };
   if (!link.request) link.answer = undefined;
   return link.conversation || link.request ? link : undefined;
 }
 
 export class DeepLinks {
-  private pending: DeepLink | undefined;
+  private pending: (DeepLink & { trusted: boolean }) | undefined;
   private readonly notice = h('div', { class: 'deep-link-notice', role: 'status', hidden: true });
 
   constructor(
@@ -61,13 +66,18 @@ export class DeepLinks {
       if (event.origin && event.origin !== location.origin) return;
       if (!isOpenMessage(event.data)) return;
       const link = readDeepLink(event.data.url);
-      if (link) this.follow(link);
+      // From our own worker (same origin): a tap, no proof needed.
+      if (link) this.follow(link, true);
     });
   }
 
-  /** Follows a link: the conversation at once, the answer as soon as the service session is open. */
-  follow(link: DeepLink): void {
-    this.pending = link;
+  /**
+   * Follows a link: the conversation at once, the answer as soon as the service session is open. An
+   * answer from the address bar counts only with the worker's proof of a tap (`trusted` false): a
+   * link from anywhere else only shows the prompt.
+   */
+  follow(link: DeepLink, trusted = false): void {
+    this.pending = { ...link, trusted };
     if (link.conversation) this.target.openConversation(link.conversation);
     if (this.connection.state.state === 'open') void this.act();
   }
@@ -76,9 +86,13 @@ export class DeepLinks {
     const link = this.pending;
     if (!link) return;
     this.pending = undefined;
-    if (link.request && link.answer) await this.answer(link.request, link.answer);
-    else if (link.request) void this.reveal(link.request);
     clearQuery();
+    if (link.request && link.answer && (link.trusted || (link.tap && (await redeemTap(location.href, link.tap, link.request, link.answer))))) {
+      await this.answer(link.request, link.answer);
+      return;
+    }
+    if (link.request && link.answer) this.show('A link cannot answer for you: choose on the prompt.');
+    if (link.request) void this.reveal(link.request);
   }
 
   private async answer(requestId: string, decision: 'allow' | 'deny'): Promise<void> {
@@ -96,7 +110,7 @@ export class DeepLinks {
       }
     } catch {
       // The session dropped before the answer: try again when it is back.
-      this.pending = { request: requestId, answer: decision };
+      this.pending = { request: requestId, answer: decision, trusted: true };
       return;
     }
     this.show(outcome);

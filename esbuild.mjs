@@ -52,7 +52,8 @@ const builds = [
     minify: production,
     logLevel: 'warning',
   },
-  { ...browser, entryPoints: { 'chat-webview': 'src/web/chat-webview.ts', 'chat-phone': 'src/web/chat-phone.ts' } },
+  // sw.js: the phone page's service worker (Web Push), served beside phone.html so its scope is the page's.
+  { ...browser, entryPoints: { 'chat-webview': 'src/web/chat-webview.ts', 'chat-phone': 'src/web/chat-phone.ts', sw: 'src/web/push-worker.ts' } },
 ];
 
 if (watch) {

@@ -7,10 +7,17 @@ import { h } from './chat/dom';
 import { loadClientKeyPair } from './client-key';
 import { forgetPairing, loadPairing, markPaired, savePairing, type Pairing } from './pairing';
 import { RelayWire } from './relay-wire';
+import { DeepLinks, readDeepLink } from './push/deep-link';
+import { deviceId } from './push/device';
+import { NotificationSettings } from './push/notification-settings';
+import { reportVisibility } from './push/visibility';
+import { registerPushWorker } from './push/worker-registration';
 import { WebSocketConnection } from './websocket-connection';
 
 const CONVERSATION_KEY = 'remote-assistant.conversation';
 const root = document.getElementById('app') ?? document.body.appendChild(document.createElement('div'));
+
+const pushWorker = registerPushWorker();
 
 function start(pairing: Pairing): void {
   const relay = pairing.relay;
@@ -32,22 +39,28 @@ function start(pairing: Pairing): void {
           })
       : undefined,
   });
+  const notifications = new NotificationSettings(connection, pushWorker);
   const forget = h('button', { type: 'button', class: 'button secondary forget-pairing' }, 'Forget this pairing');
   forget.addEventListener('click', () => {
+    notifications.forget();
     connection.close();
     forgetPairing();
     localStorage.removeItem(CONVERSATION_KEY);
     showPairingForm();
   });
-  new ChatApp({
+  reportVisibility(connection, deviceId());
+  const app = new ChatApp({
     connection,
     root,
-    drawerFooter: h('div', { class: 'drawer-footer' }, h('div', { class: 'paired-with' }, relay ? `Via relay: ${hostOf(pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(pairing.url)}`), forget),
+    drawerFooter: h('div', { class: 'drawer-footer' }, h('div', { class: 'paired-with' }, relay ? `Via relay: ${hostOf(pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(pairing.url)}`), notifications.button, forget),
     memory: {
       load: () => localStorage.getItem(CONVERSATION_KEY) ?? undefined,
       save: (id) => (id ? localStorage.setItem(CONVERSATION_KEY, id) : localStorage.removeItem(CONVERSATION_KEY)),
     },
   });
+  const links = new DeepLinks(connection, app, root);
+  const link = readDeepLink(location.href);
+  if (link) links.follow(link);
 }
 
 /** Manual pairing, for when the QR code's link cannot be opened directly. */

@@ -163,7 +163,7 @@ test('the machine goes away and comes back: the page shows it, then reconnects b
   await shot('08-reconnected');
 });
 
-test('the page is an installable PWA (manifest with PNG icons) and raised no errors', async () => {
+test('the page is an installable PWA (manifest with PNG icons, its service worker installed) and raised no errors', async () => {
   const cdp = await context.newCDPSession(page);
   const { installabilityErrors } = (await cdp.send('Page.getInstallabilityErrors')) as { installabilityErrors: { errorId: string }[] };
   // Playwright's contexts are incognito ones; that is the only objection allowed.
@@ -171,5 +171,8 @@ test('the page is an installable PWA (manifest with PNG icons) and raised no err
   const { url, errors } = (await cdp.send('Page.getAppManifest')) as { url: string; errors: unknown[] };
   assert.ok(url.endsWith('/manifest.webmanifest'), 'the page links its manifest');
   assert.deepEqual(errors, []);
+  // The relay serves the service worker beside the page (any media file): notifications can be turned on there.
+  const scope = await page.evaluate(async () => (await navigator.serviceWorker.ready).scope);
+  assert.equal(scope, `${new URL(page.url()).origin}/`);
   assert.deepEqual(pageErrors, []);
 });

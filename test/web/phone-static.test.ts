@@ -52,7 +52,7 @@ test('GET / is the phone page, with its script, styles, manifest and icons', asy
   assert.match(page.body, /<link rel="manifest" href="manifest.webmanifest">/);
   assert.match(String(page.headers['content-security-policy']), /default-src 'none'/);
   assert.equal(page.headers['x-content-type-options'], 'nosniff');
-  for (const [path, type] of [['/chat-phone.js', 'text/javascript'], ['/chat.css', 'text/css'], ['/manifest.webmanifest', 'application/manifest+json'], ['/icon.svg', 'image/svg+xml'], ['/icon-192.png', 'image/png'], ['/icon-512.png', 'image/png']]) {
+  for (const [path, type] of [['/chat-phone.js', 'text/javascript'], ['/sw.js', 'text/javascript'], ['/chat.css', 'text/css'], ['/manifest.webmanifest', 'application/manifest+json'], ['/icon.svg', 'image/svg+xml'], ['/icon-192.png', 'image/png'], ['/icon-512.png', 'image/png']]) {
     const res = await rawGet(svc.httpUrl, path);
     assert.equal(res.status, 200, path);
     assert.ok(res.type?.startsWith(type), `${path}: ${res.type}`);

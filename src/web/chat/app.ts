@@ -103,6 +103,11 @@ export class ChatApp {
     });
   }
 
+  /** Shows a conversation chosen outside the app (a notification's link: push/deep-link.ts). */
+  openConversation(conversationId: string): void {
+    if (conversationId !== this.current) this.select(conversationId);
+  }
+
   private toggleDrawer(open = !this.root.classList.contains('drawer-open')): void {
     this.root.classList.toggle('drawer-open', open);
     this.header.drawerToggle.setAttribute('aria-expanded', String(open));

@@ -1,0 +1,155 @@
+/**
+ * The page's deep link (docs/protocol.md, "Web Push"): `?conversation=<id>` shows that conversation,
+ * `&request=<id>` brings its prompt card into view, `&answer=allow|deny` (an action tapped on a
+ * notification) answers the request once the page has authenticated: the service worker holds no
+ * credential. It comes from the worker's message when a tap finds the page already open, or from the
+ * address bar at start, where an answer counts only with the worker's proof of a tap (tap-tokens.ts):
+ * a link anyone can send must never approve a tool. The query leaves the address bar once read.
+ */
+import type { ServiceConnection } from '../connection';
+import { h } from '../chat/dom';
+import { isOpenMessage } from './open-message';
+import { redeemTap } from './tap-tokens';
+
+export interface DeepLink {
+  conversation?: string;
+  request?: string;
+  answer?: 'allow' | 'deny';
+  /** The worker's proof that `answer` is a tap on our notification (tap-tokens.ts); absent in a message from the worker itself. */
+  tap?: string;
+}
+
+/** The chat app, as far as a link needs it. */
+export interface LinkTarget {
+  openConversation(conversationId: string): void;
+}
+
+const ID = /^[\w.:-]{1,200}$/;
+
+/** The link in a page URL; undefined when it names nothing (or something that is not an id). */
+export function readDeepLink(href: string): DeepLink | undefined {
+  let query: URLSearchParams;
+  try {
+    query = new URL(href).searchParams;
+  } catch {
+    return undefined;
+  }
+  const id = (name: string) => {
+    const value = query.get(name);
+    return value && ID.test(value) ? value : undefined;
+  };
+  const answer = query.get('answer');
+  const link: DeepLink = {
+    conversation: id('conversation'),
+    request: id('request'),
+    answer: answer === 'allow' || answer === 'deny' ? answer : undefined,
+    tap: id('tap'),
+  };
+  if (!link.request) link.answer = undefined;
+  return link.conversation || link.request ? link : undefined;
+}
+
+export class DeepLinks {
+  private pending: (DeepLink & { trusted: boolean }) | undefined;
+  private readonly notice = h('div', { class: 'deep-link-notice', role: 'status', hidden: true });
+
+  constructor(
+    private readonly connection: ServiceConnection,
+    private readonly target: LinkTarget,
+    root: HTMLElement,
+  ) {
+    root.appendChild(this.notice);
+    connection.onState((state) => {
+      if (state.state === 'open') void this.act();
+    });
+    navigator.serviceWorker?.addEventListener('message', (event) => {
+      if (event.origin && event.origin !== location.origin) return;
+      if (!isOpenMessage(event.data)) return;
+      const link = readDeepLink(event.data.url);
+      // From our own worker (same origin): a tap, no proof needed.
+      if (link) this.follow(link, true);
+    });
+  }
+
+  /**
+   * Follows a link: the conversation at once, the answer as soon as the service session is open. An
+   * answer from the address bar counts only with the worker's proof of a tap (`trusted` false): a
+   * link from anywhere else only shows the prompt.
+   */
+  follow(link: DeepLink, trusted = false): void {
+    this.pending = { ...link, trusted };
+    if (link.conversation) this.target.openConversation(link.conversation);
+    if (this.connection.state.state === 'open') void this.act();
+  }
+
+  private async act(): Promise<void> {
+    const link = this.pending;
+    if (!link) return;
+    this.pending = undefined;
+    clearQuery();
+    if (link.request && link.answer && (link.trusted || (link.tap && (await redeemTap(location.href, link.tap, link.request, link.answer))))) {
+      await this.answer(link.request, link.answer);
+      return;
+    }
+    if (link.request && link.answer) this.show('A link cannot answer for you: choose on the prompt.');
+    if (link.request) void this.reveal(link.request);
+  }
+
+  private async answer(requestId: string, decision: 'allow' | 'deny'): Promise<void> {
+    let outcome: string;
+    try {
+      const answer = await this.connection.request({ type: 'permission_response', request_id: requestId, decision });
+      if (answer.status === 'ok') {
+        // A duplicate of the decision in force (tapped twice, or answered elsewhere the same way) says who decided.
+        const data = answer.data as { decision?: string; decided_by?: string; already_decided?: boolean };
+        const done = (data.decision ?? decision) === 'deny' ? 'denied' : 'allowed';
+        outcome = data.already_decided ? `Already ${done}${data.decided_by ? ` from ${data.decided_by}` : ''}.` : decision === 'allow' ? 'Allowed.' : 'Denied.';
+      } else {
+        // `conflict` says who decided otherwise, or that it expired.
+        outcome = answer.code === 'not_found' ? 'That request is no longer waiting.' : answer.error;
+      }
+    } catch {
+      // The session dropped before the answer: try again when it is back.
+      this.pending = { request: requestId, answer: decision, trusted: true };
+      return;
+    }
+    this.show(outcome);
+  }
+
+  /** Brings the request's card into view once it is drawn (pending requests arrive after authentication). */
+  private async reveal(requestId: string): Promise<void> {
+    const selector = `.permission-card[data-request-id="${CSS.escape(requestId)}"]`;
+    const card = document.querySelector<HTMLElement>(selector) ?? (await appearing(selector, 15_000));
+    if (!card) return;
+    card.classList.add('linked');
+    card.scrollIntoView({ block: 'center' });
+    card.querySelector<HTMLElement>('button')?.focus({ preventScroll: true });
+  }
+
+  private show(text: string): void {
+    this.notice.textContent = text;
+    this.notice.hidden = false;
+    setTimeout(() => (this.notice.hidden = true), 6000);
+  }
+}
+
+/** Removes the link's query from the address bar (keeping the page's path). */
+function clearQuery(): void {
+  if (location.search) history.replaceState(history.state, '', location.pathname);
+}
+
+function appearing(selector: string, timeoutMs: number): Promise<HTMLElement | undefined> {
+  return new Promise((resolve) => {
+    const observer = new MutationObserver(() => {
+      const found = document.querySelector<HTMLElement>(selector);
+      if (found) done(found);
+    });
+    const timer = setTimeout(() => done(undefined), timeoutMs);
+    const done = (found: HTMLElement | undefined) => {
+      observer.disconnect();
+      clearTimeout(timer);
+      resolve(found);
+    };
+    observer.observe(document.body, { childList: true, subtree: true });
+  });
+}

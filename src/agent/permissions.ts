@@ -99,12 +99,13 @@ function commandRuleMatches(pattern: string, line: string, effect: RuleEffect, p
   const rule = parseShellLine(pattern);
   // Each command of the rule against the line's at the same place: after quote removal (`"git" status`
   // is `git status`), or as written (a rule made by allow_always from this very line, quotes and all).
+  // Only blanks between words are evened out: whitespace inside a word is part of it (`'a  b'`, NBSP).
   const sameShape =
     parsed.complete &&
     rule.shape.length === parsed.shape.length &&
     rule.shape.every((part, i) => part === parsed.shape[i]) &&
     rule.commands.every(
-      (command, i) => globToRegExp(command.raw.replace(/\s+/g, ' ')).test(parsed.commands[i].normalized) || globToRegExp(command.raw).test(parsed.commands[i].raw),
+      (command, i) => globToRegExp(command.spaced).test(parsed.commands[i].normalized) || globToRegExp(command.spaced).test(parsed.commands[i].spaced),
     );
   if (sameShape) return true;
   if (effect === 'allow') return false;

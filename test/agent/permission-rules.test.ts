@@ -48,6 +48,27 @@ test('the rule made for a command line allows that line and nothing broader', ()
   }
 });
 
+test('attack: whitespace inside a word of the approved line does not widen its rule (quoted runs, tabs, NBSP, BOM, edges)', () => {
+  // A model asks for a line whose words hold whitespace the shell keeps (inside quotes) or does not split
+  // on (NBSP, U+FEFF): the rule allow_always writes must not allow the line with that whitespace changed.
+  const refused: [string, string[]][] = [
+    ["rm -rf 'old  backups'", ["rm -rf 'old backups'", 'rm -rf "old backups"']],
+    ["rm -rf 'a\tb'", ["rm -rf 'a b'"]],
+    ["rm 'a\nb'", ["rm 'a b'"]],
+    ['rm\u00a0-rf /', ['rm -rf /']],
+    ['echo\ufeffhi', ['echo hi']],
+    ['rm -rf /\u00a0', ['rm -rf /']],
+    ['\u3000rm -rf /', ['rm -rf /']],
+  ];
+  for (const [line, others] of refused) {
+    const rule = commandRule(line);
+    assert.equal(allows(rule, 'run_command', line), true, `${JSON.stringify(rule)} allows its own line`);
+    for (const other of others) assert.equal(allows(rule, 'run_command', other), false, `${JSON.stringify(rule)} must not allow ${JSON.stringify(other)}`);
+  }
+  assert.equal(allows(commandRule('git   status\t-s'), 'run_command', 'git status -s'), true, 'blanks between words still do not matter');
+  assert.equal(allows('run_command:git  status*', 'run_command', 'git status -s'), true, 'nor in a hand-written rule');
+});
+
 test('a path rule with a backslash before a star stays exact', () => {
   const rule = narrowestRule('write_file', 'odd\\*name')!;
   assert.equal(allows(rule, 'write_file', 'odd\\*name'), true);

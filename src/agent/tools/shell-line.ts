@@ -14,6 +14,11 @@ import { quoteArg } from './command-line';
 export interface SimpleCommand {
   /** The command as written (quotes and escapes kept). */
   raw: string;
+  /**
+   * Its words as written, one space between them: only the blanks the shell splits words on are made one,
+   * never whitespace inside a word (quoted, or a character such as NBSP it does not split on).
+   */
+  spaced: string;
   /** Its words as the program would receive them (quotes removed). */
   words: string[];
   /**
@@ -270,7 +275,8 @@ export function parseShellLine(text: string): ShellLine {
     if (run.length === 0) return;
     const words = run.map((t) => t.word);
     const rendered = run.map((t) => renderWord(t.word, t.active));
-    commands.push({ raw: text.slice(run[0].start, run.at(-1)!.end).trim(), words, normalized: rendered.join(' '), program: programOf(words, rendered) });
+    const spaced = run.map((t) => text.slice(t.start, t.end)).join(' ');
+    commands.push({ raw: text.slice(run[0].start, run.at(-1)!.end).trim(), spaced, words, normalized: rendered.join(' '), program: programOf(words, rendered) });
     shape.push('W');
     run = [];
   };

@@ -6,6 +6,7 @@ import { createECDH, randomBytes, randomUUID } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import https from 'node:https';
 import { join } from 'node:path';
+import { parse } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../../src/transport/auth/passwords';
 import { guardedAgent } from '../../src/transport/push/endpoint-guard';
@@ -91,6 +92,10 @@ describe('subscriptions an attacker would send are refused', () => {
     ['an IPv4-mapped IPv6 loopback', () => ({ endpoint: 'https://[::ffff:127.0.0.1]/x', keys: keys() }), /private|loopback|local/],
     ['a unique-local IPv6', () => ({ endpoint: 'https://[fd00::1]/x', keys: keys() }), /private|loopback|local/],
     ['a decimal IPv4 (127.0.0.1)', () => ({ endpoint: 'https://2130706433/x', keys: keys() }), /private|loopback|local/],
+    // The push library reads the endpoint with the legacy url.parse, which stops a host at `;` (and
+    // does not decode %2e): these passed the WHATWG checks as public names and were sent to 127.0.0.1.
+    ['attack: a name the push library reads as a loopback IP literal (127.0.0.1;.push.example.com)', () => ({ endpoint: 'https://127.0.0.1;.push.example.com/x', keys: keys() }), /host/],
+    ['attack: a host that is not a DNS name (127.0.0.1{.push.example.com)', () => ({ endpoint: "https://10.0.0.8{.push.example.com/x", keys: keys() }), /host/],
     ['credentials in the URL', () => ({ endpoint: 'https://user:pw@push.example.com/x', keys: keys() }), /credentials/],
     ['an endpoint over 2048 characters', () => ({ endpoint: `https://push.example.com/${'a'.repeat(2100)}`, keys: keys() }), /endpoint/],
     ['not a URL', () => ({ endpoint: 'https://', keys: keys() }), /endpoint/],
@@ -110,6 +115,18 @@ describe('subscriptions an attacker would send are refused', () => {
       assert.equal(after, before, 'nothing stored');
     });
   }
+
+  test('attack: an endpoint with %2e in its host is sent to the name it was checked as, not to the IP literal before it', async () => {
+    // WHATWG reads 127.0.0.1%2epush.example.com as the public name 127.0.0.1.push.example.com; the push
+    // library's url.parse read the raw text as host 127.0.0.1 (no DNS lookup, so no guard) and POSTed there.
+    // The endpoint is stored as checked (its href), so the sender resolves that name (through the guard).
+    const device = randomUUID();
+    const reply = await owner.request({ type: 'push_subscribe', device_id: device, device_name: 'odd', subscription: { endpoint: 'https://127.0.0.1%2epush.example.com/x', keys: keys() } });
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    const stored = svc.service.store.pushDevices.get(device)!;
+    assert.equal(parse(stored.endpoint).hostname, '127.0.0.1.push.example.com', 'what is sent to is the host that was checked');
+    await owner.request({ type: 'push_unsubscribe', device_id: device });
+  });
 
   test('a bad device_id or device_name is invalid_request', async () => {
     const good = { endpoint: 'https://push.example.com/x', keys: keys() };

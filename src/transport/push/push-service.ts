@@ -118,7 +118,8 @@ export class PushService implements PushCommands {
   }
 
   async subscribe(command: CommandOf<'push_subscribe'>, session: ClientSession): Promise<PushDevice> {
-    checkSubscription(command.subscription, this.options);
+    // Stored as checked (href), so the push library reads the same host the check did.
+    const endpoint = checkSubscription(command.subscription, this.options).href;
     this.requireMayChange(command.device_id, session);
     const max = this.options.maxDevices ?? DEFAULT_MAX_DEVICES;
     const stored = await this.deps.store.pushDevices.subscribe(
@@ -127,7 +128,7 @@ export class PushService implements PushCommands {
         device_name: command.device_name,
         principal: session.principal!,
         source: session.source,
-        endpoint: command.subscription.endpoint,
+        endpoint,
         p256dh: command.subscription.keys.p256dh,
         auth: command.subscription.keys.auth,
         events: command.events ?? { prompt: true, finished: true, failed: true, webhook: true },

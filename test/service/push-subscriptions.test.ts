@@ -196,6 +196,20 @@ describe('subscriptions an attacker would send are refused', () => {
     assert.equal(device.events.prompt, true);
   });
 
+  test("attack: a session user may not push_test the owner's device, and push_test of every device leaves the owner's out", async () => {
+    // Each push_test makes the owner's phone ring (no limit), and a push service rate-limits the VAPID
+    // key: the owner's real prompts would then be refused.
+    const ownerDevice = randomUUID();
+    await owner.request({ type: 'push_subscribe', device_id: ownerDevice, device_name: 'owner phone', subscription: { endpoint: 'https://push.example.com/o2', keys: keys() } });
+    const direct = await user.request({ type: 'push_test', device_id: ownerDevice });
+    assert.equal(direct.code, 'unauthorized', JSON.stringify(direct));
+    const every = await user.request({ type: 'push_test' });
+    assert.equal(every.status, 'ok', JSON.stringify(every));
+    const tested = (every.data as { results: { device_id: string }[] }).results.map((r) => r.device_id);
+    assert.ok(!tested.includes(ownerDevice), 'the owner\'s device is not among those a session user tests');
+    await owner.request({ type: 'push_unsubscribe', device_id: ownerDevice });
+  });
+
   test('push_settings and push_unsubscribe of an unknown device: not_found / removed false', async () => {
     assert.equal((await owner.request({ type: 'push_settings', device_id: randomUUID(), content_blind: true })).code, 'not_found');
     const removed = await owner.request({ type: 'push_unsubscribe', device_id: randomUUID() });

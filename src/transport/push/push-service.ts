@@ -165,8 +165,10 @@ export class PushService implements PushCommands {
     return this.deps.store.pushDevices.list().map(deviceView);
   }
 
-  async test(deviceId: string | undefined): Promise<PushTestResult[]> {
-    const devices = deviceId === undefined ? this.deps.store.pushDevices.list() : [this.requireDevice(deviceId)];
+  /** A session user tests only its own devices: each test rings the phone, and the owner's is not its to ring. */
+  async test(deviceId: string | undefined, session: ClientSession): Promise<PushTestResult[]> {
+    if (deviceId !== undefined) this.requireMayChange(this.requireDevice(deviceId).device_id, session);
+    const devices = deviceId === undefined ? this.deps.store.pushDevices.list().filter((device) => mayChange(device, session)) : [this.requireDevice(deviceId)];
     return Promise.all(
       devices.map(async (device) => {
         const outcome = await this.push(device, { payload: testPayload(device.content_blind), ttl: TEST_TTL_SECONDS, urgency: 'normal', topic: topicOf('test') });
@@ -189,7 +191,7 @@ export class PushService implements PushCommands {
   /** A session (password) user may not replace, change, silence or remove a device the owner subscribed. */
   private requireMayChange(deviceId: string, session: ClientSession): void {
     const device = this.deps.store.pushDevices.get(deviceId);
-    if (device?.principal === 'access' && session.principal !== 'access') {
+    if (device && !mayChange(device, session)) {
       throw new ServiceError('unauthorized', 'this device was subscribed by the owner: only the owner (access token or the editor) may change it');
     }
   }
@@ -289,6 +291,11 @@ export class PushService implements PushCommands {
       ...(outcome.error ? { error: outcome.error } : {}),
     });
   }
+}
+
+/** A session (password) user may not touch a device the owner subscribed. */
+function mayChange(device: PushDeviceRow, session: ClientSession): boolean {
+  return device.principal !== 'access' || session.principal === 'access';
 }
 
 /** A device as the client that subscribed it, for the event filters (could it have answered this prompt?). */

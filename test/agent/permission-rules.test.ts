@@ -69,6 +69,27 @@ test('attack: whitespace inside a word of the approved line does not widen its r
   assert.equal(allows('run_command:git  status*', 'run_command', 'git status -s'), true, 'nor in a hand-written rule');
 });
 
+test('attack: the rule for a line with a $variable or a comment allows only that variable and that comment', () => {
+  // The line's shape held `$` without the variable's name, and `#` without the comment's text: the rule
+  // allow_always wrote for `rm -rf $BUILD_DIR` allowed `rm -rf $HOME` (cmd.exe reads no comment: `#` and
+  // what follows are words there).
+  const refused: [string, string[]][] = [
+    ['rm -rf $BUILD_DIR', ['rm -rf $HOME', 'rm -rf $B']],
+    ['rm -rf $TMPDIR/build', ['rm -rf $HOME/build']],
+    ['rm -rf "$TMPDIR"/x', ['rm -rf "$HOME"/x']],
+    ['echo $1', ['echo $2', 'echo $@']],
+    ['echo $$', ['echo $!']],
+    ['git push # later', ['git push # --force']],
+  ];
+  for (const [line, others] of refused) {
+    const rule = commandRule(line);
+    assert.equal(allows(rule, 'run_command', line), true, `${JSON.stringify(rule)} allows its own line`);
+    for (const other of others) assert.equal(allows(rule, 'run_command', other), false, `${JSON.stringify(rule)} must not allow ${JSON.stringify(other)}`);
+  }
+  const rule = narrowestRule('run_command', 'git push # later', 'win32');
+  assert.ok(rule === undefined || !ruleMatches(rule, 'run_command', 'git push # --force', 'allow', 'win32'), 'nor on Windows');
+});
+
 test('a path rule with a backslash before a star stays exact', () => {
   const rule = narrowestRule('write_file', 'odd\\*name')!;
   assert.equal(allows(rule, 'write_file', 'odd\\*name'), true);

@@ -37,7 +37,7 @@ export interface SimpleCommand {
 export interface ShellLine {
   /** Every simple command, in order, including those inside substitutions, subshells and `${...}`. */
   commands: SimpleCommand[];
-  /** The line's shape: `W` for each simple command, and each operator in place. */
+  /** The line's shape: `W` for each simple command, and each operator in place (a variable's `$name` and a comment's text whole). */
   shape: string[];
   /** False when a quote, substitution or subshell is left open. */
   complete: boolean;
@@ -144,9 +144,13 @@ class Tokenizer {
       } else if (this.historyExpansionAt(this.i)) {
         this.historyExpansion();
       } else if (c === '#' && !this.word) {
-        // A comment: the shell runs none of it, yet an allow rule written without one must not match.
-        this.op('#');
-        while (this.i < s.length && s[this.i] !== '\n') this.i++;
+        // A comment: the shell runs none of it, yet an allow rule written without one must not match. Its
+        // text is part of the operator, so a rule holding one matches only that one (cmd.exe reads no
+        // comment: there `#` and what follows are the program's words).
+        const end = s.indexOf('\n', this.i);
+        const comment = s.slice(this.i, end === -1 ? s.length : end);
+        this.op(comment);
+        this.i += comment.length;
       } else {
         const op = OPERATORS.find((o) => s.startsWith(o, this.i));
         if (op === undefined) {
@@ -250,13 +254,11 @@ class Tokenizer {
       this.i += 2;
       this.list(next === '(' ? ')' : '}');
     } else if (next !== undefined && (VARIABLE_START.test(next) || next === "'" || next === '"')) {
-      // `$name`, `$1`, `$'...'` (bash's quoting, a variable in dash): the value is not known here.
-      this.op('$');
-      this.i++;
-      if (VARIABLE_START.test(next)) {
-        const name = /^(?:[A-Za-z_][A-Za-z0-9_]*|.)/.exec(s.slice(this.i))![0];
-        this.i += name.length;
-      }
+      // `$name`, `$1`, `$'...'` (bash's quoting, a variable in dash): the value is not known here. The
+      // name is part of the operator: a rule holding `$BUILD_DIR` must not match `$HOME` in its place.
+      const name = VARIABLE_START.test(next) ? /^(?:[A-Za-z_][A-Za-z0-9_]*|.)/.exec(s.slice(this.i + 1))![0] : '';
+      this.op(`$${name}`);
+      this.i += 1 + name.length;
     } else {
       this.append('$', this.i);
       this.i++;

@@ -91,6 +91,11 @@ describe('subscriptions an attacker would send are refused', () => {
     ['an IPv6 loopback', () => ({ endpoint: 'https://[::1]/x', keys: keys() }), /private|loopback|local/],
     ['an IPv4-mapped IPv6 loopback', () => ({ endpoint: 'https://[::ffff:127.0.0.1]/x', keys: keys() }), /private|loopback|local/],
     ['a unique-local IPv6', () => ({ endpoint: 'https://[fd00::1]/x', keys: keys() }), /private|loopback|local/],
+    // Routed to IPv4 (or a site's own network) where a 6to4 relay, a local NAT64 or site-local routing exists.
+    ['attack: an IPv4-compatible IPv6 loopback (::127.0.0.1)', () => ({ endpoint: 'https://[::127.0.0.1]/x', keys: keys() }), /private|loopback|local/],
+    ['attack: a 6to4 address of 10.0.0.1', () => ({ endpoint: 'https://[2002:a00:1::1]/x', keys: keys() }), /private|loopback|local/],
+    ['attack: a local-use NAT64 address of 127.0.0.1', () => ({ endpoint: 'https://[64:ff9b:1::7f00:1]/x', keys: keys() }), /private|loopback|local/],
+    ['attack: a site-local IPv6', () => ({ endpoint: 'https://[fec0::1]/x', keys: keys() }), /private|loopback|local/],
     ['a decimal IPv4 (127.0.0.1)', () => ({ endpoint: 'https://2130706433/x', keys: keys() }), /private|loopback|local/],
     // The push library reads the endpoint with the legacy url.parse, which stops a host at `;` (and
     // does not decode %2e): these passed the WHATWG checks as public names and were sent to 127.0.0.1.

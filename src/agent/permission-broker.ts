@@ -5,7 +5,7 @@ import { isOwnerClient } from '../protocol/sources';
 import type { Store } from '../store';
 import type { ConversationActivity } from './conversation-activity';
 import { conflictMessage, durationText, RESTARTED_WHY } from './permission-texts';
-import { narrowestRule, type AskPermission, type PermissionAnswer, type PermissionQuestion } from './permissions';
+import { alwaysRuleFor, type AskPermission, type PermissionAnswer, type PermissionQuestion } from './permissions';
 import { wirePreview } from './tools/preview';
 import type { ToolPreview } from './tools/types';
 
@@ -60,7 +60,7 @@ interface Outcome {
 interface Waiting {
   request: PermissionRequest;
   ownerOnly: boolean;
-  /** The rule an `allow_always` answer adds (narrowestRule): told to whoever answers and in permission.resolved. */
+  /** The rule an `allow_always` answer adds (alwaysRuleFor): told to whoever answers and in permission.resolved. */
   ruleIfAlways: string | undefined;
   settle(outcome: Outcome): void;
 }
@@ -108,7 +108,7 @@ export class PermissionBroker {
       entry = {
         request,
         ownerOnly,
-        ruleIfAlways: narrowestRule(question.tool, question.subject),
+        ruleIfAlways: alwaysRuleFor(question),
         settle: (result) => {
           if (this.waiting.get(requestId) !== entry) return;
           this.waiting.delete(requestId);

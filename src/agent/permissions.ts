@@ -18,6 +18,11 @@ export interface PermissionQuestion {
   arguments: Record<string, unknown>;
   /** What rules match after `<tool>:`, e.g. the command line of run_command. */
   subject?: string;
+  /**
+   * The tool judges its calls by a subject but this call gives none (arguments it will refuse, such as
+   * run_command's `command: []`): `allow_always` then adds no rule, since `<tool>` would allow every call.
+   */
+  subjectMissing?: boolean;
   /** What the call would do (the tool's preview), worked out only when a person is asked. */
   preview?: () => Promise<ToolPreview>;
   /** The model's id of the tool call, so a restart can store the call's denied result. */
@@ -140,6 +145,11 @@ export function narrowestRule(tool: string, subject: string | undefined, platfor
   return ruleMatches(rule, tool, subject, 'allow', platform) ? rule : undefined;
 }
 
+/** The rule `allow_always` adds for this call (narrowestRule), or none when the call gives no subject its tool needs. */
+export function alwaysRuleFor(question: Pick<PermissionQuestion, 'tool' | 'subject' | 'subjectMissing'>): string | undefined {
+  return question.subjectMissing ? undefined : narrowestRule(question.tool, question.subject);
+}
+
 /**
  * Whether a tool call may run: deny rules, then allow rules, then `permission_mode` read afresh at each
  * call (so a change applies to the next call, even inside a running chat); in `ask` mode, a tool the
@@ -188,7 +198,7 @@ export class PermissionGate {
     if (decision === 'allow_session') this.sessionAllowed.add(key);
     // Written before the call runs, so a crash during the call still leaves the rule the user chose.
     if (decision === 'allow_always') {
-      const rule = narrowestRule(question.tool, question.subject);
+      const rule = alwaysRuleFor(question);
       if (rule !== undefined) await this.addAllowRule(rule);
     }
     return { allowed: decision !== 'deny', reason: 'user', ...said };

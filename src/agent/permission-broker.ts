@@ -171,6 +171,11 @@ export class PermissionBroker {
         throw new ServiceError('unauthorized', 'allow_always adds a permission rule: only the owner (access token or the editor) may; answer allow or allow_session');
       }
       const note = reply.decision === 'deny' && reply.note?.trim() ? reply.note.trim() : undefined;
+      // The model reads a note as the user's words: a session user must not steer the owner's turn with
+      // one (its next call would again be the session user's to allow; its own turns' are the owner's).
+      if (note && !answerer.owner) {
+        throw new ServiceError('unauthorized', 'a deny note is given to the model as the owner\'s words: only the owner (access token or the editor) may add one; deny without a note');
+      }
       const ruleAdded = reply.decision === 'allow_always' ? waiting.ruleIfAlways : undefined;
       waiting.settle({ decision: reply.decision, reason: 'answered', decidedBy: answerer.label, ...(note ? { note } : {}), ...(ruleAdded ? { ruleAdded } : {}) });
       return { request_id: requestId, decision: reply.decision, decided_by: answerer.label, already_decided: false, ...(ruleAdded ? { rule_added: ruleAdded } : {}) };

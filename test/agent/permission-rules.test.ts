@@ -90,6 +90,17 @@ test('attack: the rule for a line with a $variable or a comment allows only that
   assert.ok(rule === undefined || !ruleMatches(rule, 'run_command', 'git push # --force', 'allow', 'win32'), 'nor on Windows');
 });
 
+test('attack: the rule for ~/x (the home folder) does not allow ~"/x" or ~\\/x (a folder named ~ here)', () => {
+  // The shell expands a leading ~ only when nothing up to the first unquoted / is quoted.
+  const rule = commandRule('rm -rf ~/old');
+  for (const other of ['rm -rf ~"/old"', 'rm -rf ~""/old', 'rm -rf ~\\/old', "rm -rf ~'/old'", "rm -rf ''~/old", 'rm -rf ""~/old']) {
+    assert.equal(allows(rule, 'run_command', other), false, `${JSON.stringify(rule)} must not allow ${JSON.stringify(other)}`);
+  }
+  assert.equal(allows(rule, 'run_command', 'rm -rf ~/old'), true);
+  assert.equal(allows('run_command:cat ~/x', 'run_command', "cat '~/x'"), false, 'nor the other way round');
+  assert.equal(allows('run_command:rm -rf \'~/old\'', 'run_command', 'rm -rf ~"/old"'), true, 'both name the folder ~ here');
+});
+
 test('a path rule with a backslash before a star stays exact', () => {
   const rule = narrowestRule('write_file', 'odd\\*name')!;
   assert.equal(allows(rule, 'write_file', 'odd\\*name'), true);

@@ -101,9 +101,22 @@ class Tokenizer {
     else this.word = { value, start, active: [] };
   }
 
+  /**
+   * Quoted (or escaped) text of a word. A leading `~` is expanded only when nothing up to the first
+   * unquoted `/` is quoted: in `~"/x"` or `~\/x` it is a plain character, the folder named `~`.
+   */
+  private appendQuoted(value: string, start: number): void {
+    const word = this.word;
+    if (word && word.active[0] === 0 && word.value[0] === '~' && !word.value.includes('/')) word.active.shift();
+    this.append(value, start);
+  }
+
   /** An unquoted character of a word; one the shell reads (`*`, `~`, `{`...) is marked so. */
   private appendUnquoted(c: string, start: number): void {
+    // After quotes, even empty ones (`''~`), a `~` no longer begins the word: the shell leaves it be.
+    const literalTilde = c === '~' && this.word?.value === '';
     this.append(c, start);
+    if (literalTilde) return;
     if (!PLAIN_CHARACTER.test(c)) this.word!.active.push(this.word!.value.length - 1);
   }
 
@@ -174,11 +187,11 @@ class Tokenizer {
       return;
     }
     if (next === undefined) {
-      this.append('\\', this.i);
+      this.appendQuoted('\\', this.i);
       this.i++;
       return;
     }
-    this.append(next, this.i);
+    this.appendQuoted(next, this.i);
     this.i += 2;
   }
 
@@ -187,18 +200,18 @@ class Tokenizer {
     const end = this.text.indexOf("'", this.i + 1);
     if (end === -1) {
       this.complete = false;
-      this.append(this.text.slice(this.i + 1), start);
+      this.appendQuoted(this.text.slice(this.i + 1), start);
       this.i = this.text.length;
       return;
     }
-    this.append(this.text.slice(this.i + 1, end), start);
+    this.appendQuoted(this.text.slice(this.i + 1, end), start);
     this.i = end + 1;
   }
 
   private doubleQuoted(): void {
     const s = this.text;
     const start = this.i;
-    this.append('', start); // `""` is a word, empty
+    this.appendQuoted('', start); // `""` is a word, empty
     this.i++;
     while (this.i < s.length) {
       const c = s[this.i];
@@ -207,16 +220,16 @@ class Tokenizer {
         return;
       }
       if (c === '\\' && '$`"\\\n'.includes(s[this.i + 1] ?? '')) {
-        if (s[this.i + 1] !== '\n') this.append(s[this.i + 1], this.i);
+        if (s[this.i + 1] !== '\n') this.appendQuoted(s[this.i + 1], this.i);
         this.i += 2;
       } else if (c === '`' || (c === '$' && /[({]|[A-Za-z0-9_@*#?$!-]/.test(s[this.i + 1] ?? ''))) {
         this.expansion();
-        this.append('', this.i); // the rest of the quoted text goes on as a word
+        this.appendQuoted('', this.i); // the rest of the quoted text goes on as a word
       } else if (s[this.i + 1] !== '"' && this.historyExpansionAt(this.i)) {
         this.historyExpansion();
-        this.append('', this.i);
+        this.appendQuoted('', this.i);
       } else {
-        this.append(c, this.i);
+        this.appendQuoted(c, this.i);
         this.i++;
       }
     }

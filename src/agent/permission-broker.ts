@@ -5,7 +5,7 @@ import { isOwnerClient } from '../protocol/sources';
 import type { Store } from '../store';
 import type { ConversationActivity } from './conversation-activity';
 import { conflictMessage, durationText, RESTARTED_WHY } from './permission-texts';
-import { narrowestRule, type AskPermission, type PermissionAnswer } from './permissions';
+import { alwaysRuleFor, type AskPermission, type PermissionAnswer } from './permissions';
 import { wirePreview } from './tools/preview';
 
 type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 'session'; source: string };
@@ -49,7 +49,7 @@ interface Outcome {
 interface Waiting {
   request: PermissionRequest;
   ownerOnly: boolean;
-  /** The rule an `allow_always` answer adds (narrowestRule): told to whoever answers and in permission.resolved. */
+  /** The rule an `allow_always` answer adds (alwaysRuleFor): told to whoever answers and in permission.resolved. */
   ruleIfAlways: string | undefined;
   settle(outcome: Outcome): void;
 }
@@ -97,7 +97,7 @@ export class PermissionBroker {
       entry = {
         request,
         ownerOnly,
-        ruleIfAlways: narrowestRule(question.tool, question.subject),
+        ruleIfAlways: alwaysRuleFor(question),
         settle: (result) => {
           if (this.waiting.get(requestId) !== entry) return;
           this.waiting.delete(requestId);
@@ -154,6 +154,11 @@ export class PermissionBroker {
         throw new ServiceError('unauthorized', 'allow_always adds a permission rule: only the owner (access token or the editor) may; answer allow or allow_session');
       }
       const note = reply.decision === 'deny' && reply.note?.trim() ? reply.note.trim() : undefined;
+      // The model reads a note as the user's words: a session user must not steer the owner's turn with
+      // one (its next call would again be the session user's to allow; its own turns' are the owner's).
+      if (note && !answerer.owner) {
+        throw new ServiceError('unauthorized', 'a deny note is given to the model as the owner\'s words: only the owner (access token or the editor) may add one; deny without a note');
+      }
       const ruleAdded = reply.decision === 'allow_always' ? waiting.ruleIfAlways : undefined;
       waiting.settle({ decision: reply.decision, reason: 'answered', decidedBy: answerer.label, ...(note ? { note } : {}), ...(ruleAdded ? { ruleAdded } : {}) });
       return { request_id: requestId, decision: reply.decision, decided_by: answerer.label, already_decided: false, ...(ruleAdded ? { rule_added: ruleAdded } : {}) };

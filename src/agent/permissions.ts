@@ -18,6 +18,11 @@ export interface PermissionQuestion {
   arguments: Record<string, unknown>;
   /** What rules match after `<tool>:`, e.g. the command line of run_command. */
   subject?: string;
+  /**
+   * The tool judges its calls by a subject but this call gives none (arguments it will refuse, such as
+   * run_command's `command: []`): `allow_always` then adds no rule, since `<tool>` would allow every call.
+   */
+  subjectMissing?: boolean;
   /** What the call would do (the tool's preview), worked out only when a person is asked. */
   preview?: () => Promise<ToolPreview>;
   /** The model's id of the tool call, so a restart can store the call's denied result. */
@@ -99,12 +104,13 @@ function commandRuleMatches(pattern: string, line: string, effect: RuleEffect, p
   const rule = parseShellLine(pattern);
   // Each command of the rule against the line's at the same place: after quote removal (`"git" status`
   // is `git status`), or as written (a rule made by allow_always from this very line, quotes and all).
+  // Only blanks between words are evened out: whitespace inside a word is part of it (`'a  b'`, NBSP).
   const sameShape =
     parsed.complete &&
     rule.shape.length === parsed.shape.length &&
     rule.shape.every((part, i) => part === parsed.shape[i]) &&
     rule.commands.every(
-      (command, i) => globToRegExp(command.raw.replace(/\s+/g, ' ')).test(parsed.commands[i].normalized) || globToRegExp(command.raw).test(parsed.commands[i].raw),
+      (command, i) => globToRegExp(command.spaced).test(parsed.commands[i].normalized) || globToRegExp(command.spaced).test(parsed.commands[i].spaced),
     );
   if (sameShape) return true;
   if (effect === 'allow') return false;
@@ -137,6 +143,11 @@ export function narrowestRule(tool: string, subject: string | undefined, platfor
   const rule = subject === undefined ? tool : `${tool}:${escapeGlob(subject)}`;
   if (!PermissionRule.safeParse(rule).success) return undefined;
   return ruleMatches(rule, tool, subject, 'allow', platform) ? rule : undefined;
+}
+
+/** The rule `allow_always` adds for this call (narrowestRule), or none when the call gives no subject its tool needs. */
+export function alwaysRuleFor(question: Pick<PermissionQuestion, 'tool' | 'subject' | 'subjectMissing'>): string | undefined {
+  return question.subjectMissing ? undefined : narrowestRule(question.tool, question.subject);
 }
 
 /**
@@ -187,7 +198,7 @@ export class PermissionGate {
     if (decision === 'allow_session') this.sessionAllowed.add(key);
     // Written before the call runs, so a crash during the call still leaves the rule the user chose.
     if (decision === 'allow_always') {
-      const rule = narrowestRule(question.tool, question.subject);
+      const rule = alwaysRuleFor(question);
       if (rule !== undefined) await this.addAllowRule(rule);
     }
     return { allowed: decision !== 'deny', reason: 'user', ...said };

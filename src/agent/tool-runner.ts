@@ -42,6 +42,7 @@ export async function runToolCall(
     tool: tool.name,
     arguments: call.arguments,
     subject,
+    subjectMissing: tool.subject !== undefined && subject === undefined,
     preview: () => previewToolCall(tool, call.arguments),
     callId: call.id,
     signal: context.signal,

@@ -56,6 +56,6 @@ export interface PushCommands {
   unsubscribe(deviceId: string, session: ClientSession): Promise<boolean>;
   list(): PushDevice[];
   /** A test notification to the device (not_found if unknown), or to every device. */
-  test(deviceId: string | undefined): Promise<PushTestResult[]>;
+  test(deviceId: string | undefined, session: ClientSession): Promise<PushTestResult[]>;
   reportVisibility(session: ClientSession, deviceId: string | undefined, visible: boolean): { device_id: string | null; visible: boolean };
 }

@@ -48,6 +48,59 @@ test('the rule made for a command line allows that line and nothing broader', ()
   }
 });
 
+test('attack: whitespace inside a word of the approved line does not widen its rule (quoted runs, tabs, NBSP, BOM, edges)', () => {
+  // A model asks for a line whose words hold whitespace the shell keeps (inside quotes) or does not split
+  // on (NBSP, U+FEFF): the rule allow_always writes must not allow the line with that whitespace changed.
+  const refused: [string, string[]][] = [
+    ["rm -rf 'old  backups'", ["rm -rf 'old backups'", 'rm -rf "old backups"']],
+    ["rm -rf 'a\tb'", ["rm -rf 'a b'"]],
+    ["rm 'a\nb'", ["rm 'a b'"]],
+    ['rm\u00a0-rf /', ['rm -rf /']],
+    ['echo\ufeffhi', ['echo hi']],
+    ['rm -rf /\u00a0', ['rm -rf /']],
+    ['\u3000rm -rf /', ['rm -rf /']],
+  ];
+  for (const [line, others] of refused) {
+    const rule = commandRule(line);
+    assert.equal(allows(rule, 'run_command', line), true, `${JSON.stringify(rule)} allows its own line`);
+    for (const other of others) assert.equal(allows(rule, 'run_command', other), false, `${JSON.stringify(rule)} must not allow ${JSON.stringify(other)}`);
+  }
+  assert.equal(allows(commandRule('git   status\t-s'), 'run_command', 'git status -s'), true, 'blanks between words still do not matter');
+  assert.equal(allows('run_command:git  status*', 'run_command', 'git status -s'), true, 'nor in a hand-written rule');
+});
+
+test('attack: the rule for a line with a $variable or a comment allows only that variable and that comment', () => {
+  // The line's shape held `$` without the variable's name, and `#` without the comment's text: the rule
+  // allow_always wrote for `rm -rf $BUILD_DIR` allowed `rm -rf $HOME` (cmd.exe reads no comment: `#` and
+  // what follows are words there).
+  const refused: [string, string[]][] = [
+    ['rm -rf $BUILD_DIR', ['rm -rf $HOME', 'rm -rf $B']],
+    ['rm -rf $TMPDIR/build', ['rm -rf $HOME/build']],
+    ['rm -rf "$TMPDIR"/x', ['rm -rf "$HOME"/x']],
+    ['echo $1', ['echo $2', 'echo $@']],
+    ['echo $$', ['echo $!']],
+    ['git push # later', ['git push # --force']],
+  ];
+  for (const [line, others] of refused) {
+    const rule = commandRule(line);
+    assert.equal(allows(rule, 'run_command', line), true, `${JSON.stringify(rule)} allows its own line`);
+    for (const other of others) assert.equal(allows(rule, 'run_command', other), false, `${JSON.stringify(rule)} must not allow ${JSON.stringify(other)}`);
+  }
+  const rule = narrowestRule('run_command', 'git push # later', 'win32');
+  assert.ok(rule === undefined || !ruleMatches(rule, 'run_command', 'git push # --force', 'allow', 'win32'), 'nor on Windows');
+});
+
+test('attack: the rule for ~/x (the home folder) does not allow ~"/x" or ~\\/x (a folder named ~ here)', () => {
+  // The shell expands a leading ~ only when nothing up to the first unquoted / is quoted.
+  const rule = commandRule('rm -rf ~/old');
+  for (const other of ['rm -rf ~"/old"', 'rm -rf ~""/old', 'rm -rf ~\\/old', "rm -rf ~'/old'", "rm -rf ''~/old", 'rm -rf ""~/old']) {
+    assert.equal(allows(rule, 'run_command', other), false, `${JSON.stringify(rule)} must not allow ${JSON.stringify(other)}`);
+  }
+  assert.equal(allows(rule, 'run_command', 'rm -rf ~/old'), true);
+  assert.equal(allows('run_command:cat ~/x', 'run_command', "cat '~/x'"), false, 'nor the other way round');
+  assert.equal(allows('run_command:rm -rf \'~/old\'', 'run_command', 'rm -rf ~"/old"'), true, 'both name the folder ~ here');
+});
+
 test('a path rule with a backslash before a star stays exact', () => {
   const rule = narrowestRule('write_file', 'odd\\*name')!;
   assert.equal(allows(rule, 'write_file', 'odd\\*name'), true);

@@ -52,6 +52,13 @@ export interface FakePushService {
   subscription(): BrowserSubscription;
   /** Answers of the next calls, in order (then 201). */
   script(...statuses: number[]): void;
+  /**
+   * A hostile endpoint: the next call is answered 201 with a body that never ends (`limitBytes` sent as
+   * fast as the client reads, then the answer is held open). `endless.sent` counts the bytes written,
+   * `endless.closed` turns true once the client let the connection go.
+   */
+  answerEndlessly(limitBytes?: number): void;
+  readonly endless: { sent: number; closed: boolean };
   waitFor(predicate: (push: FakePushService) => boolean, what?: string, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -77,6 +84,23 @@ function readVapid(authorization: string | undefined): ReceivedPush['jwt'] {
   return { header: base64urlJson(header), claims: base64urlJson(claims), signatureValid, key };
 }
 
+/** A 201 whose body goes on until `limit` bytes, then stays open: only the client's closing ends it. */
+function streamForever(res: http.ServerResponse, state: { limit: number; sent: number; closed: boolean }, changed: () => void): void {
+  const chunk = Buffer.alloc(64 * 1024, 'x');
+  res.on('close', () => {
+    state.closed = true;
+    changed();
+  });
+  res.writeHead(201, { 'content-type': 'text/plain' });
+  const pump = () => {
+    while (state.sent < state.limit && !res.destroyed) {
+      state.sent += chunk.length;
+      if (!res.write(chunk)) return void res.once('drain', pump);
+    }
+  };
+  pump();
+}
+
 export async function startFakePushService(): Promise<FakePushService> {
   const certDir = await tempDir('ra-fake-push-');
   const keyFile = join(certDir.dir, 'key.pem');
@@ -87,6 +111,7 @@ export async function startFakePushService(): Promise<FakePushService> {
   const received: ReceivedPush[] = [];
   const scripted: number[] = [];
   const watchers = createWatchers();
+  const endless = { pending: false, limit: 0, sent: 0, closed: false };
   let attempts = 0;
 
   const server = https.createServer({ key: readFileSync(keyFile), cert: ca }, (req, res) => {
@@ -112,6 +137,12 @@ export async function startFakePushService(): Promise<FakePushService> {
         answered,
         receivedAt: performance.now(),
       });
+      if (endless.pending) {
+        endless.pending = false;
+        streamForever(res, endless, () => watchers.notify());
+        watchers.notify();
+        return;
+      }
       res.writeHead(answered).end();
       watchers.notify();
     });
@@ -136,6 +167,12 @@ export async function startFakePushService(): Promise<FakePushService> {
     },
     script(...statuses) {
       scripted.push(...statuses);
+    },
+    answerEndlessly(limitBytes = 32 * 1024 * 1024) {
+      Object.assign(endless, { pending: true, limit: limitBytes, sent: 0, closed: false });
+    },
+    get endless() {
+      return { sent: endless.sent, closed: endless.closed };
     },
     waitFor(predicate, what = 'the pushes', timeoutMs = 10_000) {
       return watchers.waitFor(() => predicate(service), timeoutMs, () => `timed out waiting for ${what} (${received.length} received)`);

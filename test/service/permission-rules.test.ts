@@ -177,6 +177,23 @@ describe('allow_always', () => {
     await waitFor(async () => (await readFile(join(live.dataDir, 'service.log'), 'utf8')).includes('permission.rule_not_saved'), 'the log line');
   });
 
+  test('attack: allow_always on a call whose arguments give no subject (command: []) adds no rule, not the bare tool name', async () => {
+    // run_command judges a call by its command line; a model's call without one (an empty or non-string
+    // command, which would fail anyway) made narrowestRule fall back to `run_command`: every command line,
+    // forever, on one click of "always" for a call that does nothing.
+    const before = await rulesOnDisk();
+    for (const command of [[], 42]) {
+      fake.script({ tool_calls: [{ name: 'run_command', arguments: { command } }] }, (request) => ({ text: `got: ${lastToolResult(request)}` }));
+      chatter.send({ type: 'chat', message: 'run it', id: `n${String(command)}` });
+      const request = await chatter.next((f) => f.event === 'permission.request' && JSON.stringify((f.arguments as { command: unknown }).command) === JSON.stringify(command));
+      const ack = await chatter.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow_always' });
+      assert.equal(ack.status, 'ok', JSON.stringify(ack));
+      assert.equal((ack.data as { rule_added?: string }).rule_added, undefined, 'no rule named');
+      await chatter.next((f) => f.id === `n${String(command)}` && 'status' in f);
+      assert.deepEqual(await rulesOnDisk(), before, 'no rule written');
+    }
+  });
+
   test('a session user may not answer allow_always: unauthorized, no rule written, the request still waits', async () => {
     const before = await rulesOnDisk();
     runCommand('echo from-a-session');

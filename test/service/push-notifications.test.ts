@@ -273,6 +273,27 @@ test('delivery outcomes: 5xx retried then ok; 410 removes the device; failures c
   }
 });
 
+test('attack: a push endpoint answering with an endless body is not read whole (memory), and the push still ends', async () => {
+  // Any user client may subscribe an endpoint of its choosing: a hostile one answers 201 and then streams
+  // without end. web-push buffered the whole body before settling: the service's memory filled, the
+  // device's queue never moved. The status decides; at most a little of the body is read, then the
+  // connection is let go.
+  const owner = await TestClient.authed(svc.wsUrl, svc.token);
+  try {
+    const device = await subscribeDevice(owner);
+    push.answerEndlessly();
+    const reply = await owner.request({ type: 'push_test', device_id: device.id });
+    assert.deepEqual(reply.data, { results: [{ device_id: device.id, ok: true, status: 201 }] });
+    await push.waitFor((p) => p.endless.closed, 'the service letting the endless answer go');
+    assert.ok(push.endless.sent < 32 * 1024 * 1024, `the service stopped reading (${push.endless.sent} bytes written)`);
+    push.received.length = 0;
+    const next = await owner.request({ type: 'push_test', device_id: device.id });
+    assert.deepEqual(next.data, { results: [{ device_id: device.id, ok: true, status: 201 }] }, 'the device still gets pushes');
+  } finally {
+    owner.close();
+  }
+});
+
 test('push_test to every device, and a test payload', async () => {
   const owner = await TestClient.authed(svc.wsUrl, svc.token);
   try {

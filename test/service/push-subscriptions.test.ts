@@ -6,6 +6,7 @@ import { createECDH, randomBytes, randomUUID } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import https from 'node:https';
 import { join } from 'node:path';
+import { parse } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../../src/transport/auth/passwords';
 import { guardedAgent } from '../../src/transport/push/endpoint-guard';
@@ -90,7 +91,16 @@ describe('subscriptions an attacker would send are refused', () => {
     ['an IPv6 loopback', () => ({ endpoint: 'https://[::1]/x', keys: keys() }), /private|loopback|local/],
     ['an IPv4-mapped IPv6 loopback', () => ({ endpoint: 'https://[::ffff:127.0.0.1]/x', keys: keys() }), /private|loopback|local/],
     ['a unique-local IPv6', () => ({ endpoint: 'https://[fd00::1]/x', keys: keys() }), /private|loopback|local/],
+    // Routed to IPv4 (or a site's own network) where a 6to4 relay, a local NAT64 or site-local routing exists.
+    ['attack: an IPv4-compatible IPv6 loopback (::127.0.0.1)', () => ({ endpoint: 'https://[::127.0.0.1]/x', keys: keys() }), /private|loopback|local/],
+    ['attack: a 6to4 address of 10.0.0.1', () => ({ endpoint: 'https://[2002:a00:1::1]/x', keys: keys() }), /private|loopback|local/],
+    ['attack: a local-use NAT64 address of 127.0.0.1', () => ({ endpoint: 'https://[64:ff9b:1::7f00:1]/x', keys: keys() }), /private|loopback|local/],
+    ['attack: a site-local IPv6', () => ({ endpoint: 'https://[fec0::1]/x', keys: keys() }), /private|loopback|local/],
     ['a decimal IPv4 (127.0.0.1)', () => ({ endpoint: 'https://2130706433/x', keys: keys() }), /private|loopback|local/],
+    // The push library reads the endpoint with the legacy url.parse, which stops a host at `;` (and
+    // does not decode %2e): these passed the WHATWG checks as public names and were sent to 127.0.0.1.
+    ['attack: a name the push library reads as a loopback IP literal (127.0.0.1;.push.example.com)', () => ({ endpoint: 'https://127.0.0.1;.push.example.com/x', keys: keys() }), /host/],
+    ['attack: a host that is not a DNS name (127.0.0.1{.push.example.com)', () => ({ endpoint: "https://10.0.0.8{.push.example.com/x", keys: keys() }), /host/],
     ['credentials in the URL', () => ({ endpoint: 'https://user:pw@push.example.com/x', keys: keys() }), /credentials/],
     ['an endpoint over 2048 characters', () => ({ endpoint: `https://push.example.com/${'a'.repeat(2100)}`, keys: keys() }), /endpoint/],
     ['not a URL', () => ({ endpoint: 'https://', keys: keys() }), /endpoint/],
@@ -110,6 +120,18 @@ describe('subscriptions an attacker would send are refused', () => {
       assert.equal(after, before, 'nothing stored');
     });
   }
+
+  test('attack: an endpoint with %2e in its host is sent to the name it was checked as, not to the IP literal before it', async () => {
+    // WHATWG reads 127.0.0.1%2epush.example.com as the public name 127.0.0.1.push.example.com; the push
+    // library's url.parse read the raw text as host 127.0.0.1 (no DNS lookup, so no guard) and POSTed there.
+    // The endpoint is stored as checked (its href), so the sender resolves that name (through the guard).
+    const device = randomUUID();
+    const reply = await owner.request({ type: 'push_subscribe', device_id: device, device_name: 'odd', subscription: { endpoint: 'https://127.0.0.1%2epush.example.com/x', keys: keys() } });
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    const stored = svc.service.store.pushDevices.get(device)!;
+    assert.equal(parse(stored.endpoint).hostname, '127.0.0.1.push.example.com', 'what is sent to is the host that was checked');
+    await owner.request({ type: 'push_unsubscribe', device_id: device });
+  });
 
   test('a bad device_id or device_name is invalid_request', async () => {
     const good = { endpoint: 'https://push.example.com/x', keys: keys() };
@@ -177,6 +199,20 @@ describe('subscriptions an attacker would send are refused', () => {
     const device = listed.find((d) => d.device_id === ownerDevice)!;
     assert.equal(device.device_name, 'owner phone');
     assert.equal(device.events.prompt, true);
+  });
+
+  test("attack: a session user may not push_test the owner's device, and push_test of every device leaves the owner's out", async () => {
+    // Each push_test makes the owner's phone ring (no limit), and a push service rate-limits the VAPID
+    // key: the owner's real prompts would then be refused.
+    const ownerDevice = randomUUID();
+    await owner.request({ type: 'push_subscribe', device_id: ownerDevice, device_name: 'owner phone', subscription: { endpoint: 'https://push.example.com/o2', keys: keys() } });
+    const direct = await user.request({ type: 'push_test', device_id: ownerDevice });
+    assert.equal(direct.code, 'unauthorized', JSON.stringify(direct));
+    const every = await user.request({ type: 'push_test' });
+    assert.equal(every.status, 'ok', JSON.stringify(every));
+    const tested = (every.data as { results: { device_id: string }[] }).results.map((r) => r.device_id);
+    assert.ok(!tested.includes(ownerDevice), 'the owner\'s device is not among those a session user tests');
+    await owner.request({ type: 'push_unsubscribe', device_id: ownerDevice });
   });
 
   test('push_settings and push_unsubscribe of an unknown device: not_found / removed false', async () => {

@@ -104,13 +104,18 @@ function customTool(config: CustomToolConfig, roots: WorkspaceRoots): Tool {
     params,
     // The arguments, not the command line: the command is the admin's (and may hold a secret that must
     // not reach a prompt); what varies, and what a rule or the user judges, is what the model passes.
-    subject(args) {
-      try {
-        return Object.entries(checkedValues(args)).map(([name, value]) => `${name}=${quoteArg(value)}`).join(' ') || undefined;
-      } catch {
-        return undefined;
-      }
-    },
+    // A tool without parameters has no subject: its calls are all the same (allow_always adds `<tool>`).
+    ...(Object.keys(config.parameters).length === 0
+      ? {}
+      : {
+          subject(args: Record<string, unknown>) {
+            try {
+              return Object.entries(checkedValues(args)).map(([name, value]) => `${name}=${quoteArg(value)}`).join(' ') || undefined;
+            } catch {
+              return undefined;
+            }
+          },
+        }),
     async run(args, context) {
       const argv = expandCommand(config.command, checkedValues(args));
       const workspace = roots();

@@ -14,6 +14,11 @@ import { quoteArg } from './command-line';
 export interface SimpleCommand {
   /** The command as written (quotes and escapes kept). */
   raw: string;
+  /**
+   * Its words as written, one space between them: only the blanks the shell splits words on are made one,
+   * never whitespace inside a word (quoted, or a character such as NBSP it does not split on).
+   */
+  spaced: string;
   /** Its words as the program would receive them (quotes removed). */
   words: string[];
   /**
@@ -32,7 +37,7 @@ export interface SimpleCommand {
 export interface ShellLine {
   /** Every simple command, in order, including those inside substitutions, subshells and `${...}`. */
   commands: SimpleCommand[];
-  /** The line's shape: `W` for each simple command, and each operator in place. */
+  /** The line's shape: `W` for each simple command, and each operator in place (a variable's `$name` and a comment's text whole). */
   shape: string[];
   /** False when a quote, substitution or subshell is left open. */
   complete: boolean;
@@ -96,9 +101,22 @@ class Tokenizer {
     else this.word = { value, start, active: [] };
   }
 
+  /**
+   * Quoted (or escaped) text of a word. A leading `~` is expanded only when nothing up to the first
+   * unquoted `/` is quoted: in `~"/x"` or `~\/x` it is a plain character, the folder named `~`.
+   */
+  private appendQuoted(value: string, start: number): void {
+    const word = this.word;
+    if (word && word.active[0] === 0 && word.value[0] === '~' && !word.value.includes('/')) word.active.shift();
+    this.append(value, start);
+  }
+
   /** An unquoted character of a word; one the shell reads (`*`, `~`, `{`...) is marked so. */
   private appendUnquoted(c: string, start: number): void {
+    // After quotes, even empty ones (`''~`), a `~` no longer begins the word: the shell leaves it be.
+    const literalTilde = c === '~' && this.word?.value === '';
     this.append(c, start);
+    if (literalTilde) return;
     if (!PLAIN_CHARACTER.test(c)) this.word!.active.push(this.word!.value.length - 1);
   }
 
@@ -139,9 +157,13 @@ class Tokenizer {
       } else if (this.historyExpansionAt(this.i)) {
         this.historyExpansion();
       } else if (c === '#' && !this.word) {
-        // A comment: the shell runs none of it, yet an allow rule written without one must not match.
-        this.op('#');
-        while (this.i < s.length && s[this.i] !== '\n') this.i++;
+        // A comment: the shell runs none of it, yet an allow rule written without one must not match. Its
+        // text is part of the operator, so a rule holding one matches only that one (cmd.exe reads no
+        // comment: there `#` and what follows are the program's words).
+        const end = s.indexOf('\n', this.i);
+        const comment = s.slice(this.i, end === -1 ? s.length : end);
+        this.op(comment);
+        this.i += comment.length;
       } else {
         const op = OPERATORS.find((o) => s.startsWith(o, this.i));
         if (op === undefined) {
@@ -165,11 +187,11 @@ class Tokenizer {
       return;
     }
     if (next === undefined) {
-      this.append('\\', this.i);
+      this.appendQuoted('\\', this.i);
       this.i++;
       return;
     }
-    this.append(next, this.i);
+    this.appendQuoted(next, this.i);
     this.i += 2;
   }
 
@@ -178,18 +200,18 @@ class Tokenizer {
     const end = this.text.indexOf("'", this.i + 1);
     if (end === -1) {
       this.complete = false;
-      this.append(this.text.slice(this.i + 1), start);
+      this.appendQuoted(this.text.slice(this.i + 1), start);
       this.i = this.text.length;
       return;
     }
-    this.append(this.text.slice(this.i + 1, end), start);
+    this.appendQuoted(this.text.slice(this.i + 1, end), start);
     this.i = end + 1;
   }
 
   private doubleQuoted(): void {
     const s = this.text;
     const start = this.i;
-    this.append('', start); // `""` is a word, empty
+    this.appendQuoted('', start); // `""` is a word, empty
     this.i++;
     while (this.i < s.length) {
       const c = s[this.i];
@@ -198,16 +220,16 @@ class Tokenizer {
         return;
       }
       if (c === '\\' && '$`"\\\n'.includes(s[this.i + 1] ?? '')) {
-        if (s[this.i + 1] !== '\n') this.append(s[this.i + 1], this.i);
+        if (s[this.i + 1] !== '\n') this.appendQuoted(s[this.i + 1], this.i);
         this.i += 2;
       } else if (c === '`' || (c === '$' && /[({]|[A-Za-z0-9_@*#?$!-]/.test(s[this.i + 1] ?? ''))) {
         this.expansion();
-        this.append('', this.i); // the rest of the quoted text goes on as a word
+        this.appendQuoted('', this.i); // the rest of the quoted text goes on as a word
       } else if (s[this.i + 1] !== '"' && this.historyExpansionAt(this.i)) {
         this.historyExpansion();
-        this.append('', this.i);
+        this.appendQuoted('', this.i);
       } else {
-        this.append(c, this.i);
+        this.appendQuoted(c, this.i);
         this.i++;
       }
     }
@@ -245,13 +267,11 @@ class Tokenizer {
       this.i += 2;
       this.list(next === '(' ? ')' : '}');
     } else if (next !== undefined && (VARIABLE_START.test(next) || next === "'" || next === '"')) {
-      // `$name`, `$1`, `$'...'` (bash's quoting, a variable in dash): the value is not known here.
-      this.op('$');
-      this.i++;
-      if (VARIABLE_START.test(next)) {
-        const name = /^(?:[A-Za-z_][A-Za-z0-9_]*|.)/.exec(s.slice(this.i))![0];
-        this.i += name.length;
-      }
+      // `$name`, `$1`, `$'...'` (bash's quoting, a variable in dash): the value is not known here. The
+      // name is part of the operator: a rule holding `$BUILD_DIR` must not match `$HOME` in its place.
+      const name = VARIABLE_START.test(next) ? /^(?:[A-Za-z_][A-Za-z0-9_]*|.)/.exec(s.slice(this.i + 1))![0] : '';
+      this.op(`$${name}`);
+      this.i += 1 + name.length;
     } else {
       this.append('$', this.i);
       this.i++;
@@ -270,7 +290,8 @@ export function parseShellLine(text: string): ShellLine {
     if (run.length === 0) return;
     const words = run.map((t) => t.word);
     const rendered = run.map((t) => renderWord(t.word, t.active));
-    commands.push({ raw: text.slice(run[0].start, run.at(-1)!.end).trim(), words, normalized: rendered.join(' '), program: programOf(words, rendered) });
+    const spaced = run.map((t) => text.slice(t.start, t.end)).join(' ');
+    commands.push({ raw: text.slice(run[0].start, run.at(-1)!.end).trim(), spaced, words, normalized: rendered.join(' '), program: programOf(words, rendered) });
     shape.push('W');
     run = [];
   };

@@ -14,7 +14,11 @@ for (const [net, prefix] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
   ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) NOT_PUBLIC.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [['::', 127], ['::ffff:0:0', 96], ['64:ff9b::', 96], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8]] as const) {
+// ::/96 holds :: and ::1 and the IPv4-compatible forms (::127.0.0.1); 2002::/16 (6to4) and the NAT64
+// prefixes (64:ff9b::/96, local-use 64:ff9b:1::/48) embed an IPv4 address; fec0::/10 is site-local.
+for (const [net, prefix] of [
+  ['::', 96], ['::ffff:0:0', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+] as const) {
   NOT_PUBLIC.addSubnet(net, prefix, 'ipv6');
 }
 
@@ -29,6 +33,9 @@ function isLocalName(hostname: string): boolean {
   const name = hostname.toLowerCase().replace(/\.$/, '');
   return name === 'localhost' || name.endsWith('.localhost') || name.endsWith('.local') || !name.includes('.');
 }
+
+/** A host name as DNS has it (after WHATWG's lowercasing and punycode), optionally ending with the root dot. */
+const DNS_NAME = /^(?!-)[a-z0-9_-]{1,63}(?<!-)(?:\.(?!-)[a-z0-9_-]{1,63}(?<!-))*\.?$/;
 
 const BASE64URL = /^[A-Za-z0-9_-]+={0,2}$/;
 
@@ -47,7 +54,8 @@ export interface EndpointPolicy {
  * literal or a name that cannot be a push service refused; names resolving to private addresses are
  * refused at send time, by `guardedAgent`), no credentials in the URL, and keys as RFC 8291 needs
  * them: `p256dh` a point on P-256 (65 bytes uncompressed), `auth` 16 bytes. Throws invalid_request
- * naming what is wrong; returns the endpoint as parsed.
+ * naming what is wrong; returns the endpoint as parsed: store and send its `href`, never the text as
+ * given (`127.0.0.1%2epush.example.com` is a name to WHATWG, an IP literal to the legacy url.parse).
  */
 export function checkSubscription(subscription: PushSubscriptionInput, policy: EndpointPolicy): URL {
   const bad = (why: string) => new ServiceError('invalid_request', `invalid push_subscribe: subscription.${why}`);
@@ -60,8 +68,11 @@ export function checkSubscription(subscription: PushSubscriptionInput, policy: E
   if (url.protocol !== 'https:') throw bad('endpoint must be an https: URL');
   if (url.username || url.password) throw bad('endpoint must not hold credentials');
   if (!url.hostname) throw bad('endpoint has no host');
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  // The push library reads the endpoint again with the legacy url.parse, which ends a host at `;`, `{`,
+  // a quote...: `127.0.0.1;.push.example.com` would be checked as a name and sent to the IP literal.
+  if (!isIP(host) && !DNS_NAME.test(host)) throw bad('endpoint host must be a DNS name (letters, digits, - and _ between dots)');
   if (!policy.allowPrivateEndpoints) {
-    const host = url.hostname.replace(/^\[|\]$/g, '');
     if (isIP(host) ? isPrivateAddress(host) : isLocalName(host)) {
       throw bad('endpoint must be a public push service, not a loopback, private or link-local address or a local name');
     }

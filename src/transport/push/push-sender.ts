@@ -1,5 +1,5 @@
-import type https from 'node:https';
-import webPush, { WebPushError } from 'web-push';
+import https from 'node:https';
+import webPush, { WebPushError, type RequestDetails } from 'web-push';
 import type { VapidKeys } from './vapid-keys';
 
 /** One notification as the push service carries it. */
@@ -95,15 +95,43 @@ export class PushSender {
 
   private async once(target: PushTarget, message: PushMessage): Promise<number> {
     const vapid = await this.keys();
-    const result = await webPush.sendNotification({ endpoint: target.endpoint, keys: { p256dh: target.p256dh, auth: target.auth } }, JSON.stringify(message.payload), {
+    const details = webPush.generateRequestDetails({ endpoint: target.endpoint, keys: { p256dh: target.p256dh, auth: target.auth } }, JSON.stringify(message.payload), {
       vapidDetails: { subject: vapid.subject, publicKey: vapid.publicKey, privateKey: vapid.privateKey },
       TTL: Math.max(0, Math.round(message.ttl)),
       urgency: message.urgency,
       topic: message.topic,
-      agent: this.agent,
-      timeout: this.options.timeoutMs ?? 10_000,
       contentEncoding: 'aes128gcm',
     });
-    return result.statusCode;
+    return post(details, this.agent, this.options.timeoutMs ?? 10_000);
   }
+}
+
+/** Bytes of a push service's answer read at most: its status is all the service uses. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+/**
+ * Sends what web-push prepared, as its sendNotification would, but bounded: the endpoint may be anyone's
+ * (a client subscribes it), and sendNotification buffered the whole answer before settling (an endless
+ * body filled the memory) and timed out only an idle socket. Here the status settles the push at once;
+ * at most MAX_ANSWER_BYTES of the body are read and the whole exchange has a deadline, then the
+ * connection is let go. The URL is read with WHATWG URL, as the endpoint was checked.
+ */
+function post(details: RequestDetails, agent: https.Agent, timeoutMs: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = https.request(new URL(details.endpoint), { method: details.method, headers: details.headers, agent }, (response) => {
+      const status = response.statusCode ?? 0;
+      if (status >= 200 && status <= 299) resolve(status);
+      else reject(new WebPushError('Received unexpected response code', status, response.headers, '', details.endpoint));
+      let read = 0;
+      response.on('data', (chunk: Buffer) => {
+        read += chunk.length;
+        if (read > MAX_ANSWER_BYTES) request.destroy();
+      });
+      response.on('error', () => undefined);
+    });
+    const deadline = setTimeout(() => request.destroy(Object.assign(new Error('the push service took too long'), { code: 'ETIMEDOUT' })), timeoutMs);
+    request.on('close', () => clearTimeout(deadline));
+    request.on('error', reject);
+    request.end(details.body ?? undefined);
+  });
 }

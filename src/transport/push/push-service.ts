@@ -118,7 +118,8 @@ export class PushService implements PushCommands {
   }
 
   async subscribe(command: CommandOf<'push_subscribe'>, session: ClientSession): Promise<PushDevice> {
-    checkSubscription(command.subscription, this.options);
+    // Stored as checked (href), so the push library reads the same host the check did.
+    const endpoint = checkSubscription(command.subscription, this.options).href;
     this.requireMayChange(command.device_id, session);
     const max = this.options.maxDevices ?? DEFAULT_MAX_DEVICES;
     const stored = await this.deps.store.pushDevices.subscribe(
@@ -127,7 +128,7 @@ export class PushService implements PushCommands {
         device_name: command.device_name,
         principal: session.principal!,
         source: session.source,
-        endpoint: command.subscription.endpoint,
+        endpoint,
         p256dh: command.subscription.keys.p256dh,
         auth: command.subscription.keys.auth,
         events: command.events ?? { prompt: true, finished: true, failed: true, webhook: true },
@@ -164,8 +165,10 @@ export class PushService implements PushCommands {
     return this.deps.store.pushDevices.list().map(deviceView);
   }
 
-  async test(deviceId: string | undefined): Promise<PushTestResult[]> {
-    const devices = deviceId === undefined ? this.deps.store.pushDevices.list() : [this.requireDevice(deviceId)];
+  /** A session user tests only its own devices: each test rings the phone, and the owner's is not its to ring. */
+  async test(deviceId: string | undefined, session: ClientSession): Promise<PushTestResult[]> {
+    if (deviceId !== undefined) this.requireMayChange(this.requireDevice(deviceId).device_id, session);
+    const devices = deviceId === undefined ? this.deps.store.pushDevices.list().filter((device) => mayChange(device, session)) : [this.requireDevice(deviceId)];
     return Promise.all(
       devices.map(async (device) => {
         const outcome = await this.push(device, { payload: testPayload(device.content_blind), ttl: TEST_TTL_SECONDS, urgency: 'normal', topic: topicOf('test') });
@@ -188,7 +191,7 @@ export class PushService implements PushCommands {
   /** A session (password) user may not replace, change, silence or remove a device the owner subscribed. */
   private requireMayChange(deviceId: string, session: ClientSession): void {
     const device = this.deps.store.pushDevices.get(deviceId);
-    if (device?.principal === 'access' && session.principal !== 'access') {
+    if (device && !mayChange(device, session)) {
       throw new ServiceError('unauthorized', 'this device was subscribed by the owner: only the owner (access token or the editor) may change it');
     }
   }
@@ -288,6 +291,11 @@ export class PushService implements PushCommands {
       ...(outcome.error ? { error: outcome.error } : {}),
     });
   }
+}
+
+/** A session (password) user may not touch a device the owner subscribed. */
+function mayChange(device: PushDeviceRow, session: ClientSession): boolean {
+  return device.principal !== 'access' || session.principal === 'access';
 }
 
 /** A device as the client that subscribed it, for the event filters (could it have answered this prompt?). */

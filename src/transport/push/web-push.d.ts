@@ -26,7 +26,16 @@ declare module 'web-push' {
     headers: Record<string, string | string[] | undefined>;
   }
 
+  /** What sendNotification would send: the request, VAPID-signed and encrypted (web-push-lib.js generateRequestDetails). */
+  export interface RequestDetails {
+    method: string;
+    headers: Record<string, string | number>;
+    body: Buffer | null;
+    endpoint: string;
+  }
+
   export class WebPushError extends Error {
+    constructor(message: string, statusCode: number, headers: Record<string, string | string[] | undefined>, body: string, endpoint: string);
     statusCode: number;
     headers: Record<string, string | string[] | undefined>;
     body: string;
@@ -34,8 +43,14 @@ declare module 'web-push' {
   }
 
   export function sendNotification(subscription: PushSubscription, payload: string | Buffer, options: RequestOptions): Promise<SendResult>;
+  export function generateRequestDetails(subscription: PushSubscription, payload: string | Buffer, options: RequestOptions): RequestDetails;
   export function generateVAPIDKeys(): { publicKey: string; privateKey: string };
 
-  const webPush: { sendNotification: typeof sendNotification; generateVAPIDKeys: typeof generateVAPIDKeys; WebPushError: typeof WebPushError };
+  const webPush: {
+    sendNotification: typeof sendNotification;
+    generateRequestDetails: typeof generateRequestDetails;
+    generateVAPIDKeys: typeof generateVAPIDKeys;
+    WebPushError: typeof WebPushError;
+  };
   export default webPush;
 }

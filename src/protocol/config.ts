@@ -135,8 +135,15 @@ export const PermissionRules = z
   .refine(permissionRuleCountLimit, permissionRuleCountError);
 export type PermissionRules = z.infer<typeof PermissionRules>;
 
+/** The longest a permission request may wait (30 days): a turn is held that long at most, and every expiry stays a valid date. */
+export const MAX_PERMISSION_TIMEOUT_SECONDS = 30 * 24 * 3600;
+
 /** Seconds a permission request waits for an answer before the tool is denied. */
-export const PermissionTimeoutSeconds = z.number({ error: 'expected a whole number of seconds' }).int({ error: 'expected a whole number of seconds' }).min(1, { error: 'must be at least 1' });
+export const PermissionTimeoutSeconds = z
+  .number({ error: 'expected a whole number of seconds' })
+  .int({ error: 'expected a whole number of seconds' })
+  .min(1, { error: 'must be at least 1' })
+  .max(MAX_PERMISSION_TIMEOUT_SECONDS, { error: `must be at most ${MAX_PERMISSION_TIMEOUT_SECONDS} (30 days)` });
 
 /** Settings `update_config` may write (docs/protocol.md). Strict: an unknown field is named and refused. */
 export const WritableConfig = z.strictObject({

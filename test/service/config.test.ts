@@ -164,10 +164,12 @@ describe('ConfigFile.load', () => {
     assert.deepEqual(await readdir(dir), [CONFIG_FILE_NAME]);
   });
 
-  test('permission_timeout_seconds: 1800 by default; an integer of at least 1, else the field is named', async () => {
+  test('permission_timeout_seconds: 1800 by default; an integer from 1 to 30 days, else the field is named', async () => {
     assert.equal((await load(await dirWith({ auth_token: TOKEN }))).current.permission_timeout_seconds, 1800);
     assert.equal((await load(await dirWith({ auth_token: TOKEN, permission_timeout_seconds: 60 }))).current.permission_timeout_seconds, 60);
-    for (const bad of [0, 1.5, '60']) {
+    assert.equal((await load(await dirWith({ auth_token: TOKEN, permission_timeout_seconds: 2_592_000 }))).current.permission_timeout_seconds, 2_592_000);
+    // Beyond 30 days (1e20: a request's expires_at would not even be a date).
+    for (const bad of [0, 1.5, '60', 2_592_001, 1e20]) {
       const error = await ConfigFile.load(await dirWith({ auth_token: TOKEN, permission_timeout_seconds: bad })).then(
         () => assert.fail(`expected a ConfigError for ${JSON.stringify(bad)}`),
         (e: unknown) => e,

@@ -2,6 +2,7 @@
  * The protocol's version, told in the hello (the `auth` reply) and sent by clients in their `auth`:
  * 1 was every build before the hello carried it; 2 added client_message_id, queued messages and the hello.
  * Raise it when a client of the previous version would misread or miss what the service sends.
+ * Written without zod: the page bundle takes it in with the shared client (protocol/client.ts).
  */
 export const PROTOCOL_VERSION = 2;
 

@@ -13,6 +13,7 @@ import type { ToolRegistry } from './agent/tools/registry';
 import type { CommandContext } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { SessionDoor, type OpenSession, type SessionOptions } from './commands/door';
+import { ChatResends } from './commands/chat-resends';
 import { conversationOf } from './commands/handlers';
 import { announceTurnEnded } from './commands/turn-ended';
 import { canAccess } from './protocol/sources';
@@ -133,6 +134,7 @@ export class Service {
     );
     const ctx: CommandContext = {
       config, store, agent, events, running: this.running, tools, permissions, gate, activity, logger, push: this.push,
+      resends: new ChatResends(store),
       deliveries: this.webhooks.deliveries,
       relay: {
         status: () => this.relay.status(),
@@ -182,7 +184,7 @@ export class Service {
     const announce = (conversationId: string, source?: string) => {
       const row = store.conversations.get(conversationId);
       if (!row) return;
-      const event = { event: 'conversation.updated', conversation_id: conversationId, source: source ?? row.source, conversation: conversationOf(row, activity) } as const;
+      const event = { event: 'conversation.updated', conversation_id: conversationId, source: source ?? row.source, conversation: conversationOf(row, activity, store) } as const;
       events.broadcast(event, (session) => canAccess(session.source, source ?? row.source));
     };
     const activity = new ConversationActivity((conversationId) => announce(conversationId));

@@ -7,6 +7,7 @@ import { fitHistory } from './history';
 import type { ConversationActivity } from './conversation-activity';
 import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
+import { previewOf } from './preview';
 import type { PermissionGate } from './permissions';
 import { ProviderError, type ChatMessage, type Provider, type ToolSpec } from './providers/types';
 import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall } from './tool-runner';
@@ -25,6 +26,10 @@ export interface ChatInput {
   /** Source of the session: recorded on new conversations, and checked for ownership. */
   source: string;
   userId?: string;
+  /** The chat's client_message_id: shown while the message waits behind a running turn, and what removes it. */
+  clientMessageId?: string;
+  /** Stored with the user message so a resent chat is recognised, also after a restart (commands/chat-resends.ts). */
+  clientKey?: string;
   /**
    * The turn comes from a session (password) user: its tool prompts are the owner's to answer, or a
    * user allowed to approve its own run_command could read the access token (docs/protocol.md, "Roles").
@@ -42,7 +47,7 @@ export interface ChatInput {
   storeReply?: (reply: NewMessage) => Promise<void>;
 }
 
-export type AnswerInput = Omit<ChatInput, 'message' | 'conversationId' | 'userId'>;
+export type AnswerInput = Omit<ChatInput, 'message' | 'conversationId' | 'userId' | 'clientMessageId' | 'clientKey'>;
 
 /**
  * What a chat turn tells its caller while it runs, in the order the agent produced it:
@@ -126,12 +131,21 @@ export class Agent {
     const conversationId = input.conversationId ?? randomUUID();
     const create = !input.conversationId;
     if (!create) this.requireConversation(conversationId, input.source);
-    return this.queued(conversationId, async () => {
+    // Behind a running turn the message waits visibly, and a client may remove it: then it is answered
+    // `cancelled` at once and, when its turn comes, nothing is stored or run.
+    let removed = (): void => undefined;
+    const removal = new Promise<ChatOutput>((resolve) => {
+      removed = () => resolve({ response: '', conversation_id: conversationId, message_id: '', cancelled: true });
+    });
+    const waiting = this.deps.activity?.enqueue(conversationId, { client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }, removed);
+    const turn = this.queued(conversationId, async () => {
+      if (waiting && !waiting.start()) return removal;
       await this.storeUserMessage(conversationId, create, input);
       onEvent({ event: 'conversation', conversation_id: conversationId, created: create });
       this.deps.onActivity?.(conversationId, input.source);
       return this.answer(conversationId, input, onEvent);
     });
+    return waiting ? Promise.race([turn, removal]) : turn;
   }
 
   /**
@@ -183,7 +197,7 @@ export class Agent {
     } else {
       this.requireConversation(conversationId, input.source);
     }
-    await store.messages.append({ id: randomUUID(), conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId });
+    await store.messages.append({ id: randomUUID(), conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId, client_key: input.clientKey });
   }
 
   private async answer(conversationId: string, input: AnswerInput, onEvent: AgentEventSink): Promise<ChatOutput> {

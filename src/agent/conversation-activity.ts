@@ -1,8 +1,20 @@
-import type { ConversationState } from '../protocol';
+import type { ConversationState, QueuedMessage } from '../protocol';
 
 export interface ConversationActivityState {
   state: ConversationState;
   pendingPermissions: number;
+  queued: QueuedMessage[];
+}
+
+/** A message waiting behind a running turn, until its own turn starts or a client removes it. */
+export interface QueuedTurn {
+  /** Its turn begins: false when it was removed meanwhile (then it must do nothing). */
+  start(): boolean;
+}
+
+interface Waiting {
+  message: QueuedMessage;
+  removed: () => void;
 }
 
 /**
@@ -14,13 +26,46 @@ export interface ConversationActivityState {
 export class ConversationActivity {
   private readonly turns = new Map<string, number>();
   private readonly waiting = new Map<string, number>();
+  private readonly queues = new Map<string, Waiting[]>();
 
   constructor(private readonly onChange: (conversationId: string) => void = () => undefined) {}
 
   of(conversationId: string): ConversationActivityState {
     const pendingPermissions = this.waiting.get(conversationId) ?? 0;
     const state: ConversationState = pendingPermissions > 0 ? 'waiting' : (this.turns.get(conversationId) ?? 0) > 0 ? 'running' : 'idle';
-    return { state, pendingPermissions };
+    return { state, pendingPermissions, queued: (this.queues.get(conversationId) ?? []).map((w) => w.message) };
+  }
+
+  /**
+   * A message arrives for the conversation: when a turn of it is already queued or running, it is listed
+   * (every client hears) until it starts; `removed` is called if a client removes it first. Undefined when
+   * nothing runs: its turn starts at once.
+   */
+  enqueue(conversationId: string, message: QueuedMessage, removed: () => void): QueuedTurn | undefined {
+    if ((this.turns.get(conversationId) ?? 0) === 0) return undefined;
+    const entry: Waiting = { message, removed };
+    this.queues.set(conversationId, [...(this.queues.get(conversationId) ?? []), entry]);
+    this.onChange(conversationId);
+    return { start: () => this.unlist(conversationId, entry) };
+  }
+
+  /** A client takes a waiting message out (remove_queued): false when no message of that id waits there. */
+  remove(conversationId: string, clientMessageId: string): boolean {
+    const entry = this.queues.get(conversationId)?.find((w) => w.message.client_message_id === clientMessageId);
+    if (!entry || !this.unlist(conversationId, entry)) return false;
+    entry.removed();
+    return true;
+  }
+
+  /** Takes an entry off its conversation's list and tells every client; false when it was no longer listed. */
+  private unlist(conversationId: string, entry: Waiting): boolean {
+    const queue = this.queues.get(conversationId) ?? [];
+    if (!queue.includes(entry)) return false;
+    const rest = queue.filter((w) => w !== entry);
+    if (rest.length > 0) this.queues.set(conversationId, rest);
+    else this.queues.delete(conversationId);
+    this.onChange(conversationId);
+    return true;
   }
 
   turnQueued(conversationId: string): void {

@@ -8,6 +8,7 @@ import type { Logger } from '../log/logger';
 import type { Store } from '../store';
 import type { CommandOf, Delivery, DeliveryStatus, PairingInfo, PushDevice, PushTestResult, RelayLinkStatus } from '../protocol';
 import type { EventHub } from './event-hub';
+import type { ChatResends } from './chat-resends';
 import type { RunningChats } from './running-chats';
 import type { ClientSession } from './session';
 
@@ -18,6 +19,8 @@ export interface CommandContext {
   agent: Agent;
   events: EventHub;
   running: RunningChats;
+  /** Chats sent with a client_message_id, so a resend is answered, not run again. */
+  resends: ChatResends;
   tools: ToolRegistry;
   permissions: PermissionBroker;
   gate: PermissionGate;

@@ -2,7 +2,8 @@ import { endpointWithoutCredentials } from '../log/redact';
 import { toolInfo } from '../agent/tools/registry';
 import type { ToolCallData, ToolResultData } from '../agent/transcript';
 import type { ConversationActivity } from '../agent/conversation-activity';
-import type { ConversationRow, MessageRow } from '../store';
+import type { ConversationRow, MessageRow, Store } from '../store';
+import { previewOf } from '../agent/preview';
 import { sourceLabel } from '../protocol/sources';
 import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
@@ -11,6 +12,7 @@ import { createPairing, relayStatus } from './relay-handlers';
 import { isOwner, requireWritableBy } from './roles';
 import type { ClientSession } from './session';
 import { announceTurnEnded, type EndedTurn } from './turn-ended';
+import { ChatResends } from './chat-resends';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -31,9 +33,10 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
 }
 
 /** A stored conversation as clients see it (list_conversations rows, conversation.updated), with what it is doing now. */
-export function conversationOf({ id, title, created_at, updated_at, source }: ConversationRow, activity: ConversationActivity): Conversation {
-  const { state, pendingPermissions } = activity.of(id);
-  return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions };
+export function conversationOf({ id, title, created_at, updated_at, source }: ConversationRow, activity: ConversationActivity, store: Pick<Store, 'messages'>): Conversation {
+  const { state, pendingPermissions, queued } = activity.of(id);
+  const [last] = store.messages.recent(id, { limit: 1 });
+  return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message: last ? previewOf(last.content) : null, queued };
 }
 
 /** What a stored `tool` message adds for clients: which tool, call or result, and the result's outcome. */
@@ -47,7 +50,8 @@ function toolFields(m: MessageRow): Partial<Message> {
   };
 }
 
-export const handlers: HandlerMap = {
+/** Every command's handler; `chat` as it runs a turn (`handlers` below adds resends). */
+const commandHandlers: HandlerMap = {
   async auth() {
     throw new ServiceError('invalid_request', 'already authenticated');
   },
@@ -68,6 +72,8 @@ export const handlers: HandlerMap = {
           ownerAnswersPrompts: !isOwner(session),
           signal: run.signal,
           stream: command.stream === true,
+          clientMessageId: command.client_message_id,
+          clientKey: command.client_message_id === undefined ? undefined : ChatResends.keyOf(session, command.client_message_id),
         },
         // Sent as they come (AgentEventSink): a permission.request of the broker never overtakes its tool.call.
         // Every client hears of the conversation (conversation.updated) through the agent's onActivity.
@@ -93,6 +99,11 @@ export const handlers: HandlerMap = {
     }
   },
 
+  async remove_queued(command, session, ctx) {
+    ctx.agent.requireConversation(command.conversation_id, session.source);
+    return { removed: ctx.activity.remove(command.conversation_id, command.client_message_id) };
+  },
+
   async cancel(command, session, ctx) {
     if (command.id === undefined) throw new ServiceError('invalid_request', 'cancel needs the id of the chat to cancel');
     return { cancelled: ctx.running.cancel(session.id, command.id) };
@@ -113,7 +124,7 @@ export const handlers: HandlerMap = {
     const source = session.source.startsWith('webhook:') ? session.source : undefined;
     const conversations: Conversation[] = ctx.store.conversations
       .list({ limit: command.limit, before: command.before, source })
-      .map((row) => conversationOf(row, ctx.activity));
+      .map((row) => conversationOf(row, ctx.activity, ctx.store));
     return { conversations };
   },
 
@@ -157,4 +168,10 @@ export const handlers: HandlerMap = {
   create_pairing: createPairing,
   relay_status: relayStatus,
   ...pushHandlers,
+};
+
+export const handlers: HandlerMap = {
+  ...commandHandlers,
+  // A resend (same sender, same client_message_id) gets the original result, never a second turn.
+  chat: (command, session, ctx) => ctx.resends.once(command, session, () => commandHandlers.chat(command, session, ctx)),
 };

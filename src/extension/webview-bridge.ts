@@ -1,5 +1,6 @@
 import { redactKnownSecrets } from '../log/redact';
-import type { HostAction, HostToUi, ResultOf, ServiceEvent, UiToHost, ViewEvent } from '../protocol';
+import { helloOf, type HostAction, type HostToUi, type ResultOf, type ServiceEvent, type UiToHost, type ViewEvent } from '../protocol';
+import { version as EXTENSION_BUILD } from '../../package.json';
 import type { Backend, ViewChannel } from './backend';
 import type { HostingState } from './hosting';
 
@@ -108,7 +109,7 @@ export class WebviewBridge {
         }
         // The editor's view is already trusted: an auth frame is answered, not forwarded.
         if (frame.type === 'auth') {
-          this.send({ kind: 'response', envelope: { status: 'ok', data: { authenticated: true, expires_in: null } satisfies ResultOf<'auth'>, ...(frame.id !== undefined ? { id: frame.id } : {}) } });
+          this.send({ kind: 'response', envelope: { status: 'ok', data: { authenticated: true, expires_in: null, ...helloOf(typeof frame.protocol === 'number' ? frame.protocol : undefined, EXTENSION_BUILD) } satisfies ResultOf<'auth'>, ...(frame.id !== undefined ? { id: frame.id } : {}) } });
           return;
         }
         if (!this.channel) {

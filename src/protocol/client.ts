@@ -10,6 +10,7 @@ import type { CommandInput } from './commands';
 import type { EnvelopeOf } from './results';
 import type { Envelope } from './envelope';
 import type { ServiceEvent } from './events';
+import { PROTOCOL_VERSION } from './version';
 
 /** Where the client's frames go: one text per frame (a WebSocket's send, a tunnel's encoder...). */
 export interface ClientPort {
@@ -86,7 +87,8 @@ export class ProtocolClient<E = ServiceEvent> {
 
   /** The handshake: the session's first frame. Resolves with the service's answer (ok or refused). */
   authenticate(token: string, timeoutMs?: number): Promise<EnvelopeOf<'auth'>> {
-    return this.request({ type: 'auth', token, id: `auth-${this.newId()}` }, timeoutMs);
+    // Our version, so a client from another build is told to update (the reply's `update`) instead of missing events.
+    return this.request({ type: 'auth', token, protocol: PROTOCOL_VERSION, id: `auth-${this.newId()}` }, timeoutMs);
   }
 
   /** Every event received. Returns an unsubscribe function. */

@@ -18,12 +18,26 @@ const nonEmpty = (what: string) => z.string({ error: `${what} must be a string` 
 const command = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
   z.object({ type: z.literal(type), id: RequestId.optional(), ...shape });
 
-export const AuthCommand = command('auth', { token: z.string({ error: 'token must be a string' }) });
+export const AuthCommand = command('auth', {
+  token: z.string({ error: 'token must be a string' }),
+  /** The client's PROTOCOL_VERSION (protocol/version.ts): the reply says which side must update when they differ. */
+  protocol: z.number({ error: 'protocol must be an integer' }).int({ error: 'protocol must be an integer' }).optional(),
+});
+
+/** Longest `client_message_id` (a UUID is 36). */
+export const MAX_CLIENT_MESSAGE_ID_CHARS = 128;
 
 export const ChatCommand = command('chat', {
   message: nonEmpty('message'),
   conversation_id: nonEmpty('conversation_id').optional(),
   stream: z.boolean().optional().default(false),
+  /**
+   * Made by the client (a UUID): a resend under the same id by the same principal is answered with the
+   * original result, never stored or run twice (docs/protocol.md, "Resending a chat").
+   */
+  client_message_id: nonEmpty('client_message_id')
+    .max(MAX_CLIENT_MESSAGE_ID_CHARS, { error: `client_message_id must be at most ${MAX_CLIENT_MESSAGE_ID_CHARS} characters` })
+    .optional(),
 });
 
 export const GetConfigCommand = command('get_config', {});
@@ -83,6 +97,12 @@ export const PermissionResponseCommand = command('permission_response', {
 
 /** The permission requests waiting now that this client may answer. */
 export const ListPendingPermissionsCommand = command('list_pending_permissions', {});
+
+/** Takes a message waiting behind a running turn out of the queue before it starts (its chat is answered `cancelled`). */
+export const RemoveQueuedCommand = command('remove_queued', {
+  conversation_id: nonEmpty('conversation_id'),
+  client_message_id: nonEmpty('client_message_id'),
+});
 
 /** Cancels the running chat whose request id is `id`. */
 export const CancelCommand = command('cancel', {});
@@ -191,6 +211,7 @@ export const Command = z.discriminatedUnion('type', [
   PermissionResponseCommand,
   ListPendingPermissionsCommand,
   CancelCommand,
+  RemoveQueuedCommand,
   ListDeliveriesCommand,
   RetryDeliveryCommand,
   CreatePairingCommand,
@@ -223,6 +244,17 @@ export function requestIdOf(frame: unknown): RequestId | undefined {
 export const ConversationState = z.enum(['idle', 'running', 'waiting']);
 export type ConversationState = z.infer<typeof ConversationState>;
 
+/** Longest `last_message` and queued `preview`: the first line of a message, cut there. */
+export const PREVIEW_CHARS = 120;
+
+/** A message sent while a turn of its conversation runs: it waits, and can be removed (remove_queued) until it starts. */
+export const QueuedMessage = z.object({
+  /** Null when its chat carried no client_message_id (it cannot be removed then). */
+  client_message_id: z.string().nullable(),
+  preview: z.string(),
+});
+export type QueuedMessage = z.infer<typeof QueuedMessage>;
+
 export const Conversation = z.object({
   id: z.string(),
   title: z.string(),
@@ -232,6 +264,10 @@ export const Conversation = z.object({
   state: ConversationState,
   /** Permission requests of it waiting now. */
   pending_permissions: z.number().int(),
+  /** The first line of its last user or assistant message (at most PREVIEW_CHARS), null when it has none. */
+  last_message: z.string().nullable(),
+  /** Messages waiting behind its running turn, in the order they will run. */
+  queued: z.array(QueuedMessage),
 });
 export type Conversation = z.infer<typeof Conversation>;
 

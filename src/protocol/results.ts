@@ -14,6 +14,11 @@ export const ChatResult = z.object({
   conversation_id: z.string(),
   /** Present (true) when the chat was cancelled; `response` is then what had been streamed. */
   cancelled: z.literal(true).optional(),
+  /**
+   * Present (true) on a resend after a restart cut its turn short: the message is stored, its reply was
+   * never made, and it is not run again (docs/protocol.md, "Resending a chat").
+   */
+  interrupted: z.literal(true).optional(),
 });
 
 export const CommandResults = {
@@ -22,6 +27,11 @@ export const CommandResults = {
     authenticated: z.literal(true),
     /** Seconds the session token has left; null for the access token. */
     expires_in: z.number().int().nullable(),
+    /** The service's PROTOCOL_VERSION and its build (package version). */
+    protocol: z.number().int(),
+    server_build: z.string(),
+    /** Present when the client's `protocol` differs: which side must be updated (protocol/version.ts). */
+    update: z.enum(['client', 'service']).optional(),
   }),
   chat: ChatResult,
   get_config: PublicConfig,
@@ -42,6 +52,8 @@ export const CommandResults = {
   }),
   list_pending_permissions: z.object({ requests: z.array(PermissionRequest) }),
   cancel: z.object({ cancelled: z.boolean() }),
+  /** False when no message of that id waits in that conversation (it started, was removed, or never queued). */
+  remove_queued: z.object({ removed: z.boolean() }),
   list_deliveries: z.object({ deliveries: z.array(Delivery) }),
   retry_delivery: z.object({ delivery: Delivery }),
   create_pairing: PairingInfo,

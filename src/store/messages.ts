@@ -12,7 +12,7 @@ interface RawMessage extends Omit<MessageRow, 'data'> {
   data: string | null;
 }
 
-const COLUMNS = 'seq, id, conversation_id, role, content, timestamp, tool_name, user_id, data';
+const COLUMNS = 'seq, id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key';
 const ROLES: ReadonlySet<string> = new Set<MessageRole>(['user', 'assistant', 'tool']);
 
 function toRow(raw: RawMessage): MessageRow {
@@ -32,8 +32,8 @@ export function insertMessage(tx: WriteTx, m: NewMessage): void {
   if (!ROLES.has(m.role)) throw new Error(`invalid message role: ${String(m.role)}`);
   const data = m.data === undefined || m.data === null ? null : JSON.stringify(m.data);
   tx.run(
-    'INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-    [m.id, m.conversation_id, m.role, m.content, m.timestamp, m.tool_name ?? null, m.user_id ?? null, data],
+    'INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    [m.id, m.conversation_id, m.role, m.content, m.timestamp, m.tool_name ?? null, m.user_id ?? null, data, m.client_key ?? null],
   );
   // Activity only moves forward, even if messages are stored out of timestamp order.
   const bumped = tx.run('UPDATE conversations SET updated_at = max(updated_at, ?) WHERE id = ?', [m.timestamp, m.conversation_id]);
@@ -59,6 +59,21 @@ export class MessagesRepo {
   get(id: string): MessageRow | undefined {
     const raw = this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE id = ?`, [id]);
     return raw && toRow(raw);
+  }
+
+  /** The user message stored with this client key (a chat's sender and client_message_id). */
+  byClientKey(clientKey: string): MessageRow | undefined {
+    const raw = this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE client_key = ?`, [clientKey]);
+    return raw && toRow(raw);
+  }
+
+  /** The assistant reply to a user message: the next user or assistant message after it, if it is the assistant's. */
+  replyTo(message: MessageRow): MessageRow | undefined {
+    const raw = this.db.get<RawMessage>(
+      `SELECT ${COLUMNS} FROM messages WHERE conversation_id = ? AND seq > ? AND role IN ('user', 'assistant') ORDER BY seq LIMIT 1`,
+      [message.conversation_id, message.seq],
+    );
+    return raw?.role === 'assistant' ? toRow(raw) : undefined;
   }
 
   /** The most recent `limit` messages of a conversation, oldest first. */

@@ -28,6 +28,8 @@ export interface MessageRow {
   user_id: string | null;
   /** Whatever was given as `data` (stored as JSON), null when none. */
   data: unknown;
+  /** A user message sent with a client_message_id: its sender and that id, unique (commands/chat-resends.ts). */
+  client_key: string | null;
 }
 
 export interface NewMessage {
@@ -39,6 +41,7 @@ export interface NewMessage {
   tool_name?: string | null;
   user_id?: string | null;
   data?: unknown;
+  client_key?: string | null;
 }
 
 export interface MemoryRow {

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
 import { ProtocolClient } from '../../src/protocol/client';
-import type { ViewEvent } from '../../src/protocol';
+import { PROTOCOL_VERSION, type ViewEvent } from '../../src/protocol';
 import type { ServiceConnection } from '../../src/web/connection';
 
 type Frame = Record<string, unknown>;
@@ -67,6 +67,20 @@ test('the auth handshake sends the token with an id and resolves with the answer
     assert.match(String(accepted.id), /^auth-t-/);
     assert.deepEqual(events, [{ event: 'config.changed', fields: ['model'] }, { event: 'config.changed', fields: ['model'] }]);
     assert.equal(unmatched.length, 2);
+  } finally {
+    await stop();
+  }
+});
+
+test('the auth handshake tells the service the protocol version this client speaks', async () => {
+  const sent: Frame[] = [];
+  const { client, stop } = await pair((frame, reply) => {
+    sent.push(frame);
+    reply({ status: 'ok', data: { authenticated: true, expires_in: null, protocol: PROTOCOL_VERSION, server_build: '0.1.0' }, id: frame.id });
+  });
+  try {
+    assert.equal((await client.authenticate('right')).status, 'ok');
+    assert.equal(sent[0].protocol, PROTOCOL_VERSION);
   } finally {
     await stop();
   }

@@ -108,6 +108,8 @@ test('chat with a tool the user allows, its history, then delete', async () => {
   );
   const plain: { response: string } = await answer({ type: 'chat', message: 'again', conversation_id: conversationId });
   assert.match(plain.response, /echo: again/);
+  const removed: { removed: boolean } = await answer({ type: 'remove_queued', conversation_id: conversationId, client_message_id: 'not-waiting' });
+  assert.equal(removed.removed, false);
   await answer({ type: 'delete_conversation', conversation_id: conversationId });
 });
 

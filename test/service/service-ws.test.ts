@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { version } from '../../package.json';
+import { PROTOCOL_VERSION } from '../../src/protocol';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startService, TEST_API_KEY, type RunningService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
@@ -39,7 +41,7 @@ describe('auth handshake', () => {
   test('the access token authenticates, echoing the id', async () => {
     const client = await TestClient.connect(svc.wsUrl);
     const reply = await client.request({ type: 'auth', token: svc.token, id: 'a1' });
-    assert.deepEqual(reply, { status: 'ok', data: { authenticated: true, expires_in: null }, id: 'a1' });
+    assert.deepEqual(reply, { status: 'ok', data: { authenticated: true, expires_in: null, protocol: PROTOCOL_VERSION, server_build: version }, id: 'a1' });
     client.close();
   });
 });

@@ -1,9 +1,10 @@
-import { AuthCommand, fail, ok, requestIdOf, type Envelope, type ResultOf, type ServiceEvent } from '../../protocol';
+import { AuthCommand, fail, helloOf, ok, requestIdOf, type Envelope, type ResultOf, type ServiceEvent } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { OpenSession, SessionDoor } from '../../commands/door';
 import { newSessionId } from '../../commands/session';
 import type { Authenticator, Principal } from '../auth/auth';
 import { MAX_BODY_BYTES } from '../http/http-util';
+import { version as SERVER_BUILD } from '../../../package.json';
 
 export const AUTH_TIMEOUT_MS = 10_000;
 export const CLOSE_AUTH_FAILED = 4401;
@@ -126,7 +127,7 @@ export function openClientConnection(peer: FramePeer, source: string, remoteAddr
       onClose: () => closeWith(CLOSE_SERVICE_STOPPING, 'service stopping'),
     });
     log.info('ws.authenticated', { address: remoteAddress, principal: candidate.kind });
-    const answer: ResultOf<'auth'> = { authenticated: true, expires_in: deps.auth.expiresIn(candidate) };
+    const answer: ResultOf<'auth'> = { authenticated: true, expires_in: deps.auth.expiresIn(candidate), ...helloOf(parsed.data?.protocol, SERVER_BUILD) };
     send(ok(answer, requestId));
   };
 

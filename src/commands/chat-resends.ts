@@ -1,0 +1,86 @@
+import { ServiceError, type CommandOf, type ResultOf } from '../protocol';
+import type { Store } from '../store';
+import type { ClientSession } from './session';
+
+/** Settled chats remembered in memory (beyond them, the store answers: a stored reply, or `interrupted`). */
+export const REMEMBERED_CHATS = 1000;
+
+type ChatResult = ResultOf<'chat'>;
+
+interface Sent {
+  message: string;
+  conversationId: string | undefined;
+  result: Promise<ChatResult>;
+}
+
+/**
+ * Chats sent with a client_message_id, so a resend (the answer was lost with the connection, the outbox
+ * sent it again) is answered with the original result instead of being stored and run twice
+ * (docs/protocol.md, "Resending a chat"). In memory: chats running (a resend waits for the same result)
+ * and recently settled; in the store: the user message carries the same key, so after a restart a resend
+ * is answered with the stored reply, or `interrupted` when the restart cut its turn short.
+ */
+export class ChatResends {
+  private readonly sent = new Map<string, Sent>();
+
+  constructor(private readonly store: Store) {}
+
+  /** One sender's id: the same principal (source and credential kind) resends, another's id is its own. */
+  static keyOf(session: ClientSession, clientMessageId: string): string {
+    return `${session.source}\u0000${session.principal ?? ''}\u0000${clientMessageId}`;
+  }
+
+  /** Runs a chat once: a chat without client_message_id always runs; a resend gets the original result. */
+  once(command: CommandOf<'chat'>, session: ClientSession, run: () => Promise<ChatResult>): Promise<ChatResult> {
+    if (command.client_message_id === undefined) return run();
+    const key = ChatResends.keyOf(session, command.client_message_id);
+    const earlier = this.earlier(key, command);
+    if (earlier) return earlier;
+    const result = run();
+    this.remember(key, command, result);
+    return result;
+  }
+
+  /** The original result when this chat was sent before; undefined when it is new. A different message under the id: invalid_request. */
+  private earlier(key: string, command: CommandOf<'chat'>): Promise<ChatResult> | undefined {
+    const sent = this.sent.get(key);
+    if (sent) {
+      requireSame(command, sent.message, sent.conversationId);
+      return sent.result;
+    }
+    const stored = this.store.messages.byClientKey(key);
+    if (!stored) return undefined;
+    requireSame(command, stored.content, stored.conversation_id);
+    const reply = this.store.messages.replyTo(stored);
+    return Promise.resolve(
+      reply ? { response: reply.content, conversation_id: stored.conversation_id } : { response: '', conversation_id: stored.conversation_id, interrupted: true as const },
+    );
+  }
+
+  /**
+   * Remembers a new chat's result. A chat refused before its message was stored (not_found...) is
+   * forgotten, so a resend runs it; any other outcome (answered, cancelled, removed from the queue,
+   * failed after storing) is what a resend gets.
+   */
+  private remember(key: string, command: CommandOf<'chat'>, result: Promise<ChatResult>): void {
+    this.sent.set(key, { message: command.message, conversationId: command.conversation_id, result });
+    const trim = () => {
+      // Oldest first (a Map keeps insertion order); running chats are far fewer than the bound.
+      for (const old of this.sent.keys()) {
+        if (this.sent.size <= REMEMBERED_CHATS) break;
+        this.sent.delete(old);
+      }
+    };
+    result.then(trim, () => {
+      if (!this.store.messages.byClientKey(key) && this.sent.get(key)?.result === result) this.sent.delete(key);
+      trim();
+    });
+  }
+}
+
+function requireSame(command: CommandOf<'chat'>, message: string, conversationId: string | undefined): void {
+  const sameConversation = command.conversation_id === undefined || conversationId === undefined || command.conversation_id === conversationId;
+  if (command.message !== message || !sameConversation) {
+    throw new ServiceError('invalid_request', 'client_message_id was already used for a different message: make a new id for each message');
+  }
+}

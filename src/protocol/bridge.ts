@@ -36,7 +36,13 @@ export type HostAction =
   /** Open a link (argument: the URL) through the editor. */
   | 'openLink'
   /** Open a workspace file (argument: the path). */
-  | 'openFile';
+  | 'openFile'
+  /**
+   * Open a pending permission request's change in VS Code's diff editor (argument: its `request_id`;
+   * the prompt card's "Show diff", for a `diff` preview). The extension looks the request up itself: the
+   * webview's preview holds the diff, not the proposed file, and a webview is never trusted with a path.
+   */
+  | 'showDiff';
 
 /** The service's state as the host sees it (the UI shows it and disables sending when not running). */
 export type HostState = 'starting' | 'running' | 'stopped' | 'error';

@@ -107,6 +107,7 @@ test('a write_file request shows its diff: the path, hunks with old/new line num
   assert.equal(await card.locator('.preview').getAttribute('data-kind'), 'diff');
   assert.equal((await card.locator('.diff-path').innerText()).trim(), 'notes.txt');
   assert.equal(await card.locator('.diff-new-file').count(), 0, 'an existing file is not marked new');
+  assert.equal(await card.locator('.diff-open').count(), 0, 'no "Show diff" on the phone: there is no editor');
   assert.equal((await card.locator('.diff-hunk-header').innerText()).trim(), '@@ -7,7 +7,7 @@');
   assert.deepEqual(await diffRows(page), [
     'context 7 7 line 7',
@@ -214,6 +215,47 @@ test('the card offers Allow, Allow for this conversation, Always allow, Deny and
   await card.waitFor({ state: 'detached' });
   await replyShown(page, 'Listed.');
   await phone.close();
+});
+
+test('the editor\'s chat view: the same card, plus "Show diff" asking the extension (showDiff with the request id)', async () => {
+  // The webview bundle, with acquireVsCodeApi standing in for the editor: frames go to the real service
+  // over a socket (as the extension's bridge hands them to the dispatcher), answers and events come back.
+  const service = await TestClient.authed(svc.wsUrl, svc.token);
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(WAIT);
+  const actions: { action: string; argument?: string }[] = [];
+  await page.exposeFunction('toHost', async (message: { kind: string; frame?: Record<string, unknown>; action?: string; argument?: string }) => {
+    if (message.kind === 'ready') await page.evaluate(() => window.postMessage({ kind: 'state', state: 'running' }, '*'));
+    if (message.kind === 'action') actions.push({ action: message.action!, argument: message.argument });
+    if (message.kind === 'frame') {
+      const envelope = await service.request(message.frame!);
+      await page.evaluate((e) => window.postMessage({ kind: 'response', envelope: e }, '*'), envelope);
+    }
+  });
+  service.socket.on('message', (data) => {
+    const frame = JSON.parse(data.toString()) as { event?: string };
+    if (frame.event) void page.evaluate((e) => window.postMessage({ kind: 'event', event: e }, '*'), frame).catch(() => undefined);
+  });
+  // A string: tsx's __name helper would not exist in the page.
+  await page.addInitScript('window.acquireVsCodeApi = () => ({ postMessage: (m) => void window.toHost(m), getState: () => undefined, setState: () => undefined });');
+  await page.goto(`${site.url}/phone.html`);
+  await page.setContent(`<!doctype html><html><head><link rel="stylesheet" href="${site.url}/chat.css"></head><body class="in-editor"><div id="app"></div><script src="${site.url}/chat-webview.js"></script></body></html>`);
+  await page.locator('.connection[data-state="open"]').waitFor();
+  await writeFile(join(workspace.dir, 'editor.txt'), numbered(1, 5));
+  fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'editor.txt', content: numbered(1, 6) } }] }, { text: 'Not now.', chunks: 1 });
+  await send(page, 'append a line');
+  const card = page.locator('.permission-card');
+  await card.waitFor();
+  assert.deepEqual(await diffRows(page).then((rows) => rows.filter((r) => !r.startsWith('context'))), ['add - 6 line 6']);
+  const requestId = await card.getAttribute('data-request-id');
+  await card.locator('.diff-open').click();
+  assert.deepEqual(actions, [{ action: 'showDiff', argument: requestId }]);
+  await card.locator('button[data-decision="deny"]').click();
+  await card.waitFor({ state: 'detached' });
+  await replyShown(page, 'Not now.');
+  service.close();
+  await context.close();
 });
 
 test('deny with a note: the note reaches the agent as the tool result', { todo: AFTER_MERGE }, async () => {

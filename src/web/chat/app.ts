@@ -10,7 +10,9 @@ import { ConversationList } from './conversation-list';
 import { h } from './dom';
 import { Header } from './header';
 import { MessageView, type StreamingReply, type ToolCard } from './message-view';
-import { PermissionCards, type Decision } from './permission-cards';
+import { PermissionCards, type AnswerOutcome, type Decision } from './permission-cards';
+import { RulesEditor } from './rules-editor';
+import { sendCommand, type ResolvedEvent } from './supervision-wire';
 
 /** The events of a running chat, drawn live. */
 type ChatEvent = Extract<ViewEvent, { event: 'chat.delta' | 'tool.call' | 'tool.result' }>;
@@ -42,6 +44,7 @@ export class ChatApp {
   private readonly list: ConversationList;
   private readonly messages = new MessageView();
   private readonly permissions: PermissionCards;
+  private readonly rules: RulesEditor;
   private readonly composer: Composer;
   private readonly banner: ErrorBanner;
   private readonly root: HTMLElement;
@@ -61,11 +64,16 @@ export class ChatApp {
       create: () => this.newChat(),
       remove: (id) => this.remove(id),
     });
-    this.permissions = new PermissionCards(
-      (requestId, decision) => this.answerPermission(requestId, decision),
-      (conversationId) => (conversationId === this.current ? undefined : this.list.title(conversationId)),
-      this.connection.action ? (requestId) => this.connection.action?.('showDiff', requestId) : undefined,
-    );
+    const action = this.connection.action?.bind(this.connection);
+    this.permissions = new PermissionCards({
+      answer: (requestId, decision, note) => this.answerPermission(requestId, decision, note),
+      conversationTitle: (conversationId) => this.list.title(conversationId),
+      // In the editor, the change opens in VS Code's own diff editor (protocol/bridge.ts, `showDiff`).
+      showDiff: action ? (requestId) => action('showDiff', requestId) : undefined,
+    });
+    this.permissions.onChange(() => this.header.setWaiting(this.permissions.count));
+    this.header.onWaitingClick(() => this.permissions.revealFirst());
+    this.rules = new RulesEditor(this.connection);
     this.composer = new Composer(
       (text) => void this.send(text),
       () => void this.stop(),
@@ -80,7 +88,7 @@ export class ChatApp {
   }
 
   private layout(footer: HTMLElement | undefined): void {
-    const drawer = h('aside', { class: 'drawer', id: 'ra-drawer' }, this.list.element, footer);
+    const drawer = h('aside', { class: 'drawer', id: 'ra-drawer' }, this.list.element, this.rules.element, footer);
     const scrim = h('div', { class: 'scrim', 'aria-hidden': 'true' });
     const main = h('main', { class: 'main' }, this.banner.element, this.messages.element, this.permissions.element, this.composer.element);
     this.root.classList.add('app');
@@ -125,9 +133,11 @@ export class ChatApp {
       // (Re)connected: catch up with whatever happened meanwhile.
       void this.refreshConfig();
       void this.refreshConversations();
+      void this.refreshPending();
+      void this.rules.refresh();
       if (this.current) void this.loadHistory(this.current);
     }
-    if (!this.connected) this.permissions.clear();
+    if (!this.connected && wasConnected) this.permissions.markStale();
   }
 
   private onEvent(event: ViewEvent): void {
@@ -141,8 +151,9 @@ export class ChatApp {
       case 'permission.request':
         return this.permissions.show(event);
       case 'permission.resolved':
-        return this.permissions.resolve(event.request_id);
+        return this.permissions.resolve(event as ResolvedEvent);
       case 'config.changed':
+        if (event.fields.includes('permission_rules')) void this.rules.refresh();
         return void this.refreshConfig();
       case 'conversation.updated':
         // Continued elsewhere (phone, script, webhook) while on screen here: show it. Our own chat's
@@ -156,7 +167,8 @@ export class ChatApp {
         return this.newChat();
       case 'editor.show_request':
         if (event.conversation_id !== this.current) this.select(event.conversation_id);
-        return this.permissions.bringForward(event.request_id);
+        this.permissions.reveal(event.request_id);
+        return;
     }
   }
 
@@ -256,16 +268,21 @@ export class ChatApp {
     await this.call({ type: 'cancel', id: chat.id });
   }
 
-  private async answerPermission(requestId: string, decision: Decision): Promise<string | undefined> {
-    const answer = await this.call({ type: 'permission_response', request_id: requestId, decision });
-    if (!answer) return 'Not connected.';
-    if (answer.status === 'ok') return undefined;
-    if (answer.code === 'not_found') {
-      // Someone else answered first, or it timed out: nothing left to decide.
-      this.permissions.resolve(requestId);
-      return undefined;
-    }
-    return answer.error ?? 'The answer was refused.';
+  private async answerPermission(requestId: string, decision: Decision, note: string | undefined): Promise<AnswerOutcome> {
+    const answer = await sendCommand(this.connection, { type: 'permission_response', request_id: requestId, decision, ...(note ? { note } : {}) });
+    if (!answer) return { ok: false, error: 'Not connected.' };
+    if (answer.status === 'ok') return { ok: true, answer: answer.data };
+    return { ok: false, error: answer.error || 'The answer was refused.', code: answer.code };
+  }
+
+  /**
+   * The requests waiting for this client (after a reconnect, those that waited meanwhile). The service
+   * also re-sends each as an event when the session opens: the cards keep one per request.
+   */
+  private async refreshPending(): Promise<void> {
+    const answer = await sendCommand(this.connection, { type: 'list_pending_permissions' });
+    if (!answer) return;
+    this.permissions.reconcile(answer.status === 'ok' ? answer.data.requests : undefined);
   }
 
   private async changeMode(mode: PermissionMode, previous: PermissionMode | undefined): Promise<void> {

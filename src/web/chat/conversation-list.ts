@@ -1,7 +1,7 @@
 /** The conversation list: switch, new, delete (with an inline confirmation: webviews forbid confirm()). */
 import { h, relativeTime } from './dom';
-import type { Conversation } from '../../protocol';
 import { sourceLabel } from '../../protocol/sources';
+import type { SupervisedConversation as Conversation } from './supervision-wire';
 
 export interface ConversationListHandlers {
   select(id: string): void;
@@ -68,6 +68,7 @@ export class ConversationList {
       { type: 'button', class: 'conversation-open', 'aria-current': conversation.id === this.current ? 'true' : undefined, title: conversation.title },
       h('span', { class: 'conversation-title' }, conversation.title || 'Untitled'),
       h('span', { class: 'conversation-meta' }, [relativeTime(conversation.updated_at), sourceLabel(conversation.source)].filter(Boolean).join(' · ')),
+      stateMark(conversation),
     );
     open.addEventListener('click', () => this.handlers.select(conversation.id));
     const remove = h('button', { type: 'button', class: 'icon-button conversation-delete', 'aria-label': `Delete “${conversation.title}”`, title: 'Delete' }, trashIcon());
@@ -98,6 +99,16 @@ export class ConversationList {
       });
     });
   }
+}
+
+/** "waiting for you (2)" while permission requests of it wait; "running…" while a turn runs. */
+function stateMark(conversation: Conversation): HTMLElement | null {
+  if (conversation.state === 'waiting') {
+    const count = conversation.pending_permissions ?? 0;
+    return h('span', { class: 'conversation-state', 'data-state': 'waiting' }, count > 1 ? `waiting for you (${count})` : 'waiting for you');
+  }
+  if (conversation.state === 'running') return h('span', { class: 'conversation-state', 'data-state': 'running' }, 'running…');
+  return null;
 }
 
 /** An inline icon (emoji fonts are missing on some systems, and the webview allows no remote images). */

@@ -18,6 +18,7 @@ export class Header {
   private readonly connectionText: HTMLElement;
   private readonly mode: HTMLSelectElement;
   private modeValue: PermissionMode | undefined;
+  private readonly waiting: HTMLButtonElement;
 
   constructor(onModeChange: (mode: PermissionMode, previous: PermissionMode | undefined) => void) {
     this.drawerToggle = h('button', { type: 'button', class: 'icon-button drawer-toggle', 'aria-label': 'Conversations', 'aria-expanded': 'false', 'aria-controls': 'ra-drawer' }, '☰');
@@ -36,14 +37,27 @@ export class Header {
       this.modeValue = this.mode.value as PermissionMode;
       onModeChange(this.modeValue, previous);
     });
+    // How many permission requests wait for an answer here: tapping it shows the first one.
+    this.waiting = h('button', { type: 'button', class: 'waiting-count', hidden: true });
     this.element = h(
       'header',
       { class: 'topbar' },
       this.drawerToggle,
       this.titleText,
+      this.waiting,
       this.connection,
       h('label', { class: 'mode', for: 'ra-mode', title: 'What happens when the assistant wants to run a tool' }, h('span', { class: 'mode-label' }, 'Tools'), this.mode),
     );
+  }
+
+  setWaiting(count: number): void {
+    this.waiting.hidden = count === 0;
+    this.waiting.textContent = `${count} waiting`;
+    this.waiting.setAttribute('aria-label', `${count} permission request${count === 1 ? '' : 's'} waiting for you`);
+  }
+
+  onWaitingClick(listener: () => void): void {
+    this.waiting.addEventListener('click', listener);
   }
 
   setTitle(title: string): void {

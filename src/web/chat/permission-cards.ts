@@ -1,92 +1,284 @@
 /**
- * Prompts for `permission.request`: Allow / Allow for this conversation / Deny. They stay above the
- * composer (whatever conversation is on screen, since an unanswered prompt denies after 120 s) and
- * close on `permission.resolved`, whoever answered (this page, the editor, another phone).
+ * Prompts for `permission.request` (docs/protocol.md, "Permission requests"): what the call would do
+ * (preview-view.ts), where it came from, in which conversation, how long it waits; Allow / Allow for this
+ * conversation / Always allow / Deny / Deny with a note. They stay above the composer whatever
+ * conversation is on screen, and close on `permission.resolved` or on the answer to this page's own
+ * response, whoever decided (this page, the editor, another phone), saying briefly who did.
  */
-import type { PermissionDecision, ServiceEvent } from '../../protocol';
 import { sourceLabel } from '../../protocol/sources';
-import { formatArguments, h } from './dom';
+import { h } from './dom';
+import { renderPreview } from './preview-view';
+import type { Decision, PendingRequest, PermissionAnswer, ResolvedEvent } from './supervision-wire';
 
-export type Decision = PermissionDecision;
-export type PermissionRequest = Extract<ServiceEvent, { event: 'permission.request' }>;
+export type { Decision } from './supervision-wire';
+
+/** What answering gave: the service's answer, or an error (`code` as the envelope's). */
+export type AnswerOutcome = { ok: true; answer: PermissionAnswer } | { ok: false; error: string; code?: string };
+
+export interface PermissionCardsOptions {
+  answer(requestId: string, decision: Decision, note?: string): Promise<AnswerOutcome>;
+  /** The conversation's title when the request does not carry it (an older service). */
+  conversationTitle(conversationId: string): string | undefined;
+  /** Opens the change in the editor's diff editor (the webview only). */
+  showDiff?(requestId: string): void;
+}
+
+/** The longest note the service takes (`permission_response.note`). */
+export const MAX_NOTE_CHARS = 2000;
+/** How long "Allowed from the editor" stays after a card closes. */
+const OUTCOME_SHOWN_MS = 5000;
+const CLOCK_EVERY_MS = 20_000;
+
+const DECIDED: Record<string, string> = {
+  allow: 'Allowed',
+  allow_session: 'Allowed for this conversation',
+  allow_always: 'Always allowed',
+  deny: 'Denied',
+};
+
+interface Card {
+  request: PendingRequest;
+  element: HTMLElement;
+  time: HTMLElement;
+  /** Shown before the page reconnected: kept only if the service still lists it. */
+  stale: boolean;
+  setBusy(busy: boolean): void;
+}
 
 export class PermissionCards {
   readonly element: HTMLElement;
-  private readonly cards = new Map<string, HTMLElement>();
-  /** A request the editor asked to bring forward before its card arrived. */
+  private readonly cards = new Map<string, Card>();
+  private readonly outcomes: HTMLElement;
+  private clock: ReturnType<typeof setInterval> | undefined;
+  private readonly listeners = new Set<() => void>();
+  /** A request asked to be brought into view before its card arrived (the editor's status bar click). */
   private wanted: string | undefined;
 
-  constructor(
-    private readonly answer: (requestId: string, decision: Decision) => Promise<string | undefined>,
-    private readonly describeConversation: (conversationId: string) => string | undefined,
-    /** Opens the editor's diff view of a file change (in the editor only: absent on the phone). */
-    private readonly showDiff?: (requestId: string) => void,
-  ) {
-    this.element = h('div', { class: 'permission-cards', 'aria-live': 'assertive' });
+  constructor(private readonly options: PermissionCardsOptions) {
+    this.outcomes = h('div', { class: 'permission-outcomes', role: 'status' });
+    this.element = h('div', { class: 'permission-cards', 'aria-live': 'assertive' }, this.outcomes);
   }
 
-  show(request: PermissionRequest): void {
-    if (this.cards.has(request.request_id)) return;
+  /** The requests on screen, waiting for an answer. */
+  get count(): number {
+    return this.cards.size;
+  }
+
+  /** Called whenever cards come or go (the header's count follows). */
+  onChange(listener: () => void): void {
+    this.listeners.add(listener);
+  }
+
+  /** A request to answer; one that is already on screen is kept (the list and the re-sent event both bring it). */
+  show(request: PendingRequest): void {
+    const existing = this.cards.get(request.request_id);
+    if (existing) {
+      existing.stale = false;
+      return;
+    }
+    const card = this.build(request);
+    this.cards.set(request.request_id, card);
+    this.element.insertBefore(card.element, this.outcomes);
+    this.tick();
+    this.startClock();
+    this.changed();
+    card.element.querySelector<HTMLButtonElement>('button[data-decision="allow"]')?.focus({ preventScroll: true });
+    if (this.wanted === request.request_id) this.reveal(request.request_id);
+  }
+
+  /** `permission.resolved`: the card closes, saying who decided. */
+  resolve(event: ResolvedEvent): void {
+    if (!this.cards.has(event.request_id)) return;
+    this.close(event.request_id, resolvedText(event));
+  }
+
+  /** The connection dropped: what is on screen may be decided meanwhile; it stays until the service lists again. */
+  markStale(): void {
+    for (const card of this.cards.values()) {
+      card.stale = true;
+      card.setBusy(true);
+    }
+  }
+
+  /**
+   * Reconnected: `pending` is what the service lists now (undefined when it cannot list: an older
+   * service, whose requests did not survive the drop). Cards it no longer lists close.
+   */
+  reconcile(pending: PendingRequest[] | undefined): void {
+    for (const request of pending ?? []) this.show(request);
+    for (const [id, card] of this.cards) {
+      if (!card.stale) continue;
+      if (pending) this.close(id, 'No longer waiting: it was answered or expired meanwhile.');
+      else this.close(id);
+    }
+    for (const card of this.cards.values()) card.setBusy(false);
+  }
+
+  /**
+   * Brings a request's card into view (a notification opened the page on it, the editor's waiting count
+   * was clicked); a card not there yet is brought into view when it arrives.
+   */
+  reveal(requestId: string): boolean {
+    const card = this.cards.get(requestId);
+    this.wanted = card ? undefined : requestId;
+    if (!card) return false;
+    card.element.scrollIntoView({ block: 'nearest' });
+    card.element.querySelector<HTMLButtonElement>('button[data-decision="allow"]')?.focus({ preventScroll: true });
+    return true;
+  }
+
+  /** The oldest waiting request's card into view (the header's "waiting" badge). */
+  revealFirst(): void {
+    const first = this.cards.keys().next();
+    if (!first.done) this.reveal(first.value);
+  }
+
+  private build(request: PendingRequest): Card {
     const error = h('div', { class: 'permission-error', role: 'alert' });
     const buttons: HTMLButtonElement[] = [];
-    const choose = async (decision: Decision) => {
-      buttons.forEach((b) => (b.disabled = true));
+    const setBusy = (busy: boolean) => buttons.forEach((b) => (b.disabled = busy));
+    const choose = async (decision: Decision, note?: string) => {
+      setBusy(true);
       error.textContent = '';
-      const failure = await this.answer(request.request_id, decision);
-      // Success closes the card through permission.resolved; a failure (already answered, gone) says why.
-      if (failure) {
-        error.textContent = failure;
-        buttons.forEach((b) => (b.disabled = false));
+      const outcome = await this.options.answer(request.request_id, decision, note);
+      if (!this.cards.has(request.request_id)) return;
+      if (outcome.ok) {
+        const answer = outcome.answer;
+        const by = answer.decided_by ? ` from ${answer.decided_by}` : '';
+        const rule = answer.rule_added ? ` Rule added: ${answer.rule_added}` : '';
+        this.close(request.request_id, `${answer.already_decided ? 'Already ' : ''}${lowerFirst(DECIDED[answer.decision] ?? answer.decision, answer.already_decided)}${by}.${rule}`);
+      } else if (outcome.code === 'conflict' || outcome.code === 'not_found') {
+        // Decided elsewhere first, or expired: nothing left to decide here.
+        this.close(request.request_id, outcome.code === 'conflict' ? capitalize(outcome.error) : 'No longer waiting: it was answered or expired.');
+      } else {
+        error.textContent = outcome.error;
+        setBusy(false);
       }
     };
-    const button = (label: string, decision: Decision, kind: string) => {
-      const b = h('button', { type: 'button', class: `button ${kind}`, 'data-decision': decision }, label);
+    const button = (label: string, decision: Decision, kind: string, title?: string) => {
+      const b = h('button', { type: 'button', class: `button ${kind}`, 'data-decision': decision, title }, label);
       b.addEventListener('click', () => void choose(decision));
       buttons.push(b);
       return b;
     };
-    const where = this.describeConversation(request.conversation_id);
-    const diffButton = request.preview?.kind === 'diff' && this.showDiff ? h('button', { type: 'button', class: 'button secondary', 'data-action': 'show-diff' }, 'Show Diff') : null;
-    diffButton?.addEventListener('click', () => this.showDiff?.(request.request_id));
-    const card = h(
+
+    const noteField = h('textarea', { class: 'permission-note', rows: 2, maxlength: MAX_NOTE_CHARS, placeholder: 'Why not, or what to do instead (the assistant reads this)', 'aria-label': 'Note for the assistant' });
+    const noteSend = h('button', { type: 'button', class: 'button danger permission-note-send' }, 'Deny with this note');
+    noteSend.addEventListener('click', () => void choose('deny', noteField.value.trim() || undefined));
+    buttons.push(noteSend);
+    const noteForm = h('div', { class: 'permission-note-form', hidden: true }, noteField, noteSend);
+    const noteToggle = h('button', { type: 'button', class: 'button secondary permission-note-toggle', 'aria-expanded': 'false' }, 'Deny with a note…');
+    noteToggle.addEventListener('click', () => {
+      noteForm.hidden = !noteForm.hidden;
+      noteToggle.setAttribute('aria-expanded', String(!noteForm.hidden));
+      if (!noteForm.hidden) noteField.focus();
+    });
+    buttons.push(noteToggle);
+
+    const title = request.conversation_title ?? this.options.conversationTitle(request.conversation_id);
+    const time = h('div', { class: 'permission-time' });
+    const showDiff = this.options.showDiff && request.preview?.kind === 'diff' ? () => this.options.showDiff?.(request.request_id) : undefined;
+    const element = h(
       'section',
-      { class: 'permission-card', role: 'alertdialog', 'aria-label': `Allow ${request.tool}?`, 'data-request-id': request.request_id },
+      { class: 'permission-card', role: 'alertdialog', 'aria-label': `Allow ${request.tool}?`, 'data-request-id': request.request_id, 'data-tool': request.tool },
       h('div', { class: 'permission-title' }, 'Allow ', h('code', {}, request.tool), ' to run?'),
-      request.source ? h('div', { class: 'permission-source' }, `Asked from ${sourceLabel(request.source)}`) : null,
-      where ? h('div', { class: 'permission-where' }, `In “${where}”`) : null,
-      h('pre', { class: 'tool-args' }, formatArguments(request.arguments)),
+      h(
+        'div',
+        { class: 'permission-context' },
+        h('div', { class: 'permission-source' }, `Asked from ${sourceLabel(request.source)}`),
+        title ? h('div', { class: 'permission-where' }, `In “${title}”`) : null,
+        time,
+      ),
+      renderPreview(request.preview, request.arguments, { showDiff }),
       h(
         'div',
         { class: 'permission-actions' },
         button('Allow', 'allow', 'primary'),
         button('Allow for this conversation', 'allow_session', 'secondary'),
+        button('Always allow', 'allow_always', 'secondary', 'Adds a rule allowing calls like this one from now on (shown once added; remove it under Permission rules)'),
         button('Deny', 'deny', 'danger'),
-        diffButton,
+        noteToggle,
       ),
+      noteForm,
       error,
     );
-    this.cards.set(request.request_id, card);
-    this.element.appendChild(card);
-    buttons[0].focus({ preventScroll: true });
-    if (this.wanted === request.request_id) this.bringForward(request.request_id);
+    return { request, element, time, stale: false, setBusy };
   }
 
-  /** Scrolls to a request's card and focuses its first button (now, or when the card arrives). */
-  bringForward(requestId: string): void {
+  private close(requestId: string, outcome?: string): void {
     const card = this.cards.get(requestId);
-    this.wanted = card ? undefined : requestId;
     if (!card) return;
-    card.scrollIntoView({ block: 'nearest' });
-    card.querySelector('button')?.focus();
-  }
-
-  resolve(requestId: string): void {
-    this.cards.get(requestId)?.remove();
+    card.element.remove();
     this.cards.delete(requestId);
+    if (outcome) this.flash(`${card.request.tool}: ${outcome}`);
+    if (this.cards.size === 0) this.stopClock();
+    this.changed();
   }
 
-  clear(): void {
-    this.cards.clear();
-    this.element.replaceChildren();
+  private flash(text: string): void {
+    const line = h('div', { class: 'permission-outcome' }, text);
+    this.outcomes.append(line);
+    setTimeout(() => line.remove(), OUTCOME_SHOWN_MS);
   }
+
+  private changed(): void {
+    for (const listener of this.listeners) listener();
+  }
+
+  private startClock(): void {
+    this.clock ??= setInterval(() => this.tick(), CLOCK_EVERY_MS);
+  }
+
+  private stopClock(): void {
+    clearInterval(this.clock);
+    this.clock = undefined;
+  }
+
+  /** "asked 3 min ago · waits 27 min more", for every card. */
+  private tick(now = Date.now()): void {
+    for (const card of this.cards.values()) card.time.textContent = timeText(card.request, now);
+  }
+}
+
+function timeText(request: PendingRequest, now: number): string {
+  const parts: string[] = [];
+  const created = request.created_at ? Date.parse(request.created_at) : NaN;
+  if (!Number.isNaN(created)) parts.push(`asked ${ago(now - created)}`);
+  const expires = request.expires_at ? Date.parse(request.expires_at) : NaN;
+  if (!Number.isNaN(expires)) parts.push(expires > now ? `waits ${duration(expires - now)} more` : 'expiring now');
+  return parts.join(' · ');
+}
+
+function ago(ms: number): string {
+  return ms < 60_000 ? 'just now' : `${duration(ms)} ago`;
+}
+
+function duration(ms: number): string {
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 1) return 'less than a minute';
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  return minutes % 60 ? `${hours} h ${minutes % 60} min` : `${hours} h`;
+}
+
+function resolvedText(event: ResolvedEvent): string {
+  switch (event.reason) {
+    case 'expired':
+      return 'Expired: nobody answered in time (denied).';
+    case 'cancelled':
+      return 'The chat was cancelled.';
+    case 'restarted':
+      return 'The service restarted while this waited (denied).';
+  }
+  const by = event.decided_by ? ` from ${event.decided_by}` : '';
+  const rule = event.rule_added ? ` Rule added: ${event.rule_added}` : '';
+  return `${DECIDED[event.decision] ?? event.decision}${by}.${rule}`;
+}
+
+function capitalize(text: string): string {
+  return text ? text[0].toUpperCase() + text.slice(1) : text;
+}
+
+function lowerFirst(text: string, lower: boolean | undefined): string {
+  return lower && text ? text[0].toLowerCase() + text.slice(1) : text;
 }

@@ -84,8 +84,21 @@ export const PermissionResponseCommand = command('permission_response', {
 /** The permission requests waiting now that this client may answer. */
 export const ListPendingPermissionsCommand = command('list_pending_permissions', {});
 
-/** Cancels the running chat whose request id is `id`. */
-export const CancelCommand = command('cancel', {});
+/**
+ * Cancels the running chat whose request id is `id` (the sender's own), or, with `conversation_id`, the
+ * running turn of that conversation whoever started it (docs/protocol.md, "Following a conversation").
+ */
+export const CancelCommand = command('cancel', { conversation_id: nonEmpty('conversation_id').optional() });
+
+/**
+ * Starts sending the conversation's live events to this client. `after_seq`: the last `seq` the client
+ * saw; what came after it is sent first (or `reset` says to reload the transcript).
+ */
+export const FollowConversationCommand = command('follow_conversation', {
+  conversation_id: nonEmpty('conversation_id'),
+  after_seq: z.number({ error: 'expected an integer' }).int({ error: 'expected an integer' }).min(0, { error: 'must be at least 0' }).optional(),
+});
+export const UnfollowConversationCommand = command('unfollow_conversation', { conversation_id: nonEmpty('conversation_id') });
 
 // ---- Webhook outbox (docs/protocol.md, "Webhook channel") ----
 export const DeliveryStatus = z.enum(['pending', 'delivered', 'failed']);
@@ -191,6 +204,8 @@ export const Command = z.discriminatedUnion('type', [
   PermissionResponseCommand,
   ListPendingPermissionsCommand,
   CancelCommand,
+  FollowConversationCommand,
+  UnfollowConversationCommand,
   ListDeliveriesCommand,
   RetryDeliveryCommand,
   CreatePairingCommand,

@@ -42,6 +42,14 @@ export const CommandResults = {
   }),
   list_pending_permissions: z.object({ requests: z.array(PermissionRequest) }),
   cancel: z.object({ cancelled: z.boolean() }),
+  follow_conversation: z.object({
+    conversation_id: z.string(),
+    /** The conversation's last event number when the follow took effect (after the replay). */
+    seq: z.number().int(),
+    /** `after_seq` could not be replayed from (too old, or from before a restart): reload the transcript. */
+    reset: z.boolean(),
+  }),
+  unfollow_conversation: z.object({ following: z.literal(false) }),
   list_deliveries: z.object({ deliveries: z.array(Delivery) }),
   retry_delivery: z.object({ delivery: Delivery }),
   create_pairing: PairingInfo,

@@ -172,7 +172,7 @@ export class WebhookInbox {
     const account = this.deps.accounts().get(row.account);
     if (!account) log.warn('webhook.account_removed', { note: 'answering a message accepted before its account was removed' });
     const source = session.session.source;
-    const run = this.deps.running.start(session.id, row.message_id);
+    const run = this.deps.running.start(session.id, row.message_id, row.conversation_id);
     let deliveryId = '';
     try {
       const result = await agent.answerAdmitted(row.conversation_id, () => this.admitInOrder(row), {

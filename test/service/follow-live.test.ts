@@ -214,3 +214,26 @@ test('cancel by conversation_id from a client that did not start the turn; a web
     bot.close();
   }
 });
+
+test('a webhook turn cancelled by conversation from a user client ends for good: the sender is told, the turn ended cancelled', async () => {
+  fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'never said' });
+  const accepted = await postJson(`${svc.httpUrl}/hooks/ci`, { message: 'list, then stop' }, { 'x-service-secret': SECRET });
+  assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+  const id = (accepted.body!.data as { conversation_id: string }).conversation_id;
+  const messageId = (accepted.body!.data as { message_id: string }).message_id;
+  const phone = await TestClient.authed(svc.wsUrl, svc.token);
+  try {
+    await received(phone, (f) => f.event === 'permission.request' && f.conversation_id === id);
+    assert.deepEqual((await phone.request({ type: 'cancel', conversation_id: id })).data, { cancelled: true });
+    const [ended] = await received(phone, (f) => f.event === 'turn.ended' && f.conversation_id === id);
+    assert.equal(ended.outcome, 'cancelled');
+    await receiver.waitFor((r) => r.requests.some((c) => (c.body as { message_id?: string } | undefined)?.message_id === messageId), 'the error callback');
+    const callback = receiver.requests.find((c) => (c.body as { message_id?: string } | undefined)?.message_id === messageId)!;
+    assert.match(String((callback.body as { error?: string }).error), /cancelled/);
+    assert.equal((await phone.request({ type: 'cancel', conversation_id: id })).status, 'ok');
+    const state = ((await phone.request({ type: 'list_conversations' })).data as { conversations: { id: string; state: string }[] }).conversations.find((c) => c.id === id);
+    assert.equal(state?.state, 'idle', 'nothing left pending to run again');
+  } finally {
+    phone.close();
+  }
+});

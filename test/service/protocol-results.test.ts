@@ -108,6 +108,9 @@ test('chat with a tool the user allows, its history, then delete', async () => {
   );
   const plain: { response: string } = await answer({ type: 'chat', message: 'again', conversation_id: conversationId });
   assert.match(plain.response, /echo: again/);
+  const followed: { seq: number; reset: boolean } = await answer({ type: 'follow_conversation', conversation_id: conversationId });
+  assert.equal(followed.reset, false);
+  await answer({ type: 'unfollow_conversation', conversation_id: conversationId });
   await answer({ type: 'delete_conversation', conversation_id: conversationId });
 });
 

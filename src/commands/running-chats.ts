@@ -11,10 +11,10 @@ export class RunningChats {
   }
 
   /**
-   * A turn starts. Its conversation, when known at once (a webhook message) or once the agent has it
-   * (`attach`: a chat's turn reaches it when its queue turn comes), lets any client cancel it by conversation.
+   * A chat starts. `attach` names its conversation once its turn runs (not while queued behind another),
+   * so any client may cancel it by conversation.
    */
-  start(sessionId: string, requestId: RequestId | undefined, conversationId?: string): { signal: AbortSignal; done: () => void; attach: (conversationId: string) => void } {
+  start(sessionId: string, requestId: RequestId | undefined): { signal: AbortSignal; done: () => void; attach: (conversationId: string) => void } {
     const controller = new AbortController();
     // A chat without an id cannot be cancelled by its client, but is still stopped by cancelAll.
     const key = requestId === undefined ? `${sessionId}\u0001${(this.anonymous += 1)}` : RunningChats.key(sessionId, requestId);
@@ -26,7 +26,6 @@ export class RunningChats {
       if (!set) this.byConversation.set(id, (set = new Set()));
       set.add(controller);
     };
-    if (conversationId !== undefined) attach(conversationId);
     const done = () => {
       if (attached !== undefined) {
         const set = this.byConversation.get(attached);

@@ -172,7 +172,7 @@ export class WebhookInbox {
     const account = this.deps.accounts().get(row.account);
     if (!account) log.warn('webhook.account_removed', { note: 'answering a message accepted before its account was removed' });
     const source = session.session.source;
-    const run = this.deps.running.start(session.id, row.message_id, row.conversation_id);
+    const run = this.deps.running.start(session.id, row.message_id);
     let deliveryId = '';
     try {
       const result = await agent.answerAdmitted(row.conversation_id, () => this.admitInOrder(row), {
@@ -186,7 +186,8 @@ export class WebhookInbox {
           await store.webhooks.answer(row.message_id, reply, delivery);
           this.deps.outbox.confirm(deliveryId);
         },
-      });
+        // Cancellable by conversation once its turn runs (the message stored), not while queued behind another.
+      }, (event) => event.event === 'message' && event.message.role === 'user' && run.attach(row.conversation_id));
       if (result.cancelled && this.stopped) {
         log.info('webhook.answer_interrupted', { note: 'still pending; answered after restart' });
         return;

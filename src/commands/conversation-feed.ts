@@ -21,7 +21,7 @@ interface Entry {
 const KEPT_EVENTS = 10_000;
 const HARD_LIMIT = 100_000;
 /** Idle conversations nobody follows are forgotten beyond this many (their followers, if any, are never dropped). */
-const KEPT_CONVERSATIONS = 500;
+const KEPT_CONVERSATIONS = 100;
 
 class Feed {
   readonly entries: Entry[] = [];

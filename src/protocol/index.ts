@@ -11,3 +11,4 @@ export * from './results';
 export * from './bridge';
 export * from './relay-frames';
 export * from './relay-client-frame';
+export * from './wire-text';

@@ -237,3 +237,27 @@ test('a webhook turn cancelled by conversation from a user client ends for good:
     phone.close();
   }
 });
+
+test('numbers go on rising across a restart: a number kept from before it answers reset, never a wrong replay', async () => {
+  const first = await startService({ base_url: fake.url });
+  let second: RunningService | undefined;
+  try {
+    const client = await TestClient.authed(first.wsUrl, first.token);
+    const id = await newConversation(client);
+    const before = (await client.request({ type: 'follow_conversation', conversation_id: id })).data as { seq: number };
+    client.close();
+    await first.stop();
+    second = await startService({}, { dataDir: first.dataDir, keepConfig: true });
+    const again = await TestClient.authed(second.wsUrl, second.token);
+    const followed = (await again.request({ type: 'follow_conversation', conversation_id: id, after_seq: before.seq })).data as { seq: number; reset: boolean };
+    assert.equal(followed.reset, true, 'the events after it died with the old run: reload the transcript');
+    assert.ok(followed.seq >= before.seq, 'the new run numbers above the old one');
+    await again.request({ type: 'chat', message: 'after the restart', conversation_id: id });
+    const [message] = await received(again, (f) => f.event === 'chat.message' && f.conversation_id === id);
+    assert.ok((message.seq as number) > before.seq);
+    again.close();
+  } finally {
+    await second?.stop();
+    await first.dispose();
+  }
+});

@@ -3,6 +3,7 @@
 import { benchAgent } from './agent';
 import { benchAuth } from './auth';
 import { benchEditor } from './editor';
+import { benchFollow } from './follow';
 import { runPersistBench } from './persist';
 import { benchPush } from './push';
 import { benchRelay } from './relay';
@@ -22,6 +23,7 @@ async function main() {
     ['relay', benchRelay],
     ['relay-service', benchRelayService],
     ['push', benchPush],
+    ['follow', benchFollow],
   ];
   for (const [name, run] of benches) {
     if (only.length > 0 && !only.includes(name)) continue;

@@ -221,6 +221,7 @@ export class Service {
       toolTimeoutMs: options.toolTimeoutMs,
       activity,
       onActivity: announce,
+      onTurnEvent: (event, origin) => events.publishTurnEvent(event, origin),
     });
     const auth = new Authenticator(current, logger, redactor);
     return new Service(options, config, store, logger, redactor, events, tools, permissions, gate, activity, agent, auth);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ServiceError, type ServiceConfig, type ServiceEvent } from '../protocol';
+import { ServiceError, type Message, type RequestId, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import type { NewMessage, Store } from '../store';
 import { canAccess } from '../protocol/sources';
@@ -45,6 +45,14 @@ export interface ChatInput {
    * transaction (the webhook channel stores the reply together with its delivery).
    */
   storeReply?: (reply: NewMessage) => Promise<void>;
+  /** Who sent the turn (its session and request id), so its own events can carry its id (AgentDeps.onTurnEvent). */
+  origin?: TurnOrigin;
+}
+
+/** The session and request that started a turn. */
+export interface TurnOrigin {
+  readonly sessionId: string;
+  readonly requestId?: RequestId;
 }
 
 export type AnswerInput = Omit<ChatInput, 'message' | 'conversationId' | 'userId' | 'clientMessageId' | 'clientKey'>;
@@ -58,6 +66,8 @@ export type AnswerInput = Omit<ChatInput, 'message' | 'conversationId' | 'userId
 export type AgentEvent =
   | { event: 'conversation'; conversation_id: string; created: boolean }
   | { event: 'delta'; conversation_id: string; delta: string }
+  /** A message of the turn was stored: the user's (the turn starts) or the reply. */
+  | { event: 'message'; conversation_id: string; message: Message }
   | Extract<ServiceEvent, { event: 'tool.call' | 'tool.result' }>;
 
 /**
@@ -92,6 +102,11 @@ export interface AgentDeps {
    * client, so a conversation continued from the phone, a script or a webhook shows live elsewhere.
    */
   onActivity?: (conversationId: string, source: string) => void;
+  /**
+   * Every turn's events, whoever started it (a chat of any client, a webhook message), in order, before
+   * the turn's own sink: the service numbers them and sends them to the conversation's followers.
+   */
+  onTurnEvent?: (event: AgentEvent, origin: TurnOrigin | undefined) => void;
 }
 
 export function titleOf(message: string): string {
@@ -140,10 +155,12 @@ export class Agent {
     const waiting = this.deps.activity?.enqueue(conversationId, { client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }, removed);
     const turn = this.queued(conversationId, async () => {
       if (waiting && !waiting.start()) return removal;
-      await this.storeUserMessage(conversationId, create, input);
-      onEvent({ event: 'conversation', conversation_id: conversationId, created: create });
+      const message = await this.storeUserMessage(conversationId, create, input);
+      const emit = this.emitter(input, onEvent);
+      emit({ event: 'conversation', conversation_id: conversationId, created: create });
+      emit({ event: 'message', conversation_id: conversationId, message });
       this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input, onEvent);
+      return this.answer(conversationId, input, emit);
     });
     return waiting ? Promise.race([turn, removal]) : turn;
   }
@@ -155,9 +172,23 @@ export class Agent {
   answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput, onEvent: AgentEventSink = ignore): Promise<ChatOutput> {
     return this.queued(conversationId, async () => {
       await admit();
+      const emit = this.emitter(input, onEvent);
+      // The admitted message is the conversation's last one (its turn holds the conversation).
+      const admitted = this.deps.store.messages.recent(conversationId, { limit: 1 })[0];
+      if (admitted?.role === 'user') emit({ event: 'message', conversation_id: conversationId, message: messageOf(admitted) });
       this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input, onEvent);
+      return this.answer(conversationId, input, emit);
     });
+  }
+
+  /** The turn's events to the service's tap (followers), then to the caller's sink. */
+  private emitter(input: AnswerInput, onEvent: AgentEventSink): AgentEventSink {
+    const tap = this.deps.onTurnEvent;
+    if (!tap) return onEvent;
+    return (event) => {
+      tap(event, input.origin);
+      onEvent(event);
+    };
   }
 
   /** A turn in the conversation's queue, counted as `running` from queued to ended. */
@@ -189,7 +220,7 @@ export class Agent {
     this.history.forget(conversationId);
   }
 
-  private async storeUserMessage(conversationId: string, create: boolean, input: ChatInput): Promise<void> {
+  private async storeUserMessage(conversationId: string, create: boolean, input: ChatInput): Promise<Message> {
     const { store } = this.deps;
     const now = new Date().toISOString();
     if (create) {
@@ -197,7 +228,9 @@ export class Agent {
     } else {
       this.requireConversation(conversationId, input.source);
     }
-    await store.messages.append({ id: randomUUID(), conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId, client_key: input.clientKey });
+    const id = randomUUID();
+    await store.messages.append({ id, conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId, client_key: input.clientKey });
+    return { id, role: 'user', content: input.message, timestamp: now };
   }
 
   private async answer(conversationId: string, input: AnswerInput, onEvent: AgentEventSink): Promise<ChatOutput> {
@@ -213,6 +246,7 @@ export class Agent {
       const messageId = randomUUID();
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
       await (input.storeReply ? input.storeReply(reply) : store.messages.append(reply));
+      onEvent({ event: 'message', conversation_id: conversationId, message: messageOf(reply) });
       this.deps.onActivity?.(conversationId, input.source);
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
       return { response: text, conversation_id: conversationId, message_id: messageId };
@@ -291,6 +325,10 @@ export class Agent {
       }
     }
   }
+}
+
+function messageOf(row: { id: string; role: Message['role']; content: string; timestamp: string }): Message {
+  return { id: row.id, role: row.role, content: row.content, timestamp: row.timestamp };
 }
 
 function toolSpec(tool: Tool, names: ModelToolNames): ToolSpec {

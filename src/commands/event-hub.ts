@@ -1,8 +1,12 @@
+import type { AgentEvent, TurnOrigin } from '../agent/agent';
 import type { ServiceEvent } from '../protocol';
+import { ConversationFeeds, type EventFilter, type FeedEvent } from './conversation-feed';
 import type { ClientSession } from './session';
 
-/** Which sessions an event goes to. */
-export type EventFilter = (session: ClientSession) => boolean;
+export type { EventFilter } from './conversation-feed';
+
+/** Events of a conversation that every client allowed hears, followers numbered (permission prompts, turn.ended). */
+const ANNOUNCED: ReadonlySet<string> = new Set(['permission.request', 'permission.resolved', 'turn.ended']);
 
 /**
  * Sees every broadcast event before any client filter, with the filter the clients get it by: the push
@@ -17,10 +21,34 @@ const everyone: EventFilter = () => true;
 export class EventHub {
   private readonly sessions = new Set<ClientSession>();
   private readonly observers = new Set<EventObserver>();
+  /** Who follows which conversation, and each conversation's numbered events (follow_conversation). */
+  readonly feeds = new ConversationFeeds();
 
   add(session: ClientSession): () => void {
     this.sessions.add(session);
-    return () => this.sessions.delete(session);
+    return () => {
+      this.sessions.delete(session);
+      this.feeds.leave(session);
+    };
+  }
+
+  /**
+   * A turn's event (agent's AgentEventSink, whoever started the turn): numbered and sent to the
+   * conversation's followers only; the sender follows from its turn's start (commands/handlers.ts).
+   */
+  publishTurnEvent(event: AgentEvent, origin: TurnOrigin | undefined): void {
+    switch (event.event) {
+      case 'conversation':
+        return;
+      case 'delta':
+        this.feeds.publish({ event: 'chat.delta', conversation_id: event.conversation_id, delta: event.delta }, { origin });
+        return;
+      case 'message':
+        this.feeds.publish({ event: 'chat.message', conversation_id: event.conversation_id, message: event.message }, { origin, startsTurn: event.message.role === 'user' });
+        return;
+      default:
+        this.feeds.publish(event, { origin });
+    }
   }
 
   /** Taps every broadcast event (see EventObserver); returns the way to stop. */
@@ -39,8 +67,15 @@ export class EventHub {
       }
     }
     let sent = 0;
+    // A conversation's prompt or end: its followers get it numbered (and kept for their catch-up), the others as it is.
+    const conversationId = ANNOUNCED.has(event.event) ? (event as FeedEvent).conversation_id : undefined;
+    if (conversationId !== undefined) this.feeds.publish(event as FeedEvent, { filter });
     for (const session of this.sessions) {
       if (!filter(session)) continue;
+      if (conversationId !== undefined && this.feeds.follows(session, conversationId)) {
+        sent += 1;
+        continue;
+      }
       session.send(event);
       sent += 1;
     }

@@ -74,19 +74,16 @@ const commandHandlers: HandlerMap = {
           stream: command.stream === true,
           clientMessageId: command.client_message_id,
           clientKey: command.client_message_id === undefined ? undefined : ChatResends.keyOf(session, command.client_message_id),
+          origin: { sessionId: session.id, requestId: command.id },
         },
-        // Sent as they come (AgentEventSink): a permission.request of the broker never overtakes its tool.call.
+        // The turn's pieces reach the sender as a follower of the conversation (the event hub numbers them
+        // and adds its request id), in the order they happen: a permission.request never overtakes its tool.call.
         // Every client hears of the conversation (conversation.updated) through the agent's onActivity.
         (event) => {
-          switch (event.event) {
-            case 'conversation':
-              conversationId = event.conversation_id;
-              return;
-            case 'delta':
-              return session.send({ event: 'chat.delta', id: command.id, conversation_id: event.conversation_id, delta: event.delta });
-            default:
-              return session.send(command.id === undefined ? event : { ...event, id: command.id });
-          }
+          if (event.event !== 'conversation') return;
+          conversationId = event.conversation_id;
+          ctx.events.feeds.follow(session, conversationId, undefined, false);
+          run.attach(conversationId);
         },
       );
       ended(result.cancelled ? 'cancelled' : 'answered');
@@ -105,8 +102,25 @@ const commandHandlers: HandlerMap = {
   },
 
   async cancel(command, session, ctx) {
-    if (command.id === undefined) throw new ServiceError('invalid_request', 'cancel needs the id of the chat to cancel');
+    if (command.conversation_id !== undefined) {
+      // Any client that may see the conversation stops its running turn, whoever started it (a webhook account only its own).
+      ctx.agent.requireConversation(command.conversation_id, session.source);
+      return { cancelled: ctx.running.cancelConversation(command.conversation_id) };
+    }
+    if (command.id === undefined) throw new ServiceError('invalid_request', 'cancel needs the id of the chat to cancel, or a conversation_id');
     return { cancelled: ctx.running.cancel(session.id, command.id) };
+  },
+
+  async follow_conversation(command, session, ctx) {
+    ctx.agent.requireConversation(command.conversation_id, session.source);
+    const { seq, reset } = ctx.events.feeds.follow(session, command.conversation_id, command.after_seq);
+    return { conversation_id: command.conversation_id, seq, reset };
+  },
+
+  async unfollow_conversation(command, session, ctx) {
+    ctx.agent.requireConversation(command.conversation_id, session.source);
+    ctx.events.feeds.unfollow(session, command.conversation_id);
+    return { following: false as const };
   },
 
   async get_config(_command, _session, ctx) {
@@ -141,6 +155,7 @@ const commandHandlers: HandlerMap = {
     await ctx.store.conversations.delete(command.conversation_id);
     ctx.gate.forget(command.conversation_id);
     ctx.agent.forget(command.conversation_id);
+    ctx.events.feeds.forget(command.conversation_id);
     return { deleted: true };
   },
 

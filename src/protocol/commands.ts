@@ -104,8 +104,21 @@ export const RemoveQueuedCommand = command('remove_queued', {
   client_message_id: nonEmpty('client_message_id'),
 });
 
-/** Cancels the running chat whose request id is `id`. */
-export const CancelCommand = command('cancel', {});
+/**
+ * Cancels the running chat whose request id is `id` (the sender's own), or, with `conversation_id`, the
+ * running turn of that conversation whoever started it (docs/protocol.md, "Following a conversation").
+ */
+export const CancelCommand = command('cancel', { conversation_id: nonEmpty('conversation_id').optional() });
+
+/**
+ * Starts sending the conversation's live events to this client. `after_seq`: the last `seq` the client
+ * saw; what came after it is sent first (or `reset` says to reload the transcript).
+ */
+export const FollowConversationCommand = command('follow_conversation', {
+  conversation_id: nonEmpty('conversation_id'),
+  after_seq: z.number({ error: 'expected an integer' }).int({ error: 'expected an integer' }).min(0, { error: 'must be at least 0' }).optional(),
+});
+export const UnfollowConversationCommand = command('unfollow_conversation', { conversation_id: nonEmpty('conversation_id') });
 
 // ---- Webhook outbox (docs/protocol.md, "Webhook channel") ----
 export const DeliveryStatus = z.enum(['pending', 'delivered', 'failed']);
@@ -212,6 +225,8 @@ export const Command = z.discriminatedUnion('type', [
   ListPendingPermissionsCommand,
   CancelCommand,
   RemoveQueuedCommand,
+  FollowConversationCommand,
+  UnfollowConversationCommand,
   ListDeliveriesCommand,
   RetryDeliveryCommand,
   CreatePairingCommand,

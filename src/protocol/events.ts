@@ -1,16 +1,24 @@
 import { z } from 'zod';
-import { Conversation, PermissionDecision } from './commands';
+import { Conversation, Message, PermissionDecision } from './commands';
 import { RequestId } from './envelope';
+
+/**
+ * A conversation's events carry `seq` for the clients following it (follow_conversation): increasing by
+ * one per event of that conversation, so a client that reconnects asks for what came after the last it saw.
+ */
+const Seq = z.number().int().optional();
 
 /** Events are pushed unsolicited to authenticated sockets; they carry `event`, never `status`. */
 export const ChatDeltaEvent = z.object({
   event: z.literal('chat.delta'),
+  seq: Seq,
   id: RequestId.optional(),
   conversation_id: z.string(),
   delta: z.string(),
 });
 export const ToolCallEvent = z.object({
   event: z.literal('tool.call'),
+  seq: Seq,
   id: RequestId.optional(),
   conversation_id: z.string(),
   tool: z.string(),
@@ -18,6 +26,7 @@ export const ToolCallEvent = z.object({
 });
 export const ToolResultEvent = z.object({
   event: z.literal('tool.result'),
+  seq: Seq,
   id: RequestId.optional(),
   conversation_id: z.string(),
   tool: z.string(),
@@ -68,7 +77,14 @@ export const PermissionRequest = z.object({
   expires_at: z.string(),
 });
 export type PermissionRequest = z.infer<typeof PermissionRequest>;
-export const PermissionRequestEvent = PermissionRequest.extend({ event: z.literal('permission.request') });
+export const PermissionRequestEvent = PermissionRequest.extend({ event: z.literal('permission.request'), seq: Seq });
+/** A message of the conversation was stored (the user's, starting a turn, or the reply): to its followers. */
+export const ChatMessageEvent = z.object({
+  event: z.literal('chat.message'),
+  seq: Seq,
+  conversation_id: z.string(),
+  message: Message,
+});
 
 /** How a request ended: a person answered, nobody did in time, its chat was cancelled, the service restarted. */
 export const PermissionResolution = z.enum(['answered', 'expired', 'cancelled', 'restarted']);
@@ -76,6 +92,7 @@ export type PermissionResolution = z.infer<typeof PermissionResolution>;
 
 export const PermissionResolvedEvent = z.object({
   event: z.literal('permission.resolved'),
+  seq: Seq,
   request_id: z.string(),
   conversation_id: z.string(),
   /** The decision in force (`deny` unless a person allowed it). */
@@ -104,6 +121,7 @@ export const ConversationUpdatedEvent = z.object({
  */
 export const TurnEndedEvent = z.object({
   event: z.literal('turn.ended'),
+  seq: Seq,
   conversation_id: z.string(),
   /** Where the turn came from: `editor`, `ws`, `relay` or `webhook:<account>`. */
   source: z.string(),
@@ -121,5 +139,6 @@ export const ServiceEvent = z.discriminatedUnion('event', [
   ConfigChangedEvent,
   ConversationUpdatedEvent,
   TurnEndedEvent,
+  ChatMessageEvent,
 ]);
 export type ServiceEvent = z.infer<typeof ServiceEvent>;

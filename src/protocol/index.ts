@@ -12,3 +12,4 @@ export * from './bridge';
 export * from './relay-frames';
 export * from './relay-client-frame';
 export * from './version';
+export * from './wire-text';

@@ -54,6 +54,14 @@ export const CommandResults = {
   cancel: z.object({ cancelled: z.boolean() }),
   /** False when no message of that id waits in that conversation (it started, was removed, or never queued). */
   remove_queued: z.object({ removed: z.boolean() }),
+  follow_conversation: z.object({
+    conversation_id: z.string(),
+    /** The conversation's last event number when the follow took effect (after the replay). */
+    seq: z.number().int(),
+    /** `after_seq` could not be replayed from (too old, or from before a restart): reload the transcript. */
+    reset: z.boolean(),
+  }),
+  unfollow_conversation: z.object({ following: z.literal(false) }),
   list_deliveries: z.object({ deliveries: z.array(Delivery) }),
   retry_delivery: z.object({ delivery: Delivery }),
   create_pairing: PairingInfo,

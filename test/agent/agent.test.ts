@@ -155,7 +155,9 @@ describe('permissions', () => {
     await client.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
     await client.next((f) => f.id === 'o1' && 'status' in f);
     const order = client.frames.filter((f) => f.id === 'o1' || f.event === 'permission.request').map((f) => f.event);
-    assert.deepEqual([...new Set(order)], ['tool.call', 'permission.request', 'tool.result', 'chat.delta']);
+    // chat.message: the user's stored message starts the turn (the reply's comes last, after the pieces).
+    assert.deepEqual([...new Set(order)], ['chat.message', 'tool.call', 'permission.request', 'tool.result', 'chat.delta']);
+    assert.equal(order.at(-1), 'chat.message');
     client.close();
 
     // The agent itself: one typed sink, every event of the turn in order, each naming the conversation.
@@ -163,7 +165,8 @@ describe('permissions', () => {
     const events: AgentEvent[] = [];
     const output = await svc.service.agent.chat({ message: 'list', source: 'ws', stream: true }, (event) => events.push(event));
     assert.equal(output.response, 'listed');
-    assert.deepEqual([...new Set(events.map((e) => e.event))], ['conversation', 'tool.call', 'tool.result', 'delta']);
+    assert.deepEqual([...new Set(events.map((e) => e.event))], ['conversation', 'message', 'tool.call', 'tool.result', 'delta']);
+    assert.equal(events.at(-1)?.event, 'message');
     assert.ok(events.every((e) => e.conversation_id === output.conversation_id));
     assert.equal(events.filter((e) => e.event === 'delta').map((e) => (e as { delta: string }).delta).join(''), 'listed');
   });

@@ -110,6 +110,9 @@ test('chat with a tool the user allows, its history, then delete', async () => {
   assert.match(plain.response, /echo: again/);
   const removed: { removed: boolean } = await answer({ type: 'remove_queued', conversation_id: conversationId, client_message_id: 'not-waiting' });
   assert.equal(removed.removed, false);
+  const followed: { seq: number; reset: boolean } = await answer({ type: 'follow_conversation', conversation_id: conversationId });
+  assert.equal(followed.reset, false);
+  await answer({ type: 'unfollow_conversation', conversation_id: conversationId });
   await answer({ type: 'delete_conversation', conversation_id: conversationId });
 });
 

@@ -1,4 +1,4 @@
-import { AuthCommand, fail, helloOf, ok, requestIdOf, type Envelope, type ResultOf, type ServiceEvent } from '../../protocol';
+import { AuthCommand, fail, helloOf, ok, requestIdOf, type Envelope, type ResultOf, type ServiceEvent, wireText } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { OpenSession, SessionDoor } from '../../commands/door';
 import { newSessionId } from '../../commands/session';
@@ -59,7 +59,7 @@ export function openClientConnection(peer: FramePeer, source: string, remoteAddr
   let expiryTimer: ReturnType<typeof setTimeout> | undefined;
 
   const send = (message: Envelope | ServiceEvent) => {
-    if (open) peer.send(JSON.stringify(message));
+    if (open) peer.send(wireText(message));
   };
   /** Events (tool arguments included) only go to a client whose credential is still good. */
   const sendEvent = (event: ServiceEvent) => {

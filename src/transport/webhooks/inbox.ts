@@ -186,9 +186,17 @@ export class WebhookInbox {
           await store.webhooks.answer(row.message_id, reply, delivery);
           this.deps.outbox.confirm(deliveryId);
         },
-      });
-      if (result.cancelled) {
+        // Cancellable by conversation once its turn runs (the message stored), not while queued behind another.
+      }, (event) => event.event === 'message' && event.message.role === 'user' && run.attach(row.conversation_id));
+      if (result.cancelled && this.stopped) {
         log.info('webhook.answer_interrupted', { note: 'still pending; answered after restart' });
+        return;
+      }
+      if (result.cancelled) {
+        // A user stopped it (cancel by conversation_id): it ends for good, and the sender is told.
+        const why = 'cancelled by the user';
+        await this.sendError(row, { detail: why, forSender: why }, log);
+        this.deps.onTurnEnded?.({ conversationId: row.conversation_id, source, outcome: 'cancelled' });
         return;
       }
       log.info('webhook.answered', { delivery: deliveryId });

@@ -1,0 +1,179 @@
+// `npm run bench -- follow`: one streamed reply watched by its sender and 1, 10, 100 followers over real
+// sockets. Each piece carries the moment the provider produced it; every client notes when it arrived.
+// Printed: the sender's delay (p50/p99) beside the slowest follower's for each piece, in the same run
+// (goal: p99 within 2x of the sender's at 100 followers), and the catch-up of a client that missed a
+// 1,000-piece reply. The service runs on the main thread, every client on a worker thread (its own
+// event loop, so a hundred clients parsing do not hold the service up); both read one clock
+// (performance.timeOrigin + performance.now()).
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
+import { Service } from '../src/service';
+import { fmt, percentile } from './util';
+
+const TOKEN = 'bench-access-token-0123456789abcdef0123';
+const PIECES = 500;
+const PACE_MS = 5;
+const CATCH_UP_PIECES = 1_000;
+
+const clock = () => performance.timeOrigin + performance.now();
+
+/** Answers `stream <pieces> <pace ms>` with that many pieces, each `<clock when produced>;`; anything else with one piece. */
+function streamingProvider(): Provider {
+  return {
+    name: 'bench-stream',
+    async complete(request: CompletionRequest): Promise<CompletionResult> {
+      const last = [...request.messages].reverse().find((m) => m.role === 'user');
+      const asked = /^stream (\d+) (\d+)$/.exec(typeof last?.content === 'string' ? last.content : '');
+      const [pieces, paceMs] = asked ? [Number(asked[1]), Number(asked[2])] : [1, 0];
+      let text = '';
+      for (let i = 0; i < pieces; i += 1) {
+        if (paceMs > 0) await new Promise((resolve) => setTimeout(resolve, paceMs));
+        const piece = `${clock()};`;
+        text += piece;
+        request.onDelta?.(piece);
+      }
+      return { text, tool_calls: [], finish_reason: 'stop' };
+    },
+  };
+}
+
+/** The clients, as plain JavaScript for the worker thread. */
+const CLIENTS = String.raw`
+const { parentPort } = require('node:worker_threads');
+const WebSocket = require('ws');
+const clock = () => performance.timeOrigin + performance.now();
+
+async function connect(url, token, onFrame = () => undefined) {
+  const ws = new WebSocket(url);
+  await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
+  const waiting = new Map();
+  ws.on('message', (data) => {
+    const arrived = clock();
+    const frame = JSON.parse(data.toString());
+    if ('status' in frame && waiting.has(frame.id)) {
+      waiting.get(frame.id)(frame);
+      waiting.delete(frame.id);
+    } else onFrame(frame, arrived);
+  });
+  let next = 0;
+  const request = (frame) => new Promise((resolve) => {
+    const id = 'b' + (next += 1);
+    waiting.set(id, resolve);
+    ws.send(JSON.stringify({ ...frame, id }));
+  });
+  const auth = await request({ type: 'auth', token });
+  if (auth.status !== 'ok') throw new Error('auth: ' + JSON.stringify(auth));
+  return { ws, request };
+}
+
+function collector() {
+  const c = { delays: [], armed: false, ended: () => undefined };
+  c.done = new Promise((resolve) => (c.ended = resolve));
+  c.onFrame = (frame, arrived) => {
+    if (!c.armed) return;
+    if (frame.event === 'chat.delta') c.delays.push(arrived - Number(frame.delta.slice(0, -1)));
+    if (frame.event === 'turn.ended') c.ended();
+  };
+  return c;
+}
+
+async function followed({ url, token, followers, pieces, paceMs }) {
+  const sender = collector();
+  const senderClient = await connect(url, token, sender.onFrame);
+  const first = await senderClient.request({ type: 'chat', message: 'start' });
+  const conversationId = first.data.conversation_id;
+  const watchers = [];
+  for (let i = 0; i < followers; i += 1) {
+    const c = collector();
+    const client = await connect(url, token, c.onFrame);
+    await client.request({ type: 'follow_conversation', conversation_id: conversationId });
+    watchers.push({ c, client });
+  }
+  const all = [sender, ...watchers.map((w) => w.c)];
+  for (const c of all) c.armed = true;
+  await senderClient.request({ type: 'chat', message: 'stream ' + pieces + ' ' + paceMs, conversation_id: conversationId, stream: true });
+  await Promise.all(all.map((c) => c.done));
+  const slowest = sender.delays.map((_, i) => Math.max(...watchers.map((w) => w.c.delays[i] ?? Infinity)));
+  for (const w of watchers) w.client.ws.terminate();
+  senderClient.ws.terminate();
+  return { sender: sender.delays, slowest: followers > 0 ? slowest : [] };
+}
+
+async function catchUp({ url, token, pieces }) {
+  const sender = await connect(url, token);
+  const first = await sender.request({ type: 'chat', message: 'start' });
+  const conversationId = first.data.conversation_id;
+  const late = await connect(url, token);
+  const lastSeen = (await late.request({ type: 'follow_conversation', conversation_id: conversationId })).data.seq;
+  late.ws.terminate();
+  await sender.request({ type: 'chat', message: 'stream ' + pieces + ' 0', conversation_id: conversationId, stream: true });
+  let received = 0;
+  const back = await connect(url, token, (frame) => { if (frame.event === 'chat.delta') received += 1; });
+  const started = clock();
+  const answer = await back.request({ type: 'follow_conversation', conversation_id: conversationId, after_seq: lastSeen });
+  const ms = clock() - started;
+  back.ws.terminate();
+  sender.ws.terminate();
+  if (answer.data.reset || received !== pieces) throw new Error('catch-up got ' + received + ' pieces: ' + JSON.stringify(answer));
+  return { ms };
+}
+
+parentPort.on('message', async (job) => {
+  try {
+    parentPort.postMessage({ ok: await (job.kind === 'followed' ? followed(job) : catchUp(job)) });
+  } catch (error) {
+    parentPort.postMessage({ error: String(error && error.stack || error) });
+  }
+});
+`;
+
+function runner() {
+  const worker = new Worker(CLIENTS, { eval: true });
+  const run = <T>(job: Record<string, unknown>) =>
+    new Promise<T>((resolve, reject) => {
+      worker.once('message', (answer: { ok?: T; error?: string }) => (answer.error ? reject(new Error(answer.error)) : resolve(answer.ok as T)));
+      worker.postMessage(job);
+    });
+  return { run, stop: () => worker.terminate() };
+}
+
+export async function benchFollow(): Promise<Record<string, number>> {
+  const dir = await mkdtemp(join(tmpdir(), 'ra-bench-follow-'));
+  await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN, provider: 'openai', api_key: 'sk-bench' }));
+  const service = await Service.open({ dataDir: dir, host: '127.0.0.1', port: 0, provider: () => streamingProvider() });
+  const { port } = await service.start();
+  const url = `ws://127.0.0.1:${port}/ws`;
+  const clients = runner();
+  const results: Record<string, number> = {};
+  try {
+    for (const followers of [0, 1, 10, 100]) {
+      const got = await clients.run<{ sender: number[]; slowest: number[] }>({ kind: 'followed', url, token: TOKEN, followers, pieces: PIECES, paceMs: PACE_MS });
+      const sender = got.sender.sort((a, b) => a - b);
+      const slowest = got.slowest.sort((a, b) => a - b);
+      const [s50, s99] = [percentile(sender, 50), percentile(sender, 99)];
+      Object.assign(results, { [`sender_p50_${followers}`]: s50, [`sender_p99_${followers}`]: s99 });
+      if (followers === 0) {
+        console.log(`${PIECES} pieces, no follower: sender p50 ${fmt(s50)} ms p99 ${fmt(s99)} ms`);
+        continue;
+      }
+      const [f50, f99] = [percentile(slowest, 50), percentile(slowest, 99)];
+      Object.assign(results, { [`follower_p50_${followers}`]: f50, [`follower_p99_${followers}`]: f99 });
+      console.log(
+        `${PIECES} pieces, ${followers} follower(s): sender p50 ${fmt(s50)} ms p99 ${fmt(s99)} ms; slowest follower p50 ${fmt(f50)} ms p99 ${fmt(f99)} ms; p99 ratio ${fmt(f99 / s99)} (goal <= 2 at 100)`,
+      );
+    }
+    const { ms } = await clients.run<{ ms: number }>({ kind: 'catchUp', url, token: TOKEN, pieces: CATCH_UP_PIECES });
+    results.catch_up_ms = ms;
+    console.log(`catch-up of a missed ${CATCH_UP_PIECES}-piece reply (follow with after_seq to its answer, every piece received): ${fmt(ms)} ms`);
+  } finally {
+    await clients.stop();
+    await service.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+  return results;
+}
+
+if (require.main === module) void benchFollow();

@@ -1,0 +1,166 @@
+import type { TurnOrigin } from '../agent/agent';
+import type { ServiceEvent } from '../protocol';
+import type { ClientSession } from './session';
+
+/** The events of a conversation that are numbered (`seq`) and replayed to a client that follows it again. */
+export type FeedEvent = Extract<ServiceEvent, { event: 'chat.delta' | 'tool.call' | 'tool.result' | 'chat.message' | 'permission.request' | 'permission.resolved' | 'turn.ended' }>;
+
+/** Which sessions an event goes to. */
+export type EventFilter = (session: ClientSession) => boolean;
+
+interface Entry {
+  readonly seq: number;
+  /** With `seq`, without the sender's request id (added for the sender only: another client's ids are not its own). */
+  readonly event: FeedEvent;
+  /** Who may receive it among the followers (a prompt only those who may answer); absent: every follower. */
+  readonly filter?: EventFilter;
+  readonly origin?: TurnOrigin;
+}
+
+/** Events kept per conversation for catching up; the running turn's are kept whole (up to HARD_LIMIT). */
+const KEPT_EVENTS = 10_000;
+const HARD_LIMIT = 100_000;
+/** Idle conversations nobody follows are forgotten beyond this many (their followers, if any, are never dropped). */
+const KEPT_CONVERSATIONS = 100;
+
+class Feed {
+  readonly entries: Entry[] = [];
+  readonly followers = new Set<ClientSession>();
+  /** The seq of the running turn's first event (its user message); undefined between turns. */
+  turnStart: number | undefined;
+
+  constructor(public last: number) {}
+
+  /** Entries after `seq` (entries are numbered without gaps). */
+  after(seq: number): Entry[] {
+    const first = this.entries[0]?.seq ?? this.last + 1;
+    return this.entries.slice(Math.max(0, seq + 1 - first));
+  }
+
+  /** Whether every event after `seq` is still held. */
+  canReplayAfter(seq: number): boolean {
+    const first = this.entries[0]?.seq ?? this.last + 1;
+    return seq <= this.last && seq >= first - 1;
+  }
+
+  trim(): void {
+    const limit = this.turnStart === undefined ? KEPT_EVENTS : HARD_LIMIT;
+    // Cut in batches, so appending stays cheap.
+    if (this.entries.length > limit * 1.25) this.entries.splice(0, this.entries.length - limit);
+  }
+}
+
+/** An event as one session receives it: its own request's id on the sender's copies only. */
+function forSession(entry: Entry, session: ClientSession): FeedEvent {
+  const id = entry.origin?.requestId;
+  // Only turn pieces have an origin, and those events have an `id`.
+  return id !== undefined && entry.origin?.sessionId === session.id ? ({ ...entry.event, id } as FeedEvent) : entry.event;
+}
+
+/**
+ * Each conversation's numbered events and who follows it (docs/protocol.md, "Following a conversation").
+ * Numbers live in memory: a conversation's first number in a service run is about the run's start in
+ * microseconds (and above any number given before in the run), so a number kept from an earlier run is
+ * older than anything held and answers `reset`, never a wrong replay. Following and replaying happen in
+ * one synchronous step, so no event can fall between the catch-up and the live stream.
+ */
+export class ConversationFeeds {
+  private readonly feeds = new Map<string, Feed>();
+  private readonly followed = new Map<ClientSession, Set<string>>();
+  private highest = 0;
+
+  /** Numbers and keeps the event, and sends it to the conversation's followers (the sender first). */
+  publish(event: FeedEvent, options: { filter?: EventFilter; origin?: TurnOrigin; startsTurn?: boolean } = {}): FeedEvent {
+    const feed = this.feedOf(event.conversation_id);
+    const seq = (feed.last += 1);
+    this.highest = Math.max(this.highest, seq);
+    const entry: Entry = { seq, event: { ...event, seq }, filter: options.filter, origin: options.origin };
+    if (options.startsTurn) feed.turnStart = seq;
+    feed.entries.push(entry);
+    if (event.event === 'turn.ended') feed.turnStart = undefined;
+    feed.trim();
+    this.deliver(feed, entry);
+    return entry.event;
+  }
+
+  /** Whether the session follows the conversation (it then receives that conversation's events numbered). */
+  follows(session: ClientSession, conversationId: string): boolean {
+    return this.followed.get(session)?.has(conversationId) === true;
+  }
+
+  /**
+   * The session follows the conversation (access already checked). Without `afterSeq`: from now, after
+   * the running turn's events so far; with it: everything after it, or (`reset`) the running turn's
+   * events when those after it are no longer held. `replay: false` (the sender of a turn): from now only.
+   */
+  follow(session: ClientSession, conversationId: string, afterSeq?: number, replay = true): { seq: number; reset: boolean } {
+    const feed = this.feedOf(conversationId);
+    const reset = afterSeq !== undefined && !feed.canReplayAfter(afterSeq);
+    if (replay) {
+      const from = afterSeq !== undefined && !reset ? afterSeq : feed.turnStart === undefined ? feed.last : feed.turnStart - 1;
+      for (const entry of feed.after(from)) if (!entry.filter || entry.filter(session)) session.send(forSession(entry, session));
+    }
+    feed.followers.add(session);
+    let mine = this.followed.get(session);
+    if (!mine) this.followed.set(session, (mine = new Set()));
+    mine.add(conversationId);
+    return { seq: feed.last, reset };
+  }
+
+  unfollow(session: ClientSession, conversationId: string): void {
+    this.feeds.get(conversationId)?.followers.delete(session);
+    this.followed.get(session)?.delete(conversationId);
+  }
+
+  /** The session closed: it follows nothing any more. */
+  leave(session: ClientSession): void {
+    for (const conversationId of this.followed.get(session) ?? []) this.feeds.get(conversationId)?.followers.delete(session);
+    this.followed.delete(session);
+  }
+
+  /** The conversation was deleted: its events and followers go (a new conversation never reuses the id). */
+  forget(conversationId: string): void {
+    const feed = this.feeds.get(conversationId);
+    if (!feed) return;
+    for (const session of feed.followers) this.followed.get(session)?.delete(conversationId);
+    this.feeds.delete(conversationId);
+  }
+
+  private deliver(feed: Feed, entry: Entry): void {
+    const senderId = entry.origin?.sessionId;
+    let sender: ClientSession | undefined;
+    for (const session of feed.followers) {
+      if (session.id === senderId) sender = session;
+    }
+    // The sender's latency must not grow with the followers: it is sent to first.
+    if (sender && (!entry.filter || entry.filter(sender))) sender.send(forSession(entry, sender));
+    for (const session of feed.followers) {
+      if (session === sender || (entry.filter && !entry.filter(session))) continue;
+      session.send(entry.event);
+    }
+  }
+
+  private feedOf(conversationId: string): Feed {
+    let feed = this.feeds.get(conversationId);
+    if (feed) {
+      // Most recently used last, so the forgotten ones are the oldest.
+      this.feeds.delete(conversationId);
+      this.feeds.set(conversationId, feed);
+      return feed;
+    }
+    const first = Math.max(Date.now() * 1000, this.highest + 1);
+    feed = new Feed(first - 1);
+    this.highest = Math.max(this.highest, feed.last);
+    this.feeds.set(conversationId, feed);
+    this.forgetIdle();
+    return feed;
+  }
+
+  private forgetIdle(): void {
+    if (this.feeds.size <= KEPT_CONVERSATIONS) return;
+    for (const [conversationId, feed] of this.feeds) {
+      if (this.feeds.size <= KEPT_CONVERSATIONS) return;
+      if (feed.followers.size === 0 && feed.turnStart === undefined) this.feeds.delete(conversationId);
+    }
+  }
+}

@@ -1,0 +1,263 @@
+// Issue 12, service side: any user client follows a conversation's live events whoever started the turn,
+// catches up after a gap with `after_seq` (exactly what it missed, no duplicate), and any user client
+// may cancel a conversation's running turn; a webhook account only its own.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
+import { postJson, startService, type RunningService } from '../helpers/service';
+import { tempDir } from '../helpers/temp';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
+import { TestClient } from '../helpers/ws-client';
+
+type Frame = Record<string, unknown>;
+const SECRET = 'ci-sender-secret-0123456789abcdef';
+const LIVE = new Set(['chat.delta', 'tool.call', 'tool.result', 'permission.request', 'permission.resolved', 'chat.message', 'turn.ended']);
+
+let fake: FakeOpenAI;
+let receiver: WebhookReceiver;
+let workspace: { dir: string; cleanup: () => Promise<void> };
+let svc: RunningService;
+
+before(async () => {
+  fake = await startFakeOpenAI();
+  receiver = await startWebhookReceiver({ secret: SECRET });
+  workspace = await tempDir('ra-follow-ws-');
+  svc = await startService(
+    {
+      base_url: fake.url,
+      permission_mode: 'ask',
+      workspace: workspace.dir,
+      channels: { webhook: { accounts: { ci: { incoming_path: '/hooks/ci', outgoing_url: receiver.url('/ci'), secret: SECRET, tools: 'ask' } } } },
+    },
+    { webhook: { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 } },
+  );
+});
+after(async () => {
+  await svc?.dispose();
+  await fake?.close();
+  await receiver?.close();
+  await workspace?.cleanup();
+});
+
+/** The conversation's live events a client received, without the sender's own request id (which only the sender gets). */
+function liveOf(client: TestClient, conversationId: string): Frame[] {
+  return client.frames.filter((f) => LIVE.has(String(f.event)) && f.conversation_id === conversationId).map(({ id: _id, ...rest }) => rest);
+}
+
+/** Waits until the client has received `count` frames matching `match`, leaving them in its inbox (in order). */
+async function received(client: TestClient, match: (f: Frame) => boolean, count = 1): Promise<Frame[]> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const found = client.frames.filter(match);
+    if (found.length >= count) return found;
+    if (Date.now() > deadline) throw new Error(`only ${found.length} of ${count} matching frames arrived`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+async function newConversation(client: TestClient): Promise<string> {
+  const first = await client.request({ type: 'chat', message: 'hello' });
+  assert.equal(first.status, 'ok', JSON.stringify(first));
+  return (first.data as { conversation_id: string }).conversation_id;
+}
+
+test('a follower receives the same deltas, tool and permission events as the sender, in the same order and numbers', async () => {
+  const sender = await TestClient.authed(svc.wsUrl, svc.token);
+  const follower = await TestClient.authed(svc.wsUrl, svc.token);
+  try {
+    const id = await newConversation(sender);
+    const followed = await follower.request({ type: 'follow_conversation', conversation_id: id });
+    assert.equal(followed.status, 'ok', JSON.stringify(followed));
+    const startSeq = (followed.data as { seq: number }).seq;
+    // The first turn's end reached both before the follow: only what follows counts.
+    await received(follower, (f) => f.event === 'turn.ended' && f.conversation_id === id);
+    sender.frames.length = 0;
+    follower.frames.length = 0;
+
+    fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }], text: 'looking', chunks: 4 }, { text: 'the folder is empty', chunks: 5 });
+    const chat = sender.request({ type: 'chat', message: 'what is in the folder?', conversation_id: id, stream: true });
+    const [prompt] = await received(follower, (f) => f.event === 'permission.request' && f.conversation_id === id);
+    // The follower did not start the turn, and answers its prompt.
+    assert.equal((await follower.request({ type: 'permission_response', request_id: prompt.request_id, decision: 'allow' })).status, 'ok');
+    const reply = await chat;
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    await received(follower, (f) => f.event === 'turn.ended' && f.conversation_id === id);
+    await received(sender, (f) => f.event === 'turn.ended' && f.conversation_id === id);
+
+    const seen = liveOf(follower, id);
+    assert.deepEqual(seen, liveOf(sender, id), 'the same events, in the same order, with the same numbers');
+    assert.deepEqual(
+      seen.map((f) => f.seq),
+      seen.map((_, i) => startSeq + 1 + i),
+      'numbered one by one after the follow, no gap',
+    );
+    const kinds = seen.map((f) => f.event);
+    for (const kind of ['chat.message', 'chat.delta', 'tool.call', 'permission.request', 'permission.resolved', 'tool.result', 'turn.ended']) assert.ok(kinds.includes(kind), `${kind} reached the follower`);
+    const text = seen.filter((f) => f.event === 'chat.delta').map((f) => f.delta).join('');
+    assert.equal(text, 'lookingthe folder is empty');
+    const stored = seen.filter((f) => f.event === 'chat.message').map((f) => (f.message as { role: string; content: string }));
+    assert.deepEqual(stored.map((m) => [m.role, m.content]), [['user', 'what is in the folder?'], ['assistant', 'the folder is empty']]);
+    // Only the sender's own events carry its request id.
+    assert.ok(sender.frames.filter((f) => f.event === 'chat.delta').every((f) => f.id !== undefined));
+    assert.ok(follower.frames.filter((f) => f.event === 'chat.delta').every((f) => f.id === undefined));
+
+    assert.equal((await follower.request({ type: 'unfollow_conversation', conversation_id: id })).status, 'ok');
+    follower.frames.length = 0;
+    await sender.request({ type: 'chat', message: 'again', conversation_id: id, stream: true });
+    await sender.next((f) => f.event === 'turn.ended' && f.conversation_id === id);
+    assert.equal(follower.frames.filter((f) => f.event === 'chat.delta').length, 0, 'an unfollowed conversation sends no more pieces');
+  } finally {
+    sender.close();
+    follower.close();
+  }
+});
+
+test('a follower that drops mid-stream and follows again after the last number it saw gets exactly the missing pieces', async () => {
+  const sender = await TestClient.authed(svc.wsUrl, svc.token);
+  let follower = await TestClient.authed(svc.wsUrl, svc.token);
+  try {
+    const id = await newConversation(sender);
+    assert.equal((await follower.request({ type: 'follow_conversation', conversation_id: id })).status, 'ok');
+    await received(follower, (f) => f.event === 'turn.ended' && f.conversation_id === id);
+    follower.frames.length = 0;
+    const words = Array.from({ length: 60 }, (_, i) => `w${i} `).join('');
+    fake.script({ text: words, chunks: 60, chunkDelayMs: 15 });
+    const chat = sender.request({ type: 'chat', message: 'talk', conversation_id: id, stream: true });
+    await received(follower, (f) => f.event === 'chat.delta' && f.conversation_id === id, 5);
+    const before = liveOf(follower, id);
+    const lastSeq = Math.max(...before.map((f) => f.seq as number));
+    // Frames that were in flight when it dropped may have arrived after the last read: all it kept counts.
+    follower.close();
+    await follower.waitClose();
+    const firstPart = before.filter((f) => f.event === 'chat.delta').map((f) => f.delta).join('');
+
+    follower = await TestClient.authed(svc.wsUrl, svc.token);
+    const again = await follower.request({ type: 'follow_conversation', conversation_id: id, after_seq: lastSeq });
+    assert.equal(again.status, 'ok', JSON.stringify(again));
+    assert.equal((again.data as { reset: boolean }).reset, false);
+    const reply = await chat;
+    await received(follower, (f) => f.event === 'turn.ended' && f.conversation_id === id);
+    const rest = liveOf(follower, id);
+    assert.deepEqual(rest.map((f) => f.seq), rest.map((_, i) => lastSeq + 1 + i), 'from the next number on, no duplicate and no gap');
+    const secondPart = rest.filter((f) => f.event === 'chat.delta').map((f) => f.delta).join('');
+    assert.equal(firstPart + secondPart, (reply.data as { response: string }).response);
+    assert.equal(firstPart + secondPart, words);
+
+    const tooOld = await follower.request({ type: 'follow_conversation', conversation_id: id, after_seq: 0 });
+    assert.equal((tooOld.data as { reset: boolean }).reset, true, 'a number the service cannot replay from says reload');
+    const bad = await follower.request({ type: 'follow_conversation', conversation_id: id, after_seq: -1 });
+    assert.equal(bad.code, 'invalid_request');
+    const unknown = await follower.request({ type: 'follow_conversation', conversation_id: 'nope' });
+    assert.equal(unknown.code, 'not_found');
+  } finally {
+    sender.close();
+    follower.close();
+  }
+});
+
+test('a webhook turn is followed by a user client, joining while it runs; a webhook account may follow only its own', async () => {
+  fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'webhook done' });
+  const accepted = await postJson(`${svc.httpUrl}/hooks/ci`, { message: 'list the files' }, { 'x-service-secret': SECRET });
+  assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+  const id = (accepted.body!.data as { conversation_id: string }).conversation_id;
+  const owner = await TestClient.authed(svc.wsUrl, svc.token);
+  const other = svc.service.openSession({ source: 'webhook:other', canAnswerPermissions: false, send: () => undefined });
+  try {
+    const [prompt] = await received(owner, (f) => f.event === 'permission.request' && f.conversation_id === id);
+    owner.frames.length = 0;
+    const followed = await owner.request({ type: 'follow_conversation', conversation_id: id });
+    assert.equal(followed.status, 'ok', JSON.stringify(followed));
+    // Joining mid-turn: the running turn so far is replayed (the user's message, the tool call, the prompt).
+    const replayed = liveOf(owner, id).filter((f) => typeof f.seq === 'number');
+    assert.deepEqual(replayed.map((f) => f.event), ['chat.message', 'tool.call', 'permission.request']);
+    assert.equal(replayed[2].request_id, prompt.request_id);
+    assert.equal((await owner.request({ type: 'permission_response', request_id: prompt.request_id, decision: 'allow' })).status, 'ok');
+    const [ended] = await received(owner, (f) => f.event === 'turn.ended' && f.conversation_id === id && typeof f.seq === 'number');
+    assert.equal(ended.source, 'webhook:ci');
+    const live = liveOf(owner, id).filter((f) => typeof f.seq === 'number');
+    assert.deepEqual(live.map((f) => f.event), ['chat.message', 'tool.call', 'permission.request', 'permission.resolved', 'tool.result', 'chat.message', 'turn.ended']);
+    assert.equal((live[5].message as { content: string }).content, 'webhook done');
+
+    const refused = (await other.request({ type: 'follow_conversation', conversation_id: id })) as Frame;
+    assert.equal(refused.code, 'not_found', 'another webhook account may not follow it');
+  } finally {
+    owner.close();
+    other.close();
+  }
+});
+
+test('cancel by conversation_id from a client that did not start the turn; a webhook account may not cancel another\u2019s', async () => {
+  const sender = await TestClient.authed(svc.wsUrl, svc.token);
+  const phone = await TestClient.authed(svc.wsUrl, svc.token);
+  const bot = svc.service.openSession({ source: 'webhook:other', canAnswerPermissions: false, send: () => undefined });
+  try {
+    const id = await newConversation(sender);
+    fake.script({ text: Array.from({ length: 200 }, (_, i) => `p${i} `).join(''), chunks: 200, chunkDelayMs: 20 });
+    const chat = sender.request({ type: 'chat', message: 'a long one', conversation_id: id, stream: true });
+    await sender.next((f) => f.event === 'chat.delta' && f.conversation_id === id);
+
+    const refused = (await bot.request({ type: 'cancel', conversation_id: id })) as Frame;
+    assert.equal(refused.code, 'not_found', 'a webhook account cannot reach a conversation not its own');
+    phone.send({ type: 'cancel' });
+    const missing = await phone.next((f) => 'status' in f);
+    assert.equal(missing.code, 'invalid_request', 'neither a chat id nor a conversation');
+
+    const cancelled = await phone.request({ type: 'cancel', conversation_id: id });
+    assert.deepEqual(cancelled.data, { cancelled: true });
+    const reply = await chat;
+    assert.equal((reply.data as { cancelled?: boolean }).cancelled, true);
+    const idle = await phone.request({ type: 'cancel', conversation_id: id });
+    assert.deepEqual(idle.data, { cancelled: false }, 'nothing runs any more');
+  } finally {
+    sender.close();
+    phone.close();
+    bot.close();
+  }
+});
+
+test('a webhook turn cancelled by conversation from a user client ends for good: the sender is told, the turn ended cancelled', async () => {
+  fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'never said' });
+  const accepted = await postJson(`${svc.httpUrl}/hooks/ci`, { message: 'list, then stop' }, { 'x-service-secret': SECRET });
+  assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+  const id = (accepted.body!.data as { conversation_id: string }).conversation_id;
+  const messageId = (accepted.body!.data as { message_id: string }).message_id;
+  const phone = await TestClient.authed(svc.wsUrl, svc.token);
+  try {
+    await received(phone, (f) => f.event === 'permission.request' && f.conversation_id === id);
+    assert.deepEqual((await phone.request({ type: 'cancel', conversation_id: id })).data, { cancelled: true });
+    const [ended] = await received(phone, (f) => f.event === 'turn.ended' && f.conversation_id === id);
+    assert.equal(ended.outcome, 'cancelled');
+    await receiver.waitFor((r) => r.requests.some((c) => (c.body as { message_id?: string } | undefined)?.message_id === messageId), 'the error callback');
+    const callback = receiver.requests.find((c) => (c.body as { message_id?: string } | undefined)?.message_id === messageId)!;
+    assert.match(String((callback.body as { error?: string }).error), /cancelled/);
+    assert.equal((await phone.request({ type: 'cancel', conversation_id: id })).status, 'ok');
+    const state = ((await phone.request({ type: 'list_conversations' })).data as { conversations: { id: string; state: string }[] }).conversations.find((c) => c.id === id);
+    assert.equal(state?.state, 'idle', 'nothing left pending to run again');
+  } finally {
+    phone.close();
+  }
+});
+
+test('numbers go on rising across a restart: a number kept from before it answers reset, never a wrong replay', async () => {
+  const first = await startService({ base_url: fake.url });
+  let second: RunningService | undefined;
+  try {
+    const client = await TestClient.authed(first.wsUrl, first.token);
+    const id = await newConversation(client);
+    const before = (await client.request({ type: 'follow_conversation', conversation_id: id })).data as { seq: number };
+    client.close();
+    await first.stop();
+    second = await startService({}, { dataDir: first.dataDir, keepConfig: true });
+    const again = await TestClient.authed(second.wsUrl, second.token);
+    const followed = (await again.request({ type: 'follow_conversation', conversation_id: id, after_seq: before.seq })).data as { seq: number; reset: boolean };
+    assert.equal(followed.reset, true, 'the events after it died with the old run: reload the transcript');
+    assert.ok(followed.seq >= before.seq, 'the new run numbers above the old one');
+    await again.request({ type: 'chat', message: 'after the restart', conversation_id: id });
+    const [message] = await received(again, (f) => f.event === 'chat.message' && f.conversation_id === id);
+    assert.ok((message.seq as number) > before.seq);
+    again.close();
+  } finally {
+    await second?.stop();
+    await first.dispose();
+  }
+});

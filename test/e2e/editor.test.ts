@@ -234,7 +234,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       const denyRound = toolThenText('denied.txt', 'nope\n', 'The tool was denied, so I did not write it.');
       fake.script(denyRound, denyRound);
       await send('Now create denied.txt');
-      await chat.locator('.permission-card', { hasText: 'denied.txt' }).locator('button', { hasText: 'Deny' }).click();
+      await chat.locator('.permission-card', { hasText: 'denied.txt' }).locator('button[data-decision="deny"]').click();
       await chat.locator('.message.assistant:not(.streaming)', { hasText: 'did not write it' }).waitFor();
       assert.equal(existsSync(join(workspace, 'denied.txt')), false);
       await chat.locator('.tool-card[data-tool="write_file"][data-status="denied"]').waitFor();

@@ -148,18 +148,21 @@ export class ConversationFeeds {
       this.feeds.set(conversationId, feed);
       return feed;
     }
+    // Idle feeds are forgotten before the new one is kept: forgetting it at once (no follower yet) would
+    // leave its first events, and a follower added next, on a feed nobody publishes to again.
+    this.forgetIdle(KEPT_CONVERSATIONS - 1);
     const first = Math.max(Date.now() * 1000, this.highest + 1);
     feed = new Feed(first - 1);
     this.highest = Math.max(this.highest, feed.last);
     this.feeds.set(conversationId, feed);
-    this.forgetIdle();
     return feed;
   }
 
-  private forgetIdle(): void {
-    if (this.feeds.size <= KEPT_CONVERSATIONS) return;
+  /** Forgets the least recently used feeds nobody follows and no turn runs in, down to `keep` if it can. */
+  private forgetIdle(keep: number): void {
+    if (this.feeds.size <= keep) return;
     for (const [conversationId, feed] of this.feeds) {
-      if (this.feeds.size <= KEPT_CONVERSATIONS) return;
+      if (this.feeds.size <= keep) return;
       if (feed.followers.size === 0 && feed.turnStart === undefined) this.feeds.delete(conversationId);
     }
   }

@@ -261,3 +261,27 @@ test('numbers go on rising across a restart: a number kept from before it answer
     await first.dispose();
   }
 });
+
+test('a client that follows more than 100 conversations still hears a new one: its prompt and reply are not lost', async () => {
+  const client = await TestClient.authed(svc.wsUrl, svc.token);
+  try {
+    // Each chat makes its sender follow a new conversation; past the 100 the service keeps when idle,
+    // the newest must not be the one forgotten.
+    for (let i = 0; i < 101; i++) {
+      fake.script({ text: `reply ${i}` });
+      const reply = await client.request({ type: 'chat', message: `chat ${i}` });
+      assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    }
+    fake.script({ tool_calls: [{ name: 'list_directory', arguments: { path: '.' } }] }, { text: 'listed' });
+    client.send({ type: 'chat', message: 'the 102nd', id: 'many' });
+    const request = await client.next((f) => f.event === 'permission.request');
+    await client.request({ type: 'permission_response', request_id: request.request_id, decision: 'deny' });
+    const answer = await client.next((f) => f.id === 'many' && 'status' in f);
+    assert.equal(answer.status, 'ok', JSON.stringify(answer));
+    const conversationId = (answer.data as { conversation_id: string }).conversation_id;
+    const ended = await client.next((f) => f.event === 'turn.ended' && f.conversation_id === conversationId);
+    assert.equal(typeof ended.seq, 'number', 'numbered: the client follows the conversation');
+  } finally {
+    client.close();
+  }
+});

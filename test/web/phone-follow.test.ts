@@ -204,3 +204,36 @@ test('the auth reply\'s update is shown: an older page is told to reload, a newe
   assert.match(await newer.page.locator('.update-banner').innerText(), /service is older than this page/i);
   await newer.context.close();
 });
+
+test('a turn started elsewhere shows Stop and its queue: a queued message is removed, Stop cancels the turn', async () => {
+  const other = await TestClient.authed(svc.wsUrl, svc.token);
+  const first = await other.request({ type: 'chat', message: 'a conversation to stop' });
+  const conversationId = (first.data as { conversation_id: string }).conversation_id;
+  const phone = await openPhone();
+  const { page } = phone;
+  await openConversation(page, 'a conversation to stop');
+  await page.waitForFunction(() => (document.querySelector('.message-list')?.textContent ?? '').includes('echo: a conversation to stop'));
+  assert.ok(await page.locator('.composer .stop').isHidden(), 'no Stop while the conversation is idle');
+
+  fake.script({ text: Array.from({ length: 100 }, (_, i) => `slow${i}`).join(' '), chunks: 100, chunkDelayMs: 100 });
+  const running = other.request({ type: 'chat', conversation_id: conversationId, message: 'a long turn', stream: true }, 20_000);
+  const queued = other.request({ type: 'chat', conversation_id: conversationId, message: 'waiting behind it', client_message_id: 'queued-from-lan' }, 20_000);
+  await page.locator('.queue .queued[data-client-message-id="queued-from-lan"]').waitFor();
+  assert.match(await page.locator('.queue').innerText(), /waiting behind it/);
+  await page.locator('.composer .stop').waitFor({ state: 'visible' });
+
+  await page.locator('.queue .queued[data-client-message-id="queued-from-lan"] .queue-remove').click();
+  assert.deepEqual((await queued).data, { response: '', conversation_id: conversationId, cancelled: true }, 'the queued chat is answered removed');
+  await page.locator('.queue').waitFor({ state: 'hidden' });
+
+  await page.waitForFunction(() => / slow3\b/.test(document.querySelector('.message.assistant.streaming')?.textContent ?? ''));
+  await page.locator('.composer .stop').click();
+  const stopped = (await running).data as { cancelled?: boolean };
+  assert.equal(stopped.cancelled, true, 'Stop on the page cancelled the turn the LAN client started');
+  await page.locator('.composer .stop').waitFor({ state: 'hidden' });
+  await page.locator('.message.assistant', { hasText: 'Stopped' }).waitFor();
+  assert.ok(!(await storedTranscript(conversationId)).includes('waiting behind it'), 'the removed message was never stored');
+  assert.deepEqual(phone.errors, []);
+  other.close();
+  await phone.context.close();
+});

@@ -295,6 +295,7 @@ export class ChatApp {
   private endTurn(cancelled: boolean): void {
     const reply = this.turn?.reply;
     if (reply) reply.finish(reply.received, cancelled);
+    else if (cancelled) this.messages.addNote('Stopped');
     this.turn = undefined;
   }
 
@@ -372,8 +373,7 @@ export class ChatApp {
       const conversationId = answer.data.conversation_id;
       if (!item.conversation_id && item.draft) this.outbox.conversationMade(item.draft, conversationId);
       if (!this.current && item.draft === this.draft) this.setCurrent(conversationId);
-      // A reply whose events never reached us (a resend's answer only): draw it from the answer.
-      if (onScreen && answer.data.response && this.turn?.reply) this.endTurn(answer.data.cancelled === true);
+      // The reply itself is drawn from the conversation's events (we follow it), turn.ended included.
     } else {
       this.turn?.reply?.finish('');
       if (answer.code === 'server_error') this.banner.show(answer.error ?? 'unknown error');

@@ -237,3 +237,30 @@ test('a turn started elsewhere shows Stop and its queue: a queued message is rem
   other.close();
   await phone.context.close();
 });
+
+test('a reload before the connection returns keeps a new chat\'s typed messages on screen, then sends them once', async () => {
+  let blocked = true;
+  // The service unreachable (the socket refused) while the page itself still loads.
+  const phone = await openPhone((page) =>
+    page.routeWebSocket(/\/ws$/, (ws) => {
+      if (blocked) ws.close({ code: 1011, reason: 'unreachable' });
+      else ws.connectToServer();
+    }),
+  ).catch(() => undefined);
+  assert.equal(phone, undefined, 'the page could not connect while blocked');
+  const context = browser.contexts().at(-1)!;
+  const page = context.pages()[0];
+  const input = page.locator('.composer-input');
+  await input.fill('typed before a reload');
+  await input.press('Enter');
+  await page.locator('.message.user.pending').waitFor();
+  await page.reload();
+  await page.locator('.message.user.pending', { hasText: 'typed before a reload' }).waitFor();
+  assert.equal(await page.locator('.message.user').count(), 1);
+  blocked = false;
+  await page.evaluate(() => window.dispatchEvent(new Event('online')));
+  await page.locator('.connection[data-state="open"]').waitFor({ timeout: 20_000 });
+  await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo: typed before a reload') && !document.querySelector('.message.pending'));
+  assert.deepEqual(await transcript(page), ['typed before a reload', 'echo: typed before a reload']);
+  await context.close();
+});

@@ -107,6 +107,8 @@ export class ChatApp {
     this.layout(options.drawerFooter);
 
     this.current = this.memory?.load();
+    // A new chat typed into before a reload is still on screen, with its waiting messages.
+    if (!this.current) this.draft = this.outbox.all.find((item) => !item.conversation_id && item.draft)?.draft ?? this.draft;
     if (!this.current) this.messages.showEmpty('Start a conversation: type a message below.');
     this.showPendingBubbles();
     this.connection.onEvent((event) => this.onEvent(event));

@@ -134,6 +134,8 @@ export class WebviewBridge {
     const pending = this.pendingDelta;
     if (pending && pending.id === event.id && pending.conversation_id === event.conversation_id) {
       pending.delta = `${pending.delta}${event.delta}`;
+      // The joined piece ends at this one: a view that follows again after it asks from here, not from the first.
+      if (event.seq !== undefined) pending.seq = event.seq;
       return;
     }
     this.flushDelta();

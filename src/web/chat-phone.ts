@@ -52,6 +52,7 @@ function start(pairing: Pairing): void {
   const app = new ChatApp({
     connection,
     root,
+    outboxStorage: localStorage,
     drawerFooter: h('div', { class: 'drawer-footer' }, h('div', { class: 'paired-with' }, relay ? `Via relay: ${hostOf(pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(pairing.url)}`), notifications.button, forget),
     memory: {
       load: () => localStorage.getItem(CONVERSATION_KEY) ?? undefined,

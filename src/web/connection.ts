@@ -12,6 +12,8 @@ export interface ConnectionStatus {
   state: ConnectionState;
   /** Shown to the user next to the state (e.g. "retrying in 3 s"); never holds a secret. */
   detail?: string;
+  /** From the hello: which side is older and must be updated (docs/protocol.md, "Protocol version"). */
+  update?: 'client' | 'service';
 }
 
 export interface ServiceConnection {
@@ -53,7 +55,7 @@ export class ConnectionCore {
   }
 
   setState(next: ConnectionStatus): void {
-    if (next.state === this.state.state && next.detail === this.state.detail) return;
+    if (next.state === this.state.state && next.detail === this.state.detail && next.update === this.state.update) return;
     this.state = next;
     for (const listener of [...this.stateListeners]) safely(() => listener(next));
   }

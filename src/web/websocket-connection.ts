@@ -44,6 +44,9 @@ export class WebSocketConnection implements ServiceConnection {
     // A phone that wakes up or gets its network back should not wait out a long backoff.
     if (typeof window !== 'undefined') {
       window.addEventListener('online', () => this.retryNow());
+      // The network is gone: a socket may look open for a long while; drop it now so the page shows it
+      // is offline (typed messages wait in the outbox) and reconnects as soon as the network is back.
+      window.addEventListener('offline', () => this.socket?.close());
       document.addEventListener('visibilitychange', () => {
         if (document.visibilityState === 'visible') this.retryNow();
       });
@@ -127,7 +130,7 @@ export class WebSocketConnection implements ServiceConnection {
           if (client !== session || answer.status !== 'ok') return; // A refusal is followed by close 4401, handled below.
           this.session = session;
           this.attempts = 0;
-          this.core.setState({ state: 'open' });
+          this.core.setState({ state: 'open', update: answer.data.update });
         },
         () => undefined, // The socket or session went first; handled where that happens.
       );
@@ -160,7 +163,7 @@ export class WebSocketConnection implements ServiceConnection {
         case 'broken':
           return socket.close(4000, received.detail);
         case 'notice':
-          if (this.session && this.session === client) this.core.setState({ state: 'open', detail: received.detail });
+          if (this.session && this.session === client) this.core.setState({ state: 'open', detail: received.detail, update: this.core.state.update });
           return;
         case 'ignore':
           return;

@@ -281,7 +281,9 @@ test('the page reconnects by itself after the service restarts on the same port,
   const port = Number(new URL(svc.wsUrl).port);
   await svc.stop();
   await page.locator('.connection:not([data-state="open"])').waitFor();
-  assert.ok(await page.locator('.composer-input').isDisabled(), 'composer disabled while disconnected');
+  // Typing still works offline: a message waits in the outbox (its own test is in phone-follow.test.ts).
+  assert.ok(await page.locator('.composer-input').isEnabled(), 'composer usable while disconnected');
+  assert.match((await page.locator('.composer-input').getAttribute('placeholder')) ?? '', /Offline/);
   await shot('08-disconnected');
   restarted = await startService(config(), { dataDir: svc.dataDir, keepConfig: true, port });
   await page.locator('.connection[data-state="open"]').waitFor({ timeout: 20_000 });

@@ -4,36 +4,46 @@
  */
 import type { CommandInput, EnvelopeOf, PermissionMode, ViewEvent } from '../../protocol';
 import type { ConnectionStatus, ServiceConnection } from '../connection';
-import { ErrorBanner } from './banner';
+import { ErrorBanner, UpdateBanner } from './banner';
 import { Composer } from './composer';
 import { ConversationList } from './conversation-list';
 import { h } from './dom';
 import { Header } from './header';
 import { MessageView, type StreamingReply, type ToolCard } from './message-view';
+import { Outbox, type OutboxItem, type OutboxStorage } from './outbox';
+import { QueueView } from './queue-view';
 import { PermissionCards, type AnswerOutcome, type Decision } from './permission-cards';
 import { RulesEditor } from './rules-editor';
 import { sendCommand, type ResolvedEvent } from './supervision-wire';
 
-/** The events of a running chat, drawn live. */
-type ChatEvent = Extract<ViewEvent, { event: 'chat.delta' | 'tool.call' | 'tool.result' }>;
-type ChatEventOf<E extends ChatEvent['event']> = Extract<ChatEvent, { event: E }>;
+/** The events of a conversation's turn, drawn live for the conversation on screen whoever started it. */
+type TurnEvent = Extract<ViewEvent, { event: 'chat.message' | 'chat.delta' | 'tool.call' | 'tool.result' | 'turn.ended' }>;
+type TurnEventOf<E extends TurnEvent['event']> = Extract<TurnEvent, { event: E }>;
+type ConversationRow = Extract<ViewEvent, { event: 'conversation.updated' }>['conversation'];
 
 export interface ChatAppOptions {
   connection: ServiceConnection;
   root: HTMLElement;
   /** Remembers the conversation on screen (webview state, localStorage). */
   memory?: { load(): string | undefined; save(conversationId: string | undefined): void };
+  /** Where the outbox of unsent messages lives (the phone: localStorage); default: memory only. */
+  outboxStorage?: OutboxStorage;
   /** Extra controls at the bottom of the conversation drawer (the phone's "Forget pairing"). */
   drawerFooter?: HTMLElement;
 }
 
-interface ActiveChat {
-  id: string;
-  conversationId: string | undefined;
-  /** The view it was sent from: it is drawn live only while that view is on screen. */
-  view: number;
+/** The running turn of the conversation on screen, as its events draw it. */
+interface LiveTurn {
   reply: StreamingReply | undefined;
   tools: ToolCard[];
+  /** Everything it put on screen, so a reload of the history can keep what is not stored yet. */
+  nodes: HTMLElement[];
+}
+
+/** The outbox message being sent now. */
+interface InFlight {
+  item: OutboxItem;
+  requestId: string;
 }
 
 const HISTORY_LIMIT = 200;
@@ -47,11 +57,24 @@ export class ChatApp {
   private readonly rules: RulesEditor;
   private readonly composer: Composer;
   private readonly banner: ErrorBanner;
+  private readonly updateBanner = new UpdateBanner();
+  private readonly queue: QueueView;
+  private readonly outbox: Outbox;
+  /** The bubbles of outbox messages on screen ("waiting to send"), by client_message_id. */
+  private readonly pendingBubbles = new Map<string, HTMLElement>();
+  private inFlight: InFlight | undefined;
+  private flushing = false;
+  /** The last `seq` seen per followed conversation: after a reconnect, follow again from there. */
+  private readonly lastSeq = new Map<string, number>();
+  /** Ids of the stored messages on screen: a replayed chat.message is drawn once. */
+  private readonly shownIds = new Set<string>();
+  private turn: LiveTurn | undefined;
+  /** The new chat on screen (its messages share this draft until the service names the conversation). */
+  private draft = newClientId();
   private readonly root: HTMLElement;
   private readonly memory: ChatAppOptions['memory'];
   private current: string | undefined;
   private view = 0;
-  private active: ActiveChat | undefined;
   private connected = false;
 
   constructor(options: ChatAppOptions) {
@@ -75,14 +98,19 @@ export class ChatApp {
     this.header.onWaitingClick(() => this.permissions.revealFirst());
     this.rules = new RulesEditor(this.connection);
     this.composer = new Composer(
-      (text) => void this.send(text),
+      (text) => this.send(text),
       () => void this.stop(),
     );
+    this.outbox = new Outbox(options.outboxStorage);
+    this.queue = new QueueView((clientMessageId) => void this.removeQueued(clientMessageId));
     this.banner = new ErrorBanner(this.connection);
     this.layout(options.drawerFooter);
 
     this.current = this.memory?.load();
+    // A new chat typed into before a reload is still on screen, with its waiting messages.
+    if (!this.current) this.draft = this.outbox.all.find((item) => !item.conversation_id && item.draft)?.draft ?? this.draft;
     if (!this.current) this.messages.showEmpty('Start a conversation: type a message below.');
+    this.showPendingBubbles();
     this.connection.onEvent((event) => this.onEvent(event));
     this.connection.onState((state) => this.onState(state));
   }
@@ -90,7 +118,7 @@ export class ChatApp {
   private layout(footer: HTMLElement | undefined): void {
     const drawer = h('aside', { class: 'drawer', id: 'ra-drawer' }, this.list.element, this.rules.element, footer);
     const scrim = h('div', { class: 'scrim', 'aria-hidden': 'true' });
-    const main = h('main', { class: 'main' }, this.banner.element, this.messages.element, this.permissions.element, this.composer.element);
+    const main = h('main', { class: 'main' }, this.updateBanner.element, this.banner.element, this.messages.element, this.permissions.element, this.queue.element, this.composer.element);
     this.root.classList.add('app');
     this.root.replaceChildren(this.header.element, h('div', { class: 'body' }, drawer, scrim, main));
 
@@ -129,25 +157,28 @@ export class ChatApp {
     this.connected = state.state === 'open';
     this.header.setState(state);
     this.composer.setConnected(this.connected);
+    // Offline, the outbox's bubbles say "waiting to send" (media/chat.css).
+    this.root.classList.toggle('offline', !this.connected);
+    if (this.connected) this.updateBanner.show(state.update);
     if (this.connected && !wasConnected) {
-      // (Re)connected: catch up with whatever happened meanwhile.
+      // (Re)connected: catch up with whatever happened meanwhile, then send what waited in the outbox.
       void this.refreshConfig();
       void this.refreshConversations();
       void this.refreshPending();
       void this.rules.refresh();
-      if (this.current) void this.loadHistory(this.current);
+      void this.follow(this.current).then(() => this.flush());
     }
     if (!this.connected && wasConnected) this.permissions.markStale();
   }
 
   private onEvent(event: ViewEvent): void {
     switch (event.event) {
+      case 'chat.message':
       case 'chat.delta':
-        return this.onDelta(event);
       case 'tool.call':
-        return this.onToolCall(event);
       case 'tool.result':
-        return this.onToolResult(event);
+      case 'turn.ended':
+        return this.onTurnEvent(event);
       case 'permission.request':
         return this.permissions.show(event);
       case 'permission.resolved':
@@ -156,12 +187,10 @@ export class ChatApp {
         if (event.fields.includes('permission_rules')) void this.rules.refresh();
         return void this.refreshConfig();
       case 'conversation.updated':
-        // Continued elsewhere (phone, script, webhook) while on screen here: show it. Our own chat's
-        // updates arrive while it runs and are drawn by the stream already.
-        // The event carries the conversation's row: no need to list them again.
-        if (this.current && event.conversation_id === this.current && !this.active) void this.loadHistory(this.current);
+        // The event carries the conversation's row: no need to list them again. Its messages arrive
+        // through following (chat.message), whoever sent them.
         this.list.upsert(event.conversation);
-        if (event.conversation_id === this.current) this.header.setTitle(event.conversation.title);
+        if (event.conversation_id === this.current) this.showRow(event.conversation);
         return;
       case 'editor.new_conversation':
         return this.newChat();
@@ -172,41 +201,120 @@ export class ChatApp {
     }
   }
 
-  /** The running chat an event belongs to, when it is drawn on screen. */
-  private liveChat(event: ChatEvent): ActiveChat | undefined {
-    const chat = this.active;
-    if (!chat || event.id !== chat.id) return undefined;
-    if (!chat.conversationId) {
-      chat.conversationId = event.conversation_id;
-      if (chat.view === this.view && !this.current) this.setCurrent(chat.conversationId);
+  /** The conversation's running state and queue, shown under the messages. */
+  private showRow(row: ConversationRow): void {
+    this.header.setTitle(row.title);
+    this.composer.setRunning(row.state !== 'idle');
+    this.queue.show(row.queued);
+  }
+
+  private onTurnEvent(event: TurnEvent): void {
+    const conversationId = event.conversation_id;
+    // A follower never draws one event twice: the catch-up after a reconnect starts after the last seen.
+    if (event.seq !== undefined) {
+      if (event.seq <= (this.lastSeq.get(conversationId) ?? -1)) return;
+      this.lastSeq.set(conversationId, event.seq);
     }
-    return chat.view === this.view ? chat : undefined;
+    // Our new chat's first event names its conversation (before it, we follow no other conversation).
+    const sending = this.inFlight;
+    if (sending && !sending.item.conversation_id && isOurs(event, sending)) {
+      sending.item.conversation_id = conversationId;
+      if (sending.item.draft) this.outbox.conversationMade(sending.item.draft, conversationId);
+      if (!this.current && sending.item.draft === this.draft) {
+        this.setCurrent(conversationId);
+        // Its row (running) may have come before this event named the conversation.
+        const row = this.list.row(conversationId);
+        if (row) this.showRow(row);
+      }
+    }
+    if (conversationId !== this.current) return;
+    switch (event.event) {
+      case 'chat.message':
+        return this.onMessage(event);
+      case 'chat.delta':
+        return this.onDelta(event);
+      case 'tool.call':
+        return this.onToolCall(event);
+      case 'tool.result':
+        return this.onToolResult(event);
+      case 'turn.ended':
+        return this.endTurn(event.outcome === 'cancelled');
+    }
   }
 
-  private onDelta(event: ChatEventOf<'chat.delta'>): void {
-    const chat = this.liveChat(event);
-    if (!chat) return;
-    chat.reply ??= this.messages.startReply();
-    chat.reply.append(event.delta);
+  private liveTurn(): LiveTurn {
+    this.turn ??= { reply: undefined, tools: [], nodes: [] };
+    return this.turn;
   }
 
-  private onToolCall(event: ChatEventOf<'tool.call'>): void {
-    const chat = this.liveChat(event);
-    if (!chat) return;
+  private onMessage(event: TurnEventOf<'chat.message'>): void {
+    const message = event.message;
+    if (this.shownIds.has(message.id)) return;
+    this.shownIds.add(message.id);
+    const turn = this.liveTurn();
+    if (message.role === 'user') {
+      // Our own message (ours by request id, or by text after a resend) is already on screen: mark it sent.
+      const bubble = this.claimPendingBubble(message.content);
+      const node = bubble ?? this.messages.addUser(message.content);
+      node.dataset.messageId = message.id;
+      turn.nodes.push(node);
+      return;
+    }
+    if (message.role !== 'assistant') return;
+    const reply = turn.reply ?? this.messages.startReply();
+    if (!turn.reply) turn.nodes.push(reply.element);
+    turn.reply = undefined;
+    reply.finish(message.content);
+    reply.element.dataset.messageId = message.id;
+  }
+
+  private onDelta(event: TurnEventOf<'chat.delta'>): void {
+    const turn = this.liveTurn();
+    if (!turn.reply) {
+      turn.reply = this.messages.startReply();
+      turn.nodes.push(turn.reply.element);
+    }
+    turn.reply.append(event.delta);
+  }
+
+  private onToolCall(event: TurnEventOf<'tool.call'>): void {
+    const turn = this.liveTurn();
     // Text streamed before a tool call is its own bubble; the final answer starts a new one.
-    if (chat.reply) {
-      chat.reply.finish(chat.reply.received);
-      chat.reply = undefined;
+    if (turn.reply) {
+      turn.reply.finish(turn.reply.received);
+      turn.reply = undefined;
     }
-    chat.tools.push(this.messages.addTool(event.tool, event.arguments));
+    const card = this.messages.addTool(event.tool, event.arguments);
+    turn.tools.push(card);
+    turn.nodes.push(card.element);
   }
 
-  private onToolResult(event: ChatEventOf<'tool.result'>): void {
-    const chat = this.liveChat(event);
-    if (!chat) return;
-    const card = chat.tools.find((c) => c.tool === event.tool && c.element.dataset.status === undefined);
-    if (!card) return;
-    card.setStatus(event.ok ? 'ok' : event.denied ? 'denied' : 'failed');
+  private onToolResult(event: TurnEventOf<'tool.result'>): void {
+    const card = this.turn?.tools.find((c) => c.tool === event.tool && c.element.dataset.status === undefined);
+    card?.setStatus(event.ok ? 'ok' : event.denied ? 'denied' : 'failed');
+  }
+
+  private endTurn(cancelled: boolean): void {
+    const reply = this.turn?.reply;
+    if (reply) reply.finish(reply.received, cancelled);
+    else if (cancelled) this.messages.addNote('Stopped');
+    this.turn = undefined;
+  }
+
+  /**
+   * Follows the conversation on screen: after a reconnect from the last `seq` seen (the service sends
+   * exactly what was missed); afresh (or after a `reset`) the history is loaded first and the running
+   * turn's events so far follow.
+   */
+  private async follow(conversationId: string | undefined): Promise<void> {
+    if (!conversationId) return;
+    const view = this.view;
+    const after = this.lastSeq.get(conversationId);
+    if (after === undefined) await this.loadHistory(conversationId);
+    const answer = await this.call({ type: 'follow_conversation', conversation_id: conversationId, ...(after !== undefined ? { after_seq: after } : {}) });
+    if (answer?.status !== 'ok' || view !== this.view) return;
+    if (answer.data.seq > (this.lastSeq.get(conversationId) ?? -1)) this.lastSeq.set(conversationId, answer.data.seq);
+    if (answer.data.reset) await this.loadHistory(conversationId);
   }
 
   // ---- commands --------------------------------------------------------------------------
@@ -219,53 +327,106 @@ export class ChatApp {
     }
   }
 
-  private async send(text: string): Promise<void> {
-    if (this.active) return;
-    const chat: ActiveChat = { id: this.connection.newId(), conversationId: this.current, view: this.view, reply: undefined, tools: [] };
-    this.active = chat;
+  /** A typed message goes to the outbox first: it is sent now if connected, else when the connection returns. */
+  private send(text: string): void {
     this.banner.hide();
-    this.composer.setRunning(true);
-    this.messages.addUser(text);
+    const item: OutboxItem = { client_message_id: newClientId(), text, ...(this.current ? { conversation_id: this.current } : { draft: this.draft }) };
+    this.outbox.add(item);
     if (!this.current) this.header.setTitle(text.length > 80 ? `${text.slice(0, 79)}…` : text);
-    const frame = { type: 'chat', id: chat.id, message: text, stream: true, ...(chat.conversationId ? { conversation_id: chat.conversationId } : {}) } as const;
+    this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
+    // Stop at once; the conversation's row then says whether it runs (conversation.updated).
+    if (this.connected) this.composer.setRunning(true);
+    void this.flush();
+  }
+
+  /** Sends the outbox in order, one at a time (a new chat's next message needs its conversation's id). */
+  private async flush(): Promise<void> {
+    if (this.flushing) return;
+    this.flushing = true;
+    try {
+      for (let item = this.outbox.all[0]; item && this.connected; item = this.outbox.all[0]) {
+        if (!(await this.sendItem(item))) break;
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  /** True when the service answered (the message is out of the outbox), false when the connection dropped. */
+  private async sendItem(item: OutboxItem): Promise<boolean> {
+    const sending: InFlight = { item, requestId: this.connection.newId() };
+    this.inFlight = sending;
+    this.outbox.markAttempted(item);
+    const frame = { type: 'chat', id: sending.requestId, message: item.text, stream: true, client_message_id: item.client_message_id, ...(item.conversation_id ? { conversation_id: item.conversation_id } : {}) } as const;
     let answer: EnvelopeOf<'chat'> | undefined;
-    let lost = false;
     try {
       answer = await this.connection.request(frame);
     } catch {
-      lost = true;
+      return false; // Kept: sent again with the same client_message_id once reconnected, answered once.
+    } finally {
+      this.inFlight = undefined;
     }
-    this.active = undefined;
-    this.composer.setRunning(false);
-    const onScreen = chat.view === this.view;
-
-    if (answer?.status === 'ok') {
-      const data = answer.data;
-      const conversationId = data.conversation_id || chat.conversationId;
-      if (onScreen) {
-        if (!this.current && conversationId) this.setCurrent(conversationId);
-        const reply = chat.reply ?? this.messages.startReply();
-        reply.finish(data.response, data.cancelled === true);
-      } else if (conversationId && conversationId === this.current) {
-        void this.loadHistory(conversationId);
-      }
-      // The list already follows the turn through conversation.updated (it carries the row).
-    } else if (answer) {
-      chat.reply?.finish('');
+    this.outbox.remove(item.client_message_id);
+    const bubble = this.pendingBubbles.get(item.client_message_id);
+    this.pendingBubbles.delete(item.client_message_id);
+    if (bubble) markSent(bubble);
+    const onScreen = (item.conversation_id ?? (answer.status === 'ok' ? answer.data.conversation_id : undefined)) === this.current || (!this.current && item.draft === this.draft);
+    if (answer.status === 'ok') {
+      const conversationId = answer.data.conversation_id;
+      if (!item.conversation_id && item.draft) this.outbox.conversationMade(item.draft, conversationId);
+      if (!this.current && item.draft === this.draft) this.setCurrent(conversationId);
+      // The reply itself is drawn from the conversation's events (we follow it), turn.ended included.
+    } else {
+      this.turn?.reply?.finish('');
       if (answer.code === 'server_error') this.banner.show(answer.error ?? 'unknown error');
       else if (onScreen) this.messages.addNote(answer.error ?? 'The service refused the message.', 'error');
       if (answer.code === 'not_found' && onScreen) this.newChat();
-    } else if (lost && onScreen) {
-      chat.reply?.finish(chat.reply.received, true);
-      this.messages.addNote('The connection was lost before the reply arrived. It may still finish: it will be shown when the conversation is reloaded.', 'error');
     }
     if (onScreen) this.composer.focus();
+    return true;
   }
 
+  private addPendingBubble(item: OutboxItem): HTMLElement {
+    const bubble = this.messages.addUser(item.text, true);
+    bubble.dataset.clientMessageId = item.client_message_id;
+    bubble.dataset.text = item.text;
+    bubble.append(h('div', { class: 'message-note pending-note' }, 'waiting to send'));
+    return bubble;
+  }
+
+  /**
+   * The outbox's messages of the conversation on screen, after its history. One sent before (e.g. before
+   * a reload) whose text the history holds was stored: it waits only for its answer, and is not drawn twice.
+   */
+  private showPendingBubbles(storedUserTexts: ReadonlySet<string> = new Set()): void {
+    this.pendingBubbles.clear();
+    for (const item of this.outbox.all) {
+      const here = item.conversation_id ? item.conversation_id === this.current : !this.current && item.draft === this.draft;
+      if (here && !(item.attempted && storedUserTexts.has(item.text))) this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
+    }
+  }
+
+  /** The bubble of the outbox message a stored user message is: the one in flight, else the first with its text. */
+  private claimPendingBubble(text: string): HTMLElement | undefined {
+    const sending = this.inFlight;
+    const id = sending && sending.item.text === text ? sending.item.client_message_id : [...this.pendingBubbles.entries()].find(([, b]) => b.dataset.text === text)?.[0];
+    const bubble = id ? this.pendingBubbles.get(id) : undefined;
+    if (!bubble || !id) return undefined;
+    this.pendingBubbles.delete(id);
+    markSent(bubble);
+    return bubble;
+  }
+
+  /** Stop: ends the conversation's running turn, whoever started it. */
   private async stop(): Promise<void> {
-    const chat = this.active;
-    if (!chat) return;
-    await this.call({ type: 'cancel', id: chat.id });
+    if (!this.current) return;
+    await this.call({ type: 'cancel', conversation_id: this.current });
+  }
+
+  private async removeQueued(clientMessageId: string): Promise<void> {
+    if (!this.current) return;
+    const answer = await this.call({ type: 'remove_queued', conversation_id: this.current, client_message_id: clientMessageId });
+    if (answer?.status !== 'ok') this.messages.addNote(`Could not remove the queued message: ${answer?.error ?? 'not connected'}`, 'error');
   }
 
   private async answerPermission(requestId: string, decision: Decision, note: string | undefined): Promise<AnswerOutcome> {
@@ -302,7 +463,9 @@ export class ChatApp {
     if (answer?.status !== 'ok') return;
     this.list.setConversations(answer.data.conversations);
     this.list.setCurrent(this.current);
-    if (this.current) this.header.setTitle(this.list.title(this.current) ?? 'Conversation');
+    const row = answer.data.conversations.find((c) => c.id === this.current);
+    if (row) this.showRow(row);
+    else if (this.current) this.header.setTitle(this.list.title(this.current) ?? 'Conversation');
   }
 
   private async loadHistory(conversationId: string): Promise<void> {
@@ -311,6 +474,13 @@ export class ChatApp {
     if (view !== this.view || this.current !== conversationId) return;
     if (answer?.status === 'ok') {
       this.messages.showHistory(answer.data.messages);
+      this.shownIds.clear();
+      for (const message of answer.data.messages) this.shownIds.add(message.id);
+      // What the running turn drew that is not stored yet, and what waits to be sent, stay after it.
+      const stored = (node: HTMLElement) => node.dataset.messageId !== undefined && this.shownIds.has(node.dataset.messageId);
+      if (this.turn) this.turn.nodes = this.turn.nodes.filter((node) => !stored(node));
+      for (const node of this.turn?.nodes ?? []) this.messages.append(node);
+      this.showPendingBubbles(new Set(answer.data.messages.filter((m) => m.role === 'user').map((m) => m.content)));
     } else if (answer?.code === 'not_found') {
       this.newChat();
     } else if (answer) {
@@ -331,18 +501,36 @@ export class ChatApp {
 
   private select(conversationId: string): void {
     this.toggleDrawer(false);
-    this.view += 1;
+    this.leave();
     this.setCurrent(conversationId);
+    const row = this.list.row(conversationId);
+    this.composer.setRunning(row !== undefined && row.state !== 'idle');
+    this.queue.show(row?.queued ?? []);
     this.messages.showEmpty('Loading…');
-    void this.loadHistory(conversationId);
+    void this.follow(conversationId);
   }
 
   private newChat(): void {
     this.toggleDrawer(false);
-    this.view += 1;
+    this.leave();
+    this.draft = newClientId();
     this.setCurrent(undefined);
+    this.composer.setRunning(false);
+    this.queue.show([]);
     this.messages.showEmpty('Start a conversation: type a message below.');
+    this.showPendingBubbles();
     this.composer.focus();
+  }
+
+  /** Stops following the conversation leaving the screen: its events are no longer drawn here. */
+  private leave(): void {
+    this.view += 1;
+    const previous = this.current;
+    this.turn = undefined;
+    this.shownIds.clear();
+    if (!previous) return;
+    this.lastSeq.delete(previous);
+    void this.call({ type: 'unfollow_conversation', conversation_id: previous });
   }
 
   private async remove(conversationId: string): Promise<void> {
@@ -354,4 +542,21 @@ export class ChatApp {
       this.messages.addNote(`Could not delete: ${answer?.error ?? 'not connected'}`, 'error');
     }
   }
+}
+
+/** A random id for an outbox message (crypto.randomUUID needs a secure context; a LAN page may not be one). */
+function newClientId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+function markSent(bubble: HTMLElement): void {
+  bubble.classList.remove('pending');
+  bubble.querySelector(':scope > .pending-note')?.remove();
+}
+
+/** Whether a turn event is the first of the new chat being sent (chat.message carries no request id: its text tells). */
+function isOurs(event: TurnEvent, sending: InFlight): boolean {
+  if (event.event === 'chat.message') return event.message.role === 'user' && event.message.content === sending.item.text;
+  return 'id' in event && event.id === sending.requestId;
 }

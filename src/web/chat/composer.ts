@@ -1,4 +1,7 @@
-/** The message box: Enter sends, Shift+Enter is a newline; a Stop button replaces Send while a chat runs. */
+/**
+ * The message box: Enter sends, Shift+Enter is a newline. Typing works offline too (the message waits in
+ * the outbox). While the conversation runs, Stop is shown beside Send (a message sent then is queued).
+ */
 import { h } from './dom';
 
 export class Composer {
@@ -45,7 +48,7 @@ export class Composer {
 
   private submit(onSend: (text: string) => void): void {
     const text = this.input.value.trim();
-    if (!text || !this.connected || this.running) return;
+    if (!text) return;
     this.input.value = '';
     this.grow();
     onSend(text);
@@ -57,10 +60,8 @@ export class Composer {
   }
 
   private update(): void {
-    this.input.disabled = !this.connected;
-    this.input.placeholder = this.connected ? 'Ask anything…' : 'Not connected';
-    this.send.disabled = !this.connected || this.running;
-    this.send.hidden = this.running;
+    this.input.placeholder = this.connected ? 'Ask anything…' : 'Offline: messages are sent when the connection returns';
     this.stop.hidden = !this.running;
+    this.stop.disabled = !this.connected;
   }
 }

@@ -25,6 +25,10 @@ export class ConversationList {
     );
   }
 
+  row(id: string): Conversation | undefined {
+    return this.items.find((item) => item.id === id);
+  }
+
   title(id: string): string | undefined {
     return this.items.find((c) => c.id === id)?.title;
   }

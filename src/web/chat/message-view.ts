@@ -94,13 +94,21 @@ export class MessageView {
   private add(node: HTMLElement): HTMLElement {
     this.list.querySelector(':scope > .empty')?.remove();
     const stick = this.nearBottom();
-    this.list.appendChild(node);
+    // Messages still waiting in the outbox stay last: what the service sends is drawn before them.
+    const waiting = node.classList.contains('pending') ? null : this.list.querySelector(':scope > .pending');
+    this.list.insertBefore(node, waiting);
     if (stick) this.scrollToEnd();
     return node;
   }
 
-  addUser(text: string): HTMLElement {
-    return this.add(h('div', { class: 'message user' }, h('div', { class: 'plain' }, text)));
+  /** Puts back a node drawn before (a running turn's pieces after the history is reloaded). */
+  append(node: HTMLElement): HTMLElement {
+    return this.add(node);
+  }
+
+  /** `pending`: still in the outbox, shown after everything else until it is sent. */
+  addUser(text: string, pending = false): HTMLElement {
+    return this.add(h('div', { class: pending ? 'message user pending' : 'message user' }, h('div', { class: 'plain' }, text)));
   }
 
   addAssistant(text: string): HTMLElement {

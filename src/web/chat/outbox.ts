@@ -1,0 +1,76 @@
+/**
+ * Messages typed but not yet answered by the service: kept (localStorage on the phone) so nothing typed
+ * is lost to a dropped connection or a reload, and sent in order when the connection is back. Each has
+ * its `client_message_id`, so a resend after a lost answer is answered once by the service
+ * (docs/protocol.md, "Resending a chat").
+ */
+
+export interface OutboxItem {
+  client_message_id: string;
+  text: string;
+  /** The conversation it goes to; undefined: it starts a new one (`draft` says which new chat). */
+  conversation_id?: string;
+  /** Messages typed in the same new chat share a draft: once the first made the conversation, the rest follow it. */
+  draft?: string;
+  /** Sent at least once (its answer was lost): the service may have stored it already. */
+  attempted?: boolean;
+}
+
+export interface OutboxStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+}
+
+const KEY = 'remote-assistant.outbox';
+
+export class Outbox {
+  private items: OutboxItem[];
+
+  constructor(private readonly storage: OutboxStorage | undefined) {
+    this.items = load(storage);
+  }
+
+  get all(): readonly OutboxItem[] {
+    return this.items;
+  }
+
+  add(item: OutboxItem): void {
+    this.items.push(item);
+    this.save();
+  }
+
+  markAttempted(item: OutboxItem): void {
+    item.attempted = true;
+    this.save();
+  }
+
+  remove(clientMessageId: string): void {
+    this.items = this.items.filter((item) => item.client_message_id !== clientMessageId);
+    this.save();
+  }
+
+  /** The first message of a new chat made its conversation: the others typed in that chat go there too. */
+  conversationMade(draft: string, conversationId: string): void {
+    for (const item of this.items) {
+      if (item.draft === draft && !item.conversation_id) item.conversation_id = conversationId;
+    }
+    this.save();
+  }
+
+  private save(): void {
+    try {
+      this.storage?.setItem(KEY, JSON.stringify(this.items));
+    } catch {
+      // Storage full or refused: the messages still live in memory for this page's life.
+    }
+  }
+}
+
+function load(storage: OutboxStorage | undefined): OutboxItem[] {
+  try {
+    const value = JSON.parse(storage?.getItem(KEY) ?? '[]') as unknown;
+    return Array.isArray(value) ? value.filter((item): item is OutboxItem => typeof item?.client_message_id === 'string' && typeof item?.text === 'string') : [];
+  } catch {
+    return [];
+  }
+}

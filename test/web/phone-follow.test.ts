@@ -1,0 +1,266 @@
+/**
+ * The phone page as a full peer (issue 12, page side: src/web/chat/app.ts, outbox.ts, banner.ts), against
+ * real parts: the service in process with the fake OpenAI provider, media/ served by a static server,
+ * Debian's chromium (playwright-core) at a phone's size. Runs after `node esbuild.mjs`.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { after, before, test } from 'node:test';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium, serveStatic, type StaticServer } from '../helpers/browser';
+import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
+import { startService, type RunningService } from '../helpers/service';
+import { tempDir } from '../helpers/temp';
+import { TestClient } from '../helpers/ws-client';
+
+const MEDIA = resolve('media');
+const WAIT = 10_000;
+
+let fake: FakeOpenAI;
+let svc: RunningService;
+let site: StaticServer;
+let browser: Browser;
+let workspace: { dir: string; cleanup: () => Promise<void> };
+
+before(async () => {
+  assert.ok(existsSync(join(MEDIA, 'chat-phone.js')), 'media/chat-phone.js is missing: run `node esbuild.mjs` first');
+  workspace = await tempDir('ra-follow-workspace-');
+  fake = await startFakeOpenAI();
+  svc = await startService({ base_url: fake.url, model: 'fake-model', workspace: workspace.dir, permission_mode: 'allow' });
+  site = await serveStatic(MEDIA);
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+  await svc?.dispose();
+  await fake?.close();
+  await workspace?.cleanup();
+});
+
+interface PhonePage {
+  page: Page;
+  context: BrowserContext;
+  errors: string[];
+  /** Every frame the page sent to the service, parsed. */
+  sent: Record<string, unknown>[];
+}
+
+/** A phone with a fresh browser profile, paired through the URL fragment; `beforeGoto` may route its socket. */
+async function openPhone(beforeGoto?: (page: Page) => Promise<void>): Promise<PhonePage> {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, reducedMotion: 'reduce' });
+  const page = await context.newPage();
+  page.setDefaultTimeout(WAIT);
+  const errors: string[] = [];
+  const sent: Record<string, unknown>[] = [];
+  page.on('pageerror', (error) => errors.push(String(error)));
+  page.on('websocket', (socket) => socket.on('framesent', (frame) => sent.push(JSON.parse(String(frame.payload)) as Record<string, unknown>)));
+  await beforeGoto?.(page);
+  await page.goto(`${site.url}/phone.html#url=${encodeURIComponent(svc.wsUrl)}&token=${encodeURIComponent(svc.token)}`);
+  await page.locator('.connection[data-state="open"]').waitFor();
+  return { page, context, errors, sent };
+}
+
+async function openConversation(page: Page, title: string): Promise<void> {
+  await page.locator('.drawer-toggle').click();
+  await page.locator('.conversation-open', { hasText: title }).click();
+}
+
+/** The page's transcript as shown: each user or assistant bubble's text (its notes left out). */
+function transcript(page: Page): Promise<string[]> {
+  return page.locator('.message-list > .message').evaluateAll((nodes) => nodes.map((n) => ((n.querySelector('.plain, .markdown') as HTMLElement | null)?.innerText ?? '').trim()));
+}
+
+async function storedTranscript(conversationId: string): Promise<string[]> {
+  const probe = await TestClient.authed(svc.wsUrl, svc.token);
+  const answer = await probe.request({ type: 'get_messages', conversation_id: conversationId });
+  probe.close();
+  return (answer.data as { messages: { content: string }[] }).messages.map((m) => m.content);
+}
+
+async function goOffline(phone: PhonePage): Promise<void> {
+  await phone.context.setOffline(true);
+  await phone.page.locator('.connection:not([data-state="open"])').waitFor();
+}
+
+async function goOnline(phone: PhonePage): Promise<void> {
+  await phone.context.setOffline(false);
+  await phone.page.locator('.connection[data-state="open"]').waitFor({ timeout: 20_000 });
+}
+
+test('the page follows a streamed reply sent by another client, and after a drop mid-stream ends with the same text, no piece twice', async () => {
+  const other = await TestClient.authed(svc.wsUrl, svc.token);
+  const first = await other.request({ type: 'chat', message: 'a conversation started on the LAN' });
+  const conversationId = (first.data as { conversation_id: string }).conversation_id;
+  const phone = await openPhone();
+  const { page } = phone;
+  await openConversation(page, 'a conversation started on the LAN');
+  await page.waitForFunction(() => (document.querySelector('.message-list')?.textContent ?? '').includes('echo: a conversation started on the LAN'));
+  // Once the page follows, every text the reply bubble ever shows is recorded: a piece drawn twice
+  // would make one of them stop being a prefix of the reply.
+  const followed = phone.sent.find((f) => f.type === 'follow_conversation' && f.conversation_id === conversationId);
+  assert.ok(followed, 'the page follows the conversation it shows');
+  await page.evaluate(() => {
+    const seen: string[] = ((window as unknown as { __seen: string[] }).__seen = []);
+    const before = document.querySelectorAll('.message.assistant').length;
+    new MutationObserver(() => {
+      const replies = document.querySelectorAll('.message.assistant');
+      const last = replies[replies.length - 1] as HTMLElement | undefined;
+      if (last && replies.length > before) seen.push(last.innerText.trim());
+    }).observe(document.querySelector('.message-list')!, { childList: true, subtree: true, characterData: true });
+  });
+
+  const reply = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
+  fake.script({ text: reply, chunks: 40, chunkDelayMs: 60 });
+  const answer = other.request({ type: 'chat', conversation_id: conversationId, message: 'stream it to every device', stream: true }, 20_000);
+  await page.waitForFunction(() => / word5\b/.test(document.querySelector('.message.assistant.streaming')?.textContent ?? ''));
+  assert.equal(await page.locator('.message.user').last().innerText(), 'stream it to every device', 'the message sent elsewhere is shown');
+
+  // The page's socket drops mid-stream (the network goes away), then comes back.
+  await goOffline(phone);
+  const shownWhileOffline = await page.locator('.message.assistant').last().innerText();
+  await page.waitForTimeout(500);
+  await goOnline(phone);
+  assert.equal(((await answer).data as { response: string }).response, reply);
+
+  await page.waitForFunction((text) => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').trim() === text && !document.querySelector('.message.streaming'), reply);
+  assert.ok(reply.startsWith(shownWhileOffline.trim()) && shownWhileOffline.trim() !== reply, 'the drop happened mid-stream');
+  const resumed = phone.sent.filter((f) => f.type === 'follow_conversation' && f.conversation_id === conversationId && typeof f.after_seq === 'number');
+  assert.equal(resumed.length, 1, 'after the reconnect the page followed again from the last seq it saw');
+  const seen = await page.evaluate(() => (window as unknown as { __seen: string[] }).__seen);
+  const bad = seen.filter((text) => !reply.startsWith(text));
+  assert.deepEqual(bad, [], 'every text the reply showed was a prefix of the reply: no duplicate piece');
+  assert.deepEqual(await transcript(page), await storedTranscript(conversationId), 'the transcript is the stored one, each message once');
+  assert.deepEqual(phone.errors, []);
+  other.close();
+  await phone.context.close();
+});
+
+test('messages typed offline wait in the outbox, then are sent once each, in order, when the connection returns', async () => {
+  const phone = await openPhone();
+  const { page } = phone;
+  await goOffline(phone);
+  const input = page.locator('.composer-input');
+  for (const text of ['typed offline one', 'typed offline two']) {
+    await input.fill(text);
+    await input.press('Enter');
+  }
+  await page.locator('.message.user.pending').nth(1).waitFor();
+  assert.deepEqual(await page.locator('.message.user.pending .pending-note').allInnerTexts(), ['waiting to send', 'waiting to send']);
+  const kept = await page.evaluate(() => JSON.parse(localStorage.getItem('remote-assistant.outbox') ?? '[]') as { text: string; client_message_id: string }[]);
+  assert.deepEqual(kept.map((item) => item.text), ['typed offline one', 'typed offline two'], 'kept in localStorage');
+
+  const mark = fake.requests.length;
+  await goOnline(phone);
+  await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo: typed offline two') && !document.querySelector('.message.pending'));
+  const asked = fake.requests.slice(mark).map((r) => {
+    const messages = (r.body as { messages: { role: string; content: string }[] }).messages;
+    return messages.filter((m) => m.role === 'user').at(-1)?.content;
+  });
+  assert.deepEqual(asked, ['typed offline one', 'typed offline two'], 'the provider saw each message once, in order');
+  const chats = phone.sent.filter((f) => f.type === 'chat');
+  assert.deepEqual(chats.map((f) => f.client_message_id), kept.map((item) => item.client_message_id), 'each sent with its client_message_id');
+
+  const probe = await TestClient.authed(svc.wsUrl, svc.token);
+  const rows = ((await probe.request({ type: 'list_conversations' })).data as { conversations: { id: string; title: string }[] }).conversations;
+  probe.close();
+  const row = rows.find((c) => c.title === 'typed offline one');
+  assert.ok(row, 'one conversation for both messages');
+  assert.equal(rows.filter((c) => c.title === 'typed offline two').length, 0, 'the second went to the first one\'s conversation');
+  assert.deepEqual(await storedTranscript(row.id), ['typed offline one', 'echo: typed offline one', 'typed offline two', 'echo: typed offline two']);
+  assert.deepEqual(await transcript(page), await storedTranscript(row.id));
+  assert.equal(await page.evaluate(() => localStorage.getItem('remote-assistant.outbox')), '[]', 'the outbox is empty');
+  assert.deepEqual(phone.errors, []);
+  await phone.context.close();
+});
+
+/** Rewrites the `protocol` the page gives in `auth`, so the real service answers as to another build. */
+function speakProtocol(version: number) {
+  return (page: Page) =>
+    page.routeWebSocket(/\/ws$/, (ws) => {
+      const server = ws.connectToServer();
+      ws.onMessage((message) => {
+        const frame = JSON.parse(String(message)) as Record<string, unknown>;
+        server.send(JSON.stringify(frame.type === 'auth' ? { ...frame, protocol: version } : frame));
+      });
+    });
+}
+
+test('the auth reply\'s update is shown: an older page is told to reload, a newer one that the service is older', async () => {
+  const current = await openPhone();
+  assert.ok(await current.page.locator('.update-banner').isHidden(), 'no banner when both speak the same protocol');
+  await current.context.close();
+
+  const older = await openPhone(speakProtocol(1));
+  await older.page.locator('.update-banner[data-update="client"]').waitFor();
+  assert.match(await older.page.locator('.update-banner').innerText(), /page is older than the service: reload/i);
+  assert.ok(await older.page.locator('.update-banner .reload').isVisible());
+  await older.context.close();
+
+  const newer = await openPhone(speakProtocol(99));
+  await newer.page.locator('.update-banner[data-update="service"]').waitFor();
+  assert.match(await newer.page.locator('.update-banner').innerText(), /service is older than this page/i);
+  await newer.context.close();
+});
+
+test('a turn started elsewhere shows Stop and its queue: a queued message is removed, Stop cancels the turn', async () => {
+  const other = await TestClient.authed(svc.wsUrl, svc.token);
+  const first = await other.request({ type: 'chat', message: 'a conversation to stop' });
+  const conversationId = (first.data as { conversation_id: string }).conversation_id;
+  const phone = await openPhone();
+  const { page } = phone;
+  await openConversation(page, 'a conversation to stop');
+  await page.waitForFunction(() => (document.querySelector('.message-list')?.textContent ?? '').includes('echo: a conversation to stop'));
+  assert.ok(await page.locator('.composer .stop').isHidden(), 'no Stop while the conversation is idle');
+
+  fake.script({ text: Array.from({ length: 100 }, (_, i) => `slow${i}`).join(' '), chunks: 100, chunkDelayMs: 100 });
+  const running = other.request({ type: 'chat', conversation_id: conversationId, message: 'a long turn', stream: true }, 20_000);
+  const queued = other.request({ type: 'chat', conversation_id: conversationId, message: 'waiting behind it', client_message_id: 'queued-from-lan' }, 20_000);
+  await page.locator('.queue .queued[data-client-message-id="queued-from-lan"]').waitFor();
+  assert.match(await page.locator('.queue').innerText(), /waiting behind it/);
+  await page.locator('.composer .stop').waitFor({ state: 'visible' });
+
+  await page.locator('.queue .queued[data-client-message-id="queued-from-lan"] .queue-remove').click();
+  assert.deepEqual((await queued).data, { response: '', conversation_id: conversationId, cancelled: true }, 'the queued chat is answered removed');
+  await page.locator('.queue').waitFor({ state: 'hidden' });
+
+  await page.waitForFunction(() => / slow3\b/.test(document.querySelector('.message.assistant.streaming')?.textContent ?? ''));
+  await page.locator('.composer .stop').click();
+  const stopped = (await running).data as { cancelled?: boolean };
+  assert.equal(stopped.cancelled, true, 'Stop on the page cancelled the turn the LAN client started');
+  await page.locator('.composer .stop').waitFor({ state: 'hidden' });
+  await page.locator('.message.assistant', { hasText: 'Stopped' }).waitFor();
+  assert.ok(!(await storedTranscript(conversationId)).includes('waiting behind it'), 'the removed message was never stored');
+  assert.deepEqual(phone.errors, []);
+  other.close();
+  await phone.context.close();
+});
+
+test('a reload before the connection returns keeps a new chat\'s typed messages on screen, then sends them once', async () => {
+  let blocked = true;
+  // The service unreachable (the socket refused) while the page itself still loads.
+  const phone = await openPhone((page) =>
+    page.routeWebSocket(/\/ws$/, (ws) => {
+      if (blocked) ws.close({ code: 1011, reason: 'unreachable' });
+      else ws.connectToServer();
+    }),
+  ).catch(() => undefined);
+  assert.equal(phone, undefined, 'the page could not connect while blocked');
+  const context = browser.contexts().at(-1)!;
+  const page = context.pages()[0];
+  const input = page.locator('.composer-input');
+  await input.fill('typed before a reload');
+  await input.press('Enter');
+  await page.locator('.message.user.pending').waitFor();
+  await page.reload();
+  await page.locator('.message.user.pending', { hasText: 'typed before a reload' }).waitFor();
+  assert.equal(await page.locator('.message.user').count(), 1);
+  blocked = false;
+  await page.evaluate(() => window.dispatchEvent(new Event('online')));
+  await page.locator('.connection[data-state="open"]').waitFor({ timeout: 20_000 });
+  await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo: typed before a reload') && !document.querySelector('.message.pending'));
+  assert.deepEqual(await transcript(page), ['typed before a reload', 'echo: typed before a reload']);
+  await context.close();
+});

@@ -7,6 +7,7 @@ import { h } from './chat/dom';
 import { loadClientKeyPair } from './client-key';
 import { forgetPairing, loadPairing, markPaired, saveDeviceToken, savePairing, type Pairing } from './pairing';
 import { RelayWire } from './relay-wire';
+import { DevicesSection } from './devices-section';
 import { DeepLinks, readDeepLink } from './push/deep-link';
 import { deviceId, deviceName } from './push/device';
 import { NotificationSettings } from './push/notification-settings';
@@ -59,7 +60,14 @@ function start(paired: Pairing): void {
   const app = new ChatApp({
     connection,
     root,
-    drawerFooter: h('div', { class: 'drawer-footer' }, h('div', { class: 'paired-with' }, relay ? `Via relay: ${hostOf(pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(pairing.url)}`), notifications.button, forget),
+    drawerFooter: h(
+      'div',
+      { class: 'drawer-footer' },
+      h('div', { class: 'paired-with' }, relay ? `Via relay: ${hostOf(pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(pairing.url)}`),
+      new DevicesSection(connection, deviceId).element,
+      notifications.button,
+      forget,
+    ),
     memory: {
       load: () => localStorage.getItem(CONVERSATION_KEY) ?? undefined,
       save: (id) => (id ? localStorage.setItem(CONVERSATION_KEY, id) : localStorage.removeItem(CONVERSATION_KEY)),

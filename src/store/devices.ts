@@ -15,7 +15,19 @@ const COLUMNS = 'device_id, device_name, token_hash, paired_at, last_seen, via';
 
 /** The paired devices, one row per device; removing a row ends its credential. */
 export class DevicesRepo {
+  /**
+   * Each device's token digest, kept in memory (all writes go through this repo): a device's socket
+   * re-checks its credential before each command and event, so that check must not query the database.
+   */
+  private hashes: Map<string, string> | undefined;
+
   constructor(private readonly db: Database) {}
+
+  /** The token digest of a device, or undefined once it is revoked (or never existed). */
+  tokenHashOf(deviceId: string): string | undefined {
+    this.hashes ??= new Map(this.db.all<{ device_id: string; token_hash: string }>('SELECT device_id, token_hash FROM devices').map((r) => [r.device_id, r.token_hash]));
+    return this.hashes.get(deviceId);
+  }
 
   get(deviceId: string): DeviceRow | undefined {
     return this.db.get<DeviceRow>(`SELECT ${COLUMNS} FROM devices WHERE device_id = ?`, [deviceId]);
@@ -31,12 +43,14 @@ export class DevicesRepo {
   }
 
   /** Stores a new device; false when its id is taken. */
-  add(device: Omit<DeviceRow, 'last_seen'>): Promise<boolean> {
-    return this.db.write((tx) => {
+  async add(device: Omit<DeviceRow, 'last_seen'>): Promise<boolean> {
+    const added = await this.db.write((tx) => {
       if (tx.get('SELECT 1 AS x FROM devices WHERE device_id = ?', [device.device_id]) !== undefined) return false;
       tx.run(`INSERT INTO devices (${COLUMNS}) VALUES (?, ?, ?, ?, NULL, ?)`, [device.device_id, device.device_name, device.token_hash, device.paired_at, device.via]);
       return true;
     });
+    if (added) this.hashes?.set(device.device_id, device.token_hash);
+    return added;
   }
 
   touch(deviceId: string, at: string = new Date().toISOString()): Promise<void> {
@@ -45,7 +59,9 @@ export class DevicesRepo {
     });
   }
 
-  remove(deviceId: string): Promise<boolean> {
+  async remove(deviceId: string): Promise<boolean> {
+    // Forgotten first: from now on no command or event passes its sockets' re-check.
+    this.hashes?.delete(deviceId);
     return this.db.write((tx) => tx.run('DELETE FROM devices WHERE device_id = ?', [deviceId]).changes > 0);
   }
 }

@@ -47,7 +47,7 @@ export class DeviceCredentials {
 
   /** Whether the device still exists with that credential (false once revoked). */
   isLive(deviceId: string, hash: string): boolean {
-    return this.repo.get(deviceId)?.token_hash === hash;
+    return this.repo.tokenHashOf(deviceId) === hash;
   }
 
   /** Records when the device last authenticated (best effort: a failed write loses only the time). */

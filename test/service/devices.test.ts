@@ -4,7 +4,9 @@
  * devices, and a revoked device's open socket is closed 4401 at once while the others go on.
  */
 import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
 import https from 'node:https';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { hashPassword } from '../../src/transport/auth/passwords';
 import { startFakePushService, type FakePushService } from '../helpers/fake-push-service';
@@ -123,4 +125,32 @@ test('a session (password) user may neither list nor revoke devices, nor make a 
 test('bad device commands get clear errors', async () => {
   assert.equal((await owner.request({ type: 'revoke_device' })).code, 'invalid_request');
   assert.equal((await owner.request({ type: 'revoke_device', device_id: 'no such/device' })).code, 'invalid_request');
+});
+
+test('a device credential survives a restart, records when it was last seen, and outlives a rotated access token', async () => {
+  const first = await startService({});
+  const opener = await TestClient.authed(first.wsUrl, first.token);
+  const { pairing_secret } = (await opener.request({ type: 'create_lan_pairing' })).data as { pairing_secret: string };
+  const phone = await TestClient.connect(first.wsUrl);
+  const { device_token } = (await phone.request({ type: 'auth', pairing_secret, device_id: 'durable' })).data as { device_token: string };
+  opener.close();
+  phone.close();
+  await first.stop();
+
+  const second = await startService({}, { dataDir: first.dataDir, keepConfig: true });
+  try {
+    const back = await TestClient.authed(second.wsUrl, device_token);
+    const [row] = ((await back.request({ type: 'list_devices' })).data as { devices: { device_id: string; last_seen: string | null }[] }).devices;
+    assert.equal(row.device_id, 'durable');
+    assert.ok(row.last_seen, 'last seen recorded');
+    const ownerSocket = await TestClient.authed(second.wsUrl, second.token);
+    const file = join(second.dataDir, 'service.json');
+    await writeFile(file, JSON.stringify({ ...JSON.parse(await readFile(file, 'utf8')), auth_token: 'a-brand-new-access-token-0123456789abcdef' }));
+    assert.equal((await ownerSocket.waitClose()).code, 4401, 'the access token rotated');
+    assert.equal((await back.request({ type: 'list_conversations' })).status, 'ok', 'the device does not hold the access token');
+    back.close();
+  } finally {
+    await second.dispose();
+    await first.dispose();
+  }
 });

@@ -2,7 +2,7 @@ import { networkInterfaces } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import QRCode from 'qrcode';
 import * as vscode from 'vscode';
-import type { PairingInfo, RelayLinkStatus } from '../protocol';
+import type { PairedDevice, PairingInfo, RelayLinkStatus } from '../protocol';
 import type { Backend, Envelope } from './backend';
 
 /** The machine's IPv4 addresses a phone on the LAN can reach (no loopback, no link-local). */
@@ -78,6 +78,16 @@ async function askRelays(backend: Requester): Promise<RelayInfo> {
   }
 }
 
+/** The paired devices (`list_devices`), or undefined when the service cannot be asked. Never throws. */
+export async function fetchDevices(backend: Requester | undefined): Promise<PairedDevice[] | undefined> {
+  try {
+    const answer = await backend?.request({ type: 'list_devices' });
+    return answer?.status === 'ok' ? (answer.data as { devices: PairedDevice[] }).devices : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 const STATE_TEXT: Record<RelayLinkStatus['state'], string> = { connecting: 'connecting…', online: 'online', offline: 'offline' };
@@ -93,7 +103,7 @@ function relayLinkHtml(link: RelayLinkStatus): string {
 
 const qr = (url: string) => QRCode.toString(url, { type: 'svg', margin: 2, width: 240 });
 
-export async function connectionInfoHtml(info: { port: number; addresses: string[]; lanPairingSecret?: string; lanAccess: boolean; relay: RelayInfo }): Promise<string> {
+export async function connectionInfoHtml(info: { port: number; addresses: string[]; lanPairingSecret?: string; lanAccess: boolean; relay: RelayInfo; devices?: PairedDevice[] }): Promise<string> {
   const nonce = randomBytes(16).toString('base64');
   const host = info.addresses[0] ?? '127.0.0.1';
   const lanQr = info.lanPairingSecret ? await qr(lanPairingUrl(host, info.port, info.lanPairingSecret)) : undefined;
@@ -119,6 +129,7 @@ export async function connectionInfoHtml(info: { port: number; addresses: string
 ${info.lanAccess ? '' : '<p class="warn">LAN access is off (setting <code>remoteAssistant.lanAccess</code>): only this machine can connect.</p>'}
 <h3>Relay</h3>${relaySection}
 ${relayPairing}
+${devicesHtml(info.devices)}
 <h3>Pair your phone on this network</h3>
 ${lanQr ? `<p>Scan with the phone's camera. The code works once, within 10 minutes; the phone gets its own credential, which you can revoke (Remote Assistant: Manage Devices).</p>
 <div class="qr">${lanQr}</div>` : '<p class="warn">No pairing code: the service did not answer.</p>'}
@@ -126,11 +137,17 @@ ${lanQr ? `<p>Scan with the phone's camera. The code works once, within 10 minut
 </body></html>`;
 }
 
+function devicesHtml(devices: PairedDevice[] | undefined): string {
+  if (!devices) return '';
+  const rows = devices.map((d) => `<li>${escapeHtml(d.device_name)} <small>(${d.via === 'relay' ? 'relay' : 'LAN'}, last seen ${d.last_seen ? escapeHtml(new Date(d.last_seen).toLocaleString()) : 'never'})</small></li>`);
+  return `<h3>Paired devices</h3>${rows.length ? `<ul>${rows.join('')}</ul>` : '<p>none</p>'}<p>Revoke a lost phone with <b>Remote Assistant: Manage Devices</b>.</p>`;
+}
+
 export async function showConnectionInfo(info: { port: number; token: string; lanAccess: boolean }, backend: Requester | undefined): Promise<vscode.WebviewPanel> {
   const panel = vscode.window.createWebviewPanel('remoteAssistant.connectionInfo', 'Remote Assistant: Connection Info', vscode.ViewColumn.Active, { enableScripts: false, localResourceRoots: [] });
   const addresses = lanAddresses();
-  const [relay, lanPairingSecret] = await Promise.all([fetchRelayInfo(backend), fetchLanPairingSecret(backend)]);
-  panel.webview.html = await connectionInfoHtml({ ...info, addresses, relay, lanPairingSecret });
+  const [relay, lanPairingSecret, devices] = await Promise.all([fetchRelayInfo(backend), fetchLanPairingSecret(backend), fetchDevices(backend)]);
+  panel.webview.html = await connectionInfoHtml({ ...info, addresses, relay, lanPairingSecret, devices });
   const online = relay.relays.filter((r) => r.state === 'online').length;
   const relayText = relay.relays.length ? `; relay ${online}/${relay.relays.length} online` : '';
   const choices = ['Copy Token', ...(lanPairingSecret ? ['Copy Pairing URL'] : []), ...(relay.pairing ? ['Copy Relay Pairing URL'] : [])];

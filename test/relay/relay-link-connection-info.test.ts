@@ -12,6 +12,7 @@ import { startService, TEST_TOKEN, writeConfig, type RunningService } from '../h
 import { tempDir } from '../helpers/temp';
 import { waitFor } from '../helpers/temp';
 import { installVscodeDouble } from '../helpers/vscode-double';
+import { TestClient } from '../helpers/ws-client';
 import { RELAY_TOKEN, startRelay, type RunningRelay } from '../helpers/relay-link-harness';
 
 installVscodeDouble();
@@ -50,7 +51,13 @@ test('the relay state and a one-time relay pairing come from the running service
   assert.equal(svc.service.pairings.size, 2, 'and one for the LAN QR');
   const lanUrl = new URL(info.lanPairingUrl('192.168.1.20', portOf(svc), lanSecret));
   assert.deepEqual(Object.fromEntries(new URLSearchParams(lanUrl.hash.slice(1))), { url: `ws://192.168.1.20:${portOf(svc)}/ws`, pair: lanSecret }, 'the LAN link holds the secret, no token');
-  const html = await info.connectionInfoHtml({ port: portOf(svc), addresses: ['192.168.1.20'], lanPairingSecret: lanSecret, lanAccess: true, relay: relayInfo });
+  const phone = await TestClient.connect(svc.wsUrl);
+  assert.equal((await phone.request({ type: 'auth', pairing_secret: lanSecret, device_name: '<b>Ada</b> phone' })).status, 'ok');
+  phone.close();
+  const devices = await info.fetchDevices(backend);
+  assert.deepEqual(devices?.map((d) => d.device_name), ['<b>Ada</b> phone']);
+  const html = await info.connectionInfoHtml({ port: portOf(svc), addresses: ['192.168.1.20'], lanPairingSecret: lanSecret, lanAccess: true, relay: relayInfo, devices });
+  assert.match(html, /Paired devices<\/h3><ul><li>&#60;b&#62;Ada&#60;\/b&#62; phone <small>\(LAN, last seen /, 'the paired phone listed, escaped');
   assert.match(html, /home-relay/);
   assert.match(html, /class="state online">online</);
   assert.match(html, /end-to-end encrypted/);

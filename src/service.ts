@@ -28,6 +28,7 @@ import { tcpChannelOf, websocketChannelsOf } from './protocol';
 import { openStore, type Store } from './store';
 import { bindHostFor, compileAllowFrom } from './transport/http/allow-from';
 import { Authenticator } from './transport/auth/auth';
+import { DeviceCredentials } from './transport/auth/device-credentials';
 import { HttpServer } from './transport/http/http-server';
 import { clientAddress } from './transport/http/http-util';
 import { coreRoutes, createRouter } from './transport/http/routes';
@@ -96,7 +97,6 @@ export class Service {
   readonly webhooks: WebhookChannel;
   /** The links to the relays of service.json's `websocket` channels. */
   readonly relay: RelayLinks;
-  readonly pairings = new PairingSecrets();
   /** Web Push: the devices, the VAPID key and the notifier tapping the event hub. */
   readonly push: PushService;
   /** Every client's way in: graceful stop waits for their commands and closes them all. */
@@ -121,6 +121,8 @@ export class Service {
     readonly activity: ConversationActivity,
     readonly agent: Agent,
     readonly auth: Authenticator,
+    /** One-time pairing secrets (relay and LAN), spent for device credentials. */
+    readonly pairings: PairingSecrets,
   ) {
     this.releaseDataDir = keepToolsOut(options.dataDir);
     // The door is made below (it needs the dispatcher, which needs the channel's deliveries); the inbox opens its sessions only once started.
@@ -139,6 +141,10 @@ export class Service {
       relay: {
         status: () => this.relay.status(),
         createPairing: (channel) => createRelayPairing({ config: () => config.current, store, pairings: this.pairings, logger }, channel),
+        createLanPairing: () => {
+          const { secret, expiresIn } = this.pairings.create();
+          return { pairing_secret: secret, expires_in: expiresIn };
+        },
       },
     };
     this.dispatch = createDispatcher(ctx);
@@ -223,8 +229,9 @@ export class Service {
       onActivity: announce,
       onTurnEvent: (event, origin) => events.publishTurnEvent(event, origin),
     });
-    const auth = new Authenticator(current, logger, redactor);
-    return new Service(options, config, store, logger, redactor, events, tools, permissions, gate, activity, agent, auth);
+    const pairings = new PairingSecrets();
+    const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings));
+    return new Service(options, config, store, logger, redactor, events, tools, permissions, gate, activity, agent, auth, pairings);
   }
 
   /** Listens on the tcp channel; rejects with PortInUseError when the port is taken. */

@@ -46,6 +46,8 @@ export interface RelayCommands {
   status(): RelayLinkStatus[];
   /** A one-time pairing through the named relay channel (the first one when unnamed). */
   createPairing(channelName: string | undefined): Promise<PairingInfo>;
+  /** A one-time pairing secret for a phone on the LAN. */
+  createLanPairing(): { pairing_secret: string; expires_in: number };
 }
 
 /**

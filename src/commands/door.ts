@@ -11,6 +11,8 @@ export interface SessionOptions {
   source: string;
   /** How the client proved who it is; absent for a webhook account. */
   principal?: ClientSession['principal'];
+  /** The paired device, when the client authenticated with a device credential. */
+  deviceId?: string;
   canAnswerPermissions: boolean;
   /** Delivers an event to the client (only called while the session is open). */
   send(event: ServiceEvent): void;
@@ -67,6 +69,7 @@ export class SessionDoor {
       source: options.source,
       canAnswerPermissions: options.canAnswerPermissions,
       ...(options.principal ? { principal: options.principal } : {}),
+      ...(options.deviceId ? { deviceId: options.deviceId } : {}),
       send: (event) => {
         if (isOpen) options.send(event);
       },

@@ -9,6 +9,7 @@ import { ServiceError, type CommandOf, type CommandType, type Conversation, type
 import type { CommandContext } from './context';
 import { pushHandlers } from './push-handlers';
 import { createPairing, relayStatus } from './relay-handlers';
+import { createLanPairing, listDevices, revokeDevice } from './device-handlers';
 import { isOwner, requireWritableBy } from './roles';
 import type { ClientSession } from './session';
 import { announceTurnEnded, type EndedTurn } from './turn-ended';
@@ -182,6 +183,9 @@ const commandHandlers: HandlerMap = {
 
   create_pairing: createPairing,
   relay_status: relayStatus,
+  create_lan_pairing: createLanPairing,
+  list_devices: listDevices,
+  revoke_device: revokeDevice,
   ...pushHandlers,
 };
 

@@ -13,6 +13,8 @@ export interface ClientSession {
   readonly canAnswerPermissions: boolean;
   /** How a socket authenticated: with the service's access token, or a session token of `POST /auth`. Absent for the editor and webhooks. */
   readonly principal?: 'access' | 'session';
+  /** The paired device this session authenticated as (its own credential; the owner's device). */
+  readonly deviceId?: string;
   send(event: ServiceEvent): void;
   /** Re-checks the client's credential and address after a config change; closes the client if either is no longer good. */
   recheck?(): void;

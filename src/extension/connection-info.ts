@@ -2,7 +2,7 @@ import { networkInterfaces } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import QRCode from 'qrcode';
 import * as vscode from 'vscode';
-import type { PairingInfo, RelayLinkStatus } from '../protocol';
+import type { PairedDevice, PairingInfo, RelayLinkStatus } from '../protocol';
 import type { Backend, Envelope } from './backend';
 
 /** The machine's IPv4 addresses a phone on the LAN can reach (no loopback, no link-local). */
@@ -14,9 +14,23 @@ export function lanAddresses(): string[] {
   return out;
 }
 
-/** The phone's pairing link on the LAN: the page served by the service, the socket and the token in the fragment (never sent to a server). */
-export function lanPairingUrl(host: string, port: number, token: string): string {
-  return `http://${host}:${port}/#url=${encodeURIComponent(`ws://${host}:${port}/ws`)}&token=${encodeURIComponent(token)}`;
+/**
+ * The phone's pairing link on the LAN: the page served by the service, the socket and a one-time pairing
+ * secret in the fragment (never sent to a server). Never the access token: the phone spends the secret
+ * for its own device credential (docs/protocol.md, "Devices").
+ */
+export function lanPairingUrl(host: string, port: number, pairingSecret: string): string {
+  return `http://${host}:${port}/#url=${encodeURIComponent(`ws://${host}:${port}/ws`)}&pair=${encodeURIComponent(pairingSecret)}`;
+}
+
+/** A one-time LAN pairing secret from the service (`create_lan_pairing`), or undefined when it cannot be had. Never throws. */
+export async function fetchLanPairingSecret(backend: Requester | undefined): Promise<string | undefined> {
+  try {
+    const answer = await backend?.request({ type: 'create_lan_pairing' });
+    return answer?.status === 'ok' ? (answer.data as { pairing_secret: string }).pairing_secret : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** What the running service says about its relays, and a fresh one-time relay pairing (when a relay is configured). */
@@ -64,6 +78,16 @@ async function askRelays(backend: Requester): Promise<RelayInfo> {
   }
 }
 
+/** The paired devices (`list_devices`), or undefined when the service cannot be asked. Never throws. */
+export async function fetchDevices(backend: Requester | undefined): Promise<PairedDevice[] | undefined> {
+  try {
+    const answer = await backend?.request({ type: 'list_devices' });
+    return answer?.status === 'ok' ? (answer.data as { devices: PairedDevice[] }).devices : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 const STATE_TEXT: Record<RelayLinkStatus['state'], string> = { connecting: 'connecting…', online: 'online', offline: 'offline' };
@@ -79,10 +103,10 @@ function relayLinkHtml(link: RelayLinkStatus): string {
 
 const qr = (url: string) => QRCode.toString(url, { type: 'svg', margin: 2, width: 240 });
 
-export async function connectionInfoHtml(info: { port: number; addresses: string[]; token: string; lanAccess: boolean; relay: RelayInfo }): Promise<string> {
+export async function connectionInfoHtml(info: { port: number; addresses: string[]; lanPairingSecret?: string; lanAccess: boolean; relay: RelayInfo; devices?: PairedDevice[] }): Promise<string> {
   const nonce = randomBytes(16).toString('base64');
   const host = info.addresses[0] ?? '127.0.0.1';
-  const lanQr = await qr(lanPairingUrl(host, info.port, info.token));
+  const lanQr = info.lanPairingSecret ? await qr(lanPairingUrl(host, info.port, info.lanPairingSecret)) : undefined;
   const relayQr = info.relay.pairing ? await qr(info.relay.pairing.pairing_url) : undefined;
   const list = (items: string[]) => (items.length ? `<ul>${items.map((i) => `<li><code>${escapeHtml(i)}</code></li>`).join('')}</ul>` : '<p>none</p>');
   const relaySection = info.relay.error
@@ -105,23 +129,31 @@ export async function connectionInfoHtml(info: { port: number; addresses: string
 ${info.lanAccess ? '' : '<p class="warn">LAN access is off (setting <code>remoteAssistant.lanAccess</code>): only this machine can connect.</p>'}
 <h3>Relay</h3>${relaySection}
 ${relayPairing}
-<h3>Pair your phone on this network</h3><p>Scan with the phone's camera (it holds the access token: do not share it).</p>
-<div class="qr">${lanQr}</div>
-<p>Use the notification's buttons to copy the token or a pairing link.</p>
+${devicesHtml(info.devices)}
+<h3>Pair your phone on this network</h3>
+${lanQr ? `<p>Scan with the phone's camera. The code works once, within 10 minutes; the phone gets its own credential, which you can revoke (Remote Assistant: Manage Devices).</p>
+<div class="qr">${lanQr}</div>` : '<p class="warn">No pairing code: the service did not answer.</p>'}
+<p>Use the notification's buttons to copy the access token (for scripts) or a pairing link.</p>
 </body></html>`;
+}
+
+function devicesHtml(devices: PairedDevice[] | undefined): string {
+  if (!devices) return '';
+  const rows = devices.map((d) => `<li>${escapeHtml(d.device_name)} <small>(${d.via === 'relay' ? 'relay' : 'LAN'}, last seen ${d.last_seen ? escapeHtml(new Date(d.last_seen).toLocaleString()) : 'never'})</small></li>`);
+  return `<h3>Paired devices</h3>${rows.length ? `<ul>${rows.join('')}</ul>` : '<p>none</p>'}<p>Revoke a lost phone with <b>Remote Assistant: Manage Devices</b>.</p>`;
 }
 
 export async function showConnectionInfo(info: { port: number; token: string; lanAccess: boolean }, backend: Requester | undefined): Promise<vscode.WebviewPanel> {
   const panel = vscode.window.createWebviewPanel('remoteAssistant.connectionInfo', 'Remote Assistant: Connection Info', vscode.ViewColumn.Active, { enableScripts: false, localResourceRoots: [] });
   const addresses = lanAddresses();
-  const relay = await fetchRelayInfo(backend);
-  panel.webview.html = await connectionInfoHtml({ ...info, addresses, relay });
+  const [relay, lanPairingSecret, devices] = await Promise.all([fetchRelayInfo(backend), fetchLanPairingSecret(backend), fetchDevices(backend)]);
+  panel.webview.html = await connectionInfoHtml({ ...info, addresses, relay, lanPairingSecret, devices });
   const online = relay.relays.filter((r) => r.state === 'online').length;
   const relayText = relay.relays.length ? `; relay ${online}/${relay.relays.length} online` : '';
-  const choices = ['Copy Token', 'Copy Pairing URL', ...(relay.pairing ? ['Copy Relay Pairing URL'] : [])];
+  const choices = ['Copy Token', ...(lanPairingSecret ? ['Copy Pairing URL'] : []), ...(relay.pairing ? ['Copy Relay Pairing URL'] : [])];
   void vscode.window.showInformationMessage(`Remote Assistant listens on port ${info.port}${addresses.length ? ` (${addresses.join(', ')})` : ''}${relayText}.`, ...choices).then(async (choice) => {
     if (choice === 'Copy Token') await vscode.env.clipboard.writeText(info.token);
-    if (choice === 'Copy Pairing URL') await vscode.env.clipboard.writeText(lanPairingUrl(addresses[0] ?? '127.0.0.1', info.port, info.token));
+    if (choice === 'Copy Pairing URL' && lanPairingSecret) await vscode.env.clipboard.writeText(lanPairingUrl(addresses[0] ?? '127.0.0.1', info.port, lanPairingSecret));
     if (choice === 'Copy Relay Pairing URL' && relay.pairing) await vscode.env.clipboard.writeText(relay.pairing.pairing_url);
   });
   return panel;

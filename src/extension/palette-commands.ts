@@ -11,6 +11,7 @@ import { describeFigures, type LoopMonitor } from './diagnostics';
 import { call, type Backend, type PublicConfig } from './backend';
 import { CHAT_VIEW_ID } from './chat-view';
 import { showConnectionInfo } from './connection-info';
+import { manageDevices } from './manage-devices';
 import type { Hosting } from './hosting';
 import { PROMPT_COMMANDS } from './permission-prompt';
 import { readSettings, SETTINGS_SECTION } from './settings';
@@ -27,6 +28,7 @@ export const COMMANDS = {
   setApiKey: 'remoteAssistant.setApiKey',
   listTools: 'remoteAssistant.listTools',
   showConnectionInfo: 'remoteAssistant.showConnectionInfo',
+  manageDevices: 'remoteAssistant.manageDevices',
   startService: 'remoteAssistant.startService',
   stopService: 'remoteAssistant.stopService',
   restartService: 'remoteAssistant.restartService',
@@ -312,6 +314,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     guarded(COMMANDS.setApiKey, () => setApiKey(deps)),
     guarded(COMMANDS.listTools, () => listTools(deps)),
     guarded(COMMANDS.showConnectionInfo, () => connectionInfo(deps)),
+    guarded(COMMANDS.manageDevices, () => manageDevices(deps.hosting.backend)),
     guarded(COMMANDS.startService, () => deps.hosting.start()),
     guarded(COMMANDS.stopService, () => deps.hosting.stop()),
     guarded(COMMANDS.restartService, () => deps.hosting.restart()),

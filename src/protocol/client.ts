@@ -26,6 +26,13 @@ export interface ProtocolClientOptions {
 
 type Waiter = { resolve: (envelope: Envelope) => void; reject: (error: Error) => void };
 
+/** A pairing phone's `auth` fields: the one-time secret, and its own id and name for the list of devices. */
+export interface DevicePairingRequest {
+  pairing_secret: string;
+  device_id?: string;
+  device_name?: string;
+}
+
 export class ProtocolClient<E = ServiceEvent> {
   private readonly eventListeners = new Set<(event: E) => void>();
   private readonly unmatchedListeners = new Set<(envelope: Envelope) => void>();
@@ -85,10 +92,14 @@ export class ProtocolClient<E = ServiceEvent> {
     return answer as Promise<EnvelopeOf<C['type']>>;
   }
 
-  /** The handshake: the session's first frame. Resolves with the service's answer (ok or refused). */
-  authenticate(token: string, timeoutMs?: number): Promise<EnvelopeOf<'auth'>> {
+  /**
+   * The handshake: the session's first frame, with a token, or a one-time pairing secret to spend for
+   * this device's own credential (docs/protocol.md, "Devices"). Resolves with the service's answer (ok or refused).
+   */
+  authenticate(credential: string | DevicePairingRequest, timeoutMs?: number): Promise<EnvelopeOf<'auth'>> {
+    const fields = typeof credential === 'string' ? { token: credential } : credential;
     // Our version, so a client from another build is told to update (the reply's `update`) instead of missing events.
-    return this.request({ type: 'auth', token, protocol: PROTOCOL_VERSION, id: `auth-${this.newId()}` }, timeoutMs);
+    return this.request({ type: 'auth', ...fields, protocol: PROTOCOL_VERSION, id: `auth-${this.newId()}` }, timeoutMs);
   }
 
   /** Every event received. Returns an unsubscribe function. */

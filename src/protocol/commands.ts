@@ -19,7 +19,13 @@ const command = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =
   z.object({ type: z.literal(type), id: RequestId.optional(), ...shape });
 
 export const AuthCommand = command('auth', {
-  token: z.string({ error: 'token must be a string' }),
+  /** The access token, a session token, or a paired device's `device_token`. */
+  token: z.string({ error: 'token must be a string' }).optional(),
+  /** Instead of a token: a one-time pairing secret, spent for this device's own credential (docs/protocol.md, "Devices"). */
+  pairing_secret: z.string({ error: 'pairing_secret must be a string' }).min(1).max(256).optional(),
+  /** With `pairing_secret`: the page's own device id (its Web Push id) and a name for the list of devices. */
+  device_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'device_id must be 1 to 64 letters, digits, - or _' }).optional(),
+  device_name: z.string().max(100, { error: 'device_name must be at most 100 characters' }).optional(),
   /** The client's PROTOCOL_VERSION (protocol/version.ts): the reply says which side must update when they differ. */
   protocol: z.number({ error: 'protocol must be an integer' }).int({ error: 'protocol must be an integer' }).optional(),
 });
@@ -145,6 +151,15 @@ export const CreatePairingCommand = command('create_pairing', {
 /** The state of each relay link. */
 export const RelayStatusCommand = command('relay_status', {});
 
+/** A one-time pairing secret for a phone on the LAN (the link is `#url=<ws url>&pair=<secret>`). */
+export const CreateLanPairingCommand = command('create_lan_pairing', {});
+
+// ---- Devices (docs/protocol.md, "Devices") ----
+export const ListDevicesCommand = command('list_devices', {});
+export const RevokeDeviceCommand = command('revoke_device', {
+  device_id: z.string({ error: 'device_id must be a string' }).regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'device_id must be 1 to 64 letters, digits, - or _' }),
+});
+
 // ---- Web Push (docs/protocol.md, "Web Push") ----
 /** A phone page install: random, made by the page (a UUID), kept in its localStorage. */
 const DeviceId = z.string({ error: 'device_id must be a string' }).regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'device_id must be 1 to 64 letters, digits, - or _' });
@@ -231,6 +246,9 @@ export const Command = z.discriminatedUnion('type', [
   RetryDeliveryCommand,
   CreatePairingCommand,
   RelayStatusCommand,
+  CreateLanPairingCommand,
+  ListDevicesCommand,
+  RevokeDeviceCommand,
   PushInfoCommand,
   PushSubscribeCommand,
   PushSettingsCommand,
@@ -363,6 +381,18 @@ export const PushTestResult = z.object({
   error: z.string().optional(),
 });
 export type PushTestResult = z.infer<typeof PushTestResult>;
+
+/** A paired phone (list_devices): its credential is its own, revocable on its own. */
+export const PairedDevice = z.object({
+  device_id: z.string(),
+  device_name: z.string(),
+  paired_at: z.string(),
+  last_seen: z.string().nullable(),
+  via: z.enum(['lan', 'relay']),
+  /** Whether a Web Push subscription of the same device_id exists. */
+  push: z.boolean(),
+});
+export type PairedDevice = z.infer<typeof PairedDevice>;
 
 export const PermissionMode = z.enum(['ask', 'allow', 'deny']);
 export type PermissionMode = z.infer<typeof PermissionMode>;

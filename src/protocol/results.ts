@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Conversation, Delivery, Message, PermissionDecision, PublicConfig, PushDevice, PushTestResult, ToolInfo, type CommandType } from './commands';
+import { Conversation, Delivery, Message, PairedDevice, PermissionDecision, PublicConfig, PushDevice, PushTestResult, ToolInfo, type CommandType } from './commands';
 import type { ErrorEnvelope, RequestId } from './envelope';
 import { PairingInfo, RelayLinkStatus } from './relay';
 import { PermissionRequest } from './events';
@@ -32,6 +32,9 @@ export const CommandResults = {
     server_build: z.string(),
     /** Present when the client's `protocol` differs: which side must be updated (protocol/version.ts). */
     update: z.enum(['client', 'service']).optional(),
+    /** After `pairing_secret`: this device's id and its own token (keep it; send it as `token` from now on). */
+    device_id: z.string().optional(),
+    device_token: z.string().optional(),
   }),
   chat: ChatResult,
   get_config: PublicConfig,
@@ -66,6 +69,9 @@ export const CommandResults = {
   retry_delivery: z.object({ delivery: Delivery }),
   create_pairing: PairingInfo,
   relay_status: z.object({ relays: z.array(RelayLinkStatus) }),
+  create_lan_pairing: z.object({ pairing_secret: z.string(), expires_in: z.number().int() }),
+  list_devices: z.object({ devices: z.array(PairedDevice) }),
+  revoke_device: z.object({ revoked: z.boolean() }),
   push_info: z.object({ vapid_public_key: z.string() }),
   push_subscribe: z.object({ device: PushDevice }),
   push_settings: z.object({ device: PushDevice }),

@@ -9,6 +9,7 @@ import { PermissionRequestsRepo } from './permission-requests';
 import { migrate, MIGRATIONS } from './migrations';
 import type { Migration } from './migrations';
 import { PushDevicesRepo } from './push-devices';
+import { DevicesRepo } from './devices';
 import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
 
@@ -27,6 +28,8 @@ export { PermissionRequestsRepo } from './permission-requests';
 export type { NewPermissionRequest, PermissionRequestRow, PermissionResolutionRecord } from './permission-requests';
 export { WebhooksRepo } from './webhooks';
 export { PushDevicesRepo } from './push-devices';
+export { DevicesRepo } from './devices';
+export type { DeviceRow } from './devices';
 export type { NewPushDevice, PushDeliveryRecord, PushDeviceEvents, PushDeviceRow } from './push-devices';
 export type { AcceptInput, AcceptResult, AttemptRecord, DeliveryFilter, DeliveryRow, InboxRow, NewDelivery } from './webhooks';
 export { migrate, MIGRATIONS, schemaVersion } from './migrations';
@@ -47,6 +50,7 @@ export interface Store {
   meta: MetaRepo;
   webhooks: WebhooksRepo;
   pushDevices: PushDevicesRepo;
+  devices: DevicesRepo;
   permissionRequests: PermissionRequestsRepo;
   close(): Promise<void>;
 }
@@ -69,6 +73,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     meta: new MetaRepo(db),
     webhooks: new WebhooksRepo(db),
     pushDevices: new PushDevicesRepo(db),
+    devices: new DevicesRepo(db),
     permissionRequests: new PermissionRequestsRepo(db),
     close: () => db.close(),
   };

@@ -35,6 +35,8 @@ export const MIGRATIONS: readonly Migration[] = [
   // 5: a user message's client_message_id with its sender, so a resent chat is recognised, also after a restart (commands/chat-resends.ts).
   `ALTER TABLE messages ADD COLUMN client_key TEXT;
   CREATE UNIQUE INDEX messages_client_key ON messages (client_key) WHERE client_key IS NOT NULL;`,
+  // 6: paired devices, each with its own credential (src/store/devices.ts).
+  `CREATE TABLE devices (device_id TEXT PRIMARY KEY, device_name TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, paired_at TEXT NOT NULL, last_seen TEXT, via TEXT NOT NULL);`,
 ];
 
 export function schemaVersion(db: Database): number {

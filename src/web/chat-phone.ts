@@ -5,10 +5,11 @@
 import { ChatApp } from './chat/app';
 import { h } from './chat/dom';
 import { loadClientKeyPair } from './client-key';
-import { forgetPairing, loadPairing, markPaired, savePairing, type Pairing } from './pairing';
+import { forgetPairing, loadPairing, markPaired, saveDeviceToken, savePairing, type Pairing } from './pairing';
 import { RelayWire } from './relay-wire';
+import { DevicesSection } from './devices-section';
 import { DeepLinks, readDeepLink } from './push/deep-link';
-import { deviceId } from './push/device';
+import { deviceId, deviceName } from './push/device';
 import { NotificationSettings } from './push/notification-settings';
 import { reportVisibility } from './push/visibility';
 import { registerPushWorker } from './push/worker-registration';
@@ -19,12 +20,19 @@ const root = document.getElementById('app') ?? document.body.appendChild(documen
 
 const pushWorker = registerPushWorker();
 
-function start(pairing: Pairing): void {
+function start(paired: Pairing): void {
+  let pairing = paired;
   const relay = pairing.relay;
   let pairingSecret = relay?.pair;
   const connection = new WebSocketConnection({
     url: pairing.url,
     token: pairing.token,
+    // A QR code's one-time secret: spent in the first `auth` for this device's own credential.
+    pairing: () => (pairing.pair ? { pairing_secret: pairing.pair, device_id: deviceId(), device_name: deviceName() } : undefined),
+    onDeviceToken: (token) => {
+      pairing = { url: pairing.url, token, ...(relay ? { relay } : {}) };
+      saveDeviceToken(token);
+    },
     createWire: relay
       ? () =>
           new RelayWire({
@@ -53,7 +61,14 @@ function start(pairing: Pairing): void {
     connection,
     root,
     outboxStorage: localStorage,
-    drawerFooter: h('div', { class: 'drawer-footer' }, h('div', { class: 'paired-with' }, relay ? `Via relay: ${hostOf(pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(pairing.url)}`), notifications.button, forget),
+    drawerFooter: h(
+      'div',
+      { class: 'drawer-footer' },
+      h('div', { class: 'paired-with' }, relay ? `Via relay: ${hostOf(pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(pairing.url)}`),
+      new DevicesSection(connection, deviceId).element,
+      notifications.button,
+      forget,
+    ),
     memory: {
       load: () => localStorage.getItem(CONVERSATION_KEY) ?? undefined,
       save: (id) => (id ? localStorage.setItem(CONVERSATION_KEY, id) : localStorage.removeItem(CONVERSATION_KEY)),

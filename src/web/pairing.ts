@@ -1,15 +1,20 @@
 /**
- * The phone's pairing (service WebSocket URL + token). It arrives in the page URL's fragment
- * (`#url=...&token=...` on the LAN, `#relay=...&machine_key=...&pair=...&token=...` through the relay,
- * docs/relay.md §Pairing), which browsers never send to a server, is kept in localStorage, and the
- * fragment is removed from the address bar at once so the token is not left on screen or in history.
+ * The phone's pairing (service WebSocket URL + this device's credential). It arrives in the page URL's
+ * fragment (`#url=...&pair=...` on the LAN, `#relay=...&machine_key=...&pair=...` through the relay,
+ * docs/relay.md §Pairing; `token=` still works for a token typed or given by hand), which browsers
+ * never send to a server, is kept in localStorage, and the fragment is removed from the address bar at
+ * once. The one-time `pair` secret is spent in the first `auth` for the device's own token, which
+ * replaces it (docs/protocol.md, "Devices").
  */
 import { bytesOfLength } from '../tunnel/base64url';
 
 export interface Pairing {
   /** The service's `/ws`, or the relay's client socket for the machine (with `machine_id`). */
   url: string;
+  /** The device's own credential (or a token given by hand); '' until `pair` is spent for one. */
   token: string;
+  /** The one-time pairing secret, until `auth` spent it for a device token. */
+  pair?: string;
   /** Through the relay: the machine's public key, and the one-time pairing secret until it is spent. */
   relay?: RelayPairing;
 }
@@ -35,18 +40,22 @@ export function loadPairing(location: Location = window.location, storage: Stora
 export function parseFragment(hash: string, location?: Pick<Location, 'protocol' | 'host'>): Pairing | undefined {
   if (!hash || hash.length < 2) return undefined;
   const params = new URLSearchParams(hash.slice(1));
-  const token = params.get('token');
-  if (!token) return undefined;
+  const token = params.get('token') ?? '';
+  const pair = secretOf(params.get('pair'));
+  if (!token && !pair) return undefined;
+  const secret = pair ? { pair } : {};
   const relayUrl = params.get('relay');
   if (relayUrl) {
-    const relay = relayPairingOf({ machineKey: params.get('machine_key'), pair: params.get('pair') ?? undefined });
+    const relay = relayPairingOf({ machineKey: params.get('machine_key'), pair });
     if (!relay || !/^wss?:\/\//i.test(relayUrl)) return undefined;
-    return { url: relayUrl, token, relay };
+    return { url: relayUrl, token, ...secret, relay };
   }
   const url = params.get('url') ?? (location ? defaultUrl(location) : undefined);
   if (!url || !/^wss?:\/\//i.test(url)) return undefined;
-  return { url, token };
+  return { url, token, ...secret };
 }
+
+const secretOf = (value: unknown) => (typeof value === 'string' && value.length > 0 && value.length <= 256 ? value : undefined);
 
 /** The service's `/ws` on the host that served the page (when the service serves it itself). */
 export function defaultUrl(location: Pick<Location, 'protocol' | 'host'>): string {
@@ -69,25 +78,35 @@ export function forgetPairing(storage: Storage = window.localStorage): void {
   }
 }
 
-/** The pairing secret is spent once the machine accepted this phone: drop it from the stored pairing. */
+/** The relay machine accepted this phone's key: the secret's proof is spent (its `auth` still spends the secret itself). */
 export function markPaired(storage: Storage = window.localStorage): void {
   const stored = readStored(storage);
   if (stored?.relay?.pair) savePairing({ ...stored, relay: { machineKey: stored.relay.machineKey } }, storage);
 }
 
+/** The service gave this device its own credential: keep it, and forget the spent pairing secret. */
+export function saveDeviceToken(token: string, storage: Storage = window.localStorage): void {
+  const stored = readStored(storage);
+  if (!stored) return;
+  const { pair: _spent, ...rest } = stored;
+  savePairing({ ...rest, token }, storage);
+}
+
 function relayPairingOf(value: { machineKey?: unknown; pair?: unknown }): RelayPairing | undefined {
   if (!bytesOfLength(value.machineKey, 32)) return undefined;
-  const pair = typeof value.pair === 'string' && value.pair.length > 0 && value.pair.length <= 256 ? value.pair : undefined;
+  const pair = secretOf(value.pair);
   return { machineKey: value.machineKey as string, ...(pair ? { pair } : {}) };
 }
 
 function readStored(storage: Storage): Pairing | undefined {
   try {
     const value = JSON.parse(storage.getItem(STORAGE_KEY) ?? 'null') as Partial<Pairing> | null;
-    if (value && typeof value.url === 'string' && typeof value.token === 'string' && value.token) {
-      if (value.relay === undefined) return { url: value.url, token: value.token };
+    const pair = secretOf(value?.pair);
+    if (value && typeof value.url === 'string' && typeof value.token === 'string' && (value.token || pair)) {
+      const base = { url: value.url, token: value.token, ...(pair ? { pair } : {}) };
+      if (value.relay === undefined) return base;
       const relay = relayPairingOf(value.relay);
-      if (relay) return { url: value.url, token: value.token, relay };
+      if (relay) return { ...base, relay };
     }
   } catch {
     // Corrupt entry: treat as unpaired.

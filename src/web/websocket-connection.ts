@@ -7,13 +7,18 @@
  * (protocol/client.ts), one per service session.
  */
 import type { CommandInput, EnvelopeOf, ViewEvent } from '../protocol';
-import { ProtocolClient } from '../protocol/client';
+import { ProtocolClient, type DevicePairingRequest } from '../protocol/client';
 import { ConnectionCore, type ConnectionStatus, type ServiceConnection } from './connection';
 import { PlainWire, type Wire } from './wire';
 
 export interface WebSocketConnectionOptions {
   url: string;
+  /** The device's credential ('' until a pairing secret was spent for it). */
   token: string;
+  /** While the phone is not paired yet: the one-time secret (and its id and name) to spend in `auth`. */
+  pairing?: () => DevicePairingRequest | undefined;
+  /** The service gave this device its own credential: keep it (the connection uses it from now on). */
+  onDeviceToken?: (token: string) => void;
   /** First retry delay; doubles per failed attempt up to `maxDelayMs`. */
   baseDelayMs?: number;
   maxDelayMs?: number;
@@ -38,7 +43,11 @@ export class WebSocketConnection implements ServiceConnection {
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
 
+  /** What `auth` sends: the device's own credential once it has one. */
+  private token: string;
+
   constructor(private readonly options: WebSocketConnectionOptions) {
+    this.token = options.token;
     this.baseDelayMs = options.baseDelayMs ?? 500;
     this.maxDelayMs = options.maxDelayMs ?? 10_000;
     // A phone that wakes up or gets its network back should not wait out a long backoff.
@@ -125,9 +134,13 @@ export class WebSocketConnection implements ServiceConnection {
       session.onEvent((event) => {
         if (this.session === session) this.core.emitEvent(event);
       });
-      session.authenticate(this.options.token).then(
+      session.authenticate(this.token ? this.token : (this.options.pairing?.() ?? this.token)).then(
         (answer) => {
           if (client !== session || answer.status !== 'ok') return; // A refusal is followed by close 4401, handled below.
+          if (answer.data.device_token) {
+            this.token = answer.data.device_token;
+            this.options.onDeviceToken?.(answer.data.device_token);
+          }
           this.session = session;
           this.attempts = 0;
           this.core.setState({ state: 'open', update: answer.data.update });

@@ -344,6 +344,32 @@ describe('palette: Edit Permission Rules and Send Test Notification', () => {
     assert.deepEqual((config.data as { permission_rules: unknown }).permission_rules, { allow: ['read_file'], deny: ['run_command:rm *', 'write_file:secrets/*'] });
   });
 
+  test('Manage Devices lists the paired phones and revokes the picked one: its socket closes 4401, the other stays', async () => {
+    const { api, phone } = await activateWindow();
+    const wsUrl = `ws://127.0.0.1:${(api.hosting.state as { port: number }).port}/ws`;
+    const pair = async (device_id: string, device_name: string) => {
+      const { pairing_secret } = (await phone.request({ type: 'create_lan_pairing' })).data as { pairing_secret: string };
+      const client = await TestClient.connect(wsUrl);
+      cleanups.push(async () => client.close());
+      assert.equal((await client.request({ type: 'auth', pairing_secret, device_id, device_name })).status, 'ok');
+      return client;
+    };
+    const lost = await pair('lost', 'Lost Pixel');
+    const kept = await pair('kept', 'iPhone');
+    testing.answers.quickPick.push((items: { label: string; description: string }[]) => {
+      assert.deepEqual(items.map((i) => i.label), ['Lost Pixel', 'iPhone']);
+      assert.match(items[0].description, /LAN · notifications off/);
+      return items[0];
+    });
+    testing.answers.warning.push('Revoke Lost Pixel');
+    await testing.commands.get('remoteAssistant.manageDevices')!();
+    assert.equal((await lost.waitClose()).code, 4401);
+    assert.match(testing.messages.at(-1)!.message, /Lost Pixel revoked/);
+    assert.equal((await kept.request({ type: 'list_conversations' })).status, 'ok');
+    const listed = (await phone.request({ type: 'list_devices' })).data as { devices: { device_id: string }[] };
+    assert.deepEqual(listed.devices.map((d) => d.device_id), ['kept']);
+  });
+
   test('Send Test Notification reports each device, and says so when no device is subscribed', async () => {
     let results: unknown[] = [];
     const stand = standInBackend({ push_test: () => ({ results }), list_push_devices: () => ({ devices: [] }) });

@@ -12,6 +12,7 @@ import { startService, TEST_TOKEN, writeConfig, type RunningService } from '../h
 import { tempDir } from '../helpers/temp';
 import { waitFor } from '../helpers/temp';
 import { installVscodeDouble } from '../helpers/vscode-double';
+import { TestClient } from '../helpers/ws-client';
 import { RELAY_TOKEN, startRelay, type RunningRelay } from '../helpers/relay-link-harness';
 
 installVscodeDouble();
@@ -40,19 +41,30 @@ test('the relay state and a one-time relay pairing come from the running service
   await waitFor(() => svc.service.relay.status()[0]?.state === 'online', 'relay online', 10_000);
   const backend = new LocalBackend(svc.service);
   const relayInfo = await info.fetchRelayInfo(backend);
-  backend.dispose();
   assert.equal(relayInfo.error, undefined);
   assert.deepEqual(relayInfo.relays.map((r) => [r.name, r.state]), [['home-relay', 'online']]);
   assert.ok(relayInfo.pairing?.pairing_url.startsWith(`${relay.httpUrl}/#relay=`));
   assert.equal(svc.service.pairings.size, 1, 'one live pairing secret made for the QR');
 
-  const html = await info.connectionInfoHtml({ port: portOf(svc), addresses: ['192.168.1.20'], token: TEST_TOKEN, lanAccess: true, relay: relayInfo });
+  const lanSecret = await info.fetchLanPairingSecret(backend);
+  assert.ok(lanSecret, 'the host window makes a LAN pairing secret');
+  assert.equal(svc.service.pairings.size, 2, 'and one for the LAN QR');
+  const lanUrl = new URL(info.lanPairingUrl('192.168.1.20', portOf(svc), lanSecret));
+  assert.deepEqual(Object.fromEntries(new URLSearchParams(lanUrl.hash.slice(1))), { url: `ws://192.168.1.20:${portOf(svc)}/ws`, pair: lanSecret }, 'the LAN link holds the secret, no token');
+  const phone = await TestClient.connect(svc.wsUrl);
+  assert.equal((await phone.request({ type: 'auth', pairing_secret: lanSecret, device_name: '<b>Ada</b> phone' })).status, 'ok');
+  phone.close();
+  const devices = await info.fetchDevices(backend);
+  assert.deepEqual(devices?.map((d) => d.device_name), ['<b>Ada</b> phone']);
+  const html = await info.connectionInfoHtml({ port: portOf(svc), addresses: ['192.168.1.20'], lanPairingSecret: lanSecret, lanAccess: true, relay: relayInfo, devices });
+  assert.match(html, /Paired devices<\/h3><ul><li>&#60;b&#62;Ada&#60;\/b&#62; phone <small>\(LAN, last seen /, 'the paired phone listed, escaped');
   assert.match(html, /home-relay/);
   assert.match(html, /class="state online">online</);
   assert.match(html, /end-to-end encrypted/);
   assert.equal(html.match(/<svg/g)?.length, 2, 'two QR codes: relay and LAN');
   assert.ok(!html.includes(TEST_TOKEN) && !html.includes(RELAY_TOKEN), 'no token as text in the panel');
-  assert.ok(!html.includes(relayInfo.pairing!.pairing_secret), 'no pairing secret as text');
+  assert.ok(!html.includes(relayInfo.pairing!.pairing_secret) && !html.includes(lanSecret), 'no pairing secret as text');
+  backend.dispose();
 });
 
 test('an offline relay shows its error; no relay configured says how to add one; a refused command is an error, not a crash', async () => {
@@ -62,7 +74,7 @@ test('an offline relay shows its error; no relay configured says how to add one;
   const offline = await info.fetchRelayInfo(hostWindow);
   hostWindow.dispose();
   assert.equal(offline.relays[0].state, 'offline');
-  const html = await info.connectionInfoHtml({ port: portOf(svc), addresses: [], token: TEST_TOKEN, lanAccess: false, relay: offline });
+  const html = await info.connectionInfoHtml({ port: portOf(svc), addresses: [], lanAccess: false, relay: offline });
   assert.match(html, /class="state offline">offline</);
   assert.match(html, /last error: /);
 
@@ -70,7 +82,7 @@ test('an offline relay shows its error; no relay configured says how to add one;
   const none = await info.fetchRelayInfo(plainWindow);
   plainWindow.dispose();
   assert.deepEqual(none, { relays: [] });
-  assert.match(await info.connectionInfoHtml({ port: portOf(plain), addresses: [], token: TEST_TOKEN, lanAccess: true, relay: none }), /No relay configured/);
+  assert.match(await info.connectionInfoHtml({ port: portOf(plain), addresses: [], lanAccess: true, relay: none }), /No relay configured/);
 
   // A window that does not host: a refused command is an error, not a crash; no service at all is said so.
   const attached = await RemoteBackend.connect(plain.wsUrl, TEST_TOKEN);

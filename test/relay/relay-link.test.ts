@@ -239,20 +239,28 @@ test('pairing: create_pairing gives a one-time secret that admits one new key, t
   assert.equal(url.pathname, '/');
   assert.equal(url.search, '', 'nothing in the query: it would reach the server');
   const fragment = new URLSearchParams(url.hash.slice(1));
-  assert.deepEqual(Object.fromEntries(fragment), { relay: info.relay_url, machine_key: info.machine_key, pair: info.pairing_secret, token: svc.token });
+  assert.deepEqual(Object.fromEntries(fragment), { relay: info.relay_url, machine_key: info.machine_key, pair: info.pairing_secret }, 'the link holds no token');
+  assert.ok(!info.pairing_url.includes(svc.token));
 
+  // The phone proves the secret in its e2e hello (its key is registered), then spends it in `auth` for its own credential.
   const phone = generateKeyPair();
-  const paired = await RelayClient.authed(clientUrl(info.machine_id), phone, info.machine_key, svc.token, info.pairing_secret);
+  const paired = await RelayClient.connect(clientUrl(info.machine_id));
   clients.push(paired);
+  await paired.handshake(phone, info.machine_key, info.pairing_secret);
+  const hello = await paired.request({ type: 'auth', pairing_secret: info.pairing_secret, device_name: 'relayed phone' });
+  assert.equal(hello.status, 'ok', JSON.stringify(hello));
+  const device = hello.data as { device_id: string; device_token: string };
   assert.equal((await paired.request({ type: 'get_config' })).status, 'ok');
+  const listed = (await lanClient.request({ type: 'list_devices' })).data as { devices: { device_id: string; via: string }[] };
+  assert.equal(listed.devices.find((d) => d.device_id === device.device_id)?.via, 'relay');
 
   // Spent: another key with the same secret is refused.
   const thief = await RelayClient.connect(clientUrl(info.machine_id));
   clients.push(thief);
   await assert.rejects(thief.handshake(generateKeyPair(), info.machine_key, info.pairing_secret), /closed 4401/);
 
-  // The paired key is now registered: it comes back without a secret.
-  const again = await RelayClient.authed(clientUrl(info.machine_id), phone, info.machine_key, svc.token);
+  // The paired key is now registered: it comes back without a secret, with its device credential.
+  const again = await RelayClient.authed(clientUrl(info.machine_id), phone, info.machine_key, device.device_token);
   clients.push(again);
   assert.equal((await again.request({ type: 'list_conversations' })).status, 'ok');
 });
@@ -285,7 +293,12 @@ test('pairing secrets expire after 10 minutes and are single-use', () => {
   now += 599_000;
   assert.equal(secrets.redeem(key, pairProof('another', key)), false, 'a wrong secret');
   assert.equal(secrets.redeem(key, pairProof(fresh, key)), true, 'valid just before 10 minutes');
-  assert.equal(secrets.redeem(key, pairProof(fresh, key)), false, 'spent');
+  assert.equal(secrets.redeem(key, pairProof(fresh, key)), false, 'claimed: no second key');
+  assert.equal(secrets.spend(fresh), true, 'the claiming phone spends it in auth for its device credential');
+  assert.equal(secrets.spend(fresh), false, 'spent');
+  const lan = secrets.create().secret;
+  assert.equal(secrets.spend(lan), true, 'a LAN phone spends a secret without claiming it');
+  assert.equal(secrets.redeem(key, pairProof(lan, key)), false, 'a spent secret admits no key');
 });
 
 test('relay restart: clients see the machine offline, the link reconnects with backoff, sessions start over', async () => {

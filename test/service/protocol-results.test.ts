@@ -155,6 +155,16 @@ test('relay: relay_status and create_pairing', async () => {
   await answer({ type: 'create_pairing' });
 });
 
+test('devices: a LAN pairing secret spent for a device, listed, revoked', async () => {
+  const { pairing_secret }: { pairing_secret: string } = await answer({ type: 'create_lan_pairing' });
+  const phone = await TestClient.connect(svc.wsUrl);
+  const hello = await phone.request({ type: 'auth', pairing_secret, device_id: 'results-phone' });
+  assert.equal(CommandResults.auth.safeParse(hello.data).success, true, JSON.stringify(hello));
+  await answer({ type: 'list_devices' });
+  await answer({ type: 'revoke_device', device_id: 'results-phone' });
+  phone.close();
+});
+
 test('web push: devices, settings, test, visibility', async () => {
   await answer({ type: 'push_info' });
   const { device }: { device: { device_id: string } } = await answer({ type: 'push_subscribe', device_id: 'phone-1', device_name: 'Android Chrome', subscription: push.subscription() });

@@ -3,6 +3,7 @@ import { ServiceError, type ServiceConfig } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import { loginLimitKey } from '../http/allow-from';
 import { FixedWindowLimiter } from '../http/rate-limit';
+import type { DeviceCredentials } from './device-credentials';
 import { PasswordChecksBusy, decoyHash, passwordChecksBusy, verifyPassword } from './passwords';
 
 /**
@@ -11,7 +12,8 @@ import { PasswordChecksBusy, decoyHash, passwordChecksBusy, verifyPassword } fro
  * new password.
  */
 export type Principal =
-  | { kind: 'access'; credential: Buffer }
+  /** The access token, or (with `deviceId`) a paired device: the owner's, with its own credential, revocable on its own. */
+  | { kind: 'access'; credential: Buffer; deviceId?: string }
   | { kind: 'session'; username: string; expiresAt: number; credential: string };
 
 interface Session {
@@ -42,6 +44,8 @@ export class Authenticator {
     /** Told of each session token, so the log redactor can hide it while it lives. */
     private readonly secrets: { addSecret(token: string): void; removeSecret(token: string): void } = { addSecret() {}, removeSecret() {} },
     private readonly now: () => number = Date.now,
+    /** The paired devices' credentials (absent: only the access token and sessions). */
+    readonly devices?: DeviceCredentials,
   ) {
     this.loginAttempts = new FixedWindowLimiter(LOGIN_FAILURE_LIMIT, LOGIN_WINDOW_MS, now);
   }
@@ -53,17 +57,24 @@ export class Authenticator {
     const accessToken = this.config().auth_token;
     if (accessToken && timingSafeEqual(given, digest(accessToken))) return { kind: 'access', credential: given };
     const key = given.toString('hex');
+    const device = this.devices?.deviceOf(token);
+    if (device) {
+      this.devices!.seen(device.device_id);
+      return { kind: 'access', credential: given, deviceId: device.device_id };
+    }
     const session = this.liveSession(key);
     return session ? { kind: 'session', username: session.username, expiresAt: session.expiresAt, credential: key } : null;
   }
 
   /**
-   * Is the credential a principal was verified with still good? False once the access token changed, or
+   * Is the credential a principal was verified with still good? False once the access token changed, the
+   * device was revoked, or
    * the session expired or its user was removed or given a new password (sockets are re-checked on
    * every config change and before each command and event).
    */
   isValid(principal: Principal): boolean {
     if (principal.kind === 'session') return this.liveSession(principal.credential) !== undefined;
+    if (principal.deviceId !== undefined) return this.devices?.isLive(principal.deviceId, principal.credential.toString('hex')) ?? false;
     const accessToken = this.config().auth_token;
     return Boolean(accessToken) && timingSafeEqual(principal.credential, digest(accessToken!));
   }
@@ -120,6 +131,11 @@ export class Authenticator {
     this.secrets.addSecret(token);
     this.logger.info('auth.login', { username, address: clientAddress });
     return { token, expires_in: ttl };
+  }
+
+  /** The paired device a principal stands for, if any. */
+  static deviceOf(principal: Principal): string | undefined {
+    return principal.kind === 'access' ? principal.deviceId : undefined;
   }
 
   /** Seconds left for a principal (null: the access token does not expire). */

@@ -1,8 +1,8 @@
-import { AuthCommand, fail, helloOf, ok, requestIdOf, type Envelope, type ResultOf, type ServiceEvent, wireText } from '../../protocol';
+import { AuthCommand, fail, helloOf, type CommandOf, ok, requestIdOf, type Envelope, type ResultOf, type ServiceEvent, wireText } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { OpenSession, SessionDoor } from '../../commands/door';
 import { newSessionId } from '../../commands/session';
-import type { Authenticator, Principal } from '../auth/auth';
+import { Authenticator, type Principal } from '../auth/auth';
 import { MAX_BODY_BYTES } from '../http/http-util';
 import { version as SERVER_BUILD } from '../../../package.json';
 
@@ -89,7 +89,7 @@ export function openClientConnection(peer: FramePeer, source: string, remoteAddr
     }
     if (!deps.auth.isValid(principal)) {
       log.info('ws.credential_revoked', { address: remoteAddress, principal: principal.kind });
-      closeWith(CLOSE_AUTH_FAILED, principal.kind === 'session' ? 'session ended' : 'token revoked');
+      closeWith(CLOSE_AUTH_FAILED, principal.kind === 'session' ? 'session ended' : Authenticator.deviceOf(principal) ? 'device revoked' : 'token revoked');
       return false;
     }
     return true;
@@ -104,30 +104,53 @@ export function openClientConnection(peer: FramePeer, source: string, remoteAddr
     expiryTimer.unref();
   };
 
-  const authenticate = (frame: unknown) => {
+  /**
+   * A pairing phone's `auth` with `pairing_secret`: the secret is spent for its own device credential,
+   * which the hello hands back. Null when the secret is not live (or no device store).
+   */
+  const pairDevice = async (command: CommandOf<'auth'>) => {
+    const devices = deps.auth.devices;
+    if (!devices || !command.pairing_secret) return null;
+    const paired = await devices.pair({ secret: command.pairing_secret, deviceId: command.device_id, deviceName: command.device_name, via: source === 'relay' ? 'relay' : 'lan' });
+    if (!paired) return null;
+    log.info('ws.device_paired', { address: remoteAddress, device: paired.device_id });
+    return { paired, principal: deps.auth.verify(paired.device_token) };
+  };
+
+  const authenticate = async (frame: unknown) => {
     const parsed = AuthCommand.safeParse(frame);
-    const candidate = parsed.success ? deps.auth.verify(parsed.data.token) : null;
+    const pairing = parsed.success && parsed.data.token === undefined ? await pairDevice(parsed.data) : null;
+    const candidate = pairing ? pairing.principal : parsed.success ? deps.auth.verify(parsed.data.token) : null;
     const requestId = requestIdOf(frame);
+    if (!open) return;
     if (!candidate) {
       log.warn('ws.auth_failed', { address: remoteAddress });
-      send(fail('invalid_token', parsed.success ? 'invalid token' : 'the first message must be {"type":"auth","token":...}', requestId));
+      const why = !parsed.success ? 'the first message must be {"type":"auth","token":...}' : parsed.data.token === undefined ? 'invalid or spent pairing secret' : 'invalid token';
+      send(fail('invalid_token', why, requestId));
       closeWith(CLOSE_AUTH_FAILED, 'authentication failed');
       return;
     }
     clearTimeout(authTimer);
     principal = candidate;
+    const deviceId = Authenticator.deviceOf(candidate);
     if (candidate.kind === 'session') closeAtExpiry(candidate.expiresAt);
     admitted = deps.door.openSession({
       id,
       source,
       principal: candidate.kind,
+      ...(deviceId ? { deviceId } : {}),
       canAnswerPermissions: true,
       send: sendEvent,
       recheck: () => void stillEntitled(),
       onClose: () => closeWith(CLOSE_SERVICE_STOPPING, 'service stopping'),
     });
-    log.info('ws.authenticated', { address: remoteAddress, principal: candidate.kind });
-    const answer: ResultOf<'auth'> = { authenticated: true, expires_in: deps.auth.expiresIn(candidate), ...helloOf(parsed.data?.protocol, SERVER_BUILD) };
+    log.info('ws.authenticated', { address: remoteAddress, principal: candidate.kind, ...(deviceId ? { device: deviceId } : {}) });
+    const answer: ResultOf<'auth'> = {
+      authenticated: true,
+      expires_in: deps.auth.expiresIn(candidate),
+      ...helloOf(parsed.data?.protocol, SERVER_BUILD),
+      ...(pairing ? pairing.paired : {}),
+    };
     send(ok(answer, requestId));
   };
 
@@ -150,8 +173,15 @@ export function openClientConnection(peer: FramePeer, source: string, remoteAddr
     log.info('ws.closed', { code });
   };
 
-  const receive = (text: string | undefined, size: number) => {
+  /** While a pairing `auth` is spent (a store write), later frames wait for its answer. */
+  let authenticating: Promise<void> | undefined;
+
+  const receive = (text: string | undefined, size: number): void => {
     if (!open) return;
+    if (authenticating) {
+      void authenticating.then(() => receive(text, size));
+      return;
+    }
     if (size > MAX_BODY_BYTES) {
       send(fail('payload_too_large', `frame exceeds ${MAX_BODY_BYTES} bytes`));
       closeWith(CLOSE_TOO_BIG, 'frame too large');
@@ -166,7 +196,14 @@ export function openClientConnection(peer: FramePeer, source: string, remoteAddr
       }
     }
     if (!principal) {
-      authenticate(frame);
+      authenticating = authenticate(frame)
+        .catch((error) => {
+          log.error('ws.auth_crashed', { error });
+          closeWith(CLOSE_AUTH_FAILED, 'authentication failed');
+        })
+        .finally(() => {
+          authenticating = undefined;
+        });
       return;
     }
     if (text === undefined) return send(fail('invalid_request', 'binary frames are not accepted; send JSON text'));

@@ -15,8 +15,11 @@ export function relayHttpOrigin(channelUrl: string): string {
   return `${url.protocol === 'wss:' ? 'https:' : 'http:'}//${url.host}`;
 }
 
-/** The phone page's URL on the relay, everything in the fragment (never sent to a server). */
-export function relayPairingUrl(options: { channelUrl: string; relayUrl: string; machineKey: string; secret: string; token: string }): string {
-  const fragment = new URLSearchParams({ relay: options.relayUrl, machine_key: options.machineKey, pair: options.secret, token: options.token });
+/**
+ * The phone page's URL on the relay, everything in the fragment (never sent to a server). It holds the
+ * one-time pairing secret, never a token: the phone spends the secret for its own device credential.
+ */
+export function relayPairingUrl(options: { channelUrl: string; relayUrl: string; machineKey: string; secret: string }): string {
+  const fragment = new URLSearchParams({ relay: options.relayUrl, machine_key: options.machineKey, pair: options.secret });
   return `${relayHttpOrigin(options.channelUrl)}/#${fragment.toString()}`;
 }

@@ -14,7 +14,7 @@ export interface RelayPairingDeps {
 
 /**
  * A one-time pairing for a phone through a relay channel (`create_pairing`; the command checks who
- * may ask). The link it returns holds the service's access token.
+ * may ask). The link holds a one-time pairing secret, which the phone spends for its own device credential.
  */
 export async function createRelayPairing(deps: RelayPairingDeps, channelName: string | undefined): Promise<PairingInfo> {
   const channels = websocketChannelsOf(deps.config());
@@ -25,8 +25,6 @@ export async function createRelayPairing(deps: RelayPairingDeps, channelName: st
       channelName ? `no relay channel named ${channelName.slice(0, 64)}` : 'no relay configured: add a channel of type "websocket" with the relay url to service.json',
     );
   }
-  const token = deps.config().auth_token;
-  if (!token) throw new ServiceError('server_error', 'the service has no access token yet');
   const { machineId, keyPair } = await machineIdentityOf(deps.store);
   const { secret, expiresIn } = deps.pairings.create();
   const relayUrl = relaySocketUrl(channel.url, machineId);
@@ -37,6 +35,6 @@ export async function createRelayPairing(deps: RelayPairingDeps, channelName: st
     relay_url: relayUrl,
     pairing_secret: secret,
     expires_in: expiresIn,
-    pairing_url: relayPairingUrl({ channelUrl: channel.url, relayUrl, machineKey: keyPair.publicKey, secret, token }),
+    pairing_url: relayPairingUrl({ channelUrl: channel.url, relayUrl, machineKey: keyPair.publicKey, secret }),
   };
 }

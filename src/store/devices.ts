@@ -1,0 +1,67 @@
+import type { Database } from './database';
+
+/** A phone paired with this machine (docs/protocol.md, "Devices"): its own credential, stored only as a digest. */
+export interface DeviceRow {
+  device_id: string;
+  device_name: string;
+  /** SHA-256 of the device token, hex. */
+  token_hash: string;
+  paired_at: string;
+  last_seen: string | null;
+  via: 'lan' | 'relay';
+}
+
+const COLUMNS = 'device_id, device_name, token_hash, paired_at, last_seen, via';
+
+/** The paired devices, one row per device; removing a row ends its credential. */
+export class DevicesRepo {
+  /**
+   * Each device's token digest, kept in memory (all writes go through this repo): a device's socket
+   * re-checks its credential before each command and event, so that check must not query the database.
+   */
+  private hashes: Map<string, string> | undefined;
+
+  constructor(private readonly db: Database) {}
+
+  /** The token digest of a device, or undefined once it is revoked (or never existed). */
+  tokenHashOf(deviceId: string): string | undefined {
+    this.hashes ??= new Map(this.db.all<{ device_id: string; token_hash: string }>('SELECT device_id, token_hash FROM devices').map((r) => [r.device_id, r.token_hash]));
+    return this.hashes.get(deviceId);
+  }
+
+  get(deviceId: string): DeviceRow | undefined {
+    return this.db.get<DeviceRow>(`SELECT ${COLUMNS} FROM devices WHERE device_id = ?`, [deviceId]);
+  }
+
+  byTokenHash(tokenHash: string): DeviceRow | undefined {
+    return this.db.get<DeviceRow>(`SELECT ${COLUMNS} FROM devices WHERE token_hash = ?`, [tokenHash]);
+  }
+
+  /** Oldest first. */
+  list(): DeviceRow[] {
+    return this.db.all<DeviceRow>(`SELECT ${COLUMNS} FROM devices ORDER BY paired_at, device_id`);
+  }
+
+  /** Stores a new device; false when its id is taken. */
+  async add(device: Omit<DeviceRow, 'last_seen'>): Promise<boolean> {
+    const added = await this.db.write((tx) => {
+      if (tx.get('SELECT 1 AS x FROM devices WHERE device_id = ?', [device.device_id]) !== undefined) return false;
+      tx.run(`INSERT INTO devices (${COLUMNS}) VALUES (?, ?, ?, ?, NULL, ?)`, [device.device_id, device.device_name, device.token_hash, device.paired_at, device.via]);
+      return true;
+    });
+    if (added) this.hashes?.set(device.device_id, device.token_hash);
+    return added;
+  }
+
+  touch(deviceId: string, at: string = new Date().toISOString()): Promise<void> {
+    return this.db.write((tx) => {
+      tx.run('UPDATE devices SET last_seen = ? WHERE device_id = ?', [at, deviceId]);
+    });
+  }
+
+  async remove(deviceId: string): Promise<boolean> {
+    // Forgotten first: from now on no command or event passes its sockets' re-check.
+    this.hashes?.delete(deviceId);
+    return this.db.write((tx) => tx.run('DELETE FROM devices WHERE device_id = ?', [deviceId]).changes > 0);
+  }
+}

@@ -6,65 +6,37 @@
  * test-output/screenshots/ (gitignored).
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { launchChromium, serveStatic, type StaticServer } from '../helpers/browser';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
-import { startService, type RunningService } from '../helpers/service';
-import { tempDir } from '../helpers/temp';
+import type { Page } from 'playwright-core';
+import type { FakeOpenAI } from '../helpers/fake-openai';
+import { PAGE_WAIT as WAIT, startPhoneRig, type PhonePage, type PhoneRig } from '../helpers/phone-rig';
+import type { RunningService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
 
-const MEDIA = resolve('media');
 const SCREENSHOTS = resolve('test-output/screenshots');
-const WAIT = 10_000;
-
-let fake: FakeOpenAI;
-let svc: RunningService;
-let site: StaticServer;
-let browser: Browser;
-let workspace: { dir: string; cleanup: () => Promise<void> };
-
 const numbered = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `line ${from + i}\n`).join('');
 
+let rig: PhoneRig;
+let fake: FakeOpenAI;
+let svc: RunningService;
+let workspace: PhoneRig['workspace'];
+let browser: PhoneRig['browser'];
+let site: PhoneRig['site'];
+
 before(async () => {
-  assert.ok(existsSync(join(MEDIA, 'chat-phone.js')), 'media/chat-phone.js is missing: run `node esbuild.mjs` first');
   await mkdir(SCREENSHOTS, { recursive: true });
-  workspace = await tempDir('ra-prompts-workspace-');
-  fake = await startFakeOpenAI();
-  svc = await startService({ base_url: fake.url, model: 'fake-model', workspace: workspace.dir, permission_mode: 'ask' });
-  site = await serveStatic(MEDIA);
-  browser = await launchChromium();
+  rig = await startPhoneRig({ permission_mode: 'ask' });
+  ({ fake, svc, workspace, browser, site } = rig);
 });
 
 after(async () => {
-  await browser?.close();
-  await site?.close();
-  await svc?.dispose();
-  await fake?.close();
-  await workspace?.cleanup();
+  await rig?.close();
 });
 
-interface PhonePage {
-  page: Page;
-  context: BrowserContext;
-  errors: string[];
-  close(): Promise<void>;
-}
-
 /** A phone with a fresh browser profile, paired through the URL fragment and connected. */
-async function openPhone(): Promise<PhonePage> {
-  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, reducedMotion: 'reduce' });
-  const page = await context.newPage();
-  page.setDefaultTimeout(WAIT);
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(String(error)));
-  await page.goto(`${site.url}/phone.html#url=${encodeURIComponent(svc.wsUrl)}&token=${encodeURIComponent(svc.token)}`);
-  await page.locator('.connection[data-state="open"]').waitFor();
-  return { page, context, errors, close: () => context.close() };
-}
+const openPhone = (): Promise<PhonePage> => rig.openPhone();
 
 async function send(page: Page, text: string): Promise<void> {
   const input = page.locator('.composer-input');

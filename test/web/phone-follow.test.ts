@@ -4,64 +4,29 @@
  * Debian's chromium (playwright-core) at a phone's size. Runs after `node esbuild.mjs`.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { launchChromium, serveStatic, type StaticServer } from '../helpers/browser';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
-import { startService, type RunningService } from '../helpers/service';
-import { tempDir } from '../helpers/temp';
+import type { Page } from 'playwright-core';
+import type { FakeOpenAI } from '../helpers/fake-openai';
+import { startPhoneRig, type PhonePage, type PhoneRig } from '../helpers/phone-rig';
+import type { RunningService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
 
-const MEDIA = resolve('media');
-const WAIT = 10_000;
-
+let rig: PhoneRig;
 let fake: FakeOpenAI;
 let svc: RunningService;
-let site: StaticServer;
-let browser: Browser;
-let workspace: { dir: string; cleanup: () => Promise<void> };
+let browser: PhoneRig['browser'];
 
 before(async () => {
-  assert.ok(existsSync(join(MEDIA, 'chat-phone.js')), 'media/chat-phone.js is missing: run `node esbuild.mjs` first');
-  workspace = await tempDir('ra-follow-workspace-');
-  fake = await startFakeOpenAI();
-  svc = await startService({ base_url: fake.url, model: 'fake-model', workspace: workspace.dir, permission_mode: 'allow' });
-  site = await serveStatic(MEDIA);
-  browser = await launchChromium();
+  rig = await startPhoneRig({ permission_mode: 'allow' });
+  ({ fake, svc, browser } = rig);
 });
 
 after(async () => {
-  await browser?.close();
-  await site?.close();
-  await svc?.dispose();
-  await fake?.close();
-  await workspace?.cleanup();
+  await rig?.close();
 });
 
-interface PhonePage {
-  page: Page;
-  context: BrowserContext;
-  errors: string[];
-  /** Every frame the page sent to the service, parsed. */
-  sent: Record<string, unknown>[];
-}
-
 /** A phone with a fresh browser profile, paired through the URL fragment; `beforeGoto` may route its socket. */
-async function openPhone(beforeGoto?: (page: Page) => Promise<void>): Promise<PhonePage> {
-  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, reducedMotion: 'reduce' });
-  const page = await context.newPage();
-  page.setDefaultTimeout(WAIT);
-  const errors: string[] = [];
-  const sent: Record<string, unknown>[] = [];
-  page.on('pageerror', (error) => errors.push(String(error)));
-  page.on('websocket', (socket) => socket.on('framesent', (frame) => sent.push(JSON.parse(String(frame.payload)) as Record<string, unknown>)));
-  await beforeGoto?.(page);
-  await page.goto(`${site.url}/phone.html#url=${encodeURIComponent(svc.wsUrl)}&token=${encodeURIComponent(svc.token)}`);
-  await page.locator('.connection[data-state="open"]').waitFor();
-  return { page, context, errors, sent };
-}
+const openPhone = (beforeGoto?: (page: Page) => Promise<void>): Promise<PhonePage> => rig.openPhone(beforeGoto);
 
 async function openConversation(page: Page, title: string): Promise<void> {
   await page.locator('.drawer-toggle').click();

@@ -1,0 +1,74 @@
+/**
+ * The phone page against real parts, for the page's browser tests: the service in process with the fake
+ * OpenAI provider over a temp workspace, media/ served by a static server, and Debian's chromium
+ * (playwright-core). `openPhone` gives a phone with a fresh browser profile at a phone's size, paired
+ * through the URL fragment and connected, recording page errors and every frame the page sent.
+ * Runs after `node esbuild.mjs` (npm test), which writes media/chat-phone.js.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium, serveStatic, type StaticServer } from './browser';
+import { startFakeOpenAI, type FakeOpenAI } from './fake-openai';
+import { startService, type RunningService } from './service';
+import { tempDir } from './temp';
+
+const MEDIA = resolve('media');
+export const PAGE_WAIT = 10_000;
+
+export interface PhonePage {
+  page: Page;
+  context: BrowserContext;
+  errors: string[];
+  /** Every frame the page sent to the service, parsed. */
+  sent: Record<string, unknown>[];
+  close(): Promise<void>;
+}
+
+export interface PhoneRig {
+  fake: FakeOpenAI;
+  svc: RunningService;
+  site: StaticServer;
+  browser: Browser;
+  workspace: { dir: string; cleanup: () => Promise<void> };
+  /** A phone paired with the service; `beforeGoto` may route its socket before the page loads. */
+  openPhone(beforeGoto?: (page: Page) => Promise<void>): Promise<PhonePage>;
+  close(): Promise<void>;
+}
+
+export async function startPhoneRig(config: Record<string, unknown> = {}): Promise<PhoneRig> {
+  assert.ok(existsSync(join(MEDIA, 'chat-phone.js')), 'media/chat-phone.js is missing: run `node esbuild.mjs` first');
+  const workspace = await tempDir('ra-phone-workspace-');
+  const fake = await startFakeOpenAI();
+  const svc = await startService({ base_url: fake.url, model: 'fake-model', workspace: workspace.dir, ...config });
+  const site = await serveStatic(MEDIA);
+  const browser = await launchChromium();
+  return {
+    fake,
+    svc,
+    site,
+    browser,
+    workspace,
+    async openPhone(beforeGoto) {
+      const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, reducedMotion: 'reduce' });
+      const page = await context.newPage();
+      page.setDefaultTimeout(PAGE_WAIT);
+      const errors: string[] = [];
+      const sent: Record<string, unknown>[] = [];
+      page.on('pageerror', (error) => errors.push(String(error)));
+      page.on('websocket', (socket) => socket.on('framesent', (frame) => sent.push(JSON.parse(String(frame.payload)) as Record<string, unknown>)));
+      await beforeGoto?.(page);
+      await page.goto(`${site.url}/phone.html#url=${encodeURIComponent(svc.wsUrl)}&token=${encodeURIComponent(svc.token)}`);
+      await page.locator('.connection[data-state="open"]').waitFor();
+      return { page, context, errors, sent, close: () => context.close() };
+    },
+    async close() {
+      await browser.close();
+      await site.close();
+      await svc.dispose();
+      await fake.close();
+      await workspace.cleanup();
+    },
+  };
+}

@@ -1,18 +1,11 @@
 import { ServiceError, type CommandOf, type ResultOf } from '../protocol';
 import type { CommandContext } from './context';
-import { isOwner } from './roles';
 import type { ClientSession } from './session';
 
-/**
- * Paired devices (docs/protocol.md, "Devices"): the owner's business only (the access token, the
- * editor, or a paired device, which is the owner's); a session (password) user is `unauthorized`.
- */
-function requireOwner(type: string, session: ClientSession): void {
-  if (!isOwner(session)) throw new ServiceError('unauthorized', `${type} needs the owner (the access token or a paired device)`);
-}
+// Paired devices (docs/protocol.md, "Devices"): the owner's business only, checked by the dispatcher
+// (roles.ts, OWNER_ONLY_COMMANDS); a session (password) user is `unauthorized`.
 
-export async function listDevices(_command: CommandOf<'list_devices'>, session: ClientSession, ctx: CommandContext): Promise<ResultOf<'list_devices'>> {
-  requireOwner('list_devices', session);
+export async function listDevices(_command: CommandOf<'list_devices'>, _session: ClientSession, ctx: CommandContext): Promise<ResultOf<'list_devices'>> {
   return {
     devices: ctx.store.devices.list().map((d) => ({
       device_id: d.device_id,
@@ -29,8 +22,7 @@ export async function listDevices(_command: CommandOf<'list_devices'>, session: 
  * Ends a device's credential, removes its push subscription, and closes its open sockets at once (4401):
  * every session re-checks its credential, and only the revoked device's fail.
  */
-export async function revokeDevice(command: CommandOf<'revoke_device'>, session: ClientSession, ctx: CommandContext): Promise<ResultOf<'revoke_device'>> {
-  requireOwner('revoke_device', session);
+export async function revokeDevice(command: CommandOf<'revoke_device'>, _session: ClientSession, ctx: CommandContext): Promise<ResultOf<'revoke_device'>> {
   const revoked = await ctx.store.devices.remove(command.device_id);
   if (!revoked) throw new ServiceError('not_found', `no paired device ${command.device_id}`);
   await ctx.store.pushDevices.remove(command.device_id);
@@ -40,7 +32,6 @@ export async function revokeDevice(command: CommandOf<'revoke_device'>, session:
 }
 
 /** A one-time pairing secret for a phone on the LAN (the owner's, like create_pairing). */
-export async function createLanPairing(_command: CommandOf<'create_lan_pairing'>, session: ClientSession, ctx: CommandContext): Promise<ResultOf<'create_lan_pairing'>> {
-  if (session.principal !== 'access') throw new ServiceError('unauthorized', 'create_lan_pairing needs a connection authenticated with the access token');
+export async function createLanPairing(_command: CommandOf<'create_lan_pairing'>, _session: ClientSession, ctx: CommandContext): Promise<ResultOf<'create_lan_pairing'>> {
   return ctx.relay.createLanPairing();
 }

@@ -18,12 +18,22 @@ export const isOwner: (session: ClientSession) => boolean = isOwnerClient;
  */
 const SESSION_WRITABLE_FIELDS: ReadonlySet<string> = new Set(['model', 'temperature', 'max_tokens']);
 
-/** Commands about webhook accounts' deliveries: the owner's administration, not chatting. */
-const OWNER_ONLY_COMMANDS: ReadonlySet<CommandType> = new Set<CommandType>(['list_deliveries', 'retry_delivery']);
+/**
+ * The owner's administration, not chatting: webhook accounts' deliveries, pairing a phone (its secret
+ * is spent for an owner's credential), and the paired devices. Checked by the dispatcher, for every transport.
+ */
+const OWNER_ONLY_COMMANDS: ReadonlySet<CommandType> = new Set<CommandType>([
+  'list_deliveries',
+  'retry_delivery',
+  'create_pairing',
+  'create_lan_pairing',
+  'list_devices',
+  'revoke_device',
+]);
 
 export function requireOwnerFor(type: CommandType, session: ClientSession): void {
   if (OWNER_ONLY_COMMANDS.has(type) && !isOwner(session)) {
-    throw new ServiceError('unauthorized', `${type} needs a connection authenticated with the access token`);
+    throw new ServiceError('unauthorized', `${type} needs the owner (the access token, or a paired device)`);
   }
 }
 

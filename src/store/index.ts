@@ -1,4 +1,6 @@
+import path from 'node:path';
 import { nullLogger } from '../log/logger';
+import { BLOBS_DIR_NAME, BlobStore } from './blob-store';
 import { ConversationsRepo } from './conversations';
 import { Database } from './database';
 import type { DatabaseOptions } from './database';
@@ -14,6 +16,8 @@ import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
 
 export { Database } from './database';
+export { BlobDamagedError, BlobStore, isBlobHash } from './blob-store';
+export type { BlobRef } from './blob-store';
 export { DataDirInUseError, pidAlive } from '../platform/lock-file';
 export { JournalDamagedError } from './recovery';
 export type { DatabaseOptions, DatabaseStats, RunResult, SqlParam, SqlParamInput, WriteTx } from './database';
@@ -52,14 +56,18 @@ export interface Store {
   pushDevices: PushDevicesRepo;
   devices: DevicesRepo;
   permissionRequests: PermissionRequestsRepo;
+  /** Bulky binary content (attachments, before-images) outside the in-memory database. */
+  blobs: BlobStore;
   close(): Promise<void>;
 }
 
 /** Opens (or creates) the database in `dataDir`, brings its schema up to date, and returns the repositories. */
 export async function openStore(dataDir: string, options: OpenStoreOptions = {}): Promise<Store> {
   const db = await Database.open(dataDir, options);
+  let blobs: BlobStore;
   try {
     await migrate(db, options.migrations ?? MIGRATIONS, (options.logger ?? nullLogger).child({ component: 'store' }));
+    blobs = await BlobStore.open(path.join(db.dir, BLOBS_DIR_NAME));
   } catch (err) {
     await db.close().catch(() => {});
     throw err;
@@ -75,6 +83,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     pushDevices: new PushDevicesRepo(db),
     devices: new DevicesRepo(db),
     permissionRequests: new PermissionRequestsRepo(db),
+    blobs,
     close: () => db.close(),
   };
 }

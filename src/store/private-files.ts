@@ -2,6 +2,7 @@ import { chmod, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log/logger';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../platform/file-modes';
+import { BLOBS_DIR_NAME } from './blob-store';
 
 /** The service's own files: service.json, .log, .lock, .db and journals, the config's temp files. */
 function isServiceFile(name: string, fileName: string): boolean {
@@ -20,7 +21,10 @@ export async function makePrivate(dir: string, fileName: string, logger: Logger)
   const entries = await readdir(dir, { withFileTypes: true });
   const ours = entries.filter((e) => e.isFile() && isServiceFile(e.name, fileName));
   const targets = ours.map((e) => ({ file: path.join(dir, e.name), mode: PRIVATE_FILE_MODE }));
-  if (ours.length === entries.length) targets.push({ file: dir, mode: PRIVATE_DIR_MODE });
+  // The blob folder is ours too (made private when it is created).
+  const ourFolders = entries.filter((e) => e.isDirectory() && e.name === BLOBS_DIR_NAME);
+  targets.push(...ourFolders.map((e) => ({ file: path.join(dir, e.name), mode: PRIVATE_DIR_MODE })));
+  if (ours.length + ourFolders.length === entries.length) targets.push({ file: dir, mode: PRIVATE_DIR_MODE });
   const changed: Record<string, string> = {};
   for (const { file, mode } of targets) {
     let was: number;

@@ -1,6 +1,9 @@
 // Child process for the store tests (run with `node --import tsx`):
 //   hold <dir>    open the store, print "ready", close and exit when stdin ends
 //   writer <dir>  append messages forever, printing each id once its write has resolved (durable)
+//   blobs <dir>   put 1-3 MiB blobs of random bytes forever, printing each hash once its put has resolved
+import { randomBytes } from 'node:crypto';
+import { BlobStore } from '../../src/store/blob-store';
 import { openStore } from '../../src/store/index';
 
 async function hold(dir: string): Promise<void> {
@@ -36,9 +39,19 @@ async function writer(dir: string): Promise<void> {
   await Promise.all([lane(), lane(), lane(), lane()]);
 }
 
+async function blobs(dir: string): Promise<never> {
+  const store = await BlobStore.open(dir);
+  process.stdout.write('ready\n');
+  for (let i = 0; ; i++) {
+    const { hash } = await store.put(randomBytes((1 + (i % 3)) * 1024 * 1024));
+    process.stdout.write(`${hash}\n`);
+  }
+}
+
+const MODES = { hold, writer, blobs } as const;
 const [mode, dir] = process.argv.slice(2);
-if (!dir) throw new Error('usage: store-child.ts hold|writer <dir>');
-(mode === 'hold' ? hold(dir) : writer(dir)).catch((err: unknown) => {
+if (!dir || !(mode in MODES)) throw new Error('usage: store-child.ts hold|writer|blobs <dir>');
+MODES[mode as keyof typeof MODES](dir).catch((err: unknown) => {
   process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);
 });

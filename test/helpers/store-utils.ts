@@ -42,7 +42,7 @@ export interface StoreChild {
 }
 
 /** Starts test/helpers/store-child.ts in a real child process (node --import tsx). */
-export function spawnStoreChild(mode: 'hold' | 'writer', dir: string): StoreChild {
+export function spawnStoreChild(mode: 'hold' | 'writer' | 'blobs', dir: string): StoreChild {
   const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, mode, dir], {
     cwd: path.join(__dirname, '..', '..'),
     stdio: ['pipe', 'pipe', 'pipe'],

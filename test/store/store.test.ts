@@ -193,7 +193,7 @@ test('the store keeps its files private: a directory it creates is 0700, snapsho
   assert.equal(await modeOf('.'), '700');
   const names = await readdir(dir);
   assert.ok(names.includes('service.db') && names.includes('service.lock') && (await segments(dir)).length > 0, names.join(' '));
-  for (const name of names) assert.equal(await modeOf(name), '600', name);
+  for (const name of names) assert.equal(await modeOf(name), name === 'blobs' ? '700' : '600', name);
 });
 
 test('files left open to others (an older version, an image-made directory) are made private at open', LIMIT, async (t) => {
@@ -205,14 +205,14 @@ test('files left open to others (an older version, an image-made directory) are 
   await store.close();
   const names = await readdir(dir);
   await chmod(dir, 0o755);
-  for (const name of names) await chmod(path.join(dir, name), 0o644);
+  for (const name of names) await chmod(path.join(dir, name), name === 'blobs' ? 0o755 : 0o644);
 
   const { logger, lines } = captureLogger();
   store = await openStore(dir, { logger });
   t.after(() => store.close());
   const modeOf = async (name: string) => ((await stat(path.join(dir, name))).mode & 0o777).toString(8);
   assert.equal(await modeOf('.'), '700');
-  for (const name of names) assert.equal(await modeOf(name), '600', name);
+  for (const name of names) assert.equal(await modeOf(name), name === 'blobs' ? '700' : '600', name);
   assert.ok(lines.some((l) => l.event === 'store.made_private'));
   assert.deepEqual(ids(store, 'c2'), ['c2-m0']);
   await store.close();

@@ -1,0 +1,136 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../platform/file-modes';
+import { fsyncDir } from './replay';
+
+/** The name of the blob folder in the data directory. */
+export const BLOBS_DIR_NAME = 'blobs';
+
+/** Blobs are named by the SHA-256 of their bytes, in lowercase hex. */
+const HASH_PATTERN = /^[0-9a-f]{64}$/;
+const TEMP_PREFIX = '.tmp-';
+
+export interface BlobRef {
+  /** SHA-256 of the bytes, lowercase hex. */
+  hash: string;
+  size: number;
+}
+
+/** A blob file whose bytes no longer hash to its name (a damaged disk, a hand-edited file). */
+export class BlobDamagedError extends Error {
+  constructor(readonly hash: string) {
+    super(`stored blob ${hash.slice(0, 12)}… is damaged (its bytes do not match its hash)`);
+    this.name = 'BlobDamagedError';
+  }
+}
+
+export function isBlobHash(value: unknown): value is string {
+  return typeof value === 'string' && HASH_PATTERN.test(value);
+}
+
+function checkHash(hash: string): void {
+  if (!isBlobHash(hash)) throw new TypeError(`not a blob hash: ${JSON.stringify(String(hash).slice(0, 80))}`);
+}
+
+export function hashBytes(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/**
+ * Bulky binary content (attachments, files' before-images) kept outside the in-memory database, one
+ * file per distinct content: `blobs/<2 hex>/<sha256>`. A blob is written to a temp file, fsynced,
+ * renamed into place and its folder fsynced before `put` resolves, so a caller that stores the hash in
+ * the database afterwards (the journal's own fsync) never references a blob a crash could lose; a
+ * crash before the rename leaves only a temp file, removed at the next open. Identical content is
+ * stored once. Reads check the hash, so a damaged file is reported, never served.
+ */
+export class BlobStore {
+  private constructor(readonly dir: string) {}
+
+  static async open(dir: string): Promise<BlobStore> {
+    await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    const store = new BlobStore(dir);
+    await store.removeLeftoverTemps();
+    return store;
+  }
+
+  private pathOf(hash: string): string {
+    return path.join(this.dir, hash.slice(0, 2), hash);
+  }
+
+  /** Stores `data` durably and returns its hash; storing the same bytes again writes nothing. */
+  async put(data: Uint8Array | string): Promise<BlobRef> {
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    const hash = hashBytes(bytes);
+    const target = this.pathOf(hash);
+    const existing = await stat(target).catch(() => undefined);
+    // Only complete files are ever renamed into place, so a file of the right size holds these bytes.
+    if (existing?.size === bytes.length) return { hash, size: bytes.length };
+    const folder = path.dirname(target);
+    await mkdir(folder, { recursive: true, mode: PRIVATE_DIR_MODE });
+    const temp = path.join(this.dir, `${TEMP_PREFIX}${randomBytes(8).toString('hex')}`);
+    const handle = await open(temp, 'wx', PRIVATE_FILE_MODE);
+    try {
+      try {
+        await handle.writeFile(bytes);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temp, target);
+    } catch (err) {
+      await unlink(temp).catch(() => undefined);
+      throw err;
+    }
+    await fsyncDir(folder);
+    return { hash, size: bytes.length };
+  }
+
+  /** The blob's bytes, or undefined when there is none; BlobDamagedError when the file is damaged. */
+  async get(hash: string): Promise<Buffer | undefined> {
+    checkHash(hash);
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(this.pathOf(hash));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+    if (hashBytes(bytes) !== hash) throw new BlobDamagedError(hash);
+    return bytes;
+  }
+
+  async has(hash: string): Promise<boolean> {
+    checkHash(hash);
+    return (await stat(this.pathOf(hash)).catch(() => undefined)) !== undefined;
+  }
+
+  /** Removes a blob; true when there was one. Callers remove only blobs nothing references any more. */
+  async remove(hash: string): Promise<boolean> {
+    checkHash(hash);
+    try {
+      await unlink(this.pathOf(hash));
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
+  /** Every stored blob's hash (for a clean-up that removes what nothing references). */
+  async *hashes(): AsyncGenerator<string> {
+    for (const folder of await readdir(this.dir, { withFileTypes: true })) {
+      if (!folder.isDirectory() || !/^[0-9a-f]{2}$/.test(folder.name)) continue;
+      for (const name of await readdir(path.join(this.dir, folder.name))) {
+        if (isBlobHash(name) && name.startsWith(folder.name)) yield name;
+      }
+    }
+  }
+
+  private async removeLeftoverTemps(): Promise<void> {
+    for (const name of await readdir(this.dir)) {
+      if (name.startsWith(TEMP_PREFIX)) await unlink(path.join(this.dir, name)).catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { test } from 'node:test';
+import { BlobDamagedError, BlobStore } from '../../src/store/blob-store';
+import { openStore } from '../../src/store/index';
+import { spawnStoreChild, tempDir } from '../helpers/store-utils';
+
+const sha256 = (bytes: Uint8Array | string) => createHash('sha256').update(bytes).digest('hex');
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) out.push(path.join(entry.parentPath ?? entry.path, entry.name));
+  }
+  return out;
+}
+
+test('a blob comes back byte for byte under the SHA-256 of its bytes, in a private file', async (t) => {
+  const { dir, cleanup } = await tempDir();
+  t.after(cleanup);
+  const blobs = await BlobStore.open(path.join(dir, 'blobs'));
+  const bytes = Buffer.from([0, 1, 2, 255, 254, 10, 13]);
+  const ref = await blobs.put(bytes);
+  assert.deepEqual(ref, { hash: sha256(bytes), size: bytes.length });
+  assert.deepEqual(await blobs.get(ref.hash), bytes);
+  assert.equal(await blobs.has(ref.hash), true);
+  const file = path.join(dir, 'blobs', ref.hash.slice(0, 2), ref.hash);
+  if (process.platform !== 'win32') assert.equal((await stat(file)).mode & 0o777, 0o600);
+  const text = await blobs.put('héllo');
+  assert.equal((await blobs.get(text.hash))?.toString('utf8'), 'héllo');
+});
+
+test('the same content is stored once; remove deletes it and a missing blob reads as undefined', async (t) => {
+  const { dir, cleanup } = await tempDir();
+  t.after(cleanup);
+  const blobs = await BlobStore.open(dir);
+  const a = await blobs.put('same bytes');
+  const b = await blobs.put(Buffer.from('same bytes'));
+  assert.equal(a.hash, b.hash);
+  assert.equal((await filesUnder(dir)).length, 1);
+  const hashes: string[] = [];
+  for await (const h of blobs.hashes()) hashes.push(h);
+  assert.deepEqual(hashes, [a.hash]);
+  assert.equal(await blobs.remove(a.hash), true);
+  assert.equal(await blobs.remove(a.hash), false);
+  assert.equal(await blobs.get(a.hash), undefined);
+  assert.equal(await blobs.has(a.hash), false);
+});
+
+test('a damaged blob file is reported, never served', async (t) => {
+  const { dir, cleanup } = await tempDir();
+  t.after(cleanup);
+  const blobs = await BlobStore.open(dir);
+  const ref = await blobs.put('the real content');
+  const file = path.join(dir, ref.hash.slice(0, 2), ref.hash);
+  await writeFile(file, 'the real conTent'); // same size, one flipped byte
+  await assert.rejects(blobs.get(ref.hash), BlobDamagedError);
+  await writeFile(file, 'the real'); // torn: cut short
+  await assert.rejects(blobs.get(ref.hash), BlobDamagedError);
+  // Putting the content again repairs a short file.
+  await blobs.put('the real content');
+  assert.equal((await blobs.get(ref.hash))?.toString(), 'the real content');
+});
+
+test('names that are not a blob hash are refused before touching the disk (no path out of the folder)', async (t) => {
+  const { dir, cleanup } = await tempDir();
+  t.after(cleanup);
+  await writeFile(path.join(dir, 'secret'), 'outside');
+  const blobs = await BlobStore.open(path.join(dir, 'blobs'));
+  for (const bad of ['../secret', '..', '', 'A'.repeat(64), `${'a'.repeat(63)}/`, `${'a'.repeat(64)}\0`]) {
+    await assert.rejects(blobs.get(bad), TypeError, bad);
+    await assert.rejects(blobs.remove(bad), TypeError, bad);
+    await assert.rejects(blobs.has(bad), TypeError, bad);
+  }
+  assert.equal(await readFile(path.join(dir, 'secret'), 'utf8'), 'outside');
+});
+
+test('kill -9 while blobs are being written: every acknowledged blob is whole, nothing half-written is served', async (t) => {
+  const { dir, cleanup } = await tempDir();
+  t.after(cleanup);
+  const child = spawnStoreChild('blobs', dir);
+  t.after(() => child.proc.kill('SIGKILL'));
+  await child.waitFor((lines) => lines.length >= 6); // "ready" + 5 acknowledged
+  child.proc.kill('SIGKILL');
+  await child.exited;
+  const acknowledged = child.lines.slice(1).filter((l) => l.length > 0);
+  const blobs = await BlobStore.open(dir);
+  for (const hash of acknowledged) {
+    const bytes = await blobs.get(hash);
+    assert.ok(bytes, `acknowledged blob ${hash} is present`);
+    assert.equal(sha256(bytes), hash);
+  }
+  // Whatever else is on disk is either a whole blob or nothing: the temp file of the put in flight was removed at open.
+  for (const file of await filesUnder(dir)) {
+    const name = path.basename(file);
+    assert.equal(sha256(await readFile(file)), name, `${file} is a whole blob`);
+  }
+});
+
+test('the store opens its blob folder in the data directory', async (t) => {
+  const { dir, cleanup } = await tempDir();
+  t.after(cleanup);
+  await mkdir(dir, { recursive: true });
+  const store = await openStore(dir);
+  t.after(() => store.close());
+  const ref = await store.blobs.put('through the store');
+  assert.equal((await readFile(path.join(dir, 'blobs', ref.hash.slice(0, 2), ref.hash), 'utf8')), 'through the store');
+});

@@ -12,6 +12,7 @@ import { PushDevicesRepo } from './push-devices';
 import { DevicesRepo } from './devices';
 import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
+import { UsageRepo } from './usage';
 
 export { Database } from './database';
 export { DataDirInUseError, pidAlive } from '../platform/lock-file';
@@ -27,6 +28,8 @@ export { MetaRepo } from './meta';
 export { PermissionRequestsRepo } from './permission-requests';
 export type { NewPermissionRequest, PermissionRequestRow, PermissionResolutionRecord } from './permission-requests';
 export { WebhooksRepo } from './webhooks';
+export { UsageRepo } from './usage';
+export type { ModelUsageSum, NewUsage, UsageRow, UsageSum } from './usage';
 export { PushDevicesRepo } from './push-devices';
 export { DevicesRepo } from './devices';
 export type { DeviceRow } from './devices';
@@ -52,6 +55,7 @@ export interface Store {
   pushDevices: PushDevicesRepo;
   devices: DevicesRepo;
   permissionRequests: PermissionRequestsRepo;
+  usage: UsageRepo;
   close(): Promise<void>;
 }
 
@@ -75,6 +79,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     pushDevices: new PushDevicesRepo(db),
     devices: new DevicesRepo(db),
     permissionRequests: new PermissionRequestsRepo(db),
+    usage: new UsageRepo(db),
     close: () => db.close(),
   };
 }

@@ -30,7 +30,8 @@ export interface FakeReply extends Timing {
   chunkDelayMs?: number;
   /** Default 'tool_calls' when there are tool calls, else 'stop'. */
   finish_reason?: string;
-  usage?: { prompt_tokens: number; completion_tokens: number };
+  /** As OpenAI reports it; `prompt_tokens_details.cached_tokens` are included in prompt_tokens. */
+  usage?: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens: number } };
   /** Streaming: after this many SSE events, go silent and never finish. Not streaming: never answer. */
   hangAfterChunks?: number;
   /** Streaming: after this many SSE events, destroy the connection. Not streaming: destroy it at once. */

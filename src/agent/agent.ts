@@ -242,17 +242,18 @@ export class Agent {
     const started = Date.now();
     const usage = new TurnUsage();
     let streamed = '';
-    let replyId: string | undefined;
+    let usageStored = false;
     try {
       const text = await this.loop(conversationId, input, log, onEvent, usage, (delta) => {
         streamed += delta;
         onEvent({ event: 'delta', conversation_id: conversationId, delta });
       });
       const messageId = randomUUID();
+      // Before the reply: once a webhook sender has the reply, its account's budget already counts it.
+      usageStored = true;
+      const counted = await this.recordUsage(usage, messageId, conversationId, input.source, log);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
       await (input.storeReply ? input.storeReply(reply) : store.messages.append(reply));
-      replyId = messageId;
-      const counted = await this.recordUsage(usage, messageId, conversationId, input.source, log);
       onEvent({ event: 'message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
       this.deps.onActivity?.(conversationId, input.source);
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
@@ -267,7 +268,7 @@ export class Agent {
       throw error;
     } finally {
       // A turn that ended without a reply (cancelled, failed after a tool round) spent its tokens all the same.
-      if (replyId === undefined && turnMessageId !== undefined) await this.recordUsage(usage, turnMessageId, conversationId, input.source, log);
+      if (!usageStored && turnMessageId !== undefined) await this.recordUsage(usage, turnMessageId, conversationId, input.source, log);
     }
   }
 

@@ -136,6 +136,24 @@ describe('usage and cost (OpenAI format)', () => {
       assert.equal(day.input_tokens, (day.models as Row[]).reduce((n, m) => n + m.input_tokens, 0));
     }));
 
+  test("a turn cancelled after a tool round keeps the tokens it spent, under its user message", () =>
+    withClient(svc, async (client) => {
+      const calls = fake.requests.length;
+      fake.script({ tool_calls: [{ name: 'no_such_tool', arguments: {} }], usage: { prompt_tokens: 100, completion_tokens: 10 } }, { text: 'never', hangAfterChunks: 1 });
+      client.send({ type: 'chat', message: 'cancel me', id: 'to-cancel', stream: true });
+      while (fake.requests.length < calls + 2) await new Promise((resolve) => setTimeout(resolve, 20));
+      const answer = client.next((f) => f.id === 'to-cancel' && 'status' in f && 'response' in (f.data as object));
+      client.send({ type: 'cancel', id: 'to-cancel' });
+      const { data } = (await answer) as Row;
+      assert.equal(data.cancelled, true);
+      const { messages } = await ask(client, { type: 'get_messages', conversation_id: data.conversation_id });
+      const [user] = messages as Row[];
+      assert.equal(user.role, 'user');
+      assert.equal(user.usage.input_tokens, 100);
+      assert.equal(user.usage.calls, 1);
+      assert.equal((messages as Row[]).length, 1, 'no reply stored');
+    }));
+
   test('chat.message of a reply carries its usage, so a page shows it live', () =>
     withClient(svc, async (client) => {
       fake.script({ text: 'live', usage: { prompt_tokens: 30, completion_tokens: 3 } });

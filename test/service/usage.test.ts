@@ -202,7 +202,28 @@ describe('usage and cost (Anthropic format)', () => {
   }
 });
 
-describe('price table in service.json', () => {
+/** The problems ConfigFile names for service.json with these settings (it must refuse the file). */
+async function problemsOf(config: Record<string, unknown>): Promise<string[]> {
+  const temp = await tempDir('ra-usage-config-');
+  try {
+    await writeConfig(temp.dir, config);
+    const error = await ConfigFile.load(temp.dir).then(
+      () => assert.fail(`expected a ConfigError for ${JSON.stringify(config)}`),
+      (e: unknown) => e,
+    );
+    assert.ok(error instanceof ConfigError);
+    return error.problems;
+  } finally {
+    await temp.cleanup();
+  }
+}
+
+async function assertRefused(config: Record<string, unknown>, field: string): Promise<void> {
+  const problems = await problemsOf(config);
+  assert.ok(problems.some((p) => p.startsWith(`${field}:`)), `${field} not named in ${problems.join('; ')}`);
+}
+
+describe('usage settings in service.json', () => {
   test('a bad price entry is refused, naming the field', async () => {
     for (const [prices, field] of [
       [{ 'openai/x': { input: -1, output: 1 } }, 'prices.openai/x.input'],
@@ -212,18 +233,17 @@ describe('price table in service.json', () => {
       [{ 'openai/x': { input: 1, output: 1, context_window: 0 } }, 'prices.openai/x.context_window'],
       [[1], 'prices'],
     ] as const) {
-      const temp = await tempDir('ra-prices-');
-      try {
-        await writeConfig(temp.dir, { prices });
-        const error = await ConfigFile.load(temp.dir).then(
-          () => assert.fail(`expected a ConfigError for ${JSON.stringify(prices)}`),
-          (e: unknown) => e,
-        );
-        assert.ok(error instanceof ConfigError);
-        assert.ok(error.problems.some((p) => p.startsWith(`${field}:`)), `${field} not named in ${error.problems.join('; ')}`);
-      } finally {
-        await temp.cleanup();
-      }
+      await assertRefused({ prices }, field);
+    }
+  });
+
+  test("a webhook account's budget without tokens_per_day or cost_per_day, or with a bad figure, is refused naming it", async () => {
+    for (const [budget, field] of [
+      [{}, 'channels.webhook.accounts.a.budget'],
+      [{ tokens_per_day: -5 }, 'channels.webhook.accounts.a.budget.tokens_per_day'],
+      [{ cost_per_day: 'x' }, 'channels.webhook.accounts.a.budget.cost_per_day'],
+    ] as const) {
+      await assertRefused({ channels: { webhook: { accounts: { a: { incoming_path: '/a', outgoing_url: 'http://127.0.0.1:1/cb', budget } } } } }, field);
     }
   });
 });

@@ -164,6 +164,17 @@ describe('usage and cost (OpenAI format)', () => {
       assert.equal(event.message.usage.output_tokens, 3);
     }));
 
+  test('a server that reports no usage: no figures are made up (no usage rather than zeros)', () =>
+    withClient(svc, async (client) => {
+      fake.script({ text: 'no figures', usage: null });
+      const { conversation_id } = await ask(client, { type: 'chat', message: 'quiet server', stream: true });
+      const reply = await lastReply(client, conversation_id);
+      assert.equal(reply.content, 'no figures');
+      assert.equal(reply.usage, undefined);
+      const { conversations } = await ask(client, { type: 'list_conversations' });
+      assert.equal((conversations as Row[]).find((c) => c.id === conversation_id)!.usage, null);
+    }));
+
   test('get_usage: days outside 1..366 is invalid_request', () =>
     withClient(svc, async (client) => {
       for (const days of [0, 367, 1.5, 'x']) {

@@ -16,14 +16,20 @@ export class TurnUsage {
   private micro: number | null = 0;
   private estimated = false;
   private calls = 0;
+  /** Calls whose provider reported figures (some OpenAI-compatible servers report none). */
+  private reported = 0;
   private provider = '';
   private model = '';
   private contextUsed: number | null = null;
   private contextWindow: number | null = null;
 
-  /** Counts one provider call's answer. A provider reporting no usage counts as a call of unknown figures. */
+  /**
+   * Counts one provider call's answer. A call without figures adds no tokens and makes the cost unknown;
+   * a turn none of whose calls had figures stores nothing (rather than zeros).
+   */
   add(config: Pick<ServiceConfig, 'prices'>, provider: string, model: string, result: CompletionResult): void {
     const usage = result.usage ?? {};
+    if (result.usage) this.reported += 1;
     const input = usage.input_tokens ?? 0;
     const output = usage.output_tokens ?? 0;
     const cached = usage.cached_tokens ?? 0;
@@ -42,7 +48,7 @@ export class TurnUsage {
   }
 
   get empty(): boolean {
-    return this.calls === 0;
+    return this.reported === 0;
   }
 
   /** The row to store under `messageId` (a turn's figures, added to any already stored under it). */

@@ -10,13 +10,14 @@ const perMillion = z.number({ error: 'expected US dollars per million tokens (a 
 
 /**
  * One entry of service.json's `prices`, keyed `"<provider>/<model>"` or `"<model>"`: dollars per million
- * input, output and cached (cache-read) input tokens. `cached` defaults to `input`. `context_window`
- * (tokens) overrides the shipped default for the model.
+ * input, output, cached (cache-read) and cache-write input tokens (Anthropic bills writes apart). `cached`
+ * and `cache_write` default to `input`. `context_window` (tokens) overrides the shipped default for the model.
  */
 export const PriceEntry = z.strictObject({
   input: perMillion,
   output: perMillion,
   cached: perMillion.optional(),
+  cache_write: perMillion.optional(),
   context_window: z.number({ error: 'expected a number of tokens' }).int({ error: 'expected a whole number of tokens' }).positive({ error: 'must be positive' }).optional(),
 });
 export type PriceEntry = z.infer<typeof PriceEntry>;

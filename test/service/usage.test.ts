@@ -10,10 +10,11 @@ import { TestClient } from '../helpers/ws-client';
 // Dollars per million tokens, chosen so that every cost below is a whole number of millionths of a dollar.
 const PRICES = {
   'openai/fake-model': { input: 2, output: 8, cached: 0.5, context_window: 8000 },
-  'claude-fake-2': { input: 3, output: 15, cached: 0.3 },
+  'claude-fake-2': { input: 3, output: 15, cached: 0.3, cache_write: 3.75 },
 };
-const cost = (price: { input: number; output: number; cached: number }, input: number, output: number, cached: number) =>
-  ((input - cached) * price.input + cached * price.cached + output * price.output) / 1e6;
+/** Dollars, to a billionth (as the protocol gives them). */
+const cost = (price: { input: number; output: number; cached: number; cache_write?: number }, input: number, output: number, cached: number, written = 0) =>
+  Math.round(((input - cached - written) * price.input + cached * price.cached + written * (price.cache_write ?? price.input) + output * price.output) * 1000) / 1e9;
 
 type Row = Record<string, any>;
 
@@ -85,7 +86,7 @@ describe('usage and cost (OpenAI format)', () => {
       assert.equal(usage.input_tokens, 250);
       assert.equal(usage.output_tokens, 30);
       assert.equal(usage.cached_tokens, 100);
-      assert.equal(usage.cost, cost(PRICES['openai/fake-model'], 100, 10, 0) + cost(PRICES['openai/fake-model'], 150, 20, 100));
+      assert.equal(usage.cost, cost(PRICES['openai/fake-model'], 250, 30, 100));
       assert.equal(usage.context_used, 150);
     }));
 
@@ -198,17 +199,17 @@ describe('usage and cost (Anthropic format)', () => {
   });
 
   for (const stream of [true, false]) {
-    test(`${stream ? 'streamed (message_start + message_delta)' : 'not streamed'}: input counts cache reads, which are priced as cached`, () =>
+    test(`${stream ? 'streamed (message_start + message_delta)' : 'not streamed'}: input counts cache reads and writes, each at its own price`, () =>
       withClient(svc, async (client) => {
-        fake.script({ text: 'bonjour', usage: { input_tokens: 300, output_tokens: 50, cache_read_input_tokens: 100 } });
+        fake.script({ text: 'bonjour', usage: { input_tokens: 300, output_tokens: 50, cache_read_input_tokens: 100, cache_creation_input_tokens: 40 } });
         const { conversation_id } = await ask(client, { type: 'chat', message: 'salut', stream });
         const { usage } = await lastReply(client, conversation_id);
         assert.equal(usage.provider, 'anthropic');
-        assert.equal(usage.input_tokens, 400);
+        assert.equal(usage.input_tokens, 440);
         assert.equal(usage.output_tokens, 50);
         assert.equal(usage.cached_tokens, 100);
-        assert.equal(usage.cost, cost({ input: 3, output: 15, cached: 0.3 }, 400, 50, 100));
-        assert.equal(usage.context_used, 400);
+        assert.equal(usage.cost, cost(PRICES['claude-fake-2'], 440, 50, 100, 40));
+        assert.equal(usage.context_used, 440);
       }));
   }
 });
@@ -242,6 +243,7 @@ describe('usage settings in service.json', () => {
       [{ 'openai/x': { input: 1, output: 1, extra: 2 } }, 'prices.openai/x.extra'],
       [{ 'openai/x': { input: '1', output: 1 } }, 'prices.openai/x.input'],
       [{ 'openai/x': { input: 1, output: 1, context_window: 0 } }, 'prices.openai/x.context_window'],
+      [{ 'openai/x': { input: 1, output: 1, cache_write: -2 } }, 'prices.openai/x.cache_write'],
       [[1], 'prices'],
     ] as const) {
       await assertRefused({ prices }, field);

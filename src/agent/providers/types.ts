@@ -44,6 +44,8 @@ export interface CompletionUsage {
   output_tokens?: number;
   /** Of the input tokens, those read from the provider's prompt cache (billed at the cached price). */
   cached_tokens?: number;
+  /** Of the input tokens, those written to the provider's prompt cache (Anthropic bills them apart). */
+  cache_write_tokens?: number;
   /** Counted locally (the provider reports no figures), not the provider's own. */
   estimated?: boolean;
 }

@@ -13,7 +13,7 @@ import type { PriceEntry, Prices, ServiceConfig } from '../../protocol';
  *   windows from https://platform.openai.com/docs/models.
  * - Anthropic: https://www.anthropic.com/pricing and https://docs.claude.com/en/docs/about-claude/pricing
  *   ("Cache hits & refreshes"); windows from https://docs.claude.com/en/docs/about-claude/models/overview.
- * Anthropic bills writes to its cache at 1.25x the input price; they are counted here at the input price.
+ * Anthropic bills writes to its (5-minute) cache at 1.25x the input price (`cache_write`).
  */
 export const DEFAULT_PRICES: Readonly<Prices> = {
   'openai/gpt-5': { input: 1.25, cached: 0.125, output: 10, context_window: 400_000 },
@@ -26,14 +26,14 @@ export const DEFAULT_PRICES: Readonly<Prices> = {
   'openai/gpt-4o-mini': { input: 0.15, cached: 0.075, output: 0.6, context_window: 128_000 },
   'openai/o3': { input: 2, cached: 0.5, output: 8, context_window: 200_000 },
   'openai/o4-mini': { input: 1.1, cached: 0.275, output: 4.4, context_window: 200_000 },
-  'anthropic/claude-opus-4-5': { input: 5, cached: 0.5, output: 25, context_window: 200_000 },
-  'anthropic/claude-opus-4-1': { input: 15, cached: 1.5, output: 75, context_window: 200_000 },
-  'anthropic/claude-opus-4': { input: 15, cached: 1.5, output: 75, context_window: 200_000 },
-  'anthropic/claude-sonnet-4-5': { input: 3, cached: 0.3, output: 15, context_window: 200_000 },
-  'anthropic/claude-sonnet-4': { input: 3, cached: 0.3, output: 15, context_window: 200_000 },
-  'anthropic/claude-3-7-sonnet': { input: 3, cached: 0.3, output: 15, context_window: 200_000 },
-  'anthropic/claude-haiku-4-5': { input: 1, cached: 0.1, output: 5, context_window: 200_000 },
-  'anthropic/claude-3-5-haiku': { input: 0.8, cached: 0.08, output: 4, context_window: 200_000 },
+  'anthropic/claude-opus-4-5': { input: 5, cached: 0.5, cache_write: 6.25, output: 25, context_window: 200_000 },
+  'anthropic/claude-opus-4-1': { input: 15, cached: 1.5, cache_write: 18.75, output: 75, context_window: 200_000 },
+  'anthropic/claude-opus-4': { input: 15, cached: 1.5, cache_write: 18.75, output: 75, context_window: 200_000 },
+  'anthropic/claude-sonnet-4-5': { input: 3, cached: 0.3, cache_write: 3.75, output: 15, context_window: 200_000 },
+  'anthropic/claude-sonnet-4': { input: 3, cached: 0.3, cache_write: 3.75, output: 15, context_window: 200_000 },
+  'anthropic/claude-3-7-sonnet': { input: 3, cached: 0.3, cache_write: 3.75, output: 15, context_window: 200_000 },
+  'anthropic/claude-haiku-4-5': { input: 1, cached: 0.1, cache_write: 1.25, output: 5, context_window: 200_000 },
+  'anthropic/claude-3-5-haiku': { input: 0.8, cached: 0.08, cache_write: 1, output: 4, context_window: 200_000 },
 };
 
 /**
@@ -69,9 +69,10 @@ export function contextWindowOf(config: Pick<ServiceConfig, 'prices'>, provider:
  * The cost of one call in millionths of a dollar (tokens times dollars per million): kept in that unit
  * so that sums stay exact for prices with few decimals; dollars are made only when shown (dollarsOf).
  */
-export function microDollarsOf(price: PriceEntry, tokens: { input: number; output: number; cached: number }): number {
+export function microDollarsOf(price: PriceEntry, tokens: { input: number; output: number; cached: number; written?: number }): number {
   const cached = Math.min(tokens.cached, tokens.input);
-  return (tokens.input - cached) * price.input + cached * (price.cached ?? price.input) + tokens.output * price.output;
+  const written = Math.min(tokens.written ?? 0, tokens.input - cached);
+  return (tokens.input - cached - written) * price.input + cached * (price.cached ?? price.input) + written * (price.cache_write ?? price.input) + tokens.output * price.output;
 }
 
 /** Millionths of a dollar as dollars, to a billionth (the rest is float noise). */

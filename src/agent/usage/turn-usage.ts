@@ -42,7 +42,8 @@ export class TurnUsage {
     if (usage.estimated) this.estimated = true;
     const price = priceOf(config, provider, model);
     const known = price !== undefined && usage.input_tokens !== undefined && usage.output_tokens !== undefined;
-    this.micro = known && this.micro !== null ? this.micro + microDollarsOf(price, { input, output, cached }) : null;
+    const written = usage.cache_write_tokens ?? 0;
+    this.micro = known && this.micro !== null ? this.micro + microDollarsOf(price, { input, output, cached, written }) : null;
     this.contextUsed = usage.input_tokens ?? null;
     this.contextWindow = contextWindowOf(config, provider, model, result.context_window);
   }

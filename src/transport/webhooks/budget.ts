@@ -27,10 +27,16 @@ export function budgetRefusal(store: Pick<Store, 'usage'>, accountName: string, 
     budget.tokens_per_day !== undefined && spent.tokens >= budget.tokens_per_day
       ? `${budget.tokens_per_day} tokens`
       : budget.cost_per_day !== undefined && dollarsOf(spent.cost_micro) >= budget.cost_per_day
-        ? `$${budget.cost_per_day.toFixed(2)}`
+        ? `$${dollars(budget.cost_per_day)}`
         : undefined;
   if (!reached) return undefined;
   const midnight = new Date(now);
   midnight.setUTCHours(24, 0, 0, 0);
   return { code: BUDGET_EXCEEDED, error: `daily budget of ${reached} reached; resets at 00:00 UTC`, resets_at: midnight.toISOString() };
+}
+
+/** `0.10`, `2.00`; a budget finer than a cent as written (`0.005`), never rounded to another figure. */
+function dollars(amount: number): string {
+  const cents = amount.toFixed(2);
+  return Number(cents) === amount ? cents : String(amount);
 }

@@ -14,6 +14,8 @@ import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall } from './tool-runner';
 import type { ToolRegistry } from './tools/registry';
 import type { Tool } from './tools/types';
 import { ModelToolNames, transcriptOf, type ToolCallData, type ToolResultData } from './transcript';
+import { TurnUsage } from './usage/turn-usage';
+import { messageUsageOf } from './usage/usage-wire';
 
 /** Tokens of history sent to the model, beside the reply's own `max_tokens`. */
 const HISTORY_TOKEN_BUDGET = 24_000;
@@ -160,7 +162,7 @@ export class Agent {
       emit({ event: 'conversation', conversation_id: conversationId, created: create });
       emit({ event: 'message', conversation_id: conversationId, message });
       this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input, emit);
+      return this.answer(conversationId, input, emit, message.id);
     });
     return waiting ? Promise.race([turn, removal]) : turn;
   }
@@ -177,7 +179,7 @@ export class Agent {
       const admitted = this.deps.store.messages.recent(conversationId, { limit: 1 })[0];
       if (admitted?.role === 'user') emit({ event: 'message', conversation_id: conversationId, message: messageOf(admitted) });
       this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input, emit);
+      return this.answer(conversationId, input, emit, admitted?.role === 'user' ? admitted.id : undefined);
     });
   }
 
@@ -233,20 +235,26 @@ export class Agent {
     return { id, role: 'user', content: input.message, timestamp: now };
   }
 
-  private async answer(conversationId: string, input: AnswerInput, onEvent: AgentEventSink): Promise<ChatOutput> {
+  /** `turnMessageId`: the user message the turn answers, which keeps the turn's usage when no reply is stored. */
+  private async answer(conversationId: string, input: AnswerInput, onEvent: AgentEventSink, turnMessageId?: string): Promise<ChatOutput> {
     const { store, logger } = this.deps;
     const log = logger.child({ conversation: conversationId });
     const started = Date.now();
+    const usage = new TurnUsage();
     let streamed = '';
+    let usageStored = false;
     try {
-      const text = await this.loop(conversationId, input, log, onEvent, (delta) => {
+      const text = await this.loop(conversationId, input, log, onEvent, usage, (delta) => {
         streamed += delta;
         onEvent({ event: 'delta', conversation_id: conversationId, delta });
       });
       const messageId = randomUUID();
+      // Before the reply: once a webhook sender has the reply, its account's budget already counts it.
+      usageStored = true;
+      const counted = await this.recordUsage(usage, messageId, conversationId, input.source, log);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
       await (input.storeReply ? input.storeReply(reply) : store.messages.append(reply));
-      onEvent({ event: 'message', conversation_id: conversationId, message: messageOf(reply) });
+      onEvent({ event: 'message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
       this.deps.onActivity?.(conversationId, input.source);
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
       return { response: text, conversation_id: conversationId, message_id: messageId };
@@ -258,11 +266,30 @@ export class Agent {
       log.warn('chat.failed', { error, ms: Date.now() - started });
       if (error instanceof ProviderError) throw new ProviderFailure(error);
       throw error;
+    } finally {
+      // A turn that ended without a reply (cancelled, failed after a tool round) spent its tokens all the same.
+      if (!usageStored && turnMessageId !== undefined) await this.recordUsage(usage, turnMessageId, conversationId, input.source, log);
+    }
+  }
+
+  /**
+   * Stores the turn's usage; a failure is logged, not thrown: the reply is stored and answered either way.
+   * Returns the stored row (undefined when the turn made no provider call or the write failed).
+   */
+  private async recordUsage(usage: TurnUsage, messageId: string, conversationId: string, source: string, log: Logger) {
+    if (usage.empty) return undefined;
+    const row = usage.row(messageId, conversationId, source, new Date());
+    try {
+      await this.deps.store.usage.record(row);
+      return this.deps.store.usage.ofMessages([messageId]).get(messageId);
+    } catch (error) {
+      log.warn('usage.not_recorded', { error });
+      return undefined;
     }
   }
 
   /** Model calls and tool runs until the model answers; returns the final text. */
-  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: AgentEventSink, onDelta: (delta: string) => void): Promise<string> {
+  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: AgentEventSink, usage: TurnUsage, onDelta: (delta: string) => void): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
     for (let step = 1; ; step += 1) {
@@ -274,8 +301,10 @@ export class Agent {
       const history = transcriptOf(this.history.rows(conversationId));
       const system: ChatMessage | undefined = config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
       const lastStep = step >= config.max_steps;
-      const result = await this.deps.provider(config).complete({
-        model: input.model ?? config.model,
+      const provider = this.deps.provider(config);
+      const model = input.model ?? config.model;
+      const result = await provider.complete({
+        model,
         temperature: config.temperature,
         max_tokens: config.max_tokens,
         messages: toModelNames(fitHistory(system, history, HISTORY_TOKEN_BUDGET), names),
@@ -283,6 +312,7 @@ export class Agent {
         signal,
         onDelta: input.stream ? onDelta : undefined,
       });
+      usage.add(config, provider.name, model, result);
       if (signal.aborted) throw new Cancelled();
       if (result.tool_calls.length === 0) return result.text;
       if (lastStep) return result.text || `Stopped after ${config.max_steps} steps of tool calls without a final answer.`;

@@ -14,6 +14,8 @@ import { isOwner, requireWritableBy } from './roles';
 import type { ClientSession } from './session';
 import { announceTurnEnded, type EndedTurn } from './turn-ended';
 import { ChatResends } from './chat-resends';
+import { getUsage } from './usage-handlers';
+import { conversationUsageOf, messageUsageOf } from '../agent/usage/usage-wire';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -34,10 +36,11 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
 }
 
 /** A stored conversation as clients see it (list_conversations rows, conversation.updated), with what it is doing now. */
-export function conversationOf({ id, title, created_at, updated_at, source }: ConversationRow, activity: ConversationActivity, store: Pick<Store, 'messages'>): Conversation {
+export function conversationOf({ id, title, created_at, updated_at, source }: ConversationRow, activity: ConversationActivity, store: Pick<Store, 'messages' | 'usage'>): Conversation {
   const { state, pendingPermissions, queued } = activity.of(id);
   const [last] = store.messages.recent(id, { limit: 1 });
-  return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message: last ? previewOf(last.content) : null, queued };
+  const usage = conversationUsageOf(store.usage.ofConversation(id));
+  return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message: last ? previewOf(last.content) : null, queued, usage };
 }
 
 /** What a stored `tool` message adds for clients: which tool, call or result, and the result's outcome. */
@@ -145,9 +148,12 @@ const commandHandlers: HandlerMap = {
 
   async get_messages(command, session, ctx) {
     ctx.agent.requireConversation(command.conversation_id, session.source);
-    const messages: Message[] = ctx.store.messages
-      .recent(command.conversation_id, { limit: command.limit, includeTools: command.include_tools })
-      .map((m) => ({ id: m.id, role: m.role, content: m.content, timestamp: m.timestamp, ...toolFields(m) }));
+    const rows = await ctx.store.messages.recent(command.conversation_id, { limit: command.limit, includeTools: command.include_tools });
+    const usage = ctx.store.usage.ofMessages(rows.map((m) => m.id));
+    const messages: Message[] = rows.map((m) => {
+      const counted = usage.get(m.id);
+      return { id: m.id, role: m.role, content: m.content, timestamp: m.timestamp, ...toolFields(m), ...(counted ? { usage: messageUsageOf(counted) } : {}) };
+    });
     return { messages };
   },
 
@@ -187,6 +193,7 @@ const commandHandlers: HandlerMap = {
   list_devices: listDevices,
   revoke_device: revokeDevice,
   ...pushHandlers,
+  get_usage: getUsage,
 };
 
 export const handlers: HandlerMap = {

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { ProviderError, type ChatMessage, type CompletionRequest, type CompletionResult, type Provider, type ToolCall } from '../agent/providers/types';
+import { ProviderError, type ChatMessage, type CompletionRequest, type CompletionResult, type CompletionUsage, type Provider, type ToolCall } from '../agent/providers/types';
 import type { ProviderName } from '../protocol';
 
 const NAME: ProviderName = 'vscode';
@@ -48,6 +48,28 @@ function toProviderError(error: unknown): ProviderError {
   return new ProviderError(NAME, 'unavailable', `vscode: ${(error as Error)?.message ?? String(error)}`);
 }
 
+/**
+ * vscode.lm reports no token figures: they are counted with the model's own tokenizer (countTokens),
+ * marked estimated. Undefined when the model cannot count (a failure costs the figures, never the answer).
+ */
+async function countUsage(
+  model: vscode.LanguageModelChat,
+  messages: vscode.LanguageModelChatMessage[],
+  text: string,
+  toolCalls: ToolCall[],
+  token: vscode.CancellationToken,
+): Promise<CompletionUsage | undefined> {
+  try {
+    const sum = async (items: (string | vscode.LanguageModelChatMessage)[]) =>
+      (await Promise.all(items.map((item) => model.countTokens(item, token)))).reduce((a, b) => a + b, 0);
+    const output = [text, ...toolCalls.map((call) => `${call.name}${JSON.stringify(call.arguments)}`)].filter((piece) => piece !== '');
+    const [input_tokens, output_tokens] = await Promise.all([sum(messages), sum(output)]);
+    return { input_tokens, output_tokens, estimated: true };
+  } catch {
+    return undefined;
+  }
+}
+
 /** The `vscode` provider: the editor's language models (Copilot and others) through vscode.lm. */
 export function createLanguageModelProvider(): Provider {
   return {
@@ -64,7 +86,8 @@ export function createLanguageModelProvider(): Provider {
           ...(request.tools?.length ? { tools: request.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.parameters })) } : {}),
           ...(request.temperature !== undefined ? { modelOptions: { temperature: request.temperature } } : {}),
         };
-        const response = await model.sendRequest(toLmMessages(request.messages), options, cts.token);
+        const messages = toLmMessages(request.messages);
+        const response = await model.sendRequest(messages, options, cts.token);
         let text = '';
         const toolCalls: ToolCall[] = [];
         for await (const part of response.stream) {
@@ -77,7 +100,14 @@ export function createLanguageModelProvider(): Provider {
           }
         }
         if (request.signal?.aborted) throw new ProviderError(NAME, 'cancelled', 'vscode: cancelled');
-        return { text, tool_calls: toolCalls, finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop' };
+        const usage = await countUsage(model, messages, text, toolCalls, cts.token);
+        return {
+          text,
+          tool_calls: toolCalls,
+          finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
+          ...(usage ? { usage } : {}),
+          ...(model.maxInputTokens > 0 ? { context_window: model.maxInputTokens } : {}),
+        };
       } catch (error) {
         if (request.signal?.aborted) throw new ProviderError(NAME, 'cancelled', 'vscode: cancelled');
         throw toProviderError(error);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { RequestId } from './envelope';
+import { ConversationUsage, MAX_USAGE_DAYS, MessageUsage } from './usage';
 
 /** Maximum `limit` of list commands; larger values are clamped (docs/protocol.md). */
 export const MAX_LIST_LIMIT = 500;
@@ -82,6 +83,16 @@ export const GetMessagesCommand = command('get_messages', {
 });
 
 export const ListToolsCommand = command('list_tools', {});
+
+/** Token usage and cost per UTC day (and per model), the last `days` days, today included (docs/protocol.md, "Usage and cost"). */
+export const GetUsageCommand = command('get_usage', {
+  days: z
+    .number({ error: 'days must be an integer' })
+    .int({ error: 'days must be an integer' })
+    .min(1, { error: 'days must be at least 1' })
+    .max(MAX_USAGE_DAYS, { error: `days must be at most ${MAX_USAGE_DAYS}` })
+    .default(30),
+});
 
 export const DeleteConversationCommand = command('delete_conversation', {
   conversation_id: nonEmpty('conversation_id'),
@@ -256,6 +267,7 @@ export const Command = z.discriminatedUnion('type', [
   ListPushDevicesCommand,
   PushTestCommand,
   ClientStateCommand,
+  GetUsageCommand,
 ]);
 export type Command = z.infer<typeof Command>;
 export type CommandType = Command['type'];
@@ -301,6 +313,8 @@ export const Conversation = z.object({
   last_message: z.string().nullable(),
   /** Messages waiting behind its running turn, in the order they will run. */
   queued: z.array(QueuedMessage),
+  /** Its replies' usage summed, and how full the context window was on its last call; absent from older services, null before any reply. */
+  usage: ConversationUsage.nullable().optional(),
 });
 export type Conversation = z.infer<typeof Conversation>;
 
@@ -319,6 +333,8 @@ export const Message = z.object({
   ok: z.boolean().optional(),
   /** Tool results: the tool did not run, the permission gate refused it (as `tool.result` says live). */
   denied: z.boolean().optional(),
+  /** Replies: the tokens and cost of the turn's provider calls (absent when none were counted). */
+  usage: MessageUsage.optional(),
 });
 export type Message = z.infer<typeof Message>;
 

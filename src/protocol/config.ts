@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PermissionMode } from './commands';
 import { DEFAULT_PROVIDER, PROVIDER_NAMES } from './providers';
+import { Prices, UsageBudget } from './usage';
 
 export const DEFAULT_PORT = 5000;
 export const DEFAULT_SESSION_TTL_SECONDS = 3600;
@@ -48,6 +49,8 @@ export const WebhookAccount = z.strictObject({
    * `ask` or `allow`, in place of permission_mode. Opting in needs a secret (checked below).
    */
   tools: PermissionMode.optional(),
+  /** A daily budget: once this UTC day's usage reaches it, the account's next messages get an error callback (budget_exceeded). */
+  budget: UsageBudget.optional(),
 });
 export type WebhookAccount = z.infer<typeof WebhookAccount>;
 
@@ -185,6 +188,8 @@ export const ServiceConfigFile = z.looseObject({
     .refine(permissionRuleCountLimit, permissionRuleCountError)
     .default({ allow: [], deny: [] }),
   permission_timeout_seconds: PermissionTimeoutSeconds.default(DEFAULT_PERMISSION_TIMEOUT_SECONDS),
+  /** Prices per million tokens, over the shipped defaults (agent/usage/prices.ts). */
+  prices: Prices.default({}),
 }).superRefine((config, ctx) => {
   const tcp = config.channels.filter((c) => c.type === 'tcp');
   if (tcp.length > 1) ctx.addIssue({ code: 'custom', path: ['channels'], message: 'at most one tcp channel' });

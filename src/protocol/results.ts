@@ -3,6 +3,7 @@ import { Conversation, Delivery, Message, PairedDevice, PermissionDecision, Publ
 import type { ErrorEnvelope, RequestId } from './envelope';
 import { PairingInfo, RelayLinkStatus } from './relay';
 import { PermissionRequest } from './events';
+import { UsageDay } from './usage';
 
 /**
  * What each command answers: the `data` of its ok envelope (docs/protocol.md, "Commands"). One schema
@@ -80,6 +81,8 @@ export const CommandResults = {
   push_test: z.object({ results: z.array(PushTestResult) }),
   /** The state in force for this session: the device it names (null: none named yet) and whether its page is visible. */
   client_state: z.object({ device_id: z.string().nullable(), visible: z.boolean() }),
+  /** Days with usage, newest first (days without any are left out). */
+  get_usage: z.object({ days: z.array(UsageDay) }),
 } satisfies { [T in CommandType]: z.ZodType };
 
 export type CommandResults = typeof CommandResults;

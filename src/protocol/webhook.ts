@@ -18,6 +18,8 @@ export type WebhookOutgoingBody = z.infer<typeof WebhookOutgoingBody>;
  */
 export const WebhookErrorBody = z.object({
   status: z.literal('error'),
+  /** Present for a refusal a sender may act on: `budget_exceeded` (the account's daily budget is spent). */
+  code: z.string().optional(),
   error: z.string(),
   conversation_id: z.string(),
   message_id: z.string(),

@@ -14,6 +14,7 @@ import { PushDevicesRepo } from './push-devices';
 import { DevicesRepo } from './devices';
 import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
+import { UsageRepo } from './usage';
 
 export { Database } from './database';
 export { BlobDamagedError, BlobStore, isBlobHash } from './blob-store';
@@ -31,6 +32,8 @@ export { MetaRepo } from './meta';
 export { PermissionRequestsRepo } from './permission-requests';
 export type { NewPermissionRequest, PermissionRequestRow, PermissionResolutionRecord } from './permission-requests';
 export { WebhooksRepo } from './webhooks';
+export { UsageRepo } from './usage';
+export type { ModelUsageSum, NewUsage, UsageRow, UsageSum } from './usage';
 export { PushDevicesRepo } from './push-devices';
 export { DevicesRepo } from './devices';
 export type { DeviceRow } from './devices';
@@ -58,6 +61,7 @@ export interface Store {
   permissionRequests: PermissionRequestsRepo;
   /** Bulky binary content (attachments, before-images) outside the in-memory database. */
   blobs: BlobStore;
+  usage: UsageRepo;
   close(): Promise<void>;
 }
 
@@ -84,6 +88,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     devices: new DevicesRepo(db),
     permissionRequests: new PermissionRequestsRepo(db),
     blobs,
+    usage: new UsageRepo(db),
     close: () => db.close(),
   };
 }

@@ -2,6 +2,7 @@ import type { Logger } from '../log/logger';
 import { nullLogger } from '../log/logger';
 import type { Database, WriteTx } from './database';
 import { META_TABLE_SQL } from './replay';
+import { USAGE_TABLE_SQL } from './usage';
 
 /** SQL (several statements allowed) or a function of the transaction. */
 export type Migration = string | ((tx: WriteTx) => void);
@@ -37,6 +38,8 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE UNIQUE INDEX messages_client_key ON messages (client_key) WHERE client_key IS NOT NULL;`,
   // 6: paired devices, each with its own credential (src/store/devices.ts).
   `CREATE TABLE devices (device_id TEXT PRIMARY KEY, device_name TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, paired_at TEXT NOT NULL, last_seen TEXT, via TEXT NOT NULL);`,
+  // 7: token usage and cost per reply, in its own table keyed by message id (src/store/usage.ts).
+  USAGE_TABLE_SQL,
 ];
 
 export function schemaVersion(db: Database): number {

@@ -13,7 +13,7 @@ describe('anthropic provider: answers', () => {
     withFake(async (fake, provider) => {
       fake.script({ text: 'Hi there!', usage: { input_tokens: 7, output_tokens: 3, cache_read_input_tokens: 2 } });
       const result = await provider.complete({ model: 'claude-fake', messages: hello });
-      assert.deepEqual(result, { text: 'Hi there!', tool_calls: [], finish_reason: 'end_turn', usage: { input_tokens: 9, output_tokens: 3 } });
+      assert.deepEqual(result, { text: 'Hi there!', tool_calls: [], finish_reason: 'end_turn', usage: { input_tokens: 9, output_tokens: 3, cached_tokens: 2, cache_write_tokens: 0 } });
       assert.equal(fake.requests.length, 1);
       const [request] = fake.requests;
       assert.equal(request.method, 'POST');
@@ -38,7 +38,7 @@ describe('anthropic provider: answers', () => {
       const result = await provider.complete({ model: 'claude-fake', messages: hello, onDelta: (piece) => deltas.push(piece) });
       assert.equal(deltas.length, 6);
       assert.equal(deltas.join(''), text);
-      assert.deepEqual(result, { text, tool_calls: [], finish_reason: 'end_turn', usage: { input_tokens: 11, output_tokens: 10 } });
+      assert.deepEqual(result, { text, tool_calls: [], finish_reason: 'end_turn', usage: { input_tokens: 11, output_tokens: 10, cached_tokens: 0, cache_write_tokens: 0 } });
       assert.equal(fake.requests[0].body.stream, true);
     }));
 

@@ -99,12 +99,19 @@ describe('permission prompt (the notification text and Show Diff)', () => {
   });
 });
 
-/** A language model as vscode.lm hands it out: streams parts, honours the cancellation token. */
+/**
+ * A language model as vscode.lm hands it out: streams parts, honours the cancellation token. It counts
+ * 10 tokens a message and a string's characters (countTokens), and its window is 4096 tokens.
+ */
 function fakeModel(id: string, parts: unknown[], seen: { messages?: unknown[]; options?: any; token?: any } = {}) {
   return {
     id,
     family: 'fam',
     name: id,
+    maxInputTokens: 4096,
+    async countTokens(what: unknown) {
+      return typeof what === 'string' ? what.length : 10;
+    },
     async sendRequest(messages: unknown[], options: unknown, token: { isCancellationRequested: boolean }) {
       Object.assign(seen, { messages, options, token });
       return {
@@ -169,6 +176,31 @@ describe('vscode.lm provider', () => {
     cleanups.push(async () => phone.close());
     const reply = await phone.request({ type: 'chat', message: 'hi', stream: true });
     assert.equal((reply.data as { response: string }).response, 'from the editor');
+  });
+
+  test("an editor model reports no usage: its tokens are counted with the model's countTokens, marked estimated, its window is maxInputTokens", async () => {
+    const seen: { messages?: unknown[] } = {};
+    testing.chatModels = [fakeModel('m', [new LanguageModelTextPart('from the editor')], seen)];
+    const provider = lmModule.createLanguageModelProvider();
+    const svc = await startService({ provider: 'vscode', model: 'm' }, { hostServices: { languageModels: () => provider } });
+    cleanups.push(() => svc.dispose());
+    const phone = await TestClient.authed(svc.wsUrl, svc.token);
+    cleanups.push(async () => phone.close());
+    const reply = await phone.request({ type: 'chat', message: 'hi' });
+    const history = await phone.request({ type: 'get_messages', conversation_id: (reply.data as { conversation_id: string }).conversation_id });
+    const usage = (history.data as { messages: { usage?: Record<string, unknown> }[] }).messages.at(-1)!.usage;
+    assert.deepEqual(usage, {
+      provider: 'vscode',
+      model: 'm',
+      input_tokens: 10 * seen.messages!.length,
+      output_tokens: 'from the editor'.length,
+      cached_tokens: 0,
+      cost: null,
+      estimated: true,
+      calls: 1,
+      context_used: 10 * seen.messages!.length,
+      context_window: 4096,
+    });
   });
 });
 

@@ -35,7 +35,7 @@ export interface FakeReply extends Timing {
   chunkDelayMs?: number;
   /** Default 'tool_use' when there are tool uses, else 'end_turn'. */
   stop_reason?: string;
-  usage?: { input_tokens: number; output_tokens: number; cache_read_input_tokens?: number };
+  usage?: { input_tokens: number; output_tokens: number; cache_read_input_tokens?: number; cache_creation_input_tokens?: number };
   /** Streaming: go silent (never finish) after this many deltas. Not streaming: never answer. */
   hangAfterDeltas?: number;
   /** Streaming: destroy the connection after this many deltas. Not streaming: destroy it at once. */
@@ -228,7 +228,7 @@ function messageShell(id: string, model: unknown, outputTokens: number) {
   };
 }
 
-function fullUsage(usage: { input_tokens: number; output_tokens: number; cache_read_input_tokens?: number }) {
+function fullUsage(usage: { input_tokens: number; output_tokens: number; cache_read_input_tokens?: number; cache_creation_input_tokens?: number }) {
   return { cache_creation_input_tokens: 0, cache_read_input_tokens: 0, ...usage, service_tier: 'standard' };
 }
 

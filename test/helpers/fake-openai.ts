@@ -30,7 +30,11 @@ export interface FakeReply extends Timing {
   chunkDelayMs?: number;
   /** Default 'tool_calls' when there are tool calls, else 'stop'. */
   finish_reason?: string;
-  usage?: { prompt_tokens: number; completion_tokens: number };
+  /**
+   * As OpenAI reports it; `prompt_tokens_details.cached_tokens` are included in prompt_tokens. Default: words
+   * counted. null: none reported (as some compatible servers do).
+   */
+  usage?: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens: number } } | null;
   /** Streaming: after this many SSE events, go silent and never finish. Not streaming: never answer. */
   hangAfterChunks?: number;
   /** Streaming: after this many SSE events, destroy the connection. Not streaming: destroy it at once. */
@@ -108,7 +112,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
     }));
     const finishReason = step.finish_reason ?? (calls.length > 0 ? 'tool_calls' : 'stop');
-    const usage = step.usage ?? { prompt_tokens: countWords(JSON.stringify(request)), completion_tokens: countWords(text) + calls.length };
+    const usage = step.usage === null ? undefined : step.usage ?? { prompt_tokens: countWords(JSON.stringify(request)), completion_tokens: countWords(text) + calls.length };
 
     if (!streaming) {
       if (step.hangAfterChunks !== undefined) return;
@@ -133,7 +137,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
             finish_reason: finishReason,
           },
         ],
-        usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+        ...(usage && { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } }),
       });
     }
 
@@ -152,7 +156,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       for (const piece of split(call.arguments, pieces)) events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
     });
     events.push(chunk({}, finishReason));
-    if (request.stream_options?.include_usage) {
+    if (request.stream_options?.include_usage && usage) {
       events.push({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } });
     }
 

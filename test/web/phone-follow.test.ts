@@ -73,7 +73,8 @@ test('the page follows a streamed reply sent by another client, and after a drop
     new MutationObserver(() => {
       const replies = document.querySelectorAll('.message.assistant');
       const last = replies[replies.length - 1] as HTMLElement | undefined;
-      if (last && replies.length > before) seen.push(last.innerText.trim());
+      // The reply's text (its usage line, drawn once it is stored, is not part of it).
+      if (last && replies.length > before) seen.push((last.querySelector('.markdown') as HTMLElement).innerText.trim());
     }).observe(document.querySelector('.message-list')!, { childList: true, subtree: true, characterData: true });
   });
 
@@ -90,7 +91,7 @@ test('the page follows a streamed reply sent by another client, and after a drop
   await goOnline(phone);
   assert.equal(((await answer).data as { response: string }).response, reply);
 
-  await page.waitForFunction((text) => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').trim() === text && !document.querySelector('.message.streaming'), reply);
+  await page.waitForFunction((text) => (document.querySelector('.message.assistant:last-of-type .markdown')?.textContent ?? '').trim() === text && !document.querySelector('.message.streaming'), reply);
   assert.ok(reply.startsWith(shownWhileOffline.trim()) && shownWhileOffline.trim() !== reply, 'the drop happened mid-stream');
   const resumed = phone.sent.filter((f) => f.type === 'follow_conversation' && f.conversation_id === conversationId && typeof f.after_seq === 'number');
   assert.equal(resumed.length, 1, 'after the reconnect the page followed again from the last seq it saw');

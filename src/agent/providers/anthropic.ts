@@ -325,6 +325,8 @@ function usageOf(usage: WireUsage | null | undefined): CompletionUsage | undefin
   );
   if (typeof usage.input_tokens === 'number') counted.input_tokens = inputs.reduce((a, b) => a + b, 0);
   if (typeof usage.output_tokens === 'number') counted.output_tokens = usage.output_tokens;
+  if (typeof usage.cache_read_input_tokens === 'number') counted.cached_tokens = usage.cache_read_input_tokens;
+  if (typeof usage.cache_creation_input_tokens === 'number') counted.cache_write_tokens = usage.cache_creation_input_tokens;
   return counted;
 }
 

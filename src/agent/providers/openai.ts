@@ -194,6 +194,9 @@ function withUsage(result: CompletionResult, usage: OpenAI.CompletionUsage | nul
   const counted: CompletionUsage = {};
   if (typeof usage.prompt_tokens === 'number') counted.input_tokens = usage.prompt_tokens;
   if (typeof usage.completion_tokens === 'number') counted.output_tokens = usage.completion_tokens;
+  // Included in prompt_tokens; reported by OpenAI (and some compatible servers) only.
+  const cached = usage.prompt_tokens_details?.cached_tokens;
+  if (typeof cached === 'number') counted.cached_tokens = cached;
   return { ...result, usage: counted };
 }
 

@@ -39,8 +39,15 @@ export interface CompletionRequest {
 }
 
 export interface CompletionUsage {
+  /** Every input token of the call, cached ones included. */
   input_tokens?: number;
   output_tokens?: number;
+  /** Of the input tokens, those read from the provider's prompt cache (billed at the cached price). */
+  cached_tokens?: number;
+  /** Of the input tokens, those written to the provider's prompt cache (Anthropic bills them apart). */
+  cache_write_tokens?: number;
+  /** Counted locally (the provider reports no figures), not the provider's own. */
+  estimated?: boolean;
 }
 
 export interface CompletionResult {
@@ -49,6 +56,8 @@ export interface CompletionResult {
   /** As the provider reports it (e.g. 'stop', 'length', 'tool_calls'); null when it reports none. */
   finish_reason: string | null;
   usage?: CompletionUsage;
+  /** The model's context window in tokens, when the provider tells it (vscode.lm's maxInputTokens). */
+  context_window?: number;
 }
 
 export interface Provider {

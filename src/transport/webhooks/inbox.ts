@@ -9,6 +9,7 @@ import type { InboxRow, NewDelivery, Store } from '../../store';
 import { backoffMs, retryWindowMs, type OutboxTimings } from './outbox';
 import { webhookSource } from './trust';
 import { turnFailureOf, type TurnFailure } from '../../agent/turn-failure';
+import { budgetRefusal, type BudgetRefusal } from './budget';
 
 export interface InboxDeps {
   store: Store;
@@ -35,6 +36,13 @@ export interface InboxDeps {
 
 /** Thrown inside a conversation's turn by a message that must wait for an earlier one still pending. */
 class WaitingBehind extends Error {}
+
+/** Thrown inside a conversation's turn by a message whose account has spent its daily budget: it is not run. */
+class OverBudget extends Error {
+  constructor(readonly refusal: BudgetRefusal) {
+    super(refusal.error);
+  }
+}
 
 /**
  * Answers accepted webhook messages. The inbox row is the work item: the agent answers the stored
@@ -155,6 +163,9 @@ export class WebhookInbox {
   /** Inside the conversation's turn: the message joins the conversation, unless an earlier one is still pending. */
   private async admitInOrder(row: InboxRow): Promise<void> {
     if (this.deps.store.webhooks.earlierPending(row.conversation_id, row.seq)) throw new WaitingBehind();
+    // Checked when its turn comes, so the usage of the turns before it (of its conversation too) counts.
+    const refusal = budgetRefusal(this.deps.store, row.account, this.deps.accounts().get(row.account));
+    if (refusal) throw new OverBudget(refusal);
     await this.deps.store.webhooks.admit(row.message_id);
   }
 
@@ -203,6 +214,10 @@ export class WebhookInbox {
       this.deps.onTurnEnded?.({ conversationId: row.conversation_id, source, outcome: 'answered' });
     } catch (error) {
       if (error instanceof WaitingBehind) return this.park(row);
+      if (error instanceof OverBudget) {
+        log.warn('webhook.over_budget', { error: error.refusal.error });
+        return this.sendError(row, { detail: error.refusal.error, forSender: error.refusal.error, code: error.refusal.code }, log);
+      }
       // Stopping (the store closing under a run): leave the row pending for the next start.
       if (this.stopped) {
         log.warn('webhook.answer_interrupted', { error });
@@ -259,8 +274,8 @@ export class WebhookInbox {
   }
 
   /** Marks the row failed (with the detail, for the owner) and queues the signed error callback, in one transaction. */
-  private async sendError(row: InboxRow, why: Pick<TurnFailure, 'detail' | 'forSender'>, log: Logger): Promise<void> {
-    const body: WebhookErrorBody = { status: 'error', error: why.forSender, conversation_id: row.conversation_id, message_id: row.message_id };
+  private async sendError(row: InboxRow, why: Pick<TurnFailure, 'detail' | 'forSender'> & { code?: string }, log: Logger): Promise<void> {
+    const body: WebhookErrorBody = { status: 'error', ...(why.code ? { code: why.code } : {}), error: why.forSender, conversation_id: row.conversation_id, message_id: row.message_id };
     const delivery = this.newDelivery(row, body);
     const deliveryId = delivery.id;
     try {

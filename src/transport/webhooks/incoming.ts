@@ -7,6 +7,7 @@ import type { InboxRow, Store } from '../../store';
 import { clientAddress, MAX_BODY_BYTES, sendEnvelope } from '../http/http-util';
 import { FixedWindowLimiter } from '../http/rate-limit';
 import { webhookSource } from './trust';
+import { budgetRefusal } from './budget';
 import { secretsEqual, signatureValid, signedHeadersOf, timestampFresh, type SignedHeaders } from './signature';
 
 export const WEBHOOK_RATE_LIMIT_PER_MINUTE = 120;
@@ -104,7 +105,9 @@ export class IncomingWebhooks {
       ms: Date.now() - started,
       ...(result.kind === 'duplicate' ? { duplicate: true } : {}),
     });
-    sendEnvelope(res, ok({ conversation_id: result.conversation_id, message_id: result.message_id }), 202);
+    // Accepted all the same (its error callback tells the sender too), but a sender reading the answer knows at once.
+    const overBudget = result.kind === 'accepted' ? budgetRefusal(this.deps.store, name, account) : undefined;
+    sendEnvelope(res, ok({ conversation_id: result.conversation_id, message_id: result.message_id, ...(overBudget ? { budget_exceeded: overBudget } : {}) }), 202);
   }
 
   /**

@@ -9,6 +9,7 @@ import { Composer } from './composer';
 import { ConversationList } from './conversation-list';
 import { h } from './dom';
 import { Header } from './header';
+import { attachUsage } from './usage-view';
 import { MessageView, type StreamingReply, type ToolCard } from './message-view';
 import { Outbox, type OutboxItem, type OutboxStorage } from './outbox';
 import { QueueView } from './queue-view';
@@ -204,6 +205,7 @@ export class ChatApp {
   /** The conversation's running state and queue, shown under the messages. */
   private showRow(row: ConversationRow): void {
     this.header.setTitle(row.title);
+    this.header.usage.show(row.usage);
     this.composer.setRunning(row.state !== 'idle');
     this.queue.show(row.queued);
   }
@@ -266,6 +268,7 @@ export class ChatApp {
     turn.reply = undefined;
     reply.finish(message.content);
     reply.element.dataset.messageId = message.id;
+    attachUsage(reply.element, message.usage);
   }
 
   private onDelta(event: TurnEventOf<'chat.delta'>): void {
@@ -505,6 +508,7 @@ export class ChatApp {
     this.setCurrent(conversationId);
     const row = this.list.row(conversationId);
     this.composer.setRunning(row !== undefined && row.state !== 'idle');
+    this.header.usage.show(row?.usage);
     this.queue.show(row?.queued ?? []);
     this.messages.showEmpty('Loading…');
     void this.follow(conversationId);
@@ -515,6 +519,7 @@ export class ChatApp {
     this.leave();
     this.draft = newClientId();
     this.setCurrent(undefined);
+    this.header.usage.show(null);
     this.composer.setRunning(false);
     this.queue.show([]);
     this.messages.showEmpty('Start a conversation: type a message below.');

@@ -2,6 +2,7 @@
 import type { PermissionMode } from '../../protocol';
 import type { ConnectionStatus } from '../connection';
 import { h } from './dom';
+import { UsageMeter } from './usage-view';
 
 const STATE_LABEL: Record<ConnectionStatus['state'], string> = {
   connecting: 'Connecting…',
@@ -19,6 +20,8 @@ export class Header {
   private readonly mode: HTMLSelectElement;
   private modeValue: PermissionMode | undefined;
   private readonly waiting: HTMLButtonElement;
+  /** The conversation's tokens, cost and context fullness (usage-view.ts). */
+  readonly usage = new UsageMeter();
 
   constructor(onModeChange: (mode: PermissionMode, previous: PermissionMode | undefined) => void) {
     this.drawerToggle = h('button', { type: 'button', class: 'icon-button drawer-toggle', 'aria-label': 'Conversations', 'aria-expanded': 'false', 'aria-controls': 'ra-drawer' }, '☰');
@@ -44,6 +47,7 @@ export class Header {
       { class: 'topbar' },
       this.drawerToggle,
       this.titleText,
+      this.usage.element,
       this.waiting,
       this.connection,
       h('label', { class: 'mode', for: 'ra-mode', title: 'What happens when the assistant wants to run a tool' }, h('span', { class: 'mode-label' }, 'Tools'), this.mode),

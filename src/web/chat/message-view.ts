@@ -2,6 +2,7 @@
 import type { Message } from '../../protocol';
 import { formatArguments, h } from './dom';
 import { renderMarkdown } from './markdown';
+import { attachUsage } from './usage-view';
 
 export type ToolStatus = 'running' | 'ok' | 'failed' | 'denied';
 
@@ -139,7 +140,7 @@ export class MessageView {
     const waiting: ToolCard[] = [];
     for (const message of messages) {
       if (message.role === 'user') this.addUser(message.content);
-      else if (message.role === 'assistant') this.addAssistant(message.content);
+      else if (message.role === 'assistant') attachUsage(this.addAssistant(message.content), message.usage);
       else {
         const name = message.tool_name ?? 'tool';
         // The store writes a batch's calls first, then their results in order: a result answers the

@@ -1,0 +1,29 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { contextWindowOf, DEFAULT_PRICES, priceOf } from '../../src/agent/usage/prices';
+
+const none = { prices: {} };
+
+test('shipped defaults: a model, and its dated or -latest releases; never another model that shares the prefix', () => {
+  assert.equal(priceOf(none, 'openai', 'gpt-4o'), DEFAULT_PRICES['openai/gpt-4o']);
+  assert.equal(priceOf(none, 'openai', 'gpt-4o-2024-08-06'), DEFAULT_PRICES['openai/gpt-4o']);
+  assert.equal(priceOf(none, 'openai', 'gpt-4o-mini'), DEFAULT_PRICES['openai/gpt-4o-mini']);
+  assert.equal(priceOf(none, 'anthropic', 'claude-sonnet-4-5-20250929'), DEFAULT_PRICES['anthropic/claude-sonnet-4-5']);
+  assert.equal(priceOf(none, 'anthropic', 'claude-3-5-haiku-latest'), DEFAULT_PRICES['anthropic/claude-3-5-haiku']);
+  assert.equal(priceOf(none, 'openai', 'gpt-4o-audio-preview'), undefined, 'another model: no price rather than a guess');
+  assert.equal(priceOf(none, 'anthropic', 'gpt-4o'), undefined, "a default is the provider's own");
+  assert.equal(priceOf(none, 'vscode', 'copilot-gpt-4o'), undefined);
+});
+
+test('service.json prices override the defaults, by provider/model first, then by model', () => {
+  const own = { input: 1, output: 2 };
+  const byModel = { input: 3, output: 4, context_window: 1000 };
+  const config = { prices: { 'openai/gpt-4o': own, 'my-local-model': byModel } };
+  assert.equal(priceOf(config, 'openai', 'gpt-4o'), own);
+  assert.equal(priceOf(config, 'openai', 'gpt-4o-2024-08-06'), own);
+  assert.equal(priceOf(config, 'anthropic', 'my-local-model'), byModel);
+  assert.equal(contextWindowOf(config, 'openai', 'my-local-model', 5000), 1000, "service.json's window beats the provider's");
+  assert.equal(contextWindowOf(none, 'vscode', 'x', 5000), 5000);
+  assert.equal(contextWindowOf(none, 'openai', 'gpt-4o'), 128_000);
+  assert.equal(contextWindowOf(none, 'openai', 'unknown'), null);
+});

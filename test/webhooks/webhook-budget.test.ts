@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
+import { postJson, startService, type RunningService } from '../helpers/service';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
+
+const FAST = { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 };
+
+type Row = Record<string, any>;
+
+describe('a daily budget per webhook account', () => {
+  let fake: FakeOpenAI;
+  let capped: WebhookReceiver;
+  let costly: WebhookReceiver;
+  let free: WebhookReceiver;
+  let svc: RunningService;
+
+  before(async () => {
+    fake = await startFakeOpenAI();
+    [capped, costly, free] = await Promise.all([startWebhookReceiver(), startWebhookReceiver(), startWebhookReceiver()]);
+    svc = await startService(
+      {
+        base_url: fake.url,
+        model: 'fake-model',
+        prices: { 'fake-model': { input: 1000, output: 1000 } },
+        channels: {
+          webhook: {
+            accounts: {
+              capped: { incoming_path: '/hooks/capped', outgoing_url: capped.url('/cb'), budget: { tokens_per_day: 100 } },
+              // $1000 per million tokens: 110 tokens cost $0.11.
+              costly: { incoming_path: '/hooks/costly', outgoing_url: costly.url('/cb'), budget: { cost_per_day: 0.1 } },
+              free: { incoming_path: '/hooks/free', outgoing_url: free.url('/cb') },
+            },
+          },
+        },
+      },
+      { webhook: FAST },
+    );
+  });
+  after(async () => {
+    await svc?.dispose();
+    await fake?.close();
+    await Promise.all([capped, costly, free].map((r) => r?.close()));
+  });
+
+  async function post(path: string, message: string): Promise<Row> {
+    const reply = await postJson(`${svc.httpUrl}${path}`, { message });
+    assert.equal(reply.status, 202, reply.text);
+    return reply.body!.data as Row;
+  }
+
+  const providerCallsWith = (text: string) => fake.requests.filter((r) => JSON.stringify(r.body?.messages ?? []).includes(text)).length;
+
+  for (const [name, limit] of [
+    ['capped', 'daily budget of 100 tokens reached'],
+    ['costly', 'daily budget of $0.10 reached'],
+  ] as const) {
+    test(`${name}: once reached, the next message is not run: an error callback says so (budget_exceeded), and so does the accept; another account runs`, async () => {
+      const receiver = name === 'capped' ? capped : costly;
+      fake.script({ text: 'first answer', usage: { prompt_tokens: 80, completion_tokens: 30 } });
+      const first = await post(`/hooks/${name}`, `${name} one`);
+      assert.equal(first.budget_exceeded, undefined, 'nothing spent yet');
+      await receiver.waitFor((r) => r.requests.length === 1, 'the first reply');
+      assert.deepEqual(receiver.requests[0].body, { message: 'first answer', conversation_id: first.conversation_id });
+
+      const second = await post(`/hooks/${name}`, `${name} two`);
+      assert.equal(second.budget_exceeded?.code, 'budget_exceeded');
+      assert.match(second.budget_exceeded?.error, new RegExp(`${limit.replace('$', '\\$')}; resets at 00:00 UTC`));
+      await receiver.waitFor((r) => r.requests.length === 2, 'the error callback');
+      assert.deepEqual(receiver.requests[1].body, {
+        status: 'error',
+        code: 'budget_exceeded',
+        error: `${limit}; resets at 00:00 UTC`,
+        conversation_id: second.conversation_id,
+        message_id: second.message_id,
+      });
+      assert.equal(providerCallsWith(`${name} two`), 0, 'the run was not started');
+
+      // Another account is not affected.
+      const other = await post('/hooks/free', `free after ${name}`);
+      assert.equal(other.budget_exceeded, undefined);
+      await free.waitFor((r) => r.requests.some((c) => c.body?.conversation_id === other.conversation_id), 'the other account answered');
+      assert.equal(providerCallsWith(`free after ${name}`), 1);
+    });
+  }
+});

@@ -4,8 +4,9 @@ import type { ToolCallData, ToolResultData } from '../agent/transcript';
 import type { ConversationActivity } from '../agent/conversation-activity';
 import type { ConversationRow, MessageRow, Store } from '../store';
 import { previewOf } from '../agent/preview';
+import { messageOf } from '../agent/agent';
 import { sourceLabel } from '../protocol/sources';
-import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
+import { contextChars, MAX_CONTEXT_CHARS, ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
 import { pushHandlers } from './push-handlers';
 import { createPairing, relayStatus } from './relay-handlers';
@@ -58,6 +59,10 @@ const commandHandlers: HandlerMap = {
   },
 
   async chat(command, session, ctx) {
+    const contextSize = contextChars(command.context ?? []);
+    if (contextSize > MAX_CONTEXT_CHARS) {
+      throw new ServiceError('payload_too_large', `the context holds ${contextSize} characters of text; at most ${MAX_CONTEXT_CHARS} may be sent with one message (remove a chip, or select less)`);
+    }
     const run = ctx.running.start(session.id, command.id);
     // Known once the agent has the conversation; a turn refused before that (not_found) never began.
     let conversationId: string | undefined;
@@ -68,6 +73,7 @@ const commandHandlers: HandlerMap = {
       const result = await ctx.agent.chat(
         {
           message: command.message,
+          context: command.context,
           conversationId: command.conversation_id,
           source: session.source,
           ownerAnswersPrompts: !isOwner(session),
@@ -147,7 +153,7 @@ const commandHandlers: HandlerMap = {
     ctx.agent.requireConversation(command.conversation_id, session.source);
     const messages: Message[] = ctx.store.messages
       .recent(command.conversation_id, { limit: command.limit, includeTools: command.include_tools })
-      .map((m) => ({ id: m.id, role: m.role, content: m.content, timestamp: m.timestamp, ...toolFields(m) }));
+      .map((m) => ({ ...messageOf(m), ...toolFields(m) }));
     return { messages };
   },
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ChatContext } from './chat-context';
 import { RequestId } from './envelope';
 
 /** Maximum `limit` of list commands; larger values are clamped (docs/protocol.md). */
@@ -44,6 +45,8 @@ export const ChatCommand = command('chat', {
   client_message_id: nonEmpty('client_message_id')
     .max(MAX_CLIENT_MESSAGE_ID_CHARS, { error: `client_message_id must be at most ${MAX_CLIENT_MESSAGE_ID_CHARS} characters` })
     .optional(),
+  /** What the editor's chips show (a selection, a file): put before the message in the prompt, stored with it. */
+  context: ChatContext.optional(),
 });
 
 export const GetConfigCommand = command('get_config', {});
@@ -319,6 +322,8 @@ export const Message = z.object({
   ok: z.boolean().optional(),
   /** Tool results: the tool did not run, the permission gate refused it (as `tool.result` says live). */
   denied: z.boolean().optional(),
+  /** User messages: the context sent with it (chat's `context`), for the history's chips. */
+  context: ChatContext.optional(),
 });
 export type Message = z.infer<typeof Message>;
 

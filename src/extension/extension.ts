@@ -10,6 +10,7 @@ import { LoopMonitor } from './diagnostics';
 import { createEditorToolSource } from './editor-tools';
 import { applyLanAccess, Hosting, type HostingState } from './hosting';
 import { createLanguageModelProvider } from './lm-provider';
+import { createLanguageModelToolSource } from './lm-tools';
 import { PendingPermissions } from './pending-permissions';
 import { answerRequest, EditorPrompts, PROPOSED_SCHEME, ProposedContent, showRequestDiff } from './permission-prompt';
 import { offerPortBusyActions } from './port-busy';
@@ -53,7 +54,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   const hosting = new Hosting({ dataDir, port: () => readSettings().port, hostServices: host, log });
   // Read when the service opens (after this): the editor's tools work where the built-in file tools do.
   const toolRoots = () => (hosting.service ? workspaceRootsOf(hosting.service.config.current, host) : openFolders());
+  // Other extensions' tools come after every tool of the agent's own: a name clash keeps the agent's.
   host.toolSources = [createEditorToolSource(toolRoots)];
+  host.laterToolSources = [createLanguageModelToolSource()];
   active = { hosting };
 
   const statusBar = new StatusBar();

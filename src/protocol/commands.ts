@@ -331,6 +331,8 @@ export const ToolInfo = z.object({
   name: z.string(),
   description: z.string(),
   parameters: z.record(z.string(), z.string()),
+  /** `vscode`: another VS Code extension's tool (vscode.lm.tools), offered when the service runs in the editor. */
+  from: z.literal('vscode').optional(),
 });
 export type ToolInfo = z.infer<typeof ToolInfo>;
 

@@ -144,6 +144,9 @@ export class LanguageModelChatMessage {
     return new LanguageModelChatMessage('assistant', content);
   }
 }
+export class LanguageModelToolResult {
+  constructor(readonly content: unknown[]) {}
+}
 export class LanguageModelError extends Error {
   constructor(message: string, readonly code: string) {
     super(message);
@@ -235,6 +238,10 @@ function createTesting() {
     clipboard: '',
     chatModels: [] as any[],
     chatModelsChanged: new EventEmitter<void>(),
+    /** What `vscode.lm.tools` lists (other extensions' tools); `invoke` answers `vscode.lm.invokeTool`. */
+    lmTools: [] as { name: string; description: string; inputSchema?: object; tags: string[]; invoke(input: object): unknown }[],
+    /** Every `vscode.lm.invokeTool`, in order. */
+    invokedTools: [] as { name: string; input: object }[],
     workspaceFolders: undefined as { uri: Uri; name: string; index: number }[] | undefined,
     terminals: [] as FakeTerminal[],
     /** Whether new terminals get shell integration (reported on the next tick, as VS Code does later). */
@@ -469,6 +476,15 @@ export const lm = {
   selectChatModels: async (selector: { id?: string; family?: string } = {}) =>
     testing.chatModels.filter((m) => (selector.id === undefined || m.id === selector.id) && (selector.family === undefined || m.family === selector.family)),
   onDidChangeChatModels: (listener: Listener<void>) => testing.chatModelsChanged.event(listener),
+  get tools() {
+    return testing.lmTools.map(({ name, description, inputSchema, tags }) => ({ name, description, inputSchema, tags }));
+  },
+  invokeTool: async (name: string, options: { input: object }) => {
+    const tool = testing.lmTools.find((t) => t.name === name);
+    if (!tool) throw new Error(`no tool ${name}`);
+    testing.invokedTools.push({ name, input: options.input });
+    return tool.invoke(options.input);
+  },
 };
 
 export const languages = { getDiagnostics: () => [] };

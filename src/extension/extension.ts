@@ -5,6 +5,8 @@ import { DEFAULT_PROVIDER, type HostAction } from '../protocol';
 import { ApiKeys } from './api-keys';
 import { call } from './backend';
 import { CHAT_VIEW_ID, ChatViewProvider } from './chat-view';
+import { registerContextFeatures } from './context-commands';
+import { createLookup } from './editor-context';
 import { COMMANDS, registerCommands, type CommandDeps } from './palette-commands';
 import { LoopMonitor } from './diagnostics';
 import { createEditorToolSource } from './editor-tools';
@@ -81,7 +83,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   };
   // Secrets the webview must never see: the service's whole list (the log's) and the keys in SecretStorage.
   const secrets = () => [...(hosting.service?.redactor.secrets() ?? []), ...apiKeys.values()];
-  const chatView = new ChatViewProvider(context.extensionUri, () => ({ backend: hosting.backend, state: hosting.state }), runAction, secrets, (request) => prompts.ownRequest(request));
+  const chatView = new ChatViewProvider(context.extensionUri, () => ({ backend: hosting.backend, state: hosting.state }), runAction, secrets, (request) => prompts.ownRequest(request), createLookup(toolRoots));
   chatView.onDidChangeVisibility((visible) => {
     chatVisible = visible;
     prompts.refresh();
@@ -125,6 +127,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, chatView, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(PROPOSED_SCHEME, proposed),
     ...registerCommands(deps),
+    ...registerContextFeatures(chatView),
   );
 
   hosting.on('backend', (backend) => {

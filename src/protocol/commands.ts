@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ChatContext } from './chat-context';
+import { ChatContext } from './chat-context-schema';
 import { RequestId } from './envelope';
 
 /** Maximum `limit` of list commands; larger values are clamped (docs/protocol.md). */

@@ -1,0 +1,154 @@
+// Issue 14, "Give it the editor's context", the extension's half: "Ask Remote Assistant" on a selection
+// reveals the chat view with a chip holding the selected lines; the active file is offered as a chip
+// (attached or not by the setting); `#file` mentions complete from the workspace (files.exclude and
+// .gitignore honoured) and give a file's chip; a chat the view sends with the chips' context reaches
+// the provider. The whole extension runs with the `vscode` double over the real service.
+import assert from 'node:assert/strict';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, afterEach, before, describe, test } from 'node:test';
+import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
+import { TEST_TOKEN } from '../helpers/service';
+import { tempDir, waitFor } from '../helpers/temp';
+import { fakeContext, installVscodeDouble, Position, Selection, testing, Uri, workspace, type FakeWebviewView } from '../helpers/vscode-double';
+
+installVscodeDouble();
+type ExtensionModule = typeof import('../../src/extension/extension');
+let ext: ExtensionModule;
+let fake: FakeOpenAI;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+before(async () => {
+  ext = await import('../../src/extension/extension');
+  fake = await startFakeOpenAI();
+});
+after(async () => {
+  await fake.close();
+});
+afterEach(async () => {
+  await ext.deactivate();
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+const MATH = '// math\n\nexport function add(a: number, b: number) {\n  return a + b;\n}\n';
+
+/** A window over a workspace folder holding a few files (and some VS Code or git would hide). */
+async function activateWindow(settings: Record<string, unknown> = {}) {
+  testing.reset();
+  testing.settings.set('remoteAssistant.port', 0);
+  for (const [key, value] of Object.entries(settings)) testing.settings.set(key, value);
+  const storage = await tempDir('ra-ext-ctx-');
+  cleanups.push(storage.cleanup);
+  const ws = await tempDir('ra-ext-ctx-ws-');
+  cleanups.push(ws.cleanup);
+  await mkdir(join(ws.dir, 'src'), { recursive: true });
+  await mkdir(join(ws.dir, 'node_modules', 'mathlib'), { recursive: true });
+  await mkdir(join(ws.dir, 'out'), { recursive: true });
+  await writeFile(join(ws.dir, 'src', 'math.ts'), MATH);
+  await writeFile(join(ws.dir, 'src', 'format.ts'), 'export const format = String;\n');
+  await writeFile(join(ws.dir, 'node_modules', 'mathlib', 'math.js'), 'ignored by .gitignore');
+  await writeFile(join(ws.dir, 'out', 'math.js'), 'hidden by files.exclude');
+  await writeFile(join(ws.dir, 'math.log'), 'ignored by .gitignore');
+  await writeFile(join(ws.dir, '.gitignore'), '# build output\nnode_modules/\n*.log\n');
+  testing.settings.set('files.exclude', { '**/out': true, '**/.git': true });
+  testing.workspaceFolders = [{ uri: Uri.file(ws.dir), name: 'ws', index: 0 }];
+  await writeFile(join(storage.dir, 'service.json'), JSON.stringify({ auth_token: TEST_TOKEN, base_url: fake.url, model: 'fake-model' }, null, 2));
+  const context = fakeContext(storage.dir);
+  cleanups.push(async () => context.subscriptions.forEach((d) => d.dispose()));
+  const api = await ext.activate(context as never);
+  assert.equal(api.hosting.state.state, 'hosting', JSON.stringify(api.hosting.state));
+  return { api, workspace: ws.dir };
+}
+
+/** An editor on a workspace file with lines `from`..`to` (1-based) selected. */
+async function editorOn(file: string, from?: number, to?: number) {
+  const document = await workspace.openTextDocument(Uri.file(file));
+  const selection = from === undefined ? new Selection(new Position(0, 0), new Position(0, 0)) : new Selection(new Position(from - 1, 0), new Position(to! - 1, document.lineAt(to! - 1).text.length));
+  return { document, selection };
+}
+
+const posted = (view: FakeWebviewView) => view.webview.posted as Record<string, any>[];
+const eventsOf = (view: FakeWebviewView, name: string) => posted(view).filter((m) => m.kind === 'event' && m.event.event === name).map((m) => m.event);
+
+async function openReadyView() {
+  const view = await testing.openView('remoteAssistant.chat');
+  view.webview.fromUi({ kind: 'ready' });
+  await waitFor(() => posted(view).some((m) => m.kind === 'state' && m.state === 'running'), 'the view to be told the service runs');
+  return view;
+}
+
+/** Asks the extension as the webview does, and waits for the answer. */
+async function lookup(view: FakeWebviewView, id: string, question: Record<string, string>) {
+  view.webview.fromUi({ kind: 'lookup', id, lookup: question });
+  return (await waitFor(() => posted(view).find((m) => m.kind === 'lookup_result' && m.id === id), `lookup ${id}`)).result;
+}
+
+describe("the editor's context", () => {
+  test('Ask Remote Assistant on a selection reveals the chat with a chip of the selected lines; the chat sent with it gives the provider that text', async () => {
+    const { workspace: ws } = await activateWindow();
+    const view = await openReadyView();
+    testing.setActiveEditor(await editorOn(join(ws, 'src', 'math.ts'), 3, 5));
+    await testing.commands.get('remoteAssistant.askSelection')!();
+    assert.ok(testing.executed.some((e) => e.command === 'remoteAssistant.chat.focus'), 'the chat view is revealed');
+    const [added] = eventsOf(view, 'editor.add_context');
+    const selected = 'export function add(a: number, b: number) {\n  return a + b;\n}';
+    assert.deepEqual(added?.item, { kind: 'selection', path: 'src/math.ts', range: { start_line: 3, end_line: 5 }, text: selected });
+
+    // The view sends what its chips show (as the chat page does), and the provider receives it.
+    const before = fake.requests.length;
+    view.webview.fromUi({ kind: 'frame', frame: { type: 'chat', id: 'ask-1', message: 'Explain this', context: [added.item] } });
+    const reply = await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'ask-1'), 'the chat reply');
+    assert.equal(reply.envelope.status, 'ok', JSON.stringify(reply.envelope));
+    const user = (fake.requests[before]!.body as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'user').at(-1)!;
+    assert.ok(user.content.includes(selected), user.content);
+    assert.ok(user.content.includes('src/math.ts, lines 3-5'));
+  });
+
+  test('Ask before the chat view was ever opened: the chip reaches the view once it is ready', async () => {
+    const { workspace: ws } = await activateWindow();
+    testing.setActiveEditor(await editorOn(join(ws, 'src', 'math.ts'), 1, 1));
+    await testing.commands.get('remoteAssistant.askSelection')!();
+    const view = await openReadyView();
+    const added = await waitFor(() => eventsOf(view, 'editor.add_context')[0], 'the chip');
+    assert.deepEqual(added.item, { kind: 'selection', path: 'src/math.ts', range: { start_line: 1, end_line: 1 }, text: '// math' });
+  });
+
+  test('Ask with nothing selected attaches the whole file', async () => {
+    const { workspace: ws } = await activateWindow();
+    const view = await openReadyView();
+    testing.setActiveEditor(await editorOn(join(ws, 'src', 'math.ts')));
+    await testing.commands.get('remoteAssistant.askSelection')!();
+    const added = await waitFor(() => eventsOf(view, 'editor.add_context')[0], 'the chip');
+    assert.deepEqual(added.item, { kind: 'file', path: 'src/math.ts', text: MATH });
+  });
+
+  test('the active file is offered as a chip, attached by default; the setting off offers it unattached; it follows the active editor', async () => {
+    const { workspace: ws } = await activateWindow();
+    testing.setActiveEditor(await editorOn(join(ws, 'src', 'math.ts')));
+    const view = await openReadyView();
+    const first = await waitFor(() => eventsOf(view, 'editor.active_file').at(-1), 'the active file');
+    assert.deepEqual(first, { event: 'editor.active_file', item: { kind: 'file', path: 'src/math.ts', text: MATH }, attach: true });
+    testing.setActiveEditor(await editorOn(join(ws, 'src', 'format.ts')));
+    await waitFor(() => eventsOf(view, 'editor.active_file').at(-1)?.item?.path === 'src/format.ts', 'the switch');
+    testing.setActiveEditor(undefined);
+    await waitFor(() => eventsOf(view, 'editor.active_file').at(-1)?.item === null, 'no editor: no chip');
+
+    testing.setSetting('remoteAssistant.attachActiveFile', false);
+    testing.setActiveEditor(await editorOn(join(ws, 'src', 'math.ts')));
+    await waitFor(() => eventsOf(view, 'editor.active_file').at(-1)?.attach === false, 'offered, not attached');
+  });
+
+  test('#file completion lists workspace files matching what was typed, without files.exclude or .gitignore matches; a pick gives the file as a chip; a path outside the workspace is refused', async () => {
+    const { workspace: ws } = await activateWindow();
+    const view = await openReadyView();
+    const math = await lookup(view, 'q1', { files: 'math' });
+    assert.deepEqual(math, { files: ['src/math.ts'] }, 'node_modules/, *.log (.gitignore) and out/ (files.exclude) are left out');
+    const all = await lookup(view, 'q2', { files: '' });
+    assert.deepEqual([...all.files].sort(), ['.gitignore', 'src/format.ts', 'src/math.ts']);
+    const picked = await lookup(view, 'q3', { file: 'src/math.ts' });
+    assert.deepEqual(picked, { item: { kind: 'file', path: 'src/math.ts', text: MATH } });
+    const outside = await lookup(view, 'q4', { file: '../elsewhere.txt' });
+    assert.match(outside.error, /outside|workspace/i);
+    void ws;
+  });
+});

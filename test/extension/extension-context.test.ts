@@ -5,8 +5,10 @@
 // the provider. The whole extension runs with the `vscode` double over the real service.
 import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, serveStatic, type StaticServer } from '../helpers/browser';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { TEST_TOKEN } from '../helpers/service';
 import { tempDir, waitFor } from '../helpers/temp';
@@ -152,3 +154,88 @@ describe("the editor's context", () => {
     void ws;
   });
 });
+
+describe("the chat view's chips, in a browser (the real page: media/chat-webview.js after `node esbuild.mjs`)", () => {
+  let browser: Browser;
+  let site: StaticServer;
+  before(async () => {
+    browser = await launchChromium();
+    site = await serveStatic(resolve('media'));
+  });
+  after(async () => {
+    await browser?.close();
+    await site?.close();
+  });
+
+  /** The chat page in Chromium, joined to the extension's view as VS Code joins a webview: postMessage both ways. */
+  async function openPage(view: FakeWebviewView): Promise<{ page: Page; errors: string[] }> {
+    const page = await browser.newPage({ viewport: { width: 420, height: 700 } });
+    cleanups.push(() => page.close());
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+    await page.exposeFunction('toHost', (json: string) => view.webview.fromUi(JSON.parse(json)));
+    view.webview.onPost = (message) => void page.evaluate((data) => window.dispatchEvent(new MessageEvent('message', { data })), message).catch(() => undefined);
+    await page.setContent(
+      `<!doctype html><html><head><link rel="stylesheet" href="${site.url}/chat.css"></head><body><div id="app"></div>` +
+        `<script>window.acquireVsCodeApi = () => ({ postMessage: (m) => window.toHost(JSON.stringify(m)), getState: () => undefined, setState: () => undefined });</script>` +
+        `<script src="${site.url}/chat-webview.js"></script></body></html>`,
+    );
+    await page.waitForFunction(() => !(document.querySelector('.composer-input') as HTMLTextAreaElement | null)?.disabled);
+    return { page, errors };
+  }
+
+  const chipTexts = (page: Page) => page.locator('.context-chips:not(.sent) .chip-label').allInnerTexts();
+
+  test('Ask shows the chip; #file completes and adds one; the active file chip detaches; the provider receives exactly the chips shown, and the sent message keeps them', async () => {
+    const { workspace: ws } = await activateWindow();
+    testing.setActiveEditor(await editorOn(join(ws, 'src', 'math.ts')));
+    const view = await testing.openView('remoteAssistant.chat');
+    const { page, errors } = await openPage(view);
+
+    const active = page.locator('.chip.active-file');
+    await active.waitFor();
+    assert.equal(await active.getAttribute('aria-pressed'), 'true', 'the active file starts attached (the setting\'s default)');
+    assert.match(await active.innerText(), /math\.ts/);
+
+    testing.setActiveEditor(await editorOn(join(ws, 'src', 'math.ts'), 3, 5));
+    await testing.commands.get('remoteAssistant.askSelection')!();
+    await page.locator('.chip[data-kind="selection"]').waitFor();
+    assert.deepEqual(await chipTexts(page), ['math.ts:3-5', 'math.ts']);
+
+    const input = page.locator('.composer-input');
+    await input.click();
+    await input.pressSequentially('Compare with #form');
+    const option = page.locator('.mention-list .mention');
+    await option.first().waitFor();
+    assert.deepEqual(await option.allInnerTexts(), ['src/format.ts']);
+    await input.press('Enter');
+    await page.waitForFunction(() => document.querySelectorAll('.context-chips:not(.sent) .chip').length === 3);
+    assert.equal(await input.inputValue(), 'Compare with #src/format.ts ', 'Enter picked the file; nothing was sent');
+    assert.deepEqual(await chipTexts(page), ['math.ts:3-5', 'format.ts', 'math.ts']);
+
+    await active.click();
+    assert.equal(await active.getAttribute('aria-pressed'), 'false', 'detached by a click');
+    await page.screenshot({ path: join(await screenshots(), 'editor-context-chips.png') });
+
+    const before = fake.requests.length;
+    await input.press('End');
+    await input.pressSequentially('please');
+    await input.press('Enter');
+    await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo:'));
+    const user = (fake.requests[before]!.body as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'user').at(-1)!.content;
+    assert.ok(user.includes('export function add(a: number, b: number) {\n  return a + b;\n}'), 'the selected lines');
+    assert.ok(user.includes('[file] src/format.ts') && user.includes('export const format = String;'), 'the mentioned file');
+    assert.ok(!user.includes('[file] src/math.ts'), 'not the detached active file');
+    assert.ok(user.trimEnd().endsWith('Compare with #src/format.ts please'));
+
+    assert.deepEqual(await page.locator('.message.user .context-chips.sent .chip').allInnerTexts(), ['math.ts:3-5', 'format.ts'], 'the sent message shows its chips');
+    assert.deepEqual(await chipTexts(page), ['math.ts'], 'the chips added for it are gone; the active file stays, detached');
+    assert.deepEqual(errors, []);
+  });
+});
+
+async function screenshots(): Promise<string> {
+  const dir = resolve('test-output/screenshots');
+  await mkdir(dir, { recursive: true });
+  return dir;
+}

@@ -174,9 +174,12 @@ export class FakeWebview {
   asWebviewUri(uri: Uri): Uri {
     return uri.with({ scheme: 'vscode-webview-resource' });
   }
+  /** Set by a test that runs the real page (in a browser): every posted message, as it is posted. */
+  onPost: ((message: unknown) => void) | undefined;
   async postMessage(message: unknown): Promise<boolean> {
     // What crosses postMessage is structured-cloned: keep a copy, as the webview would see it.
     this.posted.push(structuredClone(message));
+    this.onPost?.(structuredClone(message));
     return true;
   }
   /** The UI sends a message to the extension. */

@@ -1,5 +1,6 @@
 /** The message list of the conversation on screen: bubbles, streaming replies, tool cards, notes. */
-import type { Message } from '../../protocol';
+import type { ContextItem, Message } from '../../protocol';
+import { sentChips } from './context-chips';
 import { formatArguments, h } from './dom';
 import { renderMarkdown } from './markdown';
 
@@ -107,8 +108,8 @@ export class MessageView {
   }
 
   /** `pending`: still in the outbox, shown after everything else until it is sent. */
-  addUser(text: string, pending = false): HTMLElement {
-    return this.add(h('div', { class: pending ? 'message user pending' : 'message user' }, h('div', { class: 'plain' }, text)));
+  addUser(text: string, pending = false, context?: readonly ContextItem[]): HTMLElement {
+    return this.add(h('div', { class: pending ? 'message user pending' : 'message user' }, h('div', { class: 'plain' }, text), context?.length ? sentChips(context) : null));
   }
 
   addAssistant(text: string): HTMLElement {
@@ -138,7 +139,7 @@ export class MessageView {
     this.clear();
     const waiting: ToolCard[] = [];
     for (const message of messages) {
-      if (message.role === 'user') this.addUser(message.content);
+      if (message.role === 'user') this.addUser(message.content, false, message.context);
       else if (message.role === 'assistant') this.addAssistant(message.content);
       else {
         const name = message.tool_name ?? 'tool';

@@ -14,8 +14,16 @@ export const LM_TOOL_PREFIX = 'vscode.';
 export function createLanguageModelToolSource(): ToolSource {
   return {
     name: 'vscode-lm',
-    tools: async () => (vscode.lm.tools ?? []).map(toolOf),
+    tools: async () => (vscode.lm.tools ?? []).filter((tool) => !isInternal(tool)).map(toolOf),
   };
+}
+
+/**
+ * VS Code's own tools for its chat (`vscode_editFile_internal`, `vscode_searchExtensions_internal` in
+ * 1.100) are listed too, but they belong to its chat session (one has no schema at all): not offered.
+ */
+function isInternal(tool: vscode.LanguageModelToolInformation): boolean {
+  return tool.name.endsWith('_internal');
 }
 
 function toolOf(info: vscode.LanguageModelToolInformation): Tool {

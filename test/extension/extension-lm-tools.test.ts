@@ -40,6 +40,8 @@ const WORD_COUNT = {
   tags: [],
   invoke: (input: object) => new LanguageModelToolResult([new LanguageModelTextPart(`${String((input as { text: string }).text).split(/\s+/).length} words`)]),
 };
+/** One of VS Code's own tools for its chat (no schema, needs its chat session), as 1.100 lists them. */
+const INTERNAL = { name: 'vscode_editFile_internal', description: '', tags: [], invoke: () => new LanguageModelToolResult([]) };
 /** How the agent names it (list_tools, rules, prompts) and how the model is shown that name. */
 const TOOL = 'vscode.word_count';
 const MODEL_NAME = 'vscode_word_count';
@@ -47,7 +49,7 @@ const MODEL_NAME = 'vscode_word_count';
 async function activateWindow(config: Record<string, unknown>) {
   testing.reset();
   testing.settings.set('remoteAssistant.port', 0);
-  testing.lmTools.push(WORD_COUNT);
+  testing.lmTools.push(WORD_COUNT, INTERNAL);
   const storage = await tempDir('ra-ext-lmtools-');
   cleanups.push(storage.cleanup);
   await writeFile(join(storage.dir, 'service.json'), JSON.stringify({ auth_token: TEST_TOKEN, base_url: fake.url, model: 'fake-model', ...config }, null, 2));
@@ -83,6 +85,7 @@ describe("VS Code's language model tools", () => {
     assert.equal(tool.description, WORD_COUNT.description);
     assert.deepEqual(tool.parameters, { text: 'string' });
     assert.equal(tools.find((t) => t.name === 'read_file')?.from, undefined, 'the agent\'s own tools are not marked');
+    assert.equal(tools.find((t) => t.name.endsWith('_internal')), undefined, "VS Code's own internal tools (for its chat only) are not offered");
 
     await testing.commands.get('remoteAssistant.listTools')!();
     const items = testing.quickPicks.at(-1)!.items as { label: string; description: string }[];

@@ -1,4 +1,7 @@
+import { realpathSync } from 'node:fs';
+import { sep } from 'node:path';
 import * as vscode from 'vscode';
+import { privateFolders } from '../agent/tools/private-folders';
 import { resolveWorkspacePath, type WorkspaceRoots } from '../agent/tools/workspace';
 import { MAX_CONTEXT_CHARS, type ContextItem, type EditorLookup, type EditorLookupResult } from '../protocol';
 import { WorkspaceFiles } from './workspace-files';
@@ -36,10 +39,25 @@ export function fileItemOf(document: vscode.TextDocument): ContextItem {
   return checked({ kind: 'file', path: pathOf(document), text: document.getText() });
 }
 
+/**
+ * Whether a document lies in the service's data directory (service.json holds the access token): the
+ * file tools never open it, and the active file's chip, attached without asking, never offers it.
+ */
+function isPrivate(document: vscode.TextDocument): boolean {
+  if (document.uri.scheme !== 'file') return false;
+  let file = document.uri.fsPath;
+  try {
+    file = realpathSync(file);
+  } catch {
+    // not on disk (yet): judged by its path
+  }
+  return [...privateFolders()].some((folder) => file === folder || file.startsWith(folder + sep));
+}
+
 /** The active editor's file as a chip; null when there is none or it cannot be attached. */
 export function activeFileItem(): ContextItem | null {
   const editor = vscode.window.activeTextEditor;
-  if (!editor) return null;
+  if (!editor || isPrivate(editor.document)) return null;
   try {
     return fileItemOf(editor.document);
   } catch {

@@ -59,7 +59,7 @@ async function activateWindow(settings: Record<string, unknown> = {}) {
   cleanups.push(async () => context.subscriptions.forEach((d) => d.dispose()));
   const api = await ext.activate(context as never);
   assert.equal(api.hosting.state.state, 'hosting', JSON.stringify(api.hosting.state));
-  return { api, workspace: ws.dir };
+  return { api, workspace: ws.dir, dataDir: storage.dir };
 }
 
 /** An editor on a workspace file with lines `from`..`to` (1-based) selected. */
@@ -124,8 +124,8 @@ describe("the editor's context", () => {
     assert.deepEqual(added.item, { kind: 'file', path: 'src/math.ts', text: MATH });
   });
 
-  test('the active file is offered as a chip, attached by default; the setting off offers it unattached; it follows the active editor', async () => {
-    const { workspace: ws } = await activateWindow();
+  test("the active file is offered as a chip, attached by default; the setting off offers it unattached; it follows the active editor; never the service's own files", async () => {
+    const { workspace: ws, dataDir } = await activateWindow();
     testing.setActiveEditor(await editorOn(join(ws, 'src', 'math.ts')));
     const view = await openReadyView();
     const first = await waitFor(() => eventsOf(view, 'editor.active_file').at(-1), 'the active file');
@@ -134,6 +134,11 @@ describe("the editor's context", () => {
     await waitFor(() => eventsOf(view, 'editor.active_file').at(-1)?.item?.path === 'src/format.ts', 'the switch');
     testing.setActiveEditor(undefined);
     await waitFor(() => eventsOf(view, 'editor.active_file').at(-1)?.item === null, 'no editor: no chip');
+
+    // The service's own files (service.json holds the access token) are never offered.
+    testing.setActiveEditor(await editorOn(join(dataDir, 'service.json')));
+    await waitFor(() => eventsOf(view, 'editor.active_file').length >= 4, 'the switch to service.json');
+    assert.equal(eventsOf(view, 'editor.active_file').at(-1)?.item, null);
 
     testing.setSetting('remoteAssistant.attachActiveFile', false);
     testing.setActiveEditor(await editorOn(join(ws, 'src', 'math.ts')));

@@ -6,43 +6,22 @@
 import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { after, afterEach, before, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium, serveStatic, type StaticServer } from '../helpers/browser';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
-import { TEST_TOKEN } from '../helpers/service';
+import { extensionHarness } from '../helpers/extension-harness';
 import { tempDir, waitFor } from '../helpers/temp';
-import { fakeContext, installVscodeDouble, Position, Selection, testing, Uri, workspace, type FakeWebviewView } from '../helpers/vscode-double';
+import { Position, Selection, testing, Uri, workspace, type FakeWebviewView } from '../helpers/vscode-double';
 
-installVscodeDouble();
-type ExtensionModule = typeof import('../../src/extension/extension');
-let ext: ExtensionModule;
-let fake: FakeOpenAI;
-const cleanups: (() => Promise<unknown>)[] = [];
-
-before(async () => {
-  ext = await import('../../src/extension/extension');
-  fake = await startFakeOpenAI();
-});
-after(async () => {
-  await fake.close();
-});
-afterEach(async () => {
-  await ext.deactivate();
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const harness = extensionHarness();
+const cleanups = harness.cleanups;
 
 const MATH = '// math\n\nexport function add(a: number, b: number) {\n  return a + b;\n}\n';
 
 /** A window over a workspace folder holding a few files (and some VS Code or git would hide). */
 async function activateWindow(settings: Record<string, unknown> = {}) {
-  testing.reset();
-  testing.settings.set('remoteAssistant.port', 0);
-  for (const [key, value] of Object.entries(settings)) testing.settings.set(key, value);
-  const storage = await tempDir('ra-ext-ctx-');
-  cleanups.push(storage.cleanup);
   const ws = await tempDir('ra-ext-ctx-ws-');
-  cleanups.push(ws.cleanup);
+  harness.cleanups.push(ws.cleanup);
   await mkdir(join(ws.dir, 'src'), { recursive: true });
   await mkdir(join(ws.dir, 'node_modules', 'mathlib'), { recursive: true });
   await mkdir(join(ws.dir, 'out'), { recursive: true });
@@ -52,14 +31,10 @@ async function activateWindow(settings: Record<string, unknown> = {}) {
   await writeFile(join(ws.dir, 'out', 'math.js'), 'hidden by files.exclude');
   await writeFile(join(ws.dir, 'math.log'), 'ignored by .gitignore');
   await writeFile(join(ws.dir, '.gitignore'), '# build output\nnode_modules/\n*.log\n');
+  const { api, dataDir } = await harness.activate({}, settings);
   testing.settings.set('files.exclude', { '**/out': true, '**/.git': true });
   testing.workspaceFolders = [{ uri: Uri.file(ws.dir), name: 'ws', index: 0 }];
-  await writeFile(join(storage.dir, 'service.json'), JSON.stringify({ auth_token: TEST_TOKEN, base_url: fake.url, model: 'fake-model' }, null, 2));
-  const context = fakeContext(storage.dir);
-  cleanups.push(async () => context.subscriptions.forEach((d) => d.dispose()));
-  const api = await ext.activate(context as never);
-  assert.equal(api.hosting.state.state, 'hosting', JSON.stringify(api.hosting.state));
-  return { api, workspace: ws.dir, dataDir: storage.dir };
+  return { api, workspace: ws.dir, dataDir };
 }
 
 /** An editor on a workspace file with lines `from`..`to` (1-based) selected. */
@@ -97,11 +72,11 @@ describe("the editor's context", () => {
     assert.deepEqual(added?.item, { kind: 'selection', path: 'src/math.ts', range: { start_line: 3, end_line: 5 }, text: selected });
 
     // The view sends what its chips show (as the chat page does), and the provider receives it.
-    const before = fake.requests.length;
+    const before = harness.fake.requests.length;
     view.webview.fromUi({ kind: 'frame', frame: { type: 'chat', id: 'ask-1', message: 'Explain this', context: [added.item] } });
     const reply = await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'ask-1'), 'the chat reply');
     assert.equal(reply.envelope.status, 'ok', JSON.stringify(reply.envelope));
-    const user = (fake.requests[before]!.body as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'user').at(-1)!;
+    const user = (harness.fake.requests[before]!.body as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'user').at(-1)!;
     assert.ok(user.content.includes(selected), user.content);
     assert.ok(user.content.includes('src/math.ts, lines 3-5'));
   });
@@ -222,12 +197,12 @@ describe("the chat view's chips, in a browser (the real page: media/chat-webview
     assert.equal(await active.getAttribute('aria-pressed'), 'false', 'detached by a click');
     await page.screenshot({ path: join(await screenshots(), 'editor-context-chips.png') });
 
-    const before = fake.requests.length;
+    const before = harness.fake.requests.length;
     await input.press('End');
     await input.pressSequentially('please');
     await input.press('Enter');
     await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo:'));
-    const user = (fake.requests[before]!.body as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'user').at(-1)!.content;
+    const user = (harness.fake.requests[before]!.body as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'user').at(-1)!.content;
     assert.ok(user.includes('export function add(a: number, b: number) {\n  return a + b;\n}'), 'the selected lines');
     assert.ok(user.includes('[file] src/format.ts') && user.includes('export const format = String;'), 'the mentioned file');
     assert.ok(!user.includes('[file] src/math.ts'), 'not the detached active file');

@@ -4,33 +4,15 @@
 // gate as the agent's own tools. The whole extension runs with the `vscode` double over the real
 // service (temp dirs, loopback); a LAN socket with the access token stands in for the phone.
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { after, afterEach, before, describe, test } from 'node:test';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
+import { describe, test } from 'node:test';
+import { extensionHarness } from '../helpers/extension-harness';
 import type { RecordedRequest } from '../helpers/fake-http';
 import { TEST_TOKEN } from '../helpers/service';
-import { tempDir } from '../helpers/temp';
-import { fakeContext, installVscodeDouble, LanguageModelTextPart, LanguageModelToolResult, testing } from '../helpers/vscode-double';
+import { LanguageModelTextPart, LanguageModelToolResult, testing } from '../helpers/vscode-double';
 import { TestClient } from '../helpers/ws-client';
 
-installVscodeDouble();
-type ExtensionModule = typeof import('../../src/extension/extension');
-let ext: ExtensionModule;
-let fake: FakeOpenAI;
-const cleanups: (() => Promise<unknown>)[] = [];
-
-before(async () => {
-  ext = await import('../../src/extension/extension');
-  fake = await startFakeOpenAI();
-});
-after(async () => {
-  await fake.close();
-});
-afterEach(async () => {
-  await ext.deactivate();
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const harness = extensionHarness();
+const cleanups = harness.cleanups;
 
 /** Another extension's tool, as vscode.lm.registerTool makes it known. */
 const WORD_COUNT = {
@@ -47,18 +29,8 @@ const TOOL = 'vscode.word_count';
 const MODEL_NAME = 'vscode_word_count';
 
 async function activateWindow(config: Record<string, unknown>) {
-  testing.reset();
-  testing.settings.set('remoteAssistant.port', 0);
+  const { api, port } = await harness.activate(config);
   testing.lmTools.push(WORD_COUNT, INTERNAL);
-  const storage = await tempDir('ra-ext-lmtools-');
-  cleanups.push(storage.cleanup);
-  await writeFile(join(storage.dir, 'service.json'), JSON.stringify({ auth_token: TEST_TOKEN, base_url: fake.url, model: 'fake-model', ...config }, null, 2));
-  const context = fakeContext(storage.dir);
-  cleanups.push(async () => context.subscriptions.forEach((d) => d.dispose()));
-  const api = await ext.activate(context as never);
-  const state = api.hosting.state;
-  assert.equal(state.state, 'hosting', JSON.stringify(state));
-  const port = (state as { port: number }).port;
   const phone = await TestClient.authed(`ws://127.0.0.1:${port}/ws`, TEST_TOKEN);
   cleanups.push(async () => phone.close());
   return { api, phone, port };
@@ -71,7 +43,7 @@ function callWordCount() {
     const messages = (request.body as { messages: { role: string; content: string }[] }).messages;
     return hasToolResult(request) ? { text: `tool said: ${messages.at(-1)!.content}` } : { tool_calls: [{ name: MODEL_NAME, arguments: { text: 'one two three' } }] };
   };
-  fake.script(round, round);
+  harness.fake.script(round, round);
 }
 
 describe("VS Code's language model tools", () => {
@@ -93,9 +65,9 @@ describe("VS Code's language model tools", () => {
     assert.ok(item, items.map((i) => i.label).join(','));
     assert.match(item.description, /from VS Code/);
 
-    const before = fake.requests.length;
+    const before = harness.fake.requests.length;
     await phone.request({ type: 'chat', message: 'hello' });
-    const offered = (fake.requests[before]!.body as { tools: { function: { name: string; parameters: unknown } }[] }).tools.find((t) => t.function.name === MODEL_NAME);
+    const offered = (harness.fake.requests[before]!.body as { tools: { function: { name: string; parameters: unknown } }[] }).tools.find((t) => t.function.name === MODEL_NAME);
     assert.ok(offered, 'offered to the model under a provider-safe name');
     assert.deepEqual(offered.function.parameters, WORD_COUNT.inputSchema);
   });
@@ -138,12 +110,12 @@ describe("VS Code's language model tools", () => {
       channels: [{ name: 'tcp', type: 'tcp', port: 0 }, { name: 'hooks', type: 'webhook', accounts: { ci: { incoming_path: '/hook/ci', outgoing_url: 'http://127.0.0.1:9/never' } } }],
     });
     callWordCount();
-    const before = fake.requests.length;
+    const before = harness.fake.requests.length;
     const posted = await fetch(`http://127.0.0.1:${port}/hook/ci`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'count' }) });
     assert.equal(posted.status, 202);
-    await fake.waitFor((requests) => requests.slice(before).some(hasToolResult), 10_000);
+    await harness.fake.waitFor((requests) => requests.slice(before).some(hasToolResult), 10_000);
     assert.deepEqual(testing.invokedTools, []);
-    const toolMessage = (fake.requests.slice(before).find(hasToolResult)!.body as { messages: { content: string }[] }).messages.at(-1)!;
+    const toolMessage = (harness.fake.requests.slice(before).find(hasToolResult)!.body as { messages: { content: string }[] }).messages.at(-1)!;
     assert.match(toolMessage.content, /not enabled for messages from this source/);
   });
 });

@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium, serveStatic, type StaticServer } from '../helpers/browser';
+import { MAX_CONTEXT_CHARS } from '../../src/protocol';
 import { extensionHarness } from '../helpers/extension-harness';
 import { tempDir, waitFor } from '../helpers/temp';
 import { Position, Selection, testing, Uri, workspace, type FakeWebviewView } from '../helpers/vscode-double';
@@ -97,6 +98,17 @@ describe("the editor's context", () => {
     await testing.commands.get('remoteAssistant.askSelection')!();
     const added = await waitFor(() => eventsOf(view, 'editor.add_context')[0], 'the chip');
     assert.deepEqual(added.item, { kind: 'file', path: 'src/math.ts', text: MATH });
+  });
+
+  test('Ask on a selection larger than the limit says so and adds no chip', async () => {
+    const { workspace: ws } = await activateWindow();
+    const view = await openReadyView();
+    await writeFile(join(ws, 'big.txt'), `${'x'.repeat(MAX_CONTEXT_CHARS)}\nmore\n`);
+    testing.setActiveEditor(await editorOn(join(ws, 'big.txt'), 1, 2));
+    await testing.commands.get('remoteAssistant.askSelection')!();
+    const warning = testing.messages.find((m) => m.kind === 'warning');
+    assert.match(warning?.message ?? '', new RegExp(`big\\.txt holds ${MAX_CONTEXT_CHARS + 5} characters; at most ${MAX_CONTEXT_CHARS}`));
+    assert.deepEqual(eventsOf(view, 'editor.add_context'), []);
   });
 
   test("the active file is offered as a chip, attached by default; the setting off offers it unattached; it follows the active editor; never the service's own files", async () => {

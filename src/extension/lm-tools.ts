@@ -43,7 +43,8 @@ async function invoke(name: string, input: Record<string, unknown>, context: Too
   const onAbort = () => cancel.cancel();
   context.signal.addEventListener('abort', onAbort, { once: true });
   try {
-    // No toolInvocationToken: the call comes from no chat request of VS Code's (our gate has asked already).
+    // No toolInvocationToken: the call comes from no chat request of VS Code's. Our gate has decided
+    // already; a tool that asks for confirmation itself (prepareInvocation) still gets VS Code's dialog.
     const result = await vscode.lm.invokeTool(name, { input, toolInvocationToken: undefined }, cancel.token);
     return { content: textOf(result) };
   } finally {

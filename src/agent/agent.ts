@@ -3,6 +3,8 @@ import { ServiceError, type Message, type RequestId, type ServiceConfig, type Se
 import type { Logger } from '../log/logger';
 import type { NewMessage, Store } from '../store';
 import { canAccess } from '../protocol/sources';
+import type { ContextItem } from '../protocol';
+import { contextOf, type UserMessageData } from './chat-context';
 import { fitHistory } from './history';
 import type { ConversationActivity } from './conversation-activity';
 import { HistoryCache } from './history-cache';
@@ -24,6 +26,8 @@ export const TITLE_LENGTH = 80;
 
 export interface ChatInput {
   message: string;
+  /** The chat's `context` (the editor's chips): stored with the message, given to the model before it. */
+  context?: ContextItem[];
   conversationId?: string;
   /** Source of the session: recorded on new conversations, and checked for ownership. */
   source: string;
@@ -57,7 +61,7 @@ export interface TurnOrigin {
   readonly requestId?: RequestId;
 }
 
-export type AnswerInput = Omit<ChatInput, 'message' | 'conversationId' | 'userId' | 'clientMessageId' | 'clientKey'>;
+export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'conversationId' | 'userId' | 'clientMessageId' | 'clientKey'>;
 
 /**
  * What a chat turn tells its caller while it runs, in the order the agent produced it:
@@ -231,8 +235,9 @@ export class Agent {
       this.requireConversation(conversationId, input.source);
     }
     const id = randomUUID();
-    await store.messages.append({ id, conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId, client_key: input.clientKey });
-    return { id, role: 'user', content: input.message, timestamp: now };
+    const data: UserMessageData | undefined = input.context && input.context.length > 0 ? { context: input.context } : undefined;
+    await store.messages.append({ id, conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId, client_key: input.clientKey, data });
+    return messageOf({ id, role: 'user', content: input.message, timestamp: now, data });
   }
 
   /** `turnMessageId`: the user message the turn answers, which keeps the turn's usage when no reply is stored. */
@@ -357,8 +362,10 @@ export class Agent {
   }
 }
 
-function messageOf(row: { id: string; role: Message['role']; content: string; timestamp: string }): Message {
-  return { id: row.id, role: row.role, content: row.content, timestamp: row.timestamp };
+/** A stored user or assistant message as clients see it (chat.message, get_messages). */
+export function messageOf(row: { id: string; role: Message['role']; content: string; timestamp: string; data?: unknown }): Message {
+  const context = row.role === 'user' ? contextOf(row.data) : undefined;
+  return { id: row.id, role: row.role, content: row.content, timestamp: row.timestamp, ...(context ? { context } : {}) };
 }
 
 function toolSpec(tool: Tool, names: ModelToolNames): ToolSpec {

@@ -11,6 +11,8 @@ export interface Host {
   languageModels?: () => Provider | undefined;
   /** Tools only the host has (diagnostics, the active selection...). */
   toolSources?: ToolSource[];
+  /** Tools the host offers from other programs (VS Code's lm tools): after every other source, so they never shadow one. */
+  laterToolSources?: ToolSource[];
   /**
    * The folders file tools work in, when the host knows them (the editor's open workspace folders).
    * `workspace` of service.json still wins; without either, the current directory.

@@ -17,7 +17,7 @@ export function workspaceRootsOf(config: ServiceConfig, host: Host = {}): string
 
 /**
  * Every tool the agent may call, in precedence order: the host's own (the editor's), built-in,
- * memory, custom tools of service.json, then MCP servers'. Sources read the config live.
+ * memory, custom tools of service.json, MCP servers', then the host's others (VS Code's lm tools). Sources read the config live.
  */
 export function createToolRegistry(config: () => ServiceConfig, store: Store, logger: Logger, host: Host = {}): ToolRegistry {
   const workspaceRoots = () => workspaceRootsOf(config(), host);
@@ -27,5 +27,6 @@ export function createToolRegistry(config: () => ServiceConfig, store: Store, lo
     createMemoryToolSource(store.memory),
     createCustomToolSource(() => config().tools, { workspaceRoots }),
     createMcpToolSource(() => config().mcp_servers, { logger: logger.child({ component: 'mcp' }), cwd: workspaceRoots()[0] }),
+    ...(host.laterToolSources ?? []),
   ]);
 }

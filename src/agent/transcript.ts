@@ -1,4 +1,5 @@
 import type { MessageRow } from '../store';
+import { contextOf, withContext } from './chat-context';
 import type { ChatMessage, ToolCall } from './providers/types';
 
 /** How tool traffic is kept in the `messages` table (role `tool`), so a conversation can be replayed to a model. */
@@ -40,7 +41,8 @@ export function transcriptOf(rows: readonly MessageRow[]): ChatMessage[] {
       continue;
     }
     closeBatch();
-    if (row.role === 'user' || row.role === 'assistant') messages.push({ role: row.role, content: row.content });
+    if (row.role === 'user') messages.push({ role: 'user', content: withContext(row.content, contextOf(row.data)) });
+    else if (row.role === 'assistant') messages.push({ role: 'assistant', content: row.content });
   }
   closeBatch();
   return messages;

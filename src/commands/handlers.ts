@@ -4,8 +4,9 @@ import type { ToolCallData, ToolResultData } from '../agent/transcript';
 import type { ConversationActivity } from '../agent/conversation-activity';
 import type { ConversationRow, MessageRow, Store } from '../store';
 import { previewOf } from '../agent/preview';
+import { messageOf } from '../agent/agent';
 import { sourceLabel } from '../protocol/sources';
-import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
+import { contextChars, MAX_CONTEXT_CHARS, ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
 import { pushHandlers } from './push-handlers';
 import { createPairing, relayStatus } from './relay-handlers';
@@ -61,6 +62,10 @@ const commandHandlers: HandlerMap = {
   },
 
   async chat(command, session, ctx) {
+    const contextSize = contextChars(command.context ?? []);
+    if (contextSize > MAX_CONTEXT_CHARS) {
+      throw new ServiceError('payload_too_large', `the context holds ${contextSize} characters of text; at most ${MAX_CONTEXT_CHARS} may be sent with one message (remove a chip, or select less)`);
+    }
     const run = ctx.running.start(session.id, command.id);
     // Known once the agent has the conversation; a turn refused before that (not_found) never began.
     let conversationId: string | undefined;
@@ -71,6 +76,7 @@ const commandHandlers: HandlerMap = {
       const result = await ctx.agent.chat(
         {
           message: command.message,
+          context: command.context,
           conversationId: command.conversation_id,
           source: session.source,
           ownerAnswersPrompts: !isOwner(session),
@@ -152,7 +158,7 @@ const commandHandlers: HandlerMap = {
     const usage = ctx.store.usage.ofMessages(rows.map((m) => m.id));
     const messages: Message[] = rows.map((m) => {
       const counted = usage.get(m.id);
-      return { id: m.id, role: m.role, content: m.content, timestamp: m.timestamp, ...toolFields(m), ...(counted ? { usage: messageUsageOf(counted) } : {}) };
+      return { ...messageOf(m), ...toolFields(m), ...(counted ? { usage: messageUsageOf(counted) } : {}) };
     });
     return { messages };
   },

@@ -5,11 +5,14 @@ import { DEFAULT_PROVIDER, type HostAction } from '../protocol';
 import { ApiKeys } from './api-keys';
 import { call } from './backend';
 import { CHAT_VIEW_ID, ChatViewProvider } from './chat-view';
+import { registerContextFeatures } from './context-commands';
+import { createLookup } from './editor-context';
 import { COMMANDS, registerCommands, type CommandDeps } from './palette-commands';
 import { LoopMonitor } from './diagnostics';
 import { createEditorToolSource } from './editor-tools';
 import { applyLanAccess, Hosting, type HostingState } from './hosting';
 import { createLanguageModelProvider } from './lm-provider';
+import { createLanguageModelToolSource } from './lm-tools';
 import { PendingPermissions } from './pending-permissions';
 import { answerRequest, EditorPrompts, PROPOSED_SCHEME, ProposedContent, showRequestDiff } from './permission-prompt';
 import { offerPortBusyActions } from './port-busy';
@@ -53,7 +56,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   const hosting = new Hosting({ dataDir, port: () => readSettings().port, hostServices: host, log });
   // Read when the service opens (after this): the editor's tools work where the built-in file tools do.
   const toolRoots = () => (hosting.service ? workspaceRootsOf(hosting.service.config.current, host) : openFolders());
+  // Other extensions' tools come after every tool of the agent's own: a name clash keeps the agent's.
   host.toolSources = [createEditorToolSource(toolRoots)];
+  host.laterToolSources = [createLanguageModelToolSource()];
   active = { hosting };
 
   const statusBar = new StatusBar();
@@ -78,7 +83,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   };
   // Secrets the webview must never see: the service's whole list (the log's) and the keys in SecretStorage.
   const secrets = () => [...(hosting.service?.redactor.secrets() ?? []), ...apiKeys.values()];
-  const chatView = new ChatViewProvider(context.extensionUri, () => ({ backend: hosting.backend, state: hosting.state }), runAction, secrets, (request) => prompts.ownRequest(request));
+  const chatView = new ChatViewProvider(context.extensionUri, () => ({ backend: hosting.backend, state: hosting.state }), runAction, secrets, (request) => prompts.ownRequest(request), createLookup(toolRoots));
   chatView.onDidChangeVisibility((visible) => {
     chatVisible = visible;
     prompts.refresh();
@@ -122,6 +127,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, chatView, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(PROPOSED_SCHEME, proposed),
     ...registerCommands(deps),
+    ...registerContextFeatures(chatView),
   );
 
   hosting.on('backend', (backend) => {

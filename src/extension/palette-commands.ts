@@ -174,7 +174,7 @@ async function listTools(deps: CommandDeps): Promise<void> {
   await vscode.window.showQuickPick(
     tools.map((t) => ({
       label: t.name,
-      description: Object.entries(t.parameters).map(([n, type]) => `${n}: ${type}`).join(', ') || 'no parameters',
+      description: `${t.from === 'vscode' ? '$(extensions) from VS Code · ' : ''}${Object.entries(t.parameters).map(([n, type]) => `${n}: ${type}`).join(', ') || 'no parameters'}`,
       detail: t.description,
     })),
     { title: `Remote Assistant: ${tools.length} tools`, matchOnDescription: true, matchOnDetail: true },

@@ -1,10 +1,18 @@
 import { redactKnownSecrets } from '../log/redact';
-import { helloOf, type HostAction, type HostToUi, type ResultOf, type ServiceEvent, type UiToHost, type ViewEvent } from '../protocol';
+import { helloOf, type EditorLookup, type EditorLookupResult, type HostAction, type HostToUi, type ResultOf, type ServiceEvent, type UiToHost, type ViewEvent } from '../protocol';
 import { version as EXTENSION_BUILD } from '../../package.json';
 import type { Backend, ViewChannel } from './backend';
 import type { HostingState } from './hosting';
 
 export type UiState = Extract<HostToUi, { kind: 'state' }>;
+
+/** What the editor adds to the bridge beyond protocol frames (the chat input's chips). */
+export interface EditorHooks {
+  /** The view loaded and listens: what was kept for it can be posted now. */
+  ready?(): void;
+  /** Answers a `#file` question (protocol/bridge.ts, EditorLookup). */
+  lookup?(lookup: EditorLookup): Promise<EditorLookupResult>;
+}
 type ChatDelta = Extract<ServiceEvent, { event: 'chat.delta' }>;
 export type PermissionRequestEvent = Extract<ServiceEvent, { event: 'permission.request' }>;
 
@@ -58,6 +66,7 @@ export class WebviewBridge {
      * tool.call, so the conversation is known by then.
      */
     private readonly onOwnRequest: (request: PermissionRequestEvent) => void = () => undefined,
+    private readonly editor: EditorHooks = {},
   ) {}
 
   /** The backend changed (hosting started, attached elsewhere, stopped). */
@@ -97,7 +106,15 @@ export class WebviewBridge {
     switch (m.kind) {
       case 'ready':
         this.send(this.state);
+        this.editor.ready?.();
         return;
+      case 'lookup': {
+        const { id, lookup } = m;
+        if (typeof id !== 'string' || !lookup || typeof lookup !== 'object') return;
+        const answer = this.editor.lookup ? this.editor.lookup(lookup) : Promise.resolve({ error: 'not available here' });
+        void answer.then((result) => this.send({ kind: 'lookup_result', id, result }));
+        return;
+      }
       case 'action':
         this.runAction(m.action, m.argument);
         return;

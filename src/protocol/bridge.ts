@@ -5,6 +5,7 @@
  * protocol whether it runs in the editor or on a phone. Types only (the web bundle stays free of zod);
  * no `vscode` import: both sides use it.
  */
+import type { ContextItem } from './chat-context';
 import type { CommandInput } from './commands';
 import type { Envelope } from './envelope';
 import type { ServiceEvent } from './events';
@@ -24,8 +25,31 @@ export interface EditorShowRequestEvent {
   conversation_id: string;
 }
 
+/** "Ask Remote Assistant" on a selection: a chip for the chat input (the view is revealed first). */
+export interface EditorAddContextEvent {
+  event: 'editor.add_context';
+  item: ContextItem;
+}
+
+/**
+ * The active editor's file, as a chip of the chat input (null: no editor, or its file cannot be
+ * attached). `attach`: the setting `remoteAssistant.attachActiveFile`, whether the chip starts attached.
+ */
+export interface EditorActiveFileEvent {
+  event: 'editor.active_file';
+  item: ContextItem | null;
+  attach: boolean;
+}
+
 /** What the UI hears: a service event (typed by events.ts) or one of the editor's own. */
-export type ViewEvent = ServiceEvent | EditorNewConversationEvent | EditorShowRequestEvent;
+export type ViewEvent = ServiceEvent | EditorNewConversationEvent | EditorShowRequestEvent | EditorAddContextEvent | EditorActiveFileEvent;
+
+/**
+ * Questions only the editor answers, for `#file` mentions: workspace files matching what was typed
+ * (VS Code's findFiles, its excludes and .gitignore honoured), or one file as a chip (its text).
+ */
+export type EditorLookup = { files: string } | { file: string };
+export type EditorLookupResult = { files: string[] } | { item: ContextItem } | { error: string };
 
 /** UI -> extension. */
 export type UiToHost =
@@ -34,7 +58,9 @@ export type UiToHost =
   /** Something only the editor can do. */
   | { kind: 'action'; action: HostAction; argument?: string }
   /** The UI has loaded and listens. */
-  | { kind: 'ready' };
+  | { kind: 'ready' }
+  /** A question for the editor, answered by a `lookup_result` with the same id. */
+  | { kind: 'lookup'; id: string; lookup: EditorLookup };
 
 export type HostAction =
   /** Run "Set API Key". */
@@ -62,4 +88,5 @@ export type HostToUi =
   | { kind: 'response'; envelope: Envelope }
   /** A service event for this session (chat.delta, tool.*, permission.*, config.changed...). */
   | { kind: 'event'; event: ViewEvent }
-  | { kind: 'state'; state: HostState; detail?: string };
+  | { kind: 'state'; state: HostState; detail?: string }
+  | { kind: 'lookup_result'; id: string; result: EditorLookupResult };

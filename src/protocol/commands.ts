@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ChatContext } from './chat-context-schema';
 import { RequestId } from './envelope';
 import { ConversationUsage, MAX_USAGE_DAYS, MessageUsage } from './usage';
 
@@ -45,6 +46,8 @@ export const ChatCommand = command('chat', {
   client_message_id: nonEmpty('client_message_id')
     .max(MAX_CLIENT_MESSAGE_ID_CHARS, { error: `client_message_id must be at most ${MAX_CLIENT_MESSAGE_ID_CHARS} characters` })
     .optional(),
+  /** What the editor's chips show (a selection, a file): put before the message in the prompt, stored with it. */
+  context: ChatContext.optional(),
 });
 
 export const GetConfigCommand = command('get_config', {});
@@ -335,6 +338,8 @@ export const Message = z.object({
   denied: z.boolean().optional(),
   /** Replies: the tokens and cost of the turn's provider calls (absent when none were counted). */
   usage: MessageUsage.optional(),
+  /** User messages: the context sent with it (chat's `context`), for the history's chips. */
+  context: ChatContext.optional(),
 });
 export type Message = z.infer<typeof Message>;
 
@@ -342,6 +347,8 @@ export const ToolInfo = z.object({
   name: z.string(),
   description: z.string(),
   parameters: z.record(z.string(), z.string()),
+  /** `vscode`: another VS Code extension's tool (vscode.lm.tools), offered when the service runs in the editor. */
+  from: z.literal('vscode').optional(),
 });
 export type ToolInfo = z.infer<typeof ToolInfo>;
 

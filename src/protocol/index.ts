@@ -1,6 +1,7 @@
 export * from './errors';
 export * from './envelope';
 export * from './commands';
+export * from './chat-context';
 export * from './events';
 export * from './http';
 export * from './webhook';

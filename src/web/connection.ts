@@ -4,7 +4,7 @@
  * (a WebSocket to the service). Every wire type is the protocol's (src/protocol), imported as types
  * only: nothing here pulls zod into the browser bundle.
  */
-import type { CommandInput, EnvelopeOf, HostAction, ViewEvent } from '../protocol';
+import type { CommandInput, EditorLookup, EditorLookupResult, EnvelopeOf, HostAction, ViewEvent } from '../protocol';
 
 export type ConnectionState = 'connecting' | 'open' | 'closed' | 'error';
 
@@ -32,6 +32,8 @@ export interface ServiceConnection {
   readonly state: ConnectionStatus;
   /** Editor-only commands (Set API Key, Select Model, open a link...). Absent on the phone. */
   action?(name: HostAction, argument?: string): void;
+  /** Questions only the editor answers (`#file` mentions). Absent on the phone. */
+  lookup?(lookup: EditorLookup): Promise<EditorLookupResult>;
 }
 
 /**

@@ -3,7 +3,7 @@
  * which hands them to the service's dispatcher and posts back the envelope and this view's events.
  * Requests and answers are the shared protocol client's (protocol/client.ts).
  */
-import type { CommandInput, EnvelopeOf, HostAction, HostState, HostToUi, UiToHost, ViewEvent } from '../protocol';
+import type { CommandInput, EditorLookup, EditorLookupResult, EnvelopeOf, HostAction, HostState, HostToUi, UiToHost, ViewEvent } from '../protocol';
 import { ProtocolClient } from '../protocol/client';
 import { ConnectionCore, type ConnectionStatus, type ServiceConnection } from './connection';
 
@@ -25,6 +25,8 @@ const HOST_STATES: Record<HostState, ConnectionStatus['state']> = {
 
 export class PostMessageConnection implements ServiceConnection {
   private readonly core = new ConnectionCore();
+  /** Lookups waiting for the extension's answer, by id. */
+  private readonly lookups = new Map<string, (result: EditorLookupResult) => void>();
   // postMessage carries objects: the client's text goes back to the frame it was (protocol/bridge.ts).
   private readonly client = new ProtocolClient<ViewEvent>({ send: (text) => this.post({ kind: 'frame', frame: JSON.parse(text) as CommandInput }) });
 
@@ -61,6 +63,14 @@ export class PostMessageConnection implements ServiceConnection {
     this.post(argument === undefined ? { kind: 'action', action: name } : { kind: 'action', action: name, argument });
   }
 
+  lookup(lookup: EditorLookup): Promise<EditorLookupResult> {
+    const id = this.newId();
+    return new Promise((resolve) => {
+      this.lookups.set(id, resolve);
+      this.post({ kind: 'lookup', id, lookup });
+    });
+  }
+
   /** The webview's own persisted state (survives the view being hidden). */
   get api(): VsCodeApi {
     return this.vscode;
@@ -79,6 +89,10 @@ export class PostMessageConnection implements ServiceConnection {
         break;
       case 'event':
         this.client.receiveFrame(message.event);
+        break;
+      case 'lookup_result':
+        this.lookups.get(message.id)?.(message.result);
+        this.lookups.delete(message.id);
         break;
       case 'state': {
         const state = HOST_STATES[message.state] ?? 'error';

@@ -39,6 +39,13 @@ export function packageVsix(): number {
   return statSync(VSIX).size;
 }
 
+/** Packages a test fixture extension (a folder with its package.json) into a .vsix beside it in `outDir`; returns its path. */
+export function packageFixtureVsix(folder: string, outDir: string): string {
+  const out = join(outDir, `${folder.split('/').pop()}.vsix`);
+  run(join(ROOT, 'node_modules', '.bin', 'vsce'), ['package', '--no-dependencies', '--allow-missing-repository', '--skip-license', '-o', out], { cwd: folder, timeoutMs: 120_000 });
+  return out;
+}
+
 /** The code-server binary, installing it on first use (about a minute, cached in .vscode-test/). */
 export function codeServerBinary(): string {
   return installCodeServer({ quiet: true });
@@ -53,6 +60,8 @@ export interface CodeServerOptions {
   settings: Record<string, unknown>;
   /** Files to pre-write into the extension's global storage (its data directory), e.g. service.json. */
   globalStorage?: Record<string, string>;
+  /** Other extensions (.vsix paths) installed beside ours, e.g. a test fixture contributing tools. */
+  otherExtensions?: string[];
 }
 
 export interface CodeServer {
@@ -95,7 +104,7 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TMPDIR: tmp, XDG_CONFIG_HOME: join(home, '.config'), XDG_DATA_HOME: join(home, '.local', 'share'), NODE_ENV: 'production' };
   delete env.NODE_OPTIONS; // the test runner's tsx loader must not reach the extension host
   const dirs = ['--user-data-dir', userDataDir, '--extensions-dir', extensionsDir];
-  run(bin, [...dirs, '--install-extension', VSIX, '--force'], { cwd: tmp, env, timeoutMs: 120_000 });
+  for (const vsix of [VSIX, ...(options.otherExtensions ?? [])]) run(bin, [...dirs, '--install-extension', vsix, '--force'], { cwd: tmp, env, timeoutMs: 120_000 });
   if (!existsSync(extensionsDir)) throw new Error('the .vsix did not install');
 
   const port = await freePort();

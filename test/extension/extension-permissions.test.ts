@@ -4,50 +4,26 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, afterEach, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { unifiedDiff } from '../../src/agent/tools/unified-diff';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
+import { extensionHarness } from '../helpers/extension-harness';
 import type { RecordedRequest } from '../helpers/fake-http';
 import { TEST_TOKEN } from '../helpers/service';
 import { tempDir, waitFor } from '../helpers/temp';
-import { fakeContext, installVscodeDouble, testing, Uri, type FakeWebviewView } from '../helpers/vscode-double';
+import { testing, Uri, type FakeWebviewView } from '../helpers/vscode-double';
 import { TestClient } from '../helpers/ws-client';
 
-installVscodeDouble();
-type ExtensionModule = typeof import('../../src/extension/extension');
-let ext: ExtensionModule;
-let fake: FakeOpenAI;
-const cleanups: (() => Promise<unknown>)[] = [];
-
-before(async () => {
-  ext = await import('../../src/extension/extension');
-  fake = await startFakeOpenAI();
-});
-after(async () => {
-  await fake.close();
-});
-afterEach(async () => {
-  await ext.deactivate();
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const harness = extensionHarness();
+const cleanups = harness.cleanups;
 
 /** A window in `ask` mode over a workspace folder: fresh global storage, the double reset, activate() run. */
 async function activateWindow() {
-  testing.reset();
-  testing.settings.set('remoteAssistant.port', 0);
-  const storage = await tempDir('ra-ext-perm-');
-  cleanups.push(storage.cleanup);
   const ws = await tempDir('ra-ext-perm-ws-');
   cleanups.push(ws.cleanup);
-  await writeFile(join(storage.dir, 'service.json'), JSON.stringify({ auth_token: TEST_TOKEN, base_url: fake.url, model: 'fake-model', permission_mode: 'ask', workspace: ws.dir }, null, 2));
-  const context = fakeContext(storage.dir);
-  cleanups.push(async () => context.subscriptions.forEach((d) => d.dispose()));
-  const api = await ext.activate(context as never);
-  const state = api.hosting.state;
-  assert.equal(state.state, 'hosting', JSON.stringify(state));
-  const phone = await TestClient.authed(`ws://127.0.0.1:${(state as { port: number }).port}/ws`, TEST_TOKEN);
+  const { api, dataDir, port } = await harness.activate({ permission_mode: 'ask', workspace: ws.dir });
+  const phone = await TestClient.authed(`ws://127.0.0.1:${port}/ws`, TEST_TOKEN);
   cleanups.push(async () => phone.close());
-  return { api, phone, workspace: ws.dir, dataDir: storage.dir };
+  return { api, phone, workspace: ws.dir, dataDir };
 }
 
 const posted = (view: FakeWebviewView) => view.webview.posted as Record<string, any>[];
@@ -55,7 +31,7 @@ const hasToolResult = (request: RecordedRequest) => ((request.body as { messages
 /** One model turn: the tool call, then (with its result) the answer. */
 function toolThenText(name: string, args: Record<string, unknown>, done: string) {
   const round = (request: RecordedRequest) => (hasToolResult(request) ? { text: done } : { tool_calls: [{ name, arguments: args }] });
-  fake.script(round, round);
+  harness.fake.script(round, round);
 }
 /** The item showing how many requests wait (not the port/mode item). */
 const pendingItem = () => testing.statusBarItems.find((i) => i.id === 'remoteAssistant.pending');
@@ -202,7 +178,7 @@ describe('every window hears the waiting requests', () => {
     const { answerRequest } = await import('../../src/extension/permission-prompt');
     const storage = await tempDir('ra-ext-perm-windows-');
     cleanups.push(storage.cleanup);
-    await writeFile(join(storage.dir, 'service.json'), JSON.stringify({ auth_token: TEST_TOKEN, base_url: fake.url, model: 'fake-model', permission_mode: 'ask' }));
+    await writeFile(join(storage.dir, 'service.json'), JSON.stringify({ auth_token: TEST_TOKEN, base_url: harness.fake.url, model: 'fake-model', permission_mode: 'ask' }));
     const window = () => {
       const hosting = new Hosting({ dataDir: storage.dir, port: () => 0, bindHost: '127.0.0.1', hostServices: {}, log: () => undefined, retry: { initialMs: 50, maxMs: 300 } });
       const pending = new PendingPermissions();

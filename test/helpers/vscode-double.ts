@@ -9,7 +9,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import Module from 'node:module';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
+import { globToRegExp } from '../../src/agent/tools/glob';
 import * as nodePath from 'node:path';
 
 type Listener<T> = (e: T) => unknown;
@@ -144,6 +145,9 @@ export class LanguageModelChatMessage {
     return new LanguageModelChatMessage('assistant', content);
   }
 }
+export class LanguageModelToolResult {
+  constructor(readonly content: unknown[]) {}
+}
 export class LanguageModelError extends Error {
   constructor(message: string, readonly code: string) {
     super(message);
@@ -170,9 +174,12 @@ export class FakeWebview {
   asWebviewUri(uri: Uri): Uri {
     return uri.with({ scheme: 'vscode-webview-resource' });
   }
+  /** Set by a test that runs the real page (in a browser): every posted message, as it is posted. */
+  onPost: ((message: unknown) => void) | undefined;
   async postMessage(message: unknown): Promise<boolean> {
     // What crosses postMessage is structured-cloned: keep a copy, as the webview would see it.
     this.posted.push(structuredClone(message));
+    this.onPost?.(structuredClone(message));
     return true;
   }
   /** The UI sends a message to the extension. */
@@ -235,6 +242,17 @@ function createTesting() {
     clipboard: '',
     chatModels: [] as any[],
     chatModelsChanged: new EventEmitter<void>(),
+    /** What `vscode.lm.tools` lists (other extensions' tools); `invoke` answers `vscode.lm.invokeTool`. */
+    lmTools: [] as { name: string; description: string; inputSchema?: object; tags: string[]; invoke(input: object): unknown }[],
+    activeEditorChanged: new EventEmitter<unknown>(),
+    documentChanged: new EventEmitter<{ document: unknown }>(),
+    /** Makes `editor` the active text editor and fires onDidChangeActiveTextEditor, as VS Code does on a switch. */
+    setActiveEditor(editor: unknown): void {
+      window.activeTextEditor = editor;
+      this.activeEditorChanged.fire(editor);
+    },
+    /** Every `vscode.lm.invokeTool`, in order. */
+    invokedTools: [] as { name: string; input: object }[],
     workspaceFolders: undefined as { uri: Uri; name: string; index: number }[] | undefined,
     terminals: [] as FakeTerminal[],
     /** Whether new terminals get shell integration (reported on the next tick, as VS Code does later). */
@@ -418,6 +436,7 @@ export const window = {
     return terminal;
   },
   onDidChangeTerminalShellIntegration: (listener: Listener<{ terminal: FakeTerminal }>) => testing.shellIntegrationChanged.event(listener),
+  onDidChangeActiveTextEditor: (listener: Listener<unknown>) => testing.activeEditorChanged.event(listener),
   onDidCloseTerminal: (listener: Listener<FakeTerminal>) => testing.terminalClosed.event(listener),
   onDidEndTerminalShellExecution: (listener: Listener<{ terminal: FakeTerminal; execution: unknown; exitCode: number | undefined }>) => testing.shellExecutionEnded.event(listener),
 };
@@ -458,6 +477,26 @@ export const workspace = {
     return root ? nodePath.relative(root, uri.fsPath) : uri.fsPath;
   },
   fs: { readFile: async (uri: Uri) => new Uint8Array(await readFile(uri.fsPath)) },
+  /**
+   * Like VS Code's: the files of the workspace folders matching `include` and not `exclude` (undefined:
+   * the `files.exclude` setting's patterns; null: none), at most `maxResults`.
+   */
+  findFiles: async (include: string, exclude?: string | null, maxResults?: number) => {
+    const excludes = exclude === null ? [] : exclude !== undefined ? [exclude] : Object.entries(testing.settings.get('files.exclude') ?? {}).filter(([, on]) => on).map(([glob]) => glob);
+    const matches = (glob: string, path: string) => globToRegExp(glob).test(path);
+    const found: Uri[] = [];
+    for (const folder of testing.workspaceFolders ?? []) {
+      for (const entry of await readdir(folder.uri.fsPath, { recursive: true, withFileTypes: true })) {
+        if (!entry.isFile()) continue;
+        const relative = nodePath.relative(folder.uri.fsPath, nodePath.join(entry.parentPath, entry.name)).split(nodePath.sep).join('/');
+        if (!matches(include, relative) || excludes.some((glob) => matches(glob, relative))) continue;
+        if (found.length === (maxResults ?? Infinity)) return found;
+        found.push(Uri.file(nodePath.join(folder.uri.fsPath, relative)));
+      }
+    }
+    return found;
+  },
+  onDidChangeTextDocument: (listener: Listener<{ document: unknown }>) => testing.documentChanged.event(listener),
 };
 
 export const env = {
@@ -469,6 +508,15 @@ export const lm = {
   selectChatModels: async (selector: { id?: string; family?: string } = {}) =>
     testing.chatModels.filter((m) => (selector.id === undefined || m.id === selector.id) && (selector.family === undefined || m.family === selector.family)),
   onDidChangeChatModels: (listener: Listener<void>) => testing.chatModelsChanged.event(listener),
+  get tools() {
+    return testing.lmTools.map(({ name, description, inputSchema, tags }) => ({ name, description, inputSchema, tags }));
+  },
+  invokeTool: async (name: string, options: { input: object }) => {
+    const tool = testing.lmTools.find((t) => t.name === name);
+    if (!tool) throw new Error(`no tool ${name}`);
+    testing.invokedTools.push({ name, input: options.input });
+    return tool.invoke(options.input);
+  },
 };
 
 export const languages = { getDiagnostics: () => [] };

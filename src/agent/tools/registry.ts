@@ -3,7 +3,7 @@ import type { Tool, ToolSource } from './types';
 
 /** What `list_tools` shows of a tool. */
 export function toolInfo(tool: Tool): ToolInfo {
-  return { name: tool.name, description: tool.description, parameters: { ...tool.parameters } };
+  return { name: tool.name, description: tool.description, parameters: { ...tool.parameters }, ...(tool.from ? { from: tool.from } : {}) };
 }
 
 /**

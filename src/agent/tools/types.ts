@@ -21,6 +21,8 @@ export interface Tool {
   readonly inputSchema: Record<string, unknown>;
   /** Each parameter name mapped to a type name (`string`, `number`...): what `list_tools` shows. */
   readonly parameters: Record<string, string>;
+  /** Where the tool comes from when the host offers another program's tools (`vscode`: vscode.lm.tools); shown by list_tools. */
+  readonly from?: 'vscode';
   /**
    * The text permission rules match after `<tool>:` (e.g. the command line of run_command, the path of
    * write_file), and that a prompt shows. Undefined: rules match the tool name alone.

@@ -3,9 +3,12 @@
  * points (chat-webview.ts, chat-phone.ts) choose the connection and where to remember the open conversation.
  */
 import type { CommandInput, EnvelopeOf, PermissionMode, ViewEvent } from '../../protocol';
+import { contextChars, MAX_CONTEXT_CHARS } from '../../protocol/chat-context';
 import type { ConnectionStatus, ServiceConnection } from '../connection';
 import { ErrorBanner, UpdateBanner } from './banner';
 import { Composer } from './composer';
+import { ContextChips } from './context-chips';
+import { FileMentions } from './file-mentions';
 import { ConversationList } from './conversation-list';
 import { h } from './dom';
 import { Header } from './header';
@@ -57,6 +60,9 @@ export class ChatApp {
   private readonly permissions: PermissionCards;
   private readonly rules: RulesEditor;
   private readonly composer: Composer;
+  /** The chat input's chips: the `context` of the next message (the editor's view only). */
+  private readonly chips = new ContextChips();
+  private readonly mentions: FileMentions | undefined;
   private readonly banner: ErrorBanner;
   private readonly updateBanner = new UpdateBanner();
   private readonly queue: QueueView;
@@ -102,6 +108,10 @@ export class ChatApp {
       (text) => this.send(text),
       () => void this.stop(),
     );
+    const lookup = this.connection.lookup?.bind(this.connection);
+    this.mentions = lookup
+      ? new FileMentions({ input: this.composer.input, keyTarget: this.composer.element, lookup, pick: (item) => this.chips.add(item), error: (message) => this.messages.addNote(message, 'error') })
+      : undefined;
     this.outbox = new Outbox(options.outboxStorage);
     this.queue = new QueueView((clientMessageId) => void this.removeQueued(clientMessageId));
     this.banner = new ErrorBanner(this.connection);
@@ -119,7 +129,7 @@ export class ChatApp {
   private layout(footer: HTMLElement | undefined): void {
     const drawer = h('aside', { class: 'drawer', id: 'ra-drawer' }, this.list.element, this.rules.element, footer);
     const scrim = h('div', { class: 'scrim', 'aria-hidden': 'true' });
-    const main = h('main', { class: 'main' }, this.updateBanner.element, this.banner.element, this.messages.element, this.permissions.element, this.queue.element, this.composer.element);
+    const main = h('main', { class: 'main' }, this.updateBanner.element, this.banner.element, this.messages.element, this.permissions.element, this.queue.element, this.mentions?.element, this.chips.element, this.composer.element);
     this.root.classList.add('app');
     this.root.replaceChildren(this.header.element, h('div', { class: 'body' }, drawer, scrim, main));
 
@@ -195,6 +205,12 @@ export class ChatApp {
         return;
       case 'editor.new_conversation':
         return this.newChat();
+      case 'editor.add_context':
+        this.chips.add(event.item);
+        this.composer.focus();
+        return;
+      case 'editor.active_file':
+        return this.chips.setActive(event.item, event.attach);
       case 'editor.show_request':
         if (event.conversation_id !== this.current) this.select(event.conversation_id);
         this.permissions.reveal(event.request_id);
@@ -257,7 +273,7 @@ export class ChatApp {
     if (message.role === 'user') {
       // Our own message (ours by request id, or by text after a resend) is already on screen: mark it sent.
       const bubble = this.claimPendingBubble(message.content);
-      const node = bubble ?? this.messages.addUser(message.content);
+      const node = bubble ?? this.messages.addUser(message.content, false, message.context);
       node.dataset.messageId = message.id;
       turn.nodes.push(node);
       return;
@@ -333,7 +349,16 @@ export class ChatApp {
   /** A typed message goes to the outbox first: it is sent now if connected, else when the connection returns. */
   private send(text: string): void {
     this.banner.hide();
-    const item: OutboxItem = { client_message_id: newClientId(), text, ...(this.current ? { conversation_id: this.current } : { draft: this.draft }) };
+    // What the chips show is what is sent; too much is refused here, before the text leaves the input.
+    const context = this.chips.items();
+    const size = contextChars(context);
+    if (size > MAX_CONTEXT_CHARS) {
+      this.composer.input.value = text;
+      this.messages.addNote(`The attached context holds ${size} characters; at most ${MAX_CONTEXT_CHARS} can be sent with one message. Remove a chip, or select less.`, 'error');
+      return;
+    }
+    this.chips.clearAdded();
+    const item: OutboxItem = { client_message_id: newClientId(), text, ...(context.length > 0 ? { context } : {}), ...(this.current ? { conversation_id: this.current } : { draft: this.draft }) };
     this.outbox.add(item);
     if (!this.current) this.header.setTitle(text.length > 80 ? `${text.slice(0, 79)}…` : text);
     this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
@@ -360,7 +385,7 @@ export class ChatApp {
     const sending: InFlight = { item, requestId: this.connection.newId() };
     this.inFlight = sending;
     this.outbox.markAttempted(item);
-    const frame = { type: 'chat', id: sending.requestId, message: item.text, stream: true, client_message_id: item.client_message_id, ...(item.conversation_id ? { conversation_id: item.conversation_id } : {}) } as const;
+    const frame = { type: 'chat', id: sending.requestId, message: item.text, stream: true, client_message_id: item.client_message_id, ...(item.context ? { context: item.context } : {}), ...(item.conversation_id ? { conversation_id: item.conversation_id } : {}) } as const;
     let answer: EnvelopeOf<'chat'> | undefined;
     try {
       answer = await this.connection.request(frame);
@@ -390,7 +415,7 @@ export class ChatApp {
   }
 
   private addPendingBubble(item: OutboxItem): HTMLElement {
-    const bubble = this.messages.addUser(item.text, true);
+    const bubble = this.messages.addUser(item.text, true, item.context);
     bubble.dataset.clientMessageId = item.client_message_id;
     bubble.dataset.text = item.text;
     bubble.append(h('div', { class: 'message-note pending-note' }, 'waiting to send'));

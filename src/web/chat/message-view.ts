@@ -1,5 +1,6 @@
 /** The message list of the conversation on screen: bubbles, streaming replies, tool cards, notes. */
-import type { Message } from '../../protocol';
+import type { ContextItem, Message } from '../../protocol';
+import { sentChips } from './context-chips';
 import { formatArguments, h } from './dom';
 import { renderMarkdown } from './markdown';
 import { attachUsage } from './usage-view';
@@ -108,8 +109,8 @@ export class MessageView {
   }
 
   /** `pending`: still in the outbox, shown after everything else until it is sent. */
-  addUser(text: string, pending = false): HTMLElement {
-    return this.add(h('div', { class: pending ? 'message user pending' : 'message user' }, h('div', { class: 'plain' }, text)));
+  addUser(text: string, pending = false, context?: readonly ContextItem[]): HTMLElement {
+    return this.add(h('div', { class: pending ? 'message user pending' : 'message user' }, h('div', { class: 'plain' }, text), context?.length ? sentChips(context) : null));
   }
 
   addAssistant(text: string): HTMLElement {
@@ -139,7 +140,7 @@ export class MessageView {
     this.clear();
     const waiting: ToolCard[] = [];
     for (const message of messages) {
-      if (message.role === 'user') this.addUser(message.content);
+      if (message.role === 'user') this.addUser(message.content, false, message.context);
       else if (message.role === 'assistant') attachUsage(this.addAssistant(message.content), message.usage);
       else {
         const name = message.tool_name ?? 'tool';

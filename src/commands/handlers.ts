@@ -1,8 +1,7 @@
 import { endpointWithoutCredentials } from '../log/redact';
 import { toolInfo } from '../agent/tools/registry';
-import type { ToolCallData, ToolResultData } from '../agent/transcript';
 import type { ConversationActivity } from '../agent/conversation-activity';
-import type { ConversationRow, MessageRow, Store } from '../store';
+import type { ConversationRow, Store } from '../store';
 import { previewOf } from '../agent/preview';
 import { sourceLabel } from '../protocol/sources';
 import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
@@ -14,6 +13,8 @@ import { isOwner, requireWritableBy } from './roles';
 import type { ClientSession } from './session';
 import { announceTurnEnded, type EndedTurn } from './turn-ended';
 import { ChatResends } from './chat-resends';
+import { messageOf } from './conversation-export';
+import { historyHandlers } from './history-handlers';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -38,17 +39,6 @@ export function conversationOf({ id, title, created_at, updated_at, source }: Co
   const { state, pendingPermissions, queued } = activity.of(id);
   const [last] = store.messages.recent(id, { limit: 1 });
   return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message: last ? previewOf(last.content) : null, queued };
-}
-
-/** What a stored `tool` message adds for clients: which tool, call or result, and the result's outcome. */
-function toolFields(m: MessageRow): Partial<Message> {
-  if (m.role !== 'tool') return {};
-  const data = m.data as ToolCallData | ToolResultData | null;
-  return {
-    ...(m.tool_name ? { tool_name: m.tool_name } : {}),
-    ...(data?.kind ? { tool_kind: data.kind } : {}),
-    ...(data?.kind === 'result' ? { ok: data.ok, denied: data.denied === true } : {}),
-  };
 }
 
 /** Every command's handler; `chat` as it runs a turn (`handlers` below adds resends). */
@@ -147,7 +137,7 @@ const commandHandlers: HandlerMap = {
     ctx.agent.requireConversation(command.conversation_id, session.source);
     const messages: Message[] = ctx.store.messages
       .recent(command.conversation_id, { limit: command.limit, includeTools: command.include_tools })
-      .map((m) => ({ id: m.id, role: m.role, content: m.content, timestamp: m.timestamp, ...toolFields(m) }));
+      .map(messageOf);
     return { messages };
   },
 
@@ -187,6 +177,7 @@ const commandHandlers: HandlerMap = {
   list_devices: listDevices,
   revoke_device: revokeDevice,
   ...pushHandlers,
+  ...historyHandlers,
 };
 
 export const handlers: HandlerMap = {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Conversation, Delivery, Message, PairedDevice, PermissionDecision, PublicConfig, PushDevice, PushTestResult, ToolInfo, type CommandType } from './commands';
+import { Conversation, Delivery, ExportFormat, Message, SearchHit, PairedDevice, PermissionDecision, PublicConfig, PushDevice, PushTestResult, ToolInfo, type CommandType } from './commands';
 import type { ErrorEnvelope, RequestId } from './envelope';
 import { PairingInfo, RelayLinkStatus } from './relay';
 import { PermissionRequest } from './events';
@@ -80,6 +80,28 @@ export const CommandResults = {
   push_test: z.object({ results: z.array(PushTestResult) }),
   /** The state in force for this session: the device it names (null: none named yet) and whether its page is visible. */
   client_state: z.object({ device_id: z.string().nullable(), visible: z.boolean() }),
+  search_messages: z.object({ hits: z.array(SearchHit) }),
+  export_conversation: z.object({
+    conversation_id: z.string(),
+    format: ExportFormat,
+    /** A name for the file (from the title), with its extension. */
+    file_name: z.string(),
+    mime_type: z.string(),
+    /** This piece of the file's text, from `offset`. */
+    text: z.string(),
+    offset: z.number().int(),
+    /** Where the next piece starts; null when this was the last. */
+    next_offset: z.number().int().nullable(),
+    /** The file's length in characters. */
+    total_chars: z.number().int(),
+    /** Send it back with `next_offset`: the pieces are of the same export. */
+    until: z.string(),
+  }),
+  backup: z.object({
+    path: z.string(),
+    /** The files written, relative to `path`. */
+    files: z.array(z.string()),
+  }),
 } satisfies { [T in CommandType]: z.ZodType };
 
 export type CommandResults = typeof CommandResults;

@@ -279,6 +279,23 @@ export class Database {
     await this.compactor.drain();
   }
 
+  /**
+   * The whole database as one SQLite file image, taken between two transactions (write() runs its
+   * statements synchronously, so none is open now): every write acknowledged so far is in it, and no
+   * half of one. It runs on this thread and costs a copy of the database in memory, for a moment
+   * (backups: store/backup.ts).
+   */
+  exportImage(): Uint8Array {
+    this.assertOpen();
+    if (this.inWrite) throw new Error('exportImage() called inside write()');
+    // sql.js' export() closes and reopens the connection, freeing every prepared statement: drop ours
+    // first, and set again what the reopened connection forgets.
+    this.cache.clear();
+    const image = this.sql.export();
+    this.sql.run('PRAGMA journal_mode = MEMORY');
+    return image;
+  }
+
   stats(): DatabaseStats {
     return {
       journalBytes: this.journal.totalBytes,

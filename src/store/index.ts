@@ -12,6 +12,8 @@ import { PushDevicesRepo } from './push-devices';
 import { DevicesRepo } from './devices';
 import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
+import { writeImage } from './backup-files';
+import { DATABASE_FILE_NAME } from '../platform/paths';
 
 export { Database } from './database';
 export { DataDirInUseError, pidAlive } from '../platform/lock-file';
@@ -33,6 +35,7 @@ export type { DeviceRow } from './devices';
 export type { NewPushDevice, PushDeliveryRecord, PushDeviceEvents, PushDeviceRow } from './push-devices';
 export type { AcceptInput, AcceptResult, AttemptRecord, DeliveryFilter, DeliveryRow, InboxRow, NewDelivery } from './webhooks';
 export { migrate, MIGRATIONS, schemaVersion } from './migrations';
+export { backupDataDir, restoreDataDir, BACKUP_MANIFEST } from './backup';
 export type { Migration } from './migrations';
 export type * from './types';
 
@@ -52,6 +55,12 @@ export interface Store {
   pushDevices: PushDevicesRepo;
   devices: DevicesRepo;
   permissionRequests: PermissionRequestsRepo;
+  /**
+   * Writes a consistent copy of the store's files into `destDir` (an existing directory) and returns their
+   * names: service.db, one image of the database between two transactions (store/backup.ts does the rest
+   * of the data directory).
+   */
+  backup(destDir: string): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -75,6 +84,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     pushDevices: new PushDevicesRepo(db),
     devices: new DevicesRepo(db),
     permissionRequests: new PermissionRequestsRepo(db),
+    backup: async (destDir) => [await writeImage(destDir, options.fileName ?? DATABASE_FILE_NAME, db.exportImage())],
     close: () => db.close(),
   };
 }

@@ -6,7 +6,7 @@ import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { PRIVATE_DIR_MODE } from '../platform/file-modes';
 import { acquireLock, LOCK_FILE_NAME } from '../platform/lock-file';
-import { DATABASE_FILE_NAME, LOG_FILE_NAME } from '../platform/paths';
+import { ADDRESS_FILE_NAME, DATABASE_FILE_NAME, EDITOR_HOST_FILE_NAME, LOG_FILE_NAME } from '../platform/paths';
 import { nullLogger, type Logger } from '../log/logger';
 import { copyDurably, writeImage } from './backup-files';
 import { fsyncDir } from './replay';
@@ -26,13 +26,13 @@ interface Manifest {
 
 /**
  * Not copied from the data directory: the store's own files (Store.backup writes their image; a
- * database file copied while it is written would be torn), the lock, the log, the editor's note of
- * which window hosts, temp files. Everything else is the user's data: service.json, vapid.json, blobs/.
+ * database file copied while it is written would be torn), the lock, the log, the notes of which
+ * process listens where, temp files. Everything else is the user's data: service.json, vapid.json, blobs/.
  */
 function isCopiedAsIs(name: string): boolean {
   if (name.startsWith(DATABASE_FILE_NAME) || name.startsWith('history.db')) return false;
   if (name.startsWith(LOCK_FILE_NAME) || name.endsWith('.lock') || name.startsWith(LOG_FILE_NAME)) return false;
-  if (name === 'editor-host.json' || name.endsWith('.tmp') || name.startsWith('.')) return false;
+  if (name === EDITOR_HOST_FILE_NAME || name === ADDRESS_FILE_NAME || name.endsWith('.tmp') || name.startsWith('.')) return false;
   return true;
 }
 

@@ -408,12 +408,18 @@ describe('file tools in the editor', () => {
 });
 
 describe('history: Search History and Export Conversation', () => {
-  test('Search History searches as you type, lists hits with their title and snippet, and opens the chosen message in the chat view', async () => {
+  /** A hosting window with the provider's key, and a conversation started by a LAN client. */
+  async function windowWithChat(message: string) {
     const { api } = await activateWindow();
     await api.apiKeys.set('openai', SECRET_KEY);
     const lan = await client(portOf(api));
-    const first = await lan.request({ type: 'chat', message: 'notes on the capybara enclosure' });
-    const conversationId = (first.data as { conversation_id: string }).conversation_id;
+    const reply = await lan.request({ type: 'chat', message });
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    return { lan, conversationId: (reply.data as { conversation_id: string }).conversation_id };
+  }
+
+  test('Search History searches as you type, lists hits with their title and snippet, and opens the chosen message in the chat view', async () => {
+    const { lan, conversationId } = await windowWithChat('notes on the capybara enclosure');
     await lan.request({ type: 'chat', message: 'something else entirely' });
     const view = await testing.openView('remoteAssistant.chat');
     view.webview.fromUi({ kind: 'ready' });
@@ -456,10 +462,7 @@ describe('history: Search History and Export Conversation', () => {
   });
 
   test('Export Conversation picks a conversation and a format, and writes the file the save dialog names', async () => {
-    const { api } = await activateWindow();
-    await api.apiKeys.set('openai', SECRET_KEY);
-    const lan = await client(portOf(api));
-    await lan.request({ type: 'chat', message: 'export from the editor' });
+    await windowWithChat('export from the editor');
     const out = await tempDir('ra-ext-export-');
     cleanups.push(out.cleanup);
     const target = join(out.dir, 'saved.md');
@@ -475,11 +478,7 @@ describe('history: Search History and Export Conversation', () => {
   });
 
   test("the chat view's Export button saves through the same command, the format already chosen", async () => {
-    const { api } = await activateWindow();
-    await api.apiKeys.set('openai', SECRET_KEY);
-    const lan = await client(portOf(api));
-    const reply = await lan.request({ type: 'chat', message: 'json from the view' });
-    const conversationId = (reply.data as { conversation_id: string }).conversation_id;
+    const { conversationId } = await windowWithChat('json from the view');
     const out = await tempDir('ra-ext-export-');
     cleanups.push(out.cleanup);
     const target = join(out.dir, 'saved.json');

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
-import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { startPhoneRig, type PhonePage, type PhoneRig } from '../helpers/phone-rig';
 import { TestClient } from '../helpers/ws-client';
 
 let rig: PhoneRig;
@@ -23,14 +23,28 @@ async function chatAs(client: TestClient, message: string, conversationId?: stri
   return (reply.data as { conversation_id: string }).conversation_id;
 }
 
-test('the drawer searches as you type: hits with title and the match marked, untrusted text never parsed as HTML', async () => {
+/** History written by another client (a LAN socket) before the phone opens. */
+async function fromAnotherClient(write: (client: TestClient) => Promise<unknown>): Promise<void> {
   const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
-  await chatAs(other, 'Trip notes: the albatross <img src=x onerror="window.__pwned=1"> flew by');
-  other.close();
+  try {
+    await write(other);
+  } finally {
+    other.close();
+  }
+}
+
+/** A phone with its conversation drawer open. */
+async function phoneWithDrawer(): Promise<PhonePage> {
   const phone = await rig.openPhone();
+  await phone.page.locator('.drawer-toggle').click();
+  return phone;
+}
+
+test('the drawer searches as you type: hits with title and the match marked, untrusted text never parsed as HTML', async () => {
+  await fromAnotherClient((other) => chatAs(other, 'Trip notes: the albatross <img src=x onerror="window.__pwned=1"> flew by'));
+  const phone = await phoneWithDrawer();
   try {
     const { page } = phone;
-    await page.locator('.drawer-toggle').click();
     await page.locator('.search-input').fill('albatross');
     const hits = page.locator('.search-hit');
     await hits.first().waitFor();
@@ -55,16 +69,15 @@ test('the drawer searches as you type: hits with title and the match marked, unt
 });
 
 test('tapping a hit opens its conversation scrolled to the message, marked for a moment', async () => {
-  const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
-  const id = await chatAs(other, 'a long conversation about gardening');
-  await chatAs(other, 'the secret word is marigoldtarget', id);
-  for (let i = 0; i < 30; i++) await chatAs(other, `later message number ${i} with enough text to fill the screen of a phone`, id);
-  await chatAs(other, 'an unrelated recent chat');
-  other.close();
-  const phone = await rig.openPhone();
+  await fromAnotherClient(async (other) => {
+    const id = await chatAs(other, 'a long conversation about gardening');
+    await chatAs(other, 'the secret word is marigoldtarget', id);
+    for (let i = 0; i < 30; i++) await chatAs(other, `later message number ${i} with enough text to fill the screen of a phone`, id);
+    await chatAs(other, 'an unrelated recent chat');
+  });
+  const phone = await phoneWithDrawer();
   try {
     const { page } = phone;
-    await page.locator('.drawer-toggle').click();
     await page.locator('.search-input').fill('marigoldtarget');
     await page.locator('.search-hit', { hasText: 'You' }).click();
     await page.locator('.title', { hasText: 'a long conversation about gardening' }).waitFor();
@@ -86,13 +99,10 @@ test('tapping a hit opens its conversation scrolled to the message, marked for a
 });
 
 test('Export downloads the conversation as Markdown where the browser cannot share files', async () => {
-  const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
-  await chatAs(other, 'export me, please');
-  other.close();
-  const phone = await rig.openPhone();
+  await fromAnotherClient((other) => chatAs(other, 'export me, please'));
+  const phone = await phoneWithDrawer();
   try {
     const { page } = phone;
-    await page.locator('.drawer-toggle').click();
     await page.locator('.conversation-open', { hasText: 'export me, please' }).click();
     await page.locator('.message.assistant', { hasText: 'echo: export me, please' }).waitFor();
     await page.locator('.export-toggle').click();

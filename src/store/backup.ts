@@ -1,5 +1,5 @@
 // Backup and restore of a data directory (README, "Backup and restore"). A backup is a directory: the
-// store's files as one consistent image each (Store.backup), the data directory's other files
+// store's files, each one consistent file (Store.backup), the data directory's other files
 // (service.json, vapid.json, blobs/ ...) copied as they are, and backup.json written last, so a
 // directory without it is an unfinished backup.
 import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
@@ -8,7 +8,7 @@ import { PRIVATE_DIR_MODE } from '../platform/file-modes';
 import { acquireLock, LOCK_FILE_NAME } from '../platform/lock-file';
 import { ADDRESS_FILE_NAME, DATABASE_FILE_NAME, EDITOR_HOST_FILE_NAME, LOG_FILE_NAME } from '../platform/paths';
 import { nullLogger, type Logger } from '../log/logger';
-import { copyDurably, writeImage } from './backup-files';
+import { copyDurably, writeDurably } from './backup-files';
 import { fsyncDir } from './replay';
 import type { Store } from './index';
 
@@ -25,7 +25,7 @@ interface Manifest {
 }
 
 /**
- * Not copied from the data directory: the store's own files (Store.backup writes their image; a
+ * Not copied from the data directory: the store's own files (Store.backup writes them whole; a
  * database file copied while it is written would be torn), the lock, the log, the notes of which
  * process listens where, temp files. Everything else is the user's data: service.json, vapid.json, blobs/.
  */
@@ -74,7 +74,7 @@ export async function backupDataDir(store: Store, dest: string): Promise<{ path:
   if (isInside(target, dataDir) || isInside(dataDir, target)) throw new Error(`the backup directory ${target} must be outside the data directory ${dataDir}`);
   await emptyTarget(target, 'the backup directory');
   const files = await store.backup(target);
-  // After the database image: a blob it names was stored before the message naming it, so it is copied.
+  // After the database: a blob it names was stored before the message naming it, so it is copied.
   for (const entry of await readdir(dataDir, { withFileTypes: true })) {
     if (!isCopiedAsIs(entry.name)) continue;
     if (entry.isDirectory()) {
@@ -86,7 +86,7 @@ export async function backupDataDir(store: Store, dest: string): Promise<{ path:
     }
   }
   const manifest: Manifest = { format: BACKUP_FORMAT, version: BACKUP_VERSION, created_at: new Date().toISOString(), files };
-  await writeImage(target, BACKUP_MANIFEST, Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`));
+  await writeDurably(target, BACKUP_MANIFEST, Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`));
   await fsyncDir(target);
   return { path: target, files };
 }

@@ -12,8 +12,7 @@ import { PushDevicesRepo } from './push-devices';
 import { DevicesRepo } from './devices';
 import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
-import { writeImage } from './backup-files';
-import { DATABASE_FILE_NAME } from '../platform/paths';
+import path from 'node:path';
 
 export { Database } from './database';
 export { DataDirInUseError, pidAlive } from '../platform/lock-file';
@@ -57,8 +56,8 @@ export interface Store {
   permissionRequests: PermissionRequestsRepo;
   /**
    * Writes a consistent copy of the store's files into `destDir` (an existing directory) and returns their
-   * names: service.db, one image of the database between two transactions (store/backup.ts does the rest
-   * of the data directory).
+   * names: service.db, holding every write acknowledged before the call (Database.copySnapshot;
+   * store/backup.ts does the rest of the data directory).
    */
   backup(destDir: string): Promise<string[]>;
   close(): Promise<void>;
@@ -84,7 +83,10 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     pushDevices: new PushDevicesRepo(db),
     devices: new DevicesRepo(db),
     permissionRequests: new PermissionRequestsRepo(db),
-    backup: async (destDir) => [await writeImage(destDir, options.fileName ?? DATABASE_FILE_NAME, db.exportImage())],
+    backup: async (destDir) => {
+      await db.copySnapshot(path.join(destDir, db.fileName));
+      return [db.fileName];
+    },
     close: () => db.close(),
   };
 }

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { nullLogger } from '../log/logger';
 import { ConversationsRepo } from './conversations';
 import { Database } from './database';
@@ -12,7 +13,6 @@ import { PushDevicesRepo } from './push-devices';
 import { DevicesRepo } from './devices';
 import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
-import path from 'node:path';
 
 export { Database } from './database';
 export { DataDirInUseError, pidAlive } from '../platform/lock-file';

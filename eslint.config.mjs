@@ -16,7 +16,7 @@ const LAYERS = [
   ['src/agent'],
   ['src/commands'],
   ['src/transport'],
-  ['src/service.ts', 'src/cli.ts'],
+  ['src/service.ts', 'src/cli.ts', 'src/cli-backup.ts'],
   ['src/extension'],
 ];
 /** Separate programs: what each may use of the service's layers. */

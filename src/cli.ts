@@ -4,10 +4,13 @@ import { defaultDataDir } from './platform/paths';
 import { AllowFromPattern } from './protocol';
 import { PortInUseError, Service } from './service';
 import { hashPassword } from './transport/auth/passwords';
+import { backupCommand, forgetListeningAddress, restoreCommand, writeListeningAddress } from './cli-backup';
 
 const USAGE = `usage:
   remote-assistant serve [--data-dir DIR] [--port N] [--allow-from PATTERN,PATTERN...] [--recover] [--break-lock]
-  remote-assistant user add --data-dir DIR --username NAME   (password on standard input)`;
+  remote-assistant user add --data-dir DIR --username NAME   (password on standard input)
+  remote-assistant backup BACKUP_DIR [--data-dir DIR] [--port N]   (while a service runs too)
+  remote-assistant restore BACKUP_DIR [--data-dir DIR]   (into a new or empty data directory; not while a service runs on it)`;
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -54,10 +57,13 @@ async function serve(args: string[]): Promise<number> {
     await service.stop();
     throw error;
   }
+  // `backup` finds the running service by it (cli-backup.ts).
+  await writeListeningAddress(dataDir, listening.port);
   console.log(`listening on ${listening.url}`);
   console.log(`data directory: ${dataDir}`);
   console.error(`${await stopSignal}: stopping`);
   await service.stop();
+  await forgetListeningAddress(dataDir);
   return 0;
 }
 
@@ -89,6 +95,8 @@ export async function main(argv: string[]): Promise<number> {
   try {
     if (command === 'serve') return await serve(argv.slice(1));
     if (command === 'user' && sub === 'add') return await userAdd(rest);
+    if (command === 'backup') return await backupCommand(argv.slice(1), USAGE);
+    if (command === 'restore') return await restoreCommand(argv.slice(1), USAGE);
     console.error(USAGE);
     return 2;
   } catch (error) {

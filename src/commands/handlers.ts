@@ -1,10 +1,8 @@
 import { endpointWithoutCredentials } from '../log/redact';
 import { toolInfo } from '../agent/tools/registry';
-import type { ToolCallData, ToolResultData } from '../agent/transcript';
 import type { ConversationActivity } from '../agent/conversation-activity';
-import type { ConversationRow, MessageRow, Store } from '../store';
+import type { ConversationRow, Store } from '../store';
 import { previewOf } from '../agent/preview';
-import { messageOf } from '../agent/agent';
 import { sourceLabel } from '../protocol/sources';
 import { contextChars, MAX_CONTEXT_CHARS, ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
@@ -17,6 +15,8 @@ import { announceTurnEnded, type EndedTurn } from './turn-ended';
 import { ChatResends } from './chat-resends';
 import { getUsage } from './usage-handlers';
 import { conversationUsageOf, messageUsageOf } from '../agent/usage/usage-wire';
+import { clientMessageOf } from './conversation-export';
+import { historyHandlers } from './history-handlers';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -42,17 +42,6 @@ export function conversationOf({ id, title, created_at, updated_at, source }: Co
   const [last] = store.messages.recent(id, { limit: 1 });
   const usage = conversationUsageOf(store.usage.ofConversation(id));
   return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message: last ? previewOf(last.content) : null, queued, usage };
-}
-
-/** What a stored `tool` message adds for clients: which tool, call or result, and the result's outcome. */
-function toolFields(m: MessageRow): Partial<Message> {
-  if (m.role !== 'tool') return {};
-  const data = m.data as ToolCallData | ToolResultData | null;
-  return {
-    ...(m.tool_name ? { tool_name: m.tool_name } : {}),
-    ...(data?.kind ? { tool_kind: data.kind } : {}),
-    ...(data?.kind === 'result' ? { ok: data.ok, denied: data.denied === true } : {}),
-  };
 }
 
 /** Every command's handler; `chat` as it runs a turn (`handlers` below adds resends). */
@@ -158,7 +147,7 @@ const commandHandlers: HandlerMap = {
     const usage = ctx.store.usage.ofMessages(rows.map((m) => m.id));
     const messages: Message[] = rows.map((m) => {
       const counted = usage.get(m.id);
-      return { ...messageOf(m), ...toolFields(m), ...(counted ? { usage: messageUsageOf(counted) } : {}) };
+      return { ...clientMessageOf(m), ...(counted ? { usage: messageUsageOf(counted) } : {}) };
     });
     return { messages };
   },
@@ -200,6 +189,7 @@ const commandHandlers: HandlerMap = {
   revoke_device: revokeDevice,
   ...pushHandlers,
   get_usage: getUsage,
+  ...historyHandlers,
 };
 
 export const handlers: HandlerMap = {

@@ -75,7 +75,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     const commandOf: Partial<Record<HostAction, string>> = { setApiKey: COMMANDS.setApiKey, selectModel: COMMANDS.selectModel, selectProvider: COMMANDS.selectProvider };
     if (commandOf[action]) void vscode.commands.executeCommand(commandOf[action]!);
     else if (action === 'showDiff' && argument) void showDiff(argument).catch((error: Error) => void vscode.window.showErrorMessage(`Remote Assistant: ${error.message}`));
-    else if (action === 'openLink' && argument && /^https?:\/\//.test(argument)) void vscode.env.openExternal(vscode.Uri.parse(argument));
+    else if (action === 'exportConversation' && argument) {
+      // `<format>:<conversation_id>` (protocol/bridge.ts): the palette command, with both already chosen.
+      const [format, conversationId] = [argument.slice(0, argument.indexOf(':')), argument.slice(argument.indexOf(':') + 1)];
+      if ((format === 'markdown' || format === 'json') && conversationId) void vscode.commands.executeCommand(COMMANDS.exportConversation, conversationId, format);
+    } else if (action === 'openLink' && argument && /^https?:\/\//.test(argument)) void vscode.env.openExternal(vscode.Uri.parse(argument));
     else if (action === 'openFile' && argument) {
       const root = vscode.workspace.workspaceFolders?.[0]?.uri;
       if (root) void vscode.window.showTextDocument(vscode.Uri.joinPath(root, argument));
@@ -108,6 +112,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     host,
     log,
     newConversation: () => chatView.post({ event: 'editor.new_conversation' }),
+    showMessage: async (conversationId, messageId) => {
+      await vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
+      chatView.post({ event: 'editor.show_message', conversation_id: conversationId, message_id: messageId });
+    },
     loopMonitor,
     activationMs: () => activationMs,
     permissions: {

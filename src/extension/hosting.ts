@@ -2,13 +2,13 @@ import { EventEmitter } from 'node:events';
 import { readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Host } from '../agent/host';
-import { CONFIG_FILE_NAME } from '../platform/paths';
+import { CONFIG_FILE_NAME, EDITOR_HOST_FILE_NAME } from '../platform/paths';
 import { PortInUseError, Service } from '../service';
 import { DataDirInUseError, pidAlive } from '../store';
 import { LocalBackend, RemoteBackend, type Backend } from './backend';
 
 /** Written by the hosting window once it listens, so the other windows know where to attach. */
-export const HOST_FILE_NAME = 'editor-host.json';
+export const HOST_FILE_NAME = EDITOR_HOST_FILE_NAME;
 /** VS Code gives deactivate() about 5 s; the service's own grace period is longer. */
 export const DEACTIVATE_BUDGET_MS = 4_500;
 

@@ -12,6 +12,7 @@ import { call, type Backend, type PublicConfig } from './backend';
 import { CHAT_VIEW_ID } from './chat-view';
 import { showConnectionInfo } from './connection-info';
 import { manageDevices } from './manage-devices';
+import { exportConversation, searchHistory } from './history-commands';
 import type { Hosting } from './hosting';
 import { PROMPT_COMMANDS } from './permission-prompt';
 import { readSettings, SETTINGS_SECTION } from './settings';
@@ -37,6 +38,8 @@ export const COMMANDS = {
   measureResponsiveness: 'remoteAssistant.measureResponsiveness',
   editPermissionRules: 'remoteAssistant.editPermissionRules',
   sendTestNotification: 'remoteAssistant.sendTestNotification',
+  searchHistory: 'remoteAssistant.searchHistory',
+  exportConversation: 'remoteAssistant.exportConversation',
 } as const;
 
 export interface CommandDeps {
@@ -46,6 +49,8 @@ export interface CommandDeps {
   host: Host;
   /** Tells the chat view(s) to start a new conversation. */
   newConversation: () => void;
+  /** Opens the chat view on a conversation, scrolled to one of its messages (a search hit). */
+  showMessage: (conversationId: string, messageId: string) => Promise<void>;
   log: (line: string) => void;
   loopMonitor: LoopMonitor;
   /** activate() -> service listening, once known. */
@@ -323,6 +328,8 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     guarded(COMMANDS.measureResponsiveness, () => measureResponsiveness(deps)),
     guarded(COMMANDS.editPermissionRules, () => editPermissionRules(deps)),
     guarded(COMMANDS.sendTestNotification, () => sendTestNotification(deps)),
+    guarded(COMMANDS.searchHistory, () => searchHistory(deps.hosting.backend, (hit) => deps.showMessage(hit.conversation_id, hit.message_id))),
+    guarded(COMMANDS.exportConversation, (conversationId?: string, format?: 'markdown' | 'json') => exportConversation(deps.hosting.backend, conversationId, format)),
     guarded(SHOW_PENDING_COMMAND, () => deps.permissions.showInChat()),
     guarded(PROMPT_COMMANDS.answer, (requestId: string, decision: string) => deps.permissions.answer(requestId, decision)),
     guarded(PROMPT_COMMANDS.showInChat, (requestId: string) => deps.permissions.showInChat(requestId)),

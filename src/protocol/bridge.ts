@@ -25,6 +25,13 @@ export interface EditorShowRequestEvent {
   conversation_id: string;
 }
 
+/** The editor's Search History chose a message: open its conversation there and show the message. */
+export interface EditorShowMessageEvent {
+  event: 'editor.show_message';
+  conversation_id: string;
+  message_id: string;
+}
+
 /** "Ask Remote Assistant" on a selection: a chip for the chat input (the view is revealed first). */
 export interface EditorAddContextEvent {
   event: 'editor.add_context';
@@ -42,7 +49,7 @@ export interface EditorActiveFileEvent {
 }
 
 /** What the UI hears: a service event (typed by events.ts) or one of the editor's own. */
-export type ViewEvent = ServiceEvent | EditorNewConversationEvent | EditorShowRequestEvent | EditorAddContextEvent | EditorActiveFileEvent;
+export type ViewEvent = ServiceEvent | EditorNewConversationEvent | EditorShowRequestEvent | EditorShowMessageEvent | EditorAddContextEvent | EditorActiveFileEvent;
 
 /**
  * Questions only the editor answers, for `#file` mentions: workspace files matching what was typed
@@ -77,7 +84,9 @@ export type HostAction =
    * Open the editor's diff view of a waiting permission request's file change (argument: the
    * request_id; the extension rebuilds the proposed text from the request's diff preview).
    */
-  | 'showDiff';
+  | 'showDiff'
+  /** Save a conversation to a file (argument: `<format>:<conversation_id>`, format `markdown` or `json`): the editor's Export Conversation. */
+  | 'exportConversation';
 
 /** The service's state as the host sees it (the UI shows it and disables sending when not running). */
 export type HostState = 'starting' | 'running' | 'stopped' | 'error';

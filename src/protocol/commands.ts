@@ -140,6 +140,43 @@ export const FollowConversationCommand = command('follow_conversation', {
 });
 export const UnfollowConversationCommand = command('unfollow_conversation', { conversation_id: nonEmpty('conversation_id') });
 
+// ---- History: search and export (docs/protocol.md, "Search and export") ----
+/** Most hits `search_messages` answers; larger limits are clamped. */
+export const MAX_SEARCH_LIMIT = 100;
+export const MAX_SEARCH_QUERY_CHARS = 500;
+
+/** Messages matching every word of `query` (the last word as a prefix), newest first. */
+export const SearchMessagesCommand = command('search_messages', {
+  query: nonEmpty('query').max(MAX_SEARCH_QUERY_CHARS, { error: `query must be at most ${MAX_SEARCH_QUERY_CHARS} characters` }),
+  conversation_id: nonEmpty('conversation_id').optional(),
+  limit: z
+    .number({ error: 'expected an integer' })
+    .int({ error: 'expected an integer' })
+    .min(1, { error: 'must be at least 1' })
+    .transform((n) => Math.min(n, MAX_SEARCH_LIMIT))
+    .default(20),
+});
+
+export const ExportFormat = z.enum(['markdown', 'json']);
+export type ExportFormat = z.infer<typeof ExportFormat>;
+
+/**
+ * A whole conversation as a file, in pieces so that no frame comes near the 1 MiB limit: the first call
+ * (no `offset`) fixes what is exported (`until`); the client asks for `next_offset` with that `until`
+ * until `next_offset` is null.
+ */
+export const ExportConversationCommand = command('export_conversation', {
+  conversation_id: nonEmpty('conversation_id'),
+  format: ExportFormat,
+  offset: z.number({ error: 'expected an integer' }).int({ error: 'expected an integer' }).min(0, { error: 'must be at least 0' }).optional(),
+  until: nonEmpty('until').optional(),
+});
+
+/** A consistent copy of the data directory, made by the running service (owner only; the CLI's `backup`). */
+export const BackupCommand = command('backup', {
+  path: nonEmpty('path'),
+});
+
 // ---- Webhook outbox (docs/protocol.md, "Webhook channel") ----
 export const DeliveryStatus = z.enum(['pending', 'delivered', 'failed']);
 export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
@@ -271,6 +308,9 @@ export const Command = z.discriminatedUnion('type', [
   PushTestCommand,
   ClientStateCommand,
   GetUsageCommand,
+  SearchMessagesCommand,
+  ExportConversationCommand,
+  BackupCommand,
 ]);
 export type Command = z.infer<typeof Command>;
 export type CommandType = Command['type'];
@@ -342,6 +382,20 @@ export const Message = z.object({
   context: ChatContext.optional(),
 });
 export type Message = z.infer<typeof Message>;
+
+/** A message matching a search_messages query. */
+export const SearchHit = z.object({
+  message_id: z.string(),
+  conversation_id: z.string(),
+  conversation_title: z.string(),
+  role: MessageRole,
+  timestamp: z.string(),
+  /** The message around its first match, whitespace collapsed, `…` where cut. */
+  snippet: z.string(),
+  /** The matched words in `snippet`: [start, end) offsets in UTF-16 code units (JavaScript string indexes). */
+  highlights: z.array(z.tuple([z.number().int(), z.number().int()])),
+});
+export type SearchHit = z.infer<typeof SearchHit>;
 
 export const ToolInfo = z.object({
   name: z.string(),

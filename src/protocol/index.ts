@@ -15,3 +15,4 @@ export * from './relay-client-frame';
 export * from './version';
 export * from './wire-text';
 export * from './usage';
+export * from './export-reader';

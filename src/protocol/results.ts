@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Conversation, Delivery, Message, PairedDevice, PermissionDecision, PublicConfig, PushDevice, PushTestResult, ToolInfo, type CommandType } from './commands';
+import { Conversation, Delivery, ExportFormat, Message, SearchHit, PairedDevice, PermissionDecision, PublicConfig, PushDevice, PushTestResult, ToolInfo, type CommandType } from './commands';
 import type { ErrorEnvelope, RequestId } from './envelope';
 import { PairingInfo, RelayLinkStatus } from './relay';
 import { PermissionRequest } from './events';
@@ -83,6 +83,28 @@ export const CommandResults = {
   client_state: z.object({ device_id: z.string().nullable(), visible: z.boolean() }),
   /** Days with usage, newest first (days without any are left out). */
   get_usage: z.object({ days: z.array(UsageDay) }),
+  search_messages: z.object({ hits: z.array(SearchHit) }),
+  export_conversation: z.object({
+    conversation_id: z.string(),
+    format: ExportFormat,
+    /** A name for the file (from the title), with its extension. */
+    file_name: z.string(),
+    mime_type: z.string(),
+    /** This piece of the file's text, from `offset`. */
+    text: z.string(),
+    offset: z.number().int(),
+    /** Where the next piece starts; null when this was the last. */
+    next_offset: z.number().int().nullable(),
+    /** The file's length in characters. */
+    total_chars: z.number().int(),
+    /** Send it back with `next_offset`: the pieces are of the same export. */
+    until: z.string(),
+  }),
+  backup: z.object({
+    path: z.string(),
+    /** The files written, relative to `path`. */
+    files: z.array(z.string()),
+  }),
 } satisfies { [T in CommandType]: z.ZodType };
 
 export type CommandResults = typeof CommandResults;

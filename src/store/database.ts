@@ -1,9 +1,10 @@
-import { mkdir, readFile, realpath, rm, unlink } from 'node:fs/promises';
+import { mkdir, open, readFile, realpath, rm, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Database as SqlJsDatabase } from 'sql.js';
 import { DATABASE_FILE_NAME } from '../platform/paths';
 import { nullLogger } from '../log/logger';
 import type { Logger } from '../log/logger';
+import { copyFromHandle } from './backup-files';
 import { Compactor } from './compaction';
 import { DEFAULT_SEGMENT_BYTES, Journal } from './journal';
 import { acquireLock } from '../platform/lock-file';
@@ -78,6 +79,8 @@ export class Database {
 
   private constructor(
     readonly dir: string,
+    /** The snapshot's name in `dir` (service.db); journal segments are `<fileName>.journal.<n>`. */
+    readonly fileName: string,
     private readonly sql: SqlJsDatabase,
     private readonly journal: Journal,
     private readonly compactor: Compactor,
@@ -161,7 +164,7 @@ export class Database {
         { dir: realDir, fileName, segmentBytes, logger, onSegmentClosed: (p) => compactor.enqueue([p]) },
         { lastSeq: recovered.lastSeq, active, closed, maxN: recovered.maxN },
       );
-      database = new Database(realDir, sql, journal, compactor, lock, logger, cache);
+      database = new Database(realDir, fileName, sql, journal, compactor, lock, logger, cache);
       if (!hasMetaTable(cache)) await database.write((tx) => tx.run(META_TABLE_SQL));
       if (closed.length > 0) compactor.enqueue(closed.map((s) => s.path));
       return database;
@@ -277,6 +280,23 @@ export class Database {
     await this.journal.barrier();
     await this.journal.rotate();
     await this.compactor.drain();
+  }
+
+  /**
+   * Writes the database as one SQLite file to `destFile` (which must not exist), holding every write
+   * acknowledged before the call: the whole journal is folded into the snapshot (compact(), in the
+   * worker, so the event loop never pays for it) and that file is copied. The copy reads through a
+   * handle opened first: a compaction finishing meanwhile renames a newer snapshot in, and this one
+   * stays whole. Writes go on meanwhile (backups: store/backup.ts).
+   */
+  async copySnapshot(destFile: string): Promise<void> {
+    await this.compact();
+    const handle = await open(path.join(this.dir, this.fileName), 'r');
+    try {
+      await copyFromHandle(handle, destFile);
+    } finally {
+      await handle.close();
+    }
   }
 
   stats(): DatabaseStats {

@@ -40,6 +40,7 @@ export type { DeviceRow } from './devices';
 export type { NewPushDevice, PushDeliveryRecord, PushDeviceEvents, PushDeviceRow } from './push-devices';
 export type { AcceptInput, AcceptResult, AttemptRecord, DeliveryFilter, DeliveryRow, InboxRow, NewDelivery } from './webhooks';
 export { migrate, MIGRATIONS, schemaVersion } from './migrations';
+export { backupDataDir, restoreDataDir, BACKUP_MANIFEST } from './backup';
 export type { Migration } from './migrations';
 export type * from './types';
 
@@ -62,6 +63,12 @@ export interface Store {
   /** Bulky binary content (attachments, before-images) outside the in-memory database. */
   blobs: BlobStore;
   usage: UsageRepo;
+  /**
+   * Writes a consistent copy of the store's files into `destDir` (an existing directory) and returns their
+   * names: service.db, holding every write acknowledged before the call (Database.copySnapshot;
+   * store/backup.ts does the rest of the data directory).
+   */
+  backup(destDir: string): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -89,6 +96,10 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     permissionRequests: new PermissionRequestsRepo(db),
     blobs,
     usage: new UsageRepo(db),
+    backup: async (destDir) => {
+      await db.copySnapshot(path.join(destDir, db.fileName));
+      return [db.fileName];
+    },
     close: () => db.close(),
   };
 }

@@ -1,5 +1,6 @@
 import type { Database, WriteTx } from './database';
-import type { MessageRole, MessageRow, NewMessage } from './types';
+import { searchTerms, snippetOf, type SearchTerms } from './search-text';
+import type { MessageRole, MessageRow, NewMessage, SearchHit, SearchOptions } from './types';
 
 export interface RecentOptions {
   /** How many of the most recent messages (default 50). */
@@ -103,5 +104,30 @@ export class MessagesRepo {
         ? this.db.get<{ n: number }>('SELECT count(*) AS n FROM messages')
         : this.db.get<{ n: number }>('SELECT count(*) AS n FROM messages WHERE conversation_id = ?', [conversationId]);
     return row?.n ?? 0;
+  }
+
+  // ---- Search: a stand-in, replaced by the FTS5 index of history.db at merge (issue 13). ----
+  // It scans with LIKE (each word somewhere in the content) and keeps the messages whose words match as
+  // the index would: every word as a whole word, the last one as a prefix. Fine for small histories only.
+
+  /** Messages matching every word of `query`, newest first; a query without a word is invalid_request. */
+  async search(query: string, options: SearchOptions = {}): Promise<SearchHit[]> {
+    const terms: SearchTerms = searchTerms(query);
+    const limit = Math.max(1, Math.floor(options.limit ?? 20));
+    const where = terms.words.map(() => "content LIKE ? ESCAPE '\\'");
+    const params: string[] = terms.words.map((w) => `%${w.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+    if (options.conversationId !== undefined) {
+      where.push('conversation_id = ?');
+      params.push(options.conversationId);
+    }
+    const hits: SearchHit[] = [];
+    const rows = this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE ${where.join(' AND ')} ORDER BY seq DESC`, params);
+    for (const row of rows) {
+      const snippet = snippetOf(row.content, terms);
+      if (!snippet) continue;
+      hits.push({ message_id: row.id, conversation_id: row.conversation_id, role: row.role, timestamp: row.timestamp, seq: row.seq, ...snippet });
+      if (hits.length >= limit) break;
+    }
+    return hits;
   }
 }

@@ -57,3 +57,22 @@ export interface RegistrationRow {
   created_at: string;
   updated_at: string;
 }
+
+/** One message matching a search (MessagesRepo.search), newest first. */
+export interface SearchHit {
+  message_id: string;
+  conversation_id: string;
+  role: MessageRole;
+  timestamp: string;
+  seq: number;
+  /** A piece of the message around the first match, whitespace collapsed, `…` where it was cut. */
+  snippet: string;
+  /** Where the query's words are in `snippet`: [start, end) in UTF-16 code units. */
+  highlights: Array<[number, number]>;
+}
+
+export interface SearchOptions {
+  conversationId?: string;
+  /** At most this many hits (default 20). */
+  limit?: number;
+}

@@ -406,3 +406,95 @@ describe('file tools in the editor', () => {
     assert.ok(!existsSync(join(folder.dir, 'configured.txt')));
   });
 });
+
+describe('history: Search History and Export Conversation', () => {
+  /** A hosting window with the provider's key, and a conversation started by a LAN client. */
+  async function windowWithChat(message: string) {
+    const { api } = await activateWindow();
+    await api.apiKeys.set('openai', SECRET_KEY);
+    const lan = await client(portOf(api));
+    const reply = await lan.request({ type: 'chat', message });
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    return { lan, conversationId: (reply.data as { conversation_id: string }).conversation_id };
+  }
+
+  test('Search History searches as you type, lists hits with their title and snippet, and opens the chosen message in the chat view', async () => {
+    const { lan, conversationId } = await windowWithChat('notes on the capybara enclosure');
+    await lan.request({ type: 'chat', message: 'something else entirely' });
+    const view = await testing.openView('remoteAssistant.chat');
+    view.webview.fromUi({ kind: 'ready' });
+
+    const running = testing.commands.get('remoteAssistant.searchHistory')!();
+    const pick = await waitFor(() => testing.createdQuickPicks[0], 'the quick pick');
+    assert.ok(pick.visible);
+    pick.type('capy');
+    pick.type('capybara');
+    await waitFor(() => pick.items.length > 0 && !pick.busy, 'hits');
+    assert.deepEqual(
+      pick.items.map((item: { label: string; detail?: string }) => [item.label, item.detail]),
+      [
+        ['notes on the capybara enclosure', 'echo: notes on the capybara enclosure'],
+        ['notes on the capybara enclosure', 'notes on the capybara enclosure'],
+      ],
+      'newest first: the reply, then the message',
+    );
+    assert.ok(pick.items.every((item: { alwaysShow?: boolean }) => item.alwaysShow), "the service matched them: the quick pick's own filter must not hide any");
+    pick.accept(1);
+    await running;
+    assert.ok(pick.disposed);
+    assert.ok(testing.executed.some((e) => e.command === 'remoteAssistant.chat.focus'));
+    const shown = await waitFor(() => posted(view).find((m) => m.kind === 'event' && m.event.event === 'editor.show_message'), 'the view told');
+    const hitId = (pick.items[1] as { hit: { message_id: string } }).hit.message_id;
+    assert.deepEqual(shown.event, { event: 'editor.show_message', conversation_id: conversationId, message_id: hitId });
+  });
+
+  test('a query that cannot be searched shows the service\'s reason; an empty one clears the list', async () => {
+    await activateWindow();
+    const running = testing.commands.get('remoteAssistant.searchHistory')!();
+    const pick = await waitFor(() => testing.createdQuickPicks[0], 'the quick pick');
+    pick.type('???');
+    await waitFor(() => pick.items.length > 0, 'a row');
+    assert.match(pick.items[0].label, /query/);
+    pick.type('');
+    assert.deepEqual(pick.items, []);
+    pick.hide();
+    await running;
+  });
+
+  test('Export Conversation picks a conversation and a format, and writes the file the save dialog names', async () => {
+    await windowWithChat('export from the editor');
+    const out = await tempDir('ra-ext-export-');
+    cleanups.push(out.cleanup);
+    const target = join(out.dir, 'saved.md');
+    testing.answers.quickPick.push((items: { label: string }[]) => items.find((i) => i.label === 'export from the editor'));
+    testing.answers.quickPick.push((items: { label: string }[]) => items.find((i) => i.label === 'Markdown'));
+    testing.answers.saveDialog.push(Uri.file(target));
+    await testing.commands.get('remoteAssistant.exportConversation')!();
+    assert.equal((testing.saveDialogs[0].defaultUri as { fsPath: string }).fsPath.endsWith('export from the editor.md'), true);
+    const text = await readFile(target, 'utf8');
+    assert.match(text, /^# export from the editor\n/);
+    assert.match(text, /## Assistant · .*\n\necho: export from the editor/);
+    assert.ok(testing.messages.some((m) => m.kind === 'info' && m.message.includes(target)));
+  });
+
+  test("the chat view's Export button saves through the same command, the format already chosen", async () => {
+    const { conversationId } = await windowWithChat('json from the view');
+    const out = await tempDir('ra-ext-export-');
+    cleanups.push(out.cleanup);
+    const target = join(out.dir, 'saved.json');
+    testing.answers.saveDialog.push(Uri.file(target));
+    const view = await testing.openView('remoteAssistant.chat');
+    view.webview.fromUi({ kind: 'action', action: 'exportConversation', argument: `json:${conversationId}` });
+    const written = async () => {
+      try {
+        return JSON.parse(await readFile(target, 'utf8')) as { version: number; messages: { content: string }[] };
+      } catch {
+        return undefined; // not there yet, or still being written
+      }
+    };
+    const doc = await waitFor(written, 'the file written');
+    assert.equal(doc.version, 1);
+    assert.deepEqual(doc.messages.map((m) => m.content), ['json from the view', 'echo: json from the view']);
+    assert.equal(testing.quickPicks.length, 0, 'nothing asked but where to save');
+  });
+});

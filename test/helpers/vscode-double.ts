@@ -9,7 +9,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import Module from 'node:module';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { globToRegExp } from '../../src/agent/tools/glob';
 import * as nodePath from 'node:path';
 
@@ -188,6 +188,45 @@ export class FakeWebview {
   }
 }
 
+/** window.createQuickPick's object: a test types (`type`), waits for items and accepts one (`accept`). */
+export class FakeQuickPick<T extends { label: string }> {
+  title = '';
+  placeholder = '';
+  value = '';
+  busy = false;
+  visible = false;
+  disposed = false;
+  items: T[] = [];
+  selectedItems: T[] = [];
+  private readonly valueEmitter = new EventEmitter<string>();
+  private readonly acceptEmitter = new EventEmitter<void>();
+  private readonly hideEmitter = new EventEmitter<void>();
+  onDidChangeValue = this.valueEmitter.event;
+  onDidAccept = this.acceptEmitter.event;
+  onDidHide = this.hideEmitter.event;
+  show(): void {
+    this.visible = true;
+  }
+  hide(): void {
+    if (!this.visible) return;
+    this.visible = false;
+    this.hideEmitter.fire();
+  }
+  dispose(): void {
+    this.disposed = true;
+  }
+  /** The user types: the whole value after the keystroke. */
+  type(value: string): void {
+    this.value = value;
+    this.valueEmitter.fire(value);
+  }
+  /** The user picks the item at `index` and presses Enter. */
+  accept(index: number): void {
+    this.selectedItems = [this.items[index]];
+    this.acceptEmitter.fire();
+  }
+}
+
 export class FakeWebviewView {
   readonly webview = new FakeWebview();
   visible = true;
@@ -232,7 +271,10 @@ function createTesting() {
     executed: [] as { command: string; args: unknown[] }[],
     messages: [] as ShownMessage[],
     /** Answers, in order, for the next dialogs; a function gets the dialog's arguments. Empty: dismissed (undefined). */
-    answers: { info: [] as Answer<string | undefined>[], warning: [] as Answer<string | undefined>[], error: [] as Answer<string | undefined>[], inputBox: [] as Answer<string | undefined>[], quickPick: [] as Answer<any>[] },
+    answers: { info: [] as Answer<string | undefined>[], warning: [] as Answer<string | undefined>[], error: [] as Answer<string | undefined>[], inputBox: [] as Answer<string | undefined>[], quickPick: [] as Answer<any>[], saveDialog: [] as Answer<Uri | undefined>[] },
+    /** Every window.createQuickPick, in order. */
+    createdQuickPicks: [] as FakeQuickPick<any>[],
+    saveDialogs: [] as Record<string, unknown>[],
     inputBoxes: [] as Record<string, unknown>[],
     quickPicks: [] as { items: any[]; options: unknown }[],
     statusBarItems: [] as any[],
@@ -404,6 +446,15 @@ export const window = {
     testing.quickPicks.push({ items: resolved, options });
     return answer(testing.answers.quickPick, [resolved, options]);
   },
+  createQuickPick: () => {
+    const pick = new FakeQuickPick();
+    testing.createdQuickPicks.push(pick);
+    return pick;
+  },
+  showSaveDialog: async (options: Record<string, unknown> = {}) => {
+    testing.saveDialogs.push(options);
+    return answer(testing.answers.saveDialog, [options]);
+  },
   registerWebviewViewProvider: (id: string, provider: any) => {
     testing.viewProviders.set(id, provider);
     return new Disposable(() => testing.viewProviders.delete(id));
@@ -476,7 +527,7 @@ export const workspace = {
     const root = testing.workspaceFolders?.[0]?.uri.fsPath;
     return root ? nodePath.relative(root, uri.fsPath) : uri.fsPath;
   },
-  fs: { readFile: async (uri: Uri) => new Uint8Array(await readFile(uri.fsPath)) },
+  fs: { readFile: async (uri: Uri) => new Uint8Array(await readFile(uri.fsPath)), writeFile: async (uri: Uri, content: Uint8Array) => writeFile(uri.fsPath, content) },
   /**
    * Like VS Code's: the files of the workspace folders matching `include` and not `exclude` (undefined:
    * the `files.exclude` setting's patterns; null: none), at most `maxResults`.

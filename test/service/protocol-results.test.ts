@@ -12,6 +12,7 @@ import { TestClient } from '../helpers/ws-client';
 import { RELAY_TOKEN, startRelay, type RunningRelay } from '../helpers/relay-link-harness';
 import { startFakePushService, type FakePushService } from '../helpers/fake-push-service';
 import https from 'node:https';
+import { join } from 'node:path';
 
 const SECRET = 'results-secret-0123456789abcdef';
 
@@ -175,6 +176,19 @@ test('web push: devices, settings, test, visibility', async () => {
   await answer({ type: 'client_state', device_id: device.device_id, visible: false });
   await answer({ type: 'push_test' });
   await answer({ type: 'push_unsubscribe', device_id: device.device_id });
+});
+
+test('history: search_messages, export_conversation, backup', async () => {
+  const { conversation_id }: { conversation_id: string } = await answer({ type: 'chat', message: 'results kingfisher' });
+  const found: { hits: { conversation_id: string }[] } = await answer({ type: 'search_messages', query: 'kingfisher' });
+  assert.ok(found.hits.some((h) => h.conversation_id === conversation_id));
+  await answer({ type: 'export_conversation', conversation_id, format: 'json' });
+  const dest = await tempDir('ra-results-backup-');
+  try {
+    await answer({ type: 'backup', path: join(dest.dir, 'copy') });
+  } finally {
+    await dest.cleanup();
+  }
 });
 
 test('every command type was answered and checked against its schema', () => {

@@ -18,6 +18,8 @@ import { Outbox, type OutboxItem, type OutboxStorage } from './outbox';
 import { QueueView } from './queue-view';
 import { PermissionCards, type AnswerOutcome, type Decision } from './permission-cards';
 import { RulesEditor } from './rules-editor';
+import { SEARCH_LIMIT, SearchView } from './search-view';
+import { ExportView } from './export-view';
 import { sendCommand, type ResolvedEvent } from './supervision-wire';
 
 /** The events of a conversation's turn, drawn live for the conversation on screen whoever started it. */
@@ -51,6 +53,8 @@ interface InFlight {
 }
 
 const HISTORY_LIMIT = 200;
+/** Opening a search hit loads as much of the history as get_messages gives, to reach an older message. */
+const HISTORY_LIMIT_TO_REVEAL = 500;
 
 export class ChatApp {
   private readonly connection: ServiceConnection;
@@ -63,6 +67,10 @@ export class ChatApp {
   /** The chat input's chips: the `context` of the next message (the editor's view only). */
   private readonly chips = new ContextChips();
   private readonly mentions: FileMentions | undefined;
+  private readonly search: SearchView;
+  private readonly exporter: ExportView;
+  /** A message to show once its conversation's history is on screen (a search hit chosen). */
+  private target: { conversationId: string; messageId: string } | undefined;
   private readonly banner: ErrorBanner;
   private readonly updateBanner = new UpdateBanner();
   private readonly queue: QueueView;
@@ -104,6 +112,11 @@ export class ChatApp {
     this.permissions.onChange(() => this.header.setWaiting(this.permissions.count));
     this.header.onWaitingClick(() => this.permissions.revealFirst());
     this.rules = new RulesEditor(this.connection);
+    this.search = new SearchView({
+      search: (query) => this.call({ type: 'search_messages', query, limit: SEARCH_LIMIT }),
+      open: (hit) => this.openAt(hit.conversation_id, hit.message_id),
+    });
+    this.exporter = new ExportView({ connection: this.connection, current: () => this.current, report: (text, kind) => this.messages.addNote(text, kind) });
     this.composer = new Composer(
       (text) => this.send(text),
       () => void this.stop(),
@@ -118,6 +131,7 @@ export class ChatApp {
     this.layout(options.drawerFooter);
 
     this.current = this.memory?.load();
+    this.exporter.setConversation(this.current);
     // A new chat typed into before a reload is still on screen, with its waiting messages.
     if (!this.current) this.draft = this.outbox.all.find((item) => !item.conversation_id && item.draft)?.draft ?? this.draft;
     if (!this.current) this.messages.showEmpty('Start a conversation: type a message below.');
@@ -127,7 +141,8 @@ export class ChatApp {
   }
 
   private layout(footer: HTMLElement | undefined): void {
-    const drawer = h('aside', { class: 'drawer', id: 'ra-drawer' }, this.list.element, this.rules.element, footer);
+    const drawer = h('aside', { class: 'drawer', id: 'ra-drawer' }, this.search.element, this.list.element, this.rules.element, footer);
+    this.header.element.querySelector('.title')?.after(this.exporter.element);
     const scrim = h('div', { class: 'scrim', 'aria-hidden': 'true' });
     const main = h('main', { class: 'main' }, this.updateBanner.element, this.banner.element, this.messages.element, this.permissions.element, this.queue.element, this.mentions?.element, this.chips.element, this.composer.element);
     this.root.classList.add('app');
@@ -148,6 +163,15 @@ export class ChatApp {
       event.preventDefault();
       this.connection.action('openLink', link.getAttribute('href') ?? '');
     });
+  }
+
+  /** Opens a conversation at one of its messages (a search hit), marking the message for a moment. */
+  openAt(conversationId: string, messageId: string): void {
+    this.target = { conversationId, messageId };
+    if (conversationId !== this.current) return this.select(conversationId);
+    this.toggleDrawer(false);
+    if (this.messages.reveal(messageId)) this.target = undefined;
+    else void this.loadHistory(conversationId);
   }
 
   /** Shows a conversation chosen outside the app (a notification's link: push/deep-link.ts). */
@@ -211,6 +235,8 @@ export class ChatApp {
         return;
       case 'editor.active_file':
         return this.chips.setActive(event.item, event.attach);
+      case 'editor.show_message':
+        return this.openAt(event.conversation_id, event.message_id);
       case 'editor.show_request':
         if (event.conversation_id !== this.current) this.select(event.conversation_id);
         this.permissions.reveal(event.request_id);
@@ -498,10 +524,16 @@ export class ChatApp {
 
   private async loadHistory(conversationId: string): Promise<void> {
     const view = this.view;
-    const answer = await this.call({ type: 'get_messages', conversation_id: conversationId, include_tools: true, limit: HISTORY_LIMIT });
+    const target = this.target?.conversationId === conversationId ? this.target : undefined;
+    const limit = target ? HISTORY_LIMIT_TO_REVEAL : HISTORY_LIMIT;
+    const answer = await this.call({ type: 'get_messages', conversation_id: conversationId, include_tools: true, limit });
     if (view !== this.view || this.current !== conversationId) return;
     if (answer?.status === 'ok') {
       this.messages.showHistory(answer.data.messages);
+      if (target) {
+        this.target = undefined;
+        if (!this.messages.reveal(target.messageId)) this.messages.addNote(`That message is older than the last ${limit} shown here.`);
+      }
       this.shownIds.clear();
       for (const message of answer.data.messages) this.shownIds.add(message.id);
       // What the running turn drew that is not stored yet, and what waits to be sent, stay after it.
@@ -520,6 +552,7 @@ export class ChatApp {
     this.current = conversationId;
     this.memory?.save(conversationId);
     this.list.setCurrent(conversationId);
+    this.exporter.setConversation(conversationId);
     this.header.setTitle(conversationId ? this.list.title(conversationId) ?? this.headerTitleFallback() : 'New chat');
   }
 

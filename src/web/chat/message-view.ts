@@ -140,18 +140,26 @@ export class MessageView {
     this.clear();
     const waiting: ToolCard[] = [];
     for (const message of messages) {
-      if (message.role === 'user') this.addUser(message.content, false, message.context);
-      else if (message.role === 'assistant') attachUsage(this.addAssistant(message.content), message.usage);
+      // Each node names its message, so a search hit can be shown (reveal); a tool card names its call and its result.
+      if (message.role === 'user') this.addUser(message.content, false, message.context).dataset.messageId = message.id;
+      else if (message.role === 'assistant') {
+        const node = this.addAssistant(message.content);
+        node.dataset.messageId = message.id;
+        attachUsage(node, message.usage);
+      }
       else {
         const name = message.tool_name ?? 'tool';
         // The store writes a batch's calls first, then their results in order: a result answers the
         // oldest waiting call of its tool.
         const index = message.tool_kind === 'result' ? waiting.findIndex((card) => card.tool === name) : -1;
         if (index < 0) {
-          waiting.push(this.addTool(name, parseObject(message.content) ?? message.content));
+          const card = this.addTool(name, parseObject(message.content) ?? message.content);
+          card.element.dataset.messageId = message.id;
+          waiting.push(card);
         } else {
           const [card] = waiting.splice(index, 1);
           card.setStatus(historyStatus(message), message.content);
+          card.element.dataset.resultId = message.id;
         }
       }
     }
@@ -159,6 +167,18 @@ export class MessageView {
     for (const card of waiting) card.setStatus('failed');
     if (messages.length === 0) this.showEmpty('No messages yet.');
     this.scrollToEnd();
+  }
+
+  /** Scrolls to a stored message on screen and marks it for a moment; false when it is not on screen. */
+  reveal(messageId: string): boolean {
+    const node = Array.from(this.element.querySelectorAll<HTMLElement>('[data-message-id], [data-result-id]')).find(
+      (n) => n.dataset.messageId === messageId || n.dataset.resultId === messageId,
+    );
+    if (!node) return false;
+    node.scrollIntoView({ block: 'center' });
+    node.classList.add('found');
+    setTimeout(() => node.classList.remove('found'), FOUND_MARK_MS);
+    return true;
   }
 
   nearBottom(): boolean {
@@ -170,6 +190,9 @@ export class MessageView {
     this.element.scrollTop = this.element.scrollHeight;
   }
 }
+
+/** How long a message opened from a search stays marked. */
+const FOUND_MARK_MS = 2500;
 
 function parseObject(text: string): Record<string, unknown> | undefined {
   try {

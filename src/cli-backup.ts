@@ -1,0 +1,127 @@
+// `remote-assistant backup` and `restore` (README, "Backup and restore"). A backup needs the database
+// as it is between two transactions: when a service runs on the data directory (it holds service.lock)
+// only that service can take it, so the command asks it (the owner-only `backup` command, with the
+// access token from service.json, over loopback); when none runs, it opens the store itself.
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import WebSocket from 'ws';
+import { ConfigFile } from './config/config-file';
+import { PRIVATE_FILE_MODE } from './platform/file-modes';
+import { ADDRESS_FILE_NAME, defaultDataDir, EDITOR_HOST_FILE_NAME } from './platform/paths';
+import { tcpChannelOf } from './protocol';
+import { ProtocolClient } from './protocol/client';
+import { backupDataDir, DataDirInUseError, openStore, pidAlive, restoreDataDir } from './store';
+
+/** A backup of a big history takes a while; the command waits this long for the service's answer. */
+const BACKUP_TIMEOUT_MS = 30 * 60_000;
+
+export async function writeListeningAddress(dataDir: string, port: number): Promise<void> {
+  await writeFile(path.join(dataDir, ADDRESS_FILE_NAME), JSON.stringify({ pid: process.pid, port }), { mode: PRIVATE_FILE_MODE }).catch(() => undefined);
+}
+
+export async function forgetListeningAddress(dataDir: string): Promise<void> {
+  await rm(path.join(dataDir, ADDRESS_FILE_NAME), { force: true });
+}
+
+/** The port of the live process that wrote `file` (`{pid, port}`), if it is alive. */
+async function livePort(file: string): Promise<number | undefined> {
+  try {
+    const info = JSON.parse(await readFile(file, 'utf8')) as { pid?: unknown; port?: unknown };
+    if (typeof info.port === 'number' && typeof info.pid === 'number' && pidAlive(info.pid)) return info.port;
+  } catch {
+    // No such file, or not ours: try the next place.
+  }
+  return undefined;
+}
+
+/** Asks the service running on `dataDir` to write the backup; resolves with what it answered. */
+async function askRunningService(dataDir: string, port: number | undefined, dest: string): Promise<{ path: string; files: string[] }> {
+  const configFile = await ConfigFile.load(dataDir);
+  const config = configFile.current;
+  const token = configFile.authToken;
+  await configFile.close();
+  const target =
+    port ??
+    (await livePort(path.join(dataDir, ADDRESS_FILE_NAME))) ??
+    (await livePort(path.join(dataDir, EDITOR_HOST_FILE_NAME))) ??
+    tcpChannelOf(config).port;
+  const socket = new WebSocket(`ws://127.0.0.1:${target}/ws`);
+  const client = new ProtocolClient({ send: (text) => socket.send(text) }, { idPrefix: 'backup', timeoutMs: BACKUP_TIMEOUT_MS });
+  socket.on('message', (data) => client.receive(data.toString()));
+  socket.on('close', (code) => client.closed(`the service closed the connection (${code})`));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      socket.once('open', () => resolve());
+      socket.once('error', (error) => reject(new Error(`a service runs on ${dataDir}, but it could not be reached on port ${target} (${error.message}); give its port with --port`)));
+    });
+    const hello = await client.authenticate(token, 10_000);
+    if (hello.status !== 'ok') throw new Error(`the service on port ${target} refused the access token: ${hello.error}`);
+    const answer = await client.request({ type: 'backup', path: dest });
+    if (answer.status !== 'ok') throw new Error(answer.error);
+    return answer.data;
+  } finally {
+    socket.close();
+  }
+}
+
+async function isDataDir(dir: string): Promise<boolean> {
+  return (await stat(dir).catch(() => undefined))?.isDirectory() === true;
+}
+
+export async function backupCommand(args: string[], usage: string): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'data-dir': { type: 'string' }, port: { type: 'string' } } });
+  if (positionals.length !== 1) {
+    console.error(`give the directory to write the backup into\n${usage}`);
+    return 2;
+  }
+  const port = values.port === undefined ? undefined : Number(values.port);
+  if (port !== undefined && !(Number.isInteger(port) && port > 0 && port <= 65535)) {
+    console.error(`invalid --port ${values.port}: expected an integer from 1 to 65535`);
+    return 2;
+  }
+  const dataDir = path.resolve(values['data-dir'] ?? defaultDataDir());
+  const dest = path.resolve(positionals[0]);
+  if (!(await isDataDir(dataDir))) {
+    console.error(`no data directory at ${dataDir}`);
+    return 1;
+  }
+  let done: { path: string; files: string[] };
+  let store;
+  try {
+    store = await openStore(dataDir);
+  } catch (error) {
+    if (!(error instanceof DataDirInUseError)) throw error;
+  }
+  if (store) {
+    try {
+      done = await backupDataDir(store, dest);
+    } finally {
+      await store.close();
+    }
+  } else {
+    done = await askRunningService(dataDir, port, dest);
+  }
+  console.log(`backup of ${dataDir} written to ${done.path} (${done.files.length} files)`);
+  return 0;
+}
+
+export async function restoreCommand(args: string[], usage: string): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'data-dir': { type: 'string' } } });
+  if (positionals.length !== 1) {
+    console.error(`give the backup directory to restore\n${usage}`);
+    return 2;
+  }
+  const dataDir = path.resolve(values['data-dir'] ?? defaultDataDir());
+  try {
+    const { files } = await restoreDataDir(path.resolve(positionals[0]), dataDir);
+    console.log(`restored ${files.length} files into ${dataDir}; start it with: remote-assistant serve --data-dir ${JSON.stringify(dataDir)}`);
+    return 0;
+  } catch (error) {
+    if (error instanceof DataDirInUseError) {
+      console.error(`${error.message}: stop that service before restoring into its data directory, or restore into another one`);
+      return 1;
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,85 @@
+import type { ConversationRow, MessageRow } from '../store';
+import type { ExportFormat, Message } from '../protocol';
+import type { ToolCallData, ToolResultData } from '../agent/transcript';
+import { messageOf } from '../agent/agent';
+
+/** Version of the JSON export's shape; bumped when a field changes meaning or goes away. */
+export const EXPORT_JSON_VERSION = 1;
+
+/** The JSON export: the conversation and every message, tool calls and results included, oldest first. */
+export interface ConversationExport {
+  format: 'remote-assistant.conversation';
+  version: typeof EXPORT_JSON_VERSION;
+  conversation: { id: string; title: string; source: string; created_at: string };
+  messages: Message[];
+}
+
+/** What a stored `tool` message adds for clients: which tool, call or result, and the result's outcome. */
+export function toolFields(m: MessageRow): Partial<Message> {
+  if (m.role !== 'tool') return {};
+  const data = m.data as ToolCallData | ToolResultData | null;
+  return {
+    ...(m.tool_name ? { tool_name: m.tool_name } : {}),
+    ...(data?.kind ? { tool_kind: data.kind } : {}),
+    ...(data?.kind === 'result' ? { ok: data.ok, denied: data.denied === true } : {}),
+  };
+}
+
+/** A stored message as clients see it (get_messages, exports): the chat's view of it plus its tool fields. */
+export function clientMessageOf(m: MessageRow): Message {
+  return { ...messageOf(m), ...toolFields(m) };
+}
+
+/** A fence of backticks longer than any run of backticks in `text` (at least three), so the text cannot close it. */
+export function fenceFor(text: string): string {
+  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  return '`'.repeat(Math.max(3, longest + 1));
+}
+
+function fenced(text: string, language = ''): string {
+  const fence = fenceFor(text);
+  return `${fence}${language}\n${text}${text.endsWith('\n') ? '' : '\n'}${fence}`;
+}
+
+function markdownMessage(m: Message): string {
+  if (m.role === 'user') return `## You · ${m.timestamp}\n\n${m.content}`;
+  if (m.role === 'assistant') return `## Assistant · ${m.timestamp}\n\n${m.content}`;
+  const tool = m.tool_name ?? 'tool';
+  if (m.tool_kind === 'call') return `### Tool call: ${tool} · ${m.timestamp}\n\n${fenced(m.content, 'json')}`;
+  const outcome = m.denied ? 'denied' : m.ok === false ? 'failed' : 'ok';
+  return `### Tool result: ${tool} (${outcome}) · ${m.timestamp}\n\n${fenced(m.content)}`;
+}
+
+/** The whole conversation as one file's text. */
+export function renderExport(conversation: ConversationRow, rows: readonly MessageRow[], format: ExportFormat): string {
+  const messages = rows.map(clientMessageOf);
+  if (format === 'json') {
+    const { id, title, source, created_at } = conversation;
+    const doc: ConversationExport = { format: 'remote-assistant.conversation', version: EXPORT_JSON_VERSION, conversation: { id, title, source, created_at }, messages };
+    return `${JSON.stringify(doc, null, 2)}\n`;
+  }
+  const header = `# ${conversation.title.replace(/\s+/g, ' ')}\n\n_Remote Assistant conversation ${conversation.id}, started ${conversation.created_at}, ${messages.length} messages._`;
+  return `${[header, ...messages.map(markdownMessage)].join('\n\n')}\n`;
+}
+
+/** A file name from the title: letters, digits, spaces, `-` and `_` kept, at most 60 characters. */
+export function exportFileName(title: string, format: ExportFormat): string {
+  const base = title.replace(/[^\p{L}\p{N} _-]+/gu, ' ').replace(/\s+/g, ' ').trim().slice(0, 60).trim() || 'conversation';
+  return `${base}.${format === 'json' ? 'json' : 'md'}`;
+}
+
+/**
+ * Characters of one export piece: even if every one were escaped to six bytes in the frame's JSON
+ * (`\u0001`), a piece stays under 1 MiB.
+ */
+export const EXPORT_PIECE_CHARS = 128 * 1024;
+
+/** Where the piece starting at `offset` ends: never between the two halves of a surrogate pair. */
+export function pieceEnd(text: string, offset: number): number {
+  let end = Math.min(text.length, offset + EXPORT_PIECE_CHARS);
+  if (end < text.length && end > offset + 1) {
+    const code = text.charCodeAt(end - 1);
+    if (code >= 0xd800 && code <= 0xdbff) end -= 1;
+  }
+  return end;
+}

@@ -13,6 +13,7 @@ import { ProviderError, type ChatMessage, type Provider, type ToolSpec } from '.
 import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall } from './tool-runner';
 import type { ToolRegistry } from './tools/registry';
 import type { Tool } from './tools/types';
+import { TurnFiles } from './turn-files';
 import { ModelToolNames, transcriptOf, type ToolCallData, type ToolResultData } from './transcript';
 
 /** Tokens of history sent to the model, beside the reply's own `max_tokens`. */
@@ -160,7 +161,7 @@ export class Agent {
       emit({ event: 'conversation', conversation_id: conversationId, created: create });
       emit({ event: 'message', conversation_id: conversationId, message });
       this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input, emit);
+      return this.answer(conversationId, input, emit, message.id);
     });
     return waiting ? Promise.race([turn, removal]) : turn;
   }
@@ -177,7 +178,7 @@ export class Agent {
       const admitted = this.deps.store.messages.recent(conversationId, { limit: 1 })[0];
       if (admitted?.role === 'user') emit({ event: 'message', conversation_id: conversationId, message: messageOf(admitted) });
       this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input, emit);
+      return this.answer(conversationId, input, emit, admitted?.role === 'user' ? admitted.id : randomUUID());
     });
   }
 
@@ -233,13 +234,14 @@ export class Agent {
     return { id, role: 'user', content: input.message, timestamp: now };
   }
 
-  private async answer(conversationId: string, input: AnswerInput, onEvent: AgentEventSink): Promise<ChatOutput> {
+  /** Answers the turn started by the user message `turnId` (its id names the turn: what undo_turn undoes). */
+  private async answer(conversationId: string, input: AnswerInput, onEvent: AgentEventSink, turnId: string): Promise<ChatOutput> {
     const { store, logger } = this.deps;
     const log = logger.child({ conversation: conversationId });
     const started = Date.now();
     let streamed = '';
     try {
-      const text = await this.loop(conversationId, input, log, onEvent, (delta) => {
+      const text = await this.loop(conversationId, input, log, onEvent, new TurnFiles(store, conversationId, turnId), (delta) => {
         streamed += delta;
         onEvent({ event: 'delta', conversation_id: conversationId, delta });
       });
@@ -262,7 +264,7 @@ export class Agent {
   }
 
   /** Model calls and tool runs until the model answers; returns the final text. */
-  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: AgentEventSink, onDelta: (delta: string) => void): Promise<string> {
+  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: AgentEventSink, files: TurnFiles, onDelta: (delta: string) => void): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
     for (let step = 1; ; step += 1) {
@@ -310,6 +312,7 @@ export class Agent {
           gate: this.deps.gate,
           logger: log,
           timeoutMs: this.deps.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
+          files,
         });
         await store.messages.append({
           id: randomUUID(),

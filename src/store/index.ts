@@ -12,6 +12,7 @@ import { migrate, MIGRATIONS } from './migrations';
 import type { Migration } from './migrations';
 import { PushDevicesRepo } from './push-devices';
 import { DevicesRepo } from './devices';
+import { FileChangesRepo } from './file-changes';
 import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
 
@@ -34,6 +35,8 @@ export { WebhooksRepo } from './webhooks';
 export { PushDevicesRepo } from './push-devices';
 export { DevicesRepo } from './devices';
 export type { DeviceRow } from './devices';
+export { FileChangesRepo } from './file-changes';
+export type { FileChangeRow, FileChangeState, NewFileWrite, TurnChangesSummary } from './file-changes';
 export type { NewPushDevice, PushDeliveryRecord, PushDeviceEvents, PushDeviceRow } from './push-devices';
 export type { AcceptInput, AcceptResult, AttemptRecord, DeliveryFilter, DeliveryRow, InboxRow, NewDelivery } from './webhooks';
 export { migrate, MIGRATIONS, schemaVersion } from './migrations';
@@ -56,6 +59,8 @@ export interface Store {
   pushDevices: PushDevicesRepo;
   devices: DevicesRepo;
   permissionRequests: PermissionRequestsRepo;
+  /** What turns did to files (undo_turn). */
+  fileChanges: FileChangesRepo;
   /** Bulky binary content (attachments, before-images) outside the in-memory database. */
   blobs: BlobStore;
   close(): Promise<void>;
@@ -83,6 +88,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     pushDevices: new PushDevicesRepo(db),
     devices: new DevicesRepo(db),
     permissionRequests: new PermissionRequestsRepo(db),
+    fileChanges: new FileChangesRepo(db),
     blobs,
     close: () => db.close(),
   };

@@ -1,5 +1,6 @@
 import { lstat } from 'node:fs/promises';
-import { openForReading, writeFileInWorkspace } from '../anchored-fs';
+import { openForReading } from '../anchored-fs';
+import { recordedWrite } from '../recorded-write';
 import { defineTool } from '../define-tool';
 import { diffPreview } from '../preview';
 import { EDIT_MAX_BYTES } from './edit-file';
@@ -75,11 +76,11 @@ export function writeFileTool(roots: WorkspaceRoots): Tool {
     async preview(args) {
       return previewWrite(await resolveWorkspacePath(roots(), args.path), args.path, args.content);
     },
-    async run(args) {
+    async run(args, context) {
       const target = await resolveWorkspacePath(roots(), args.path);
       let existed: boolean;
       try {
-        ({ existed } = await writeFileInWorkspace(target, args.path, args.content, true));
+        ({ existed } = await recordedWrite(context, 'write_file', target, args.path, args.content, true));
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         if (code === 'EEXIST' || code === 'ENOTDIR') throw new ToolError(PARENT_IS_FILE(args.path));

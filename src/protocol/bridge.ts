@@ -51,7 +51,12 @@ export type HostAction =
    * Open the editor's diff view of a waiting permission request's file change (argument: the
    * request_id; the extension rebuilds the proposed text from the request's diff preview).
    */
-  | 'showDiff';
+  | 'showDiff'
+  /**
+   * Open the three-way view of a file a turn wrote that changed since (argument: JSON
+   * `{conversation_id, message_id, path}`; docs/protocol.md, "Undoing a turn").
+   */
+  | 'showUndoThreeWay';
 
 /** The service's state as the host sees it (the UI shows it and disables sending when not running). */
 export type HostState = 'starting' | 'running' | 'stopped' | 'error';

@@ -139,7 +139,7 @@ export class MessageView {
     const waiting: ToolCard[] = [];
     for (const message of messages) {
       if (message.role === 'user') this.addUser(message.content);
-      else if (message.role === 'assistant') this.addAssistant(message.content);
+      else if (message.role === 'assistant') this.addAssistant(message.content).dataset.messageId = message.id;
       else {
         const name = message.tool_name ?? 'tool';
         // The store writes a batch's calls first, then their results in order: a result answers the

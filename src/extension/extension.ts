@@ -15,6 +15,7 @@ import { answerRequest, EditorPrompts, PROPOSED_SCHEME, ProposedContent, showReq
 import { offerPortBusyActions } from './port-busy';
 import { readSettings, SETTINGS_SECTION } from './settings';
 import { StatusBar } from './status-bar';
+import { showUndoThreeWay, undoTurnFromPalette } from './undo-turn';
 import type { PermissionDecision } from '../protocol';
 
 /** What activate() returns: lets tests (and end-to-end checks) see inside. */
@@ -70,6 +71,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     const commandOf: Partial<Record<HostAction, string>> = { setApiKey: COMMANDS.setApiKey, selectModel: COMMANDS.selectModel, selectProvider: COMMANDS.selectProvider };
     if (commandOf[action]) void vscode.commands.executeCommand(commandOf[action]!);
     else if (action === 'showDiff' && argument) void showDiff(argument).catch((error: Error) => void vscode.window.showErrorMessage(`Remote Assistant: ${error.message}`));
+    else if (action === 'showUndoThreeWay' && argument) {
+      void showUndoThreeWay(hosting.backend, argument, toolRoots(), proposed).catch((error: Error) => void vscode.window.showErrorMessage(`Remote Assistant: ${error.message}`));
+    }
     else if (action === 'openLink' && argument && /^https?:\/\//.test(argument)) void vscode.env.openExternal(vscode.Uri.parse(argument));
     else if (action === 'openFile' && argument) {
       const root = vscode.workspace.workspaceFolders?.[0]?.uri;
@@ -110,6 +114,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       showInChat,
       showDiff,
     },
+    undoTurn: () => undoTurnFromPalette(hosting.backend, toolRoots(), proposed),
   };
 
   context.subscriptions.push(

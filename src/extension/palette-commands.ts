@@ -37,6 +37,7 @@ export const COMMANDS = {
   measureResponsiveness: 'remoteAssistant.measureResponsiveness',
   editPermissionRules: 'remoteAssistant.editPermissionRules',
   sendTestNotification: 'remoteAssistant.sendTestNotification',
+  undoTurn: 'remoteAssistant.undoTurn',
 } as const;
 
 export interface CommandDeps {
@@ -56,6 +57,8 @@ export interface CommandDeps {
     showInChat(requestId?: string): Promise<void>;
     showDiff(requestId: string): Promise<void>;
   };
+  /** "Undo a Turn" (extension/undo-turn.ts). */
+  undoTurn: () => Promise<void>;
 }
 
 const MODES: { label: PublicConfig['permission_mode']; description: string }[] = [
@@ -323,6 +326,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     guarded(COMMANDS.measureResponsiveness, () => measureResponsiveness(deps)),
     guarded(COMMANDS.editPermissionRules, () => editPermissionRules(deps)),
     guarded(COMMANDS.sendTestNotification, () => sendTestNotification(deps)),
+    guarded(COMMANDS.undoTurn, () => deps.undoTurn()),
     guarded(SHOW_PENDING_COMMAND, () => deps.permissions.showInChat()),
     guarded(PROMPT_COMMANDS.answer, (requestId: string, decision: string) => deps.permissions.answer(requestId, decision)),
     guarded(PROMPT_COMMANDS.showInChat, (requestId: string) => deps.permissions.showInChat(requestId)),

@@ -5,7 +5,7 @@ import type { FileChangeRow, Store } from '../store';
 import { KeyedQueue } from './keyed-queue';
 import { removeFileInWorkspace, writeFileInWorkspace } from './tools/anchored-fs';
 import { MAX_PREVIEW_DIFF_CHARS } from './tools/preview';
-import { looksBinary } from './tools/text-files';
+import { decodeText } from './tools/text-files';
 import { unifiedDiff } from './tools/unified-diff';
 import { resolveWorkspacePath } from './tools/workspace';
 import { currentHash } from './turn-files';
@@ -50,21 +50,12 @@ async function textOf(store: Pick<Store, 'blobs'>, hash: string | null): Promise
   if (hash === null) return undefined;
   const bytes = await store.blobs.get(hash);
   if (!bytes) return null;
-  return decodeText(bytes);
-}
-
-function decodeText(bytes: Buffer): string | null {
-  if (looksBinary(bytes.subarray(0, 8192))) return null;
-  try {
-    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
-  } catch {
-    return null;
-  }
+  return decodeText(bytes) ?? null;
 }
 
 async function currentText(full: string): Promise<string | undefined | null> {
   try {
-    return decodeText(await readFile(full));
+    return decodeText(await readFile(full)) ?? null;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;

@@ -206,6 +206,10 @@ describe('undo a turn', () => {
     assert.equal(missing.code, 'not_found');
     const bad = await client.request({ type: 'undo_turn', conversation_id: first.conversationId });
     assert.equal(bad.code, 'invalid_request');
+
+    // Deleting the conversation deletes its undo records with it.
+    ok(await client.request({ type: 'delete_conversation', conversation_id: first.conversationId }));
+    assert.deepEqual(svc.service.store.fileChanges.turns(first.conversationId), []);
     client.close();
   });
 });
@@ -214,8 +218,15 @@ describe('undo records survive kill -9', () => {
   // The service (dist/cli.js) in a child process kills itself with SIGKILL at a fault point of the write
   // step (RA_TEST_FAULT_FILE_CHANGE, read only there): after a restart the write and its record are both
   // there or neither is.
-  for (const point of ['after-blobs', 'after-pending', 'after-write']) {
-    test(`killed ${point}: after the restart the file and its undo record agree`, async () => {
+  const cases = [
+    { point: 'after-blobs' },
+    { point: 'after-pending' },
+    { point: 'after-write' },
+    // The file holds neither the old nor the new bytes at the restart (someone wrote it meanwhile): kept as changed, never overwritten.
+    { point: 'after-write', editedBeforeRestart: true },
+  ];
+  for (const { point, editedBeforeRestart } of cases) {
+    test(`killed ${point}${editedBeforeRestart ? ', the file edited before the restart' : ''}: after the restart the file and its undo record agree`, async () => {
       const ws = await workspaceDir();
       await writeFile(join(ws, 'target.txt'), 'before the crash\n');
       const data = await tempDir('ra-undo-data-');
@@ -229,6 +240,7 @@ describe('undo records survive kill -9', () => {
       void client.request({ type: 'chat', message: 'write it' }, 30_000).catch(() => undefined);
       assert.equal((await child.exited).signal, 'SIGKILL', child.output());
       client.close();
+      if (editedBeforeRestart) await writeFile(join(ws, 'target.txt'), 'edited while the service was down\n');
 
       const svc = await startService({}, { dataDir: data.dir, keepConfig: true });
       cleanups.push(() => svc.stop());
@@ -238,7 +250,12 @@ describe('undo records survive kill -9', () => {
       const userMessage = messages.find((m) => m.role === 'user')!;
       const preview = await undo(admin, conversation.id, userMessage.id);
       const onDisk = await readFile(join(ws, 'target.txt'), 'utf8');
-      if (point === 'after-write') {
+      if (editedBeforeRestart) {
+        assert.deepEqual(preview.files.map((f) => [f.path, f.status]), [['target.txt', 'changed_since']]);
+        const done = await undo(admin, conversation.id, userMessage.id, true);
+        assert.equal(done.files[0].outcome, 'skipped');
+        assert.equal(await readFile(join(ws, 'target.txt'), 'utf8'), 'edited while the service was down\n');
+      } else if (point === 'after-write') {
         assert.equal(onDisk, 'written by the agent\n');
         assert.deepEqual(preview.files.map((f) => [f.path, f.status]), [['target.txt', 'will_restore']], 'the write is on disk, so its record is kept');
         await undo(admin, conversation.id, userMessage.id, true);

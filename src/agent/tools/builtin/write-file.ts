@@ -4,7 +4,7 @@ import { recordedWrite } from '../recorded-write';
 import { defineTool } from '../define-tool';
 import { diffPreview } from '../preview';
 import { EDIT_MAX_BYTES } from './edit-file';
-import { formatBytes, looksBinary } from '../text-files';
+import { decodeText, formatBytes } from '../text-files';
 import { ToolError, type Tool, type ToolPreview } from '../types';
 import { resolveWorkspacePath, workspaceSubject, type WorkspacePath, type WorkspaceRoots } from '../workspace';
 
@@ -51,12 +51,7 @@ async function previewWrite(target: WorkspacePath, shown: string, content: strin
   } finally {
     await file.close();
   }
-  let before: string | undefined;
-  try {
-    if (!looksBinary(raw.subarray(0, 8192))) before = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(raw);
-  } catch {
-    before = undefined;
-  }
+  const before = decodeText(raw);
   if (before !== undefined) return diffPreview(target, before, content);
   return replaced('Binary file');
 }

@@ -8,6 +8,8 @@ import { PermissionGate } from './agent/permissions';
 import { addAllowRule } from './config/permission-rules';
 import { createProviderResolver } from './agent/provider-resolver';
 import { createToolRegistry } from './agent/toolbox';
+import { settlePendingFileChanges } from './agent/turn-files';
+import { TurnUndo } from './agent/turn-undo';
 import { keepToolsOut } from './agent/tools/private-folders';
 import type { ToolRegistry } from './agent/tools/registry';
 import type { CommandContext } from './commands/context';
@@ -137,6 +139,7 @@ export class Service {
     const ctx: CommandContext = {
       config, store, agent, events, running: this.running, tools, permissions, gate, activity, logger, push: this.push,
       resends: new ChatResends(store),
+      undo: new TurnUndo(store),
       deliveries: this.webhooks.deliveries,
       relay: {
         status: () => this.relay.status(),
@@ -197,6 +200,8 @@ export class Service {
     try {
       // Turns a stopped service left waiting for permission end now, before anything runs (the webhook inbox re-runs its turns).
       await finishInterruptedRequests(store, logger);
+      // Writes a crash cut short are settled by looking at their files, before any turn writes again.
+      await settlePendingFileChanges(store, logger);
     } catch (error) {
       await store.close().catch(() => undefined);
       await config.close();

@@ -15,6 +15,7 @@ import { ProviderError, type ChatMessage, type Provider, type ToolSpec } from '.
 import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall } from './tool-runner';
 import type { ToolRegistry } from './tools/registry';
 import type { Tool } from './tools/types';
+import { TurnFiles } from './turn-files';
 import { ModelToolNames, transcriptOf, type ToolCallData, type ToolResultData } from './transcript';
 import { TurnUsage } from './usage/turn-usage';
 import { messageUsageOf } from './usage/usage-wire';
@@ -240,8 +241,12 @@ export class Agent {
     return messageOf({ id, role: 'user', content: input.message, timestamp: now, data });
   }
 
-  /** `turnMessageId`: the user message the turn answers, which keeps the turn's usage when no reply is stored. */
+  /**
+   * `turnMessageId`: the user message the turn answers, which keeps the turn's usage when no reply is
+   * stored; its id also names the turn (what undo_turn undoes).
+   */
   private async answer(conversationId: string, input: AnswerInput, onEvent: AgentEventSink, turnMessageId?: string): Promise<ChatOutput> {
+    const turnId = turnMessageId ?? randomUUID();
     const { store, logger } = this.deps;
     const log = logger.child({ conversation: conversationId });
     const started = Date.now();
@@ -249,7 +254,7 @@ export class Agent {
     let streamed = '';
     let usageStored = false;
     try {
-      const text = await this.loop(conversationId, input, log, onEvent, usage, (delta) => {
+      const text = await this.loop(conversationId, input, log, onEvent, usage, new TurnFiles(store, conversationId, turnId), (delta) => {
         streamed += delta;
         onEvent({ event: 'delta', conversation_id: conversationId, delta });
       });
@@ -294,7 +299,7 @@ export class Agent {
   }
 
   /** Model calls and tool runs until the model answers; returns the final text. */
-  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: AgentEventSink, usage: TurnUsage, onDelta: (delta: string) => void): Promise<string> {
+  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: AgentEventSink, usage: TurnUsage, files: TurnFiles, onDelta: (delta: string) => void): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
     for (let step = 1; ; step += 1) {
@@ -345,6 +350,7 @@ export class Agent {
           gate: this.deps.gate,
           logger: log,
           timeoutMs: this.deps.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
+          files,
         });
         await store.messages.append({
           id: randomUUID(),

@@ -2,7 +2,8 @@ import type { Logger } from '../log/logger';
 import { deniedText } from './permission-texts';
 import type { PermissionGate } from './permissions';
 import type { ToolCall } from './providers/types';
-import { previewToolCall } from './tools/preview';
+import { describeArguments, previewToolCall } from './tools/preview';
+import type { TurnFiles } from './turn-files';
 import { ToolError, type Tool, type ToolOutput } from './tools/types';
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 300_000;
@@ -23,7 +24,7 @@ export interface ToolCallOutcome {
 export async function runToolCall(
   call: ToolCall,
   tool: Tool | undefined,
-  context: { conversationId: string; source: string; ownerAnswersPrompts?: boolean; signal: AbortSignal; gate: PermissionGate; logger: Logger; timeoutMs: number },
+  context: { conversationId: string; source: string; ownerAnswersPrompts?: boolean; signal: AbortSignal; gate: PermissionGate; logger: Logger; timeoutMs: number; files?: TurnFiles },
 ): Promise<ToolCallOutcome> {
   if (!tool) return { content: `Unknown tool "${call.name}".`, ok: false };
   if (call.argumentsError !== undefined) {
@@ -59,7 +60,9 @@ export async function runToolCall(
   const signal = AbortSignal.any([context.signal, timeout]);
   const started = Date.now();
   try {
-    const output = await raceAbort(tool.run(call.arguments, { conversationId: context.conversationId, signal }), signal);
+    // Listed before it runs, so a call a crash cuts short is listed too.
+    if (tool.unrecordedEffects) await context.files?.unrecorded(tool.name, subject ?? describeArguments(call.arguments));
+    const output = await raceAbort(tool.run(call.arguments, { conversationId: context.conversationId, signal, ...(context.files ? { files: context.files } : {}) }), signal);
     const content = output.content.length > MAX_RESULT_CHARS ? `${output.content.slice(0, MAX_RESULT_CHARS)}\n[... ${output.content.length - MAX_RESULT_CHARS} characters cut]` : output.content;
     context.logger.info('tool.ran', { tool: tool.name, ok: !output.isError, ms: Date.now() - started });
     return { content, ok: !output.isError };

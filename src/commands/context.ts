@@ -3,6 +3,7 @@ import type { ConversationActivity } from '../agent/conversation-activity';
 import type { PermissionBroker } from '../agent/permission-broker';
 import type { PermissionGate } from '../agent/permissions';
 import type { ToolRegistry } from '../agent/tools/registry';
+import type { TurnUndo } from '../agent/turn-undo';
 import type { ConfigFile } from '../config/config-file';
 import type { Logger } from '../log/logger';
 import type { Store } from '../store';
@@ -33,6 +34,8 @@ export interface CommandContext {
   relay: RelayCommands;
   /** Web Push: devices, the VAPID key, test pushes, the pages' visibility (transport/push). */
   push: PushCommands;
+  /** Undoing a turn's file writes (undo_turn, list_turn_changes). */
+  undo: TurnUndo;
 }
 
 /** The webhook outbox as commands see it (the transport implements it). */

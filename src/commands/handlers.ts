@@ -9,6 +9,7 @@ import type { CommandContext } from './context';
 import { pushHandlers } from './push-handlers';
 import { createPairing, relayStatus } from './relay-handlers';
 import { createLanPairing, listDevices, revokeDevice } from './device-handlers';
+import { listTurnChanges, undoTurn } from './undo-handlers';
 import { isOwner, requireWritableBy } from './roles';
 import type { ClientSession } from './session';
 import { announceTurnEnded, type EndedTurn } from './turn-ended';
@@ -187,6 +188,8 @@ const commandHandlers: HandlerMap = {
   create_lan_pairing: createLanPairing,
   list_devices: listDevices,
   revoke_device: revokeDevice,
+  undo_turn: undoTurn,
+  list_turn_changes: listTurnChanges,
   ...pushHandlers,
   get_usage: getUsage,
   ...historyHandlers,

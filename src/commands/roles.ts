@@ -20,7 +20,7 @@ const SESSION_WRITABLE_FIELDS: ReadonlySet<string> = new Set(['model', 'temperat
 
 /**
  * The owner's administration, not chatting: webhook accounts' deliveries, pairing a phone (its secret
- * is spent for an owner's credential), the paired devices, and backups. Checked by the dispatcher, for every transport.
+ * is spent for an owner's credential), the paired devices, backups, and undoing a turn. Checked by the dispatcher, for every transport.
  */
 const OWNER_ONLY_COMMANDS: ReadonlySet<CommandType> = new Set<CommandType>([
   'list_deliveries',
@@ -31,6 +31,8 @@ const OWNER_ONLY_COMMANDS: ReadonlySet<CommandType> = new Set<CommandType>([
   'revoke_device',
   // A copy of everything, service.json's secrets included, written where the caller says.
   'backup',
+  // It rewrites files on the machine (docs/protocol.md, "Undoing a turn").
+  'undo_turn',
 ]);
 
 export function requireOwnerFor(type: CommandType, session: ClientSession): void {

@@ -18,6 +18,7 @@ import { answerRequest, EditorPrompts, PROPOSED_SCHEME, ProposedContent, showReq
 import { offerPortBusyActions } from './port-busy';
 import { readSettings, SETTINGS_SECTION } from './settings';
 import { StatusBar } from './status-bar';
+import { showUndoThreeWay, undoTurnFromPalette } from './undo-turn';
 import type { PermissionDecision } from '../protocol';
 
 /** What activate() returns: lets tests (and end-to-end checks) see inside. */
@@ -79,6 +80,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       // `<format>:<conversation_id>` (protocol/bridge.ts): the palette command, with both already chosen.
       const [format, conversationId] = [argument.slice(0, argument.indexOf(':')), argument.slice(argument.indexOf(':') + 1)];
       if ((format === 'markdown' || format === 'json') && conversationId) void vscode.commands.executeCommand(COMMANDS.exportConversation, conversationId, format);
+    } else if (action === 'showUndoThreeWay' && argument) {
+      void showUndoThreeWay(hosting.backend, argument, toolRoots(), proposed).catch((error: Error) => void vscode.window.showErrorMessage(`Remote Assistant: ${error.message}`));
     } else if (action === 'openLink' && argument && /^https?:\/\//.test(argument)) void vscode.env.openExternal(vscode.Uri.parse(argument));
     else if (action === 'openFile' && argument) {
       const root = vscode.workspace.workspaceFolders?.[0]?.uri;
@@ -123,6 +126,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       showInChat,
       showDiff,
     },
+    undoTurn: () => undoTurnFromPalette(hosting.backend, toolRoots(), proposed),
   };
 
   context.subscriptions.push(

@@ -40,6 +40,7 @@ export const COMMANDS = {
   sendTestNotification: 'remoteAssistant.sendTestNotification',
   searchHistory: 'remoteAssistant.searchHistory',
   exportConversation: 'remoteAssistant.exportConversation',
+  undoTurn: 'remoteAssistant.undoTurn',
 } as const;
 
 export interface CommandDeps {
@@ -61,6 +62,8 @@ export interface CommandDeps {
     showInChat(requestId?: string): Promise<void>;
     showDiff(requestId: string): Promise<void>;
   };
+  /** "Undo a Turn" (extension/undo-turn.ts). */
+  undoTurn: () => Promise<void>;
 }
 
 const MODES: { label: PublicConfig['permission_mode']; description: string }[] = [
@@ -330,6 +333,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     guarded(COMMANDS.sendTestNotification, () => sendTestNotification(deps)),
     guarded(COMMANDS.searchHistory, () => searchHistory(deps.hosting.backend, (hit) => deps.showMessage(hit.conversation_id, hit.message_id))),
     guarded(COMMANDS.exportConversation, (conversationId?: string, format?: 'markdown' | 'json') => exportConversation(deps.hosting.backend, conversationId, format)),
+    guarded(COMMANDS.undoTurn, () => deps.undoTurn()),
     guarded(SHOW_PENDING_COMMAND, () => deps.permissions.showInChat()),
     guarded(PROMPT_COMMANDS.answer, (requestId: string, decision: string) => deps.permissions.answer(requestId, decision)),
     guarded(PROMPT_COMMANDS.showInChat, (requestId: string) => deps.permissions.showInChat(requestId)),

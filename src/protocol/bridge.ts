@@ -86,7 +86,12 @@ export type HostAction =
    */
   | 'showDiff'
   /** Save a conversation to a file (argument: `<format>:<conversation_id>`, format `markdown` or `json`): the editor's Export Conversation. */
-  | 'exportConversation';
+  | 'exportConversation'
+  /**
+   * Open the three-way view of a file a turn wrote that changed since (argument: JSON
+   * `{conversation_id, message_id, path}`; docs/protocol.md, "Undoing a turn").
+   */
+  | 'showUndoThreeWay';
 
 /** The service's state as the host sees it (the UI shows it and disables sending when not running). */
 export type HostState = 'starting' | 'running' | 'stopped' | 'error';

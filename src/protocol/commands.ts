@@ -278,6 +278,15 @@ export const ClientStateCommand = command('client_state', {
   visible: z.boolean({ error: 'visible must be a boolean' }),
 });
 
+/** Undo a turn: a preview of what it would restore, or with `confirm` the restore (docs/protocol.md, "Undoing a turn"). */
+export const UndoTurnCommand = command('undo_turn', {
+  conversation_id: nonEmpty('conversation_id'),
+  /** The turn's user message, its reply, or any message of the turn. */
+  message_id: nonEmpty('message_id'),
+  confirm: z.boolean({ error: 'confirm must be a boolean' }).optional().default(false),
+});
+export const ListTurnChangesCommand = command('list_turn_changes', { conversation_id: nonEmpty('conversation_id') });
+
 export const Command = z.discriminatedUnion('type', [
   AuthCommand,
   ChatCommand,
@@ -311,6 +320,8 @@ export const Command = z.discriminatedUnion('type', [
   SearchMessagesCommand,
   ExportConversationCommand,
   BackupCommand,
+  UndoTurnCommand,
+  ListTurnChangesCommand,
 ]);
 export type Command = z.infer<typeof Command>;
 export type CommandType = Command['type'];

@@ -16,3 +16,4 @@ export * from './version';
 export * from './wire-text';
 export * from './usage';
 export * from './export-reader';
+export * from './undo';

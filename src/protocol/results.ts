@@ -4,6 +4,7 @@ import type { ErrorEnvelope, RequestId } from './envelope';
 import { PairingInfo, RelayLinkStatus } from './relay';
 import { PermissionRequest } from './events';
 import { UsageDay } from './usage';
+import { TurnChanges, UndoTurnResult } from './undo';
 
 /**
  * What each command answers: the `data` of its ok envelope (docs/protocol.md, "Commands"). One schema
@@ -79,6 +80,8 @@ export const CommandResults = {
   push_unsubscribe: z.object({ removed: z.boolean() }),
   list_push_devices: z.object({ devices: z.array(PushDevice) }),
   push_test: z.object({ results: z.array(PushTestResult) }),
+  undo_turn: UndoTurnResult,
+  list_turn_changes: z.object({ turns: z.array(TurnChanges) }),
   /** The state in force for this session: the device it names (null: none named yet) and whether its page is visible. */
   client_state: z.object({ device_id: z.string().nullable(), visible: z.boolean() }),
   /** Days with usage, newest first (days without any are left out). */

@@ -51,10 +51,11 @@ export class ConversationsRepo {
     );
   }
 
-  /** Deletes the conversation and its messages; false if it did not exist. */
+  /** Deletes the conversation, its messages and its turns' undo records; false if it did not exist. */
   delete(id: string): Promise<boolean> {
     return this.db.write((tx) => {
       tx.run('DELETE FROM messages WHERE conversation_id = ?', [id]);
+      tx.run('DELETE FROM file_changes WHERE conversation_id = ?', [id]);
       return tx.run('DELETE FROM conversations WHERE id = ?', [id]).changes > 0;
     });
   }

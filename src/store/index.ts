@@ -12,6 +12,7 @@ import { migrate, MIGRATIONS } from './migrations';
 import type { Migration } from './migrations';
 import { PushDevicesRepo } from './push-devices';
 import { DevicesRepo } from './devices';
+import { FileChangesRepo } from './file-changes';
 import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
 import { UsageRepo } from './usage';
@@ -37,6 +38,8 @@ export type { ModelUsageSum, NewUsage, UsageRow, UsageSum } from './usage';
 export { PushDevicesRepo } from './push-devices';
 export { DevicesRepo } from './devices';
 export type { DeviceRow } from './devices';
+export { FileChangesRepo } from './file-changes';
+export type { FileChangeRow, FileChangeState, NewFileWrite, TurnChangesSummary } from './file-changes';
 export type { NewPushDevice, PushDeliveryRecord, PushDeviceEvents, PushDeviceRow } from './push-devices';
 export type { AcceptInput, AcceptResult, AttemptRecord, DeliveryFilter, DeliveryRow, InboxRow, NewDelivery } from './webhooks';
 export { migrate, MIGRATIONS, schemaVersion } from './migrations';
@@ -60,6 +63,8 @@ export interface Store {
   pushDevices: PushDevicesRepo;
   devices: DevicesRepo;
   permissionRequests: PermissionRequestsRepo;
+  /** What turns did to files (undo_turn). */
+  fileChanges: FileChangesRepo;
   /** Bulky binary content (attachments, before-images) outside the in-memory database. */
   blobs: BlobStore;
   usage: UsageRepo;
@@ -94,6 +99,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     pushDevices: new PushDevicesRepo(db),
     devices: new DevicesRepo(db),
     permissionRequests: new PermissionRequestsRepo(db),
+    fileChanges: new FileChangesRepo(db),
     blobs,
     usage: new UsageRepo(db),
     backup: async (destDir) => {

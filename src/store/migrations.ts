@@ -40,6 +40,11 @@ export const MIGRATIONS: readonly Migration[] = [
   `CREATE TABLE devices (device_id TEXT PRIMARY KEY, device_name TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, paired_at TEXT NOT NULL, last_seen TEXT, via TEXT NOT NULL);`,
   // 7: token usage and cost per reply, in its own table keyed by message id (src/store/usage.ts).
   USAGE_TABLE_SQL,
+  // 8: files the agent wrote, with their before-images in the blob store, and tools whose effects are not recorded, per turn, for undo_turn (src/store/file-changes.ts).
+  `CREATE TABLE file_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, conversation_id TEXT NOT NULL, turn_id TEXT NOT NULL, kind TEXT NOT NULL, tool TEXT NOT NULL, root TEXT, path TEXT, before_hash TEXT, after_hash TEXT, detail TEXT, state TEXT NOT NULL, created_at TEXT NOT NULL, undone_at TEXT);
+  CREATE INDEX file_changes_turn ON file_changes (conversation_id, turn_id, seq);
+  CREATE INDEX file_changes_path ON file_changes (root, path, seq);
+  CREATE INDEX file_changes_state ON file_changes (state);`,
 ];
 
 export function schemaVersion(db: Database): number {

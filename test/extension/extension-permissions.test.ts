@@ -171,6 +171,54 @@ describe('the editor asks in one place', () => {
   });
 });
 
+describe('undo a turn in the editor', () => {
+  /** A turn of the phone's that writes `files` (path -> content) one call each, then answers. */
+  async function writingTurn(phone: TestClient, files: Record<string, string>) {
+    assert.equal((await phone.request({ type: 'update_config', config: { permission_mode: 'allow' } })).status, 'ok');
+    harness.fake.script(...Object.entries(files).map(([path, content]) => ({ tool_calls: [{ name: 'write_file', arguments: { path, content } }] })), { text: 'written' });
+    const reply = await phone.request({ type: 'chat', message: 'write the files' }, 20_000);
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    const conversationId = (reply.data as { conversation_id: string }).conversation_id;
+    const messages = (await phone.request({ type: 'get_messages', conversation_id: conversationId })).data as { messages: { id: string; role: string }[] };
+    return { conversationId, replyId: messages.messages.filter((m) => m.role === 'assistant').at(-1)!.id };
+  }
+
+  test('Undo a Turn (palette): pick the conversation and the turn, see the diffs, confirm; a file changed since is left alone and named', async () => {
+    const { phone, workspace } = await activateWindow();
+    await writeFile(join(workspace, 'edited.txt'), 'before\n');
+    await writingTurn(phone, { 'edited.txt': 'by the turn\n', 'created.txt': 'new\n' });
+    await writeFile(join(workspace, 'edited.txt'), 'by the user\n');
+    testing.answers.quickPick.push((items: { label: string }[]) => items.find((i) => i.label === 'write the files'));
+    testing.answers.quickPick.push((items: { label: string }[]) => items[0]);
+    testing.answers.warning.push('Restore 1 File');
+    await testing.commands.get('remoteAssistant.undoTurn')!();
+    const diff = testing.executed.find((e) => e.command === 'vscode.diff')!;
+    const [left, right] = diff.args as [Uri, Uri];
+    assert.equal(left.fsPath, join(workspace, 'created.txt'), 'the file as it is now');
+    assert.equal(await testing.contentProviders.get(right.scheme)!.provideTextDocumentContent(right), '', 'and as undo leaves it (deleted)');
+    assert.ok(testing.messages.some((m) => /changed since the turn.*edited\.txt/s.test(m.message)), 'the file changed since is named');
+    assert.ok(testing.messages.some((m) => /Undo this turn\? created\.txt \(delete\)/.test(m.message)), 'the confirmation names what will happen');
+    assert.match(testing.messages.at(-1)!.message, /created\.txt deleted/);
+    assert.equal(await readFile(join(workspace, 'edited.txt'), 'utf8'), 'by the user\n');
+    await assert.rejects(readFile(join(workspace, 'created.txt')));
+  });
+
+  test("the chat view's three-way view of a file changed since the turn: before <-> now and the turn's result <-> now", async () => {
+    const { phone, workspace } = await activateWindow();
+    await writeFile(join(workspace, 'three.txt'), 'before\n');
+    const { conversationId, replyId } = await writingTurn(phone, { 'three.txt': 'by the turn\n' });
+    await writeFile(join(workspace, 'three.txt'), 'by the user\n');
+    const view = await testing.openView('remoteAssistant.chat');
+    view.webview.fromUi({ kind: 'action', action: 'showUndoThreeWay', argument: JSON.stringify({ conversation_id: conversationId, message_id: replyId, path: 'three.txt' }) });
+    await waitFor(() => testing.executed.filter((e) => e.command === 'vscode.diff').length === 2, 'two diff editors');
+    const diffs = testing.executed.filter((e) => e.command === 'vscode.diff').map((e) => e.args as [Uri, Uri, string]);
+    const text = (uri: Uri) => testing.contentProviders.get(uri.scheme)!.provideTextDocumentContent(uri);
+    assert.deepEqual(await Promise.all(diffs.map(([left]) => text(left))), ['before\n', 'by the turn\n']);
+    assert.deepEqual(diffs.map(([, right]) => right.fsPath), [join(workspace, 'three.txt'), join(workspace, 'three.txt')]);
+    assert.match(diffs[0][2], /three\.txt.*before the turn/);
+  });
+});
+
 describe('every window hears the waiting requests', () => {
   test('the hosting window and an attached one both count a request the phone asked; the attached one answers it, both counts clear', async () => {
     const { Hosting } = await import('../../src/extension/hosting');

@@ -65,7 +65,7 @@ describe('update_config by a session user', () => {
 });
 
 describe('owner-only commands', () => {
-  for (const frame of [{ type: 'create_pairing' }, { type: 'list_deliveries' }, { type: 'retry_delivery', delivery_id: 'd1' }, { type: 'backup', path: '/tmp/ra-never-written' }]) {
+  for (const frame of [{ type: 'create_pairing' }, { type: 'list_deliveries' }, { type: 'retry_delivery', delivery_id: 'd1' }, { type: 'backup', path: '/tmp/ra-never-written' }, { type: 'undo_turn', conversation_id: 'c1', message_id: 'm1', confirm: true }]) {
     test(`${frame.type} is unauthorized for a session user`, async () => {
       const reply = await user.request(frame);
       assert.equal(reply.code, 'unauthorized', JSON.stringify(reply));

@@ -113,6 +113,10 @@ test('chat with a tool the user allows, its history, then delete', async () => {
   assert.match(plain.response, /echo: again/);
   const removed: { removed: boolean } = await answer({ type: 'remove_queued', conversation_id: conversationId, client_message_id: 'not-waiting' });
   assert.equal(removed.removed, false);
+  const turns: { turns: { message_id: string | null; files: number }[] } = await answer({ type: 'list_turn_changes', conversation_id: conversationId });
+  assert.equal(turns.turns[0]?.files, 1);
+  const undone: { files: { outcome?: string }[] } = await answer({ type: 'undo_turn', conversation_id: conversationId, message_id: turns.turns[0].message_id!, confirm: true });
+  assert.equal(undone.files[0]?.outcome, 'deleted');
   const followed: { seq: number; reset: boolean } = await answer({ type: 'follow_conversation', conversation_id: conversationId });
   assert.equal(followed.reset, false);
   await answer({ type: 'unfollow_conversation', conversation_id: conversationId });

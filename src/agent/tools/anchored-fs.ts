@@ -121,12 +121,12 @@ export function pathOfOpen(handle: FileHandle, fallback: string): string {
 }
 
 /**
- * Replaces (or creates) the file at `target` so that a reader, or a crash, sees the old content or the
+ * Replaces (or creates) the file at `target` (`content`: text, written as UTF-8, or bytes) so that a reader, or a crash, sees the old content or the
  * new, never half: a temp file beside it (O_EXCL, O_NOFOLLOW), fsync, rename over, all inside the
  * folder held open. An existing file keeps its permission bits (not set-user-ID or set-group-ID). `createParents`: missing folders are made.
  * Answers whether a file was there before.
  */
-export async function writeFileInWorkspace(target: WorkspacePath, shown: string, text: string, createParents: boolean): Promise<{ existed: boolean }> {
+export async function writeFileInWorkspace(target: WorkspacePath, shown: string, content: string | Uint8Array, createParents: boolean): Promise<{ existed: boolean }> {
   const dir = await AnchoredDir.parentOf(target, shown, createParents);
   try {
     const name = path.basename(target.path);
@@ -145,7 +145,7 @@ export async function writeFileInWorkspace(target: WorkspacePath, shown: string,
     const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW, mode ?? 0o666);
     try {
       try {
-        await handle.writeFile(text, 'utf8');
+        await handle.writeFile(content);
         if (mode !== undefined && process.platform !== 'win32') await handle.chmod(mode);
         await handle.sync();
       } finally {
@@ -157,6 +157,23 @@ export async function writeFileInWorkspace(target: WorkspacePath, shown: string,
       throw error;
     }
     return { existed: mode !== undefined };
+  } finally {
+    await dir.close();
+  }
+}
+
+/**
+ * Removes the file at `target` (undo of a file the agent created), inside the folder held open like a
+ * write; a symbolic link in its place is removed, never followed. Answers whether there was one.
+ */
+export async function removeFileInWorkspace(target: WorkspacePath, shown: string): Promise<boolean> {
+  const dir = await AnchoredDir.parentOf(target, shown, false);
+  try {
+    await unlink(dir.at(path.basename(target.path)));
+    return true;
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return false;
+    throw error;
   } finally {
     await dir.close();
   }

@@ -102,6 +102,8 @@ function customTool(config: CustomToolConfig, roots: WorkspaceRoots): Tool {
     // Only the program's name: the fixed arguments may hold a token, and this text goes to the provider.
     description: config.description || `Runs ${path.basename(config.command[0])} (a custom tool of service.json).`,
     params,
+    // It runs a program: what that does to files is not recorded, so undo lists its calls.
+    unrecordedEffects: true,
     // The arguments, not the command line: the command is the admin's (and may hold a secret that must
     // not reach a prompt); what varies, and what a rule or the user judges, is what the model passes.
     // A tool without parameters has no subject: its calls are all the same (allow_always adds `<tool>`).

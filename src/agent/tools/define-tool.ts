@@ -7,6 +7,8 @@ export interface ToolDefinition<S extends ParamSpecs> {
   params: S;
   /** Given the raw arguments: it runs before the permission check, so it must not trust them. */
   subject?(args: Record<string, unknown>): string | undefined;
+  /** Its effects on files are not recorded for undo (see Tool.unrecordedEffects). */
+  unrecordedEffects?: boolean;
   /** What `run` would do, by the same code and writing nothing (see Tool.preview). */
   preview?(args: ArgsOf<S>): Promise<ToolPreview>;
   run(args: ArgsOf<S>, context: ToolContext): Promise<ToolOutput>;
@@ -21,6 +23,7 @@ export function defineTool<S extends ParamSpecs>(definition: ToolDefinition<S>):
     inputSchema: inputSchemaOf(params),
     parameters: parameterTypesOf(params),
     ...(definition.subject ? { subject: definition.subject } : {}),
+    ...(definition.unrecordedEffects ? { unrecordedEffects: true } : {}),
     ...(definition.preview ? { preview: async (args: Record<string, unknown>) => definition.preview!(checkArgs(params, args, name)) } : {}),
     run: async (args, context) => definition.run(checkArgs(params, args, name), context),
   };

@@ -119,6 +119,8 @@ class McpToolSource implements ToolSource {
       description: tool.description ?? tool.title ?? tool.annotations?.title ?? `Tool ${tool.name} of the MCP server ${server}.`,
       inputSchema: { ...tool.inputSchema, type: 'object' },
       parameters: parameterTypes(tool.inputSchema),
+      // Another program's tool: what it does to files is not known here, so undo lists its calls.
+      unrecordedEffects: true,
       run: (args, context) => this.call(server, tool.name, args, context),
     };
   }

@@ -16,6 +16,16 @@ export function looksBinary(sample: Uint8Array): boolean {
   return control / sample.length > 0.1;
 }
 
+/** The bytes as text: undefined when they look binary or are not UTF-8 (a BOM is kept as a character). */
+export function decodeText(raw: Uint8Array): string | undefined {
+  if (looksBinary(raw.subarray(0, BINARY_SAMPLE_BYTES))) return undefined;
+  try {
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(raw);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The first `bytes` bytes of an open file. */
 export async function readHead(handle: FileHandle, bytes = BINARY_SAMPLE_BYTES): Promise<Buffer> {
   const buffer = Buffer.alloc(bytes);

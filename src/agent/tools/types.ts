@@ -1,4 +1,5 @@
 import type { PermissionPreview } from '../../protocol';
+import type { WorkspacePath } from './workspace';
 
 /**
  * What a call would do, for a permission prompt: the wire's preview, and for a diff the file's absolute
@@ -33,6 +34,11 @@ export interface Tool {
    * thrown is the error `run` would give). Undefined: a prompt shows the arguments.
    */
   preview?(args: Record<string, unknown>): Promise<ToolPreview>;
+  /**
+   * Its effects on files are not recorded for undo (it runs commands, or is another program's tool):
+   * each call is listed as not reversible in its turn (docs/protocol.md, "Undoing a turn").
+   */
+  readonly unrecordedEffects?: boolean;
   /** Runs the tool. Throwing is a failed call; the loop turns it into an error result for the model. */
   run(args: Record<string, unknown>, context: ToolContext): Promise<ToolOutput>;
 }
@@ -41,6 +47,13 @@ export interface ToolContext {
   conversationId: string;
   /** Aborted when the chat is cancelled or the tool's time is up; long work must stop on it. */
   signal: AbortSignal;
+  /** Writes files recording their before-images for undo (a chat turn's); without it, files are written directly. */
+  files?: FileWriter;
+}
+
+/** How a file tool writes a file (agent/turn-files.ts records the write for undo_turn). */
+export interface FileWriter {
+  write(tool: string, target: WorkspacePath, shown: string, content: string, createParents: boolean): Promise<{ existed: boolean }>;
 }
 
 export interface ToolOutput {

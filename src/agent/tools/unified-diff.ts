@@ -95,12 +95,12 @@ function printLine(op: Op): string {
 }
 
 /**
- * The diff turning `before` into `after`; `before` undefined is a new file (`--- /dev/null`). Equal
- * texts give the two header lines alone.
+ * The diff turning `before` into `after`; `before` undefined is a new file (`--- /dev/null`), `after`
+ * undefined a deleted one (`+++ /dev/null`). Equal texts give the two header lines alone.
  */
-export function unifiedDiff(path: string, before: string | undefined, after: string): string {
-  const ops = editScript(splitKeepingNewlines(before ?? ''), splitKeepingNewlines(after));
-  let out = `--- ${before === undefined ? '/dev/null' : `a/${path}`}\n+++ b/${path}\n`;
+export function unifiedDiff(path: string, before: string | undefined, after: string | undefined): string {
+  const ops = editScript(splitKeepingNewlines(before ?? ''), splitKeepingNewlines(after ?? ''));
+  let out = `--- ${before === undefined ? '/dev/null' : `a/${path}`}\n+++ ${after === undefined ? '/dev/null' : `b/${path}`}\n`;
   // Line numbers (0-based) of each op in the old and the new text.
   const oldAt: number[] = [];
   const newAt: number[] = [];

@@ -21,6 +21,7 @@ import { RulesEditor } from './rules-editor';
 import { SEARCH_LIMIT, SearchView } from './search-view';
 import { ExportView } from './export-view';
 import { sendCommand, type ResolvedEvent } from './supervision-wire';
+import { UndoView } from './undo-view';
 
 /** The events of a conversation's turn, drawn live for the conversation on screen whoever started it. */
 type TurnEvent = Extract<ViewEvent, { event: 'chat.message' | 'chat.delta' | 'tool.call' | 'tool.result' | 'turn.ended' }>;
@@ -75,6 +76,7 @@ export class ChatApp {
   private readonly updateBanner = new UpdateBanner();
   private readonly queue: QueueView;
   private readonly outbox: Outbox;
+  private readonly undo: UndoView;
   /** The bubbles of outbox messages on screen ("waiting to send"), by client_message_id. */
   private readonly pendingBubbles = new Map<string, HTMLElement>();
   private inFlight: InFlight | undefined;
@@ -126,6 +128,7 @@ export class ChatApp {
       ? new FileMentions({ input: this.composer.input, keyTarget: this.composer.element, lookup, pick: (item) => this.chips.add(item), error: (message) => this.messages.addNote(message, 'error') })
       : undefined;
     this.outbox = new Outbox(options.outboxStorage);
+    this.undo = new UndoView({ call: (frame) => this.call(frame), list: this.messages.element, showThreeWay: action ? (argument) => action('showUndoThreeWay', argument) : undefined });
     this.queue = new QueueView((clientMessageId) => void this.removeQueued(clientMessageId));
     this.banner = new ErrorBanner(this.connection);
     this.layout(options.drawerFooter);
@@ -344,6 +347,8 @@ export class ChatApp {
     if (reply) reply.finish(reply.received, cancelled);
     else if (cancelled) this.messages.addNote('Stopped');
     this.turn = undefined;
+    // The turn's reply may offer "Undo this turn" now that its files are written.
+    if (this.current) void this.undo.refresh(this.current);
   }
 
   /**
@@ -534,6 +539,7 @@ export class ChatApp {
         this.target = undefined;
         if (!this.messages.reveal(target.messageId)) this.messages.addNote(`That message is older than the last ${limit} shown here.`);
       }
+      void this.undo.refresh(conversationId);
       this.shownIds.clear();
       for (const message of answer.data.messages) this.shownIds.add(message.id);
       // What the running turn drew that is not stored yet, and what waits to be sent, stay after it.

@@ -1,4 +1,5 @@
-import { openForReading, writeFileInWorkspace } from '../anchored-fs';
+import { openForReading } from '../anchored-fs';
+import { recordedWrite } from '../recorded-write';
 import { defineTool } from '../define-tool';
 import { formatBytes, looksBinary } from '../text-files';
 import { ToolError, type Tool } from '../types';
@@ -97,9 +98,9 @@ export function editFileTool(roots: WorkspaceRoots): Tool {
       const { target, text, updated } = await planEdit(roots, args);
       return diffPreview(target, text, updated);
     },
-    async run(args) {
+    async run(args, context) {
       const { target, updated, count } = await planEdit(roots, args);
-      await writeFileInWorkspace(target, args.path, updated, false);
+      await recordedWrite(context, 'edit_file', target, args.path, updated, false);
       return { content: `Replaced ${count} occurrence${count === 1 ? '' : 's'} in ${target.relative}.` };
     },
   });

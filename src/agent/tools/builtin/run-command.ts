@@ -44,6 +44,8 @@ export function runCommandTool(roots: WorkspaceRoots): Tool {
       timeout_seconds: { type: 'number', optional: true, description: `Time limit in seconds (default ${DEFAULT_COMMAND_TIMEOUT_SECONDS}).` },
     },
     subject: (args) => commandSubject(args.command),
+    // What a command does to files is not recorded: undo lists its calls as not reversible.
+    unrecordedEffects: true,
     async preview(args) {
       const { timeoutMs, cwd } = await checkCall(roots, args);
       return {

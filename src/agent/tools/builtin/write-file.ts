@@ -1,9 +1,10 @@
 import { lstat } from 'node:fs/promises';
-import { openForReading, writeFileInWorkspace } from '../anchored-fs';
+import { openForReading } from '../anchored-fs';
+import { recordedWrite } from '../recorded-write';
 import { defineTool } from '../define-tool';
 import { diffPreview } from '../preview';
 import { EDIT_MAX_BYTES } from './edit-file';
-import { formatBytes, looksBinary } from '../text-files';
+import { decodeText, formatBytes } from '../text-files';
 import { ToolError, type Tool, type ToolPreview } from '../types';
 import { resolveWorkspacePath, workspaceSubject, type WorkspacePath, type WorkspaceRoots } from '../workspace';
 
@@ -50,12 +51,7 @@ async function previewWrite(target: WorkspacePath, shown: string, content: strin
   } finally {
     await file.close();
   }
-  let before: string | undefined;
-  try {
-    if (!looksBinary(raw.subarray(0, 8192))) before = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(raw);
-  } catch {
-    before = undefined;
-  }
+  const before = decodeText(raw);
   if (before !== undefined) return diffPreview(target, before, content);
   return replaced('Binary file');
 }
@@ -75,11 +71,11 @@ export function writeFileTool(roots: WorkspaceRoots): Tool {
     async preview(args) {
       return previewWrite(await resolveWorkspacePath(roots(), args.path), args.path, args.content);
     },
-    async run(args) {
+    async run(args, context) {
       const target = await resolveWorkspacePath(roots(), args.path);
       let existed: boolean;
       try {
-        ({ existed } = await writeFileInWorkspace(target, args.path, args.content, true));
+        ({ existed } = await recordedWrite(context, 'write_file', target, args.path, args.content, true));
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         if (code === 'EEXIST' || code === 'ENOTDIR') throw new ToolError(PARENT_IS_FILE(args.path));

@@ -1,0 +1,61 @@
+/**
+ * "Undo this turn" on the phone page (src/web/chat/undo-view.ts), against real parts: the service in
+ * process with the fake OpenAI provider making real tool calls in a temp workspace, media/ served,
+ * Debian's chromium at a phone's size. Runs after `node esbuild.mjs`.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { TestClient } from '../helpers/ws-client';
+
+let rig: PhoneRig;
+
+before(async () => {
+  rig = await startPhoneRig({ permission_mode: 'allow' });
+});
+
+after(async () => {
+  await rig?.close();
+});
+
+test('the phone shows the diff of what undo will restore, then restores the turn\'s files', async () => {
+  const ws = rig.workspace.dir;
+  await writeFile(join(ws, 'page.txt'), 'kept line\nbefore the turn\n');
+  const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
+  rig.fake.script(
+    { tool_calls: [{ name: 'write_file', arguments: { path: 'page.txt', content: 'kept line\nwritten by the turn\n' } }] },
+    { tool_calls: [{ name: 'write_file', arguments: { path: 'made-by-turn.txt', content: 'new\n' } }] },
+    { tool_calls: [{ name: 'run_command', arguments: { command: 'echo side effect' } }] },
+    { text: 'All three done.' },
+  );
+  const answer = await other.request({ type: 'chat', message: 'undo me from the phone' }, 30_000);
+  assert.equal(answer.status, 'ok', JSON.stringify(answer));
+  other.close();
+
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  await page.locator('.drawer-toggle').click();
+  await page.locator('.conversation-open', { hasText: 'undo me from the phone' }).click();
+  const reply = page.locator('.message.assistant', { hasText: 'All three done.' });
+  await reply.locator('.undo-turn').click();
+
+  const panel = page.locator('.undo-panel');
+  await panel.locator('.undo-file[data-status="will_restore"]').first().waitFor();
+  const pageFile = panel.locator('.undo-file', { hasText: 'page.txt' });
+  assert.equal(await pageFile.locator('.diff-line[data-kind="del"] .diff-text').innerText(), 'written by the turn');
+  assert.equal(await pageFile.locator('.diff-line[data-kind="add"] .diff-text').innerText(), 'before the turn');
+  assert.match(await panel.locator('.undo-file', { hasText: 'made-by-turn.txt' }).innerText(), /will be deleted/);
+  assert.match(await panel.locator('.undo-not-reversible').innerText(), /echo side effect/);
+  assert.equal(await readFile(join(ws, 'page.txt'), 'utf8'), 'kept line\nwritten by the turn\n', 'the preview changed nothing');
+
+  await panel.locator('.undo-confirm').click();
+  await panel.locator('.undo-file[data-outcome="restored"]').waitFor();
+  assert.equal(await readFile(join(ws, 'page.txt'), 'utf8'), 'kept line\nbefore the turn\n');
+  assert.equal(existsSync(join(ws, 'made-by-turn.txt')), false);
+  assert.equal(await reply.locator('.undo-turn').count(), 0, 'an undone turn offers no second undo');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});

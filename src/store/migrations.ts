@@ -37,6 +37,8 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE UNIQUE INDEX messages_client_key ON messages (client_key) WHERE client_key IS NOT NULL;`,
   // 6: paired devices, each with its own credential (src/store/devices.ts).
   `CREATE TABLE devices (device_id TEXT PRIMARY KEY, device_name TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, paired_at TEXT NOT NULL, last_seen TEXT, via TEXT NOT NULL);`,
+  // 7: a relay-paired device's end-to-end client key, unregistered when the device is revoked (src/store/devices.ts).
+  `ALTER TABLE devices ADD COLUMN client_key TEXT;`,
 ];
 
 export function schemaVersion(db: Database): number {

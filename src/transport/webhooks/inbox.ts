@@ -191,14 +191,14 @@ export class WebhookInbox {
         },
         // Cancellable by conversation once its turn runs (the message stored), not while queued behind another.
       }, (event) => event.event === 'message' && event.message.role === 'user' && run.attach(row.conversation_id));
-      if (result.cancelled && this.stopped) {
-        log.info('webhook.answer_interrupted', { note: 'still pending; answered after restart' });
-        return;
-      }
       if (result.removed) {
         // Taken out of the queue before its turn began: it ends for good, the sender is told, no turn ended.
         const why = 'removed by the user before it was answered';
         await this.sendError(row, { detail: why, forSender: why }, log);
+        return;
+      }
+      if (result.cancelled && this.stopped) {
+        log.info('webhook.answer_interrupted', { note: 'still pending; answered after restart' });
         return;
       }
       if (result.cancelled) {

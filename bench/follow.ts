@@ -2,9 +2,9 @@
 // sockets. Each piece carries the moment the provider produced it; every client notes when it arrived.
 // Printed: the sender's delay (p50/p99) beside the slowest follower's for each piece, in the same run
 // (goal: p99 within 2x of the sender's at 100 followers), and the catch-up of a client that missed a
-// 1,000-piece reply. The service runs on the main thread, every client on a worker thread (its own
-// event loop, so a hundred clients parsing do not hold the service up); both read one clock
-// (performance.timeOrigin + performance.now()).
+// 1,000-piece reply. The service runs on the main thread, the sender on a worker thread and the
+// followers on another (each its own event loop, so a hundred clients parsing hold up neither the
+// service nor the sender's reading); all read one clock (performance.timeOrigin + performance.now()).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -80,26 +80,42 @@ function collector() {
   return c;
 }
 
-async function followed({ url, token, followers, pieces, paceMs }) {
-  const sender = collector();
-  const senderClient = await connect(url, token, sender.onFrame);
-  const first = await senderClient.request({ type: 'chat', message: 'start' });
-  const conversationId = first.data.conversation_id;
-  const watchers = [];
+// The sender and the followers live on two worker threads: the sender's pieces are not read behind a
+// hundred followers' frames (its delay is the service's, not the bench client's).
+const state = {};
+
+async function senderStart({ url, token }) {
+  state.sender = collector();
+  state.senderClient = await connect(url, token, state.sender.onFrame);
+  const first = await state.senderClient.request({ type: 'chat', message: 'start' });
+  return { conversationId: first.data.conversation_id };
+}
+
+async function followersStart({ url, token, followers, conversationId }) {
+  state.watchers = [];
   for (let i = 0; i < followers; i += 1) {
     const c = collector();
     const client = await connect(url, token, c.onFrame);
     await client.request({ type: 'follow_conversation', conversation_id: conversationId });
-    watchers.push({ c, client });
+    state.watchers.push({ c, client });
   }
-  const all = [sender, ...watchers.map((w) => w.c)];
-  for (const c of all) c.armed = true;
-  await senderClient.request({ type: 'chat', message: 'stream ' + pieces + ' ' + paceMs, conversation_id: conversationId, stream: true });
-  await Promise.all(all.map((c) => c.done));
-  const slowest = sender.delays.map((_, i) => Math.max(...watchers.map((w) => w.c.delays[i] ?? Infinity)));
-  for (const w of watchers) w.client.ws.terminate();
-  senderClient.ws.terminate();
-  return { sender: sender.delays, slowest: followers > 0 ? slowest : [] };
+  for (const w of state.watchers) w.c.armed = true;
+  return {};
+}
+
+async function senderStream({ pieces, paceMs, conversationId }) {
+  state.sender.armed = true;
+  await state.senderClient.request({ type: 'chat', message: 'stream ' + pieces + ' ' + paceMs, conversation_id: conversationId, stream: true });
+  await state.sender.done;
+  state.senderClient.ws.terminate();
+  return { delays: state.sender.delays };
+}
+
+async function followersCollect({ pieces }) {
+  await Promise.all(state.watchers.map((w) => w.c.done));
+  const slowest = state.watchers.length === 0 ? [] : Array.from({ length: pieces }, (_, i) => Math.max(...state.watchers.map((w) => w.c.delays[i] ?? Infinity)));
+  for (const w of state.watchers) w.client.ws.terminate();
+  return { slowest };
 }
 
 async function catchUp({ url, token, pieces }) {
@@ -121,9 +137,10 @@ async function catchUp({ url, token, pieces }) {
   return { ms };
 }
 
+const jobs = { senderStart, followersStart, senderStream, followersCollect, catchUp };
 parentPort.on('message', async (job) => {
   try {
-    parentPort.postMessage({ ok: await (job.kind === 'followed' ? followed(job) : catchUp(job)) });
+    parentPort.postMessage({ ok: await jobs[job.kind](job) });
   } catch (error) {
     parentPort.postMessage({ error: String(error && error.stack || error) });
   }
@@ -146,13 +163,19 @@ export async function benchFollow(): Promise<Record<string, number>> {
   const service = await Service.open({ dataDir: dir, host: '127.0.0.1', port: 0, provider: () => streamingProvider() });
   const { port } = await service.start();
   const url = `ws://127.0.0.1:${port}/ws`;
-  const clients = runner();
+  const senderThread = runner();
+  const followersThread = runner();
   const results: Record<string, number> = {};
   try {
     for (const followers of [0, 1, 10, 100]) {
-      const got = await clients.run<{ sender: number[]; slowest: number[] }>({ kind: 'followed', url, token: TOKEN, followers, pieces: PIECES, paceMs: PACE_MS });
-      const sender = got.sender.sort((a, b) => a - b);
-      const slowest = got.slowest.sort((a, b) => a - b);
+      const { conversationId } = await senderThread.run<{ conversationId: string }>({ kind: 'senderStart', url, token: TOKEN });
+      await followersThread.run({ kind: 'followersStart', url, token: TOKEN, followers, conversationId });
+      const [streamed, followed] = await Promise.all([
+        senderThread.run<{ delays: number[] }>({ kind: 'senderStream', pieces: PIECES, paceMs: PACE_MS, conversationId }),
+        followersThread.run<{ slowest: number[] }>({ kind: 'followersCollect', pieces: PIECES }),
+      ]);
+      const sender = streamed.delays.sort((a, b) => a - b);
+      const slowest = followed.slowest.sort((a, b) => a - b);
       const [s50, s99] = [percentile(sender, 50), percentile(sender, 99)];
       Object.assign(results, { [`sender_p50_${followers}`]: s50, [`sender_p99_${followers}`]: s99 });
       if (followers === 0) {
@@ -165,11 +188,12 @@ export async function benchFollow(): Promise<Record<string, number>> {
         `${PIECES} pieces, ${followers} follower(s): sender p50 ${fmt(s50)} ms p99 ${fmt(s99)} ms; slowest follower p50 ${fmt(f50)} ms p99 ${fmt(f99)} ms; p99 ratio ${fmt(f99 / s99)} (goal <= 2 at 100)`,
       );
     }
-    const { ms } = await clients.run<{ ms: number }>({ kind: 'catchUp', url, token: TOKEN, pieces: CATCH_UP_PIECES });
+    const { ms } = await senderThread.run<{ ms: number }>({ kind: 'catchUp', url, token: TOKEN, pieces: CATCH_UP_PIECES });
     results.catch_up_ms = ms;
     console.log(`catch-up of a missed ${CATCH_UP_PIECES}-piece reply (follow with after_seq to its answer, every piece received): ${fmt(ms)} ms`);
   } finally {
-    await clients.stop();
+    await senderThread.stop();
+    await followersThread.stop();
     await service.stop();
     await rm(dir, { recursive: true, force: true });
   }

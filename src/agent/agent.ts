@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ServiceError, type Message, type RequestId, type ServiceConfig, type ServiceEvent } from '../protocol';
+import { ServiceError, type Message, type QueuedMessage, type RequestId, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import type { NewMessage, Store } from '../store';
 import { canAccess } from '../protocol/sources';
@@ -90,6 +90,8 @@ export interface ChatOutput {
   conversation_id: string;
   message_id: string;
   cancelled?: boolean;
+  /** Taken out of the queue by a client before its turn began (then also `cancelled`). */
+  removed?: boolean;
 }
 
 export type ProviderResolver = (config: ServiceConfig) => Provider;
@@ -153,15 +155,8 @@ export class Agent {
     const conversationId = input.conversationId ?? randomUUID();
     const create = !input.conversationId;
     if (!create) this.requireConversation(conversationId, input.source);
-    // Behind a running turn the message waits visibly, and a client may remove it: then it is answered
-    // `cancelled` at once and, when its turn comes, nothing is stored or run.
-    let removed = (): void => undefined;
-    const removal = new Promise<ChatOutput>((resolve) => {
-      removed = () => resolve({ response: '', conversation_id: conversationId, message_id: '', cancelled: true });
-    });
-    const waiting = this.deps.activity?.enqueue(conversationId, { client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }, removed);
-    const turn = this.queued(conversationId, async () => {
-      if (waiting && !waiting.start()) return removal;
+    const line = this.waitInLine(conversationId, { client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }, input.source);
+    return line.run(async () => {
       const message = await this.storeUserMessage(conversationId, create, input);
       const emit = this.emitter(input, onEvent);
       emit({ event: 'conversation', conversation_id: conversationId, created: create });
@@ -169,15 +164,16 @@ export class Agent {
       this.deps.onActivity?.(conversationId, input.source);
       return this.answer(conversationId, input, emit, message.id);
     });
-    return waiting ? Promise.race([turn, removal]) : turn;
   }
 
   /**
    * Answers a message that reached the service another way (the webhook inbox, also after a restart):
-   * `admit` puts it into the conversation once its turn comes, then the agent answers it.
+   * `admit` puts it into the conversation once its turn comes, then the agent answers it. Behind a
+   * running turn it waits visibly as `waitingAs`, like a chat, and may be removed the same way.
    */
-  answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput, onEvent: AgentEventSink = ignore): Promise<ChatOutput> {
-    return this.queued(conversationId, async () => {
+  answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput & { waitingAs?: QueuedMessage }, onEvent: AgentEventSink = ignore): Promise<ChatOutput> {
+    const line = this.waitInLine(conversationId, input.waitingAs, input.source);
+    return line.run(async () => {
       await admit();
       const emit = this.emitter(input, onEvent);
       // The admitted message is the conversation's last one (its turn holds the conversation).
@@ -186,6 +182,25 @@ export class Agent {
       this.deps.onActivity?.(conversationId, input.source);
       return this.answer(conversationId, input, emit, admitted?.role === 'user' ? admitted.id : undefined);
     });
+  }
+
+  /**
+   * A message's place in its conversation's queue. Behind a running turn it waits visibly (listed as
+   * `message`), and a client may remove it: then it is answered `cancelled` and `removed` at once and,
+   * when its turn comes, nothing is stored or run.
+   */
+  private waitInLine(conversationId: string, message: QueuedMessage | undefined, source: string): { run: (turn: () => Promise<ChatOutput>) => Promise<ChatOutput> } {
+    let removed = (): void => undefined;
+    const removal = new Promise<ChatOutput>((resolve) => {
+      removed = () => resolve({ response: '', conversation_id: conversationId, message_id: '', cancelled: true, removed: true });
+    });
+    const waiting = message ? this.deps.activity?.enqueue(conversationId, message, removed, source) : undefined;
+    return {
+      run: (body) => {
+        const turn = this.queued(conversationId, () => (waiting && !waiting.start() ? removal : body()));
+        return waiting ? Promise.race([turn, removal]) : turn;
+      },
+    };
   }
 
   /** The turn's events to the service's tap (followers), then to the caller's sink. */

@@ -15,6 +15,8 @@ export interface QueuedTurn {
 interface Waiting {
   message: QueuedMessage;
   removed: () => void;
+  /** The sending session's source: a webhook account may remove only its own messages. */
+  source: string;
 }
 
 /**
@@ -41,17 +43,20 @@ export class ConversationActivity {
    * (every client hears) until it starts; `removed` is called if a client removes it first. Undefined when
    * nothing runs: its turn starts at once.
    */
-  enqueue(conversationId: string, message: QueuedMessage, removed: () => void): QueuedTurn | undefined {
+  enqueue(conversationId: string, message: QueuedMessage, removed: () => void, source: string): QueuedTurn | undefined {
     if ((this.turns.get(conversationId) ?? 0) === 0) return undefined;
-    const entry: Waiting = { message, removed };
+    const entry: Waiting = { message, removed, source };
     this.queues.set(conversationId, [...(this.queues.get(conversationId) ?? []), entry]);
     this.onChange(conversationId);
     return { start: () => this.unlist(conversationId, entry) };
   }
 
-  /** A client takes a waiting message out (remove_queued): false when no message of that id waits there. */
-  remove(conversationId: string, clientMessageId: string): boolean {
-    const entry = this.queues.get(conversationId)?.find((w) => w.message.client_message_id === clientMessageId);
+  /**
+   * A client takes a waiting message out (remove_queued): false when no message of that id waits there
+   * (or, given `sentBy`, none sent by that source).
+   */
+  remove(conversationId: string, clientMessageId: string, sentBy?: string): boolean {
+    const entry = this.queues.get(conversationId)?.find((w) => w.message.client_message_id === clientMessageId && (sentBy === undefined || w.source === sentBy));
     if (!entry || !this.unlist(conversationId, entry)) return false;
     entry.removed();
     return true;

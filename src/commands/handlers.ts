@@ -98,7 +98,9 @@ const commandHandlers: HandlerMap = {
 
   async remove_queued(command, session, ctx) {
     ctx.agent.requireConversation(command.conversation_id, session.source);
-    return { removed: ctx.activity.remove(command.conversation_id, command.client_message_id) };
+    // A webhook account only its own messages (a user's chat may wait in its conversation too); user clients any.
+    const sentBy = session.source.startsWith('webhook:') ? session.source : undefined;
+    return { removed: ctx.activity.remove(command.conversation_id, command.client_message_id, sentBy) };
   },
 
   async cancel(command, session, ctx) {

@@ -218,9 +218,12 @@ export type ServiceConfig = z.infer<typeof ServiceConfigFile>;
 export type ChannelEntry = z.infer<typeof ChannelEntry>;
 
 /** The tcp channel in force: the configured one, or loopback-only on the default port. */
+/** One object, so its `allow_from` stays the same array and a compiled filter of it is kept (service.ts). */
+const LOOPBACK_CHANNEL: TcpChannel = { name: 'local', type: 'tcp', port: DEFAULT_PORT, allow_from: ['127.0.0.1', '::1'] };
+
 export function tcpChannelOf(config: ServiceConfig): TcpChannel {
   const tcp = config.channels.find((c): c is TcpChannel => c.type === 'tcp');
-  return tcp ?? { name: 'local', type: 'tcp', port: DEFAULT_PORT, allow_from: ['127.0.0.1', '::1'] };
+  return tcp ?? LOOPBACK_CHANNEL;
 }
 
 export function websocketChannelsOf(config: ServiceConfig): WebsocketChannel[] {

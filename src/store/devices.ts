@@ -9,9 +9,11 @@ export interface DeviceRow {
   paired_at: string;
   last_seen: string | null;
   via: 'lan' | 'relay';
+  /** The end-to-end client key a phone paired through the relay proved (docs/relay.md §Pairing); null on the LAN. */
+  client_key: string | null;
 }
 
-const COLUMNS = 'device_id, device_name, token_hash, paired_at, last_seen, via';
+const COLUMNS = 'device_id, device_name, token_hash, paired_at, last_seen, via, client_key';
 
 /** The paired devices, one row per device; removing a row ends its credential. */
 export class DevicesRepo {
@@ -46,7 +48,7 @@ export class DevicesRepo {
   async add(device: Omit<DeviceRow, 'last_seen'>): Promise<boolean> {
     const added = await this.db.write((tx) => {
       if (tx.get('SELECT 1 AS x FROM devices WHERE device_id = ?', [device.device_id]) !== undefined) return false;
-      tx.run(`INSERT INTO devices (${COLUMNS}) VALUES (?, ?, ?, ?, NULL, ?)`, [device.device_id, device.device_name, device.token_hash, device.paired_at, device.via]);
+      tx.run(`INSERT INTO devices (${COLUMNS}) VALUES (?, ?, ?, ?, NULL, ?, ?)`, [device.device_id, device.device_name, device.token_hash, device.paired_at, device.via, device.client_key]);
       return true;
     });
     if (added) this.hashes?.set(device.device_id, device.token_hash);
@@ -59,9 +61,21 @@ export class DevicesRepo {
     });
   }
 
+  /**
+   * Ends the device's credential and, for a phone paired through the relay, its relay access: its client
+   * key is unregistered (registrations), so the machine refuses that key's tunnel before any `auth`,
+   * unless another device still uses the same key.
+   */
   async remove(deviceId: string): Promise<boolean> {
     // Forgotten first: from now on no command or event passes its sockets' re-check.
     this.hashes?.delete(deviceId);
-    return this.db.write((tx) => tx.run('DELETE FROM devices WHERE device_id = ?', [deviceId]).changes > 0);
+    return this.db.write((tx) => {
+      const row = tx.get<{ client_key: string | null }>('SELECT client_key FROM devices WHERE device_id = ?', [deviceId]);
+      if (!row) return false;
+      tx.run('DELETE FROM devices WHERE device_id = ?', [deviceId]);
+      const key = row.client_key;
+      if (key && tx.get('SELECT 1 AS x FROM devices WHERE client_key = ?', [key]) === undefined) tx.run('DELETE FROM registrations WHERE public_key = ?', [key]);
+      return true;
+    });
   }
 }

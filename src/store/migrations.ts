@@ -45,6 +45,8 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX file_changes_turn ON file_changes (conversation_id, turn_id, seq);
   CREATE INDEX file_changes_path ON file_changes (root, path, seq);
   CREATE INDEX file_changes_state ON file_changes (state);`,
+  // 9: a relay-paired device's end-to-end client key, unregistered when the device is revoked (src/store/devices.ts).
+  `ALTER TABLE devices ADD COLUMN client_key TEXT;`,
 ];
 
 export function schemaVersion(db: Database): number {

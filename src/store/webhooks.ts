@@ -181,6 +181,11 @@ export class WebhooksRepo {
     return this.db.all<InboxRow>(`SELECT ${INBOX_COLUMNS} FROM webhook_inbox WHERE status = 'pending' ORDER BY seq`);
   }
 
+  /** The text of an inbox message (shown while it waits behind a running turn). */
+  inboxContent(messageId: string): string | undefined {
+    return this.db.get<{ content: string }>('SELECT content FROM webhook_inbox WHERE message_id = ?', [messageId])?.content;
+  }
+
   getInbox(messageId: string): InboxRow | undefined {
     return this.db.get<InboxRow>(`SELECT ${INBOX_COLUMNS} FROM webhook_inbox WHERE message_id = ?`, [messageId]);
   }

@@ -1,8 +1,8 @@
 /**
  * The phone page through the relay, in Debian's chromium at a phone's size: the real Node relay serving
  * the page (media/) and relaying to the real service (fake OpenAI provider). Pair from the fragment URL
- * of create_pairing, chat with streaming, approve a tool prompt, change the permission mode, ride out
- * a machine restart. Runs after `node esbuild.mjs` (npm test). Screenshots: test-artifacts/phone-relay/.
+ * of create_pairing, chat with streaming, approve a tool prompt, change the permission mode, follow a
+ * conversation beside a LAN client through a drop mid-stream (issue 12's test), ride out a machine restart. Runs after `node esbuild.mjs` (npm test). Screenshots: test-artifacts/phone-relay/.
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -139,6 +139,119 @@ test('the permission mode changes from the phone', async () => {
   assert.equal(((await lan.request({ type: 'get_config' })).data as { permission_mode: string }).permission_mode, 'allow');
   lan.close();
   await shot('06-mode-allow');
+});
+
+type Frame = Record<string, unknown>;
+
+/**
+ * A conversation's transcript as a client draws it from the events it received (the editor's view
+ * does): user messages, tool cards with their outcome, replies made of their pieces.
+ */
+function transcriptOfEvents(frames: Frame[], conversationId: string): string[] {
+  const lines: string[] = [];
+  let tools: { index: number; tool: string }[] = [];
+  let reply: number | undefined;
+  for (const f of frames.filter((frame) => frame.conversation_id === conversationId)) {
+    const message = f.message as { role: string; content: string } | undefined;
+    if (f.event === 'chat.message' && message?.role === 'user') {
+      lines.push(`user: ${message.content}`);
+      reply = undefined;
+    } else if (f.event === 'tool.call') {
+      tools.push({ index: lines.push(`tool: ${String(f.tool)} running…`) - 1, tool: String(f.tool) });
+      reply = undefined;
+    } else if (f.event === 'tool.result') {
+      const card = tools.find((t) => t.tool === f.tool);
+      tools = tools.filter((t) => t !== card);
+      if (card) lines[card.index] = `tool: ${String(f.tool)} ${f.ok ? 'ok' : f.denied ? 'denied' : 'failed'}`;
+    } else if (f.event === 'chat.delta') {
+      if (reply === undefined) reply = lines.push('assistant: ') - 1;
+      lines[reply] += String(f.delta);
+    } else if (f.event === 'chat.message' && message?.role === 'assistant') {
+      if (reply === undefined) lines.push(`assistant: ${message.content}`);
+      else assert.equal(lines[reply], `assistant: ${message.content}`, 'the pieces make the stored reply');
+      reply = undefined;
+    }
+  }
+  return lines;
+}
+
+/** The page's transcript as rendered: each bubble's text, each tool card's name and status (notes left out). */
+function renderedTranscript(phone: Page): Promise<string[]> {
+  return phone.locator('.message-list > .message, .message-list > .tool-card').evaluateAll((nodes) =>
+    nodes.map((n) => {
+      const node = n as HTMLElement;
+      if (node.classList.contains('tool-card')) return `tool: ${node.dataset.tool} ${node.querySelector('.tool-status')?.textContent ?? ''}`;
+      const text = (node.querySelector('.plain, .markdown') as HTMLElement | null)?.innerText.trim() ?? '';
+      return `${node.classList.contains('user') ? 'user' : 'assistant'}: ${text}`;
+    }),
+  );
+}
+
+test("two clients on one conversation, the editor's view on the LAN and a phone through the relay, show the same streamed reply and tool cards; the phone drops mid-stream and ends with the same transcript, no piece twice", async () => {
+  const lan = await TestClient.authed(svc.wsUrl, svc.token);
+  const pairingInfo = (await lan.request({ type: 'create_pairing' })).data as { pairing_url: string };
+  const phoneContext = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, reducedMotion: 'reduce' });
+  const phone = await phoneContext.newPage();
+  phone.setDefaultTimeout(WAIT);
+  const errors: string[] = [];
+  phone.on('pageerror', (error) => errors.push(String(error)));
+  // The phone's socket to the relay passes through a route the test can cut, as a lost network would.
+  let cut: (() => void) | undefined;
+  await phone.routeWebSocket(/\/ws\?machine_id=/, (ws) => {
+    const server = ws.connectToServer();
+    cut = () => {
+      server.close({ code: 1000, reason: 'network lost' });
+      ws.close({ code: 4000, reason: 'network lost' });
+    };
+  });
+  try {
+    const first = await lan.request({ type: 'chat', message: 'a task started in the editor' });
+    assert.equal(first.status, 'ok', JSON.stringify(first));
+    const conversationId = (first.data as { conversation_id: string }).conversation_id;
+    await phone.goto(pairingInfo.pairing_url);
+    await phone.locator('.connection[data-state="open"]').waitFor();
+    await phone.locator('.drawer-toggle').click();
+    await phone.locator('.conversation-open', { hasText: 'a task started in the editor' }).click();
+    await phone.waitForFunction(() => (document.querySelector('.message-list')?.textContent ?? '').includes('echo: a task started in the editor'));
+    // Every text the streaming reply ever shows is recorded: a piece drawn twice would break the prefix.
+    await phone.evaluate(() => {
+      const seen: string[] = ((window as unknown as { __seen: string[] }).__seen = []);
+      new MutationObserver(() => {
+        const streaming = document.querySelector('.message.assistant.streaming') as HTMLElement | null;
+        if (streaming) seen.push(streaming.innerText.trim());
+      }).observe(document.querySelector('.message-list')!, { childList: true, subtree: true, characterData: true });
+    });
+
+    const reply = Array.from({ length: 60 }, (_, i) => `step${i}`).join(' ');
+    fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: reply, chunks: 60, chunkDelayMs: 80 });
+    const answer = lan.request({ type: 'chat', conversation_id: conversationId, message: 'continue it on the phone', stream: true }, 30_000);
+    // Live on both: the tool card, then the reply's pieces, while the turn still runs.
+    await phone.locator('.tool-card[data-tool="list_directory"] .tool-status[data-status="ok"]').waitFor();
+    await phone.waitForFunction(() => / step5\b/.test(document.querySelector('.message.assistant.streaming')?.textContent ?? ''));
+    assert.ok(lan.frames.some((f) => f.event === 'tool.call' && f.conversation_id === conversationId), 'the LAN client saw the tool card');
+    assert.ok(!lan.frames.some((f) => f.event === 'turn.ended' && f.conversation_id === conversationId && f.outcome === 'answered' && lan.frames.indexOf(f) > lan.frames.findIndex((g) => g.event === 'tool.call')), 'still running');
+
+    // The phone's connection drops mid-stream; it reconnects by itself (hello, auth, follow after its last seq).
+    cut!();
+    await phone.locator('.connection:not([data-state="open"])').waitFor();
+    const shownAtDrop = (await phone.locator('.message.assistant').last().innerText()).trim();
+    await phone.locator('.connection[data-state="open"]').waitFor({ timeout: 20_000 });
+    assert.equal(((await answer).data as { response: string }).response, reply);
+    await lan.next((f) => f.event === 'turn.ended' && f.conversation_id === conversationId && typeof f.seq === 'number' && f.outcome === 'answered' && lan.frames.indexOf(f) > lan.frames.findIndex((g) => g.event === 'tool.call'));
+    await phone.waitForFunction((text) => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').trim() === text && !document.querySelector('.message.streaming'), reply);
+    assert.ok(reply.startsWith(shownAtDrop) && shownAtDrop !== reply, 'the drop happened mid-stream');
+
+    const lanTranscript = transcriptOfEvents(lan.frames, conversationId);
+    assert.deepEqual(lanTranscript, ['user: a task started in the editor', 'assistant: echo: a task started in the editor', 'user: continue it on the phone', 'tool: list_directory ok', `assistant: ${reply}`]);
+    assert.deepEqual(await renderedTranscript(phone), lanTranscript, "the phone's transcript ends identical to the editor's");
+    const seen = await phone.evaluate(() => (window as unknown as { __seen: string[] }).__seen);
+    assert.ok(seen.length > 0);
+    assert.deepEqual(seen.filter((text) => !reply.startsWith(text)), [], 'every text the reply showed was a prefix of it: no piece twice');
+    assert.deepEqual(errors, []);
+  } finally {
+    lan.close();
+    await phoneContext.close();
+  }
 });
 
 test('nothing the relay carried holds the chat text or the token', () => {

@@ -265,6 +265,42 @@ test('pairing: create_pairing gives a one-time secret that admits one new key, t
   assert.equal((await again.request({ type: 'list_conversations' })).status, 'ok');
 });
 
+/** A phone paired through the relay: its key, its device credential, and its open tunnel. */
+async function pairedPhone(lanClient: TestClient, name: string): Promise<{ keyPair: KeyPairText; machineKey: string; url: string; device: { device_id: string; device_token: string }; client: RelayClient }> {
+  const info = (await lanClient.request({ type: 'create_pairing' })).data as { machine_id: string; machine_key: string; pairing_secret: string };
+  const keyPair = generateKeyPair();
+  const client = await RelayClient.connect(clientUrl(info.machine_id));
+  clients.push(client);
+  await client.handshake(keyPair, info.machine_key, info.pairing_secret);
+  const hello = await client.request({ type: 'auth', pairing_secret: info.pairing_secret, device_name: name });
+  assert.equal(hello.status, 'ok', JSON.stringify(hello));
+  return { keyPair, machineKey: info.machine_key, url: clientUrl(info.machine_id), device: hello.data as { device_id: string; device_token: string }, client };
+}
+
+test('revoking a relay-paired device ends its relay access: its tunnel closes 4401 and its key can no longer open one; another phone is unaffected', async () => {
+  await waitState('online');
+  const lanClient = await lan();
+  const lost = await pairedPhone(lanClient, 'lost phone');
+  const kept = await pairedPhone(lanClient, 'kept phone');
+
+  const revoked = await lanClient.request({ type: 'revoke_device', device_id: lost.device.device_id });
+  assert.equal(revoked.status, 'ok', JSON.stringify(revoked));
+  assert.equal((await lost.client.waitClose()).code, 4401, 'its open tunnel is closed at once');
+
+  // Its key (kept in the phone's storage, or copied from it) no longer opens a tunnel: refused at the
+  // end-to-end hello, before any credential is looked at, as any unknown key.
+  const again = await RelayClient.connect(lost.url);
+  clients.push(again);
+  await assert.rejects(again.handshake(lost.keyPair, lost.machineKey), /closed 4401 unknown client key/);
+  assert.ok(!again.raw.some((t) => t.includes('"welcome"')), 'no welcome for the revoked key');
+
+  // The other phone: its open tunnel goes on, and it comes back with its key and credential.
+  assert.equal((await kept.client.request({ type: 'list_conversations' })).status, 'ok');
+  const keptAgain = await RelayClient.authed(kept.url, kept.keyPair, kept.machineKey, kept.device.device_token);
+  clients.push(keptAgain);
+  assert.equal((await keptAgain.request({ type: 'get_config' })).status, 'ok');
+});
+
 test('create_pairing: refused to session-token users; an unknown channel is not_found', async () => {
   const client = await lan();
   assert.equal((await client.request({ type: 'create_pairing', channel: 'nope' })).code, 'not_found');

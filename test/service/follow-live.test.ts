@@ -285,3 +285,53 @@ test('a client that follows more than 100 conversations still hears a new one: i
     client.close();
   }
 });
+
+test('webhook messages waiting behind a running turn are listed as queued like chats; a webhook account removes only its own', async () => {
+  type Row = { id: string; queued: { client_message_id: string | null; preview: string }[] };
+  const hook = (body: Frame) => postJson(`${svc.httpUrl}/hooks/ci`, body, { 'x-service-secret': SECRET });
+  const observer = await TestClient.authed(svc.wsUrl, svc.token);
+  const phone = await TestClient.authed(svc.wsUrl, svc.token);
+  const bot = svc.service.openSession({ source: 'webhook:ci', canAnswerPermissions: false, send: () => undefined });
+  const other = svc.service.openSession({ source: 'webhook:other', canAnswerPermissions: false, send: () => undefined });
+  try {
+    const asked = fake.requests.length;
+    fake.script({ text: 'first answer', delayMs: 1500 });
+    const first = await hook({ message: 'first' });
+    assert.equal(first.status, 202, JSON.stringify(first.body));
+    const id = (first.body!.data as { conversation_id: string }).conversation_id;
+    await fake.waitFor((requests) => requests.length > asked);
+
+    const second = await hook({ message: 'second webhook\nmore lines', conversation_id: id });
+    assert.equal(second.status, 202, JSON.stringify(second.body));
+    const secondId = (second.body!.data as { message_id: string }).message_id;
+    const queuedUpdate = (n: number) => (f: Frame) => f.event === 'conversation.updated' && f.conversation_id === id && (f.conversation as Row).queued.length === n;
+    const [listed] = await received(observer, queuedUpdate(1));
+    assert.deepEqual((listed.conversation as Row).queued, [{ client_message_id: secondId, preview: 'second webhook' }], 'listed with its message_id, like a chat');
+    // A user client continues the webhook conversation meanwhile: its chat waits behind both.
+    const phoneChat = phone.request({ type: 'chat', message: 'from the phone', conversation_id: id, client_message_id: 'phone-wait' });
+    await received(observer, queuedUpdate(2));
+    const rows = (await observer.request({ type: 'list_conversations' })).data as { conversations: Row[] };
+    assert.deepEqual(rows.conversations.find((c) => c.id === id)!.queued.map((q) => q.client_message_id), [secondId, 'phone-wait']);
+
+    assert.deepEqual(((await bot.request({ type: 'remove_queued', conversation_id: id, client_message_id: 'phone-wait' })) as Frame).data, { removed: false }, "the account may not remove the user's message");
+    assert.equal(((await other.request({ type: 'remove_queued', conversation_id: id, client_message_id: secondId })) as Frame).code, 'not_found', 'nor another account its messages');
+    assert.deepEqual(((await bot.request({ type: 'remove_queued', conversation_id: id, client_message_id: secondId })) as Frame).data, { removed: true }, 'its own');
+    await received(observer, (f) => queuedUpdate(1)(f) && (f.conversation as Row).queued[0].client_message_id === 'phone-wait');
+
+    // The sender hears that its message will not be answered; it is never stored nor run.
+    const callbackOf = () => receiver.requests.find((c) => (c.body as { message_id?: string } | undefined)?.message_id === secondId);
+    await receiver.waitFor(() => callbackOf() !== undefined, 'the removed message\u2019s error callback');
+    assert.match(String((callbackOf()!.body as { error?: string }).error), /removed/);
+    const reply = await phoneChat;
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    const messages = (await observer.request({ type: 'get_messages', conversation_id: id })).data as { messages: { content: string }[] };
+    assert.deepEqual(messages.messages.map((m) => m.content), ['first', 'first answer', 'from the phone', 'echo: from the phone']);
+    const ended = observer.frames.filter((f) => f.event === 'turn.ended' && f.conversation_id === id);
+    assert.deepEqual(ended.map((f) => f.source), ['webhook:ci', 'ws'], 'the removed message never began a turn');
+  } finally {
+    observer.close();
+    phone.close();
+    bot.close();
+    other.close();
+  }
+});

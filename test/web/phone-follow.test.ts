@@ -230,3 +230,43 @@ test('a reload before the connection returns keeps a new chat\'s typed messages 
   assert.deepEqual(await transcript(page), ['typed before a reload', 'echo: typed before a reload']);
   await context.close();
 });
+
+test('a message typed while the page\u2019s own turn runs is sent at once: every client sees it queued and may remove it; the rest runs in order', async () => {
+  const phone = await openPhone();
+  const { page } = phone;
+  const observer = await TestClient.authed(svc.wsUrl, svc.token);
+  type Row = { queued: { client_message_id: string | null; preview: string }[] };
+  const slow = Array.from({ length: 40 }, (_, i) => `piece${i}`).join(' ');
+  fake.script({ text: slow, chunks: 40, chunkDelayMs: 100 });
+  const input = page.locator('.composer-input');
+  await input.fill('first from the phone');
+  await input.press('Enter');
+  await page.waitForFunction(() => /piece2\b/.test(document.querySelector('.message.assistant.streaming')?.textContent ?? ''));
+  for (const text of ['second while it runs', 'third while it runs']) {
+    await input.fill(text);
+    await input.press('Enter');
+  }
+
+  // Both reach the service while the first turn still runs: queued there, so every client sees them.
+  const update = await observer.next((f) => f.event === 'conversation.updated' && (f.conversation as Row).queued.length === 2, 10_000);
+  const conversationId = update.conversation_id as string;
+  const chats = phone.sent.filter((f) => f.type === 'chat');
+  assert.deepEqual(chats.map((f) => f.message), ['first from the phone', 'second while it runs', 'third while it runs']);
+  assert.deepEqual((update.conversation as Row).queued.map((q) => q.client_message_id), [chats[1].client_message_id, chats[2].client_message_id]);
+  await page.locator('.queue .queued .queue-remove').nth(1).waitFor();
+  assert.ok(await page.locator('.message.assistant.streaming').count() > 0, 'the first turn is still running');
+
+  const removed = await observer.request({ type: 'remove_queued', conversation_id: conversationId, client_message_id: chats[1].client_message_id });
+  assert.deepEqual(removed.data, { removed: true });
+  await page.locator('.message.user', { hasText: 'second while it runs' }).waitFor({ state: 'detached' });
+
+  await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo: third while it runs') && !document.querySelector('.message.pending'));
+  const stored = await storedTranscript(conversationId);
+  assert.deepEqual(stored, ['first from the phone', slow, 'third while it runs', 'echo: third while it runs'], 'the removed message was never stored; the rest in order');
+  assert.deepEqual(await transcript(page), stored);
+  assert.equal(await page.evaluate(() => localStorage.getItem('remote-assistant.outbox')), '[]', 'the outbox is empty');
+  assert.equal(phone.sent.filter((f) => f.type === 'chat').length, 3, 'each sent once');
+  assert.deepEqual(phone.errors, []);
+  observer.close();
+  await phone.context.close();
+});

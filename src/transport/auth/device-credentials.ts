@@ -21,8 +21,9 @@ export class DeviceCredentials {
   /**
    * Spends `secret` for a new device (null when the secret is not live). The page's own `device_id`
    * (its Web Push id) is kept when valid and free, so its push subscription belongs to the device.
+   * `clientKey`: the relayed phone's end-to-end key, unregistered when the device is revoked.
    */
-  async pair(request: { secret: string; deviceId?: string; deviceName?: string; via: DeviceRow['via'] }): Promise<{ device_id: string; device_token: string } | null> {
+  async pair(request: { secret: string; deviceId?: string; deviceName?: string; via: DeviceRow['via']; clientKey?: string }): Promise<{ device_id: string; device_token: string } | null> {
     if (!this.pairings.spend(request.secret)) return null;
     const token = randomBytes(32).toString('base64url');
     const wanted = request.deviceId && DEVICE_ID.test(request.deviceId) ? request.deviceId : undefined;
@@ -31,6 +32,7 @@ export class DeviceCredentials {
       token_hash: tokenHash(token),
       paired_at: new Date(this.now()).toISOString(),
       via: request.via,
+      client_key: request.clientKey ?? null,
     };
     if (!(wanted && (await this.repo.add({ ...row, device_id: wanted })))) {
       const deviceId = randomUUID();

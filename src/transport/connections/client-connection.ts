@@ -33,6 +33,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export interface FramePeer {
   send(text: string): void;
   close(code: number, reason: string): void;
+  /** A relayed client's end-to-end key: a device paired over it is tied to it (revoking the device unregisters the key). */
+  readonly clientKey?: string;
 }
 
 export interface ClientConnection {
@@ -111,7 +113,7 @@ export function openClientConnection(peer: FramePeer, source: string, remoteAddr
   const pairDevice = async (command: CommandOf<'auth'>) => {
     const devices = deps.auth.devices;
     if (!devices || !command.pairing_secret) return null;
-    const paired = await devices.pair({ secret: command.pairing_secret, deviceId: command.device_id, deviceName: command.device_name, via: source === 'relay' ? 'relay' : 'lan' });
+    const paired = await devices.pair({ secret: command.pairing_secret, deviceId: command.device_id, deviceName: command.device_name, via: source === 'relay' ? 'relay' : 'lan', clientKey: peer.clientKey });
     if (!paired) return null;
     log.info('ws.device_paired', { address: remoteAddress, device: paired.device_id });
     return { paired, principal: deps.auth.verify(paired.device_token) };

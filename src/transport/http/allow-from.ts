@@ -47,12 +47,23 @@ export type AddressFilter = (remoteAddress: string | undefined) => boolean;
 
 /** `allow_from` (service-spec 5.6): only addresses matching a pattern may connect. */
 export function compileAllowFrom(patterns: readonly string[]): AddressFilter {
+  // Each open socket's address is re-checked before every event it is sent: the verdicts are kept (a
+  // new config compiles a new filter), a bounded number so a flood of addresses cannot grow them.
+  const verdicts = new Map<string, boolean>();
   return (remoteAddress) => {
     if (!remoteAddress) return false;
-    const address = normalizeAddress(remoteAddress);
-    return patterns.some((pattern) => matchesPattern(pattern, address));
+    let allowed = verdicts.get(remoteAddress);
+    if (allowed === undefined) {
+      const address = normalizeAddress(remoteAddress);
+      allowed = patterns.some((pattern) => matchesPattern(pattern, address));
+      if (verdicts.size >= MAX_KEPT_VERDICTS) verdicts.clear();
+      verdicts.set(remoteAddress, allowed);
+    }
+    return allowed;
   };
 }
+
+const MAX_KEPT_VERDICTS = 1024;
 
 function isLoopbackPattern(pattern: string): boolean {
   return pattern === 'localhost' || pattern === '::1' || /^127\.[\d*]+\.[\d*]+\.[\d*]+$/.test(pattern);

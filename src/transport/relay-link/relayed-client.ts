@@ -92,6 +92,7 @@ export class RelayedClient {
         {
           send: (plain) => this.deps.toRelay({ t: 'data', c: this.cid, d: channel.seal(plain) }),
           close: (code, reason) => this.close(code, reason),
+          clientKey: hello.clientKey,
         },
         'relay',
         `relay:${this.deps.via}`,

@@ -10,6 +10,7 @@ import { backoffMs, retryWindowMs, type OutboxTimings } from './outbox';
 import { webhookSource } from './trust';
 import { turnFailureOf, type TurnFailure } from '../../agent/turn-failure';
 import { budgetRefusal, type BudgetRefusal } from './budget';
+import { previewOf } from '../../agent/preview';
 
 export interface InboxDeps {
   store: Store;
@@ -190,6 +191,8 @@ export class WebhookInbox {
         source,
         model: account?.model,
         signal: run.signal,
+        // Listed behind a running turn like a chat, under the message_id its 202 gave the sender.
+        waitingAs: { client_message_id: row.message_id, preview: previewOf(store.webhooks.inboxContent(row.message_id) ?? '') },
         storeReply: async (reply) => {
           const body: WebhookOutgoingBody = { message: reply.content, conversation_id: reply.conversation_id };
           const delivery = this.newDelivery(row, body);
@@ -199,6 +202,12 @@ export class WebhookInbox {
         },
         // Cancellable by conversation once its turn runs (the message stored), not while queued behind another.
       }, (event) => event.event === 'message' && event.message.role === 'user' && run.attach(row.conversation_id));
+      if (result.removed) {
+        // Taken out of the queue before its turn began: it ends for good, the sender is told, no turn ended.
+        const why = 'removed by the user before it was answered';
+        await this.sendError(row, { detail: why, forSender: why }, log);
+        return;
+      }
       if (result.cancelled && this.stopped) {
         log.info('webhook.answer_interrupted', { note: 'still pending; answered after restart' });
         return;

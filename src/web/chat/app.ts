@@ -47,7 +47,7 @@ interface LiveTurn {
   nodes: HTMLElement[];
 }
 
-/** The outbox message being sent now. */
+/** An outbox message sent and not yet answered. */
 interface InFlight {
   item: OutboxItem;
   requestId: string;
@@ -79,8 +79,8 @@ export class ChatApp {
   private readonly undo: UndoView;
   /** The bubbles of outbox messages on screen ("waiting to send"), by client_message_id. */
   private readonly pendingBubbles = new Map<string, HTMLElement>();
-  private inFlight: InFlight | undefined;
-  private flushing = false;
+  /** Outbox messages sent and not yet answered, in the order sent. */
+  private readonly inFlight: InFlight[] = [];
   /** The last `seq` seen per followed conversation: after a reconnect, follow again from there. */
   private readonly lastSeq = new Map<string, number>();
   /** Ids of the stored messages on screen: a replayed chat.message is drawn once. */
@@ -263,10 +263,12 @@ export class ChatApp {
       this.lastSeq.set(conversationId, event.seq);
     }
     // Our new chat's first event names its conversation (before it, we follow no other conversation).
-    const sending = this.inFlight;
-    if (sending && !sending.item.conversation_id && isOurs(event, sending)) {
+    const sending = this.inFlight.find((s) => !s.item.conversation_id && isOurs(event, s));
+    if (sending) {
       sending.item.conversation_id = conversationId;
       if (sending.item.draft) this.outbox.conversationMade(sending.item.draft, conversationId);
+      // The new chat's next messages may go now, to the conversation it made.
+      this.flush();
       if (!this.current && sending.item.draft === this.draft) {
         this.setCurrent(conversationId);
         // Its row (running) may have come before this event named the conversation.
@@ -395,26 +397,25 @@ export class ChatApp {
     this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
     // Stop at once; the conversation's row then says whether it runs (conversation.updated).
     if (this.connected) this.composer.setRunning(true);
-    void this.flush();
+    this.flush();
   }
 
-  /** Sends the outbox in order, one at a time (a new chat's next message needs its conversation's id). */
-  private async flush(): Promise<void> {
-    if (this.flushing) return;
-    this.flushing = true;
-    try {
-      for (let item = this.outbox.all[0]; item && this.connected; item = this.outbox.all[0]) {
-        if (!(await this.sendItem(item))) break;
-      }
-    } finally {
-      this.flushing = false;
-    }
+  /**
+   * Sends, in order, every outbox message not on its way yet, without waiting for earlier answers: the
+   * service queues a conversation's messages behind its running turn, where every client sees them and
+   * may remove one. Only a new chat's next messages wait, until its first one names the conversation.
+   * Offline nothing is sent; the outbox is sent again (same ids, answered once) when the connection returns.
+   */
+  private flush(): void {
+    if (!this.connected) return;
+    const onItsWay = (id: string) => this.inFlight.some((s) => s.item.client_message_id === id);
+    for (const item of this.outbox.ready(onItsWay)) void this.sendItem(item).then(() => this.flush());
   }
 
   /** True when the service answered (the message is out of the outbox), false when the connection dropped. */
   private async sendItem(item: OutboxItem): Promise<boolean> {
     const sending: InFlight = { item, requestId: this.connection.newId() };
-    this.inFlight = sending;
+    this.inFlight.push(sending);
     this.outbox.markAttempted(item);
     const frame = { type: 'chat', id: sending.requestId, message: item.text, stream: true, client_message_id: item.client_message_id, ...(item.context ? { context: item.context } : {}), ...(item.conversation_id ? { conversation_id: item.conversation_id } : {}) } as const;
     let answer: EnvelopeOf<'chat'> | undefined;
@@ -423,12 +424,14 @@ export class ChatApp {
     } catch {
       return false; // Kept: sent again with the same client_message_id once reconnected, answered once.
     } finally {
-      this.inFlight = undefined;
+      this.inFlight.splice(this.inFlight.indexOf(sending), 1);
     }
     this.outbox.remove(item.client_message_id);
     const bubble = this.pendingBubbles.get(item.client_message_id);
     this.pendingBubbles.delete(item.client_message_id);
-    if (bubble) markSent(bubble);
+    // Cancelled before any client saw it stored: taken out of the queue (remove_queued), never stored.
+    if (bubble && answer.status === 'ok' && answer.data.cancelled) bubble.remove();
+    else if (bubble) markSent(bubble);
     const onScreen = (item.conversation_id ?? (answer.status === 'ok' ? answer.data.conversation_id : undefined)) === this.current || (!this.current && item.draft === this.draft);
     if (answer.status === 'ok') {
       const conversationId = answer.data.conversation_id;
@@ -465,10 +468,10 @@ export class ChatApp {
     }
   }
 
-  /** The bubble of the outbox message a stored user message is: the one in flight, else the first with its text. */
+  /** The bubble of the outbox message a stored user message is: the first in flight with its text, else the first on screen. */
   private claimPendingBubble(text: string): HTMLElement | undefined {
-    const sending = this.inFlight;
-    const id = sending && sending.item.text === text ? sending.item.client_message_id : [...this.pendingBubbles.entries()].find(([, b]) => b.dataset.text === text)?.[0];
+    const sending = this.inFlight.find((s) => s.item.text === text);
+    const id = sending ? sending.item.client_message_id : [...this.pendingBubbles.entries()].find(([, b]) => b.dataset.text === text)?.[0];
     const bubble = id ? this.pendingBubbles.get(id) : undefined;
     if (!bubble || !id) return undefined;
     this.pendingBubbles.delete(id);

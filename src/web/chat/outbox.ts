@@ -1,6 +1,6 @@
 /**
  * Messages typed but not yet answered by the service: kept (localStorage on the phone) so nothing typed
- * is lost to a dropped connection or a reload, and sent in order when the connection is back. Each has
+ * is lost to a dropped connection or a reload, and sent in order as soon as connected. Each has
  * its `client_message_id`, so a resend after a lost answer is answered once by the service
  * (docs/protocol.md, "Resending a chat").
  */
@@ -40,6 +40,22 @@ export class Outbox {
   add(item: OutboxItem): void {
     this.items.push(item);
     this.save();
+  }
+
+  /**
+   * The messages to send now, in order: each one not on its way yet (`onItsWay`), without waiting for
+   * earlier answers (the service queues them), except a new chat's next messages, which wait until its
+   * first one has named the conversation.
+   */
+  ready(onItsWay: (clientMessageId: string) => boolean): OutboxItem[] {
+    const unnamedDrafts = new Set<string>();
+    return this.items.filter((item) => {
+      if (!item.conversation_id && item.draft) {
+        if (unnamedDrafts.has(item.draft)) return false;
+        unnamedDrafts.add(item.draft);
+      }
+      return !onItsWay(item.client_message_id);
+    });
   }
 
   markAttempted(item: OutboxItem): void {

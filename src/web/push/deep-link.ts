@@ -26,6 +26,19 @@ export interface LinkTarget {
 
 const ID = /^[\w.:-]{1,200}$/;
 
+/**
+ * A tapped notification's link, posted by our own worker to the page already open (same origin: a tap,
+ * no proof needed, so it is followed as trusted). The page picks which machine's links follow it.
+ */
+export function onWorkerLink(listener: (link: DeepLink) => void): void {
+  navigator.serviceWorker?.addEventListener('message', (event) => {
+    if (event.origin && event.origin !== location.origin) return;
+    if (!isOpenMessage(event.data)) return;
+    const link = readDeepLink(event.data.url);
+    if (link) listener(link);
+  });
+}
+
 /** The link in a page URL; undefined when it names nothing (or something that is not an id). */
 export function readDeepLink(href: string): DeepLink | undefined {
   let query: URLSearchParams;
@@ -61,13 +74,6 @@ export class DeepLinks {
     root.appendChild(this.notice);
     connection.onState((state) => {
       if (state.state === 'open') void this.act();
-    });
-    navigator.serviceWorker?.addEventListener('message', (event) => {
-      if (event.origin && event.origin !== location.origin) return;
-      if (!isOpenMessage(event.data)) return;
-      const link = readDeepLink(event.data.url);
-      // From our own worker (same origin): a tap, no proof needed.
-      if (link) this.follow(link, true);
     });
   }
 

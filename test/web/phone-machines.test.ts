@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
@@ -120,6 +121,9 @@ test('pairing a second machine adds it beside the first; switching shows each ma
 
   await openPanel();
   await machineRow(a).locator('.machine-state', { hasText: 'online' }).waitFor();
+  // Named by their links (both services run on this host: the page tells them apart).
+  assert.equal(await machineRow(a).locator('.machine-name').innerText(), hostname());
+  assert.equal(await machineRow(b).locator('.machine-name').innerText(), `${hostname()} (2)`);
   await machineRow(a).locator('.machine-select').click();
   await view(a).waitFor({ state: 'visible' });
   assert.ok(await view(b).isHidden());
@@ -127,6 +131,8 @@ test('pairing a second machine adds it beside the first; switching shows each ma
   titles = await conversationTitles();
   assert.match(titles, /Topic on machine A/);
   assert.doesNotMatch(titles, /Topic on machine B/);
+  assert.equal(await page.locator(`${SHOWN} .machine-switch-name`).innerText(), hostname());
+  await page.screenshot({ path: join(SCREENSHOTS, 'machines-header.png') });
 });
 
 test("a prompt waiting on B while A is shown: the switcher says B '1 waiting', the combined list has it, and Allow there runs B's tool", async () => {

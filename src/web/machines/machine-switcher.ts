@@ -74,7 +74,7 @@ export class MachineSwitcher {
     });
     const rename = h('button', { type: 'button', class: 'icon-button machine-rename', 'aria-label': `Rename ${entry.machine.name}` }, '✎');
     rename.addEventListener('click', () => this.actions.rename(id));
-    const remove = h('button', { type: 'button', class: 'icon-button machine-remove', 'aria-label': `Remove ${entry.machine.name}` }, '🗑');
+    const remove = h('button', { type: 'button', class: 'icon-button machine-remove', 'aria-label': `Remove ${entry.machine.name}` }, '✕');
     remove.addEventListener('click', () => this.actions.remove(id));
     return h('li', { class: 'machine', 'data-machine-id': id, 'data-state': state }, h('span', { class: 'dot', 'aria-hidden': 'true' }), select, rename, remove);
   }

@@ -44,6 +44,8 @@ let page: Page;
 let a: Machine;
 let b: Machine;
 const pageErrors: string[] = [];
+/** B's conversation whose prompt the combined list answered. */
+let bConversation: string;
 
 async function startMachine(mode: 'allow' | 'ask', title: string): Promise<Machine> {
   const workspace = await tempDir('ra-machine-');
@@ -153,6 +155,7 @@ test("a prompt waiting on B while A is shown: the switcher says B '1 waiting', t
   const reply = await chat;
   assert.equal(reply.status, 'ok');
   assert.equal((reply.data as { response: string }).response, 'Listed on B.');
+  bConversation = (reply.data as { conversation_id: string }).conversation_id;
   const tools = (await b.lan.request({ type: 'get_messages', conversation_id: (reply.data as { conversation_id: string }).conversation_id, include_tools: true })).data as { messages: { role: string; content: string }[] };
   assert.ok(tools.messages.some((m) => m.role === 'tool' && !/denied/i.test(m.content)), "B's tool ran");
   await item.waitFor({ state: 'detached' });
@@ -177,6 +180,17 @@ test("B's run finished while A was shown: it is in the combined list, and tappin
   await closePanel();
 });
 
+test("a notification's link to B's conversation, opened while A is shown, opens it on B", async () => {
+  await openPanel();
+  await machineRow(a).locator('.machine-select').click();
+  await view(a).waitFor({ state: 'visible' });
+  await page.goto(`${new URL(page.url()).origin}/?conversation=${encodeURIComponent(bConversation)}`);
+  await view(b).waitFor({ state: 'visible' });
+  await view(b).locator('.message.assistant', { hasText: 'Listed on B.' }).waitFor();
+  assert.ok(await view(a).isHidden());
+  assert.equal(new URL(page.url()).search, '', 'the link leaves the address bar');
+});
+
 test('B stops: the switcher shows it offline while A keeps working', async () => {
   await b.svc.stop();
   await openPanel();
@@ -192,5 +206,19 @@ test('B stops: the switcher shows it offline while A keeps working', async () =>
   await input.fill('Are you there, A?');
   await input.press('Enter');
   await view(a).locator('.message.assistant', { hasText: 'A still answers.' }).waitFor();
+  assert.deepEqual(pageErrors, []);
+});
+
+test("removing a machine revokes this phone's credential there and forgets it; the other machine stays", async () => {
+  const devices = async () => ((await a.lan.request({ type: 'list_devices' })).data as { devices: { device_id: string }[] }).devices;
+  assert.equal((await devices()).length, 1, 'the phone is a device of A');
+  await openPanel();
+  await machineRow(a).locator('.machine-remove').click();
+  await waitFor(async () => (await devices()).length === 0, "the phone's device on A revoked", WAIT);
+  await machineRow(a).waitFor({ state: 'detached' });
+  await view(b).waitFor({ state: 'visible' });
+  const stored = await page.evaluate(() => ({ list: JSON.parse(localStorage.getItem('remote-assistant.machines') ?? 'null') as { machines: { id: string }[] }, keys: Object.keys(localStorage) }));
+  assert.deepEqual(stored.list.machines.map((m) => m.id), [b.id]);
+  assert.ok(!stored.keys.some((key) => key.includes(a.id)), "nothing of A's is kept");
   assert.deepEqual(pageErrors, []);
 });

@@ -26,7 +26,8 @@ const CONVERSATION_KEY = 'remote-assistant.conversation';
 const LINK_RESOLVE_MS = 15_000;
 const root = document.getElementById('app') ?? document.body.appendChild(document.createElement('div'));
 
-const pushWorker = registerPushWorker();
+// The page's own worker (its folder's scope); each machine registers one more for its own pushes.
+void registerPushWorker();
 const store = new MachineStore();
 
 interface MachineView extends MachineEntry {
@@ -36,6 +37,8 @@ interface MachineView extends MachineEntry {
   slot: HTMLElement;
   links: DeepLinks;
   notifications: NotificationSettings;
+  /** This machine's own push worker registration (its own subscription, for its own VAPID key). */
+  worker: Promise<ServiceWorkerRegistration | undefined>;
 }
 
 const views = new Map<string, MachineView>();
@@ -67,7 +70,8 @@ function viewOf(machine: Machine): MachineView {
   const connection = connectMachine(machine, store);
   const status = new MachineStatus(connection, storage);
   status.onChange(render);
-  const notifications = new NotificationSettings(connection, pushWorker);
+  const worker = registerPushWorker(machine.slot);
+  const notifications = new NotificationSettings(connection, worker, storage);
   reportVisibility(connection, deviceId());
   const element = h('div', { class: 'machine-view', 'data-machine-id': machine.id, hidden: true });
   root.insertBefore(element, switcher.panel);
@@ -96,7 +100,7 @@ function viewOf(machine: Machine): MachineView {
       },
     },
   });
-  const view: MachineView = { machine, status, connection, element, slot, links: new DeepLinks(connection, app, element), notifications };
+  const view: MachineView = { machine, status, connection, element, slot, links: new DeepLinks(connection, app, element), notifications, worker };
   views.set(machine.id, view);
   return view;
 }
@@ -138,8 +142,9 @@ async function remove(id: string): Promise<void> {
     // Our own credential: the service closes this socket (4401) right after, so the answer may never come.
     await view.connection.request({ type: 'revoke_device', device_id: machine.pairing.device ?? deviceId() }).catch(() => undefined);
   }
-  // The browser's push subscription serves every machine: only the last one turns it off.
-  if (store.all.length === 1) view.notifications.forget();
+  // Its own push subscription and worker go with it; the other machines' are separate.
+  view.notifications.forget();
+  void view.worker.then((registration) => registration?.unregister()).catch(() => undefined);
   drop(id);
   store.remove(id);
   const next = store.current;
@@ -156,13 +161,14 @@ function drop(id: string): void {
 }
 
 /**
- * Follows a notification's link on the machine it belongs to: the one named, else the one whose
- * conversations or prompts hold it (a link names no machine; ids are unique), else after a while the
- * one on screen.
+ * Follows a notification's link on the machine it belongs to: the one its worker named (`machine=`),
+ * else the one whose conversations or prompts hold it (ids are unique), else after a while the one on
+ * screen.
  */
 function follow(link: DeepLink, trusted: boolean, machineId?: string): void {
   const only = views.size === 1 ? [...views.values()][0] : undefined;
-  const target = machineId ? views.get(machineId) : (only ?? [...views.values()].find((view) => view.status.knows(link)));
+  const named = link.machine ? views.get(store.bySlot(link.machine)?.id ?? '') : undefined;
+  const target = machineId ? views.get(machineId) : (named ?? only ?? [...views.values()].find((view) => view.status.knows(link)));
   if (target) {
     show(target.machine.id);
     target.links.follow(link, trusted);

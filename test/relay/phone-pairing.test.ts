@@ -65,6 +65,8 @@ test('a second machine is added beside the first; pairing the same machine again
   assert.equal(again.all.length, 2, 're-pairing does not add a machine');
   assert.equal(again.find(a.id)?.pairing.pair, 'again');
   assert.equal(again.find(a.id)?.name, 'desk', 'and keeps its name');
+  assert.equal(again.find(a.id)?.slot, a.slot, 'and its slot (its push worker)');
+  assert.notEqual(a.slot, b.slot);
   assert.equal(nameOfFragment(relayFragment({ relay: 'x', name: ' laptop ' })), 'laptop');
 });
 

@@ -71,6 +71,7 @@ before(async () => {
   b = await startMachine('ask', 'Topic on machine B');
   browser = await launchChromium();
   const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, reducedMotion: 'reduce' });
+  await context.grantPermissions(['notifications'], { origin: relay.httpUrl });
   page = await context.newPage();
   page.setDefaultTimeout(WAIT);
   page.on('pageerror', (error) => pageErrors.push(String(error)));
@@ -189,6 +190,46 @@ test("a notification's link to B's conversation, opened while A is shown, opens 
   await view(b).locator('.message.assistant', { hasText: 'Listed on B.' }).waitFor();
   assert.ok(await view(a).isHidden());
   assert.equal(new URL(page.url()).search, '', 'the link leaves the address bar');
+});
+
+test("each machine has its own push worker; a tap on B's notification while A is shown opens the conversation on B (the link names B)", async () => {
+  await openPanel();
+  await machineRow(a).locator('.machine-select').click();
+  await view(a).waitFor({ state: 'visible' });
+  const slots = await page.evaluate(() => (JSON.parse(localStorage.getItem('remote-assistant.machines') ?? 'null') as { machines: { id: string; slot: string }[] }).machines);
+  const slotOf = (m: Machine) => slots.find((entry) => entry.id === m.id)!.slot;
+  const origin = new URL(page.url()).origin;
+  const scopes = await waitFor(async () => {
+    const found = await page.evaluate(async () => (await navigator.serviceWorker.getRegistrations()).map((r) => r.scope));
+    return found.length >= 3 ? found : undefined;
+  }, 'the machines\' workers registered', WAIT);
+  for (const m of [a, b]) assert.ok(scopes.includes(`${origin}/machine/${slotOf(m)}/`), `a registration of its own for ${m.id}`);
+
+  const worker = await waitFor(async () => {
+    for (const candidate of page.context().serviceWorkers()) {
+      if ((await candidate.evaluate(() => (self as unknown as { registration: ServiceWorkerRegistration }).registration.scope)) === `${origin}/machine/${slotOf(b)}/`) return candidate;
+    }
+    return undefined;
+  }, "B's worker running", WAIT);
+  await page.evaluate(() => {
+    const seen: string[] = ((window as unknown as { opened: string[] }).opened = []);
+    navigator.serviceWorker.addEventListener('message', (event) => seen.push((event.data as { url: string }).url));
+  });
+  // B's service pushed a finished run; the user taps it (as phone-push.test.ts does: synthetic events).
+  await worker.evaluate(async (conversationId) => {
+    const scope = self as unknown as EventTarget & { registration: ServiceWorkerRegistration; NotificationEvent: new (type: string, init: { notification: Notification; action: string }) => Event };
+    await scope.registration.showNotification('Finished on B', { tag: `run:${conversationId}`, data: { url: `./?conversation=${conversationId}`, conversation_id: conversationId } });
+    const [notification] = await scope.registration.getNotifications({ tag: `run:${conversationId}` });
+    const event = new scope.NotificationEvent('notificationclick', { notification, action: '' });
+    let pending: Promise<unknown> | undefined;
+    (event as unknown as { waitUntil: (p: Promise<unknown>) => void }).waitUntil = (p) => void (pending = p);
+    scope.dispatchEvent(event);
+    await pending;
+  }, bConversation);
+  const opened = await waitFor(() => page.evaluate(() => (window as unknown as { opened: string[] }).opened[0]), 'the tap reached the page', WAIT);
+  assert.equal(new URL(opened).searchParams.get('machine'), slotOf(b), 'the link names the machine');
+  await view(b).waitFor({ state: 'visible' });
+  await view(b).locator('.message.assistant', { hasText: 'Listed on B.' }).waitFor();
 });
 
 test('B stops: the switcher shows it offline while A keeps working', async () => {

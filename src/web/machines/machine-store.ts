@@ -10,6 +10,8 @@ import { readPairing, type Pairing } from '../pairing';
 
 export interface Machine {
   id: string;
+  /** A short random name for the machine in URLs (its push worker's scope, a notification's `machine=`). */
+  slot: string;
   name: string;
   pairing: Pairing;
 }
@@ -64,11 +66,15 @@ export class MachineStore {
     return this.state.machines.find((m) => m.id === id);
   }
 
+  bySlot(slot: string): Machine | undefined {
+    return this.state.machines.find((m) => m.slot === slot);
+  }
+
   /** A pairing link was opened: the machine is added (or, already known, its pairing renewed) and shown. */
   add(pairing: Pairing, name?: string): Machine {
     const id = machineIdOf(pairing);
     const known = this.find(id);
-    const machine: Machine = { id, name: known?.name ?? this.uniqueName(name ?? defaultName(pairing)), pairing };
+    const machine: Machine = { id, slot: known?.slot ?? newSlot(), name: known?.name ?? this.uniqueName(name ?? defaultName(pairing)), pairing };
     this.state.machines = known ? this.state.machines.map((m) => (m.id === id ? machine : m)) : [...this.state.machines, machine];
     this.state.current = id;
     this.save();
@@ -130,7 +136,8 @@ export class MachineStore {
     if (stored && Array.isArray(stored.machines)) {
       const machines = stored.machines.flatMap((m): Machine[] => {
         const pairing = readPairing(m?.pairing);
-        return pairing && typeof m.name === 'string' ? [{ id: machineIdOf(pairing), name: m.name, pairing }] : [];
+        const slot = typeof m.slot === 'string' && SLOT.test(m.slot) ? m.slot : newSlot();
+        return pairing && typeof m.name === 'string' ? [{ id: machineIdOf(pairing), slot, name: m.name, pairing }] : [];
       });
       return { machines, current: typeof stored.current === 'string' ? stored.current : undefined };
     }
@@ -141,7 +148,7 @@ export class MachineStore {
   private migrate(): Stored {
     const legacy = readPairing(safely(() => JSON.parse(this.storage.getItem(LEGACY_PAIRING_KEY) ?? 'null') as unknown, null));
     if (!legacy) return { machines: [] };
-    const machine: Machine = { id: machineIdOf(legacy), name: defaultName(legacy), pairing: legacy };
+    const machine: Machine = { id: machineIdOf(legacy), slot: newSlot(), name: defaultName(legacy), pairing: legacy };
     this.state = { machines: [machine], current: machine.id };
     const own = this.storageOf(machine.id);
     for (const key of LEGACY_MACHINE_KEYS) {
@@ -165,6 +172,8 @@ export class MachineStore {
 }
 
 const prefixOf = (id: string) => `remote-assistant.machine/${id}/`;
+const SLOT = /^[0-9a-f]{16}$/;
+const newSlot = () => Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, '0')).join('');
 
 function safely<T>(fn: () => T, fallback: T): T {
   try {

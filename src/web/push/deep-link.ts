@@ -12,6 +12,8 @@ import { isOpenMessage } from './open-message';
 import { redeemTap } from './tap-tokens';
 
 export interface DeepLink {
+  /** Which paired machine (its slot, machines/machine-store.ts): set by that machine's worker. */
+  machine?: string;
   conversation?: string;
   request?: string;
   answer?: 'allow' | 'deny';
@@ -53,6 +55,7 @@ export function readDeepLink(href: string): DeepLink | undefined {
   };
   const answer = query.get('answer');
   const link: DeepLink = {
+    machine: id('machine'),
     conversation: id('conversation'),
     request: id('request'),
     answer: answer === 'allow' || answer === 'deny' ? answer : undefined,

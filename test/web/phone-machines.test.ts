@@ -250,6 +250,16 @@ test('B stops: the switcher shows it offline while A keeps working', async () =>
   assert.deepEqual(pageErrors, []);
 });
 
+test('after a reload both machines come back: the one on screen stays on screen with its conversation, B (stopped) is offline', async () => {
+  await page.reload();
+  await view(a).locator('.connection[data-state="open"]').waitFor();
+  assert.ok(await view(a).isVisible());
+  await view(a).locator('.message.assistant', { hasText: 'A still answers.' }).waitFor();
+  await openPanel();
+  await machineRow(b).locator('.machine-state', { hasText: 'offline' }).waitFor();
+  await closePanel();
+});
+
 test("removing a machine revokes this phone's credential there and forgets it; the other machine stays", async () => {
   const devices = async () => ((await a.lan.request({ type: 'list_devices' })).data as { devices: { device_id: string }[] }).devices;
   assert.equal((await devices()).length, 1, 'the phone is a device of A');

@@ -189,10 +189,10 @@ async function answer(machineId: string, requestId: string, decision: 'allow' | 
   const view = views.get(machineId);
   if (!view) return 'That computer is no longer paired.';
   try {
-    const answer = await view.connection.request({ type: 'permission_response', request_id: requestId, decision });
-    if (answer.status !== 'ok') return answer.code === 'not_found' ? 'That request is no longer waiting.' : answer.error;
-    const done = answer.data.decision === 'deny' ? 'Denied' : 'Allowed';
-    return answer.data.already_decided ? `Already ${done.toLowerCase()}${answer.data.decided_by ? ` from ${answer.data.decided_by}` : ''}.` : `${done} on ${view.machine.name}.`;
+    const reply = await view.connection.request({ type: 'permission_response', request_id: requestId, decision });
+    if (reply.status !== 'ok') return reply.code === 'not_found' ? 'That request is no longer waiting.' : reply.error;
+    const done = reply.data.decision === 'deny' ? 'Denied' : 'Allowed';
+    return reply.data.already_decided ? `Already ${done.toLowerCase()}${reply.data.decided_by ? ` from ${reply.data.decided_by}` : ''}.` : `${done} on ${view.machine.name}.`;
   } catch {
     return `${view.machine.name} is not connected.`;
   }

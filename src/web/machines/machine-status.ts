@@ -45,10 +45,11 @@ export class MachineStatus {
   }
 
   get state(): MachineState {
-    const state = this.connection.state.state;
+    const { state, detail } = this.connection.state;
     if (state === 'open') return 'online';
-    // A first attempt still under way is not yet "offline"; a failed one, a refused one or a machine away is.
-    return state === 'connecting' && !this.connection.state.detail ? 'connecting' : 'offline';
+    // An attempt under way (reaching the machine through the relay, securing the tunnel) is not yet
+    // "offline"; a retry after a failure, a refusal or a machine away is.
+    return state === 'connecting' && detail !== 'reconnecting' ? 'connecting' : 'offline';
   }
 
   /** Conversations with a turn going (running or waiting for a prompt). */

@@ -181,6 +181,29 @@ test("B's run finished while A was shown: it is in the combined list, and tappin
   await closePanel();
 });
 
+test("tapping a prompt of B in the combined list while A is shown opens B's conversation with its prompt card", async () => {
+  await openPanel();
+  await machineRow(a).locator('.machine-select').click();
+  await view(a).waitFor({ state: 'visible' });
+  b.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'Not listed.', chunks: 1 });
+  const chat = b.lan.request({ type: 'chat', message: 'List again on B' }, WAIT * 2);
+  await openPanel();
+  const item = page.locator(`.needs-you-item[data-kind="prompt"][data-machine-id="${b.id}"]`);
+  await item.waitFor();
+  const requestId = await item.getAttribute('data-request-id');
+  await item.locator('.needs-you-open').click();
+  await view(b).waitFor({ state: 'visible' });
+  const card = view(b).locator(`.permission-card[data-request-id="${requestId}"]`);
+  await card.waitFor({ state: 'visible' });
+  await view(b).locator('.title', { hasText: 'List again on B' }).waitFor();
+  await page.screenshot({ path: join(SCREENSHOTS, 'machines-prompt-opened-on-b.png') });
+  await card.locator('button[data-decision="deny"]').click();
+  assert.equal(((await chat).data as { response: string }).response, 'Not listed.');
+  await openPanel();
+  await item.waitFor({ state: 'detached' });
+  await closePanel();
+});
+
 test("a notification's link to B's conversation, opened while A is shown, opens it on B", async () => {
   await openPanel();
   await machineRow(a).locator('.machine-select').click();

@@ -1,4 +1,4 @@
-import { networkInterfaces } from 'node:os';
+import { hostname, networkInterfaces } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import QRCode from 'qrcode';
 import * as vscode from 'vscode';
@@ -16,11 +16,12 @@ export function lanAddresses(): string[] {
 
 /**
  * The phone's pairing link on the LAN: the page served by the service, the socket and a one-time pairing
- * secret in the fragment (never sent to a server). Never the access token: the phone spends the secret
- * for its own device credential (docs/protocol.md, "Devices").
+ * secret in the fragment (never sent to a server), and the computer's name for the phone's list of
+ * machines. Never the access token: the phone spends the secret for its own device credential
+ * (docs/protocol.md, "Devices").
  */
 export function lanPairingUrl(host: string, port: number, pairingSecret: string): string {
-  return `http://${host}:${port}/#url=${encodeURIComponent(`ws://${host}:${port}/ws`)}&pair=${encodeURIComponent(pairingSecret)}`;
+  return `http://${host}:${port}/#url=${encodeURIComponent(`ws://${host}:${port}/ws`)}&pair=${encodeURIComponent(pairingSecret)}&name=${encodeURIComponent(hostname())}`;
 }
 
 /** A one-time LAN pairing secret from the service (`create_lan_pairing`), or undefined when it cannot be had. Never throws. */

@@ -1,82 +1,201 @@
 /**
- * The phone page: the chat app over a WebSocket to the service. Pairing (URL + token) comes from the
- * page URL's fragment once, then from localStorage. Without a pairing it shows how to pair.
+ * The phone page: the chat app over a WebSocket to each paired machine's service. Pairings (one per
+ * machine, machines/machine-store.ts) come from a pairing link's fragment, which adds the machine beside
+ * the others, then from localStorage. Every machine keeps its own connection, chat (conversation on
+ * screen, outbox, last seen numbers) and status, whichever is on screen; the switcher shows them all
+ * and one list of what needs the user. Without a pairing it shows how to pair.
  */
 import { ChatApp } from './chat/app';
 import { h } from './chat/dom';
-import { loadClientKeyPair } from './client-key';
-import { forgetPairing, loadPairing, markPaired, saveDeviceToken, savePairing, type Pairing } from './pairing';
-import { RelayWire } from './relay-wire';
+import { connectMachine } from './machines/machine-connection';
+import type { MachineEntry } from './machines/machine-entry';
+import { MachineStatus } from './machines/machine-status';
+import { MachineStore, type Machine } from './machines/machine-store';
+import { MachineSwitcher } from './machines/machine-switcher';
+import { nameOfFragment, parseFragment } from './pairing';
 import { DevicesSection } from './devices-section';
-import { DeepLinks, readDeepLink } from './push/deep-link';
-import { deviceId, deviceName } from './push/device';
+import { DeepLinks, onWorkerLink, readDeepLink, type DeepLink } from './push/deep-link';
+import { deviceId } from './push/device';
 import { NotificationSettings } from './push/notification-settings';
 import { reportVisibility } from './push/visibility';
 import { registerPushWorker } from './push/worker-registration';
-import { WebSocketConnection } from './websocket-connection';
+import type { WebSocketConnection } from './websocket-connection';
 
 const CONVERSATION_KEY = 'remote-assistant.conversation';
+/** How long a notification's link waits for a machine to say it knows the conversation. */
+const LINK_RESOLVE_MS = 15_000;
 const root = document.getElementById('app') ?? document.body.appendChild(document.createElement('div'));
 
-const pushWorker = registerPushWorker();
+// The page's own worker (its folder's scope); each machine registers one more for its own pushes.
+void registerPushWorker();
+const store = new MachineStore();
 
-function start(paired: Pairing): void {
-  let pairing = paired;
-  const relay = pairing.relay;
-  let pairingSecret = relay?.pair;
-  const connection = new WebSocketConnection({
-    url: pairing.url,
-    token: pairing.token,
-    // A QR code's one-time secret: spent in the first `auth` for this device's own credential.
-    pairing: () => (pairing.pair ? { pairing_secret: pairing.pair, device_id: deviceId(), device_name: deviceName() } : undefined),
-    onDeviceToken: (token) => {
-      pairing = { url: pairing.url, token, ...(relay ? { relay } : {}) };
-      saveDeviceToken(token);
-    },
-    createWire: relay
-      ? () =>
-          new RelayWire({
-            keyPair: loadClientKeyPair(),
-            machineKey: relay.machineKey,
-            pairingSecret: () => pairingSecret,
-            onPaired: () => {
-              if (pairingSecret === undefined) return;
-              pairingSecret = undefined;
-              markPaired();
-            },
-          })
-      : undefined,
+interface MachineView extends MachineEntry {
+  connection: WebSocketConnection;
+  element: HTMLElement;
+  /** Where the switcher's button sits in this machine's top bar. */
+  slot: HTMLElement;
+  links: DeepLinks;
+  notifications: NotificationSettings;
+  /** This machine's own push worker registration (its own subscription, for its own VAPID key). */
+  worker: Promise<ServiceWorkerRegistration | undefined>;
+}
+
+const views = new Map<string, MachineView>();
+const switcher = new MachineSwitcher({
+  select: (id) => show(id),
+  rename: (id) => {
+    const name = prompt('Name of this computer', store.find(id)?.name ?? '');
+    if (name) store.rename(id, name);
+    render();
+  },
+  remove: (id) => void remove(id),
+  open: (id, link) => follow(link, false, id),
+  answer: (id, requestId, decision) => answer(id, requestId, decision),
+});
+
+function render(): void {
+  const entries = store.all.flatMap((machine) => {
+    const view = views.get(machine.id);
+    return view ? [{ ...view, machine }] : [];
   });
-  const notifications = new NotificationSettings(connection, pushWorker);
-  const forget = h('button', { type: 'button', class: 'button secondary forget-pairing' }, 'Forget this pairing');
-  forget.addEventListener('click', () => {
-    notifications.forget();
-    connection.close();
-    forgetPairing();
-    localStorage.removeItem(CONVERSATION_KEY);
-    showPairingForm();
-  });
+  switcher.render(entries, store.current?.id);
+}
+
+/** The machine's view, made (and connected) once; its chat keeps running while another machine is shown. */
+function viewOf(machine: Machine): MachineView {
+  const existing = views.get(machine.id);
+  if (existing) return existing;
+  const storage = store.storageOf(machine.id);
+  const connection = connectMachine(machine, store);
+  const status = new MachineStatus(connection, storage);
+  status.onChange(render);
+  const worker = registerPushWorker(machine.slot);
+  const notifications = new NotificationSettings(connection, worker, storage);
   reportVisibility(connection, deviceId());
+  const element = h('div', { class: 'machine-view', 'data-machine-id': machine.id, hidden: true });
+  root.insertBefore(element, switcher.panel);
+  const slot = h('span', { class: 'machine-slot' });
+  const removeButton = h('button', { type: 'button', class: 'button secondary forget-pairing' }, 'Remove this computer');
+  removeButton.addEventListener('click', () => void remove(machine.id));
   const app = new ChatApp({
     connection,
-    root,
-    outboxStorage: localStorage,
+    root: element,
+    outboxStorage: storage,
+    headerExtra: slot,
     drawerFooter: h(
       'div',
       { class: 'drawer-footer' },
-      h('div', { class: 'paired-with' }, relay ? `Via relay: ${hostOf(pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(pairing.url)}`),
+      h('div', { class: 'paired-with' }, machine.pairing.relay ? `Via relay: ${hostOf(machine.pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(machine.pairing.url)}`),
       new DevicesSection(connection, deviceId).element,
       notifications.button,
-      forget,
+      removeButton,
     ),
     memory: {
-      load: () => localStorage.getItem(CONVERSATION_KEY) ?? undefined,
-      save: (id) => (id ? localStorage.setItem(CONVERSATION_KEY, id) : localStorage.removeItem(CONVERSATION_KEY)),
+      load: () => storage.getItem(CONVERSATION_KEY) ?? undefined,
+      save: (id) => {
+        if (id) storage.setItem(CONVERSATION_KEY, id);
+        else storage.removeItem(CONVERSATION_KEY);
+        if (store.current?.id === machine.id) status.look(id);
+      },
     },
   });
-  const links = new DeepLinks(connection, app, root);
-  const link = readDeepLink(location.href);
-  if (link) links.follow(link);
+  const view: MachineView = { machine, status, connection, element, slot, links: new DeepLinks(connection, app, element), notifications, worker };
+  views.set(machine.id, view);
+  return view;
+}
+
+/** Puts the machine on screen; the others stay connected behind it. */
+function show(id: string): void {
+  const machine = store.find(id);
+  if (!machine) return;
+  store.setCurrent(id);
+  root.className = '';
+  root.querySelector('.pairing-form')?.remove();
+  const shown = viewOf(machine);
+  for (const view of views.values()) {
+    view.element.hidden = view !== shown;
+    view.status.look(view === shown ? (store.storageOf(view.machine.id).getItem(CONVERSATION_KEY) ?? undefined) : undefined);
+  }
+  shown.slot.append(switcher.button);
+  render();
+}
+
+/** A pairing link opened (at start, or into the open page): its machine is added, or renewed, and shown. */
+function takePairingLink(): boolean {
+  const pairing = parseFragment(location.hash, location);
+  if (!pairing) return false;
+  const machine = store.add(pairing, nameOfFragment(location.hash));
+  history.replaceState(history.state, '', location.pathname + location.search);
+  // Paired again: the old connection used the old credential; start over with the new pairing.
+  if (views.has(machine.id)) drop(machine.id);
+  show(machine.id);
+  return true;
+}
+
+/** Removes a machine from this phone, ending its device credential there when it can be reached. */
+async function remove(id: string): Promise<void> {
+  const view = views.get(id);
+  const machine = store.find(id);
+  if (!view || !machine || !confirm(`Remove “${machine.name}” from this phone? Its pairing ends; pair again with a new QR code.`)) return;
+  if (view.connection.state.state === 'open') {
+    // Our own credential: the service closes this socket (4401) right after, so the answer may never come.
+    await view.connection.request({ type: 'revoke_device', device_id: machine.pairing.device ?? deviceId() }).catch(() => undefined);
+  }
+  // Its own push subscription and worker go with it; the other machines' are separate.
+  view.notifications.forget();
+  void view.worker.then((registration) => registration?.unregister()).catch(() => undefined);
+  drop(id);
+  store.remove(id);
+  const next = store.current;
+  if (next) show(next.id);
+  else showPairingForm();
+}
+
+function drop(id: string): void {
+  const view = views.get(id);
+  if (!view) return;
+  view.connection.close();
+  view.element.remove();
+  views.delete(id);
+}
+
+/**
+ * Follows a notification's link on the machine it belongs to: the one its worker named (`machine=`),
+ * else the one whose conversations or prompts hold it (ids are unique), else after a while the one on
+ * screen.
+ */
+function follow(link: DeepLink, trusted: boolean, machineId?: string): void {
+  const only = views.size === 1 ? [...views.values()][0] : undefined;
+  const named = link.machine ? views.get(store.bySlot(link.machine)?.id ?? '') : undefined;
+  const target = machineId ? views.get(machineId) : (named ?? only ?? [...views.values()].find((view) => view.status.knows(link)));
+  if (target) {
+    show(target.machine.id);
+    target.links.follow(link, trusted);
+    return;
+  }
+  const unsubscribe = [...views.values()].map((view) => view.status.onChange(() => retry()));
+  const timer = setTimeout(() => retry(true), LINK_RESOLVE_MS);
+  const retry = (giveUp = false) => {
+    const found = [...views.values()].find((view) => view.status.knows(link)) ?? (giveUp ? views.get(store.current?.id ?? '') : undefined);
+    if (!found) return;
+    clearTimeout(timer);
+    for (const stop of unsubscribe) stop();
+    follow(link, trusted, found.machine.id);
+  };
+}
+
+async function answer(machineId: string, requestId: string, decision: 'allow' | 'deny'): Promise<string> {
+  const view = views.get(machineId);
+  if (!view) return 'That computer is no longer paired.';
+  try {
+    const reply = await view.connection.request({ type: 'permission_response', request_id: requestId, decision });
+    if (reply.status !== 'ok') return reply.code === 'not_found' ? 'That request is no longer waiting.' : reply.error;
+    const done = reply.data.decision === 'deny' ? 'Denied' : 'Allowed';
+    return reply.data.already_decided ? `Already ${done.toLowerCase()}${reply.data.decided_by ? ` from ${reply.data.decided_by}` : ''}.` : `${done} on ${view.machine.name}.`;
+  } catch {
+    return `${view.machine.name} is not connected.`;
+  }
 }
 
 /** Manual pairing, for when the QR code's link cannot be opened directly. */
@@ -100,11 +219,10 @@ function showPairingForm(): void {
     const pairing = { url: url.value.trim(), token: token.value.trim() };
     token.value = '';
     if (!/^wss?:\/\//i.test(pairing.url) || !pairing.token) return;
-    savePairing(pairing);
-    root.className = '';
-    start(pairing);
+    form.remove();
+    show(store.add(pairing).id);
   });
-  root.replaceChildren(form);
+  root.append(form);
 }
 
 function hostOf(url: string): string {
@@ -115,6 +233,15 @@ function hostOf(url: string): string {
   }
 }
 
-const pairing = loadPairing();
-if (pairing) start(pairing);
-else showPairingForm();
+root.replaceChildren(switcher.panel);
+for (const machine of store.all) viewOf(machine);
+if (!takePairingLink()) {
+  const current = store.current;
+  if (current) show(current.id);
+  else showPairingForm();
+}
+// Another machine's QR code opened while the page is open (only the fragment changes: no reload).
+window.addEventListener('hashchange', () => takePairingLink());
+onWorkerLink((link) => follow(link, true));
+const link = readDeepLink(location.href);
+if (link) follow(link, false);

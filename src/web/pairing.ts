@@ -1,10 +1,10 @@
 /**
- * The phone's pairing (service WebSocket URL + this device's credential). It arrives in the page URL's
- * fragment (`#url=...&pair=...` on the LAN, `#relay=...&machine_key=...&pair=...` through the relay,
- * docs/relay.md §Pairing; `token=` still works for a token typed or given by hand), which browsers
- * never send to a server, is kept in localStorage, and the fragment is removed from the address bar at
- * once. The one-time `pair` secret is spent in the first `auth` for the device's own token, which
- * replaces it (docs/protocol.md, "Devices").
+ * A phone's pairing with one machine (service WebSocket URL + this device's credential). It arrives in
+ * the page URL's fragment (`#url=...&pair=...` on the LAN, `#relay=...&machine_key=...&pair=...` through
+ * the relay, docs/relay.md §Pairing; `token=` still works for a token typed or given by hand), which
+ * browsers never send to a server. The phone keeps one pairing per machine (machines/machine-store.ts).
+ * The one-time `pair` secret is spent in the first `auth` for the device's own token, which replaces it
+ * (docs/protocol.md, "Devices").
  */
 import { bytesOfLength } from '../tunnel/base64url';
 
@@ -17,24 +17,13 @@ export interface Pairing {
   pair?: string;
   /** Through the relay: the machine's public key, and the one-time pairing secret until it is spent. */
   relay?: RelayPairing;
+  /** This phone's `device_id` on that machine (to revoke its own credential when the machine is removed). */
+  device?: string;
 }
 
 export interface RelayPairing {
   machineKey: string;
   pair?: string;
-}
-
-const STORAGE_KEY = 'remote-assistant.pairing';
-
-/** The pairing from the fragment (remembered, fragment cleared), else the remembered one. */
-export function loadPairing(location: Location = window.location, storage: Storage = window.localStorage, history: History = window.history): Pairing | undefined {
-  const fromFragment = parseFragment(location.hash, location);
-  if (fromFragment) {
-    savePairing(fromFragment, storage);
-    history.replaceState(history.state, '', location.pathname + location.search);
-    return fromFragment;
-  }
-  return readStored(storage);
 }
 
 export function parseFragment(hash: string, location?: Pick<Location, 'protocol' | 'host'>): Pairing | undefined {
@@ -62,54 +51,26 @@ export function defaultUrl(location: Pick<Location, 'protocol' | 'host'>): strin
   return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
 }
 
-export function savePairing(pairing: Pairing, storage: Storage = window.localStorage): void {
-  try {
-    storage.setItem(STORAGE_KEY, JSON.stringify(pairing));
-  } catch {
-    // Private mode without storage: the pairing lasts for this page only.
-  }
-}
-
-export function forgetPairing(storage: Storage = window.localStorage): void {
-  try {
-    storage.removeItem(STORAGE_KEY);
-  } catch {
-    // Nothing stored.
-  }
-}
-
-/** The relay machine accepted this phone's key: the secret's proof is spent (its `auth` still spends the secret itself). */
-export function markPaired(storage: Storage = window.localStorage): void {
-  const stored = readStored(storage);
-  if (stored?.relay?.pair) savePairing({ ...stored, relay: { machineKey: stored.relay.machineKey } }, storage);
-}
-
-/** The service gave this device its own credential: keep it, and forget the spent pairing secret. */
-export function saveDeviceToken(token: string, storage: Storage = window.localStorage): void {
-  const stored = readStored(storage);
-  if (!stored) return;
-  const { pair: _spent, ...rest } = stored;
-  savePairing({ ...rest, token }, storage);
-}
-
 function relayPairingOf(value: { machineKey?: unknown; pair?: unknown }): RelayPairing | undefined {
   if (!bytesOfLength(value.machineKey, 32)) return undefined;
   const pair = secretOf(value.pair);
   return { machineKey: value.machineKey as string, ...(pair ? { pair } : {}) };
 }
 
-function readStored(storage: Storage): Pairing | undefined {
-  try {
-    const value = JSON.parse(storage.getItem(STORAGE_KEY) ?? 'null') as Partial<Pairing> | null;
-    const pair = secretOf(value?.pair);
-    if (value && typeof value.url === 'string' && typeof value.token === 'string' && (value.token || pair)) {
-      const base = { url: value.url, token: value.token, ...(pair ? { pair } : {}) };
-      if (value.relay === undefined) return base;
-      const relay = relayPairingOf(value.relay);
-      if (relay) return { ...base, relay };
-    }
-  } catch {
-    // Corrupt entry: treat as unpaired.
-  }
-  return undefined;
+/** A stored pairing checked field by field; undefined for anything else (a corrupt entry is unpaired). */
+export function readPairing(value: unknown): Pairing | undefined {
+  const stored = value as Partial<Pairing> | null | undefined;
+  const pair = secretOf(stored?.pair);
+  if (!stored || typeof stored.url !== 'string' || typeof stored.token !== 'string' || !(stored.token || pair)) return undefined;
+  const device = typeof stored.device === 'string' ? { device: stored.device } : {};
+  const base = { url: stored.url, token: stored.token, ...(pair ? { pair } : {}), ...device };
+  if (stored.relay === undefined) return base;
+  const relay = relayPairingOf(stored.relay);
+  return relay ? { ...base, relay } : undefined;
+}
+
+/** The machine's name a pairing link may carry (`name=`, the computer's host name). */
+export function nameOfFragment(hash: string): string | undefined {
+  const name = new URLSearchParams(hash.slice(1)).get('name')?.trim();
+  return name ? name.slice(0, 60) : undefined;
 }

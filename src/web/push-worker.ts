@@ -30,6 +30,7 @@ interface WindowClient {
 }
 interface WorkerScope {
   readonly registration: ServiceWorkerRegistration;
+  readonly location: { readonly href: string };
   readonly clients: {
     matchAll(options: { type: 'window'; includeUncontrolled: boolean }): Promise<readonly WindowClient[]>;
     openWindow(url: string): Promise<WindowClient | null>;
@@ -49,7 +50,14 @@ worker.addEventListener('activate', (event) => event.waitUntil(worker.clients.cl
 worker.addEventListener('push', (event) => event.waitUntil(onPush(event)));
 worker.addEventListener('notificationclick', (event) => event.waitUntil(onClick(event)));
 
-const scopeUrl = (path: string) => new URL(path, worker.registration.scope).href;
+/**
+ * Paths of the page's folder (where sw.js is served). The worker may be registered for the page's folder
+ * or for one paired machine (scope `<folder>/machine/<slot>/`, its own push subscription: each machine
+ * has its own VAPID key); the page and its files are always the folder's.
+ */
+const scopeUrl = (path: string) => new URL(path, new URL('./', worker.location.href)).href;
+/** The machine this registration pushes for (its scope's slot), if it is one machine's. */
+const machineSlot = /\/machine\/([\w-]{1,64})\/$/.exec(new URL(worker.registration.scope).pathname)?.[1];
 
 async function onPush(event: PushEvent): Promise<void> {
   let text: string | undefined;
@@ -76,7 +84,7 @@ async function onClick(event: NotificationEvent): Promise<void> {
   const notification = event.notification;
   notification.close();
   const data = notification.data as Partial<NotificationData> | undefined;
-  const target = scopeUrl(clickUrl(data, event.action));
+  const target = withMachine(scopeUrl(clickUrl(data, event.action)));
   const page = await openPage();
   if (page) {
     // The page authenticates on its own; it takes the target (and the answer) from this message.
@@ -88,10 +96,18 @@ async function onClick(event: NotificationEvent): Promise<void> {
   const answer = event.action === 'allow' || event.action === 'deny' ? event.action : undefined;
   if (answer && data?.request_id) {
     const url = new URL(target);
-    url.searchParams.set('tap', await recordTap(worker.registration.scope, data.request_id, answer));
+    url.searchParams.set('tap', await recordTap(scopeUrl('./'), data.request_id, answer));
     return void (await worker.clients.openWindow(url.href));
   }
   await worker.clients.openWindow(target);
+}
+
+/** A tap on one machine's notification opens the page on that machine (`&machine=<slot>`). */
+function withMachine(target: string): string {
+  if (!machineSlot) return target;
+  const url = new URL(target);
+  url.searchParams.set('machine', machineSlot);
+  return url.href;
 }
 
 /** An open window of the page itself (not another file of the scope), if any. */

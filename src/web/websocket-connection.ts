@@ -17,8 +17,8 @@ export interface WebSocketConnectionOptions {
   token: string;
   /** While the phone is not paired yet: the one-time secret (and its id and name) to spend in `auth`. */
   pairing?: () => DevicePairingRequest | undefined;
-  /** The service gave this device its own credential: keep it (the connection uses it from now on). */
-  onDeviceToken?: (token: string) => void;
+  /** The service gave this device its own credential (and its id there): keep it (the connection uses it from now on). */
+  onDeviceToken?: (token: string, deviceId: string | undefined) => void;
   /** First retry delay; doubles per failed attempt up to `maxDelayMs`. */
   baseDelayMs?: number;
   maxDelayMs?: number;
@@ -139,7 +139,7 @@ export class WebSocketConnection implements ServiceConnection {
           if (client !== session || answer.status !== 'ok') return; // A refusal is followed by close 4401, handled below.
           if (answer.data.device_token) {
             this.token = answer.data.device_token;
-            this.options.onDeviceToken?.(answer.data.device_token);
+            this.options.onDeviceToken?.(answer.data.device_token, answer.data.device_id);
           }
           this.session = session;
           this.attempts = 0;

@@ -37,6 +37,14 @@ export interface PhoneRig {
   close(): Promise<void>;
 }
 
+/** What the page keeps for its (only) machine under `key` (each paired machine has its own prefix: src/web/machines/machine-store.ts). */
+export function machineItem(page: Page, key: string): Promise<string | null> {
+  return page.evaluate((wanted) => {
+    const stored = Object.keys(localStorage).find((k) => k.startsWith('remote-assistant.machine/') && k.endsWith(`/${wanted}`));
+    return stored ? localStorage.getItem(stored) : null;
+  }, key);
+}
+
 export async function startPhoneRig(config: Record<string, unknown> = {}): Promise<PhoneRig> {
   assert.ok(existsSync(join(MEDIA, 'chat-phone.js')), 'media/chat-phone.js is missing: run `node esbuild.mjs` first');
   const workspace = await tempDir('ra-phone-workspace-');

@@ -1,8 +1,13 @@
-/** The phone's pairing from the URL fragment (src/web/pairing.ts): LAN and relay forms, and what is refused. */
+/**
+ * The phone's pairing from the URL fragment (src/web/pairing.ts): LAN and relay forms, and what is
+ * refused; the machines it keeps (src/web/machines/machine-store.ts): one pairing per machine, the
+ * single pairing of earlier builds migrated, each machine's own storage.
+ */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { generateKeyPair } from '../../src/tunnel';
-import { loadPairing, markPaired, parseFragment, saveDeviceToken } from '../../src/web/pairing';
+import { MachineStore } from '../../src/web/machines/machine-store';
+import { nameOfFragment, parseFragment } from '../../src/web/pairing';
 
 class MemoryStorage implements Storage {
   private readonly items = new Map<string, string>();
@@ -45,18 +50,51 @@ test('the LAN forms: a pairing secret, or a token given by hand, defaulting to t
   assert.deepEqual(parseFragment('#token=abc', { protocol: 'http:', host: '192.168.1.5:5000' }), { url: 'ws://192.168.1.5:5000/ws', token: 'abc' });
 });
 
-test('a relay pairing is remembered, the fragment cleared, and the spent secret dropped', () => {
+test('a second machine is added beside the first; pairing the same machine again renews it; a device token replaces the spent secret', () => {
   const storage = new MemoryStorage();
-  const replaced: string[] = [];
-  const location = { hash: relayFragment({ relay: 'wss://r/ws?machine_id=m', machine_key: machineKey, pair: 'once' }), pathname: '/', search: '', protocol: 'https:', host: 'r' } as Location;
-  const history = { state: null, replaceState: (_s: unknown, _t: string, url: string) => replaced.push(url) } as unknown as History;
-  const pairing = loadPairing(location, storage, history);
-  assert.equal(pairing?.relay?.pair, 'once');
-  assert.deepEqual(replaced, ['/']);
-  markPaired(storage);
-  assert.deepEqual(loadPairing({ ...location, hash: '' } as Location, storage, history), { url: 'wss://r/ws?machine_id=m', token: '', pair: 'once', relay: { machineKey } }, 'auth still spends it');
-  saveDeviceToken('device-token', storage);
-  const stored = loadPairing({ ...location, hash: '' } as Location, storage, history);
-  assert.deepEqual(stored, { url: 'wss://r/ws?machine_id=m', token: 'device-token', relay: { machineKey } });
-  assert.ok(!JSON.stringify([...Array(storage.length).keys()].map((i) => storage.getItem(storage.key(i)!))).includes('once'));
+  const machines = new MachineStore(storage);
+  const a = machines.add(parseFragment(relayFragment({ relay: 'wss://r/ws?machine_id=a', machine_key: machineKey, pair: 'once' }))!, 'desk');
+  const otherKey = generateKeyPair().publicKey;
+  const b = machines.add(parseFragment(relayFragment({ relay: 'wss://r/ws?machine_id=b', machine_key: otherKey, pair: 'twice', name: 'desk' }))!, 'desk');
+  assert.deepEqual(new MachineStore(storage).all.map((m) => m.name), ['desk', 'desk (2)'], 'both kept, names told apart');
+  assert.equal(new MachineStore(storage).current?.id, b.id, 'the machine just paired is shown');
+  machines.updatePairing(a.id, ({ pair: _spent, ...rest }) => ({ ...rest, token: 'device-token', device: 'phone-1' }));
+  assert.deepEqual(new MachineStore(storage).find(a.id)?.pairing, { url: 'wss://r/ws?machine_id=a', token: 'device-token', device: 'phone-1', relay: { machineKey, pair: 'once' } });
+  machines.add(parseFragment(relayFragment({ relay: 'wss://r/ws?machine_id=a', machine_key: machineKey, pair: 'again' }))!);
+  const again = new MachineStore(storage);
+  assert.equal(again.all.length, 2, 're-pairing does not add a machine');
+  assert.equal(again.find(a.id)?.pairing.pair, 'again');
+  assert.equal(again.find(a.id)?.name, 'desk', 'and keeps its name');
+  assert.equal(again.find(a.id)?.slot, a.slot, 'and its slot (its push worker)');
+  assert.notEqual(a.slot, b.slot);
+  assert.equal(nameOfFragment(relayFragment({ relay: 'x', name: ' laptop ' })), 'laptop');
+});
+
+test('the single pairing of an earlier build becomes the first machine, with its conversation and outbox', () => {
+  const storage = new MemoryStorage();
+  storage.setItem('remote-assistant.pairing', JSON.stringify({ url: 'ws://192.168.1.5:5000/ws', token: 'device-token' }));
+  storage.setItem('remote-assistant.conversation', 'conv-1');
+  storage.setItem('remote-assistant.outbox', '[{"client_message_id":"m1","text":"hi"}]');
+  const machines = new MachineStore(storage);
+  assert.deepEqual(machines.all.map((m) => [m.name, m.pairing.token]), [['192.168.1.5:5000', 'device-token']]);
+  const own = machines.storageOf(machines.all[0].id);
+  assert.equal(own.getItem('remote-assistant.conversation'), 'conv-1');
+  assert.equal(own.getItem('remote-assistant.outbox'), '[{"client_message_id":"m1","text":"hi"}]');
+  assert.equal(storage.getItem('remote-assistant.pairing'), null);
+  assert.equal(storage.getItem('remote-assistant.outbox'), null, 'no outbox left outside the machine');
+});
+
+test("each machine's storage is its own, and removing a machine forgets all of it", () => {
+  const storage = new MemoryStorage();
+  const machines = new MachineStore(storage);
+  const a = machines.add({ url: 'ws://a/ws', token: 'ta' });
+  const b = machines.add({ url: 'ws://b/ws', token: 'tb' });
+  machines.storageOf(a.id).setItem('remote-assistant.conversation', 'on-a');
+  machines.storageOf(b.id).setItem('remote-assistant.conversation', 'on-b');
+  assert.equal(machines.storageOf(a.id).getItem('remote-assistant.conversation'), 'on-a');
+  machines.remove(b.id);
+  assert.equal(machines.storageOf(b.id).getItem('remote-assistant.conversation'), null);
+  assert.equal(machines.storageOf(a.id).getItem('remote-assistant.conversation'), 'on-a');
+  assert.equal(new MachineStore(storage).current?.id, a.id);
+  assert.ok(!JSON.stringify([...Array(storage.length).keys()].map((i) => storage.getItem(storage.key(i)!))).includes('tb'), "b's credential is gone");
 });

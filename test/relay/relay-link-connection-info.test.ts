@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { hostname } from 'node:os';
 import { LocalBackend, RemoteBackend } from '../../src/extension/backend';
 import { Service } from '../../src/service';
 import { startService, TEST_TOKEN, writeConfig, type RunningService } from '../helpers/service';
@@ -50,7 +51,7 @@ test('the relay state and a one-time relay pairing come from the running service
   assert.ok(lanSecret, 'the host window makes a LAN pairing secret');
   assert.equal(svc.service.pairings.size, 2, 'and one for the LAN QR');
   const lanUrl = new URL(info.lanPairingUrl('192.168.1.20', portOf(svc), lanSecret));
-  assert.deepEqual(Object.fromEntries(new URLSearchParams(lanUrl.hash.slice(1))), { url: `ws://192.168.1.20:${portOf(svc)}/ws`, pair: lanSecret }, 'the LAN link holds the secret, no token');
+  assert.deepEqual(Object.fromEntries(new URLSearchParams(lanUrl.hash.slice(1))), { url: `ws://192.168.1.20:${portOf(svc)}/ws`, pair: lanSecret, name: hostname() }, 'the LAN link holds the secret, no token, and the computer\'s name');
   const phone = await TestClient.connect(svc.wsUrl);
   assert.equal((await phone.request({ type: 'auth', pairing_secret: lanSecret, device_name: '<b>Ada</b> phone' })).status, 'ok');
   phone.close();

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { hostname } from 'node:os';
 import { after, before, test } from 'node:test';
 import { generateKeyPair, fromBase64url, toBase64url, type KeyPairText } from '../../src/tunnel';
 import type { RelayLinkStatus } from '../../src/protocol';
@@ -239,7 +240,7 @@ test('pairing: create_pairing gives a one-time secret that admits one new key, t
   assert.equal(url.pathname, '/');
   assert.equal(url.search, '', 'nothing in the query: it would reach the server');
   const fragment = new URLSearchParams(url.hash.slice(1));
-  assert.deepEqual(Object.fromEntries(fragment), { relay: info.relay_url, machine_key: info.machine_key, pair: info.pairing_secret }, 'the link holds no token');
+  assert.deepEqual(Object.fromEntries(fragment), { relay: info.relay_url, machine_key: info.machine_key, pair: info.pairing_secret, name: hostname() }, "the link holds no token; it names the computer for the phone's list of machines");
   assert.ok(!info.pairing_url.includes(svc.token));
 
   // The phone proves the secret in its e2e hello (its key is registered), then spends it in `auth` for its own credential.

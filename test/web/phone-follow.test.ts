@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import type { FakeOpenAI } from '../helpers/fake-openai';
-import { startPhoneRig, type PhonePage, type PhoneRig } from '../helpers/phone-rig';
+import { machineItem, startPhoneRig, type PhonePage, type PhoneRig } from '../helpers/phone-rig';
 import type { RunningService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
 
@@ -115,7 +115,7 @@ test('messages typed offline wait in the outbox, then are sent once each, in ord
   }
   await page.locator('.message.user.pending').nth(1).waitFor();
   assert.deepEqual(await page.locator('.message.user.pending .pending-note').allInnerTexts(), ['waiting to send', 'waiting to send']);
-  const kept = await page.evaluate(() => JSON.parse(localStorage.getItem('remote-assistant.outbox') ?? '[]') as { text: string; client_message_id: string }[]);
+  const kept = JSON.parse((await machineItem(page, 'remote-assistant.outbox')) ?? '[]') as { text: string; client_message_id: string }[];
   assert.deepEqual(kept.map((item) => item.text), ['typed offline one', 'typed offline two'], 'kept in localStorage');
 
   const mark = fake.requests.length;
@@ -137,7 +137,7 @@ test('messages typed offline wait in the outbox, then are sent once each, in ord
   assert.equal(rows.filter((c) => c.title === 'typed offline two').length, 0, 'the second went to the first one\'s conversation');
   assert.deepEqual(await storedTranscript(row.id), ['typed offline one', 'echo: typed offline one', 'typed offline two', 'echo: typed offline two']);
   assert.deepEqual(await transcript(page), await storedTranscript(row.id));
-  assert.equal(await page.evaluate(() => localStorage.getItem('remote-assistant.outbox')), '[]', 'the outbox is empty');
+  assert.equal(await machineItem(page, 'remote-assistant.outbox'), '[]', 'the outbox is empty');
   assert.deepEqual(phone.errors, []);
   await phone.context.close();
 });

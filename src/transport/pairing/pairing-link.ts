@@ -18,8 +18,9 @@ export function relayHttpOrigin(channelUrl: string): string {
 /**
  * The phone page's URL on the relay, everything in the fragment (never sent to a server). It holds the
  * one-time pairing secret, never a token: the phone spends the secret for its own device credential.
+ * `name` (the computer's host name) names the machine in the phone's list of machines.
  */
-export function relayPairingUrl(options: { channelUrl: string; relayUrl: string; machineKey: string; secret: string }): string {
-  const fragment = new URLSearchParams({ relay: options.relayUrl, machine_key: options.machineKey, pair: options.secret });
+export function relayPairingUrl(options: { channelUrl: string; relayUrl: string; machineKey: string; secret: string; name: string }): string {
+  const fragment = new URLSearchParams({ relay: options.relayUrl, machine_key: options.machineKey, pair: options.secret, name: options.name });
   return `${relayHttpOrigin(options.channelUrl)}/#${fragment.toString()}`;
 }

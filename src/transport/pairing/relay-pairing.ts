@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { ServiceError, websocketChannelsOf, type PairingInfo, type ServiceConfig } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { Store } from '../../store';
@@ -35,6 +36,6 @@ export async function createRelayPairing(deps: RelayPairingDeps, channelName: st
     relay_url: relayUrl,
     pairing_secret: secret,
     expires_in: expiresIn,
-    pairing_url: relayPairingUrl({ channelUrl: channel.url, relayUrl, machineKey: keyPair.publicKey, secret }),
+    pairing_url: relayPairingUrl({ channelUrl: channel.url, relayUrl, machineKey: keyPair.publicKey, secret, name: hostname() }),
   };
 }

@@ -35,8 +35,10 @@ export interface ChatAppOptions {
   memory?: { load(): string | undefined; save(conversationId: string | undefined): void };
   /** Where the outbox of unsent messages lives (the phone: localStorage); default: memory only. */
   outboxStorage?: OutboxStorage;
-  /** Extra controls at the bottom of the conversation drawer (the phone's "Forget pairing"). */
+  /** Extra controls at the bottom of the conversation drawer (the phone's "Remove this computer"). */
   drawerFooter?: HTMLElement;
+  /** Shown in the top bar after the drawer toggle (the phone's machine switcher). */
+  headerExtra?: HTMLElement;
 }
 
 /** The running turn of the conversation on screen, as its events draw it. */
@@ -132,6 +134,7 @@ export class ChatApp {
     this.queue = new QueueView((clientMessageId) => void this.removeQueued(clientMessageId));
     this.banner = new ErrorBanner(this.connection);
     this.layout(options.drawerFooter);
+    if (options.headerExtra) this.header.drawerToggle.after(options.headerExtra);
 
     this.current = this.memory?.load();
     this.exporter.setConversation(this.current);

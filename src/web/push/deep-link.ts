@@ -12,6 +12,8 @@ import { isOpenMessage } from './open-message';
 import { redeemTap } from './tap-tokens';
 
 export interface DeepLink {
+  /** Which paired machine (its slot, machines/machine-store.ts): set by that machine's worker. */
+  machine?: string;
   conversation?: string;
   request?: string;
   answer?: 'allow' | 'deny';
@@ -25,6 +27,19 @@ export interface LinkTarget {
 }
 
 const ID = /^[\w.:-]{1,200}$/;
+
+/**
+ * A tapped notification's link, posted by our own worker to the page already open (same origin: a tap,
+ * no proof needed, so it is followed as trusted). The page picks which machine's links follow it.
+ */
+export function onWorkerLink(listener: (link: DeepLink) => void): void {
+  navigator.serviceWorker?.addEventListener('message', (event) => {
+    if (event.origin && event.origin !== location.origin) return;
+    if (!isOpenMessage(event.data)) return;
+    const link = readDeepLink(event.data.url);
+    if (link) listener(link);
+  });
+}
 
 /** The link in a page URL; undefined when it names nothing (or something that is not an id). */
 export function readDeepLink(href: string): DeepLink | undefined {
@@ -40,6 +55,7 @@ export function readDeepLink(href: string): DeepLink | undefined {
   };
   const answer = query.get('answer');
   const link: DeepLink = {
+    machine: id('machine'),
     conversation: id('conversation'),
     request: id('request'),
     answer: answer === 'allow' || answer === 'deny' ? answer : undefined,
@@ -61,13 +77,6 @@ export class DeepLinks {
     root.appendChild(this.notice);
     connection.onState((state) => {
       if (state.state === 'open') void this.act();
-    });
-    navigator.serviceWorker?.addEventListener('message', (event) => {
-      if (event.origin && event.origin !== location.origin) return;
-      if (!isOpenMessage(event.data)) return;
-      const link = readDeepLink(event.data.url);
-      // From our own worker (same origin): a tap, no proof needed.
-      if (link) this.follow(link, true);
     });
   }
 

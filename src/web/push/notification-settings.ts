@@ -41,6 +41,8 @@ export class NotificationSettings {
   constructor(
     private readonly connection: ServiceConnection,
     private readonly worker: Promise<ServiceWorkerRegistration | undefined>,
+    /** Where the endpoint registered with this service is remembered (the phone: that machine's own storage). */
+    private readonly storage: Pick<Storage, 'getItem' | 'setItem' | 'removeItem'> = localStorage,
   ) {
     this.button = h('button', { type: 'button', class: 'button secondary open-notifications', 'aria-haspopup': 'dialog' }, 'Notifications');
     this.name.value = deviceName();
@@ -177,7 +179,7 @@ export class NotificationSettings {
     const registration = await this.worker;
     if (!this.device || !registration) return;
     const current = await registration.pushManager.getSubscription();
-    if (current && current.endpoint === localStorage.getItem(ENDPOINT_KEY)) return;
+    if (current && current.endpoint === this.storage.getItem(ENDPOINT_KEY)) return;
     const { device_name, events, content_blind } = this.device;
     await this.register(await this.browserSubscription(), { device_name, events, content_blind });
     this.render();
@@ -210,14 +212,14 @@ export class NotificationSettings {
     const answer = await pushRequest(this.connection, 'push_subscribe', { device_id: deviceId(), subscription, ...settings });
     if (answer.status !== 'ok') throw new Error(`The service refused the subscription: ${answer.error}`);
     this.device = answer.data.device;
-    localStorage.setItem(ENDPOINT_KEY, subscription.endpoint);
+    this.storage.setItem(ENDPOINT_KEY, subscription.endpoint);
   }
 
   private async turnOff(): Promise<void> {
     const answer = await pushRequest(this.connection, 'push_unsubscribe', { device_id: deviceId() });
     if (answer.status !== 'ok') throw new Error(`Could not turn notifications off: ${answer.error}`);
     this.device = undefined;
-    localStorage.removeItem(ENDPOINT_KEY);
+    this.storage.removeItem(ENDPOINT_KEY);
     const registration = await this.worker;
     await (await registration?.pushManager.getSubscription())?.unsubscribe();
   }
@@ -227,7 +229,7 @@ export class NotificationSettings {
     pushRequest(this.connection, 'push_unsubscribe', { device_id: deviceId() }).catch(() => undefined);
     void this.worker.then(async (registration) => (await registration?.pushManager.getSubscription())?.unsubscribe()).catch(() => undefined);
     this.device = undefined;
-    localStorage.removeItem(ENDPOINT_KEY);
+    this.storage.removeItem(ENDPOINT_KEY);
     this.dialog.remove();
   }
 

@@ -4,9 +4,12 @@
  * missing (an http LAN page is not a secure context) nothing happens and the Notifications section
  * says why (availability.ts).
  */
-export function registerPushWorker(): Promise<ServiceWorkerRegistration | undefined> {
+export function registerPushWorker(machineSlot?: string): Promise<ServiceWorkerRegistration | undefined> {
   if (!window.isSecureContext || !('serviceWorker' in navigator)) return Promise.resolve(undefined);
-  return navigator.serviceWorker.register('sw.js').catch((error: unknown) => {
+  // One paired machine's own registration: a push subscription holds one VAPID key, and each machine has
+  // its own; its notifications open the page on that machine (push-worker.ts, `machine=`).
+  const options = machineSlot ? { scope: `./machine/${machineSlot}/` } : undefined;
+  return navigator.serviceWorker.register('sw.js', options).catch((error: unknown) => {
     console.warn('service worker not installed', error);
     return undefined;
   });

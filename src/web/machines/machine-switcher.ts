@@ -1,0 +1,81 @@
+/**
+ * The machine switcher: a header button naming the machine on screen (with how many things wait for the
+ * user on all machines) that opens a sheet listing every paired machine with its state (online,
+ * offline, N waiting, running), to switch to, rename or remove, and the combined "Needs you" list.
+ */
+import { h } from '../chat/dom';
+import { needsYouCount, stateLabel, type MachineEntry } from './machine-entry';
+import { NeedsYouList, type NeedsYouActions } from './needs-you';
+
+export interface SwitcherActions extends NeedsYouActions {
+  select(machineId: string): void;
+  rename(machineId: string): void;
+  remove(machineId: string): void;
+}
+
+export class MachineSwitcher {
+  readonly button: HTMLButtonElement;
+  readonly panel: HTMLElement;
+  private readonly buttonName = h('span', { class: 'machine-switch-name' });
+  private readonly badge = h('span', { class: 'machine-switch-badge', hidden: true });
+  private readonly list = h('ul', { class: 'machine-list' });
+  private readonly needsYou: NeedsYouList;
+
+  constructor(private readonly actions: SwitcherActions) {
+    this.button = h('button', { type: 'button', class: 'machine-switch', 'aria-haspopup': 'dialog', 'aria-expanded': 'false', 'aria-controls': 'ra-machines' }, this.buttonName, this.badge);
+    this.button.addEventListener('click', () => this.toggle());
+    this.needsYou = new NeedsYouList({
+      open: (machineId, link) => {
+        this.toggle(false);
+        actions.open(machineId, link);
+      },
+      answer: (machineId, requestId, decision) => actions.answer(machineId, requestId, decision),
+    });
+    const close = h('button', { type: 'button', class: 'icon-button machines-close', 'aria-label': 'Close' }, '✕');
+    close.addEventListener('click', () => this.toggle(false));
+    this.panel = h(
+      'div',
+      { class: 'machines-panel', id: 'ra-machines', role: 'dialog', 'aria-label': 'Computers', hidden: true },
+      h('div', { class: 'machines-head' }, h('h2', {}, 'Computers'), close),
+      this.list,
+      h('p', { class: 'machines-add' }, 'Add a computer: scan the pairing QR code it shows (Remote Assistant: Show Connection Info).'),
+      this.needsYou.element,
+    );
+    document.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape' && !this.panel.hidden) this.toggle(false);
+    });
+  }
+
+  render(entries: readonly MachineEntry[], currentId: string | undefined): void {
+    const current = entries.find((entry) => entry.machine.id === currentId);
+    this.buttonName.textContent = current?.machine.name ?? 'Computers';
+    const count = needsYouCount(entries);
+    this.badge.hidden = count === 0;
+    this.badge.textContent = String(count);
+    this.button.setAttribute('aria-label', `Computer: ${current?.machine.name ?? 'none'}${count ? `, ${count} need${count === 1 ? 's' : ''} you` : ''}`);
+    if (current) this.button.dataset.state = stateLabel(current.status).state;
+    this.list.replaceChildren(...entries.map((entry) => this.row(entry, entry.machine.id === currentId)));
+    this.needsYou.render(entries);
+  }
+
+  toggle(open = this.panel.hidden): void {
+    this.panel.hidden = !open;
+    this.button.setAttribute('aria-expanded', String(open));
+    if (open) this.panel.querySelector<HTMLElement>('.machine-select')?.focus();
+  }
+
+  private row(entry: MachineEntry, current: boolean): HTMLElement {
+    const { state, label } = stateLabel(entry.status);
+    const id = entry.machine.id;
+    const select = h('button', { type: 'button', class: 'machine-select', 'aria-current': current ? 'true' : 'false' }, h('span', { class: 'machine-name' }, entry.machine.name), h('span', { class: 'machine-state' }, label));
+    select.addEventListener('click', () => {
+      this.toggle(false);
+      this.actions.select(id);
+    });
+    const rename = h('button', { type: 'button', class: 'icon-button machine-rename', 'aria-label': `Rename ${entry.machine.name}` }, '✎');
+    rename.addEventListener('click', () => this.actions.rename(id));
+    const remove = h('button', { type: 'button', class: 'icon-button machine-remove', 'aria-label': `Remove ${entry.machine.name}` }, '✕');
+    remove.addEventListener('click', () => this.actions.remove(id));
+    return h('li', { class: 'machine', 'data-machine-id': id, 'data-state': state }, h('span', { class: 'dot', 'aria-hidden': 'true' }), select, rename, remove);
+  }
+}

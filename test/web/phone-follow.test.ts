@@ -264,7 +264,7 @@ test('a message typed while the page\u2019s own turn runs is sent at once: every
   const stored = await storedTranscript(conversationId);
   assert.deepEqual(stored, ['first from the phone', slow, 'third while it runs', 'echo: third while it runs'], 'the removed message was never stored; the rest in order');
   assert.deepEqual(await transcript(page), stored);
-  assert.equal(await page.evaluate(() => localStorage.getItem('remote-assistant.outbox')), '[]', 'the outbox is empty');
+  assert.equal(await machineItem(page, 'remote-assistant.outbox'), '[]', 'the outbox is empty');
   assert.equal(phone.sent.filter((f) => f.type === 'chat').length, 3, 'each sent once');
   assert.deepEqual(phone.errors, []);
   observer.close();

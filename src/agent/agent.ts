@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { ServiceError, type Message, type RequestId, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
-import type { NewMessage, Store } from '../store';
+import { bindAttachments, insertMessage, type NewMessage, type Store } from '../store';
 import { canAccess } from '../protocol/sources';
 import { fitHistory } from './history';
+import type { StoredAttachment } from './attachments/content';
+import { messageOf } from './attachments/message';
+import { withAttachments } from './attachments/model-input';
+import { seesImages } from './attachments/vision';
 import type { ConversationActivity } from './conversation-activity';
 import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
@@ -22,6 +26,8 @@ export const TITLE_LENGTH = 80;
 
 export interface ChatInput {
   message: string;
+  /** Checked attachments the user message carries (stored with it). */
+  attachments?: readonly StoredAttachment[];
   conversationId?: string;
   /** Source of the session: recorded on new conversations, and checked for ownership. */
   source: string;
@@ -55,7 +61,7 @@ export interface TurnOrigin {
   readonly requestId?: RequestId;
 }
 
-export type AnswerInput = Omit<ChatInput, 'message' | 'conversationId' | 'userId' | 'clientMessageId' | 'clientKey'>;
+export type AnswerInput = Omit<ChatInput, 'message' | 'attachments' | 'conversationId' | 'userId' | 'clientMessageId' | 'clientKey'>;
 
 /**
  * What a chat turn tells its caller while it runs, in the order the agent produced it:
@@ -107,6 +113,8 @@ export interface AgentDeps {
    * the turn's own sink: the service numbers them and sends them to the conversation's followers.
    */
   onTurnEvent?: (event: AgentEvent, origin: TurnOrigin | undefined) => void;
+  /** Where attached files are saved for the model (default: none, they are named as not saved). */
+  workspaceRoots?: () => string[];
 }
 
 export function titleOf(message: string): string {
@@ -229,8 +237,17 @@ export class Agent {
       this.requireConversation(conversationId, input.source);
     }
     const id = randomUUID();
-    await store.messages.append({ id, conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId, client_key: input.clientKey });
-    return { id, role: 'user', content: input.message, timestamp: now };
+    const attachments = input.attachments ?? [];
+    const message: NewMessage = {
+      id, conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId, client_key: input.clientKey,
+      ...(attachments.length > 0 ? { data: { attachments } } : {}),
+    };
+    // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
+    await store.db.write((tx) => {
+      insertMessage(tx, message);
+      bindAttachments(tx, attachments.map((a) => a.attachment_id), conversationId);
+    });
+    return messageOf(message);
   }
 
   private async answer(conversationId: string, input: AnswerInput, onEvent: AgentEventSink): Promise<ChatOutput> {
@@ -274,11 +291,17 @@ export class Agent {
       const history = transcriptOf(this.history.rows(conversationId));
       const system: ChatMessage | undefined = config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
       const lastStep = step >= config.max_steps;
+      const model = input.model ?? config.model;
+      const messages = await withAttachments(fitHistory(system, history, HISTORY_TOKEN_BUDGET), seesImages(config, model), {
+        blobs: store.blobs,
+        workspaceRoots: this.deps.workspaceRoots ?? (() => []),
+        logger: log,
+      });
       const result = await this.deps.provider(config).complete({
-        model: input.model ?? config.model,
+        model,
         temperature: config.temperature,
         max_tokens: config.max_tokens,
-        messages: toModelNames(fitHistory(system, history, HISTORY_TOKEN_BUDGET), names),
+        messages: toModelNames(messages, names),
         tools: lastStep || tools.length === 0 ? undefined : tools.map((t) => toolSpec(t, names)),
         signal,
         onDelta: input.stream ? onDelta : undefined,
@@ -325,10 +348,6 @@ export class Agent {
       }
     }
   }
-}
-
-function messageOf(row: { id: string; role: Message['role']; content: string; timestamp: string }): Message {
-  return { id: row.id, role: row.role, content: row.content, timestamp: row.timestamp };
 }
 
 function toolSpec(tool: Tool, names: ModelToolNames): ToolSpec {

@@ -1,5 +1,6 @@
 import type { MessageRow } from '../store';
 import type { ChatMessage, ToolCall } from './providers/types';
+import { storedAttachmentsOf } from './attachments/content';
 
 /** How tool traffic is kept in the `messages` table (role `tool`), so a conversation can be replayed to a model. */
 export type ToolCallData = { kind: 'call'; call_id: string; batch: string; arguments: Record<string, unknown>; text?: string };
@@ -40,7 +41,11 @@ export function transcriptOf(rows: readonly MessageRow[]): ChatMessage[] {
       continue;
     }
     closeBatch();
-    if (row.role === 'user' || row.role === 'assistant') messages.push({ role: row.role, content: row.content });
+    if (row.role === 'assistant') messages.push({ role: 'assistant', content: row.content });
+    if (row.role === 'user') {
+      const attachments = storedAttachmentsOf(row.data);
+      messages.push(attachments.length > 0 ? { role: 'user', content: row.content, attachments } : { role: 'user', content: row.content });
+    }
   }
   closeBatch();
   return messages;

@@ -11,6 +11,7 @@ import type { EventHub } from './event-hub';
 import type { ChatResends } from './chat-resends';
 import type { RunningChats } from './running-chats';
 import type { ClientSession } from './session';
+import type { AttachmentUploads } from './attachment-uploads';
 
 /** What the command handlers work with; built once by the service. */
 export interface CommandContext {
@@ -33,6 +34,8 @@ export interface CommandContext {
   relay: RelayCommands;
   /** Web Push: devices, the VAPID key, test pushes, the pages' visibility (transport/push). */
   push: PushCommands;
+  /** Attachments being uploaded in chunks. */
+  uploads: AttachmentUploads;
 }
 
 /** The webhook outbox as commands see it (the transport implements it). */

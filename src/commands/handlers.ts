@@ -14,6 +14,8 @@ import { isOwner, requireWritableBy } from './roles';
 import type { ClientSession } from './session';
 import { announceTurnEnded, type EndedTurn } from './turn-ended';
 import { ChatResends } from './chat-resends';
+import { attachmentHandlers, chatAttachments } from './attachment-handlers';
+import { messageOf } from '../agent/attachments/message';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -58,6 +60,8 @@ const commandHandlers: HandlerMap = {
   },
 
   async chat(command, session, ctx) {
+    // Checked before anything starts: a chat naming an attachment it may not use is refused whole.
+    const attachments = chatAttachments(command.attachments, session, ctx);
     const run = ctx.running.start(session.id, command.id);
     // Known once the agent has the conversation; a turn refused before that (not_found) never began.
     let conversationId: string | undefined;
@@ -68,6 +72,7 @@ const commandHandlers: HandlerMap = {
       const result = await ctx.agent.chat(
         {
           message: command.message,
+          attachments,
           conversationId: command.conversation_id,
           source: session.source,
           ownerAnswersPrompts: !isOwner(session),
@@ -147,7 +152,7 @@ const commandHandlers: HandlerMap = {
     ctx.agent.requireConversation(command.conversation_id, session.source);
     const messages: Message[] = ctx.store.messages
       .recent(command.conversation_id, { limit: command.limit, includeTools: command.include_tools })
-      .map((m) => ({ id: m.id, role: m.role, content: m.content, timestamp: m.timestamp, ...toolFields(m) }));
+      .map((m) => ({ ...messageOf(m), ...toolFields(m) }));
     return { messages };
   },
 
@@ -187,6 +192,7 @@ const commandHandlers: HandlerMap = {
   list_devices: listDevices,
   revoke_device: revokeDevice,
   ...pushHandlers,
+  ...attachmentHandlers,
 };
 
 export const handlers: HandlerMap = {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { RequestId } from './envelope';
+import { AttachmentBeginCommand, AttachmentChunkCommand, AttachmentEndCommand, AttachmentId, AttachmentInfo, GetAttachmentCommand, MAX_ATTACHMENTS_PER_MESSAGE } from './attachments';
 
 /** Maximum `limit` of list commands; larger values are clamped (docs/protocol.md). */
 export const MAX_LIST_LIMIT = 500;
@@ -34,7 +35,8 @@ export const AuthCommand = command('auth', {
 export const MAX_CLIENT_MESSAGE_ID_CHARS = 128;
 
 export const ChatCommand = command('chat', {
-  message: nonEmpty('message'),
+  /** May be empty when the chat carries attachments. */
+  message: z.string({ error: 'message must be a string' }),
   conversation_id: nonEmpty('conversation_id').optional(),
   stream: z.boolean().optional().default(false),
   /**
@@ -44,6 +46,10 @@ export const ChatCommand = command('chat', {
   client_message_id: nonEmpty('client_message_id')
     .max(MAX_CLIENT_MESSAGE_ID_CHARS, { error: `client_message_id must be at most ${MAX_CLIENT_MESSAGE_ID_CHARS} characters` })
     .optional(),
+  /** Uploaded attachments (attachment_end's ids), in order: images for a vision model, files saved into the workspace. */
+  attachments: z.array(AttachmentId).max(MAX_ATTACHMENTS_PER_MESSAGE, { error: `at most ${MAX_ATTACHMENTS_PER_MESSAGE} attachments a message` }).optional(),
+}).superRefine((chat, ctx) => {
+  if (chat.message.length === 0 && !chat.attachments?.length) ctx.addIssue({ code: 'custom', path: ['message'], message: 'message must not be empty' });
 });
 
 export const GetConfigCommand = command('get_config', {});
@@ -256,6 +262,10 @@ export const Command = z.discriminatedUnion('type', [
   ListPushDevicesCommand,
   PushTestCommand,
   ClientStateCommand,
+  AttachmentBeginCommand,
+  AttachmentChunkCommand,
+  AttachmentEndCommand,
+  GetAttachmentCommand,
 ]);
 export type Command = z.infer<typeof Command>;
 export type CommandType = Command['type'];
@@ -319,6 +329,8 @@ export const Message = z.object({
   ok: z.boolean().optional(),
   /** Tool results: the tool did not run, the permission gate refused it (as `tool.result` says live). */
   denied: z.boolean().optional(),
+  /** User messages: the files attached to it (read them with get_attachment). */
+  attachments: z.array(AttachmentInfo).optional(),
 });
 export type Message = z.infer<typeof Message>;
 

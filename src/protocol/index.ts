@@ -13,3 +13,4 @@ export * from './relay-frames';
 export * from './relay-client-frame';
 export * from './version';
 export * from './wire-text';
+export * from './attachments';

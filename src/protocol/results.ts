@@ -3,6 +3,7 @@ import { Conversation, Delivery, Message, PairedDevice, PermissionDecision, Publ
 import type { ErrorEnvelope, RequestId } from './envelope';
 import { PairingInfo, RelayLinkStatus } from './relay';
 import { PermissionRequest } from './events';
+import { AttachmentResults } from './attachments';
 
 /**
  * What each command answers: the `data` of its ok envelope (docs/protocol.md, "Commands"). One schema
@@ -80,6 +81,7 @@ export const CommandResults = {
   push_test: z.object({ results: z.array(PushTestResult) }),
   /** The state in force for this session: the device it names (null: none named yet) and whether its page is visible. */
   client_state: z.object({ device_id: z.string().nullable(), visible: z.boolean() }),
+  ...AttachmentResults,
 } satisfies { [T in CommandType]: z.ZodType };
 
 export type CommandResults = typeof CommandResults;

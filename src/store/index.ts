@@ -12,11 +12,12 @@ import { migrate, MIGRATIONS } from './migrations';
 import type { Migration } from './migrations';
 import { PushDevicesRepo } from './push-devices';
 import { DevicesRepo } from './devices';
+import { AttachmentsRepo } from './attachments';
 import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
 
 export { Database } from './database';
-export { BlobDamagedError, BlobStore, isBlobHash } from './blob-store';
+export { BlobDamagedError, BlobStore, hashBytes, isBlobHash } from './blob-store';
 export type { BlobRef } from './blob-store';
 export { DataDirInUseError, pidAlive } from '../platform/lock-file';
 export { JournalDamagedError } from './recovery';
@@ -34,6 +35,8 @@ export { WebhooksRepo } from './webhooks';
 export { PushDevicesRepo } from './push-devices';
 export { DevicesRepo } from './devices';
 export type { DeviceRow } from './devices';
+export { AttachmentsRepo, bindAttachments } from './attachments';
+export type { AttachmentRow } from './attachments';
 export type { NewPushDevice, PushDeliveryRecord, PushDeviceEvents, PushDeviceRow } from './push-devices';
 export type { AcceptInput, AcceptResult, AttemptRecord, DeliveryFilter, DeliveryRow, InboxRow, NewDelivery } from './webhooks';
 export { migrate, MIGRATIONS, schemaVersion } from './migrations';
@@ -58,6 +61,8 @@ export interface Store {
   permissionRequests: PermissionRequestsRepo;
   /** Bulky binary content (attachments, before-images) outside the in-memory database. */
   blobs: BlobStore;
+  /** Uploaded files (their bytes are blobs). */
+  attachments: AttachmentsRepo;
   close(): Promise<void>;
 }
 
@@ -84,6 +89,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     devices: new DevicesRepo(db),
     permissionRequests: new PermissionRequestsRepo(db),
     blobs,
+    attachments: new AttachmentsRepo(db),
     close: () => db.close(),
   };
 }

@@ -37,6 +37,9 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE UNIQUE INDEX messages_client_key ON messages (client_key) WHERE client_key IS NOT NULL;`,
   // 6: paired devices, each with its own credential (src/store/devices.ts).
   `CREATE TABLE devices (device_id TEXT PRIMARY KEY, device_name TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, paired_at TEXT NOT NULL, last_seen TEXT, via TEXT NOT NULL);`,
+  // attachments: uploaded files, their bytes in the blob store (src/store/attachments.ts).
+  `CREATE TABLE attachments (id TEXT PRIMARY KEY, hash TEXT NOT NULL, name TEXT NOT NULL, mime TEXT NOT NULL, kind TEXT NOT NULL, size INTEGER NOT NULL, uploader TEXT NOT NULL, created_at TEXT NOT NULL, conversation_id TEXT);
+  CREATE INDEX attachments_conversation ON attachments (conversation_id);`,
 ];
 
 export function schemaVersion(db: Database): number {

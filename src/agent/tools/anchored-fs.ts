@@ -126,7 +126,7 @@ export function pathOfOpen(handle: FileHandle, fallback: string): string {
  * folder held open. An existing file keeps its permission bits (not set-user-ID or set-group-ID). `createParents`: missing folders are made.
  * Answers whether a file was there before.
  */
-export async function writeFileInWorkspace(target: WorkspacePath, shown: string, text: string, createParents: boolean): Promise<{ existed: boolean }> {
+export async function writeFileInWorkspace(target: WorkspacePath, shown: string, text: string | Uint8Array, createParents: boolean): Promise<{ existed: boolean }> {
   const dir = await AnchoredDir.parentOf(target, shown, createParents);
   try {
     const name = path.basename(target.path);
@@ -145,7 +145,7 @@ export async function writeFileInWorkspace(target: WorkspacePath, shown: string,
     const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW, mode ?? 0o666);
     try {
       try {
-        await handle.writeFile(text, 'utf8');
+        await handle.writeFile(text, typeof text === 'string' ? 'utf8' : undefined);
         if (mode !== undefined && process.platform !== 'win32') await handle.chmod(mode);
         await handle.sync();
       } finally {

@@ -84,7 +84,7 @@ describe('upload and vision', () => {
   });
 
   test('Anthropic receives the image as an image block with a base64 source', async () => {
-    await setConfig({ provider: 'anthropic', base_url: anthropic.url, model: 'claude-sonnet-4-5' });
+    await setConfig({ provider: 'anthropic', base_url: anthropic.url, model: 'claude-sonnet-4-6' });
     try {
       const bytes = pngLike(5000);
       const ended = await uploadAttachment(ownerRequest, bytes, 'photo.png', 'image/png');

@@ -15,6 +15,7 @@ import { QueueView } from './queue-view';
 import { PermissionCards, type AnswerOutcome, type Decision } from './permission-cards';
 import { RulesEditor } from './rules-editor';
 import { sendCommand, type ResolvedEvent } from './supervision-wire';
+import { AttachmentThumbnails, AttachmentTray } from './attachments';
 
 /** The events of a conversation's turn, drawn live for the conversation on screen whoever started it. */
 type TurnEvent = Extract<ViewEvent, { event: 'chat.message' | 'chat.delta' | 'tool.call' | 'tool.result' | 'turn.ended' }>;
@@ -60,6 +61,8 @@ export class ChatApp {
   private readonly updateBanner = new UpdateBanner();
   private readonly queue: QueueView;
   private readonly outbox: Outbox;
+  private readonly thumbnails: AttachmentThumbnails;
+  private readonly tray: AttachmentTray;
   /** The bubbles of outbox messages on screen ("waiting to send"), by client_message_id. */
   private readonly pendingBubbles = new Map<string, HTMLElement>();
   private inFlight: InFlight | undefined;
@@ -102,6 +105,11 @@ export class ChatApp {
       () => void this.stop(),
     );
     this.outbox = new Outbox(options.outboxStorage);
+    this.thumbnails = new AttachmentThumbnails(this.connection);
+    this.tray = new AttachmentTray(this.connection, this.thumbnails);
+    this.composer.addControls(...this.tray.controls);
+    this.composer.allowEmpty = () => this.tray.count > 0;
+    this.messages.onUserMessage = (bubble, message) => this.thumbnails.show(bubble, message.attachments);
     this.queue = new QueueView((clientMessageId) => void this.removeQueued(clientMessageId));
     this.banner = new ErrorBanner(this.connection);
     this.layout(options.drawerFooter);
@@ -118,9 +126,10 @@ export class ChatApp {
   private layout(footer: HTMLElement | undefined): void {
     const drawer = h('aside', { class: 'drawer', id: 'ra-drawer' }, this.list.element, this.rules.element, footer);
     const scrim = h('div', { class: 'scrim', 'aria-hidden': 'true' });
-    const main = h('main', { class: 'main' }, this.updateBanner.element, this.banner.element, this.messages.element, this.permissions.element, this.queue.element, this.composer.element);
+    const main = h('main', { class: 'main' }, this.updateBanner.element, this.banner.element, this.messages.element, this.permissions.element, this.queue.element, this.tray.element, this.composer.element);
     this.root.classList.add('app');
     this.root.replaceChildren(this.header.element, h('div', { class: 'body' }, drawer, scrim, main));
+    this.tray.watch(main);
 
     this.header.drawerToggle.addEventListener('click', () => this.toggleDrawer());
     scrim.addEventListener('click', () => this.toggleDrawer(false));
@@ -256,6 +265,7 @@ export class ChatApp {
       // Our own message (ours by request id, or by text after a resend) is already on screen: mark it sent.
       const bubble = this.claimPendingBubble(message.content);
       const node = bubble ?? this.messages.addUser(message.content);
+      this.thumbnails.show(node, message.attachments);
       node.dataset.messageId = message.id;
       turn.nodes.push(node);
       return;
@@ -327,10 +337,22 @@ export class ChatApp {
     }
   }
 
-  /** A typed message goes to the outbox first: it is sent now if connected, else when the connection returns. */
+  /** A message with attachments waits for their uploads (those that failed are named), then goes the same way. */
   private send(text: string): void {
+    if (this.tray.count === 0) return this.enqueue(text, []);
+    void this.tray.take().then(({ attachments, failed }) => {
+      if (failed.length > 0) this.messages.addNote(`Not attached: ${failed.join(', ')}`, 'error');
+      if (text || attachments.length > 0) this.enqueue(text, attachments);
+    });
+  }
+
+  /** A typed message goes to the outbox first: it is sent now if connected, else when the connection returns. */
+  private enqueue(text: string, attachments: NonNullable<OutboxItem['attachments']>): void {
     this.banner.hide();
-    const item: OutboxItem = { client_message_id: newClientId(), text, ...(this.current ? { conversation_id: this.current } : { draft: this.draft }) };
+    const item: OutboxItem = {
+      client_message_id: newClientId(), text, ...(attachments.length > 0 ? { attachments } : {}),
+      ...(this.current ? { conversation_id: this.current } : { draft: this.draft }),
+    };
     this.outbox.add(item);
     if (!this.current) this.header.setTitle(text.length > 80 ? `${text.slice(0, 79)}…` : text);
     this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
@@ -357,7 +379,9 @@ export class ChatApp {
     const sending: InFlight = { item, requestId: this.connection.newId() };
     this.inFlight = sending;
     this.outbox.markAttempted(item);
-    const frame = { type: 'chat', id: sending.requestId, message: item.text, stream: true, client_message_id: item.client_message_id, ...(item.conversation_id ? { conversation_id: item.conversation_id } : {}) } as const;
+    const frame = { type: 'chat', id: sending.requestId, message: item.text, stream: true, client_message_id: item.client_message_id,
+      ...(item.attachments?.length ? { attachments: item.attachments.map((a) => a.attachment_id) } : {}),
+      ...(item.conversation_id ? { conversation_id: item.conversation_id } : {}) } as const;
     let answer: EnvelopeOf<'chat'> | undefined;
     try {
       answer = await this.connection.request(frame);
@@ -388,6 +412,7 @@ export class ChatApp {
 
   private addPendingBubble(item: OutboxItem): HTMLElement {
     const bubble = this.messages.addUser(item.text, true);
+    this.thumbnails.show(bubble, item.attachments);
     bubble.dataset.clientMessageId = item.client_message_id;
     bubble.dataset.text = item.text;
     bubble.append(h('div', { class: 'message-note pending-note' }, 'waiting to send'));

@@ -77,6 +77,8 @@ export class StreamingReply {
 export class MessageView {
   readonly element: HTMLElement;
   private readonly list: HTMLElement;
+  /** Called with each user message of a history put on screen (its attachments are drawn under it). */
+  onUserMessage?: (bubble: HTMLElement, message: Message) => void;
 
   constructor() {
     this.list = h('div', { class: 'message-list', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-label': 'Messages' });
@@ -138,7 +140,7 @@ export class MessageView {
     this.clear();
     const waiting: ToolCard[] = [];
     for (const message of messages) {
-      if (message.role === 'user') this.addUser(message.content);
+      if (message.role === 'user') this.onUserMessage?.(this.addUser(message.content), message);
       else if (message.role === 'assistant') this.addAssistant(message.content);
       else {
         const name = message.tool_name ?? 'tool';

@@ -4,10 +4,13 @@
  * its `client_message_id`, so a resend after a lost answer is answered once by the service
  * (docs/protocol.md, "Resending a chat").
  */
+import type { AttachmentInfo } from '../../protocol';
 
 export interface OutboxItem {
   client_message_id: string;
   text: string;
+  /** Uploaded attachments it carries (sent as their ids). */
+  attachments?: AttachmentInfo[];
   /** The conversation it goes to; undefined: it starts a new one (`draft` says which new chat). */
   conversation_id?: string;
   /** Messages typed in the same new chat share a draft: once the first made the conversation, the rest follow it. */

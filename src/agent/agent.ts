@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { ServiceError, type Message, type RequestId, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
-import { bindAttachments, insertMessage, type NewMessage, type Store } from '../store';
+import { bindAttachments, insertAttachment, insertMessage, type NewMessage, type Store } from '../store';
 import { canAccess } from '../protocol/sources';
 import { fitHistory } from './history';
-import type { StoredAttachment } from './attachments/content';
+import { attachmentInfoOf, type StoredAttachment } from './attachments/content';
 import { messageOf } from './attachments/message';
 import { withAttachments } from './attachments/model-input';
 import { seesImages } from './attachments/vision';
@@ -16,7 +16,7 @@ import type { PermissionGate } from './permissions';
 import { ProviderError, type ChatMessage, type Provider, type ToolSpec } from './providers/types';
 import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall } from './tool-runner';
 import type { ToolRegistry } from './tools/registry';
-import type { Tool } from './tools/types';
+import type { Tool, ToolImage } from './tools/types';
 import { ModelToolNames, transcriptOf, type ToolCallData, type ToolResultData } from './transcript';
 
 /** Tokens of history sent to the model, beside the reply's own `max_tokens`. */
@@ -334,20 +334,35 @@ export class Agent {
           logger: log,
           timeoutMs: this.deps.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
         });
-        await store.messages.append({
+        const shown = outcome.image ? await keepImage(store, outcome.image) : undefined;
+        const result: NewMessage = {
           id: randomUUID(),
           conversation_id: conversationId,
           role: 'tool',
           tool_name: call.name,
           content: outcome.content,
           timestamp: new Date().toISOString(),
-          data: { kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}) } satisfies ToolResultData,
+          data: { kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}), ...(shown ? { attachments: [shown] } : {}) } satisfies ToolResultData,
+        };
+        // The image's record and the result that shows it, in one transaction: neither is ever seen without the other.
+        await store.db.write((tx) => {
+          insertMessage(tx, result);
+          if (shown) insertAttachment(tx, { ...shown, id: shown.attachment_id, uploader: 'agent', created_at: result.timestamp, conversation_id: conversationId });
         });
-        onEvent({ event: 'tool.result', conversation_id: conversationId, tool: call.name, ok: outcome.ok, denied: outcome.denied === true });
+        onEvent({
+          event: 'tool.result', conversation_id: conversationId, tool: call.name, ok: outcome.ok, denied: outcome.denied === true,
+          ...(shown ? { attachments: [attachmentInfoOf(shown)] } : {}),
+        });
         if (signal.aborted || outcome.endsTurn) throw new Cancelled();
       }
     }
   }
+}
+
+/** An image a tool showed, stored durably as a blob before the result that references it. */
+async function keepImage(store: Store, image: ToolImage): Promise<StoredAttachment> {
+  const { hash, size } = await store.blobs.put(image.bytes);
+  return { attachment_id: randomUUID(), name: image.name, mime: image.mime, kind: 'image', size, hash };
 }
 
 function toolSpec(tool: Tool, names: ModelToolNames): ToolSpec {

@@ -1,10 +1,10 @@
 import type { MessageRow } from '../store';
 import type { ChatMessage, ToolCall } from './providers/types';
-import { storedAttachmentsOf } from './attachments/content';
+import { storedAttachmentsOf, type StoredAttachment } from './attachments/content';
 
 /** How tool traffic is kept in the `messages` table (role `tool`), so a conversation can be replayed to a model. */
 export type ToolCallData = { kind: 'call'; call_id: string; batch: string; arguments: Record<string, unknown>; text?: string };
-export type ToolResultData = { kind: 'result'; call_id: string; ok: boolean; denied?: boolean };
+export type ToolResultData = { kind: 'result'; call_id: string; ok: boolean; denied?: boolean; attachments?: StoredAttachment[] };
 
 const INTERRUPTED = 'The tool call was interrupted before it returned a result.';
 

@@ -26,14 +26,19 @@ export function bindAttachments(tx: WriteTx, ids: readonly string[], conversatio
   for (const id of ids) tx.run('UPDATE attachments SET conversation_id = ? WHERE id = ? AND conversation_id IS NULL', [conversationId, id]);
 }
 
+/** Records an attachment inside a caller's transaction (an image a tool showed, with its result). */
+export function insertAttachment(tx: WriteTx, row: AttachmentRow): void {
+  tx.run(`INSERT INTO attachments (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, [
+    row.id, row.hash, row.name, row.mime, row.kind, row.size, row.uploader, row.created_at, row.conversation_id,
+  ]);
+}
+
 export class AttachmentsRepo {
   constructor(private readonly db: Database) {}
 
   /** Records a complete upload; call after its blob is durably stored. */
   async add(row: Omit<AttachmentRow, 'conversation_id'>): Promise<void> {
-    await this.db.write((tx) =>
-      tx.run(`INSERT INTO attachments (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)`, [row.id, row.hash, row.name, row.mime, row.kind, row.size, row.uploader, row.created_at]),
-    );
+    await this.db.write((tx) => insertAttachment(tx, { ...row, conversation_id: null }));
   }
 
   get(id: string): AttachmentRow | undefined {

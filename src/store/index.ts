@@ -35,7 +35,7 @@ export { WebhooksRepo } from './webhooks';
 export { PushDevicesRepo } from './push-devices';
 export { DevicesRepo } from './devices';
 export type { DeviceRow } from './devices';
-export { AttachmentsRepo, bindAttachments } from './attachments';
+export { AttachmentsRepo, bindAttachments, insertAttachment } from './attachments';
 export type { AttachmentRow } from './attachments';
 export type { NewPushDevice, PushDeliveryRecord, PushDeviceEvents, PushDeviceRow } from './push-devices';
 export type { AcceptInput, AcceptResult, AttemptRecord, DeliveryFilter, DeliveryRow, InboxRow, NewDelivery } from './webhooks';

@@ -2,7 +2,7 @@
 // their hash checked, images (by their bytes) given to vision models in each provider's format, other
 // files saved into the workspace and named by path; every bad upload a clear error with nothing stored.
 import assert from 'node:assert/strict';
-import { readFile, readdir } from 'node:fs/promises';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ATTACHMENT_CHUNK_BYTES, MAX_ATTACHMENT_BYTES, MAX_UPLOAD_BYTES_PER_USER } from '../../src/protocol';
@@ -121,6 +121,32 @@ describe('upload and vision', () => {
       await setConfig({ model: 'gpt-4o-mini' });
     }
   });
+});
+
+test('an image the agent reads (read_file) is kept as an attachment of its tool result: tool.result and get_messages carry it, and clients read it', async () => {
+  const picture = pngLike(4000);
+  await writeFile(join(workspace.dir, 'diagram.png'), picture);
+  await setConfig({ permission_mode: 'allow' });
+  try {
+    openai.script({ tool_calls: [{ name: 'read_file', arguments: { path: 'diagram.png' } }] }, { text: 'it is a diagram' });
+    const chat = await owner.request({ type: 'chat', id: 'reads-image', message: 'open diagram.png' });
+    assert.equal(chat.status, 'ok', JSON.stringify(chat));
+    const result = owner.frames.find((f) => f.event === 'tool.result' && f.id === 'reads-image') as { ok: boolean; attachments?: { attachment_id: string; kind: string; mime: string; name: string }[] } | undefined;
+    assert.ok(result?.ok, JSON.stringify(result));
+    assert.equal(result.attachments?.length, 1, 'the tool.result event names the image');
+    const [shown] = result.attachments!;
+    assert.deepEqual({ kind: shown.kind, mime: shown.mime, name: shown.name }, { kind: 'image', mime: 'image/png', name: 'diagram.png' });
+    const toolMessages = (lastCompletion(openai).messages as { role: string; content: string }[]).filter((m) => m.role === 'tool');
+    assert.match(toolMessages.at(-1)!.content, /diagram\.png is an image \(image\/png/);
+    // Another user client (a session user) sees it with the conversation, in history and in bytes.
+    const conversationId = (chat.data as { conversation_id: string }).conversation_id;
+    const history = await user.request({ type: 'get_messages', conversation_id: conversationId, include_tools: true });
+    const stored = (history.data as { messages: { tool_kind?: string; attachments?: { attachment_id: string }[] }[] }).messages.find((m) => m.tool_kind === 'result');
+    assert.equal(stored?.attachments?.[0].attachment_id, shown.attachment_id);
+    assert.ok((await downloadAttachment((f) => user.request(f), shown.attachment_id)).equals(picture));
+  } finally {
+    await setConfig({ permission_mode: 'ask' });
+  }
 });
 
 describe('bad uploads', () => {

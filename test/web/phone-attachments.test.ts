@@ -6,7 +6,7 @@
  * Screenshots: test-output/screenshots/.
  */
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
@@ -181,4 +181,26 @@ test('a photo from the phone reaches Anthropic as an image block with a base64 s
   } finally {
     owner.close();
   }
+});
+
+test('an image the agent reads (read_file) is shown on the phone with its tool, live and after a reload', { timeout: 90_000 }, async () => {
+  const owner = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
+  try {
+    const changed = await owner.request({ type: 'update_config', config: { provider: 'openai', base_url: rig.fake.url, model: 'fake-model' } });
+    assert.equal(changed.status, 'ok', JSON.stringify(changed));
+  } finally {
+    owner.close();
+  }
+  await writeFile(join(rig.workspace.dir, 'whiteboard.jpg'), photo);
+  rig.fake.script({ tool_calls: [{ name: 'read_file', arguments: { path: 'whiteboard.jpg' } }] }, { text: 'I opened the whiteboard photo.' });
+  const { page } = phone;
+  await sendText(page, 'show me whiteboard.jpg');
+  const shown = page.locator('.tool-card[data-tool="read_file"] + .attachments .attachment-image[src^="data:image/jpeg"]');
+  await shown.waitFor({ timeout: 20_000 });
+  await page.locator('.message.assistant', { hasText: 'I opened the whiteboard photo.' }).waitFor();
+  await page.screenshot({ path: join(SCREENSHOTS, 'phone-agent-read-image.png') });
+  await page.reload();
+  await page.locator('.connection[data-state="open"]').waitFor();
+  await shown.waitFor();
+  assert.deepEqual(phone.errors, []);
 });

@@ -109,7 +109,7 @@ export class ChatApp {
     this.tray = new AttachmentTray(this.connection, this.thumbnails);
     this.composer.addControls(...this.tray.controls);
     this.composer.allowEmpty = () => this.tray.count > 0;
-    this.messages.onUserMessage = (bubble, message) => this.thumbnails.show(bubble, message.attachments);
+    this.messages.onStoredMessage = (node, message) => this.thumbnails.show(node, message.attachments);
     this.queue = new QueueView((clientMessageId) => void this.removeQueued(clientMessageId));
     this.banner = new ErrorBanner(this.connection);
     this.layout(options.drawerFooter);
@@ -302,6 +302,8 @@ export class ChatApp {
   private onToolResult(event: TurnEventOf<'tool.result'>): void {
     const card = this.turn?.tools.find((c) => c.tool === event.tool && c.element.dataset.status === undefined);
     card?.setStatus(event.ok ? 'ok' : event.denied ? 'denied' : 'failed');
+    // An image the agent read is shown with its tool.
+    if (card) this.thumbnails.show(card.element, event.attachments);
   }
 
   private endTurn(cancelled: boolean): void {

@@ -164,9 +164,13 @@ export class AttachmentThumbnails {
     this.images.set(attachmentId, Promise.resolve(dataUrl));
   }
 
-  /** Adds the attachments under a message bubble (once). */
-  show(bubble: HTMLElement, attachments: readonly AttachmentInfo[] | undefined): void {
-    if (!attachments?.length || bubble.querySelector(':scope > .attachments')) return;
+  /**
+   * Adds the attachments under a message bubble (once); under a tool card (a collapsed <details>), right
+   * after it, so an image the agent read shows without opening the card.
+   */
+  show(node: HTMLElement, attachments: readonly AttachmentInfo[] | undefined): void {
+    if (!attachments?.length || node.dataset.attachmentsShown) return;
+    node.dataset.attachmentsShown = 'true';
     const box = h('div', { class: 'attachments' });
     for (const attachment of attachments) {
       if (attachment.kind === 'image') {
@@ -177,7 +181,8 @@ export class AttachmentThumbnails {
         box.append(fileChip(attachment));
       }
     }
-    bubble.append(box);
+    if (node.tagName === 'DETAILS') node.after(box);
+    else node.append(box);
   }
 
   private dataUrl(attachment: AttachmentInfo): Promise<string> {

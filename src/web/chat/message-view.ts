@@ -77,8 +77,8 @@ export class StreamingReply {
 export class MessageView {
   readonly element: HTMLElement;
   private readonly list: HTMLElement;
-  /** Called with each user message of a history put on screen (its attachments are drawn under it). */
-  onUserMessage?: (bubble: HTMLElement, message: Message) => void;
+  /** Called with each user message and tool result of a history put on screen, with its node (attachments are drawn by it). */
+  onStoredMessage?: (node: HTMLElement, message: Message) => void;
 
   constructor() {
     this.list = h('div', { class: 'message-list', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-label': 'Messages' });
@@ -140,7 +140,7 @@ export class MessageView {
     this.clear();
     const waiting: ToolCard[] = [];
     for (const message of messages) {
-      if (message.role === 'user') this.onUserMessage?.(this.addUser(message.content), message);
+      if (message.role === 'user') this.onStoredMessage?.(this.addUser(message.content), message);
       else if (message.role === 'assistant') this.addAssistant(message.content);
       else {
         const name = message.tool_name ?? 'tool';
@@ -152,6 +152,7 @@ export class MessageView {
         } else {
           const [card] = waiting.splice(index, 1);
           card.setStatus(historyStatus(message), message.content);
+          this.onStoredMessage?.(card.element, message);
         }
       }
     }

@@ -41,7 +41,7 @@ after(async () => {
   await fake?.close();
 });
 
-test('a 5 MB file goes through the relay in chunks (every frame under 1 MiB) and is stored and read back byte for byte', { timeout: 120_000 }, async () => {
+test('a 5 MB file goes through the relay in chunks (every frame under 1 MiB) and is stored and read back byte for byte', { timeout: 120_000 }, async (t) => {
   const bytes = randomBytes(5 * 1000 * 1000);
   const before = phone.raw.length;
   const request = (frame: Record<string, unknown>) => phone.request(frame, 30_000);
@@ -54,6 +54,7 @@ test('a 5 MB file goes through the relay in chunks (every frame under 1 MiB) and
   const largest = Math.max(...sent.map((text) => Buffer.byteLength(text)));
   assert.ok(sent.length >= 2 * 14, `the upload took ${sent.length} frames (chunks and answers)`);
   assert.ok(largest < MIB, `largest frame on the relay: ${largest} bytes`);
+  t.diagnostic(`upload: ${sent.length} frames through the relay, the largest ${largest} bytes`);
   assert.ok((await svc.service.store.blobs.get(sha256(bytes)))?.equals(bytes), 'stored byte for byte');
 
   const readBack = await downloadAttachment(request, info.attachment_id);

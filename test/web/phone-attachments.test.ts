@@ -204,3 +204,48 @@ test('an image the agent reads (read_file) is shown on the phone with its tool, 
   await shown.waitFor();
   assert.deepEqual(phone.errors, []);
 });
+
+test('pasted and dropped files (the editor view has the same handlers) upload as chips; a message with only attachments is sent; a file is saved into the workspace and shown by name', { timeout: 90_000 }, async () => {
+  const { page } = phone;
+  await page.locator('.drawer-toggle').click();
+  await page.locator('.new-chat').click();
+  // A screenshot pasted into the message box, then a CSV dropped on the conversation.
+  await page.locator('.composer-input').evaluate(async (input, png) => {
+    const data = new DataTransfer();
+    data.items.add(new File([Uint8Array.from(atob(png), (c) => c.charCodeAt(0))], 'pasted.png', { type: 'image/png' }));
+    input.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+  }, await pngOf(page));
+  await page.locator('.main').evaluate((main) => {
+    const data = new DataTransfer();
+    data.items.add(new File(['city,rain_mm\nBrest,1200\n'], 'rain.csv', { type: 'text/csv' }));
+    main.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }));
+    main.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+  });
+  await page.locator('.attachment-chip[data-state="ready"]').nth(1).waitFor({ timeout: 20_000 });
+  await page.screenshot({ path: join(SCREENSHOTS, 'phone-attachment-paste-drop.png') });
+  const before = rig.fake.requests.length;
+  await page.locator('.composer .send').click();
+  await rig.fake.waitFor((requests) => requests.length > before, 20_000);
+  const turn = (rig.fake.requests.at(-1)!.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').pop()!;
+  const parts = turn.content as { type: string; text?: string; image_url?: { url: string } }[];
+  assert.equal(parts[0].type, 'text');
+  assert.match(parts[0].text!, /\[Attached file: \.remote-assistant\/attachments\/[0-9a-f]{8}-rain\.csv \(text\/csv, 24 bytes\)\]/);
+  assert.equal(parts[1].type, 'image_url', 'the pasted image as an image');
+  await page.locator('.message.user .attachment-file', { hasText: 'rain.csv' }).waitFor();
+  await page.locator('.message.user .attachment-image').last().waitFor();
+  assert.deepEqual(phone.errors, []);
+});
+
+/** A small real PNG, drawn by the page. */
+async function pngOf(page: Page): Promise<string> {
+  const url = await page.evaluate(() => {
+    const canvas = document.createElement('canvas');
+    canvas.width = 120;
+    canvas.height = 80;
+    const context = canvas.getContext('2d')!;
+    context.fillStyle = '#0a0';
+    context.fillRect(0, 0, 120, 80);
+    return canvas.toDataURL('image/png');
+  });
+  return url.split(',')[1];
+}

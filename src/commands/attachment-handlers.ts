@@ -7,12 +7,16 @@ import type { ClientSession } from './session';
 type AttachmentCommandType = Extract<CommandType, `attachment_${string}` | 'get_attachment'>;
 type AttachmentHandler<T extends AttachmentCommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
 
-/** Who uploaded: the same person on any of their sockets (source and credential kind), as a chat's resend is recognised. */
-function uploaderOf(session: ClientSession): string {
-  if (session.source.startsWith('webhook:') || session.principal === undefined) {
-    throw new ServiceError('unauthorized', 'attachments are uploaded by user clients: a webhook account sends text only');
-  }
+/** Who uploads: the same person on any of their sockets (source and credential kind), as a chat's resend is recognised; none for a webhook account. */
+function uploaderKeyOf(session: ClientSession): string | undefined {
+  if (session.source.startsWith('webhook:') || session.principal === undefined) return undefined;
   return `${session.source}\u0000${session.principal}`;
+}
+
+function uploaderOf(session: ClientSession): string {
+  const key = uploaderKeyOf(session);
+  if (key === undefined) throw new ServiceError('unauthorized', 'attachments are uploaded by user clients: a webhook account sends text only');
+  return key;
 }
 
 /**
@@ -21,7 +25,7 @@ function uploaderOf(session: ClientSession): string {
  */
 function visibleAttachment(attachmentId: string, session: ClientSession, ctx: CommandContext): AttachmentRow {
   const row = ctx.store.attachments.get(attachmentId);
-  const mine = row !== undefined && !session.source.startsWith('webhook:') && row.uploader === `${session.source}\u0000${session.principal}`;
+  const mine = row !== undefined && row.uploader === uploaderKeyOf(session);
   if (row && (mine || (row.conversation_id !== null && canSee(row.conversation_id, session, ctx)))) return row;
   throw new ServiceError('not_found', `attachment ${attachmentId} not found`);
 }

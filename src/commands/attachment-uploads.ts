@@ -96,11 +96,6 @@ export class AttachmentUploads {
     return info;
   }
 
-  /** Drops every upload in progress (the service stops). */
-  close(): void {
-    for (const upload of [...this.uploads.values()]) this.drop(upload);
-  }
-
   private own(attachmentId: string, uploader: string): Upload {
     const upload = this.uploads.get(attachmentId);
     // Another user's upload is as unknown as one that expired.

@@ -12,6 +12,7 @@ import { TestClient } from '../helpers/ws-client';
 import { RELAY_TOKEN, startRelay, type RunningRelay } from '../helpers/relay-link-harness';
 import { startFakePushService, type FakePushService } from '../helpers/fake-push-service';
 import https from 'node:https';
+import { sha256 } from '../helpers/attachments';
 
 const SECRET = 'results-secret-0123456789abcdef';
 
@@ -173,6 +174,14 @@ test('web push: devices, settings, test, visibility', async () => {
   await answer({ type: 'client_state', device_id: device.device_id, visible: false });
   await answer({ type: 'push_test' });
   await answer({ type: 'push_unsubscribe', device_id: device.device_id });
+});
+
+test('attachments: an upload in one chunk, read back', async () => {
+  const bytes = Buffer.from('a small file');
+  const { attachment_id }: { attachment_id: string } = await answer({ type: 'attachment_begin', name: 'small.txt', mime: 'text/plain', size: bytes.length, sha256: sha256(bytes) });
+  await answer({ type: 'attachment_chunk', attachment_id, index: 0, data: bytes.toString('base64') });
+  await answer({ type: 'attachment_end', attachment_id });
+  await answer({ type: 'get_attachment', attachment_id });
 });
 
 test('every command type was answered and checked against its schema', () => {

@@ -10,7 +10,7 @@ import { hashPassword } from '../../src/transport/auth/passwords';
 import { downloadAttachment, pngLike, sha256, uploadAttachment } from '../helpers/attachments';
 import { startFakeAnthropic, type FakeAnthropic } from '../helpers/fake-anthropic';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
-import { postJson, startService, type RunningService } from '../helpers/service';
+import { sessionClient, startService, type RunningService } from '../helpers/service';
 import { tempDir, waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
@@ -35,8 +35,7 @@ before(async () => {
     { uploadIdleTimeoutMs: 400 },
   );
   owner = await TestClient.authed(svc.wsUrl, svc.token);
-  const login = await postJson(`${svc.httpUrl}/auth`, { username: 'ada', password: PASSWORD });
-  user = await TestClient.authed(svc.wsUrl, (login.body!.data as { token: string }).token);
+  user = await sessionClient(svc, 'ada', PASSWORD);
 });
 
 after(async () => {

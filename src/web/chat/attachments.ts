@@ -7,7 +7,7 @@
 import type { AttachmentInfo, EnvelopeOf } from '../../protocol';
 import type { ServiceConnection } from '../connection';
 import { isPhoto, prepareImage } from './attachment-images';
-import { h } from './dom';
+import { h, strokeIcon } from './dom';
 import { sha256Hex } from './sha256';
 
 interface Pending {
@@ -222,22 +222,7 @@ function fileChip(attachment: AttachmentInfo): HTMLElement {
 const PAPERCLIP = 'M16.5 6.5v10a4.5 4.5 0 0 1-9 0V5a3 3 0 0 1 6 0v10.5a1.5 1.5 0 0 1-3 0V6.5';
 const CAMERA = 'M4 7h3l2-2.5h6L17 7h3a1 1 0 0 1 1 1v10a1 1 0 0 1-1 1H4a1 1 0 0 1-1-1V8a1 1 0 0 1 1-1zM12 16.5a3.5 3.5 0 1 0 0-7 3.5 3.5 0 0 0 0 7z';
 
-function icon(path: string): SVGSVGElement {
-  const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
-  svg.setAttribute('viewBox', '0 0 24 24');
-  svg.setAttribute('width', '20');
-  svg.setAttribute('height', '20');
-  svg.setAttribute('aria-hidden', 'true');
-  const line = document.createElementNS('http://www.w3.org/2000/svg', 'path');
-  line.setAttribute('d', path);
-  line.setAttribute('fill', 'none');
-  line.setAttribute('stroke', 'currentColor');
-  line.setAttribute('stroke-width', '1.8');
-  line.setAttribute('stroke-linecap', 'round');
-  line.setAttribute('stroke-linejoin', 'round');
-  svg.append(line);
-  return svg;
-}
+const icon = (path: string) => strokeIcon(path, 24, 1.8);
 
 function formatSize(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;

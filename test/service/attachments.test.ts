@@ -10,7 +10,8 @@ import { hashPassword } from '../../src/transport/auth/passwords';
 import { downloadAttachment, pngLike, sha256, uploadAttachment } from '../helpers/attachments';
 import { startFakeAnthropic, type FakeAnthropic } from '../helpers/fake-anthropic';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
-import { sessionClient, startService, type RunningService } from '../helpers/service';
+import { serve } from '../helpers/cli';
+import { sessionClient, startService, TEST_TOKEN, writeConfig, type RunningService } from '../helpers/service';
 import { tempDir, waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
@@ -145,6 +146,34 @@ test('an image the agent reads (read_file) is kept as an attachment of its tool 
     assert.ok((await downloadAttachment((f) => user.request(f), shown.attachment_id)).equals(picture));
   } finally {
     await setConfig({ permission_mode: 'ask' });
+  }
+});
+
+test('an attachment acknowledged by attachment_end survives kill -9 of the service (real CLI): usable in a chat and read back after the restart', async () => {
+  const { dir, cleanup } = await tempDir('ra-attach-crash-');
+  await writeConfig(dir, { provider: 'openai', model: 'gpt-4o', base_url: openai.url });
+  let proc = await serve(dir);
+  try {
+    const bytes = pngLike(ATTACHMENT_CHUNK_BYTES + 99);
+    let client = await TestClient.authed(`ws://127.0.0.1:${proc.port}/ws`, TEST_TOKEN);
+    const ended = await uploadAttachment((f) => client.request(f), bytes, 'before-crash.png', 'image/png');
+    assert.equal(ended.status, 'ok', JSON.stringify(ended));
+    const { attachment_id } = ended.data as { attachment_id: string };
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+
+    proc = await serve(dir);
+    client = await TestClient.authed(`ws://127.0.0.1:${proc.port}/ws`, TEST_TOKEN);
+    const chat = await client.request({ type: 'chat', message: 'still there?', attachments: [attachment_id] });
+    assert.equal(chat.status, 'ok', JSON.stringify(chat));
+    const user = (lastCompletion(openai).messages as { role: string; content: { type: string; image_url?: { url: string } }[] }[]).filter((m) => m.role === 'user').pop()!;
+    assert.equal(user.content[1].image_url?.url, `data:image/png;base64,${bytes.toString('base64')}`);
+    assert.ok((await downloadAttachment((f) => client.request(f), attachment_id)).equals(bytes));
+    client.close();
+  } finally {
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+    await cleanup();
   }
 });
 

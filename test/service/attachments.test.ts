@@ -245,6 +245,13 @@ describe('bad uploads', () => {
     assert.equal((await owner.request(declared)).status, 'ok');
   });
 
+  test('a webhook account (a session of the webhook channel) may not upload: unauthorized', async () => {
+    const webhook = { id: 'webhook-session', source: 'webhook:crm', canAnswerPermissions: false, send: () => undefined };
+    const bytes = Buffer.from('from a webhook');
+    const reply = await svc.service.dispatch({ type: 'attachment_begin', name: 'x.txt', mime: 'text/plain', size: bytes.length, sha256: sha256(bytes) }, webhook);
+    assert.deepEqual({ status: reply.status, code: (reply as { code?: string }).code }, { status: 'error', code: 'unauthorized' });
+  });
+
   test("a session user cannot touch the owner's upload or unsent attachment, but reads one a conversation shows", async () => {
     const bytes = pngLike(700);
     const id = await begin(owner, bytes);

@@ -88,12 +88,14 @@ export class AttachmentTray {
     this.element.hidden = this.pending.length === 0;
   }
 
-  /** Waits for the tray's uploads and empties it: the attachments uploaded, and the names of those that failed. */
+  /**
+   * Takes the tray's files for the message being sent: waits for their uploads (their chips show the
+   * progress meanwhile), then removes them. The attachments uploaded, and the names of those that failed.
+   */
   async take(): Promise<{ attachments: AttachmentInfo[]; failed: string[] }> {
     const items = this.pending;
     this.pending = [];
-    this.element.replaceChildren();
-    this.element.hidden = true;
+    for (const item of items) item.chip.querySelector('.attachment-remove')?.remove();
     const attachments: AttachmentInfo[] = [];
     const failed: string[] = [];
     for (const item of items) {
@@ -103,6 +105,8 @@ export class AttachmentTray {
         failed.push(`${item.name} (${(error as Error).message})`);
       }
     }
+    for (const item of items) item.chip.remove();
+    this.element.hidden = this.pending.length === 0;
     return { attachments, failed };
   }
 

@@ -106,7 +106,8 @@ test('everything serve creates in the data directory is private: the directory 0
     assert.equal(await modeOf('.'), '700');
     const names = await readdir(dir);
     for (const name of ['service.json', 'service.log', 'service.lock', 'service.db.journal.1']) assert.ok(names.includes(name), name);
-    for (const name of names) assert.equal(await modeOf(name), '600', name);
+    // Folders (the blob store's `blobs`) are 0700 like the directory itself.
+    for (const name of names) assert.equal(await modeOf(name), (await stat(join(dir, name))).isDirectory() ? '700' : '600', name);
   } finally {
     proc.child.kill('SIGTERM');
     await proc.exited;

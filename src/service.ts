@@ -7,7 +7,7 @@ import { finishInterruptedRequests } from './agent/permission-restart';
 import { PermissionGate } from './agent/permissions';
 import { addAllowRule } from './config/permission-rules';
 import { createProviderResolver } from './agent/provider-resolver';
-import { createToolRegistry } from './agent/toolbox';
+import { createToolRegistry, workspaceRootsOf } from './agent/toolbox';
 import { settlePendingFileChanges } from './agent/turn-files';
 import { TurnUndo } from './agent/turn-undo';
 import { keepToolsOut } from './agent/tools/private-folders';
@@ -16,6 +16,7 @@ import type { CommandContext } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { SessionDoor, type OpenSession, type SessionOptions } from './commands/door';
 import { ChatResends } from './commands/chat-resends';
+import { AttachmentUploads } from './commands/attachment-uploads';
 import { conversationOf } from './commands/handlers';
 import { announceTurnEnded } from './commands/turn-ended';
 import { canAccess } from './protocol/sources';
@@ -69,6 +70,8 @@ export interface ServiceOptions {
   toolTimeoutMs?: number;
   permissionTimeoutMs?: number;
   authTimeoutMs?: number;
+  /** How long an unfinished attachment upload may go without a chunk. */
+  uploadIdleTimeoutMs?: number;
   /** Webhook limits and delivery timings (retry base, attempt timeout...), shortened by tests and benchmarks. */
   webhook?: WebhookChannelOptions;
   /** Relay link timings (backoff, heartbeat), shortened by tests. */
@@ -140,6 +143,7 @@ export class Service {
       config, store, agent, events, running: this.running, tools, permissions, gate, activity, logger, push: this.push,
       resends: new ChatResends(store),
       undo: new TurnUndo(store),
+      uploads: new AttachmentUploads(store, options.uploadIdleTimeoutMs),
       deliveries: this.webhooks.deliveries,
       relay: {
         status: () => this.relay.status(),
@@ -233,6 +237,7 @@ export class Service {
       activity,
       onActivity: announce,
       onTurnEvent: (event, origin) => events.publishTurnEvent(event, origin),
+      workspaceRoots: () => workspaceRootsOf(config.current, host),
     });
     const pairings = new PairingSecrets();
     const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings));

@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { ServiceError, type Message, type QueuedMessage, type RequestId, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
-import type { NewMessage, Store } from '../store';
+import { bindAttachments, insertAttachment, insertMessage, type NewMessage, type Store } from '../store';
 import { canAccess } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
-import { contextOf, type UserMessageData } from './chat-context';
 import { fitHistory } from './history';
+import { attachmentInfoOf, type StoredAttachment } from './attachments/content';
+import { messageOf } from './client-message';
+import { withAttachments } from './attachments/model-input';
+import { seesImages } from './attachments/vision';
 import type { ConversationActivity } from './conversation-activity';
 import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
@@ -14,7 +17,7 @@ import type { PermissionGate } from './permissions';
 import { ProviderError, type ChatMessage, type Provider, type ToolSpec } from './providers/types';
 import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall } from './tool-runner';
 import type { ToolRegistry } from './tools/registry';
-import type { Tool } from './tools/types';
+import type { Tool, ToolImage } from './tools/types';
 import { TurnFiles } from './turn-files';
 import { ModelToolNames, transcriptOf, type ToolCallData, type ToolResultData } from './transcript';
 import { TurnUsage } from './usage/turn-usage';
@@ -29,6 +32,8 @@ export interface ChatInput {
   message: string;
   /** The chat's `context` (the editor's chips): stored with the message, given to the model before it. */
   context?: ContextItem[];
+  /** Checked attachments the user message carries (stored with it). */
+  attachments?: readonly StoredAttachment[];
   conversationId?: string;
   /** Source of the session: recorded on new conversations, and checked for ownership. */
   source: string;
@@ -62,7 +67,7 @@ export interface TurnOrigin {
   readonly requestId?: RequestId;
 }
 
-export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'conversationId' | 'userId' | 'clientMessageId' | 'clientKey'>;
+export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'attachments' | 'conversationId' | 'userId' | 'clientMessageId' | 'clientKey'>;
 
 /**
  * What a chat turn tells its caller while it runs, in the order the agent produced it:
@@ -116,6 +121,8 @@ export interface AgentDeps {
    * the turn's own sink: the service numbers them and sends them to the conversation's followers.
    */
   onTurnEvent?: (event: AgentEvent, origin: TurnOrigin | undefined) => void;
+  /** Where attached files are saved for the model (default: none, they are named as not saved). */
+  workspaceRoots?: () => string[];
 }
 
 export function titleOf(message: string): string {
@@ -251,9 +258,19 @@ export class Agent {
       this.requireConversation(conversationId, input.source);
     }
     const id = randomUUID();
-    const data: UserMessageData | undefined = input.context && input.context.length > 0 ? { context: input.context } : undefined;
-    await store.messages.append({ id, conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId, client_key: input.clientKey, data });
-    return messageOf({ id, role: 'user', content: input.message, timestamp: now, data });
+    const attachments = input.attachments ?? [];
+    const message: NewMessage = {
+      id, conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId, client_key: input.clientKey,
+      ...(input.context?.length || attachments.length > 0
+        ? { data: { ...(input.context?.length ? { context: input.context } : {}), ...(attachments.length > 0 ? { attachments } : {}) } }
+        : {}),
+    };
+    // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
+    await store.db.write((tx) => {
+      insertMessage(tx, message);
+      bindAttachments(tx, attachments.map((a) => a.attachment_id), conversationId);
+    });
+    return messageOf(message);
   }
 
   /**
@@ -326,13 +343,18 @@ export class Agent {
       const history = transcriptOf(this.history.rows(conversationId));
       const system: ChatMessage | undefined = config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
       const lastStep = step >= config.max_steps;
-      const provider = this.deps.provider(config);
       const model = input.model ?? config.model;
+      const messages = await withAttachments(fitHistory(system, history, HISTORY_TOKEN_BUDGET), seesImages(config, model), {
+        blobs: store.blobs,
+        workspaceRoots: this.deps.workspaceRoots ?? (() => []),
+        logger: log,
+      });
+      const provider = this.deps.provider(config);
       const result = await provider.complete({
         model,
         temperature: config.temperature,
         max_tokens: config.max_tokens,
-        messages: toModelNames(fitHistory(system, history, HISTORY_TOKEN_BUDGET), names),
+        messages: toModelNames(messages, names),
         tools: lastStep || tools.length === 0 ? undefined : tools.map((t) => toolSpec(t, names)),
         signal,
         onDelta: input.stream ? onDelta : undefined,
@@ -367,26 +389,35 @@ export class Agent {
           timeoutMs: this.deps.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
           files,
         });
-        await store.messages.append({
+        const shown = outcome.image ? await keepImage(store, outcome.image) : undefined;
+        const result: NewMessage = {
           id: randomUUID(),
           conversation_id: conversationId,
           role: 'tool',
           tool_name: call.name,
           content: outcome.content,
           timestamp: new Date().toISOString(),
-          data: { kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}) } satisfies ToolResultData,
+          data: { kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}), ...(shown ? { attachments: [shown] } : {}) } satisfies ToolResultData,
+        };
+        // The image's record and the result that shows it, in one transaction: neither is ever seen without the other.
+        await store.db.write((tx) => {
+          insertMessage(tx, result);
+          if (shown) insertAttachment(tx, { ...shown, id: shown.attachment_id, uploader: 'agent', created_at: result.timestamp, conversation_id: conversationId });
         });
-        onEvent({ event: 'tool.result', conversation_id: conversationId, tool: call.name, ok: outcome.ok, denied: outcome.denied === true });
+        onEvent({
+          event: 'tool.result', conversation_id: conversationId, tool: call.name, ok: outcome.ok, denied: outcome.denied === true,
+          ...(shown ? { attachments: [attachmentInfoOf(shown)] } : {}),
+        });
         if (signal.aborted || outcome.endsTurn) throw new Cancelled();
       }
     }
   }
 }
 
-/** A stored user or assistant message as clients see it (chat.message, get_messages). */
-export function messageOf(row: { id: string; role: Message['role']; content: string; timestamp: string; data?: unknown }): Message {
-  const context = row.role === 'user' ? contextOf(row.data) : undefined;
-  return { id: row.id, role: row.role, content: row.content, timestamp: row.timestamp, ...(context ? { context } : {}) };
+/** An image a tool showed, stored durably as a blob before the result that references it. */
+async function keepImage(store: Store, image: ToolImage): Promise<StoredAttachment> {
+  const { hash, size } = await store.blobs.put(image.bytes);
+  return { attachment_id: randomUUID(), name: image.name, mime: image.mime, kind: 'image', size, hash };
 }
 
 function toolSpec(tool: Tool, names: ModelToolNames): ToolSpec {

@@ -1,10 +1,14 @@
 import type { ChatMessage } from './providers/types';
 
+/** What an attached image costs a vision model (a 2048-pixel photo is about 1,600 tokens); a file's note costs less. */
+const ATTACHMENT_TOKENS = 1600;
+
 /** A rough token estimate (about 4 characters a token) that errs on the side of fitting. */
 export function estimateTokens(message: ChatMessage): number {
   let chars = message.content.length;
   if (message.role === 'assistant' && message.tool_calls) chars += JSON.stringify(message.tool_calls).length;
-  return Math.ceil(chars / 4) + 4;
+  const attached = message.role === 'user' || message.role === 'system' ? (message.attachments?.length ?? 0) : 0;
+  return Math.ceil(chars / 4) + 4 + attached * ATTACHMENT_TOKENS;
 }
 
 /**

@@ -4,7 +4,7 @@ import type { PermissionGate } from './permissions';
 import type { ToolCall } from './providers/types';
 import { describeArguments, previewToolCall } from './tools/preview';
 import type { TurnFiles } from './turn-files';
-import { ToolError, type Tool, type ToolOutput } from './tools/types';
+import { ToolError, type Tool, type ToolImage, type ToolOutput } from './tools/types';
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 300_000;
 const MAX_RESULT_CHARS = 100_000;
@@ -15,6 +15,8 @@ export interface ToolCallOutcome {
   denied?: boolean;
   /** The turn ends once this result is stored (the service stops while the call waited for permission). */
   endsTurn?: boolean;
+  /** An image to show the user with the result. */
+  image?: ToolImage;
 }
 
 /**
@@ -65,7 +67,7 @@ export async function runToolCall(
     const output = await raceAbort(tool.run(call.arguments, { conversationId: context.conversationId, signal, ...(context.files ? { files: context.files } : {}) }), signal);
     const content = output.content.length > MAX_RESULT_CHARS ? `${output.content.slice(0, MAX_RESULT_CHARS)}\n[... ${output.content.length - MAX_RESULT_CHARS} characters cut]` : output.content;
     context.logger.info('tool.ran', { tool: tool.name, ok: !output.isError, ms: Date.now() - started });
-    return { content, ok: !output.isError };
+    return { content, ok: !output.isError, ...(output.image ? { image: output.image } : {}) };
   } catch (error) {
     const message = timeout.aborted
       ? `Tool ${tool.name} did not finish within ${Math.round(context.timeoutMs / 1000)} s and was stopped.`

@@ -1,10 +1,11 @@
 import type { MessageRow } from '../store';
 import { contextOf, withContext } from './chat-context';
 import type { ChatMessage, ToolCall } from './providers/types';
+import { storedAttachmentsOf, type StoredAttachment } from './attachments/content';
 
 /** How tool traffic is kept in the `messages` table (role `tool`), so a conversation can be replayed to a model. */
 export type ToolCallData = { kind: 'call'; call_id: string; batch: string; arguments: Record<string, unknown>; text?: string };
-export type ToolResultData = { kind: 'result'; call_id: string; ok: boolean; denied?: boolean };
+export type ToolResultData = { kind: 'result'; call_id: string; ok: boolean; denied?: boolean; attachments?: StoredAttachment[] };
 
 const INTERRUPTED = 'The tool call was interrupted before it returned a result.';
 
@@ -41,8 +42,12 @@ export function transcriptOf(rows: readonly MessageRow[]): ChatMessage[] {
       continue;
     }
     closeBatch();
-    if (row.role === 'user') messages.push({ role: 'user', content: withContext(row.content, contextOf(row.data)) });
-    else if (row.role === 'assistant') messages.push({ role: 'assistant', content: row.content });
+    if (row.role === 'assistant') messages.push({ role: 'assistant', content: row.content });
+    if (row.role === 'user') {
+      const content = withContext(row.content, contextOf(row.data));
+      const attachments = storedAttachmentsOf(row.data);
+      messages.push(attachments.length > 0 ? { role: 'user', content, attachments } : { role: 'user', content });
+    }
   }
   closeBatch();
   return messages;

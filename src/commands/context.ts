@@ -12,6 +12,7 @@ import type { EventHub } from './event-hub';
 import type { ChatResends } from './chat-resends';
 import type { RunningChats } from './running-chats';
 import type { ClientSession } from './session';
+import type { AttachmentUploads } from './attachment-uploads';
 
 /** What the command handlers work with; built once by the service. */
 export interface CommandContext {
@@ -36,6 +37,8 @@ export interface CommandContext {
   push: PushCommands;
   /** Undoing a turn's file writes (undo_turn, list_turn_changes). */
   undo: TurnUndo;
+  /** Attachments being uploaded in chunks. */
+  uploads: AttachmentUploads;
 }
 
 /** The webhook outbox as commands see it (the transport implements it). */

@@ -1,7 +1,7 @@
 import type { ConversationRow, MessageRow } from '../store';
 import type { ExportFormat, Message } from '../protocol';
 import type { ToolCallData, ToolResultData } from '../agent/transcript';
-import { messageOf } from '../agent/agent';
+import { messageOf } from '../agent/client-message';
 
 /** Version of the JSON export's shape; bumped when a field changes meaning or goes away. */
 export const EXPORT_JSON_VERSION = 1;

@@ -18,6 +18,7 @@ import { getUsage } from './usage-handlers';
 import { conversationUsageOf, messageUsageOf } from '../agent/usage/usage-wire';
 import { clientMessageOf } from './conversation-export';
 import { historyHandlers } from './history-handlers';
+import { attachmentHandlers, chatAttachments } from './attachment-handlers';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -56,6 +57,8 @@ const commandHandlers: HandlerMap = {
     if (contextSize > MAX_CONTEXT_CHARS) {
       throw new ServiceError('payload_too_large', `the context holds ${contextSize} characters of text; at most ${MAX_CONTEXT_CHARS} may be sent with one message (remove a chip, or select less)`);
     }
+    // Checked before anything starts: a chat naming an attachment it may not use is refused whole.
+    const attachments = chatAttachments(command.attachments, session, ctx);
     const run = ctx.running.start(session.id, command.id);
     // Known once the agent has the conversation; a turn refused before that (not_found) never began.
     let conversationId: string | undefined;
@@ -67,6 +70,7 @@ const commandHandlers: HandlerMap = {
         {
           message: command.message,
           context: command.context,
+          attachments,
           conversationId: command.conversation_id,
           source: session.source,
           ownerAnswersPrompts: !isOwner(session),
@@ -195,6 +199,7 @@ const commandHandlers: HandlerMap = {
   ...pushHandlers,
   get_usage: getUsage,
   ...historyHandlers,
+  ...attachmentHandlers,
 };
 
 export const handlers: HandlerMap = {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ChatContext } from './chat-context-schema';
 import { RequestId } from './envelope';
 import { ConversationUsage, MAX_USAGE_DAYS, MessageUsage } from './usage';
+import { AttachmentBeginCommand, AttachmentChunkCommand, AttachmentEndCommand, AttachmentId, AttachmentInfo, GetAttachmentCommand, MAX_ATTACHMENTS_PER_MESSAGE } from './attachments';
 
 /** Maximum `limit` of list commands; larger values are clamped (docs/protocol.md). */
 export const MAX_LIST_LIMIT = 500;
@@ -36,7 +37,8 @@ export const AuthCommand = command('auth', {
 export const MAX_CLIENT_MESSAGE_ID_CHARS = 128;
 
 export const ChatCommand = command('chat', {
-  message: nonEmpty('message'),
+  /** May be empty when the chat carries attachments. */
+  message: z.string({ error: 'message must be a string' }),
   conversation_id: nonEmpty('conversation_id').optional(),
   stream: z.boolean().optional().default(false),
   /**
@@ -48,6 +50,10 @@ export const ChatCommand = command('chat', {
     .optional(),
   /** What the editor's chips show (a selection, a file): put before the message in the prompt, stored with it. */
   context: ChatContext.optional(),
+  /** Uploaded attachments (attachment_end's ids), in order: images for a vision model, files saved into the workspace. */
+  attachments: z.array(AttachmentId).max(MAX_ATTACHMENTS_PER_MESSAGE, { error: `at most ${MAX_ATTACHMENTS_PER_MESSAGE} attachments a message` }).optional(),
+}).superRefine((chat, ctx) => {
+  if (chat.message.length === 0 && !chat.attachments?.length) ctx.addIssue({ code: 'custom', path: ['message'], message: 'message must not be empty' });
 });
 
 export const GetConfigCommand = command('get_config', {});
@@ -322,6 +328,10 @@ export const Command = z.discriminatedUnion('type', [
   BackupCommand,
   UndoTurnCommand,
   ListTurnChangesCommand,
+  AttachmentBeginCommand,
+  AttachmentChunkCommand,
+  AttachmentEndCommand,
+  GetAttachmentCommand,
 ]);
 export type Command = z.infer<typeof Command>;
 export type CommandType = Command['type'];
@@ -391,6 +401,8 @@ export const Message = z.object({
   usage: MessageUsage.optional(),
   /** User messages: the context sent with it (chat's `context`), for the history's chips. */
   context: ChatContext.optional(),
+  /** User messages: the files attached to it (read them with get_attachment). */
+  attachments: z.array(AttachmentInfo).optional(),
 });
 export type Message = z.infer<typeof Message>;
 

@@ -190,6 +190,8 @@ export const ServiceConfigFile = z.looseObject({
   permission_timeout_seconds: PermissionTimeoutSeconds.default(DEFAULT_PERMISSION_TIMEOUT_SECONDS),
   /** Prices per million tokens, over the shipped defaults (agent/usage/prices.ts). */
   prices: Prices.default({}),
+  /** Model name -> whether it takes image input, over the known list (agent/attachments/vision.ts). */
+  vision_models: z.record(z.string(), z.boolean()).default({}),
 }).superRefine((config, ctx) => {
   const tcp = config.channels.filter((c) => c.type === 'tcp');
   if (tcp.length > 1) ctx.addIssue({ code: 'custom', path: ['channels'], message: 'at most one tcp channel' });

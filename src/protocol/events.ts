@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Conversation, Message, PermissionDecision } from './commands';
 import { RequestId } from './envelope';
+import { AttachmentInfo } from './attachments';
 
 /**
  * A conversation's events carry `seq` for the clients following it (follow_conversation): increasing by
@@ -33,6 +34,8 @@ export const ToolResultEvent = z.object({
   ok: z.boolean(),
   /** The tool did not run: the permission gate refused it (a rule, the mode, the user or the source). */
   denied: z.boolean(),
+  /** An image the tool read or made, shown to the user (read it with get_attachment). */
+  attachments: z.array(AttachmentInfo).optional(),
 });
 /**
  * What a tool call would do, worked out by the tool itself without doing it (docs/protocol.md,

@@ -17,3 +17,4 @@ export * from './wire-text';
 export * from './usage';
 export * from './export-reader';
 export * from './undo';
+export * from './attachments';

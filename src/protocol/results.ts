@@ -5,6 +5,7 @@ import { PairingInfo, RelayLinkStatus } from './relay';
 import { PermissionRequest } from './events';
 import { UsageDay } from './usage';
 import { TurnChanges, UndoTurnResult } from './undo';
+import { AttachmentResults } from './attachments';
 
 /**
  * What each command answers: the `data` of its ok envelope (docs/protocol.md, "Commands"). One schema
@@ -108,6 +109,7 @@ export const CommandResults = {
     /** The files written, relative to `path`. */
     files: z.array(z.string()),
   }),
+  ...AttachmentResults,
 } satisfies { [T in CommandType]: z.ZodType };
 
 export type CommandResults = typeof CommandResults;

@@ -13,12 +13,13 @@ import type { Migration } from './migrations';
 import { PushDevicesRepo } from './push-devices';
 import { DevicesRepo } from './devices';
 import { FileChangesRepo } from './file-changes';
+import { AttachmentsRepo } from './attachments';
 import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
 import { UsageRepo } from './usage';
 
 export { Database } from './database';
-export { BlobDamagedError, BlobStore, isBlobHash } from './blob-store';
+export { BlobDamagedError, BlobStore, hashBytes, isBlobHash } from './blob-store';
 export type { BlobRef } from './blob-store';
 export { DataDirInUseError, pidAlive } from '../platform/lock-file';
 export { JournalDamagedError } from './recovery';
@@ -40,6 +41,8 @@ export { DevicesRepo } from './devices';
 export type { DeviceRow } from './devices';
 export { FileChangesRepo } from './file-changes';
 export type { FileChangeRow, FileChangeState, NewFileWrite, TurnChangesSummary } from './file-changes';
+export { AttachmentsRepo, bindAttachments, insertAttachment } from './attachments';
+export type { AttachmentRow } from './attachments';
 export type { NewPushDevice, PushDeliveryRecord, PushDeviceEvents, PushDeviceRow } from './push-devices';
 export type { AcceptInput, AcceptResult, AttemptRecord, DeliveryFilter, DeliveryRow, InboxRow, NewDelivery } from './webhooks';
 export { migrate, MIGRATIONS, schemaVersion } from './migrations';
@@ -74,6 +77,8 @@ export interface Store {
    * store/backup.ts does the rest of the data directory).
    */
   backup(destDir: string): Promise<string[]>;
+  /** Uploaded files (their bytes are blobs). */
+  attachments: AttachmentsRepo;
   close(): Promise<void>;
 }
 
@@ -106,6 +111,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
       await db.copySnapshot(path.join(destDir, db.fileName));
       return [db.fileName];
     },
+    attachments: new AttachmentsRepo(db),
     close: () => db.close(),
   };
 }

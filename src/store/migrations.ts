@@ -47,6 +47,9 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX file_changes_state ON file_changes (state);`,
   // 9: a relay-paired device's end-to-end client key, unregistered when the device is revoked (src/store/devices.ts).
   `ALTER TABLE devices ADD COLUMN client_key TEXT;`,
+  // 10: uploaded files, their bytes in the blob store (src/store/attachments.ts).
+  `CREATE TABLE attachments (id TEXT PRIMARY KEY, hash TEXT NOT NULL, name TEXT NOT NULL, mime TEXT NOT NULL, kind TEXT NOT NULL, size INTEGER NOT NULL, uploader TEXT NOT NULL, created_at TEXT NOT NULL, conversation_id TEXT);
+  CREATE INDEX attachments_conversation ON attachments (conversation_id);`,
 ];
 
 export function schemaVersion(db: Database): number {

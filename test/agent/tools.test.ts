@@ -101,12 +101,22 @@ test('read_file caps what it returns and says how to read on', LIMIT, async (t) 
 
 test('read_file refuses binary files, folders and missing files clearly', LIMIT, async (t) => {
   const f = await fixture(t);
-  await writeFile(path.join(f.ws, 'image.png'), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48]));
-  await refuses(f.run('read_file', { path: 'image.png' }), /image\.png is a binary file \(14 B\); read_file only reads text/);
+  await writeFile(path.join(f.ws, 'program.bin'), Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0x02, 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0]));
+  await refuses(f.run('read_file', { path: 'program.bin' }), /program\.bin is a binary file \(14 B\); read_file only reads text/);
   await mkdir(path.join(f.ws, 'dir'));
   await refuses(f.run('read_file', { path: 'dir' }), /dir is a directory.*list_directory/);
   await refuses(f.run('read_file', { path: 'nope.txt' }), /nope\.txt does not exist/);
   await refuses(f.run('read_file', { path: 'a', offset: 0 }), /offset must be 1 or more/);
+});
+
+test('read_file of an image (by its bytes) gives the model a note and the image to show the user', LIMIT, async (t) => {
+  const f = await fixture(t);
+  const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48]);
+  await writeFile(path.join(f.ws, 'image.png'), png);
+  const output = await f.run('read_file', { path: 'image.png' });
+  assert.match(output.content, /image\.png is an image \(image\/png, 14 B\): it is shown to the user/);
+  assert.equal(output.image?.mime, 'image/png');
+  assert.ok(output.image?.bytes.equals(png));
 });
 
 test('read_file and list_directory of a named pipe answer at once, holding no thread of the pool', { timeout: 20_000, skip: !posix }, async (t) => {

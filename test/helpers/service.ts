@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Service, type ServiceOptions } from '../../src/service';
 import { tempDir } from './temp';
+import { TestClient } from './ws-client';
 
 export const TEST_TOKEN = 'test-access-token-0123456789abcdef-XYZ';
 export const TEST_API_KEY = 'sk-test-secret-key-9f8e7d6c5b4a';
@@ -67,4 +68,10 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
     json = undefined;
   }
   return { status: response.status, headers: response.headers, body: json, text };
+}
+
+/** A session (password) user of `user add` logged in (POST /auth) and connected with its session token. */
+export async function sessionClient(svc: RunningService, username: string, password: string): Promise<TestClient> {
+  const login = await postJson(`${svc.httpUrl}/auth`, { username, password });
+  return TestClient.authed(svc.wsUrl, (login.body!.data as { token: string }).token);
 }

@@ -13,6 +13,7 @@ import { RELAY_TOKEN, startRelay, type RunningRelay } from '../helpers/relay-lin
 import { startFakePushService, type FakePushService } from '../helpers/fake-push-service';
 import https from 'node:https';
 import { join } from 'node:path';
+import { sha256 } from '../helpers/attachments';
 
 const SECRET = 'results-secret-0123456789abcdef';
 
@@ -193,6 +194,14 @@ test('history: search_messages, export_conversation, backup', async () => {
   } finally {
     await dest.cleanup();
   }
+});
+
+test('attachments: an upload in one chunk, read back', async () => {
+  const bytes = Buffer.from('a small file');
+  const { attachment_id }: { attachment_id: string } = await answer({ type: 'attachment_begin', name: 'small.txt', mime: 'text/plain', size: bytes.length, sha256: sha256(bytes) });
+  await answer({ type: 'attachment_chunk', attachment_id, index: 0, data: bytes.toString('base64') });
+  await answer({ type: 'attachment_end', attachment_id });
+  await answer({ type: 'get_attachment', attachment_id });
 });
 
 test('every command type was answered and checked against its schema', () => {

@@ -13,6 +13,7 @@ import {
   type CompletionRequest,
   type CompletionResult,
   type CompletionUsage,
+  type ImageInput,
   type Provider,
   type ToolCall,
 } from './types';
@@ -267,7 +268,7 @@ export function toWireConversation(messages: readonly ChatMessage[]): { system?:
         if (message.content.trim()) system.push(message.content);
         break;
       case 'user':
-        push('user', textBlocks(message.content));
+        push('user', [...textBlocks(message.content), ...imageBlocks(message.images)]);
         break;
       case 'assistant':
         push('assistant', [
@@ -303,6 +304,14 @@ export function toWireConversation(messages: readonly ChatMessage[]): { system?:
 
 function textBlocks(text: string): WireBlock[] {
   return text.trim() ? [{ type: 'text', text }] : [];
+}
+
+/** Images for a vision model: `image` blocks with a base64 source (the types Anthropic accepts, as the upload told them by their bytes). */
+function imageBlocks(images: readonly ImageInput[] | undefined): WireBlock[] {
+  return (images ?? []).map((image) => ({
+    type: 'image',
+    source: { type: 'base64', media_type: image.mime as Anthropic.Base64ImageSource['media_type'], data: image.base64 },
+  }));
 }
 
 function isToolResult(block: WireBlock): boolean {

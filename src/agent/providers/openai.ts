@@ -171,8 +171,17 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
 function toWireMessage(message: ChatMessage): WireMessage {
   switch (message.role) {
     case 'system':
+      return { role: 'system', content: message.content };
     case 'user':
-      return { role: message.role, content: message.content };
+      if (!message.images?.length) return { role: 'user', content: message.content };
+      // A vision model gets the images as `image_url` parts holding data URLs, after the text.
+      return {
+        role: 'user',
+        content: [
+          ...(message.content ? [{ type: 'text' as const, text: message.content }] : []),
+          ...message.images.map((image) => ({ type: 'image_url' as const, image_url: { url: `data:${image.mime};base64,${image.base64}` } })),
+        ],
+      };
     case 'assistant':
       if (!message.tool_calls || message.tool_calls.length === 0) return { role: 'assistant', content: message.content };
       return {

@@ -1,3 +1,5 @@
+import type { StoredAttachment } from '../attachments/content';
+
 /**
  * The one interface every model provider implements (OpenAI-compatible, Anthropic, the editor's
  * language models). Provider-neutral: nothing here names a vendor's wire format.
@@ -14,8 +16,21 @@ export interface ToolCall {
   argumentsError?: string;
 }
 
+/** An image given to a vision model: its type (told by its bytes) and its bytes in base64. */
+export interface ImageInput {
+  mime: string;
+  base64: string;
+}
+
 export type ChatMessage =
-  | { role: 'system' | 'user'; content: string }
+  | {
+      role: 'system' | 'user';
+      content: string;
+      /** Files the user attached (stored refs); the agent turns them into `images` or notes in `content` before a provider sees them. */
+      attachments?: readonly StoredAttachment[];
+      /** Images for a vision model, after the text. */
+      images?: readonly ImageInput[];
+    }
   | { role: 'assistant'; content: string; tool_calls?: ToolCall[] }
   | { role: 'tool'; tool_call_id: string; name: string; content: string };
 

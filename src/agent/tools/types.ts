@@ -61,6 +61,15 @@ export interface ToolOutput {
   content: string;
   /** The call failed (the model is told so). */
   isError?: boolean;
+  /** An image the tool read or made, shown to the user with the result (stored as an attachment of it). */
+  image?: ToolImage;
+}
+
+export interface ToolImage {
+  name: string;
+  /** Told by its bytes (agent/attachments/content.ts imageTypeOf). */
+  mime: string;
+  bytes: Buffer;
 }
 
 /** Where tools come from; the registry asks each source on every list (sources may change live). */

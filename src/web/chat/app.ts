@@ -22,6 +22,7 @@ import { SEARCH_LIMIT, SearchView } from './search-view';
 import { ExportView } from './export-view';
 import { sendCommand, type ResolvedEvent } from './supervision-wire';
 import { UndoView } from './undo-view';
+import { AttachmentThumbnails, AttachmentTray } from './attachments';
 
 /** The events of a conversation's turn, drawn live for the conversation on screen whoever started it. */
 type TurnEvent = Extract<ViewEvent, { event: 'chat.message' | 'chat.delta' | 'tool.call' | 'tool.result' | 'turn.ended' }>;
@@ -79,6 +80,8 @@ export class ChatApp {
   private readonly queue: QueueView;
   private readonly outbox: Outbox;
   private readonly undo: UndoView;
+  private readonly thumbnails: AttachmentThumbnails;
+  private readonly tray: AttachmentTray;
   /** The bubbles of outbox messages on screen ("waiting to send"), by client_message_id. */
   private readonly pendingBubbles = new Map<string, HTMLElement>();
   /** Outbox messages sent and not yet answered, in the order sent. */
@@ -131,6 +134,11 @@ export class ChatApp {
       : undefined;
     this.outbox = new Outbox(options.outboxStorage);
     this.undo = new UndoView({ call: (frame) => this.call(frame), list: this.messages.element, showThreeWay: action ? (argument) => action('showUndoThreeWay', argument) : undefined });
+    this.thumbnails = new AttachmentThumbnails(this.connection);
+    this.tray = new AttachmentTray(this.connection, this.thumbnails);
+    this.composer.addControls(...this.tray.controls);
+    this.composer.allowEmpty = () => this.tray.count > 0;
+    this.messages.onStoredMessage = (node, message) => this.thumbnails.show(node, message.attachments);
     this.queue = new QueueView((clientMessageId) => void this.removeQueued(clientMessageId));
     this.banner = new ErrorBanner(this.connection);
     this.layout(options.drawerFooter);
@@ -150,9 +158,10 @@ export class ChatApp {
     const drawer = h('aside', { class: 'drawer', id: 'ra-drawer' }, this.search.element, this.list.element, this.rules.element, footer);
     this.header.element.querySelector('.title')?.after(this.exporter.element);
     const scrim = h('div', { class: 'scrim', 'aria-hidden': 'true' });
-    const main = h('main', { class: 'main' }, this.updateBanner.element, this.banner.element, this.messages.element, this.permissions.element, this.queue.element, this.mentions?.element, this.chips.element, this.composer.element);
+    const main = h('main', { class: 'main' }, this.updateBanner.element, this.banner.element, this.messages.element, this.permissions.element, this.queue.element, this.mentions?.element, this.chips.element, this.tray.element, this.composer.element);
     this.root.classList.add('app');
     this.root.replaceChildren(this.header.element, h('div', { class: 'body' }, drawer, scrim, main));
+    this.tray.watch(main);
 
     this.header.drawerToggle.addEventListener('click', () => this.toggleDrawer());
     scrim.addEventListener('click', () => this.toggleDrawer(false));
@@ -308,6 +317,7 @@ export class ChatApp {
       // Our own message (ours by request id, or by text after a resend) is already on screen: mark it sent.
       const bubble = this.claimPendingBubble(message.content);
       const node = bubble ?? this.messages.addUser(message.content, false, message.context);
+      this.thumbnails.show(node, message.attachments);
       node.dataset.messageId = message.id;
       turn.nodes.push(node);
       return;
@@ -345,6 +355,8 @@ export class ChatApp {
   private onToolResult(event: TurnEventOf<'tool.result'>): void {
     const card = this.turn?.tools.find((c) => c.tool === event.tool && c.element.dataset.status === undefined);
     card?.setStatus(event.ok ? 'ok' : event.denied ? 'denied' : 'failed');
+    // An image the agent read is shown with its tool.
+    if (card) this.thumbnails.show(card.element, event.attachments);
   }
 
   private endTurn(cancelled: boolean): void {
@@ -382,8 +394,17 @@ export class ChatApp {
     }
   }
 
-  /** A typed message goes to the outbox first: it is sent now if connected, else when the connection returns. */
+  /** A message with attachments waits for their uploads (those that failed are named), then goes the same way. */
   private send(text: string): void {
+    if (this.tray.count === 0) return this.enqueue(text, []);
+    void this.tray.take().then(({ attachments, failed }) => {
+      if (failed.length > 0) this.messages.addNote(`Not attached: ${failed.join(', ')}`, 'error');
+      if (text || attachments.length > 0) this.enqueue(text, attachments);
+    });
+  }
+
+  /** A typed message goes to the outbox first: it is sent now if connected, else when the connection returns. */
+  private enqueue(text: string, attachments: NonNullable<OutboxItem['attachments']>): void {
     this.banner.hide();
     // What the chips show is what is sent; too much is refused here, before the text leaves the input.
     const context = this.chips.items();
@@ -394,7 +415,7 @@ export class ChatApp {
       return;
     }
     this.chips.clearAdded();
-    const item: OutboxItem = { client_message_id: newClientId(), text, ...(context.length > 0 ? { context } : {}), ...(this.current ? { conversation_id: this.current } : { draft: this.draft }) };
+    const item: OutboxItem = { client_message_id: newClientId(), text, ...(context.length > 0 ? { context } : {}), ...(attachments.length > 0 ? { attachments } : {}), ...(this.current ? { conversation_id: this.current } : { draft: this.draft }) };
     this.outbox.add(item);
     if (!this.current) this.header.setTitle(text.length > 80 ? `${text.slice(0, 79)}…` : text);
     this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
@@ -420,7 +441,10 @@ export class ChatApp {
     const sending: InFlight = { item, requestId: this.connection.newId() };
     this.inFlight.push(sending);
     this.outbox.markAttempted(item);
-    const frame = { type: 'chat', id: sending.requestId, message: item.text, stream: true, client_message_id: item.client_message_id, ...(item.context ? { context: item.context } : {}), ...(item.conversation_id ? { conversation_id: item.conversation_id } : {}) } as const;
+    const frame = { type: 'chat', id: sending.requestId, message: item.text, stream: true, client_message_id: item.client_message_id,
+      ...(item.context ? { context: item.context } : {}),
+      ...(item.attachments?.length ? { attachments: item.attachments.map((a) => a.attachment_id) } : {}),
+      ...(item.conversation_id ? { conversation_id: item.conversation_id } : {}) } as const;
     let answer: EnvelopeOf<'chat'> | undefined;
     try {
       answer = await this.connection.request(frame);
@@ -453,6 +477,7 @@ export class ChatApp {
 
   private addPendingBubble(item: OutboxItem): HTMLElement {
     const bubble = this.messages.addUser(item.text, true, item.context);
+    this.thumbnails.show(bubble, item.attachments);
     bubble.dataset.clientMessageId = item.client_message_id;
     bubble.dataset.text = item.text;
     bubble.append(h('div', { class: 'message-note pending-note' }, 'waiting to send'));

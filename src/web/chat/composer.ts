@@ -11,6 +11,8 @@ export class Composer {
   private readonly stop: HTMLButtonElement;
   private connected = false;
   private running = false;
+  /** Whether a message without text may be sent (it carries attachments). */
+  allowEmpty: () => boolean = () => false;
 
   constructor(onSend: (text: string) => void, onStop: () => void) {
     this.input = h('textarea', { class: 'composer-input', id: 'ra-input', rows: 1, placeholder: 'Ask anything…', 'aria-label': 'Message', enterkeyhint: 'send' });
@@ -42,13 +44,18 @@ export class Composer {
     this.update();
   }
 
+  /** Puts controls (attach, camera) before the message box. */
+  addControls(...controls: HTMLElement[]): void {
+    this.input.before(...controls);
+  }
+
   focus(): void {
     this.input.focus({ preventScroll: true });
   }
 
   private submit(onSend: (text: string) => void): void {
     const text = this.input.value.trim();
-    if (!text) return;
+    if (!text && !this.allowEmpty()) return;
     this.input.value = '';
     this.grow();
     onSend(text);

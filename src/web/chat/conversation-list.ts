@@ -1,5 +1,5 @@
 /** The conversation list: switch, new, delete (with an inline confirmation: webviews forbid confirm()). */
-import { h, relativeTime } from './dom';
+import { h, relativeTime, strokeIcon } from './dom';
 import { sourceLabel } from '../../protocol/sources';
 import type { SupervisedConversation as Conversation } from './supervision-wire';
 
@@ -75,7 +75,7 @@ export class ConversationList {
       stateMark(conversation),
     );
     open.addEventListener('click', () => this.handlers.select(conversation.id));
-    const remove = h('button', { type: 'button', class: 'icon-button conversation-delete', 'aria-label': `Delete “${conversation.title}”`, title: 'Delete' }, trashIcon());
+    const remove = h('button', { type: 'button', class: 'icon-button conversation-delete', 'aria-label': `Delete “${conversation.title}”`, title: 'Delete' }, strokeIcon(TRASH, 16, 1.3));
     const row = h('li', { class: 'conversation', 'data-id': conversation.id }, open, remove);
     remove.addEventListener('click', () => this.confirmDelete(row, conversation, remove));
     return row;
@@ -115,20 +115,5 @@ function stateMark(conversation: Conversation): HTMLElement | null {
   return null;
 }
 
-/** An inline icon (emoji fonts are missing on some systems, and the webview allows no remote images). */
-function trashIcon(): SVGSVGElement {
-  const ns = 'http://www.w3.org/2000/svg';
-  const svg = document.createElementNS(ns, 'svg');
-  svg.setAttribute('viewBox', '0 0 16 16');
-  svg.setAttribute('width', '16');
-  svg.setAttribute('height', '16');
-  svg.setAttribute('aria-hidden', 'true');
-  const path = document.createElementNS(ns, 'path');
-  path.setAttribute('d', 'M6 2h4M2.5 4h11M4 4l.7 9.2a1 1 0 0 0 1 .8h4.6a1 1 0 0 0 1-.8L12 4M6.5 7v4M9.5 7v4');
-  path.setAttribute('fill', 'none');
-  path.setAttribute('stroke', 'currentColor');
-  path.setAttribute('stroke-width', '1.3');
-  path.setAttribute('stroke-linecap', 'round');
-  svg.appendChild(path);
-  return svg;
-}
+/** A bin. */
+const TRASH = 'M6 2h4M2.5 4h11M4 4l.7 9.2a1 1 0 0 0 1 .8h4.6a1 1 0 0 0 1-.8L12 4M6.5 7v4M9.5 7v4';

@@ -21,6 +21,28 @@ export function append(parent: Node, ...children: Child[]): void {
   }
 }
 
+/**
+ * An inline line-drawn icon on a `size`-unit grid, in the text's colour (emoji fonts are missing on some
+ * systems, and the webview allows no remote images).
+ */
+export function strokeIcon(path: string, size: number, strokeWidth: number): SVGSVGElement {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', `0 0 ${size} ${size}`);
+  svg.setAttribute('width', String(size));
+  svg.setAttribute('height', String(size));
+  svg.setAttribute('aria-hidden', 'true');
+  const line = document.createElementNS(ns, 'path');
+  line.setAttribute('d', path);
+  line.setAttribute('fill', 'none');
+  line.setAttribute('stroke', 'currentColor');
+  line.setAttribute('stroke-width', String(strokeWidth));
+  line.setAttribute('stroke-linecap', 'round');
+  line.setAttribute('stroke-linejoin', 'round');
+  svg.append(line);
+  return svg;
+}
+
 /** A short, readable rendering of tool arguments (JSON, cut when long). */
 export function formatArguments(args: unknown, max = 600): string {
   let text: string;

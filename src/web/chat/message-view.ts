@@ -79,6 +79,8 @@ export class StreamingReply {
 export class MessageView {
   readonly element: HTMLElement;
   private readonly list: HTMLElement;
+  /** Called with each user message and tool result of a history put on screen, with its node (attachments are drawn by it). */
+  onStoredMessage?: (node: HTMLElement, message: Message) => void;
 
   constructor() {
     this.list = h('div', { class: 'message-list', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-label': 'Messages' });
@@ -141,8 +143,11 @@ export class MessageView {
     const waiting: ToolCard[] = [];
     for (const message of messages) {
       // Each node names its message, so a search hit can be shown (reveal); a tool card names its call and its result.
-      if (message.role === 'user') this.addUser(message.content, false, message.context).dataset.messageId = message.id;
-      else if (message.role === 'assistant') {
+      if (message.role === 'user') {
+        const node = this.addUser(message.content, false, message.context);
+        node.dataset.messageId = message.id;
+        this.onStoredMessage?.(node, message);
+      } else if (message.role === 'assistant') {
         const node = this.addAssistant(message.content);
         node.dataset.messageId = message.id;
         attachUsage(node, message.usage);
@@ -160,6 +165,7 @@ export class MessageView {
           const [card] = waiting.splice(index, 1);
           card.setStatus(historyStatus(message), message.content);
           card.element.dataset.resultId = message.id;
+          this.onStoredMessage?.(card.element, message);
         }
       }
     }

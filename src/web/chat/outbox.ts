@@ -5,12 +5,15 @@
  * (docs/protocol.md, "Resending a chat").
  */
 import type { ContextItem } from '../../protocol';
+import type { AttachmentInfo } from '../../protocol';
 
 export interface OutboxItem {
   client_message_id: string;
   text: string;
   /** What the chips showed when it was sent (the chat's `context`). */
   context?: ContextItem[];
+  /** Uploaded attachments it carries (sent as their ids). */
+  attachments?: AttachmentInfo[];
   /** The conversation it goes to; undefined: it starts a new one (`draft` says which new chat). */
   conversation_id?: string;
   /** Messages typed in the same new chat share a draft: once the first made the conversation, the rest follow it. */

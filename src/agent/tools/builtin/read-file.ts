@@ -1,12 +1,16 @@
 import type { FileHandle } from 'node:fs/promises';
+import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { defineTool } from '../define-tool';
 import { formatBytes, looksBinary, readHead } from '../text-files';
-import { ToolError, type Tool } from '../types';
+import { ToolError, type Tool, type ToolOutput } from '../types';
+import { imageTypeOf } from '../../attachments/content';
 import { openForReading } from '../anchored-fs';
 import { resolveWorkspacePath, workspaceSubject, type WorkspaceRoots } from '../workspace';
 
 export const READ_CAP_BYTES = 256 * 1024;
+/** Images read_file shows the user (larger ones are refused as binary, as before). */
+const MAX_SHOWN_IMAGE_BYTES = 10 * 1024 * 1024;
 
 /**
  * The file's lines, each with its line ending, read as a stream (the file may be large). A line longer
@@ -85,13 +89,23 @@ export function readFileTool(roots: WorkspaceRoots): Tool {
 }
 
 /** read_file's work on the file it opened: checks, then the wanted lines within the cap. */
-async function readOpenFile(file: FileHandle, args: { path: string; offset?: number; limit?: number }, signal: AbortSignal): Promise<{ content: string }> {
+async function readOpenFile(file: FileHandle, args: { path: string; offset?: number; limit?: number }, signal: AbortSignal): Promise<ToolOutput> {
   const offset = args.offset ?? 1;
   const info = await file.stat();
   if (info.isDirectory()) throw new ToolError(`${args.path} is a directory, not a file; use list_directory to see what it holds`);
   if (!info.isFile()) throw new ToolError(`${args.path} is not a regular file`);
   if (info.size === 0) return { content: '(empty file)' };
-  if (looksBinary(await readHead(file))) {
+  const head = await readHead(file);
+  const image = imageTypeOf(head);
+  if (image && info.size <= MAX_SHOWN_IMAGE_BYTES) {
+    // The user sees it (the phone shows it with the result); the model gets text only, as from every tool.
+    const bytes = await file.readFile();
+    return {
+      content: `[${args.path} is an image (${image}, ${formatBytes(bytes.length)}): it is shown to the user; read_file returns text only]`,
+      image: { name: path.basename(args.path), mime: image, bytes },
+    };
+  }
+  if (looksBinary(head)) {
     throw new ToolError(`${args.path} is a binary file (${formatBytes(info.size)}); read_file only reads text`);
   }
 

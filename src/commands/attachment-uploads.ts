@@ -1,0 +1,125 @@
+import { randomUUID } from 'node:crypto';
+import {
+  ATTACHMENT_CHUNK_BYTES,
+  MAX_ATTACHMENT_BYTES,
+  MAX_UPLOAD_BYTES_PER_USER,
+  MAX_UPLOAD_BYTES_TOTAL,
+  ServiceError,
+  UPLOAD_IDLE_TIMEOUT_MS,
+  type AttachmentInfo,
+  type CommandOf,
+} from '../protocol';
+import { hashBytes, type Store } from '../store';
+import { imageTypeOf } from '../agent/attachments/content';
+
+interface Upload {
+  id: string;
+  uploader: string;
+  name: string;
+  mime: string;
+  size: number;
+  sha256: string;
+  chunks: Buffer[];
+  received: number;
+  timer: NodeJS.Timeout;
+}
+
+const formatMiB = (bytes: number) => `${Math.round(bytes / 1024 / 1024)} MiB`;
+
+/**
+ * Uploads in progress (docs/protocol.md, "Attachments"): chunks in order, held in memory until the end,
+ * where the whole file's hash is checked and only then stored as a blob and recorded. A refused chunk
+ * leaves the upload as it was (the client may send the right one); a wrong hash drops it. Nothing of an
+ * unfinished or failed upload is ever stored, so no message can reference a partial file. An upload
+ * without a chunk for UPLOAD_IDLE_TIMEOUT_MS is dropped.
+ */
+export class AttachmentUploads {
+  private readonly uploads = new Map<string, Upload>();
+
+  constructor(
+    private readonly store: Pick<Store, 'blobs' | 'attachments'>,
+    private readonly idleTimeoutMs = UPLOAD_IDLE_TIMEOUT_MS,
+  ) {}
+
+  begin(command: CommandOf<'attachment_begin'>, uploader: string): { attachment_id: string; chunk_size: number; chunks: number } {
+    if (command.size > MAX_ATTACHMENT_BYTES) {
+      throw new ServiceError('payload_too_large', `${command.name} is ${formatMiB(command.size)}: an attachment may be at most ${formatMiB(MAX_ATTACHMENT_BYTES)}`);
+    }
+    const mine = this.inFlight((u) => u.uploader === uploader);
+    if (mine + command.size > MAX_UPLOAD_BYTES_PER_USER) {
+      throw new ServiceError('rate_limited', `uploads in progress would exceed ${formatMiB(MAX_UPLOAD_BYTES_PER_USER)}: finish them first (or let them expire)`);
+    }
+    if (this.inFlight(() => true) + command.size > MAX_UPLOAD_BYTES_TOTAL) {
+      throw new ServiceError('rate_limited', 'the service is receiving too many uploads at once: try again shortly');
+    }
+    const id = randomUUID();
+    const upload: Upload = {
+      id, uploader, name: command.name, mime: command.mime.toLowerCase(), size: command.size, sha256: command.sha256.toLowerCase(),
+      chunks: [], received: 0, timer: this.expiry(id),
+    };
+    this.uploads.set(id, upload);
+    return { attachment_id: id, chunk_size: ATTACHMENT_CHUNK_BYTES, chunks: Math.ceil(command.size / ATTACHMENT_CHUNK_BYTES) };
+  }
+
+  chunk(command: CommandOf<'attachment_chunk'>, uploader: string): { attachment_id: string; received: number; next_index: number } {
+    const upload = this.own(command.attachment_id, uploader);
+    const expected = upload.chunks.length;
+    if (command.index < expected) throw new ServiceError('invalid_request', `chunk ${command.index} was already received: send chunk ${expected} next`);
+    if (command.index > expected) throw new ServiceError('invalid_request', `chunk ${command.index} is out of order: send chunk ${expected} next`);
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(command.data) || command.data.length % 4 !== 0) throw new ServiceError('invalid_request', 'data is not base64');
+    const bytes = Buffer.from(command.data, 'base64');
+    const left = upload.size - upload.received;
+    const wanted = Math.min(ATTACHMENT_CHUNK_BYTES, left);
+    if (bytes.length > left) throw new ServiceError('payload_too_large', `chunk ${command.index} goes past the declared size (${upload.size} bytes)`);
+    if (bytes.length !== wanted) throw new ServiceError('invalid_request', `chunk ${command.index} must hold ${wanted} bytes, not ${bytes.length}`);
+    upload.chunks.push(bytes);
+    upload.received += bytes.length;
+    upload.timer.refresh();
+    return { attachment_id: upload.id, received: upload.received, next_index: upload.chunks.length };
+  }
+
+  async end(attachmentId: string, uploader: string): Promise<AttachmentInfo> {
+    const upload = this.own(attachmentId, uploader);
+    if (upload.received !== upload.size) {
+      const chunks = Math.ceil(upload.size / ATTACHMENT_CHUNK_BYTES);
+      throw new ServiceError('invalid_request', `the upload is incomplete: ${upload.chunks.length} of ${chunks} chunks received (send chunk ${upload.chunks.length} next)`);
+    }
+    this.drop(upload);
+    const bytes = Buffer.concat(upload.chunks);
+    if (hashBytes(bytes) !== upload.sha256) {
+      throw new ServiceError('invalid_request', `the bytes received do not match sha256: the upload of ${upload.name} is dropped, send it again`);
+    }
+    const image = imageTypeOf(bytes);
+    const info: AttachmentInfo = { attachment_id: upload.id, name: upload.name, mime: image ?? upload.mime, kind: image ? 'image' : 'file', size: upload.size };
+    const { hash } = await this.store.blobs.put(bytes);
+    await this.store.attachments.add({ id: upload.id, hash, name: info.name, mime: info.mime, kind: info.kind, size: info.size, uploader, created_at: new Date().toISOString() });
+    return info;
+  }
+
+  private own(attachmentId: string, uploader: string): Upload {
+    const upload = this.uploads.get(attachmentId);
+    // Another user's upload is as unknown as one that expired.
+    if (!upload || upload.uploader !== uploader) throw new ServiceError('not_found', `no upload ${attachmentId} in progress (unknown, finished or expired)`);
+    return upload;
+  }
+
+  private inFlight(filter: (u: Upload) => boolean): number {
+    let sum = 0;
+    for (const upload of this.uploads.values()) if (filter(upload)) sum += upload.size;
+    return sum;
+  }
+
+  private expiry(id: string): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      const upload = this.uploads.get(id);
+      if (upload) this.drop(upload);
+    }, this.idleTimeoutMs);
+    timer.unref();
+    return timer;
+  }
+
+  private drop(upload: Upload): void {
+    clearTimeout(upload.timer);
+    this.uploads.delete(upload.id);
+  }
+}

@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import { RequestId } from './envelope';
+
+/**
+ * Attachments (docs/protocol.md, "Attachments"): a file is uploaded in chunks small enough for any
+ * transport (a LAN socket, the relay's end-to-end tunnel: every frame stays under 1 MiB), then
+ * referenced by id in `chat`.
+ */
+
+/** Bytes of one chunk (its base64 is 512 KiB: with the envelope and the tunnel's encryption a frame stays well under 1 MiB). */
+export const ATTACHMENT_CHUNK_BYTES = 384 * 1024;
+/** The largest file. */
+export const MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024;
+/** Declared bytes of unfinished uploads one user (source and credential kind) may have at once. */
+export const MAX_UPLOAD_BYTES_PER_USER = 60 * 1024 * 1024;
+/** Declared bytes of all unfinished uploads at once (they are held in memory until `attachment_end`). */
+export const MAX_UPLOAD_BYTES_TOTAL = 150 * 1024 * 1024;
+/** Attachments one chat message may carry. */
+export const MAX_ATTACHMENTS_PER_MESSAGE = 10;
+/** An unfinished upload without a chunk for this long is dropped. */
+export const UPLOAD_IDLE_TIMEOUT_MS = 10 * 60 * 1000;
+
+/** `image`: a JPEG, PNG, GIF or WebP by its bytes (what vision models accept); anything else is a `file`. */
+export const AttachmentKind = z.enum(['image', 'file']);
+export type AttachmentKind = z.infer<typeof AttachmentKind>;
+
+/** An attachment as messages carry it (get_messages, chat.message) and `attachment_end` answers it. */
+export const AttachmentInfo = z.object({
+  attachment_id: z.string(),
+  name: z.string(),
+  /** For an image, the type its bytes show (not the one claimed); else the claimed one. */
+  mime: z.string(),
+  kind: AttachmentKind,
+  size: z.number().int(),
+});
+export type AttachmentInfo = z.infer<typeof AttachmentInfo>;
+
+export const AttachmentId = z.string({ error: 'attachment_id must be a string' }).regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'attachment_id is not an attachment id' });
+
+const command = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.object({ type: z.literal(type), id: RequestId.optional(), ...shape });
+
+export const AttachmentBeginCommand = command('attachment_begin', {
+  name: z.string({ error: 'name must be a string' }).min(1, { error: 'name must not be empty' }).max(255, { error: 'name must be at most 255 characters' }),
+  mime: z.string({ error: 'mime must be a string' }).max(127, { error: 'mime must be at most 127 characters' }).regex(/^[\w.+-]+\/[\w.+-]+$/, { error: 'mime must be a media type such as image/jpeg' }),
+  size: z.number({ error: 'size must be an integer' }).int({ error: 'size must be an integer' }).min(1, { error: 'size must be at least 1' }),
+  sha256: z.string({ error: 'sha256 must be a string' }).regex(/^[0-9a-fA-F]{64}$/, { error: 'sha256 must be 64 hex digits' }),
+});
+
+export const AttachmentChunkCommand = command('attachment_chunk', {
+  attachment_id: AttachmentId,
+  index: z.number({ error: 'index must be an integer' }).int({ error: 'index must be an integer' }).min(0, { error: 'index must be at least 0' }),
+  /** The chunk's bytes in base64: ATTACHMENT_CHUNK_BYTES each, the last one the rest. */
+  data: z.string({ error: 'data must be a base64 string' }).max(Math.ceil(ATTACHMENT_CHUNK_BYTES / 3) * 4, { error: `data must hold at most ${ATTACHMENT_CHUNK_BYTES} bytes` }),
+});
+
+export const AttachmentEndCommand = command('attachment_end', { attachment_id: AttachmentId });
+
+/** Reads a stored attachment in chunks (`offset` in bytes), from any transport. */
+export const GetAttachmentCommand = command('get_attachment', {
+  attachment_id: AttachmentId,
+  offset: z.number({ error: 'offset must be an integer' }).int({ error: 'offset must be an integer' }).min(0, { error: 'offset must be at least 0' }).optional().default(0),
+});
+
+export const AttachmentResults = {
+  attachment_begin: z.object({ attachment_id: z.string(), chunk_size: z.number().int(), chunks: z.number().int() }),
+  attachment_chunk: z.object({ attachment_id: z.string(), received: z.number().int(), next_index: z.number().int() }),
+  attachment_end: AttachmentInfo,
+  get_attachment: AttachmentInfo.extend({
+    offset: z.number().int(),
+    /** The bytes from `offset` (at most ATTACHMENT_CHUNK_BYTES), base64. */
+    data: z.string(),
+    /** Where the next chunk starts; null after the last. */
+    next_offset: z.number().int().nullable(),
+  }),
+};

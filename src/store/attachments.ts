@@ -1,0 +1,47 @@
+import type { Database, WriteTx } from './database';
+
+/**
+ * An uploaded file: its bytes are a blob (store.blobs, by `hash`), this row says what it is and who may
+ * read it. Until a message references it (`conversation_id` set) only its uploader may use or read it.
+ */
+export interface AttachmentRow {
+  id: string;
+  /** SHA-256 of the bytes: the blob's name. */
+  hash: string;
+  name: string;
+  mime: string;
+  kind: 'image' | 'file';
+  size: number;
+  /** Who uploaded it (source and credential kind). */
+  uploader: string;
+  created_at: string;
+  /** The conversation of the first message that carried it; null while none did. */
+  conversation_id: string | null;
+}
+
+const COLUMNS = 'id, hash, name, mime, kind, size, uploader, created_at, conversation_id';
+
+/** Marks the attachments as carried by a message of the conversation, in the transaction storing that message. */
+export function bindAttachments(tx: WriteTx, ids: readonly string[], conversationId: string): void {
+  for (const id of ids) tx.run('UPDATE attachments SET conversation_id = ? WHERE id = ? AND conversation_id IS NULL', [conversationId, id]);
+}
+
+/** Records an attachment inside a caller's transaction (an image a tool showed, with its result). */
+export function insertAttachment(tx: WriteTx, row: AttachmentRow): void {
+  tx.run(`INSERT INTO attachments (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, [
+    row.id, row.hash, row.name, row.mime, row.kind, row.size, row.uploader, row.created_at, row.conversation_id,
+  ]);
+}
+
+export class AttachmentsRepo {
+  constructor(private readonly db: Database) {}
+
+  /** Records a complete upload; call after its blob is durably stored. */
+  async add(row: Omit<AttachmentRow, 'conversation_id'>): Promise<void> {
+    await this.db.write((tx) => insertAttachment(tx, { ...row, conversation_id: null }));
+  }
+
+  get(id: string): AttachmentRow | undefined {
+    return this.db.get<AttachmentRow>(`SELECT ${COLUMNS} FROM attachments WHERE id = ?`, [id]);
+  }
+}

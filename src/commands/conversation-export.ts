@@ -1,4 +1,5 @@
-import type { ConversationRow, MessageRow } from '../store';
+import type { ConversationRow, MessageRow, UsageRepo } from '../store';
+import { messageUsageOf } from '../agent/usage/usage-wire';
 import type { ExportFormat, Message } from '../protocol';
 import type { ToolCallData, ToolResultData } from '../agent/transcript';
 import { messageOf } from '../agent/client-message';
@@ -26,8 +27,17 @@ export function toolFields(m: MessageRow): Partial<Message> {
 }
 
 /** A stored message as clients see it (get_messages, exports): the chat's view of it plus its tool fields. */
-export function clientMessageOf(m: MessageRow): Message {
+function clientMessageOf(m: MessageRow): Message {
   return { ...messageOf(m), ...toolFields(m) };
+}
+
+/** Stored messages as clients see them (get_messages, exports), each reply with its usage. */
+export function clientMessagesOf(rows: readonly MessageRow[], usage: Pick<UsageRepo, 'ofMessages'>): Message[] {
+  const counted = usage.ofMessages(rows.map((m) => m.id));
+  return rows.map((m) => {
+    const spent = counted.get(m.id);
+    return { ...clientMessageOf(m), ...(spent ? { usage: messageUsageOf(spent) } : {}) };
+  });
 }
 
 /** A fence of backticks longer than any run of backticks in `text` (at least three), so the text cannot close it. */
@@ -51,8 +61,7 @@ function markdownMessage(m: Message): string {
 }
 
 /** The whole conversation as one file's text. */
-export function renderExport(conversation: ConversationRow, rows: readonly MessageRow[], format: ExportFormat): string {
-  const messages = rows.map(clientMessageOf);
+export function renderExport(conversation: ConversationRow, messages: Message[], format: ExportFormat): string {
   if (format === 'json') {
     const { id, title, source, created_at } = conversation;
     const doc: ConversationExport = { format: 'remote-assistant.conversation', version: EXPORT_JSON_VERSION, conversation: { id, title, source, created_at }, messages };

@@ -15,8 +15,8 @@ import type { ClientSession } from './session';
 import { announceTurnEnded, type EndedTurn } from './turn-ended';
 import { ChatResends } from './chat-resends';
 import { getUsage } from './usage-handlers';
-import { conversationUsageOf, messageUsageOf } from '../agent/usage/usage-wire';
-import { clientMessageOf } from './conversation-export';
+import { conversationUsageOf } from '../agent/usage/usage-wire';
+import { clientMessagesOf } from './conversation-export';
 import { historyHandlers } from './history-handlers';
 import { attachmentHandlers, chatAttachments } from './attachment-handlers';
 
@@ -151,11 +151,7 @@ const commandHandlers: HandlerMap = {
   async get_messages(command, session, ctx) {
     ctx.agent.requireConversation(command.conversation_id, session.source);
     const rows = await ctx.store.messages.recent(command.conversation_id, { limit: command.limit, includeTools: command.include_tools });
-    const usage = ctx.store.usage.ofMessages(rows.map((m) => m.id));
-    const messages: Message[] = rows.map((m) => {
-      const counted = usage.get(m.id);
-      return { ...clientMessageOf(m), ...(counted ? { usage: messageUsageOf(counted) } : {}) };
-    });
+    const messages: Message[] = clientMessagesOf(rows, ctx.store.usage);
     return { messages };
   },
 

@@ -3,7 +3,7 @@ import { ServiceError, type CommandOf, type ResultOf } from '../protocol';
 import { canAccess } from '../protocol/sources';
 import { backupDataDir, type SearchHit } from '../store';
 import type { CommandContext } from './context';
-import { exportFileName, pieceEnd, renderExport } from './conversation-export';
+import { clientMessagesOf, exportFileName, pieceEnd, renderExport } from './conversation-export';
 import type { ClientSession } from './session';
 
 // The history as a whole (docs/protocol.md, "Search, export and backup"): search it, take a
@@ -60,7 +60,7 @@ export async function exportConversation(command: CommandOf<'export_conversation
   const all = await ctx.store.messages.after(command.conversation_id, 0);
   // Messages are append-only: those up to `until` are the same at every piece, so the pieces fit together.
   const until = asked ?? (all.length > 0 ? all[all.length - 1].seq : 0);
-  const text = renderExport(conversation, all.filter((m) => m.seq <= until), command.format);
+  const text = renderExport(conversation, clientMessagesOf(all.filter((m) => m.seq <= until), ctx.store.usage), command.format);
   const offset = command.offset ?? 0;
   if (offset > text.length) throw new ServiceError('invalid_request', `offset: the export has ${text.length} characters`);
   const end = pieceEnd(text, offset);

@@ -217,7 +217,7 @@ test("two clients on one conversation, the editor's view on the LAN and a phone 
     await phone.evaluate(() => {
       const seen: string[] = ((window as unknown as { __seen: string[] }).__seen = []);
       new MutationObserver(() => {
-        const streaming = document.querySelector('.message.assistant.streaming') as HTMLElement | null;
+        const streaming = document.querySelector('.message.assistant.streaming .markdown') as HTMLElement | null;
         if (streaming) seen.push(streaming.innerText.trim());
       }).observe(document.querySelector('.message-list')!, { childList: true, subtree: true, characterData: true });
     });
@@ -234,11 +234,12 @@ test("two clients on one conversation, the editor's view on the LAN and a phone 
     // The phone's connection drops mid-stream; it reconnects by itself (hello, auth, follow after its last seq).
     cut!();
     await phone.locator('.connection:not([data-state="open"])').waitFor();
-    const shownAtDrop = (await phone.locator('.message.assistant').last().innerText()).trim();
+    const shownAtDrop = (await phone.locator('.message.assistant').last().locator('.markdown').innerText()).trim();
     await phone.locator('.connection[data-state="open"]').waitFor({ timeout: 20_000 });
     assert.equal(((await answer).data as { response: string }).response, reply);
     await lan.next((f) => f.event === 'turn.ended' && f.conversation_id === conversationId && typeof f.seq === 'number' && f.outcome === 'answered' && lan.frames.indexOf(f) > lan.frames.findIndex((g) => g.event === 'tool.call'));
-    await phone.waitForFunction((text) => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').trim() === text && !document.querySelector('.message.streaming'), reply);
+    // The reply's text (its bubble also holds the usage line under it).
+    await phone.waitForFunction((text) => (document.querySelector('.message.assistant:last-of-type .markdown')?.textContent ?? '').trim() === text && !document.querySelector('.message.streaming'), reply);
     assert.ok(reply.startsWith(shownAtDrop) && shownAtDrop !== reply, 'the drop happened mid-stream');
 
     const lanTranscript = transcriptOfEvents(lan.frames, conversationId);

@@ -190,7 +190,7 @@ export class Service {
     const announce = (conversationId: string, source?: string) => {
       const row = store.conversations.get(conversationId);
       if (!row) return;
-      const event = { event: 'conversation.updated', conversation_id: conversationId, source: source ?? row.source, conversation: conversationOf(row, activity, store) } as const;
+      const event = { event: 'conversation.updated', conversation_id: conversationId, source: source ?? row.source, conversation: conversationOf(row, activity) } as const;
       events.broadcast(event, (session) => canAccess(session.source, source ?? row.source));
     };
     const activity = new ConversationActivity((conversationId) => announce(conversationId));

@@ -2,8 +2,7 @@ import { endpointWithoutCredentials } from '../log/redact';
 import { toolInfo } from '../agent/tools/registry';
 import type { ToolCallData, ToolResultData } from '../agent/transcript';
 import type { ConversationActivity } from '../agent/conversation-activity';
-import type { ConversationRow, MessageRow, Store } from '../store';
-import { previewOf } from '../agent/preview';
+import type { ConversationRow, MessageRow } from '../store';
 import { sourceLabel } from '../protocol/sources';
 import { ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
@@ -34,10 +33,9 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
 }
 
 /** A stored conversation as clients see it (list_conversations rows, conversation.updated), with what it is doing now. */
-export function conversationOf({ id, title, created_at, updated_at, source }: ConversationRow, activity: ConversationActivity, store: Pick<Store, 'messages'>): Conversation {
+export function conversationOf({ id, title, created_at, updated_at, source, last_message }: ConversationRow, activity: ConversationActivity): Conversation {
   const { state, pendingPermissions, queued } = activity.of(id);
-  const [last] = store.messages.recent(id, { limit: 1 });
-  return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message: last ? previewOf(last.content) : null, queued };
+  return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message, queued };
 }
 
 /** What a stored `tool` message adds for clients: which tool, call or result, and the result's outcome. */
@@ -139,15 +137,13 @@ const commandHandlers: HandlerMap = {
     const source = session.source.startsWith('webhook:') ? session.source : undefined;
     const conversations: Conversation[] = ctx.store.conversations
       .list({ limit: command.limit, before: command.before, source })
-      .map((row) => conversationOf(row, ctx.activity, ctx.store));
+      .map((row) => conversationOf(row, ctx.activity));
     return { conversations };
   },
 
   async get_messages(command, session, ctx) {
     ctx.agent.requireConversation(command.conversation_id, session.source);
-    const messages: Message[] = ctx.store.messages
-      .recent(command.conversation_id, { limit: command.limit, includeTools: command.include_tools })
-      .map((m) => ({ id: m.id, role: m.role, content: m.content, timestamp: m.timestamp, ...toolFields(m) }));
+    const messages: Message[] = (await ctx.store.messages.recent(command.conversation_id, { limit: command.limit, includeTools: command.include_tools })).map((m) => ({ id: m.id, role: m.role, content: m.content, timestamp: m.timestamp, ...toolFields(m) }));
     return { messages };
   },
 

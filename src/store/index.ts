@@ -12,6 +12,9 @@ import { PushDevicesRepo } from './push-devices';
 import { DevicesRepo } from './devices';
 import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
+import { HistoryStore } from './history/history-store';
+import { HistoryMaintenance } from './history/maintenance';
+import type { RetentionPolicy } from './history/maintenance';
 
 export { Database } from './database';
 export { DataDirInUseError, pidAlive } from '../platform/lock-file';
@@ -34,11 +37,20 @@ export type { NewPushDevice, PushDeliveryRecord, PushDeviceEvents, PushDeviceRow
 export type { AcceptInput, AcceptResult, AttemptRecord, DeliveryFilter, DeliveryRow, InboxRow, NewDelivery } from './webhooks';
 export { migrate, MIGRATIONS, schemaVersion } from './migrations';
 export type { Migration } from './migrations';
+export { HistoryStore, HISTORY_FILE_NAME } from './history/history-store';
+export { HistoryMaintenance } from './history/maintenance';
+export type { RetentionPolicy } from './history/maintenance';
 export type * from './types';
 
 export interface OpenStoreOptions extends DatabaseOptions {
   /** Schema migrations (default: the project's). */
   migrations?: readonly Migration[];
+  /** history.max_days / max_bytes / tool_output_days (change later with `maintenance.setPolicy`). */
+  retention?: RetentionPolicy;
+  /** Between background passes over history.db (default 10 minutes). */
+  maintenanceIntervalMs?: number;
+  /** Clock of retention (tests). */
+  now?: () => number;
 }
 
 export interface Store {
@@ -52,22 +64,36 @@ export interface Store {
   pushDevices: PushDevicesRepo;
   devices: DevicesRepo;
   permissionRequests: PermissionRequestsRepo;
+  /** history.db: message bodies and their search index (worker thread). */
+  history: HistoryStore;
+  /** Background passes over history.db: sweeps, moves, retention, freeing space. */
+  maintenance: HistoryMaintenance;
+  /** Why writes fail right now (a full disk), null when they work (/health). */
+  problem(): Promise<string | null>;
   close(): Promise<void>;
 }
 
 /** Opens (or creates) the database in `dataDir`, brings its schema up to date, and returns the repositories. */
 export async function openStore(dataDir: string, options: OpenStoreOptions = {}): Promise<Store> {
+  const logger = (options.logger ?? nullLogger).child({ component: 'store' });
   const db = await Database.open(dataDir, options);
+  let history: HistoryStore | undefined;
   try {
-    await migrate(db, options.migrations ?? MIGRATIONS, (options.logger ?? nullLogger).child({ component: 'store' }));
+    await migrate(db, options.migrations ?? MIGRATIONS, logger);
+    // After the lock (Database.open) and the journal's replay: the sweep compares with replayed metadata.
+    history = await HistoryStore.open(db.dir);
   } catch (err) {
     await db.close().catch(() => {});
     throw err;
   }
+  const maintenance = new HistoryMaintenance(db, history, { logger, intervalMs: options.maintenanceIntervalMs, now: options.now });
+  if (options.retention) maintenance.setPolicy(options.retention);
+  maintenance.start();
+  const opened = history;
   return {
     db,
-    conversations: new ConversationsRepo(db),
-    messages: new MessagesRepo(db),
+    conversations: new ConversationsRepo(db, () => maintenance.kick()),
+    messages: new MessagesRepo(db, history),
     memory: new MemoryRepo(db),
     registrations: new RegistrationsRepo(db),
     meta: new MetaRepo(db),
@@ -75,6 +101,14 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     pushDevices: new PushDevicesRepo(db),
     devices: new DevicesRepo(db),
     permissionRequests: new PermissionRequestsRepo(db),
-    close: () => db.close(),
+    history,
+    maintenance,
+    problem: async () => (await db.problem()) ?? opened.degraded,
+    close: async () => {
+      await maintenance.stop();
+      await db.flush().catch(() => {});
+      await opened.close();
+      await db.close();
+    },
   };
 }

@@ -2,6 +2,7 @@ import type { Logger } from '../log/logger';
 import { nullLogger } from '../log/logger';
 import type { Database, WriteTx } from './database';
 import { META_TABLE_SQL } from './replay';
+import { previewOf } from '../protocol/preview';
 
 /** SQL (several statements allowed) or a function of the transaction. */
 export type Migration = string | ((tx: WriteTx) => void);
@@ -37,6 +38,28 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE UNIQUE INDEX messages_client_key ON messages (client_key) WHERE client_key IS NOT NULL;`,
   // 6: paired devices, each with its own credential (src/store/devices.ts).
   `CREATE TABLE devices (device_id TEXT PRIMARY KEY, device_name TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, paired_at TEXT NOT NULL, last_seen TEXT, via TEXT NOT NULL);`,
+  // 7: message bodies move to history.db (src/store/history/); sql.js keeps their metadata, a byte
+  // size per message and conversation, and each conversation's preview. Bodies already stored stay
+  // inline until the history maintenance moves them (crash-safe, batch by batch).
+  (tx) => {
+    tx.run(`ALTER TABLE messages ADD COLUMN body_key INTEGER;
+      ALTER TABLE messages ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE messages ADD COLUMN cut INTEGER NOT NULL DEFAULT 0;
+      UPDATE messages SET bytes = length(CAST(content AS BLOB)) + coalesce(length(CAST(data AS BLOB)), 0);
+      CREATE INDEX messages_inline ON messages (seq) WHERE body_key IS NULL;
+      CREATE UNIQUE INDEX messages_body_key ON messages (body_key) WHERE body_key IS NOT NULL;
+      CREATE INDEX messages_tool_uncut ON messages (timestamp) WHERE role = 'tool' AND cut = 0;
+      ALTER TABLE conversations ADD COLUMN last_message TEXT;
+      ALTER TABLE conversations ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+      UPDATE conversations SET bytes = coalesce((SELECT sum(bytes) FROM messages WHERE conversation_id = conversations.id), 0);
+      CREATE TABLE history_trash (body_key INTEGER PRIMARY KEY);`);
+    const lasts = tx.all<{ id: string; content: string }>(
+      "SELECT c.id, (SELECT m.content FROM messages m WHERE m.conversation_id = c.id AND m.role IN ('user', 'assistant') ORDER BY m.seq DESC LIMIT 1) AS content FROM conversations c",
+    );
+    for (const { id, content } of lasts) {
+      if (content !== null) tx.run('UPDATE conversations SET last_message = ? WHERE id = ?', [previewOf(content), id]);
+    }
+  },
 ];
 
 export function schemaVersion(db: Database): number {

@@ -3,9 +3,9 @@ import path from 'node:path';
 import type { Logger } from '../log/logger';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../platform/file-modes';
 
-/** The service's own files: service.json, .log, .lock, .db and journals, the config's temp files. */
+/** The service's own files: service.json, .log, .lock, .db and journals, history.db and its journal, the config's temp files. */
 function isServiceFile(name: string, fileName: string): boolean {
-  return name.startsWith(fileName) || name.startsWith('service.') || name.startsWith('.service.');
+  return name.startsWith(fileName) || name.startsWith('service.') || name.startsWith('.service.') || name.startsWith('history.');
 }
 
 /**

@@ -7,6 +7,8 @@ export interface ConversationRow {
   source: string;
   created_at: string;
   updated_at: string;
+  /** The first line of its last user or assistant message (previewOf), null when it has none. */
+  last_message: string | null;
 }
 
 export interface NewConversation {
@@ -56,4 +58,17 @@ export interface RegistrationRow {
   public_key: string;
   created_at: string;
   updated_at: string;
+}
+
+/** One message found by MessagesRepo.search. */
+export interface SearchHit {
+  message_id: string;
+  conversation_id: string;
+  role: MessageRole;
+  timestamp: string;
+  seq: number;
+  /** Text around the match. */
+  snippet: string;
+  /** Where the matched words are in `snippet`: [start, end) offsets (UTF-16). */
+  highlights: Array<[number, number]>;
 }

@@ -1,7 +1,11 @@
 // Child process for the store tests (run with `node --import tsx`):
 //   hold <dir>    open the store, print "ready", close and exit when stdin ends
 //   writer <dir>  append messages forever, printing each id once its write has resolved (durable)
+//   bulky <dir>   the same with bodies of 8-60 KB (bulkyContent), tool outputs among them
+//   maintain <dir> open (retention: max_days 30 at BULKY_NOW) and run maintenance passes, printing
+//                 "left <n>" (messages still stored, bodies still inline) as they go
 import { openStore } from '../../src/store/index';
+import { BULKY_NOW, bulkyContent } from './store-utils';
 
 async function hold(dir: string): Promise<void> {
   const store = await openStore(dir);
@@ -36,9 +40,44 @@ async function writer(dir: string): Promise<void> {
   await Promise.all([lane(), lane(), lane(), lane()]);
 }
 
+async function bulky(dir: string): Promise<void> {
+  const store = await openStore(dir, { segmentBytes: 8 * 1024 });
+  await store.conversations.create({ id: 'c', title: 'bulky', source: 'ws', created_at: '2024-01-01T00:00:00.000Z' });
+  process.stdout.write('ready\n');
+  let next = 0;
+  const lane = async (): Promise<never> => {
+    for (;;) {
+      const i = next++;
+      const id = `m${i}`;
+      await store.messages.append({
+        id,
+        conversation_id: 'c',
+        role: i % 4 === 3 ? 'tool' : i % 2 === 0 ? 'user' : 'assistant',
+        content: bulkyContent(i),
+        timestamp: new Date(Date.UTC(2024, 0, 1) + i).toISOString(),
+        ...(i % 4 === 3 ? { tool_name: 'read_file', data: { kind: 'result', call_id: `call-${i}`, ok: true } } : {}),
+      });
+      process.stdout.write(`${id}\n`);
+    }
+  };
+  await Promise.all([lane(), lane(), lane()]);
+}
+
+async function maintain(dir: string): Promise<void> {
+  const store = await openStore(dir, { retention: { maxDays: 30, toolOutputDays: 7 }, now: () => BULKY_NOW });
+  const report = () => {
+    const left = store.db.get<{ n: number; inline: number }>('SELECT count(*) AS n, count(*) - count(body_key) AS inline FROM messages');
+    process.stdout.write(`left ${left?.n ?? 0} ${left?.inline ?? 0}\n`);
+  };
+  report();
+  setInterval(report, 2).unref();
+  for (;;) await store.maintenance.run();
+}
+
+const modes: Record<string, (dir: string) => Promise<void>> = { hold, writer, bulky, maintain };
 const [mode, dir] = process.argv.slice(2);
-if (!dir) throw new Error('usage: store-child.ts hold|writer <dir>');
-(mode === 'hold' ? hold(dir) : writer(dir)).catch((err: unknown) => {
+if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|writer|bulky|maintain <dir>');
+modes[mode](dir).catch((err: unknown) => {
   process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);
 });

@@ -1,4 +1,5 @@
 import { nullLogger } from '../log/logger';
+import type { Logger } from '../log/logger';
 import { ConversationsRepo } from './conversations';
 import { Database } from './database';
 import type { DatabaseOptions } from './database';
@@ -12,7 +13,7 @@ import { PushDevicesRepo } from './push-devices';
 import { DevicesRepo } from './devices';
 import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
-import { HistoryStore } from './history/history-store';
+import { HistoryStore, HISTORY_FILE_NAME } from './history/history-store';
 import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
 
@@ -73,16 +74,43 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/**
+ * history.db gives out body keys in increasing order and never reuses one, so a message referring to a
+ * key above its highest means history.db lost committed transactions (a damaged WAL, a file replaced
+ * by an older copy): refused rather than serving messages without their bodies, unless `recover`.
+ */
+function checkHistoryComplete(db: Database, history: HistoryStore, logger: Logger, recover: boolean): void {
+  const referenced = db.get<{ k: number | null }>('SELECT max(body_key) AS k FROM messages WHERE body_key IS NOT NULL')?.k ?? 0;
+  if (referenced <= history.keysBeforeOpen) return;
+  const problem =
+    `${HISTORY_FILE_NAME} in ${db.dir} is missing message bodies that were acknowledged (it ends at body ${history.keysBeforeOpen}, ` +
+    `messages refer to bodies up to ${referenced}): it was damaged or replaced by an older copy.`;
+  if (!recover) {
+    throw new Error(`${problem} The store was not opened and nothing was changed. To start anyway, run \`remote-assistant serve --recover\`: those messages then read as an error.`);
+  }
+  logger.error('history.bodies_missing', { last_key: history.keysBeforeOpen, referenced });
+}
+
 /** Opens (or creates) the database in `dataDir`, brings its schema up to date, and returns the repositories. */
 export async function openStore(dataDir: string, options: OpenStoreOptions = {}): Promise<Store> {
   const logger = (options.logger ?? nullLogger).child({ component: 'store' });
-  const db = await Database.open(dataDir, options);
+  // The history worker starts while sql.js loads; history.db is opened once the directory is locked.
+  const boot = HistoryStore.boot();
+  let db: Database;
+  try {
+    db = await Database.open(dataDir, options);
+  } catch (err) {
+    await boot.cancel();
+    throw err;
+  }
   let history: HistoryStore | undefined;
   try {
     await migrate(db, options.migrations ?? MIGRATIONS, logger);
-    // After the lock (Database.open) and the journal's replay: the sweep compares with replayed metadata.
-    history = await HistoryStore.open(db.dir);
+    history = await boot.open(db.dir);
+    checkHistoryComplete(db, history, logger, options.recover === true);
   } catch (err) {
+    await history?.close().catch(() => {});
+    await boot.cancel();
     await db.close().catch(() => {});
     throw err;
   }

@@ -18,8 +18,9 @@ function isServiceFile(name: string, fileName: string): boolean {
 export async function makePrivate(dir: string, fileName: string, logger: Logger): Promise<void> {
   if (process.platform === 'win32') return;
   const entries = await readdir(dir, { withFileTypes: true });
-  const ours = entries.filter((e) => e.isFile() && isServiceFile(e.name, fileName));
-  const targets = ours.map((e) => ({ file: path.join(dir, e.name), mode: PRIVATE_FILE_MODE }));
+  // history.db.lock: the directory node-sqlite3-wasm holds as history.db's lock (history/history-store.ts).
+  const ours = entries.filter((e) => (e.isFile() && isServiceFile(e.name, fileName)) || (e.isDirectory() && e.name === 'history.db.lock'));
+  const targets = ours.map((e) => ({ file: path.join(dir, e.name), mode: e.isDirectory() ? PRIVATE_DIR_MODE : PRIVATE_FILE_MODE }));
   if (ours.length === entries.length) targets.push({ file: dir, mode: PRIVATE_DIR_MODE });
   const changed: Record<string, string> = {};
   for (const { file, mode } of targets) {

@@ -276,16 +276,16 @@ test('SIGKILL while an old database\'s bodies move to history.db and retention r
   assert.equal(lines.some((l) => l.level === 'error'), false, JSON.stringify(lines.filter((l) => l.level === 'error')));
 });
 
-test('a damaged history.db rollback journal is handled by SQLite; a damaged history.db is refused with a clear error', LIMIT, async (t) => {
+test('history.db damaged: a garbage WAL is ignored, a WAL damaged mid-way (after kill -9) or a destroyed header is refused with a clear error', { timeout: 90_000 }, async (t) => {
   const dir = await withDir(t);
   let store = await openStore(dir);
   await conversation(store, 'c');
   for (let i = 0; i < 20; i++) await store.messages.append(message('c', `m${i}`, bulkyContent(i), i));
   await store.close();
 
-  // Garbage where a crashed transaction's journal would be: not a valid journal, so nothing is rolled back over good pages.
-  const journal = path.join(dir, `${HISTORY_FILE_NAME}-journal`);
-  await writeFile(journal, Buffer.alloc(8192, 0x5a));
+  // Garbage where a WAL would be: no valid header, so SQLite uses none of it.
+  const wal = path.join(dir, `${HISTORY_FILE_NAME}-wal`);
+  await writeFile(wal, Buffer.alloc(8192, 0x5a));
   store = await openStore(dir);
   assert.deepEqual(
     (await store.messages.recent('c', { limit: 100 })).map((m) => m.content),
@@ -301,4 +301,35 @@ test('a damaged history.db rollback journal is handled by SQLite; a damaged hist
   // The refused open released the directory.
   const db = await Database.open(dir);
   await db.close();
+
+  // Killed while writing: the WAL holds committed bodies; one byte flipped in its middle makes SQLite
+  // drop every frame from there on, acknowledged ones included. Never served silently without them.
+  const dir2 = await withDir(t);
+  const child = spawnStoreChild('bulky', dir2);
+  t.after(() => {
+    child.proc.kill('SIGKILL');
+  });
+  await child.waitFor((l) => l.filter((x) => /^m\d+$/.test(x)).length >= 30, 60_000);
+  child.proc.kill('SIGKILL');
+  await child.exited;
+  const acked = child.lines.filter((l) => /^m\d+$/.test(l));
+  const wal2 = path.join(dir2, `${HISTORY_FILE_NAME}-wal`);
+  const size = (await stat(wal2)).size;
+  assert.ok(size > 64 * 1024, `the WAL holds committed frames (${size} bytes)`);
+  const damaged = await openFile(wal2, 'r+');
+  await damaged.write(Buffer.from([0xff ^ (size & 0xff)]), 0, 1, Math.floor(size / 3));
+  await damaged.close();
+  let opened: Store | undefined;
+  try {
+    opened = await openStore(dir2);
+  } catch (err) {
+    assert.match(String(err), /history\.db .* is missing message bodies that were acknowledged .*--recover/s);
+  }
+  t.diagnostic(opened ? 'damaged WAL: every acknowledged body kept' : 'damaged WAL: open refused');
+  if (opened) {
+    // SQLite kept every acknowledged frame (the flipped byte was in no committed frame's checksum range).
+    const byId = new Map((await everything(opened)).map((m) => [m.id, m.content]));
+    for (const id of acked) assert.equal(byId.get(id), bulkyContent(Number(id.slice(1))));
+    await opened.close();
+  }
 });

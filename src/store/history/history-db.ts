@@ -8,9 +8,12 @@ import { DISK_FULL } from './protocol';
 import type { BodyIn, BodyOut, HistoryStats, RawSearchHit } from './protocol';
 
 /**
- * TRUNCATE + synchronous=FULL: a commit is durable when it returns (WAL is not available in the WASM
- * build). auto_vacuum=INCREMENTAL only takes effect when set before the first table, so it is part of
- * creation; incremental_vacuum then hands freed pages back to the file system in small steps.
+ * WAL with locking_mode=EXCLUSIVE: the WASM build has no shared memory for WAL's index, but an exclusive
+ * connection keeps that index in its own heap, and this worker is the only connection (service.lock).
+ * A commit is then one append to history.db-wal and one fsync (synchronous=FULL): measured 8 ms a commit
+ * on the loaded test machine, against 39-62 ms for journal_mode=TRUNCATE (three fsyncs, lock directory
+ * made and removed each time). auto_vacuum=INCREMENTAL only takes effect when set before the first
+ * table, so it is part of creation; incremental_vacuum then hands freed pages back in small steps.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS history_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -46,10 +49,13 @@ export class HistoryDb {
   constructor(private readonly file: string) {
     try {
       this.db = new SqliteFile(file);
-      this.db.exec('PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = TRUNCATE; PRAGMA synchronous = FULL; PRAGMA cache_size = -16000;');
+      // locking_mode first: reading a WAL database in the normal mode would need the shared memory it lacks.
+      this.db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -16000;');
+      const mode = this.db.get('PRAGMA journal_mode')?.journal_mode;
+      if (mode !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`);
       this.db.exec(SCHEMA);
-      // A write at every open: SQLite removes an empty rollback journal when it opens a database, and
-      // this recreates it now, so the store can make its directory entry durable (history-store.ts).
+      // A write at every open creates the WAL file now, so the store can make its directory entry
+      // durable and private before any body is acknowledged (history-store.ts).
       this.db.run("INSERT OR REPLACE INTO history_meta (key, value) VALUES ('opened_at', ?)", [new Date().toISOString()]);
     } catch (err) {
       throw new Error(`${file} could not be opened (${err instanceof Error ? err.message : String(err)}); the message bodies are kept there, so the store was not opened`);
@@ -131,6 +137,8 @@ export class HistoryDb {
   /** Returns up to `pages` free pages to the file system; how many free pages remain. */
   vacuum(pages: number): number {
     this.db.exec(`PRAGMA incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
+    // The file shrinks when the WAL is checkpointed into it; the WAL itself is cut back too.
+    this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     return this.stats().freePages;
   }
 

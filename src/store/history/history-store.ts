@@ -1,12 +1,12 @@
-import { chmod, open, rm } from 'node:fs/promises';
+import { chmod, open as openFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import { fsyncDir } from '../replay';
 import type { Worker } from 'node:worker_threads';
 import { ServiceError } from '../../protocol/errors';
 import { startStoreWorker } from '../worker-thread';
 import { DISK_FULL } from './protocol';
-import type { BodyIn, BodyOut, HistoryReplies, HistoryRequest, HistoryStats, HistoryWorkerData, RawSearchHit, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
+import type { BodyIn, BodyOut, HistoryReplies, HistoryRequest, HistoryStats, RawSearchHit, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
 
 export const HISTORY_FILE_NAME = 'history.db';
 
@@ -47,37 +47,55 @@ export class HistoryStore {
     worker.on('exit', (code) => stop(new ServiceError('server_error', `the history worker stopped (exit code ${code})`)));
   }
 
-  /** Opens `dir`/history.db; the caller holds the data directory's lock (service.lock). */
-  static async open(dir: string): Promise<HistoryStore> {
-    const data: HistoryWorkerData = { file: path.join(dir, HISTORY_FILE_NAME) };
-    // node-sqlite3-wasm locks a database with a `<file>.lock` directory, which a killed process leaves
-    // behind; service.lock already makes this process the only one using the directory.
-    await rm(`${data.file}.lock`, { recursive: true, force: true });
-    // Created private (SQLite would use the umask).
-    await (await open(data.file, 'a', PRIVATE_FILE_MODE)).close();
-    const worker = startStoreWorker('history-worker', __dirname, data);
-    const stats = await new Promise<HistoryStats>((resolve, reject) => {
-      const onMessage = (message: WorkerOutbound) => {
-        if (!('ready' in message)) return;
-        worker.off('message', onMessage);
-        if (message.ready) resolve(message.stats);
-        else reject(new Error(message.error));
-      };
-      worker.on('message', onMessage);
+  /**
+   * Starts the worker (loading SQLite's WASM takes a while) before the data directory is locked;
+   * `open` then opens history.db in it. Call `boot` early, `open` once service.lock is held.
+   */
+  static boot(): { open: (dir: string) => Promise<HistoryStore>; cancel: () => Promise<void> } {
+    const worker = startStoreWorker('history-worker', __dirname, null);
+    const failed = new Promise<never>((_, reject) => {
       worker.once('error', reject);
-      worker.once('exit', (code) => reject(new Error(`the history worker exited (code ${code}) before opening ${data.file}`)));
-    }).catch(async (err: unknown) => {
-      await worker.terminate();
-      throw err;
+      worker.once('exit', (code) => reject(new Error(`the history worker exited (code ${code}) before opening ${HISTORY_FILE_NAME}`)));
     });
-    worker.removeAllListeners('error');
-    worker.removeAllListeners('exit');
-    // The worker's first transaction created the rollback journal, which journal_mode=TRUNCATE keeps
-    // from now on: private, and its directory entry durable (this VFS does not sync the directory), so
-    // after a power loss a hot journal is found where SQLite expects it.
-    await chmod(`${data.file}-journal`, PRIVATE_FILE_MODE).catch(() => {});
-    await fsyncDir(dir);
-    return new HistoryStore(worker, stats.maxKey);
+    failed.catch(() => {});
+    const open = async (dir: string): Promise<HistoryStore> => {
+      const file = path.join(dir, HISTORY_FILE_NAME);
+      try {
+        // node-sqlite3-wasm locks a database with a `<file>.lock` directory, which a killed process
+        // leaves behind; service.lock already makes this process the only one using the directory.
+        await rm(`${file}.lock`, { recursive: true, force: true });
+        // Created private (SQLite would use the umask).
+        await (await openFile(file, 'a', PRIVATE_FILE_MODE)).close();
+        const ready = new Promise<HistoryStats>((resolve, reject) => {
+          const onMessage = (message: WorkerOutbound) => {
+            if (!('ready' in message)) return;
+            worker.off('message', onMessage);
+            if (message.ready) resolve(message.stats);
+            else reject(new Error(message.error));
+          };
+          worker.on('message', onMessage);
+        });
+        worker.postMessage({ open: file } satisfies WorkerInbound);
+        const stats = await Promise.race([ready, failed]);
+        worker.removeAllListeners('error');
+        worker.removeAllListeners('exit');
+        // The worker's first transaction created the WAL, kept until close: private, and its directory
+        // entry durable (this VFS does not sync directories), so after a power loss it is found.
+        await chmod(`${file}-wal`, PRIVATE_FILE_MODE).catch(() => {});
+        await chmod(`${file}.lock`, PRIVATE_DIR_MODE).catch(() => {});
+        await fsyncDir(dir);
+        return new HistoryStore(worker, stats.maxKey);
+      } catch (err) {
+        await worker.terminate();
+        throw err;
+      }
+    };
+    return { open, cancel: async () => void (await worker.terminate()) };
+  }
+
+  /** Opens `dir`/history.db (the caller holds service.lock). */
+  static open(dir: string): Promise<HistoryStore> {
+    return HistoryStore.boot().open(dir);
   }
 
   /** Stores bodies durably; their keys, in order. */
@@ -157,7 +175,7 @@ export class HistoryStore {
     return this.send({ id: this.nextId++, request });
   }
 
-  private send<T>(message: WorkerInbound): Promise<T> {
+  private send<T>(message: Exclude<WorkerInbound, { open: string }>): Promise<T> {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise<T>((resolve, reject) => {
       this.pending.set(message.id, { resolve: resolve as (value: unknown) => void, reject });

@@ -1,12 +1,13 @@
 // Worker thread entry (bundled to dist/history-worker.js): owns history.db, so its fsyncs and page
 // reads never run on the service's event loop. Requests are handled in arrival order; puts that
 // arrive while a commit runs are committed together in the next transaction (group commit).
-import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { HistoryDb } from './history-db';
-import type { BodyIn, HistoryReplies, HistoryRequest, HistoryWorkerData, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
+import type { BodyIn, HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
 
 type Job = Extract<WorkerInbound, { request: HistoryRequest }>;
+type Later = Exclude<WorkerInbound, { open: string }>;
 
 function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof HistoryReplies] {
   switch (request.op) {
@@ -70,7 +71,7 @@ function run(port: MessagePort, db: HistoryDb): void {
     }
   };
 
-  port.on('message', (message: WorkerInbound) => {
+  port.on('message', (message: Later) => {
     if ('close' in message) {
       drain();
       db.close();
@@ -88,15 +89,17 @@ function run(port: MessagePort, db: HistoryDb): void {
 
 if (!isMainThread && parentPort) {
   const port = parentPort;
-  let db: HistoryDb | undefined;
-  try {
-    db = new HistoryDb((workerData as HistoryWorkerData).file);
-  } catch (err) {
-    port.postMessage({ ready: false, error: err instanceof Error ? err.message : String(err) } satisfies WorkerOutbound);
-    process.exitCode = 1;
-  }
-  if (db) {
+  port.once('message', (first: WorkerInbound) => {
+    if (!('open' in first)) return;
+    let db: HistoryDb;
+    try {
+      db = new HistoryDb(first.open);
+    } catch (err) {
+      port.postMessage({ ready: false, error: err instanceof Error ? err.message : String(err) } satisfies WorkerOutbound);
+      port.close();
+      return;
+    }
     port.postMessage({ ready: true, stats: db.stats() } satisfies WorkerOutbound);
     run(port, db);
-  }
+  });
 }

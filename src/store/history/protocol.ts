@@ -54,7 +54,8 @@ export interface HistoryReplies {
   stats: HistoryStats;
 }
 
-export type WorkerInbound = { id: number; request: HistoryRequest } | { id: number; close: true };
+/** `open` comes first: the worker starts (and compiles SQLite) while the main thread loads sql.js. */
+export type WorkerInbound = { open: string } | { id: number; request: HistoryRequest } | { id: number; close: true };
 
 export type WorkerOutbound =
   | { ready: true; stats: HistoryStats }
@@ -65,6 +66,3 @@ export type WorkerOutbound =
 
 export type WorkerAnswer = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
 
-export interface HistoryWorkerData {
-  file: string;
-}

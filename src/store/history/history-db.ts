@@ -18,7 +18,7 @@ import type { BodyIn, BodyOut, HistoryStats, RawSearchHit } from './protocol';
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS history_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS bodies (key INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id TEXT NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, data TEXT, cut INTEGER NOT NULL DEFAULT 0);
-CREATE VIRTUAL TABLE IF NOT EXISTS bodies_fts USING fts5(content, content='bodies', content_rowid='key', tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS bodies_fts USING fts5(content, content='bodies', content_rowid='key', tokenize='unicode61 remove_diacritics 2', prefix='2 3 4');
 CREATE TRIGGER IF NOT EXISTS bodies_ai AFTER INSERT ON bodies WHEN new.role <> 'tool' BEGIN
   INSERT INTO bodies_fts (rowid, content) VALUES (new.key, new.content);
 END;
@@ -121,16 +121,21 @@ export class HistoryDb {
     return sizes;
   }
 
-  /** Newest first: FTS5 `match` over user and assistant bodies, optionally in one conversation. */
+  /**
+   * Newest first: FTS5 `match` over user and assistant bodies, optionally in one conversation. FTS5 walks
+   * its index in rowid order, so LIMIT stops it early; prefix indexes (2-4 characters) keep a short
+   * last word from expanding to every term that starts with it.
+   */
   search(match: string, conversationId: string | null, limit: number): RawSearchHit[] {
-    const where = conversationId === null ? '' : ' AND b.conversation_id = ?';
-    const params = conversationId === null ? [match, limit] : [match, conversationId, limit];
-    const rows = this.db.all(
-      `SELECT f.rowid AS key, snippet(bodies_fts, 0, '${MARK_OPEN}', '${MARK_CLOSE}', '…', 16) AS snippet
-       FROM bodies_fts f JOIN bodies b ON b.key = f.rowid
-       WHERE bodies_fts MATCH ?${where} ORDER BY f.rowid DESC LIMIT ?`,
-      params,
-    );
+    const snippet = `snippet(bodies_fts, 0, '${MARK_OPEN}', '${MARK_CLOSE}', '…', 16) AS snippet`;
+    const rows =
+      conversationId === null
+        ? this.db.all(`SELECT rowid AS key, ${snippet} FROM bodies_fts WHERE bodies_fts MATCH ? ORDER BY rowid DESC LIMIT ?`, [match, limit])
+        : this.db.all(
+            `SELECT f.rowid AS key, ${snippet} FROM bodies_fts f JOIN bodies b ON b.key = f.rowid
+             WHERE bodies_fts MATCH ? AND b.conversation_id = ? ORDER BY f.rowid DESC LIMIT ?`,
+            [match, conversationId, limit],
+          );
     return rows.map((r) => ({ key: Number(r.key), snippet: String(r.snippet) }));
   }
 

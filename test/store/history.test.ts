@@ -74,20 +74,25 @@ test('message bodies live in history.db: the sql.js snapshot and journal keep on
   assert.equal(store.conversations.get('c')?.last_message, previewLine(bulkyContent(38)), 'the preview is on the conversation row');
 });
 
+/** Runs the bulky writer child until `acks` messages are acknowledged, kills it -9; the acknowledged ids. */
+async function killBulkyWriter(t: { after: (fn: () => void) => void }, dir: string, acks: number): Promise<string[]> {
+  const child = spawnStoreChild('bulky', dir);
+  t.after(() => {
+    child.proc.kill('SIGKILL');
+  });
+  await child.waitFor((l) => l.filter((x) => /^m\d+$/.test(x)).length >= acks, 60_000);
+  child.proc.kill('SIGKILL');
+  assert.equal((await child.exited).signal, 'SIGKILL');
+  return child.lines.filter((l) => /^m\d+$/.test(l));
+}
+
 function previewLine(text: string): string {
   return text.split('\n')[0].slice(0, 120);
 }
 
 test('SIGKILL while writing bulky messages, compactions running: every acknowledged message is whole after restart, none without its body', { timeout: 90_000 }, async (t) => {
   const dir = await withDir(t);
-  const child = spawnStoreChild('bulky', dir);
-  t.after(() => {
-    child.proc.kill('SIGKILL');
-  });
-  await child.waitFor((l) => l.filter((x) => /^m\d+$/.test(x)).length >= 60, 60_000);
-  child.proc.kill('SIGKILL');
-  assert.equal((await child.exited).signal, 'SIGKILL');
-  const acked = child.lines.filter((l) => /^m\d+$/.test(l));
+  const acked = await killBulkyWriter(t, dir, 60);
 
   const { logger, lines } = captureLogger();
   const store = await openStore(dir, { logger });
@@ -305,14 +310,7 @@ test('history.db damaged: a garbage WAL is ignored, a WAL damaged mid-way (after
   // Killed while writing: the WAL holds committed bodies; one byte flipped in its middle makes SQLite
   // drop every frame from there on, acknowledged ones included. Never served silently without them.
   const dir2 = await withDir(t);
-  const child = spawnStoreChild('bulky', dir2);
-  t.after(() => {
-    child.proc.kill('SIGKILL');
-  });
-  await child.waitFor((l) => l.filter((x) => /^m\d+$/.test(x)).length >= 30, 60_000);
-  child.proc.kill('SIGKILL');
-  await child.exited;
-  const acked = child.lines.filter((l) => /^m\d+$/.test(l));
+  const acked = await killBulkyWriter(t, dir2, 30);
   const wal2 = path.join(dir2, `${HISTORY_FILE_NAME}-wal`);
   const size = (await stat(wal2)).size;
   assert.ok(size > 64 * 1024, `the WAL holds committed frames (${size} bytes)`);

@@ -131,7 +131,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     permissionRequests: new PermissionRequestsRepo(db),
     history,
     maintenance,
-    problem: async () => (await db.problem()) ?? opened.degraded,
+    problem: async () => (await db.problem()) ?? opened.failed ?? opened.degraded,
     close: async () => {
       await maintenance.stop();
       await db.flush().catch(() => {});

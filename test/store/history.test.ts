@@ -331,3 +331,16 @@ test('history.db damaged: a garbage WAL is ignored, a WAL damaged mid-way (after
     await opened.close();
   }
 });
+
+test('the history worker gone: writes fail with a clear server_error and the store reports the problem (/health)', LIMIT, async (t) => {
+  const dir = await withDir(t);
+  const store = await openStore(dir);
+  t.after(() => store.close());
+  await conversation(store, 'c');
+  assert.equal(await store.problem(), null);
+  // As if the thread had crashed (out of memory in the WASM heap, a bug).
+  await (store.history as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+  await assert.rejects(store.messages.append(message('c', 'm1', 'after the crash', 1)), (err: unknown) => err instanceof ServiceError && err.code === 'server_error' && /history worker/.test(err.message));
+  assert.match(String(await store.problem()), /history worker/);
+  assert.equal(store.messages.count(), 0, 'no message without its body');
+});

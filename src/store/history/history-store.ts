@@ -98,6 +98,11 @@ export class HistoryStore {
     return HistoryStore.boot().open(dir);
   }
 
+  /** Why history.db cannot be used any more (its worker failed; a restart is needed), null while it can. */
+  get failed(): string | null {
+    return this.closing ? null : (this.failure?.message ?? null);
+  }
+
   /** Stores bodies durably; their keys, in order. */
   async put(bodies: BodyIn[]): Promise<number[]> {
     if (bodies.length === 0) return [];

@@ -94,7 +94,7 @@ test('a second process on the same data directory gets a clear error', async () 
   }
 });
 
-test('everything serve creates in the data directory is private: the directory 0700, its files 0600', async () => {
+test('everything serve creates in the data directory is private: the directory and its folders 0700 (history.db.lock), its files 0600', async () => {
   const dir = join(await dataDir(), 'data'); // created by the service
   const proc = await serve(dir);
   try {
@@ -106,7 +106,7 @@ test('everything serve creates in the data directory is private: the directory 0
     assert.equal(await modeOf('.'), '700');
     const names = await readdir(dir);
     for (const name of ['service.json', 'service.log', 'service.lock', 'service.db.journal.1']) assert.ok(names.includes(name), name);
-    for (const name of names) assert.equal(await modeOf(name), '600', name);
+    for (const name of names) assert.equal(await modeOf(name), (await stat(join(dir, name))).isDirectory() ? '700' : '600', name);
   } finally {
     proc.child.kill('SIGTERM');
     await proc.exited;

@@ -344,3 +344,19 @@ test('the history worker gone: writes fail with a clear server_error and the sto
   assert.match(String(await store.problem()), /history worker/);
   assert.equal(store.messages.count(), 0, 'no message without its body');
 });
+
+test('after an old database\'s bodies moved to history.db, the next compaction shrinks service.db (free pages not kept in memory)', { timeout: 90_000 }, async (t) => {
+  const dir = await withDir(t);
+  const contents = await oldDatabase(dir, [{ id: 'c', ms: BULKY_NOW, messages: 120 }]);
+  const inlineBytes = [...contents.values()].reduce((n, c) => n + Buffer.byteLength(c), 0);
+  const store = await openStore(dir);
+  t.after(() => store.close());
+  await store.maintenance.run();
+  await store.db.compact();
+  const snapshot = (await stat(path.join(dir, 'service.db'))).size;
+  assert.ok(snapshot < inlineBytes / 10, `service.db is ${snapshot} bytes after moving ${inlineBytes} bytes of bodies out`);
+  assert.deepEqual(
+    (await store.messages.recent('c', { limit: 200, includeTools: true })).map((m) => m.content),
+    [...contents.values()],
+  );
+});

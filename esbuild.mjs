@@ -1,4 +1,4 @@
-// Bundles every entry point into dist/ (Node, CommonJS) and copies the sql.js WASM beside them.
+// Bundles every entry point into dist/ (Node, CommonJS) and copies the sql.js and SQLite WASM beside them.
 import { build, context } from 'esbuild';
 import { copyFileSync, mkdirSync } from 'node:fs';
 
@@ -7,6 +7,8 @@ const production = process.argv.includes('--production');
 const watch = process.argv.includes('--watch');
 mkdirSync('dist', { recursive: true });
 copyFileSync('node_modules/sql.js/dist/sql-wasm.wasm', 'dist/sql-wasm.wasm');
+// history.db's SQLite (node-sqlite3-wasm looks for its WASM beside the script that loads it).
+copyFileSync('node_modules/node-sqlite3-wasm/dist/node-sqlite3-wasm.wasm', 'dist/node-sqlite3-wasm.wasm');
 
 const common = {
   bundle: true,
@@ -37,6 +39,7 @@ const builds = [
   { ...common, entryPoints: { cli: 'src/cli.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
   { ...common, entryPoints: { relay: 'src/relay/node/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
   { ...common, entryPoints: { 'compact-worker': 'src/store/compact-worker.ts' }, outdir: 'dist' },
+  { ...common, entryPoints: { 'history-worker': 'src/store/history/history-worker.ts' }, outdir: 'dist' },
   { ...common, entryPoints: { extension: 'src/extension/extension.ts' }, outdir: 'dist', external: ['vscode'] },
   // The relay's Cloudflare Worker: one ES module with no Node built-ins (the neutral platform refuses them).
   {

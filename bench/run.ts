@@ -4,6 +4,7 @@ import { benchAgent } from './agent';
 import { benchAuth } from './auth';
 import { benchEditor } from './editor';
 import { benchFollow } from './follow';
+import { benchHistory } from './history';
 import { runPersistBench } from './persist';
 import { benchPush } from './push';
 import { benchRelay } from './relay';
@@ -24,6 +25,7 @@ async function main() {
     ['relay-service', benchRelayService],
     ['push', benchPush],
     ['follow', benchFollow],
+    ['history', benchHistory],
   ];
   for (const [name, run] of benches) {
     if (only.length > 0 && !only.includes(name)) continue;

@@ -27,8 +27,8 @@ import { LOG_FILE_NAME } from './platform/paths';
 import { FileLogger } from './log/file-logger';
 import { Redactor } from './log/redact';
 import type { Logger } from './log/logger';
-import { tcpChannelOf, websocketChannelsOf } from './protocol';
-import { openStore, type Store } from './store';
+import { tcpChannelOf, websocketChannelsOf, type ServiceConfig } from './protocol';
+import { openStore, type RetentionPolicy, type Store } from './store';
 import { bindHostFor, compileAllowFrom } from './transport/http/allow-from';
 import { Authenticator } from './transport/auth/auth';
 import { DeviceCredentials } from './transport/auth/device-credentials';
@@ -172,6 +172,10 @@ export class Service {
       this.events.recheckAll();
       this.events.broadcast({ event: 'config.changed', fields });
       if (fields.includes('channels')) this.relay.reconcile();
+      if (fields.includes('history')) {
+        store.maintenance.setPolicy(retentionOf(config.current));
+        store.maintenance.kick();
+      }
     });
     config.on('invalid', (error: Error) => logger.error('config.invalid', { error: error.message }));
   }
@@ -184,7 +188,7 @@ export class Service {
     const logger = new FileLogger({ file: join(options.dataDir, LOG_FILE_NAME), redactor, mirror: options.logToStderr ?? false, mirrorLevel: 'info' });
     let store: Store;
     try {
-      store = await openStore(options.dataDir, { logger, recover: options.recoverJournal, breakLock: options.breakLock });
+      store = await openStore(options.dataDir, { logger, recover: options.recoverJournal, breakLock: options.breakLock, retention: retentionOf(config.current) });
     } catch (error) {
       await config.close();
       await logger.close();
@@ -344,4 +348,10 @@ export class Service {
       authTimeoutMs: this.options.authTimeoutMs,
     };
   }
+}
+
+/** service.json's `history` settings as the store's retention policy. */
+function retentionOf(config: ServiceConfig): RetentionPolicy {
+  const { max_days: maxDays, max_bytes: maxBytes, tool_output_days: toolOutputDays } = config.history;
+  return { maxDays, maxBytes, toolOutputDays };
 }

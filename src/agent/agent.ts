@@ -184,7 +184,7 @@ export class Agent {
       await admit();
       const emit = this.emitter(input, onEvent);
       // The admitted message is the conversation's last one (its turn holds the conversation).
-      const admitted = this.deps.store.messages.recent(conversationId, { limit: 1 })[0];
+      const [admitted] = await this.deps.store.messages.recent(conversationId, { limit: 1 });
       if (admitted?.role === 'user') emit({ event: 'message', conversation_id: conversationId, message: messageOf(admitted) });
       this.deps.onActivity?.(conversationId, input.source);
       return this.answer(conversationId, input, emit, admitted?.role === 'user' ? admitted.id : undefined);
@@ -340,7 +340,7 @@ export class Agent {
       const tools = await this.deps.tools.list();
       const names = new ModelToolNames(tools.map((t) => t.name));
       const byName = new Map(tools.map((t) => [t.name, t]));
-      const history = transcriptOf(this.history.rows(conversationId));
+      const history = transcriptOf(await this.history.rows(conversationId));
       const system: ChatMessage | undefined = config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
       const lastStep = step >= config.max_steps;
       const model = input.model ?? config.model;

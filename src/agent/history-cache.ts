@@ -14,13 +14,13 @@ export class HistoryCache {
     private readonly maxConversations = 64,
   ) {}
 
-  rows(conversationId: string): MessageRow[] {
+  async rows(conversationId: string): Promise<MessageRow[]> {
     let rows = this.entries.get(conversationId);
     if (!rows) {
-      rows = this.messages.recent(conversationId, { limit: this.maxRows, includeTools: true });
+      rows = await this.messages.recent(conversationId, { limit: this.maxRows, includeTools: true });
     } else {
       const last = rows.length > 0 ? rows[rows.length - 1].seq : 0;
-      const fresh = this.messages.after(conversationId, last);
+      const fresh = await this.messages.after(conversationId, last);
       if (fresh.length > 0) rows = [...rows, ...fresh].slice(-this.maxRows);
     }
     // Map order is insertion order: re-inserting keeps the most recently used last.

@@ -48,13 +48,17 @@ export class ChatResends {
       requireSame(command, sent.message, sent.conversationId);
       return sent.result;
     }
-    const stored = this.store.messages.byClientKey(key);
-    if (!stored) return undefined;
+    // Decided now (metadata only), so a resend racing this one cannot run the chat a second time.
+    if (!this.store.messages.hasClientKey(key)) return undefined;
+    return this.storedResult(key, command);
+  }
+
+  private async storedResult(key: string, command: CommandOf<'chat'>): Promise<ChatResult> {
+    const stored = await this.store.messages.byClientKey(key);
+    if (!stored) throw new ServiceError('not_found', 'the conversation of this message was deleted');
     requireSame(command, stored.content, stored.conversation_id);
-    const reply = this.store.messages.replyTo(stored);
-    return Promise.resolve(
-      reply ? { response: reply.content, conversation_id: stored.conversation_id } : { response: '', conversation_id: stored.conversation_id, interrupted: true as const },
-    );
+    const reply = await this.store.messages.replyTo(stored);
+    return reply ? { response: reply.content, conversation_id: stored.conversation_id } : { response: '', conversation_id: stored.conversation_id, interrupted: true as const };
   }
 
   /**
@@ -72,7 +76,7 @@ export class ChatResends {
       }
     };
     result.then(trim, () => {
-      if (!this.store.messages.byClientKey(key) && this.sent.get(key)?.result === result) this.sent.delete(key);
+      if (!this.store.messages.hasClientKey(key) && this.sent.get(key)?.result === result) this.sent.delete(key);
       trim();
     });
   }

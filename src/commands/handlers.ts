@@ -2,7 +2,6 @@ import { endpointWithoutCredentials } from '../log/redact';
 import { toolInfo } from '../agent/tools/registry';
 import type { ConversationActivity } from '../agent/conversation-activity';
 import type { ConversationRow, Store } from '../store';
-import { previewOf } from '../agent/preview';
 import { sourceLabel } from '../protocol/sources';
 import { contextChars, MAX_CONTEXT_CHARS, ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
@@ -39,11 +38,10 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
 }
 
 /** A stored conversation as clients see it (list_conversations rows, conversation.updated), with what it is doing now. */
-export function conversationOf({ id, title, created_at, updated_at, source }: ConversationRow, activity: ConversationActivity, store: Pick<Store, 'messages' | 'usage'>): Conversation {
+export function conversationOf({ id, title, created_at, updated_at, source, last_message }: ConversationRow, activity: ConversationActivity, store: Pick<Store, 'usage'>): Conversation {
   const { state, pendingPermissions, queued } = activity.of(id);
-  const [last] = store.messages.recent(id, { limit: 1 });
   const usage = conversationUsageOf(store.usage.ofConversation(id));
-  return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message: last ? previewOf(last.content) : null, queued, usage };
+  return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message, queued, usage };
 }
 
 /** Every command's handler; `chat` as it runs a turn (`handlers` below adds resends). */

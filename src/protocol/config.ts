@@ -148,6 +148,19 @@ export const PermissionTimeoutSeconds = z
   .min(1, { error: 'must be at least 1' })
   .max(MAX_PERMISSION_TIMEOUT_SECONDS, { error: `must be at most ${MAX_PERMISSION_TIMEOUT_SECONDS} (30 days)` });
 
+const wholePositive = (what: string) => z.number({ error: `expected a whole number of ${what}` }).int({ error: `expected a whole number of ${what}` }).min(1, { error: 'must be at least 1' });
+
+/** Retention of the stored history (docs/protocol.md, "History"); every limit off unless set. */
+export const HistorySettings = z.strictObject({
+  /** Conversations with no activity for this many days are deleted. */
+  max_days: wholePositive('days').optional(),
+  /** The oldest conversations are deleted while the history holds more (message bytes). */
+  max_bytes: wholePositive('bytes').min(1_000_000, { error: 'must be at least 1000000 (1 MB)' }).optional(),
+  /** Tool outputs older than this many days are cut to their beginning and a note. */
+  tool_output_days: wholePositive('days').optional(),
+});
+export type HistorySettings = z.infer<typeof HistorySettings>;
+
 /** Settings `update_config` may write (docs/protocol.md). Strict: an unknown field is named and refused. */
 export const WritableConfig = z.strictObject({
   provider: ProviderName,
@@ -192,6 +205,7 @@ export const ServiceConfigFile = z.looseObject({
   prices: Prices.default({}),
   /** Model name -> whether it takes image input, over the known list (agent/attachments/vision.ts). */
   vision_models: z.record(z.string(), z.boolean()).default({}),
+  history: HistorySettings.default({}),
 }).superRefine((config, ctx) => {
   const tcp = config.channels.filter((c) => c.type === 'tcp');
   if (tcp.length > 1) ctx.addIssue({ code: 'custom', path: ['channels'], message: 'at most one tcp channel' });

@@ -11,7 +11,8 @@ import { readSnapshotSeq, replayRecords, writeSnapshotSeq } from './replay';
 import { PRIVATE_FILE_MODE } from '../platform/file-modes';
 import type { ReplayFailure } from './replay';
 import { loadSqlJs } from './sqljs';
-import { StatementCache } from './statements';
+import { queryOne, StatementCache } from './statements';
+import type { Database as SqlJsDatabase } from 'sql.js';
 
 async function readIfExists(file: string): Promise<Buffer | null> {
   try {
@@ -52,6 +53,19 @@ function fsyncDirSync(dir: string): void {
   }
 }
 
+/**
+ * A snapshot that is mostly free pages (message bodies moved to history.db, big deletions) is rebuilt
+ * without them, so the next open does not load them into memory. VACUUM keeps every key (nothing of
+ * ours uses rowids; replayed records find rows by their keys).
+ */
+function dropFreePages(db: SqlJsDatabase, cache: StatementCache): void {
+  const pages = Number(queryOne(cache, 'PRAGMA page_count', [])?.page_count ?? 0);
+  const free = Number(queryOne(cache, 'PRAGMA freelist_count', [])?.freelist_count ?? 0);
+  if (free * 4 <= pages) return;
+  cache.clear();
+  db.run('VACUUM');
+}
+
 export async function compact(job: CompactionJob): Promise<CompactionDone> {
   const snapshotPath = path.join(job.dir, job.fileName);
   const tmpPath = `${snapshotPath}.tmp`;
@@ -82,6 +96,7 @@ export async function compact(job: CompactionJob): Promise<CompactionDone> {
       return { ok: true, seq, snapshotBytes: snapshot.length, wrote: false, applied, failures };
     }
     writeSnapshotSeq(db, cache, seq);
+    dropFreePages(db, cache);
     out = db.export();
   } finally {
     cache.clear();

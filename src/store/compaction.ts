@@ -1,7 +1,7 @@
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
 import type { Logger } from '../log/logger';
 import type { ReplayFailure } from './replay';
+import { startStoreWorker } from './worker-thread';
 
 /** What the compaction worker is asked to do: fold `segments` (oldest first) into the snapshot. */
 export interface CompactionJob {
@@ -16,27 +16,12 @@ export type CompactionResult =
 
 export type CompactionDone = Extract<CompactionResult, { ok: true }>;
 
-function startWorker(job: CompactionJob): Worker {
-  if (__filename.endsWith('.ts')) {
-    // From source (tsx): a worker does not get tsx' hooks for its entry file even though it inherits
-    // `--import tsx`, so a tiny CommonJS bootstrap registers tsx and then loads the TypeScript entry.
-    const entry = path.join(__dirname, 'compact-worker.ts');
-    const tsx = require.resolve(['tsx', 'cjs'].join('/')); // not a literal: esbuild must not resolve it
-    return new Worker(`require(${JSON.stringify(tsx)}); require(${JSON.stringify(entry)});`, {
-      eval: true,
-      workerData: job,
-    });
-  }
-  // Bundled: esbuild emits dist/compact-worker.js beside this bundle.
-  return new Worker(path.join(__dirname, 'compact-worker.js'), { workerData: job });
-}
-
 /** Runs one compaction in a worker thread; resolves after the worker has exited. */
 export function runCompactionWorker(job: CompactionJob): Promise<CompactionDone> {
   return new Promise((resolve, reject) => {
     let result: CompactionResult | undefined;
     let error: Error | undefined;
-    const worker = startWorker(job);
+    const worker = startStoreWorker('compact-worker', __dirname, job);
     worker.on('message', (msg: CompactionResult) => {
       result = msg;
     });

@@ -1,4 +1,4 @@
-import type { Database } from './database';
+import type { Database, SqlParamInput, WriteTx } from './database';
 import type { ConversationRow, NewConversation } from './types';
 
 export interface ListConversationsOptions {
@@ -8,10 +8,14 @@ export interface ListConversationsOptions {
   source?: string;
 }
 
-const COLUMNS = 'id, title, source, created_at, updated_at';
+const COLUMNS = 'id, title, source, created_at, updated_at, last_message';
 
 export class ConversationsRepo {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    /** Called after a delete put message bodies in `history_trash` (history/maintenance.ts frees them). */
+    private readonly onTrash: () => void = () => {},
+  ) {}
 
   /** Starts a conversation; `updated_at` starts at `created_at`. Throws if the id exists. */
   async create(c: NewConversation): Promise<void> {
@@ -51,17 +55,28 @@ export class ConversationsRepo {
     );
   }
 
-  /** Deletes the conversation, its messages and its turns' undo records; false if it did not exist. */
-  delete(id: string): Promise<boolean> {
-    return this.db.write((tx) => {
-      tx.run('DELETE FROM messages WHERE conversation_id = ?', [id]);
+  /**
+   * Deletes the conversation, its messages and its turns' undo records; false if it did not exist. The
+   * bodies' keys go to `history_trash` in the same transaction, so history.db frees them even after a crash.
+   */
+  async delete(id: string): Promise<boolean> {
+    const deleted = await this.db.write((tx) => {
+      trashMessages(tx, 'conversation_id = ?', [id]);
       tx.run('DELETE FROM file_changes WHERE conversation_id = ?', [id]);
       return tx.run('DELETE FROM conversations WHERE id = ?', [id]).changes > 0;
     });
+    this.onTrash();
+    return deleted;
   }
 
   /** Sets `updated_at`; false if the conversation does not exist. */
   touch(id: string, updatedAt: string): Promise<boolean> {
     return this.db.write((tx) => tx.run('UPDATE conversations SET updated_at = ? WHERE id = ?', [updatedAt, id]).changes > 0);
   }
+}
+
+/** Deletes the messages matching `where`, their bodies' keys kept in `history_trash` for history.db. */
+export function trashMessages(tx: WriteTx, where: string, params: readonly SqlParamInput[]): number {
+  tx.run(`INSERT OR IGNORE INTO history_trash (body_key) SELECT body_key FROM messages WHERE ${where} AND body_key IS NOT NULL`, params);
+  return tx.run(`DELETE FROM messages WHERE ${where}`, params).changes;
 }

@@ -1,6 +1,10 @@
+import { previewOf } from '../protocol/preview';
+import { ServiceError } from '../protocol/errors';
 import type { Database, WriteTx } from './database';
-import { searchTerms, snippetOf, type SearchTerms } from './search-text';
-import type { MessageRole, MessageRow, NewMessage, SearchHit, SearchOptions } from './types';
+import type { HistoryStore } from './history/history-store';
+import type { BodyIn, BodyOut } from './history/protocol';
+import { parseSnippet, toMatchExpression } from './history/search-query';
+import type { MessageRole, MessageRow, NewMessage, SearchHit } from './types';
 
 export interface RecentOptions {
   /** How many of the most recent messages (default 50). */
@@ -9,92 +13,136 @@ export interface RecentOptions {
   includeTools?: boolean;
 }
 
+/**
+ * A message's row in sql.js: its metadata, and its body inline only until the body is moved to
+ * history.db (`body_key` set, `content` '' and `data` NULL there).
+ */
 interface RawMessage extends Omit<MessageRow, 'data'> {
   data: string | null;
+  body_key: number | null;
 }
 
-const COLUMNS = 'seq, id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key';
+const COLUMNS = 'seq, id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key';
 const ROLES: ReadonlySet<string> = new Set<MessageRole>(['user', 'assistant', 'tool']);
+/** Search results asked of history.db beyond `limit`, for hits whose message is gone meanwhile. */
+const SEARCH_SLACK = 10;
+const MAX_SEARCH_LIMIT = 200;
 
-function toRow(raw: RawMessage): MessageRow {
-  let data: unknown = null;
-  if (raw.data !== null) {
-    try {
-      data = JSON.parse(raw.data);
-    } catch {
-      data = raw.data;
-    }
+function parseData(data: string | null): unknown {
+  if (data === null) return null;
+  try {
+    return JSON.parse(data);
+  } catch {
+    return data;
   }
-  return { ...raw, data };
 }
 
-/** Inserts a message inside a caller's transaction (for store modules that write more in the same one). */
-export function insertMessage(tx: WriteTx, m: NewMessage): void {
+function dataText(m: NewMessage): string | null {
+  return m.data === undefined || m.data === null ? null : JSON.stringify(m.data);
+}
+
+function checkRole(m: NewMessage): void {
   if (!ROLES.has(m.role)) throw new Error(`invalid message role: ${String(m.role)}`);
-  const data = m.data === undefined || m.data === null ? null : JSON.stringify(m.data);
+}
+
+export function bodyOf(m: Pick<NewMessage, 'conversation_id' | 'role' | 'content'>, data: string | null): BodyIn {
+  return { conversation_id: m.conversation_id, role: m.role, content: m.content, data };
+}
+
+export function byteSize(content: string, data: string | null): number {
+  return Buffer.byteLength(content) + (data === null ? 0 : Buffer.byteLength(data));
+}
+
+/**
+ * Inserts a message inside a caller's transaction (for store modules that write more in the same one).
+ * With `bodyKey` its body is already durable in history.db; without, the body is kept inline and the
+ * history maintenance moves it there later (history/maintenance.ts).
+ */
+export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): void {
+  checkRole(m);
+  const data = dataText(m);
+  const bytes = byteSize(m.content, data);
+  const inline = bodyKey === undefined;
   tx.run(
-    'INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    [m.id, m.conversation_id, m.role, m.content, m.timestamp, m.tool_name ?? null, m.user_id ?? null, data, m.client_key ?? null],
+    'INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    [m.id, m.conversation_id, m.role, inline ? m.content : '', m.timestamp, m.tool_name ?? null, m.user_id ?? null, inline ? data : null, m.client_key ?? null, bodyKey ?? null, bytes],
   );
-  // Activity only moves forward, even if messages are stored out of timestamp order.
-  const bumped = tx.run('UPDATE conversations SET updated_at = max(updated_at, ?) WHERE id = ?', [m.timestamp, m.conversation_id]);
+  // Activity only moves forward, even if messages are stored out of timestamp order. The preview is
+  // kept on the row so listing conversations never reads a body.
+  const preview = m.role === 'tool' ? null : previewOf(m.content);
+  const bumped = tx.run('UPDATE conversations SET updated_at = max(updated_at, ?), bytes = bytes + ?, last_message = coalesce(?, last_message) WHERE id = ?', [
+    m.timestamp,
+    bytes,
+    preview,
+    m.conversation_id,
+  ]);
   if (bumped.changes === 0) throw new Error(`conversation ${m.conversation_id} not found`);
 }
 
 export class MessagesRepo {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly history: HistoryStore,
+  ) {}
 
   /** Stores a message and bumps its conversation's `updated_at`, in one transaction. */
   async append(message: NewMessage): Promise<void> {
-    await this.db.write((tx) => insertMessage(tx, message));
+    await this.appendMany([message]);
   }
 
-  /** Stores several messages (e.g. a whole turn) in one transaction. */
+  /**
+   * Stores several messages (e.g. a whole turn) in one transaction. The bodies are made durable in
+   * history.db first, so the journaled metadata never points at a body that could be missing.
+   */
   async appendMany(messages: readonly NewMessage[]): Promise<void> {
     if (messages.length === 0) return;
-    await this.db.write((tx) => {
-      for (const m of messages) insertMessage(tx, m);
-    });
+    messages.forEach(checkRole);
+    const keys = await this.history.put(messages.map((m) => bodyOf(m, dataText(m))));
+    try {
+      await this.db.write((tx) => messages.forEach((m, i) => insertMessage(tx, m, keys[i])));
+    } catch (err) {
+      // Not referenced by anything; at worst (this fails too) the sweep at the next open removes them.
+      this.history.remove(keys).catch(() => {});
+      throw err;
+    }
   }
 
-  get(id: string): MessageRow | undefined {
-    const raw = this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE id = ?`, [id]);
-    return raw && toRow(raw);
+  async get(id: string): Promise<MessageRow | undefined> {
+    return this.one(this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE id = ?`, [id]));
   }
 
   /** The user message stored with this client key (a chat's sender and client_message_id). */
-  byClientKey(clientKey: string): MessageRow | undefined {
-    const raw = this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE client_key = ?`, [clientKey]);
-    return raw && toRow(raw);
+  async byClientKey(clientKey: string): Promise<MessageRow | undefined> {
+    return this.one(this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE client_key = ?`, [clientKey]));
+  }
+
+  /** Whether a user message was stored with this client key (metadata only, synchronous). */
+  hasClientKey(clientKey: string): boolean {
+    return this.db.get('SELECT 1 AS present FROM messages WHERE client_key = ?', [clientKey]) !== undefined;
   }
 
   /** The assistant reply to a user message: the next user or assistant message after it, if it is the assistant's. */
-  replyTo(message: MessageRow): MessageRow | undefined {
+  async replyTo(message: MessageRow): Promise<MessageRow | undefined> {
     const raw = this.db.get<RawMessage>(
       `SELECT ${COLUMNS} FROM messages WHERE conversation_id = ? AND seq > ? AND role IN ('user', 'assistant') ORDER BY seq LIMIT 1`,
       [message.conversation_id, message.seq],
     );
-    return raw?.role === 'assistant' ? toRow(raw) : undefined;
+    return raw?.role === 'assistant' ? this.one(raw) : undefined;
   }
 
   /** The most recent `limit` messages of a conversation, oldest first. */
-  recent(conversationId: string, options: RecentOptions = {}): MessageRow[] {
+  async recent(conversationId: string, options: RecentOptions = {}): Promise<MessageRow[]> {
     const limit = Math.floor(options.limit ?? 50);
     if (!(limit > 0)) return [];
     const roles = options.includeTools ? '' : " AND role IN ('user', 'assistant')";
-    const rows = this.db.all<RawMessage>(
-      `SELECT ${COLUMNS} FROM messages WHERE conversation_id = ?${roles} ORDER BY seq DESC LIMIT ?`,
-      [conversationId, limit],
-    );
+    const rows = this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ?${roles} ORDER BY seq DESC LIMIT ?`, [conversationId, limit]);
     rows.reverse();
-    return rows.map(toRow);
+    return this.withBodies(rows);
   }
 
   /** Every message of a conversation stored after `seq` (messages are append-only), oldest first. */
-  after(conversationId: string, seq: number): MessageRow[] {
-    return this.db
-      .all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ? AND seq > ? ORDER BY seq`, [conversationId, seq])
-      .map(toRow);
+  async after(conversationId: string, seq: number): Promise<MessageRow[]> {
+    return this.withBodies(this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ? AND seq > ? ORDER BY seq`, [conversationId, seq]));
   }
 
   /** Messages in the database, or in one conversation. */
@@ -106,27 +154,51 @@ export class MessagesRepo {
     return row?.n ?? 0;
   }
 
-  // ---- Search: a stand-in, replaced by the FTS5 index of history.db at merge (issue 13). ----
-  // It scans with LIKE (each word somewhere in the content) and keeps the messages whose words match as
-  // the index would: every word as a whole word, the last one as a prefix. Fine for small histories only.
+  private async one(raw: RawMessage | undefined): Promise<MessageRow | undefined> {
+    return raw ? (await this.withBodies([raw]))[0] : undefined;
+  }
 
-  /** Messages matching every word of `query`, newest first; a query without a word is invalid_request. */
-  async search(query: string, options: SearchOptions = {}): Promise<SearchHit[]> {
-    const terms: SearchTerms = searchTerms(query);
-    const limit = Math.max(1, Math.floor(options.limit ?? 20));
-    const where = terms.words.map(() => "content LIKE ? ESCAPE '\\'");
-    const params: string[] = terms.words.map((w) => `%${w.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
-    if (options.conversationId !== undefined) {
-      where.push('conversation_id = ?');
-      params.push(options.conversationId);
+  /** Rows with their bodies from history.db; a row deleted meanwhile (retention, delete) is left out. */
+  private async withBodies(rows: RawMessage[]): Promise<MessageRow[]> {
+    const keys = rows.flatMap((r) => (r.body_key === null ? [] : [r.body_key]));
+    const bodies = await this.history.get(keys);
+    const out: MessageRow[] = [];
+    for (const { body_key, ...row } of rows) {
+      const body: Pick<BodyOut, 'content' | 'data'> | undefined = body_key === null ? row : bodies.get(body_key);
+      if (!body) {
+        if (!this.db.get('SELECT 1 AS present FROM messages WHERE seq = ?', [row.seq])) continue;
+        // Never silent: an acknowledged message without its body means history.db lost data.
+        throw new ServiceError('server_error', `message ${row.id} has no body in history.db`);
+      }
+      out.push({ ...row, content: body.content, data: parseData(body.data) });
     }
+    return out;
+  }
+
+  /**
+   * Messages (user and assistant) containing every word of `query`, the last one as a prefix; newest
+   * first. Words are quoted, so FTS5 syntax typed by a user has no effect.
+   */
+  async search(query: string, options: { conversationId?: string; limit?: number } = {}): Promise<SearchHit[]> {
+    const match = toMatchExpression(query);
+    const limit = Math.min(MAX_SEARCH_LIMIT, Math.max(1, Math.floor(options.limit ?? 20)));
+    const raw = await this.history.search(match, options.conversationId ?? null, limit + SEARCH_SLACK);
+    if (raw.length === 0) return [];
+    const keys = raw.map((h) => h.key);
+    const meta = new Map(
+      this.db
+        .all<Pick<MessageRow, 'seq' | 'id' | 'conversation_id' | 'role' | 'timestamp'> & { body_key: number }>(
+          `SELECT seq, id, conversation_id, role, timestamp, body_key FROM messages WHERE body_key IN (${keys.map(() => '?').join(', ')})`,
+          keys,
+        )
+        .map((m) => [m.body_key, m]),
+    );
     const hits: SearchHit[] = [];
-    const rows = this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE ${where.join(' AND ')} ORDER BY seq DESC`, params);
-    for (const row of rows) {
-      const snippet = snippetOf(row.content, terms);
-      if (!snippet) continue;
-      hits.push({ message_id: row.id, conversation_id: row.conversation_id, role: row.role, timestamp: row.timestamp, seq: row.seq, ...snippet });
-      if (hits.length >= limit) break;
+    for (const h of raw) {
+      const m = meta.get(h.key);
+      if (!m) continue; // a body whose message is not (or no longer) stored
+      hits.push({ message_id: m.id, conversation_id: m.conversation_id, role: m.role, timestamp: m.timestamp, seq: m.seq, ...parseSnippet(h.snippet) });
+      if (hits.length === limit) break;
     }
     return hits;
   }

@@ -3,6 +3,7 @@ import { nullLogger } from '../log/logger';
 import type { Database, WriteTx } from './database';
 import { META_TABLE_SQL } from './replay';
 import { USAGE_TABLE_SQL } from './usage';
+import { previewOf } from '../protocol/preview';
 
 /** SQL (several statements allowed) or a function of the transaction. */
 export type Migration = string | ((tx: WriteTx) => void);
@@ -50,6 +51,28 @@ export const MIGRATIONS: readonly Migration[] = [
   // 10: uploaded files, their bytes in the blob store (src/store/attachments.ts).
   `CREATE TABLE attachments (id TEXT PRIMARY KEY, hash TEXT NOT NULL, name TEXT NOT NULL, mime TEXT NOT NULL, kind TEXT NOT NULL, size INTEGER NOT NULL, uploader TEXT NOT NULL, created_at TEXT NOT NULL, conversation_id TEXT);
   CREATE INDEX attachments_conversation ON attachments (conversation_id);`,
+  // 11: message bodies move to history.db (src/store/history/); sql.js keeps their metadata, a byte
+  // size per message and conversation, and each conversation's preview. Bodies already stored stay
+  // inline until the history maintenance moves them (crash-safe, batch by batch).
+  (tx) => {
+    tx.run(`ALTER TABLE messages ADD COLUMN body_key INTEGER;
+      ALTER TABLE messages ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE messages ADD COLUMN cut INTEGER NOT NULL DEFAULT 0;
+      UPDATE messages SET bytes = length(CAST(content AS BLOB)) + coalesce(length(CAST(data AS BLOB)), 0);
+      CREATE INDEX messages_inline ON messages (seq) WHERE body_key IS NULL;
+      CREATE UNIQUE INDEX messages_body_key ON messages (body_key) WHERE body_key IS NOT NULL;
+      CREATE INDEX messages_tool_uncut ON messages (timestamp) WHERE role = 'tool' AND cut = 0;
+      ALTER TABLE conversations ADD COLUMN last_message TEXT;
+      ALTER TABLE conversations ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+      UPDATE conversations SET bytes = coalesce((SELECT sum(bytes) FROM messages WHERE conversation_id = conversations.id), 0);
+      CREATE TABLE history_trash (body_key INTEGER PRIMARY KEY);`);
+    const lasts = tx.all<{ id: string; content: string }>(
+      "SELECT c.id, (SELECT m.content FROM messages m WHERE m.conversation_id = c.id AND m.role IN ('user', 'assistant') ORDER BY m.seq DESC LIMIT 1) AS content FROM conversations c",
+    );
+    for (const { id, content } of lasts) {
+      if (content !== null) tx.run('UPDATE conversations SET last_message = ? WHERE id = ?', [previewOf(content), id]);
+    }
+  },
 ];
 
 export function schemaVersion(db: Database): number {

@@ -4,9 +4,9 @@ import type { Logger } from '../log/logger';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../platform/file-modes';
 import { BLOBS_DIR_NAME } from './blob-store';
 
-/** The service's own files: service.json, .log, .lock, .db and journals, the config's temp files. */
+/** The service's own files: service.json, .log, .lock, .db and journals, history.db and its journal, the config's temp files. */
 function isServiceFile(name: string, fileName: string): boolean {
-  return name.startsWith(fileName) || name.startsWith('service.') || name.startsWith('.service.');
+  return name.startsWith(fileName) || name.startsWith('service.') || name.startsWith('.service.') || name.startsWith('history.');
 }
 
 /**
@@ -19,12 +19,11 @@ function isServiceFile(name: string, fileName: string): boolean {
 export async function makePrivate(dir: string, fileName: string, logger: Logger): Promise<void> {
   if (process.platform === 'win32') return;
   const entries = await readdir(dir, { withFileTypes: true });
-  const ours = entries.filter((e) => e.isFile() && isServiceFile(e.name, fileName));
-  const targets = ours.map((e) => ({ file: path.join(dir, e.name), mode: PRIVATE_FILE_MODE }));
-  // The blob folder is ours too (made private when it is created).
-  const ourFolders = entries.filter((e) => e.isDirectory() && e.name === BLOBS_DIR_NAME);
-  targets.push(...ourFolders.map((e) => ({ file: path.join(dir, e.name), mode: PRIVATE_DIR_MODE })));
-  if (ours.length + ourFolders.length === entries.length) targets.push({ file: dir, mode: PRIVATE_DIR_MODE });
+  // Our folders: the blob store's, and history.db.lock (the directory node-sqlite3-wasm holds as history.db's lock).
+  const isOurFolder = (name: string) => name === BLOBS_DIR_NAME || name === 'history.db.lock';
+  const ours = entries.filter((e) => (e.isFile() && isServiceFile(e.name, fileName)) || (e.isDirectory() && isOurFolder(e.name)));
+  const targets = ours.map((e) => ({ file: path.join(dir, e.name), mode: e.isDirectory() ? PRIVATE_DIR_MODE : PRIVATE_FILE_MODE }));
+  if (ours.length === entries.length) targets.push({ file: dir, mode: PRIVATE_DIR_MODE });
   const changed: Record<string, string> = {};
   for (const { file, mode } of targets) {
     let was: number;

@@ -7,6 +7,8 @@ export interface ConversationRow {
   source: string;
   created_at: string;
   updated_at: string;
+  /** The first line of its last user or assistant message (previewOf), null when it has none. */
+  last_message: string | null;
 }
 
 export interface NewConversation {

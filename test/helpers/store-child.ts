@@ -4,7 +4,12 @@
 //   blobs <dir>   put 1-3 MiB blobs of random bytes forever, printing each hash once its put has resolved
 import { randomBytes } from 'node:crypto';
 import { BlobStore } from '../../src/store/blob-store';
+//   bulky <dir>   the same with bodies of 8-60 KB (bulkyContent), tool outputs among them
+//   maintain <dir> open (retention: max_days 30 at BULKY_NOW) and run maintenance passes, printing
+//                 "left <n>" (messages still stored, bodies still inline) as they go
 import { openStore } from '../../src/store/index';
+import type { NewMessage } from '../../src/store/index';
+import { BULKY_NOW, bulkyContent } from './store-utils';
 
 async function hold(dir: string): Promise<void> {
   const store = await openStore(dir);
@@ -15,7 +20,8 @@ async function hold(dir: string): Promise<void> {
   });
 }
 
-async function writer(dir: string): Promise<void> {
+/** Appends messages forever from `lanes` writers at once, printing each id once its write resolved (durable). */
+async function appendForever(dir: string, lanes: number, messageOf: (i: number) => Omit<NewMessage, 'id' | 'conversation_id' | 'timestamp'>): Promise<void> {
   // Tiny segments so compactions run (and get killed) while writes go on.
   const store = await openStore(dir, { segmentBytes: 8 * 1024 });
   await store.conversations.create({ id: 'c', title: 'crash', source: 'ws', created_at: '2024-01-01T00:00:00.000Z' });
@@ -25,18 +31,12 @@ async function writer(dir: string): Promise<void> {
     for (;;) {
       const i = next++;
       const id = `m${i}`;
-      await store.messages.append({
-        id,
-        conversation_id: 'c',
-        role: i % 2 === 0 ? 'user' : 'assistant',
-        content: `message ${i} ${'x'.repeat(i % 200)}`,
-        timestamp: new Date(Date.UTC(2024, 0, 1) + i).toISOString(),
-      });
+      await store.messages.append({ id, conversation_id: 'c', timestamp: new Date(Date.UTC(2024, 0, 1) + i).toISOString(), ...messageOf(i) });
       process.stdout.write(`${id}\n`);
     }
   };
   // Several writes in flight at once, so acknowledged records share group commits.
-  await Promise.all([lane(), lane(), lane(), lane()]);
+  await Promise.all(Array.from({ length: lanes }, lane));
 }
 
 async function blobs(dir: string): Promise<never> {
@@ -48,10 +48,30 @@ async function blobs(dir: string): Promise<never> {
   }
 }
 
-const MODES = { hold, writer, blobs } as const;
+const writer = (dir: string) => appendForever(dir, 4, (i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: `message ${i} ${'x'.repeat(i % 200)}` }));
+
+const bulky = (dir: string) =>
+  appendForever(dir, 3, (i) => ({
+    role: i % 4 === 3 ? 'tool' : i % 2 === 0 ? 'user' : 'assistant',
+    content: bulkyContent(i),
+    ...(i % 4 === 3 ? { tool_name: 'read_file', data: { kind: 'result', call_id: `call-${i}`, ok: true } } : {}),
+  }));
+
+async function maintain(dir: string): Promise<void> {
+  const store = await openStore(dir, { retention: { maxDays: 30, toolOutputDays: 7 }, now: () => BULKY_NOW });
+  const report = () => {
+    const left = store.db.get<{ n: number; inline: number }>('SELECT count(*) AS n, count(*) - count(body_key) AS inline FROM messages');
+    process.stdout.write(`left ${left?.n ?? 0} ${left?.inline ?? 0}\n`);
+  };
+  report();
+  setInterval(report, 2).unref();
+  for (;;) await store.maintenance.run();
+}
+
+const modes: Record<string, (dir: string) => Promise<void>> = { hold, writer, bulky, maintain, blobs };
 const [mode, dir] = process.argv.slice(2);
-if (!dir || !(mode in MODES)) throw new Error('usage: store-child.ts hold|writer|blobs <dir>');
-MODES[mode as keyof typeof MODES](dir).catch((err: unknown) => {
+if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|writer|bulky|maintain|blobs <dir>');
+modes[mode](dir).catch((err: unknown) => {
   process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);
 });

@@ -26,7 +26,8 @@ export function captureLogger(): { logger: Logger; lines: LogLine[] } {
 
 export async function tempDir(prefix = 'store-test-'): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(path.join(tmpdir(), prefix));
-  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+  // Retried: a store closed by a later after-hook may still be writing (history maintenance) meanwhile.
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true, maxRetries: 10 }) };
 }
 
 const CHILD = path.join(__dirname, 'store-child.ts');
@@ -42,7 +43,7 @@ export interface StoreChild {
 }
 
 /** Starts test/helpers/store-child.ts in a real child process (node --import tsx). */
-export function spawnStoreChild(mode: 'hold' | 'writer' | 'blobs', dir: string): StoreChild {
+export function spawnStoreChild(mode: 'hold' | 'writer' | 'bulky' | 'maintain' | 'blobs', dir: string): StoreChild {
   const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, mode, dir], {
     cwd: path.join(__dirname, '..', '..'),
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -91,4 +92,13 @@ export function spawnStoreChild(mode: 'hold' | 'writer' | 'blobs', dir: string):
       check();
     });
   return { proc, lines, stderr: () => err, waitFor, exited };
+}
+
+/** The clock of retention in the store children and history tests. */
+export const BULKY_NOW = Date.UTC(2024, 6, 1);
+
+/** A message body of 8-60 KB, different for each i, that the test can recompute to compare byte for byte. */
+export function bulkyContent(i: number): string {
+  const line = `message ${i}: ${'abcdefghij'.repeat(5 + (i % 7))}\n`;
+  return line.repeat(Math.ceil((8_000 + ((i * 7919) % 52_000)) / line.length));
 }

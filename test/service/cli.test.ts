@@ -94,7 +94,7 @@ test('a second process on the same data directory gets a clear error', async () 
   }
 });
 
-test('everything serve creates in the data directory is private: the directory and its folders 0700, its files 0600', async () => {
+test('everything serve creates in the data directory is private: the directory and its folders 0700 (blobs, history.db.lock), its files 0600', async () => {
   const dir = join(await dataDir(), 'data'); // created by the service
   const proc = await serve(dir);
   try {

@@ -179,6 +179,20 @@ describe('ConfigFile.load', () => {
     }
   });
 
+  test('history retention: off by default; max_days, max_bytes, tool_output_days positive integers, else the field is named', async () => {
+    assert.deepEqual((await load(await dirWith({ auth_token: TOKEN }))).current.history, {});
+    const history = { max_days: 365, max_bytes: 500_000_000, tool_output_days: 30 };
+    assert.deepEqual((await load(await dirWith({ auth_token: TOKEN, history }))).current.history, history);
+    for (const [field, bad] of [['max_days', 0], ['max_days', 1.5], ['max_bytes', '1GB'], ['max_bytes', 1000], ['tool_output_days', -1], ['unknown_setting', 1]] as const) {
+      const error = await ConfigFile.load(await dirWith({ auth_token: TOKEN, history: { [field]: bad } })).then(
+        () => assert.fail(`expected a ConfigError for history.${field} = ${JSON.stringify(bad)}`),
+        (e: unknown) => e,
+      );
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.problems.join('\n'), /history/);
+    }
+  });
+
   test('invalid JSON says where, without quoting the file', async () => {
     const text = '{\n  "model": "x",\n  "api_key": "sk-live-secret-123456"\n  "temperature": 1\n}\n';
     const dir = await dirWith(text);

@@ -74,7 +74,7 @@ describe('a request waits for a person', () => {
     phone.close();
     await phone.waitClose();
     // The tool call is stored just before the gate asks: nobody is connected by then.
-    await waitFor(() => svc.service.store.messages.recent(conversationId, { includeTools: true }).some((m) => m.role === 'tool'), 'the tool call stored');
+    await waitFor(async () => (await svc.service.store.messages.recent(conversationId, { includeTools: true })).some((m) => m.role === 'tool'), 'the tool call stored');
 
     const back = await client(svc);
     const request = await back.next((f) => f.event === 'permission.request', 5_000);

@@ -119,7 +119,7 @@ test('a webhook account is a session of the door: its turn in flight at stop is 
     const store = await openStore(svc.dataDir);
     try {
       assert.equal(store.webhooks.getInbox(message_id)?.status, 'answered');
-      assert.deepEqual(store.messages.recent(conversation_id, { limit: 10 }).map((m) => `${m.role}:${m.content}`), ['user:from the webhook', 'assistant:slow webhook answer']);
+      assert.deepEqual((await store.messages.recent(conversation_id, { limit: 10 })).map((m) => `${m.role}:${m.content}`), ['user:from the webhook', 'assistant:slow webhook answer']);
       assert.equal(store.webhooks.pendingInbox().length, 0);
       assert.equal(store.webhooks.listDeliveries({ account: 'door', limit: 10 }).filter((d) => d.conversation_id === conversation_id).length, 1, 'the reply is queued for delivery');
     } finally {

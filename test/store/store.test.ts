@@ -46,8 +46,8 @@ async function seedConversation(store: Store, id = 'c1', messages = 3): Promise<
   }
 }
 
-const ids = (store: Store, conversation = 'c1') =>
-  store.messages.recent(conversation, { limit: 1000, includeTools: true }).map((m) => m.id);
+const ids = async (store: Store, conversation = 'c1') =>
+  (await store.messages.recent(conversation, { limit: 1000, includeTools: true })).map((m) => m.id);
 
 test('writes survive a reopen through journal replay alone (no snapshot)', LIMIT, async (t) => {
   const dir = await withDir(t);
@@ -64,7 +64,7 @@ test('writes survive a reopen through journal replay alone (no snapshot)', LIMIT
 
   store = await openStore(dir);
   t.after(() => store.close());
-  assert.deepEqual(ids(store), ['c1-m0', 'c1-m1', 'c1-m2']);
+  assert.deepEqual(await ids(store), ['c1-m0', 'c1-m1', 'c1-m2']);
   assert.equal(store.conversations.get('c1')?.updated_at, iso(3000));
   assert.equal(store.meta.get('greeting'), 'line\nbreak "quoted" ✓');
   const row = store.db.get<{ v: Uint8Array; r: number; b: number }>('SELECT v, r, b FROM blobs WHERE k = ?', ['k']);
@@ -95,14 +95,14 @@ for (const kind of ['half a record', 'garbage bytes'] as const) {
     assert.equal(warning.level, 'warn');
     assert.equal(warning.fields.dropped_bytes, tail.length);
     assert.equal((await stat(file)).size, goodSize, 'truncated back to the last valid record');
-    assert.deepEqual(ids(store), ['c1-m0', 'c1-m1', 'c1-m2']);
+    assert.deepEqual(await ids(store), ['c1-m0', 'c1-m1', 'c1-m2']);
     await store.messages.append({ id: 'c1-m3', conversation_id: 'c1', role: 'user', content: 'after', timestamp: iso(9000) });
     await store.close();
 
     const again = captureLogger();
     store = await openStore(dir, { logger: again.logger });
     t.after(() => store.close());
-    assert.deepEqual(ids(store), ['c1-m0', 'c1-m1', 'c1-m2', 'c1-m3']);
+    assert.deepEqual(await ids(store), ['c1-m0', 'c1-m1', 'c1-m2', 'c1-m3']);
     assert.equal(again.lines.some((l) => l.level === 'warn' || l.level === 'error'), false, 'the journal is clean now');
   });
 }
@@ -116,7 +116,7 @@ test('a record with a bad CRC at the end is dropped with a warning', LIMIT, asyn
   const file = await lastSegment(dir);
   const buf = await readFile(file);
   const lastLineStart = buf.lastIndexOf(0x0a, buf.length - 2) + 1;
-  const at = buf.indexOf('hello 2', lastLineStart);
+  const at = buf.indexOf('c1-m2', lastLineStart);
   assert.ok(at > lastLineStart, 'found the last message in the last record');
   buf[at] = 'j'.charCodeAt(0); // same length, different bytes: only the checksum notices
   await writeFile(file, buf);
@@ -128,7 +128,7 @@ test('a record with a bad CRC at the end is dropped with a warning', LIMIT, asyn
   assert.ok(warning);
   assert.match(String(warning.fields.reason), /checksum/);
   assert.equal(warning.fields.dropped_bytes, buf.length - lastLineStart);
-  assert.deepEqual(ids(store), ['c1-m0', 'c1-m1']);
+  assert.deepEqual(await ids(store), ['c1-m0', 'c1-m1']);
   assert.equal((await stat(file)).size, lastLineStart);
 });
 
@@ -177,7 +177,7 @@ test('compaction folds closed segments into the snapshot in a worker; writes dur
   t.after(() => store.close());
   assert.equal(store.messages.count(), 151);
   assert.deepEqual(
-    ids(store).slice(0, 3).concat(ids(store).slice(-2)),
+    (await ids(store)).slice(0, 3).concat((await ids(store)).slice(-2)),
     ['m0', 'm1', 'm2', 'm149', 'm150'],
   );
 });
@@ -193,7 +193,8 @@ test('the store keeps its files private: a directory it creates is 0700, snapsho
   assert.equal(await modeOf('.'), '700');
   const names = await readdir(dir);
   assert.ok(names.includes('service.db') && names.includes('service.lock') && (await segments(dir)).length > 0, names.join(' '));
-  for (const name of names) assert.equal(await modeOf(name), name === 'blobs' ? '700' : '600', name);
+  // Folders (blobs, and history.db.lock: node-sqlite3-wasm's lock on history.db) are private as directories.
+  for (const name of names) assert.equal(await modeOf(name), name === 'blobs' || (name.endsWith('.lock') && name !== 'service.lock') ? '700' : '600', name);
 });
 
 test('files left open to others (an older version, an image-made directory) are made private at open', LIMIT, async (t) => {
@@ -214,7 +215,7 @@ test('files left open to others (an older version, an image-made directory) are 
   assert.equal(await modeOf('.'), '700');
   for (const name of names) assert.equal(await modeOf(name), name === 'blobs' ? '700' : '600', name);
   assert.ok(lines.some((l) => l.event === 'store.made_private'));
-  assert.deepEqual(ids(store, 'c2'), ['c2-m0']);
+  assert.deepEqual(await ids(store, 'c2'), ['c2-m0']);
   await store.close();
 
   // A folder of the user's used as the data directory: only the service's files change.
@@ -237,7 +238,7 @@ test('a leftover service.db.tmp is ignored and removed', LIMIT, async (t) => {
 
   store = await openStore(dir);
   t.after(() => store.close());
-  assert.deepEqual(ids(store), ['c1-m0', 'c1-m1']);
+  assert.deepEqual(await ids(store), ['c1-m0', 'c1-m1']);
   assert.equal((await readdir(dir)).includes('service.db.tmp'), false);
 });
 
@@ -269,7 +270,7 @@ test('a crash between the snapshot rename and the segment delete replays nothing
   store = await openStore(dir, { logger });
   t.after(() => store.close());
   assert.equal(store.db.get<{ n: number }>('SELECT n FROM counter')?.n, 15);
-  assert.deepEqual(ids(store), ['c1-m0', 'c1-m1']);
+  assert.deepEqual(await ids(store), ['c1-m0', 'c1-m1']);
   assert.equal(store.messages.count(), 2);
   assert.equal(lines.some((l) => l.level === 'error' || l.level === 'warn'), false, JSON.stringify(lines));
   assert.deepEqual((await segments(dir)).filter((n) => before.includes(n)), [], 'covered segments are deleted at start');
@@ -285,7 +286,7 @@ test('lock: a second open in the same process fails clearly', LIMIT, async (t) =
   });
   // The failed open did not disturb the owner.
   await seedConversation(store, 'c1', 1);
-  assert.deepEqual(ids(store), ['c1-m0']);
+  assert.deepEqual(await ids(store), ['c1-m0']);
 });
 
 test('lock: a live child process holding the store makes the open fail', { timeout: 30_000 }, async (t) => {
@@ -381,7 +382,7 @@ test('a write that throws is rolled back and journals nothing', LIMIT, async (t)
   await assert.rejects(store.messages.append({ id: 'orphan', conversation_id: 'nope', role: 'user', content: '', timestamp: iso(0) }), /not found/);
 
   assert.equal(store.memory.all(10).length, 0);
-  assert.equal(store.messages.get('orphan'), undefined);
+  assert.equal(await store.messages.get('orphan'), undefined);
   assert.deepEqual(store.db.stats().lastSeq, before.lastSeq);
   assert.equal(store.db.stats().journalBytes, before.journalBytes);
   await store.close();
@@ -425,7 +426,8 @@ test('SIGKILL: every acknowledged write of a killed child is there after reopen'
   const { logger, lines } = captureLogger();
   const store = await openStore(dir, { logger });
   t.after(() => store.close());
-  const missing = acked.filter((id) => store.messages.get(id) === undefined);
+  const stored = await Promise.all(acked.map((id) => store.messages.get(id)));
+  const missing = acked.filter((_, i) => stored[i] === undefined);
   assert.deepEqual(missing, [], 'acknowledged writes are durable');
   assert.ok(store.messages.count() >= acked.length);
   assert.ok(lines.some((l) => l.event === 'store.lock_stale'), 'the dead child\'s lock was taken over');
@@ -453,16 +455,16 @@ test('messages.recent: most recent N, oldest first, tools only when asked', LIMI
   );
   await store.messages.append({ id: 'other', conversation_id: 'c2', role: 'user', content: 'x', timestamp: iso(500) });
 
-  assert.deepEqual(store.messages.recent('c1', { limit: 2 }).map((m) => m.id), ['m4', 'm5']);
-  assert.deepEqual(store.messages.recent('c1', { limit: 10 }).map((m) => m.id), ['m0', 'm1', 'm3', 'm4', 'm5']);
-  assert.deepEqual(store.messages.recent('c1', { limit: 4, includeTools: true }).map((m) => m.id), ['m2', 'm3', 'm4', 'm5']);
-  assert.deepEqual(store.messages.recent('c1', { limit: 0 }), []);
-  assert.deepEqual(store.messages.recent('missing', { limit: 5 }), []);
-  const tool = store.messages.recent('c1', { limit: 10, includeTools: true })[2];
+  assert.deepEqual((await store.messages.recent('c1', { limit: 2 })).map((m) => m.id), ['m4', 'm5']);
+  assert.deepEqual((await store.messages.recent('c1', { limit: 10 })).map((m) => m.id), ['m0', 'm1', 'm3', 'm4', 'm5']);
+  assert.deepEqual((await store.messages.recent('c1', { limit: 4, includeTools: true })).map((m) => m.id), ['m2', 'm3', 'm4', 'm5']);
+  assert.deepEqual(await store.messages.recent('c1', { limit: 0 }), []);
+  assert.deepEqual(await store.messages.recent('missing', { limit: 5 }), []);
+  const tool = (await store.messages.recent('c1', { limit: 10, includeTools: true }))[2];
   assert.equal(tool.tool_name, 'read_file');
   assert.deepEqual(tool.data, { ok: true, n: [1, 2] });
-  assert.equal(store.messages.get('m0')?.user_id, 'alice');
-  assert.equal(store.messages.get('m1')?.data, null);
+  assert.equal((await store.messages.get('m0'))?.user_id, 'alice');
+  assert.equal((await store.messages.get('m1'))?.data, null);
   assert.equal(store.messages.count(), 7);
   assert.equal(store.messages.count('c1'), 6);
   assert.equal(store.conversations.get('c1')?.updated_at, iso(6000), 'appendMany bumps updated_at to the newest message');

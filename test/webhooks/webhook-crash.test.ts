@@ -49,7 +49,7 @@ async function deliveryStatuses(port: number, conversationId: string): Promise<s
 async function storedMessages(dir: string, conversationId: string): Promise<string[]> {
   const store = await openStore(dir);
   try {
-    return store.messages.recent(conversationId, { limit: 500 }).map((m) => `${m.role}:${m.content}`);
+    return (await store.messages.recent(conversationId, { limit: 500 })).map((m) => `${m.role}:${m.content}`);
   } finally {
     await store.close();
   }

@@ -77,7 +77,7 @@ describe('transient provider failures are retried', () => {
     assert.deepEqual(callbacks[0].body, { message: 'echo: survive the outage', conversation_id: data.conversation_id });
     assert.equal(callbacks[0].signatureValid, true);
     assert.equal(chatRequestsWith(fake, 'survive the outage').length, 5, 'four failed provider calls, then the answer');
-    const replies = svc.service.store.messages.recent(data.conversation_id).filter((m) => m.role === 'assistant');
+    const replies = (await svc.service.store.messages.recent(data.conversation_id)).filter((m) => m.role === 'assistant');
     assert.deepEqual(replies.map((m) => m.content), ['echo: survive the outage'], 'one reply stored');
     const deliveries = await deliveriesOf(svc, data.conversation_id);
     assert.equal(deliveries.length, 1);
@@ -119,7 +119,7 @@ describe('transient provider failures are retried', () => {
         ['echo: first in line', 'echo: second in line', 'echo: third in line'],
       );
       assert.deepEqual(
-        slow.service.store.messages.recent(first.conversation_id).map((m) => m.content),
+        (await slow.service.store.messages.recent(first.conversation_id)).map((m) => m.content),
         ['first in line', 'echo: first in line', 'second in line', 'echo: second in line', 'third in line', 'echo: third in line'],
         'the third message joined the conversation only after the second was answered',
       );

@@ -43,8 +43,8 @@ function scriptCommandAttack(file: string): void {
   fake.script({ tool_calls: [{ name: 'run_command', arguments: { command: `id > ${file}` } }] }, answerWithResult);
 }
 
-function toolMessages(svc: RunningService, conversationId: string) {
-  return svc.service.store.messages.recent(conversationId, { includeTools: true }).filter((m) => m.role === 'tool');
+async function toolMessages(svc: RunningService, conversationId: string) {
+  return (await svc.service.store.messages.recent(conversationId, { includeTools: true })).filter((m) => m.role === 'tool');
 }
 
 async function sendAndAwaitCallback(svc: RunningService, path: string, message: string, headers: Record<string, string> = {}) {
@@ -71,7 +71,7 @@ describe('tools requested during a webhook turn', () => {
       const { conversationId, callback } = await sendAndAwaitCallback(svc, '/open', 'please run id');
       assert.equal(existsSync(join(workspace.dir, 'pwned-open.txt')), false, 'the command ran: unauthenticated command execution');
       assert.match(String(callback.body?.message), /Permission denied/);
-      const tools = toolMessages(svc, conversationId);
+      const tools = await toolMessages(svc, conversationId);
       assert.ok(tools.some((m) => (m.data as { denied?: boolean } | null)?.denied === true), 'the denial is recorded as the tool result');
     } finally {
       await svc.dispose();
@@ -91,7 +91,7 @@ describe('tools requested during a webhook turn', () => {
       const { conversationId, callback } = await sendAndAwaitCallback(svc, '/signed', 'please run id', { 'x-service-secret': SECRET });
       assert.equal(existsSync(join(workspace.dir, 'pwned-signed.txt')), false, 'an allow rule bypassed the account opt-out');
       assert.match(String(callback.body?.message), /Permission denied/);
-      assert.ok(toolMessages(svc, conversationId).some((m) => (m.data as { denied?: boolean } | null)?.denied === true));
+      assert.ok((await toolMessages(svc, conversationId)).some((m) => (m.data as { denied?: boolean } | null)?.denied === true));
     } finally {
       await svc.dispose();
     }

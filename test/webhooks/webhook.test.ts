@@ -87,7 +87,7 @@ describe('incoming webhook, happy path', () => {
   test('202 with ids once stored; the reply is POSTed to outgoing_url with secret and a valid signature', async () => {
     const data = await accepted(svc, '/hooks/alpha', { message: 'hello there', user_id: 'user-17' }, { 'x-service-secret': SECRET_A });
     assert.ok(data.conversation_id && data.message_id);
-    assert.equal(svc.service.store.messages.get(data.message_id)?.user_id, 'user-17', 'user_id is stored with the message');
+    assert.equal((await svc.service.store.messages.get(data.message_id))?.user_id, 'user-17', 'user_id is stored with the message');
     assert.equal(svc.service.store.conversations.get(data.conversation_id)?.source, 'webhook:alpha');
 
     await alpha.waitFor((r) => callbacksFor(r, data.conversation_id).length === 1, 'the callback');
@@ -104,7 +104,7 @@ describe('incoming webhook, happy path', () => {
     const [providerRequest] = chatRequestsWith('hello there');
     assert.equal(providerRequest.body.model, 'alpha-model');
 
-    const reply = svc.service.store.messages.recent(data.conversation_id).at(-1)!;
+    const reply = (await svc.service.store.messages.recent(data.conversation_id)).at(-1)!;
     assert.equal(reply.role, 'assistant');
     assert.equal(reply.content, 'echo: hello there');
   });
@@ -335,9 +335,9 @@ describe('incoming webhook, conversations and idempotency', () => {
         ['order 0', 'echo: order 0', 'order 1', 'reply 1', 'order 2', 'reply 2', 'order 3'],
       ],
     );
-    const stored = svc.service.store.messages.recent(first.conversation_id).map((m) => m.content);
+    const stored = (await svc.service.store.messages.recent(first.conversation_id)).map((m) => m.content);
     assert.deepEqual(stored, ['order 0', 'echo: order 0', 'order 1', 'reply 1', 'order 2', 'reply 2', 'order 3', 'reply 3']);
-    const replies = svc.service.store.messages.recent(first.conversation_id).filter((m) => m.role === 'assistant').map((m) => m.content);
+    const replies = (await svc.service.store.messages.recent(first.conversation_id)).filter((m) => m.role === 'assistant').map((m) => m.content);
     assert.deepEqual(callbacksFor(alpha, first.conversation_id).map((c) => c.body?.message), replies);
   });
 
@@ -426,7 +426,7 @@ describe('tools from webhook text', () => {
       assert.equal(callback.body?.conversation_id, data.conversation_id);
       assert.match(String(callback.body?.message), /Permission denied/);
       assert.deepEqual(guarded.service.store.memory.all(), [], 'the tool did not run');
-      const tools = guarded.service.store.messages.recent(data.conversation_id, { includeTools: true }).filter((m) => m.role === 'tool');
+      const tools = (await guarded.service.store.messages.recent(data.conversation_id, { includeTools: true })).filter((m) => m.role === 'tool');
       assert.ok(tools.some((m) => (m.data as { denied?: boolean } | null)?.denied === true));
     } finally {
       await guarded.dispose();

@@ -30,7 +30,7 @@ export function coreRoutes(deps: RouteDeps): Map<string, RouteHandler> {
   // 503 while the store cannot write (a full disk), so a container health check or monitor sees it.
   routes.set('GET /health', async (_req: IncomingMessage, res: ServerResponse) => {
     const uptime_seconds = Math.floor((Date.now() - deps.startedAt) / 1000);
-    const reason = await deps.store.db.problem();
+    const reason = await deps.store.problem();
     if (reason === null) sendJson(res, 200, { status: 'ok', uptime_seconds });
     else sendJson(res, 503, { status: 'degraded', reason, uptime_seconds });
   });

@@ -202,7 +202,7 @@ export class PushService implements PushCommands {
     if (this.stopped) return;
     if (event.event === 'permission.request') this.onPrompt(event, filter);
     else if (event.event === 'permission.resolved') this.onResolved(event.request_id);
-    else if (event.event === 'turn.ended') this.onTurnEnded(event, filter);
+    else if (event.event === 'turn.ended') void this.onTurnEnded(event, filter);
   }
 
   /** The devices that would have received an event with this filter, as their subscribing client. */
@@ -235,7 +235,7 @@ export class PushService implements PushCommands {
     }
   }
 
-  private onTurnEnded(event: TurnEnded, filter: EventFilter): void {
+  private async onTurnEnded(event: TurnEnded, filter: EventFilter): Promise<void> {
     if (event.outcome === 'cancelled') return;
     const conversation = this.deps.store.conversations.get(event.conversation_id);
     if (!conversation) return;
@@ -247,15 +247,15 @@ export class PushService implements PushCommands {
       conversationId: conversation.id,
       conversationTitle: conversation.title,
       conversationSource: conversation.source,
-      text: event.outcome === 'answered' ? this.lastReply(conversation.id) : `Failed: ${event.error ?? 'the run failed'}`,
+      text: event.outcome === 'answered' ? await this.lastReply(conversation.id).catch(() => '') : `Failed: ${event.error ?? 'the run failed'}`,
     };
     for (const device of devices) {
       void this.push(device, { payload: runPayload(run, device.content_blind, this.text), ttl: RUN_TTL_SECONDS, urgency: 'normal', topic: topicOf(runTag(conversation.id)) });
     }
   }
 
-  private lastReply(conversationId: string): string {
-    return this.deps.store.messages.recent(conversationId, { limit: 1 }).find((m) => m.role === 'assistant')?.content ?? '';
+  private async lastReply(conversationId: string): Promise<string> {
+    return (await this.deps.store.messages.recent(conversationId, { limit: 1 })).find((m) => m.role === 'assistant')?.content ?? '';
   }
 
   /** One push to one device, after those queued before it; its outcome recorded (or the device dropped when gone). */

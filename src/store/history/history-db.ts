@@ -1,0 +1,190 @@
+// history.db: message bodies (content and data JSON) in a file-backed SQLite, so they stay on disk
+// rather than in sql.js' memory. Synchronous (node-sqlite3-wasm); only the history worker uses it.
+import { statfsSync } from 'node:fs';
+import path from 'node:path';
+import { Database as SqliteFile } from 'node-sqlite3-wasm';
+import { MARK_CLOSE, MARK_OPEN } from './marks';
+import { DISK_FULL } from './protocol';
+import type { BodyIn, BodyOut, HistoryStats, RawSearchHit } from './protocol';
+
+/**
+ * WAL with locking_mode=EXCLUSIVE: the WASM build has no shared memory for WAL's index, but an exclusive
+ * connection keeps that index in its own heap, and this worker is the only connection (service.lock).
+ * A commit is then one append to history.db-wal and one fsync (synchronous=FULL): measured 8 ms a commit
+ * on the loaded test machine, against 39-62 ms for journal_mode=TRUNCATE (three fsyncs, lock directory
+ * made and removed each time). auto_vacuum=INCREMENTAL only takes effect when set before the first
+ * table, so it is part of creation; incremental_vacuum then hands freed pages back in small steps.
+ */
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS history_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS bodies (key INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id TEXT NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, data TEXT, cut INTEGER NOT NULL DEFAULT 0);
+CREATE VIRTUAL TABLE IF NOT EXISTS bodies_fts USING fts5(content, content='bodies', content_rowid='key', tokenize='unicode61 remove_diacritics 2', prefix='2 3 4');
+CREATE TRIGGER IF NOT EXISTS bodies_ai AFTER INSERT ON bodies WHEN new.role <> 'tool' BEGIN
+  INSERT INTO bodies_fts (rowid, content) VALUES (new.key, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS bodies_ad AFTER DELETE ON bodies WHEN old.role <> 'tool' BEGIN
+  INSERT INTO bodies_fts (bodies_fts, rowid, content) VALUES ('delete', old.key, old.content);
+END;
+CREATE TRIGGER IF NOT EXISTS bodies_au AFTER UPDATE OF content ON bodies WHEN old.role <> 'tool' BEGIN
+  INSERT INTO bodies_fts (bodies_fts, rowid, content) VALUES ('delete', old.key, old.content);
+  INSERT INTO bodies_fts (rowid, content) VALUES (new.key, new.content);
+END;`;
+
+/** Keys per statement: well under SQLite's bound-parameter limit. */
+const CHUNK = 500;
+
+function chunks<T>(items: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += CHUNK) out.push(items.slice(i, i + CHUNK));
+  return out;
+}
+
+function placeholders(n: number): string {
+  return new Array<string>(n).fill('?').join(', ');
+}
+
+export class HistoryDb {
+  private readonly db: SqliteFile;
+
+  constructor(private readonly file: string) {
+    try {
+      this.db = new SqliteFile(file);
+      // locking_mode first: reading a WAL database in the normal mode would need the shared memory it lacks.
+      this.db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -16000;');
+      const mode = this.db.get('PRAGMA journal_mode')?.journal_mode;
+      if (mode !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`);
+      this.db.exec(SCHEMA);
+      // A write at every open creates the WAL file now, so the store can make its directory entry
+      // durable and private before any body is acknowledged (history-store.ts).
+      this.db.run("INSERT OR REPLACE INTO history_meta (key, value) VALUES ('opened_at', ?)", [new Date().toISOString()]);
+    } catch (err) {
+      throw new Error(`${file} could not be opened (${err instanceof Error ? err.message : String(err)}); the message bodies are kept there, so the store was not opened`);
+    }
+  }
+
+  /** The highest key ever given out (keys are never reused). */
+  maxKey(): number {
+    const row = this.db.get("SELECT seq FROM sqlite_sequence WHERE name = 'bodies'");
+    return row ? Number(row.seq) : 0;
+  }
+
+  /** Stores bodies in one transaction (durable when it returns); their keys, in order. */
+  put(bodies: readonly BodyIn[]): number[] {
+    const keys: number[] = [];
+    try {
+      this.transaction(() => {
+        for (const b of bodies) {
+          const result = this.db.run('INSERT INTO bodies (conversation_id, role, content, data) VALUES (?, ?, ?, ?)', [b.conversation_id, b.role, b.content, b.data]);
+          keys.push(Number(result.lastInsertRowid));
+        }
+      });
+    } catch (err) {
+      throw this.explain(err, bodies.reduce((n, b) => n + b.content.length + (b.data?.length ?? 0), 0));
+    }
+    return keys;
+  }
+
+  get(keys: readonly number[]): BodyOut[] {
+    const out: BodyOut[] = [];
+    for (const part of chunks(keys)) {
+      for (const row of this.db.all(`SELECT key, content, data, cut FROM bodies WHERE key IN (${placeholders(part.length)})`, part)) {
+        out.push({ key: Number(row.key), content: String(row.content), data: row.data === null ? null : String(row.data), cut: Number(row.cut) === 1 });
+      }
+    }
+    return out;
+  }
+
+  /** Keys in [from, to] (for the sweep of bodies whose message never landed). */
+  keysBetween(from: number, to: number): number[] {
+    return this.db.all('SELECT key FROM bodies WHERE key BETWEEN ? AND ? ORDER BY key', [from, to]).map((r) => Number(r.key));
+  }
+
+  remove(keys: readonly number[]): number {
+    let removed = 0;
+    this.transaction(() => {
+      for (const part of chunks(keys)) removed += this.db.run(`DELETE FROM bodies WHERE key IN (${placeholders(part.length)})`, part).changes;
+    });
+    return removed;
+  }
+
+  /** Cuts bodies to their first `keepChars` characters plus `note`, once; the new byte sizes by key. */
+  cut(keys: readonly number[], keepChars: number, note: string): Array<[number, number]> {
+    const sizes: Array<[number, number]> = [];
+    this.transaction(() => {
+      for (const part of chunks(keys)) {
+        this.db.run(`UPDATE bodies SET content = substr(content, 1, ?) || ?, cut = 1 WHERE cut = 0 AND key IN (${placeholders(part.length)})`, [keepChars, note, ...part]);
+        for (const row of this.db.all(`SELECT key, length(CAST(content AS BLOB)) + coalesce(length(CAST(data AS BLOB)), 0) AS bytes FROM bodies WHERE key IN (${placeholders(part.length)})`, part)) {
+          sizes.push([Number(row.key), Number(row.bytes)]);
+        }
+      }
+    });
+    return sizes;
+  }
+
+  /**
+   * Newest first: FTS5 `match` over user and assistant bodies, optionally in one conversation. FTS5 walks
+   * its index in rowid order, so LIMIT stops it early; prefix indexes (2-4 characters) keep a short
+   * last word from expanding to every term that starts with it.
+   */
+  search(match: string, conversationId: string | null, limit: number): RawSearchHit[] {
+    const snippet = `snippet(bodies_fts, 0, '${MARK_OPEN}', '${MARK_CLOSE}', '…', 16) AS snippet`;
+    const rows =
+      conversationId === null
+        ? this.db.all(`SELECT rowid AS key, ${snippet} FROM bodies_fts WHERE bodies_fts MATCH ? ORDER BY rowid DESC LIMIT ?`, [match, limit])
+        : this.db.all(
+            `SELECT f.rowid AS key, ${snippet} FROM bodies_fts f JOIN bodies b ON b.key = f.rowid
+             WHERE bodies_fts MATCH ? AND b.conversation_id = ? ORDER BY f.rowid DESC LIMIT ?`,
+            [match, conversationId, limit],
+          );
+    return rows.map((r) => ({ key: Number(r.key), snippet: String(r.snippet) }));
+  }
+
+  /** Returns up to `pages` free pages to the file system; how many free pages remain. */
+  vacuum(pages: number): number {
+    this.db.exec(`PRAGMA incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
+    // The file shrinks when the WAL is checkpointed into it; the WAL itself is cut back too.
+    this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    return this.stats().freePages;
+  }
+
+  /** Writes a consistent copy of the database (every committed body) to `file`, which must not exist. */
+  copyTo(file: string): void {
+    this.db.run('VACUUM INTO ?', [file]);
+  }
+
+  stats(): HistoryStats {
+    const pageSize = Number(this.db.get('PRAGMA page_size')?.page_size ?? 0);
+    const pages = Number(this.db.get('PRAGMA page_count')?.page_count ?? 0);
+    const freePages = Number(this.db.get('PRAGMA freelist_count')?.freelist_count ?? 0);
+    return { fileBytes: pageSize * pages, freePages, maxKey: this.maxKey() };
+  }
+
+  close(): void {
+    if (this.db.isOpen) this.db.close();
+  }
+
+  /**
+   * The WASM file system layer reports every failed write as a plain "disk I/O error"; when the disk
+   * has no room for the transaction, say so as the journal does (a full disk clears by itself).
+   */
+  private explain(err: unknown, bytes: number): unknown {
+    try {
+      const fs = statfsSync(path.dirname(this.file));
+      if (fs.bavail * fs.bsize < 2 * bytes + (1 << 20)) return new Error(`${DISK_FULL}: could not write history.db (ENOSPC)`);
+    } catch {
+      // No statfs here: keep SQLite's error.
+    }
+    return err;
+  }
+
+  private transaction(fn: () => void): void {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      fn();
+      this.db.exec('COMMIT');
+    } catch (err) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,195 @@
+import { chmod, open as openFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../platform/file-modes';
+import { fsyncDir } from '../replay';
+import type { Worker } from 'node:worker_threads';
+import { ServiceError } from '../../protocol/errors';
+import { startStoreWorker } from '../worker-thread';
+import { DISK_FULL } from './protocol';
+import type { BodyIn, BodyOut, HistoryReplies, HistoryRequest, HistoryStats, RawSearchHit, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
+
+export const HISTORY_FILE_NAME = 'history.db';
+
+interface Pending {
+  resolve: (value: unknown) => void;
+  reject: (err: Error) => void;
+}
+
+/**
+ * The main thread's side of history.db: every call is a message to the history worker, answered when
+ * the worker has done it (a put resolves once its transaction is fsynced).
+ */
+export class HistoryStore {
+  private nextId = 1;
+  /** Puts of this tick, sent to the worker as one message (one transaction, one answer). */
+  private gathering: { bodies: BodyIn[]; done: Promise<number[]> } | null = null;
+  private readonly pending = new Map<number, Pending>();
+  private failure: Error | null = null;
+  /** Why writes fail for now (a full disk), null when they work; cleared by the next stored body. */
+  degraded: string | null = null;
+  private closing: Promise<void> | null = null;
+
+  private constructor(
+    private readonly worker: Worker,
+    /** The highest key given out before this open: bodies above it were stored by this process. */
+    readonly keysBeforeOpen: number,
+  ) {
+    worker.on('message', (message: WorkerOutbound) => {
+      if ('answers' in message) message.answers.forEach((a) => this.settle(a));
+      else if ('id' in message) this.settle(message);
+    });
+    const stop = (err: Error) => {
+      this.failure ??= err;
+      for (const waiting of this.pending.values()) waiting.reject(this.failure);
+      this.pending.clear();
+    };
+    worker.on('error', (err) => stop(new ServiceError('server_error', `the history worker failed (${err.message}); restart the service`)));
+    worker.on('exit', (code) => stop(new ServiceError('server_error', `the history worker stopped (exit code ${code})`)));
+  }
+
+  /**
+   * Starts the worker (loading SQLite's WASM takes a while) before the data directory is locked;
+   * `open` then opens history.db in it. Call `boot` early, `open` once service.lock is held.
+   */
+  static boot(): { open: (dir: string) => Promise<HistoryStore>; cancel: () => Promise<void> } {
+    const worker = startStoreWorker('history-worker', __dirname, null);
+    const failed = new Promise<never>((_, reject) => {
+      worker.once('error', reject);
+      worker.once('exit', (code) => reject(new Error(`the history worker exited (code ${code}) before opening ${HISTORY_FILE_NAME}`)));
+    });
+    failed.catch(() => {});
+    const open = async (dir: string): Promise<HistoryStore> => {
+      const file = path.join(dir, HISTORY_FILE_NAME);
+      try {
+        // node-sqlite3-wasm locks a database with a `<file>.lock` directory, which a killed process
+        // leaves behind; service.lock already makes this process the only one using the directory.
+        await rm(`${file}.lock`, { recursive: true, force: true });
+        // Created private (SQLite would use the umask).
+        await (await openFile(file, 'a', PRIVATE_FILE_MODE)).close();
+        const ready = new Promise<HistoryStats>((resolve, reject) => {
+          const onMessage = (message: WorkerOutbound) => {
+            if (!('ready' in message)) return;
+            worker.off('message', onMessage);
+            if (message.ready) resolve(message.stats);
+            else reject(new Error(message.error));
+          };
+          worker.on('message', onMessage);
+        });
+        worker.postMessage({ open: file } satisfies WorkerInbound);
+        const stats = await Promise.race([ready, failed]);
+        worker.removeAllListeners('error');
+        worker.removeAllListeners('exit');
+        // The worker's first transaction created the WAL, kept until close: private, and its directory
+        // entry durable (this VFS does not sync directories), so after a power loss it is found.
+        await chmod(`${file}-wal`, PRIVATE_FILE_MODE).catch(() => {});
+        await chmod(`${file}.lock`, PRIVATE_DIR_MODE).catch(() => {});
+        await fsyncDir(dir);
+        return new HistoryStore(worker, stats.maxKey);
+      } catch (err) {
+        await worker.terminate();
+        throw err;
+      }
+    };
+    return { open, cancel: async () => void (await worker.terminate()) };
+  }
+
+  /** Opens `dir`/history.db (the caller holds service.lock). */
+  static open(dir: string): Promise<HistoryStore> {
+    return HistoryStore.boot().open(dir);
+  }
+
+  /** Why history.db cannot be used any more (its worker failed; a restart is needed), null while it can. */
+  get failed(): string | null {
+    return this.closing ? null : (this.failure?.message ?? null);
+  }
+
+  /** Stores bodies durably; their keys, in order. */
+  async put(bodies: BodyIn[]): Promise<number[]> {
+    if (bodies.length === 0) return [];
+    // Bodies stored in the same tick share one history.db commit, and their writers then continue in
+    // the same tick, so their sql.js transactions share one journal flush too.
+    let batch = this.gathering;
+    if (!batch) {
+      const gathered: BodyIn[] = [];
+      const done = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        this.gathering = null;
+        return this.call({ op: 'put', bodies: gathered });
+      });
+      batch = this.gathering = { bodies: gathered, done };
+    }
+    const from = batch.bodies.length;
+    batch.bodies.push(...bodies);
+    const keys = (await batch.done).slice(from, from + bodies.length);
+    this.degraded = null;
+    return keys;
+  }
+
+  async get(keys: readonly number[]): Promise<Map<number, BodyOut>> {
+    const out = new Map<number, BodyOut>();
+    if (keys.length === 0) return out;
+    for (const body of await this.call({ op: 'get', keys: [...keys] })) out.set(body.key, body);
+    return out;
+  }
+
+  keysBetween(from: number, to: number): Promise<number[]> {
+    return this.call({ op: 'keys', from, to });
+  }
+
+  remove(keys: readonly number[]): Promise<number> {
+    return keys.length === 0 ? Promise.resolve(0) : this.call({ op: 'remove', keys: [...keys] });
+  }
+
+  cut(keys: readonly number[], keepChars: number, note: string): Promise<Array<[number, number]>> {
+    return this.call({ op: 'cut', keys: [...keys], keepChars, note });
+  }
+
+  search(match: string, conversationId: string | null, limit: number): Promise<RawSearchHit[]> {
+    return this.call({ op: 'search', match, conversationId, limit });
+  }
+
+  vacuum(pages: number): Promise<number> {
+    return this.call({ op: 'vacuum', pages });
+  }
+
+  /** A consistent copy of history.db at `file` (for a backup): every body committed before the call. */
+  copyTo(file: string): Promise<null> {
+    return this.call({ op: 'copy', file });
+  }
+
+  stats(): Promise<HistoryStats> {
+    return this.call({ op: 'stats' });
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (!this.failure) await this.send<null>({ id: this.nextId++, close: true }).catch(() => {});
+      await this.worker.terminate();
+    })();
+    return this.closing;
+  }
+
+  private settle(answer: WorkerAnswer): void {
+    const waiting = this.pending.get(answer.id);
+    if (!waiting) return;
+    this.pending.delete(answer.id);
+    if (answer.ok) {
+      waiting.resolve(answer.value);
+      return;
+    }
+    if (answer.error.startsWith(DISK_FULL)) this.degraded = answer.error;
+    waiting.reject(new ServiceError('server_error', answer.error.includes(HISTORY_FILE_NAME) ? answer.error : `${HISTORY_FILE_NAME}: ${answer.error}`));
+  }
+
+  private call<K extends HistoryRequest['op']>(request: Extract<HistoryRequest, { op: K }>): Promise<HistoryReplies[K]> {
+    if (this.closing) return Promise.reject(new Error('the store is closed'));
+    return this.send({ id: this.nextId++, request });
+  }
+
+  private send<T>(message: Exclude<WorkerInbound, { open: string }>): Promise<T> {
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(message.id, { resolve: resolve as (value: unknown) => void, reject });
+      this.worker.postMessage(message);
+    });
+  }
+}

@@ -1,0 +1,108 @@
+// Worker thread entry (bundled to dist/history-worker.js): owns history.db, so its fsyncs and page
+// reads never run on the service's event loop. Requests are handled in arrival order; puts that
+// arrive while a commit runs are committed together in the next transaction (group commit).
+import { isMainThread, parentPort } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
+import { HistoryDb } from './history-db';
+import type { BodyIn, HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
+
+type Job = Extract<WorkerInbound, { request: HistoryRequest }>;
+type Later = Exclude<WorkerInbound, { open: string }>;
+
+function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof HistoryReplies] {
+  switch (request.op) {
+    case 'put':
+      return db.put(request.bodies);
+    case 'get':
+      return db.get(request.keys);
+    case 'keys':
+      return db.keysBetween(request.from, request.to);
+    case 'remove':
+      return db.remove(request.keys);
+    case 'cut':
+      return db.cut(request.keys, request.keepChars, request.note);
+    case 'search':
+      return db.search(request.match, request.conversationId, request.limit);
+    case 'vacuum':
+      return db.vacuum(request.pages);
+    case 'copy':
+      db.copyTo(request.file);
+      return null;
+    case 'stats':
+      return db.stats();
+  }
+}
+
+function run(port: MessagePort, db: HistoryDb): void {
+  let queue: Job[] = [];
+  let scheduled = false;
+  const reply = (message: WorkerOutbound) => port.postMessage(message);
+  const fail = (id: number, err: unknown) => reply({ id, ok: false, error: err instanceof Error ? err.message : String(err) });
+
+  const drain = () => {
+    scheduled = false;
+    const jobs = queue;
+    queue = [];
+    for (let i = 0; i < jobs.length; ) {
+      if (jobs[i].request.op !== 'put') {
+        const job = jobs[i++];
+        try {
+          reply({ id: job.id, ok: true, value: handle(db, job.request) });
+        } catch (err) {
+          fail(job.id, err);
+        }
+        continue;
+      }
+      // Consecutive puts: one transaction, one fsync.
+      const group: Job[] = [];
+      while (i < jobs.length && jobs[i].request.op === 'put') group.push(jobs[i++]);
+      const bodies: BodyIn[] = group.flatMap((job) => (job.request as Extract<HistoryRequest, { op: 'put' }>).bodies);
+      let answers: WorkerAnswer[];
+      try {
+        const keys = db.put(bodies);
+        let at = 0;
+        answers = group.map((job) => {
+          const n = (job.request as Extract<HistoryRequest, { op: 'put' }>).bodies.length;
+          at += n;
+          return { id: job.id, ok: true, value: keys.slice(at - n, at) };
+        });
+      } catch (err) {
+        const error = err instanceof Error ? err.message : String(err);
+        answers = group.map((job) => ({ id: job.id, ok: false, error }));
+      }
+      reply({ answers });
+    }
+  };
+
+  port.on('message', (message: Later) => {
+    if ('close' in message) {
+      drain();
+      db.close();
+      reply({ id: message.id, ok: true, value: null });
+      port.close();
+      return;
+    }
+    queue.push(message);
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(drain);
+    }
+  });
+}
+
+if (!isMainThread && parentPort) {
+  const port = parentPort;
+  port.once('message', (first: WorkerInbound) => {
+    if (!('open' in first)) return;
+    let db: HistoryDb;
+    try {
+      db = new HistoryDb(first.open);
+    } catch (err) {
+      port.postMessage({ ready: false, error: err instanceof Error ? err.message : String(err) } satisfies WorkerOutbound);
+      port.close();
+      return;
+    }
+    port.postMessage({ ready: true, stats: db.stats() } satisfies WorkerOutbound);
+    run(port, db);
+  });
+}

@@ -1,0 +1,241 @@
+// Background work on history.db, in small batches (each a short sql.js statement or transaction on the
+// loop; the history.db side runs in its worker): sweep bodies whose message never landed, free the
+// bodies of deleted messages, move bodies still inline in sql.js out, apply retention, give freed
+// pages back to the file system. Every step is idempotent, so a crash anywhere is finished by the next pass.
+import type { Logger } from '../../log/logger';
+import { trashMessages } from '../conversations';
+import type { Database } from '../database';
+import { bodyOf } from '../messages';
+import type { MessageRole } from '../types';
+import type { HistoryStore } from './history-store';
+
+export interface RetentionPolicy {
+  /** Conversations with no activity for this many days are deleted. */
+  maxDays?: number;
+  /** The oldest conversations are deleted while the history holds more than this many bytes. */
+  maxBytes?: number;
+  /** Tool outputs older than this many days are cut to their beginning and a note. */
+  toolOutputDays?: number;
+}
+
+export interface MaintenanceOptions {
+  logger: Logger;
+  /** Between passes (default 10 minutes). */
+  intervalMs?: number;
+  /** Clock for retention (tests). */
+  now?: () => number;
+}
+
+/** Rows per batch: one batch is well under a millisecond or two of sql.js work. */
+const BATCH = 200;
+/** Keys of history.db looked at per step of the sweep. */
+const SWEEP_SPAN = 5000;
+/** Pages per incremental_vacuum step (4 KiB pages: 8 MiB). */
+const VACUUM_PAGES = 2048;
+/** A cut tool output keeps this many characters. */
+export const CUT_KEEP_CHARS = 400;
+/** Tool outputs this small are left whole (cutting would save nothing). */
+const CUT_MIN_BYTES = 2048;
+const DAY_MS = 86_400_000;
+const SWEPT_KEY = 'history.swept_key';
+
+interface InlineRow {
+  seq: number;
+  conversation_id: string;
+  role: MessageRole;
+  content: string;
+  data: string | null;
+}
+
+export class HistoryMaintenance {
+  private policy: RetentionPolicy = {};
+  private running: Promise<void> | null = null;
+  private again = false;
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private swept = false;
+
+  constructor(
+    private readonly db: Database,
+    private readonly history: HistoryStore,
+    private readonly options: MaintenanceOptions,
+  ) {}
+
+  setPolicy(policy: RetentionPolicy): void {
+    this.policy = { ...policy };
+  }
+
+  /** A first pass now, then one every interval. */
+  start(): void {
+    this.kick();
+    this.timer = setInterval(() => this.kick(), this.options.intervalMs ?? 600_000);
+    this.timer.unref();
+  }
+
+  /** Starts a pass (or one more after the running one); failures are logged. */
+  kick(): void {
+    this.run().catch(() => {});
+  }
+
+  /** Resolves when a pass that started after this call has finished. */
+  run(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (this.running) {
+      this.again = true;
+      return this.running.then(() => this.running ?? undefined);
+    }
+    const pass = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.pass();
+        } while (this.again && !this.stopped);
+      } catch (err) {
+        this.options.logger.error('history.maintenance_failed', { error: err instanceof Error ? err.message : String(err) });
+        throw err;
+      } finally {
+        this.running = null;
+      }
+    })();
+    this.running = pass;
+    return pass;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.running?.catch(() => {});
+  }
+
+  private async pass(): Promise<void> {
+    if (!this.swept) {
+      await this.sweepOrphans();
+      this.swept = true;
+    }
+    await this.moveInline();
+    await this.applyRetention();
+    const freed = await this.emptyTrash();
+    if (freed > 0) await this.vacuum();
+  }
+
+  /**
+   * Bodies stored by an earlier run whose message never landed (a crash between the body's commit and
+   * the journal's): keys above the last sweep and below this open's first key, not referenced.
+   */
+  private async sweepOrphans(): Promise<void> {
+    const row = this.db.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', [SWEPT_KEY]);
+    const end = this.history.keysBeforeOpen;
+    let from = (row ? Number(row.value) : 0) + 1;
+    if (from > end) return;
+    let removed = 0;
+    while (from <= end && !this.stopped) {
+      const to = Math.min(end, from + SWEEP_SPAN - 1);
+      const keys = await this.history.keysBetween(from, to);
+      if (keys.length > 0) {
+        const referenced = new Set(
+          this.db
+            .all<{ k: number }>('SELECT body_key AS k FROM messages WHERE body_key BETWEEN ? AND ? UNION ALL SELECT body_key FROM history_trash WHERE body_key BETWEEN ? AND ?', [from, to, from, to])
+            .map((r) => r.k),
+        );
+        const orphans = keys.filter((k) => !referenced.has(k));
+        removed += await this.history.remove(orphans);
+      }
+      from = to + 1;
+    }
+    if (this.stopped) return;
+    await this.db.write((tx) => tx.run('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)', [SWEPT_KEY, String(end)]));
+    if (removed > 0) this.options.logger.warn('history.orphans_swept', { bodies: removed });
+  }
+
+  /** Bodies still in sql.js (older databases; messages stored with other state in one transaction) go to history.db. */
+  private async moveInline(): Promise<void> {
+    while (!this.stopped) {
+      const rows = this.db.all<InlineRow>('SELECT seq, conversation_id, role, content, data FROM messages WHERE body_key IS NULL ORDER BY seq LIMIT ?', [BATCH]);
+      if (rows.length === 0) return;
+      // Bodies first: a crash before the update below leaves only unreferenced bodies (swept later).
+      const keys = await this.history.put(rows.map((r) => bodyOf(r, r.data)));
+      const unused = await this.db.write((tx) =>
+        keys.filter((key, i) => tx.run("UPDATE messages SET body_key = ?, content = '', data = NULL WHERE seq = ? AND body_key IS NULL", [key, rows[i].seq]).changes === 0),
+      );
+      await this.history.remove(unused);
+    }
+  }
+
+  private async applyRetention(): Promise<void> {
+    const now = (this.options.now ?? Date.now)();
+    const { maxDays, maxBytes, toolOutputDays } = this.policy;
+    if (toolOutputDays !== undefined) await this.cutToolOutputs(new Date(now - toolOutputDays * DAY_MS).toISOString(), toolOutputDays);
+    if (maxDays !== undefined) {
+      const cutoff = new Date(now - maxDays * DAY_MS).toISOString();
+      while (!this.stopped) {
+        const old = this.db.get<{ id: string }>('SELECT id FROM conversations WHERE updated_at < ? ORDER BY updated_at LIMIT 1', [cutoff]);
+        if (!old) break;
+        await this.deleteConversation(old.id);
+      }
+    }
+    if (maxBytes !== undefined) {
+      while (!this.stopped) {
+        const total = this.db.get<{ n: number | null }>('SELECT sum(bytes) AS n FROM conversations')?.n ?? 0;
+        if (total <= maxBytes) break;
+        const oldest = this.db.get<{ id: string }>('SELECT id FROM conversations ORDER BY updated_at, id LIMIT 1');
+        if (!oldest) break;
+        await this.deleteConversation(oldest.id);
+      }
+    }
+  }
+
+  /** A conversation's messages in batches (bodies to the trash), then the conversation. */
+  private async deleteConversation(id: string): Promise<void> {
+    while (!this.stopped) {
+      const done = await this.db.write((tx) => {
+        const deleted = trashMessages(tx, 'seq IN (SELECT seq FROM messages WHERE conversation_id = ? ORDER BY seq LIMIT ?)', [id, BATCH]);
+        if (deleted > 0) return false;
+        tx.run('DELETE FROM conversations WHERE id = ?', [id]);
+        return true;
+      });
+      if (done) return;
+      await this.emptyTrash();
+    }
+  }
+
+  private async cutToolOutputs(cutoff: string, days: number): Promise<void> {
+    const note = `\n… [cut: tool output older than ${days} days]`;
+    while (!this.stopped) {
+      const rows = this.db.all<{ seq: number; body_key: number | null; bytes: number; conversation_id: string }>(
+        "SELECT seq, body_key, bytes, conversation_id FROM messages WHERE role = 'tool' AND cut = 0 AND timestamp < ? ORDER BY timestamp LIMIT ?",
+        [cutoff, BATCH],
+      );
+      if (rows.length === 0) return;
+      const big = rows.filter((r) => r.body_key !== null && r.bytes >= CUT_MIN_BYTES);
+      // history.db first: a crash before the update below leaves bodies cut but not marked, and cutting
+      // again changes nothing (history.db skips bodies already cut).
+      const sizes = new Map(await this.history.cut(big.map((r) => r.body_key!), CUT_KEEP_CHARS, note));
+      await this.db.write((tx) => {
+        for (const r of rows) {
+          const bytes = r.body_key === null ? r.bytes : (sizes.get(r.body_key) ?? r.bytes);
+          // `cut` = retention is done with it (small ones are left whole).
+          tx.run('UPDATE messages SET cut = 1, bytes = ? WHERE seq = ?', [bytes, r.seq]);
+          if (bytes !== r.bytes) tx.run('UPDATE conversations SET bytes = bytes - ? WHERE id = ?', [r.bytes - bytes, r.conversation_id]);
+        }
+      });
+    }
+  }
+
+  /** Frees the bodies of deleted messages; how many. */
+  private async emptyTrash(): Promise<number> {
+    let freed = 0;
+    while (!this.stopped) {
+      const keys = this.db.all<{ body_key: number }>('SELECT body_key FROM history_trash LIMIT ?', [BATCH * 5]).map((r) => r.body_key);
+      if (keys.length === 0) break;
+      freed += await this.history.remove(keys);
+      await this.db.write((tx) => tx.run(`DELETE FROM history_trash WHERE body_key IN (${keys.map(() => '?').join(', ')})`, keys));
+    }
+    return freed;
+  }
+
+  private async vacuum(): Promise<void> {
+    while (!this.stopped && (await this.history.vacuum(VACUUM_PAGES)) > 0) {
+      // Each step is one short history.db transaction; reads and writes get the worker in between.
+    }
+  }
+}

@@ -1,0 +1,17 @@
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+
+/**
+ * Starts one of the store's worker threads: `<name>.ts` beside this file when running from source,
+ * `dist/<name>.js` (emitted by esbuild beside the bundle) when bundled.
+ */
+export function startStoreWorker(name: string, sourceDir: string, workerData: unknown): Worker {
+  if (__filename.endsWith('.ts')) {
+    // From source (tsx): a worker does not get tsx' hooks for its entry file even though it inherits
+    // `--import tsx`, so a tiny CommonJS bootstrap registers tsx and then loads the TypeScript entry.
+    const entry = path.join(sourceDir, `${name}.ts`);
+    const tsx = require.resolve(['tsx', 'cjs'].join('/')); // not a literal: esbuild must not resolve it
+    return new Worker(`require(${JSON.stringify(tsx)}); require(${JSON.stringify(entry)});`, { eval: true, workerData });
+  }
+  return new Worker(path.join(__dirname, `${name}.js`), { workerData });
+}

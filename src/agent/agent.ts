@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ServiceError, type Message, type QueuedMessage, type RequestId, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
-import { bindAttachments, insertAttachment, insertMessage, type NewMessage, type Store } from '../store';
+import { bindAttachments, insertAttachment, type NewMessage, type Store } from '../store';
 import { canAccess } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
 import { fitHistory } from './history';
@@ -266,10 +266,7 @@ export class Agent {
         : {}),
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
-    await store.db.write((tx) => {
-      insertMessage(tx, message);
-      bindAttachments(tx, attachments.map((a) => a.attachment_id), conversationId);
-    });
+    await store.messages.appendMany([message], (tx) => bindAttachments(tx, attachments.map((a) => a.attachment_id), conversationId));
     return messageOf(message);
   }
 
@@ -400,8 +397,7 @@ export class Agent {
           data: { kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}), ...(shown ? { attachments: [shown] } : {}) } satisfies ToolResultData,
         };
         // The image's record and the result that shows it, in one transaction: neither is ever seen without the other.
-        await store.db.write((tx) => {
-          insertMessage(tx, result);
+        await store.messages.appendMany([result], (tx) => {
           if (shown) insertAttachment(tx, { ...shown, id: shown.attachment_id, uploader: 'agent', created_at: result.timestamp, conversation_id: conversationId });
         });
         onEvent({

@@ -155,7 +155,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     memory: new MemoryRepo(db),
     registrations: new RegistrationsRepo(db),
     meta: new MetaRepo(db),
-    webhooks: new WebhooksRepo(db),
+    webhooks: new WebhooksRepo(db, () => maintenance.kick()),
     pushDevices: new PushDevicesRepo(db),
     devices: new DevicesRepo(db),
     permissionRequests: new PermissionRequestsRepo(db),

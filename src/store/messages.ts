@@ -93,13 +93,17 @@ export class MessagesRepo {
   /**
    * Stores several messages (e.g. a whole turn) in one transaction. The bodies are made durable in
    * history.db first, so the journaled metadata never points at a body that could be missing.
+   * `alsoInTx` writes more in the same transaction (rows that must appear with these messages).
    */
-  async appendMany(messages: readonly NewMessage[]): Promise<void> {
+  async appendMany(messages: readonly NewMessage[], alsoInTx?: (tx: WriteTx) => void): Promise<void> {
     if (messages.length === 0) return;
     messages.forEach(checkRole);
     const keys = await this.history.put(messages.map((m) => bodyOf(m, dataText(m))));
     try {
-      await this.db.write((tx) => messages.forEach((m, i) => insertMessage(tx, m, keys[i])));
+      await this.db.write((tx) => {
+        messages.forEach((m, i) => insertMessage(tx, m, keys[i]));
+        alsoInTx?.(tx);
+      });
     } catch (err) {
       // Not referenced by anything; at worst (this fails too) the sweep at the next open removes them.
       this.history.remove(keys).catch(() => {});

@@ -117,7 +117,11 @@ function insertDelivery(tx: WriteTx, delivery: NewDelivery, conversationId: stri
 }
 
 export class WebhooksRepo {
-  constructor(private readonly db: Database) {}
+  /** `onInlineBodies`: messages were stored with their bodies inline (in this module's transactions); the history maintenance moves them out, which makes them searchable. */
+  constructor(
+    private readonly db: Database,
+    private readonly onInlineBodies: () => void = () => {},
+  ) {}
 
   /**
    * Stores an incoming message in one transaction: the conversation (when new), the user message and its
@@ -202,8 +206,8 @@ export class WebhooksRepo {
    * Puts an accepted message into its conversation, when its turn to be answered comes. Done once:
    * after a crash the turn is run again and finds the message already there.
    */
-  admit(messageId: string): Promise<void> {
-    return this.db.write((tx) => {
+  async admit(messageId: string): Promise<void> {
+    await this.db.write((tx) => {
       if (tx.get('SELECT 1 AS present FROM messages WHERE id = ?', [messageId])) return;
       const row = tx.get<{ conversation_id: string; content: string; user_id: string | null; received_at: string }>(
         'SELECT conversation_id, content, user_id, received_at FROM webhook_inbox WHERE message_id = ?',
@@ -212,11 +216,12 @@ export class WebhooksRepo {
       if (!row) throw new Error(`webhook inbox row ${messageId} not found`);
       insertMessage(tx, { id: messageId, conversation_id: row.conversation_id, role: 'user', content: row.content, timestamp: row.received_at, user_id: row.user_id ?? undefined });
     });
+    this.onInlineBodies();
   }
 
   /** The reply, its inbox row marked answered and its delivery, in one durable transaction. */
-  answer(inboxMessageId: string, reply: NewMessage, delivery: NewDelivery): Promise<void> {
-    return this.db.write((tx) => {
+  async answer(inboxMessageId: string, reply: NewMessage, delivery: NewDelivery): Promise<void> {
+    await this.db.write((tx) => {
       insertMessage(tx, reply);
       const done = tx.run(`UPDATE webhook_inbox SET status = 'answered', reply_id = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [
         reply.id,
@@ -226,6 +231,7 @@ export class WebhooksRepo {
       if (done.changes === 0) throw new Error(`webhook inbox row ${inboxMessageId} is not pending`);
       insertDelivery(tx, delivery, reply.conversation_id, reply.id);
     });
+    this.onInlineBodies();
   }
 
   /**

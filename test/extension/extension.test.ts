@@ -367,11 +367,14 @@ describe('Measure Responsiveness', () => {
     const { api } = await activateWindow();
     await testing.commands.get('remoteAssistant.measureResponsiveness')!();
     assert.match(testing.messages.at(-1)!.message, /measuring responsiveness/);
-    // Block the loop on purpose for 60 ms of this process's own CPU time (wall time would count time
-    // spent waiting for a core on a loaded machine), then let the monitor tick again.
+    // Block the loop on purpose for 60 ms of this process's own CPU time (wall time alone would count
+    // time spent waiting for a core on a loaded machine) and at least 60 ms of wall time (the process's
+    // CPU time also counts its worker threads, e.g. history.db's, which may be busy meanwhile), then let
+    // the monitor tick again.
     const cpuMs = () => { const { user, system } = process.cpuUsage(); return (user + system) / 1000; };
     const until = cpuMs() + 60;
-    while (cpuMs() < until);
+    const wallUntil = performance.now() + 60;
+    while (cpuMs() < until || performance.now() < wallUntil);
     await new Promise((resolve) => setTimeout(resolve, 50));
     await testing.commands.get('remoteAssistant.measureResponsiveness')!();
     const report = testing.messages.at(-1)!.message;

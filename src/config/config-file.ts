@@ -6,7 +6,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { ServiceConfigFile, WritableConfig, type ServiceConfig } from '../protocol/config';
 import { ServiceError } from '../protocol/errors';
 import { nullLogger, type Logger } from '../log/logger';
-import { writeFileAtomic } from './atomic-write';
+import { writeFileAtomic } from '../platform/atomic-write';
 import { ConfigError, describeIssues, jsonSyntaxError } from './config-error';
 import { withConfigLock } from './config-lock';
 import { CONFIG_FILE_NAME } from '../platform/paths';

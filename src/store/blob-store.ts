@@ -1,15 +1,14 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
+import { isAtomicTempName, writeFileAtomic } from '../platform/atomic-write';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../platform/file-modes';
-import { fsyncDir } from './replay';
 
 /** The name of the blob folder in the data directory. */
 export const BLOBS_DIR_NAME = 'blobs';
 
 /** Blobs are named by the SHA-256 of their bytes, in lowercase hex. */
 const HASH_PATTERN = /^[0-9a-f]{64}$/;
-const TEMP_PREFIX = '.tmp-';
 
 export interface BlobRef {
   /** SHA-256 of the bytes, lowercase hex. */
@@ -67,23 +66,8 @@ export class BlobStore {
     const existing = await stat(target).catch(() => undefined);
     // Only complete files are ever renamed into place, so a file of the right size holds these bytes.
     if (existing?.size === bytes.length) return { hash, size: bytes.length };
-    const folder = path.dirname(target);
-    await mkdir(folder, { recursive: true, mode: PRIVATE_DIR_MODE });
-    const temp = path.join(this.dir, `${TEMP_PREFIX}${randomBytes(8).toString('hex')}`);
-    const handle = await open(temp, 'wx', PRIVATE_FILE_MODE);
-    try {
-      try {
-        await handle.writeFile(bytes);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(temp, target);
-    } catch (err) {
-      await unlink(temp).catch(() => undefined);
-      throw err;
-    }
-    await fsyncDir(folder);
+    await mkdir(path.dirname(target), { recursive: true, mode: PRIVATE_DIR_MODE });
+    await writeFileAtomic(target, bytes, { mode: PRIVATE_FILE_MODE });
     return { hash, size: bytes.length };
   }
 
@@ -128,9 +112,14 @@ export class BlobStore {
     }
   }
 
+  /** Temp files of puts a crash cut short (writeFileAtomic's, beside the blob they were to become). */
   private async removeLeftoverTemps(): Promise<void> {
-    for (const name of await readdir(this.dir)) {
-      if (name.startsWith(TEMP_PREFIX)) await unlink(path.join(this.dir, name)).catch(() => undefined);
+    for (const folder of await readdir(this.dir, { withFileTypes: true })) {
+      if (!folder.isDirectory()) continue;
+      for (const name of await readdir(path.join(this.dir, folder.name))) {
+        const target = name.slice(1).split('.')[0];
+        if (isBlobHash(target) && isAtomicTempName(name, target)) await unlink(path.join(this.dir, folder.name, name)).catch(() => undefined);
+      }
     }
   }
 }

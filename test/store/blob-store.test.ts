@@ -99,6 +99,22 @@ test('kill -9 while blobs are being written: every acknowledged blob is whole, n
   }
 });
 
+test('a temp file a crash left beside a blob is removed at open; the blob folder lists only whole blobs', async (t) => {
+  const { dir, cleanup } = await tempDir();
+  t.after(cleanup);
+  let blobs = await BlobStore.open(dir);
+  const ref = await blobs.put('kept');
+  const other = sha256('never finished');
+  const temp = path.join(dir, other.slice(0, 2), `.${other}.0123456789ab.tmp`);
+  await mkdir(path.dirname(temp), { recursive: true });
+  await writeFile(temp, 'never fin');
+  blobs = await BlobStore.open(dir);
+  await assert.rejects(stat(temp), /ENOENT/);
+  const hashes: string[] = [];
+  for await (const h of blobs.hashes()) hashes.push(h);
+  assert.deepEqual(hashes, [ref.hash]);
+});
+
 test('the store opens its blob folder in the data directory', async (t) => {
   const { dir, cleanup } = await tempDir();
   t.after(cleanup);

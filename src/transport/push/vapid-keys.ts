@@ -2,7 +2,7 @@ import { createECDH } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import webPush from 'web-push';
-import { writeFileAtomic } from '../../config/atomic-write';
+import { writeFileAtomic } from '../../platform/atomic-write';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 
 export const VAPID_FILE_NAME = 'vapid.json';

@@ -13,17 +13,18 @@ export function isAtomicTempName(name: string, target: string): boolean {
 }
 
 /**
- * Replaces `file` with `text` so that a reader (or a crash) sees either the old or the new content,
- * never a mix: temp file in the same directory, fsync, rename over, fsync the directory.
+ * Replaces `file` with `content` (text is written as UTF-8) so that a reader (or a crash) sees either
+ * the old or the new content, never a mix: temp file in the same directory, fsync, rename over, fsync
+ * the directory.
  */
-export async function writeFileAtomic(file: string, text: string, options: AtomicWriteOptions = {}): Promise<void> {
+export async function writeFileAtomic(file: string, content: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
   const mode = options.mode ?? 0o600;
   const dir = dirname(file);
   const temp = join(dir, `.${basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
   const handle = await open(temp, 'wx', mode);
   try {
     try {
-      await handle.writeFile(text, 'utf8');
+      await handle.writeFile(content);
       // The umask may have taken bits off `mode`; chmod sets exactly what was asked.
       if (process.platform !== 'win32') await handle.chmod(mode);
       await handle.sync();

@@ -54,10 +54,13 @@ function isPrivate(document: vscode.TextDocument): boolean {
   return [...privateFolders()].some((folder) => file === folder || file.startsWith(folder + sep));
 }
 
+/** Documents that are the user's: files, and new ones not saved yet (not a diff's side, a git or output view). */
+const USER_DOCUMENT_SCHEMES: ReadonlySet<string> = new Set(['file', 'untitled']);
+
 /** The active editor's file as a chip; null when there is none or it cannot be attached. */
 export function activeFileItem(): ContextItem | null {
   const editor = vscode.window.activeTextEditor;
-  if (!editor || isPrivate(editor.document)) return null;
+  if (!editor || !USER_DOCUMENT_SCHEMES.has(editor.document.uri.scheme) || isPrivate(editor.document)) return null;
   try {
     return fileItemOf(editor.document);
   } catch {

@@ -30,7 +30,9 @@ const STEP_TIMEOUT = 90_000;
 function lastUserText(request: RecordedRequest): string {
   const messages = (request.body as { messages?: { role: string; content: unknown }[] }).messages ?? [];
   const last = [...messages].reverse().find((m) => m.role === 'user');
-  return typeof last?.content === 'string' ? last.content : '';
+  const text = typeof last?.content === 'string' ? last.content : '';
+  // The chips' context (the active file is attached by default) comes first, then `---`, then what was typed.
+  return text.startsWith('The user attached this context from the editor:') ? text.slice(text.lastIndexOf('\n\n---\n\n') + 7) : text;
 }
 
 /** Whether the request ends with a tool result (the model's step after its tool call). */

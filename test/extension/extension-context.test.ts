@@ -127,6 +127,14 @@ describe("the editor's context", () => {
     await waitFor(() => eventsOf(view, 'editor.active_file').length >= 4, 'the switch to service.json');
     assert.equal(eventsOf(view, 'editor.active_file').at(-1)?.item, null);
 
+    // Nor a document that is not a file (the proposed side of Show Diff, a git or output view): it is not the user's file.
+    testing.setActiveEditor(await editorOn(join(ws, 'src', 'format.ts')));
+    await waitFor(() => eventsOf(view, 'editor.active_file').at(-1)?.item?.path === 'src/format.ts', 'back to a file');
+    const proposed = { uri: Uri.from({ scheme: 'remote-assistant-proposed', path: '/2/hello.txt' }), getText: () => 'proposed text', lineCount: 1, lineAt: () => ({ text: 'proposed text' }) };
+    testing.setActiveEditor({ document: proposed, selection: new Selection(new Position(0, 0), new Position(0, 0)) });
+    await waitFor(() => eventsOf(view, 'editor.active_file').length >= 6, 'the switch to the diff view');
+    assert.equal(eventsOf(view, 'editor.active_file').at(-1)?.item, null);
+
     testing.setSetting('remoteAssistant.attachActiveFile', false);
     testing.setActiveEditor(await editorOn(join(ws, 'src', 'math.ts')));
     await waitFor(() => eventsOf(view, 'editor.active_file').at(-1)?.attach === false, 'offered, not attached');

@@ -375,7 +375,7 @@ export class Agent {
         })),
       );
       for (const call of calls) {
-        onEvent({ event: 'tool.call', conversation_id: conversationId, tool: call.name, arguments: call.arguments });
+        onEvent({ event: 'tool.call', conversation_id: conversationId, tool: call.name, call_id: call.id, arguments: call.arguments });
         const outcome = await runToolCall(call, byName.get(call.name), {
           conversationId,
           source: input.source,
@@ -401,7 +401,7 @@ export class Agent {
           if (shown) insertAttachment(tx, { ...shown, id: shown.attachment_id, uploader: 'agent', created_at: result.timestamp, conversation_id: conversationId });
         });
         onEvent({
-          event: 'tool.result', conversation_id: conversationId, tool: call.name, ok: outcome.ok, denied: outcome.denied === true,
+          event: 'tool.result', conversation_id: conversationId, tool: call.name, call_id: call.id, ok: outcome.ok, denied: outcome.denied === true,
           ...(shown ? { attachments: [attachmentInfoOf(shown)] } : {}),
         });
         if (signal.aborted || outcome.endsTurn) throw new Cancelled();

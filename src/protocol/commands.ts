@@ -393,6 +393,8 @@ export const Message = z.object({
   tool_name: z.string().optional(),
   /** `tool` messages: a call (its arguments as JSON in `content`) or a result. */
   tool_kind: z.enum(['call', 'result']).optional(),
+  /** `tool` messages: the call's id, which its result and the live `tool.call` / `tool.result` events carry too. */
+  call_id: z.string().optional(),
   /** Tool results: whether the tool ran and succeeded (false when it failed or was denied). */
   ok: z.boolean().optional(),
   /** Tool results: the tool did not run, the permission gate refused it (as `tool.result` says live). */

@@ -23,6 +23,8 @@ export const ToolCallEvent = z.object({
   id: RequestId.optional(),
   conversation_id: z.string(),
   tool: z.string(),
+  /** The call's id (the stored tool messages carry it too, so a client can tell a call it already shows). */
+  call_id: z.string().optional(),
   arguments: z.record(z.string(), z.unknown()),
 });
 export const ToolResultEvent = z.object({
@@ -31,6 +33,8 @@ export const ToolResultEvent = z.object({
   id: RequestId.optional(),
   conversation_id: z.string(),
   tool: z.string(),
+  /** The id of the call this result answers. */
+  call_id: z.string().optional(),
   ok: z.boolean(),
   /** The tool did not run: the permission gate refused it (a rule, the mode, the user or the source). */
   denied: z.boolean(),

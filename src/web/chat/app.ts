@@ -347,13 +347,24 @@ export class ChatApp {
       turn.reply.finish(turn.reply.received);
       turn.reply = undefined;
     }
-    const card = this.messages.addTool(event.tool, event.arguments);
+    // A call the history already shows (the catch-up after opening a running conversation re-sends its
+    // turn's events): the same card, running again if the history had no result for it yet.
+    const shown = this.messages.toolCard(event.call_id);
+    if (shown) {
+      if (shown.unresolved) shown.setStatus('running');
+      turn.tools.push(shown);
+      return;
+    }
+    const card = this.messages.addTool(event.tool, event.arguments, event.call_id);
     turn.tools.push(card);
     turn.nodes.push(card.element);
   }
 
   private onToolResult(event: TurnEventOf<'tool.result'>): void {
-    const card = this.turn?.tools.find((c) => c.tool === event.tool && c.element.dataset.status === undefined);
+    const byId = event.call_id === undefined ? undefined : this.turn?.tools.find((c) => c.callId === event.call_id);
+    // Its result is on screen already (the history showed it; the catch-up re-sent it): nothing to add.
+    if (byId && byId.element.dataset.status !== undefined) return;
+    const card = byId ?? this.turn?.tools.find((c) => c.tool === event.tool && c.element.dataset.status === undefined);
     card?.setStatus(event.ok ? 'ok' : event.denied ? 'denied' : 'failed');
     // An image the agent read is shown with its tool.
     if (card) this.thumbnails.show(card.element, event.attachments);

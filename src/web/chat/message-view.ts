@@ -11,6 +11,10 @@ const STATUS_LABEL: Record<ToolStatus, string> = { running: 'running…', ok: 'o
 
 export class ToolCard {
   readonly element: HTMLElement;
+  /** The call's id, when known (stored calls and live events carry it). */
+  callId: string | undefined;
+  /** Shown from history without a result: "failed" unless its turn turns out to be still running. */
+  unresolved = false;
   private readonly status: HTMLElement;
   private readonly body: HTMLElement;
 
@@ -26,9 +30,11 @@ export class ToolCard {
   }
 
   setStatus(status: ToolStatus, output?: string): void {
+    this.unresolved = false;
     this.status.dataset.status = status;
     this.status.textContent = STATUS_LABEL[status];
-    this.element.dataset.status = status;
+    if (status === 'running') delete this.element.dataset.status;
+    else this.element.dataset.status = status;
     if (output) this.body.append(h('div', { class: 'tool-output-label' }, 'Result'), h('pre', { class: 'tool-output' }, formatArguments(output, 2000)));
   }
 }
@@ -81,6 +87,7 @@ export class MessageView {
   private readonly list: HTMLElement;
   /** Called with each user message and tool result of a history put on screen, with its node (attachments are drawn by it). */
   onStoredMessage?: (node: HTMLElement, message: Message) => void;
+  private readonly cardsByCall = new Map<string, ToolCard>();
 
   constructor() {
     this.list = h('div', { class: 'message-list', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-label': 'Messages' });
@@ -89,6 +96,7 @@ export class MessageView {
 
   clear(): void {
     this.list.replaceChildren();
+    this.cardsByCall.clear();
   }
 
   showEmpty(text: string): void {
@@ -127,10 +135,17 @@ export class MessageView {
     return reply;
   }
 
-  addTool(tool: string, args: unknown): ToolCard {
+  addTool(tool: string, args: unknown, callId?: string): ToolCard {
     const card = new ToolCard(tool, args);
+    card.callId = callId;
+    if (callId) this.cardsByCall.set(callId, card);
     this.add(card.element);
     return card;
+  }
+
+  /** The card of a call already on screen (from history, or live), by the call's id. */
+  toolCard(callId: string | undefined): ToolCard | undefined {
+    return callId === undefined ? undefined : this.cardsByCall.get(callId);
   }
 
   addNote(text: string, kind: 'info' | 'error' = 'info'): HTMLElement {
@@ -158,7 +173,7 @@ export class MessageView {
         // oldest waiting call of its tool.
         const index = message.tool_kind === 'result' ? waiting.findIndex((card) => card.tool === name) : -1;
         if (index < 0) {
-          const card = this.addTool(name, parseObject(message.content) ?? message.content);
+          const card = this.addTool(name, parseObject(message.content) ?? message.content, message.call_id);
           card.element.dataset.messageId = message.id;
           waiting.push(card);
         } else {
@@ -169,8 +184,12 @@ export class MessageView {
         }
       }
     }
-    // Calls without a result were interrupted (cancel, crash).
-    for (const card of waiting) card.setStatus('failed');
+    // Calls without a result were interrupted (cancel, crash), unless their turn still runs: then the
+    // catch-up's tool.call for the same call id shows it running again (onToolCall).
+    for (const card of waiting) {
+      card.setStatus('failed');
+      card.unresolved = true;
+    }
     if (messages.length === 0) this.showEmpty('No messages yet.');
     this.scrollToEnd();
   }

@@ -148,14 +148,15 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   if (options.retention) maintenance.setPolicy(options.retention);
   maintenance.start();
   const opened = history;
+  const messages = new MessagesRepo(db, history);
   return {
     db,
     conversations: new ConversationsRepo(db, () => maintenance.kick()),
-    messages: new MessagesRepo(db, history),
+    messages,
     memory: new MemoryRepo(db),
     registrations: new RegistrationsRepo(db),
     meta: new MetaRepo(db),
-    webhooks: new WebhooksRepo(db, () => maintenance.kick()),
+    webhooks: new WebhooksRepo(db, messages),
     pushDevices: new PushDevicesRepo(db),
     devices: new DevicesRepo(db),
     permissionRequests: new PermissionRequestsRepo(db),

@@ -1,5 +1,5 @@
 import type { Database, WriteTx } from './database';
-import { insertMessage } from './messages';
+import type { MessagesRepo } from './messages';
 import type { NewMessage } from './types';
 
 /**
@@ -117,10 +117,10 @@ function insertDelivery(tx: WriteTx, delivery: NewDelivery, conversationId: stri
 }
 
 export class WebhooksRepo {
-  /** `onInlineBodies`: messages were stored with their bodies inline (in this module's transactions); the history maintenance moves them out, which makes them searchable. */
+  /** `messages` stores the inbox's messages: their bodies in history.db first, the rest with this module's rows in one transaction. */
   constructor(
     private readonly db: Database,
-    private readonly onInlineBodies: () => void = () => {},
+    private readonly messages: MessagesRepo,
   ) {}
 
   /**
@@ -207,22 +207,18 @@ export class WebhooksRepo {
    * after a crash the turn is run again and finds the message already there.
    */
   async admit(messageId: string): Promise<void> {
-    await this.db.write((tx) => {
-      if (tx.get('SELECT 1 AS present FROM messages WHERE id = ?', [messageId])) return;
-      const row = tx.get<{ conversation_id: string; content: string; user_id: string | null; received_at: string }>(
-        'SELECT conversation_id, content, user_id, received_at FROM webhook_inbox WHERE message_id = ?',
-        [messageId],
-      );
-      if (!row) throw new Error(`webhook inbox row ${messageId} not found`);
-      insertMessage(tx, { id: messageId, conversation_id: row.conversation_id, role: 'user', content: row.content, timestamp: row.received_at, user_id: row.user_id ?? undefined });
-    });
-    this.onInlineBodies();
+    if (this.db.get('SELECT 1 AS present FROM messages WHERE id = ?', [messageId])) return;
+    const row = this.db.get<{ conversation_id: string; content: string; user_id: string | null; received_at: string }>(
+      'SELECT conversation_id, content, user_id, received_at FROM webhook_inbox WHERE message_id = ?',
+      [messageId],
+    );
+    if (!row) throw new Error(`webhook inbox row ${messageId} not found`);
+    await this.messages.append({ id: messageId, conversation_id: row.conversation_id, role: 'user', content: row.content, timestamp: row.received_at, user_id: row.user_id ?? undefined });
   }
 
   /** The reply, its inbox row marked answered and its delivery, in one durable transaction. */
   async answer(inboxMessageId: string, reply: NewMessage, delivery: NewDelivery): Promise<void> {
-    await this.db.write((tx) => {
-      insertMessage(tx, reply);
+    await this.messages.appendMany([reply], (tx) => {
       const done = tx.run(`UPDATE webhook_inbox SET status = 'answered', reply_id = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [
         reply.id,
         iso(delivery.now),
@@ -231,7 +227,6 @@ export class WebhooksRepo {
       if (done.changes === 0) throw new Error(`webhook inbox row ${inboxMessageId} is not pending`);
       insertDelivery(tx, delivery, reply.conversation_id, reply.id);
     });
-    this.onInlineBodies();
   }
 
   /**

@@ -87,7 +87,9 @@ describe('incoming webhook, happy path', () => {
   test('202 with ids once stored; the reply is POSTed to outgoing_url with secret and a valid signature', async () => {
     const data = await accepted(svc, '/hooks/alpha', { message: 'hello there', user_id: 'user-17' }, { 'x-service-secret': SECRET_A });
     assert.ok(data.conversation_id && data.message_id);
-    assert.equal((await svc.service.store.messages.get(data.message_id))?.user_id, 'user-17', 'user_id is stored with the message');
+    // The 202 means the inbox holds it; the message joins its conversation when its turn is admitted (body in history.db first).
+    const stored = await waitFor(() => svc.service.store.messages.get(data.message_id), 'the message admitted');
+    assert.equal(stored.user_id, 'user-17', 'user_id is stored with the message');
     assert.equal(svc.service.store.conversations.get(data.conversation_id)?.source, 'webhook:alpha');
 
     await alpha.waitFor((r) => callbacksFor(r, data.conversation_id).length === 1, 'the callback');

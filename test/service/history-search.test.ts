@@ -180,6 +180,21 @@ async function exportAll(frame: Record<string, unknown>): Promise<{ text: string
 }
 
 describe('export_conversation', () => {
+  test("a webhook account cannot export a conversation that is not its own (it would hand over the user's whole history)", async () => {
+    const editorId = await chat('the owner keeps this private: ibis');
+    const account: OpenSession = svc.service.openSession({ source: 'webhook:acme', canAnswerPermissions: false, send: () => undefined });
+    try {
+      for (const format of ['markdown', 'json']) {
+        const refused = (await account.request({ type: 'export_conversation', conversation_id: editorId, format })) as { status: string; code?: string; data?: unknown };
+        assert.equal(refused.status, 'error', JSON.stringify(refused));
+        assert.equal(refused.code, 'not_found');
+        assert.ok(!JSON.stringify(refused).includes('ibis'), 'nothing of the conversation in the answer');
+      }
+    } finally {
+      account.close();
+    }
+  });
+
   test('markdown: tool outputs in fences longer than any backtick run inside, so the output comes back whole', async () => {
     const tricky = 'line one\n```\nnot the end\n`````\nstill inside ``\n';
     await writeFile(join(workspace.dir, 'tricky.md'), tricky);

@@ -43,6 +43,8 @@ export class RelayedClient {
 
   constructor(
     readonly cid: string,
+    /** Where the client connected to the relay from, as the relay says (undefined from older relays). */
+    private readonly address: string | undefined,
     private readonly deps: RelayedClientDeps,
   ) {
     this.log = deps.logger.child({ relay_client: cid, channel: deps.via });
@@ -97,6 +99,9 @@ export class RelayedClient {
         'relay',
         `relay:${this.deps.via}`,
         this.deps.sessions,
+        // Failed logins count per client address behind the relay, apart from LAN addresses (a relay
+        // cannot lock a LAN phone out); without one, per client key (each needed a pairing to get in).
+        this.address && this.address !== 'unknown' ? `relay:${this.deps.via}:${this.address}` : `relay:${this.deps.via}:key:${hello.clientKey}`,
       );
       for (const frame of this.early.splice(0)) this.receive(frame);
     } catch (error) {

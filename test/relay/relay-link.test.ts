@@ -192,20 +192,36 @@ test('wrong tokens through the relay are limited per client address behind it: r
   const keyPair = generateKeyPair();
   await registerKey('guessing-phone', keyPair);
   const machineId = await machineIdOfService();
-  const guess = async (token: string, localAddress: string) => {
+  const open = async (localAddress: string) => {
     const client = await RelayClient.connect(clientUrl(machineId), localAddress);
     clients.push(client);
     await client.handshake(keyPair, await machineKey());
+    return client;
+  };
+  const guess = async (token: string, localAddress: string) => {
+    const client = await open(localAddress);
     const reply = await client.request({ type: 'auth', token });
     return { code: reply.code ?? reply.status, close: (await client.waitClose()).code };
   };
   for (let i = 0; i < 10; i += 1) assert.deepEqual(await guess(`guess-${i}`, '127.0.0.4'), { code: 'invalid_token', close: 4401 });
-  // Over the limit: refused unchecked, the right token too (the relay passes 4429 on).
-  assert.deepEqual(await guess(svc.token, '127.0.0.4'), { code: 'rate_limited', close: 4429 });
+  // Over the limit: refused at the hello, before any key is looked up (the relay passes 4429 on).
+  await assert.rejects(open('127.0.0.4'), /closed 4429/);
   // The same key from another address behind the relay, and a LAN client, still get in.
   const phone = await relayedClient(keyPair, '127.0.0.5');
   assert.equal((await phone.request({ type: 'get_config' })).status, 'ok');
   assert.equal((await (await lan()).request({ type: 'get_config' })).status, 'ok');
+});
+
+test('unknown client keys are failed logins of the address behind the relay: after 10, the hello is refused 4429', async () => {
+  const machineId = await machineIdOfService();
+  const hello = async () => {
+    const client = await RelayClient.connect(clientUrl(machineId), '127.0.0.6');
+    clients.push(client);
+    await assert.rejects(client.handshake(generateKeyPair(), await machineKey()));
+    return client.closed?.code;
+  };
+  for (let i = 0; i < 10; i += 1) assert.equal(await hello(), 4401);
+  assert.equal(await hello(), 4429);
 });
 
 test('rotating auth_token closes relayed clients authenticated with the old one (4401)', async () => {

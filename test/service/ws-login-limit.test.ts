@@ -128,3 +128,25 @@ test('2,000 failed logins from one address add a bounded number of log lines, co
   assert.equal(burst[0].address, '127.0.0.1');
   assert.equal(checked, 10);
 });
+
+test('30 connections that never send auth: closed 4408, logged once and counted, not 30 lines', async () => {
+  const svc = await startService({}, { authTimeoutMs: 200 });
+  let lines: { event: string; count?: number; kind?: string }[];
+  try {
+    const logFile = join(svc.dataDir, 'service.log');
+    const before = (await readFile(logFile, 'utf8')).split('\n').filter(Boolean).length;
+    const closes = await Promise.all(
+      Array.from({ length: 30 }, () => new Promise<number>((resolve) => new WebSocket(svc.wsUrl).on('close', (code) => resolve(code)))),
+    );
+    assert.deepEqual(new Set(closes), new Set([4408]));
+    // Timeouts are logged like failed logins but not limited: the address still signs in.
+    assert.deepEqual(await attempt(svc, { type: 'auth', token: svc.token }), { code: 'ok', closeCode: 1000 });
+    await svc.stop();
+    lines = (await readFile(logFile, 'utf8')).split('\n').filter(Boolean).slice(before).map((line) => JSON.parse(line) as { event: string; count?: number; kind?: string });
+  } finally {
+    await svc.dispose();
+  }
+  assert.ok(lines.length < 10, `the silent connections added ${lines.length} lines`);
+  assert.equal(lines.filter((l) => l.event === 'auth.login_failed').length, 1);
+  assert.deepEqual(lines.filter((l) => l.event === 'auth.login_burst').map((l) => [l.kind, l.count]), [['timeout', 30]]);
+});

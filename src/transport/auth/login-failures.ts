@@ -2,8 +2,12 @@ import type { Logger } from '../../log/logger';
 import { loginLimitKey } from '../http/allow-from';
 import { FixedWindowLimiter } from '../http/rate-limit';
 
-/** What a failed login offered: a password (`POST /auth`), a token or a pairing secret (a WebSocket's `auth`). */
-export type LoginKind = 'password' | 'token' | 'pairing_secret';
+/**
+ * What a failed login offered: a password (`POST /auth`), a token or a pairing secret (a WebSocket's
+ * `auth`), a relayed client's key or hello that the machine refused (`client_key`), or nothing in time
+ * (`timeout`: logged the same way, but not counted against the limit).
+ */
+export type LoginKind = 'password' | 'token' | 'pairing_secret' | 'client_key' | 'timeout';
 
 /** docs/protocol.md: 10 failed logins per client address per 5 minutes, whatever the door (`POST /auth` or `auth`). */
 export const LOGIN_FAILURE_LIMIT = 10;
@@ -100,6 +104,11 @@ export class LoginFailures {
         this.record(key, kind, false, fields);
       },
     };
+  }
+
+  /** A login that did not fail a check but never came (`timeout`): logged as a failure, not limited. */
+  noted(address: string, kind: LoginKind, fields?: Record<string, unknown>): void {
+    this.record(loginLimitKey(address), kind, false, fields);
   }
 
   /** Tells `listener` of every log window that had failures, when it closes. Returns the unsubscribe. */

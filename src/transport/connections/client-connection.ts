@@ -83,7 +83,7 @@ export function openClientConnection(
   };
 
   const authTimer = setTimeout(() => {
-    log.info('ws.auth_timeout', { address: remoteAddress });
+    deps.auth.failures.noted(limitAddress, 'timeout', { connection: id, source });
     closeWith(CLOSE_AUTH_TIMEOUT, 'authentication timeout');
   }, deps.authTimeoutMs ?? AUTH_TIMEOUT_MS);
 

@@ -272,3 +272,36 @@ test('a message typed while the page\u2019s own turn runs is sent at once: every
   observer.close();
   await phone.context.close();
 });
+
+test('two identical messages in flight from the page are told apart by their client_message_id, not by their text', async () => {
+  const phone = await openPhone();
+  const { page } = phone;
+  const slow = Array.from({ length: 30 }, (_, i) => `slowpart${i}`).join(' ');
+  fake.script({ text: slow, chunks: 30, chunkDelayMs: 100 });
+  const input = page.locator('.composer-input');
+  await input.fill('the same words');
+  await input.press('Enter');
+  await page.waitForFunction(() => /slowpart2\b/.test(document.querySelector('.message.assistant.streaming')?.textContent ?? ''));
+  // While its turn still runs (its chat in flight), the same words start a new chat: two chats of one text in flight.
+  await page.locator('.drawer-toggle').click();
+  await page.locator('.new-chat').click();
+  await input.fill('the same words');
+  await input.press('Enter');
+  await page.locator('.message.assistant', { hasText: 'echo: the same words' }).waitFor();
+  await page.waitForFunction(() => !document.querySelector('.message.pending'));
+  const chats = phone.sent.filter((f) => f.type === 'chat' && f.message === 'the same words');
+  assert.equal(chats.length, 2, 'both sent');
+  assert.notEqual(chats[0].client_message_id, chats[1].client_message_id);
+  // The new chat's user message is the bubble typed, marked sent: not drawn a second time beside it.
+  assert.deepEqual(await transcript(page), ['the same words', 'echo: the same words']);
+
+  const probe = await TestClient.authed(svc.wsUrl, svc.token);
+  type Row = { id: string; title: string; state: string };
+  const rows = async () => ((await probe.request({ type: 'list_conversations' })).data as { conversations: Row[] }).conversations.filter((c) => c.title === 'the same words');
+  assert.equal((await rows()).length, 2, 'two conversations, one per message');
+  // The first turn ends before the next test's provider script.
+  await waitFor(async () => (await rows()).every((c) => c.state === 'idle'), 'the first turn ended', 10_000);
+  probe.close();
+  assert.deepEqual(phone.errors, []);
+  await phone.context.close();
+});

@@ -314,8 +314,8 @@ export class ChatApp {
     this.shownIds.add(message.id);
     const turn = this.liveTurn();
     if (message.role === 'user') {
-      // Our own message (ours by request id, or by text after a resend) is already on screen: mark it sent.
-      const bubble = this.claimPendingBubble(message.content);
+      // Our own message (its chat's client_message_id, also after a resend) is already on screen: mark it sent.
+      const bubble = this.claimPendingBubble(event.client_message_id);
       const node = bubble ?? this.messages.addUser(message.content, false, message.context);
       this.thumbnails.show(node, message.attachments);
       node.dataset.messageId = message.id;
@@ -490,7 +490,6 @@ export class ChatApp {
     const bubble = this.messages.addUser(item.text, true, item.context);
     this.thumbnails.show(bubble, item.attachments);
     bubble.dataset.clientMessageId = item.client_message_id;
-    bubble.dataset.text = item.text;
     bubble.append(h('div', { class: 'message-note pending-note' }, 'waiting to send'));
     return bubble;
   }
@@ -507,13 +506,11 @@ export class ChatApp {
     }
   }
 
-  /** The bubble of the outbox message a stored user message is: the first in flight with its text, else the first on screen. */
-  private claimPendingBubble(text: string): HTMLElement | undefined {
-    const sending = this.inFlight.find((s) => s.item.text === text);
-    const id = sending ? sending.item.client_message_id : [...this.pendingBubbles.entries()].find(([, b]) => b.dataset.text === text)?.[0];
-    const bubble = id ? this.pendingBubbles.get(id) : undefined;
-    if (!bubble || !id) return undefined;
-    this.pendingBubbles.delete(id);
+  /** The bubble of the outbox message a stored user message is, by the client_message_id it was sent with. */
+  private claimPendingBubble(clientMessageId: string | undefined): HTMLElement | undefined {
+    const bubble = clientMessageId === undefined ? undefined : this.pendingBubbles.get(clientMessageId);
+    if (!bubble || clientMessageId === undefined) return undefined;
+    this.pendingBubbles.delete(clientMessageId);
     markSent(bubble);
     return bubble;
   }
@@ -666,8 +663,11 @@ function markSent(bubble: HTMLElement): void {
   bubble.querySelector(':scope > .pending-note')?.remove();
 }
 
-/** Whether a turn event is the first of the new chat being sent (chat.message carries no request id: its text tells). */
+/**
+ * Whether a turn event is the first of the new chat being sent: its user message names the chat's
+ * client_message_id (also when the chat was resent on another connection); the other events its request id.
+ */
 function isOurs(event: TurnEvent, sending: InFlight): boolean {
-  if (event.event === 'chat.message') return event.message.role === 'user' && event.message.content === sending.item.text;
+  if (event.event === 'chat.message') return event.client_message_id === sending.item.client_message_id;
   return 'id' in event && event.id === sending.requestId;
 }

@@ -40,7 +40,7 @@ export interface ChatInput {
   userId?: string;
   /** The chat's client_message_id: shown while the message waits behind a running turn, and what removes it. */
   clientMessageId?: string;
-  /** Stored with the user message so a resent chat is recognised, also after a restart (commands/chat-resends.ts). */
+  /** Stored with the user message so a resent chat is recognised, also after a restart (commands/turns/chat-resends.ts). */
   clientKey?: string;
   /**
    * The turn comes from a session (password) user: its tool prompts are the owner's to answer, or a

@@ -115,10 +115,6 @@ export function titleOf(message: string): string {
 
 class Cancelled extends Error {}
 
-/** A user message's `chat.message` names the client_message_id it was sent with, so its sender knows it as its own. */
-function clientIdOf(clientMessageId: string | null | undefined): { client_message_id?: string } {
-  return clientMessageId ? { client_message_id: clientMessageId } : {};
-}
 
 function ignore(): void {}
 
@@ -153,7 +149,7 @@ export class Agent {
     const line = this.waitInLine(conversationId, { client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }, input.source);
     return line.run(async () => {
       const message = await this.storeUserMessage(conversationId, create, input);
-      onEvent({ event: 'chat.message', conversation_id: conversationId, message, ...clientIdOf(input.clientMessageId) });
+      onEvent({ event: 'chat.message', conversation_id: conversationId, message });
       this.deps.onActivity?.(conversationId, input.source);
       return this.answer(conversationId, input, onEvent, message.id);
     });
@@ -170,7 +166,7 @@ export class Agent {
       await admit();
       // The admitted message is the conversation's last one (its turn holds the conversation).
       const [admitted] = await this.deps.store.messages.recent(conversationId, { limit: 1 });
-      if (admitted?.role === 'user') onEvent({ event: 'chat.message', conversation_id: conversationId, message: messageOf(admitted), ...clientIdOf(input.waitingAs?.client_message_id) });
+      if (admitted?.role === 'user') onEvent({ event: 'chat.message', conversation_id: conversationId, message: messageOf(admitted) });
       this.deps.onActivity?.(conversationId, input.source);
       return this.answer(conversationId, input, onEvent, admitted?.role === 'user' ? admitted.id : undefined);
     });
@@ -242,7 +238,8 @@ export class Agent {
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
     await store.messages.appendMany([message], (tx) => bindAttachments(tx, attachments.map((a) => a.attachment_id), conversationId));
-    return messageOf(message);
+    // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
+    return { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) };
   }
 
   /**

@@ -3,6 +3,7 @@ import { messageUsageOf } from '../agent/usage/usage-wire';
 import type { ExportFormat, Message } from '../protocol';
 import type { ToolCallData, ToolResultData } from '../agent/transcript';
 import { messageOf } from '../agent/client-message';
+import { ChatResends } from './turns/chat-resends';
 
 /** Version of the JSON export's shape; bumped when a field changes meaning or goes away. */
 export const EXPORT_JSON_VERSION = 1;
@@ -27,9 +28,9 @@ export function toolFields(m: MessageRow): Partial<Message> {
   };
 }
 
-/** A stored message as clients see it (get_messages, exports): the chat's view of it plus its tool fields. */
+/** A stored message as clients see it (get_messages, exports): the chat's view of it plus its tool fields and the client_message_id it was sent with. */
 function clientMessageOf(m: MessageRow): Message {
-  return { ...messageOf(m), ...toolFields(m) };
+  return { ...messageOf(m), ...toolFields(m), ...(m.client_key ? { client_message_id: ChatResends.clientMessageIdOf(m.client_key) } : {}) };
 }
 
 /** Stored messages as clients see them (get_messages, exports), each reply with its usage. */

@@ -92,12 +92,8 @@ export const ChatMessageEvent = z.object({
   /** The sender's request id, on the sender's own copy (as on the turn's other events). */
   id: RequestId.optional(),
   conversation_id: z.string(),
+  /** A user message sent with a client_message_id carries it (`message.client_message_id`). */
   message: Message,
-  /**
-   * A user message: the client_message_id its chat was sent with (a webhook message: its message_id), so
-   * the sender knows its own message among identical ones, also after a reconnect.
-   */
-  client_message_id: z.string().optional(),
 });
 
 /** How a request ended: a person answered, nobody did in time, its chat was cancelled, the service restarted. */

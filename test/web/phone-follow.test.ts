@@ -305,3 +305,38 @@ test('two identical messages in flight from the page are told apart by their cli
   assert.deepEqual(phone.errors, []);
   await phone.context.close();
 });
+
+test('after a reload, a queued message is told from an earlier one of the same text by its client_message_id: drawn waiting, then once', async () => {
+  const phone = await openPhone();
+  const { page } = phone;
+  const input = page.locator('.composer-input');
+  await input.fill('yes please');
+  await input.press('Enter');
+  await page.locator('.message.assistant', { hasText: 'echo: yes please' }).waitFor();
+  const long = Array.from({ length: 60 }, (_, i) => `longturn${i}`).join(' ');
+  fake.script({ text: long, chunks: 60, chunkDelayMs: 100 });
+  await input.fill('start a long turn');
+  await input.press('Enter');
+  await page.waitForFunction(() => /longturn2\b/.test(document.querySelector('.message.assistant.streaming')?.textContent ?? ''));
+  // The same words again: sent, and queued by the service behind the long turn (not stored yet).
+  await input.fill('yes please');
+  await input.press('Enter');
+  await page.locator('.queue .queued').waitFor();
+  await page.reload();
+  // The history (holding the earlier "yes please") is drawn, then the outbox's messages it does not hold.
+  await page.locator('.message.user', { hasText: 'start a long turn' }).waitFor();
+  assert.equal(await page.locator('.message.user.pending', { hasText: 'yes please' }).count(), 1, 'the queued message is still shown, waiting');
+
+  await page.locator('.message.assistant', { hasText: 'echo: yes please' }).nth(1).waitFor({ timeout: 20_000 });
+  await page.waitForFunction(() => !document.querySelector('.message.pending') && !document.querySelector('.message.streaming'));
+  const probe = await TestClient.authed(svc.wsUrl, svc.token);
+  const rows = ((await probe.request({ type: 'list_conversations' })).data as { conversations: { id: string; title: string; state: string }[] }).conversations;
+  probe.close();
+  const row = rows.find((c) => c.title === 'yes please');
+  assert.ok(row);
+  await waitFor(async () => (await storedTranscript(row.id)).length === 6, 'the reply stored');
+  assert.deepEqual(await storedTranscript(row.id), ['yes please', 'echo: yes please', 'start a long turn', long, 'yes please', 'echo: yes please']);
+  assert.deepEqual(await transcript(page), await storedTranscript(row.id), 'each message once');
+  assert.deepEqual(phone.errors, []);
+  await phone.context.close();
+});

@@ -30,6 +30,11 @@ export class ChatResends {
     return `${session.source}\u0000${session.principal ?? ''}\u0000${clientMessageId}`;
   }
 
+  /** The client_message_id a stored key was made of (its sender left out: clients see only the id). */
+  static clientMessageIdOf(key: string): string {
+    return key.split('\u0000').slice(2).join('\u0000');
+  }
+
   /** Runs a chat once: a chat without client_message_id always runs; a resend gets the original result. */
   once(command: CommandOf<'chat'>, session: ClientSession, run: () => Promise<ChatResult>): Promise<ChatResult> {
     if (command.client_message_id === undefined) return run();

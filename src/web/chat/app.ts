@@ -417,7 +417,7 @@ export class ChatApp {
       void this.undo.refresh(conversationId);
       // What the running turn drew that is not stored yet, and what waits to be sent, stay after it.
       this.live.historyShown(answer.data.messages);
-      this.sender.showPending(new Set(answer.data.messages.filter((m) => m.role === 'user').map((m) => m.content)));
+      this.sender.showPending(new Set(answer.data.messages.flatMap((m) => (m.client_message_id ? [m.client_message_id] : []))));
     } else if (answer?.code === 'not_found') {
       this.newChat();
     } else if (answer) {

@@ -105,7 +105,7 @@ export class LiveTurn {
     const turn = this.liveTurn();
     if (message.role === 'user') {
       // Our own message (its chat's client_message_id, also after a resend) is already on screen: mark it sent.
-      const bubble = this.deps.claimSent(event.client_message_id);
+      const bubble = this.deps.claimSent(message.client_message_id);
       const node = bubble ?? this.deps.messages.addUser(message.content, false, message.context);
       this.deps.thumbnails.show(node, message.attachments);
       node.dataset.messageId = message.id;

@@ -80,14 +80,14 @@ export class OutboxSender {
 
   /**
    * The outbox's messages of what is on screen, after its history. One sent before (e.g. before a reload)
-   * whose text the history holds was stored: it waits only for its answer, and is not drawn twice.
+   * that the history holds (by its client_message_id) was stored: it waits only for its answer, and is not drawn twice.
    */
-  showPending(storedUserTexts: ReadonlySet<string> = new Set()): void {
+  showPending(storedIds: ReadonlySet<string> = new Set()): void {
     this.pendingBubbles.clear();
     const { current, draft } = this.deps.screen();
     for (const item of this.deps.outbox.all) {
       const here = item.conversation_id ? item.conversation_id === current : !current && item.draft === draft;
-      if (here && !(item.attempted && storedUserTexts.has(item.text))) this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
+      if (here && !storedIds.has(item.client_message_id)) this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
     }
   }
 
@@ -138,6 +138,6 @@ function markSent(bubble: HTMLElement): void {
  * client_message_id (also when the chat was resent on another connection); the other events its request id.
  */
 function isOurs(event: TurnEvent, sending: InFlight): boolean {
-  if (event.event === 'chat.message') return event.client_message_id === sending.item.client_message_id;
+  if (event.event === 'chat.message') return event.message.client_message_id === sending.item.client_message_id;
   return 'id' in event && event.id === sending.requestId;
 }

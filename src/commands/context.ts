@@ -13,6 +13,7 @@ import type { ChatResends } from './chat-resends';
 import type { RunningChats } from './running-chats';
 import type { ClientSession } from './session';
 import type { AttachmentUploads } from './attachment-uploads';
+import type { RenderedExports } from './rendered-exports';
 
 /** What the command handlers work with; built once by the service. */
 export interface CommandContext {
@@ -39,6 +40,8 @@ export interface CommandContext {
   undo: TurnUndo;
   /** Attachments being uploaded in chunks. */
   uploads: AttachmentUploads;
+  /** Exports rendered for a download in pieces, kept between its pieces. */
+  exports: RenderedExports;
 }
 
 /** The webhook outbox as commands see it (the transport implements it). */

@@ -161,6 +161,7 @@ const commandHandlers: HandlerMap = {
     ctx.gate.forget(command.conversation_id);
     ctx.agent.forget(command.conversation_id);
     ctx.events.feeds.forget(command.conversation_id);
+    ctx.exports.forget(command.conversation_id);
     return { deleted: true };
   },
 

@@ -5,6 +5,7 @@ import { META_TABLE_SQL } from './replay';
 import { USAGE_TABLE_SQL } from './usage';
 import { previewOf } from '../protocol/preview';
 import { OWNER_PERSON } from '../protocol/sources';
+import { displayName } from '../protocol/display-name';
 import { clientKeyOf } from './messages';
 
 /** SQL (several statements allowed) or a function of the transaction. */
@@ -90,6 +91,13 @@ export const MIGRATIONS: readonly Migration[] = [
       const [, principal, ...rest] = client_key.split('\u0000');
       // OR IGNORE: the owner's id already moved from another source's row keeps the first (a resend finds one).
       if (principal === 'access') tx.run('UPDATE OR IGNORE messages SET client_key = ? WHERE seq = ?', [clientKeyOf(OWNER_PERSON, rest.join('\u0000')), seq]);
+    }
+    // Names stored before they were cleaned at the edge lose their bidi and control characters too.
+    for (const [table, key, column] of [['attachments', 'id', 'name'], ['push_devices', 'device_id', 'device_name'], ['devices', 'device_id', 'device_name'], ['conversations', 'id', 'title']]) {
+      for (const row of tx.all<{ k: string; v: string }>(`SELECT ${key} AS k, ${column} AS v FROM ${table}`)) {
+        const clean = displayName(row.v).trim();
+        if (clean !== row.v) tx.run(`UPDATE ${table} SET ${column} = ? WHERE ${key} = ?`, [clean || 'unnamed', row.k]);
+      }
     }
   },
 ];

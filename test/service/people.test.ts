@@ -214,13 +214,13 @@ test('a store from before people were told apart: the owner’s rows stay the ow
     const { hash } = await store.blobs.put(bytes);
     const at = new Date().toISOString();
     await store.db.write((tx) => {
-      tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', ['c-old', 'old', 'ws', at, at]);
+      tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', ['c-old', 'old \u202Etitle', 'ws', at, at]);
       const message = 'INSERT INTO messages (id, conversation_id, role, content, timestamp, client_key) VALUES (?, ?, ?, ?, ?, ?)';
       tx.run(message, ['m1', 'c-old', 'user', 'owner question', at, 'relay\u0000access\u0000owner-msg']);
       tx.run(message, ['m2', 'c-old', 'assistant', 'owner answer', at, null]);
       tx.run(message, ['m3', 'c-old', 'user', 'user question', at, 'ws\u0000session\u0000user-msg']);
       tx.run(message, ['m4', 'c-old', 'assistant', 'user answer', at, null]);
-      tx.run('INSERT INTO attachments (id, hash, name, mime, kind, size, uploader, created_at, conversation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)', ['att-owner', hash, 'a.txt', 'text/plain', 'file', bytes.length, 'ws\u0000access', at]);
+      tx.run('INSERT INTO attachments (id, hash, name, mime, kind, size, uploader, created_at, conversation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)', ['att-owner', hash, 'gnp\u202Eexe.png', 'text/plain', 'file', bytes.length, 'ws\u0000access', at]);
       const device = 'INSERT INTO push_devices (device_id, device_name, principal, source, created_at, updated_at, endpoint, p256dh, auth, events, content_blind, failures) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0)';
       const events = JSON.stringify({ prompt: true, finished: true, failed: true, webhook: true });
       tx.run(device, ['owner-dev', 'owner phone', 'access', 'relay', at, at, 'https://push.example.com/owner-old', 'p', 'a', events]);
@@ -241,7 +241,10 @@ test('a store from before people were told apart: the owner’s rows stay the ow
       const userResend = await theBob.request({ type: 'chat', message: 'user question', client_message_id: 'user-msg' });
       assert.notEqual((userResend.data as { response: string }).response, 'user answer', 'an old password user’s answer goes to no other user');
 
-      assert.equal((await theOwner.request({ type: 'get_attachment', attachment_id: 'att-owner' })).status, 'ok', 'the owner’s unsent upload is still the owner’s');
+      const ownersFile = await theOwner.request({ type: 'get_attachment', attachment_id: 'att-owner' });
+      assert.equal(ownersFile.status, 'ok', 'the owner’s unsent upload is still the owner’s');
+      assert.equal((ownersFile.data as { name: string }).name, 'gnpexe.png', 'a name stored before is cleaned too');
+      assert.equal(upgraded.service.store.conversations.get('c-old')?.title, 'old title');
       assert.deepEqual(codeOf(await theAda.request({ type: 'get_attachment', attachment_id: 'att-owner' })), { status: 'error', code: 'not_found' });
 
       assert.deepEqual(codeOf(await subscribe(theAda, 'owner-dev', 'https://push.example.com/ada-x')), { status: 'error', code: 'unauthorized' });

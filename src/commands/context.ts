@@ -61,14 +61,15 @@ export interface RelayCommands {
 
 /**
  * Web Push as commands see it (the transport implements it). Only user clients reach it (push-handlers.ts);
- * a session (password) user may not change a device the owner subscribed: `unauthorized`.
+ * a device is its subscriber's (personOf): another password user may not change it, `unauthorized`.
  */
 export interface PushCommands {
   info(): Promise<{ vapid_public_key: string }>;
   subscribe(command: CommandOf<'push_subscribe'>, session: ClientSession): Promise<PushDevice>;
   settings(command: CommandOf<'push_settings'>, session: ClientSession): Promise<PushDevice>;
   unsubscribe(deviceId: string, session: ClientSession): Promise<boolean>;
-  list(): PushDevice[];
+  /** The devices this session may see: the owner every one, anyone else their own. */
+  list(session: ClientSession): PushDevice[];
   /** A test notification to the device (not_found if unknown), or to every device. */
   test(deviceId: string | undefined, session: ClientSession): Promise<PushTestResult[]>;
   reportVisibility(session: ClientSession, deviceId: string | undefined, visible: boolean): { device_id: string | null; visible: boolean };

@@ -16,6 +16,7 @@ import type { CommandContext } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { SessionDoor, type OpenSession, type SessionOptions } from './commands/door';
 import { AttachmentUploads } from './commands/attachment-uploads';
+import { RenderedExports } from './commands/rendered-exports';
 import { conversationOf } from './commands/handlers';
 import { canAccess } from './protocol/sources';
 import { EventHub } from './commands/event-hub';
@@ -140,6 +141,7 @@ export class Service {
       config, store, agent, events, turns: this.turns, tools, permissions, gate, activity, logger, push: this.push,
       undo: new TurnUndo(store),
       uploads: new AttachmentUploads(store, options.uploadIdleTimeoutMs),
+      exports: new RenderedExports(),
       deliveries: this.webhooks.deliveries,
       relay: {
         status: () => this.relay.status(),

@@ -10,7 +10,7 @@ import { createPairing, relayStatus } from './relay-handlers';
 import { createLanPairing, listDevices, revokeDevice } from './device-handlers';
 import { listTurnChanges, undoTurn } from './undo-handlers';
 import { isOwner, requireWritableBy } from './roles';
-import type { ClientSession } from './session';
+import { personOf, type ClientSession } from './session';
 import { getUsage } from './usage-handlers';
 import { conversationUsageOf } from '../agent/usage/usage-wire';
 import { clientMessagesOf } from './conversation-export';
@@ -63,8 +63,9 @@ export const handlers: HandlerMap = {
 
   async remove_queued(command, session, ctx) {
     ctx.agent.requireConversation(command.conversation_id, session.source);
-    // A webhook account only its own messages (a user's chat may wait in its conversation too); user clients any.
-    const sentBy = session.source.startsWith('webhook:') ? session.source : undefined;
+    // The owner any waiting message; a password user or a webhook account only its own (another
+    // person's message, even one of the same credential kind, is not theirs to take back).
+    const sentBy = isOwner(session) ? undefined : personOf(session);
     return { removed: ctx.activity.remove(command.conversation_id, command.client_message_id, sentBy) };
   },
 
@@ -122,6 +123,7 @@ export const handlers: HandlerMap = {
     ctx.gate.forget(command.conversation_id);
     ctx.agent.forget(command.conversation_id);
     ctx.events.feeds.forget(command.conversation_id);
+    ctx.exports.forget(command.conversation_id);
     return { deleted: true };
   },
 

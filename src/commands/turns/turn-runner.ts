@@ -7,6 +7,7 @@ import type { Store } from '../../store';
 import type { TurnEnd, TurnRequest, TurnStarter } from '../context';
 import type { EventHub } from '../event-hub';
 import { isOwner } from '../roles';
+import { personOf } from '../session';
 import { ChatResends } from './chat-resends';
 import { RunningChats } from './running-chats';
 import { announceTurnEnded } from './turn-ended';
@@ -102,6 +103,7 @@ export class TurnRunner implements TurnStarter {
         ownerAnswersPrompts: !isOwner(session),
         signal,
         stream: command.stream === true,
+        sender: personOf(session),
         clientMessageId,
         clientKey: clientMessageId === undefined ? undefined : ChatResends.keyOf(session, clientMessageId),
       },

@@ -167,6 +167,7 @@ export function openClientConnection(
       source,
       principal: candidate.kind,
       ...(deviceId ? { deviceId } : {}),
+      ...(candidate.kind === 'session' ? { username: candidate.username } : {}),
       canAnswerPermissions: true,
       send: sendEvent,
       recheck: () => void stillEntitled(),

@@ -267,6 +267,7 @@ export class Service {
       router,
       allowed,
       logger: this.logger,
+      loginRefusedFor: (address) => this.auth.failures.refusedFor(address, 'token'),
       onWebSocket: (socket, req) => attachLanSocket(socket, 'ws', clientAddress(req), { ...this.sessionDeps(), addressAllowed: (address) => allowed()(address) }),
     });
     try {
@@ -307,6 +308,7 @@ export class Service {
     await this.http?.close();
     this.http = undefined;
     await this.tools.close();
+    this.auth.failures.flush();
     this.releaseDataDir();
     await this.store.close();
     await this.config.close();

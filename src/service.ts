@@ -242,6 +242,7 @@ export class Service {
       onActivity: announce,
       onTurnEvent: (event, origin) => events.publishTurnEvent(event, origin),
       workspaceRoots: () => workspaceRootsOf(config.current, host),
+      dataDir: options.dataDir,
     });
     const pairings = new PairingSecrets();
     const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings));

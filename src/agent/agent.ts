@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { ServiceError, type Message, type QueuedMessage, type RequestId, type ServiceConfig, type ServiceEvent } from '../protocol';
+import { ServiceError, type Message, type QueuedMessage, type SavedPrompt, type RequestId, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import { bindAttachments, insertAttachment, type NewMessage, type Store } from '../store';
-import { canAccess } from '../protocol/sources';
+import { canAccess, sourceLabel } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
 import { fitHistory } from './history';
 import { attachmentInfoOf, type StoredAttachment } from './attachments/content';
@@ -13,6 +13,9 @@ import type { ConversationActivity } from './conversation-activity';
 import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
 import { previewOf } from './preview';
+import type { InstructionFile } from './prompt/instruction-files';
+import { listSavedPrompts } from './prompt/saved-prompts';
+import { TurnContext } from './prompt/turn-context';
 import type { PermissionGate } from './permissions';
 import { ProviderError, type ChatMessage, type Provider, type ToolSpec } from './providers/types';
 import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall } from './tool-runner';
@@ -20,6 +23,7 @@ import type { ToolRegistry } from './tools/registry';
 import type { Tool, ToolImage } from './tools/types';
 import { TurnFiles } from './turn-files';
 import { ModelToolNames, transcriptOf, type ToolCallData, type ToolResultData } from './transcript';
+import { contextWindowOf } from './usage/prices';
 import { TurnUsage } from './usage/turn-usage';
 import { messageUsageOf } from './usage/usage-wire';
 
@@ -59,6 +63,8 @@ export interface ChatInput {
   storeReply?: (reply: NewMessage) => Promise<void>;
   /** Who sent the turn (its session and request id), so its own events can carry its id (AgentDeps.onTurnEvent). */
   origin?: TurnOrigin;
+  /** Who sent the message as people read it (`phone (relay), device “Pixel”`), for the model's environment block; default: the source's label. */
+  client?: string;
 }
 
 /** The session and request that started a turn. */
@@ -123,7 +129,12 @@ export interface AgentDeps {
   onTurnEvent?: (event: AgentEvent, origin: TurnOrigin | undefined) => void;
   /** Where attached files are saved for the model (default: none, they are named as not saved). */
   workspaceRoots?: () => string[];
+  /** The data directory: its AGENTS.md holds the user's instructions for every project (default: none). */
+  dataDir?: string;
 }
+
+/** An instruction file in force as clients see it (list_instructions, get_config): without its text. */
+export type InstructionFileInfo = Omit<InstructionFile, 'text'>;
 
 export function titleOf(message: string): string {
   const line = message.replace(/\s+/g, ' ').trim();
@@ -152,9 +163,26 @@ export class ProviderFailure extends ServiceError {
 export class Agent {
   private readonly queue = new KeyedQueue();
   private readonly history: HistoryCache;
+  private readonly context: TurnContext;
 
   constructor(private readonly deps: AgentDeps) {
     this.history = new HistoryCache(deps.store.messages);
+    this.context = new TurnContext(deps.workspaceRoots ?? (() => []), deps.dataDir);
+  }
+
+  /**
+   * The instruction files the model is given: those of every conversation (the user's, the workspace
+   * roots'), and with a conversation the nearest AGENTS.md above each path its tools touched.
+   */
+  async instructionFiles(conversationId: string | undefined, source: string): Promise<InstructionFileInfo[]> {
+    if (conversationId !== undefined) this.requireConversation(conversationId, source);
+    const rows = conversationId === undefined ? [] : await this.history.rows(conversationId);
+    return (await this.context.filesInForce(rows)).map(({ text: _text, ...info }) => info);
+  }
+
+  /** The saved prompts of the workspace folders and the data directory. */
+  savedPrompts(): Promise<SavedPrompt[]> {
+    return listSavedPrompts((this.deps.workspaceRoots ?? (() => []))(), this.deps.dataDir);
   }
 
   /** One turn; its events reach `onEvent` in the order they happen, before the returned promise settles. */
@@ -331,22 +359,32 @@ export class Agent {
   private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: AgentEventSink, usage: TurnUsage, files: TurnFiles, onDelta: (delta: string) => void): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
+    // Once a turn: git is asked then, and the date and time are those of the message.
+    let environment: string | undefined;
     for (let step = 1; ; step += 1) {
       // Read afresh each step: a config change (model, permission_mode, tools) applies to the next step.
       const config = this.deps.config();
       const tools = await this.deps.tools.list();
       const names = new ModelToolNames(tools.map((t) => t.name));
       const byName = new Map(tools.map((t) => [t.name, t]));
-      const history = transcriptOf(await this.history.rows(conversationId));
-      const system: ChatMessage | undefined = config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
+      const rows = await this.history.rows(conversationId);
+      const history = transcriptOf(rows);
       const lastStep = step >= config.max_steps;
       const model = input.model ?? config.model;
+      const provider = this.deps.provider(config);
+      environment ??= await this.context.environment({
+        client: input.client ?? sourceLabel(input.source),
+        remote: input.source !== 'editor',
+        model,
+        contextWindow: contextWindowOf(config, provider.name, model),
+      });
+      // Each step: an instruction file the last step edited, or a folder it reached, counts at once.
+      const system = await this.context.systemMessage(config, rows, environment);
       const messages = await withAttachments(fitHistory(system, history, HISTORY_TOKEN_BUDGET), seesImages(config, model), {
         blobs: store.blobs,
         workspaceRoots: this.deps.workspaceRoots ?? (() => []),
         logger: log,
       });
-      const provider = this.deps.provider(config);
       const result = await provider.complete({
         model,
         temperature: config.temperature,

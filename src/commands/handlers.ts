@@ -18,6 +18,7 @@ import { conversationUsageOf } from '../agent/usage/usage-wire';
 import { clientMessagesOf } from './conversation-export';
 import { historyHandlers } from './history-handlers';
 import { attachmentHandlers, chatAttachments } from './attachment-handlers';
+import { agentContextHandlers, clientLabel } from './agent-context-handlers';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -34,6 +35,7 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
     api_key_set: Boolean(config.api_key),
     permission_rules: { allow: [...config.permission_rules.allow], deny: [...config.permission_rules.deny] },
     permission_timeout_seconds: config.permission_timeout_seconds,
+    system_prompt_mode: config.system_prompt_mode,
   };
 }
 
@@ -77,6 +79,7 @@ const commandHandlers: HandlerMap = {
           clientMessageId: command.client_message_id,
           clientKey: command.client_message_id === undefined ? undefined : ChatResends.keyOf(session, command.client_message_id),
           origin: { sessionId: session.id, requestId: command.id },
+          client: clientLabel(session, ctx),
         },
         // The turn's pieces reach the sender as a follower of the conversation (the event hub numbers them
         // and adds its request id), in the order they happen: a permission.request never overtakes its tool.call.
@@ -127,8 +130,8 @@ const commandHandlers: HandlerMap = {
     return { following: false as const };
   },
 
-  async get_config(_command, _session, ctx) {
-    return publicConfigOf(ctx.config.current);
+  async get_config(_command, session, ctx) {
+    return { ...publicConfigOf(ctx.config.current), instructions: await ctx.agent.instructionFiles(undefined, session.source) };
   },
 
   async update_config(command, session, ctx) {
@@ -194,6 +197,7 @@ const commandHandlers: HandlerMap = {
   get_usage: getUsage,
   ...historyHandlers,
   ...attachmentHandlers,
+  ...agentContextHandlers,
 };
 
 export const handlers: HandlerMap = {

@@ -1,0 +1,79 @@
+import type { ServiceConfig } from '../../protocol';
+import type { MessageRow } from '../../store';
+import { contextOf, fenced } from '../chat-context';
+import type { ChatMessage } from '../providers/types';
+import type { ToolCallData } from '../transcript';
+import { environmentBlock, type EnvironmentFacts } from './environment';
+import { InstructionFiles, type InstructionFile } from './instruction-files';
+import { systemPromptOf } from './system-prompt';
+
+/** Tools whose `path` (or `cwd`) names a place in the workspace: the nearest AGENTS.md above it applies. */
+const PATH_ARGUMENTS: Readonly<Record<string, string>> = {
+  read_file: 'path',
+  write_file: 'path',
+  edit_file: 'path',
+  list_directory: 'path',
+  search_files: 'path',
+  run_command: 'cwd',
+};
+
+/**
+ * What the model is told besides the conversation, built for each request: the system prompt (ours and
+ * the user's), the instruction files in force, and the environment block of the turn.
+ */
+export class TurnContext {
+  readonly instructions: InstructionFiles;
+
+  constructor(
+    private readonly workspaceRoots: () => string[],
+    /** The data directory: its AGENTS.md is the user's instructions for every project. */
+    userDir: string | undefined,
+  ) {
+    this.instructions = new InstructionFiles(userDir);
+  }
+
+  /** The instruction files in force for a conversation whose stored rows are `rows` (none: before any tool ran). */
+  filesInForce(rows: readonly MessageRow[] = []): Promise<InstructionFile[]> {
+    return this.instructions.inForce(this.workspaceRoots(), touchedPaths(rows));
+  }
+
+  /** The turn's environment block (computed once a turn: git is asked then). */
+  environment(facts: Omit<EnvironmentFacts, 'roots'>): Promise<string> {
+    return environmentBlock({ ...facts, roots: this.workspaceRoots() });
+  }
+
+  /** The system message of one request: prompt, instruction files (re-read if changed), environment. */
+  async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], environment: string): Promise<ChatMessage> {
+    const files = await this.filesInForce(rows);
+    const parts = [systemPromptOf(config), instructionsText(files), environment].filter((part) => part.length > 0);
+    return { role: 'system', content: parts.join('\n\n') };
+  }
+}
+
+/** The instruction files as the model reads them: each under a heading naming it, fenced (its text cannot pose as ours). */
+export function instructionsText(files: readonly InstructionFile[]): string {
+  if (files.length === 0) return '';
+  const blocks = files.map((file) => `## ${file.scope === 'user' ? "The user's own instructions (for every project)" : `${file.path} (project)`}\n${fenced(file.text)}`);
+  return `# Instruction files in force\n${blocks.join('\n\n')}`;
+}
+
+/**
+ * The workspace paths the conversation's tools were called with, and the files the user attached from
+ * the editor, oldest first: the nearest AGENTS.md above each of them is in force.
+ */
+export function touchedPaths(rows: readonly MessageRow[]): string[] {
+  const paths: string[] = [];
+  for (const row of rows) {
+    if (row.role === 'user') {
+      for (const item of contextOf(row.data) ?? []) paths.push(item.path);
+      continue;
+    }
+    if (row.role !== 'tool' || !row.tool_name) continue;
+    const argument = PATH_ARGUMENTS[row.tool_name];
+    const data = row.data as Partial<ToolCallData> | null;
+    if (!argument || data?.kind !== 'call') continue;
+    const value = data.arguments?.[argument];
+    if (typeof value === 'string' && value.length > 0) paths.push(value);
+  }
+  return paths;
+}

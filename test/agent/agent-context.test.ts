@@ -193,13 +193,16 @@ describe('instruction files', () => {
 });
 
 describe('saved prompts', () => {
-  test('list_prompts: the project\'s and the user\'s, front matter read, the project\'s winning a shared name', async () => {
+  test('list_prompts: the project\'s and the user\'s, front matter read, the project\'s winning a shared name, a link leading out not read', async () => {
     const workspace = await folder('ra-ctx-prompts-');
     const dataTemp = await folder('ra-ctx-prompts-data-');
     await mkdir(join(workspace, '.remote-assistant', 'prompts'), { recursive: true });
     await writeFile(join(workspace, '.remote-assistant', 'prompts', 'review.md'), '---\nname: review\ndescription: "Review a file"\n---\nReview $ARGUMENTS for bugs.\n');
     await writeFile(join(workspace, '.remote-assistant', 'prompts', 'tests.md'), 'Run the tests and fix what fails.\n');
     await writeFile(join(workspace, '.remote-assistant', 'prompts', 'bad name!.md'), 'ignored\n');
+    const outside = await folder('ra-ctx-prompts-outside-');
+    await writeFile(join(outside, 'leak.md'), 'OUTSIDE-PROMPT\n');
+    await symlink(join(outside, 'leak.md'), join(workspace, '.remote-assistant', 'prompts', 'leak.md'));
     await mkdir(join(dataTemp, 'prompts'));
     await writeFile(join(dataTemp, 'prompts', 'review.md'), 'the user\'s review\n');
     await writeFile(join(dataTemp, 'prompts', 'standup.md'), '---\ndescription: What changed today\n---\nSummarise today\'s commits.\n');

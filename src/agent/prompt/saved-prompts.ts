@@ -31,35 +31,27 @@ export async function listSavedPrompts(roots: readonly string[], dataDir: string
   return [...prompts.values()];
 }
 
-async function projectPrompts(roots: string[], root: string): Promise<SavedPrompt[]> {
+/** The workspace's prompts, each opened through the file tools' confinement. */
+function projectPrompts(roots: string[], root: string): Promise<SavedPrompt[]> {
   const folder = path.join(root, PROJECT_PROMPTS_FOLDER);
-  const found: SavedPrompt[] = [];
-  for (const name of await markdownFiles(folder)) {
-    let handle: FileHandle | undefined;
-    try {
-      const target = await resolveWorkspacePath(roots, path.join(folder, name));
-      handle = await openForReading(target, name);
-      const prompt = await promptOf(handle, name, 'project');
-      if (prompt) found.push(prompt);
-    } catch {
-      // A link leading out, a file gone meanwhile: not a prompt.
-    } finally {
-      await handle?.close();
-    }
-  }
-  return found;
+  return promptsIn(folder, 'project', async (name) => openForReading(await resolveWorkspacePath(roots, path.join(folder, name)), name));
 }
 
-async function userPrompts(folder: string): Promise<SavedPrompt[]> {
+/** The user's prompts in the data directory: regular files, a symbolic link not followed. */
+function userPrompts(folder: string): Promise<SavedPrompt[]> {
+  return promptsIn(folder, 'user', (name) => open(path.join(folder, name), constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0)));
+}
+
+async function promptsIn(folder: string, scope: SavedPrompt['scope'], openFile: (name: string) => Promise<FileHandle>): Promise<SavedPrompt[]> {
   const found: SavedPrompt[] = [];
   for (const name of await markdownFiles(folder)) {
     let handle: FileHandle | undefined;
     try {
-      handle = await open(path.join(folder, name), constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
-      const prompt = await promptOf(handle, name, 'user');
+      handle = await openFile(name);
+      const prompt = await promptOf(handle, name, scope);
       if (prompt) found.push(prompt);
     } catch {
-      // Not readable: not a prompt.
+      // A link leading out, a file gone meanwhile, unreadable: not a prompt.
     } finally {
       await handle?.close();
     }

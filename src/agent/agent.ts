@@ -424,6 +424,7 @@ export class Agent {
           timeoutMs: this.deps.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
           files,
         });
+        this.context.toolRan();
         const shown = outcome.image ? await keepImage(store, outcome.image) : undefined;
         const result: NewMessage = {
           id: randomUUID(),

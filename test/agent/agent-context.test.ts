@@ -4,6 +4,7 @@ import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { GIT_STATUS_MAX_AGE_MS, GitStatusCache, summaryOf } from '../../src/agent/prompt/git-status';
 import { BUILTIN_SYSTEM_PROMPT } from '../../src/agent/prompt/system-prompt';
 import { expandPrompt, slashCommandOf } from '../../src/protocol';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../helpers/fake-openai';
@@ -83,6 +84,13 @@ describe('the system prompt and the environment block', () => {
     for (const secret of [TEST_API_KEY, TEST_TOKEN]) assert.ok(!sent.includes(secret), 'no secret reaches the model');
     const user = (request.body.messages as { role: string; content: string }[]).at(-1)!;
     assert.deepEqual(user, { role: 'user', content: 'where am I?' }, "the user's message is left as it was typed");
+
+    // The agent's own write counts on the next turn (git's status is asked again after a tool ran).
+    fake.script({ tool_calls: [{ id: 'w1', name: 'write_file', arguments: { path: 'made.txt', content: 'x' } }] }, { text: 'written' }, { text: 'ok' });
+    assert.equal((await client.request({ type: 'chat', message: 'write it' })).status, 'ok');
+    assert.ok(systemOf(fake.requests.at(-1)!).includes('(git branch feature-ctx, 2 changed files)'), 'the environment is computed once a turn');
+    assert.equal((await client.request({ type: 'chat', message: 'and now?' })).status, 'ok');
+    assert.ok(systemOf(fake.requests.at(-1)!).includes('(git branch feature-ctx, 3 changed files)'));
   });
 
   test('outside a repository: said so, no branch; system_prompt_mode "replace" leaves out our prompt', async () => {
@@ -97,6 +105,32 @@ describe('the system prompt and the environment block', () => {
     const config = (await client.request({ type: 'get_config' })).data as { system_prompt_mode: string; instructions: unknown[] };
     assert.equal(config.system_prompt_mode, 'replace');
     assert.deepEqual(config.instructions, []);
+  });
+});
+
+describe('git status, cheaply', () => {
+  test('asked again when HEAD or the index changes, after a tool ran, or once it is old; else reused', async () => {
+    const repo = await folder('ra-ctx-gitcache-');
+    git(repo, 'init', '-q', '-b', 'main');
+    let asked = 0;
+    const cache = new GitStatusCache(async () => ({ branch: 'main', changed: (asked += 1) }));
+    const t0 = Date.now();
+    assert.equal((await cache.summary(repo, t0))?.changed, 1);
+    assert.equal((await cache.summary(repo, t0 + 1))?.changed, 1, 'reused');
+    await writeFile(join(repo, 'a.txt'), 'a');
+    git(repo, 'add', 'a.txt');
+    assert.equal((await cache.summary(repo, t0 + 2))?.changed, 2, 'the index changed');
+    cache.changed();
+    assert.equal((await cache.summary(repo, t0 + 3))?.changed, 3, 'a tool ran');
+    assert.equal((await cache.summary(repo, t0 + 3 + GIT_STATUS_MAX_AGE_MS))?.changed, 4, 'too old');
+  });
+
+  test('the status line read: branch, detached, no commits yet, not a repository', () => {
+    assert.deepEqual(summaryOf('## main...origin/main [ahead 1]\n M a.ts\n?? b.ts\n', false), { branch: 'main', changed: 2 });
+    assert.deepEqual(summaryOf('## HEAD (no branch)\n', false), { branch: 'detached HEAD', changed: 0 });
+    assert.deepEqual(summaryOf('## No commits yet on trunk\n?? x\n', false), { branch: 'trunk (no commits yet)', changed: 1 });
+    assert.deepEqual(summaryOf('## main\n M a\n', true), { branch: 'main', changed: 'many' });
+    assert.equal(summaryOf('', false), undefined);
   });
 });
 

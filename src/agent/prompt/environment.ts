@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { COMMAND_SHELL } from '../tools/builtin/run-command';
-import { gitSummary, type GitSummary } from './git-status';
+import type { GitSummary } from './git-status';
 
 /** The window assumed for a model nobody gave one for (prices' `context_window`, or the server's own figure). */
 export const DEFAULT_CONTEXT_WINDOW_TOKENS = 32_000;
@@ -20,6 +20,8 @@ export interface EnvironmentFacts {
   /** Tokens, or null when not known (then DEFAULT_CONTEXT_WINDOW_TOKENS is said to be assumed). */
   contextWindow: number | null;
   now?: Date;
+  /** The branch and changed files of a folder (GitStatusCache.summary). */
+  git: (folder: string) => Promise<GitSummary | undefined>;
 }
 
 /**
@@ -29,7 +31,7 @@ export interface EnvironmentFacts {
  */
 export async function environmentBlock(facts: EnvironmentFacts): Promise<string> {
   const now = facts.now ?? new Date();
-  const git = await Promise.all(facts.roots.slice(0, MAX_GIT_FOLDERS).map((root) => gitSummary(root)));
+  const git = await Promise.all(facts.roots.slice(0, MAX_GIT_FOLDERS).map((root) => facts.git(root)));
   const lines = [
     `- Date and time: ${localTime(now)}`,
     `- Operating system: ${os.type()} ${os.release()} (${process.arch}); run_command's shell: ${COMMAND_SHELL}`,

@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
 
 /** git gets this long to answer; a slower repository (or a hung filesystem) is left out of the turn. */
 export const GIT_TIMEOUT_MS = 1000;
@@ -32,6 +34,43 @@ export function gitSummary(folder: string): Promise<GitSummary | undefined> {
       },
     );
   });
+}
+
+/** A summary is asked of git again after this long at most, whatever else says it is unchanged. */
+export const GIT_STATUS_MAX_AGE_MS = 10_000;
+
+/**
+ * gitSummary per folder, asked again only when it may have changed: git's HEAD or index changed (a
+ * commit, checkout, stage), a tool of the agent may have changed files (`changed()`), or
+ * GIT_STATUS_MAX_AGE_MS passed (an edit made in the editor touches neither). A status of a repository of
+ * 10,000 files takes tens of milliseconds: more than the rest of a turn's own work.
+ */
+export class GitStatusCache {
+  private readonly entries = new Map<string, { key: string; generation: number; at: number; summary: GitSummary | undefined }>();
+  private generation = 0;
+
+  constructor(private readonly ask: (folder: string) => Promise<GitSummary | undefined> = gitSummary) {}
+
+  /** Files may have changed (a tool ran): every summary is asked again. */
+  changed(): void {
+    this.generation += 1;
+  }
+
+  async summary(folder: string, now = Date.now()): Promise<GitSummary | undefined> {
+    const key = await gitStateKey(folder);
+    const cached = this.entries.get(folder);
+    if (cached && cached.key === key && cached.generation === this.generation && now - cached.at < GIT_STATUS_MAX_AGE_MS) return cached.summary;
+    const generation = this.generation;
+    const summary = await this.ask(folder);
+    this.entries.set(folder, { key, generation, at: now, summary });
+    return summary;
+  }
+}
+
+/** What changes when HEAD or the index does (a folder inside a repository, or a worktree, has no .git folder of its own: then only time tells). */
+async function gitStateKey(folder: string): Promise<string> {
+  const of = (file: string) => stat(path.join(folder, '.git', file)).then((s) => `${s.mtimeMs}/${s.size}`, () => '-');
+  return `${await of('HEAD')}:${await of('index')}`;
 }
 
 /** `## main...origin/main [ahead 1]` then one line per changed file. */

@@ -4,6 +4,7 @@ import { contextOf, fenced } from '../chat-context';
 import type { ChatMessage } from '../providers/types';
 import type { ToolCallData } from '../transcript';
 import { environmentBlock, type EnvironmentFacts } from './environment';
+import { GitStatusCache } from './git-status';
 import { InstructionFiles, type InstructionFile } from './instruction-files';
 import { systemPromptOf } from './system-prompt';
 
@@ -23,6 +24,7 @@ const PATH_ARGUMENTS: Readonly<Record<string, string>> = {
  */
 export class TurnContext {
   readonly instructions: InstructionFiles;
+  private readonly git = new GitStatusCache();
 
   constructor(
     private readonly workspaceRoots: () => string[],
@@ -38,8 +40,13 @@ export class TurnContext {
   }
 
   /** The turn's environment block (computed once a turn: git is asked then). */
-  environment(facts: Omit<EnvironmentFacts, 'roots'>): Promise<string> {
-    return environmentBlock({ ...facts, roots: this.workspaceRoots() });
+  environment(facts: Omit<EnvironmentFacts, 'roots' | 'git'>): Promise<string> {
+    return environmentBlock({ ...facts, roots: this.workspaceRoots(), git: (folder) => this.git.summary(folder) });
+  }
+
+  /** A tool ran: the workspace's files may have changed, so git's status is asked again next turn. */
+  toolRan(): void {
+    this.git.changed();
   }
 
   /** The system message of one request: prompt, instruction files (re-read if changed), environment. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ServiceError, type Message, type QueuedMessage, type SavedPrompt, type RequestId, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
-import { bindAttachments, insertAttachment, type NewMessage, type Store } from '../store';
+import { bindAttachments, insertAttachment, type MessageRow, type NewMessage, type Store } from '../store';
 import { canAccess, sourceLabel } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
 import { fitHistory } from './history';
@@ -15,7 +15,7 @@ import { KeyedQueue } from './keyed-queue';
 import { previewOf } from './preview';
 import type { InstructionFile } from './prompt/instruction-files';
 import { listSavedPrompts } from './prompt/saved-prompts';
-import { TurnContext } from './prompt/turn-context';
+import { TurnContext, type TurnInstructions } from './prompt/turn-context';
 import type { PermissionGate } from './permissions';
 import { ProviderError, type ChatMessage, type Provider, type ToolSpec } from './providers/types';
 import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall } from './tool-runner';
@@ -131,6 +131,8 @@ export interface AgentDeps {
   workspaceRoots?: () => string[];
   /** The data directory: its AGENTS.md holds the user's instructions for every project (default: none). */
   dataDir?: string;
+  /** false: only service.json's system_prompt is sent, none of the turn's context (the benchmarks' baseline). Default true. */
+  withContext?: boolean;
 }
 
 /** An instruction file in force as clients see it (list_instructions, get_config): without its text. */
@@ -311,7 +313,7 @@ export class Agent {
     let streamed = '';
     let usageStored = false;
     try {
-      const text = await this.loop(conversationId, input, log, onEvent, usage, new TurnFiles(store, conversationId, turnId), (delta) => {
+      const text = await this.loop(conversationId, input, log, onEvent, usage, new TurnFiles(store, conversationId, turnId, () => this.context.filesChanged()), (delta) => {
         streamed += delta;
         onEvent({ event: 'delta', conversation_id: conversationId, delta });
       });
@@ -355,12 +357,22 @@ export class Agent {
     }
   }
 
+  /**
+   * The system message of one request. Each step: an instruction file the last step edited, or a
+   * folder it reached, counts at once; the environment block is the turn's.
+   */
+  private async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], instructions: TurnInstructions, environment: () => Promise<string>): Promise<ChatMessage | undefined> {
+    if (this.deps.withContext === false) return config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
+    return this.context.systemMessage(config, rows, await environment(), instructions);
+  }
+
   /** Model calls and tool runs until the model answers; returns the final text. */
   private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: AgentEventSink, usage: TurnUsage, files: TurnFiles, onDelta: (delta: string) => void): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
     // Once a turn: git is asked then, and the date and time are those of the message.
     let environment: string | undefined;
+    const instructions: TurnInstructions = {};
     for (let step = 1; ; step += 1) {
       // Read afresh each step: a config change (model, permission_mode, tools) applies to the next step.
       const config = this.deps.config();
@@ -372,14 +384,15 @@ export class Agent {
       const lastStep = step >= config.max_steps;
       const model = input.model ?? config.model;
       const provider = this.deps.provider(config);
-      environment ??= await this.context.environment({
-        client: input.client ?? sourceLabel(input.source),
-        remote: input.source !== 'editor',
-        model,
-        contextWindow: contextWindowOf(config, provider.name, model),
+      const system = await this.systemMessage(config, rows, instructions, async () => {
+        environment ??= await this.context.environment({
+          client: input.client ?? sourceLabel(input.source),
+          remote: input.source !== 'editor',
+          model,
+          contextWindow: contextWindowOf(config, provider.name, model),
+        });
+        return environment;
       });
-      // Each step: an instruction file the last step edited, or a folder it reached, counts at once.
-      const system = await this.context.systemMessage(config, rows, environment);
       const messages = await withAttachments(fitHistory(system, history, HISTORY_TOKEN_BUDGET), seesImages(config, model), {
         blobs: store.blobs,
         workspaceRoots: this.deps.workspaceRoots ?? (() => []),
@@ -424,7 +437,6 @@ export class Agent {
           timeoutMs: this.deps.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
           files,
         });
-        this.context.toolRan();
         const shown = outcome.image ? await keepImage(store, outcome.image) : undefined;
         const result: NewMessage = {
           id: randomUUID(),

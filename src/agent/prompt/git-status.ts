@@ -41,7 +41,7 @@ export const GIT_STATUS_MAX_AGE_MS = 10_000;
 
 /**
  * gitSummary per folder, asked again only when it may have changed: git's HEAD or index changed (a
- * commit, checkout, stage), a tool of the agent may have changed files (`changed()`), or
+ * commit, checkout, stage), a tool of the agent wrote a file or ran a command (`changed()`), or
  * GIT_STATUS_MAX_AGE_MS passed (an edit made in the editor touches neither). A status of a repository of
  * 10,000 files takes tens of milliseconds: more than the rest of a turn's own work.
  */
@@ -51,7 +51,7 @@ export class GitStatusCache {
 
   constructor(private readonly ask: (folder: string) => Promise<GitSummary | undefined> = gitSummary) {}
 
-  /** Files may have changed (a tool ran): every summary is asked again. */
+  /** Files may have changed (a tool wrote one, or ran a command): every summary is asked again. */
   changed(): void {
     this.generation += 1;
   }

@@ -50,45 +50,52 @@ export class InstructionFiles {
 
   /** The files in force for a turn whose tools touched `touched` (paths as the tools were given them, newest last). */
   async inForce(roots: string[], touched: readonly string[] = []): Promise<InstructionFile[]> {
-    const found: { scope: 'user' | 'project'; path: string; bytes: number; text: string }[] = [];
-    const user = this.userDir ? await this.readUserFile(path.join(this.userDir, FOLDER_INSTRUCTION_FILE)) : undefined;
-    if (user) found.push({ scope: 'user', path: FOLDER_INSTRUCTION_FILE, ...user });
+    type Found = { root: string; relative: string; bytes: number; text: string };
+    const atRoots = roots.flatMap((given) => {
+      const root = path.resolve(given);
+      return ROOT_INSTRUCTION_FILES.map(async (relative): Promise<Found | undefined> => {
+        const file = await this.readProjectFile(roots, root, relative);
+        return file && { root, relative, ...file };
+      });
+    });
+    const nested = nearestFolders(roots, touched).map((folder) => this.nearestAbove(roots, folder.root, folder.relative));
+    // Looked at side by side: each look is a few system calls, each waiting its turn in libuv's pool.
+    const [user, found] = await Promise.all([
+      this.userDir ? this.readUserFile(path.join(this.userDir, FOLDER_INSTRUCTION_FILE)) : undefined,
+      Promise.all([...atRoots, ...nested]),
+    ]);
+    const files: { scope: 'user' | 'project'; path: string; bytes: number; text: string }[] = user ? [{ scope: 'user', path: FOLDER_INSTRUCTION_FILE, ...user }] : [];
     const seen = new Set<string>();
-    const add = async (root: string, relative: string) => {
-      const key = path.join(root, relative);
-      if (seen.has(key)) return;
-      seen.add(key);
-      const file = await this.readProjectFile(roots, root, relative);
-      if (file) found.push({ scope: 'project', path: roots.length > 1 ? `${path.basename(root)}/${relative}` : relative, ...file });
-    };
-    for (const root of roots) for (const name of ROOT_INSTRUCTION_FILES) await add(path.resolve(root), name);
-    for (const folder of nearestFolders(roots, touched)) {
-      const nearest = await this.nearestAbove(roots, folder.root, folder.relative);
-      if (nearest) await add(folder.root, nearest);
+    for (const file of found) {
+      const key = file && path.join(file.root, file.relative);
+      if (!file || seen.has(key!)) continue;
+      seen.add(key!);
+      files.push({ scope: 'project', path: roots.length > 1 ? `${path.basename(file.root)}/${file.relative}` : file.relative, bytes: file.bytes, text: file.text });
     }
-    return withinBudget(found);
+    return withinBudget(files);
   }
 
   /** The AGENTS.md of `relative`'s folder or the nearest folder above it, below the root (the root's own is read anyway). */
-  private async nearestAbove(roots: string[], root: string, relative: string): Promise<string | undefined> {
+  private async nearestAbove(roots: string[], root: string, relative: string): Promise<{ root: string; relative: string; bytes: number; text: string } | undefined> {
     for (let folder = relative; folder !== '.' && folder !== ''; folder = path.posix.dirname(folder)) {
       const candidate = `${folder}/${FOLDER_INSTRUCTION_FILE}`;
-      // A cheap look first: most folders hold none, and those cost one lstat each.
-      const exists = await lstat(path.join(root, candidate)).then(() => true, () => false);
-      if (exists && (await this.readProjectFile(roots, root, candidate))) return candidate;
+      const file = await this.readProjectFile(roots, root, candidate);
+      if (file) return { root, relative: candidate, ...file };
     }
     return undefined;
   }
 
   /** A workspace file through the file tools' confinement; undefined when absent, refused, binary or not a file. */
   private async readProjectFile(roots: string[], root: string, relative: string): Promise<{ bytes: number; text: string } | undefined> {
+    // A cheap look first: most places hold none, and those cost one lstat each.
+    if (!(await lstat(path.join(root, relative)).then(() => true, () => false))) return undefined;
     let handle: FileHandle | undefined;
     try {
       const target = await resolveWorkspacePath(roots, path.join(root, relative));
       handle = await openForReading(target, relative);
       return await this.readOpen(target.path, handle);
     } catch {
-      // Absent, outside the workspace through a link, in the data directory, unreadable: not in force.
+      // Outside the workspace through a link, in the data directory, unreadable: not in force.
       return undefined;
     } finally {
       await handle?.close();

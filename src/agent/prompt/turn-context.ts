@@ -44,17 +44,34 @@ export class TurnContext {
     return environmentBlock({ ...facts, roots: this.workspaceRoots(), git: (folder) => this.git.summary(folder) });
   }
 
-  /** A tool ran: the workspace's files may have changed, so git's status is asked again next turn. */
-  toolRan(): void {
+  /** A tool wrote a file or ran a command: git's status is asked again next turn. */
+  filesChanged(): void {
     this.git.changed();
   }
 
-  /** The system message of one request: prompt, instruction files (re-read if changed), environment. */
-  async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], environment: string): Promise<ChatMessage> {
-    const files = await this.filesInForce(rows);
+  /**
+   * The system message of one request: prompt, instruction files, environment. The files are looked at
+   * afresh (re-read if changed) on a turn's first step, and on a later step when it touched a path not
+   * touched before (a folder with its own AGENTS.md, or an instruction file it edited); `turn` keeps
+   * them between the steps of one turn.
+   */
+  async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], environment: string, turn: TurnInstructions = {}): Promise<ChatMessage> {
+    const touched = [...new Set(touchedPaths(rows))];
+    const key = touched.join('\n');
+    if (turn.files === undefined || turn.key !== key) {
+      turn.files = await this.instructions.inForce(this.workspaceRoots(), touched);
+      turn.key = key;
+    }
+    const files = turn.files;
     const parts = [systemPromptOf(config), instructionsText(files), environment].filter((part) => part.length > 0);
     return { role: 'system', content: parts.join('\n\n') };
   }
+}
+
+/** The instruction files of a turn so far, and the touched paths they were found for. */
+export interface TurnInstructions {
+  key?: string;
+  files?: InstructionFile[];
 }
 
 /** The instruction files as the model reads them: each under a heading naming it, fenced (its text cannot pose as ours). */

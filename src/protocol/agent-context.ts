@@ -1,5 +1,7 @@
 import { z } from 'zod';
 
+export * from './saved-prompt-text';
+
 /**
  * What the agent is given besides the conversation (docs/protocol.md, "The agent's context"): the
  * instruction files in force, and the saved prompts a client offers as shortcuts. No imports but zod:
@@ -23,11 +25,6 @@ export const InstructionFileInfo = z.object({
 });
 export type InstructionFileInfo = z.infer<typeof InstructionFileInfo>;
 
-/** A saved prompt's name: what `/name` types in the editor's chat. */
-export const SAVED_PROMPT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
-/** Where the prompt's argument goes; a prompt without it gets the argument after its text. */
-export const PROMPT_ARGUMENTS = '$ARGUMENTS';
-
 export const SavedPrompt = z.object({
   name: z.string(),
   description: z.string(),
@@ -39,19 +36,3 @@ export const SavedPrompt = z.object({
   takes_arguments: z.boolean(),
 });
 export type SavedPrompt = z.infer<typeof SavedPrompt>;
-
-/**
- * The message a saved prompt sends: its template with every `$ARGUMENTS` replaced by `args`; a template
- * without the placeholder gets a non-empty argument after it, on a line of its own.
- */
-export function expandPrompt(template: string, args: string): string {
-  const given = args.trim();
-  if (template.includes(PROMPT_ARGUMENTS)) return template.split(PROMPT_ARGUMENTS).join(given);
-  return given ? `${template}\n\n${given}` : template;
-}
-
-/** `/name rest` typed in a chat: the prompt's name and its argument, or undefined when the text is not one. */
-export function slashCommandOf(text: string): { name: string; args: string } | undefined {
-  const match = /^\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})(?:\s+([\s\S]*))?$/.exec(text.trim());
-  return match ? { name: match[1], args: match[2] ?? '' } : undefined;
-}

@@ -3,7 +3,8 @@
  * force (a line of small chips under the header) and the saved prompts (one-tap buttons above the
  * message box; one that takes an argument asks for it first). docs/protocol.md, "The agent's context".
  */
-import { expandPrompt, slashCommandOf, type InstructionFileInfo, type SavedPrompt } from '../../protocol';
+import type { InstructionFileInfo, SavedPrompt } from '../../protocol';
+import { expandPrompt, slashCommandOf } from '../../protocol/saved-prompt-text';
 import { h } from './dom';
 
 /** The instruction files in force for the conversation on screen. */

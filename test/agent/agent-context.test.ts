@@ -6,6 +6,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { GIT_STATUS_MAX_AGE_MS, GitStatusCache, summaryOf } from '../../src/agent/prompt/git-status';
 import { BUILTIN_SYSTEM_PROMPT } from '../../src/agent/prompt/system-prompt';
+import { environmentBlock } from '../../src/agent/prompt/environment';
+import { clientLabel } from '../../src/commands/agent-context-handlers';
+import type { ClientSession } from '../../src/commands/session';
+import type { Store } from '../../src/store';
 import { expandPrompt, slashCommandOf } from '../../src/protocol';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../helpers/fake-openai';
 import { TEST_API_KEY, TEST_TOKEN, startService, type RunningService } from '../helpers/service';
@@ -105,6 +109,26 @@ describe('the system prompt and the environment block', () => {
     const config = (await client.request({ type: 'get_config' })).data as { system_prompt_mode: string; instructions: unknown[] };
     assert.equal(config.system_prompt_mode, 'replace');
     assert.deepEqual(config.instructions, []);
+  });
+});
+
+describe('who sent the message', () => {
+  test("a paired phone is named by its device name, on one line; the environment never holds the process's environment", async () => {
+    const session = (source: string, deviceId?: string) => ({ source, deviceId }) as unknown as ClientSession;
+    const store = { devices: { get: (id: string) => (id === 'd1' ? { device_name: 'Ada\u2019s Pixel' } : undefined) } } as unknown as Store;
+    assert.equal(clientLabel(session('relay', 'd1'), { store }), 'phone (relay), device “Ada’s Pixel”');
+    assert.equal(clientLabel(session('ws'), { store }), 'LAN');
+    assert.equal(clientLabel(session('webhook:support'), { store }), 'webhook “support”');
+    process.env.RA_TEST_SECRET_VALUE = 'env-secret-9c1f2e';
+    try {
+      const block = await environmentBlock({ roots: [], client: 'phone (relay), device “a\nb”', remote: true, model: 'm', contextWindow: null, git: async () => undefined });
+      assert.ok(!block.includes('env-secret-9c1f2e'));
+      assert.match(block, /This message came from: phone \(relay\), device “a b” \(the user may be away/);
+      assert.match(block, /Workspace: none open/);
+      assert.match(block, /context window: not known, assume about 32000 tokens/);
+    } finally {
+      delete process.env.RA_TEST_SECRET_VALUE;
+    }
   });
 });
 

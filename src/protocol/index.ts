@@ -19,3 +19,4 @@ export * from './export-reader';
 export * from './undo';
 export * from './attachments';
 export * from './agent-context';
+export * from './display-name';

@@ -1,4 +1,5 @@
 import os from 'node:os';
+import { displayName } from '../../protocol';
 import { COMMAND_SHELL } from '../tools/builtin/run-command';
 import type { GitSummary } from './git-status';
 
@@ -66,6 +67,6 @@ export function localTime(now: Date): string {
 }
 
 function oneLine(text: string): string {
-  const line = text.replace(/\s+/g, ' ').trim();
+  const line = displayName(text.replace(/\s+/g, ' ')).trim();
   return line.length > MAX_CLIENT_CHARS ? `${line.slice(0, MAX_CLIENT_CHARS)}…` : line;
 }

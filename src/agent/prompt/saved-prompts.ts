@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { open, readdir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { PROMPT_ARGUMENTS, SAVED_PROMPT_NAME, type SavedPrompt } from '../../protocol';
+import { displayName, PROMPT_ARGUMENTS, SAVED_PROMPT_NAME, type SavedPrompt } from '../../protocol';
 import { openForReading } from '../tools/anchored-fs';
 import { decodeText } from '../tools/text-files';
 import { resolveWorkspacePath } from '../tools/workspace';
@@ -83,7 +83,8 @@ export function parsePrompt(text: string, fileName: string, scope: SavedPrompt['
   const name = fields.name ?? fileName.replace(/\.md$/i, '');
   const template = body.trim();
   if (!SAVED_PROMPT_NAME.test(name) || template.length === 0) return undefined;
-  return { name, description: fields.description ?? '', scope, template, takes_arguments: template.includes(PROMPT_ARGUMENTS) };
+  // The description is shown as a button's label or title: no bidi or control characters (protocol/display-name.ts).
+  return { name, description: displayName(fields.description ?? ''), scope, template, takes_arguments: template.includes(PROMPT_ARGUMENTS) };
 }
 
 /** `---` lines around `key: value` lines at the top (the common subset of YAML front matter; quotes around a value are dropped). */

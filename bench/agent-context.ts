@@ -2,8 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
+import type { Provider } from '../src/agent/providers/types';
 import { Service } from '../src/service';
+import { instantProvider } from './agent';
 import { fmt } from './util';
 
 /**
@@ -35,17 +36,7 @@ async function repository(): Promise<string> {
 
 /** Reads a file of a different package on each of `reads` steps, then answers: each step may bring a nested AGENTS.md. */
 function readingProvider(reads: number): Provider {
-  return {
-    name: 'instant',
-    async complete(request: CompletionRequest): Promise<CompletionResult> {
-      const lastUser = request.messages.map((m) => m.role).lastIndexOf('user');
-      const done = request.messages.slice(lastUser).filter((m) => m.role === 'tool').length;
-      if (done < reads) {
-        return { text: '', tool_calls: [{ id: `r${done}`, name: 'read_file', arguments: { path: `pkg${(done * 10) % PACKAGES}/src/file${done}.ts` } }], finish_reason: 'tool_calls' };
-      }
-      return { text: 'done', tool_calls: [], finish_reason: 'stop' };
-    },
-  };
+  return instantProvider(reads, (i) => ({ id: `r${i}`, name: 'read_file', arguments: { path: `pkg${(i * 10) % PACKAGES}/src/file${i}.ts` } }));
 }
 
 async function meanTurnMs(service: Service, turns: number): Promise<number> {

@@ -15,6 +15,10 @@ function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof Hi
       return db.put(request.bodies);
     case 'get':
       return db.get(request.keys);
+    case 'fill':
+      return db.fill(request.bodies, request.above);
+    case 'salvage':
+      throw new Error('salvage is handled by run()');
     case 'keys':
       return db.keysBetween(request.from, request.to);
     case 'remove':
@@ -33,7 +37,8 @@ function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof Hi
   }
 }
 
-function run(port: MessagePort, db: HistoryDb): void {
+function run(port: MessagePort, opened: HistoryDb): void {
+  let db = opened;
   let queue: Job[] = [];
   let scheduled = false;
   const reply = (message: WorkerOutbound) => port.postMessage(message);
@@ -47,6 +52,14 @@ function run(port: MessagePort, db: HistoryDb): void {
       if (jobs[i].request.op !== 'put') {
         const job = jobs[i++];
         try {
+          if (job.request.op === 'salvage') {
+            // The damaged database is closed and replaced: later requests use the rebuilt one.
+            const { refs, placeholder, above } = job.request;
+            const salvaged = HistoryDb.salvage(db, refs, placeholder, above);
+            db = salvaged.db;
+            reply({ id: job.id, ok: true, value: salvaged.result });
+            continue;
+          }
           reply({ id: job.id, ok: true, value: handle(db, job.request) });
         } catch (err) {
           fail(job.id, err);
@@ -96,13 +109,13 @@ if (!isMainThread && parentPort) {
     if (!('open' in first)) return;
     let db: HistoryDb;
     try {
-      db = new HistoryDb(first.open);
+      db = new HistoryDb(first.open, first.recover);
     } catch (err) {
       port.postMessage({ ready: false, error: err instanceof Error ? err.message : String(err) } satisfies WorkerOutbound);
       port.close();
       return;
     }
-    port.postMessage({ ready: true, stats: db.stats() } satisfies WorkerOutbound);
+    port.postMessage({ ready: true, stats: db.stats(), damage: db.damage } satisfies WorkerOutbound);
     run(port, db);
   });
 }

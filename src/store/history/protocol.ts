@@ -12,6 +12,27 @@ export interface BodyIn {
   data: string | null;
 }
 
+/** A body stored under a given key (history-db.ts `fill`). */
+export interface KeyedBody extends BodyIn {
+  key: number;
+  cut?: boolean;
+}
+
+/** A body a message refers to, for rebuilding a damaged history.db (`serve --recover`). */
+export interface BodyRef {
+  key: number;
+  conversation_id: string;
+  role: BodyIn['role'];
+}
+
+export interface SalvageResult {
+  /** Where the damaged file (and its WAL) was kept. */
+  aside: string;
+  /** Bodies read back from it, and those lost (stored as a placeholder). */
+  kept: number;
+  lost: number;
+}
+
 export interface BodyOut {
   key: number;
   content: string;
@@ -36,6 +57,8 @@ export interface HistoryStats {
 export type HistoryRequest =
   | { op: 'put'; bodies: BodyIn[] }
   | { op: 'get'; keys: number[] }
+  | { op: 'fill'; bodies: KeyedBody[]; above: number }
+  | { op: 'salvage'; refs: BodyRef[]; placeholder: string; above: number }
   | { op: 'keys'; from: number; to: number }
   | { op: 'remove'; keys: number[] }
   | { op: 'cut'; keys: number[]; keepChars: number; note: string }
@@ -47,6 +70,8 @@ export type HistoryRequest =
 export interface HistoryReplies {
   put: number[];
   get: BodyOut[];
+  fill: number;
+  salvage: SalvageResult;
   keys: number[];
   remove: number;
   cut: Array<[number, number]>;
@@ -57,10 +82,10 @@ export interface HistoryReplies {
 }
 
 /** `open` comes first: the worker starts (and compiles SQLite) while the main thread loads sql.js. */
-export type WorkerInbound = { open: string } | { id: number; request: HistoryRequest } | { id: number; close: true };
+export type WorkerInbound = { open: string; recover: boolean } | { id: number; request: HistoryRequest } | { id: number; close: true };
 
 export type WorkerOutbound =
-  | { ready: true; stats: HistoryStats }
+  | { ready: true; stats: HistoryStats; damage: string | null }
   | { ready: false; error: string }
   | WorkerAnswer
   /** Answers sent together (a group commit's puts), so their writers continue in the same tick. */

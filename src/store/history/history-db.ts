@@ -3,9 +3,9 @@
 import { closeSync, existsSync, openSync, renameSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
-import { truncationOf } from './integrity';
+import { damageAtOpen } from './integrity';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
-import { DISK_FULL } from './protocol';
+import { DAMAGE_SEEN_KEY, DISK_FULL } from './protocol';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import type { BodyIn, BodyOut, BodyRef, HistoryStats, KeyedBody, RawSearchHit, SalvageResult } from './protocol';
 
@@ -31,9 +31,6 @@ CREATE TRIGGER IF NOT EXISTS bodies_au AFTER UPDATE OF content ON bodies WHEN ol
   INSERT INTO bodies_fts (bodies_fts, rowid, content) VALUES ('delete', old.key, old.content);
   INSERT INTO bodies_fts (rowid, content) VALUES (new.key, new.content);
 END;`;
-
-/** The newest bodies read whole at open (their pages, overflow included): damage at the file's end shows. */
-const RECENT_BODIES_CHECKED = 64;
 
 /** Keys per statement: well under SQLite's bound-parameter limit. */
 const CHUNK = 500;
@@ -77,6 +74,7 @@ export class HistoryDb {
   private readonly db: SqliteFile;
   /** Why the file is damaged (found at open), null when the check found nothing; set only with `recover`. */
   readonly damage: string | null;
+  private damageNoted = false;
 
   /**
    * With `recover`, a file found damaged at open is opened anyway (`damage` says why), for `salvage` to
@@ -95,7 +93,7 @@ export class HistoryDb {
       const mode = this.db.get('PRAGMA journal_mode')?.journal_mode;
       if (mode !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`);
       // Before anything is written: a checkpoint into a file cut short would fill the gap with zeros.
-      damage = this.damageAtOpen();
+      damage = damageAtOpen(this.db, file);
       // A damaged file is only read from now on (a salvage into a new file follows: HistoryDb.salvage).
       if (damage === null) {
         this.db.exec(SCHEMA);
@@ -117,18 +115,17 @@ export class HistoryDb {
     this.damage = damage;
   }
 
-  /** Why the file just opened is damaged, or null: the cheap checks (integrity.ts), then the newest bodies read whole. */
-  private damageAtOpen(): string | null {
-    const pageSize = Number(this.db.get('PRAGMA page_size')?.page_size ?? 0);
-    const pageCount = Number(this.db.get('PRAGMA page_count')?.page_count ?? 0);
-    const cut = pageCount > 0 ? truncationOf(this.file, pageSize, pageCount) : null;
-    if (cut !== null) return cut;
+  /**
+   * Notes in the file that a read met damage (once), so the next open refuses it until `serve --recover`
+   * rebuilds it, rather than serving it with /health ok until a read meets the damage again.
+   */
+  noteDamage(what: string): void {
+    if (this.damageNoted) return;
+    this.damageNoted = true;
     try {
-      if (!this.db.get("SELECT 1 AS present FROM sqlite_master WHERE name = 'bodies'")) return null;
-      this.db.all('SELECT length(content) + coalesce(length(data), 0) AS n FROM bodies ORDER BY key DESC LIMIT ?', [RECENT_BODIES_CHECKED]);
-      return null;
-    } catch (err) {
-      return `reading its newest bodies failed: ${err instanceof Error ? err.message : String(err)}`;
+      this.db.run('INSERT OR REPLACE INTO history_meta (key, value) VALUES (?, ?)', [DAMAGE_SEEN_KEY, `${new Date().toISOString()}: ${what}`]);
+    } catch {
+      // The page of history_meta is damaged too: this run still says degraded (history-store.ts).
     }
   }
 

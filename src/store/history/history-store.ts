@@ -5,13 +5,10 @@ import { fsyncDir } from '../replay';
 import type { Worker } from 'node:worker_threads';
 import { ServiceError } from '../../protocol/errors';
 import { startStoreWorker } from '../worker-thread';
-import { DISK_FULL } from './protocol';
+import { CORRUPT, DISK_FULL } from './protocol';
 import type { BodyIn, BodyOut, BodyRef, HistoryReplies, HistoryRequest, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
 
 export const HISTORY_FILE_NAME = 'history.db';
-
-/** SQLite's words for a page that is not what it should be (SQLITE_CORRUPT, a file cut short). */
-const CORRUPT = /malformed|SQLITE_CORRUPT|database corruption/i;
 
 interface Pending {
   resolve: (value: unknown) => void;
@@ -173,7 +170,7 @@ export class HistoryStore {
 
   /** Says history.db is damaged (/health) once a read meets damage or a stored message has no body. */
   noteDamage(what: string): void {
-    this.damaged ??= `${HISTORY_FILE_NAME} is damaged (${what}); messages whose bodies cannot be read show a placeholder. Restart the service: its open checks the file and says what to do`;
+    this.damaged ??= `${HISTORY_FILE_NAME} is damaged (${what}); messages whose bodies cannot be read show a placeholder. Restart the service with --recover to rebuild it from what it still gives`;
   }
 
   keysBetween(from: number, to: number): Promise<number[]> {

@@ -4,6 +4,7 @@
 import { isMainThread, parentPort } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { HistoryDb } from './history-db';
+import { CORRUPT } from './protocol';
 import type { BodyIn, HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
 
 type Job = Extract<WorkerInbound, { request: HistoryRequest }>;
@@ -42,7 +43,11 @@ function run(port: MessagePort, opened: HistoryDb): void {
   let queue: Job[] = [];
   let scheduled = false;
   const reply = (message: WorkerOutbound) => port.postMessage(message);
-  const fail = (id: number, err: unknown) => reply({ id, ok: false, error: err instanceof Error ? err.message : String(err) });
+  const fail = (id: number, err: unknown) => {
+    const error = err instanceof Error ? err.message : String(err);
+    if (CORRUPT.test(error)) db.noteDamage(error);
+    reply({ id, ok: false, error });
+  };
 
   const drain = () => {
     scheduled = false;
@@ -81,6 +86,7 @@ function run(port: MessagePort, opened: HistoryDb): void {
         });
       } catch (err) {
         const error = err instanceof Error ? err.message : String(err);
+        if (CORRUPT.test(error)) db.noteDamage(error);
         answers = group.map((job) => ({ id: job.id, ok: false, error }));
       }
       reply({ answers });

@@ -4,6 +4,12 @@ import type { MessageRole } from '../types';
 /** How a write refused by a full disk is reported (the journal's words, so clients see one message). */
 export const DISK_FULL = 'disk full';
 
+/** SQLite's words for a page that is not what it should be (SQLITE_CORRUPT, a file cut short). */
+export const CORRUPT = /malformed|SQLITE_CORRUPT|database corruption/i;
+
+/** history_meta's key for damage a read met: the next open treats the file as damaged (integrity.ts). */
+export const DAMAGE_SEEN_KEY = 'damage_seen';
+
 export interface BodyIn {
   conversation_id: string;
   role: MessageRole;

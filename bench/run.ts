@@ -1,8 +1,10 @@
 // `npm run bench`: every benchmark, each printing its figures as ratios against a baseline measured
 // in the same run (these machines are noisy; absolute numbers mean little).
 import { benchAgent } from './agent';
+import { benchAgentContext } from './agent-context';
 import { benchAuth } from './auth';
 import { benchEditor } from './editor';
+import { benchExport } from './export';
 import { benchFollow } from './follow';
 import { benchHistory } from './history';
 import { runPersistBench } from './persist';
@@ -19,6 +21,7 @@ async function main() {
     ['persist', runPersistBench],
     ['webhook', benchWebhook],
     ['agent', benchAgent],
+    ['agent-context', benchAgentContext],
     ['auth', benchAuth],
     ['editor', benchEditor],
     ['relay', benchRelay],
@@ -26,6 +29,7 @@ async function main() {
     ['push', benchPush],
     ['follow', benchFollow],
     ['history', benchHistory],
+    ['export', benchExport],
   ];
   for (const [name, run] of benches) {
     if (only.length > 0 && !only.includes(name)) continue;

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { ChatContext } from './chat-context-schema';
+import { InstructionFileInfo, SystemPromptMode } from './agent-context';
+import { displayName, displayNameField } from './display-name';
 import { RequestId } from './envelope';
 import { ConversationUsage, MAX_USAGE_DAYS, MessageUsage } from './usage';
 import { AttachmentBeginCommand, AttachmentChunkCommand, AttachmentEndCommand, AttachmentId, AttachmentInfo, GetAttachmentCommand, MAX_ATTACHMENTS_PER_MESSAGE } from './attachments';
@@ -28,7 +30,7 @@ export const AuthCommand = command('auth', {
   pairing_secret: z.string({ error: 'pairing_secret must be a string' }).min(1).max(256).optional(),
   /** With `pairing_secret`: the page's own device id (its Web Push id) and a name for the list of devices. */
   device_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'device_id must be 1 to 64 letters, digits, - or _' }).optional(),
-  device_name: z.string().max(100, { error: 'device_name must be at most 100 characters' }).optional(),
+  device_name: z.string({ error: 'device_name must be a string' }).max(100, { error: 'device_name must be at most 100 characters' }).transform(displayName).optional(),
   /** The client's PROTOCOL_VERSION (protocol/version.ts): the reply says which side must update when they differ. */
   protocol: z.number({ error: 'protocol must be an integer' }).int({ error: 'protocol must be an integer' }).optional(),
 });
@@ -92,6 +94,12 @@ export const GetMessagesCommand = command('get_messages', {
 });
 
 export const ListToolsCommand = command('list_tools', {});
+
+/** The instruction files the model is given; with a conversation, also those above the paths its tools touched. */
+export const ListInstructionsCommand = command('list_instructions', { conversation_id: nonEmpty('conversation_id').optional() });
+
+/** The saved prompts of the workspace and the user (docs/protocol.md, "Saved prompts"). */
+export const ListPromptsCommand = command('list_prompts', {});
 
 /** Token usage and cost per UTC day (and per model), the last `days` days, today included (docs/protocol.md, "Usage and cost"). */
 export const GetUsageCommand = command('get_usage', {
@@ -220,11 +228,7 @@ export const RevokeDeviceCommand = command('revoke_device', {
 // ---- Web Push (docs/protocol.md, "Web Push") ----
 /** A phone page install: random, made by the page (a UUID), kept in its localStorage. */
 const DeviceId = z.string({ error: 'device_id must be a string' }).regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'device_id must be 1 to 64 letters, digits, - or _' });
-const DeviceName = z
-  .string({ error: 'device_name must be a string' })
-  .trim()
-  .min(1, { error: 'device_name must not be empty' })
-  .max(100, { error: 'device_name must be at most 100 characters' });
+const DeviceName = displayNameField('device_name', 100);
 
 /** Which notifications a device wants; each on unless set off. */
 export const PushEventToggles = z.object({
@@ -301,6 +305,8 @@ export const Command = z.discriminatedUnion('type', [
   ListConversationsCommand,
   GetMessagesCommand,
   ListToolsCommand,
+  ListInstructionsCommand,
+  ListPromptsCommand,
   DeleteConversationCommand,
   PermissionResponseCommand,
   ListPendingPermissionsCommand,
@@ -405,6 +411,11 @@ export const Message = z.object({
   context: ChatContext.optional(),
   /** User messages: the files attached to it (read them with get_attachment). */
   attachments: z.array(AttachmentInfo).optional(),
+  /**
+   * User messages sent with a client_message_id (chat's): that id, so its sender knows its own message
+   * among identical ones (live in `chat.message`, and in the history after a reload).
+   */
+  client_message_id: z.string().optional(),
 });
 export type Message = z.infer<typeof Message>;
 
@@ -509,5 +520,9 @@ export const PublicConfig = z.object({
   api_key_set: z.boolean(),
   permission_rules: z.object({ allow: z.array(z.string()), deny: z.array(z.string()) }),
   permission_timeout_seconds: z.number().int(),
+  /** How service.json's system_prompt joins the built-in one (`add` or `replace`); the prompts' text is not sent. */
+  system_prompt_mode: SystemPromptMode,
+  /** The instruction files every conversation is given (the user's and the workspace roots'); list_instructions adds a conversation's nested ones. */
+  instructions: z.array(InstructionFileInfo).optional(),
 });
 export type PublicConfig = z.infer<typeof PublicConfig>;

@@ -10,7 +10,6 @@ import { backoffMs, retryWindowMs, type OutboxTimings } from './outbox';
 import { webhookSource } from './trust';
 import { turnFailureOf, type TurnFailure } from '../../agent/turn-failure';
 import { budgetRefusal, type BudgetRefusal } from './budget';
-import { previewOf } from '../../agent/preview';
 
 export interface InboxDeps {
   store: Store;
@@ -192,7 +191,7 @@ export class WebhookInbox {
         model: account?.model,
         signal: run.signal,
         // Listed behind a running turn like a chat, under the message_id its 202 gave the sender.
-        waitingAs: { client_message_id: row.message_id, preview: previewOf(store.webhooks.inboxContent(row.message_id) ?? '') },
+        waitingAs: { client_message_id: row.message_id, preview: store.webhooks.inboxPreview(row.message_id) ?? '' },
         storeReply: async (reply) => {
           const body: WebhookOutgoingBody = { message: reply.content, conversation_id: reply.conversation_id };
           const delivery = this.newDelivery(row, body);

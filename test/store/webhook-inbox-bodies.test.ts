@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { openStore, type Store } from '../../src/store/index';
 import { tempDir } from '../helpers/store-utils';
 import { waitFor } from '../helpers/temp';
+import { deliveryInfo } from '../../src/transport/webhooks/outbox';
 
 const BIG = 'first line of a big message\n' + 'x'.repeat(200_000);
 
@@ -82,4 +83,20 @@ test('a refused message (a conversation of another account) leaves no body behin
     const after = (await store.history.stats()).maxKey;
     return (after > before ? await store.history.keysBetween(before + 1, after) : []).length === 0 || undefined;
   }, 'no body left behind');
+});
+
+test('a delivered reply lets go of its body (its kind still reads reply); a pending one keeps it to send again', async (t) => {
+  const store = await withStore(t);
+  const conversationId = await accepted(store, 'm4');
+  await store.webhooks.admit('m4');
+  const now = Date.now();
+  const body = JSON.stringify({ message: BIG, conversation_id: conversationId });
+  const reply = { id: 'r4', conversation_id: conversationId, role: 'assistant' as const, content: BIG, timestamp: new Date(now).toISOString() };
+  await store.webhooks.answer('m4', reply, { id: 'd4', account: 'open', url: 'http://127.0.0.1:9/out', body, now, give_up_ms: now + 60_000 });
+  const attempt = { url: 'http://127.0.0.1:9/out', error: null, now, drop_body: true };
+  await store.webhooks.recordAttempt('d4', { ...attempt, status: 'pending', http_status: 503, next_attempt_ms: now + 1_000 });
+  assert.equal(store.webhooks.getDelivery('d4')!.body, body, 'still to be sent: kept');
+  await store.webhooks.recordAttempt('d4', { ...attempt, status: 'delivered', http_status: 200, next_attempt_ms: null });
+  assert.equal(store.webhooks.getDelivery('d4')!.body, '');
+  assert.equal(deliveryInfo(store.webhooks.getDelivery('d4')!).kind, 'reply');
 });

@@ -1,9 +1,14 @@
-import type { TurnOrigin } from '../agent/agent';
-import type { ServiceEvent } from '../protocol';
+import type { RequestId, ServiceEvent } from '../protocol';
 import type { ClientSession } from './session';
 
 /** The events of a conversation that are numbered (`seq`) and replayed to a client that follows it again. */
 export type FeedEvent = Extract<ServiceEvent, { event: 'chat.delta' | 'tool.call' | 'tool.result' | 'chat.message' | 'permission.request' | 'permission.resolved' | 'turn.ended' }>;
+
+/** The session and request that started a turn: the sender's copies of its events carry the request's id. */
+export interface TurnOrigin {
+  readonly sessionId: string;
+  readonly requestId?: RequestId;
+}
 
 /** Which sessions an event goes to. */
 export type EventFilter = (session: ClientSession) => boolean;
@@ -22,9 +27,9 @@ interface Entry {
 /**
  * What is kept for catching up (docs/protocol.md, "Following a conversation"), in events and in bytes:
  * a chat.message holds its whole text, so a count alone let a client fill the memory (issue 20).
- * A conversation keeps its last KEPT_EVENTS events and CONVERSATION_BYTES; its running turn's events
- * are kept whole up to HARD_LIMIT events and TURN_BYTES (a fresh follower gets the turn so far); all
- * conversations together keep at most TOTAL_BYTES, the ended turns of the least recently active going
+ * A conversation keeps its last `keptEvents` events and `conversationBytes`; its running turn's events
+ * are kept whole up to `hardLimit` events and `turnBytes` (a fresh follower gets the turn so far); all
+ * conversations together keep at most `totalBytes`, the ended turns of the least recently active going
  * first, then (only when running turns alone pass it) the oldest events of running turns.
  */
 export const FEED_LIMITS = {
@@ -110,7 +115,7 @@ class Feed {
 /** An event as one session receives it: its own request's id on the sender's copies only. */
 function forSession(entry: Entry, session: ClientSession): FeedEvent {
   const id = entry.origin?.requestId;
-  // Only turn pieces have an origin, and those events have an `id`.
+  // Only a turn's events have an origin, and those events have an `id`.
   return id !== undefined && entry.origin?.sessionId === session.id ? ({ ...entry.event, id } as FeedEvent) : entry.event;
 }
 
@@ -136,14 +141,15 @@ export class ConversationFeeds {
   }
 
   /** Numbers and keeps the event, and sends it to the conversation's followers (the sender first). */
-  publish(event: FeedEvent, options: { filter?: EventFilter; origin?: TurnOrigin; startsTurn?: boolean } = {}): FeedEvent {
+  publish(event: FeedEvent, options: { filter?: EventFilter; origin?: TurnOrigin } = {}): FeedEvent {
     const feed = this.feedOf(event.conversation_id);
     const seq = (feed.last += 1);
     this.highest = Math.max(this.highest, seq);
     const numbered = { ...event, seq } as FeedEvent;
     // Serialized once here to be measured; each session serializes what it sends anyway.
     const entry: Entry = { seq, event: numbered, filter: options.filter, origin: options.origin, bytes: JSON.stringify(numbered).length };
-    feed.push(entry, options.startsTurn === true);
+    // A turn starts with its user message (a chat of any client, a webhook message).
+    feed.push(entry, event.event === 'chat.message' && event.message.role === 'user');
     this.bytes += entry.bytes - feed.trim(this.limits);
     if (this.bytes > this.limits.totalBytes) this.trimAll();
     this.deliver(feed, entry);
@@ -194,7 +200,7 @@ export class ConversationFeeds {
   }
 
   /**
-   * All conversations over TOTAL_BYTES: the ended turns' events of the least recently active go first;
+   * All conversations over `totalBytes`: the ended turns' events of the least recently active go first;
    * running turns' oldest events only when those alone pass it. A follower behind what was dropped gets
    * `reset` (Feed.canReplayAfter), never a wrong replay.
    */

@@ -13,6 +13,8 @@ export interface SessionOptions {
   principal?: ClientSession['principal'];
   /** The paired device, when the client authenticated with a device credential. */
   deviceId?: string;
+  /** The password user, when the client authenticated with a session token of `POST /auth`. */
+  username?: string;
   canAnswerPermissions: boolean;
   /** Delivers an event to the client (only called while the session is open). */
   send(event: ServiceEvent): void;
@@ -70,6 +72,7 @@ export class SessionDoor {
       canAnswerPermissions: options.canAnswerPermissions,
       ...(options.principal ? { principal: options.principal } : {}),
       ...(options.deviceId ? { deviceId: options.deviceId } : {}),
+      ...(options.username ? { username: options.username } : {}),
       send: (event) => {
         if (isOpen) options.send(event);
       },

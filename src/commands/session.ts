@@ -15,6 +15,8 @@ export interface ClientSession {
   readonly principal?: 'access' | 'session';
   /** The paired device this session authenticated as (its own credential; the owner's device). */
   readonly deviceId?: string;
+  /** The password user of a `session` principal (service.json `users`). */
+  readonly username?: string;
   send(event: ServiceEvent): void;
   /** Re-checks the client's credential and address after a config change; closes the client if either is no longer good. */
   recheck?(): void;
@@ -23,3 +25,6 @@ export interface ClientSession {
 export function newSessionId(): string {
   return randomUUID();
 }
+
+/** A session's person (docs/protocol.md, "People"): the one key of everything that is a person's own. */
+export { OWNER_PERSON, personOf } from '../protocol/sources';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { displayNameField } from './display-name';
 import { RequestId } from './envelope';
 
 /**
@@ -41,7 +42,7 @@ const command = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =
   z.object({ type: z.literal(type), id: RequestId.optional(), ...shape });
 
 export const AttachmentBeginCommand = command('attachment_begin', {
-  name: z.string({ error: 'name must be a string' }).min(1, { error: 'name must not be empty' }).max(255, { error: 'name must be at most 255 characters' }),
+  name: displayNameField('name', 255),
   mime: z.string({ error: 'mime must be a string' }).max(127, { error: 'mime must be at most 127 characters' }).regex(/^[\w.+-]+\/[\w.+-]+$/, { error: 'mime must be a media type such as image/jpeg' }),
   size: z.number({ error: 'size must be an integer' }).int({ error: 'size must be an integer' }).min(1, { error: 'size must be at least 1' }),
   sha256: z.string({ error: 'sha256 must be a string' }).regex(/^[0-9a-fA-F]{64}$/, { error: 'sha256 must be 64 hex digits' }),

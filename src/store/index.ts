@@ -30,7 +30,7 @@ export { JournalDamagedError } from './recovery';
 export type { DatabaseOptions, DatabaseStats, RunResult, SqlParam, SqlParamInput, WriteTx } from './database';
 export { ConversationsRepo } from './conversations';
 export type { ListConversationsOptions } from './conversations';
-export { MessagesRepo, insertMessage } from './messages';
+export { MessagesRepo, clientKeyOf, clientMessageIdOf, insertMessage } from './messages';
 export type { RecentOptions } from './messages';
 export { MemoryRepo } from './memory';
 export { RegistrationsRepo } from './registrations';
@@ -40,7 +40,7 @@ export type { NewPermissionRequest, PermissionRequestRow, PermissionResolutionRe
 export { WebhooksRepo } from './webhooks';
 export { UsageRepo } from './usage';
 export type { ModelUsageSum, NewUsage, UsageRow, UsageSum } from './usage';
-export { PushDevicesRepo } from './push-devices';
+export { PushDevicesRepo, mayUse } from './push-devices';
 export { DevicesRepo } from './devices';
 export type { DeviceRow } from './devices';
 export { FileChangesRepo } from './file-changes';

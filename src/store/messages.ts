@@ -22,6 +22,22 @@ interface RawMessage extends Omit<MessageRow, 'data'> {
   body_key: number | null;
 }
 
+/**
+ * How a chat's client_message_id is stored with its user message (`client_key`): with its sender's
+ * person (protocol/sources.ts personOf), so only that person's resend finds it.
+ */
+export function clientKeyOf(person: string, clientMessageId: string): string {
+  return `${person}\u0000${clientMessageId}`;
+}
+
+/**
+ * The client_message_id a stored key holds, without its sender (clients see the id only). After the last
+ * separator: a key left from before people (migration 12: source, credential kind, id) gives its id too.
+ */
+export function clientMessageIdOf(clientKey: string): string {
+  return clientKey.slice(clientKey.lastIndexOf('\u0000') + 1);
+}
+
 const COLUMNS = 'seq, id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key';
 const ROLES: ReadonlySet<string> = new Set<MessageRole>(['user', 'assistant', 'tool']);
 /** Search results asked of history.db beyond `limit`, for hits whose message is gone meanwhile. */

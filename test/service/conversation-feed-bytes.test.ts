@@ -27,7 +27,7 @@ const ended = (conversationId: string): FeedEvent => ({ event: 'turn.ended', con
 
 /** A whole turn: its user message, a reply of `kb`, its end. Returns the seq of its last event. */
 function turn(feeds: ConversationFeeds, conversationId: string, kb: number): number {
-  feeds.publish(message(conversationId, 1, 'user'), { startsTurn: true });
+  feeds.publish(message(conversationId, 1, 'user'));
   feeds.publish(message(conversationId, kb));
   return feeds.publish(ended(conversationId)).seq!;
 }
@@ -69,7 +69,7 @@ test('a conversation past its bytes drops its oldest turns: a follower behind th
 test('the running turn is kept whole up to its own limit, past the conversation\u2019s: a fresh follower gets all of it', () => {
   const feeds = new ConversationFeeds(LIMITS);
   const endedAt = turn(feeds, 'a', 30);
-  const start = feeds.publish(message('a', 1, 'user'), { startsTurn: true }).seq!;
+  const start = feeds.publish(message('a', 1, 'user')).seq!;
   for (let i = 0; i < 5; i += 1) feeds.publish({ event: 'chat.delta', conversation_id: 'a', delta: 'y'.repeat(10 * KB) });
   // 51 KB of running turn: over the conversation's 40 KB, within the turn's 60 KB; the ended turn's 31 KB
   // are within the conversation's own.
@@ -86,7 +86,7 @@ test('the running turn is kept whole up to its own limit, past the conversation\
 
 test('a running turn past its own limit loses its oldest events: a follower from before them gets reset and the rest of the turn, in order', () => {
   const feeds = new ConversationFeeds(LIMITS);
-  const start = feeds.publish(message('a', 1, 'user'), { startsTurn: true }).seq!;
+  const start = feeds.publish(message('a', 1, 'user')).seq!;
   let last = start;
   for (let i = 0; i < 10; i += 1) last = feeds.publish({ event: 'chat.delta', conversation_id: 'a', delta: 'y'.repeat(10 * KB) }).seq!;
   assert.ok(feeds.heldBytes <= LIMITS.turnBytes, String(feeds.heldBytes));
@@ -124,7 +124,7 @@ test('running turns over the total lose their oldest events too, the least recen
     const follower = client();
     feeds.follow(follower, `r${c}`);
     followers.set(`r${c}`, follower);
-    feeds.publish(message(`r${c}`, 1, 'user'), { startsTurn: true });
+    feeds.publish(message(`r${c}`, 1, 'user'));
     for (let i = 0; i < 4; i += 1) feeds.publish({ event: 'chat.delta', conversation_id: `r${c}`, delta: 'y'.repeat(10 * KB) });
   }
   assert.ok(feeds.heldBytes <= LIMITS.totalBytes, String(feeds.heldBytes));

@@ -141,6 +141,7 @@ export function openClientConnection(peer: FramePeer, source: string, remoteAddr
       source,
       principal: candidate.kind,
       ...(deviceId ? { deviceId } : {}),
+      ...(candidate.kind === 'session' ? { username: candidate.username } : {}),
       canAnswerPermissions: true,
       send: sendEvent,
       recheck: () => void stillEntitled(),

@@ -118,18 +118,43 @@ export class MessagesRepo {
    */
   async appendMany(messages: readonly NewMessage[], alsoInTx?: (tx: WriteTx) => void): Promise<void> {
     if (messages.length === 0) return;
-    messages.forEach(checkRole);
-    const keys = await this.history.put(messages.map((m) => bodyOf(m, dataText(m))));
+    const keys = await this.putBodies(messages);
     try {
       await this.db.write((tx) => {
         messages.forEach((m, i) => insertMessage(tx, m, keys[i]));
         alsoInTx?.(tx);
       });
     } catch (err) {
-      // Not referenced by anything; at worst (this fails too) the sweep at the next open removes them.
-      this.history.remove(keys).catch(() => {});
+      this.discardBodies(keys);
       throw err;
     }
+  }
+
+  /**
+   * Bodies stored durably ahead of their messages: keys for a later transaction to refer to (a webhook
+   * message waits in the inbox, its body already in history.db, until it joins its conversation).
+   */
+  putBodies(messages: readonly NewMessage[]): Promise<number[]> {
+    messages.forEach(checkRole);
+    return this.history.put(messages.map((m) => bodyOf(m, dataText(m))));
+  }
+
+  /** Bodies no transaction came to refer to; at worst (this fails too) the sweep at the next open removes them. */
+  discardBodies(keys: readonly number[]): void {
+    if (keys.length > 0) this.history.remove(keys).catch(() => {});
+  }
+
+  /** The text of a body stored ahead (putBodies); undefined when history.db does not have it. */
+  async bodyText(key: number): Promise<string | undefined> {
+    return (await this.history.get([key])).get(key)?.content;
+  }
+
+  /** Stores a message whose body putBodies stored (`message.content` is that body's text), with more in the same transaction. */
+  async appendStored(message: NewMessage, bodyKey: number, alsoInTx?: (tx: WriteTx) => void): Promise<void> {
+    await this.db.write((tx) => {
+      insertMessage(tx, message, bodyKey);
+      alsoInTx?.(tx);
+    });
   }
 
   async get(id: string): Promise<MessageRow | undefined> {

@@ -18,6 +18,7 @@ import { conversationUsageOf } from '../agent/usage/usage-wire';
 import { clientMessagesOf } from './conversation-export';
 import { historyHandlers } from './history-handlers';
 import { attachmentHandlers, chatAttachments } from './attachment-handlers';
+import { listAudit, verifyAudit } from './audit-handlers';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -194,6 +195,8 @@ const commandHandlers: HandlerMap = {
   get_usage: getUsage,
   ...historyHandlers,
   ...attachmentHandlers,
+  list_audit: listAudit,
+  verify_audit: verifyAudit,
 };
 
 export const handlers: HandlerMap = {

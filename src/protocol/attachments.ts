@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RequestId } from './envelope';
+import { command } from './command-frame';
 
 /**
  * Attachments (docs/protocol.md, "Attachments"): a file is uploaded in chunks small enough for any
@@ -37,8 +37,6 @@ export type AttachmentInfo = z.infer<typeof AttachmentInfo>;
 
 export const AttachmentId = z.string({ error: 'attachment_id must be a string' }).regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'attachment_id is not an attachment id' });
 
-const command = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
-  z.object({ type: z.literal(type), id: RequestId.optional(), ...shape });
 
 export const AttachmentBeginCommand = command('attachment_begin', {
   name: z.string({ error: 'name must be a string' }).min(1, { error: 'name must not be empty' }).max(255, { error: 'name must be at most 255 characters' }),

@@ -15,17 +15,14 @@ import type { ToolRegistry } from './agent/tools/registry';
 import type { CommandContext } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { SessionDoor, type OpenSession, type SessionOptions } from './commands/door';
-import { ChatResends } from './commands/chat-resends';
 import { AttachmentUploads } from './commands/attachment-uploads';
 import { RenderedExports } from './commands/rendered-exports';
 import { conversationOf } from './commands/handlers';
-import { announceTurnEnded } from './commands/turn-ended';
 import { canAccess, isOwnerClient } from './protocol/sources';
 import { configChangeEntries, loginBurstEntry, loginEntry } from './commands/audit-records';
 import { actorOf, FILE_EDIT_ACTOR } from './commands/audit-actor';
-import { LoginBursts } from './transport/auth/login-bursts';
 import { EventHub } from './commands/event-hub';
-import { RunningChats } from './commands/running-chats';
+import { TurnRunner } from './commands/turns/turn-runner';
 import { ConfigFile, secretValues } from './config/config-file';
 import { LOG_FILE_NAME } from './platform/paths';
 import { FileLogger } from './log/file-logger';
@@ -72,7 +69,7 @@ export interface ServiceOptions {
   provider?: ProviderResolver;
   /** Time limits, shortened by tests. */
   toolTimeoutMs?: number;
-  /** The window failed logins from one address are counted over into one audit entry (default 60 s). */
+  /** The window failed logins from one address are counted over into one burst: a log line and an audit entry (default 60 s). */
   loginBurstWindowMs?: number;
   permissionTimeoutMs?: number;
   authTimeoutMs?: number;
@@ -104,7 +101,8 @@ const STOP_GRACE_MS = 10_000;
  */
 export class Service {
   readonly dispatch: Dispatch;
-  private readonly running = new RunningChats();
+  /** Every turn, a chat's or a webhook message's: cancelled here when a stop outlasts its grace period. */
+  private readonly turns: TurnRunner;
   readonly webhooks: WebhookChannel;
   /** The links to the relays of service.json's `websocket` channels. */
   readonly relay: RelayLinks;
@@ -137,17 +135,14 @@ export class Service {
   ) {
     this.releaseDataDir = keepToolsOut(options.dataDir);
     // The door is made below (it needs the dispatcher, which needs the channel's deliveries); the inbox opens its sessions only once started.
-    this.webhooks = new WebhookChannel(
-      { config, store, agent, running: this.running, logger, openSession: (o) => this.door.openSession(o), onTurnEnded: (turn) => announceTurnEnded({ events, store }, turn) },
-      options.webhook,
-    );
+    this.turns = new TurnRunner({ agent, events, store });
+    this.webhooks = new WebhookChannel({ config, store, turns: this.turns, logger, openSession: (o) => this.door.openSession(o) }, options.webhook);
     this.push = new PushService(
       { dataDir: options.dataDir, store, events, logger, redactor, permissionTimeoutMs: () => options.permissionTimeoutMs ?? config.current.permission_timeout_seconds * 1000 },
       options.push,
     );
     const ctx: CommandContext = {
-      config, store, agent, events, running: this.running, tools, permissions, gate, activity, logger, push: this.push,
-      resends: new ChatResends(store),
+      config, store, agent, events, turns: this.turns, tools, permissions, gate, activity, logger, push: this.push,
       undo: new TurnUndo(store),
       uploads: new AttachmentUploads(store, options.uploadIdleTimeoutMs),
       exports: new RenderedExports(),
@@ -252,18 +247,15 @@ export class Service {
       toolTimeoutMs: options.toolTimeoutMs,
       activity,
       onActivity: announce,
-      onTurnEvent: (event, origin) => events.publishTurnEvent(event, origin),
       workspaceRoots: () => workspaceRootsOf(config.current, host),
     });
     const pairings = new PairingSecrets();
-    // Failed logins, one counted audit entry per address and window.
-    const bursts = new LoginBursts({
-      windowMs: options.loginBurstWindowMs,
-      onBurst: ({ address, count, windowMs, kinds }) => {
-        store.audit.append(loginBurstEntry(address, count, Math.round(windowMs / 1000), kinds.join(', '))).catch((error: unknown) => logger.error('audit.not_recorded', { kind: 'login.failed_burst', error }));
-      },
+    const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings), options.loginBurstWindowMs);
+    // A burst of failed logins (login-failures.ts: one per address, kind and window) is one counted audit entry.
+    auth.failures.onBurst((burst) => {
+      const entry = loginBurstEntry(burst);
+      if (entry) store.audit.append(entry).catch((error: unknown) => logger.error('audit.not_recorded', { kind: 'login.failed_burst', error }));
     });
-    const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings), bursts);
     return new Service(options, config, store, logger, redactor, events, tools, permissions, gate, activity, agent, auth, pairings);
   }
 
@@ -289,6 +281,7 @@ export class Service {
       router,
       allowed,
       logger: this.logger,
+      loginRefusedFor: (address) => this.auth.failures.refusedFor(address, 'token'),
       onWebSocket: (socket, req) => attachLanSocket(socket, 'ws', clientAddress(req), { ...this.sessionDeps(), addressAllowed: (address) => allowed()(address) }),
     });
     try {
@@ -318,7 +311,7 @@ export class Service {
     const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), STOP_GRACE_MS).unref());
     if ((await Promise.race([settled, timer])) === 'timeout') {
       this.logger.warn('service.stop_timeout', { inFlight: this.door.inFlightCount });
-      this.running.cancelAll();
+      this.turns.cancelAll();
       await settled;
     }
     // Every answer is out (relayed clients' too: their links stay up until now). The links go (the relay
@@ -329,8 +322,8 @@ export class Service {
     await this.http?.close();
     this.http = undefined;
     await this.tools.close();
+    this.auth.failures.flush();
     this.releaseDataDir();
-    this.auth.flushLoginBursts();
     await this.store.audit.settled();
     await this.store.close();
     await this.config.close();

@@ -67,6 +67,8 @@ export interface ServiceOptions {
   hostServices?: Host;
   /** Replaces the provider resolver (benchmarks). */
   provider?: ProviderResolver;
+  /** false: the model gets only service.json's system_prompt, no built-in prompt, environment or instruction files (the benchmarks' baseline). */
+  agentContext?: boolean;
   /** Time limits, shortened by tests. */
   toolTimeoutMs?: number;
   /** The window failed logins from one address are counted over into one burst: a log line and an audit entry (default 60 s). */
@@ -248,6 +250,8 @@ export class Service {
       activity,
       onActivity: announce,
       workspaceRoots: () => workspaceRootsOf(config.current, host),
+      dataDir: options.dataDir,
+      withContext: options.agentContext !== false,
     });
     const pairings = new PairingSecrets();
     const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings), options.loginBurstWindowMs);

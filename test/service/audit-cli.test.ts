@@ -58,21 +58,19 @@ async function verifyAfterRestart(dir: string) {
   }
 }
 
-test('a row edited in the stopped service\'s database is reported by verify_audit after the restart', LIMIT, async (t) => {
-  const dir = await withEntries(t);
-  await tamperWithStore(dir, "UPDATE audit_log SET detail = '{\"mode_from\":\"ask\",\"mode_to\":\"ask\"}' WHERE seq = 1");
-  const verdict = await verifyAfterRestart(dir);
-  assert.equal(verdict.ok, false);
-  assert.equal(verdict.first_bad_seq, 1, String(verdict.reason));
-});
-
-test('a row removed from the stopped service\'s database is reported by verify_audit after the restart', LIMIT, async (t) => {
-  const dir = await withEntries(t);
-  await tamperWithStore(dir, 'DELETE FROM audit_log WHERE seq = 2');
-  const verdict = await verifyAfterRestart(dir);
-  assert.equal(verdict.ok, false);
-  assert.equal(verdict.first_bad_seq, 2, String(verdict.reason));
-});
+const tampering = [
+  { what: 'edited', sql: "UPDATE audit_log SET detail = '{\"mode_from\":\"ask\",\"mode_to\":\"ask\"}' WHERE seq = 1", bad: 1 },
+  { what: 'removed', sql: 'DELETE FROM audit_log WHERE seq = 2', bad: 2 },
+];
+for (const { what, sql, bad } of tampering) {
+  test(`a row ${what} in the stopped service's database is reported by verify_audit after the restart`, LIMIT, async (t) => {
+    const dir = await withEntries(t);
+    await tamperWithStore(dir, sql);
+    const verdict = await verifyAfterRestart(dir);
+    assert.equal(verdict.ok, false);
+    assert.equal(verdict.first_bad_seq, bad, String(verdict.reason));
+  });
+}
 
 test('a backup taken by the CLI holds the log; the restore adds an entry by the command line; the chain verifies', LIMIT, async (t) => {
   const dir = await withEntries(t);

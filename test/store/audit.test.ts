@@ -9,7 +9,8 @@ import { tempDir } from '../helpers/temp';
 
 const DAY = 86_400_000;
 const T0 = Date.UTC(2026, 0, 1);
-const LIMIT = { timeout: 30_000 };
+// Generous: each case opens the store three times, slow on a loaded machine.
+const LIMIT = { timeout: 120_000 };
 
 const entry = (n: number): NewAuditEntry => ({
   kind: 'config.changed',

@@ -1,0 +1,61 @@
+/**
+ * The audit log's entries as people read them (the phone's Activity screen, the editor's Show Activity):
+ * a kind's name, who acted, from where, and the verify answer as one line. Type imports only: the web
+ * page bundles this too, without zod.
+ */
+import type { AuditEntry, AuditKind } from './audit';
+
+/** Every kind, in the order the filters list them (the Record keeps it complete). */
+export const AUDIT_KIND_LABEL: Record<AuditKind, string> = {
+  'permission.answer': 'Permission answer',
+  'rule.added': 'Rule added',
+  'rule.removed': 'Rule removed',
+  'mode.changed': 'Mode changed',
+  'config.changed': 'Settings changed',
+  'device.paired': 'Device paired',
+  'device.revoked': 'Device revoked',
+  login: 'Sign-in',
+  'login.failed_burst': 'Failed sign-ins',
+  'turn.undone': 'Turn undone',
+  backup: 'Backup',
+  restore: 'Restore',
+  'webhook.tool_run': 'Webhook tool run',
+};
+
+export const AUDIT_KINDS = Object.keys(AUDIT_KIND_LABEL) as AuditKind[];
+
+const PERSON_KIND_LABEL: Record<AuditEntry['person']['kind'], string> = {
+  owner: 'owner',
+  user: 'user',
+  device: 'paired device',
+  editor: 'editor',
+  webhook: 'webhook account',
+  cli: 'command line',
+  service: 'the service',
+};
+
+/** "Pixel 8 (paired device)", "alice (user)"; the service and the command line by their kind alone when unnamed. */
+export function auditPersonLabel(person: AuditEntry['person']): string {
+  const kind = PERSON_KIND_LABEL[person.kind] ?? person.kind;
+  return person.name && person.name !== kind ? `${person.name} (${kind})` : kind;
+}
+
+/** "LAN 192.168.1.20", "relay", "editor": where the act came from. */
+export function auditPlaceLabel(place: AuditEntry['place']): string {
+  const via = place.via === 'lan' ? 'LAN' : place.via === 'cli' ? 'command line' : place.via;
+  return place.address ? `${via} ${place.address}` : via;
+}
+
+export interface AuditVerdict {
+  ok: boolean;
+  entries: number;
+  first_bad_seq: number | null;
+  reason: string | null;
+}
+
+/** The verify_audit answer as one sentence: the banner's on the phone, the first row's in the editor. */
+export function auditVerdictText(verdict: AuditVerdict): string {
+  if (verdict.ok) return `Record verified (${verdict.entries} ${verdict.entries === 1 ? 'entry' : 'entries'})`;
+  const where = verdict.first_bad_seq === null ? 'The record was altered' : `The record was altered at entry #${verdict.first_bad_seq}`;
+  return verdict.reason ? `${where}: ${verdict.reason}` : where;
+}

@@ -56,9 +56,9 @@ const OLDER: ActivityItem = { label: '$(history) Load older…', alwaysShow: tru
  * first row says whether the record's hash chain holds (verify_audit). Typing filters the rows by what,
  * who, where and kind; "Load older…" pages back (list_audit `before`).
  */
-export async function showActivity(backend: Requester | undefined): Promise<void> {
+export async function showActivity(backend: Requester | undefined, pageSize = ACTIVITY_PAGE): Promise<void> {
   if (!backend) throw new Error('the service is not running in any window');
-  const [verdict, first] = await Promise.all([call(backend, { type: 'verify_audit' }), call(backend, { type: 'list_audit', limit: ACTIVITY_PAGE })]);
+  const [verdict, first] = await Promise.all([call(backend, { type: 'verify_audit' }), call(backend, { type: 'list_audit', limit: pageSize })]);
   const entries = [...first.entries];
   let nextBefore = first.next_before;
   const pick = vscode.window.createQuickPick<ActivityItem>();
@@ -77,7 +77,7 @@ export async function showActivity(backend: Requester | undefined): Promise<void
     pick.onDidAccept(() => {
       if (!pick.selectedItems[0]?.older || nextBefore === null) return;
       pick.busy = true;
-      void call(backend, { type: 'list_audit', limit: ACTIVITY_PAGE, before: nextBefore })
+      void call(backend, { type: 'list_audit', limit: pageSize, before: nextBefore })
         .then((page) => {
           entries.push(...page.entries);
           nextBefore = page.next_before;

@@ -34,16 +34,31 @@ const PERSON_KIND_LABEL: Record<AuditEntry['person']['kind'], string> = {
   service: 'the service',
 };
 
-/** "Pixel 8 (paired device)", "alice (user)"; the service and the command line by their kind alone when unnamed. */
+/** "Pixel 8 (paired device)", "ada (user)"; the editor, the command line, the service by their kind alone. */
 export function auditPersonLabel(person: AuditEntry['person']): string {
   const kind = PERSON_KIND_LABEL[person.kind] ?? person.kind;
-  return person.name && person.name !== kind ? `${person.name} (${kind})` : kind;
+  const name = person.name.trim();
+  return name && name !== person.kind && name !== kind ? `${name} (${kind})` : kind;
 }
 
-/** "LAN 192.168.1.20", "relay", "editor": where the act came from. */
+const PLACE_LABEL: Record<AuditEntry['place']['via'], string> = {
+  lan: 'LAN',
+  relay: 'via relay',
+  editor: 'in the editor',
+  webhook: 'webhook',
+  cli: 'command line',
+  service: 'on this machine',
+};
+
+/** "LAN 192.168.1.20", "via relay", "in the editor": where the act came from. */
 export function auditPlaceLabel(place: AuditEntry['place']): string {
-  const via = place.via === 'lan' ? 'LAN' : place.via === 'cli' ? 'command line' : place.via;
+  const via = PLACE_LABEL[place.via] ?? place.via;
   return place.address ? `${via} ${place.address}` : via;
+}
+
+/** Whether the place only repeats the person (the editor in the editor, the command line on the command line). */
+export function auditPlaceIsPerson(entry: Pick<AuditEntry, 'person' | 'place'>): boolean {
+  return !entry.place.address && entry.place.via === entry.person.kind;
 }
 
 export interface AuditVerdict {

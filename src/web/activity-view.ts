@@ -6,7 +6,7 @@
  * Only the owner may read the record: a password user is told so, and sees nothing of it.
  */
 import type { AuditEntry, AuditKind, ViewEvent } from '../protocol';
-import { AUDIT_KIND_LABEL, AUDIT_KINDS, auditPersonLabel, auditPlaceLabel, auditVerdictText } from '../protocol/audit-labels';
+import { AUDIT_KIND_LABEL, AUDIT_KINDS, auditPersonLabel, auditPlaceIsPerson, auditPlaceLabel, auditVerdictText } from '../protocol/audit-labels';
 import { formatArguments, h, relativeTime } from './chat/dom';
 import type { ServiceConnection } from './connection';
 
@@ -38,7 +38,7 @@ export class ActivityView {
     private readonly connection: ServiceConnection,
     private readonly handlers: { open(conversationId: string): void },
   ) {
-    this.button = h('button', { type: 'button', class: 'button secondary activity-open' }, 'Activity');
+    this.button = h('button', { type: 'button', class: 'activity-open' }, h('span', {}, 'Activity'), h('span', { class: 'activity-open-hint', 'aria-hidden': 'true' }, '›'));
     this.button.addEventListener('click', () => this.show());
     this.close = h('button', { type: 'button', class: 'icon-button activity-close', 'aria-label': 'Close Activity', title: 'Close' }, '✕');
     this.close.addEventListener('click', () => this.hide());
@@ -159,37 +159,41 @@ export class ActivityView {
     }
   }
 
-  /** One entry: what, who, from where, when; tapped, the exact time and the entry's facts. */
+  /** One entry: its kind and when, what, then who and from where; tapped, the exact time and the entry's facts. */
   private item(entry: AuditEntry): HTMLLIElement {
     const exact = new Date(entry.at);
-    const when = h('time', { class: 'activity-when', datetime: entry.at, title: exact.toLocaleString() }, relativeTime(entry.at));
+    const exactText = exact.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'long' });
     const toggle = h(
       'button',
       { type: 'button', class: 'activity-entry-toggle', 'aria-expanded': 'false' },
+      h(
+        'span',
+        { class: 'activity-top' },
+        h('span', { class: 'activity-kind-badge' }, AUDIT_KIND_LABEL[entry.kind] ?? entry.kind),
+        h('time', { class: 'activity-when', datetime: entry.at, title: exactText }, relativeTime(entry.at)),
+      ),
       h('span', { class: 'activity-summary' }, entry.summary),
       h(
         'span',
         { class: 'activity-meta' },
-        h('span', { class: 'activity-kind-badge' }, AUDIT_KIND_LABEL[entry.kind] ?? entry.kind),
         h('span', { class: 'activity-who' }, auditPersonLabel(entry.person)),
-        h('span', { class: 'activity-where' }, auditPlaceLabel(entry.place)),
-        when,
+        auditPlaceIsPerson(entry) ? null : h('span', { class: 'activity-where' }, auditPlaceLabel(entry.place)),
       ),
     );
     const details = h('div', { class: 'activity-details', hidden: true });
     toggle.addEventListener('click', () => {
       const open = details.hidden;
-      if (open && !details.firstChild) details.append(...this.details(entry, exact));
+      if (open && !details.firstChild) details.append(...this.details(entry, exactText));
       details.hidden = !open;
       toggle.setAttribute('aria-expanded', String(open));
     });
     return h('li', { class: 'activity-entry', 'data-seq': entry.seq, 'data-kind': entry.kind }, toggle, details);
   }
 
-  private details(entry: AuditEntry, exact: Date): Node[] {
+  private details(entry: AuditEntry, exactText: string): Node[] {
     const facts = Object.entries(entry.detail).filter(([, value]) => value !== undefined && value !== null && value !== '');
     const nodes: Node[] = [
-      h('div', { class: 'activity-exact' }, `#${entry.seq} · ${exact.toLocaleString()} (${entry.at})`),
+      h('div', { class: 'activity-exact' }, `Entry #${entry.seq} · ${exactText}`),
     ];
     if (facts.length > 0) {
       nodes.push(h('dl', { class: 'activity-facts' }, ...facts.flatMap(([name, value]) => [h('dt', {}, name.replace(/_/g, ' ')), h('dd', {}, factText(value))])));

@@ -65,6 +65,13 @@ export class ActivityView {
       }
     });
     connection.onEvent((event) => this.onEvent(event));
+    // Back after a drop with the screen open: what was recorded meanwhile came as no event.
+    let wasOpen = connection.state.state === 'open';
+    connection.onState((state) => {
+      const open = state.state === 'open';
+      if (open && !wasOpen && this.isOpen) this.refresh();
+      wasOpen = open;
+    });
   }
 
   get isOpen(): boolean {
@@ -74,6 +81,10 @@ export class ActivityView {
   show(): void {
     this.panel.hidden = false;
     this.close.focus();
+    this.refresh();
+  }
+
+  private refresh(): void {
     void this.verify();
     void this.load();
   }

@@ -3,7 +3,7 @@
 // stands in for another client.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { showActivity, type ActivityItem } from '../../src/extension/show-activity';
+import type { ActivityItem } from '../../src/extension/show-activity';
 import { extensionHarness } from '../helpers/extension-harness';
 import { TEST_TOKEN } from '../helpers/service';
 import { waitFor } from '../helpers/temp';
@@ -12,6 +12,8 @@ import { TestClient } from '../helpers/ws-client';
 
 const harness = extensionHarness();
 const cleanups = harness.cleanups;
+/** Loaded once the double stands in for `vscode` (extensionHarness installs it). */
+const showActivity = async (...args: Parameters<typeof import('../../src/extension/show-activity').showActivity>) => (await import('../../src/extension/show-activity')).showActivity(...args);
 
 async function activateWindow() {
   const { api, port } = await harness.activate({ permission_mode: 'ask' });

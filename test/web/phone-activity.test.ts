@@ -14,7 +14,8 @@ import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { hashPassword } from '../../src/transport/auth/passwords';
 import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
-import { postJson } from '../helpers/service';
+import { openStore } from '../../src/store';
+import { postJson, startService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
 
 const SCREENSHOTS = resolve('test-output/screenshots');
@@ -168,6 +169,43 @@ test('Load older pages back through the record until it ends', async () => {
   assert.equal(seqs.at(-1), 1, 'down to the first entry');
   assert.deepEqual(phone.errors, []);
   await phone.close();
+});
+
+test('an entry edited in the stopped service’s database: Activity warns that the record was altered at that entry', async () => {
+  const first = await startService({});
+  const lan = await TestClient.authed(first.wsUrl, first.token);
+  for (const temperature of [0.2, 0.4, 0.6]) assert.equal((await lan.request({ type: 'update_config', config: { temperature } })).status, 'ok');
+  const listed = (await lan.request({ type: 'list_audit' })).data as { entries: { seq: number }[] };
+  assert.ok(listed.entries.length >= 3);
+  const edited = listed.entries[1].seq;
+  lan.close();
+  await first.stop();
+  // Someone with the files rewrites what an entry says, leaving its hash as it was.
+  const store = await openStore(first.dataDir);
+  await store.db.write((tx) => tx.run("UPDATE audit_log SET summary = 'Nothing happened' WHERE seq = ?", [edited]));
+  await store.close();
+  const svc = await startService({}, { dataDir: first.dataDir, keepConfig: true });
+  const context = await rig.browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, reducedMotion: 'reduce' });
+  try {
+    const page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+    await page.goto(`${rig.site.url}/phone.html#url=${encodeURIComponent(svc.wsUrl)}&token=${encodeURIComponent(svc.token)}`);
+    await page.locator('.connection[data-state="open"]').waitFor();
+    await openActivity(page);
+    const verdict = page.locator('.activity-verdict[data-ok="false"]');
+    await verdict.waitFor();
+    assert.equal(await verdict.getAttribute('role'), 'alert');
+    assert.match(await verdict.innerText(), new RegExp(`The record was altered at entry #${edited}`));
+    await page.locator(`.activity-entry[data-seq="${edited}"]`).waitFor();
+    assert.equal(await page.locator(`.activity-entry[data-seq="${edited}"] .activity-summary`).innerText(), 'Nothing happened', 'the entries are still shown, under the warning');
+    await shots(page, 'altered');
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+    await svc.dispose();
+  }
 });
 
 test('a password user is told only the owner can read the record, and sees none of it', async () => {

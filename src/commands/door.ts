@@ -13,6 +13,10 @@ export interface SessionOptions {
   principal?: ClientSession['principal'];
   /** The paired device, when the client authenticated with a device credential. */
   deviceId?: string;
+  /** A session (password) user's name. */
+  username?: string;
+  /** The client's address (see ClientSession). */
+  address?: string;
   canAnswerPermissions: boolean;
   /** Delivers an event to the client (only called while the session is open). */
   send(event: ServiceEvent): void;
@@ -70,6 +74,8 @@ export class SessionDoor {
       canAnswerPermissions: options.canAnswerPermissions,
       ...(options.principal ? { principal: options.principal } : {}),
       ...(options.deviceId ? { deviceId: options.deviceId } : {}),
+      ...(options.username !== undefined ? { username: options.username } : {}),
+      ...(options.address !== undefined ? { address: options.address } : {}),
       send: (event) => {
         if (isOpen) options.send(event);
       },

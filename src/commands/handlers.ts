@@ -19,6 +19,7 @@ import { clientMessagesOf } from './conversation-export';
 import { historyHandlers } from './history-handlers';
 import { attachmentHandlers, chatAttachments } from './attachment-handlers';
 import { listAudit, verifyAudit } from './audit-handlers';
+import { actorOf } from './audit-actor';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -134,7 +135,9 @@ const commandHandlers: HandlerMap = {
 
   async update_config(command, session, ctx) {
     requireWritableBy(session, command.config);
-    const updated_fields = await ctx.config.update(command.config);
+    const updated_fields = await ctx.config.update(command.config, actorOf(session, ctx.store.devices));
+    // The change's audit entries (written by the service's config listener) are durable before the answer.
+    await ctx.store.audit.settled();
     return { updated_fields };
   },
 
@@ -169,7 +172,11 @@ const commandHandlers: HandlerMap = {
 
   async permission_response(command, session, ctx) {
     if (!session.canAnswerPermissions) throw new ServiceError('unauthorized', 'this client cannot answer permission requests');
-    return ctx.permissions.answer(command.request_id, { decision: command.decision, note: command.note }, { owner: isOwner(session), label: sourceLabel(session.source) });
+    return ctx.permissions.answer(
+      command.request_id,
+      { decision: command.decision, note: command.note },
+      { owner: isOwner(session), label: sourceLabel(session.source), actor: actorOf(session, ctx.store.devices) },
+    );
   },
 
   async list_pending_permissions(_command, session, ctx) {

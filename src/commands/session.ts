@@ -15,6 +15,10 @@ export interface ClientSession {
   readonly principal?: 'access' | 'session';
   /** The paired device this session authenticated as (its own credential; the owner's device). */
   readonly deviceId?: string;
+  /** A session (password) user's name. */
+  readonly username?: string;
+  /** Where the client connects from: a LAN socket's remote address, `relay:<channel>` for a relayed client. */
+  readonly address?: string;
   send(event: ServiceEvent): void;
   /** Re-checks the client's credential and address after a config change; closes the client if either is no longer good. */
   recheck?(): void;

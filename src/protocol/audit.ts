@@ -38,6 +38,12 @@ export const AuditPlace = z.object({
 });
 export type AuditPlace = z.infer<typeof AuditPlace>;
 
+/** Who acted and from where: what every entry records of the actor. */
+export interface AuditActor {
+  person: AuditPerson;
+  place: AuditPlace;
+}
+
 export const AuditEntry = z.object({
   /** 1, 2, 3... without gaps (older entries may have been pruned by `audit.max_days`). */
   seq: z.number().int(),

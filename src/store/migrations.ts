@@ -3,6 +3,7 @@ import { nullLogger } from '../log/logger';
 import type { Database, WriteTx } from './database';
 import { META_TABLE_SQL } from './replay';
 import { USAGE_TABLE_SQL } from './usage';
+import { AUDIT_TABLES_SQL } from './audit';
 import { previewOf } from '../protocol/preview';
 
 /** SQL (several statements allowed) or a function of the transaction. */
@@ -73,6 +74,8 @@ export const MIGRATIONS: readonly Migration[] = [
       if (content !== null) tx.run('UPDATE conversations SET last_message = ? WHERE id = ?', [previewOf(content), id]);
     }
   },
+  // 12: the audit log, append-only and hash-chained (src/store/audit.ts).
+  AUDIT_TABLES_SQL,
 ];
 
 export function schemaVersion(db: Database): number {

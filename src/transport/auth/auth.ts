@@ -4,6 +4,7 @@ import type { Logger } from '../../log/logger';
 import { loginLimitKey } from '../http/allow-from';
 import { FixedWindowLimiter } from '../http/rate-limit';
 import type { DeviceCredentials } from './device-credentials';
+import type { LoginBursts } from './login-bursts';
 import { PasswordChecksBusy, decoyHash, passwordChecksBusy, verifyPassword } from './passwords';
 
 /**
@@ -46,6 +47,8 @@ export class Authenticator {
     private readonly now: () => number = Date.now,
     /** The paired devices' credentials (absent: only the access token and sessions). */
     readonly devices?: DeviceCredentials,
+    /** Where failed logins are counted into bursts (the audit log's `login.failed_burst`). */
+    private readonly bursts?: LoginBursts,
   ) {
     this.loginAttempts = new FixedWindowLimiter(LOGIN_FAILURE_LIMIT, LOGIN_WINDOW_MS, now);
   }
@@ -108,6 +111,7 @@ export class Authenticator {
    */
   refuseEarly(clientAddress: string): void {
     const wait = this.loginAttempts.retryAfterSeconds(loginLimitKey(clientAddress));
+    if (wait > 0) this.loginFailed(clientAddress, 'password');
     if (wait > 0) throw new ServiceError('rate_limited', `too many failed logins; retry in ${wait} s`, wait);
     if (passwordChecksBusy()) throw new ServiceError('rate_limited', 'too many logins in progress; retry in 1 s', 1);
   }
@@ -120,6 +124,7 @@ export class Authenticator {
   async login(username: string, password: string, clientAddress: string): Promise<{ token: string; expires_in: number }> {
     const attempt = this.loginAttempts.reserve(loginLimitKey(clientAddress));
     if (attempt.retryAfterSeconds > 0) {
+      this.loginFailed(clientAddress, 'password');
       throw new ServiceError('rate_limited', `too many failed logins; retry in ${attempt.retryAfterSeconds} s`, attempt.retryAfterSeconds);
     }
     const user = this.config().users.find((u) => u.username === username);
@@ -132,6 +137,7 @@ export class Authenticator {
       throw error;
     }
     if (!user || !valid) {
+      this.loginFailed(clientAddress, 'password');
       this.logger.warn('auth.login_failed', { address: clientAddress });
       throw new ServiceError('invalid_token', 'invalid username or password');
     }
@@ -143,6 +149,16 @@ export class Authenticator {
     this.secrets.addSecret(token);
     this.logger.info('auth.login', { username, address: clientAddress });
     return { token, expires_in: ttl };
+  }
+
+  /** A login from `clientAddress` failed (`kind`: password, token, pairing): counted into that address's burst. */
+  loginFailed(clientAddress: string, kind: string): void {
+    this.bursts?.failed(clientAddress, kind);
+  }
+
+  /** Reports the bursts still being counted (the service stops). */
+  flushLoginBursts(): void {
+    this.bursts?.flush();
   }
 
   /** The paired device a principal stands for, if any. */

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { AuditEntry } from '../protocol';
-import { AUDIT_KIND_LABEL, auditPersonLabel, auditPlaceLabel, auditVerdictText } from '../protocol/audit-labels';
+import { AUDIT_KIND_LABEL, auditFacts, auditPersonLabel, auditPlaceIsPerson, auditPlaceLabel, auditVerdictText } from '../protocol/audit-labels';
 import { call } from './backend';
 import type { Requester } from './connection-info';
 
@@ -25,20 +25,12 @@ const KIND_ICON: Partial<Record<AuditEntry['kind'], string>> = {
   'webhook.tool_run': 'plug',
 };
 
-/** The entry's facts in one line (names only where the service gives names: it never records a secret's value). */
-function factsLine(detail: AuditEntry['detail']): string {
-  return Object.entries(detail)
-    .filter(([, value]) => value !== undefined && value !== null && value !== '')
-    .map(([name, value]) => `${name.replace(/_/g, ' ')}: ${Array.isArray(value) ? value.join(', ') : typeof value === 'object' ? JSON.stringify(value) : String(value)}`)
-    .join(' · ');
-}
-
 /** One entry as a row: what (with its kind's icon), who and from where, then kind, exact time, number and facts. */
 export function activityItem(entry: AuditEntry): ActivityItem {
-  const facts = factsLine(entry.detail);
+  const facts = auditFacts(entry.detail).map(([name, text]) => `${name}: ${text}`).join(' · ');
   return {
     label: `$(${KIND_ICON[entry.kind] ?? 'circle-small'}) ${entry.summary}`,
-    description: `${auditPersonLabel(entry.person)} · ${auditPlaceLabel(entry.place)}`,
+    description: auditPlaceIsPerson(entry) ? auditPersonLabel(entry.person) : `${auditPersonLabel(entry.person)} · ${auditPlaceLabel(entry.place)}`,
     detail: [AUDIT_KIND_LABEL[entry.kind] ?? entry.kind, new Date(entry.at).toLocaleString(), `#${entry.seq}`, facts].filter(Boolean).join(' · '),
     entry,
   };

@@ -4,6 +4,7 @@
  * page bundles this too, without zod.
  */
 import type { AuditEntry, AuditKind } from './audit';
+import { sourceLabel } from './sources';
 
 /** Every kind, in the order the filters list them (the Record keeps it complete). */
 export const AUDIT_KIND_LABEL: Record<AuditKind, string> = {
@@ -59,6 +60,26 @@ export function auditPlaceLabel(place: AuditEntry['place']): string {
 /** Whether the place only repeats the person (the editor in the editor, the command line on the command line). */
 export function auditPlaceIsPerson(entry: Pick<AuditEntry, 'person' | 'place'>): boolean {
   return !entry.place.address && entry.place.via === entry.person.kind;
+}
+
+/**
+ * An entry's facts (its `detail`) as [name, text] pairs: names with spaces, a source as people read it, a
+ * list of names joined, anything else as JSON; empty values left out. The service records no secret's value.
+ */
+export function auditFacts(detail: AuditEntry['detail']): [string, string][] {
+  return Object.entries(detail)
+    .filter(([, value]) => value !== undefined && value !== null && value !== '')
+    .map(([name, value]) => [name.replace(/_/g, ' '), factText(name, value)]);
+}
+
+function factText(name: string, value: unknown): string {
+  if (typeof value === 'string') return name === 'source' ? sourceLabel(value) : value;
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.join(', ');
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
 }
 
 export interface AuditVerdict {

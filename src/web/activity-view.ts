@@ -6,8 +6,8 @@
  * Only the owner may read the record: a password user is told so, and sees nothing of it.
  */
 import type { AuditEntry, AuditKind, ViewEvent } from '../protocol';
-import { AUDIT_KIND_LABEL, AUDIT_KINDS, auditPersonLabel, auditPlaceIsPerson, auditPlaceLabel, auditVerdictText } from '../protocol/audit-labels';
-import { formatArguments, h, relativeTime } from './chat/dom';
+import { AUDIT_KIND_LABEL, AUDIT_KINDS, auditFacts, auditPersonLabel, auditPlaceIsPerson, auditPlaceLabel, auditVerdictText } from '../protocol/audit-labels';
+import { h, relativeTime } from './chat/dom';
 import type { ServiceConnection } from './connection';
 
 /** Entries a page: a couple of screens; older ones come with "Load older". */
@@ -31,6 +31,8 @@ export class ActivityView {
   /** Names seen so far, for the person filter (the service filters; the page only offers what it saw). */
   private readonly people = new Set<string>();
   private nextBefore: number | null = null;
+  /** The first entry verify_audit found wrong: marked in the list too. */
+  private badSeq: number | null = null;
   /** Answers to an older load than the last asked are dropped (a filter changed meanwhile). */
   private asked = 0;
 
@@ -100,6 +102,8 @@ export class ActivityView {
     this.verdict.hidden = true;
     const answer = await this.connection.request({ type: 'verify_audit' }).catch(() => undefined);
     if (answer?.status !== 'ok') return; // list_audit's answer says why (not connected, not the owner)
+    this.badSeq = answer.data.ok ? null : answer.data.first_bad_seq;
+    for (const item of Array.from(this.list.children) as HTMLElement[]) this.markAltered(item);
     this.verdict.hidden = false;
     this.verdict.dataset.ok = String(answer.data.ok);
     this.verdict.setAttribute('role', answer.data.ok ? 'status' : 'alert');
@@ -198,16 +202,24 @@ export class ActivityView {
       details.hidden = !open;
       toggle.setAttribute('aria-expanded', String(open));
     });
-    return h('li', { class: 'activity-entry', 'data-seq': entry.seq, 'data-kind': entry.kind }, toggle, details);
+    return this.markAltered(h('li', { class: 'activity-entry', 'data-seq': entry.seq, 'data-kind': entry.kind }, toggle, details));
+  }
+
+  private markAltered<E extends HTMLElement>(item: E): E {
+    const altered = this.badSeq !== null && item.dataset.seq === String(this.badSeq);
+    item.classList.toggle('altered', altered);
+    item.querySelector('.activity-altered')?.remove();
+    if (altered) item.querySelector('.activity-top')?.after(h('span', { class: 'activity-altered' }, 'The record breaks here: this entry or the one before it was changed or removed'));
+    return item;
   }
 
   private details(entry: AuditEntry, exactText: string): Node[] {
-    const facts = Object.entries(entry.detail).filter(([, value]) => value !== undefined && value !== null && value !== '');
+    const facts = auditFacts(entry.detail);
     const nodes: Node[] = [
       h('div', { class: 'activity-exact' }, `Entry #${entry.seq} · ${exactText}`),
     ];
     if (facts.length > 0) {
-      nodes.push(h('dl', { class: 'activity-facts' }, ...facts.flatMap(([name, value]) => [h('dt', {}, name.replace(/_/g, ' ')), h('dd', {}, factText(value))])));
+      nodes.push(h('dl', { class: 'activity-facts' }, ...facts.flatMap(([name, text]) => [h('dt', {}, name), h('dd', {}, text)])));
     }
     if (entry.conversation_id) {
       const conversationId = entry.conversation_id;
@@ -220,9 +232,4 @@ export class ActivityView {
     }
     return nodes;
   }
-}
-
-/** A fact's value: a list of names joined, anything else as formatArguments shows tool arguments. */
-function factText(value: unknown): string {
-  return Array.isArray(value) && value.every((v) => typeof v === 'string') ? value.join(', ') : formatArguments(value, 300);
 }

@@ -200,6 +200,8 @@ test('an entry edited in the stopped service’s database: Activity warns that t
     assert.match(await verdict.innerText(), new RegExp(`The record was altered at entry #${edited}`));
     await page.locator(`.activity-entry[data-seq="${edited}"]`).waitFor();
     assert.equal(await page.locator(`.activity-entry[data-seq="${edited}"] .activity-summary`).innerText(), 'Nothing happened', 'the entries are still shown, under the warning');
+    await page.locator(`.activity-entry.altered[data-seq="${edited}"] .activity-altered`).waitFor();
+    assert.equal(await page.locator('.activity-entry.altered').count(), 1, 'only the entry where the chain breaks is marked');
     await shots(page, 'altered');
     assert.deepEqual(errors, []);
   } finally {

@@ -3,6 +3,7 @@
 import { benchAgent } from './agent';
 import { benchAuth } from './auth';
 import { benchEditor } from './editor';
+import { benchExport } from './export';
 import { benchFollow } from './follow';
 import { benchHistory } from './history';
 import { runPersistBench } from './persist';
@@ -26,6 +27,7 @@ async function main() {
     ['push', benchPush],
     ['follow', benchFollow],
     ['history', benchHistory],
+    ['export', benchExport],
   ];
   for (const [name, run] of benches) {
     if (only.length > 0 && !only.includes(name)) continue;

@@ -17,6 +17,7 @@ import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { SessionDoor, type OpenSession, type SessionOptions } from './commands/door';
 import { ChatResends } from './commands/chat-resends';
 import { AttachmentUploads } from './commands/attachment-uploads';
+import { RenderedExports } from './commands/rendered-exports';
 import { conversationOf } from './commands/handlers';
 import { announceTurnEnded } from './commands/turn-ended';
 import { canAccess, isOwnerClient } from './protocol/sources';
@@ -149,6 +150,7 @@ export class Service {
       resends: new ChatResends(store),
       undo: new TurnUndo(store),
       uploads: new AttachmentUploads(store, options.uploadIdleTimeoutMs),
+      exports: new RenderedExports(),
       deliveries: this.webhooks.deliveries,
       relay: {
         status: () => this.relay.status(),

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ServiceError, type Message, type QueuedMessage, type RequestId, type ServiceConfig, type ServiceEvent } from '../protocol';
+import { displayName, ServiceError, type Message, type QueuedMessage, type RequestId, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import { bindAttachments, insertAttachment, type NewAuditEntry, type NewMessage, type Store } from '../store';
 import { canAccess } from '../protocol/sources';
@@ -38,6 +38,8 @@ export interface ChatInput {
   /** Source of the session: recorded on new conversations, and checked for ownership. */
   source: string;
   userId?: string;
+  /** Who sent it (protocol/sources.ts personOf; default: its source): while it waits, only they (or the owner) may remove it. */
+  sender?: string;
   /** The chat's client_message_id: shown while the message waits behind a running turn, and what removes it. */
   clientMessageId?: string;
   /** Stored with the user message so a resent chat is recognised, also after a restart (commands/chat-resends.ts). */
@@ -67,7 +69,7 @@ export interface TurnOrigin {
   readonly requestId?: RequestId;
 }
 
-export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'attachments' | 'conversationId' | 'userId' | 'clientMessageId' | 'clientKey'>;
+export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'attachments' | 'conversationId' | 'userId' | 'sender' | 'clientMessageId' | 'clientKey'>;
 
 /**
  * What a chat turn tells its caller while it runs, in the order the agent produced it:
@@ -125,8 +127,9 @@ export interface AgentDeps {
   workspaceRoots?: () => string[];
 }
 
+/** A new conversation's title: its first message on one line, without bidi or control characters (protocol/display-name.ts). */
 export function titleOf(message: string): string {
-  const line = message.replace(/\s+/g, ' ').trim();
+  const line = displayName(message.replace(/\s+/g, ' ')).trim();
   return [...line].slice(0, TITLE_LENGTH).join('') || 'New conversation';
 }
 
@@ -162,7 +165,7 @@ export class Agent {
     const conversationId = input.conversationId ?? randomUUID();
     const create = !input.conversationId;
     if (!create) this.requireConversation(conversationId, input.source);
-    const line = this.waitInLine(conversationId, { client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }, input.source);
+    const line = this.waitInLine(conversationId, { client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }, input.sender ?? input.source);
     return line.run(async () => {
       const message = await this.storeUserMessage(conversationId, create, input);
       const emit = this.emitter(input, onEvent);
@@ -196,12 +199,12 @@ export class Agent {
    * `message`), and a client may remove it: then it is answered `cancelled` and `removed` at once and,
    * when its turn comes, nothing is stored or run.
    */
-  private waitInLine(conversationId: string, message: QueuedMessage | undefined, source: string): { run: (turn: () => Promise<ChatOutput>) => Promise<ChatOutput> } {
+  private waitInLine(conversationId: string, message: QueuedMessage | undefined, sender: string): { run: (turn: () => Promise<ChatOutput>) => Promise<ChatOutput> } {
     let removed = (): void => undefined;
     const removal = new Promise<ChatOutput>((resolve) => {
       removed = () => resolve({ response: '', conversation_id: conversationId, message_id: '', cancelled: true, removed: true });
     });
-    const waiting = message ? this.deps.activity?.enqueue(conversationId, message, removed, source) : undefined;
+    const waiting = message ? this.deps.activity?.enqueue(conversationId, message, removed, sender) : undefined;
     return {
       run: (body) => {
         const turn = this.queued(conversationId, () => (waiting && !waiting.start() ? removal : body()));

@@ -15,8 +15,8 @@ export interface QueuedTurn {
 interface Waiting {
   message: QueuedMessage;
   removed: () => void;
-  /** The sending session's source: a webhook account may remove only its own messages. */
-  source: string;
+  /** Who sent it (its person): a password user or a webhook account may remove only its own messages. */
+  sender: string;
 }
 
 /**
@@ -43,9 +43,9 @@ export class ConversationActivity {
    * (every client hears) until it starts; `removed` is called if a client removes it first. Undefined when
    * nothing runs: its turn starts at once.
    */
-  enqueue(conversationId: string, message: QueuedMessage, removed: () => void, source: string): QueuedTurn | undefined {
+  enqueue(conversationId: string, message: QueuedMessage, removed: () => void, sender: string): QueuedTurn | undefined {
     if ((this.turns.get(conversationId) ?? 0) === 0) return undefined;
-    const entry: Waiting = { message, removed, source };
+    const entry: Waiting = { message, removed, sender };
     this.queues.set(conversationId, [...(this.queues.get(conversationId) ?? []), entry]);
     this.onChange(conversationId);
     return { start: () => this.unlist(conversationId, entry) };
@@ -53,10 +53,10 @@ export class ConversationActivity {
 
   /**
    * A client takes a waiting message out (remove_queued): false when no message of that id waits there
-   * (or, given `sentBy`, none sent by that source).
+   * (or, given `sentBy`, none sent by that person).
    */
   remove(conversationId: string, clientMessageId: string, sentBy?: string): boolean {
-    const entry = this.queues.get(conversationId)?.find((w) => w.message.client_message_id === clientMessageId && (sentBy === undefined || w.source === sentBy));
+    const entry = this.queues.get(conversationId)?.find((w) => w.message.client_message_id === clientMessageId && (sentBy === undefined || w.sender === sentBy));
     if (!entry || !this.unlist(conversationId, entry)) return false;
     entry.removed();
     return true;

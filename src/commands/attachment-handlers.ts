@@ -2,15 +2,15 @@ import { ATTACHMENT_CHUNK_BYTES, ServiceError, type CommandOf, type CommandType,
 import type { AttachmentRow } from '../store';
 import type { StoredAttachment } from '../agent/attachments/content';
 import type { CommandContext } from './context';
-import type { ClientSession } from './session';
+import { personOf, type ClientSession } from './session';
 
 type AttachmentCommandType = Extract<CommandType, `attachment_${string}` | 'get_attachment'>;
 type AttachmentHandler<T extends AttachmentCommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
 
-/** Who uploads: the same person on any of their sockets (source and credential kind), as a chat's resend is recognised; none for a webhook account. */
+/** Who uploads: the person (personOf), on any of their sockets; none for a webhook account. */
 function uploaderKeyOf(session: ClientSession): string | undefined {
   if (session.source.startsWith('webhook:') || session.principal === undefined) return undefined;
-  return `${session.source}\u0000${session.principal}`;
+  return personOf(session);
 }
 
 function uploaderOf(session: ClientSession): string {

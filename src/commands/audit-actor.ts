@@ -21,7 +21,8 @@ function placeOf(session: Pick<ClientSession, 'source' | 'address'>): AuditPlace
 /**
  * Who a session is and where it is, as the audit log records them (the one place this is worked out):
  * a paired device by its name, a password user by username, the editor, a webhook account, or the
- * holder of the access token.
+ * holder of the access token. Not protocol/sources.ts `personOf` (whose things are whose: every paired
+ * device is the owner there); the record names the device that acted.
  */
 export function actorOf(session: Pick<ClientSession, 'source' | 'address' | 'principal' | 'deviceId' | 'username'>, devices?: Pick<DevicesRepo, 'get'>): AuditActor {
   const place = placeOf(session);

@@ -1,6 +1,6 @@
 import { ServiceError, type CommandOf, type ResultOf } from '../protocol';
-import type { Store } from '../store';
-import type { ClientSession } from './session';
+import { clientKeyOf, type Store } from '../store';
+import { personOf, type ClientSession } from './session';
 
 /** Settled chats remembered in memory (beyond them, the store answers: a stored reply, or `interrupted`). */
 export const REMEMBERED_CHATS = 1000;
@@ -25,9 +25,12 @@ export class ChatResends {
 
   constructor(private readonly store: Store) {}
 
-  /** One sender's id: the same principal (source and credential kind) resends, another's id is its own. */
+  /**
+   * One sender's id: the same person (personOf) resends, on any socket or transport; another person's
+   * id is its own (a password user resending another's id gets a chat of its own, never their answer).
+   */
   static keyOf(session: ClientSession, clientMessageId: string): string {
-    return `${session.source}\u0000${session.principal ?? ''}\u0000${clientMessageId}`;
+    return clientKeyOf(personOf(session), clientMessageId);
   }
 
   /** Runs a chat once: a chat without client_message_id always runs; a resend gets the original result. */

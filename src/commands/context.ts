@@ -13,6 +13,7 @@ import type { ChatResends } from './chat-resends';
 import type { RunningChats } from './running-chats';
 import type { ClientSession } from './session';
 import type { AttachmentUploads } from './attachment-uploads';
+import type { RenderedExports } from './rendered-exports';
 
 /** What the command handlers work with; built once by the service. */
 export interface CommandContext {
@@ -39,6 +40,8 @@ export interface CommandContext {
   undo: TurnUndo;
   /** Attachments being uploaded in chunks. */
   uploads: AttachmentUploads;
+  /** Exports rendered for a download in pieces, kept between its pieces. */
+  exports: RenderedExports;
 }
 
 /** The webhook outbox as commands see it (the transport implements it). */
@@ -58,14 +61,15 @@ export interface RelayCommands {
 
 /**
  * Web Push as commands see it (the transport implements it). Only user clients reach it (push-handlers.ts);
- * a session (password) user may not change a device the owner subscribed: `unauthorized`.
+ * a device is its subscriber's (personOf): another password user may not change it, `unauthorized`.
  */
 export interface PushCommands {
   info(): Promise<{ vapid_public_key: string }>;
   subscribe(command: CommandOf<'push_subscribe'>, session: ClientSession): Promise<PushDevice>;
   settings(command: CommandOf<'push_settings'>, session: ClientSession): Promise<PushDevice>;
   unsubscribe(deviceId: string, session: ClientSession): Promise<boolean>;
-  list(): PushDevice[];
+  /** The devices this session may see: the owner every one, anyone else their own. */
+  list(session: ClientSession): PushDevice[];
   /** A test notification to the device (not_found if unknown), or to every device. */
   test(deviceId: string | undefined, session: ClientSession): Promise<PushTestResult[]>;
   reportVisibility(session: ClientSession, deviceId: string | undefined, visible: boolean): { device_id: string | null; visible: boolean };

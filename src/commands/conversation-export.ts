@@ -79,17 +79,33 @@ export function exportFileName(title: string, format: ExportFormat): string {
 }
 
 /**
- * Characters of one export piece: even if every one were escaped to six bytes in the frame's JSON
- * (`\u0001`), a piece stays under 1 MiB.
+ * Characters of one export piece at the least: even if every one were escaped to six bytes in the
+ * frame's JSON (`\u0001`), a piece this long stays under 1 MiB.
  */
 export const EXPORT_PIECE_CHARS = 128 * 1024;
+/** A piece holds up to this many characters while its text, as the frame carries it, fits EXPORT_PIECE_BYTES. */
+const EXPORT_PIECE_MAX_CHARS = 768 * 1024;
+const EXPORT_PIECE_BYTES = 900 * 1024;
 
-/** Where the piece starting at `offset` ends: never between the two halves of a surrogate pair. */
-export function pieceEnd(text: string, offset: number): number {
-  let end = Math.min(text.length, offset + EXPORT_PIECE_CHARS);
+/** `offset + chars`, within the text and never between the two halves of a surrogate pair. */
+function boundedEnd(text: string, offset: number, chars: number): number {
+  let end = Math.min(text.length, offset + chars);
   if (end < text.length && end > offset + 1) {
     const code = text.charCodeAt(end - 1);
     if (code >= 0xd800 && code <= 0xdbff) end -= 1;
   }
   return end;
+}
+
+/**
+ * Where the piece starting at `offset` ends: as long as its frame stays under 1 MiB (most text needs no
+ * escaping, so a piece is up to six times EXPORT_PIECE_CHARS and a long download takes fewer round trips),
+ * never shorter than EXPORT_PIECE_CHARS.
+ */
+export function pieceEnd(text: string, offset: number): number {
+  for (let chars = EXPORT_PIECE_MAX_CHARS; ; chars = Math.max(EXPORT_PIECE_CHARS, chars >> 1)) {
+    const end = boundedEnd(text, offset, chars);
+    if (chars === EXPORT_PIECE_CHARS || end - offset < EXPORT_PIECE_CHARS) return end;
+    if (Buffer.byteLength(JSON.stringify(text.slice(offset, end))) <= EXPORT_PIECE_BYTES) return end;
+  }
 }

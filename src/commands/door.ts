@@ -13,7 +13,7 @@ export interface SessionOptions {
   principal?: ClientSession['principal'];
   /** The paired device, when the client authenticated with a device credential. */
   deviceId?: string;
-  /** A session (password) user's name. */
+  /** The password user, when the client authenticated with a session token of `POST /auth`. */
   username?: string;
   /** The client's address (see ClientSession). */
   address?: string;
@@ -74,7 +74,7 @@ export class SessionDoor {
       canAnswerPermissions: options.canAnswerPermissions,
       ...(options.principal ? { principal: options.principal } : {}),
       ...(options.deviceId ? { deviceId: options.deviceId } : {}),
-      ...(options.username !== undefined ? { username: options.username } : {}),
+      ...(options.username ? { username: options.username } : {}),
       ...(options.address !== undefined ? { address: options.address } : {}),
       send: (event) => {
         if (isOpen) options.send(event);

@@ -10,7 +10,7 @@ import { createPairing, relayStatus } from './relay-handlers';
 import { createLanPairing, listDevices, revokeDevice } from './device-handlers';
 import { listTurnChanges, undoTurn } from './undo-handlers';
 import { isOwner, requireWritableBy } from './roles';
-import type { ClientSession } from './session';
+import { personOf, type ClientSession } from './session';
 import { announceTurnEnded, type EndedTurn } from './turn-ended';
 import { ChatResends } from './chat-resends';
 import { getUsage } from './usage-handlers';
@@ -76,6 +76,7 @@ const commandHandlers: HandlerMap = {
           ownerAnswersPrompts: !isOwner(session),
           signal: run.signal,
           stream: command.stream === true,
+          sender: personOf(session),
           clientMessageId: command.client_message_id,
           clientKey: command.client_message_id === undefined ? undefined : ChatResends.keyOf(session, command.client_message_id),
           origin: { sessionId: session.id, requestId: command.id },
@@ -102,8 +103,9 @@ const commandHandlers: HandlerMap = {
 
   async remove_queued(command, session, ctx) {
     ctx.agent.requireConversation(command.conversation_id, session.source);
-    // A webhook account only its own messages (a user's chat may wait in its conversation too); user clients any.
-    const sentBy = session.source.startsWith('webhook:') ? session.source : undefined;
+    // The owner any waiting message; a password user or a webhook account only its own (another
+    // person's message, even one of the same credential kind, is not theirs to take back).
+    const sentBy = isOwner(session) ? undefined : personOf(session);
     return { removed: ctx.activity.remove(command.conversation_id, command.client_message_id, sentBy) };
   },
 
@@ -163,6 +165,7 @@ const commandHandlers: HandlerMap = {
     ctx.gate.forget(command.conversation_id);
     ctx.agent.forget(command.conversation_id);
     ctx.events.feeds.forget(command.conversation_id);
+    ctx.exports.forget(command.conversation_id);
     return { deleted: true };
   },
 

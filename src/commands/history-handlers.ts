@@ -1,11 +1,12 @@
 import path from 'node:path';
 import { ServiceError, type CommandOf, type ResultOf } from '../protocol';
 import { canAccess } from '../protocol/sources';
-import { backupDataDir, type SearchHit } from '../store';
+import { backupDataDir, type MessageRow, type SearchHit } from '../store';
 import { actorOf } from './audit-actor';
 import { backupEntry } from './audit-records';
 import type { CommandContext } from './context';
 import { clientMessagesOf, exportFileName, pieceEnd, renderExport } from './conversation-export';
+import { renderedExportKey } from './rendered-exports';
 import type { ClientSession } from './session';
 
 // The history as a whole (docs/protocol.md, "Search, export and backup"): search it, take a
@@ -59,10 +60,19 @@ export async function exportConversation(command: CommandOf<'export_conversation
   const conversation = ctx.agent.requireConversation(command.conversation_id, session.source);
   const asked = parseUntil(command.until);
   if (command.offset !== undefined && command.offset > 0 && asked === undefined) throw new ServiceError('invalid_request', 'until: a piece after the first needs the `until` the first one answered');
-  const all = await ctx.store.messages.after(command.conversation_id, 0);
-  // Messages are append-only: those up to `until` are the same at every piece, so the pieces fit together.
-  const until = asked ?? (all.length > 0 ? all[all.length - 1].seq : 0);
-  const text = renderExport(conversation, clientMessagesOf(all.filter((m) => m.seq <= until), ctx.store.usage), command.format);
+  // Messages are append-only: those up to `until` are the same at every piece, so the pieces fit together
+  // and the later pieces are slices of the first one's rendering (kept in ctx.exports).
+  const render = async (all: MessageRow[], until: number) => renderExport(conversation, clientMessagesOf(all.filter((m) => m.seq <= until), ctx.store.usage), command.format);
+  let until: number;
+  let text: string;
+  if (asked === undefined) {
+    const all = await ctx.store.messages.after(command.conversation_id, 0);
+    until = all.length > 0 ? all[all.length - 1].seq : 0;
+    text = await ctx.exports.get(renderedExportKey(conversation.id, until, command.format), () => render(all, until));
+  } else {
+    until = asked;
+    text = await ctx.exports.get(renderedExportKey(conversation.id, until, command.format), async () => render(await ctx.store.messages.after(command.conversation_id, 0), asked));
+  }
   const offset = command.offset ?? 0;
   if (offset > text.length) throw new ServiceError('invalid_request', `offset: the export has ${text.length} characters`);
   const end = pieceEnd(text, offset);

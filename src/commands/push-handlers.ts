@@ -28,7 +28,7 @@ export const pushHandlers: { [T in PushCommandType]: PushHandler<T> } = {
   push_subscribe: forUsers(async (command, session, ctx) => ({ device: await ctx.push.subscribe(command, session) })),
   push_settings: forUsers(async (command, session, ctx) => ({ device: await ctx.push.settings(command, session) })),
   push_unsubscribe: forUsers(async (command, session, ctx) => ({ removed: await ctx.push.unsubscribe(command.device_id, session) })),
-  list_push_devices: forUsers(async (_command, _session, ctx) => ({ devices: ctx.push.list() })),
+  list_push_devices: forUsers(async (_command, session, ctx) => ({ devices: ctx.push.list(session) })),
   push_test: forUsers(async (command, session, ctx) => ({ results: await ctx.push.test(command.device_id, session) })),
   client_state: forUsers(async (command, session, ctx) => ctx.push.reportVisibility(session, command.device_id, command.visible)),
 };

@@ -15,7 +15,7 @@ export interface ClientSession {
   readonly principal?: 'access' | 'session';
   /** The paired device this session authenticated as (its own credential; the owner's device). */
   readonly deviceId?: string;
-  /** A session (password) user's name. */
+  /** The password user of a `session` principal (service.json `users`). */
   readonly username?: string;
   /** Where the client connects from: a LAN socket's remote address, `relay:<channel>` for a relayed client. */
   readonly address?: string;
@@ -27,3 +27,6 @@ export interface ClientSession {
 export function newSessionId(): string {
   return randomUUID();
 }
+
+/** A session's person (docs/protocol.md, "People"): the one key of everything that is a person's own. */
+export { OWNER_PERSON, personOf } from '../protocol/sources';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { command } from './command-frame';
+import { displayNameField } from './display-name';
 
 /**
  * Attachments (docs/protocol.md, "Attachments"): a file is uploaded in chunks small enough for any
@@ -39,7 +40,7 @@ export const AttachmentId = z.string({ error: 'attachment_id must be a string' }
 
 
 export const AttachmentBeginCommand = command('attachment_begin', {
-  name: z.string({ error: 'name must be a string' }).min(1, { error: 'name must not be empty' }).max(255, { error: 'name must be at most 255 characters' }),
+  name: displayNameField('name', 255),
   mime: z.string({ error: 'mime must be a string' }).max(127, { error: 'mime must be at most 127 characters' }).regex(/^[\w.+-]+\/[\w.+-]+$/, { error: 'mime must be a media type such as image/jpeg' }),
   size: z.number({ error: 'size must be an integer' }).int({ error: 'size must be an integer' }).min(1, { error: 'size must be at least 1' }),
   sha256: z.string({ error: 'sha256 must be a string' }).regex(/^[0-9a-fA-F]{64}$/, { error: 'sha256 must be 64 hex digits' }),

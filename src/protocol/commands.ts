@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ChatContext } from './chat-context-schema';
+import { displayName, displayNameField } from './display-name';
 import { RequestId } from './envelope';
 import { command } from './command-frame';
 import { ListAuditCommand, VerifyAuditCommand } from './audit';
@@ -27,7 +28,7 @@ export const AuthCommand = command('auth', {
   pairing_secret: z.string({ error: 'pairing_secret must be a string' }).min(1).max(256).optional(),
   /** With `pairing_secret`: the page's own device id (its Web Push id) and a name for the list of devices. */
   device_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'device_id must be 1 to 64 letters, digits, - or _' }).optional(),
-  device_name: z.string().max(100, { error: 'device_name must be at most 100 characters' }).optional(),
+  device_name: z.string({ error: 'device_name must be a string' }).max(100, { error: 'device_name must be at most 100 characters' }).transform(displayName).optional(),
   /** The client's PROTOCOL_VERSION (protocol/version.ts): the reply says which side must update when they differ. */
   protocol: z.number({ error: 'protocol must be an integer' }).int({ error: 'protocol must be an integer' }).optional(),
 });
@@ -219,11 +220,7 @@ export const RevokeDeviceCommand = command('revoke_device', {
 // ---- Web Push (docs/protocol.md, "Web Push") ----
 /** A phone page install: random, made by the page (a UUID), kept in its localStorage. */
 const DeviceId = z.string({ error: 'device_id must be a string' }).regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'device_id must be 1 to 64 letters, digits, - or _' });
-const DeviceName = z
-  .string({ error: 'device_name must be a string' })
-  .trim()
-  .min(1, { error: 'device_name must not be empty' })
-  .max(100, { error: 'device_name must be at most 100 characters' });
+const DeviceName = displayNameField('device_name', 100);
 
 /** Which notifications a device wants; each on unless set off. */
 export const PushEventToggles = z.object({

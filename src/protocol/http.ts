@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { displayNameField } from './display-name';
 
 export const AuthRequestBody = z.object({
   username: z.string({ error: 'username must be a string' }).min(1, { error: 'username must not be empty' }),
@@ -6,7 +7,7 @@ export const AuthRequestBody = z.object({
 });
 
 export const RegisterRequestBody = z.object({
-  machine_name: z.string({ error: 'machine_name must be a string' }).min(1).max(200),
+  machine_name: displayNameField('machine_name', 200),
   public_key: z.string({ error: 'public_key must be a string' }).min(1).max(4096),
 });
 

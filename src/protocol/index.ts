@@ -18,5 +18,5 @@ export * from './usage';
 export * from './export-reader';
 export * from './undo';
 export * from './attachments';
-
+export * from './display-name';
 export * from './audit';

@@ -22,6 +22,14 @@ interface RawMessage extends Omit<MessageRow, 'data'> {
   body_key: number | null;
 }
 
+/**
+ * How a chat's client_message_id is stored with its user message (`client_key`): with its sender's
+ * person (protocol/sources.ts personOf), so only that person's resend finds it.
+ */
+export function clientKeyOf(person: string, clientMessageId: string): string {
+  return `${person}\u0000${clientMessageId}`;
+}
+
 const COLUMNS = 'seq, id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key';
 const ROLES: ReadonlySet<string> = new Set<MessageRole>(['user', 'assistant', 'tool']);
 /** Search results asked of history.db beyond `limit`, for hits whose message is gone meanwhile. */

@@ -5,6 +5,9 @@ import { META_TABLE_SQL } from './replay';
 import { USAGE_TABLE_SQL } from './usage';
 import { AUDIT_TABLES_SQL } from './audit';
 import { previewOf } from '../protocol/preview';
+import { OWNER_PERSON } from '../protocol/sources';
+import { displayName } from '../protocol/display-name';
+import { clientKeyOf } from './messages';
 
 /** SQL (several statements allowed) or a function of the transaction. */
 export type Migration = string | ((tx: WriteTx) => void);
@@ -74,7 +77,31 @@ export const MIGRATIONS: readonly Migration[] = [
       if (content !== null) tx.run('UPDATE conversations SET last_message = ? WHERE id = ?', [previewOf(content), id]);
     }
   },
-  // 12: the audit log, append-only and hash-chained (src/store/audit.ts).
+  // 12: people (protocol/sources.ts personOf): what was keyed by source and credential kind is keyed by
+  // the person. The access token's rows become the owner's; a password user's cannot be told apart from
+  // another's, so they become nobody's (an unsent upload, a resend key) or, for a push device, `person`
+  // stays NULL: the first password user to subscribe it again takes it (push-devices.ts).
+  (tx) => {
+    tx.run('ALTER TABLE push_devices ADD COLUMN person TEXT');
+    tx.run(`UPDATE push_devices SET person = ? WHERE principal = 'access'`, [OWNER_PERSON]);
+    for (const { id, uploader } of tx.all<{ id: string; uploader: string }>("SELECT id, uploader FROM attachments WHERE uploader <> 'agent'")) {
+      const [, principal] = uploader.split('\u0000');
+      tx.run('UPDATE attachments SET uploader = ? WHERE id = ?', [principal === 'access' ? OWNER_PERSON : `legacy:${uploader}`, id]);
+    }
+    for (const { seq, client_key } of tx.all<{ seq: number; client_key: string }>("SELECT seq, client_key FROM messages WHERE client_key IS NOT NULL")) {
+      const [, principal, ...rest] = client_key.split('\u0000');
+      // OR IGNORE: the owner's id already moved from another source's row keeps the first (a resend finds one).
+      if (principal === 'access') tx.run('UPDATE OR IGNORE messages SET client_key = ? WHERE seq = ?', [clientKeyOf(OWNER_PERSON, rest.join('\u0000')), seq]);
+    }
+    // Names stored before they were cleaned at the edge lose their bidi and control characters too.
+    for (const [table, key, column] of [['attachments', 'id', 'name'], ['push_devices', 'device_id', 'device_name'], ['devices', 'device_id', 'device_name'], ['conversations', 'id', 'title']]) {
+      for (const row of tx.all<{ k: string; v: string }>(`SELECT ${key} AS k, ${column} AS v FROM ${table}`)) {
+        const clean = displayName(row.v).trim();
+        if (clean !== row.v) tx.run(`UPDATE ${table} SET ${column} = ? WHERE ${key} = ?`, [clean || 'unnamed', row.k]);
+      }
+    }
+  },
+  // 13: the audit log, append-only and hash-chained (src/store/audit.ts).
   AUDIT_TABLES_SQL,
 ];
 

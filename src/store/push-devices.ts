@@ -22,6 +22,12 @@ export interface PushDeviceRow {
   principal: 'access' | 'session';
   /** The subscribing client's source (`ws`, `relay`, `editor`). */
   source: string;
+  /**
+   * Whose device it is (protocol/sources.ts personOf): only they re-subscribe, rename, silence or report
+   * on it. Null for a device a password user subscribed before people were told apart: the first
+   * password user to subscribe it again takes it.
+   */
+  person: string | null;
   created_at: string;
   updated_at: string;
   /** The push service's URL for this subscription: a capability (anyone holding it may push), never shown whole. */
@@ -43,7 +49,7 @@ interface StoredRow extends Omit<PushDeviceRow, 'events' | 'content_blind' | 'la
   last_delivery: string | null;
 }
 
-const COLUMNS = 'device_id, device_name, principal, source, created_at, updated_at, endpoint, p256dh, auth, events, content_blind, last_delivery, failures';
+const COLUMNS = 'device_id, device_name, principal, source, person, created_at, updated_at, endpoint, p256dh, auth, events, content_blind, last_delivery, failures';
 
 function fromStored(row: StoredRow): PushDeviceRow {
   return {
@@ -52,6 +58,14 @@ function fromStored(row: StoredRow): PushDeviceRow {
     content_blind: row.content_blind === 1,
     last_delivery: row.last_delivery === null ? null : (JSON.parse(row.last_delivery) as PushDeliveryRecord),
   };
+}
+
+/**
+ * Whether a device is this person's own: theirs, or (subscribed by a password user before people were
+ * told apart: person null) any password user's, as it was then, until one subscribes it again.
+ */
+export function mayUse(device: { person: string | null }, client: { person: string; principal?: 'access' | 'session' }): boolean {
+  return device.person === null ? client.principal === 'session' : device.person === client.person;
 }
 
 /** The devices subscribed to Web Push (docs/protocol.md, "Web Push"), one row per device. */
@@ -69,23 +83,28 @@ export class PushDevicesRepo {
   }
 
   /**
-   * Stores a device, or replaces an existing device's subscription (its name, owner and settings as
-   * given; `created_at` kept; the delivery record starts over, the subscription being new). With
-   * `maxDevices`, a new device beyond that many is refused in the same transaction: false.
+   * Stores a device, or replaces an existing device's subscription (its name and settings as given;
+   * `created_at` kept; the delivery record starts over, the subscription being new). All in one
+   * transaction: `taken` when the device id, or the endpoint, is another person's (mayUse); `full` for a
+   * new device beyond `maxDevices`.
    */
-  subscribe(device: NewPushDevice, maxDevices: number, now: string = new Date().toISOString()): Promise<boolean> {
+  subscribe(device: NewPushDevice & { person: string }, maxDevices: number, now: string = new Date().toISOString()): Promise<'stored' | 'taken' | 'full'> {
     return this.db.write((tx) => {
-      const exists = tx.get('SELECT 1 AS x FROM push_devices WHERE device_id = ?', [device.device_id]) !== undefined;
+      const claimant = { person: device.person, principal: device.principal };
+      const existing = tx.get<{ person: string | null }>('SELECT person FROM push_devices WHERE device_id = ?', [device.device_id]);
+      if (existing && !mayUse(existing, claimant)) return 'taken';
+      const sameEndpoint = tx.all<{ person: string | null }>('SELECT person FROM push_devices WHERE endpoint = ? AND device_id <> ?', [device.endpoint, device.device_id]);
+      if (sameEndpoint.some((other) => other.person !== device.person)) return 'taken';
       const count = Number(tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM push_devices')?.n ?? 0);
-      if (!exists && count >= maxDevices) return false;
+      if (!existing && count >= maxDevices) return 'full';
       tx.run(
-        `INSERT INTO push_devices (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0)
+        `INSERT INTO push_devices (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 0)
          ON CONFLICT (device_id) DO UPDATE SET device_name = excluded.device_name, principal = excluded.principal, source = excluded.source,
-           updated_at = excluded.updated_at, endpoint = excluded.endpoint, p256dh = excluded.p256dh, auth = excluded.auth,
+           person = excluded.person, updated_at = excluded.updated_at, endpoint = excluded.endpoint, p256dh = excluded.p256dh, auth = excluded.auth,
            events = excluded.events, content_blind = excluded.content_blind, last_delivery = NULL, failures = 0`,
-        [device.device_id, device.device_name, device.principal, device.source, now, now, device.endpoint, device.p256dh, device.auth, JSON.stringify(device.events), device.content_blind ? 1 : 0],
+        [device.device_id, device.device_name, device.principal, device.source, device.person, now, now, device.endpoint, device.p256dh, device.auth, JSON.stringify(device.events), device.content_blind ? 1 : 0],
       );
-      return true;
+      return 'stored';
     });
   }
 

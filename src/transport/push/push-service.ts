@@ -2,10 +2,11 @@ import type https from 'node:https';
 import { KeyedQueue } from '../../agent/keyed-queue';
 import type { PushCommands } from '../../commands/context';
 import type { EventFilter, EventHub } from '../../commands/event-hub';
-import type { ClientSession } from '../../commands/session';
+import { personOf, type ClientSession } from '../../commands/session';
+import { isOwner } from '../../commands/roles';
 import type { Logger } from '../../log/logger';
 import { ServiceError, type CommandOf, type PushDevice, type PushTestResult, type ServiceEvent } from '../../protocol';
-import type { PushDeviceRow, Store } from '../../store';
+import { mayUse, type PushDeviceRow, type Store } from '../../store';
 import { DeviceVisibility } from './device-visibility';
 import { checkSubscription, guardedAgent, type EndpointPolicy } from './endpoint-guard';
 import { promptPayload, promptTag, resolvedPayload, runPayload, runTag, testPayload, topicOf, type EndedRun, type PushKind, type TextFilter } from './push-payloads';
@@ -120,7 +121,6 @@ export class PushService implements PushCommands {
   async subscribe(command: CommandOf<'push_subscribe'>, session: ClientSession): Promise<PushDevice> {
     // Stored as checked (href), so the push library reads the same host the check did.
     const endpoint = checkSubscription(command.subscription, this.options).href;
-    this.requireMayChange(command.device_id, session);
     const max = this.options.maxDevices ?? DEFAULT_MAX_DEVICES;
     const stored = await this.deps.store.pushDevices.subscribe(
       {
@@ -128,6 +128,7 @@ export class PushService implements PushCommands {
         device_name: command.device_name,
         principal: session.principal!,
         source: session.source,
+        person: personOf(session),
         endpoint,
         p256dh: command.subscription.keys.p256dh,
         auth: command.subscription.keys.auth,
@@ -136,7 +137,9 @@ export class PushService implements PushCommands {
       },
       max,
     );
-    if (!stored) throw new ServiceError('invalid_request', `at most ${max} devices may subscribe: remove one (push_unsubscribe) first`);
+    // Never a takeover: another person's device id or subscription stays theirs (the owner's too).
+    if (stored === 'taken') throw new ServiceError('unauthorized', 'this device (or its push subscription) was subscribed by someone else: they must remove it (push_unsubscribe) first');
+    if (stored === 'full') throw new ServiceError('invalid_request', `at most ${max} devices may subscribe: remove one (push_unsubscribe) first`);
     this.visibility.nameDevice(session, command.device_id);
     this.log.info('push.subscribed', { device: command.device_id });
     return deviceView(this.deps.store.pushDevices.get(command.device_id)!);
@@ -161,11 +164,12 @@ export class PushService implements PushCommands {
     return removed;
   }
 
-  list(): PushDevice[] {
-    return this.deps.store.pushDevices.list().map(deviceView);
+  /** The owner's clients list every device (to remove a stale one); anyone else only their own. */
+  list(session: ClientSession): PushDevice[] {
+    return this.deps.store.pushDevices.list().filter((device) => isOwner(session) || mayUse(device, ownerOf(session))).map(deviceView);
   }
 
-  /** A session user tests only its own devices: each test rings the phone, and the owner's is not its to ring. */
+  /** A password user tests only its own devices: each test rings the phone, and another's is not its to ring. */
   async test(deviceId: string | undefined, session: ClientSession): Promise<PushTestResult[]> {
     if (deviceId !== undefined) this.requireMayChange(this.requireDevice(deviceId).device_id, session);
     const devices = deviceId === undefined ? this.deps.store.pushDevices.list().filter((device) => mayChange(device, session)) : [this.requireDevice(deviceId)];
@@ -178,7 +182,9 @@ export class PushService implements PushCommands {
   }
 
   reportVisibility(session: ClientSession, deviceId: string | undefined, visible: boolean): { device_id: string | null; visible: boolean } {
-    if (deviceId !== undefined && this.deps.store.pushDevices.get(deviceId)) this.requireMayChange(deviceId, session);
+    // Strictly one's own, the owner included: a page that says another's device is on screen silences it.
+    const device = deviceId === undefined ? undefined : this.deps.store.pushDevices.get(deviceId);
+    if (device && !mayUse(device, ownerOf(session))) throw new ServiceError('unauthorized', 'this device was subscribed by someone else');
     return this.visibility.report(session, deviceId, visible);
   }
 
@@ -188,11 +194,11 @@ export class PushService implements PushCommands {
     return device;
   }
 
-  /** A session (password) user may not replace, change, silence or remove a device the owner subscribed. */
+  /** A password user may not change, test or remove another person's device (the owner may, to clear a stale one). */
   private requireMayChange(deviceId: string, session: ClientSession): void {
     const device = this.deps.store.pushDevices.get(deviceId);
     if (device && !mayChange(device, session)) {
-      throw new ServiceError('unauthorized', 'this device was subscribed by the owner: only the owner (access token or the editor) may change it');
+      throw new ServiceError('unauthorized', 'this device was subscribed by someone else: only they (or the owner) may change it');
     }
   }
 
@@ -293,14 +299,20 @@ export class PushService implements PushCommands {
   }
 }
 
-/** A session (password) user may not touch a device the owner subscribed. */
+/** The person of a session, as push-devices.ts mayUse reads it. */
+function ownerOf(session: ClientSession): { person: string; principal?: 'access' | 'session' } {
+  return { person: personOf(session), principal: session.principal };
+}
+
+/** A device's own person may change it, and so may the owner (every device is on the owner's machine). */
 function mayChange(device: PushDeviceRow, session: ClientSession): boolean {
-  return device.principal !== 'access' || session.principal === 'access';
+  return isOwner(session) || mayUse(device, ownerOf(session));
 }
 
 /** A device as the client that subscribed it, for the event filters (could it have answered this prompt?). */
 function asClient(device: PushDeviceRow): ClientSession {
-  return { id: `push:${device.device_id}`, source: device.source, principal: device.principal, canAnswerPermissions: true, send: () => undefined };
+  const username = device.person?.startsWith('user:') ? device.person.slice('user:'.length) : undefined;
+  return { id: `push:${device.device_id}`, source: device.source, principal: device.principal, ...(username === undefined ? {} : { username }), canAnswerPermissions: true, send: () => undefined };
 }
 
 /** When the request expires, where the event says so (`expires_at`, docs/protocol.md). */

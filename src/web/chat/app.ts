@@ -528,6 +528,8 @@ export class ChatApp {
     if (!this.current) return;
     const answer = await this.call({ type: 'remove_queued', conversation_id: this.current, client_message_id: clientMessageId });
     if (answer?.status !== 'ok') this.messages.addNote(`Could not remove the queued message: ${answer?.error ?? 'not connected'}`, 'error');
+    // Not removed: it started meanwhile, or it is another person's (only its sender and the owner may).
+    else if (!answer.data.removed) this.messages.addNote('The message was not removed: it has started, or it was sent by someone else.');
   }
 
   private async answerPermission(requestId: string, decision: Decision, note: string | undefined): Promise<AnswerOutcome> {

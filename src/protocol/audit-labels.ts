@@ -51,10 +51,13 @@ const PLACE_LABEL: Record<AuditEntry['place']['via'], string> = {
   service: 'on this machine',
 };
 
-/** "LAN 192.168.1.20", "via relay", "in the editor": where the act came from. */
+/** "LAN 192.168.1.20", "via relay “main”", "in the editor": where the act came from. */
 export function auditPlaceLabel(place: AuditEntry['place']): string {
   const via = PLACE_LABEL[place.via] ?? place.via;
-  return place.address ? `${via} ${place.address}` : via;
+  if (!place.address) return via;
+  // A relayed client's address is its relay channel (`relay:<channel>`): the channel's name says it.
+  if (place.via === 'relay') return `${via} “${place.address.replace(/^relay:/, '')}”`;
+  return `${via} ${place.address}`;
 }
 
 /** Whether the place only repeats the person (the editor in the editor, the command line on the command line). */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { displayName, ServiceError, type Message, type QueuedMessage, type RequestId, type ServiceConfig, type ServiceEvent } from '../protocol';
+import { displayName, ServiceError, type Message, type QueuedMessage, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import { bindAttachments, insertAttachment, type NewAuditEntry, type NewMessage, type Store } from '../store';
 import { canAccess } from '../protocol/sources';
@@ -42,7 +42,7 @@ export interface ChatInput {
   sender?: string;
   /** The chat's client_message_id: shown while the message waits behind a running turn, and what removes it. */
   clientMessageId?: string;
-  /** Stored with the user message so a resent chat is recognised, also after a restart (commands/chat-resends.ts). */
+  /** Stored with the user message so a resent chat is recognised, also after a restart (commands/turns/chat-resends.ts). */
   clientKey?: string;
   /**
    * The turn comes from a session (password) user: its tool prompts are the owner's to answer, or a
@@ -59,30 +59,19 @@ export interface ChatInput {
    * transaction (the webhook channel stores the reply together with its delivery).
    */
   storeReply?: (reply: NewMessage) => Promise<void>;
-  /** Who sent the turn (its session and request id), so its own events can carry its id (AgentDeps.onTurnEvent). */
-  origin?: TurnOrigin;
-}
-
-/** The session and request that started a turn. */
-export interface TurnOrigin {
-  readonly sessionId: string;
-  readonly requestId?: RequestId;
 }
 
 export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'attachments' | 'conversationId' | 'userId' | 'sender' | 'clientMessageId' | 'clientKey'>;
 
 /**
- * What a chat turn tells its caller while it runs, in the order the agent produced it:
- * - `conversation`: the conversation is known (before the provider runs);
- * - `delta`: a piece of the reply's text (only when the input asked to `stream`);
- * - `tool.call` / `tool.result`: the wire events of the turn's tools, without the request id (the caller adds it).
+ * What a turn tells its caller while it runs, in the order the agent produced it, as the wire's events
+ * (protocol/events.ts) without `seq` and `id`, which the caller adds (commands/turns/turn-runner.ts):
+ * - `chat.message`: a message of the turn was stored, first the user's (the turn starts: the
+ *   conversation is known), last the reply;
+ * - `chat.delta`: a piece of the reply's text (only when the input asked to `stream`);
+ * - `tool.call` / `tool.result`: the turn's tools.
  */
-export type AgentEvent =
-  | { event: 'conversation'; conversation_id: string; created: boolean }
-  | { event: 'delta'; conversation_id: string; delta: string }
-  /** A message of the turn was stored: the user's (the turn starts) or the reply. */
-  | { event: 'message'; conversation_id: string; message: Message }
-  | Extract<ServiceEvent, { event: 'tool.call' | 'tool.result' }>;
+export type TurnEvent = Extract<ServiceEvent, { event: 'chat.message' | 'chat.delta' | 'tool.call' | 'tool.result' }>;
 
 /**
  * Receives a turn's events synchronously, as they happen. A callback rather than an async iterator: the
@@ -90,12 +79,11 @@ export type AgentEvent =
  * queued for a consumer's next pull could be overtaken by it (the client would hear of the prompt before
  * the tool.call it belongs to); delivering each event before the agent goes on keeps the order.
  */
-export type AgentEventSink = (event: AgentEvent) => void;
+export type TurnEventSink = (event: TurnEvent) => void;
 
 export interface ChatOutput {
   response: string;
   conversation_id: string;
-  message_id: string;
   cancelled?: boolean;
   /** Taken out of the queue by a client before its turn began (then also `cancelled`). */
   removed?: boolean;
@@ -118,11 +106,6 @@ export interface AgentDeps {
    * client, so a conversation continued from the phone, a script or a webhook shows live elsewhere.
    */
   onActivity?: (conversationId: string, source: string) => void;
-  /**
-   * Every turn's events, whoever started it (a chat of any client, a webhook message), in order, before
-   * the turn's own sink: the service numbers them and sends them to the conversation's followers.
-   */
-  onTurnEvent?: (event: AgentEvent, origin: TurnOrigin | undefined) => void;
   /** Where attached files are saved for the model (default: none, they are named as not saved). */
   workspaceRoots?: () => string[];
 }
@@ -134,6 +117,7 @@ export function titleOf(message: string): string {
 }
 
 class Cancelled extends Error {}
+
 
 function ignore(): void {}
 
@@ -161,18 +145,16 @@ export class Agent {
   }
 
   /** One turn; its events reach `onEvent` in the order they happen, before the returned promise settles. */
-  async chat(input: ChatInput, onEvent: AgentEventSink = ignore): Promise<ChatOutput> {
+  async chat(input: ChatInput, onEvent: TurnEventSink = ignore): Promise<ChatOutput> {
     const conversationId = input.conversationId ?? randomUUID();
     const create = !input.conversationId;
     if (!create) this.requireConversation(conversationId, input.source);
     const line = this.waitInLine(conversationId, { client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }, input.sender ?? input.source);
     return line.run(async () => {
       const message = await this.storeUserMessage(conversationId, create, input);
-      const emit = this.emitter(input, onEvent);
-      emit({ event: 'conversation', conversation_id: conversationId, created: create });
-      emit({ event: 'message', conversation_id: conversationId, message });
+      onEvent({ event: 'chat.message', conversation_id: conversationId, message });
       this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input, emit, message.id);
+      return this.answer(conversationId, input, onEvent, message.id);
     });
   }
 
@@ -181,16 +163,15 @@ export class Agent {
    * `admit` puts it into the conversation once its turn comes, then the agent answers it. Behind a
    * running turn it waits visibly as `waitingAs`, like a chat, and may be removed the same way.
    */
-  answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput & { waitingAs?: QueuedMessage }, onEvent: AgentEventSink = ignore): Promise<ChatOutput> {
+  answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput & { waitingAs?: QueuedMessage }, onEvent: TurnEventSink = ignore): Promise<ChatOutput> {
     const line = this.waitInLine(conversationId, input.waitingAs, input.source);
     return line.run(async () => {
       await admit();
-      const emit = this.emitter(input, onEvent);
       // The admitted message is the conversation's last one (its turn holds the conversation).
       const [admitted] = await this.deps.store.messages.recent(conversationId, { limit: 1 });
-      if (admitted?.role === 'user') emit({ event: 'message', conversation_id: conversationId, message: messageOf(admitted) });
+      if (admitted?.role === 'user') onEvent({ event: 'chat.message', conversation_id: conversationId, message: messageOf(admitted) });
       this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input, emit, admitted?.role === 'user' ? admitted.id : undefined);
+      return this.answer(conversationId, input, onEvent, admitted?.role === 'user' ? admitted.id : undefined);
     });
   }
 
@@ -202,7 +183,7 @@ export class Agent {
   private waitInLine(conversationId: string, message: QueuedMessage | undefined, sender: string): { run: (turn: () => Promise<ChatOutput>) => Promise<ChatOutput> } {
     let removed = (): void => undefined;
     const removal = new Promise<ChatOutput>((resolve) => {
-      removed = () => resolve({ response: '', conversation_id: conversationId, message_id: '', cancelled: true, removed: true });
+      removed = () => resolve({ response: '', conversation_id: conversationId, cancelled: true, removed: true });
     });
     const waiting = message ? this.deps.activity?.enqueue(conversationId, message, removed, sender) : undefined;
     return {
@@ -210,16 +191,6 @@ export class Agent {
         const turn = this.queued(conversationId, () => (waiting && !waiting.start() ? removal : body()));
         return waiting ? Promise.race([turn, removal]) : turn;
       },
-    };
-  }
-
-  /** The turn's events to the service's tap (followers), then to the caller's sink. */
-  private emitter(input: AnswerInput, onEvent: AgentEventSink): AgentEventSink {
-    const tap = this.deps.onTurnEvent;
-    if (!tap) return onEvent;
-    return (event) => {
-      tap(event, input.origin);
-      onEvent(event);
     };
   }
 
@@ -270,14 +241,15 @@ export class Agent {
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
     await store.messages.appendMany([message], (tx) => bindAttachments(tx, attachments.map((a) => a.attachment_id), conversationId));
-    return messageOf(message);
+    // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
+    return { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) };
   }
 
   /**
    * `turnMessageId`: the user message the turn answers, which keeps the turn's usage when no reply is
    * stored; its id also names the turn (what undo_turn undoes).
    */
-  private async answer(conversationId: string, input: AnswerInput, onEvent: AgentEventSink, turnMessageId?: string): Promise<ChatOutput> {
+  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string): Promise<ChatOutput> {
     const turnId = turnMessageId ?? randomUUID();
     const { store, logger } = this.deps;
     const log = logger.child({ conversation: conversationId });
@@ -288,7 +260,7 @@ export class Agent {
     try {
       const text = await this.loop(conversationId, input, log, onEvent, usage, new TurnFiles(store, conversationId, turnId), (delta) => {
         streamed += delta;
-        onEvent({ event: 'delta', conversation_id: conversationId, delta });
+        onEvent({ event: 'chat.delta', conversation_id: conversationId, delta });
       });
       const messageId = randomUUID();
       // Before the reply: once a webhook sender has the reply, its account's budget already counts it.
@@ -296,14 +268,14 @@ export class Agent {
       const counted = await this.recordUsage(usage, messageId, conversationId, input.source, log);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
       await (input.storeReply ? input.storeReply(reply) : store.messages.append(reply));
-      onEvent({ event: 'message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
+      onEvent({ event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
       this.deps.onActivity?.(conversationId, input.source);
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
-      return { response: text, conversation_id: conversationId, message_id: messageId };
+      return { response: text, conversation_id: conversationId };
     } catch (error) {
       if (error instanceof Cancelled || (error instanceof ProviderError && error.kind === 'cancelled')) {
         log.info('chat.cancelled', { ms: Date.now() - started });
-        return { response: streamed, conversation_id: conversationId, message_id: '', cancelled: true };
+        return { response: streamed, conversation_id: conversationId, cancelled: true };
       }
       log.warn('chat.failed', { error, ms: Date.now() - started });
       if (error instanceof ProviderError) throw new ProviderFailure(error);
@@ -331,7 +303,7 @@ export class Agent {
   }
 
   /** Model calls and tool runs until the model answers; returns the final text. */
-  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: AgentEventSink, usage: TurnUsage, files: TurnFiles, onDelta: (delta: string) => void): Promise<string> {
+  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: TurnEventSink, usage: TurnUsage, files: TurnFiles, onDelta: (delta: string) => void): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
     for (let step = 1; ; step += 1) {

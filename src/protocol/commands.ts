@@ -403,6 +403,11 @@ export const Message = z.object({
   context: ChatContext.optional(),
   /** User messages: the files attached to it (read them with get_attachment). */
   attachments: z.array(AttachmentInfo).optional(),
+  /**
+   * User messages sent with a client_message_id (chat's): that id, so its sender knows its own message
+   * among identical ones (live in `chat.message`, and in the history after a reload).
+   */
+  client_message_id: z.string().optional(),
 });
 export type Message = z.infer<typeof Message>;
 

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { AgentEvent } from '../../src/agent/agent';
+import type { TurnEvent } from '../../src/agent/agent';
 import type { Provider } from '../../src/agent/providers/types';
 import { startFakeAnthropic } from '../helpers/fake-anthropic';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../helpers/fake-openai';
@@ -162,13 +162,13 @@ describe('permissions', () => {
 
     // The agent itself: one typed sink, every event of the turn in order, each naming the conversation.
     fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'listed' });
-    const events: AgentEvent[] = [];
+    const events: TurnEvent[] = [];
     const output = await svc.service.agent.chat({ message: 'list', source: 'ws', stream: true }, (event) => events.push(event));
     assert.equal(output.response, 'listed');
-    assert.deepEqual([...new Set(events.map((e) => e.event))], ['conversation', 'message', 'tool.call', 'tool.result', 'delta']);
-    assert.equal(events.at(-1)?.event, 'message');
+    assert.deepEqual([...new Set(events.map((e) => e.event))], ['chat.message', 'tool.call', 'tool.result', 'chat.delta']);
+    assert.equal(events.at(-1)?.event, 'chat.message');
     assert.ok(events.every((e) => e.conversation_id === output.conversation_id));
-    assert.equal(events.filter((e) => e.event === 'delta').map((e) => (e as { delta: string }).delta).join(''), 'listed');
+    assert.equal(events.filter((e) => e.event === 'chat.delta').map((e) => (e as { delta: string }).delta).join(''), 'listed');
   });
 
   test('allow_session: asked once per tool for the rest of the conversation', async () => {

@@ -13,8 +13,8 @@ import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { hashPassword } from '../../src/transport/auth/passwords';
+import { tamperWithStore } from '../helpers/audit-tamper';
 import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
-import { openStore } from '../../src/store';
 import { postJson, startService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
 
@@ -181,9 +181,7 @@ test('an entry edited in the stopped service’s database: Activity warns that t
   lan.close();
   await first.stop();
   // Someone with the files rewrites what an entry says, leaving its hash as it was.
-  const store = await openStore(first.dataDir);
-  await store.db.write((tx) => tx.run("UPDATE audit_log SET summary = 'Nothing happened' WHERE seq = ?", [edited]));
-  await store.close();
+  await tamperWithStore(first.dataDir, "UPDATE audit_log SET summary = 'Nothing happened' WHERE seq = ?", [edited]);
   const svc = await startService({}, { dataDir: first.dataDir, keepConfig: true });
   const context = await rig.browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, reducedMotion: 'reduce' });
   try {

@@ -15,12 +15,15 @@ import { postJson, startService, TEST_API_KEY, type RunningService } from '../he
 import { tempDir, waitFor } from '../helpers/temp';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
 import { TestClient } from '../helpers/ws-client';
+import { generateKeyPair } from '../../src/tunnel';
+import { RELAY_TOKEN, RelayClient, startRelay, type RunningRelay } from '../helpers/relay-link-harness';
 
 const PASSWORD = 'correct horse battery staple';
 const HOOK_SECRET = 'audit-hook-secret-0123456789abcdef';
 const NEW_API_KEY = 'sk-audit-new-key-5a4b3c2d1e0f';
 const NOTE = 'please use the staging folder instead';
-const BURST_WINDOW_MS = 300;
+/** Long enough for seven failed logins on a loaded machine; the test waits for the window to close. */
+const BURST_WINDOW_MS = 2_000;
 
 type Frame = Record<string, unknown>;
 
@@ -207,12 +210,14 @@ describe('the audit log records who did what from where', () => {
   });
 
   test('failed logins from one address are one counted entry per window', async () => {
-    for (let i = 0; i < 7; i++) {
-      const stranger = await TestClient.connect(svc.wsUrl);
-      assert.equal((await stranger.request({ type: 'auth', token: `wrong-${i}` })).code, 'invalid_token');
-      await stranger.waitClose();
-    }
-    const burst = await waitFor(async () => (await ofKind('login.failed_burst'))[0], 'the burst entry');
+    await Promise.all(
+      Array.from({ length: 7 }, async (_, i) => {
+        const stranger = await TestClient.connect(svc.wsUrl);
+        assert.equal((await stranger.request({ type: 'auth', token: `wrong-${i}` })).code, 'invalid_token');
+        await stranger.waitClose();
+      }),
+    );
+    const burst = await waitFor(async () => (await ofKind('login.failed_burst'))[0], 'the burst entry', 10_000);
     assert.equal(burst.detail.count, 7);
     assert.deepEqual(burst.place, { via: 'lan', address: '127.0.0.1' });
     assert.equal((await ofKind('login.failed_burst')).length, 1);
@@ -248,6 +253,49 @@ describe('the audit log records who did what from where', () => {
     assert.equal((await owner.request({ type: 'list_audit', limit: 501 })).code, 'invalid_request');
     assert.equal((await owner.request({ type: 'list_audit', kind: 'chat' })).code, 'invalid_request');
     assert.deepEqual(ok(await owner.request({ type: 'verify_audit' })), { ok: true, entries: entries.length, first_bad_seq: null, reason: null });
+  });
+});
+
+describe('through the relay', () => {
+  let fake: FakeOpenAI;
+  let relay: RunningRelay;
+  let svc: RunningService;
+  const sockets: { close(): void }[] = [];
+
+  before(async () => {
+    fake = await startFakeOpenAI();
+    relay = await startRelay();
+    svc = await startService({ base_url: fake.url, permission_mode: 'ask', channels: [{ name: 'relay', type: 'websocket', url: relay.wsUrl, auth_token: RELAY_TOKEN }] }, { relay: { baseDelayMs: 50, maxDelayMs: 300 } });
+  });
+  after(async () => {
+    for (const socket of sockets) socket.close();
+    await svc?.dispose();
+    await relay?.close();
+    await fake?.close();
+  });
+
+  test('a phone paired and answering through the relay is recorded by its name, from the relay', async () => {
+    const owner = await TestClient.authed(svc.wsUrl, svc.token);
+    sockets.push(owner);
+    await waitFor(async () => (ok(await owner.request({ type: 'relay_status' })).relays as { state: string }[])[0]?.state === 'online', 'the relay link', 10_000);
+    const info = ok(await owner.request({ type: 'create_pairing' })) as { machine_id: string; machine_key: string; pairing_secret: string };
+    const phone = await RelayClient.connect(`${relay.wsUrl}?machine_id=${info.machine_id}`);
+    sockets.push(phone);
+    await phone.handshake(generateKeyPair(), info.machine_key, info.pairing_secret);
+    ok(await phone.request({ type: 'auth', pairing_secret: info.pairing_secret, device_name: 'Relayed Pixel' }));
+    fake.script({ tool_calls: [{ name: 'run_command', arguments: { command: 'echo relayed' } }] }, { text: 'ran' });
+    owner.send({ type: 'chat', message: 'run', id: 'c1' });
+    const request = await phone.next((f) => f.event === 'permission.request');
+    ok(await phone.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow' }));
+    await owner.next((f) => f.id === 'c1' && 'status' in f);
+    const entries = ok(await owner.request({ type: 'list_audit' })).entries as AuditEntry[];
+    const paired = entries.find((e) => e.kind === 'device.paired')!;
+    assert.deepEqual(paired.person, { kind: 'device', name: 'Relayed Pixel' });
+    assert.deepEqual(paired.place, { via: 'relay', address: 'relay:relay' });
+    const answer = entries.find((e) => e.kind === 'permission.answer')!;
+    assert.deepEqual(answer.person, { kind: 'device', name: 'Relayed Pixel' });
+    assert.equal(answer.place.via, 'relay');
+    assert.equal(answer.detail.subject, 'echo relayed');
   });
 });
 

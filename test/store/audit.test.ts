@@ -107,7 +107,7 @@ test('a verify() running while retention drops entries still verifies', LIMIT, a
   const { open } = await withStore(t, clock);
   const store = await open();
   try {
-    // More than one page of the walk (2000), so the walk yields and the pruning runs in between.
+    // More than one page of the walk (250), so the walk yields and the pruning runs in between.
     await store.db.write((tx) => {
       for (let i = 1; i <= 4500; i++) store.audit.record(tx, entry(i));
     });

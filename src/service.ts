@@ -21,7 +21,6 @@ import { conversationOf } from './commands/handlers';
 import { canAccess, isOwnerClient } from './protocol/sources';
 import { configChangeEntries, loginBurstEntry, loginEntry } from './commands/audit-records';
 import { actorOf, FILE_EDIT_ACTOR } from './commands/audit-actor';
-import { LoginBursts } from './transport/auth/login-bursts';
 import { EventHub } from './commands/event-hub';
 import { TurnRunner } from './commands/turns/turn-runner';
 import { ConfigFile, secretValues } from './config/config-file';
@@ -68,9 +67,11 @@ export interface ServiceOptions {
   hostServices?: Host;
   /** Replaces the provider resolver (benchmarks). */
   provider?: ProviderResolver;
+  /** false: the model gets only service.json's system_prompt, no built-in prompt, environment or instruction files (the benchmarks' baseline). */
+  agentContext?: boolean;
   /** Time limits, shortened by tests. */
   toolTimeoutMs?: number;
-  /** The window failed logins from one address are counted over into one audit entry (default 60 s). */
+  /** The window failed logins from one address are counted over into one burst: a log line and an audit entry (default 60 s). */
   loginBurstWindowMs?: number;
   permissionTimeoutMs?: number;
   authTimeoutMs?: number;
@@ -249,16 +250,16 @@ export class Service {
       activity,
       onActivity: announce,
       workspaceRoots: () => workspaceRootsOf(config.current, host),
+      dataDir: options.dataDir,
+      withContext: options.agentContext !== false,
     });
     const pairings = new PairingSecrets();
-    // Failed logins, one counted audit entry per address and window.
-    const bursts = new LoginBursts({
-      windowMs: options.loginBurstWindowMs,
-      onBurst: ({ address, count, windowMs, kinds }) => {
-        store.audit.append(loginBurstEntry(address, count, Math.round(windowMs / 1000), kinds.join(', '))).catch((error: unknown) => logger.error('audit.not_recorded', { kind: 'login.failed_burst', error }));
-      },
+    const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings), options.loginBurstWindowMs);
+    // A burst of failed logins (login-failures.ts: one per address, kind and window) is one counted audit entry.
+    auth.failures.onBurst((burst) => {
+      const entry = loginBurstEntry(burst);
+      if (entry) store.audit.append(entry).catch((error: unknown) => logger.error('audit.not_recorded', { kind: 'login.failed_burst', error }));
     });
-    const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings), bursts);
     return new Service(options, config, store, logger, redactor, events, tools, permissions, gate, activity, agent, auth, pairings);
   }
 
@@ -284,6 +285,7 @@ export class Service {
       router,
       allowed,
       logger: this.logger,
+      loginRefusedFor: (address) => this.auth.failures.refusedFor(address, 'token'),
       onWebSocket: (socket, req) => attachLanSocket(socket, 'ws', clientAddress(req), { ...this.sessionDeps(), addressAllowed: (address) => allowed()(address) }),
     });
     try {
@@ -324,8 +326,8 @@ export class Service {
     await this.http?.close();
     this.http = undefined;
     await this.tools.close();
+    this.auth.failures.flush();
     this.releaseDataDir();
-    this.auth.flushLoginBursts();
     await this.store.audit.settled();
     await this.store.close();
     await this.config.close();

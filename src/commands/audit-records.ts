@@ -62,14 +62,21 @@ export function loginEntry(by: AuditActor, how: 'password' | 'device'): NewAudit
   return { kind: 'login', ...by, summary: how === 'password' ? `${by.person.name} signed in with a password` : `${by.person.name} connected`, detail: { method: how } };
 }
 
-/** Failed logins from one address in one window, counted (one entry per window and address). */
-export function loginBurstEntry(address: string, count: number, windowSeconds: number, kind: string): NewAuditEntry {
+/** Fewer failed logins than this in a window are not worth an entry (a mistyped password). */
+export const AUDIT_BURST_MIN_COUNT = 5;
+
+/**
+ * Failed logins of one kind from one address in one window, counted (login-failures.ts): one entry per
+ * window, however many there were; none for a few, nor for connections that only timed out.
+ */
+export function loginBurstEntry(burst: { address: string; kind: string; count: number; refused: number; window_seconds: number; since: string }): NewAuditEntry | undefined {
+  if (burst.count < AUDIT_BURST_MIN_COUNT || burst.kind === 'timeout') return undefined;
   return {
     kind: 'login.failed_burst',
     person: { kind: 'service', name: 'unknown' },
-    place: { via: address.startsWith('relay:') ? 'relay' : 'lan', address },
-    summary: `${count} failed logins from ${address} in ${windowSeconds} s`,
-    detail: { count, window_seconds: windowSeconds, login: kind },
+    place: { via: burst.address.startsWith('relay:') ? 'relay' : 'lan', address: burst.address },
+    summary: `${burst.count} failed logins (${burst.kind}) from ${burst.address} in ${burst.window_seconds} s`,
+    detail: { count: burst.count, refused: burst.refused, login: burst.kind, window_seconds: burst.window_seconds, since: burst.since },
   };
 }
 

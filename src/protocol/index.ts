@@ -18,5 +18,6 @@ export * from './usage';
 export * from './export-reader';
 export * from './undo';
 export * from './attachments';
+export * from './agent-context';
 export * from './display-name';
 export * from './audit';

@@ -1,10 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ServiceError, type ServiceConfig } from '../../protocol';
 import type { Logger } from '../../log/logger';
-import { loginLimitKey } from '../http/allow-from';
-import { FixedWindowLimiter } from '../http/rate-limit';
 import type { DeviceCredentials } from './device-credentials';
-import type { LoginBursts } from './login-bursts';
+import { LoginFailures } from './login-failures';
 import { PasswordChecksBusy, decoyHash, passwordChecksBusy, verifyPassword } from './passwords';
 
 /**
@@ -25,9 +23,6 @@ interface Session {
   passwordHash: string;
 }
 
-export const LOGIN_FAILURE_LIMIT = 10;
-export const LOGIN_WINDOW_MS = 5 * 60 * 1000;
-
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
 /**
@@ -37,7 +32,8 @@ const digest = (value: string) => createHash('sha256').update(value, 'utf8').dig
  */
 export class Authenticator {
   private readonly sessions = new Map<string, Session>();
-  private readonly loginAttempts: FixedWindowLimiter;
+  /** Failed logins per address, of `POST /auth` and of WebSocket `auth` frames alike (login-failures.ts). */
+  readonly failures: LoginFailures;
 
   constructor(
     private readonly config: () => ServiceConfig,
@@ -47,10 +43,10 @@ export class Authenticator {
     private readonly now: () => number = Date.now,
     /** The paired devices' credentials (absent: only the access token and sessions). */
     readonly devices?: DeviceCredentials,
-    /** Where failed logins are counted into bursts (the audit log's `login.failed_burst`). */
-    private readonly bursts?: LoginBursts,
+    /** The window failed logins are counted over into one burst (login-failures.ts; tests shorten it). */
+    loginLogWindowMs?: number,
   ) {
-    this.loginAttempts = new FixedWindowLimiter(LOGIN_FAILURE_LIMIT, LOGIN_WINDOW_MS, now);
+    this.failures = new LoginFailures(logger, now, loginLogWindowMs);
   }
 
   /** The principal a token stands for, or null. Comparisons are constant-time. */
@@ -110,8 +106,7 @@ export class Authenticator {
    * little. login() still counts and checks every attempt itself.
    */
   refuseEarly(clientAddress: string): void {
-    const wait = this.loginAttempts.retryAfterSeconds(loginLimitKey(clientAddress));
-    if (wait > 0) this.loginFailed(clientAddress, 'password');
+    const wait = this.failures.refusedFor(clientAddress, 'password');
     if (wait > 0) throw new ServiceError('rate_limited', `too many failed logins; retry in ${wait} s`, wait);
     if (passwordChecksBusy()) throw new ServiceError('rate_limited', 'too many logins in progress; retry in 1 s', 1);
   }
@@ -122,9 +117,8 @@ export class Authenticator {
    * a successful one is refunded: a success never clears anyone's failures.
    */
   async login(username: string, password: string, clientAddress: string): Promise<{ token: string; expires_in: number }> {
-    const attempt = this.loginAttempts.reserve(loginLimitKey(clientAddress));
+    const attempt = this.failures.begin(clientAddress, 'password');
     if (attempt.retryAfterSeconds > 0) {
-      this.loginFailed(clientAddress, 'password');
       throw new ServiceError('rate_limited', `too many failed logins; retry in ${attempt.retryAfterSeconds} s`, attempt.retryAfterSeconds);
     }
     const user = this.config().users.find((u) => u.username === username);
@@ -137,8 +131,7 @@ export class Authenticator {
       throw error;
     }
     if (!user || !valid) {
-      this.loginFailed(clientAddress, 'password');
-      this.logger.warn('auth.login_failed', { address: clientAddress });
+      attempt.failed();
       throw new ServiceError('invalid_token', 'invalid username or password');
     }
     attempt.refund();
@@ -149,16 +142,6 @@ export class Authenticator {
     this.secrets.addSecret(token);
     this.logger.info('auth.login', { username, address: clientAddress });
     return { token, expires_in: ttl };
-  }
-
-  /** A login from `clientAddress` failed (`kind`: password, token, pairing): counted into that address's burst. */
-  loginFailed(clientAddress: string, kind: string): void {
-    this.bursts?.failed(clientAddress, kind);
-  }
-
-  /** Reports the bursts still being counted (the service stops). */
-  flushLoginBursts(): void {
-    this.bursts?.flush();
   }
 
   /** The paired device a principal stands for, if any. */

@@ -139,9 +139,8 @@ async function checkHistoryComplete(db: Database, history: HistoryStore, logger:
  */
 async function salvageHistory(db: Database, history: HistoryStore, logger: Logger): Promise<void> {
   // Webhook messages waiting in the inbox have their body in history.db too (store/webhooks.ts).
-  const refs = db.all<BodyRef>(
-    "SELECT key, conversation_id, role FROM (SELECT body_key AS key, conversation_id, role FROM messages WHERE body_key IS NOT NULL UNION ALL SELECT body_key, conversation_id, 'user' FROM webhook_inbox WHERE body_key IS NOT NULL) ORDER BY key",
-  );
+  const inbox = inboxHasBodyKeys(db) ? " UNION ALL SELECT body_key, conversation_id, 'user' FROM webhook_inbox WHERE body_key IS NOT NULL" : '';
+  const refs = db.all<BodyRef>(`SELECT key, conversation_id, role FROM (SELECT body_key AS key, conversation_id, role FROM messages WHERE body_key IS NOT NULL${inbox}) ORDER BY key`);
   const result = await history.salvage(refs, LOST_BODY_TEXT, Math.max(referencedKey(db), history.keysBeforeOpen));
   history.damaged =
     `${HISTORY_FILE_NAME} was damaged (${history.damageAtOpen}) and was rebuilt by --recover: ${result.kept} message bodies read back, ` +
@@ -149,13 +148,15 @@ async function salvageHistory(db: Database, history: HistoryStore, logger: Logge
   logger.error('history.salvaged', { damage: history.damageAtOpen, kept: result.kept, lost: result.lost, aside: path.basename(result.aside) });
 }
 
+/** Whether webhook messages waiting in the inbox keep their body in history.db (not in a store opened with older migrations). */
+function inboxHasBodyKeys(db: Database): boolean {
+  return db.all<{ name: string }>('PRAGMA table_info(webhook_inbox)').some((column) => column.name === 'body_key');
+}
+
 /** The highest body key service.db refers to (messages, webhook messages waiting in the inbox, and bodies waiting to be deleted). */
 function referencedKey(db: Database): number {
-  return (
-    db.get<{ k: number | null }>(
-      'SELECT max(k) AS k FROM (SELECT max(body_key) AS k FROM messages UNION ALL SELECT max(body_key) FROM history_trash UNION ALL SELECT max(body_key) FROM webhook_inbox)',
-    )?.k ?? 0
-  );
+  const inbox = inboxHasBodyKeys(db) ? ' UNION ALL SELECT max(body_key) FROM webhook_inbox' : '';
+  return db.get<{ k: number | null }>(`SELECT max(k) AS k FROM (SELECT max(body_key) AS k FROM messages UNION ALL SELECT max(body_key) FROM history_trash${inbox})`)?.k ?? 0;
 }
 
 /** Opens (or creates) the database in `dataDir`, brings its schema up to date, and returns the repositories. */

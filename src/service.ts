@@ -65,6 +65,8 @@ export interface ServiceOptions {
   hostServices?: Host;
   /** Replaces the provider resolver (benchmarks). */
   provider?: ProviderResolver;
+  /** false: the model gets only service.json's system_prompt, no built-in prompt, environment or instruction files (the benchmarks' baseline). */
+  agentContext?: boolean;
   /** Time limits, shortened by tests. */
   toolTimeoutMs?: number;
   permissionTimeoutMs?: number;
@@ -239,6 +241,8 @@ export class Service {
       activity,
       onActivity: announce,
       workspaceRoots: () => workspaceRootsOf(config.current, host),
+      dataDir: options.dataDir,
+      withContext: options.agentContext !== false,
     });
     const pairings = new PairingSecrets();
     const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings));
@@ -267,6 +271,7 @@ export class Service {
       router,
       allowed,
       logger: this.logger,
+      loginRefusedFor: (address) => this.auth.failures.refusedFor(address, 'token'),
       onWebSocket: (socket, req) => attachLanSocket(socket, 'ws', clientAddress(req), { ...this.sessionDeps(), addressAllowed: (address) => allowed()(address) }),
     });
     try {
@@ -307,6 +312,7 @@ export class Service {
     await this.http?.close();
     this.http = undefined;
     await this.tools.close();
+    this.auth.failures.flush();
     this.releaseDataDir();
     await this.store.close();
     await this.config.close();

@@ -136,6 +136,8 @@ test('messages typed offline wait in the outbox, then are sent once each, in ord
   const row = rows.find((c) => c.title === 'typed offline one');
   assert.ok(row, 'one conversation for both messages');
   assert.equal(rows.filter((c) => c.title === 'typed offline two').length, 0, 'the second went to the first one\'s conversation');
+  // The page draws the streamed reply before the service has stored it: wait for the store.
+  await waitFor(async () => (await storedTranscript(row.id)).length === 4, 'both replies stored');
   assert.deepEqual(await storedTranscript(row.id), ['typed offline one', 'echo: typed offline one', 'typed offline two', 'echo: typed offline two']);
   assert.deepEqual(await transcript(page), await storedTranscript(row.id));
   assert.equal(await machineItem(page, 'remote-assistant.outbox'), '[]', 'the outbox is empty');

@@ -389,17 +389,25 @@ export class Agent {
 
       const batch = randomUUID();
       const calls = result.tool_calls.map((call) => ({ ...call, name: names.toolName(call.name) ?? call.name }));
-      await store.messages.appendMany(
-        calls.map((call, i): NewMessage => ({
+      // What the model wrote before calling its tools is an assistant message of its own, stored with the
+      // calls (one transaction): the history, exports and search have it; transcriptOf gives it back to
+      // the model as the calls' text.
+      const said: NewMessage | undefined = result.text
+        ? { id: randomUUID(), conversation_id: conversationId, role: 'assistant', content: result.text, timestamp: new Date().toISOString() }
+        : undefined;
+      await store.messages.appendMany([
+        ...(said ? [said] : []),
+        ...calls.map((call): NewMessage => ({
           id: randomUUID(),
           conversation_id: conversationId,
           role: 'tool',
           tool_name: call.name,
           content: JSON.stringify(call.arguments),
           timestamp: new Date().toISOString(),
-          data: { kind: 'call', call_id: call.id, batch, arguments: call.arguments, ...(i === 0 && result.text ? { text: result.text } : {}) } satisfies ToolCallData,
+          data: { kind: 'call', call_id: call.id, batch, arguments: call.arguments } satisfies ToolCallData,
         })),
-      );
+      ]);
+      if (said) onEvent({ event: 'chat.message', conversation_id: conversationId, message: messageOf(said) });
       for (const call of calls) {
         onEvent({ event: 'tool.call', conversation_id: conversationId, tool: call.name, call_id: call.id, arguments: call.arguments });
         const outcome = await runToolCall(call, byName.get(call.name), {

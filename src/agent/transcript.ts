@@ -3,7 +3,11 @@ import { contextOf, withContext } from './chat-context';
 import type { ChatMessage, ToolCall } from './providers/types';
 import { storedAttachmentsOf, type StoredAttachment } from './attachments/content';
 
-/** How tool traffic is kept in the `messages` table (role `tool`), so a conversation can be replayed to a model. */
+/**
+ * How tool traffic is kept in the `messages` table (role `tool`), so a conversation can be replayed to a model.
+ * `text`: what the model wrote before the calls, on the batch's first call in conversations stored before
+ * that text became an assistant message of its own (stored just before the calls).
+ */
 export type ToolCallData = { kind: 'call'; call_id: string; batch: string; arguments: Record<string, unknown>; text?: string };
 export type ToolResultData = { kind: 'result'; call_id: string; ok: boolean; denied?: boolean; attachments?: StoredAttachment[] };
 
@@ -22,12 +26,17 @@ export function transcriptOf(rows: readonly MessageRow[]): ChatMessage[] {
     for (const [callId, name] of open.unanswered) messages.push({ role: 'tool', tool_call_id: callId, name, content: INTERRUPTED });
     open = undefined;
   };
+  let previous: MessageRow | undefined;
   for (const row of rows) {
     const data = row.data as ToolCallData | ToolResultData | null;
+    const before = previous;
+    previous = row;
     if (row.role === 'tool' && data?.kind === 'call') {
       if (open?.batch !== data.batch) {
         closeBatch();
-        const message: Extract<ChatMessage, { role: 'assistant' }> = { role: 'assistant', content: data.text ?? '', tool_calls: [] };
+        // The assistant message stored just before the batch is the text the model wrote with these calls.
+        const said = before?.role === 'assistant' ? messages.pop() : undefined;
+        const message: Extract<ChatMessage, { role: 'assistant' }> = { role: 'assistant', content: said?.content ?? data.text ?? '', tool_calls: [] };
         messages.push(message);
         open = { batch: data.batch, message, unanswered: new Map() };
       }

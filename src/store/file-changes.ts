@@ -1,5 +1,6 @@
 import type { AuditRepo, NewAuditEntry } from './audit';
 import type { Database } from './database';
+import { turnReplySql } from './turn-reply';
 
 /**
  * What a turn did to files, for undo_turn (docs/protocol.md, "Undoing a turn"). A `file` row is one
@@ -136,14 +137,11 @@ export class FileChangesRepo {
     return this.db.get<{ id: string }>(`SELECT id FROM messages WHERE conversation_id = ? AND seq < ? AND role = 'user' ORDER BY seq DESC LIMIT 1`, [conversationId, message.seq])?.id;
   }
 
-  /** The reply that ended a turn: the first assistant message after its user message, before the next user message. */
+  /** The reply that ended a turn: its last message, if it is the assistant's (turn-reply.ts). */
   replyOfTurn(conversationId: string, turnId: string): string | undefined {
     const start = this.db.get<{ seq: number }>('SELECT seq FROM messages WHERE id = ? AND conversation_id = ?', [turnId, conversationId]);
     if (!start) return undefined;
-    const next = this.db.get<{ id: string; role: string }>(
-      `SELECT id, role FROM messages WHERE conversation_id = ? AND seq > ? AND role IN ('user', 'assistant') ORDER BY seq LIMIT 1`,
-      [conversationId, start.seq],
-    );
+    const next = this.db.get<{ id: string; role: string }>(turnReplySql('id, role'), [conversationId, start.seq, conversationId, start.seq]);
     return next?.role === 'assistant' ? next.id : undefined;
   }
 }

@@ -3,6 +3,7 @@ import type { Database, WriteTx } from './database';
 import type { HistoryStore } from './history/history-store';
 import type { BodyIn, BodyOut } from './history/protocol';
 import { parseSnippet, toMatchExpression } from './history/search-query';
+import { turnReplySql } from './turn-reply';
 import type { MessageRole, MessageRow, NewMessage, SearchHit } from './types';
 
 export interface RecentOptions {
@@ -171,12 +172,9 @@ export class MessagesRepo {
     return this.db.get('SELECT 1 AS present FROM messages WHERE client_key = ?', [clientKey]) !== undefined;
   }
 
-  /** The assistant reply to a user message: the next user or assistant message after it, if it is the assistant's. */
+  /** The assistant reply to a user message: the last message of its turn, if it is the assistant's (turn-reply.ts). */
   async replyTo(message: MessageRow): Promise<MessageRow | undefined> {
-    const raw = this.db.get<RawMessage>(
-      `SELECT ${COLUMNS} FROM messages WHERE conversation_id = ? AND seq > ? AND role IN ('user', 'assistant') ORDER BY seq LIMIT 1`,
-      [message.conversation_id, message.seq],
-    );
+    const raw = this.db.get<RawMessage>(turnReplySql(COLUMNS), [message.conversation_id, message.seq, message.conversation_id, message.seq]);
     return raw?.role === 'assistant' ? this.one(raw) : undefined;
   }
 

@@ -13,6 +13,7 @@ import { launchChromium, serveStatic, type StaticServer } from './browser';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-openai';
 import { startService, type RunningService } from './service';
 import { tempDir } from './temp';
+import { TestClient } from './ws-client';
 
 const MEDIA = resolve('media');
 export const PAGE_WAIT = 10_000;
@@ -38,6 +39,15 @@ export interface PhoneRig {
    * password user, `pair=<one-time secret>` for a paired device).
    */
   openPhone(beforeGoto?: (page: Page) => Promise<void>, credential?: string): Promise<PhonePage>;
+  /** The editor's chat view: the webview bundle, with acquireVsCodeApi standing in for the editor (frames go to the real service over a socket). */
+  openEditorView(viewport?: { width: number; height: number }, colorScheme?: 'light' | 'dark'): Promise<EditorView>;
+  close(): Promise<void>;
+}
+
+export interface EditorView {
+  page: Page;
+  /** The host actions the view asked for (showDiff, ...). */
+  actions: { action: string; argument?: string }[];
   close(): Promise<void>;
 }
 
@@ -74,6 +84,38 @@ export async function startPhoneRig(config: Record<string, unknown> = {}): Promi
       await page.goto(`${site.url}/phone.html#url=${encodeURIComponent(svc.wsUrl)}&${credential}`);
       await page.locator('.connection[data-state="open"]').waitFor();
       return { page, context, errors, sent, close: () => context.close() };
+    },
+    async openEditorView(viewport = { width: 390, height: 844 }, colorScheme = 'light') {
+      const service = await TestClient.authed(svc.wsUrl, svc.token);
+      const context = await browser.newContext({ viewport, colorScheme });
+      const page = await context.newPage();
+      page.setDefaultTimeout(PAGE_WAIT);
+      const actions: EditorView['actions'] = [];
+      await page.exposeFunction('toHost', async (message: { kind: string; frame?: Record<string, unknown>; action?: string; argument?: string }) => {
+        if (message.kind === 'ready') await page.evaluate(() => window.postMessage({ kind: 'state', state: 'running' }, '*'));
+        if (message.kind === 'action') actions.push({ action: message.action!, argument: message.argument });
+        if (message.kind === 'frame') {
+          const envelope = await service.request(message.frame!);
+          await page.evaluate((e) => window.postMessage({ kind: 'response', envelope: e }, '*'), envelope);
+        }
+      });
+      service.socket.on('message', (data) => {
+        const frame = JSON.parse(data.toString()) as { event?: string };
+        if (frame.event) void page.evaluate((e) => window.postMessage({ kind: 'event', event: e }, '*'), frame).catch(() => undefined);
+      });
+      // A string: tsx's __name helper would not exist in the page.
+      await page.addInitScript('window.acquireVsCodeApi = () => ({ postMessage: (m) => void window.toHost(m), getState: () => undefined, setState: () => undefined });');
+      await page.goto(`${site.url}/phone.html`);
+      await page.setContent(`<!doctype html><html><head><link rel="stylesheet" href="${site.url}/chat.css"></head><body class="in-editor"><div id="app"></div><script src="${site.url}/chat-webview.js"></script></body></html>`);
+      await page.locator('.connection[data-state="open"]').waitFor();
+      return {
+        page,
+        actions,
+        async close() {
+          service.close();
+          await context.close();
+        },
+      };
     },
     async close() {
       await browser.close();

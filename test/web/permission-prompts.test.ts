@@ -22,13 +22,11 @@ let rig: PhoneRig;
 let fake: FakeOpenAI;
 let svc: RunningService;
 let workspace: PhoneRig['workspace'];
-let browser: PhoneRig['browser'];
-let site: PhoneRig['site'];
 
 before(async () => {
   await mkdir(SCREENSHOTS, { recursive: true });
   rig = await startPhoneRig({ permission_mode: 'ask' });
-  ({ fake, svc, workspace, browser, site } = rig);
+  ({ fake, svc, workspace } = rig);
 });
 
 after(async () => {
@@ -183,30 +181,8 @@ test('the card offers Allow, Allow for this conversation, Always allow, Deny and
 });
 
 test('the editor\'s chat view: the same card, plus "Show diff" asking the extension (showDiff with the request id)', async () => {
-  // The webview bundle, with acquireVsCodeApi standing in for the editor: frames go to the real service
-  // over a socket (as the extension's bridge hands them to the dispatcher), answers and events come back.
-  const service = await TestClient.authed(svc.wsUrl, svc.token);
-  const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(WAIT);
-  const actions: { action: string; argument?: string }[] = [];
-  await page.exposeFunction('toHost', async (message: { kind: string; frame?: Record<string, unknown>; action?: string; argument?: string }) => {
-    if (message.kind === 'ready') await page.evaluate(() => window.postMessage({ kind: 'state', state: 'running' }, '*'));
-    if (message.kind === 'action') actions.push({ action: message.action!, argument: message.argument });
-    if (message.kind === 'frame') {
-      const envelope = await service.request(message.frame!);
-      await page.evaluate((e) => window.postMessage({ kind: 'response', envelope: e }, '*'), envelope);
-    }
-  });
-  service.socket.on('message', (data) => {
-    const frame = JSON.parse(data.toString()) as { event?: string };
-    if (frame.event) void page.evaluate((e) => window.postMessage({ kind: 'event', event: e }, '*'), frame).catch(() => undefined);
-  });
-  // A string: tsx's __name helper would not exist in the page.
-  await page.addInitScript('window.acquireVsCodeApi = () => ({ postMessage: (m) => void window.toHost(m), getState: () => undefined, setState: () => undefined });');
-  await page.goto(`${site.url}/phone.html`);
-  await page.setContent(`<!doctype html><html><head><link rel="stylesheet" href="${site.url}/chat.css"></head><body class="in-editor"><div id="app"></div><script src="${site.url}/chat-webview.js"></script></body></html>`);
-  await page.locator('.connection[data-state="open"]').waitFor();
+  const view = await rig.openEditorView();
+  const { page, actions } = view;
   await writeFile(join(workspace.dir, 'editor.txt'), numbered(1, 5));
   fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'editor.txt', content: numbered(1, 6) } }] }, { text: 'Not now.', chunks: 1 });
   await send(page, 'append a line');
@@ -219,8 +195,7 @@ test('the editor\'s chat view: the same card, plus "Show diff" asking the extens
   await card.locator('button[data-decision="deny"]').click();
   await card.waitFor({ state: 'detached' });
   await replyShown(page, 'Not now.');
-  service.close();
-  await context.close();
+  await view.close();
 });
 
 test('deny with a note: the note reaches the agent as the tool result', async () => {

@@ -76,7 +76,7 @@ export class StreamingReply {
   }
 
   private render(text: string): void {
-    const stick = this.view.nearBottom();
+    const stick = this.view.following;
     renderMarkdown(this.content, text);
     if (stick) this.view.scrollToEnd();
   }
@@ -88,15 +88,40 @@ export class MessageView {
   /** Called with each user message and tool result of a history put on screen, with its node (attachments are drawn by it). */
   onStoredMessage?: (node: HTMLElement, message: Message) => void;
   private readonly cardsByCall = new Map<string, ToolCard>();
+  /** Shown while the reader is scrolled up and something arrived below: "Jump to latest (N new)". */
+  private readonly jump: HTMLButtonElement;
+  private unseen = 0;
+  /** The reader is at the end (as of their last scroll): new content keeps them there. */
+  following = true;
+  /** Where our own last scroll to the end put the view. */
+  private endTop = 0;
 
   constructor() {
     this.list = h('div', { class: 'message-list', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-label': 'Messages' });
-    this.element = h('div', { class: 'messages', tabindex: '-1' }, this.list);
+    this.jump = h('button', { type: 'button', class: 'jump-latest', hidden: true, onclick: () => this.scrollToEnd() });
+    this.element = h('div', { class: 'messages', tabindex: '-1' }, this.list, this.jump);
+    // Whether the reader follows is decided by where they scrolled, not re-measured after content grew:
+    // a reply's usage line, a card's result or a reflow below the last scroll would otherwise unpin it.
+    // A scroll event of our own scrolling (the position we set, content grown since) does not unpin.
+    this.element.addEventListener('scroll', () => {
+      this.following = this.nearBottom() || (this.following && this.element.scrollTop >= this.endTop - 1);
+      if (this.following) this.markSeen();
+    });
+    // Content that grows or reflows (streamed text, notes added to a reply, a narrower screen) keeps a
+    // following reader at the end.
+    if (typeof ResizeObserver === 'function') {
+      const keepFollowing = new ResizeObserver(() => {
+        if (this.following) this.toEnd();
+      });
+      keepFollowing.observe(this.list);
+      keepFollowing.observe(this.element);
+    }
   }
 
   clear(): void {
     this.list.replaceChildren();
     this.cardsByCall.clear();
+    this.markSeen();
   }
 
   showEmpty(text: string): void {
@@ -105,12 +130,27 @@ export class MessageView {
 
   private add(node: HTMLElement): HTMLElement {
     this.list.querySelector(':scope > .empty')?.remove();
-    const stick = this.nearBottom();
+    const stick = this.following;
     // Messages still waiting in the outbox stay last: what the service sends is drawn before them.
-    const waiting = node.classList.contains('pending') ? null : this.list.querySelector(':scope > .pending');
+    const own = node.classList.contains('pending');
+    const waiting = own ? null : this.list.querySelector(':scope > .pending');
     this.list.insertBefore(node, waiting);
-    if (stick) this.scrollToEnd();
+    // The reader at the bottom follows the newest content; the reader's own message always comes into
+    // view; else the pill counts what arrived below.
+    if (stick || own) this.scrollToEnd();
+    else this.arrivedUnseen();
     return node;
+  }
+
+  private arrivedUnseen(): void {
+    this.unseen += 1;
+    this.jump.textContent = `Jump to latest (${this.unseen} new)`;
+    this.jump.hidden = false;
+  }
+
+  private markSeen(): void {
+    this.unseen = 0;
+    this.jump.hidden = true;
   }
 
   /** Puts back a node drawn before (a running turn's pieces after the history is reloaded). */
@@ -212,7 +252,14 @@ export class MessageView {
   }
 
   scrollToEnd(): void {
+    this.toEnd();
+    this.following = true;
+    this.markSeen();
+  }
+
+  private toEnd(): void {
     this.element.scrollTop = this.element.scrollHeight;
+    this.endTop = this.element.scrollTop;
   }
 }
 

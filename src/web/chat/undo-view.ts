@@ -89,6 +89,8 @@ export class UndoView {
       actions.append(cancel);
     }
     panel.replaceChildren(h('div', { class: 'undo-heading' }, heading), files, ...(notReversible ? [notReversible] : []), actions);
+    // The reader asked for it: the preview, then the undo's result, come into view.
+    panel.scrollIntoView({ block: 'nearest' });
   }
 
   private fileItem(file: UndoFile, result: UndoTurnResult): HTMLElement {

@@ -52,7 +52,8 @@ export class UsageMeter {
     this.element.hidden = !usage;
     if (!usage) return;
     const approx = usage.estimated ? '≈' : '';
-    this.total.textContent = `${approx}${compact(usage.input_tokens + usage.output_tokens)} tokens · ${formatCost(usage.cost)}`;
+    // The tokens in a span of their own: the narrowest screens keep the cost and leave them out (chat.css).
+    this.total.replaceChildren(h('span', { class: 'usage-tokens' }, `${approx}${compact(usage.input_tokens + usage.output_tokens)} tokens · `), formatCost(usage.cost));
     const { context_used: used, context_window: window } = usage;
     this.meter.hidden = used === null || window === null;
     if (used === null || window === null) return;

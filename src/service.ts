@@ -68,6 +68,8 @@ export interface ServiceOptions {
   hostServices?: Host;
   /** Replaces the provider resolver (benchmarks). */
   provider?: ProviderResolver;
+  /** false: the model gets only service.json's system_prompt, no built-in prompt, environment or instruction files (the benchmarks' baseline). */
+  agentContext?: boolean;
   /** Time limits, shortened by tests. */
   toolTimeoutMs?: number;
   permissionTimeoutMs?: number;
@@ -245,6 +247,8 @@ export class Service {
       activity,
       onActivity: announce,
       workspaceRoots: () => workspaceRootsOf(config.current, host),
+      dataDir: options.dataDir,
+      withContext: options.agentContext !== false,
     });
     const pairings = new PairingSecrets();
     const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings));

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { displayName, ServiceError, type Message, type QueuedMessage, type ServiceConfig, type ServiceEvent } from '../protocol';
+import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
-import { bindAttachments, insertAttachment, type NewMessage, type Store } from '../store';
-import { canAccess } from '../protocol/sources';
+import { bindAttachments, insertAttachment, type MessageRow, type NewMessage, type Store } from '../store';
+import { canAccess, sourceLabel } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
 import { fitHistory } from './history';
 import { attachmentInfoOf, type StoredAttachment } from './attachments/content';
@@ -13,6 +13,9 @@ import type { ConversationActivity } from './conversation-activity';
 import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
 import { previewOf } from './preview';
+import type { InstructionFile } from './prompt/instruction-files';
+import { listSavedPrompts } from './prompt/saved-prompts';
+import { TurnContext, type TurnInstructions } from './prompt/turn-context';
 import type { PermissionGate } from './permissions';
 import { ProviderError, type ChatMessage, type Provider, type ToolSpec } from './providers/types';
 import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall } from './tool-runner';
@@ -20,6 +23,7 @@ import type { ToolRegistry } from './tools/registry';
 import type { Tool, ToolImage } from './tools/types';
 import { TurnFiles } from './turn-files';
 import { ModelToolNames, transcriptOf, type ToolCallData, type ToolResultData } from './transcript';
+import { contextWindowOf } from './usage/prices';
 import { TurnUsage } from './usage/turn-usage';
 import { messageUsageOf } from './usage/usage-wire';
 
@@ -59,6 +63,8 @@ export interface ChatInput {
    * transaction (the webhook channel stores the reply together with its delivery).
    */
   storeReply?: (reply: NewMessage) => Promise<void>;
+  /** Who sent the message as people read it (`phone (relay), device “Pixel”`), for the model's environment block; default: the source's label. */
+  client?: string;
 }
 
 export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'attachments' | 'conversationId' | 'userId' | 'sender' | 'clientMessageId' | 'clientKey'>;
@@ -108,7 +114,14 @@ export interface AgentDeps {
   onActivity?: (conversationId: string, source: string) => void;
   /** Where attached files are saved for the model (default: none, they are named as not saved). */
   workspaceRoots?: () => string[];
+  /** The data directory: its AGENTS.md holds the user's instructions for every project (default: none). */
+  dataDir?: string;
+  /** false: only service.json's system_prompt is sent, none of the turn's context (the benchmarks' baseline). Default true. */
+  withContext?: boolean;
 }
+
+/** An instruction file in force as clients see it (list_instructions, get_config): without its text. */
+export type InstructionFileInfo = Omit<InstructionFile, 'text'>;
 
 /** A new conversation's title: its first message on one line, without bidi or control characters (protocol/display-name.ts). */
 export function titleOf(message: string): string {
@@ -139,9 +152,26 @@ export class ProviderFailure extends ServiceError {
 export class Agent {
   private readonly queue = new KeyedQueue();
   private readonly history: HistoryCache;
+  private readonly context: TurnContext;
 
   constructor(private readonly deps: AgentDeps) {
     this.history = new HistoryCache(deps.store.messages);
+    this.context = new TurnContext(deps.workspaceRoots ?? (() => []), deps.dataDir);
+  }
+
+  /**
+   * The instruction files the model is given: those of every conversation (the user's, the workspace
+   * roots'), and with a conversation the nearest AGENTS.md above each path its tools touched.
+   */
+  async instructionFiles(conversationId: string | undefined, source: string): Promise<InstructionFileInfo[]> {
+    if (conversationId !== undefined) this.requireConversation(conversationId, source);
+    const rows = conversationId === undefined ? [] : await this.history.rows(conversationId);
+    return (await this.context.filesInForce(rows)).map(({ text: _text, ...info }) => info);
+  }
+
+  /** The saved prompts of the workspace folders and the data directory. */
+  savedPrompts(): Promise<SavedPrompt[]> {
+    return listSavedPrompts((this.deps.workspaceRoots ?? (() => []))(), this.deps.dataDir);
   }
 
   /** One turn; its events reach `onEvent` in the order they happen, before the returned promise settles. */
@@ -258,7 +288,7 @@ export class Agent {
     let streamed = '';
     let usageStored = false;
     try {
-      const text = await this.loop(conversationId, input, log, onEvent, usage, new TurnFiles(store, conversationId, turnId), (delta) => {
+      const text = await this.loop(conversationId, input, log, onEvent, usage, new TurnFiles(store, conversationId, turnId, () => this.context.filesChanged()), (delta) => {
         streamed += delta;
         onEvent({ event: 'chat.delta', conversation_id: conversationId, delta });
       });
@@ -302,26 +332,47 @@ export class Agent {
     }
   }
 
+  /**
+   * The system message of one request. Each step: an instruction file the last step edited, or a
+   * folder it reached, counts at once; the environment block is the turn's.
+   */
+  private async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], instructions: TurnInstructions, environment: () => Promise<string>): Promise<ChatMessage | undefined> {
+    if (this.deps.withContext === false) return config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
+    return this.context.systemMessage(config, rows, await environment(), instructions);
+  }
+
   /** Model calls and tool runs until the model answers; returns the final text. */
   private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: TurnEventSink, usage: TurnUsage, files: TurnFiles, onDelta: (delta: string) => void): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
+    // Once a turn: git is asked then, and the date and time are those of the message.
+    let environment: string | undefined;
+    const instructions: TurnInstructions = {};
     for (let step = 1; ; step += 1) {
       // Read afresh each step: a config change (model, permission_mode, tools) applies to the next step.
       const config = this.deps.config();
       const tools = await this.deps.tools.list();
       const names = new ModelToolNames(tools.map((t) => t.name));
       const byName = new Map(tools.map((t) => [t.name, t]));
-      const history = transcriptOf(await this.history.rows(conversationId));
-      const system: ChatMessage | undefined = config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
+      const rows = await this.history.rows(conversationId);
+      const history = transcriptOf(rows);
       const lastStep = step >= config.max_steps;
       const model = input.model ?? config.model;
+      const provider = this.deps.provider(config);
+      const system = await this.systemMessage(config, rows, instructions, async () => {
+        environment ??= await this.context.environment({
+          client: input.client ?? sourceLabel(input.source),
+          remote: input.source !== 'editor',
+          model,
+          contextWindow: contextWindowOf(config, provider.name, model),
+        });
+        return environment;
+      });
       const messages = await withAttachments(fitHistory(system, history, HISTORY_TOKEN_BUDGET), seesImages(config, model), {
         blobs: store.blobs,
         workspaceRoots: this.deps.workspaceRoots ?? (() => []),
         logger: log,
       });
-      const provider = this.deps.provider(config);
       const result = await provider.complete({
         model,
         temperature: config.temperature,

@@ -16,6 +16,7 @@ import { conversationUsageOf } from '../agent/usage/usage-wire';
 import { clientMessagesOf } from './conversation-export';
 import { historyHandlers } from './history-handlers';
 import { attachmentHandlers, chatAttachments } from './attachment-handlers';
+import { agentContextHandlers } from './agent-context-handlers';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -32,6 +33,7 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
     api_key_set: Boolean(config.api_key),
     permission_rules: { allow: [...config.permission_rules.allow], deny: [...config.permission_rules.deny] },
     permission_timeout_seconds: config.permission_timeout_seconds,
+    system_prompt_mode: config.system_prompt_mode,
   };
 }
 
@@ -91,8 +93,8 @@ export const handlers: HandlerMap = {
     return { following: false as const };
   },
 
-  async get_config(_command, _session, ctx) {
-    return publicConfigOf(ctx.config.current);
+  async get_config(_command, session, ctx) {
+    return { ...publicConfigOf(ctx.config.current), instructions: await ctx.agent.instructionFiles(undefined, session.source) };
   },
 
   async update_config(command, session, ctx) {
@@ -159,4 +161,5 @@ export const handlers: HandlerMap = {
   get_usage: getUsage,
   ...historyHandlers,
   ...attachmentHandlers,
+  ...agentContextHandlers,
 };

@@ -74,8 +74,8 @@ describe('the tool loop', () => {
     // The next turn replays the tool traffic to the model in the provider's format.
     await client.request({ type: 'chat', message: 'thanks', conversation_id });
     const replayed = fake.requests.at(-1)!.body.messages as { role: string; tool_calls?: unknown[]; tool_call_id?: string }[];
-    assert.deepEqual(replayed.map((m) => m.role), ['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'user']);
-    assert.equal(replayed[2].tool_call_id, 'c1');
+    assert.deepEqual(replayed.map((m) => m.role), ['system', 'user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'user']);
+    assert.equal(replayed[3].tool_call_id, 'c1');
     client.close();
   });
 

@@ -6,6 +6,7 @@ import type { RequestId, ResultOf } from '../../protocol';
 import type { Store } from '../../store';
 import type { TurnEnd, TurnRequest, TurnStarter } from '../context';
 import type { EventHub } from '../event-hub';
+import { clientLabel } from '../agent-context-handlers';
 import { isOwner } from '../roles';
 import { personOf } from '../session';
 import { ChatResends } from './chat-resends';
@@ -106,6 +107,7 @@ export class TurnRunner implements TurnStarter {
         sender: personOf(session),
         clientMessageId,
         clientKey: clientMessageId === undefined ? undefined : ChatResends.keyOf(session, clientMessageId),
+        client: clientLabel(session, this.deps),
       },
       publish,
     );

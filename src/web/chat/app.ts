@@ -9,6 +9,7 @@ import { contextChars, MAX_CONTEXT_CHARS } from '../../protocol/chat-context';
 import type { ConnectionStatus, ServiceConnection } from '../connection';
 import { ErrorBanner, UpdateBanner } from './banner';
 import { Composer } from './composer';
+import { InstructionsLine, PromptShelf } from './agent-context-view';
 import { ContextChips } from './context-chips';
 import { FileMentions } from './file-mentions';
 import { ConversationList } from './conversation-list';
@@ -56,6 +57,9 @@ export class ChatApp {
   private readonly composer: Composer;
   /** The chat input's chips: the `context` of the next message (the editor's view only). */
   private readonly chips = new ContextChips();
+  /** The instruction files in force (under the header) and the saved prompts (above the message box). */
+  private readonly instructions = new InstructionsLine();
+  private readonly prompts = new PromptShelf((text) => this.send(text));
   private readonly mentions: FileMentions | undefined;
   private readonly search: SearchView;
   private readonly exporter: ExportView;
@@ -157,7 +161,21 @@ export class ChatApp {
     const drawer = h('aside', { class: 'drawer', id: 'ra-drawer' }, this.search.element, this.list.element, this.rules.element, footer);
     this.header.element.querySelector('.title')?.after(this.exporter.element);
     const scrim = h('div', { class: 'scrim', 'aria-hidden': 'true' });
-    const main = h('main', { class: 'main' }, this.updateBanner.element, this.banner.element, this.messages.element, this.permissions.element, this.queue.element, this.mentions?.element, this.chips.element, this.tray.element, this.composer.element);
+    const main = h(
+      'main',
+      { class: 'main' },
+      this.updateBanner.element,
+      this.banner.element,
+      this.instructions.element,
+      this.messages.element,
+      this.permissions.element,
+      this.queue.element,
+      this.mentions?.element,
+      this.chips.element,
+      this.tray.element,
+      this.prompts.element,
+      this.composer.element,
+    );
     this.root.classList.add('app');
     this.root.replaceChildren(this.header.element, h('div', { class: 'body' }, drawer, scrim, main));
     this.tray.watch(main);
@@ -212,6 +230,7 @@ export class ChatApp {
     if (this.connected && !wasConnected) {
       // (Re)connected: catch up with whatever happened meanwhile, then send what waited in the outbox.
       void this.refreshConfig();
+      void this.refreshAgentContext();
       void this.refreshConversations();
       void this.refreshPending();
       void this.rules.refresh();
@@ -280,6 +299,8 @@ export class ChatApp {
       }
     }
     if (conversationId === this.current) this.live.draw(event);
+    // The turn may have reached a folder with its own AGENTS.md.
+    if (conversationId === this.current && event.event === 'turn.ended') void this.refreshInstructions();
   }
 
   /**
@@ -309,7 +330,9 @@ export class ChatApp {
   }
 
   /** A message with attachments waits for their uploads (those that failed are named), then goes the same way. */
-  private send(text: string): void {
+  private send(typed: string): void {
+    // `/name argument`: a saved prompt's message is sent in its place.
+    const text = this.prompts.expandTyped(typed) ?? typed;
     if (this.tray.count === 0) return this.enqueue(text, []);
     void this.tray.take().then(({ attachments, failed }) => {
       if (failed.length > 0) this.messages.addNote(`Not attached: ${failed.join(', ')}`, 'error');
@@ -394,6 +417,19 @@ export class ChatApp {
     if (answer?.status === 'ok') this.header.setMode(answer.data.permission_mode, this.connected);
   }
 
+  /** The saved prompts and the instruction files in force (they live in the workspace: asked again on each connect). */
+  private async refreshAgentContext(): Promise<void> {
+    const answer = await this.call({ type: 'list_prompts' });
+    if (answer?.status === 'ok') this.prompts.setPrompts(answer.data.prompts);
+    await this.refreshInstructions();
+  }
+
+  private async refreshInstructions(): Promise<void> {
+    const conversationId = this.current;
+    const answer = await this.call({ type: 'list_instructions', ...(conversationId ? { conversation_id: conversationId } : {}) });
+    if (answer?.status === 'ok' && conversationId === this.current) this.instructions.show(answer.data.files);
+  }
+
   private async refreshConversations(): Promise<void> {
     const answer = await this.call({ type: 'list_conversations', limit: 100 });
     if (answer?.status !== 'ok') return;
@@ -433,6 +469,7 @@ export class ChatApp {
     this.list.setCurrent(conversationId);
     this.exporter.setConversation(conversationId);
     this.header.setTitle(conversationId ? this.list.title(conversationId) ?? this.headerTitleFallback() : 'New chat');
+    if (this.connected) void this.refreshInstructions();
   }
 
   private headerTitleFallback(): string {

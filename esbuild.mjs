@@ -35,12 +35,35 @@ const browser = {
   outdir: 'media',
 };
 
+/**
+ * The heaviest dependencies, each in a file of its own under dist/sdk/, which the service requires when
+ * first needed (a turn's provider, a push, an MCP server: see the `require`s in src) rather than at start.
+ * Inlined, they were more than half of cli.js and extension.js, which a start parses in full.
+ * Key: the import as written in src; value: the file under dist/sdk/ and what it is built from.
+ */
+const SPLIT = {
+  openai: { file: 'openai', entry: 'openai' },
+  '@anthropic-ai/sdk': { file: 'anthropic', entry: '@anthropic-ai/sdk' },
+  'web-push': { file: 'web-push', entry: 'web-push' },
+  './mcp-sdk-modules': { file: 'mcp', entry: 'src/agent/tools/mcp-sdk-modules.ts' },
+};
+const splitOff = {
+  name: 'split-off',
+  setup(b) {
+    const filter = new RegExp(`^(${Object.keys(SPLIT).map((k) => k.replace(/[./@-]/g, '\\$&')).join('|')})$`);
+    // Every bundle that requires them lives in dist/, so the path is relative to it.
+    b.onResolve({ filter }, (args) => ({ path: `./sdk/${SPLIT[args.path].file}.js`, external: true }));
+  },
+};
+const split = Object.values(SPLIT).map(({ file, entry }) => ({ ...common, entryPoints: { [file]: entry }, outdir: 'dist/sdk' }));
+
 const builds = [
-  { ...common, entryPoints: { cli: 'src/cli.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
+  ...split,
+  { ...common, entryPoints: { cli: 'src/cli.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' }, plugins: [splitOff] },
   { ...common, entryPoints: { relay: 'src/relay/node/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
   { ...common, entryPoints: { 'compact-worker': 'src/store/compact-worker.ts' }, outdir: 'dist' },
   { ...common, entryPoints: { 'history-worker': 'src/store/history/history-worker.ts' }, outdir: 'dist' },
-  { ...common, entryPoints: { extension: 'src/extension/extension.ts' }, outdir: 'dist', external: ['vscode'] },
+  { ...common, entryPoints: { extension: 'src/extension/extension.ts' }, outdir: 'dist', external: ['vscode'], plugins: [splitOff] },
   // The relay's Cloudflare Worker: one ES module with no Node built-ins (the neutral platform refuses them).
   {
     // Alone in its folder: wrangler uploads every module beside it.
@@ -72,7 +95,7 @@ if (watch) {
       });
     },
   };
-  const contexts = await Promise.all(builds.map((options) => context({ ...options, plugins: [announce] })));
+  const contexts = await Promise.all(builds.map((options) => context({ ...options, plugins: [...(options.plugins ?? []), announce] })));
   await Promise.all(contexts.map((ctx) => ctx.watch()));
 } else {
   await Promise.all(builds.map((options) => build(options)));

@@ -11,6 +11,7 @@ import { runPersistBench } from './persist';
 import { benchPush } from './push';
 import { benchRelay } from './relay';
 import { benchRelayService } from './relay-service';
+import { benchStart } from './start';
 import { benchWebhook } from './webhook';
 import { benchWebSocket } from './ws';
 
@@ -30,6 +31,7 @@ async function main() {
     ['follow', benchFollow],
     ['history', benchHistory],
     ['export', benchExport],
+    ['start', benchStart],
   ];
   for (const [name, run] of benches) {
     if (only.length > 0 && !only.includes(name)) continue;

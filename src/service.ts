@@ -7,6 +7,8 @@ import { finishInterruptedRequests } from './agent/permission-restart';
 import { PermissionGate } from './agent/permissions';
 import { addAllowRule } from './config/permission-rules';
 import { createProviderResolver } from './agent/provider-resolver';
+import { preloadProvider } from './agent/providers/registry';
+import { mcpSdk } from './agent/tools/mcp-sdk';
 import { createToolRegistry, workspaceRootsOf } from './agent/toolbox';
 import { settlePendingFileChanges } from './agent/turn-files';
 import { TurnUndo } from './agent/turn-undo';
@@ -47,6 +49,7 @@ import { relayStatusRoute } from './transport/relay-link/relay-status-route';
 import { phonePageRoutes } from './transport/http/static-files';
 import { WebhookChannel, type WebhookChannelOptions } from './transport/webhooks/channel';
 import { PushService, type PushOptions } from './transport/push/push-service';
+import { webPush } from './transport/push/web-push-lib';
 import { untrustedToolMode } from './transport/webhooks/trust';
 
 export interface ServiceOptions {
@@ -96,6 +99,8 @@ export class PortInUseError extends Error {
 
 /** Stops waiting for in-flight work after this long on stop; running chats are then cancelled. */
 const STOP_GRACE_MS = 10_000;
+/** The warm-up (see warmUp) waits this long after listening: the first requests of a start come first. */
+const WARM_UP_DELAY_MS = 100;
 
 /**
  * The composition root: builds config, log, store, agent and transports from a data directory.
@@ -117,6 +122,7 @@ export class Service {
   private address?: { host: string; port: number };
   /** File tools never open the data directory, even when the workspace holds it (see private-folders). */
   private readonly releaseDataDir: () => void;
+  private warmUpTimer?: NodeJS.Timeout;
 
   private constructor(
     readonly options: ServiceOptions,
@@ -299,6 +305,7 @@ export class Service {
     this.push.start();
     this.webhooks.start();
     this.relay.start();
+    this.warmUp();
     const shownHost = this.address.host === '::' ? '0.0.0.0' : this.address.host;
     this.logger.info('service.listening', { host: shownHost, port: this.address.port });
     return { ...this.address, url: `http://${shownHost}:${this.address.port}` };
@@ -306,6 +313,7 @@ export class Service {
 
   /** Graceful stop: stop accepting, let in-flight work finish (bounded), flush the database, release the lock. */
   async stop(): Promise<void> {
+    clearTimeout(this.warmUpTimer);
     this.http?.stopAccepting();
     // Webhook work not started stays queued in the database; attempts in flight end (bounded) before the store closes.
     const webhooksStopped = this.webhooks.stop();
@@ -355,6 +363,32 @@ export class Service {
   /** Commands and webhook turns in flight (what graceful stop waits for). */
   get inFlightCount(): number {
     return this.door.inFlightCount;
+  }
+
+  /**
+   * The heavy modules (src/agent/providers/registry.ts, mcp-sdk.ts, web-push-lib.ts) are not loaded at
+   * start; once listening, those this configuration will use are, one per turn of the event loop, so the
+   * first chat (or push) is answered as fast as the next rather than paying for them.
+   */
+  private warmUp(): void {
+    const config = this.config.current;
+    const steps = [
+      () => preloadProvider(config.provider),
+      () => Object.keys(config.mcp_servers).length > 0 && mcpSdk(),
+      () => this.store.pushDevices.list().length > 0 && webPush(),
+    ];
+    const next = () => {
+      const step = steps.shift();
+      if (!step) return;
+      try {
+        step();
+      } catch (error) {
+        // The first use meets the same error and reports it to whom it concerns.
+        this.logger.warn('service.warm_up_failed', { error: (error as Error).message });
+      }
+      this.warmUpTimer = setTimeout(next, 0).unref();
+    };
+    this.warmUpTimer = setTimeout(next, WARM_UP_DELAY_MS).unref();
   }
 
   /** What every client session (LAN socket or relayed client) works with. */

@@ -1,7 +1,5 @@
 import type { ProviderName } from '../../protocol';
 import type { Host } from '../host';
-import { createAnthropicProvider } from './anthropic';
-import { createOpenAIProvider } from './openai';
 import { ProviderError, type Provider } from './types';
 
 /** What a provider is built from: the config's endpoint and the key in force (the host's or service.json's). */
@@ -13,6 +11,18 @@ export interface ProviderSettings {
 }
 
 export type ProviderFactory = (settings: ProviderSettings, host: Host) => Provider;
+
+// Required when first needed (a turn's provider, or the service's warm-up once listening), not at start:
+// the SDKs are the largest part of the bundle, and the build puts them in files of their own
+// (esbuild.mjs), which a start neither parses nor runs.
+const openai = () => require('./openai') as typeof import('./openai');
+const anthropic = () => require('./anthropic') as typeof import('./anthropic');
+const SDK_MODULES: Partial<Record<ProviderName, () => unknown>> = { openai, anthropic };
+
+/** Loads a provider's module and SDK ahead of its first turn, so that turn is not the slower one. */
+export function preloadProvider(name: ProviderName): void {
+  SDK_MODULES[name]?.();
+}
 
 function unavailable(name: ProviderName, why: string): Provider {
   return {
@@ -28,8 +38,8 @@ function unavailable(name: ProviderName, why: string): Provider {
  * so a provider added there without a factory here fails `tsc`.
  */
 export const PROVIDER_FACTORIES: Record<ProviderName, ProviderFactory> = {
-  openai: (settings) => createOpenAIProvider(settings),
-  anthropic: (settings) => createAnthropicProvider(settings),
+  openai: (settings) => openai().createOpenAIProvider(settings),
+  anthropic: (settings) => anthropic().createAnthropicProvider(settings),
   vscode: (_settings, host) =>
     host.languageModels?.() ?? unavailable('vscode', "the editor's language models are only available when the service runs inside VS Code"),
 };

@@ -1,9 +1,10 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { PassThrough, type Readable } from 'node:stream';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { ReadBuffer } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { mcpSdk } from './mcp-sdk';
 
 /**
  * An MCP server's process seen as the SDK's client transport (newline-delimited JSON-RPC on stdio),
@@ -50,7 +51,7 @@ class PosixServerProcess implements ServerProcess {
   exitReason: string | undefined;
 
   private child: ChildProcess | undefined;
-  private readonly buffer = new ReadBuffer();
+  private readonly buffer: ReadBuffer = new (mcpSdk().ReadBuffer)();
   private exited = false;
   private closed = false;
   private groupGone = false;
@@ -115,7 +116,7 @@ class PosixServerProcess implements ServerProcess {
         reject(new Error('Not connected'));
         return;
       }
-      if (stdin.write(serializeMessage(message))) {
+      if (stdin.write(mcpSdk().serializeMessage(message))) {
         resolve();
         return;
       }
@@ -230,7 +231,7 @@ class WindowsServerProcess implements ServerProcess {
   private spawnedPid: number | undefined;
 
   constructor(options: ServerProcessOptions) {
-    this.inner = new StdioClientTransport({
+    this.inner = new (mcpSdk().StdioClientTransport)({
       command: options.command,
       args: [...options.args],
       env: options.env,

@@ -1,18 +1,12 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import {
-  ErrorCode,
-  McpError,
-  ToolListChangedNotificationSchema,
-  type CallToolResult,
-  type Tool as McpTool,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { CallToolResult, Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import { createInterface } from 'node:readline';
 import type { z } from 'zod';
 import { version } from '../../../package.json';
 import { nullLogger, type Logger } from '../../log/logger';
 import type { McpServer } from '../../protocol/config';
 import { createServerProcess, type ServerProcess } from './mcp-process';
+import { mcpSdk } from './mcp-sdk';
 import type { Tool, ToolContext, ToolOutput, ToolSource } from './types';
 
 /** One entry of service.json `mcp_servers`. */
@@ -289,6 +283,7 @@ class ServerSlot {
     const { command, args, env } = this.config;
     // The SDK's default environment (PATH, HOME...) plus the entry's own: the service's other
     // variables (its API keys) are not the server's business.
+    const { Client, getDefaultEnvironment, ToolListChangedNotificationSchema } = mcpSdk();
     const server = createServerProcess({
       command,
       args,
@@ -360,6 +355,7 @@ class ServerSlot {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return `command not found: ${this.config.command}`;
     if (code === 'EACCES') return `command not executable: ${this.config.command}`;
+    const { McpError, ErrorCode } = mcpSdk();
     if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
       return `no answer to initialize within ${seconds(this.settings.startTimeoutMs)}`;
     }
@@ -369,6 +365,7 @@ class ServerSlot {
 
   private describe(error: unknown, connection: Connection, what: string): string {
     if (connection.stopReason) return `MCP server "${this.name}" was stopped during ${what} (${connection.stopReason})`;
+    const { McpError, ErrorCode } = mcpSdk();
     if (!connection.alive && error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
       return `MCP server "${this.name}" ${connection.process.exitReason ?? 'closed its connection'} during ${what}`;
     }

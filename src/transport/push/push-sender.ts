@@ -1,5 +1,6 @@
 import https from 'node:https';
-import webPush, { WebPushError, type RequestDetails } from 'web-push';
+import type { RequestDetails } from 'web-push';
+import { webPush } from './web-push-lib';
 import type { VapidKeys } from './vapid-keys';
 
 /** One notification as the push service carries it. */
@@ -44,13 +45,13 @@ export interface PushSenderOptions {
 const MAX_RETRY_AFTER_MS = 30_000;
 
 function retryAfterMs(error: unknown): number {
-  if (!(error instanceof WebPushError)) return 0;
+  if (!(error instanceof webPush().WebPushError)) return 0;
   const value = Number(error.headers?.['retry-after']);
   return Number.isFinite(value) && value > 0 ? Math.min(value * 1000, MAX_RETRY_AFTER_MS) : 0;
 }
 
 function outcomeOf(error: unknown): DeliveryOutcome {
-  if (error instanceof WebPushError) {
+  if (error instanceof webPush().WebPushError) {
     const status = error.statusCode;
     return { ok: false, status, error: `the push service answered HTTP ${status}`, gone: status === 404 || status === 410 };
   }
@@ -95,7 +96,7 @@ export class PushSender {
 
   private async once(target: PushTarget, message: PushMessage): Promise<number> {
     const vapid = await this.keys();
-    const details = webPush.generateRequestDetails({ endpoint: target.endpoint, keys: { p256dh: target.p256dh, auth: target.auth } }, JSON.stringify(message.payload), {
+    const details = webPush().generateRequestDetails({ endpoint: target.endpoint, keys: { p256dh: target.p256dh, auth: target.auth } }, JSON.stringify(message.payload), {
       vapidDetails: { subject: vapid.subject, publicKey: vapid.publicKey, privateKey: vapid.privateKey },
       TTL: Math.max(0, Math.round(message.ttl)),
       urgency: message.urgency,
@@ -121,7 +122,7 @@ function post(details: RequestDetails, agent: https.Agent, timeoutMs: number): P
     const request = https.request(new URL(details.endpoint), { method: details.method, headers: details.headers, agent }, (response) => {
       const status = response.statusCode ?? 0;
       if (status >= 200 && status <= 299) resolve(status);
-      else reject(new WebPushError('Received unexpected response code', status, response.headers, '', details.endpoint));
+      else reject(new (webPush().WebPushError)('Received unexpected response code', status, response.headers, '', details.endpoint));
       let read = 0;
       response.on('data', (chunk: Buffer) => {
         read += chunk.length;

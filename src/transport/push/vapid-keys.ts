@@ -1,9 +1,9 @@
 import { createECDH } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import webPush from 'web-push';
 import { writeFileAtomic } from '../../platform/atomic-write';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
+import { webPush } from './web-push-lib';
 
 export const VAPID_FILE_NAME = 'vapid.json';
 
@@ -83,7 +83,7 @@ export class VapidKeyStore {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT' && !(error instanceof SyntaxError)) throw error;
     }
     if (!stored) {
-      const pair = webPush.generateVAPIDKeys();
+      const pair = webPush().generateVAPIDKeys();
       stored = { public_key: pair.publicKey, private_key: pair.privateKey, subject: DEFAULT_VAPID_SUBJECT, created_at: new Date().toISOString() };
       await writeFileAtomic(file, `${JSON.stringify(stored, null, 2)}\n`, { mode: PRIVATE_FILE_MODE });
     }

@@ -1,0 +1,186 @@
+// Start-up: how long `serve` takes until /health answers, against a bare `node -e 0` in the same run
+// (median of several runs, each with an empty data directory), and whether a chat sent one second after
+// the start is answered as fast as the next one (the heavy modules load after listening: see
+// Service.warmUp). Real processes: node dist/cli.js serve (BENCH_CLI=path measures another build).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startFakeOpenAI } from '../test/helpers/fake-openai';
+import { TestClient } from '../test/helpers/ws-client';
+import { fmt } from './util';
+
+const CLI = process.env.BENCH_CLI ?? join(__dirname, '..', 'dist', 'cli.js');
+const TOKEN = 'bench-access-token-0123456789abcdef0123';
+const RUNS = 7;
+const CHAT_RUNS = 5;
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+interface Timing {
+  ms: number;
+  /**
+   * CPU time of the main thread (the history worker's SQLite starts beside it, on another core): on this
+   * shared machine less noisy than the wall clock.
+   */
+  cpuMs: number;
+}
+
+/** `node -e 0`, printing the CPU time it used as it exits. */
+function bareNode(): Promise<Timing> {
+  const began = performance.now();
+  const code = 'process.on("exit", () => { const u = process.cpuUsage(); process.stdout.write(String((u.user + u.system) / 1000)); })';
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', () => resolve({ ms: performance.now() - began, cpuMs: Number(out) }));
+  });
+}
+
+/** utime + stime of a live process's main thread (Linux: /proc/<pid>/task/<pid>/stat, in clock ticks of 10 ms). */
+function cpuMsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+function health(port: number): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port, path: '/health', agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', () => resolve(0));
+  });
+}
+
+interface Serving {
+  child: ChildProcess;
+  port: number;
+  /** From spawn to the first 200 of /health, and the CPU time used until then. */
+  ready: Timing;
+  stop(): Promise<void>;
+}
+
+/** Spawns `serve`, and measures from the spawn to the first /health that answers 200. */
+function serve(dataDir: string): Promise<Serving> {
+  const began = performance.now();
+  const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stderr!.on('data', (d) => (out += d));
+  const stop = () =>
+    new Promise<void>((done) => {
+      if (child.exitCode !== null) return done();
+      child.once('exit', () => done());
+      child.kill('SIGTERM');
+    });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not answer /health:\n${out}`)), 30_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited ${code}:\n${out}`));
+    });
+    const onData = async (d: Buffer) => {
+      out += d;
+      const match = /listening on \S*:(\d+)/.exec(out);
+      if (!match) return;
+      child.stdout!.off('data', onData);
+      const port = Number(match[1]);
+      while ((await health(port)) !== 200) await new Promise((r) => setTimeout(r, 2));
+      const ms = performance.now() - began;
+      clearTimeout(timer);
+      resolve({ child, port, ready: { ms, cpuMs: cpuMsOf(child.pid!) }, stop });
+    };
+    child.stdout!.on('data', onData);
+  });
+}
+
+async function withDataDir<T>(run: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(join(tmpdir(), 'ra-bench-start-'));
+  try {
+    return await run(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function headlessStart(): Promise<void> {
+  const bare: Timing[] = [];
+  const started: Timing[] = [];
+  // Alternated, so a change in the machine's load touches both sides alike.
+  for (let i = 0; i < RUNS; i += 1) {
+    bare.push(await bareNode());
+    started.push(
+      await withDataDir(async (dir) => {
+        const serving = await serve(dir);
+        await serving.stop();
+        return serving.ready;
+      }),
+    );
+  }
+  for (const key of ['ms', 'cpuMs'] as const) {
+    const serveMs = median(started.map((t) => t[key]));
+    const bareMs = median(bare.map((t) => t[key]));
+    console.log(
+      `headless start (serve -> /health answers, empty data directory), ${key === 'ms' ? 'wall clock' : 'main thread CPU time'}, median of ${RUNS}: ` +
+        `${fmt(serveMs, 0)} ms; bare node -e 0 ${fmt(bareMs, 0)} ms: ${fmt(serveMs / bareMs, 1)}x (goal < 4x)`,
+    );
+  }
+}
+
+/** One run: a chat one second after `listening`, then a second one (each a new conversation); their times. */
+async function firstChats(fakeUrl: string): Promise<[number, number]> {
+  return withDataDir(async (dir) => {
+    await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN, provider: 'openai', model: 'fake-model', base_url: fakeUrl, api_key: 'sk-bench' }));
+    const serving = await serve(dir);
+    try {
+      await new Promise((r) => setTimeout(r, 1000));
+      const client = await TestClient.authed(`ws://127.0.0.1:${serving.port}/ws`, TOKEN);
+      try {
+        const chat = async () => {
+          const began = performance.now();
+          const reply = await client.request({ type: 'chat', message: 'hello', stream: true }, 30_000);
+          if (reply.status !== 'ok') throw new Error(`chat failed: ${JSON.stringify(reply)}`);
+          return performance.now() - began;
+        };
+        const first = await chat();
+        const second = await chat();
+        return [first, second];
+      } finally {
+        client.close();
+      }
+    } finally {
+      await serving.stop();
+    }
+  });
+}
+
+async function firstChat(): Promise<void> {
+  const fake = await startFakeOpenAI();
+  fake.setDefault(() => ({ text: 'A short reply, streamed.', chunks: 5 }));
+  try {
+    const ratios: number[] = [];
+    const firsts: number[] = [];
+    const seconds: number[] = [];
+    for (let i = 0; i < CHAT_RUNS; i += 1) {
+      const [first, second] = await firstChats(fake.url);
+      firsts.push(first);
+      seconds.push(second);
+      ratios.push(first / second);
+    }
+    console.log(
+      `chat sent 1 s after start vs the second chat, median of ${CHAT_RUNS}: ${fmt(median(firsts), 1)} ms vs ${fmt(median(seconds), 1)} ms: ` +
+        `${fmt(median(ratios), 2)}x (goal: as fast, ~1x; runs ${ratios.map((r) => fmt(r, 2)).join(' ')})`,
+    );
+  } finally {
+    await fake.close();
+  }
+}
+
+export async function benchStart(): Promise<void> {
+  await headlessStart();
+  await firstChat();
+}

@@ -4,7 +4,8 @@ import type { Logger } from '../log/logger';
 import { bindAttachments, insertAttachment, type NewMessage, type Store } from '../store';
 import { canAccess } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
-import { fitHistory } from './history';
+import { CompactionFailed, Compactor } from './compaction/compactor';
+import { requestBudget, windowOf } from './compaction/budget';
 import { attachmentInfoOf, type StoredAttachment } from './attachments/content';
 import { messageOf } from './client-message';
 import { withAttachments } from './attachments/model-input';
@@ -19,12 +20,9 @@ import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall } from './tool-runner';
 import type { ToolRegistry } from './tools/registry';
 import type { Tool, ToolImage } from './tools/types';
 import { TurnFiles } from './turn-files';
-import { ModelToolNames, transcriptOf, type ToolCallData, type ToolResultData } from './transcript';
+import { ModelToolNames, type ToolCallData, type ToolResultData } from './transcript';
 import { TurnUsage } from './usage/turn-usage';
 import { messageUsageOf } from './usage/usage-wire';
-
-/** Tokens of history sent to the model, beside the reply's own `max_tokens`. */
-const HISTORY_TOKEN_BUDGET = 24_000;
 
 export const TITLE_LENGTH = 80;
 
@@ -155,9 +153,11 @@ export class ProviderFailure extends ServiceError {
 export class Agent {
   private readonly queue = new KeyedQueue();
   private readonly history: HistoryCache;
+  private readonly compactor: Compactor;
 
   constructor(private readonly deps: AgentDeps) {
     this.history = new HistoryCache(deps.store.messages);
+    this.compactor = new Compactor(deps.store, deps.logger);
   }
 
   /** One turn; its events reach `onEvent` in the order they happen, before the returned promise settles. */
@@ -240,6 +240,36 @@ export class Agent {
       throw new ServiceError('not_found', `conversation ${conversationId} not found`);
     }
     return conversation;
+  }
+
+  /**
+   * compact_conversation: summarises the conversation's older turns now, keeping `focus` in particular,
+   * after any turn that runs (it waits in the conversation's queue). The summary reaches followers as
+   * a chat.message; its usage row carries the context fullness the model will see from now on.
+   */
+  async compact(conversationId: string, source: string, focus: string | undefined, origin?: TurnOrigin): Promise<{ message: Message; context_used: number; context_window: number }> {
+    this.requireConversation(conversationId, source);
+    return this.queued(conversationId, async () => {
+      this.requireConversation(conversationId, source);
+      const log = this.deps.logger.child({ conversation: conversationId });
+      const { config, model, provider, budget } = await this.requestShape({}, false);
+      const usage = new TurnUsage();
+      const emit = this.emitter({ source, origin }, ignore);
+      try {
+        const made = await this.compactor.compact(await this.history.rows(conversationId), {
+          conversationId, provider, model, budget,
+          onResult: (result) => usage.add(config, provider.name, model, result),
+          onStored: (message) => emit({ event: 'message', conversation_id: conversationId, message }),
+        }, focus);
+        const contextUsed = made.historyTokens + budget.fixed;
+        usage.contextNow(contextUsed, budget.window);
+        await this.recordUsage(usage, made.message.id, conversationId, source, log);
+        return { message: made.message, context_used: contextUsed, context_window: budget.window };
+      } catch (error) {
+        if (error instanceof CompactionFailed) throw new ServiceError('server_error', `the conversation could not be compacted: ${error.message}`);
+        throw error;
+      }
+    });
   }
 
   /** Resolves when every running turn has finished. */
@@ -330,39 +360,59 @@ export class Agent {
     }
   }
 
+  /**
+   * What a request to the model is made of besides the history: the tools offered, the system
+   * prompt, the model's window and how it is shared out (compaction/budget.ts).
+   */
+  private async requestShape(input: Pick<AnswerInput, 'model'>, lastStep: boolean) {
+    // Read afresh each step: a config change (model, permission_mode, tools) applies to the next step.
+    const config = this.deps.config();
+    const tools = await this.deps.tools.list();
+    const names = new ModelToolNames(tools.map((t) => t.name));
+    const specs = lastStep || tools.length === 0 ? undefined : tools.map((t) => toolSpec(t, names));
+    const system: ChatMessage[] = config.system_prompt ? [{ role: 'system', content: config.system_prompt }] : [];
+    const model = input.model ?? config.model;
+    const provider = this.deps.provider(config);
+    const budget = requestBudget(windowOf(config, provider.name, model), config.max_tokens, system, specs);
+    return { config, tools, names, specs, system, model, provider, budget };
+  }
+
   /** Model calls and tool runs until the model answers; returns the final text. */
   private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: AgentEventSink, usage: TurnUsage, files: TurnFiles, onDelta: (delta: string) => void): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
+    // One failed compaction a turn: the turn goes on with the cut instead of failing again each step.
+    let mayCompact = true;
     for (let step = 1; ; step += 1) {
-      // Read afresh each step: a config change (model, permission_mode, tools) applies to the next step.
-      const config = this.deps.config();
-      const tools = await this.deps.tools.list();
-      const names = new ModelToolNames(tools.map((t) => t.name));
+      const maxSteps = this.deps.config().max_steps;
+      const lastStep = step >= maxSteps;
+      const { config, tools, names, specs, system, model, provider, budget } = await this.requestShape(input, lastStep);
       const byName = new Map(tools.map((t) => [t.name, t]));
-      const history = transcriptOf(await this.history.rows(conversationId));
-      const system: ChatMessage | undefined = config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
-      const lastStep = step >= config.max_steps;
-      const model = input.model ?? config.model;
-      const messages = await withAttachments(fitHistory(system, history, HISTORY_TOKEN_BUDGET), seesImages(config, model), {
+      const view = await this.compactor.modelView(await this.history.rows(conversationId), system, {
+        conversationId, provider, model, budget, signal,
+        onResult: (result) => usage.add(config, provider.name, model, result),
+        onStored: (message) => onEvent({ event: 'message', conversation_id: conversationId, message }),
+      }, mayCompact);
+      if (view.compaction === 'failed') mayCompact = false;
+      const messages = await withAttachments(view.messages, seesImages(config, model), {
         blobs: store.blobs,
         workspaceRoots: this.deps.workspaceRoots ?? (() => []),
         logger: log,
       });
-      const provider = this.deps.provider(config);
       const result = await provider.complete({
         model,
         temperature: config.temperature,
-        max_tokens: config.max_tokens,
+        // Never more than the room kept for it: the request and the reply must fit the window together.
+        max_tokens: config.max_tokens === undefined ? undefined : budget.reply,
         messages: toModelNames(messages, names),
-        tools: lastStep || tools.length === 0 ? undefined : tools.map((t) => toolSpec(t, names)),
+        tools: specs,
         signal,
         onDelta: input.stream ? onDelta : undefined,
       });
       usage.add(config, provider.name, model, result);
       if (signal.aborted) throw new Cancelled();
       if (result.tool_calls.length === 0) return result.text;
-      if (lastStep) return result.text || `Stopped after ${config.max_steps} steps of tool calls without a final answer.`;
+      if (lastStep) return result.text || `Stopped after ${maxSteps} steps of tool calls without a final answer.`;
 
       const batch = randomUUID();
       const calls = result.tool_calls.map((call) => ({ ...call, name: names.toolName(call.name) ?? call.name }));

@@ -192,6 +192,9 @@ const commandHandlers: HandlerMap = {
   list_devices: listDevices,
   revoke_device: revokeDevice,
   undo_turn: undoTurn,
+  async compact_conversation(command, session, ctx) {
+    return ctx.agent.compact(command.conversation_id, session.source, command.focus, { sessionId: session.id, requestId: command.id });
+  },
   list_turn_changes: listTurnChanges,
   ...pushHandlers,
   get_usage: getUsage,

@@ -9,7 +9,7 @@ import type { Requester } from './connection-info';
 export const SEARCH_DEBOUNCE_MS = 250;
 const SEARCH_LIMIT = 50;
 
-const ROLE_LABEL: Record<SearchHit['role'], string> = { user: 'You', assistant: 'Assistant', tool: 'Tool' };
+const ROLE_LABEL: Record<SearchHit['role'], string> = { user: 'You', assistant: 'Assistant', tool: 'Tool', summary: 'Summary' };
 
 export type HitItem = vscode.QuickPickItem & { hit?: SearchHit };
 

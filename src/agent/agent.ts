@@ -154,6 +154,8 @@ export class Agent {
   private readonly queue = new KeyedQueue();
   private readonly history: HistoryCache;
   private readonly compactor: Compactor;
+  /** The window each provider/model's calls last reported (the editor's models tell it with each answer). */
+  private readonly reportedWindows = new Map<string, number>();
 
   constructor(private readonly deps: AgentDeps) {
     this.history = new HistoryCache(deps.store.messages);
@@ -373,8 +375,10 @@ export class Agent {
     const system: ChatMessage[] = config.system_prompt ? [{ role: 'system', content: config.system_prompt }] : [];
     const model = input.model ?? config.model;
     const provider = this.deps.provider(config);
-    const budget = requestBudget(windowOf(config, provider.name, model), config.max_tokens, system, specs);
-    return { config, tools, names, specs, system, model, provider, budget };
+    // The server's own figure (asked once per model, bounded: providers/server-window.ts), else the last one a call reported (vscode.lm).
+    const reported = (await provider.contextWindow?.(model).catch(() => undefined)) ?? this.reportedWindows.get(`${provider.name}/${model}`);
+    const budget = requestBudget(windowOf(config, provider.name, model, reported), config.max_tokens, system, specs);
+    return { config, tools, names, specs, system, model, provider, budget, reported };
   }
 
   /** Model calls and tool runs until the model answers; returns the final text. */
@@ -386,7 +390,7 @@ export class Agent {
     for (let step = 1; ; step += 1) {
       const maxSteps = this.deps.config().max_steps;
       const lastStep = step >= maxSteps;
-      const { config, tools, names, specs, system, model, provider, budget } = await this.requestShape(input, lastStep);
+      const { config, tools, names, specs, system, model, provider, budget, reported } = await this.requestShape(input, lastStep);
       const byName = new Map(tools.map((t) => [t.name, t]));
       const view = await this.compactor.modelView(await this.history.rows(conversationId), system, {
         conversationId, provider, model, budget, signal,
@@ -409,7 +413,8 @@ export class Agent {
         signal,
         onDelta: input.stream ? onDelta : undefined,
       });
-      usage.add(config, provider.name, model, result);
+      if (result.context_window !== undefined) this.reportedWindows.set(`${provider.name}/${model}`, result.context_window);
+      usage.add(config, provider.name, model, result.context_window === undefined && reported !== undefined ? { ...result, context_window: reported } : result);
       if (signal.aborted) throw new Cancelled();
       if (result.tool_calls.length === 0) return result.text;
       if (lastStep) return result.text || `Stopped after ${maxSteps} steps of tool calls without a final answer.`;

@@ -177,3 +177,25 @@ describe('a compaction that fails', () => {
     client.close();
   });
 });
+
+describe("the server's own window", () => {
+  test("Ollama's num_ctx sizes the requests: asked once, without the API key, and shown as the window", async () => {
+    const ollama = await startFakeOpenAI({ ollamaNumCtx: 8_192 });
+    cleanups.push(() => ollama.close());
+    // No `prices` entry: the model is unknown to the table, so without the server's figure it would get 32,768.
+    const svc = await startService({ base_url: ollama.url, workspace, permission_mode: 'allow', model: 'llama3.1' });
+    cleanups.push(() => svc.dispose());
+    ollama.setDefault(model(() => false));
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    const first = await client.request({ type: 'chat', message: `turn 0: ${CONSTRAINT}.` });
+    const conversation_id = (first.data as { conversation_id: string }).conversation_id;
+    for (let turn = 1; turn < 12; turn += 1) assert.equal((await client.request({ type: 'chat', conversation_id, message: `turn ${turn}: next` })).status, 'ok');
+    for (const request of ollama.requests.filter((r) => !isSummariser(r))) assert.ok(estimated(request) + REPLY_ROOM <= 8_192, `${estimated(request)} estimated tokens`);
+    assert.ok(ollama.requests.some(isSummariser), 'compacted for the 8k window');
+    assert.deepEqual(ollama.asides.map((r) => `${r.method} ${r.path}`), ['GET /api/v0/models/llama3.1', 'POST /api/show'], 'asked once');
+    assert.ok(ollama.asides.every((r) => r.headers.authorization === undefined), 'the API key is not sent to the probe');
+    const conversations = (await client.request({ type: 'list_conversations' })).data as { conversations: { id: string; usage: { context_window: number } }[] };
+    assert.equal(conversations.conversations.find((c) => c.id === conversation_id)!.usage.context_window, 8_192);
+    client.close();
+  });
+});

@@ -1,22 +1,25 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
+import type { CompletionRequest, CompletionResult, Provider, ToolCall } from '../src/agent/providers/types';
 import { Service } from '../src/service';
 import { fmt, percentile } from './util';
 
+const recall = (i: number): ToolCall => ({ id: `call-${i}`, name: 'recall', arguments: { query: 'bench' } });
+
 /**
- * An instant provider: answers at once, first with `toolCalls` calls to `recall` (a tool that only
- * reads the database), then with text. Everything measured is therefore the agent's own work.
+ * An instant provider: answers at once, first with `toolCalls` tool calls, one a step (`callOf`; by
+ * default `recall`, a tool that only reads the database), then with text. Everything measured is
+ * therefore the agent's own work.
  */
-export function instantProvider(toolCalls: number): Provider {
+export function instantProvider(toolCalls: number, callOf: (i: number) => ToolCall = recall): Provider {
   return {
     name: 'instant',
     async complete(request: CompletionRequest): Promise<CompletionResult> {
       const lastUser = request.messages.map((m) => m.role).lastIndexOf('user');
       const toolResults = request.messages.slice(lastUser).filter((m) => m.role === 'tool').length;
       if (toolResults < toolCalls) {
-        return { text: '', tool_calls: [{ id: `call-${toolResults}`, name: 'recall', arguments: { query: 'bench' } }], finish_reason: 'tool_calls' };
+        return { text: '', tool_calls: [callOf(toolResults)], finish_reason: 'tool_calls' };
       }
       request.onDelta?.('done');
       return { text: 'done', tool_calls: [], finish_reason: 'stop' };

@@ -1,4 +1,5 @@
-// Auth burst benchmark: 600 parallel wrong logins must not stall an unrelated chat's durable writes.
+// Auth burst benchmark: 600 parallel wrong logins (POST /auth, and WebSocket auth frames with wrong
+// tokens) must not stall an unrelated chat's durable writes.
 // scrypt runs on libuv's thread pool, which the journal's fsync shares; the figure is the longest chat
 // turn (each turn makes two durable writes) during the burst, against the same chat without the burst,
 // measured in the same run.
@@ -25,8 +26,20 @@ const [port, burst, spread] = process.argv.slice(1, 4).map(Number);
 const counts = {};
 let left = burst;
 const body = JSON.stringify({ username: 'ada', password: 'wrong guess' });
+const count = (key) => { counts[key] = (counts[key] || 0) + 1; if (--left === 0) console.log(JSON.stringify(counts)); };
 for (let i = 0; i < burst; i += 1) {
   const localAddress = spread ? '127.0.' + (1 + Math.floor(i / 250)) + '.' + (1 + (i % 250)) : '127.0.0.1';
+  if (process.argv[4] === '/ws') {
+    const WebSocket = require('ws');
+    const socket = new WebSocket('ws://127.0.0.1:' + port + '/ws', { localAddress });
+    let settled = false;
+    const once = (key) => { if (!settled) { settled = true; count(key); } };
+    socket.on('unexpected-response', (_req, res) => { res.resume(); once(res.statusCode); });
+    socket.on('open', () => socket.send(JSON.stringify({ type: 'auth', token: 'wrong guess ' + i })));
+    socket.on('close', (code) => once(code));
+    socket.on('error', (e) => { if (!/Unexpected server response/.test(e.message)) once(e.code); });
+    continue;
+  }
   const req = http.request({ host: '127.0.0.1', port, path: process.argv[4], method: 'POST', localAddress, agent: false,
     headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
     res.resume();
@@ -90,8 +103,10 @@ export async function benchAuth(): Promise<Record<string, number>> {
       const alone: number[] = [];
       const emptyBurst: number[] = [];
       const loginBurst: number[] = [];
-      const loops = { alone: [] as number[], empty: [] as number[], login: [] as number[] };
+      const wsBurst: number[] = [];
+      const loops = { alone: [] as number[], empty: [] as number[], login: [] as number[], ws: [] as number[] };
       let statuses: Record<string, number> = {};
+      let wsOutcomes: Record<string, number> = {};
       for (let round = 0; round < ROUNDS; round += 1) {
         const started = performance.now();
         const attack = runAttacker(port, spread, '/auth');
@@ -100,6 +115,11 @@ export async function benchAuth(): Promise<Record<string, number>> {
         statuses = await attack;
         loginBurst.push(login.longestMs);
         loops.login.push(login.loopStallMs);
+        const wsAttack = runAttacker(port, spread, '/ws');
+        const ws = await longestTurnWhile(service, wsAttack);
+        wsOutcomes = await wsAttack;
+        wsBurst.push(ws.longestMs);
+        loops.ws.push(ws.loopStallMs);
         const empty = await longestTurnWhile(service, runAttacker(port, spread, '/nowhere'));
         emptyBurst.push(empty.longestMs);
         loops.empty.push(empty.loopStallMs);
@@ -112,6 +132,9 @@ export async function benchAuth(): Promise<Record<string, number>> {
       const vsEmpty = median(loginBurst) / median(emptyBurst);
       results[`burst_${spread ? 'spread' : 'single'}_vs_alone`] = vsAlone;
       results[`burst_${spread ? 'spread' : 'single'}_vs_404_burst`] = vsEmpty;
+      const wsVsAlone = median(wsBurst) / median(alone);
+      results[`ws_burst_${spread ? 'spread' : 'single'}_vs_alone`] = wsVsAlone;
+      results[`ws_burst_${spread ? 'spread' : 'single'}_vs_404_burst`] = median(wsBurst) / median(emptyBurst);
       console.log(
         `auth burst, ${BURST} wrong logins from ${label} (last round ${JSON.stringify(statuses)}), longest chat turn, median of ${ROUNDS}: ` +
           `${fmt(median(loginBurst))} ms during the login burst, ${fmt(median(emptyBurst))} ms during a ${BURST}-request 404 burst, ` +
@@ -119,6 +142,10 @@ export async function benchAuth(): Promise<Record<string, number>> {
       );
       console.log(
         `  login burst vs 404 burst: ${fmt(vsEmpty)}x ${vsEmpty < 2 ? 'ok' : 'OVER GOAL (2x)'}; vs the chat alone: ${fmt(vsAlone)}x ${vsAlone < 2 ? 'ok' : 'OVER GOAL (2x)'}`,
+      );
+      console.log(
+        `  ${BURST} WebSocket auths with wrong tokens (last round ${JSON.stringify(wsOutcomes)}): longest chat turn ${fmt(median(wsBurst))} ms, ` +
+          `${fmt(median(wsBurst) / median(emptyBurst))}x the 404 burst, ${fmt(wsVsAlone)}x the chat alone; longest event-loop stall ${fmt(median(loops.ws))} ms`,
       );
     }
   } finally {

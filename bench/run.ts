@@ -1,6 +1,7 @@
 // `npm run bench`: every benchmark, each printing its figures as ratios against a baseline measured
 // in the same run (these machines are noisy; absolute numbers mean little).
 import { benchAgent } from './agent';
+import { benchAgentContext } from './agent-context';
 import { benchAuth } from './auth';
 import { benchEditor } from './editor';
 import { benchExport } from './export';
@@ -20,6 +21,7 @@ async function main() {
     ['persist', runPersistBench],
     ['webhook', benchWebhook],
     ['agent', benchAgent],
+    ['agent-context', benchAgentContext],
     ['auth', benchAuth],
     ['editor', benchEditor],
     ['relay', benchRelay],

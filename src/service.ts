@@ -15,14 +15,12 @@ import type { ToolRegistry } from './agent/tools/registry';
 import type { CommandContext } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { SessionDoor, type OpenSession, type SessionOptions } from './commands/door';
-import { ChatResends } from './commands/chat-resends';
 import { AttachmentUploads } from './commands/attachment-uploads';
 import { RenderedExports } from './commands/rendered-exports';
 import { conversationOf } from './commands/handlers';
-import { announceTurnEnded } from './commands/turn-ended';
 import { canAccess } from './protocol/sources';
 import { EventHub } from './commands/event-hub';
-import { RunningChats } from './commands/running-chats';
+import { TurnRunner } from './commands/turns/turn-runner';
 import { ConfigFile, secretValues } from './config/config-file';
 import { LOG_FILE_NAME } from './platform/paths';
 import { FileLogger } from './log/file-logger';
@@ -67,6 +65,8 @@ export interface ServiceOptions {
   hostServices?: Host;
   /** Replaces the provider resolver (benchmarks). */
   provider?: ProviderResolver;
+  /** false: the model gets only service.json's system_prompt, no built-in prompt, environment or instruction files (the benchmarks' baseline). */
+  agentContext?: boolean;
   /** Time limits, shortened by tests. */
   toolTimeoutMs?: number;
   permissionTimeoutMs?: number;
@@ -99,7 +99,8 @@ const STOP_GRACE_MS = 10_000;
  */
 export class Service {
   readonly dispatch: Dispatch;
-  private readonly running = new RunningChats();
+  /** Every turn, a chat's or a webhook message's: cancelled here when a stop outlasts its grace period. */
+  private readonly turns: TurnRunner;
   readonly webhooks: WebhookChannel;
   /** The links to the relays of service.json's `websocket` channels. */
   readonly relay: RelayLinks;
@@ -132,17 +133,14 @@ export class Service {
   ) {
     this.releaseDataDir = keepToolsOut(options.dataDir);
     // The door is made below (it needs the dispatcher, which needs the channel's deliveries); the inbox opens its sessions only once started.
-    this.webhooks = new WebhookChannel(
-      { config, store, agent, running: this.running, logger, openSession: (o) => this.door.openSession(o), onTurnEnded: (turn) => announceTurnEnded({ events, store }, turn) },
-      options.webhook,
-    );
+    this.turns = new TurnRunner({ agent, events, store });
+    this.webhooks = new WebhookChannel({ config, store, turns: this.turns, logger, openSession: (o) => this.door.openSession(o) }, options.webhook);
     this.push = new PushService(
       { dataDir: options.dataDir, store, events, logger, redactor, permissionTimeoutMs: () => options.permissionTimeoutMs ?? config.current.permission_timeout_seconds * 1000 },
       options.push,
     );
     const ctx: CommandContext = {
-      config, store, agent, events, running: this.running, tools, permissions, gate, activity, logger, push: this.push,
-      resends: new ChatResends(store),
+      config, store, agent, events, turns: this.turns, tools, permissions, gate, activity, logger, push: this.push,
       undo: new TurnUndo(store),
       uploads: new AttachmentUploads(store, options.uploadIdleTimeoutMs),
       exports: new RenderedExports(),
@@ -242,8 +240,9 @@ export class Service {
       toolTimeoutMs: options.toolTimeoutMs,
       activity,
       onActivity: announce,
-      onTurnEvent: (event, origin) => events.publishTurnEvent(event, origin),
       workspaceRoots: () => workspaceRootsOf(config.current, host),
+      dataDir: options.dataDir,
+      withContext: options.agentContext !== false,
     });
     const pairings = new PairingSecrets();
     const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings));
@@ -272,6 +271,7 @@ export class Service {
       router,
       allowed,
       logger: this.logger,
+      loginRefusedFor: (address) => this.auth.failures.refusedFor(address, 'token'),
       onWebSocket: (socket, req) => attachLanSocket(socket, 'ws', clientAddress(req), { ...this.sessionDeps(), addressAllowed: (address) => allowed()(address) }),
     });
     try {
@@ -301,7 +301,7 @@ export class Service {
     const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), STOP_GRACE_MS).unref());
     if ((await Promise.race([settled, timer])) === 'timeout') {
       this.logger.warn('service.stop_timeout', { inFlight: this.door.inFlightCount });
-      this.running.cancelAll();
+      this.turns.cancelAll();
       await settled;
     }
     // Every answer is out (relayed clients' too: their links stay up until now). The links go (the relay
@@ -312,6 +312,7 @@ export class Service {
     await this.http?.close();
     this.http = undefined;
     await this.tools.close();
+    this.auth.failures.flush();
     this.releaseDataDir();
     await this.store.close();
     await this.config.close();

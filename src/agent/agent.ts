@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { displayName, ServiceError, type Message, type QueuedMessage, type RequestId, type ServiceConfig, type ServiceEvent } from '../protocol';
+import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
-import { bindAttachments, insertAttachment, type NewMessage, type Store } from '../store';
-import { canAccess } from '../protocol/sources';
+import { bindAttachments, insertAttachment, type MessageRow, type NewMessage, type Store } from '../store';
+import { canAccess, sourceLabel } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
 import { CompactionFailed, Compactor } from './compaction/compactor';
 import { requestBudget, windowOf } from './compaction/budget';
@@ -14,6 +14,9 @@ import type { ConversationActivity } from './conversation-activity';
 import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
 import { previewOf } from './preview';
+import type { InstructionFile } from './prompt/instruction-files';
+import { listSavedPrompts } from './prompt/saved-prompts';
+import { TurnContext, type TurnInstructions } from './prompt/turn-context';
 import type { PermissionGate } from './permissions';
 import { ProviderError, type ChatMessage, type Provider, type ToolSpec } from './providers/types';
 import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall } from './tool-runner';
@@ -40,7 +43,7 @@ export interface ChatInput {
   sender?: string;
   /** The chat's client_message_id: shown while the message waits behind a running turn, and what removes it. */
   clientMessageId?: string;
-  /** Stored with the user message so a resent chat is recognised, also after a restart (commands/chat-resends.ts). */
+  /** Stored with the user message so a resent chat is recognised, also after a restart (commands/turns/chat-resends.ts). */
   clientKey?: string;
   /**
    * The turn comes from a session (password) user: its tool prompts are the owner's to answer, or a
@@ -57,30 +60,21 @@ export interface ChatInput {
    * transaction (the webhook channel stores the reply together with its delivery).
    */
   storeReply?: (reply: NewMessage) => Promise<void>;
-  /** Who sent the turn (its session and request id), so its own events can carry its id (AgentDeps.onTurnEvent). */
-  origin?: TurnOrigin;
-}
-
-/** The session and request that started a turn. */
-export interface TurnOrigin {
-  readonly sessionId: string;
-  readonly requestId?: RequestId;
+  /** Who sent the message as people read it (`phone (relay), device “Pixel”`), for the model's environment block; default: the source's label. */
+  client?: string;
 }
 
 export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'attachments' | 'conversationId' | 'userId' | 'sender' | 'clientMessageId' | 'clientKey'>;
 
 /**
- * What a chat turn tells its caller while it runs, in the order the agent produced it:
- * - `conversation`: the conversation is known (before the provider runs);
- * - `delta`: a piece of the reply's text (only when the input asked to `stream`);
- * - `tool.call` / `tool.result`: the wire events of the turn's tools, without the request id (the caller adds it).
+ * What a turn tells its caller while it runs, in the order the agent produced it, as the wire's events
+ * (protocol/events.ts) without `seq` and `id`, which the caller adds (commands/turns/turn-runner.ts):
+ * - `chat.message`: a message of the turn was stored, first the user's (the turn starts: the
+ *   conversation is known), last the reply;
+ * - `chat.delta`: a piece of the reply's text (only when the input asked to `stream`);
+ * - `tool.call` / `tool.result`: the turn's tools.
  */
-export type AgentEvent =
-  | { event: 'conversation'; conversation_id: string; created: boolean }
-  | { event: 'delta'; conversation_id: string; delta: string }
-  /** A message of the turn was stored: the user's (the turn starts) or the reply. */
-  | { event: 'message'; conversation_id: string; message: Message }
-  | Extract<ServiceEvent, { event: 'tool.call' | 'tool.result' }>;
+export type TurnEvent = Extract<ServiceEvent, { event: 'chat.message' | 'chat.delta' | 'tool.call' | 'tool.result' }>;
 
 /**
  * Receives a turn's events synchronously, as they happen. A callback rather than an async iterator: the
@@ -88,12 +82,11 @@ export type AgentEvent =
  * queued for a consumer's next pull could be overtaken by it (the client would hear of the prompt before
  * the tool.call it belongs to); delivering each event before the agent goes on keeps the order.
  */
-export type AgentEventSink = (event: AgentEvent) => void;
+export type TurnEventSink = (event: TurnEvent) => void;
 
 export interface ChatOutput {
   response: string;
   conversation_id: string;
-  message_id: string;
   cancelled?: boolean;
   /** Taken out of the queue by a client before its turn began (then also `cancelled`). */
   removed?: boolean;
@@ -116,14 +109,16 @@ export interface AgentDeps {
    * client, so a conversation continued from the phone, a script or a webhook shows live elsewhere.
    */
   onActivity?: (conversationId: string, source: string) => void;
-  /**
-   * Every turn's events, whoever started it (a chat of any client, a webhook message), in order, before
-   * the turn's own sink: the service numbers them and sends them to the conversation's followers.
-   */
-  onTurnEvent?: (event: AgentEvent, origin: TurnOrigin | undefined) => void;
   /** Where attached files are saved for the model (default: none, they are named as not saved). */
   workspaceRoots?: () => string[];
+  /** The data directory: its AGENTS.md holds the user's instructions for every project (default: none). */
+  dataDir?: string;
+  /** false: only service.json's system_prompt is sent, none of the turn's context (the benchmarks' baseline). Default true. */
+  withContext?: boolean;
 }
+
+/** An instruction file in force as clients see it (list_instructions, get_config): without its text. */
+export type InstructionFileInfo = Omit<InstructionFile, 'text'>;
 
 /** A new conversation's title: its first message on one line, without bidi or control characters (protocol/display-name.ts). */
 export function titleOf(message: string): string {
@@ -132,6 +127,7 @@ export function titleOf(message: string): string {
 }
 
 class Cancelled extends Error {}
+
 
 function ignore(): void {}
 
@@ -154,27 +150,42 @@ export class Agent {
   private readonly queue = new KeyedQueue();
   private readonly history: HistoryCache;
   private readonly compactor: Compactor;
+  private readonly context: TurnContext;
   /** The window each provider/model's calls last reported (the editor's models tell it with each answer). */
   private readonly reportedWindows = new Map<string, number>();
 
   constructor(private readonly deps: AgentDeps) {
     this.history = new HistoryCache(deps.store.messages);
     this.compactor = new Compactor(deps.store, deps.logger);
+    this.context = new TurnContext(deps.workspaceRoots ?? (() => []), deps.dataDir);
+  }
+
+  /**
+   * The instruction files the model is given: those of every conversation (the user's, the workspace
+   * roots'), and with a conversation the nearest AGENTS.md above each path its tools touched.
+   */
+  async instructionFiles(conversationId: string | undefined, source: string): Promise<InstructionFileInfo[]> {
+    if (conversationId !== undefined) this.requireConversation(conversationId, source);
+    const rows = conversationId === undefined ? [] : await this.history.rows(conversationId);
+    return (await this.context.filesInForce(rows)).map(({ text: _text, ...info }) => info);
+  }
+
+  /** The saved prompts of the workspace folders and the data directory. */
+  savedPrompts(): Promise<SavedPrompt[]> {
+    return listSavedPrompts((this.deps.workspaceRoots ?? (() => []))(), this.deps.dataDir);
   }
 
   /** One turn; its events reach `onEvent` in the order they happen, before the returned promise settles. */
-  async chat(input: ChatInput, onEvent: AgentEventSink = ignore): Promise<ChatOutput> {
+  async chat(input: ChatInput, onEvent: TurnEventSink = ignore): Promise<ChatOutput> {
     const conversationId = input.conversationId ?? randomUUID();
     const create = !input.conversationId;
     if (!create) this.requireConversation(conversationId, input.source);
     const line = this.waitInLine(conversationId, { client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }, input.sender ?? input.source);
     return line.run(async () => {
       const message = await this.storeUserMessage(conversationId, create, input);
-      const emit = this.emitter(input, onEvent);
-      emit({ event: 'conversation', conversation_id: conversationId, created: create });
-      emit({ event: 'message', conversation_id: conversationId, message });
+      onEvent({ event: 'chat.message', conversation_id: conversationId, message });
       this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input, emit, message.id);
+      return this.answer(conversationId, input, onEvent, message.id);
     });
   }
 
@@ -183,16 +194,15 @@ export class Agent {
    * `admit` puts it into the conversation once its turn comes, then the agent answers it. Behind a
    * running turn it waits visibly as `waitingAs`, like a chat, and may be removed the same way.
    */
-  answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput & { waitingAs?: QueuedMessage }, onEvent: AgentEventSink = ignore): Promise<ChatOutput> {
+  answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput & { waitingAs?: QueuedMessage }, onEvent: TurnEventSink = ignore): Promise<ChatOutput> {
     const line = this.waitInLine(conversationId, input.waitingAs, input.source);
     return line.run(async () => {
       await admit();
-      const emit = this.emitter(input, onEvent);
       // The admitted message is the conversation's last one (its turn holds the conversation).
       const [admitted] = await this.deps.store.messages.recent(conversationId, { limit: 1 });
-      if (admitted?.role === 'user') emit({ event: 'message', conversation_id: conversationId, message: messageOf(admitted) });
+      if (admitted?.role === 'user') onEvent({ event: 'chat.message', conversation_id: conversationId, message: messageOf(admitted) });
       this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input, emit, admitted?.role === 'user' ? admitted.id : undefined);
+      return this.answer(conversationId, input, onEvent, admitted?.role === 'user' ? admitted.id : undefined);
     });
   }
 
@@ -204,7 +214,7 @@ export class Agent {
   private waitInLine(conversationId: string, message: QueuedMessage | undefined, sender: string): { run: (turn: () => Promise<ChatOutput>) => Promise<ChatOutput> } {
     let removed = (): void => undefined;
     const removal = new Promise<ChatOutput>((resolve) => {
-      removed = () => resolve({ response: '', conversation_id: conversationId, message_id: '', cancelled: true, removed: true });
+      removed = () => resolve({ response: '', conversation_id: conversationId, cancelled: true, removed: true });
     });
     const waiting = message ? this.deps.activity?.enqueue(conversationId, message, removed, sender) : undefined;
     return {
@@ -212,16 +222,6 @@ export class Agent {
         const turn = this.queued(conversationId, () => (waiting && !waiting.start() ? removal : body()));
         return waiting ? Promise.race([turn, removal]) : turn;
       },
-    };
-  }
-
-  /** The turn's events to the service's tap (followers), then to the caller's sink. */
-  private emitter(input: AnswerInput, onEvent: AgentEventSink): AgentEventSink {
-    const tap = this.deps.onTurnEvent;
-    if (!tap) return onEvent;
-    return (event) => {
-      tap(event, input.origin);
-      onEvent(event);
     };
   }
 
@@ -249,19 +249,22 @@ export class Agent {
    * after any turn that runs (it waits in the conversation's queue). The summary reaches followers as
    * a chat.message; its usage row carries the context fullness the model will see from now on.
    */
-  async compact(conversationId: string, source: string, focus: string | undefined, origin?: TurnOrigin): Promise<{ message: Message; context_used: number; context_window: number }> {
+  async compact(conversationId: string, source: string, focus: string | undefined, onEvent: TurnEventSink = ignore): Promise<{ message: Message; context_used: number; context_window: number }> {
     this.requireConversation(conversationId, source);
     return this.queued(conversationId, async () => {
       this.requireConversation(conversationId, source);
       const log = this.deps.logger.child({ conversation: conversationId });
-      const { config, model, provider, budget } = await this.requestShape({}, false);
+      const { config, model, provider, specs, window } = await this.requestShape({}, false);
+      const rows = await this.history.rows(conversationId);
+      // The next turn's request shape, so the fullness told is what the model will be sent.
+      const system = await this.systemMessage(config, rows, {}, () => this.context.environment({ client: sourceLabel(source), remote: source !== 'editor', model, contextWindow: window }));
+      const budget = requestBudget(window, config.max_tokens, system ? [system] : [], specs);
       const usage = new TurnUsage();
-      const emit = this.emitter({ source, origin }, ignore);
       try {
-        const made = await this.compactor.compact(await this.history.rows(conversationId), {
+        const made = await this.compactor.compact(rows, {
           conversationId, provider, model, budget,
           onResult: (result) => usage.add(config, provider.name, model, result),
-          onStored: (message) => emit({ event: 'message', conversation_id: conversationId, message }),
+          onStored: (message) => onEvent({ event: 'chat.message', conversation_id: conversationId, message }),
         }, focus);
         const contextUsed = made.historyTokens + budget.fixed;
         usage.contextNow(contextUsed, budget.window);
@@ -302,14 +305,15 @@ export class Agent {
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
     await store.messages.appendMany([message], (tx) => bindAttachments(tx, attachments.map((a) => a.attachment_id), conversationId));
-    return messageOf(message);
+    // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
+    return { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) };
   }
 
   /**
    * `turnMessageId`: the user message the turn answers, which keeps the turn's usage when no reply is
    * stored; its id also names the turn (what undo_turn undoes).
    */
-  private async answer(conversationId: string, input: AnswerInput, onEvent: AgentEventSink, turnMessageId?: string): Promise<ChatOutput> {
+  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string): Promise<ChatOutput> {
     const turnId = turnMessageId ?? randomUUID();
     const { store, logger } = this.deps;
     const log = logger.child({ conversation: conversationId });
@@ -318,9 +322,9 @@ export class Agent {
     let streamed = '';
     let usageStored = false;
     try {
-      const text = await this.loop(conversationId, input, log, onEvent, usage, new TurnFiles(store, conversationId, turnId), (delta) => {
+      const text = await this.loop(conversationId, input, log, onEvent, usage, new TurnFiles(store, conversationId, turnId, () => this.context.filesChanged()), (delta) => {
         streamed += delta;
-        onEvent({ event: 'delta', conversation_id: conversationId, delta });
+        onEvent({ event: 'chat.delta', conversation_id: conversationId, delta });
       });
       const messageId = randomUUID();
       // Before the reply: once a webhook sender has the reply, its account's budget already counts it.
@@ -328,14 +332,14 @@ export class Agent {
       const counted = await this.recordUsage(usage, messageId, conversationId, input.source, log);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
       await (input.storeReply ? input.storeReply(reply) : store.messages.append(reply));
-      onEvent({ event: 'message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
+      onEvent({ event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
       this.deps.onActivity?.(conversationId, input.source);
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
-      return { response: text, conversation_id: conversationId, message_id: messageId };
+      return { response: text, conversation_id: conversationId };
     } catch (error) {
       if (error instanceof Cancelled || (error instanceof ProviderError && error.kind === 'cancelled')) {
         log.info('chat.cancelled', { ms: Date.now() - started });
-        return { response: streamed, conversation_id: conversationId, message_id: '', cancelled: true };
+        return { response: streamed, conversation_id: conversationId, cancelled: true };
       }
       log.warn('chat.failed', { error, ms: Date.now() - started });
       if (error instanceof ProviderError) throw new ProviderFailure(error);
@@ -363,8 +367,8 @@ export class Agent {
   }
 
   /**
-   * What a request to the model is made of besides the history: the tools offered, the system
-   * prompt, the model's window and how it is shared out (compaction/budget.ts).
+   * What a request to the model is made of besides the history and the system message: the tools
+   * offered, the model, and its window (compaction/budget.ts shares it out).
    */
   private async requestShape(input: Pick<AnswerInput, 'model'>, lastStep: boolean) {
     // Read afresh each step: a config change (model, permission_mode, tools) applies to the next step.
@@ -372,30 +376,52 @@ export class Agent {
     const tools = await this.deps.tools.list();
     const names = new ModelToolNames(tools.map((t) => t.name));
     const specs = lastStep || tools.length === 0 ? undefined : tools.map((t) => toolSpec(t, names));
-    const system: ChatMessage[] = config.system_prompt ? [{ role: 'system', content: config.system_prompt }] : [];
     const model = input.model ?? config.model;
     const provider = this.deps.provider(config);
     // The server's own figure (asked once per model, bounded: providers/server-window.ts), else the last one a call reported (vscode.lm).
     const reported = (await provider.contextWindow?.(model).catch(() => undefined)) ?? this.reportedWindows.get(`${provider.name}/${model}`);
-    const budget = requestBudget(windowOf(config, provider.name, model, reported), config.max_tokens, system, specs);
-    return { config, tools, names, specs, system, model, provider, budget, reported };
+    const window = windowOf(config, provider.name, model, reported);
+    return { config, tools, names, specs, model, provider, window, reported };
+  }
+
+  /**
+   * The system message of one request. Each step: an instruction file the last step edited, or a
+   * folder it reached, counts at once; the environment block is the turn's.
+   */
+  private async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], instructions: TurnInstructions, environment: () => Promise<string>): Promise<ChatMessage | undefined> {
+    if (this.deps.withContext === false) return config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
+    return this.context.systemMessage(config, rows, await environment(), instructions);
   }
 
   /** Model calls and tool runs until the model answers; returns the final text. */
-  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: AgentEventSink, usage: TurnUsage, files: TurnFiles, onDelta: (delta: string) => void): Promise<string> {
+  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: TurnEventSink, usage: TurnUsage, files: TurnFiles, onDelta: (delta: string) => void): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
     // One failed compaction a turn: the turn goes on with the cut instead of failing again each step.
     let mayCompact = true;
+    // Once a turn: git is asked then, and the date and time are those of the message.
+    let environment: string | undefined;
+    const instructions: TurnInstructions = {};
     for (let step = 1; ; step += 1) {
       const maxSteps = this.deps.config().max_steps;
       const lastStep = step >= maxSteps;
-      const { config, tools, names, specs, system, model, provider, budget, reported } = await this.requestShape(input, lastStep);
+      const { config, tools, names, specs, model, provider, window, reported } = await this.requestShape(input, lastStep);
       const byName = new Map(tools.map((t) => [t.name, t]));
-      const view = await this.compactor.modelView(await this.history.rows(conversationId), system, {
+      const rows = await this.history.rows(conversationId);
+      const system = await this.systemMessage(config, rows, instructions, async () => {
+        environment ??= await this.context.environment({
+          client: input.client ?? sourceLabel(input.source),
+          remote: input.source !== 'editor',
+          model,
+          contextWindow: window,
+        });
+        return environment;
+      });
+      const budget = requestBudget(window, config.max_tokens, system ? [system] : [], specs);
+      const view = await this.compactor.modelView(rows, system ? [system] : [], {
         conversationId, provider, model, budget, signal,
         onResult: (result) => usage.add(config, provider.name, model, result),
-        onStored: (message) => onEvent({ event: 'message', conversation_id: conversationId, message }),
+        onStored: (message) => onEvent({ event: 'chat.message', conversation_id: conversationId, message }),
       }, mayCompact);
       if (view.compaction === 'failed') mayCompact = false;
       const messages = await withAttachments(view.messages, seesImages(config, model), {

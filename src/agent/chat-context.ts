@@ -20,10 +20,18 @@ export function withContext(message: string, context: readonly ContextItem[] | u
   if (!context || context.length === 0) return message;
   const blocks = context.map((item) => {
     const lines = item.range ? (item.range.start_line === item.range.end_line ? `, line ${item.range.start_line}` : `, lines ${item.range.start_line}-${item.range.end_line}`) : '';
-    const fence = '`'.repeat(Math.max(3, longestBacktickRun(item.text) + 1));
-    return `[${item.kind}] ${item.path}${lines}\n${fence}\n${item.text}\n${fence}`;
+    return `[${item.kind}] ${item.path}${lines}\n${fenced(item.text)}`;
   });
   return `The user attached this context from the editor:\n\n${blocks.join('\n\n')}\n\n---\n\n${message}`;
+}
+
+/**
+ * `text` in a code fence longer than any run of backticks in it, so that text from a file cannot end its
+ * block early and pass what follows off as someone else's words.
+ */
+export function fenced(text: string): string {
+  const fence = '`'.repeat(Math.max(3, longestBacktickRun(text) + 1));
+  return `${fence}\n${text}\n${fence}`;
 }
 
 function longestBacktickRun(text: string): number {

@@ -60,9 +60,12 @@ export class TurnFiles implements FileWriter {
     private readonly store: Pick<Store, 'fileChanges' | 'blobs'>,
     private readonly conversationId: string,
     private readonly turnId: string,
+    /** Files of the workspace may have changed (a write, or a tool whose effects are not recorded). */
+    private readonly onChange: () => void = () => undefined,
   ) {}
 
   async write(tool: string, target: WorkspacePath, shown: string, content: string, createParents: boolean): Promise<{ existed: boolean }> {
+    this.onChange();
     const before = await beforeImage(target, shown);
     if (before.kind === 'unkept') {
       await this.unrecorded(tool, `${tool} ${target.relative}: ${before.why}`);
@@ -89,6 +92,7 @@ export class TurnFiles implements FileWriter {
 
   /** A call of a tool whose effects are not recorded (run_command...), listed as not reversible. */
   async unrecorded(tool: string, detail: string): Promise<void> {
+    this.onChange();
     await this.store.fileChanges.recordUnrecorded({ id: randomUUID(), conversation_id: this.conversationId, turn_id: this.turnId, tool, detail });
   }
 }

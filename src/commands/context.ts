@@ -1,4 +1,6 @@
 import type { Agent } from '../agent/agent';
+import type { StoredAttachment } from '../agent/attachments/content';
+import type { TurnFailure } from '../agent/turn-failure';
 import type { ConversationActivity } from '../agent/conversation-activity';
 import type { PermissionBroker } from '../agent/permission-broker';
 import type { PermissionGate } from '../agent/permissions';
@@ -6,11 +8,10 @@ import type { ToolRegistry } from '../agent/tools/registry';
 import type { TurnUndo } from '../agent/turn-undo';
 import type { ConfigFile } from '../config/config-file';
 import type { Logger } from '../log/logger';
-import type { Store } from '../store';
-import type { CommandOf, Delivery, DeliveryStatus, PairingInfo, PushDevice, PushTestResult, RelayLinkStatus } from '../protocol';
+import type { NewMessage, Store } from '../store';
+import type { CommandOf, Delivery, DeliveryStatus, PairingInfo, PushDevice, PushTestResult, RelayLinkStatus, RequestId, ResultOf } from '../protocol';
 import type { EventHub } from './event-hub';
-import type { ChatResends } from './chat-resends';
-import type { RunningChats } from './running-chats';
+import type { TurnRunner } from './turns/turn-runner';
 import type { ClientSession } from './session';
 import type { AttachmentUploads } from './attachment-uploads';
 import type { RenderedExports } from './rendered-exports';
@@ -21,9 +22,8 @@ export interface CommandContext {
   store: Store;
   agent: Agent;
   events: EventHub;
-  running: RunningChats;
-  /** Chats sent with a client_message_id, so a resend is answered, not run again. */
-  resends: ChatResends;
+  /** Every turn runs here (chats and webhook messages): cancel, resends, following, turn.ended. */
+  turns: TurnRunner;
   tools: ToolRegistry;
   permissions: PermissionBroker;
   gate: PermissionGate;
@@ -42,6 +42,62 @@ export interface CommandContext {
   uploads: AttachmentUploads;
   /** Exports rendered for a download in pieces, kept between its pieces. */
   exports: RenderedExports;
+}
+
+export type { TurnFailure } from '../agent/turn-failure';
+
+/**
+ * One turn of a conversation, as its starter gives it to the turn runner (commands/turns/turn-runner.ts):
+ * a client's chat, or a message a channel stored first (the webhook inbox).
+ */
+export interface TurnRequest {
+  /** Who sent it: its source owns the conversation, its request id cancels it. */
+  session: ClientSession;
+  /** The id `cancel` names it by in its session: a chat's request id, a webhook message's id. */
+  requestId: RequestId | undefined;
+  message: ChatTurn | AdmittedTurn;
+  /**
+   * The starter's part of the turn's end, done before `turn.ended` goes out (the webhook inbox writes
+   * its error callback there). Resolves false when the turn is not over for good (tried again later,
+   * left for the next start): then no `turn.ended`. Absent: every end of a turn that began is announced.
+   */
+  settle?(end: TurnEnd): Promise<boolean>;
+}
+
+/** A client's chat: the runner stores the message, then answers it. */
+export interface ChatTurn {
+  kind: 'chat';
+  command: CommandOf<'chat'>;
+  /** The command handler's checks, run before the turn (not for a resend): the attachments the chat may use. */
+  check(): readonly StoredAttachment[];
+}
+
+/** A message a channel already stored: `admit` puts it into its conversation when its turn comes. */
+export interface AdmittedTurn {
+  kind: 'admitted';
+  conversationId: string;
+  /** What it is listed and removed by while it waits behind a running turn (a webhook message's id). */
+  clientMessageId: string;
+  /** Its text, for its preview in the conversation's queue. */
+  text: string;
+  admit(): Promise<void>;
+  /** Overrides the configured model (a webhook account's `model`). */
+  model?: string;
+  /** Writes the reply instead of the agent (with the sender's delivery, in one transaction). */
+  storeReply(reply: NewMessage): Promise<void>;
+}
+
+/**
+ * How a turn ended: `removed` from the queue before it began; `failed` with what failed (its error, and
+ * the error told as people read it, agent/turn-failure.ts).
+ */
+export type TurnEnd =
+  | { outcome: 'answered' | 'cancelled' | 'removed' }
+  | { outcome: 'failed'; error: unknown; failure: TurnFailure };
+
+/** What a channel (the webhook inbox) starts its messages' turns through: the answer is a chat's result. */
+export interface TurnStarter {
+  run(request: TurnRequest): Promise<ResultOf<'chat'>>;
 }
 
 /** The webhook outbox as commands see it (the transport implements it). */

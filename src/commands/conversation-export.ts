@@ -1,4 +1,4 @@
-import type { ConversationRow, MessageRow, UsageRepo } from '../store';
+import { clientMessageIdOf, type ConversationRow, type MessageRow, type UsageRepo } from '../store';
 import { messageUsageOf } from '../agent/usage/usage-wire';
 import type { ExportFormat, Message } from '../protocol';
 import type { ToolCallData, ToolResultData } from '../agent/transcript';
@@ -27,9 +27,9 @@ export function toolFields(m: MessageRow): Partial<Message> {
   };
 }
 
-/** A stored message as clients see it (get_messages, exports): the chat's view of it plus its tool fields. */
+/** A stored message as clients see it (get_messages, exports): the chat's view of it plus its tool fields and the client_message_id it was sent with. */
 function clientMessageOf(m: MessageRow): Message {
-  return { ...messageOf(m), ...toolFields(m) };
+  return { ...messageOf(m), ...toolFields(m), ...(m.client_key ? { client_message_id: clientMessageIdOf(m.client_key) } : {}) };
 }
 
 /** Stored messages as clients see them (get_messages, exports), each reply with its usage. */

@@ -1,9 +1,14 @@
-import type { TurnOrigin } from '../agent/agent';
-import type { ServiceEvent } from '../protocol';
+import type { RequestId, ServiceEvent } from '../protocol';
 import type { ClientSession } from './session';
 
 /** The events of a conversation that are numbered (`seq`) and replayed to a client that follows it again. */
 export type FeedEvent = Extract<ServiceEvent, { event: 'chat.delta' | 'tool.call' | 'tool.result' | 'chat.message' | 'permission.request' | 'permission.resolved' | 'turn.ended' }>;
+
+/** The session and request that started a turn: the sender's copies of its events carry the request's id. */
+export interface TurnOrigin {
+  readonly sessionId: string;
+  readonly requestId?: RequestId;
+}
 
 /** Which sessions an event goes to. */
 export type EventFilter = (session: ClientSession) => boolean;
@@ -53,7 +58,7 @@ class Feed {
 /** An event as one session receives it: its own request's id on the sender's copies only. */
 function forSession(entry: Entry, session: ClientSession): FeedEvent {
   const id = entry.origin?.requestId;
-  // Only turn pieces have an origin, and those events have an `id`.
+  // Only a turn's events have an origin, and those events have an `id`.
   return id !== undefined && entry.origin?.sessionId === session.id ? ({ ...entry.event, id } as FeedEvent) : entry.event;
 }
 
@@ -70,12 +75,13 @@ export class ConversationFeeds {
   private highest = 0;
 
   /** Numbers and keeps the event, and sends it to the conversation's followers (the sender first). */
-  publish(event: FeedEvent, options: { filter?: EventFilter; origin?: TurnOrigin; startsTurn?: boolean } = {}): FeedEvent {
+  publish(event: FeedEvent, options: { filter?: EventFilter; origin?: TurnOrigin } = {}): FeedEvent {
     const feed = this.feedOf(event.conversation_id);
     const seq = (feed.last += 1);
     this.highest = Math.max(this.highest, seq);
     const entry: Entry = { seq, event: { ...event, seq }, filter: options.filter, origin: options.origin };
-    if (options.startsTurn) feed.turnStart = seq;
+    // A turn starts with its user message (a chat of any client, a webhook message).
+    if (event.event === 'chat.message' && event.message.role === 'user') feed.turnStart = seq;
     feed.entries.push(entry);
     if (event.event === 'turn.ended') feed.turnStart = undefined;
     feed.trim();

@@ -1,4 +1,3 @@
-import type { AgentEvent, TurnOrigin } from '../agent/agent';
 import type { ServiceEvent } from '../protocol';
 import { ConversationFeeds, type EventFilter, type FeedEvent } from './conversation-feed';
 import type { ClientSession } from './session';
@@ -30,25 +29,6 @@ export class EventHub {
       this.sessions.delete(session);
       this.feeds.leave(session);
     };
-  }
-
-  /**
-   * A turn's event (agent's AgentEventSink, whoever started the turn): numbered and sent to the
-   * conversation's followers only; the sender follows from its turn's start (commands/handlers.ts).
-   */
-  publishTurnEvent(event: AgentEvent, origin: TurnOrigin | undefined): void {
-    switch (event.event) {
-      case 'conversation':
-        return;
-      case 'delta':
-        this.feeds.publish({ event: 'chat.delta', conversation_id: event.conversation_id, delta: event.delta }, { origin });
-        return;
-      case 'message':
-        this.feeds.publish({ event: 'chat.message', conversation_id: event.conversation_id, message: event.message }, { origin, startsTurn: event.message.role === 'user' });
-        return;
-      default:
-        this.feeds.publish(event, { origin });
-    }
   }
 
   /** Taps every broadcast event (see EventObserver); returns the way to stop. */

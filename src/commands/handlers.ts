@@ -11,13 +11,12 @@ import { createLanPairing, listDevices, revokeDevice } from './device-handlers';
 import { listTurnChanges, undoTurn } from './undo-handlers';
 import { isOwner, requireWritableBy } from './roles';
 import { personOf, type ClientSession } from './session';
-import { announceTurnEnded, type EndedTurn } from './turn-ended';
-import { ChatResends } from './chat-resends';
 import { getUsage } from './usage-handlers';
 import { conversationUsageOf } from '../agent/usage/usage-wire';
 import { clientMessagesOf } from './conversation-export';
 import { historyHandlers } from './history-handlers';
 import { attachmentHandlers, chatAttachments } from './attachment-handlers';
+import { agentContextHandlers } from './agent-context-handlers';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -34,6 +33,7 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
     api_key_set: Boolean(config.api_key),
     permission_rules: { allow: [...config.permission_rules.allow], deny: [...config.permission_rules.deny] },
     permission_timeout_seconds: config.permission_timeout_seconds,
+    system_prompt_mode: config.system_prompt_mode,
   };
 }
 
@@ -44,59 +44,23 @@ export function conversationOf({ id, title, created_at, updated_at, source, last
   return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message, queued, usage };
 }
 
-/** Every command's handler; `chat` as it runs a turn (`handlers` below adds resends). */
-const commandHandlers: HandlerMap = {
+/** Every command's handler. */
+export const handlers: HandlerMap = {
   async auth() {
     throw new ServiceError('invalid_request', 'already authenticated');
   },
 
   async chat(command, session, ctx) {
-    const contextSize = contextChars(command.context ?? []);
-    if (contextSize > MAX_CONTEXT_CHARS) {
-      throw new ServiceError('payload_too_large', `the context holds ${contextSize} characters of text; at most ${MAX_CONTEXT_CHARS} may be sent with one message (remove a chip, or select less)`);
-    }
-    // Checked before anything starts: a chat naming an attachment it may not use is refused whole.
-    const attachments = chatAttachments(command.attachments, session, ctx);
-    const run = ctx.running.start(session.id, command.id);
-    // Known once the agent has the conversation; a turn refused before that (not_found) never began.
-    let conversationId: string | undefined;
-    const ended = (outcome: EndedTurn['outcome'], failure?: unknown) => {
-      if (conversationId) announceTurnEnded(ctx, { conversationId, source: session.source, outcome, failure });
+    // Checked before the turn starts (a resend gets the original result unchecked): a chat naming an
+    // attachment it may not use, or too much context, is refused whole.
+    const check = () => {
+      const contextSize = contextChars(command.context ?? []);
+      if (contextSize > MAX_CONTEXT_CHARS) {
+        throw new ServiceError('payload_too_large', `the context holds ${contextSize} characters of text; at most ${MAX_CONTEXT_CHARS} may be sent with one message (remove a chip, or select less)`);
+      }
+      return chatAttachments(command.attachments, session, ctx);
     };
-    try {
-      const result = await ctx.agent.chat(
-        {
-          message: command.message,
-          context: command.context,
-          attachments,
-          conversationId: command.conversation_id,
-          source: session.source,
-          ownerAnswersPrompts: !isOwner(session),
-          signal: run.signal,
-          stream: command.stream === true,
-          sender: personOf(session),
-          clientMessageId: command.client_message_id,
-          clientKey: command.client_message_id === undefined ? undefined : ChatResends.keyOf(session, command.client_message_id),
-          origin: { sessionId: session.id, requestId: command.id },
-        },
-        // The turn's pieces reach the sender as a follower of the conversation (the event hub numbers them
-        // and adds its request id), in the order they happen: a permission.request never overtakes its tool.call.
-        // Every client hears of the conversation (conversation.updated) through the agent's onActivity.
-        (event) => {
-          if (event.event !== 'conversation') return;
-          conversationId = event.conversation_id;
-          ctx.events.feeds.follow(session, conversationId, undefined, false);
-          run.attach(conversationId);
-        },
-      );
-      ended(result.cancelled ? 'cancelled' : 'answered');
-      return { response: result.response, conversation_id: result.conversation_id, ...(result.cancelled ? { cancelled: true as const } : {}) };
-    } catch (error) {
-      ended('failed', error);
-      throw error;
-    } finally {
-      run.done();
-    }
+    return ctx.turns.run({ session, requestId: command.id, message: { kind: 'chat', command, check } });
   },
 
   async remove_queued(command, session, ctx) {
@@ -111,10 +75,10 @@ const commandHandlers: HandlerMap = {
     if (command.conversation_id !== undefined) {
       // Any client that may see the conversation stops its running turn, whoever started it (a webhook account only its own).
       ctx.agent.requireConversation(command.conversation_id, session.source);
-      return { cancelled: ctx.running.cancelConversation(command.conversation_id) };
+      return { cancelled: ctx.turns.cancelConversation(command.conversation_id) };
     }
     if (command.id === undefined) throw new ServiceError('invalid_request', 'cancel needs the id of the chat to cancel, or a conversation_id');
-    return { cancelled: ctx.running.cancel(session.id, command.id) };
+    return { cancelled: ctx.turns.cancel(session.id, command.id) };
   },
 
   async follow_conversation(command, session, ctx) {
@@ -129,8 +93,8 @@ const commandHandlers: HandlerMap = {
     return { following: false as const };
   },
 
-  async get_config(_command, _session, ctx) {
-    return publicConfigOf(ctx.config.current);
+  async get_config(_command, session, ctx) {
+    return { ...publicConfigOf(ctx.config.current), instructions: await ctx.agent.instructionFiles(undefined, session.source) };
   },
 
   async update_config(command, session, ctx) {
@@ -193,17 +157,14 @@ const commandHandlers: HandlerMap = {
   revoke_device: revokeDevice,
   undo_turn: undoTurn,
   async compact_conversation(command, session, ctx) {
-    return ctx.agent.compact(command.conversation_id, session.source, command.focus, { sessionId: session.id, requestId: command.id });
+    // The summary reaches the conversation's followers as a chat.message, as a turn's messages do.
+    const origin = { sessionId: session.id, requestId: command.id };
+    return ctx.agent.compact(command.conversation_id, session.source, command.focus, (event) => ctx.events.feeds.publish(event, { origin }));
   },
   list_turn_changes: listTurnChanges,
   ...pushHandlers,
   get_usage: getUsage,
   ...historyHandlers,
   ...attachmentHandlers,
-};
-
-export const handlers: HandlerMap = {
-  ...commandHandlers,
-  // A resend (same sender, same client_message_id) gets the original result, never a second turn.
-  chat: (command, session, ctx) => ctx.resends.once(command, session, () => commandHandlers.chat(command, session, ctx)),
+  ...agentContextHandlers,
 };

@@ -14,7 +14,7 @@ export const isOwner: (session: ClientSession) => boolean = isOwnerClient;
  * update_config fields a session user may write: provider-neutral tuning only. Not `provider` or
  * `base_url` (they decide where the api_key is sent), `api_key`, `permission_mode`, `permission_rules`,
  * `permission_timeout_seconds` (what guards the machine), nor
- * `system_prompt` (it steers the agent in the owner's conversations too, tools included).
+ * `system_prompt` / `system_prompt_mode` (they steer the agent in the owner's conversations too, tools included).
  */
 const SESSION_WRITABLE_FIELDS: ReadonlySet<string> = new Set(['model', 'temperature', 'max_tokens']);
 

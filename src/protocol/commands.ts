@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ChatContext } from './chat-context-schema';
+import { InstructionFileInfo, SystemPromptMode } from './agent-context';
 import { displayName, displayNameField } from './display-name';
 import { RequestId } from './envelope';
 import { ConversationUsage, MAX_USAGE_DAYS, MessageUsage } from './usage';
@@ -93,6 +94,12 @@ export const GetMessagesCommand = command('get_messages', {
 });
 
 export const ListToolsCommand = command('list_tools', {});
+
+/** The instruction files the model is given; with a conversation, also those above the paths its tools touched. */
+export const ListInstructionsCommand = command('list_instructions', { conversation_id: nonEmpty('conversation_id').optional() });
+
+/** The saved prompts of the workspace and the user (docs/protocol.md, "Saved prompts"). */
+export const ListPromptsCommand = command('list_prompts', {});
 
 /** Token usage and cost per UTC day (and per model), the last `days` days, today included (docs/protocol.md, "Usage and cost"). */
 export const GetUsageCommand = command('get_usage', {
@@ -305,6 +312,8 @@ export const Command = z.discriminatedUnion('type', [
   ListConversationsCommand,
   GetMessagesCommand,
   ListToolsCommand,
+  ListInstructionsCommand,
+  ListPromptsCommand,
   DeleteConversationCommand,
   PermissionResponseCommand,
   ListPendingPermissionsCommand,
@@ -417,6 +426,11 @@ export const Message = z.object({
    * oldest turns are cut from what the model is sent.
    */
   compaction: z.object({ status: z.enum(['summarised', 'failed']), messages: z.number().int().optional(), focus: z.string().optional() }).optional(),
+  /**
+   * User messages sent with a client_message_id (chat's): that id, so its sender knows its own message
+   * among identical ones (live in `chat.message`, and in the history after a reload).
+   */
+  client_message_id: z.string().optional(),
 });
 export type Message = z.infer<typeof Message>;
 
@@ -521,5 +535,9 @@ export const PublicConfig = z.object({
   api_key_set: z.boolean(),
   permission_rules: z.object({ allow: z.array(z.string()), deny: z.array(z.string()) }),
   permission_timeout_seconds: z.number().int(),
+  /** How service.json's system_prompt joins the built-in one (`add` or `replace`); the prompts' text is not sent. */
+  system_prompt_mode: SystemPromptMode,
+  /** The instruction files every conversation is given (the user's and the workspace roots'); list_instructions adds a conversation's nested ones. */
+  instructions: z.array(InstructionFileInfo).optional(),
 });
 export type PublicConfig = z.infer<typeof PublicConfig>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SystemPromptMode } from './agent-context';
 import { PermissionMode } from './commands';
 import { DEFAULT_PROVIDER, PROVIDER_NAMES } from './providers';
 import { Prices, UsageBudget } from './usage';
@@ -171,6 +172,7 @@ export const WritableConfig = z.strictObject({
   api_key: z.string().min(1).nullable(),
   max_tokens: z.number().int().positive().nullable(),
   system_prompt: z.string().nullable(),
+  system_prompt_mode: SystemPromptMode,
   permission_rules: PermissionRules,
   permission_timeout_seconds: PermissionTimeoutSeconds,
 }).partial();
@@ -187,6 +189,8 @@ export const ServiceConfigFile = z.looseObject({
   base_url: z.url({ protocol: /^https?$/ }).optional(),
   max_tokens: z.number().int().positive().optional(),
   system_prompt: z.string().optional(),
+  /** `add`: system_prompt follows the built-in prompt (src/agent/prompt); `replace`: it is the whole system prompt. */
+  system_prompt_mode: SystemPromptMode.default('add'),
   auth_token: z.string().min(MIN_AUTH_TOKEN_LENGTH, { error: `must be at least ${MIN_AUTH_TOKEN_LENGTH} characters` }).optional(),
   session_ttl_seconds: z.number().int().positive().default(DEFAULT_SESSION_TTL_SECONDS),
   users: z.array(UserEntry).default([]),

@@ -89,7 +89,10 @@ export const PermissionRequestEvent = PermissionRequest.extend({ event: z.litera
 export const ChatMessageEvent = z.object({
   event: z.literal('chat.message'),
   seq: Seq,
+  /** The sender's request id, on the sender's own copy (as on the turn's other events). */
+  id: RequestId.optional(),
   conversation_id: z.string(),
+  /** A user message sent with a client_message_id carries it (`message.client_message_id`). */
   message: Message,
 });
 

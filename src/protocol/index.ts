@@ -18,4 +18,5 @@ export * from './usage';
 export * from './export-reader';
 export * from './undo';
 export * from './attachments';
+export * from './agent-context';
 export * from './display-name';

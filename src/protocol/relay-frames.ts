@@ -22,7 +22,8 @@ export type MachineFrame = z.infer<typeof MachineFrame>;
 
 /** Relay -> machine. */
 export const RelayToMachineFrame = z.discriminatedUnion('t', [
-  z.object({ t: z.literal('open'), c: ClientId }),
+  /** `a`: the relay's key of the client's address (its IPv4 address or IPv6 /64), for the machine's per-address limits; older relays omit it. */
+  z.object({ t: z.literal('open'), c: ClientId, a: z.string().max(64).optional() }),
   z.object({ t: z.literal('data'), c: ClientId, d: z.string() }),
   z.object({ t: z.literal('close'), c: ClientId }),
 ]);

@@ -6,6 +6,7 @@ import { PermissionRequest } from './events';
 import { UsageDay } from './usage';
 import { TurnChanges, UndoTurnResult } from './undo';
 import { AttachmentResults } from './attachments';
+import { InstructionFileInfo, SavedPrompt } from './agent-context';
 
 /**
  * What each command answers: the `data` of its ok envelope (docs/protocol.md, "Commands"). One schema
@@ -45,6 +46,8 @@ export const CommandResults = {
   list_conversations: z.object({ conversations: z.array(Conversation) }),
   get_messages: z.object({ messages: z.array(Message) }),
   list_tools: z.object({ tools: z.array(ToolInfo) }),
+  list_instructions: z.object({ files: z.array(InstructionFileInfo) }),
+  list_prompts: z.object({ prompts: z.array(SavedPrompt) }),
   delete_conversation: z.object({ deleted: z.literal(true) }),
   permission_response: z.object({
     request_id: z.string(),

@@ -2,7 +2,7 @@ import type { ErrorCode } from '../protocol/errors';
 import { MachineFrame, parseFrame, type RelayClientFrame, type RelayToMachineFrame } from '../protocol/relay-frames';
 
 // The relay's frames, built to the protocol's schemas (protocol/relay-frames.ts), which the relay link and the phone read.
-export const openFrame = (cid: string) => JSON.stringify({ t: 'open', c: cid } satisfies RelayToMachineFrame);
+export const openFrame = (cid: string, address: string) => JSON.stringify({ t: 'open', c: cid, a: address } satisfies RelayToMachineFrame);
 export const closeFrame = (cid: string) => JSON.stringify({ t: 'close', c: cid } satisfies RelayToMachineFrame);
 export const dataFrame = (cid: string, data: string) => JSON.stringify({ t: 'data', c: cid, d: data } satisfies RelayToMachineFrame);
 export const statusFrame = (online: boolean) => JSON.stringify({ relay: 'status', machine: online ? 'online' : 'offline' } satisfies RelayClientFrame);

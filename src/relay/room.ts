@@ -103,14 +103,14 @@ export class Room<S> {
   clientOpened(client: S): void {
     const machine = this.host.machine();
     this.host.send(client, statusFrame(machine !== undefined));
-    if (machine) this.host.send(machine, openFrame(this.host.cidOf(client)));
+    if (machine) this.host.send(machine, openFrame(this.host.cidOf(client), this.host.seatOf(client).address));
   }
 
   /** A new machine socket, already the host's machine(); `previous` are the ones it replaces. */
   machineOpened(machine: S, previous: Iterable<S>): void {
     for (const old of previous) if (old !== machine) this.end(old, REPLACED_CLOSE.code, REPLACED_CLOSE.reason);
     for (const client of this.host.clients()) {
-      this.host.send(machine, openFrame(this.host.cidOf(client)));
+      this.host.send(machine, openFrame(this.host.cidOf(client), this.host.seatOf(client).address));
       this.host.send(client, statusFrame(true));
     }
   }

@@ -30,7 +30,7 @@ export { JournalDamagedError } from './recovery';
 export type { DatabaseOptions, DatabaseStats, RunResult, SqlParam, SqlParamInput, WriteTx } from './database';
 export { ConversationsRepo } from './conversations';
 export type { ListConversationsOptions } from './conversations';
-export { MessagesRepo, clientKeyOf, insertMessage } from './messages';
+export { MessagesRepo, clientKeyOf, clientMessageIdOf, insertMessage } from './messages';
 export type { RecentOptions } from './messages';
 export { MemoryRepo } from './memory';
 export { RegistrationsRepo } from './registrations';

@@ -30,6 +30,14 @@ export function clientKeyOf(person: string, clientMessageId: string): string {
   return `${person}\u0000${clientMessageId}`;
 }
 
+/**
+ * The client_message_id a stored key holds, without its sender (clients see the id only). After the last
+ * separator: a key left from before people (migration 12: source, credential kind, id) gives its id too.
+ */
+export function clientMessageIdOf(clientKey: string): string {
+  return clientKey.slice(clientKey.lastIndexOf('\u0000') + 1);
+}
+
 const COLUMNS = 'seq, id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key';
 const ROLES: ReadonlySet<string> = new Set<MessageRole>(['user', 'assistant', 'tool', 'summary']);
 /** Search results asked of history.db beyond `limit`, for hits whose message is gone meanwhile. */

@@ -37,7 +37,7 @@ export const MIGRATIONS: readonly Migration[] = [
   // 4: permission requests waiting for a person, and recently decided ones (src/store/permission-requests.ts).
   `CREATE TABLE permission_requests (request_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, call_id TEXT, owner_only INTEGER NOT NULL, request TEXT NOT NULL, status TEXT NOT NULL, decision TEXT, decided_by TEXT, reason TEXT, resolved_ms INTEGER);
   CREATE INDEX permission_requests_status ON permission_requests (status, resolved_ms);`,
-  // 5: a user message's client_message_id with its sender, so a resent chat is recognised, also after a restart (commands/chat-resends.ts).
+  // 5: a user message's client_message_id with its sender, so a resent chat is recognised, also after a restart (commands/turns/chat-resends.ts).
   `ALTER TABLE messages ADD COLUMN client_key TEXT;
   CREATE UNIQUE INDEX messages_client_key ON messages (client_key) WHERE client_key IS NOT NULL;`,
   // 6: paired devices, each with its own credential (src/store/devices.ts).

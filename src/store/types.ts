@@ -31,7 +31,7 @@ export interface MessageRow {
   user_id: string | null;
   /** Whatever was given as `data` (stored as JSON), null when none. */
   data: unknown;
-  /** A user message sent with a client_message_id: its sender and that id, unique (commands/chat-resends.ts). */
+  /** A user message sent with a client_message_id: its sender and that id, unique (commands/turns/chat-resends.ts). */
   client_key: string | null;
 }
 

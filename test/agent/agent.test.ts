@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { AgentEvent } from '../../src/agent/agent';
+import type { TurnEvent } from '../../src/agent/agent';
 import type { Provider } from '../../src/agent/providers/types';
 import { startFakeAnthropic } from '../helpers/fake-anthropic';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../helpers/fake-openai';
@@ -74,8 +74,8 @@ describe('the tool loop', () => {
     // The next turn replays the tool traffic to the model in the provider's format.
     await client.request({ type: 'chat', message: 'thanks', conversation_id });
     const replayed = fake.requests.at(-1)!.body.messages as { role: string; tool_calls?: unknown[]; tool_call_id?: string }[];
-    assert.deepEqual(replayed.map((m) => m.role), ['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'user']);
-    assert.equal(replayed[2].tool_call_id, 'c1');
+    assert.deepEqual(replayed.map((m) => m.role), ['system', 'user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'user']);
+    assert.equal(replayed[3].tool_call_id, 'c1');
     client.close();
   });
 
@@ -162,13 +162,13 @@ describe('permissions', () => {
 
     // The agent itself: one typed sink, every event of the turn in order, each naming the conversation.
     fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'listed' });
-    const events: AgentEvent[] = [];
+    const events: TurnEvent[] = [];
     const output = await svc.service.agent.chat({ message: 'list', source: 'ws', stream: true }, (event) => events.push(event));
     assert.equal(output.response, 'listed');
-    assert.deepEqual([...new Set(events.map((e) => e.event))], ['conversation', 'message', 'tool.call', 'tool.result', 'delta']);
-    assert.equal(events.at(-1)?.event, 'message');
+    assert.deepEqual([...new Set(events.map((e) => e.event))], ['chat.message', 'tool.call', 'tool.result', 'chat.delta']);
+    assert.equal(events.at(-1)?.event, 'chat.message');
     assert.ok(events.every((e) => e.conversation_id === output.conversation_id));
-    assert.equal(events.filter((e) => e.event === 'delta').map((e) => (e as { delta: string }).delta).join(''), 'listed');
+    assert.equal(events.filter((e) => e.event === 'chat.delta').map((e) => (e as { delta: string }).delta).join(''), 'listed');
   });
 
   test('allow_session: asked once per tool for the rest of the conversation', async () => {

@@ -116,7 +116,7 @@ describe('a long session against a 16k window', () => {
     // The last request is the summary and the recent turns (old tool outputs cut), not 300 turns.
     const last = messagesOf(turnRequests.at(-1)!);
     assert.ok(last.length < TURNS, `${last.length} messages in the last request`);
-    assert.match(last[0].content ?? '', /summarised/);
+    assert.match(last.find((m) => m.role !== 'system')!.content ?? '', /summarised/, 'the summary comes first after the system message');
 
     // The summary is stored, listed by get_messages (with what it covers), and was sent live as a chat.message.
     const listed = (await client.request({ type: 'get_messages', conversation_id, limit: 500 })).data as { messages: { id: string; role: string; content: string; compaction?: { status: string; messages?: number } }[] };
@@ -173,7 +173,7 @@ describe('a compaction that fails', () => {
     const summariserRequest = fake.requests.filter(isSummariser).at(-1)!;
     assert.match(messagesOf(summariserRequest).at(-1)!.content ?? '', /keep in particular: the rules/);
     await client.request({ type: 'chat', conversation_id, message: 'turn 31: next report please' });
-    assert.match(messagesOf(fake.requests.filter((r) => !isSummariser(r)).at(-2)!)[0].content ?? '', /summarised to fit the context window/);
+    assert.match(messagesOf(fake.requests.filter((r) => !isSummariser(r)).at(-2)!).find((m) => m.role !== 'system')!.content ?? '', /summarised to fit the context window/);
     client.close();
   });
 });

@@ -36,7 +36,7 @@ test("the phone's reader of relay frames agrees with their schema on every text"
 test("what the relay writes, its schema reads: status, error and the machine socket's frames", () => {
   assert.deepEqual(readRelayClientFrame(statusFrame(true)), { relay: 'status', machine: 'online' });
   assert.deepEqual(readRelayClientFrame(relayErrorFrame('rate_limited', 'slow down')), { relay: 'error', code: 'rate_limited', error: 'slow down' });
-  assert.deepEqual(parseFrame(RelayToMachineFrame, openFrame('c1')), { t: 'open', c: 'c1' });
+  assert.deepEqual(parseFrame(RelayToMachineFrame, openFrame('c1', '203.0.113.9')), { t: 'open', c: 'c1', a: '203.0.113.9' });
   assert.deepEqual(parseFrame(RelayToMachineFrame, dataFrame('c1', 'box')), { t: 'data', c: 'c1', d: 'box' });
   assert.deepEqual(parseFrame(RelayToMachineFrame, closeFrame('c1')), { t: 'close', c: 'c1' });
   assert.equal(parseFrame(RelayToMachineFrame, '{"t":"data","c":"c1"}'), undefined, 'data without d');

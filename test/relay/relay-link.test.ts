@@ -188,6 +188,42 @@ test('a wrong token inside the tunnel gets invalid_token and the client is close
   assert.equal((await client.waitClose()).code, 4401);
 });
 
+test('wrong tokens through the relay are limited per client address behind it: rate_limited and 4429, other addresses unaffected', async () => {
+  const keyPair = generateKeyPair();
+  await registerKey('guessing-phone', keyPair);
+  const machineId = await machineIdOfService();
+  const open = async (localAddress: string) => {
+    const client = await RelayClient.connect(clientUrl(machineId), localAddress);
+    clients.push(client);
+    await client.handshake(keyPair, await machineKey());
+    return client;
+  };
+  const guess = async (token: string, localAddress: string) => {
+    const client = await open(localAddress);
+    const reply = await client.request({ type: 'auth', token });
+    return { code: reply.code ?? reply.status, close: (await client.waitClose()).code };
+  };
+  for (let i = 0; i < 10; i += 1) assert.deepEqual(await guess(`guess-${i}`, '127.0.0.4'), { code: 'invalid_token', close: 4401 });
+  // Over the limit: refused at the hello, before any key is looked up (the relay passes 4429 on).
+  await assert.rejects(open('127.0.0.4'), /closed 4429/);
+  // The same key from another address behind the relay, and a LAN client, still get in.
+  const phone = await relayedClient(keyPair, '127.0.0.5');
+  assert.equal((await phone.request({ type: 'get_config' })).status, 'ok');
+  assert.equal((await (await lan()).request({ type: 'get_config' })).status, 'ok');
+});
+
+test('unknown client keys are failed logins of the address behind the relay: after 10, the hello is refused 4429', async () => {
+  const machineId = await machineIdOfService();
+  const hello = async () => {
+    const client = await RelayClient.connect(clientUrl(machineId), '127.0.0.6');
+    clients.push(client);
+    await assert.rejects(client.handshake(generateKeyPair(), await machineKey()));
+    return client.closed?.code;
+  };
+  for (let i = 0; i < 10; i += 1) assert.equal(await hello(), 4401);
+  assert.equal(await hello(), 4429);
+});
+
 test('rotating auth_token closes relayed clients authenticated with the old one (4401)', async () => {
   const client = await relayedClient();
   const rotated = 'rotated-access-token-0123456789abcdef-XYZ';

@@ -84,6 +84,10 @@ test('auth, config and tools', async () => {
   assert.deepEqual(updated.updated_fields, ['temperature']);
   const tools: { tools: unknown[] } = await answer({ type: 'list_tools' });
   assert.ok(tools.tools.length > 0);
+  const instructions: { files: unknown[] } = await answer({ type: 'list_instructions' });
+  assert.ok(Array.isArray(instructions.files));
+  const prompts: { prompts: unknown[] } = await answer({ type: 'list_prompts' });
+  assert.ok(Array.isArray(prompts.prompts));
 });
 
 test('chat with a tool the user allows, its history, then delete', async () => {

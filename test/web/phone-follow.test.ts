@@ -136,6 +136,8 @@ test('messages typed offline wait in the outbox, then are sent once each, in ord
   const row = rows.find((c) => c.title === 'typed offline one');
   assert.ok(row, 'one conversation for both messages');
   assert.equal(rows.filter((c) => c.title === 'typed offline two').length, 0, 'the second went to the first one\'s conversation');
+  // The page draws the streamed reply before the service has stored it: wait for the store.
+  await waitFor(async () => (await storedTranscript(row.id)).length === 4, 'both replies stored');
   assert.deepEqual(await storedTranscript(row.id), ['typed offline one', 'echo: typed offline one', 'typed offline two', 'echo: typed offline two']);
   assert.deepEqual(await transcript(page), await storedTranscript(row.id));
   assert.equal(await machineItem(page, 'remote-assistant.outbox'), '[]', 'the outbox is empty');
@@ -270,5 +272,73 @@ test('a message typed while the page\u2019s own turn runs is sent at once: every
   assert.equal(phone.sent.filter((f) => f.type === 'chat').length, 3, 'each sent once');
   assert.deepEqual(phone.errors, []);
   observer.close();
+  await phone.context.close();
+});
+
+test('two identical messages in flight from the page are told apart by their client_message_id, not by their text', async () => {
+  const phone = await openPhone();
+  const { page } = phone;
+  const slow = Array.from({ length: 30 }, (_, i) => `slowpart${i}`).join(' ');
+  fake.script({ text: slow, chunks: 30, chunkDelayMs: 100 });
+  const input = page.locator('.composer-input');
+  await input.fill('the same words');
+  await input.press('Enter');
+  await page.waitForFunction(() => /slowpart2\b/.test(document.querySelector('.message.assistant.streaming')?.textContent ?? ''));
+  // While its turn still runs (its chat in flight), the same words start a new chat: two chats of one text in flight.
+  await page.locator('.drawer-toggle').click();
+  await page.locator('.new-chat').click();
+  await input.fill('the same words');
+  await input.press('Enter');
+  await page.locator('.message.assistant', { hasText: 'echo: the same words' }).waitFor();
+  await page.waitForFunction(() => !document.querySelector('.message.pending'));
+  const chats = phone.sent.filter((f) => f.type === 'chat' && f.message === 'the same words');
+  assert.equal(chats.length, 2, 'both sent');
+  assert.notEqual(chats[0].client_message_id, chats[1].client_message_id);
+  // The new chat's user message is the bubble typed, marked sent: not drawn a second time beside it.
+  assert.deepEqual(await transcript(page), ['the same words', 'echo: the same words']);
+
+  const probe = await TestClient.authed(svc.wsUrl, svc.token);
+  type Row = { id: string; title: string; state: string };
+  const rows = async () => ((await probe.request({ type: 'list_conversations' })).data as { conversations: Row[] }).conversations.filter((c) => c.title === 'the same words');
+  assert.equal((await rows()).length, 2, 'two conversations, one per message');
+  // The first turn ends before the next test's provider script.
+  await waitFor(async () => (await rows()).every((c) => c.state === 'idle'), 'the first turn ended', 10_000);
+  probe.close();
+  assert.deepEqual(phone.errors, []);
+  await phone.context.close();
+});
+
+test('after a reload, a queued message is told from an earlier one of the same text by its client_message_id: drawn waiting, then once', async () => {
+  const phone = await openPhone();
+  const { page } = phone;
+  const input = page.locator('.composer-input');
+  await input.fill('yes please');
+  await input.press('Enter');
+  await page.locator('.message.assistant', { hasText: 'echo: yes please' }).waitFor();
+  const long = Array.from({ length: 60 }, (_, i) => `longturn${i}`).join(' ');
+  fake.script({ text: long, chunks: 60, chunkDelayMs: 100 });
+  await input.fill('start a long turn');
+  await input.press('Enter');
+  await page.waitForFunction(() => /longturn2\b/.test(document.querySelector('.message.assistant.streaming')?.textContent ?? ''));
+  // The same words again: sent, and queued by the service behind the long turn (not stored yet).
+  await input.fill('yes please');
+  await input.press('Enter');
+  await page.locator('.queue .queued').waitFor();
+  await page.reload();
+  // The history (holding the earlier "yes please") is drawn, then the outbox's messages it does not hold.
+  await page.locator('.message.user', { hasText: 'start a long turn' }).waitFor();
+  assert.equal(await page.locator('.message.user.pending', { hasText: 'yes please' }).count(), 1, 'the queued message is still shown, waiting');
+
+  await page.locator('.message.assistant', { hasText: 'echo: yes please' }).nth(1).waitFor({ timeout: 20_000 });
+  await page.waitForFunction(() => !document.querySelector('.message.pending') && !document.querySelector('.message.streaming'));
+  const probe = await TestClient.authed(svc.wsUrl, svc.token);
+  const rows = ((await probe.request({ type: 'list_conversations' })).data as { conversations: { id: string; title: string; state: string }[] }).conversations;
+  probe.close();
+  const row = rows.find((c) => c.title === 'yes please');
+  assert.ok(row);
+  await waitFor(async () => (await storedTranscript(row.id)).length === 6, 'the reply stored');
+  assert.deepEqual(await storedTranscript(row.id), ['yes please', 'echo: yes please', 'start a long turn', long, 'yes please', 'echo: yes please']);
+  assert.deepEqual(await transcript(page), await storedTranscript(row.id), 'each message once');
+  assert.deepEqual(phone.errors, []);
   await phone.context.close();
 });

@@ -39,3 +39,12 @@ export function formatBytes(bytes: number): string {
   if (bytes < 1024 * 1024) return `${Math.round((bytes / 1024) * 10) / 10} KiB`;
   return `${Math.round((bytes / (1024 * 1024)) * 10) / 10} MiB`;
 }
+
+/** The longest prefix of `text` whose UTF-8 form fits in `bytes`. */
+export function prefixWithin(text: string, bytes: number): string {
+  const buffer = Buffer.from(text, 'utf8');
+  if (buffer.length <= bytes) return text;
+  let end = bytes;
+  while (end > 0 && (buffer[end] & 0xc0) === 0x80) end--;
+  return buffer.subarray(0, end).toString('utf8');
+}

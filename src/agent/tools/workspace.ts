@@ -119,8 +119,18 @@ export async function resolveInWorkspace(roots: string[], input: string): Promis
 export function workspaceSubject(roots: string[], input: string | undefined): string {
   const p = input === undefined || input === '' ? '.' : input;
   if (roots.length === 0) return toSlashes(p);
+  const place = placeInRoots(roots, p);
+  return place ? place.relative : toSlashes(path.resolve(path.resolve(roots[0]), p));
+}
+
+/**
+ * The root `input` falls in (resolved against the first, by its text alone, no link followed) and the
+ * path relative to it with `/` separators; undefined when it is outside every root.
+ */
+export function placeInRoots(roots: string[], input: string): { root: string; relative: string } | undefined {
+  if (roots.length === 0) return undefined;
   const resolvedRoots = roots.map((r) => path.resolve(r));
-  const candidate = path.resolve(resolvedRoots[0], p);
+  const candidate = path.resolve(resolvedRoots[0], input);
   const root = resolvedRoots.find((r) => isInside(r, candidate));
-  return root ? relativeTo(root, candidate) : toSlashes(candidate);
+  return root ? { root, relative: relativeTo(root, candidate) } : undefined;
 }

@@ -1,9 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ServiceError, type ServiceConfig } from '../../protocol';
 import type { Logger } from '../../log/logger';
-import { loginLimitKey } from '../http/allow-from';
-import { FixedWindowLimiter } from '../http/rate-limit';
 import type { DeviceCredentials } from './device-credentials';
+import { LoginFailures } from './login-failures';
 import { PasswordChecksBusy, decoyHash, passwordChecksBusy, verifyPassword } from './passwords';
 
 /**
@@ -24,9 +23,6 @@ interface Session {
   passwordHash: string;
 }
 
-export const LOGIN_FAILURE_LIMIT = 10;
-export const LOGIN_WINDOW_MS = 5 * 60 * 1000;
-
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
 /**
@@ -36,7 +32,8 @@ const digest = (value: string) => createHash('sha256').update(value, 'utf8').dig
  */
 export class Authenticator {
   private readonly sessions = new Map<string, Session>();
-  private readonly loginAttempts: FixedWindowLimiter;
+  /** Failed logins per address, of `POST /auth` and of WebSocket `auth` frames alike (login-failures.ts). */
+  readonly failures: LoginFailures;
 
   constructor(
     private readonly config: () => ServiceConfig,
@@ -47,7 +44,7 @@ export class Authenticator {
     /** The paired devices' credentials (absent: only the access token and sessions). */
     readonly devices?: DeviceCredentials,
   ) {
-    this.loginAttempts = new FixedWindowLimiter(LOGIN_FAILURE_LIMIT, LOGIN_WINDOW_MS, now);
+    this.failures = new LoginFailures(logger, now);
   }
 
   /** The principal a token stands for, or null. Comparisons are constant-time. */
@@ -107,7 +104,7 @@ export class Authenticator {
    * little. login() still counts and checks every attempt itself.
    */
   refuseEarly(clientAddress: string): void {
-    const wait = this.loginAttempts.retryAfterSeconds(loginLimitKey(clientAddress));
+    const wait = this.failures.refusedFor(clientAddress, 'password');
     if (wait > 0) throw new ServiceError('rate_limited', `too many failed logins; retry in ${wait} s`, wait);
     if (passwordChecksBusy()) throw new ServiceError('rate_limited', 'too many logins in progress; retry in 1 s', 1);
   }
@@ -118,7 +115,7 @@ export class Authenticator {
    * a successful one is refunded: a success never clears anyone's failures.
    */
   async login(username: string, password: string, clientAddress: string): Promise<{ token: string; expires_in: number }> {
-    const attempt = this.loginAttempts.reserve(loginLimitKey(clientAddress));
+    const attempt = this.failures.begin(clientAddress, 'password');
     if (attempt.retryAfterSeconds > 0) {
       throw new ServiceError('rate_limited', `too many failed logins; retry in ${attempt.retryAfterSeconds} s`, attempt.retryAfterSeconds);
     }
@@ -132,7 +129,7 @@ export class Authenticator {
       throw error;
     }
     if (!user || !valid) {
-      this.logger.warn('auth.login_failed', { address: clientAddress });
+      attempt.failed();
       throw new ServiceError('invalid_token', 'invalid username or password');
     }
     attempt.refund();

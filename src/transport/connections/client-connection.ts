@@ -12,6 +12,8 @@ export const CLOSE_AUTH_TIMEOUT = 4408;
 export const CLOSE_FORBIDDEN = 4403;
 export const CLOSE_TOO_BIG = 1009;
 export const CLOSE_SERVICE_STOPPING = 1001;
+/** Too many failed logins from the client's address: try again after the window (docs/protocol.md). */
+export const CLOSE_RATE_LIMITED = 4429;
 
 export interface ClientConnectionDeps {
   auth: Authenticator;
@@ -50,7 +52,14 @@ export interface ClientConnection {
  * timeout), the 1 MiB frame limit, then commands dispatched concurrently, each answered once (with
  * its `id` echoed), plus the events of an authenticated session.
  */
-export function openClientConnection(peer: FramePeer, source: string, remoteAddress: string, deps: ClientConnectionDeps): ClientConnection {
+export function openClientConnection(
+  peer: FramePeer,
+  source: string,
+  remoteAddress: string,
+  deps: ClientConnectionDeps,
+  /** What failed logins are counted against (login-failures.ts), when it is not `remoteAddress` (a relayed client). */
+  limitAddress = remoteAddress,
+): ClientConnection {
   // The log's connection id from the first frame on, and the dispatcher's session id once authenticated.
   const id = newSessionId();
   const log = deps.logger.child({ connection: id, source });
@@ -74,7 +83,7 @@ export function openClientConnection(peer: FramePeer, source: string, remoteAddr
   };
 
   const authTimer = setTimeout(() => {
-    log.info('ws.auth_timeout', { address: remoteAddress });
+    deps.auth.failures.noted(limitAddress, 'timeout', { connection: id, source });
     closeWith(CLOSE_AUTH_TIMEOUT, 'authentication timeout');
   }, deps.authTimeoutMs ?? AUTH_TIMEOUT_MS);
 
@@ -121,12 +130,29 @@ export function openClientConnection(peer: FramePeer, source: string, remoteAddr
 
   const authenticate = async (frame: unknown) => {
     const parsed = AuthCommand.safeParse(frame);
-    const pairing = parsed.success && parsed.data.token === undefined ? await pairDevice(parsed.data) : null;
-    const candidate = pairing ? pairing.principal : parsed.success ? deps.auth.verify(parsed.data.token) : null;
     const requestId = requestIdOf(frame);
+    const offersSecret = parsed.success && parsed.data.token === undefined;
+    // Counted before anything is checked; over the limit nothing is hashed or looked up, and a right
+    // token is refused as well (as POST /auth does), so a guesser learns nothing while limited.
+    const attempt = deps.auth.failures.begin(limitAddress, offersSecret ? 'pairing_secret' : 'token');
+    if (attempt.retryAfterSeconds > 0) {
+      send(fail('rate_limited', `too many failed logins; retry in ${attempt.retryAfterSeconds} s`, requestId));
+      closeWith(CLOSE_RATE_LIMITED, 'too many failed logins');
+      return;
+    }
+    let pairing: Awaited<ReturnType<typeof pairDevice>> = null;
+    let candidate: Principal | null;
+    try {
+      pairing = parsed.success && offersSecret ? await pairDevice(parsed.data) : null;
+      candidate = pairing ? pairing.principal : parsed.success ? deps.auth.verify(parsed.data.token) : null;
+    } catch (error) {
+      attempt.refund(); // The store failed, not the client: logged as ws.auth_crashed.
+      throw error;
+    }
+    if (candidate) attempt.refund();
+    else attempt.failed({ connection: id, source });
     if (!open) return;
     if (!candidate) {
-      log.warn('ws.auth_failed', { address: remoteAddress });
       const why = !parsed.success ? 'the first message must be {"type":"auth","token":...}' : parsed.data.token === undefined ? 'invalid or spent pairing secret' : 'invalid token';
       send(fail('invalid_token', why, requestId));
       closeWith(CLOSE_AUTH_FAILED, 'authentication failed');
@@ -173,7 +199,10 @@ export function openClientConnection(peer: FramePeer, source: string, remoteAddr
     clearTimeout(expiryTimer);
     // A chat whose client left still finishes and is stored: the reply is in the history on reconnect.
     admitted?.close();
-    log.info('ws.closed', { code });
+    // A connection that never got in says nothing more: its failed login is counted (login-failures.ts),
+    // and a line per refused connection is what let a burst overwrite the log.
+    if (principal) log.info('ws.closed', { code });
+    else log.debug('ws.closed', { code });
   };
 
   /** While a pairing `auth` is spent (a store write), later frames wait for its answer. */

@@ -1,11 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
-import { ServiceError } from '../../protocol';
+import { ServiceError, fail, wireText } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { AddressFilter } from './allow-from';
 import { CLOSE_FORBIDDEN } from '../connections/lan-socket';
-import { sendError, sendJson } from './http-util';
+import { clientAddress, sendError, sendJson } from './http-util';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
 /** Finds the handler of a request, or undefined (404). Resolved per request, so routes can change live. */
@@ -19,6 +19,8 @@ export interface HttpServerOptions {
   allowed: () => AddressFilter;
   onWebSocket: (socket: import('ws').WebSocket, req: IncomingMessage) => void;
   logger: Logger;
+  /** Seconds an address must wait after too many failed logins (0: it may try): its upgrades are refused unread. */
+  loginRefusedFor?: (remoteAddress: string) => number;
 }
 
 /** HTTP + WebSocket on one port; `allow_from` is checked before anything else is read. */
@@ -103,6 +105,13 @@ export class HttpServer {
       return;
     }
     const allowed = this.options.allowed()(socket.remoteAddress);
+    // Its `auth` would be refused unchecked anyway: answer 429 before the WebSocket handshake's work.
+    const wait = allowed ? (this.options.loginRefusedFor?.(clientAddress(req)) ?? 0) : 0;
+    if (wait > 0) {
+      const body = wireText(fail('rate_limited', `too many failed logins; retry in ${wait} s`));
+      socket.end(`HTTP/1.1 429 Too Many Requests\r\nRetry-After: ${wait}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      return;
+    }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       if (!allowed) {
         ws.close(CLOSE_FORBIDDEN, 'address not allowed');

@@ -218,7 +218,7 @@ export class RelayLink {
         this.clients.get(cid)?.closed();
         this.clients.set(
           cid,
-          new RelayedClient(cid, {
+          new RelayedClient(cid, frame.a, {
             toRelay: (out) => this.send(out),
             identity,
             clientKeys: this.deps.clientKeys,

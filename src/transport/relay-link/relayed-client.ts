@@ -2,7 +2,8 @@ import { E2EError, acceptHello, parseHello, type SecureChannel } from '../../tun
 import type { Logger } from '../../log/logger';
 import type { MachineFrame } from '../../protocol';
 import type { ClientKeys } from './client-keys';
-import { openClientConnection, type ClientConnection, type ClientConnectionDeps } from '../connections/client-connection';
+import { CLOSE_RATE_LIMITED, openClientConnection, type ClientConnection, type ClientConnectionDeps } from '../connections/client-connection';
+import type { LoginAttempt } from '../auth/login-failures';
 import type { MachineIdentity } from './machine-identity';
 
 /** Close codes the service gives relayed clients (the relay passes 4000-4999 on). */
@@ -43,6 +44,8 @@ export class RelayedClient {
 
   constructor(
     readonly cid: string,
+    /** Where the client connected to the relay from, as the relay says (undefined from older relays). */
+    private readonly address: string | undefined,
     private readonly deps: RelayedClientDeps,
   ) {
     this.log = deps.logger.child({ relay_client: cid, channel: deps.via });
@@ -72,16 +75,31 @@ export class RelayedClient {
     this.session?.closed();
   }
 
+  /**
+   * What this client's failed logins count against (login-failures.ts): the address it reached the relay
+   * from, apart from LAN addresses (a relay cannot lock a LAN phone out); from an older relay that does
+   * not say it, the client's key (each one needed a pairing to get in).
+   */
+  private limitAddress(clientKey: string | undefined): string {
+    if (this.address && this.address !== 'unknown') return `relay:${this.deps.via}:${this.address}`;
+    return `relay:${this.deps.via}:key:${clientKey ?? 'none'}`;
+  }
+
   private async handshake(text: string): Promise<void> {
     this.state = 'admitting';
+    const failures = this.deps.sessions.auth.failures;
+    let attempt: LoginAttempt | undefined;
     try {
       const hello = parseHello(text);
+      // A key the machine does not know is a failed login: counted and logged once per burst, and over
+      // the limit refused before the key is even looked up.
+      attempt = failures.begin(this.limitAddress(hello.clientKey), 'client_key');
+      if (attempt.retryAfterSeconds > 0) return this.close(CLOSE_RATE_LIMITED, 'too many failed logins');
       const admission = await this.deps.clientKeys.admit(hello);
+      if (!admission) attempt.failed({ relay_client: this.cid, client_key: hello.clientKey.slice(0, 8) });
+      else attempt.refund();
       if (this.state !== 'admitting') return;
-      if (!admission) {
-        this.log.warn('relay.unknown_client_key', { client_key: hello.clientKey.slice(0, 8) });
-        return this.close(CLOSE_UNKNOWN_KEY, 'unknown client key');
-      }
+      if (!admission) return this.close(CLOSE_UNKNOWN_KEY, 'unknown client key');
       const { welcome, channel } = acceptHello(this.deps.identity.keyPair, hello);
       clearTimeout(this.helloTimer);
       this.deps.toRelay({ t: 'data', c: this.cid, d: welcome });
@@ -97,14 +115,18 @@ export class RelayedClient {
         'relay',
         `relay:${this.deps.via}`,
         this.deps.sessions,
+        this.limitAddress(hello.clientKey),
       );
       for (const frame of this.early.splice(0)) this.receive(frame);
     } catch (error) {
+      const refused = error instanceof E2EError;
+      // Garbage instead of a hello is a failed login too, logged once per burst like the others; a
+      // failure of ours (the store) is not the client's.
+      if (!refused) attempt?.refund();
+      else if (!attempt) failures.noted(this.limitAddress(undefined), 'client_key', { relay_client: this.cid, reason: error.reason });
+      else attempt.failed({ relay_client: this.cid, reason: error.reason });
       if (this.isClosed) return;
-      if (error instanceof E2EError) {
-        this.log.warn('relay.bad_hello', { reason: error.reason });
-        return this.close(CLOSE_E2E_FAILED, error.message);
-      }
+      if (refused) return this.close(CLOSE_E2E_FAILED, error.message);
       this.log.error('relay.handshake_failed', { error });
       this.close(CLOSE_E2E_FAILED, 'handshake failed');
     }

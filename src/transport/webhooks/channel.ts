@@ -1,8 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { Agent } from '../../agent/agent';
 import type { OpenSession, SessionOptions } from '../../commands/door';
-import type { RunningChats } from '../../commands/running-chats';
-import type { EndedTurn } from '../../commands/turn-ended';
 import type { ConfigFile } from '../../config/config-file';
 import { webhookAccountsOf, type ServiceConfig, type WebhookAccount } from '../../protocol';
 import type { Logger } from '../../log/logger';
@@ -10,7 +7,7 @@ import type { Store } from '../../store';
 import type { Router } from '../http/http-server';
 import { IDEMPOTENCY_WINDOW_MS, IncomingWebhooks } from './incoming';
 import { WebhookInbox } from './inbox';
-import type { DeliveryCommands } from '../../commands/context';
+import type { DeliveryCommands, TurnStarter } from '../../commands/context';
 import { DEFAULT_OUTBOX_TIMINGS, WebhookOutbox, type OutboxTimings } from './outbox';
 
 /** Limits and timings of the channel; the defaults are docs/protocol.md's, tests and benchmarks shorten them. */
@@ -26,13 +23,11 @@ export interface WebhookChannelOptions extends Partial<OutboxTimings> {
 export interface WebhookChannelDeps {
   config: ConfigFile;
   store: Store;
-  agent: Agent;
-  running: RunningChats;
+  /** Where each message's turn runs (commands/turns/turn-runner.ts), as a chat's does. */
+  turns: TurnStarter;
   logger: Logger;
   /** The service's door (commands/door.ts): each account's turns run in its session. */
   openSession(options: SessionOptions): OpenSession;
-  /** A message's turn is over (answered, or failed for good): the service announces `turn.ended`. */
-  onTurnEnded?(turn: EndedTurn): void;
 }
 
 const SWEEP_EVERY_MS = 60 * 60_000;
@@ -71,15 +66,13 @@ export class WebhookChannel {
     this.outbox = new WebhookOutbox({ store: deps.store, accounts, logger: deps.logger, timings });
     this.inbox = new WebhookInbox({
       store: deps.store,
-      agent: deps.agent,
-      running: deps.running,
+      turns: deps.turns,
       openSession: (options) => deps.openSession(options),
       accounts,
       logger: deps.logger,
       outbox: this.outbox,
       retry: { ...DEFAULT_OUTBOX_TIMINGS, ...timings },
       concurrency: answerConcurrency,
-      onTurnEnded: deps.onTurnEnded,
     });
     this.incoming = new IncomingWebhooks(
       { store: deps.store, logger: deps.logger, onAccepted: (row) => this.inbox.enqueue(row) },

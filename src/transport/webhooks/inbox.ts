@@ -1,22 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import type { Agent } from '../../agent/agent';
+import type { TurnEnd, TurnFailure, TurnStarter } from '../../commands/context';
 import type { OpenSession, SessionOptions } from '../../commands/door';
-import type { EndedTurn } from '../../commands/turn-ended';
-import type { RunningChats } from '../../commands/running-chats';
 import type { WebhookAccount, WebhookErrorBody, WebhookOutgoingBody } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { InboxRow, NewDelivery, Store } from '../../store';
 import { backoffMs, retryWindowMs, type OutboxTimings } from './outbox';
 import { webhookSource } from './trust';
-import { turnFailureOf, type TurnFailure } from '../../agent/turn-failure';
 import { budgetRefusal, type BudgetRefusal } from './budget';
-import { previewOf } from '../../agent/preview';
 
 export interface InboxDeps {
   store: Store;
-  agent: Agent;
-  /** Webhook runs are registered here, so a stop past its grace period cancels them like any chat. */
-  running: RunningChats;
+  /**
+   * The turn runner (commands/turns/turn-runner.ts), as for any chat: a stop past its grace period
+   * cancels the turn, a user may cancel it by conversation, its events reach the conversation's
+   * followers, and `turn.ended` goes out once it ends for good.
+   */
+  turns: TurnStarter;
   /**
    * The service's door: each account is one session (source `webhook:<account>`, no one to answer
    * permission prompts), whose turns are tracked in flight, so graceful stop waits for them as for any
@@ -29,8 +28,6 @@ export interface InboxDeps {
   outbox: { expect(deliveryId: string): void; confirm(deliveryId: string): void };
   /** Backoff between tries of a turn the provider failed for a passing reason (as deliveries back off). */
   retry: Pick<OutboxTimings, 'retryBaseMs' | 'retryMaxMs'>;
-  /** A message's turn is over: answered, or failed for good (not a try that will be made again). */
-  onTurnEnded?(turn: EndedTurn): void;
   /** Agent runs in progress at once for all webhook accounts. Default 32. */
   concurrency?: number;
 }
@@ -171,76 +168,91 @@ export class WebhookInbox {
   }
 
   private async answer(row: InboxRow, session: OpenSession): Promise<void> {
-    const { store, agent } = this.deps;
+    const { store } = this.deps;
     const log = this.log.child({ account: row.account, conversation: row.conversation_id, message: row.message_id });
     const current = store.webhooks.getInbox(row.message_id);
     if (!current || current.status !== 'pending') return;
     if (!store.conversations.get(row.conversation_id)) {
       log.warn('webhook.answer_skipped', { reason: 'conversation deleted' });
-      const why = 'the conversation was deleted before this message was answered';
-      await this.sendError(row, { detail: why, forSender: why }, log);
+      await this.sendError(row, 'the conversation was deleted before this message was answered', log);
       return;
     }
     const account = this.deps.accounts().get(row.account);
     if (!account) log.warn('webhook.account_removed', { note: 'answering a message accepted before its account was removed' });
-    const source = session.session.source;
-    const run = this.deps.running.start(session.id, row.message_id);
     let deliveryId = '';
-    try {
-      const result = await agent.answerAdmitted(row.conversation_id, () => this.admitInOrder(row), {
-        source,
-        model: account?.model,
-        signal: run.signal,
-        // Listed behind a running turn like a chat, under the message_id its 202 gave the sender.
-        waitingAs: { client_message_id: row.message_id, preview: previewOf(store.webhooks.inboxContent(row.message_id) ?? '') },
-        storeReply: async (reply) => {
-          const body: WebhookOutgoingBody = { message: reply.content, conversation_id: reply.conversation_id };
-          const delivery = this.newDelivery(row, body);
-          deliveryId = delivery.id;
-          await store.webhooks.answer(row.message_id, reply, delivery);
-          this.deps.outbox.confirm(deliveryId);
+    let turnError: unknown;
+    await this.deps.turns
+      .run({
+        session: session.session,
+        requestId: row.message_id,
+        message: {
+          kind: 'admitted',
+          conversationId: row.conversation_id,
+          clientMessageId: row.message_id,
+          text: store.webhooks.inboxContent(row.message_id) ?? '',
+          admit: () => this.admitInOrder(row),
+          model: account?.model,
+          storeReply: async (reply) => {
+            const body: WebhookOutgoingBody = { message: reply.content, conversation_id: reply.conversation_id };
+            const delivery = this.newDelivery(row, body);
+            deliveryId = delivery.id;
+            await store.webhooks.answer(row.message_id, reply, delivery);
+            this.deps.outbox.confirm(deliveryId);
+          },
         },
-        // Cancellable by conversation once its turn runs (the message stored), not while queued behind another.
-      }, (event) => event.event === 'message' && event.message.role === 'user' && run.attach(row.conversation_id));
-      if (result.removed) {
+        settle: (end) => {
+          if (end.outcome === 'failed') turnError = end.error;
+          return this.settle(row, end, log, deliveryId);
+        },
+      })
+      .catch((error: unknown) => {
+        // The turn's failure was settled (retried, parked, or told to the sender); anything else is a crash.
+        if (error !== turnError) throw error;
+      });
+  }
+
+  /**
+   * The message's turn ended: the row is answered, retried later, left pending for the next start, or
+   * failed with the sender told. True when the turn is over for good (then `turn.ended` goes out).
+   */
+  private async settle(row: InboxRow, end: TurnEnd, log: Logger, deliveryId: string): Promise<boolean> {
+    switch (end.outcome) {
+      case 'answered':
+        log.info('webhook.answered', { delivery: deliveryId });
+        return true;
+      case 'removed':
         // Taken out of the queue before its turn began: it ends for good, the sender is told, no turn ended.
-        const why = 'removed by the user before it was answered';
-        await this.sendError(row, { detail: why, forSender: why }, log);
-        return;
-      }
-      if (result.cancelled && this.stopped) {
-        log.info('webhook.answer_interrupted', { note: 'still pending; answered after restart' });
-        return;
-      }
-      if (result.cancelled) {
+        await this.sendError(row, 'removed by the user before it was answered', log);
+        return false;
+      case 'cancelled':
+        if (this.stopped) {
+          log.info('webhook.answer_interrupted', { note: 'still pending; answered after restart' });
+          return false;
+        }
         // A user stopped it (cancel by conversation_id): it ends for good, and the sender is told.
-        const why = 'cancelled by the user';
-        await this.sendError(row, { detail: why, forSender: why }, log);
-        this.deps.onTurnEnded?.({ conversationId: row.conversation_id, source, outcome: 'cancelled' });
-        return;
-      }
-      log.info('webhook.answered', { delivery: deliveryId });
-      this.deps.onTurnEnded?.({ conversationId: row.conversation_id, source, outcome: 'answered' });
-    } catch (error) {
-      if (error instanceof WaitingBehind) return this.park(row);
-      if (error instanceof OverBudget) {
-        log.warn('webhook.over_budget', { error: error.refusal.error });
-        return this.sendError(row, { detail: error.refusal.error, forSender: error.refusal.error, code: error.refusal.code }, log);
-      }
-      // Stopping (the store closing under a run): leave the row pending for the next start.
-      if (this.stopped) {
-        log.warn('webhook.answer_interrupted', { error });
-        return;
-      }
-      await this.failed(row, error, log);
-    } finally {
-      run.done();
+        await this.sendError(row, 'cancelled by the user', log);
+        return true;
+      case 'failed':
+        if (end.error instanceof WaitingBehind) {
+          this.park(row);
+          return false;
+        }
+        if (end.error instanceof OverBudget) {
+          log.warn('webhook.over_budget', { error: end.error.refusal.error });
+          await this.sendError(row, { detail: end.error.refusal.error, forSender: end.error.refusal.error, code: end.error.refusal.code }, log);
+          return false;
+        }
+        // Stopping (the store closing under a run): leave the row pending for the next start.
+        if (this.stopped) {
+          log.warn('webhook.answer_interrupted', { error: end.error });
+          return false;
+        }
+        return this.failed(row, end.failure, log);
     }
   }
 
-  /** Plans another try of a passing failure within the retry window; otherwise tells the sender. */
-  private async failed(row: InboxRow, error: unknown, log: Logger): Promise<void> {
-    const failure = turnFailureOf(error);
+  /** Plans another try of a passing failure within the retry window (false); otherwise tells the sender (true: failed for good). */
+  private async failed(row: InboxRow, failure: TurnFailure, log: Logger): Promise<boolean> {
     const tries = (this.failedTries.get(row.message_id) ?? 0) + 1;
     const now = Date.now();
     const giveUpAt = Date.parse(row.received_at) + retryWindowMs(this.deps.accounts().get(row.account));
@@ -255,12 +267,12 @@ export class WebhookInbox {
         this.enqueue(row);
       }, wait);
       this.retryTimers.set(row.message_id, timer);
-      return;
+      return false;
     }
     const gaveUp = failure.transient ? `gave up after ${tries} tries: ` : '';
     log.error('webhook.answer_failed', { tries, error: failure.detail });
     await this.sendError(row, { detail: gaveUp + failure.detail, forSender: gaveUp + failure.forSender }, log);
-    this.deps.onTurnEnded?.({ conversationId: row.conversation_id, source: webhookSource(row.account), outcome: 'failed', failure: error });
+    return true;
   }
 
   /**
@@ -283,7 +295,9 @@ export class WebhookInbox {
   }
 
   /** Marks the row failed (with the detail, for the owner) and queues the signed error callback, in one transaction. */
-  private async sendError(row: InboxRow, why: Pick<TurnFailure, 'detail' | 'forSender'> & { code?: string }, log: Logger): Promise<void> {
+  private async sendError(row: InboxRow, reason: string | (Pick<TurnFailure, 'detail' | 'forSender'> & { code?: string }), log: Logger): Promise<void> {
+    // A user's doing (removed, cancelled) is told to the sender and the owner alike.
+    const why = typeof reason === 'string' ? { detail: reason, forSender: reason } : reason;
     const body: WebhookErrorBody = { status: 'error', ...(why.code ? { code: why.code } : {}), error: why.forSender, conversation_id: row.conversation_id, message_id: row.message_id };
     const delivery = this.newDelivery(row, body);
     const deliveryId = delivery.id;

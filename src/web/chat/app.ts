@@ -1,19 +1,23 @@
 /**
  * The chat app: wires the views to a ServiceConnection. It knows nothing of where it runs; the entry
  * points (chat-webview.ts, chat-phone.ts) choose the connection and where to remember the open conversation.
+ * Of its three jobs, the live turn (live-turn.ts) and the outbox's sending (outbox-sender.ts) live
+ * apart; navigation (which conversation is on screen, following it, its history) is here.
  */
 import type { CommandInput, EnvelopeOf, PermissionMode, ViewEvent } from '../../protocol';
 import { contextChars, MAX_CONTEXT_CHARS } from '../../protocol/chat-context';
 import type { ConnectionStatus, ServiceConnection } from '../connection';
 import { ErrorBanner, UpdateBanner } from './banner';
 import { Composer } from './composer';
+import { InstructionsLine, PromptShelf } from './agent-context-view';
 import { ContextChips } from './context-chips';
 import { FileMentions } from './file-mentions';
 import { ConversationList } from './conversation-list';
 import { h } from './dom';
 import { Header } from './header';
-import { attachUsage } from './usage-view';
-import { MessageView, type StreamingReply, type ToolCard } from './message-view';
+import { MessageView } from './message-view';
+import { LiveTurn, type TurnEvent } from './live-turn';
+import { OutboxSender } from './outbox-sender';
 import { Outbox, type OutboxItem, type OutboxStorage } from './outbox';
 import { QueueView } from './queue-view';
 import { PermissionCards, type AnswerOutcome, type Decision } from './permission-cards';
@@ -24,9 +28,6 @@ import { sendCommand, type ResolvedEvent } from './supervision-wire';
 import { UndoView } from './undo-view';
 import { AttachmentThumbnails, AttachmentTray } from './attachments';
 
-/** The events of a conversation's turn, drawn live for the conversation on screen whoever started it. */
-type TurnEvent = Extract<ViewEvent, { event: 'chat.message' | 'chat.delta' | 'tool.call' | 'tool.result' | 'turn.ended' }>;
-type TurnEventOf<E extends TurnEvent['event']> = Extract<TurnEvent, { event: E }>;
 type ConversationRow = Extract<ViewEvent, { event: 'conversation.updated' }>['conversation'];
 
 export interface ChatAppOptions {
@@ -40,20 +41,6 @@ export interface ChatAppOptions {
   drawerFooter?: HTMLElement;
   /** Shown in the top bar after the drawer toggle (the phone's machine switcher). */
   headerExtra?: HTMLElement;
-}
-
-/** The running turn of the conversation on screen, as its events draw it. */
-interface LiveTurn {
-  reply: StreamingReply | undefined;
-  tools: ToolCard[];
-  /** Everything it put on screen, so a reload of the history can keep what is not stored yet. */
-  nodes: HTMLElement[];
-}
-
-/** An outbox message sent and not yet answered. */
-interface InFlight {
-  item: OutboxItem;
-  requestId: string;
 }
 
 const HISTORY_LIMIT = 200;
@@ -70,6 +57,9 @@ export class ChatApp {
   private readonly composer: Composer;
   /** The chat input's chips: the `context` of the next message (the editor's view only). */
   private readonly chips = new ContextChips();
+  /** The instruction files in force (under the header) and the saved prompts (above the message box). */
+  private readonly instructions = new InstructionsLine();
+  private readonly prompts = new PromptShelf((text) => this.send(text));
   private readonly mentions: FileMentions | undefined;
   private readonly search: SearchView;
   private readonly exporter: ExportView;
@@ -82,15 +72,10 @@ export class ChatApp {
   private readonly undo: UndoView;
   private readonly thumbnails: AttachmentThumbnails;
   private readonly tray: AttachmentTray;
-  /** The bubbles of outbox messages on screen ("waiting to send"), by client_message_id. */
-  private readonly pendingBubbles = new Map<string, HTMLElement>();
-  /** Outbox messages sent and not yet answered, in the order sent. */
-  private readonly inFlight: InFlight[] = [];
-  /** The last `seq` seen per followed conversation: after a reconnect, follow again from there. */
-  private readonly lastSeq = new Map<string, number>();
-  /** Ids of the stored messages on screen: a replayed chat.message is drawn once. */
-  private readonly shownIds = new Set<string>();
-  private turn: LiveTurn | undefined;
+  /** The outbox's messages: drawn waiting, sent in order, known as the page's own by their client_message_id. */
+  private readonly sender: OutboxSender;
+  /** The running turn of the conversation on screen, as its events draw it. */
+  private readonly live: LiveTurn;
   /** The new chat on screen (its messages share this draft until the service names the conversation). */
   private draft = newClientId();
   private readonly root: HTMLElement;
@@ -140,6 +125,24 @@ export class ChatApp {
     this.composer.addControls(...this.tray.controls);
     this.composer.allowEmpty = () => this.tray.count > 0;
     this.messages.onStoredMessage = (node, message) => this.thumbnails.show(node, message.attachments);
+    this.live = new LiveTurn({
+      messages: this.messages,
+      thumbnails: this.thumbnails,
+      claimSent: (clientMessageId) => this.sender.claimSent(clientMessageId),
+      // The turn's reply may offer "Undo this turn" now that its files are written.
+      turnEnded: () => {
+        if (this.current) void this.undo.refresh(this.current);
+      },
+    });
+    this.sender = new OutboxSender({
+      connection: this.connection,
+      outbox: this.outbox,
+      messages: this.messages,
+      thumbnails: this.thumbnails,
+      connected: () => this.connected,
+      screen: () => ({ current: this.current, draft: this.draft }),
+      answered: (item, answer) => this.answered(item, answer),
+    });
     this.queue = new QueueView((clientMessageId) => void this.removeQueued(clientMessageId));
     this.banner = new ErrorBanner(this.connection);
     this.layout(options.drawerFooter);
@@ -150,7 +153,7 @@ export class ChatApp {
     // A new chat typed into before a reload is still on screen, with its waiting messages.
     if (!this.current) this.draft = this.outbox.all.find((item) => !item.conversation_id && item.draft)?.draft ?? this.draft;
     if (!this.current) this.messages.showEmpty('Start a conversation: type a message below.');
-    this.showPendingBubbles();
+    this.sender.showPending();
     this.connection.onEvent((event) => this.onEvent(event));
     this.connection.onState((state) => this.onState(state));
   }
@@ -159,7 +162,21 @@ export class ChatApp {
     const drawer = h('aside', { class: 'drawer', id: 'ra-drawer' }, this.search.element, this.list.element, this.rules.element, footer);
     this.header.element.querySelector('.title')?.after(this.exporter.element);
     const scrim = h('div', { class: 'scrim', 'aria-hidden': 'true' });
-    const main = h('main', { class: 'main' }, this.updateBanner.element, this.banner.element, this.messages.element, this.permissions.element, this.queue.element, this.mentions?.element, this.chips.element, this.tray.element, this.composer.element);
+    const main = h(
+      'main',
+      { class: 'main' },
+      this.updateBanner.element,
+      this.banner.element,
+      this.instructions.element,
+      this.messages.element,
+      this.permissions.element,
+      this.queue.element,
+      this.mentions?.element,
+      this.chips.element,
+      this.tray.element,
+      this.prompts.element,
+      this.composer.element,
+    );
     this.root.classList.add('app');
     this.root.replaceChildren(this.header.element, h('div', { class: 'body' }, drawer, scrim, main));
     this.tray.watch(main);
@@ -214,10 +231,11 @@ export class ChatApp {
     if (this.connected && !wasConnected) {
       // (Re)connected: catch up with whatever happened meanwhile, then send what waited in the outbox.
       void this.refreshConfig();
+      void this.refreshAgentContext();
       void this.refreshConversations();
       void this.refreshPending();
       void this.rules.refresh();
-      void this.follow(this.current).then(() => this.flush());
+      void this.follow(this.current).then(() => this.sender.flush());
     }
     if (!this.connected && wasConnected) this.permissions.markStale();
   }
@@ -270,120 +288,20 @@ export class ChatApp {
 
   private onTurnEvent(event: TurnEvent): void {
     const conversationId = event.conversation_id;
-    // A follower never draws one event twice: the catch-up after a reconnect starts after the last seen.
-    if (event.seq !== undefined) {
-      if (event.seq <= (this.lastSeq.get(conversationId) ?? -1)) return;
-      this.lastSeq.set(conversationId, event.seq);
-    }
+    if (!this.live.isNew(event)) return;
     // Our new chat's first event names its conversation (before it, we follow no other conversation).
-    const sending = this.inFlight.find((s) => !s.item.conversation_id && isOurs(event, s));
-    if (sending) {
-      sending.item.conversation_id = conversationId;
-      if (sending.item.draft) this.outbox.conversationMade(sending.item.draft, conversationId);
-      // The new chat's next messages may go now, to the conversation it made.
-      this.flush();
-      if (!this.current && sending.item.draft === this.draft) {
+    const named = this.sender.newChatNamedBy(event);
+    if (named) {
+      if (!this.current && named.draft === this.draft) {
         this.setCurrent(conversationId);
         // Its row (running) may have come before this event named the conversation.
         const row = this.list.row(conversationId);
         if (row) this.showRow(row);
       }
     }
-    if (conversationId !== this.current) return;
-    switch (event.event) {
-      case 'chat.message':
-        return this.onMessage(event);
-      case 'chat.delta':
-        return this.onDelta(event);
-      case 'tool.call':
-        return this.onToolCall(event);
-      case 'tool.result':
-        return this.onToolResult(event);
-      case 'turn.ended':
-        return this.endTurn(event.outcome === 'cancelled');
-    }
-  }
-
-  private liveTurn(): LiveTurn {
-    this.turn ??= { reply: undefined, tools: [], nodes: [] };
-    return this.turn;
-  }
-
-  private onMessage(event: TurnEventOf<'chat.message'>): void {
-    const message = event.message;
-    if (this.shownIds.has(message.id)) return;
-    this.shownIds.add(message.id);
-    if (message.role === 'summary') {
-      // Made during a turn (before a step) or on demand (compact_conversation, no turn): never starts one.
-      const node = this.messages.addSummary(message);
-      this.turn?.nodes.push(node);
-      return;
-    }
-    const turn = this.liveTurn();
-    if (message.role === 'user') {
-      // Our own message (ours by request id, or by text after a resend) is already on screen: mark it sent.
-      const bubble = this.claimPendingBubble(message.content);
-      const node = bubble ?? this.messages.addUser(message.content, false, message.context);
-      this.thumbnails.show(node, message.attachments);
-      node.dataset.messageId = message.id;
-      turn.nodes.push(node);
-      return;
-    }
-    if (message.role !== 'assistant') return;
-    const reply = turn.reply ?? this.messages.startReply();
-    if (!turn.reply) turn.nodes.push(reply.element);
-    turn.reply = undefined;
-    reply.finish(message.content);
-    reply.element.dataset.messageId = message.id;
-    attachUsage(reply.element, message.usage);
-  }
-
-  private onDelta(event: TurnEventOf<'chat.delta'>): void {
-    const turn = this.liveTurn();
-    if (!turn.reply) {
-      turn.reply = this.messages.startReply();
-      turn.nodes.push(turn.reply.element);
-    }
-    turn.reply.append(event.delta);
-  }
-
-  private onToolCall(event: TurnEventOf<'tool.call'>): void {
-    const turn = this.liveTurn();
-    // Text streamed before a tool call is its own bubble; the final answer starts a new one.
-    if (turn.reply) {
-      turn.reply.finish(turn.reply.received);
-      turn.reply = undefined;
-    }
-    // A call the history already shows (the catch-up after opening a running conversation re-sends its
-    // turn's events): the same card, running again if the history had no result for it yet.
-    const shown = this.messages.toolCard(event.call_id);
-    if (shown) {
-      if (shown.unresolved) shown.setStatus('running');
-      turn.tools.push(shown);
-      return;
-    }
-    const card = this.messages.addTool(event.tool, event.arguments, event.call_id);
-    turn.tools.push(card);
-    turn.nodes.push(card.element);
-  }
-
-  private onToolResult(event: TurnEventOf<'tool.result'>): void {
-    const byId = event.call_id === undefined ? undefined : this.turn?.tools.find((c) => c.callId === event.call_id);
-    // Its result is on screen already (the history showed it; the catch-up re-sent it): nothing to add.
-    if (byId && byId.element.dataset.status !== undefined) return;
-    const card = byId ?? this.turn?.tools.find((c) => c.tool === event.tool && c.element.dataset.status === undefined);
-    card?.setStatus(event.ok ? 'ok' : event.denied ? 'denied' : 'failed');
-    // An image the agent read is shown with its tool.
-    if (card) this.thumbnails.show(card.element, event.attachments);
-  }
-
-  private endTurn(cancelled: boolean): void {
-    const reply = this.turn?.reply;
-    if (reply) reply.finish(reply.received, cancelled);
-    else if (cancelled) this.messages.addNote('Stopped');
-    this.turn = undefined;
-    // The turn's reply may offer "Undo this turn" now that its files are written.
-    if (this.current) void this.undo.refresh(this.current);
+    if (conversationId === this.current) this.live.draw(event);
+    // The turn may have reached a folder with its own AGENTS.md.
+    if (conversationId === this.current && event.event === 'turn.ended') void this.refreshInstructions();
   }
 
   /**
@@ -394,11 +312,11 @@ export class ChatApp {
   private async follow(conversationId: string | undefined): Promise<void> {
     if (!conversationId) return;
     const view = this.view;
-    const after = this.lastSeq.get(conversationId);
+    const after = this.live.lastSeqOf(conversationId);
     if (after === undefined) await this.loadHistory(conversationId);
     const answer = await this.call({ type: 'follow_conversation', conversation_id: conversationId, ...(after !== undefined ? { after_seq: after } : {}) });
     if (answer?.status !== 'ok' || view !== this.view) return;
-    if (answer.data.seq > (this.lastSeq.get(conversationId) ?? -1)) this.lastSeq.set(conversationId, answer.data.seq);
+    this.live.followed(conversationId, answer.data.seq);
     if (answer.data.reset) await this.loadHistory(conversationId);
   }
 
@@ -413,7 +331,9 @@ export class ChatApp {
   }
 
   /** A message with attachments waits for their uploads (those that failed are named), then goes the same way. */
-  private send(text: string): void {
+  private send(typed: string): void {
+    // `/name argument`: a saved prompt's message is sent in its place.
+    const text = this.prompts.expandTyped(typed) ?? typed;
     if (this.tray.count === 0) return this.enqueue(text, []);
     void this.tray.take().then(({ attachments, failed }) => {
       if (failed.length > 0) this.messages.addNote(`Not attached: ${failed.join(', ')}`, 'error');
@@ -434,95 +354,25 @@ export class ChatApp {
     }
     this.chips.clearAdded();
     const item: OutboxItem = { client_message_id: newClientId(), text, ...(context.length > 0 ? { context } : {}), ...(attachments.length > 0 ? { attachments } : {}), ...(this.current ? { conversation_id: this.current } : { draft: this.draft }) };
-    this.outbox.add(item);
     if (!this.current) this.header.setTitle(text.length > 80 ? `${text.slice(0, 79)}…` : text);
-    this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
     // Stop at once; the conversation's row then says whether it runs (conversation.updated).
     if (this.connected) this.composer.setRunning(true);
-    this.flush();
+    this.sender.add(item);
   }
 
-  /**
-   * Sends, in order, every outbox message not on its way yet, without waiting for earlier answers: the
-   * service queues a conversation's messages behind its running turn, where every client sees them and
-   * may remove one. Only a new chat's next messages wait, until its first one names the conversation.
-   * Offline nothing is sent; the outbox is sent again (same ids, answered once) when the connection returns.
-   */
-  private flush(): void {
-    if (!this.connected) return;
-    const onItsWay = (id: string) => this.inFlight.some((s) => s.item.client_message_id === id);
-    for (const item of this.outbox.ready(onItsWay)) void this.sendItem(item).then(() => this.flush());
-  }
-
-  /** True when the service answered (the message is out of the outbox), false when the connection dropped. */
-  private async sendItem(item: OutboxItem): Promise<boolean> {
-    const sending: InFlight = { item, requestId: this.connection.newId() };
-    this.inFlight.push(sending);
-    this.outbox.markAttempted(item);
-    const frame = { type: 'chat', id: sending.requestId, message: item.text, stream: true, client_message_id: item.client_message_id,
-      ...(item.context ? { context: item.context } : {}),
-      ...(item.attachments?.length ? { attachments: item.attachments.map((a) => a.attachment_id) } : {}),
-      ...(item.conversation_id ? { conversation_id: item.conversation_id } : {}) } as const;
-    let answer: EnvelopeOf<'chat'> | undefined;
-    try {
-      answer = await this.connection.request(frame);
-    } catch {
-      return false; // Kept: sent again with the same client_message_id once reconnected, answered once.
-    } finally {
-      this.inFlight.splice(this.inFlight.indexOf(sending), 1);
-    }
-    this.outbox.remove(item.client_message_id);
-    const bubble = this.pendingBubbles.get(item.client_message_id);
-    this.pendingBubbles.delete(item.client_message_id);
-    // Cancelled before any client saw it stored: taken out of the queue (remove_queued), never stored.
-    if (bubble && answer.status === 'ok' && answer.data.cancelled) bubble.remove();
-    else if (bubble) markSent(bubble);
+  /** The service answered a chat the page sent: a refusal is told where it was typed; the reply comes as events. */
+  private answered(item: OutboxItem, answer: EnvelopeOf<'chat'>): void {
     const onScreen = (item.conversation_id ?? (answer.status === 'ok' ? answer.data.conversation_id : undefined)) === this.current || (!this.current && item.draft === this.draft);
     if (answer.status === 'ok') {
-      const conversationId = answer.data.conversation_id;
-      if (!item.conversation_id && item.draft) this.outbox.conversationMade(item.draft, conversationId);
-      if (!this.current && item.draft === this.draft) this.setCurrent(conversationId);
+      if (!this.current && item.draft === this.draft) this.setCurrent(answer.data.conversation_id);
       // The reply itself is drawn from the conversation's events (we follow it), turn.ended included.
     } else {
-      this.turn?.reply?.finish('');
+      this.live.abandonReply();
       if (answer.code === 'server_error') this.banner.show(answer.error ?? 'unknown error');
       else if (onScreen) this.messages.addNote(answer.error ?? 'The service refused the message.', 'error');
       if (answer.code === 'not_found' && onScreen) this.newChat();
     }
     if (onScreen) this.composer.focus();
-    return true;
-  }
-
-  private addPendingBubble(item: OutboxItem): HTMLElement {
-    const bubble = this.messages.addUser(item.text, true, item.context);
-    this.thumbnails.show(bubble, item.attachments);
-    bubble.dataset.clientMessageId = item.client_message_id;
-    bubble.dataset.text = item.text;
-    bubble.append(h('div', { class: 'message-note pending-note' }, 'waiting to send'));
-    return bubble;
-  }
-
-  /**
-   * The outbox's messages of the conversation on screen, after its history. One sent before (e.g. before
-   * a reload) whose text the history holds was stored: it waits only for its answer, and is not drawn twice.
-   */
-  private showPendingBubbles(storedUserTexts: ReadonlySet<string> = new Set()): void {
-    this.pendingBubbles.clear();
-    for (const item of this.outbox.all) {
-      const here = item.conversation_id ? item.conversation_id === this.current : !this.current && item.draft === this.draft;
-      if (here && !(item.attempted && storedUserTexts.has(item.text))) this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
-    }
-  }
-
-  /** The bubble of the outbox message a stored user message is: the first in flight with its text, else the first on screen. */
-  private claimPendingBubble(text: string): HTMLElement | undefined {
-    const sending = this.inFlight.find((s) => s.item.text === text);
-    const id = sending ? sending.item.client_message_id : [...this.pendingBubbles.entries()].find(([, b]) => b.dataset.text === text)?.[0];
-    const bubble = id ? this.pendingBubbles.get(id) : undefined;
-    if (!bubble || !id) return undefined;
-    this.pendingBubbles.delete(id);
-    markSent(bubble);
-    return bubble;
   }
 
   /** Stop: ends the conversation's running turn, whoever started it. */
@@ -583,6 +433,19 @@ export class ChatApp {
     if (answer?.status === 'ok') this.header.setMode(answer.data.permission_mode, this.connected);
   }
 
+  /** The saved prompts and the instruction files in force (they live in the workspace: asked again on each connect). */
+  private async refreshAgentContext(): Promise<void> {
+    const answer = await this.call({ type: 'list_prompts' });
+    if (answer?.status === 'ok') this.prompts.setPrompts(answer.data.prompts);
+    await this.refreshInstructions();
+  }
+
+  private async refreshInstructions(): Promise<void> {
+    const conversationId = this.current;
+    const answer = await this.call({ type: 'list_instructions', ...(conversationId ? { conversation_id: conversationId } : {}) });
+    if (answer?.status === 'ok' && conversationId === this.current) this.instructions.show(answer.data.files);
+  }
+
   private async refreshConversations(): Promise<void> {
     const answer = await this.call({ type: 'list_conversations', limit: 100 });
     if (answer?.status !== 'ok') return;
@@ -606,13 +469,9 @@ export class ChatApp {
         if (!this.messages.reveal(target.messageId)) this.messages.addNote(`That message is older than the last ${limit} shown here.`);
       }
       void this.undo.refresh(conversationId);
-      this.shownIds.clear();
-      for (const message of answer.data.messages) this.shownIds.add(message.id);
       // What the running turn drew that is not stored yet, and what waits to be sent, stay after it.
-      const stored = (node: HTMLElement) => node.dataset.messageId !== undefined && this.shownIds.has(node.dataset.messageId);
-      if (this.turn) this.turn.nodes = this.turn.nodes.filter((node) => !stored(node));
-      for (const node of this.turn?.nodes ?? []) this.messages.append(node);
-      this.showPendingBubbles(new Set(answer.data.messages.filter((m) => m.role === 'user').map((m) => m.content)));
+      this.live.historyShown(answer.data.messages);
+      this.sender.showPending(new Set(answer.data.messages.flatMap((m) => (m.client_message_id ? [m.client_message_id] : []))));
     } else if (answer?.code === 'not_found') {
       this.newChat();
     } else if (answer) {
@@ -626,6 +485,7 @@ export class ChatApp {
     this.list.setCurrent(conversationId);
     this.exporter.setConversation(conversationId);
     this.header.setTitle(conversationId ? this.list.title(conversationId) ?? this.headerTitleFallback() : 'New chat');
+    if (this.connected) void this.refreshInstructions();
   }
 
   private headerTitleFallback(): string {
@@ -653,7 +513,7 @@ export class ChatApp {
     this.composer.setRunning(false);
     this.queue.show([]);
     this.messages.showEmpty('Start a conversation: type a message below.');
-    this.showPendingBubbles();
+    this.sender.showPending();
     this.composer.focus();
   }
 
@@ -661,10 +521,8 @@ export class ChatApp {
   private leave(): void {
     this.view += 1;
     const previous = this.current;
-    this.turn = undefined;
-    this.shownIds.clear();
+    this.live.leave(previous);
     if (!previous) return;
-    this.lastSeq.delete(previous);
     void this.call({ type: 'unfollow_conversation', conversation_id: previous });
   }
 
@@ -683,15 +541,4 @@ export class ChatApp {
 function newClientId(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
-}
-
-function markSent(bubble: HTMLElement): void {
-  bubble.classList.remove('pending');
-  bubble.querySelector(':scope > .pending-note')?.remove();
-}
-
-/** Whether a turn event is the first of the new chat being sent (chat.message carries no request id: its text tells). */
-function isOurs(event: TurnEvent, sending: InFlight): boolean {
-  if (event.event === 'chat.message') return event.message.role === 'user' && event.message.content === sending.item.text;
-  return 'id' in event && event.id === sending.requestId;
 }

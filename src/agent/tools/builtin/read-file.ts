@@ -2,7 +2,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { defineTool } from '../define-tool';
-import { formatBytes, looksBinary, readHead } from '../text-files';
+import { formatBytes, looksBinary, prefixWithin, readHead } from '../text-files';
 import { ToolError, type Tool, type ToolOutput } from '../types';
 import { imageTypeOf } from '../../attachments/content';
 import { openForReading } from '../anchored-fs';
@@ -47,15 +47,6 @@ async function* linesOf(file: FileHandle, signal: AbortSignal, maxLineChars: num
   if (skipping) return;
   pending += decoder.end();
   if (pending.length > 0) yield pending;
-}
-
-/** The longest prefix of `text` whose UTF-8 form fits in `bytes`. */
-function prefixWithin(text: string, bytes: number): string {
-  const buffer = Buffer.from(text, 'utf8');
-  if (buffer.length <= bytes) return text;
-  let end = bytes;
-  while (end > 0 && (buffer[end] & 0xc0) === 0x80) end--;
-  return buffer.subarray(0, end).toString('utf8');
 }
 
 export function readFileTool(roots: WorkspaceRoots): Tool {

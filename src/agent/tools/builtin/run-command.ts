@@ -26,8 +26,11 @@ async function checkCall(roots: WorkspaceRoots, args: { command: string | string
   return { timeoutMs, cwd: folder };
 }
 
+/** What a string command of run_command runs through (also told to the model in its environment block). */
+export const COMMAND_SHELL = process.platform === 'win32' ? 'cmd.exe' : '/bin/sh -c';
+
 export function runCommandTool(roots: WorkspaceRoots): Tool {
-  const shell = process.platform === 'win32' ? 'cmd.exe' : '/bin/sh -c';
+  const shell = COMMAND_SHELL;
   return defineTool({
     name: 'run_command',
     description:

@@ -1,6 +1,6 @@
-import { ServiceError, type CommandOf, type ResultOf } from '../protocol';
-import { clientKeyOf, type Store } from '../store';
-import { personOf, type ClientSession } from './session';
+import { ServiceError, type CommandOf, type ResultOf } from '../../protocol';
+import { clientKeyOf, type Store } from '../../store';
+import { personOf, type ClientSession } from '../session';
 
 /** Settled chats remembered in memory (beyond them, the store answers: a stored reply, or `interrupted`). */
 export const REMEMBERED_CHATS = 1000;

@@ -1,4 +1,4 @@
-import type { RequestId } from '../protocol';
+import type { RequestId } from '../../protocol';
 
 /** Chats in progress per session and request id, and per conversation, so `cancel` can stop them. */
 export class RunningChats {

@@ -1,8 +1,8 @@
-import { turnFailureOf } from '../agent/turn-failure';
-import type { TurnEndedEvent } from '../protocol';
-import { canAccess } from '../protocol/sources';
-import type { Store } from '../store';
-import type { EventHub } from './event-hub';
+import type { TurnFailure } from '../../agent/turn-failure';
+import type { TurnEndedEvent } from '../../protocol';
+import { canAccess } from '../../protocol/sources';
+import type { Store } from '../../store';
+import type { EventHub } from '../event-hub';
 
 export interface EndedTurn {
   conversationId: string;
@@ -10,7 +10,7 @@ export interface EndedTurn {
   source: string;
   outcome: TurnEndedEvent['outcome'];
   /** What made it fail (outcome `failed`): told as its kind and status only (agent/turn-failure.ts). */
-  failure?: unknown;
+  failure?: TurnFailure;
 }
 
 /**
@@ -26,7 +26,7 @@ export function announceTurnEnded(deps: { events: EventHub; store: Store }, turn
     conversation_id: turn.conversationId,
     source: turn.source,
     outcome: turn.outcome,
-    ...(turn.outcome === 'failed' ? { error: turnFailureOf(turn.failure).forSender } : {}),
+    ...(turn.outcome === 'failed' && turn.failure ? { error: turn.failure.forSender } : {}),
   };
   deps.events.broadcast(event, (session) => canAccess(session.source, conversation.source));
 }

@@ -1,0 +1,72 @@
+import os from 'node:os';
+import { displayName } from '../../protocol';
+import { COMMAND_SHELL } from '../tools/builtin/run-command';
+import type { GitSummary } from './git-status';
+
+/** The window assumed for a model nobody gave one for (prices' `context_window`, or the server's own figure). */
+export const DEFAULT_CONTEXT_WINDOW_TOKENS = 32_000;
+/** Workspace folders whose git status is asked each turn; more are listed without it. */
+const MAX_GIT_FOLDERS = 4;
+/** A device name is the user's text: one line, this long at most. */
+const MAX_CLIENT_CHARS = 80;
+
+export interface EnvironmentFacts {
+  /** The workspace folders in force. */
+  roots: readonly string[];
+  /** Who sent the message, as people read it (`phone (relay), device “Pixel”`, `editor`). */
+  client: string;
+  /** The client is not the editor: the person may be reading on a small screen. */
+  remote: boolean;
+  model: string;
+  /** Tokens, or null when not known (then DEFAULT_CONTEXT_WINDOW_TOKENS is said to be assumed). */
+  contextWindow: number | null;
+  now?: Date;
+  /** The branch and changed files of a folder (GitStatusCache.summary). */
+  git: (folder: string) => Promise<GitSummary | undefined>;
+}
+
+/**
+ * The environment block of a turn: what is true now about where the agent runs. Only facts the model
+ * needs and nothing secret: never an environment variable, a token or a key; git is asked for the
+ * branch and a count of changed files, within GIT_TIMEOUT_MS.
+ */
+export async function environmentBlock(facts: EnvironmentFacts): Promise<string> {
+  const now = facts.now ?? new Date();
+  const git = await Promise.all(facts.roots.slice(0, MAX_GIT_FOLDERS).map((root) => facts.git(root)));
+  const lines = [
+    `- Date and time: ${localTime(now)}`,
+    `- Operating system: ${os.type()} ${os.release()} (${process.arch}); run_command's shell: ${COMMAND_SHELL}`,
+    ...workspaceLines(facts.roots, git),
+    `- Model: ${facts.model}; context window: ${facts.contextWindow === null ? `not known, assume about ${DEFAULT_CONTEXT_WINDOW_TOKENS} tokens` : `${facts.contextWindow} tokens`}`,
+    `- This message came from: ${oneLine(facts.client)}${facts.remote ? ' (the user may be away from the editor, reading on a small screen: keep the answer short)' : ''}`,
+  ];
+  return `# Environment (as of this message)\n${lines.join('\n')}`;
+}
+
+function workspaceLines(roots: readonly string[], git: (GitSummary | undefined)[]): string[] {
+  if (roots.length === 0) return ['- Workspace: none open (file tools have nothing to work on)'];
+  return roots.map((root, i) => {
+    const summary = git[i];
+    const where = roots.length > 1 ? `- Workspace folder ${i + 1}: ${root}` : `- Workspace folder: ${root}`;
+    if (!summary) return i < MAX_GIT_FOLDERS ? `${where} (not a git repository, or git is not available)` : where;
+    const changed = summary.changed === 'many' ? 'many changed files' : `${summary.changed} changed file${summary.changed === 1 ? '' : 's'}`;
+    return `${where} (git branch ${summary.branch}, ${changed})`;
+  });
+}
+
+/** `Thursday 2026-11-26 06:31 (Europe/Paris, UTC+01:00)`: the user's local time, which the model cannot know. */
+export function localTime(now: Date): string {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'local time';
+  const offset = -now.getTimezoneOffset();
+  const sign = offset >= 0 ? '+' : '-';
+  const hours = String(Math.floor(Math.abs(offset) / 60)).padStart(2, '0');
+  const minutes = String(Math.abs(offset) % 60).padStart(2, '0');
+  const pad = (n: number) => String(n).padStart(2, '0');
+  const day = now.toLocaleDateString('en-US', { weekday: 'long' });
+  return `${day} ${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())} ${pad(now.getHours())}:${pad(now.getMinutes())} (${zone}, UTC${sign}${hours}:${minutes})`;
+}
+
+function oneLine(text: string): string {
+  const line = displayName(text.replace(/\s+/g, ' ')).trim();
+  return line.length > MAX_CLIENT_CHARS ? `${line.slice(0, MAX_CLIENT_CHARS)}…` : line;
+}

@@ -1,0 +1,90 @@
+import { execFile } from 'node:child_process';
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+
+/** git gets this long to answer; a slower repository (or a hung filesystem) is left out of the turn. */
+export const GIT_TIMEOUT_MS = 1000;
+/** Enough for the status of tens of thousands of changed files; more is told as "many". */
+const MAX_STATUS_BYTES = 4 * 1024 * 1024;
+
+export interface GitSummary {
+  /** The checked-out branch; `detached at <commit>`, or `<name> (no commits yet)`. */
+  branch: string;
+  /** Files changed, staged or not tracked (lines of `git status --porcelain`), or `many` when too many to count. */
+  changed: number | 'many';
+}
+
+/**
+ * The branch and the count of changed files of the repository holding `folder`, asked of the real git
+ * (an argument array, no shell, bounded time, no optional locks so it never writes the index while the
+ * user's own git runs). Undefined when git is absent, the folder is not a repository, or git is slow.
+ */
+export function gitSummary(folder: string): Promise<GitSummary | undefined> {
+  return new Promise((resolve) => {
+    execFile(
+      'git',
+      ['--no-optional-locks', '-C', folder, 'status', '--porcelain=v1', '--branch', '--untracked-files=normal'],
+      { timeout: GIT_TIMEOUT_MS, maxBuffer: MAX_STATUS_BYTES, windowsHide: true, env: { ...process.env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' } },
+      (error, stdout) => {
+        if (error && (error as { code?: unknown }).code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER') {
+          resolve(summaryOf(stdout, true));
+          return;
+        }
+        resolve(error ? undefined : summaryOf(stdout, false));
+      },
+    );
+  });
+}
+
+/** A summary is asked of git again after this long at most, whatever else says it is unchanged. */
+export const GIT_STATUS_MAX_AGE_MS = 10_000;
+
+/**
+ * gitSummary per folder, asked again only when it may have changed: git's HEAD or index changed (a
+ * commit, checkout, stage), a tool of the agent wrote a file or ran a command (`changed()`), or
+ * GIT_STATUS_MAX_AGE_MS passed (an edit made in the editor touches neither). A status of a repository of
+ * 10,000 files takes tens of milliseconds: more than the rest of a turn's own work.
+ */
+export class GitStatusCache {
+  private readonly entries = new Map<string, { key: string; generation: number; at: number; summary: GitSummary | undefined }>();
+  private generation = 0;
+
+  constructor(private readonly ask: (folder: string) => Promise<GitSummary | undefined> = gitSummary) {}
+
+  /** Files may have changed (a tool wrote one, or ran a command): every summary is asked again. */
+  changed(): void {
+    this.generation += 1;
+  }
+
+  async summary(folder: string, now = Date.now()): Promise<GitSummary | undefined> {
+    const key = await gitStateKey(folder);
+    const cached = this.entries.get(folder);
+    if (cached && cached.key === key && cached.generation === this.generation && now - cached.at < GIT_STATUS_MAX_AGE_MS) return cached.summary;
+    const generation = this.generation;
+    const summary = await this.ask(folder);
+    this.entries.set(folder, { key, generation, at: now, summary });
+    return summary;
+  }
+}
+
+/** What changes when HEAD or the index does (a folder inside a repository, or a worktree, has no .git folder of its own: then only time tells). */
+async function gitStateKey(folder: string): Promise<string> {
+  const of = (file: string) => stat(path.join(folder, '.git', file)).then((s) => `${s.mtimeMs}/${s.size}`, () => '-');
+  return `${await of('HEAD')}:${await of('index')}`;
+}
+
+/** `## main...origin/main [ahead 1]` then one line per changed file. */
+export function summaryOf(status: string, overflowed: boolean): GitSummary | undefined {
+  const lines = status.split('\n').filter((line) => line.length > 0);
+  const head = lines[0]?.startsWith('## ') ? lines[0].slice(3) : undefined;
+  if (head === undefined) return undefined;
+  const changed = overflowed ? 'many' : lines.length - 1;
+  return { branch: branchOf(head), changed };
+}
+
+function branchOf(head: string): string {
+  const initial = /^No commits yet on (.+)$/.exec(head) ?? /^Initial commit on (.+)$/.exec(head);
+  if (initial) return `${initial[1]} (no commits yet)`;
+  if (head.startsWith('HEAD (no branch)')) return 'detached HEAD';
+  return head.split('...')[0].split(' ')[0];
+}

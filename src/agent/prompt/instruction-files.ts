@@ -1,0 +1,174 @@
+import { constants } from 'node:fs';
+import { lstat, open, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { openForReading } from '../tools/anchored-fs';
+import { decodeText, formatBytes, prefixWithin } from '../tools/text-files';
+import { placeInRoots, resolveWorkspacePath } from '../tools/workspace';
+
+/** All instruction files together give the model at most this much text; the rest is cut, with a note. */
+export const INSTRUCTIONS_BUDGET_BYTES = 32 * 1024;
+/** A file larger than this is read only this far (the budget is far smaller anyway). */
+const READ_LIMIT_BYTES = 256 * 1024;
+/** The instruction file of a folder, looked for above every path a tool touched. */
+export const FOLDER_INSTRUCTION_FILE = 'AGENTS.md';
+/** What each workspace root may hold, in the order given to the model. */
+export const ROOT_INSTRUCTION_FILES = [FOLDER_INSTRUCTION_FILE, 'CLAUDE.md', '.github/copilot-instructions.md'];
+/** Folders of touched paths looked at, newest first: enough for a long task, bounded per turn. */
+const MAX_TOUCHED_FOLDERS = 64;
+
+/** One instruction file in force, as the model gets it. */
+export interface InstructionFile {
+  /** `user`: the data directory's, for every project; `project`: a file of a workspace folder. */
+  scope: 'user' | 'project';
+  /** Relative to its workspace folder (prefixed with the folder's name when there are several); `AGENTS.md` for the user's. */
+  path: string;
+  /** Its size on disk. */
+  bytes: number;
+  /** Only part of it reached the model (the budget ran out). */
+  cut: boolean;
+  /** What the model reads: the text (or its beginning) and, when cut, a note saying so. */
+  text: string;
+}
+
+interface Cached {
+  mtimeMs: number;
+  size: number;
+  text: string | undefined;
+}
+
+/**
+ * The project's instruction files (AGENTS.md at each workspace root and the nearest one above each
+ * path the agent's tools touched, CLAUDE.md, .github/copilot-instructions.md) and the user's own
+ * (`<data dir>/AGENTS.md`). They are repository content: read only through the file tools'
+ * confinement (a symbolic link leading out of the workspace, or into the data directory, is not
+ * followed), as text, never run. Each is re-read when its size or modification time changes.
+ */
+export class InstructionFiles {
+  private readonly cache = new Map<string, Cached>();
+
+  constructor(private readonly userDir: string | undefined) {}
+
+  /** The files in force for a turn whose tools touched `touched` (paths as the tools were given them, newest last). */
+  async inForce(roots: string[], touched: readonly string[] = []): Promise<InstructionFile[]> {
+    type Found = { root: string; relative: string; bytes: number; text: string };
+    const atRoots = roots.flatMap((given) => {
+      const root = path.resolve(given);
+      return ROOT_INSTRUCTION_FILES.map(async (relative): Promise<Found | undefined> => {
+        const file = await this.readProjectFile(roots, root, relative);
+        return file && { root, relative, ...file };
+      });
+    });
+    const nested = nearestFolders(roots, touched).map((folder) => this.nearestAbove(roots, folder.root, folder.relative));
+    // Looked at side by side: each look is a few system calls, each waiting its turn in libuv's pool.
+    const [user, found] = await Promise.all([
+      this.userDir ? this.readUserFile(path.join(this.userDir, FOLDER_INSTRUCTION_FILE)) : undefined,
+      Promise.all([...atRoots, ...nested]),
+    ]);
+    const files: { scope: 'user' | 'project'; path: string; bytes: number; text: string }[] = user ? [{ scope: 'user', path: FOLDER_INSTRUCTION_FILE, ...user }] : [];
+    const seen = new Set<string>();
+    for (const file of found) {
+      const key = file && path.join(file.root, file.relative);
+      if (!file || seen.has(key!)) continue;
+      seen.add(key!);
+      files.push({ scope: 'project', path: roots.length > 1 ? `${path.basename(file.root)}/${file.relative}` : file.relative, bytes: file.bytes, text: file.text });
+    }
+    return withinBudget(files);
+  }
+
+  /** The AGENTS.md of `relative`'s folder or the nearest folder above it, below the root (the root's own is read anyway). */
+  private async nearestAbove(roots: string[], root: string, relative: string): Promise<{ root: string; relative: string; bytes: number; text: string } | undefined> {
+    for (let folder = relative; folder !== '.' && folder !== ''; folder = path.posix.dirname(folder)) {
+      const candidate = `${folder}/${FOLDER_INSTRUCTION_FILE}`;
+      const file = await this.readProjectFile(roots, root, candidate);
+      if (file) return { root, relative: candidate, ...file };
+    }
+    return undefined;
+  }
+
+  /** A workspace file through the file tools' confinement; undefined when absent, refused, binary or not a file. */
+  private async readProjectFile(roots: string[], root: string, relative: string): Promise<{ bytes: number; text: string } | undefined> {
+    // A cheap look first: most places hold none, and those cost one lstat each.
+    if (!(await lstat(path.join(root, relative)).then(() => true, () => false))) return undefined;
+    let handle: FileHandle | undefined;
+    try {
+      const target = await resolveWorkspacePath(roots, path.join(root, relative));
+      handle = await openForReading(target, relative);
+      return await this.readOpen(target.path, handle);
+    } catch {
+      // Outside the workspace through a link, in the data directory, unreadable: not in force.
+      return undefined;
+    } finally {
+      await handle?.close();
+    }
+  }
+
+  /** The user's file in the data directory: a regular file, not followed if it is a symbolic link. */
+  private async readUserFile(file: string): Promise<{ bytes: number; text: string } | undefined> {
+    let handle: FileHandle | undefined;
+    try {
+      handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+      return await this.readOpen(file, handle);
+    } catch {
+      return undefined;
+    } finally {
+      await handle?.close();
+    }
+  }
+
+  /** The text of an open regular file, from the cache while its size and modification time are unchanged. */
+  private async readOpen(key: string, handle: FileHandle): Promise<{ bytes: number; text: string } | undefined> {
+    const info = await handle.stat();
+    if (!info.isFile()) return undefined;
+    let cached = this.cache.get(key);
+    if (!cached || cached.mtimeMs !== info.mtimeMs || cached.size !== info.size) {
+      const length = Math.min(info.size, READ_LIMIT_BYTES);
+      const buffer = Buffer.alloc(length);
+      const { bytesRead } = length > 0 ? await handle.read(buffer, 0, length, 0) : { bytesRead: 0 };
+      // A file cut at the read limit may end inside a character: decode what is whole.
+      const raw = buffer.subarray(0, bytesRead);
+      const text = decodeText(raw) ?? (info.size > READ_LIMIT_BYTES ? decodeText(trimPartial(raw)) : undefined);
+      cached = { mtimeMs: info.mtimeMs, size: info.size, text };
+      this.cache.set(key, cached);
+    }
+    if (cached.text === undefined || cached.text.trim() === '') return undefined;
+    return { bytes: info.size, text: cached.text };
+  }
+}
+
+/** The bytes up to the last character that starts before the end (a read cut short may end inside one). */
+function trimPartial(raw: Buffer): Buffer {
+  let end = raw.length;
+  while (end > 0 && (raw[end - 1] & 0xc0) === 0x80) end--;
+  return raw.subarray(0, Math.max(0, end - 1));
+}
+
+/** The folders of the touched paths inside a workspace root, newest first, each once. */
+function nearestFolders(roots: string[], touched: readonly string[]): { root: string; relative: string }[] {
+  const folders = new Map<string, { root: string; relative: string }>();
+  for (let i = touched.length - 1; i >= 0 && folders.size < MAX_TOUCHED_FOLDERS; i -= 1) {
+    const place = placeInRoots(roots, touched[i]);
+    if (!place || place.relative === '.') continue;
+    // The path itself may be a folder (list_directory, search_files): its own AGENTS.md is the nearest.
+    const key = path.join(place.root, place.relative);
+    if (!folders.has(key)) folders.set(key, place);
+  }
+  return [...folders.values()];
+}
+
+/** The files in order, their text cut once INSTRUCTIONS_BUDGET_BYTES are used, each cut one saying so. */
+function withinBudget(found: { scope: 'user' | 'project'; path: string; bytes: number; text: string }[]): InstructionFile[] {
+  let left = INSTRUCTIONS_BUDGET_BYTES;
+  return found.map((file) => {
+    const size = Buffer.byteLength(file.text, 'utf8');
+    const wholeFile = size >= file.bytes;
+    if (size <= left && wholeFile) {
+      left -= size;
+      return { ...file, cut: false };
+    }
+    const kept = prefixWithin(file.text, Math.max(0, left));
+    const keptBytes = Buffer.byteLength(kept, 'utf8');
+    left -= keptBytes;
+    const note = `[Cut: only the first ${formatBytes(keptBytes)} of ${file.path} (${formatBytes(file.bytes)}) are included; instruction files are limited to ${formatBytes(INSTRUCTIONS_BUDGET_BYTES)} in all.${file.scope === 'project' ? ' Read the file for the rest when it matters.' : ''}]`;
+    return { ...file, cut: true, text: kept ? `${kept}\n\n${note}` : note };
+  });
+}

@@ -1,0 +1,103 @@
+import type { ServiceConfig } from '../../protocol';
+import type { MessageRow } from '../../store';
+import { contextOf, fenced } from '../chat-context';
+import type { ChatMessage } from '../providers/types';
+import type { ToolCallData } from '../transcript';
+import { environmentBlock, type EnvironmentFacts } from './environment';
+import { GitStatusCache } from './git-status';
+import { InstructionFiles, type InstructionFile } from './instruction-files';
+import { systemPromptOf } from './system-prompt';
+
+/** Tools whose `path` (or `cwd`) names a place in the workspace: the nearest AGENTS.md above it applies. */
+const PATH_ARGUMENTS: Readonly<Record<string, string>> = {
+  read_file: 'path',
+  write_file: 'path',
+  edit_file: 'path',
+  list_directory: 'path',
+  search_files: 'path',
+  run_command: 'cwd',
+};
+
+/**
+ * What the model is told besides the conversation, built for each request: the system prompt (ours and
+ * the user's), the instruction files in force, and the environment block of the turn.
+ */
+export class TurnContext {
+  readonly instructions: InstructionFiles;
+  private readonly git = new GitStatusCache();
+
+  constructor(
+    private readonly workspaceRoots: () => string[],
+    /** The data directory: its AGENTS.md is the user's instructions for every project. */
+    userDir: string | undefined,
+  ) {
+    this.instructions = new InstructionFiles(userDir);
+  }
+
+  /** The instruction files in force for a conversation whose stored rows are `rows` (none: before any tool ran). */
+  filesInForce(rows: readonly MessageRow[] = []): Promise<InstructionFile[]> {
+    return this.instructions.inForce(this.workspaceRoots(), touchedPaths(rows));
+  }
+
+  /** The turn's environment block (computed once a turn: git is asked then). */
+  environment(facts: Omit<EnvironmentFacts, 'roots' | 'git'>): Promise<string> {
+    return environmentBlock({ ...facts, roots: this.workspaceRoots(), git: (folder) => this.git.summary(folder) });
+  }
+
+  /** A tool wrote a file or ran a command: git's status is asked again next turn. */
+  filesChanged(): void {
+    this.git.changed();
+  }
+
+  /**
+   * The system message of one request: prompt, instruction files, environment. The files are looked at
+   * afresh (re-read if changed) on a turn's first step, and on a later step when it touched a path not
+   * touched before (a folder with its own AGENTS.md, or an instruction file it edited); `turn` keeps
+   * them between the steps of one turn.
+   */
+  async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], environment: string, turn: TurnInstructions = {}): Promise<ChatMessage> {
+    const touched = [...new Set(touchedPaths(rows))];
+    const key = touched.join('\n');
+    if (turn.files === undefined || turn.key !== key) {
+      turn.files = await this.instructions.inForce(this.workspaceRoots(), touched);
+      turn.key = key;
+    }
+    const files = turn.files;
+    const parts = [systemPromptOf(config), instructionsText(files), environment].filter((part) => part.length > 0);
+    return { role: 'system', content: parts.join('\n\n') };
+  }
+}
+
+/** The instruction files of a turn so far, and the touched paths they were found for. */
+export interface TurnInstructions {
+  key?: string;
+  files?: InstructionFile[];
+}
+
+/** The instruction files as the model reads them: each under a heading naming it, fenced (its text cannot pose as ours). */
+export function instructionsText(files: readonly InstructionFile[]): string {
+  if (files.length === 0) return '';
+  const blocks = files.map((file) => `## ${file.scope === 'user' ? "The user's own instructions (for every project)" : `${file.path} (project)`}\n${fenced(file.text)}`);
+  return `# Instruction files in force\n${blocks.join('\n\n')}`;
+}
+
+/**
+ * The workspace paths the conversation's tools were called with, and the files the user attached from
+ * the editor, oldest first: the nearest AGENTS.md above each of them is in force.
+ */
+export function touchedPaths(rows: readonly MessageRow[]): string[] {
+  const paths: string[] = [];
+  for (const row of rows) {
+    if (row.role === 'user') {
+      for (const item of contextOf(row.data) ?? []) paths.push(item.path);
+      continue;
+    }
+    if (row.role !== 'tool' || !row.tool_name) continue;
+    const argument = PATH_ARGUMENTS[row.tool_name];
+    const data = row.data as Partial<ToolCallData> | null;
+    if (!argument || data?.kind !== 'call') continue;
+    const value = data.arguments?.[argument];
+    if (typeof value === 'string' && value.length > 0) paths.push(value);
+  }
+  return paths;
+}

@@ -1,0 +1,122 @@
+import type { Agent, ChatOutput, TurnEvent } from '../../agent/agent';
+import type { StoredAttachment } from '../../agent/attachments/content';
+import { previewOf } from '../../agent/preview';
+import { turnFailureOf } from '../../agent/turn-failure';
+import type { RequestId, ResultOf } from '../../protocol';
+import type { Store } from '../../store';
+import type { TurnEnd, TurnRequest, TurnStarter } from '../context';
+import type { EventHub } from '../event-hub';
+import { clientLabel } from '../agent-context-handlers';
+import { isOwner } from '../roles';
+import { personOf } from '../session';
+import { ChatResends } from './chat-resends';
+import { RunningChats } from './running-chats';
+import { announceTurnEnded } from './turn-ended';
+
+type ChatResult = ResultOf<'chat'>;
+
+/**
+ * The one home of a turn, whoever starts it (the chat command, the webhook inbox): a resend of a chat is
+ * answered, not run again; the turn is registered for `cancel`; its events go to the conversation's
+ * followers as the agent makes them (a chat's sender follows from its user message on); and its end is
+ * announced as `turn.ended` (docs/design.md, "The path of one chat message").
+ */
+export class TurnRunner implements TurnStarter {
+  private readonly running = new RunningChats();
+  private readonly resends: ChatResends;
+
+  constructor(private readonly deps: { agent: Agent; events: EventHub; store: Store }) {
+    this.resends = new ChatResends(deps.store);
+  }
+
+  /** Runs the turn; a chat's result (what a resend of it gets too). A failure is thrown after it is announced. */
+  run(request: TurnRequest): Promise<ChatResult> {
+    const { message, session } = request;
+    // A resend (same sender, same client_message_id) gets the original result, never a second turn.
+    if (message.kind === 'chat') return this.resends.once(message.command, session, () => this.runOnce(request));
+    return this.runOnce(request);
+  }
+
+  cancel(sessionId: string, requestId: RequestId): boolean {
+    return this.running.cancel(sessionId, requestId);
+  }
+
+  /** Stops the conversation's running turns, whoever started them; false when none runs. */
+  cancelConversation(conversationId: string): boolean {
+    return this.running.cancelConversation(conversationId);
+  }
+
+  /** Stops every running turn (the service is stopping and the grace period is over). */
+  cancelAll(): void {
+    this.running.cancelAll();
+  }
+
+  private async runOnce(request: TurnRequest): Promise<ChatResult> {
+    const { session, message } = request;
+    // Refused before anything starts (nothing to cancel, no turn to announce).
+    const attachments = message.kind === 'chat' ? message.check() : [];
+    const run = this.running.start(session.id, request.requestId);
+    const origin = { sessionId: session.id, requestId: request.requestId };
+    // Known from the turn's first event, its user message; a turn refused or removed before it never began.
+    let conversationId: string | undefined;
+    const publish = (event: TurnEvent) => {
+      if (conversationId === undefined) {
+        conversationId = event.conversation_id;
+        // A chat's sender hears its turn as a follower (numbered, its request id on its copies); a
+        // webhook sender hears of it by the outbox's callback. Cancellable by conversation from now on.
+        if (message.kind === 'chat') this.deps.events.feeds.follow(session, conversationId, undefined, false);
+        run.attach(conversationId);
+      }
+      this.deps.events.feeds.publish(event, { origin });
+    };
+    try {
+      let output: ChatOutput;
+      try {
+        output = await this.answer(request, attachments, publish, run.signal);
+      } catch (error) {
+        await this.ended(request, conversationId, { outcome: 'failed', error, failure: turnFailureOf(error) });
+        throw error;
+      }
+      await this.ended(request, conversationId, { outcome: output.removed ? 'removed' : output.cancelled ? 'cancelled' : 'answered' });
+      return { response: output.response, conversation_id: output.conversation_id, ...(output.cancelled ? { cancelled: true as const } : {}) };
+    } finally {
+      run.done();
+    }
+  }
+
+  private answer({ session, message }: TurnRequest, attachments: readonly StoredAttachment[], publish: (event: TurnEvent) => void, signal: AbortSignal): Promise<ChatOutput> {
+    const source = session.source;
+    if (message.kind === 'admitted') {
+      const { conversationId, admit, model, storeReply, clientMessageId, text } = message;
+      // Listed behind a running turn like a chat, under the id its sender knows it by.
+      const waitingAs = { client_message_id: clientMessageId, preview: previewOf(text) };
+      return this.deps.agent.answerAdmitted(conversationId, admit, { source, model, signal, storeReply, waitingAs }, publish);
+    }
+    const { command } = message;
+    const clientMessageId = command.client_message_id;
+    return this.deps.agent.chat(
+      {
+        message: command.message,
+        context: command.context,
+        attachments,
+        conversationId: command.conversation_id,
+        source,
+        ownerAnswersPrompts: !isOwner(session),
+        signal,
+        stream: command.stream === true,
+        sender: personOf(session),
+        clientMessageId,
+        clientKey: clientMessageId === undefined ? undefined : ChatResends.keyOf(session, clientMessageId),
+        client: clientLabel(session, this.deps),
+      },
+      publish,
+    );
+  }
+
+  /** The starter's part first (settle), then `turn.ended` to every client that may see the conversation. */
+  private async ended(request: TurnRequest, conversationId: string | undefined, end: TurnEnd): Promise<void> {
+    const forGood = request.settle ? await request.settle(end) : true;
+    if (!forGood || conversationId === undefined || end.outcome === 'removed') return;
+    announceTurnEnded(this.deps, { conversationId, source: request.session.source, outcome: end.outcome, failure: end.outcome === 'failed' ? end.failure : undefined });
+  }
+}

@@ -1,0 +1,38 @@
+import { z } from 'zod';
+
+export * from './saved-prompt-text';
+
+/**
+ * What the agent is given besides the conversation (docs/protocol.md, "The agent's context"): the
+ * instruction files in force, and the saved prompts a client offers as shortcuts. No imports but zod:
+ * the web page bundles it.
+ */
+
+/** How service.json's `system_prompt` joins the built-in one: after it (`add`), or in its place (`replace`). */
+export const SystemPromptMode = z.enum(['add', 'replace']);
+export type SystemPromptMode = z.infer<typeof SystemPromptMode>;
+
+/** An instruction file the model is given (its text is not sent: the file is the user's to open). */
+export const InstructionFileInfo = z.object({
+  /** `user`: `<data dir>/AGENTS.md`, for every project; `project`: a file of a workspace folder. */
+  scope: z.enum(['user', 'project']),
+  /** Relative to its workspace folder, `/` separators (prefixed with the folder's name when several are open). */
+  path: z.string(),
+  /** Its size on disk. */
+  bytes: z.number().int(),
+  /** Only its beginning reached the model (instruction files are limited to 32 KiB in all). */
+  cut: z.boolean(),
+});
+export type InstructionFileInfo = z.infer<typeof InstructionFileInfo>;
+
+export const SavedPrompt = z.object({
+  name: z.string(),
+  description: z.string(),
+  /** `project`: `.remote-assistant/prompts/` of a workspace folder; `user`: `<data dir>/prompts/`. */
+  scope: z.enum(['user', 'project']),
+  /** The Markdown body, `$ARGUMENTS` where the argument goes. */
+  template: z.string(),
+  /** The template holds `$ARGUMENTS`: a client asks for the argument. */
+  takes_arguments: z.boolean(),
+});
+export type SavedPrompt = z.infer<typeof SavedPrompt>;

@@ -1,0 +1,143 @@
+import type { EnvelopeOf } from '../../protocol';
+import type { ServiceConnection } from '../connection';
+import type { AttachmentThumbnails } from './attachments';
+import { h } from './dom';
+import type { TurnEvent } from './live-turn';
+import type { MessageView } from './message-view';
+import type { Outbox, OutboxItem } from './outbox';
+
+/** An outbox message sent and not yet answered. */
+interface InFlight {
+  item: OutboxItem;
+  requestId: string;
+}
+
+export interface OutboxSenderDeps {
+  connection: ServiceConnection;
+  outbox: Outbox;
+  messages: MessageView;
+  thumbnails: AttachmentThumbnails;
+  connected(): boolean;
+  /** What is on screen: a conversation, or the new chat of this draft. */
+  screen(): { current: string | undefined; draft: string };
+  /** The service answered a chat the page sent (its bubble is marked sent, or removed when it was taken out of the queue). */
+  answered(item: OutboxItem, answer: EnvelopeOf<'chat'>): void;
+}
+
+/**
+ * The outbox's sending (one of the chat app's three jobs, beside the live turn and navigation): every
+ * typed message is drawn as waiting, sent in order with its client_message_id, and known as the page's
+ * own when its conversation's `chat.message` names that id.
+ */
+export class OutboxSender {
+  /** The bubbles of outbox messages on screen ("waiting to send"), by client_message_id. */
+  private readonly pendingBubbles = new Map<string, HTMLElement>();
+  /** Outbox messages sent and not yet answered, in the order sent. */
+  private readonly inFlight: InFlight[] = [];
+
+  constructor(private readonly deps: OutboxSenderDeps) {}
+
+  /** A typed message: kept in the outbox, drawn waiting, sent now if connected (else when the connection returns). */
+  add(item: OutboxItem): void {
+    this.deps.outbox.add(item);
+    this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
+    this.flush();
+  }
+
+  /**
+   * Sends, in order, every outbox message not on its way yet, without waiting for earlier answers: the
+   * service queues a conversation's messages behind its running turn, where every client sees them and
+   * may remove one. Only a new chat's next messages wait, until its first one names the conversation.
+   * Offline nothing is sent; the outbox is sent again (same ids, answered once) when the connection returns.
+   */
+  flush(): void {
+    if (!this.deps.connected()) return;
+    const onItsWay = (id: string) => this.inFlight.some((s) => s.item.client_message_id === id);
+    for (const item of this.deps.outbox.ready(onItsWay)) void this.sendItem(item).then(() => this.flush());
+  }
+
+  /**
+   * The page's new chat whose first event this is (it names the conversation the chat made), or
+   * undefined. Its next messages go there now.
+   */
+  newChatNamedBy(event: TurnEvent): OutboxItem | undefined {
+    const sending = this.inFlight.find((s) => !s.item.conversation_id && isOurs(event, s));
+    if (!sending) return undefined;
+    sending.item.conversation_id = event.conversation_id;
+    if (sending.item.draft) this.deps.outbox.conversationMade(sending.item.draft, event.conversation_id);
+    this.flush();
+    return sending.item;
+  }
+
+  /** The bubble of the outbox message a stored user message is, by the client_message_id it was sent with, marked sent. */
+  claimSent(clientMessageId: string | undefined): HTMLElement | undefined {
+    const bubble = clientMessageId === undefined ? undefined : this.pendingBubbles.get(clientMessageId);
+    if (!bubble || clientMessageId === undefined) return undefined;
+    this.pendingBubbles.delete(clientMessageId);
+    markSent(bubble);
+    return bubble;
+  }
+
+  /**
+   * The outbox's messages of what is on screen, after its history. One sent before (e.g. before a reload)
+   * that the history holds (by its client_message_id) was stored: it waits only for its answer, and is not drawn twice.
+   */
+  showPending(storedIds: ReadonlySet<string> = new Set()): void {
+    this.pendingBubbles.clear();
+    const { current, draft } = this.deps.screen();
+    for (const item of this.deps.outbox.all) {
+      const here = item.conversation_id ? item.conversation_id === current : !current && item.draft === draft;
+      if (here && !storedIds.has(item.client_message_id)) this.pendingBubbles.set(item.client_message_id, this.addPendingBubble(item));
+    }
+  }
+
+  /** True when the service answered (the message is out of the outbox), false when the connection dropped. */
+  private async sendItem(item: OutboxItem): Promise<boolean> {
+    const sending: InFlight = { item, requestId: this.deps.connection.newId() };
+    this.inFlight.push(sending);
+    this.deps.outbox.markAttempted(item);
+    const frame = { type: 'chat', id: sending.requestId, message: item.text, stream: true, client_message_id: item.client_message_id,
+      ...(item.context ? { context: item.context } : {}),
+      ...(item.attachments?.length ? { attachments: item.attachments.map((a) => a.attachment_id) } : {}),
+      ...(item.conversation_id ? { conversation_id: item.conversation_id } : {}) } as const;
+    let answer: EnvelopeOf<'chat'> | undefined;
+    try {
+      answer = await this.deps.connection.request(frame);
+    } catch {
+      return false; // Kept: sent again with the same client_message_id once reconnected, answered once.
+    } finally {
+      this.inFlight.splice(this.inFlight.indexOf(sending), 1);
+    }
+    this.deps.outbox.remove(item.client_message_id);
+    const bubble = this.pendingBubbles.get(item.client_message_id);
+    this.pendingBubbles.delete(item.client_message_id);
+    // Cancelled before any client saw it stored: taken out of the queue (remove_queued), never stored.
+    if (bubble && answer.status === 'ok' && answer.data.cancelled) bubble.remove();
+    else if (bubble) markSent(bubble);
+    if (answer.status === 'ok' && !item.conversation_id && item.draft) this.deps.outbox.conversationMade(item.draft, answer.data.conversation_id);
+    this.deps.answered(item, answer);
+    return true;
+  }
+
+  private addPendingBubble(item: OutboxItem): HTMLElement {
+    const bubble = this.deps.messages.addUser(item.text, true, item.context);
+    this.deps.thumbnails.show(bubble, item.attachments);
+    bubble.dataset.clientMessageId = item.client_message_id;
+    bubble.append(h('div', { class: 'message-note pending-note' }, 'waiting to send'));
+    return bubble;
+  }
+}
+
+function markSent(bubble: HTMLElement): void {
+  bubble.classList.remove('pending');
+  bubble.querySelector(':scope > .pending-note')?.remove();
+}
+
+/**
+ * Whether a turn event is the first of the new chat being sent: its user message names the chat's
+ * client_message_id (also when the chat was resent on another connection); the other events its request id.
+ */
+function isOurs(event: TurnEvent, sending: InFlight): boolean {
+  if (event.event === 'chat.message') return event.message.client_message_id === sending.item.client_message_id;
+  return 'id' in event && event.id === sending.requestId;
+}

@@ -1,0 +1,284 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { GIT_STATUS_MAX_AGE_MS, GitStatusCache, summaryOf } from '../../src/agent/prompt/git-status';
+import { BUILTIN_SYSTEM_PROMPT } from '../../src/agent/prompt/system-prompt';
+import { environmentBlock } from '../../src/agent/prompt/environment';
+import { clientLabel } from '../../src/commands/agent-context-handlers';
+import type { ClientSession } from '../../src/commands/session';
+import type { Store } from '../../src/store';
+import { expandPrompt, slashCommandOf } from '../../src/protocol';
+import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../helpers/fake-openai';
+import { TEST_API_KEY, TEST_TOKEN, startService, type RunningService } from '../helpers/service';
+import { tempDir } from '../helpers/temp';
+import { TestClient } from '../helpers/ws-client';
+
+// What the model is told besides the conversation (docs/protocol.md, "The agent's context"), read from
+// the requests the fake provider recorded.
+
+let fake: FakeOpenAI;
+const cleanups: (() => Promise<void>)[] = [];
+
+before(async () => {
+  fake = await startFakeOpenAI();
+});
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+  await fake?.close();
+});
+
+async function folder(prefix: string): Promise<string> {
+  const temp = await tempDir(prefix);
+  cleanups.push(temp.cleanup);
+  return temp.dir;
+}
+
+async function service(workspace: string, config: Record<string, unknown> = {}, options: Parameters<typeof startService>[1] = {}): Promise<{ svc: RunningService; client: TestClient }> {
+  const svc = await startService({ base_url: fake.url, workspace, permission_mode: 'allow', ...config }, { toolTimeoutMs: 5_000, ...options });
+  cleanups.push(() => svc.dispose());
+  const client = await TestClient.authed(svc.wsUrl, svc.token);
+  cleanups.push(async () => client.close());
+  return { svc, client };
+}
+
+/** The system message of a recorded request (the first message). */
+function systemOf(request: RecordedRequest): string {
+  const [first] = request.body.messages as { role: string; content: string }[];
+  assert.equal(first.role, 'system');
+  return first.content;
+}
+
+function git(cwd: string, ...args: string[]): void {
+  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.invalid', ...args], { cwd, stdio: 'ignore' });
+}
+
+function localDate(now = new Date()): string {
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}`;
+}
+
+describe('the system prompt and the environment block', () => {
+  test('present and true: our prompt, the date, the OS, the workspace, the branch and its changed files, the client; no secret', async () => {
+    const workspace = await folder('ra-ctx-git-');
+    git(workspace, 'init', '-q', '-b', 'feature-ctx');
+    await writeFile(join(workspace, 'tracked.txt'), 'one\n');
+    git(workspace, 'add', 'tracked.txt');
+    git(workspace, 'commit', '-q', '-m', 'first');
+    await writeFile(join(workspace, 'tracked.txt'), 'two\n');
+    await writeFile(join(workspace, 'new.txt'), 'untracked\n');
+    const { client } = await service(workspace, { system_prompt: 'Always answer in haiku.' });
+    fake.script({ text: 'ok' });
+    const before = localDate();
+    assert.equal((await client.request({ type: 'chat', message: 'where am I?' })).status, 'ok');
+    const request = fake.requests.at(-1)!;
+    const system = systemOf(request);
+    assert.ok(system.startsWith(BUILTIN_SYSTEM_PROMPT), 'the built-in prompt comes first');
+    assert.match(system, /# From the user's settings\nAlways answer in haiku\./, "service.json's system_prompt is added");
+    assert.ok([before, localDate()].some((day) => system.includes(day)), "today's date");
+    assert.ok(system.includes(Intl.DateTimeFormat().resolvedOptions().timeZone), 'the time zone');
+    assert.ok(system.includes(`${os.type()} ${os.release()}`), 'the OS');
+    assert.ok(system.includes(`Workspace folder: ${workspace} (git branch feature-ctx, 2 changed files)`), system);
+    assert.match(system, /This message came from: LAN \(the user may be away/);
+    assert.match(system, /context window: 128000 tokens/, "the price table's window for gpt-4o-mini");
+    assert.doesNotMatch(system, /Instruction files in force/, 'no instruction file, no section');
+    const sent = JSON.stringify(request.body);
+    for (const secret of [TEST_API_KEY, TEST_TOKEN]) assert.ok(!sent.includes(secret), 'no secret reaches the model');
+    const user = (request.body.messages as { role: string; content: string }[]).at(-1)!;
+    assert.deepEqual(user, { role: 'user', content: 'where am I?' }, "the user's message is left as it was typed");
+
+    // The agent's own write counts on the next turn (git's status is asked again after a tool ran).
+    fake.script({ tool_calls: [{ id: 'w1', name: 'write_file', arguments: { path: 'made.txt', content: 'x' } }] }, { text: 'written' }, { text: 'ok' });
+    assert.equal((await client.request({ type: 'chat', message: 'write it' })).status, 'ok');
+    assert.ok(systemOf(fake.requests.at(-1)!).includes('(git branch feature-ctx, 2 changed files)'), 'the environment is computed once a turn');
+    assert.equal((await client.request({ type: 'chat', message: 'and now?' })).status, 'ok');
+    assert.ok(systemOf(fake.requests.at(-1)!).includes('(git branch feature-ctx, 3 changed files)'));
+  });
+
+  test('outside a repository: said so, no branch; system_prompt_mode "replace" leaves out our prompt', async () => {
+    const workspace = await folder('ra-ctx-plain-');
+    const { client } = await service(workspace, { system_prompt: 'You are a pirate.', system_prompt_mode: 'replace' });
+    fake.script({ text: 'ok' });
+    assert.equal((await client.request({ type: 'chat', message: 'hi' })).status, 'ok');
+    const system = systemOf(fake.requests.at(-1)!);
+    assert.ok(system.startsWith('You are a pirate.\n\n# Environment'), system.slice(0, 200));
+    assert.ok(!system.includes(BUILTIN_SYSTEM_PROMPT.slice(0, 60)));
+    assert.ok(system.includes(`Workspace folder: ${workspace} (not a git repository`));
+    const config = (await client.request({ type: 'get_config' })).data as { system_prompt_mode: string; instructions: unknown[] };
+    assert.equal(config.system_prompt_mode, 'replace');
+    assert.deepEqual(config.instructions, []);
+  });
+});
+
+describe('who sent the message', () => {
+  test("a paired phone is named by its device name, on one line; the environment never holds the process's environment", async () => {
+    const session = (source: string, deviceId?: string) => ({ source, deviceId }) as unknown as ClientSession;
+    const store = { devices: { get: (id: string) => (id === 'd1' ? { device_name: 'Ada\u2019s Pixel' } : undefined) } } as unknown as Store;
+    assert.equal(clientLabel(session('relay', 'd1'), { store }), 'phone (relay), device “Ada’s Pixel”');
+    assert.equal(clientLabel(session('ws'), { store }), 'LAN');
+    assert.equal(clientLabel(session('webhook:support'), { store }), 'webhook “support”');
+    process.env.RA_TEST_SECRET_VALUE = 'env-secret-9c1f2e';
+    try {
+      const block = await environmentBlock({ roots: [], client: 'phone (relay), device “a\nb”', remote: true, model: 'm', contextWindow: null, git: async () => undefined });
+      assert.ok(!block.includes('env-secret-9c1f2e'));
+      assert.match(block, /This message came from: phone \(relay\), device “a b” \(the user may be away/);
+      assert.match(block, /Workspace: none open/);
+      assert.match(block, /context window: not known, assume about 32000 tokens/);
+    } finally {
+      delete process.env.RA_TEST_SECRET_VALUE;
+    }
+  });
+});
+
+describe('git status, cheaply', () => {
+  test('asked again when HEAD or the index changes, after a tool ran, or once it is old; else reused', async () => {
+    const repo = await folder('ra-ctx-gitcache-');
+    git(repo, 'init', '-q', '-b', 'main');
+    let asked = 0;
+    const cache = new GitStatusCache(async () => ({ branch: 'main', changed: (asked += 1) }));
+    const t0 = Date.now();
+    assert.equal((await cache.summary(repo, t0))?.changed, 1);
+    assert.equal((await cache.summary(repo, t0 + 1))?.changed, 1, 'reused');
+    await writeFile(join(repo, 'a.txt'), 'a');
+    git(repo, 'add', 'a.txt');
+    assert.equal((await cache.summary(repo, t0 + 2))?.changed, 2, 'the index changed');
+    cache.changed();
+    assert.equal((await cache.summary(repo, t0 + 3))?.changed, 3, 'a tool ran');
+    assert.equal((await cache.summary(repo, t0 + 3 + GIT_STATUS_MAX_AGE_MS))?.changed, 4, 'too old');
+  });
+
+  test('the status line read: branch, detached, no commits yet, not a repository', () => {
+    assert.deepEqual(summaryOf('## main...origin/main [ahead 1]\n M a.ts\n?? b.ts\n', false), { branch: 'main', changed: 2 });
+    assert.deepEqual(summaryOf('## HEAD (no branch)\n', false), { branch: 'detached HEAD', changed: 0 });
+    assert.deepEqual(summaryOf('## No commits yet on trunk\n?? x\n', false), { branch: 'trunk (no commits yet)', changed: 1 });
+    assert.deepEqual(summaryOf('## main\n M a\n', true), { branch: 'main', changed: 'many' });
+    assert.equal(summaryOf('', false), undefined);
+  });
+});
+
+describe('instruction files', () => {
+  test('root AGENTS.md, CLAUDE.md, copilot-instructions and the user\'s own are given; an edit is seen on the next request', async () => {
+    const workspace = await folder('ra-ctx-agents-');
+    const dataTemp = await folder('ra-ctx-data-');
+    await writeFile(join(workspace, 'AGENTS.md'), 'Run `npm test` before you finish.\n');
+    await writeFile(join(workspace, 'CLAUDE.md'), 'Prefer tabs.\n');
+    await mkdir(join(workspace, '.github'));
+    await writeFile(join(workspace, '.github', 'copilot-instructions.md'), 'Use British spelling.\n');
+    await writeFile(join(dataTemp, 'AGENTS.md'), 'Sign every answer with a fox emoji.\n');
+    const { client } = await service(workspace, {}, { dataDir: dataTemp });
+    fake.script({ text: 'one' }, { text: 'two' });
+    const first = await client.request({ type: 'chat', message: 'go' });
+    const system = systemOf(fake.requests.at(-1)!);
+    assert.match(system, /## The user's own instructions \(for every project\)\n```\nSign every answer with a fox emoji\.\n\n```/);
+    assert.match(system, /## AGENTS\.md \(project\)\n```\nRun `npm test` before you finish\.\n\n```/);
+    assert.match(system, /## CLAUDE\.md \(project\)\n```\nPrefer tabs\./);
+    assert.match(system, /## \.github\/copilot-instructions\.md \(project\)\n```\nUse British spelling\./);
+    assert.ok(system.indexOf('Instruction files in force') < system.indexOf('# Environment'), 'instructions before the environment');
+
+    await writeFile(join(workspace, 'AGENTS.md'), 'Run `npm run check` instead; it is faster.\n');
+    await client.request({ type: 'chat', message: 'again', conversation_id: (first.data as { conversation_id: string }).conversation_id });
+    const edited = systemOf(fake.requests.at(-1)!);
+    assert.match(edited, /Run `npm run check` instead/);
+    assert.doesNotMatch(edited, /Run `npm test` before you finish/);
+
+    const config = (await client.request({ type: 'get_config' })).data as { instructions: { scope: string; path: string; cut: boolean }[] };
+    assert.deepEqual(config.instructions.map((f) => [f.scope, f.path, f.cut]), [
+      ['user', 'AGENTS.md', false],
+      ['project', 'AGENTS.md', false],
+      ['project', 'CLAUDE.md', false],
+      ['project', '.github/copilot-instructions.md', false],
+    ]);
+  });
+
+  test('a nested AGENTS.md joins once a tool touches a path under it, within the same turn, and list_instructions names it', async () => {
+    const workspace = await folder('ra-ctx-nested-');
+    await writeFile(join(workspace, 'AGENTS.md'), 'root rules\n');
+    await mkdir(join(workspace, 'packages', 'api', 'src'), { recursive: true });
+    await writeFile(join(workspace, 'packages', 'api', 'AGENTS.md'), 'api rules: never touch the migrations\n');
+    await writeFile(join(workspace, 'packages', 'api', 'src', 'server.ts'), 'export {};\n');
+    await mkdir(join(workspace, 'packages', 'web'));
+    await writeFile(join(workspace, 'packages', 'web', 'AGENTS.md'), 'web rules\n');
+    const { client } = await service(workspace);
+    fake.script({ tool_calls: [{ id: 'r1', name: 'read_file', arguments: { path: 'packages/api/src/server.ts' } }] }, { text: 'read it' });
+    const reply = await client.request({ type: 'chat', message: 'look at the server' });
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    const [beforeRead, afterRead] = fake.requests.slice(-2).map(systemOf);
+    assert.match(beforeRead, /root rules/);
+    assert.doesNotMatch(beforeRead, /api rules/, 'not before a path under it was touched');
+    assert.match(afterRead, /## packages\/api\/AGENTS\.md \(project\)\n```\napi rules: never touch the migrations/);
+    assert.doesNotMatch(afterRead, /web rules/, 'only the nearest file above a touched path');
+
+    const conversation_id = (reply.data as { conversation_id: string }).conversation_id;
+    const listed = (await client.request({ type: 'list_instructions', conversation_id })).data as { files: { path: string; bytes: number }[] };
+    assert.deepEqual(listed.files.map((f) => f.path), ['AGENTS.md', 'packages/api/AGENTS.md']);
+    assert.equal(listed.files[1].bytes, Buffer.byteLength('api rules: never touch the migrations\n'));
+    const general = (await client.request({ type: 'list_instructions' })).data as { files: { path: string }[] };
+    assert.deepEqual(general.files.map((f) => f.path), ['AGENTS.md']);
+    const missing = await client.request({ type: 'list_instructions', conversation_id: 'nope' });
+    assert.equal(missing.status, 'error');
+  });
+
+  test('an oversized AGENTS.md is cut with a visible note, and listed as cut', async () => {
+    const workspace = await folder('ra-ctx-big-');
+    await writeFile(join(workspace, 'AGENTS.md'), `${'Keep functions small. '.repeat(2000)}END-OF-RULES\n`);
+    const { client } = await service(workspace);
+    fake.script({ text: 'ok' });
+    await client.request({ type: 'chat', message: 'hi' });
+    const system = systemOf(fake.requests.at(-1)!);
+    assert.match(system, /\[Cut: only the first 32 KiB of AGENTS\.md \(43 KiB\) are included; instruction files are limited to 32 KiB in all\./);
+    assert.doesNotMatch(system, /END-OF-RULES/);
+    const listed = (await client.request({ type: 'list_instructions' })).data as { files: { path: string; cut: boolean }[] };
+    assert.deepEqual(listed.files.map((f) => [f.path, f.cut]), [['AGENTS.md', true]]);
+  });
+
+  test('an AGENTS.md that is a symbolic link to a file outside the workspace is not read', async () => {
+    const workspace = await folder('ra-ctx-link-');
+    const outside = await folder('ra-ctx-outside-');
+    await writeFile(join(outside, 'secret-notes.md'), 'OUTSIDE-SECRET-CONTENT\n');
+    await symlink(join(outside, 'secret-notes.md'), join(workspace, 'AGENTS.md'));
+    await mkdir(join(workspace, 'sub'));
+    await symlink(join(outside, 'secret-notes.md'), join(workspace, 'sub', 'AGENTS.md'));
+    await writeFile(join(workspace, 'sub', 'a.txt'), 'a\n');
+    const { client } = await service(workspace);
+    fake.script({ tool_calls: [{ id: 'l1', name: 'read_file', arguments: { path: 'sub/a.txt' } }] }, { text: 'ok' });
+    await client.request({ type: 'chat', message: 'hi' });
+    for (const request of fake.requests.slice(-2)) assert.ok(!JSON.stringify(request.body).includes('OUTSIDE-SECRET-CONTENT'));
+    const listed = (await client.request({ type: 'list_instructions' })).data as { files: unknown[] };
+    assert.deepEqual(listed.files, []);
+  });
+});
+
+describe('saved prompts', () => {
+  test('list_prompts: the project\'s and the user\'s, front matter read, the project\'s winning a shared name, a link leading out not read', async () => {
+    const workspace = await folder('ra-ctx-prompts-');
+    const dataTemp = await folder('ra-ctx-prompts-data-');
+    await mkdir(join(workspace, '.remote-assistant', 'prompts'), { recursive: true });
+    await writeFile(join(workspace, '.remote-assistant', 'prompts', 'review.md'), '---\nname: review\ndescription: "Review a file"\n---\nReview $ARGUMENTS for bugs.\n');
+    await writeFile(join(workspace, '.remote-assistant', 'prompts', 'tests.md'), 'Run the tests and fix what fails.\n');
+    await writeFile(join(workspace, '.remote-assistant', 'prompts', 'bad name!.md'), 'ignored\n');
+    const outside = await folder('ra-ctx-prompts-outside-');
+    await writeFile(join(outside, 'leak.md'), 'OUTSIDE-PROMPT\n');
+    await symlink(join(outside, 'leak.md'), join(workspace, '.remote-assistant', 'prompts', 'leak.md'));
+    await mkdir(join(dataTemp, 'prompts'));
+    await writeFile(join(dataTemp, 'prompts', 'review.md'), 'the user\'s review\n');
+    await writeFile(join(dataTemp, 'prompts', 'standup.md'), '---\ndescription: What changed today\n---\nSummarise today\'s commits.\n');
+    const { client } = await service(workspace, {}, { dataDir: dataTemp });
+    const listed = (await client.request({ type: 'list_prompts' })).data as { prompts: { name: string; description: string; scope: string; template: string; takes_arguments: boolean }[] };
+    assert.deepEqual(listed.prompts, [
+      { name: 'review', description: 'Review a file', scope: 'project', template: 'Review $ARGUMENTS for bugs.', takes_arguments: true },
+      { name: 'tests', description: '', scope: 'project', template: 'Run the tests and fix what fails.', takes_arguments: false },
+      { name: 'standup', description: 'What changed today', scope: 'user', template: "Summarise today's commits.", takes_arguments: false },
+    ]);
+  });
+
+  test('expanding: $ARGUMENTS replaced; without it the argument follows; /name args parsed', () => {
+    assert.equal(expandPrompt('Review $ARGUMENTS, then $ARGUMENTS again', ' src/a.ts '), 'Review src/a.ts, then src/a.ts again');
+    assert.equal(expandPrompt('Run the tests.', 'only unit'), 'Run the tests.\n\nonly unit');
+    assert.equal(expandPrompt('Run the tests.', ''), 'Run the tests.');
+    assert.deepEqual(slashCommandOf('/review src/a.ts and b'), { name: 'review', args: 'src/a.ts and b' });
+    assert.deepEqual(slashCommandOf('/tests'), { name: 'tests', args: '' });
+    assert.equal(slashCommandOf('not /a command'), undefined);
+  });
+});

@@ -79,8 +79,9 @@ function model(failSummaries: () => boolean) {
   };
 }
 
+// 300 real turns (600 provider calls and the summaries) take ~30 s on an idle machine; a shared one needs longer than the default.
 describe('a long session against a 16k window', () => {
-  test(`${TURNS} turns with large tool outputs: every request fits, the first constraint survives, the summary is stored and shown, search finds the first message`, async () => {
+  test(`${TURNS} turns with large tool outputs: every request fits, the first constraint survives, the summary is stored and shown, search finds the first message`, { timeout: 600_000 }, async () => {
     const svc = await service();
     fake.setDefault(model(() => false));
     const client = await TestClient.authed(svc.wsUrl, svc.token);

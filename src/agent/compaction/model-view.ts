@@ -92,8 +92,11 @@ export function splitForSummary(rows: readonly MessageRow[], keepTokens: number)
     if (used > keepTokens) break;
     split = i;
   }
-  // Forward to the next step's start; if the newest step alone is bigger than keepTokens, it starts there.
+  // Forward to the next turn's user message, else the next step's start; if the newest step alone is
+  // bigger than keepTokens, the kept part starts there.
   let start = split;
+  while (start < rows.length && rows[start].role !== 'user') start += 1;
+  if (start >= rows.length) start = split;
   while (start < rows.length && !startsStep(rows, start)) start += 1;
   if (start >= rows.length) {
     start = rows.length - 1;

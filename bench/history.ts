@@ -1,7 +1,8 @@
 // `npm run bench -- history`: a history of 10 MB, 200 MB and more (HISTORY_BENCH_MB, e.g. "10,200,2000"),
 // messages of 0.2-1.7 KB with every fourth an 8-23 KB tool output (issue 13's table). Measures the open
 // (in a child process that only opens: time and resident memory added), get_messages p50, search p99,
-// and the longest event-loop stall during writes and a retention pass; each as a ratio to 10 MB.
+// the longest event-loop stall during writes and a retention pass, and the integrity check made at open
+// against SQLite's quick_check; each as a ratio to 10 MB.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -92,6 +93,37 @@ function openInChild(dir: string): { openMs: number; rssDelta: number; rss: numb
   }
 }
 
+/**
+ * In a fresh child, on history.db alone: the check made at every open (store/history/integrity.ts) and,
+ * for comparison, SQLite's `PRAGMA quick_check` (reads every page). Page cache warm (just generated).
+ */
+function checksInChild(dir: string): { checkMs: number; quickCheckMs: number; fileMb: number } {
+  const script = `
+    const { Database } = require('node-sqlite3-wasm');
+    const { statSync } = require('node:fs');
+    const { damageAtOpen } = require(${JSON.stringify(path.join(__dirname, '..', 'src', 'store', 'history', 'integrity.ts'))});
+    const file = ${JSON.stringify(path.join(dir, 'history.db'))};
+    const db = new Database(file);
+    // As history-db.ts opens it (the schema is read here), so what is timed next is the check alone.
+    db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL; PRAGMA cache_size = -16000;');
+    let t = performance.now();
+    const damage = damageAtOpen(db, file);
+    const checkMs = performance.now() - t;
+    t = performance.now();
+    const quick = db.all('PRAGMA quick_check');
+    const quickCheckMs = performance.now() - t;
+    db.close();
+    if (damage !== null || quick[0].quick_check !== 'ok') throw new Error('damaged: ' + damage + ' ' + JSON.stringify(quick));
+    console.log(JSON.stringify({ checkMs, quickCheckMs, fileMb: statSync(file).size / 1e6 }));`;
+  const result = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8', cwd: path.join(__dirname, '..') });
+  const line = result.stdout.trim().split('\n').pop() ?? '';
+  try {
+    return JSON.parse(line) as { checkMs: number; quickCheckMs: number; fileMb: number };
+  } catch {
+    throw new Error(`check child failed: ${result.stderr}`);
+  }
+}
+
 interface Row {
   mb: number;
   messages: number;
@@ -101,11 +133,15 @@ interface Row {
   listP50Ms: number;
   searchP99Ms: number;
   maxStallMs: number;
+  historyDbMb: number;
+  checkMs: number;
+  quickCheckMs: number;
 }
 
 async function measure(dir: string, mb: number, messages: number): Promise<Row> {
   const opens = [0, 1, 2].map(() => openInChild(dir));
   const open = opens.sort((a, b) => a.openMs - b.openMs)[1];
+  const checks = checksInChild(dir);
   const store = await openStore(dir);
   try {
     const conversations = Math.ceil(messages / PER_CONVERSATION);
@@ -151,6 +187,9 @@ async function measure(dir: string, mb: number, messages: number): Promise<Row> 
       listP50Ms: percentile(sorted(lists), 50),
       searchP99Ms: percentile(sorted(searches), 99),
       maxStallMs: loop.max / 1e6,
+      historyDbMb: checks.fileMb,
+      checkMs: checks.checkMs,
+      quickCheckMs: checks.quickCheckMs,
     };
   } finally {
     await store.close();
@@ -178,6 +217,12 @@ export async function benchHistory(): Promise<Row[]> {
     console.log(
       `| ${r.mb} MB | ${r.messages} | ${fmt(r.openMs, 0)} (${ratio(r.openMs, base.openMs)}) | ${fmt(r.rssDeltaMb, 0)} (${ratio(r.rssDeltaMb, base.rssDeltaMb)}) | ${fmt(r.getP50Ms)} (${ratio(r.getP50Ms, base.getP50Ms)}) | ${fmt(r.listP50Ms)} (${ratio(r.listP50Ms, base.listP50Ms)}) | ${fmt(r.searchP99Ms)} (${ratio(r.searchP99Ms, base.searchP99Ms)}) | ${fmt(r.maxStallMs, 1)} |`,
     );
+  }
+  console.log('');
+  console.log('| history | history.db MB | check at open ms (ratio) | PRAGMA quick_check ms (ratio) |');
+  console.log('|---|---|---|---|');
+  for (const r of rows) {
+    console.log(`| ${r.mb} MB | ${fmt(r.historyDbMb, 0)} | ${fmt(r.checkMs)} (${ratio(r.checkMs, base.checkMs)}) | ${fmt(r.quickCheckMs, 0)} (${ratio(r.quickCheckMs, base.quickCheckMs)}) |`);
   }
   return rows;
 }

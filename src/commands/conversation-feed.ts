@@ -20,21 +20,53 @@ interface Entry {
   /** Who may receive it among the followers (a prompt only those who may answer); absent: every follower. */
   readonly filter?: EventFilter;
   readonly origin?: TurnOrigin;
+  /** Its size as sent (JSON characters), counted once when it is kept. */
+  readonly bytes: number;
 }
 
-/** Events kept per conversation for catching up; the running turn's are kept whole (up to HARD_LIMIT). */
-const KEPT_EVENTS = 10_000;
-const HARD_LIMIT = 100_000;
-/** Idle conversations nobody follows are forgotten beyond this many (their followers, if any, are never dropped). */
-const KEPT_CONVERSATIONS = 100;
+/**
+ * What is kept for catching up (docs/protocol.md, "Following a conversation"), in events and in bytes:
+ * a chat.message holds its whole text, so a count alone let a client fill the memory (issue 20).
+ * A conversation keeps its last `keptEvents` events and `conversationBytes`; its running turn's events
+ * are kept whole up to `hardLimit` events and `turnBytes` (a fresh follower gets the turn so far); all
+ * conversations together keep at most `totalBytes`, the ended turns of the least recently active going
+ * first, then (only when running turns alone pass it) the oldest events of running turns.
+ */
+export const FEED_LIMITS = {
+  keptEvents: 10_000,
+  hardLimit: 100_000,
+  conversationBytes: 4 * 1024 * 1024,
+  turnBytes: 16 * 1024 * 1024,
+  totalBytes: 32 * 1024 * 1024,
+  /** Idle conversations nobody follows are forgotten beyond this many (their followers, if any, are never dropped). */
+  keptConversations: 100,
+};
+export type FeedLimits = typeof FEED_LIMITS;
 
 class Feed {
   readonly entries: Entry[] = [];
   readonly followers = new Set<ClientSession>();
   /** The seq of the running turn's first event (its user message); undefined between turns. */
   turnStart: number | undefined;
+  /** The sum of the entries' `bytes`, and of the running turn's among them. */
+  bytes = 0;
+  turnBytes = 0;
 
   constructor(public last: number) {}
+
+  push(entry: Entry, startsTurn: boolean): void {
+    if (startsTurn) {
+      this.turnStart = entry.seq;
+      this.turnBytes = 0;
+    }
+    this.entries.push(entry);
+    this.bytes += entry.bytes;
+    if (this.turnStart !== undefined) this.turnBytes += entry.bytes;
+    if (entry.event.event === 'turn.ended') {
+      this.turnStart = undefined;
+      this.turnBytes = 0;
+    }
+  }
 
   /** Entries after `seq` (entries are numbered without gaps). */
   after(seq: number): Entry[] {
@@ -48,10 +80,35 @@ class Feed {
     return seq <= this.last && seq >= first - 1;
   }
 
-  trim(): void {
-    const limit = this.turnStart === undefined ? KEPT_EVENTS : HARD_LIMIT;
-    // Cut in batches, so appending stays cheap.
-    if (this.entries.length > limit * 1.25) this.entries.splice(0, this.entries.length - limit);
+  inTurn(entry: Entry): boolean {
+    return this.turnStart !== undefined && entry.seq >= this.turnStart;
+  }
+
+  /** Within its own limits: events in batches (so appending stays cheap), bytes at once. Returns the bytes freed. */
+  trim(limits: FeedLimits): number {
+    const events = this.turnStart === undefined ? limits.keptEvents : limits.hardLimit;
+    const cut = this.entries.length > events * 1.25 ? this.entries.length - events : 0;
+    // Ended turns' events within the conversation's bytes, the running turn's within the turn's (the
+    // ended ones, older, go first).
+    return this.dropWhile(
+      (first, index) => index < cut || (!this.inTurn(first) && this.bytes - this.turnBytes > limits.conversationBytes) || this.turnBytes > limits.turnBytes,
+    );
+  }
+
+  /** Drops the oldest entries while `more` says so (given the bytes freed so far); returns the bytes freed. */
+  dropWhile(more: (first: Entry, index: number, freed: number) => boolean): number {
+    let count = 0;
+    let freed = 0;
+    while (count < this.entries.length) {
+      const entry = this.entries[count]!;
+      if (!more(entry, count, freed)) break;
+      if (this.inTurn(entry)) this.turnBytes -= entry.bytes;
+      this.bytes -= entry.bytes;
+      freed += entry.bytes;
+      count += 1;
+    }
+    if (count > 0) this.entries.splice(0, count);
+    return freed;
   }
 }
 
@@ -73,18 +130,28 @@ export class ConversationFeeds {
   private readonly feeds = new Map<string, Feed>();
   private readonly followed = new Map<ClientSession, Set<string>>();
   private highest = 0;
+  /** The sum of every feed's bytes. */
+  private bytes = 0;
+
+  constructor(private readonly limits: FeedLimits = FEED_LIMITS) {}
+
+  /** The bytes held for catching up, all conversations together. */
+  get heldBytes(): number {
+    return this.bytes;
+  }
 
   /** Numbers and keeps the event, and sends it to the conversation's followers (the sender first). */
   publish(event: FeedEvent, options: { filter?: EventFilter; origin?: TurnOrigin } = {}): FeedEvent {
     const feed = this.feedOf(event.conversation_id);
     const seq = (feed.last += 1);
     this.highest = Math.max(this.highest, seq);
-    const entry: Entry = { seq, event: { ...event, seq }, filter: options.filter, origin: options.origin };
+    const numbered = { ...event, seq } as FeedEvent;
+    // Serialized once here to be measured; each session serializes what it sends anyway.
+    const entry: Entry = { seq, event: numbered, filter: options.filter, origin: options.origin, bytes: JSON.stringify(numbered).length };
     // A turn starts with its user message (a chat of any client, a webhook message).
-    if (event.event === 'chat.message' && event.message.role === 'user') feed.turnStart = seq;
-    feed.entries.push(entry);
-    if (event.event === 'turn.ended') feed.turnStart = undefined;
-    feed.trim();
+    feed.push(entry, event.event === 'chat.message' && event.message.role === 'user');
+    this.bytes += entry.bytes - feed.trim(this.limits);
+    if (this.bytes > this.limits.totalBytes) this.trimAll();
     this.deliver(feed, entry);
     return entry.event;
   }
@@ -129,6 +196,28 @@ export class ConversationFeeds {
     const feed = this.feeds.get(conversationId);
     if (!feed) return;
     for (const session of feed.followers) this.followed.get(session)?.delete(conversationId);
+    this.remove(conversationId, feed);
+  }
+
+  /**
+   * All conversations over `totalBytes`: the ended turns' events of the least recently active go first;
+   * running turns' oldest events only when those alone pass it. A follower behind what was dropped gets
+   * `reset` (Feed.canReplayAfter), never a wrong replay.
+   */
+  private trimAll(): void {
+    const limit = this.limits.totalBytes;
+    for (const feed of this.feeds.values()) {
+      if (this.bytes <= limit) return;
+      this.bytes -= feed.dropWhile((first, _index, freed) => this.bytes - freed > limit && !feed.inTurn(first));
+    }
+    for (const feed of this.feeds.values()) {
+      if (this.bytes <= limit) return;
+      this.bytes -= feed.dropWhile((_first, _index, freed) => this.bytes - freed > limit);
+    }
+  }
+
+  private remove(conversationId: string, feed: Feed): void {
+    this.bytes -= feed.bytes;
     this.feeds.delete(conversationId);
   }
 
@@ -156,7 +245,7 @@ export class ConversationFeeds {
     }
     // Idle feeds are forgotten before the new one is kept: forgetting it at once (no follower yet) would
     // leave its first events, and a follower added next, on a feed nobody publishes to again.
-    this.forgetIdle(KEPT_CONVERSATIONS - 1);
+    this.forgetIdle(this.limits.keptConversations - 1);
     const first = Math.max(Date.now() * 1000, this.highest + 1);
     feed = new Feed(first - 1);
     this.highest = Math.max(this.highest, feed.last);
@@ -169,7 +258,7 @@ export class ConversationFeeds {
     if (this.feeds.size <= keep) return;
     for (const [conversationId, feed] of this.feeds) {
       if (this.feeds.size <= keep) return;
-      if (feed.followers.size === 0 && feed.turnStart === undefined) this.feeds.delete(conversationId);
+      if (feed.followers.size === 0 && feed.turnStart === undefined) this.remove(conversationId, feed);
     }
   }
 }

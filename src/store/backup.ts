@@ -2,7 +2,7 @@
 // store's files, each one consistent file (Store.backup), the data directory's other files
 // (service.json, vapid.json, blobs/ ...) copied as they are, and backup.json written last, so a
 // directory without it is an unfinished backup.
-import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, realpath, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { PRIVATE_DIR_MODE } from '../platform/file-modes';
 import { acquireLock, LOCK_FILE_NAME } from '../platform/lock-file';
@@ -58,21 +58,69 @@ const isInside = (child: string, parent: string) => {
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 };
 
-/** A new or empty directory to write into; anything else is refused, never overwritten. */
-async function emptyTarget(dir: string, what: string): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
-  if ((await readdir(dir)).length > 0) throw new Error(`${what} ${dir} is not empty: give a new or empty directory`);
+/**
+ * Where `p` really is: symbolic links resolved, for a directory not made yet those of its nearest
+ * existing parent (the rest appended), so a path through a link to the data directory is seen as inside it.
+ */
+async function realPathOf(p: string): Promise<string> {
+  const rest: string[] = [];
+  let at = path.resolve(p);
+  for (;;) {
+    try {
+      return path.join(await realpath(at), ...rest);
+    } catch (error) {
+      const parent = path.dirname(at);
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || parent === at) throw error;
+      rest.unshift(path.basename(at));
+      at = parent;
+    }
+  }
+}
+
+/** Refuses a backup directory inside the data directory or holding it, comparing real paths. */
+async function checkOutside(target: string, dataDir: string): Promise<void> {
+  const [realTarget, realData] = await Promise.all([realPathOf(target), realPathOf(dataDir)]);
+  if (isInside(realTarget, realData) || isInside(realData, realTarget)) {
+    const via = realTarget === target ? '' : ` (really ${realTarget})`;
+    throw new Error(`the backup directory ${target}${via} must be outside the data directory ${dataDir}`);
+  }
+}
+
+/**
+ * A new or empty directory to write into; anything else is refused, never overwritten. Returns how to
+ * take back what a failed backup wrote: the directories this made, or the contents of the empty one given.
+ */
+async function emptyTarget(dir: string, what: string): Promise<() => Promise<void>> {
+  const made = await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  if (made === undefined && (await readdir(dir)).length > 0) throw new Error(`${what} ${dir} is not empty: give a new or empty directory`);
+  if (made !== undefined) return () => rm(made, { recursive: true, force: true });
+  return async () => {
+    for (const entry of await readdir(dir)) await rm(path.join(dir, entry), { recursive: true, force: true });
+  };
 }
 
 /**
  * Writes a backup of the open store's data directory into `dest` (new or empty, outside the data
- * directory) while the service keeps running. Returns the files written, relative to `dest`.
+ * directory, symbolic links followed) while the service keeps running. Returns the files written,
+ * relative to `dest`. A backup that fails leaves nothing behind of what it wrote.
  */
 export async function backupDataDir(store: Store, dest: string): Promise<{ path: string; files: string[] }> {
   const dataDir = store.db.dir;
   const target = path.resolve(dest);
-  if (isInside(target, dataDir) || isInside(dataDir, target)) throw new Error(`the backup directory ${target} must be outside the data directory ${dataDir}`);
-  await emptyTarget(target, 'the backup directory');
+  await checkOutside(target, dataDir);
+  const takeBack = await emptyTarget(target, 'the backup directory');
+  try {
+    // Again now that it exists: a link put in place meanwhile is seen too.
+    await checkOutside(target, dataDir);
+    const files = await writeBackup(store, dataDir, target);
+    return { path: target, files };
+  } catch (error) {
+    await takeBack().catch(() => {});
+    throw error;
+  }
+}
+
+async function writeBackup(store: Store, dataDir: string, target: string): Promise<string[]> {
   const files = await store.backup(target);
   // After the database: a blob it names was stored before the message naming it, so it is copied.
   for (const entry of await readdir(dataDir, { withFileTypes: true })) {
@@ -88,7 +136,7 @@ export async function backupDataDir(store: Store, dest: string): Promise<{ path:
   const manifest: Manifest = { format: BACKUP_FORMAT, version: BACKUP_VERSION, created_at: new Date().toISOString(), files };
   await writeDurably(target, BACKUP_MANIFEST, Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`));
   await fsyncDir(target);
-  return { path: target, files };
+  return files;
 }
 
 async function readManifest(backup: string): Promise<Manifest> {

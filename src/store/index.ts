@@ -6,7 +6,7 @@ import { ConversationsRepo } from './conversations';
 import { Database } from './database';
 import type { DatabaseOptions } from './database';
 import { MemoryRepo } from './memory';
-import { MessagesRepo } from './messages';
+import { LOST_BODY_TEXT, MessagesRepo } from './messages';
 import { MetaRepo } from './meta';
 import { PermissionRequestsRepo } from './permission-requests';
 import { migrate, MIGRATIONS } from './migrations';
@@ -21,6 +21,8 @@ import { UsageRepo } from './usage';
 import { HistoryStore, HISTORY_FILE_NAME } from './history/history-store';
 import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
+import type { MessageRole } from './types';
+import type { BodyRef } from './history/protocol';
 
 export { Database } from './database';
 export { BlobDamagedError, BlobStore, hashBytes, isBlobHash } from './blob-store';
@@ -30,7 +32,7 @@ export { JournalDamagedError } from './recovery';
 export type { DatabaseOptions, DatabaseStats, RunResult, SqlParam, SqlParamInput, WriteTx } from './database';
 export { ConversationsRepo } from './conversations';
 export type { ListConversationsOptions } from './conversations';
-export { MessagesRepo, clientKeyOf, clientMessageIdOf, insertMessage } from './messages';
+export { MessagesRepo, clientKeyOf, clientMessageIdOf, insertMessage, LOST_BODY_TEXT } from './messages';
 export type { RecentOptions } from './messages';
 export { MemoryRepo } from './memory';
 export { RegistrationsRepo } from './registrations';
@@ -97,7 +99,7 @@ export interface Store {
   history: HistoryStore;
   /** Background passes over history.db: sweeps, moves, retention, freeing space. */
   maintenance: HistoryMaintenance;
-  /** Why writes fail right now (a full disk), null when they work (/health). */
+  /** Why writes fail right now (a full disk) or history.db is known damaged, null when all is well (/health). */
   problem(): Promise<string | null>;
   close(): Promise<void>;
 }
@@ -105,18 +107,50 @@ export interface Store {
 /**
  * history.db gives out body keys in increasing order and never reuses one, so a message referring to a
  * key above its highest means history.db lost committed transactions (a damaged WAL, a file replaced
- * by an older copy): refused rather than serving messages without their bodies, unless `recover`.
+ * by an older copy): refused rather than serving messages without their bodies. With `recover` the
+ * lost bodies are stored back as LOST_BODY_TEXT under their keys, new keys start above every key
+ * service.db refers to, and the store says degraded until the service restarts.
  */
-function checkHistoryComplete(db: Database, history: HistoryStore, logger: Logger, recover: boolean): void {
-  const referenced = db.get<{ k: number | null }>('SELECT max(body_key) AS k FROM messages WHERE body_key IS NOT NULL')?.k ?? 0;
+async function checkHistoryComplete(db: Database, history: HistoryStore, logger: Logger, recover: boolean): Promise<void> {
+  const referenced = referencedKey(db);
   if (referenced <= history.keysBeforeOpen) return;
   const problem =
     `${HISTORY_FILE_NAME} in ${db.dir} is missing message bodies that were acknowledged (it ends at body ${history.keysBeforeOpen}, ` +
     `messages refer to bodies up to ${referenced}): it was damaged or replaced by an older copy.`;
   if (!recover) {
-    throw new Error(`${problem} The store was not opened and nothing was changed. To start anyway, run \`remote-assistant serve --recover\`: those messages then read as an error.`);
+    throw new Error(`${problem} The store was not opened and nothing was changed. To start anyway, run \`remote-assistant serve --recover\`: those messages then read "${LOST_BODY_TEXT}".`);
   }
-  logger.error('history.bodies_missing', { last_key: history.keysBeforeOpen, referenced });
+  const lost = db.all<{ body_key: number; conversation_id: string; role: MessageRole }>('SELECT body_key, conversation_id, role FROM messages WHERE body_key > ? ORDER BY body_key', [
+    history.keysBeforeOpen,
+  ]);
+  await history.fill(lost.map((m) => ({ key: m.body_key, conversation_id: m.conversation_id, role: m.role, content: LOST_BODY_TEXT, data: null })), referenced);
+  history.damaged ??= `${HISTORY_FILE_NAME} had lost ${lost.length} acknowledged message bodies (damaged or replaced by an older copy); they read "${LOST_BODY_TEXT}" now. Started with --recover: restart the service to clear this notice`;
+  logger.error('history.bodies_missing', { last_key: history.keysBeforeOpen, referenced, lost: lost.length });
+}
+
+/**
+ * `serve --recover` with a history.db the check at open found damaged: it is rebuilt from the bodies it
+ * still gives (the damaged file kept aside), the others read LOST_BODY_TEXT; degraded until a restart.
+ */
+async function salvageHistory(db: Database, history: HistoryStore, logger: Logger): Promise<void> {
+  // Webhook messages waiting in the inbox have their body in history.db too (store/webhooks.ts).
+  const refs = db.all<BodyRef>(
+    "SELECT key, conversation_id, role FROM (SELECT body_key AS key, conversation_id, role FROM messages WHERE body_key IS NOT NULL UNION ALL SELECT body_key, conversation_id, 'user' FROM webhook_inbox WHERE body_key IS NOT NULL) ORDER BY key",
+  );
+  const result = await history.salvage(refs, LOST_BODY_TEXT, Math.max(referencedKey(db), history.keysBeforeOpen));
+  history.damaged =
+    `${HISTORY_FILE_NAME} was damaged (${history.damageAtOpen}) and was rebuilt by --recover: ${result.kept} message bodies read back, ` +
+    `${result.lost} lost (they read "${LOST_BODY_TEXT}"); the damaged file is kept as ${path.basename(result.aside)}. Restart the service to clear this notice`;
+  logger.error('history.salvaged', { damage: history.damageAtOpen, kept: result.kept, lost: result.lost, aside: path.basename(result.aside) });
+}
+
+/** The highest body key service.db refers to (messages, webhook messages waiting in the inbox, and bodies waiting to be deleted). */
+function referencedKey(db: Database): number {
+  return (
+    db.get<{ k: number | null }>(
+      'SELECT max(k) AS k FROM (SELECT max(body_key) AS k FROM messages UNION ALL SELECT max(body_key) FROM history_trash UNION ALL SELECT max(body_key) FROM webhook_inbox)',
+    )?.k ?? 0
+  );
 }
 
 /** Opens (or creates) the database in `dataDir`, brings its schema up to date, and returns the repositories. */
@@ -135,8 +169,9 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   let blobs: BlobStore;
   try {
     await migrate(db, options.migrations ?? MIGRATIONS, logger);
-    history = await boot.open(db.dir);
-    checkHistoryComplete(db, history, logger, options.recover === true);
+    history = await boot.open(db.dir, options.recover === true);
+    if (history.damageAtOpen !== null) await salvageHistory(db, history, logger);
+    else await checkHistoryComplete(db, history, logger, options.recover === true);
     blobs = await BlobStore.open(path.join(db.dir, BLOBS_DIR_NAME));
   } catch (err) {
     await history?.close().catch(() => {});
@@ -172,7 +207,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     attachments: new AttachmentsRepo(db),
     history,
     maintenance,
-    problem: async () => (await db.problem()) ?? opened.failed ?? opened.degraded,
+    problem: async () => (await db.problem()) ?? opened.failed ?? opened.damaged ?? opened.degraded,
     close: async () => {
       await maintenance.stop();
       await db.flush().catch(() => {});

@@ -1,5 +1,4 @@
 import { previewOf } from '../protocol/preview';
-import { ServiceError } from '../protocol/errors';
 import type { Database, WriteTx } from './database';
 import type { HistoryStore } from './history/history-store';
 import type { BodyIn, BodyOut } from './history/protocol';
@@ -37,6 +36,12 @@ export function clientKeyOf(person: string, clientMessageId: string): string {
 export function clientMessageIdOf(clientKey: string): string {
   return clientKey.slice(clientKey.lastIndexOf('\u0000') + 1);
 }
+
+/**
+ * What a message whose body history.db lost (a damaged file, `serve --recover`) reads as, so its
+ * conversation stays readable, exportable and usable by the model; /health says degraded meanwhile.
+ */
+export const LOST_BODY_TEXT = '[this message was lost in a damaged history file]';
 
 const COLUMNS = 'seq, id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key';
 const ROLES: ReadonlySet<string> = new Set<MessageRole>(['user', 'assistant', 'tool', 'summary']);
@@ -113,18 +118,43 @@ export class MessagesRepo {
    */
   async appendMany(messages: readonly NewMessage[], alsoInTx?: (tx: WriteTx) => void): Promise<void> {
     if (messages.length === 0) return;
-    messages.forEach(checkRole);
-    const keys = await this.history.put(messages.map((m) => bodyOf(m, dataText(m))));
+    const keys = await this.putBodies(messages);
     try {
       await this.db.write((tx) => {
         messages.forEach((m, i) => insertMessage(tx, m, keys[i]));
         alsoInTx?.(tx);
       });
     } catch (err) {
-      // Not referenced by anything; at worst (this fails too) the sweep at the next open removes them.
-      this.history.remove(keys).catch(() => {});
+      this.discardBodies(keys);
       throw err;
     }
+  }
+
+  /**
+   * Bodies stored durably ahead of their messages: keys for a later transaction to refer to (a webhook
+   * message waits in the inbox, its body already in history.db, until it joins its conversation).
+   */
+  putBodies(messages: readonly NewMessage[]): Promise<number[]> {
+    messages.forEach(checkRole);
+    return this.history.put(messages.map((m) => bodyOf(m, dataText(m))));
+  }
+
+  /** Bodies no transaction came to refer to; at worst (this fails too) the sweep at the next open removes them. */
+  discardBodies(keys: readonly number[]): void {
+    if (keys.length > 0) this.history.remove(keys).catch(() => {});
+  }
+
+  /** The text of a body stored ahead (putBodies); undefined when history.db does not have it. */
+  async bodyText(key: number): Promise<string | undefined> {
+    return (await this.history.get([key])).get(key)?.content;
+  }
+
+  /** Stores a message whose body putBodies stored (`message.content` is that body's text), with more in the same transaction. */
+  async appendStored(message: NewMessage, bodyKey: number, alsoInTx?: (tx: WriteTx) => void): Promise<void> {
+    await this.db.write((tx) => {
+      insertMessage(tx, message, bodyKey);
+      alsoInTx?.(tx);
+    });
   }
 
   async get(id: string): Promise<MessageRow | undefined> {
@@ -178,7 +208,11 @@ export class MessagesRepo {
     return raw ? (await this.withBodies([raw]))[0] : undefined;
   }
 
-  /** Rows with their bodies from history.db; a row deleted meanwhile (retention, delete) is left out. */
+  /**
+   * Rows with their bodies from history.db; a row deleted meanwhile (retention, delete) is left out. A
+   * body that is missing or unreadable reads as LOST_BODY_TEXT, never silently: history.db is then
+   * reported damaged (/health).
+   */
   private async withBodies(rows: RawMessage[]): Promise<MessageRow[]> {
     const keys = rows.flatMap((r) => (r.body_key === null ? [] : [r.body_key]));
     const bodies = await this.history.get(keys);
@@ -187,8 +221,9 @@ export class MessagesRepo {
       const body: Pick<BodyOut, 'content' | 'data'> | undefined = body_key === null ? row : bodies.get(body_key);
       if (!body) {
         if (!this.db.get('SELECT 1 AS present FROM messages WHERE seq = ?', [row.seq])) continue;
-        // Never silent: an acknowledged message without its body means history.db lost data.
-        throw new ServiceError('server_error', `message ${row.id} has no body in history.db`);
+        this.history.noteDamage(`message ${row.id} has no readable body`);
+        out.push({ ...row, content: LOST_BODY_TEXT, data: null });
+        continue;
       }
       out.push({ ...row, content: body.content, data: parseData(body.data) });
     }

@@ -100,6 +100,9 @@ export const MIGRATIONS: readonly Migration[] = [
       }
     }
   },
+  // 13: a webhook message waiting in the inbox keeps its body in history.db (body_key, handed to its
+  // message when admitted); `content` keeps only its preview (src/store/webhooks.ts).
+  `ALTER TABLE webhook_inbox ADD COLUMN body_key INTEGER;`,
 ];
 
 export function schemaVersion(db: Database): number {

@@ -1,6 +1,7 @@
 import type { Database, WriteTx } from './database';
 import type { MessagesRepo } from './messages';
 import type { NewMessage } from './types';
+import { previewOf } from '../protocol/preview';
 
 /**
  * The webhook channel's tables (migration 2):
@@ -93,6 +94,8 @@ export interface AttemptRecord {
   error: string | null;
   next_attempt_ms: number | null;
   now: number;
+  /** A delivered reply's body is not needed any more (never sent again; its kind is still read from ''). */
+  drop_body?: boolean;
 }
 
 export interface DeliveryFilter {
@@ -116,6 +119,12 @@ function insertDelivery(tx: WriteTx, delivery: NewDelivery, conversationId: stri
   );
 }
 
+/** The inbox row keeps only the preview of its text (see WebhooksRepo.inboxPreview). */
+function keepPreviewOnly(tx: WriteTx, messageId: string, content: string): void {
+  const preview = previewOf(content);
+  if (preview !== content) tx.run('UPDATE webhook_inbox SET content = ? WHERE message_id = ?', [preview, messageId]);
+}
+
 export class WebhooksRepo {
   /** `messages` stores the inbox's messages: their bodies in history.db first, the rest with this module's rows in one transaction. */
   constructor(
@@ -124,60 +133,82 @@ export class WebhooksRepo {
   ) {}
 
   /**
-   * Stores an incoming message in one transaction: the conversation (when new), the user message and its
-   * inbox row, plus the Idempotency-Key answer. A key seen within the window answers the first result and
-   * writes nothing; a conversation of another source is `not_found` and writes nothing. Resolves once
-   * durable (a duplicate too: it waits for the first request's write).
+   * Stores an incoming message: its body in history.db first, then in one transaction the conversation
+   * (when new), the inbox row referring to the body, plus the Idempotency-Key answer. A key seen within
+   * the window answers the first result and writes nothing; a conversation of another source is
+   * `not_found` and writes nothing (the body is discarded). Resolves once durable (a duplicate too: it
+   * waits for the first request's write).
    */
-  accept(input: AcceptInput): Promise<AcceptResult> {
-    return this.db.write((tx): AcceptResult => {
-      if (input.idempotencyKey !== undefined) {
-        const first = tx.get<{ conversation_id: string; message_id: string }>(
-          'SELECT conversation_id, message_id FROM webhook_idempotency WHERE account = ? AND key = ? AND created_ms > ?',
-          [input.account, input.idempotencyKey, input.now - input.idempotencyMs],
-        );
-        if (first) return { kind: 'duplicate', ...first };
-      }
-      const timestamp = iso(input.now);
-      let conversationId: string;
-      if (input.conversationId !== undefined) {
-        const conversation = tx.get<{ source: string }>('SELECT source FROM conversations WHERE id = ?', [input.conversationId]);
-        if (!conversation || conversation.source !== input.source) return { kind: 'not_found' };
-        conversationId = input.conversationId;
-      } else {
-        conversationId = input.newConversation.id;
-        tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [
-          conversationId,
-          input.newConversation.title,
-          input.source,
-          timestamp,
-          timestamp,
-        ]);
-      }
-      // The message joins its conversation when its turn comes (admit), so a conversation's history
-      // never shows a later message before the reply to an earlier one.
-      const message = input.message;
-      tx.run('INSERT INTO webhook_inbox (message_id, account, conversation_id, url, status, received_at, content, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', [
-        message.id,
-        input.account,
+  async accept(input: AcceptInput): Promise<AcceptResult> {
+    // A repeated key needs no body (checked again in the transaction, which decides).
+    const repeated = input.idempotencyKey !== undefined && this.firstAnswer(this.db, input) !== undefined;
+    const conversationId = input.conversationId ?? input.newConversation.id;
+    const [bodyKey] = repeated
+      ? []
+      : await this.messages.putBodies([{ id: input.message.id, conversation_id: conversationId, role: 'user', content: input.message.content, timestamp: iso(input.now) }]);
+    try {
+      const result = await this.db.write((tx) => this.acceptInTx(tx, input, bodyKey));
+      if (result.kind !== 'accepted' && bodyKey !== undefined) this.messages.discardBodies([bodyKey]);
+      return result;
+    } catch (error) {
+      if (bodyKey !== undefined) this.messages.discardBodies([bodyKey]);
+      throw error;
+    }
+  }
+
+  private firstAnswer(db: Pick<WriteTx, 'get'>, input: AcceptInput): { conversation_id: string; message_id: string } | undefined {
+    return db.get<{ conversation_id: string; message_id: string }>(
+      'SELECT conversation_id, message_id FROM webhook_idempotency WHERE account = ? AND key = ? AND created_ms > ?',
+      [input.account, input.idempotencyKey!, input.now - input.idempotencyMs],
+    );
+  }
+
+  /** accept's transaction; without `bodyKey` the text is kept inline (as rows written before history.db held it). */
+  private acceptInTx(tx: WriteTx, input: AcceptInput, bodyKey: number | undefined): AcceptResult {
+    if (input.idempotencyKey !== undefined) {
+      const first = this.firstAnswer(tx, input);
+      if (first) return { kind: 'duplicate', ...first };
+    }
+    const timestamp = iso(input.now);
+    let conversationId: string;
+    if (input.conversationId !== undefined) {
+      const conversation = tx.get<{ source: string }>('SELECT source FROM conversations WHERE id = ?', [input.conversationId]);
+      if (!conversation || conversation.source !== input.source) return { kind: 'not_found' };
+      conversationId = input.conversationId;
+    } else {
+      conversationId = input.newConversation.id;
+      tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [
         conversationId,
-        input.url,
-        'pending',
+        input.newConversation.title,
+        input.source,
         timestamp,
-        message.content,
-        message.user_id ?? null,
+        timestamp,
       ]);
-      if (input.idempotencyKey !== undefined) {
-        // An expired answer under the same key is replaced.
-        tx.run(
-          `INSERT INTO webhook_idempotency (account, key, conversation_id, message_id, created_ms) VALUES (?, ?, ?, ?, ?)
-           ON CONFLICT (account, key) DO UPDATE SET conversation_id = excluded.conversation_id, message_id = excluded.message_id, created_ms = excluded.created_ms`,
-          [input.account, input.idempotencyKey, conversationId, message.id, input.now],
-        );
-      }
-      const inbox = tx.get<InboxRow>(`SELECT ${INBOX_COLUMNS} FROM webhook_inbox WHERE message_id = ?`, [message.id])!;
-      return { kind: 'accepted', conversation_id: conversationId, message_id: message.id, inbox };
-    });
+    }
+    // The message joins its conversation when its turn comes (admit), so a conversation's history
+    // never shows a later message before the reply to an earlier one.
+    const message = input.message;
+    tx.run('INSERT INTO webhook_inbox (message_id, account, conversation_id, url, status, received_at, content, user_id, body_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', [
+      message.id,
+      input.account,
+      conversationId,
+      input.url,
+      'pending',
+      timestamp,
+      bodyKey === undefined ? message.content : previewOf(message.content),
+      message.user_id ?? null,
+      bodyKey ?? null,
+    ]);
+    if (input.idempotencyKey !== undefined) {
+      // An expired answer under the same key is replaced.
+      tx.run(
+        `INSERT INTO webhook_idempotency (account, key, conversation_id, message_id, created_ms) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (account, key) DO UPDATE SET conversation_id = excluded.conversation_id, message_id = excluded.message_id, created_ms = excluded.created_ms`,
+        [input.account, input.idempotencyKey, conversationId, message.id, input.now],
+      );
+    }
+    const inbox = tx.get<InboxRow>(`SELECT ${INBOX_COLUMNS} FROM webhook_inbox WHERE message_id = ?`, [message.id])!;
+    return { kind: 'accepted', conversation_id: conversationId, message_id: message.id, inbox };
   }
 
   /** Inbox rows not answered yet, in arrival order. */
@@ -185,9 +216,15 @@ export class WebhooksRepo {
     return this.db.all<InboxRow>(`SELECT ${INBOX_COLUMNS} FROM webhook_inbox WHERE status = 'pending' ORDER BY seq`);
   }
 
-  /** The text of an inbox message (shown while it waits behind a running turn). */
-  inboxContent(messageId: string): string | undefined {
-    return this.db.get<{ content: string }>('SELECT content FROM webhook_inbox WHERE message_id = ?', [messageId])?.content;
+  /**
+   * The preview of an inbox message (shown while it waits behind a running turn). Its body is in
+   * history.db (`body_key`) until it joins its conversation: sql.js holds its whole database in memory,
+   * and the body kept here for a day per message let unauthenticated posts fill it (issue 20). A row
+   * written before that holds its text inline, cut to its preview once admitted or failed.
+   */
+  inboxPreview(messageId: string): string | undefined {
+    const content = this.db.get<{ content: string }>('SELECT content FROM webhook_inbox WHERE message_id = ?', [messageId])?.content;
+    return content === undefined ? undefined : previewOf(content);
   }
 
   getInbox(messageId: string): InboxRow | undefined {
@@ -208,12 +245,19 @@ export class WebhooksRepo {
    */
   async admit(messageId: string): Promise<void> {
     if (this.db.get('SELECT 1 AS present FROM messages WHERE id = ?', [messageId])) return;
-    const row = this.db.get<{ conversation_id: string; content: string; user_id: string | null; received_at: string }>(
-      'SELECT conversation_id, content, user_id, received_at FROM webhook_inbox WHERE message_id = ?',
+    const row = this.db.get<{ conversation_id: string; content: string; user_id: string | null; received_at: string; body_key: number | null }>(
+      'SELECT conversation_id, content, user_id, received_at, body_key FROM webhook_inbox WHERE message_id = ?',
       [messageId],
     );
     if (!row) throw new Error(`webhook inbox row ${messageId} not found`);
-    await this.messages.append({ id: messageId, conversation_id: row.conversation_id, role: 'user', content: row.content, timestamp: row.received_at, user_id: row.user_id ?? undefined });
+    const message: NewMessage = { id: messageId, conversation_id: row.conversation_id, role: 'user', content: row.content, timestamp: row.received_at, user_id: row.user_id ?? undefined };
+    // A row from before history.db held inbox bodies keeps its text inline: it is stored as any message.
+    if (row.body_key === null) return this.messages.appendMany([message], (tx) => keepPreviewOnly(tx, messageId, row.content));
+    const key = row.body_key;
+    // Its text (read back for the message's size and its conversation's preview) becomes the message's body.
+    const content = await this.messages.bodyText(key);
+    if (content === undefined) throw new Error(`the body of webhook message ${messageId} is missing from history.db`);
+    await this.messages.appendStored({ ...message, content }, key, (tx) => tx.run('UPDATE webhook_inbox SET body_key = NULL WHERE message_id = ?', [messageId]));
   }
 
   /** The reply, its inbox row marked answered and its delivery, in one durable transaction. */
@@ -241,6 +285,14 @@ export class WebhooksRepo {
         inboxMessageId,
       ]);
       if (done.changes === 0) throw new Error(`webhook inbox row ${inboxMessageId} is not pending`);
+      // Never answered, never run again: the sender has its text, and its error callback says why.
+      const row = tx.get<{ content: string; body_key: number | null }>('SELECT content, body_key FROM webhook_inbox WHERE message_id = ?', [inboxMessageId]);
+      keepPreviewOnly(tx, inboxMessageId, row?.content ?? '');
+      if (row?.body_key !== null && row?.body_key !== undefined) {
+        // The history maintenance deletes the body (as a deleted message's).
+        tx.run('INSERT OR IGNORE INTO history_trash (body_key) VALUES (?)', [row.body_key]);
+        tx.run('UPDATE webhook_inbox SET body_key = NULL WHERE message_id = ?', [inboxMessageId]);
+      }
       insertDelivery(tx, delivery, delivery.conversation_id, inboxMessageId);
     });
   }
@@ -268,7 +320,7 @@ export class WebhooksRepo {
     await this.db.write((tx) => {
       tx.run(
         `UPDATE webhook_deliveries SET attempts = attempts + 1, round_attempts = round_attempts + 1, status = ?, url = ?, last_attempt_at = ?,
-         last_status = ?, last_error = ?, next_attempt_ms = ?, finished_at = ? WHERE id = ?`,
+         last_status = ?, last_error = ?, next_attempt_ms = ?, finished_at = ?, body = CASE WHEN ? THEN '' ELSE body END WHERE id = ?`,
         [
           attempt.status,
           attempt.url,
@@ -277,6 +329,7 @@ export class WebhooksRepo {
           attempt.error,
           attempt.status === 'pending' ? attempt.next_attempt_ms : null,
           attempt.status === 'pending' ? null : iso(attempt.now),
+          attempt.drop_body === true && attempt.status === 'delivered' ? 1 : 0,
           id,
         ],
       );

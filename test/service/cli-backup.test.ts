@@ -2,7 +2,7 @@
 // (dist/cli.js, `npm run build` first) against a real `serve` child: the backup is taken while chats are
 // being written, restored into a new directory, opened, and holds every message acknowledged before it.
 import assert from 'node:assert/strict';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test, type TestContext } from 'node:test';
 import { openStore } from '../../src/store';
@@ -157,4 +157,49 @@ test('backup with no service running opens the store itself; a bad target or a h
   const notBackup = await runCli(['restore', half, '--data-dir', join(await newDir(t), 'r2')]);
   assert.equal(notBackup.code, 1);
   assert.match(notBackup.stderr, /not a finished backup/);
+});
+
+/** Every path under `dir`, relative to it (directories too), sorted. */
+async function treeOf(dir: string): Promise<string[]> {
+  return (await readdir(dir, { recursive: true })).sort();
+}
+
+test('backup through a symbolic link to the data directory is refused and writes nothing; a backup failing midway leaves no partial directory', async (t) => {
+  const dir = await newDir(t);
+  const svc = await startService({ base_url: fake.url }, { dataDir: dir });
+  const owner = await TestClient.authed(svc.wsUrl, svc.token);
+  assert.equal((await owner.request({ type: 'chat', message: 'kept' })).status, 'ok');
+  const elsewhere = await newDir(t);
+  const link = join(elsewhere, 'link-to-data');
+  await symlink(dir, link);
+  // Through the running service (the `backup` command) and through the CLI with no service running.
+  const viaService = await owner.request({ type: 'backup', path: join(link, 'sub') });
+  assert.equal(viaService.code, 'invalid_request', JSON.stringify(viaService));
+  assert.match(String(viaService.error), /outside the data directory/);
+  owner.close();
+  await svc.stop();
+  const before = await treeOf(dir);
+
+  const refused = await runCli(['backup', join(link, 'sub'), '--data-dir', dir]);
+  assert.equal(refused.code, 1, refused.stdout);
+  assert.match(refused.stderr, /must be outside the data directory/);
+  assert.deepEqual(await treeOf(dir), before, 'nothing was written into the data directory');
+  // The data directory given through the link, the backup beside the real one: refused the other way round too.
+  const holding = await runCli(['backup', join(dir, '..'), '--data-dir', link]);
+  assert.equal(holding.code, 1);
+  assert.match(holding.stderr, /must be outside the data directory/);
+
+  // Fails midway: a file of the data directory named like the manifest makes its write fail after
+  // the store's files and the rest are copied. The new directory is taken back whole; a given empty
+  // directory is kept, emptied.
+  await writeFile(join(dir, 'backup.json'), '{}');
+  const fresh = join(elsewhere, 'new', 'backup');
+  const failed = await runCli(['backup', fresh, '--data-dir', dir]);
+  assert.equal(failed.code, 1, failed.stdout);
+  assert.match(failed.stderr, /EEXIST/);
+  assert.deepEqual(await readdir(elsewhere), ['link-to-data'], 'no partial backup left');
+  const empty = join(elsewhere, 'empty');
+  await mkdir(empty);
+  assert.equal((await runCli(['backup', empty, '--data-dir', dir])).code, 1);
+  assert.deepEqual(await readdir(empty), []);
 });

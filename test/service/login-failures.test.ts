@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { LogFields, Logger } from '../../src/log/logger';
 import { LOGIN_FAILURE_LIMIT, LoginFailures, MAX_LOGGED_ADDRESSES, type LoginBurst } from '../../src/transport/auth/login-failures';
+import { MAX_LIMITED_KEYS } from '../../src/transport/http/rate-limit';
 import { waitFor } from '../helpers/temp';
 
 // The one home of failed logins per address (src/transport/auth/login-failures.ts): what it logs and
@@ -78,5 +79,17 @@ test('a window ends on its own: its count is logged without another failure', as
   for (let i = 0; i < 5; i += 1) fail(failures, '10.0.0.9');
   const burst = await waitFor(() => logger.lines.find((l) => l.event === 'auth.login_burst'), 'the burst line');
   assert.equal(burst.fields.count, 5);
+  failures.flush();
+});
+
+test('attack: failures from 20,000 IPv6 /64s in one window keep a bounded memory, and a locked address stays locked', () => {
+  const now = Date.parse('2026-11-26T05:00:00Z');
+  const failures = new LoginFailures(recordingLogger(), () => now);
+  for (let i = 0; i < LOGIN_FAILURE_LIMIT + 1; i += 1) fail(failures, '203.0.113.9');
+  assert.ok(failures.begin('203.0.113.9', 'token').retryAfterSeconds > 0, 'locked before the flood');
+  // One address per /64 (the limiter's key), as an attacker with a /48 can send from.
+  for (let i = 0; i < 20_000; i += 1) fail(failures, `2001:db8:${(i >> 16) & 0xffff}:${(i & 0xffff).toString(16)}::1`);
+  assert.ok(failures.limitedAddresses <= MAX_LIMITED_KEYS, `remembers ${failures.limitedAddresses} addresses`);
+  assert.ok(failures.begin('203.0.113.9', 'token').retryAfterSeconds > 0, 'a locked address is not forgotten to make room');
   failures.flush();
 });

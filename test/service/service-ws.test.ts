@@ -106,8 +106,9 @@ describe('chat and history', () => {
     const second = await client.request({ type: 'chat', message: 'and again', conversation_id: data.conversation_id });
     assert.equal((second.data as { conversation_id: string }).conversation_id, data.conversation_id);
     const lastRequest = fake.requests.at(-1)!.body as { messages: { role: string; content: string }[]; model: string };
+    assert.equal(lastRequest.messages[0].role, 'system', 'the built-in system prompt comes first');
     assert.deepEqual(
-      lastRequest.messages.map((m) => [m.role, m.content]),
+      lastRequest.messages.slice(1).map((m) => [m.role, m.content]),
       [['user', 'hello there'], ['assistant', 'echo: hello there'], ['user', 'and again']],
     );
     assert.equal(lastRequest.model, 'fake-model');

@@ -7,14 +7,16 @@ import { placeInRoots, resolveWorkspacePath } from '../tools/workspace';
 
 /** All instruction files together give the model at most this much text; the rest is cut, with a note. */
 export const INSTRUCTIONS_BUDGET_BYTES = 32 * 1024;
-/** A file larger than this is read only this far (the budget is far smaller anyway). */
-const READ_LIMIT_BYTES = 256 * 1024;
+/** A file larger than this is read only this far: no more of it can reach the model. */
+const READ_LIMIT_BYTES = INSTRUCTIONS_BUDGET_BYTES;
 /** The instruction file of a folder, looked for above every path a tool touched. */
 export const FOLDER_INSTRUCTION_FILE = 'AGENTS.md';
 /** What each workspace root may hold, in the order given to the model. */
 export const ROOT_INSTRUCTION_FILES = [FOLDER_INSTRUCTION_FILE, 'CLAUDE.md', '.github/copilot-instructions.md'];
 /** Folders of touched paths looked at, newest first: enough for a long task, bounded per turn. */
 const MAX_TOUCHED_FOLDERS = 64;
+/** Files whose text is kept between turns: a turn's touched folders and the roots' files, with room. */
+export const MAX_CACHED_INSTRUCTION_FILES = 128;
 
 /** One instruction file in force, as the model gets it. */
 export interface InstructionFile {
@@ -47,6 +49,11 @@ export class InstructionFiles {
   private readonly cache = new Map<string, Cached>();
 
   constructor(private readonly userDir: string | undefined) {}
+
+  /** Files whose text is kept now. */
+  get cachedFiles(): number {
+    return this.cache.size;
+  }
 
   /** The files in force for a turn whose tools touched `touched` (paths as the tools were given them, newest last). */
   async inForce(roots: string[], touched: readonly string[] = []): Promise<InstructionFile[]> {
@@ -128,10 +135,20 @@ export class InstructionFiles {
       const raw = buffer.subarray(0, bytesRead);
       const text = decodeText(raw) ?? (info.size > READ_LIMIT_BYTES ? decodeText(trimPartial(raw)) : undefined);
       cached = { mtimeMs: info.mtimeMs, size: info.size, text };
-      this.cache.set(key, cached);
     }
+    this.keep(key, cached);
     if (cached.text === undefined || cached.text.trim() === '') return undefined;
     return { bytes: info.size, text: cached.text };
+  }
+
+  /**
+   * Keeps `cached` as the newest (a repository can hold an AGENTS.md in every folder: only the most
+   * recently used MAX_CACHED_INSTRUCTION_FILES are kept, the roots' own are used every turn).
+   */
+  private keep(key: string, cached: Cached): void {
+    this.cache.delete(key);
+    this.cache.set(key, cached);
+    if (this.cache.size > MAX_CACHED_INSTRUCTION_FILES) this.cache.delete(this.cache.keys().next().value!);
   }
 }
 

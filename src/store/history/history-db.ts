@@ -1,11 +1,13 @@
 // history.db: message bodies (content and data JSON) in a file-backed SQLite, so they stay on disk
 // rather than in sql.js' memory. Synchronous (node-sqlite3-wasm); only the history worker uses it.
-import { statfsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, renameSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
+import { damageAtOpen } from './integrity';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
-import { DISK_FULL } from './protocol';
-import type { BodyIn, BodyOut, HistoryStats, RawSearchHit } from './protocol';
+import { DAMAGE_SEEN_KEY, DISK_FULL } from './protocol';
+import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
+import type { BodyIn, BodyOut, BodyRef, HistoryStats, KeyedBody, RawSearchHit, SalvageResult } from './protocol';
 
 /**
  * WAL with locking_mode=EXCLUSIVE: the WASM build has no shared memory for WAL's index, but an exclusive
@@ -43,22 +45,87 @@ function placeholders(n: number): string {
   return new Array<string>(n).fill('?').join(', ');
 }
 
+function bodiesOf(db: SqliteFile, keys: readonly number[]): BodyOut[] {
+  const out: BodyOut[] = [];
+  for (const part of chunks(keys)) {
+    for (const row of db.all(`SELECT key, content, data, cut FROM bodies WHERE key IN (${placeholders(part.length)})`, part)) {
+      out.push({ key: Number(row.key), content: String(row.content), data: row.data === null ? null : String(row.data), cut: Number(row.cut) === 1 });
+    }
+  }
+  return out;
+}
+
+/** The bodies of `keys` that a damaged file still gives: a chunk that fails is asked key by key. */
+function readableBodies(db: SqliteFile, keys: readonly number[]): BodyOut[] {
+  try {
+    return bodiesOf(db, keys);
+  } catch {
+    return keys.flatMap((key) => {
+      try {
+        return bodiesOf(db, [key]);
+      } catch {
+        return [];
+      }
+    });
+  }
+}
+
 export class HistoryDb {
   private readonly db: SqliteFile;
+  /** Why the file is damaged (found at open), null when the check found nothing; set only with `recover`. */
+  readonly damage: string | null;
+  private damageNoted = false;
 
-  constructor(private readonly file: string) {
+  /**
+   * With `recover`, a file found damaged at open is opened anyway (`damage` says why), for `salvage` to
+   * read it into a new one, instead of refused.
+   */
+  constructor(
+    private readonly file: string,
+    recover = false,
+  ) {
+    let damage: string | null;
+    let opened: SqliteFile | undefined;
     try {
-      this.db = new SqliteFile(file);
+      this.db = opened = new SqliteFile(file);
       // locking_mode first: reading a WAL database in the normal mode would need the shared memory it lacks.
       this.db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -16000;');
       const mode = this.db.get('PRAGMA journal_mode')?.journal_mode;
       if (mode !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`);
-      this.db.exec(SCHEMA);
-      // A write at every open creates the WAL file now, so the store can make its directory entry
-      // durable and private before any body is acknowledged (history-store.ts).
-      this.db.run("INSERT OR REPLACE INTO history_meta (key, value) VALUES ('opened_at', ?)", [new Date().toISOString()]);
+      // Before anything is written: a checkpoint into a file cut short would fill the gap with zeros.
+      damage = damageAtOpen(this.db, file);
+      // A damaged file is only read from now on (a salvage into a new file follows: HistoryDb.salvage).
+      if (damage === null) {
+        this.db.exec(SCHEMA);
+        // A write at every open creates the WAL file now, so the store can make its directory entry
+        // durable and private before any body is acknowledged (history-store.ts).
+        this.db.run("INSERT OR REPLACE INTO history_meta (key, value) VALUES ('opened_at', ?)", [new Date().toISOString()]);
+      }
     } catch (err) {
+      if (opened?.isOpen) opened.close();
       throw new Error(`${file} could not be opened (${err instanceof Error ? err.message : String(err)}); the message bodies are kept there, so the store was not opened`);
+    }
+    if (damage !== null && !recover) {
+      this.db.close();
+      throw new Error(
+        `${file} is damaged (${damage}), so the store was not opened and nothing was changed. ` +
+          'To start anyway, run `remote-assistant serve --recover`: the messages whose bodies cannot be read then show a placeholder, and /health says degraded.',
+      );
+    }
+    this.damage = damage;
+  }
+
+  /**
+   * Notes in the file that a read met damage (once), so the next open refuses it until `serve --recover`
+   * rebuilds it, rather than serving it with /health ok until a read meets the damage again.
+   */
+  noteDamage(what: string): void {
+    if (this.damageNoted) return;
+    this.damageNoted = true;
+    try {
+      this.db.run('INSERT OR REPLACE INTO history_meta (key, value) VALUES (?, ?)', [DAMAGE_SEEN_KEY, `${new Date().toISOString()}: ${what}`]);
+    } catch {
+      // The page of history_meta is damaged too: this run still says degraded (history-store.ts).
     }
   }
 
@@ -84,14 +151,70 @@ export class HistoryDb {
     return keys;
   }
 
-  get(keys: readonly number[]): BodyOut[] {
-    const out: BodyOut[] = [];
-    for (const part of chunks(keys)) {
-      for (const row of this.db.all(`SELECT key, content, data, cut FROM bodies WHERE key IN (${placeholders(part.length)})`, part)) {
-        out.push({ key: Number(row.key), content: String(row.content), data: row.data === null ? null : String(row.data), cut: Number(row.cut) === 1 });
+  /**
+   * Stores bodies under given keys (placeholders for bodies lost with a damaged file: `serve --recover`),
+   * skipping keys present, and makes new keys start above `above`; how many were stored.
+   */
+  fill(bodies: readonly KeyedBody[], above: number): number {
+    let stored = 0;
+    this.transaction(() => {
+      for (const b of bodies) {
+        stored += this.db.run('INSERT OR IGNORE INTO bodies (key, conversation_id, role, content, data, cut) VALUES (?, ?, ?, ?, ?, ?)', [
+          b.key,
+          b.conversation_id,
+          b.role,
+          b.content,
+          b.data,
+          b.cut ? 1 : 0,
+        ]).changes;
       }
+      // AUTOINCREMENT gives out max(sqlite_sequence, largest key) + 1.
+      if (this.maxKey() < above) {
+        this.db.run("DELETE FROM sqlite_sequence WHERE name = 'bodies'");
+        this.db.run("INSERT INTO sqlite_sequence (name, seq) VALUES ('bodies', ?)", [above]);
+      }
+    });
+    return stored;
+  }
+
+  get(keys: readonly number[]): BodyOut[] {
+    return bodiesOf(this.db, keys);
+  }
+
+  /**
+   * Rebuilds a damaged history.db (`serve --recover`): the damaged file and its WAL are kept aside as
+   * `history.db.damaged-<time>` (never written again: read-only), a new history.db gets every body of
+   * `refs` that can still be read, under its key, and `placeholder` for the others; new keys start
+   * above `above`. Returns the new database and what was kept.
+   */
+  static salvage(damaged: HistoryDb, refs: readonly BodyRef[], placeholder: string, above: number): { db: HistoryDb; result: SalvageResult } {
+    const file = damaged.file;
+    damaged.close();
+    const aside = `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    renameSync(file, aside);
+    if (existsSync(`${file}-wal`)) renameSync(`${file}-wal`, `${aside}-wal`);
+    closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
+    const db = new HistoryDb(file);
+    const source = new SqliteFile(aside, { readOnly: true });
+    let kept = 0;
+    try {
+      source.exec('PRAGMA locking_mode = EXCLUSIVE');
+      for (const part of chunks(refs)) {
+        const found = new Map(readableBodies(source, part.map((r) => r.key)).map((b) => [b.key, b]));
+        kept += found.size;
+        db.fill(
+          part.map((r) => {
+            const body = found.get(r.key);
+            return body ? { ...r, content: body.content, data: body.data, cut: body.cut } : { ...r, content: placeholder, data: null };
+          }),
+          above,
+        );
+      }
+      db.fill([], above);
+    } finally {
+      source.close();
     }
-    return out;
+    return { db, result: { aside, kept, lost: refs.length - kept } };
   }
 
   /** Keys in [from, to] (for the sweep of bodies whose message never landed). */

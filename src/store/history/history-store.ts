@@ -5,8 +5,8 @@ import { fsyncDir } from '../replay';
 import type { Worker } from 'node:worker_threads';
 import { ServiceError } from '../../protocol/errors';
 import { startStoreWorker } from '../worker-thread';
-import { DISK_FULL } from './protocol';
-import type { BodyIn, BodyOut, HistoryReplies, HistoryRequest, HistoryStats, RawSearchHit, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
+import { CORRUPT, DISK_FULL } from './protocol';
+import type { BodyIn, BodyOut, BodyRef, HistoryReplies, HistoryRequest, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
 
 export const HISTORY_FILE_NAME = 'history.db';
 
@@ -27,13 +27,22 @@ export class HistoryStore {
   private failure: Error | null = null;
   /** Why writes fail for now (a full disk), null when they work; cleared by the next stored body. */
   degraded: string | null = null;
+  /**
+   * Why history.db is known damaged (found at open under `serve --recover`, or met by a read): bodies
+   * may be missing. Kept until the service restarts, whose open checks the file again (/health).
+   */
+  damaged: string | null;
   private closing: Promise<void> | null = null;
 
   private constructor(
     private readonly worker: Worker,
+    private readonly file: string,
     /** The highest key given out before this open: bodies above it were stored by this process. */
     readonly keysBeforeOpen: number,
+    /** Why the check at open found the file damaged (opened only with `recover`), null when it did not. */
+    readonly damageAtOpen: string | null,
   ) {
+    this.damaged = damageAtOpen === null ? null : `${HISTORY_FILE_NAME} is damaged (${damageAtOpen}); it was opened with --recover`;
     worker.on('message', (message: WorkerOutbound) => {
       if ('answers' in message) message.answers.forEach((a) => this.settle(a));
       else if ('id' in message) this.settle(message);
@@ -51,14 +60,14 @@ export class HistoryStore {
    * Starts the worker (loading SQLite's WASM takes a while) before the data directory is locked;
    * `open` then opens history.db in it. Call `boot` early, `open` once service.lock is held.
    */
-  static boot(): { open: (dir: string) => Promise<HistoryStore>; cancel: () => Promise<void> } {
+  static boot(): { open: (dir: string, recover?: boolean) => Promise<HistoryStore>; cancel: () => Promise<void> } {
     const worker = startStoreWorker('history-worker', __dirname, null);
     const failed = new Promise<never>((_, reject) => {
       worker.once('error', reject);
       worker.once('exit', (code) => reject(new Error(`the history worker exited (code ${code}) before opening ${HISTORY_FILE_NAME}`)));
     });
     failed.catch(() => {});
-    const open = async (dir: string): Promise<HistoryStore> => {
+    const open = async (dir: string, recover = false): Promise<HistoryStore> => {
       const file = path.join(dir, HISTORY_FILE_NAME);
       try {
         // node-sqlite3-wasm locks a database with a `<file>.lock` directory, which a killed process
@@ -66,17 +75,17 @@ export class HistoryStore {
         await rm(`${file}.lock`, { recursive: true, force: true });
         // Created private (SQLite would use the umask).
         await (await openFile(file, 'a', PRIVATE_FILE_MODE)).close();
-        const ready = new Promise<HistoryStats>((resolve, reject) => {
+        const ready = new Promise<{ stats: HistoryStats; damage: string | null }>((resolve, reject) => {
           const onMessage = (message: WorkerOutbound) => {
             if (!('ready' in message)) return;
             worker.off('message', onMessage);
-            if (message.ready) resolve(message.stats);
+            if (message.ready) resolve(message);
             else reject(new Error(message.error));
           };
           worker.on('message', onMessage);
         });
-        worker.postMessage({ open: file } satisfies WorkerInbound);
-        const stats = await Promise.race([ready, failed]);
+        worker.postMessage({ open: file, recover } satisfies WorkerInbound);
+        const { stats, damage } = await Promise.race([ready, failed]);
         worker.removeAllListeners('error');
         worker.removeAllListeners('exit');
         // The worker's first transaction created the WAL, kept until close: private, and its directory
@@ -84,7 +93,7 @@ export class HistoryStore {
         await chmod(`${file}-wal`, PRIVATE_FILE_MODE).catch(() => {});
         await chmod(`${file}.lock`, PRIVATE_DIR_MODE).catch(() => {});
         await fsyncDir(dir);
-        return new HistoryStore(worker, stats.maxKey);
+        return new HistoryStore(worker, file, stats.maxKey, damage);
       } catch (err) {
         await worker.terminate();
         throw err;
@@ -94,8 +103,8 @@ export class HistoryStore {
   }
 
   /** Opens `dir`/history.db (the caller holds service.lock). */
-  static open(dir: string): Promise<HistoryStore> {
-    return HistoryStore.boot().open(dir);
+  static open(dir: string, recover = false): Promise<HistoryStore> {
+    return HistoryStore.boot().open(dir, recover);
   }
 
   /** Why history.db cannot be used any more (its worker failed; a restart is needed), null while it can. */
@@ -124,11 +133,44 @@ export class HistoryStore {
     return keys;
   }
 
+  /**
+   * The bodies of `keys` that can be read. In a damaged file one unreadable body fails a whole request,
+   * so then each key is asked alone and the unreadable ones are left out (the caller shows a placeholder).
+   */
   async get(keys: readonly number[]): Promise<Map<number, BodyOut>> {
     const out = new Map<number, BodyOut>();
     if (keys.length === 0) return out;
-    for (const body of await this.call({ op: 'get', keys: [...keys] })) out.set(body.key, body);
+    let bodies: BodyOut[];
+    try {
+      bodies = await this.call({ op: 'get', keys: [...keys] });
+    } catch (err) {
+      if (!CORRUPT.test(String(err)) || keys.length === 1) throw err;
+      const each = await Promise.allSettled(keys.map((key) => this.call({ op: 'get', keys: [key] })));
+      bodies = each.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
+    }
+    for (const body of bodies) out.set(body.key, body);
     return out;
+  }
+
+  /** Stores placeholder bodies under lost keys and makes new keys start above `above` (history-db.ts). */
+  fill(bodies: KeyedBody[], above: number): Promise<number> {
+    return this.call({ op: 'fill', bodies, above });
+  }
+
+  /**
+   * Replaces a damaged history.db by one rebuilt from what it still gives (history-db.ts `salvage`);
+   * the new file and WAL are made private and their directory entries durable, as at open.
+   */
+  async salvage(refs: BodyRef[], placeholder: string, above: number): Promise<SalvageResult> {
+    const result = await this.call({ op: 'salvage', refs, placeholder, above });
+    await chmod(`${this.file}-wal`, PRIVATE_FILE_MODE).catch(() => {});
+    await fsyncDir(path.dirname(this.file));
+    return result;
+  }
+
+  /** Says history.db is damaged (/health) once a read meets damage or a stored message has no body. */
+  noteDamage(what: string): void {
+    this.damaged ??= `${HISTORY_FILE_NAME} is damaged (${what}); messages whose bodies cannot be read show a placeholder. Restart the service with --recover to rebuild it from what it still gives`;
   }
 
   keysBetween(from: number, to: number): Promise<number[]> {
@@ -177,6 +219,7 @@ export class HistoryStore {
       return;
     }
     if (answer.error.startsWith(DISK_FULL)) this.degraded = answer.error;
+    if (CORRUPT.test(answer.error)) this.noteDamage(answer.error);
     waiting.reject(new ServiceError('server_error', answer.error.includes(HISTORY_FILE_NAME) ? answer.error : `${HISTORY_FILE_NAME}: ${answer.error}`));
   }
 

@@ -4,6 +4,7 @@
 import { isMainThread, parentPort } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { HistoryDb } from './history-db';
+import { CORRUPT } from './protocol';
 import type { BodyIn, HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
 
 type Job = Extract<WorkerInbound, { request: HistoryRequest }>;
@@ -15,6 +16,10 @@ function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof Hi
       return db.put(request.bodies);
     case 'get':
       return db.get(request.keys);
+    case 'fill':
+      return db.fill(request.bodies, request.above);
+    case 'salvage':
+      throw new Error('salvage is handled by run()');
     case 'keys':
       return db.keysBetween(request.from, request.to);
     case 'remove':
@@ -33,11 +38,16 @@ function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof Hi
   }
 }
 
-function run(port: MessagePort, db: HistoryDb): void {
+function run(port: MessagePort, opened: HistoryDb): void {
+  let db = opened;
   let queue: Job[] = [];
   let scheduled = false;
   const reply = (message: WorkerOutbound) => port.postMessage(message);
-  const fail = (id: number, err: unknown) => reply({ id, ok: false, error: err instanceof Error ? err.message : String(err) });
+  const fail = (id: number, err: unknown) => {
+    const error = err instanceof Error ? err.message : String(err);
+    if (CORRUPT.test(error)) db.noteDamage(error);
+    reply({ id, ok: false, error });
+  };
 
   const drain = () => {
     scheduled = false;
@@ -47,6 +57,14 @@ function run(port: MessagePort, db: HistoryDb): void {
       if (jobs[i].request.op !== 'put') {
         const job = jobs[i++];
         try {
+          if (job.request.op === 'salvage') {
+            // The damaged database is closed and replaced: later requests use the rebuilt one.
+            const { refs, placeholder, above } = job.request;
+            const salvaged = HistoryDb.salvage(db, refs, placeholder, above);
+            db = salvaged.db;
+            reply({ id: job.id, ok: true, value: salvaged.result });
+            continue;
+          }
           reply({ id: job.id, ok: true, value: handle(db, job.request) });
         } catch (err) {
           fail(job.id, err);
@@ -68,6 +86,7 @@ function run(port: MessagePort, db: HistoryDb): void {
         });
       } catch (err) {
         const error = err instanceof Error ? err.message : String(err);
+        if (CORRUPT.test(error)) db.noteDamage(error);
         answers = group.map((job) => ({ id: job.id, ok: false, error }));
       }
       reply({ answers });
@@ -96,13 +115,13 @@ if (!isMainThread && parentPort) {
     if (!('open' in first)) return;
     let db: HistoryDb;
     try {
-      db = new HistoryDb(first.open);
+      db = new HistoryDb(first.open, first.recover);
     } catch (err) {
       port.postMessage({ ready: false, error: err instanceof Error ? err.message : String(err) } satisfies WorkerOutbound);
       port.close();
       return;
     }
-    port.postMessage({ ready: true, stats: db.stats() } satisfies WorkerOutbound);
+    port.postMessage({ ready: true, stats: db.stats(), damage: db.damage } satisfies WorkerOutbound);
     run(port, db);
   });
 }

@@ -134,7 +134,11 @@ export class HistoryMaintenance {
       if (keys.length > 0) {
         const referenced = new Set(
           this.db
-            .all<{ k: number }>('SELECT body_key AS k FROM messages WHERE body_key BETWEEN ? AND ? UNION ALL SELECT body_key FROM history_trash WHERE body_key BETWEEN ? AND ?', [from, to, from, to])
+            .all<{ k: number }>(
+              `SELECT body_key AS k FROM messages WHERE body_key BETWEEN ? AND ? UNION ALL SELECT body_key FROM history_trash WHERE body_key BETWEEN ? AND ?
+               UNION ALL SELECT body_key FROM webhook_inbox WHERE body_key BETWEEN ? AND ?`,
+              [from, to, from, to, from, to],
+            )
             .map((r) => r.k),
         );
         const orphans = keys.filter((k) => !referenced.has(k));

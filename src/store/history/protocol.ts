@@ -4,12 +4,39 @@ import type { MessageRole } from '../types';
 /** How a write refused by a full disk is reported (the journal's words, so clients see one message). */
 export const DISK_FULL = 'disk full';
 
+/** SQLite's words for a page that is not what it should be (SQLITE_CORRUPT, a file cut short). */
+export const CORRUPT = /malformed|SQLITE_CORRUPT|database corruption/i;
+
+/** history_meta's key for damage a read met: the next open treats the file as damaged (integrity.ts). */
+export const DAMAGE_SEEN_KEY = 'damage_seen';
+
 export interface BodyIn {
   conversation_id: string;
   role: MessageRole;
   content: string;
   /** JSON text, or null. */
   data: string | null;
+}
+
+/** A body stored under a given key (history-db.ts `fill`). */
+export interface KeyedBody extends BodyIn {
+  key: number;
+  cut?: boolean;
+}
+
+/** A body a message refers to, for rebuilding a damaged history.db (`serve --recover`). */
+export interface BodyRef {
+  key: number;
+  conversation_id: string;
+  role: BodyIn['role'];
+}
+
+export interface SalvageResult {
+  /** Where the damaged file (and its WAL) was kept. */
+  aside: string;
+  /** Bodies read back from it, and those lost (stored as a placeholder). */
+  kept: number;
+  lost: number;
 }
 
 export interface BodyOut {
@@ -36,6 +63,8 @@ export interface HistoryStats {
 export type HistoryRequest =
   | { op: 'put'; bodies: BodyIn[] }
   | { op: 'get'; keys: number[] }
+  | { op: 'fill'; bodies: KeyedBody[]; above: number }
+  | { op: 'salvage'; refs: BodyRef[]; placeholder: string; above: number }
   | { op: 'keys'; from: number; to: number }
   | { op: 'remove'; keys: number[] }
   | { op: 'cut'; keys: number[]; keepChars: number; note: string }
@@ -47,6 +76,8 @@ export type HistoryRequest =
 export interface HistoryReplies {
   put: number[];
   get: BodyOut[];
+  fill: number;
+  salvage: SalvageResult;
   keys: number[];
   remove: number;
   cut: Array<[number, number]>;
@@ -57,10 +88,10 @@ export interface HistoryReplies {
 }
 
 /** `open` comes first: the worker starts (and compiles SQLite) while the main thread loads sql.js. */
-export type WorkerInbound = { open: string } | { id: number; request: HistoryRequest } | { id: number; close: true };
+export type WorkerInbound = { open: string; recover: boolean } | { id: number; request: HistoryRequest } | { id: number; close: true };
 
 export type WorkerOutbound =
-  | { ready: true; stats: HistoryStats }
+  | { ready: true; stats: HistoryStats; damage: string | null }
   | { ready: false; error: string }
   | WorkerAnswer
   /** Answers sent together (a group commit's puts), so their writers continue in the same tick. */

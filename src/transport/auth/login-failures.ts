@@ -85,6 +85,11 @@ export class LoginFailures {
     return wait;
   }
 
+  /** Addresses whose failures are remembered now (at most MAX_LIMITED_KEYS, rate-limit.ts). */
+  get limitedAddresses(): number {
+    return this.limiter.size;
+  }
+
   /** Counts an attempt from `address` now; see LoginAttempt. */
   begin(address: string, kind: LoginKind): LoginAttempt {
     const key = loginLimitKey(address);

@@ -1,7 +1,10 @@
 /**
  * Counts events per key in fixed windows. Used for failed logins per address and webhook requests per
- * account. Old windows are swept lazily, so memory stays bounded by the keys active in one window.
+ * account. Keys are kept oldest first (a window is inserted when it starts), so ended windows are swept
+ * from the front; at most `maxKeys` are kept, so a flood from many addresses cannot grow memory.
  */
+export const MAX_LIMITED_KEYS = 4096;
+
 export class FixedWindowLimiter {
   private readonly windows = new Map<string, { start: number; count: number }>();
 
@@ -9,7 +12,13 @@ export class FixedWindowLimiter {
     private readonly limit: number,
     private readonly windowMs: number,
     private readonly now: () => number = Date.now,
+    private readonly maxKeys = MAX_LIMITED_KEYS,
   ) {}
+
+  /** Keys with a window kept now (expired ones may linger until the next sweep). */
+  get size(): number {
+    return this.windows.size;
+  }
 
   /** Seconds until `key` may try again, or 0 when it is under the limit. */
   retryAfterSeconds(key: string): number {
@@ -20,10 +29,13 @@ export class FixedWindowLimiter {
 
   /** Records one event; returns the seconds to wait when this event went over the limit, else 0. */
   hit(key: string): number {
-    this.sweep();
-    const window = this.current(key) ?? { start: this.now(), count: 0 };
+    let window = this.current(key);
+    if (!window) {
+      this.makeRoom();
+      window = { start: this.now(), count: 0 };
+      this.windows.set(key, window);
+    }
     window.count += 1;
-    this.windows.set(key, window);
     return window.count > this.limit ? this.retryAfterSeconds(key) : 0;
   }
 
@@ -55,8 +67,25 @@ export class FixedWindowLimiter {
     return window;
   }
 
-  private sweep(): void {
-    if (this.windows.size < 1024) return;
-    for (const key of [...this.windows.keys()]) this.current(key);
+  /**
+   * Drops ended windows (from the front: they are oldest first), then, when still full, the oldest key
+   * under the limit: a flood of new keys forgets those that could still try, never one it locked out
+   * (only when every kept key is locked does the oldest go).
+   */
+  private makeRoom(): void {
+    const now = this.now();
+    for (const [key, window] of this.windows) {
+      if (now - window.start < this.windowMs) break;
+      this.windows.delete(key);
+    }
+    if (this.windows.size < this.maxKeys) return;
+    for (const [key, window] of this.windows) {
+      if (window.count < this.limit) {
+        this.windows.delete(key);
+        return;
+      }
+    }
+    const oldest = this.windows.keys().next().value;
+    if (oldest !== undefined) this.windows.delete(oldest);
   }
 }

@@ -189,7 +189,8 @@ export class WebhookInbox {
           kind: 'admitted',
           conversationId: row.conversation_id,
           clientMessageId: row.message_id,
-          text: store.webhooks.inboxContent(row.message_id) ?? '',
+          // Its preview (the inbox keeps only that; the body waits in history.db).
+          text: store.webhooks.inboxPreview(row.message_id) ?? '',
           admit: () => this.admitInOrder(row),
           model: account?.model,
           storeReply: async (reply) => {

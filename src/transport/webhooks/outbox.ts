@@ -307,7 +307,8 @@ export class WebhookOutbox implements DeliveryCommands {
     const ms = now - started;
     const fields = { delivery: row.id, account: row.account, url, attempt: attemptNo, ms, status: result.status, error: result.error };
     if (result.status !== undefined && result.status >= 200 && result.status < 300) {
-      await this.record(row.id, { status: 'delivered', url, http_status: result.status, error: null, next_attempt_ms: null, now });
+      // A reply's body (as big as the reply) leaves the in-memory database; an error callback's is small and says its kind.
+      await this.record(row.id, { status: 'delivered', url, http_status: result.status, error: null, next_attempt_ms: null, now, drop_body: kindOf(row.body) === 'reply' });
       this.log.info('webhook.delivered', fields);
       return;
     }

@@ -12,6 +12,8 @@ import { ADDRESS_FILE_NAME, defaultDataDir, EDITOR_HOST_FILE_NAME } from './plat
 import { tcpChannelOf } from './protocol';
 import { ProtocolClient } from './protocol/client';
 import { backupDataDir, DataDirInUseError, openStore, pidAlive, restoreDataDir } from './store';
+import { CLI_ACTOR } from './commands/audit-actor';
+import { backupEntry, restoreEntry } from './commands/audit-records';
 
 /** A backup of a big history takes a while; the command waits this long for the service's answer. */
 const BACKUP_TIMEOUT_MS = 30 * 60_000;
@@ -96,6 +98,7 @@ export async function backupCommand(args: string[], usage: string): Promise<numb
   if (store) {
     try {
       done = await backupDataDir(store, dest);
+      await store.audit.append(backupEntry(CLI_ACTOR, done.path, done.files.length));
     } finally {
       await store.close();
     }
@@ -106,6 +109,16 @@ export async function backupCommand(args: string[], usage: string): Promise<numb
   return 0;
 }
 
+/** The restore is recorded in the restored data directory's own audit log (its store opened, migrated if older, closed). */
+async function recordRestore(dataDir: string, backup: string, createdAt: string, files: number): Promise<void> {
+  const store = await openStore(dataDir);
+  try {
+    await store.audit.append(restoreEntry(CLI_ACTOR, backup, createdAt, files));
+  } finally {
+    await store.close();
+  }
+}
+
 export async function restoreCommand(args: string[], usage: string): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'data-dir': { type: 'string' } } });
   if (positionals.length !== 1) {
@@ -113,8 +126,10 @@ export async function restoreCommand(args: string[], usage: string): Promise<num
     return 2;
   }
   const dataDir = path.resolve(values['data-dir'] ?? defaultDataDir());
+  const backup = path.resolve(positionals[0]);
   try {
-    const { files } = await restoreDataDir(path.resolve(positionals[0]), dataDir);
+    const { files, createdAt } = await restoreDataDir(backup, dataDir);
+    await recordRestore(dataDir, backup, createdAt, files.length);
     console.log(`restored ${files.length} files into ${dataDir}; start it with: remote-assistant serve --data-dir ${JSON.stringify(dataDir)}`);
     return 0;
   } catch (error) {

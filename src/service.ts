@@ -18,7 +18,9 @@ import { SessionDoor, type OpenSession, type SessionOptions } from './commands/d
 import { AttachmentUploads } from './commands/attachment-uploads';
 import { RenderedExports } from './commands/rendered-exports';
 import { conversationOf } from './commands/handlers';
-import { canAccess } from './protocol/sources';
+import { canAccess, isOwnerClient } from './protocol/sources';
+import { configChangeEntries, loginBurstEntry, loginEntry } from './commands/audit-records';
+import { actorOf, FILE_EDIT_ACTOR } from './commands/audit-actor';
 import { EventHub } from './commands/event-hub';
 import { TurnRunner } from './commands/turns/turn-runner';
 import { ConfigFile, secretValues } from './config/config-file';
@@ -69,6 +71,8 @@ export interface ServiceOptions {
   agentContext?: boolean;
   /** Time limits, shortened by tests. */
   toolTimeoutMs?: number;
+  /** The window failed logins from one address are counted over into one burst: a log line and an audit entry (default 60 s). */
+  loginBurstWindowMs?: number;
   permissionTimeoutMs?: number;
   authTimeoutMs?: number;
   /** How long an unfinished attachment upload may go without a chunk. */
@@ -165,19 +169,24 @@ export class Service {
       logger,
       timing: options.relay,
     });
-    config.on('change', (fields: string[]) => {
-      redactor.setSecrets(secretValues(config.current));
+    config.on('change', (fields, current, change) => {
+      redactor.setSecrets(secretValues(current));
       logger.info('config.changed', { fields });
+      // Recorded right after the file was written (update_config's answer waits for it: AuditRepo.settled).
+      const entries = configChangeEntries(fields, change.previous, current, change.by ?? FILE_EDIT_ACTOR);
+      if (entries.length > 0) store.audit.append(...entries).catch((error: unknown) => logger.error('audit.not_recorded', { kind: 'config', error }));
       // First: a revoked client must not hear of the change (nor anything after it).
       this.events.recheckAll();
       this.events.broadcast({ event: 'config.changed', fields });
       if (fields.includes('channels')) this.relay.reconcile();
-      if (fields.includes('history')) {
+      if (fields.includes('history') || fields.includes('audit')) {
         store.maintenance.setPolicy(retentionOf(config.current));
         store.maintenance.kick();
       }
     });
     config.on('invalid', (error: Error) => logger.error('config.invalid', { error: error.message }));
+    // The owner's clients (the Activity screen) hear of each entry as it is recorded; nobody else does.
+    store.audit.onAppended((entry) => this.events.broadcast({ event: 'audit.appended', entry }, isOwnerClient));
   }
 
   /** Loads service.json (throws ConfigError naming each bad field), the log and the database. */
@@ -228,7 +237,7 @@ export class Service {
       current,
       permissions.ask,
       (question) => untrustedToolMode(config.current, question.source, store.conversations.get(question.conversationId)?.source),
-      (rule) => addAllowRule(config, rule, logger),
+      (rule, by) => addAllowRule(config, rule, logger, by),
     );
     const agent = new Agent({
       store,
@@ -245,7 +254,12 @@ export class Service {
       withContext: options.agentContext !== false,
     });
     const pairings = new PairingSecrets();
-    const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings));
+    const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings), options.loginBurstWindowMs);
+    // A burst of failed logins (login-failures.ts: one per address, kind and window) is one counted audit entry.
+    auth.failures.onBurst((burst) => {
+      const entry = loginBurstEntry(burst);
+      if (entry) store.audit.append(entry).catch((error: unknown) => logger.error('audit.not_recorded', { kind: 'login.failed_burst', error }));
+    });
     return new Service(options, config, store, logger, redactor, events, tools, permissions, gate, activity, agent, auth, pairings);
   }
 
@@ -314,6 +328,7 @@ export class Service {
     await this.tools.close();
     this.auth.failures.flush();
     this.releaseDataDir();
+    await this.store.audit.settled();
     await this.store.close();
     await this.config.close();
     this.logger.info('service.stopped');
@@ -349,12 +364,18 @@ export class Service {
       door: this.door,
       logger: this.logger,
       authTimeoutMs: this.options.authTimeoutMs,
+      // A paired device's connection is a login worth a record (its pairing has its own entry); the owner
+      // token's and password users' sockets are not (the CLI and editor windows connect often; POST /auth is recorded).
+      onAdmitted: (session, paired) => {
+        if (session.deviceId === undefined || paired) return;
+        this.store.audit.append(loginEntry(actorOf(session, this.store.devices), 'device')).catch((error: unknown) => this.logger.error('audit.not_recorded', { kind: 'login', error }));
+      },
     };
   }
 }
 
-/** service.json's `history` settings as the store's retention policy. */
+/** service.json's `history` and `audit` settings as the store's retention policy. */
 function retentionOf(config: ServiceConfig): RetentionPolicy {
   const { max_days: maxDays, max_bytes: maxBytes, tool_output_days: toolOutputDays } = config.history;
-  return { maxDays, maxBytes, toolOutputDays };
+  return { maxDays, maxBytes, toolOutputDays, auditMaxDays: config.audit.max_days };
 }

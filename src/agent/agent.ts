@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
-import { bindAttachments, insertAttachment, type MessageRow, type NewMessage, type Store } from '../store';
+import { bindAttachments, insertAttachment, type MessageRow, type NewAuditEntry, type NewMessage, type Store } from '../store';
 import { canAccess, sourceLabel } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
 import { CompactionFailed, Compactor } from './compaction/compactor';
@@ -19,7 +19,7 @@ import { listSavedPrompts } from './prompt/saved-prompts';
 import { TurnContext, type TurnInstructions } from './prompt/turn-context';
 import type { PermissionGate } from './permissions';
 import { ProviderError, type ChatMessage, type Provider, type ToolSpec } from './providers/types';
-import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall } from './tool-runner';
+import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall, type ToolCallOutcome } from './tool-runner';
 import type { ToolRegistry } from './tools/registry';
 import type { Tool, ToolImage } from './tools/types';
 import { TurnFiles } from './turn-files';
@@ -481,8 +481,11 @@ export class Agent {
           data: { kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}), ...(shown ? { attachments: [shown] } : {}) } satisfies ToolResultData,
         };
         // The image's record and the result that shows it, in one transaction: neither is ever seen without the other.
+        // A webhook account's tool call is recorded in the audit log with its result (untrusted text asked for it).
+        const audit = input.source.startsWith('webhook:') ? webhookToolRunEntry(input.source, conversationId, call.name, outcome) : undefined;
         await store.messages.appendMany([result], (tx) => {
           if (shown) insertAttachment(tx, { ...shown, id: shown.attachment_id, uploader: 'agent', created_at: result.timestamp, conversation_id: conversationId });
+          if (audit) store.audit.record(tx, audit);
         });
         onEvent({
           event: 'tool.result', conversation_id: conversationId, tool: call.name, call_id: call.id, ok: outcome.ok, denied: outcome.denied === true,
@@ -492,6 +495,20 @@ export class Agent {
       }
     }
   }
+}
+
+/** A webhook account's tool call as the audit log keeps it: the tool, what it acted on, whether it ran. */
+function webhookToolRunEntry(source: string, conversationId: string, tool: string, outcome: ToolCallOutcome): NewAuditEntry {
+  const account = source.slice('webhook:'.length);
+  const what = outcome.subject !== undefined ? `${tool} ${outcome.subject}` : tool;
+  return {
+    kind: 'webhook.tool_run',
+    person: { kind: 'webhook', name: account },
+    place: { via: 'webhook' },
+    conversation_id: conversationId,
+    summary: outcome.denied ? `Refused ${what}` : `Ran ${what}${outcome.ok ? '' : ' (failed)'}`,
+    detail: { tool, subject: outcome.subject ?? null, ran: outcome.denied !== true, ok: outcome.ok },
+  };
 }
 
 /** An image a tool showed, stored durably as a blob before the result that references it. */

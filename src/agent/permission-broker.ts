@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import { ServiceError, type PermissionDecision, type PermissionRequest, type PermissionResolution, type ResultOf, type ServiceEvent } from '../protocol';
+import { createHash, randomUUID } from 'node:crypto';
+import { ServiceError, type AuditActor, type PermissionDecision, type PermissionRequest, type PermissionResolution, type ResultOf, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import { isOwnerClient } from '../protocol/sources';
-import type { Store } from '../store';
+import { canonicalJson, type NewAuditEntry, type Store } from '../store';
 import type { ConversationActivity } from './conversation-activity';
 import { conflictMessage, durationText, RESTARTED_WHY } from './permission-texts';
 import { alwaysRuleFor, type AskPermission, type PermissionAnswer } from './permissions';
@@ -15,6 +15,8 @@ export interface Answerer {
   owner: boolean;
   /** protocol/sources.ts `sourceLabel` of its source: `editor`, `LAN`, `phone (relay)`. */
   label: string;
+  /** Who and where, for the audit log (commands/audit-actor.ts); the answer is recorded with the request's resolution. */
+  actor?: AuditActor;
 }
 
 /** The clients a request goes to (the service's event hub): only those that can answer are asked. */
@@ -44,6 +46,8 @@ interface Outcome {
   note?: string;
   /** The rule an `allow_always` adds (the gate writes it). */
   ruleAdded?: string;
+  /** The person who answered, recorded in the audit log with the resolution. */
+  actor?: AuditActor;
 }
 
 interface Waiting {
@@ -51,6 +55,8 @@ interface Waiting {
   ownerOnly: boolean;
   /** The rule an `allow_always` answer adds (alwaysRuleFor): told to whoever answers and in permission.resolved. */
   ruleIfAlways: string | undefined;
+  /** What the call acts on (a path, a command line), for the audit log. */
+  subject: string | undefined;
   settle(outcome: Outcome): void;
 }
 
@@ -98,12 +104,15 @@ export class PermissionBroker {
         request,
         ownerOnly,
         ruleIfAlways: alwaysRuleFor(question),
+        subject: question.subject,
         settle: (result) => {
           if (this.waiting.get(requestId) !== entry) return;
           this.waiting.delete(requestId);
-          // Applied to the store at once (a later answer reads it there), durable before the tool result is written.
+          // Applied to the store at once (a later answer reads it there), durable before the tool result is written;
+          // a person's answer is recorded in the audit log in the same transaction.
           const resolution = { decision: result.decision, decidedBy: result.decidedBy, reason: result.reason, resolvedMs: Date.now() };
-          settled = this.deps.store.permissionRequests.resolve(requestId, resolution).catch((error) => this.deps.logger.warn('permission.store_failed', { error }));
+          const audit = result.reason === 'answered' && result.actor ? answerAuditEntry(entry, result, result.actor) : undefined;
+          settled = this.deps.store.permissionRequests.resolve(requestId, resolution, audit).catch((error) => this.deps.logger.warn('permission.store_failed', { error }));
           resolve(result);
         },
       };
@@ -160,7 +169,14 @@ export class PermissionBroker {
         throw new ServiceError('unauthorized', 'a deny note is given to the model as the owner\'s words: only the owner (access token or the editor) may add one; deny without a note');
       }
       const ruleAdded = reply.decision === 'allow_always' ? waiting.ruleIfAlways : undefined;
-      waiting.settle({ decision: reply.decision, reason: 'answered', decidedBy: answerer.label, ...(note ? { note } : {}), ...(ruleAdded ? { ruleAdded } : {}) });
+      waiting.settle({
+        decision: reply.decision,
+        reason: 'answered',
+        decidedBy: answerer.label,
+        ...(note ? { note } : {}),
+        ...(ruleAdded ? { ruleAdded } : {}),
+        ...(answerer.actor ? { actor: answerer.actor } : {}),
+      });
       return { request_id: requestId, decision: reply.decision, decided_by: answerer.label, already_decided: false, ...(ruleAdded ? { rule_added: ruleAdded } : {}) };
     }
     const row = this.deps.store.permissionRequests.get(requestId);
@@ -197,6 +213,39 @@ export class PermissionBroker {
   }
 }
 
+const DECISION_WORDS: Record<PermissionDecision, string> = {
+  allow: 'Allowed',
+  allow_session: 'Allowed for this conversation',
+  allow_always: 'Allowed always',
+  deny: 'Denied',
+};
+
+/**
+ * A person's answer as the audit log keeps it: the tool and what it acts on, the preview's hash (what the
+ * person was shown), the decision, whether a note was given (its words are the person's to the model, not kept).
+ */
+function answerAuditEntry(waiting: Waiting, outcome: Outcome, actor: AuditActor): NewAuditEntry {
+  const { request } = waiting;
+  const what = waiting.subject !== undefined ? `${request.tool} ${waiting.subject}` : request.tool;
+  const extras = [outcome.ruleAdded ? `always: rule ${outcome.ruleAdded}` : '', outcome.note ? 'with a note' : ''].filter(Boolean).join('; ');
+  return {
+    kind: 'permission.answer',
+    ...actor,
+    conversation_id: request.conversation_id,
+    summary: `${DECISION_WORDS[outcome.decision]} ${what}${extras ? ` (${extras})` : ''}`,
+    detail: {
+      request_id: request.request_id,
+      tool: request.tool,
+      subject: waiting.subject ?? null,
+      source: request.source,
+      preview_sha256: request.preview ? createHash('sha256').update(canonicalJson(request.preview)).digest('hex') : null,
+      decision: outcome.decision,
+      note_present: outcome.note !== undefined,
+      ...(outcome.ruleAdded ? { rule: outcome.ruleAdded } : {}),
+    },
+  };
+}
+
 function mayAnswer(client: AudienceClient, ownerOnly: boolean): boolean {
   return client.canAnswerPermissions && (!ownerOnly || isOwnerClient(client));
 }
@@ -211,7 +260,7 @@ function requireMayAnswer(ownerOnly: boolean, answerer: Answerer): void {
 function answerOf(outcome: Outcome, timeoutMs: number): PermissionAnswer {
   switch (outcome.reason) {
     case 'answered':
-      return { decision: outcome.decision, ...(outcome.note ? { note: outcome.note } : {}) };
+      return { decision: outcome.decision, ...(outcome.note ? { note: outcome.note } : {}), ...(outcome.actor ? { actor: outcome.actor } : {}) };
     case 'expired':
       return { decision: 'deny', why: `nobody answered within ${durationText(timeoutMs)}` };
     case 'cancelled':

@@ -1,5 +1,5 @@
 import { parseShellLine } from './tools/shell-line';
-import type { PermissionDecision, PermissionMode, ServiceConfig } from '../protocol';
+import type { AuditActor, PermissionDecision, PermissionMode, ServiceConfig } from '../protocol';
 import { PermissionRule, toolPartOf } from '../protocol/config';
 import type { ToolPreview } from './tools/types';
 
@@ -39,13 +39,15 @@ export interface PermissionAnswer {
   why?: string;
   /** The service stops: the turn ends after this call's result is stored. */
   endsTurn?: boolean;
+  /** Who answered (the audit log's person and place): a rule `allow_always` adds is recorded as theirs. */
+  actor?: AuditActor;
 }
 
 /** Asks a person; resolves with their answer (implementations deny on timeout). */
 export type AskPermission = (question: PermissionQuestion) => Promise<PermissionAnswer>;
 
-/** Writes an allow rule where the config lives (service.json); resolves once written, or once the failure is logged. */
-export type AddAllowRule = (rule: string) => Promise<void>;
+/** Writes an allow rule where the config lives (service.json), as `by`'s change; resolves once written, or once the failure is logged. */
+export type AddAllowRule = (rule: string, by?: AuditActor) => Promise<void>;
 
 export type Verdict = { allowed: boolean; reason: 'source' | 'rule' | 'mode' | 'session' | 'user' } & Omit<PermissionAnswer, 'decision'>;
 
@@ -199,7 +201,7 @@ export class PermissionGate {
     // Written before the call runs, so a crash during the call still leaves the rule the user chose.
     if (decision === 'allow_always') {
       const rule = alwaysRuleFor(question);
-      if (rule !== undefined) await this.addAllowRule(rule);
+      if (rule !== undefined) await this.addAllowRule(rule, said.actor);
     }
     return { allowed: decision !== 'deny', reason: 'user', ...said };
   }

@@ -17,17 +17,15 @@ export interface ToolCallOutcome {
   endsTurn?: boolean;
   /** An image to show the user with the result. */
   image?: ToolImage;
+  /** What the call acted on (a path, a command line), when the tool names one: for the audit log. */
+  subject?: string;
 }
 
 /**
  * Runs one tool call the model asked for: permission first, then the tool under a time limit and the
  * chat's cancel signal. Every failure becomes a result the model can read; nothing here throws.
  */
-export async function runToolCall(
-  call: ToolCall,
-  tool: Tool | undefined,
-  context: { conversationId: string; source: string; ownerAnswersPrompts?: boolean; signal: AbortSignal; gate: PermissionGate; logger: Logger; timeoutMs: number; files?: TurnFiles },
-): Promise<ToolCallOutcome> {
+export async function runToolCall(call: ToolCall, tool: Tool | undefined, context: ToolCallContext): Promise<ToolCallOutcome> {
   if (!tool) return { content: `Unknown tool "${call.name}".`, ok: false };
   if (call.argumentsError !== undefined) {
     return { content: `invalid arguments: ${call.argumentsError}. Call ${call.name} again with its arguments as one JSON object.`, ok: false };
@@ -38,7 +36,22 @@ export async function runToolCall(
   } catch {
     subject = undefined;
   }
-  const verdict = await context.gate.check({
+  const outcome = await checkAndRun(call, tool, subject, context);
+  return subject === undefined ? outcome : { ...outcome, subject };
+}
+
+interface ToolCallContext {
+  conversationId: string;
+  source: string;
+  ownerAnswersPrompts?: boolean;
+  signal: AbortSignal;
+  gate: PermissionGate;
+  logger: Logger;
+  timeoutMs: number;
+  files?: TurnFiles;
+}
+
+async function checkAndRun(call: ToolCall, tool: Tool, subject: string | undefined, context: ToolCallContext): Promise<ToolCallOutcome> {  const verdict = await context.gate.check({
     conversationId: context.conversationId,
     source: context.source,
     ownerAnswersPrompts: context.ownerAnswersPrompts,

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ServiceError, type NotReversibleCall, type TurnChanges, type UndoFile, type UndoTurnResult } from '../protocol';
-import type { FileChangeRow, Store } from '../store';
+import { ServiceError, type AuditActor, type NotReversibleCall, type TurnChanges, type UndoFile, type UndoTurnResult } from '../protocol';
+import type { FileChangeRow, NewAuditEntry, Store } from '../store';
 import { KeyedQueue } from './keyed-queue';
 import { removeFileInWorkspace, writeFileInWorkspace } from './tools/anchored-fs';
 import { MAX_PREVIEW_DIFF_CHARS } from './tools/preview';
@@ -97,8 +97,12 @@ export class TurnUndo {
     return this.store.fileChanges.turns(conversationId).map((t) => ({ ...t, message_id: this.store.fileChanges.replyOfTurn(conversationId, t.turn_id) ?? null }));
   }
 
-  /** The preview (confirm false) or the undo itself of the turn holding `messageId`. */
-  undo(conversationId: string, messageId: string, confirm: boolean): Promise<UndoTurnResult> {
+  /**
+   * The preview (confirm false) or the undo itself of the turn holding `messageId`. An undo marks the
+   * files it restored in one transaction with its audit entry (`by`: who asked); a crash before that
+   * leaves restored files that the next undo sees as already restored.
+   */
+  undo(conversationId: string, messageId: string, confirm: boolean, by?: AuditActor): Promise<UndoTurnResult> {
     const turnId = this.store.fileChanges.turnOfMessage(conversationId, messageId);
     if (turnId === undefined) throw new ServiceError('not_found', `message ${messageId} not found in conversation ${conversationId}`);
     return this.queue.run(conversationId, async () => {
@@ -107,11 +111,18 @@ export class TurnUndo {
       const planned = await Promise.all(filesOf(rows).map((file) => this.plan(file)));
       const budget = new TextBudget();
       const files: UndoFile[] = [];
+      const restoredIds: string[] = [];
       for (const p of planned) {
         const shown = await this.describe(p, budget);
-        files.push(confirm ? { ...shown, ...(await this.apply(p)) } : shown);
+        if (!confirm) {
+          files.push(shown);
+          continue;
+        }
+        const applied = await this.apply(p);
+        if (applied.outcome === 'restored' || applied.outcome === 'deleted') restoredIds.push(...p.file.rows.map((r) => r.id));
+        files.push({ ...shown, ...applied });
       }
-      return {
+      const result: UndoTurnResult = {
         conversation_id: conversationId,
         turn_id: turnId,
         message_id: this.store.fileChanges.replyOfTurn(conversationId, turnId) ?? null,
@@ -119,6 +130,8 @@ export class TurnUndo {
         files,
         not_reversible: notReversible(rows),
       };
+      if (confirm) await this.store.fileChanges.markUndone(restoredIds, by ? undoAuditEntry(result, by) : undefined);
+      return result;
     });
   }
 
@@ -167,10 +180,27 @@ export class TurnUndo {
         await writeFileInWorkspace(target, file.relative, bytes, true);
         outcome = 'restored';
       }
-      await this.store.fileChanges.markUndone(file.rows.map((r) => r.id));
       return { outcome };
     } catch (error) {
       return { outcome: 'failed', error: error instanceof Error ? error.message : String(error) };
     }
   }
+}
+
+/** An undo as the audit log keeps it: which files it restored, deleted, skipped or failed on. */
+function undoAuditEntry(result: UndoTurnResult, by: AuditActor): NewAuditEntry {
+  const count = (outcome: string) => result.files.filter((f) => f.outcome === outcome).length;
+  const parts = [`${count('restored')} restored`, `${count('deleted')} deleted`, `${count('skipped')} skipped`, `${count('failed')} failed`];
+  return {
+    kind: 'turn.undone',
+    ...by,
+    conversation_id: result.conversation_id,
+    summary: `Undid a turn: ${parts.join(', ')}`,
+    detail: {
+      turn_id: result.turn_id,
+      message_id: result.message_id,
+      files: result.files.map((f) => ({ path: f.path, outcome: f.outcome ?? null })),
+      not_reversible: result.not_reversible.length,
+    },
+  };
 }

@@ -1,6 +1,8 @@
 import { ServiceError, type CommandOf, type ResultOf } from '../protocol';
 import type { CommandContext } from './context';
 import type { ClientSession } from './session';
+import { actorOf } from './audit-actor';
+import { deviceRevokedEntry } from './audit-records';
 
 // Paired devices (docs/protocol.md, "Devices"): the owner's business only, checked by the dispatcher
 // (roles.ts, OWNER_ONLY_COMMANDS); a session (password) user is `unauthorized`.
@@ -22,8 +24,9 @@ export async function listDevices(_command: CommandOf<'list_devices'>, _session:
  * Ends a device's credential, removes its push subscription, and closes its open sockets at once (4401):
  * every session re-checks its credential, and only the revoked device's fail.
  */
-export async function revokeDevice(command: CommandOf<'revoke_device'>, _session: ClientSession, ctx: CommandContext): Promise<ResultOf<'revoke_device'>> {
-  const revoked = await ctx.store.devices.remove(command.device_id);
+export async function revokeDevice(command: CommandOf<'revoke_device'>, session: ClientSession, ctx: CommandContext): Promise<ResultOf<'revoke_device'>> {
+  const by = actorOf(session, ctx.store.devices);
+  const revoked = await ctx.store.devices.remove(command.device_id, (device) => deviceRevokedEntry(by, device));
   if (!revoked) throw new ServiceError('not_found', `no paired device ${command.device_id}`);
   await ctx.store.pushDevices.remove(command.device_id);
   ctx.logger.info('devices.revoked', { device: command.device_id });

@@ -15,6 +15,8 @@ export interface SessionOptions {
   deviceId?: string;
   /** The password user, when the client authenticated with a session token of `POST /auth`. */
   username?: string;
+  /** The client's address (see ClientSession). */
+  address?: string;
   canAnswerPermissions: boolean;
   /** Delivers an event to the client (only called while the session is open). */
   send(event: ServiceEvent): void;
@@ -73,6 +75,7 @@ export class SessionDoor {
       ...(options.principal ? { principal: options.principal } : {}),
       ...(options.deviceId ? { deviceId: options.deviceId } : {}),
       ...(options.username ? { username: options.username } : {}),
+      ...(options.address !== undefined ? { address: options.address } : {}),
       send: (event) => {
         if (isOpen) options.send(event);
       },

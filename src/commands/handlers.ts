@@ -16,6 +16,8 @@ import { conversationUsageOf } from '../agent/usage/usage-wire';
 import { clientMessagesOf } from './conversation-export';
 import { historyHandlers } from './history-handlers';
 import { attachmentHandlers, chatAttachments } from './attachment-handlers';
+import { listAudit, verifyAudit } from './audit-handlers';
+import { actorOf } from './audit-actor';
 import { agentContextHandlers } from './agent-context-handlers';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
@@ -99,7 +101,9 @@ export const handlers: HandlerMap = {
 
   async update_config(command, session, ctx) {
     requireWritableBy(session, command.config);
-    const updated_fields = await ctx.config.update(command.config);
+    const updated_fields = await ctx.config.update(command.config, actorOf(session, ctx.store.devices));
+    // The change's audit entries (written by the service's config listener) are durable before the answer.
+    await ctx.store.audit.settled();
     return { updated_fields };
   },
 
@@ -135,7 +139,11 @@ export const handlers: HandlerMap = {
 
   async permission_response(command, session, ctx) {
     if (!session.canAnswerPermissions) throw new ServiceError('unauthorized', 'this client cannot answer permission requests');
-    return ctx.permissions.answer(command.request_id, { decision: command.decision, note: command.note }, { owner: isOwner(session), label: sourceLabel(session.source) });
+    return ctx.permissions.answer(
+      command.request_id,
+      { decision: command.decision, note: command.note },
+      { owner: isOwner(session), label: sourceLabel(session.source), actor: actorOf(session, ctx.store.devices) },
+    );
   },
 
   async list_pending_permissions(_command, session, ctx) {
@@ -166,5 +174,7 @@ export const handlers: HandlerMap = {
   get_usage: getUsage,
   ...historyHandlers,
   ...attachmentHandlers,
+  list_audit: listAudit,
+  verify_audit: verifyAudit,
   ...agentContextHandlers,
 };

@@ -2,6 +2,8 @@ import path from 'node:path';
 import { ServiceError, type CommandOf, type ResultOf } from '../protocol';
 import { canAccess } from '../protocol/sources';
 import { backupDataDir, type MessageRow, type SearchHit } from '../store';
+import { actorOf } from './audit-actor';
+import { backupEntry } from './audit-records';
 import type { CommandContext } from './context';
 import { clientMessagesOf, exportFileName, pieceEnd, renderExport } from './conversation-export';
 import { renderedExportKey } from './rendered-exports';
@@ -88,17 +90,20 @@ export async function exportConversation(command: CommandOf<'export_conversation
 }
 
 /** The owner's (roles.ts): the backup holds every conversation and service.json with its secrets. */
-export async function backup(command: CommandOf<'backup'>, _session: ClientSession, ctx: CommandContext): Promise<ResultOf<'backup'>> {
+export async function backup(command: CommandOf<'backup'>, session: ClientSession, ctx: CommandContext): Promise<ResultOf<'backup'>> {
   if (!path.isAbsolute(command.path)) throw new ServiceError('invalid_request', 'path: give an absolute path (the service does not share the caller\'s working directory)');
+  let done: ResultOf<'backup'>;
   try {
-    const done = await backupDataDir(ctx.store, command.path);
+    done = await backupDataDir(ctx.store, command.path);
     ctx.logger.info('store.backup', { path: done.path, files: done.files.length });
-    return done;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     ctx.logger.warn('store.backup_failed', { path: command.path, error: message });
     throw new ServiceError('invalid_request', `backup failed: ${message}`);
   }
+  // Recorded once the copy is complete (the backup itself holds the record up to before it).
+  await ctx.store.audit.append(backupEntry(actorOf(session, ctx.store.devices), done.path, done.files.length));
+  return done;
 }
 
 export const historyHandlers = {

@@ -33,6 +33,9 @@ const OWNER_ONLY_COMMANDS: ReadonlySet<CommandType> = new Set<CommandType>([
   'backup',
   // It rewrites files on the machine (docs/protocol.md, "Undoing a turn").
   'undo_turn',
+  // Who did what from where (docs/protocol.md, "Audit log"): the owner's record, not a user's to read.
+  'list_audit',
+  'verify_audit',
 ]);
 
 export function requireOwnerFor(type: CommandType, session: ClientSession): void {

@@ -17,6 +17,8 @@ export interface ClientSession {
   readonly deviceId?: string;
   /** The password user of a `session` principal (service.json `users`). */
   readonly username?: string;
+  /** Where the client connects from: a LAN socket's remote address, `relay:<channel>` for a relayed client. */
+  readonly address?: string;
   send(event: ServiceEvent): void;
   /** Re-checks the client's credential and address after a config change; closes the client if either is no longer good. */
   recheck?(): void;

@@ -1,6 +1,7 @@
 import type { CommandOf, ResultOf } from '../protocol';
 import type { CommandContext } from './context';
 import type { ClientSession } from './session';
+import { actorOf } from './audit-actor';
 
 /**
  * undo_turn and list_turn_changes (docs/protocol.md, "Undoing a turn"). undo_turn is the owner's
@@ -9,7 +10,7 @@ import type { ClientSession } from './session';
  */
 export async function undoTurn(command: CommandOf<'undo_turn'>, session: ClientSession, ctx: CommandContext): Promise<ResultOf<'undo_turn'>> {
   ctx.agent.requireConversation(command.conversation_id, session.source);
-  return ctx.undo.undo(command.conversation_id, command.message_id, command.confirm);
+  return ctx.undo.undo(command.conversation_id, command.message_id, command.confirm, actorOf(session, ctx.store.devices));
 }
 
 export async function listTurnChanges(command: CommandOf<'list_turn_changes'>, session: ClientSession, ctx: CommandContext): Promise<ResultOf<'list_turn_changes'>> {

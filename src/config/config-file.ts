@@ -4,6 +4,7 @@ import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { ServiceConfigFile, WritableConfig, type ServiceConfig } from '../protocol/config';
+import type { AuditActor } from '../protocol/audit';
 import { ServiceError } from '../protocol/errors';
 import { nullLogger, type Logger } from '../log/logger';
 import { writeFileAtomic } from '../platform/atomic-write';
@@ -15,9 +16,15 @@ import { generateAuthToken } from './secrets';
 export { ConfigError } from './config-error';
 export { generateAuthToken, secretValues } from './secrets';
 
+/** What a change replaced, and who made it (absent: service.json was edited on disk). */
+export interface ConfigChange {
+  previous: ServiceConfig;
+  by?: AuditActor;
+}
+
 export interface ConfigFileEvents {
   /** The config in force changed (update, edit, or a hand edit picked up by watch). */
-  change: [fields: string[], config: ServiceConfig];
+  change: [fields: string[], config: ServiceConfig, change: ConfigChange];
   /** A hand edit made the file invalid; the last good config stays in force. */
   invalid: [error: ConfigError];
   /** The file is valid again after an 'invalid' (a 'change' follows if a value differs). */
@@ -125,7 +132,7 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
    * naming them; `null` removes an optional setting. Returns the fields whose value changed (nothing
    * changed: nothing is written).
    */
-  async update(patch: unknown): Promise<string[]> {
+  async update(patch: unknown, by?: AuditActor): Promise<string[]> {
     const result = WritableConfig.safeParse(patch);
     if (!result.success) {
       throw new ServiceError('invalid_request', `invalid config: ${describeIssues(result.error).join('; ')}`);
@@ -142,6 +149,7 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
         next,
         changes.map(([field]) => field),
         (problems) => new ServiceError('invalid_request', `invalid config: ${problems.join('; ')}`),
+        by,
       );
     });
   }
@@ -149,14 +157,14 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
   /**
    * For the service's own writers (adding a user, setting the port): `mutate` changes a copy of the raw
    * JSON, which must still be valid (else ConfigError, nothing written). Returns the changed top-level
-   * fields.
+   * fields. `by`: who asked for it (the audit log's actor).
    */
-  async edit(mutate: (raw: Record<string, unknown>) => void | Promise<void>): Promise<string[]> {
+  async edit(mutate: (raw: Record<string, unknown>) => void | Promise<void>, by?: AuditActor): Promise<string[]> {
     return this.enqueue(async () => {
       await this.syncBeforeWrite((error) => error);
       const next = structuredClone(this.raw);
       await mutate(next);
-      return this.commit(next, undefined, (problems) => new ConfigError(this.path, problems));
+      return this.commit(next, undefined, (problems) => new ConfigError(this.path, problems), by);
     });
   }
 
@@ -264,27 +272,29 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
     warnUnknownFields(parsed.raw, this.logger);
     const completed = await completeAuthToken(this.path, text, parsed, this.logger);
     const fields = changedFields(this.config, completed.parsed.config);
+    const previous = this.config;
     this.raw = completed.parsed.raw;
     this.config = deepFreeze(completed.parsed.config);
     this.diskText = completed.text;
     this.indent = detectIndent(completed.text);
     this.clearInvalid();
     this.logger.info('config.reloaded', { file: this.path, fields });
-    if (fields.length > 0) this.emitSafely('change', fields, this.config);
+    if (fields.length > 0) this.emitSafely('change', fields, this.config, { previous });
   }
 
-  private async commit(next: RawConfig, candidates: string[] | undefined, invalid: (problems: string[]) => Error): Promise<string[]> {
+  private async commit(next: RawConfig, candidates: string[] | undefined, invalid: (problems: string[]) => Error, by?: AuditActor): Promise<string[]> {
     const result = ServiceConfigFile.safeParse(structuredClone(next));
     if (!result.success) throw invalid(describeIssues(result.error, next));
     const fields = changedFields(this.config, result.data, candidates);
     if (fields.length === 0) return [];
     const text = serialize(next, this.indent);
     await writeFileAtomic(this.path, text);
+    const previous = this.config;
     this.raw = next;
     this.config = deepFreeze(result.data);
     this.diskText = text;
     this.logger.info('config.written', { file: this.path, fields });
-    this.emitSafely('change', fields, this.config);
+    this.emitSafely('change', fields, this.config, { previous, ...(by ? { by } : {}) });
     return fields;
   }
 

@@ -12,6 +12,7 @@ import { call, type Backend, type PublicConfig } from './backend';
 import { CHAT_VIEW_ID } from './chat-view';
 import { showConnectionInfo } from './connection-info';
 import { manageDevices } from './manage-devices';
+import { showActivity } from './show-activity';
 import { compactConversation, exportConversation, searchHistory } from './history-commands';
 import type { Hosting } from './hosting';
 import { PROMPT_COMMANDS } from './permission-prompt';
@@ -30,6 +31,7 @@ export const COMMANDS = {
   listTools: 'remoteAssistant.listTools',
   showConnectionInfo: 'remoteAssistant.showConnectionInfo',
   manageDevices: 'remoteAssistant.manageDevices',
+  showActivity: 'remoteAssistant.showActivity',
   startService: 'remoteAssistant.startService',
   stopService: 'remoteAssistant.stopService',
   restartService: 'remoteAssistant.restartService',
@@ -324,6 +326,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     guarded(COMMANDS.listTools, () => listTools(deps)),
     guarded(COMMANDS.showConnectionInfo, () => connectionInfo(deps)),
     guarded(COMMANDS.manageDevices, () => manageDevices(deps.hosting.backend)),
+    guarded(COMMANDS.showActivity, () => showActivity(deps.hosting.backend)),
     guarded(COMMANDS.startService, () => deps.hosting.start()),
     guarded(COMMANDS.stopService, () => deps.hosting.stop()),
     guarded(COMMANDS.restartService, () => deps.hosting.restart()),

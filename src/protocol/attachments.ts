@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { command } from './command-frame';
 import { displayNameField } from './display-name';
-import { RequestId } from './envelope';
 
 /**
  * Attachments (docs/protocol.md, "Attachments"): a file is uploaded in chunks small enough for any
@@ -38,8 +38,6 @@ export type AttachmentInfo = z.infer<typeof AttachmentInfo>;
 
 export const AttachmentId = z.string({ error: 'attachment_id must be a string' }).regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'attachment_id is not an attachment id' });
 
-const command = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
-  z.object({ type: z.literal(type), id: RequestId.optional(), ...shape });
 
 export const AttachmentBeginCommand = command('attachment_begin', {
   name: displayNameField('name', 255),

@@ -3,6 +3,8 @@ import { ChatContext } from './chat-context-schema';
 import { InstructionFileInfo, SystemPromptMode } from './agent-context';
 import { displayName, displayNameField } from './display-name';
 import { RequestId } from './envelope';
+import { command } from './command-frame';
+import { ListAuditCommand, VerifyAuditCommand } from './audit';
 import { ConversationUsage, MAX_USAGE_DAYS, MessageUsage } from './usage';
 import { AttachmentBeginCommand, AttachmentChunkCommand, AttachmentEndCommand, AttachmentId, AttachmentInfo, GetAttachmentCommand, MAX_ATTACHMENTS_PER_MESSAGE } from './attachments';
 
@@ -18,10 +20,6 @@ const listLimit = z
   .default(DEFAULT_LIST_LIMIT);
 
 const nonEmpty = (what: string) => z.string({ error: `${what} must be a string` }).min(1, { error: `${what} must not be empty` });
-
-// Unknown fields are ignored (z.object strips them): docs/protocol.md, "Envelope".
-const command = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
-  z.object({ type: z.literal(type), id: RequestId.optional(), ...shape });
 
 export const AuthCommand = command('auth', {
   /** The access token, a session token, or a paired device's `device_token`. */
@@ -346,6 +344,8 @@ export const Command = z.discriminatedUnion('type', [
   AttachmentChunkCommand,
   AttachmentEndCommand,
   GetAttachmentCommand,
+  ListAuditCommand,
+  VerifyAuditCommand,
 ]);
 export type Command = z.infer<typeof Command>;
 export type CommandType = Command['type'];

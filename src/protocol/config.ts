@@ -162,6 +162,13 @@ export const HistorySettings = z.strictObject({
 });
 export type HistorySettings = z.infer<typeof HistorySettings>;
 
+/** The audit log's retention (docs/protocol.md, "Audit log"), apart from the history's. */
+export const AuditSettings = z.strictObject({
+  /** Entries older than this many days are dropped, oldest first. */
+  max_days: wholePositive('days').default(90),
+});
+export type AuditSettings = z.infer<typeof AuditSettings>;
+
 /** Settings `update_config` may write (docs/protocol.md). Strict: an unknown field is named and refused. */
 export const WritableConfig = z.strictObject({
   provider: ProviderName,
@@ -210,6 +217,7 @@ export const ServiceConfigFile = z.looseObject({
   /** Model name -> whether it takes image input, over the known list (agent/attachments/vision.ts). */
   vision_models: z.record(z.string(), z.boolean()).default({}),
   history: HistorySettings.default({}),
+  audit: AuditSettings.default({ max_days: 90 }),
 }).superRefine((config, ctx) => {
   const tcp = config.channels.filter((c) => c.type === 'tcp');
   if (tcp.length > 1) ctx.addIssue({ code: 'custom', path: ['channels'], message: 'at most one tcp channel' });

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Conversation, Message, PermissionDecision } from './commands';
 import { RequestId } from './envelope';
 import { AttachmentInfo } from './attachments';
+import { AuditAppendedEvent } from './audit';
 
 /**
  * A conversation's events carry `seq` for the clients following it (follow_conversation): increasing by
@@ -150,5 +151,6 @@ export const ServiceEvent = z.discriminatedUnion('event', [
   ConversationUpdatedEvent,
   TurnEndedEvent,
   ChatMessageEvent,
+  AuditAppendedEvent,
 ]);
 export type ServiceEvent = z.infer<typeof ServiceEvent>;

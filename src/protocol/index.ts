@@ -20,3 +20,4 @@ export * from './undo';
 export * from './attachments';
 export * from './agent-context';
 export * from './display-name';
+export * from './audit';

@@ -6,6 +6,7 @@ import { PermissionRequest } from './events';
 import { UsageDay } from './usage';
 import { TurnChanges, UndoTurnResult } from './undo';
 import { AttachmentResults } from './attachments';
+import { AuditResults } from './audit';
 import { InstructionFileInfo, SavedPrompt } from './agent-context';
 
 /**
@@ -115,6 +116,7 @@ export const CommandResults = {
     files: z.array(z.string()),
   }),
   ...AttachmentResults,
+  ...AuditResults,
 } satisfies { [T in CommandType]: z.ZodType };
 
 export type CommandResults = typeof CommandResults;

@@ -160,7 +160,7 @@ async function readManifest(backup: string): Promise<Manifest> {
  * taken for the time of the copy, so none can start meanwhile) and when `dataDir` already holds a
  * database or anything else: nothing there is overwritten.
  */
-export async function restoreDataDir(backup: string, dataDir: string, logger: Logger = nullLogger): Promise<{ files: string[] }> {
+export async function restoreDataDir(backup: string, dataDir: string, logger: Logger = nullLogger): Promise<{ files: string[]; createdAt: string }> {
   const manifest = await readManifest(backup);
   await mkdir(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const lock = await acquireLock(dataDir, logger, dataDir);
@@ -182,7 +182,7 @@ export async function restoreDataDir(backup: string, dataDir: string, logger: Lo
     }
     for (const dir of new Set(manifest.files.map((f) => path.dirname(path.join(dataDir, ...f.split('/')))))) await fsyncDir(dir);
     if (!(await stat(path.join(dataDir, DATABASE_FILE_NAME)).catch(() => undefined))) logger.warn('store.restore_without_database', { backup });
-    return { files: written };
+    return { files: written, createdAt: manifest.created_at };
   } finally {
     await lock.release();
   }

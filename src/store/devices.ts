@@ -1,3 +1,4 @@
+import type { AuditRepo, NewAuditEntry } from './audit';
 import type { Database } from './database';
 
 /** A phone paired with this machine (docs/protocol.md, "Devices"): its own credential, stored only as a digest. */
@@ -23,7 +24,10 @@ export class DevicesRepo {
    */
   private hashes: Map<string, string> | undefined;
 
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly audit: Pick<AuditRepo, 'record'>,
+  ) {}
 
   /** The token digest of a device, or undefined once it is revoked (or never existed). */
   tokenHashOf(deviceId: string): string | undefined {
@@ -44,11 +48,12 @@ export class DevicesRepo {
     return this.db.all<DeviceRow>(`SELECT ${COLUMNS} FROM devices ORDER BY paired_at, device_id`);
   }
 
-  /** Stores a new device; false when its id is taken. */
-  async add(device: Omit<DeviceRow, 'last_seen'>): Promise<boolean> {
+  /** Stores a new device, with its pairing's audit entry in the same transaction; false when its id is taken. */
+  async add(device: Omit<DeviceRow, 'last_seen'>, audit?: NewAuditEntry): Promise<boolean> {
     const added = await this.db.write((tx) => {
       if (tx.get('SELECT 1 AS x FROM devices WHERE device_id = ?', [device.device_id]) !== undefined) return false;
       tx.run(`INSERT INTO devices (${COLUMNS}) VALUES (?, ?, ?, ?, NULL, ?, ?)`, [device.device_id, device.device_name, device.token_hash, device.paired_at, device.via, device.client_key]);
+      if (audit) this.audit.record(tx, audit);
       return true;
     });
     if (added) this.hashes?.set(device.device_id, device.token_hash);
@@ -64,15 +69,16 @@ export class DevicesRepo {
   /**
    * Ends the device's credential and, for a phone paired through the relay, its relay access: its client
    * key is unregistered (registrations), so the machine refuses that key's tunnel before any `auth`,
-   * unless another device still uses the same key.
+   * unless another device still uses the same key. `audit(row)`: the revocation's entry, recorded in the same transaction.
    */
-  async remove(deviceId: string): Promise<boolean> {
+  async remove(deviceId: string, audit?: (device: DeviceRow) => NewAuditEntry): Promise<boolean> {
     // Forgotten first: from now on no command or event passes its sockets' re-check.
     this.hashes?.delete(deviceId);
     return this.db.write((tx) => {
-      const row = tx.get<{ client_key: string | null }>('SELECT client_key FROM devices WHERE device_id = ?', [deviceId]);
+      const row = tx.get<DeviceRow>(`SELECT ${COLUMNS} FROM devices WHERE device_id = ?`, [deviceId]);
       if (!row) return false;
       tx.run('DELETE FROM devices WHERE device_id = ?', [deviceId]);
+      if (audit) this.audit.record(tx, audit(row));
       const key = row.client_key;
       if (key && tx.get('SELECT 1 AS x FROM devices WHERE client_key = ?', [key]) === undefined) tx.run('DELETE FROM registrations WHERE public_key = ?', [key]);
       return true;

@@ -1,3 +1,4 @@
+import type { AuditRepo, NewAuditEntry } from './audit';
 import type { Database } from './database';
 
 /**
@@ -53,7 +54,10 @@ export interface TurnChangesSummary {
 const COLUMNS = 'seq, id, conversation_id, turn_id, kind, tool, root, path, before_hash, after_hash, detail, state, created_at, undone_at';
 
 export class FileChangesRepo {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly audit: Pick<AuditRepo, 'record'>,
+  ) {}
 
   /** Journals a write about to happen (its blobs are already stored), as `pending`. */
   async begin(write: NewFileWrite): Promise<void> {
@@ -85,12 +89,13 @@ export class FileChangesRepo {
     );
   }
 
-  /** Files restored by an undo, in one transaction. */
-  async markUndone(ids: readonly string[]): Promise<void> {
-    if (ids.length === 0) return;
+  /** Files restored by an undo, in one transaction with the undo's audit entry. */
+  async markUndone(ids: readonly string[], audit?: NewAuditEntry): Promise<void> {
+    if (ids.length === 0 && !audit) return;
     const at = new Date().toISOString();
     await this.db.write((tx) => {
       for (const id of ids) tx.run(`UPDATE file_changes SET state = 'undone', undone_at = ? WHERE id = ? AND state = 'done'`, [at, id]);
+      if (audit) this.audit.record(tx, audit);
     });
   }
 

@@ -18,6 +18,7 @@ import { AttachmentsRepo } from './attachments';
 import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
 import { UsageRepo } from './usage';
+import { AuditRepo } from './audit';
 import { HistoryStore, HISTORY_FILE_NAME } from './history/history-store';
 import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
@@ -41,6 +42,8 @@ export { PermissionRequestsRepo } from './permission-requests';
 export type { NewPermissionRequest, PermissionRequestRow, PermissionResolutionRecord } from './permission-requests';
 export { WebhooksRepo } from './webhooks';
 export { UsageRepo } from './usage';
+export { AuditRepo, auditHash, canonicalJson, AUDIT_GENESIS_HASH } from './audit';
+export type { AuditFilter, AuditVerdict, NewAuditEntry } from './audit';
 export type { ModelUsageSum, NewUsage, UsageRow, UsageSum } from './usage';
 export { PushDevicesRepo, mayUse } from './push-devices';
 export { DevicesRepo } from './devices';
@@ -86,6 +89,8 @@ export interface Store {
   /** Bulky binary content (attachments, before-images) outside the in-memory database. */
   blobs: BlobStore;
   usage: UsageRepo;
+  /** Who did what from where (append-only, hash-chained). */
+  audit: AuditRepo;
   /**
    * Writes a consistent copy of the store's files into `destDir` (an existing directory) and returns their
    * names: service.db, holding every write acknowledged before the call (Database.copySnapshot), then
@@ -179,7 +184,8 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     await db.close().catch(() => {});
     throw err;
   }
-  const maintenance = new HistoryMaintenance(db, history, { logger, intervalMs: options.maintenanceIntervalMs, now: options.now });
+  const audit = new AuditRepo(db, options.now);
+  const maintenance = new HistoryMaintenance(db, history, { logger, intervalMs: options.maintenanceIntervalMs, now: options.now, audit });
   if (options.retention) maintenance.setPolicy(options.retention);
   maintenance.start();
   const opened = history;
@@ -193,11 +199,12 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     meta: new MetaRepo(db),
     webhooks: new WebhooksRepo(db, messages),
     pushDevices: new PushDevicesRepo(db),
-    devices: new DevicesRepo(db),
-    permissionRequests: new PermissionRequestsRepo(db),
-    fileChanges: new FileChangesRepo(db),
+    devices: new DevicesRepo(db, audit),
+    permissionRequests: new PermissionRequestsRepo(db, audit),
+    fileChanges: new FileChangesRepo(db, audit),
     blobs,
     usage: new UsageRepo(db),
+    audit,
     // The snapshot first, then history.db: every body a copied message refers to was committed before it.
     backup: async (destDir) => {
       await db.copySnapshot(path.join(destDir, db.fileName));

@@ -3,6 +3,7 @@ import { nullLogger } from '../log/logger';
 import type { Database, WriteTx } from './database';
 import { META_TABLE_SQL } from './replay';
 import { USAGE_TABLE_SQL } from './usage';
+import { AUDIT_TABLES_SQL } from './audit';
 import { previewOf } from '../protocol/preview';
 import { OWNER_PERSON } from '../protocol/sources';
 import { displayName } from '../protocol/display-name';
@@ -103,6 +104,8 @@ export const MIGRATIONS: readonly Migration[] = [
   // 13: a webhook message waiting in the inbox keeps its body in history.db (body_key, handed to its
   // message when admitted); `content` keeps only its preview (src/store/webhooks.ts).
   `ALTER TABLE webhook_inbox ADD COLUMN body_key INTEGER;`,
+  // 14: the audit log, append-only and hash-chained (src/store/audit.ts).
+  AUDIT_TABLES_SQL,
 ];
 
 export function schemaVersion(db: Database): number {

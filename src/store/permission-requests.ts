@@ -1,4 +1,5 @@
 import type { PermissionRequest } from '../protocol';
+import type { AuditRepo, NewAuditEntry } from './audit';
 import type { Database } from './database';
 import { insertMessage } from './messages';
 import type { NewMessage } from './types';
@@ -60,7 +61,10 @@ function toRow(raw: RawRow): PermissionRequestRow {
  * rather than `not_found`.
  */
 export class PermissionRequestsRepo {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly audit: Pick<AuditRepo, 'record'>,
+  ) {}
 
   /** Stores a waiting request; decided ones resolved before `forgetResolvedBeforeMs` go in the same transaction. */
   async add(entry: NewPermissionRequest, forgetResolvedBeforeMs: number): Promise<void> {
@@ -77,18 +81,20 @@ export class PermissionRequestsRepo {
     });
   }
 
-  /** Records how a waiting request ended; false if it was not waiting. */
-  resolve(requestId: string, resolution: PermissionResolutionRecord): Promise<boolean> {
-    return this.db.write(
-      (tx) =>
+  /** Records how a waiting request ended, with the person's answer in the audit log (same transaction); false if it was not waiting. */
+  resolve(requestId: string, resolution: PermissionResolutionRecord, audit?: NewAuditEntry): Promise<boolean> {
+    return this.db.write((tx) => {
+      const changed =
         tx.run("UPDATE permission_requests SET status = 'resolved', decision = ?, decided_by = ?, reason = ?, resolved_ms = ? WHERE request_id = ? AND status = 'pending'", [
           resolution.decision,
           resolution.decidedBy ?? null,
           resolution.reason,
           resolution.resolvedMs,
           requestId,
-        ]).changes > 0,
-    );
+        ]).changes > 0;
+      if (changed && audit) this.audit.record(tx, audit);
+      return changed;
+    });
   }
 
   get(requestId: string): PermissionRequestRow | undefined {

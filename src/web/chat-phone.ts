@@ -13,6 +13,7 @@ import { MachineStatus } from './machines/machine-status';
 import { MachineStore, type Machine } from './machines/machine-store';
 import { MachineSwitcher } from './machines/machine-switcher';
 import { nameOfFragment, parseFragment } from './pairing';
+import { ActivityView } from './activity-view';
 import { DevicesSection } from './devices-section';
 import { DeepLinks, onWorkerLink, readDeepLink, type DeepLink } from './push/deep-link';
 import { deviceId } from './push/device';
@@ -78,6 +79,8 @@ function viewOf(machine: Machine): MachineView {
   const slot = h('span', { class: 'machine-slot' });
   const removeButton = h('button', { type: 'button', class: 'button secondary forget-pairing' }, 'Remove this computer');
   removeButton.addEventListener('click', () => void remove(machine.id));
+  // Owner only (the service refuses a password user, and the screen says so).
+  const activity = new ActivityView(connection, { open: (conversationId) => app.openConversation(conversationId) });
   const app = new ChatApp({
     connection,
     root: element,
@@ -87,6 +90,7 @@ function viewOf(machine: Machine): MachineView {
       'div',
       { class: 'drawer-footer' },
       h('div', { class: 'paired-with' }, machine.pairing.relay ? `Via relay: ${hostOf(machine.pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(machine.pairing.url)}`),
+      activity.button,
       new DevicesSection(connection, deviceId).element,
       notifications.button,
       removeButton,
@@ -100,6 +104,7 @@ function viewOf(machine: Machine): MachineView {
       },
     },
   });
+  element.append(activity.panel);
   const view: MachineView = { machine, status, connection, element, slot, links: new DeepLinks(connection, app, element), notifications, worker };
   views.set(machine.id, view);
   return view;

@@ -32,8 +32,12 @@ export interface PhoneRig {
   site: StaticServer;
   browser: Browser;
   workspace: { dir: string; cleanup: () => Promise<void> };
-  /** A phone paired with the service; `beforeGoto` may route its socket before the page loads. */
-  openPhone(beforeGoto?: (page: Page) => Promise<void>): Promise<PhonePage>;
+  /**
+   * A phone paired with the service; `beforeGoto` may route its socket before the page loads. `credential`
+   * is the pairing fragment's part after the URL (default: the access token; `token=<session token>` for a
+   * password user, `pair=<one-time secret>` for a paired device).
+   */
+  openPhone(beforeGoto?: (page: Page) => Promise<void>, credential?: string): Promise<PhonePage>;
   close(): Promise<void>;
 }
 
@@ -58,7 +62,7 @@ export async function startPhoneRig(config: Record<string, unknown> = {}): Promi
     site,
     browser,
     workspace,
-    async openPhone(beforeGoto) {
+    async openPhone(beforeGoto, credential = `token=${encodeURIComponent(svc.token)}`) {
       const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, reducedMotion: 'reduce' });
       const page = await context.newPage();
       page.setDefaultTimeout(PAGE_WAIT);
@@ -67,7 +71,7 @@ export async function startPhoneRig(config: Record<string, unknown> = {}): Promi
       page.on('pageerror', (error) => errors.push(String(error)));
       page.on('websocket', (socket) => socket.on('framesent', (frame) => sent.push(JSON.parse(String(frame.payload)) as Record<string, unknown>)));
       await beforeGoto?.(page);
-      await page.goto(`${site.url}/phone.html#url=${encodeURIComponent(svc.wsUrl)}&token=${encodeURIComponent(svc.token)}`);
+      await page.goto(`${site.url}/phone.html#url=${encodeURIComponent(svc.wsUrl)}&${credential}`);
       await page.locator('.connection[data-state="open"]').waitFor();
       return { page, context, errors, sent, close: () => context.close() };
     },

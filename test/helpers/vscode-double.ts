@@ -110,6 +110,10 @@ export enum ProgressLocation {
   Window = 10,
   Notification = 15,
 }
+export enum QuickPickItemKind {
+  Separator = -1,
+  Default = 0,
+}
 export enum DiagnosticSeverity {
   Error = 0,
   Warning = 1,
@@ -196,7 +200,11 @@ export class FakeQuickPick<T extends { label: string }> {
   busy = false;
   visible = false;
   disposed = false;
+  matchOnDescription = false;
+  matchOnDetail = false;
   items: T[] = [];
+  /** The row with the keyboard focus (VS Code moves it to the first row whenever `items` is set). */
+  activeItems: T[] = [];
   selectedItems: T[] = [];
   private readonly valueEmitter = new EventEmitter<string>();
   private readonly acceptEmitter = new EventEmitter<void>();

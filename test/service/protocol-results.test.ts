@@ -211,6 +211,12 @@ test('attachments: an upload in one chunk, read back', async () => {
   await answer({ type: 'get_attachment', attachment_id });
 });
 
+test('audit: list_audit and verify_audit', async () => {
+  // The tests before recorded acts (a permission answer, a pairing, a revocation, a backup): their entries parse too.
+  await answer({ type: 'list_audit', limit: 500 });
+  await answer({ type: 'verify_audit' });
+});
+
 test('every command type was answered and checked against its schema', () => {
   assert.deepEqual([...checked].sort(), Object.keys(CommandResults).sort());
 });

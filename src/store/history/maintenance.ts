@@ -8,6 +8,7 @@ import type { Database } from '../database';
 import { bodyOf } from '../messages';
 import type { MessageRole } from '../types';
 import type { HistoryStore } from './history-store';
+import type { AuditRepo } from '../audit';
 
 export interface RetentionPolicy {
   /** Conversations with no activity for this many days are deleted. */
@@ -16,6 +17,8 @@ export interface RetentionPolicy {
   maxBytes?: number;
   /** Tool outputs older than this many days are cut to their beginning and a note. */
   toolOutputDays?: number;
+  /** Audit entries older than this many days are dropped (the chain keeps the last one's hash as its anchor). */
+  auditMaxDays?: number;
 }
 
 export interface MaintenanceOptions {
@@ -24,6 +27,8 @@ export interface MaintenanceOptions {
   intervalMs?: number;
   /** Clock for retention (tests). */
   now?: () => number;
+  /** The audit log, pruned by `auditMaxDays`. */
+  audit?: Pick<AuditRepo, 'prune'>;
 }
 
 /** Rows per batch: one batch is well under a millisecond or two of sql.js work. */
@@ -167,7 +172,8 @@ export class HistoryMaintenance {
 
   private async applyRetention(): Promise<void> {
     const now = (this.options.now ?? Date.now)();
-    const { maxDays, maxBytes, toolOutputDays } = this.policy;
+    const { maxDays, maxBytes, toolOutputDays, auditMaxDays } = this.policy;
+    if (auditMaxDays !== undefined) await this.options.audit?.prune(new Date(now - auditMaxDays * DAY_MS).toISOString());
     if (toolOutputDays !== undefined) await this.cutToolOutputs(new Date(now - toolOutputDays * DAY_MS).toISOString(), toolOutputDays);
     if (maxDays !== undefined) {
       const cutoff = new Date(now - maxDays * DAY_MS).toISOString();

@@ -43,8 +43,10 @@ export class Authenticator {
     private readonly now: () => number = Date.now,
     /** The paired devices' credentials (absent: only the access token and sessions). */
     readonly devices?: DeviceCredentials,
+    /** The window failed logins are counted over into one burst (login-failures.ts; tests shorten it). */
+    loginLogWindowMs?: number,
   ) {
-    this.failures = new LoginFailures(logger, now);
+    this.failures = new LoginFailures(logger, now, loginLogWindowMs);
   }
 
   /** The principal a token stands for, or null. Comparisons are constant-time. */

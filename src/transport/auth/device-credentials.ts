@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { DevicesRepo, DeviceRow } from '../../store';
 import type { PairingSecrets } from '../pairing/pairing-secrets';
+import { devicePairedEntry } from '../../commands/audit-records';
 
 export const tokenHash = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
 
@@ -21,9 +22,10 @@ export class DeviceCredentials {
   /**
    * Spends `secret` for a new device (null when the secret is not live). The page's own `device_id`
    * (its Web Push id) is kept when valid and free, so its push subscription belongs to the device.
-   * `clientKey`: the relayed phone's end-to-end key, unregistered when the device is revoked.
+   * `clientKey`: the relayed phone's end-to-end key, unregistered when the device is revoked. The pairing
+   * is recorded in the audit log with the device's row (`address`: where the phone connected from).
    */
-  async pair(request: { secret: string; deviceId?: string; deviceName?: string; via: DeviceRow['via']; clientKey?: string }): Promise<{ device_id: string; device_token: string } | null> {
+  async pair(request: { secret: string; deviceId?: string; deviceName?: string; via: DeviceRow['via']; clientKey?: string; address?: string }): Promise<{ device_id: string; device_token: string } | null> {
     if (!this.pairings.spend(request.secret)) return null;
     const token = randomBytes(32).toString('base64url');
     const wanted = request.deviceId && DEVICE_ID.test(request.deviceId) ? request.deviceId : undefined;
@@ -34,9 +36,10 @@ export class DeviceCredentials {
       via: request.via,
       client_key: request.clientKey ?? null,
     };
-    if (!(wanted && (await this.repo.add({ ...row, device_id: wanted })))) {
+    const add = (deviceId: string) => this.repo.add({ ...row, device_id: deviceId }, devicePairedEntry({ ...row, device_id: deviceId }, request.address));
+    if (!(wanted && (await add(wanted)))) {
       const deviceId = randomUUID();
-      await this.repo.add({ ...row, device_id: deviceId });
+      await add(deviceId);
       return { device_id: deviceId, device_token: token };
     }
     return { device_id: wanted, device_token: token };

@@ -1,7 +1,7 @@
 import { AuthCommand, fail, helloOf, type CommandOf, ok, requestIdOf, type Envelope, type ResultOf, type ServiceEvent, wireText } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { OpenSession, SessionDoor } from '../../commands/door';
-import { newSessionId } from '../../commands/session';
+import { newSessionId, type ClientSession } from '../../commands/session';
 import { Authenticator, type Principal } from '../auth/auth';
 import { MAX_BODY_BYTES } from '../http/http-util';
 import { version as SERVER_BUILD } from '../../../package.json';
@@ -26,6 +26,8 @@ export interface ClientConnectionDeps {
    * changes). Only LAN sockets have one; relayed clients come through the relay.
    */
   addressAllowed?: (remoteAddress: string) => boolean;
+  /** A client was let in (the audit log records a paired device's connection). */
+  onAdmitted?: (session: ClientSession, paired: boolean) => void;
 }
 
 /** Longest delay setTimeout honours (a longer one fires at once). */
@@ -122,7 +124,7 @@ export function openClientConnection(
   const pairDevice = async (command: CommandOf<'auth'>) => {
     const devices = deps.auth.devices;
     if (!devices || !command.pairing_secret) return null;
-    const paired = await devices.pair({ secret: command.pairing_secret, deviceId: command.device_id, deviceName: command.device_name, via: source === 'relay' ? 'relay' : 'lan', clientKey: peer.clientKey });
+    const paired = await devices.pair({ secret: command.pairing_secret, deviceId: command.device_id, deviceName: command.device_name, via: source === 'relay' ? 'relay' : 'lan', clientKey: peer.clientKey, address: remoteAddress });
     if (!paired) return null;
     log.info('ws.device_paired', { address: remoteAddress, device: paired.device_id });
     return { paired, principal: deps.auth.verify(paired.device_token) };
@@ -168,12 +170,14 @@ export function openClientConnection(
       principal: candidate.kind,
       ...(deviceId ? { deviceId } : {}),
       ...(candidate.kind === 'session' ? { username: candidate.username } : {}),
+      address: remoteAddress,
       canAnswerPermissions: true,
       send: sendEvent,
       recheck: () => void stillEntitled(),
       onClose: () => closeWith(CLOSE_SERVICE_STOPPING, 'service stopping'),
     });
     log.info('ws.authenticated', { address: remoteAddress, principal: candidate.kind, ...(deviceId ? { device: deviceId } : {}) });
+    deps.onAdmitted?.(admitted.session, pairing !== null);
     const answer: ResultOf<'auth'> = {
       authenticated: true,
       expires_in: deps.auth.expiresIn(candidate),

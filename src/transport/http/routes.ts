@@ -7,6 +7,8 @@ import { clientAddress, readJsonBody, sendEnvelope, sendJson } from './http-util
 import { registrableClientKey } from '../relay-link/client-keys';
 import { machineIdOf } from '../relay-link/machine-identity';
 import { relaySocketUrl } from '../pairing/pairing-link';
+import { actorOf } from '../../commands/audit-actor';
+import { loginEntry } from '../../commands/audit-records';
 
 export interface RouteDeps {
   auth: Authenticator;
@@ -45,6 +47,8 @@ export function coreRoutes(deps: RouteDeps): Map<string, RouteHandler> {
     const { value } = await readJsonBody(req);
     const body = parseOrThrow(AuthRequestBody, value, 'request');
     const session = await deps.auth.login(body.username, body.password, clientAddress(req));
+    // A password user's sign-in is recorded before the token is handed out.
+    await deps.store.audit.append(loginEntry(actorOf({ source: 'ws', principal: 'session', username: body.username, address: clientAddress(req) }), 'password'));
     sendEnvelope(res, ok(session));
   });
 

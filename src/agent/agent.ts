@@ -4,7 +4,8 @@ import type { Logger } from '../log/logger';
 import { bindAttachments, insertAttachment, type MessageRow, type NewAuditEntry, type NewMessage, type Store } from '../store';
 import { canAccess, sourceLabel } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
-import { fitHistory } from './history';
+import { CompactionFailed, Compactor } from './compaction/compactor';
+import { requestBudget, windowOf } from './compaction/budget';
 import { attachmentInfoOf, type StoredAttachment } from './attachments/content';
 import { messageOf } from './client-message';
 import { withAttachments } from './attachments/model-input';
@@ -22,13 +23,9 @@ import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall, type ToolCallOutcome } from './to
 import type { ToolRegistry } from './tools/registry';
 import type { Tool, ToolImage } from './tools/types';
 import { TurnFiles } from './turn-files';
-import { ModelToolNames, transcriptOf, type ToolCallData, type ToolResultData } from './transcript';
-import { contextWindowOf } from './usage/prices';
+import { ModelToolNames, type ToolCallData, type ToolResultData } from './transcript';
 import { TurnUsage } from './usage/turn-usage';
 import { messageUsageOf } from './usage/usage-wire';
-
-/** Tokens of history sent to the model, beside the reply's own `max_tokens`. */
-const HISTORY_TOKEN_BUDGET = 24_000;
 
 export const TITLE_LENGTH = 80;
 
@@ -152,10 +149,14 @@ export class ProviderFailure extends ServiceError {
 export class Agent {
   private readonly queue = new KeyedQueue();
   private readonly history: HistoryCache;
+  private readonly compactor: Compactor;
   private readonly context: TurnContext;
+  /** The window each provider/model's calls last reported (the editor's models tell it with each answer). */
+  private readonly reportedWindows = new Map<string, number>();
 
   constructor(private readonly deps: AgentDeps) {
     this.history = new HistoryCache(deps.store.messages);
+    this.compactor = new Compactor(deps.store, deps.logger);
     this.context = new TurnContext(deps.workspaceRoots ?? (() => []), deps.dataDir);
   }
 
@@ -241,6 +242,39 @@ export class Agent {
       throw new ServiceError('not_found', `conversation ${conversationId} not found`);
     }
     return conversation;
+  }
+
+  /**
+   * compact_conversation: summarises the conversation's older turns now, keeping `focus` in particular,
+   * after any turn that runs (it waits in the conversation's queue). The summary reaches followers as
+   * a chat.message; its usage row carries the context fullness the model will see from now on.
+   */
+  async compact(conversationId: string, source: string, focus: string | undefined, onEvent: TurnEventSink = ignore): Promise<{ message: Message; context_used: number; context_window: number }> {
+    this.requireConversation(conversationId, source);
+    return this.queued(conversationId, async () => {
+      this.requireConversation(conversationId, source);
+      const log = this.deps.logger.child({ conversation: conversationId });
+      const { config, model, provider, specs, window } = await this.requestShape({}, false);
+      const rows = await this.history.rows(conversationId);
+      // The next turn's request shape, so the fullness told is what the model will be sent.
+      const system = await this.systemMessage(config, rows, {}, () => this.context.environment({ client: sourceLabel(source), remote: source !== 'editor', model, contextWindow: window }));
+      const budget = requestBudget(window, config.max_tokens, system ? [system] : [], specs);
+      const usage = new TurnUsage();
+      try {
+        const made = await this.compactor.compact(rows, {
+          conversationId, provider, model, budget,
+          onResult: (result) => usage.add(config, provider.name, model, result),
+          onStored: (message) => onEvent({ event: 'chat.message', conversation_id: conversationId, message }),
+        }, focus);
+        const contextUsed = made.historyTokens + budget.fixed;
+        usage.contextNow(contextUsed, budget.window);
+        await this.recordUsage(usage, made.message.id, conversationId, source, log);
+        return { message: made.message, context_used: contextUsed, context_window: budget.window };
+      } catch (error) {
+        if (error instanceof CompactionFailed) throw new ServiceError('server_error', `the conversation could not be compacted: ${error.message}`);
+        throw error;
+      }
+    });
   }
 
   /** Resolves when every running turn has finished. */
@@ -333,6 +367,24 @@ export class Agent {
   }
 
   /**
+   * What a request to the model is made of besides the history and the system message: the tools
+   * offered, the model, and its window (compaction/budget.ts shares it out).
+   */
+  private async requestShape(input: Pick<AnswerInput, 'model'>, lastStep: boolean) {
+    // Read afresh each step: a config change (model, permission_mode, tools) applies to the next step.
+    const config = this.deps.config();
+    const tools = await this.deps.tools.list();
+    const names = new ModelToolNames(tools.map((t) => t.name));
+    const specs = lastStep || tools.length === 0 ? undefined : tools.map((t) => toolSpec(t, names));
+    const model = input.model ?? config.model;
+    const provider = this.deps.provider(config);
+    // The server's own figure (asked once per model, bounded: providers/server-window.ts), else the last one a call reported (vscode.lm).
+    const reported = (await provider.contextWindow?.(model).catch(() => undefined)) ?? this.reportedWindows.get(`${provider.name}/${model}`);
+    const window = windowOf(config, provider.name, model, reported);
+    return { config, tools, names, specs, model, provider, window, reported };
+  }
+
+  /**
    * The system message of one request. Each step: an instruction file the last step edited, or a
    * folder it reached, counts at once; the environment block is the turn's.
    */
@@ -345,30 +397,34 @@ export class Agent {
   private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: TurnEventSink, usage: TurnUsage, files: TurnFiles, onDelta: (delta: string) => void): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
+    // One failed compaction a turn: the turn goes on with the cut instead of failing again each step.
+    let mayCompact = true;
     // Once a turn: git is asked then, and the date and time are those of the message.
     let environment: string | undefined;
     const instructions: TurnInstructions = {};
     for (let step = 1; ; step += 1) {
-      // Read afresh each step: a config change (model, permission_mode, tools) applies to the next step.
-      const config = this.deps.config();
-      const tools = await this.deps.tools.list();
-      const names = new ModelToolNames(tools.map((t) => t.name));
+      const maxSteps = this.deps.config().max_steps;
+      const lastStep = step >= maxSteps;
+      const { config, tools, names, specs, model, provider, window, reported } = await this.requestShape(input, lastStep);
       const byName = new Map(tools.map((t) => [t.name, t]));
       const rows = await this.history.rows(conversationId);
-      const history = transcriptOf(rows);
-      const lastStep = step >= config.max_steps;
-      const model = input.model ?? config.model;
-      const provider = this.deps.provider(config);
       const system = await this.systemMessage(config, rows, instructions, async () => {
         environment ??= await this.context.environment({
           client: input.client ?? sourceLabel(input.source),
           remote: input.source !== 'editor',
           model,
-          contextWindow: contextWindowOf(config, provider.name, model),
+          contextWindow: window,
         });
         return environment;
       });
-      const messages = await withAttachments(fitHistory(system, history, HISTORY_TOKEN_BUDGET), seesImages(config, model), {
+      const budget = requestBudget(window, config.max_tokens, system ? [system] : [], specs);
+      const view = await this.compactor.modelView(rows, system ? [system] : [], {
+        conversationId, provider, model, budget, signal,
+        onResult: (result) => usage.add(config, provider.name, model, result),
+        onStored: (message) => onEvent({ event: 'chat.message', conversation_id: conversationId, message }),
+      }, mayCompact);
+      if (view.compaction === 'failed') mayCompact = false;
+      const messages = await withAttachments(view.messages, seesImages(config, model), {
         blobs: store.blobs,
         workspaceRoots: this.deps.workspaceRoots ?? (() => []),
         logger: log,
@@ -376,16 +432,18 @@ export class Agent {
       const result = await provider.complete({
         model,
         temperature: config.temperature,
-        max_tokens: config.max_tokens,
+        // Never more than the room kept for it: the request and the reply must fit the window together.
+        max_tokens: config.max_tokens === undefined ? undefined : budget.reply,
         messages: toModelNames(messages, names),
-        tools: lastStep || tools.length === 0 ? undefined : tools.map((t) => toolSpec(t, names)),
+        tools: specs,
         signal,
         onDelta: input.stream ? onDelta : undefined,
       });
-      usage.add(config, provider.name, model, result);
+      if (result.context_window !== undefined) this.reportedWindows.set(`${provider.name}/${model}`, result.context_window);
+      usage.add(config, provider.name, model, result.context_window === undefined && reported !== undefined ? { ...result, context_window: reported } : result);
       if (signal.aborted) throw new Cancelled();
       if (result.tool_calls.length === 0) return result.text;
-      if (lastStep) return result.text || `Stopped after ${config.max_steps} steps of tool calls without a final answer.`;
+      if (lastStep) return result.text || `Stopped after ${maxSteps} steps of tool calls without a final answer.`;
 
       const batch = randomUUID();
       const calls = result.tool_calls.map((call) => ({ ...call, name: names.toolName(call.name) ?? call.name }));

@@ -2,14 +2,16 @@ import type { Message } from '../protocol';
 import type { MessageRow } from '../store';
 import { attachmentInfoOf, storedAttachmentsOf } from './attachments/content';
 import { contextOf } from './chat-context';
+import { summaryDataOf } from './compaction/model-view';
 
 /**
- * A stored user or assistant message as clients see it (chat.message, get_messages, exports): a user's
+ * A stored user, assistant or summary message as clients see it (chat.message, get_messages, exports): a user's
  * context chips, and the attachments it carries (a user's files, a tool result's image).
  */
 export function messageOf(row: Pick<MessageRow, 'id' | 'role' | 'content' | 'timestamp'> & { data?: unknown }): Message {
   const context = row.role === 'user' ? contextOf(row.data) : undefined;
   const attachments = storedAttachmentsOf(row.data).map(attachmentInfoOf);
+  const summary = summaryDataOf(row);
   return {
     id: row.id,
     role: row.role,
@@ -17,5 +19,7 @@ export function messageOf(row: Pick<MessageRow, 'id' | 'role' | 'content' | 'tim
     timestamp: row.timestamp,
     ...(context ? { context } : {}),
     ...(attachments.length > 0 ? { attachments } : {}),
+    ...(summary?.kind === 'summary' ? { compaction: { status: 'summarised', messages: summary.summarised, ...(summary.focus ? { focus: summary.focus } : {}) } } : {}),
+    ...(summary?.kind === 'compaction_failed' ? { compaction: { status: 'failed' } } : {}),
   };
 }

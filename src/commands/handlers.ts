@@ -164,6 +164,11 @@ export const handlers: HandlerMap = {
   list_devices: listDevices,
   revoke_device: revokeDevice,
   undo_turn: undoTurn,
+  async compact_conversation(command, session, ctx) {
+    // The summary reaches the conversation's followers as a chat.message, as a turn's messages do.
+    const origin = { sessionId: session.id, requestId: command.id };
+    return ctx.agent.compact(command.conversation_id, session.source, command.focus, (event) => ctx.events.feeds.publish(event, { origin }));
+  },
   list_turn_changes: listTurnChanges,
   ...pushHandlers,
   get_usage: getUsage,

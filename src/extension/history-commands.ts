@@ -9,7 +9,7 @@ import type { Requester } from './connection-info';
 export const SEARCH_DEBOUNCE_MS = 250;
 const SEARCH_LIMIT = 50;
 
-const ROLE_LABEL: Record<SearchHit['role'], string> = { user: 'You', assistant: 'Assistant', tool: 'Tool' };
+const ROLE_LABEL: Record<SearchHit['role'], string> = { user: 'You', assistant: 'Assistant', tool: 'Tool', summary: 'Summary' };
 
 export type HitItem = vscode.QuickPickItem & { hit?: SearchHit };
 
@@ -81,6 +81,37 @@ export async function searchHistory(backend: Requester | undefined, show: (hit: 
   });
 }
 
+/** A conversation picked from the list (`verb`: what will be done to it); undefined when none or dismissed. */
+async function pickConversation(backend: Requester, verb: string): Promise<string | undefined> {
+  const { conversations } = await call(backend, { type: 'list_conversations', limit: 200 });
+  if (conversations.length === 0) {
+    void vscode.window.showInformationMessage(`Remote Assistant: no conversation to ${verb} yet.`);
+    return undefined;
+  }
+  const picked = await vscode.window.showQuickPick(
+    conversations.map((c) => ({ label: c.title || 'Untitled', description: new Date(c.updated_at).toLocaleString(), detail: c.last_message ?? undefined, id: c.id })),
+    { title: `Remote Assistant: ${verb[0].toUpperCase()}${verb.slice(1)} which conversation?`, matchOnDetail: true },
+  );
+  return picked?.id;
+}
+
+/**
+ * "Remote Assistant: Compact Conversation...": summarises a conversation's older turns now
+ * (compact_conversation), with an optional focus; the summary shows in the chat like any message.
+ */
+export async function compactConversation(backend: Requester | undefined, conversationId?: string): Promise<void> {
+  if (!backend) throw new Error('the service is not running in any window');
+  const id = conversationId ?? (await pickConversation(backend, 'compact'));
+  if (!id) return;
+  const focus = await vscode.window.showInputBox({ title: 'Remote Assistant: Compact Conversation', prompt: 'What the summary must keep in particular (optional)', placeHolder: 'e.g. the API design' });
+  if (focus === undefined) return;
+  const made = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'Remote Assistant: summarising the earlier turns' }, () =>
+    call(backend, { type: 'compact_conversation', conversation_id: id, ...(focus.trim() ? { focus: focus.trim() } : {}) }),
+  );
+  const percent = Math.round((made.context_used / made.context_window) * 100);
+  void vscode.window.showInformationMessage(`Remote Assistant: ${made.message.compaction?.messages ?? 0} messages summarised; the context is now about ${percent}% full.`);
+}
+
 const FORMATS: { label: string; description: string; format: ExportFormat }[] = [
   { label: 'Markdown', description: 'readable: messages, tool calls and their outputs', format: 'markdown' },
   { label: 'JSON', description: 'every message with its fields, for programs', format: 'json' },
@@ -92,19 +123,8 @@ const FORMATS: { label: string; description: string; format: ExportFormat }[] = 
  */
 export async function exportConversation(backend: Requester | undefined, conversationId?: string, format?: ExportFormat): Promise<vscode.Uri | undefined> {
   if (!backend) throw new Error('the service is not running in any window');
-  if (!conversationId) {
-    const { conversations } = await call(backend, { type: 'list_conversations', limit: 200 });
-    if (conversations.length === 0) {
-      void vscode.window.showInformationMessage('Remote Assistant: no conversation to export yet.');
-      return undefined;
-    }
-    const picked = await vscode.window.showQuickPick(
-      conversations.map((c) => ({ label: c.title || 'Untitled', description: new Date(c.updated_at).toLocaleString(), detail: c.last_message ?? undefined, id: c.id })),
-      { title: 'Remote Assistant: Export which conversation?', matchOnDetail: true },
-    );
-    if (!picked) return undefined;
-    conversationId = picked.id;
-  }
+  conversationId ??= await pickConversation(backend, 'export');
+  if (!conversationId) return undefined;
   if (!format) {
     const picked = await vscode.window.showQuickPick(FORMATS, { title: 'Remote Assistant: Export as' });
     if (!picked) return undefined;

@@ -13,7 +13,7 @@ import { CHAT_VIEW_ID } from './chat-view';
 import { showConnectionInfo } from './connection-info';
 import { manageDevices } from './manage-devices';
 import { showActivity } from './show-activity';
-import { exportConversation, searchHistory } from './history-commands';
+import { compactConversation, exportConversation, searchHistory } from './history-commands';
 import type { Hosting } from './hosting';
 import { PROMPT_COMMANDS } from './permission-prompt';
 import { readSettings, SETTINGS_SECTION } from './settings';
@@ -42,6 +42,7 @@ export const COMMANDS = {
   sendTestNotification: 'remoteAssistant.sendTestNotification',
   searchHistory: 'remoteAssistant.searchHistory',
   exportConversation: 'remoteAssistant.exportConversation',
+  compactConversation: 'remoteAssistant.compactConversation',
   undoTurn: 'remoteAssistant.undoTurn',
 } as const;
 
@@ -336,6 +337,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     guarded(COMMANDS.sendTestNotification, () => sendTestNotification(deps)),
     guarded(COMMANDS.searchHistory, () => searchHistory(deps.hosting.backend, (hit) => deps.showMessage(hit.conversation_id, hit.message_id))),
     guarded(COMMANDS.exportConversation, (conversationId?: string, format?: 'markdown' | 'json') => exportConversation(deps.hosting.backend, conversationId, format)),
+    guarded(COMMANDS.compactConversation, (conversationId?: string) => compactConversation(deps.hosting.backend, conversationId)),
     guarded(COMMANDS.undoTurn, () => deps.undoTurn()),
     guarded(SHOW_PENDING_COMMAND, () => deps.permissions.showInChat()),
     guarded(PROMPT_COMMANDS.answer, (requestId: string, decision: string) => deps.permissions.answer(requestId, decision)),

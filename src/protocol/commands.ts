@@ -295,6 +295,13 @@ export const UndoTurnCommand = command('undo_turn', {
 });
 export const ListTurnChangesCommand = command('list_turn_changes', { conversation_id: nonEmpty('conversation_id') });
 
+/** Summarise a conversation's older turns now (docs/protocol.md, "Context window and compaction"). */
+export const CompactConversationCommand = command('compact_conversation', {
+  conversation_id: nonEmpty('conversation_id'),
+  /** What the summary must keep in particular ("keep the API design"). */
+  focus: z.string({ error: 'focus must be a string' }).trim().min(1, { error: 'focus must not be empty' }).max(2_000, { error: 'focus must be at most 2000 characters' }).optional(),
+});
+
 export const Command = z.discriminatedUnion('type', [
   AuthCommand,
   ChatCommand,
@@ -331,6 +338,7 @@ export const Command = z.discriminatedUnion('type', [
   ExportConversationCommand,
   BackupCommand,
   UndoTurnCommand,
+  CompactConversationCommand,
   ListTurnChangesCommand,
   AttachmentBeginCommand,
   AttachmentChunkCommand,
@@ -388,7 +396,8 @@ export const Conversation = z.object({
 });
 export type Conversation = z.infer<typeof Conversation>;
 
-export const MessageRole = z.enum(['user', 'assistant', 'tool']);
+/** `summary`: earlier turns summarised for the model (or the notice that they could not be); see `compaction`. */
+export const MessageRole = z.enum(['user', 'assistant', 'tool', 'summary']);
 export type MessageRole = z.infer<typeof MessageRole>;
 
 export const Message = z.object({
@@ -411,6 +420,12 @@ export const Message = z.object({
   context: ChatContext.optional(),
   /** User messages: the files attached to it (read them with get_attachment). */
   attachments: z.array(AttachmentInfo).optional(),
+  /**
+   * `summary` messages: `summarised`, the model is sent this text instead of the `messages` stored before
+   * it (they stay in the history); `failed`, no summary could be made (`content` says why) and the
+   * oldest turns are cut from what the model is sent.
+   */
+  compaction: z.object({ status: z.enum(['summarised', 'failed']), messages: z.number().int().optional(), focus: z.string().optional() }).optional(),
   /**
    * User messages sent with a client_message_id (chat's): that id, so its sender knows its own message
    * among identical ones (live in `chat.message`, and in the history after a reload).

@@ -87,6 +87,8 @@ export const CommandResults = {
   push_test: z.object({ results: z.array(PushTestResult) }),
   undo_turn: UndoTurnResult,
   list_turn_changes: z.object({ turns: z.array(TurnChanges) }),
+  /** The stored summary, and how full the window is now (an estimate of the next request). */
+  compact_conversation: z.object({ message: Message, context_used: z.number().int(), context_window: z.number().int() }),
   /** The state in force for this session: the device it names (null: none named yet) and whether its page is visible. */
   client_state: z.object({ device_id: z.string().nullable(), visible: z.boolean() }),
   /** Days with usage, newest first (days without any are left out). */

@@ -11,15 +11,25 @@ const perMillion = z.number({ error: 'expected US dollars per million tokens (a 
 /**
  * One entry of service.json's `prices`, keyed `"<provider>/<model>"` or `"<model>"`: dollars per million
  * input, output, cached (cache-read) and cache-write input tokens (Anthropic bills writes apart). `cached`
- * and `cache_write` default to `input`. `context_window` (tokens) overrides the shipped default for the model.
+ * and `cache_write` default to `input`. `context_window` (tokens) overrides the shipped default for the
+ * model and sizes what the agent sends it; an entry may give only it (`{"context_window": 8192}` for a
+ * local model), or only the prices. Prices come as a pair: input with output.
  */
-export const PriceEntry = z.strictObject({
-  input: perMillion,
-  output: perMillion,
-  cached: perMillion.optional(),
-  cache_write: perMillion.optional(),
-  context_window: z.number({ error: 'expected a number of tokens' }).int({ error: 'expected a whole number of tokens' }).positive({ error: 'must be positive' }).optional(),
-});
+export const PriceEntry = z
+  .strictObject({
+    input: perMillion.optional(),
+    output: perMillion.optional(),
+    cached: perMillion.optional(),
+    cache_write: perMillion.optional(),
+    context_window: z.number({ error: 'expected a number of tokens' }).int({ error: 'expected a whole number of tokens' }).positive({ error: 'must be positive' }).optional(),
+  })
+  .superRefine((e, ctx) => {
+    if (e.input !== undefined && e.output === undefined) ctx.addIssue({ code: 'custom', path: ['output'], message: 'expected US dollars per million output tokens, with the input price' });
+    if (e.input === undefined && e.output !== undefined) ctx.addIssue({ code: 'custom', path: ['input'], message: 'expected US dollars per million input tokens, with the output price' });
+    if (e.input === undefined && e.output === undefined && e.context_window === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['context_window'], message: 'an entry needs input and output prices, a context_window, or both' });
+    }
+  });
 export type PriceEntry = z.infer<typeof PriceEntry>;
 
 export const Prices = z.record(z.string().min(1, { error: 'a price key must not be empty' }), PriceEntry);

@@ -9,7 +9,7 @@ import type { MessageRole, MessageRow, NewMessage, SearchHit } from './types';
 export interface RecentOptions {
   /** How many of the most recent messages (default 50). */
   limit?: number;
-  /** Also `tool` messages (default: only user and assistant). */
+  /** Also `tool` messages (default: only user, assistant and summary). */
   includeTools?: boolean;
 }
 
@@ -45,7 +45,7 @@ export function clientMessageIdOf(clientKey: string): string {
 export const LOST_BODY_TEXT = '[this message was lost in a damaged history file]';
 
 const COLUMNS = 'seq, id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key';
-const ROLES: ReadonlySet<string> = new Set<MessageRole>(['user', 'assistant', 'tool']);
+const ROLES: ReadonlySet<string> = new Set<MessageRole>(['user', 'assistant', 'tool', 'summary']);
 /** Search results asked of history.db beyond `limit`, for hits whose message is gone meanwhile. */
 const SEARCH_SLACK = 10;
 const MAX_SEARCH_LIMIT = 200;
@@ -91,7 +91,7 @@ export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): voi
   );
   // Activity only moves forward, even if messages are stored out of timestamp order. The preview is
   // kept on the row so listing conversations never reads a body.
-  const preview = m.role === 'tool' ? null : previewOf(m.content);
+  const preview = m.role === 'tool' || m.role === 'summary' ? null : previewOf(m.content);
   const bumped = tx.run('UPDATE conversations SET updated_at = max(updated_at, ?), bytes = bytes + ?, last_message = coalesce(?, last_message) WHERE id = ?', [
     m.timestamp,
     bytes,
@@ -182,7 +182,7 @@ export class MessagesRepo {
   async recent(conversationId: string, options: RecentOptions = {}): Promise<MessageRow[]> {
     const limit = Math.floor(options.limit ?? 50);
     if (!(limit > 0)) return [];
-    const roles = options.includeTools ? '' : " AND role IN ('user', 'assistant')";
+    const roles = options.includeTools ? '' : " AND role <> 'tool'";
     const rows = this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ?${roles} ORDER BY seq DESC LIMIT ?`, [conversationId, limit]);
     rows.reverse();
     return this.withBodies(rows);

@@ -1,4 +1,5 @@
-export type MessageRole = 'user' | 'assistant' | 'tool';
+/** `summary`: earlier turns summarised for the model, or the notice that they could not be (agent/compaction). */
+export type MessageRole = 'user' | 'assistant' | 'tool' | 'summary';
 
 export interface ConversationRow {
   id: string;

@@ -27,3 +27,11 @@ test('service.json prices override the defaults, by provider/model first, then b
   assert.equal(contextWindowOf(none, 'openai', 'gpt-4o'), 128_000);
   assert.equal(contextWindowOf(none, 'openai', 'unknown'), null);
 });
+
+test("an entry of only a context_window sizes the model's window and leaves its price to the defaults (or unknown)", () => {
+  const config = { prices: { 'openai/llama3.1': { context_window: 8192 }, 'openai/gpt-4o': { context_window: 64_000 } } };
+  assert.equal(contextWindowOf(config, 'openai', 'llama3.1'), 8192);
+  assert.equal(priceOf(config, 'openai', 'llama3.1'), undefined, 'no price: cost unknown, never 0');
+  assert.equal(contextWindowOf(config, 'openai', 'gpt-4o'), 64_000);
+  assert.equal(priceOf(config, 'openai', 'gpt-4o'), DEFAULT_PRICES['openai/gpt-4o'], 'the shipped price stays');
+});

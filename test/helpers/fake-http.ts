@@ -177,8 +177,10 @@ export interface FakeServer<Step> {
   /** The base URL to give the provider. */
   readonly url: string;
   readonly port: number;
-  /** Every request received, in order of arrival. */
+  /** Every request received, in order of arrival (but those the spec sets `aside`). */
   readonly requests: RecordedRequest[];
+  /** The requests set aside (FakeServerSpec.aside), e.g. a local server's own endpoints asked beside the API. */
+  readonly asides: RecordedRequest[];
   /** Queues answers for the next completion requests, first in first out. */
   script(...steps: StepSource<Step>[]): void;
   /** The answer used when the queue is empty (initially the echo). */
@@ -245,10 +247,13 @@ export interface FakeServerSpec<Step> {
   handle(exchange: Exchange, kit: FakeKit<Step>): Promise<void>;
   /** Listen on this port (default: a free one). */
   port?: number;
+  /** Requests recorded in `asides` instead of `requests` (by path), so tests counting API calls see only them. */
+  aside?: (path: string) => boolean;
 }
 
 export async function startFakeServer<Step>(spec: FakeServerSpec<Step>): Promise<FakeServer<Step>> {
   const requests: RecordedRequest[] = [];
+  const asides: RecordedRequest[] = [];
   const queue: StepSource<Step>[] = [];
   let fallback = spec.fallback;
   let closed = false;
@@ -348,7 +353,7 @@ export async function startFakeServer<Step>(spec: FakeServerSpec<Step>): Promise
           watchers.notify();
         }
       });
-      requests.push(record);
+      (spec.aside?.(record.path.split('?')[0]) ? asides : requests).push(record);
       watchers.notify();
       spec.handle(exchange, kit).catch(() => res.destroy());
     });
@@ -360,6 +365,7 @@ export async function startFakeServer<Step>(spec: FakeServerSpec<Step>): Promise
     url: spec.baseUrl(`http://127.0.0.1:${port}`),
     port,
     requests,
+    asides,
     script: (...steps) => void queue.push(...steps),
     setDefault: (step) => void (fallback = step),
     pending: () => queue.length,

@@ -52,6 +52,8 @@ export interface FakeOpenAIOptions {
   models?: string[];
   /** Listen on this port (default: a free one), e.g. to bring a provider back up at the same URL. */
   port?: number;
+  /** Answer Ollama's `POST /api/show` with this `num_ctx` in the model's parameters (else 404, as a server that is not Ollama). */
+  ollamaNumCtx?: number;
 }
 
 /** Default answers are OpenAI's error shape for the status (a 401 quotes part of the presented key, as OpenAI does). */
@@ -73,6 +75,11 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       const presented = presentedKey(record);
       if (presented !== options.apiKey) return sendJson(res, 401, errorBody(401, presented));
     }
+    // A local server's own endpoints (providers/server-window.ts asks them); recorded in `asides`.
+    if (record.method === 'POST' && path === '/api/show' && options.ollamaNumCtx !== undefined) {
+      return sendJson(res, 200, { modelfile: '', parameters: `stop "<|eot_id|>"\nnum_ctx ${options.ollamaNumCtx}`, model_info: { 'llama.context_length': 131072 } });
+    }
+    if (path.startsWith('/api/')) return sendJson(res, 404, { error: 'not found' });
     if (record.method === 'GET' && path === '/v1/models') {
       return sendJson(res, 200, {
         object: 'list',
@@ -167,7 +174,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     });
   }
 
-  return startFakeServer<FakeStep>({ name: 'fake-openai', fallback: echo, baseUrl: (origin) => `${origin}/v1`, handle, port: options.port });
+  return startFakeServer<FakeStep>({ name: 'fake-openai', fallback: echo, baseUrl: (origin) => `${origin}/v1`, handle, port: options.port, aside: (path) => path.startsWith('/api/') });
 }
 
 function presentedKey(record: RecordedRequest): string | undefined {

@@ -116,6 +116,9 @@ test('chat with a tool the user allows, its history, then delete', async () => {
   );
   const plain: { response: string } = await answer({ type: 'chat', message: 'again', conversation_id: conversationId });
   assert.match(plain.response, /echo: again/);
+  const compacted: { message: { role: string; compaction?: { status: string } }; context_used: number; context_window: number } = await answer({ type: 'compact_conversation', conversation_id: conversationId, focus: 'the file names' });
+  assert.deepEqual([compacted.message.role, compacted.message.compaction?.status], ['summary', 'summarised']);
+  assert.ok(compacted.context_used > 0 && compacted.context_used < compacted.context_window);
   const removed: { removed: boolean } = await answer({ type: 'remove_queued', conversation_id: conversationId, client_message_id: 'not-waiting' });
   assert.equal(removed.removed, false);
   const turns: { turns: { message_id: string | null; files: number }[] } = await answer({ type: 'list_turn_changes', conversation_id: conversationId });

@@ -8,6 +8,7 @@ import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUse
 import { PROVIDERS, type ProviderName } from '../../protocol';
 import { createHttpProvider, explanationOf, type StreamAssembler } from './http-provider';
 import type { Attempt } from './attempt';
+import { ServerWindows } from './server-window';
 import {
   type ChatMessage,
   type CompletionRequest,
@@ -157,7 +158,9 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
     }
   }
 
-  return core.provider({
+  // A vendor's host tells no window this way; a local server (Ollama, LM Studio) may.
+  const windows = isOpenAI ? undefined : new ServerWindows(baseUrl);
+  const provider = core.provider({
     buildBody,
     complete: async (body, attempt) => fromCompletion(await client.chat.completions.create({ ...body, stream: false }, core.requestOptions(attempt))),
     // Once streaming, nothing is retried: part of the answer may already have been shown.
@@ -166,6 +169,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
     models: (attempt) => client.models.list(core.requestOptions(attempt)),
     sortModels: true,
   });
+  return windows ? { ...provider, contextWindow: (model) => windows.of(model) } : provider;
 }
 
 function toWireMessage(message: ChatMessage): WireMessage {

@@ -79,6 +79,8 @@ export interface Provider {
   readonly name: string;
   complete(request: CompletionRequest): Promise<CompletionResult>;
   listModels?(signal?: AbortSignal): Promise<string[]>;
+  /** The model's context window as its server tells it (a local server; undefined when it does not say). */
+  contextWindow?(model: string): Promise<number | undefined>;
 }
 
 export type ProviderErrorKind =

@@ -5,6 +5,12 @@
  */
 import type { PriceEntry, Prices, ServiceConfig } from '../../protocol';
 
+/** An entry that prices the model (some entries give only its context_window). */
+export type Price = PriceEntry & { input: number; output: number };
+
+const priced = (entry: PriceEntry | undefined): Price | undefined => (entry?.input !== undefined && entry.output !== undefined ? (entry as Price) : undefined);
+const windowed = (entry: PriceEntry | undefined): number | undefined => entry?.context_window;
+
 /**
  * Shipped defaults, US dollars per million tokens; `cached` is the cache-read price, `context_window`
  * the model's input window in tokens. DEFAULTS: service.json's `prices` overrides any of them.
@@ -42,34 +48,38 @@ export const DEFAULT_PRICES: Readonly<Prices> = {
  */
 const RELEASE_SUFFIX = /^-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$/;
 
-/** The entry of `table` for the model: `<provider>/<model>` first, then `<model>`, each exactly or as a release of it. */
-function lookup(table: Readonly<Prices>, provider: string, model: string): PriceEntry | undefined {
+/**
+ * What `table` says of the model (`pick`: its price, or its window): `<provider>/<model>` first, then
+ * `<model>`, each exactly or as a release of it. An entry that does not say it is passed over.
+ */
+function lookup<T>(table: Readonly<Prices>, provider: string, model: string, pick: (entry: PriceEntry | undefined) => T | undefined): T | undefined {
   for (const key of [`${provider}/${model}`, model]) {
-    const exact = table[key];
-    if (exact) return exact;
+    const exact = pick(table[key]);
+    if (exact !== undefined) return exact;
   }
   for (const [key, entry] of Object.entries(table)) {
     const base = key.startsWith(`${provider}/`) ? key.slice(provider.length + 1) : key.includes('/') ? undefined : key;
-    if (base !== undefined && model.startsWith(base) && RELEASE_SUFFIX.test(model.slice(base.length))) return entry;
+    const found = pick(entry);
+    if (found !== undefined && base !== undefined && model.startsWith(base) && RELEASE_SUFFIX.test(model.slice(base.length))) return found;
   }
   return undefined;
 }
 
 /** The model's entry: service.json's, else the shipped default; undefined when neither knows it. */
-export function priceOf(config: Pick<ServiceConfig, 'prices'>, provider: string, model: string): PriceEntry | undefined {
-  return lookup(config.prices, provider, model) ?? lookup(DEFAULT_PRICES, provider, model);
+export function priceOf(config: Pick<ServiceConfig, 'prices'>, provider: string, model: string): Price | undefined {
+  return lookup(config.prices, provider, model, priced) ?? lookup(DEFAULT_PRICES, provider, model, priced);
 }
 
 /** The model's context window: service.json's, else the provider's own figure (vscode.lm), else the shipped default. */
 export function contextWindowOf(config: Pick<ServiceConfig, 'prices'>, provider: string, model: string, reported?: number): number | null {
-  return lookup(config.prices, provider, model)?.context_window ?? reported ?? lookup(DEFAULT_PRICES, provider, model)?.context_window ?? null;
+  return lookup(config.prices, provider, model, windowed) ?? reported ?? lookup(DEFAULT_PRICES, provider, model, windowed) ?? null;
 }
 
 /**
  * The cost of one call in millionths of a dollar (tokens times dollars per million): kept in that unit
  * so that sums stay exact for prices with few decimals; dollars are made only when shown (dollarsOf).
  */
-export function microDollarsOf(price: PriceEntry, tokens: { input: number; output: number; cached: number; written?: number }): number {
+export function microDollarsOf(price: Price, tokens: { input: number; output: number; cached: number; written?: number }): number {
   const cached = Math.min(tokens.cached, tokens.input);
   const written = Math.min(tokens.written ?? 0, tokens.input - cached);
   return (tokens.input - cached - written) * price.input + cached * (price.cached ?? price.input) + written * (price.cache_write ?? price.input) + tokens.output * price.output;

@@ -48,6 +48,15 @@ export class TurnUsage {
     this.contextWindow = contextWindowOf(config, provider, model, result.context_window);
   }
 
+  /**
+   * After a compaction made outside a turn: how full the window is now (an estimate of the next
+   * request), so the context meter does not go on showing the fullness from before it.
+   */
+  contextNow(used: number, window: number): void {
+    this.contextUsed = used;
+    this.contextWindow = window;
+  }
+
   get empty(): boolean {
     return this.reported === 0;
   }

@@ -103,6 +103,7 @@ export class ChatApp {
     });
     this.permissions.onChange(() => this.header.setWaiting(this.permissions.count));
     this.header.onWaitingClick(() => this.permissions.revealFirst());
+    this.header.usage.compact.addEventListener('click', () => void this.compactNow());
     this.rules = new RulesEditor(this.connection);
     this.search = new SearchView({
       search: (query) => this.call({ type: 'search_messages', query, limit: SEARCH_LIMIT }),
@@ -375,6 +376,21 @@ export class ChatApp {
   }
 
   /** Stop: ends the conversation's running turn, whoever started it. */
+  /** The Compact button: the summary arrives as a chat.message (we follow the conversation); the meter is refreshed. */
+  private async compactNow(): Promise<void> {
+    const conversationId = this.current;
+    if (!conversationId) return;
+    const button = this.header.usage.compact;
+    button.disabled = true;
+    try {
+      const answer = await this.call({ type: 'compact_conversation', conversation_id: conversationId });
+      if (answer?.status !== 'ok') this.messages.addNote(`Could not compact: ${answer?.error ?? 'not connected'}`, 'error');
+      else await this.refreshConversations();
+    } finally {
+      button.disabled = false;
+    }
+  }
+
   private async stop(): Promise<void> {
     if (!this.current) return;
     await this.call({ type: 'cancel', conversation_id: this.current });

@@ -102,6 +102,12 @@ export class LiveTurn {
     const message = event.message;
     if (this.shownIds.has(message.id)) return;
     this.shownIds.add(message.id);
+    if (message.role === 'summary') {
+      // Made during a turn (before a step) or on demand (compact_conversation, no turn): never starts one.
+      const node = this.deps.messages.addSummary(message);
+      this.turn?.nodes.push(node);
+      return;
+    }
     const turn = this.liveTurn();
     if (message.role === 'user') {
       // Our own message (its chat's client_message_id, also after a resend) is already on screen: mark it sent.

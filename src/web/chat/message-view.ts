@@ -169,6 +169,26 @@ export class MessageView {
     return this.add(h('div', { class: 'message assistant' }, content));
   }
 
+  /**
+   * A `summary` message: "Earlier turns summarised", its text expandable (what the model is sent from
+   * now on instead of the turns above it), or the notice that a summary failed, shown as an error.
+   */
+  addSummary(message: Message): HTMLElement {
+    if (message.compaction?.status === 'failed') {
+      const node = this.addNote(message.content, 'error');
+      node.classList.add('summary-failed');
+      node.dataset.messageId = message.id;
+      return node;
+    }
+    const content = h('div', { class: 'markdown' });
+    renderMarkdown(content, message.content);
+    const count = message.compaction?.messages;
+    const label = `Earlier turns summarised${count ? ` (${count} messages)` : ''}${message.compaction?.focus ? ` · focus: ${message.compaction.focus}` : ''}`;
+    const node = this.add(h('details', { class: 'summary-card' }, h('summary', {}, label), content));
+    node.dataset.messageId = message.id;
+    return node;
+  }
+
   startReply(): StreamingReply {
     const reply = new StreamingReply(this);
     this.add(reply.element);
@@ -206,8 +226,9 @@ export class MessageView {
         const node = this.addAssistant(message.content);
         node.dataset.messageId = message.id;
         attachUsage(node, message.usage);
-      }
-      else {
+      } else if (message.role === 'summary') {
+        this.addSummary(message);
+      } else {
         const name = message.tool_name ?? 'tool';
         // The store writes a batch's calls first, then their results in order: a result answers the
         // oldest waiting call of its tool.

@@ -31,7 +31,7 @@ export function snippetNodes(snippet: string, highlights: ReadonlyArray<readonly
   return nodes;
 }
 
-const ROLE_LABEL: Record<SearchHit['role'], string> = { user: 'You', assistant: 'Assistant', tool: 'Tool' };
+const ROLE_LABEL: Record<SearchHit['role'], string> = { user: 'You', assistant: 'Assistant', tool: 'Tool', summary: 'Summary' };
 
 export class SearchView {
   readonly element: HTMLElement;

@@ -41,11 +41,14 @@ export class UsageMeter {
   readonly element: HTMLElement;
   private readonly total: HTMLElement;
   private readonly meter: HTMLMeterElement;
+  /** compact_conversation: summarise the older turns now, beside the meter that tells how full the window is. */
+  readonly compact: HTMLButtonElement;
 
   constructor() {
     this.total = h('span', { class: 'usage-total' });
     this.meter = h('meter', { class: 'context-meter', min: '0', max: '1', low: '0.6', high: '0.85', optimum: '0' });
-    this.element = h('span', { class: 'usage-summary', 'aria-label': 'Usage of this conversation', hidden: true }, this.total, this.meter);
+    this.compact = h('button', { type: 'button', class: 'compact-button', title: 'Summarise the earlier turns to free the context window' }, 'Compact');
+    this.element = h('span', { class: 'usage-summary', 'aria-label': 'Usage of this conversation', hidden: true }, this.total, this.meter, this.compact);
   }
 
   show(usage: ConversationUsage | null | undefined): void {

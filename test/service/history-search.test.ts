@@ -42,6 +42,8 @@ before(async () => {
   svc = await startService({
     base_url: fake.url,
     model: 'fake-model',
+    // A window the big message of the export test fits in whole, so no compaction adds to what is exported.
+    prices: { 'openai/fake-model': { context_window: 1_000_000 } },
     workspace: workspace.dir,
     permission_mode: 'allow',
     channels: [{ name: 'hooks', type: 'webhook', accounts: { acme: { incoming_path: '/hooks/acme', outgoing_url: 'http://127.0.0.1:9/none' } } }],

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { LocalBackend, type Envelope } from '../../src/extension/backend';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
+import type { RecordedRequest } from '../helpers/fake-http';
 import { openStore } from '../../src/store';
 import { postJson, startService } from '../helpers/service';
 import { waitFor } from '../helpers/temp';
@@ -63,7 +64,13 @@ test("graceful stop waits for the editor view's chat in flight (and a socket's),
   const client = await TestClient.authed(svc.wsUrl, svc.token);
   const closed = client.waitClose();
   try {
-    fake.script({ text: 'slow answer for the view', delayMs: 700 }, { text: 'slow answer for the socket', delayMs: 700 });
+    // Each answer by its question: the two turns reach the provider in either order (each first works out
+    // its environment block).
+    const answer = (request: RecordedRequest) => {
+      const asked = (request.body as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
+      return { text: asked.includes('from the editor') ? 'slow answer for the view' : 'slow answer for the socket', delayMs: 700 };
+    };
+    fake.script(answer, answer);
     view.send({ type: 'chat', message: 'from the editor', id: 'v1' });
     const socketChat = client.request({ type: 'chat', message: 'from the socket', id: 's1' }, 10_000).then((reply) => {
       order.push('socket answered s1');

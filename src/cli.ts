@@ -4,11 +4,13 @@ import { defaultDataDir } from './platform/paths';
 import { AllowFromPattern } from './protocol';
 import { PortInUseError, Service } from './service';
 import { hashPassword } from './transport/auth/passwords';
+import { pairCommand, pairingText } from './cli-pair';
 import { backupCommand, forgetListeningAddress, restoreCommand, writeListeningAddress } from './cli-backup';
 
 const USAGE = `usage:
   remote-assistant serve [--data-dir DIR] [--port N] [--allow-from PATTERN,PATTERN...] [--recover] [--break-lock]
   remote-assistant user add --data-dir DIR --username NAME   (password on standard input)
+  remote-assistant pair [--data-dir DIR] [--port N]   (a fresh phone pairing link from the running service)
   remote-assistant backup BACKUP_DIR [--data-dir DIR] [--port N]   (while a service runs too)
   remote-assistant restore BACKUP_DIR [--data-dir DIR]   (into a new or empty data directory; not while a service runs on it)`;
 
@@ -61,6 +63,10 @@ async function serve(args: string[]): Promise<number> {
   await writeListeningAddress(dataDir, listening.port);
   console.log(`listening on ${listening.url}`);
   console.log(`data directory: ${dataDir}`);
+  // Without the editor, the terminal is the only place a first phone can get its link.
+  const paired = service.store.devices.list().length;
+  if (paired === 0) console.log(await pairingText(service.createLanPairing(), process.stdout.isTTY === true));
+  else console.log(`${paired} device(s) paired; \`remote-assistant pair\` prints a link for another`);
   console.error(`${await stopSignal}: stopping`);
   await service.stop();
   await forgetListeningAddress(dataDir);
@@ -95,6 +101,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     if (command === 'serve') return await serve(argv.slice(1));
     if (command === 'user' && sub === 'add') return await userAdd(rest);
+    if (command === 'pair') return await pairCommand(argv.slice(1), USAGE);
     if (command === 'backup') return await backupCommand(argv.slice(1), USAGE);
     if (command === 'restore') return await restoreCommand(argv.slice(1), USAGE);
     console.error(USAGE);

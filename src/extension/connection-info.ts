@@ -1,28 +1,9 @@
-import { hostname, networkInterfaces } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import QRCode from 'qrcode';
 import * as vscode from 'vscode';
 import type { PairedDevice, PairingInfo, RelayLinkStatus } from '../protocol';
+import { lanAddresses, lanPairingUrl } from '../transport/pairing/lan-pairing';
 import type { Backend, Envelope } from './backend';
-
-/** The machine's IPv4 addresses a phone on the LAN can reach (no loopback, no link-local). */
-export function lanAddresses(): string[] {
-  const out: string[] = [];
-  for (const entries of Object.values(networkInterfaces())) {
-    for (const e of entries ?? []) if (e.family === 'IPv4' && !e.internal && !e.address.startsWith('169.254.')) out.push(e.address);
-  }
-  return out;
-}
-
-/**
- * The phone's pairing link on the LAN: the page served by the service, the socket and a one-time pairing
- * secret in the fragment (never sent to a server), and the computer's name for the phone's list of
- * machines. Never the access token: the phone spends the secret for its own device credential
- * (docs/protocol.md, "Devices").
- */
-export function lanPairingUrl(host: string, port: number, pairingSecret: string): string {
-  return `http://${host}:${port}/#url=${encodeURIComponent(`ws://${host}:${port}/ws`)}&pair=${encodeURIComponent(pairingSecret)}&name=${encodeURIComponent(hostname())}`;
-}
 
 /** A one-time LAN pairing secret from the service (`create_lan_pairing`), or undefined when it cannot be had. Never throws. */
 export async function fetchLanPairingSecret(backend: Requester | undefined): Promise<string | undefined> {

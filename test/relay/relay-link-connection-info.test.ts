@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import { hostname } from 'node:os';
 import { LocalBackend, RemoteBackend } from '../../src/extension/backend';
 import { Service } from '../../src/service';
+import { lanPairingUrl } from '../../src/transport/pairing/lan-pairing';
 import { startService, TEST_TOKEN, writeConfig, type RunningService } from '../helpers/service';
 import { tempDir } from '../helpers/temp';
 import { waitFor } from '../helpers/temp';
@@ -50,7 +51,7 @@ test('the relay state and a one-time relay pairing come from the running service
   const lanSecret = await info.fetchLanPairingSecret(backend);
   assert.ok(lanSecret, 'the host window makes a LAN pairing secret');
   assert.equal(svc.service.pairings.size, 2, 'and one for the LAN QR');
-  const lanUrl = new URL(info.lanPairingUrl('192.168.1.20', portOf(svc), lanSecret));
+  const lanUrl = new URL(lanPairingUrl('192.168.1.20', portOf(svc), lanSecret));
   assert.deepEqual(Object.fromEntries(new URLSearchParams(lanUrl.hash.slice(1))), { url: `ws://192.168.1.20:${portOf(svc)}/ws`, pair: lanSecret, name: hostname() }, 'the LAN link holds the secret, no token, and the computer\'s name');
   const phone = await TestClient.connect(svc.wsUrl);
   assert.equal((await phone.request({ type: 'auth', pairing_secret: lanSecret, device_name: '<b>Ada</b> phone' })).status, 'ok');
@@ -124,7 +125,7 @@ test('the hosting window asks in process: no socket is opened (it works while no
 });
 
 test('the LAN pairing link opens the page the service serves at /', () => {
-  const url = new URL(info.lanPairingUrl('192.168.1.20', 5000, 'tok'));
+  const url = new URL(lanPairingUrl('192.168.1.20', 5000, 'tok'));
   assert.equal(url.pathname, '/');
   assert.equal(new URLSearchParams(url.hash.slice(1)).get('url'), 'ws://192.168.1.20:5000/ws');
 });

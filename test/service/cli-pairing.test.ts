@@ -105,6 +105,25 @@ test('pair prints a fresh working link from the running service; create_lan_pair
   assert.ok(!(await readFile(join(dir, 'service.log'), 'utf8')).includes(TEST_TOKEN), 'no access token in the log');
 });
 
+test('the unpaired page names the real ways to pair and fills in its own address', async (t) => {
+  const dir = await newDataDir(t);
+  const proc = await serve(dir);
+  try {
+    const context = await browser.newContext();
+    t.after(() => context.close());
+    const page = await context.newPage();
+    await page.goto(`http://127.0.0.1:${proc.port}/`);
+    await page.waitForSelector('#pair-url');
+    assert.equal(await page.inputValue('#pair-url'), `ws://127.0.0.1:${proc.port}/ws`);
+    const text = (await page.textContent('.pairing-form')) ?? '';
+    assert.match(text, /remote-assistant pair/);
+    assert.match(text, /Show Connection Info/);
+    assert.ok(!text.includes('Pair a Phone'), 'no palette command that does not exist');
+  } finally {
+    await stop(proc);
+  }
+});
+
 test('pair without a running service says so and fails', async (t) => {
   const dir = await newDataDir(t);
   const pair = await runCli(['pair', '--data-dir', dir, '--port', '1']);

@@ -8,7 +8,7 @@ import { pairCommand, pairingText } from './cli-pair';
 import { backupCommand, forgetListeningAddress, restoreCommand, writeListeningAddress } from './cli-backup';
 
 const USAGE = `usage:
-  remote-assistant serve [--data-dir DIR] [--port N] [--allow-from PATTERN,PATTERN...] [--recover] [--break-lock]
+  remote-assistant serve [--data-dir DIR] [--port N] [--allow-from PATTERN,PATTERN...] [--recover] [--break-lock] [--public-host HOST]
   remote-assistant user add --data-dir DIR --username NAME   (password on standard input)
   remote-assistant pair [--data-dir DIR] [--port N]   (a fresh phone pairing link from the running service)
   remote-assistant backup BACKUP_DIR [--data-dir DIR] [--port N]   (while a service runs too)
@@ -31,6 +31,8 @@ async function serve(args: string[]): Promise<number> {
       recover: { type: 'boolean' },
       // Take over service.lock left by another host (a recreated container).
       'break-lock': { type: 'boolean' },
+      // The address a phone reaches this machine by, for pairing links (a container's published port).
+      'public-host': { type: 'string' },
     },
   });
   const port = values.port === undefined ? undefined : Number(values.port);
@@ -44,8 +46,13 @@ async function serve(args: string[]): Promise<number> {
     console.error(`invalid --allow-from ${JSON.stringify(badPattern ?? values['allow-from'])}: expected address patterns such as 192.168.1.*,::1`);
     return 2;
   }
+  const publicHost = values['public-host'];
+  if (publicHost !== undefined && !/^[A-Za-z0-9.:-]+$/.test(publicHost)) {
+    console.error(`invalid --public-host ${JSON.stringify(publicHost)}: expected a host name or an IP address (no brackets, no port)`);
+    return 2;
+  }
   const dataDir = values['data-dir'] ?? defaultDataDir();
-  const service = await Service.open({ dataDir, port, allowFrom, recoverJournal: values.recover, breakLock: values['break-lock'], logToStderr: true });
+  const service = await Service.open({ dataDir, port, allowFrom, recoverJournal: values.recover, breakLock: values['break-lock'], publicHost, logToStderr: true });
   // Handlers first: a supervisor (or a test) may send SIGTERM the moment it reads "listening on", and
   // on a busy machine that can come before the next statement runs; the stop must still be graceful.
   const stopSignal = new Promise<string>((resolve) => {

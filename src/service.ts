@@ -61,6 +61,8 @@ export interface ServiceOptions {
   host?: string;
   /** Overrides the tcp channel's allow_from for this run (the container's CMD sets it). */
   allowFrom?: readonly string[];
+  /** The host pairing links name, when the phone reaches this machine by another address (a container's published port: `serve --public-host`). */
+  publicHost?: string;
   /** Start even if a journal segment is damaged, keeping it aside (`serve --recover`; see the store). */
   recoverJournal?: boolean;
   /** Take over a data directory lock left by another host, e.g. a recreated container (`serve --break-lock`). */
@@ -352,7 +354,7 @@ export class Service {
   createLanPairing(): { pairing_secret: string; expires_in: number; link: string } {
     const { secret, expiresIn } = this.pairings.create();
     const port = this.address?.port ?? tcpChannelOf(this.config.current).port;
-    const host = pairingHostFor(this.address?.host ?? this.options.host ?? bindHostFor(this.options.allowFrom ?? tcpChannelOf(this.config.current).allow_from));
+    const host = this.options.publicHost ?? pairingHostFor(this.address?.host ?? this.options.host ?? bindHostFor(this.options.allowFrom ?? tcpChannelOf(this.config.current).allow_from));
     return { pairing_secret: secret, expires_in: expiresIn, link: lanPairingUrl(host, port, secret) };
   }
 

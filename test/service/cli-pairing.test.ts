@@ -124,6 +124,21 @@ test('the unpaired page names the real ways to pair and fills in its own address
   }
 });
 
+test('serve --public-host names the address the phone reaches (a container\'s published port); a bad one is refused', async (t) => {
+  const dir = await newDataDir(t);
+  const proc = await serve(dir, 0, {}, ['--public-host', '192.0.2.7']);
+  try {
+    const link = new URL((await waitFor(() => LINK.exec(proc.output()), 'the pairing link in serve output', 10_000))[0]);
+    assert.equal(link.origin, `http://192.0.2.7:${proc.port}`);
+    assert.equal(new URLSearchParams(link.hash.slice(1)).get('url'), `ws://192.0.2.7:${proc.port}/ws`);
+  } finally {
+    await stop(proc);
+  }
+  const bad = await runCli(['serve', '--data-dir', dir, '--port', '0', '--public-host', 'evil.example/#pair=x']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /invalid --public-host/);
+});
+
 test('pair without a running service says so and fails', async (t) => {
   const dir = await newDataDir(t);
   const pair = await runCli(['pair', '--data-dir', dir, '--port', '1']);

@@ -25,6 +25,4 @@ export type Plan = z.infer<typeof Plan>;
 export const PlanSummary = z.object({ done: z.number().int(), total: z.number().int() });
 export type PlanSummary = z.infer<typeof PlanSummary>;
 
-export function planSummaryOf(plan: Plan): PlanSummary {
-  return { done: plan.filter((item) => item.status === 'done').length, total: plan.length };
-}
+export { planSummaryOf } from './plan-summary';

@@ -34,7 +34,7 @@ const INPUT_SCHEMA = {
 /**
  * `todo`: the model shows the user its plan as a checklist and updates it as it goes. It changes nothing
  * outside its conversation (the plan is stored with it and shown to its followers), so it is
- * `conversationOnly`: it runs without the permission gate (docs/design.md, "The todo tool").
+ * `conversationOnly`: it runs without the permission gate (docs/protocol.md, "The plan").
  */
 export function createTodoToolSource(plans: PlanStore): ToolSource {
   const todo: Tool = {

@@ -41,7 +41,7 @@ export interface Tool {
   readonly unrecordedEffects?: boolean;
   /**
    * It changes nothing outside its own conversation (the `todo` tool's plan): it runs without the
-   * permission gate, in every mode and for every source (docs/design.md, "The todo tool").
+   * permission gate, in every mode and for every source (docs/protocol.md, "The plan").
    */
   readonly conversationOnly?: boolean;
   /** Runs the tool. Throwing is a failed call; the loop turns it into an error result for the model. */

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startService, type RunningService } from '../helpers/service';
-import { tempDir } from '../helpers/temp';
+import { tempDir, waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
 type Frame = Record<string, unknown>;
@@ -30,14 +30,12 @@ after(async () => {
   await workspace?.cleanup();
 });
 
-async function received(client: TestClient, match: (f: Frame) => boolean, count = 1): Promise<Frame[]> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
+/** The client's frames matching `match`, once there are `count` of them. */
+function received(client: TestClient, match: (f: Frame) => boolean, count = 1): Promise<Frame[]> {
+  return waitFor(() => {
     const found = client.frames.filter(match);
-    if (found.length >= count) return found;
-    if (Date.now() > deadline) throw new Error(`only ${found.length} of ${count} matching frames arrived`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+    return found.length >= count ? found : undefined;
+  }, `${count} matching frames`, 10_000);
 }
 
 const FIRST = [

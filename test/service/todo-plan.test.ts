@@ -74,6 +74,8 @@ test('two todo calls in a chat: a follower gets plan.updated twice, get_plan and
     const plans = await received(follower, (f) => f.event === 'plan.updated' && f.conversation_id === id, 2);
     assert.deepEqual(plans.map((f) => f.plan), [FIRST, SECOND]);
     assert.equal(typeof plans[0]!.seq, 'number');
+    // The system prompt tells the model when to use it.
+    assert.match(fake.requests.at(-1)!.body.messages[0].content, /show your plan with todo/);
     // The model was told the outcome.
     const toolResults = fake.requests.at(-1)!.body.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content);
     assert.deepEqual(toolResults.slice(-2), ['Plan updated: 0 of 3 done.', 'Plan updated: 2 of 3 done.']);

@@ -75,6 +75,17 @@ test('the checklist is drawn live as the model updates it, comes back after a re
     await row.waitFor({ timeout: PAGE_WAIT });
     assert.equal(await row.textContent(), '2 of 3 done');
     assert.deepEqual(phone.errors, []);
+
+    // The editor's chat view is the same page: opening the conversation there shows the same checklist.
+    const view = await rig.openEditorView();
+    try {
+      await view.page.locator('.drawer-toggle').click();
+      await view.page.locator('.conversation-open', { hasText: 'plan the fix' }).click();
+      await waitForSummary(view.page, 'Plan · 2 of 3 done');
+      assert.deepEqual((await planShown(view.page)).items, expected);
+    } finally {
+      await view.close();
+    }
   } finally {
     other.close();
     await phone.close();

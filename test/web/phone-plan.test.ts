@@ -5,6 +5,7 @@
  * Runs after `npm run build`.
  */
 import assert from 'node:assert/strict';
+import { mkdir } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { PAGE_WAIT, startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
@@ -66,6 +67,9 @@ test('the checklist is drawn live as the model updates it, comes back after a re
       ['Run the tests', 'in_progress'],
     ];
     assert.deepEqual((await planShown(page)).items, expected, 'each step with its state, text shown as text');
+    // To be looked at: the card under the header at a phone's size.
+    await mkdir('test-output', { recursive: true });
+    await page.screenshot({ path: 'test-output/phone-plan.png' });
 
     await page.reload();
     await waitForSummary(page, 'Plan · 2 of 3 done');

@@ -67,6 +67,9 @@ test('the checklist is drawn live as the model updates it, comes back after a re
       ['Run the tests', 'in_progress'],
     ];
     assert.deepEqual((await planShown(page)).items, expected, 'each step with its state, text shown as text');
+    const todoCards = page.locator('.tool-card[data-tool="todo"]');
+    assert.ok((await todoCards.count()) > 0, 'the todo calls are in the transcript');
+    assert.equal(await todoCards.first().isVisible(), false, 'but not drawn as tool cards: the plan card says it once');
     // To be looked at: the card under the header at a phone's size.
     await mkdir('test-output', { recursive: true });
     await page.screenshot({ path: 'test-output/phone-plan.png' });

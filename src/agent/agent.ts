@@ -72,9 +72,10 @@ export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'attachments' 
  * - `chat.message`: a message of the turn was stored, first the user's (the turn starts: the
  *   conversation is known), last the reply;
  * - `chat.delta`: a piece of the reply's text (only when the input asked to `stream`);
- * - `tool.call` / `tool.result`: the turn's tools.
+ * - `tool.call` / `tool.result`: the turn's tools;
+ * - `plan.updated`: the todo tool wrote the conversation's plan (between its call and its result).
  */
-export type TurnEvent = Extract<ServiceEvent, { event: 'chat.message' | 'chat.delta' | 'tool.call' | 'tool.result' }>;
+export type TurnEvent = Extract<ServiceEvent, { event: 'chat.message' | 'chat.delta' | 'tool.call' | 'tool.result' | 'plan.updated' }>;
 
 /**
  * Receives a turn's events synchronously, as they happen. A callback rather than an async iterator: the
@@ -477,6 +478,7 @@ export class Agent {
           logger: log,
           timeoutMs: this.deps.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
           files,
+          onPlan: (plan) => onEvent({ event: 'plan.updated', conversation_id: conversationId, plan }),
         });
         const shown = outcome.image ? await keepImage(store, outcome.image) : undefined;
         const result: NewMessage = {

@@ -4,7 +4,7 @@ import type { PermissionGate } from './permissions';
 import type { ToolCall } from './providers/types';
 import { describeArguments, previewToolCall } from './tools/preview';
 import type { TurnFiles } from './turn-files';
-import { ToolError, type Tool, type ToolImage, type ToolOutput } from './tools/types';
+import { ToolError, type Tool, type ToolContext, type ToolImage, type ToolOutput } from './tools/types';
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 300_000;
 const MAX_RESULT_CHARS = 100_000;
@@ -49,9 +49,23 @@ interface ToolCallContext {
   logger: Logger;
   timeoutMs: number;
   files?: TurnFiles;
+  onPlan?: ToolContext['onPlan'];
 }
 
-async function checkAndRun(call: ToolCall, tool: Tool, subject: string | undefined, context: ToolCallContext): Promise<ToolCallOutcome> {  const verdict = await context.gate.check({
+async function checkAndRun(call: ToolCall, tool: Tool, subject: string | undefined, context: ToolCallContext): Promise<ToolCallOutcome> {
+  // A tool that changes nothing outside its conversation (todo) is not the gate's business, whatever the source.
+  const verdict = tool.conversationOnly ? { allowed: true as const } : await checkPermission(call, tool, subject, context);
+  if (!verdict.allowed) return verdict.outcome;
+  return runChecked(call, tool, subject, context);
+}
+
+async function checkPermission(
+  call: ToolCall,
+  tool: Tool,
+  subject: string | undefined,
+  context: ToolCallContext,
+): Promise<{ allowed: true } | { allowed: false; outcome: ToolCallOutcome }> {
+  const verdict = await context.gate.check({
     conversationId: context.conversationId,
     source: context.source,
     ownerAnswersPrompts: context.ownerAnswersPrompts,
@@ -66,10 +80,14 @@ async function checkAndRun(call: ToolCall, tool: Tool, subject: string | undefin
   if (!verdict.allowed) {
     context.logger.info('tool.denied', { tool: tool.name, reason: verdict.reason, source: context.source });
     // The person's note is the whole result: it may tell the model what to do instead.
-    if (verdict.note) return { content: `Permission denied: the user denied ${tool.name}: ${verdict.note}`, ok: false, denied: true };
+    if (verdict.note) return { allowed: false, outcome: { content: `Permission denied: the user denied ${tool.name}: ${verdict.note}`, ok: false, denied: true } };
     const why = verdict.reason === 'source' ? 'tools are not enabled for messages from this source' : (verdict.why ?? `the user did not allow ${tool.name} to run`);
-    return { content: deniedText(why), ok: false, denied: true, ...(verdict.endsTurn ? { endsTurn: true } : {}) };
+    return { allowed: false, outcome: { content: deniedText(why), ok: false, denied: true, ...(verdict.endsTurn ? { endsTurn: true } : {}) } };
   }
+  return { allowed: true };
+}
+
+async function runChecked(call: ToolCall, tool: Tool, subject: string | undefined, context: ToolCallContext): Promise<ToolCallOutcome> {
   if (context.signal.aborted) return { content: 'Cancelled.', ok: false };
   const timeout = AbortSignal.timeout(context.timeoutMs);
   const signal = AbortSignal.any([context.signal, timeout]);
@@ -77,7 +95,12 @@ async function checkAndRun(call: ToolCall, tool: Tool, subject: string | undefin
   try {
     // Listed before it runs, so a call a crash cuts short is listed too.
     if (tool.unrecordedEffects) await context.files?.unrecorded(tool.name, subject ?? describeArguments(call.arguments));
-    const output = await raceAbort(tool.run(call.arguments, { conversationId: context.conversationId, signal, ...(context.files ? { files: context.files } : {}) }), signal);
+    const output = await raceAbort(tool.run(call.arguments, {
+      conversationId: context.conversationId,
+      signal,
+      ...(context.files ? { files: context.files } : {}),
+      ...(context.onPlan ? { onPlan: context.onPlan } : {}),
+    }), signal);
     const content = output.content.length > MAX_RESULT_CHARS ? `${output.content.slice(0, MAX_RESULT_CHARS)}\n[... ${output.content.length - MAX_RESULT_CHARS} characters cut]` : output.content;
     context.logger.info('tool.ran', { tool: tool.name, ok: !output.isError, ms: Date.now() - started });
     return { content, ok: !output.isError, ...(output.image ? { image: output.image } : {}) };

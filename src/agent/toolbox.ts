@@ -8,6 +8,7 @@ import { createCustomToolSource } from './tools/custom';
 import { createMcpToolSource } from './tools/mcp';
 import { createMemoryToolSource } from './tools/memory';
 import { ToolRegistry } from './tools/registry';
+import { createTodoToolSource } from './tools/todo';
 
 /** The workspace roots of file tools: `workspace` of service.json, else the host's folders, else the current directory. */
 export function workspaceRootsOf(config: ServiceConfig, host: Host = {}): string[] {
@@ -17,7 +18,7 @@ export function workspaceRootsOf(config: ServiceConfig, host: Host = {}): string
 
 /**
  * Every tool the agent may call, in precedence order: the host's own (the editor's), built-in,
- * memory, custom tools of service.json, MCP servers', then the host's others (VS Code's lm tools). Sources read the config live.
+ * memory, todo, custom tools of service.json, MCP servers', then the host's others (VS Code's lm tools). Sources read the config live.
  */
 export function createToolRegistry(config: () => ServiceConfig, store: Store, logger: Logger, host: Host = {}): ToolRegistry {
   const workspaceRoots = () => workspaceRootsOf(config(), host);
@@ -25,6 +26,7 @@ export function createToolRegistry(config: () => ServiceConfig, store: Store, lo
     ...(host.toolSources ?? []),
     createBuiltinToolSource({ workspaceRoots }),
     createMemoryToolSource(store.memory),
+    createTodoToolSource(store.conversations),
     createCustomToolSource(() => config().tools, { workspaceRoots }),
     createMcpToolSource(() => config().mcp_servers, { logger: logger.child({ component: 'mcp' }), cwd: workspaceRoots()[0] }),
     ...(host.laterToolSources ?? []),

@@ -3,7 +3,7 @@ import { toolInfo } from '../agent/tools/registry';
 import type { ConversationActivity } from '../agent/conversation-activity';
 import type { ConversationRow, Store } from '../store';
 import { sourceLabel } from '../protocol/sources';
-import { contextChars, MAX_CONTEXT_CHARS, ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
+import { contextChars, MAX_CONTEXT_CHARS, planSummaryOf, ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
 import { pushHandlers } from './push-handlers';
 import { createPairing, relayStatus } from './relay-handlers';
@@ -40,10 +40,11 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
 }
 
 /** A stored conversation as clients see it (list_conversations rows, conversation.updated), with what it is doing now. */
-export function conversationOf({ id, title, created_at, updated_at, source, last_message }: ConversationRow, activity: ConversationActivity, store: Pick<Store, 'usage'>): Conversation {
+export function conversationOf({ id, title, created_at, updated_at, source, last_message }: ConversationRow, activity: ConversationActivity, store: Pick<Store, 'usage' | 'conversations'>): Conversation {
   const { state, pendingPermissions, queued } = activity.of(id);
   const usage = conversationUsageOf(store.usage.ofConversation(id));
-  return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message, queued, usage };
+  const plan = store.conversations.planOf(id);
+  return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message, queued, usage, ...(plan ? { plan_summary: planSummaryOf(plan) } : {}) };
 }
 
 /** Every command's handler. */
@@ -121,6 +122,11 @@ export const handlers: HandlerMap = {
     const rows = await ctx.store.messages.recent(command.conversation_id, { limit: command.limit, includeTools: command.include_tools });
     const messages: Message[] = clientMessagesOf(rows, ctx.store.usage);
     return { messages };
+  },
+
+  async get_plan(command, session, ctx) {
+    ctx.agent.requireConversation(command.conversation_id, session.source);
+    return { plan: ctx.store.conversations.planOf(command.conversation_id) ?? [] };
   },
 
   async delete_conversation(command, session, ctx) {

@@ -6,6 +6,7 @@ import { RequestId } from './envelope';
 import { command } from './command-frame';
 import { ListAuditCommand, VerifyAuditCommand } from './audit';
 import { ConversationUsage, MAX_USAGE_DAYS, MessageUsage } from './usage';
+import { PlanSummary } from './plan';
 import { AttachmentBeginCommand, AttachmentChunkCommand, AttachmentEndCommand, AttachmentId, AttachmentInfo, GetAttachmentCommand, MAX_ATTACHMENTS_PER_MESSAGE } from './attachments';
 
 /** Maximum `limit` of list commands; larger values are clamped (docs/protocol.md). */
@@ -107,6 +108,11 @@ export const GetUsageCommand = command('get_usage', {
     .min(1, { error: 'days must be at least 1' })
     .max(MAX_USAGE_DAYS, { error: `days must be at most ${MAX_USAGE_DAYS}` })
     .default(30),
+});
+
+/** The conversation's latest plan (the `todo` tool's checklist); empty when the model wrote none. */
+export const GetPlanCommand = command('get_plan', {
+  conversation_id: nonEmpty('conversation_id'),
 });
 
 export const DeleteConversationCommand = command('delete_conversation', {
@@ -334,6 +340,7 @@ export const Command = z.discriminatedUnion('type', [
   PushTestCommand,
   ClientStateCommand,
   GetUsageCommand,
+  GetPlanCommand,
   SearchMessagesCommand,
   ExportConversationCommand,
   BackupCommand,
@@ -393,6 +400,8 @@ export const Conversation = z.object({
   queued: z.array(QueuedMessage),
   /** Its replies' usage summed, and how full the context window was on its last call; absent from older services, null before any reply. */
   usage: ConversationUsage.nullable().optional(),
+  /** Its plan collapsed ("3 of 7 done"); absent when the model wrote none (or from older services). */
+  plan_summary: PlanSummary.optional(),
 });
 export type Conversation = z.infer<typeof Conversation>;
 

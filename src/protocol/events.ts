@@ -3,6 +3,7 @@ import { Conversation, Message, PermissionDecision } from './commands';
 import { RequestId } from './envelope';
 import { AttachmentInfo } from './attachments';
 import { AuditAppendedEvent } from './audit';
+import { Plan } from './plan';
 
 /**
  * A conversation's events carry `seq` for the clients following it (follow_conversation): increasing by
@@ -141,6 +142,16 @@ export const TurnEndedEvent = z.object({
 });
 export type TurnEndedEvent = z.infer<typeof TurnEndedEvent>;
 
+/** The model wrote its plan with the `todo` tool: the whole checklist, to every follower of the conversation. */
+export const PlanUpdatedEvent = z.object({
+  event: z.literal('plan.updated'),
+  seq: Seq,
+  id: RequestId.optional(),
+  conversation_id: z.string(),
+  plan: Plan,
+});
+export type PlanUpdatedEvent = z.infer<typeof PlanUpdatedEvent>;
+
 export const ServiceEvent = z.discriminatedUnion('event', [
   ChatDeltaEvent,
   ToolCallEvent,
@@ -150,6 +161,7 @@ export const ServiceEvent = z.discriminatedUnion('event', [
   ConfigChangedEvent,
   ConversationUpdatedEvent,
   TurnEndedEvent,
+  PlanUpdatedEvent,
   ChatMessageEvent,
   AuditAppendedEvent,
 ]);

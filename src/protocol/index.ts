@@ -15,6 +15,7 @@ export * from './relay-client-frame';
 export * from './version';
 export * from './wire-text';
 export * from './usage';
+export * from './plan';
 export * from './export-reader';
 export * from './undo';
 export * from './attachments';

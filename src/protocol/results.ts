@@ -4,6 +4,7 @@ import type { ErrorEnvelope, RequestId } from './envelope';
 import { PairingInfo, RelayLinkStatus } from './relay';
 import { PermissionRequest } from './events';
 import { UsageDay } from './usage';
+import { Plan } from './plan';
 import { TurnChanges, UndoTurnResult } from './undo';
 import { AttachmentResults } from './attachments';
 import { AuditResults } from './audit';
@@ -46,6 +47,7 @@ export const CommandResults = {
   update_config: z.object({ updated_fields: z.array(z.string()) }),
   list_conversations: z.object({ conversations: z.array(Conversation) }),
   get_messages: z.object({ messages: z.array(Message) }),
+  get_plan: z.object({ plan: Plan }),
   list_tools: z.object({ tools: z.array(ToolInfo) }),
   list_instructions: z.object({ files: z.array(InstructionFileInfo) }),
   list_prompts: z.object({ prompts: z.array(SavedPrompt) }),

@@ -1,5 +1,6 @@
 import type { Database, SqlParamInput, WriteTx } from './database';
 import type { ConversationRow, NewConversation } from './types';
+import { Plan } from '../protocol/plan';
 
 export interface ListConversationsOptions {
   limit: number;
@@ -67,6 +68,23 @@ export class ConversationsRepo {
     });
     this.onTrash();
     return deleted;
+  }
+
+  /** Keeps the conversation's latest plan (the whole checklist); false if the conversation does not exist. */
+  setPlan(id: string, plan: Plan): Promise<boolean> {
+    return this.db.write((tx) => tx.run('UPDATE conversations SET plan = ? WHERE id = ?', [JSON.stringify(plan), id]).changes > 0);
+  }
+
+  /** The latest plan; undefined when none was written (or the stored one no longer reads as a plan). */
+  planOf(id: string): Plan | undefined {
+    const row = this.db.get<{ plan: string | null }>('SELECT plan FROM conversations WHERE id = ?', [id]);
+    if (!row?.plan) return undefined;
+    try {
+      const parsed = Plan.safeParse(JSON.parse(row.plan));
+      return parsed.success ? parsed.data : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Sets `updated_at`; false if the conversation does not exist. */

@@ -106,6 +106,8 @@ export const MIGRATIONS: readonly Migration[] = [
   `ALTER TABLE webhook_inbox ADD COLUMN body_key INTEGER;`,
   // 14: the audit log, append-only and hash-chained (src/store/audit.ts).
   AUDIT_TABLES_SQL,
+  // 15: the conversation's latest plan (the `todo` tool's checklist, JSON), deleted with its row.
+  `ALTER TABLE conversations ADD COLUMN plan TEXT;`,
 ];
 
 export function schemaVersion(db: Database): number {

@@ -104,6 +104,8 @@ test('chat with a tool the user allows, its history, then delete', async () => {
 
   const listed: { conversations: { id: string }[] } = await answer({ type: 'list_conversations' });
   assert.ok(listed.conversations.some((c) => c.id === conversationId));
+  const plan: { plan: unknown[] } = await answer({ type: 'get_plan', conversation_id: conversationId });
+  assert.deepEqual(plan.plan, [], 'the model wrote no plan');
   const usage: { days: { models: unknown[] }[] } = await answer({ type: 'get_usage', days: 7 });
   assert.equal(usage.days[0]?.models.length, 1, 'the chat counted under its model');
   const history: { messages: { role: string; tool_kind?: string; ok?: boolean }[] } = await answer({ type: 'get_messages', conversation_id: conversationId, include_tools: true });

@@ -197,6 +197,23 @@ describe('tools requested during a webhook turn', () => {
       await svc.dispose();
     }
   });
+
+  test('an account without tools opt-in: todo writes its own conversation\'s plan, run_command in the same turn is still denied', async () => {
+    const svc = await startService(webhookConfig({ ci: { incoming_path: '/ci', outgoing_url: receiver.url('/ci'), secret: SECRET } }, { permission_mode: 'allow' }), {
+      webhook: FAST,
+    });
+    try {
+      const plan = [{ text: 'Look at the failure', status: 'in_progress' }];
+      fake.script({ tool_calls: [{ name: 'todo', arguments: { items: plan } }, { name: 'run_command', arguments: { command: 'id > pwned-todo.txt' } }] }, { text: 'done' });
+      const { conversationId } = await sendAndAwaitCallback(svc, '/ci', 'why did the build fail?', { 'x-service-secret': SECRET });
+      assert.equal(existsSync(join(workspace.dir, 'pwned-todo.txt')), false, 'run_command ran for an account without tools');
+      assert.deepEqual(svc.service.store.conversations.planOf(conversationId), plan, 'the plan is written: todo changes nothing outside its conversation');
+      const results = (await toolMessages(svc, conversationId)).filter((m) => (m.data as { kind?: string } | null)?.kind === 'result');
+      assert.deepEqual(results.map((m) => [m.tool_name, (m.data as { denied?: boolean }).denied === true]), [['todo', false], ['run_command', true]]);
+    } finally {
+      await svc.dispose();
+    }
+  });
 });
 
 describe('webhook account configuration', () => {

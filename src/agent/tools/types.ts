@@ -1,4 +1,4 @@
-import type { PermissionPreview } from '../../protocol';
+import type { PermissionPreview, Plan } from '../../protocol';
 import type { WorkspacePath } from './workspace';
 
 /**
@@ -39,6 +39,11 @@ export interface Tool {
    * each call is listed as not reversible in its turn (docs/protocol.md, "Undoing a turn").
    */
   readonly unrecordedEffects?: boolean;
+  /**
+   * It changes nothing outside its own conversation (the `todo` tool's plan): it runs without the
+   * permission gate, in every mode and for every source (docs/protocol.md, "The plan").
+   */
+  readonly conversationOnly?: boolean;
   /** Runs the tool. Throwing is a failed call; the loop turns it into an error result for the model. */
   run(args: Record<string, unknown>, context: ToolContext): Promise<ToolOutput>;
 }
@@ -49,6 +54,8 @@ export interface ToolContext {
   signal: AbortSignal;
   /** Writes files recording their before-images for undo (a chat turn's); without it, files are written directly. */
   files?: FileWriter;
+  /** The call wrote the conversation's plan (the todo tool): the turn tells its followers (`plan.updated`). */
+  onPlan?(plan: Plan): void;
 }
 
 /** How a file tool writes a file (agent/turn-files.ts records the write for undo_turn). */

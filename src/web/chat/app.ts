@@ -10,6 +10,7 @@ import type { ConnectionStatus, ServiceConnection } from '../connection';
 import { ErrorBanner, UpdateBanner } from './banner';
 import { Composer } from './composer';
 import { InstructionsLine, PromptShelf } from './agent-context-view';
+import { PlanView } from './plan-view';
 import { ContextChips } from './context-chips';
 import { FileMentions } from './file-mentions';
 import { ConversationList } from './conversation-list';
@@ -59,6 +60,7 @@ export class ChatApp {
   private readonly chips = new ContextChips();
   /** The instruction files in force (under the header) and the saved prompts (above the message box). */
   private readonly instructions = new InstructionsLine();
+  private readonly plan = new PlanView();
   private readonly prompts = new PromptShelf((text) => this.send(text));
   private readonly mentions: FileMentions | undefined;
   private readonly search: SearchView;
@@ -168,6 +170,7 @@ export class ChatApp {
       this.updateBanner.element,
       this.banner.element,
       this.instructions.element,
+      this.plan.element,
       this.messages.element,
       this.permissions.element,
       this.queue.element,
@@ -248,6 +251,10 @@ export class ChatApp {
       case 'tool.result':
       case 'turn.ended':
         return this.onTurnEvent(event);
+      case 'plan.updated':
+        // The whole plan each time: a replayed one after a reconnect draws the same list again.
+        if (event.conversation_id === this.current) this.plan.show(event.plan);
+        return;
       case 'permission.request':
         return this.permissions.show(event);
       case 'permission.resolved':
@@ -318,6 +325,13 @@ export class ChatApp {
     if (answer?.status !== 'ok' || view !== this.view) return;
     this.live.followed(conversationId, answer.data.seq);
     if (answer.data.reset) await this.loadHistory(conversationId);
+    await this.refreshPlan(conversationId);
+  }
+
+  /** The plan as stored, once the conversation is followed (after a reload or a switch); later changes come as plan.updated. */
+  private async refreshPlan(conversationId: string): Promise<void> {
+    const answer = await this.call({ type: 'get_plan', conversation_id: conversationId });
+    if (answer?.status === 'ok' && conversationId === this.current) this.plan.show(answer.data.plan);
   }
 
   // ---- commands --------------------------------------------------------------------------
@@ -500,6 +514,7 @@ export class ChatApp {
     this.composer.setRunning(row !== undefined && row.state !== 'idle');
     this.header.usage.show(row?.usage);
     this.queue.show(row?.queued ?? []);
+    this.plan.show([]);
     this.messages.showEmpty('Loading…');
     void this.follow(conversationId);
   }
@@ -510,6 +525,7 @@ export class ChatApp {
     this.draft = newClientId();
     this.setCurrent(undefined);
     this.header.usage.show(null);
+    this.plan.show([]);
     this.composer.setRunning(false);
     this.queue.show([]);
     this.messages.showEmpty('Start a conversation: type a message below.');

@@ -1,5 +1,6 @@
 /** The conversation list: switch, new, delete (with an inline confirmation: webviews forbid confirm()). */
 import { h, relativeTime, strokeIcon } from './dom';
+import { planProgressText } from './plan-view';
 import { sourceLabel } from '../../protocol/sources';
 import type { SupervisedConversation as Conversation } from './supervision-wire';
 
@@ -73,6 +74,7 @@ export class ConversationList {
       h('span', { class: 'conversation-title' }, conversation.title || 'Untitled'),
       h('span', { class: 'conversation-meta' }, [relativeTime(conversation.updated_at), sourceLabel(conversation.source)].filter(Boolean).join(' · ')),
       stateMark(conversation),
+      conversation.plan_summary ? h('span', { class: 'conversation-plan' }, planProgressText(conversation.plan_summary)) : null,
     );
     open.addEventListener('click', () => this.handlers.select(conversation.id));
     const remove = h('button', { type: 'button', class: 'icon-button conversation-delete', 'aria-label': `Delete “${conversation.title}”`, title: 'Delete' }, strokeIcon(TRASH, 16, 1.3));

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+
+/** Most items a plan holds, and the longest item text (the `todo` tool refuses more). */
+export const MAX_PLAN_ITEMS = 50;
+export const MAX_PLAN_ITEM_CHARS = 300;
+
+export const PlanStatus = z.enum(['pending', 'in_progress', 'done']);
+export type PlanStatus = z.infer<typeof PlanStatus>;
+
+export const PlanItem = z.strictObject({
+  text: z
+    .string({ error: 'text must be a string' })
+    .trim()
+    .min(1, { error: 'text must not be empty' })
+    .max(MAX_PLAN_ITEM_CHARS, { error: `text must be at most ${MAX_PLAN_ITEM_CHARS} characters` }),
+  status: PlanStatus,
+});
+export type PlanItem = z.infer<typeof PlanItem>;
+
+/** A conversation's plan: the whole checklist, as the model last wrote it with the `todo` tool. */
+export const Plan = z.array(PlanItem).max(MAX_PLAN_ITEMS, { error: `a plan holds at most ${MAX_PLAN_ITEMS} items` });
+export type Plan = z.infer<typeof Plan>;
+
+/** A plan collapsed for the conversation list ("3 of 7 done"). */
+export const PlanSummary = z.object({ done: z.number().int(), total: z.number().int() });
+export type PlanSummary = z.infer<typeof PlanSummary>;
+
+export { planSummaryOf } from './plan-summary';

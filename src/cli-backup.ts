@@ -9,7 +9,7 @@ import WebSocket from 'ws';
 import { ConfigFile } from './config/config-file';
 import { PRIVATE_FILE_MODE } from './platform/file-modes';
 import { ADDRESS_FILE_NAME, defaultDataDir, EDITOR_HOST_FILE_NAME } from './platform/paths';
-import { tcpChannelOf } from './protocol';
+import { tcpChannelOf, type CommandInputOf, type CommandType, type ResultOf } from './protocol';
 import { ProtocolClient } from './protocol/client';
 import { backupDataDir, DataDirInUseError, openStore, pidAlive, restoreDataDir } from './store';
 import { CLI_ACTOR } from './commands/audit-actor';
@@ -37,8 +37,11 @@ async function livePort(file: string): Promise<number | undefined> {
   return undefined;
 }
 
-/** Asks the service running on `dataDir` to write the backup; resolves with what it answered. */
-async function askRunningService(dataDir: string, port: number | undefined, dest: string): Promise<{ path: string; files: string[] }> {
+/**
+ * Sends one owner command to the service running on `dataDir` (the access token from service.json, over
+ * loopback) and resolves with its answer's data; its error as an Error.
+ */
+export async function askRunningService<T extends CommandType>(dataDir: string, port: number | undefined, command: CommandInputOf<T>, timeoutMs: number): Promise<ResultOf<T>> {
   const configFile = await ConfigFile.load(dataDir);
   const config = configFile.current;
   const token = configFile.authToken;
@@ -49,19 +52,19 @@ async function askRunningService(dataDir: string, port: number | undefined, dest
     (await livePort(path.join(dataDir, EDITOR_HOST_FILE_NAME))) ??
     tcpChannelOf(config).port;
   const socket = new WebSocket(`ws://127.0.0.1:${target}/ws`);
-  const client = new ProtocolClient({ send: (text) => socket.send(text) }, { idPrefix: 'backup', timeoutMs: BACKUP_TIMEOUT_MS });
+  const client = new ProtocolClient({ send: (text) => socket.send(text) }, { idPrefix: command.type, timeoutMs });
   socket.on('message', (data) => client.receive(data.toString()));
   socket.on('close', (code) => client.closed(`the service closed the connection (${code})`));
   try {
     await new Promise<void>((resolve, reject) => {
       socket.once('open', () => resolve());
-      socket.once('error', (error) => reject(new Error(`a service runs on ${dataDir}, but it could not be reached on port ${target} (${error.message}); give its port with --port`)));
+      socket.once('error', (error) => reject(new Error(`no service could be reached for ${dataDir} on port ${target} (${error.message}); start it (serve) or give its port with --port`)));
     });
     const hello = await client.authenticate(token, 10_000);
     if (hello.status !== 'ok') throw new Error(`the service on port ${target} refused the access token: ${hello.error}`);
-    const answer = await client.request({ type: 'backup', path: dest });
+    const answer = await client.request(command);
     if (answer.status !== 'ok') throw new Error(answer.error);
-    return answer.data;
+    return answer.data as ResultOf<T>;
   } finally {
     socket.close();
   }
@@ -103,7 +106,7 @@ export async function backupCommand(args: string[], usage: string): Promise<numb
       await store.close();
     }
   } else {
-    done = await askRunningService(dataDir, port, dest);
+    done = await askRunningService(dataDir, port, { type: 'backup', path: dest }, BACKUP_TIMEOUT_MS);
   }
   console.log(`backup of ${dataDir} written to ${done.path} (${done.files.length} files)`);
   return 0;

@@ -4,11 +4,13 @@ import { defaultDataDir } from './platform/paths';
 import { AllowFromPattern } from './protocol';
 import { PortInUseError, Service } from './service';
 import { hashPassword } from './transport/auth/passwords';
+import { pairCommand, pairingText } from './cli-pair';
 import { backupCommand, forgetListeningAddress, restoreCommand, writeListeningAddress } from './cli-backup';
 
 const USAGE = `usage:
-  remote-assistant serve [--data-dir DIR] [--port N] [--allow-from PATTERN,PATTERN...] [--recover] [--break-lock]
+  remote-assistant serve [--data-dir DIR] [--port N] [--allow-from PATTERN,PATTERN...] [--recover] [--break-lock] [--public-host HOST]
   remote-assistant user add --data-dir DIR --username NAME   (password on standard input)
+  remote-assistant pair [--data-dir DIR] [--port N]   (a fresh phone pairing link from the running service)
   remote-assistant backup BACKUP_DIR [--data-dir DIR] [--port N]   (while a service runs too)
   remote-assistant restore BACKUP_DIR [--data-dir DIR]   (into a new or empty data directory; not while a service runs on it)`;
 
@@ -29,6 +31,8 @@ async function serve(args: string[]): Promise<number> {
       recover: { type: 'boolean' },
       // Take over service.lock left by another host (a recreated container).
       'break-lock': { type: 'boolean' },
+      // The address a phone reaches this machine by, for pairing links (a container's published port).
+      'public-host': { type: 'string' },
     },
   });
   const port = values.port === undefined ? undefined : Number(values.port);
@@ -42,8 +46,13 @@ async function serve(args: string[]): Promise<number> {
     console.error(`invalid --allow-from ${JSON.stringify(badPattern ?? values['allow-from'])}: expected address patterns such as 192.168.1.*,::1`);
     return 2;
   }
+  const publicHost = values['public-host'];
+  if (publicHost !== undefined && !/^[A-Za-z0-9.:-]+$/.test(publicHost)) {
+    console.error(`invalid --public-host ${JSON.stringify(publicHost)}: expected a host name or an IP address (no brackets, no port)`);
+    return 2;
+  }
   const dataDir = values['data-dir'] ?? defaultDataDir();
-  const service = await Service.open({ dataDir, port, allowFrom, recoverJournal: values.recover, breakLock: values['break-lock'], logToStderr: true });
+  const service = await Service.open({ dataDir, port, allowFrom, recoverJournal: values.recover, breakLock: values['break-lock'], publicHost, logToStderr: true });
   // Handlers first: a supervisor (or a test) may send SIGTERM the moment it reads "listening on", and
   // on a busy machine that can come before the next statement runs; the stop must still be graceful.
   const stopSignal = new Promise<string>((resolve) => {
@@ -61,6 +70,10 @@ async function serve(args: string[]): Promise<number> {
   await writeListeningAddress(dataDir, listening.port);
   console.log(`listening on ${listening.url}`);
   console.log(`data directory: ${dataDir}`);
+  // Without the editor, the terminal is the only place a first phone can get its link.
+  const paired = service.store.devices.list().length;
+  if (paired === 0) console.log(await pairingText(service.createLanPairing(), process.stdout.isTTY === true));
+  else console.log(`${paired} device(s) paired; \`remote-assistant pair\` prints a link for another`);
   console.error(`${await stopSignal}: stopping`);
   await service.stop();
   await forgetListeningAddress(dataDir);
@@ -95,6 +108,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     if (command === 'serve') return await serve(argv.slice(1));
     if (command === 'user' && sub === 'add') return await userAdd(rest);
+    if (command === 'pair') return await pairCommand(argv.slice(1), USAGE);
     if (command === 'backup') return await backupCommand(argv.slice(1), USAGE);
     if (command === 'restore') return await restoreCommand(argv.slice(1), USAGE);
     console.error(USAGE);

@@ -45,6 +45,7 @@ import { PairingSecrets } from './transport/pairing/pairing-secrets';
 import type { RelayLinkTiming } from './transport/relay-link/relay-link';
 import { RelayLinks } from './transport/relay-link/relay-links';
 import { createRelayPairing } from './transport/pairing/relay-pairing';
+import { lanPairingUrl, pairingHostFor } from './transport/pairing/lan-pairing';
 import { relayStatusRoute } from './transport/relay-link/relay-status-route';
 import { phonePageRoutes } from './transport/http/static-files';
 import { WebhookChannel, type WebhookChannelOptions } from './transport/webhooks/channel';
@@ -60,6 +61,8 @@ export interface ServiceOptions {
   host?: string;
   /** Overrides the tcp channel's allow_from for this run (the container's CMD sets it). */
   allowFrom?: readonly string[];
+  /** The host pairing links name, when the phone reaches this machine by another address (a container's published port: `serve --public-host`). */
+  publicHost?: string;
   /** Start even if a journal segment is damaged, keeping it aside (`serve --recover`; see the store). */
   recoverJournal?: boolean;
   /** Take over a data directory lock left by another host, e.g. a recreated container (`serve --break-lock`). */
@@ -158,10 +161,7 @@ export class Service {
       relay: {
         status: () => this.relay.status(),
         createPairing: (channel) => createRelayPairing({ config: () => config.current, store, pairings: this.pairings, logger }, channel),
-        createLanPairing: () => {
-          const { secret, expiresIn } = this.pairings.create();
-          return { pairing_secret: secret, expires_in: expiresIn };
-        },
+        createLanPairing: () => this.createLanPairing(),
       },
     };
     this.dispatch = createDispatcher(ctx);
@@ -345,6 +345,17 @@ export class Service {
 
   get listeningAddress() {
     return this.address;
+  }
+
+  /**
+   * A one-time LAN pairing: the secret and the ready link to this service's page on the address a phone
+   * can reach (loopback when it listens only there). The link carries the secret, never the access token.
+   */
+  createLanPairing(): { pairing_secret: string; expires_in: number; link: string } {
+    const { secret, expiresIn } = this.pairings.create();
+    const port = this.address?.port ?? tcpChannelOf(this.config.current).port;
+    const host = this.options.publicHost ?? pairingHostFor(this.address?.host ?? this.options.host ?? bindHostFor(this.options.allowFrom ?? tcpChannelOf(this.config.current).allow_from));
+    return { pairing_secret: secret, expires_in: expiresIn, link: lanPairingUrl(host, port, secret) };
   }
 
   /**

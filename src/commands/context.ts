@@ -111,8 +111,8 @@ export interface RelayCommands {
   status(): RelayLinkStatus[];
   /** A one-time pairing through the named relay channel (the first one when unnamed). */
   createPairing(channelName: string | undefined): Promise<PairingInfo>;
-  /** A one-time pairing secret for a phone on the LAN. */
-  createLanPairing(): { pairing_secret: string; expires_in: number };
+  /** A one-time pairing secret for a phone on the LAN, and the ready link that carries it. */
+  createLanPairing(): { pairing_secret: string; expires_in: number; link: string };
 }
 
 /**

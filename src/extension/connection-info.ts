@@ -1,34 +1,18 @@
-import { hostname, networkInterfaces } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import QRCode from 'qrcode';
 import * as vscode from 'vscode';
 import type { PairedDevice, PairingInfo, RelayLinkStatus } from '../protocol';
+import { lanAddresses } from '../transport/pairing/lan-pairing';
 import type { Backend, Envelope } from './backend';
 
-/** The machine's IPv4 addresses a phone on the LAN can reach (no loopback, no link-local). */
-export function lanAddresses(): string[] {
-  const out: string[] = [];
-  for (const entries of Object.values(networkInterfaces())) {
-    for (const e of entries ?? []) if (e.family === 'IPv4' && !e.internal && !e.address.startsWith('169.254.')) out.push(e.address);
-  }
-  return out;
-}
-
 /**
- * The phone's pairing link on the LAN: the page served by the service, the socket and a one-time pairing
- * secret in the fragment (never sent to a server), and the computer's name for the phone's list of
- * machines. Never the access token: the phone spends the secret for its own device credential
- * (docs/protocol.md, "Devices").
+ * A one-time LAN pairing link from the service (`create_lan_pairing`: it names the address a phone can
+ * reach, the same link `serve` and `pair` print), or undefined when it cannot be had. Never throws.
  */
-export function lanPairingUrl(host: string, port: number, pairingSecret: string): string {
-  return `http://${host}:${port}/#url=${encodeURIComponent(`ws://${host}:${port}/ws`)}&pair=${encodeURIComponent(pairingSecret)}&name=${encodeURIComponent(hostname())}`;
-}
-
-/** A one-time LAN pairing secret from the service (`create_lan_pairing`), or undefined when it cannot be had. Never throws. */
-export async function fetchLanPairingSecret(backend: Requester | undefined): Promise<string | undefined> {
+export async function fetchLanPairingLink(backend: Requester | undefined): Promise<string | undefined> {
   try {
     const answer = await backend?.request({ type: 'create_lan_pairing' });
-    return answer?.status === 'ok' ? (answer.data as { pairing_secret: string }).pairing_secret : undefined;
+    return answer?.status === 'ok' ? (answer.data as { link: string }).link : undefined;
   } catch {
     return undefined;
   }
@@ -104,10 +88,9 @@ function relayLinkHtml(link: RelayLinkStatus): string {
 
 const qr = (url: string) => QRCode.toString(url, { type: 'svg', margin: 2, width: 240 });
 
-export async function connectionInfoHtml(info: { port: number; addresses: string[]; lanPairingSecret?: string; lanAccess: boolean; relay: RelayInfo; devices?: PairedDevice[] }): Promise<string> {
+export async function connectionInfoHtml(info: { port: number; addresses: string[]; lanPairingLink?: string; lanAccess: boolean; relay: RelayInfo; devices?: PairedDevice[] }): Promise<string> {
   const nonce = randomBytes(16).toString('base64');
-  const host = info.addresses[0] ?? '127.0.0.1';
-  const lanQr = info.lanPairingSecret ? await qr(lanPairingUrl(host, info.port, info.lanPairingSecret)) : undefined;
+  const lanQr = info.lanPairingLink ? await qr(info.lanPairingLink) : undefined;
   const relayQr = info.relay.pairing ? await qr(info.relay.pairing.pairing_url) : undefined;
   const list = (items: string[]) => (items.length ? `<ul>${items.map((i) => `<li><code>${escapeHtml(i)}</code></li>`).join('')}</ul>` : '<p>none</p>');
   const relaySection = info.relay.error
@@ -147,14 +130,14 @@ function devicesHtml(devices: PairedDevice[] | undefined): string {
 export async function showConnectionInfo(info: { port: number; token: string; lanAccess: boolean }, backend: Requester | undefined): Promise<vscode.WebviewPanel> {
   const panel = vscode.window.createWebviewPanel('remoteAssistant.connectionInfo', 'Remote Assistant: Connection Info', vscode.ViewColumn.Active, { enableScripts: false, localResourceRoots: [] });
   const addresses = lanAddresses();
-  const [relay, lanPairingSecret, devices] = await Promise.all([fetchRelayInfo(backend), fetchLanPairingSecret(backend), fetchDevices(backend)]);
-  panel.webview.html = await connectionInfoHtml({ ...info, addresses, relay, lanPairingSecret, devices });
+  const [relay, lanPairingLink, devices] = await Promise.all([fetchRelayInfo(backend), fetchLanPairingLink(backend), fetchDevices(backend)]);
+  panel.webview.html = await connectionInfoHtml({ ...info, addresses, relay, lanPairingLink, devices });
   const online = relay.relays.filter((r) => r.state === 'online').length;
   const relayText = relay.relays.length ? `; relay ${online}/${relay.relays.length} online` : '';
-  const choices = ['Copy Token', ...(lanPairingSecret ? ['Copy Pairing URL'] : []), ...(relay.pairing ? ['Copy Relay Pairing URL'] : [])];
+  const choices = ['Copy Token', ...(lanPairingLink ? ['Copy Pairing URL'] : []), ...(relay.pairing ? ['Copy Relay Pairing URL'] : [])];
   void vscode.window.showInformationMessage(`Remote Assistant listens on port ${info.port}${addresses.length ? ` (${addresses.join(', ')})` : ''}${relayText}.`, ...choices).then(async (choice) => {
     if (choice === 'Copy Token') await vscode.env.clipboard.writeText(info.token);
-    if (choice === 'Copy Pairing URL' && lanPairingSecret) await vscode.env.clipboard.writeText(lanPairingUrl(addresses[0] ?? '127.0.0.1', info.port, lanPairingSecret));
+    if (choice === 'Copy Pairing URL' && lanPairingLink) await vscode.env.clipboard.writeText(lanPairingLink);
     if (choice === 'Copy Relay Pairing URL' && relay.pairing) await vscode.env.clipboard.writeText(relay.pairing.pairing_url);
   });
   return panel;

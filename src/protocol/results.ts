@@ -78,7 +78,7 @@ export const CommandResults = {
   retry_delivery: z.object({ delivery: Delivery }),
   create_pairing: PairingInfo,
   relay_status: z.object({ relays: z.array(RelayLinkStatus) }),
-  create_lan_pairing: z.object({ pairing_secret: z.string(), expires_in: z.number().int() }),
+  create_lan_pairing: z.object({ pairing_secret: z.string(), expires_in: z.number().int(), link: z.string() }),
   list_devices: z.object({ devices: z.array(PairedDevice) }),
   revoke_device: z.object({ revoked: z.boolean() }),
   push_info: z.object({ vapid_public_key: z.string() }),

@@ -12,7 +12,7 @@ import type { MachineEntry } from './machines/machine-entry';
 import { MachineStatus } from './machines/machine-status';
 import { MachineStore, type Machine } from './machines/machine-store';
 import { MachineSwitcher } from './machines/machine-switcher';
-import { nameOfFragment, parseFragment } from './pairing';
+import { defaultUrl, nameOfFragment, parseFragment } from './pairing';
 import { ActivityView } from './activity-view';
 import { DevicesSection } from './devices-section';
 import { DeepLinks, onWorkerLink, readDeepLink, type DeepLink } from './push/deep-link';
@@ -206,13 +206,18 @@ async function answer(machineId: string, requestId: string, decision: 'allow' | 
 /** Manual pairing, for when the QR code's link cannot be opened directly. */
 function showPairingForm(): void {
   root.className = 'pairing';
-  const url = h('input', { id: 'pair-url', type: 'url', required: true, placeholder: 'wss://…/ws', autocomplete: 'off', spellcheck: 'false' });
+  // The page is served by the service (or a relay) it pairs with: its own socket is the likely answer.
+  const url = h('input', { id: 'pair-url', type: 'url', required: true, placeholder: 'ws://…/ws', value: ownUrl(), autocomplete: 'off', spellcheck: 'false' });
   const token = h('input', { id: 'pair-token', type: 'password', required: true, autocomplete: 'off' });
   const form = h(
     'form',
     { class: 'pairing-form' },
     h('h1', {}, 'Remote Assistant'),
-    h('p', {}, 'Scan the pairing QR code shown by the editor (command “Remote Assistant: Pair a Phone”), or enter the service address and token.'),
+    h(
+      'p',
+      {},
+      'Open a pairing link, or scan its QR code: on the computer, `remote-assistant pair` prints one (and `remote-assistant serve` does while no phone is paired); in the editor, command “Remote Assistant: Show Connection Info”. Or enter the service address and access token.',
+    ),
     h('label', { for: 'pair-url' }, 'Service WebSocket URL'),
     url,
     h('label', { for: 'pair-token' }, 'Token'),
@@ -228,6 +233,11 @@ function showPairingForm(): void {
     show(store.add(pairing).id);
   });
   root.append(form);
+}
+
+/** This page's own service socket, when it was served over http(s) (not opened from a file). */
+function ownUrl(): string {
+  return /^https?:$/.test(location.protocol) ? defaultUrl(location) : '';
 }
 
 function hostOf(url: string): string {

@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import { hostname } from 'node:os';
 import { LocalBackend, RemoteBackend } from '../../src/extension/backend';
 import { Service } from '../../src/service';
+import { lanPairingUrl } from '../../src/transport/pairing/lan-pairing';
 import { startService, TEST_TOKEN, writeConfig, type RunningService } from '../helpers/service';
 import { tempDir } from '../helpers/temp';
 import { waitFor } from '../helpers/temp';
@@ -47,17 +48,18 @@ test('the relay state and a one-time relay pairing come from the running service
   assert.ok(relayInfo.pairing?.pairing_url.startsWith(`${relay.httpUrl}/#relay=`));
   assert.equal(svc.service.pairings.size, 1, 'one live pairing secret made for the QR');
 
-  const lanSecret = await info.fetchLanPairingSecret(backend);
-  assert.ok(lanSecret, 'the host window makes a LAN pairing secret');
-  assert.equal(svc.service.pairings.size, 2, 'and one for the LAN QR');
-  const lanUrl = new URL(info.lanPairingUrl('192.168.1.20', portOf(svc), lanSecret));
-  assert.deepEqual(Object.fromEntries(new URLSearchParams(lanUrl.hash.slice(1))), { url: `ws://192.168.1.20:${portOf(svc)}/ws`, pair: lanSecret, name: hostname() }, 'the LAN link holds the secret, no token, and the computer\'s name');
+  const lanLink = await info.fetchLanPairingLink(backend);
+  assert.ok(lanLink, 'the host window gets a LAN pairing link from the service');
+  assert.equal(svc.service.pairings.size, 2, 'and one secret for the LAN QR');
+  const lanUrl = new URL(lanLink);
+  const lanSecret = new URLSearchParams(lanUrl.hash.slice(1)).get('pair')!;
+  assert.deepEqual(Object.fromEntries(new URLSearchParams(lanUrl.hash.slice(1))), { url: `ws://127.0.0.1:${portOf(svc)}/ws`, pair: lanSecret, name: hostname() }, 'the LAN link names the loopback-only service\'s address, holds the secret, no token, and the computer\'s name');
   const phone = await TestClient.connect(svc.wsUrl);
   assert.equal((await phone.request({ type: 'auth', pairing_secret: lanSecret, device_name: '<b>Ada</b> phone' })).status, 'ok');
   phone.close();
   const devices = await info.fetchDevices(backend);
   assert.deepEqual(devices?.map((d) => d.device_name), ['<b>Ada</b> phone']);
-  const html = await info.connectionInfoHtml({ port: portOf(svc), addresses: ['192.168.1.20'], lanPairingSecret: lanSecret, lanAccess: true, relay: relayInfo, devices });
+  const html = await info.connectionInfoHtml({ port: portOf(svc), addresses: ['192.168.1.20'], lanPairingLink: lanLink, lanAccess: true, relay: relayInfo, devices });
   assert.match(html, /Paired devices<\/h3><ul><li>&#60;b&#62;Ada&#60;\/b&#62; phone <small>\(LAN, last seen /, 'the paired phone listed, escaped');
   assert.match(html, /home-relay/);
   assert.match(html, /class="state online">online</);
@@ -124,7 +126,7 @@ test('the hosting window asks in process: no socket is opened (it works while no
 });
 
 test('the LAN pairing link opens the page the service serves at /', () => {
-  const url = new URL(info.lanPairingUrl('192.168.1.20', 5000, 'tok'));
+  const url = new URL(lanPairingUrl('192.168.1.20', 5000, 'tok'));
   assert.equal(url.pathname, '/');
   assert.equal(new URLSearchParams(url.hash.slice(1)).get('url'), 'ws://192.168.1.20:5000/ws');
 });

@@ -1,0 +1,119 @@
+// Runs in their own git worktrees (issue 24): the shapes both ends share. A conversation works either in
+// the workspace (as before) or in its own worktree: a branch `assistant/<short title>-<id>` made from the
+// workspace's HEAD and checked out in a folder outside the user's working tree. Its changes are reviewed
+// (`get_changes`), reverted by hunk or file, commented on (the comment becomes its next user message),
+// committed, landed into the workspace's branch, pushed, or discarded. docs/protocol.md "Worktrees".
+import { z } from 'zod';
+
+/** Where a conversation's tools work. */
+export const WorkArea = z.enum(['workspace', 'worktree']);
+export type WorkArea = z.infer<typeof WorkArea>;
+
+/** `active`: in use; `landed`: its branch was brought into the base; `discarded`: removed on request; `missing`: its folder was deleted outside the service. */
+export const WorktreeState = z.enum(['active', 'landed', 'discarded', 'missing']);
+export type WorktreeState = z.infer<typeof WorktreeState>;
+
+/** What the service keeps of a conversation's worktree (store, one row per conversation that has one). */
+export interface WorktreeRecord {
+  conversationId: string;
+  /** The real path of the user's repository (its main working tree) the worktree was made from. */
+  repository: string;
+  /** The worktree's folder (outside the repository's working tree, under the data directory). */
+  path: string;
+  /** `assistant/<slug>-<id>`. */
+  branch: string;
+  /** The branch the workspace had checked out when the worktree was made; null on a detached HEAD. */
+  baseBranch: string | null;
+  /** The commit the worktree was made from (the merge base of everything shown as its changes). */
+  baseCommit: string;
+  state: WorktreeState;
+  createdAt: string;
+}
+
+/** A conversation's worktree as `list_conversations` and `get_changes` show it. */
+export const WorktreeInfo = z.object({
+  branch: z.string(),
+  base_branch: z.string().nullable(),
+  base_commit: z.string(),
+  path: z.string(),
+  state: WorktreeState,
+  /** Files that differ from base_commit (committed on the branch or not). */
+  changed_files: z.number().int().nonnegative(),
+  /** base_branch's tip is no longer base_commit (the person committed since): landing may conflict. */
+  base_moved: z.boolean(),
+});
+export type WorktreeInfo = z.infer<typeof WorktreeInfo>;
+
+export const ChangeStatus = z.enum(['added', 'modified', 'deleted', 'renamed']);
+export type ChangeStatus = z.infer<typeof ChangeStatus>;
+
+/** One hunk of a file's diff against base_commit. */
+export const ChangeHunk = z.object({
+  /** Stable while the hunk's text does not change: a hash of the file's path and the hunk's lines. */
+  id: z.string(),
+  /** `@@ -a,b +c,d @@ context`. */
+  header: z.string(),
+  old_start: z.number().int(),
+  old_lines: z.number().int(),
+  new_start: z.number().int(),
+  new_lines: z.number().int(),
+  /** The hunk's lines as in a unified diff: each starts with ' ', '+' or '-' (and `\ No newline at end of file`). */
+  lines: z.array(z.string()),
+});
+export type ChangeHunk = z.infer<typeof ChangeHunk>;
+
+export const ChangedFile = z.object({
+  /** Relative to the worktree's root, `/` separators. */
+  path: z.string(),
+  /** A renamed file's path before. */
+  old_path: z.string().nullable(),
+  status: ChangeStatus,
+  additions: z.number().int().nonnegative(),
+  deletions: z.number().int().nonnegative(),
+  /** No hunks are shown for a binary file. */
+  binary: z.boolean(),
+  hunks: z.array(ChangeHunk),
+  /** True when only the first hunks are shown (a huge diff). */
+  cut: z.boolean(),
+});
+export type ChangedFile = z.infer<typeof ChangedFile>;
+
+/** `get_changes`' answer (and what `revert_changes` answers after reverting). */
+export const Changes = z.object({
+  conversation_id: z.string(),
+  worktree: WorktreeInfo,
+  files: z.array(ChangedFile),
+  /** Commits on the branch since base_commit. */
+  commits: z.number().int().nonnegative(),
+  /** Files changed in the worktree but not committed yet. */
+  uncommitted_files: z.number().int().nonnegative(),
+});
+export type Changes = z.infer<typeof Changes>;
+
+export const LandMethod = z.enum(['merge', 'squash', 'rebase']);
+export type LandMethod = z.infer<typeof LandMethod>;
+
+/** Why a land changed nothing: the person's own uncommitted changes to files the branch touches, or a conflict with the base. */
+export const LandBlock = z.object({
+  reason: z.enum(['uncommitted', 'conflict', 'nothing_to_land', 'not_on_base']),
+  files: z.array(z.string()),
+  message: z.string(),
+});
+export type LandBlock = z.infer<typeof LandBlock>;
+
+export const LandResult = z.object({
+  landed: z.boolean(),
+  method: LandMethod,
+  /** The base branch's new tip (null when not landed). */
+  commit: z.string().nullable(),
+  blocked: LandBlock.nullable(),
+});
+export type LandResult = z.infer<typeof LandResult>;
+
+export const PushResult = z.object({
+  remote: z.string(),
+  branch: z.string(),
+  /** The page to open a pull/merge request on GitHub, GitLab or Bitbucket; null when the remote's host is not one of them. */
+  compare_url: z.string().nullable(),
+});
+export type PushResult = z.infer<typeof PushResult>;

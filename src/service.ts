@@ -51,7 +51,6 @@ import { phonePageRoutes } from './transport/http/static-files';
 import { WebhookChannel, type WebhookChannelOptions } from './transport/webhooks/channel';
 import { PushService, type PushOptions } from './transport/push/push-service';
 import { webPush } from './transport/push/web-push-lib';
-import { untrustedToolMode } from './transport/webhooks/trust';
 
 export interface ServiceOptions {
   dataDir: string;
@@ -242,7 +241,7 @@ export class Service {
     const gate = new PermissionGate(
       current,
       permissions.ask,
-      (question) => untrustedToolMode(config.current, question.source, store.conversations.get(question.conversationId)?.source),
+      (conversationId) => store.conversations.get(conversationId)?.source,
       (rule, by) => addAllowRule(config, rule, logger, by),
     );
     const agent = new Agent({

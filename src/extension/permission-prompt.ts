@@ -123,7 +123,7 @@ export class EditorPrompts implements vscode.Disposable {
     const id = request.request_id;
     const links = [
       commandLink('Allow', PROMPT_COMMANDS.answer, [id, 'allow']),
-      commandLink('Allow for Conversation', PROMPT_COMMANDS.answer, [id, 'allow_session']),
+      commandLink('Allow for Conversation', PROMPT_COMMANDS.answer, [id, 'allow_conversation']),
       commandLink('Deny', PROMPT_COMMANDS.answer, [id, 'deny']),
       commandLink('Show in Chat', PROMPT_COMMANDS.showInChat, [id]),
       ...(request.preview?.kind === 'diff' ? [commandLink('Show Diff', PROMPT_COMMANDS.showDiff, [id])] : []),

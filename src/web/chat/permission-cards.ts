@@ -194,7 +194,7 @@ export class PermissionCards {
         'div',
         { class: 'permission-actions' },
         button('Allow', 'allow', 'primary'),
-        button('Allow for this conversation', 'allow_session', 'secondary'),
+        button('Allow for this conversation', 'allow_conversation', 'secondary'),
         button('Always allow', 'allow_always', 'secondary', 'Adds a rule allowing calls like this one from now on (shown once added; remove it under Permission rules)'),
         button('Deny', 'deny', 'danger'),
         noteToggle,

@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { PermissionDecision } from '../protocol';
+import type { PermissionDecision, PermissionRequest } from '../protocol';
 import { applyUnifiedDiff } from './apply-diff';
 import type { Backend } from './backend';
-import type { PendingPermissions, PermissionRequest } from './pending-permissions';
+import type { PendingPermissions } from './pending-permissions';
 
 export const PROPOSED_SCHEME = 'remote-assistant-proposed';
 

@@ -6,7 +6,8 @@
  * webview's cards have one, the editor's status bar and notifications another. It knows no socket: its
  * owner hands it the events and the list. Written without zod (types only), so the page bundles it.
  */
-import type { PermissionRequest, ServiceEvent } from './events';
+import type { ServiceEvent } from './events';
+import type { PermissionRequest } from './permissions';
 
 export type ResolvedEvent = Extract<ServiceEvent, { event: 'permission.resolved' }>;
 

@@ -15,7 +15,7 @@ export class Composer {
   allowEmpty: () => boolean = () => false;
 
   constructor(onSend: (text: string) => void, onStop: () => void) {
-    this.input = h('textarea', { class: 'composer-input', id: 'ra-input', rows: 1, placeholder: 'Ask anything…', 'aria-label': 'Message', enterkeyhint: 'send' });
+    this.input = h('textarea', { class: 'composer-input', rows: 1, placeholder: 'Ask anything…', 'aria-label': 'Message', enterkeyhint: 'send' });
     this.send = h('button', { type: 'submit', class: 'button primary send' }, 'Send');
     this.stop = h('button', { type: 'button', class: 'button danger stop', hidden: true }, 'Stop');
     this.element = h('form', { class: 'composer', 'aria-label': 'Send a message' }, this.input, this.send, this.stop);

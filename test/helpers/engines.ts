@@ -10,6 +10,7 @@
  * the driver, so the page's CSP (no inline script, no eval) does not apply to them.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Readable } from 'node:stream';
@@ -48,7 +49,16 @@ export interface Engine {
   close(): Promise<void>;
 }
 
+/** What each engine needs on the machine (Debian's packages: scripts/test-prerequisites.sh installs them). */
+const NEEDS: Record<EngineName, string[]> = {
+  chromium: [],
+  firefox: [FIREFOX_PATH],
+  webkit: [WEBKIT_DRIVER_PATH, MINIBROWSER_PATH, '/usr/bin/Xvfb'],
+};
+
 export function launchEngine(name: EngineName): Promise<Engine> {
+  const missing = NEEDS[name].filter((path) => !existsSync(path));
+  if (missing.length > 0) return Promise.reject(new Error(`${name}: ${missing.join(', ')} missing: run \`bash scripts/test-prerequisites.sh\` (npm test's pretest step)`));
   if (name === 'chromium') return launchChromiumEngine();
   if (name === 'firefox') return launchFirefoxEngine();
   return launchWebKitEngine();
@@ -68,8 +78,40 @@ async function poll(check: () => Promise<unknown>, what: string): Promise<void> 
   }
 }
 
-/** Selector of the first shown element (the phone page keeps a hidden chat per other machine). */
+/** Index of the first shown element `arguments[0]` matches (the phone page keeps a hidden chat per other machine). */
 const SHOWN = `var all = document.querySelectorAll(arguments[0]); for (var i = 0; i < all.length; i++) { if (all[i].getClientRects().length > 0) return i; } return -1;`;
+
+/** What one engine's driver does itself; the rest of a page (scripts, waiting, finding the shown element) is shared. */
+interface DriverParts {
+  evaluate(expression: string): Promise<unknown>;
+  /** Clicks / types into the `index`th element `selector` matches. */
+  clickAt(selector: string, index: number): Promise<void>;
+  typeAt(selector: string, index: number, text: string): Promise<void>;
+  goto(url: string): Promise<void>;
+  reload(): Promise<void>;
+  screenshot(path: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+function enginePage(engine: EngineName, parts: DriverParts): EnginePage {
+  const run = <T>(body: string, ...args: unknown[]) => parts.evaluate(expression(body, args)) as Promise<T>;
+  const shown = async (selector: string) => {
+    let index = -1;
+    await poll(async () => (index = await run<number>(SHOWN, selector)) >= 0, selector);
+    return index;
+  };
+  return {
+    engine,
+    goto: (url) => parts.goto(url),
+    reload: () => parts.reload(),
+    run,
+    waitFor: (body, what, ...args) => poll(() => run(body, ...args), what),
+    click: async (selector) => parts.clickAt(selector, await shown(selector)),
+    type: async (selector, text) => parts.typeAt(selector, await shown(selector), text),
+    screenshot: (path) => parts.screenshot(path),
+    close: () => parts.close(),
+  };
+}
 
 async function launchChromiumEngine(): Promise<Engine> {
   const browser = await launchChromium();
@@ -79,23 +121,15 @@ async function launchChromiumEngine(): Promise<Engine> {
       const context = await browser.newContext({ viewport, deviceScaleFactor: 2, isMobile: true, hasTouch: true, reducedMotion: 'reduce' });
       const page = await context.newPage();
       page.setDefaultTimeout(WAIT);
-      const run = <T>(body: string, ...args: unknown[]) => page.evaluate(expression(body, args)) as Promise<T>;
-      const shown = async (selector: string) => {
-        let index = -1;
-        await poll(async () => (index = await run<number>(SHOWN, selector)) >= 0, selector);
-        return page.locator(selector).nth(index);
-      };
-      return {
-        engine: 'chromium',
+      return enginePage('chromium', {
+        evaluate: (script) => page.evaluate(script),
+        clickAt: (selector, index) => page.locator(selector).nth(index).click(),
+        typeAt: (selector, index, text) => page.locator(selector).nth(index).pressSequentially(text),
         goto: async (url) => void (await page.goto(url)),
         reload: async () => void (await page.reload()),
-        run,
-        waitFor: (body, what, ...args) => poll(() => run(body, ...args), what),
-        click: async (selector) => (await shown(selector)).click(),
-        type: async (selector, text) => (await shown(selector)).pressSequentially(text),
         screenshot: async (path) => void (await page.screenshot({ path })),
         close: () => context.close(),
-      };
+      });
     },
     close: () => browser.close(),
   };
@@ -110,23 +144,15 @@ async function launchFirefoxEngine(): Promise<Engine> {
       const page = await context.newPage();
       page.setDefaultTimeout(WAIT);
       await page.setViewport({ ...viewport, deviceScaleFactor: 2 });
-      const run = <T>(body: string, ...args: unknown[]) => page.evaluate(expression(body, args)) as Promise<T>;
-      const shown = async (selector: string) => {
-        let index = -1;
-        await poll(async () => (index = await run<number>(SHOWN, selector)) >= 0, selector);
-        return (await page.$$(selector))[index];
-      };
-      return {
-        engine: 'firefox',
+      return enginePage('firefox', {
+        evaluate: (script) => page.evaluate(script),
+        clickAt: async (selector, index) => (await page.$$(selector))[index].click(),
+        typeAt: async (selector, index, text) => (await page.$$(selector))[index].type(text),
         goto: async (url) => void (await page.goto(url)),
         reload: async () => void (await page.reload()),
-        run,
-        waitFor: (body, what, ...args) => poll(() => run(body, ...args), what),
-        click: async (selector) => (await shown(selector)).click(),
-        type: async (selector, text) => (await shown(selector)).type(text),
         screenshot: async (path) => void (await page.screenshot({ path })),
         close: () => context.close(),
-      };
+      });
     },
     close: () => browser.close(),
   };
@@ -210,26 +236,16 @@ async function launchWebKitEngine(): Promise<Engine> {
       const session = `/session/${created.sessionId}`;
       sessions.add(created.sessionId);
       await call('POST', `${session}/window/rect`, viewport);
-      const run = <T>(body: string, ...args: unknown[]) => call<T>('POST', `${session}/execute/sync`, { script: `return ${expression(body, args)};`, args: [] });
-      const shown = async (selector: string) => {
-        let index = -1;
-        await poll(async () => (index = await run<number>(SHOWN, selector)) >= 0, selector);
-        const all = await call<Record<string, string>[]>('POST', `${session}/elements`, { using: 'css selector', value: selector });
-        return all[index][ELEMENT];
-      };
-      return {
-        engine: 'webkit',
-        goto: async (url) => void (await call('POST', `${session}/url`, { url })),
-        reload: async () => void (await call('POST', `${session}/refresh`, {})),
-        run,
-        waitFor: (body, what, ...args) => poll(() => run(body, ...args), what),
+      const element = async (selector: string, index: number) => (await call<Record<string, string>[]>('POST', `${session}/elements`, { using: 'css selector', value: selector }))[index][ELEMENT];
+      return enginePage('webkit', {
+        evaluate: (script) => call('POST', `${session}/execute/sync`, { script: `return ${script};`, args: [] }),
         // Retried while something slides over the element (a drawer closing), as playwright waits for a
         // stable, unobscured element before it clicks.
-        click: (selector) =>
+        clickAt: (selector, index) =>
           poll(
             async () => {
               try {
-                await call('POST', `${session}/element/${await shown(selector)}/click`, {});
+                await call('POST', `${session}/element/${await element(selector, index)}/click`, {});
                 return true;
               } catch (error) {
                 if (/click intercepted|not interactable|stale element/.test(String(error))) return false;
@@ -238,13 +254,15 @@ async function launchWebKitEngine(): Promise<Engine> {
             },
             `${selector} to take a click`,
           ),
-        type: async (selector, text) => void (await call('POST', `${session}/element/${await shown(selector)}/value`, { text })),
+        typeAt: async (selector, index, text) => void (await call('POST', `${session}/element/${await element(selector, index)}/value`, { text })),
+        goto: async (url) => void (await call('POST', `${session}/url`, { url })),
+        reload: async () => void (await call('POST', `${session}/refresh`, {})),
         screenshot: async (path) => writeFile(path, Buffer.from(await call<string>('GET', `${session}/screenshot`), 'base64')),
         close: async () => {
           sessions.delete(created.sessionId);
           await call('DELETE', session);
         },
-      };
+      });
     },
     async close() {
       for (const id of sessions) await call('DELETE', `/session/${id}`).catch(() => undefined);

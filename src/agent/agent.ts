@@ -488,7 +488,9 @@ export class Agent {
           tool_name: call.name,
           content: outcome.content,
           timestamp: new Date().toISOString(),
-          data: { kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}), ...(shown ? { attachments: [shown] } : {}) } satisfies ToolResultData,
+          data: {
+            kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}), ...(shown ? { attachments: [shown] } : {}), ...(outcome.detail ? { detail: outcome.detail } : {}),
+          } satisfies ToolResultData,
         };
         // The image's record and the result that shows it, in one transaction: neither is ever seen without the other.
         // A webhook account's tool call is recorded in the audit log with its result (untrusted text asked for it).
@@ -498,7 +500,8 @@ export class Agent {
           if (audit) store.audit.record(tx, audit);
         });
         onEvent({
-          event: 'tool.result', conversation_id: conversationId, tool: call.name, call_id: call.id, ok: outcome.ok, denied: outcome.denied === true,
+          event: 'tool.result', conversation_id: conversationId, tool: call.name, call_id: call.id, ok: outcome.ok, denied: outcome.denied === true, content: outcome.content,
+          ...(outcome.detail ? { detail: outcome.detail } : {}),
           ...(shown ? { attachments: [attachmentInfoOf(shown)] } : {}),
         });
         if (signal.aborted || outcome.endsTurn) throw new Cancelled();

@@ -7,6 +7,7 @@ import { command } from './command-frame';
 import { ListAuditCommand, VerifyAuditCommand } from './audit';
 import { ConversationUsage, MAX_USAGE_DAYS, MessageUsage } from './usage';
 import { PlanSummary } from './plan';
+import { ToolResultDetail } from './tool-results';
 import { AttachmentBeginCommand, AttachmentChunkCommand, AttachmentEndCommand, AttachmentId, AttachmentInfo, GetAttachmentCommand, MAX_ATTACHMENTS_PER_MESSAGE } from './attachments';
 
 /** Maximum `limit` of list commands; larger values are clamped (docs/protocol.md). */
@@ -423,6 +424,8 @@ export const Message = z.object({
   ok: z.boolean().optional(),
   /** Tool results: the tool did not run, the permission gate refused it (as `tool.result` says live). */
   denied: z.boolean().optional(),
+  /** Tool results: what the call did, for people (the applied diff of write_file/edit_file, run_command's exit code). */
+  detail: ToolResultDetail.optional(),
   /** Replies: the tokens and cost of the turn's provider calls (absent when none were counted). */
   usage: MessageUsage.optional(),
   /** User messages: the context sent with it (chat's `context`), for the history's chips. */

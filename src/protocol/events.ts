@@ -4,6 +4,7 @@ import { RequestId } from './envelope';
 import { AttachmentInfo } from './attachments';
 import { AuditAppendedEvent } from './audit';
 import { Plan } from './plan';
+import { ToolResultDetail, DiffPreview } from './tool-results';
 
 /**
  * A conversation's events carry `seq` for the clients following it (follow_conversation): increasing by
@@ -40,6 +41,10 @@ export const ToolResultEvent = z.object({
   ok: z.boolean(),
   /** The tool did not run: the permission gate refused it (a rule, the mode, the user or the source). */
   denied: z.boolean(),
+  /** The tool's output as stored (what the model reads; a denial's reason); absent from older services. */
+  content: z.string().optional(),
+  /** What the call did, for people: the applied diff, a command's exit code (see Message's `detail`). */
+  detail: ToolResultDetail.optional(),
   /** An image the tool read or made, shown to the user (read it with get_attachment). */
   attachments: z.array(AttachmentInfo).optional(),
 });
@@ -49,14 +54,7 @@ export const ToolResultEvent = z.object({
  * `error`: the call would fail, and this is the error the tool would give.
  */
 export const PermissionPreview = z.discriminatedUnion('kind', [
-  z.object({
-    kind: z.literal('diff'),
-    path: z.string(),
-    /** Unified diff against the file as it is now; cut after 200,000 characters (then `truncated`). */
-    diff: z.string(),
-    new_file: z.boolean(),
-    truncated: z.boolean(),
-  }),
+  DiffPreview,
   z.object({
     kind: z.literal('command'),
     command: z.string(),

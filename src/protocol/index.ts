@@ -3,6 +3,7 @@ export * from './envelope';
 export * from './commands';
 export * from './chat-context';
 export * from './events';
+export * from './tool-results';
 export * from './http';
 export * from './webhook';
 export * from './config';

@@ -161,7 +161,7 @@ export class LiveTurn {
     // Its result is on screen already (the history showed it; the catch-up re-sent it): nothing to add.
     if (byId && byId.element.dataset.status !== undefined) return;
     const card = byId ?? this.turn?.tools.find((c) => c.tool === event.tool && c.element.dataset.status === undefined);
-    card?.setStatus(event.ok ? 'ok' : event.denied ? 'denied' : 'failed');
+    card?.setStatus(event.ok ? 'ok' : event.denied ? 'denied' : 'failed', { content: event.content, detail: event.detail });
     // An image the agent read is shown with its tool.
     if (card) this.deps.thumbnails.show(card.element, event.attachments);
   }

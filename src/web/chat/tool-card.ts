@@ -82,12 +82,6 @@ export class ToolCard {
     if (result.detail?.kind === 'diff') this.args.replaceWith((this.args = argumentsView(this.argumentsGiven, SHOWN_BY_DIFF)));
   }
 
-  /** The turn that made this call was undone: its file change no longer stands. */
-  markUndone(): void {
-    if (this.element.dataset.undone) return;
-    this.element.dataset.undone = 'true';
-    this.status.append(' · undone');
-  }
 }
 
 /** What the card shows of a finished call, by what the tool did. */

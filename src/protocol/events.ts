@@ -79,6 +79,8 @@ export const PermissionRequest = z.object({
   tool: z.string(),
   arguments: z.record(z.string(), z.unknown()),
   preview: PermissionPreview.optional(),
+  /** The allow rule `allow_always` would add (absent when it adds none: a call with nothing a rule can name). */
+  always_rule: z.string().optional(),
   created_at: z.string(),
   /** When it is denied if nobody answers (permission_timeout_seconds after created_at). */
   expires_at: z.string(),

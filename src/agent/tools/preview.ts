@@ -30,9 +30,8 @@ export function wireDiff(target: WorkspacePath, before: string | undefined, afte
 
 /** A file tool's preview as a result's `detail` (what was applied): the wire's fields only. */
 export function appliedDiff(preview: ToolPreview): DiffPreview | undefined {
-  if (preview.kind !== 'diff') return undefined;
-  const { kind, path, diff, new_file, truncated } = preview;
-  return { kind, path, diff, new_file, truncated };
+  const wire = wirePreview(preview);
+  return wire.kind === 'diff' ? wire : undefined;
 }
 
 /**

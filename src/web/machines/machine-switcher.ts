@@ -4,7 +4,7 @@
  * offline, N waiting, running), to switch to, rename or remove, and the combined "Needs you" list.
  */
 import { h } from '../chat/dom';
-import { needsYouCount, stateLabel, type MachineEntry } from './machine-entry';
+import { finishedCount, needsYouCount, stateLabel, type MachineEntry } from './machine-entry';
 import { NeedsYouList, type NeedsYouActions } from './needs-you';
 
 export interface SwitcherActions extends NeedsYouActions {
@@ -50,9 +50,13 @@ export class MachineSwitcher {
     const current = entries.find((entry) => entry.machine.id === currentId);
     this.buttonName.textContent = current?.machine.name ?? 'Computers';
     const count = needsYouCount(entries);
-    this.badge.hidden = count === 0;
-    this.badge.textContent = String(count);
-    this.button.setAttribute('aria-label', `Computer: ${current?.machine.name ?? 'none'}${count ? `, ${count} need${count === 1 ? 's' : ''} you` : ''}`);
+    const finished = finishedCount(entries);
+    this.badge.hidden = count === 0 && finished === 0;
+    // Prompts are counted; finished runs alone show as a dot.
+    this.badge.textContent = count ? String(count) : '•';
+    this.badge.dataset.kind = count ? 'prompts' : 'finished';
+    const said = [count ? `${count} prompt${count === 1 ? '' : 's'} waiting` : '', finished ? `${finished} finished` : ''].filter(Boolean).join(', ');
+    this.button.setAttribute('aria-label', `Computer: ${current?.machine.name ?? 'none'}${said ? `, ${said}` : ''}`);
     if (current) this.button.dataset.state = stateLabel(current.status).state;
     this.list.replaceChildren(...entries.map((entry) => this.row(entry, entry.machine.id === currentId)));
     this.needsYou.render(entries);

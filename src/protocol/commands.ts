@@ -428,6 +428,8 @@ export const Message = z.object({
   detail: ToolResultDetail.optional(),
   /** Replies: the tokens and cost of the turn's provider calls (absent when none were counted). */
   usage: MessageUsage.optional(),
+  /** User messages: who sent it, as people read it (a paired device's name, a password user's, `editor`, `LAN`); absent on older messages. */
+  from: z.string().optional(),
   /** User messages: the context sent with it (chat's `context`), for the history's chips. */
   context: ChatContext.optional(),
   /** User messages: the files attached to it (read them with get_attachment). */

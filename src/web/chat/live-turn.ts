@@ -114,6 +114,7 @@ export class LiveTurn {
       const bubble = this.deps.claimSent(message.client_message_id);
       const node = bubble ?? this.deps.messages.addUser(message.content, false, message.context);
       this.deps.thumbnails.show(node, message.attachments);
+      this.deps.messages.showSender(node, message.from);
       node.dataset.messageId = message.id;
       turn.nodes.push(node);
       return;

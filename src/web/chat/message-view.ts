@@ -132,6 +132,15 @@ export class MessageView {
     return this.add(h('div', { class: pending ? 'message user pending' : 'message user' }, h('div', { class: 'plain' }, text), context?.length ? sentChips(context) : null));
   }
 
+  /**
+   * Names who sent a user message ("from Pixel 8", "from editor", "from LAN"), so a message another
+   * client sent reads apart from this page's own.
+   */
+  showSender(node: HTMLElement, from: string | undefined): void {
+    if (!from || node.querySelector(':scope > .message-from')) return;
+    node.append(h('div', { class: 'message-from' }, `from ${from}`));
+  }
+
   addAssistant(text: string): HTMLElement {
     const content = h('div', { class: 'markdown' });
     renderMarkdown(content, text);
@@ -190,6 +199,7 @@ export class MessageView {
       if (message.role === 'user') {
         const node = this.addUser(message.content, false, message.context);
         node.dataset.messageId = message.id;
+        this.showSender(node, message.from);
         this.onStoredMessage?.(node, message);
       } else if (message.role === 'assistant') {
         const node = this.addAssistant(message.content);

@@ -83,6 +83,7 @@ export class PermissionBroker {
     if (this.stopping) return answerOf({ decision: 'deny', reason: 'restarted' }, 0);
     const timeoutMs = this.deps.timeoutMs();
     const created = Date.now();
+    const alwaysRule = alwaysRuleFor(question);
     const request: PermissionRequest = {
       request_id: requestId,
       conversation_id: question.conversationId,
@@ -91,6 +92,7 @@ export class PermissionBroker {
       tool: question.tool,
       arguments: question.arguments,
       ...(preview ? { preview: wirePreview(preview) } : {}),
+      ...(alwaysRule !== undefined ? { always_rule: alwaysRule } : {}),
       created_at: new Date(created).toISOString(),
       expires_at: new Date(created + timeoutMs).toISOString(),
     };
@@ -103,7 +105,7 @@ export class PermissionBroker {
       entry = {
         request,
         ownerOnly,
-        ruleIfAlways: alwaysRuleFor(question),
+        ruleIfAlways: alwaysRule,
         subject: question.subject,
         settle: (result) => {
           if (this.waiting.get(requestId) !== entry) return;

@@ -41,6 +41,8 @@ export interface ChatInput {
   userId?: string;
   /** Who sent it (protocol/sources.ts personOf; default: its source): while it waits, only they (or the owner) may remove it. */
   sender?: string;
+  /** Who sent it as people read it (a device's name, `editor`, `LAN`): stored with the message, shown beside it. */
+  from?: string;
   /** The chat's client_message_id: shown while the message waits behind a running turn, and what removes it. */
   clientMessageId?: string;
   /** Stored with the user message so a resent chat is recognised, also after a restart (commands/turns/chat-resends.ts). */
@@ -301,8 +303,8 @@ export class Agent {
     const attachments = input.attachments ?? [];
     const message: NewMessage = {
       id, conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId, client_key: input.clientKey,
-      ...(input.context?.length || attachments.length > 0
-        ? { data: { ...(input.context?.length ? { context: input.context } : {}), ...(attachments.length > 0 ? { attachments } : {}) } }
+      ...(input.context?.length || attachments.length > 0 || input.from
+        ? { data: { ...(input.context?.length ? { context: input.context } : {}), ...(attachments.length > 0 ? { attachments } : {}), ...(input.from ? { from: input.from } : {}) } }
         : {}),
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
@@ -487,7 +489,9 @@ export class Agent {
           tool_name: call.name,
           content: outcome.content,
           timestamp: new Date().toISOString(),
-          data: { kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}), ...(shown ? { attachments: [shown] } : {}) } satisfies ToolResultData,
+          data: {
+            kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}), ...(shown ? { attachments: [shown] } : {}), ...(outcome.detail ? { detail: outcome.detail } : {}),
+          } satisfies ToolResultData,
         };
         // The image's record and the result that shows it, in one transaction: neither is ever seen without the other.
         // A webhook account's tool call is recorded in the audit log with its result (untrusted text asked for it).
@@ -497,7 +501,8 @@ export class Agent {
           if (audit) store.audit.record(tx, audit);
         });
         onEvent({
-          event: 'tool.result', conversation_id: conversationId, tool: call.name, call_id: call.id, ok: outcome.ok, denied: outcome.denied !== undefined,
+          event: 'tool.result', conversation_id: conversationId, tool: call.name, call_id: call.id, ok: outcome.ok, denied: outcome.denied !== undefined, content: outcome.content,
+          ...(outcome.detail ? { detail: outcome.detail } : {}),
           ...(shown ? { attachments: [attachmentInfoOf(shown)] } : {}),
         });
         if (signal.aborted || (outcome.denied && endsTurn(outcome.denied))) throw new Cancelled();

@@ -75,6 +75,7 @@ export class PermissionBroker {
     if (this.stopping) return { decision: 'deny', reason: 'restarted' };
     const timeoutMs = this.deps.timeoutMs();
     const created = Date.now();
+    const alwaysRule = question.ruleIfAlways;
     const request: PermissionRequest = {
       request_id: requestId,
       conversation_id: question.conversationId,
@@ -83,6 +84,7 @@ export class PermissionBroker {
       tool: question.tool,
       arguments: question.arguments,
       ...(preview ? { preview: wirePreview(preview) } : {}),
+      ...(alwaysRule !== undefined ? { always_rule: alwaysRule } : {}),
       created_at: new Date(created).toISOString(),
       expires_at: new Date(created + timeoutMs).toISOString(),
     };
@@ -95,7 +97,7 @@ export class PermissionBroker {
       entry = {
         request,
         ownerOnly,
-        ruleIfAlways: question.ruleIfAlways,
+        ruleIfAlways: alwaysRule,
         subject: question.subject,
         settle: (result) => {
           if (this.waiting.get(requestId) !== entry) return;

@@ -29,6 +29,10 @@ function refusalWhy(outcome: PermissionOutcome, tool: string): string {
   switch (outcome.reason) {
     case 'source':
       return 'tools are not enabled for messages from this source';
+    case 'rule':
+      return outcome.rule !== undefined ? ruleDeniedWhy(outcome.rule) : `the user did not allow ${tool} to run`;
+    case 'mode':
+      return MODE_DENIED_WHY;
     case 'expired':
       return `nobody answered within ${durationText(outcome.waitedMs ?? 0)}`;
     case 'cancelled':
@@ -63,3 +67,11 @@ export function durationText(ms: number): string {
   const [count, unit] = seconds % 3600 === 0 ? [seconds / 3600, 'hour'] : seconds % 60 === 0 ? [seconds / 60, 'minute'] : [seconds, 'second'];
   return `${count} ${unit}${count === 1 ? '' : 's'}`;
 }
+
+/** Why a deny rule refused a call, naming the rule (a rule's deny is not a person's). */
+export function ruleDeniedWhy(rule: string): string {
+  return `the deny rule "${rule}" of the permission rules refused it (a rule, not a person)`;
+}
+
+/** Why `permission_mode: "deny"` refused a call. */
+export const MODE_DENIED_WHY = 'the permission mode is "deny", so no tool runs (a setting, not a person)';

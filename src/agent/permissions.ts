@@ -43,6 +43,8 @@ export interface PermissionOutcome {
    * nobody in time (`expired`), the chat's cancel (`cancelled`), the service's stop (`restarted`).
    */
   reason: 'source' | 'rule' | 'mode' | 'conversation' | PermissionResolution;
+  /** `rule` with `deny`: the deny rule that refused the call (named to the model and the person). */
+  rule?: string;
   /** `answered`: who, as people read it (protocol/sources.ts `sourceLabel`). */
   decidedBy?: string;
   /** `answered` with `deny`: the person's words for the model. */
@@ -193,7 +195,9 @@ export class PermissionGate {
     const untrusted = untrustedToolMode(config, question.source, this.conversationSource(question.conversationId));
     if (untrusted === 'deny') return { decision: 'deny', reason: 'source' };
     const mode = untrusted === undefined || globalMode === 'deny' ? globalMode : untrusted;
-    if (rules.deny.some((rule) => ruleMatches(rule, question.tool, question.subject, 'deny'))) return { decision: 'deny', reason: 'rule' };
+    // The rule is named to the model and the person: a rule's deny is not a person's.
+    const denyRule = rules.deny.find((rule) => ruleMatches(rule, question.tool, question.subject, 'deny'));
+    if (denyRule !== undefined) return { decision: 'deny', reason: 'rule', rule: denyRule };
     if (rules.allow.some((rule) => ruleMatches(rule, question.tool, question.subject, 'allow'))) return { decision: 'allow', reason: 'rule' };
     return this.byMode(mode, question);
   }

@@ -1,4 +1,5 @@
 import type { AuditActor, AuditPlace } from '../protocol';
+import { sourceLabel } from '../protocol/sources';
 import type { DevicesRepo } from '../store';
 import type { ClientSession } from './session';
 
@@ -34,4 +35,13 @@ export function actorOf(session: Pick<ClientSession, 'source' | 'address' | 'pri
   if (session.principal === 'session') return { person: { kind: 'user', name: session.username ?? 'password user' }, place };
   if (session.source === 'editor') return { person: { kind: 'editor', name: 'editor' }, place };
   return { person: { kind: 'owner', name: 'access token' }, place };
+}
+
+/**
+ * A session as people read it where it acted ("Allowed from Pixel 8", "from Pixel 8" under a message):
+ * a paired device by its name, a password user by username, else its source's label (`editor`, `LAN`).
+ */
+export function sessionLabel(session: Pick<ClientSession, 'source' | 'address' | 'principal' | 'deviceId' | 'username'>, devices?: Pick<DevicesRepo, 'get'>): string {
+  const { person } = actorOf(session, devices);
+  return person.kind === 'device' || person.kind === 'user' ? person.name : sourceLabel(session.source);
 }

@@ -126,7 +126,7 @@ test('the gate: deny rules beat allow rules beat the mode; the mode is read at e
     },
   );
   const check = (tool: string, conversationId = 'c1') => gate.check({ conversationId, source: 'ws', tool, arguments: {}, signal: new AbortController().signal });
-  assert.deepEqual(await check('both'), { decision: 'deny', reason: 'rule' });
+  assert.deepEqual(await check('both'), { decision: 'deny', reason: 'rule', rule: 'both' });
   mode = 'deny';
   assert.deepEqual(await check('safe'), { decision: 'allow', reason: 'rule' });
   assert.deepEqual(await check('other'), { decision: 'deny', reason: 'mode' });

@@ -82,6 +82,14 @@ export class MachineStatus {
     }
   }
 
+  /** "Clear finished": the finished runs are forgotten unseen. */
+  clearFinished(): void {
+    if (this.finishedRuns.length === 0) return;
+    this.finishedRuns = [];
+    this.saveFinished();
+    this.changed();
+  }
+
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);

@@ -292,7 +292,7 @@ export class Service {
       allowed,
       logger: this.logger,
       loginRefusedFor: (address) => this.auth.failures.refusedFor(address, 'token'),
-      onWebSocket: (socket, req) => attachLanSocket(socket, 'ws', clientAddress(req), { ...this.sessionDeps(), addressAllowed: (address) => allowed()(address) }),
+      onWebSocket: (socket, req) => attachLanSocket(socket, clientAddress(req), { ...this.sessionDeps(), addressAllowed: (address) => allowed()(address) }),
     });
     try {
       this.address = await this.http.listen(port, host);

@@ -1,4 +1,5 @@
 import { webhookAccountsOf, type PermissionMode, type ServiceConfig } from '../../protocol';
+import type { Store } from '../../store';
 import { webhookAccountOf } from '../../protocol/sources';
 
 /**
@@ -15,4 +16,10 @@ export function untrustedToolMode(config: ServiceConfig, source: string, convers
   if (account !== undefined) return webhookAccountsOf(config).get(account)?.tools ?? 'deny';
   if (conversationSource !== undefined && webhookAccountOf(conversationSource) !== undefined && config.permission_mode === 'allow') return 'ask';
   return undefined;
+}
+
+/** untrustedToolMode for the permission gate's questions: the config in force, the conversation's stored source. */
+export function untrustedToolPolicy(config: () => ServiceConfig, conversations: Store['conversations']) {
+  return (question: { source: string; conversationId: string }): PermissionMode | undefined =>
+    untrustedToolMode(config(), question.source, conversations.get(question.conversationId)?.source);
 }

@@ -10,7 +10,7 @@ import tseslint from 'typescript-eslint';
  */
 const LAYERS = [
   ['src/protocol', 'src/tunnel'],
-  ['src/platform'],
+  ['src/platform', 'src/git'],
   ['src/log'],
   ['src/config', 'src/store'],
   ['src/agent'],

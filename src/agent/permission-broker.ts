@@ -8,7 +8,7 @@ import { conflictMessage, durationText, RESTARTED_WHY } from './permission-texts
 import { alwaysRuleFor, type AskPermission, type PermissionAnswer } from './permissions';
 import { wirePreview } from './tools/preview';
 
-type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 'session'; source: string };
+type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 'session' };
 
 /** Who answers a permission_response: may it answer an owner-only request, and how people name it. */
 export interface Answerer {

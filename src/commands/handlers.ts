@@ -9,7 +9,7 @@ import { createPairing, relayStatus } from './relay-handlers';
 import { createLanPairing, listDevices, revokeDevice } from './device-handlers';
 import { listTurnChanges, undoTurn } from './undo-handlers';
 import { isOwner, requireWritableBy } from './roles';
-import { personOf, type ClientSession } from './session';
+import { ownConversationsSource, personOf, type ClientSession } from './session';
 import { getUsage } from './usage-handlers';
 import { conversationUsageOf } from '../agent/usage/usage-wire';
 import { clientMessagesOf } from './conversation-export';
@@ -109,7 +109,7 @@ export const handlers: HandlerMap = {
 
   async list_conversations(command, session, ctx) {
     // A webhook account lists only its own conversations; the user's clients list them all.
-    const source = session.source.startsWith('webhook:') ? session.source : undefined;
+    const source = ownConversationsSource(session);
     const conversations: Conversation[] = ctx.store.conversations
       .list({ limit: command.limit, before: command.before, source })
       .map((row) => conversationOf(row, ctx.activity, ctx.store));

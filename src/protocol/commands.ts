@@ -1,3 +1,4 @@
+import { WorktreeInfo } from './worktrees';
 import { z } from 'zod';
 import { ChatContext } from './chat-context-schema';
 import { InstructionFileInfo, SystemPromptMode } from './agent-context';
@@ -53,6 +54,11 @@ export const ChatCommand = command('chat', {
   context: ChatContext.optional(),
   /** Uploaded attachments (attachment_end's ids), in order: images for a vision model, files saved into the workspace. */
   attachments: z.array(AttachmentId).max(MAX_ATTACHMENTS_PER_MESSAGE, { error: `at most ${MAX_ATTACHMENTS_PER_MESSAGE} attachments a message` }).optional(),
+  /**
+   * A new conversation works in its own git worktree (true) or in the workspace (false); absent:
+   * service.json's `worktrees.default` for the source. On an existing conversation: absent, or what it has.
+   */
+  worktree: z.boolean({ error: 'worktree must be true or false' }).optional(),
 }).superRefine((chat, ctx) => {
   if (chat.message.length === 0 && !chat.attachments?.length) ctx.addIssue({ code: 'custom', path: ['message'], message: 'message must not be empty' });
 });
@@ -402,6 +408,8 @@ export const Conversation = z.object({
   usage: ConversationUsage.nullable().optional(),
   /** Its plan collapsed ("3 of 7 done"); absent when the model wrote none (or from older services). */
   plan_summary: PlanSummary.optional(),
+  /** Its own git worktree (docs/protocol.md, "Worktrees"), null when it works in the workspace; absent from older services. */
+  worktree: WorktreeInfo.nullable().optional(),
 });
 export type Conversation = z.infer<typeof Conversation>;
 

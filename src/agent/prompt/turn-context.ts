@@ -34,14 +34,17 @@ export class TurnContext {
     this.instructions = new InstructionFiles(userDir);
   }
 
-  /** The instruction files in force for a conversation whose stored rows are `rows` (none: before any tool ran). */
-  filesInForce(rows: readonly MessageRow[] = []): Promise<InstructionFile[]> {
-    return this.instructions.inForce(this.workspaceRoots(), touchedPaths(rows));
+  /**
+   * The instruction files in force for a conversation whose stored rows are `rows` (none: before any tool
+   * ran); `roots`: the conversation's own (its worktree's folder), else the workspace's.
+   */
+  filesInForce(rows: readonly MessageRow[] = [], roots: readonly string[] = this.workspaceRoots()): Promise<InstructionFile[]> {
+    return this.instructions.inForce([...roots], touchedPaths(rows));
   }
 
-  /** The turn's environment block (computed once a turn: git is asked then). */
-  environment(facts: Omit<EnvironmentFacts, 'roots' | 'git'>): Promise<string> {
-    return environmentBlock({ ...facts, roots: this.workspaceRoots(), git: (folder) => this.git.summary(folder) });
+  /** The turn's environment block (computed once a turn: git is asked then), of the conversation's roots. */
+  environment(facts: Omit<EnvironmentFacts, 'roots' | 'git'>, roots: readonly string[] = this.workspaceRoots()): Promise<string> {
+    return environmentBlock({ ...facts, roots, git: (folder) => this.git.summary(folder) });
   }
 
   /** A tool wrote a file or ran a command: git's status is asked again next turn. */
@@ -55,11 +58,11 @@ export class TurnContext {
    * touched before (a folder with its own AGENTS.md, or an instruction file it edited); `turn` keeps
    * them between the steps of one turn.
    */
-  async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], environment: string, turn: TurnInstructions = {}): Promise<ChatMessage> {
+  async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], environment: string, turn: TurnInstructions = {}, roots: readonly string[] = this.workspaceRoots()): Promise<ChatMessage> {
     const touched = [...new Set(touchedPaths(rows))];
     const key = touched.join('\n');
     if (turn.files === undefined || turn.key !== key) {
-      turn.files = await this.instructions.inForce(this.workspaceRoots(), touched);
+      turn.files = await this.instructions.inForce([...roots], touched);
       turn.key = key;
     }
     const files = turn.files;

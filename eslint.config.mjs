@@ -16,6 +16,8 @@ const LAYERS = [
   ['src/agent'],
   ['src/commands'],
   ['src/transport'],
+  // Features that reach people outside a client session (Web Push, webhooks): they use transport/http.
+  ['src/channels'],
   ['src/service.ts', 'src/cli.ts', 'src/cli-backup.ts'],
   ['src/extension'],
 ];

@@ -7,7 +7,8 @@ import type { Conversation } from '../../src/protocol';
 import type { WorktreeInfo } from '../../src/protocol/worktrees';
 import { startFakeOpenAI, type FakeOpenAI, type FakeStep, type RecordedRequest } from '../helpers/fake-openai';
 import { git, gitRepository } from '../helpers/git-repo';
-import { startService, type RunningService } from '../helpers/service';
+import { postJson, startService, type RunningService } from '../helpers/service';
+import { startWebhookReceiver } from '../helpers/webhook-receiver';
 import { tempDir, waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
@@ -132,6 +133,20 @@ describe('a conversation in its own worktree', () => {
     const system = (openai.requests.at(-1)!.body.messages as { role: string; content: string }[])[0].content;
     assert.ok(system.includes(`Workspace folder: ${worktree.path} (git branch ${worktree.branch}`), system);
     assert.ok(!system.includes(`Workspace folder: ${repo} `), 'the user\'s tree is not offered');
+  });
+
+  test('undo_turn restores the worktree\'s file from its before-image, never the person\'s', async () => {
+    const { id, worktree } = await newWorktreeConversation('undo in a worktree');
+    await chat({ conversation_id: id, message: TOOL('write_file', { path: 'app.ts', content: 'the run\'s version\n' }) });
+    const messages = ((await client.request({ type: 'get_messages', conversation_id: id })).data as { messages: { id: string; role: string }[] }).messages;
+    const reply = messages.filter((m) => m.role === 'assistant').at(-1)!;
+    await writeFile(join(repo, 'app.ts'), 'the person\'s edit\n');
+    const undo = await client.request({ type: 'undo_turn', conversation_id: id, message_id: reply.id, confirm: true });
+    assert.equal(undo.status, 'ok', JSON.stringify(undo));
+    assert.deepEqual((undo.data as { files: { path: string }[] }).files.map((f) => f.path), ['app.ts']);
+    assert.equal(await readFile(join(worktree.path, 'app.ts'), 'utf8'), 'original\n');
+    assert.equal(await readFile(join(repo, 'app.ts'), 'utf8'), 'the person\'s edit\n');
+    await writeFile(join(repo, 'app.ts'), 'original\n');
   });
 
   test('a base branch that moved on is told after the next turn', async () => {
@@ -296,6 +311,28 @@ describe('defaults, a workspace that is not a repository, clean-up at start', ()
     assert.equal(reply.code, 'conflict');
     assert.match(String(reply.error), /not? .*git repository/);
     assert.equal((await lan.request({ type: 'chat', message: 'in the workspace then', worktree: false })).status, 'ok');
+  });
+
+  test('a webhook account with worktree "required": its conversation works in its own worktree from its first message', async (t) => {
+    const secret = 'worktree-webhook-secret-0123456789';
+    const receiver = await startWebhookReceiver({ secret });
+    t.after(() => receiver.close());
+    const service = await startService(
+      {
+        provider: 'openai', model: 'gpt-4o-mini', base_url: openai.url, workspace: repo,
+        channels: { webhook: { accounts: { ci: { incoming_path: '/ci', outgoing_url: receiver.url('/ci'), secret, tools: 'allow', worktree: 'required' } } } },
+      },
+      { webhook: { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 } },
+    );
+    t.after(() => service.dispose());
+    const reply = await postJson(`${service.httpUrl}/ci`, { message: TOOL('write_file', { path: 'app.ts', content: 'from the webhook\n' }) }, { 'x-service-secret': secret });
+    assert.equal(reply.status, 202, reply.text);
+    const { conversation_id } = reply.body!.data as { conversation_id: string };
+    await receiver.waitFor((r) => r.requests.some((c) => c.body?.conversation_id === conversation_id), 'the callback');
+    const record = service.service.store.worktrees.worktreeOf(conversation_id);
+    assert.ok(record, 'the conversation has a worktree');
+    assert.equal(await readFile(join(record.path, 'app.ts'), 'utf8'), 'from the webhook\n');
+    assert.equal(await readFile(join(repo, 'app.ts'), 'utf8'), 'original\n');
   });
 
   test('a deleted conversation\'s worktree is removed at the next start; its branch too unless it holds commits', async (t) => {

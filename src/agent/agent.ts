@@ -246,8 +246,8 @@ export class Agent {
     const line = this.waitInLine(conversationId, input.waitingAs, input.source);
     return line.run(async () => {
       // A webhook conversation is stored when its first message is accepted: its worktree is made at its first turn.
-      const fresh = (await this.deps.store.messages.recent(conversationId, { limit: 1 })).length === 0;
-      if (fresh && !this.deps.worktrees?.of(conversationId) && worktreeByDefault(this.deps.config(), input.source)) {
+      const wanted = !this.deps.worktrees?.of(conversationId) && worktreeByDefault(this.deps.config(), input.source);
+      if (wanted && (await this.deps.store.messages.recent(conversationId, { limit: 1 })).length === 0) {
         await this.makeWorktree(conversationId, this.deps.store.conversations.get(conversationId)?.title ?? 'webhook');
       }
       const area = await this.areaOf(conversationId);

@@ -3,6 +3,7 @@ import { chmodSync, existsSync } from 'node:fs';
 import { mkdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { MOMENT_HEADING } from '../../src/agent/prompt/environment';
 import type { Conversation } from '../../src/protocol';
 import type { WorktreeInfo } from '../../src/protocol/worktrees';
 import { startFakeOpenAI, type FakeOpenAI, type FakeStep, type RecordedRequest } from '../helpers/fake-openai';
@@ -17,7 +18,8 @@ import { TestClient } from '../helpers/ws-client';
 // call that tool, and its reply is `RESULT: <the tool's result>`, so each test reads what the tool did.
 
 const toolTurn = (request: RecordedRequest): FakeStep => {
-  const messages = request.body.messages as { role: string; content: string }[];
+  // The turn's note (time, git) comes after the conversation: the last message of the conversation is before it.
+  const messages = (request.body.messages as { role: string; content: string }[]).filter((m) => !String(m.content).startsWith(MOMENT_HEADING));
   const last = messages.at(-1)!;
   if (last.role === 'tool') return { text: `RESULT: ${last.content}` };
   const asked = /^TOOL (\w+) (.*)$/s.exec(String(last.content));
@@ -130,9 +132,12 @@ describe('a conversation in its own worktree', () => {
     const { id, worktree } = await newWorktreeConversation('where am i');
     const pwd = await chat({ conversation_id: id, message: TOOL('run_command', { command: 'pwd' }) });
     assert.ok(pwd.data!.response.includes(worktree.path), pwd.data!.response);
-    const system = (openai.requests.at(-1)!.body.messages as { role: string; content: string }[])[0].content;
-    assert.ok(system.includes(`Workspace folder: ${worktree.path} (git branch ${worktree.branch}`), system);
-    assert.ok(!system.includes(`Workspace folder: ${repo} `), 'the user\'s tree is not offered');
+    const messages = openai.requests.at(-1)!.body.messages as { role: string; content: string }[];
+    const system = messages[0].content;
+    assert.ok(system.includes(`- Workspace folder: ${worktree.path}\n`), system);
+    assert.ok(!system.includes(`- Workspace folder: ${repo}\n`), 'the user\'s tree is not offered');
+    // The turn's note (time, git) names the worktree's branch.
+    assert.ok(messages.some((m) => m.role === 'user' && m.content.includes(`- Git: branch ${worktree.branch},`)), JSON.stringify(messages.at(-1)));
   });
 
   test('undo_turn restores the worktree\'s file from its before-image, never the person\'s', async () => {

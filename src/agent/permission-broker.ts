@@ -8,7 +8,7 @@ import { auditDecisionText, conflictMessage } from './permission-texts';
 import type { AskPermission, PermissionOutcome } from './permissions';
 import { wirePreview } from './tools/preview';
 
-type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 'session'; source: string };
+type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 'session' };
 
 /** Who answers a permission_response: may it answer an owner-only request, and how people name it. */
 export interface Answerer {
@@ -26,7 +26,7 @@ export interface PermissionAudience {
 
 export interface PermissionBrokerDeps {
   events: PermissionAudience;
-  store: Pick<Store, 'permissionRequests' | 'conversations'>;
+  store: Pick<Store, 'permissionRequests' | 'conversations' | 'worktrees'>;
   logger: Logger;
   /** How long a new request waits (service.json's permission_timeout_seconds, or a test's override). */
   timeoutMs: () => number;
@@ -76,6 +76,7 @@ export class PermissionBroker {
     const timeoutMs = this.deps.timeoutMs();
     const created = Date.now();
     const alwaysRule = question.ruleIfAlways;
+    const worktree = this.deps.store.worktrees.get(question.conversationId);
     const request: PermissionRequest = {
       request_id: requestId,
       conversation_id: question.conversationId,
@@ -85,6 +86,7 @@ export class PermissionBroker {
       arguments: question.arguments,
       ...(preview ? { preview: wirePreview(preview) } : {}),
       ...(alwaysRule !== undefined ? { always_rule: alwaysRule } : {}),
+      ...(worktree ? { worktree: { branch: worktree.branch, path: worktree.path } } : {}),
       created_at: new Date(created).toISOString(),
       expires_at: new Date(created + timeoutMs).toISOString(),
     };

@@ -1,6 +1,5 @@
 import { webhookAccountsOf, type PermissionMode, type ServiceConfig } from '../protocol';
-
-const WEBHOOK = 'webhook:';
+import { webhookAccountOf } from '../protocol/sources';
 
 /**
  * The permission mode for a tool the model asks for when untrusted text is in its context (docs/protocol.md,
@@ -16,7 +15,8 @@ export function untrustedToolMode(
   source: string,
   conversationSource: string | undefined,
 ): PermissionMode | undefined {
-  if (source.startsWith(WEBHOOK)) return (config.channels ? webhookAccountsOf({ channels: config.channels }).get(source.slice(WEBHOOK.length))?.tools : undefined) ?? 'deny';
-  if (conversationSource?.startsWith(WEBHOOK) && config.permission_mode === 'allow') return 'ask';
+  const account = webhookAccountOf(source);
+  if (account !== undefined) return (config.channels ? webhookAccountsOf({ channels: config.channels }).get(account)?.tools : undefined) ?? 'deny';
+  if (conversationSource !== undefined && webhookAccountOf(conversationSource) !== undefined && config.permission_mode === 'allow') return 'ask';
   return undefined;
 }

@@ -4,7 +4,7 @@
  * `conversation.updated`), and the runs that finished (`turn.ended`) since the user last looked at
  * their conversation (kept in the machine's storage, so a reload keeps them).
  */
-import type { ViewEvent } from '../../protocol';
+import type { Conversation, ViewEvent } from '../../protocol';
 import type { PendingRequests } from '../../protocol/pending-requests';
 import type { ServiceConnection } from '../connection';
 import type { MachineStorage } from './machine-store';
@@ -18,14 +18,13 @@ export interface FinishedRun {
 
 export type MachineState = 'online' | 'offline' | 'connecting';
 
-type ConversationRow = Extract<ViewEvent, { event: 'conversation.updated' }>['conversation'];
 
 const FINISHED_KEY = 'remote-assistant.finished';
 /** The most finished runs remembered per machine (the oldest go first). */
 const FINISHED_LIMIT = 50;
 
 export class MachineStatus {
-  private readonly rows = new Map<string, ConversationRow>();
+  private readonly rows = new Map<string, Conversation>();
   private finishedRuns: FinishedRun[];
   private readonly listeners = new Set<() => void>();
   /** The conversation this machine's chat shows while it is the one on screen (undefined: none, or another machine). */

@@ -140,7 +140,7 @@ describe('usage and cost (OpenAI format)', () => {
   test("a turn cancelled after a tool round keeps the tokens it spent, under its user message", () =>
     withClient(svc, async (client) => {
       const calls = fake.requests.length;
-      fake.script({ tool_calls: [{ name: 'no_such_tool', arguments: {} }], usage: { prompt_tokens: 100, completion_tokens: 10 } }, { text: 'never', hangAfterChunks: 1 });
+      fake.script({ tool_calls: [{ name: 'no_such_tool', arguments: {} }], usage: { prompt_tokens: 100, completion_tokens: 10 } }, { text: 'never', hangAfterChunks: 0 });
       client.send({ type: 'chat', message: 'cancel me', id: 'to-cancel', stream: true });
       while (fake.requests.length < calls + 2) await new Promise((resolve) => setTimeout(resolve, 20));
       const answer = client.next((f) => f.id === 'to-cancel' && 'status' in f && 'response' in (f.data as object));

@@ -4,6 +4,7 @@ import { closeSync, existsSync, openSync, renameSync, statfsSync } from 'node:fs
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
 import { damageAtOpen } from './integrity';
+import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
 import { DAMAGE_SEEN_KEY, DISK_FULL } from './protocol';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
@@ -279,7 +280,7 @@ export class HistoryDb {
     const pageSize = Number(this.db.get('PRAGMA page_size')?.page_size ?? 0);
     const pages = Number(this.db.get('PRAGMA page_count')?.page_count ?? 0);
     const freePages = Number(this.db.get('PRAGMA freelist_count')?.freelist_count ?? 0);
-    return { fileBytes: pageSize * pages, freePages, maxKey: this.maxKey() };
+    return { fileBytes: pageSize * pages, freePages, maxKey: this.maxKey(), syncs: syncCount() };
   }
 
   close(): void {

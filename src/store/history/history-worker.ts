@@ -5,6 +5,7 @@ import { isMainThread, parentPort } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { HistoryDb } from './history-db';
 import { CORRUPT } from './protocol';
+import { countSyncs } from './sync-count';
 import type { BodyIn, HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
 
 type Job = Extract<WorkerInbound, { request: HistoryRequest }>;
@@ -110,6 +111,7 @@ function run(port: MessagePort, opened: HistoryDb): void {
 }
 
 if (!isMainThread && parentPort) {
+  countSyncs();
   const port = parentPort;
   port.once('message', (first: WorkerInbound) => {
     if (!('open' in first)) return;

@@ -58,6 +58,8 @@ export interface HistoryStats {
   fileBytes: number;
   freePages: number;
   maxKey: number;
+  /** fsync calls the worker's file layer made since it started (sync-count.ts). */
+  syncs: number;
 }
 
 export type HistoryRequest =

@@ -14,7 +14,9 @@ type Later = Exclude<WorkerInbound, { open: string }>;
 function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof HistoryReplies] {
   switch (request.op) {
     case 'put':
-      return db.put(request.bodies);
+      return db.put(request.bodies, request.durable);
+    case 'sync':
+      return db.sync();
     case 'get':
       return db.get(request.keys);
     case 'fill':
@@ -72,13 +74,14 @@ function run(port: MessagePort, opened: HistoryDb): void {
         }
         continue;
       }
-      // Consecutive puts: one transaction, one fsync.
+      // Consecutive puts: one transaction, and one fsync if any of them asks for it.
       const group: Job[] = [];
       while (i < jobs.length && jobs[i].request.op === 'put') group.push(jobs[i++]);
-      const bodies: BodyIn[] = group.flatMap((job) => (job.request as Extract<HistoryRequest, { op: 'put' }>).bodies);
+      const puts = group.map((job) => job.request as Extract<HistoryRequest, { op: 'put' }>);
+      const bodies: BodyIn[] = puts.flatMap((put) => put.bodies);
       let answers: WorkerAnswer[];
       try {
-        const keys = db.put(bodies);
+        const keys = db.put(bodies, puts.some((put) => put.durable));
         let at = 0;
         answers = group.map((job) => {
           const n = (job.request as Extract<HistoryRequest, { op: 'put' }>).bodies.length;
@@ -123,7 +126,7 @@ if (!isMainThread && parentPort) {
       port.close();
       return;
     }
-    port.postMessage({ ready: true, stats: db.stats(), damage: db.damage } satisfies WorkerOutbound);
+    port.postMessage({ ready: true, stats: db.stats(), damage: db.damage, marks: db.marks } satisfies WorkerOutbound);
     run(port, db);
   });
 }

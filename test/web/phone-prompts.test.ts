@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
 import { waitFor } from '../helpers/temp';
+import { withoutNote } from '../helpers/service-note';
 
 let rig: PhoneRig;
 
@@ -26,7 +27,7 @@ after(async () => {
 /** The user text of the newest request the model received. */
 function lastUserText(): string {
   const messages = rig.fake.requests.at(-1)!.body.messages as { role: string; content: string }[];
-  return messages.filter((m) => m.role === 'user').at(-1)!.content;
+  return withoutNote(messages).filter((m) => m.role === 'user').at(-1)!.content;
 }
 
 test('saved prompts are one-tap buttons; one with $ARGUMENTS asks for its argument first; /name args typed works too', async () => {

@@ -107,6 +107,7 @@ test('history.db loses what it wrote since its last fsync (a power loss): the jo
   // Acknowledged after history.db's last fsync: durable in the journal only.
   for (let i = 2; i <= 5; i++) await store.messages.append(message(i));
   await store.messages.append({ ...message(99), conversation_id: 'gone', content: 'secret to be deleted' });
+  const deletedKey = store.db.get<{ k: number }>('SELECT body_key AS k FROM messages WHERE id = ?', ['m99'])!.k;
   await store.conversations.delete('gone');
   await store.maintenance.run();
   await store.close();
@@ -124,8 +125,10 @@ test('history.db loses what it wrote since its last fsync (a power loss): the jo
   assert.ok(lines.some((l) => l.event === 'history.bodies_restored'));
   assert.equal(lines.some((l) => l.level === 'error'), false, JSON.stringify(lines.filter((l) => l.level === 'error')));
 
-  // New bodies get keys above the restored ones; after a compaction (history.db synced first) they all stay.
+  // New bodies get keys above every journaled one; after a compaction (history.db synced first) they all stay.
   await store.messages.append(message(6));
+  const newKey = store.db.get<{ k: number }>('SELECT body_key AS k FROM messages WHERE id = ?', ['m6'])!.k;
+  assert.ok(newKey > deletedKey, `a key is never given twice (${newKey} after ${deletedKey}, the deleted message's, lost with history.db's tail)`);
   await store.db.compact();
   await store.close();
   store = await openStore(dir);

@@ -47,14 +47,17 @@ export async function restoreJournaledBodies(db: Database, history: HistoryStore
     logger.error('history.sync_mark_behind', { history_mark: history.markBeforeOpen, seen_mark: seen });
     return history.keysBeforeOpen;
   }
-  const missing = journaled.filter((b) => b.key > history.keysBeforeOpen);
-  if (missing.length === 0) return history.keysBeforeOpen;
-  const referenced = referencedAmong(db, missing.map((b) => b.key));
-  const wanted: KeyedBody[] = missing.filter((b) => referenced.has(b.key));
-  if (wanted.length === 0) return history.keysBeforeOpen;
-  const stored = await history.fill(wanted, 0);
-  logger.warn('history.bodies_restored', { from_journal: wanted.length, stored, last_key: history.keysBeforeOpen });
-  return Math.max(history.keysBeforeOpen, ...wanted.map((b) => b.key));
+  // By key, the last journaled wins (records are in order).
+  const missing = new Map<number, KeyedBody>();
+  for (const body of journaled) if (body.key > history.keysBeforeOpen) missing.set(body.key, body);
+  if (missing.size === 0) return history.keysBeforeOpen;
+  const referenced = referencedAmong(db, [...missing.keys()]);
+  const wanted = [...missing.values()].filter((b) => referenced.has(b.key));
+  // New keys start above every journaled one, even those no longer referred to: a key is never given
+  // twice, so a later restore can never mistake an old record's body for a new message's.
+  const stored = await history.fill(wanted, [...missing.keys()].reduce((max, key) => Math.max(max, key), 0));
+  if (wanted.length > 0) logger.warn('history.bodies_restored', { from_journal: wanted.length, stored, last_key: history.keysBeforeOpen });
+  return wanted.reduce((max, b) => Math.max(max, b.key), history.keysBeforeOpen);
 }
 
 /**

@@ -97,8 +97,8 @@ describe("the editor's context and VS Code's tools, in a real VS Code (code-serv
       assert.equal((await chip.locator('.chip-label').innerText()).trim(), 'math.ts:3-5');
       await w.screenshot('ask-chip');
       const before = fake.requests.length;
-      await chat.locator('#ra-input').fill('What does this do?');
-      await chat.locator('#ra-input').press('Enter');
+      await chat.locator('.composer-input').fill('What does this do?');
+      await chat.locator('.composer-input').press('Enter');
       await chat.locator('.message.assistant:not(.streaming)', { hasText: 'echo:' }).waitFor();
       const request = fake.requests.slice(before).find((r) => r.path.startsWith('/v1/chat/completions'))!;
       const user = userTexts(request).at(-1)!;
@@ -136,8 +136,8 @@ describe("the editor's context and VS Code's tools, in a real VS Code (code-serv
       };
       fake.script(round, round);
       const before = fake.requests.length;
-      await chat.locator('#ra-input').fill('Count the words of "one two three four"');
-      await chat.locator('#ra-input').press('Enter');
+      await chat.locator('.composer-input').fill('Count the words of "one two three four"');
+      await chat.locator('.composer-input').press('Enter');
       const card = chat.locator('.permission-card');
       await card.waitFor();
       assert.match(await card.innerText(), /vscode\.e2e_word_count/);

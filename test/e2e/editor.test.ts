@@ -68,8 +68,8 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
   }
 
   const send = async (text: string) => {
-    await chat.locator('#ra-input').fill(text);
-    await chat.locator('#ra-input').press('Enter');
+    await chat.locator('.composer-input').fill(text);
+    await chat.locator('.composer-input').press('Enter');
   };
 
   before(async () => {
@@ -164,7 +164,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
     step('stream', async () => {
       const w = wb!;
       await chat.locator('.banner button[aria-label="Dismiss"]').click().catch(() => undefined);
-      await chat.locator('#ra-input').waitFor({ state: 'visible' });
+      await chat.locator('.composer-input').waitFor({ state: 'visible' });
       const pieces = ['Here is **the plan**:\n\n', '1. read the file\n', '2. change it\n\n', 'Then run `npm test`:\n\n', '```sh\nnpm test\n```\n', 'Done.'];
       fake.script({ text: pieces.join(''), chunks: pieces.length, chunkDelayMs: 400 });
       await send('How do I run the tests?');
@@ -197,7 +197,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await client.next((f) => f.event === 'config.changed');
       const after = await client.request({ type: 'get_config' });
       assert.equal((after.data as { permission_mode: string }).permission_mode, 'deny');
-      assert.equal(await chat.locator('#ra-mode').inputValue(), 'deny');
+      assert.equal(await chat.locator('.mode-select').inputValue(), 'deny');
       await w.screenshot('permission-mode-deny');
 
       // From another client: the status bar follows at once.

@@ -58,8 +58,8 @@ test('saved prompts are one-tap buttons; one with $ARGUMENTS asks for its argume
 
     // Typed as a slash command (the editor's way), in the same conversation.
     const afterTests = rig.fake.requests.length;
-    await page.locator('#ra-input').fill('/review lib/util.ts');
-    await page.locator('#ra-input').press('Enter');
+    await page.locator('.composer-input').fill('/review lib/util.ts');
+    await page.locator('.composer-input').press('Enter');
     await waitFor(() => rig.fake.requests.length > afterTests, 'the typed prompt reached the model');
     assert.equal(lastUserText(), 'Review lib/util.ts for bugs and say what you would change.');
     const chats = phone.sent.filter((f) => f.type === 'chat');

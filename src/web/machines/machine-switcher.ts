@@ -4,7 +4,7 @@
  * offline, N waiting, running), to switch to, rename or remove, and the combined "Needs you" list.
  */
 import { h } from '../chat/dom';
-import { needsYouCount, stateLabel, type MachineEntry } from './machine-entry';
+import { finishedCount, needsYouCount, stateLabel, type MachineEntry } from './machine-entry';
 import { NeedsYouList, type NeedsYouActions } from './needs-you';
 
 export interface SwitcherActions extends NeedsYouActions {
@@ -18,11 +18,13 @@ export class MachineSwitcher {
   readonly panel: HTMLElement;
   private readonly buttonName = h('span', { class: 'machine-switch-name' });
   private readonly badge = h('span', { class: 'machine-switch-badge', hidden: true });
+  /** What the badge's number means, said to a screen reader (the button's name is its text: no aria-label that would differ from what is seen). */
+  private readonly badgeMeaning = h('span', { class: 'visually-hidden' });
   private readonly list = h('ul', { class: 'machine-list' });
   private readonly needsYou: NeedsYouList;
 
   constructor(private readonly actions: SwitcherActions) {
-    this.button = h('button', { type: 'button', class: 'machine-switch', 'aria-haspopup': 'dialog', 'aria-expanded': 'false', 'aria-controls': 'ra-machines' }, this.buttonName, this.badge);
+    this.button = h('button', { type: 'button', class: 'machine-switch', 'aria-haspopup': 'dialog', 'aria-expanded': 'false', 'aria-controls': 'ra-machines' }, h('span', { class: 'visually-hidden' }, 'Computer: '), this.buttonName, this.badge, this.badgeMeaning);
     this.button.addEventListener('click', () => this.toggle());
     this.needsYou = new NeedsYouList({
       open: (machineId, link) => {
@@ -50,9 +52,13 @@ export class MachineSwitcher {
     const current = entries.find((entry) => entry.machine.id === currentId);
     this.buttonName.textContent = current?.machine.name ?? 'Computers';
     const count = needsYouCount(entries);
-    this.badge.hidden = count === 0;
-    this.badge.textContent = String(count);
-    this.button.setAttribute('aria-label', `Computer: ${current?.machine.name ?? 'none'}${count ? `, ${count} need${count === 1 ? 's' : ''} you` : ''}`);
+    const finished = finishedCount(entries);
+    this.badge.hidden = count === 0 && finished === 0;
+    // Prompts are counted; finished runs alone show as a dot.
+    this.badge.textContent = count ? String(count) : '•';
+    this.badge.dataset.kind = count ? 'prompts' : 'finished';
+    // Said to a screen reader after the badge (the button's name is its text: no aria-label).
+    this.badgeMeaning.textContent = count ? ` waiting for you${finished ? `, ${finished} finished` : ''}` : finished ? ` ${finished} finished` : '';
     if (current) this.button.dataset.state = stateLabel(current.status).state;
     this.list.replaceChildren(...entries.map((entry) => this.row(entry, entry.machine.id === currentId)));
     this.needsYou.render(entries);

@@ -47,7 +47,7 @@ async function measure(service: Service, conversations: number, durationMs: numb
   return { turnsPerSecond: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), mean: latencies.reduce((a, b) => a + b, 0) / latencies.length };
 }
 
-/** One durable write (the journal's fsync) measured in the same run: the floor every turn pays at least twice. */
+/** One durable write (the journal's fsync) measured in the same run: each acknowledged store of a turn's messages costs one (docs/design.md). */
 async function bareDurableWrite(service: Service, samples = 200): Promise<number> {
   const conversation = await service.agent.chat({ message: 'baseline', source: { kind: 'lan' } });
   const t0 = performance.now();

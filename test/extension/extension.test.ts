@@ -325,7 +325,7 @@ describe('deactivate', () => {
     await api.apiKeys.set('openai', SECRET_KEY);
     const port = portOf(api);
     const c = await client(port);
-    fake.script({ text: 'never finishes', hangAfterChunks: 1 });
+    fake.script({ text: 'never finishes', hangAfterChunks: 0 });
     const before = fake.requests.length;
     c.send({ type: 'chat', id: 'slow', message: 'a message worth keeping', stream: true });
     await fake.waitFor((requests) => requests.length > before);

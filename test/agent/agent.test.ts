@@ -175,7 +175,7 @@ describe('permissions', () => {
   test('allow_session, the old name, is still read as allow_conversation; answers and events say the new name', async () => {
     const svc = await service({ permission_mode: 'ask' });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'first' });
+    rig.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'first' });
     client.send({ type: 'chat', message: 'list', id: 'old1' });
     const request = await client.next((f) => f.event === 'permission.request');
     const answer = await client.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow_session' });
@@ -190,7 +190,7 @@ describe('permissions', () => {
       'the old name repeated is the same decision',
     );
     const first = await client.next((f) => f.id === 'old1' && 'status' in f);
-    fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'second' });
+    rig.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'second' });
     const second = await client.request({ type: 'chat', message: 'list again', conversation_id: chatId(first) });
     assert.equal((second.data as { response: string }).response, 'second');
     assert.equal(client.frames.filter((f) => f.event === 'permission.request').length, 0, 'allowed for the conversation: not asked again');

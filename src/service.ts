@@ -52,7 +52,6 @@ import { phonePageRoutes } from './transport/http/static-files';
 import { WebhookChannel, type WebhookChannelOptions } from './channels/webhooks/channel';
 import { PushService, type PushOptions } from './channels/push/push-service';
 import { webPush } from './channels/push/web-push-lib';
-import { untrustedToolPolicy } from './channels/webhooks/trust';
 
 export interface ServiceOptions {
   dataDir: string;
@@ -169,7 +168,7 @@ async function composeService(options: ServiceOptions): Promise<ServiceParts> {
   const activity: ConversationActivity = new ConversationActivity((conversationId) => announceConversation({ events, store, activity }, conversationId));
   const tools = createToolRegistry(current, store, logger, host);
   const permissions = new PermissionBroker({ events, store, logger, timeoutMs: permissionTimeoutMs, activity });
-  const gate = new PermissionGate(current, permissions.ask, untrustedToolPolicy(current, store.conversations), (rule, by) => addAllowRule(config, rule, logger, by));
+  const gate = new PermissionGate(current, permissions.ask, (conversationId) => store.conversations.get(conversationId)?.source, (rule, by) => addAllowRule(config, rule, logger, by));
   const worktrees = new Worktrees({ store, config: current, workspaceRoots: () => workspaceRootsOf(config.current, host), logger: logger.child({ component: 'worktrees' }) });
   // Worktrees of conversations deleted since the last run go now, in the background (git, not the start's path).
   void worktrees.removeOrphans().catch((error: unknown) => logger.warn('worktree.cleanup_failed', { error }));

@@ -17,9 +17,9 @@ import { previewOf } from './preview';
 import type { InstructionFile } from './prompt/instruction-files';
 import { listSavedPrompts } from './prompt/saved-prompts';
 import { TurnContext, type TurnInstructions } from './prompt/turn-context';
-import type { PermissionGate } from './permissions';
+import { endsTurn, type PermissionGate } from './permissions';
 import { ProviderError, type ChatMessage, type Provider, type ToolSpec } from './providers/types';
-import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall, type ToolCallOutcome } from './tool-runner';
+import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall, type ToolCallResult } from './tool-runner';
 import type { ToolRegistry } from './tools/registry';
 import type { Tool, ToolArea, ToolImage } from './tools/types';
 import { worktreeByDefault, worktreeRequired, type Worktrees } from './worktrees/worktrees';
@@ -558,18 +558,18 @@ export class Agent {
           if (audit) store.audit.record(tx, audit);
         });
         onEvent({
-          event: 'tool.result', conversation_id: conversationId, tool: call.name, call_id: call.id, ok: outcome.ok, denied: outcome.denied === true, content: outcome.content,
+          event: 'tool.result', conversation_id: conversationId, tool: call.name, call_id: call.id, ok: outcome.ok, denied: outcome.denied !== undefined, content: outcome.content,
           ...(outcome.detail ? { detail: outcome.detail } : {}),
           ...(shown ? { attachments: [attachmentInfoOf(shown)] } : {}),
         });
-        if (signal.aborted || outcome.endsTurn) throw new Cancelled();
+        if (signal.aborted || (outcome.denied && endsTurn(outcome.denied))) throw new Cancelled();
       }
     }
   }
 }
 
 /** A webhook account's tool call as the audit log keeps it: the tool, what it acted on, whether it ran. */
-function webhookToolRunEntry(account: string, conversationId: string, tool: string, outcome: ToolCallOutcome): NewAuditEntry {
+function webhookToolRunEntry(account: string, conversationId: string, tool: string, outcome: ToolCallResult): NewAuditEntry {
   const what = outcome.subject !== undefined ? `${tool} ${outcome.subject}` : tool;
   return {
     kind: 'webhook.tool_run',
@@ -577,7 +577,7 @@ function webhookToolRunEntry(account: string, conversationId: string, tool: stri
     place: { via: 'webhook' },
     conversation_id: conversationId,
     summary: outcome.denied ? `Refused ${what}` : `Ran ${what}${outcome.ok ? '' : ' (failed)'}`,
-    detail: { tool, subject: outcome.subject ?? null, ran: outcome.denied !== true, ok: outcome.ok },
+    detail: { tool, subject: outcome.subject ?? null, ran: outcome.denied === undefined, ok: outcome.ok },
   };
 }
 

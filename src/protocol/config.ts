@@ -279,7 +279,7 @@ export function websocketChannelsOf(config: ServiceConfig): WebsocketChannel[] {
 }
 
 /** Every webhook account of every webhook channel, keyed by account name. */
-export function webhookAccountsOf(config: ServiceConfig): Map<string, WebhookAccount> {
+export function webhookAccountsOf(config: Pick<ServiceConfig, 'channels'>): Map<string, WebhookAccount> {
   const accounts = new Map<string, WebhookAccount>();
   for (const channel of config.channels) {
     if (channel.type === 'webhook') for (const [name, account] of Object.entries(channel.accounts)) accounts.set(name, account);

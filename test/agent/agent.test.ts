@@ -157,18 +157,43 @@ describe('permissions', () => {
     assert.equal(events.filter((e) => e.event === 'chat.delta').map((e) => (e as { delta: string }).delta).join(''), 'listed');
   });
 
-  test('allow_session: asked once per tool for the rest of the conversation', async () => {
+  test('allow_conversation: asked once per tool for the rest of the conversation', async () => {
     const svc = await service({ permission_mode: 'ask' });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
     rig.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'first' });
     client.send({ type: 'chat', message: 'list', id: 's1' });
     const request = await client.next((f) => f.event === 'permission.request');
-    await client.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow_session' });
+    await client.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow_conversation' });
     const first = await client.next((f) => f.id === 's1' && 'status' in f);
     rig.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'second' });
     const second = await client.request({ type: 'chat', message: 'list again', conversation_id: chatId(first) });
     assert.equal((second.data as { response: string }).response, 'second');
     assert.equal(client.frames.filter((f) => f.event === 'permission.request').length, 0, 'not asked again');
+    client.close();
+  });
+
+  test('allow_session, the old name, is still read as allow_conversation; answers and events say the new name', async () => {
+    const svc = await service({ permission_mode: 'ask' });
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    rig.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'first' });
+    client.send({ type: 'chat', message: 'list', id: 'old1' });
+    const request = await client.next((f) => f.event === 'permission.request');
+    const answer = await client.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow_session' });
+    assert.equal(answer.status, 'ok', JSON.stringify(answer));
+    assert.equal((answer.data as { decision: string }).decision, 'allow_conversation');
+    const resolved = await client.next((f) => f.event === 'permission.resolved' && f.request_id === request.request_id);
+    assert.equal(resolved.decision, 'allow_conversation');
+    const again = await client.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow_session' });
+    assert.deepEqual(
+      { status: again.status, decision: (again.data as { decision: string }).decision, already: (again.data as { already_decided: boolean }).already_decided },
+      { status: 'ok', decision: 'allow_conversation', already: true },
+      'the old name repeated is the same decision',
+    );
+    const first = await client.next((f) => f.id === 'old1' && 'status' in f);
+    rig.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'second' });
+    const second = await client.request({ type: 'chat', message: 'list again', conversation_id: chatId(first) });
+    assert.equal((second.data as { response: string }).response, 'second');
+    assert.equal(client.frames.filter((f) => f.event === 'permission.request').length, 0, 'allowed for the conversation: not asked again');
     client.close();
   });
 

@@ -12,6 +12,7 @@ const LAYERS = [
   ['src/protocol', 'src/tunnel'],
   ['src/platform'],
   ['src/log'],
+  ['src/git'],
   ['src/config', 'src/store'],
   ['src/agent'],
   ['src/commands'],

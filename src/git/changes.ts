@@ -4,7 +4,7 @@ import path from 'node:path';
 import { ServiceError } from '../protocol/errors';
 import type { Changes, WorktreeRecord } from '../protocol/worktrees';
 import { DEFAULT_DIFF_LIMITS, parseGitDiff, type DiffLimits } from './diff-parse';
-import { nulFields, runGit, type GitOptions } from './run-git';
+import { nulFields, gitIn, type GitOptions } from './git-in';
 
 /** The diff flags of every review read: git's own diff, no driver the repository's config or attributes name. */
 export const DIFF_FLAGS = ['--no-color', '--no-ext-diff', '--no-textconv', '-M'] as const;
@@ -21,14 +21,14 @@ export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = D
   await requireFolder(worktree);
   return withScratchIndex(worktree.path, async (env) => {
     const [untracked, commits, baseTip] = await Promise.all([
-      runGit(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard']).then((out) => nulFields(out.stdout)),
-      runGit(worktree.path, ['rev-list', '--count', `${worktree.baseCommit}..HEAD`]).then((out) => Number(out.stdout.trim())),
-      worktree.baseBranch ? runGit(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { okCodes: [1] }).then((out) => out.stdout.trim()) : Promise.resolve(worktree.baseCommit),
+      gitIn(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard']).then((out) => nulFields(out.stdout)),
+      gitIn(worktree.path, ['rev-list', '--count', `${worktree.baseCommit}..HEAD`]).then((out) => Number(out.stdout.trim())),
+      worktree.baseBranch ? gitIn(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { okCodes: [1] }).then((out) => out.stdout.trim()) : Promise.resolve(worktree.baseCommit),
     ]);
-    if (untracked.length > 0) await runGit(worktree.path, ['add', '-N', '--pathspec-from-file=-', '--pathspec-file-nul'], { env, input: untracked.join('\0') });
+    if (untracked.length > 0) await gitIn(worktree.path, ['add', '-N', '--pathspec-from-file=-', '--pathspec-file-nul'], { env, input: untracked.join('\0') });
     const [diff, uncommitted] = await Promise.all([
-      runGit(worktree.path, ['diff', ...DIFF_FLAGS, worktree.baseCommit], { env }),
-      commits === 0 ? Promise.resolve(undefined) : runGit(worktree.path, ['diff', '--no-ext-diff', '--no-textconv', '--name-only', '-z', 'HEAD'], { env }).then((out) => nulFields(out.stdout).length),
+      gitIn(worktree.path, ['diff', ...DIFF_FLAGS, worktree.baseCommit], { env }),
+      commits === 0 ? Promise.resolve(undefined) : gitIn(worktree.path, ['diff', '--no-ext-diff', '--no-textconv', '--name-only', '-z', 'HEAD'], { env }).then((out) => nulFields(out.stdout).length),
     ]);
     const files = parseGitDiff(diff.stdout, limits);
     return {
@@ -60,7 +60,7 @@ export async function requireFolder(worktree: WorktreeRecord): Promise<void> {
  * reads that need untracked files as entries leave the real index as it was.
  */
 export async function withScratchIndex<T>(worktreePath: string, work: (env: NonNullable<GitOptions['env']>) => Promise<T>): Promise<T> {
-  const real = (await runGit(worktreePath, ['rev-parse', '--path-format=absolute', '--git-path', 'index'])).stdout.trim();
+  const real = (await gitIn(worktreePath, ['rev-parse', '--path-format=absolute', '--git-path', 'index'])).stdout.trim();
   return withTempIndex(real, work);
 }
 

@@ -1,7 +1,7 @@
 import { ServiceError } from '../protocol/errors';
 import type { WorktreeRecord } from '../protocol/worktrees';
 import { requireFolder } from './changes';
-import { GitError, runGit } from './run-git';
+import { GitError, gitIn } from './git-in';
 
 export interface CommitOptions {
   /** service.json `worktrees.allow_hooks`: the repository's hooks (pre-commit, commit-msg...) run. */
@@ -16,25 +16,25 @@ export async function commitChanges(worktree: WorktreeRecord, message: string, o
   await requireFolder(worktree);
   await requireIdentity(worktree.path);
   const hooks = { allowHooks: options.allowHooks };
-  await runGit(worktree.path, ['add', '-A', '--', '.'], hooks);
-  const staged = await runGit(worktree.path, ['diff', '--cached', '--quiet', '--no-ext-diff'], { okCodes: [1] });
+  await gitIn(worktree.path, ['add', '-A', '--', '.'], hooks);
+  const staged = await gitIn(worktree.path, ['diff', '--cached', '--quiet', '--no-ext-diff'], { okCodes: [1] });
   if (staged.code === 0) throw new ServiceError('conflict', 'nothing to commit: the worktree has no changes since its last commit');
   try {
-    await runGit(worktree.path, ['-c', 'user.useConfigOnly=true', 'commit', '-q', '--no-edit', '--cleanup=strip', '-F', '-'], { ...hooks, input: message });
+    await gitIn(worktree.path, ['-c', 'user.useConfigOnly=true', 'commit', '-q', '--no-edit', '--cleanup=strip', '-F', '-'], { ...hooks, input: message });
   } catch (error) {
     // A hook the owner allowed may refuse the commit: its own words are the answer.
     if (error instanceof GitError) throw new ServiceError('conflict', `git did not commit: ${error.stderr.trim().slice(0, 500) || `exit ${error.code}`}`);
     throw error;
   }
-  return { commit: (await runGit(worktree.path, ['rev-parse', 'HEAD'])).stdout.trim() };
+  return { commit: (await gitIn(worktree.path, ['rev-parse', 'HEAD'])).stdout.trim() };
 }
 
 /** A clear error, before anything is staged, when git has no name or email to commit as. */
 export async function requireIdentity(folder: string): Promise<void> {
-  const value = async (key: string) => (await runGit(folder, ['config', '--get', key], { okCodes: [1] })).stdout.trim();
+  const value = async (key: string) => (await gitIn(folder, ['config', '--get', key], { okCodes: [1] })).stdout.trim();
   const [name, email] = await Promise.all([value('user.name'), value('user.email')]);
   const missing = [!name && 'user.name', !email && 'user.email'].filter(Boolean);
-  if (missing.length > 0 && !(process.env.GIT_AUTHOR_NAME && process.env.GIT_AUTHOR_EMAIL)) {
+  if (missing.length > 0) {
     throw new ServiceError('invalid_request', `git has no ${missing.join(' or ')} to commit as: set them (git config --global user.name "Your Name"; git config --global user.email you@example.com) and try again`);
   }
 }

@@ -1,7 +1,7 @@
 import type { LandBlock, LandMethod, LandResult, WorktreeRecord } from '../protocol/worktrees';
 import { requireFolder, withTempIndex } from './changes';
 import { requireIdentity } from './commit';
-import { GitError, nulFields, runGit } from './run-git';
+import { GitError, nulFields, gitIn } from './git-in';
 
 export interface LandOptions {
   /** The commit's message (merge and squash); a default names the branch. */
@@ -22,33 +22,33 @@ export async function landChanges(worktree: WorktreeRecord, method: LandMethod, 
   await requireFolder(worktree);
   const repo = worktree.repository;
   const blocked = (block: LandBlock): LandResult => ({ landed: false, method, commit: null, blocked: block });
-  const current = (await runGit(repo, ['symbolic-ref', '-q', '--short', 'HEAD'], { okCodes: [1] })).stdout.trim();
+  const current = (await gitIn(repo, ['symbolic-ref', '-q', '--short', 'HEAD'], { okCodes: [1] })).stdout.trim();
   if (!worktree.baseBranch || current !== worktree.baseBranch) {
     const where = current ? `has ${current} checked out` : 'is on a detached HEAD';
     return blocked({ reason: 'not_on_base', files: [], message: `the workspace ${where}; check out ${worktree.baseBranch ?? 'the branch the conversation started from'} to land into it` });
   }
   const head = await revParse(repo, 'HEAD');
   const tip = await revParse(repo, `refs/heads/${worktree.branch}`);
-  const alreadyIn = (await runGit(repo, ['merge-base', '--is-ancestor', tip, head], { okCodes: [1] })).code === 0;
+  const alreadyIn = (await gitIn(repo, ['merge-base', '--is-ancestor', tip, head], { okCodes: [1] })).code === 0;
   if (alreadyIn) {
     return blocked({ reason: 'nothing_to_land', files: [], message: tip === worktree.baseCommit ? 'the branch has no commits yet: commit_changes first' : `${worktree.baseBranch} already holds every commit of ${worktree.branch}` });
   }
 
-  const touched = nulFields((await runGit(repo, ['diff', '--name-only', '-z', '--no-renames', '--no-ext-diff', `${head}...${tip}`])).stdout);
+  const touched = nulFields((await gitIn(repo, ['diff', '--name-only', '-z', '--no-renames', '--no-ext-diff', `${head}...${tip}`])).stdout);
   const dirty = await uncommittedPaths(repo);
   const overlap = touched.filter((file) => dirty.has(file));
   if (overlap.length > 0) {
     return blocked({ reason: 'uncommitted', files: overlap, message: `the workspace has uncommitted changes to ${overlap.length} file(s) the branch changes: commit or stash them first` });
   }
 
-  const merged = await runGit(repo, ['merge-tree', '--write-tree', '--name-only', '-z', head, tip], { okCodes: [1] });
+  const merged = await gitIn(repo, ['merge-tree', '--write-tree', '--name-only', '-z', head, tip], { okCodes: [1] });
   const [tree, ...rest] = nulFields(merged.stdout);
   if (merged.code === 1) {
     const files = [...new Set(rest.slice(0, Math.max(0, rest.indexOf(''))))];
     return blocked({ reason: 'conflict', files, message: `the branch conflicts with ${worktree.baseBranch} in ${files.length} file(s): nothing was changed` });
   }
   // Landed before by squash or rebase (copies of its commits): bringing it in again would change nothing.
-  if (tree === (await runGit(repo, ['rev-parse', `${head}^{tree}`])).stdout.trim()) {
+  if (tree === (await gitIn(repo, ['rev-parse', `${head}^{tree}`])).stdout.trim()) {
     return blocked({ reason: 'nothing_to_land', files: [], message: `${worktree.baseBranch} already holds every change of ${worktree.branch}` });
   }
 
@@ -57,7 +57,7 @@ export async function landChanges(worktree: WorktreeRecord, method: LandMethod, 
   if ('conflict' in made) return blocked({ reason: 'conflict', files: made.conflict, message: `a commit of the branch does not apply on ${worktree.baseBranch} in ${made.conflict.length} file(s): nothing was changed (land with merge or squash instead)` });
 
   try {
-    await runGit(repo, ['merge', '--ff-only', '--no-autostash', '-q', made.commit], { allowHooks: options.allowHooks });
+    await gitIn(repo, ['merge', '--ff-only', '--no-autostash', '-q', made.commit], { allowHooks: options.allowHooks });
   } catch (error) {
     if (!(error instanceof GitError)) throw error;
     // The person committed, or changed a file the land writes, between the checks and the move.
@@ -68,12 +68,12 @@ export async function landChanges(worktree: WorktreeRecord, method: LandMethod, 
 }
 
 async function revParse(repo: string, rev: string): Promise<string> {
-  return (await runGit(repo, ['rev-parse', '--verify', '-q', `${rev}^{commit}`])).stdout.trim();
+  return (await gitIn(repo, ['rev-parse', '--verify', '-q', `${rev}^{commit}`])).stdout.trim();
 }
 
 /** Every path `git status` names in the workspace: changed, staged, untracked (a land would overwrite it), both sides of a rename. */
 async function uncommittedPaths(repo: string): Promise<Set<string>> {
-  const fields = nulFields((await runGit(repo, ['--no-optional-locks', 'status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=none'])).stdout);
+  const fields = nulFields((await gitIn(repo, ['--no-optional-locks', 'status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=none'])).stdout);
   const paths = new Set<string>();
   for (let i = 0; i < fields.length; i++) {
     const entry = fields[i];
@@ -84,13 +84,13 @@ async function uncommittedPaths(repo: string): Promise<Set<string>> {
 }
 
 async function commitTree(repo: string, tree: string, parents: string[], message: string, env?: Record<string, string>): Promise<{ commit: string }> {
-  const out = await runGit(repo, ['-c', 'user.useConfigOnly=true', 'commit-tree', tree, ...parents.flatMap((p) => ['-p', p]), '-F', '-'], { input: message, env });
+  const out = await gitIn(repo, ['-c', 'user.useConfigOnly=true', 'commit-tree', tree, ...parents.flatMap((p) => ['-p', p]), '-F', '-'], { input: message, env });
   return { commit: out.stdout.trim() };
 }
 
 async function defaultMessage(repo: string, method: LandMethod, worktree: WorktreeRecord, head: string, tip: string): Promise<string> {
   if (method === 'merge') return `Merge branch '${worktree.branch}'`;
-  const subjects = (await runGit(repo, ['log', '--reverse', '--format=%s', `${head}..${tip}`])).stdout.trim().split('\n').filter(Boolean);
+  const subjects = (await gitIn(repo, ['log', '--reverse', '--format=%s', `${head}..${tip}`])).stdout.trim().split('\n').filter(Boolean);
   return subjects.length === 1 ? subjects[0] : `${worktree.branch}\n\n${subjects.map((s) => `* ${s}`).join('\n')}`;
 }
 
@@ -99,24 +99,24 @@ async function defaultMessage(repo: string, method: LandMethod, worktree: Worktr
  * fallback onto the last one in a temporary index, committed with its own author and message.
  */
 async function replay(repo: string, head: string, tip: string): Promise<{ commit: string } | { conflict: string[] }> {
-  if ((await runGit(repo, ['merge-base', '--is-ancestor', head, tip], { okCodes: [1] })).code === 0) return { commit: tip };
-  const commits = (await runGit(repo, ['rev-list', '--reverse', '--no-merges', `${head}..${tip}`])).stdout.trim().split('\n').filter(Boolean);
+  if ((await gitIn(repo, ['merge-base', '--is-ancestor', head, tip], { okCodes: [1] })).code === 0) return { commit: tip };
+  const commits = (await gitIn(repo, ['rev-list', '--reverse', '--no-merges', `${head}..${tip}`])).stdout.trim().split('\n').filter(Boolean);
   return withTempIndex(null, async (env) => {
     let onto = head;
     for (const commit of commits) {
-      await runGit(repo, ['read-tree', onto], { env });
-      const patch = (await runGit(repo, ['diff-tree', '-p', '--binary', '--no-renames', '--no-ext-diff', '--no-textconv', '--no-color', `${commit}^`, commit])).stdout;
+      await gitIn(repo, ['read-tree', onto], { env });
+      const patch = (await gitIn(repo, ['diff-tree', '-p', '--binary', '--no-renames', '--no-ext-diff', '--no-textconv', '--no-color', `${commit}^`, commit])).stdout;
       if (patch.trim() !== '') {
         try {
-          await runGit(repo, ['apply', '--cached', '--3way', '--whitespace=nowarn', '-'], { env, input: patch });
+          await gitIn(repo, ['apply', '--cached', '--3way', '--whitespace=nowarn', '-'], { env, input: patch });
         } catch (error) {
           if (!(error instanceof GitError)) throw error;
-          const unmerged = nulFields((await runGit(repo, ['ls-files', '-z', '--unmerged', '--format=%(path)'], { env }).catch(() => ({ stdout: '' }))).stdout);
+          const unmerged = nulFields((await gitIn(repo, ['ls-files', '-z', '--unmerged', '--format=%(path)'], { env }).catch(() => ({ stdout: '' }))).stdout);
           return { conflict: [...new Set(unmerged)] };
         }
       }
-      const tree = (await runGit(repo, ['write-tree'], { env })).stdout.trim();
-      const [name, email, date, ...body] = (await runGit(repo, ['log', '-1', '--format=%an%x00%ae%x00%ad%x00%B', '--date=raw', commit])).stdout.split('\0');
+      const tree = (await gitIn(repo, ['write-tree'], { env })).stdout.trim();
+      const [name, email, date, ...body] = (await gitIn(repo, ['log', '-1', '--format=%an%x00%ae%x00%ad%x00%B', '--date=raw', commit])).stdout.split('\0');
       onto = (await commitTree(repo, tree, [onto], body.join('\0'), { GIT_AUTHOR_NAME: name, GIT_AUTHOR_EMAIL: email, GIT_AUTHOR_DATE: date })).commit;
     }
     return { commit: onto };

@@ -2,7 +2,7 @@ import { ServiceError } from '../protocol/errors';
 import type { PushResult, WorktreeRecord } from '../protocol/worktrees';
 import { requireFolder } from './changes';
 import { compareUrlOf } from './compare-url';
-import { GitError, nulFields, runGit } from './run-git';
+import { GitError, nulFields, gitIn } from './git-in';
 
 /**
  * push_changes: the conversation's branch pushed to `remote` (its own name there), and the page that
@@ -11,13 +11,13 @@ import { GitError, nulFields, runGit } from './run-git';
  */
 export async function pushChanges(worktree: WorktreeRecord, remote: string, options: { allowHooks: boolean }): Promise<PushResult> {
   await requireFolder(worktree);
-  const remotes = (await runGit(worktree.repository, ['remote'])).stdout.split('\n').filter(Boolean);
+  const remotes = (await gitIn(worktree.repository, ['remote'])).stdout.split('\n').filter(Boolean);
   if (!remotes.includes(remote)) {
     throw new ServiceError('invalid_request', remotes.length > 0 ? `the repository has no remote named ${remote} (it has ${remotes.join(', ')})` : 'the repository has no remote to push to');
   }
-  const url = (await runGit(worktree.repository, ['remote', 'get-url', '--push', remote])).stdout.trim();
+  const url = (await gitIn(worktree.repository, ['remote', 'get-url', '--push', remote])).stdout.trim();
   try {
-    await runGit(worktree.path, ['push', '--porcelain', remote, `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`], { allowHooks: options.allowHooks, timeoutMs: 120_000 });
+    await gitIn(worktree.path, ['push', '--porcelain', remote, `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`], { allowHooks: options.allowHooks, timeoutMs: 120_000 });
   } catch (error) {
     if (!(error instanceof GitError)) throw error;
     const reason = error.stderr.trim().split('\n').filter((line) => !line.startsWith('To ') && !line.startsWith('hint:')).slice(-2).join(' ');
@@ -30,8 +30,8 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
 export async function unlandedWork(worktree: WorktreeRecord): Promise<{ commits: number; uncommittedFiles: number }> {
   const base = worktree.baseBranch ? `refs/heads/${worktree.baseBranch}` : worktree.baseCommit;
   const tip = `refs/heads/${worktree.branch}`;
-  const commits = await runGit(worktree.repository, ['rev-list', '--count', `${base}..${tip}`]).then((out) => Number(out.stdout.trim()), () => 0);
-  const uncommittedFiles = await runGit(worktree.path, ['--no-optional-locks', 'status', '--porcelain=v1', '-z', '--untracked-files=all']).then(
+  const commits = await gitIn(worktree.repository, ['rev-list', '--count', `${base}..${tip}`]).then((out) => Number(out.stdout.trim()), () => 0);
+  const uncommittedFiles = await gitIn(worktree.path, ['--no-optional-locks', 'status', '--porcelain=v1', '-z', '--untracked-files=all']).then(
     (out) => nulFields(out.stdout).filter((field) => /^.. /.test(field)).length,
     () => 0,
   );
@@ -40,12 +40,12 @@ export async function unlandedWork(worktree: WorktreeRecord): Promise<{ commits:
 
 /** discard_changes: the worktree's folder and its branch removed (git's own bookkeeping of both too). */
 export async function discardWorktree(worktree: WorktreeRecord): Promise<void> {
-  await runGit(worktree.repository, ['worktree', 'remove', '--force', '--force', worktree.path]).catch(async (error: unknown) => {
+  await gitIn(worktree.repository, ['worktree', 'remove', '--force', '--force', worktree.path]).catch(async (error: unknown) => {
     // A folder deleted outside the service: git forgets it on prune.
     if (!(error instanceof GitError)) throw error;
-    await runGit(worktree.repository, ['worktree', 'prune']);
+    await gitIn(worktree.repository, ['worktree', 'prune']);
   });
-  await runGit(worktree.repository, ['branch', '-D', worktree.branch], { okCodes: [1] });
+  await gitIn(worktree.repository, ['branch', '-D', worktree.branch], { okCodes: [1] });
 }
 
 /** A remote's error may quote its URL with a token in it. */

@@ -2,7 +2,7 @@ import { ServiceError } from '../protocol/errors';
 import type { ChangedFile, ChangeHunk, Changes, WorktreeRecord } from '../protocol/worktrees';
 import { changesOf } from './changes';
 import { quote } from './diff-parse';
-import { GitError, runGit } from './run-git';
+import { GitError, gitIn } from './git-in';
 
 /**
  * revert_changes (docs/protocol.md, "Review and land"): a file back to its base_commit version (deleted
@@ -33,18 +33,18 @@ async function revertFile(worktree: WorktreeRecord, file: ChangedFile): Promise<
   const base = worktree.baseCommit;
   if (file.status === 'added' || file.status === 'renamed') {
     // Not in base under this name: out of the index (if it was added there) and off the disk.
-    await runGit(worktree.path, ['rm', '-q', '-f', '--cached', '--ignore-unmatch', '--', file.path]);
-    await runGit(worktree.path, ['clean', '-q', '-f', '-x', '--', file.path]);
+    await gitIn(worktree.path, ['rm', '-q', '-f', '--cached', '--ignore-unmatch', '--', file.path]);
+    await gitIn(worktree.path, ['clean', '-q', '-f', '-x', '--', file.path]);
   }
   const restore = file.status === 'renamed' ? file.old_path : file.status === 'added' ? null : file.path;
-  if (restore !== null) await runGit(worktree.path, ['restore', `--source=${base}`, '--staged', '--worktree', '--', restore]);
+  if (restore !== null) await gitIn(worktree.path, ['restore', `--source=${base}`, '--staged', '--worktree', '--', restore]);
 }
 
 /** `git apply -R` of that one hunk against the worktree's file (not its index: a commit takes everything). */
 async function reverseHunk(worktree: WorktreeRecord, file: ChangedFile, hunk: ChangeHunk): Promise<void> {
   const patch = [`diff --git ${quote(`a/${file.path}`)} ${quote(`b/${file.path}`)}`, `--- ${quote(`a/${file.path}`)}`, `+++ ${quote(`b/${file.path}`)}`, hunk.header, ...hunk.lines, ''].join('\n');
   try {
-    await runGit(worktree.path, ['apply', '-R', '--whitespace=nowarn', '-'], { input: patch });
+    await gitIn(worktree.path, ['apply', '-R', '--whitespace=nowarn', '-'], { input: patch });
   } catch (error) {
     if (error instanceof GitError) throw new ServiceError('conflict', `hunk ${hunk.id} of ${file.path} no longer applies in reverse (the file changed): get_changes again`);
     throw error;

@@ -161,7 +161,7 @@ describe('commit_changes', () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const wt = addWorktree(repo, 'k2');
       await writeFiles(wt.path, { 'a.txt': 'b\n' });
-      const saved = process.env.GIT_CONFIG_GLOBAL;
+      const saved = process.env.HOME;
       const bare = await isolateGitConfig(false);
       try {
         const head = git(wt.path, 'rev-parse', 'HEAD');
@@ -169,7 +169,7 @@ describe('commit_changes', () => {
         assert.equal(git(wt.path, 'rev-parse', 'HEAD'), head);
         assert.equal(git(wt.path, 'diff', '--cached', '--name-only'), '');
       } finally {
-        process.env.GIT_CONFIG_GLOBAL = saved;
+        process.env.HOME = saved;
         await bare.cleanup();
       }
     });

@@ -5,17 +5,18 @@ import type { WorktreeRecord } from '../../src/protocol/worktrees';
 import { tempDir } from './temp';
 
 /**
- * Git for tests: an identity of its own (a global config file in a temp dir, no system config), so a
- * test never depends on, nor writes, the machine's. Call once per test file, before any git runs.
+ * Git for tests: an identity of its own (HOME at a temp dir holding its .gitconfig, no system config),
+ * so a test never depends on, nor writes, the machine's; the service's git runner drops GIT_ variables,
+ * so HOME is what reaches it. Call before any git runs (again, without identity, for a test of that).
  */
-export async function isolateGitConfig(identity = true): Promise<{ globalConfig: string; cleanup: () => Promise<void> }> {
-  const temp = await tempDir('ra-gitconfig-');
-  const globalConfig = join(temp.dir, 'gitconfig');
-  await writeFile(globalConfig, identity ? '[user]\n\tname = Test Person\n\temail = person@example.com\n[init]\n\tdefaultBranch = main\n' : '[init]\n\tdefaultBranch = main\n');
-  process.env.GIT_CONFIG_GLOBAL = globalConfig;
+export async function isolateGitConfig(identity = true): Promise<{ home: string; cleanup: () => Promise<void> }> {
+  const temp = await tempDir('ra-githome-');
+  await writeFile(join(temp.dir, '.gitconfig'), identity ? '[user]\n\tname = Test Person\n\temail = person@example.com\n[init]\n\tdefaultBranch = main\n' : '[init]\n\tdefaultBranch = main\n');
+  process.env.HOME = temp.dir;
+  process.env.XDG_CONFIG_HOME = join(temp.dir, '.config');
   process.env.GIT_CONFIG_NOSYSTEM = '1';
-  for (const name of ['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'EMAIL']) delete process.env[name];
-  return { globalConfig, cleanup: temp.cleanup };
+  for (const name of ['GIT_CONFIG_GLOBAL', 'GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'EMAIL']) delete process.env[name];
+  return { home: temp.dir, cleanup: temp.cleanup };
 }
 
 export function git(cwd: string, ...args: string[]): string {

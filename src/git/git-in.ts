@@ -40,12 +40,16 @@ export class GitError extends Error {
 }
 
 /**
+ * Until the worktree runs' runner (s5/wtruns: src/git/run-git.ts, the one home for running git) is on
+ * main, review runs git through this; then this becomes a thin call of that runner (its `input`, `env`
+ * and `allowHooks` added there).
+ *
  * Runs the real git in `cwd` with an argument array (never a shell), bounded in time and output.
  * A repository's hooks are its files, and a conversation's worktree is written by the model: no hook
  * runs unless the owner allowed them (`core.hooksPath` pointed at a path that holds none), pathspecs are
  * literal (a file named `*` is that file), and the fsmonitor the repository may name is not started.
  */
-export function runGit(cwd: string, args: readonly string[], options: GitOptions = {}): Promise<GitOutput> {
+export function gitIn(cwd: string, args: readonly string[], options: GitOptions = {}): Promise<GitOutput> {
   const guards = ['--literal-pathspecs', '-c', 'core.fsmonitor=false', ...(options.allowHooks ? [] : ['-c', `core.hooksPath=${devNull}`])];
   const full = [...guards, '-C', cwd, ...args];
   return new Promise((resolve, reject) => {

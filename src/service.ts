@@ -14,7 +14,7 @@ import { settlePendingFileChanges } from './agent/turn-files';
 import { TurnUndo } from './agent/turn-undo';
 import { keepToolsOut } from './agent/tools/private-folders';
 import type { ToolRegistry } from './agent/tools/registry';
-import type { CommandContext } from './commands/context';
+import type { CommandContext, WorktreeRecords } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { SessionDoor, type OpenSession, type SessionOptions } from './commands/door';
 import { AttachmentUploads } from './commands/attachment-uploads';
@@ -53,6 +53,9 @@ import { PushService, type PushOptions } from './transport/push/push-service';
 import { webPush } from './transport/push/web-push-lib';
 import { untrustedToolMode } from './transport/webhooks/trust';
 
+/** No conversation has a worktree (see ServiceOptions.worktrees). */
+const NO_WORKTREES: WorktreeRecords = { worktreeOf: () => undefined, setState: async () => false };
+
 export interface ServiceOptions {
   dataDir: string;
   /** Overrides the tcp channel's port (0: any free port). */
@@ -71,6 +74,11 @@ export interface ServiceOptions {
   logToStderr?: boolean;
   /** What the hosting program supplies (the editor's models, prompts, tools, key). */
   hostServices?: Host;
+  /**
+   * Where review and land find conversations' worktrees. Until the store's `worktrees` table (the worktree
+   * runs, s5/wtruns) is on main, the service itself has none, and tests hand theirs in here.
+   */
+  worktrees?: WorktreeRecords;
   /** Replaces the provider resolver (benchmarks). */
   provider?: ProviderResolver;
   /** false: the model gets only service.json's system_prompt, no built-in prompt, environment or instruction files (the benchmarks' baseline). */
@@ -157,6 +165,7 @@ export class Service {
       undo: new TurnUndo(store),
       uploads: new AttachmentUploads(store, options.uploadIdleTimeoutMs),
       exports: new RenderedExports(),
+      worktrees: options.worktrees ?? NO_WORKTREES,
       deliveries: this.webhooks.deliveries,
       relay: {
         status: () => this.relay.status(),

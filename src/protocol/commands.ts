@@ -7,6 +7,7 @@ import { command } from './command-frame';
 import { ListAuditCommand, VerifyAuditCommand } from './audit';
 import { ConversationUsage, MAX_USAGE_DAYS, MessageUsage } from './usage';
 import { PlanSummary } from './plan';
+import { WorktreeCommands } from './worktrees';
 import { AttachmentBeginCommand, AttachmentChunkCommand, AttachmentEndCommand, AttachmentId, AttachmentInfo, GetAttachmentCommand, MAX_ATTACHMENTS_PER_MESSAGE } from './attachments';
 
 /** Maximum `limit` of list commands; larger values are clamped (docs/protocol.md). */
@@ -117,6 +118,8 @@ export const GetPlanCommand = command('get_plan', {
 
 export const DeleteConversationCommand = command('delete_conversation', {
   conversation_id: nonEmpty('conversation_id'),
+  /** Needed when the conversation's worktree holds work not landed (else `conflict`, saying what). */
+  confirm: z.boolean({ error: 'confirm must be a boolean' }).optional().default(false),
 });
 
 /** `allow_always` (owner only) also adds the narrowest allow rule for the call (docs/protocol.md, "Permission rules"). */
@@ -353,6 +356,7 @@ export const Command = z.discriminatedUnion('type', [
   GetAttachmentCommand,
   ListAuditCommand,
   VerifyAuditCommand,
+  ...WorktreeCommands,
 ]);
 export type Command = z.infer<typeof Command>;
 export type CommandType = Command['type'];

@@ -8,6 +8,7 @@ import { Plan } from './plan';
 import { TurnChanges, UndoTurnResult } from './undo';
 import { AttachmentResults } from './attachments';
 import { AuditResults } from './audit';
+import { WorktreeResults } from './worktrees';
 import { InstructionFileInfo, SavedPrompt } from './agent-context';
 
 /**
@@ -119,6 +120,9 @@ export const CommandResults = {
   }),
   ...AttachmentResults,
   ...AuditResults,
+  ...WorktreeResults,
+  /** The comment is a chat message of the conversation: the same answer. */
+  comment_on_change: ChatResult,
 } satisfies { [T in CommandType]: z.ZodType };
 
 export type CommandResults = typeof CommandResults;

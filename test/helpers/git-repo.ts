@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import type { WorktreeRecords } from '../../src/commands/context';
 import type { WorktreeRecord } from '../../src/protocol/worktrees';
 import { tempDir } from './temp';
 
@@ -63,4 +64,17 @@ export function addWorktree(test: TestRepo, conversationId: string): WorktreeRec
 /** `git status` and HEAD of a working tree: what a refused land must leave identical. */
 export function snapshot(cwd: string): { status: string; head: string } {
   return { status: git(cwd, 'status', '--porcelain=v1', '--untracked-files=all'), head: git(cwd, 'rev-parse', 'HEAD').trim() };
+}
+
+/** The worktree records a service reads (ServiceOptions.worktrees), kept by the test that made the worktrees. */
+export class TestWorktrees implements WorktreeRecords {
+  readonly rows = new Map<string, WorktreeRecord>();
+  worktreeOf(id: string): WorktreeRecord | undefined {
+    return this.rows.get(id);
+  }
+  async setState(id: string, state: WorktreeRecord['state']): Promise<boolean> {
+    const row = this.rows.get(id);
+    if (row) this.rows.set(id, { ...row, state });
+    return Boolean(row);
+  }
 }

@@ -3,6 +3,7 @@
 import { benchAgent } from './agent';
 import { benchAgentContext } from './agent-context';
 import { benchAuth } from './auth';
+import { benchChanges } from './changes';
 import { benchEditor } from './editor';
 import { benchExport } from './export';
 import { benchFollow } from './follow';
@@ -32,6 +33,7 @@ async function main() {
     ['history', benchHistory],
     ['export', benchExport],
     ['start', benchStart],
+    ['changes', benchChanges],
   ];
   for (const [name, run] of benches) {
     if (only.length > 0 && !only.includes(name)) continue;

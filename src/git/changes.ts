@@ -2,66 +2,88 @@ import { copyFile, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ServiceError } from '../protocol/errors';
-import type { Changes, WorktreeRecord } from '../protocol/worktrees';
+import type { ChangedFile, Changes, WorktreeRecord } from '../protocol/worktrees';
 import { DEFAULT_DIFF_LIMITS, parseGitDiff, type DiffLimits } from './diff-parse';
 import { nulFields, gitIn, type GitOptions } from './git-in';
+import { untrackedDiff } from './untracked-diff';
 
 /** The diff flags of every review read: git's own diff, no driver the repository's config or attributes name. */
 export const DIFF_FLAGS = ['--no-color', '--no-ext-diff', '--no-textconv', '-M'] as const;
 
 /**
  * A conversation's changes against its base_commit (docs/protocol.md, "Review and land"): what is
- * committed on its branch and what is not yet, untracked files included, as one diff.
+ * committed on its branch and what is not yet, untracked files included, as one list.
  *
- * Untracked files join the diff as intent-to-add entries (`git add -N`) in a copy of the worktree's
- * index, so the worktree's own index is never written (the agent's `git` commands may hold its lock)
- * and one `git diff <base>` reads everything: no process per new file.
+ * One `git diff <base>` reads the tracked files (worktree against base), untracked files are added as
+ * git would show them (untracked-diff.ts), and which files hold uncommitted work is told by comparing
+ * blob ids (the diff's `index` lines against HEAD's, from a tree-to-tree diff that reads no file), so
+ * the worktree is scanned once, by git, and its index is never written (the agent's own `git` may hold
+ * its lock). Everything runs at once.
  */
 export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = DEFAULT_DIFF_LIMITS): Promise<Changes> {
   await requireFolder(worktree);
-  return withScratchIndex(worktree.path, async (env) => {
-    const [untracked, commits, baseTip] = await Promise.all([
-      gitIn(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard']).then((out) => nulFields(out.stdout)),
-      gitIn(worktree.path, ['rev-list', '--count', `${worktree.baseCommit}..HEAD`]).then((out) => Number(out.stdout.trim())),
-      worktree.baseBranch ? gitIn(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { okCodes: [1] }).then((out) => out.stdout.trim()) : Promise.resolve(worktree.baseCommit),
-    ]);
-    if (untracked.length > 0) await gitIn(worktree.path, ['add', '-N', '--pathspec-from-file=-', '--pathspec-file-nul'], { env, input: untracked.join('\0') });
-    const [diff, uncommitted] = await Promise.all([
-      gitIn(worktree.path, ['diff', ...DIFF_FLAGS, worktree.baseCommit], { env }),
-      commits === 0 ? Promise.resolve(undefined) : gitIn(worktree.path, ['diff', '--no-ext-diff', '--no-textconv', '--name-only', '-z', 'HEAD'], { env }).then((out) => nulFields(out.stdout).length),
-    ]);
-    const files = parseGitDiff(diff.stdout, limits);
-    return {
-      conversation_id: worktree.conversationId,
-      worktree: {
-        branch: worktree.branch,
-        base_branch: worktree.baseBranch,
-        base_commit: worktree.baseCommit,
-        path: worktree.path,
-        state: worktree.state,
-        changed_files: files.length,
-        base_moved: baseTip !== worktree.baseCommit,
-      },
-      files,
-      commits,
-      uncommitted_files: uncommitted ?? files.length,
-    };
-  });
+  const base = worktree.baseCommit;
+  const [untracked, commits, baseTip, diff, committed] = await Promise.all([
+    gitIn(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard']).then((out) => nulFields(out.stdout)),
+    gitIn(worktree.path, ['rev-list', '--count', `${base}..HEAD`]).then((out) => Number(out.stdout.trim())),
+    worktree.baseBranch ? gitIn(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { okCodes: [1] }).then((out) => out.stdout.trim()) : Promise.resolve(base),
+    gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--full-index', base]),
+    gitIn(worktree.path, ['diff', '--raw', '-z', '--no-renames', '--no-abbrev', base, 'HEAD']).then((out) => committedBlobs(out.stdout)),
+  ]);
+  const { files, newBlobs } = parseGitDiff(diff.stdout + (await untrackedDiff(worktree.path, untracked)), limits);
+  return {
+    conversation_id: worktree.conversationId,
+    worktree: {
+      branch: worktree.branch,
+      base_branch: worktree.baseBranch,
+      base_commit: base,
+      path: worktree.path,
+      state: worktree.state,
+      changed_files: files.length,
+      base_moved: baseTip !== base,
+    },
+    files,
+    commits,
+    uncommitted_files: uncommittedCount(files, newBlobs, committed),
+  };
+}
+
+/** Each path the branch's commits changed, with its blob at HEAD (all zeros: deleted there). */
+function committedBlobs(raw: string): Map<string, string> {
+  const fields = nulFields(raw);
+  const blobs = new Map<string, string>();
+  for (let i = 0; i + 1 < fields.length; i += 2) blobs.set(fields[i + 1], fields[i].split(' ')[3]);
+  return blobs;
+}
+
+const ABSENT = /^0+$/;
+
+/**
+ * Files whose worktree version is not HEAD's: a changed file the commits did not touch, one whose blob
+ * differs from HEAD's, and a file the commits changed that the worktree has back as in base.
+ */
+function uncommittedCount(files: readonly ChangedFile[], newBlobs: Map<string, string | null>, committed: Map<string, string>): number {
+  let count = 0;
+  const seen = new Set<string>();
+  const differs = (name: string, blob: string | null): boolean => {
+    seen.add(name);
+    const atHead = committed.get(name);
+    if (atHead === undefined || blob === null) return true;
+    return ABSENT.test(atHead) ? !ABSENT.test(blob) : atHead !== blob;
+  };
+  for (const file of files) {
+    const here = differs(file.path, newBlobs.get(file.path) ?? null);
+    const before = file.old_path !== null && differs(file.old_path, '0');
+    if (here || before) count++;
+  }
+  for (const name of committed.keys()) if (!seen.has(name)) count++;
+  return count;
 }
 
 /** The worktree's folder must still be there: deleted outside the service, it is a clear answer, not git's. */
 export async function requireFolder(worktree: WorktreeRecord): Promise<void> {
   const found = await stat(worktree.path).then((s) => s.isDirectory(), () => false);
   if (!found) throw new ServiceError('conflict', `the worktree's folder ${worktree.path} is gone (deleted outside the service): discard_changes removes what is left of it`);
-}
-
-/**
- * Runs `work` with GIT_INDEX_FILE pointing at a copy of the worktree's index (removed after), so
- * reads that need untracked files as entries leave the real index as it was.
- */
-export async function withScratchIndex<T>(worktreePath: string, work: (env: NonNullable<GitOptions['env']>) => Promise<T>): Promise<T> {
-  const real = (await gitIn(worktreePath, ['rev-parse', '--path-format=absolute', '--git-path', 'index'])).stdout.trim();
-  return withTempIndex(real, work);
 }
 
 /** GIT_INDEX_FILE of a temporary index: a copy of `copyOf` (empty when null or absent), removed after `work`. */

@@ -34,12 +34,21 @@ interface Building {
   renameFrom: string | null;
   renameTo: string | null;
   binary: boolean;
+  /** The blob ids of `index <old>..<new>` (with --full-index): what each side holds. */
+  oldBlob: string | null;
+  newBlob: string | null;
   additions: number;
   deletions: number;
   hunks: Omit<ChangeHunk, 'id'>[];
 }
 
-export function parseGitDiff(text: string, limits: DiffLimits = DEFAULT_DIFF_LIMITS): ChangedFile[] {
+/** The files of a diff, and the blob id of each file's new side (null when the diff named none: a mode-only change). */
+export interface ParsedDiff {
+  files: ChangedFile[];
+  newBlobs: Map<string, string | null>;
+}
+
+export function parseGitDiff(text: string, limits: DiffLimits = DEFAULT_DIFF_LIMITS): ParsedDiff {
   const lines = text.split('\n');
   if (lines.at(-1) === '') lines.pop();
   const building: Building[] = [];
@@ -48,7 +57,7 @@ export function parseGitDiff(text: string, limits: DiffLimits = DEFAULT_DIFF_LIM
   while (i < lines.length) {
     const line = lines[i];
     if (line.startsWith('diff --git ')) {
-      current = { gitLine: line.slice('diff --git '.length), status: 'modified', oldName: null, newName: null, renameFrom: null, renameTo: null, binary: false, additions: 0, deletions: 0, hunks: [] };
+      current = { gitLine: line.slice('diff --git '.length), status: 'modified', oldName: null, newName: null, renameFrom: null, renameTo: null, binary: false, oldBlob: null, newBlob: null, additions: 0, deletions: 0, hunks: [] };
       building.push(current);
       i++;
       continue;
@@ -92,10 +101,15 @@ export function parseGitDiff(text: string, limits: DiffLimits = DEFAULT_DIFF_LIM
     } else if (line.startsWith('--- ')) current.oldName = sideName(line.slice(4), 'a/');
     else if (line.startsWith('+++ ')) current.newName = sideName(line.slice(4), 'b/');
     else if (line.startsWith('Binary files ') || line === 'GIT binary patch') current.binary = true;
+    else if (line.startsWith('index ')) {
+      const blobs = /^index ([0-9a-f]+)\.\.([0-9a-f]+)/.exec(line);
+      if (blobs) [current.oldBlob, current.newBlob] = [blobs[1], blobs[2]];
+    }
     i++;
   }
   let totalChars = 0;
-  return building.map((file) => {
+  const newBlobs = new Map<string, string | null>();
+  const files = building.map((file): ChangedFile => {
     const path = file.renameTo ?? file.newName ?? file.oldName ?? pathOfGitLine(file.gitLine);
     const hunks: ChangeHunk[] = [];
     let fileChars = 0;
@@ -110,8 +124,10 @@ export function parseGitDiff(text: string, limits: DiffLimits = DEFAULT_DIFF_LIM
       totalChars += chars;
       hunks.push({ id: hunkId(path, hunk.lines), ...hunk });
     }
+    newBlobs.set(path, file.newBlob);
     return { path, old_path: file.status === 'renamed' ? file.renameFrom : null, status: file.status, additions: file.additions, deletions: file.deletions, binary: file.binary, hunks, cut };
   });
+  return { files, newBlobs };
 }
 
 /** `a/x`, `"b/x y"` (a name with spaces ends in a tab), or `/dev/null` (null). */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { changesOf } from '../../src/git/changes';
@@ -69,6 +69,34 @@ describe('get_changes', () => {
       await revertChanges(wt, 'app.ts', app.hunks[0].id);
       const after = await changesOf(wt);
       assert.deepEqual(after.files.find((f) => f.path === 'app.ts')!.hunks.map((h) => h.id), [app.hunks[1].id]);
+    });
+  });
+
+  test('uncommitted_files compares with HEAD: a committed change the worktree put back as in base counts, a committed one left alone does not', async () => {
+    await withRepo({ 'a.txt': 'a\n', 'b.txt': 'b\n', 'c.txt': 'c\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'u1');
+      await writeFiles(wt.path, { 'a.txt': 'a2\n', 'b.txt': 'b2\n' });
+      git(wt.path, 'commit', '-q', '-am', 'two');
+      await writeFiles(wt.path, { 'a.txt': 'a\n', 'c.txt': 'c2\n', 'd.txt': 'd\n' });
+      const changes = await changesOf(wt);
+      assert.deepEqual(changes.files.map((f) => f.path).sort(), ['b.txt', 'c.txt', 'd.txt']);
+      // a.txt (back as in base, unlike HEAD), c.txt (edited), d.txt (new): b.txt is as committed.
+      assert.equal(changes.uncommitted_files, 3);
+      assert.equal(changes.uncommitted_files, git(wt.path, 'status', '--porcelain').trim().split('\n').length);
+    });
+  });
+
+  test('attack: an untracked symlink to a file outside shows its target name, never the file; nothing under a symlinked folder is read', async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const secret = join(repo.worktrees, '..', 'secret.txt');
+      await writeFile(secret, 'TOP SECRET\n');
+      const wt = addWorktree(repo, 'u2');
+      await symlink(secret, join(wt.path, 'link.txt'));
+      await symlink(join(repo.worktrees, '..'), join(wt.path, 'outside'));
+      const changes = await changesOf(wt);
+      assert.doesNotMatch(JSON.stringify(changes), /TOP SECRET/);
+      const link = changes.files.find((f) => f.path === 'link.txt')!;
+      assert.deepEqual(link.hunks[0].lines, [`+${secret}`, '\\ No newline at end of file']);
     });
   });
 

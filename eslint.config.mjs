@@ -10,13 +10,14 @@ import tseslint from 'typescript-eslint';
  */
 const LAYERS = [
   ['src/protocol', 'src/tunnel'],
-  ['src/platform'],
+  ['src/platform', 'src/git'],
   ['src/log'],
-  ['src/git'],
   ['src/config', 'src/store'],
   ['src/agent'],
   ['src/commands'],
   ['src/transport'],
+  // Features that reach people outside a client session (Web Push, webhooks): they use transport/http.
+  ['src/channels'],
   ['src/service.ts', 'src/cli.ts', 'src/cli-backup.ts'],
   ['src/extension'],
 ];

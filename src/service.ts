@@ -48,10 +48,10 @@ import { createRelayPairing } from './transport/pairing/relay-pairing';
 import { lanPairingUrl, pairingHostFor } from './transport/pairing/lan-pairing';
 import { relayStatusRoute } from './transport/relay-link/relay-status-route';
 import { phonePageRoutes } from './transport/http/static-files';
-import { WebhookChannel, type WebhookChannelOptions } from './transport/webhooks/channel';
-import { PushService, type PushOptions } from './transport/push/push-service';
-import { webPush } from './transport/push/web-push-lib';
-import { untrustedToolMode } from './transport/webhooks/trust';
+import { WebhookChannel, type WebhookChannelOptions } from './channels/webhooks/channel';
+import { PushService, type PushOptions } from './channels/push/push-service';
+import { webPush } from './channels/push/web-push-lib';
+import { untrustedToolMode } from './channels/webhooks/trust';
 
 /** No conversation has a worktree (see ServiceOptions.worktrees). */
 const NO_WORKTREES: WorktreeRecords = { worktreeOf: () => undefined, setState: async () => false };

@@ -35,7 +35,7 @@ export interface CommandContext {
   deliveries: DeliveryCommands;
   /** The relay channels: their links' state (relay_status) and phone pairings (create_pairing). */
   relay: RelayCommands;
-  /** Web Push: devices, the VAPID key, test pushes, the pages' visibility (transport/push). */
+  /** Web Push: devices, the VAPID key, test pushes, the pages' visibility (channels/push). */
   push: PushCommands;
   /** Undoing a turn's file writes (undo_turn, list_turn_changes). */
   undo: TurnUndo;

@@ -45,7 +45,7 @@ export interface OpenSession {
 /**
  * The one door every client comes in by: LAN sockets and relayed clients (transport/connections/client-connection.ts
  * after `auth`), the editor's view (extension/backend.ts), the host itself and each webhook account
- * (transport/webhooks/inbox.ts). The door knows every open
+ * (channels/webhooks/inbox.ts). The door knows every open
  * session and every command in flight, so a graceful stop (service.ts) can wait for all of them and then
  * close every session, whichever transport carries it.
  */

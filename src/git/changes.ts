@@ -4,7 +4,7 @@ import path from 'node:path';
 import { ServiceError } from '../protocol/errors';
 import type { ChangedFile, Changes, WorktreeRecord } from '../protocol/worktrees';
 import { DEFAULT_DIFF_LIMITS, parseGitDiff, type DiffLimits } from './diff-parse';
-import { nulFields, gitIn, type GitOptions } from './git-in';
+import { nulFields, gitIn, type ReviewGitOptions } from './git-in';
 import { untrackedDiff } from './untracked-diff';
 
 /** The diff flags of every review read: git's own diff, no driver the repository's config or attributes name. */
@@ -87,7 +87,7 @@ export async function requireFolder(worktree: WorktreeRecord): Promise<void> {
 }
 
 /** GIT_INDEX_FILE of a temporary index: a copy of `copyOf` (empty when null or absent), removed after `work`. */
-export async function withTempIndex<T>(copyOf: string | null, work: (env: NonNullable<GitOptions['env']>) => Promise<T>): Promise<T> {
+export async function withTempIndex<T>(copyOf: string | null, work: (env: NonNullable<ReviewGitOptions['env']>) => Promise<T>): Promise<T> {
   const folder = await mkdtemp(path.join(tmpdir(), 'ra-index-'));
   const scratch = path.join(folder, 'index');
   try {

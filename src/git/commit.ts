@@ -1,7 +1,8 @@
 import { ServiceError } from '../protocol/errors';
 import type { WorktreeRecord } from '../protocol/worktrees';
 import { requireFolder } from './changes';
-import { GitError, gitIn } from './git-in';
+import { gitIn } from './git-in';
+import { GitError } from './run-git';
 
 export interface CommitOptions {
   /** service.json `worktrees.allow_hooks`: the repository's hooks (pre-commit, commit-msg...) run. */

@@ -1,7 +1,8 @@
 import type { LandBlock, LandMethod, LandResult, WorktreeRecord } from '../protocol/worktrees';
 import { requireFolder, withTempIndex } from './changes';
 import { requireIdentity } from './commit';
-import { GitError, nulFields, gitIn } from './git-in';
+import { nulFields, gitIn } from './git-in';
+import { GitError } from './run-git';
 
 export interface LandOptions {
   /** The commit's message (merge and squash); a default names the branch. */

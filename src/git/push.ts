@@ -2,7 +2,8 @@ import { ServiceError } from '../protocol/errors';
 import type { PushResult, WorktreeRecord } from '../protocol/worktrees';
 import { requireFolder } from './changes';
 import { compareUrlOf } from './compare-url';
-import { GitError, nulFields, gitIn } from './git-in';
+import { nulFields, gitIn } from './git-in';
+import { GitError } from './run-git';
 
 /**
  * push_changes: the conversation's branch pushed to `remote` (its own name there), and the page that

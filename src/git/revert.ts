@@ -2,7 +2,8 @@ import { ServiceError } from '../protocol/errors';
 import type { ChangedFile, ChangeHunk, Changes, WorktreeRecord } from '../protocol/worktrees';
 import { changesOf } from './changes';
 import { quote } from './diff-parse';
-import { GitError, gitIn } from './git-in';
+import { gitIn } from './git-in';
+import { GitError } from './run-git';
 
 /**
  * revert_changes (docs/protocol.md, "Review and land"): a file back to its base_commit version (deleted

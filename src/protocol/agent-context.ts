@@ -1,11 +1,11 @@
 import { z } from 'zod';
+import { command, nonEmpty } from './command-frame';
 
 export * from './saved-prompt-text';
 
 /**
  * What the agent is given besides the conversation (docs/protocol.md, "The agent's context"): the
- * instruction files in force, and the saved prompts a client offers as shortcuts. No imports but zod:
- * the web page bundles it.
+ * tools it may call, the instruction files in force, and the saved prompts a client offers as shortcuts.
  */
 
 /** How service.json's `system_prompt` joins the built-in one: after it (`add`), or in its place (`replace`). */
@@ -36,3 +36,26 @@ export const SavedPrompt = z.object({
   takes_arguments: z.boolean(),
 });
 export type SavedPrompt = z.infer<typeof SavedPrompt>;
+
+export const ToolInfo = z.object({
+  name: z.string(),
+  description: z.string(),
+  parameters: z.record(z.string(), z.string()),
+  /** `vscode`: another VS Code extension's tool (vscode.lm.tools), offered when the service runs in the editor. */
+  from: z.literal('vscode').optional(),
+});
+export type ToolInfo = z.infer<typeof ToolInfo>;
+
+export const ListToolsCommand = command('list_tools', {});
+
+/** The instruction files the model is given; with a conversation, also those above the paths its tools touched. */
+export const ListInstructionsCommand = command('list_instructions', { conversation_id: nonEmpty('conversation_id').optional() });
+
+/** The saved prompts of the workspace and the user (docs/protocol.md, "Saved prompts"). */
+export const ListPromptsCommand = command('list_prompts', {});
+
+export const AgentContextResults = {
+  list_tools: z.object({ tools: z.array(ToolInfo) }),
+  list_instructions: z.object({ files: z.array(InstructionFileInfo) }),
+  list_prompts: z.object({ prompts: z.array(SavedPrompt) }),
+};

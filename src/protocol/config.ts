@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { SystemPromptMode } from './agent-context';
-import { PermissionMode } from './commands';
+import { InstructionFileInfo, SystemPromptMode } from './agent-context';
+import { command } from './command-frame';
+import { PermissionMode } from './permissions';
 import { DEFAULT_PROVIDER, PROVIDER_NAMES } from './providers';
 import { Prices, UsageBudget } from './usage';
 
@@ -266,3 +267,56 @@ export function webhookAccountsOf(config: ServiceConfig): Map<string, WebhookAcc
   }
   return accounts;
 }
+
+// ---- Reading and changing it over the protocol (docs/protocol.md, "get_config", "update_config") ----
+
+export const GetConfigCommand = command('get_config', {});
+
+/** Keys that reach or replace an object's prototype when copied: never a setting's name. */
+const PROTOTYPE_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** Paths (at any depth) of prototype keys in a parsed JSON value. */
+function prototypeKeyPaths(value: unknown, path: string[] = []): string[][] {
+  if (value === null || typeof value !== 'object') return [];
+  return Object.keys(value).flatMap((key) => {
+    const here = [...path, key];
+    return PROTOTYPE_KEYS.has(key) ? [here] : prototypeKeyPaths((value as Record<string, unknown>)[key], here);
+  });
+}
+
+export const UpdateConfigCommand = command('update_config', {
+  // Checked on the value as received: copying it into a record would turn "__proto__" into its prototype, silently.
+  config: z
+    .unknown()
+    .superRefine((value, ctx) => {
+      for (const path of prototypeKeyPaths(value)) ctx.addIssue({ code: 'custom', path, message: 'not a setting (a prototype key)' });
+    })
+    .pipe(z.record(z.string(), z.unknown(), { error: 'config must be an object' })),
+});
+
+/** What get_config answers: never a secret (docs/protocol.md). */
+export const PublicConfig = z.object({
+  provider: z.string(),
+  model: z.string(),
+  temperature: z.number(),
+  permission_mode: PermissionMode,
+  base_url: z.string().nullable(),
+  api_key_set: z.boolean(),
+  permission_rules: z.object({ allow: z.array(z.string()), deny: z.array(z.string()) }),
+  permission_timeout_seconds: z.number().int(),
+  /** How service.json's system_prompt joins the built-in one (`add` or `replace`); the prompts' text is not sent. */
+  system_prompt_mode: SystemPromptMode,
+  /** The instruction files every conversation is given (the user's and the workspace roots'); list_instructions adds a conversation's nested ones. */
+  instructions: z.array(InstructionFileInfo).optional(),
+});
+export type PublicConfig = z.infer<typeof PublicConfig>;
+
+export const ConfigResults = {
+  get_config: PublicConfig,
+  update_config: z.object({ updated_fields: z.array(z.string()) }),
+};
+
+export const ConfigChangedEvent = z.object({
+  event: z.literal('config.changed'),
+  fields: z.array(z.string()),
+});

@@ -30,3 +30,9 @@ export function ok(data: object, id?: RequestId): OkEnvelope {
 export function fail(code: ErrorCode, error: string, id?: RequestId): ErrorEnvelope {
   return id === undefined ? { status: 'error', error, code } : { status: 'error', error, code, id };
 }
+
+/**
+ * A conversation's events carry `seq` for the clients following it (follow_conversation): increasing by
+ * one per event of that conversation, so a client that reconnects asks for what came after the last it saw.
+ */
+export const Seq = z.number().int().optional();

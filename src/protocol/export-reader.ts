@@ -2,7 +2,8 @@
  * Reads a whole export_conversation file, piece by piece (docs/protocol.md, "export_conversation"), for
  * every client: the phone page, the chat webview and the editor's command. Types only: browser-safe.
  */
-import type { CommandInputOf, ExportFormat } from './commands';
+import type { CommandInputOf } from './commands';
+import type { ExportFormat } from './conversations';
 import type { EnvelopeOf } from './results';
 
 export interface ExportedFile {

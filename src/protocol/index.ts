@@ -1,6 +1,14 @@
 export * from './errors';
 export * from './envelope';
 export * from './commands';
+export { MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT, requestIdOf } from './command-frame';
+export * from './auth';
+export * from './chat';
+export * from './conversations';
+export * from './permissions';
+export * from './devices';
+export * from './push';
+export * from './backup';
 export * from './chat-context';
 export * from './events';
 export * from './http';

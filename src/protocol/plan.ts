@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { command, nonEmpty } from './command-frame';
+import { RequestId, Seq } from './envelope';
 
 /** Most items a plan holds, and the longest item text (the `todo` tool refuses more). */
 export const MAX_PLAN_ITEMS = 50;
@@ -24,5 +26,24 @@ export type Plan = z.infer<typeof Plan>;
 /** A plan collapsed for the conversation list ("3 of 7 done"). */
 export const PlanSummary = z.object({ done: z.number().int(), total: z.number().int() });
 export type PlanSummary = z.infer<typeof PlanSummary>;
+
+/** The conversation's latest plan (the `todo` tool's checklist); empty when the model wrote none. */
+export const GetPlanCommand = command('get_plan', {
+  conversation_id: nonEmpty('conversation_id'),
+});
+
+export const PlanResults = {
+  get_plan: z.object({ plan: Plan }),
+};
+
+/** The model wrote its plan with the `todo` tool: the whole checklist, to every follower of the conversation. */
+export const PlanUpdatedEvent = z.object({
+  event: z.literal('plan.updated'),
+  seq: Seq,
+  id: RequestId.optional(),
+  conversation_id: z.string(),
+  plan: Plan,
+});
+export type PlanUpdatedEvent = z.infer<typeof PlanUpdatedEvent>;
 
 export { planSummaryOf } from './plan-summary';

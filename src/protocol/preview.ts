@@ -1,4 +1,4 @@
-import { PREVIEW_CHARS } from './commands';
+import { PREVIEW_CHARS } from './conversations';
 
 /** A message's first non-empty line, cut at PREVIEW_CHARS characters (a conversation's last_message, a queued message's preview). */
 export function previewOf(text: string): string {

@@ -1,4 +1,15 @@
 import { z } from 'zod';
+import { command, nonEmpty } from './command-frame';
+
+/** The relay (docs/relay.md): pairing a phone through a relay channel, and each relay link's state. */
+
+/** A one-time pairing for a phone through the relay channel named `channel` (default: the first). */
+export const CreatePairingCommand = command('create_pairing', {
+  channel: nonEmpty('channel').optional(),
+});
+
+/** The state of each relay link. */
+export const RelayStatusCommand = command('relay_status', {});
 
 /** A relay link's state: `connecting` (registering or opening the socket), `online`, `offline` (waiting to retry). */
 export const RelayLinkState = z.enum(['connecting', 'online', 'offline']);
@@ -30,3 +41,8 @@ export const PairingInfo = z.object({
   pairing_url: z.string(),
 });
 export type PairingInfo = z.infer<typeof PairingInfo>;
+
+export const RelayResults = {
+  create_pairing: PairingInfo,
+  relay_status: z.object({ relays: z.array(RelayLinkStatus) }),
+};

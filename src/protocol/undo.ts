@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { command, nonEmpty } from './command-frame';
 
 /**
  * Undoing a turn (docs/protocol.md, "Undoing a turn"): what undo_turn shows of each file the turn wrote,
@@ -62,3 +63,17 @@ export const TurnChanges = z.object({
   undone: z.boolean(),
 });
 export type TurnChanges = z.infer<typeof TurnChanges>;
+
+/** Undo a turn: a preview of what it would restore, or with `confirm` the restore (docs/protocol.md, "Undoing a turn"). */
+export const UndoTurnCommand = command('undo_turn', {
+  conversation_id: nonEmpty('conversation_id'),
+  /** The turn's user message, its reply, or any message of the turn. */
+  message_id: nonEmpty('message_id'),
+  confirm: z.boolean({ error: 'confirm must be a boolean' }).optional().default(false),
+});
+export const ListTurnChangesCommand = command('list_turn_changes', { conversation_id: nonEmpty('conversation_id') });
+
+export const UndoResults = {
+  undo_turn: UndoTurnResult,
+  list_turn_changes: z.object({ turns: z.array(TurnChanges) }),
+};

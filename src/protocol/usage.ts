@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { command } from './command-frame';
 
 /**
  * What replies cost: token usage per reply, conversation and day, prices, context fullness and the
@@ -89,3 +90,18 @@ export type UsageDay = z.infer<typeof UsageDay>;
 
 /** The most days get_usage goes back. */
 export const MAX_USAGE_DAYS = 366;
+
+/** Token usage and cost per UTC day (and per model), the last `days` days, today included (docs/protocol.md, "Usage and cost"). */
+export const GetUsageCommand = command('get_usage', {
+  days: z
+    .number({ error: 'days must be an integer' })
+    .int({ error: 'days must be an integer' })
+    .min(1, { error: 'days must be at least 1' })
+    .max(MAX_USAGE_DAYS, { error: `days must be at most ${MAX_USAGE_DAYS}` })
+    .default(30),
+});
+
+export const UsageResults = {
+  /** Days with usage, newest first (days without any are left out). */
+  get_usage: z.object({ days: z.array(UsageDay) }),
+};

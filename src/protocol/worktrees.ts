@@ -4,7 +4,8 @@
 // (`get_changes`), reverted by hunk or file, commented on (the comment becomes its next user message),
 // committed, landed into the workspace's branch, pushed, or discarded. docs/protocol.md "Worktrees".
 import { z } from 'zod';
-import { command } from './command-frame';
+import { command, nonEmpty } from './command-frame';
+import { ChatResult } from './chat';
 
 /** Where a conversation's tools work. */
 export const WorkArea = z.enum(['workspace', 'worktree']);
@@ -121,7 +122,7 @@ export type PushResult = z.infer<typeof PushResult>;
 
 // ---- Commands of review and land (docs/protocol.md, "Review and land") ----------------------------
 
-const conversationId = z.string({ error: 'conversation_id must be a string' }).min(1, { error: 'conversation_id must not be empty' });
+const conversationId = nonEmpty('conversation_id');
 /** A changed file's path as get_changes names it (relative, `/` separators). */
 const changePath = z.string({ error: 'path must be a string' }).min(1, { error: 'path must not be empty' }).max(4096, { error: 'path must be at most 4096 characters' });
 const hunkIdField = z.string({ error: 'hunk_id must be a string' }).regex(/^[0-9a-f]{16}$/, { error: 'hunk_id must be a hunk id from get_changes' });
@@ -178,6 +179,8 @@ export const WorktreeResults = {
   land_changes: LandResult,
   push_changes: PushResult,
   discard_changes: z.object({ discarded: z.literal(true) }),
+  /** The comment is a chat message of the conversation: the same answer. */
+  comment_on_change: ChatResult,
 };
 
 /** A turn of a worktree conversation ended with changes: to its followers, and a "ready for review" push. */

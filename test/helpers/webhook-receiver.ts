@@ -55,7 +55,7 @@ export interface WebhookReceiver {
   close(): Promise<void>;
 }
 
-/** Standard Webhooks verification, written independently of src/transport/webhooks/signature.ts. */
+/** Standard Webhooks verification, written independently of src/channels/webhooks/signature.ts. */
 export function verifyStandardWebhook(secret: string, headers: http.IncomingHttpHeaders, raw: string, toleranceSeconds = 300): boolean {
   const id = headers['webhook-id'];
   const timestamp = headers['webhook-timestamp'];

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { parse } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { hashPassword } from '../../src/transport/auth/passwords';
-import { guardedAgent } from '../../src/transport/push/endpoint-guard';
+import { guardedAgent } from '../../src/channels/push/endpoint-guard';
 import { startFakePushService, type FakePushService } from '../helpers/fake-push-service';
 import { postJson, startService, type RunningService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';

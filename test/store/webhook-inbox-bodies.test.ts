@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { openStore, type Store } from '../../src/store/index';
 import { tempDir } from '../helpers/store-utils';
 import { waitFor } from '../helpers/temp';
-import { deliveryInfo } from '../../src/transport/webhooks/outbox';
+import { deliveryInfo } from '../../src/channels/webhooks/outbox';
 
 const BIG = 'first line of a big message\n' + 'x'.repeat(200_000);
 

@@ -1,6 +1,6 @@
-import { execFile } from 'node:child_process';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
+import { GitError, runGit } from '../../git/run-git';
 
 /** git gets this long to answer; a slower repository (or a hung filesystem) is left out of the turn. */
 export const GIT_TIMEOUT_MS = 1000;
@@ -14,57 +14,27 @@ export interface GitSummary {
   changed: number | 'many';
 }
 
-/** git's environment here: never a prompt for a password, messages in one language. */
-const GIT_ENV = { ...process.env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
-
 /**
  * The branch and the count of changed files of the repository holding `folder`, asked of the real git
- * (an argument array, no shell, bounded time, no optional locks so it never writes the index while the
- * user's own git runs). Undefined when git is absent, the folder is not a repository, or git is slow.
- *
- * The repository's config is the repository's files (an unpacked archive brings its .git/config), and
- * this runs every turn, a webhook's included: no command it names may run. `core.fsmonitor` and the
- * filter drivers it defines (which status runs on a file whose stat changed) are overridden to nothing,
- * submodules (each with a config of its own) are not looked into.
+ * through src/git (bounded time, no optional locks so it never writes the index while the user's own git
+ * runs, nothing the repository's config names is run: this runs every turn, a webhook's included).
+ * Submodules (each with a config of its own) are not looked into. Undefined when git is absent, the
+ * folder is not a repository, or git is slow.
  */
 export async function gitSummary(folder: string): Promise<GitSummary | undefined> {
-  const disarmed = await disarmedFilters(folder);
-  if (!disarmed) return undefined;
-  return new Promise((resolve) => {
-    execFile(
-      'git',
-      ['--no-optional-locks', '-c', 'core.fsmonitor=false', ...disarmed, '-C', folder, 'status', '--porcelain=v1', '--branch', '--untracked-files=normal', '--ignore-submodules=all'],
-      { timeout: GIT_TIMEOUT_MS, maxBuffer: MAX_STATUS_BYTES, windowsHide: true, env: GIT_ENV },
-      (error, stdout) => {
-        if (error && (error as { code?: unknown }).code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER') {
-          resolve(summaryOf(stdout, true));
-          return;
-        }
-        resolve(error ? undefined : summaryOf(stdout, false));
-      },
-    );
-  });
-}
-
-/**
- * `-c filter.<name>.<command>=` for every filter driver the config in force defines (reading config
- * runs nothing), or undefined when git cannot tell or a name cannot be written as `-c` (it holds `=`).
- */
-function disarmedFilters(folder: string): Promise<string[] | undefined> {
-  return new Promise((resolve) => {
-    execFile(
-      'git',
-      ['-C', folder, 'config', '-z', '--name-only', '--get-regexp', '^filter\\.'],
-      { timeout: GIT_TIMEOUT_MS, maxBuffer: MAX_STATUS_BYTES, windowsHide: true, env: GIT_ENV },
-      (error, stdout) => {
-        // Exit 1: no such key, nothing to disarm.
-        if (error && (error as { code?: unknown }).code !== 1) return resolve(undefined);
-        const names = new Set(stdout.split('\0').filter(Boolean).map((key) => key.slice('filter.'.length, key.lastIndexOf('.'))));
-        if ([...names].some((name) => name.includes('='))) return resolve(undefined);
-        resolve([...names].flatMap((name) => ['clean', 'smudge', 'process'].flatMap((command) => ['-c', `filter.${name}.${command}=`])));
-      },
-    );
-  });
+  try {
+    const { stdout, overflowed } = await runGit(['status', '--porcelain=v1', '--branch', '--untracked-files=normal', '--ignore-submodules=all'], {
+      cwd: folder,
+      timeoutMs: GIT_TIMEOUT_MS,
+      maxBytes: MAX_STATUS_BYTES,
+      readOnly: true,
+      allowOverflow: true,
+    });
+    return summaryOf(stdout, overflowed);
+  } catch (error) {
+    if (error instanceof GitError) return undefined;
+    throw error;
+  }
 }
 
 /** A summary is asked of git again after this long at most, whatever else says it is unchanged. */

@@ -1,4 +1,4 @@
-import type { ToolInfo } from '../../protocol/commands';
+import type { ToolInfo } from '../../protocol';
 import type { Tool, ToolSource } from './types';
 
 /** What `list_tools` shows of a tool. */

@@ -4,7 +4,7 @@ import type { ConfigFile } from '../../config/config-file';
 import { webhookAccountsOf, type ServiceConfig, type WebhookAccount } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { Store } from '../../store';
-import type { Router } from '../http/http-server';
+import type { Router } from '../../transport/http/http-server';
 import { IDEMPOTENCY_WINDOW_MS, IncomingWebhooks } from './incoming';
 import { WebhookInbox } from './inbox';
 import type { DeliveryCommands, TurnStarter } from '../../commands/context';

@@ -1,0 +1,136 @@
+// The one home for running the real `git` program (docs/design.md, "Layers"): the environment block's
+// status, the worktrees of issue 24 and their review all come through here, so what a repository's own
+// config may make git run is decided once. A repository's config and hooks are its files (an unpacked
+// archive, a clone, a webhook's turn writing .git/config through a shell): no command they name may run.
+import { execFile } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+/** How long a git command may take unless the caller says otherwise. */
+export const GIT_DEFAULT_TIMEOUT_MS = 30_000;
+/** Enough output for a status or diff of tens of thousands of files; more is cut (`overflowed`). */
+export const GIT_DEFAULT_MAX_BYTES = 16 * 1024 * 1024;
+
+export interface GitOptions {
+  /** The folder git runs in (`-C`). */
+  cwd: string;
+  timeoutMs?: number;
+  maxBytes?: number;
+  /** Exit codes that are answers, not failures (`git config --get` answers 1 for "no such key"). */
+  okCodes?: readonly number[];
+  /** A read that must never write the index (a status while the user's own git runs): `--no-optional-locks`. */
+  readOnly?: boolean;
+  /** Output past maxBytes is returned cut (`overflowed`) instead of failing. */
+  allowOverflow?: boolean;
+  /** Written to git's standard input (a patch, a commit message). */
+  input?: string;
+  /** More environment for this run (GIT_INDEX_FILE of a temporary index, a replayed commit's author). */
+  env?: Record<string, string>;
+  /** The repository's hooks run (service.json `worktrees.allow_hooks`: the owner allowed them for commit, land and push). */
+  allowHooks?: boolean;
+}
+
+export interface GitResult {
+  stdout: string;
+  stderr: string;
+  code: number;
+  /** stdout was cut at maxBytes (only with `allowOverflow`). */
+  overflowed: boolean;
+}
+
+/** Why git gave no answer: not installed (or not on PATH), too slow, or it failed (`stderr` says why). */
+export class GitError extends Error {
+  constructor(
+    readonly kind: 'missing' | 'timeout' | 'failed',
+    message: string,
+    readonly code: number | null = null,
+    readonly stderr = '',
+  ) {
+    super(message);
+    this.name = 'GitError';
+  }
+}
+
+/**
+ * Runs `git <args>` in `options.cwd`: an argument array (never a shell), a clean environment (no GIT_DIR,
+ * GIT_WORK_TREE, GIT_CONFIG_* or any other GIT_ variable inherited from whoever started the service: they
+ * would point git at another repository or add config), never a prompt for a password, messages in one
+ * language, and nothing the repository's config or hooks name is run: hooks point at an empty folder,
+ * core.fsmonitor is off, and every filter driver the config in force defines is emptied and made optional
+ * (an LFS repository's files are checked out as their pointer files).
+ */
+export async function runGit(args: readonly string[], options: GitOptions): Promise<GitResult> {
+  const guards = await guardArgs(options.cwd, options.timeoutMs, options.allowHooks === true);
+  return execGit([...(options.readOnly ? ['--no-optional-locks'] : []), ...guards, '-C', options.cwd, ...args], options);
+}
+
+/** runGit's answer's stdout, or a GitError when git failed. */
+export async function gitOutput(args: readonly string[], options: GitOptions): Promise<string> {
+  return (await runGit(args, options)).stdout;
+}
+
+/** The environment every git we run gets: the service's, without any GIT_ variable, plus ours. */
+export function gitEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const clean: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(env)) if (!/^GIT_/i.test(key)) clean[key] = value;
+  return { ...clean, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
+}
+
+let emptyHooks: Promise<string> | undefined;
+/** A folder of our own (0700, empty) that core.hooksPath points at, so no hook of any repository runs. */
+export function emptyHooksFolder(): Promise<string> {
+  emptyHooks ??= mkdtemp(path.join(tmpdir(), 'ra-no-hooks-'));
+  return emptyHooks;
+}
+
+/** `-c` settings that keep the repository's config from running anything (see runGit). */
+async function guardArgs(cwd: string, timeoutMs: number | undefined, allowHooks: boolean): Promise<string[]> {
+  const filters = await filterNames(cwd, timeoutMs);
+  return [
+    ...(allowHooks ? [] : ['-c', `core.hooksPath=${await emptyHooksFolder()}`]),
+    '-c', 'core.fsmonitor=false',
+    ...filters.flatMap((name) => ['clean', 'smudge', 'process'].flatMap((command) => ['-c', `filter.${name}.${command}=`]).concat('-c', `filter.${name}.required=false`)),
+  ];
+}
+
+/**
+ * The filter drivers the config in force for `cwd` defines (reading config runs nothing). A name that
+ * cannot be written as `-c` (it holds `=`) makes the run refused: git would run that filter.
+ */
+async function filterNames(cwd: string, timeoutMs?: number): Promise<string[]> {
+  const { stdout } = await execGit(['-C', cwd, 'config', '-z', '--name-only', '--get-regexp', '^filter\\.'], { cwd, timeoutMs, okCodes: [1] });
+  const names = new Set(stdout.split('\0').filter(Boolean).map((key) => key.slice('filter.'.length, key.lastIndexOf('.'))));
+  if ([...names].some((name) => name.includes('='))) throw new GitError('failed', 'the repository config names a filter git cannot be told to skip');
+  return [...names];
+}
+
+function execGit(args: readonly string[], options: GitOptions): Promise<GitResult> {
+  const maxBytes = options.maxBytes ?? GIT_DEFAULT_MAX_BYTES;
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      'git',
+      args,
+      { timeout: options.timeoutMs ?? GIT_DEFAULT_TIMEOUT_MS, maxBuffer: maxBytes, windowsHide: true, env: { ...gitEnvironment(), ...options.env }, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        if (!error) return resolve({ stdout, stderr, code: 0, overflowed: false });
+        const failure = error as NodeJS.ErrnoException & { code?: unknown; killed?: boolean; signal?: string | null };
+        if (failure.code === 'ENOENT') return reject(new GitError('missing', 'git is not installed (or not on the PATH the service was started with)'));
+        if (failure.code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER') {
+          if (options.allowOverflow) return resolve({ stdout, stderr, code: 0, overflowed: true });
+          return reject(new GitError('failed', `git answered more than ${maxBytes} bytes`));
+        }
+        if (failure.killed || failure.signal) return reject(new GitError('timeout', 'git took too long to answer'));
+        const code = typeof failure.code === 'number' ? failure.code : null;
+        if (code !== null && options.okCodes?.includes(code)) return resolve({ stdout, stderr, code, overflowed: false });
+        reject(new GitError('failed', firstLine(stderr) || `git exited with code ${code}`, code, stderr));
+      },
+    );
+    // Nothing to read: git sees the end of its input at once rather than waiting on the service's.
+    child.stdin?.end(options.input);
+  });
+}
+
+function firstLine(text: string): string {
+  return text.split('\n').map((line) => line.trim()).find((line) => line.length > 0) ?? '';
+}

@@ -1,0 +1,15 @@
+import { z } from 'zod';
+import { command, nonEmpty } from './command-frame';
+
+/** A consistent copy of the data directory, made by the running service (owner only; the CLI's `backup`). */
+export const BackupCommand = command('backup', {
+  path: nonEmpty('path'),
+});
+
+export const BackupResults = {
+  backup: z.object({
+    path: z.string(),
+    /** The files written, relative to `path`. */
+    files: z.array(z.string()),
+  }),
+};

@@ -1,0 +1,142 @@
+import { z } from 'zod';
+import { ChatContext } from './chat-context-schema';
+import { command, nonEmpty } from './command-frame';
+import { RequestId, Seq } from './envelope';
+import { AttachmentId, AttachmentInfo, MAX_ATTACHMENTS_PER_MESSAGE } from './attachments';
+import { Message } from './conversations';
+
+/**
+ * Chatting (docs/protocol.md, "chat", "Following a conversation"): a message and its turn, cancelling,
+ * the queue behind a running turn, following a conversation's live events, and those events.
+ */
+
+/** Longest `client_message_id` (a UUID is 36). */
+export const MAX_CLIENT_MESSAGE_ID_CHARS = 128;
+
+export const ChatCommand = command('chat', {
+  /** May be empty when the chat carries attachments. */
+  message: z.string({ error: 'message must be a string' }),
+  conversation_id: nonEmpty('conversation_id').optional(),
+  stream: z.boolean().optional().default(false),
+  /**
+   * Made by the client (a UUID): a resend under the same id by the same principal is answered with the
+   * original result, never stored or run twice (docs/protocol.md, "Resending a chat").
+   */
+  client_message_id: nonEmpty('client_message_id')
+    .max(MAX_CLIENT_MESSAGE_ID_CHARS, { error: `client_message_id must be at most ${MAX_CLIENT_MESSAGE_ID_CHARS} characters` })
+    .optional(),
+  /** What the editor's chips show (a selection, a file): put before the message in the prompt, stored with it. */
+  context: ChatContext.optional(),
+  /** Uploaded attachments (attachment_end's ids), in order: images for a vision model, files saved into the workspace. */
+  attachments: z.array(AttachmentId).max(MAX_ATTACHMENTS_PER_MESSAGE, { error: `at most ${MAX_ATTACHMENTS_PER_MESSAGE} attachments a message` }).optional(),
+}).superRefine((chat, ctx) => {
+  if (chat.message.length === 0 && !chat.attachments?.length) ctx.addIssue({ code: 'custom', path: ['message'], message: 'message must not be empty' });
+});
+
+/** Takes a message waiting behind a running turn out of the queue before it starts (its chat is answered `cancelled`). */
+export const RemoveQueuedCommand = command('remove_queued', {
+  conversation_id: nonEmpty('conversation_id'),
+  client_message_id: nonEmpty('client_message_id'),
+});
+
+/**
+ * Cancels the running chat whose request id is `id` (the sender's own), or, with `conversation_id`, the
+ * running turn of that conversation whoever started it (docs/protocol.md, "Following a conversation").
+ */
+export const CancelCommand = command('cancel', { conversation_id: nonEmpty('conversation_id').optional() });
+
+/**
+ * Starts sending the conversation's live events to this client. `after_seq`: the last `seq` the client
+ * saw; what came after it is sent first (or `reset` says to reload the transcript).
+ */
+export const FollowConversationCommand = command('follow_conversation', {
+  conversation_id: nonEmpty('conversation_id'),
+  after_seq: z.number({ error: 'expected an integer' }).int({ error: 'expected an integer' }).min(0, { error: 'must be at least 0' }).optional(),
+});
+export const UnfollowConversationCommand = command('unfollow_conversation', { conversation_id: nonEmpty('conversation_id') });
+
+export const ChatResult = z.object({
+  response: z.string(),
+  conversation_id: z.string(),
+  /** Present (true) when the chat was cancelled; `response` is then what had been streamed. */
+  cancelled: z.literal(true).optional(),
+  /**
+   * Present (true) on a resend after a restart cut its turn short: the message is stored, its reply was
+   * never made, and it is not run again (docs/protocol.md, "Resending a chat").
+   */
+  interrupted: z.literal(true).optional(),
+});
+
+export const ChatResults = {
+  chat: ChatResult,
+  cancel: z.object({ cancelled: z.boolean() }),
+  /** False when no message of that id waits in that conversation (it started, was removed, or never queued). */
+  remove_queued: z.object({ removed: z.boolean() }),
+  follow_conversation: z.object({
+    conversation_id: z.string(),
+    /** The conversation's last event number when the follow took effect (after the replay). */
+    seq: z.number().int(),
+    /** `after_seq` could not be replayed from (too old, or from before a restart): reload the transcript. */
+    reset: z.boolean(),
+  }),
+  unfollow_conversation: z.object({ following: z.literal(false) }),
+};
+
+// ---- Events: pushed unsolicited to authenticated sockets; they carry `event`, never `status` ----
+
+export const ChatDeltaEvent = z.object({
+  event: z.literal('chat.delta'),
+  seq: Seq,
+  id: RequestId.optional(),
+  conversation_id: z.string(),
+  delta: z.string(),
+});
+export const ToolCallEvent = z.object({
+  event: z.literal('tool.call'),
+  seq: Seq,
+  id: RequestId.optional(),
+  conversation_id: z.string(),
+  tool: z.string(),
+  /** The call's id (the stored tool messages carry it too, so a client can tell a call it already shows). */
+  call_id: z.string().optional(),
+  arguments: z.record(z.string(), z.unknown()),
+});
+export const ToolResultEvent = z.object({
+  event: z.literal('tool.result'),
+  seq: Seq,
+  id: RequestId.optional(),
+  conversation_id: z.string(),
+  tool: z.string(),
+  /** The id of the call this result answers. */
+  call_id: z.string().optional(),
+  ok: z.boolean(),
+  /** The tool did not run: the permission gate refused it (a rule, the mode, the user or the source). */
+  denied: z.boolean(),
+  /** An image the tool read or made, shown to the user (read it with get_attachment). */
+  attachments: z.array(AttachmentInfo).optional(),
+});
+/** A message of the conversation was stored (the user's, starting a turn, or the reply): to its followers. */
+export const ChatMessageEvent = z.object({
+  event: z.literal('chat.message'),
+  seq: Seq,
+  /** The sender's request id, on the sender's own copy (as on the turn's other events). */
+  id: RequestId.optional(),
+  conversation_id: z.string(),
+  /** A user message sent with a client_message_id carries it (`message.client_message_id`). */
+  message: Message,
+});
+/**
+ * A turn of a conversation ended, whoever started it (a chat of any client, a webhook message):
+ * `error` is a short readable reason for a failure (the kind of failure and an HTTP status: no secret,
+ * no provider text, no stack).
+ */
+export const TurnEndedEvent = z.object({
+  event: z.literal('turn.ended'),
+  seq: Seq,
+  conversation_id: z.string(),
+  /** Where the turn came from: `editor`, `ws`, `relay` or `webhook:<account>`. */
+  source: z.string(),
+  outcome: z.enum(['answered', 'failed', 'cancelled']),
+  error: z.string().optional(),
+});
+export type TurnEndedEvent = z.infer<typeof TurnEndedEvent>;

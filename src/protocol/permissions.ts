@@ -1,0 +1,107 @@
+import { z } from 'zod';
+import { command, nonEmpty } from './command-frame';
+import { Seq } from './envelope';
+
+/**
+ * Permission prompts (docs/protocol.md, "Permissions"): the mode, a request waiting for a person with
+ * the tool's preview, the answer, and the events that announce and resolve a request.
+ */
+
+export const PermissionMode = z.enum(['ask', 'allow', 'deny']);
+export type PermissionMode = z.infer<typeof PermissionMode>;
+
+/** `allow_always` (owner only) also adds the narrowest allow rule for the call (docs/protocol.md, "Permission rules"). */
+export const PermissionDecision = z.enum(['allow', 'allow_session', 'allow_always', 'deny']);
+export type PermissionDecision = z.infer<typeof PermissionDecision>;
+
+/** Longest `note` a deny may carry (it becomes the tool result the model reads). */
+export const MAX_PERMISSION_NOTE_CHARS = 2000;
+
+export const PermissionResponseCommand = command('permission_response', {
+  request_id: nonEmpty('request_id'),
+  decision: PermissionDecision,
+  /** With `deny`: why, for the model (it receives it as the tool result and can change course). */
+  note: z.string({ error: 'note must be a string' }).max(MAX_PERMISSION_NOTE_CHARS, { error: `note must be at most ${MAX_PERMISSION_NOTE_CHARS} characters` }).optional(),
+});
+
+/** The permission requests waiting now that this client may answer. */
+export const ListPendingPermissionsCommand = command('list_pending_permissions', {});
+
+/**
+ * What a tool call would do, worked out by the tool itself without doing it (docs/protocol.md,
+ * "Previews"): a file tool's exact diff, a command's line with its risky parts named, or the arguments.
+ * `error`: the call would fail, and this is the error the tool would give.
+ */
+export const PermissionPreview = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('diff'),
+    path: z.string(),
+    /** Unified diff against the file as it is now; cut after 200,000 characters (then `truncated`). */
+    diff: z.string(),
+    new_file: z.boolean(),
+    truncated: z.boolean(),
+  }),
+  z.object({
+    kind: z.literal('command'),
+    command: z.string(),
+    /** Relative to the workspace folder (`.` for the folder itself). */
+    cwd: z.string(),
+    timeout_seconds: z.number(),
+    /** Destructive or far-reaching parts of the line, one sentence each; empty when none was seen. */
+    warnings: z.array(z.string()),
+  }),
+  z.object({ kind: z.literal('arguments'), text: z.string() }),
+  z.object({ kind: z.literal('error'), message: z.string() }),
+]);
+export type PermissionPreview = z.infer<typeof PermissionPreview>;
+
+/** A permission request waiting for a person: the `permission.request` event, and each element of list_pending_permissions. */
+export const PermissionRequest = z.object({
+  request_id: z.string(),
+  conversation_id: z.string(),
+  conversation_title: z.string(),
+  /** Where the chat asking came from: `editor`, `ws`, `relay` or `webhook:<account>`. */
+  source: z.string(),
+  tool: z.string(),
+  arguments: z.record(z.string(), z.unknown()),
+  preview: PermissionPreview.optional(),
+  created_at: z.string(),
+  /** When it is denied if nobody answers (permission_timeout_seconds after created_at). */
+  expires_at: z.string(),
+});
+export type PermissionRequest = z.infer<typeof PermissionRequest>;
+
+/** How a request ended: a person answered, nobody did in time, its chat was cancelled, the service restarted. */
+export const PermissionResolution = z.enum(['answered', 'expired', 'cancelled', 'restarted']);
+export type PermissionResolution = z.infer<typeof PermissionResolution>;
+
+export const PermissionResults = {
+  permission_response: z.object({
+    request_id: z.string(),
+    /** The decision in force: this answer's, or (already_decided) the same one given before. */
+    decision: PermissionDecision,
+    /** Who decided, as people read it (protocol/sources.ts `sourceLabel`). */
+    decided_by: z.string(),
+    /** This answer came after the same decision was made: nothing changed. */
+    already_decided: z.boolean(),
+    rule_added: z.string().optional(),
+  }),
+  list_pending_permissions: z.object({ requests: z.array(PermissionRequest) }),
+};
+
+// ---- Events ----
+export const PermissionRequestEvent = PermissionRequest.extend({ event: z.literal('permission.request'), seq: Seq });
+
+export const PermissionResolvedEvent = z.object({
+  event: z.literal('permission.resolved'),
+  seq: Seq,
+  request_id: z.string(),
+  conversation_id: z.string(),
+  /** The decision in force (`deny` unless a person allowed it). */
+  decision: PermissionDecision,
+  /** Who answered, as people read it (`editor`, `LAN`, `phone (relay)`); only when `reason` is `answered`. */
+  decided_by: z.string().optional(),
+  reason: PermissionResolution,
+  /** The allow rule an `allow_always` added. */
+  rule_added: z.string().optional(),
+});

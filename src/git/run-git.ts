@@ -98,7 +98,19 @@ async function guardArgs(cwd: string, timeoutMs: number | undefined, allowHooks:
  * The filter drivers the config in force for `cwd` defines (reading config runs nothing). A name that
  * cannot be written as `-c` (it holds `=`) makes the run refused: git would run that filter.
  */
-async function filterNames(cwd: string, timeoutMs?: number): Promise<string[]> {
+function filterNames(cwd: string, timeoutMs?: number): Promise<string[]> {
+  // Runs started together in one folder (get_changes starts five) share one reading of the config:
+  // the same instant's answer, one process instead of five.
+  let reading = filterReadings.get(cwd);
+  if (!reading) {
+    reading = readFilterNames(cwd, timeoutMs).finally(() => filterReadings.delete(cwd));
+    filterReadings.set(cwd, reading);
+  }
+  return reading;
+}
+const filterReadings = new Map<string, Promise<string[]>>();
+
+async function readFilterNames(cwd: string, timeoutMs?: number): Promise<string[]> {
   const { stdout } = await execGit(['-C', cwd, 'config', '-z', '--name-only', '--get-regexp', '^filter\\.'], { cwd, timeoutMs, okCodes: [1] });
   const names = new Set(stdout.split('\0').filter(Boolean).map((key) => key.slice('filter.'.length, key.lastIndexOf('.'))));
   if ([...names].some((name) => name.includes('='))) throw new GitError('failed', 'the repository config names a filter git cannot be told to skip');

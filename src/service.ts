@@ -154,7 +154,7 @@ export class Service {
   ) {
     this.releaseDataDir = keepToolsOut(options.dataDir);
     // The door is made below (it needs the dispatcher, which needs the channel's deliveries); the inbox opens its sessions only once started.
-    this.turns = new TurnRunner({ agent, events, store });
+    this.turns = new TurnRunner({ agent, events, store, worktrees: options.worktrees ?? NO_WORKTREES });
     this.webhooks = new WebhookChannel({ config, store, turns: this.turns, logger, openSession: (o) => this.door.openSession(o) }, options.webhook);
     this.push = new PushService(
       { dataDir: options.dataDir, store, events, logger, redactor, permissionTimeoutMs: () => options.permissionTimeoutMs ?? config.current.permission_timeout_seconds * 1000 },

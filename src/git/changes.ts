@@ -23,12 +23,15 @@ export const DIFF_FLAGS = ['--no-color', '--no-ext-diff', '--no-textconv', '-M']
 export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = DEFAULT_DIFF_LIMITS): Promise<Changes> {
   await requireFolder(worktree);
   const base = worktree.baseCommit;
+  // Reads only: git's diff would otherwise refresh and write the index it read, taking its lock from
+  // a commit (or the agent's own git) running at the same time.
+  const read = { readOnly: true };
   const [untracked, commits, baseTip, diff, committed] = await Promise.all([
-    gitIn(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard']).then((out) => nulFields(out.stdout)),
-    gitIn(worktree.path, ['rev-list', '--count', `${base}..HEAD`]).then((out) => Number(out.stdout.trim())),
-    worktree.baseBranch ? gitIn(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { okCodes: [1] }).then((out) => out.stdout.trim()) : Promise.resolve(base),
-    gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--full-index', base]),
-    gitIn(worktree.path, ['diff', '--raw', '-z', '--no-renames', '--no-abbrev', base, 'HEAD']).then((out) => committedBlobs(out.stdout)),
+    gitIn(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard'], read).then((out) => nulFields(out.stdout)),
+    gitIn(worktree.path, ['rev-list', '--count', `${base}..HEAD`], read).then((out) => Number(out.stdout.trim())),
+    worktree.baseBranch ? gitIn(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { ...read, okCodes: [1] }).then((out) => out.stdout.trim()) : Promise.resolve(base),
+    gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--full-index', base], read),
+    gitIn(worktree.path, ['diff', '--raw', '-z', '--no-renames', '--no-abbrev', base, 'HEAD'], read).then((out) => committedBlobs(out.stdout)),
   ]);
   const { files, newBlobs } = parseGitDiff(diff.stdout + (await untrackedDiff(worktree.path, untracked)), limits);
   return {

@@ -74,7 +74,7 @@ async function revParse(repo: string, rev: string): Promise<string> {
 
 /** Every path `git status` names in the workspace: changed, staged, untracked (a land would overwrite it), both sides of a rename. */
 async function uncommittedPaths(repo: string): Promise<Set<string>> {
-  const fields = nulFields((await gitIn(repo, ['--no-optional-locks', 'status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=none'])).stdout);
+  const fields = nulFields((await gitIn(repo, ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=none'], { readOnly: true })).stdout);
   const paths = new Set<string>();
   for (let i = 0; i < fields.length; i++) {
     const entry = fields[i];

@@ -32,7 +32,7 @@ export async function unlandedWork(worktree: WorktreeRecord): Promise<{ commits:
   const base = worktree.baseBranch ? `refs/heads/${worktree.baseBranch}` : worktree.baseCommit;
   const tip = `refs/heads/${worktree.branch}`;
   const commits = await gitIn(worktree.repository, ['rev-list', '--count', `${base}..${tip}`]).then((out) => Number(out.stdout.trim()), () => 0);
-  const uncommittedFiles = await gitIn(worktree.path, ['--no-optional-locks', 'status', '--porcelain=v1', '-z', '--untracked-files=all']).then(
+  const uncommittedFiles = await gitIn(worktree.path, ['status', '--porcelain=v1', '-z', '--untracked-files=all'], { readOnly: true }).then(
     (out) => nulFields(out.stdout).filter((field) => /^.. /.test(field)).length,
     () => 0,
   );

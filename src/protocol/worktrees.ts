@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { command, nonEmpty } from './command-frame';
 import { ChatResult } from './chat';
+import { Seq } from './envelope';
 
 /** Where a conversation's tools work. */
 export const WorkArea = z.enum(['workspace', 'worktree']);
@@ -186,6 +187,7 @@ export const WorktreeResults = {
 /** A turn of a worktree conversation ended with changes: to its followers, and a "ready for review" push. */
 export const ChangesReadyEvent = z.object({
   event: z.literal('changes.ready'),
+  seq: Seq,
   conversation_id: z.string(),
   files: z.number().int().nonnegative(),
   additions: z.number().int().nonnegative(),

@@ -196,3 +196,23 @@ test('a conversation in the workspace has no changes to review; a webhook accoun
     account.close();
   }
 });
+
+test('a turn of a worktree conversation that ends with changes sends changes.ready to its followers, numbered', async () => {
+  const wt = await conversationWithWorktree('ready');
+  const id = wt.conversationId;
+  const follower = await TestClient.authed(svc.wsUrl, svc.token);
+  try {
+    await ok(follower, { type: 'follow_conversation', conversation_id: id });
+    const before = await readFile(join(wt.path, 'app.ts'), 'utf8');
+    await writeFiles(wt.path, { 'app.ts': before.replace('line 7\n', 'line 7 by the agent\nplus one\n'), 'new.ts': 'a\nb\n' });
+    fake.script({ text: 'done' });
+    await ok(owner, { type: 'chat', message: 'go on', conversation_id: id });
+    const ready = await follower.next((f) => f.event === 'changes.ready' && f.conversation_id === id);
+    assert.deepEqual({ files: ready.files, additions: ready.additions, deletions: ready.deletions }, { files: 2, additions: 4, deletions: 1 });
+    assert.equal(typeof ready.seq, 'number');
+    const ended = follower.frames.find((f) => f.event === 'turn.ended' && f.conversation_id === id);
+    assert.ok(ended && (ended.seq as number) < (ready.seq as number), 'after turn.ended');
+  } finally {
+    follower.close();
+  }
+});

@@ -7,7 +7,7 @@ import { sourceLabel } from '../../protocol/sources';
  * `body`, replaces a notification of the same `tag`, and opens `url` (relative to the page) when tapped.
  * A content-blind device gets only the kind and ids: the page fetches the rest through the tunnel.
  */
-export type PushKind = 'prompt' | 'resolved' | 'finished' | 'failed' | 'webhook' | 'test';
+export type PushKind = 'prompt' | 'resolved' | 'finished' | 'failed' | 'webhook' | 'review' | 'test';
 
 /** Lengths that keep a payload far under Web Push's 4 KB and readable on a lock screen. */
 const TITLE_CHARS = 120;
@@ -91,6 +91,23 @@ export function runPayload(run: EndedRun, blind: boolean, text: TextFilter): Rec
     title: cut(text(title), TITLE_CHARS),
     body: cut(text(run.text), BODY_CHARS),
     url: pageUrl(run.conversationId),
+  };
+}
+
+export const reviewTag = (conversationId: string) => `review:${conversationId}`;
+
+/** "Ready for review": a worktree conversation's turn ended with changes (changes.ready). */
+export function reviewPayload(ready: { conversationId: string; conversationTitle: string; files: number; additions: number; deletions: number }, blind: boolean, text: TextFilter): Record<string, unknown> {
+  const tag = reviewTag(ready.conversationId);
+  if (blind) return { v: 1, kind: 'review', tag, blind: true, conversation_id: ready.conversationId };
+  return {
+    v: 1,
+    kind: 'review',
+    tag,
+    conversation_id: ready.conversationId,
+    title: cut(text(`Ready for review: ${ready.conversationTitle}`), TITLE_CHARS),
+    body: cut(`${ready.files} file${ready.files === 1 ? '' : 's'} changed, +${ready.additions} -${ready.deletions}`, BODY_CHARS),
+    url: pageUrl(ready.conversationId),
   };
 }
 

@@ -259,8 +259,9 @@ export class Agent {
       const { config, model, provider, specs, window } = await this.requestShape({}, false);
       const rows = await this.history.rows(conversationId);
       // The next turn's request shape, so the fullness told is what the model will be sent.
-      const system = await this.systemMessage(config, rows, {}, () => this.context.environment({ client: sourceLabel(source), remote: source !== 'editor', model, contextWindow: window }));
-      const budget = requestBudget(window, config.max_tokens, system ? [system] : [], specs);
+      const system = await this.systemMessage(config, rows, {}, { model, contextWindow: window });
+      const moment = await this.moment({ client: sourceLabel(source), remote: source !== 'editor' });
+      const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
       const usage = new TurnUsage();
       try {
         const made = await this.compactor.compact(rows, {
@@ -400,11 +401,16 @@ export class Agent {
 
   /**
    * The system message of one request. Each step: an instruction file the last step edited, or a
-   * folder it reached, counts at once; the environment block is the turn's.
+   * folder it reached, counts at once.
    */
-  private async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], instructions: TurnInstructions, environment: () => Promise<string>): Promise<ChatMessage | undefined> {
+  private async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], instructions: TurnInstructions, workplace: { model: string; contextWindow: number | null }): Promise<ChatMessage | undefined> {
     if (this.deps.withContext === false) return config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
-    return this.context.systemMessage(config, rows, await environment(), instructions);
+    return this.context.systemMessage(config, rows, workplace, instructions);
+  }
+
+  /** The turn's note (time, git, who sent it), sent after the conversation; none without the agent's context. */
+  private async moment(facts: { client: string; remote: boolean }): Promise<ChatMessage | undefined> {
+    return this.deps.withContext === false ? undefined : this.context.moment(facts);
   }
 
   /** Model calls and tool runs until the model answers; returns the final text. */
@@ -414,7 +420,7 @@ export class Agent {
     // One failed compaction a turn: the turn goes on with the cut instead of failing again each step.
     let mayCompact = true;
     // Once a turn: git is asked then, and the date and time are those of the message.
-    let environment: string | undefined;
+    let moment: ChatMessage | undefined | null = null;
     const instructions: TurnInstructions = {};
     for (let step = 1; ; step += 1) {
       const maxSteps = this.deps.config().max_steps;
@@ -422,16 +428,9 @@ export class Agent {
       const { config, tools, names, specs, model, provider, window, reported } = await this.requestShape(input, lastStep);
       const byName = new Map(tools.map((t) => [t.name, t]));
       const rows = await this.history.rows(conversationId);
-      const system = await this.systemMessage(config, rows, instructions, async () => {
-        environment ??= await this.context.environment({
-          client: input.client ?? sourceLabel(input.source),
-          remote: input.source !== 'editor',
-          model,
-          contextWindow: window,
-        });
-        return environment;
-      });
-      const budget = requestBudget(window, config.max_tokens, system ? [system] : [], specs);
+      const system = await this.systemMessage(config, rows, instructions, { model, contextWindow: window });
+      if (moment === null) moment = await this.moment({ client: input.client ?? sourceLabel(input.source), remote: input.source !== 'editor' });
+      const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
       const view = await this.compactor.modelView(rows, system ? [system] : [], {
         conversationId, provider, model, budget, signal,
         onResult: (result) => usage.add(config, provider.name, model, result),
@@ -448,7 +447,7 @@ export class Agent {
         temperature: config.temperature,
         // Never more than the room kept for it: the request and the reply must fit the window together.
         max_tokens: config.max_tokens === undefined ? undefined : budget.reply,
-        messages: toModelNames(messages, names),
+        messages: toModelNames(moment ? [...messages, moment] : messages, names),
         tools: specs,
         signal,
         onDelta: input.stream ? onDelta : undefined,
@@ -550,4 +549,9 @@ function toModelNames(messages: ChatMessage[], names: ModelToolNames): ChatMessa
     if (m.role === 'tool') return { ...m, name: names.modelName(m.name) };
     return m;
   });
+}
+
+/** What every request of a turn carries besides the history: counted before the history is fitted. */
+function fixedMessages(system: ChatMessage | undefined, moment: ChatMessage | undefined): ChatMessage[] {
+  return [system, moment].filter((message): message is ChatMessage => message !== undefined);
 }

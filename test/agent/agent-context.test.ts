@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { GIT_STATUS_MAX_AGE_MS, GitStatusCache, summaryOf } from '../../src/agent/prompt/git-status';
 import { BUILTIN_SYSTEM_PROMPT } from '../../src/agent/prompt/system-prompt';
-import { environmentBlock } from '../../src/agent/prompt/environment';
+import { MOMENT_HEADING, environmentBlock, momentNote } from '../../src/agent/prompt/environment';
 import { clientLabel } from '../../src/commands/agent-context-handlers';
 import type { ClientSession } from '../../src/commands/session';
 import type { Store } from '../../src/store';
@@ -60,8 +60,16 @@ function localDate(now = new Date()): string {
   return `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}`;
 }
 
-describe('the system prompt and the environment block', () => {
-  test('present and true: our prompt, the date, the OS, the workspace, the branch and its changed files, the client; no secret', async () => {
+/** The turn's note: the last message of a recorded request. */
+function momentOf(request: RecordedRequest): string {
+  const last = (request.body.messages as { role: string; content: string }[]).at(-1)!;
+  assert.equal(last.role, 'user');
+  assert.ok(last.content.startsWith(MOMENT_HEADING), last.content.slice(0, 200));
+  return last.content;
+}
+
+describe('the system prompt, the environment block and the turn\'s note', () => {
+  test('present and true: our prompt, the OS, the workspace, the model first; the date, the branch and its changed files, the client last; no secret', async () => {
     const workspace = await folder('ra-ctx-git-');
     git(workspace, 'init', '-q', '-b', 'feature-ctx');
     await writeFile(join(workspace, 'tracked.txt'), 'one\n');
@@ -77,24 +85,46 @@ describe('the system prompt and the environment block', () => {
     const system = systemOf(request);
     assert.ok(system.startsWith(BUILTIN_SYSTEM_PROMPT), 'the built-in prompt comes first');
     assert.match(system, /# From the user's settings\nAlways answer in haiku\./, "service.json's system_prompt is added");
-    assert.ok([before, localDate()].some((day) => system.includes(day)), "today's date");
-    assert.ok(system.includes(Intl.DateTimeFormat().resolvedOptions().timeZone), 'the time zone');
     assert.ok(system.includes(`${os.type()} ${os.release()}`), 'the OS');
-    assert.ok(system.includes(`Workspace folder: ${workspace} (git branch feature-ctx, 2 changed files)`), system);
-    assert.match(system, /This message came from: LAN \(the user may be away/);
+    assert.ok(system.includes(`- Workspace folder: ${workspace}\n`), system);
     assert.match(system, /context window: 128000 tokens/, "the price table's window for gpt-4o-mini");
     assert.doesNotMatch(system, /Instruction files in force/, 'no instruction file, no section');
+    const moment = momentOf(request);
+    assert.ok([before, localDate()].some((day) => moment.includes(day)), "today's date");
+    assert.ok(moment.includes(Intl.DateTimeFormat().resolvedOptions().timeZone), 'the time zone');
+    assert.ok(moment.includes('- Git: branch feature-ctx, 2 changed files'), moment);
+    assert.match(moment, /This message came from: LAN \(the user may be away/);
+    for (const changing of [before, 'feature-ctx', 'This message came from']) assert.ok(!system.includes(changing), `${changing} is not in the system message`);
     const sent = JSON.stringify(request.body);
     for (const secret of [TEST_API_KEY, TEST_TOKEN]) assert.ok(!sent.includes(secret), 'no secret reaches the model');
-    const user = (request.body.messages as { role: string; content: string }[]).at(-1)!;
+    const user = (request.body.messages as { role: string; content: string }[]).at(-2)!;
     assert.deepEqual(user, { role: 'user', content: 'where am I?' }, "the user's message is left as it was typed");
 
     // The agent's own write counts on the next turn (git's status is asked again after a tool ran).
     fake.script({ tool_calls: [{ id: 'w1', name: 'write_file', arguments: { path: 'made.txt', content: 'x' } }] }, { text: 'written' }, { text: 'ok' });
     assert.equal((await client.request({ type: 'chat', message: 'write it' })).status, 'ok');
-    assert.ok(systemOf(fake.requests.at(-1)!).includes('(git branch feature-ctx, 2 changed files)'), 'the environment is computed once a turn');
+    const [step1, step2] = fake.requests.slice(-2);
+    assert.equal(momentOf(step2!), momentOf(step1!), 'the note is computed once a turn');
+    assert.ok(momentOf(step2!).includes('branch feature-ctx, 2 changed files'));
     assert.equal((await client.request({ type: 'chat', message: 'and now?' })).status, 'ok');
-    assert.ok(systemOf(fake.requests.at(-1)!).includes('(git branch feature-ctx, 3 changed files)'));
+    assert.ok(momentOf(fake.requests.at(-1)!).includes('branch feature-ctx, 3 changed files'));
+  });
+
+  test('what providers cache stays put: the system message is the same in every request, and each request begins with the one before it (without its note)', async () => {
+    const workspace = await folder('ra-ctx-cache-');
+    git(workspace, 'init', '-q', '-b', 'main');
+    const { client } = await service(workspace);
+    fake.script({ text: 'one' }, { tool_calls: [{ id: 'w2', name: 'write_file', arguments: { path: 'a.txt', content: 'a' } }] }, { text: 'two' }, { text: 'three' });
+    const first = await client.request({ type: 'chat', message: 'first' });
+    const conversation_id = (first.data as { conversation_id: string }).conversation_id;
+    await client.request({ type: 'chat', message: 'second', conversation_id });
+    await client.request({ type: 'chat', message: 'third', conversation_id });
+    const requests = fake.requests.slice(-4).map((r) => r.body.messages as unknown[]);
+    assert.equal(new Set(requests.map((messages) => JSON.stringify(messages[0]))).size, 1, 'one system message, byte for byte, although git changed and time passed');
+    for (let i = 1; i < requests.length; i += 1) {
+      const before = requests[i - 1]!.slice(0, -1);
+      assert.deepEqual(requests[i]!.slice(0, before.length), before, `request ${i + 1} begins with request ${i} (its note aside)`);
+    }
   });
 
   test('outside a repository: said so, no branch; system_prompt_mode "replace" leaves out our prompt', async () => {
@@ -105,7 +135,7 @@ describe('the system prompt and the environment block', () => {
     const system = systemOf(fake.requests.at(-1)!);
     assert.ok(system.startsWith('You are a pirate.\n\n# Environment'), system.slice(0, 200));
     assert.ok(!system.includes(BUILTIN_SYSTEM_PROMPT.slice(0, 60)));
-    assert.ok(system.includes(`Workspace folder: ${workspace} (not a git repository`));
+    assert.ok(momentOf(fake.requests.at(-1)!).includes('- Git: not a git repository'));
     const config = (await client.request({ type: 'get_config' })).data as { system_prompt_mode: string; instructions: unknown[] };
     assert.equal(config.system_prompt_mode, 'replace');
     assert.deepEqual(config.instructions, []);
@@ -121,9 +151,10 @@ describe('who sent the message', () => {
     assert.equal(clientLabel(session('webhook:support'), { store }), 'webhook “support”');
     process.env.RA_TEST_SECRET_VALUE = 'env-secret-9c1f2e';
     try {
-      const block = await environmentBlock({ roots: [], client: 'phone (relay), device “a\nb”', remote: true, model: 'm', contextWindow: null, git: async () => undefined });
-      assert.ok(!block.includes('env-secret-9c1f2e'));
-      assert.match(block, /This message came from: phone \(relay\), device “a b” \(the user may be away/);
+      const block = environmentBlock({ roots: [], model: 'm', contextWindow: null });
+      const moment = await momentNote({ roots: [], client: 'phone (relay), device “a\nb”', remote: true, git: async () => undefined });
+      for (const text of [block, moment]) assert.ok(!text.includes('env-secret-9c1f2e'));
+      assert.match(moment, /This message came from: phone \(relay\), device “a b” \(the user may be away/);
       assert.match(block, /Workspace: none open/);
       assert.match(block, /context window: not known, assume about 32000 tokens/);
     } finally {

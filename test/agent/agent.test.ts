@@ -11,6 +11,7 @@ import { stackTraceText } from '../helpers/provider-test-kit';
 import { TEST_API_KEY, startService, type RunningService } from '../helpers/service';
 import { tempDir } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
+import { withoutNote } from '../helpers/service-note';
 
 let fake: FakeOpenAI;
 let workspace: string;
@@ -74,7 +75,7 @@ describe('the tool loop', () => {
     // The next turn replays the tool traffic to the model in the provider's format.
     await client.request({ type: 'chat', message: 'thanks', conversation_id });
     const replayed = fake.requests.at(-1)!.body.messages as { role: string; tool_calls?: unknown[]; tool_call_id?: string }[];
-    assert.deepEqual(replayed.map((m) => m.role), ['system', 'user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'user']);
+    assert.deepEqual(replayed.map((m) => m.role), ['system', 'user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'user', 'user'], 'the last: the turn\'s note');
     assert.equal(replayed[3].tool_call_id, 'c1');
     client.close();
   });
@@ -336,7 +337,7 @@ describe('memory, cancel and providers', () => {
     anthropic.script(
       { tool_uses: [{ id: 'toolu_1', name: 'read_file', input: { path: 'anthropic.txt' } }] },
       (request) => {
-        const last = request.body.messages.at(-1) as { role: string; content: { type: string; content?: unknown }[] };
+        const last = withoutNote(request.body.messages as { role: string }[]).at(-1) as unknown as { role: string; content: { type: string; content?: unknown }[] };
         const result = last.content.find((block) => block.type === 'tool_result');
         return { text: `read: ${JSON.stringify(result?.content)}`, chunks: 4 };
       },
@@ -348,7 +349,17 @@ describe('memory, cancel and providers', () => {
     const second = anthropic.requests.at(-1)!.body as { system: unknown; messages: { role: string; content: string | { type: string }[] }[] };
     assert.match(JSON.stringify(second.system), /be brief/);
     const blocks = (content: string | { type: string }[]) => (typeof content === 'string' ? 'text' : content.map((b) => b.type).join(','));
-    assert.deepEqual(second.messages.map((m) => [m.role, blocks(m.content)]), [['user', 'text'], ['assistant', 'tool_use'], ['user', 'tool_result']]);
+    assert.deepEqual(second.messages.map((m) => [m.role, blocks(m.content)]), [['user', 'text'], ['assistant', 'tool_use'], ['user', 'tool_result,text']], 'the turn\'s note comes last');
+    // The prompt cache: Anthropic caches only what is marked. The system prompt (with the tools before it)
+    // and the conversation up to the turn's note are; the note, which changes each turn, is not.
+    const first = anthropic.requests.at(-2)!.body as typeof second;
+    for (const body of [first, second]) assert.deepEqual((body.system as { cache_control?: unknown }[]).map((b) => b.cache_control), [{ type: 'ephemeral' }]);
+    const marked = (body: typeof second) => body.messages.flatMap((m) => (typeof m.content === 'string' ? [] : m.content)).filter((b) => 'cache_control' in b);
+    assert.deepEqual(marked(first).map((b) => b.type), ['text'], "the first request: the user's message");
+    assert.deepEqual(marked(second).map((b) => b.type), ['tool_result'], 'the second: the tool result, the last block before the note');
+    assert.match(JSON.stringify(first.messages[0]), /read it/);
+    const note = (second.messages.at(-1)!.content as { type: string; text?: string }[]).at(-1)!;
+    assert.ok(note.text?.startsWith('# Now') && !('cache_control' in note), 'the note: last, unmarked');
     client.close();
   });
 
@@ -357,7 +368,7 @@ describe('memory, cancel and providers', () => {
     const editorModels: Provider = {
       name: 'vscode',
       complete: async (request) => {
-        const last = request.messages.at(-1)!;
+        const last = withoutNote(request.messages).at(-1)!;
         seen.push(last.content);
         request.onDelta?.('from the editor');
         return { text: 'from the editor', tool_calls: [], finish_reason: 'stop' };

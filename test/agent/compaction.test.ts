@@ -12,6 +12,7 @@ import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../helpe
 import { startService, type RunningService } from '../helpers/service';
 import { tempDir } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
+import { withoutNote } from '../helpers/service-note';
 
 const WINDOW = 16_384;
 /** What the service keeps for the reply when service.json sets no max_tokens (compaction/budget.ts). */
@@ -70,7 +71,7 @@ function model(failSummaries: () => boolean) {
       const rules = [...new Set(input.match(/Never touch[^\n]*/g) ?? [])];
       return { text: `## Goal\nKeep the reports checked.\n## Constraints and decisions\n${rules.map((r) => `- ${r}`).join('\n')}\n## Progress\nReports read.` };
     }
-    const last = messages.at(-1)!;
+    const last = withoutNote(messages).at(-1)!;
     if (last.role === 'user') {
       const turn = Number(/turn (\d+)/.exec(last.content ?? '')?.[1] ?? 0);
       return { tool_calls: [{ name: 'read_file', arguments: { path: `report-${turn % 5}.txt` } }] };

@@ -14,6 +14,7 @@ import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../helpe
 import { startService, type RunningService } from '../helpers/service';
 import { tempDir } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
+import { withoutNote } from '../helpers/service-note';
 
 const posix = process.platform !== 'win32';
 let fake: FakeOpenAI;
@@ -156,7 +157,7 @@ describe('malformed tool-call arguments from the provider', () => {
     const svc = await service({ provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-test-key-abcdef123456', model: 'claude-fake-2', permission_mode: 'allow' });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
     anthropic.script({ tool_uses: [{ id: 'toolu_bad', name: 'read_file', input: '{"path": "a' }] }, (request) => {
-      const last = request.body.messages.at(-1) as { role: string; content: { type: string; tool_use_id?: string; content?: unknown; is_error?: boolean }[] };
+      const last = withoutNote(request.body.messages as { role: string }[]).at(-1) as unknown as { role: string; content: { type: string; tool_use_id?: string; content?: unknown; is_error?: boolean }[] };
       const result = last.content.find((block) => block.type === 'tool_result');
       return { text: `result: ${JSON.stringify(result)}` };
     });

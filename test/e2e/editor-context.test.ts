@@ -17,13 +17,14 @@ import type { RecordedRequest } from '../helpers/fake-http';
 import { waitFor } from '../helpers/temp';
 import { freePort, packageFixtureVsix, packageVsix, ROOT, startCodeServer, type CodeServer } from './code-server';
 import { ARTIFACTS, Workbench } from './workbench';
+import { withoutNote } from '../helpers/service-note';
 
 const STEP_TIMEOUT = 90_000;
 const MATH = '// math\n\nexport function add(a: number, b: number) {\n  return a + b;\n}\n\nexport const zero = 0;\n';
 const SELECTED = 'export function add(a: number, b: number) {\n  return a + b;\n}';
 
-const userTexts = (request: RecordedRequest) => ((request.body as { messages?: { role: string; content: unknown }[] }).messages ?? []).filter((m) => m.role === 'user').map((m) => String(m.content));
-const hasToolResult = (request: RecordedRequest) => ((request.body as { messages?: { role: string }[] }).messages ?? []).at(-1)?.role === 'tool';
+const userTexts = (request: RecordedRequest) => withoutNote((request.body as { messages?: { role: string; content: unknown }[] }).messages ?? []).filter((m) => m.role === 'user').map((m) => String(m.content));
+const hasToolResult = (request: RecordedRequest) => withoutNote((request.body as { messages?: { role: string }[] }).messages ?? []).at(-1)?.role === 'tool';
 
 describe("the editor's context and VS Code's tools, in a real VS Code (code-server + Chromium)", { timeout: 600_000 }, () => {
   let scratch: string;
@@ -96,8 +97,8 @@ describe("the editor's context and VS Code's tools, in a real VS Code (code-serv
       assert.equal((await chip.locator('.chip-label').innerText()).trim(), 'math.ts:3-5');
       await w.screenshot('ask-chip');
       const before = fake.requests.length;
-      await chat.locator('#ra-input').fill('What does this do?');
-      await chat.locator('#ra-input').press('Enter');
+      await chat.locator('.composer-input').fill('What does this do?');
+      await chat.locator('.composer-input').press('Enter');
       await chat.locator('.message.assistant:not(.streaming)', { hasText: 'echo:' }).waitFor();
       const request = fake.requests.slice(before).find((r) => r.path.startsWith('/v1/chat/completions'))!;
       const user = userTexts(request).at(-1)!;
@@ -131,12 +132,12 @@ describe("the editor's context and VS Code's tools, in a real VS Code (code-serv
       const w = wb!;
       const round = (request: RecordedRequest) => {
         const messages = (request.body as { messages: { role: string; content: string }[] }).messages;
-        return hasToolResult(request) ? { text: `The tool said: ${messages.at(-1)!.content}` } : { tool_calls: [{ name: 'vscode_e2e_word_count', arguments: { text: 'one two three four' } }] };
+        return hasToolResult(request) ? { text: `The tool said: ${withoutNote(messages).at(-1)!.content}` } : { tool_calls: [{ name: 'vscode_e2e_word_count', arguments: { text: 'one two three four' } }] };
       };
       fake.script(round, round);
       const before = fake.requests.length;
-      await chat.locator('#ra-input').fill('Count the words of "one two three four"');
-      await chat.locator('#ra-input').press('Enter');
+      await chat.locator('.composer-input').fill('Count the words of "one two three four"');
+      await chat.locator('.composer-input').press('Enter');
       const card = chat.locator('.permission-card');
       await card.waitFor();
       assert.match(await card.innerText(), /vscode\.e2e_word_count/);

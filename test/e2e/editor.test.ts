@@ -20,6 +20,7 @@ import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-r
 import { TestClient } from '../helpers/ws-client';
 import { freePort, packageVsix, startCodeServer, type CodeServer } from './code-server';
 import { ARTIFACTS, Workbench } from './workbench';
+import { withoutNote } from '../helpers/service-note';
 
 const AUTH_TOKEN = 'e2e-access-token-7f3a9c1d5e8b2f4a6c0d9e7b';
 const API_KEY = 'sk-e2e-secret-key-4d2c8a1f9b7e3c5a';
@@ -36,7 +37,7 @@ function lastUserText(request: RecordedRequest): string {
 }
 
 /** Whether the request ends with a tool result (the model's step after its tool call). */
-const hasToolResult = (request: RecordedRequest) => ((request.body as { messages?: { role: string }[] }).messages ?? []).at(-1)?.role === 'tool';
+const hasToolResult = (request: RecordedRequest) => withoutNote((request.body as { messages?: { role: string }[] }).messages ?? []).at(-1)?.role === 'tool';
 /** One scripted model step of a write_file round: the tool call, or (with its result) the answer. */
 const toolThenText = (path: string, content: string, done: string) => (request: RecordedRequest) =>
   hasToolResult(request) ? { text: done } : { tool_calls: [{ name: 'write_file', arguments: { path, content } }] };
@@ -67,8 +68,8 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
   }
 
   const send = async (text: string) => {
-    await chat.locator('#ra-input').fill(text);
-    await chat.locator('#ra-input').press('Enter');
+    await chat.locator('.composer-input').fill(text);
+    await chat.locator('.composer-input').press('Enter');
   };
 
   before(async () => {
@@ -163,7 +164,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
     step('stream', async () => {
       const w = wb!;
       await chat.locator('.banner button[aria-label="Dismiss"]').click().catch(() => undefined);
-      await chat.locator('#ra-input').waitFor({ state: 'visible' });
+      await chat.locator('.composer-input').waitFor({ state: 'visible' });
       const pieces = ['Here is **the plan**:\n\n', '1. read the file\n', '2. change it\n\n', 'Then run `npm test`:\n\n', '```sh\nnpm test\n```\n', 'Done.'];
       fake.script({ text: pieces.join(''), chunks: pieces.length, chunkDelayMs: 400 });
       await send('How do I run the tests?');
@@ -196,7 +197,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await client.next((f) => f.event === 'config.changed');
       const after = await client.request({ type: 'get_config' });
       assert.equal((after.data as { permission_mode: string }).permission_mode, 'deny');
-      assert.equal(await chat.locator('#ra-mode').inputValue(), 'deny');
+      assert.equal(await chat.locator('.mode-select').inputValue(), 'deny');
       await w.screenshot('permission-mode-deny');
 
       // From another client: the status bar follows at once.
@@ -288,13 +289,13 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       assert.equal((await client!.request({ type: 'update_config', config: { permission_mode: 'allow' } })).status, 'ok');
       const round = (request: RecordedRequest) => {
         if (!hasToolResult(request)) return { tool_calls: [{ name: 'run_command', arguments: { command: 'echo terminal-says-hi && pwd' } }] };
-        const messages = (request.body as { messages: { content: string }[] }).messages;
+        const messages = withoutNote((request.body as { messages: { role: string; content: string }[] }).messages);
         return { text: `The command said: ${messages.at(-1)!.content}` };
       };
       fake.script(round, round);
       await send('Run a command, please');
       await chat.locator('.message.assistant:not(.streaming)', { hasText: 'The command said' }).waitFor();
-      const toolResult = ((fake.requests.at(-1)!.body as { messages: { role: string; content: string }[] }).messages.at(-1))!;
+      const toolResult = withoutNote((fake.requests.at(-1)!.body as { messages: { role: string; content: string }[] }).messages).at(-1)!;
       assert.equal(toolResult.role, 'tool');
       assert.equal(toolResult.content, `terminal-says-hi\n${workspace}\n[exit code 0]`);
       await w.page.locator('.part.panel').getByText('Remote Assistant').first().waitFor();

@@ -141,7 +141,7 @@ export class Workbench {
     const item = this.page.locator('.part.activitybar .action-label[aria-label^="Remote Assistant"]');
     await item.click();
     const chat = this.chat;
-    await chat.locator('#ra-input').waitFor({ state: 'visible' });
+    await chat.locator('.composer-input').waitFor({ state: 'visible' });
     return chat;
   }
 

@@ -13,6 +13,7 @@ import { MAX_CONTEXT_CHARS } from '../../src/protocol';
 import { extensionHarness } from '../helpers/extension-harness';
 import { tempDir, waitFor } from '../helpers/temp';
 import { Position, Selection, testing, Uri, workspace, type FakeWebviewView } from '../helpers/vscode-double';
+import { withoutNote } from '../helpers/service-note';
 
 const harness = extensionHarness();
 const cleanups = harness.cleanups;
@@ -77,7 +78,7 @@ describe("the editor's context", () => {
     view.webview.fromUi({ kind: 'frame', frame: { type: 'chat', id: 'ask-1', message: 'Explain this', context: [added.item] } });
     const reply = await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'ask-1'), 'the chat reply');
     assert.equal(reply.envelope.status, 'ok', JSON.stringify(reply.envelope));
-    const user = (harness.fake.requests[before]!.body as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'user').at(-1)!;
+    const user = withoutNote((harness.fake.requests[before]!.body as { messages: { role: string; content: string }[] }).messages).filter((m) => m.role === 'user').at(-1)!;
     assert.ok(user.content.includes(selected), user.content);
     assert.ok(user.content.includes('src/math.ts, lines 3-5'));
   });
@@ -222,7 +223,7 @@ describe("the chat view's chips, in a browser (the real page: media/chat-webview
     await input.pressSequentially('please');
     await input.press('Enter');
     await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo:'));
-    const user = (harness.fake.requests[before]!.body as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'user').at(-1)!.content;
+    const user = withoutNote((harness.fake.requests[before]!.body as { messages: { role: string; content: string }[] }).messages).filter((m) => m.role === 'user').at(-1)!.content;
     assert.ok(user.includes('export function add(a: number, b: number) {\n  return a + b;\n}'), 'the selected lines');
     assert.ok(user.includes('[file] src/format.ts') && user.includes('export const format = String;'), 'the mentioned file');
     assert.ok(!user.includes('[file] src/math.ts'), 'not the detached active file');

@@ -10,6 +10,7 @@ import type { RecordedRequest } from '../helpers/fake-http';
 import { TEST_TOKEN } from '../helpers/service';
 import { LanguageModelTextPart, LanguageModelToolResult, testing } from '../helpers/vscode-double';
 import { TestClient } from '../helpers/ws-client';
+import { withoutNote } from '../helpers/service-note';
 
 const harness = extensionHarness();
 const cleanups = harness.cleanups;
@@ -36,12 +37,12 @@ async function activateWindow(config: Record<string, unknown>) {
   return { api, phone, port };
 }
 
-const hasToolResult = (request: RecordedRequest) => ((request.body as { messages?: { role: string }[] }).messages ?? []).at(-1)?.role === 'tool';
+const hasToolResult = (request: RecordedRequest) => withoutNote((request.body as { messages?: { role: string }[] }).messages ?? []).at(-1)?.role === 'tool';
 /** The model calls the VS Code tool, then answers with what the tool returned. */
 function callWordCount() {
   const round = (request: RecordedRequest) => {
     const messages = (request.body as { messages: { role: string; content: string }[] }).messages;
-    return hasToolResult(request) ? { text: `tool said: ${messages.at(-1)!.content}` } : { tool_calls: [{ name: MODEL_NAME, arguments: { text: 'one two three' } }] };
+    return hasToolResult(request) ? { text: `tool said: ${withoutNote(messages).at(-1)!.content}` } : { tool_calls: [{ name: MODEL_NAME, arguments: { text: 'one two three' } }] };
   };
   harness.fake.script(round, round);
 }
@@ -115,7 +116,7 @@ describe("VS Code's language model tools", () => {
     assert.equal(posted.status, 202);
     await harness.fake.waitFor((requests) => requests.slice(before).some(hasToolResult), 10_000);
     assert.deepEqual(testing.invokedTools, []);
-    const toolMessage = (harness.fake.requests.slice(before).find(hasToolResult)!.body as { messages: { content: string }[] }).messages.at(-1)!;
+    const toolMessage = withoutNote((harness.fake.requests.slice(before).find(hasToolResult)!.body as { messages: { role: string; content: string }[] }).messages).at(-1)!;
     assert.match(toolMessage.content, /not enabled for messages from this source/);
   });
 });

@@ -12,6 +12,7 @@ import { TEST_TOKEN } from '../helpers/service';
 import { tempDir, waitFor } from '../helpers/temp';
 import { testing, Uri, type FakeWebviewView } from '../helpers/vscode-double';
 import { TestClient } from '../helpers/ws-client';
+import { withoutNote } from '../helpers/service-note';
 
 const harness = extensionHarness();
 const cleanups = harness.cleanups;
@@ -27,7 +28,7 @@ async function activateWindow() {
 }
 
 const posted = (view: FakeWebviewView) => view.webview.posted as Record<string, any>[];
-const hasToolResult = (request: RecordedRequest) => ((request.body as { messages?: { role: string }[] }).messages ?? []).at(-1)?.role === 'tool';
+const hasToolResult = (request: RecordedRequest) => withoutNote((request.body as { messages?: { role: string }[] }).messages ?? []).at(-1)?.role === 'tool';
 /** One model turn: the tool call, then (with its result) the answer. */
 function toolThenText(name: string, args: Record<string, unknown>, done: string) {
   const round = (request: RecordedRequest) => (hasToolResult(request) ? { text: done } : { tool_calls: [{ name, arguments: args }] });

@@ -11,6 +11,7 @@ import { TEST_TOKEN } from '../helpers/service';
 import { tempDir, waitFor } from '../helpers/temp';
 import { fakeContext, installVscodeDouble, testing, Uri, type FakeWebviewView } from '../helpers/vscode-double';
 import { TestClient } from '../helpers/ws-client';
+import { withoutNote } from '../helpers/service-note';
 
 installVscodeDouble();
 type ExtensionModule = typeof import('../../src/extension/extension');
@@ -395,7 +396,7 @@ describe('file tools in the editor', () => {
     });
     const c = await client(portOf(api));
     const write = (path: string) => (request: { body: unknown }) =>
-      ((request.body as { messages: { role: string }[] }).messages.at(-1)?.role === 'tool' ? { text: 'written' } : { tool_calls: [{ name: 'write_file', arguments: { path, content: 'x\n' } }] });
+      (withoutNote((request.body as { messages: { role: string }[] }).messages).at(-1)?.role === 'tool' ? { text: 'written' } : { tool_calls: [{ name: 'write_file', arguments: { path, content: 'x\n' } }] });
     fake.script(write('in-folder.txt'), write('in-folder.txt'));
     assert.equal((await c.request({ type: 'chat', message: 'write it' }, 20_000)).status, 'ok');
     assert.equal(await readFile(join(folder.dir, 'in-folder.txt'), 'utf8'), 'x\n');

@@ -13,6 +13,7 @@
  * message_delta (stop_reason, usage) and message_stop. The `...AfterDeltas` options count
  * content_block_delta events: `hangAfterDeltas: 2` sends everything before the third delta, then stops.
  */
+import { isServiceNote } from './service-note';
 import { countWords, sendJson, sendRaw, split, startFakeServer } from './fake-http';
 import type { Exchange, FakeError, FakeHang, FakeKit, FakeMalformed, FakeReset, FakeServer, StepSource, Timing } from './fake-http';
 
@@ -212,6 +213,10 @@ function invalidRequest(body: unknown): string | undefined {
     }
   }
   if ((messages[0] as { role: string }).role !== 'user') return 'messages: first message must use the "user" role';
+  const marked = [system, (body as { tools?: unknown }).tools, ...messages.map((m) => (m as { content?: unknown }).content)]
+    .flatMap((blocks) => (Array.isArray(blocks) ? blocks : []))
+    .filter((block) => typeof block === 'object' && block !== null && 'cache_control' in block).length;
+  if (marked > 4) return `A maximum of 4 blocks with cache_control may be provided. Found ${marked}.`;
   return undefined;
 }
 
@@ -262,14 +267,14 @@ function sse(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
-/** The text blocks of the last user message (tool results are not text). */
+/** The text blocks of the last user message (tool results are not text; the service's note of the turn is not the user's). */
 function lastUserText(body: unknown): string {
   const messages = (body as { messages?: { role?: string; content?: unknown }[] } | undefined)?.messages ?? [];
-  const last = [...messages].reverse().find((m) => m?.role === 'user');
+  const last = [...messages].reverse().find((m) => m?.role === 'user' && !isServiceNote(m.content));
   if (!last) return '';
   if (typeof last.content === 'string') return last.content;
   if (Array.isArray(last.content)) {
-    return last.content.map((block: { type?: unknown; text?: unknown }) => (block?.type === 'text' && typeof block.text === 'string' ? block.text : '')).join('');
+    return last.content.map((block: { type?: unknown; text?: unknown }) => (block?.type === 'text' && typeof block.text === 'string' && !isServiceNote(block.text) ? block.text : '')).join('');
   }
   return '';
 }

@@ -8,6 +8,7 @@
  *   ... base_url: fake.url ...
  *   await fake.close();
  */
+import { isServiceNote } from './service-note';
 import { countWords, sendJson, sendRaw, split, startFakeServer } from './fake-http';
 import type { Exchange, FakeError, FakeHang, FakeKit, FakeMalformed, FakeReset, FakeServer, RecordedRequest, StepSource, Timing } from './fake-http';
 
@@ -210,11 +211,11 @@ function maskKey(key: string): string {
 
 function lastUserMessage(body: unknown): string {
   const messages = (body as { messages?: { role?: string; content?: unknown }[] } | undefined)?.messages ?? [];
-  const last = [...messages].reverse().find((m) => m?.role === 'user');
+  const last = [...messages].reverse().find((m) => m?.role === 'user' && !isServiceNote(m.content));
   if (!last) return '';
   if (typeof last.content === 'string') return last.content;
   if (Array.isArray(last.content)) {
-    return last.content.map((part: { text?: unknown }) => (typeof part?.text === 'string' ? part.text : '')).join('');
+    return last.content.map((part: { text?: unknown }) => (typeof part?.text === 'string' && !isServiceNote(part.text) ? part.text : '')).join('');
   }
   return '';
 }

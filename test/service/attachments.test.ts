@@ -14,6 +14,7 @@ import { serve } from '../helpers/cli';
 import { sessionClient, startService, TEST_TOKEN, writeConfig, type RunningService } from '../helpers/service';
 import { tempDir, waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
+import { isServiceNote, withoutNote } from '../helpers/service-note';
 
 const PASSWORD = 'correct horse battery staple';
 let openai: FakeOpenAI;
@@ -68,7 +69,7 @@ describe('upload and vision', () => {
 
     const chat = await owner.request({ type: 'chat', message: 'what is on this screenshot?', attachments: [info.attachment_id] });
     assert.equal(chat.status, 'ok', JSON.stringify(chat));
-    const user = (lastCompletion(openai).messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').pop()!;
+    const user = withoutNote(lastCompletion(openai).messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').pop()!;
     assert.ok(Array.isArray(user.content), 'the user turn is a list of parts');
     const parts = user.content as { type: string; text?: string; image_url?: { url: string } }[];
     assert.deepEqual(parts[0], { type: 'text', text: 'what is on this screenshot?' });
@@ -91,10 +92,13 @@ describe('upload and vision', () => {
       const chat = await owner.request({ type: 'chat', message: 'describe it', attachments: [(ended.data as { attachment_id: string }).attachment_id] });
       assert.equal(chat.status, 'ok', JSON.stringify(chat));
       const turn = (lastCompletion(anthropic).messages as { role: string; content: unknown }[]).pop()!;
-      assert.deepEqual(turn.content, [
+      const [text, image, note] = turn.content as { type: string; text?: string }[];
+      assert.deepEqual([text, image], [
         { type: 'text', text: 'describe it' },
-        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: bytes.toString('base64') } },
+        // The last block before the turn's note: where the prompt cache's mark goes.
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: bytes.toString('base64') }, cache_control: { type: 'ephemeral' } },
       ]);
+      assert.ok(note?.type === 'text' && isServiceNote(note.text), "then the turn's note");
     } finally {
       await setConfig({ provider: 'openai', base_url: openai.url, model: 'gpt-4o-mini' });
     }
@@ -109,7 +113,7 @@ describe('upload and vision', () => {
       const ids = [file, image].map((r) => (r.data as { attachment_id: string }).attachment_id);
       const chat = await owner.request({ type: 'chat', message: 'sum the amounts', attachments: ids });
       assert.equal(chat.status, 'ok', JSON.stringify(chat));
-      const user = (lastCompletion(openai).messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').pop()!;
+      const user = withoutNote(lastCompletion(openai).messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').pop()!;
       assert.equal(typeof user.content, 'string', 'no image part for a model without vision');
       const saved = await readdir(join(workspace.dir, '.remote-assistant', 'attachments'));
       const csv = saved.find((name) => name.endsWith('-passwd.csv'))!;
@@ -166,7 +170,7 @@ test('an attachment acknowledged by attachment_end survives kill -9 of the servi
     client = await TestClient.authed(`ws://127.0.0.1:${proc.port}/ws`, TEST_TOKEN);
     const chat = await client.request({ type: 'chat', message: 'still there?', attachments: [attachment_id] });
     assert.equal(chat.status, 'ok', JSON.stringify(chat));
-    const user = (lastCompletion(openai).messages as { role: string; content: { type: string; image_url?: { url: string } }[] }[]).filter((m) => m.role === 'user').pop()!;
+    const user = withoutNote(lastCompletion(openai).messages as { role: string; content: { type: string; image_url?: { url: string } }[] }[]).filter((m) => m.role === 'user').pop()!;
     assert.equal(user.content[1].image_url?.url, `data:image/png;base64,${bytes.toString('base64')}`);
     assert.ok((await downloadAttachment((f) => client.request(f), attachment_id)).equals(bytes));
     client.close();

@@ -8,6 +8,7 @@ import { MAX_CONTEXT_CHARS } from '../../src/protocol';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../helpers/fake-openai';
 import { startService, type RunningService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
+import { withoutNote } from '../helpers/service-note';
 
 let fake: FakeOpenAI;
 let svc: RunningService;
@@ -28,7 +29,7 @@ after(async () => {
 const completions = () => fake.requests.filter((r) => r.path.startsWith('/v1/chat/completions'));
 /** The user messages the provider received in a request, as text. */
 const userTexts = (request: RecordedRequest): string[] =>
-  (request.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
+  withoutNote(request.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
 
 const selection = { kind: 'selection', path: 'src/math.ts', range: { start_line: 3, end_line: 5 }, text: 'export function add(a: number, b: number) {\n  return a + b;\n}' };
 const file = { kind: 'file', path: 'notes/todo.md', text: 'Fence inside: ```\nnot the end\n```' };

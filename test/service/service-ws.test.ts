@@ -7,6 +7,7 @@ import { PROTOCOL_VERSION } from '../../src/protocol';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startService, TEST_API_KEY, type RunningService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
+import { withoutNote } from '../helpers/service-note';
 
 let fake: FakeOpenAI;
 let svc: RunningService;
@@ -108,7 +109,7 @@ describe('chat and history', () => {
     const lastRequest = fake.requests.at(-1)!.body as { messages: { role: string; content: string }[]; model: string };
     assert.equal(lastRequest.messages[0].role, 'system', 'the built-in system prompt comes first');
     assert.deepEqual(
-      lastRequest.messages.slice(1).map((m) => [m.role, m.content]),
+      withoutNote(lastRequest.messages).slice(1).map((m) => [m.role, m.content]),
       [['user', 'hello there'], ['assistant', 'echo: hello there'], ['user', 'and again']],
     );
     assert.equal(lastRequest.model, 'fake-model');
@@ -176,8 +177,8 @@ describe('chat and history', () => {
     client.send({ type: 'chat', message: 'third', conversation_id, id: 'q3' });
     await client.next((f) => f.id === 'q2' && 'status' in f);
     await client.next((f) => f.id === 'q3' && 'status' in f);
-    const third = fake.requests.findLast((r) => JSON.stringify(r.body).includes('third'))!.body as { messages: { content: string }[] };
-    assert.deepEqual(third.messages.map((m) => m.content).slice(-3), ['second', 'slow reply', 'third'], 'third saw the reply to second');
+    const third = fake.requests.findLast((r) => JSON.stringify(r.body).includes('third'))!.body as { messages: { role: string; content: string }[] };
+    assert.deepEqual(withoutNote(third.messages).map((m) => m.content).slice(-3), ['second', 'slow reply', 'third'], 'third saw the reply to second');
     client.close();
   });
 

@@ -14,6 +14,7 @@ import { postJson, startService } from '../helpers/service';
 import { waitFor } from '../helpers/temp';
 import { startWebhookReceiver } from '../helpers/webhook-receiver';
 import { TestClient } from '../helpers/ws-client';
+import { withoutNote } from '../helpers/service-note';
 
 let fake: FakeOpenAI;
 
@@ -67,7 +68,7 @@ test("graceful stop waits for the editor view's chat in flight (and a socket's),
     // Each answer by its question: the two turns reach the provider in either order (each first works out
     // its environment block).
     const answer = (request: RecordedRequest) => {
-      const asked = (request.body as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
+      const asked = withoutNote((request.body as { messages: { role: string; content: string }[] }).messages).filter((m) => m.role === 'user').at(-1)?.content ?? '';
       return { text: asked.includes('from the editor') ? 'slow answer for the view' : 'slow answer for the socket', delayMs: 700 };
     };
     fake.script(answer, answer);

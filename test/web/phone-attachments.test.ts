@@ -13,6 +13,7 @@ import type { Page } from 'playwright-core';
 import { startFakeAnthropic, type FakeAnthropic } from '../helpers/fake-anthropic';
 import { startPhoneRig, type PhonePage, type PhoneRig } from '../helpers/phone-rig';
 import { TestClient } from '../helpers/ws-client';
+import { withoutNote } from '../helpers/service-note';
 
 const SCREENSHOTS = resolve('test-output/screenshots');
 let rig: PhoneRig;
@@ -143,7 +144,7 @@ test('a photo from the phone reaches OpenAI as an image_url part, upright, scale
   const before = rig.fake.requests.length;
   await sendText(page, 'what colours are these?');
   await rig.fake.waitFor((requests) => requests.length > before, 20_000);
-  const turn = (rig.fake.requests.at(-1)!.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').pop()!;
+  const turn = withoutNote(rig.fake.requests.at(-1)!.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').pop()!;
   const parts = turn.content as { type: string; text?: string; image_url?: { url: string } }[];
   assert.deepEqual(parts[0], { type: 'text', text: 'what colours are these?' });
   assert.equal(parts[1].type, 'image_url');
@@ -226,7 +227,7 @@ test('pasted and dropped files (the editor view has the same handlers) upload as
   const before = rig.fake.requests.length;
   await page.locator('.composer .send').click();
   await rig.fake.waitFor((requests) => requests.length > before, 20_000);
-  const turn = (rig.fake.requests.at(-1)!.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').pop()!;
+  const turn = withoutNote(rig.fake.requests.at(-1)!.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').pop()!;
   const parts = turn.content as { type: string; text?: string; image_url?: { url: string } }[];
   assert.equal(parts[0].type, 'text');
   assert.match(parts[0].text!, /\[Attached file: \.remote-assistant\/attachments\/[0-9a-f]{8}-rain\.csv \(text\/csv, 24 bytes\)\]/);

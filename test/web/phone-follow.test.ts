@@ -11,6 +11,7 @@ import { machineItem, startPhoneRig, type PhonePage, type PhoneRig } from '../he
 import type { RunningService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
 import { waitFor } from '../helpers/temp';
+import { withoutNote } from '../helpers/service-note';
 
 let rig: PhoneRig;
 let fake: FakeOpenAI;
@@ -124,7 +125,7 @@ test('messages typed offline wait in the outbox, then are sent once each, in ord
   await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo: typed offline two') && !document.querySelector('.message.pending'));
   const asked = fake.requests.slice(mark).map((r) => {
     const messages = (r.body as { messages: { role: string; content: string }[] }).messages;
-    return messages.filter((m) => m.role === 'user').at(-1)?.content;
+    return withoutNote(messages).filter((m) => m.role === 'user').at(-1)?.content;
   });
   assert.deepEqual(asked, ['typed offline one', 'typed offline two'], 'the provider saw each message once, in order');
   const chats = phone.sent.filter((f) => f.type === 'chat');

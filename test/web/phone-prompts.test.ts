@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
 import { waitFor } from '../helpers/temp';
+import { withoutNote } from '../helpers/service-note';
 
 let rig: PhoneRig;
 
@@ -26,7 +27,7 @@ after(async () => {
 /** The user text of the newest request the model received. */
 function lastUserText(): string {
   const messages = rig.fake.requests.at(-1)!.body.messages as { role: string; content: string }[];
-  return messages.filter((m) => m.role === 'user').at(-1)!.content;
+  return withoutNote(messages).filter((m) => m.role === 'user').at(-1)!.content;
 }
 
 test('saved prompts are one-tap buttons; one with $ARGUMENTS asks for its argument first; /name args typed works too', async () => {
@@ -57,8 +58,8 @@ test('saved prompts are one-tap buttons; one with $ARGUMENTS asks for its argume
 
     // Typed as a slash command (the editor's way), in the same conversation.
     const afterTests = rig.fake.requests.length;
-    await page.locator('#ra-input').fill('/review lib/util.ts');
-    await page.locator('#ra-input').press('Enter');
+    await page.locator('.composer-input').fill('/review lib/util.ts');
+    await page.locator('.composer-input').press('Enter');
     await waitFor(() => rig.fake.requests.length > afterTests, 'the typed prompt reached the model');
     assert.equal(lastUserText(), 'Review lib/util.ts for bugs and say what you would change.');
     const chats = phone.sent.filter((f) => f.type === 'chat');

@@ -8,6 +8,7 @@ import { postJson, startService, writeConfig, type RunningService } from '../hel
 import { waitFor } from '../helpers/temp';
 import { signStandardWebhook, startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
 import { TestClient } from '../helpers/ws-client';
+import { withoutNote } from '../helpers/service-note';
 
 const SECRET_A = 'alpha-shared-secret-0123456789';
 const SECRET_B = `whsec_${randomBytes(24).toString('base64')}`;
@@ -120,14 +121,14 @@ describe('incoming webhook, happy path', () => {
     assert.equal(second.conversation_id, first.conversation_id);
     await alpha.waitFor((r) => callbacksFor(r, first.conversation_id).length === 2, 'second callback');
     const [continued] = chatRequestsWith('what is my name?');
-    const contents = (continued.body.messages as { role: string; content: string }[]).map((m) => `${m.role}:${m.content}`);
+    const contents = withoutNote(continued.body.messages as { role: string; content: string }[]).map((m) => `${m.role}:${m.content}`);
     assert.deepEqual(contents.slice(-3), ['user:my name is Ada', 'assistant:echo: my name is Ada', 'user:what is my name?']);
 
     const fresh = await accepted(svc, '/hooks/alpha', { message: 'a fresh start' }, secret);
     assert.notEqual(fresh.conversation_id, first.conversation_id);
     await alpha.waitFor((r) => callbacksFor(r, fresh.conversation_id).length === 1, 'fresh callback');
     const [request] = chatRequestsWith('a fresh start');
-    const history = (request.body.messages as { role: string; content: string }[]).filter((m) => m.role !== 'system');
+    const history = withoutNote(request.body.messages as { role: string; content: string }[]).filter((m) => m.role !== 'system');
     assert.deepEqual(history, [{ role: 'user', content: 'a fresh start' }], 'no history from other conversations');
   });
 
@@ -330,7 +331,7 @@ describe('incoming webhook, conversations and idempotency', () => {
     for (let i = 1; i < runs.length; i += 1) assert.ok(runs[i].receivedAt - runs[i - 1].receivedAt >= 140, 'the next run starts after the previous reply');
     // Each run sees the conversation as it stood: earlier turns answered, later messages not yet in it.
     assert.deepEqual(
-      runs.map((r) => (r.body.messages as { role: string; content: string }[]).filter((m) => m.role !== 'system').map((m) => m.content)),
+      runs.map((r) => withoutNote(r.body.messages as { role: string; content: string }[]).filter((m) => m.role !== 'system').map((m) => m.content)),
       [
         ['order 0', 'echo: order 0', 'order 1'],
         ['order 0', 'echo: order 0', 'order 1', 'reply 1', 'order 2'],

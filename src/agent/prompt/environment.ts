@@ -10,47 +10,74 @@ const MAX_GIT_FOLDERS = 4;
 /** A device name is the user's text: one line, this long at most. */
 const MAX_CLIENT_CHARS = 80;
 
-export interface EnvironmentFacts {
+/** What stays true for a whole conversation: where the agent runs. Part of the system message. */
+export interface WorkplaceFacts {
+  /** The workspace folders in force. */
+  roots: readonly string[];
+  model: string;
+  /** Tokens, or null when not known (then DEFAULT_CONTEXT_WINDOW_TOKENS is said to be assumed). */
+  contextWindow: number | null;
+}
+
+/** What changes from one message to the next: the turn's note, after everything the model has seen before. */
+export interface MomentFacts {
   /** The workspace folders in force. */
   roots: readonly string[];
   /** Who sent the message, as people read it (`phone (relay), device “Pixel”`, `editor`). */
   client: string;
   /** The client is not the editor: the person may be reading on a small screen. */
   remote: boolean;
-  model: string;
-  /** Tokens, or null when not known (then DEFAULT_CONTEXT_WINDOW_TOKENS is said to be assumed). */
-  contextWindow: number | null;
   now?: Date;
   /** The branch and changed files of a folder (GitStatusCache.summary). */
   git: (folder: string) => Promise<GitSummary | undefined>;
 }
 
+/** The heading of the turn's note; the system prompt tells the model that the service writes it, not the user. */
+export const MOMENT_HEADING = '# Now (a note from the service, not from the user)';
+
 /**
- * The environment block of a turn: what is true now about where the agent runs. Only facts the model
- * needs and nothing secret: never an environment variable, a token or a key; git is asked for the
- * branch and a count of changed files, within GIT_TIMEOUT_MS.
+ * The environment block of the system message: what stays true between turns (OS, shell, workspace
+ * folders, model), so that the system message, and with it the provider's cache of the conversation,
+ * stays the same from one request to the next. Nothing secret: never an environment variable, a token
+ * or a key.
  */
-export async function environmentBlock(facts: EnvironmentFacts): Promise<string> {
+export function environmentBlock(facts: WorkplaceFacts): string {
+  const lines = [
+    `- Operating system: ${os.type()} ${os.release()} (${process.arch}); run_command's shell: ${COMMAND_SHELL}`,
+    ...workspaceLines(facts.roots),
+    `- Model: ${facts.model}; context window: ${facts.contextWindow === null ? `not known, assume about ${DEFAULT_CONTEXT_WINDOW_TOKENS} tokens` : `${facts.contextWindow} tokens`}`,
+  ];
+  return `# Environment\n${lines.join('\n')}`;
+}
+
+/**
+ * The turn's note: the date and time, git's branch and changed files of each folder (asked within
+ * GIT_TIMEOUT_MS), and who sent the message. Sent last in each request of the turn and never stored, so
+ * everything before it is the same prefix as in the previous request (what providers cache).
+ */
+export async function momentNote(facts: MomentFacts): Promise<string> {
   const now = facts.now ?? new Date();
   const git = await Promise.all(facts.roots.slice(0, MAX_GIT_FOLDERS).map((root) => facts.git(root)));
   const lines = [
     `- Date and time: ${localTime(now)}`,
-    `- Operating system: ${os.type()} ${os.release()} (${process.arch}); run_command's shell: ${COMMAND_SHELL}`,
-    ...workspaceLines(facts.roots, git),
-    `- Model: ${facts.model}; context window: ${facts.contextWindow === null ? `not known, assume about ${DEFAULT_CONTEXT_WINDOW_TOKENS} tokens` : `${facts.contextWindow} tokens`}`,
+    ...gitLines(facts.roots, git),
     `- This message came from: ${oneLine(facts.client)}${facts.remote ? ' (the user may be away from the editor, reading on a small screen: keep the answer short)' : ''}`,
   ];
-  return `# Environment (as of this message)\n${lines.join('\n')}`;
+  return `${MOMENT_HEADING}\n${lines.join('\n')}`;
 }
 
-function workspaceLines(roots: readonly string[], git: (GitSummary | undefined)[]): string[] {
+function workspaceLines(roots: readonly string[]): string[] {
   if (roots.length === 0) return ['- Workspace: none open (file tools have nothing to work on)'];
-  return roots.map((root, i) => {
+  return roots.map((root, i) => (roots.length > 1 ? `- Workspace folder ${i + 1}: ${root}` : `- Workspace folder: ${root}`));
+}
+
+function gitLines(roots: readonly string[], git: (GitSummary | undefined)[]): string[] {
+  return roots.slice(0, MAX_GIT_FOLDERS).map((_root, i) => {
     const summary = git[i];
-    const where = roots.length > 1 ? `- Workspace folder ${i + 1}: ${root}` : `- Workspace folder: ${root}`;
-    if (!summary) return i < MAX_GIT_FOLDERS ? `${where} (not a git repository, or git is not available)` : where;
+    const where = roots.length > 1 ? `- Git in workspace folder ${i + 1}` : '- Git';
+    if (!summary) return `${where}: not a git repository, or git is not available`;
     const changed = summary.changed === 'many' ? 'many changed files' : `${summary.changed} changed file${summary.changed === 1 ? '' : 's'}`;
-    return `${where} (git branch ${summary.branch}, ${changed})`;
+    return `${where}: branch ${summary.branch}, ${changed}`;
   });
 }
 

@@ -3,7 +3,7 @@ import type { MessageRow } from '../../store';
 import { contextOf, fenced } from '../chat-context';
 import type { ChatMessage } from '../providers/types';
 import type { ToolCallData } from '../transcript';
-import { environmentBlock, type EnvironmentFacts } from './environment';
+import { environmentBlock, momentNote, type MomentFacts, type WorkplaceFacts } from './environment';
 import { GitStatusCache } from './git-status';
 import { InstructionFiles, type InstructionFile } from './instruction-files';
 import { systemPromptOf } from './system-prompt';
@@ -20,7 +20,8 @@ const PATH_ARGUMENTS: Readonly<Record<string, string>> = {
 
 /**
  * What the model is told besides the conversation, built for each request: the system prompt (ours and
- * the user's), the instruction files in force, and the environment block of the turn.
+ * the user's), the instruction files in force and the environment first; the turn's note (time, git,
+ * who sent it) last.
  */
 export class TurnContext {
   readonly instructions: InstructionFiles;
@@ -39,9 +40,9 @@ export class TurnContext {
     return this.instructions.inForce(this.workspaceRoots(), touchedPaths(rows));
   }
 
-  /** The turn's environment block (computed once a turn: git is asked then). */
-  environment(facts: Omit<EnvironmentFacts, 'roots' | 'git'>): Promise<string> {
-    return environmentBlock({ ...facts, roots: this.workspaceRoots(), git: (folder) => this.git.summary(folder) });
+  /** The turn's note, sent after the conversation (computed once a turn: git is asked then). */
+  moment(facts: Omit<MomentFacts, 'roots' | 'git'>): Promise<ChatMessage> {
+    return momentNote({ ...facts, roots: this.workspaceRoots(), git: (folder) => this.git.summary(folder) }).then((content) => ({ role: 'user', content, moment: true }));
   }
 
   /** A tool wrote a file or ran a command: git's status is asked again next turn. */
@@ -50,12 +51,13 @@ export class TurnContext {
   }
 
   /**
-   * The system message of one request: prompt, instruction files, environment. The files are looked at
+   * The system message of one request: prompt, instruction files, environment (what stays true between
+   * turns: what changes goes into the turn's note, `moment`). The files are looked at
    * afresh (re-read if changed) on a turn's first step, and on a later step when it touched a path not
    * touched before (a folder with its own AGENTS.md, or an instruction file it edited); `turn` keeps
    * them between the steps of one turn.
    */
-  async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], environment: string, turn: TurnInstructions = {}): Promise<ChatMessage> {
+  async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], workplace: Omit<WorkplaceFacts, 'roots'>, turn: TurnInstructions = {}): Promise<ChatMessage> {
     const touched = [...new Set(touchedPaths(rows))];
     const key = touched.join('\n');
     if (turn.files === undefined || turn.key !== key) {
@@ -63,7 +65,7 @@ export class TurnContext {
       turn.key = key;
     }
     const files = turn.files;
-    const parts = [systemPromptOf(config), instructionsText(files), environment].filter((part) => part.length > 0);
+    const parts = [systemPromptOf(config), instructionsText(files), environmentBlock({ ...workplace, roots: this.workspaceRoots() })].filter((part) => part.length > 0);
     return { role: 'system', content: parts.join('\n\n') };
   }
 }

@@ -253,9 +253,11 @@ function streamErrorEventOf(error: APIError, { fail, detail, cause }: HttpProvid
  * (the API wants all results of a turn together, first in the next user message); consecutive turns of
  * one role merged; empty text left out (the API rejects empty text blocks).
  */
-export function toWireConversation(messages: readonly ChatMessage[]): { system?: string; messages: WireMessage[] } {
+export function toWireConversation(messages: readonly ChatMessage[]): { system?: string | Anthropic.TextBlockParam[]; messages: WireMessage[] } {
   const system: string[] = [];
   const turns: { role: 'user' | 'assistant'; blocks: WireBlock[] }[] = [];
+  // The last block before the turn's note: the end of what the next request repeats (cached).
+  let cachedUpTo: WireBlock | undefined;
   const push = (role: 'user' | 'assistant', blocks: WireBlock[]) => {
     if (blocks.length === 0) return;
     const last = turns[turns.length - 1];
@@ -268,6 +270,7 @@ export function toWireConversation(messages: readonly ChatMessage[]): { system?:
         if (message.content.trim()) system.push(message.content);
         break;
       case 'user':
+        if (message.moment) cachedUpTo = turns.at(-1)?.blocks.at(-1);
         push('user', [...textBlocks(message.content), ...imageBlocks(message.images)]);
         break;
       case 'assistant':
@@ -296,11 +299,19 @@ export function toWireConversation(messages: readonly ChatMessage[]): { system?:
   const wire = turns.map(({ role, blocks }): WireMessage => {
     // Tool results must lead their user turn.
     const ordered = role === 'user' ? [...blocks.filter(isToolResult), ...blocks.filter((b) => !isToolResult(b))] : blocks;
-    const only = ordered.length === 1 ? ordered[0] : undefined;
+    const only = ordered.length === 1 && ordered[0] !== cachedUpTo ? ordered[0] : undefined;
     return { role, content: only?.type === 'text' ? only.text : ordered };
   });
-  return { ...(system.length > 0 ? { system: system.join('\n\n') } : {}), messages: wire };
+  if (system.length === 0) return { messages: wire };
+  const text = system.join('\n\n');
+  if (!messages.some((message) => message.role === 'user' && message.moment)) return { system: text, messages: wire };
+  // The agent's requests (they end with the turn's note): the tools and the system prompt, and the
+  // conversation up to the note, are marked for the prompt cache (Anthropic caches only what is marked).
+  if (cachedUpTo) Object.assign(cachedUpTo, { cache_control: EPHEMERAL });
+  return { system: [{ type: 'text', text, cache_control: EPHEMERAL }], messages: wire };
 }
+
+const EPHEMERAL = { type: 'ephemeral' } as const;
 
 function textBlocks(text: string): WireBlock[] {
   return text.trim() ? [{ type: 'text', text }] : [];

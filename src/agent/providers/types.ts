@@ -30,6 +30,11 @@ export type ChatMessage =
       attachments?: readonly StoredAttachment[];
       /** Images for a vision model, after the text. */
       images?: readonly ImageInput[];
+      /**
+       * The turn's note (time, git, sender), sent last and different in every turn: a provider that
+       * marks what it may cache marks what comes before it.
+       */
+      moment?: true;
     }
   | { role: 'assistant'; content: string; tool_calls?: ToolCall[] }
   | { role: 'tool'; tool_call_id: string; name: string; content: string };

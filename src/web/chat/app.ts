@@ -14,7 +14,7 @@ import { PlanView } from './plan-view';
 import { ContextChips } from './context-chips';
 import { FileMentions } from './file-mentions';
 import { ConversationList } from './conversation-list';
-import { h } from './dom';
+import { h, uniqueId } from './dom';
 import { Header } from './header';
 import { MessageView } from './message-view';
 import { LiveTurn, type TurnEvent } from './live-turn';
@@ -84,13 +84,15 @@ export class ChatApp {
   private readonly memory: ChatAppOptions['memory'];
   private current: string | undefined;
   private view = 0;
+  /** The conversation drawer's id (one chat per paired machine on the phone: ids are made unique). */
+  private readonly drawerId = uniqueId('ra-drawer');
   private connected = false;
 
   constructor(options: ChatAppOptions) {
     this.connection = options.connection;
     this.root = options.root;
     this.memory = options.memory;
-    this.header = new Header((mode, previous) => void this.changeMode(mode, previous));
+    this.header = new Header((mode, previous) => void this.changeMode(mode, previous), this.drawerId);
     this.list = new ConversationList({
       select: (id) => this.select(id),
       create: () => this.newChat(),
@@ -161,7 +163,7 @@ export class ChatApp {
   }
 
   private layout(footer: HTMLElement | undefined): void {
-    const drawer = h('aside', { class: 'drawer', id: 'ra-drawer' }, this.search.element, this.list.element, this.rules.element, footer);
+    const drawer = h('aside', { class: 'drawer', id: this.drawerId }, this.search.element, this.list.element, this.rules.element, footer);
     this.header.element.querySelector('.title')?.after(this.exporter.element);
     const scrim = h('div', { class: 'scrim', 'aria-hidden': 'true' });
     const main = h(

@@ -2,7 +2,12 @@
  * The message box: Enter sends, Shift+Enter is a newline. Typing works offline too (the message waits in
  * the outbox). While the conversation runs, Stop is shown beside Send (a message sent then is queued).
  */
-import { h } from './dom';
+import { h, strokeIcon } from './dom';
+
+/** Send's arrow and Stop's square, shown instead of the words on a narrow phone (media/chat.css). */
+const ARROW_UP = 'M8 13V3M3.5 7.5 8 3l4.5 4.5';
+const SQUARE = 'M4 4h8v8H4z';
+const labelled = (path: string, label: string) => [strokeIcon(path, 16, 1.8), h('span', { class: 'button-label' }, label)];
 
 export class Composer {
   readonly element: HTMLFormElement;
@@ -15,9 +20,9 @@ export class Composer {
   allowEmpty: () => boolean = () => false;
 
   constructor(onSend: (text: string) => void, onStop: () => void) {
-    this.input = h('textarea', { class: 'composer-input', id: 'ra-input', rows: 1, placeholder: 'Ask anything…', 'aria-label': 'Message', enterkeyhint: 'send' });
-    this.send = h('button', { type: 'submit', class: 'button primary send' }, 'Send');
-    this.stop = h('button', { type: 'button', class: 'button danger stop', hidden: true }, 'Stop');
+    this.input = h('textarea', { class: 'composer-input', rows: 1, placeholder: 'Ask anything…', 'aria-label': 'Message', enterkeyhint: 'send' });
+    this.send = h('button', { type: 'submit', class: 'button primary send' }, ...labelled(ARROW_UP, 'Send'));
+    this.stop = h('button', { type: 'button', class: 'button danger stop', hidden: true }, ...labelled(SQUARE, 'Stop'));
     this.element = h('form', { class: 'composer', 'aria-label': 'Send a message' }, this.input, this.send, this.stop);
     this.element.addEventListener('submit', (event) => {
       event.preventDefault();

@@ -14,6 +14,16 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = 
   return element;
 }
 
+let idsGiven = 0;
+/**
+ * An id no other element of the page has: the phone shows one chat per paired machine, each with the same
+ * controls, and a label's `for`, `aria-controls` or `aria-labelledby` must name the one of its own chat.
+ */
+export function uniqueId(prefix: string): string {
+  idsGiven += 1;
+  return `${prefix}-${idsGiven}`;
+}
+
 export function append(parent: Node, ...children: Child[]): void {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;

@@ -23,14 +23,14 @@ export class Header {
   /** The conversation's tokens, cost and context fullness (usage-view.ts). */
   readonly usage = new UsageMeter();
 
-  constructor(onModeChange: (mode: PermissionMode, previous: PermissionMode | undefined) => void) {
-    this.drawerToggle = h('button', { type: 'button', class: 'icon-button drawer-toggle', 'aria-label': 'Conversations', 'aria-expanded': 'false', 'aria-controls': 'ra-drawer' }, '☰');
+  constructor(onModeChange: (mode: PermissionMode, previous: PermissionMode | undefined) => void, drawerId: string) {
+    this.drawerToggle = h('button', { type: 'button', class: 'icon-button drawer-toggle', 'aria-label': 'Conversations', 'aria-expanded': 'false', 'aria-controls': drawerId }, '☰');
     this.titleText = h('h1', { class: 'title' }, 'New chat');
     this.connectionText = h('span', { class: 'connection-text' }, STATE_LABEL.connecting);
     this.connection = h('span', { class: 'connection', role: 'status', 'data-state': 'connecting' }, h('span', { class: 'dot', 'aria-hidden': 'true' }), this.connectionText);
     this.mode = h(
       'select',
-      { class: 'mode-select', id: 'ra-mode', 'aria-label': 'Tool permission mode', disabled: true },
+      { class: 'mode-select', 'aria-label': 'Tool permission mode', disabled: true },
       h('option', { value: 'ask' }, 'Ask'),
       h('option', { value: 'allow' }, 'Allow'),
       h('option', { value: 'deny' }, 'Deny'),
@@ -50,14 +50,15 @@ export class Header {
       this.usage.element,
       this.waiting,
       this.connection,
-      h('label', { class: 'mode', for: 'ra-mode', title: 'What happens when the assistant wants to run a tool' }, h('span', { class: 'mode-label' }, 'Tools'), this.mode),
+      h('label', { class: 'mode', title: 'What happens when the assistant wants to run a tool' }, h('span', { class: 'mode-label' }, 'Tools'), this.mode),
     );
   }
 
   setWaiting(count: number): void {
     this.waiting.hidden = count === 0;
     this.waiting.textContent = `${count} waiting`;
-    this.waiting.setAttribute('aria-label', `${count} permission request${count === 1 ? '' : 's'} waiting for you`);
+    // The name starts with what is seen (a voice-control user says "1 waiting").
+    this.waiting.setAttribute('aria-label', `${count} waiting: permission request${count === 1 ? '' : 's'} for you to answer`);
   }
 
   onWaitingClick(listener: () => void): void {

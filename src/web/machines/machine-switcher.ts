@@ -18,11 +18,13 @@ export class MachineSwitcher {
   readonly panel: HTMLElement;
   private readonly buttonName = h('span', { class: 'machine-switch-name' });
   private readonly badge = h('span', { class: 'machine-switch-badge', hidden: true });
+  /** What the badge's number means, said to a screen reader (the button's name is its text: no aria-label that would differ from what is seen). */
+  private readonly badgeMeaning = h('span', { class: 'visually-hidden' });
   private readonly list = h('ul', { class: 'machine-list' });
   private readonly needsYou: NeedsYouList;
 
   constructor(private readonly actions: SwitcherActions) {
-    this.button = h('button', { type: 'button', class: 'machine-switch', 'aria-haspopup': 'dialog', 'aria-expanded': 'false', 'aria-controls': 'ra-machines' }, this.buttonName, this.badge);
+    this.button = h('button', { type: 'button', class: 'machine-switch', 'aria-haspopup': 'dialog', 'aria-expanded': 'false', 'aria-controls': 'ra-machines' }, h('span', { class: 'visually-hidden' }, 'Computer: '), this.buttonName, this.badge, this.badgeMeaning);
     this.button.addEventListener('click', () => this.toggle());
     this.needsYou = new NeedsYouList({
       open: (machineId, link) => {
@@ -52,7 +54,7 @@ export class MachineSwitcher {
     const count = needsYouCount(entries);
     this.badge.hidden = count === 0;
     this.badge.textContent = String(count);
-    this.button.setAttribute('aria-label', `Computer: ${current?.machine.name ?? 'none'}${count ? `, ${count} need${count === 1 ? 's' : ''} you` : ''}`);
+    this.badgeMeaning.textContent = count ? ` need${count === 1 ? 's' : ''} you` : '';
     if (current) this.button.dataset.state = stateLabel(current.status).state;
     this.list.replaceChildren(...entries.map((entry) => this.row(entry, entry.machine.id === currentId)));
     this.needsYou.render(entries);

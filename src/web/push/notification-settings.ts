@@ -5,7 +5,7 @@
  * off (push_unsubscribe and the browser's unsubscribe). When notifications cannot work here it says why.
  */
 import type { ServiceConnection } from '../connection';
-import { h } from '../chat/dom';
+import { h, uniqueId } from '../chat/dom';
 import { currentEnvironment, pushAvailability, UNAVAILABLE } from './availability';
 import { deviceId, deviceName, saveDeviceName } from './device';
 import { pushRequest, type PushDevice, type PushEventChoice, type PushEventKind, type PushSubscriptionWire } from './push-commands';
@@ -26,13 +26,13 @@ export class NotificationSettings {
   readonly button: HTMLButtonElement;
   private readonly dialog: HTMLElement;
   private readonly status = h('p', { class: 'push-status', role: 'status' });
-  private readonly name = h('input', { id: 'push-device-name', class: 'push-device-name', type: 'text', maxlength: 100, autocomplete: 'off' });
+  private readonly name = h('input', { id: uniqueId('push-device-name'), class: 'push-device-name', type: 'text', maxlength: 100, autocomplete: 'off' });
   private readonly enable = h('button', { type: 'button', class: 'button primary push-enable' }, 'Turn on notifications');
   private readonly disable = h('button', { type: 'button', class: 'button secondary push-disable' }, 'Turn off on this device');
   private readonly test = h('button', { type: 'button', class: 'button secondary push-test' }, 'Send test notification');
   private readonly testResult = h('p', { class: 'push-test-result', role: 'status' });
   private readonly kinds = new Map<PushEventKind, HTMLInputElement>();
-  private readonly blind = h('input', { type: 'checkbox', class: 'push-blind', id: 'push-blind' });
+  private readonly blind = h('input', { type: 'checkbox', class: 'push-blind' });
   private readonly choices: HTMLElement;
   private device: PushDevice | undefined;
   private busy = false;
@@ -52,24 +52,25 @@ export class NotificationSettings {
       { class: 'push-choices' },
       h('legend', {}, 'Notify me when'),
       ...KINDS.map((kind) => {
-        const box = h('input', { type: 'checkbox', id: `push-kind-${kind}`, 'data-kind': kind, checked: true });
+        const box = h('input', { type: 'checkbox', 'data-kind': kind, checked: true });
         this.kinds.set(kind, box);
         box.addEventListener('change', () => void this.saveChoices());
-        return h('label', { class: 'push-choice', for: `push-kind-${kind}` }, box, KIND_LABELS[kind]);
+        return h('label', { class: 'push-choice' }, box, KIND_LABELS[kind]);
       }),
-      h('label', { class: 'push-choice', for: 'push-blind' }, this.blind, 'Content-blind: say only “Remote Assistant needs you”; details show when I open the page'),
+      h('label', { class: 'push-choice' }, this.blind, 'Content-blind: say only “Remote Assistant needs you”; details show when I open the page'),
     );
     this.blind.addEventListener('change', () => void this.saveChoices());
     const close = h('button', { type: 'button', class: 'icon-button push-close', 'aria-label': 'Close' }, '✕');
+    const title = uniqueId('push-title');
     this.dialog = h(
       'div',
-      { class: 'push-dialog', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'push-title', hidden: true },
+      { class: 'push-dialog', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': title, hidden: true },
       h(
         'div',
         { class: 'push-panel' },
-        h('div', { class: 'push-head' }, h('h2', { id: 'push-title' }, 'Notifications'), close),
+        h('div', { class: 'push-head' }, h('h2', { id: title }, 'Notifications'), close),
         this.status,
-        h('label', { for: 'push-device-name' }, 'This device’s name'),
+        h('label', { for: this.name.id }, 'This device’s name'),
         this.name,
         h('div', { class: 'push-actions' }, this.enable, this.disable),
         this.choices,

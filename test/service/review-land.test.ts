@@ -12,6 +12,7 @@ import { hashPassword } from '../../src/transport/auth/passwords';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { addWorktree, git, isolateGitConfig, makeRepo, TestWorktrees, writeFiles, type TestRepo } from '../helpers/git-repo';
 import { postJson, startService, type RunningService } from '../helpers/service';
+import { withoutNote } from '../helpers/service-note';
 import { waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
@@ -97,7 +98,7 @@ test('review from anywhere: get_changes, revert a hunk, a comment reaches the mo
   fake.script({ text: 'fixed line 3' });
   const answer = await ok(user, { type: 'comment_on_change', conversation_id: id, path: 'app.ts', line: 3, comment: 'Name this better.' });
   assert.deepEqual({ response: answer.response, conversation_id: answer.conversation_id }, { response: 'fixed line 3', conversation_id: id });
-  const sent = fake.requests.at(-1)!.body.messages.filter((m: { role: string }) => m.role === 'user').at(-1).content as string;
+  const sent = withoutNote(fake.requests.at(-1)!.body.messages as { role: string; content: string }[]).filter((m) => m.role === 'user').at(-1)!.content;
   assert.match(sent, /Review comment on `app\.ts`, line 3:\n\nName this better\./);
   assert.match(sent, /```diff\n--- a\/app\.ts\n\+\+\+ b\/app\.ts\n@@ -1,6 \+1,6 @@[^\n]*\n line 1\n line 2\n-line 3\n\+line 3 edited/);
   const history = (await ok(owner, { type: 'get_messages', conversation_id: id })).messages as { role: string; content: string }[];

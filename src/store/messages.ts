@@ -4,7 +4,7 @@ import type { HistoryStore } from './history/history-store';
 import type { BodyIn, BodyOut } from './history/protocol';
 import { parseSnippet, toMatchExpression } from './history/search-query';
 import { turnReplySql } from './turn-reply';
-import type { MessageRole, MessageRow, NewMessage, SearchHit } from './types';
+import type { MessageMatch, MessageRole, MessageRow, NewMessage } from './types';
 
 export interface RecentOptions {
   /** How many of the most recent messages (default 50). */
@@ -232,7 +232,7 @@ export class MessagesRepo {
    * Messages (user and assistant) containing every word of `query`, the last one as a prefix; newest
    * first. Words are quoted, so FTS5 syntax typed by a user has no effect.
    */
-  async search(query: string, options: { conversationId?: string; limit?: number } = {}): Promise<SearchHit[]> {
+  async search(query: string, options: { conversationId?: string; limit?: number } = {}): Promise<MessageMatch[]> {
     const match = toMatchExpression(query);
     const limit = Math.min(MAX_SEARCH_LIMIT, Math.max(1, Math.floor(options.limit ?? 20)));
     const raw = await this.history.search(match, options.conversationId ?? null, limit + SEARCH_SLACK);
@@ -246,7 +246,7 @@ export class MessagesRepo {
         )
         .map((m) => [m.body_key, m]),
     );
-    const hits: SearchHit[] = [];
+    const hits: MessageMatch[] = [];
     for (const h of raw) {
       const m = meta.get(h.key);
       if (!m) continue; // a body whose message is not (or no longer) stored

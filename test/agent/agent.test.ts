@@ -164,7 +164,7 @@ describe('permissions', () => {
     // The agent itself: one typed sink, every event of the turn in order, each naming the conversation.
     fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'listed' });
     const events: TurnEvent[] = [];
-    const output = await svc.service.agent.chat({ message: 'list', source: 'ws', stream: true }, (event) => events.push(event));
+    const output = await svc.service.agent.chat({ message: 'list', source: { kind: 'lan' }, stream: true }, (event) => events.push(event));
     assert.equal(output.response, 'listed');
     assert.deepEqual([...new Set(events.map((e) => e.event))], ['chat.message', 'tool.call', 'tool.result', 'chat.delta']);
     assert.equal(events.at(-1)?.event, 'chat.message');

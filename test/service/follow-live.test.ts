@@ -162,7 +162,7 @@ test('a webhook turn is followed by a user client, joining while it runs; a webh
   assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
   const id = (accepted.body!.data as { conversation_id: string }).conversation_id;
   const owner = await TestClient.authed(svc.wsUrl, svc.token);
-  const other = svc.service.openSession({ source: 'webhook:other', canAnswerPermissions: false, send: () => undefined });
+  const other = svc.service.openSession({ source: { kind: 'webhook', account: 'other' }, canAnswerPermissions: false, send: () => undefined });
   try {
     const [prompt] = await received(owner, (f) => f.event === 'permission.request' && f.conversation_id === id);
     owner.frames.length = 0;
@@ -190,7 +190,7 @@ test('a webhook turn is followed by a user client, joining while it runs; a webh
 test('cancel by conversation_id from a client that did not start the turn; a webhook account may not cancel another\u2019s', async () => {
   const sender = await TestClient.authed(svc.wsUrl, svc.token);
   const phone = await TestClient.authed(svc.wsUrl, svc.token);
-  const bot = svc.service.openSession({ source: 'webhook:other', canAnswerPermissions: false, send: () => undefined });
+  const bot = svc.service.openSession({ source: { kind: 'webhook', account: 'other' }, canAnswerPermissions: false, send: () => undefined });
   try {
     const id = await newConversation(sender);
     fake.script({ text: Array.from({ length: 200 }, (_, i) => `p${i} `).join(''), chunks: 200, chunkDelayMs: 20 });
@@ -292,8 +292,8 @@ test('webhook messages waiting behind a running turn are listed as queued like c
   const hook = (body: Frame) => postJson(`${svc.httpUrl}/hooks/ci`, body, { 'x-service-secret': SECRET });
   const observer = await TestClient.authed(svc.wsUrl, svc.token);
   const phone = await TestClient.authed(svc.wsUrl, svc.token);
-  const bot = svc.service.openSession({ source: 'webhook:ci', canAnswerPermissions: false, send: () => undefined });
-  const other = svc.service.openSession({ source: 'webhook:other', canAnswerPermissions: false, send: () => undefined });
+  const bot = svc.service.openSession({ source: { kind: 'webhook', account: 'ci' }, canAnswerPermissions: false, send: () => undefined });
+  const other = svc.service.openSession({ source: { kind: 'webhook', account: 'other' }, canAnswerPermissions: false, send: () => undefined });
   try {
     const asked = fake.requests.length;
     fake.script({ text: 'first answer', delayMs: 1500 });

@@ -148,7 +148,7 @@ describe('search_messages', () => {
     const posted = await postJson(`${svc.httpUrl}/hooks/acme`, { message: 'pelican order for acme' });
     assert.equal(posted.status, 202, posted.text);
     const hookId = (posted.body!.data as { conversation_id: string }).conversation_id;
-    const account: OpenSession = svc.service.openSession({ source: 'webhook:acme', canAnswerPermissions: false, send: () => undefined });
+    const account: OpenSession = svc.service.openSession({ source: { kind: 'webhook', account: 'acme' }, canAnswerPermissions: false, send: () => undefined });
     try {
       await waitFor(async () => (await search({ query: 'pelican' })).some((h) => h.conversation_id === hookId), 'the webhook message stored');
       const theirs = await search({ query: 'pelican' }, account);
@@ -184,7 +184,7 @@ async function exportAll(frame: Record<string, unknown>): Promise<{ text: string
 describe('export_conversation', () => {
   test("a webhook account cannot export a conversation that is not its own (it would hand over the user's whole history)", async () => {
     const editorId = await chat('the owner keeps this private: ibis');
-    const account: OpenSession = svc.service.openSession({ source: 'webhook:acme', canAnswerPermissions: false, send: () => undefined });
+    const account: OpenSession = svc.service.openSession({ source: { kind: 'webhook', account: 'acme' }, canAnswerPermissions: false, send: () => undefined });
     try {
       for (const format of ['markdown', 'json']) {
         const refused = (await account.request({ type: 'export_conversation', conversation_id: editorId, format })) as { status: string; code?: string; data?: unknown };

@@ -172,7 +172,7 @@ test('a conversation in the workspace has no changes to review; a webhook accoun
   records.rows.set(hookId, theirs);
   await writeFiles(theirs.path, { 'notes.md': 'from the hook\n' });
 
-  const account = svc.service.openSession({ source: 'webhook:acme', canAnswerPermissions: false, send: () => undefined });
+  const account = svc.service.openSession({ source: { kind: 'webhook', account: 'acme' }, canAnswerPermissions: false, send: () => undefined });
   try {
     await refused(account, { type: 'get_changes', conversation_id: mine.conversationId }, 'not_found');
     const own = Changes.parse((await account.request({ type: 'get_changes', conversation_id: hookId }) as Frame).data);

@@ -91,7 +91,7 @@ test('a webhook turn is announced to the user clients (source webhook:<account>)
     assert.deepEqual(event, { event: 'turn.ended', conversation_id: id, source: 'webhook:alpha', outcome: 'answered' });
     const seen = tapped.find((t) => t.event.event === 'turn.ended' && t.event.conversation_id === id);
     assert.ok(seen, 'the observer saw the turn end');
-    const other = { id: 'x', source: 'webhook:beta', canAnswerPermissions: false, send: () => undefined };
+    const other = { id: 'x', source: { kind: 'webhook', account: 'beta' }, canAnswerPermissions: false, send: () => undefined };
     assert.equal(seen.filter?.(other as never), false, 'the filter keeps another webhook account out');
   } finally {
     stop();

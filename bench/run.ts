@@ -15,6 +15,7 @@ import { benchRelayService } from './relay-service';
 import { benchStart } from './start';
 import { benchWebhook } from './webhook';
 import { benchWebSocket } from './ws';
+import { benchWorktree } from './worktree';
 
 async function main() {
   const only = process.argv.slice(2);
@@ -33,6 +34,7 @@ async function main() {
     ['history', benchHistory],
     ['export', benchExport],
     ['start', benchStart],
+    ['worktree', benchWorktree],
     ['changes', benchChanges],
   ];
   for (const [name, run] of benches) {

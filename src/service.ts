@@ -10,6 +10,7 @@ import { createProviderResolver } from './agent/provider-resolver';
 import { preloadProvider } from './agent/providers/registry';
 import { mcpSdk } from './agent/tools/mcp-sdk';
 import { createToolRegistry, workspaceRootsOf } from './agent/toolbox';
+import { Worktrees } from './agent/worktrees/worktrees';
 import { settlePendingFileChanges } from './agent/turn-files';
 import { TurnUndo } from './agent/turn-undo';
 import { keepToolsOut } from './agent/tools/private-folders';
@@ -54,9 +55,6 @@ import { PushService, type PushOptions } from './channels/push/push-service';
 import { webPush } from './channels/push/web-push-lib';
 import { untrustedToolPolicy } from './channels/webhooks/trust';
 
-/** No conversation has a worktree (see ServiceOptions.worktrees). */
-const NO_WORKTREES: WorktreeRecords = { worktreeOf: () => undefined, setState: async () => false };
-
 export interface ServiceOptions {
   dataDir: string;
   /** Overrides the tcp channel's port (0: any free port). */
@@ -75,10 +73,7 @@ export interface ServiceOptions {
   logToStderr?: boolean;
   /** What the hosting program supplies (the editor's models, prompts, tools, key). */
   hostServices?: Host;
-  /**
-   * Where review and land find conversations' worktrees. Until the store's `worktrees` table (the worktree
-   * runs, s5/wtruns) is on main, the service itself has none, and tests hand theirs in here.
-   */
+  /** Where review and land find conversations' worktrees instead of the store's table (tests that make their own with git worktree add). */
   worktrees?: WorktreeRecords;
   /** Replaces the provider resolver (benchmarks). */
   provider?: ProviderResolver;
@@ -178,8 +173,12 @@ async function composeService(options: ServiceOptions): Promise<ServiceParts> {
   const tools = createToolRegistry(current, store, logger, host);
   const permissions = new PermissionBroker({ events, store, logger, timeoutMs: permissionTimeoutMs, activity });
   const gate = new PermissionGate(current, permissions.ask, untrustedToolPolicy(current, store.conversations), (rule, by) => addAllowRule(config, rule, logger, by));
+  const worktrees = new Worktrees({ store, config: current, workspaceRoots: () => workspaceRootsOf(config.current, host), logger: logger.child({ component: 'worktrees' }) });
+  // Worktrees of conversations deleted since the last run go now, in the background (git, not the start's path).
+  void worktrees.removeOrphans().catch((error: unknown) => logger.warn('worktree.cleanup_failed', { error }));
   const agent = new Agent({
     store,
+    worktrees,
     config: current,
     provider: options.provider ?? createProviderResolver(host, () => redactor.secrets()),
     tools,
@@ -197,8 +196,9 @@ async function composeService(options: ServiceOptions): Promise<ServiceParts> {
   const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings), options.loginBurstWindowMs);
   recordLoginBursts(auth.failures, store, logger);
 
-  const worktrees = options.worktrees ?? NO_WORKTREES;
-  const turns = new TurnRunner({ agent, events, store, worktrees });
+  // Review and land read the store's worktree records (the worktree runs make them).
+  const worktreeRecords: WorktreeRecords = options.worktrees ?? store.worktrees;
+  const turns = new TurnRunner({ agent, events, store, worktrees: worktreeRecords });
   const webhooks = new WebhookChannel({ config, store, turns, logger, openSession: (o) => door.openSession(o) }, options.webhook);
   const push = new PushService({ dataDir: options.dataDir, store, events, logger, redactor, permissionTimeoutMs }, options.push);
   const listening: Listening = {};
@@ -207,7 +207,7 @@ async function composeService(options: ServiceOptions): Promise<ServiceParts> {
     undo: new TurnUndo(store),
     uploads: new AttachmentUploads(store, options.uploadIdleTimeoutMs),
     exports: new RenderedExports(),
-    worktrees,
+    worktrees: worktreeRecords,
     deliveries: webhooks.deliveries,
     relay: {
       status: () => relay.status(),

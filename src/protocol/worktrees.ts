@@ -5,7 +5,6 @@
 // committed, landed into the workspace's branch, pushed, or discarded. docs/protocol.md "Worktrees".
 import { z } from 'zod';
 import { command, nonEmpty } from './command-frame';
-import { ChatResult } from './chat';
 import { Seq } from './envelope';
 
 /** Where a conversation's tools work. */
@@ -21,7 +20,7 @@ export interface WorktreeRecord {
   conversationId: string;
   /** The real path of the user's repository (its main working tree) the worktree was made from. */
   repository: string;
-  /** The worktree's folder (outside the repository's working tree, under the data directory). */
+  /** The worktree's real path: outside the repository's working tree, in service.json's `worktrees.folder` (default `<repository>.worktrees/` beside it). */
   path: string;
   /** `assistant/<slug>-<id>`. */
   branch: string;
@@ -171,7 +170,7 @@ export const DiscardChangesCommand = command('discard_changes', { conversation_i
 
 export const WorktreeCommands = [GetChangesCommand, RevertChangesCommand, CommentOnChangeCommand, CommitChangesCommand, DraftCommitMessageCommand, LandChangesCommand, PushChangesCommand, DiscardChangesCommand] as const;
 
-/** What review's commands answer (protocol/results.ts spreads it; comment_on_change answers as chat does, there). */
+/** What review's commands answer (protocol/results.ts spreads it; comment_on_change answers as chat does: chat.ts). */
 export const WorktreeResults = {
   get_changes: Changes,
   revert_changes: Changes,
@@ -180,8 +179,6 @@ export const WorktreeResults = {
   land_changes: LandResult,
   push_changes: PushResult,
   discard_changes: z.object({ discarded: z.literal(true) }),
-  /** The comment is a chat message of the conversation: the same answer. */
-  comment_on_change: ChatResult,
 };
 
 /** A turn of a worktree conversation ended with changes: to its followers, and a "ready for review" push. */

@@ -20,8 +20,21 @@ export async function isolateGitConfig(identity = true): Promise<{ home: string;
   return { home: temp.dir, cleanup: temp.cleanup };
 }
 
+/** Runs the real git in `cwd` (the test's own, plain: hooks and config of the repository apply) and answers its output. */
 export function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-C', cwd, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  return execFileSync('git', args, { cwd, stdio: 'pipe', env: { ...process.env, GIT_TERMINAL_PROMPT: '0' } }).toString();
+}
+
+/** A repository on `main` in `dir` (made if needed) with `files` committed, its identity set locally. Answers HEAD's commit. */
+export async function gitRepository(dir: string, files: Record<string, string>): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  git(dir, 'init', '-q', '-b', 'main');
+  git(dir, 'config', 'user.email', 'test@example.invalid');
+  git(dir, 'config', 'user.name', 'Test');
+  await writeFiles(dir, files);
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', 'first');
+  return git(dir, 'rev-parse', 'HEAD').trim();
 }
 
 export async function writeFiles(root: string, files: Record<string, string | Buffer>): Promise<void> {

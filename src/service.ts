@@ -15,6 +15,7 @@ import { settlePendingFileChanges } from './agent/turn-files';
 import { TurnUndo } from './agent/turn-undo';
 import { keepToolsOut } from './agent/tools/private-folders';
 import type { ToolRegistry } from './agent/tools/registry';
+import type { WorktreeRecords } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { SessionDoor, type OpenSession, type SessionOptions } from './commands/door';
 import { AttachmentUploads } from './commands/attachment-uploads';
@@ -71,6 +72,8 @@ export interface ServiceOptions {
   logToStderr?: boolean;
   /** What the hosting program supplies (the editor's models, prompts, tools, key). */
   hostServices?: Host;
+  /** Where review and land find conversations' worktrees instead of the store's table (tests that make their own with git worktree add). */
+  worktrees?: WorktreeRecords;
   /** Replaces the provider resolver (benchmarks). */
   provider?: ProviderResolver;
   /** false: the model gets only service.json's system_prompt, no built-in prompt, environment or instruction files (the benchmarks' baseline). */
@@ -192,7 +195,9 @@ async function composeService(options: ServiceOptions): Promise<ServiceParts> {
   const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings), options.loginBurstWindowMs);
   recordLoginBursts(auth.failures, store, logger);
 
-  const turns = new TurnRunner({ agent, events, store });
+  // Review and land read the store's worktree records (the worktree runs make them).
+  const worktreeRecords: WorktreeRecords = options.worktrees ?? store.worktrees;
+  const turns = new TurnRunner({ agent, events, store, worktrees: worktreeRecords });
   const webhooks = new WebhookChannel({ config, store, turns, logger, openSession: (o) => door.openSession(o) }, options.webhook);
   const push = new PushService({ dataDir: options.dataDir, store, events, logger, redactor, permissionTimeoutMs }, options.push);
   const listening: Listening = {};
@@ -201,6 +206,7 @@ async function composeService(options: ServiceOptions): Promise<ServiceParts> {
     undo: new TurnUndo(store),
     uploads: new AttachmentUploads(store, options.uploadIdleTimeoutMs),
     exports: new RenderedExports(),
+    worktrees: worktreeRecords,
     deliveries: webhooks.deliveries,
     relay: {
       status: () => relay.status(),

@@ -2,7 +2,7 @@ import type { RequestId, ServiceEvent } from '../protocol';
 import type { ClientSession } from './session';
 
 /** The events of a conversation that are numbered (`seq`) and replayed to a client that follows it again. */
-export type FeedEvent = Extract<ServiceEvent, { event: 'chat.delta' | 'tool.call' | 'tool.result' | 'chat.message' | 'permission.request' | 'permission.resolved' | 'turn.ended' | 'plan.updated' }>;
+export type FeedEvent = Extract<ServiceEvent, { event: 'chat.delta' | 'tool.call' | 'tool.result' | 'chat.message' | 'permission.request' | 'permission.resolved' | 'turn.ended' | 'plan.updated' | 'changes.ready' }>;
 
 /** The session and request that started a turn: the sender's copies of its events carry the request's id. */
 export interface TurnOrigin {

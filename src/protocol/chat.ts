@@ -75,6 +75,8 @@ export const ChatResult = z.object({
 
 export const ChatResults = {
   chat: ChatResult,
+  /** A comment on a change (worktrees.ts) is a chat message of its conversation: the same answer. */
+  comment_on_change: ChatResult,
   cancel: z.object({ cancelled: z.boolean() }),
   /** False when no message of that id waits in that conversation (it started, was removed, or never queued). */
   remove_queued: z.object({ removed: z.boolean() }),

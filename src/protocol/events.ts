@@ -5,6 +5,7 @@ import { ConfigChangedEvent } from './config';
 import { ConversationUpdatedEvent } from './conversations';
 import { PermissionRequestEvent, PermissionResolvedEvent } from './permissions';
 import { PlanUpdatedEvent } from './plan';
+import { ChangesReadyEvent } from './worktrees';
 
 /**
  * Every event the service sends: pushed unsolicited to authenticated sockets, they carry `event`, never
@@ -22,5 +23,6 @@ export const ServiceEvent = z.discriminatedUnion('event', [
   PlanUpdatedEvent,
   ChatMessageEvent,
   AuditAppendedEvent,
+  ChangesReadyEvent,
 ]);
 export type ServiceEvent = z.infer<typeof ServiceEvent>;

@@ -5,7 +5,7 @@
  */
 
 /** What a push is about; `resolved` withdraws a prompt's notification. */
-export const PUSH_KINDS = ['prompt', 'resolved', 'finished', 'failed', 'webhook', 'test'] as const;
+export const PUSH_KINDS = ['prompt', 'resolved', 'finished', 'failed', 'webhook', 'review', 'test'] as const;
 export type PushKind = (typeof PUSH_KINDS)[number];
 
 /** The decrypted payload: `{v: 1, kind, tag, ...}`; content-blind devices get `blind: true` and no text. */

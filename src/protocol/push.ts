@@ -16,6 +16,8 @@ export const PushEventToggles = z.object({
   finished: z.boolean().default(true),
   failed: z.boolean().default(true),
   webhook: z.boolean().default(true),
+  /** A worktree conversation's turn ended with changes to review (changes.ready). */
+  review: z.boolean().default(true),
 });
 export type PushEventToggles = z.infer<typeof PushEventToggles>;
 

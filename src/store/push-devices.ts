@@ -6,6 +6,7 @@ export interface PushDeviceEvents {
   finished: boolean;
   failed: boolean;
   webhook: boolean;
+  review: boolean;
 }
 
 export interface PushDeliveryRecord {
@@ -54,7 +55,8 @@ const COLUMNS = 'device_id, device_name, principal, source, person, created_at, 
 function fromStored(row: StoredRow): PushDeviceRow {
   return {
     ...row,
-    events: JSON.parse(row.events) as PushDeviceEvents,
+    // A device subscribed before `review` existed wants it, as every kind is wanted by default.
+    events: { review: true, ...(JSON.parse(row.events) as Omit<PushDeviceEvents, 'review'>) },
     content_blind: row.content_blind === 1,
     last_delivery: row.last_delivery === null ? null : (JSON.parse(row.last_delivery) as PushDeliveryRecord),
   };

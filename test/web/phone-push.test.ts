@@ -352,7 +352,7 @@ test('turning notifications on subscribes with the service\'s VAPID key and regi
   assert.equal(device.device_id, deviceId);
   assert.equal(device.device_name, 'Pixel of the test');
   assert.equal(device.endpoint_origin, 'https://push.example.test');
-  assert.deepEqual(device.events, { prompt: true, finished: true, failed: true, webhook: true });
+  assert.deepEqual(device.events, { prompt: true, finished: true, failed: true, webhook: true, review: true });
   assert.equal(device.content_blind, false);
   const subscribe = pushCommands.exchanges.find((e) => e.command.type === 'push_subscribe');
   assert.deepEqual(subscribe?.command.subscription, { endpoint: browserSubscription.endpoint, keys: { p256dh: browserSubscription.p256dh, auth: browserSubscription.auth } }, 'the browser\'s subscription as it gave it');
@@ -374,7 +374,7 @@ test('turning notifications on subscribes with the service\'s VAPID key and regi
   await page.locator('.push-device-name').fill('Renamed phone');
   await page.locator('.push-device-name').dispatchEvent('change');
   await until(listDevices, (d) => d[0]?.events.finished === false && d[0].content_blind && d[0].device_name === 'Renamed phone', 'push_settings reached the service');
-  assert.deepEqual((await listDevices())[0].events, { prompt: true, finished: false, failed: true, webhook: true });
+  assert.deepEqual((await listDevices())[0].events, { prompt: true, finished: false, failed: true, webhook: true, review: true });
 
   // Closed and opened again: the section shows what the service holds.
   await page.locator('.push-close').click();
@@ -394,7 +394,7 @@ test('turning notifications on subscribes with the service\'s VAPID key and regi
   await page.reload();
   const [renewed] = await until(listDevices, (d) => d[0]?.endpoint_origin === 'https://push2.example.test', 'the renewed subscription reached the service');
   assert.equal(renewed.device_name, 'Renamed phone');
-  assert.deepEqual(renewed.events, { prompt: true, finished: false, failed: true, webhook: true });
+  assert.deepEqual(renewed.events, { prompt: true, finished: false, failed: true, webhook: true, review: true });
   assert.equal(renewed.content_blind, true);
   // The proxy records the exchange when the answer passes back through it, which may be just after the
   // service stored the device: wait for it rather than race it.

@@ -94,6 +94,23 @@ export function runPayload(run: EndedRun, blind: boolean, text: TextFilter): Pus
   };
 }
 
+export const reviewTag = (conversationId: string) => `review:${conversationId}`;
+
+/** "Ready for review": a worktree conversation's turn ended with changes (changes.ready). */
+export function reviewPayload(ready: { conversationId: string; conversationTitle: string; files: number; additions: number; deletions: number }, blind: boolean, text: TextFilter): PushPayload {
+  const tag = reviewTag(ready.conversationId);
+  if (blind) return { v: 1, kind: 'review', tag, blind: true, conversation_id: ready.conversationId };
+  return {
+    v: 1,
+    kind: 'review',
+    tag,
+    conversation_id: ready.conversationId,
+    title: cut(text(`Ready for review: ${ready.conversationTitle}`), TITLE_CHARS),
+    body: cut(`${ready.files} file${ready.files === 1 ? '' : 's'} changed, +${ready.additions} -${ready.deletions}`, BODY_CHARS),
+    url: pageUrl(ready.conversationId),
+  };
+}
+
 export function testPayload(blind: boolean): PushPayload {
   if (blind) return { v: 1, kind: 'test', tag: 'test', blind: true };
   return { v: 1, kind: 'test', tag: 'test', title: 'Remote Assistant', body: 'Notifications work on this device.', url: './' };

@@ -10,7 +10,7 @@ import { ServiceError, type CommandOf, type PushDevice, type PushTestResult, typ
 import { mayUse, type PushDeviceRow, type Store } from '../../store';
 import { DeviceVisibility } from './device-visibility';
 import { checkSubscription, guardedAgent, type EndpointPolicy } from './endpoint-guard';
-import { promptPayload, promptTag, resolvedPayload, runPayload, runTag, testPayload, topicOf, type EndedRun, type TextFilter } from './push-payloads';
+import { promptPayload, promptTag, resolvedPayload, reviewPayload, reviewTag, runPayload, runTag, testPayload, topicOf, type EndedRun, type TextFilter } from './push-payloads';
 import type { PushKind } from '../../protocol/push-payload';
 import { PushSender, type DeliveryOutcome, type PushMessage, type PushSenderOptions } from './push-sender';
 import { VapidKeyStore } from './vapid-keys';
@@ -134,7 +134,7 @@ export class PushService implements PushCommands {
         endpoint,
         p256dh: command.subscription.keys.p256dh,
         auth: command.subscription.keys.auth,
-        events: command.events ?? { prompt: true, finished: true, failed: true, webhook: true },
+        events: command.events ?? { prompt: true, finished: true, failed: true, webhook: true, review: true },
         content_blind: command.content_blind ?? false,
       },
       max,
@@ -211,10 +211,11 @@ export class PushService implements PushCommands {
     if (event.event === 'permission.request') this.onPrompt(event, filter);
     else if (event.event === 'permission.resolved') this.onResolved(event.request_id);
     else if (event.event === 'turn.ended') void this.onTurnEnded(event, filter);
+    else if (event.event === 'changes.ready') this.onChangesReady(event, filter);
   }
 
   /** The devices that would have received an event with this filter, as their subscribing client. */
-  private recipients(kind: 'prompt' | EndedRun['kind'], filter: EventFilter): PushDeviceRow[] {
+  private recipients(kind: 'prompt' | 'review' | EndedRun['kind'], filter: EventFilter): PushDeviceRow[] {
     return this.deps.store.pushDevices.list().filter((device) => device.events[kind] && filter(asClient(device)) && !this.visibility.isVisible(device.device_id));
   }
 
@@ -259,6 +260,15 @@ export class PushService implements PushCommands {
     };
     for (const device of devices) {
       void this.push(device, { payload: runPayload(run, device.content_blind, this.text), ttl: RUN_TTL_SECONDS, urgency: 'normal', topic: topicOf(runTag(conversation.id)) });
+    }
+  }
+
+  private onChangesReady(event: Extract<ServiceEvent, { event: 'changes.ready' }>, filter: EventFilter): void {
+    const conversation = this.deps.store.conversations.get(event.conversation_id);
+    if (!conversation) return;
+    const ready = { conversationId: conversation.id, conversationTitle: conversation.title, files: event.files, additions: event.additions, deletions: event.deletions };
+    for (const device of this.recipients('review', filter)) {
+      void this.push(device, { payload: reviewPayload(ready, device.content_blind, this.text), ttl: RUN_TTL_SECONDS, urgency: 'normal', topic: topicOf(reviewTag(conversation.id)) });
     }
   }
 

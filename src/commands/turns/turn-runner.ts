@@ -4,7 +4,7 @@ import { previewOf } from '../../agent/preview';
 import { turnFailureOf } from '../../agent/turn-failure';
 import type { RequestId, ResultOf } from '../../protocol';
 import type { Store } from '../../store';
-import type { TurnEnd, TurnRequest, TurnStarter } from '../context';
+import type { TurnEnd, TurnRequest, TurnStarter, WorktreeRecords } from '../context';
 import type { EventHub } from '../event-hub';
 import { clientLabel } from '../agent-context-handlers';
 import { sessionLabel } from '../audit-actor';
@@ -13,6 +13,7 @@ import { personOf } from '../session';
 import { ChatResends } from './chat-resends';
 import { RunningChats } from './running-chats';
 import { announceTurnEnded } from './turn-ended';
+import { announceChangesReady } from './changes-ready';
 
 type ChatResult = ResultOf<'chat'>;
 
@@ -26,7 +27,7 @@ export class TurnRunner implements TurnStarter {
   private readonly running = new RunningChats();
   private readonly resends: ChatResends;
 
-  constructor(private readonly deps: { agent: Agent; events: EventHub; store: Store }) {
+  constructor(private readonly deps: { agent: Agent; events: EventHub; store: Store; worktrees: WorktreeRecords }) {
     this.resends = new ChatResends(deps.store);
   }
 
@@ -121,5 +122,8 @@ export class TurnRunner implements TurnStarter {
     const forGood = request.settle ? await request.settle(end) : true;
     if (!forGood || conversationId === undefined || end.outcome === 'removed') return;
     announceTurnEnded(this.deps, { conversationId, source: request.session.source, outcome: end.outcome, failure: end.outcome === 'failed' ? end.failure : undefined });
+    // Any end (a turn stopped part way may have changed files too), told after turn.ended without
+    // holding the chat's answer back for a git diff.
+    void announceChangesReady(this.deps, conversationId).catch(() => undefined);
   }
 }

@@ -15,6 +15,7 @@ const KIND_LABELS: Record<PushEventKind, string> = {
   finished: 'A run finished',
   failed: 'A run failed',
   webhook: 'A webhook run finished',
+  review: 'Changes are ready for review',
 };
 const KINDS = Object.keys(KIND_LABELS) as PushEventKind[];
 /** The endpoint this device last registered with the service (to notice a renewed subscription). */

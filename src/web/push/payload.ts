@@ -27,6 +27,7 @@ const BLIND_TITLE: Record<PushKind, string> = {
   finished: 'Remote Assistant: a run finished',
   failed: 'Remote Assistant: a run finished',
   webhook: 'Remote Assistant: a run finished',
+  review: 'Remote Assistant: changes ready for review',
   test: 'Remote Assistant: test notification',
 };
 const BLIND_BODY = 'Open to see the details.';

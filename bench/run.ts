@@ -11,6 +11,7 @@ import { runPersistBench } from './persist';
 import { benchPush } from './push';
 import { benchRelay } from './relay';
 import { benchRelayService } from './relay-service';
+import { benchStall } from './stall';
 import { benchStart } from './start';
 import { benchWebhook } from './webhook';
 import { benchWebSocket } from './ws';
@@ -32,6 +33,7 @@ async function main() {
     ['history', benchHistory],
     ['export', benchExport],
     ['start', benchStart],
+    ['stall', benchStall],
   ];
   for (const [name, run] of benches) {
     if (only.length > 0 && !only.includes(name)) continue;

@@ -15,6 +15,7 @@ import { benchStall } from './stall';
 import { benchStart } from './start';
 import { benchWebhook } from './webhook';
 import { benchWebSocket } from './ws';
+import { benchWorktree } from './worktree';
 
 async function main() {
   const only = process.argv.slice(2);
@@ -34,6 +35,7 @@ async function main() {
     ['export', benchExport],
     ['start', benchStart],
     ['stall', benchStall],
+    ['worktree', benchWorktree],
   ];
   for (const [name, run] of benches) {
     if (only.length > 0 && !only.includes(name)) continue;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import { bindAttachments, insertAttachment, type MessageRow, type NewAuditEntry, type NewMessage, type Store } from '../store';
-import { canAccess, sourceLabel } from '../protocol/sources';
+import { canAccess, sourceLabel, sourceText, type Source } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
 import { CompactionFailed, Compactor } from './compaction/compactor';
 import { requestBudget, windowOf } from './compaction/budget';
@@ -17,11 +17,12 @@ import { previewOf } from './preview';
 import type { InstructionFile } from './prompt/instruction-files';
 import { listSavedPrompts } from './prompt/saved-prompts';
 import { TurnContext, type TurnInstructions } from './prompt/turn-context';
-import type { PermissionGate } from './permissions';
+import { endsTurn, type PermissionGate } from './permissions';
 import { ProviderError, type ChatMessage, type Provider, type ToolSpec } from './providers/types';
-import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall, type ToolCallOutcome } from './tool-runner';
+import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall, type ToolCallResult } from './tool-runner';
 import type { ToolRegistry } from './tools/registry';
-import type { Tool, ToolImage } from './tools/types';
+import type { Tool, ToolArea, ToolImage } from './tools/types';
+import { worktreeByDefault, worktreeRequired, type Worktrees } from './worktrees/worktrees';
 import { TurnFiles } from './turn-files';
 import { ModelToolNames, type ToolCallData, type ToolResultData } from './transcript';
 import { TurnUsage } from './usage/turn-usage';
@@ -36,8 +37,8 @@ export interface ChatInput {
   /** Checked attachments the user message carries (stored with it). */
   attachments?: readonly StoredAttachment[];
   conversationId?: string;
-  /** Source of the session: recorded on new conversations, and checked for ownership. */
-  source: string;
+  /** Source of the session: recorded (its text) on new conversations, and checked for ownership. */
+  source: Source;
   userId?: string;
   /** Who sent it (protocol/sources.ts personOf; default: its source): while it waits, only they (or the owner) may remove it. */
   sender?: string;
@@ -64,9 +65,15 @@ export interface ChatInput {
   storeReply?: (reply: NewMessage) => Promise<void>;
   /** Who sent the message as people read it (`phone (relay), device “Pixel”`), for the model's environment block; default: the source's label. */
   client?: string;
+  /**
+   * The chat's `worktree`: a new conversation works in its own git worktree (true) or the workspace
+   * (false); undefined: service.json's default for the source. On an existing conversation it must
+   * match what the conversation has, or be absent.
+   */
+  worktree?: boolean;
 }
 
-export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'attachments' | 'conversationId' | 'userId' | 'sender' | 'clientMessageId' | 'clientKey'>;
+export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'attachments' | 'conversationId' | 'userId' | 'sender' | 'clientMessageId' | 'clientKey' | 'worktree'>;
 
 /**
  * What a turn tells its caller while it runs, in the order the agent produced it, as the wire's events
@@ -118,6 +125,8 @@ export interface AgentDeps {
   dataDir?: string;
   /** false: only service.json's system_prompt is sent, none of the turn's context (the benchmarks' baseline). Default true. */
   withContext?: boolean;
+  /** Conversations in their own git worktree (agent/worktrees); without it, every conversation works in the workspace. */
+  worktrees?: Worktrees;
 }
 
 /** An instruction file in force as clients see it (list_instructions, get_config): without its text. */
@@ -167,10 +176,11 @@ export class Agent {
    * The instruction files the model is given: those of every conversation (the user's, the workspace
    * roots'), and with a conversation the nearest AGENTS.md above each path its tools touched.
    */
-  async instructionFiles(conversationId: string | undefined, source: string): Promise<InstructionFileInfo[]> {
+  async instructionFiles(conversationId: string | undefined, source: Source): Promise<InstructionFileInfo[]> {
     if (conversationId !== undefined) this.requireConversation(conversationId, source);
     const rows = conversationId === undefined ? [] : await this.history.rows(conversationId);
-    return (await this.context.filesInForce(rows)).map(({ text: _text, ...info }) => info);
+    const area = conversationId === undefined ? undefined : this.recordedArea(conversationId);
+    return (await this.context.filesInForce(rows, area?.roots)).map(({ text: _text, ...info }) => info);
   }
 
   /** The saved prompts of the workspace folders and the data directory. */
@@ -183,13 +193,50 @@ export class Agent {
     const conversationId = input.conversationId ?? randomUUID();
     const create = !input.conversationId;
     if (!create) this.requireConversation(conversationId, input.source);
-    const line = this.waitInLine(conversationId, { client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }, input.sender ?? input.source);
+    const worktree = this.worktreeWanted(conversationId, create, input);
+    const line = this.waitInLine(conversationId, { client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }, input.sender ?? sourceText(input.source));
     return line.run(async () => {
+      // Made before the conversation is stored: a worktree that cannot be made leaves nothing behind.
+      if (create && worktree) await this.makeWorktree(conversationId, titleOf(input.message));
+      const area = await this.areaOf(conversationId);
       const message = await this.storeUserMessage(conversationId, create, input);
       onEvent({ event: 'chat.message', conversation_id: conversationId, message });
-      this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input, onEvent, message.id);
+      this.deps.onActivity?.(conversationId, sourceText(input.source));
+      return this.answer(conversationId, input, onEvent, message.id, area);
     });
+  }
+
+  /** Whether a new conversation gets a worktree; on an existing one, `worktree` must match it or be absent (else invalid_request). */
+  private worktreeWanted(conversationId: string, create: boolean, input: ChatInput): boolean {
+    const config = this.deps.config();
+    if (!create) {
+      const has = this.deps.worktrees?.of(conversationId) !== undefined;
+      if (input.worktree !== undefined && input.worktree !== has) {
+        throw new ServiceError('invalid_request', `worktree is chosen when a conversation starts: this one works in ${has ? 'its own worktree' : 'the workspace'} (leave worktree out, or send ${has})`);
+      }
+      return has;
+    }
+    if (input.worktree === false && worktreeRequired(config, input.source)) {
+      throw new ServiceError('invalid_request', "this webhook account's conversations always work in their own worktree (its `worktree` is \"required\")");
+    }
+    return input.worktree ?? worktreeByDefault(config, input.source);
+  }
+
+  private async makeWorktree(conversationId: string, title: string): Promise<void> {
+    if (!this.deps.worktrees) throw new ServiceError('conflict', 'this host does not make worktrees');
+    await this.deps.worktrees.create(conversationId, title);
+  }
+
+  /** Where the conversation's tools work this turn: its worktree (checked: a deleted folder refuses the turn), or the workspace (undefined). */
+  private async areaOf(conversationId: string): Promise<ToolArea | undefined> {
+    const root = await this.deps.worktrees?.rootOf(conversationId);
+    return root === undefined ? undefined : { roots: [root] };
+  }
+
+  /** The conversation's area as recorded, unchecked (what it shows between turns: instruction files, compaction's sizing). */
+  private recordedArea(conversationId: string): ToolArea | undefined {
+    const record = this.deps.worktrees?.of(conversationId);
+    return record ? { roots: [record.path] } : undefined;
   }
 
   /**
@@ -198,14 +245,20 @@ export class Agent {
    * running turn it waits visibly as `waitingAs`, like a chat, and may be removed the same way.
    */
   answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput & { waitingAs?: QueuedMessage }, onEvent: TurnEventSink = ignore): Promise<ChatOutput> {
-    const line = this.waitInLine(conversationId, input.waitingAs, input.source);
+    const line = this.waitInLine(conversationId, input.waitingAs, sourceText(input.source));
     return line.run(async () => {
+      // A webhook conversation is stored when its first message is accepted: its worktree is made at its first turn.
+      const wanted = !this.deps.worktrees?.of(conversationId) && worktreeByDefault(this.deps.config(), input.source);
+      if (wanted && (await this.deps.store.messages.recent(conversationId, { limit: 1 })).length === 0) {
+        await this.makeWorktree(conversationId, this.deps.store.conversations.get(conversationId)?.title ?? 'webhook');
+      }
+      const area = await this.areaOf(conversationId);
       await admit();
       // The admitted message is the conversation's last one (its turn holds the conversation).
       const [admitted] = await this.deps.store.messages.recent(conversationId, { limit: 1 });
       if (admitted?.role === 'user') onEvent({ event: 'chat.message', conversation_id: conversationId, message: messageOf(admitted) });
-      this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input, onEvent, admitted?.role === 'user' ? admitted.id : undefined);
+      this.deps.onActivity?.(conversationId, sourceText(input.source));
+      return this.answer(conversationId, input, onEvent, admitted?.role === 'user' ? admitted.id : undefined, area);
     });
   }
 
@@ -239,7 +292,7 @@ export class Agent {
   }
 
   /** The conversation, if it exists and `source` may see it; else not_found. */
-  requireConversation(conversationId: string, source: string) {
+  requireConversation(conversationId: string, source: Source) {
     const conversation = this.deps.store.conversations.get(conversationId);
     if (!conversation || !canAccess(source, conversation.source)) {
       throw new ServiceError('not_found', `conversation ${conversationId} not found`);
@@ -252,16 +305,17 @@ export class Agent {
    * after any turn that runs (it waits in the conversation's queue). The summary reaches followers as
    * a chat.message; its usage row carries the context fullness the model will see from now on.
    */
-  async compact(conversationId: string, source: string, focus: string | undefined, onEvent: TurnEventSink = ignore): Promise<{ message: Message; context_used: number; context_window: number }> {
+  async compact(conversationId: string, source: Source, focus: string | undefined, onEvent: TurnEventSink = ignore): Promise<{ message: Message; context_used: number; context_window: number }> {
     this.requireConversation(conversationId, source);
     return this.queued(conversationId, async () => {
       this.requireConversation(conversationId, source);
       const log = this.deps.logger.child({ conversation: conversationId });
-      const { config, model, provider, specs, window } = await this.requestShape({}, false);
+      const area = this.recordedArea(conversationId);
+      const { config, model, provider, specs, window } = await this.requestShape({}, false, area);
       const rows = await this.history.rows(conversationId);
       // The next turn's request shape, so the fullness told is what the model will be sent.
-      const system = await this.systemMessage(config, rows, {}, { model, contextWindow: window });
-      const moment = await this.moment({ client: sourceLabel(source), remote: source !== 'editor' });
+      const system = await this.systemMessage(config, rows, {}, { model, contextWindow: window }, area);
+      const moment = await this.moment({ client: sourceLabel(source), remote: source.kind !== 'editor' }, area);
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
       const usage = new TurnUsage();
       try {
@@ -272,7 +326,7 @@ export class Agent {
         }, focus);
         const contextUsed = made.historyTokens + budget.fixed;
         usage.contextNow(contextUsed, budget.window);
-        await this.recordUsage(usage, made.message.id, conversationId, source, log);
+        await this.recordUsage(usage, made.message.id, conversationId, sourceText(source), log);
         return { message: made.message, context_used: contextUsed, context_window: budget.window };
       } catch (error) {
         if (error instanceof CompactionFailed) throw new ServiceError('server_error', `the conversation could not be compacted: ${error.message}`);
@@ -295,7 +349,7 @@ export class Agent {
     const { store } = this.deps;
     const now = new Date().toISOString();
     if (create) {
-      await store.conversations.create({ id: conversationId, title: titleOf(input.message), source: input.source, created_at: now });
+      await store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now });
     } else {
       this.requireConversation(conversationId, input.source);
     }
@@ -317,7 +371,7 @@ export class Agent {
    * `turnMessageId`: the user message the turn answers, which keeps the turn's usage when no reply is
    * stored; its id also names the turn (what undo_turn undoes).
    */
-  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string): Promise<ChatOutput> {
+  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string, area?: ToolArea): Promise<ChatOutput> {
     const turnId = turnMessageId ?? randomUUID();
     const { store, logger } = this.deps;
     const log = logger.child({ conversation: conversationId });
@@ -329,15 +383,17 @@ export class Agent {
       const text = await this.loop(conversationId, input, log, onEvent, usage, new TurnFiles(store, conversationId, turnId, () => this.context.filesChanged()), (delta) => {
         streamed += delta;
         onEvent({ event: 'chat.delta', conversation_id: conversationId, delta });
-      });
+      }, area);
+      // Counted before the reply is stored: the conversation.updated its storing sends shows the new counts.
+      if (area) await this.deps.worktrees?.refreshStats(conversationId);
       const messageId = randomUUID();
       // Before the reply: once a webhook sender has the reply, its account's budget already counts it.
       usageStored = true;
-      const counted = await this.recordUsage(usage, messageId, conversationId, input.source, log);
+      const counted = await this.recordUsage(usage, messageId, conversationId, sourceText(input.source), log);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
       await (input.storeReply ? input.storeReply(reply) : store.messages.append(reply));
       onEvent({ event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
-      this.deps.onActivity?.(conversationId, input.source);
+      this.deps.onActivity?.(conversationId, sourceText(input.source));
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
       return { response: text, conversation_id: conversationId };
     } catch (error) {
@@ -349,8 +405,9 @@ export class Agent {
       if (error instanceof ProviderError) throw new ProviderFailure(error);
       throw error;
     } finally {
+      if (area && !usageStored) await this.deps.worktrees?.refreshStats(conversationId);
       // A turn that ended without a reply (cancelled, failed after a tool round) spent its tokens all the same.
-      if (!usageStored && turnMessageId !== undefined) await this.recordUsage(usage, turnMessageId, conversationId, input.source, log);
+      if (!usageStored && turnMessageId !== undefined) await this.recordUsage(usage, turnMessageId, conversationId, sourceText(input.source), log);
     }
   }
 
@@ -374,10 +431,10 @@ export class Agent {
    * What a request to the model is made of besides the history and the system message: the tools
    * offered, the model, and its window (compaction/budget.ts shares it out).
    */
-  private async requestShape(input: Pick<AnswerInput, 'model'>, lastStep: boolean) {
+  private async requestShape(input: Pick<AnswerInput, 'model'>, lastStep: boolean, area: ToolArea | undefined) {
     // Read afresh each step: a config change (model, permission_mode, tools) applies to the next step.
     const config = this.deps.config();
-    const tools = await this.deps.tools.list();
+    const tools = await this.deps.tools.list(area);
     const names = new ModelToolNames(tools.map((t) => t.name));
     const specs = lastStep || tools.length === 0 ? undefined : tools.map((t) => toolSpec(t, names));
     const model = input.model ?? config.model;
@@ -392,18 +449,18 @@ export class Agent {
    * The system message of one request. Each step: an instruction file the last step edited, or a
    * folder it reached, counts at once.
    */
-  private async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], instructions: TurnInstructions, workplace: { model: string; contextWindow: number | null }): Promise<ChatMessage | undefined> {
+  private async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], instructions: TurnInstructions, workplace: { model: string; contextWindow: number | null }, area: ToolArea | undefined): Promise<ChatMessage | undefined> {
     if (this.deps.withContext === false) return config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
-    return this.context.systemMessage(config, rows, workplace, instructions);
+    return this.context.systemMessage(config, rows, workplace, instructions, area?.roots);
   }
 
   /** The turn's note (time, git, who sent it), sent after the conversation; none without the agent's context. */
-  private async moment(facts: { client: string; remote: boolean }): Promise<ChatMessage | undefined> {
-    return this.deps.withContext === false ? undefined : this.context.moment(facts);
+  private async moment(facts: { client: string; remote: boolean }, area: ToolArea | undefined): Promise<ChatMessage | undefined> {
+    return this.deps.withContext === false ? undefined : this.context.moment(facts, area?.roots);
   }
 
   /** Model calls and tool runs until the model answers; returns the final text. */
-  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: TurnEventSink, usage: TurnUsage, files: TurnFiles, onDelta: (delta: string) => void): Promise<string> {
+  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: TurnEventSink, usage: TurnUsage, files: TurnFiles, onDelta: (delta: string) => void, area: ToolArea | undefined): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
     // One failed compaction a turn: the turn goes on with the cut instead of failing again each step.
@@ -414,11 +471,11 @@ export class Agent {
     for (let step = 1; ; step += 1) {
       const maxSteps = this.deps.config().max_steps;
       const lastStep = step >= maxSteps;
-      const { config, tools, names, specs, model, provider, window, reported } = await this.requestShape(input, lastStep);
+      const { config, tools, names, specs, model, provider, window, reported } = await this.requestShape(input, lastStep, area);
       const byName = new Map(tools.map((t) => [t.name, t]));
       const rows = await this.history.rows(conversationId);
-      const system = await this.systemMessage(config, rows, instructions, { model, contextWindow: window });
-      if (moment === null) moment = await this.moment({ client: input.client ?? sourceLabel(input.source), remote: input.source !== 'editor' });
+      const system = await this.systemMessage(config, rows, instructions, { model, contextWindow: window }, area);
+      if (moment === null) moment = await this.moment({ client: input.client ?? sourceLabel(input.source), remote: input.source.kind !== 'editor' }, area);
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
       const view = await this.compactor.modelView(rows, system ? [system] : [], {
         conversationId, provider, model, budget, signal,
@@ -428,7 +485,7 @@ export class Agent {
       if (view.compaction === 'failed') mayCompact = false;
       const messages = await withAttachments(view.messages, seesImages(config, model), {
         blobs: store.blobs,
-        workspaceRoots: this.deps.workspaceRoots ?? (() => []),
+        workspaceRoots: area ? () => [...area.roots] : (this.deps.workspaceRoots ?? (() => [])),
         logger: log,
       });
       const result = await provider.complete({
@@ -472,7 +529,7 @@ export class Agent {
         onEvent({ event: 'tool.call', conversation_id: conversationId, tool: call.name, call_id: call.id, arguments: call.arguments });
         const outcome = await runToolCall(call, byName.get(call.name), {
           conversationId,
-          source: input.source,
+          source: sourceText(input.source),
           ownerAnswersPrompts: input.ownerAnswersPrompts === true,
           signal,
           gate: this.deps.gate,
@@ -495,25 +552,24 @@ export class Agent {
         };
         // The image's record and the result that shows it, in one transaction: neither is ever seen without the other.
         // A webhook account's tool call is recorded in the audit log with its result (untrusted text asked for it).
-        const audit = input.source.startsWith('webhook:') ? webhookToolRunEntry(input.source, conversationId, call.name, outcome) : undefined;
+        const audit = input.source.kind === 'webhook' ? webhookToolRunEntry(input.source.account, conversationId, call.name, outcome) : undefined;
         await store.messages.appendMany([result], (tx) => {
           if (shown) insertAttachment(tx, { ...shown, id: shown.attachment_id, uploader: 'agent', created_at: result.timestamp, conversation_id: conversationId });
           if (audit) store.audit.record(tx, audit);
         });
         onEvent({
-          event: 'tool.result', conversation_id: conversationId, tool: call.name, call_id: call.id, ok: outcome.ok, denied: outcome.denied === true, content: outcome.content,
+          event: 'tool.result', conversation_id: conversationId, tool: call.name, call_id: call.id, ok: outcome.ok, denied: outcome.denied !== undefined, content: outcome.content,
           ...(outcome.detail ? { detail: outcome.detail } : {}),
           ...(shown ? { attachments: [attachmentInfoOf(shown)] } : {}),
         });
-        if (signal.aborted || outcome.endsTurn) throw new Cancelled();
+        if (signal.aborted || (outcome.denied && endsTurn(outcome.denied))) throw new Cancelled();
       }
     }
   }
 }
 
 /** A webhook account's tool call as the audit log keeps it: the tool, what it acted on, whether it ran. */
-function webhookToolRunEntry(source: string, conversationId: string, tool: string, outcome: ToolCallOutcome): NewAuditEntry {
-  const account = source.slice('webhook:'.length);
+function webhookToolRunEntry(account: string, conversationId: string, tool: string, outcome: ToolCallResult): NewAuditEntry {
   const what = outcome.subject !== undefined ? `${tool} ${outcome.subject}` : tool;
   return {
     kind: 'webhook.tool_run',
@@ -521,7 +577,7 @@ function webhookToolRunEntry(source: string, conversationId: string, tool: strin
     place: { via: 'webhook' },
     conversation_id: conversationId,
     summary: outcome.denied ? `Refused ${what}` : `Ran ${what}${outcome.ok ? '' : ' (failed)'}`,
-    detail: { tool, subject: outcome.subject ?? null, ran: outcome.denied !== true, ok: outcome.ok },
+    detail: { tool, subject: outcome.subject ?? null, ran: outcome.denied === undefined, ok: outcome.ok },
   };
 }
 

@@ -4,11 +4,11 @@ import type { Logger } from '../log/logger';
 import { isOwnerClient } from '../protocol/sources';
 import { canonicalJson, type NewAuditEntry, type Store } from '../store';
 import type { ConversationActivity } from './conversation-activity';
-import { conflictMessage, durationText, RESTARTED_WHY } from './permission-texts';
-import { alwaysRuleFor, type AskPermission, type PermissionAnswer } from './permissions';
+import { auditDecisionText, conflictMessage } from './permission-texts';
+import type { AskPermission, PermissionOutcome } from './permissions';
 import { wirePreview } from './tools/preview';
 
-type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 'session'; source: string };
+type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 'session' };
 
 /** Who answers a permission_response: may it answer an owner-only request, and how people name it. */
 export interface Answerer {
@@ -26,7 +26,7 @@ export interface PermissionAudience {
 
 export interface PermissionBrokerDeps {
   events: PermissionAudience;
-  store: Pick<Store, 'permissionRequests' | 'conversations'>;
+  store: Pick<Store, 'permissionRequests' | 'conversations' | 'worktrees'>;
   logger: Logger;
   /** How long a new request waits (service.json's permission_timeout_seconds, or a test's override). */
   timeoutMs: () => number;
@@ -39,25 +39,17 @@ const KEEP_DECIDED_MIN_MS = 3_600_000;
 /** setTimeout's limit (about 24.8 days); a longer permission_timeout_seconds re-arms. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-interface Outcome {
-  decision: PermissionDecision;
-  reason: PermissionResolution;
-  decidedBy?: string;
-  note?: string;
-  /** The rule an `allow_always` adds (the gate writes it). */
-  ruleAdded?: string;
-  /** The person who answered, recorded in the audit log with the resolution. */
-  actor?: AuditActor;
-}
+/** An outcome the broker settles: always one of the wire's reasons (a person, the timeout, a cancel, a stop). */
+type Asked = PermissionOutcome & { reason: PermissionResolution };
 
 interface Waiting {
   request: PermissionRequest;
   ownerOnly: boolean;
-  /** The rule an `allow_always` answer adds (alwaysRuleFor): told to whoever answers and in permission.resolved. */
+  /** The rule an `allow_always` answer adds (the gate's, computed once): told to whoever answers and in permission.resolved. */
   ruleIfAlways: string | undefined;
   /** What the call acts on (a path, a command line), for the audit log. */
   subject: string | undefined;
-  settle(outcome: Outcome): void;
+  settle(outcome: Asked): void;
 }
 
 /**
@@ -79,11 +71,12 @@ export class PermissionBroker {
     // The tool's own account of what it would do, shown in every prompt (docs/protocol.md, "Previews").
     const preview = await question.preview?.();
     // The chat may have been cancelled while the preview was worked out: no abort event comes then.
-    if (question.signal.aborted) return answerOf({ decision: 'deny', reason: 'cancelled' }, 0);
-    if (this.stopping) return answerOf({ decision: 'deny', reason: 'restarted' }, 0);
+    if (question.signal.aborted) return { decision: 'deny', reason: 'cancelled' };
+    if (this.stopping) return { decision: 'deny', reason: 'restarted' };
     const timeoutMs = this.deps.timeoutMs();
     const created = Date.now();
-    const alwaysRule = alwaysRuleFor(question);
+    const alwaysRule = question.ruleIfAlways;
+    const worktree = this.deps.store.worktrees.get(question.conversationId);
     const request: PermissionRequest = {
       request_id: requestId,
       conversation_id: question.conversationId,
@@ -93,6 +86,7 @@ export class PermissionBroker {
       arguments: question.arguments,
       ...(preview ? { preview: wirePreview(preview) } : {}),
       ...(alwaysRule !== undefined ? { always_rule: alwaysRule } : {}),
+      ...(worktree ? { worktree: { branch: worktree.branch, path: worktree.path } } : {}),
       created_at: new Date(created).toISOString(),
       expires_at: new Date(created + timeoutMs).toISOString(),
     };
@@ -101,7 +95,7 @@ export class PermissionBroker {
     await this.deps.store.permissionRequests.add({ request, callId: question.callId, ownerOnly }, created - Math.max(timeoutMs, KEEP_DECIDED_MIN_MS));
     let settled: Promise<unknown> = Promise.resolve();
     let entry!: Waiting;
-    const outcome = new Promise<Outcome>((resolve) => {
+    const outcome = new Promise<Asked>((resolve) => {
       entry = {
         request,
         ownerOnly,
@@ -121,7 +115,7 @@ export class PermissionBroker {
     });
     this.waiting.set(requestId, entry);
     this.deps.activity?.waitStarted(question.conversationId);
-    const stopTimer = expireAfter(timeoutMs, () => entry.settle({ decision: 'deny', reason: 'expired' }));
+    const stopTimer = expireAfter(timeoutMs, () => entry.settle({ decision: 'deny', reason: 'expired', waitedMs: timeoutMs }));
     const onAbort = () => entry.settle({ decision: 'deny', reason: 'cancelled' });
     question.signal.addEventListener('abort', onAbort, { once: true });
     if (question.signal.aborted || this.stopping) entry.settle({ decision: 'deny', reason: this.stopping ? 'restarted' : 'cancelled' });
@@ -142,7 +136,7 @@ export class PermissionBroker {
         canAnswer,
       );
       this.deps.logger.info('permission.decided', { tool: question.tool, decision: result.decision, reason: result.reason, conversation: question.conversationId });
-      return answerOf(result, timeoutMs);
+      return result;
     } finally {
       stopTimer();
       question.signal.removeEventListener('abort', onAbort);
@@ -162,7 +156,7 @@ export class PermissionBroker {
       requireMayAnswer(waiting.ownerOnly, answerer);
       // A rule binds every later call, of every client: only the owner may add one.
       if (reply.decision === 'allow_always' && !answerer.owner) {
-        throw new ServiceError('unauthorized', 'allow_always adds a permission rule: only the owner (access token or the editor) may; answer allow or allow_session');
+        throw new ServiceError('unauthorized', 'allow_always adds a permission rule: only the owner (access token or the editor) may; answer allow or allow_conversation');
       }
       const note = reply.decision === 'deny' && reply.note?.trim() ? reply.note.trim() : undefined;
       // The model reads a note as the user's words: a session user must not steer the owner's turn with
@@ -215,18 +209,11 @@ export class PermissionBroker {
   }
 }
 
-const DECISION_WORDS: Record<PermissionDecision, string> = {
-  allow: 'Allowed',
-  allow_session: 'Allowed for this conversation',
-  allow_always: 'Allowed always',
-  deny: 'Denied',
-};
-
 /**
  * A person's answer as the audit log keeps it: the tool and what it acts on, the preview's hash (what the
  * person was shown), the decision, whether a note was given (its words are the person's to the model, not kept).
  */
-function answerAuditEntry(waiting: Waiting, outcome: Outcome, actor: AuditActor): NewAuditEntry {
+function answerAuditEntry(waiting: Waiting, outcome: Asked, actor: AuditActor): NewAuditEntry {
   const { request } = waiting;
   const what = waiting.subject !== undefined ? `${request.tool} ${waiting.subject}` : request.tool;
   const extras = [outcome.ruleAdded ? `always: rule ${outcome.ruleAdded}` : '', outcome.note ? 'with a note' : ''].filter(Boolean).join('; ');
@@ -234,7 +221,7 @@ function answerAuditEntry(waiting: Waiting, outcome: Outcome, actor: AuditActor)
     kind: 'permission.answer',
     ...actor,
     conversation_id: request.conversation_id,
-    summary: `${DECISION_WORDS[outcome.decision]} ${what}${extras ? ` (${extras})` : ''}`,
+    summary: `${auditDecisionText(outcome.decision)} ${what}${extras ? ` (${extras})` : ''}`,
     detail: {
       request_id: request.request_id,
       tool: request.tool,
@@ -255,20 +242,6 @@ function mayAnswer(client: AudienceClient, ownerOnly: boolean): boolean {
 function requireMayAnswer(ownerOnly: boolean, answerer: Answerer): void {
   if (ownerOnly && !answerer.owner) {
     throw new ServiceError('unauthorized', "this request comes from a session user's turn: only the owner (access token or the editor) may answer it");
-  }
-}
-
-/** What the gate hears: the decision, the person's note, or why nobody's answer came. */
-function answerOf(outcome: Outcome, timeoutMs: number): PermissionAnswer {
-  switch (outcome.reason) {
-    case 'answered':
-      return { decision: outcome.decision, ...(outcome.note ? { note: outcome.note } : {}), ...(outcome.actor ? { actor: outcome.actor } : {}) };
-    case 'expired':
-      return { decision: 'deny', why: `nobody answered within ${durationText(timeoutMs)}` };
-    case 'cancelled':
-      return { decision: 'deny', why: 'the chat was cancelled' };
-    case 'restarted':
-      return { decision: 'deny', why: RESTARTED_WHY, endsTurn: true };
   }
 }
 

@@ -1,5 +1,7 @@
 import type { PermissionDecision } from '../protocol';
+import { decisionText } from '../protocol/permission-text';
 import type { PermissionRequestRow } from '../store';
+import type { PermissionOutcome } from './permissions';
 
 /** What the model reads when a restart (or a stop) ended the wait. */
 export const RESTARTED_WHY = 'the service restarted while this waited for permission';
@@ -9,12 +11,38 @@ export function deniedText(why: string): string {
   return `Permission denied: ${why}. Do not retry it; answer without it.`;
 }
 
-const PAST_TENSE: Record<PermissionDecision, string> = {
-  allow: 'allowed',
-  allow_session: 'allowed for this conversation',
-  allow_always: 'always allowed',
-  deny: 'denied',
-};
+/** A decision in the audit log's summary: as entries already recorded word it (`Allowed always`). */
+export function auditDecisionText(decision: PermissionDecision): string {
+  return decision === 'allow_always' ? 'Allowed always' : decisionText(decision);
+}
+
+/**
+ * The tool result of a call the gate refused, for the model: the person's note as it is (it may say
+ * what to do instead), else why (the source's policy, nobody answering, a cancel, a restart).
+ */
+export function refusalText(outcome: PermissionOutcome, tool: string): string {
+  if (outcome.note) return `Permission denied: the user denied ${tool}: ${outcome.note}`;
+  return deniedText(refusalWhy(outcome, tool));
+}
+
+function refusalWhy(outcome: PermissionOutcome, tool: string): string {
+  switch (outcome.reason) {
+    case 'source':
+      return 'tools are not enabled for messages from this source';
+    case 'rule':
+      return outcome.rule !== undefined ? ruleDeniedWhy(outcome.rule) : `the user did not allow ${tool} to run`;
+    case 'mode':
+      return MODE_DENIED_WHY;
+    case 'expired':
+      return `nobody answered within ${durationText(outcome.waitedMs ?? 0)}`;
+    case 'cancelled':
+      return 'the chat was cancelled';
+    case 'restarted':
+      return RESTARTED_WHY;
+    default:
+      return `the user did not allow ${tool} to run`;
+  }
+}
 
 /** What a late permission_response is told (`conflict`): who decided, or why the request ended. */
 export function conflictMessage(row: PermissionRequestRow): string {
@@ -22,7 +50,7 @@ export function conflictMessage(row: PermissionRequestRow): string {
   switch (resolution.reason) {
     case 'answered': {
       const by = resolution.decidedBy === 'editor' ? 'the editor' : (resolution.decidedBy ?? 'someone else');
-      return `already ${PAST_TENSE[resolution.decision as PermissionDecision] ?? resolution.decision} from ${by}`;
+      return `already ${decisionText(resolution.decision).toLowerCase()} from ${by}`;
     }
     case 'expired':
       return `expired: nobody answered within ${durationText(Date.parse(row.request.expires_at) - Date.parse(row.request.created_at))}`;

@@ -1,13 +1,8 @@
 import { parseShellLine } from './tools/shell-line';
-import type { AuditActor, PermissionDecision, PermissionMode, ServiceConfig } from '../protocol';
+import type { AuditActor, PermissionDecision, PermissionMode, PermissionResolution, ServiceConfig } from '../protocol';
 import { PermissionRule, toolPartOf } from '../protocol/config';
 import type { ToolPreview } from './tools/types';
-import { MODE_DENIED_WHY, ruleDeniedWhy } from './permission-texts';
-
-export interface PermissionRules {
-  allow: readonly string[];
-  deny: readonly string[];
-}
+import { untrustedToolMode } from './untrusted-source';
 
 export interface PermissionQuestion {
   conversationId: string;
@@ -31,32 +26,50 @@ export interface PermissionQuestion {
   signal: AbortSignal;
 }
 
-/** What asking a person gave: their decision and note, or why nobody's answer came. */
-export interface PermissionAnswer {
+/** A question put to people: the rule their `allow_always` adds rides along, computed once by the gate (alwaysRuleFor). */
+export type PermissionPrompt = PermissionQuestion & { ruleIfAlways?: string };
+
+/**
+ * How a tool call's permission was settled: the one shape from the broker (a person's answer, or why
+ * none came) through the gate (which settles most calls without asking) to the tool runner (which runs
+ * the call, or gives the model `refusalText` of it). The call runs unless `decision` is `deny`.
+ */
+export interface PermissionOutcome {
+  /** The decision in force, as the wire names it (`deny` unless someone or something allowed the call). */
   decision: PermissionDecision;
-  /** With `deny`: the person's words for the model. */
+  /**
+   * What settled it. Without asking: the untrusted source's policy (`source`), a rule, the mode, an
+   * earlier `allow_conversation` (`conversation`). Asked (the wire's `reason`): a person (`answered`),
+   * nobody in time (`expired`), the chat's cancel (`cancelled`), the service's stop (`restarted`).
+   */
+  reason: 'source' | 'rule' | 'mode' | 'conversation' | PermissionResolution;
+  /** `rule` with `deny`: the deny rule that refused the call (named to the model and the person). */
+  rule?: string;
+  /** `answered`: who, as people read it (protocol/sources.ts `sourceLabel`). */
+  decidedBy?: string;
+  /** `answered` with `deny`: the person's words for the model. */
   note?: string;
-  /** Denied without a person's answer: why (`nobody answered within 30 minutes`). */
-  why?: string;
-  /** The service stops: the turn ends after this call's result is stored. */
-  endsTurn?: boolean;
-  /** Who answered (the audit log's person and place): a rule `allow_always` adds is recorded as theirs. */
+  /** `answered` with `allow_always`: the rule it adds (the prompt's `ruleIfAlways`). */
+  ruleAdded?: string;
+  /** `answered`: who and where, for the audit log; a rule `allow_always` adds is recorded as theirs. */
   actor?: AuditActor;
+  /** `expired`: how long it waited. */
+  waitedMs?: number;
 }
 
-/** Asks a person; resolves with their answer (implementations deny on timeout). */
-export type AskPermission = (question: PermissionQuestion) => Promise<PermissionAnswer>;
+/** The service stopped while the call waited: the turn ends once the call's result is stored. */
+export function endsTurn(outcome: PermissionOutcome): boolean {
+  return outcome.reason === 'restarted';
+}
+
+/** Asks a person; resolves with how the question was settled (implementations deny on timeout). */
+export type AskPermission = (prompt: PermissionPrompt) => Promise<PermissionOutcome>;
 
 /** Writes an allow rule where the config lives (service.json), as `by`'s change; resolves once written, or once the failure is logged. */
 export type AddAllowRule = (rule: string, by?: AuditActor) => Promise<void>;
 
-export type Verdict = { allowed: boolean; reason: 'source' | 'rule' | 'mode' | 'session' | 'user' } & Omit<PermissionAnswer, 'decision'>;
-
-/**
- * The mode for a tool call whose context holds untrusted text (a webhook account's turn, or the user's
- * turn in a webhook conversation), replacing `permission_mode`; undefined when all of it is the user's.
- */
-export type UntrustedToolMode = (question: Pick<PermissionQuestion, 'source' | 'conversationId'>) => PermissionMode | undefined;
+/** What the gate reads of service.json, afresh at each call (`channels`: the webhook accounts' `tools`). */
+export type GateConfig = Pick<ServiceConfig, 'permission_mode' | 'permission_rules'> & Partial<Pick<ServiceConfig, 'channels'>>;
 
 /**
  * A rule's glob: `*` matches anything, `\*` a star itself (so a rule can name `ls *.ts` exactly); every
@@ -157,55 +170,55 @@ export function alwaysRuleFor(question: Pick<PermissionQuestion, 'tool' | 'subje
  * Whether a tool call may run: deny rules, then allow rules, then `permission_mode` read afresh at each
  * call (so a change applies to the next call, even inside a running chat); in `ask` mode, a tool the
  * user allowed for the conversation runs, otherwise a person is asked. A person's `allow_always` adds
- * the narrowest allow rule for the call (`narrowestRule`) before the call runs.
+ * the narrowest allow rule for the call (`alwaysRuleFor`, computed once: the prompt names that rule).
  *
- * A call whose context holds untrusted text gets its mode from `untrustedMode`: `deny` (a webhook account
- * that has not opted in) is final, before any rule is read, since rules written for the user's own chats
- * must not let untrusted text run a tool; another mode replaces `permission_mode`, except that
- * `permission_mode: "deny"` still stops everything.
+ * A call whose context holds untrusted text gets its mode from the source's policy (untrusted-source.ts,
+ * given the conversation's source): `deny` (a webhook account that has not opted in) is final, before
+ * any rule is read, since rules written for the user's own chats must not let untrusted text run a tool;
+ * another mode replaces `permission_mode`, except that `permission_mode: "deny"` still stops everything.
  */
 export class PermissionGate {
-  private readonly sessionAllowed = new Set<string>();
+  private readonly conversationAllowed = new Set<string>();
 
   constructor(
-    private readonly config: () => Pick<ServiceConfig, 'permission_mode' | 'permission_rules'>,
+    private readonly config: () => GateConfig,
     private readonly ask: AskPermission,
-    private readonly untrustedMode: UntrustedToolMode = () => undefined,
+    /** The source of a conversation (the store's row), for the untrusted-source policy. */
+    private readonly conversationSource: (conversationId: string) => string | undefined = () => undefined,
     /** Adds an allow rule to service.json (through the config file); never throws (it logs a failure). */
     private readonly addAllowRule: AddAllowRule = async () => {},
   ) {}
 
-  async check(question: PermissionQuestion): Promise<Verdict> {
-    const { permission_rules: rules, permission_mode: globalMode } = this.config();
-    const untrusted = this.untrustedMode(question);
-    if (untrusted === 'deny') return { allowed: false, reason: 'source' };
+  async check(question: PermissionQuestion): Promise<PermissionOutcome> {
+    const config = this.config();
+    const { permission_rules: rules, permission_mode: globalMode } = config;
+    const untrusted = untrustedToolMode(config, question.source, this.conversationSource(question.conversationId));
+    if (untrusted === 'deny') return { decision: 'deny', reason: 'source' };
     const mode = untrusted === undefined || globalMode === 'deny' ? globalMode : untrusted;
     // The rule is named to the model and the person: a rule's deny is not a person's.
     const denyRule = rules.deny.find((rule) => ruleMatches(rule, question.tool, question.subject, 'deny'));
-    if (denyRule !== undefined) return { allowed: false, reason: 'rule', why: ruleDeniedWhy(denyRule) };
-    if (rules.allow.some((rule) => ruleMatches(rule, question.tool, question.subject, 'allow'))) return { allowed: true, reason: 'rule' };
+    if (denyRule !== undefined) return { decision: 'deny', reason: 'rule', rule: denyRule };
+    if (rules.allow.some((rule) => ruleMatches(rule, question.tool, question.subject, 'allow'))) return { decision: 'allow', reason: 'rule' };
     return this.byMode(mode, question);
   }
 
   /** Forgets what was allowed for a conversation (it was deleted). */
   forget(conversationId: string): void {
-    for (const key of this.sessionAllowed) if (key.startsWith(`${conversationId}\u0000`)) this.sessionAllowed.delete(key);
+    for (const key of this.conversationAllowed) if (key.startsWith(`${conversationId}\u0000`)) this.conversationAllowed.delete(key);
   }
 
-  private async byMode(mode: PermissionMode, question: PermissionQuestion): Promise<Verdict> {
-    if (mode === 'allow') return { allowed: true, reason: 'mode' };
-    if (mode === 'deny') return { allowed: false, reason: 'mode', why: MODE_DENIED_WHY };
+  private async byMode(mode: PermissionMode, question: PermissionQuestion): Promise<PermissionOutcome> {
+    if (mode === 'allow') return { decision: 'allow', reason: 'mode' };
+    if (mode === 'deny') return { decision: 'deny', reason: 'mode' };
     // What the owner allowed for the conversation in its own turns does not carry over to a session
     // user's turns (and the reverse): those are remembered apart.
     const key = `${question.conversationId}\u0000${question.tool}${question.ownerAnswersPrompts ? '\u0000user' : ''}`;
-    if (this.sessionAllowed.has(key)) return { allowed: true, reason: 'session' };
-    const { decision, ...said } = await this.ask(question);
-    if (decision === 'allow_session') this.sessionAllowed.add(key);
+    if (this.conversationAllowed.has(key)) return { decision: 'allow', reason: 'conversation' };
+    const ruleIfAlways = alwaysRuleFor(question);
+    const outcome = await this.ask({ ...question, ...(ruleIfAlways !== undefined ? { ruleIfAlways } : {}) });
+    if (outcome.decision === 'allow_conversation') this.conversationAllowed.add(key);
     // Written before the call runs, so a crash during the call still leaves the rule the user chose.
-    if (decision === 'allow_always') {
-      const rule = alwaysRuleFor(question);
-      if (rule !== undefined) await this.addAllowRule(rule, said.actor);
-    }
-    return { allowed: decision !== 'deny', reason: 'user', ...said };
+    if (outcome.decision === 'allow_always' && ruleIfAlways !== undefined) await this.addAllowRule(ruleIfAlways, outcome.actor);
+    return outcome;
   }
 }

@@ -1,7 +1,7 @@
 import type { ToolResultDetail } from '../protocol';
 import type { Logger } from '../log/logger';
-import { deniedText } from './permission-texts';
-import type { PermissionGate } from './permissions';
+import { refusalText } from './permission-texts';
+import type { PermissionGate, PermissionOutcome } from './permissions';
 import type { ToolCall } from './providers/types';
 import { describeArguments, previewToolCall } from './tools/preview';
 import type { TurnFiles } from './turn-files';
@@ -10,12 +10,11 @@ import { ToolError, type Tool, type ToolContext, type ToolImage, type ToolOutput
 export const DEFAULT_TOOL_TIMEOUT_MS = 300_000;
 const MAX_RESULT_CHARS = 100_000;
 
-export interface ToolCallOutcome {
+export interface ToolCallResult {
   content: string;
   ok: boolean;
-  denied?: boolean;
-  /** The turn ends once this result is stored (the service stops while the call waited for permission). */
-  endsTurn?: boolean;
+  /** The gate refused the call: how (the permission outcome as the broker or the gate settled it). */
+  denied?: PermissionOutcome;
   /** An image to show the user with the result. */
   image?: ToolImage;
   /** What the call did, for the person (the tool's ToolOutput.detail). */
@@ -28,7 +27,7 @@ export interface ToolCallOutcome {
  * Runs one tool call the model asked for: permission first, then the tool under a time limit and the
  * chat's cancel signal. Every failure becomes a result the model can read; nothing here throws.
  */
-export async function runToolCall(call: ToolCall, tool: Tool | undefined, context: ToolCallContext): Promise<ToolCallOutcome> {
+export async function runToolCall(call: ToolCall, tool: Tool | undefined, context: ToolCallContext): Promise<ToolCallResult> {
   if (!tool) return { content: `Unknown tool "${call.name}".`, ok: false };
   if (call.argumentsError !== undefined) {
     return { content: `invalid arguments: ${call.argumentsError}. Call ${call.name} again with its arguments as one JSON object.`, ok: false };
@@ -55,20 +54,15 @@ interface ToolCallContext {
   onPlan?: ToolContext['onPlan'];
 }
 
-async function checkAndRun(call: ToolCall, tool: Tool, subject: string | undefined, context: ToolCallContext): Promise<ToolCallOutcome> {
+async function checkAndRun(call: ToolCall, tool: Tool, subject: string | undefined, context: ToolCallContext): Promise<ToolCallResult> {
   // A tool that changes nothing outside its conversation (todo) is not the gate's business, whatever the source.
-  const verdict = tool.conversationOnly ? { allowed: true as const } : await checkPermission(call, tool, subject, context);
-  if (!verdict.allowed) return verdict.outcome;
-  return runChecked(call, tool, subject, context);
+  const refused = tool.conversationOnly ? undefined : await checkPermission(call, tool, subject, context);
+  return refused ?? runChecked(call, tool, subject, context);
 }
 
-async function checkPermission(
-  call: ToolCall,
-  tool: Tool,
-  subject: string | undefined,
-  context: ToolCallContext,
-): Promise<{ allowed: true } | { allowed: false; outcome: ToolCallOutcome }> {
-  const verdict = await context.gate.check({
+/** The refused call's result, or undefined when the call may run. */
+async function checkPermission(call: ToolCall, tool: Tool, subject: string | undefined, context: ToolCallContext): Promise<ToolCallResult | undefined> {
+  const outcome = await context.gate.check({
     conversationId: context.conversationId,
     source: context.source,
     ownerAnswersPrompts: context.ownerAnswersPrompts,
@@ -80,17 +74,12 @@ async function checkPermission(
     callId: call.id,
     signal: context.signal,
   });
-  if (!verdict.allowed) {
-    context.logger.info('tool.denied', { tool: tool.name, reason: verdict.reason, source: context.source });
-    // The person's note is the whole result: it may tell the model what to do instead.
-    if (verdict.note) return { allowed: false, outcome: { content: `Permission denied: the user denied ${tool.name}: ${verdict.note}`, ok: false, denied: true } };
-    const why = verdict.reason === 'source' ? 'tools are not enabled for messages from this source' : (verdict.why ?? `the user did not allow ${tool.name} to run`);
-    return { allowed: false, outcome: { content: deniedText(why), ok: false, denied: true, ...(verdict.endsTurn ? { endsTurn: true } : {}) } };
-  }
-  return { allowed: true };
+  if (outcome.decision !== 'deny') return undefined;
+  context.logger.info('tool.denied', { tool: tool.name, reason: outcome.reason, source: context.source });
+  return { content: refusalText(outcome, tool.name), ok: false, denied: outcome };
 }
 
-async function runChecked(call: ToolCall, tool: Tool, subject: string | undefined, context: ToolCallContext): Promise<ToolCallOutcome> {
+async function runChecked(call: ToolCall, tool: Tool, subject: string | undefined, context: ToolCallContext): Promise<ToolCallResult> {
   if (context.signal.aborted) return { content: 'Cancelled.', ok: false };
   const timeout = AbortSignal.timeout(context.timeoutMs);
   const signal = AbortSignal.any([context.signal, timeout]);

@@ -9,7 +9,7 @@ import { createPairing, relayStatus } from './relay-handlers';
 import { createLanPairing, listDevices, revokeDevice } from './device-handlers';
 import { listTurnChanges, undoTurn } from './undo-handlers';
 import { isOwner, requireWritableBy } from './roles';
-import { personOf, type ClientSession } from './session';
+import { ownConversationsSource, personOf, type ClientSession } from './session';
 import { getUsage } from './usage-handlers';
 import { conversationUsageOf } from '../agent/usage/usage-wire';
 import { clientMessagesOf } from './conversation-export';
@@ -18,6 +18,7 @@ import { attachmentHandlers, chatAttachments } from './attachment-handlers';
 import { listAudit, verifyAudit } from './audit-handlers';
 import { actorOf, sessionLabel } from './audit-actor';
 import { agentContextHandlers } from './agent-context-handlers';
+import { infoOf as worktreeInfoOf } from '../agent/worktrees/worktrees';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -39,11 +40,17 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
 }
 
 /** A stored conversation as clients see it (list_conversations rows, conversation.updated), with what it is doing now. */
-export function conversationOf({ id, title, created_at, updated_at, source, last_message }: ConversationRow, activity: ConversationActivity, store: Pick<Store, 'usage' | 'conversations'>): Conversation {
+export function conversationOf({ id, title, created_at, updated_at, source, last_message }: ConversationRow, activity: ConversationActivity, store: Pick<Store, 'usage' | 'conversations' | 'worktrees'>): Conversation {
   const { state, pendingPermissions, queued } = activity.of(id);
   const usage = conversationUsageOf(store.usage.ofConversation(id));
   const plan = store.conversations.planOf(id);
-  return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message, queued, usage, ...(plan ? { plan_summary: planSummaryOf(plan) } : {}) };
+  // From the row: its counts were taken at the conversation's last turn end (no git call per listed row).
+  const worktree = store.worktrees.get(id);
+  return {
+    id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message, queued, usage,
+    ...(plan ? { plan_summary: planSummaryOf(plan) } : {}),
+    worktree: worktree ? worktreeInfoOf(worktree) : null,
+  };
 }
 
 /** Every command's handler. */
@@ -109,7 +116,7 @@ export const handlers: HandlerMap = {
 
   async list_conversations(command, session, ctx) {
     // A webhook account lists only its own conversations; the user's clients list them all.
-    const source = session.source.startsWith('webhook:') ? session.source : undefined;
+    const source = ownConversationsSource(session);
     const conversations: Conversation[] = ctx.store.conversations
       .list({ limit: command.limit, before: command.before, source })
       .map((row) => conversationOf(row, ctx.activity, ctx.store));

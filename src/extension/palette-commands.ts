@@ -5,7 +5,7 @@ import type { Host } from '../agent/host';
 import { createProviderResolver } from '../agent/provider-resolver';
 import { parseConfigText } from '../config/config-file';
 import { CONFIG_FILE_NAME, LOG_FILE_NAME } from '../platform/paths';
-import { isProviderName, KEYED_PROVIDERS, PROVIDER_NAMES, PROVIDERS, type ServiceConfig } from '../protocol';
+import { isProviderName, KEYED_PROVIDERS, PROVIDER_NAMES, PROVIDERS, type PermissionRules, type ServiceConfig } from '../protocol';
 import type { ApiKeys } from './api-keys';
 import { describeFigures, type LoopMonitor } from './diagnostics';
 import { call, type Backend, type PublicConfig } from './backend';
@@ -218,11 +218,6 @@ async function ask(deps: Pick<CommandDeps, 'hosting'>, frame: Record<string, unk
   const answer = await backendOf(deps).request(frame);
   if (answer.status !== 'ok') throw new Error(answer.error || 'the service refused the command');
   return (answer.data ?? {}) as Record<string, unknown>;
-}
-
-export interface PermissionRules {
-  allow: string[];
-  deny: string[];
 }
 
 function rulesOf(config: Record<string, unknown>): PermissionRules {

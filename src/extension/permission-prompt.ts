@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { PermissionDecision } from '../protocol';
+import type { PermissionDecision, PermissionRequest } from '../protocol';
 import { applyUnifiedDiff } from './apply-diff';
 import type { Backend } from './backend';
-import type { PendingPermissions, PermissionRequest } from './pending-permissions';
+import type { PendingPermissions } from './pending-permissions';
 
 export const PROPOSED_SCHEME = 'remote-assistant-proposed';
 
@@ -123,7 +123,7 @@ export class EditorPrompts implements vscode.Disposable {
     const id = request.request_id;
     const links = [
       commandLink('Allow', PROMPT_COMMANDS.answer, [id, 'allow']),
-      commandLink('Allow for Conversation', PROMPT_COMMANDS.answer, [id, 'allow_session']),
+      commandLink('Allow for Conversation', PROMPT_COMMANDS.answer, [id, 'allow_conversation']),
       commandLink('Deny', PROMPT_COMMANDS.answer, [id, 'deny']),
       commandLink('Show in Chat', PROMPT_COMMANDS.showInChat, [id]),
       ...(request.preview?.kind === 'diff' ? [commandLink('Show Diff', PROMPT_COMMANDS.showDiff, [id])] : []),

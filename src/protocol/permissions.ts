@@ -11,16 +11,29 @@ import { DiffPreview } from './tool-results';
 export const PermissionMode = z.enum(['ask', 'allow', 'deny']);
 export type PermissionMode = z.infer<typeof PermissionMode>;
 
-/** `allow_always` (owner only) also adds the narrowest allow rule for the call (docs/protocol.md, "Permission rules"). */
-export const PermissionDecision = z.enum(['allow', 'allow_session', 'allow_always', 'deny']);
+/**
+ * An answer to a permission request, and the decision in force in every result and event:
+ * `allow_conversation` also allows the tool for the rest of the conversation; `allow_always` (owner
+ * only) also adds the narrowest allow rule for the call (docs/protocol.md, "Permission rules").
+ */
+export const PermissionDecision = z.enum(['allow', 'allow_conversation', 'allow_always', 'deny']);
 export type PermissionDecision = z.infer<typeof PermissionDecision>;
+
+/**
+ * A decision as a client sends it: `allow_session`, the name `allow_conversation` had until protocol 2,
+ * is still read (as `allow_conversation`) for a release; results and events say the new name.
+ */
+export const PermissionDecisionInput = z
+  // The error names the current decisions only: the old name is read, not offered.
+  .enum([...PermissionDecision.options, 'allow_session'], { error: `decision must be one of ${PermissionDecision.options.join(', ')}` })
+  .transform((decision): PermissionDecision => (decision === 'allow_session' ? 'allow_conversation' : decision));
 
 /** Longest `note` a deny may carry (it becomes the tool result the model reads). */
 export const MAX_PERMISSION_NOTE_CHARS = 2000;
 
 export const PermissionResponseCommand = command('permission_response', {
   request_id: nonEmpty('request_id'),
-  decision: PermissionDecision,
+  decision: PermissionDecisionInput,
   /** With `deny`: why, for the model (it receives it as the tool result and can change course). */
   note: z.string({ error: 'note must be a string' }).max(MAX_PERMISSION_NOTE_CHARS, { error: `note must be at most ${MAX_PERMISSION_NOTE_CHARS} characters` }).optional(),
 });
@@ -61,6 +74,8 @@ export const PermissionRequest = z.object({
   preview: PermissionPreview.optional(),
   /** The allow rule `allow_always` would add (absent when it adds none: a call with nothing a rule can name). */
   always_rule: z.string().optional(),
+  /** The conversation works in its own git worktree: the tool acts there (its paths and cwd are relative to `path`), not in the workspace. */
+  worktree: z.object({ branch: z.string(), path: z.string() }).optional(),
   created_at: z.string(),
   /** When it is denied if nobody answers (permission_timeout_seconds after created_at). */
   expires_at: z.string(),

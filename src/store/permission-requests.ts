@@ -1,4 +1,4 @@
-import type { PermissionRequest } from '../protocol';
+import type { PermissionDecision, PermissionRequest, PermissionResolution } from '../protocol';
 import type { AuditRepo, NewAuditEntry } from './audit';
 import type { Database } from './database';
 import { insertMessage } from './messages';
@@ -14,9 +14,9 @@ export interface NewPermissionRequest {
 }
 
 export interface PermissionResolutionRecord {
-  decision: string;
+  decision: PermissionDecision;
   decidedBy?: string;
-  reason: string;
+  reason: PermissionResolution;
   resolvedMs: number;
 }
 
@@ -50,9 +50,14 @@ function toRow(raw: RawRow): PermissionRequestRow {
     status: raw.status,
     resolution:
       raw.status === 'resolved'
-        ? { decision: raw.decision ?? 'deny', ...(raw.decided_by ? { decidedBy: raw.decided_by } : {}), reason: raw.reason ?? 'answered', resolvedMs: raw.resolved_ms ?? 0 }
+        ? { decision: decisionOf(raw.decision), ...(raw.decided_by ? { decidedBy: raw.decided_by } : {}), reason: (raw.reason ?? 'answered') as PermissionResolution, resolvedMs: raw.resolved_ms ?? 0 }
         : null,
   };
+}
+
+/** A stored decision: rows written before the rename say `allow_session` for `allow_conversation`. */
+function decisionOf(stored: string | null): PermissionDecision {
+  return stored === 'allow_session' ? 'allow_conversation' : ((stored ?? 'deny') as PermissionDecision);
 }
 
 /**

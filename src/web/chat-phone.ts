@@ -10,6 +10,8 @@ import { h } from './chat/dom';
 import { connectMachine } from './machines/machine-connection';
 import type { MachineEntry } from './machines/machine-entry';
 import { MachineStatus } from './machines/machine-status';
+import { followPending } from './pending-wire';
+import { answerText } from './permission-answer-text';
 import { MachineStore, type Machine } from './machines/machine-store';
 import { MachineSwitcher } from './machines/machine-switcher';
 import { defaultUrl, nameOfFragment, parseFragment } from './pairing';
@@ -69,7 +71,8 @@ function viewOf(machine: Machine): MachineView {
   if (existing) return existing;
   const storage = store.storageOf(machine.id);
   const connection = connectMachine(machine, store);
-  const status = new MachineStatus(connection, storage);
+  const pending = followPending(connection);
+  const status = new MachineStatus(connection, storage, pending);
   status.onChange(render);
   const worker = registerPushWorker(machine.slot);
   const notifications = new NotificationSettings(connection, worker, storage);
@@ -83,6 +86,7 @@ function viewOf(machine: Machine): MachineView {
   const activity = new ActivityView(connection, { open: (conversationId) => app.openConversation(conversationId) });
   const app = new ChatApp({
     connection,
+    pending,
     root: element,
     outboxStorage: storage,
     headerExtra: slot,
@@ -195,9 +199,7 @@ async function answer(machineId: string, requestId: string, decision: 'allow' | 
   if (!view) return 'That computer is no longer paired.';
   try {
     const reply = await view.connection.request({ type: 'permission_response', request_id: requestId, decision });
-    if (reply.status !== 'ok') return reply.code === 'not_found' ? 'That request is no longer waiting.' : reply.error;
-    const done = reply.data.decision === 'deny' ? 'Denied' : 'Allowed';
-    return reply.data.already_decided ? `Already ${done.toLowerCase()}${reply.data.decided_by ? ` from ${reply.data.decided_by}` : ''}.` : `${done} on ${view.machine.name}.`;
+    return `${view.machine.name}: ${answerText(reply).text}`;
   } catch {
     return `${view.machine.name} is not connected.`;
   }

@@ -122,19 +122,19 @@ test('the gate: deny rules beat allow rules beat the mode; the mode is read at e
     () => ({ permission_mode: mode, permission_rules: { allow: ['safe', 'both'], deny: ['both'] } }),
     async (q) => {
       asked.push(q.tool);
-      return { decision: q.tool === 'session' ? 'allow_session' : 'deny' };
+      return { decision: q.tool === 'session' ? 'allow_conversation' : 'deny', reason: 'answered' };
     },
   );
   const check = (tool: string, conversationId = 'c1') => gate.check({ conversationId, source: 'ws', tool, arguments: {}, signal: new AbortController().signal });
-  assert.deepEqual(await check('both'), { allowed: false, reason: 'rule' });
+  assert.deepEqual(await check('both'), { decision: 'deny', reason: 'rule', rule: 'both' });
   mode = 'deny';
-  assert.deepEqual(await check('safe'), { allowed: true, reason: 'rule' });
-  assert.deepEqual(await check('other'), { allowed: false, reason: 'mode' });
+  assert.deepEqual(await check('safe'), { decision: 'allow', reason: 'rule' });
+  assert.deepEqual(await check('other'), { decision: 'deny', reason: 'mode' });
   mode = 'ask';
-  assert.deepEqual(await check('other'), { allowed: false, reason: 'user' });
-  assert.deepEqual(await check('session'), { allowed: true, reason: 'user' });
-  assert.deepEqual(await check('session'), { allowed: true, reason: 'session' });
-  assert.deepEqual(await check('session', 'c2'), { allowed: true, reason: 'user' }, 'allow_session is per conversation');
+  assert.deepEqual(await check('other'), { decision: 'deny', reason: 'answered' });
+  assert.deepEqual(await check('session'), { decision: 'allow_conversation', reason: 'answered' });
+  assert.deepEqual(await check('session'), { decision: 'allow', reason: 'conversation' });
+  assert.deepEqual(await check('session', 'c2'), { decision: 'allow_conversation', reason: 'answered' }, 'allow_conversation is per conversation');
   assert.deepEqual(asked, ['other', 'session', 'session']);
 });
 

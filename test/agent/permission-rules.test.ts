@@ -124,7 +124,7 @@ test('the gate: allow_always writes the narrowest rule, then allows; no rule whe
   const written: string[] = [];
   const gate = new PermissionGate(
     () => ({ permission_mode: 'ask', permission_rules: { allow: [], deny: [] } }),
-    async () => ({ decision: 'allow_always' }),
+    async () => ({ decision: 'allow_always', reason: 'answered' }),
     () => undefined,
     async (rule) => {
       written.push(rule);
@@ -132,7 +132,7 @@ test('the gate: allow_always writes the narrowest rule, then allows; no rule whe
   );
   const check = (subject: string) =>
     gate.check({ conversationId: 'c1', source: 'ws', tool: 'run_command', arguments: { command: subject }, subject, signal: new AbortController().signal });
-  assert.deepEqual(await check('ls *.ts'), { allowed: true, reason: 'user' });
-  assert.deepEqual(await check("echo 'unterminated"), { allowed: true, reason: 'user' }, 'allowed once, without a rule');
+  assert.deepEqual(await check('ls *.ts'), { decision: 'allow_always', reason: 'answered' });
+  assert.deepEqual(await check("echo 'unterminated"), { decision: 'allow_always', reason: 'answered' }, 'allowed once, without a rule');
   assert.deepEqual(written, ['run_command:ls \\*.ts']);
 });

@@ -243,13 +243,13 @@ describe('allow rules against an interactive shell (the editor runs run_command 
     const pwned = join(dir.dir, 'pwned');
     const gate = new PermissionGate(
       () => ({ permission_mode: 'deny', permission_rules: { allow: ['run_command:echo *'], deny: [] } }),
-      async () => ({ decision: 'deny' }),
+      async () => ({ decision: 'deny', reason: 'answered' }),
     );
     const lines = [`echo "x; touch ${pwned}"`, 'echo !!:gs/"// #"'];
     const allowed: string[] = [];
     for (const command of lines) {
       const verdict = await gate.check({ conversationId: 'c', source: 'editor', tool: 'run_command', arguments: { command }, subject: command, signal: new AbortController().signal });
-      if (verdict.allowed) allowed.push(command);
+      if (verdict.decision !== 'deny') allowed.push(command);
     }
     assert.deepEqual(allowed.slice(0, 1), lines.slice(0, 1), 'the rule still allows a quoted ";" as text');
     const shell = spawn('/bin/bash', ['--norc', '-i'], { cwd: dir.dir, env: { ...process.env, HISTFILE: '/dev/null', PS1: '' }, stdio: ['pipe', 'ignore', 'ignore'] });

@@ -166,7 +166,7 @@ test('the card offers Allow, Allow for this conversation, Always allow, Deny and
   await card.waitFor();
   assert.deepEqual(await card.locator('.permission-actions button').evaluateAll((b) => b.map((x) => (x as HTMLElement).dataset.decision ?? x.className)), [
     'allow',
-    'allow_session',
+    'allow_conversation',
     'allow_always',
     'deny',
     'button secondary permission-note-toggle',

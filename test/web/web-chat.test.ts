@@ -174,7 +174,7 @@ test('ask mode: a tool call shows a permission card; Allow runs it and the card 
   await card.waitFor();
   assert.match(await card.innerText(), /list_directory/);
   assert.match(await card.innerText(), /Asked from LAN/, 'the card says where the request came from');
-  assert.deepEqual(await card.locator('.permission-actions button[data-decision]').evaluateAll((b) => b.map((x) => (x as HTMLElement).dataset.decision)), ['allow', 'allow_session', 'allow_always', 'deny']);
+  assert.deepEqual(await card.locator('.permission-actions button[data-decision]').evaluateAll((b) => b.map((x) => (x as HTMLElement).dataset.decision)), ['allow', 'allow_conversation', 'allow_always', 'deny']);
   await shot('05-permission');
   await card.locator('button[data-decision="allow"]').click();
   await card.waitFor({ state: 'detached' });

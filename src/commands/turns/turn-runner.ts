@@ -110,6 +110,7 @@ export class TurnRunner implements TurnStarter {
         clientKey: clientMessageId === undefined ? undefined : ChatResends.keyOf(session, clientMessageId),
         client: clientLabel(session, this.deps),
         from: sessionLabel(session, this.deps.store.devices),
+        worktree: command.worktree,
       },
       publish,
     );

@@ -4,9 +4,11 @@
  * Of its three jobs, the live turn (live-turn.ts) and the outbox's sending (outbox-sender.ts) live
  * apart; navigation (which conversation is on screen, following it, its history) is here.
  */
-import type { CommandInput, EnvelopeOf, PermissionMode, ViewEvent } from '../../protocol';
+import type { CommandInput, Conversation, EnvelopeOf, PermissionMode, ViewEvent } from '../../protocol';
 import { contextChars, MAX_CONTEXT_CHARS } from '../../protocol/chat-context';
+import type { PendingRequests } from '../../protocol/pending-requests';
 import type { ConnectionStatus, ServiceConnection } from '../connection';
+import { followPending } from '../pending-wire';
 import { ErrorBanner, UpdateBanner } from './banner';
 import { Composer } from './composer';
 import { InstructionsLine, PromptShelf } from './agent-context-view';
@@ -21,18 +23,19 @@ import { LiveTurn, type TurnEvent } from './live-turn';
 import { OutboxSender } from './outbox-sender';
 import { Outbox, type OutboxItem, type OutboxStorage } from './outbox';
 import { QueueView } from './queue-view';
-import { PermissionCards, type AnswerOutcome, type Decision } from './permission-cards';
+import { PermissionCards } from './permission-cards';
 import { RulesEditor } from './rules-editor';
 import { SEARCH_LIMIT, SearchView } from './search-view';
 import { ExportView } from './export-view';
-import { sendCommand, type ResolvedEvent } from './supervision-wire';
+import { sendCommand } from './supervision-wire';
 import { UndoView } from './undo-view';
 import { AttachmentThumbnails, AttachmentTray } from './attachments';
 
-type ConversationRow = Extract<ViewEvent, { event: 'conversation.updated' }>['conversation'];
 
 export interface ChatAppOptions {
   connection: ServiceConnection;
+  /** The connection's tracker of waiting permission requests, when another part of the page shares it (the phone's machine status); default: the app's own. */
+  pending?: PendingRequests;
   root: HTMLElement;
   /** Remembers the conversation on screen (webview state, localStorage). */
   memory?: { load(): string | undefined; save(conversationId: string | undefined): void };
@@ -100,7 +103,8 @@ export class ChatApp {
     });
     const action = this.connection.action?.bind(this.connection);
     this.permissions = new PermissionCards({
-      answer: (requestId, decision, note) => this.answerPermission(requestId, decision, note),
+      pending: options.pending ?? followPending(this.connection),
+      answer: (requestId, decision, note) => sendCommand(this.connection, { type: 'permission_response', request_id: requestId, decision, ...(note ? { note } : {}) }),
       conversationTitle: (conversationId) => this.list.title(conversationId),
       // In the editor, the change opens in VS Code's own diff editor (protocol/bridge.ts, `showDiff`).
       showDiff: action ? (requestId) => action('showDiff', requestId) : undefined,
@@ -238,7 +242,6 @@ export class ChatApp {
       void this.refreshConfig();
       void this.refreshAgentContext();
       void this.refreshConversations();
-      void this.refreshPending();
       void this.rules.refresh();
       void this.follow(this.current).then(() => this.sender.flush());
     }
@@ -257,10 +260,6 @@ export class ChatApp {
         // The whole plan each time: a replayed one after a reconnect draws the same list again.
         if (event.conversation_id === this.current) this.plan.show(event.plan);
         return;
-      case 'permission.request':
-        return this.permissions.show(event);
-      case 'permission.resolved':
-        return this.permissions.resolve(event as ResolvedEvent);
       case 'config.changed':
         if (event.fields.includes('permission_rules')) void this.rules.refresh();
         return void this.refreshConfig();
@@ -288,7 +287,7 @@ export class ChatApp {
   }
 
   /** The conversation's running state and queue, shown under the messages. */
-  private showRow(row: ConversationRow): void {
+  private showRow(row: Conversation): void {
     this.header.setTitle(row.title);
     this.header.usage.show(row.usage);
     this.composer.setRunning(row.state !== 'idle');
@@ -418,23 +417,6 @@ export class ChatApp {
     if (answer?.status !== 'ok') this.messages.addNote(`Could not remove the queued message: ${answer?.error ?? 'not connected'}`, 'error');
     // Not removed: it started meanwhile, or it is another person's (only its sender and the owner may).
     else if (!answer.data.removed) this.messages.addNote('The message was not removed: it has started, or it was sent by someone else.');
-  }
-
-  private async answerPermission(requestId: string, decision: Decision, note: string | undefined): Promise<AnswerOutcome> {
-    const answer = await sendCommand(this.connection, { type: 'permission_response', request_id: requestId, decision, ...(note ? { note } : {}) });
-    if (!answer) return { ok: false, error: 'Not connected.' };
-    if (answer.status === 'ok') return { ok: true, answer: answer.data };
-    return { ok: false, error: answer.error || 'The answer was refused.', code: answer.code };
-  }
-
-  /**
-   * The requests waiting for this client (after a reconnect, those that waited meanwhile). The service
-   * also re-sends each as an event when the session opens: the cards keep one per request.
-   */
-  private async refreshPending(): Promise<void> {
-    const answer = await sendCommand(this.connection, { type: 'list_pending_permissions' });
-    if (!answer) return;
-    this.permissions.reconcile(answer.status === 'ok' ? answer.data.requests : undefined);
   }
 
   private async changeMode(mode: PermissionMode, previous: PermissionMode | undefined): Promise<void> {

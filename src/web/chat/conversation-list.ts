@@ -2,7 +2,7 @@
 import { h, relativeTime, strokeIcon } from './dom';
 import { planProgressText } from './plan-view';
 import { sourceLabel } from '../../protocol/sources';
-import type { SupervisedConversation as Conversation } from './supervision-wire';
+import type { Conversation } from '../../protocol';
 
 export interface ConversationListHandlers {
   select(id: string): void;

@@ -2,21 +2,22 @@
  * Prompts for `permission.request` (docs/protocol.md, "Permission requests"): what the call would do
  * (preview-view.ts), where it came from, in which conversation, how long it waits; Allow / Allow for this
  * conversation / Always allow / Deny / Deny with a note. They stay above the composer whatever
- * conversation is on screen, and close on `permission.resolved` or on the answer to this page's own
- * response, whoever decided (this page, the editor, another phone), saying briefly who did.
+ * conversation is on screen, and close when the connection's tracker of waiting requests says it ended
+ * (`permission.resolved`, or no longer listed) or on the answer to this page's own response, whoever
+ * decided (this page, the editor, another phone), saying briefly who did (permission-answer-text.ts).
  */
+import type { EnvelopeOf, PermissionDecision, PermissionRequest } from '../../protocol';
+import type { PendingChange, PendingRequests } from '../../protocol/pending-requests';
 import { sourceLabel } from '../../protocol/sources';
+import { answerText, GONE_TEXT, resolvedText } from '../permission-answer-text';
 import { h } from './dom';
 import { renderPreview } from './preview-view';
-import type { Decision, PendingRequest, PermissionAnswer, ResolvedEvent } from './supervision-wire';
-
-export type { Decision } from './supervision-wire';
-
-/** What answering gave: the service's answer, or an error (`code` as the envelope's). */
-export type AnswerOutcome = { ok: true; answer: PermissionAnswer } | { ok: false; error: string; code?: string };
 
 export interface PermissionCardsOptions {
-  answer(requestId: string, decision: Decision, note?: string): Promise<AnswerOutcome>;
+  /** The requests waiting on this connection: a card each. */
+  pending: PendingRequests;
+  /** Sends the answer; resolves the service's envelope, or undefined when the connection dropped first. */
+  answer(requestId: string, decision: PermissionDecision, note?: string): Promise<EnvelopeOf<'permission_response'> | undefined>;
   /** The conversation's title when the request does not carry it (an older service). */
   conversationTitle(conversationId: string): string | undefined;
   /** Opens the change in the editor's diff editor (the webview only). */
@@ -29,19 +30,10 @@ export const MAX_NOTE_CHARS = 2000;
 const OUTCOME_SHOWN_MS = 5000;
 const CLOCK_EVERY_MS = 20_000;
 
-const DECIDED: Record<string, string> = {
-  allow: 'Allowed',
-  allow_session: 'Allowed for this conversation',
-  allow_always: 'Always allowed',
-  deny: 'Denied',
-};
-
 interface Card {
-  request: PendingRequest;
+  request: PermissionRequest;
   element: HTMLElement;
   time: HTMLElement;
-  /** Shown before the page reconnected: kept only if the service still lists it. */
-  stale: boolean;
   setBusy(busy: boolean): void;
 }
 
@@ -57,6 +49,8 @@ export class PermissionCards {
   constructor(private readonly options: PermissionCardsOptions) {
     this.outcomes = h('div', { class: 'permission-outcomes', role: 'status' });
     this.element = h('div', { class: 'permission-cards', 'aria-live': 'assertive' }, this.outcomes);
+    for (const request of options.pending.values()) this.show(request);
+    options.pending.onChange((change) => this.follow(change));
   }
 
   /** The requests on screen, waiting for an answer. */
@@ -69,13 +63,22 @@ export class PermissionCards {
     this.listeners.add(listener);
   }
 
-  /** A request to answer; one that is already on screen is kept (the list and the re-sent event both bring it). */
-  show(request: PendingRequest): void {
-    const existing = this.cards.get(request.request_id);
-    if (existing) {
-      existing.stale = false;
-      return;
+  private follow(change: PendingChange): void {
+    switch (change.kind) {
+      case 'added':
+        return this.show(change.request);
+      case 'resolved':
+        return this.close(change.requestId, resolvedText(change.event));
+      case 'gone':
+        return this.close(change.request.request_id, GONE_TEXT);
+      case 'listed':
+        // Reconnected and listed again: what is still on screen still waits.
+        for (const card of this.cards.values()) card.setBusy(false);
     }
+  }
+
+  private show(request: PermissionRequest): void {
+    if (this.cards.has(request.request_id)) return;
     const card = this.build(request);
     this.cards.set(request.request_id, card);
     this.element.insertBefore(card.element, this.outcomes);
@@ -86,32 +89,9 @@ export class PermissionCards {
     if (this.wanted === request.request_id) this.reveal(request.request_id);
   }
 
-  /** `permission.resolved`: the card closes, saying who decided. */
-  resolve(event: ResolvedEvent): void {
-    if (!this.cards.has(event.request_id)) return;
-    this.close(event.request_id, resolvedText(event));
-  }
-
-  /** The connection dropped: what is on screen may be decided meanwhile; it stays until the service lists again. */
+  /** The connection dropped: what is on screen may be decided meanwhile; it waits, unanswerable, until the service lists again. */
   markStale(): void {
-    for (const card of this.cards.values()) {
-      card.stale = true;
-      card.setBusy(true);
-    }
-  }
-
-  /**
-   * Reconnected: `pending` is what the service lists now (undefined when it cannot list: an older
-   * service, whose requests did not survive the drop). Cards it no longer lists close.
-   */
-  reconcile(pending: PendingRequest[] | undefined): void {
-    for (const request of pending ?? []) this.show(request);
-    for (const [id, card] of this.cards) {
-      if (!card.stale) continue;
-      if (pending) this.close(id, 'No longer waiting: it was answered or expired meanwhile.');
-      else this.close(id);
-    }
-    for (const card of this.cards.values()) card.setBusy(false);
+    for (const card of this.cards.values()) card.setBusy(true);
   }
 
   /**
@@ -133,29 +113,25 @@ export class PermissionCards {
     if (!first.done) this.reveal(first.value);
   }
 
-  private build(request: PendingRequest): Card {
+  private build(request: PermissionRequest): Card {
     const error = h('div', { class: 'permission-error', role: 'alert' });
     const buttons: HTMLButtonElement[] = [];
     const setBusy = (busy: boolean) => buttons.forEach((b) => (b.disabled = busy));
-    const choose = async (decision: Decision, note?: string) => {
+    const choose = async (decision: PermissionDecision, note?: string) => {
       setBusy(true);
       error.textContent = '';
-      const outcome = await this.options.answer(request.request_id, decision, note);
+      const answer = await this.options.answer(request.request_id, decision, note);
       if (!this.cards.has(request.request_id)) return;
-      if (outcome.ok) {
-        const answer = outcome.answer;
-        const by = answer.decided_by ? ` from ${answer.decided_by}` : '';
-        const rule = answer.rule_added ? ` Rule added: ${answer.rule_added}` : '';
-        this.close(request.request_id, `${answer.already_decided ? 'Already ' : ''}${lowerFirst(DECIDED[answer.decision] ?? answer.decision, answer.already_decided)}${by}.${rule}`);
-      } else if (outcome.code === 'conflict' || outcome.code === 'not_found') {
-        // Decided elsewhere first, or expired: nothing left to decide here.
-        this.close(request.request_id, outcome.code === 'conflict' ? capitalize(outcome.error) : 'No longer waiting: it was answered or expired.');
+      // Settled (decided here or elsewhere first, or expired): nothing left to decide here.
+      const said = answer ? answerText(answer) : { text: 'Not connected.', settled: false };
+      if (said.settled) {
+        this.close(request.request_id, said.text);
       } else {
-        error.textContent = outcome.error;
+        error.textContent = said.text;
         setBusy(false);
       }
     };
-    const button = (label: string, decision: Decision, kind: string, title?: string, onClick = () => void choose(decision)) => {
+    const button = (label: string, decision: PermissionDecision, kind: string, title?: string, onClick = () => void choose(decision)) => {
       const b = h('button', { type: 'button', class: `button ${kind}`, 'data-decision': decision, title }, label);
       b.addEventListener('click', onClick);
       buttons.push(b);
@@ -202,7 +178,7 @@ export class PermissionCards {
         'div',
         { class: 'permission-actions' },
         button('Allow', 'allow', 'primary'),
-        button('Allow for this conversation', 'allow_session', 'secondary'),
+        button('Allow for this conversation', 'allow_conversation', 'secondary'),
         button('Always allow', 'allow_always', 'secondary', 'Adds a rule allowing calls like this one from now on (shown once added; remove it under Permission rules)', always),
         button('Deny', 'deny', 'danger'),
         noteToggle,
@@ -211,11 +187,11 @@ export class PermissionCards {
       noteForm,
       error,
     );
-    return { request, element, time, stale: false, setBusy };
+    return { request, element, time, setBusy };
   }
 
   /** "Always allow" once more for a risky command: the rule it adds, then Add rule / Cancel. */
-  private alwaysConfirm(request: PendingRequest, confirm: () => void, buttons: HTMLButtonElement[]): HTMLElement {
+  private alwaysConfirm(request: PermissionRequest, confirm: () => void, buttons: HTMLButtonElement[]): HTMLElement {
     const rule = request.always_rule;
     const add = h('button', { type: 'button', class: 'button danger permission-always-confirm' }, 'Add the rule and allow');
     const cancel = h('button', { type: 'button', class: 'button secondary permission-always-cancel' }, 'Cancel');
@@ -267,7 +243,7 @@ export class PermissionCards {
   }
 }
 
-function timeText(request: PendingRequest, now: number): string {
+function timeText(request: PermissionRequest, now: number): string {
   const parts: string[] = [];
   const created = request.created_at ? Date.parse(request.created_at) : NaN;
   if (!Number.isNaN(created)) parts.push(`asked ${ago(now - created)}`);
@@ -286,26 +262,4 @@ function duration(ms: number): string {
   if (minutes < 60) return `${minutes} min`;
   const hours = Math.floor(minutes / 60);
   return minutes % 60 ? `${hours} h ${minutes % 60} min` : `${hours} h`;
-}
-
-function resolvedText(event: ResolvedEvent): string {
-  switch (event.reason) {
-    case 'expired':
-      return 'Expired: nobody answered in time (denied).';
-    case 'cancelled':
-      return 'The chat was cancelled.';
-    case 'restarted':
-      return 'The service restarted while this waited (denied).';
-  }
-  const by = event.decided_by ? ` from ${event.decided_by}` : '';
-  const rule = event.rule_added ? ` Rule added: ${event.rule_added}` : '';
-  return `${DECIDED[event.decision] ?? event.decision}${by}.${rule}`;
-}
-
-function capitalize(text: string): string {
-  return text ? text[0].toUpperCase() + text.slice(1) : text;
-}
-
-function lowerFirst(text: string, lower: boolean | undefined): string {
-  return lower && text ? text[0].toLowerCase() + text.slice(1) : text;
 }

@@ -7,7 +7,8 @@
  */
 import type { ServiceConnection } from '../connection';
 import { h } from './dom';
-import { sendCommand, type PermissionRules } from './supervision-wire';
+import type { PermissionRules } from '../../protocol';
+import { sendCommand } from './supervision-wire';
 
 type ListName = keyof PermissionRules;
 

@@ -1,11 +1,11 @@
 /**
  * What one machine needs from the user, kept live from its connection whichever machine is on screen:
- * its prompts waiting (`list_pending_permissions` after each authentication, then `permission.request`
- * / `permission.resolved`), whether a run is going (`list_conversations` rows, then
+ * its prompts waiting (the connection's tracker, shared with its chat's prompt cards), whether a run is going (`list_conversations` rows, then
  * `conversation.updated`), and the runs that finished (`turn.ended`) since the user last looked at
  * their conversation (kept in the machine's storage, so a reload keeps them).
  */
-import type { PermissionRequest, ViewEvent } from '../../protocol';
+import type { Conversation, ViewEvent } from '../../protocol';
+import type { PendingRequests } from '../../protocol/pending-requests';
 import type { ServiceConnection } from '../connection';
 import type { MachineStorage } from './machine-store';
 
@@ -18,15 +18,13 @@ export interface FinishedRun {
 
 export type MachineState = 'online' | 'offline' | 'connecting';
 
-type ConversationRow = Extract<ViewEvent, { event: 'conversation.updated' }>['conversation'];
 
 const FINISHED_KEY = 'remote-assistant.finished';
 /** The most finished runs remembered per machine (the oldest go first). */
 const FINISHED_LIMIT = 50;
 
 export class MachineStatus {
-  readonly waiting = new Map<string, PermissionRequest>();
-  private readonly rows = new Map<string, ConversationRow>();
+  private readonly rows = new Map<string, Conversation>();
   private finishedRuns: FinishedRun[];
   private readonly listeners = new Set<() => void>();
   /** The conversation this machine's chat shows while it is the one on screen (undefined: none, or another machine). */
@@ -35,8 +33,11 @@ export class MachineStatus {
   constructor(
     private readonly connection: ServiceConnection,
     private readonly storage: MachineStorage,
+    /** The prompts waiting on this machine. */
+    readonly waiting: PendingRequests,
   ) {
     this.finishedRuns = readFinished(storage);
+    waiting.onChange(() => this.changed());
     connection.onState((state) => {
       if (state.state === 'open') void this.refresh();
       this.changed();
@@ -95,11 +96,7 @@ export class MachineStatus {
 
   private async refresh(): Promise<void> {
     try {
-      const [pending, conversations] = await Promise.all([this.connection.request({ type: 'list_pending_permissions' }), this.connection.request({ type: 'list_conversations', limit: 100 })]);
-      if (pending.status === 'ok') {
-        this.waiting.clear();
-        for (const request of pending.data.requests) this.waiting.set(request.request_id, request);
-      }
+      const conversations = await this.connection.request({ type: 'list_conversations', limit: 100 });
       if (conversations.status === 'ok') {
         this.rows.clear();
         for (const row of conversations.data.conversations) this.rows.set(row.id, row);
@@ -112,14 +109,6 @@ export class MachineStatus {
 
   private onEvent(event: ViewEvent): void {
     switch (event.event) {
-      case 'permission.request': {
-        const { event: _event, seq: _seq, ...request } = event;
-        this.waiting.set(request.request_id, request);
-        return this.changed();
-      }
-      case 'permission.resolved':
-        this.waiting.delete(event.request_id);
-        return this.changed();
       case 'conversation.updated':
         this.rows.set(event.conversation_id, event.conversation);
         return this.changed();

@@ -43,7 +43,7 @@ export class NeedsYouList {
         item(entry, 'finished', run.conversation_id, `${run.outcome === 'failed' ? 'Failed' : 'Finished'} · ${relativeTime(run.at)}`, run.title, () => this.actions.open(entry.machine.id, { conversation: run.conversation_id })),
       ),
     );
-    const waiting = new Set(entries.flatMap((entry) => [...entry.status.waiting.keys()]));
+    const waiting = new Set(entries.flatMap((entry) => entry.status.waiting.values().map((request) => request.request_id)));
     for (const id of this.reviewing) if (!waiting.has(id)) this.reviewing.delete(id);
     this.empty.hidden = prompts.length + finished.length > 0;
     this.clear.hidden = finished.length === 0;

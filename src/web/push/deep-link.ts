@@ -8,6 +8,7 @@
  */
 import type { ServiceConnection } from '../connection';
 import { h } from '../chat/dom';
+import { answerText } from '../permission-answer-text';
 import { isOpenMessage } from './open-message';
 import { redeemTap } from './tap-tokens';
 
@@ -107,16 +108,8 @@ export class DeepLinks {
   private async answer(requestId: string, decision: 'allow' | 'deny'): Promise<void> {
     let outcome: string;
     try {
-      const answer = await this.connection.request({ type: 'permission_response', request_id: requestId, decision });
-      if (answer.status === 'ok') {
-        // A duplicate of the decision in force (tapped twice, or answered elsewhere the same way) says who decided.
-        const data = answer.data as { decision?: string; decided_by?: string; already_decided?: boolean };
-        const done = (data.decision ?? decision) === 'deny' ? 'denied' : 'allowed';
-        outcome = data.already_decided ? `Already ${done}${data.decided_by ? ` from ${data.decided_by}` : ''}.` : decision === 'allow' ? 'Allowed.' : 'Denied.';
-      } else {
-        // `conflict` says who decided otherwise, or that it expired.
-        outcome = answer.code === 'not_found' ? 'That request is no longer waiting.' : answer.error;
-      }
+      // A duplicate of the decision in force (tapped twice, or answered elsewhere the same way) says who decided.
+      outcome = answerText(await this.connection.request({ type: 'permission_response', request_id: requestId, decision })).text;
     } catch {
       // The session dropped before the answer: try again when it is back.
       this.pending = { request: requestId, answer: decision, trusted: true };

@@ -21,7 +21,7 @@ const CATCH_UP_PIECES = 1_000;
 const clock = () => performance.timeOrigin + performance.now();
 
 /** Answers `stream <pieces> <pace ms>` with that many pieces, each `<clock when produced>;`; anything else with one piece. */
-function streamingProvider(): Provider {
+export function streamingProvider(): Provider {
   return {
     name: 'bench-stream',
     async complete(request: CompletionRequest): Promise<CompletionResult> {

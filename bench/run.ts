@@ -12,6 +12,7 @@ import { runPersistBench } from './persist';
 import { benchPush } from './push';
 import { benchRelay } from './relay';
 import { benchRelayService } from './relay-service';
+import { benchStall } from './stall';
 import { benchStart } from './start';
 import { benchWebhook } from './webhook';
 import { benchWebSocket } from './ws';
@@ -34,6 +35,7 @@ async function main() {
     ['history', benchHistory],
     ['export', benchExport],
     ['start', benchStart],
+    ['stall', benchStall],
     ['worktree', benchWorktree],
     ['changes', benchChanges],
   ];

@@ -1,4 +1,4 @@
-import { constants } from 'node:fs';
+import { constants, watch, type FSWatcher } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { openForReading } from '../tools/anchored-fs';
@@ -32,6 +32,13 @@ export interface InstructionFile {
   text: string;
 }
 
+/** The answer for no touched paths (get_config asks it on every call), kept while nothing changed where its files live. */
+interface RootsAnswer {
+  key: string;
+  files: InstructionFile[];
+  watch: PlacesWatch;
+}
+
 interface Cached {
   mtimeMs: number;
   size: number;
@@ -47,6 +54,8 @@ interface Cached {
  */
 export class InstructionFiles {
   private readonly cache = new Map<string, Cached>();
+  private rootsAnswer: RootsAnswer | undefined;
+  private rootsLook: { key: string; files: Promise<InstructionFile[]> } | undefined;
 
   constructor(private readonly userDir: string | undefined) {}
 
@@ -57,18 +66,66 @@ export class InstructionFiles {
 
   /** The files in force for a turn whose tools touched `touched` (paths as the tools were given them, newest last). */
   async inForce(roots: string[], touched: readonly string[] = []): Promise<InstructionFile[]> {
+    if (touched.length > 0) return this.look(roots, touched, { linked: false });
+    return this.atRoots(roots);
+  }
+
+  /**
+   * The files of the roots and the user's, remembered while the folders they live in are unchanged
+   * (get_config answers them on every call: four failed lookups each time were half its cost). A change
+   * reaches a watcher's callback in the same poll phase as anything that finished after it, so waiting for
+   * the next check phase before trusting the answer sees every change completed before this call.
+   */
+  private async atRoots(roots: string[]): Promise<InstructionFile[]> {
+    const key = roots.map((root) => path.resolve(root)).join('\0');
+    const kept = this.rootsAnswer;
+    if (kept && kept.key === key && !kept.watch.changed) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (!kept.watch.changed) return kept.files.map((file) => ({ ...file }));
+    }
+    // Calls arriving together (many connections) share one look.
+    if (this.rootsLook?.key !== key) this.rootsLook = { key, files: this.lookAtRoots(key, roots) };
+    const look = this.rootsLook;
+    try {
+      return (await look.files).map((file) => ({ ...file }));
+    } finally {
+      if (this.rootsLook === look) this.rootsLook = undefined;
+    }
+  }
+
+  private async lookAtRoots(key: string, roots: string[]): Promise<InstructionFile[]> {
+    this.keepAnswer(undefined);
+    // Watched before looking: a change while looking makes this answer one not to keep.
+    const places = new PlacesWatch([...roots.flatMap((root) => [path.resolve(root), path.join(path.resolve(root), '.github')]), ...(this.userDir ? [this.userDir] : [])]);
+    const links = { linked: false };
+    const files = await this.look(roots, [], links).catch((error: unknown) => {
+      places.close();
+      throw error;
+    });
+    // A linked file's target may change without its folder changing: such answers are looked at afresh.
+    if (links.linked || places.changed) places.close();
+    else this.keepAnswer({ key, files, watch: places });
+    return files;
+  }
+
+  private keepAnswer(answer: RootsAnswer | undefined): void {
+    this.rootsAnswer?.watch.close();
+    this.rootsAnswer = answer;
+  }
+
+  private async look(roots: string[], touched: readonly string[], links: { linked: boolean }): Promise<InstructionFile[]> {
     type Found = { root: string; relative: string; bytes: number; text: string };
     const atRoots = roots.flatMap((given) => {
       const root = path.resolve(given);
       return ROOT_INSTRUCTION_FILES.map(async (relative): Promise<Found | undefined> => {
-        const file = await this.readProjectFile(roots, root, relative);
+        const file = await this.readProjectFile(roots, root, relative, links);
         return file && { root, relative, ...file };
       });
     });
     const nested = nearestFolders(roots, touched).map((folder) => this.nearestAbove(roots, folder.root, folder.relative));
     // Looked at side by side: each look is a few system calls, each waiting its turn in libuv's pool.
     const [user, found] = await Promise.all([
-      this.userDir ? this.readUserFile(path.join(this.userDir, FOLDER_INSTRUCTION_FILE)) : undefined,
+      this.userDir ? this.readUserFile(path.join(this.userDir, FOLDER_INSTRUCTION_FILE), links) : undefined,
       Promise.all([...atRoots, ...nested]),
     ]);
     const files: { scope: 'user' | 'project'; path: string; bytes: number; text: string }[] = user ? [{ scope: 'user', path: FOLDER_INSTRUCTION_FILE, ...user }] : [];
@@ -93,14 +150,16 @@ export class InstructionFiles {
   }
 
   /** A workspace file through the file tools' confinement; undefined when absent, refused, binary or not a file. */
-  private async readProjectFile(roots: string[], root: string, relative: string): Promise<{ bytes: number; text: string } | undefined> {
+  private async readProjectFile(roots: string[], root: string, relative: string, links: { linked: boolean } = { linked: false }): Promise<{ bytes: number; text: string } | undefined> {
     // A cheap look first: most places hold none, and those cost one lstat each.
-    if (!(await lstat(path.join(root, relative)).then(() => true, () => false))) return undefined;
+    const info = await lstat(path.join(root, relative)).catch(() => undefined);
+    if (!info) return undefined;
+    if (info.isSymbolicLink()) links.linked = true;
     let handle: FileHandle | undefined;
     try {
       const target = await resolveWorkspacePath(roots, path.join(root, relative));
       handle = await openForReading(target, relative);
-      return await this.readOpen(target.path, handle);
+      return await this.readOpen(target.path, handle, links);
     } catch {
       // Outside the workspace through a link, in the data directory, unreadable: not in force.
       return undefined;
@@ -110,11 +169,11 @@ export class InstructionFiles {
   }
 
   /** The user's file in the data directory: a regular file, not followed if it is a symbolic link. */
-  private async readUserFile(file: string): Promise<{ bytes: number; text: string } | undefined> {
+  private async readUserFile(file: string, links: { linked: boolean }): Promise<{ bytes: number; text: string } | undefined> {
     let handle: FileHandle | undefined;
     try {
       handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
-      return await this.readOpen(file, handle);
+      return await this.readOpen(file, handle, links);
     } catch {
       return undefined;
     } finally {
@@ -123,9 +182,11 @@ export class InstructionFiles {
   }
 
   /** The text of an open regular file, from the cache while its size and modification time are unchanged. */
-  private async readOpen(key: string, handle: FileHandle): Promise<{ bytes: number; text: string } | undefined> {
+  private async readOpen(key: string, handle: FileHandle, links: { linked: boolean }): Promise<{ bytes: number; text: string } | undefined> {
     const info = await handle.stat();
     if (!info.isFile()) return undefined;
+    // Written through another name, its folder would not see the change.
+    if (info.nlink > 1) links.linked = true;
     let cached = this.cache.get(key);
     if (!cached || cached.mtimeMs !== info.mtimeMs || cached.size !== info.size) {
       const length = Math.min(info.size, READ_LIMIT_BYTES);
@@ -149,6 +210,40 @@ export class InstructionFiles {
     this.cache.delete(key);
     this.cache.set(key, cached);
     if (this.cache.size > MAX_CACHED_INSTRUCTION_FILES) this.cache.delete(this.cache.keys().next().value!);
+  }
+}
+
+/**
+ * Watches folders (not their subfolders): `changed` once anything in one of them is created, removed,
+ * renamed or written, or a watch fails. A folder that does not exist (a root without `.github`) is not
+ * watched: creating it is a change in its parent, which is. Watchers do not keep the process alive.
+ */
+class PlacesWatch {
+  changed = false;
+  private readonly watchers: FSWatcher[] = [];
+
+  constructor(folders: string[]) {
+    const watched = new Set<string>();
+    for (const folder of folders) {
+      try {
+        const watcher = watch(folder, { persistent: false }, () => this.change());
+        watcher.on('error', () => this.change());
+        this.watchers.push(watcher);
+        watched.add(folder);
+      } catch (error) {
+        // Missing under a watched parent: its creation will be seen. Otherwise nothing would be.
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || !watched.has(path.dirname(folder))) this.change();
+      }
+    }
+  }
+
+  close(): void {
+    for (const watcher of this.watchers.splice(0)) watcher.close();
+  }
+
+  private change(): void {
+    this.changed = true;
+    this.close();
   }
 }
 

@@ -273,6 +273,9 @@ describe('run_command in a visible terminal', () => {
     return { dir: ws.dir, tool: terminalRunCommand(runCommandTool(roots), roots, { shellIntegrationWaitMs: 200 }) };
   }
 
+  /** What the tool card shows of a command that ended well (the result's detail, never sent to the model). */
+  const EXITED_0 = { kind: 'command', exit_code: 0, timed_out: false };
+
   test('a command line runs in the "Remote Assistant" terminal, shown, with its output (escapes removed) and exit code; the idle terminal is reused', async () => {
     const { dir, tool } = await setup();
     const first = await tool.run({ command: 'echo from the terminal; pwd; exit 3' }, ctx());
@@ -282,7 +285,7 @@ describe('run_command in a visible terminal', () => {
     assert.equal(testing.terminals[0].name, 'Remote Assistant');
     assert.ok(testing.terminals[0].shown > 0);
     const second = await tool.run({ command: 'echo again' }, ctx());
-    assert.deepEqual(second, { content: 'again\n[exit code 0]', isError: false });
+    assert.deepEqual(second, { content: 'again\n[exit code 0]', isError: false, detail: EXITED_0 });
     assert.equal(testing.terminals.length, 1, 'the idle terminal in the same folder is reused');
     assert.deepEqual(testing.terminals[0].commandLines, ['echo from the terminal; pwd; exit 3', 'echo again']);
   });
@@ -290,11 +293,11 @@ describe('run_command in a visible terminal', () => {
   test('without shell integration, or for an argv command, the built-in hidden runner answers; paths outside the workspace are refused', async () => {
     const { tool } = await setup();
     testing.shellIntegration = false;
-    assert.deepEqual(await tool.run({ command: 'echo hidden' }, ctx()), { content: 'hidden\n[exit code 0]', isError: false });
+    assert.deepEqual(await tool.run({ command: 'echo hidden' }, ctx()), { content: 'hidden\n[exit code 0]', isError: false, detail: EXITED_0 });
     assert.equal(testing.terminals[0].exitStatus !== undefined, true, 'the terminal without integration is closed');
     testing.shellIntegration = true;
     const before = testing.terminals.length;
-    assert.deepEqual(await tool.run({ command: ['echo', 'argv'] }, ctx()), { content: 'argv\n[exit code 0]', isError: false });
+    assert.deepEqual(await tool.run({ command: ['echo', 'argv'] }, ctx()), { content: 'argv\n[exit code 0]', isError: false, detail: EXITED_0 });
     assert.equal(testing.terminals.length, before, 'an argv command never opens a terminal');
     await assert.rejects(tool.run({ command: 'ls', cwd: '../..' }, ctx()), /outside|workspace/);
   });

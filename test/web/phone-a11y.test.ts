@@ -24,8 +24,8 @@ const SCREENS = join('test-output', 'screens');
 const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 const WIDTHS = [320, 390, 768] as const;
 const HEIGHT: Record<number, number> = { 320: 568, 390: 844, 768: 1024 };
-/** The controls a phone user taps most, each at least 44x44 CSS px. */
-const TAP_TARGETS = ['.drawer-toggle', '.machine-switch', '.mode-select', '.composer .attach', '.composer .camera', '.composer .send', '.permission-card .permission-actions .button'];
+/** The controls a phone user taps most, each at least 44x44 CSS px (Send, or Stop in its place while a turn runs and nothing is typed). */
+const TAP_TARGETS = ['.drawer-toggle', '.machine-switch', '.mode-select', '.composer .attach', '.composer .camera', '.composer :is(.send, .stop)', '.permission-card .permission-actions .button'];
 
 let rig: PhoneRig;
 

@@ -14,6 +14,7 @@ import { benchRelayService } from './relay-service';
 import { benchStart } from './start';
 import { benchWebhook } from './webhook';
 import { benchWebSocket } from './ws';
+import { benchWorktree } from './worktree';
 
 async function main() {
   const only = process.argv.slice(2);
@@ -32,6 +33,7 @@ async function main() {
     ['history', benchHistory],
     ['export', benchExport],
     ['start', benchStart],
+    ['worktree', benchWorktree],
   ];
   for (const [name, run] of benches) {
     if (only.length > 0 && !only.includes(name)) continue;

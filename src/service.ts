@@ -10,6 +10,7 @@ import { createProviderResolver } from './agent/provider-resolver';
 import { preloadProvider } from './agent/providers/registry';
 import { mcpSdk } from './agent/tools/mcp-sdk';
 import { createToolRegistry, workspaceRootsOf } from './agent/toolbox';
+import { Worktrees } from './agent/worktrees/worktrees';
 import { settlePendingFileChanges } from './agent/turn-files';
 import { TurnUndo } from './agent/turn-undo';
 import { keepToolsOut } from './agent/tools/private-folders';
@@ -245,8 +246,12 @@ export class Service {
       (question) => untrustedToolMode(config.current, question.source, store.conversations.get(question.conversationId)?.source),
       (rule, by) => addAllowRule(config, rule, logger, by),
     );
+    const worktrees = new Worktrees({ store, config: current, workspaceRoots: () => workspaceRootsOf(config.current, host), logger: logger.child({ component: 'worktrees' }) });
+    // Worktrees of conversations deleted since the last run go now, in the background (git, not the start's path).
+    void worktrees.removeOrphans().catch((error: unknown) => logger.warn('worktree.cleanup_failed', { error }));
     const agent = new Agent({
       store,
+      worktrees,
       config: current,
       provider: options.provider ?? createProviderResolver(host, () => redactor.secrets()),
       tools,

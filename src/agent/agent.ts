@@ -21,7 +21,8 @@ import type { PermissionGate } from './permissions';
 import { ProviderError, type ChatMessage, type Provider, type ToolSpec } from './providers/types';
 import { DEFAULT_TOOL_TIMEOUT_MS, runToolCall, type ToolCallOutcome } from './tool-runner';
 import type { ToolRegistry } from './tools/registry';
-import type { Tool, ToolImage } from './tools/types';
+import type { Tool, ToolArea, ToolImage } from './tools/types';
+import { worktreeByDefault, worktreeRequired, type Worktrees } from './worktrees/worktrees';
 import { TurnFiles } from './turn-files';
 import { ModelToolNames, type ToolCallData, type ToolResultData } from './transcript';
 import { TurnUsage } from './usage/turn-usage';
@@ -62,9 +63,15 @@ export interface ChatInput {
   storeReply?: (reply: NewMessage) => Promise<void>;
   /** Who sent the message as people read it (`phone (relay), device “Pixel”`), for the model's environment block; default: the source's label. */
   client?: string;
+  /**
+   * The chat's `worktree`: a new conversation works in its own git worktree (true) or the workspace
+   * (false); undefined: service.json's default for the source. On an existing conversation it must
+   * match what the conversation has, or be absent.
+   */
+  worktree?: boolean;
 }
 
-export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'attachments' | 'conversationId' | 'userId' | 'sender' | 'clientMessageId' | 'clientKey'>;
+export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'attachments' | 'conversationId' | 'userId' | 'sender' | 'clientMessageId' | 'clientKey' | 'worktree'>;
 
 /**
  * What a turn tells its caller while it runs, in the order the agent produced it, as the wire's events
@@ -116,6 +123,8 @@ export interface AgentDeps {
   dataDir?: string;
   /** false: only service.json's system_prompt is sent, none of the turn's context (the benchmarks' baseline). Default true. */
   withContext?: boolean;
+  /** Conversations in their own git worktree (agent/worktrees); without it, every conversation works in the workspace. */
+  worktrees?: Worktrees;
 }
 
 /** An instruction file in force as clients see it (list_instructions, get_config): without its text. */
@@ -168,7 +177,8 @@ export class Agent {
   async instructionFiles(conversationId: string | undefined, source: string): Promise<InstructionFileInfo[]> {
     if (conversationId !== undefined) this.requireConversation(conversationId, source);
     const rows = conversationId === undefined ? [] : await this.history.rows(conversationId);
-    return (await this.context.filesInForce(rows)).map(({ text: _text, ...info }) => info);
+    const area = conversationId === undefined ? undefined : this.recordedArea(conversationId);
+    return (await this.context.filesInForce(rows, area?.roots)).map(({ text: _text, ...info }) => info);
   }
 
   /** The saved prompts of the workspace folders and the data directory. */
@@ -181,13 +191,50 @@ export class Agent {
     const conversationId = input.conversationId ?? randomUUID();
     const create = !input.conversationId;
     if (!create) this.requireConversation(conversationId, input.source);
+    const worktree = this.worktreeWanted(conversationId, create, input);
     const line = this.waitInLine(conversationId, { client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }, input.sender ?? input.source);
     return line.run(async () => {
+      // Made before the conversation is stored: a worktree that cannot be made leaves nothing behind.
+      if (create && worktree) await this.makeWorktree(conversationId, titleOf(input.message));
+      const area = await this.areaOf(conversationId);
       const message = await this.storeUserMessage(conversationId, create, input);
       onEvent({ event: 'chat.message', conversation_id: conversationId, message });
       this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input, onEvent, message.id);
+      return this.answer(conversationId, input, onEvent, message.id, area);
     });
+  }
+
+  /** Whether a new conversation gets a worktree; on an existing one, `worktree` must match it or be absent (else invalid_request). */
+  private worktreeWanted(conversationId: string, create: boolean, input: ChatInput): boolean {
+    const config = this.deps.config();
+    if (!create) {
+      const has = this.deps.worktrees?.of(conversationId) !== undefined;
+      if (input.worktree !== undefined && input.worktree !== has) {
+        throw new ServiceError('invalid_request', `worktree is chosen when a conversation starts: this one works in ${has ? 'its own worktree' : 'the workspace'} (leave worktree out, or send ${has})`);
+      }
+      return has;
+    }
+    if (input.worktree === false && worktreeRequired(config, input.source)) {
+      throw new ServiceError('invalid_request', "this webhook account's conversations always work in their own worktree (its `worktree` is \"required\")");
+    }
+    return input.worktree ?? worktreeByDefault(config, input.source);
+  }
+
+  private async makeWorktree(conversationId: string, title: string): Promise<void> {
+    if (!this.deps.worktrees) throw new ServiceError('conflict', 'this host does not make worktrees');
+    await this.deps.worktrees.create(conversationId, title);
+  }
+
+  /** Where the conversation's tools work this turn: its worktree (checked: a deleted folder refuses the turn), or the workspace (undefined). */
+  private async areaOf(conversationId: string): Promise<ToolArea | undefined> {
+    const root = await this.deps.worktrees?.rootOf(conversationId);
+    return root === undefined ? undefined : { roots: [root] };
+  }
+
+  /** The conversation's area as recorded, unchecked (what it shows between turns: instruction files, compaction's sizing). */
+  private recordedArea(conversationId: string): ToolArea | undefined {
+    const record = this.deps.worktrees?.of(conversationId);
+    return record ? { roots: [record.path] } : undefined;
   }
 
   /**
@@ -198,12 +245,18 @@ export class Agent {
   answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput & { waitingAs?: QueuedMessage }, onEvent: TurnEventSink = ignore): Promise<ChatOutput> {
     const line = this.waitInLine(conversationId, input.waitingAs, input.source);
     return line.run(async () => {
+      // A webhook conversation is stored when its first message is accepted: its worktree is made at its first turn.
+      const wanted = !this.deps.worktrees?.of(conversationId) && worktreeByDefault(this.deps.config(), input.source);
+      if (wanted && (await this.deps.store.messages.recent(conversationId, { limit: 1 })).length === 0) {
+        await this.makeWorktree(conversationId, this.deps.store.conversations.get(conversationId)?.title ?? 'webhook');
+      }
+      const area = await this.areaOf(conversationId);
       await admit();
       // The admitted message is the conversation's last one (its turn holds the conversation).
       const [admitted] = await this.deps.store.messages.recent(conversationId, { limit: 1 });
       if (admitted?.role === 'user') onEvent({ event: 'chat.message', conversation_id: conversationId, message: messageOf(admitted) });
       this.deps.onActivity?.(conversationId, input.source);
-      return this.answer(conversationId, input, onEvent, admitted?.role === 'user' ? admitted.id : undefined);
+      return this.answer(conversationId, input, onEvent, admitted?.role === 'user' ? admitted.id : undefined, area);
     });
   }
 
@@ -255,11 +308,12 @@ export class Agent {
     return this.queued(conversationId, async () => {
       this.requireConversation(conversationId, source);
       const log = this.deps.logger.child({ conversation: conversationId });
-      const { config, model, provider, specs, window } = await this.requestShape({}, false);
+      const area = this.recordedArea(conversationId);
+      const { config, model, provider, specs, window } = await this.requestShape({}, false, area);
       const rows = await this.history.rows(conversationId);
       // The next turn's request shape, so the fullness told is what the model will be sent.
-      const system = await this.systemMessage(config, rows, {}, { model, contextWindow: window });
-      const moment = await this.moment({ client: sourceLabel(source), remote: source !== 'editor' });
+      const system = await this.systemMessage(config, rows, {}, { model, contextWindow: window }, area);
+      const moment = await this.moment({ client: sourceLabel(source), remote: source !== 'editor' }, area);
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
       const usage = new TurnUsage();
       try {
@@ -315,7 +369,7 @@ export class Agent {
    * `turnMessageId`: the user message the turn answers, which keeps the turn's usage when no reply is
    * stored; its id also names the turn (what undo_turn undoes).
    */
-  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string): Promise<ChatOutput> {
+  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string, area?: ToolArea): Promise<ChatOutput> {
     const turnId = turnMessageId ?? randomUUID();
     const { store, logger } = this.deps;
     const log = logger.child({ conversation: conversationId });
@@ -327,7 +381,9 @@ export class Agent {
       const text = await this.loop(conversationId, input, log, onEvent, usage, new TurnFiles(store, conversationId, turnId, () => this.context.filesChanged()), (delta) => {
         streamed += delta;
         onEvent({ event: 'chat.delta', conversation_id: conversationId, delta });
-      });
+      }, area);
+      // Counted before the reply is stored: the conversation.updated its storing sends shows the new counts.
+      if (area) await this.deps.worktrees?.refreshStats(conversationId);
       const messageId = randomUUID();
       // Before the reply: once a webhook sender has the reply, its account's budget already counts it.
       usageStored = true;
@@ -347,6 +403,7 @@ export class Agent {
       if (error instanceof ProviderError) throw new ProviderFailure(error);
       throw error;
     } finally {
+      if (area && !usageStored) await this.deps.worktrees?.refreshStats(conversationId);
       // A turn that ended without a reply (cancelled, failed after a tool round) spent its tokens all the same.
       if (!usageStored && turnMessageId !== undefined) await this.recordUsage(usage, turnMessageId, conversationId, input.source, log);
     }
@@ -372,10 +429,10 @@ export class Agent {
    * What a request to the model is made of besides the history and the system message: the tools
    * offered, the model, and its window (compaction/budget.ts shares it out).
    */
-  private async requestShape(input: Pick<AnswerInput, 'model'>, lastStep: boolean) {
+  private async requestShape(input: Pick<AnswerInput, 'model'>, lastStep: boolean, area: ToolArea | undefined) {
     // Read afresh each step: a config change (model, permission_mode, tools) applies to the next step.
     const config = this.deps.config();
-    const tools = await this.deps.tools.list();
+    const tools = await this.deps.tools.list(area);
     const names = new ModelToolNames(tools.map((t) => t.name));
     const specs = lastStep || tools.length === 0 ? undefined : tools.map((t) => toolSpec(t, names));
     const model = input.model ?? config.model;
@@ -390,18 +447,18 @@ export class Agent {
    * The system message of one request. Each step: an instruction file the last step edited, or a
    * folder it reached, counts at once.
    */
-  private async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], instructions: TurnInstructions, workplace: { model: string; contextWindow: number | null }): Promise<ChatMessage | undefined> {
+  private async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], instructions: TurnInstructions, workplace: { model: string; contextWindow: number | null }, area: ToolArea | undefined): Promise<ChatMessage | undefined> {
     if (this.deps.withContext === false) return config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
-    return this.context.systemMessage(config, rows, workplace, instructions);
+    return this.context.systemMessage(config, rows, workplace, instructions, area?.roots);
   }
 
   /** The turn's note (time, git, who sent it), sent after the conversation; none without the agent's context. */
-  private async moment(facts: { client: string; remote: boolean }): Promise<ChatMessage | undefined> {
-    return this.deps.withContext === false ? undefined : this.context.moment(facts);
+  private async moment(facts: { client: string; remote: boolean }, area: ToolArea | undefined): Promise<ChatMessage | undefined> {
+    return this.deps.withContext === false ? undefined : this.context.moment(facts, area?.roots);
   }
 
   /** Model calls and tool runs until the model answers; returns the final text. */
-  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: TurnEventSink, usage: TurnUsage, files: TurnFiles, onDelta: (delta: string) => void): Promise<string> {
+  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: TurnEventSink, usage: TurnUsage, files: TurnFiles, onDelta: (delta: string) => void, area: ToolArea | undefined): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
     // One failed compaction a turn: the turn goes on with the cut instead of failing again each step.
@@ -412,11 +469,11 @@ export class Agent {
     for (let step = 1; ; step += 1) {
       const maxSteps = this.deps.config().max_steps;
       const lastStep = step >= maxSteps;
-      const { config, tools, names, specs, model, provider, window, reported } = await this.requestShape(input, lastStep);
+      const { config, tools, names, specs, model, provider, window, reported } = await this.requestShape(input, lastStep, area);
       const byName = new Map(tools.map((t) => [t.name, t]));
       const rows = await this.history.rows(conversationId);
-      const system = await this.systemMessage(config, rows, instructions, { model, contextWindow: window });
-      if (moment === null) moment = await this.moment({ client: input.client ?? sourceLabel(input.source), remote: input.source !== 'editor' });
+      const system = await this.systemMessage(config, rows, instructions, { model, contextWindow: window }, area);
+      if (moment === null) moment = await this.moment({ client: input.client ?? sourceLabel(input.source), remote: input.source !== 'editor' }, area);
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
       const view = await this.compactor.modelView(rows, system ? [system] : [], {
         conversationId, provider, model, budget, signal,
@@ -426,7 +483,7 @@ export class Agent {
       if (view.compaction === 'failed') mayCompact = false;
       const messages = await withAttachments(view.messages, seesImages(config, model), {
         blobs: store.blobs,
-        workspaceRoots: this.deps.workspaceRoots ?? (() => []),
+        workspaceRoots: area ? () => [...area.roots] : (this.deps.workspaceRoots ?? (() => [])),
         logger: log,
       });
       const result = await provider.complete({

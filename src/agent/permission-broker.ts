@@ -26,7 +26,7 @@ export interface PermissionAudience {
 
 export interface PermissionBrokerDeps {
   events: PermissionAudience;
-  store: Pick<Store, 'permissionRequests' | 'conversations'>;
+  store: Pick<Store, 'permissionRequests' | 'conversations' | 'worktrees'>;
   logger: Logger;
   /** How long a new request waits (service.json's permission_timeout_seconds, or a test's override). */
   timeoutMs: () => number;
@@ -83,6 +83,7 @@ export class PermissionBroker {
     if (this.stopping) return answerOf({ decision: 'deny', reason: 'restarted' }, 0);
     const timeoutMs = this.deps.timeoutMs();
     const created = Date.now();
+    const worktree = this.deps.store.worktrees.get(question.conversationId);
     const request: PermissionRequest = {
       request_id: requestId,
       conversation_id: question.conversationId,
@@ -91,6 +92,7 @@ export class PermissionBroker {
       tool: question.tool,
       arguments: question.arguments,
       ...(preview ? { preview: wirePreview(preview) } : {}),
+      ...(worktree ? { worktree: { branch: worktree.branch, path: worktree.path } } : {}),
       created_at: new Date(created).toISOString(),
       expires_at: new Date(created + timeoutMs).toISOString(),
     };

@@ -19,6 +19,7 @@ import { attachmentHandlers, chatAttachments } from './attachment-handlers';
 import { listAudit, verifyAudit } from './audit-handlers';
 import { actorOf } from './audit-actor';
 import { agentContextHandlers } from './agent-context-handlers';
+import { infoOf as worktreeInfoOf } from '../agent/worktrees/worktrees';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -40,11 +41,17 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
 }
 
 /** A stored conversation as clients see it (list_conversations rows, conversation.updated), with what it is doing now. */
-export function conversationOf({ id, title, created_at, updated_at, source, last_message }: ConversationRow, activity: ConversationActivity, store: Pick<Store, 'usage' | 'conversations'>): Conversation {
+export function conversationOf({ id, title, created_at, updated_at, source, last_message }: ConversationRow, activity: ConversationActivity, store: Pick<Store, 'usage' | 'conversations' | 'worktrees'>): Conversation {
   const { state, pendingPermissions, queued } = activity.of(id);
   const usage = conversationUsageOf(store.usage.ofConversation(id));
   const plan = store.conversations.planOf(id);
-  return { id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message, queued, usage, ...(plan ? { plan_summary: planSummaryOf(plan) } : {}) };
+  // From the row: its counts were taken at the conversation's last turn end (no git call per listed row).
+  const worktree = store.worktrees.get(id);
+  return {
+    id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message, queued, usage,
+    ...(plan ? { plan_summary: planSummaryOf(plan) } : {}),
+    worktree: worktree ? worktreeInfoOf(worktree) : null,
+  };
 }
 
 /** Every command's handler. */

@@ -29,6 +29,11 @@ export const ChatCommand = command('chat', {
   context: ChatContext.optional(),
   /** Uploaded attachments (attachment_end's ids), in order: images for a vision model, files saved into the workspace. */
   attachments: z.array(AttachmentId).max(MAX_ATTACHMENTS_PER_MESSAGE, { error: `at most ${MAX_ATTACHMENTS_PER_MESSAGE} attachments a message` }).optional(),
+  /**
+   * A new conversation works in its own git worktree (true) or in the workspace (false); absent:
+   * service.json's `worktrees.default` for the source. On an existing conversation: absent, or what it has.
+   */
+  worktree: z.boolean({ error: 'worktree must be true or false' }).optional(),
 }).superRefine((chat, ctx) => {
   if (chat.message.length === 0 && !chat.attachments?.length) ctx.addIssue({ code: 'custom', path: ['message'], message: 'message must not be empty' });
 });

@@ -53,6 +53,8 @@ export const WebhookAccount = z.strictObject({
   tools: PermissionMode.optional(),
   /** A daily budget: once this UTC day's usage reaches it, the account's next messages get an error callback (budget_exceeded). */
   budget: UsageBudget.optional(),
+  /** `required`: each of this account's conversations works in its own git worktree (docs/protocol.md, "Worktrees"). */
+  worktree: z.literal('required').optional(),
 });
 export type WebhookAccount = z.infer<typeof WebhookAccount>;
 
@@ -163,6 +165,22 @@ export const HistorySettings = z.strictObject({
 });
 export type HistorySettings = z.infer<typeof HistorySettings>;
 
+/**
+ * Runs in their own git worktree (docs/protocol.md, "Worktrees"): whether a new conversation gets one when
+ * its `chat` does not say, per source (all false: conversations work in the workspace, as before), and
+ * the folder worktrees are made in (default: `<repository's parent>/<repository's name>.worktrees/`).
+ */
+export const WorktreeSettings = z.strictObject({
+  default: z.strictObject({
+    editor: z.boolean().default(false),
+    lan: z.boolean().default(false),
+    relay: z.boolean().default(false),
+    webhook: z.boolean().default(false),
+  }).default({ editor: false, lan: false, relay: false, webhook: false }),
+  folder: z.string().min(1).optional(),
+});
+export type WorktreeSettings = z.infer<typeof WorktreeSettings>;
+
 /** The audit log's retention (docs/protocol.md, "Audit log"), apart from the history's. */
 export const AuditSettings = z.strictObject({
   /** Entries older than this many days are dropped, oldest first. */
@@ -219,6 +237,7 @@ export const ServiceConfigFile = z.looseObject({
   vision_models: z.record(z.string(), z.boolean()).default({}),
   history: HistorySettings.default({}),
   audit: AuditSettings.default({ max_days: 90 }),
+  worktrees: WorktreeSettings.default({ default: { editor: false, lan: false, relay: false, webhook: false } }),
 }).superRefine((config, ctx) => {
   const tcp = config.channels.filter((c) => c.type === 'tcp');
   if (tcp.length > 1) ctx.addIssue({ code: 'custom', path: ['channels'], message: 'at most one tcp channel' });

@@ -4,6 +4,7 @@ import { command, listLimit, nonEmpty } from './command-frame';
 import { AttachmentInfo } from './attachments';
 import { ConversationUsage, MessageUsage } from './usage';
 import { PlanSummary } from './plan';
+import { WorktreeInfo } from './worktrees';
 
 /**
  * Conversations and their history (docs/protocol.md, "Commands", "Search and export", "Context window
@@ -99,6 +100,8 @@ export const Conversation = z.object({
   usage: ConversationUsage.nullable().optional(),
   /** Its plan collapsed ("3 of 7 done"); absent when the model wrote none (or from older services). */
   plan_summary: PlanSummary.optional(),
+  /** Its own git worktree (docs/protocol.md, "Worktrees"), null when it works in the workspace; absent from older services. */
+  worktree: WorktreeInfo.nullable().optional(),
 });
 export type Conversation = z.infer<typeof Conversation>;
 

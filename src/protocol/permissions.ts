@@ -65,6 +65,8 @@ export const PermissionRequest = z.object({
   tool: z.string(),
   arguments: z.record(z.string(), z.unknown()),
   preview: PermissionPreview.optional(),
+  /** The conversation works in its own git worktree: the tool acts there (its paths and cwd are relative to `path`), not in the workspace. */
+  worktree: z.object({ branch: z.string(), path: z.string() }).optional(),
   created_at: z.string(),
   /** When it is denied if nobody answers (permission_timeout_seconds after created_at). */
   expires_at: z.string(),

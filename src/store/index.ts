@@ -19,6 +19,7 @@ import { RegistrationsRepo } from './registrations';
 import { WebhooksRepo } from './webhooks';
 import { UsageRepo } from './usage';
 import { AuditRepo } from './audit';
+import { WorktreesRepo } from './worktrees';
 import { HistoryStore, HISTORY_FILE_NAME } from './history/history-store';
 import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
@@ -42,6 +43,8 @@ export { PermissionRequestsRepo } from './permission-requests';
 export type { NewPermissionRequest, PermissionRequestRow, PermissionResolutionRecord } from './permission-requests';
 export { WebhooksRepo } from './webhooks';
 export { UsageRepo } from './usage';
+export { WorktreesRepo } from './worktrees';
+export type { StoredWorktree, WorktreeStats } from './worktrees';
 export { AuditRepo, auditHash, canonicalJson, AUDIT_GENESIS_HASH } from './audit';
 export type { AuditFilter, AuditVerdict, NewAuditEntry } from './audit';
 export type { ModelUsageSum, NewUsage, UsageRow, UsageSum } from './usage';
@@ -91,6 +94,8 @@ export interface Store {
   usage: UsageRepo;
   /** Who did what from where (append-only, hash-chained). */
   audit: AuditRepo;
+  /** Conversations that work in their own git worktree (issue 24). */
+  worktrees: WorktreesRepo;
   /**
    * Writes a consistent copy of the store's files into `destDir` (an existing directory) and returns their
    * names: service.db, holding every write acknowledged before the call (Database.copySnapshot), then
@@ -206,6 +211,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     blobs,
     usage: new UsageRepo(db),
     audit,
+    worktrees: new WorktreesRepo(db),
     // The snapshot first, then history.db: every body a copied message refers to was committed before it.
     backup: async (destDir) => {
       await db.copySnapshot(path.join(destDir, db.fileName));

@@ -4,6 +4,7 @@ import type { Database, WriteTx } from './database';
 import { META_TABLE_SQL } from './replay';
 import { USAGE_TABLE_SQL } from './usage';
 import { AUDIT_TABLES_SQL } from './audit';
+import { WORKTREES_TABLE_SQL } from './worktrees';
 import { previewOf } from '../protocol/preview';
 import { OWNER_PERSON } from '../protocol/sources';
 import { displayName } from '../protocol/display-name';
@@ -108,6 +109,8 @@ export const MIGRATIONS: readonly Migration[] = [
   AUDIT_TABLES_SQL,
   // 15: the conversation's latest plan (the `todo` tool's checklist, JSON), deleted with its row.
   `ALTER TABLE conversations ADD COLUMN plan TEXT;`,
+  // 16: conversations that work in their own git worktree (issue 24, src/store/worktrees.ts).
+  WORKTREES_TABLE_SQL,
 ];
 
 export function schemaVersion(db: Database): number {

@@ -35,14 +35,17 @@ export class TurnContext {
     this.instructions = new InstructionFiles(userDir);
   }
 
-  /** The instruction files in force for a conversation whose stored rows are `rows` (none: before any tool ran). */
-  filesInForce(rows: readonly MessageRow[] = []): Promise<InstructionFile[]> {
-    return this.instructions.inForce(this.workspaceRoots(), touchedPaths(rows));
+  /**
+   * The instruction files in force for a conversation whose stored rows are `rows` (none: before any tool
+   * ran). `roots`, here and below: the conversation's own (its worktree's folder), else the workspace's.
+   */
+  filesInForce(rows: readonly MessageRow[] = [], roots: readonly string[] = this.workspaceRoots()): Promise<InstructionFile[]> {
+    return this.instructions.inForce([...roots], touchedPaths(rows));
   }
 
   /** The turn's note, sent after the conversation (computed once a turn: git is asked then). */
-  moment(facts: Omit<MomentFacts, 'roots' | 'git'>): Promise<ChatMessage> {
-    return momentNote({ ...facts, roots: this.workspaceRoots(), git: (folder) => this.git.summary(folder) }).then((content) => ({ role: 'user', content, moment: true }));
+  moment(facts: Omit<MomentFacts, 'roots' | 'git'>, roots: readonly string[] = this.workspaceRoots()): Promise<ChatMessage> {
+    return momentNote({ ...facts, roots, git: (folder) => this.git.summary(folder) }).then((content) => ({ role: 'user', content, moment: true }));
   }
 
   /** A tool wrote a file or ran a command: git's status is asked again next turn. */
@@ -57,15 +60,15 @@ export class TurnContext {
    * touched before (a folder with its own AGENTS.md, or an instruction file it edited); `turn` keeps
    * them between the steps of one turn.
    */
-  async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], workplace: Omit<WorkplaceFacts, 'roots'>, turn: TurnInstructions = {}): Promise<ChatMessage> {
+  async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], workplace: Omit<WorkplaceFacts, 'roots'>, turn: TurnInstructions = {}, roots: readonly string[] = this.workspaceRoots()): Promise<ChatMessage> {
     const touched = [...new Set(touchedPaths(rows))];
     const key = touched.join('\n');
     if (turn.files === undefined || turn.key !== key) {
-      turn.files = await this.instructions.inForce(this.workspaceRoots(), touched);
+      turn.files = await this.instructions.inForce([...roots], touched);
       turn.key = key;
     }
     const files = turn.files;
-    const parts = [systemPromptOf(config), instructionsText(files), environmentBlock({ ...workplace, roots: this.workspaceRoots() })].filter((part) => part.length > 0);
+    const parts = [systemPromptOf(config), instructionsText(files), environmentBlock({ ...workplace, roots })].filter((part) => part.length > 0);
     return { role: 'system', content: parts.join('\n\n') };
   }
 }

@@ -137,6 +137,7 @@ function customTool(config: CustomToolConfig, roots: WorkspaceRoots): Tool {
 export function createCustomToolSource(config: () => CustomToolConfig[], options: CustomToolOptions): ToolSource {
   return {
     name: 'custom',
-    tools: async () => config().map((entry) => customTool(entry, options.workspaceRoots)),
+    followsArea: true,
+    tools: async (area) => config().map((entry) => customTool(entry, area ? () => [...area.roots] : options.workspaceRoots)),
   };
 }

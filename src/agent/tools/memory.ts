@@ -76,5 +76,6 @@ export function createMemoryToolSource(memory: MemoryStore): ToolSource {
   });
 
   const tools = [remember, recall, forget];
-  return { name: 'memory', tools: async () => tools };
+  // The memory is the user's, not a file of the workspace: the same for a worktree's conversation.
+  return { name: 'memory', followsArea: true, tools: async () => tools };
 }

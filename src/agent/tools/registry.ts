@@ -1,5 +1,5 @@
 import type { ToolInfo } from '../../protocol';
-import type { Tool, ToolSource } from './types';
+import type { Tool, ToolArea, ToolSource } from './types';
 
 /** What `list_tools` shows of a tool. */
 export function toolInfo(tool: Tool): ToolInfo {
@@ -18,9 +18,11 @@ export class ToolRegistry {
     this.sources = [...sources];
   }
 
-  async list(): Promise<Tool[]> {
+  /** With `area` (a worktree's conversation): only the tools confined to it (ToolSource.followsArea). */
+  async list(area?: ToolArea): Promise<Tool[]> {
+    const sources = area ? this.sources.filter((source) => source.followsArea) : this.sources;
     // A source that fails (an MCP server that died) costs its own tools, not everyone's.
-    const lists = await Promise.all(this.sources.map((source) => source.tools().catch((): Tool[] => [])));
+    const lists = await Promise.all(sources.map((source) => source.tools(area).catch((): Tool[] => [])));
     const byName = new Map<string, Tool>();
     for (const tools of lists) {
       for (const tool of tools) if (!byName.has(tool.name)) byName.set(tool.name, tool);

@@ -58,5 +58,5 @@ export function createTodoToolSource(plans: PlanStore): ToolSource {
       return { content: `Plan updated: ${done} of ${total} done.` };
     },
   };
-  return { name: 'todo', tools: async () => [todo] };
+  return { name: 'todo', followsArea: true, tools: async () => [todo] };
 }

@@ -79,10 +79,24 @@ export interface ToolImage {
   bytes: Buffer;
 }
 
+/**
+ * Where a conversation's tools work when not in the workspace: the folder of its git worktree
+ * (agent/worktrees), the tools' only root.
+ */
+export interface ToolArea {
+  roots: string[];
+}
+
 /** Where tools come from; the registry asks each source on every list (sources may change live). */
 export interface ToolSource {
   readonly name: string;
-  tools(): Promise<Tool[]>;
+  /** With `area`, tools confined to its roots (a source without `followsArea` is not asked then). */
+  tools(area?: ToolArea): Promise<Tool[]>;
+  /**
+   * Its tools can be confined to an area (or touch no file at all). Sources that cannot (MCP servers,
+   * the editor's tools: processes started in the workspace) offer nothing to a worktree's conversation.
+   */
+  readonly followsArea?: boolean;
   close?(): Promise<void>;
 }
 

@@ -105,6 +105,20 @@ function refusePrivate(full: string, shown: string): void {
   }
 }
 
+/**
+ * `resolveWorkspacePath` for a file tool's write, refused inside git's own data: a `.git` folder (the
+ * repository's hooks and config: a hook written there runs with the next commit the person makes) or a
+ * worktree's `.git` file (it names the repository git works on). Any letter case: a case-insensitive
+ * file system reads `.GIT` as `.git`. run_command is not confined by this (docs/protocol.md, "Worktrees").
+ */
+export async function resolveWritablePath(roots: string[], input: string): Promise<WorkspacePath> {
+  const target = await resolveWorkspacePath(roots, input);
+  if (target.relative.split('/').some((part) => part.toLowerCase() === '.git')) {
+    throw new ToolError(`path ${input} is inside git's own data (.git): file tools do not write there`);
+  }
+  return target;
+}
+
 /** `resolveWorkspacePath`, the path alone. */
 export async function resolveInWorkspace(roots: string[], input: string): Promise<string> {
   return (await resolveWorkspacePath(roots, input)).path;

@@ -108,6 +108,7 @@ export class TurnRunner implements TurnStarter {
         clientMessageId,
         clientKey: clientMessageId === undefined ? undefined : ChatResends.keyOf(session, clientMessageId),
         client: clientLabel(session, this.deps),
+        worktree: command.worktree,
       },
       publish,
     );

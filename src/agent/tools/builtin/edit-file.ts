@@ -4,7 +4,7 @@ import { defineTool } from '../define-tool';
 import { formatBytes, looksBinary } from '../text-files';
 import { ToolError, type Tool } from '../types';
 import { diffPreview } from '../preview';
-import { resolveWorkspacePath, workspaceSubject, type WorkspacePath, type WorkspaceRoots } from '../workspace';
+import { resolveWritablePath, workspaceSubject, type WorkspacePath, type WorkspaceRoots } from '../workspace';
 
 export const EDIT_MAX_BYTES = 10 * 1024 * 1024;
 
@@ -74,7 +74,7 @@ function applyEdit(text: string, args: EditArgs): { updated: string; count: numb
 async function planEdit(roots: WorkspaceRoots, args: EditArgs): Promise<{ target: WorkspacePath; text: string; updated: string; count: number }> {
   if (args.old_string === '') throw new ToolError('old_string is empty; to create a file or replace all of it use write_file');
   if (args.old_string === args.new_string) throw new ToolError('old_string and new_string are the same; there is nothing to change');
-  const target = await resolveWorkspacePath(roots(), args.path);
+  const target = await resolveWritablePath(roots(), args.path);
   const text = await readEditableText(target, args.path);
   return { target, text, ...applyEdit(text, args) };
 }

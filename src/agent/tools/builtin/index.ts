@@ -1,4 +1,4 @@
-import type { ToolSource } from '../types';
+import type { Tool, ToolSource } from '../types';
 import type { WorkspaceRoots } from '../workspace';
 import { editFileTool } from './edit-file';
 import { listDirectoryTool } from './list-directory';
@@ -12,16 +12,28 @@ export interface BuiltinToolOptions {
   workspaceRoots: WorkspaceRoots;
 }
 
-/** The file and command tools, every path confined to the workspace roots. */
+/** The file and command tools, every path confined to the workspace roots (or to an area's: a worktree's folder). */
 export function createBuiltinToolSource(options: BuiltinToolOptions): ToolSource {
-  const roots = options.workspaceRoots;
-  const tools = [
-    readFileTool(roots),
-    writeFileTool(roots),
-    editFileTool(roots),
-    listDirectoryTool(roots),
-    searchFilesTool(roots),
-    runCommandTool(roots),
-  ];
-  return { name: 'builtin', tools: async () => tools };
+  const tools = toolsIn(options.workspaceRoots);
+  // One set per area, made once: a worktree's tools are as cheap to list as the workspace's.
+  const inAreas = new Map<string, Tool[]>();
+  return {
+    name: 'builtin',
+    followsArea: true,
+    tools: async (area) => {
+      if (!area) return tools;
+      const key = area.roots.join('\0');
+      let confined = inAreas.get(key);
+      if (!confined) {
+        const roots = [...area.roots];
+        confined = toolsIn(() => roots);
+        inAreas.set(key, confined);
+      }
+      return confined;
+    },
+  };
+}
+
+function toolsIn(roots: WorkspaceRoots): Tool[] {
+  return [readFileTool(roots), writeFileTool(roots), editFileTool(roots), listDirectoryTool(roots), searchFilesTool(roots), runCommandTool(roots)];
 }

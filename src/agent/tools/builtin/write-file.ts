@@ -6,7 +6,7 @@ import { diffPreview } from '../preview';
 import { EDIT_MAX_BYTES } from './edit-file';
 import { decodeText, formatBytes } from '../text-files';
 import { ToolError, type Tool, type ToolPreview } from '../types';
-import { resolveWorkspacePath, workspaceSubject, type WorkspacePath, type WorkspaceRoots } from '../workspace';
+import { resolveWritablePath, workspaceSubject, type WorkspacePath, type WorkspaceRoots } from '../workspace';
 
 /** A bigger file being overwritten is named, not read and diffed (as edit_file, which refuses bigger ones). */
 const PREVIEW_READ_MAX_BYTES = EDIT_MAX_BYTES;
@@ -69,10 +69,10 @@ export function writeFileTool(roots: WorkspaceRoots): Tool {
     },
     subject: (args) => workspaceSubject(roots(), typeof args.path === 'string' ? args.path : undefined),
     async preview(args) {
-      return previewWrite(await resolveWorkspacePath(roots(), args.path), args.path, args.content);
+      return previewWrite(await resolveWritablePath(roots(), args.path), args.path, args.content);
     },
     async run(args, context) {
-      const target = await resolveWorkspacePath(roots(), args.path);
+      const target = await resolveWritablePath(roots(), args.path);
       let existed: boolean;
       try {
         ({ existed } = await recordedWrite(context, 'write_file', target, args.path, args.content, true));

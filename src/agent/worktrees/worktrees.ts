@@ -1,0 +1,223 @@
+// Runs in their own git worktree (issue 24; docs/protocol.md, "Worktrees"): a conversation that asked
+// for one works in a folder of its own, on a branch of its own made from the workspace's HEAD, outside
+// the user's working tree; every tool of it is confined there (agent.ts hands its tools that folder as
+// their only root). git runs through src/git (no hook, filter or fsmonitor of the repository runs).
+import { realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { ServiceError, webhookAccountsOf, type ServiceConfig } from '../../protocol';
+import type { WorktreeInfo, WorktreeRecord } from '../../protocol/worktrees';
+import type { Logger } from '../../log/logger';
+import type { StoredWorktree, Store } from '../../store';
+import { GitError, gitOutput, runGit } from '../../git/run-git';
+import { branchNameOf, folderNameOf } from './names';
+
+/** How many names a new worktree tries (`-2`, `-3`...) before giving up: each taken one is a branch or folder already there. */
+const MAX_NAME_ATTEMPTS = 20;
+/** git gets this long for a worktree's checkout (a large repository's files are all written). */
+const ADD_TIMEOUT_MS = 120_000;
+
+export interface WorktreesDeps {
+  store: Pick<Store, 'worktrees'>;
+  config: () => ServiceConfig;
+  /** The workspace folders in force (the repository is the first that is a git repository's top level). */
+  workspaceRoots: () => string[];
+  logger: Logger;
+}
+
+/** Whether a new conversation from `source` gets a worktree when its chat does not say (service.json `worktrees.default`, a webhook account's `worktree`). */
+export function worktreeByDefault(config: ServiceConfig, source: string): boolean {
+  const defaults = config.worktrees.default;
+  if (source.startsWith('webhook:')) return webhookAccountsOf(config).get(source.slice('webhook:'.length))?.worktree === 'required' || defaults.webhook;
+  if (source === 'editor') return defaults.editor;
+  if (source === 'ws') return defaults.lan;
+  if (source === 'relay') return defaults.relay;
+  return false;
+}
+
+/** A webhook account whose conversations must have a worktree (a chat cannot ask otherwise). */
+export function worktreeRequired(config: ServiceConfig, source: string): boolean {
+  return source.startsWith('webhook:') && webhookAccountsOf(config).get(source.slice('webhook:'.length))?.worktree === 'required';
+}
+
+/** The worktrees of conversations: made, looked up, checked before each turn, counted after it, cleaned up at start. */
+export class Worktrees {
+  constructor(private readonly deps: WorktreesDeps) {}
+
+  /** The conversation's worktree, if it has one (any state). */
+  of(conversationId: string): StoredWorktree | undefined {
+    return this.deps.store.worktrees.get(conversationId);
+  }
+
+  /**
+   * Makes a worktree for a new conversation: `git worktree add -b assistant/<slug>-<id> <folder> <HEAD's
+   * commit>` in the workspace's repository, and its row. Nothing of the user's working tree changes (git
+   * writes the new folder and, in the repository's .git, the branch and the worktree's admin files).
+   * Every failure is a clear `conflict`: no repository, no git, no commit yet, a folder setting inside
+   * the repository.
+   */
+  async create(conversationId: string, title: string, now = new Date()): Promise<WorktreeRecord> {
+    const repository = await this.repository();
+    const git = (args: string[], okCodes?: number[]) => runGit(args, { cwd: repository, okCodes });
+    const head = await git(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], [1]);
+    if (head.code !== 0) throw new ServiceError('conflict', `the repository ${repository} has no commit yet: a worktree is made from HEAD's commit`);
+    const baseCommit = head.stdout.trim();
+    // Exit 1: a detached HEAD (allowed; the worktree's changes are shown against its commit).
+    const symbolic = await git(['symbolic-ref', '-q', '--short', 'HEAD'], [1]);
+    const baseBranch = symbolic.code === 0 ? symbolic.stdout.trim() : null;
+    const folder = await this.folderFor(repository);
+    for (let attempt = 1; attempt <= MAX_NAME_ATTEMPTS; attempt += 1) {
+      const branch = branchNameOf(title, conversationId, attempt);
+      const where = path.join(folder, folderNameOf(title, conversationId, attempt));
+      if (await exists(where)) continue;
+      if ((await git(['show-ref', '--verify', '--quiet', `refs/heads/${branch}`], [1])).code === 0) continue;
+      try {
+        await runGit(['worktree', 'add', '--quiet', '-b', branch, where, baseCommit], { cwd: repository, timeoutMs: ADD_TIMEOUT_MS });
+      } catch (error) {
+        // Taken meanwhile (another conversation's worktree made at the same moment): try the next name.
+        if (error instanceof GitError && /already exists/.test(error.stderr)) continue;
+        throw gitFailure(error, 'the worktree could not be made');
+      }
+      const record: WorktreeRecord = { conversationId, repository, path: await realpath(where), branch, baseBranch, baseCommit, state: 'active', createdAt: now.toISOString() };
+      await this.deps.store.worktrees.insert(record);
+      this.deps.logger.info('worktree.created', { conversation: conversationId, branch });
+      return record;
+    }
+    throw new ServiceError('conflict', `no free branch name for this conversation after ${MAX_NAME_ATTEMPTS} tries (assistant/${folderNameOf(title, conversationId)}-N)`);
+  }
+
+  /**
+   * The folder a conversation's tools work in, checked before a turn: its worktree's, or undefined for a
+   * conversation of the workspace. A worktree whose folder was deleted outside the service becomes
+   * `missing` and its turns are refused (its branch is kept in the repository).
+   */
+  async rootOf(conversationId: string): Promise<string | undefined> {
+    const record = this.of(conversationId);
+    if (!record) return undefined;
+    if (record.state === 'active' && !(await isFolder(record.path))) {
+      await this.deps.store.worktrees.setState(conversationId, 'missing');
+      this.deps.logger.warn('worktree.missing', { conversation: conversationId });
+      return refuse({ ...record, state: 'missing' });
+    }
+    if (record.state !== 'active') return refuse(record);
+    return record.path;
+  }
+
+  /**
+   * Counts what list_conversations shows, once at a turn's end (never a git call per listed row): files
+   * that differ from the base commit, committed or not, untracked included; whether the base branch moved.
+   */
+  async refreshStats(conversationId: string): Promise<void> {
+    const record = this.of(conversationId);
+    if (!record || record.state !== 'active') return;
+    try {
+      const options = { cwd: record.path, readOnly: true };
+      const changed = await gitOutput(['diff', '--no-ext-diff', '--no-textconv', '--name-only', '-z', '--no-renames', record.baseCommit, '--'], options);
+      const untracked = await gitOutput(['ls-files', '-z', '--others', '--exclude-standard'], options);
+      const files = new Set([...changed.split('\0'), ...untracked.split('\0')].filter(Boolean));
+      const baseMoved = record.baseBranch === null ? false : (await gitOutput(['rev-parse', '--verify', '-q', `refs/heads/${record.baseBranch}`], { cwd: record.repository, okCodes: [1] })).trim() !== record.baseCommit;
+      await this.deps.store.worktrees.setStats(conversationId, { changedFiles: files.size, baseMoved });
+    } catch (error) {
+      this.deps.logger.warn('worktree.stats_failed', { conversation: conversationId, error: error instanceof Error ? error.message : String(error) });
+    }
+  }
+
+  /** What list_conversations shows of a conversation's worktree (from the row: counts as of its last turn). */
+  info(conversationId: string): WorktreeInfo | null {
+    const record = this.of(conversationId);
+    return record ? infoOf(record) : null;
+  }
+
+  /**
+   * At start: the worktrees of conversations deleted since are removed (`git worktree remove --force`:
+   * what was not committed in them goes with the conversation). Its branch is deleted only when it holds
+   * no commit beyond its base; a branch with commits is kept (they may be the person's only copy of
+   * that work, and a branch costs nothing).
+   */
+  async removeOrphans(): Promise<number> {
+    let removed = 0;
+    for (const record of this.deps.store.worktrees.orphans()) {
+      const log = this.deps.logger.child({ conversation: record.conversationId, branch: record.branch });
+      try {
+        if (await isFolder(record.repository)) {
+          if (await isFolder(record.path)) await runGit(['worktree', 'remove', '--force', record.path], { cwd: record.repository });
+          else await runGit(['worktree', 'prune'], { cwd: record.repository });
+          const ahead = await runGit(['rev-list', '--count', `${record.baseCommit}..refs/heads/${record.branch}`], { cwd: record.repository, okCodes: [128] });
+          if (ahead.code === 0 && ahead.stdout.trim() === '0') await runGit(['branch', '-D', record.branch], { cwd: record.repository });
+          else if (ahead.code === 0) log.info('worktree.branch_kept', { commits: Number(ahead.stdout.trim()) });
+        }
+        await this.deps.store.worktrees.remove(record.conversationId);
+        removed += 1;
+        log.info('worktree.removed', {});
+      } catch (error) {
+        log.warn('worktree.remove_failed', { error: error instanceof Error ? error.message : String(error) });
+      }
+    }
+    return removed;
+  }
+
+  /** The real path of the first workspace folder that is a git repository's top level. */
+  private async repository(): Promise<string> {
+    const roots = this.deps.workspaceRoots();
+    if (roots.length === 0) throw new ServiceError('conflict', 'no workspace folder is open, so there is no repository to make a worktree of');
+    for (const root of roots) {
+      let real: string;
+      try {
+        real = await realpath(root);
+      } catch {
+        continue;
+      }
+      try {
+        const top = await gitOutput(['rev-parse', '--show-toplevel'], { cwd: real, readOnly: true });
+        if ((await realpath(top.trim())) === real) return real;
+      } catch (error) {
+        if (error instanceof GitError && error.kind === 'missing') throw gitFailure(error, 'a worktree needs git');
+      }
+    }
+    throw new ServiceError('conflict', `no workspace folder is the top level of a git repository (${roots.join(', ')}): a worktree needs one`);
+  }
+
+  /** Where the repository's worktrees go: service.json `worktrees.folder`, else `<parent>/<name>.worktrees`; never inside the repository. */
+  private async folderFor(repository: string): Promise<string> {
+    const configured = this.deps.config().worktrees.folder;
+    const folder = configured ? path.resolve(repository, configured) : path.join(path.dirname(repository), `${path.basename(repository)}.worktrees`);
+    const real = await realpath(folder).catch(() => folder);
+    const inside = path.relative(repository, real);
+    if (inside === '' || (!inside.startsWith('..') && !path.isAbsolute(inside))) {
+      throw new ServiceError('conflict', `worktrees.folder (${folder}) is inside the repository: a worktree must be outside the user's working tree`);
+    }
+    return real;
+  }
+}
+
+export function infoOf(record: StoredWorktree): WorktreeInfo {
+  return {
+    branch: record.branch,
+    base_branch: record.baseBranch,
+    base_commit: record.baseCommit,
+    path: record.path,
+    state: record.state,
+    changed_files: record.changedFiles,
+    base_moved: record.baseMoved,
+  };
+}
+
+function refuse(record: WorktreeRecord): never {
+  if (record.state === 'missing') {
+    throw new ServiceError('conflict', `this conversation's worktree folder ${record.path} no longer exists (it was deleted outside the service); its branch ${record.branch} is kept in the repository. Start a new conversation to go on.`);
+  }
+  throw new ServiceError('conflict', `this conversation's worktree was ${record.state}: start a new conversation to go on`);
+}
+
+function gitFailure(error: unknown, what: string): Error {
+  if (!(error instanceof GitError)) return error instanceof Error ? error : new Error(String(error));
+  if (error.kind === 'missing') return new ServiceError('conflict', `${what}: git is not installed (or not on the PATH the service was started with)`);
+  return new ServiceError('conflict', `${what}: ${error.message}`);
+}
+
+async function exists(file: string): Promise<boolean> {
+  return stat(file).then(() => true, () => false);
+}
+
+async function isFolder(folder: string): Promise<boolean> {
+  return stat(folder).then((s) => s.isDirectory(), () => false);
+}

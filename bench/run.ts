@@ -3,6 +3,7 @@
 import { benchAgent } from './agent';
 import { benchAgentContext } from './agent-context';
 import { benchAuth } from './auth';
+import { benchChanges } from './changes';
 import { benchEditor } from './editor';
 import { benchExport } from './export';
 import { benchFollow } from './follow';
@@ -34,6 +35,7 @@ async function main() {
     ['export', benchExport],
     ['start', benchStart],
     ['worktree', benchWorktree],
+    ['changes', benchChanges],
   ];
   for (const [name, run] of benches) {
     if (only.length > 0 && !only.includes(name)) continue;

@@ -15,7 +15,7 @@ import { settlePendingFileChanges } from './agent/turn-files';
 import { TurnUndo } from './agent/turn-undo';
 import { keepToolsOut } from './agent/tools/private-folders';
 import type { ToolRegistry } from './agent/tools/registry';
-import type { CommandContext } from './commands/context';
+import type { CommandContext, WorktreeRecords } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { SessionDoor, type OpenSession, type SessionOptions } from './commands/door';
 import { AttachmentUploads } from './commands/attachment-uploads';
@@ -54,6 +54,7 @@ import { PushService, type PushOptions } from './channels/push/push-service';
 import { webPush } from './channels/push/web-push-lib';
 import { untrustedToolMode } from './channels/webhooks/trust';
 
+
 export interface ServiceOptions {
   dataDir: string;
   /** Overrides the tcp channel's port (0: any free port). */
@@ -72,6 +73,11 @@ export interface ServiceOptions {
   logToStderr?: boolean;
   /** What the hosting program supplies (the editor's models, prompts, tools, key). */
   hostServices?: Host;
+  /**
+   * Where review and land find conversations' worktrees: the store's `worktrees` table unless a test hands
+   * its own in.
+   */
+  worktrees?: WorktreeRecords;
   /** Replaces the provider resolver (benchmarks). */
   provider?: ProviderResolver;
   /** false: the model gets only service.json's system_prompt, no built-in prompt, environment or instruction files (the benchmarks' baseline). */
@@ -158,6 +164,7 @@ export class Service {
       undo: new TurnUndo(store),
       uploads: new AttachmentUploads(store, options.uploadIdleTimeoutMs),
       exports: new RenderedExports(),
+      worktrees: options.worktrees ?? store.worktrees,
       deliveries: this.webhooks.deliveries,
       relay: {
         status: () => this.relay.status(),

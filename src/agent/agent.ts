@@ -27,6 +27,7 @@ import { TurnFiles } from './turn-files';
 import { ModelToolNames, type ToolCallData, type ToolResultData } from './transcript';
 import { TurnUsage } from './usage/turn-usage';
 import { messageUsageOf } from './usage/usage-wire';
+import { draftCommitMessage } from './commit-message';
 
 export const TITLE_LENGTH = 80;
 
@@ -331,6 +332,18 @@ export class Agent {
         throw error;
       }
     });
+  }
+
+  /** draft_commit_message: a commit message for `diff` from the configured model, in one call without tools (agent/commit-message.ts). */
+  async draftCommitMessage(diff: string): Promise<string> {
+    const config = this.deps.config();
+    try {
+      return await draftCommitMessage(this.deps.provider(config), config.model, diff, config.max_tokens ?? 1_000);
+    } catch (error) {
+      // The provider's own text may quote the request or a key: told as a failure only.
+      this.deps.logger.warn('commit_message.failed', { error });
+      throw new ServiceError('server_error', 'the model could not draft a commit message (the provider failed or answered nothing): type one');
+    }
   }
 
   /** Resolves when every running turn has finished. */

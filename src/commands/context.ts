@@ -9,6 +9,7 @@ import type { TurnUndo } from '../agent/turn-undo';
 import type { ConfigFile } from '../config/config-file';
 import type { Logger } from '../log/logger';
 import type { NewMessage, Store } from '../store';
+import type { WorktreeRecord, WorktreeState } from '../protocol/worktrees';
 import type { CommandOf, Delivery, DeliveryStatus, PairingInfo, PushDevice, PushTestResult, RelayLinkStatus, RequestId, ResultOf } from '../protocol';
 import type { EventHub } from './event-hub';
 import type { TurnRunner } from './turns/turn-runner';
@@ -42,6 +43,16 @@ export interface CommandContext {
   uploads: AttachmentUploads;
   /** Exports rendered for a download in pieces, kept between its pieces. */
   exports: RenderedExports;
+  /** Conversations' own worktrees (issue 24): review and land read them and record a land or discard. */
+  worktrees: WorktreeRecords;
+}
+
+/** The worktree records as review and land use them (the store's `worktrees` table implements it). */
+export interface WorktreeRecords {
+  /** The conversation's worktree (any state), or undefined when it works in the workspace. */
+  worktreeOf(conversationId: string): WorktreeRecord | undefined;
+  /** false when the conversation has no worktree. */
+  setState(conversationId: string, state: WorktreeState): Promise<boolean>;
 }
 
 export type { TurnFailure } from '../agent/turn-failure';

@@ -20,6 +20,7 @@ import { listAudit, verifyAudit } from './audit-handlers';
 import { actorOf } from './audit-actor';
 import { agentContextHandlers } from './agent-context-handlers';
 import { infoOf as worktreeInfoOf } from '../agent/worktrees/worktrees';
+import { requireDeleteConfirmed, reviewHandlers } from './review-handlers';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -138,6 +139,7 @@ export const handlers: HandlerMap = {
 
   async delete_conversation(command, session, ctx) {
     ctx.agent.requireConversation(command.conversation_id, session.source);
+    await requireDeleteConfirmed(command.conversation_id, command.confirm, ctx);
     await ctx.store.conversations.delete(command.conversation_id);
     ctx.gate.forget(command.conversation_id);
     ctx.agent.forget(command.conversation_id);
@@ -190,4 +192,5 @@ export const handlers: HandlerMap = {
   list_audit: listAudit,
   verify_audit: verifyAudit,
   ...agentContextHandlers,
+  ...reviewHandlers,
 };

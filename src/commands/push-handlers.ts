@@ -2,7 +2,7 @@ import { ServiceError, type CommandOf, type CommandType, type ResultOf } from '.
 import type { CommandContext } from './context';
 import type { ClientSession } from './session';
 
-type PushCommandType = Extract<CommandType, `push_${string}` | 'list_push_devices' | 'client_state'>;
+type PushCommandType = Exclude<Extract<CommandType, `push_${string}` | 'list_push_devices' | 'client_state'>, 'push_changes'>;
 type PushHandler<T extends PushCommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
 
 /**

@@ -36,6 +36,10 @@ const OWNER_ONLY_COMMANDS: ReadonlySet<CommandType> = new Set<CommandType>([
   // Who did what from where (docs/protocol.md, "Audit log"): the owner's record, not a user's to read.
   'list_audit',
   'verify_audit',
+  // They change the person's own branch, a remote, or throw work away (docs/protocol.md, "Review and land").
+  'land_changes',
+  'push_changes',
+  'discard_changes',
 ]);
 
 export function requireOwnerFor(type: CommandType, session: ClientSession): void {

@@ -23,6 +23,12 @@ export interface GitOptions {
   readOnly?: boolean;
   /** Output past maxBytes is returned cut (`overflowed`) instead of failing. */
   allowOverflow?: boolean;
+  /** Written to git's standard input (a patch, a commit message). */
+  input?: string;
+  /** More environment for this run (GIT_INDEX_FILE of a temporary index, a replayed commit's author). */
+  env?: Record<string, string>;
+  /** The repository's hooks run (service.json `worktrees.allow_hooks`: the owner allowed them for commit, land and push). */
+  allowHooks?: boolean;
 }
 
 export interface GitResult {
@@ -55,7 +61,7 @@ export class GitError extends Error {
  * (an LFS repository's files are checked out as their pointer files).
  */
 export async function runGit(args: readonly string[], options: GitOptions): Promise<GitResult> {
-  const guards = await guardArgs(options.cwd, options.timeoutMs);
+  const guards = await guardArgs(options.cwd, options.timeoutMs, options.allowHooks === true);
   return execGit([...(options.readOnly ? ['--no-optional-locks'] : []), ...guards, '-C', options.cwd, ...args], options);
 }
 
@@ -79,11 +85,10 @@ export function emptyHooksFolder(): Promise<string> {
 }
 
 /** `-c` settings that keep the repository's config from running anything (see runGit). */
-async function guardArgs(cwd: string, timeoutMs?: number): Promise<string[]> {
-  const hooks = await emptyHooksFolder();
+async function guardArgs(cwd: string, timeoutMs: number | undefined, allowHooks: boolean): Promise<string[]> {
   const filters = await filterNames(cwd, timeoutMs);
   return [
-    '-c', `core.hooksPath=${hooks}`,
+    ...(allowHooks ? [] : ['-c', `core.hooksPath=${await emptyHooksFolder()}`]),
     '-c', 'core.fsmonitor=false',
     ...filters.flatMap((name) => ['clean', 'smudge', 'process'].flatMap((command) => ['-c', `filter.${name}.${command}=`]).concat('-c', `filter.${name}.required=false`)),
   ];
@@ -93,7 +98,19 @@ async function guardArgs(cwd: string, timeoutMs?: number): Promise<string[]> {
  * The filter drivers the config in force for `cwd` defines (reading config runs nothing). A name that
  * cannot be written as `-c` (it holds `=`) makes the run refused: git would run that filter.
  */
-async function filterNames(cwd: string, timeoutMs?: number): Promise<string[]> {
+function filterNames(cwd: string, timeoutMs?: number): Promise<string[]> {
+  // Runs started together in one folder (get_changes starts five) share one reading of the config:
+  // the same instant's answer, one process instead of five.
+  let reading = filterReadings.get(cwd);
+  if (!reading) {
+    reading = readFilterNames(cwd, timeoutMs).finally(() => filterReadings.delete(cwd));
+    filterReadings.set(cwd, reading);
+  }
+  return reading;
+}
+const filterReadings = new Map<string, Promise<string[]>>();
+
+async function readFilterNames(cwd: string, timeoutMs?: number): Promise<string[]> {
   const { stdout } = await execGit(['-C', cwd, 'config', '-z', '--name-only', '--get-regexp', '^filter\\.'], { cwd, timeoutMs, okCodes: [1] });
   const names = new Set(stdout.split('\0').filter(Boolean).map((key) => key.slice('filter.'.length, key.lastIndexOf('.'))));
   if ([...names].some((name) => name.includes('='))) throw new GitError('failed', 'the repository config names a filter git cannot be told to skip');
@@ -103,10 +120,10 @@ async function filterNames(cwd: string, timeoutMs?: number): Promise<string[]> {
 function execGit(args: readonly string[], options: GitOptions): Promise<GitResult> {
   const maxBytes = options.maxBytes ?? GIT_DEFAULT_MAX_BYTES;
   return new Promise((resolve, reject) => {
-    execFile(
+    const child = execFile(
       'git',
       args,
-      { timeout: options.timeoutMs ?? GIT_DEFAULT_TIMEOUT_MS, maxBuffer: maxBytes, windowsHide: true, env: gitEnvironment(), encoding: 'utf8' },
+      { timeout: options.timeoutMs ?? GIT_DEFAULT_TIMEOUT_MS, maxBuffer: maxBytes, windowsHide: true, env: { ...gitEnvironment(), ...options.env }, encoding: 'utf8' },
       (error, stdout, stderr) => {
         if (!error) return resolve({ stdout, stderr, code: 0, overflowed: false });
         const failure = error as NodeJS.ErrnoException & { code?: unknown; killed?: boolean; signal?: string | null };
@@ -121,6 +138,8 @@ function execGit(args: readonly string[], options: GitOptions): Promise<GitResul
         reject(new GitError('failed', firstLine(stderr) || `git exited with code ${code}`, code, stderr));
       },
     );
+    // Nothing to read: git sees the end of its input at once rather than waiting on the service's.
+    child.stdin?.end(options.input);
   });
 }
 

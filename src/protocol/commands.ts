@@ -15,6 +15,7 @@ import { CreatePairingCommand, RelayStatusCommand } from './relay';
 import { ListTurnChangesCommand, UndoTurnCommand } from './undo';
 import { GetUsageCommand } from './usage';
 import { ListDeliveriesCommand, RetryDeliveryCommand } from './webhook';
+import { WorktreeCommands } from './worktrees';
 
 /**
  * Every command a client may send, one union of the commands each domain file declares (chat.ts,
@@ -66,6 +67,7 @@ export const Command = z.discriminatedUnion('type', [
   GetAttachmentCommand,
   ListAuditCommand,
   VerifyAuditCommand,
+  ...WorktreeCommands,
 ]);
 export type Command = z.infer<typeof Command>;
 export type CommandType = Command['type'];

@@ -25,6 +25,8 @@ export const GetMessagesCommand = command('get_messages', {
 
 export const DeleteConversationCommand = command('delete_conversation', {
   conversation_id: nonEmpty('conversation_id'),
+  /** Needed when the conversation's worktree holds work not landed (else `conflict`, saying what). */
+  confirm: z.boolean({ error: 'confirm must be a boolean' }).optional().default(false),
 });
 
 // ---- Search and export (docs/protocol.md, "Search and export") ----

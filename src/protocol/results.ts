@@ -17,6 +17,7 @@ import { RelayResults } from './relay';
 import { UndoResults } from './undo';
 import { UsageResults } from './usage';
 import { WebhookResults } from './webhook';
+import { WorktreeResults } from './worktrees';
 
 /**
  * What each command answers: the `data` of its ok envelope (docs/protocol.md, "Commands"). One schema
@@ -41,6 +42,7 @@ export const CommandResults = {
   ...BackupResults,
   ...AttachmentResults,
   ...AuditResults,
+  ...WorktreeResults,
 } satisfies { [T in CommandType]: z.ZodType };
 
 export type CommandResults = typeof CommandResults;

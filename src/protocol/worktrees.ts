@@ -4,6 +4,8 @@
 // (`get_changes`), reverted by hunk or file, commented on (the comment becomes its next user message),
 // committed, landed into the workspace's branch, pushed, or discarded. docs/protocol.md "Worktrees".
 import { z } from 'zod';
+import { command, nonEmpty } from './command-frame';
+import { ChatResult } from './chat';
 
 /** Where a conversation's tools work. */
 export const WorkArea = z.enum(['workspace', 'worktree']);
@@ -117,3 +119,76 @@ export const PushResult = z.object({
   compare_url: z.string().nullable(),
 });
 export type PushResult = z.infer<typeof PushResult>;
+
+// ---- Commands of review and land (docs/protocol.md, "Review and land") ----------------------------
+
+const conversationId = nonEmpty('conversation_id');
+/** A changed file's path as get_changes names it (relative, `/` separators). */
+const changePath = z.string({ error: 'path must be a string' }).min(1, { error: 'path must not be empty' }).max(4096, { error: 'path must be at most 4096 characters' });
+const hunkIdField = z.string({ error: 'hunk_id must be a string' }).regex(/^[0-9a-f]{16}$/, { error: 'hunk_id must be a hunk id from get_changes' });
+
+/** Longest commit message, comment on a change, land message. */
+export const MAX_REVIEW_TEXT_CHARS = 20_000;
+const reviewText = (what: string) =>
+  z.string({ error: `${what} must be a string` }).trim().min(1, { error: `${what} must not be empty` }).max(MAX_REVIEW_TEXT_CHARS, { error: `${what} must be at most ${MAX_REVIEW_TEXT_CHARS} characters` });
+
+export const GetChangesCommand = command('get_changes', { conversation_id: conversationId });
+
+/** A whole file back to base (no hunk_id), or one hunk of it reversed. */
+export const RevertChangesCommand = command('revert_changes', { conversation_id: conversationId, path: changePath, hunk_id: hunkIdField.optional() });
+
+/** A comment on a line of a change: the conversation's next user message, the line and its hunk quoted. */
+export const CommentOnChangeCommand = command('comment_on_change', {
+  conversation_id: conversationId,
+  path: changePath,
+  /** The line in the file as changed (the hunk's new side), from 1. */
+  line: z.number({ error: 'line must be an integer' }).int({ error: 'line must be an integer' }).min(1, { error: 'line must be at least 1' }),
+  hunk_id: hunkIdField.optional(),
+  comment: reviewText('comment'),
+  stream: z.boolean().optional().default(false),
+  client_message_id: z.string({ error: 'client_message_id must be a string' }).min(1).max(128, { error: 'client_message_id must be at most 128 characters' }).optional(),
+});
+
+export const CommitChangesCommand = command('commit_changes', { conversation_id: conversationId, message: reviewText('message') });
+
+export const DraftCommitMessageCommand = command('draft_commit_message', { conversation_id: conversationId });
+
+export const LandChangesCommand = command('land_changes', {
+  conversation_id: conversationId,
+  method: LandMethod,
+  /** The merge or squash commit's message (a default names the branch); a rebase keeps each commit's own. */
+  message: reviewText('message').optional(),
+});
+
+/** A remote's name as git allows it (never an option, a URL or a path). */
+export const RemoteName = z.string({ error: 'remote must be a string' }).regex(/^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$/, { error: 'remote must be the name of one of the repository\'s remotes' });
+
+export const PushChangesCommand = command('push_changes', { conversation_id: conversationId, remote: RemoteName.optional().default('origin') });
+
+/** Removes the worktree and its branch: without `confirm`, invalid_request saying what would be lost. */
+export const DiscardChangesCommand = command('discard_changes', { conversation_id: conversationId, confirm: z.boolean({ error: 'confirm must be a boolean' }).optional().default(false) });
+
+export const WorktreeCommands = [GetChangesCommand, RevertChangesCommand, CommentOnChangeCommand, CommitChangesCommand, DraftCommitMessageCommand, LandChangesCommand, PushChangesCommand, DiscardChangesCommand] as const;
+
+/** What review's commands answer (protocol/results.ts spreads it; comment_on_change answers as chat does, there). */
+export const WorktreeResults = {
+  get_changes: Changes,
+  revert_changes: Changes,
+  commit_changes: z.object({ commit: z.string(), changes: Changes }),
+  draft_commit_message: z.object({ message: z.string() }),
+  land_changes: LandResult,
+  push_changes: PushResult,
+  discard_changes: z.object({ discarded: z.literal(true) }),
+  /** The comment is a chat message of the conversation: the same answer. */
+  comment_on_change: ChatResult,
+};
+
+/** A turn of a worktree conversation ended with changes: to its followers, and a "ready for review" push. */
+export const ChangesReadyEvent = z.object({
+  event: z.literal('changes.ready'),
+  conversation_id: z.string(),
+  files: z.number().int().nonnegative(),
+  additions: z.number().int().nonnegative(),
+  deletions: z.number().int().nonnegative(),
+});
+export type ChangesReadyEvent = z.infer<typeof ChangesReadyEvent>;

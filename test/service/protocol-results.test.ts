@@ -14,6 +14,7 @@ import { startFakePushService, type FakePushService } from '../helpers/fake-push
 import https from 'node:https';
 import { join } from 'node:path';
 import { sha256 } from '../helpers/attachments';
+import { addWorktree, git, isolateGitConfig, makeRepo, TestWorktrees, writeFiles, type TestRepo } from '../helpers/git-repo';
 
 const SECRET = 'results-secret-0123456789abcdef';
 
@@ -24,6 +25,9 @@ let svc: RunningService;
 let push: FakePushService;
 let client: TestClient;
 let cleanupWorkspace: () => Promise<void>;
+let gitIsolation: Awaited<ReturnType<typeof isolateGitConfig>>;
+let repo: TestRepo;
+const worktrees = new TestWorktrees();
 /** Each command type whose answer was checked, so the last test can tell none was left out. */
 const checked = new Set<CommandType>();
 
@@ -33,6 +37,8 @@ before(async () => {
   receiver = await startWebhookReceiver({ secret: SECRET });
   receiver.setDefault({ status: 503 });
   push = await startFakePushService();
+  gitIsolation = await isolateGitConfig();
+  repo = await makeRepo({ 'a.txt': 'a\n' });
   const workspace = await tempDir('ra-results-');
   cleanupWorkspace = workspace.cleanup;
   svc = await startService(
@@ -50,6 +56,7 @@ before(async () => {
       webhook: { retryBaseMs: 50, retryMaxMs: 200, timeoutMs: 300 },
       relay: { baseDelayMs: 50, maxDelayMs: 300 },
       push: { allowPrivateEndpoints: true, agent: new https.Agent({ ca: push.ca }) },
+      worktrees,
     },
   );
   client = await TestClient.connect(svc.wsUrl);
@@ -63,6 +70,8 @@ after(async () => {
   await push?.close();
   await fake?.close();
   await cleanupWorkspace?.();
+  await repo?.cleanup();
+  await gitIsolation?.cleanup();
 });
 
 /** Sends a command, asserts it was answered ok, and parses its data with the command's result schema. */
@@ -217,6 +226,27 @@ test('audit: list_audit and verify_audit', async () => {
   // The tests before recorded acts (a permission answer, a pairing, a revocation, a backup): their entries parse too.
   await answer({ type: 'list_audit', limit: 500 });
   await answer({ type: 'verify_audit' });
+});
+
+test('review and land: a worktree conversation reviewed, commented on, committed, landed, pushed and discarded', async () => {
+  fake.script({ text: 'started' });
+  const { conversation_id }: { conversation_id: string } = await answer({ type: 'chat', message: 'worktree work' });
+  const wt = addWorktree(repo, conversation_id);
+  worktrees.rows.set(conversation_id, wt);
+  await writeFiles(wt.path, { 'a.txt': 'a changed\n', 'b.txt': 'b\n' });
+  const changes: { files: { path: string; hunks: { id: string }[] }[] } = await answer({ type: 'get_changes', conversation_id });
+  await answer({ type: 'revert_changes', conversation_id, path: 'b.txt' });
+  fake.script({ text: 'noted' });
+  await answer({ type: 'comment_on_change', conversation_id, path: 'a.txt', line: 1, hunk_id: changes.files.find((f) => f.path === 'a.txt')!.hunks[0].id, comment: 'why?' });
+  fake.script({ text: 'Change a' });
+  await answer({ type: 'draft_commit_message', conversation_id });
+  await answer({ type: 'commit_changes', conversation_id, message: 'Change a' });
+  await answer({ type: 'land_changes', conversation_id, method: 'merge' });
+  const bare = join(repo.worktrees, '..', 'remote.git');
+  git(repo.repo, 'init', '-q', '--bare', bare);
+  git(repo.repo, 'remote', 'add', 'origin', bare);
+  await answer({ type: 'push_changes', conversation_id });
+  await answer({ type: 'discard_changes', conversation_id, confirm: true });
 });
 
 test('every command type was answered and checked against its schema', () => {

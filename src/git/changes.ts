@@ -1,0 +1,104 @@
+import { copyFile, mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ServiceError } from '../protocol/errors';
+import type { ChangedFile, Changes, WorktreeRecord } from '../protocol/worktrees';
+import { DEFAULT_DIFF_LIMITS, parseGitDiff, type DiffLimits } from './diff-parse';
+import { nulFields, gitIn, type ReviewGitOptions } from './git-in';
+import { untrackedDiff } from './untracked-diff';
+
+/** The diff flags of every review read: git's own diff, no driver the repository's config or attributes name. */
+export const DIFF_FLAGS = ['--no-color', '--no-ext-diff', '--no-textconv', '-M'] as const;
+
+/**
+ * A conversation's changes against its base_commit (docs/protocol.md, "Review and land"): what is
+ * committed on its branch and what is not yet, untracked files included, as one list.
+ *
+ * One `git diff <base>` reads the tracked files (worktree against base), untracked files are added as
+ * git would show them (untracked-diff.ts), and which files hold uncommitted work is told by comparing
+ * blob ids (the diff's `index` lines against HEAD's, from a tree-to-tree diff that reads no file), so
+ * the worktree is scanned once, by git, and its index is never written (the agent's own `git` may hold
+ * its lock). Everything runs at once.
+ */
+export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = DEFAULT_DIFF_LIMITS): Promise<Changes> {
+  await requireFolder(worktree);
+  const base = worktree.baseCommit;
+  const [untracked, commits, baseTip, diff, committed] = await Promise.all([
+    gitIn(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard']).then((out) => nulFields(out.stdout)),
+    gitIn(worktree.path, ['rev-list', '--count', `${base}..HEAD`]).then((out) => Number(out.stdout.trim())),
+    worktree.baseBranch ? gitIn(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { okCodes: [1] }).then((out) => out.stdout.trim()) : Promise.resolve(base),
+    gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--full-index', base]),
+    gitIn(worktree.path, ['diff', '--raw', '-z', '--no-renames', '--no-abbrev', base, 'HEAD']).then((out) => committedBlobs(out.stdout)),
+  ]);
+  const { files, newBlobs } = parseGitDiff(diff.stdout + (await untrackedDiff(worktree.path, untracked)), limits);
+  return {
+    conversation_id: worktree.conversationId,
+    worktree: {
+      branch: worktree.branch,
+      base_branch: worktree.baseBranch,
+      base_commit: base,
+      path: worktree.path,
+      state: worktree.state,
+      changed_files: files.length,
+      base_moved: baseTip !== base,
+    },
+    files,
+    commits,
+    uncommitted_files: uncommittedCount(files, newBlobs, committed),
+  };
+}
+
+/** Each path the branch's commits changed, with its blob at HEAD (all zeros: deleted there). */
+function committedBlobs(raw: string): Map<string, string> {
+  const fields = nulFields(raw);
+  const blobs = new Map<string, string>();
+  for (let i = 0; i + 1 < fields.length; i += 2) blobs.set(fields[i + 1], fields[i].split(' ')[3]);
+  return blobs;
+}
+
+const ABSENT = /^0+$/;
+
+/**
+ * Files whose worktree version is not HEAD's: a changed file the commits did not touch, one whose blob
+ * differs from HEAD's, and a file the commits changed that the worktree has back as in base.
+ */
+function uncommittedCount(files: readonly ChangedFile[], newBlobs: Map<string, string | null>, committed: Map<string, string>): number {
+  let count = 0;
+  const seen = new Set<string>();
+  const differs = (name: string, blob: string | null): boolean => {
+    seen.add(name);
+    const atHead = committed.get(name);
+    if (atHead === undefined || blob === null) return true;
+    return ABSENT.test(atHead) ? !ABSENT.test(blob) : atHead !== blob;
+  };
+  for (const file of files) {
+    const here = differs(file.path, newBlobs.get(file.path) ?? null);
+    const before = file.old_path !== null && differs(file.old_path, '0');
+    if (here || before) count++;
+  }
+  for (const name of committed.keys()) if (!seen.has(name)) count++;
+  return count;
+}
+
+/** The worktree's folder must still be there: deleted outside the service, it is a clear answer, not git's. */
+export async function requireFolder(worktree: WorktreeRecord): Promise<void> {
+  const found = await stat(worktree.path).then((s) => s.isDirectory(), () => false);
+  if (!found) throw new ServiceError('conflict', `the worktree's folder ${worktree.path} is gone (deleted outside the service): discard_changes removes what is left of it`);
+}
+
+/** GIT_INDEX_FILE of a temporary index: a copy of `copyOf` (empty when null or absent), removed after `work`. */
+export async function withTempIndex<T>(copyOf: string | null, work: (env: NonNullable<ReviewGitOptions['env']>) => Promise<T>): Promise<T> {
+  const folder = await mkdtemp(path.join(tmpdir(), 'ra-index-'));
+  const scratch = path.join(folder, 'index');
+  try {
+    if (copyOf !== null) {
+      await copyFile(copyOf, scratch).catch((error: NodeJS.ErrnoException) => {
+        // An index never written (nothing checked out) reads as an empty one.
+        if (error.code !== 'ENOENT') throw error;
+      });
+    }
+    return await work({ GIT_INDEX_FILE: scratch });
+  } finally {
+    await rm(folder, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,41 @@
+import { ServiceError } from '../protocol/errors';
+import type { WorktreeRecord } from '../protocol/worktrees';
+import { requireFolder } from './changes';
+import { gitIn } from './git-in';
+import { GitError } from './run-git';
+
+export interface CommitOptions {
+  /** service.json `worktrees.allow_hooks`: the repository's hooks (pre-commit, commit-msg...) run. */
+  allowHooks: boolean;
+}
+
+/**
+ * commit_changes: everything in the worktree (new files too) committed on its branch, as the user's own
+ * git identity: their config, never a name git makes up from the host (`user.useConfigOnly`).
+ */
+export async function commitChanges(worktree: WorktreeRecord, message: string, options: CommitOptions): Promise<{ commit: string }> {
+  await requireFolder(worktree);
+  await requireIdentity(worktree.path);
+  const hooks = { allowHooks: options.allowHooks };
+  await gitIn(worktree.path, ['add', '-A', '--', '.'], hooks);
+  const staged = await gitIn(worktree.path, ['diff', '--cached', '--quiet', '--no-ext-diff'], { okCodes: [1] });
+  if (staged.code === 0) throw new ServiceError('conflict', 'nothing to commit: the worktree has no changes since its last commit');
+  try {
+    await gitIn(worktree.path, ['-c', 'user.useConfigOnly=true', 'commit', '-q', '--no-edit', '--cleanup=strip', '-F', '-'], { ...hooks, input: message });
+  } catch (error) {
+    // A hook the owner allowed may refuse the commit: its own words are the answer.
+    if (error instanceof GitError) throw new ServiceError('conflict', `git did not commit: ${error.stderr.trim().slice(0, 500) || `exit ${error.code}`}`);
+    throw error;
+  }
+  return { commit: (await gitIn(worktree.path, ['rev-parse', 'HEAD'])).stdout.trim() };
+}
+
+/** A clear error, before anything is staged, when git has no name or email to commit as. */
+export async function requireIdentity(folder: string): Promise<void> {
+  const value = async (key: string) => (await gitIn(folder, ['config', '--get', key], { okCodes: [1] })).stdout.trim();
+  const [name, email] = await Promise.all([value('user.name'), value('user.email')]);
+  const missing = [!name && 'user.name', !email && 'user.email'].filter(Boolean);
+  if (missing.length > 0) {
+    throw new ServiceError('invalid_request', `git has no ${missing.join(' or ')} to commit as: set them (git config --global user.name "Your Name"; git config --global user.email you@example.com) and try again`);
+  }
+}

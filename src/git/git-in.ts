@@ -1,0 +1,29 @@
+import { ServiceError } from '../protocol/errors';
+import { GitError, runGit, type GitOptions, type GitResult } from './run-git';
+
+/** Enough for the diff of thousands of changed files; a bigger one is cut by the reader (diff-parse.ts). */
+export const GIT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
+
+export type ReviewGitOptions = Omit<GitOptions, 'cwd'>;
+
+/**
+ * Review's git (get_changes, revert, commit, land, push, discard) through the one runner (run-git.ts:
+ * no hooks unless allowed, no fsmonitor, no filter, no inherited GIT_ variable), with literal pathspecs
+ * (a file named `*` is that file) and room for a big diff. git missing or too slow is a clear answer.
+ */
+export async function gitIn(cwd: string, args: readonly string[], options: ReviewGitOptions = {}): Promise<GitResult> {
+  try {
+    return await runGit(['--literal-pathspecs', ...args], { cwd, maxBytes: GIT_MAX_OUTPUT_BYTES, ...options });
+  } catch (error) {
+    if (error instanceof GitError && error.kind === 'missing') throw new ServiceError('server_error', 'git is not installed (or not on the PATH the service was started with): worktrees and their review need it');
+    if (error instanceof GitError && error.kind === 'timeout') throw new ServiceError('server_error', `git took too long to answer (${args[0]})`);
+    throw error;
+  }
+}
+
+/** NUL-separated fields of a `-z` output. */
+export function nulFields(stdout: string): string[] {
+  const fields = stdout.split('\0');
+  if (fields.at(-1) === '') fields.pop();
+  return fields;
+}

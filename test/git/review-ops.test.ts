@@ -1,0 +1,331 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { chmod, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { changesOf } from '../../src/git/changes';
+import { commitChanges } from '../../src/git/commit';
+import { compareUrlOf } from '../../src/git/compare-url';
+import { landChanges } from '../../src/git/land';
+import { discardWorktree, pushChanges, unlandedWork } from '../../src/git/push';
+import { revertChanges } from '../../src/git/revert';
+import { ServiceError } from '../../src/protocol/errors';
+import { addWorktree, git, isolateGitConfig, makeRepo, snapshot, writeFiles, type TestRepo } from '../helpers/git-repo';
+
+const lines = (n: number, tag = '') => Array.from({ length: n }, (_, i) => `line ${i + 1}${tag}`).join('\n') + '\n';
+const noHooks = { allowHooks: false };
+
+let isolation: Awaited<ReturnType<typeof isolateGitConfig>>;
+before(async () => {
+  isolation = await isolateGitConfig();
+});
+after(() => isolation.cleanup());
+
+async function withRepo(files: Record<string, string | Buffer>, body: (repo: TestRepo) => Promise<void>): Promise<void> {
+  const repo = await makeRepo(files);
+  try {
+    await body(repo);
+  } finally {
+    await repo.cleanup();
+  }
+}
+
+describe('get_changes', () => {
+  test('lists committed and uncommitted changes against base, untracked files included, with +/- counts and hunks', async () => {
+    await withRepo({ 'app.ts': lines(40), 'old.txt': 'keep me\n', 'gone.txt': 'bye\n', 'img.bin': Buffer.from([0, 1, 2, 3]) }, async (repo) => {
+      const wt = addWorktree(repo, 'c1');
+      await writeFiles(wt.path, { 'app.ts': lines(40).replace('line 2\n', 'line 2 changed\n').replace('line 35\n', 'line 35 changed\nextra\n') });
+      git(wt.path, 'commit', '-q', '-am', 'edit app');
+      await writeFiles(wt.path, { 'new dir/sp ace "q".txt': 'hello\n', 'img.bin': Buffer.from([0, 9, 9, 9]) });
+      git(wt.path, 'mv', 'old.txt', 'renamed.txt');
+      await rm(join(wt.path, 'gone.txt'));
+      const statusBefore = git(wt.path, 'status', '--porcelain=v1');
+
+      const changes = await changesOf(wt);
+      const byPath = new Map(changes.files.map((f) => [f.path, f]));
+      assert.deepEqual([...byPath.keys()].sort(), ['app.ts', 'gone.txt', 'img.bin', 'new dir/sp ace "q".txt', 'renamed.txt']);
+      const app = byPath.get('app.ts')!;
+      assert.equal(app.status, 'modified');
+      assert.equal(app.hunks.length, 2);
+      assert.deepEqual([app.additions, app.deletions], [3, 2]);
+      assert.ok(app.hunks[1].lines.includes('+extra'));
+      assert.equal(byPath.get('new dir/sp ace "q".txt')!.status, 'added');
+      assert.deepEqual(byPath.get('new dir/sp ace "q".txt')!.hunks[0].lines, ['+hello']);
+      assert.equal(byPath.get('gone.txt')!.status, 'deleted');
+      assert.equal(byPath.get('renamed.txt')!.status, 'renamed');
+      assert.equal(byPath.get('renamed.txt')!.old_path, 'old.txt');
+      const bin = byPath.get('img.bin')!;
+      assert.deepEqual([bin.binary, bin.hunks.length], [true, 0]);
+      assert.equal(changes.commits, 1);
+      assert.equal(changes.uncommitted_files, 4);
+      assert.equal(changes.worktree.changed_files, 5);
+      assert.equal(changes.worktree.base_moved, false);
+      // The worktree's own index was not written: the new file is still untracked there.
+      assert.equal(git(wt.path, 'status', '--porcelain=v1'), statusBefore);
+
+      // Ids are stable: the same hunk, listed again after another hunk of the file went, keeps its id.
+      const again = await changesOf(wt);
+      assert.deepEqual(again.files.find((f) => f.path === 'app.ts')!.hunks.map((h) => h.id), app.hunks.map((h) => h.id));
+      await revertChanges(wt, 'app.ts', app.hunks[0].id);
+      const after = await changesOf(wt);
+      assert.deepEqual(after.files.find((f) => f.path === 'app.ts')!.hunks.map((h) => h.id), [app.hunks[1].id]);
+    });
+  });
+
+  test('uncommitted_files compares with HEAD: a committed change the worktree put back as in base counts, a committed one left alone does not', async () => {
+    await withRepo({ 'a.txt': 'a\n', 'b.txt': 'b\n', 'c.txt': 'c\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'u1');
+      await writeFiles(wt.path, { 'a.txt': 'a2\n', 'b.txt': 'b2\n' });
+      git(wt.path, 'commit', '-q', '-am', 'two');
+      await writeFiles(wt.path, { 'a.txt': 'a\n', 'c.txt': 'c2\n', 'd.txt': 'd\n' });
+      const changes = await changesOf(wt);
+      assert.deepEqual(changes.files.map((f) => f.path).sort(), ['b.txt', 'c.txt', 'd.txt']);
+      // a.txt (back as in base, unlike HEAD), c.txt (edited), d.txt (new): b.txt is as committed.
+      assert.equal(changes.uncommitted_files, 3);
+      assert.equal(changes.uncommitted_files, git(wt.path, 'status', '--porcelain').trim().split('\n').length);
+    });
+  });
+
+  test('attack: an untracked symlink to a file outside shows its target name, never the file; nothing under a symlinked folder is read', async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const secret = join(repo.worktrees, '..', 'secret.txt');
+      await writeFile(secret, 'TOP SECRET\n');
+      const wt = addWorktree(repo, 'u2');
+      await symlink(secret, join(wt.path, 'link.txt'));
+      await symlink(join(repo.worktrees, '..'), join(wt.path, 'outside'));
+      const changes = await changesOf(wt);
+      assert.doesNotMatch(JSON.stringify(changes), /TOP SECRET/);
+      const link = changes.files.find((f) => f.path === 'link.txt')!;
+      assert.deepEqual(link.hunks[0].lines, [`+${secret}`, '\\ No newline at end of file']);
+    });
+  });
+
+  test('a huge diff is cut: counts stay whole, hunks shown only up to the limits', async () => {
+    await withRepo({ 'a.txt': lines(10), 'b.txt': lines(10) }, async (repo) => {
+      const wt = addWorktree(repo, 'c2');
+      await writeFiles(wt.path, { 'a.txt': lines(3000, ' x'), 'b.txt': lines(10, ' y') });
+      const changes = await changesOf(wt, { fileChars: 1000, totalChars: 5000 });
+      const a = changes.files.find((f) => f.path === 'a.txt')!;
+      assert.equal(a.cut, true);
+      assert.equal(a.hunks.length, 0);
+      assert.deepEqual([a.additions, a.deletions], [3000, 10]);
+      const b = changes.files.find((f) => f.path === 'b.txt')!;
+      assert.equal(b.cut, false);
+      assert.equal(b.hunks.length, 1);
+    });
+  });
+
+  test('base_moved when the workspace branch moved on; a deleted worktree folder is a clear conflict', async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'c3');
+      await writeFiles(repo.repo, { 'b.txt': 'b\n' });
+      git(repo.repo, 'add', 'b.txt');
+      git(repo.repo, 'commit', '-q', '-m', 'user');
+      assert.equal((await changesOf(wt)).worktree.base_moved, true);
+      await rm(wt.path, { recursive: true, force: true });
+      await assert.rejects(changesOf(wt), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /gone/.test(e.message));
+    });
+  });
+});
+
+describe('revert_changes', () => {
+  test('one hunk reversed leaves the other hunks; a stale hunk id is a conflict', async () => {
+    await withRepo({ 'app.ts': lines(40) }, async (repo) => {
+      const wt = addWorktree(repo, 'r1');
+      await writeFiles(wt.path, { 'app.ts': lines(40).replace('line 2\n', 'line 2 changed\n').replace('line 35\n', 'line 35 changed\n') });
+      const [first, second] = (await changesOf(wt)).files[0].hunks;
+      const answer = await revertChanges(wt, 'app.ts', second.id);
+      const text = await readFile(join(wt.path, 'app.ts'), 'utf8');
+      assert.match(text, /line 2 changed/);
+      assert.doesNotMatch(text, /line 35 changed/);
+      assert.deepEqual(answer.files[0].hunks.map((h) => h.id), [first.id]);
+      await assert.rejects(revertChanges(wt, 'app.ts', second.id), (e: unknown) => e instanceof ServiceError && e.code === 'conflict');
+      await assert.rejects(revertChanges(wt, 'nope.ts'), (e: unknown) => e instanceof ServiceError && e.code === 'not_found');
+    });
+  });
+
+  test('whole files back to base: an added file deleted, a deleted one restored, a rename undone, a committed change too', async () => {
+    await withRepo({ 'keep.txt': 'base\n', 'del.txt': 'del\n', 'old.txt': 'old\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'r2');
+      await writeFiles(wt.path, { 'keep.txt': 'changed\n', 'added.txt': 'new\n' });
+      git(wt.path, 'commit', '-q', '-am', 'committed change');
+      await rm(join(wt.path, 'del.txt'));
+      git(wt.path, 'mv', 'old.txt', 'moved.txt');
+      for (const path of ['keep.txt', 'added.txt', 'del.txt', 'moved.txt']) await revertChanges(wt, path);
+      const changes = await changesOf(wt);
+      assert.deepEqual(changes.files, []);
+      assert.equal(await readFile(join(wt.path, 'keep.txt'), 'utf8'), 'base\n');
+      assert.equal(existsSync(join(wt.path, 'added.txt')), false);
+      assert.equal(await readFile(join(wt.path, 'del.txt'), 'utf8'), 'del\n');
+      assert.equal(existsSync(join(wt.path, 'moved.txt')), false);
+      assert.equal(await readFile(join(wt.path, 'old.txt'), 'utf8'), 'old\n');
+    });
+  });
+});
+
+describe('commit_changes', () => {
+  test("attack: the repository's pre-commit hook does not run unless the owner allows hooks", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const marker = join(repo.worktrees, '..', 'hook-ran');
+      const hook = join(repo.repo, '.git', 'hooks', 'pre-commit');
+      await writeFile(hook, `#!/bin/sh\necho ran > '${marker}'\n`);
+      await chmod(hook, 0o755);
+      const wt = addWorktree(repo, 'k1');
+      await writeFiles(wt.path, { 'a.txt': 'b\n', 'n.txt': 'new\n' });
+      const { commit } = await commitChanges(wt, 'agent work', noHooks);
+      assert.equal(existsSync(marker), false, 'the pre-commit hook ran');
+      assert.equal(git(wt.path, 'rev-parse', 'HEAD').trim(), commit);
+      assert.equal(git(wt.path, 'log', '-1', '--format=%an <%ae>|%s').trim(), 'Test Person <person@example.com>|agent work');
+      assert.equal(git(wt.path, 'status', '--porcelain').trim(), '');
+      // Allowed by the owner: the hook runs.
+      await writeFiles(wt.path, { 'a.txt': 'c\n' });
+      await commitChanges(wt, 'second', { allowHooks: true });
+      assert.equal(existsSync(marker), true);
+      await assert.rejects(commitChanges(wt, 'nothing', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict');
+    });
+  });
+
+  test('no git identity configured: a clear error, nothing staged or committed', async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'k2');
+      await writeFiles(wt.path, { 'a.txt': 'b\n' });
+      const saved = process.env.HOME;
+      const bare = await isolateGitConfig(false);
+      try {
+        const head = git(wt.path, 'rev-parse', 'HEAD');
+        await assert.rejects(commitChanges(wt, 'x', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'invalid_request' && /user\.name or user\.email/.test(e.message));
+        assert.equal(git(wt.path, 'rev-parse', 'HEAD'), head);
+        assert.equal(git(wt.path, 'diff', '--cached', '--name-only'), '');
+      } finally {
+        process.env.HOME = saved;
+        await bare.cleanup();
+      }
+    });
+  });
+});
+
+describe('land_changes', () => {
+  test('two worktrees and the user edit the same file: the first lands, the second conflicts and changes nothing', async () => {
+    await withRepo({ 'app.ts': lines(20), 'notes.md': 'notes\n' }, async (repo) => {
+      const one = addWorktree(repo, 'l1');
+      const two = addWorktree(repo, 'l2');
+      await writeFiles(one.path, { 'app.ts': lines(20).replace('line 5\n', 'line 5 by one\n') });
+      await writeFiles(two.path, { 'app.ts': lines(20).replace('line 5\n', 'line 5 by two\n') });
+      // The user's own edit, uncommitted, to the same file in the working tree.
+      await writeFiles(repo.repo, { 'app.ts': lines(20).replace('line 9\n', 'line 9 by the user\n') });
+      assert.match(await readFile(join(one.path, 'app.ts'), 'utf8'), /by one/);
+      assert.match(await readFile(join(two.path, 'app.ts'), 'utf8'), /by two/);
+      assert.match(await readFile(join(repo.repo, 'app.ts'), 'utf8'), /by the user/);
+      await commitChanges(one, 'one', noHooks);
+      await commitChanges(two, 'two', noHooks);
+
+      // The user's uncommitted change to a file the branch touches: blocked, nothing changed.
+      const dirty = snapshot(repo.repo);
+      const refused = await landChanges(one, 'merge', noHooks);
+      assert.equal(refused.landed, false);
+      assert.deepEqual(refused.blocked?.reason, 'uncommitted');
+      assert.deepEqual(refused.blocked?.files, ['app.ts']);
+      assert.deepEqual(snapshot(repo.repo), dirty);
+      assert.match(await readFile(join(repo.repo, 'app.ts'), 'utf8'), /by the user/);
+
+      // The user moves their edit to another file: it stays, untouched, through the land.
+      await writeFiles(repo.repo, { 'app.ts': lines(20), 'notes.md': 'my notes\n' });
+      const landed = await landChanges(one, 'merge', noHooks);
+      assert.equal(landed.landed, true, JSON.stringify(landed.blocked));
+      assert.equal(git(repo.repo, 'rev-parse', 'HEAD').trim(), landed.commit);
+      assert.equal(git(repo.repo, 'log', '-1', '--format=%P', landed.commit!).trim().split(' ').length, 2);
+      assert.match(await readFile(join(repo.repo, 'app.ts'), 'utf8'), /line 5 by one/);
+      assert.equal(await readFile(join(repo.repo, 'notes.md'), 'utf8'), 'my notes\n');
+
+      const before = snapshot(repo.repo);
+      const second = await landChanges(two, 'squash', noHooks);
+      assert.equal(second.landed, false);
+      assert.equal(second.blocked?.reason, 'conflict');
+      assert.deepEqual(second.blocked?.files, ['app.ts']);
+      assert.deepEqual(snapshot(repo.repo), before);
+      assert.equal(existsSync(join(repo.repo, '.git', 'MERGE_HEAD')), false);
+    });
+  });
+
+  test('squash makes one commit; rebase replays each commit with its author onto a base that moved', async () => {
+    await withRepo({ 'a.txt': 'a\n', 'b.txt': 'b\n' }, async (repo) => {
+      const sq = addWorktree(repo, 's1');
+      const rb = addWorktree(repo, 's2');
+      await writeFiles(sq.path, { 'a.txt': 'a squashed\n' });
+      await commitChanges(sq, 'first', noHooks);
+      await writeFiles(sq.path, { 'c.txt': 'c\n' });
+      await commitChanges(sq, 'second', noHooks);
+      const squash = await landChanges(sq, 'squash', { ...noHooks, message: 'All of it' });
+      assert.equal(squash.landed, true);
+      assert.equal(git(repo.repo, 'log', '-1', '--format=%P|%s').trim(), `${sq.baseCommit}|All of it`);
+      assert.equal(await readFile(join(repo.repo, 'c.txt'), 'utf8'), 'c\n');
+
+      await writeFiles(rb.path, { 'b.txt': 'b rebased\n' });
+      git(rb.path, '-c', 'user.name=Other Author', '-c', 'user.email=other@example.com', 'commit', '-q', '-am', 'by other');
+      const rebase = await landChanges(rb, 'rebase', noHooks);
+      assert.equal(rebase.landed, true, JSON.stringify(rebase.blocked));
+      assert.equal(git(repo.repo, 'log', '-1', '--format=%an|%s|%P').trim(), `Other Author|by other|${squash.commit}`);
+      assert.equal(await readFile(join(repo.repo, 'b.txt'), 'utf8'), 'b rebased\n');
+      assert.equal(git(repo.repo, 'status', '--porcelain'), '');
+
+      const again = await landChanges(rb, 'merge', noHooks);
+      assert.equal(again.blocked?.reason, 'nothing_to_land');
+    });
+  });
+
+  test('not on the base branch, or nothing committed: blocked, nothing changed', async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'n1');
+      await writeFiles(wt.path, { 'a.txt': 'b\n' });
+      assert.equal((await landChanges(wt, 'merge', noHooks)).blocked?.reason, 'nothing_to_land');
+      await commitChanges(wt, 'x', noHooks);
+      git(repo.repo, 'checkout', '-q', '-b', 'elsewhere');
+      const before = snapshot(repo.repo);
+      const answer = await landChanges(wt, 'merge', noHooks);
+      assert.equal(answer.blocked?.reason, 'not_on_base');
+      assert.match(answer.blocked!.message, /elsewhere/);
+      assert.deepEqual(snapshot(repo.repo), before);
+    });
+  });
+});
+
+describe('push and discard', () => {
+  test('pushes the branch to a bare remote; the compare URL only for a known host', async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const bare = join(repo.worktrees, '..', 'remote.git');
+      git(repo.repo, 'init', '-q', '--bare', bare);
+      git(repo.repo, 'remote', 'add', 'origin', bare);
+      const wt = addWorktree(repo, 'p1');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+      const { commit } = await commitChanges(wt, 'to push', noHooks);
+      const answer = await pushChanges(wt, 'origin', noHooks);
+      assert.deepEqual(answer, { remote: 'origin', branch: wt.branch, compare_url: null });
+      assert.equal(git(bare, 'rev-parse', `refs/heads/${wt.branch}`).trim(), commit);
+      await assert.rejects(pushChanges(wt, 'upstream', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'invalid_request' && /origin/.test(e.message));
+    });
+  });
+
+  test('compare URLs for GitHub, GitLab and Bitbucket in https and ssh forms, without credentials', () => {
+    assert.equal(compareUrlOf('https://x-token:ghp_secret@github.com/me/app.git', 'assistant/fix-1', 'main'), 'https://github.com/me/app/compare/main...assistant%2Ffix-1?expand=1');
+    assert.equal(compareUrlOf('git@github.com:me/app.git', 'b', null), 'https://github.com/me/app/compare/b?expand=1');
+    assert.equal(compareUrlOf('ssh://git@github.com:22/me/app', 'b', 'main'), 'https://github.com/me/app/compare/main...b?expand=1');
+    assert.equal(compareUrlOf('git@gitlab.com:group/sub/app.git', 'b', 'main'), 'https://gitlab.com/group/sub/app/-/merge_requests/new?merge_request%5Bsource_branch%5D=b&merge_request%5Btarget_branch%5D=main');
+    assert.equal(compareUrlOf('https://me@bitbucket.org/team/app.git', 'b', 'main'), 'https://bitbucket.org/team/app/pull-requests/new?source=b&dest=main&t=1');
+    assert.equal(compareUrlOf('https://git.example.com/me/app.git', 'b', 'main'), null);
+    assert.equal(compareUrlOf('/srv/git/app.git', 'b', 'main'), null);
+  });
+
+  test('discard removes the worktree and its branch; unlandedWork says what would be lost', async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'd1');
+      await writeFiles(wt.path, { 'a.txt': 'b\n' });
+      await commitChanges(wt, 'x', noHooks);
+      await writeFiles(wt.path, { 'n.txt': 'n\n', 'a.txt': 'c\n' });
+      assert.deepEqual(await unlandedWork(wt), { commits: 1, uncommittedFiles: 2 });
+      await discardWorktree(wt);
+      assert.equal(existsSync(wt.path), false);
+      assert.equal(git(repo.repo, 'branch', '--list', wt.branch).trim(), '');
+      assert.doesNotMatch(git(repo.repo, 'worktree', 'list'), /d1/);
+    });
+  });
+});

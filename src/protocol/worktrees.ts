@@ -5,7 +5,6 @@
 // committed, landed into the workspace's branch, pushed, or discarded. docs/protocol.md "Worktrees".
 import { z } from 'zod';
 import { command, nonEmpty } from './command-frame';
-import { ChatResult } from './chat';
 
 /** Where a conversation's tools work. */
 export const WorkArea = z.enum(['workspace', 'worktree']);
@@ -170,7 +169,10 @@ export const DiscardChangesCommand = command('discard_changes', { conversation_i
 
 export const WorktreeCommands = [GetChangesCommand, RevertChangesCommand, CommentOnChangeCommand, CommitChangesCommand, DraftCommitMessageCommand, LandChangesCommand, PushChangesCommand, DiscardChangesCommand] as const;
 
-/** What review's commands answer (protocol/results.ts spreads it; comment_on_change answers as chat does, there). */
+/**
+ * What review's commands answer (protocol/results.ts spreads it). comment_on_change answers as chat does:
+ * its entry is in results.ts, since importing chat.ts here closes a cycle (chat -> conversations -> worktrees).
+ */
 export const WorktreeResults = {
   get_changes: Changes,
   revert_changes: Changes,
@@ -179,8 +181,6 @@ export const WorktreeResults = {
   land_changes: LandResult,
   push_changes: PushResult,
   discard_changes: z.object({ discarded: z.literal(true) }),
-  /** The comment is a chat message of the conversation: the same answer. */
-  comment_on_change: ChatResult,
 };
 
 /** A turn of a worktree conversation ended with changes: to its followers, and a "ready for review" push. */

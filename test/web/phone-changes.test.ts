@@ -7,7 +7,7 @@
  * 320 px, light and dark, go to test-output/screens/. Runs after `node esbuild.mjs`.
  */
 import assert from 'node:assert/strict';
-import { mkdir, readFile, realpath } from 'node:fs/promises';
+import { mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
@@ -122,14 +122,14 @@ test('the phone reviews a worktree conversation: revert a hunk, comment on a lin
 test('a land the user\'s own edits would overwrite is refused on the phone, naming the file', async () => {
   const phone = await rig.openPhone();
   const { page } = phone;
-  rig.fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'app.txt', content: `${BEFORE}one more\n` } }] }, { text: 'Appended.' });
+  const landed = await readFile(join(repo, 'app.txt'), 'utf8');
+  rig.fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'app.txt', content: `${landed}one more\n` } }] }, { text: 'Appended.' });
   await page.locator('.worktree-toggle input').check();
   await page.locator('.composer-input').fill('Append a line');
   await page.locator('.composer .send').click();
   await page.locator('.message.assistant', { hasText: 'Appended.' }).waitFor();
   // The person edits the same file in their own tree meanwhile (uncommitted).
-  const { writeFile } = await import('node:fs/promises');
-  const mine = `${await readFile(join(repo, 'app.txt'), 'utf8')}my own edit\n`;
+  const mine = `${landed}my own edit\n`;
   await writeFile(join(repo, 'app.txt'), mine);
   const status = git(repo, 'status', '--porcelain');
 

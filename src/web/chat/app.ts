@@ -157,6 +157,7 @@ export class ChatApp {
     this.changes = new ChangesView({
       call: (frame) => this.call(frame),
       commented: (conversationId, answer) => this.commented(conversationId, answer),
+      editor: action ? { review: (id) => action('reviewChanges', id), openWorktree: (id) => action('openWorktree', id) } : undefined,
       changed: (conversationId, worktree) => {
         if (conversationId === this.current) this.header.setWorktree(worktree);
         void this.refreshConversations();

@@ -19,6 +19,8 @@ export interface ChangesViewOptions {
   commented(conversationId: string, answer: Promise<EnvelopeOf<'comment_on_change'> | undefined>): void;
   /** The worktree's counts changed (a revert, a commit, a land, a discard): the badge follows. */
   changed(conversationId: string, worktree: WorktreeInfo | null): void;
+  /** In the editor: its diff editor and a new window on the worktree (host actions `reviewChanges`, `openWorktree`); absent on the phone. */
+  editor?: { review(conversationId: string): void; openWorktree(conversationId: string): void };
 }
 
 const STATUS_TEXT: Record<ChangedFile['status'], string> = { added: 'added', modified: 'modified', deleted: 'deleted', renamed: 'renamed' };
@@ -101,11 +103,23 @@ export class ChangesView {
       ),
       worktree.base_moved ? h('div', { class: 'changes-base-moved', role: 'note' }, `⚠ ${worktree.base_branch ?? 'The base'} moved on since this branch was made: landing may conflict.`) : null,
       worktree.state !== 'active' ? h('div', { class: 'changes-state' }, `This worktree is ${worktree.state}.`) : null,
+      this.editorButtons(changes.conversation_id, worktree),
     );
     const files = changes.files.length
       ? h('div', { class: 'changes-files' }, ...changes.files.map((file) => this.fileElement(changes.conversation_id, file)))
       : h('div', { class: 'changes-empty' }, 'No changes against the base.');
     this.body.replaceChildren(summary, files, ...(worktree.state === 'active' ? this.actions(changes) : []));
+  }
+
+  private editorButtons(conversationId: string, worktree: WorktreeInfo): HTMLElement | null {
+    const editor = this.options.editor;
+    if (!editor || worktree.state !== 'active') return null;
+    return h(
+      'div',
+      { class: 'changes-row' },
+      h('button', { type: 'button', class: 'button secondary change-review-editor', onclick: () => editor.review(conversationId) }, 'Open in the diff editor'),
+      h('button', { type: 'button', class: 'button secondary change-open-worktree', onclick: () => editor.openWorktree(conversationId) }, 'Open the worktree in a new window'),
+    );
   }
 
   private fileElement(conversationId: string, file: ChangedFile): HTMLElement {

@@ -48,6 +48,17 @@ for (const [program, allowed] of Object.entries(PROGRAMS)) {
   }
 }
 
+/** node:test's focus markers: `test.only`, `describe.only`, `t.test.only`, and `{ only: true }` in a test's options. */
+const RUNNERS = '/^(test|it|describe|suite)$/';
+const NO_ONLY = [
+  { selector: `MemberExpression[object.name=${RUNNERS}][property.name='only']`, message: 'no committed .only: it skips the other tests' },
+  { selector: `MemberExpression[object.property.name=${RUNNERS}][property.name='only']`, message: 'no committed .only: it skips the other tests' },
+  {
+    selector: `CallExpression:matches([callee.name=${RUNNERS}], [callee.property.name=${RUNNERS}]) > ObjectExpression > Property[key.name='only'][value.value=true]`,
+    message: 'no committed { only: true }: it skips the other tests',
+  },
+];
+
 export default [
   { ignores: ['dist/**', 'media/**', 'node_modules/**', '.vscode-test/**', 'test-artifacts/**', '.wrangler/**'] },
   {
@@ -63,6 +74,12 @@ export default [
     },
   },
   { files: ['src/extension/**/*.ts', 'test/**/*.ts'], rules: { 'no-restricted-imports': 'off' } },
+  {
+    // A committed `.only` makes node:test run that test alone (under --test-only) or warn and run the rest:
+    // either way a suite that looks green may have skipped what it should run. Local focus stays local.
+    files: ['test/**/*.ts', 'test/**/*.mts', 'test/**/*.mjs'],
+    rules: { 'no-restricted-syntax': ['error', ...NO_ONLY] },
+  },
   {
     // Browser code: nothing of Node.
     files: ['src/web/**/*.ts', 'src/protocol/**/*.ts', 'src/tunnel/**/*.ts', 'src/relay/worker/**/*.ts'],

@@ -42,7 +42,7 @@ function readingProvider(reads: number): Provider {
 async function meanTurnMs(service: Service, turns: number): Promise<number> {
   let conversationId: string | undefined;
   const t0 = performance.now();
-  for (let i = 0; i < turns; i += 1) conversationId = (await service.agent.chat({ message: 'bench turn', conversationId, source: 'ws' })).conversation_id;
+  for (let i = 0; i < turns; i += 1) conversationId = (await service.agent.chat({ message: 'bench turn', conversationId, source: { kind: 'lan' } })).conversation_id;
   return (performance.now() - t0) / turns;
 }
 

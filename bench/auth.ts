@@ -70,7 +70,7 @@ async function longestTurnWhile(service: Service, until: Promise<unknown>, minTu
   let turns = 0;
   while (!done || turns < minTurns) {
     const t0 = performance.now();
-    const reply = await service.agent.chat({ message: 'bench turn', conversationId, source: 'ws' });
+    const reply = await service.agent.chat({ message: 'bench turn', conversationId, source: { kind: 'lan' } });
     longestMs = Math.max(longestMs, performance.now() - t0);
     conversationId = reply.conversation_id;
     turns += 1;

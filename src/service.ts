@@ -15,15 +15,16 @@ import { settlePendingFileChanges } from './agent/turn-files';
 import { TurnUndo } from './agent/turn-undo';
 import { keepToolsOut } from './agent/tools/private-folders';
 import type { ToolRegistry } from './agent/tools/registry';
-import type { CommandContext, WorktreeRecords } from './commands/context';
+import type { WorktreeRecords } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { SessionDoor, type OpenSession, type SessionOptions } from './commands/door';
 import { AttachmentUploads } from './commands/attachment-uploads';
 import { RenderedExports } from './commands/rendered-exports';
-import { conversationOf } from './commands/handlers';
-import { canAccess, isOwnerClient } from './protocol/sources';
-import { configChangeEntries, loginBurstEntry, loginEntry } from './commands/audit-records';
-import { actorOf, FILE_EDIT_ACTOR } from './commands/audit-actor';
+import { announceConversation } from './commands/conversation-updates';
+import { isOwnerClient } from './protocol/sources';
+import { configChangeEntries } from './commands/audit-records';
+import { deviceLoginRecorder, recordLoginBursts } from './commands/audit-recorders';
+import { FILE_EDIT_ACTOR } from './commands/audit-actor';
 import { EventHub } from './commands/event-hub';
 import { TurnRunner } from './commands/turns/turn-runner';
 import { ConfigFile, secretValues } from './config/config-file';
@@ -52,7 +53,7 @@ import { phonePageRoutes } from './transport/http/static-files';
 import { WebhookChannel, type WebhookChannelOptions } from './channels/webhooks/channel';
 import { PushService, type PushOptions } from './channels/push/push-service';
 import { webPush } from './channels/push/web-push-lib';
-import { untrustedToolMode } from './channels/webhooks/trust';
+import { untrustedToolPolicy } from './channels/webhooks/trust';
 
 
 export interface ServiceOptions {
@@ -112,173 +113,208 @@ const STOP_GRACE_MS = 10_000;
 /** The warm-up (see warmUp) waits this long after listening: the first requests of a start come first. */
 const WARM_UP_DELAY_MS = 100;
 
+/** Where the service listens once it does: LAN pairing links name it. */
+interface Listening {
+  address?: { host: string; port: number };
+}
+
+/** Everything a service is made of, by name: composeService builds it, the Service runs it. */
+interface ServiceParts {
+  config: ConfigFile;
+  store: Store;
+  logger: Logger & { close(): Promise<void> };
+  /** Every secret in force (the config's and the live session tokens'), for whatever shows text: the log, the editor's webview. */
+  redactor: Redactor;
+  events: EventHub;
+  tools: ToolRegistry;
+  permissions: PermissionBroker;
+  gate: PermissionGate;
+  activity: ConversationActivity;
+  agent: Agent;
+  auth: Authenticator;
+  /** One-time pairing secrets (relay and LAN), spent for device credentials. */
+  pairings: PairingSecrets;
+  turns: TurnRunner;
+  webhooks: WebhookChannel;
+  push: PushService;
+  dispatch: Dispatch;
+  door: SessionDoor;
+  relay: RelayLinks;
+  /** What every client session (LAN socket or relayed client) works with. */
+  sessionDeps: LanSocketDeps;
+  listening: Listening;
+}
+
 /**
- * The composition root: builds config, log, store, agent and transports from a data directory.
- * Hosts (the CLI, the editor) call open(), start() and stop().
+ * The composition root, in one place: config, log and store from the data directory, then each part
+ * once what it needs exists. Parts that call each other only later (the inbox opens its sessions once
+ * started, a relay status is asked by a command) are joined by lambdas over names defined below them.
+ */
+async function composeService(options: ServiceOptions): Promise<ServiceParts> {
+  const config = await ConfigFile.load(options.dataDir);
+  const redactor = new Redactor();
+  redactor.setSecrets(secretValues(config.current));
+  const logger = new FileLogger({ file: join(options.dataDir, LOG_FILE_NAME), redactor, mirror: options.logToStderr ?? false, mirrorLevel: 'info' });
+  let store: Store | undefined;
+  try {
+    store = await openStore(options.dataDir, { logger, recover: options.recoverJournal, breakLock: options.breakLock, retention: retentionOf(config.current) });
+    // Turns a stopped service left waiting for permission end now, before anything runs (the webhook inbox re-runs its turns).
+    await finishInterruptedRequests(store, logger);
+    // Writes a crash cut short are settled by looking at their files, before any turn writes again.
+    await settlePendingFileChanges(store, logger);
+  } catch (error) {
+    await store?.close().catch(() => undefined);
+    await config.close();
+    await logger.close();
+    throw error;
+  }
+  const current = () => config.current;
+  const host = options.hostServices ?? {};
+  const permissionTimeoutMs = () => options.permissionTimeoutMs ?? config.current.permission_timeout_seconds * 1000;
+
+  const events = new EventHub();
+  const activity: ConversationActivity = new ConversationActivity((conversationId) => announceConversation({ events, store, activity }, conversationId));
+  const tools = createToolRegistry(current, store, logger, host);
+  const permissions = new PermissionBroker({ events, store, logger, timeoutMs: permissionTimeoutMs, activity });
+  const gate = new PermissionGate(current, permissions.ask, untrustedToolPolicy(current, store.conversations), (rule, by) => addAllowRule(config, rule, logger, by));
+  const worktrees = new Worktrees({ store, config: current, workspaceRoots: () => workspaceRootsOf(config.current, host), logger: logger.child({ component: 'worktrees' }) });
+  // Worktrees of conversations deleted since the last run go now, in the background (git, not the start's path).
+  void worktrees.removeOrphans().catch((error: unknown) => logger.warn('worktree.cleanup_failed', { error }));
+  const agent = new Agent({
+    store,
+    worktrees,
+    config: current,
+    provider: options.provider ?? createProviderResolver(host, () => redactor.secrets()),
+    tools,
+    gate,
+    logger,
+    toolTimeoutMs: options.toolTimeoutMs,
+    activity,
+    onActivity: (conversationId, source) => announceConversation({ events, store, activity }, conversationId, source),
+    workspaceRoots: () => workspaceRootsOf(config.current, host),
+    dataDir: options.dataDir,
+    withContext: options.agentContext !== false,
+  });
+
+  const pairings = new PairingSecrets();
+  const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings), options.loginBurstWindowMs);
+  recordLoginBursts(auth.failures, store, logger);
+
+  const turns = new TurnRunner({ agent, events, store });
+  const webhooks = new WebhookChannel({ config, store, turns, logger, openSession: (o) => door.openSession(o) }, options.webhook);
+  const push = new PushService({ dataDir: options.dataDir, store, events, logger, redactor, permissionTimeoutMs }, options.push);
+  const listening: Listening = {};
+  const dispatch = createDispatcher({
+    config, store, agent, events, turns, tools, permissions, gate, activity, logger, push,
+    undo: new TurnUndo(store),
+    uploads: new AttachmentUploads(store, options.uploadIdleTimeoutMs),
+    exports: new RenderedExports(),
+    worktrees: options.worktrees ?? store.worktrees,
+    deliveries: webhooks.deliveries,
+    relay: {
+      status: () => relay.status(),
+      createPairing: (channel) => createRelayPairing({ config: current, store, pairings, logger }, channel),
+      createLanPairing: () => lanPairing(options, config.current, pairings, listening),
+    },
+  });
+  // A client that may answer hears of every request waiting for it as soon as it is in (a phone back online).
+  const door = new SessionDoor({ dispatch, events, welcome: (session) => permissions.resendTo(session) });
+  const sessionDeps: LanSocketDeps = { auth, door, logger, authTimeoutMs: options.authTimeoutMs, onAdmitted: deviceLoginRecorder(store, logger) };
+  const relay = new RelayLinks({
+    channels: () => websocketChannelsOf(config.current),
+    identity: () => machineIdentityOf(store),
+    clientKeys: new ClientKeys(store, pairings, logger),
+    sessions: sessionDeps,
+    logger,
+    timing: options.relay,
+  });
+
+  config.on('change', (fields, next, change) => {
+    redactor.setSecrets(secretValues(next));
+    logger.info('config.changed', { fields });
+    // Recorded right after the file was written (update_config's answer waits for it: AuditRepo.settled).
+    const entries = configChangeEntries(fields, change.previous, next, change.by ?? FILE_EDIT_ACTOR);
+    if (entries.length > 0) store.audit.append(...entries).catch((error: unknown) => logger.error('audit.not_recorded', { kind: 'config', error }));
+    // First: a revoked client must not hear of the change (nor anything after it).
+    events.recheckAll();
+    events.broadcast({ event: 'config.changed', fields });
+    if (fields.includes('channels')) relay.reconcile();
+    if (fields.includes('history') || fields.includes('audit')) {
+      store.maintenance.setPolicy(retentionOf(config.current));
+      store.maintenance.kick();
+    }
+  });
+  config.on('invalid', (error: Error) => logger.error('config.invalid', { error: error.message }));
+  // The owner's clients (the Activity screen) hear of each entry as it is recorded; nobody else does.
+  store.audit.onAppended((entry) => events.broadcast({ event: 'audit.appended', entry }, isOwnerClient));
+
+  return { config, store, logger, redactor, events, tools, permissions, gate, activity, agent, auth, pairings, turns, webhooks, push, dispatch, door, relay, sessionDeps, listening };
+}
+
+/**
+ * A one-time LAN pairing: the secret and the ready link to this service's page on the address a phone
+ * can reach (loopback when it listens only there). The link carries the secret, never the access token.
+ */
+function lanPairing(options: ServiceOptions, config: ServiceConfig, pairings: PairingSecrets, listening: Listening): { pairing_secret: string; expires_in: number; link: string } {
+  const { secret, expiresIn } = pairings.create();
+  const port = listening.address?.port ?? tcpChannelOf(config).port;
+  const host = options.publicHost ?? pairingHostFor(listening.address?.host ?? options.host ?? bindHostFor(options.allowFrom ?? tcpChannelOf(config).allow_from));
+  return { pairing_secret: secret, expires_in: expiresIn, link: lanPairingUrl(host, port, secret) };
+}
+
+/**
+ * A running service, made by composeService from a data directory. Hosts (the CLI, the editor) call
+ * open(), start() and stop().
  */
 export class Service {
+  readonly config: ConfigFile;
+  readonly store: Store;
+  readonly logger: Logger & { close(): Promise<void> };
+  /** Every secret in force (the config's and the live session tokens'), for whatever shows text: the log, the editor's webview. */
+  readonly redactor: Redactor;
+  readonly events: EventHub;
+  readonly tools: ToolRegistry;
+  readonly permissions: PermissionBroker;
+  readonly gate: PermissionGate;
+  readonly activity: ConversationActivity;
+  readonly agent: Agent;
+  readonly auth: Authenticator;
+  /** One-time pairing secrets (relay and LAN), spent for device credentials. */
+  readonly pairings: PairingSecrets;
   readonly dispatch: Dispatch;
-  /** Every turn, a chat's or a webhook message's: cancelled here when a stop outlasts its grace period. */
-  private readonly turns: TurnRunner;
   readonly webhooks: WebhookChannel;
   /** The links to the relays of service.json's `websocket` channels. */
   readonly relay: RelayLinks;
   /** Web Push: the devices, the VAPID key and the notifier tapping the event hub. */
   readonly push: PushService;
+  /** Every turn, a chat's or a webhook message's: cancelled here when a stop outlasts its grace period. */
+  private readonly turns: TurnRunner;
   /** Every client's way in: graceful stop waits for their commands and closes them all. */
   private readonly door: SessionDoor;
+  private readonly sessionDeps: LanSocketDeps;
+  private readonly listening: Listening;
   private http?: HttpServer;
   private readonly startedAt = Date.now();
-  private address?: { host: string; port: number };
   /** File tools never open the data directory, even when the workspace holds it (see private-folders). */
   private readonly releaseDataDir: () => void;
   private warmUpTimer?: NodeJS.Timeout;
 
   private constructor(
     readonly options: ServiceOptions,
-    readonly config: ConfigFile,
-    readonly store: Store,
-    readonly logger: Logger & { close(): Promise<void> },
-    /** Every secret in force (the config's and the live session tokens'), for whatever shows text: the log, the editor's webview. */
-    readonly redactor: Redactor,
-    readonly events: EventHub,
-    readonly tools: ToolRegistry,
-    readonly permissions: PermissionBroker,
-    readonly gate: PermissionGate,
-    readonly activity: ConversationActivity,
-    readonly agent: Agent,
-    readonly auth: Authenticator,
-    /** One-time pairing secrets (relay and LAN), spent for device credentials. */
-    readonly pairings: PairingSecrets,
+    parts: ServiceParts,
   ) {
+    ({
+      config: this.config, store: this.store, logger: this.logger, redactor: this.redactor, events: this.events, tools: this.tools,
+      permissions: this.permissions, gate: this.gate, activity: this.activity, agent: this.agent, auth: this.auth, pairings: this.pairings,
+      dispatch: this.dispatch, webhooks: this.webhooks, relay: this.relay, push: this.push, turns: this.turns, door: this.door,
+      sessionDeps: this.sessionDeps, listening: this.listening,
+    } = parts);
     this.releaseDataDir = keepToolsOut(options.dataDir);
-    // The door is made below (it needs the dispatcher, which needs the channel's deliveries); the inbox opens its sessions only once started.
-    this.turns = new TurnRunner({ agent, events, store });
-    this.webhooks = new WebhookChannel({ config, store, turns: this.turns, logger, openSession: (o) => this.door.openSession(o) }, options.webhook);
-    this.push = new PushService(
-      { dataDir: options.dataDir, store, events, logger, redactor, permissionTimeoutMs: () => options.permissionTimeoutMs ?? config.current.permission_timeout_seconds * 1000 },
-      options.push,
-    );
-    const ctx: CommandContext = {
-      config, store, agent, events, turns: this.turns, tools, permissions, gate, activity, logger, push: this.push,
-      undo: new TurnUndo(store),
-      uploads: new AttachmentUploads(store, options.uploadIdleTimeoutMs),
-      exports: new RenderedExports(),
-      worktrees: options.worktrees ?? store.worktrees,
-      deliveries: this.webhooks.deliveries,
-      relay: {
-        status: () => this.relay.status(),
-        createPairing: (channel) => createRelayPairing({ config: () => config.current, store, pairings: this.pairings, logger }, channel),
-        createLanPairing: () => this.createLanPairing(),
-      },
-    };
-    this.dispatch = createDispatcher(ctx);
-    // A client that may answer hears of every request waiting for it as soon as it is in (a phone back online).
-    this.door = new SessionDoor({ dispatch: this.dispatch, events, welcome: (session) => permissions.resendTo(session) });
-    this.relay = new RelayLinks({
-      channels: () => websocketChannelsOf(config.current),
-      identity: () => machineIdentityOf(store),
-      clientKeys: new ClientKeys(store, this.pairings, logger),
-      sessions: this.sessionDeps(),
-      logger,
-      timing: options.relay,
-    });
-    config.on('change', (fields, current, change) => {
-      redactor.setSecrets(secretValues(current));
-      logger.info('config.changed', { fields });
-      // Recorded right after the file was written (update_config's answer waits for it: AuditRepo.settled).
-      const entries = configChangeEntries(fields, change.previous, current, change.by ?? FILE_EDIT_ACTOR);
-      if (entries.length > 0) store.audit.append(...entries).catch((error: unknown) => logger.error('audit.not_recorded', { kind: 'config', error }));
-      // First: a revoked client must not hear of the change (nor anything after it).
-      this.events.recheckAll();
-      this.events.broadcast({ event: 'config.changed', fields });
-      if (fields.includes('channels')) this.relay.reconcile();
-      if (fields.includes('history') || fields.includes('audit')) {
-        store.maintenance.setPolicy(retentionOf(config.current));
-        store.maintenance.kick();
-      }
-    });
-    config.on('invalid', (error: Error) => logger.error('config.invalid', { error: error.message }));
-    // The owner's clients (the Activity screen) hear of each entry as it is recorded; nobody else does.
-    store.audit.onAppended((entry) => this.events.broadcast({ event: 'audit.appended', entry }, isOwnerClient));
   }
 
-  /** Loads service.json (throws ConfigError naming each bad field), the log and the database. */
+  /** Loads service.json (throws ConfigError naming each bad field), the log and the database, and builds the rest. */
   static async open(options: ServiceOptions): Promise<Service> {
-    const config = await ConfigFile.load(options.dataDir);
-    const redactor = new Redactor();
-    redactor.setSecrets(secretValues(config.current));
-    const logger = new FileLogger({ file: join(options.dataDir, LOG_FILE_NAME), redactor, mirror: options.logToStderr ?? false, mirrorLevel: 'info' });
-    let store: Store;
-    try {
-      store = await openStore(options.dataDir, { logger, recover: options.recoverJournal, breakLock: options.breakLock, retention: retentionOf(config.current) });
-    } catch (error) {
-      await config.close();
-      await logger.close();
-      throw error;
-    }
-    const current = () => config.current;
-    const host = options.hostServices ?? {};
-    const events = new EventHub();
-    // Every client that may see a conversation hears of its row: on each stored message, and when its state changes.
-    const announce = (conversationId: string, source?: string) => {
-      const row = store.conversations.get(conversationId);
-      if (!row) return;
-      const event = { event: 'conversation.updated', conversation_id: conversationId, source: source ?? row.source, conversation: conversationOf(row, activity, store) } as const;
-      events.broadcast(event, (session) => canAccess(session.source, source ?? row.source));
-    };
-    const activity = new ConversationActivity((conversationId) => announce(conversationId));
-    try {
-      // Turns a stopped service left waiting for permission end now, before anything runs (the webhook inbox re-runs its turns).
-      await finishInterruptedRequests(store, logger);
-      // Writes a crash cut short are settled by looking at their files, before any turn writes again.
-      await settlePendingFileChanges(store, logger);
-    } catch (error) {
-      await store.close().catch(() => undefined);
-      await config.close();
-      await logger.close();
-      throw error;
-    }
-    const tools = createToolRegistry(current, store, logger, host);
-    const permissions = new PermissionBroker({
-      events,
-      store,
-      logger,
-      timeoutMs: () => options.permissionTimeoutMs ?? config.current.permission_timeout_seconds * 1000,
-      activity,
-    });
-    const gate = new PermissionGate(
-      current,
-      permissions.ask,
-      (question) => untrustedToolMode(config.current, question.source, store.conversations.get(question.conversationId)?.source),
-      (rule, by) => addAllowRule(config, rule, logger, by),
-    );
-    const worktrees = new Worktrees({ store, config: current, workspaceRoots: () => workspaceRootsOf(config.current, host), logger: logger.child({ component: 'worktrees' }) });
-    // Worktrees of conversations deleted since the last run go now, in the background (git, not the start's path).
-    void worktrees.removeOrphans().catch((error: unknown) => logger.warn('worktree.cleanup_failed', { error }));
-    const agent = new Agent({
-      store,
-      worktrees,
-      config: current,
-      provider: options.provider ?? createProviderResolver(host, () => redactor.secrets()),
-      tools,
-      gate,
-      logger,
-      toolTimeoutMs: options.toolTimeoutMs,
-      activity,
-      onActivity: announce,
-      workspaceRoots: () => workspaceRootsOf(config.current, host),
-      dataDir: options.dataDir,
-      withContext: options.agentContext !== false,
-    });
-    const pairings = new PairingSecrets();
-    const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings), options.loginBurstWindowMs);
-    // A burst of failed logins (login-failures.ts: one per address, kind and window) is one counted audit entry.
-    auth.failures.onBurst((burst) => {
-      const entry = loginBurstEntry(burst);
-      if (entry) store.audit.append(entry).catch((error: unknown) => logger.error('audit.not_recorded', { kind: 'login.failed_burst', error }));
-    });
-    return new Service(options, config, store, logger, redactor, events, tools, permissions, gate, activity, agent, auth, pairings);
+    return new Service(options, await composeService(options));
   }
 
   /** Listens on the tcp channel; rejects with PortInUseError when the port is taken. */
@@ -304,23 +340,25 @@ export class Service {
       allowed,
       logger: this.logger,
       loginRefusedFor: (address) => this.auth.failures.refusedFor(address, 'token'),
-      onWebSocket: (socket, req) => attachLanSocket(socket, 'ws', clientAddress(req), { ...this.sessionDeps(), addressAllowed: (address) => allowed()(address) }),
+      onWebSocket: (socket, req) => attachLanSocket(socket, clientAddress(req), { ...this.sessionDeps, addressAllowed: (address) => allowed()(address) }),
     });
+    let address: { host: string; port: number };
     try {
-      this.address = await this.http.listen(port, host);
+      address = await this.http.listen(port, host);
     } catch (error) {
       this.http = undefined;
       if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new PortInUseError(host, port);
       throw error;
     }
+    this.listening.address = address;
     this.config.watch();
     this.push.start();
     this.webhooks.start();
     this.relay.start();
     this.warmUp();
-    const shownHost = this.address.host === '::' ? '0.0.0.0' : this.address.host;
-    this.logger.info('service.listening', { host: shownHost, port: this.address.port });
-    return { ...this.address, url: `http://${shownHost}:${this.address.port}` };
+    const shownHost = address.host === '::' ? '0.0.0.0' : address.host;
+    this.logger.info('service.listening', { host: shownHost, port: address.port });
+    return { ...address, url: `http://${shownHost}:${address.port}` };
   }
 
   /** Graceful stop: stop accepting, let in-flight work finish (bounded), flush the database, release the lock. */
@@ -356,18 +394,12 @@ export class Service {
   }
 
   get listeningAddress() {
-    return this.address;
+    return this.listening.address;
   }
 
-  /**
-   * A one-time LAN pairing: the secret and the ready link to this service's page on the address a phone
-   * can reach (loopback when it listens only there). The link carries the secret, never the access token.
-   */
+  /** A one-time LAN pairing and its ready link (lanPairing): `serve` and `pair` print it. */
   createLanPairing(): { pairing_secret: string; expires_in: number; link: string } {
-    const { secret, expiresIn } = this.pairings.create();
-    const port = this.address?.port ?? tcpChannelOf(this.config.current).port;
-    const host = this.options.publicHost ?? pairingHostFor(this.address?.host ?? this.options.host ?? bindHostFor(this.options.allowFrom ?? tcpChannelOf(this.config.current).allow_from));
-    return { pairing_secret: secret, expires_in: expiresIn, link: lanPairingUrl(host, port, secret) };
+    return lanPairing(this.options, this.config.current, this.pairings, this.listening);
   }
 
   /**
@@ -412,22 +444,6 @@ export class Service {
       this.warmUpTimer = setTimeout(next, 0).unref();
     };
     this.warmUpTimer = setTimeout(next, WARM_UP_DELAY_MS).unref();
-  }
-
-  /** What every client session (LAN socket or relayed client) works with. */
-  private sessionDeps(): LanSocketDeps {
-    return {
-      auth: this.auth,
-      door: this.door,
-      logger: this.logger,
-      authTimeoutMs: this.options.authTimeoutMs,
-      // A paired device's connection is a login worth a record (its pairing has its own entry); the owner
-      // token's and password users' sockets are not (the CLI and editor windows connect often; POST /auth is recorded).
-      onAdmitted: (session, paired) => {
-        if (session.deviceId === undefined || paired) return;
-        this.store.audit.append(loginEntry(actorOf(session, this.store.devices), 'device')).catch((error: unknown) => this.logger.error('audit.not_recorded', { kind: 'login', error }));
-      },
-    };
   }
 }
 

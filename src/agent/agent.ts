@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
 import { bindAttachments, insertAttachment, type MessageRow, type NewAuditEntry, type NewMessage, type Store } from '../store';
-import { canAccess, sourceLabel } from '../protocol/sources';
+import { canAccess, sourceLabel, sourceText, type Source } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
 import { CompactionFailed, Compactor } from './compaction/compactor';
 import { requestBudget, windowOf } from './compaction/budget';
@@ -38,11 +38,13 @@ export interface ChatInput {
   /** Checked attachments the user message carries (stored with it). */
   attachments?: readonly StoredAttachment[];
   conversationId?: string;
-  /** Source of the session: recorded on new conversations, and checked for ownership. */
-  source: string;
+  /** Source of the session: recorded (its text) on new conversations, and checked for ownership. */
+  source: Source;
   userId?: string;
   /** Who sent it (protocol/sources.ts personOf; default: its source): while it waits, only they (or the owner) may remove it. */
   sender?: string;
+  /** Who sent it as people read it (a device's name, `editor`, `LAN`): stored with the message, shown beside it. */
+  from?: string;
   /** The chat's client_message_id: shown while the message waits behind a running turn, and what removes it. */
   clientMessageId?: string;
   /** Stored with the user message so a resent chat is recognised, also after a restart (commands/turns/chat-resends.ts). */
@@ -175,7 +177,7 @@ export class Agent {
    * The instruction files the model is given: those of every conversation (the user's, the workspace
    * roots'), and with a conversation the nearest AGENTS.md above each path its tools touched.
    */
-  async instructionFiles(conversationId: string | undefined, source: string): Promise<InstructionFileInfo[]> {
+  async instructionFiles(conversationId: string | undefined, source: Source): Promise<InstructionFileInfo[]> {
     if (conversationId !== undefined) this.requireConversation(conversationId, source);
     const rows = conversationId === undefined ? [] : await this.history.rows(conversationId);
     const area = conversationId === undefined ? undefined : this.recordedArea(conversationId);
@@ -193,14 +195,14 @@ export class Agent {
     const create = !input.conversationId;
     if (!create) this.requireConversation(conversationId, input.source);
     const worktree = this.worktreeWanted(conversationId, create, input);
-    const line = this.waitInLine(conversationId, { client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }, input.sender ?? input.source);
+    const line = this.waitInLine(conversationId, { client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }, input.sender ?? sourceText(input.source));
     return line.run(async () => {
       // Made before the conversation is stored: a worktree that cannot be made leaves nothing behind.
       if (create && worktree) await this.makeWorktree(conversationId, titleOf(input.message));
       const area = await this.areaOf(conversationId);
       const message = await this.storeUserMessage(conversationId, create, input);
       onEvent({ event: 'chat.message', conversation_id: conversationId, message });
-      this.deps.onActivity?.(conversationId, input.source);
+      this.deps.onActivity?.(conversationId, sourceText(input.source));
       return this.answer(conversationId, input, onEvent, message.id, area);
     });
   }
@@ -244,7 +246,7 @@ export class Agent {
    * running turn it waits visibly as `waitingAs`, like a chat, and may be removed the same way.
    */
   answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput & { waitingAs?: QueuedMessage }, onEvent: TurnEventSink = ignore): Promise<ChatOutput> {
-    const line = this.waitInLine(conversationId, input.waitingAs, input.source);
+    const line = this.waitInLine(conversationId, input.waitingAs, sourceText(input.source));
     return line.run(async () => {
       // A webhook conversation is stored when its first message is accepted: its worktree is made at its first turn.
       const wanted = !this.deps.worktrees?.of(conversationId) && worktreeByDefault(this.deps.config(), input.source);
@@ -256,7 +258,7 @@ export class Agent {
       // The admitted message is the conversation's last one (its turn holds the conversation).
       const [admitted] = await this.deps.store.messages.recent(conversationId, { limit: 1 });
       if (admitted?.role === 'user') onEvent({ event: 'chat.message', conversation_id: conversationId, message: messageOf(admitted) });
-      this.deps.onActivity?.(conversationId, input.source);
+      this.deps.onActivity?.(conversationId, sourceText(input.source));
       return this.answer(conversationId, input, onEvent, admitted?.role === 'user' ? admitted.id : undefined, area);
     });
   }
@@ -291,7 +293,7 @@ export class Agent {
   }
 
   /** The conversation, if it exists and `source` may see it; else not_found. */
-  requireConversation(conversationId: string, source: string) {
+  requireConversation(conversationId: string, source: Source) {
     const conversation = this.deps.store.conversations.get(conversationId);
     if (!conversation || !canAccess(source, conversation.source)) {
       throw new ServiceError('not_found', `conversation ${conversationId} not found`);
@@ -304,7 +306,7 @@ export class Agent {
    * after any turn that runs (it waits in the conversation's queue). The summary reaches followers as
    * a chat.message; its usage row carries the context fullness the model will see from now on.
    */
-  async compact(conversationId: string, source: string, focus: string | undefined, onEvent: TurnEventSink = ignore): Promise<{ message: Message; context_used: number; context_window: number }> {
+  async compact(conversationId: string, source: Source, focus: string | undefined, onEvent: TurnEventSink = ignore): Promise<{ message: Message; context_used: number; context_window: number }> {
     this.requireConversation(conversationId, source);
     return this.queued(conversationId, async () => {
       this.requireConversation(conversationId, source);
@@ -314,7 +316,7 @@ export class Agent {
       const rows = await this.history.rows(conversationId);
       // The next turn's request shape, so the fullness told is what the model will be sent.
       const system = await this.systemMessage(config, rows, {}, { model, contextWindow: window }, area);
-      const moment = await this.moment({ client: sourceLabel(source), remote: source !== 'editor' }, area);
+      const moment = await this.moment({ client: sourceLabel(source), remote: source.kind !== 'editor' }, area);
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
       const usage = new TurnUsage();
       try {
@@ -325,7 +327,7 @@ export class Agent {
         }, focus);
         const contextUsed = made.historyTokens + budget.fixed;
         usage.contextNow(contextUsed, budget.window);
-        await this.recordUsage(usage, made.message.id, conversationId, source, log);
+        await this.recordUsage(usage, made.message.id, conversationId, sourceText(source), log);
         return { message: made.message, context_used: contextUsed, context_window: budget.window };
       } catch (error) {
         if (error instanceof CompactionFailed) throw new ServiceError('server_error', `the conversation could not be compacted: ${error.message}`);
@@ -360,7 +362,7 @@ export class Agent {
     const { store } = this.deps;
     const now = new Date().toISOString();
     if (create) {
-      await store.conversations.create({ id: conversationId, title: titleOf(input.message), source: input.source, created_at: now });
+      await store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now });
     } else {
       this.requireConversation(conversationId, input.source);
     }
@@ -368,8 +370,8 @@ export class Agent {
     const attachments = input.attachments ?? [];
     const message: NewMessage = {
       id, conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId, client_key: input.clientKey,
-      ...(input.context?.length || attachments.length > 0
-        ? { data: { ...(input.context?.length ? { context: input.context } : {}), ...(attachments.length > 0 ? { attachments } : {}) } }
+      ...(input.context?.length || attachments.length > 0 || input.from
+        ? { data: { ...(input.context?.length ? { context: input.context } : {}), ...(attachments.length > 0 ? { attachments } : {}), ...(input.from ? { from: input.from } : {}) } }
         : {}),
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
@@ -400,11 +402,11 @@ export class Agent {
       const messageId = randomUUID();
       // Before the reply: once a webhook sender has the reply, its account's budget already counts it.
       usageStored = true;
-      const counted = await this.recordUsage(usage, messageId, conversationId, input.source, log);
+      const counted = await this.recordUsage(usage, messageId, conversationId, sourceText(input.source), log);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
       await (input.storeReply ? input.storeReply(reply) : store.messages.append(reply));
       onEvent({ event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
-      this.deps.onActivity?.(conversationId, input.source);
+      this.deps.onActivity?.(conversationId, sourceText(input.source));
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
       return { response: text, conversation_id: conversationId };
     } catch (error) {
@@ -418,7 +420,7 @@ export class Agent {
     } finally {
       if (area && !usageStored) await this.deps.worktrees?.refreshStats(conversationId);
       // A turn that ended without a reply (cancelled, failed after a tool round) spent its tokens all the same.
-      if (!usageStored && turnMessageId !== undefined) await this.recordUsage(usage, turnMessageId, conversationId, input.source, log);
+      if (!usageStored && turnMessageId !== undefined) await this.recordUsage(usage, turnMessageId, conversationId, sourceText(input.source), log);
     }
   }
 
@@ -486,7 +488,7 @@ export class Agent {
       const byName = new Map(tools.map((t) => [t.name, t]));
       const rows = await this.history.rows(conversationId);
       const system = await this.systemMessage(config, rows, instructions, { model, contextWindow: window }, area);
-      if (moment === null) moment = await this.moment({ client: input.client ?? sourceLabel(input.source), remote: input.source !== 'editor' }, area);
+      if (moment === null) moment = await this.moment({ client: input.client ?? sourceLabel(input.source), remote: input.source.kind !== 'editor' }, area);
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
       const view = await this.compactor.modelView(rows, system ? [system] : [], {
         conversationId, provider, model, budget, signal,
@@ -540,7 +542,7 @@ export class Agent {
         onEvent({ event: 'tool.call', conversation_id: conversationId, tool: call.name, call_id: call.id, arguments: call.arguments });
         const outcome = await runToolCall(call, byName.get(call.name), {
           conversationId,
-          source: input.source,
+          source: sourceText(input.source),
           ownerAnswersPrompts: input.ownerAnswersPrompts === true,
           signal,
           gate: this.deps.gate,
@@ -557,17 +559,20 @@ export class Agent {
           tool_name: call.name,
           content: outcome.content,
           timestamp: new Date().toISOString(),
-          data: { kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}), ...(shown ? { attachments: [shown] } : {}) } satisfies ToolResultData,
+          data: {
+            kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}), ...(shown ? { attachments: [shown] } : {}), ...(outcome.detail ? { detail: outcome.detail } : {}),
+          } satisfies ToolResultData,
         };
         // The image's record and the result that shows it, in one transaction: neither is ever seen without the other.
         // A webhook account's tool call is recorded in the audit log with its result (untrusted text asked for it).
-        const audit = input.source.startsWith('webhook:') ? webhookToolRunEntry(input.source, conversationId, call.name, outcome) : undefined;
+        const audit = input.source.kind === 'webhook' ? webhookToolRunEntry(input.source.account, conversationId, call.name, outcome) : undefined;
         await store.messages.appendMany([result], (tx) => {
           if (shown) insertAttachment(tx, { ...shown, id: shown.attachment_id, uploader: 'agent', created_at: result.timestamp, conversation_id: conversationId });
           if (audit) store.audit.record(tx, audit);
         });
         onEvent({
-          event: 'tool.result', conversation_id: conversationId, tool: call.name, call_id: call.id, ok: outcome.ok, denied: outcome.denied === true,
+          event: 'tool.result', conversation_id: conversationId, tool: call.name, call_id: call.id, ok: outcome.ok, denied: outcome.denied === true, content: outcome.content,
+          ...(outcome.detail ? { detail: outcome.detail } : {}),
           ...(shown ? { attachments: [attachmentInfoOf(shown)] } : {}),
         });
         if (signal.aborted || outcome.endsTurn) throw new Cancelled();
@@ -577,8 +582,7 @@ export class Agent {
 }
 
 /** A webhook account's tool call as the audit log keeps it: the tool, what it acted on, whether it ran. */
-function webhookToolRunEntry(source: string, conversationId: string, tool: string, outcome: ToolCallOutcome): NewAuditEntry {
-  const account = source.slice('webhook:'.length);
+function webhookToolRunEntry(account: string, conversationId: string, tool: string, outcome: ToolCallOutcome): NewAuditEntry {
   const what = outcome.subject !== undefined ? `${tool} ${outcome.subject}` : tool;
   return {
     kind: 'webhook.tool_run',

@@ -10,6 +10,7 @@ import { summaryDataOf } from './compaction/model-view';
  */
 export function messageOf(row: Pick<MessageRow, 'id' | 'role' | 'content' | 'timestamp'> & { data?: unknown }): Message {
   const context = row.role === 'user' ? contextOf(row.data) : undefined;
+  const from = row.role === 'user' ? (row.data as { from?: unknown } | null | undefined)?.from : undefined;
   const attachments = storedAttachmentsOf(row.data).map(attachmentInfoOf);
   const summary = summaryDataOf(row);
   return {
@@ -18,6 +19,7 @@ export function messageOf(row: Pick<MessageRow, 'id' | 'role' | 'content' | 'tim
     content: row.content,
     timestamp: row.timestamp,
     ...(context ? { context } : {}),
+    ...(typeof from === 'string' ? { from } : {}),
     ...(attachments.length > 0 ? { attachments } : {}),
     ...(summary?.kind === 'summary' ? { compaction: { status: 'summarised', messages: summary.summarised, ...(summary.focus ? { focus: summary.focus } : {}) } } : {}),
     ...(summary?.kind === 'compaction_failed' ? { compaction: { status: 'failed' } } : {}),

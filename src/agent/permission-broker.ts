@@ -8,7 +8,7 @@ import { conflictMessage, durationText, RESTARTED_WHY } from './permission-texts
 import { alwaysRuleFor, type AskPermission, type PermissionAnswer } from './permissions';
 import { wirePreview } from './tools/preview';
 
-type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 'session'; source: string };
+type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 'session' };
 
 /** Who answers a permission_response: may it answer an owner-only request, and how people name it. */
 export interface Answerer {
@@ -83,6 +83,7 @@ export class PermissionBroker {
     if (this.stopping) return answerOf({ decision: 'deny', reason: 'restarted' }, 0);
     const timeoutMs = this.deps.timeoutMs();
     const created = Date.now();
+    const alwaysRule = alwaysRuleFor(question);
     const worktree = this.deps.store.worktrees.get(question.conversationId);
     const request: PermissionRequest = {
       request_id: requestId,
@@ -92,6 +93,7 @@ export class PermissionBroker {
       tool: question.tool,
       arguments: question.arguments,
       ...(preview ? { preview: wirePreview(preview) } : {}),
+      ...(alwaysRule !== undefined ? { always_rule: alwaysRule } : {}),
       ...(worktree ? { worktree: { branch: worktree.branch, path: worktree.path } } : {}),
       created_at: new Date(created).toISOString(),
       expires_at: new Date(created + timeoutMs).toISOString(),
@@ -105,7 +107,7 @@ export class PermissionBroker {
       entry = {
         request,
         ownerOnly,
-        ruleIfAlways: alwaysRuleFor(question),
+        ruleIfAlways: alwaysRule,
         subject: question.subject,
         settle: (result) => {
           if (this.waiting.get(requestId) !== entry) return;

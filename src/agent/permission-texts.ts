@@ -39,3 +39,11 @@ export function durationText(ms: number): string {
   const [count, unit] = seconds % 3600 === 0 ? [seconds / 3600, 'hour'] : seconds % 60 === 0 ? [seconds / 60, 'minute'] : [seconds, 'second'];
   return `${count} ${unit}${count === 1 ? '' : 's'}`;
 }
+
+/** Why a deny rule refused a call, naming the rule (a rule's deny is not a person's). */
+export function ruleDeniedWhy(rule: string): string {
+  return `the deny rule "${rule}" of the permission rules refused it (a rule, not a person)`;
+}
+
+/** Why `permission_mode: "deny"` refused a call. */
+export const MODE_DENIED_WHY = 'the permission mode is "deny", so no tool runs (a setting, not a person)';

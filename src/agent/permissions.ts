@@ -2,6 +2,7 @@ import { parseShellLine } from './tools/shell-line';
 import type { AuditActor, PermissionDecision, PermissionMode, ServiceConfig } from '../protocol';
 import { PermissionRule, toolPartOf } from '../protocol/config';
 import type { ToolPreview } from './tools/types';
+import { MODE_DENIED_WHY, ruleDeniedWhy } from './permission-texts';
 
 export interface PermissionRules {
   allow: readonly string[];
@@ -179,7 +180,9 @@ export class PermissionGate {
     const untrusted = this.untrustedMode(question);
     if (untrusted === 'deny') return { allowed: false, reason: 'source' };
     const mode = untrusted === undefined || globalMode === 'deny' ? globalMode : untrusted;
-    if (rules.deny.some((rule) => ruleMatches(rule, question.tool, question.subject, 'deny'))) return { allowed: false, reason: 'rule' };
+    // The rule is named to the model and the person: a rule's deny is not a person's.
+    const denyRule = rules.deny.find((rule) => ruleMatches(rule, question.tool, question.subject, 'deny'));
+    if (denyRule !== undefined) return { allowed: false, reason: 'rule', why: ruleDeniedWhy(denyRule) };
     if (rules.allow.some((rule) => ruleMatches(rule, question.tool, question.subject, 'allow'))) return { allowed: true, reason: 'rule' };
     return this.byMode(mode, question);
   }
@@ -191,7 +194,7 @@ export class PermissionGate {
 
   private async byMode(mode: PermissionMode, question: PermissionQuestion): Promise<Verdict> {
     if (mode === 'allow') return { allowed: true, reason: 'mode' };
-    if (mode === 'deny') return { allowed: false, reason: 'mode' };
+    if (mode === 'deny') return { allowed: false, reason: 'mode', why: MODE_DENIED_WHY };
     // What the owner allowed for the conversation in its own turns does not carry over to a session
     // user's turns (and the reverse): those are remembered apart.
     const key = `${question.conversationId}\u0000${question.tool}${question.ownerAnswersPrompts ? '\u0000user' : ''}`;

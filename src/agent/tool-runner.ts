@@ -1,3 +1,4 @@
+import type { ToolResultDetail } from '../protocol';
 import type { Logger } from '../log/logger';
 import { deniedText } from './permission-texts';
 import type { PermissionGate } from './permissions';
@@ -17,6 +18,8 @@ export interface ToolCallOutcome {
   endsTurn?: boolean;
   /** An image to show the user with the result. */
   image?: ToolImage;
+  /** What the call did, for the person (the tool's ToolOutput.detail). */
+  detail?: ToolResultDetail;
   /** What the call acted on (a path, a command line), when the tool names one: for the audit log. */
   subject?: string;
 }
@@ -103,7 +106,7 @@ async function runChecked(call: ToolCall, tool: Tool, subject: string | undefine
     }), signal);
     const content = output.content.length > MAX_RESULT_CHARS ? `${output.content.slice(0, MAX_RESULT_CHARS)}\n[... ${output.content.length - MAX_RESULT_CHARS} characters cut]` : output.content;
     context.logger.info('tool.ran', { tool: tool.name, ok: !output.isError, ms: Date.now() - started });
-    return { content, ok: !output.isError, ...(output.image ? { image: output.image } : {}) };
+    return { content, ok: !output.isError, ...(output.image ? { image: output.image } : {}), ...(output.detail ? { detail: output.detail } : {}) };
   } catch (error) {
     const message = timeout.aborted
       ? `Tool ${tool.name} did not finish within ${Math.round(context.timeoutMs / 1000)} s and was stopped.`

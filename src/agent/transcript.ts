@@ -1,3 +1,4 @@
+import type { ToolResultDetail } from '../protocol';
 import type { MessageRow } from '../store';
 import { contextOf, withContext } from './chat-context';
 import type { ChatMessage, ToolCall } from './providers/types';
@@ -9,7 +10,8 @@ import { storedAttachmentsOf, type StoredAttachment } from './attachments/conten
  * that text became an assistant message of its own (stored just before the calls).
  */
 export type ToolCallData = { kind: 'call'; call_id: string; batch: string; arguments: Record<string, unknown>; text?: string };
-export type ToolResultData = { kind: 'result'; call_id: string; ok: boolean; denied?: boolean; attachments?: StoredAttachment[] };
+/** `detail`: what the call did, for people (get_messages shows it; the model is sent `content` only). */
+export type ToolResultData = { kind: 'result'; call_id: string; ok: boolean; denied?: boolean; attachments?: StoredAttachment[]; detail?: ToolResultDetail };
 
 const INTERRUPTED = 'The tool call was interrupted before it returned a result.';
 

@@ -9,7 +9,7 @@ type AttachmentHandler<T extends AttachmentCommandType> = (command: CommandOf<T>
 
 /** Who uploads: the person (personOf), on any of their sockets; none for a webhook account. */
 function uploaderKeyOf(session: ClientSession): string | undefined {
-  if (session.source.startsWith('webhook:') || session.principal === undefined) return undefined;
+  if (session.source.kind === 'webhook' || session.principal === undefined) return undefined;
   return personOf(session);
 }
 

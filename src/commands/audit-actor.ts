@@ -1,4 +1,5 @@
 import type { AuditActor, AuditPlace } from '../protocol';
+import { sourceLabel } from '../protocol/sources';
 import type { DevicesRepo } from '../store';
 import type { ClientSession } from './session';
 
@@ -9,13 +10,17 @@ export const SERVICE_ACTOR: AuditActor = { person: { kind: 'service', name: 'ser
 /** service.json changed on disk, not through the service: whoever can write the file, the owner. */
 export const FILE_EDIT_ACTOR: AuditActor = { person: { kind: 'owner', name: 'service.json edited on disk' }, place: { via: 'service' } };
 
-/** Where a session comes from: its source (`editor`, `ws`, `relay`, `webhook:<account>`) and address. */
+/** Where a session comes from: its source and address. */
 function placeOf(session: Pick<ClientSession, 'source' | 'address'>): AuditPlace {
   const address = session.address !== undefined ? { address: session.address } : {};
-  if (session.source === 'editor') return { via: 'editor' };
-  if (session.source === 'relay') return { via: 'relay', ...address };
-  if (session.source.startsWith('webhook:')) return { via: 'webhook' };
-  return { via: 'lan', ...address };
+  switch (session.source.kind) {
+    case 'editor':
+    case 'webhook':
+      return { via: session.source.kind };
+    case 'relay':
+    case 'lan':
+      return { via: session.source.kind, ...address };
+  }
 }
 
 /**
@@ -26,12 +31,21 @@ function placeOf(session: Pick<ClientSession, 'source' | 'address'>): AuditPlace
  */
 export function actorOf(session: Pick<ClientSession, 'source' | 'address' | 'principal' | 'deviceId' | 'username'>, devices?: Pick<DevicesRepo, 'get'>): AuditActor {
   const place = placeOf(session);
-  if (session.source.startsWith('webhook:')) return { person: { kind: 'webhook', name: session.source.slice('webhook:'.length) }, place };
+  if (session.source.kind === 'webhook') return { person: { kind: 'webhook', name: session.source.account }, place };
   if (session.deviceId !== undefined) {
     const name = devices?.get(session.deviceId)?.device_name ?? session.deviceId;
     return { person: { kind: 'device', name }, place };
   }
   if (session.principal === 'session') return { person: { kind: 'user', name: session.username ?? 'password user' }, place };
-  if (session.source === 'editor') return { person: { kind: 'editor', name: 'editor' }, place };
+  if (session.source.kind === 'editor') return { person: { kind: 'editor', name: 'editor' }, place };
   return { person: { kind: 'owner', name: 'access token' }, place };
+}
+
+/**
+ * A session as people read it where it acted ("Allowed from Pixel 8", "from Pixel 8" under a message):
+ * a paired device by its name, a password user by username, else its source's label (`editor`, `LAN`).
+ */
+export function sessionLabel(session: Pick<ClientSession, 'source' | 'address' | 'principal' | 'deviceId' | 'username'>, devices?: Pick<DevicesRepo, 'get'>): string {
+  const { person } = actorOf(session, devices);
+  return person.kind === 'device' || person.kind === 'user' ? person.name : sourceLabel(session.source);
 }

@@ -23,7 +23,7 @@ export function toolFields(m: MessageRow): Partial<Message> {
     ...(m.tool_name ? { tool_name: m.tool_name } : {}),
     ...(data?.kind ? { tool_kind: data.kind } : {}),
     ...(typeof data?.call_id === 'string' ? { call_id: data.call_id } : {}),
-    ...(data?.kind === 'result' ? { ok: data.ok, denied: data.denied === true } : {}),
+    ...(data?.kind === 'result' ? { ok: data.ok, denied: data.denied === true, ...(data.detail ? { detail: data.detail } : {}) } : {}),
   };
 }
 

@@ -7,8 +7,8 @@ import { newSessionId, type ClientSession } from './session';
 export interface SessionOptions {
   /** The transport's own id for the client, when it logged it before letting it in (a socket's connection id). */
   id?: string;
-  /** `editor`, `ws`, `relay`, or `webhook:<account>` (see ClientSession). */
-  source: string;
+  /** Where the client comes from (see ClientSession). */
+  source: ClientSession['source'];
   /** How the client proved who it is; absent for a webhook account. */
   principal?: ClientSession['principal'];
   /** The paired device, when the client authenticated with a device credential. */

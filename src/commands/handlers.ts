@@ -2,7 +2,6 @@ import { endpointWithoutCredentials } from '../log/redact';
 import { toolInfo } from '../agent/tools/registry';
 import type { ConversationActivity } from '../agent/conversation-activity';
 import type { ConversationRow, Store } from '../store';
-import { sourceLabel } from '../protocol/sources';
 import { contextChars, MAX_CONTEXT_CHARS, planSummaryOf, ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
 import type { CommandContext } from './context';
 import { pushHandlers } from './push-handlers';
@@ -10,14 +9,14 @@ import { createPairing, relayStatus } from './relay-handlers';
 import { createLanPairing, listDevices, revokeDevice } from './device-handlers';
 import { listTurnChanges, undoTurn } from './undo-handlers';
 import { isOwner, requireWritableBy } from './roles';
-import { personOf, type ClientSession } from './session';
+import { ownConversationsSource, personOf, type ClientSession } from './session';
 import { getUsage } from './usage-handlers';
 import { conversationUsageOf } from '../agent/usage/usage-wire';
 import { clientMessagesOf } from './conversation-export';
 import { historyHandlers } from './history-handlers';
 import { attachmentHandlers, chatAttachments } from './attachment-handlers';
 import { listAudit, verifyAudit } from './audit-handlers';
-import { actorOf } from './audit-actor';
+import { actorOf, sessionLabel } from './audit-actor';
 import { agentContextHandlers } from './agent-context-handlers';
 import { infoOf as worktreeInfoOf } from '../agent/worktrees/worktrees';
 import { requireDeleteConfirmed, reviewHandlers } from './review-handlers';
@@ -118,7 +117,7 @@ export const handlers: HandlerMap = {
 
   async list_conversations(command, session, ctx) {
     // A webhook account lists only its own conversations; the user's clients list them all.
-    const source = session.source.startsWith('webhook:') ? session.source : undefined;
+    const source = ownConversationsSource(session);
     const conversations: Conversation[] = ctx.store.conversations
       .list({ limit: command.limit, before: command.before, source })
       .map((row) => conversationOf(row, ctx.activity, ctx.store));
@@ -157,7 +156,7 @@ export const handlers: HandlerMap = {
     return ctx.permissions.answer(
       command.request_id,
       { decision: command.decision, note: command.note },
-      { owner: isOwner(session), label: sourceLabel(session.source), actor: actorOf(session, ctx.store.devices) },
+      { owner: isOwner(session), label: sessionLabel(session, ctx.store.devices), actor: actorOf(session, ctx.store.devices) },
     );
   },
 

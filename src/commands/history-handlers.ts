@@ -1,13 +1,13 @@
 import path from 'node:path';
 import { ServiceError, type CommandOf, type ResultOf } from '../protocol';
 import { canAccess } from '../protocol/sources';
-import { backupDataDir, type MessageRow, type SearchHit } from '../store';
+import { backupDataDir, type MessageMatch, type MessageRow } from '../store';
 import { actorOf } from './audit-actor';
 import { backupEntry } from './audit-records';
 import type { CommandContext } from './context';
 import { clientMessagesOf, exportFileName, pieceEnd, renderExport } from './conversation-export';
 import { renderedExportKey } from './rendered-exports';
-import type { ClientSession } from './session';
+import { ownConversationsSource, type ClientSession } from './session';
 
 // The history as a whole (docs/protocol.md, "Search, export and backup"): search it, take a
 // conversation away as a file, back the data directory up.
@@ -16,15 +16,16 @@ import type { ClientSession } from './session';
 const MAX_ACCOUNT_CONVERSATIONS = 500;
 
 /** Hits the session may see: a webhook account only in its own conversations, as get_messages. */
-async function visibleHits(command: CommandOf<'search_messages'>, session: ClientSession, ctx: CommandContext): Promise<SearchHit[]> {
+async function visibleHits(command: CommandOf<'search_messages'>, session: ClientSession, ctx: CommandContext): Promise<MessageMatch[]> {
   const options = { limit: command.limit };
   if (command.conversation_id !== undefined) {
     ctx.agent.requireConversation(command.conversation_id, session.source);
     return ctx.store.messages.search(command.query, { ...options, conversationId: command.conversation_id });
   }
-  if (!session.source.startsWith('webhook:')) return ctx.store.messages.search(command.query, options);
-  const own = ctx.store.conversations.list({ limit: MAX_ACCOUNT_CONVERSATIONS, source: session.source });
-  const hits: SearchHit[] = [];
+  const source = ownConversationsSource(session);
+  if (source === undefined) return ctx.store.messages.search(command.query, options);
+  const own = ctx.store.conversations.list({ limit: MAX_ACCOUNT_CONVERSATIONS, source });
+  const hits: MessageMatch[] = [];
   for (const c of own) hits.push(...(await ctx.store.messages.search(command.query, { ...options, conversationId: c.id })));
   return hits.sort((a, b) => b.seq - a.seq).slice(0, command.limit);
 }

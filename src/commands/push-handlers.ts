@@ -10,7 +10,7 @@ type PushHandler<T extends PushCommandType> = (command: CommandOf<T>, session: C
  * Push; a webhook account (nobody behind it) may not.
  */
 function requireUserClient(session: ClientSession): void {
-  if (session.source.startsWith('webhook:') || session.principal === undefined) {
+  if (session.source.kind === 'webhook' || session.principal === undefined) {
     throw new ServiceError('unauthorized', 'Web Push is for user clients: a webhook account has no device');
   }
 }

@@ -28,7 +28,7 @@ export function worktreeFor(conversationId: string, session: ClientSession, ctx:
  * to its agent, as its posts are); changing the worktree is for the people at the machine.
  */
 function notForWebhooks(type: CommandType, session: ClientSession): void {
-  if (session.source.startsWith('webhook:')) throw new ServiceError('unauthorized', `${type} is not for a webhook account (it may get_changes and comment_on_change on its own conversations)`);
+  if (session.source.kind === 'webhook') throw new ServiceError('unauthorized', `${type} is not for a webhook account (it may get_changes and comment_on_change on its own conversations)`);
 }
 
 /** service.json `worktrees.allow_hooks`: the owner lets the repository's hooks run on commit, land and push. */

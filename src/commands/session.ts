@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ServiceEvent } from '../protocol';
+import { sourceText, type Source } from '../protocol/sources';
 
 /**
  * One client of the dispatcher: a WebSocket connection, a relayed client, the editor's chat view or a
@@ -7,8 +8,8 @@ import type { ServiceEvent } from '../protocol';
  */
 export interface ClientSession {
   readonly id: string;
-  /** `editor`, `ws`, `relay`, or `webhook:<account>`: recorded as a conversation's source. */
-  readonly source: string;
+  /** Where it comes from: recorded (as its text, protocol/sources.ts) as its conversations' source. */
+  readonly source: Source;
   /** Whether a person behind this session can answer permission prompts. */
   readonly canAnswerPermissions: boolean;
   /** How a socket authenticated: with the service's access token, or a session token of `POST /auth`. Absent for the editor and webhooks. */
@@ -30,3 +31,11 @@ export function newSessionId(): string {
 
 /** A session's person (docs/protocol.md, "People"): the one key of everything that is a person's own. */
 export { OWNER_PERSON, personOf } from '../protocol/sources';
+
+/**
+ * The conversations' source a session is held to: a webhook account sees only its own conversations (their
+ * source is its own); undefined for the user's clients, who see every conversation (protocol/sources.ts canAccess).
+ */
+export function ownConversationsSource(session: Pick<ClientSession, 'source'>): string | undefined {
+  return session.source.kind === 'webhook' ? sourceText(session.source) : undefined;
+}

@@ -2,14 +2,14 @@ import { usageSumOf } from '../agent/usage/usage-wire';
 import type { ModelUsageSum } from '../store';
 import type { CommandOf, ResultOf, UsageDay } from '../protocol';
 import type { CommandContext } from './context';
-import type { ClientSession } from './session';
+import { ownConversationsSource, type ClientSession } from './session';
 
 const DAY_MS = 24 * 3600_000;
 
 /** `get_usage`: sums per UTC day and model; a webhook account sees only its own turns' usage. */
 export async function getUsage(command: CommandOf<'get_usage'>, session: ClientSession, ctx: CommandContext): Promise<ResultOf<'get_usage'>> {
   const fromDay = new Date(Date.now() - (command.days - 1) * DAY_MS).toISOString().slice(0, 10);
-  const source = session.source.startsWith('webhook:') ? session.source : undefined;
+  const source = ownConversationsSource(session);
   const byDay = new Map<string, ModelUsageSum[]>();
   for (const row of ctx.store.usage.byDayAndModel(fromDay, source)) byDay.set(row.day, [...(byDay.get(row.day) ?? []), row]);
   const days: UsageDay[] = [...byDay].map(([day, models]) => ({

@@ -77,7 +77,7 @@ export class LocalBackend extends EventEmitter<BackendEvents> implements Backend
     // The editor itself (commands, the status bar's waiting count, its prompt notifications) as one client,
     // the owner (it hosts the service and holds the access token); it hears and answers permission
     // requests like any client, as an attached window's socket does.
-    this.session = service.openSession({ source: 'editor', principal: 'access', canAnswerPermissions: true, send: (event) => this.emit('event', event) });
+    this.session = service.openSession({ source: { kind: 'editor' }, principal: 'access', canAnswerPermissions: true, send: (event) => this.emit('event', event) });
     service.config.on('change', this.onChange);
   }
 
@@ -90,7 +90,7 @@ export class LocalBackend extends EventEmitter<BackendEvents> implements Backend
   }
 
   openViewChannel(sink: ViewSink): ViewChannel {
-    const session = this.service.openSession({ source: 'editor', principal: 'access', canAnswerPermissions: true, send: (event) => sink.onEvent(event) });
+    const session = this.service.openSession({ source: { kind: 'editor' }, principal: 'access', canAnswerPermissions: true, send: (event) => sink.onEvent(event) });
     let open = true;
     return {
       send: (frame) => {

@@ -4,6 +4,7 @@ import { command, nonEmpty } from './command-frame';
 import { RequestId, Seq } from './envelope';
 import { AttachmentId, AttachmentInfo, MAX_ATTACHMENTS_PER_MESSAGE } from './attachments';
 import { Message } from './conversations';
+import { ToolResultDetail } from './tool-results';
 
 /**
  * Chatting (docs/protocol.md, "chat", "Following a conversation"): a message and its turn, cancelling,
@@ -117,6 +118,10 @@ export const ToolResultEvent = z.object({
   ok: z.boolean(),
   /** The tool did not run: the permission gate refused it (a rule, the mode, the user or the source). */
   denied: z.boolean(),
+  /** The tool's output as stored (what the model reads; a denial's reason); absent from older services. */
+  content: z.string().optional(),
+  /** What the call did, for people: the applied diff, a command's exit code (see Message's `detail`). */
+  detail: ToolResultDetail.optional(),
   /** An image the tool read or made, shown to the user (read it with get_attachment). */
   attachments: z.array(AttachmentInfo).optional(),
 });

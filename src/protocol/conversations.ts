@@ -4,6 +4,7 @@ import { command, listLimit, nonEmpty } from './command-frame';
 import { AttachmentInfo } from './attachments';
 import { ConversationUsage, MessageUsage } from './usage';
 import { PlanSummary } from './plan';
+import { ToolResultDetail } from './tool-results';
 import { WorktreeInfo } from './worktrees';
 
 /**
@@ -125,8 +126,12 @@ export const Message = z.object({
   ok: z.boolean().optional(),
   /** Tool results: the tool did not run, the permission gate refused it (as `tool.result` says live). */
   denied: z.boolean().optional(),
+  /** Tool results: what the call did, for people (the applied diff of write_file/edit_file, run_command's exit code). */
+  detail: ToolResultDetail.optional(),
   /** Replies: the tokens and cost of the turn's provider calls (absent when none were counted). */
   usage: MessageUsage.optional(),
+  /** User messages: who sent it, as people read it (a paired device's name, a password user's, `editor`, `LAN`); absent on older messages. */
+  from: z.string().optional(),
   /** User messages: the context sent with it (chat's `context`), for the history's chips. */
   context: ChatContext.optional(),
   /** User messages: the files attached to it (read them with get_attachment). */

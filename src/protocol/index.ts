@@ -11,6 +11,7 @@ export * from './push';
 export * from './backup';
 export * from './chat-context';
 export * from './events';
+export * from './tool-results';
 export * from './http';
 export * from './webhook';
 export * from './config';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { command, nonEmpty } from './command-frame';
 import { Seq } from './envelope';
+import { DiffPreview } from './tool-results';
 
 /**
  * Permission prompts (docs/protocol.md, "Permissions"): the mode, a request waiting for a person with
@@ -33,14 +34,7 @@ export const ListPendingPermissionsCommand = command('list_pending_permissions',
  * `error`: the call would fail, and this is the error the tool would give.
  */
 export const PermissionPreview = z.discriminatedUnion('kind', [
-  z.object({
-    kind: z.literal('diff'),
-    path: z.string(),
-    /** Unified diff against the file as it is now; cut after 200,000 characters (then `truncated`). */
-    diff: z.string(),
-    new_file: z.boolean(),
-    truncated: z.boolean(),
-  }),
+  DiffPreview,
   z.object({
     kind: z.literal('command'),
     command: z.string(),
@@ -65,6 +59,8 @@ export const PermissionRequest = z.object({
   tool: z.string(),
   arguments: z.record(z.string(), z.unknown()),
   preview: PermissionPreview.optional(),
+  /** The allow rule `allow_always` would add (absent when it adds none: a call with nothing a rule can name). */
+  always_rule: z.string().optional(),
   /** The conversation works in its own git worktree: the tool acts there (its paths and cwd are relative to `path`), not in the workspace. */
   worktree: z.object({ branch: z.string(), path: z.string() }).optional(),
   created_at: z.string(),

@@ -19,7 +19,7 @@ export interface WorktreeRecord {
   conversationId: string;
   /** The real path of the user's repository (its main working tree) the worktree was made from. */
   repository: string;
-  /** The worktree's folder (outside the repository's working tree, under the data directory). */
+  /** The worktree's real path: outside the repository's working tree, in service.json's `worktrees.folder` (default `<repository>.worktrees/` beside it). */
   path: string;
   /** `assistant/<slug>-<id>`. */
   branch: string;

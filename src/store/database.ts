@@ -16,6 +16,7 @@ import type { Op, SqlParamInput } from './record';
 import { fsyncDir, hasMetaTable, META_TABLE_SQL, readSnapshotSeq } from './replay';
 import { PRIVATE_DIR_MODE } from '../platform/file-modes';
 import { loadSqlJs } from './sqljs';
+import type { KeyedBody } from './history/protocol';
 import { queryAll, queryOne, runOp, StatementCache } from './statements';
 
 export type { SqlParam, SqlParamInput } from './record';
@@ -33,6 +34,11 @@ export interface DatabaseOptions {
   recover?: boolean;
   /** Take over a `service.lock` written by another host (`serve --break-lock`; see acquireLock). */
   breakLock?: boolean;
+  /**
+   * Journal segments wait for `releaseCompaction` before they are compacted (and then deleted): records
+   * may hold bodies whose only durable copy they are (WriteTx.keepBodies) until history.db is synced.
+   */
+  holdCompaction?: boolean;
 }
 
 export interface RunResult {
@@ -49,6 +55,12 @@ export interface WriteTx {
   run(sql: string, params?: readonly SqlParamInput[]): RunResult;
   get<T = Record<string, unknown>>(sql: string, params?: readonly SqlParamInput[]): T | undefined;
   all<T = Record<string, unknown>>(sql: string, params?: readonly SqlParamInput[]): T[];
+  /**
+   * Journals history.db bodies with this transaction: bodies written there but not yet synced, which
+   * its rows refer to. The record is then their durable copy until history.db is synced (see
+   * `releaseCompaction`), so one fsync makes the rows and their bodies durable together.
+   */
+  keepBodies(bodies: readonly KeyedBody[]): void;
 }
 
 export interface DatabaseStats {
@@ -76,6 +88,16 @@ export class Database {
   private readonly cache: StatementCache;
   private inWrite = false;
   private closing: Promise<void> | null = null;
+  /** Bodies journaled by the records replayed at open, until taken (takeReplayedBodies). */
+  private replayedBodies: KeyedBody[] = [];
+  /** Closed segments waiting to be handed to the compactor (holdCompaction), oldest first. */
+  private held: string[] = [];
+  /** Makes history.db's bodies durable before segments go to the compactor; null until released. */
+  private beforeCompaction: (() => Promise<void>) | null;
+  /** The running hand-over of held segments (compact() waits for it). */
+  private handoff: Promise<void> = Promise.resolve();
+  /** Statements that ride along with the next write that has its own (`withNextWrite`). */
+  private riders: Op[] = [];
 
   private constructor(
     readonly dir: string,
@@ -87,8 +109,10 @@ export class Database {
     private readonly lock: DirLock,
     private readonly logger: Logger,
     cache: StatementCache,
+    hold: boolean,
   ) {
     this.cache = cache;
+    this.beforeCompaction = hold ? null : () => Promise.resolve();
   }
 
   static async open(dir: string, options: DatabaseOptions = {}): Promise<Database> {
@@ -161,12 +185,14 @@ export class Database {
         },
       });
       const journal = await Journal.open(
-        { dir: realDir, fileName, segmentBytes, logger, onSegmentClosed: (p) => compactor.enqueue([p]) },
+        { dir: realDir, fileName, segmentBytes, logger, onSegmentClosed: (p) => database?.handOver([p]) },
         { lastSeq: recovered.lastSeq, active, closed, maxN: recovered.maxN },
       );
-      database = new Database(realDir, fileName, sql, journal, compactor, lock, logger, cache);
+      database = new Database(realDir, fileName, sql, journal, compactor, lock, logger, cache, options.holdCompaction === true);
+      // Only a store that syncs history.db restores them (without holdCompaction nobody takes them).
+      if (options.holdCompaction) database.replayedBodies = recovered.bodies;
       if (!hasMetaTable(cache)) await database.write((tx) => tx.run(META_TABLE_SQL));
-      if (closed.length > 0) compactor.enqueue(closed.map((s) => s.path));
+      if (closed.length > 0) database.handOver(closed.map((s) => s.path));
       return database;
     } catch (err) {
       cache?.clear();
@@ -192,6 +218,7 @@ export class Database {
     if (this.journal.owesWrites) return this.journal.retry().then(() => this.write(fn));
 
     const ops: Op[] = [];
+    const bodies: KeyedBody[] = [];
     let open = true;
     let statementError: unknown;
     const check = () => {
@@ -218,6 +245,10 @@ export class Database {
         check();
         return queryAll(this.cache, sql, normalizeParams(params)) as R[];
       },
+      keepBodies: (kept) => {
+        check();
+        bodies.push(...kept);
+      },
     };
 
     let result: T;
@@ -228,7 +259,10 @@ export class Database {
         result = fn(tx);
         if (isThenable(result)) throw new Error('write() callbacks must be synchronous');
         if (statementError !== undefined) throw statementError;
+        if (ops.length > 0) for (const [sql, params] of this.riders) tx.run(sql, params ?? undefined);
+        if (statementError !== undefined) throw statementError;
         runOp(this.sql, this.cache, 'COMMIT', null);
+        if (ops.length > 0) this.riders = [];
       } catch (err) {
         try {
           this.sql.run('ROLLBACK');
@@ -243,7 +277,7 @@ export class Database {
       open = false;
       this.inWrite = false;
     }
-    const durable = ops.length > 0 ? this.journal.append(ops) : this.journal.barrier();
+    const durable = ops.length > 0 || bodies.length > 0 ? this.journal.append(ops, bodies) : this.journal.barrier();
     return durable.then(() => result);
   }
 
@@ -266,6 +300,54 @@ export class Database {
     return this.journal.failed?.message ?? this.journal.degraded;
   }
 
+  /**
+   * Runs `sql` in the next write transaction that has statements of its own, journaled with them:
+   * bookkeeping not worth a record (and an fsync) of its own, which may wait as long as nothing is written.
+   */
+  withNextWrite(sql: string, params: readonly SqlParamInput[]): void {
+    this.riders.push([sql, normalizeParams(params)]);
+  }
+
+  /** The bodies journaled by the records replayed at open (once: they are dropped from memory). */
+  takeReplayedBodies(): KeyedBody[] {
+    const bodies = this.replayedBodies;
+    this.replayedBodies = [];
+    return bodies;
+  }
+
+  /**
+   * Lets closed segments go to the compactor (holdCompaction): each time, `beforeCompaction` first
+   * makes durable every body written to history.db so far, so compaction never deletes a record that is
+   * still a body's only durable copy. Segments closed meanwhile waited; they go now.
+   */
+  releaseCompaction(beforeCompaction: () => Promise<void>): void {
+    this.beforeCompaction = beforeCompaction;
+    this.handOver([]);
+  }
+
+  /** Resolves once segments closed so far went to the compactor (or failed to, logged). */
+  handedOver(): Promise<void> {
+    return this.handoff;
+  }
+
+  private handOver(segments: readonly string[]): void {
+    this.held.push(...segments);
+    this.handoff = this.handoff.then(async () => {
+      const ready = this.beforeCompaction;
+      if (!ready || this.held.length === 0) return;
+      try {
+        await ready();
+      } catch (err) {
+        // They stay held (their records stay replayable) and go with the next segment closed.
+        this.logger.warn('store.compaction_held', { segments: this.held.length, error: err instanceof Error ? err.message : String(err) });
+        return;
+      }
+      const paths = this.held;
+      this.held = [];
+      this.compactor.enqueue(paths);
+    });
+  }
+
   /** Resolves once every write made so far is durable. */
   flush(): Promise<void> {
     return this.journal.barrier();
@@ -279,6 +361,7 @@ export class Database {
     this.assertOpen();
     await this.journal.barrier();
     await this.journal.rotate();
+    await this.handoff;
     await this.compactor.drain();
   }
 

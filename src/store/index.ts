@@ -25,6 +25,7 @@ import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
 import type { MessageRole } from './types';
 import type { BodyRef } from './history/protocol';
+import { inboxHasBodyKeys, restoreJournaledBodies, syncHistory } from './history/restore';
 
 export { Database } from './database';
 export { BlobDamagedError, BlobStore, hashBytes, isBlobHash } from './blob-store';
@@ -121,21 +122,21 @@ export interface Store {
  * lost bodies are stored back as LOST_BODY_TEXT under their keys, new keys start above every key
  * service.db refers to, and the store says degraded until the service restarts.
  */
-async function checkHistoryComplete(db: Database, history: HistoryStore, logger: Logger, recover: boolean): Promise<void> {
+async function checkHistoryComplete(db: Database, history: HistoryStore, present: number, logger: Logger, recover: boolean): Promise<void> {
   const referenced = referencedKey(db);
-  if (referenced <= history.keysBeforeOpen) return;
+  if (referenced <= present) return;
   const problem =
-    `${HISTORY_FILE_NAME} in ${db.dir} is missing message bodies that were acknowledged (it ends at body ${history.keysBeforeOpen}, ` +
+    `${HISTORY_FILE_NAME} in ${db.dir} is missing message bodies that were acknowledged (it ends at body ${present}, ` +
     `messages refer to bodies up to ${referenced}): it was damaged or replaced by an older copy.`;
   if (!recover) {
     throw new Error(`${problem} The store was not opened and nothing was changed. To start anyway, run \`remote-assistant serve --recover\`: those messages then read "${LOST_BODY_TEXT}".`);
   }
   const lost = db.all<{ body_key: number; conversation_id: string; role: MessageRole }>('SELECT body_key, conversation_id, role FROM messages WHERE body_key > ? ORDER BY body_key', [
-    history.keysBeforeOpen,
+    present,
   ]);
   await history.fill(lost.map((m) => ({ key: m.body_key, conversation_id: m.conversation_id, role: m.role, content: LOST_BODY_TEXT, data: null })), referenced);
   history.damaged ??= `${HISTORY_FILE_NAME} had lost ${lost.length} acknowledged message bodies (damaged or replaced by an older copy); they read "${LOST_BODY_TEXT}" now. Started with --recover: restart the service to clear this notice`;
-  logger.error('history.bodies_missing', { last_key: history.keysBeforeOpen, referenced, lost: lost.length });
+  logger.error('history.bodies_missing', { last_key: present, referenced, lost: lost.length });
 }
 
 /**
@@ -153,11 +154,6 @@ async function salvageHistory(db: Database, history: HistoryStore, logger: Logge
   logger.error('history.salvaged', { damage: history.damageAtOpen, kept: result.kept, lost: result.lost, aside: path.basename(result.aside) });
 }
 
-/** Whether webhook messages waiting in the inbox keep their body in history.db (not in a store opened with older migrations). */
-function inboxHasBodyKeys(db: Database): boolean {
-  return db.all<{ name: string }>('PRAGMA table_info(webhook_inbox)').some((column) => column.name === 'body_key');
-}
-
 /** The highest body key service.db refers to (messages, webhook messages waiting in the inbox, and bodies waiting to be deleted). */
 function referencedKey(db: Database): number {
   const inbox = inboxHasBodyKeys(db) ? ' UNION ALL SELECT max(body_key) FROM webhook_inbox' : '';
@@ -171,7 +167,8 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   const boot = HistoryStore.boot();
   let db: Database;
   try {
-    db = await Database.open(dataDir, options);
+    // Journal segments may hold the only durable copy of bodies until history.db is synced (restore.ts).
+    db = await Database.open(dataDir, { ...options, holdCompaction: true });
   } catch (err) {
     await boot.cancel();
     throw err;
@@ -181,8 +178,13 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   try {
     await migrate(db, options.migrations ?? MIGRATIONS, logger);
     history = await boot.open(db.dir, options.recover === true);
-    if (history.damageAtOpen !== null) await salvageHistory(db, history, logger);
-    else await checkHistoryComplete(db, history, logger, options.recover === true);
+    if (history.damageAtOpen !== null) {
+      db.takeReplayedBodies(); // the salvage reads what the damaged file still gives (placeholders for the rest)
+      await salvageHistory(db, history, logger);
+    } else await checkHistoryComplete(db, history, await restoreJournaledBodies(db, history, logger), logger, options.recover === true);
+    await syncHistory(db, history);
+    const synced = history;
+    db.releaseCompaction(() => syncHistory(db, synced));
     blobs = await BlobStore.open(path.join(db.dir, BLOBS_DIR_NAME));
   } catch (err) {
     await history?.close().catch(() => {});
@@ -225,6 +227,8 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     close: async () => {
       await maintenance.stop();
       await db.flush().catch(() => {});
+      // A hand-over to the compactor syncs history.db first: it must not find it closed.
+      await db.handedOver();
       await opened.close();
       await db.close();
     },

@@ -5,6 +5,7 @@ import type { Logger } from '../log/logger';
 import { ServiceError } from '../protocol/errors';
 import { encodeRecord } from './record';
 import type { Op } from './record';
+import type { KeyedBody } from './history/protocol';
 import type { LiveSegment } from './recovery';
 import { fsyncDir, segmentPath } from './replay';
 import { PRIVATE_FILE_MODE } from '../platform/file-modes';
@@ -154,11 +155,11 @@ export class Journal {
     });
   }
 
-  /** Journals one transaction. Resolves once it is on disk (fdatasync done). */
-  append(ops: Op[]): Promise<void> {
+  /** Journals one transaction (with the history.db bodies it refers to). Resolves once it is on disk (fdatasync done). */
+  append(ops: Op[], bodies?: KeyedBody[]): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.closed) return Promise.reject(new Error('the store is closed'));
-    const buf = encodeRecord({ seq: this.seq + 1, ops });
+    const buf = encodeRecord({ seq: this.seq + 1, ops, bodies });
     this.seq++;
     let batch = this.batch;
     if (!batch) {

@@ -1,10 +1,10 @@
 import { previewOf } from '../protocol/preview';
 import type { Database, WriteTx } from './database';
 import type { HistoryStore } from './history/history-store';
-import type { BodyIn, BodyOut } from './history/protocol';
+import type { BodyIn, BodyOut, KeyedBody } from './history/protocol';
 import { parseSnippet, toMatchExpression } from './history/search-query';
 import { turnReplySql } from './turn-reply';
-import type { MessageRole, MessageRow, NewMessage, SearchHit } from './types';
+import type { MessageMatch, MessageRole, MessageRow, NewMessage } from './types';
 
 export interface RecentOptions {
   /** How many of the most recent messages (default 50). */
@@ -113,31 +113,36 @@ export class MessagesRepo {
   }
 
   /**
-   * Stores several messages (e.g. a whole turn) in one transaction. The bodies are made durable in
-   * history.db first, so the journaled metadata never points at a body that could be missing.
-   * `alsoInTx` writes more in the same transaction (rows that must appear with these messages).
+   * Stores several messages (e.g. a whole turn) in one transaction. The bodies are written to history.db
+   * first (so a read never meets a row without its body) and journaled with the rows: the journal's one
+   * fsync makes rows and bodies durable together (WriteTx.keepBodies). `alsoInTx` writes more in the
+   * same transaction (rows that must appear with these messages).
    */
   async appendMany(messages: readonly NewMessage[], alsoInTx?: (tx: WriteTx) => void): Promise<void> {
     if (messages.length === 0) return;
-    const keys = await this.putBodies(messages);
+    const bodies = await this.putBodies(messages);
     try {
       await this.db.write((tx) => {
-        messages.forEach((m, i) => insertMessage(tx, m, keys[i]));
+        messages.forEach((m, i) => insertMessage(tx, m, bodies[i].key));
+        tx.keepBodies(bodies);
         alsoInTx?.(tx);
       });
     } catch (err) {
-      this.discardBodies(keys);
+      this.discardBodies(bodies.map((b) => b.key));
       throw err;
     }
   }
 
   /**
-   * Bodies stored durably ahead of their messages: keys for a later transaction to refer to (a webhook
-   * message waits in the inbox, its body already in history.db, until it joins its conversation).
+   * Bodies written to history.db ahead of the transaction whose rows refer to them, which must journal
+   * them (WriteTx.keepBodies): until then they are not durable (a webhook message waits in the inbox,
+   * its body in history.db, until it joins its conversation).
    */
-  putBodies(messages: readonly NewMessage[]): Promise<number[]> {
+  async putBodies(messages: readonly NewMessage[]): Promise<KeyedBody[]> {
     messages.forEach(checkRole);
-    return this.history.put(messages.map((m) => bodyOf(m, dataText(m))));
+    const bodies = messages.map((m) => bodyOf(m, dataText(m)));
+    const keys = await this.history.write(bodies);
+    return bodies.map((b, i) => ({ key: keys[i], ...b }));
   }
 
   /** Bodies no transaction came to refer to; at worst (this fails too) the sweep at the next open removes them. */
@@ -232,7 +237,7 @@ export class MessagesRepo {
    * Messages (user and assistant) containing every word of `query`, the last one as a prefix; newest
    * first. Words are quoted, so FTS5 syntax typed by a user has no effect.
    */
-  async search(query: string, options: { conversationId?: string; limit?: number } = {}): Promise<SearchHit[]> {
+  async search(query: string, options: { conversationId?: string; limit?: number } = {}): Promise<MessageMatch[]> {
     const match = toMatchExpression(query);
     const limit = Math.min(MAX_SEARCH_LIMIT, Math.max(1, Math.floor(options.limit ?? 20)));
     const raw = await this.history.search(match, options.conversationId ?? null, limit + SEARCH_SLACK);
@@ -246,7 +251,7 @@ export class MessagesRepo {
         )
         .map((m) => [m.body_key, m]),
     );
-    const hits: SearchHit[] = [];
+    const hits: MessageMatch[] = [];
     for (const h of raw) {
       const m = meta.get(h.key);
       if (!m) continue; // a body whose message is not (or no longer) stored

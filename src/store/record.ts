@@ -1,4 +1,5 @@
 import { crc32 } from 'node:zlib';
+import type { KeyedBody } from './history/protocol';
 
 /** A value as bound to a statement and stored in the journal. */
 export type SqlParam = string | number | null | Uint8Array;
@@ -11,6 +12,12 @@ export type Op = readonly [sql: string, params: readonly SqlParam[] | null];
 export interface JournalRecord {
   seq: number;
   ops: Op[];
+  /**
+   * Message bodies the transaction's rows refer to, written to history.db before it but not yet made
+   * durable there: this record is their one durable commit, and the open puts them back into a
+   * history.db that lost them (store/history/restore.ts). Not SQL: replay into sql.js skips them.
+   */
+  bodies?: KeyedBody[];
 }
 
 /** Bytes of a segment that are not records. */
@@ -67,11 +74,24 @@ function decodeParam(v: unknown): SqlParam {
   throw new Error('bad parameter');
 }
 
+function decodeBodies(value: unknown): KeyedBody[] {
+  if (!Array.isArray(value)) throw new Error('bad bodies');
+  return value.map((b: unknown) => {
+    if (!Array.isArray(b) || b.length !== 5) throw new Error('bad body');
+    const [key, conversation_id, role, content, data] = b as unknown[];
+    if (!Number.isSafeInteger(key) || typeof conversation_id !== 'string' || typeof role !== 'string' || typeof content !== 'string' || (data !== null && typeof data !== 'string')) {
+      throw new Error('bad body');
+    }
+    return { key: key as number, conversation_id, role: role as KeyedBody['role'], content, data };
+  });
+}
+
 /** `<crc32 of json, 8 hex> <json>\n`: JSON escapes newlines, so one record is exactly one line. */
 export function encodeRecord(record: JournalRecord): Buffer {
   const json = JSON.stringify({
     seq: record.seq,
     ops: record.ops.map(([sql, params]) => (params ? [sql, params.map(encodeParam)] : [sql])),
+    ...(record.bodies && record.bodies.length > 0 ? { b: record.bodies.map((b) => [b.key, b.conversation_id, b.role, b.content, b.data]) } : {}),
   });
   const crc = crc32(json).toString(16).padStart(8, '0');
   return Buffer.from(`${crc} ${json}\n`, 'utf8');
@@ -84,9 +104,9 @@ function decodeLine(line: Buffer): JournalRecord | null {
   const body = line.subarray(9);
   if (crc32(body) !== parseInt(hex, 16)) return null;
   try {
-    const value = JSON.parse(body.toString('utf8')) as { seq?: unknown; ops?: unknown };
+    const value = JSON.parse(body.toString('utf8')) as { seq?: unknown; ops?: unknown; b?: unknown };
     if (typeof value !== 'object' || value === null) return null;
-    const { seq, ops } = value;
+    const { seq, ops, b } = value;
     if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1 || !Array.isArray(ops)) return null;
     const decoded: Op[] = ops.map((op: unknown) => {
       if (!Array.isArray(op) || typeof op[0] !== 'string') throw new Error('bad op');
@@ -95,7 +115,7 @@ function decodeLine(line: Buffer): JournalRecord | null {
       if (!Array.isArray(params)) throw new Error('bad params');
       return [op[0], params.map(decodeParam)] as const;
     });
-    return { seq, ops: decoded };
+    return b === undefined ? { seq, ops: decoded } : { seq, ops: decoded, bodies: decodeBodies(b) };
   } catch {
     return null;
   }

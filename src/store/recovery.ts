@@ -8,6 +8,7 @@ import type { Database as SqlJsDatabase } from 'sql.js';
 import type { Logger } from '../log/logger';
 import { scanRecords } from './record';
 import type { DamagedRange, ScannedRecords } from './record';
+import type { KeyedBody } from './history/protocol';
 import { fsyncDir, listSegments, replayRecords } from './replay';
 import { PRIVATE_FILE_MODE } from '../platform/file-modes';
 import type { SegmentFile } from './replay';
@@ -31,6 +32,8 @@ export interface RecoveryResult {
   maxN: number;
   applied: number;
   droppedBytes: number;
+  /** The history.db bodies journaled by records after the snapshot (record.ts), in order. */
+  bodies: KeyedBody[];
 }
 
 /** A journal segment holds bad bytes with committed records after them; nothing was changed. */
@@ -167,6 +170,7 @@ export async function recoverJournal(
   let applied = 0;
   let droppedBytes = 0;
   let gapReported = false;
+  const bodies: KeyedBody[] = [];
   for (let i = 0; i < scanned.length; i++) {
     const { file, buf, scan } = scanned[i];
     const first = scan.records.find((r) => r.seq > lastSeq);
@@ -180,6 +184,7 @@ export async function recoverJournal(
     }
     applied += result.applied;
     lastSeq = result.lastSeq;
+    for (const record of scan.records) if (record.seq > snapshotSeq && record.bodies) bodies.push(...record.bodies);
     const maxSeq = scan.records.length > 0 ? scan.records[scan.records.length - 1].seq : 0;
     segments.push({ n: file.n, path: file.path, size: scan.validBytes, maxSeq });
 
@@ -210,5 +215,5 @@ export async function recoverJournal(
       break;
     }
   }
-  return { lastSeq, segments, maxN: files.length > 0 ? files[files.length - 1].n : 0, applied, droppedBytes };
+  return { lastSeq, segments, maxN: files.length > 0 ? files[files.length - 1].n : 0, applied, droppedBytes, bodies };
 }

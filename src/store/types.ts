@@ -1,5 +1,7 @@
+import type { MessageRole, SearchHit } from '../protocol';
+
 /** `summary`: earlier turns summarised for the model, or the notice that they could not be (agent/compaction). */
-export type MessageRole = 'user' | 'assistant' | 'tool' | 'summary';
+export type { MessageRole };
 
 export interface ConversationRow {
   id: string;
@@ -61,18 +63,11 @@ export interface RegistrationRow {
   updated_at: string;
 }
 
-/** One message matching a search (MessagesRepo.search), newest first. */
-export interface SearchHit {
-  message_id: string;
-  conversation_id: string;
-  role: MessageRole;
-  timestamp: string;
-  seq: number;
-  /** A piece of the message around the first match, whitespace collapsed, `…` where it was cut. */
-  snippet: string;
-  /** Where the query's words are in `snippet`: [start, end) in UTF-16 code units. */
-  highlights: Array<[number, number]>;
-}
+/**
+ * One message matching a search (MessagesRepo.search), newest first: the protocol's search hit before
+ * its conversation's title is joined (commands/history-handlers.ts), with its place in the history.
+ */
+export type MessageMatch = Omit<SearchHit, 'conversation_title'> & { seq: number };
 
 export interface SearchOptions {
   conversationId?: string;

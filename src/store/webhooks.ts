@@ -143,11 +143,17 @@ export class WebhooksRepo {
     // A repeated key needs no body (checked again in the transaction, which decides).
     const repeated = input.idempotencyKey !== undefined && this.firstAnswer(this.db, input) !== undefined;
     const conversationId = input.conversationId ?? input.newConversation.id;
-    const [bodyKey] = repeated
+    const [body] = repeated
       ? []
       : await this.messages.putBodies([{ id: input.message.id, conversation_id: conversationId, role: 'user', content: input.message.content, timestamp: iso(input.now) }]);
+    const bodyKey = body?.key;
     try {
-      const result = await this.db.write((tx) => this.acceptInTx(tx, input, bodyKey));
+      const result = await this.db.write((tx) => {
+        const answer = this.acceptInTx(tx, input, bodyKey);
+        // The inbox row refers to it: journaled with the row, its one durable commit.
+        if (answer.kind === 'accepted' && body) tx.keepBodies([body]);
+        return answer;
+      });
       if (result.kind !== 'accepted' && bodyKey !== undefined) this.messages.discardBodies([bodyKey]);
       return result;
     } catch (error) {

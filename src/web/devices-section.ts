@@ -4,10 +4,11 @@
  * Loaded each time the section is opened; only the owner may list (a session user sees the refusal).
  */
 import type { PairedDevice } from '../protocol';
-import { h } from './chat/dom';
+import { h, relativeTime } from './chat/dom';
 import type { ServiceConnection } from './connection';
 
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : 'never');
+/** "5 min ago", "yesterday": how long ago reads at a glance (the exact time is the line's title). */
+const when = (iso: string | null) => (iso ? relativeTime(iso) : 'never');
 
 export class DevicesSection {
   readonly element: HTMLDetailsElement;
@@ -53,7 +54,7 @@ export class DevicesSection {
           'li',
           { class: 'device', 'data-device-id': device.device_id },
           h('div', { class: 'device-name' }, device.device_name, own ? ' (this phone)' : ''),
-          h('div', { class: 'device-detail' }, `${device.via === 'relay' ? 'relay' : 'LAN'} · notifications ${device.push ? 'on' : 'off'} · last seen ${when(device.last_seen)}`),
+          h('div', { class: 'device-detail', title: device.last_seen ? `last seen ${new Date(device.last_seen).toLocaleString()}` : undefined }, `${device.via === 'relay' ? 'relay' : 'LAN'} · notifications ${device.push ? 'on' : 'off'} · last seen ${when(device.last_seen)}`),
           revoke,
         );
       }),

@@ -2,36 +2,21 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { TurnEvent } from '../../src/agent/agent';
 import type { Provider } from '../../src/agent/providers/types';
 import { startFakeAnthropic } from '../helpers/fake-anthropic';
-import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../helpers/fake-openai';
+import { type RecordedRequest } from '../helpers/fake-openai';
 import { stackTraceText } from '../helpers/provider-test-kit';
-import { TEST_API_KEY, startService, type RunningService } from '../helpers/service';
-import { tempDir } from '../helpers/temp';
+import { TEST_API_KEY } from '../helpers/service';
+import { useFakeProvider, type ServiceWithFake, type StartOptions } from '../helpers/service-fixture';
 import { TestClient } from '../helpers/ws-client';
 import { withoutNote } from '../helpers/service-note';
 
-let fake: FakeOpenAI;
-let workspace: string;
-const cleanups: (() => Promise<void>)[] = [];
+const rig = useFakeProvider({ workspace: true });
 
-before(async () => {
-  fake = await startFakeOpenAI();
-  const temp = await tempDir('ra-workspace-');
-  workspace = temp.dir;
-  cleanups.push(temp.cleanup);
-});
-after(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-  await fake?.close();
-});
-
-async function service(config: Record<string, unknown> = {}, options: Parameters<typeof startService>[1] = {}): Promise<RunningService> {
-  const svc = await startService({ base_url: fake.url, workspace, permission_mode: 'allow', ...config }, { permissionTimeoutMs: 1_500, toolTimeoutMs: 2_000, ...options });
-  cleanups.push(() => svc.dispose());
-  return svc;
+function service(config: Record<string, unknown> = {}, options: StartOptions = {}): Promise<ServiceWithFake> {
+  return rig.start({ permission_mode: 'allow', ...config }, { permissionTimeoutMs: 1_500, toolTimeoutMs: 2_000, ...options });
 }
 
 /** The last tool-result message the model was sent in a request. */
@@ -45,7 +30,7 @@ describe('the tool loop', () => {
   test('a two-step tool chain: write, then read, then answer; events streamed and tool messages stored', async () => {
     const svc = await service();
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    fake.script(
+    rig.fake.script(
       { tool_calls: [{ id: 'c1', name: 'write_file', arguments: { path: 'notes/a.txt', content: 'forty-two' } }] },
       { tool_calls: [{ id: 'c2', name: 'read_file', arguments: { path: 'notes/a.txt' } }] },
       (request) => ({ text: `the file says: ${toolResultsIn(request).at(-1)}` }),
@@ -53,7 +38,7 @@ describe('the tool loop', () => {
     const reply = await client.request({ type: 'chat', message: 'write then read', id: 't1' });
     assert.equal(reply.status, 'ok', JSON.stringify(reply));
     assert.match((reply.data as { response: string }).response, /the file says: .*forty-two/);
-    assert.equal(await readFile(join(workspace, 'notes/a.txt'), 'utf8'), 'forty-two');
+    assert.equal(await readFile(join(rig.workspace, 'notes/a.txt'), 'utf8'), 'forty-two');
 
     const events = client.frames.filter((f) => f.id === 't1' && String(f.event).startsWith('tool.'));
     assert.deepEqual(events.map((e) => [e.event, e.tool]), [['tool.call', 'write_file'], ['tool.result', 'write_file'], ['tool.call', 'read_file'], ['tool.result', 'read_file']]);
@@ -74,7 +59,7 @@ describe('the tool loop', () => {
 
     // The next turn replays the tool traffic to the model in the provider's format.
     await client.request({ type: 'chat', message: 'thanks', conversation_id });
-    const replayed = fake.requests.at(-1)!.body.messages as { role: string; tool_calls?: unknown[]; tool_call_id?: string }[];
+    const replayed = rig.fake.requests.at(-1)!.body.messages as { role: string; tool_calls?: unknown[]; tool_call_id?: string }[];
     assert.deepEqual(replayed.map((m) => m.role), ['system', 'user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'user', 'user'], 'the last: the turn\'s note');
     assert.equal(replayed[3].tool_call_id, 'c1');
     client.close();
@@ -96,15 +81,15 @@ describe('the tool loop', () => {
   test('max_steps bounds the loop', async () => {
     const svc = await service({ max_steps: 2 });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    fake.script(
+    rig.fake.script(
       { tool_calls: [{ name: 'list_directory', arguments: {} }] },
       { tool_calls: [{ name: 'list_directory', arguments: {} }] },
     );
-    const before = fake.requests.length;
+    const before = rig.fake.requests.length;
     const reply = await client.request({ type: 'chat', message: 'loop forever' });
     assert.equal(reply.status, 'ok');
-    assert.equal(fake.requests.length - before, 2, 'two model calls, no more');
-    assert.equal(fake.requests.at(-1)!.body.tools, undefined, 'the last step offers no tools');
+    assert.equal(rig.fake.requests.length - before, 2, 'two model calls, no more');
+    assert.equal(rig.fake.requests.at(-1)!.body.tools, undefined, 'the last step offers no tools');
     client.close();
   });
 });
@@ -113,10 +98,10 @@ describe('permissions', () => {
   test('deny: the tool never runs, the model is told, the chat still answers', async () => {
     const svc = await service({ permission_mode: 'deny' });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'denied.txt', content: 'x' } }] }, (request) => ({ text: `ok: ${toolResultsIn(request).at(-1)}` }));
+    rig.fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'denied.txt', content: 'x' } }] }, (request) => ({ text: `ok: ${toolResultsIn(request).at(-1)}` }));
     const reply = await client.request({ type: 'chat', message: 'try to write', id: 'd1' });
     assert.match((reply.data as { response: string }).response, /Permission denied/);
-    assert.equal(existsSync(join(workspace, 'denied.txt')), false);
+    assert.equal(existsSync(join(rig.workspace, 'denied.txt')), false);
     assert.equal(client.frames.find((f) => f.event === 'tool.result' && f.id === 'd1')?.ok, false);
     const stored = (await client.request({ type: 'get_messages', conversation_id: chatId(reply), include_tools: true })).data as { messages: { tool_kind?: string; ok?: boolean }[] };
     assert.equal(stored.messages.find((m) => m.tool_kind === 'result')?.ok, false, 'a denied call is stored as not ok');
@@ -127,7 +112,7 @@ describe('permissions', () => {
     const svc = await service({ permission_mode: 'ask' });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
     for (const [answer, file, expectRun] of [['allow', 'ask-allow.txt', true], ['deny', 'ask-deny.txt', false], [undefined, 'ask-timeout.txt', false]] as const) {
-      fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: file, content: 'y' } }] }, { text: 'done' });
+      rig.fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: file, content: 'y' } }] }, { text: 'done' });
       client.send({ type: 'chat', message: `write ${file}`, id: file });
       const request = await client.next((f) => f.event === 'permission.request');
       assert.equal(request.tool, 'write_file');
@@ -139,7 +124,7 @@ describe('permissions', () => {
       const resolved = await client.next((f) => f.event === 'permission.resolved' && f.request_id === request.request_id);
       assert.equal(resolved.decision, answer ?? 'deny');
       await client.next((f) => f.id === file && 'status' in f);
-      assert.equal(existsSync(join(workspace, file)), expectRun, file);
+      assert.equal(existsSync(join(rig.workspace, file)), expectRun, file);
     }
     const late = await client.request({ type: 'permission_response', request_id: 'gone', decision: 'allow' });
     assert.equal(late.code, 'not_found');
@@ -149,7 +134,7 @@ describe('permissions', () => {
   test('a turn\'s events come in the order the agent made them: a permission.request never overtakes its tool.call', async () => {
     const svc = await service({ permission_mode: 'ask' });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'order.txt', content: 'o' } }] }, { text: 'written' });
+    rig.fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'order.txt', content: 'o' } }] }, { text: 'written' });
     client.send({ type: 'chat', message: 'write order.txt', id: 'o1', stream: true });
     while (!client.frames.some((f) => f.event === 'permission.request')) await new Promise((r) => setTimeout(r, 5));
     const request = client.frames.find((f) => f.event === 'permission.request')!;
@@ -162,9 +147,9 @@ describe('permissions', () => {
     client.close();
 
     // The agent itself: one typed sink, every event of the turn in order, each naming the conversation.
-    fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'listed' });
+    rig.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'listed' });
     const events: TurnEvent[] = [];
-    const output = await svc.service.agent.chat({ message: 'list', source: 'ws', stream: true }, (event) => events.push(event));
+    const output = await svc.service.agent.chat({ message: 'list', source: { kind: 'lan' }, stream: true }, (event) => events.push(event));
     assert.equal(output.response, 'listed');
     assert.deepEqual([...new Set(events.map((e) => e.event))], ['chat.message', 'tool.call', 'tool.result', 'chat.delta']);
     assert.equal(events.at(-1)?.event, 'chat.message');
@@ -175,12 +160,12 @@ describe('permissions', () => {
   test('allow_session: asked once per tool for the rest of the conversation', async () => {
     const svc = await service({ permission_mode: 'ask' });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'first' });
+    rig.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'first' });
     client.send({ type: 'chat', message: 'list', id: 's1' });
     const request = await client.next((f) => f.event === 'permission.request');
     await client.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow_session' });
     const first = await client.next((f) => f.id === 's1' && 'status' in f);
-    fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'second' });
+    rig.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'second' });
     const second = await client.request({ type: 'chat', message: 'list again', conversation_id: chatId(first) });
     assert.equal((second.data as { response: string }).response, 'second');
     assert.equal(client.frames.filter((f) => f.event === 'permission.request').length, 0, 'not asked again');
@@ -191,7 +176,7 @@ describe('permissions', () => {
     const svc = await service({ permission_mode: 'allow' });
     const chatter = await TestClient.authed(svc.wsUrl, svc.token);
     const admin = await TestClient.authed(svc.wsUrl, svc.token);
-    fake.script(
+    rig.fake.script(
       { tool_calls: [{ name: 'write_file', arguments: { path: 'mode-1.txt', content: '1' } }] },
       { tool_calls: [{ name: 'write_file', arguments: { path: 'mode-2.txt', content: '2' } }], delayMs: 400 },
       { text: 'finished' },
@@ -200,8 +185,8 @@ describe('permissions', () => {
     await chatter.next((f) => f.event === 'tool.result' && f.id === 'm1');
     assert.equal((await admin.request({ type: 'update_config', config: { permission_mode: 'deny' } })).status, 'ok');
     await chatter.next((f) => f.id === 'm1' && 'status' in f);
-    assert.equal(existsSync(join(workspace, 'mode-1.txt')), true);
-    assert.equal(existsSync(join(workspace, 'mode-2.txt')), false, 'the second call was denied');
+    assert.equal(existsSync(join(rig.workspace, 'mode-1.txt')), true);
+    assert.equal(existsSync(join(rig.workspace, 'mode-2.txt')), false, 'the second call was denied');
     chatter.close();
     admin.close();
   });
@@ -209,8 +194,8 @@ describe('permissions', () => {
   test('permission_rules: deny rules win over the mode, allow rules over ask', async () => {
     const svc = await service({ permission_mode: 'ask', permission_rules: { allow: ['list_directory', 'run_command:echo *'], deny: ['run_command:rm *'] } });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    await writeFile(join(workspace, 'keep.txt'), 'keep');
-    fake.script(
+    await writeFile(join(rig.workspace, 'keep.txt'), 'keep');
+    rig.fake.script(
       { tool_calls: [{ name: 'list_directory', arguments: {} }] },
       { tool_calls: [{ name: 'run_command', arguments: { command: 'echo hello-rules' } }] },
       { tool_calls: [{ name: 'run_command', arguments: { command: 'rm keep.txt' } }] },
@@ -220,7 +205,7 @@ describe('permissions', () => {
     const text = (reply.data as { response: string }).response;
     assert.match(text, /hello-rules/);
     assert.match(text, /Permission denied/);
-    assert.equal(existsSync(join(workspace, 'keep.txt')), true);
+    assert.equal(existsSync(join(rig.workspace, 'keep.txt')), true);
     assert.equal(client.frames.filter((f) => f.event === 'permission.request').length, 0, 'rules decided without asking');
     client.close();
   });
@@ -235,7 +220,7 @@ describe('tool faults', () => {
       ],
     });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    fake.script({ tool_calls: [{ name: 'broken', arguments: {} }, { name: 'sleepy', arguments: {} }] }, (request) => ({ text: toolResultsIn(request).join(' | ') }));
+    rig.fake.script({ tool_calls: [{ name: 'broken', arguments: {} }, { name: 'sleepy', arguments: {} }] }, (request) => ({ text: toolResultsIn(request).join(' | ') }));
     const started = Date.now();
     const reply = await client.request({ type: 'chat', message: 'faults', id: 'f1' }, 20_000);
     assert.equal(reply.status, 'ok');
@@ -251,18 +236,18 @@ describe('tool faults', () => {
     const svc = await service({ tools: [{ name: 'say', description: 'prints text', parameters: { text: 'string' }, command: ['printf', '%s', '{text}'] }] });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
     const attacks = ['; touch PWNED1', '$(touch PWNED2)', '`touch PWNED3`', '&& touch PWNED4', 'x\ntouch PWNED5'];
-    fake.script({ tool_calls: attacks.map((text) => ({ name: 'say', arguments: { text } })) }, (request) => ({ text: toolResultsIn(request).join('|') }));
+    rig.fake.script({ tool_calls: attacks.map((text) => ({ name: 'say', arguments: { text } })) }, (request) => ({ text: toolResultsIn(request).join('|') }));
     const reply = await client.request({ type: 'chat', message: 'inject' });
     const text = (reply.data as { response: string }).response;
     for (const attack of attacks) assert.ok(text.includes(attack), `printed literally: ${attack}`);
-    for (let i = 1; i <= 5; i += 1) assert.equal(existsSync(join(workspace, `PWNED${i}`)), false);
+    for (let i = 1; i <= 5; i += 1) assert.equal(existsSync(join(rig.workspace, `PWNED${i}`)), false);
     client.close();
   });
 
   test('path escapes are refused', async () => {
     const svc = await service();
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    fake.script({ tool_calls: [{ name: 'read_file', arguments: { path: '../../etc/passwd' } }, { name: 'read_file', arguments: { path: '/etc/passwd' } }] }, (request) => ({ text: toolResultsIn(request).join('|') }));
+    rig.fake.script({ tool_calls: [{ name: 'read_file', arguments: { path: '../../etc/passwd' } }, { name: 'read_file', arguments: { path: '/etc/passwd' } }] }, (request) => ({ text: toolResultsIn(request).join('|') }));
     const text = ((await client.request({ type: 'chat', message: 'escape' })).data as { response: string }).response;
     assert.ok(!text.includes('root:'), 'no content of /etc/passwd');
     assert.match(text, /outside the workspace/);
@@ -274,9 +259,9 @@ describe('memory, cancel and providers', () => {
   test('memory remembered in one conversation is recalled in another', async () => {
     const svc = await service();
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    fake.script({ tool_calls: [{ name: 'remember', arguments: { content: 'the deploy key lives in vault path ops/deploy' } }] }, { text: 'noted' });
+    rig.fake.script({ tool_calls: [{ name: 'remember', arguments: { content: 'the deploy key lives in vault path ops/deploy' } }] }, { text: 'noted' });
     await client.request({ type: 'chat', message: 'remember this' });
-    fake.script({ tool_calls: [{ name: 'recall', arguments: { query: 'deploy key' } }] }, (request) => ({ text: toolResultsIn(request).join('|') }));
+    rig.fake.script({ tool_calls: [{ name: 'recall', arguments: { query: 'deploy key' } }] }, (request) => ({ text: toolResultsIn(request).join('|') }));
     const reply = await client.request({ type: 'chat', message: 'where is the deploy key?' });
     assert.match((reply.data as { response: string }).response, /vault path ops\/deploy/);
     client.close();
@@ -287,7 +272,7 @@ describe('memory, cancel and providers', () => {
     const client = await TestClient.authed(svc.wsUrl, svc.token);
     const start = await client.request({ type: 'chat', message: 'hello' });
     const conversation_id = chatId(start);
-    fake.script({ text: 'a b c d e f g h i j', chunks: 10, chunkDelayMs: 300 });
+    rig.fake.script({ text: 'a b c d e f g h i j', chunks: 10, chunkDelayMs: 300 });
     client.send({ type: 'chat', message: 'long answer please', conversation_id, stream: true, id: 'long' });
     await client.next((f) => f.event === 'chat.delta' && f.id === 'long');
     client.send({ type: 'cancel', id: 'long' });
@@ -301,14 +286,14 @@ describe('memory, cancel and providers', () => {
     const messages = ((await client.request({ type: 'get_messages', conversation_id })).data as { messages: { role: string; content: string }[] }).messages;
     assert.deepEqual(messages.map((m) => m.role), ['user', 'assistant', 'user']);
     assert.equal(messages.at(-1)!.content, 'long answer please');
-    await fake.waitFor((requests) => requests.some((r) => r.aborted));
+    await rig.fake.waitFor((requests) => requests.some((r) => r.aborted));
     client.close();
   });
 
   test('provider 500 twice then success: the chat succeeds', async () => {
     const svc = await service();
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    fake.script({ status: 500 }, { status: 500 }, { text: 'third time lucky' });
+    rig.fake.script({ status: 500 }, { status: 500 }, { text: 'third time lucky' });
     const reply = await client.request({ type: 'chat', message: 'flaky' }, 20_000);
     assert.equal((reply.data as { response: string }).response, 'third time lucky');
     client.close();
@@ -317,7 +302,7 @@ describe('memory, cancel and providers', () => {
   test('a provider 400 holding a stack trace: the client error names provider, status and first sentence; the log keeps the raw text, redacted', async () => {
     const svc = await service();
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    fake.script({ status: 400, body: { error: { message: stackTraceText(TEST_API_KEY) } } });
+    rig.fake.script({ status: 400, body: { error: { message: stackTraceText(TEST_API_KEY) } } });
     const reply = await client.request({ type: 'chat', message: 'fail with a stack' });
     assert.equal(reply.status, 'error');
     assert.equal(reply.error, 'openai: request rejected (HTTP 400): Internal failure in the router.');
@@ -328,12 +313,12 @@ describe('memory, cancel and providers', () => {
     client.close();
   });
 
-  test('anthropic: a streamed tool chain in the Messages API format', async () => {
+  test('anthropic: a streamed tool chain in the Messages API format', async (t) => {
     const anthropic = await startFakeAnthropic({ apiKey: 'sk-ant-test-key-abcdef123456' });
-    cleanups.push(() => anthropic.close());
+    t.after(() => anthropic.close());
     const svc = await service({ provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-test-key-abcdef123456', model: 'claude-fake-2', system_prompt: 'be brief' });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    await writeFile(join(workspace, 'anthropic.txt'), 'from disk');
+    await writeFile(join(rig.workspace, 'anthropic.txt'), 'from disk');
     anthropic.script(
       { tool_uses: [{ id: 'toolu_1', name: 'read_file', input: { path: 'anthropic.txt' } }] },
       (request) => {
@@ -398,7 +383,7 @@ describe('MCP tools through the service', () => {
     const add = tools.find((t) => t.name === 'calc.add');
     assert.ok(add, `calc.add listed among ${tools.map((t) => t.name).join(', ')}`);
     assert.equal(add.parameters.a, 'number');
-    fake.script(
+    rig.fake.script(
       (request) => {
         const name = (request.body.tools as { function: { name: string } }[]).map((t) => t.function.name).find((n) => n.includes('add'))!;
         return { tool_calls: [{ name, arguments: { a: 2, b: 40 } }] };

@@ -184,7 +184,7 @@ describe('openai provider: failures', () => {
 
   test('a connection reset mid-stream is a network error and not retried', limit, () =>
     withFake(async (fake, provider) => {
-      fake.script({ text: 'abcdefgh', chunks: 4, resetAfterChunks: 3 });
+      fake.script({ text: 'abcdefgh', chunks: 4, resetAfterChunks: 2 });
       const deltas: string[] = [];
       await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: (piece) => deltas.push(piece) }), 'network', /connection lost/);
       assert.equal(deltas.join(''), 'abcd');
@@ -194,7 +194,7 @@ describe('openai provider: failures', () => {
   test('a stream that goes silent is a timeout error', limit, () =>
     withFake(
       async (fake, provider) => {
-        fake.script({ text: 'abcdef', chunks: 3, hangAfterChunks: 2 });
+        fake.script({ text: 'abcdef', chunks: 3, hangAfterChunks: 1 });
         const deltas: string[] = [];
         await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: (piece) => deltas.push(piece) }), 'timeout', /stalled/);
         assert.deepEqual(deltas, ['ab']);
@@ -258,29 +258,6 @@ describe('openai provider: odd servers', () => {
 });
 
 describe('openai provider: cancel', () => {
-  test('abort mid-stream: cancelled, and the server sees the request aborted', limit, () =>
-    withFake(async (fake, provider) => {
-      fake.script({ text: 'abcdef', chunks: 3, hangAfterChunks: 2 });
-      const controller = new AbortController();
-      const deltas: string[] = [];
-      const started = Date.now();
-      await providerFailure(
-        provider.complete({
-          model: 'm',
-          messages: hello,
-          signal: controller.signal,
-          onDelta: (piece) => {
-            deltas.push(piece);
-            controller.abort();
-          },
-        }),
-        'cancelled',
-      );
-      assert.ok(Date.now() - started < 3_000);
-      assert.deepEqual(deltas, ['ab']);
-      await fake.waitFor((requests) => requests[0]?.aborted === true, 3_000);
-    }));
-
   cancelTests(withFake, providerFailure, 429);
 });
 

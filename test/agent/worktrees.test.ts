@@ -10,6 +10,7 @@ import { ServiceConfigFile, ServiceError, type ServiceConfig } from '../../src/p
 import { openStore, type Store } from '../../src/store';
 import { git, gitRepository } from '../helpers/git-repo';
 import { tempDir } from '../helpers/temp';
+import { sourceOf } from '../../src/protocol/sources';
 
 // The worktrees of issue 24 made directly (agent/worktrees): names, taken names, and the repositories
 // a worktree cannot be made of. The service's own path is test/service/worktrees.test.ts.
@@ -37,17 +38,17 @@ describe('choosing a worktree by source', () => {
     channels: { webhook: { accounts: { ci: { incoming_path: '/ci', outgoing_url: 'https://example.invalid/cb', worktree: 'required' }, chat: { incoming_path: '/chat', outgoing_url: 'https://example.invalid/cb' } } } },
   });
   test('service.json worktrees.default per source; a webhook account may require one', () => {
-    assert.equal(worktreeByDefault(config, 'relay'), true);
-    assert.equal(worktreeByDefault(config, 'editor'), false);
-    assert.equal(worktreeByDefault(config, 'ws'), false);
-    assert.equal(worktreeByDefault(config, 'webhook:ci'), true);
-    assert.equal(worktreeByDefault(config, 'webhook:chat'), false);
-    assert.equal(worktreeRequired(config, 'webhook:ci'), true);
-    assert.equal(worktreeRequired(config, 'relay'), false);
+    assert.equal(worktreeByDefault(config, sourceOf('relay')), true);
+    assert.equal(worktreeByDefault(config, sourceOf('editor')), false);
+    assert.equal(worktreeByDefault(config, sourceOf('ws')), false);
+    assert.equal(worktreeByDefault(config, sourceOf('webhook:ci')), true);
+    assert.equal(worktreeByDefault(config, sourceOf('webhook:chat')), false);
+    assert.equal(worktreeRequired(config, sourceOf('webhook:ci')), true);
+    assert.equal(worktreeRequired(config, sourceOf('relay')), false);
   });
   test('defaults are all off: behaviour unchanged unless asked', () => {
     const plain = ServiceConfigFile.parse({});
-    for (const source of ['editor', 'ws', 'relay', 'webhook:x']) assert.equal(worktreeByDefault(plain, source), false);
+    for (const source of ['editor', 'ws', 'relay', 'webhook:x']) assert.equal(worktreeByDefault(plain, sourceOf(source)), false);
   });
   test('a bad worktrees setting is named', () => {
     const bad = ServiceConfigFile.safeParse({ worktrees: { default: { phone: true } } });

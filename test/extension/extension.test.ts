@@ -325,7 +325,7 @@ describe('deactivate', () => {
     await api.apiKeys.set('openai', SECRET_KEY);
     const port = portOf(api);
     const c = await client(port);
-    fake.script({ text: 'never finishes', hangAfterChunks: 1 });
+    fake.script({ text: 'never finishes', hangAfterChunks: 0 });
     const before = fake.requests.length;
     c.send({ type: 'chat', id: 'slow', message: 'a message worth keeping', stream: true });
     await fake.waitFor((requests) => requests.length > before);
@@ -339,7 +339,7 @@ describe('deactivate', () => {
     await waitFor(() => !existsSync(join(dataDir, 'service.lock')), 'background stop', 15_000);
     const reopened = await Service.open({ dataDir, host: '127.0.0.1', port: 0 });
     try {
-      const session = { id: 't', source: 'ws', canAnswerPermissions: false, send: () => undefined };
+      const session = { id: 't', source: { kind: 'lan' as const }, canAnswerPermissions: false, send: () => undefined };
       const list = (await reopened.dispatch({ type: 'list_conversations' }, session)) as any;
       const messages = (await reopened.dispatch({ type: 'get_messages', conversation_id: list.data.conversations[0].id }, session)) as any;
       assert.ok(messages.data.messages.some((m: { role: string; content: string }) => m.role === 'user' && m.content === 'a message worth keeping'));

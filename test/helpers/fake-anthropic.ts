@@ -10,8 +10,9 @@
  *
  * A streamed answer is, in order: message_start, ping, then per content block (text first, then each
  * tool_use) content_block_start, its content_block_delta events, content_block_stop; then
- * message_delta (stop_reason, usage) and message_stop. The `...AfterDeltas` options count
- * content_block_delta events: `hangAfterDeltas: 2` sends everything before the third delta, then stops.
+ * message_delta (stop_reason, usage) and message_stop. The `...AfterChunks` options count content
+ * chunks, the content_block_delta events: `hangAfterChunks: 2` sends everything before the third, then
+ * stops (the same knob, counted the same way, as fake-openai.ts's).
  */
 import { isServiceNote } from './service-note';
 import { countWords, sendJson, sendRaw, split, startFakeServer } from './fake-http';
@@ -37,13 +38,13 @@ export interface FakeReply extends Timing {
   /** Default 'tool_use' when there are tool uses, else 'end_turn'. */
   stop_reason?: string;
   usage?: { input_tokens: number; output_tokens: number; cache_read_input_tokens?: number; cache_creation_input_tokens?: number };
-  /** Streaming: go silent (never finish) after this many deltas. Not streaming: never answer. */
-  hangAfterDeltas?: number;
-  /** Streaming: destroy the connection after this many deltas. Not streaming: destroy it at once. */
-  resetAfterDeltas?: number;
-  /** Streaming: after this many deltas send `event: error` with this error and end the stream. */
-  errorAfterDeltas?: number;
-  /** The error of errorAfterDeltas. Default `{ type: 'overloaded_error', message: 'Overloaded' }`. */
+  /** Streaming: go silent (never finish) after this many content chunks (deltas). Not streaming: never answer. */
+  hangAfterChunks?: number;
+  /** Streaming: destroy the connection after this many content chunks. Not streaming: destroy it at once. */
+  resetAfterChunks?: number;
+  /** Streaming: after this many content chunks send `event: error` with this error and end the stream. */
+  errorAfterChunks?: number;
+  /** The error of errorAfterChunks. Default `{ type: 'overloaded_error', message: 'Overloaded' }`. */
   streamError?: { type: string; message: string };
 }
 
@@ -133,8 +134,8 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     const usage = step.usage ?? { input_tokens: countWords(JSON.stringify(request)), output_tokens: countWords(text) + uses.length };
 
     if (!streaming) {
-      if (step.hangAfterDeltas !== undefined) return;
-      if (step.resetAfterDeltas !== undefined) return exchange.reset();
+      if (step.hangAfterChunks !== undefined) return;
+      if (step.resetAfterChunks !== undefined) return exchange.reset();
       const content: unknown[] = [];
       if (text !== '') content.push({ type: 'text', text, citations: null });
       for (const use of uses) {
@@ -178,12 +179,12 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     return kit.stream(exchange, events.map((next) => sse(next.event, next.data)), {
       delayMs: step.chunkDelayMs,
       headers: { 'request-id': `req_fake_${idCounter}` },
-      // The `...AfterDeltas` options count content_block_delta events.
+      // The `...AfterChunks` options count content_block_delta events.
       control(sent) {
         if (events[sent]?.event !== 'content_block_delta') return undefined;
-        if (step.hangAfterDeltas === deltas) return 'hang';
-        if (step.resetAfterDeltas === deltas) return 'reset';
-        if (step.errorAfterDeltas === deltas) {
+        if (step.hangAfterChunks === deltas) return 'hang';
+        if (step.resetAfterChunks === deltas) return 'reset';
+        if (step.errorAfterChunks === deltas) {
           const error = step.streamError ?? { type: 'overloaded_error', message: 'Overloaded' };
           return { end: sse('error', { type: 'error', error }) };
         }

@@ -36,9 +36,13 @@ export interface FakeReply extends Timing {
    * counted. null: none reported (as some compatible servers do).
    */
   usage?: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens: number } } | null;
-  /** Streaming: after this many SSE events, go silent and never finish. Not streaming: never answer. */
+  /**
+   * Streaming: go silent (never finish) after this many content chunks (the pieces `chunks` splits the
+   * text and each tool call into; the opening role chunk does not count). Not streaming: never answer.
+   * The same knob, counted the same way, as fake-anthropic.ts's.
+   */
   hangAfterChunks?: number;
-  /** Streaming: after this many SSE events, destroy the connection. Not streaming: destroy it at once. */
+  /** Streaming: destroy the connection after this many content chunks. Not streaming: destroy it at once. */
   resetAfterChunks?: number;
 }
 
@@ -171,7 +175,8 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     return kit.stream(exchange, events.map((event) => `data: ${JSON.stringify(event)}\n\n`), {
       delayMs: step.chunkDelayMs,
       end: 'data: [DONE]\n\n',
-      control: (sent) => (step.hangAfterChunks === sent ? 'hang' : step.resetAfterChunks === sent ? 'reset' : undefined),
+      // The `...AfterChunks` options count content chunks: every event after the opening role chunk.
+      control: (sent) => (step.hangAfterChunks === sent - 1 ? 'hang' : step.resetAfterChunks === sent - 1 ? 'reset' : undefined),
     });
   }
 

@@ -84,7 +84,7 @@ export async function freePort(): Promise<number> {
 /** What the shared cancel tests script and watch; every vendor fake has it. */
 export interface CancelTestFake {
   readonly requests: RecordedRequest[];
-  script(...steps: (FakeHang | FakeError | { text: string; chunks?: number; chunkDelayMs?: number })[]): void;
+  script(...steps: (FakeHang | FakeError | { text: string; chunks?: number; chunkDelayMs?: number; hangAfterChunks?: number })[]): void;
   waitFor(predicate: (requests: RecordedRequest[]) => boolean, timeoutMs?: number): Promise<void>;
 }
 
@@ -97,6 +97,30 @@ export function cancelTests<Fake extends CancelTestFake>(
   providerFailure: ReturnType<typeof failureChecker>,
   retryableStatus: number,
 ): void {
+  test('abort mid-stream: cancelled, and the server sees the request aborted', limit, () =>
+    withFake(async (fake, provider) => {
+      fake.script({ text: 'abcdef', chunks: 3, hangAfterChunks: 1 });
+      const controller = new AbortController();
+      const deltas: string[] = [];
+      const started = Date.now();
+      await providerFailure(
+        provider.complete({
+          model: 'm',
+          messages: hello,
+          signal: controller.signal,
+          onDelta: (piece) => {
+            deltas.push(piece);
+            controller.abort();
+          },
+        }),
+        'cancelled',
+      );
+      assert.ok(Date.now() - started < 3_000);
+      assert.deepEqual(deltas, ['ab']);
+      await fake.waitFor((requests) => requests[0]?.aborted === true, 3_000);
+      assert.equal(fake.requests.length, 1);
+    }));
+
   test('abort while waiting for the answer, and while waiting to retry, is prompt', limit, () =>
     withFake(async (fake, provider) => {
       fake.script({ hang: true }, { status: retryableStatus, retryAfter: 30 });

@@ -250,7 +250,7 @@ describe('bad uploads', () => {
   });
 
   test('a webhook account (a session of the webhook channel) may not upload: unauthorized', async () => {
-    const webhook = { id: 'webhook-session', source: 'webhook:crm', canAnswerPermissions: false, send: () => undefined };
+    const webhook = { id: 'webhook-session', source: { kind: 'webhook' as const, account: 'crm' }, canAnswerPermissions: false, send: () => undefined };
     const bytes = Buffer.from('from a webhook');
     const reply = await svc.service.dispatch({ type: 'attachment_begin', name: 'x.txt', mime: 'text/plain', size: bytes.length, sha256: sha256(bytes) }, webhook);
     assert.deepEqual({ status: reply.status, code: (reply as { code?: string }).code }, { status: 'error', code: 'unauthorized' });

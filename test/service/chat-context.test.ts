@@ -3,30 +3,22 @@
 // block before the user's words, in that turn and later ones; it is stored with the user message, so
 // get_messages and chat.message show it; too much context is refused with a clear error, storing nothing.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { MAX_CONTEXT_CHARS } from '../../src/protocol';
-import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../helpers/fake-openai';
-import { startService, type RunningService } from '../helpers/service';
+import { type RecordedRequest } from '../helpers/fake-openai';
+import { useService } from '../helpers/service-fixture';
 import { TestClient } from '../helpers/ws-client';
 import { withoutNote } from '../helpers/service-note';
 
-let fake: FakeOpenAI;
-let svc: RunningService;
 let client: TestClient;
-
-before(async () => {
-  fake = await startFakeOpenAI();
-  svc = await startService({ provider: 'openai', model: 'fake-model', base_url: fake.url });
-  client = await TestClient.authed(svc.wsUrl, svc.token);
+const svc = useService({
+  config: { model: 'fake-model' },
+  afterStart: async (started) => {
+    client = await started.client();
+  },
 });
 
-after(async () => {
-  client.close();
-  await svc.dispose();
-  await fake.close();
-});
-
-const completions = () => fake.requests.filter((r) => r.path.startsWith('/v1/chat/completions'));
+const completions = () => svc.fake.requests.filter((r) => r.path.startsWith('/v1/chat/completions'));
 /** The user messages the provider received in a request, as text. */
 const userTexts = (request: RecordedRequest): string[] =>
   withoutNote(request.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));

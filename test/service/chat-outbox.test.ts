@@ -3,26 +3,16 @@
 // messages waiting behind a running turn are visible to every client and removable; the hello carries
 // the protocol version; list_conversations rows carry the last message's first line.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { PROTOCOL_VERSION } from '../../src/protocol';
 import { serve } from '../helpers/cli';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
-import { startService, writeConfig, type RunningService } from '../helpers/service';
+import { startFakeOpenAI } from '../helpers/fake-openai';
+import { writeConfig } from '../helpers/service';
+import { useService } from '../helpers/service-fixture';
 import { tempDir, waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
-let fake: FakeOpenAI;
-let svc: RunningService;
-
-before(async () => {
-  fake = await startFakeOpenAI();
-  svc = await startService({ provider: 'openai', model: 'fake-model', base_url: fake.url });
-});
-
-after(async () => {
-  await svc.dispose();
-  await fake.close();
-});
+const svc = useService({ config: { model: 'fake-model' } });
 
 type Row = { id: string; last_message?: string | null; queued?: { client_message_id: string | null; preview: string }[] };
 
@@ -31,14 +21,14 @@ async function messagesOf(client: TestClient, conversationId: string): Promise<s
   return (reply.data as { messages: { content: string }[] }).messages.map((m) => m.content);
 }
 
-const completions = () => fake.requests.filter((r) => r.path.startsWith('/v1/chat/completions')).length;
+const completions = () => svc.fake.requests.filter((r) => r.path.startsWith('/v1/chat/completions')).length;
 
 test('a chat resent after its answer was lost (socket closed, reconnect) is answered with the original result, stored and run once', async () => {
   const before = completions();
-  fake.script({ text: 'the one answer', delayMs: 400 });
+  svc.fake.script({ text: 'the one answer', delayMs: 400 });
   const first = await TestClient.authed(svc.wsUrl, svc.token);
   first.send({ type: 'chat', id: 'c1', message: 'do it once', client_message_id: 'msg-dropped-1' });
-  await fake.waitFor(() => completions() === before + 1);
+  await svc.fake.waitFor(() => completions() === before + 1);
   first.close();
   await first.waitClose();
 
@@ -61,7 +51,7 @@ test('a chat resent after its answer was lost (socket closed, reconnect) is answ
 
 test('concurrent duplicates of one chat (two sockets, same client_message_id) run once and get the same answer', async () => {
   const before = completions();
-  fake.script({ text: 'shared answer', delayMs: 200 });
+  svc.fake.script({ text: 'shared answer', delayMs: 200 });
   const a = await TestClient.authed(svc.wsUrl, svc.token);
   const b = await TestClient.authed(svc.wsUrl, svc.token);
   try {
@@ -102,9 +92,9 @@ test('a message waiting behind a running turn is listed as queued to every clien
     const start = await sender.request({ type: 'chat', message: 'start' });
     const id = (start.data as { conversation_id: string }).conversation_id;
     const before = completions();
-    fake.script({ text: 'slow answer', delayMs: 1500 });
+    svc.fake.script({ text: 'slow answer', delayMs: 1500 });
     const running = sender.request({ type: 'chat', message: 'long one', conversation_id: id, client_message_id: 'run-1' });
-    await fake.waitFor(() => completions() === before + 1);
+    await svc.fake.waitFor(() => completions() === before + 1);
     const waiting = sender.request({ type: 'chat', message: 'queued one\nsecond line', conversation_id: id, client_message_id: 'wait-1' });
     const update = await observer.next((f) => f.event === 'conversation.updated' && ((f.conversation as Row).queued?.length ?? 0) > 0);
     assert.deepEqual((update.conversation as Row).queued, [{ client_message_id: 'wait-1', preview: 'queued one' }]);
@@ -157,7 +147,7 @@ test('the hello carries the protocol version and build; a client of another prot
 test('list_conversations rows carry the last message first line, capped', async () => {
   const client = await TestClient.authed(svc.wsUrl, svc.token);
   try {
-    fake.script({ text: `${'long '.repeat(60)}\nsecond line` });
+    svc.fake.script({ text: `${'long '.repeat(60)}\nsecond line` });
     const reply = await client.request({ type: 'chat', message: 'hello there\nmore' });
     const id = (reply.data as { conversation_id: string }).conversation_id;
     const listed = await client.request({ type: 'list_conversations' });

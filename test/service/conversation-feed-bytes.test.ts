@@ -13,7 +13,7 @@ const LIMITS: FeedLimits = { ...FEED_LIMITS, conversationBytes: 40 * KB, turnByt
 
 function client(): ClientSession & { received: ServiceEvent[] } {
   const received: ServiceEvent[] = [];
-  return { id: `s${Math.random()}`, source: 'ws', canAnswerPermissions: true, received, send: (event) => void received.push(event) };
+  return { id: `s${Math.random()}`, source: { kind: 'lan' }, canAnswerPermissions: true, received, send: (event) => void received.push(event) };
 }
 
 let messageNo = 0;

@@ -1,23 +1,11 @@
 // conversation.updated: every client hears when a conversation gets a message (the user's, then the
 // reply), whoever sent it, so a conversation continued from the phone shows live in the editor.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
-import { startService, type RunningService } from '../helpers/service';
+import { test } from 'node:test';
+import { useService } from '../helpers/service-fixture';
 import { TestClient } from '../helpers/ws-client';
 
-let fake: FakeOpenAI;
-let svc: RunningService;
-
-before(async () => {
-  fake = await startFakeOpenAI();
-  svc = await startService({ provider: 'openai', model: 'fake-model', base_url: fake.url });
-});
-
-after(async () => {
-  await svc.dispose();
-  await fake.close();
-});
+const svc = useService({ config: { model: 'fake-model' } });
 
 test('a conversation started and continued by one client is announced to the others, message and reply', async () => {
   const phone = await TestClient.authed(svc.wsUrl, svc.token);

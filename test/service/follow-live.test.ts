@@ -2,10 +2,9 @@
 // catches up after a gap with `after_seq` (exactly what it missed, no duplicate), and any user client
 // may cancel a conversation's running turn; a webhook account only its own.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
+import { after, test } from 'node:test';
 import { postJson, startService, type RunningService } from '../helpers/service';
-import { tempDir } from '../helpers/temp';
+import { useService } from '../helpers/service-fixture';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
 import { TestClient } from '../helpers/ws-client';
 
@@ -13,31 +12,19 @@ type Frame = Record<string, unknown>;
 const SECRET = 'ci-sender-secret-0123456789abcdef';
 const LIVE = new Set(['chat.delta', 'tool.call', 'tool.result', 'permission.request', 'permission.resolved', 'chat.message', 'turn.ended']);
 
-let fake: FakeOpenAI;
 let receiver: WebhookReceiver;
-let workspace: { dir: string; cleanup: () => Promise<void> };
-let svc: RunningService;
-
-before(async () => {
-  fake = await startFakeOpenAI();
-  receiver = await startWebhookReceiver({ secret: SECRET });
-  workspace = await tempDir('ra-follow-ws-');
-  svc = await startService(
-    {
-      base_url: fake.url,
+const svc = useService({
+  workspace: true,
+  config: async () => {
+    receiver = await startWebhookReceiver({ secret: SECRET });
+    return {
       permission_mode: 'ask',
-      workspace: workspace.dir,
       channels: { webhook: { accounts: { ci: { incoming_path: '/hooks/ci', outgoing_url: receiver.url('/ci'), secret: SECRET, tools: 'ask' } } } },
-    },
-    { webhook: { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 } },
-  );
+    };
+  },
+  options: { webhook: { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 } },
 });
-after(async () => {
-  await svc?.dispose();
-  await fake?.close();
-  await receiver?.close();
-  await workspace?.cleanup();
-});
+after(() => receiver?.close());
 
 /** The conversation's live events a client received, without the sender's own request id (which only the sender gets). */
 function liveOf(client: TestClient, conversationId: string): Frame[] {
@@ -74,7 +61,7 @@ test('a follower receives the same deltas, tool and permission events as the sen
     sender.frames.length = 0;
     follower.frames.length = 0;
 
-    fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }], text: 'looking', chunks: 4 }, { text: 'the folder is empty', chunks: 5 });
+    svc.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }], text: 'looking', chunks: 4 }, { text: 'the folder is empty', chunks: 5 });
     const chat = sender.request({ type: 'chat', message: 'what is in the folder?', conversation_id: id, stream: true });
     const [prompt] = await received(follower, (f) => f.event === 'permission.request' && f.conversation_id === id);
     // The follower did not start the turn, and answers its prompt.
@@ -122,7 +109,7 @@ test('a follower that drops mid-stream and follows again after the last number i
     await received(follower, (f) => f.event === 'turn.ended' && f.conversation_id === id);
     follower.frames.length = 0;
     const words = Array.from({ length: 60 }, (_, i) => `w${i} `).join('');
-    fake.script({ text: words, chunks: 60, chunkDelayMs: 15 });
+    svc.fake.script({ text: words, chunks: 60, chunkDelayMs: 15 });
     const chat = sender.request({ type: 'chat', message: 'talk', conversation_id: id, stream: true });
     await received(follower, (f) => f.event === 'chat.delta' && f.conversation_id === id, 5);
     const before = liveOf(follower, id);
@@ -157,12 +144,12 @@ test('a follower that drops mid-stream and follows again after the last number i
 });
 
 test('a webhook turn is followed by a user client, joining while it runs; a webhook account may follow only its own', async () => {
-  fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'webhook done' });
+  svc.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'webhook done' });
   const accepted = await postJson(`${svc.httpUrl}/hooks/ci`, { message: 'list the files' }, { 'x-service-secret': SECRET });
   assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
   const id = (accepted.body!.data as { conversation_id: string }).conversation_id;
   const owner = await TestClient.authed(svc.wsUrl, svc.token);
-  const other = svc.service.openSession({ source: 'webhook:other', canAnswerPermissions: false, send: () => undefined });
+  const other = svc.service.openSession({ source: { kind: 'webhook', account: 'other' }, canAnswerPermissions: false, send: () => undefined });
   try {
     const [prompt] = await received(owner, (f) => f.event === 'permission.request' && f.conversation_id === id);
     owner.frames.length = 0;
@@ -190,10 +177,10 @@ test('a webhook turn is followed by a user client, joining while it runs; a webh
 test('cancel by conversation_id from a client that did not start the turn; a webhook account may not cancel another\u2019s', async () => {
   const sender = await TestClient.authed(svc.wsUrl, svc.token);
   const phone = await TestClient.authed(svc.wsUrl, svc.token);
-  const bot = svc.service.openSession({ source: 'webhook:other', canAnswerPermissions: false, send: () => undefined });
+  const bot = svc.service.openSession({ source: { kind: 'webhook', account: 'other' }, canAnswerPermissions: false, send: () => undefined });
   try {
     const id = await newConversation(sender);
-    fake.script({ text: Array.from({ length: 200 }, (_, i) => `p${i} `).join(''), chunks: 200, chunkDelayMs: 20 });
+    svc.fake.script({ text: Array.from({ length: 200 }, (_, i) => `p${i} `).join(''), chunks: 200, chunkDelayMs: 20 });
     const chat = sender.request({ type: 'chat', message: 'a long one', conversation_id: id, stream: true });
     await sender.next((f) => f.event === 'chat.delta' && f.conversation_id === id);
 
@@ -217,7 +204,7 @@ test('cancel by conversation_id from a client that did not start the turn; a web
 });
 
 test('a webhook turn cancelled by conversation from a user client ends for good: the sender is told, the turn ended cancelled', async () => {
-  fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'never said' });
+  svc.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'never said' });
   const accepted = await postJson(`${svc.httpUrl}/hooks/ci`, { message: 'list, then stop' }, { 'x-service-secret': SECRET });
   assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
   const id = (accepted.body!.data as { conversation_id: string }).conversation_id;
@@ -240,7 +227,7 @@ test('a webhook turn cancelled by conversation from a user client ends for good:
 });
 
 test('numbers go on rising across a restart: a number kept from before it answers reset, never a wrong replay', async () => {
-  const first = await startService({ base_url: fake.url });
+  const first = await startService({ base_url: svc.fake.url });
   let second: RunningService | undefined;
   try {
     const client = await TestClient.authed(first.wsUrl, first.token);
@@ -269,11 +256,11 @@ test('a client that follows more than 100 conversations still hears a new one: i
     // Each chat makes its sender follow a new conversation; past the 100 the service keeps when idle,
     // the newest must not be the one forgotten.
     for (let i = 0; i < 101; i++) {
-      fake.script({ text: `reply ${i}` });
+      svc.fake.script({ text: `reply ${i}` });
       const reply = await client.request({ type: 'chat', message: `chat ${i}` });
       assert.equal(reply.status, 'ok', JSON.stringify(reply));
     }
-    fake.script({ tool_calls: [{ name: 'list_directory', arguments: { path: '.' } }] }, { text: 'listed' });
+    svc.fake.script({ tool_calls: [{ name: 'list_directory', arguments: { path: '.' } }] }, { text: 'listed' });
     client.send({ type: 'chat', message: 'the 102nd', id: 'many' });
     const request = await client.next((f) => f.event === 'permission.request');
     await client.request({ type: 'permission_response', request_id: request.request_id, decision: 'deny' });
@@ -292,15 +279,15 @@ test('webhook messages waiting behind a running turn are listed as queued like c
   const hook = (body: Frame) => postJson(`${svc.httpUrl}/hooks/ci`, body, { 'x-service-secret': SECRET });
   const observer = await TestClient.authed(svc.wsUrl, svc.token);
   const phone = await TestClient.authed(svc.wsUrl, svc.token);
-  const bot = svc.service.openSession({ source: 'webhook:ci', canAnswerPermissions: false, send: () => undefined });
-  const other = svc.service.openSession({ source: 'webhook:other', canAnswerPermissions: false, send: () => undefined });
+  const bot = svc.service.openSession({ source: { kind: 'webhook', account: 'ci' }, canAnswerPermissions: false, send: () => undefined });
+  const other = svc.service.openSession({ source: { kind: 'webhook', account: 'other' }, canAnswerPermissions: false, send: () => undefined });
   try {
-    const asked = fake.requests.length;
-    fake.script({ text: 'first answer', delayMs: 1500 });
+    const asked = svc.fake.requests.length;
+    svc.fake.script({ text: 'first answer', delayMs: 1500 });
     const first = await hook({ message: 'first' });
     assert.equal(first.status, 202, JSON.stringify(first.body));
     const id = (first.body!.data as { conversation_id: string }).conversation_id;
-    await fake.waitFor((requests) => requests.length > asked);
+    await svc.fake.waitFor((requests) => requests.length > asked);
 
     const second = await hook({ message: 'second webhook\nmore lines', conversation_id: id });
     assert.equal(second.status, 202, JSON.stringify(second.body));

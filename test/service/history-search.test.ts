@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
-import { postJson, startService, type RunningService } from '../helpers/service';
-import { tempDir, waitFor } from '../helpers/temp';
+import { describe, test } from 'node:test';
+import { postJson } from '../helpers/service';
+import { useService } from '../helpers/service-fixture';
+import { waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 import type { OpenSession } from '../../src/commands/door';
 
@@ -31,30 +31,19 @@ interface Piece {
   until: string;
 }
 
-let fake: FakeOpenAI;
-let svc: RunningService;
 let client: TestClient;
-let workspace: { dir: string; cleanup: () => Promise<void> };
-
-before(async () => {
-  fake = await startFakeOpenAI();
-  workspace = await tempDir('ra-history-ws-');
-  svc = await startService({
-    base_url: fake.url,
+const svc = useService({
+  workspace: true,
+  config: {
     model: 'fake-model',
     // A window the big message of the export test fits in whole, so no compaction adds to what is exported.
     prices: { 'openai/fake-model': { context_window: 1_000_000 } },
-    workspace: workspace.dir,
     permission_mode: 'allow',
     channels: [{ name: 'hooks', type: 'webhook', accounts: { acme: { incoming_path: '/hooks/acme', outgoing_url: 'http://127.0.0.1:9/none' } } }],
-  });
-  client = await TestClient.authed(svc.wsUrl, svc.token);
-});
-after(async () => {
-  client?.close();
-  await svc?.dispose();
-  await fake?.close();
-  await workspace?.cleanup();
+  },
+  afterStart: async (started) => {
+    client = await started.client();
+  },
 });
 
 async function chat(message: string, conversationId?: string): Promise<string> {
@@ -148,7 +137,7 @@ describe('search_messages', () => {
     const posted = await postJson(`${svc.httpUrl}/hooks/acme`, { message: 'pelican order for acme' });
     assert.equal(posted.status, 202, posted.text);
     const hookId = (posted.body!.data as { conversation_id: string }).conversation_id;
-    const account: OpenSession = svc.service.openSession({ source: 'webhook:acme', canAnswerPermissions: false, send: () => undefined });
+    const account: OpenSession = svc.service.openSession({ source: { kind: 'webhook', account: 'acme' }, canAnswerPermissions: false, send: () => undefined });
     try {
       await waitFor(async () => (await search({ query: 'pelican' })).some((h) => h.conversation_id === hookId), 'the webhook message stored');
       const theirs = await search({ query: 'pelican' }, account);
@@ -184,7 +173,7 @@ async function exportAll(frame: Record<string, unknown>): Promise<{ text: string
 describe('export_conversation', () => {
   test("a webhook account cannot export a conversation that is not its own (it would hand over the user's whole history)", async () => {
     const editorId = await chat('the owner keeps this private: ibis');
-    const account: OpenSession = svc.service.openSession({ source: 'webhook:acme', canAnswerPermissions: false, send: () => undefined });
+    const account: OpenSession = svc.service.openSession({ source: { kind: 'webhook', account: 'acme' }, canAnswerPermissions: false, send: () => undefined });
     try {
       for (const format of ['markdown', 'json']) {
         const refused = (await account.request({ type: 'export_conversation', conversation_id: editorId, format })) as { status: string; code?: string; data?: unknown };
@@ -199,8 +188,8 @@ describe('export_conversation', () => {
 
   test('markdown: tool outputs in fences longer than any backtick run inside, so the output comes back whole', async () => {
     const tricky = 'line one\n```\nnot the end\n`````\nstill inside ``\n';
-    await writeFile(join(workspace.dir, 'tricky.md'), tricky);
-    fake.script({ tool_calls: [{ name: 'read_file', arguments: { path: 'tricky.md' } }] }, { text: 'I read it.' });
+    await writeFile(join(svc.workspace, 'tricky.md'), tricky);
+    svc.fake.script({ tool_calls: [{ name: 'read_file', arguments: { path: 'tricky.md' } }] }, { text: 'I read it.' });
     const id = await chat('Please read tricky.md');
     const { text, pieces } = await exportAll({ conversation_id: id, format: 'markdown' });
     assert.equal(pieces[0].file_name, 'Please read tricky md.md');
@@ -216,7 +205,7 @@ describe('export_conversation', () => {
   });
 
   test('json: a version field and every message, tool calls and results included, as get_messages gives them', async () => {
-    fake.script({ tool_calls: [{ name: 'list_directory', arguments: { path: '.' } }] }, { text: 'Listed.' });
+    svc.fake.script({ tool_calls: [{ name: 'list_directory', arguments: { path: '.' } }] }, { text: 'Listed.' });
     const id = await chat('list the files');
     await chat('thanks', id);
     const { text, pieces } = await exportAll({ conversation_id: id, format: 'json' });

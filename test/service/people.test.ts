@@ -4,44 +4,37 @@
 // And names shown to a person carry no bidi override (issue 20: `gnp\u202Eexe.png` shows as `gnpgnp.exe`).
 import assert from 'node:assert/strict';
 import { createECDH, randomBytes, randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { MIGRATIONS, openStore } from '../../src/store';
 import { hashPassword } from '../../src/transport/auth/passwords';
 import { pngLike, sha256, uploadAttachment } from '../helpers/attachments';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
-import { sessionClient, startService, type RunningService } from '../helpers/service';
+import { sessionClient, startService } from '../helpers/service';
+import { useService } from '../helpers/service-fixture';
 import { tempDir, waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
 const PASSWORD = 'correct horse battery staple';
-let fake: FakeOpenAI;
-let svc: RunningService;
 let owner: TestClient;
 let ada: TestClient;
 let bob: TestClient;
-let workspace: { dir: string; cleanup: () => Promise<void> };
 
-before(async () => {
-  fake = await startFakeOpenAI();
+const svc = useService({
   // A sent file is saved into the workspace for the model: a temp one, not the current directory.
-  workspace = await tempDir('ra-people-ws-');
-  const password_hash = await hashPassword(PASSWORD);
-  svc = await startService({
-    provider: 'openai', model: 'fake-model', base_url: fake.url, workspace: workspace.dir,
-    users: [{ username: 'ada', password_hash }, { username: 'bob', password_hash }],
-  });
-  owner = await TestClient.authed(svc.wsUrl, svc.token);
-  ada = await sessionClient(svc, 'ada', PASSWORD);
-  bob = await sessionClient(svc, 'bob', PASSWORD);
+  workspace: true,
+  config: async () => {
+    const password_hash = await hashPassword(PASSWORD);
+    return { model: 'fake-model', users: [{ username: 'ada', password_hash }, { username: 'bob', password_hash }] };
+  },
+  afterStart: async (started) => {
+    owner = await started.client();
+    ada = await sessionClient(started, 'ada', PASSWORD);
+    bob = await sessionClient(started, 'bob', PASSWORD);
+  },
 });
 
-after(async () => {
-  owner?.close();
+after(() => {
   ada?.close();
   bob?.close();
-  await svc?.dispose();
-  await fake?.close();
-  await workspace?.cleanup();
 });
 
 /** A browser's subscription keys (a P-256 point and 16 auth bytes), as push_subscribe wants them. */
@@ -54,7 +47,7 @@ const subscribe = (client: TestClient, deviceId: string, endpoint: string, devic
   client.request({ type: 'push_subscribe', device_id: deviceId, device_name: deviceName, subscription: { endpoint, keys: pushKeys() } });
 
 const codeOf = (reply: Record<string, unknown>) => ({ status: reply.status, code: reply.code });
-const completions = () => fake.requests.filter((r) => r.path.startsWith('/v1/chat/completions')).length;
+const completions = () => svc.fake.requests.filter((r) => r.path.startsWith('/v1/chat/completions')).length;
 
 describe('an unsent upload is its uploader’s only', () => {
   test('attack: another password user cannot write into, finish, read or send it', async () => {
@@ -80,9 +73,9 @@ describe('a waiting message is its sender’s (and the owner’s) to remove', ()
     const start = await ada.request({ type: 'chat', message: 'start' });
     const conversationId = (start.data as { conversation_id: string }).conversation_id;
     const before = completions();
-    fake.script({ text: 'slow answer', delayMs: 1200 }, { text: 'ada’s queued answer' });
+    svc.fake.script({ text: 'slow answer', delayMs: 1200 }, { text: 'ada’s queued answer' });
     const running = ada.request({ type: 'chat', message: 'long one', conversation_id: conversationId, client_message_id: 'ada-run-1' });
-    await fake.waitFor(() => completions() === before + 1);
+    await svc.fake.waitFor(() => completions() === before + 1);
     const waiting = ada.request({ type: 'chat', message: 'queued by ada', conversation_id: conversationId, client_message_id: 'ada-wait-1' });
     await bob.next((f) => f.event === 'conversation.updated' && f.conversation_id === conversationId && ((f.conversation as { queued?: unknown[] }).queued?.length ?? 0) > 0);
 
@@ -98,9 +91,9 @@ describe('a waiting message is its sender’s (and the owner’s) to remove', ()
     const start = await ada.request({ type: 'chat', message: 'start again' });
     const conversationId = (start.data as { conversation_id: string }).conversation_id;
     const before = completions();
-    fake.script({ text: 'slow', delayMs: 1200 });
+    svc.fake.script({ text: 'slow', delayMs: 1200 });
     const running = ada.request({ type: 'chat', message: 'long', conversation_id: conversationId });
-    await fake.waitFor(() => completions() === before + 1);
+    await svc.fake.waitFor(() => completions() === before + 1);
     const first = ada.request({ type: 'chat', message: 'one', conversation_id: conversationId, client_message_id: 'ada-wait-2' });
     const second = ada.request({ type: 'chat', message: 'two', conversation_id: conversationId, client_message_id: 'ada-wait-3' });
     await waitFor(async () => {
@@ -117,7 +110,7 @@ describe('a waiting message is its sender’s (and the owner’s) to remove', ()
 
 describe('a resend is answered only to its sender', () => {
   test('attack: another password user resending the same client_message_id gets a chat of its own, not the stored answer', async () => {
-    fake.script({ text: 'ada’s private answer' });
+    svc.fake.script({ text: 'ada’s private answer' });
     const first = await ada.request({ type: 'chat', message: 'what is my secret?', client_message_id: 'shared-id-1' });
     assert.equal((first.data as { response: string }).response, 'ada’s private answer');
     const before = completions();
@@ -229,7 +222,7 @@ test('a store from before people were told apart: the owner’s rows stay the ow
     await store.close();
 
     const password_hash = await hashPassword(PASSWORD);
-    const upgraded = await startService({ provider: 'openai', model: 'fake-model', base_url: fake.url, workspace: workspace.dir, users: [{ username: 'ada', password_hash }, { username: 'bob', password_hash }] }, { dataDir: old.dir });
+    const upgraded = await startService({ provider: 'openai', model: 'fake-model', base_url: svc.fake.url, workspace: svc.workspace, users: [{ username: 'ada', password_hash }, { username: 'bob', password_hash }] }, { dataDir: old.dir });
     const clients = [await TestClient.authed(upgraded.wsUrl, upgraded.token), await sessionClient(upgraded, 'ada', PASSWORD), await sessionClient(upgraded, 'bob', PASSWORD)];
     const [theOwner, theAda, theBob] = clients;
     try {

@@ -57,7 +57,7 @@ async function storedTools(c: TestClient, conversation_id: string) {
 /** An in-process client of the door, as the extension opens its chat view's (source `editor`, the owner). */
 function editorSession(svc: RunningService) {
   const events: ServiceEvent[] = [];
-  const session = svc.service.openSession({ source: 'editor', principal: 'access', canAnswerPermissions: true, send: (event) => events.push(event) });
+  const session = svc.service.openSession({ source: { kind: 'editor' }, principal: 'access', canAnswerPermissions: true, send: (event) => events.push(event) });
   cleanups.push(async () => session.close());
   return { session, events };
 }
@@ -149,7 +149,7 @@ describe('a request waits for a person', () => {
     const ownerAgain = await client(svc);
     const resent = await ownerAgain.next((f) => f.event === 'permission.request', 5_000);
     assert.deepEqual(resent, request, 'the owner reconnecting is sent the waiting request again');
-    const webhook = svc.service.openSession({ source: 'webhook:bot', canAnswerPermissions: false, send: () => undefined });
+    const webhook = svc.service.openSession({ source: { kind: 'webhook', account: 'bot' }, canAnswerPermissions: false, send: () => undefined });
     cleanups.push(async () => webhook.close());
     assert.deepEqual((await webhook.request({ type: 'list_pending_permissions' })) as Frame, { status: 'ok', data: { requests: [] } });
     assert.equal((await owner.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow' })).status, 'ok');

@@ -7,43 +7,32 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import https from 'node:https';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import { randomUUID } from 'node:crypto';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startFakePushService, type FakePushService } from '../helpers/fake-push-service';
-import { postJson, startService, type RunningService } from '../helpers/service';
-import { tempDir } from '../helpers/temp';
+import { postJson } from '../helpers/service';
+import { useService } from '../helpers/service-fixture';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
 import { TestClient } from '../helpers/ws-client';
 
 const SECRET = 'ci-sender-secret-0123456789abcdef';
-let fake: FakeOpenAI;
 let push: FakePushService;
 let receiver: WebhookReceiver;
-let workspace: { dir: string; cleanup: () => Promise<void> };
-let svc: RunningService;
-
-before(async () => {
-  fake = await startFakeOpenAI();
-  push = await startFakePushService();
-  receiver = await startWebhookReceiver({ secret: SECRET });
-  workspace = await tempDir('ra-away-ws-');
-  svc = await startService(
-    {
-      base_url: fake.url,
+const svc = useService({
+  workspace: true,
+  config: async () => {
+    push = await startFakePushService();
+    receiver = await startWebhookReceiver({ secret: SECRET });
+    return {
       permission_mode: 'ask',
-      workspace: workspace.dir,
       channels: { webhook: { accounts: { ci: { incoming_path: '/hooks/ci', outgoing_url: receiver.url('/ci'), secret: SECRET, tools: 'ask' } } } },
-    },
-    { webhook: { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 }, push: { allowPrivateEndpoints: true, agent: new https.Agent({ ca: push.ca }), retryBaseMs: 5, tries: 3 } },
-  );
+    };
+  },
+  options: () => ({ webhook: { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 }, push: { allowPrivateEndpoints: true, agent: new https.Agent({ ca: push.ca }), retryBaseMs: 5, tries: 3 } }),
 });
 after(async () => {
-  await svc?.dispose();
-  await fake?.close();
   await push?.close();
   await receiver?.close();
-  await workspace?.cleanup();
 });
 
 test('a prompt parked while the phone is offline: pushed, re-sent when the phone returns, allowed from the notification, the run finishes', async () => {
@@ -58,7 +47,7 @@ test('a prompt parked while the phone is offline: pushed, re-sent when the phone
   phone.close();
   await phone.waitClose();
 
-  fake.script({ tool_calls: [{ name: 'run_command', arguments: { command: 'echo built > away.txt' } }] }, { text: 'the build note is written' });
+  svc.fake.script({ tool_calls: [{ name: 'run_command', arguments: { command: 'echo built > away.txt' } }] }, { text: 'the build note is written' });
   const accepted = await postJson(`${svc.httpUrl}/hooks/ci`, { message: 'write the build note' }, { 'x-service-secret': SECRET });
   assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
   const conversationId = (accepted.body!.data as { conversation_id: string }).conversation_id;
@@ -69,7 +58,7 @@ test('a prompt parked while the phone is offline: pushed, re-sent when the phone
   assert.equal(prompt.conversation_id, conversationId);
   assert.equal(prompt.title, 'Approve run_command?');
   assert.match(String(prompt.body), /echo built > away\.txt/);
-  assert.equal(existsSync(join(workspace.dir, 'away.txt')), false, 'nothing ran before the answer');
+  assert.equal(existsSync(join(svc.workspace, 'away.txt')), false, 'nothing ran before the answer');
 
   // The phone comes back (the notification was tapped): the waiting request is sent as it authenticates.
   const back = await TestClient.authed(svc.wsUrl, svc.token);
@@ -84,7 +73,7 @@ test('a prompt parked while the phone is offline: pushed, re-sent when the phone
   await receiver.waitFor((r) => r.requests.some((c) => c.body?.conversation_id === conversationId), 'the webhook callback');
   const callback = receiver.requests.find((c) => c.body?.conversation_id === conversationId)!;
   assert.equal(callback.body?.message, 'the build note is written');
-  assert.equal(existsSync(join(workspace.dir, 'away.txt')), true, 'the tool ran once allowed');
+  assert.equal(existsSync(join(svc.workspace, 'away.txt')), true, 'the tool ran once allowed');
 
   await push.waitFor(() => pushes().some((p) => p.kind === 'webhook'), 'the run-finished push');
   const kinds = pushes().map((p) => p.kind);

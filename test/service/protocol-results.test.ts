@@ -2,10 +2,10 @@
 // result schema (src/protocol/results.ts). The schemas are what the web UI and the extension are typed
 // from, so a handler that answers a different shape fails here, not on a phone.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import { CommandResults, type CommandType } from '../../src/protocol';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
-import { postJson, startService, type RunningService } from '../helpers/service';
+import { postJson } from '../helpers/service';
+import { useService } from '../helpers/service-fixture';
 import { tempDir, waitFor } from '../helpers/temp';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
 import { TestClient } from '../helpers/ws-client';
@@ -18,58 +18,50 @@ import { addWorktree, git, isolateGitConfig, makeRepo, TestWorktrees, writeFiles
 
 const SECRET = 'results-secret-0123456789abcdef';
 
-let fake: FakeOpenAI;
 let relay: RunningRelay;
 let receiver: WebhookReceiver;
-let svc: RunningService;
 let push: FakePushService;
 let client: TestClient;
-let cleanupWorkspace: () => Promise<void>;
 let gitIsolation: Awaited<ReturnType<typeof isolateGitConfig>>;
 let repo: TestRepo;
 const worktrees = new TestWorktrees();
 /** Each command type whose answer was checked, so the last test can tell none was left out. */
 const checked = new Set<CommandType>();
 
-before(async () => {
-  fake = await startFakeOpenAI();
-  relay = await startRelay();
-  receiver = await startWebhookReceiver({ secret: SECRET });
-  receiver.setDefault({ status: 503 });
-  push = await startFakePushService();
-  gitIsolation = await isolateGitConfig();
-  repo = await makeRepo({ 'a.txt': 'a\n' });
-  const workspace = await tempDir('ra-results-');
-  cleanupWorkspace = workspace.cleanup;
-  svc = await startService(
-    {
-      base_url: fake.url,
+const svc = useService({
+  workspace: true,
+  config: async () => {
+    relay = await startRelay();
+    receiver = await startWebhookReceiver({ secret: SECRET });
+    receiver.setDefault({ status: 503 });
+    push = await startFakePushService();
+    gitIsolation = await isolateGitConfig();
+    repo = await makeRepo({ 'a.txt': 'a\n' });
+    return {
       model: 'fake-model',
-      workspace: workspace.dir,
       permission_mode: 'ask',
       channels: [
         { name: 'relay', type: 'websocket', url: relay.wsUrl, auth_token: RELAY_TOKEN },
         { name: 'webhook', type: 'webhook', accounts: { acct: { incoming_path: '/in', outgoing_url: receiver.url('/out'), secret: SECRET, retry_for_seconds: 1 } } },
       ],
-    },
-    {
-      webhook: { retryBaseMs: 50, retryMaxMs: 200, timeoutMs: 300 },
-      relay: { baseDelayMs: 50, maxDelayMs: 300 },
-      push: { allowPrivateEndpoints: true, agent: new https.Agent({ ca: push.ca }) },
-      worktrees,
-    },
-  );
-  client = await TestClient.connect(svc.wsUrl);
+    };
+  },
+  options: () => ({
+    webhook: { retryBaseMs: 50, retryMaxMs: 200, timeoutMs: 300 },
+    relay: { baseDelayMs: 50, maxDelayMs: 300 },
+    push: { allowPrivateEndpoints: true, agent: new https.Agent({ ca: push.ca }) },
+    worktrees,
+  }),
+  afterStart: async (started) => {
+    client = await TestClient.connect(started.wsUrl);
+  },
 });
 
 after(async () => {
   client?.close();
-  await svc?.dispose();
   await receiver?.close();
   await relay?.close();
   await push?.close();
-  await fake?.close();
-  await cleanupWorkspace?.();
   await repo?.cleanup();
   await gitIsolation?.cleanup();
 });
@@ -100,7 +92,7 @@ test('auth, config and tools', async () => {
 });
 
 test('chat with a tool the user allows, its history, then delete', async () => {
-  fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'a.txt', content: 'x' } }] }, { text: 'written' });
+  svc.fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'a.txt', content: 'x' } }] }, { text: 'written' });
   client.send({ type: 'chat', message: 'write a.txt', id: 'chat-1' });
   const request = await client.next((f) => f.event === 'permission.request');
   const pending: { requests: { request_id: string }[] } = await answer({ type: 'list_pending_permissions' });
@@ -143,7 +135,7 @@ test('chat with a tool the user allows, its history, then delete', async () => {
 });
 
 test('cancel: a running chat, cancelled, answers cancelled', async () => {
-  fake.script({ text: 'a b c d e f g h i j', chunks: 10, chunkDelayMs: 300 });
+  svc.fake.script({ text: 'a b c d e f g h i j', chunks: 10, chunkDelayMs: 300 });
   client.send({ type: 'chat', message: 'long answer please', id: 'long', stream: true });
   await client.next((f) => f.event === 'chat.delta' && f.id === 'long');
   // The cancel carries the chat's id, so both answers do: the cancel's is the one with `cancelled` alone.
@@ -229,16 +221,16 @@ test('audit: list_audit and verify_audit', async () => {
 });
 
 test('review and land: a worktree conversation reviewed, commented on, committed, landed, pushed and discarded', async () => {
-  fake.script({ text: 'started' });
+  svc.fake.script({ text: 'started' });
   const { conversation_id }: { conversation_id: string } = await answer({ type: 'chat', message: 'worktree work' });
   const wt = addWorktree(repo, conversation_id);
   worktrees.rows.set(conversation_id, wt);
   await writeFiles(wt.path, { 'a.txt': 'a changed\n', 'b.txt': 'b\n' });
   const changes: { files: { path: string; hunks: { id: string }[] }[] } = await answer({ type: 'get_changes', conversation_id });
   await answer({ type: 'revert_changes', conversation_id, path: 'b.txt' });
-  fake.script({ text: 'noted' });
+  svc.fake.script({ text: 'noted' });
   await answer({ type: 'comment_on_change', conversation_id, path: 'a.txt', line: 1, hunk_id: changes.files.find((f) => f.path === 'a.txt')!.hunks[0].id, comment: 'why?' });
-  fake.script({ text: 'Change a' });
+  svc.fake.script({ text: 'Change a' });
   await answer({ type: 'draft_commit_message', conversation_id });
   await answer({ type: 'commit_changes', conversation_id, message: 'Change a' });
   await answer({ type: 'land_changes', conversation_id, method: 'merge' });

@@ -4,48 +4,36 @@
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import https from 'node:https';
-import { after, before, beforeEach, test } from 'node:test';
+import { after, beforeEach, test } from 'node:test';
 import { hashPassword } from '../../src/transport/auth/passwords';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startFakePushService, type BrowserSubscription, type FakePushService, type ReceivedPush } from '../helpers/fake-push-service';
-import { postJson, startService, TEST_API_KEY, TEST_TOKEN, type RunningService } from '../helpers/service';
-import { tempDir } from '../helpers/temp';
+import { postJson, TEST_API_KEY, TEST_TOKEN } from '../helpers/service';
+import { useService } from '../helpers/service-fixture';
 import { TestClient } from '../helpers/ws-client';
 
 const PASSWORD = 'correct horse battery staple';
 const TIMEOUT_SECONDS = 600;
-let fake: FakeOpenAI;
 let push: FakePushService;
-let svc: RunningService;
-let workspace: { dir: string; cleanup: () => Promise<void> };
 let vapidKey: string;
-
-before(async () => {
-  fake = await startFakeOpenAI();
-  push = await startFakePushService();
-  workspace = await tempDir('ra-push-ws-');
-  svc = await startService(
-    {
-      provider: 'openai',
+const svc = useService({
+  workspace: true,
+  config: async () => {
+    push = await startFakePushService();
+    return {
       model: 'fake-model',
-      base_url: fake.url,
       permission_mode: 'ask',
-      workspace: workspace.dir,
       users: [{ username: 'ada', password_hash: await hashPassword(PASSWORD) }],
       channels: { webhook: { accounts: { alpha: { incoming_path: '/hooks/alpha', outgoing_url: 'http://127.0.0.1:9/none' } } } },
-    },
-    { permissionTimeoutMs: TIMEOUT_SECONDS * 1000, push: { allowPrivateEndpoints: true, agent: new https.Agent({ ca: push.ca }), retryBaseMs: 5, tries: 3 } },
-  );
-  const client = await TestClient.authed(svc.wsUrl, svc.token);
-  vapidKey = ((await client.request({ type: 'push_info' })).data as { vapid_public_key: string }).vapid_public_key;
-  client.close();
+    };
+  },
+  options: () => ({ permissionTimeoutMs: TIMEOUT_SECONDS * 1000, push: { allowPrivateEndpoints: true, agent: new https.Agent({ ca: push.ca }), retryBaseMs: 5, tries: 3 } }),
+  afterStart: async (started) => {
+    const client = await TestClient.authed(started.wsUrl, started.token);
+    vapidKey = ((await client.request({ type: 'push_info' })).data as { vapid_public_key: string }).vapid_public_key;
+    client.close();
+  },
 });
-after(async () => {
-  await svc?.dispose();
-  await fake?.close();
-  await push?.close();
-  await workspace?.cleanup();
-});
+after(() => push?.close());
 
 /** Every test starts without devices and with an empty record of pushes. */
 beforeEach(async () => {
@@ -86,7 +74,7 @@ function assertValidVapid(received: ReceivedPush): void {
 }
 
 async function promptFor(client: TestClient, command: string, id: string) {
-  fake.script({ tool_calls: [{ name: 'run_command', arguments: { command } }] }, { text: 'done' });
+  svc.fake.script({ tool_calls: [{ name: 'run_command', arguments: { command } }] }, { text: 'done' });
   client.send({ type: 'chat', message: `please run ${command}`, id });
   return client.next((f) => f.event === 'permission.request' && f.tool === 'run_command');
 }
@@ -140,7 +128,7 @@ test('a turn that ends is pushed as finished / failed / webhook, each on or off 
     assert.deepEqual(all.pushes()[0].payload, { v: 1, kind: 'finished', tag: `run:${cid}`, conversation_id: cid, title: 'hello there', body: 'echo: hello there', url: `./?conversation=${cid}` });
     assert.equal(all.pushes()[0].topic, topicOf(`run:${cid}`));
 
-    fake.script({ status: 401 });
+    svc.fake.script({ status: 401 });
     await owner.request({ type: 'chat', message: 'this fails', conversation_id: cid });
     await push.waitFor(() => all.pushes().length === 2, 'the failed push');
     const failed = all.pushes()[1].payload!;
@@ -157,7 +145,7 @@ test('a turn that ends is pushed as finished / failed / webhook, each on or off 
     assert.equal(hook.tag, `run:${hookCid}`);
     assert.match(String(hook.title), /alpha/);
 
-    fake.script({ text: 'a b c d e f g h i j', chunks: 10, chunkDelayMs: 300 });
+    svc.fake.script({ text: 'a b c d e f g h i j', chunks: 10, chunkDelayMs: 300 });
     owner.send({ type: 'chat', message: 'long', conversation_id: cid, id: 'long', stream: true });
     await owner.next((f) => f.event === 'chat.delta' && f.id === 'long');
     owner.send({ type: 'cancel', id: 'long' });
@@ -225,7 +213,7 @@ test("a session user's device is not pushed the prompts only the owner may answe
   try {
     const userDevice = await subscribeDevice(user);
     const ownerDevice = await subscribeDevice(owner);
-    fake.script({ tool_calls: [{ name: 'run_command', arguments: { command: 'cat service.json' } }] }, { text: 'done' });
+    svc.fake.script({ tool_calls: [{ name: 'run_command', arguments: { command: 'cat service.json' } }] }, { text: 'done' });
     user.send({ type: 'chat', message: 'read the token', id: 'u1' });
     const request = await owner.next((f) => f.event === 'permission.request');
     await push.waitFor(() => ownerDevice.pushes().length === 1, 'the owner device\'s prompt');

@@ -142,7 +142,7 @@ describe('subscriptions an attacker would send are refused', () => {
   });
 
   test('a webhook account may not subscribe nor use any push command', async () => {
-    const session = svc.service.openSession({ source: 'webhook:alpha', canAnswerPermissions: false, send: () => undefined });
+    const session = svc.service.openSession({ source: { kind: 'webhook', account: 'alpha' }, canAnswerPermissions: false, send: () => undefined });
     try {
       for (const frame of [
         { type: 'push_info' },

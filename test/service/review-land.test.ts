@@ -97,7 +97,8 @@ test('review from anywhere: get_changes, revert a hunk, a comment reaches the mo
   fake.script({ text: 'fixed line 3' });
   const answer = await ok(user, { type: 'comment_on_change', conversation_id: id, path: 'app.ts', line: 3, comment: 'Name this better.' });
   assert.deepEqual({ response: answer.response, conversation_id: answer.conversation_id }, { response: 'fixed line 3', conversation_id: id });
-  const sent = fake.requests.at(-1)!.body.messages.filter((m: { role: string }) => m.role === 'user').at(-1).content as string;
+  // The turn's note (the service's, not the user's) comes last in each request: the comment is the user message before it.
+  const sent = fake.requests.at(-1)!.body.messages.filter((m: { role: string; content: unknown }) => m.role === 'user' && !String(m.content).startsWith('# Now')).at(-1).content as string;
   assert.match(sent, /Review comment on `app\.ts`, line 3:\n\nName this better\./);
   assert.match(sent, /```diff\n--- a\/app\.ts\n\+\+\+ b\/app\.ts\n@@ -1,6 \+1,6 @@[^\n]*\n line 1\n line 2\n-line 3\n\+line 3 edited/);
   const history = (await ok(owner, { type: 'get_messages', conversation_id: id })).messages as { role: string; content: string }[];
@@ -171,7 +172,7 @@ test('a conversation in the workspace has no changes to review; a webhook accoun
   records.rows.set(hookId, theirs);
   await writeFiles(theirs.path, { 'notes.md': 'from the hook\n' });
 
-  const account = svc.service.openSession({ source: 'webhook:acme', canAnswerPermissions: false, send: () => undefined });
+  const account = svc.service.openSession({ source: { kind: 'webhook', account: 'acme' }, canAnswerPermissions: false, send: () => undefined });
   try {
     await refused(account, { type: 'get_changes', conversation_id: mine.conversationId }, 'not_found');
     const own = Changes.parse((await account.request({ type: 'get_changes', conversation_id: hookId }) as Frame).data);

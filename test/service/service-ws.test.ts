@@ -1,25 +1,15 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { version } from '../../package.json';
 import { PROTOCOL_VERSION } from '../../src/protocol';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
-import { startService, TEST_API_KEY, type RunningService } from '../helpers/service';
+import { TEST_API_KEY } from '../helpers/service';
+import { useService } from '../helpers/service-fixture';
 import { TestClient } from '../helpers/ws-client';
 import { withoutNote } from '../helpers/service-note';
 
-let fake: FakeOpenAI;
-let svc: RunningService;
-
-before(async () => {
-  fake = await startFakeOpenAI();
-  svc = await startService({ base_url: fake.url, model: 'fake-model', temperature: 0.5 });
-});
-after(async () => {
-  await svc?.dispose();
-  await fake?.close();
-});
+const svc = useService({ config: { model: 'fake-model', temperature: 0.5 } });
 
 const authed = () => TestClient.authed(svc.wsUrl, svc.token);
 
@@ -106,7 +96,7 @@ describe('chat and history', () => {
 
     const second = await client.request({ type: 'chat', message: 'and again', conversation_id: data.conversation_id });
     assert.equal((second.data as { conversation_id: string }).conversation_id, data.conversation_id);
-    const lastRequest = fake.requests.at(-1)!.body as { messages: { role: string; content: string }[]; model: string };
+    const lastRequest = svc.fake.requests.at(-1)!.body as { messages: { role: string; content: string }[]; model: string };
     assert.equal(lastRequest.messages[0].role, 'system', 'the built-in system prompt comes first');
     assert.deepEqual(
       withoutNote(lastRequest.messages).slice(1).map((m) => [m.role, m.content]),
@@ -146,7 +136,7 @@ describe('chat and history', () => {
 
   test('stream: true sends chat.delta events, then one final response with the whole text', async () => {
     const client = await authed();
-    fake.script({ text: 'one two three four five', chunks: 5 });
+    svc.fake.script({ text: 'one two three four five', chunks: 5 });
     const reply = await client.request({ type: 'chat', message: 'stream please', stream: true, id: 's1' });
     const deltas = client.frames.filter((f) => f.event === 'chat.delta' && f.id === 's1');
     assert.ok(deltas.length >= 2, `expected several deltas, got ${deltas.length}`);
@@ -172,12 +162,12 @@ describe('chat and history', () => {
     const client = await authed();
     const start = await client.request({ type: 'chat', message: 'first' });
     const conversation_id = (start.data as { conversation_id: string }).conversation_id;
-    fake.script({ text: 'slow reply', delayMs: 300 });
+    svc.fake.script({ text: 'slow reply', delayMs: 300 });
     client.send({ type: 'chat', message: 'second', conversation_id, id: 'q2' });
     client.send({ type: 'chat', message: 'third', conversation_id, id: 'q3' });
     await client.next((f) => f.id === 'q2' && 'status' in f);
     await client.next((f) => f.id === 'q3' && 'status' in f);
-    const third = fake.requests.findLast((r) => JSON.stringify(r.body).includes('third'))!.body as { messages: { role: string; content: string }[] };
+    const third = svc.fake.requests.findLast((r) => JSON.stringify(r.body).includes('third'))!.body as { messages: { role: string; content: string }[] };
     assert.deepEqual(withoutNote(third.messages).map((m) => m.content).slice(-3), ['second', 'slow reply', 'third'], 'third saw the reply to second');
     client.close();
   });
@@ -290,7 +280,7 @@ describe('provider failures', () => {
     const client = await authed();
     const start = await client.request({ type: 'chat', message: 'before failure' });
     const conversation_id = (start.data as { conversation_id: string }).conversation_id;
-    fake.script({ status: 401 }, { status: 500 }, { status: 500 }, { status: 500 });
+    svc.fake.script({ status: 401 }, { status: 500 }, { status: 500 }, { status: 500 });
     for (const expected of [/openai/, /openai/]) {
       const reply = await client.request({ type: 'chat', message: 'will fail', conversation_id });
       assert.equal(reply.status, 'error');

@@ -3,33 +3,21 @@
 // no secret. The event hub's observer tap (what the push notifier listens to) sees every broadcast event
 // with the filter the clients get it by.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import type { ServiceEvent } from '../../src/protocol';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
-import { postJson, startService, TEST_API_KEY, type RunningService } from '../helpers/service';
+import { postJson, TEST_API_KEY } from '../helpers/service';
+import { useService } from '../helpers/service-fixture';
 import { TestClient } from '../helpers/ws-client';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
 
-let fake: FakeOpenAI;
 let receiver: WebhookReceiver;
-let svc: RunningService;
-
-before(async () => {
-  fake = await startFakeOpenAI();
-  receiver = await startWebhookReceiver();
-  svc = await startService({
-    provider: 'openai',
-    model: 'fake-model',
-    base_url: fake.url,
-    channels: { webhook: { accounts: { alpha: { incoming_path: '/hooks/alpha', outgoing_url: receiver.url('/alpha') } } } },
-  });
+const svc = useService({
+  config: async () => {
+    receiver = await startWebhookReceiver();
+    return { model: 'fake-model', channels: { webhook: { accounts: { alpha: { incoming_path: '/hooks/alpha', outgoing_url: receiver.url('/alpha') } } } } };
+  },
 });
-
-after(async () => {
-  await svc?.dispose();
-  await fake?.close();
-  await receiver?.close();
-});
+after(() => receiver?.close());
 
 const ended = (id: string) => (f: Record<string, unknown>) => f.event === 'turn.ended' && f.conversation_id === id;
 
@@ -51,7 +39,7 @@ test('a failed turn is announced as failed with a short reason and no secret', a
   const phone = await TestClient.authed(svc.wsUrl, svc.token);
   const editor = await TestClient.authed(svc.wsUrl, svc.token);
   try {
-    fake.script({ status: 401 });
+    svc.fake.script({ status: 401 });
     const reply = await phone.request({ type: 'chat', message: 'fail please' });
     assert.equal(reply.status, 'error');
     const event = await editor.next((f) => f.event === 'turn.ended' && f.outcome === 'failed');
@@ -68,7 +56,7 @@ test('a failed turn is announced as failed with a short reason and no secret', a
 test('a cancelled turn is announced as cancelled', async () => {
   const phone = await TestClient.authed(svc.wsUrl, svc.token);
   try {
-    fake.script({ text: 'a b c d e f g h i j', chunks: 10, chunkDelayMs: 300 });
+    svc.fake.script({ text: 'a b c d e f g h i j', chunks: 10, chunkDelayMs: 300 });
     phone.send({ type: 'chat', message: 'long one', id: 'c1', stream: true });
     const delta = await phone.next((f) => f.event === 'chat.delta' && f.id === 'c1');
     phone.send({ type: 'cancel', id: 'c1' });
@@ -91,7 +79,7 @@ test('a webhook turn is announced to the user clients (source webhook:<account>)
     assert.deepEqual(event, { event: 'turn.ended', conversation_id: id, source: 'webhook:alpha', outcome: 'answered' });
     const seen = tapped.find((t) => t.event.event === 'turn.ended' && t.event.conversation_id === id);
     assert.ok(seen, 'the observer saw the turn end');
-    const other = { id: 'x', source: 'webhook:beta', canAnswerPermissions: false, send: () => undefined };
+    const other = { id: 'x', source: { kind: 'webhook', account: 'beta' }, canAnswerPermissions: false, send: () => undefined };
     assert.equal(seen.filter?.(other as never), false, 'the filter keeps another webhook account out');
   } finally {
     stop();
@@ -102,7 +90,7 @@ test('a webhook turn is announced to the user clients (source webhook:<account>)
 test('a webhook turn that fails for good is announced as failed; the reason is the callback\'s (kind and status)', async () => {
   const editor = await TestClient.authed(svc.wsUrl, svc.token);
   try {
-    fake.script({ status: 401 });
+    svc.fake.script({ status: 401 });
     const accepted = await postJson(`${svc.httpUrl}/hooks/alpha`, { message: 'this one fails' });
     const id = (accepted.body!.data as { conversation_id: string }).conversation_id;
     const event = await editor.next(ended(id));

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { ConfigError, ConfigFile } from '../../src/config/config-file';
-import { startFakeAnthropic, type FakeAnthropic } from '../helpers/fake-anthropic';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
-import { startService, writeConfig, type RunningService } from '../helpers/service';
+import { writeConfig, type RunningService } from '../helpers/service';
+import { useService } from '../helpers/service-fixture';
 import { tempDir } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
@@ -41,21 +40,12 @@ async function lastReply(client: TestClient, conversationId: string): Promise<Ro
 }
 
 describe('usage and cost (OpenAI format)', () => {
-  let fake: FakeOpenAI;
-  let svc: RunningService;
-  before(async () => {
-    fake = await startFakeOpenAI();
-    svc = await startService({ base_url: fake.url, model: 'fake-model', prices: PRICES });
-  });
-  after(async () => {
-    await svc?.dispose();
-    await fake?.close();
-  });
+  const svc = useService({ config: { model: 'fake-model', prices: PRICES } });
 
   for (const stream of [true, false]) {
     test(`${stream ? 'streamed' : 'not streamed'}: the reply carries the provider's figures, cached tokens and the cost from the price table`, () =>
       withClient(svc, async (client) => {
-        fake.script({ text: 'hello', usage: { prompt_tokens: 1000, completion_tokens: 200, prompt_tokens_details: { cached_tokens: 400 } } });
+        svc.fake.script({ text: 'hello', usage: { prompt_tokens: 1000, completion_tokens: 200, prompt_tokens_details: { cached_tokens: 400 } } });
         const { conversation_id } = await ask(client, { type: 'chat', message: 'hi', stream });
         const reply = await lastReply(client, conversation_id);
         assert.deepEqual(reply.usage, {
@@ -70,13 +60,13 @@ describe('usage and cost (OpenAI format)', () => {
           context_used: 1000,
           context_window: 8000,
         });
-        if (stream) assert.deepEqual(fake.requests.at(-1)!.body.stream_options, { include_usage: true });
+        if (stream) assert.deepEqual(svc.fake.requests.at(-1)!.body.stream_options, { include_usage: true });
       }));
   }
 
   test('a tool round trip sums both provider calls; the context is that of the last call', () =>
     withClient(svc, async (client) => {
-      fake.script(
+      svc.fake.script(
         { tool_calls: [{ name: 'no_such_tool', arguments: {} }], usage: { prompt_tokens: 100, completion_tokens: 10 } },
         { text: 'done', usage: { prompt_tokens: 150, completion_tokens: 20, prompt_tokens_details: { cached_tokens: 100 } } },
       );
@@ -96,7 +86,7 @@ describe('usage and cost (OpenAI format)', () => {
       const today = new Date().toISOString().slice(0, 10);
       const earlier = (before.days as Row[]).find((d) => d.day === today);
 
-      fake.script({ text: 'one', usage: { prompt_tokens: 500, completion_tokens: 50 } }, { text: 'two', usage: { prompt_tokens: 700, completion_tokens: 70 } });
+      svc.fake.script({ text: 'one', usage: { prompt_tokens: 500, completion_tokens: 50 } }, { text: 'two', usage: { prompt_tokens: 700, completion_tokens: 70 } });
       const { conversation_id } = await ask(client, { type: 'chat', message: 'first' });
       await ask(client, { type: 'chat', message: 'second', conversation_id });
       const { conversations } = await ask(client, { type: 'list_conversations' });
@@ -114,7 +104,7 @@ describe('usage and cost (OpenAI format)', () => {
 
       // A model without a price: its cost is unknown ("—"), and so is the day's.
       await ask(client, { type: 'update_config', config: { model: 'fake-model-large' } });
-      fake.script({ text: 'three', usage: { prompt_tokens: 40, completion_tokens: 4 } });
+      svc.fake.script({ text: 'three', usage: { prompt_tokens: 40, completion_tokens: 4 } });
       const other = await ask(client, { type: 'chat', message: 'third' });
       await ask(client, { type: 'update_config', config: { model: 'fake-model' } });
       const unpriced = await lastReply(client, other.conversation_id);
@@ -139,10 +129,10 @@ describe('usage and cost (OpenAI format)', () => {
 
   test("a turn cancelled after a tool round keeps the tokens it spent, under its user message", () =>
     withClient(svc, async (client) => {
-      const calls = fake.requests.length;
-      fake.script({ tool_calls: [{ name: 'no_such_tool', arguments: {} }], usage: { prompt_tokens: 100, completion_tokens: 10 } }, { text: 'never', hangAfterChunks: 1 });
+      const calls = svc.fake.requests.length;
+      svc.fake.script({ tool_calls: [{ name: 'no_such_tool', arguments: {} }], usage: { prompt_tokens: 100, completion_tokens: 10 } }, { text: 'never', hangAfterChunks: 0 });
       client.send({ type: 'chat', message: 'cancel me', id: 'to-cancel', stream: true });
-      while (fake.requests.length < calls + 2) await new Promise((resolve) => setTimeout(resolve, 20));
+      while (svc.fake.requests.length < calls + 2) await new Promise((resolve) => setTimeout(resolve, 20));
       const answer = client.next((f) => f.id === 'to-cancel' && 'status' in f && 'response' in (f.data as object));
       client.send({ type: 'cancel', id: 'to-cancel' });
       const { data } = (await answer) as Row;
@@ -157,7 +147,7 @@ describe('usage and cost (OpenAI format)', () => {
 
   test('chat.message of a reply carries its usage, so a page shows it live', () =>
     withClient(svc, async (client) => {
-      fake.script({ text: 'live', usage: { prompt_tokens: 30, completion_tokens: 3 } });
+      svc.fake.script({ text: 'live', usage: { prompt_tokens: 30, completion_tokens: 3 } });
       const reply = client.next((f) => f.event === 'chat.message' && (f as Row).message.role === 'assistant');
       await ask(client, { type: 'chat', message: 'watch' });
       const event = (await reply) as Row;
@@ -167,7 +157,7 @@ describe('usage and cost (OpenAI format)', () => {
 
   test('a server that reports no usage: no figures are made up (no usage rather than zeros)', () =>
     withClient(svc, async (client) => {
-      fake.script({ text: 'no figures', usage: null });
+      svc.fake.script({ text: 'no figures', usage: null });
       const { conversation_id } = await ask(client, { type: 'chat', message: 'quiet server', stream: true });
       const reply = await lastReply(client, conversation_id);
       assert.equal(reply.content, 'no figures');
@@ -187,21 +177,12 @@ describe('usage and cost (OpenAI format)', () => {
 });
 
 describe('usage and cost (Anthropic format)', () => {
-  let fake: FakeAnthropic;
-  let svc: RunningService;
-  before(async () => {
-    fake = await startFakeAnthropic();
-    svc = await startService({ provider: 'anthropic', base_url: fake.url, model: 'claude-fake-2', prices: PRICES });
-  });
-  after(async () => {
-    await svc?.dispose();
-    await fake?.close();
-  });
+  const svc = useService({ provider: 'anthropic', config: { model: 'claude-fake-2', prices: PRICES } });
 
   for (const stream of [true, false]) {
     test(`${stream ? 'streamed (message_start + message_delta)' : 'not streamed'}: input counts cache reads and writes, each at its own price`, () =>
       withClient(svc, async (client) => {
-        fake.script({ text: 'bonjour', usage: { input_tokens: 300, output_tokens: 50, cache_read_input_tokens: 100, cache_creation_input_tokens: 40 } });
+        svc.fake.script({ text: 'bonjour', usage: { input_tokens: 300, output_tokens: 50, cache_read_input_tokens: 100, cache_creation_input_tokens: 40 } });
         const { conversation_id } = await ask(client, { type: 'chat', message: 'salut', stream });
         const { usage } = await lastReply(client, conversation_id);
         assert.equal(usage.provider, 'anthropic');

@@ -84,7 +84,7 @@ test('the page follows a streamed reply sent by another client, and after a drop
   fake.script({ text: reply, chunks: 40, chunkDelayMs: 60 });
   const answer = other.request({ type: 'chat', conversation_id: conversationId, message: 'stream it to every device', stream: true }, 20_000);
   await page.waitForFunction(() => / word5\b/.test(document.querySelector('.message.assistant.streaming')?.textContent ?? ''));
-  assert.equal(await page.locator('.message.user').last().innerText(), 'stream it to every device', 'the message sent elsewhere is shown');
+  assert.equal(await page.locator('.message.user .plain').last().innerText(), 'stream it to every device', 'the message sent elsewhere is shown');
 
   // The page's socket drops mid-stream (the network goes away), then comes back.
   await goOffline(phone);
@@ -264,7 +264,8 @@ test('a message typed while the page\u2019s own turn runs is sent at once: every
   assert.deepEqual(removed.data, { removed: true });
   await page.locator('.message.user', { hasText: 'second while it runs' }).waitFor({ state: 'detached' });
 
-  await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo: third while it runs') && !document.querySelector('.message.pending'));
+  // The reply stored (its chat.message ends the streaming), not only its pieces shown.
+  await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo: third while it runs') && !document.querySelector('.message.pending, .message.streaming'));
   const stored = await storedTranscript(conversationId);
   assert.deepEqual(stored, ['first from the phone', slow, 'third while it runs', 'echo: third while it runs'], 'the removed message was never stored; the rest in order');
   assert.deepEqual(await transcript(page), stored);

@@ -152,6 +152,8 @@ test("a prompt waiting on B while A is shown: the switcher says B '1 waiting', t
   assert.match(await item.innerText(), /list_directory/);
   await page.screenshot({ path: join(SCREENSHOTS, 'machines-switcher-waiting.png') });
 
+  await item.locator('.needs-you-show').click();
+  await item.locator('.needs-you-review .preview').waitFor();
   await item.locator('.needs-you-allow').click();
   const reply = await chat;
   assert.equal(reply.status, 'ok');

@@ -59,3 +59,33 @@ test('the phone shows the diff of what undo will restore, then restores the turn
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });
+
+test('after a reload, an undone turn reads as undone: its reply is marked and its write card is not a plain "ok"', async () => {
+  const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
+  rig.fake.script(
+    { tool_calls: [{ name: 'write_file', arguments: { path: 'greet.js', content: 'export const hi = 1;\n' } }] },
+    { text: 'Done. Created greet.js' },
+  );
+  const answer = await other.request({ type: 'chat', message: 'make greet, then undo it elsewhere' }, 30_000);
+  assert.equal(answer.status, 'ok', JSON.stringify(answer));
+  const conversationId = (answer.data as { conversation_id: string }).conversation_id;
+  const turns = await other.request({ type: 'list_turn_changes', conversation_id: conversationId });
+  const messageId = (turns.data as { turns: { message_id: string }[] }).turns[0].message_id;
+  const undone = await other.request({ type: 'undo_turn', conversation_id: conversationId, message_id: messageId, confirm: true });
+  assert.equal(undone.status, 'ok', JSON.stringify(undone));
+  other.close();
+
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  await page.locator('.drawer-toggle').click();
+  await page.locator('.conversation-open', { hasText: 'make greet, then undo it elsewhere' }).click();
+  const reply = page.locator('.message.assistant', { hasText: 'Done. Created greet.js' });
+  await reply.locator('.undone-note').waitFor();
+  assert.match(await reply.locator('.undone-note').innerText(), /Undone/);
+  assert.equal(await reply.locator('.undo-turn').count(), 0, 'no undo offered twice');
+  const card = page.locator('.tool-card[data-tool="write_file"]');
+  assert.equal(await card.getAttribute('data-undone'), 'true');
+  assert.equal(await card.locator('.tool-status').innerText(), 'ok · undone');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});

@@ -26,6 +26,6 @@ test('the web bundles hold no zod: src/protocol comes in as types only (its zod-
   // From src/protocol only the modules written without zod for the browser come in as code.
   assert.deepEqual(
     inputs.filter((file) => file.startsWith('src/protocol/')).sort(),
-    ['src/protocol/audit-labels.ts', 'src/protocol/chat-context.ts', 'src/protocol/client.ts', 'src/protocol/export-reader.ts', 'src/protocol/plan-summary.ts', 'src/protocol/relay-client-frame.ts', 'src/protocol/saved-prompt-text.ts', 'src/protocol/sources.ts', 'src/protocol/version.ts'],
+    ['src/protocol/audit-labels.ts', 'src/protocol/chat-context.ts', 'src/protocol/client.ts', 'src/protocol/export-reader.ts', 'src/protocol/plan-summary.ts', 'src/protocol/push-payload.ts', 'src/protocol/relay-client-frame.ts', 'src/protocol/saved-prompt-text.ts', 'src/protocol/sources.ts', 'src/protocol/version.ts'],
   );
 });

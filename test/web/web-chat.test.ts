@@ -95,7 +95,7 @@ test('a streamed reply appears progressively and ends rendered as markdown with 
   const text = 'Here is **the answer** with some code:\n\n```js\nconsole.log("hello from the fake");\n```\n\nAnd a final line, all done.';
   fake.script({ text, chunks: 10, chunkDelayMs: 120 });
   await send('show me code');
-  assert.equal(await page.locator('.message.user').last().innerText(), 'show me code');
+  assert.equal(await page.locator('.message.user .plain').last().innerText(), 'show me code');
   // Part of the reply is on screen while the rest is still coming, and Stop replaces Send.
   await page.waitForFunction(() => {
     const streaming = document.querySelector('.message.assistant.streaming');

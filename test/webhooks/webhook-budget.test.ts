@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
-import { postJson, startService, type RunningService } from '../helpers/service';
+import { after, describe, test } from 'node:test';
+import { postJson } from '../helpers/service';
+import { useService } from '../helpers/service-fixture';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
 
 const FAST = { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 };
@@ -9,18 +9,14 @@ const FAST = { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 };
 type Row = Record<string, any>;
 
 describe('a daily budget per webhook account', () => {
-  let fake: FakeOpenAI;
   let capped: WebhookReceiver;
   let costly: WebhookReceiver;
   let free: WebhookReceiver;
-  let svc: RunningService;
 
-  before(async () => {
-    fake = await startFakeOpenAI();
-    [capped, costly, free] = await Promise.all([startWebhookReceiver(), startWebhookReceiver(), startWebhookReceiver()]);
-    svc = await startService(
-      {
-        base_url: fake.url,
+  const svc = useService({
+    config: async () => {
+      [capped, costly, free] = await Promise.all([startWebhookReceiver(), startWebhookReceiver(), startWebhookReceiver()]);
+      return {
         model: 'fake-model',
         prices: { 'fake-model': { input: 1000, output: 1000 } },
         channels: {
@@ -33,15 +29,11 @@ describe('a daily budget per webhook account', () => {
             },
           },
         },
-      },
-      { webhook: FAST },
-    );
+      };
+    },
+    options: { webhook: FAST },
   });
-  after(async () => {
-    await svc?.dispose();
-    await fake?.close();
-    await Promise.all([capped, costly, free].map((r) => r?.close()));
-  });
+  after(() => Promise.all([capped, costly, free].map((r) => r?.close())));
 
   async function post(path: string, message: string): Promise<Row> {
     const reply = await postJson(`${svc.httpUrl}${path}`, { message });
@@ -49,7 +41,7 @@ describe('a daily budget per webhook account', () => {
     return reply.body!.data as Row;
   }
 
-  const providerCallsWith = (text: string) => fake.requests.filter((r) => JSON.stringify(r.body?.messages ?? []).includes(text)).length;
+  const providerCallsWith = (text: string) => svc.fake.requests.filter((r) => JSON.stringify(r.body?.messages ?? []).includes(text)).length;
 
   for (const [name, limit] of [
     ['capped', 'daily budget of 100 tokens reached'],
@@ -57,7 +49,7 @@ describe('a daily budget per webhook account', () => {
   ] as const) {
     test(`${name}: once reached, the next message is not run: an error callback says so (budget_exceeded), and so does the accept; another account runs`, async () => {
       const receiver = name === 'capped' ? capped : costly;
-      fake.script({ text: 'first answer', usage: { prompt_tokens: 80, completion_tokens: 30 } });
+      svc.fake.script({ text: 'first answer', usage: { prompt_tokens: 80, completion_tokens: 30 } });
       const first = await post(`/hooks/${name}`, `${name} one`);
       assert.equal(first.budget_exceeded, undefined, 'nothing spent yet');
       await receiver.waitFor((r) => r.requests.length === 1, 'the first reply');

@@ -7,9 +7,10 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { postJson, startService, TEST_API_KEY, type RunningService } from '../helpers/service';
+import { useService } from '../helpers/service-fixture';
 import { waitFor } from '../helpers/temp';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
 import { TestClient } from '../helpers/ws-client';
@@ -17,24 +18,20 @@ import { TestClient } from '../helpers/ws-client';
 const SECRET = 'provider-failure-secret-0123456789';
 const FAST = { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 };
 
-let fake: FakeOpenAI;
 let receiver: WebhookReceiver;
-let svc: RunningService;
 
 function account(extra: Record<string, unknown> = {}) {
   return { incoming_path: '/hooks/alpha', outgoing_url: receiver.url('/alpha'), secret: SECRET, ...extra };
 }
 
-before(async () => {
-  fake = await startFakeOpenAI();
-  receiver = await startWebhookReceiver({ secret: SECRET });
-  svc = await startService({ base_url: fake.url, channels: { webhook: { accounts: { alpha: account() } } } }, { webhook: FAST });
+const svc = useService({
+  config: async () => {
+    receiver = await startWebhookReceiver({ secret: SECRET });
+    return { channels: { webhook: { accounts: { alpha: account() } } } };
+  },
+  options: { webhook: FAST },
 });
-after(async () => {
-  await svc?.dispose();
-  await fake?.close();
-  await receiver?.close();
-});
+after(() => receiver?.close());
 
 type Accepted = { conversation_id: string; message_id: string };
 
@@ -68,7 +65,7 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 400));
 
 describe('transient provider failures are retried', () => {
   test('500 four times, then 200: the turn is retried and one reply is delivered, exactly once', async () => {
-    fake.script({ status: 500 }, { status: 500 }, { status: 500 }, { status: 500 });
+    svc.fake.script({ status: 500 }, { status: 500 }, { status: 500 }, { status: 500 });
     const data = await accepted(svc, { message: 'survive the outage' });
     await receiver.waitFor(() => callbacksFor(data.conversation_id).length >= 1, 'the reply', 20_000);
     await settle();
@@ -76,7 +73,7 @@ describe('transient provider failures are retried', () => {
     assert.equal(callbacks.length, 1, 'one callback');
     assert.deepEqual(callbacks[0].body, { message: 'echo: survive the outage', conversation_id: data.conversation_id });
     assert.equal(callbacks[0].signatureValid, true);
-    assert.equal(chatRequestsWith(fake, 'survive the outage').length, 5, 'four failed provider calls, then the answer');
+    assert.equal(chatRequestsWith(svc.fake, 'survive the outage').length, 5, 'four failed provider calls, then the answer');
     const replies = (await svc.service.store.messages.recent(data.conversation_id)).filter((m) => m.role === 'assistant');
     assert.deepEqual(replies.map((m) => m.content), ['echo: survive the outage'], 'one reply stored');
     const deliveries = await deliveriesOf(svc, data.conversation_id);
@@ -88,12 +85,12 @@ describe('transient provider failures are retried', () => {
 
   test("429 with Retry-After: the turn's next try waits as long as the provider asked", async () => {
     const limited = { status: 429, retryAfter: 1 };
-    fake.script(limited, limited, limited);
+    svc.fake.script(limited, limited, limited);
     const data = await accepted(svc, { message: 'rate limited for a second' });
     await receiver.waitFor(() => callbacksFor(data.conversation_id).length >= 1, 'the reply', 20_000);
     await settle();
     assert.deepEqual(callbacksFor(data.conversation_id).map((c) => c.body?.message), ['echo: rate limited for a second']);
-    const calls = chatRequestsWith(fake, 'rate limited for a second');
+    const calls = chatRequestsWith(svc.fake, 'rate limited for a second');
     assert.equal(calls.length, 4, 'three refused calls (one turn), then the retried turn');
     // The inbox's own backoff is 50 ms here: the second turn waited for Retry-After (1 s) instead.
     assert.ok(calls[3].receivedAt - calls[2].receivedAt >= 950, `retried after ${calls[3].receivedAt - calls[2].receivedAt} ms`);
@@ -101,16 +98,16 @@ describe('transient provider failures are retried', () => {
 
   test('a message arriving while an earlier one of its conversation waits to be retried is answered after it', async () => {
     const slow = await startService(
-      { base_url: fake.url, channels: { webhook: { accounts: { alpha: account() } } } },
+      { base_url: svc.fake.url, channels: { webhook: { accounts: { alpha: account() } } } },
       { webhook: { ...FAST, retryBaseMs: 1_500, retryMaxMs: 3_000 } },
     );
     try {
       const first = await accepted(slow, { message: 'first in line' });
       await receiver.waitFor(() => callbacksFor(first.conversation_id).length === 1, 'the first reply');
-      const seen = fake.requests.length;
-      fake.script({ status: 500 }, { status: 500 }, { status: 500 });
+      const seen = svc.fake.requests.length;
+      svc.fake.script({ status: 500 }, { status: 500 }, { status: 500 });
       const second = await accepted(slow, { message: 'second in line', conversation_id: first.conversation_id });
-      await fake.waitFor((requests) => requests.length >= seen + 3, 10_000);
+      await svc.fake.waitFor((requests) => requests.length >= seen + 3, 10_000);
       const third = await accepted(slow, { message: 'third in line', conversation_id: first.conversation_id });
       await receiver.waitFor(() => callbacksFor(first.conversation_id).length >= 3, 'the later replies', 20_000);
       await settle();
@@ -180,7 +177,7 @@ describe('transient provider failures are retried', () => {
 
 describe('permanent provider failures are answered with an error callback', () => {
   test('401: a signed error callback with clean text, not retried, listed as an error delivery', async () => {
-    fake.script({ status: 401 });
+    svc.fake.script({ status: 401 });
     const data = await accepted(svc, { message: 'with a revoked key' });
     await receiver.waitFor(() => callbacksFor(data.conversation_id).length >= 1, 'the error callback', 15_000);
     await settle();
@@ -196,7 +193,7 @@ describe('permanent provider failures are answered with an error callback', () =
     assert.equal(body.error, "the model provider refused the assistant's credentials (HTTP 401)");
     assert.ok(!callback.raw.includes(TEST_API_KEY) && !callback.raw.includes(TEST_API_KEY.slice(0, 8)), 'no part of the key');
     assert.match(String(svc.service.store.webhooks.getInbox(data.message_id)?.error), /authentication failed \(HTTP 401\)/, 'the detail is kept for the owner');
-    assert.equal(chatRequestsWith(fake, 'with a revoked key').length, 1, 'a 401 is not retried');
+    assert.equal(chatRequestsWith(svc.fake, 'with a revoked key').length, 1, 'a 401 is not retried');
     const deliveries = await deliveriesOf(svc, data.conversation_id);
     assert.equal(deliveries.length, 1);
     assert.deepEqual([deliveries[0].kind, deliveries[0].status], ['error', 'delivered']);
@@ -204,7 +201,7 @@ describe('permanent provider failures are answered with an error callback', () =
   });
 
   test("a 404 (unknown model) is permanent too; the sender is not told the provider's address or text", async () => {
-    fake.script({ status: 404 });
+    svc.fake.script({ status: 404 });
     const data = await accepted(svc, { message: 'a request it refuses' });
     await receiver.waitFor(() => callbacksFor(data.conversation_id).length >= 1, 'the error callback', 15_000);
     await settle();
@@ -215,9 +212,9 @@ describe('permanent provider failures are answered with an error callback', () =
       conversation_id: data.conversation_id,
       message_id: data.message_id,
     });
-    assert.ok(!callback.raw.includes(`127.0.0.1:${fake.port}`) && !callback.raw.includes('fake-missing'), 'no base URL, no vendor text');
-    assert.match(String(svc.service.store.webhooks.getInbox(data.message_id)?.error), new RegExp(`127\\.0\\.0\\.1:${fake.port}`), 'the owner keeps the detail');
-    assert.equal(chatRequestsWith(fake, 'a request it refuses').length, 1);
+    assert.ok(!callback.raw.includes(`127.0.0.1:${svc.fake.port}`) && !callback.raw.includes('fake-missing'), 'no base URL, no vendor text');
+    assert.match(String(svc.service.store.webhooks.getInbox(data.message_id)?.error), new RegExp(`127\\.0\\.0\\.1:${svc.fake.port}`), 'the owner keeps the detail');
+    assert.equal(chatRequestsWith(svc.fake, 'a request it refuses').length, 1);
   });
 
   test('still failing when the retry window is over: an error callback says it gave up', async () => {

@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../helpers/fake-openai';
+import { after, describe, test } from 'node:test';
+import { type RecordedRequest } from '../helpers/fake-openai';
 import { postJson, startService, writeConfig, type RunningService } from '../helpers/service';
+import { useService } from '../helpers/service-fixture';
 import { waitFor } from '../helpers/temp';
 import { signStandardWebhook, startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
 import { TestClient } from '../helpers/ws-client';
@@ -14,11 +15,9 @@ const SECRET_A = 'alpha-shared-secret-0123456789';
 const SECRET_B = `whsec_${randomBytes(24).toString('base64')}`;
 const FAST = { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 };
 
-let fake: FakeOpenAI;
 let alpha: WebhookReceiver;
 let beta: WebhookReceiver;
 let open: WebhookReceiver;
-let svc: RunningService;
 
 function accounts() {
   return {
@@ -28,17 +27,17 @@ function accounts() {
   };
 }
 
-before(async () => {
-  fake = await startFakeOpenAI();
-  alpha = await startWebhookReceiver({ secret: SECRET_A });
-  beta = await startWebhookReceiver({ secret: SECRET_B });
-  open = await startWebhookReceiver();
-  // Object form of channels.
-  svc = await startService({ base_url: fake.url, channels: { webhook: { accounts: accounts() } } }, { webhook: FAST });
+const svc = useService({
+  config: async () => {
+    alpha = await startWebhookReceiver({ secret: SECRET_A });
+    beta = await startWebhookReceiver({ secret: SECRET_B });
+    open = await startWebhookReceiver();
+    // Object form of channels.
+    return { channels: { webhook: { accounts: accounts() } } };
+  },
+  options: { webhook: FAST },
 });
 after(async () => {
-  await svc?.dispose();
-  await fake?.close();
   await alpha?.close();
   await beta?.close();
   await open?.close();
@@ -58,7 +57,7 @@ async function accepted(s: RunningService, path: string, body: unknown, headers:
 }
 
 function chatRequestsWith(text: string): RecordedRequest[] {
-  return fake.requests.filter((r) => r.path === '/v1/chat/completions' && JSON.stringify(r.body?.messages ?? []).includes(text));
+  return svc.fake.requests.filter((r) => r.path === '/v1/chat/completions' && JSON.stringify(r.body?.messages ?? []).includes(text));
 }
 
 function callbacksFor(receiver: WebhookReceiver, conversationId: string) {
@@ -79,7 +78,7 @@ function snapshot(s: RunningService) {
   return {
     messages: s.service.store.messages.count(),
     deliveries: s.service.store.webhooks.countDeliveries(),
-    provider: fake.requests.length,
+    provider: svc.fake.requests.length,
     callbacks: alpha.requests.length + beta.requests.length + open.requests.length,
   };
 }
@@ -322,11 +321,11 @@ describe('incoming webhook, conversations and idempotency', () => {
     const secret = { 'x-service-secret': SECRET_A };
     const first = await accepted(svc, '/hooks/alpha', { message: 'order 0' }, secret);
     await alpha.waitFor((r) => callbacksFor(r, first.conversation_id).length === 1, 'first callback');
-    const seen = fake.requests.length;
-    fake.script({ text: 'reply 1', delayMs: 150 }, { text: 'reply 2', delayMs: 150 }, { text: 'reply 3', delayMs: 150 });
+    const seen = svc.fake.requests.length;
+    svc.fake.script({ text: 'reply 1', delayMs: 150 }, { text: 'reply 2', delayMs: 150 }, { text: 'reply 3', delayMs: 150 });
     for (const message of ['order 1', 'order 2', 'order 3']) await accepted(svc, '/hooks/alpha', { message, conversation_id: first.conversation_id }, secret);
     await alpha.waitFor((r) => callbacksFor(r, first.conversation_id).length === 4, 'all callbacks', 5_000);
-    const runs = fake.requests.slice(seen).filter((r) => JSON.stringify(r.body?.messages).includes('order 1'));
+    const runs = svc.fake.requests.slice(seen).filter((r) => JSON.stringify(r.body?.messages).includes('order 1'));
     assert.equal(runs.length, 3);
     for (let i = 1; i < runs.length; i += 1) assert.ok(runs[i].receivedAt - runs[i - 1].receivedAt >= 140, 'the next run starts after the previous reply');
     // Each run sees the conversation as it stood: earlier turns answered, later messages not yet in it.
@@ -377,7 +376,7 @@ describe('incoming webhook, rate limit', () => {
     const receiver = await startWebhookReceiver();
     const limited = await startService(
       {
-        base_url: fake.url,
+        base_url: svc.fake.url,
         channels: {
           webhook: {
             accounts: {
@@ -415,11 +414,11 @@ describe('tools from webhook text', () => {
   test('in ask mode with nobody able to answer, a tool the model calls is denied', async () => {
     const receiver = await startWebhookReceiver();
     const guarded = await startService(
-      { base_url: fake.url, permission_mode: 'ask', channels: { webhook: { accounts: { bot: { incoming_path: '/bot', outgoing_url: receiver.url() } } } } },
+      { base_url: svc.fake.url, permission_mode: 'ask', channels: { webhook: { accounts: { bot: { incoming_path: '/bot', outgoing_url: receiver.url() } } } } },
       { webhook: FAST, permissionTimeoutMs: 60_000 },
     );
     try {
-      fake.script({ tool_calls: [{ name: 'remember', arguments: { content: 'attacker wants this remembered' } }] }, (request) => {
+      svc.fake.script({ tool_calls: [{ name: 'remember', arguments: { content: 'attacker wants this remembered' } }] }, (request) => {
         const results = (request.body.messages as { role: string; content: string }[]).filter((m) => m.role === 'tool');
         return { text: `tool said: ${results.at(-1)?.content}` };
       });
@@ -443,20 +442,20 @@ describe('accounts follow service.json without restart', () => {
     const receiver = await startWebhookReceiver();
     const first = { name: 'hooks', type: 'webhook', accounts: { one: { incoming_path: '/one', outgoing_url: receiver.url('/one'), secret: SECRET_A } } };
     // Array form of channels.
-    const live = await startService({ base_url: fake.url, channels: [first] }, { webhook: FAST });
+    const live = await startService({ base_url: svc.fake.url, channels: [first] }, { webhook: FAST });
     try {
       assert.equal((await hook(live, '/two', { message: 'too early' }, { 'x-service-secret': SECRET_A })).status, 404);
       const withTwo = { ...first, accounts: { ...first.accounts, two: { incoming_path: '/two', outgoing_url: receiver.url('/two'), secret: 'second-secret-abcdefghijkl' } } };
-      await writeConfig(live.dataDir, { base_url: fake.url, channels: [withTwo] });
+      await writeConfig(live.dataDir, { base_url: svc.fake.url, channels: [withTwo] });
       await waitFor(async () => (await hook(live, '/two', { message: 'hello two' }, { 'x-service-secret': 'second-secret-abcdefghijkl' })).status === 202, 'the new path', 5_000, 50);
       await receiver.waitFor((r) => r.requests.some((c) => c.path === '/two'), 'callback of the new account');
 
       const rotated = { ...withTwo, accounts: { ...withTwo.accounts, one: { ...first.accounts.one, secret: 'rotated-secret-0123456789' } } };
-      await writeConfig(live.dataDir, { base_url: fake.url, channels: [rotated] });
+      await writeConfig(live.dataDir, { base_url: svc.fake.url, channels: [rotated] });
       await waitFor(async () => (await hook(live, '/one', { message: 'old secret' }, { 'x-service-secret': SECRET_A })).status === 401, 'the old secret refused', 5_000, 50);
       assert.equal((await hook(live, '/one', { message: 'new secret' }, { 'x-service-secret': 'rotated-secret-0123456789' })).status, 202);
 
-      await writeConfig(live.dataDir, { base_url: fake.url, channels: [{ ...rotated, accounts: { one: rotated.accounts.one } }] });
+      await writeConfig(live.dataDir, { base_url: svc.fake.url, channels: [{ ...rotated, accounts: { one: rotated.accounts.one } }] });
       await waitFor(async () => (await hook(live, '/two', { message: 'gone?' }, { 'x-service-secret': 'second-secret-abcdefghijkl' })).status === 404, 'the removed path', 5_000, 50);
       assert.equal((await hook(live, '/one', { message: 'still here' }, { 'x-service-secret': 'rotated-secret-0123456789' })).status, 202);
     } finally {

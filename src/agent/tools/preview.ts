@@ -1,4 +1,4 @@
-import type { PermissionPreview } from '../../protocol';
+import type { DiffPreview, PermissionPreview } from '../../protocol';
 import { unifiedDiff } from './unified-diff';
 import { ToolError, type Tool, type ToolPreview } from './types';
 import type { WorkspacePath } from './workspace';
@@ -18,17 +18,20 @@ export function describeArguments(args: Record<string, unknown>): string {
 
 /** The preview of writing `after` over `before` (undefined: the file does not exist yet). */
 export function diffPreview(target: WorkspacePath, before: string | undefined, after: string): ToolPreview {
+  return { ...wireDiff(target, before, after), file: target.path, proposed: after };
+}
+
+/** The diff of writing `after` over `before` as the wire carries it: a prompt's preview, a result's applied change. */
+export function wireDiff(target: WorkspacePath, before: string | undefined, after: string): DiffPreview {
   const diff = unifiedDiff(target.relative, before, after);
   const truncated = diff.length > MAX_PREVIEW_DIFF_CHARS;
-  return {
-    kind: 'diff',
-    path: target.relative,
-    diff: truncated ? diff.slice(0, MAX_PREVIEW_DIFF_CHARS) : diff,
-    new_file: before === undefined,
-    truncated,
-    file: target.path,
-    proposed: after,
-  };
+  return { kind: 'diff', path: target.relative, diff: truncated ? diff.slice(0, MAX_PREVIEW_DIFF_CHARS) : diff, new_file: before === undefined, truncated };
+}
+
+/** A file tool's preview as a result's `detail` (what was applied): the wire's fields only. */
+export function appliedDiff(preview: ToolPreview): DiffPreview | undefined {
+  const wire = wirePreview(preview);
+  return wire.kind === 'diff' ? wire : undefined;
 }
 
 /**

@@ -180,7 +180,11 @@ export function describeProcessResult(result: ProcessResult): ToolOutput {
   } else {
     status = `[exit code ${result.exitCode}]`;
   }
-  return { content: `${text}\n${status}`, isError: result.timedOut || result.cancelled || result.exitCode !== 0 };
+  return {
+    content: `${text}\n${status}`,
+    isError: result.timedOut || result.cancelled || result.exitCode !== 0,
+    detail: { kind: 'command', exit_code: result.exitCode ?? null, ...(result.exitSignal ? { signal: result.exitSignal } : {}), timed_out: result.timedOut },
+  };
 }
 
 /** A timeout given in seconds by the model or the config, checked and turned into milliseconds. */

@@ -1,4 +1,4 @@
-import type { PermissionPreview, Plan } from '../../protocol';
+import type { PermissionPreview, Plan, ToolResultDetail } from '../../protocol';
 import type { WorkspacePath } from './workspace';
 
 /**
@@ -70,6 +70,8 @@ export interface ToolOutput {
   isError?: boolean;
   /** An image the tool read or made, shown to the user with the result (stored as an attachment of it). */
   image?: ToolImage;
+  /** What the call did, for the person (the applied diff, a command's exit code): stored with the result, never sent to the model. */
+  detail?: ToolResultDetail;
 }
 
 export interface ToolImage {

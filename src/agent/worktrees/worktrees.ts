@@ -5,6 +5,7 @@
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ServiceError, webhookAccountsOf, type ServiceConfig } from '../../protocol';
+import type { Source } from '../../protocol/sources';
 import type { WorktreeInfo, WorktreeRecord } from '../../protocol/worktrees';
 import type { Logger } from '../../log/logger';
 import type { StoredWorktree, Store } from '../../store';
@@ -25,18 +26,23 @@ export interface WorktreesDeps {
 }
 
 /** Whether a new conversation from `source` gets a worktree when its chat does not say (service.json `worktrees.default`, a webhook account's `worktree`). */
-export function worktreeByDefault(config: ServiceConfig, source: string): boolean {
+export function worktreeByDefault(config: ServiceConfig, source: Source): boolean {
   const defaults = config.worktrees.default;
-  if (source.startsWith('webhook:')) return webhookAccountsOf(config).get(source.slice('webhook:'.length))?.worktree === 'required' || defaults.webhook;
-  if (source === 'editor') return defaults.editor;
-  if (source === 'ws') return defaults.lan;
-  if (source === 'relay') return defaults.relay;
-  return false;
+  switch (source.kind) {
+    case 'webhook':
+      return worktreeRequired(config, source) || defaults.webhook;
+    case 'editor':
+      return defaults.editor;
+    case 'lan':
+      return defaults.lan;
+    case 'relay':
+      return defaults.relay;
+  }
 }
 
 /** A webhook account whose conversations must have a worktree (a chat cannot ask otherwise). */
-export function worktreeRequired(config: ServiceConfig, source: string): boolean {
-  return source.startsWith('webhook:') && webhookAccountsOf(config).get(source.slice('webhook:'.length))?.worktree === 'required';
+export function worktreeRequired(config: ServiceConfig, source: Source): boolean {
+  return source.kind === 'webhook' && webhookAccountsOf(config).get(source.account)?.worktree === 'required';
 }
 
 /** The worktrees of conversations: made, looked up, checked before each turn, counted after it, cleaned up at start. */

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { PermissionPreview, ServiceEvent } from '../../protocol';
+import type { PushPayload } from '../../protocol/push-payload';
 import { sourceLabel } from '../../protocol/sources';
 
 /**
@@ -7,7 +8,6 @@ import { sourceLabel } from '../../protocol/sources';
  * `body`, replaces a notification of the same `tag`, and opens `url` (relative to the page) when tapped.
  * A content-blind device gets only the kind and ids: the page fetches the rest through the tunnel.
  */
-export type PushKind = 'prompt' | 'resolved' | 'finished' | 'failed' | 'webhook' | 'test';
 
 /** Lengths that keep a payload far under Web Push's 4 KB and readable on a lock screen. */
 const TITLE_CHARS = 120;
@@ -46,7 +46,7 @@ function subjectOf(tool: string, args: Record<string, unknown>, preview: Permiss
 
 type PermissionRequest = Extract<ServiceEvent, { event: 'permission.request' }>;
 
-export function promptPayload(request: PermissionRequest, conversationTitle: string, blind: boolean, text: TextFilter): Record<string, unknown> {
+export function promptPayload(request: PermissionRequest, conversationTitle: string, blind: boolean, text: TextFilter): PushPayload {
   const ids = { conversation_id: request.conversation_id, request_id: request.request_id };
   const tag = promptTag(request.conversation_id);
   if (blind) return { v: 1, kind: 'prompt', tag, blind: true, ...ids };
@@ -63,7 +63,7 @@ export function promptPayload(request: PermissionRequest, conversationTitle: str
 }
 
 /** The prompt was answered or expired anywhere: the worker closes the notification of the same tag. */
-export function resolvedPayload(conversationId: string, requestId: string, blind: boolean): Record<string, unknown> {
+export function resolvedPayload(conversationId: string, requestId: string, blind: boolean): PushPayload {
   const ids = { conversation_id: conversationId, request_id: requestId };
   if (blind) return { v: 1, kind: 'resolved', tag: promptTag(conversationId), blind: true, ...ids };
   return { v: 1, kind: 'resolved', tag: promptTag(conversationId), ...ids, title: 'Answered', body: '', url: pageUrl(conversationId) };
@@ -79,7 +79,7 @@ export interface EndedRun {
   text: string;
 }
 
-export function runPayload(run: EndedRun, blind: boolean, text: TextFilter): Record<string, unknown> {
+export function runPayload(run: EndedRun, blind: boolean, text: TextFilter): PushPayload {
   const tag = runTag(run.conversationId);
   if (blind) return { v: 1, kind: run.kind, tag, blind: true, conversation_id: run.conversationId };
   const title = run.kind === 'webhook' ? `${sourceLabel(run.conversationSource)}: ${run.conversationTitle}` : run.conversationTitle;
@@ -94,7 +94,7 @@ export function runPayload(run: EndedRun, blind: boolean, text: TextFilter): Rec
   };
 }
 
-export function testPayload(blind: boolean): Record<string, unknown> {
+export function testPayload(blind: boolean): PushPayload {
   if (blind) return { v: 1, kind: 'test', tag: 'test', blind: true };
   return { v: 1, kind: 'test', tag: 'test', title: 'Remote Assistant', body: 'Notifications work on this device.', url: './' };
 }

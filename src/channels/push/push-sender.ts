@@ -2,11 +2,12 @@ import https from 'node:https';
 import type { RequestDetails } from 'web-push';
 import { webPush } from './web-push-lib';
 import type { VapidKeys } from './vapid-keys';
+import type { PushPayload } from '../../protocol/push-payload';
 
 /** One notification as the push service carries it. */
 export interface PushMessage {
   /** The JSON the service worker reads (docs/protocol.md, "Web Push"); encrypted to the subscription. */
-  payload: Record<string, unknown>;
+  payload: PushPayload;
   /** Seconds the push service keeps it for a device that is offline. */
   ttl: number;
   urgency: 'high' | 'normal';

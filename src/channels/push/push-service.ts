@@ -3,13 +3,15 @@ import { KeyedQueue } from '../../agent/keyed-queue';
 import type { PushCommands } from '../../commands/context';
 import type { EventFilter, EventHub } from '../../commands/event-hub';
 import { personOf, type ClientSession } from '../../commands/session';
+import { sourceOf, sourceText, webhookAccountOf } from '../../protocol/sources';
 import { isOwner } from '../../commands/roles';
 import type { Logger } from '../../log/logger';
 import { ServiceError, type CommandOf, type PushDevice, type PushTestResult, type ServiceEvent } from '../../protocol';
 import { mayUse, type PushDeviceRow, type Store } from '../../store';
 import { DeviceVisibility } from './device-visibility';
 import { checkSubscription, guardedAgent, type EndpointPolicy } from './endpoint-guard';
-import { promptPayload, promptTag, resolvedPayload, runPayload, runTag, testPayload, topicOf, type EndedRun, type PushKind, type TextFilter } from './push-payloads';
+import { promptPayload, promptTag, resolvedPayload, runPayload, runTag, testPayload, topicOf, type EndedRun, type TextFilter } from './push-payloads';
+import type { PushKind } from '../../protocol/push-payload';
 import { PushSender, type DeliveryOutcome, type PushMessage, type PushSenderOptions } from './push-sender';
 import { VapidKeyStore } from './vapid-keys';
 
@@ -127,7 +129,7 @@ export class PushService implements PushCommands {
         device_id: command.device_id,
         device_name: command.device_name,
         principal: session.principal!,
-        source: session.source,
+        source: sourceText(session.source),
         person: personOf(session),
         endpoint,
         p256dh: command.subscription.keys.p256dh,
@@ -245,7 +247,7 @@ export class PushService implements PushCommands {
     if (event.outcome === 'cancelled') return;
     const conversation = this.deps.store.conversations.get(event.conversation_id);
     if (!conversation) return;
-    const kind: EndedRun['kind'] = conversation.source.startsWith('webhook:') ? 'webhook' : event.outcome === 'answered' ? 'finished' : 'failed';
+    const kind: EndedRun['kind'] = webhookAccountOf(conversation.source) !== undefined ? 'webhook' : event.outcome === 'answered' ? 'finished' : 'failed';
     const devices = this.recipients(kind, filter);
     if (devices.length === 0) return;
     const run: EndedRun = {
@@ -268,7 +270,7 @@ export class PushService implements PushCommands {
   private push(device: PushDeviceRow, message: PushMessage): Promise<DeliveryOutcome> {
     const work = this.perDevice.run(device.device_id, async () => {
       const outcome = await this.sender.deliver(device, message);
-      await this.record(device, message.payload.kind as PushKind, outcome);
+      await this.record(device, message.payload.kind, outcome);
       return outcome;
     });
     this.inFlight.add(work);
@@ -312,7 +314,7 @@ function mayChange(device: PushDeviceRow, session: ClientSession): boolean {
 /** A device as the client that subscribed it, for the event filters (could it have answered this prompt?). */
 function asClient(device: PushDeviceRow): ClientSession {
   const username = device.person?.startsWith('user:') ? device.person.slice('user:'.length) : undefined;
-  return { id: `push:${device.device_id}`, source: device.source, principal: device.principal, ...(username === undefined ? {} : { username }), canAnswerPermissions: true, send: () => undefined };
+  return { id: `push:${device.device_id}`, source: sourceOf(device.source), principal: device.principal, ...(username === undefined ? {} : { username }), canAnswerPermissions: true, send: () => undefined };
 }
 
 /** When the request expires, where the event says so (`expires_at`, docs/protocol.md). */

@@ -1,7 +1,7 @@
 import { dollarsOf } from '../../agent/usage/prices';
 import type { WebhookAccount } from '../../protocol';
 import type { Store } from '../../store';
-import { webhookSource } from './trust';
+import { sourceText } from '../../protocol/sources';
 
 /** The error code of a message refused because its account's daily budget is spent. */
 export const BUDGET_EXCEEDED = 'budget_exceeded';
@@ -22,7 +22,7 @@ export interface BudgetRefusal {
 export function budgetRefusal(store: Pick<Store, 'usage'>, accountName: string, account: WebhookAccount | undefined, now = new Date()): BudgetRefusal | undefined {
   const budget = account?.budget;
   if (!budget) return undefined;
-  const spent = store.usage.spent(webhookSource(accountName), now.toISOString().slice(0, 10));
+  const spent = store.usage.spent(sourceText({ kind: 'webhook', account: accountName }), now.toISOString().slice(0, 10));
   const reached =
     budget.tokens_per_day !== undefined && spent.tokens >= budget.tokens_per_day
       ? `${budget.tokens_per_day} tokens`

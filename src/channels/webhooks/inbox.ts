@@ -5,7 +5,6 @@ import type { WebhookAccount, WebhookErrorBody, WebhookOutgoingBody } from '../.
 import type { Logger } from '../../log/logger';
 import type { InboxRow, NewDelivery, Store } from '../../store';
 import { backoffMs, retryWindowMs, type OutboxTimings } from './outbox';
-import { webhookSource } from './trust';
 import { budgetRefusal, type BudgetRefusal } from './budget';
 
 export interface InboxDeps {
@@ -135,7 +134,7 @@ export class WebhookInbox {
     const open = this.sessions.get(account);
     if (open?.isOpen) return open;
     // A webhook sender hears of its turn by the outbox's callback, not live, so nothing is sent to it.
-    const session = this.deps.openSession({ source: webhookSource(account), canAnswerPermissions: false, send: () => undefined });
+    const session = this.deps.openSession({ source: { kind: 'webhook', account }, canAnswerPermissions: false, send: () => undefined });
     this.sessions.set(account, session);
     return session;
   }

@@ -6,7 +6,7 @@ import type { Logger } from '../../log/logger';
 import type { InboxRow, Store } from '../../store';
 import { clientAddress, MAX_BODY_BYTES, sendEnvelope } from '../../transport/http/http-util';
 import { FixedWindowLimiter } from '../../transport/http/rate-limit';
-import { webhookSource } from './trust';
+import { sourceText } from '../../protocol/sources';
 import { budgetRefusal } from './budget';
 import { secretsEqual, signatureValid, signedHeadersOf, timestampFresh, type SignedHeaders } from './signature';
 
@@ -86,7 +86,7 @@ export class IncomingWebhooks {
     const now = Date.now();
     const result = await this.deps.store.webhooks.accept({
       account: name,
-      source: webhookSource(name),
+      source: sourceText({ kind: 'webhook', account: name }),
       url: account.outgoing_url,
       conversationId: body.conversation_id,
       newConversation: { id: randomUUID(), title: titleOf(body.message) },

@@ -1,11 +1,6 @@
 import { webhookAccountsOf, type PermissionMode, type ServiceConfig } from '../../protocol';
-
-const PREFIX = 'webhook:';
-
-/** `webhook:<account>`: the conversations' source and owner (commands/session.ts ownerOf). */
-export function webhookSource(account: string): string {
-  return `${PREFIX}${account}`;
-}
+import type { Store } from '../../store';
+import { webhookAccountOf } from '../../protocol/sources';
 
 /**
  * The permission mode for a tool the model asks for when untrusted text is in its context (docs/protocol.md,
@@ -17,7 +12,14 @@ export function webhookSource(account: string): string {
  * Undefined otherwise: the turn follows `permission_mode`.
  */
 export function untrustedToolMode(config: ServiceConfig, source: string, conversationSource: string | undefined): PermissionMode | undefined {
-  if (source.startsWith(PREFIX)) return webhookAccountsOf(config).get(source.slice(PREFIX.length))?.tools ?? 'deny';
-  if (conversationSource?.startsWith(PREFIX) && config.permission_mode === 'allow') return 'ask';
+  const account = webhookAccountOf(source);
+  if (account !== undefined) return webhookAccountsOf(config).get(account)?.tools ?? 'deny';
+  if (conversationSource !== undefined && webhookAccountOf(conversationSource) !== undefined && config.permission_mode === 'allow') return 'ask';
   return undefined;
+}
+
+/** untrustedToolMode for the permission gate's questions: the config in force, the conversation's stored source. */
+export function untrustedToolPolicy(config: () => ServiceConfig, conversations: Store['conversations']) {
+  return (question: { source: string; conversationId: string }): PermissionMode | undefined =>
+    untrustedToolMode(config(), question.source, conversations.get(question.conversationId)?.source);
 }

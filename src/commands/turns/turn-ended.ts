@@ -1,13 +1,13 @@
 import type { TurnFailure } from '../../agent/turn-failure';
 import type { TurnEndedEvent } from '../../protocol';
-import { canAccess } from '../../protocol/sources';
+import { canAccess, sourceText, type Source } from '../../protocol/sources';
 import type { Store } from '../../store';
 import type { EventHub } from '../event-hub';
 
 export interface EndedTurn {
   conversationId: string;
   /** Where the turn came from (the session's source). */
-  source: string;
+  source: Source;
   outcome: TurnEndedEvent['outcome'];
   /** What made it fail (outcome `failed`): told as its kind and status only (agent/turn-failure.ts). */
   failure?: TurnFailure;
@@ -24,7 +24,7 @@ export function announceTurnEnded(deps: { events: EventHub; store: Store }, turn
   const event: TurnEndedEvent = {
     event: 'turn.ended',
     conversation_id: turn.conversationId,
-    source: turn.source,
+    source: sourceText(turn.source),
     outcome: turn.outcome,
     ...(turn.outcome === 'failed' && turn.failure ? { error: turn.failure.forSender } : {}),
   };

@@ -7,6 +7,7 @@ import type { Store } from '../../store';
 import type { TurnEnd, TurnRequest, TurnStarter } from '../context';
 import type { EventHub } from '../event-hub';
 import { clientLabel } from '../agent-context-handlers';
+import { sessionLabel } from '../audit-actor';
 import { isOwner } from '../roles';
 import { personOf } from '../session';
 import { ChatResends } from './chat-resends';
@@ -108,6 +109,7 @@ export class TurnRunner implements TurnStarter {
         clientMessageId,
         clientKey: clientMessageId === undefined ? undefined : ChatResends.keyOf(session, clientMessageId),
         client: clientLabel(session, this.deps),
+        from: sessionLabel(session, this.deps.store.devices),
         worktree: command.worktree,
       },
       publish,

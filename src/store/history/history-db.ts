@@ -4,10 +4,11 @@ import { closeSync, existsSync, openSync, renameSync, statfsSync } from 'node:fs
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
 import { damageAtOpen } from './integrity';
+import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
-import { DAMAGE_SEEN_KEY, DISK_FULL } from './protocol';
+import { DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
-import type { BodyIn, BodyOut, BodyRef, HistoryStats, KeyedBody, RawSearchHit, SalvageResult } from './protocol';
+import type { BodyIn, BodyOut, BodyRef, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks } from './protocol';
 
 /**
  * WAL with locking_mode=EXCLUSIVE: the WASM build has no shared memory for WAL's index, but an exclusive
@@ -75,6 +76,14 @@ export class HistoryDb {
   /** Why the file is damaged (found at open), null when the check found nothing; set only with `recover`. */
   readonly damage: string | null;
   private damageNoted = false;
+  /**
+   * Counts syncs: bumped and committed with an fsync at open and by `sync`. service.db keeps the last
+   * one it saw, so a history.db that lost commits it had made durable (not only the unsynced tail its
+   * journaled bodies restore) is told apart at open (restore.ts).
+   */
+  readonly marks: SyncMarks = { before: 0, now: 0 };
+  /** Whether commits fsync (PRAGMA synchronous FULL) or only write (NORMAL: the puts the journal holds). */
+  private syncing = true;
 
   /**
    * With `recover`, a file found damaged at open is opened anyway (`damage` says why), for `salvage` to
@@ -99,7 +108,12 @@ export class HistoryDb {
         this.db.exec(SCHEMA);
         // A write at every open creates the WAL file now, so the store can make its directory entry
         // durable and private before any body is acknowledged (history-store.ts).
-        this.db.run("INSERT OR REPLACE INTO history_meta (key, value) VALUES ('opened_at', ?)", [new Date().toISOString()]);
+        this.marks.before = this.readMark();
+        this.marks.now = this.marks.before + 1;
+        this.transaction(() => {
+          this.db.run("INSERT OR REPLACE INTO history_meta (key, value) VALUES ('opened_at', ?)", [new Date().toISOString()]);
+          this.writeMark(this.marks.now);
+        });
       }
     } catch (err) {
       if (opened?.isOpen) opened.close();
@@ -135,8 +149,12 @@ export class HistoryDb {
     return row ? Number(row.seq) : 0;
   }
 
-  /** Stores bodies in one transaction (durable when it returns); their keys, in order. */
-  put(bodies: readonly BodyIn[]): number[] {
+  /**
+   * Stores bodies in one transaction; their keys, in order. `durable`: fsynced when it returns; otherwise
+   * only written (in the WAL, safe from a killed process but not from a power loss) for a caller whose
+   * journal record holds them (record.ts), until the next durable commit or `sync` covers them too.
+   */
+  put(bodies: readonly BodyIn[], durable = true): number[] {
     const keys: number[] = [];
     try {
       this.transaction(() => {
@@ -144,7 +162,7 @@ export class HistoryDb {
           const result = this.db.run('INSERT INTO bodies (conversation_id, role, content, data) VALUES (?, ?, ?, ?)', [b.conversation_id, b.role, b.content, b.data]);
           keys.push(Number(result.lastInsertRowid));
         }
-      });
+      }, durable);
     } catch (err) {
       throw this.explain(err, bodies.reduce((n, b) => n + b.content.length + (b.data?.length ?? 0), 0));
     }
@@ -175,6 +193,26 @@ export class HistoryDb {
       }
     });
     return stored;
+  }
+
+  /**
+   * Makes every commit so far durable (one fsync of the WAL, which holds them in order) with the next
+   * sync mark; that mark.
+   */
+  sync(): number {
+    const mark = this.marks.now + 1;
+    this.transaction(() => this.writeMark(mark));
+    this.marks.now = mark;
+    return mark;
+  }
+
+  private readMark(): number {
+    const value = Number(this.db.get('SELECT value FROM history_meta WHERE key = ?', [SYNC_MARK_KEY])?.value ?? 0);
+    return Number.isSafeInteger(value) && value > 0 ? value : 0;
+  }
+
+  private writeMark(mark: number): void {
+    this.db.run('INSERT OR REPLACE INTO history_meta (key, value) VALUES (?, ?)', [SYNC_MARK_KEY, String(mark)]);
   }
 
   get(keys: readonly number[]): BodyOut[] {
@@ -279,7 +317,7 @@ export class HistoryDb {
     const pageSize = Number(this.db.get('PRAGMA page_size')?.page_size ?? 0);
     const pages = Number(this.db.get('PRAGMA page_count')?.page_count ?? 0);
     const freePages = Number(this.db.get('PRAGMA freelist_count')?.freelist_count ?? 0);
-    return { fileBytes: pageSize * pages, freePages, maxKey: this.maxKey() };
+    return { fileBytes: pageSize * pages, freePages, maxKey: this.maxKey(), syncs: syncCount() };
   }
 
   close(): void {
@@ -300,7 +338,11 @@ export class HistoryDb {
     return err;
   }
 
-  private transaction(fn: () => void): void {
+  private transaction(fn: () => void, durable = true): void {
+    if (durable !== this.syncing) {
+      this.db.exec(`PRAGMA synchronous = ${durable ? 'FULL' : 'NORMAL'}`);
+      this.syncing = durable;
+    }
     this.db.exec('BEGIN IMMEDIATE');
     try {
       fn();

@@ -6,7 +6,7 @@ import type { Worker } from 'node:worker_threads';
 import { ServiceError } from '../../protocol/errors';
 import { startStoreWorker } from '../worker-thread';
 import { CORRUPT, DISK_FULL } from './protocol';
-import type { BodyIn, BodyOut, BodyRef, HistoryReplies, HistoryRequest, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
+import type { BodyIn, BodyOut, BodyRef, HistoryReplies, HistoryRequest, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
 
 export const HISTORY_FILE_NAME = 'history.db';
 
@@ -22,7 +22,7 @@ interface Pending {
 export class HistoryStore {
   private nextId = 1;
   /** Puts of this tick, sent to the worker as one message (one transaction, one answer). */
-  private gathering: { bodies: BodyIn[]; done: Promise<number[]> } | null = null;
+  private gathering: { bodies: BodyIn[]; durable: boolean; done: Promise<number[]> } | null = null;
   private readonly pending = new Map<number, Pending>();
   private failure: Error | null = null;
   /** Why writes fail for now (a full disk), null when they work; cleared by the next stored body. */
@@ -41,6 +41,8 @@ export class HistoryStore {
     readonly keysBeforeOpen: number,
     /** Why the check at open found the file damaged (opened only with `recover`), null when it did not. */
     readonly damageAtOpen: string | null,
+    /** The sync mark the file held before this open (history-db.ts `marks`). */
+    readonly markBeforeOpen: number,
   ) {
     this.damaged = damageAtOpen === null ? null : `${HISTORY_FILE_NAME} is damaged (${damageAtOpen}); it was opened with --recover`;
     worker.on('message', (message: WorkerOutbound) => {
@@ -75,7 +77,7 @@ export class HistoryStore {
         await rm(`${file}.lock`, { recursive: true, force: true });
         // Created private (SQLite would use the umask).
         await (await openFile(file, 'a', PRIVATE_FILE_MODE)).close();
-        const ready = new Promise<{ stats: HistoryStats; damage: string | null }>((resolve, reject) => {
+        const ready = new Promise<{ stats: HistoryStats; damage: string | null; marks: SyncMarks }>((resolve, reject) => {
           const onMessage = (message: WorkerOutbound) => {
             if (!('ready' in message)) return;
             worker.off('message', onMessage);
@@ -85,7 +87,7 @@ export class HistoryStore {
           worker.on('message', onMessage);
         });
         worker.postMessage({ open: file, recover } satisfies WorkerInbound);
-        const { stats, damage } = await Promise.race([ready, failed]);
+        const { stats, damage, marks } = await Promise.race([ready, failed]);
         worker.removeAllListeners('error');
         worker.removeAllListeners('exit');
         // The worker's first transaction created the WAL, kept until close: private, and its directory
@@ -93,7 +95,7 @@ export class HistoryStore {
         await chmod(`${file}-wal`, PRIVATE_FILE_MODE).catch(() => {});
         await chmod(`${file}.lock`, PRIVATE_DIR_MODE).catch(() => {});
         await fsyncDir(dir);
-        return new HistoryStore(worker, file, stats.maxKey, damage);
+        return new HistoryStore(worker, file, stats.maxKey, damage, marks.before);
       } catch (err) {
         await worker.terminate();
         throw err;
@@ -112,20 +114,39 @@ export class HistoryStore {
     return this.closing ? null : (this.failure?.message ?? null);
   }
 
-  /** Stores bodies durably; their keys, in order. */
-  async put(bodies: BodyIn[]): Promise<number[]> {
+  /** Stores bodies durably (one fsync); their keys, in order. */
+  put(bodies: BodyIn[]): Promise<number[]> {
+    return this.gather(bodies, true);
+  }
+
+  /**
+   * Writes bodies without an fsync; their keys, in order. They survive a killed process, not a power
+   * loss: the caller journals them with the rows that refer to them (WriteTx.keepBodies), whose one
+   * fsync makes both durable, until `sync` (before that journal segment is compacted) covers them here.
+   */
+  write(bodies: BodyIn[]): Promise<number[]> {
+    return this.gather(bodies, false);
+  }
+
+  /** Makes every body written so far durable (one fsync); the sync mark it committed (history-db.ts). */
+  sync(): Promise<number> {
+    return this.call({ op: 'sync' });
+  }
+
+  private async gather(bodies: BodyIn[], durable: boolean): Promise<number[]> {
     if (bodies.length === 0) return [];
     // Bodies stored in the same tick share one history.db commit, and their writers then continue in
     // the same tick, so their sql.js transactions share one journal flush too.
     let batch = this.gathering;
     if (!batch) {
-      const gathered: BodyIn[] = [];
-      const done = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      const created: { bodies: BodyIn[]; durable: boolean; done: Promise<number[]> } = { bodies: [], durable, done: Promise.resolve([]) };
+      created.done = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
         this.gathering = null;
-        return this.call({ op: 'put', bodies: gathered });
+        return this.call({ op: 'put', bodies: created.bodies, durable: created.durable });
       });
-      batch = this.gathering = { bodies: gathered, done };
+      batch = this.gathering = created;
     }
+    batch.durable ||= durable;
     const from = batch.bodies.length;
     batch.bodies.push(...bodies);
     const keys = (await batch.done).slice(from, from + bodies.length);

@@ -5,6 +5,7 @@ import { isMainThread, parentPort } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { HistoryDb } from './history-db';
 import { CORRUPT } from './protocol';
+import { countSyncs } from './sync-count';
 import type { BodyIn, HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
 
 type Job = Extract<WorkerInbound, { request: HistoryRequest }>;
@@ -13,7 +14,9 @@ type Later = Exclude<WorkerInbound, { open: string }>;
 function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof HistoryReplies] {
   switch (request.op) {
     case 'put':
-      return db.put(request.bodies);
+      return db.put(request.bodies, request.durable);
+    case 'sync':
+      return db.sync();
     case 'get':
       return db.get(request.keys);
     case 'fill':
@@ -71,13 +74,14 @@ function run(port: MessagePort, opened: HistoryDb): void {
         }
         continue;
       }
-      // Consecutive puts: one transaction, one fsync.
+      // Consecutive puts: one transaction, and one fsync if any of them asks for it.
       const group: Job[] = [];
       while (i < jobs.length && jobs[i].request.op === 'put') group.push(jobs[i++]);
-      const bodies: BodyIn[] = group.flatMap((job) => (job.request as Extract<HistoryRequest, { op: 'put' }>).bodies);
+      const puts = group.map((job) => job.request as Extract<HistoryRequest, { op: 'put' }>);
+      const bodies: BodyIn[] = puts.flatMap((put) => put.bodies);
       let answers: WorkerAnswer[];
       try {
-        const keys = db.put(bodies);
+        const keys = db.put(bodies, puts.some((put) => put.durable));
         let at = 0;
         answers = group.map((job) => {
           const n = (job.request as Extract<HistoryRequest, { op: 'put' }>).bodies.length;
@@ -110,6 +114,7 @@ function run(port: MessagePort, opened: HistoryDb): void {
 }
 
 if (!isMainThread && parentPort) {
+  countSyncs();
   const port = parentPort;
   port.once('message', (first: WorkerInbound) => {
     if (!('open' in first)) return;
@@ -121,7 +126,7 @@ if (!isMainThread && parentPort) {
       port.close();
       return;
     }
-    port.postMessage({ ready: true, stats: db.stats(), damage: db.damage } satisfies WorkerOutbound);
+    port.postMessage({ ready: true, stats: db.stats(), damage: db.damage, marks: db.marks } satisfies WorkerOutbound);
     run(port, db);
   });
 }

@@ -53,15 +53,28 @@ export interface RawSearchHit {
   snippet: string;
 }
 
+/** The sync mark history.db held when opened, and the one its open made durable (history-db.ts). */
+export interface SyncMarks {
+  before: number;
+  now: number;
+}
+
 export interface HistoryStats {
   /** Bytes of history.db in pages (free pages included). */
   fileBytes: number;
   freePages: number;
   maxKey: number;
+  /** fsync calls the worker's file layer made since it started (sync-count.ts). */
+  syncs: number;
 }
 
+/** history_meta's key for the count of syncs (history-db.ts `sync`), which service.db keeps too (restore.ts). */
+export const SYNC_MARK_KEY = 'sync_mark';
+
 export type HistoryRequest =
-  | { op: 'put'; bodies: BodyIn[] }
+  /** `durable`: committed with an fsync; otherwise written, durable once the journal record holding them is (record.ts). */
+  | { op: 'put'; bodies: BodyIn[]; durable: boolean }
+  | { op: 'sync' }
   | { op: 'get'; keys: number[] }
   | { op: 'fill'; bodies: KeyedBody[]; above: number }
   | { op: 'salvage'; refs: BodyRef[]; placeholder: string; above: number }
@@ -75,6 +88,7 @@ export type HistoryRequest =
 
 export interface HistoryReplies {
   put: number[];
+  sync: number;
   get: BodyOut[];
   fill: number;
   salvage: SalvageResult;
@@ -91,7 +105,7 @@ export interface HistoryReplies {
 export type WorkerInbound = { open: string; recover: boolean } | { id: number; request: HistoryRequest } | { id: number; close: true };
 
 export type WorkerOutbound =
-  | { ready: true; stats: HistoryStats; damage: string | null }
+  | { ready: true; stats: HistoryStats; damage: string | null; marks: SyncMarks }
   | { ready: false; error: string }
   | WorkerAnswer
   /** Answers sent together (a group commit's puts), so their writers continue in the same tick. */

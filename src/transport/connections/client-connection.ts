@@ -1,4 +1,5 @@
 import { AuthCommand, fail, helloOf, type CommandOf, ok, requestIdOf, type Envelope, type ResultOf, type ServiceEvent, wireText } from '../../protocol';
+import { sourceText, type Source } from '../../protocol/sources';
 import type { Logger } from '../../log/logger';
 import type { OpenSession, SessionDoor } from '../../commands/door';
 import { newSessionId, type ClientSession } from '../../commands/session';
@@ -56,7 +57,8 @@ export interface ClientConnection {
  */
 export function openClientConnection(
   peer: FramePeer,
-  source: string,
+  /** The LAN or a relay: the session's source (its text in the log lines). */
+  from: Extract<Source['kind'], 'lan' | 'relay'>,
   remoteAddress: string,
   deps: ClientConnectionDeps,
   /** What failed logins are counted against (login-failures.ts), when it is not `remoteAddress` (a relayed client). */
@@ -64,6 +66,7 @@ export function openClientConnection(
 ): ClientConnection {
   // The log's connection id from the first frame on, and the dispatcher's session id once authenticated.
   const id = newSessionId();
+  const source = sourceText({ kind: from });
   const log = deps.logger.child({ connection: id, source });
   let principal: Principal | null = null;
   let admitted: OpenSession | undefined;
@@ -124,7 +127,7 @@ export function openClientConnection(
   const pairDevice = async (command: CommandOf<'auth'>) => {
     const devices = deps.auth.devices;
     if (!devices || !command.pairing_secret) return null;
-    const paired = await devices.pair({ secret: command.pairing_secret, deviceId: command.device_id, deviceName: command.device_name, via: source === 'relay' ? 'relay' : 'lan', clientKey: peer.clientKey, address: remoteAddress });
+    const paired = await devices.pair({ secret: command.pairing_secret, deviceId: command.device_id, deviceName: command.device_name, via: from, clientKey: peer.clientKey, address: remoteAddress });
     if (!paired) return null;
     log.info('ws.device_paired', { address: remoteAddress, device: paired.device_id });
     return { paired, principal: deps.auth.verify(paired.device_token) };
@@ -166,7 +169,7 @@ export function openClientConnection(
     if (candidate.kind === 'session') closeAtExpiry(candidate.expiresAt);
     admitted = deps.door.openSession({
       id,
-      source,
+      source: { kind: from },
       principal: candidate.kind,
       ...(deviceId ? { deviceId } : {}),
       ...(candidate.kind === 'session' ? { username: candidate.username } : {}),

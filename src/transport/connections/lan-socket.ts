@@ -6,7 +6,7 @@ export { AUTH_TIMEOUT_MS, CLOSE_AUTH_FAILED, CLOSE_AUTH_TIMEOUT, CLOSE_FORBIDDEN
 export type LanSocketDeps = ClientConnectionDeps;
 
 /** A LAN WebSocket client: its frames feed one client connection (client-connection.ts); the server pings it. */
-export function attachLanSocket(socket: WebSocket, source: string, remoteAddress: string, deps: LanSocketDeps): void {
+export function attachLanSocket(socket: WebSocket, remoteAddress: string, deps: LanSocketDeps): void {
   const frames = openClientConnection(
     {
       send: (text) => {
@@ -16,7 +16,7 @@ export function attachLanSocket(socket: WebSocket, source: string, remoteAddress
         if (socket.readyState === socket.OPEN) socket.close(code, reason);
       },
     },
-    source,
+    'lan',
     remoteAddress,
     deps,
   );

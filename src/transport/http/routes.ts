@@ -48,7 +48,7 @@ export function coreRoutes(deps: RouteDeps): Map<string, RouteHandler> {
     const body = parseOrThrow(AuthRequestBody, value, 'request');
     const session = await deps.auth.login(body.username, body.password, clientAddress(req));
     // A password user's sign-in is recorded before the token is handed out.
-    await deps.store.audit.append(loginEntry(actorOf({ source: 'ws', principal: 'session', username: body.username, address: clientAddress(req) }), 'password'));
+    await deps.store.audit.append(loginEntry(actorOf({ source: { kind: 'lan' }, principal: 'session', username: body.username, address: clientAddress(req) }), 'password'));
     sendEnvelope(res, ok(session));
   });
 

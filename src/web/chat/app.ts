@@ -4,7 +4,7 @@
  * Of its three jobs, the live turn (live-turn.ts) and the outbox's sending (outbox-sender.ts) live
  * apart; navigation (which conversation is on screen, following it, its history) is here.
  */
-import type { CommandInput, EnvelopeOf, PermissionMode, ViewEvent } from '../../protocol';
+import type { CommandInput, Conversation, EnvelopeOf, PermissionMode, ViewEvent } from '../../protocol';
 import { contextChars, MAX_CONTEXT_CHARS } from '../../protocol/chat-context';
 import type { ConnectionStatus, ServiceConnection } from '../connection';
 import { ErrorBanner, UpdateBanner } from './banner';
@@ -30,7 +30,6 @@ import { UndoView } from './undo-view';
 import { AttachmentThumbnails, AttachmentTray } from './attachments';
 import { ChangesView } from './changes-view';
 
-type ConversationRow = Extract<ViewEvent, { event: 'conversation.updated' }>['conversation'];
 
 export interface ChatAppOptions {
   connection: ServiceConnection;
@@ -325,7 +324,7 @@ export class ChatApp {
   }
 
   /** The conversation's running state and queue, shown under the messages. */
-  private showRow(row: ConversationRow): void {
+  private showRow(row: Conversation): void {
     this.header.setTitle(row.title);
     this.header.setWorktree(row.worktree);
     this.header.usage.show(row.usage);

@@ -34,7 +34,10 @@ export class Composer {
         this.submit(onSend);
       }
     });
-    this.input.addEventListener('input', () => this.grow());
+    this.input.addEventListener('input', () => {
+      this.grow();
+      this.showSend();
+    });
     this.stop.addEventListener('click', () => onStop());
     this.update();
   }
@@ -63,6 +66,7 @@ export class Composer {
     if (!text && !this.allowEmpty()) return;
     this.input.value = '';
     this.grow();
+    this.showSend();
     onSend(text);
   }
 
@@ -72,8 +76,22 @@ export class Composer {
   }
 
   private update(): void {
-    this.input.placeholder = this.connected ? 'Ask anything…' : 'Offline: messages are sent when the connection returns';
+    const placeholder = this.connected ? 'Ask anything…' : 'Offline: messages are sent when the connection returns';
+    if (this.input.placeholder !== placeholder) {
+      this.input.placeholder = placeholder;
+      // A box grown to show the long offline words goes back to its text's height.
+      this.grow();
+    }
     this.stop.hidden = !this.running;
     this.stop.disabled = !this.connected;
+    this.showSend();
+  }
+
+  /**
+   * While the conversation runs and nothing is typed, Stop takes Send's place: on a narrow phone the
+   * message box keeps its width. Typing brings Send back (the message is queued behind the turn).
+   */
+  private showSend(): void {
+    this.send.hidden = this.running && this.input.value.trim() === '' && !this.allowEmpty();
   }
 }

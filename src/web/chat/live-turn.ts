@@ -114,6 +114,7 @@ export class LiveTurn {
       const bubble = this.deps.claimSent(message.client_message_id);
       const node = bubble ?? this.deps.messages.addUser(message.content, false, message.context);
       this.deps.thumbnails.show(node, message.attachments);
+      this.deps.messages.showSender(node, message.from);
       node.dataset.messageId = message.id;
       turn.nodes.push(node);
       return;
@@ -161,7 +162,7 @@ export class LiveTurn {
     // Its result is on screen already (the history showed it; the catch-up re-sent it): nothing to add.
     if (byId && byId.element.dataset.status !== undefined) return;
     const card = byId ?? this.turn?.tools.find((c) => c.tool === event.tool && c.element.dataset.status === undefined);
-    card?.setStatus(event.ok ? 'ok' : event.denied ? 'denied' : 'failed');
+    card?.setStatus(event.ok ? 'ok' : event.denied ? 'denied' : 'failed', { content: event.content, detail: event.detail });
     // An image the agent read is shown with its tool.
     if (card) this.deps.thumbnails.show(card.element, event.attachments);
   }

@@ -1,43 +1,12 @@
 /** The message list of the conversation on screen: bubbles, streaming replies, tool cards, notes. */
 import type { ContextItem, Message } from '../../protocol';
 import { sentChips } from './context-chips';
-import { formatArguments, h } from './dom';
+import { h } from './dom';
+import { ToolCard, type ToolStatus } from './tool-card';
 import { renderMarkdown } from './markdown';
 import { attachUsage } from './usage-view';
 
-export type ToolStatus = 'running' | 'ok' | 'failed' | 'denied';
-
-const STATUS_LABEL: Record<ToolStatus, string> = { running: 'running…', ok: 'ok', failed: 'failed', denied: 'denied' };
-
-export class ToolCard {
-  readonly element: HTMLElement;
-  /** The call's id, when known (stored calls and live events carry it). */
-  callId: string | undefined;
-  /** Shown from history without a result: "failed" unless its turn turns out to be still running. */
-  unresolved = false;
-  private readonly status: HTMLElement;
-  private readonly body: HTMLElement;
-
-  constructor(readonly tool: string, args: unknown) {
-    this.status = h('span', { class: 'tool-status', 'data-status': 'running' }, STATUS_LABEL.running);
-    this.body = h('div', { class: 'tool-body' }, h('pre', { class: 'tool-args' }, formatArguments(args)));
-    this.element = h(
-      'details',
-      { class: 'tool-card', 'data-tool': tool },
-      h('summary', {}, h('span', { class: 'tool-icon', 'aria-hidden': 'true' }, '⚙'), h('span', { class: 'tool-name' }, tool), this.status),
-      this.body,
-    );
-  }
-
-  setStatus(status: ToolStatus, output?: string): void {
-    this.unresolved = false;
-    this.status.dataset.status = status;
-    this.status.textContent = STATUS_LABEL[status];
-    if (status === 'running') delete this.element.dataset.status;
-    else this.element.dataset.status = status;
-    if (output) this.body.append(h('div', { class: 'tool-output-label' }, 'Result'), h('pre', { class: 'tool-output' }, formatArguments(output, 2000)));
-  }
-}
+export { ToolCard, type ToolStatus } from './tool-card';
 
 /** An assistant reply being streamed: deltas are rendered at most once per frame. */
 export class StreamingReply {
@@ -163,6 +132,15 @@ export class MessageView {
     return this.add(h('div', { class: pending ? 'message user pending' : 'message user' }, h('div', { class: 'plain' }, text), context?.length ? sentChips(context) : null));
   }
 
+  /**
+   * Names who sent a user message ("from Pixel 8", "from editor", "from LAN"), so a message another
+   * client sent reads apart from this page's own.
+   */
+  showSender(node: HTMLElement, from: string | undefined): void {
+    if (!from || node.querySelector(':scope > .message-from')) return;
+    node.append(h('div', { class: 'message-from' }, `from ${from}`));
+  }
+
   addAssistant(text: string): HTMLElement {
     const content = h('div', { class: 'markdown' });
     renderMarkdown(content, text);
@@ -221,6 +199,7 @@ export class MessageView {
       if (message.role === 'user') {
         const node = this.addUser(message.content, false, message.context);
         node.dataset.messageId = message.id;
+        this.showSender(node, message.from);
         this.onStoredMessage?.(node, message);
       } else if (message.role === 'assistant') {
         const node = this.addAssistant(message.content);
@@ -239,7 +218,7 @@ export class MessageView {
           waiting.push(card);
         } else {
           const [card] = waiting.splice(index, 1);
-          card.setStatus(historyStatus(message), message.content);
+          card.setStatus(historyStatus(message), { content: message.content, detail: message.detail });
           card.element.dataset.resultId = message.id;
           this.onStoredMessage?.(card.element, message);
         }

@@ -155,11 +155,19 @@ export class PermissionCards {
         setBusy(false);
       }
     };
-    const button = (label: string, decision: Decision, kind: string, title?: string) => {
+    const button = (label: string, decision: Decision, kind: string, title?: string, onClick = () => void choose(decision)) => {
       const b = h('button', { type: 'button', class: `button ${kind}`, 'data-decision': decision, title }, label);
-      b.addEventListener('click', () => void choose(decision));
+      b.addEventListener('click', onClick);
       buttons.push(b);
       return b;
+    };
+    // A permanent rule for a command flagged as risky is asked once more, showing the rule it adds.
+    const risky = request.preview?.kind === 'command' && request.preview.warnings.length > 0;
+    const alwaysConfirm = risky ? this.alwaysConfirm(request, () => void choose('allow_always'), buttons) : undefined;
+    const always = () => {
+      if (!alwaysConfirm) return void choose('allow_always');
+      alwaysConfirm.hidden = false;
+      alwaysConfirm.querySelector<HTMLButtonElement>('.permission-always-confirm')?.focus();
     };
 
     const noteField = h('textarea', { class: 'permission-note', rows: 2, maxlength: MAX_NOTE_CHARS, placeholder: 'Why not, or what to do instead (the assistant reads this)', 'aria-label': 'Note for the assistant' });
@@ -195,14 +203,33 @@ export class PermissionCards {
         { class: 'permission-actions' },
         button('Allow', 'allow', 'primary'),
         button('Allow for this conversation', 'allow_session', 'secondary'),
-        button('Always allow', 'allow_always', 'secondary', 'Adds a rule allowing calls like this one from now on (shown once added; remove it under Permission rules)'),
+        button('Always allow', 'allow_always', 'secondary', 'Adds a rule allowing calls like this one from now on (shown once added; remove it under Permission rules)', always),
         button('Deny', 'deny', 'danger'),
         noteToggle,
       ),
+      alwaysConfirm,
       noteForm,
       error,
     );
     return { request, element, time, stale: false, setBusy };
+  }
+
+  /** "Always allow" once more for a risky command: the rule it adds, then Add rule / Cancel. */
+  private alwaysConfirm(request: PendingRequest, confirm: () => void, buttons: HTMLButtonElement[]): HTMLElement {
+    const rule = request.always_rule;
+    const add = h('button', { type: 'button', class: 'button danger permission-always-confirm' }, 'Add the rule and allow');
+    const cancel = h('button', { type: 'button', class: 'button secondary permission-always-cancel' }, 'Cancel');
+    buttons.push(add);
+    const panel = h(
+      'div',
+      { class: 'permission-always', role: 'group', 'aria-label': 'Always allow?', hidden: true },
+      h('div', { class: 'permission-always-text' }, '⚠ This command was flagged. “Always allow” adds a permanent rule: calls it matches run without asking, from now on.'),
+      rule ? h('pre', { class: 'permission-always-rule' }, rule) : h('div', { class: 'permission-always-text' }, 'The rule is named once it is added.'),
+      h('div', { class: 'permission-always-actions' }, add, cancel),
+    );
+    add.addEventListener('click', confirm);
+    cancel.addEventListener('click', () => (panel.hidden = true));
+    return panel;
   }
 
   private close(requestId: string, outcome?: string): void {

@@ -53,7 +53,7 @@ function commandView(preview: Extract<PermissionPreview, { kind: 'command' }>): 
       'div',
       { class: 'preview-meta' },
       h('span', { class: 'preview-cwd' }, `in ${preview.cwd}${preview.cwd === '.' ? ' (the workspace folder)' : ''}`),
-      h('span', { class: 'preview-timeout' }, `stopped after ${preview.timeout_seconds} s`),
+      h('span', { class: 'preview-timeout' }, `time limit ${preview.timeout_seconds} s (stopped if still running)`),
     ),
   );
 }

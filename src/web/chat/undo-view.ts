@@ -36,7 +36,7 @@ const OUTCOME_TEXT: Record<NonNullable<UndoFile['outcome']>, string> = {
 export class UndoView {
   constructor(private readonly options: UndoViewOptions) {}
 
-  /** Puts the button under each reply on screen whose turn changed files and is not undone yet. */
+  /** Puts the button under each reply on screen whose turn changed files and is not undone yet; marks those undone. */
   async refresh(conversationId: string): Promise<void> {
     const answer = await this.options.call({ type: 'list_turn_changes', conversation_id: conversationId });
     if (answer?.status !== 'ok') return;
@@ -44,9 +44,11 @@ export class UndoView {
   }
 
   private offer(conversationId: string, turn: TurnChanges): void {
-    if (!turn.message_id || turn.files === 0 || turn.undone) return;
+    if (!turn.message_id || turn.files === 0) return;
     const reply = this.options.list.querySelector<HTMLElement>(`.message.assistant[data-message-id="${CSS.escape(turn.message_id)}"]`);
-    if (!reply || reply.querySelector(':scope > .undo-turn')) return;
+    if (!reply) return;
+    if (turn.undone) return markUndone(reply);
+    if (reply.querySelector(':scope > .undo-turn')) return;
     const messageId = turn.message_id;
     const button = h('button', { type: 'button', class: 'button secondary undo-turn', title: `Restore the ${turn.files} file${turn.files === 1 ? '' : 's'} this turn changed` }, 'Undo this turn');
     button.addEventListener('click', () => void this.open(reply, conversationId, messageId));
@@ -121,6 +123,25 @@ export class UndoView {
       return;
     }
     this.draw(panel, reply, answer.data);
-    if (answer.data.files.every((f) => f.outcome !== 'failed')) reply.querySelector(':scope > .undo-turn')?.remove();
+    if (answer.data.files.every((f) => f.outcome !== 'failed')) {
+      reply.querySelector(':scope > .undo-turn')?.remove();
+      markUndone(reply);
+    }
+  }
+}
+
+/**
+ * An undone turn reads as undone, after a reload too: its reply says so, and its cards that changed a
+ * file (those showing an applied diff) no longer read as a plain "ok". A command's effects stay.
+ */
+function markUndone(reply: HTMLElement): void {
+  if (reply.classList.contains('undone')) return;
+  reply.classList.add('undone');
+  reply.querySelector(':scope > .undo-turn')?.remove();
+  reply.append(h('div', { class: 'message-note undone-note', role: 'note' }, 'Undone: the files this turn changed were put back as they were.'));
+  for (let node = reply.previousElementSibling; node && !node.matches('.message.user'); node = node.previousElementSibling) {
+    if (!(node instanceof HTMLElement) || !node.matches('.tool-card[data-status="ok"]') || !node.querySelector('.tool-result .diff') || node.dataset.undone) continue;
+    node.dataset.undone = 'true';
+    node.querySelector('.tool-status')?.append(' · undone');
   }
 }

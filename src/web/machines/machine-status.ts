@@ -5,7 +5,7 @@
  * `conversation.updated`), and the runs that finished (`turn.ended`) since the user last looked at
  * their conversation (kept in the machine's storage, so a reload keeps them).
  */
-import type { PermissionRequest, ViewEvent } from '../../protocol';
+import type { Conversation, PermissionRequest, ViewEvent } from '../../protocol';
 import type { ServiceConnection } from '../connection';
 import type { MachineStorage } from './machine-store';
 
@@ -18,7 +18,6 @@ export interface FinishedRun {
 
 export type MachineState = 'online' | 'offline' | 'connecting';
 
-type ConversationRow = Extract<ViewEvent, { event: 'conversation.updated' }>['conversation'];
 
 const FINISHED_KEY = 'remote-assistant.finished';
 /** The most finished runs remembered per machine (the oldest go first). */
@@ -26,7 +25,7 @@ const FINISHED_LIMIT = 50;
 
 export class MachineStatus {
   readonly waiting = new Map<string, PermissionRequest>();
-  private readonly rows = new Map<string, ConversationRow>();
+  private readonly rows = new Map<string, Conversation>();
   private finishedRuns: FinishedRun[];
   private readonly listeners = new Set<() => void>();
   /** The conversation this machine's chat shows while it is the one on screen (undefined: none, or another machine). */
@@ -78,6 +77,14 @@ export class MachineStatus {
       this.saveFinished();
       this.changed();
     }
+  }
+
+  /** "Clear finished": the finished runs are forgotten unseen. */
+  clearFinished(): void {
+    if (this.finishedRuns.length === 0) return;
+    this.finishedRuns = [];
+    this.saveFinished();
+    this.changed();
   }
 
   onChange(listener: () => void): () => void {

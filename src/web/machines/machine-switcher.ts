@@ -4,7 +4,7 @@
  * offline, N waiting, running), to switch to, rename or remove, and the combined "Needs you" list.
  */
 import { h } from '../chat/dom';
-import { needsYouCount, stateLabel, type MachineEntry } from './machine-entry';
+import { finishedCount, needsYouCount, stateLabel, type MachineEntry } from './machine-entry';
 import { NeedsYouList, type NeedsYouActions } from './needs-you';
 
 export interface SwitcherActions extends NeedsYouActions {
@@ -52,9 +52,13 @@ export class MachineSwitcher {
     const current = entries.find((entry) => entry.machine.id === currentId);
     this.buttonName.textContent = current?.machine.name ?? 'Computers';
     const count = needsYouCount(entries);
-    this.badge.hidden = count === 0;
-    this.badge.textContent = String(count);
-    this.badgeMeaning.textContent = count ? ` need${count === 1 ? 's' : ''} you` : '';
+    const finished = finishedCount(entries);
+    this.badge.hidden = count === 0 && finished === 0;
+    // Prompts are counted; finished runs alone show as a dot.
+    this.badge.textContent = count ? String(count) : '•';
+    this.badge.dataset.kind = count ? 'prompts' : 'finished';
+    // Said to a screen reader after the badge (the button's name is its text: no aria-label).
+    this.badgeMeaning.textContent = count ? ` waiting for you${finished ? `, ${finished} finished` : ''}` : finished ? ` ${finished} finished` : '';
     if (current) this.button.dataset.state = stateLabel(current.status).state;
     this.list.replaceChildren(...entries.map((entry) => this.row(entry, entry.machine.id === currentId)));
     this.needsYou.render(entries);

@@ -1,10 +1,12 @@
 /**
- * One list of everything that needs the user, across all paired machines: prompts waiting (Allow / Deny
- * right here, or open the prompt card on its machine) and runs finished since the user last looked at
- * their conversation. Tapping an item switches to its machine and opens the conversation.
+ * One list of everything that needs the user, across all paired machines: prompts waiting first (each
+ * with its preview one tap away: Allow is offered only beside what it allows; Deny right here), then
+ * runs finished since the user last looked at their conversation, which "Clear finished" forgets.
+ * Tapping an item switches to its machine and opens the conversation.
  */
 import type { PermissionRequest } from '../../protocol';
 import { h, relativeTime } from '../chat/dom';
+import { renderPreview } from '../chat/preview-view';
 import type { MachineEntry } from './machine-entry';
 
 export interface NeedsYouActions {
@@ -18,21 +20,34 @@ export class NeedsYouList {
   private readonly list: HTMLElement;
   private readonly empty = h('p', { class: 'needs-you-empty' }, 'Nothing waits for you.');
   private readonly outcome = h('p', { class: 'needs-you-outcome', role: 'status' });
+  private readonly clear: HTMLButtonElement;
+  private entries: readonly MachineEntry[] = [];
+  /** Prompts whose preview is open: kept open when the list is drawn again. */
+  private readonly reviewing = new Set<string>();
 
   constructor(private readonly actions: NeedsYouActions) {
     this.list = h('ul', { class: 'needs-you-list' });
-    this.element = h('section', { class: 'needs-you', 'aria-label': 'Needs you' }, h('h2', {}, 'Needs you'), this.outcome, this.empty, this.list);
+    this.clear = h('button', { type: 'button', class: 'button secondary needs-you-clear', hidden: true }, 'Clear finished');
+    this.clear.addEventListener('click', () => {
+      for (const entry of this.entries) entry.status.clearFinished();
+    });
+    this.element = h('section', { class: 'needs-you', 'aria-label': 'Needs you' }, h('div', { class: 'needs-you-head' }, h('h2', {}, 'Needs you'), this.clear), this.outcome, this.empty, this.list);
   }
 
   render(entries: readonly MachineEntry[]): void {
-    const items = entries.flatMap((entry) => [
-      ...[...entry.status.waiting.values()].map((request) => this.promptItem(entry, request)),
-      ...entry.status.finished.map((run) =>
+    this.entries = entries;
+    // Prompts of every machine first: a person is waited for; a finished run can wait (newest first).
+    const prompts = entries.flatMap((entry) => [...entry.status.waiting.values()].map((request) => this.promptItem(entry, request)));
+    const finished = entries.flatMap((entry) =>
+      [...entry.status.finished].reverse().map((run) =>
         item(entry, 'finished', run.conversation_id, `${run.outcome === 'failed' ? 'Failed' : 'Finished'} · ${relativeTime(run.at)}`, run.title, () => this.actions.open(entry.machine.id, { conversation: run.conversation_id })),
       ),
-    ]);
-    this.empty.hidden = items.length > 0;
-    this.list.replaceChildren(...items);
+    );
+    const waiting = new Set(entries.flatMap((entry) => [...entry.status.waiting.keys()]));
+    for (const id of this.reviewing) if (!waiting.has(id)) this.reviewing.delete(id);
+    this.empty.hidden = prompts.length + finished.length > 0;
+    this.clear.hidden = finished.length === 0;
+    this.list.replaceChildren(...prompts, ...finished);
   }
 
   private promptItem(entry: MachineEntry, request: PermissionRequest): HTMLElement {
@@ -45,14 +60,27 @@ export class NeedsYouList {
       this.outcome.textContent = await this.actions.answer(machineId, request.request_id, decision);
       for (const button of Array.from(element.querySelectorAll('button'))) button.disabled = false;
     };
-    element.append(
-      h(
-        'div',
-        { class: 'needs-you-answers' },
-        h('button', { type: 'button', class: 'button primary needs-you-allow', onclick: answer('allow') }, 'Allow'),
-        h('button', { type: 'button', class: 'button secondary needs-you-deny', onclick: answer('deny') }, 'Deny'),
-      ),
-    );
+    // Allow is offered only with the preview in view: approving what one has not seen is one tap too few.
+    const review = h('div', {
+      class: 'needs-you-review',
+      hidden: !this.reviewing.has(request.request_id),
+    }, renderPreview(request.preview, request.arguments), h('div', { class: 'needs-you-answers' }, h('button', { type: 'button', class: 'button primary needs-you-allow', onclick: answer('allow') }, 'Allow'), h('button', { type: 'button', class: 'button secondary needs-you-deny', onclick: answer('deny') }, 'Deny')));
+    const toggle = h('button', { type: 'button', class: 'button secondary needs-you-show' });
+    // Deny needs no preview: it is on the row while the preview is closed, beside Allow once open.
+    const quickDeny = h('button', { type: 'button', class: 'button secondary needs-you-quick-deny', onclick: answer('deny') }, 'Deny');
+    const shown = () => {
+      toggle.setAttribute('aria-expanded', String(!review.hidden));
+      toggle.textContent = review.hidden ? 'Review…' : 'Hide';
+      quickDeny.hidden = !review.hidden;
+    };
+    toggle.addEventListener('click', () => {
+      review.hidden = !review.hidden;
+      if (review.hidden) this.reviewing.delete(request.request_id);
+      else this.reviewing.add(request.request_id);
+      shown();
+    });
+    shown();
+    element.append(h('div', { class: 'needs-you-answers' }, toggle, quickDeny), review);
     return element;
   }
 }

@@ -1,23 +1,10 @@
+import { PUSH_KINDS, type PushKind, type PushPayload } from '../../protocol/push-payload';
+
 /**
  * What a Web Push message asks the service worker to show (docs/protocol.md, "Web Push"): the payload
  * the service sends, and the notification made of it. Pure functions, no worker globals: the worker
  * (src/web/push-worker.ts) only calls the browser with the result.
  */
-
-export type PushKind = 'prompt' | 'resolved' | 'finished' | 'failed' | 'webhook' | 'test';
-
-/** The decrypted payload: `{v: 1, kind, tag, ...}`; content-blind devices get `blind: true` and no text. */
-export interface PushPayload {
-  v: 1;
-  kind: PushKind;
-  tag: string;
-  conversation_id?: string;
-  request_id?: string;
-  title?: string;
-  body?: string;
-  url?: string;
-  blind?: boolean;
-}
 
 /** What the worker keeps on a notification, to act on a tap. */
 export interface NotificationData {
@@ -31,7 +18,7 @@ export type NotificationPlan =
   /** `resolved`: withdraw the notification of `tag` (answered or expired elsewhere), show nothing. */
   | { show: false; close: string };
 
-const KINDS: readonly string[] = ['prompt', 'resolved', 'finished', 'failed', 'webhook', 'test'];
+const KINDS: readonly string[] = PUSH_KINDS;
 
 /** Texts of a content-blind device: nothing of the conversation leaves the tunnel. */
 const BLIND_TITLE: Record<PushKind, string> = {

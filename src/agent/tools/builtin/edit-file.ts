@@ -3,7 +3,7 @@ import { recordedWrite } from '../recorded-write';
 import { defineTool } from '../define-tool';
 import { formatBytes, looksBinary } from '../text-files';
 import { ToolError, type Tool } from '../types';
-import { diffPreview } from '../preview';
+import { diffPreview, wireDiff } from '../preview';
 import { resolveWritablePath, workspaceSubject, type WorkspacePath, type WorkspaceRoots } from '../workspace';
 
 export const EDIT_MAX_BYTES = 10 * 1024 * 1024;
@@ -99,9 +99,9 @@ export function editFileTool(roots: WorkspaceRoots): Tool {
       return diffPreview(target, text, updated);
     },
     async run(args, context) {
-      const { target, updated, count } = await planEdit(roots, args);
+      const { target, text, updated, count } = await planEdit(roots, args);
       await recordedWrite(context, 'edit_file', target, args.path, updated, false);
-      return { content: `Replaced ${count} occurrence${count === 1 ? '' : 's'} in ${target.relative}.` };
+      return { content: `Replaced ${count} occurrence${count === 1 ? '' : 's'} in ${target.relative}.`, detail: wireDiff(target, text, updated) };
     },
   });
 }

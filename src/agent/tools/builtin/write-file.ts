@@ -2,7 +2,7 @@ import { lstat } from 'node:fs/promises';
 import { openForReading } from '../anchored-fs';
 import { recordedWrite } from '../recorded-write';
 import { defineTool } from '../define-tool';
-import { diffPreview } from '../preview';
+import { appliedDiff, diffPreview } from '../preview';
 import { EDIT_MAX_BYTES } from './edit-file';
 import { decodeText, formatBytes } from '../text-files';
 import { ToolError, type Tool, type ToolPreview } from '../types';
@@ -73,6 +73,9 @@ export function writeFileTool(roots: WorkspaceRoots): Tool {
     },
     async run(args, context) {
       const target = await resolveWritablePath(roots(), args.path);
+      // What is applied, worked out as the prompt's preview is, before the write: the card shows it (a
+      // call the write then refuses throws below, and its preview with it).
+      const applied = await previewWrite(target, args.path, args.content).then(appliedDiff, () => undefined);
       let existed: boolean;
       try {
         ({ existed } = await recordedWrite(context, 'write_file', target, args.path, args.content, true));
@@ -82,7 +85,7 @@ export function writeFileTool(roots: WorkspaceRoots): Tool {
         throw error;
       }
       const size = formatBytes(Buffer.byteLength(args.content, 'utf8'));
-      return { content: `${existed ? 'Overwrote' : 'Created'} ${target.relative} (${size}).` };
+      return { content: `${existed ? 'Overwrote' : 'Created'} ${target.relative} (${size}).`, ...(applied ? { detail: applied } : {}) };
     },
   });
 }

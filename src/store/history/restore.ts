@@ -1,0 +1,72 @@
+// The open's side of one durable commit per message (issue 25): a body is written to history.db without
+// an fsync and journaled with the rows that refer to it (WriteTx.keepBodies), so after a power loss
+// history.db may lack the bodies of its last commits while the journal holds them. They are put back
+// here, before anything new is written. history.db is synced (a "sync mark" committed with an fsync)
+// before a journal segment is compacted, so the journal always covers what history.db may have lost.
+import type { Database } from '../database';
+import type { Logger } from '../../log/logger';
+import type { HistoryStore } from './history-store';
+import type { KeyedBody } from './protocol';
+
+/** service.db's meta key for the last history.db sync mark it saw made durable. */
+const HISTORY_MARK_KEY = 'history.sync_mark';
+
+/** Keys per query: well under SQLite's bound-parameter limit. */
+const CHUNK = 500;
+
+/** Whether webhook messages waiting in the inbox keep their body in history.db (not in a store opened with older migrations). */
+export function inboxHasBodyKeys(db: Database): boolean {
+  return db.all<{ name: string }>('PRAGMA table_info(webhook_inbox)').some((column) => column.name === 'body_key');
+}
+
+/** Of `keys`, those service.db refers to: messages, webhook messages waiting in the inbox, bodies waiting to be deleted. */
+function referencedAmong(db: Database, keys: readonly number[]): Set<number> {
+  const inbox = inboxHasBodyKeys(db);
+  const found = new Set<number>();
+  for (let i = 0; i < keys.length; i += CHUNK) {
+    const part = keys.slice(i, i + CHUNK);
+    const list = part.map(() => '?').join(', ');
+    const sql =
+      `SELECT body_key AS k FROM messages WHERE body_key IN (${list}) UNION SELECT body_key FROM history_trash WHERE body_key IN (${list})` +
+      (inbox ? ` UNION SELECT body_key FROM webhook_inbox WHERE body_key IN (${list})` : '');
+    for (const row of db.all<{ k: number }>(sql, inbox ? [...part, ...part, ...part] : [...part, ...part])) found.add(row.k);
+  }
+  return found;
+}
+
+/**
+ * Puts back into history.db the journaled bodies it lost with its unsynced tail (only those service.db
+ * still refers to: a deleted message's body stays deleted); the highest key history.db holds after.
+ * A history.db whose sync mark is behind the one service.db saw lost commits it had made durable: that
+ * is damage, not a power loss, and is left to the checks that follow (refused, or `--recover`).
+ */
+export async function restoreJournaledBodies(db: Database, history: HistoryStore, logger: Logger): Promise<number> {
+  const journaled = db.takeReplayedBodies();
+  const seen = Number(db.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', [HISTORY_MARK_KEY])?.value ?? 0);
+  if (history.markBeforeOpen < seen) {
+    logger.error('history.sync_mark_behind', { history_mark: history.markBeforeOpen, seen_mark: seen });
+    return history.keysBeforeOpen;
+  }
+  // By key, the last journaled wins (records are in order).
+  const missing = new Map<number, KeyedBody>();
+  for (const body of journaled) if (body.key > history.keysBeforeOpen) missing.set(body.key, body);
+  if (missing.size === 0) return history.keysBeforeOpen;
+  const referenced = referencedAmong(db, [...missing.keys()]);
+  const wanted = [...missing.values()].filter((b) => referenced.has(b.key));
+  // New keys start above every journaled one, even those no longer referred to: a key is never given
+  // twice, so a later restore can never mistake an old record's body for a new message's.
+  const stored = await history.fill(wanted, [...missing.keys()].reduce((max, key) => Math.max(max, key), 0));
+  if (wanted.length > 0) logger.warn('history.bodies_restored', { from_journal: wanted.length, stored, last_key: history.keysBeforeOpen });
+  return wanted.reduce((max, b) => Math.max(max, b.key), history.keysBeforeOpen);
+}
+
+/**
+ * Syncs history.db and notes its sync mark in service.db with the next write (no record of its own):
+ * from then on history.db holds durably every body written before, and an open that finds its mark
+ * behind the one noted knows it lost durable commits. Until noted, the mark noted before stands (it is
+ * lower: the check is only less strict meanwhile).
+ */
+export async function syncHistory(db: Database, history: HistoryStore): Promise<void> {
+  const mark = await history.sync();
+  db.withNextWrite('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)', [HISTORY_MARK_KEY, String(mark)]);
+}

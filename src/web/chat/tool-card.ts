@@ -1,0 +1,178 @@
+/**
+ * A tool call in the conversation: a card whose one line names the tool, what it acted on (a path, a
+ * command line) and how it ended, and which opens on what the call did (docs/protocol.md, "Tool
+ * results"): the applied diff of write_file / edit_file, drawn as a prompt's diff; a command's output,
+ * its start and end with the middle a tap away, and its exit code; what was read or found, short; a
+ * denial's reason. Arguments read as `key: value`, long or multi-line strings as blocks, never JSON.
+ */
+import type { ToolResultDetail } from '../../protocol';
+import { h } from './dom';
+import { renderPreview } from './preview-view';
+
+export type ToolStatus = 'running' | 'ok' | 'failed' | 'denied';
+
+/** What a finished call gave: its stored text (the model's) and what it did, for people. */
+export interface ToolResult {
+  content?: string;
+  detail?: ToolResultDetail;
+}
+
+const STATUS_LABEL: Record<ToolStatus, string> = { running: 'running…', ok: 'ok', failed: 'failed', denied: 'denied' };
+
+/** Arguments shown on the card's line, first found, as what the call acted on. */
+const SUBJECT_KEYS = ['path', 'command', 'pattern', 'query', 'url', 'name'];
+/** A string argument longer than this, or with a line break, is shown as a block. */
+const INLINE_ARGUMENT_CHARS = 60;
+/** Characters of a block argument shown before "Show all". */
+const BLOCK_ARGUMENT_CHARS = 1500;
+/** A command's output: lines shown from its start and its end while the middle is folded. */
+export const OUTPUT_HEAD_LINES = 8;
+export const OUTPUT_TAIL_LINES = 8;
+/** What a reading tool found: the first lines, the rest a tap away. */
+export const FOUND_LINES_SHOWN = 6;
+/** Tools whose output is what was read or found. */
+const READING_TOOLS = new Set(['read_file', 'search_files', 'list_directory']);
+/** Arguments a file tool's applied diff already shows. */
+const SHOWN_BY_DIFF = new Set(['content', 'old_string', 'new_string']);
+
+export class ToolCard {
+  readonly element: HTMLElement;
+  /** The call's id, when known (stored calls and live events carry it). */
+  callId: string | undefined;
+  /** Shown from history without a result: "failed" unless its turn turns out to be still running. */
+  unresolved = false;
+  private readonly status: HTMLElement;
+  private readonly result: HTMLElement;
+  private args: HTMLElement;
+
+  constructor(
+    readonly tool: string,
+    private readonly argumentsGiven: unknown,
+  ) {
+    this.status = h('span', { class: 'tool-status', 'data-status': 'running' }, STATUS_LABEL.running);
+    this.result = h('div', { class: 'tool-result', hidden: true });
+    this.args = argumentsView(argumentsGiven);
+    const subject = subjectOf(argumentsGiven);
+    this.element = h(
+      'details',
+      { class: 'tool-card', 'data-tool': tool },
+      h(
+        'summary',
+        {},
+        h('span', { class: 'tool-icon', 'aria-hidden': 'true' }, '⚙'),
+        h('span', { class: 'tool-name' }, tool),
+        subject ? h('span', { class: 'tool-subject' }, subject) : null,
+        this.status,
+      ),
+      h('div', { class: 'tool-body' }, this.result, this.args),
+    );
+  }
+
+  setStatus(status: ToolStatus, result: ToolResult = {}): void {
+    this.unresolved = false;
+    this.status.dataset.status = status;
+    const exit = result.detail?.kind === 'command' ? exitText(result.detail) : '';
+    this.status.textContent = exit && status !== 'ok' ? `${STATUS_LABEL[status]} · ${exit}` : STATUS_LABEL[status];
+    if (status === 'running') delete this.element.dataset.status;
+    else this.element.dataset.status = status;
+    const shown = resultView(this.tool, status, result);
+    this.result.replaceChildren(...shown);
+    this.result.hidden = shown.length === 0;
+    // The diff shows the new text: the arguments keep only what it does not (the path, replace_all).
+    if (result.detail?.kind === 'diff') this.args.replaceWith((this.args = argumentsView(this.argumentsGiven, SHOWN_BY_DIFF)));
+  }
+
+}
+
+/** What the card shows of a finished call, by what the tool did. */
+function resultView(tool: string, status: ToolStatus, result: ToolResult): HTMLElement[] {
+  const content = result.content ?? '';
+  if (status === 'denied') return [h('div', { class: 'tool-denied-reason', role: 'note' }, content || 'The tool did not run.')];
+  const detail = result.detail;
+  if (detail?.kind === 'diff') {
+    return [h('div', { class: 'tool-output-label' }, content || 'Applied'), renderPreview(detail, {})];
+  }
+  if (detail?.kind === 'command') {
+    return [
+      h('div', { class: 'tool-exit', 'data-exit-code': detail.exit_code === null ? undefined : String(detail.exit_code) }, exitText(detail)),
+      foldedOutput(withoutStatusLine(content), OUTPUT_HEAD_LINES, OUTPUT_TAIL_LINES),
+    ];
+  }
+  if (!content) return [];
+  if (READING_TOOLS.has(tool) && status === 'ok') return [foldedOutput(content, FOUND_LINES_SHOWN, 0)];
+  return [h('div', { class: 'tool-output-label' }, status === 'failed' ? 'Error' : 'Result'), foldedOutput(content, OUTPUT_HEAD_LINES, OUTPUT_TAIL_LINES)];
+}
+
+/** "exit code 1", "timed out (the time limit)", "killed by SIGTERM". */
+function exitText(detail: Extract<ToolResultDetail, { kind: 'command' }>): string {
+  if (detail.timed_out) return 'stopped at its time limit';
+  if (detail.signal) return `killed by ${detail.signal}`;
+  return detail.exit_code === null ? 'stopped' : `exit code ${detail.exit_code}`;
+}
+
+/** run_command's text ends with how it ended (`[exit code 1]`), which the card shows from `detail`. */
+function withoutStatusLine(text: string): string {
+  return text.replace(/\n?\[(exit code -?\d+|timed out after [^\]]*|cancelled: [^\]]*|killed by signal [^\]]*)\]$/, '');
+}
+
+/**
+ * Output whose middle (or, with `tail` 0, whose end) is folded behind "Show all N lines": a long log's
+ * start and end are what is read first on a phone.
+ */
+function foldedOutput(text: string, head: number, tail: number): HTMLElement {
+  const pre = h('pre', { class: 'tool-output' });
+  const lines = text.split('\n');
+  const hidden = lines.length - head - tail;
+  if (hidden <= 1) {
+    pre.textContent = text;
+    return pre;
+  }
+  const show = h('button', { type: 'button', class: 'button secondary tool-output-more' }, `Show all ${lines.length} lines`);
+  pre.append(lines.slice(0, head).join('\n'), h('span', { class: 'tool-output-fold' }, `\n… ${hidden} more line${hidden === 1 ? '' : 's'} …\n`), lines.slice(lines.length - tail).join('\n'));
+  show.addEventListener('click', () => {
+    pre.textContent = text;
+    show.remove();
+  });
+  return h('div', { class: 'tool-output-folded' }, pre, show);
+}
+
+/** What the call acted on, for the card's line: its path, command line or pattern. */
+function subjectOf(args: unknown): string {
+  if (!isRecord(args)) return '';
+  for (const key of SUBJECT_KEYS) {
+    const value = args[key];
+    const text = typeof value === 'string' ? value : Array.isArray(value) && value.every((v) => typeof v === 'string') ? value.join(' ') : '';
+    if (text.trim()) return text.length > 80 ? `${text.slice(0, 79)}…` : text;
+  }
+  return '';
+}
+
+/** `key: value` rows; long or multi-line strings, objects and arrays as blocks. */
+function argumentsView(args: unknown, omit: ReadonlySet<string> = new Set()): HTMLElement {
+  if (!isRecord(args)) return h('div', { class: 'tool-args' }, argumentBlock(typeof args === 'string' ? args : String(args)));
+  const rows = Object.entries(args)
+    .filter(([key]) => !omit.has(key))
+    .map(([key, value]) => {
+      const inline = typeof value === 'string' ? value.length <= INLINE_ARGUMENT_CHARS && !value.includes('\n') : typeof value !== 'object' || value === null;
+      const text = typeof value === 'string' ? value : JSON.stringify(value, null, 1);
+      return inline
+        ? h('div', { class: 'tool-arg', 'data-key': key }, h('span', { class: 'tool-arg-key' }, `${key}: `), h('code', { class: 'tool-arg-value' }, text))
+        : h('div', { class: 'tool-arg', 'data-key': key }, h('div', { class: 'tool-arg-key' }, `${key}:`), argumentBlock(text));
+    });
+  return h('div', { class: 'tool-args' }, ...(rows.length ? rows : [h('span', { class: 'tool-arg-none' }, 'no arguments')]));
+}
+
+function argumentBlock(text: string): HTMLElement {
+  const pre = h('pre', { class: 'tool-arg-block' }, text.length > BLOCK_ARGUMENT_CHARS ? `${text.slice(0, BLOCK_ARGUMENT_CHARS)}…` : text);
+  if (text.length <= BLOCK_ARGUMENT_CHARS) return pre;
+  const show = h('button', { type: 'button', class: 'button secondary tool-output-more' }, `Show all ${text.length} characters`);
+  show.addEventListener('click', () => {
+    pre.textContent = text;
+    show.remove();
+  });
+  return h('div', {}, pre, show);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}

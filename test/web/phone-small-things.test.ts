@@ -1,0 +1,64 @@
+/**
+ * Small things of issue 23's should-fix list, measured in real Chromium at 320 px (test/helpers/phone-rig.ts):
+ * the message box back to one line once the offline placeholder goes; "last seen" relative ("just now",
+ * "5 min ago"); the rule field's placeholder not cut. Runs after `node esbuild.mjs`.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { TestClient } from '../helpers/ws-client';
+
+let rig: PhoneRig;
+
+before(async () => {
+  rig = await startPhoneRig({ permission_mode: 'allow' });
+});
+
+after(async () => {
+  await rig?.close();
+});
+
+test('at 320 px: the message box is one line again once back online; last seen is relative; the rule placeholder is whole', async () => {
+  const owner = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
+  const secret = ((await owner.request({ type: 'create_lan_pairing' })).data as { pairing_secret: string }).pairing_secret;
+  owner.close();
+  const phone = await rig.openPhone(undefined, `pair=${encodeURIComponent(secret)}`);
+  const { page, context } = phone;
+  await page.setViewportSize({ width: 320, height: 568 });
+  const input = page.locator('.composer-input');
+  const oneLine = await input.evaluate((box) => box.getBoundingClientRect().height);
+
+  // Offline, a message is sent to the outbox: the box is sized while the long placeholder shows.
+  await context.setOffline(true);
+  await page.locator('.connection:not([data-state="open"])').waitFor();
+  rig.fake.script({ text: 'Back and answered.', chunks: 1 });
+  await input.fill('sent while offline');
+  await input.press('Enter');
+  await context.setOffline(false);
+  await page.locator('.message.assistant', { hasText: 'Back and answered.' }).waitFor({ timeout: 30_000 });
+  const height = await input.evaluate((box) => box.getBoundingClientRect().height);
+  assert.ok(height <= oneLine + 1, `the message box is one line again: ${height} px (one line: ${oneLine} px)`);
+
+  await page.locator('.drawer-toggle').click();
+  await page.locator('.devices-open').click();
+  const detail = page.locator('.device .device-detail').first();
+  await detail.waitFor();
+  assert.match(await detail.innerText(), /last seen (just now|never|\d+ min ago)/, 'relative, not a timestamp');
+
+  await page.locator('.rules-open').click();
+  const rule = page.locator('.rules-add-input');
+  const fits = await rule.evaluate((field) => {
+    const probe = document.createElement('span');
+    const style = getComputedStyle(field);
+    probe.style.font = style.font;
+    probe.style.whiteSpace = 'pre';
+    probe.textContent = (field as HTMLInputElement).placeholder;
+    document.body.append(probe);
+    const needed = probe.getBoundingClientRect().width + parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+    probe.remove();
+    return { needed, width: field.getBoundingClientRect().width };
+  });
+  assert.ok(fits.width >= fits.needed, `the rule placeholder fits: ${JSON.stringify(fits)}`);
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});

@@ -81,6 +81,13 @@ test('the phone reviews a worktree conversation: revert a hunk, comment on a lin
   assert.equal(await file.locator('.change-hunk').count(), 2);
   assert.equal(await file.locator('.change-hunk').nth(0).locator('.diff-line[data-kind="add"] .diff-text').innerText(), 'line 3 by the assistant');
   await screens(page, 'review');
+  // Every control of the sheet is a 44x44 px tap target at 320 px (a diff line is also tappable, with Comment as the 44 px way).
+  await page.setViewportSize({ width: 320, height: 844 });
+  const small = await panel.locator('button:visible, select:visible, textarea:visible').evaluateAll((controls) =>
+    controls.map((c) => ({ text: c.textContent?.trim() || c.className, ...c.getBoundingClientRect().toJSON() })).filter((r) => r.width < 44 || r.height < 44),
+  );
+  assert.deepEqual(small, []);
+  await page.setViewportSize({ width: 390, height: 844 });
 
   // Revert the second hunk: the first stays, in the view and in the worktree.
   const worktreePath = JSON.parse(git(repo, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).map((l) => JSON.stringify(l.slice(9)))[1]!) as string;

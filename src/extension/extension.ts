@@ -19,6 +19,7 @@ import { offerPortBusyActions } from './port-busy';
 import { readSettings, SETTINGS_SECTION } from './settings';
 import { StatusBar } from './status-bar';
 import { showUndoThreeWay, undoTurnFromPalette } from './undo-turn';
+import { openWorktree, reviewChanges } from './review-changes';
 import type { PermissionDecision } from '../protocol';
 
 /** What activate() returns: lets tests (and end-to-end checks) see inside. */
@@ -74,7 +75,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   };
   const runAction = (action: HostAction, argument?: string) => {
     const commandOf: Partial<Record<HostAction, string>> = { setApiKey: COMMANDS.setApiKey, selectModel: COMMANDS.selectModel, selectProvider: COMMANDS.selectProvider };
+    // The chat view's Changes sheet names its conversation: the palette commands, with it chosen.
+    const conversationCommandOf: Partial<Record<HostAction, string>> = { reviewChanges: COMMANDS.reviewChanges, openWorktree: COMMANDS.openWorktree };
     if (commandOf[action]) void vscode.commands.executeCommand(commandOf[action]!);
+    else if (conversationCommandOf[action] && argument) void vscode.commands.executeCommand(conversationCommandOf[action]!, argument);
     else if (action === 'showDiff' && argument) void showDiff(argument).catch((error: Error) => void vscode.window.showErrorMessage(`Remote Assistant: ${error.message}`));
     else if (action === 'exportConversation' && argument) {
       // `<format>:<conversation_id>` (protocol/bridge.ts): the palette command, with both already chosen.
@@ -127,6 +131,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       showDiff,
     },
     undoTurn: () => undoTurnFromPalette(hosting.backend, toolRoots(), proposed),
+    reviewChanges: (conversationId) => reviewChanges(hosting.backend, proposed, conversationId),
+    openWorktree: (conversationId) => openWorktree(hosting.backend, conversationId),
   };
 
   context.subscriptions.push(

@@ -44,6 +44,8 @@ export const COMMANDS = {
   exportConversation: 'remoteAssistant.exportConversation',
   compactConversation: 'remoteAssistant.compactConversation',
   undoTurn: 'remoteAssistant.undoTurn',
+  reviewChanges: 'remoteAssistant.reviewChanges',
+  openWorktree: 'remoteAssistant.openWorktree',
 } as const;
 
 export interface CommandDeps {
@@ -67,6 +69,9 @@ export interface CommandDeps {
   };
   /** "Undo a Turn" (extension/undo-turn.ts). */
   undoTurn: () => Promise<void>;
+  /** "Review Changes" and "Open the Worktree in a New Window" (extension/review-changes.ts); the chat view's menu names the conversation. */
+  reviewChanges: (conversationId?: string) => Promise<void>;
+  openWorktree: (conversationId?: string) => Promise<void>;
 }
 
 const MODES: { label: PublicConfig['permission_mode']; description: string }[] = [
@@ -334,6 +339,8 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     guarded(COMMANDS.exportConversation, (conversationId?: string, format?: 'markdown' | 'json') => exportConversation(deps.hosting.backend, conversationId, format)),
     guarded(COMMANDS.compactConversation, (conversationId?: string) => compactConversation(deps.hosting.backend, conversationId)),
     guarded(COMMANDS.undoTurn, () => deps.undoTurn()),
+    guarded(COMMANDS.reviewChanges, (id?: unknown) => deps.reviewChanges(typeof id === 'string' ? id : undefined)),
+    guarded(COMMANDS.openWorktree, (id?: unknown) => deps.openWorktree(typeof id === 'string' ? id : undefined)),
     guarded(SHOW_PENDING_COMMAND, () => deps.permissions.showInChat()),
     guarded(PROMPT_COMMANDS.answer, (requestId: string, decision: string) => deps.permissions.answer(requestId, decision)),
     guarded(PROMPT_COMMANDS.showInChat, (requestId: string) => deps.permissions.showInChat(requestId)),

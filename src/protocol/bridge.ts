@@ -91,7 +91,11 @@ export type HostAction =
    * Open the three-way view of a file a turn wrote that changed since (argument: JSON
    * `{conversation_id, message_id, path}`; docs/protocol.md, "Undoing a turn").
    */
-  | 'showUndoThreeWay';
+  | 'showUndoThreeWay'
+  /** A worktree conversation's changes in VS Code's diff editor (argument: the conversation_id): "Review Changes". */
+  | 'reviewChanges'
+  /** A worktree conversation's folder in a new window (argument: the conversation_id). */
+  | 'openWorktree';
 
 /** The service's state as the host sees it (the UI shows it and disables sending when not running). */
 export type HostState = 'starting' | 'running' | 'stopped' | 'error';

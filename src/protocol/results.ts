@@ -6,7 +6,7 @@ import { AttachmentResults } from './attachments';
 import { AuditResults } from './audit';
 import { AuthResults } from './auth';
 import { BackupResults } from './backup';
-import { ChatResults } from './chat';
+import { ChatResult, ChatResults } from './chat';
 import { ConfigResults } from './config';
 import { ConversationResults } from './conversations';
 import { DeviceResults } from './devices';
@@ -43,6 +43,8 @@ export const CommandResults = {
   ...AttachmentResults,
   ...AuditResults,
   ...WorktreeResults,
+  /** A comment on a change is a chat message of the conversation: the same answer. */
+  comment_on_change: ChatResult,
 } satisfies { [T in CommandType]: z.ZodType };
 
 export type CommandResults = typeof CommandResults;

@@ -170,7 +170,10 @@ export const DiscardChangesCommand = command('discard_changes', { conversation_i
 
 export const WorktreeCommands = [GetChangesCommand, RevertChangesCommand, CommentOnChangeCommand, CommitChangesCommand, DraftCommitMessageCommand, LandChangesCommand, PushChangesCommand, DiscardChangesCommand] as const;
 
-/** What review's commands answer (protocol/results.ts spreads it; comment_on_change answers as chat does: chat.ts). */
+/**
+ * What review's commands answer (protocol/results.ts spreads it). comment_on_change answers as chat does:
+ * its entry is in results.ts, since importing chat.ts here closes a cycle (chat -> conversations -> worktrees).
+ */
 export const WorktreeResults = {
   get_changes: Changes,
   revert_changes: Changes,

@@ -358,7 +358,8 @@ describe('defaults, a workspace that is not a repository, clean-up at start', ()
     await writeFile(join(made[1].worktree.path, 'b.txt'), 'b\n');
     git(made[1].worktree.path, 'add', 'b.txt');
     git(made[1].worktree.path, 'commit', '-q', '-m', 'work of the run');
-    for (const { id } of made) assert.equal((await owner.request({ type: 'delete_conversation', conversation_id: id })).status, 'ok');
+    // The second holds a commit not landed: deleting it asks for confirm (review and land, issue 24).
+    for (const { id } of made) assert.equal((await owner.request({ type: 'delete_conversation', conversation_id: id, confirm: true })).status, 'ok');
     owner.close();
     await first.stop();
     const second = await startService(config, { dataDir: first.dataDir, keepConfig: true });

@@ -30,6 +30,7 @@ import { ExportView } from './export-view';
 import { sendCommand } from './supervision-wire';
 import { UndoView } from './undo-view';
 import { AttachmentThumbnails, AttachmentTray } from './attachments';
+import { ChangesView } from './changes-view';
 
 
 export interface ChatAppOptions {
@@ -77,6 +78,11 @@ export class ChatApp {
   private readonly undo: UndoView;
   private readonly thumbnails: AttachmentThumbnails;
   private readonly tray: AttachmentTray;
+  /** A worktree conversation's review: files, hunks, revert, comment, commit, land, push, discard. */
+  private readonly changes: ChangesView;
+  /** On a new chat: "Own worktree" (chat's `worktree`); hidden once the conversation exists. */
+  private readonly worktreeToggle: HTMLLabelElement;
+  private readonly worktreeBox: HTMLInputElement;
   /** The outbox's messages: drawn waiting, sent in order, known as the page's own by their client_message_id. */
   private readonly sender: OutboxSender;
   /** The running turn of the conversation on screen, as its events draw it. */
@@ -152,11 +158,31 @@ export class ChatApp {
       answered: (item, answer) => this.answered(item, answer),
     });
     this.queue = new QueueView((clientMessageId) => void this.removeQueued(clientMessageId));
+    this.changes = new ChangesView({
+      call: (frame) => this.call(frame),
+      commented: (conversationId, answer) => this.commented(conversationId, answer),
+      editor: action ? { review: (id) => action('reviewChanges', id), openWorktree: (id) => action('openWorktree', id) } : undefined,
+      changed: (conversationId, worktree) => {
+        if (conversationId === this.current) this.header.setWorktree(worktree);
+        void this.refreshConversations();
+      },
+    });
+    this.header.changes.addEventListener('click', () => {
+      if (this.current) void this.changes.open(this.current);
+    });
+    this.worktreeBox = h('input', { type: 'checkbox', class: 'worktree-toggle-input' });
+    this.worktreeToggle = h(
+      'label',
+      { class: 'worktree-toggle', title: 'The assistant works on a new branch in its own folder; you review and land its changes' },
+      this.worktreeBox,
+      h('span', {}, 'Own worktree'),
+    );
     this.banner = new ErrorBanner(this.connection);
     this.layout(options.drawerFooter);
     if (options.headerExtra) this.header.drawerToggle.after(options.headerExtra);
 
     this.current = this.memory?.load();
+    this.worktreeToggle.hidden = this.current !== undefined;
     this.exporter.setConversation(this.current);
     // A new chat typed into before a reload is still on screen, with its waiting messages.
     if (!this.current) this.draft = this.outbox.all.find((item) => !item.conversation_id && item.draft)?.draft ?? this.draft;
@@ -184,10 +210,11 @@ export class ChatApp {
       this.chips.element,
       this.tray.element,
       this.prompts.element,
+      this.worktreeToggle,
       this.composer.element,
     );
     this.root.classList.add('app');
-    this.root.replaceChildren(this.header.element, h('div', { class: 'body' }, drawer, scrim, main));
+    this.root.replaceChildren(this.header.element, h('div', { class: 'body' }, drawer, scrim, main), this.changes.panel);
     this.tray.watch(main);
 
     this.header.drawerToggle.addEventListener('click', () => this.toggleDrawer());
@@ -216,9 +243,19 @@ export class ChatApp {
     else void this.loadHistory(conversationId);
   }
 
-  /** Shows a conversation chosen outside the app (a notification's link: push/deep-link.ts). */
-  openConversation(conversationId: string): void {
+  /** Shows a conversation chosen outside the app (a notification's link: push/deep-link.ts); `changes`: its Changes view ("ready for review"). */
+  openConversation(conversationId: string, view: 'chat' | 'changes' = 'chat'): void {
     if (conversationId !== this.current) this.select(conversationId);
+    if (view === 'changes') void this.changes.open(conversationId);
+  }
+
+  /** A comment on a change went as the conversation's next message: the chat comes back to show it and the reply. */
+  private commented(conversationId: string, answer: Promise<EnvelopeOf<'comment_on_change'> | undefined>): void {
+    if (conversationId !== this.current) this.select(conversationId);
+    this.composer.setRunning(true);
+    void answer.then((result) => {
+      if (result?.status !== 'ok' && conversationId === this.current) this.messages.addNote(`The comment was not sent: ${result?.error ?? 'not connected'}`, 'error');
+    });
   }
 
   private toggleDrawer(open = !this.root.classList.contains('drawer-open')): void {
@@ -289,6 +326,7 @@ export class ChatApp {
   /** The conversation's running state and queue, shown under the messages. */
   private showRow(row: Conversation): void {
     this.header.setTitle(row.title);
+    this.header.setWorktree(row.worktree);
     this.header.usage.show(row.usage);
     this.composer.setRunning(row.state !== 'idle');
     this.queue.show(row.queued);
@@ -368,7 +406,13 @@ export class ChatApp {
       return;
     }
     this.chips.clearAdded();
-    const item: OutboxItem = { client_message_id: newClientId(), text, ...(context.length > 0 ? { context } : {}), ...(attachments.length > 0 ? { attachments } : {}), ...(this.current ? { conversation_id: this.current } : { draft: this.draft }) };
+    const item: OutboxItem = {
+      client_message_id: newClientId(),
+      text,
+      ...(context.length > 0 ? { context } : {}),
+      ...(attachments.length > 0 ? { attachments } : {}),
+      ...(this.current ? { conversation_id: this.current } : { draft: this.draft, ...(this.worktreeBox.checked ? { worktree: true } : {}) }),
+    };
     if (!this.current) this.header.setTitle(text.length > 80 ? `${text.slice(0, 79)}…` : text);
     // Stop at once; the conversation's row then says whether it runs (conversation.updated).
     if (this.connected) this.composer.setRunning(true);
@@ -482,6 +526,8 @@ export class ChatApp {
     this.memory?.save(conversationId);
     this.list.setCurrent(conversationId);
     this.exporter.setConversation(conversationId);
+    this.worktreeToggle.hidden = conversationId !== undefined;
+    if (!conversationId) this.header.setWorktree(null);
     this.header.setTitle(conversationId ? this.list.title(conversationId) ?? this.headerTitleFallback() : 'New chat');
     if (this.connected) void this.refreshInstructions();
   }
@@ -497,6 +543,7 @@ export class ChatApp {
     const row = this.list.row(conversationId);
     this.composer.setRunning(row !== undefined && row.state !== 'idle');
     this.header.usage.show(row?.usage);
+    this.header.setWorktree(row?.worktree);
     this.queue.show(row?.queued ?? []);
     this.plan.show([]);
     this.messages.showEmpty('Loading…');

@@ -1,4 +1,5 @@
 /** The conversation list: switch, new, delete (with an inline confirmation: webviews forbid confirm()). */
+import { changedText } from './changes-view';
 import { h, relativeTime, strokeIcon } from './dom';
 import { planProgressText } from './plan-view';
 import { sourceLabel } from '../../protocol/sources';
@@ -75,6 +76,7 @@ export class ConversationList {
       h('span', { class: 'conversation-meta' }, [relativeTime(conversation.updated_at), sourceLabel(conversation.source)].filter(Boolean).join(' · ')),
       stateMark(conversation),
       conversation.plan_summary ? h('span', { class: 'conversation-plan' }, planProgressText(conversation.plan_summary)) : null,
+      worktreeMark(conversation),
     );
     open.addEventListener('click', () => this.handlers.select(conversation.id));
     const remove = h('button', { type: 'button', class: 'icon-button conversation-delete', 'aria-label': `Delete “${conversation.title}”`, title: 'Delete' }, strokeIcon(TRASH, 16, 1.3));
@@ -115,6 +117,20 @@ function stateMark(conversation: Conversation): HTMLElement | null {
   }
   if (conversation.state === 'running') return h('span', { class: 'conversation-state', 'data-state': 'running' }, 'running…');
   return null;
+}
+
+/** On a conversation in its own worktree: its branch and "3 changed" (and that its base moved on). */
+function worktreeMark(conversation: Conversation): HTMLElement | null {
+  const worktree = conversation.worktree;
+  if (!worktree || worktree.state !== 'active') return null;
+  return h(
+    'span',
+    { class: 'conversation-worktree', 'data-base-moved': String(worktree.base_moved) },
+    h('span', { class: 'conversation-branch' }, worktree.branch),
+    ' ',
+    h('span', { class: 'badge conversation-changed' }, changedText(worktree)),
+    worktree.base_moved ? h('span', { class: 'conversation-base-moved' }, ' base moved') : null,
+  );
 }
 
 /** A bin. */

@@ -1,6 +1,8 @@
 /** The top bar: drawer toggle, title, connection state, permission mode. */
 import type { PermissionMode } from '../../protocol';
+import type { WorktreeInfo } from '../../protocol/worktrees';
 import type { ConnectionStatus } from '../connection';
+import { changedText } from './changes-view';
 import { h } from './dom';
 import { UsageMeter } from './usage-view';
 
@@ -20,6 +22,8 @@ export class Header {
   private readonly mode: HTMLSelectElement;
   private modeValue: PermissionMode | undefined;
   private readonly waiting: HTMLButtonElement;
+  /** "3 changed" on a conversation in its own worktree: opens its Changes view. */
+  readonly changes: HTMLButtonElement;
   /** The conversation's tokens, cost and context fullness (usage-view.ts). */
   readonly usage = new UsageMeter();
 
@@ -42,6 +46,7 @@ export class Header {
     });
     // How many permission requests wait for an answer here: tapping it shows the first one.
     this.waiting = h('button', { type: 'button', class: 'waiting-count', hidden: true });
+    this.changes = h('button', { type: 'button', class: 'changes-badge', hidden: true });
     this.element = h(
       'header',
       { class: 'topbar' },
@@ -49,6 +54,7 @@ export class Header {
       this.titleText,
       this.usage.element,
       this.waiting,
+      this.changes,
       this.connection,
       h('label', { class: 'mode', title: 'What happens when the assistant wants to run a tool' }, h('span', { class: 'mode-label' }, 'Tools'), this.mode),
     );
@@ -59,6 +65,18 @@ export class Header {
     this.waiting.textContent = `${count} waiting`;
     // The name starts with what is seen (a voice-control user says "1 waiting").
     this.waiting.setAttribute('aria-label', `${count} waiting: permission request${count === 1 ? '' : 's'} for you to answer`);
+  }
+
+  /** The conversation's worktree (null or absent: it works in the workspace, no badge). */
+  setWorktree(worktree: WorktreeInfo | null | undefined): void {
+    const shown = Boolean(worktree && worktree.state === 'active');
+    this.changes.hidden = !shown;
+    if (!worktree || !shown) return;
+    this.changes.textContent = `${changedText(worktree)}${worktree.base_moved ? ' ⚠' : ''}`;
+    this.changes.dataset.baseMoved = String(worktree.base_moved);
+    const moved = worktree.base_moved ? `; ${worktree.base_branch ?? 'the base'} moved on since` : '';
+    this.changes.setAttribute('aria-label', `${changedText(worktree)}: review the changes on ${worktree.branch}${moved}`);
+    this.changes.title = `${worktree.branch}${moved}`;
   }
 
   onWaitingClick(listener: () => void): void {

@@ -99,7 +99,8 @@ export class OutboxSender {
     const frame = { type: 'chat', id: sending.requestId, message: item.text, stream: true, client_message_id: item.client_message_id,
       ...(item.context ? { context: item.context } : {}),
       ...(item.attachments?.length ? { attachments: item.attachments.map((a) => a.attachment_id) } : {}),
-      ...(item.conversation_id ? { conversation_id: item.conversation_id } : {}) } as const;
+      ...(item.conversation_id ? { conversation_id: item.conversation_id } : {}),
+      ...(item.worktree && !item.conversation_id ? { worktree: true } : {}) } as const;
     let answer: EnvelopeOf<'chat'> | undefined;
     try {
       answer = await this.deps.connection.request(frame);

@@ -94,14 +94,15 @@ function hunkElements(parsed: ParsedDiff, limit: number): HTMLElement[] {
     if (left <= 0) break;
     const lines = hunk.lines.slice(0, left);
     left -= lines.length;
-    out.push(h('div', { class: 'diff-hunk' }, h('div', { class: 'diff-hunk-header' }, hunk.header), ...lines.map(lineElement)));
+    out.push(h('div', { class: 'diff-hunk' }, h('div', { class: 'diff-hunk-header' }, hunk.header), ...lines.map(diffLineElement)));
   }
   return out;
 }
 
 const SIGN: Record<DiffLine['kind'], string> = { add: '+', del: '-', context: ' ', note: '' };
 
-function lineElement(line: DiffLine): HTMLElement {
+/** One diff line with its old and new numbers: the prompt card's, undo's and the Changes view's (changes-view.ts). */
+export function diffLineElement(line: DiffLine): HTMLElement {
   const marks = [line.crlf ? h('span', { class: 'diff-eol', title: 'CRLF line ending' }, '␍') : null, line.noNewline ? h('span', { class: 'diff-eol', title: 'No newline at end of file' }, '⊘ no newline') : null];
   return h(
     'div',

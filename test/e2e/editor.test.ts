@@ -29,7 +29,8 @@ const STEP_TIMEOUT = 90_000;
 
 /** The text of the last user message of a chat completions request. */
 function lastUserText(request: RecordedRequest): string {
-  const messages = (request.body as { messages?: { role: string; content: unknown }[] }).messages ?? [];
+  // The turn's note (the service's) ends each request: the user's message is the one before it.
+  const messages = withoutNote((request.body as { messages?: { role: string; content: unknown }[] }).messages ?? []);
   const last = [...messages].reverse().find((m) => m.role === 'user');
   const text = typeof last?.content === 'string' ? last.content : '';
   // The chips' context (the active file is attached by default) comes first, then `---`, then what was typed.

@@ -140,9 +140,7 @@ export async function benchAuth(): Promise<Record<string, number>> {
           `${fmt(median(loginBurst))} ms during the login burst, ${fmt(median(emptyBurst))} ms during a ${BURST}-request 404 burst, ` +
           `${fmt(median(alone))} ms alone; longest event-loop stall ${fmt(median(loops.login))} / ${fmt(median(loops.empty))} / ${fmt(median(loops.alone))} ms`,
       );
-      console.log(
-        `  login burst vs 404 burst: ${fmt(vsEmpty)}x ${vsEmpty < 2 ? 'ok' : 'OVER GOAL (2x)'}; vs the chat alone: ${fmt(vsAlone)}x ${vsAlone < 2 ? 'ok' : 'OVER GOAL (2x)'}`,
-      );
+      console.log(`  login burst vs 404 burst: ${fmt(vsEmpty)}x ${vsEmpty < 2 ? 'ok' : 'OVER GOAL (2x)'}; vs the chat alone: ${fmt(vsAlone)}x ${vsAlone < 2 ? 'ok' : 'OVER GOAL (2x)'}`);
       console.log(
         `  ${BURST} WebSocket auths with wrong tokens (last round ${JSON.stringify(wsOutcomes)}): longest chat turn ${fmt(median(wsBurst))} ms, ` +
           `${fmt(median(wsBurst) / median(emptyBurst))}x the 404 burst, ${fmt(wsVsAlone)}x the chat alone; longest event-loop stall ${fmt(median(loops.ws))} ms`,

@@ -43,7 +43,16 @@ export async function benchChanges(): Promise<void> {
     await git(path, ...identity, 'commit', '-q', '-am', 'committed part');
     for (let i = 0; i < 300; i++) await writeFile(join(path, fileOf(2000 + i * 20)), body(2000 + i * 20, ' * 2'));
     for (let i = 0; i < 100; i++) await writeFile(join(path, 'src', `new${i}.ts`), body(FILES + i));
-    const worktree: WorktreeRecord = { conversationId: 'bench', repository: repo, path, branch: 'assistant/bench-1', baseBranch: 'main', baseCommit, state: 'active', createdAt: new Date().toISOString() };
+    const worktree: WorktreeRecord = {
+      conversationId: 'bench',
+      repository: repo,
+      path,
+      branch: 'assistant/bench-1',
+      baseBranch: 'main',
+      baseCommit,
+      state: 'active',
+      createdAt: new Date().toISOString(),
+    };
 
     const first = await changesOf(worktree);
     const hunks = first.files.reduce((n, f) => n + f.hunks.length, 0);
@@ -57,7 +66,15 @@ export async function benchChanges(): Promise<void> {
       rounds.push({ stat, ours });
     }
     const mid = <T>(values: T[], key: (v: T) => number) => values.map(key).sort((a, b) => a - b)[Math.floor(values.length / 2)];
-    console.log(`git diff --stat alone: ${fmt(mid(rounds, (r) => r.stat), 1)} ms, get_changes: ${fmt(mid(rounds, (r) => r.ours), 1)} ms (medians of ${ROUNDS})`);
+    console.log(
+      `git diff --stat alone: ${fmt(
+        mid(rounds, (r) => r.stat),
+        1,
+      )} ms, get_changes: ${fmt(
+        mid(rounds, (r) => r.ours),
+        1,
+      )} ms (medians of ${ROUNDS})`,
+    );
     console.log(`get_changes / git diff --stat: ${fmt(mid(rounds, (r) => r.ours / r.stat))}x (median of the rounds' ratios; goal under 1.5x)`);
   } finally {
     await temp.cleanup();

@@ -19,7 +19,13 @@ async function seed(dir: string): Promise<void> {
   const body = (i: number) => `message ${i}: ${'lorem ipsum dolor sit amet '.repeat(120)}`;
   for (let i = 0; i < MESSAGES; i += 500) {
     await store.messages.appendMany(
-      Array.from({ length: 500 }, (_, k) => ({ id: `m${i + k}`, conversation_id: 'long', role: (i + k) % 2 === 0 ? ('user' as const) : ('assistant' as const), content: body(i + k), timestamp: new Date(1000 * (i + k)).toISOString() })),
+      Array.from({ length: 500 }, (_, k) => ({
+        id: `m${i + k}`,
+        conversation_id: 'long',
+        role: (i + k) % 2 === 0 ? ('user' as const) : ('assistant' as const),
+        content: body(i + k),
+        timestamp: new Date(1000 * (i + k)).toISOString(),
+      })),
     );
   }
   await store.close();
@@ -56,7 +62,9 @@ export async function benchExport(): Promise<Record<string, number>> {
       const whole = performance.now() - started;
       if (whole < best.whole) best = { first, whole, pieces };
     }
-    console.log(`export of ${MESSAGES} messages in ${best.pieces} pieces: whole ${fmt(best.whole, 0)} ms, first piece (one full read) ${fmt(best.first, 0)} ms, ratio ${fmt(best.whole / best.first)} (goal < 2)`);
+    console.log(
+      `export of ${MESSAGES} messages in ${best.pieces} pieces: whole ${fmt(best.whole, 0)} ms, first piece (one full read) ${fmt(best.first, 0)} ms, ratio ${fmt(best.whole / best.first)} (goal < 2)`,
+    );
     return { pieces: best.pieces, ratio: best.whole / best.first };
   } finally {
     await service.stop();

@@ -13,7 +13,28 @@ import { openStore } from '../src/store/index';
 import type { NewMessage } from '../src/store/index';
 import { fmt, percentile } from './util';
 
-const WORDS = ['deploy', 'journal', 'durable', 'assistant', 'message', 'phone', 'editor', 'snapshot', 'relay', 'webhook', 'permission', 'compaction', 'quota', 'kernel', 'router', 'gradient', 'invoice', 'lantern', 'meadow', 'orbit'];
+const WORDS = [
+  'deploy',
+  'journal',
+  'durable',
+  'assistant',
+  'message',
+  'phone',
+  'editor',
+  'snapshot',
+  'relay',
+  'webhook',
+  'permission',
+  'compaction',
+  'quota',
+  'kernel',
+  'router',
+  'gradient',
+  'invoice',
+  'lantern',
+  'meadow',
+  'orbit',
+];
 const PER_CONVERSATION = 200;
 const T0 = Date.UTC(2024, 0, 1);
 
@@ -197,7 +218,10 @@ async function measure(dir: string, mb: number, messages: number): Promise<Row> 
 }
 
 export async function benchHistory(): Promise<Row[]> {
-  const sizes = (process.env.HISTORY_BENCH_MB ?? '10,200,2000').split(',').map(Number).filter((n) => n > 0);
+  const sizes = (process.env.HISTORY_BENCH_MB ?? '10,200,2000')
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0);
   const root = path.join(tmpdir(), 'ra-history-bench');
   const rows: Row[] = [];
   for (const mb of sizes) {

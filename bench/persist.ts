@@ -200,7 +200,9 @@ export async function runPersistBench(): Promise<PersistBenchResult> {
   console.log(`turn cost, ${r.largeMessages} messages: mean ${r.turnCostLargeUs} us, p50 ${r.turnCostLargeP50Us} us`);
   console.log(`ratio large/small: ${r.ratio} (mean), ${r.ratioP50} (p50)  [goal < 1.5: ${ok(r.ratio < 1.5)}]`);
   console.log(`max event-loop stall: ${r.maxStallMs} ms (steady ${r.maxStallSteadyMs} ms, during compaction ${r.maxStallDuringCompactionMs} ms)  [goal <= 20 ms: ${ok(r.maxStallMs <= 20)}]`);
-  console.log(`forced compaction of the large store (${(r.largeSnapshotBytes / 1048576).toFixed(1)} MiB snapshot): ${r.compactionMs} ms, ${r.turnsDuringCompaction} turns written meanwhile at ${r.turnCostDuringCompactionUs} us each`);
+  console.log(
+    `forced compaction of the large store (${(r.largeSnapshotBytes / 1048576).toFixed(1)} MiB snapshot): ${r.compactionMs} ms, ${r.turnsDuringCompaction} turns written meanwhile at ${r.turnCostDuringCompactionUs} us each`,
+  );
   return r;
 }
 

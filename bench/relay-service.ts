@@ -85,10 +85,7 @@ async function relayedClient(url: string, keyPair: KeyPairText, machineKey: stri
 
 async function setUp(dir: string) {
   const relay = await spawnListening([join(__dirname, '..', 'dist', 'relay.js'), '--port', '0'], { AUTH_TOKEN: RELAY_TOKEN });
-  await writeFile(
-    join(dir, 'service.json'),
-    JSON.stringify({ auth_token: TOKEN, channels: [{ name: 'relay', type: 'websocket', url: `ws://127.0.0.1:${relay.port}/ws`, auth_token: RELAY_TOKEN }] }),
-  );
+  await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN, channels: [{ name: 'relay', type: 'websocket', url: `ws://127.0.0.1:${relay.port}/ws`, auth_token: RELAY_TOKEN }] }));
   const service = await spawnListening([join(__dirname, '..', 'dist', 'cli.js'), 'serve', '--data-dir', dir, '--port', '0']);
   const keyPair = generateKeyPair();
   const register = await fetch(`http://127.0.0.1:${service.port}/ws/register`, {

@@ -157,7 +157,10 @@ export async function benchRelay(): Promise<Record<string, number>> {
 
     const base = await latency(direct);
     console.log(`round trip, 1 client, one frame per ${PACE_MS} ms: direct p50 ${fmt(base.p50, 3)} ms, p99 ${fmt(base.p99, 3)} ms (${base.samples} samples)`);
-    for (const [key, path] of [['node', viaNode.path], ['worker', viaWorker.path]] as const) {
+    for (const [key, path] of [
+      ['node', viaNode.path],
+      ['worker', viaWorker.path],
+    ] as const) {
       const relayed = await latency(path);
       results[`${key}_p50_ms`] = relayed.p50;
       results[`${key}_latency_ratio`] = relayed.p50 / base.p50;
@@ -166,7 +169,11 @@ export async function benchRelay(): Promise<Record<string, number>> {
     results.direct_p50_ms = base.p50;
 
     console.log(`concurrent clients, each one frame per ${PACE_MS} ms, until p99 >= ${P99_TARGET_MS} ms (max ${RAMP[RAMP.length - 1]}):`);
-    for (const [key, path] of [['direct', paths[0]], ['node', paths[1]], ['worker', paths[2]]] as const) {
+    for (const [key, path] of [
+      ['direct', paths[0]],
+      ['node', paths[1]],
+      ['worker', paths[2]],
+    ] as const) {
       const served = await ramp(path);
       results[`${key}_clients_p99_under_${P99_TARGET_MS}ms`] = served;
       console.log(`${path.name}: ${served} concurrent clients with p99 < ${P99_TARGET_MS} ms${served === RAMP[RAMP.length - 1] ? ' (or more: the ramp ends there)' : ''}`);

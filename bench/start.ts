@@ -43,7 +43,9 @@ function bareNode(): Promise<Timing> {
 
 /** utime + stime of a live process's main thread (Linux: /proc/<pid>/task/<pid>/stat, in clock ticks of 10 ms). */
 function cpuMsOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /, '')
+    .split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 

@@ -1,10 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 
 /** Spawns a node process and resolves with the port it prints as `listening on ...:PORT`. */
-export function spawnListening(
-  args: string[],
-  env: NodeJS.ProcessEnv = {},
-): Promise<{ child: ChildProcess; port: number; stop: () => Promise<void>; output: () => string }> {
+export function spawnListening(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; port: number; stop: () => Promise<void>; output: () => string }> {
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let out = '';
   child.stderr!.on('data', (d) => (out += d));

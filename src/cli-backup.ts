@@ -46,11 +46,7 @@ export async function askRunningService<T extends CommandType>(dataDir: string, 
   const config = configFile.current;
   const token = configFile.authToken;
   await configFile.close();
-  const target =
-    port ??
-    (await livePort(path.join(dataDir, ADDRESS_FILE_NAME))) ??
-    (await livePort(path.join(dataDir, EDITOR_HOST_FILE_NAME))) ??
-    tcpChannelOf(config).port;
+  const target = port ?? (await livePort(path.join(dataDir, ADDRESS_FILE_NAME))) ?? (await livePort(path.join(dataDir, EDITOR_HOST_FILE_NAME))) ?? tcpChannelOf(config).port;
   const socket = new WebSocket(`ws://127.0.0.1:${target}/ws`);
   const client = new ProtocolClient({ send: (text) => socket.send(text) }, { idPrefix: command.type, timeoutMs });
   socket.on('message', (data) => client.receive(data.toString()));

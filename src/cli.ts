@@ -40,7 +40,10 @@ async function serve(args: string[]): Promise<number> {
     console.error(`invalid --port ${values.port}: expected an integer from 0 to 65535`);
     return 2;
   }
-  const allowFrom = values['allow-from']?.split(',').map((p) => p.trim()).filter(Boolean);
+  const allowFrom = values['allow-from']
+    ?.split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   const badPattern = allowFrom?.find((p) => !AllowFromPattern.safeParse(p).success);
   if (allowFrom?.length === 0 || badPattern !== undefined) {
     console.error(`invalid --allow-from ${JSON.stringify(badPattern ?? values['allow-from'])}: expected address patterns such as 192.168.1.*,::1`);

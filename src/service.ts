@@ -97,7 +97,10 @@ export interface ServiceOptions {
 }
 
 export class PortInUseError extends Error {
-  constructor(readonly host: string, readonly port: number) {
+  constructor(
+    readonly host: string,
+    readonly port: number,
+  ) {
     super(`port ${port} on ${host} is already in use by another program; choose another port (--port N, or "port" of the tcp channel in service.json)`);
     this.name = 'PortInUseError';
   }
@@ -171,7 +174,12 @@ async function composeService(options: ServiceOptions): Promise<ServiceParts> {
   const activity: ConversationActivity = new ConversationActivity((conversationId) => announceConversation({ events, store, activity }, conversationId));
   const tools = createToolRegistry(current, store, logger, host);
   const permissions = new PermissionBroker({ events, store, logger, timeoutMs: permissionTimeoutMs, activity });
-  const gate = new PermissionGate(current, permissions.ask, (conversationId) => store.conversations.get(conversationId)?.source, (rule, by) => addAllowRule(config, rule, logger, by));
+  const gate = new PermissionGate(
+    current,
+    permissions.ask,
+    (conversationId) => store.conversations.get(conversationId)?.source,
+    (rule, by) => addAllowRule(config, rule, logger, by),
+  );
   const worktrees = new Worktrees({ store, config: current, workspaceRoots: () => workspaceRootsOf(config.current, host), logger: logger.child({ component: 'worktrees' }) });
   // Worktrees of conversations deleted since the last run go now, in the background (git, not the start's path).
   void worktrees.removeOrphans().catch((error: unknown) => logger.warn('worktree.cleanup_failed', { error }));
@@ -202,7 +210,17 @@ async function composeService(options: ServiceOptions): Promise<ServiceParts> {
   const push = new PushService({ dataDir: options.dataDir, store, events, logger, redactor, permissionTimeoutMs }, options.push);
   const listening: Listening = {};
   const dispatch = createDispatcher({
-    config, store, agent, events, turns, tools, permissions, gate, activity, logger, push,
+    config,
+    store,
+    agent,
+    events,
+    turns,
+    tools,
+    permissions,
+    gate,
+    activity,
+    logger,
+    push,
     undo: new TurnUndo(store),
     uploads: new AttachmentUploads(store, options.uploadIdleTimeoutMs),
     exports: new RenderedExports(),
@@ -301,10 +319,26 @@ export class Service {
     parts: ServiceParts,
   ) {
     ({
-      config: this.config, store: this.store, logger: this.logger, redactor: this.redactor, events: this.events, tools: this.tools,
-      permissions: this.permissions, gate: this.gate, activity: this.activity, agent: this.agent, auth: this.auth, pairings: this.pairings,
-      dispatch: this.dispatch, webhooks: this.webhooks, relay: this.relay, push: this.push, turns: this.turns, door: this.door,
-      sessionDeps: this.sessionDeps, listening: this.listening,
+      config: this.config,
+      store: this.store,
+      logger: this.logger,
+      redactor: this.redactor,
+      events: this.events,
+      tools: this.tools,
+      permissions: this.permissions,
+      gate: this.gate,
+      activity: this.activity,
+      agent: this.agent,
+      auth: this.auth,
+      pairings: this.pairings,
+      dispatch: this.dispatch,
+      webhooks: this.webhooks,
+      relay: this.relay,
+      push: this.push,
+      turns: this.turns,
+      door: this.door,
+      sessionDeps: this.sessionDeps,
+      listening: this.listening,
     } = parts);
     this.releaseDataDir = keepToolsOut(options.dataDir);
   }
@@ -424,11 +458,7 @@ export class Service {
    */
   private warmUp(): void {
     const config = this.config.current;
-    const steps = [
-      () => preloadProvider(config.provider),
-      () => Object.keys(config.mcp_servers).length > 0 && mcpSdk(),
-      () => this.store.pushDevices.list().length > 0 && webPush(),
-    ];
+    const steps = [() => preloadProvider(config.provider), () => Object.keys(config.mcp_servers).length > 0 && mcpSdk(), () => this.store.pushDevices.list().length > 0 && webPush()];
     const next = () => {
       const step = steps.shift();
       if (!step) return;

@@ -141,7 +141,6 @@ export function titleOf(message: string): string {
 
 class Cancelled extends Error {}
 
-
 function ignore(): void {}
 
 /**
@@ -213,12 +212,15 @@ export class Agent {
     if (!create) {
       const has = this.deps.worktrees?.of(conversationId) !== undefined;
       if (input.worktree !== undefined && input.worktree !== has) {
-        throw new ServiceError('invalid_request', `worktree is chosen when a conversation starts: this one works in ${has ? 'its own worktree' : 'the workspace'} (leave worktree out, or send ${has})`);
+        throw new ServiceError(
+          'invalid_request',
+          `worktree is chosen when a conversation starts: this one works in ${has ? 'its own worktree' : 'the workspace'} (leave worktree out, or send ${has})`,
+        );
       }
       return has;
     }
     if (input.worktree === false && worktreeRequired(config, input.source)) {
-      throw new ServiceError('invalid_request', "this webhook account's conversations always work in their own worktree (its `worktree` is \"required\")");
+      throw new ServiceError('invalid_request', 'this webhook account\'s conversations always work in their own worktree (its `worktree` is "required")');
     }
     return input.worktree ?? worktreeByDefault(config, input.source);
   }
@@ -320,11 +322,18 @@ export class Agent {
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
       const usage = new TurnUsage();
       try {
-        const made = await this.compactor.compact(rows, {
-          conversationId, provider, model, budget,
-          onResult: (result) => usage.add(config, provider.name, model, result),
-          onStored: (message) => onEvent({ event: 'chat.message', conversation_id: conversationId, message }),
-        }, focus);
+        const made = await this.compactor.compact(
+          rows,
+          {
+            conversationId,
+            provider,
+            model,
+            budget,
+            onResult: (result) => usage.add(config, provider.name, model, result),
+            onStored: (message) => onEvent({ event: 'chat.message', conversation_id: conversationId, message }),
+          },
+          focus,
+        );
         const contextUsed = made.historyTokens + budget.fixed;
         usage.contextNow(contextUsed, budget.window);
         await this.recordUsage(usage, made.message.id, conversationId, sourceText(source), log);
@@ -369,13 +378,25 @@ export class Agent {
     const id = randomUUID();
     const attachments = input.attachments ?? [];
     const message: NewMessage = {
-      id, conversation_id: conversationId, role: 'user', content: input.message, timestamp: now, user_id: input.userId, client_key: input.clientKey,
+      id,
+      conversation_id: conversationId,
+      role: 'user',
+      content: input.message,
+      timestamp: now,
+      user_id: input.userId,
+      client_key: input.clientKey,
       ...(input.context?.length || attachments.length > 0 || input.from
         ? { data: { ...(input.context?.length ? { context: input.context } : {}), ...(attachments.length > 0 ? { attachments } : {}), ...(input.from ? { from: input.from } : {}) } }
         : {}),
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
-    await store.messages.appendMany([message], (tx) => bindAttachments(tx, attachments.map((a) => a.attachment_id), conversationId));
+    await store.messages.appendMany([message], (tx) =>
+      bindAttachments(
+        tx,
+        attachments.map((a) => a.attachment_id),
+        conversationId,
+      ),
+    );
     // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
     return { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) };
   }
@@ -393,10 +414,19 @@ export class Agent {
     let streamed = '';
     let usageStored = false;
     try {
-      const text = await this.loop(conversationId, input, log, onEvent, usage, new TurnFiles(store, conversationId, turnId, () => this.context.filesChanged()), (delta) => {
-        streamed += delta;
-        onEvent({ event: 'chat.delta', conversation_id: conversationId, delta });
-      }, area);
+      const text = await this.loop(
+        conversationId,
+        input,
+        log,
+        onEvent,
+        usage,
+        new TurnFiles(store, conversationId, turnId, () => this.context.filesChanged()),
+        (delta) => {
+          streamed += delta;
+          onEvent({ event: 'chat.delta', conversation_id: conversationId, delta });
+        },
+        area,
+      );
       // Counted before the reply is stored: the conversation.updated its storing sends shows the new counts.
       if (area) await this.deps.worktrees?.refreshStats(conversationId);
       const messageId = randomUUID();
@@ -462,7 +492,13 @@ export class Agent {
    * The system message of one request. Each step: an instruction file the last step edited, or a
    * folder it reached, counts at once.
    */
-  private async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], instructions: TurnInstructions, workplace: { model: string; contextWindow: number | null }, area: ToolArea | undefined): Promise<ChatMessage | undefined> {
+  private async systemMessage(
+    config: ServiceConfig,
+    rows: readonly MessageRow[],
+    instructions: TurnInstructions,
+    workplace: { model: string; contextWindow: number | null },
+    area: ToolArea | undefined,
+  ): Promise<ChatMessage | undefined> {
     if (this.deps.withContext === false) return config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
     return this.context.systemMessage(config, rows, workplace, instructions, area?.roots);
   }
@@ -473,7 +509,16 @@ export class Agent {
   }
 
   /** Model calls and tool runs until the model answers; returns the final text. */
-  private async loop(conversationId: string, input: AnswerInput, log: Logger, onEvent: TurnEventSink, usage: TurnUsage, files: TurnFiles, onDelta: (delta: string) => void, area: ToolArea | undefined): Promise<string> {
+  private async loop(
+    conversationId: string,
+    input: AnswerInput,
+    log: Logger,
+    onEvent: TurnEventSink,
+    usage: TurnUsage,
+    files: TurnFiles,
+    onDelta: (delta: string) => void,
+    area: ToolArea | undefined,
+  ): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
     // One failed compaction a turn: the turn goes on with the cut instead of failing again each step.
@@ -490,11 +535,20 @@ export class Agent {
       const system = await this.systemMessage(config, rows, instructions, { model, contextWindow: window }, area);
       if (moment === null) moment = await this.moment({ client: input.client ?? sourceLabel(input.source), remote: input.source.kind !== 'editor' }, area);
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
-      const view = await this.compactor.modelView(rows, system ? [system] : [], {
-        conversationId, provider, model, budget, signal,
-        onResult: (result) => usage.add(config, provider.name, model, result),
-        onStored: (message) => onEvent({ event: 'chat.message', conversation_id: conversationId, message }),
-      }, mayCompact);
+      const view = await this.compactor.modelView(
+        rows,
+        system ? [system] : [],
+        {
+          conversationId,
+          provider,
+          model,
+          budget,
+          signal,
+          onResult: (result) => usage.add(config, provider.name, model, result),
+          onStored: (message) => onEvent({ event: 'chat.message', conversation_id: conversationId, message }),
+        },
+        mayCompact,
+      );
       if (view.compaction === 'failed') mayCompact = false;
       const messages = await withAttachments(view.messages, seesImages(config, model), {
         blobs: store.blobs,
@@ -560,7 +614,12 @@ export class Agent {
           content: outcome.content,
           timestamp: new Date().toISOString(),
           data: {
-            kind: 'result', call_id: call.id, ok: outcome.ok, ...(outcome.denied ? { denied: true } : {}), ...(shown ? { attachments: [shown] } : {}), ...(outcome.detail ? { detail: outcome.detail } : {}),
+            kind: 'result',
+            call_id: call.id,
+            ok: outcome.ok,
+            ...(outcome.denied ? { denied: true } : {}),
+            ...(shown ? { attachments: [shown] } : {}),
+            ...(outcome.detail ? { detail: outcome.detail } : {}),
           } satisfies ToolResultData,
         };
         // The image's record and the result that shows it, in one transaction: neither is ever seen without the other.
@@ -571,7 +630,13 @@ export class Agent {
           if (audit) store.audit.record(tx, audit);
         });
         onEvent({
-          event: 'tool.result', conversation_id: conversationId, tool: call.name, call_id: call.id, ok: outcome.ok, denied: outcome.denied !== undefined, content: outcome.content,
+          event: 'tool.result',
+          conversation_id: conversationId,
+          tool: call.name,
+          call_id: call.id,
+          ok: outcome.ok,
+          denied: outcome.denied !== undefined,
+          content: outcome.content,
           ...(outcome.detail ? { detail: outcome.detail } : {}),
           ...(shown ? { attachments: [attachmentInfoOf(shown)] } : {}),
         });

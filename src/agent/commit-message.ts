@@ -18,7 +18,10 @@ export async function draftCommitMessage(provider: Provider, model: string, diff
       { role: 'user', content: `The diff:\n\n${shown}` },
     ],
   });
-  const message = result.text.trim().replace(/^```[a-z]*\n([\s\S]*?)\n```$/, '$1').trim();
+  const message = result.text
+    .trim()
+    .replace(/^```[a-z]*\n([\s\S]*?)\n```$/, '$1')
+    .trim();
   if (!message) throw new Error('the model answered with an empty commit message');
   return message;
 }

@@ -162,7 +162,7 @@ export class PermissionBroker {
       // The model reads a note as the user's words: a session user must not steer the owner's turn with
       // one (its next call would again be the session user's to allow; its own turns' are the owner's).
       if (note && !answerer.owner) {
-        throw new ServiceError('unauthorized', 'a deny note is given to the model as the owner\'s words: only the owner (access token or the editor) may add one; deny without a note');
+        throw new ServiceError('unauthorized', "a deny note is given to the model as the owner's words: only the owner (access token or the editor) may add one; deny without a note");
       }
       const ruleAdded = reply.decision === 'allow_always' ? waiting.ruleIfAlways : undefined;
       waiting.settle({

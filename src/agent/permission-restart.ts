@@ -19,7 +19,12 @@ export async function finishInterruptedRequests(store: Pick<Store, 'permissionRe
   const now = Date.now();
   for (const [conversationId, rows] of byConversation) {
     const results = rows.filter((row) => row.callId !== null).map((row): NewMessage => deniedResult(conversationId, row, now));
-    await store.permissionRequests.finishInterrupted(conversationId, rows.map((row) => row.request.request_id), { decision: 'deny', reason: 'restarted', resolvedMs: now }, results);
+    await store.permissionRequests.finishInterrupted(
+      conversationId,
+      rows.map((row) => row.request.request_id),
+      { decision: 'deny', reason: 'restarted', resolvedMs: now },
+      results,
+    );
     logger.info('permission.restarted', { conversation: conversationId, requests: rows.length });
   }
 }

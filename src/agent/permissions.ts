@@ -125,9 +125,7 @@ function commandRuleMatches(pattern: string, line: string, effect: RuleEffect, p
     parsed.complete &&
     rule.shape.length === parsed.shape.length &&
     rule.shape.every((part, i) => part === parsed.shape[i]) &&
-    rule.commands.every(
-      (command, i) => globToRegExp(command.spaced).test(parsed.commands[i].normalized) || globToRegExp(command.spaced).test(parsed.commands[i].spaced),
-    );
+    rule.commands.every((command, i) => globToRegExp(command.spaced).test(parsed.commands[i].normalized) || globToRegExp(command.spaced).test(parsed.commands[i].spaced));
   if (sameShape) return true;
   if (effect === 'allow') return false;
   const glob = globToRegExp(pattern);

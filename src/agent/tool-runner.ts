@@ -87,12 +87,15 @@ async function runChecked(call: ToolCall, tool: Tool, subject: string | undefine
   try {
     // Listed before it runs, so a call a crash cuts short is listed too.
     if (tool.unrecordedEffects) await context.files?.unrecorded(tool.name, subject ?? describeArguments(call.arguments));
-    const output = await raceAbort(tool.run(call.arguments, {
-      conversationId: context.conversationId,
+    const output = await raceAbort(
+      tool.run(call.arguments, {
+        conversationId: context.conversationId,
+        signal,
+        ...(context.files ? { files: context.files } : {}),
+        ...(context.onPlan ? { onPlan: context.onPlan } : {}),
+      }),
       signal,
-      ...(context.files ? { files: context.files } : {}),
-      ...(context.onPlan ? { onPlan: context.onPlan } : {}),
-    }), signal);
+    );
     const content = output.content.length > MAX_RESULT_CHARS ? `${output.content.slice(0, MAX_RESULT_CHARS)}\n[... ${output.content.length - MAX_RESULT_CHARS} characters cut]` : output.content;
     context.logger.info('tool.ran', { tool: tool.name, ok: !output.isError, ms: Date.now() - started });
     return { content, ok: !output.isError, ...(output.image ? { image: output.image } : {}), ...(output.detail ? { detail: output.detail } : {}) };

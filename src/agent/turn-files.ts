@@ -75,7 +75,16 @@ export class TurnFiles implements FileWriter {
     const afterHash = (await this.store.blobs.put(content)).hash;
     faultPoint('after-blobs');
     const id = randomUUID();
-    await this.store.fileChanges.begin({ id, conversation_id: this.conversationId, turn_id: this.turnId, tool, root: target.root, path: target.relative, before_hash: beforeHash, after_hash: afterHash });
+    await this.store.fileChanges.begin({
+      id,
+      conversation_id: this.conversationId,
+      turn_id: this.turnId,
+      tool,
+      root: target.root,
+      path: target.relative,
+      before_hash: beforeHash,
+      after_hash: afterHash,
+    });
     faultPoint('after-pending');
     let written: { existed: boolean };
     try {

@@ -62,7 +62,11 @@ export const attachmentHandlers: { [T in AttachmentCommandType]: AttachmentHandl
     if (!bytes) throw new ServiceError('server_error', `the bytes of attachment ${row.id} are missing from the blob store`);
     const end = Math.min(row.size, command.offset + ATTACHMENT_CHUNK_BYTES);
     return {
-      attachment_id: row.id, name: row.name, mime: row.mime, kind: row.kind, size: row.size,
+      attachment_id: row.id,
+      name: row.name,
+      mime: row.mime,
+      kind: row.kind,
+      size: row.size,
       offset: command.offset,
       data: bytes.subarray(command.offset, end).toString('base64'),
       next_offset: end < row.size ? end : null,

@@ -54,8 +54,15 @@ export class AttachmentUploads {
     }
     const id = randomUUID();
     const upload: Upload = {
-      id, uploader, name: command.name, mime: command.mime.toLowerCase(), size: command.size, sha256: command.sha256.toLowerCase(),
-      chunks: [], received: 0, timer: this.expiry(id),
+      id,
+      uploader,
+      name: command.name,
+      mime: command.mime.toLowerCase(),
+      size: command.size,
+      sha256: command.sha256.toLowerCase(),
+      chunks: [],
+      received: 0,
+      timer: this.expiry(id),
     };
     this.uploads.set(id, upload);
     return { attachment_id: id, chunk_size: ATTACHMENT_CHUNK_BYTES, chunks: Math.ceil(command.size / ATTACHMENT_CHUNK_BYTES) };

@@ -102,9 +102,7 @@ export interface AdmittedTurn {
  * How a turn ended: `removed` from the queue before it began; `failed` with what failed (its error, and
  * the error told as people read it, agent/turn-failure.ts).
  */
-export type TurnEnd =
-  | { outcome: 'answered' | 'cancelled' | 'removed' }
-  | { outcome: 'failed'; error: unknown; failure: TurnFailure };
+export type TurnEnd = { outcome: 'answered' | 'cancelled' | 'removed' } | { outcome: 'failed'; error: unknown; failure: TurnFailure };
 
 /** What a channel (the webhook inbox) starts its messages' turns through: the answer is a chat's result. */
 export interface TurnStarter {

@@ -74,7 +74,13 @@ export function renderExport(conversation: ConversationRow, messages: Message[],
 
 /** A file name from the title: letters, digits, spaces, `-` and `_` kept, at most 60 characters. */
 export function exportFileName(title: string, format: ExportFormat): string {
-  const base = title.replace(/[^\p{L}\p{N} _-]+/gu, ' ').replace(/\s+/g, ' ').trim().slice(0, 60).trim() || 'conversation';
+  const base =
+    title
+      .replace(/[^\p{L}\p{N} _-]+/gu, ' ')
+      .replace(/\s+/g, ' ')
+      .trim()
+      .slice(0, 60)
+      .trim() || 'conversation';
   return `${base}.${format === 'json' ? 'json' : 'md'}`;
 }
 

@@ -2,7 +2,10 @@ import type { RequestId, ServiceEvent } from '../protocol';
 import type { ClientSession } from './session';
 
 /** The events of a conversation that are numbered (`seq`) and replayed to a client that follows it again. */
-export type FeedEvent = Extract<ServiceEvent, { event: 'chat.delta' | 'tool.call' | 'tool.result' | 'chat.message' | 'permission.request' | 'permission.resolved' | 'turn.ended' | 'plan.updated' | 'changes.ready' }>;
+export type FeedEvent = Extract<
+  ServiceEvent,
+  { event: 'chat.delta' | 'tool.call' | 'tool.result' | 'chat.message' | 'permission.request' | 'permission.resolved' | 'turn.ended' | 'plan.updated' | 'changes.ready' }
+>;
 
 /** The session and request that started a turn: the sender's copies of its events carry the request's id. */
 export interface TurnOrigin {
@@ -90,9 +93,7 @@ class Feed {
     const cut = this.entries.length > events * 1.25 ? this.entries.length - events : 0;
     // Ended turns' events within the conversation's bytes, the running turn's within the turn's (the
     // ended ones, older, go first).
-    return this.dropWhile(
-      (first, index) => index < cut || (!this.inTurn(first) && this.bytes - this.turnBytes > limits.conversationBytes) || this.turnBytes > limits.turnBytes,
-    );
+    return this.dropWhile((first, index) => index < cut || (!this.inTurn(first) && this.bytes - this.turnBytes > limits.conversationBytes) || this.turnBytes > limits.turnBytes);
   }
 
   /** Drops the oldest entries while `more` says so (given the bytes freed so far); returns the bytes freed. */

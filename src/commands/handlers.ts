@@ -2,7 +2,19 @@ import { endpointWithoutCredentials } from '../log/redact';
 import { toolInfo } from '../agent/tools/registry';
 import type { ConversationActivity } from '../agent/conversation-activity';
 import type { ConversationRow, Store } from '../store';
-import { contextChars, MAX_CONTEXT_CHARS, planSummaryOf, ServiceError, type CommandOf, type CommandType, type Conversation, type Message, type PublicConfig, type ResultOf, type ServiceConfig } from '../protocol';
+import {
+  contextChars,
+  MAX_CONTEXT_CHARS,
+  planSummaryOf,
+  ServiceError,
+  type CommandOf,
+  type CommandType,
+  type Conversation,
+  type Message,
+  type PublicConfig,
+  type ResultOf,
+  type ServiceConfig,
+} from '../protocol';
 import type { CommandContext } from './context';
 import { pushHandlers } from './push-handlers';
 import { createPairing, relayStatus } from './relay-handlers';
@@ -41,14 +53,27 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
 }
 
 /** A stored conversation as clients see it (list_conversations rows, conversation.updated), with what it is doing now. */
-export function conversationOf({ id, title, created_at, updated_at, source, last_message }: ConversationRow, activity: ConversationActivity, store: Pick<Store, 'usage' | 'conversations' | 'worktrees'>): Conversation {
+export function conversationOf(
+  { id, title, created_at, updated_at, source, last_message }: ConversationRow,
+  activity: ConversationActivity,
+  store: Pick<Store, 'usage' | 'conversations' | 'worktrees'>,
+): Conversation {
   const { state, pendingPermissions, queued } = activity.of(id);
   const usage = conversationUsageOf(store.usage.ofConversation(id));
   const plan = store.conversations.planOf(id);
   // From the row: its counts were taken at the conversation's last turn end (no git call per listed row).
   const worktree = store.worktrees.get(id);
   return {
-    id, title, created_at, updated_at, source, state, pending_permissions: pendingPermissions, last_message, queued, usage,
+    id,
+    title,
+    created_at,
+    updated_at,
+    source,
+    state,
+    pending_permissions: pendingPermissions,
+    last_message,
+    queued,
+    usage,
     ...(plan ? { plan_summary: planSummaryOf(plan) } : {}),
     worktree: worktree ? worktreeInfoOf(worktree) : null,
   };
@@ -118,9 +143,7 @@ export const handlers: HandlerMap = {
   async list_conversations(command, session, ctx) {
     // A webhook account lists only its own conversations; the user's clients list them all.
     const source = ownConversationsSource(session);
-    const conversations: Conversation[] = ctx.store.conversations
-      .list({ limit: command.limit, before: command.before, source })
-      .map((row) => conversationOf(row, ctx.activity, ctx.store));
+    const conversations: Conversation[] = ctx.store.conversations.list({ limit: command.limit, before: command.before, source }).map((row) => conversationOf(row, ctx.activity, ctx.store));
     return { conversations };
   },
 

@@ -63,7 +63,15 @@ export async function exportConversation(command: CommandOf<'export_conversation
   if (command.offset !== undefined && command.offset > 0 && asked === undefined) throw new ServiceError('invalid_request', 'until: a piece after the first needs the `until` the first one answered');
   // Messages are append-only: those up to `until` are the same at every piece, so the pieces fit together
   // and the later pieces are slices of the first one's rendering (kept in ctx.exports).
-  const render = async (all: MessageRow[], until: number) => renderExport(conversation, clientMessagesOf(all.filter((m) => m.seq <= until), ctx.store.usage), command.format);
+  const render = async (all: MessageRow[], until: number) =>
+    renderExport(
+      conversation,
+      clientMessagesOf(
+        all.filter((m) => m.seq <= until),
+        ctx.store.usage,
+      ),
+      command.format,
+    );
   let until: number;
   let text: string;
   if (asked === undefined) {
@@ -92,7 +100,7 @@ export async function exportConversation(command: CommandOf<'export_conversation
 
 /** The owner's (roles.ts): the backup holds every conversation and service.json with its secrets. */
 export async function backup(command: CommandOf<'backup'>, session: ClientSession, ctx: CommandContext): Promise<ResultOf<'backup'>> {
-  if (!path.isAbsolute(command.path)) throw new ServiceError('invalid_request', 'path: give an absolute path (the service does not share the caller\'s working directory)');
+  if (!path.isAbsolute(command.path)) throw new ServiceError('invalid_request', "path: give an absolute path (the service does not share the caller's working directory)");
   let done: ResultOf<'backup'>;
   try {
     done = await backupDataDir(ctx.store, command.path);

@@ -83,7 +83,10 @@ export const reviewHandlers: { [T in ReviewCommandType]: ReviewHandler<T> } = {
     const worktree = worktreeFor(command.conversation_id, session, ctx);
     if (!command.confirm) {
       const lost = await unlandedWork(worktree);
-      throw new ServiceError('invalid_request', `discard_changes removes the worktree ${worktree.path} and the branch ${worktree.branch}: ${lostText(lost)} would be lost; send confirm: true to discard`);
+      throw new ServiceError(
+        'invalid_request',
+        `discard_changes removes the worktree ${worktree.path} and the branch ${worktree.branch}: ${lostText(lost)} would be lost; send confirm: true to discard`,
+      );
     }
     await discardWorktree(worktree);
     await ctx.worktrees.setState(worktree.conversationId, 'discarded');

@@ -29,10 +29,7 @@ export function jsonSyntaxError(file: string, text: string): ConfigError {
  * names the user wrote.
  */
 export function describeIssues(error: z.ZodError, raw?: Record<string, unknown>): string[] {
-  const channelNames =
-    raw && raw.channels !== null && typeof raw.channels === 'object' && !Array.isArray(raw.channels)
-      ? Object.keys(raw.channels as Record<string, unknown>)
-      : undefined;
+  const channelNames = raw && raw.channels !== null && typeof raw.channels === 'object' && !Array.isArray(raw.channels) ? Object.keys(raw.channels as Record<string, unknown>) : undefined;
   const lines: string[] = [];
   for (const issue of error.issues) {
     const path = issue.path.map((part, index) => {

@@ -11,7 +11,10 @@ export class ApiKeys implements vscode.Disposable {
   private readonly cache = new Map<string, string>();
   private readonly subscription: vscode.Disposable;
 
-  constructor(private readonly secrets: vscode.SecretStorage, private readonly providers: readonly string[] = KEYED_PROVIDERS) {
+  constructor(
+    private readonly secrets: vscode.SecretStorage,
+    private readonly providers: readonly string[] = KEYED_PROVIDERS,
+  ) {
     this.subscription = secrets.onDidChange((e) => {
       if (e.key.startsWith(KEY_PREFIX)) void this.load(e.key.slice(KEY_PREFIX.length));
     });

@@ -176,16 +176,18 @@ export class RemoteBackend extends EventEmitter<BackendEvents> implements Backen
       send: (frame) => {
         opening.then(
           (c) => c.sendRaw(frame),
-          (error: Error) =>
-            sink.onResponse({ status: 'error', code: 'server_error', error: `the service is not reachable: ${error.message}`, ...idOf(frame) }),
+          (error: Error) => sink.onResponse({ status: 'error', code: 'server_error', error: `the service is not reachable: ${error.message}`, ...idOf(frame) }),
         );
       },
       dispose: () => {
         closed = true;
-        void opening.then((c) => {
-          this.views.delete(c);
-          c.close();
-        }, () => undefined);
+        void opening.then(
+          (c) => {
+            this.views.delete(c);
+            c.close();
+          },
+          () => undefined,
+        );
       },
     };
   }

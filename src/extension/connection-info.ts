@@ -53,7 +53,7 @@ async function askRelays(backend: Requester): Promise<RelayInfo> {
   try {
     const status = await backend.request({ type: 'relay_status' });
     if (status.status !== 'ok') return { relays: [], error: refusal(status) };
-    const relays = ((status.data as { relays?: RelayLinkStatus[] } | undefined)?.relays) ?? [];
+    const relays = (status.data as { relays?: RelayLinkStatus[] } | undefined)?.relays ?? [];
     if (relays.length === 0) return { relays };
     const pairing = await backend.request({ type: 'create_pairing' });
     if (pairing.status !== 'ok') return { relays, error: refusal(pairing) };
@@ -98,11 +98,12 @@ export async function connectionInfoHtml(info: { port: number; addresses: string
     : info.relay.relays.length
       ? `<ul>${info.relay.relays.map(relayLinkHtml).join('')}</ul>`
       : '<p>No relay configured. Add a channel <code>{"type":"websocket","url":"wss://…","auth_token":"…"}</code> to service.json to reach this machine from anywhere.</p>';
-  const relayPairing = relayQr && info.relay.pairing
-    ? `<h3>Pair your phone from anywhere (relay, end-to-end encrypted)</h3>
+  const relayPairing =
+    relayQr && info.relay.pairing
+      ? `<h3>Pair your phone from anywhere (relay, end-to-end encrypted)</h3>
 <p>Scan with the phone's camera. The code works once, within ${Math.round(info.relay.pairing.expires_in / 60)} minutes; the relay never sees your messages or token.</p>
 <div class="qr">${relayQr}</div>`
-    : '';
+      : '';
   return `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'nonce-${nonce}';">
 <style nonce="${nonce}">body{font-family:var(--vscode-font-family);padding:1em} .qr{background:#fff;display:inline-block;padding:8px} .warn{color:var(--vscode-editorWarning-foreground)} .state.online{color:var(--vscode-testing-iconPassed)} .state.offline{color:var(--vscode-errorForeground)}</style>
@@ -115,15 +116,21 @@ ${info.lanAccess ? '' : '<p class="warn">LAN access is off (setting <code>remote
 ${relayPairing}
 ${devicesHtml(info.devices)}
 <h3>Pair your phone on this network</h3>
-${lanQr ? `<p>Scan with the phone's camera. The code works once, within 10 minutes; the phone gets its own credential, which you can revoke (Remote Assistant: Manage Devices).</p>
-<div class="qr">${lanQr}</div>` : '<p class="warn">No pairing code: the service did not answer.</p>'}
+${
+  lanQr
+    ? `<p>Scan with the phone's camera. The code works once, within 10 minutes; the phone gets its own credential, which you can revoke (Remote Assistant: Manage Devices).</p>
+<div class="qr">${lanQr}</div>`
+    : '<p class="warn">No pairing code: the service did not answer.</p>'
+}
 <p>Use the notification's buttons to copy the access token (for scripts) or a pairing link.</p>
 </body></html>`;
 }
 
 function devicesHtml(devices: PairedDevice[] | undefined): string {
   if (!devices) return '';
-  const rows = devices.map((d) => `<li>${escapeHtml(d.device_name)} <small>(${d.via === 'relay' ? 'relay' : 'LAN'}, last seen ${d.last_seen ? escapeHtml(new Date(d.last_seen).toLocaleString()) : 'never'})</small></li>`);
+  const rows = devices.map(
+    (d) => `<li>${escapeHtml(d.device_name)} <small>(${d.via === 'relay' ? 'relay' : 'LAN'}, last seen ${d.last_seen ? escapeHtml(new Date(d.last_seen).toLocaleString()) : 'never'})</small></li>`,
+  );
   return `<h3>Paired devices</h3>${rows.length ? `<ul>${rows.join('')}</ul>` : '<p>none</p>'}<p>Revoke a lost phone with <b>Remote Assistant: Manage Devices</b>.</p>`;
 }
 

@@ -67,7 +67,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   const pending = new PendingPermissions();
   pending.on('change', () => statusBar.setPending(pending.count));
   let chatVisible = false;
-  const prompts = new EditorPrompts(pending, () => chatVisible, (requestId, decision) => answerRequest(hosting.backend, requestId, decision));
+  const prompts = new EditorPrompts(
+    pending,
+    () => chatVisible,
+    (requestId, decision) => answerRequest(hosting.backend, requestId, decision),
+  );
   const showDiff = async (requestId: string) => {
     const request = pending.get(requestId);
     if (!request) throw new Error('that permission request no longer waits');
@@ -94,7 +98,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   };
   // Secrets the webview must never see: the service's whole list (the log's) and the keys in SecretStorage.
   const secrets = () => [...(hosting.service?.redactor.secrets() ?? []), ...apiKeys.values()];
-  const chatView = new ChatViewProvider(context.extensionUri, () => ({ backend: hosting.backend, state: hosting.state }), runAction, secrets, (request) => prompts.ownRequest(request), createLookup(toolRoots));
+  const chatView = new ChatViewProvider(
+    context.extensionUri,
+    () => ({ backend: hosting.backend, state: hosting.state }),
+    runAction,
+    secrets,
+    (request) => prompts.ownRequest(request),
+    createLookup(toolRoots),
+  );
   chatView.onDidChangeVisibility((visible) => {
     chatVisible = visible;
     prompts.refresh();

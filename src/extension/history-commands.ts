@@ -103,7 +103,11 @@ export async function compactConversation(backend: Requester | undefined, conver
   if (!backend) throw new Error('the service is not running in any window');
   const id = conversationId ?? (await pickConversation(backend, 'compact'));
   if (!id) return;
-  const focus = await vscode.window.showInputBox({ title: 'Remote Assistant: Compact Conversation', prompt: 'What the summary must keep in particular (optional)', placeHolder: 'e.g. the API design' });
+  const focus = await vscode.window.showInputBox({
+    title: 'Remote Assistant: Compact Conversation',
+    prompt: 'What the summary must keep in particular (optional)',
+    placeHolder: 'e.g. the API design',
+  });
   if (focus === undefined) return;
   const made = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'Remote Assistant: summarising the earlier turns' }, () =>
     call(backend, { type: 'compact_conversation', conversation_id: id, ...(focus.trim() ? { focus: focus.trim() } : {}) }),

@@ -39,7 +39,6 @@ export interface HostingEvents {
   backend: [Backend | undefined];
 }
 
-
 /**
  * Exactly one window hosts the service: the one that gets the data directory's lock (service.lock,
  * which the store takes at open). Every other window attaches to it over loopback with the local

@@ -60,8 +60,7 @@ async function countUsage(
   token: vscode.CancellationToken,
 ): Promise<CompletionUsage | undefined> {
   try {
-    const sum = async (items: (string | vscode.LanguageModelChatMessage)[]) =>
-      (await Promise.all(items.map((item) => model.countTokens(item, token)))).reduce((a, b) => a + b, 0);
+    const sum = async (items: (string | vscode.LanguageModelChatMessage)[]) => (await Promise.all(items.map((item) => model.countTokens(item, token)))).reduce((a, b) => a + b, 0);
     const output = [text, ...toolCalls.map((call) => `${call.name}${JSON.stringify(call.arguments)}`)].filter((piece) => piece !== '');
     const [input_tokens, output_tokens] = await Promise.all([sum(messages), sum(output)]);
     return { input_tokens, output_tokens, estimated: true };

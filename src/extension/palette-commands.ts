@@ -120,7 +120,10 @@ export async function cyclePermissionMode(deps: CommandDeps): Promise<void> {
 
 async function selectProvider(deps: CommandDeps): Promise<void> {
   const current = (await currentConfig(deps)).provider;
-  const picked = await vscode.window.showQuickPick(PROVIDER_ITEMS.map((p) => ({ ...p, detail: p.label === current ? 'current' : undefined })), { title: 'Remote Assistant: Provider' });
+  const picked = await vscode.window.showQuickPick(
+    PROVIDER_ITEMS.map((p) => ({ ...p, detail: p.label === current ? 'current' : undefined })),
+    { title: 'Remote Assistant: Provider' },
+  );
   if (picked) await updateConfig(deps, { provider: picked.label });
 }
 
@@ -161,7 +164,12 @@ export function validateTemperature(value: string): string | undefined {
 
 async function setTemperature(deps: CommandDeps): Promise<void> {
   const config = await currentConfig(deps);
-  const value = await vscode.window.showInputBox({ title: 'Remote Assistant: Temperature', prompt: '0 (focused) to 2 (creative)', value: String(config.temperature), validateInput: validateTemperature });
+  const value = await vscode.window.showInputBox({
+    title: 'Remote Assistant: Temperature',
+    prompt: '0 (focused) to 2 (creative)',
+    value: String(config.temperature),
+    validateInput: validateTemperature,
+  });
   if (value !== undefined) await updateConfig(deps, { temperature: Number(value) });
 }
 
@@ -176,7 +184,7 @@ export async function setApiKey(deps: CommandDeps): Promise<void> {
   }
   const value = await vscode.window.showInputBox({
     title: `Remote Assistant: ${provider} API key`,
-    prompt: 'Stored in the editor\'s secret storage. Leave empty to remove it.',
+    prompt: "Stored in the editor's secret storage. Leave empty to remove it.",
     password: true,
     ignoreFocusOut: true,
   });
@@ -190,7 +198,11 @@ async function listTools(deps: CommandDeps): Promise<void> {
   await vscode.window.showQuickPick(
     tools.map((t) => ({
       label: t.name,
-      description: `${t.from === 'vscode' ? '$(extensions) from VS Code · ' : ''}${Object.entries(t.parameters).map(([n, type]) => `${n}: ${type}`).join(', ') || 'no parameters'}`,
+      description: `${t.from === 'vscode' ? '$(extensions) from VS Code · ' : ''}${
+        Object.entries(t.parameters)
+          .map(([n, type]) => `${n}: ${type}`)
+          .join(', ') || 'no parameters'
+      }`,
       detail: t.description,
     })),
     { title: `Remote Assistant: ${tools.length} tools`, matchOnDescription: true, matchOnDetail: true },

@@ -131,15 +131,12 @@ export class EditorPrompts implements vscode.Disposable {
     // Cancellable: a notification with a button opens expanded, so the details and links show (a
     // collapsed one is a single cut line). Cancel (or closing it) denies, as the old modal's close did:
     // dismissing a question about running something never lets it run.
-    void vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `Remote Assistant asks to run ${request.tool}`, cancellable: true },
-      async (progress, token) => {
-        progress.report({ message: `${describeRequest(request)} — ${links.join(' · ')}` });
-        const cancelled = token.onCancellationRequested(() => void this.answer(id, 'deny').catch(() => undefined));
-        await closed;
-        cancelled.dispose();
-      },
-    );
+    void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Remote Assistant asks to run ${request.tool}`, cancellable: true }, async (progress, token) => {
+      progress.report({ message: `${describeRequest(request)} — ${links.join(' · ')}` });
+      const cancelled = token.onCancellationRequested(() => void this.answer(id, 'deny').catch(() => undefined));
+      await closed;
+      cancelled.dispose();
+    });
   }
 
   dispose(): void {
@@ -187,7 +184,13 @@ export async function showRequestDiff(request: PermissionRequest, roots: string[
 
 async function firstExisting(files: string[]): Promise<string | undefined> {
   for (const file of files) {
-    if (await readFile(file).then(() => true, () => false)) return file;
+    if (
+      await readFile(file).then(
+        () => true,
+        () => false,
+      )
+    )
+      return file;
   }
   return undefined;
 }

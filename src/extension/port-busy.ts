@@ -21,7 +21,12 @@ export async function offerPortBusyActions(port: number, retry: () => Promise<un
   );
   if (choice === RETRY) await retry();
   if (choice === CHOOSE_PORT) {
-    const value = await vscode.window.showInputBox({ title: 'Remote Assistant: Port', prompt: 'The port the service listens on', value: String(port === 65535 ? 5001 : port + 1), validateInput: validatePort });
+    const value = await vscode.window.showInputBox({
+      title: 'Remote Assistant: Port',
+      prompt: 'The port the service listens on',
+      value: String(port === 65535 ? 5001 : port + 1),
+      validateInput: validatePort,
+    });
     if (value !== undefined) await vscode.workspace.getConfiguration(SETTINGS_SECTION).update('port', Number(value), vscode.ConfigurationTarget.Global);
   }
 }

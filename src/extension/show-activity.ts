@@ -27,7 +27,9 @@ const KIND_ICON: Partial<Record<AuditEntry['kind'], string>> = {
 
 /** One entry as a row: what (with its kind's icon), who and from where, then kind, exact time, number and facts. */
 export function activityItem(entry: AuditEntry): ActivityItem {
-  const facts = auditFacts(entry.detail).map(([name, text]) => `${name}: ${text}`).join(' · ');
+  const facts = auditFacts(entry.detail)
+    .map(([name, text]) => `${name}: ${text}`)
+    .join(' · ');
   return {
     label: `$(${KIND_ICON[entry.kind] ?? 'circle-small'}) ${entry.summary}`,
     description: auditPlaceIsPerson(entry) ? auditPersonLabel(entry.person) : `${auditPersonLabel(entry.person)} · ${auditPlaceLabel(entry.place)}`,

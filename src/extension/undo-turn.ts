@@ -23,7 +23,13 @@ function requireBackend(backend: Requester | undefined): Requester {
 async function fileNow(roots: string[], relative: string): Promise<string | undefined> {
   for (const root of roots) {
     const full = path.join(root, relative);
-    if (await readFile(full).then(() => true, () => false)) return full;
+    if (
+      await readFile(full).then(
+        () => true,
+        () => false,
+      )
+    )
+      return full;
   }
   return undefined;
 }

@@ -126,7 +126,14 @@ export class WebviewBridge {
         }
         // The editor's view is already trusted: an auth frame is answered, not forwarded.
         if (frame.type === 'auth') {
-          this.send({ kind: 'response', envelope: { status: 'ok', data: { authenticated: true, expires_in: null, ...helloOf(typeof frame.protocol === 'number' ? frame.protocol : undefined, EXTENSION_BUILD) } satisfies ResultOf<'auth'>, ...(frame.id !== undefined ? { id: frame.id } : {}) } });
+          this.send({
+            kind: 'response',
+            envelope: {
+              status: 'ok',
+              data: { authenticated: true, expires_in: null, ...helloOf(typeof frame.protocol === 'number' ? frame.protocol : undefined, EXTENSION_BUILD) } satisfies ResultOf<'auth'>,
+              ...(frame.id !== undefined ? { id: frame.id } : {}),
+            },
+          });
           return;
         }
         if (!this.channel) {

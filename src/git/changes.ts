@@ -29,7 +29,9 @@ export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = D
   const [untracked, commits, baseTip, diff, committed] = await Promise.all([
     gitIn(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard'], read).then((out) => nulFields(out.stdout)),
     gitIn(worktree.path, ['rev-list', '--count', `${base}..HEAD`], read).then((out) => Number(out.stdout.trim())),
-    worktree.baseBranch ? gitIn(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { ...read, okCodes: [1] }).then((out) => out.stdout.trim()) : Promise.resolve(base),
+    worktree.baseBranch
+      ? gitIn(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { ...read, okCodes: [1] }).then((out) => out.stdout.trim())
+      : Promise.resolve(base),
     gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--full-index', base], read),
     gitIn(worktree.path, ['diff', '--raw', '-z', '--no-renames', '--no-abbrev', base, 'HEAD'], read).then((out) => committedBlobs(out.stdout)),
   ]);
@@ -85,7 +87,10 @@ function uncommittedCount(files: readonly ChangedFile[], newBlobs: Map<string, s
 
 /** The worktree's folder must still be there: deleted outside the service, it is a clear answer, not git's. */
 export async function requireFolder(worktree: WorktreeRecord): Promise<void> {
-  const found = await stat(worktree.path).then((s) => s.isDirectory(), () => false);
+  const found = await stat(worktree.path).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
   if (!found) throw new ServiceError('conflict', `the worktree's folder ${worktree.path} is gone (deleted outside the service): discard_changes removes what is left of it`);
 }
 

@@ -36,6 +36,9 @@ export async function requireIdentity(folder: string): Promise<void> {
   const [name, email] = await Promise.all([value('user.name'), value('user.email')]);
   const missing = [!name && 'user.name', !email && 'user.email'].filter(Boolean);
   if (missing.length > 0) {
-    throw new ServiceError('invalid_request', `git has no ${missing.join(' or ')} to commit as: set them (git config --global user.name "Your Name"; git config --global user.email you@example.com) and try again`);
+    throw new ServiceError(
+      'invalid_request',
+      `git has no ${missing.join(' or ')} to commit as: set them (git config --global user.name "Your Name"; git config --global user.email you@example.com) and try again`,
+    );
   }
 }

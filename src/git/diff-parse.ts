@@ -57,7 +57,20 @@ export function parseGitDiff(text: string, limits: DiffLimits = DEFAULT_DIFF_LIM
   while (i < lines.length) {
     const line = lines[i];
     if (line.startsWith('diff --git ')) {
-      current = { gitLine: line.slice('diff --git '.length), status: 'modified', oldName: null, newName: null, renameFrom: null, renameTo: null, binary: false, oldBlob: null, newBlob: null, additions: 0, deletions: 0, hunks: [] };
+      current = {
+        gitLine: line.slice('diff --git '.length),
+        status: 'modified',
+        oldName: null,
+        newName: null,
+        renameFrom: null,
+        renameTo: null,
+        binary: false,
+        oldBlob: null,
+        newBlob: null,
+        additions: 0,
+        deletions: 0,
+        hunks: [],
+      };
       building.push(current);
       i++;
       continue;

@@ -15,7 +15,8 @@ export async function gitIn(cwd: string, args: readonly string[], options: Revie
   try {
     return await runGit(['--literal-pathspecs', ...args], { cwd, maxBytes: GIT_MAX_OUTPUT_BYTES, ...options });
   } catch (error) {
-    if (error instanceof GitError && error.kind === 'missing') throw new ServiceError('server_error', 'git is not installed (or not on the PATH the service was started with): worktrees and their review need it');
+    if (error instanceof GitError && error.kind === 'missing')
+      throw new ServiceError('server_error', 'git is not installed (or not on the PATH the service was started with): worktrees and their review need it');
     if (error instanceof GitError && error.kind === 'timeout') throw new ServiceError('server_error', `git took too long to answer (${args[0]})`);
     throw error;
   }

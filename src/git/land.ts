@@ -32,7 +32,11 @@ export async function landChanges(worktree: WorktreeRecord, method: LandMethod, 
   const tip = await revParse(repo, `refs/heads/${worktree.branch}`);
   const alreadyIn = (await gitIn(repo, ['merge-base', '--is-ancestor', tip, head], { okCodes: [1] })).code === 0;
   if (alreadyIn) {
-    return blocked({ reason: 'nothing_to_land', files: [], message: tip === worktree.baseCommit ? 'the branch has no commits yet: commit_changes first' : `${worktree.baseBranch} already holds every commit of ${worktree.branch}` });
+    return blocked({
+      reason: 'nothing_to_land',
+      files: [],
+      message: tip === worktree.baseCommit ? 'the branch has no commits yet: commit_changes first' : `${worktree.baseBranch} already holds every commit of ${worktree.branch}`,
+    });
   }
 
   const touched = nulFields((await gitIn(repo, ['diff', '--name-only', '-z', '--no-renames', '--no-ext-diff', `${head}...${tip}`])).stdout);
@@ -54,8 +58,16 @@ export async function landChanges(worktree: WorktreeRecord, method: LandMethod, 
   }
 
   await requireIdentity(repo);
-  const made = method === 'rebase' ? await replay(repo, head, tip) : await commitTree(repo, tree, method === 'merge' ? [head, tip] : [head], options.message ?? (await defaultMessage(repo, method, worktree, head, tip)));
-  if ('conflict' in made) return blocked({ reason: 'conflict', files: made.conflict, message: `a commit of the branch does not apply on ${worktree.baseBranch} in ${made.conflict.length} file(s): nothing was changed (land with merge or squash instead)` });
+  const made =
+    method === 'rebase'
+      ? await replay(repo, head, tip)
+      : await commitTree(repo, tree, method === 'merge' ? [head, tip] : [head], options.message ?? (await defaultMessage(repo, method, worktree, head, tip)));
+  if ('conflict' in made)
+    return blocked({
+      reason: 'conflict',
+      files: made.conflict,
+      message: `a commit of the branch does not apply on ${worktree.baseBranch} in ${made.conflict.length} file(s): nothing was changed (land with merge or squash instead)`,
+    });
 
   try {
     await gitIn(repo, ['merge', '--ff-only', '--no-autostash', '-q', made.commit], { allowHooks: options.allowHooks });
@@ -63,7 +75,11 @@ export async function landChanges(worktree: WorktreeRecord, method: LandMethod, 
     if (!(error instanceof GitError)) throw error;
     // The person committed, or changed a file the land writes, between the checks and the move.
     if ((await revParse(repo, 'HEAD')) !== head) throw error;
-    return blocked({ reason: 'uncommitted', files: [], message: `git would not move ${worktree.baseBranch} (the workspace changed meanwhile): nothing was changed. ${error.stderr.trim().split('\n')[0] ?? ''}` });
+    return blocked({
+      reason: 'uncommitted',
+      files: [],
+      message: `git would not move ${worktree.baseBranch} (the workspace changed meanwhile): nothing was changed. ${error.stderr.trim().split('\n')[0] ?? ''}`,
+    });
   }
   return { landed: true, method, commit: made.commit, blocked: null };
 }

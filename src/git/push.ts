@@ -21,7 +21,12 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
     await gitIn(worktree.path, ['push', '--porcelain', remote, `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`], { allowHooks: options.allowHooks, timeoutMs: 120_000 });
   } catch (error) {
     if (!(error instanceof GitError)) throw error;
-    const reason = error.stderr.trim().split('\n').filter((line) => !line.startsWith('To ') && !line.startsWith('hint:')).slice(-2).join(' ');
+    const reason = error.stderr
+      .trim()
+      .split('\n')
+      .filter((line) => !line.startsWith('To ') && !line.startsWith('hint:'))
+      .slice(-2)
+      .join(' ');
     throw new ServiceError('conflict', `git could not push ${worktree.branch} to ${remote}: ${redactUrls(reason) || `exit ${error.code}`}`);
   }
   return { remote, branch: worktree.branch, compare_url: compareUrlOf(url, worktree.branch, worktree.baseBranch) };
@@ -31,7 +36,10 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
 export async function unlandedWork(worktree: WorktreeRecord): Promise<{ commits: number; uncommittedFiles: number }> {
   const base = worktree.baseBranch ? `refs/heads/${worktree.baseBranch}` : worktree.baseCommit;
   const tip = `refs/heads/${worktree.branch}`;
-  const commits = await gitIn(worktree.repository, ['rev-list', '--count', `${base}..${tip}`]).then((out) => Number(out.stdout.trim()), () => 0);
+  const commits = await gitIn(worktree.repository, ['rev-list', '--count', `${base}..${tip}`]).then(
+    (out) => Number(out.stdout.trim()),
+    () => 0,
+  );
   const uncommittedFiles = await gitIn(worktree.path, ['status', '--porcelain=v1', '-z', '--untracked-files=all'], { readOnly: true }).then(
     (out) => nulFields(out.stdout).filter((field) => /^.. /.test(field)).length,
     () => 0,

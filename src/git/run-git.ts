@@ -89,7 +89,8 @@ async function guardArgs(cwd: string, timeoutMs: number | undefined, allowHooks:
   const filters = await filterNames(cwd, timeoutMs);
   return [
     ...(allowHooks ? [] : ['-c', `core.hooksPath=${await emptyHooksFolder()}`]),
-    '-c', 'core.fsmonitor=false',
+    '-c',
+    'core.fsmonitor=false',
     ...filters.flatMap((name) => ['clean', 'smudge', 'process'].flatMap((command) => ['-c', `filter.${name}.${command}=`]).concat('-c', `filter.${name}.required=false`)),
   ];
 }
@@ -112,7 +113,12 @@ const filterReadings = new Map<string, Promise<string[]>>();
 
 async function readFilterNames(cwd: string, timeoutMs?: number): Promise<string[]> {
   const { stdout } = await execGit(['-C', cwd, 'config', '-z', '--name-only', '--get-regexp', '^filter\\.'], { cwd, timeoutMs, okCodes: [1] });
-  const names = new Set(stdout.split('\0').filter(Boolean).map((key) => key.slice('filter.'.length, key.lastIndexOf('.'))));
+  const names = new Set(
+    stdout
+      .split('\0')
+      .filter(Boolean)
+      .map((key) => key.slice('filter.'.length, key.lastIndexOf('.'))),
+  );
   if ([...names].some((name) => name.includes('='))) throw new GitError('failed', 'the repository config names a filter git cannot be told to skip');
   return [...names];
 }
@@ -144,5 +150,10 @@ function execGit(args: readonly string[], options: GitOptions): Promise<GitResul
 }
 
 function firstLine(text: string): string {
-  return text.split('\n').map((line) => line.trim()).find((line) => line.length > 0) ?? '';
+  return (
+    text
+      .split('\n')
+      .map((line) => line.trim())
+      .find((line) => line.length > 0) ?? ''
+  );
 }

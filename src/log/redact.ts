@@ -218,7 +218,12 @@ export class Redactor {
     try {
       if (object instanceof Error) return this.walkError(object, ancestors, depth);
       if (Array.isArray(object)) return object.map((item) => this.walk(item, ancestors, depth + 1));
-      if (object instanceof Map) return this.walkEntries([...object.entries()].map(([k, v]) => [String(k), v]), ancestors, depth);
+      if (object instanceof Map)
+        return this.walkEntries(
+          [...object.entries()].map(([k, v]) => [String(k), v]),
+          ancestors,
+          depth,
+        );
       if (object instanceof Set) return [...object].map((item) => this.walk(item, ancestors, depth + 1));
       const toJSON = (object as { toJSON?: unknown }).toJSON;
       if (typeof toJSON === 'function') return this.walk(toJSON.call(object), ancestors, depth + 1);

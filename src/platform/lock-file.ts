@@ -94,7 +94,11 @@ export function pidAlive(pid: number): boolean {
 
 /** Another process owns the data directory. */
 export class DataDirInUseError extends Error {
-  constructor(dir: string, readonly pid: number, host?: string) {
+  constructor(
+    dir: string,
+    readonly pid: number,
+    host?: string,
+  ) {
     super(`data directory ${dir} is in use by process ${pid}${host ? ` on host ${host}` : ''}`);
     this.name = 'DataDirInUseError';
   }
@@ -109,7 +113,12 @@ function inUse(dir: string, pid: number, host?: string): Error {
  * DataDirInUseError: there is no local service to attach to.
  */
 export class LockedByOtherHostError extends Error {
-  constructor(label: string, readonly pid: number, readonly host: string, since: string) {
+  constructor(
+    label: string,
+    readonly pid: number,
+    readonly host: string,
+    since: string,
+  ) {
     super(
       `${inUse(label, pid, host).message} (since ${since}). If that host or container is gone ` +
         '(a recreated container has a new host name), start with `remote-assistant serve --break-lock` to take the lock over.',

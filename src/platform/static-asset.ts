@@ -93,7 +93,7 @@ export class AssetServer {
 /** br, else gzip, when Accept-Encoding allows it (q > 0); undefined: send the bytes as they are. */
 export function preferredEncoding(header: string | string[] | undefined): Encoding | undefined {
   const accepted = new Map<string, number>();
-  for (const part of (Array.isArray(header) ? header.join(',') : header ?? '').split(',')) {
+  for (const part of (Array.isArray(header) ? header.join(',') : (header ?? '')).split(',')) {
     const [name, ...params] = part.trim().toLowerCase().split(';');
     const q = params.map((p) => /^\s*q=([\d.]+)\s*$/.exec(p)?.[1]).find((v) => v !== undefined);
     if (name) accepted.set(name, q === undefined ? 1 : Number(q));

@@ -38,10 +38,12 @@ export type AttachmentInfo = z.infer<typeof AttachmentInfo>;
 
 export const AttachmentId = z.string({ error: 'attachment_id must be a string' }).regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'attachment_id is not an attachment id' });
 
-
 export const AttachmentBeginCommand = command('attachment_begin', {
   name: displayNameField('name', 255),
-  mime: z.string({ error: 'mime must be a string' }).max(127, { error: 'mime must be at most 127 characters' }).regex(/^[\w.+-]+\/[\w.+-]+$/, { error: 'mime must be a media type such as image/jpeg' }),
+  mime: z
+    .string({ error: 'mime must be a string' })
+    .max(127, { error: 'mime must be at most 127 characters' })
+    .regex(/^[\w.+-]+\/[\w.+-]+$/, { error: 'mime must be a media type such as image/jpeg' }),
   size: z.number({ error: 'size must be an integer' }).int({ error: 'size must be an integer' }).min(1, { error: 'size must be at least 1' }),
   sha256: z.string({ error: 'sha256 must be a string' }).regex(/^[0-9a-fA-F]{64}$/, { error: 'sha256 must be 64 hex digits' }),
 });

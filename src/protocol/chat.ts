@@ -29,7 +29,10 @@ export const ChatCommand = command('chat', {
   /** What the editor's chips show (a selection, a file): put before the message in the prompt, stored with it. */
   context: ChatContext.optional(),
   /** Uploaded attachments (attachment_end's ids), in order: images for a vision model, files saved into the workspace. */
-  attachments: z.array(AttachmentId).max(MAX_ATTACHMENTS_PER_MESSAGE, { error: `at most ${MAX_ATTACHMENTS_PER_MESSAGE} attachments a message` }).optional(),
+  attachments: z
+    .array(AttachmentId)
+    .max(MAX_ATTACHMENTS_PER_MESSAGE, { error: `at most ${MAX_ATTACHMENTS_PER_MESSAGE} attachments a message` })
+    .optional(),
   /**
    * A new conversation works in its own git worktree (true) or in the workspace (false); absent:
    * service.json's `worktrees.default` for the source. On an existing conversation: absent, or what it has.

@@ -12,14 +12,11 @@ export const DEFAULT_PERMISSION_TIMEOUT_SECONDS = 1800;
 export const MIN_AUTH_TOKEN_LENGTH = 32;
 
 /** An `allow_from` pattern: an IPv4 address whose segments may be `*`, an IPv6 address, `*`, or `localhost`. */
-export const AllowFromPattern = z.string().refine(
-  (p) =>
-    p === '*' ||
-    p === 'localhost' ||
-    /^((25[0-5]|2[0-4]\d|1?\d?\d|\*)\.){3}(25[0-5]|2[0-4]\d|1?\d?\d|\*)$/.test(p) ||
-    (p.includes(':') && /^[0-9a-fA-F:.*]+$/.test(p)),
-  { error: 'expected an IP address pattern such as 192.168.1.* or ::1' },
-);
+export const AllowFromPattern = z
+  .string()
+  .refine((p) => p === '*' || p === 'localhost' || /^((25[0-5]|2[0-4]\d|1?\d?\d|\*)\.){3}(25[0-5]|2[0-4]\d|1?\d?\d|\*)$/.test(p) || (p.includes(':') && /^[0-9a-fA-F:.*]+$/.test(p)), {
+    error: 'expected an IP address pattern such as 192.168.1.* or ::1',
+  });
 
 // Channel entries are strict: a typo such as "allow_fron" is named, not silently ignored.
 export const TcpChannel = z.strictObject({
@@ -43,7 +40,10 @@ export const MIN_WEBHOOK_SECRET_LENGTH = 16;
 export const WebhookAccount = z.strictObject({
   incoming_path: z.string().regex(/^\/[^\s?#]*$/, { error: 'expected a URL path starting with /' }),
   outgoing_url: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }),
-  secret: z.string().min(MIN_WEBHOOK_SECRET_LENGTH, { error: `must be at least ${MIN_WEBHOOK_SECRET_LENGTH} characters` }).optional(),
+  secret: z
+    .string()
+    .min(MIN_WEBHOOK_SECRET_LENGTH, { error: `must be at least ${MIN_WEBHOOK_SECRET_LENGTH} characters` })
+    .optional(),
   model: z.string().min(1).optional(),
   retry_for_seconds: z.number().int().positive().optional(),
   /**
@@ -89,10 +89,7 @@ export const CustomToolParamType = z.enum(['string', 'number', 'boolean']);
  * A parameter: its type, or `{type, allow_options}`. `allow_options: true` lets a value starting with
  * `-` stand where the program reads options (refused otherwise, so `-o/file` cannot become one).
  */
-export const CustomToolParam = z.union([
-  CustomToolParamType,
-  z.strictObject({ type: CustomToolParamType, allow_options: z.boolean().default(false) }),
-]);
+export const CustomToolParam = z.union([CustomToolParamType, z.strictObject({ type: CustomToolParamType, allow_options: z.boolean().default(false) })]);
 export const CustomTool = z.object({
   name: z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$/),
   description: z.string().default(''),
@@ -137,9 +134,7 @@ const permissionRuleCountLimit = (rules: { allow: string[]; deny: string[] }) =>
 const permissionRuleCountError = { error: `at most ${MAX_PERMISSION_RULES} rules (allow and deny together)` };
 
 /** `permission_rules` as update_config writes it: the whole object, both lists, nothing else. */
-export const PermissionRules = z
-  .strictObject({ allow: z.array(PermissionRule), deny: z.array(PermissionRule) })
-  .refine(permissionRuleCountLimit, permissionRuleCountError);
+export const PermissionRules = z.strictObject({ allow: z.array(PermissionRule), deny: z.array(PermissionRule) }).refine(permissionRuleCountLimit, permissionRuleCountError);
 export type PermissionRules = z.infer<typeof PermissionRules>;
 
 /** The longest a permission request may wait (30 days): a turn is held that long at most, and every expiry stays a valid date. */
@@ -152,7 +147,11 @@ export const PermissionTimeoutSeconds = z
   .min(1, { error: 'must be at least 1' })
   .max(MAX_PERMISSION_TIMEOUT_SECONDS, { error: `must be at most ${MAX_PERMISSION_TIMEOUT_SECONDS} (30 days)` });
 
-const wholePositive = (what: string) => z.number({ error: `expected a whole number of ${what}` }).int({ error: `expected a whole number of ${what}` }).min(1, { error: 'must be at least 1' });
+const wholePositive = (what: string) =>
+  z
+    .number({ error: `expected a whole number of ${what}` })
+    .int({ error: `expected a whole number of ${what}` })
+    .min(1, { error: 'must be at least 1' });
 
 /** Retention of the stored history (docs/protocol.md, "History"); every limit off unless set. */
 export const HistorySettings = z.strictObject({
@@ -171,12 +170,14 @@ export type HistorySettings = z.infer<typeof HistorySettings>;
  * the folder worktrees are made in (default: `<repository's parent>/<repository's name>.worktrees/`).
  */
 export const WorktreeSettings = z.strictObject({
-  default: z.strictObject({
-    editor: z.boolean().default(false),
-    lan: z.boolean().default(false),
-    relay: z.boolean().default(false),
-    webhook: z.boolean().default(false),
-  }).default({ editor: false, lan: false, relay: false, webhook: false }),
+  default: z
+    .strictObject({
+      editor: z.boolean().default(false),
+      lan: z.boolean().default(false),
+      relay: z.boolean().default(false),
+      webhook: z.boolean().default(false),
+    })
+    .default({ editor: false, lan: false, relay: false, webhook: false }),
   folder: z.string().min(1).optional(),
 });
 export type WorktreeSettings = z.infer<typeof WorktreeSettings>;
@@ -189,79 +190,86 @@ export const AuditSettings = z.strictObject({
 export type AuditSettings = z.infer<typeof AuditSettings>;
 
 /** Settings `update_config` may write (docs/protocol.md). Strict: an unknown field is named and refused. */
-export const WritableConfig = z.strictObject({
-  provider: ProviderName,
-  model: z.string().min(1),
-  temperature: z.number().min(0).max(2),
-  permission_mode: PermissionMode,
-  base_url: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).nullable(),
-  api_key: z.string().min(1).nullable(),
-  max_tokens: z.number().int().positive().nullable(),
-  system_prompt: z.string().nullable(),
-  system_prompt_mode: SystemPromptMode,
-  permission_rules: PermissionRules,
-  permission_timeout_seconds: PermissionTimeoutSeconds,
-}).partial();
+export const WritableConfig = z
+  .strictObject({
+    provider: ProviderName,
+    model: z.string().min(1),
+    temperature: z.number().min(0).max(2),
+    permission_mode: PermissionMode,
+    base_url: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).nullable(),
+    api_key: z.string().min(1).nullable(),
+    max_tokens: z.number().int().positive().nullable(),
+    system_prompt: z.string().nullable(),
+    system_prompt_mode: SystemPromptMode,
+    permission_rules: PermissionRules,
+    permission_timeout_seconds: PermissionTimeoutSeconds,
+  })
+  .partial();
 export type WritableConfig = z.infer<typeof WritableConfig>;
 export const writableConfigFields = Object.keys(WritableConfig.shape) as (keyof WritableConfig)[];
 
 /** service.json. Unknown top-level fields are kept (looseObject) so a write never loses them. */
-export const ServiceConfigFile = z.looseObject({
-  provider: ProviderName.default(DEFAULT_PROVIDER),
-  api_key: z.string().optional(),
-  model: z.string().min(1).default('gpt-4o-mini'),
-  temperature: z.number().min(0).max(2).default(0.7),
-  permission_mode: PermissionMode.default('ask'),
-  base_url: z.url({ protocol: /^https?$/ }).optional(),
-  max_tokens: z.number().int().positive().optional(),
-  system_prompt: z.string().optional(),
-  /** `add`: system_prompt follows the built-in prompt (src/agent/prompt); `replace`: it is the whole system prompt. */
-  system_prompt_mode: SystemPromptMode.default('add'),
-  auth_token: z.string().min(MIN_AUTH_TOKEN_LENGTH, { error: `must be at least ${MIN_AUTH_TOKEN_LENGTH} characters` }).optional(),
-  session_ttl_seconds: z.number().int().positive().default(DEFAULT_SESSION_TTL_SECONDS),
-  users: z.array(UserEntry).default([]),
-  channels: Channels.default([]),
-  workspace: z.string().optional(),
-  max_steps: z.number().int().positive().default(20),
-  tools: z.array(CustomTool).default([]),
-  mcp_servers: z.record(z.string(), McpServer).default({}),
-  // A hand-written file may leave a list out; each rule is checked as update_config checks it.
-  permission_rules: z
-    .object({ allow: z.array(PermissionRule).default([]), deny: z.array(PermissionRule).default([]) })
-    .refine(permissionRuleCountLimit, permissionRuleCountError)
-    .default({ allow: [], deny: [] }),
-  permission_timeout_seconds: PermissionTimeoutSeconds.default(DEFAULT_PERMISSION_TIMEOUT_SECONDS),
-  /** Prices per million tokens, over the shipped defaults (agent/usage/prices.ts). */
-  prices: Prices.default({}),
-  /** Model name -> whether it takes image input, over the known list (agent/attachments/vision.ts). */
-  vision_models: z.record(z.string(), z.boolean()).default({}),
-  history: HistorySettings.default({}),
-  audit: AuditSettings.default({ max_days: 90 }),
-  worktrees: WorktreeSettings.default({ default: { editor: false, lan: false, relay: false, webhook: false } }),
-}).superRefine((config, ctx) => {
-  const tcp = config.channels.filter((c) => c.type === 'tcp');
-  if (tcp.length > 1) ctx.addIssue({ code: 'custom', path: ['channels'], message: 'at most one tcp channel' });
-  const names = new Set<string>();
-  const paths = new Set<string>();
-  for (const channel of config.channels) {
-    if (names.has(channel.name)) ctx.addIssue({ code: 'custom', path: ['channels'], message: `duplicate channel name ${channel.name}` });
-    names.add(channel.name);
-    if (channel.type !== 'webhook') continue;
-    for (const [account, settings] of Object.entries(channel.accounts)) {
-      if (paths.has(settings.incoming_path)) {
-        ctx.addIssue({ code: 'custom', path: ['channels', channel.name, 'accounts', account, 'incoming_path'], message: `duplicate incoming_path ${settings.incoming_path}` });
-      }
-      paths.add(settings.incoming_path);
-      if (settings.tools !== undefined && settings.tools !== 'deny' && !settings.secret) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['channels', channel.name, 'accounts', account, 'tools'],
-          message: `"${settings.tools}" needs a secret: anyone who can reach an account without one could run tools`,
-        });
+export const ServiceConfigFile = z
+  .looseObject({
+    provider: ProviderName.default(DEFAULT_PROVIDER),
+    api_key: z.string().optional(),
+    model: z.string().min(1).default('gpt-4o-mini'),
+    temperature: z.number().min(0).max(2).default(0.7),
+    permission_mode: PermissionMode.default('ask'),
+    base_url: z.url({ protocol: /^https?$/ }).optional(),
+    max_tokens: z.number().int().positive().optional(),
+    system_prompt: z.string().optional(),
+    /** `add`: system_prompt follows the built-in prompt (src/agent/prompt); `replace`: it is the whole system prompt. */
+    system_prompt_mode: SystemPromptMode.default('add'),
+    auth_token: z
+      .string()
+      .min(MIN_AUTH_TOKEN_LENGTH, { error: `must be at least ${MIN_AUTH_TOKEN_LENGTH} characters` })
+      .optional(),
+    session_ttl_seconds: z.number().int().positive().default(DEFAULT_SESSION_TTL_SECONDS),
+    users: z.array(UserEntry).default([]),
+    channels: Channels.default([]),
+    workspace: z.string().optional(),
+    max_steps: z.number().int().positive().default(20),
+    tools: z.array(CustomTool).default([]),
+    mcp_servers: z.record(z.string(), McpServer).default({}),
+    // A hand-written file may leave a list out; each rule is checked as update_config checks it.
+    permission_rules: z
+      .object({ allow: z.array(PermissionRule).default([]), deny: z.array(PermissionRule).default([]) })
+      .refine(permissionRuleCountLimit, permissionRuleCountError)
+      .default({ allow: [], deny: [] }),
+    permission_timeout_seconds: PermissionTimeoutSeconds.default(DEFAULT_PERMISSION_TIMEOUT_SECONDS),
+    /** Prices per million tokens, over the shipped defaults (agent/usage/prices.ts). */
+    prices: Prices.default({}),
+    /** Model name -> whether it takes image input, over the known list (agent/attachments/vision.ts). */
+    vision_models: z.record(z.string(), z.boolean()).default({}),
+    history: HistorySettings.default({}),
+    audit: AuditSettings.default({ max_days: 90 }),
+    worktrees: WorktreeSettings.default({ default: { editor: false, lan: false, relay: false, webhook: false } }),
+  })
+  .superRefine((config, ctx) => {
+    const tcp = config.channels.filter((c) => c.type === 'tcp');
+    if (tcp.length > 1) ctx.addIssue({ code: 'custom', path: ['channels'], message: 'at most one tcp channel' });
+    const names = new Set<string>();
+    const paths = new Set<string>();
+    for (const channel of config.channels) {
+      if (names.has(channel.name)) ctx.addIssue({ code: 'custom', path: ['channels'], message: `duplicate channel name ${channel.name}` });
+      names.add(channel.name);
+      if (channel.type !== 'webhook') continue;
+      for (const [account, settings] of Object.entries(channel.accounts)) {
+        if (paths.has(settings.incoming_path)) {
+          ctx.addIssue({ code: 'custom', path: ['channels', channel.name, 'accounts', account, 'incoming_path'], message: `duplicate incoming_path ${settings.incoming_path}` });
+        }
+        paths.add(settings.incoming_path);
+        if (settings.tools !== undefined && settings.tools !== 'deny' && !settings.secret) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['channels', channel.name, 'accounts', account, 'tools'],
+            message: `"${settings.tools}" needs a secret: anyone who can reach an account without one could run tools`,
+          });
+        }
       }
     }
-  }
-});
+  });
 export type ServiceConfig = z.infer<typeof ServiceConfigFile>;
 export type ChannelEntry = z.infer<typeof ChannelEntry>;
 

@@ -8,8 +8,15 @@ import { z } from 'zod';
  */
 function isHidden(code: number): boolean {
   return (
-    code <= 0x1f || (code >= 0x7f && code <= 0x9f) || code === 0x061c || code === 0x200e || code === 0x200f ||
-    code === 0x2028 || code === 0x2029 || (code >= 0x202a && code <= 0x202e) || (code >= 0x2066 && code <= 0x2069)
+    code <= 0x1f ||
+    (code >= 0x7f && code <= 0x9f) ||
+    code === 0x061c ||
+    code === 0x200e ||
+    code === 0x200f ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    (code >= 0x202a && code <= 0x202e) ||
+    (code >= 0x2066 && code <= 0x2069)
   );
 }
 
@@ -31,5 +38,10 @@ export function displayNameField(field: string, max: number) {
   return z
     .string({ error: `${field} must be a string` })
     .transform((value) => displayName(value).trim())
-    .pipe(z.string().min(1, { error: `${field} must not be empty` }).max(max, { error: `${field} must be at most ${max} characters` }));
+    .pipe(
+      z
+        .string()
+        .min(1, { error: `${field} must not be empty` })
+        .max(max, { error: `${field} must be at most ${max} characters` }),
+    );
 }

@@ -35,7 +35,10 @@ export const PermissionResponseCommand = command('permission_response', {
   request_id: nonEmpty('request_id'),
   decision: PermissionDecisionInput,
   /** With `deny`: why, for the model (it receives it as the tool result and can change course). */
-  note: z.string({ error: 'note must be a string' }).max(MAX_PERMISSION_NOTE_CHARS, { error: `note must be at most ${MAX_PERMISSION_NOTE_CHARS} characters` }).optional(),
+  note: z
+    .string({ error: 'note must be a string' })
+    .max(MAX_PERMISSION_NOTE_CHARS, { error: `note must be at most ${MAX_PERMISSION_NOTE_CHARS} characters` })
+    .optional(),
 });
 
 /** The permission requests waiting now that this client may answer. */

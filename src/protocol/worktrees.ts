@@ -130,7 +130,11 @@ const hunkIdField = z.string({ error: 'hunk_id must be a string' }).regex(/^[0-9
 /** Longest commit message, comment on a change, land message. */
 export const MAX_REVIEW_TEXT_CHARS = 20_000;
 const reviewText = (what: string) =>
-  z.string({ error: `${what} must be a string` }).trim().min(1, { error: `${what} must not be empty` }).max(MAX_REVIEW_TEXT_CHARS, { error: `${what} must be at most ${MAX_REVIEW_TEXT_CHARS} characters` });
+  z
+    .string({ error: `${what} must be a string` })
+    .trim()
+    .min(1, { error: `${what} must not be empty` })
+    .max(MAX_REVIEW_TEXT_CHARS, { error: `${what} must be at most ${MAX_REVIEW_TEXT_CHARS} characters` });
 
 export const GetChangesCommand = command('get_changes', { conversation_id: conversationId });
 
@@ -161,14 +165,23 @@ export const LandChangesCommand = command('land_changes', {
 });
 
 /** A remote's name as git allows it (never an option, a URL or a path). */
-export const RemoteName = z.string({ error: 'remote must be a string' }).regex(/^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$/, { error: 'remote must be the name of one of the repository\'s remotes' });
+export const RemoteName = z.string({ error: 'remote must be a string' }).regex(/^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$/, { error: "remote must be the name of one of the repository's remotes" });
 
 export const PushChangesCommand = command('push_changes', { conversation_id: conversationId, remote: RemoteName.optional().default('origin') });
 
 /** Removes the worktree and its branch: without `confirm`, invalid_request saying what would be lost. */
 export const DiscardChangesCommand = command('discard_changes', { conversation_id: conversationId, confirm: z.boolean({ error: 'confirm must be a boolean' }).optional().default(false) });
 
-export const WorktreeCommands = [GetChangesCommand, RevertChangesCommand, CommentOnChangeCommand, CommitChangesCommand, DraftCommitMessageCommand, LandChangesCommand, PushChangesCommand, DiscardChangesCommand] as const;
+export const WorktreeCommands = [
+  GetChangesCommand,
+  RevertChangesCommand,
+  CommentOnChangeCommand,
+  CommitChangesCommand,
+  DraftCommitMessageCommand,
+  LandChangesCommand,
+  PushChangesCommand,
+  DiscardChangesCommand,
+] as const;
 
 /**
  * What review's commands answer (protocol/results.ts spreads it). comment_on_change answers as chat does:

@@ -32,7 +32,11 @@ function expandIPv6(address: string): string[] | undefined {
  * that proxy added; earlier ones come from the client and prove nothing).
  */
 export function lastForwardedFor(header: string | string[] | null | undefined): string | undefined {
-  const joined = Array.isArray(header) ? header.join(',') : header ?? '';
-  const last = joined.split(',').map((part) => part.trim()).filter(Boolean).at(-1);
+  const joined = Array.isArray(header) ? header.join(',') : (header ?? '');
+  const last = joined
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .at(-1);
   return last || undefined;
 }

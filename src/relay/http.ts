@@ -35,8 +35,7 @@ export function errorAnswer(code: ErrorCode, message: string): RelayAnswer {
 export const notFound = (): RelayAnswer => errorAnswer('not_found', 'not found');
 export const notRegistered = (): RelayAnswer => errorAnswer('not_found', 'no machine registered with this machine_id');
 export const tooManyClients = (): RelayAnswer => errorAnswer('rate_limited', 'this machine has too many clients; try again later');
-export const tooManyPending = (): RelayAnswer =>
-  errorAnswer('rate_limited', 'too many connections from your address are awaiting this machine; try again later');
+export const tooManyPending = (): RelayAnswer => errorAnswer('rate_limited', 'too many connections from your address are awaiting this machine; try again later');
 
 /** A positive number from a setting (tests shorten limits), else the default. */
 export function positiveSetting(value: string | undefined, fallback: number): number {

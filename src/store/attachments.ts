@@ -28,9 +28,7 @@ export function bindAttachments(tx: WriteTx, ids: readonly string[], conversatio
 
 /** Records an attachment inside a caller's transaction (an image a tool showed, with its result). */
 export function insertAttachment(tx: WriteTx, row: AttachmentRow): void {
-  tx.run(`INSERT INTO attachments (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, [
-    row.id, row.hash, row.name, row.mime, row.kind, row.size, row.uploader, row.created_at, row.conversation_id,
-  ]);
+  tx.run(`INSERT INTO attachments (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, [row.id, row.hash, row.name, row.mime, row.kind, row.size, row.uploader, row.created_at, row.conversation_id]);
 }
 
 export class AttachmentsRepo {

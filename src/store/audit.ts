@@ -208,10 +208,7 @@ export class AuditRepo {
       where.push('seq < ?');
       params.push(filter.before);
     }
-    const rows = this.db.all<AuditRow>(
-      `SELECT ${COLUMNS} FROM audit_log ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`,
-      [...params, filter.limit + 1],
-    );
+    const rows = this.db.all<AuditRow>(`SELECT ${COLUMNS} FROM audit_log ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`, [...params, filter.limit + 1]);
     const entries = rows.slice(0, filter.limit).map(entryOf);
     return { entries, next_before: rows.length > filter.limit ? entries[entries.length - 1].seq : null };
   }

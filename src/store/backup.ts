@@ -166,7 +166,8 @@ export async function restoreDataDir(backup: string, dataDir: string, logger: Lo
   const lock = await acquireLock(dataDir, logger, dataDir);
   try {
     const present = (await readdir(dataDir)).filter((name) => name !== LOCK_FILE_NAME);
-    if (present.length > 0) throw new Error(`the data directory ${dataDir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', ...' : ''}): restore into a new or empty directory`);
+    if (present.length > 0)
+      throw new Error(`the data directory ${dataDir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', ...' : ''}): restore into a new or empty directory`);
     const written: string[] = [];
     try {
       for (const file of manifest.files) {

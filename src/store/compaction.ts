@@ -10,9 +10,7 @@ export interface CompactionJob {
   segments: string[];
 }
 
-export type CompactionResult =
-  | { ok: true; seq: number; snapshotBytes: number; wrote: boolean; applied: number; failures: ReplayFailure[] }
-  | { ok: false; error: string };
+export type CompactionResult = { ok: true; seq: number; snapshotBytes: number; wrote: boolean; applied: number; failures: ReplayFailure[] } | { ok: false; error: string };
 
 export type CompactionDone = Extract<CompactionResult, { ok: true }>;
 

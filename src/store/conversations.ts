@@ -21,13 +21,7 @@ export class ConversationsRepo {
   /** Starts a conversation; `updated_at` starts at `created_at`. Throws if the id exists. */
   async create(c: NewConversation): Promise<void> {
     await this.db.write((tx) => {
-      tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [
-        c.id,
-        c.title,
-        c.source,
-        c.created_at,
-        c.created_at,
-      ]);
+      tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [c.id, c.title, c.source, c.created_at, c.created_at]);
     });
   }
 
@@ -50,10 +44,7 @@ export class ConversationsRepo {
       params.push(options.source);
     }
     const filter = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
-    return this.db.all<ConversationRow>(
-      `SELECT ${COLUMNS} FROM conversations${filter} ORDER BY updated_at DESC, id DESC LIMIT ?`,
-      [...params, limit],
-    );
+    return this.db.all<ConversationRow>(`SELECT ${COLUMNS} FROM conversations${filter} ORDER BY updated_at DESC, id DESC LIMIT ?`, [...params, limit]);
   }
 
   /**

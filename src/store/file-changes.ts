@@ -63,10 +63,17 @@ export class FileChangesRepo {
   /** Journals a write about to happen (its blobs are already stored), as `pending`. */
   async begin(write: NewFileWrite): Promise<void> {
     await this.db.write((tx) =>
-      tx.run(
-        `INSERT INTO file_changes (id, conversation_id, turn_id, kind, tool, root, path, before_hash, after_hash, state, created_at) VALUES (?, ?, ?, 'file', ?, ?, ?, ?, ?, 'pending', ?)`,
-        [write.id, write.conversation_id, write.turn_id, write.tool, write.root, write.path, write.before_hash, write.after_hash, new Date().toISOString()],
-      ),
+      tx.run(`INSERT INTO file_changes (id, conversation_id, turn_id, kind, tool, root, path, before_hash, after_hash, state, created_at) VALUES (?, ?, ?, 'file', ?, ?, ?, ?, ?, 'pending', ?)`, [
+        write.id,
+        write.conversation_id,
+        write.turn_id,
+        write.tool,
+        write.root,
+        write.path,
+        write.before_hash,
+        write.after_hash,
+        new Date().toISOString(),
+      ]),
     );
   }
 
@@ -83,10 +90,14 @@ export class FileChangesRepo {
   /** A tool call whose effects are not recorded (listed as not reversible). */
   async recordUnrecorded(entry: { id: string; conversation_id: string; turn_id: string; tool: string; detail: string }): Promise<void> {
     await this.db.write((tx) =>
-      tx.run(
-        `INSERT INTO file_changes (id, conversation_id, turn_id, kind, tool, detail, state, created_at) VALUES (?, ?, ?, 'unrecorded', ?, ?, 'done', ?)`,
-        [entry.id, entry.conversation_id, entry.turn_id, entry.tool, entry.detail, new Date().toISOString()],
-      ),
+      tx.run(`INSERT INTO file_changes (id, conversation_id, turn_id, kind, tool, detail, state, created_at) VALUES (?, ?, ?, 'unrecorded', ?, ?, 'done', ?)`, [
+        entry.id,
+        entry.conversation_id,
+        entry.turn_id,
+        entry.tool,
+        entry.detail,
+        new Date().toISOString(),
+      ]),
     );
   }
 

@@ -131,10 +131,11 @@ async function checkHistoryComplete(db: Database, history: HistoryStore, present
   if (!recover) {
     throw new Error(`${problem} The store was not opened and nothing was changed. To start anyway, run \`remote-assistant serve --recover\`: those messages then read "${LOST_BODY_TEXT}".`);
   }
-  const lost = db.all<{ body_key: number; conversation_id: string; role: MessageRole }>('SELECT body_key, conversation_id, role FROM messages WHERE body_key > ? ORDER BY body_key', [
-    present,
-  ]);
-  await history.fill(lost.map((m) => ({ key: m.body_key, conversation_id: m.conversation_id, role: m.role, content: LOST_BODY_TEXT, data: null })), referenced);
+  const lost = db.all<{ body_key: number; conversation_id: string; role: MessageRole }>('SELECT body_key, conversation_id, role FROM messages WHERE body_key > ? ORDER BY body_key', [present]);
+  await history.fill(
+    lost.map((m) => ({ key: m.body_key, conversation_id: m.conversation_id, role: m.role, content: LOST_BODY_TEXT, data: null })),
+    referenced,
+  );
   history.damaged ??= `${HISTORY_FILE_NAME} had lost ${lost.length} acknowledged message bodies (damaged or replaced by an older copy); they read "${LOST_BODY_TEXT}" now. Started with --recover: restart the service to clear this notice`;
   logger.error('history.bodies_missing', { last_key: present, referenced, lost: lost.length });
 }

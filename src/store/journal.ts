@@ -91,10 +91,7 @@ export class Journal {
    * Appends to `active` (the last recovered segment) or, without one, to a new segment numbered
    * above `maxN`. `closed` are older live segments, counted in stats until `forget`.
    */
-  static async open(
-    opts: JournalOptions,
-    state: { lastSeq: number; active?: LiveSegment; closed: LiveSegment[]; maxN: number },
-  ): Promise<Journal> {
+  static async open(opts: JournalOptions, state: { lastSeq: number; active?: LiveSegment; closed: LiveSegment[]; maxN: number }): Promise<Journal> {
     let n: number;
     let file: string;
     let size: number;

@@ -28,7 +28,10 @@ export class MemoryRepo {
 
   /** Entries containing every word of `query` (case-insensitive for ASCII), newest first. */
   search(query: string, limit = 20): MemoryRow[] {
-    const words = query.split(/\s+/).filter((w) => w.length > 0).slice(0, 16);
+    const words = query
+      .split(/\s+/)
+      .filter((w) => w.length > 0)
+      .slice(0, 16);
     const n = Math.floor(limit);
     if (words.length === 0 || !(n > 0)) return [];
     const where = words.map(() => "content LIKE ? ESCAPE '\\'").join(' AND ');

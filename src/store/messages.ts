@@ -85,10 +85,19 @@ export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): voi
   const data = dataText(m);
   const bytes = byteSize(m.content, data);
   const inline = bodyKey === undefined;
-  tx.run(
-    'INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    [m.id, m.conversation_id, m.role, inline ? m.content : '', m.timestamp, m.tool_name ?? null, m.user_id ?? null, inline ? data : null, m.client_key ?? null, bodyKey ?? null, bytes],
-  );
+  tx.run('INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)', [
+    m.id,
+    m.conversation_id,
+    m.role,
+    inline ? m.content : '',
+    m.timestamp,
+    m.tool_name ?? null,
+    m.user_id ?? null,
+    inline ? data : null,
+    m.client_key ?? null,
+    bodyKey ?? null,
+    bytes,
+  ]);
   // Activity only moves forward, even if messages are stored out of timestamp order. The preview is
   // kept on the row so listing conversations never reads a body.
   const preview = m.role === 'tool' || m.role === 'summary' ? null : previewOf(m.content);

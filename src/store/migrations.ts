@@ -89,13 +89,18 @@ export const MIGRATIONS: readonly Migration[] = [
       const [, principal] = uploader.split('\u0000');
       tx.run('UPDATE attachments SET uploader = ? WHERE id = ?', [principal === 'access' ? OWNER_PERSON : `legacy:${uploader}`, id]);
     }
-    for (const { seq, client_key } of tx.all<{ seq: number; client_key: string }>("SELECT seq, client_key FROM messages WHERE client_key IS NOT NULL")) {
+    for (const { seq, client_key } of tx.all<{ seq: number; client_key: string }>('SELECT seq, client_key FROM messages WHERE client_key IS NOT NULL')) {
       const [, principal, ...rest] = client_key.split('\u0000');
       // OR IGNORE: the owner's id already moved from another source's row keeps the first (a resend finds one).
       if (principal === 'access') tx.run('UPDATE OR IGNORE messages SET client_key = ? WHERE seq = ?', [clientKeyOf(OWNER_PERSON, rest.join('\u0000')), seq]);
     }
     // Names stored before they were cleaned at the edge lose their bidi and control characters too.
-    for (const [table, key, column] of [['attachments', 'id', 'name'], ['push_devices', 'device_id', 'device_name'], ['devices', 'device_id', 'device_name'], ['conversations', 'id', 'title']]) {
+    for (const [table, key, column] of [
+      ['attachments', 'id', 'name'],
+      ['push_devices', 'device_id', 'device_name'],
+      ['devices', 'device_id', 'device_name'],
+      ['conversations', 'id', 'title'],
+    ]) {
       for (const row of tx.all<{ k: string; v: string }>(`SELECT ${key} AS k, ${column} AS v FROM ${table}`)) {
         const clean = displayName(row.v).trim();
         if (clean !== row.v) tx.run(`UPDATE ${table} SET ${column} = ? WHERE ${key} = ?`, [clean || 'unnamed', row.k]);
@@ -118,11 +123,7 @@ export function schemaVersion(db: Database): number {
 }
 
 /** Brings the schema to the latest version, one journaled transaction per migration. */
-export async function migrate(
-  db: Database,
-  migrations: readonly Migration[] = MIGRATIONS,
-  logger: Logger = nullLogger,
-): Promise<{ from: number; to: number }> {
+export async function migrate(db: Database, migrations: readonly Migration[] = MIGRATIONS, logger: Logger = nullLogger): Promise<{ from: number; to: number }> {
   const from = schemaVersion(db);
   if (from > migrations.length) {
     throw new Error(`the database schema is version ${from}, newer than this version of the program knows (${migrations.length})`);

@@ -104,7 +104,20 @@ export class PushDevicesRepo {
          ON CONFLICT (device_id) DO UPDATE SET device_name = excluded.device_name, principal = excluded.principal, source = excluded.source,
            person = excluded.person, updated_at = excluded.updated_at, endpoint = excluded.endpoint, p256dh = excluded.p256dh, auth = excluded.auth,
            events = excluded.events, content_blind = excluded.content_blind, last_delivery = NULL, failures = 0`,
-        [device.device_id, device.device_name, device.principal, device.source, device.person, now, now, device.endpoint, device.p256dh, device.auth, JSON.stringify(device.events), device.content_blind ? 1 : 0],
+        [
+          device.device_id,
+          device.device_name,
+          device.principal,
+          device.source,
+          device.person,
+          now,
+          now,
+          device.endpoint,
+          device.p256dh,
+          device.auth,
+          JSON.stringify(device.events),
+          device.content_blind ? 1 : 0,
+        ],
       );
       return 'stored';
     });
@@ -130,10 +143,12 @@ export class PushDevicesRepo {
    */
   recordDelivery(deviceId: string, endpoint: string, outcome: PushDeliveryRecord): Promise<void> {
     return this.db.write((tx) => {
-      tx.run(
-        `UPDATE push_devices SET last_delivery = ?, failures = CASE WHEN ? THEN 0 ELSE failures + 1 END WHERE device_id = ? AND endpoint = ?`,
-        [JSON.stringify(outcome), outcome.ok ? 1 : 0, deviceId, endpoint],
-      );
+      tx.run(`UPDATE push_devices SET last_delivery = ?, failures = CASE WHEN ? THEN 0 ELSE failures + 1 END WHERE device_id = ? AND endpoint = ?`, [
+        JSON.stringify(outcome),
+        outcome.ok ? 1 : 0,
+        deviceId,
+        endpoint,
+      ]);
     });
   }
 

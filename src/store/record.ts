@@ -140,11 +140,7 @@ export function scanRecords(buf: Buffer, afterSeq = 0): ScannedRecords {
     const next = nl < 0 ? buf.length : nl + 1;
     const record = nl < 0 ? null : decodeLine(buf.subarray(pos, nl));
     if (!record || record.seq <= prev) {
-      const problem = nl < 0
-        ? 'torn record (no end of line)'
-        : !record
-          ? 'corrupt record (checksum or format)'
-          : `out-of-order record (seq ${record.seq} after ${prev})`;
+      const problem = nl < 0 ? 'torn record (no end of line)' : !record ? 'corrupt record (checksum or format)' : `out-of-order record (seq ${record.seq} after ${prev})`;
       bad ??= { offset: pos, problem };
     } else {
       if (bad) damaged.push({ offset: bad.offset, length: pos - bad.offset, problem: bad.problem });

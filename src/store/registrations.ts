@@ -16,10 +16,7 @@ export class RegistrationsRepo {
   }
 
   get(machineName: string): RegistrationRow | undefined {
-    return this.db.get<RegistrationRow>(
-      'SELECT machine_name, public_key, created_at, updated_at FROM registrations WHERE machine_name = ?',
-      [machineName],
-    );
+    return this.db.get<RegistrationRow>('SELECT machine_name, public_key, created_at, updated_at FROM registrations WHERE machine_name = ?', [machineName]);
   }
 
   /** Every registered client public key, as stored (the tunnel compares them in canonical form). */

@@ -78,7 +78,23 @@ export class UsageRepo {
            input = input + excluded.input, output = output + excluded.output, cached = cached + excluded.cached,
            cost_micro = cost_micro + excluded.cost_micro, estimated = max(estimated, excluded.estimated), calls = calls + excluded.calls,
            context_used = excluded.context_used, context_window = excluded.context_window`,
-        [u.message_id, u.conversation_id, u.source, u.day, u.updated_at, u.provider, u.model, u.input, u.output, u.cached, u.cost_micro, u.estimated ? 1 : 0, u.calls, u.context_used, u.context_window],
+        [
+          u.message_id,
+          u.conversation_id,
+          u.source,
+          u.day,
+          u.updated_at,
+          u.provider,
+          u.model,
+          u.input,
+          u.output,
+          u.cached,
+          u.cost_micro,
+          u.estimated ? 1 : 0,
+          u.calls,
+          u.context_used,
+          u.context_window,
+        ],
       );
     });
   }
@@ -116,10 +132,10 @@ export class UsageRepo {
 
   /** A source's spending on one day: tokens (input + output) and the cost of its priced rows, in millionths of a dollar. */
   spent(source: string, day: string): { tokens: number; cost_micro: number } {
-    const raw = this.db.get<{ tokens: number | null; cost_micro: number | null }>(
-      'SELECT sum(input + output) AS tokens, sum(cost_micro) AS cost_micro FROM usage WHERE source = ? AND day = ?',
-      [source, day],
-    );
+    const raw = this.db.get<{ tokens: number | null; cost_micro: number | null }>('SELECT sum(input + output) AS tokens, sum(cost_micro) AS cost_micro FROM usage WHERE source = ? AND day = ?', [
+      source,
+      day,
+    ]);
     return { tokens: raw?.tokens ?? 0, cost_micro: raw?.cost_micro ?? 0 };
   }
 }

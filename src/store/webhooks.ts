@@ -73,9 +73,7 @@ export interface AcceptInput {
 }
 
 export type AcceptResult =
-  | { kind: 'accepted'; conversation_id: string; message_id: string; inbox: InboxRow }
-  | { kind: 'duplicate'; conversation_id: string; message_id: string }
-  | { kind: 'not_found' };
+  { kind: 'accepted'; conversation_id: string; message_id: string; inbox: InboxRow } | { kind: 'duplicate'; conversation_id: string; message_id: string } | { kind: 'not_found' };
 
 export interface NewDelivery {
   id: string;
@@ -143,9 +141,7 @@ export class WebhooksRepo {
     // A repeated key needs no body (checked again in the transaction, which decides).
     const repeated = input.idempotencyKey !== undefined && this.firstAnswer(this.db, input) !== undefined;
     const conversationId = input.conversationId ?? input.newConversation.id;
-    const [body] = repeated
-      ? []
-      : await this.messages.putBodies([{ id: input.message.id, conversation_id: conversationId, role: 'user', content: input.message.content, timestamp: iso(input.now) }]);
+    const [body] = repeated ? [] : await this.messages.putBodies([{ id: input.message.id, conversation_id: conversationId, role: 'user', content: input.message.content, timestamp: iso(input.now) }]);
     const bodyKey = body?.key;
     try {
       const result = await this.db.write((tx) => {
@@ -163,10 +159,11 @@ export class WebhooksRepo {
   }
 
   private firstAnswer(db: Pick<WriteTx, 'get'>, input: AcceptInput): { conversation_id: string; message_id: string } | undefined {
-    return db.get<{ conversation_id: string; message_id: string }>(
-      'SELECT conversation_id, message_id FROM webhook_idempotency WHERE account = ? AND key = ? AND created_ms > ?',
-      [input.account, input.idempotencyKey!, input.now - input.idempotencyMs],
-    );
+    return db.get<{ conversation_id: string; message_id: string }>('SELECT conversation_id, message_id FROM webhook_idempotency WHERE account = ? AND key = ? AND created_ms > ?', [
+      input.account,
+      input.idempotencyKey!,
+      input.now - input.idempotencyMs,
+    ]);
   }
 
   /** accept's transaction; without `bodyKey` the text is kept inline (as rows written before history.db held it). */
@@ -183,13 +180,7 @@ export class WebhooksRepo {
       conversationId = input.conversationId;
     } else {
       conversationId = input.newConversation.id;
-      tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [
-        conversationId,
-        input.newConversation.title,
-        input.source,
-        timestamp,
-        timestamp,
-      ]);
+      tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [conversationId, input.newConversation.title, input.source, timestamp, timestamp]);
     }
     // The message joins its conversation when its turn comes (admit), so a conversation's history
     // never shows a later message before the reply to an earlier one.
@@ -239,10 +230,7 @@ export class WebhooksRepo {
 
   /** The earliest row of the conversation that came in before `seq` and is still pending, if any. */
   earlierPending(conversationId: string, seq: number): InboxRow | undefined {
-    return this.db.get<InboxRow>(
-      `SELECT ${INBOX_COLUMNS} FROM webhook_inbox WHERE status = 'pending' AND conversation_id = ? AND seq < ? ORDER BY seq LIMIT 1`,
-      [conversationId, seq],
-    );
+    return this.db.get<InboxRow>(`SELECT ${INBOX_COLUMNS} FROM webhook_inbox WHERE status = 'pending' AND conversation_id = ? AND seq < ? ORDER BY seq LIMIT 1`, [conversationId, seq]);
   }
 
   /**
@@ -269,11 +257,7 @@ export class WebhooksRepo {
   /** The reply, its inbox row marked answered and its delivery, in one durable transaction. */
   async answer(inboxMessageId: string, reply: NewMessage, delivery: NewDelivery): Promise<void> {
     await this.messages.appendMany([reply], (tx) => {
-      const done = tx.run(`UPDATE webhook_inbox SET status = 'answered', reply_id = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [
-        reply.id,
-        iso(delivery.now),
-        inboxMessageId,
-      ]);
+      const done = tx.run(`UPDATE webhook_inbox SET status = 'answered', reply_id = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [reply.id, iso(delivery.now), inboxMessageId]);
       if (done.changes === 0) throw new Error(`webhook inbox row ${inboxMessageId} is not pending`);
       insertDelivery(tx, delivery, reply.conversation_id, reply.id);
     });
@@ -285,11 +269,7 @@ export class WebhooksRepo {
    */
   failWithCallback(inboxMessageId: string, error: string, delivery: NewDelivery & { conversation_id: string }): Promise<void> {
     return this.db.write((tx) => {
-      const done = tx.run(`UPDATE webhook_inbox SET status = 'failed', error = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [
-        error,
-        iso(delivery.now),
-        inboxMessageId,
-      ]);
+      const done = tx.run(`UPDATE webhook_inbox SET status = 'failed', error = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [error, iso(delivery.now), inboxMessageId]);
       if (done.changes === 0) throw new Error(`webhook inbox row ${inboxMessageId} is not pending`);
       // Never answered, never run again: the sender has its text, and its error callback says why.
       const row = tx.get<{ content: string; body_key: number | null }>('SELECT content, body_key FROM webhook_inbox WHERE message_id = ?', [inboxMessageId]);
@@ -309,10 +289,11 @@ export class WebhooksRepo {
 
   /** Pending deliveries due at `now`, earliest first (a page of them; ids only, the bodies stay put). */
   dueDeliveries(now: number, limit: number, offset = 0): { id: string; account: string }[] {
-    return this.db.all<{ id: string; account: string }>(
-      `SELECT id, account FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ? OFFSET ?`,
-      [now, limit, offset],
-    );
+    return this.db.all<{ id: string; account: string }>(`SELECT id, account FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ? OFFSET ?`, [
+      now,
+      limit,
+      offset,
+    ]);
   }
 
   /** The earliest next attempt strictly after `now`, if any. */
@@ -367,10 +348,7 @@ export class WebhooksRepo {
       params.push(filter.status);
     }
     const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
-    return this.db.all<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries${clause} ORDER BY seq DESC LIMIT ?`, [
-      ...params,
-      Math.max(0, Math.floor(filter.limit)),
-    ]);
+    return this.db.all<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries${clause} ORDER BY seq DESC LIMIT ?`, [...params, Math.max(0, Math.floor(filter.limit))]);
   }
 
   countDeliveries(status?: DeliveryRowStatus): number {

@@ -83,9 +83,7 @@ export class WorktreesRepo {
   }
 
   setStats(conversationId: string, stats: WorktreeStats): Promise<boolean> {
-    return this.db.write(
-      (tx) => tx.run('UPDATE worktrees SET changed_files = ?, base_moved = ? WHERE conversation_id = ?', [stats.changedFiles, stats.baseMoved ? 1 : 0, conversationId]).changes > 0,
-    );
+    return this.db.write((tx) => tx.run('UPDATE worktrees SET changed_files = ?, base_moved = ? WHERE conversation_id = ?', [stats.changedFiles, stats.baseMoved ? 1 : 0, conversationId]).changes > 0);
   }
 
   /** Forgets the row (its folder was removed). */

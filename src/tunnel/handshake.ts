@@ -97,7 +97,11 @@ export class ClientHandshake {
   private readonly publicKey: Uint8Array;
   private readonly machineKey: Uint8Array;
 
-  constructor(client: KeyPairText, machineKey: string, private readonly pairingSecret?: string) {
+  constructor(
+    client: KeyPairText,
+    machineKey: string,
+    private readonly pairingSecret?: string,
+  ) {
     const secretKey = bytesOfLength(client.secretKey, KEY_BYTES);
     const publicKey = bytesOfLength(client.publicKey, KEY_BYTES);
     const machine = bytesOfLength(machineKey, KEY_BYTES);

@@ -45,7 +45,12 @@ export class ActivityView {
     this.close = h('button', { type: 'button', class: 'icon-button activity-close', 'aria-label': 'Close Activity', title: 'Close' }, '✕');
     this.close.addEventListener('click', () => this.hide());
     this.verdict = h('div', { class: 'activity-verdict', role: 'status' });
-    this.kind = h('select', { class: 'activity-kind', 'aria-label': 'Kind' }, h('option', { value: ALL }, 'All kinds'), ...AUDIT_KINDS.map((kind) => h('option', { value: kind }, AUDIT_KIND_LABEL[kind])));
+    this.kind = h(
+      'select',
+      { class: 'activity-kind', 'aria-label': 'Kind' },
+      h('option', { value: ALL }, 'All kinds'),
+      ...AUDIT_KINDS.map((kind) => h('option', { value: kind }, AUDIT_KIND_LABEL[kind])),
+    );
     this.person = h('select', { class: 'activity-person', 'aria-label': 'Person' }, h('option', { value: ALL }, 'Everyone'));
     this.kind.addEventListener('change', () => void this.load());
     this.person.addEventListener('change', () => void this.load());
@@ -215,9 +220,7 @@ export class ActivityView {
 
   private details(entry: AuditEntry, exactText: string): Node[] {
     const facts = auditFacts(entry.detail);
-    const nodes: Node[] = [
-      h('div', { class: 'activity-exact' }, `Entry #${entry.seq} · ${exactText}`),
-    ];
+    const nodes: Node[] = [h('div', { class: 'activity-exact' }, `Entry #${entry.seq} · ${exactText}`)];
     if (facts.length > 0) {
       nodes.push(h('dl', { class: 'activity-facts' }, ...facts.flatMap(([name, text]) => [h('dt', {}, name), h('dd', {}, text)])));
     }

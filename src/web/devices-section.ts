@@ -54,7 +54,11 @@ export class DevicesSection {
           'li',
           { class: 'device', 'data-device-id': device.device_id },
           h('div', { class: 'device-name' }, device.device_name, own ? ' (this phone)' : ''),
-          h('div', { class: 'device-detail', title: device.last_seen ? `last seen ${new Date(device.last_seen).toLocaleString()}` : undefined }, `${device.via === 'relay' ? 'relay' : 'LAN'} · notifications ${device.push ? 'on' : 'off'} · last seen ${when(device.last_seen)}`),
+          h(
+            'div',
+            { class: 'device-detail', title: device.last_seen ? `last seen ${new Date(device.last_seen).toLocaleString()}` : undefined },
+            `${device.via === 'relay' ? 'relay' : 'LAN'} · notifications ${device.push ? 'on' : 'off'} · last seen ${when(device.last_seen)}`,
+          ),
           revoke,
         );
       }),

@@ -69,7 +69,12 @@ async function onPush(event: PushEvent): Promise<void> {
   const payload = parsePayload(text);
   if (!payload) {
     // Not ours to read (a newer payload version?): still visible, as Chrome requires, and harmless.
-    await worker.registration.showNotification('Remote Assistant', { body: 'Open to see what happened.', tag: 'unknown', data: { url: './' } satisfies NotificationData, icon: scopeUrl('icon-192.png') });
+    await worker.registration.showNotification('Remote Assistant', {
+      body: 'Open to see what happened.',
+      tag: 'unknown',
+      data: { url: './' } satisfies NotificationData,
+      icon: scopeUrl('icon-192.png'),
+    });
     return;
   }
   const plan = planNotification(payload);

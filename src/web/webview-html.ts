@@ -18,15 +18,9 @@ export interface WebviewHtmlOptions {
 export function renderWebviewHtml(options: WebviewHtmlOptions): string {
   const { scriptUri, styleUri, cspSource, nonce } = options;
   if (!/^[A-Za-z0-9+/=_-]{16,}$/.test(nonce)) throw new Error('renderWebviewHtml: the nonce must be at least 16 base64 or hex characters');
-  const csp = [
-    "default-src 'none'",
-    `style-src ${cspSource}`,
-    `script-src 'nonce-${nonce}'`,
-    `img-src ${cspSource} data:`,
-    `font-src ${cspSource}`,
-    "base-uri 'none'",
-    "form-action 'none'",
-  ].join('; ');
+  const csp = ["default-src 'none'", `style-src ${cspSource}`, `script-src 'nonce-${nonce}'`, `img-src ${cspSource} data:`, `font-src ${cspSource}`, "base-uri 'none'", "form-action 'none'"].join(
+    '; ',
+  );
   return `<!DOCTYPE html>
 <html lang="en">
 <head>

@@ -68,7 +68,7 @@ function momentOf(request: RecordedRequest): string {
   return last.content;
 }
 
-describe('the system prompt, the environment block and the turn\'s note', () => {
+describe("the system prompt, the environment block and the turn's note", () => {
   test('present and true: our prompt, the OS, the workspace, the model first; the date, the branch and its changed files, the client last; no secret', async () => {
     const workspace = await folder('ra-ctx-git-');
     git(workspace, 'init', '-q', '-b', 'feature-ctx');
@@ -90,7 +90,10 @@ describe('the system prompt, the environment block and the turn\'s note', () => 
     assert.match(system, /context window: 128000 tokens/, "the price table's window for gpt-4o-mini");
     assert.doesNotMatch(system, /Instruction files in force/, 'no instruction file, no section');
     const moment = momentOf(request);
-    assert.ok([before, localDate()].some((day) => moment.includes(day)), "today's date");
+    assert.ok(
+      [before, localDate()].some((day) => moment.includes(day)),
+      "today's date",
+    );
     assert.ok(moment.includes(Intl.DateTimeFormat().resolvedOptions().timeZone), 'the time zone');
     assert.ok(moment.includes('- Git: branch feature-ctx, 2 changed files'), moment);
     assert.match(moment, /This message came from: LAN \(the user may be away/);
@@ -190,7 +193,7 @@ describe('git status, cheaply', () => {
 });
 
 describe('instruction files', () => {
-  test('root AGENTS.md, CLAUDE.md, copilot-instructions and the user\'s own are given; an edit is seen on the next request', async () => {
+  test("root AGENTS.md, CLAUDE.md, copilot-instructions and the user's own are given; an edit is seen on the next request", async () => {
     const workspace = await folder('ra-ctx-agents-');
     const dataTemp = await folder('ra-ctx-data-');
     await writeFile(join(workspace, 'AGENTS.md'), 'Run `npm test` before you finish.\n');
@@ -215,12 +218,15 @@ describe('instruction files', () => {
     assert.doesNotMatch(edited, /Run `npm test` before you finish/);
 
     const config = (await client.request({ type: 'get_config' })).data as { instructions: { scope: string; path: string; cut: boolean }[] };
-    assert.deepEqual(config.instructions.map((f) => [f.scope, f.path, f.cut]), [
-      ['user', 'AGENTS.md', false],
-      ['project', 'AGENTS.md', false],
-      ['project', 'CLAUDE.md', false],
-      ['project', '.github/copilot-instructions.md', false],
-    ]);
+    assert.deepEqual(
+      config.instructions.map((f) => [f.scope, f.path, f.cut]),
+      [
+        ['user', 'AGENTS.md', false],
+        ['project', 'AGENTS.md', false],
+        ['project', 'CLAUDE.md', false],
+        ['project', '.github/copilot-instructions.md', false],
+      ],
+    );
   });
 
   test('a nested AGENTS.md joins once a tool touches a path under it, within the same turn, and list_instructions names it', async () => {
@@ -243,10 +249,16 @@ describe('instruction files', () => {
 
     const conversation_id = (reply.data as { conversation_id: string }).conversation_id;
     const listed = (await client.request({ type: 'list_instructions', conversation_id })).data as { files: { path: string; bytes: number }[] };
-    assert.deepEqual(listed.files.map((f) => f.path), ['AGENTS.md', 'packages/api/AGENTS.md']);
+    assert.deepEqual(
+      listed.files.map((f) => f.path),
+      ['AGENTS.md', 'packages/api/AGENTS.md'],
+    );
     assert.equal(listed.files[1].bytes, Buffer.byteLength('api rules: never touch the migrations\n'));
     const general = (await client.request({ type: 'list_instructions' })).data as { files: { path: string }[] };
-    assert.deepEqual(general.files.map((f) => f.path), ['AGENTS.md']);
+    assert.deepEqual(
+      general.files.map((f) => f.path),
+      ['AGENTS.md'],
+    );
     const missing = await client.request({ type: 'list_instructions', conversation_id: 'nope' });
     assert.equal(missing.status, 'error');
   });
@@ -261,7 +273,10 @@ describe('instruction files', () => {
     assert.match(system, /\[Cut: only the first 32 KiB of AGENTS\.md \(43 KiB\) are included; instruction files are limited to 32 KiB in all\./);
     assert.doesNotMatch(system, /END-OF-RULES/);
     const listed = (await client.request({ type: 'list_instructions' })).data as { files: { path: string; cut: boolean }[] };
-    assert.deepEqual(listed.files.map((f) => [f.path, f.cut]), [['AGENTS.md', true]]);
+    assert.deepEqual(
+      listed.files.map((f) => [f.path, f.cut]),
+      [['AGENTS.md', true]],
+    );
   });
 
   test('an AGENTS.md that is a symbolic link to a file outside the workspace is not read', async () => {
@@ -282,7 +297,7 @@ describe('instruction files', () => {
 });
 
 describe('saved prompts', () => {
-  test('list_prompts: the project\'s and the user\'s, front matter read, the project\'s winning a shared name, a link leading out not read', async () => {
+  test("list_prompts: the project's and the user's, front matter read, the project's winning a shared name, a link leading out not read", async () => {
     const workspace = await folder('ra-ctx-prompts-');
     const dataTemp = await folder('ra-ctx-prompts-data-');
     await mkdir(join(workspace, '.remote-assistant', 'prompts'), { recursive: true });
@@ -293,8 +308,8 @@ describe('saved prompts', () => {
     await writeFile(join(outside, 'leak.md'), 'OUTSIDE-PROMPT\n');
     await symlink(join(outside, 'leak.md'), join(workspace, '.remote-assistant', 'prompts', 'leak.md'));
     await mkdir(join(dataTemp, 'prompts'));
-    await writeFile(join(dataTemp, 'prompts', 'review.md'), 'the user\'s review\n');
-    await writeFile(join(dataTemp, 'prompts', 'standup.md'), '---\ndescription: What changed today\n---\nSummarise today\'s commits.\n');
+    await writeFile(join(dataTemp, 'prompts', 'review.md'), "the user's review\n");
+    await writeFile(join(dataTemp, 'prompts', 'standup.md'), "---\ndescription: What changed today\n---\nSummarise today's commits.\n");
     const { client } = await service(workspace, {}, { dataDir: dataTemp });
     const listed = (await client.request({ type: 'list_prompts' })).data as { prompts: { name: string; description: string; scope: string; template: string; takes_arguments: boolean }[] };
     assert.deepEqual(listed.prompts, [

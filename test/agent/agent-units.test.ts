@@ -13,9 +13,16 @@ test('fitHistory keeps the system prompt and the newest message, drops the oldes
   const perTurn = estimateTokens(turns[0]);
   const fitted = fitHistory(system, turns, estimateTokens(system) + perTurn * 3);
   assert.equal(fitted[0], system);
-  assert.deepEqual(fitted.slice(1).map((m) => m.content.split(' ')[0]), ['m7', 'm8', 'm9']);
+  assert.deepEqual(
+    fitted.slice(1).map((m) => m.content.split(' ')[0]),
+    ['m7', 'm8', 'm9'],
+  );
   const tiny = fitHistory(system, turns, 1);
-  assert.deepEqual(tiny.map((m) => m.content.split(' ')[0]), ['sys', 'm9'], 'the newest message is kept even over budget');
+  assert.deepEqual(
+    tiny.map((m) => m.content.split(' ')[0]),
+    ['sys', 'm9'],
+    'the newest message is kept even over budget',
+  );
 });
 
 test('fitHistory never starts with a tool result cut off from its call', () => {
@@ -26,7 +33,10 @@ test('fitHistory never starts with a tool result cut off from its call', () => {
     { role: 'user', content: 'last' },
   ];
   const budget = estimateTokens(history[2]) + estimateTokens(history[3]) + 1;
-  assert.deepEqual(fitHistory(undefined, history, budget).map((m) => m.role), ['user']);
+  assert.deepEqual(
+    fitHistory(undefined, history, budget).map((m) => m.role),
+    ['user'],
+  );
 });
 
 const row = (seq: number, role: MessageRow['role'], content: string, data: unknown = null, tool_name: string | null = null): MessageRow =>
@@ -42,10 +52,19 @@ test('transcriptOf rebuilds tool batches and answers calls interrupted by a cras
     row(5, 'user', 'are you there?'),
   ];
   const messages = transcriptOf(rows);
-  assert.deepEqual(messages.map((m) => m.role), ['user', 'assistant', 'tool', 'tool', 'user']);
+  assert.deepEqual(
+    messages.map((m) => m.role),
+    ['user', 'assistant', 'tool', 'tool', 'user'],
+  );
   const assistant = messages[1] as Extract<ChatMessage, { role: 'assistant' }>;
   assert.equal(assistant.content, 'thinking');
-  assert.deepEqual(assistant.tool_calls!.map((c) => [c.id, c.name]), [['a', 'read_file'], ['b', 'list_directory']]);
+  assert.deepEqual(
+    assistant.tool_calls!.map((c) => [c.id, c.name]),
+    [
+      ['a', 'read_file'],
+      ['b', 'list_directory'],
+    ],
+  );
   assert.equal((messages[3] as Extract<ChatMessage, { role: 'tool' }>).tool_call_id, 'b');
   assert.match(messages[3].content, /interrupted/);
 });
@@ -75,10 +94,25 @@ test('an allow rule on run_command matches only a line of its own shape; a deny 
   const allow = (rule: string, line: string) => ruleMatches(`run_command:${rule}`, 'run_command', line, 'allow');
   const deny = (rule: string, line: string) => ruleMatches(`run_command:${rule}`, 'run_command', line, 'deny');
   for (const line of [
-    'git status; id > f', 'git status && id', 'git status || id', 'git status | sh', 'git status & id', 'git status > f',
-    'git status < /etc/passwd', 'git status $(id)', 'git status `id`', 'git status "$(id)"', 'git status ${x:-$(id)}',
-    'git status $HOME', 'git status\nid', 'git status\rid', 'git status <(id)', 'git status (id)', "git status 'unterminated",
-    'git status # hidden', 'git status 2>&1',
+    'git status; id > f',
+    'git status && id',
+    'git status || id',
+    'git status | sh',
+    'git status & id',
+    'git status > f',
+    'git status < /etc/passwd',
+    'git status $(id)',
+    'git status `id`',
+    'git status "$(id)"',
+    'git status ${x:-$(id)}',
+    'git status $HOME',
+    'git status\nid',
+    'git status\rid',
+    'git status <(id)',
+    'git status (id)',
+    "git status 'unterminated",
+    'git status # hidden',
+    'git status 2>&1',
   ]) {
     assert.equal(allow('git status*', line), false, JSON.stringify(line));
   }
@@ -90,11 +124,21 @@ test('an allow rule on run_command matches only a line of its own shape; a deny 
   assert.equal(allow('npm test && npm run lint', 'npm test && npm run lint'), true);
   assert.equal(allow('npm test* && npm run lint', 'npm test && npm run lint; id'), false, 'a * stays within its command');
 
-  assert.equal(allow('git status*', 'GIT_PAGER=id git status'), false, 'an assignment before the program is not the rule\'s command');
+  assert.equal(allow('git status*', 'GIT_PAGER=id git status'), false, "an assignment before the program is not the rule's command");
   assert.equal(allow('git status*', 'if git status; then id; fi'), false);
   for (const line of [
-    'x; rm -rf /', 'echo $(rm -rf /)', 'echo "`rm -rf /`"', '(rm -rf /)', 'true && "rm" -rf /', 'r\\m -rf /', 'a | rm -rf /',
-    '{ rm -rf /; }', 'if true; then rm -rf /; fi', 'X=1 rm -rf /', '! rm -rf /', 'while rm -rf /; do :; done',
+    'x; rm -rf /',
+    'echo $(rm -rf /)',
+    'echo "`rm -rf /`"',
+    '(rm -rf /)',
+    'true && "rm" -rf /',
+    'r\\m -rf /',
+    'a | rm -rf /',
+    '{ rm -rf /; }',
+    'if true; then rm -rf /; fi',
+    'X=1 rm -rf /',
+    '! rm -rf /',
+    'while rm -rf /; do :; done',
   ]) {
     assert.equal(deny('rm *', line), true, line);
   }
@@ -141,13 +185,16 @@ test('the gate: deny rules beat allow rules beat the mode; the mode is read at e
 test('KeyedQueue runs one task at a time per key, keys in parallel', async () => {
   const queue = new KeyedQueue();
   const log: string[] = [];
-  const task = (name: string, ms: number) => () => new Promise<void>((resolve) => {
-    log.push(`start ${name}`);
-    setTimeout(() => (log.push(`end ${name}`), resolve()), ms);
-  });
+  const task = (name: string, ms: number) => () =>
+    new Promise<void>((resolve) => {
+      log.push(`start ${name}`);
+      setTimeout(() => (log.push(`end ${name}`), resolve()), ms);
+    });
   await Promise.all([queue.run('a', task('a1', 30)), queue.run('a', task('a2', 1)), queue.run('b', task('b1', 5))]);
   assert.deepEqual(log, ['start a1', 'start b1', 'end b1', 'end a1', 'start a2', 'end a2']);
-  const failing = queue.run('a', async () => { throw new Error('boom'); });
+  const failing = queue.run('a', async () => {
+    throw new Error('boom');
+  });
   await assert.rejects(failing, /boom/);
   assert.equal(await queue.run('a', async () => 'after a failure'), 'after a failure');
   await queue.idle();

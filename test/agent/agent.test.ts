@@ -41,26 +41,44 @@ describe('the tool loop', () => {
     assert.equal(await readFile(join(rig.workspace, 'notes/a.txt'), 'utf8'), 'forty-two');
 
     const events = client.frames.filter((f) => f.id === 't1' && String(f.event).startsWith('tool.'));
-    assert.deepEqual(events.map((e) => [e.event, e.tool]), [['tool.call', 'write_file'], ['tool.result', 'write_file'], ['tool.call', 'read_file'], ['tool.result', 'read_file']]);
+    assert.deepEqual(
+      events.map((e) => [e.event, e.tool]),
+      [
+        ['tool.call', 'write_file'],
+        ['tool.result', 'write_file'],
+        ['tool.call', 'read_file'],
+        ['tool.result', 'read_file'],
+      ],
+    );
     assert.ok(events.filter((e) => e.event === 'tool.result').every((e) => e.ok === true));
 
     const conversation_id = chatId(reply);
     const plain = (await client.request({ type: 'get_messages', conversation_id })).data as { messages: { role: string }[] };
-    assert.deepEqual(plain.messages.map((m) => m.role), ['user', 'assistant']);
+    assert.deepEqual(
+      plain.messages.map((m) => m.role),
+      ['user', 'assistant'],
+    );
     const full = (await client.request({ type: 'get_messages', conversation_id, include_tools: true })).data as { messages: { role: string; tool_name?: string; tool_kind?: string; ok?: boolean }[] };
-    assert.deepEqual(full.messages.map((m) => [m.role, m.tool_name ?? null, m.tool_kind ?? null, m.ok ?? null]), [
-      ['user', null, null, null],
-      ['tool', 'write_file', 'call', null],
-      ['tool', 'write_file', 'result', true],
-      ['tool', 'read_file', 'call', null],
-      ['tool', 'read_file', 'result', true],
-      ['assistant', null, null, null],
-    ]);
+    assert.deepEqual(
+      full.messages.map((m) => [m.role, m.tool_name ?? null, m.tool_kind ?? null, m.ok ?? null]),
+      [
+        ['user', null, null, null],
+        ['tool', 'write_file', 'call', null],
+        ['tool', 'write_file', 'result', true],
+        ['tool', 'read_file', 'call', null],
+        ['tool', 'read_file', 'result', true],
+        ['assistant', null, null, null],
+      ],
+    );
 
     // The next turn replays the tool traffic to the model in the provider's format.
     await client.request({ type: 'chat', message: 'thanks', conversation_id });
     const replayed = rig.fake.requests.at(-1)!.body.messages as { role: string; tool_calls?: unknown[]; tool_call_id?: string }[];
-    assert.deepEqual(replayed.map((m) => m.role), ['system', 'user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'user', 'user'], 'the last: the turn\'s note');
+    assert.deepEqual(
+      replayed.map((m) => m.role),
+      ['system', 'user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'user', 'user'],
+      "the last: the turn's note",
+    );
     assert.equal(replayed[3].tool_call_id, 'c1');
     client.close();
   });
@@ -81,10 +99,7 @@ describe('the tool loop', () => {
   test('max_steps bounds the loop', async () => {
     const svc = await service({ max_steps: 2 });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    rig.fake.script(
-      { tool_calls: [{ name: 'list_directory', arguments: {} }] },
-      { tool_calls: [{ name: 'list_directory', arguments: {} }] },
-    );
+    rig.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { tool_calls: [{ name: 'list_directory', arguments: {} }] });
     const before = rig.fake.requests.length;
     const reply = await client.request({ type: 'chat', message: 'loop forever' });
     assert.equal(reply.status, 'ok');
@@ -111,7 +126,11 @@ describe('permissions', () => {
   test('ask: the client is asked; allow runs, deny does not; no answer in time denies', async () => {
     const svc = await service({ permission_mode: 'ask' });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    for (const [answer, file, expectRun] of [['allow', 'ask-allow.txt', true], ['deny', 'ask-deny.txt', false], [undefined, 'ask-timeout.txt', false]] as const) {
+    for (const [answer, file, expectRun] of [
+      ['allow', 'ask-allow.txt', true],
+      ['deny', 'ask-deny.txt', false],
+      [undefined, 'ask-timeout.txt', false],
+    ] as const) {
       rig.fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: file, content: 'y' } }] }, { text: 'done' });
       client.send({ type: 'chat', message: `write ${file}`, id: file });
       const request = await client.next((f) => f.event === 'permission.request');
@@ -131,7 +150,7 @@ describe('permissions', () => {
     client.close();
   });
 
-  test('a turn\'s events come in the order the agent made them: a permission.request never overtakes its tool.call', async () => {
+  test("a turn's events come in the order the agent made them: a permission.request never overtakes its tool.call", async () => {
     const svc = await service({ permission_mode: 'ask' });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
     rig.fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'order.txt', content: 'o' } }] }, { text: 'written' });
@@ -154,7 +173,13 @@ describe('permissions', () => {
     assert.deepEqual([...new Set(events.map((e) => e.event))], ['chat.message', 'tool.call', 'tool.result', 'chat.delta']);
     assert.equal(events.at(-1)?.event, 'chat.message');
     assert.ok(events.every((e) => e.conversation_id === output.conversation_id));
-    assert.equal(events.filter((e) => e.event === 'chat.delta').map((e) => (e as { delta: string }).delta).join(''), 'listed');
+    assert.equal(
+      events
+        .filter((e) => e.event === 'chat.delta')
+        .map((e) => (e as { delta: string }).delta)
+        .join(''),
+      'listed',
+    );
   });
 
   test('allow_conversation: asked once per tool for the rest of the conversation', async () => {
@@ -245,7 +270,15 @@ describe('tool faults', () => {
       ],
     });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    rig.fake.script({ tool_calls: [{ name: 'broken', arguments: {} }, { name: 'sleepy', arguments: {} }] }, (request) => ({ text: toolResultsIn(request).join(' | ') }));
+    rig.fake.script(
+      {
+        tool_calls: [
+          { name: 'broken', arguments: {} },
+          { name: 'sleepy', arguments: {} },
+        ],
+      },
+      (request) => ({ text: toolResultsIn(request).join(' | ') }),
+    );
     const started = Date.now();
     const reply = await client.request({ type: 'chat', message: 'faults', id: 'f1' }, 20_000);
     assert.equal(reply.status, 'ok');
@@ -253,7 +286,10 @@ describe('tool faults', () => {
     assert.match(text, /within 2 s|timed out|did not finish/i);
     assert.ok(Date.now() - started < 15_000, 'the hanging tool was stopped by the loop timeout');
     const results = client.frames.filter((f) => f.event === 'tool.result' && f.id === 'f1');
-    assert.deepEqual(results.map((r) => r.ok), [false, false]);
+    assert.deepEqual(
+      results.map((r) => r.ok),
+      [false, false],
+    );
     client.close();
   });
 
@@ -272,7 +308,15 @@ describe('tool faults', () => {
   test('path escapes are refused', async () => {
     const svc = await service();
     const client = await TestClient.authed(svc.wsUrl, svc.token);
-    rig.fake.script({ tool_calls: [{ name: 'read_file', arguments: { path: '../../etc/passwd' } }, { name: 'read_file', arguments: { path: '/etc/passwd' } }] }, (request) => ({ text: toolResultsIn(request).join('|') }));
+    rig.fake.script(
+      {
+        tool_calls: [
+          { name: 'read_file', arguments: { path: '../../etc/passwd' } },
+          { name: 'read_file', arguments: { path: '/etc/passwd' } },
+        ],
+      },
+      (request) => ({ text: toolResultsIn(request).join('|') }),
+    );
     const text = ((await client.request({ type: 'chat', message: 'escape' })).data as { response: string }).response;
     assert.ok(!text.includes('root:'), 'no content of /etc/passwd');
     assert.match(text, /outside the workspace/);
@@ -309,7 +353,10 @@ describe('memory, cancel and providers', () => {
     assert.equal((final.data as { cancelled: boolean }).cancelled, true);
     assert.ok((final.data as { response: string }).response.length < 'a b c d e f g h i j'.length, 'the reply was cut short');
     const messages = ((await client.request({ type: 'get_messages', conversation_id })).data as { messages: { role: string; content: string }[] }).messages;
-    assert.deepEqual(messages.map((m) => m.role), ['user', 'assistant', 'user']);
+    assert.deepEqual(
+      messages.map((m) => m.role),
+      ['user', 'assistant', 'user'],
+    );
     assert.equal(messages.at(-1)!.content, 'long answer please');
     await rig.fake.waitFor((requests) => requests.some((r) => r.aborted));
     client.close();
@@ -344,14 +391,11 @@ describe('memory, cancel and providers', () => {
     const svc = await service({ provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-test-key-abcdef123456', model: 'claude-fake-2', system_prompt: 'be brief' });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
     await writeFile(join(rig.workspace, 'anthropic.txt'), 'from disk');
-    anthropic.script(
-      { tool_uses: [{ id: 'toolu_1', name: 'read_file', input: { path: 'anthropic.txt' } }] },
-      (request) => {
-        const last = withoutNote(request.body.messages as { role: string }[]).at(-1) as unknown as { role: string; content: { type: string; content?: unknown }[] };
-        const result = last.content.find((block) => block.type === 'tool_result');
-        return { text: `read: ${JSON.stringify(result?.content)}`, chunks: 4 };
-      },
-    );
+    anthropic.script({ tool_uses: [{ id: 'toolu_1', name: 'read_file', input: { path: 'anthropic.txt' } }] }, (request) => {
+      const last = withoutNote(request.body.messages as { role: string }[]).at(-1) as unknown as { role: string; content: { type: string; content?: unknown }[] };
+      const result = last.content.find((block) => block.type === 'tool_result');
+      return { text: `read: ${JSON.stringify(result?.content)}`, chunks: 4 };
+    });
     const reply = await client.request({ type: 'chat', message: 'read it', stream: true, id: 'an' });
     assert.equal(reply.status, 'ok', JSON.stringify(reply));
     assert.match((reply.data as { response: string }).response, /from disk/);
@@ -359,14 +403,34 @@ describe('memory, cancel and providers', () => {
     const second = anthropic.requests.at(-1)!.body as { system: unknown; messages: { role: string; content: string | { type: string }[] }[] };
     assert.match(JSON.stringify(second.system), /be brief/);
     const blocks = (content: string | { type: string }[]) => (typeof content === 'string' ? 'text' : content.map((b) => b.type).join(','));
-    assert.deepEqual(second.messages.map((m) => [m.role, blocks(m.content)]), [['user', 'text'], ['assistant', 'tool_use'], ['user', 'tool_result,text']], 'the turn\'s note comes last');
+    assert.deepEqual(
+      second.messages.map((m) => [m.role, blocks(m.content)]),
+      [
+        ['user', 'text'],
+        ['assistant', 'tool_use'],
+        ['user', 'tool_result,text'],
+      ],
+      "the turn's note comes last",
+    );
     // The prompt cache: Anthropic caches only what is marked. The system prompt (with the tools before it)
     // and the conversation up to the turn's note are; the note, which changes each turn, is not.
     const first = anthropic.requests.at(-2)!.body as typeof second;
-    for (const body of [first, second]) assert.deepEqual((body.system as { cache_control?: unknown }[]).map((b) => b.cache_control), [{ type: 'ephemeral' }]);
+    for (const body of [first, second])
+      assert.deepEqual(
+        (body.system as { cache_control?: unknown }[]).map((b) => b.cache_control),
+        [{ type: 'ephemeral' }],
+      );
     const marked = (body: typeof second) => body.messages.flatMap((m) => (typeof m.content === 'string' ? [] : m.content)).filter((b) => 'cache_control' in b);
-    assert.deepEqual(marked(first).map((b) => b.type), ['text'], "the first request: the user's message");
-    assert.deepEqual(marked(second).map((b) => b.type), ['tool_result'], 'the second: the tool result, the last block before the note');
+    assert.deepEqual(
+      marked(first).map((b) => b.type),
+      ['text'],
+      "the first request: the user's message",
+    );
+    assert.deepEqual(
+      marked(second).map((b) => b.type),
+      ['tool_result'],
+      'the second: the tool result, the last block before the note',
+    );
     assert.match(JSON.stringify(first.messages[0]), /read it/);
     const note = (second.messages.at(-1)!.content as { type: string; text?: string }[]).at(-1)!;
     assert.ok(note.text?.startsWith('# Now') && !('cache_control' in note), 'the note: last, unmarked');

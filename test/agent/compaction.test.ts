@@ -105,7 +105,9 @@ describe('a long session against a 16k window', () => {
       // Every request, the summariser's too, leaves the reply its room in the window: by the service's estimate and by the fake's own count.
       assert.ok(estimated(request) + REPLY_ROOM <= WINDOW, `request ${i}: ${estimated(request)} estimated tokens`);
       assert.ok(countWords(JSON.stringify(request.body)) + REPLY_ROOM <= WINDOW, `request ${i}: ${countWords(JSON.stringify(request.body))} words`);
-      const text = messagesOf(request).map((m) => m.content ?? '').join('\n');
+      const text = messagesOf(request)
+        .map((m) => m.content ?? '')
+        .join('\n');
       assert.ok(text.includes(CONSTRAINT), `request ${i} lost the constraint`);
       if (firstCompacted < 0 && text.includes('were summarised to fit the context window')) firstCompacted = i;
     });
@@ -121,14 +123,19 @@ describe('a long session against a 16k window', () => {
     assert.match(last.find((m) => m.role !== 'system')!.content ?? '', /summarised/, 'the summary comes first after the system message');
 
     // The summary is stored, listed by get_messages (with what it covers), and was sent live as a chat.message.
-    const listed = (await client.request({ type: 'get_messages', conversation_id, limit: 500 })).data as { messages: { id: string; role: string; content: string; compaction?: { status: string; messages?: number } }[] };
+    const listed = (await client.request({ type: 'get_messages', conversation_id, limit: 500 })).data as {
+      messages: { id: string; role: string; content: string; compaction?: { status: string; messages?: number } }[];
+    };
     const summaries = listed.messages.filter((m) => m.role === 'summary');
     assert.ok(summaries.length > 0);
     for (const m of summaries) assert.ok(m.compaction?.status === 'summarised' && (m.compaction.messages ?? 0) > 0 && m.content.includes(CONSTRAINT), JSON.stringify(m).slice(0, 600));
     assert.ok(client.frames.some((f) => f.event === 'chat.message' && (f.message as { role: string }).role === 'summary'));
     // The originals stay: search finds the first message (the summaries that quote it are hits too).
     const hits = (await client.request({ type: 'search_messages', query: 'migrations folder', conversation_id, limit: 200 })).data as { hits: { message_id: string; role: string; snippet: string }[] };
-    assert.ok(hits.hits.some((h) => h.role === 'user' && h.snippet.includes('turn 0')), JSON.stringify(hits.hits.filter((h) => h.role === 'user')));
+    assert.ok(
+      hits.hits.some((h) => h.role === 'user' && h.snippet.includes('turn 0')),
+      JSON.stringify(hits.hits.filter((h) => h.role === 'user')),
+    );
 
     // The context meter tells how full the window was on the last call, of this window.
     const conversations = (await client.request({ type: 'list_conversations' })).data as { conversations: { id: string; usage: { context_used: number; context_window: number } }[] };
@@ -170,7 +177,7 @@ describe('a compaction that fails', () => {
     const compacted = await client.request({ type: 'compact_conversation', conversation_id, focus: 'the rules' });
     assert.equal(compacted.status, 'ok', JSON.stringify(compacted));
     const made = compacted.data as { message: { content: string }; context_used: number; context_window: number };
-    assert.ok(made.message.content.includes(CONSTRAINT), 'the summary keeps the first message\'s rule');
+    assert.ok(made.message.content.includes(CONSTRAINT), "the summary keeps the first message's rule");
     assert.equal(made.context_window, 8_192);
     const summariserRequest = fake.requests.filter(isSummariser).at(-1)!;
     assert.match(messagesOf(summariserRequest).at(-1)!.content ?? '', /keep in particular: the rules/);
@@ -194,8 +201,15 @@ describe("the server's own window", () => {
     for (let turn = 1; turn < 12; turn += 1) assert.equal((await client.request({ type: 'chat', conversation_id, message: `turn ${turn}: next` })).status, 'ok');
     for (const request of ollama.requests.filter((r) => !isSummariser(r))) assert.ok(estimated(request) + REPLY_ROOM <= 8_192, `${estimated(request)} estimated tokens`);
     assert.ok(ollama.requests.some(isSummariser), 'compacted for the 8k window');
-    assert.deepEqual(ollama.asides.map((r) => `${r.method} ${r.path}`), ['GET /api/v0/models/llama3.1', 'POST /api/show'], 'asked once');
-    assert.ok(ollama.asides.every((r) => r.headers.authorization === undefined), 'the API key is not sent to the probe');
+    assert.deepEqual(
+      ollama.asides.map((r) => `${r.method} ${r.path}`),
+      ['GET /api/v0/models/llama3.1', 'POST /api/show'],
+      'asked once',
+    );
+    assert.ok(
+      ollama.asides.every((r) => r.headers.authorization === undefined),
+      'the API key is not sent to the probe',
+    );
     const conversations = (await client.request({ type: 'list_conversations' })).data as { conversations: { id: string; usage: { context_window: number } }[] };
     assert.equal(conversations.conversations.find((c) => c.id === conversation_id)!.usage.context_window, 8_192);
     client.close();

@@ -16,7 +16,18 @@ function repo() {
     reads,
     add(conversationId: string, kb: number): void {
       seq += 1;
-      const row: MessageRow = { seq, id: `m${seq}`, conversation_id: conversationId, role: 'user', content: 'x'.repeat(kb * KB), timestamp: '', tool_name: null, user_id: null, data: null, client_key: null };
+      const row: MessageRow = {
+        seq,
+        id: `m${seq}`,
+        conversation_id: conversationId,
+        role: 'user',
+        content: 'x'.repeat(kb * KB),
+        timestamp: '',
+        tool_name: null,
+        user_id: null,
+        data: null,
+        client_key: null,
+      };
       rows.set(conversationId, [...(rows.get(conversationId) ?? []), row]);
     },
     async recent(conversationId: string): Promise<MessageRow[]> {

@@ -22,7 +22,10 @@ test('attack: 300 large nested AGENTS.md touched over several turns are not all 
   for (let turn = 0; turn < 5; turn += 1) {
     const touched = folders.slice(turn * 60, turn * 60 + 60).map((folder) => join(folder, 'index.ts'));
     const inForce = await files.inForce([dir], touched);
-    assert.ok(inForce.some((file) => file.path === `pkg${turn * 60 + 59}/AGENTS.md`), 'the nearest file of the newest touched path is in force');
+    assert.ok(
+      inForce.some((file) => file.path === `pkg${turn * 60 + 59}/AGENTS.md`),
+      'the nearest file of the newest touched path is in force',
+    );
   }
   assert.ok(files.cachedFiles <= MAX_CACHED_INSTRUCTION_FILES, `keeps ${files.cachedFiles} files`);
 });

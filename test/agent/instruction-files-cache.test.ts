@@ -11,7 +11,7 @@ import { tempDir } from '../helpers/temp';
 
 const texts = async (files: InstructionFiles, roots: string[]) => (await files.inForce(roots)).map((file) => `${file.scope}:${file.path}=${file.text.trim()}`);
 
-test('the roots\' answer is remembered: a second call looks at nothing on disk', async (t) => {
+test("the roots' answer is remembered: a second call looks at nothing on disk", async (t) => {
   const { dir, cleanup } = await tempDir();
   t.after(cleanup);
   await writeFile(join(dir, 'AGENTS.md'), 'root rules\n');

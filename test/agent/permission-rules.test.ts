@@ -98,7 +98,7 @@ test('attack: the rule for ~/x (the home folder) does not allow ~"/x" or ~\\/x (
   }
   assert.equal(allows(rule, 'run_command', 'rm -rf ~/old'), true);
   assert.equal(allows('run_command:cat ~/x', 'run_command', "cat '~/x'"), false, 'nor the other way round');
-  assert.equal(allows('run_command:rm -rf \'~/old\'', 'run_command', 'rm -rf ~"/old"'), true, 'both name the folder ~ here');
+  assert.equal(allows("run_command:rm -rf '~/old'", 'run_command', 'rm -rf ~"/old"'), true, 'both name the folder ~ here');
 });
 
 test('a path rule with a backslash before a star stays exact', () => {
@@ -130,8 +130,7 @@ test('the gate: allow_always writes the narrowest rule, then allows; no rule whe
       written.push(rule);
     },
   );
-  const check = (subject: string) =>
-    gate.check({ conversationId: 'c1', source: 'ws', tool: 'run_command', arguments: { command: subject }, subject, signal: new AbortController().signal });
+  const check = (subject: string) => gate.check({ conversationId: 'c1', source: 'ws', tool: 'run_command', arguments: { command: subject }, subject, signal: new AbortController().signal });
   assert.deepEqual(await check('ls *.ts'), { decision: 'allow_always', reason: 'answered' });
   assert.deepEqual(await check("echo 'unterminated"), { decision: 'allow_always', reason: 'answered' }, 'allowed once, without a rule');
   assert.deepEqual(written, ['run_command:ls \\*.ts']);

@@ -28,7 +28,8 @@ describe('anthropic provider: answers', () => {
         messages: [{ role: 'user', content: 'hello' }],
         stream: false,
       });
-    }));
+    }),
+  );
 
   test('text, streamed: deltas arrive in order and join to the whole text', limit, () =>
     withFake(async (fake, provider) => {
@@ -40,7 +41,8 @@ describe('anthropic provider: answers', () => {
       assert.equal(deltas.join(''), text);
       assert.deepEqual(result, { text, tool_calls: [], finish_reason: 'end_turn', usage: { input_tokens: 11, output_tokens: 10, cached_tokens: 0, cache_write_tokens: 0 } });
       assert.equal(fake.requests[0].body.stream, true);
-    }));
+    }),
+  );
 
   test('several system messages join into `system`; temperature and max_tokens pass (temperature within 0..1)', limit, () =>
     withFake(async (fake, provider) => {
@@ -63,13 +65,15 @@ describe('anthropic provider: answers', () => {
       assert.equal(first.max_tokens, 50);
       assert.equal(second.system, undefined, 'no system prompt, no field');
       assert.equal(second.temperature, 1);
-    }));
+    }),
+  );
 
   test('the default answer echoes the last user message', limit, () =>
     withFake(async (_fake, provider) => {
       const result = await provider.complete({ model: 'm', messages: [{ role: 'user', content: 'ping' }] });
       assert.equal(result.text, 'echo: ping');
-    }));
+    }),
+  );
 
   test('assistant tool calls become tool_use blocks and their results tool_result blocks of one user turn', limit, () =>
     withFake(async (fake, provider) => {
@@ -132,7 +136,8 @@ describe('anthropic provider: answers', () => {
           input_schema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
         },
       ]);
-    }));
+    }),
+  );
 
   test('a history that starts with the assistant gets an opening user turn; empty turns are left out', limit, () =>
     withFake(async (fake, provider) => {
@@ -147,10 +152,17 @@ describe('anthropic provider: answers', () => {
       });
       assert.deepEqual(fake.requests[0].body.messages, [
         { role: 'user', content: '(earlier messages omitted)' },
-        { role: 'assistant', content: [{ type: 'text', text: 'Earlier answer.' }, { type: 'text', text: 'More.' }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Earlier answer.' },
+            { type: 'text', text: 'More.' },
+          ],
+        },
         { role: 'user', content: 'go on' },
       ]);
-    }));
+    }),
+  );
 
   test('streamed tool_use blocks are assembled from partial JSON, with parsed input', limit, () =>
     withFake(async (fake, provider) => {
@@ -176,11 +188,20 @@ describe('anthropic provider: answers', () => {
         { id: 'toolu_a', name: 'read_file', arguments: { path: 'src/index.ts', lines: [1, 20] } },
         { id: 'toolu_b', name: 'search', arguments: { query: 'héllo "world"', nested: { deep: true } } },
       ]);
-    }));
+    }),
+  );
 
   test('tool_use, not streamed; a tool with no input gets {}', limit, () =>
     withFake(async (fake, provider) => {
-      fake.script({ tool_uses: [{ id: 'toolu_1', name: 'get_time', input: {} }, { id: 'toolu_2', name: 'read', input: { path: 'x' } }] }, { tool_uses: [{ id: 'toolu_3', name: 'get_time', input: {} }] });
+      fake.script(
+        {
+          tool_uses: [
+            { id: 'toolu_1', name: 'get_time', input: {} },
+            { id: 'toolu_2', name: 'read', input: { path: 'x' } },
+          ],
+        },
+        { tool_uses: [{ id: 'toolu_3', name: 'get_time', input: {} }] },
+      );
       const first = await provider.complete({ model: 'm', messages: hello });
       assert.equal(first.text, '');
       assert.equal(first.finish_reason, 'tool_use');
@@ -190,9 +211,10 @@ describe('anthropic provider: answers', () => {
       ]);
       const streamed = await provider.complete({ model: 'm', messages: hello, onDelta: () => assert.fail('no text to stream') });
       assert.deepEqual(streamed.tool_calls, [{ id: 'toolu_3', name: 'get_time', arguments: {} }]);
-    }));
+    }),
+  );
 
-  test('tool input that is not JSON comes back as the call\'s argumentsError, saying when the token limit cut it off', limit, () =>
+  test("tool input that is not JSON comes back as the call's argumentsError, saying when the token limit cut it off", limit, () =>
     withFake(async (fake, provider) => {
       fake.script(
         { tool_uses: [{ name: 'read_file', input: '{"path": "a' }] },
@@ -207,7 +229,8 @@ describe('anthropic provider: answers', () => {
       const notObject = (await provider.complete({ model: 'm', messages: hello })).tool_calls[0];
       assert.equal(notObject.argumentsError, 'the input is not a JSON object');
       assert.equal(fake.requests.length, 3, 'not retried');
-    }));
+    }),
+  );
 
   test('a base URL given with /v1, a trailing slash or a query reaches the same endpoint', limit, () =>
     withFake(async (fake) => {
@@ -215,10 +238,14 @@ describe('anthropic provider: answers', () => {
         const provider = createAnthropicProvider({ apiKey: KEY, baseUrl });
         assert.equal((await provider.complete({ model: 'm', messages: hello })).text, 'echo: hello');
       }
-      assert.deepEqual(fake.requests.map((r) => r.path), ['/v1/messages', '/v1/messages', '/v1/messages', '/v1/messages?tenant=t1']);
-    }));
+      assert.deepEqual(
+        fake.requests.map((r) => r.path),
+        ['/v1/messages', '/v1/messages', '/v1/messages', '/v1/messages?tenant=t1'],
+      );
+    }),
+  );
 
-  test('no API key: a placeholder is sent to a custom endpoint; Anthropic\'s own is not_configured', limit, async () => {
+  test("no API key: a placeholder is sent to a custom endpoint; Anthropic's own is not_configured", limit, async () => {
     await withFake(
       async (fake, provider) => {
         assert.equal((await provider.complete({ model: 'local', messages: hello })).text, 'echo: hello');
@@ -231,7 +258,7 @@ describe('anthropic provider: answers', () => {
     await providerFailure(provider.complete({ model: 'claude-fake', messages: hello }), 'not_configured', /API key/);
   });
 
-  test('ANTHROPIC_* environment variables are not read behind the config\'s back', limit, () =>
+  test("ANTHROPIC_* environment variables are not read behind the config's back", limit, () =>
     withFake(async (fake) => {
       const names = ['ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY'] as const;
       const saved = names.map((name) => [name, process.env[name]] as const);
@@ -250,19 +277,27 @@ describe('anthropic provider: answers', () => {
       assert.equal(fake.requests.length, 1);
       assert.equal(fake.requests[0].headers.authorization, undefined);
       assert.notEqual(fake.requests[0].headers['x-api-key'], 'env-key-should-not-be-sent');
-    }));
+    }),
+  );
 
   test('listModels lists the models endpoint across pages, in its order', limit, () =>
     withFake(
       async (fake, provider) => {
         assert.deepEqual(await provider.listModels!(), ['gamma', 'alpha', 'beta']);
-        assert.deepEqual(fake.requests.map((r) => [r.method, r.path.split('?')[0]]), [['GET', '/v1/models'], ['GET', '/v1/models']]);
+        assert.deepEqual(
+          fake.requests.map((r) => [r.method, r.path.split('?')[0]]),
+          [
+            ['GET', '/v1/models'],
+            ['GET', '/v1/models'],
+          ],
+        );
         assert.match(fake.requests[1].path, /after_id=alpha/);
         assert.equal(fake.requests[0].headers['x-api-key'], KEY);
       },
       {},
       { models: ['gamma', 'alpha', 'beta'], modelsPageSize: 2 },
-    ));
+    ),
+  );
 });
 
 describe('anthropic provider: failures', () => {
@@ -276,7 +311,8 @@ describe('anthropic provider: failures', () => {
       fake.script({ status: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: 'x'.repeat(5000) } } });
       const long = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'bad_request');
       assert.ok(long.message.length <= 260, `message is truncated (${long.message.length} chars)`);
-    }));
+    }),
+  );
 
   test('529 overloaded forever is unavailable after the retries', limit, () =>
     withFake(
@@ -287,14 +323,16 @@ describe('anthropic provider: failures', () => {
         assert.equal(fake.requests.length, 3, 'first try plus maxRetries 2');
       },
       { maxRetries: 2 },
-    ));
+    ),
+  );
 
   test('x-should-retry: false is obeyed', limit, () =>
     withFake(async (fake, provider) => {
       fake.script({ status: 500, headers: { 'x-should-retry': 'false' } });
       await providerFailure(provider.complete({ model: 'm', messages: hello }), 'unavailable', /server error \(HTTP 500\): Internal server error/);
       assert.equal(fake.requests.length, 1);
-    }));
+    }),
+  );
 
   test('an overloaded_error event before any text is retried; after text it is unavailable', limit, () =>
     withFake(
@@ -308,16 +346,13 @@ describe('anthropic provider: failures', () => {
 
         fake.script({ text: 'abcdef', chunks: 3, errorAfterChunks: 1 });
         deltas.length = 0;
-        await providerFailure(
-          provider.complete({ model: 'm', messages: hello, onDelta: (piece) => deltas.push(piece) }),
-          'unavailable',
-          /the server reported overloaded_error mid-answer: Overloaded/,
-        );
+        await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: (piece) => deltas.push(piece) }), 'unavailable', /the server reported overloaded_error mid-answer: Overloaded/);
         assert.deepEqual(deltas, ['ab']);
         assert.equal(fake.requests.length, 3, 'not retried once text was shown');
       },
       { maxRetries: 1 },
-    ));
+    ),
+  );
 
   test('a connection reset before the answer is retried; mid-stream it is a network error', limit, () =>
     withFake(
@@ -333,7 +368,8 @@ describe('anthropic provider: failures', () => {
         assert.equal(fake.requests.length, 3);
       },
       { maxRetries: 1 },
-    ));
+    ),
+  );
 
   test('a stream that goes silent is a timeout error; a slow but steady one is not', limit, () =>
     withFake(
@@ -348,7 +384,8 @@ describe('anthropic provider: failures', () => {
         assert.equal((await provider.complete({ model: 'm', messages: hello, onDelta: () => {} })).text, 'abcdefgh');
       },
       { timeoutMs: 400 },
-    ));
+    ),
+  );
 
   test('a malformed stream is a bad_response, and so is a body that is not JSON or a stream cut short', limit, () =>
     withFake(async (fake, provider) => {
@@ -360,7 +397,8 @@ describe('anthropic provider: failures', () => {
       await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: () => {} }), 'bad_response', /ended before the answer was complete/);
       await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: () => {} }), 'bad_response', /malformed stream \(no data\)/);
       assert.equal(fake.requests.length, 4, 'not retried');
-    }));
+    }),
+  );
 
   test('404 names the endpoint to check', limit, () =>
     withFake(async (fake, provider) => {
@@ -371,7 +409,8 @@ describe('anthropic provider: failures', () => {
         /not found \(HTTP 404\); check the model and the base URL http:\/\/127\.0\.0\.1:\d+: model: claude-fake-missing/,
       );
       assert.equal(error.status, 404);
-    }));
+    }),
+  );
 });
 
 describe('anthropic provider: cancel', () => {

@@ -29,7 +29,8 @@ describe('openai provider: answers', () => {
         { role: 'system', content: 'be brief' },
         { role: 'user', content: 'hello' },
       ]);
-    }));
+    }),
+  );
 
   test('text, streamed: deltas arrive in order and join to the whole text', limit, () =>
     withFake(async (fake, provider) => {
@@ -44,13 +45,15 @@ describe('openai provider: answers', () => {
       assert.ok(result.usage && typeof result.usage.output_tokens === 'number', 'usage is asked for and reported');
       assert.equal(fake.requests[0].body.stream, true);
       assert.deepEqual(fake.requests[0].body.stream_options, { include_usage: true });
-    }));
+    }),
+  );
 
   test('the default answer echoes the last user message', limit, () =>
     withFake(async (_fake, provider) => {
       const result = await provider.complete({ model: 'm', messages: [{ role: 'user', content: 'ping' }] });
       assert.equal(result.text, 'echo: ping');
-    }));
+    }),
+  );
 
   test('tool calls streamed across chunks are assembled, with parsed arguments', limit, () =>
     withFake(async (fake, provider) => {
@@ -78,7 +81,8 @@ describe('openai provider: answers', () => {
       assert.deepEqual(fake.requests[0].body.tools, [
         { type: 'function', function: { name: 'read_file', description: 'Reads a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
       ]);
-    }));
+    }),
+  );
 
   test('tool calls, not streamed, and tool results sent back in the wire format', limit, () =>
     withFake(async (fake, provider) => {
@@ -88,20 +92,17 @@ describe('openai provider: answers', () => {
       assert.equal(first.text, '');
       const second = await provider.complete({
         model: 'fake-model',
-        messages: [
-          ...hello,
-          { role: 'assistant', content: '', tool_calls: first.tool_calls },
-          { role: 'tool', tool_call_id: 'call_1', name: 'get_time', content: '12:00' },
-        ],
+        messages: [...hello, { role: 'assistant', content: '', tool_calls: first.tool_calls }, { role: 'tool', tool_call_id: 'call_1', name: 'get_time', content: '12:00' }],
       });
       assert.equal(second.text, 'It is noon.');
       assert.deepEqual(fake.requests[1].body.messages.slice(2), [
         { role: 'assistant', content: '', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_time', arguments: '{}' } }] },
         { role: 'tool', tool_call_id: 'call_1', content: '12:00' },
       ]);
-    }));
+    }),
+  );
 
-  test('tool call arguments that are not JSON come back as the call\'s argumentsError, streamed or not', limit, () =>
+  test("tool call arguments that are not JSON come back as the call's argumentsError, streamed or not", limit, () =>
     withFake(async (fake, provider) => {
       fake.script({ tool_calls: [{ name: 'read_file', arguments: '{"path": "a' }] }, { tool_calls: [{ name: 'read_file', arguments: '[1,2]' }] });
       const streamed = await provider.complete({ model: 'm', messages: hello, onDelta: () => {} });
@@ -111,7 +112,8 @@ describe('openai provider: answers', () => {
       const whole = await provider.complete({ model: 'm', messages: hello });
       assert.equal(whole.tool_calls[0].argumentsError, 'the arguments are not a JSON object');
       assert.equal(fake.requests.length, 2, 'not retried');
-    }));
+    }),
+  );
 
   test('no API key: a placeholder is sent, so keyless local servers work', limit, () =>
     withFake(
@@ -120,7 +122,8 @@ describe('openai provider: answers', () => {
         assert.match(String(fake.requests[0].headers.authorization), /^Bearer \S+$/);
       },
       { apiKey: undefined },
-    ));
+    ),
+  );
 
   test("no API key for OpenAI's own endpoint is not_configured", limit, async () => {
     const provider = createOpenAIProvider({});
@@ -137,7 +140,8 @@ describe('openai provider: answers', () => {
       },
       {},
       { models: ['gamma', 'alpha', 'beta'] },
-    ));
+    ),
+  );
 });
 
 describe('openai provider: failures', () => {
@@ -152,14 +156,16 @@ describe('openai provider: failures', () => {
       fake.script({ status: 400, body: { error: { message: 'x'.repeat(5000) } } });
       const long = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'bad_request');
       assert.ok(long.message.length <= 260, `message is truncated (${long.message.length} chars)`);
-    }));
+    }),
+  );
 
   test('429 insufficient_quota is not retried', limit, () =>
     withFake(async (fake, provider) => {
       fake.script({ status: 429, body: { error: { message: 'You exceeded your current quota.', type: 'insufficient_quota', code: 'insufficient_quota' } } });
       await providerFailure(provider.complete({ model: 'm', messages: hello }), 'rate_limited', /quota exceeded/);
       assert.equal(fake.requests.length, 1);
-    }));
+    }),
+  );
 
   test('503 forever is unavailable after the retries', limit, () =>
     withFake(
@@ -170,7 +176,8 @@ describe('openai provider: failures', () => {
         assert.equal(fake.requests.length, 3, 'first try plus maxRetries 2');
       },
       { maxRetries: 2 },
-    ));
+    ),
+  );
 
   test('a connection reset before the answer is retried', limit, () =>
     withFake(
@@ -180,7 +187,8 @@ describe('openai provider: failures', () => {
         assert.equal(fake.requests.length, 2);
       },
       { maxRetries: 1 },
-    ));
+    ),
+  );
 
   test('a connection reset mid-stream is a network error and not retried', limit, () =>
     withFake(async (fake, provider) => {
@@ -189,7 +197,8 @@ describe('openai provider: failures', () => {
       await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: (piece) => deltas.push(piece) }), 'network', /connection lost/);
       assert.equal(deltas.join(''), 'abcd');
       assert.equal(fake.requests.length, 1);
-    }));
+    }),
+  );
 
   test('a stream that goes silent is a timeout error', limit, () =>
     withFake(
@@ -200,7 +209,8 @@ describe('openai provider: failures', () => {
         assert.deepEqual(deltas, ['ab']);
       },
       { timeoutMs: 300 },
-    ));
+    ),
+  );
 
   test('a slow but steady stream is not a timeout (the limit is per silence)', limit, () =>
     withFake(
@@ -209,7 +219,8 @@ describe('openai provider: failures', () => {
         assert.equal((await provider.complete({ model: 'm', messages: hello, onDelta: () => {} })).text, 'abcdefgh');
       },
       { timeoutMs: 400 },
-    ));
+    ),
+  );
 
   test('a malformed stream is a bad_response, and so is a body that is not JSON', limit, () =>
     withFake(async (fake, provider) => {
@@ -218,7 +229,8 @@ describe('openai provider: failures', () => {
       await providerFailure(provider.complete({ model: 'm', messages: hello }), 'bad_response', /malformed response/);
       await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: () => {} }), 'bad_response', /malformed stream/);
       assert.equal(fake.requests.length, 3, 'not retried');
-    }));
+    }),
+  );
 });
 
 describe('openai provider: odd servers', () => {
@@ -227,14 +239,20 @@ describe('openai provider: odd servers', () => {
       fake.script({ malformed: `data: {"error":{"message":"upstream provider failed for key ${KEY}","code":502}}\n\n` });
       const error = await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta: () => {} }), 'unavailable', /mid-answer: upstream provider failed/);
       assertHoldsNoKey(error, KEY);
-    }));
+    }),
+  );
 
   test('404 names the endpoint to check', limit, () =>
     withFake(async (fake, provider) => {
       fake.script({ status: 404 });
-      const error = await providerFailure(provider.complete({ model: 'fake-missing', messages: hello }), 'bad_request', /not found \(HTTP 404\); check the model and the base URL http:\/\/127\.0\.0\.1:\d+\/v1: The model `fake-missing` does not exist/);
+      const error = await providerFailure(
+        provider.complete({ model: 'fake-missing', messages: hello }),
+        'bad_request',
+        /not found \(HTTP 404\); check the model and the base URL http:\/\/127\.0\.0\.1:\d+\/v1: The model `fake-missing` does not exist/,
+      );
       assert.equal(error.status, 404);
-    }));
+    }),
+  );
 
   test('tool call fragments without ids, and a name repeated in every fragment, still assemble', limit, () =>
     withFake(async (fake, provider) => {
@@ -247,14 +265,16 @@ describe('openai provider: odd servers', () => {
       const result = await provider.complete({ model: 'm', messages: hello, onDelta: () => {} });
       assert.deepEqual(result.tool_calls, [{ id: 'call_0', name: 'grep', arguments: { pattern: 'x' } }]);
       assert.equal(result.finish_reason, 'tool_calls');
-    }));
+    }),
+  );
 
   test('tool call JSON cut off at the token limit says so', limit, () =>
     withFake(async (fake, provider) => {
       fake.script({ tool_calls: [{ name: 'write', arguments: '{"text": "lor' }], finish_reason: 'length' });
       const [call] = (await provider.complete({ model: 'm', messages: hello })).tool_calls;
       assert.match(call.argumentsError ?? '', /cut off at the token limit/);
-    }));
+    }),
+  );
 });
 
 describe('openai provider: cancel', () => {

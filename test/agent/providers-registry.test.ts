@@ -36,7 +36,10 @@ test('every registered provider has a label, a factory, and resolves to a provid
     const provider = resolve(ServiceConfigFile.parse({ provider: name }));
     assert.equal(provider.name, name);
   }
-  assert.deepEqual(KEYED_PROVIDERS, PROVIDER_NAMES.filter((name) => PROVIDERS[name].needsKey));
+  assert.deepEqual(
+    KEYED_PROVIDERS,
+    PROVIDER_NAMES.filter((name) => PROVIDERS[name].needsKey),
+  );
 });
 
 test('a keyed provider is reused while its settings stay; the editor models are asked for each time', () => {
@@ -58,8 +61,14 @@ test('a keyed provider is reused while its settings stay; the editor models are 
 test("the editor's provider picker, key picker and key storage list the registered providers", async () => {
   const { PROVIDER_ITEMS, setApiKey } = await import('../../src/extension/palette-commands');
   const { ApiKeys } = await import('../../src/extension/api-keys');
-  assert.deepEqual(PROVIDER_ITEMS.map((item) => item.label), PROVIDER_NAMES);
-  assert.deepEqual(PROVIDER_ITEMS.map((item) => item.description), PROVIDER_NAMES.map((name) => PROVIDERS[name].label));
+  assert.deepEqual(
+    PROVIDER_ITEMS.map((item) => item.label),
+    PROVIDER_NAMES,
+  );
+  assert.deepEqual(
+    PROVIDER_ITEMS.map((item) => item.description),
+    PROVIDER_NAMES.map((name) => PROVIDERS[name].label),
+  );
 
   testing.reset();
   const context = fakeContext('/nonexistent');

@@ -130,7 +130,12 @@ describe('file previews are the write', () => {
     ];
     for (const [name, args] of calls) {
       const preview = await previewToolCall(tool(name), args);
-      const run = await tool(name).run(args, context()).then((o) => o.content, (e: Error) => e.message);
+      const run = await tool(name)
+        .run(args, context())
+        .then(
+          (o) => o.content,
+          (e: Error) => e.message,
+        );
       assert.deepEqual(preview, { kind: 'error', message: run }, `${name} ${JSON.stringify(args)}`);
     }
     assert.match(errorOf(await previewToolCall(tool('edit_file'), calls[0][1])), /matches 2 places/);

@@ -58,9 +58,12 @@ describe('permission rules against shell lines', { skip: !posix }, () => {
         `echo "$(touch pwned-${mode}-8)"`,
         `echo ok & touch pwned-${mode}-9`,
       ];
-      fake.script({ tool_calls: [...attacks.map((command) => ({ name: 'run_command', arguments: { command } })), { name: 'run_command', arguments: { command: "echo 'allowed; by the rule'" } }] }, (request) => ({
-        text: toolResultsIn(request).join(' | '),
-      }));
+      fake.script(
+        { tool_calls: [...attacks.map((command) => ({ name: 'run_command', arguments: { command } })), { name: 'run_command', arguments: { command: "echo 'allowed; by the rule'" } }] },
+        (request) => ({
+          text: toolResultsIn(request).join(' | '),
+        }),
+      );
       const reply = await client.request({ type: 'chat', message: 'attack', id: `rules-${mode}` }, 20_000);
       assert.equal(reply.status, 'ok', JSON.stringify(reply));
       for (let i = 1; i <= attacks.length; i++) assert.equal(existsSync(join(workspace, `pwned-${mode}-${i}`)), false, attacks[i - 1]);
@@ -98,7 +101,12 @@ describe('custom tools', { skip: !posix }, () => {
     });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
     fake.script(
-      { tool_calls: [{ name: 'sort_file', arguments: { file: `-o${victim}` } }, { name: 'sort_flags', arguments: { flags: '-r' } }] },
+      {
+        tool_calls: [
+          { name: 'sort_file', arguments: { file: `-o${victim}` } },
+          { name: 'sort_flags', arguments: { flags: '-r' } },
+        ],
+      },
       (request) => ({ text: toolResultsIn(request).join(' | ') }),
     );
     const reply = await client.request({ type: 'chat', message: 'attack' }, 20_000);
@@ -124,7 +132,11 @@ describe('search_files with a backtracking pattern', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     const config = await other.request({ type: 'get_config' }, 60_000);
     assert.equal(config.status, 'ok');
-    assert.equal(chatter.frames.some((f) => f.event === 'tool.result' && f.id === 'redos'), false, 'answered while the search was still running');
+    assert.equal(
+      chatter.frames.some((f) => f.event === 'tool.result' && f.id === 'redos'),
+      false,
+      'answered while the search was still running',
+    );
     const reply = await chatter.next((f) => f.id === 'redos' && 'status' in f, 30_000);
     assert.equal(reply.status, 'ok', JSON.stringify(reply));
     assert.match((reply.data as { response: string }).response, /took more than \d+ s to match and was stopped/);
@@ -138,7 +150,12 @@ describe('malformed tool-call arguments from the provider', () => {
     const svc = await service({ permission_mode: 'allow' });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
     fake.script(
-      { tool_calls: [{ id: 'bad1', name: 'write_file', arguments: '{"path": "broken.txt", "content": "x' }, { id: 'good1', name: 'list_directory', arguments: {} }] },
+      {
+        tool_calls: [
+          { id: 'bad1', name: 'write_file', arguments: '{"path": "broken.txt", "content": "x' },
+          { id: 'good1', name: 'list_directory', arguments: {} },
+        ],
+      },
       (request) => ({ text: `results: ${toolResultsIn(request).join(' | ')}` }),
     );
     const reply = await client.request({ type: 'chat', message: 'go', id: 'malformed' }, 20_000);
@@ -157,7 +174,10 @@ describe('malformed tool-call arguments from the provider', () => {
     const svc = await service({ provider: 'anthropic', base_url: anthropic.url, api_key: 'sk-ant-test-key-abcdef123456', model: 'claude-fake-2', permission_mode: 'allow' });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
     anthropic.script({ tool_uses: [{ id: 'toolu_bad', name: 'read_file', input: '{"path": "a' }] }, (request) => {
-      const last = withoutNote(request.body.messages as { role: string }[]).at(-1) as unknown as { role: string; content: { type: string; tool_use_id?: string; content?: unknown; is_error?: boolean }[] };
+      const last = withoutNote(request.body.messages as { role: string }[]).at(-1) as unknown as {
+        role: string;
+        content: { type: string; tool_use_id?: string; content?: unknown; is_error?: boolean }[];
+      };
       const result = last.content.find((block) => block.type === 'tool_result');
       return { text: `result: ${JSON.stringify(result)}` };
     });

@@ -17,17 +17,16 @@ interface Line {
 }
 
 function recordingLogger(lines: Line[] = []): Logger & { lines: Line[] } {
-  const at = (level: LogLevel) => (event: string, fields: LogFields = {}) => void lines.push({ level, event, fields });
+  const at =
+    (level: LogLevel) =>
+    (event: string, fields: LogFields = {}) =>
+      void lines.push({ level, event, fields });
   const logger = { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: () => logger };
   return logger;
 }
 
 /** A temp dir for pid files, and a source that is closed (and the dir removed) when the test ends. */
-async function setup(
-  t: TestContext,
-  servers: (dir: string) => Record<string, McpServerConfig> | (() => Record<string, McpServerConfig>),
-  options: McpToolSourceOptions = {},
-) {
+async function setup(t: TestContext, servers: (dir: string) => Record<string, McpServerConfig> | (() => Record<string, McpServerConfig>), options: McpToolSourceOptions = {}) {
   const temp = await tempDir('ra-mcp-');
   const logger = recordingLogger();
   const config = servers(temp.dir);
@@ -147,7 +146,10 @@ describe('MCP tool source', () => {
     await waitFor(() => !alive(first), 'the crashed server gone');
 
     const result = await waitFor(
-      () => find(tools, 'calc.add').run({ a: 1, b: 1 }, ctx()).catch(() => undefined),
+      () =>
+        find(tools, 'calc.add')
+          .run({ a: 1, b: 1 }, ctx())
+          .catch(() => undefined),
       'the restarted server answers',
       5_000,
       100,
@@ -198,7 +200,10 @@ describe('MCP tool source', () => {
     const names = await toolsOf(source);
     assert.ok(Date.now() - started < 6_000, `bounded by the start timeout (took ${Date.now() - started} ms)`);
     assert.ok(names.includes('good.add'));
-    assert.ok(names.every((n) => n.startsWith('good.')), names.join(', '));
+    assert.ok(
+      names.every((n) => n.startsWith('good.')),
+      names.join(', '),
+    );
     const failures = logger.lines.filter((l) => l.level === 'warn' && l.event === 'mcp.server_failed');
     assert.deepEqual(failures.map((l) => l.fields.server).sort(), ['crashy', 'missing', 'mute']);
     assert.match(String(failures.find((l) => l.fields.server === 'missing')?.fields.error), /command not found/);
@@ -266,10 +271,12 @@ describe('MCP tool source', () => {
     const pids = [...pidsOf(dir, 'a'), ...pidsOf(dir, 'b'), ...pidsOf(dir, 'child')];
     assert.equal(pids.length, 4);
     assert.ok(pids.every(alive));
-    const inFlight = find(tools, 'a.slow').run({ ms: 20_000 }, ctx()).then(
-      () => assert.fail('the call should fail'),
-      (error: Error) => error,
-    );
+    const inFlight = find(tools, 'a.slow')
+      .run({ ms: 20_000 }, ctx())
+      .then(
+        () => assert.fail('the call should fail'),
+        (error: Error) => error,
+      );
     const started = Date.now();
     await source.close!();
     assert.ok(Date.now() - started < 4_000, `close took ${Date.now() - started} ms`);

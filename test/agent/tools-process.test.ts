@@ -171,31 +171,35 @@ test('run_command: background processes do not outlive the command', { ...LIMIT,
   assert.equal(holding.content, 'held\n[exit code 0]');
 });
 
-test('run_command: processes that leave the session with setsid are killed too (exit, timeout, cancel)', { ...LIMIT, skip: skip || process.platform !== 'linux' ? 'Linux: found through /proc' : false }, async (t) => {
-  const { ws } = await workspace(t);
-  const tool = await runCommandTool(ws);
-  // Exit: a daemon-like child in its own session, even one that detaches twice.
-  const out = await call(tool, { command: 'setsid sleep 300 > /dev/null 2>&1 & echo $! > exit-pid; setsid sh -c "setsid sleep 301 > /dev/null 2>&1 & echo \\$! > exit-pid2" ; echo bye' });
-  assert.match(out.content, /^bye\n\[exit code 0\]/);
-  const escaped = [...(await pidsIn(path.join(ws, 'exit-pid'))), ...(await pidsIn(path.join(ws, 'exit-pid2')))];
-  assert.equal(escaped.length, 2);
-  for (const pid of escaped) assert.ok(await eventually(() => !alive(pid)), `setsid process ${pid} is gone after the command exited`);
+test(
+  'run_command: processes that leave the session with setsid are killed too (exit, timeout, cancel)',
+  { ...LIMIT, skip: skip || process.platform !== 'linux' ? 'Linux: found through /proc' : false },
+  async (t) => {
+    const { ws } = await workspace(t);
+    const tool = await runCommandTool(ws);
+    // Exit: a daemon-like child in its own session, even one that detaches twice.
+    const out = await call(tool, { command: 'setsid sleep 300 > /dev/null 2>&1 & echo $! > exit-pid; setsid sh -c "setsid sleep 301 > /dev/null 2>&1 & echo \\$! > exit-pid2" ; echo bye' });
+    assert.match(out.content, /^bye\n\[exit code 0\]/);
+    const escaped = [...(await pidsIn(path.join(ws, 'exit-pid'))), ...(await pidsIn(path.join(ws, 'exit-pid2')))];
+    assert.equal(escaped.length, 2);
+    for (const pid of escaped) assert.ok(await eventually(() => !alive(pid)), `setsid process ${pid} is gone after the command exited`);
 
-  // Timeout.
-  const timed = await call(tool, { command: 'setsid sleep 302 > /dev/null 2>&1 & echo $! > timeout-pid; sleep 30', timeout_seconds: 0.5 });
-  assert.match(timed.content, /timed out/);
-  const [timedPid] = await pidsIn(path.join(ws, 'timeout-pid'));
-  assert.ok(await eventually(() => !alive(timedPid)), 'gone after the timeout');
+    // Timeout.
+    const timed = await call(tool, { command: 'setsid sleep 302 > /dev/null 2>&1 & echo $! > timeout-pid; sleep 30', timeout_seconds: 0.5 });
+    assert.match(timed.content, /timed out/);
+    const [timedPid] = await pidsIn(path.join(ws, 'timeout-pid'));
+    assert.ok(await eventually(() => !alive(timedPid)), 'gone after the timeout');
 
-  // Cancel.
-  const controller = new AbortController();
-  const running = call(tool, { command: 'setsid sleep 303 > /dev/null 2>&1 & echo $! > cancel-pid; sleep 30' }, controller.signal);
-  await eventually(() => existsSync(path.join(ws, 'cancel-pid')) && readFileSync(path.join(ws, 'cancel-pid'), 'utf8').endsWith('\n'));
-  controller.abort();
-  assert.match((await running).content, /cancelled/);
-  const [cancelledPid] = await pidsIn(path.join(ws, 'cancel-pid'));
-  assert.ok(await eventually(() => !alive(cancelledPid)), 'gone after the cancel');
-});
+    // Cancel.
+    const controller = new AbortController();
+    const running = call(tool, { command: 'setsid sleep 303 > /dev/null 2>&1 & echo $! > cancel-pid; sleep 30' }, controller.signal);
+    await eventually(() => existsSync(path.join(ws, 'cancel-pid')) && readFileSync(path.join(ws, 'cancel-pid'), 'utf8').endsWith('\n'));
+    controller.abort();
+    assert.match((await running).content, /cancelled/);
+    const [cancelledPid] = await pidsIn(path.join(ws, 'cancel-pid'));
+    assert.ok(await eventually(() => !alive(cancelledPid)), 'gone after the cancel');
+  },
+);
 
 test('run_command: output is capped, keeping its beginning and its end', { ...LIMIT, skip }, async (t) => {
   const { ws } = await workspace(t);

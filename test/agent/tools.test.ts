@@ -153,7 +153,11 @@ test('write_file creates parent folders, overwrites atomically, keeps the mode',
   assert.equal(over.content, 'Overwrote run.sh (18 B).');
   assert.equal(await readFile(script, 'utf8'), '#!/bin/sh\necho hi\n');
   if (posix) assert.equal((await stat(script)).mode & 0o777, 0o755, 'mode kept');
-  assert.deepEqual((await readdir(f.ws)).filter((n) => n.endsWith('.tmp')), [], 'no temp file left');
+  assert.deepEqual(
+    (await readdir(f.ws)).filter((n) => n.endsWith('.tmp')),
+    [],
+    'no temp file left',
+  );
 
   await refuses(f.run('write_file', { path: 'deep', content: 'x' }), /deep is a directory/);
   await refuses(f.run('write_file', { path: 'run.sh/x.txt', content: 'x' }), /parent folders is a file/);
@@ -253,10 +257,7 @@ test('search_files finds lines by regex or plain text, honours path and glob, sk
   await put('.git/config', 'hello git\n');
   await put('bin.dat', Buffer.concat([Buffer.from('hello'), Buffer.from([0, 1, 2])]));
 
-  assert.equal(
-    (await f.run('search_files', { pattern: 'hello' })).content,
-    ['src/a.ts:2: function hello() {}', 'src/a.ts:3: const y = hello();', 'src/sub/b.js:1: hello world'].join('\n'),
-  );
+  assert.equal((await f.run('search_files', { pattern: 'hello' })).content, ['src/a.ts:2: function hello() {}', 'src/a.ts:3: const y = hello();', 'src/sub/b.js:1: hello world'].join('\n'));
   assert.equal((await f.run('search_files', { pattern: 'hel+o\\(\\)', glob: '*.ts' })).content, 'src/a.ts:2: function hello() {}\nsrc/a.ts:3: const y = hello();');
   assert.equal((await f.run('search_files', { pattern: 'hello', path: 'src/sub' })).content, 'src/sub/b.js:1: hello world');
   assert.equal((await f.run('search_files', { pattern: 'hello', glob: 'src/**/*.js' })).content, 'src/sub/b.js:1: hello world');
@@ -378,18 +379,25 @@ test('paths that leave the workspace are refused by every file tool, and nothing
   }
 });
 
-test('write_file, edit_file, read_file, search_files and list_directory stay inside while another process swaps a folder for a symbolic link to outside', { timeout: 120_000, skip: !posix }, async (t) => {
-  const f = await fixture(t);
-  const sub = path.join(f.ws, 'sub');
-  await mkdir(sub);
-  await writeFile(path.join(sub, 'secret.txt'), 'inside\n');
-  await writeFile(path.join(sub, 'target.txt'), 'AAA\n');
-  await writeFile(path.join(f.outside, 'target.txt'), 'AAA\n');
-  await writeFile(path.join(f.outside, 'only-outside.txt'), '');
-  const outsideBefore = (await readdir(f.outside)).sort();
-  // The attacker: swaps ws/sub (a real folder) for a link to outside and back, as fast as it can. While
-  // sub is missing, a tool may create it as a folder: moved aside, it stays inside the workspace.
-  const attacker = spawn(process.execPath, ['-e', `
+test(
+  'write_file, edit_file, read_file, search_files and list_directory stay inside while another process swaps a folder for a symbolic link to outside',
+  { timeout: 120_000, skip: !posix },
+  async (t) => {
+    const f = await fixture(t);
+    const sub = path.join(f.ws, 'sub');
+    await mkdir(sub);
+    await writeFile(path.join(sub, 'secret.txt'), 'inside\n');
+    await writeFile(path.join(sub, 'target.txt'), 'AAA\n');
+    await writeFile(path.join(f.outside, 'target.txt'), 'AAA\n');
+    await writeFile(path.join(f.outside, 'only-outside.txt'), '');
+    const outsideBefore = (await readdir(f.outside)).sort();
+    // The attacker: swaps ws/sub (a real folder) for a link to outside and back, as fast as it can. While
+    // sub is missing, a tool may create it as a folder: moved aside, it stays inside the workspace.
+    const attacker = spawn(
+      process.execPath,
+      [
+        '-e',
+        `
     const fs = require('node:fs');
     const [sub, hold, link, outside] = process.argv.slice(1);
     fs.symlinkSync(outside, link);
@@ -399,34 +407,46 @@ test('write_file, edit_file, read_file, search_files and list_directory stay ins
       try { fs.renameSync(sub, link); } catch {}
       try { fs.renameSync(hold, sub); } catch {}
     }
-  `, sub, path.join(f.ws, 'hold'), path.join(f.ws, 'link'), f.outside], { stdio: 'ignore' });
-  t.after(() => attacker.kill('SIGKILL'));
-  await new Promise((resolve) => setTimeout(resolve, 100)); // let it start swapping
+  `,
+        sub,
+        path.join(f.ws, 'hold'),
+        path.join(f.ws, 'link'),
+        f.outside,
+      ],
+      { stdio: 'ignore' },
+    );
+    t.after(() => attacker.kill('SIGKILL'));
+    await new Promise((resolve) => setTimeout(resolve, 100)); // let it start swapping
 
-  let leakedReads = 0;
-  const settle = (work: Promise<ToolOutput>) => work.then((out) => out.content, (error: unknown) => String(error));
-  for (let i = 0; i < 200; i++) {
-    await Promise.all([
-      settle(f.run('write_file', { path: `sub/w${i}.txt`, content: `write ${i}\n` })),
-      settle(f.run('write_file', { path: `sub/deeper/w${i}.txt`, content: `write ${i}\n` })),
-      settle(f.run('edit_file', { path: 'sub/target.txt', old_string: 'AAA', new_string: 'AAA!' })),
-      settle(f.run('read_file', { path: 'sub/secret.txt' })).then((text) => {
-        if (text.includes('top secret')) leakedReads++;
-      }),
-      settle(f.run('search_files', { pattern: 'secret', path: 'sub', glob: 'secret.txt' })).then((text) => {
-        if (text.includes('top secret')) leakedReads++;
-      }),
-      settle(f.run('list_directory', { path: 'sub' })).then((text) => {
-        if (text.includes('only-outside.txt')) leakedReads++;
-      }),
-    ]);
-  }
-  attacker.kill('SIGKILL');
-  assert.deepEqual((await readdir(f.outside)).sort(), outsideBefore, 'no file created outside');
-  assert.equal(await readFile(path.join(f.outside, 'target.txt'), 'utf8'), 'AAA\n', 'the file outside was not edited');
-  assert.equal(await readFile(path.join(f.outside, 'secret.txt'), 'utf8'), 'top secret\n');
-  assert.equal(leakedReads, 0, 'read_file, search_files and list_directory never showed what is outside');
-});
+    let leakedReads = 0;
+    const settle = (work: Promise<ToolOutput>) =>
+      work.then(
+        (out) => out.content,
+        (error: unknown) => String(error),
+      );
+    for (let i = 0; i < 200; i++) {
+      await Promise.all([
+        settle(f.run('write_file', { path: `sub/w${i}.txt`, content: `write ${i}\n` })),
+        settle(f.run('write_file', { path: `sub/deeper/w${i}.txt`, content: `write ${i}\n` })),
+        settle(f.run('edit_file', { path: 'sub/target.txt', old_string: 'AAA', new_string: 'AAA!' })),
+        settle(f.run('read_file', { path: 'sub/secret.txt' })).then((text) => {
+          if (text.includes('top secret')) leakedReads++;
+        }),
+        settle(f.run('search_files', { pattern: 'secret', path: 'sub', glob: 'secret.txt' })).then((text) => {
+          if (text.includes('top secret')) leakedReads++;
+        }),
+        settle(f.run('list_directory', { path: 'sub' })).then((text) => {
+          if (text.includes('only-outside.txt')) leakedReads++;
+        }),
+      ]);
+    }
+    attacker.kill('SIGKILL');
+    assert.deepEqual((await readdir(f.outside)).sort(), outsideBefore, 'no file created outside');
+    assert.equal(await readFile(path.join(f.outside, 'target.txt'), 'utf8'), 'AAA\n', 'the file outside was not edited');
+    assert.equal(await readFile(path.join(f.outside, 'secret.txt'), 'utf8'), 'top secret\n');
+    assert.equal(leakedReads, 0, 'read_file, search_files and list_directory never showed what is outside');
+  },
+);
 
 test('resolveInWorkspace: relative to the first root, any root accepted, real paths returned', LIMIT, async (t) => {
   const f = await fixture(t);
@@ -479,7 +499,9 @@ class InMemoryMemory implements MemoryStore {
 
   search(query: string, limit: number): MemoryEntry[] {
     const words = query.toLowerCase().split(/\s+/).filter(Boolean);
-    return this.newest().filter((e) => words.every((w) => e.content.toLowerCase().includes(w))).slice(0, limit);
+    return this.newest()
+      .filter((e) => words.every((w) => e.content.toLowerCase().includes(w)))
+      .slice(0, limit);
   }
 
   async delete(id: string): Promise<boolean> {
@@ -500,8 +522,7 @@ class InMemoryMemory implements MemoryStore {
 test('memory tools: remember in one conversation, recall in another, forget', LIMIT, async () => {
   const memory = new InMemoryMemory();
   const tools = new Map((await createMemoryToolSource(memory).tools()).map((tool) => [tool.name, tool]));
-  const run = (name: string, args: Record<string, unknown>, conversationId: string) =>
-    tools.get(name)!.run(args, { conversationId, signal: new AbortController().signal });
+  const run = (name: string, args: Record<string, unknown>, conversationId: string) => tools.get(name)!.run(args, { conversationId, signal: new AbortController().signal });
 
   const kept = await run('remember', { content: '  The user prefers tabs over spaces.  ' }, 'conv-A');
   const id = /id ([0-9a-f-]+)/.exec(kept.content)![1];
@@ -544,7 +565,10 @@ test('registry lists the tools of every source, first source wins, follows chang
   assert.match((await registry.get('read_file'))!.description, /^Read a text file/, 'the built-in read_file wins');
 
   const infos = (await registry.list()).map(toolInfo);
-  assert.deepEqual(infos.find((i) => i.name === 'greet'), { name: 'greet', description: 'Greets someone.', parameters: { who: 'string', times: 'number', loud: 'boolean' } });
+  assert.deepEqual(
+    infos.find((i) => i.name === 'greet'),
+    { name: 'greet', description: 'Greets someone.', parameters: { who: 'string', times: 'number', loud: 'boolean' } },
+  );
   assert.deepEqual(infos.find((i) => i.name === 'read_file')!.parameters, { path: 'string', offset: 'integer', limit: 'integer' });
   assert.deepEqual(infos.find((i) => i.name === 'run_command')!.parameters, { command: 'string | string[]', cwd: 'string', timeout_seconds: 'number' });
   for (const info of infos) {

@@ -68,7 +68,10 @@ async function turn(client: TestClient, calls: { name: string; arguments: Record
   const id = data.conversation_id as string;
   const messages = ok(await client.request({ type: 'get_messages', conversation_id: id, include_tools: true })).messages as { id: string; role: string; ok?: boolean; tool_kind?: string }[];
   const results = messages.filter((m) => m.tool_kind === 'result');
-  assert.ok(results.slice(-calls.length).every((m) => m.ok === true), `every tool call succeeded: ${JSON.stringify(messages)}`);
+  assert.ok(
+    results.slice(-calls.length).every((m) => m.ok === true),
+    `every tool call succeeded: ${JSON.stringify(messages)}`,
+  );
   const reply = messages.filter((m) => m.role === 'assistant').at(-1)!;
   return { conversationId: id, replyId: reply.id };
 }
@@ -112,13 +115,19 @@ describe('undo a turn', () => {
     assert.equal(preview.applied, false);
     const files = byPath(preview);
     assert.deepEqual([...files.keys()].sort(), ['logo.bin', 'notes.txt', 'src/new/created.ts']);
-    assert.deepEqual([...files.values()].map((f) => f.status), ['will_restore', 'will_restore', 'will_restore']);
+    assert.deepEqual(
+      [...files.values()].map((f) => f.status),
+      ['will_restore', 'will_restore', 'will_restore'],
+    );
     assert.equal(files.get('src/new/created.ts')!.action, 'delete');
     assert.equal(files.get('src/new/created.ts')!.new_file, true);
     assert.equal(files.get('notes.txt')!.action, 'restore');
     assert.match(files.get('notes.txt')!.diff, /-LINE 2\r\n\+line two\r\n/);
     assert.match(files.get('src/new/created.ts')!.diff, /\+\+\+ \/dev\/null[\s\S]*-export const x = 1;/);
-    assert.deepEqual(preview.not_reversible.map((n) => [n.tool, n.detail]), [['run_command', 'echo ran > command-output.txt']]);
+    assert.deepEqual(
+      preview.not_reversible.map((n) => [n.tool, n.detail]),
+      [['run_command', 'echo ran > command-output.txt']],
+    );
     // A preview changes nothing.
     assert.equal(await readFile(join(ws, 'logo.bin'), 'utf8'), 'now text');
 
@@ -129,11 +138,17 @@ describe('undo a turn', () => {
     assert.equal(await readFile(join(ws, 'notes.txt'), 'utf8'), 'line one\r\nline two\r\nline three');
     assert.equal(existsSync(join(ws, 'src/new/created.ts')), false);
     assert.equal(await readFile(join(ws, 'command-output.txt'), 'utf8'), 'ran\n', "the command's effect is reported, not guessed at");
-    assert.deepEqual(done.not_reversible.map((n) => n.tool), ['run_command']);
+    assert.deepEqual(
+      done.not_reversible.map((n) => n.tool),
+      ['run_command'],
+    );
 
     // Undone once: asking again restores nothing more.
     const again = await undo(client, conversationId, replyId);
-    assert.deepEqual(again.files.map((f) => f.status), ['undone', 'undone', 'undone']);
+    assert.deepEqual(
+      again.files.map((f) => f.status),
+      ['undone', 'undone', 'undone'],
+    );
     client.close();
   });
 
@@ -186,7 +201,10 @@ describe('undo a turn', () => {
     assert.notDeepEqual(await snapshot(ws), beforeTurn);
 
     const preview = await undo(client, conversationId, replyId);
-    assert.deepEqual(preview.files.map((f) => [f.path, f.action]).sort(), [['pkg3/src/added.ts', 'delete'], ['pkg3/src/file3.ts', 'restore']]);
+    assert.deepEqual(preview.files.map((f) => [f.path, f.action]).sort(), [
+      ['pkg3/src/added.ts', 'delete'],
+      ['pkg3/src/file3.ts', 'restore'],
+    ]);
     await undo(client, conversationId, replyId, true);
     assert.deepEqual(await snapshot(ws), beforeTurn, 'every file as before the turn, none missing, none added');
     client.close();
@@ -199,7 +217,10 @@ describe('undo a turn', () => {
     const first = await turn(client, [{ name: 'write_file', arguments: { path: 'a.txt', content: 'a' } }]);
     await turn(client, [{ name: 'read_file', arguments: { path: 'a.txt' } }], first.conversationId);
     const listed = ok(await client.request({ type: 'list_turn_changes', conversation_id: first.conversationId })).turns as Frame[];
-    assert.deepEqual(listed.map((t) => [t.message_id, t.files, t.not_reversible, t.undone]), [[first.replyId, 1, 0, false]]);
+    assert.deepEqual(
+      listed.map((t) => [t.message_id, t.files, t.not_reversible, t.undone]),
+      [[first.replyId, 1, 0, false]],
+    );
 
     const missing = await client.request({ type: 'undo_turn', conversation_id: first.conversationId, message_id: 'no-such-message' });
     assert.equal(missing.status, 'error');
@@ -251,13 +272,20 @@ describe('undo records survive kill -9', () => {
       const preview = await undo(admin, conversation.id, userMessage.id);
       const onDisk = await readFile(join(ws, 'target.txt'), 'utf8');
       if (editedBeforeRestart) {
-        assert.deepEqual(preview.files.map((f) => [f.path, f.status]), [['target.txt', 'changed_since']]);
+        assert.deepEqual(
+          preview.files.map((f) => [f.path, f.status]),
+          [['target.txt', 'changed_since']],
+        );
         const done = await undo(admin, conversation.id, userMessage.id, true);
         assert.equal(done.files[0].outcome, 'skipped');
         assert.equal(await readFile(join(ws, 'target.txt'), 'utf8'), 'edited while the service was down\n');
       } else if (point === 'after-write') {
         assert.equal(onDisk, 'written by the agent\n');
-        assert.deepEqual(preview.files.map((f) => [f.path, f.status]), [['target.txt', 'will_restore']], 'the write is on disk, so its record is kept');
+        assert.deepEqual(
+          preview.files.map((f) => [f.path, f.status]),
+          [['target.txt', 'will_restore']],
+          'the write is on disk, so its record is kept',
+        );
         await undo(admin, conversation.id, userMessage.id, true);
         assert.equal(await readFile(join(ws, 'target.txt'), 'utf8'), 'before the crash\n');
       } else {

@@ -35,7 +35,11 @@ describe('branch names', () => {
 describe('choosing a worktree by source', () => {
   const config = ServiceConfigFile.parse({
     worktrees: { default: { relay: true } },
-    channels: { webhook: { accounts: { ci: { incoming_path: '/ci', outgoing_url: 'https://example.invalid/cb', worktree: 'required' }, chat: { incoming_path: '/chat', outgoing_url: 'https://example.invalid/cb' } } } },
+    channels: {
+      webhook: {
+        accounts: { ci: { incoming_path: '/ci', outgoing_url: 'https://example.invalid/cb', worktree: 'required' }, chat: { incoming_path: '/chat', outgoing_url: 'https://example.invalid/cb' } },
+      },
+    },
   });
   test('service.json worktrees.default per source; a webhook account may require one', () => {
     assert.equal(worktreeByDefault(config, sourceOf('relay')), true);
@@ -78,7 +82,10 @@ describe('making worktrees', () => {
   });
 
   const conflict = async (work: Promise<unknown>, message: RegExp) => {
-    const error = await work.then(() => undefined, (e: unknown) => e);
+    const error = await work.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(error instanceof ServiceError, String(error));
     assert.equal(error.code, 'conflict');
     assert.match(error.message, message);
@@ -97,7 +104,7 @@ describe('making worktrees', () => {
     assert.deepEqual(store.worktrees.worktreeOf(id), { ...record, changedFiles: 0, baseMoved: false });
   });
 
-  test('the first workspace folder that is a repository\'s top level is used; a sub-folder of one is not', async () => {
+  test("the first workspace folder that is a repository's top level is used; a sub-folder of one is not", async () => {
     const repo = join(dir, 'second');
     await gitRepository(repo, { 'src/a.txt': 'a\n' });
     const plain = join(dir, 'plain');
@@ -130,7 +137,7 @@ describe('making worktrees', () => {
     }
   });
 
-  test('a repository with a submodule: the worktree is made, the submodule\'s folder left empty (not fetched)', async () => {
+  test("a repository with a submodule: the worktree is made, the submodule's folder left empty (not fetched)", async () => {
     const library = join(dir, 'library');
     await gitRepository(library, { 'lib.txt': 'lib\n' });
     const repo = join(dir, 'with-submodule');

@@ -111,8 +111,17 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
   const child: ChildProcess = spawn(
     bin,
     [
-      '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust',
-      '--disable-getting-started-override', '--ignore-last-opened', ...dirs, options.workspace,
+      '--bind-addr',
+      `127.0.0.1:${port}`,
+      '--auth',
+      'none',
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--disable-workspace-trust',
+      '--disable-getting-started-override',
+      '--ignore-last-opened',
+      ...dirs,
+      options.workspace,
     ],
     // Its own cwd: nothing it (or a tool the test runs) writes may land in the checkout.
     { cwd: tmp, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
@@ -166,7 +175,10 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`code-server exited (${child.exitCode}):\n${output}`);
-    const healthy = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    const healthy = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (healthy) break;
     if (Date.now() > deadline) {
       await stop();

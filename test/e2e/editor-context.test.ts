@@ -23,7 +23,10 @@ const STEP_TIMEOUT = 90_000;
 const MATH = '// math\n\nexport function add(a: number, b: number) {\n  return a + b;\n}\n\nexport const zero = 0;\n';
 const SELECTED = 'export function add(a: number, b: number) {\n  return a + b;\n}';
 
-const userTexts = (request: RecordedRequest) => withoutNote((request.body as { messages?: { role: string; content: unknown }[] }).messages ?? []).filter((m) => m.role === 'user').map((m) => String(m.content));
+const userTexts = (request: RecordedRequest) =>
+  withoutNote((request.body as { messages?: { role: string; content: unknown }[] }).messages ?? [])
+    .filter((m) => m.role === 'user')
+    .map((m) => String(m.content));
 const hasToolResult = (request: RecordedRequest) => withoutNote((request.body as { messages?: { role: string }[] }).messages ?? []).at(-1)?.role === 'tool';
 
 describe("the editor's context and VS Code's tools, in a real VS Code (code-server + Chromium)", { timeout: 600_000 }, () => {
@@ -43,27 +46,34 @@ describe("the editor's context and VS Code's tools, in a real VS Code (code-serv
     }
   }
 
-  before(async () => {
-    await mkdir(ARTIFACTS, { recursive: true });
-    packageVsix();
-    scratch = await mkdtemp(join(tmpdir(), 'ra-e2e-context-'));
-    const fixture = packageFixtureVsix(join(ROOT, 'test', 'e2e', 'fixtures', 'word-count-tool'), scratch);
-    const workspace = join(scratch, 'workspace');
-    await mkdir(join(workspace, 'src'), { recursive: true });
-    await writeFile(join(workspace, 'src', 'math.ts'), MATH);
-    fake = await startFakeOpenAI();
-    editor = await startCodeServer({
-      scratch,
-      workspace,
-      settings: { 'remoteAssistant.port': await freePort(), 'remoteAssistant.attachActiveFile': false },
-      globalStorage: {
-        'service.json': JSON.stringify({ auth_token: 'e2e-context-token-3b9d1f7a5c2e8d4b6a0f', provider: 'openai', model: 'fake-model', base_url: fake.url, api_key: 'sk-e2e-context-0123456789', permission_mode: 'ask' }, null, 2),
-      },
-      otherExtensions: [fixture],
-    });
-    wb = await Workbench.launch(join(scratch, 'chromium'));
-    await wb.open(editor.workbenchUrl);
-  }, { timeout: 420_000 });
+  before(
+    async () => {
+      await mkdir(ARTIFACTS, { recursive: true });
+      packageVsix();
+      scratch = await mkdtemp(join(tmpdir(), 'ra-e2e-context-'));
+      const fixture = packageFixtureVsix(join(ROOT, 'test', 'e2e', 'fixtures', 'word-count-tool'), scratch);
+      const workspace = join(scratch, 'workspace');
+      await mkdir(join(workspace, 'src'), { recursive: true });
+      await writeFile(join(workspace, 'src', 'math.ts'), MATH);
+      fake = await startFakeOpenAI();
+      editor = await startCodeServer({
+        scratch,
+        workspace,
+        settings: { 'remoteAssistant.port': await freePort(), 'remoteAssistant.attachActiveFile': false },
+        globalStorage: {
+          'service.json': JSON.stringify(
+            { auth_token: 'e2e-context-token-3b9d1f7a5c2e8d4b6a0f', provider: 'openai', model: 'fake-model', base_url: fake.url, api_key: 'sk-e2e-context-0123456789', permission_mode: 'ask' },
+            null,
+            2,
+          ),
+        },
+        otherExtensions: [fixture],
+      });
+      wb = await Workbench.launch(join(scratch, 'chromium'));
+      await wb.open(editor.workbenchUrl);
+    },
+    { timeout: 420_000 },
+  );
 
   after(async () => {
     await wb?.close();
@@ -107,32 +117,44 @@ describe("the editor's context and VS Code's tools, in a real VS Code (code-serv
       assert.ok(!user.includes('export const zero'), 'only the selection');
       await chat.locator('.message.user .context-chips.sent .chip', { hasText: 'math.ts:3-5' }).waitFor();
       await w.screenshot('ask-sent');
-    }));
+    }),
+  );
 
   it("another extension's tool appears in List Tools, marked from VS Code", { timeout: STEP_TIMEOUT }, () =>
     step('list-tools', async () => {
       const w = wb!;
       const row = w.quickRow('vscode.e2e_word_count');
-      await waitFor(async () => {
-        await w.runCommand('Remote Assistant: List Tools');
-        // The list is virtual (rows out of view are not drawn): narrow it to VS Code's tools.
-        await w.quickInput.locator('input').fill('vscode.');
-        const shown = await row.waitFor({ state: 'visible', timeout: 3_000 }).then(() => true, () => false);
-        if (!shown) await w.page.keyboard.press('Escape');
-        return shown;
-      }, 'the fixture tool in List Tools (it registers once its extension activates)', 30_000, 500);
+      await waitFor(
+        async () => {
+          await w.runCommand('Remote Assistant: List Tools');
+          // The list is virtual (rows out of view are not drawn): narrow it to VS Code's tools.
+          await w.quickInput.locator('input').fill('vscode.');
+          const shown = await row.waitFor({ state: 'visible', timeout: 3_000 }).then(
+            () => true,
+            () => false,
+          );
+          if (!shown) await w.page.keyboard.press('Escape');
+          return shown;
+        },
+        'the fixture tool in List Tools (it registers once its extension activates)',
+        30_000,
+        500,
+      );
       assert.match((await row.innerText()).replace(/\s+/g, ' '), /from VS Code/);
       await w.screenshot('list-tools-vscode');
       await w.page.keyboard.press('Escape');
       await w.quickInput.waitFor({ state: 'hidden' });
-    }));
+    }),
+  );
 
   it('the model calls it: the permission card asks first; allowed, vscode.lm.invokeTool runs the fixture and its text is the tool result', { timeout: STEP_TIMEOUT }, () =>
     step('run-tool', async () => {
       const w = wb!;
       const round = (request: RecordedRequest) => {
         const messages = (request.body as { messages: { role: string; content: string }[] }).messages;
-        return hasToolResult(request) ? { text: `The tool said: ${withoutNote(messages).at(-1)!.content}` } : { tool_calls: [{ name: 'vscode_e2e_word_count', arguments: { text: 'one two three four' } }] };
+        return hasToolResult(request)
+          ? { text: `The tool said: ${withoutNote(messages).at(-1)!.content}` }
+          : { tool_calls: [{ name: 'vscode_e2e_word_count', arguments: { text: 'one two three four' } }] };
       };
       fake.script(round, round);
       const before = fake.requests.length;
@@ -146,5 +168,6 @@ describe("the editor's context and VS Code's tools, in a real VS Code (code-serv
       await card.locator('button[data-decision="allow"]').click();
       await chat.locator('.message.assistant:not(.streaming)', { hasText: '4 words (counted by the fixture extension)' }).waitFor();
       await w.screenshot('vscode-tool-ran');
-    }));
+    }),
+  );
 });

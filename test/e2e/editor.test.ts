@@ -73,40 +73,43 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
     await chat.locator('.composer-input').press('Enter');
   };
 
-  before(async () => {
-    await rm(ARTIFACTS, { recursive: true, force: true });
-    await mkdir(ARTIFACTS, { recursive: true });
-    figures.vsixBytes = packageVsix();
-    scratch = await mkdtemp(join(tmpdir(), 'ra-e2e-'));
-    workspace = join(scratch, 'workspace');
-    await mkdir(workspace);
-    await writeFile(join(workspace, 'README.md'), '# A project\n\nSome text.\n');
-    // The fake wants the key the user will set through "Set API Key" (SecretStorage), not service.json's.
-    fake = await startFakeOpenAI({ apiKey: API_KEY });
-    receiver = await startWebhookReceiver({ secret: WEBHOOK_SECRET });
-    servicePort = await freePort();
-    editor = await startCodeServer({
-      scratch,
-      workspace,
-      settings: { 'remoteAssistant.port': servicePort, 'workbench.colorTheme': 'Default Dark Modern' },
-      globalStorage: {
-        'service.json': JSON.stringify(
-          {
-            auth_token: AUTH_TOKEN,
-            provider: 'openai',
-            model: 'fake-model',
-            base_url: fake.url,
-            permission_mode: 'ask',
-            channels: { webhook: { accounts: { ci: { incoming_path: '/hooks/ci', outgoing_url: receiver.url('/ci'), secret: WEBHOOK_SECRET } } } },
-          },
-          null,
-          2,
-        ),
-      },
-    });
-    wb = await Workbench.launch(join(scratch, 'chromium'));
-    await wb.open(editor.workbenchUrl);
-  }, { timeout: 420_000 });
+  before(
+    async () => {
+      await rm(ARTIFACTS, { recursive: true, force: true });
+      await mkdir(ARTIFACTS, { recursive: true });
+      figures.vsixBytes = packageVsix();
+      scratch = await mkdtemp(join(tmpdir(), 'ra-e2e-'));
+      workspace = join(scratch, 'workspace');
+      await mkdir(workspace);
+      await writeFile(join(workspace, 'README.md'), '# A project\n\nSome text.\n');
+      // The fake wants the key the user will set through "Set API Key" (SecretStorage), not service.json's.
+      fake = await startFakeOpenAI({ apiKey: API_KEY });
+      receiver = await startWebhookReceiver({ secret: WEBHOOK_SECRET });
+      servicePort = await freePort();
+      editor = await startCodeServer({
+        scratch,
+        workspace,
+        settings: { 'remoteAssistant.port': servicePort, 'workbench.colorTheme': 'Default Dark Modern' },
+        globalStorage: {
+          'service.json': JSON.stringify(
+            {
+              auth_token: AUTH_TOKEN,
+              provider: 'openai',
+              model: 'fake-model',
+              base_url: fake.url,
+              permission_mode: 'ask',
+              channels: { webhook: { accounts: { ci: { incoming_path: '/hooks/ci', outgoing_url: receiver.url('/ci'), secret: WEBHOOK_SECRET } } } },
+            },
+            null,
+            2,
+          ),
+        },
+      });
+      wb = await Workbench.launch(join(scratch, 'chromium'));
+      await wb.open(editor.workbenchUrl);
+    },
+    { timeout: 420_000 },
+  );
 
   after(async () => {
     client?.close();
@@ -119,9 +122,11 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
     if (Object.keys(figures).length > 0) {
       await writeFile(join(ARTIFACTS, 'figures.json'), JSON.stringify(figures, null, 2)).catch(() => undefined);
       const kb = Math.round(Number(figures.vsixBytes) / 1024);
-      console.log(`# e2e figures: vsix ${kb} KB (goal < 3072 KB); activation ${figures.activationMs ?? '?'} ms (goal < 300 ms); ` +
-        `longest event-loop stall during a ${figures.chatMessages ?? '?'}-message streamed chat ${figures.longestStallMs ?? '?'} ms (goal < 20 ms; ` +
-        `process CPU during it ${figures.longestStallCpuMs ?? '?'} ms), longest busy stall ${figures.longestBusyStallMs ?? '?'} ms, p99 ${figures.p99StallMs ?? '?'} ms`);
+      console.log(
+        `# e2e figures: vsix ${kb} KB (goal < 3072 KB); activation ${figures.activationMs ?? '?'} ms (goal < 300 ms); ` +
+          `longest event-loop stall during a ${figures.chatMessages ?? '?'}-message streamed chat ${figures.longestStallMs ?? '?'} ms (goal < 20 ms; ` +
+          `process CPU during it ${figures.longestStallCpuMs ?? '?'} ms), longest busy stall ${figures.longestBusyStallMs ?? '?'} ms, p99 ${figures.p99StallMs ?? '?'} ms`,
+      );
     }
     if (scratch && !process.env.RA_E2E_KEEP) await rm(scratch, { recursive: true, force: true });
   });
@@ -134,7 +139,8 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       const health = await fetch(`http://127.0.0.1:${servicePort}/health`).then((r) => r.json() as Promise<{ status: string }>);
       assert.equal(health.status, 'ok');
       await w.screenshot('activated');
-    }));
+    }),
+  );
 
   it('opens the chat view; a provider error shows a banner whose button sets the API key in SecretStorage', { timeout: STEP_TIMEOUT }, () =>
     step('banner', async () => {
@@ -159,12 +165,16 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await w.screenshot('api-key-saved');
       await w.runCommand('Notifications: Clear All Notifications');
       await w.notification('API key saved').waitFor({ state: 'hidden' });
-    }));
+    }),
+  );
 
   it('streams a reply, rendered as markdown, in the chat view', { timeout: STEP_TIMEOUT }, () =>
     step('stream', async () => {
       const w = wb!;
-      await chat.locator('.banner button[aria-label="Dismiss"]').click().catch(() => undefined);
+      await chat
+        .locator('.banner button[aria-label="Dismiss"]')
+        .click()
+        .catch(() => undefined);
       await chat.locator('.composer-input').waitFor({ state: 'visible' });
       const pieces = ['Here is **the plan**:\n\n', '1. read the file\n', '2. change it\n\n', 'Then run `npm test`:\n\n', '```sh\nnpm test\n```\n', 'Done.'];
       fake.script({ text: pieces.join(''), chunks: pieces.length, chunkDelayMs: 400 });
@@ -181,7 +191,8 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       const request = fake.requests.at(-1)!;
       assert.equal(request.headers.authorization, `Bearer ${API_KEY}`);
       await w.screenshot('streamed-reply');
-    }));
+    }),
+  );
 
   it('Set Permission Mode from the command palette changes the status bar and get_config over WebSocket', { timeout: STEP_TIMEOUT }, () =>
     step('permission-mode', async () => {
@@ -205,7 +216,8 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       const back = await client.request({ type: 'update_config', config: { permission_mode: 'ask' } });
       assert.equal(back.status, 'ok');
       await waitFor(async () => (await w.statusText()).includes(`${servicePort} · ask`), 'the status bar to show ask again', 10_000, 50);
-    }));
+    }),
+  );
 
   it('asks in one place: with the chat view visible its card is the prompt (no dialog, no notification); Show Diff opens the diff, Allow runs it, Deny refuses it', { timeout: STEP_TIMEOUT }, () =>
     step('ask', async () => {
@@ -218,7 +230,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await card.waitFor();
       assert.match((await card.textContent()) ?? '', /hello\.txt/);
       await w.statusPending.waitFor();
-      assert.match(await w.statusPending.textContent() ?? '', /1/);
+      assert.match((await w.statusPending.textContent()) ?? '', /1/);
       await w.screenshot('ask-card');
 
       await card.locator('button', { hasText: 'Show Diff' }).click();
@@ -243,7 +255,8 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       assert.equal(existsSync(join(workspace, 'denied.txt')), false);
       await chat.locator('.tool-card[data-tool="write_file"][data-status="denied"]').waitFor();
       await w.screenshot('ask-denied');
-    }));
+    }),
+  );
 
   it('with the chat view hidden, its waiting request is a notification that closes when a phone answers, and answers from its own Deny link', { timeout: STEP_TIMEOUT }, () =>
     step('ask-hidden', async () => {
@@ -282,7 +295,8 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await chat.locator('.message.assistant:not(.streaming)', { hasText: 'Denied from the notification.' }).waitFor();
       assert.equal(existsSync(join(workspace, 'link.txt')), false);
       await w.screenshot('ask-hidden-denied-by-link');
-    }));
+    }),
+  );
 
   it('run_command runs in a visible "Remote Assistant" terminal and returns its output', { timeout: STEP_TIMEOUT }, () =>
     step('terminal', async () => {
@@ -303,7 +317,8 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await chat.locator('.tool-card[data-tool="run_command"][data-status="ok"]').waitFor();
       await w.screenshot('run-command-terminal');
       assert.equal((await client!.request({ type: 'update_config', config: { permission_mode: 'ask' } })).status, 'ok');
-    }));
+    }),
+  );
 
   it('chats from a WebSocket client and a webhook to the service in the editor appear in the chat view live', { timeout: STEP_TIMEOUT }, () =>
     step('remote-chat', async () => {
@@ -339,9 +354,10 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await receiver.waitFor((r) => r.processed.size >= 1, 'the webhook reply', 30_000);
       await w.screenshot('webhook-chat-listed');
       await chat.locator('.drawer-toggle').click();
-    }));
+    }),
+  );
 
-  it('Select Model lists the provider\'s models; List Tools shows the editor\'s tools', { timeout: STEP_TIMEOUT }, () =>
+  it("Select Model lists the provider's models; List Tools shows the editor's tools", { timeout: STEP_TIMEOUT }, () =>
     step('models-tools', async () => {
       const w = wb!;
       await w.runCommand('Remote Assistant: Select Model');
@@ -356,18 +372,26 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await w.page.keyboard.press('Escape');
       await w.quickInput.waitFor({ state: 'hidden' });
       assert.equal((await client!.request({ type: 'update_config', config: { model: 'fake-model' } })).status, 'ok');
-    }));
+    }),
+  );
 
   it('never puts a secret (access token, API key, webhook secret) into the chat webview', { timeout: STEP_TIMEOUT }, () =>
     step('secrets', async () => {
-      const html = await chat.locator('html').evaluate((root) => root.outerHTML + Array.from(root.querySelectorAll('textarea, input')).map((e) => (e as HTMLInputElement).value).join('\n'));
+      const html = await chat.locator('html').evaluate(
+        (root) =>
+          root.outerHTML +
+          Array.from(root.querySelectorAll('textarea, input'))
+            .map((e) => (e as HTMLInputElement).value)
+            .join('\n'),
+      );
       assert.ok(html.length > 1000, 'the webview should have been read');
       assert.ok(!html.includes(AUTH_TOKEN), 'the access token is in the webview DOM');
       assert.ok(!html.includes(API_KEY), 'the API key is in the webview DOM');
       assert.ok(!html.includes(WEBHOOK_SECRET), 'the webhook secret is in the webview DOM');
       const workbench = await wb!.page.content();
       assert.ok(!workbench.includes(API_KEY), 'the API key is in the workbench DOM');
-    }));
+    }),
+  );
 
   it('measures: activation and the longest event-loop stall during a 100-message streamed chat (reported, not asserted)', { timeout: 240_000 }, () =>
     step('measure', async () => {
@@ -390,9 +414,17 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       const activation = /activation (\d+) ms/.exec(text);
       const stall = /longest stall ([\d.]+) ms \(process CPU during it ([\d.]+) ms\), longest busy stall ([\d.]+) ms, p99 ([\d.]+) ms/.exec(text);
       assert.ok(activation && stall, `unexpected figures: ${text}`);
-      Object.assign(figures, { activationMs: Number(activation[1]), longestStallMs: Number(stall[1]), longestStallCpuMs: Number(stall[2]), longestBusyStallMs: Number(stall[3]), p99StallMs: Number(stall[4]), chatMessages: count });
+      Object.assign(figures, {
+        activationMs: Number(activation[1]),
+        longestStallMs: Number(stall[1]),
+        longestStallCpuMs: Number(stall[2]),
+        longestBusyStallMs: Number(stall[3]),
+        p99StallMs: Number(stall[4]),
+        chatMessages: count,
+      });
       await w.screenshot('responsiveness');
-    }));
+    }),
+  );
 
   it('a second window attaches to the service and takes over hosting when the first window closes', { timeout: STEP_TIMEOUT }, () =>
     step('second-window', async () => {
@@ -414,9 +446,10 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await send('hello from the second window');
       await chat.locator('.message.assistant:not(.streaming)', { hasText: 'Reply to “hello from the second window”' }).waitFor();
       await w2.screenshot('second-window-hosting');
-    }));
+    }),
+  );
 
-  it('the chat view follows the editor\'s theme (dark, then light)', { timeout: STEP_TIMEOUT }, () =>
+  it("the chat view follows the editor's theme (dark, then light)", { timeout: STEP_TIMEOUT }, () =>
     step('theme', async () => {
       const w2 = second!;
       const background = () => chat.locator('body').evaluate((body) => getComputedStyle(body).backgroundColor);
@@ -430,7 +463,8 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await w2.pick('Light Modern');
       await waitFor(async () => luminance(await background()) > 0.8, 'the chat view to turn light with the theme', 20_000, 100);
       await w2.screenshot('light-theme');
-    }));
+    }),
+  );
 });
 
 describe('the configured port is taken by another program (real VS Code)', { timeout: 300_000 }, () => {
@@ -440,21 +474,24 @@ describe('the configured port is taken by another program (real VS Code)', { tim
   let wb: Workbench | undefined;
   let busyPort: number;
 
-  before(async () => {
-    scratch = await mkdtemp(join(tmpdir(), 'ra-e2e-port-'));
-    await mkdir(join(scratch, 'workspace'));
-    busyPort = await freePort();
-    blocker = createServer();
-    await new Promise<void>((resolve) => blocker.listen(busyPort, '127.0.0.1', () => resolve()));
-    editor = await startCodeServer({
-      scratch,
-      workspace: join(scratch, 'workspace'),
-      settings: { 'remoteAssistant.port': busyPort, 'workbench.colorTheme': 'Default Dark Modern' },
-      globalStorage: { 'service.json': JSON.stringify({ auth_token: AUTH_TOKEN, provider: 'openai', model: 'fake-model' }) },
-    });
-    wb = await Workbench.launch(join(scratch, 'chromium'));
-    await wb.open(editor.workbenchUrl);
-  }, { timeout: 240_000 });
+  before(
+    async () => {
+      scratch = await mkdtemp(join(tmpdir(), 'ra-e2e-port-'));
+      await mkdir(join(scratch, 'workspace'));
+      busyPort = await freePort();
+      blocker = createServer();
+      await new Promise<void>((resolve) => blocker.listen(busyPort, '127.0.0.1', () => resolve()));
+      editor = await startCodeServer({
+        scratch,
+        workspace: join(scratch, 'workspace'),
+        settings: { 'remoteAssistant.port': busyPort, 'workbench.colorTheme': 'Default Dark Modern' },
+        globalStorage: { 'service.json': JSON.stringify({ auth_token: AUTH_TOKEN, provider: 'openai', model: 'fake-model' }) },
+      });
+      wb = await Workbench.launch(join(scratch, 'chromium'));
+      await wb.open(editor.workbenchUrl);
+    },
+    { timeout: 240_000 },
+  );
 
   after(async () => {
     await wb?.close();
@@ -488,4 +525,3 @@ describe('the configured port is taken by another program (real VS Code)', { tim
     }
   });
 });
-

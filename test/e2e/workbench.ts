@@ -14,7 +14,6 @@ export const ARTIFACTS = join(ROOT, 'test-artifacts', 'e2e');
 let shots = 0;
 
 export class Workbench {
-
   private constructor(
     readonly context: BrowserContext,
     readonly page: Page,

@@ -49,11 +49,18 @@ test('Show Activity lists what the editor and a LAN client did, newest first, un
   assert.match(config.detail!, /temperature/, 'the field by name');
   assert.ok(rows.indexOf(config) < rows.indexOf(mode), 'newest first');
   assert.ok(pick.matchOnDescription && pick.matchOnDetail, 'typing filters by who, where and kind too');
-  assert.equal(pick.items.some((item) => item.older), false, 'everything fits one page');
+  assert.equal(
+    pick.items.some((item) => item.older),
+    false,
+    'everything fits one page',
+  );
   pick.hide();
   await done;
   assert.equal(pick.disposed, true);
-  assert.deepEqual(testing.messages.filter((m) => m.kind === 'error'), []);
+  assert.deepEqual(
+    testing.messages.filter((m) => m.kind === 'error'),
+    [],
+  );
 });
 
 test('Load older… pages back until the first entry, and the focus goes to the first of the older rows', async () => {
@@ -71,7 +78,10 @@ test('Load older… pages back until the first entry, and the focus goes to the 
     assert.equal(pick.activeItems[0], entryRows(pick)[before], 'focus on the first row loaded');
   }
   const seqs = entryRows(pick).map((row) => row.entry!.seq);
-  assert.deepEqual(seqs, [...seqs].sort((a, b) => b - a));
+  assert.deepEqual(
+    seqs,
+    [...seqs].sort((a, b) => b - a),
+  );
   assert.equal(new Set(seqs).size, seqs.length);
   assert.equal(seqs.at(-1), 1);
   assert.ok(seqs.length >= 5);

@@ -47,7 +47,10 @@ async function editorOn(file: string, from?: number, to?: number) {
 }
 
 const posted = (view: FakeWebviewView) => view.webview.posted as Record<string, any>[];
-const eventsOf = (view: FakeWebviewView, name: string) => posted(view).filter((m) => m.kind === 'event' && m.event.event === name).map((m) => m.event);
+const eventsOf = (view: FakeWebviewView, name: string) =>
+  posted(view)
+    .filter((m) => m.kind === 'event' && m.event.event === name)
+    .map((m) => m.event);
 
 async function openReadyView() {
   const view = await testing.openView('remoteAssistant.chat');
@@ -68,7 +71,10 @@ describe("the editor's context", () => {
     const view = await openReadyView();
     testing.setActiveEditor(await editorOn(join(ws, 'src', 'math.ts'), 3, 5));
     await testing.commands.get('remoteAssistant.askSelection')!();
-    assert.ok(testing.executed.some((e) => e.command === 'remoteAssistant.chat.focus'), 'the chat view is revealed');
+    assert.ok(
+      testing.executed.some((e) => e.command === 'remoteAssistant.chat.focus'),
+      'the chat view is revealed',
+    );
     const [added] = eventsOf(view, 'editor.add_context');
     const selected = 'export function add(a: number, b: number) {\n  return a + b;\n}';
     assert.deepEqual(added?.item, { kind: 'selection', path: 'src/math.ts', range: { start_line: 3, end_line: 5 }, text: selected });
@@ -78,7 +84,9 @@ describe("the editor's context", () => {
     view.webview.fromUi({ kind: 'frame', frame: { type: 'chat', id: 'ask-1', message: 'Explain this', context: [added.item] } });
     const reply = await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'ask-1'), 'the chat reply');
     assert.equal(reply.envelope.status, 'ok', JSON.stringify(reply.envelope));
-    const user = withoutNote((harness.fake.requests[before]!.body as { messages: { role: string; content: string }[] }).messages).filter((m) => m.role === 'user').at(-1)!;
+    const user = withoutNote((harness.fake.requests[before]!.body as { messages: { role: string; content: string }[] }).messages)
+      .filter((m) => m.role === 'user')
+      .at(-1)!;
     assert.ok(user.content.includes(selected), user.content);
     assert.ok(user.content.includes('src/math.ts, lines 3-5'));
   });
@@ -195,7 +203,7 @@ describe("the chat view's chips, in a browser (the real page: media/chat-webview
 
     const active = page.locator('.chip.active-file');
     await active.waitFor();
-    assert.equal(await active.getAttribute('aria-pressed'), 'true', 'the active file starts attached (the setting\'s default)');
+    assert.equal(await active.getAttribute('aria-pressed'), 'true', "the active file starts attached (the setting's default)");
     assert.match(await active.innerText(), /math\.ts/);
 
     testing.setActiveEditor(await editorOn(join(ws, 'src', 'math.ts'), 3, 5));
@@ -223,7 +231,9 @@ describe("the chat view's chips, in a browser (the real page: media/chat-webview
     await input.pressSequentially('please');
     await input.press('Enter');
     await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo:'));
-    const user = withoutNote((harness.fake.requests[before]!.body as { messages: { role: string; content: string }[] }).messages).filter((m) => m.role === 'user').at(-1)!.content;
+    const user = withoutNote((harness.fake.requests[before]!.body as { messages: { role: string; content: string }[] }).messages)
+      .filter((m) => m.role === 'user')
+      .at(-1)!.content;
     assert.ok(user.includes('export function add(a: number, b: number) {\n  return a + b;\n}'), 'the selected lines');
     assert.ok(user.includes('[file] src/format.ts') && user.includes('export const format = String;'), 'the mentioned file');
     assert.ok(!user.includes('[file] src/math.ts'), 'not the detached active file');

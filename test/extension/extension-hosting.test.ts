@@ -83,7 +83,10 @@ test('when the hosting window closes, one of the others takes over and the rest 
   assert.equal((client.state as { port: number }).port, (host.state as { port: number }).port);
   const reply = await client.backend!.request({ type: 'get_config' });
   assert.equal(reply.status, 'ok');
-  assert.ok(history.some((s) => s.state === 'waiting'), 'b noticed the host went away');
+  assert.ok(
+    history.some((s) => s.state === 'waiting'),
+    'b noticed the host went away',
+  );
 });
 
 /** A window in another process (the real multi-window case: the lock holds across processes). */
@@ -143,7 +146,10 @@ test('lanAccess writes the tcp channel allow_from (both channel forms) and the s
   assert.notEqual((state as { host: string }).host, '127.0.0.1');
   assert.equal(await applyLanAccess(w.service!, true), false, 'nothing to change');
   assert.equal(await applyLanAccess(w.service!, false), true);
-  assert.deepEqual(w.service!.config.current.channels.find((c) => c.type === 'tcp')!.type === 'tcp' && (w.service!.config.current.channels[0] as { allow_from: string[] }).allow_from, ['127.0.0.1', '::1']);
+  assert.deepEqual(w.service!.config.current.channels.find((c) => c.type === 'tcp')!.type === 'tcp' && (w.service!.config.current.channels[0] as { allow_from: string[] }).allow_from, [
+    '127.0.0.1',
+    '::1',
+  ]);
   // Array form, no tcp channel yet.
   await w.stop();
   await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TEST_TOKEN, channels: [] }));

@@ -57,8 +57,12 @@ describe("VS Code's language model tools", () => {
     assert.equal(tool.from, 'vscode');
     assert.equal(tool.description, WORD_COUNT.description);
     assert.deepEqual(tool.parameters, { text: 'string' });
-    assert.equal(tools.find((t) => t.name === 'read_file')?.from, undefined, 'the agent\'s own tools are not marked');
-    assert.equal(tools.find((t) => t.name.endsWith('_internal')), undefined, "VS Code's own internal tools (for its chat only) are not offered");
+    assert.equal(tools.find((t) => t.name === 'read_file')?.from, undefined, "the agent's own tools are not marked");
+    assert.equal(
+      tools.find((t) => t.name.endsWith('_internal')),
+      undefined,
+      "VS Code's own internal tools (for its chat only) are not offered",
+    );
 
     await testing.commands.get('remoteAssistant.listTools')!();
     const items = testing.quickPicks.at(-1)!.items as { label: string; description: string }[];
@@ -108,7 +112,10 @@ describe("VS Code's language model tools", () => {
   test('a webhook account that did not opt in to tools never invokes them, even in allow mode', async () => {
     const { port } = await activateWindow({
       permission_mode: 'allow',
-      channels: [{ name: 'tcp', type: 'tcp', port: 0 }, { name: 'hooks', type: 'webhook', accounts: { ci: { incoming_path: '/hook/ci', outgoing_url: 'http://127.0.0.1:9/never' } } }],
+      channels: [
+        { name: 'tcp', type: 'tcp', port: 0 },
+        { name: 'hooks', type: 'webhook', accounts: { ci: { incoming_path: '/hook/ci', outgoing_url: 'http://127.0.0.1:9/never' } } },
+      ],
     });
     callWordCount();
     const before = harness.fake.requests.length;

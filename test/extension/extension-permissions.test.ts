@@ -146,7 +146,10 @@ describe('the editor asks in one place', () => {
     const request = await phone.next((f) => f.event === 'permission.request');
     const item = await waitFor(() => (pendingItem()?.visible ? pendingItem() : undefined), 'the count');
     await testing.commands.get(item.command)!();
-    assert.ok(testing.executed.some((e) => e.command === 'remoteAssistant.chat.focus'), 'the chat view is focused');
+    assert.ok(
+      testing.executed.some((e) => e.command === 'remoteAssistant.chat.focus'),
+      'the chat view is focused',
+    );
     const shown = await waitFor(() => posted(view).find((m) => m.kind === 'event' && m.event.event === 'editor.show_request'), 'the view told which request');
     assert.deepEqual(shown.event, { event: 'editor.show_request', request_id: request.request_id, conversation_id: request.conversation_id });
     phone.send({ type: 'permission_response', request_id: request.request_id, decision: 'deny' });
@@ -197,8 +200,14 @@ describe('undo a turn in the editor', () => {
     const [left, right] = diff.args as [Uri, Uri];
     assert.equal(left.fsPath, join(workspace, 'created.txt'), 'the file as it is now');
     assert.equal(await testing.contentProviders.get(right.scheme)!.provideTextDocumentContent(right), '', 'and as undo leaves it (deleted)');
-    assert.ok(testing.messages.some((m) => /changed since the turn.*edited\.txt/s.test(m.message)), 'the file changed since is named');
-    assert.ok(testing.messages.some((m) => /Undo this turn\? created\.txt \(delete\)/.test(m.message)), 'the confirmation names what will happen');
+    assert.ok(
+      testing.messages.some((m) => /changed since the turn.*edited\.txt/s.test(m.message)),
+      'the file changed since is named',
+    );
+    assert.ok(
+      testing.messages.some((m) => /Undo this turn\? created\.txt \(delete\)/.test(m.message)),
+      'the confirmation names what will happen',
+    );
     assert.match(testing.messages.at(-1)!.message, /created\.txt deleted/);
     assert.equal(await readFile(join(workspace, 'edited.txt'), 'utf8'), 'by the user\n');
     await assert.rejects(readFile(join(workspace, 'created.txt')));
@@ -215,7 +224,10 @@ describe('undo a turn in the editor', () => {
     const diffs = testing.executed.filter((e) => e.command === 'vscode.diff').map((e) => e.args as [Uri, Uri, string]);
     const text = (uri: Uri) => testing.contentProviders.get(uri.scheme)!.provideTextDocumentContent(uri);
     assert.deepEqual(await Promise.all(diffs.map(([left]) => text(left))), ['before\n', 'by the turn\n']);
-    assert.deepEqual(diffs.map(([, right]) => right.fsPath), [join(workspace, 'three.txt'), join(workspace, 'three.txt')]);
+    assert.deepEqual(
+      diffs.map(([, right]) => right.fsPath),
+      [join(workspace, 'three.txt'), join(workspace, 'three.txt')],
+    );
     assert.match(diffs[0][2], /three\.txt.*before the turn/);
   });
 });
@@ -269,8 +281,21 @@ describe('a late copy of an answered request', () => {
     const backend = Object.assign(new EventEmitter(), { request: async () => ({ status: 'error', code: 'invalid_request', error: 'unknown command' }) });
     const pending = new PendingPermissions();
     pending.setBackend(backend as never);
-    const prompts = new EditorPrompts(pending, () => false, async () => undefined);
-    const request = { request_id: 'r-late', conversation_id: 'c', conversation_title: 'a chat', source: 'editor', tool: 'list_directory', arguments: {}, created_at: '2026-11-23T20:00:00.000Z', expires_at: '2026-11-23T20:30:00.000Z' };
+    const prompts = new EditorPrompts(
+      pending,
+      () => false,
+      async () => undefined,
+    );
+    const request = {
+      request_id: 'r-late',
+      conversation_id: 'c',
+      conversation_title: 'a chat',
+      source: 'editor',
+      tool: 'list_directory',
+      arguments: {},
+      created_at: '2026-11-23T20:00:00.000Z',
+      expires_at: '2026-11-23T20:30:00.000Z',
+    };
     backend.emit('event', { event: 'permission.resolved', request_id: 'r-late', decision: 'allow' });
     prompts.ownRequest(request);
     assert.equal(testing.progress.length, 0);
@@ -382,7 +407,10 @@ describe('palette: Edit Permission Rules and Send Test Notification', () => {
     const lost = await pair('lost', 'Lost Pixel');
     const kept = await pair('kept', 'iPhone');
     testing.answers.quickPick.push((items: { label: string; description: string }[]) => {
-      assert.deepEqual(items.map((i) => i.label), ['Lost Pixel', 'iPhone']);
+      assert.deepEqual(
+        items.map((i) => i.label),
+        ['Lost Pixel', 'iPhone'],
+      );
       assert.match(items[0].description, /LAN · notifications off/);
       return items[0];
     });
@@ -392,7 +420,10 @@ describe('palette: Edit Permission Rules and Send Test Notification', () => {
     assert.match(testing.messages.at(-1)!.message, /Lost Pixel revoked/);
     assert.equal((await kept.request({ type: 'list_conversations' })).status, 'ok');
     const listed = (await phone.request({ type: 'list_devices' })).data as { devices: { device_id: string }[] };
-    assert.deepEqual(listed.devices.map((d) => d.device_id), ['kept']);
+    assert.deepEqual(
+      listed.devices.map((d) => d.device_id),
+      ['kept'],
+    );
   });
 
   test('Send Test Notification reports each device, and says so when no device is subscribed', async () => {
@@ -408,7 +439,16 @@ describe('palette: Edit Permission Rules and Send Test Notification', () => {
     ];
     stand.backend.request = (async (frame: Record<string, any>) => {
       stand.frames.push(frame);
-      if (frame.type === 'list_push_devices') return { status: 'ok', data: { devices: [{ device_id: 'd1', device_name: 'Android Chrome' }, { device_id: 'd2', device_name: 'iPhone Safari' }] } };
+      if (frame.type === 'list_push_devices')
+        return {
+          status: 'ok',
+          data: {
+            devices: [
+              { device_id: 'd1', device_name: 'Android Chrome' },
+              { device_id: 'd2', device_name: 'iPhone Safari' },
+            ],
+          },
+        };
       return { status: 'ok', data: { results } };
     }) as typeof stand.backend.request;
     await palette.sendTestNotification(deps);

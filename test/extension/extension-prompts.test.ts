@@ -36,7 +36,12 @@ beforeEach(() => testing.reset());
 /** The preview the real tool gives for this call in `ws`, as permission.request carries it. */
 async function realPreview(ws: string, tool: string, args: Record<string, unknown>) {
   const tools = await createBuiltinToolSource({ workspaceRoots: () => [ws] }).tools();
-  return wirePreview(await previewToolCall(tools.find((t) => t.name === tool)!, args));
+  return wirePreview(
+    await previewToolCall(
+      tools.find((t) => t.name === tool)!,
+      args,
+    ),
+  );
 }
 
 function request(tool: string, args: Record<string, unknown>, preview?: PermissionPreview) {
@@ -156,7 +161,13 @@ describe('vscode.lm provider', () => {
 
   test('an abort cancels the request token and rejects as cancelled; no model is not_configured', async () => {
     const seen: { token?: any } = {};
-    testing.chatModels = [fakeModel('m', Array.from({ length: 50 }, () => new LanguageModelTextPart('x')), seen)];
+    testing.chatModels = [
+      fakeModel(
+        'm',
+        Array.from({ length: 50 }, () => new LanguageModelTextPart('x')),
+        seen,
+      ),
+    ];
     const provider = lmModule.createLanguageModelProvider();
     const controller = new AbortController();
     const running = provider.complete({ model: 'unknown-falls-back', messages: [{ role: 'user', content: 'go' }], signal: controller.signal, onDelta: () => undefined });
@@ -245,10 +256,13 @@ describe('editor tools stay inside the workspace', () => {
     const vscodeDouble = await import('../helpers/vscode-double');
     for (const path of [join(base.dir, 'secret.txt'), '../secret.txt']) {
       vscodeDouble.window.activeTextEditor = undefined;
-      const opened = await tools.get('open_file')!.run({ path, start_line: 1, end_line: 2 }, ctx).then(
-        (output) => output.content,
-        (error: unknown) => `refused: ${(error as Error).message}`,
-      );
+      const opened = await tools
+        .get('open_file')!
+        .run({ path, start_line: 1, end_line: 2 }, ctx)
+        .then(
+          (output) => output.content,
+          (error: unknown) => `refused: ${(error as Error).message}`,
+        );
       assert.match(opened, /^refused: .*outside the workspace/, path);
       const selected = (await tools.get('get_selection')!.run({}, ctx)).content;
       assert.doesNotMatch(selected, /top secret/, path);

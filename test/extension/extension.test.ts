@@ -33,7 +33,11 @@ afterEach(async () => {
 });
 
 /** A window: a fresh global storage with service.json, the double reset, activate() run. */
-async function activateWindow(config: Record<string, unknown> = {}, settings: Record<string, unknown> = { 'remoteAssistant.port': 0 }, prepare: (context: ReturnType<typeof fakeContext>) => void = () => undefined) {
+async function activateWindow(
+  config: Record<string, unknown> = {},
+  settings: Record<string, unknown> = { 'remoteAssistant.port': 0 },
+  prepare: (context: ReturnType<typeof fakeContext>) => void = () => undefined,
+) {
   testing.reset();
   for (const [key, value] of Object.entries(settings)) testing.settings.set(key, value);
   const storage = await tempDir('ra-ext-');
@@ -73,7 +77,10 @@ describe('activation and the status bar', () => {
     assert.equal(health.status, 200);
     const files = await import('node:fs/promises').then((fs) => fs.readdir(dataDir));
     for (const name of ['service.json', 'service.log', 'service.lock']) assert.ok(files.includes(name), `${name} in ${files.join(', ')}`);
-    assert.ok(files.some((f) => f.startsWith('service.db')), `the database (or its journal) in ${files.join(', ')}`);
+    assert.ok(
+      files.some((f) => f.startsWith('service.db')),
+      `the database (or its journal) in ${files.join(', ')}`,
+    );
     const item = testing.statusBarItems[0];
     assert.equal(item.text, `$(radio-tower) ${port} · ask`);
     assert.equal(item.command, 'remoteAssistant.setPermissionMode');
@@ -96,7 +103,10 @@ describe('activation and the status bar', () => {
     const { api } = await activateWindow();
     const c = await client(portOf(api));
     testing.answers.quickPick.push((items: { label: string; description: string }[]) => {
-      assert.deepEqual(items.map((i) => i.label), ['ask', 'allow', 'deny']);
+      assert.deepEqual(
+        items.map((i) => i.label),
+        ['ask', 'allow', 'deny'],
+      );
       assert.ok(items.every((i) => i.description.length > 0));
       return items.find((i) => i.label === 'allow');
     });
@@ -124,19 +134,26 @@ describe('activation and the status bar', () => {
     const open = items.find((i) => i.label === 'open_file');
     assert.ok(open, items.map((i) => i.label).join(','));
     assert.match(open.description, /path: string, start_line: integer/);
-    for (const name of ['get_diagnostics', 'get_selection', 'read_file']) assert.ok(items.some((i) => i.label === name), name);
+    for (const name of ['get_diagnostics', 'get_selection', 'read_file'])
+      assert.ok(
+        items.some((i) => i.label === name),
+        name,
+      );
   });
 });
 
 describe('the chat view bridge', () => {
-  test('answers a frame with its envelope and forwards this session\'s events and broadcasts', async () => {
+  test("answers a frame with its envelope and forwards this session's events and broadcasts", async () => {
     const { api } = await activateWindow({ permission_mode: 'allow' });
     await api.apiKeys.set('openai', SECRET_KEY);
     const view = await testing.openView('remoteAssistant.chat');
     assert.equal(view.webview.options.enableScripts, true);
     const nonce = /<script nonce="([^"]+)"/.exec(view.webview.html)?.[1];
     assert.ok(nonce && view.webview.html.includes(`script-src &#39;nonce-${nonce}&#39;`), 'strict CSP with the script nonce');
-    assert.deepEqual((view.webview.options.localResourceRoots as { fsPath: string }[]).map((u) => u.fsPath), [join(process.cwd(), 'media')]);
+    assert.deepEqual(
+      (view.webview.options.localResourceRoots as { fsPath: string }[]).map((u) => u.fsPath),
+      [join(process.cwd(), 'media')],
+    );
     view.webview.fromUi({ kind: 'ready' });
     await waitFor(() => posted(view).some((m) => m.kind === 'state' && m.state === 'running'), 'state running');
 
@@ -307,7 +324,10 @@ describe('providers and connection info', () => {
     await api.apiKeys.set('openai', SECRET_KEY);
     testing.answers.quickPick.push((items: { label: string }[]) => items.find((i) => i.label === 'fake-model-large'));
     await testing.commands.get('remoteAssistant.selectModel')!();
-    assert.deepEqual(testing.quickPicks.at(-1)!.items.map((i: { label: string }) => i.label), ['fake-model', 'fake-model-large', 'Enter a model name…']);
+    assert.deepEqual(
+      testing.quickPicks.at(-1)!.items.map((i: { label: string }) => i.label),
+      ['fake-model', 'fake-model-large', 'Enter a model name…'],
+    );
     assert.equal(api.hosting.service!.config.current.model, 'fake-model-large');
 
     await testing.commands.get('remoteAssistant.showConnectionInfo')!();
@@ -372,7 +392,10 @@ describe('Measure Responsiveness', () => {
     // time spent waiting for a core on a loaded machine) and at least 60 ms of wall time (the process's
     // CPU time also counts its worker threads, e.g. history.db's, which may be busy meanwhile), then let
     // the monitor tick again.
-    const cpuMs = () => { const { user, system } = process.cpuUsage(); return (user + system) / 1000; };
+    const cpuMs = () => {
+      const { user, system } = process.cpuUsage();
+      return (user + system) / 1000;
+    };
     const until = cpuMs() + 60;
     const wallUntil = performance.now() + 60;
     while (cpuMs() < until || performance.now() < wallUntil);
@@ -396,7 +419,9 @@ describe('file tools in the editor', () => {
     });
     const c = await client(portOf(api));
     const write = (path: string) => (request: { body: unknown }) =>
-      (withoutNote((request.body as { messages: { role: string }[] }).messages).at(-1)?.role === 'tool' ? { text: 'written' } : { tool_calls: [{ name: 'write_file', arguments: { path, content: 'x\n' } }] });
+      withoutNote((request.body as { messages: { role: string }[] }).messages).at(-1)?.role === 'tool'
+        ? { text: 'written' }
+        : { tool_calls: [{ name: 'write_file', arguments: { path, content: 'x\n' } }] };
     fake.script(write('in-folder.txt'), write('in-folder.txt'));
     assert.equal((await c.request({ type: 'chat', message: 'write it' }, 20_000)).status, 'ok');
     assert.equal(await readFile(join(folder.dir, 'in-folder.txt'), 'utf8'), 'x\n');
@@ -442,7 +467,10 @@ describe('history: Search History and Export Conversation', () => {
       ],
       'newest first: the reply, then the message',
     );
-    assert.ok(pick.items.every((item: { alwaysShow?: boolean }) => item.alwaysShow), "the service matched them: the quick pick's own filter must not hide any");
+    assert.ok(
+      pick.items.every((item: { alwaysShow?: boolean }) => item.alwaysShow),
+      "the service matched them: the quick pick's own filter must not hide any",
+    );
     pick.accept(1);
     await running;
     assert.ok(pick.disposed);
@@ -452,7 +480,7 @@ describe('history: Search History and Export Conversation', () => {
     assert.deepEqual(shown.event, { event: 'editor.show_message', conversation_id: conversationId, message_id: hitId });
   });
 
-  test('a query that cannot be searched shows the service\'s reason; an empty one clears the list', async () => {
+  test("a query that cannot be searched shows the service's reason; an empty one clears the list", async () => {
     await activateWindow();
     const running = testing.commands.get('remoteAssistant.searchHistory')!();
     const pick = await waitFor(() => testing.createdQuickPicks[0], 'the quick pick');
@@ -498,7 +526,10 @@ describe('history: Search History and Export Conversation', () => {
     };
     const doc = await waitFor(written, 'the file written');
     assert.equal(doc.version, 1);
-    assert.deepEqual(doc.messages.map((m) => m.content), ['json from the view', 'echo: json from the view']);
+    assert.deepEqual(
+      doc.messages.map((m) => m.content),
+      ['json from the view', 'echo: json from the view'],
+    );
     assert.equal(testing.quickPicks.length, 0, 'nothing asked but where to save');
   });
 });

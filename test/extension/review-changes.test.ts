@@ -19,7 +19,7 @@ after(async () => {
   for (const cleanup of cleanups) await cleanup();
 });
 
-test('Review Changes opens base (git show, read-only) against the worktree\'s file for each changed file; Open the Worktree opens its folder in a new window', async () => {
+test("Review Changes opens base (git show, read-only) against the worktree's file for each changed file; Open the Worktree opens its folder in a new window", async () => {
   const { reviewChanges, openWorktree } = await import('../../src/extension/review-changes');
   const { ProposedContent } = await import('../../src/extension/permission-prompt');
   const test = await makeRepo({ 'app.txt': 'base text\n', 'gone.txt': 'to delete\n' });
@@ -59,5 +59,8 @@ test('Review Changes opens base (git show, read-only) against the worktree\'s fi
 
   testing.executed.length = 0;
   await openWorktree(backend, 'c1');
-  assert.deepEqual(testing.executed.map((e) => [e.command, (e.args[0] as { path: string }).path, e.args[1]]), [['vscode.openFolder', worktree.path, { forceNewWindow: true }]]);
+  assert.deepEqual(
+    testing.executed.map((e) => [e.command, (e.args[0] as { path: string }).path, e.args[1]]),
+    [['vscode.openFolder', worktree.path, { forceNewWindow: true }]],
+  );
 });

@@ -65,10 +65,16 @@ describe('get_changes', () => {
 
       // Ids are stable: the same hunk, listed again after another hunk of the file went, keeps its id.
       const again = await changesOf(wt);
-      assert.deepEqual(again.files.find((f) => f.path === 'app.ts')!.hunks.map((h) => h.id), app.hunks.map((h) => h.id));
+      assert.deepEqual(
+        again.files.find((f) => f.path === 'app.ts')!.hunks.map((h) => h.id),
+        app.hunks.map((h) => h.id),
+      );
       await revertChanges(wt, 'app.ts', app.hunks[0].id);
       const after = await changesOf(wt);
-      assert.deepEqual(after.files.find((f) => f.path === 'app.ts')!.hunks.map((h) => h.id), [app.hunks[1].id]);
+      assert.deepEqual(
+        after.files.find((f) => f.path === 'app.ts')!.hunks.map((h) => h.id),
+        [app.hunks[1].id],
+      );
     });
   });
 
@@ -138,7 +144,10 @@ describe('revert_changes', () => {
       const text = await readFile(join(wt.path, 'app.ts'), 'utf8');
       assert.match(text, /line 2 changed/);
       assert.doesNotMatch(text, /line 35 changed/);
-      assert.deepEqual(answer.files[0].hunks.map((h) => h.id), [first.id]);
+      assert.deepEqual(
+        answer.files[0].hunks.map((h) => h.id),
+        [first.id],
+      );
       await assert.rejects(revertChanges(wt, 'app.ts', second.id), (e: unknown) => e instanceof ServiceError && e.code === 'conflict');
       await assert.rejects(revertChanges(wt, 'nope.ts'), (e: unknown) => e instanceof ServiceError && e.code === 'not_found');
     });
@@ -309,7 +318,10 @@ describe('push and discard', () => {
     assert.equal(compareUrlOf('https://x-token:ghp_secret@github.com/me/app.git', 'assistant/fix-1', 'main'), 'https://github.com/me/app/compare/main...assistant%2Ffix-1?expand=1');
     assert.equal(compareUrlOf('git@github.com:me/app.git', 'b', null), 'https://github.com/me/app/compare/b?expand=1');
     assert.equal(compareUrlOf('ssh://git@github.com:22/me/app', 'b', 'main'), 'https://github.com/me/app/compare/main...b?expand=1');
-    assert.equal(compareUrlOf('git@gitlab.com:group/sub/app.git', 'b', 'main'), 'https://gitlab.com/group/sub/app/-/merge_requests/new?merge_request%5Bsource_branch%5D=b&merge_request%5Btarget_branch%5D=main');
+    assert.equal(
+      compareUrlOf('git@gitlab.com:group/sub/app.git', 'b', 'main'),
+      'https://gitlab.com/group/sub/app/-/merge_requests/new?merge_request%5Bsource_branch%5D=b&merge_request%5Btarget_branch%5D=main',
+    );
     assert.equal(compareUrlOf('https://me@bitbucket.org/team/app.git', 'b', 'main'), 'https://bitbucket.org/team/app/pull-requests/new?source=b&dest=main&t=1');
     assert.equal(compareUrlOf('https://git.example.com/me/app.git', 'b', 'main'), null);
     assert.equal(compareUrlOf('/srv/git/app.git', 'b', 'main'), null);

@@ -70,7 +70,7 @@ test('attack: a required smudge filter of the config (LFS-like) is not run by a 
   assert.match(await readFile(join(dir, '..', 'side-wt', 'big.bin'), 'utf8'), /^version https:\/\/git-lfs/);
 });
 
-test('the service environment\'s GIT_ variables do not reach git', async (t) => {
+test("the service environment's GIT_ variables do not reach git", async (t) => {
   const { dir, cleanup } = await tempDir();
   t.after(cleanup);
   const mine = join(dir, 'mine');

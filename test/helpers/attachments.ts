@@ -22,7 +22,7 @@ export async function uploadAttachment(request: Request, bytes: Buffer, name: st
 /** Reads a stored attachment back through get_attachment, chunk by chunk. */
 export async function downloadAttachment(request: Request, attachmentId: string): Promise<Buffer> {
   const parts: Buffer[] = [];
-  for (let offset: number | null = 0; offset !== null; ) {
+  for (let offset: number | null = 0; offset !== null;) {
     const reply = await request({ type: 'get_attachment', attachment_id: attachmentId, offset });
     if (reply.status !== 'ok') throw new Error(`get_attachment failed: ${JSON.stringify(reply)}`);
     const data = reply.data as { data: string; next_offset: number | null };

@@ -207,7 +207,14 @@ async function launchWebKitEngine(): Promise<Engine> {
   const driver = spawn(WEBKIT_DRIVER_PATH, [`--port=${port}`, '--host=127.0.0.1'], { stdio: 'ignore', env: { ...process.env, DISPLAY: xvfb.display } });
   const base = `http://127.0.0.1:${port}`;
   try {
-    await poll(() => fetch(`${base}/status`).then((r) => r.ok, () => false), 'WebKitWebDriver to answer');
+    await poll(
+      () =>
+        fetch(`${base}/status`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      'WebKitWebDriver to answer',
+    );
   } catch (error) {
     await stop(driver);
     await stop(xvfb.process);
@@ -242,18 +249,15 @@ async function launchWebKitEngine(): Promise<Engine> {
         // Retried while something slides over the element (a drawer closing), as playwright waits for a
         // stable, unobscured element before it clicks.
         clickAt: (selector, index) =>
-          poll(
-            async () => {
-              try {
-                await call('POST', `${session}/element/${await element(selector, index)}/click`, {});
-                return true;
-              } catch (error) {
-                if (/click intercepted|not interactable|stale element/.test(String(error))) return false;
-                throw error;
-              }
-            },
-            `${selector} to take a click`,
-          ),
+          poll(async () => {
+            try {
+              await call('POST', `${session}/element/${await element(selector, index)}/click`, {});
+              return true;
+            } catch (error) {
+              if (/click intercepted|not interactable|stale element/.test(String(error))) return false;
+              throw error;
+            }
+          }, `${selector} to take a click`),
         typeAt: async (selector, index, text) => void (await call('POST', `${session}/element/${await element(selector, index)}/value`, { text })),
         goto: async (url) => void (await call('POST', `${session}/url`, { url })),
         reload: async () => void (await call('POST', `${session}/refresh`, {})),

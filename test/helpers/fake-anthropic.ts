@@ -176,22 +176,26 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     add({ type: 'message_stop' });
 
     let deltas = 0;
-    return kit.stream(exchange, events.map((next) => sse(next.event, next.data)), {
-      delayMs: step.chunkDelayMs,
-      headers: { 'request-id': `req_fake_${idCounter}` },
-      // The `...AfterChunks` options count content_block_delta events.
-      control(sent) {
-        if (events[sent]?.event !== 'content_block_delta') return undefined;
-        if (step.hangAfterChunks === deltas) return 'hang';
-        if (step.resetAfterChunks === deltas) return 'reset';
-        if (step.errorAfterChunks === deltas) {
-          const error = step.streamError ?? { type: 'overloaded_error', message: 'Overloaded' };
-          return { end: sse('error', { type: 'error', error }) };
-        }
-        deltas++;
-        return undefined;
+    return kit.stream(
+      exchange,
+      events.map((next) => sse(next.event, next.data)),
+      {
+        delayMs: step.chunkDelayMs,
+        headers: { 'request-id': `req_fake_${idCounter}` },
+        // The `...AfterChunks` options count content_block_delta events.
+        control(sent) {
+          if (events[sent]?.event !== 'content_block_delta') return undefined;
+          if (step.hangAfterChunks === deltas) return 'hang';
+          if (step.resetAfterChunks === deltas) return 'reset';
+          if (step.errorAfterChunks === deltas) {
+            const error = step.streamError ?? { type: 'overloaded_error', message: 'Overloaded' };
+            return { end: sse('error', { type: 'error', error }) };
+          }
+          deltas++;
+          return undefined;
+        },
       },
-    });
+    );
   }
 
   return startFakeServer<FakeStep>({ name: 'fake-anthropic', fallback: echo, baseUrl: (origin) => origin, handle });

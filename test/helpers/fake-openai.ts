@@ -124,7 +124,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
     }));
     const finishReason = step.finish_reason ?? (calls.length > 0 ? 'tool_calls' : 'stop');
-    const usage = step.usage === null ? undefined : step.usage ?? { prompt_tokens: countWords(JSON.stringify(request)), completion_tokens: countWords(text) + calls.length };
+    const usage = step.usage === null ? undefined : (step.usage ?? { prompt_tokens: countWords(JSON.stringify(request)), completion_tokens: countWords(text) + calls.length });
 
     if (!streaming) {
       if (step.hangAfterChunks !== undefined) return;
@@ -172,12 +172,16 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       events.push({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } });
     }
 
-    return kit.stream(exchange, events.map((event) => `data: ${JSON.stringify(event)}\n\n`), {
-      delayMs: step.chunkDelayMs,
-      end: 'data: [DONE]\n\n',
-      // The `...AfterChunks` options count content chunks: every event after the opening role chunk.
-      control: (sent) => (step.hangAfterChunks === sent - 1 ? 'hang' : step.resetAfterChunks === sent - 1 ? 'reset' : undefined),
-    });
+    return kit.stream(
+      exchange,
+      events.map((event) => `data: ${JSON.stringify(event)}\n\n`),
+      {
+        delayMs: step.chunkDelayMs,
+        end: 'data: [DONE]\n\n',
+        // The `...AfterChunks` options count content chunks: every event after the opening role chunk.
+        control: (sent) => (step.hangAfterChunks === sent - 1 ? 'hang' : step.resetAfterChunks === sent - 1 ? 'reset' : undefined),
+      },
+    );
   }
 
   return startFakeServer<FakeStep>({ name: 'fake-openai', fallback: echo, baseUrl: (origin) => `${origin}/v1`, handle, port: options.port, aside: (path) => path.startsWith('/api/') });
@@ -204,9 +208,7 @@ function errorBody(status: number, presentedKey: string | undefined) {
     case 429:
       return error('Rate limit reached for requests. Please try again later.', 'requests', 'rate_limit_exceeded');
     default:
-      return status >= 500
-        ? error('The server had an error while processing your request. Sorry about that!', 'server_error', null)
-        : error(`Fake error ${status}.`, 'invalid_request_error', null);
+      return status >= 500 ? error('The server had an error while processing your request. Sorry about that!', 'server_error', null) : error(`Fake error ${status}.`, 'invalid_request_error', null);
   }
 }
 

@@ -105,7 +105,29 @@ export async function startFakePushService(): Promise<FakePushService> {
   const certDir = await tempDir('ra-fake-push-');
   const keyFile = join(certDir.dir, 'key.pem');
   const certFile = join(certDir.dir, 'cert.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   const ca = readFileSync(certFile);
   const subscriptions = new Map<string, { ecdh: ECDH; auth: Buffer }>();
   const received: ReceivedPush[] = [];
@@ -175,7 +197,11 @@ export async function startFakePushService(): Promise<FakePushService> {
       return { sent: endless.sent, closed: endless.closed };
     },
     waitFor(predicate, what = 'the pushes', timeoutMs = 10_000) {
-      return watchers.waitFor(() => predicate(service), timeoutMs, () => `timed out waiting for ${what} (${received.length} received)`);
+      return watchers.waitFor(
+        () => predicate(service),
+        timeoutMs,
+        () => `timed out waiting for ${what} (${received.length} received)`,
+      );
     },
     async close() {
       await listening.close();

@@ -45,14 +45,17 @@ if (mode === 'no-init') {
   server.registerTool('crash', { description: 'Exits the process mid-call.' }, () => {
     process.exit(1);
   });
-  server.registerTool('slow', { description: 'Waits, then answers.', inputSchema: { ms: z.number().optional() } }, ({ ms }, extra) =>
-    new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(text('done')), ms ?? 30_000);
-      extra.signal.addEventListener('abort', () => {
-        clearTimeout(timer);
-        if (dir) writeFileSync(join(dir, `cancelled.${process.pid}`), 'cancelled');
-      });
-    }),
+  server.registerTool(
+    'slow',
+    { description: 'Waits, then answers.', inputSchema: { ms: z.number().optional() } },
+    ({ ms }, extra) =>
+      new Promise((resolve) => {
+        const timer = setTimeout(() => resolve(text('done')), ms ?? 30_000);
+        extra.signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          if (dir) writeFileSync(join(dir, `cancelled.${process.pid}`), 'cancelled');
+        });
+      }),
   );
   server.registerTool(
     'types',
@@ -78,9 +81,7 @@ if (mode === 'no-init') {
       { type: 'resource_link', uri: 'file:///tmp/x.txt', name: 'x.txt' },
     ],
   }));
-  server.registerTool('env', { description: 'The value of an environment variable.', inputSchema: { name: z.string() } }, ({ name }) =>
-    text(process.env[name] ?? '(unset)'),
-  );
+  server.registerTool('env', { description: 'The value of an environment variable.', inputSchema: { name: z.string() } }, ({ name }) => text(process.env[name] ?? '(unset)'));
   server.registerTool('spawn_child', { description: 'Leaves a long-lived child process behind.' }, () => {
     const child = spawn(process.execPath, ['-e', 'process.on("SIGTERM", () => {}); setInterval(() => {}, 1000)'], { stdio: 'ignore' });
     if (dir) writeFileSync(join(dir, `child.${child.pid}.pid`), String(child.pid));

@@ -106,7 +106,9 @@ export async function startPhoneRig(config: Record<string, unknown> = {}): Promi
       // A string: tsx's __name helper would not exist in the page.
       await page.addInitScript('window.acquireVsCodeApi = () => ({ postMessage: (m) => void window.toHost(m), getState: () => undefined, setState: () => undefined });');
       await page.goto(`${site.url}/phone.html`);
-      await page.setContent(`<!doctype html><html><head><link rel="stylesheet" href="${site.url}/chat.css"></head><body class="in-editor"><div id="app"></div><script src="${site.url}/chat-webview.js"></script></body></html>`);
+      await page.setContent(
+        `<!doctype html><html><head><link rel="stylesheet" href="${site.url}/chat.css"></head><body class="in-editor"><div id="app"></div><script src="${site.url}/chat-webview.js"></script></body></html>`,
+      );
       await page.locator('.connection[data-state="open"]').waitFor();
       return {
         page,

@@ -20,11 +20,7 @@ export const limit = { timeout: 15_000 };
 export const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Runs a test body against a fresh fake server and a provider pointed at it; the fake is closed afterwards. */
-export type WithFake<Fake, ProviderOptions, FakeOptions> = (
-  body: (fake: Fake, provider: Provider) => Promise<void>,
-  providerOptions?: ProviderOptions,
-  fakeOptions?: FakeOptions,
-) => Promise<void>;
+export type WithFake<Fake, ProviderOptions, FakeOptions> = (body: (fake: Fake, provider: Provider) => Promise<void>, providerOptions?: ProviderOptions, fakeOptions?: FakeOptions) => Promise<void>;
 
 /** A `withFake` for one vendor: the provider gets `key`, the fake's URL and a 5 s timeout unless the test says otherwise. */
 export function fakeRunner<Fake extends { url: string; close(): Promise<void> }, ProviderOptions extends object, FakeOptions>(
@@ -92,11 +88,7 @@ export interface CancelTestFake {
  * The cancel tests every provider passes alike (register them inside its cancel `describe`):
  * `retryableStatus` is an error status the provider retries.
  */
-export function cancelTests<Fake extends CancelTestFake>(
-  withFake: WithFake<Fake, never, never>,
-  providerFailure: ReturnType<typeof failureChecker>,
-  retryableStatus: number,
-): void {
+export function cancelTests<Fake extends CancelTestFake>(withFake: WithFake<Fake, never, never>, providerFailure: ReturnType<typeof failureChecker>, retryableStatus: number): void {
   test('abort mid-stream: cancelled, and the server sees the request aborted', limit, () =>
     withFake(async (fake, provider) => {
       fake.script({ text: 'abcdef', chunks: 3, hangAfterChunks: 1 });
@@ -119,7 +111,8 @@ export function cancelTests<Fake extends CancelTestFake>(
       assert.deepEqual(deltas, ['ab']);
       await fake.waitFor((requests) => requests[0]?.aborted === true, 3_000);
       assert.equal(fake.requests.length, 1);
-    }));
+    }),
+  );
 
   test('abort while waiting for the answer, and while waiting to retry, is prompt', limit, () =>
     withFake(async (fake, provider) => {
@@ -136,24 +129,33 @@ export function cancelTests<Fake extends CancelTestFake>(
       }
       await fake.waitFor((requests) => requests[0].aborted);
       assert.equal(fake.requests.length, 2, 'no retry after a cancel');
-    }));
+    }),
+  );
 
   test('an already aborted signal sends nothing', limit, () =>
     withFake(async (fake, provider) => {
       await providerFailure(provider.complete({ model: 'm', messages: hello, signal: AbortSignal.abort() }), 'cancelled');
       assert.equal(fake.requests.length, 0);
-    }));
+    }),
+  );
 
   test('an exception thrown by onDelta reaches the caller unchanged and ends the request', limit, () =>
     withFake(async (fake, provider) => {
       fake.script({ text: 'abcdef', chunks: 3, chunkDelayMs: 50 });
       const thrown = new Error('consumer broke');
       await assert.rejects(
-        provider.complete({ model: 'm', messages: hello, onDelta: () => { throw thrown; } }),
+        provider.complete({
+          model: 'm',
+          messages: hello,
+          onDelta: () => {
+            throw thrown;
+          },
+        }),
         (error) => error === thrown,
       );
       await fake.waitFor((requests) => requests[0].aborted);
-    }));
+    }),
+  );
 }
 
 /** What the shared failure tests need of a vendor. */
@@ -178,11 +180,7 @@ export function sharedFailureTests<Fake extends CancelTestFake, FakeOptions exte
     withFake(
       async (fake, provider) => {
         for (const onDelta of [undefined, () => {}]) {
-          const error = await providerFailure(
-            provider.complete({ model: 'm', messages: hello, onDelta }),
-            'auth',
-            new RegExp(`^${name}: authentication failed \\(HTTP 401\\); check the API key$`),
-          );
+          const error = await providerFailure(provider.complete({ model: 'm', messages: hello, onDelta }), 'auth', new RegExp(`^${name}: authentication failed \\(HTTP 401\\); check the API key$`));
           assert.equal(error.status, 401);
           assertHoldsNoKey(error, key);
         }
@@ -192,7 +190,8 @@ export function sharedFailureTests<Fake extends CancelTestFake, FakeOptions exte
       {},
       // The fake expects another key than the provider sends.
       { apiKey: 'sk-the-right-key-000000000000' } as FakeOptions,
-    ));
+    ),
+  );
 
   test('429 with Retry-After: 1, then success: the wait honours the header', limit, () =>
     withFake(async (fake, provider) => {
@@ -202,7 +201,8 @@ export function sharedFailureTests<Fake extends CancelTestFake, FakeOptions exte
       assert.equal(fake.requests.length, 2);
       const waited = fake.requests[1].receivedAt - fake.requests[0].receivedAt;
       assert.ok(waited >= 950, `waited ${waited} ms, Retry-After asked for 1000`);
-    }));
+    }),
+  );
 
   test('429 asking for a wait beyond a minute fails at once, naming the wait', limit, () =>
     withFake(async (fake, provider) => {
@@ -210,7 +210,8 @@ export function sharedFailureTests<Fake extends CancelTestFake, FakeOptions exte
       const error = await providerFailure(provider.complete({ model: 'm', messages: hello }), 'rate_limited', /rate limited \(HTTP 429\); retry after 3600 s/);
       assert.equal(error.status, 429);
       assert.equal(fake.requests.length, 1);
-    }));
+    }),
+  );
 
   test('500 twice, then success (streamed: retried before the first byte)', limit, () =>
     withFake(
@@ -223,7 +224,8 @@ export function sharedFailureTests<Fake extends CancelTestFake, FakeOptions exte
         assert.equal(fake.requests.length, 3);
       },
       { maxRetries: 2 },
-    ));
+    ),
+  );
 
   test('a 500 or 400 whose text holds a stack trace: the message has status and first sentence only; the raw text, redacted, is kept for the log', limit, () =>
     withFake(
@@ -241,7 +243,8 @@ export function sharedFailureTests<Fake extends CancelTestFake, FakeOptions exte
         assertCleanCause(plain, key);
       },
       { maxRetries: 0 },
-    ));
+    ),
+  );
 
   test('no answer within timeoutMs is a timeout error (not retried)', limit, () =>
     withFake(
@@ -253,7 +256,8 @@ export function sharedFailureTests<Fake extends CancelTestFake, FakeOptions exte
         await fake.waitFor((requests) => requests[0].aborted);
       },
       { timeoutMs: 300 },
-    ));
+    ),
+  );
 
   test('connection refused is a network error naming the URL', limit, async () => {
     const url = `http://127.0.0.1:${await freePort()}${basePath}`;

@@ -85,7 +85,14 @@ export class RelayPeer {
       };
       const timer = setTimeout(() => {
         this.waiters.splice(this.waiters.indexOf(waiter), 1);
-        reject(new Error(`no matching frame within ${timeoutMs} ms; got so far: ${this.received.slice(-5).map((t) => t.slice(0, 120)).join(' | ')}`));
+        reject(
+          new Error(
+            `no matching frame within ${timeoutMs} ms; got so far: ${this.received
+              .slice(-5)
+              .map((t) => t.slice(0, 120))
+              .join(' | ')}`,
+          ),
+        );
       }, timeoutMs);
       this.waiters.push(waiter);
     });

@@ -202,7 +202,7 @@ export function relaySuite(name: string, start: StartRelay): void {
       assert.deepEqual(await client.peer.waitClose(), { code: 4401, reason: 'unknown client key' });
     });
 
-    test('isolation: a client of machine A never sees B traffic, and a machine cannot address another machine\'s clients', T, async () => {
+    test("isolation: a client of machine A never sees B traffic, and a machine cannot address another machine's clients", T, async () => {
       const a = await onlineMachine(target);
       const b = await onlineMachine(target);
       track(a.machine);
@@ -341,7 +341,10 @@ export function relaySuite(name: string, start: StartRelay): void {
       machine.sendData(cid, 'still routed');
       assert.equal(await client.next(), 'still routed');
       assert.ok(machine.peer.open && client.peer.open);
-      assert.deepEqual(client.peer.received.filter((t) => !t.startsWith('{"relay"')), ['still routed']);
+      assert.deepEqual(
+        client.peer.received.filter((t) => !t.startsWith('{"relay"')),
+        ['still routed'],
+      );
     });
   });
 
@@ -441,10 +444,14 @@ export function relaySuite(name: string, start: StartRelay): void {
         await phone.close();
 
         // One line per address and window, whose counts add up to every refusal.
-        const lines = await waitFor(() => {
-          const found = refusalLines(relay().output(), '127.0.0.2');
-          return found.reduce((sum, line) => sum + line.refused, 0) === attack.refused.length ? found : undefined;
-        }, 'the refusals to be logged', 15_000);
+        const lines = await waitFor(
+          () => {
+            const found = refusalLines(relay().output(), '127.0.0.2');
+            return found.reduce((sum, line) => sum + line.refused, 0) === attack.refused.length ? found : undefined;
+          },
+          'the refusals to be logged',
+          15_000,
+        );
         assert.ok(lines.length < 50, `${lines.length} log lines for ${attack.refused.length} refusals`);
         assert.ok(lines.every((line) => line.reason === 'rate_limited'));
       } finally {
@@ -471,7 +478,10 @@ export function relaySuite(name: string, start: StartRelay): void {
         await new Promise((resolve) => setTimeout(resolve, 200));
         assert.equal(waiting.filter((peer) => peer.closed).length, 8, 'only as many as needed are dropped');
         for (const peer of dropped) assert.deepEqual(peer.closed, { code: 4429, reason: 'too many clients awaiting the machine' });
-        assert.ok(dropped.every((peer) => waiting.indexOf(peer) < 8), 'the oldest are dropped');
+        assert.ok(
+          dropped.every((peer) => waiting.indexOf(peer) < 8),
+          'the oldest are dropped',
+        );
         assert.ok(phone.peer.open, 'the confirmed phone stays');
         machine.sendData(cid, 'after the flood');
         assert.equal(await phone.next(), 'after the flood');

@@ -54,7 +54,15 @@ export const startNodeRelay: StartRelay = async (options = {}) => {
   if (options.idleTimeoutMs) env.IDLE_TIMEOUT_MS = String(options.idleTimeoutMs);
   if (options.maxClientsPerMachine) env.MAX_CLIENTS_PER_MACHINE = String(options.maxClientsPerMachine);
   if (options.refusalLogWindowMs) env.REFUSAL_LOG_WINDOW_MS = String(options.refusalLogWindowMs);
-  const args = (port: number) => [NODE_RELAY, '--port', String(port), '--host', '127.0.0.1', ...(options.staticDir ? ['--static', options.staticDir] : []), ...(options.trustProxy ? ['--trust-proxy'] : [])];
+  const args = (port: number) => [
+    NODE_RELAY,
+    '--port',
+    String(port),
+    '--host',
+    '127.0.0.1',
+    ...(options.staticDir ? ['--static', options.staticDir] : []),
+    ...(options.trustProxy ? ['--trust-proxy'] : []),
+  ];
   let running = await spawnListening(args(0), env);
   const port = running.port;
   return {

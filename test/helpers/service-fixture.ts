@@ -164,10 +164,7 @@ export function useService<P extends FakeVendor = 'openai'>(
 }
 
 /** A fake provider and a service on it for one test, both stopped when `t` ends. */
-export async function withService<P extends FakeVendor = 'openai'>(
-  t: TestContext,
-  options: FakeProviderOptions<P> & { config?: Config; options?: StartOptions } = {},
-): Promise<ServiceWithFake<P>> {
+export async function withService<P extends FakeVendor = 'openai'>(t: TestContext, options: FakeProviderOptions<P> & { config?: Config; options?: StartOptions } = {}): Promise<ServiceWithFake<P>> {
   const parts = new Parts(options);
   t.after(() => parts.close());
   await parts.open();

@@ -24,10 +24,7 @@ export async function writeConfig(dataDir: string, config: Record<string, unknow
 }
 
 /** Starts the real service on a free loopback port with a temp (or given) data dir. */
-export async function startService(
-  config: Record<string, unknown> = {},
-  options: Partial<ServiceOptions> & { dataDir?: string; keepConfig?: boolean } = {},
-): Promise<RunningService> {
+export async function startService(config: Record<string, unknown> = {}, options: Partial<ServiceOptions> & { dataDir?: string; keepConfig?: boolean } = {}): Promise<RunningService> {
   const temp = options.dataDir ? undefined : await tempDir('ra-service-');
   const dataDir = options.dataDir ?? temp!.dir;
   if (!options.keepConfig) await writeConfig(dataDir, config);

@@ -40,7 +40,12 @@ export class EventEmitter<T> {
 }
 
 export class Uri {
-  private constructor(readonly scheme: string, readonly path: string, readonly query = '', readonly fragment = '') {}
+  private constructor(
+    readonly scheme: string,
+    readonly path: string,
+    readonly query = '',
+    readonly fragment = '',
+  ) {}
   static file(p: string): Uri {
     return new Uri('file', nodePath.resolve(p));
   }
@@ -66,7 +71,10 @@ export class Uri {
 }
 
 export class Position {
-  constructor(readonly line: number, readonly character: number) {}
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
 }
 export class Range {
   readonly start: Position;
@@ -80,7 +88,10 @@ export class Range {
   }
 }
 export class Selection extends Range {
-  constructor(readonly anchor: Position, readonly active: Position) {
+  constructor(
+    readonly anchor: Position,
+    readonly active: Position,
+  ) {
     super(anchor, active);
   }
 }
@@ -135,13 +146,23 @@ export class LanguageModelTextPart {
   constructor(readonly value: string) {}
 }
 export class LanguageModelToolCallPart {
-  constructor(readonly callId: string, readonly name: string, readonly input: object) {}
+  constructor(
+    readonly callId: string,
+    readonly name: string,
+    readonly input: object,
+  ) {}
 }
 export class LanguageModelToolResultPart {
-  constructor(readonly callId: string, readonly content: unknown[]) {}
+  constructor(
+    readonly callId: string,
+    readonly content: unknown[],
+  ) {}
 }
 export class LanguageModelChatMessage {
-  constructor(readonly role: 'user' | 'assistant', readonly content: unknown) {}
+  constructor(
+    readonly role: 'user' | 'assistant',
+    readonly content: unknown,
+  ) {}
   static User(content: unknown): LanguageModelChatMessage {
     return new LanguageModelChatMessage('user', content);
   }
@@ -153,7 +174,10 @@ export class LanguageModelToolResult {
   constructor(readonly content: unknown[]) {}
 }
 export class LanguageModelError extends Error {
-  constructor(message: string, readonly code: string) {
+  constructor(
+    message: string,
+    readonly code: string,
+  ) {
     super(message);
   }
 }
@@ -279,7 +303,14 @@ function createTesting() {
     executed: [] as { command: string; args: unknown[] }[],
     messages: [] as ShownMessage[],
     /** Answers, in order, for the next dialogs; a function gets the dialog's arguments. Empty: dismissed (undefined). */
-    answers: { info: [] as Answer<string | undefined>[], warning: [] as Answer<string | undefined>[], error: [] as Answer<string | undefined>[], inputBox: [] as Answer<string | undefined>[], quickPick: [] as Answer<any>[], saveDialog: [] as Answer<Uri | undefined>[] },
+    answers: {
+      info: [] as Answer<string | undefined>[],
+      warning: [] as Answer<string | undefined>[],
+      error: [] as Answer<string | undefined>[],
+      inputBox: [] as Answer<string | undefined>[],
+      quickPick: [] as Answer<any>[],
+      saveDialog: [] as Answer<Uri | undefined>[],
+    },
     /** Every window.createQuickPick, in order. */
     createdQuickPicks: [] as FakeQuickPick<any>[],
     saveDialogs: [] as Record<string, unknown>[],
@@ -435,7 +466,25 @@ export const window = {
     dispose: () => undefined,
   }),
   createStatusBarItem: (id: string, alignment?: StatusBarAlignment, priority?: number) => {
-    const item = { id, alignment, priority, text: '', tooltip: '', command: undefined as unknown, name: '', visible: false, show() { item.visible = true; }, hide() { item.visible = false; }, dispose() { item.visible = false; } };
+    const item = {
+      id,
+      alignment,
+      priority,
+      text: '',
+      tooltip: '',
+      command: undefined as unknown,
+      name: '',
+      visible: false,
+      show() {
+        item.visible = true;
+      },
+      hide() {
+        item.visible = false;
+      },
+      dispose() {
+        item.visible = false;
+      },
+    };
     testing.statusBarItems.push(item);
     return item;
   },
@@ -541,7 +590,14 @@ export const workspace = {
    * the `files.exclude` setting's patterns; null: none), at most `maxResults`.
    */
   findFiles: async (include: string, exclude?: string | null, maxResults?: number) => {
-    const excludes = exclude === null ? [] : exclude !== undefined ? [exclude] : Object.entries(testing.settings.get('files.exclude') ?? {}).filter(([, on]) => on).map(([glob]) => glob);
+    const excludes =
+      exclude === null
+        ? []
+        : exclude !== undefined
+          ? [exclude]
+          : Object.entries(testing.settings.get('files.exclude') ?? {})
+              .filter(([, on]) => on)
+              .map(([glob]) => glob);
     const matches = (glob: string, path: string) => globToRegExp(glob).test(path);
     const found: Uri[] = [];
     for (const folder of testing.workspaceFolders ?? []) {

@@ -63,14 +63,21 @@ export function verifyStandardWebhook(secret: string, headers: http.IncomingHttp
   if (typeof id !== 'string' || typeof timestamp !== 'string' || typeof signature !== 'string') return false;
   if (Math.abs(Date.now() / 1000 - Number(timestamp)) > toleranceSeconds) return false;
   const key = secret.startsWith('whsec_') ? Buffer.from(secret.substring(6), 'base64') : Buffer.from(secret, 'utf8');
-  const expected = createHmac('sha256', key).update(id + '.' + timestamp + '.' + raw).digest('base64');
+  const expected = createHmac('sha256', key)
+    .update(id + '.' + timestamp + '.' + raw)
+    .digest('base64');
   return signature.split(' ').some((candidate) => candidate === 'v1,' + expected);
 }
 
 /** Signs like a Standard Webhooks sender would (for requests the tests send to the service). */
 export function signStandardWebhook(secret: string, id: string, timestamp: number, raw: string): string {
   const key = secret.startsWith('whsec_') ? Buffer.from(secret.substring(6), 'base64') : Buffer.from(secret, 'utf8');
-  return 'v1,' + createHmac('sha256', key).update(id + '.' + timestamp + '.' + raw).digest('base64');
+  return (
+    'v1,' +
+    createHmac('sha256', key)
+      .update(id + '.' + timestamp + '.' + raw)
+      .digest('base64')
+  );
 }
 
 export async function startWebhookReceiver(options: { secret?: string } = {}): Promise<WebhookReceiver> {
@@ -134,7 +141,11 @@ export async function startWebhookReceiver(options: { secret?: string } = {}): P
     setDefault: (step) => void (fallback = step),
     setSecret: (value) => void (secret = value),
     waitFor: (predicate, what = 'receiver condition', timeoutMs = 10_000) =>
-      watchers.waitFor(() => predicate(receiver), timeoutMs, () => `webhook receiver: timed out waiting for ${what} (${requests.length} requests seen)`),
+      watchers.waitFor(
+        () => predicate(receiver),
+        timeoutMs,
+        () => `webhook receiver: timed out waiting for ${what} (${requests.length} requests seen)`,
+      ),
     close,
   };
   return receiver;

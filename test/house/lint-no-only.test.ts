@@ -14,12 +14,7 @@ const FOCUSED = [
   "describe('h', { only: true }, () => {});",
   "test('i', async (t) => { await t.test('j', { only: true }, () => {}); });",
 ];
-const FINE = [
-  "test('a', { only: false }, () => {});",
-  "test('b', { skip: true }, () => {});",
-  'const options = { only: true }; void options;',
-  "const words = ['x'].filter((w) => w !== 'only');",
-];
+const FINE = ["test('a', { only: false }, () => {});", "test('b', { skip: true }, () => {});", 'const options = { only: true }; void options;', "const words = ['x'].filter((w) => w !== 'only');"];
 
 async function ruleHits(line: string): Promise<number> {
   const eslint = new ESLint({ cwd: process.cwd() });

@@ -56,7 +56,11 @@ test('a second machine is added beside the first; pairing the same machine again
   const a = machines.add(parseFragment(relayFragment({ relay: 'wss://r/ws?machine_id=a', machine_key: machineKey, pair: 'once' }))!, 'desk');
   const otherKey = generateKeyPair().publicKey;
   const b = machines.add(parseFragment(relayFragment({ relay: 'wss://r/ws?machine_id=b', machine_key: otherKey, pair: 'twice', name: 'desk' }))!, 'desk');
-  assert.deepEqual(new MachineStore(storage).all.map((m) => m.name), ['desk', 'desk (2)'], 'both kept, names told apart');
+  assert.deepEqual(
+    new MachineStore(storage).all.map((m) => m.name),
+    ['desk', 'desk (2)'],
+    'both kept, names told apart',
+  );
   assert.equal(new MachineStore(storage).current?.id, b.id, 'the machine just paired is shown');
   machines.updatePairing(a.id, ({ pair: _spent, ...rest }) => ({ ...rest, token: 'device-token', device: 'phone-1' }));
   assert.deepEqual(new MachineStore(storage).find(a.id)?.pairing, { url: 'wss://r/ws?machine_id=a', token: 'device-token', device: 'phone-1', relay: { machineKey, pair: 'once' } });
@@ -76,7 +80,10 @@ test('the single pairing of an earlier build becomes the first machine, with its
   storage.setItem('remote-assistant.conversation', 'conv-1');
   storage.setItem('remote-assistant.outbox', '[{"client_message_id":"m1","text":"hi"}]');
   const machines = new MachineStore(storage);
-  assert.deepEqual(machines.all.map((m) => [m.name, m.pairing.token]), [['192.168.1.5:5000', 'device-token']]);
+  assert.deepEqual(
+    machines.all.map((m) => [m.name, m.pairing.token]),
+    [['192.168.1.5:5000', 'device-token']],
+  );
   const own = machines.storageOf(machines.all[0].id);
   assert.equal(own.getItem('remote-assistant.conversation'), 'conv-1');
   assert.equal(own.getItem('remote-assistant.outbox'), '[{"client_message_id":"m1","text":"hi"}]');

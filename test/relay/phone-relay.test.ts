@@ -228,8 +228,16 @@ test("two clients on one conversation, the editor's view on the LAN and a phone 
     // Live on both: the tool card, then the reply's pieces, while the turn still runs.
     await phone.locator('.tool-card[data-tool="list_directory"] .tool-status[data-status="ok"]').waitFor();
     await phone.waitForFunction(() => / step5\b/.test(document.querySelector('.message.assistant.streaming')?.textContent ?? ''));
-    assert.ok(lan.frames.some((f) => f.event === 'tool.call' && f.conversation_id === conversationId), 'the LAN client saw the tool card');
-    assert.ok(!lan.frames.some((f) => f.event === 'turn.ended' && f.conversation_id === conversationId && f.outcome === 'answered' && lan.frames.indexOf(f) > lan.frames.findIndex((g) => g.event === 'tool.call')), 'still running');
+    assert.ok(
+      lan.frames.some((f) => f.event === 'tool.call' && f.conversation_id === conversationId),
+      'the LAN client saw the tool card',
+    );
+    assert.ok(
+      !lan.frames.some(
+        (f) => f.event === 'turn.ended' && f.conversation_id === conversationId && f.outcome === 'answered' && lan.frames.indexOf(f) > lan.frames.findIndex((g) => g.event === 'tool.call'),
+      ),
+      'still running',
+    );
 
     // The phone's connection drops mid-stream; it reconnects by itself (hello, auth, follow after its last seq).
     cut!();
@@ -237,17 +245,37 @@ test("two clients on one conversation, the editor's view on the LAN and a phone 
     const shownAtDrop = (await phone.locator('.message.assistant').last().locator('.markdown').innerText()).trim();
     await phone.locator('.connection[data-state="open"]').waitFor({ timeout: 20_000 });
     assert.equal(((await answer).data as { response: string }).response, reply);
-    await lan.next((f) => f.event === 'turn.ended' && f.conversation_id === conversationId && typeof f.seq === 'number' && f.outcome === 'answered' && lan.frames.indexOf(f) > lan.frames.findIndex((g) => g.event === 'tool.call'));
+    await lan.next(
+      (f) =>
+        f.event === 'turn.ended' &&
+        f.conversation_id === conversationId &&
+        typeof f.seq === 'number' &&
+        f.outcome === 'answered' &&
+        lan.frames.indexOf(f) > lan.frames.findIndex((g) => g.event === 'tool.call'),
+    );
     // The reply's text (its bubble also holds the usage line under it).
-    await phone.waitForFunction((text) => (document.querySelector('.message.assistant:last-of-type .markdown')?.textContent ?? '').trim() === text && !document.querySelector('.message.streaming'), reply);
+    await phone.waitForFunction(
+      (text) => (document.querySelector('.message.assistant:last-of-type .markdown')?.textContent ?? '').trim() === text && !document.querySelector('.message.streaming'),
+      reply,
+    );
     assert.ok(reply.startsWith(shownAtDrop) && shownAtDrop !== reply, 'the drop happened mid-stream');
 
     const lanTranscript = transcriptOfEvents(lan.frames, conversationId);
-    assert.deepEqual(lanTranscript, ['user: a task started in the editor', 'assistant: echo: a task started in the editor', 'user: continue it on the phone', 'tool: list_directory ok', `assistant: ${reply}`]);
+    assert.deepEqual(lanTranscript, [
+      'user: a task started in the editor',
+      'assistant: echo: a task started in the editor',
+      'user: continue it on the phone',
+      'tool: list_directory ok',
+      `assistant: ${reply}`,
+    ]);
     assert.deepEqual(await renderedTranscript(phone), lanTranscript, "the phone's transcript ends identical to the editor's");
     const seen = await phone.evaluate(() => (window as unknown as { __seen: string[] }).__seen);
     assert.ok(seen.length > 0);
-    assert.deepEqual(seen.filter((text) => !reply.startsWith(text)), [], 'every text the reply showed was a prefix of it: no piece twice');
+    assert.deepEqual(
+      seen.filter((text) => !reply.startsWith(text)),
+      [],
+      'every text the reply showed was a prefix of it: no piece twice',
+    );
     assert.deepEqual(errors, []);
   } finally {
     lan.close();
@@ -267,7 +295,7 @@ test('the machine goes away and comes back: the page shows it, then reconnects b
   const dataDir = svc.dataDir;
   await svc.stop();
   await page.locator('.connection[data-state="closed"]').waitFor();
-  assert.match(await page.locator('.connection').getAttribute('data-state') ?? '', /closed/);
+  assert.match((await page.locator('.connection').getAttribute('data-state')) ?? '', /closed/);
   await shot('07-computer-offline');
   svc = await startService({}, { dataDir, keepConfig: true, relay: FAST });
   await connected();
@@ -281,7 +309,10 @@ test('the page is an installable PWA (manifest with PNG icons, its service worke
   const cdp = await context.newCDPSession(page);
   const { installabilityErrors } = (await cdp.send('Page.getInstallabilityErrors')) as { installabilityErrors: { errorId: string }[] };
   // Playwright's contexts are incognito ones; that is the only objection allowed.
-  assert.deepEqual(installabilityErrors.map((e) => e.errorId).filter((id) => id !== 'in-incognito'), []);
+  assert.deepEqual(
+    installabilityErrors.map((e) => e.errorId).filter((id) => id !== 'in-incognito'),
+    [],
+  );
   const { url, errors } = (await cdp.send('Page.getAppManifest')) as { url: string; errors: unknown[] };
   assert.ok(url.endsWith('/manifest.webmanifest'), 'the page links its manifest');
   assert.deepEqual(errors, []);

@@ -31,13 +31,22 @@ describe('relay core', () => {
     const refusals = new RefusalLog(log, 1000, () => now);
     for (let i = 0; i < 500; i += 1) refusals.refused('a', tooManyPending());
     refusals.refused('b', notRegistered());
-    assert.deepEqual(lines.map((l) => [l.address, l.reason, l.refused]), [['a', 'rate_limited', 1], ['b', 'not_found', 1]]);
+    assert.deepEqual(
+      lines.map((l) => [l.address, l.reason, l.refused]),
+      [
+        ['a', 'rate_limited', 1],
+        ['b', 'not_found', 1],
+      ],
+    );
     now = 999;
     assert.equal(refusals.flush(), 1000);
     assert.equal(lines.length, 2, 'nothing before the window ends');
     now = 1000;
     refusals.flush();
-    assert.deepEqual(lines.slice(2).map((l) => [l.address, l.refused]), [['a', 499]]);
+    assert.deepEqual(
+      lines.slice(2).map((l) => [l.address, l.refused]),
+      [['a', 499]],
+    );
     now = 2000;
     assert.equal(refusals.flush(), undefined, 'quiet windows are forgotten');
     assert.equal(lines.length, 3);
@@ -106,8 +115,7 @@ describe('relay core', () => {
   });
 
   test('routes: health, register, sockets by role, statics, and refusals', () => {
-    const route = (method: string, path: string, authorization?: string, upgrade = true) =>
-      routeRequest({ method, url: new URL(path, 'https://relay.example'), authorization, upgrade }, TOKEN);
+    const route = (method: string, path: string, authorization?: string, upgrade = true) => routeRequest({ method, url: new URL(path, 'https://relay.example'), authorization, upgrade }, TOKEN);
     assert.deepEqual(route('GET', '/health'), { kind: 'health' });
     assert.deepEqual(route('POST', '/register', `Bearer ${TOKEN}`), { kind: 'register' });
     assert.equal(route('POST', '/register', 'Bearer nope').kind, 'answer');

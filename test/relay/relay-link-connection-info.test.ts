@@ -44,7 +44,10 @@ test('the relay state and a one-time relay pairing come from the running service
   const backend = new LocalBackend(svc.service);
   const relayInfo = await info.fetchRelayInfo(backend);
   assert.equal(relayInfo.error, undefined);
-  assert.deepEqual(relayInfo.relays.map((r) => [r.name, r.state]), [['home-relay', 'online']]);
+  assert.deepEqual(
+    relayInfo.relays.map((r) => [r.name, r.state]),
+    [['home-relay', 'online']],
+  );
   assert.ok(relayInfo.pairing?.pairing_url.startsWith(`${relay.httpUrl}/#relay=`));
   assert.equal(svc.service.pairings.size, 1, 'one live pairing secret made for the QR');
 
@@ -53,12 +56,19 @@ test('the relay state and a one-time relay pairing come from the running service
   assert.equal(svc.service.pairings.size, 2, 'and one secret for the LAN QR');
   const lanUrl = new URL(lanLink);
   const lanSecret = new URLSearchParams(lanUrl.hash.slice(1)).get('pair')!;
-  assert.deepEqual(Object.fromEntries(new URLSearchParams(lanUrl.hash.slice(1))), { url: `ws://127.0.0.1:${portOf(svc)}/ws`, pair: lanSecret, name: hostname() }, 'the LAN link names the loopback-only service\'s address, holds the secret, no token, and the computer\'s name');
+  assert.deepEqual(
+    Object.fromEntries(new URLSearchParams(lanUrl.hash.slice(1))),
+    { url: `ws://127.0.0.1:${portOf(svc)}/ws`, pair: lanSecret, name: hostname() },
+    "the LAN link names the loopback-only service's address, holds the secret, no token, and the computer's name",
+  );
   const phone = await TestClient.connect(svc.wsUrl);
   assert.equal((await phone.request({ type: 'auth', pairing_secret: lanSecret, device_name: '<b>Ada</b> phone' })).status, 'ok');
   phone.close();
   const devices = await info.fetchDevices(backend);
-  assert.deepEqual(devices?.map((d) => d.device_name), ['<b>Ada</b> phone']);
+  assert.deepEqual(
+    devices?.map((d) => d.device_name),
+    ['<b>Ada</b> phone'],
+  );
   const html = await info.connectionInfoHtml({ port: portOf(svc), addresses: ['192.168.1.20'], lanPairingLink: lanLink, lanAccess: true, relay: relayInfo, devices });
   assert.match(html, /Paired devices<\/h3><ul><li>&#60;b&#62;Ada&#60;\/b&#62; phone <small>\(LAN, last seen /, 'the paired phone listed, escaped');
   assert.match(html, /home-relay/);
@@ -101,7 +111,10 @@ test('an attached window asks over its authenticated socket and gets the same an
   const relayInfo = await info.fetchRelayInfo(attached);
   attached.dispose();
   assert.equal(relayInfo.error, undefined);
-  assert.deepEqual(relayInfo.relays.map((r) => r.name), ['home-relay']);
+  assert.deepEqual(
+    relayInfo.relays.map((r) => r.name),
+    ['home-relay'],
+  );
   assert.ok(relayInfo.pairing?.pairing_url, 'the access token may create a pairing');
 });
 

@@ -17,7 +17,10 @@ import { RelayClient } from '../helpers/relay-link-harness';
 
 const FAST = { baseDelayMs: 50, maxDelayMs: 300 };
 
-for (const [name, start, bundle] of [['node', startNodeRelay, NODE_RELAY], ['worker', startWorkerRelay, WORKER_BUNDLE]] as [string, StartRelay, string][]) {
+for (const [name, start, bundle] of [
+  ['node', startNodeRelay, NODE_RELAY],
+  ['worker', startWorkerRelay, WORKER_BUNDLE],
+] as [string, StartRelay, string][]) {
   describe(`relay link through the ${name} relay`, () => {
     let fake: FakeOpenAI;
     let relay: RelayTarget;
@@ -74,10 +77,14 @@ for (const [name, start, bundle] of [['node', startNodeRelay, NODE_RELAY], ['wor
       const before = svc.service.relay.status()[0].since;
       await relay.restart();
       // Online again, in a new connection (its state changed since).
-      await waitFor(() => {
-        const link = svc.service.relay.status()[0];
-        return link.state === 'online' && link.since !== before;
-      }, `${name} link back online`, 20_000);
+      await waitFor(
+        () => {
+          const link = svc.service.relay.status()[0];
+          return link.state === 'online' && link.since !== before;
+        },
+        `${name} link back online`,
+        20_000,
+      );
       await chatThrough(`again via ${name}`);
     });
   });

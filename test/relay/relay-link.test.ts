@@ -43,8 +43,7 @@ async function relayStatus(): Promise<RelayLinkStatus[]> {
   return (reply.data as { relays: RelayLinkStatus[] }).relays;
 }
 
-const waitState = (state: string, name = 'relay') =>
-  waitFor(() => svc.service.relay.status().find((s) => s.name === name && s.state === state), `relay link ${name} ${state}`, 10_000);
+const waitState = (state: string, name = 'relay') => waitFor(() => svc.service.relay.status().find((s) => s.name === name && s.state === state), `relay link ${name} ${state}`, 10_000);
 
 /** Registers a client key the way a phone app would (POST /ws/register). */
 async function registerKey(name: string, keyPair: KeyPairText): Promise<{ machine_id: string; relay_url: string }> {
@@ -98,7 +97,10 @@ test('the link registers and comes online; relay_status and GET /health/relay sh
   assert.equal(health.status, 200);
   const body = JSON.parse(text) as { status: string; relays: { name: string; state: string }[] };
   assert.equal(body.status, 'ok');
-  assert.deepEqual(body.relays.map((r) => [r.name, r.state]), [['relay', 'online']]);
+  assert.deepEqual(
+    body.relays.map((r) => [r.name, r.state]),
+    [['relay', 'online']],
+  );
   assert.ok(!text.includes(RELAY_TOKEN) && !text.includes(tap.wsUrl), 'no token, no url in the unauthenticated route');
   assert.ok(!JSON.stringify(status).includes(RELAY_TOKEN), 'relay_status never shows the token');
 });
@@ -276,7 +278,11 @@ test('pairing: create_pairing gives a one-time secret that admits one new key, t
   assert.equal(url.pathname, '/');
   assert.equal(url.search, '', 'nothing in the query: it would reach the server');
   const fragment = new URLSearchParams(url.hash.slice(1));
-  assert.deepEqual(Object.fromEntries(fragment), { relay: info.relay_url, machine_key: info.machine_key, pair: info.pairing_secret, name: hostname() }, "the link holds no token; it names the computer for the phone's list of machines");
+  assert.deepEqual(
+    Object.fromEntries(fragment),
+    { relay: info.relay_url, machine_key: info.machine_key, pair: info.pairing_secret, name: hostname() },
+    "the link holds no token; it names the computer for the phone's list of machines",
+  );
   assert.ok(!info.pairing_url.includes(svc.token));
 
   // The phone proves the secret in its e2e hello (its key is registered), then spends it in `auth` for its own credential.
@@ -303,7 +309,10 @@ test('pairing: create_pairing gives a one-time secret that admits one new key, t
 });
 
 /** A phone paired through the relay: its key, its device credential, and its open tunnel. */
-async function pairedPhone(lanClient: TestClient, name: string): Promise<{ keyPair: KeyPairText; machineKey: string; url: string; device: { device_id: string; device_token: string }; client: RelayClient }> {
+async function pairedPhone(
+  lanClient: TestClient,
+  name: string,
+): Promise<{ keyPair: KeyPairText; machineKey: string; url: string; device: { device_id: string; device_token: string }; client: RelayClient }> {
   const info = (await lanClient.request({ type: 'create_pairing' })).data as { machine_id: string; machine_key: string; pairing_secret: string };
   const keyPair = generateKeyPair();
   const client = await RelayClient.connect(clientUrl(info.machine_id));
@@ -445,12 +454,19 @@ test('unreachable relay and wrong token: the service runs, the link says why; fi
   assert.match(wrong.last_error!, /401/);
   const nowhere = await waitFor(() => svc.service.relay.status().find((s) => s.name === 'nowhere' && s.state === 'offline' && s.last_error), 'unreachable offline', 10_000);
   assert.match(nowhere.last_error!, /unreachable|ECONNREFUSED/);
-  assert.equal(svc.service.relay.status().some((s) => s.name === 'relay'), false, 'the removed channel is gone');
+  assert.equal(
+    svc.service.relay.status().some((s) => s.name === 'relay'),
+    false,
+    'the removed channel is gone',
+  );
   assert.equal((await (await lan()).request({ type: 'list_tools' })).status, 'ok', 'the service is fine');
 
   await writeConfig(svc.dataDir, { ...config, channels: [relayChannel(relay.wsUrl, RELAY_TOKEN, 'wrong-token')] });
   await waitState('online', 'wrong-token');
-  assert.deepEqual(svc.service.relay.status().map((s) => s.name), ['wrong-token']);
+  assert.deepEqual(
+    svc.service.relay.status().map((s) => s.name),
+    ['wrong-token'],
+  );
 });
 
 async function machineIdOfService(): Promise<string> {
@@ -477,10 +493,7 @@ test('a relay that goes silent (sleep, lost network) is declared dead and the li
   wss.on('connection', () => (sockets += 1));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const port = (server.address() as { port: number }).port;
-  const silent = await startService(
-    { channels: [relayChannel(`ws://127.0.0.1:${port}/ws`, RELAY_TOKEN, 'silent')] },
-    { relay: { ...FAST, pingEveryMs: 100, silenceMs: 400 } },
-  );
+  const silent = await startService({ channels: [relayChannel(`ws://127.0.0.1:${port}/ws`, RELAY_TOKEN, 'silent')] }, { relay: { ...FAST, pingEveryMs: 100, silenceMs: 400 } });
   try {
     const dead = await waitFor(() => silent.service.relay.status().find((s) => s.state === 'offline' && s.last_error?.includes('no frame')), 'silence detected', 10_000);
     assert.match(dead.last_error!, /no frame from the relay/);

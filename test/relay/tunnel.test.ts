@@ -148,7 +148,12 @@ test('hello: fields are checked; a pairing proof matches only its secret and key
     JSON.stringify({ e2e: 'hello', v: 1, client_key: toBase64url(new Uint8Array(32)), nonce: 'x' }),
     JSON.stringify({ e2e: 'hello', v: 1, client_key: toBase64url(new Uint8Array(32)), nonce: toBase64url(new Uint8Array(16)), pair: 'abc' }),
   ];
-  for (const text of bad) assert.throws(() => parseHello(text), (e: unknown) => e instanceof E2EError && e.message.length > 0, text);
+  for (const text of bad)
+    assert.throws(
+      () => parseHello(text),
+      (e: unknown) => e instanceof E2EError && e.message.length > 0,
+      text,
+    );
 
   const { hello, client } = connect({ pairingSecret: 'the-one-time-secret' });
   assert.equal(hello.clientKey, client.publicKey);

@@ -30,7 +30,10 @@ before(async () => {
   workspace = await tempDir('ra-attach-ws-');
   svc = await startService(
     {
-      provider: 'openai', model: 'gpt-4o-mini', base_url: openai.url, workspace: workspace.dir,
+      provider: 'openai',
+      model: 'gpt-4o-mini',
+      base_url: openai.url,
+      workspace: workspace.dir,
       users: [{ username: 'ada', password_hash: await hashPassword(PASSWORD) }],
       vision_models: { 'text-only-model': false },
     },
@@ -69,7 +72,9 @@ describe('upload and vision', () => {
 
     const chat = await owner.request({ type: 'chat', message: 'what is on this screenshot?', attachments: [info.attachment_id] });
     assert.equal(chat.status, 'ok', JSON.stringify(chat));
-    const user = withoutNote(lastCompletion(openai).messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').pop()!;
+    const user = withoutNote(lastCompletion(openai).messages as { role: string; content: unknown }[])
+      .filter((m) => m.role === 'user')
+      .pop()!;
     assert.ok(Array.isArray(user.content), 'the user turn is a list of parts');
     const parts = user.content as { type: string; text?: string; image_url?: { url: string } }[];
     assert.deepEqual(parts[0], { type: 'text', text: 'what is on this screenshot?' });
@@ -93,11 +98,14 @@ describe('upload and vision', () => {
       assert.equal(chat.status, 'ok', JSON.stringify(chat));
       const turn = (lastCompletion(anthropic).messages as { role: string; content: unknown }[]).pop()!;
       const [text, image, note] = turn.content as { type: string; text?: string }[];
-      assert.deepEqual([text, image], [
-        { type: 'text', text: 'describe it' },
-        // The last block before the turn's note: where the prompt cache's mark goes.
-        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: bytes.toString('base64') }, cache_control: { type: 'ephemeral' } },
-      ]);
+      assert.deepEqual(
+        [text, image],
+        [
+          { type: 'text', text: 'describe it' },
+          // The last block before the turn's note: where the prompt cache's mark goes.
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: bytes.toString('base64') }, cache_control: { type: 'ephemeral' } },
+        ],
+      );
       assert.ok(note?.type === 'text' && isServiceNote(note.text), "then the turn's note");
     } finally {
       await setConfig({ provider: 'openai', base_url: openai.url, model: 'gpt-4o-mini' });
@@ -113,7 +121,9 @@ describe('upload and vision', () => {
       const ids = [file, image].map((r) => (r.data as { attachment_id: string }).attachment_id);
       const chat = await owner.request({ type: 'chat', message: 'sum the amounts', attachments: ids });
       assert.equal(chat.status, 'ok', JSON.stringify(chat));
-      const user = withoutNote(lastCompletion(openai).messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').pop()!;
+      const user = withoutNote(lastCompletion(openai).messages as { role: string; content: unknown }[])
+        .filter((m) => m.role === 'user')
+        .pop()!;
       assert.equal(typeof user.content, 'string', 'no image part for a model without vision');
       const saved = await readdir(join(workspace.dir, '.remote-assistant', 'attachments'));
       const csv = saved.find((name) => name.endsWith('-passwd.csv'))!;
@@ -135,7 +145,8 @@ test('an image the agent reads (read_file) is kept as an attachment of its tool 
     openai.script({ tool_calls: [{ name: 'read_file', arguments: { path: 'diagram.png' } }] }, { text: 'it is a diagram' });
     const chat = await owner.request({ type: 'chat', id: 'reads-image', message: 'open diagram.png' });
     assert.equal(chat.status, 'ok', JSON.stringify(chat));
-    const result = owner.frames.find((f) => f.event === 'tool.result' && f.id === 'reads-image') as { ok: boolean; attachments?: { attachment_id: string; kind: string; mime: string; name: string }[] } | undefined;
+    const result = owner.frames.find((f) => f.event === 'tool.result' && f.id === 'reads-image') as
+      { ok: boolean; attachments?: { attachment_id: string; kind: string; mime: string; name: string }[] } | undefined;
     assert.ok(result?.ok, JSON.stringify(result));
     assert.equal(result.attachments?.length, 1, 'the tool.result event names the image');
     const [shown] = result.attachments!;
@@ -170,7 +181,9 @@ test('an attachment acknowledged by attachment_end survives kill -9 of the servi
     client = await TestClient.authed(`ws://127.0.0.1:${proc.port}/ws`, TEST_TOKEN);
     const chat = await client.request({ type: 'chat', message: 'still there?', attachments: [attachment_id] });
     assert.equal(chat.status, 'ok', JSON.stringify(chat));
-    const user = withoutNote(lastCompletion(openai).messages as { role: string; content: { type: string; image_url?: { url: string } }[] }[]).filter((m) => m.role === 'user').pop()!;
+    const user = withoutNote(lastCompletion(openai).messages as { role: string; content: { type: string; image_url?: { url: string } }[] }[])
+      .filter((m) => m.role === 'user')
+      .pop()!;
     assert.equal(user.content[1].image_url?.url, `data:image/png;base64,${bytes.toString('base64')}`);
     assert.ok((await downloadAttachment((f) => client.request(f), attachment_id)).equals(bytes));
     client.close();

@@ -59,7 +59,7 @@ async function verifyAfterRestart(dir: string) {
 }
 
 const tampering = [
-  { what: 'edited', sql: "UPDATE audit_log SET detail = '{\"mode_from\":\"ask\",\"mode_to\":\"ask\"}' WHERE seq = 1", bad: 1 },
+  { what: 'edited', sql: 'UPDATE audit_log SET detail = \'{"mode_from":"ask","mode_to":"ask"}\' WHERE seq = 1', bad: 1 },
   { what: 'removed', sql: 'DELETE FROM audit_log WHERE seq = 2', bad: 2 },
 ];
 for (const { what, sql, bad } of tampering) {
@@ -92,7 +92,10 @@ test('a backup taken by the CLI holds the log; the restore adds an entry by the 
   const reader = await owner(again);
   try {
     const after = ok(await reader.request({ type: 'list_audit' })).entries as AuditEntry[];
-    assert.deepEqual(after.map((e) => e.kind), ['restore', 'config.changed', 'mode.changed', 'mode.changed', 'mode.changed']);
+    assert.deepEqual(
+      after.map((e) => e.kind),
+      ['restore', 'config.changed', 'mode.changed', 'mode.changed', 'mode.changed'],
+    );
     assert.deepEqual(after.slice(1), entries.slice(1), 'the entries before the backup, unchanged');
     assert.deepEqual(after[0].person, { kind: 'cli', name: 'command line' });
     assert.equal(after[0].detail.backup, dest);

@@ -82,7 +82,7 @@ describe('the audit log records who did what from where', () => {
     const { pairing_secret } = ok(await owner.request({ type: 'create_lan_pairing' })) as { pairing_secret: string };
     const phone = await TestClient.connect(svc.wsUrl);
     clients.push(phone);
-    const hello = ok(await phone.request({ type: 'auth', pairing_secret, device_id: `dev-${name.replace(/[^A-Za-z0-9]/g, "-")}`, device_name: name }));
+    const hello = ok(await phone.request({ type: 'auth', pairing_secret, device_id: `dev-${name.replace(/[^A-Za-z0-9]/g, '-')}`, device_name: name }));
     return { phone, token: hello.device_token as string, deviceId: hello.device_id as string };
   }
 
@@ -106,7 +106,7 @@ describe('the audit log records who did what from where', () => {
     assert.equal((await ofKind('login')).filter((e) => e.person.kind === 'owner').length, 0, 'owner-token sockets are not each a login entry');
   });
 
-  test('permission answers: who (a device by name, the access token), the tool, its subject, the preview hash, the decision, a note by presence only; allow_always\'s rule', async () => {
+  test("permission answers: who (a device by name, the access token), the tool, its subject, the preview hash, the decision, a note by presence only; allow_always's rule", async () => {
     const { phone } = await pairPhone('Tablet');
     fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'a.txt', content: 'hello\n' } }] }, { text: 'written' });
     owner.send({ type: 'chat', message: 'write a', id: 'w1' });
@@ -125,7 +125,7 @@ describe('the audit log records who did what from where', () => {
     assert.equal(answered.detail.rule, 'write_file:a.txt');
     assert.match(answered.summary, /^Allowed always write_file a\.txt \(always: rule write_file:a\.txt\)$/);
     const rule = await waitFor(async () => (await ofKind('rule.added')).find((e) => e.detail.rule === 'write_file:a.txt'), 'the rule entry');
-    assert.deepEqual(rule.person, { kind: 'device', name: 'Tablet' }, 'the rule is the answerer\'s');
+    assert.deepEqual(rule.person, { kind: 'device', name: 'Tablet' }, "the rule is the answerer's");
 
     fake.script({ tool_calls: [{ name: 'run_command', arguments: { command: 'echo hi' } }] }, { text: 'ok' });
     owner.send({ type: 'chat', message: 'run it', id: 'r1' });
@@ -137,10 +137,10 @@ describe('the audit log records who did what from where', () => {
     assert.equal(denied.detail.subject, 'echo hi');
     assert.equal(denied.detail.decision, 'deny');
     assert.equal(denied.detail.note_present, true);
-    assert.ok(!JSON.stringify(await all()).includes(NOTE), 'the note\'s words are not kept');
+    assert.ok(!JSON.stringify(await all()).includes(NOTE), "the note's words are not kept");
   });
 
-  test('config changes: the mode (from, to), rules removed, fields by name only (never a secret), a password user\'s change, a hand edit', async () => {
+  test("config changes: the mode (from, to), rules removed, fields by name only (never a secret), a password user's change, a hand edit", async () => {
     ok(await owner.request({ type: 'update_config', config: { permission_mode: 'allow' } }));
     const mode = await newest('mode.changed');
     assert.deepEqual(mode.detail, { mode_from: 'ask', mode_to: 'allow' });
@@ -168,7 +168,7 @@ describe('the audit log records who did what from where', () => {
     ok(await owner.request({ type: 'update_config', config: { permission_mode: 'ask' } }));
   });
 
-  test('an undo, a backup and a revocation, each by the owner; a webhook account\'s tool run by the account', async () => {
+  test("an undo, a backup and a revocation, each by the owner; a webhook account's tool run by the account", async () => {
     fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'b.txt', content: 'bee\n' } }] }, { text: 'done' });
     owner.send({ type: 'chat', message: 'write b', id: 'u1' });
     const ask = await owner.next((f) => f.event === 'permission.request' && (f.arguments as Frame).path === 'b.txt');
@@ -235,7 +235,11 @@ describe('the audit log records who did what from where', () => {
 
   test('filters and paging; the whole chain verifies, numbered without gaps', async () => {
     const entries = await all();
-    assert.deepEqual(entries.map((e) => e.seq), entries.map((_, i) => entries.length - i), 'newest first, 1..N without gaps');
+    assert.deepEqual(
+      entries.map((e) => e.seq),
+      entries.map((_, i) => entries.length - i),
+      'newest first, 1..N without gaps',
+    );
     const answers = ok(await owner.request({ type: 'list_audit', kind: 'permission.answer' })).entries as AuditEntry[];
     assert.ok(answers.length >= 3 && answers.every((e) => e.kind === 'permission.answer'));
     const two = ok(await owner.request({ type: 'list_audit', kind: ['device.paired', 'device.revoked'] })).entries as AuditEntry[];
@@ -250,7 +254,10 @@ describe('the audit log records who did what from where', () => {
     const first = ok(await owner.request({ type: 'list_audit', limit: 3 }));
     assert.equal(first.next_before, entries[2].seq);
     const next = ok(await owner.request({ type: 'list_audit', limit: 3, before: first.next_before }));
-    assert.deepEqual((next.entries as AuditEntry[]).map((e) => e.seq), entries.slice(3, 6).map((e) => e.seq));
+    assert.deepEqual(
+      (next.entries as AuditEntry[]).map((e) => e.seq),
+      entries.slice(3, 6).map((e) => e.seq),
+    );
     assert.equal((await owner.request({ type: 'list_audit', limit: 501 })).code, 'invalid_request');
     assert.equal((await owner.request({ type: 'list_audit', kind: 'chat' })).code, 'invalid_request');
     assert.deepEqual(ok(await owner.request({ type: 'verify_audit' })), { ok: true, entries: entries.length, first_bad_seq: null, reason: null });
@@ -266,7 +273,10 @@ describe('through the relay', () => {
   before(async () => {
     fake = await startFakeOpenAI();
     relay = await startRelay();
-    svc = await startService({ base_url: fake.url, permission_mode: 'ask', channels: [{ name: 'relay', type: 'websocket', url: relay.wsUrl, auth_token: RELAY_TOKEN }] }, { relay: { baseDelayMs: 50, maxDelayMs: 300 } });
+    svc = await startService(
+      { base_url: fake.url, permission_mode: 'ask', channels: [{ name: 'relay', type: 'websocket', url: relay.wsUrl, auth_token: RELAY_TOKEN }] },
+      { relay: { baseDelayMs: 50, maxDelayMs: 300 } },
+    );
   });
   after(async () => {
     for (const socket of sockets) socket.close();

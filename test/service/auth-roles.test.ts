@@ -65,7 +65,13 @@ describe('update_config by a session user', () => {
 });
 
 describe('owner-only commands', () => {
-  for (const frame of [{ type: 'create_pairing' }, { type: 'list_deliveries' }, { type: 'retry_delivery', delivery_id: 'd1' }, { type: 'backup', path: '/tmp/ra-never-written' }, { type: 'undo_turn', conversation_id: 'c1', message_id: 'm1', confirm: true }]) {
+  for (const frame of [
+    { type: 'create_pairing' },
+    { type: 'list_deliveries' },
+    { type: 'retry_delivery', delivery_id: 'd1' },
+    { type: 'backup', path: '/tmp/ra-never-written' },
+    { type: 'undo_turn', conversation_id: 'c1', message_id: 'm1', confirm: true },
+  ]) {
     test(`${frame.type} is unauthorized for a session user`, async () => {
       const reply = await user.request(frame);
       assert.equal(reply.code, 'unauthorized', JSON.stringify(reply));
@@ -91,7 +97,10 @@ describe('update_config refuses keys that reach an object prototype', () => {
     ['model.__proto__', '{"model":{"__proto__":{"length":1}}}'],
   ];
   for (const [field, config] of cases) {
-    for (const [who, client] of [['session user', () => user], ['owner', () => owner]] as const) {
+    for (const [who, client] of [
+      ['session user', () => user],
+      ['owner', () => owner],
+    ] as const) {
       test(`${config} from the ${who} is invalid_request naming ${field}, nothing written`, async () => {
         const before = await configOnDisk();
         const id = `proto-${Math.random()}`;

@@ -21,7 +21,9 @@ const svc = useService({
 const completions = () => svc.fake.requests.filter((r) => r.path.startsWith('/v1/chat/completions'));
 /** The user messages the provider received in a request, as text. */
 const userTexts = (request: RecordedRequest): string[] =>
-  withoutNote(request.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
+  withoutNote(request.body.messages as { role: string; content: unknown }[])
+    .filter((m) => m.role === 'user')
+    .map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
 
 const selection = { kind: 'selection', path: 'src/math.ts', range: { start_line: 3, end_line: 5 }, text: 'export function add(a: number, b: number) {\n  return a + b;\n}' };
 const file = { kind: 'file', path: 'notes/todo.md', text: 'Fence inside: ```\nnot the end\n```' };

@@ -124,7 +124,7 @@ test('the unpaired page names the real ways to pair and fills in its own address
   }
 });
 
-test('serve --public-host names the address the phone reaches (a container\'s published port); a bad one is refused', async (t) => {
+test("serve --public-host names the address the phone reaches (a container's published port); a bad one is refused", async (t) => {
   const dir = await newDataDir(t);
   const proc = await serve(dir, 0, {}, ['--public-host', '192.0.2.7']);
   try {

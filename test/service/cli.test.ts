@@ -50,7 +50,10 @@ test('a chat acknowledged before SIGTERM is in the history after restart', async
   const second = await serve(dir);
   const again = await TestClient.authed(`ws://127.0.0.1:${second.port}/ws`, TEST_TOKEN);
   const messages = await again.request({ type: 'get_messages', conversation_id });
-  assert.deepEqual((messages.data as { messages: { content: string }[] }).messages.map((m) => m.content), ['remember me', 'echo: remember me']);
+  assert.deepEqual(
+    (messages.data as { messages: { content: string }[] }).messages.map((m) => m.content),
+    ['remember me', 'echo: remember me'],
+  );
   again.close();
   second.child.kill('SIGINT');
   assert.equal((await second.exited).code, 0);
@@ -203,7 +206,10 @@ test('a service.json.lock left by a dead writer is taken over: from this host at
     await assert.rejects(stat(lockFile), { code: 'ENOENT' }, 'released after the write');
   }
   const users = JSON.parse(await readFile(join(dir, 'service.json'), 'utf8')).users as { username: string }[];
-  assert.deepEqual(users.map((u) => u.username), ['u0', 'u1']);
+  assert.deepEqual(
+    users.map((u) => u.username),
+    ['u0', 'u1'],
+  );
 });
 
 test('--allow-from overrides the tcp channel for this run; bad patterns are refused', async () => {

@@ -112,7 +112,7 @@ describe('ConfigFile.load', () => {
     if (process.platform !== 'win32') assert.equal((await stat(join(dir, CONFIG_FILE_NAME))).mode & 0o777, 0o600);
   });
 
-  test('a write-back keeps the file\'s indentation', async () => {
+  test("a write-back keeps the file's indentation", async () => {
     const dir = await dirWith(JSON.stringify({ model: 'm' }, null, '\t'));
     await load(dir);
     assert.match(await readText(dir), /\n\t"model": "m",\n\t"auth_token"/);
@@ -183,7 +183,14 @@ describe('ConfigFile.load', () => {
     assert.deepEqual((await load(await dirWith({ auth_token: TOKEN }))).current.history, {});
     const history = { max_days: 365, max_bytes: 500_000_000, tool_output_days: 30 };
     assert.deepEqual((await load(await dirWith({ auth_token: TOKEN, history }))).current.history, history);
-    for (const [field, bad] of [['max_days', 0], ['max_days', 1.5], ['max_bytes', '1GB'], ['max_bytes', 1000], ['tool_output_days', -1], ['unknown_setting', 1]] as const) {
+    for (const [field, bad] of [
+      ['max_days', 0],
+      ['max_days', 1.5],
+      ['max_bytes', '1GB'],
+      ['max_bytes', 1000],
+      ['tool_output_days', -1],
+      ['unknown_setting', 1],
+    ] as const) {
       const error = await ConfigFile.load(await dirWith({ auth_token: TOKEN, history: { [field]: bad } })).then(
         () => assert.fail(`expected a ConfigError for history.${field} = ${JSON.stringify(bad)}`),
         (e: unknown) => e,
@@ -280,10 +287,12 @@ describe('ConfigFile.update', () => {
   test('null removes an optional setting', async () => {
     const dir = await dirWith({ auth_token: TOKEN });
     const file = await load(dir);
-    assert.deepEqual(
-      (await file.update({ api_key: 'sk-test-key-abcdef', base_url: 'http://localhost:11434/v1', max_tokens: 512, system_prompt: 'Be brief.' })).sort(),
-      ['api_key', 'base_url', 'max_tokens', 'system_prompt'],
-    );
+    assert.deepEqual((await file.update({ api_key: 'sk-test-key-abcdef', base_url: 'http://localhost:11434/v1', max_tokens: 512, system_prompt: 'Be brief.' })).sort(), [
+      'api_key',
+      'base_url',
+      'max_tokens',
+      'system_prompt',
+    ]);
     assert.equal(file.current.api_key, 'sk-test-key-abcdef');
     assert.deepEqual((await file.update({ api_key: null, max_tokens: null })).sort(), ['api_key', 'max_tokens']);
     const written = await readJson(dir);
@@ -299,9 +308,7 @@ describe('ConfigFile.update', () => {
     const dir = await dirWith({ ...objectForm, auth_token: TOKEN });
     const file = await load(dir);
     const temperatures = Array.from({ length: 20 }, (_, i) => Math.round((i / 10) * 10) / 10);
-    const results = await Promise.all(
-      temperatures.map((temperature, i) => file.update({ temperature, system_prompt: `prompt ${i}` })),
-    );
+    const results = await Promise.all(temperatures.map((temperature, i) => file.update({ temperature, system_prompt: `prompt ${i}` })));
     assert.ok(results.every((fields) => fields.includes('system_prompt')));
     assert.deepEqual(await readdir(dir), [CONFIG_FILE_NAME]);
     const written = await readJson(dir);

@@ -37,7 +37,10 @@ test('the runtime stage of the Dockerfile runs the service from its copied files
   const stage = runtimeStage(await readFile(join(ROOT, 'Dockerfile'), 'utf8'));
   assert.deepEqual(stage.command.slice(0, 3), ['node', '/app/dist/cli.js', 'serve']);
   assert.ok(stage.command.includes('--allow-from'), 'the container allows the container network');
-  assert.ok(stage.runs.some((run) => /\bchmod 700 \/data\b/.test(run)), 'the data volume is private to the service user');
+  assert.ok(
+    stage.runs.some((run) => /\bchmod 700 \/data\b/.test(run)),
+    'the data volume is private to the service user',
+  );
 
   const root = await tempDir('ra-container-');
   try {

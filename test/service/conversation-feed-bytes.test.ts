@@ -96,7 +96,10 @@ test('a running turn past its own limit loses its oldest events: a follower from
   const got = seqs(follower.received) as number[];
   assert.ok(got.length > 0 && got.length < 10, `held ${got.length} of the turn's 11 events`);
   // No hole inside what is replayed, and it reaches the last event.
-  assert.deepEqual(got, got.map((_, i) => got[0]! + i));
+  assert.deepEqual(
+    got,
+    got.map((_, i) => got[0]! + i),
+  );
   assert.equal(got[got.length - 1], last);
 });
 

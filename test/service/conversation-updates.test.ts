@@ -23,7 +23,10 @@ test('a conversation started and continued by one client is announced to the oth
     const update = await editor.next((f) => f.event === 'conversation.updated' && f.conversation_id === id);
     assert.equal(update.source, 'ws');
     const history = await editor.request({ type: 'get_messages', conversation_id: id });
-    assert.deepEqual((history.data as { messages: { content: string }[] }).messages.map((m) => m.content), ['from the phone', 'echo: from the phone', 'and more', 'echo: and more']);
+    assert.deepEqual(
+      (history.data as { messages: { content: string }[] }).messages.map((m) => m.content),
+      ['from the phone', 'echo: from the phone', 'and more', 'echo: and more'],
+    );
   } finally {
     phone.close();
     editor.close();

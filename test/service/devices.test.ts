@@ -21,10 +21,7 @@ const clients: TestClient[] = [];
 
 before(async () => {
   push = await startFakePushService();
-  svc = await startService(
-    { users: [{ username: 'ada', password_hash: await hashPassword(PASSWORD) }] },
-    { push: { allowPrivateEndpoints: true, agent: new https.Agent({ ca: push.ca }) } },
-  );
+  svc = await startService({ users: [{ username: 'ada', password_hash: await hashPassword(PASSWORD) }] }, { push: { allowPrivateEndpoints: true, agent: new https.Agent({ ca: push.ca }) } });
   owner = await TestClient.authed(svc.wsUrl, svc.token);
   clients.push(owner);
 });
@@ -77,7 +74,9 @@ test('a pairing secret is spent for a device credential that works on its own, o
   assert.equal(refused.code, 'invalid_token');
   assert.equal((await replay.waitClose()).code, 4401, 'a spent secret is refused');
 
-  const devices = (await owner.request({ type: 'list_devices' })).data as { devices: { device_id: string; device_name: string; via: string; paired_at: string; last_seen: string | null; push: boolean }[] };
+  const devices = (await owner.request({ type: 'list_devices' })).data as {
+    devices: { device_id: string; device_name: string; via: string; paired_at: string; last_seen: string | null; push: boolean }[];
+  };
   const row = devices.devices.find((d) => d.device_id === 'phone-one');
   assert.ok(row, JSON.stringify(devices));
   assert.equal(row.device_name, 'Pixel');
@@ -107,7 +106,10 @@ test('revoking a device closes its open socket 4401, refuses its credential afte
   const pushDevices = (await owner.request({ type: 'list_push_devices' })).data as { devices: { device_id: string }[] };
   assert.ok(!pushDevices.devices.some((d) => d.device_id === 'lost-phone'), 'its push subscription is gone');
   const after = (await owner.request({ type: 'list_devices' })).data as { devices: { device_id: string }[] };
-  assert.deepEqual(after.devices.map((d) => d.device_id).filter((id) => id.endsWith('-phone')), ['kept-phone']);
+  assert.deepEqual(
+    after.devices.map((d) => d.device_id).filter((id) => id.endsWith('-phone')),
+    ['kept-phone'],
+  );
   assert.equal((await owner.request({ type: 'revoke_device', device_id: 'lost-phone' })).code, 'not_found');
 });
 

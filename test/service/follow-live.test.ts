@@ -79,12 +79,23 @@ test('a follower receives the same deltas, tool and permission events as the sen
       'numbered one by one after the follow, no gap',
     );
     const kinds = seen.map((f) => f.event);
-    for (const kind of ['chat.message', 'chat.delta', 'tool.call', 'permission.request', 'permission.resolved', 'tool.result', 'turn.ended']) assert.ok(kinds.includes(kind), `${kind} reached the follower`);
-    const text = seen.filter((f) => f.event === 'chat.delta').map((f) => f.delta).join('');
+    for (const kind of ['chat.message', 'chat.delta', 'tool.call', 'permission.request', 'permission.resolved', 'tool.result', 'turn.ended'])
+      assert.ok(kinds.includes(kind), `${kind} reached the follower`);
+    const text = seen
+      .filter((f) => f.event === 'chat.delta')
+      .map((f) => f.delta)
+      .join('');
     assert.equal(text, 'lookingthe folder is empty');
-    const stored = seen.filter((f) => f.event === 'chat.message').map((f) => (f.message as { role: string; content: string }));
+    const stored = seen.filter((f) => f.event === 'chat.message').map((f) => f.message as { role: string; content: string });
     // The text written before the tool call is stored (and announced) as an assistant message of its own.
-    assert.deepEqual(stored.map((m) => [m.role, m.content]), [['user', 'what is in the folder?'], ['assistant', 'looking'], ['assistant', 'the folder is empty']]);
+    assert.deepEqual(
+      stored.map((m) => [m.role, m.content]),
+      [
+        ['user', 'what is in the folder?'],
+        ['assistant', 'looking'],
+        ['assistant', 'the folder is empty'],
+      ],
+    );
     // Only the sender's own events carry its request id.
     assert.ok(sender.frames.filter((f) => f.event === 'chat.delta').every((f) => f.id !== undefined));
     assert.ok(follower.frames.filter((f) => f.event === 'chat.delta').every((f) => f.id === undefined));
@@ -117,7 +128,10 @@ test('a follower that drops mid-stream and follows again after the last number i
     // Frames that were in flight when it dropped may have arrived after the last read: all it kept counts.
     follower.close();
     await follower.waitClose();
-    const firstPart = before.filter((f) => f.event === 'chat.delta').map((f) => f.delta).join('');
+    const firstPart = before
+      .filter((f) => f.event === 'chat.delta')
+      .map((f) => f.delta)
+      .join('');
 
     follower = await TestClient.authed(svc.wsUrl, svc.token);
     const again = await follower.request({ type: 'follow_conversation', conversation_id: id, after_seq: lastSeq });
@@ -126,8 +140,15 @@ test('a follower that drops mid-stream and follows again after the last number i
     const reply = await chat;
     await received(follower, (f) => f.event === 'turn.ended' && f.conversation_id === id);
     const rest = liveOf(follower, id);
-    assert.deepEqual(rest.map((f) => f.seq), rest.map((_, i) => lastSeq + 1 + i), 'from the next number on, no duplicate and no gap');
-    const secondPart = rest.filter((f) => f.event === 'chat.delta').map((f) => f.delta).join('');
+    assert.deepEqual(
+      rest.map((f) => f.seq),
+      rest.map((_, i) => lastSeq + 1 + i),
+      'from the next number on, no duplicate and no gap',
+    );
+    const secondPart = rest
+      .filter((f) => f.event === 'chat.delta')
+      .map((f) => f.delta)
+      .join('');
     assert.equal(firstPart + secondPart, (reply.data as { response: string }).response);
     assert.equal(firstPart + secondPart, words);
 
@@ -157,13 +178,19 @@ test('a webhook turn is followed by a user client, joining while it runs; a webh
     assert.equal(followed.status, 'ok', JSON.stringify(followed));
     // Joining mid-turn: the running turn so far is replayed (the user's message, the tool call, the prompt).
     const replayed = liveOf(owner, id).filter((f) => typeof f.seq === 'number');
-    assert.deepEqual(replayed.map((f) => f.event), ['chat.message', 'tool.call', 'permission.request']);
+    assert.deepEqual(
+      replayed.map((f) => f.event),
+      ['chat.message', 'tool.call', 'permission.request'],
+    );
     assert.equal(replayed[2].request_id, prompt.request_id);
     assert.equal((await owner.request({ type: 'permission_response', request_id: prompt.request_id, decision: 'allow' })).status, 'ok');
     const [ended] = await received(owner, (f) => f.event === 'turn.ended' && f.conversation_id === id && typeof f.seq === 'number');
     assert.equal(ended.source, 'webhook:ci');
     const live = liveOf(owner, id).filter((f) => typeof f.seq === 'number');
-    assert.deepEqual(live.map((f) => f.event), ['chat.message', 'tool.call', 'permission.request', 'permission.resolved', 'tool.result', 'chat.message', 'turn.ended']);
+    assert.deepEqual(
+      live.map((f) => f.event),
+      ['chat.message', 'tool.call', 'permission.request', 'permission.resolved', 'tool.result', 'chat.message', 'turn.ended'],
+    );
     assert.equal((live[5].message as { content: string }).content, 'webhook done');
 
     const refused = (await other.request({ type: 'follow_conversation', conversation_id: id })) as Frame;
@@ -299,9 +326,16 @@ test('webhook messages waiting behind a running turn are listed as queued like c
     const phoneChat = phone.request({ type: 'chat', message: 'from the phone', conversation_id: id, client_message_id: 'phone-wait' });
     await received(observer, queuedUpdate(2));
     const rows = (await observer.request({ type: 'list_conversations' })).data as { conversations: Row[] };
-    assert.deepEqual(rows.conversations.find((c) => c.id === id)!.queued.map((q) => q.client_message_id), [secondId, 'phone-wait']);
+    assert.deepEqual(
+      rows.conversations.find((c) => c.id === id)!.queued.map((q) => q.client_message_id),
+      [secondId, 'phone-wait'],
+    );
 
-    assert.deepEqual(((await bot.request({ type: 'remove_queued', conversation_id: id, client_message_id: 'phone-wait' })) as Frame).data, { removed: false }, "the account may not remove the user's message");
+    assert.deepEqual(
+      ((await bot.request({ type: 'remove_queued', conversation_id: id, client_message_id: 'phone-wait' })) as Frame).data,
+      { removed: false },
+      "the account may not remove the user's message",
+    );
     assert.equal(((await other.request({ type: 'remove_queued', conversation_id: id, client_message_id: secondId })) as Frame).code, 'not_found', 'nor another account its messages');
     assert.deepEqual(((await bot.request({ type: 'remove_queued', conversation_id: id, client_message_id: secondId })) as Frame).data, { removed: true }, 'its own');
     await received(observer, (f) => queuedUpdate(1)(f) && (f.conversation as Row).queued[0].client_message_id === 'phone-wait');
@@ -313,9 +347,16 @@ test('webhook messages waiting behind a running turn are listed as queued like c
     const reply = await phoneChat;
     assert.equal(reply.status, 'ok', JSON.stringify(reply));
     const messages = (await observer.request({ type: 'get_messages', conversation_id: id })).data as { messages: { content: string }[] };
-    assert.deepEqual(messages.messages.map((m) => m.content), ['first', 'first answer', 'from the phone', 'echo: from the phone']);
+    assert.deepEqual(
+      messages.messages.map((m) => m.content),
+      ['first', 'first answer', 'from the phone', 'echo: from the phone'],
+    );
     const ended = observer.frames.filter((f) => f.event === 'turn.ended' && f.conversation_id === id);
-    assert.deepEqual(ended.map((f) => f.source), ['webhook:ci', 'ws'], 'the removed message never began a turn');
+    assert.deepEqual(
+      ended.map((f) => f.source),
+      ['webhook:ci', 'ws'],
+      'the removed message never began a turn',
+    );
   } finally {
     observer.close();
     phone.close();

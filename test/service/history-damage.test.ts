@@ -123,18 +123,22 @@ async function checkRecovered(dir: string, ids: string[]): Promise<void> {
   }
 }
 
-test('history.db loses its WAL after writes: refused; serve --recover takes new chats (keys above every one referred to), lost bodies read as a placeholder, /health degraded until restart', LIMIT, async (t) => {
-  const dir = await newDir(t);
-  await writeConfig(dir, { base_url: fake.url, model: 'fake-model' });
-  const ids: string[] = [];
-  await writeThenKill(dir, async (client) => {
-    ids.push(await chatMany(client, 'before', 12));
-  });
-  // The WAL held every body (no checkpoint yet): gone, as after a disk fault or a careless copy.
-  await rm(join(dir, 'history.db-wal'));
-  await assertRefused(dir, /missing message bodies that were acknowledged/);
-  await checkRecovered(dir, ids);
-});
+test(
+  'history.db loses its WAL after writes: refused; serve --recover takes new chats (keys above every one referred to), lost bodies read as a placeholder, /health degraded until restart',
+  LIMIT,
+  async (t) => {
+    const dir = await newDir(t);
+    await writeConfig(dir, { base_url: fake.url, model: 'fake-model' });
+    const ids: string[] = [];
+    await writeThenKill(dir, async (client) => {
+      ids.push(await chatMany(client, 'before', 12));
+    });
+    // The WAL held every body (no checkpoint yet): gone, as after a disk fault or a careless copy.
+    await rm(join(dir, 'history.db-wal'));
+    await assertRefused(dir, /missing message bodies that were acknowledged/);
+    await checkRecovered(dir, ids);
+  },
+);
 
 test('history.db cut to half after kill -9: refused at open (never served with /health ok); serve --recover rebuilds it from what it still gives', LIMIT, async (t) => {
   const dir = await newDir(t);
@@ -151,5 +155,8 @@ test('history.db cut to half after kill -9: refused at open (never served with /
   await truncate(file, Math.floor(size / 2 / 4096) * 4096);
   await assertRefused(dir, /is damaged \(.*cut short\)/);
   await checkRecovered(dir, ids);
-  assert.ok((await readdir(dir)).some((f) => f.startsWith('history.db.damaged-')), 'the damaged file is kept aside');
+  assert.ok(
+    (await readdir(dir)).some((f) => f.startsWith('history.db.damaged-')),
+    'the damaged file is kept aside',
+  );
 });

@@ -69,7 +69,10 @@ describe('search_messages', () => {
     for (const hit of mine) {
       assert.equal(hit.conversation_title, 'Deploying the Zebra service tonight, after the backup');
       assert.ok(hit.highlights.length > 0);
-      assert.deepEqual(highlighted(hit), hit.highlights.map(() => 'zebra'));
+      assert.deepEqual(
+        highlighted(hit),
+        hit.highlights.map(() => 'zebra'),
+      );
       assert.ok(!Number.isNaN(Date.parse(hit.timestamp)));
     }
   });
@@ -80,8 +83,16 @@ describe('search_messages', () => {
     assert.equal(both.length, 1);
     // A prefix marks the whole word it matched.
     assert.deepEqual(highlighted(both[0]).sort(), ['midnight', 'quartz']);
-    assert.deepEqual((await search({ query: 'quartz sunrise' })).filter((h) => h.conversation_id === id), [], 'a word it does not hold');
-    assert.deepEqual((await search({ query: 'quar clock' })).filter((h) => h.conversation_id === id), [], 'only the last word is a prefix');
+    assert.deepEqual(
+      (await search({ query: 'quartz sunrise' })).filter((h) => h.conversation_id === id),
+      [],
+      'a word it does not hold',
+    );
+    assert.deepEqual(
+      (await search({ query: 'quar clock' })).filter((h) => h.conversation_id === id),
+      [],
+      'only the last word is a prefix',
+    );
   });
 
   test('conversation_id keeps the search to one conversation', async () => {
@@ -102,9 +113,15 @@ describe('search_messages', () => {
     const users = hits.filter((h) => h.role === 'user').map((h) => h.snippet);
     assert.deepEqual(users, ['heron sighting 3', 'heron sighting 2', 'heron sighting 1']);
     const times = hits.map((h) => Date.parse(h.timestamp));
-    assert.deepEqual(times, [...times].sort((a, b) => b - a));
+    assert.deepEqual(
+      times,
+      [...times].sort((a, b) => b - a),
+    );
     const two = await search({ query: 'heron', conversation_id: id, limit: 2 });
-    assert.deepEqual(two.map((h) => h.message_id), hits.slice(0, 2).map((h) => h.message_id));
+    assert.deepEqual(
+      two.map((h) => h.message_id),
+      hits.slice(0, 2).map((h) => h.message_id),
+    );
   });
 
   test('a long message gives a short snippet around the match', async () => {
@@ -142,7 +159,10 @@ describe('search_messages', () => {
       await waitFor(async () => (await search({ query: 'pelican' })).some((h) => h.conversation_id === hookId), 'the webhook message stored');
       const theirs = await search({ query: 'pelican' }, account);
       assert.ok(theirs.length > 0);
-      assert.ok(theirs.every((h) => h.conversation_id === hookId), JSON.stringify(theirs));
+      assert.ok(
+        theirs.every((h) => h.conversation_id === hookId),
+        JSON.stringify(theirs),
+      );
       const mine = await search({ query: 'pelican' });
       assert.ok(mine.some((h) => h.conversation_id === editorId) && mine.some((h) => h.conversation_id === hookId), 'the user sees both');
       const other = (await account.request({ type: 'search_messages', query: 'pelican', conversation_id: editorId })) as { code?: string };

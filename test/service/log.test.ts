@@ -121,7 +121,10 @@ describe('FileLogger', () => {
     for (const secret of [API_KEY, AUTH_TOKEN, SESSION, 'whatever-it-is-here', 'sid=abc', 'anything-at-all', 'a-key-not-in-the-set', 'hunter2', 'qqqqqqqqqqqq']) {
       assert.ok(!text.includes(secret), `${secret} leaked into the log:\n${text}`);
     }
-    const lines = text.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, any>);
+    const lines = text
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, any>);
     assert.equal(lines.length, 4);
     const [errorLine, requestLine, warnLine, childLine] = lines;
     assert.equal(errorLine.error.name, 'Error');
@@ -181,7 +184,10 @@ describe('FileLogger', () => {
     logger.info('new', { pad: 'z'.repeat(200) });
     await logger.close();
     assert.equal((await readLines(`${file}.1`))[0]!.event, 'old');
-    assert.deepEqual((await readLines(file)).map((line) => line.event), ['new']);
+    assert.deepEqual(
+      (await readLines(file)).map((line) => line.event),
+      ['new'],
+    );
   });
 
   test('close flushes everything logged before it; later lines are dropped', async () => {

@@ -31,12 +31,18 @@ test('2,000 failures from one address in a window: one line at the first, one co
   failures.onBurst((burst) => bursts.push(burst));
   const waits = Array.from({ length: 2000 }, () => fail(failures, '10.0.0.7'));
   assert.equal(waits.filter((wait) => wait === 0).length, LOGIN_FAILURE_LIMIT, 'only the first 10 may be checked');
-  assert.deepEqual(logger.lines.map((l) => l.event), ['auth.login_failed']);
+  assert.deepEqual(
+    logger.lines.map((l) => l.event),
+    ['auth.login_failed'],
+  );
   assert.equal(bursts.length, 0);
 
   now += 60_000;
   fail(failures, '10.0.0.7');
-  assert.deepEqual(logger.lines.map((l) => l.event), ['auth.login_failed', 'auth.login_burst', 'auth.login_failed']);
+  assert.deepEqual(
+    logger.lines.map((l) => l.event),
+    ['auth.login_failed', 'auth.login_burst', 'auth.login_failed'],
+  );
   const expected = { address: '10.0.0.7', kind: 'token', count: 2000, refused: 2000 - LOGIN_FAILURE_LIMIT, window_seconds: 60, since: '2026-11-26T05:00:00.000Z' };
   assert.deepEqual(bursts, [expected]);
   assert.match(String(logger.lines[1].fields.message), /^2000 failed logins \(token\) from 10\.0\.0\.7 in 60 s$/);
@@ -58,7 +64,10 @@ test('a success is refunded and never logged; kinds are counted apart', () => {
   const bursts: LoginBurst[] = [];
   failures.onBurst((burst) => bursts.push(burst));
   failures.flush();
-  assert.deepEqual(bursts.map((b) => [b.kind, b.count]).sort(), [['pairing_secret', 2], ['password', 1]]);
+  assert.deepEqual(bursts.map((b) => [b.kind, b.count]).sort(), [
+    ['pairing_secret', 2],
+    ['password', 1],
+  ]);
 });
 
 test('failures from many addresses log a bounded number of lines', () => {
@@ -70,7 +79,10 @@ test('failures from many addresses log a bounded number of lines', () => {
   assert.equal(first.at(-1)!.fields.address, 'other addresses');
   failures.flush();
   const summaries = logger.lines.filter((l) => l.event === 'auth.login_burst');
-  assert.deepEqual(summaries.map((l) => [l.fields.address, l.fields.count]), [['other addresses', 2000 - MAX_LOGGED_ADDRESSES]]);
+  assert.deepEqual(
+    summaries.map((l) => [l.fields.address, l.fields.count]),
+    [['other addresses', 2000 - MAX_LOGGED_ADDRESSES]],
+  );
 });
 
 test('a window ends on its own: its count is logged without another failure', async () => {

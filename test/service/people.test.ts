@@ -23,7 +23,13 @@ const svc = useService({
   workspace: true,
   config: async () => {
     const password_hash = await hashPassword(PASSWORD);
-    return { model: 'fake-model', users: [{ username: 'ada', password_hash }, { username: 'bob', password_hash }] };
+    return {
+      model: 'fake-model',
+      users: [
+        { username: 'ada', password_hash },
+        { username: 'bob', password_hash },
+      ],
+    };
   },
   afterStart: async (started) => {
     owner = await started.client();
@@ -213,8 +219,18 @@ test('a store from before people were told apart: the owner’s rows stay the ow
       tx.run(message, ['m2', 'c-old', 'assistant', 'owner answer', at, null]);
       tx.run(message, ['m3', 'c-old', 'user', 'user question', at, 'ws\u0000session\u0000user-msg']);
       tx.run(message, ['m4', 'c-old', 'assistant', 'user answer', at, null]);
-      tx.run('INSERT INTO attachments (id, hash, name, mime, kind, size, uploader, created_at, conversation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)', ['att-owner', hash, 'gnp\u202Eexe.png', 'text/plain', 'file', bytes.length, 'ws\u0000access', at]);
-      const device = 'INSERT INTO push_devices (device_id, device_name, principal, source, created_at, updated_at, endpoint, p256dh, auth, events, content_blind, failures) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0)';
+      tx.run('INSERT INTO attachments (id, hash, name, mime, kind, size, uploader, created_at, conversation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)', [
+        'att-owner',
+        hash,
+        'gnp\u202Eexe.png',
+        'text/plain',
+        'file',
+        bytes.length,
+        'ws\u0000access',
+        at,
+      ]);
+      const device =
+        'INSERT INTO push_devices (device_id, device_name, principal, source, created_at, updated_at, endpoint, p256dh, auth, events, content_blind, failures) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0)';
       const events = JSON.stringify({ prompt: true, finished: true, failed: true, webhook: true });
       tx.run(device, ['owner-dev', 'owner phone', 'access', 'relay', at, at, 'https://push.example.com/owner-old', 'p', 'a', events]);
       tx.run(device, ['user-dev', 'user phone', 'session', 'ws', at, at, 'https://push.example.com/user-old', 'p', 'a', events]);
@@ -222,7 +238,19 @@ test('a store from before people were told apart: the owner’s rows stay the ow
     await store.close();
 
     const password_hash = await hashPassword(PASSWORD);
-    const upgraded = await startService({ provider: 'openai', model: 'fake-model', base_url: svc.fake.url, workspace: svc.workspace, users: [{ username: 'ada', password_hash }, { username: 'bob', password_hash }] }, { dataDir: old.dir });
+    const upgraded = await startService(
+      {
+        provider: 'openai',
+        model: 'fake-model',
+        base_url: svc.fake.url,
+        workspace: svc.workspace,
+        users: [
+          { username: 'ada', password_hash },
+          { username: 'bob', password_hash },
+        ],
+      },
+      { dataDir: old.dir },
+    );
     const clients = [await TestClient.authed(upgraded.wsUrl, upgraded.token), await sessionClient(upgraded, 'ada', PASSWORD), await sessionClient(upgraded, 'bob', PASSWORD)];
     const [theOwner, theAda, theBob] = clients;
     try {

@@ -134,7 +134,7 @@ describe('allow_always', () => {
   const rulesOnDisk = async () => (JSON.parse(await readFile(join(live.dataDir, 'service.json'), 'utf8')) as { permission_rules: { allow: string[]; deny: string[] } }).permission_rules;
   const runCommand = (command: string) => fake.script({ tool_calls: [{ name: 'run_command', arguments: { command } }] }, (request) => ({ text: `got: ${lastToolResult(request)}` }));
 
-  test('the owner\'s allow_always writes the narrowest rule to service.json, then the call runs; the same line later runs unasked, another still asks', async () => {
+  test("the owner's allow_always writes the narrowest rule to service.json, then the call runs; the same line later runs unasked, another still asks", async () => {
     runCommand('echo always-ok');
     chatter.send({ type: 'chat', message: 'run it', id: 'a1' });
     const request = await chatter.next((f) => f.event === 'permission.request');

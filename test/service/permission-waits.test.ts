@@ -106,7 +106,10 @@ describe('a request waits for a person', () => {
     fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'race.txt', content: 'r' } }] }, { text: 'done' });
     const chat = lan.request({ type: 'chat', message: 'write race.txt' });
     const request = await lan.next((f) => f.event === 'permission.request');
-    assert.ok(editor.events.some((e) => e.event === 'permission.request' && e.request_id === request.request_id), 'the editor was asked too');
+    assert.ok(
+      editor.events.some((e) => e.event === 'permission.request' && e.request_id === request.request_id),
+      'the editor was asked too',
+    );
     const [fromEditor, fromLan] = await Promise.all([
       editor.session.request({ type: 'permission_response', request_id: request.request_id, decision: 'deny', id: 'e1' }),
       lan.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow' }),
@@ -142,7 +145,10 @@ describe('a request waits for a person', () => {
     const owner = await client(svc);
     const request = await owner.next((f) => f.event === 'permission.request');
     const ownerList = ((await owner.request({ type: 'list_pending_permissions' })).data as { requests: { request_id: string }[] }).requests;
-    assert.deepEqual(ownerList.map((r) => r.request_id), [request.request_id]);
+    assert.deepEqual(
+      ownerList.map((r) => r.request_id),
+      [request.request_id],
+    );
     const userList = await user.request({ type: 'list_pending_permissions' });
     assert.deepEqual(userList.data, { requests: [] });
     const userAgain = await client(svc, userToken);
@@ -190,7 +196,7 @@ describe('answers that end a wait', () => {
     assert.equal(steered.code, 'unauthorized', JSON.stringify(steered));
     assert.match(String(steered.error), /note/);
     const denied = await user.request({ type: 'permission_response', request_id: request.request_id, decision: 'deny' });
-    assert.equal(denied.status, 'ok', 'the request was still waiting: a plain deny is the session user\'s to give');
+    assert.equal(denied.status, 'ok', "the request was still waiting: a plain deny is the session user's to give");
     const reply = await chat;
     assert.doesNotMatch((reply.data as { response: string }).response, /token/);
   });
@@ -237,7 +243,10 @@ describe('conversation state', () => {
       .filter((f) => f.event === 'conversation.updated' && f.conversation_id === request.conversation_id)
       .map((f) => [(f.conversation as Frame).state, (f.conversation as Frame).pending_permissions]);
     assert.deepEqual(states.at(0), ['running', 0]);
-    assert.ok(states.some(([state, count]) => state === 'waiting' && count === 1), JSON.stringify(states));
+    assert.ok(
+      states.some(([state, count]) => state === 'waiting' && count === 1),
+      JSON.stringify(states),
+    );
     assert.deepEqual(states.at(-1), ['idle', 0]);
     const after = ((await c.request({ type: 'list_conversations' })).data as { conversations: Frame[] }).conversations.find((r) => r.id === request.conversation_id)!;
     assert.deepEqual([after.state, after.pending_permissions], ['idle', 0]);
@@ -263,7 +272,13 @@ describe('restart while a request waits', () => {
     const second = await service({}, { dataDir: temp.dir, keepConfig: true });
     const again = await client(second);
     const tools = await storedTools(again, request.conversation_id as string);
-    assert.deepEqual(tools.map((m) => [m.tool_kind, m.denied ?? null]), [['call', null], ['result', true]]);
+    assert.deepEqual(
+      tools.map((m) => [m.tool_kind, m.denied ?? null]),
+      [
+        ['call', null],
+        ['result', true],
+      ],
+    );
     assert.match(tools[1].content, /the service restarted while this waited for permission/);
     assert.equal(existsSync(join(workspace.dir, 'stopped.txt')), false);
   });
@@ -288,7 +303,13 @@ describe('restart while a request waits', () => {
     assert.deepEqual((await again.request({ type: 'list_pending_permissions' })).data, { requests: [] });
     const conversation_id = request.conversation_id as string;
     const tools = await storedTools(again, conversation_id);
-    assert.deepEqual(tools.map((m) => [m.tool_kind, m.denied ?? null]), [['call', null], ['result', true]]);
+    assert.deepEqual(
+      tools.map((m) => [m.tool_kind, m.denied ?? null]),
+      [
+        ['call', null],
+        ['result', true],
+      ],
+    );
     assert.match(tools[1].content, /the service restarted while this waited for permission/);
     const late = await again.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
     assert.equal(late.code, 'conflict');

@@ -78,6 +78,6 @@ test('a prompt parked while the phone is offline: pushed, re-sent when the phone
   await push.waitFor(() => pushes().some((p) => p.kind === 'webhook'), 'the run-finished push');
   const kinds = pushes().map((p) => p.kind);
   assert.deepEqual(kinds, ['prompt', 'resolved', 'webhook']);
-  assert.equal(pushes()[1].tag, prompt.tag, 'the withdrawal names the prompt\'s tag');
+  assert.equal(pushes()[1].tag, prompt.tag, "the withdrawal names the prompt's tag");
   back.close();
 });

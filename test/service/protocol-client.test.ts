@@ -65,7 +65,10 @@ test('the auth handshake sends the token with an id and resolves with the answer
     const accepted = await client.authenticate('right');
     assert.equal(accepted.status, 'ok');
     assert.match(String(accepted.id), /^auth-t-/);
-    assert.deepEqual(events, [{ event: 'config.changed', fields: ['model'] }, { event: 'config.changed', fields: ['model'] }]);
+    assert.deepEqual(events, [
+      { event: 'config.changed', fields: ['model'] },
+      { event: 'config.changed', fields: ['model'] },
+    ]);
     assert.equal(unmatched.length, 2);
   } finally {
     await stop();
@@ -97,7 +100,7 @@ test('a request times out when no answer comes, and a late answer is then ignore
     await assert.rejects(client.request({ type: 'list_tools' }, 50), /no answer to list_tools within 50 ms/);
     late!();
     await new Promise((resolve) => setTimeout(resolve, 50));
-    assert.equal(unmatched.length, 1, 'the late answer is nobody\'s');
+    assert.equal(unmatched.length, 1, "the late answer is nobody's");
   } finally {
     await stop();
   }
@@ -134,7 +137,7 @@ test('a reused id is answered in turn; text that is not a JSON object is skipped
   }
 });
 
-test('the shared client answers the chat UI\'s request signature (a type-level check: `tsc` fails if they drift)', () => {
+test("the shared client answers the chat UI's request signature (a type-level check: `tsc` fails if they drift)", () => {
   const client = new ProtocolClient<ViewEvent>({ send: () => undefined });
   const request: ServiceConnection['request'] = (frame) => client.request(frame);
   assert.equal(typeof request, 'function');

@@ -96,7 +96,10 @@ test('chat with a tool the user allows, its history, then delete', async () => {
   client.send({ type: 'chat', message: 'write a.txt', id: 'chat-1' });
   const request = await client.next((f) => f.event === 'permission.request');
   const pending: { requests: { request_id: string }[] } = await answer({ type: 'list_pending_permissions' });
-  assert.deepEqual(pending.requests.map((r) => r.request_id), [request.request_id]);
+  assert.deepEqual(
+    pending.requests.map((r) => r.request_id),
+    [request.request_id],
+  );
   await answer({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
   const done = await client.next((f) => f.id === 'chat-1' && 'status' in f);
   assert.equal(done.status, 'ok');
@@ -119,7 +122,11 @@ test('chat with a tool the user allows, its history, then delete', async () => {
   );
   const plain: { response: string } = await answer({ type: 'chat', message: 'again', conversation_id: conversationId });
   assert.match(plain.response, /echo: again/);
-  const compacted: { message: { role: string; compaction?: { status: string } }; context_used: number; context_window: number } = await answer({ type: 'compact_conversation', conversation_id: conversationId, focus: 'the file names' });
+  const compacted: { message: { role: string; compaction?: { status: string } }; context_used: number; context_window: number } = await answer({
+    type: 'compact_conversation',
+    conversation_id: conversationId,
+    focus: 'the file names',
+  });
   assert.deepEqual([compacted.message.role, compacted.message.compaction?.status], ['summary', 'summarised']);
   assert.ok(compacted.context_used > 0 && compacted.context_used < compacted.context_window);
   const removed: { removed: boolean } = await answer({ type: 'remove_queued', conversation_id: conversationId, client_message_id: 'not-waiting' });

@@ -27,7 +27,17 @@ test('handlers and clients are held to the result types (checked by tsc)', () =>
   };
   // @ts-expect-error a command the protocol does not have
   const unknownCommand = (connection: ServiceConnection) => connection.request({ type: 'get_everything' });
-  const config = { provider: 'openai', model: 'm', temperature: 0.2, permission_mode: 'ask', base_url: null, api_key_set: false, permission_rules: { allow: [] as string[], deny: [] as string[] }, permission_timeout_seconds: 1800, system_prompt_mode: 'add' } as const;
+  const config = {
+    provider: 'openai',
+    model: 'm',
+    temperature: 0.2,
+    permission_mode: 'ask',
+    base_url: null,
+    api_key_set: false,
+    permission_rules: { allow: [] as string[], deny: [] as string[] },
+    permission_timeout_seconds: 1800,
+    system_prompt_mode: 'add',
+  } as const;
   assert.equal(readMode({ status: 'ok', data: config }), 'ask');
   assert.equal(readMode({ status: 'error', code: 'server_error', error: 'down' }), undefined);
   // The rest are only compiled, never run.

@@ -64,10 +64,10 @@ const topicOf = (tag: string) => createHash('sha256').update(tag).digest('base64
 
 function assertValidVapid(received: ReceivedPush): void {
   assert.equal(received.headers['content-encoding'], 'aes128gcm');
-  assert.equal(received.jwt.key, vapidKey, 'k= is the service\'s VAPID public key');
-  assert.equal(received.jwt.signatureValid, true, 'ES256 signature by the service\'s VAPID key');
+  assert.equal(received.jwt.key, vapidKey, "k= is the service's VAPID public key");
+  assert.equal(received.jwt.signatureValid, true, "ES256 signature by the service's VAPID key");
   assert.equal(received.jwt.header.alg, 'ES256');
-  assert.equal(received.jwt.claims.aud, push.origin, 'aud is the endpoint\'s origin');
+  assert.equal(received.jwt.claims.aud, push.origin, "aud is the endpoint's origin");
   const now = Date.now() / 1000;
   assert.ok(received.jwt.claims.exp! > now && received.jwt.claims.exp! <= now + 24 * 3600, 'exp within 24 h');
   assert.match(String(received.jwt.claims.sub), /^(mailto:|https:)/);
@@ -152,7 +152,10 @@ test('a turn that ends is pushed as finished / failed / webhook, each on or off 
     await owner.next((f) => f.event === 'turn.ended' && f.outcome === 'cancelled');
     // A later push proves the cancelled turn sent nothing before it.
     await owner.request({ type: 'push_test', device_id: all.id });
-    assert.deepEqual(all.pushes().map((p) => p.payload!.kind), ['finished', 'failed', 'webhook', 'test']);
+    assert.deepEqual(
+      all.pushes().map((p) => p.payload!.kind),
+      ['finished', 'failed', 'webhook', 'test'],
+    );
     assert.equal(quiet.pushes().length, 0, 'the device with those kinds off got none');
   } finally {
     owner.close();
@@ -187,7 +190,10 @@ test('no push to a device whose page reports visible; it counts as hidden again 
     await owner.request({ type: 'chat', message: 'while the page is visible' });
     // A test push (not suppressed: asked for) marks the point after which the finished push would have come.
     await owner.request({ type: 'push_test', device_id: device.id });
-    assert.deepEqual(device.pushes().map((p) => p.payload!.kind), ['test']);
+    assert.deepEqual(
+      device.pushes().map((p) => p.payload!.kind),
+      ['test'],
+    );
 
     await phone.request({ type: 'client_state', device_id: device.id, visible: false });
     await owner.request({ type: 'chat', message: 'page hidden' });
@@ -199,7 +205,10 @@ test('no push to a device whose page reports visible; it counts as hidden again 
     await new Promise((resolve) => setTimeout(resolve, 50));
     await owner.request({ type: 'chat', message: 'page gone' });
     await push.waitFor(() => device.pushes().length === 3, 'a push once the socket closed');
-    assert.deepEqual(device.pushes().map((p) => p.payload!.kind), ['test', 'finished', 'finished']);
+    assert.deepEqual(
+      device.pushes().map((p) => p.payload!.kind),
+      ['test', 'finished', 'finished'],
+    );
   } finally {
     owner.close();
     phone.close();
@@ -216,8 +225,8 @@ test("a session user's device is not pushed the prompts only the owner may answe
     svc.fake.script({ tool_calls: [{ name: 'run_command', arguments: { command: 'cat service.json' } }] }, { text: 'done' });
     user.send({ type: 'chat', message: 'read the token', id: 'u1' });
     const request = await owner.next((f) => f.event === 'permission.request');
-    await push.waitFor(() => ownerDevice.pushes().length === 1, 'the owner device\'s prompt');
-    assert.equal(userDevice.pushes().length, 0, 'the session user\'s device got no prompt');
+    await push.waitFor(() => ownerDevice.pushes().length === 1, "the owner device's prompt");
+    assert.equal(userDevice.pushes().length, 0, "the session user's device got no prompt");
     await owner.request({ type: 'permission_response', request_id: request.request_id, decision: 'deny' });
     await user.next((f) => f.id === 'u1' && 'status' in f);
   } finally {
@@ -233,7 +242,11 @@ test('delivery outcomes: 5xx retried then ok; 410 removes the device; failures c
     push.script(503, 500);
     const test1 = await owner.request({ type: 'push_test', device_id: device.id });
     assert.deepEqual(test1.data, { results: [{ device_id: device.id, ok: true, status: 201 }] });
-    assert.deepEqual(device.pushes().map((p) => p.answered), [503, 500, 201], 'retried after two 5xx');
+    assert.deepEqual(
+      device.pushes().map((p) => p.answered),
+      [503, 500, 201],
+      'retried after two 5xx',
+    );
     let listed = ((await owner.request({ type: 'list_push_devices' })).data as { devices: Record<string, unknown>[] }).devices;
     assert.equal(listed[0].failures, 0);
     assert.equal((listed[0].last_delivery as { ok: boolean; status: number }).status, 201);

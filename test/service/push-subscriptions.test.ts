@@ -100,12 +100,16 @@ describe('subscriptions an attacker would send are refused', () => {
     // The push library reads the endpoint with the legacy url.parse, which stops a host at `;` (and
     // does not decode %2e): these passed the WHATWG checks as public names and were sent to 127.0.0.1.
     ['attack: a name the push library reads as a loopback IP literal (127.0.0.1;.push.example.com)', () => ({ endpoint: 'https://127.0.0.1;.push.example.com/x', keys: keys() }), /host/],
-    ['attack: a host that is not a DNS name (127.0.0.1{.push.example.com)', () => ({ endpoint: "https://10.0.0.8{.push.example.com/x", keys: keys() }), /host/],
+    ['attack: a host that is not a DNS name (127.0.0.1{.push.example.com)', () => ({ endpoint: 'https://10.0.0.8{.push.example.com/x', keys: keys() }), /host/],
     ['credentials in the URL', () => ({ endpoint: 'https://user:pw@push.example.com/x', keys: keys() }), /credentials/],
     ['an endpoint over 2048 characters', () => ({ endpoint: `https://push.example.com/${'a'.repeat(2100)}`, keys: keys() }), /endpoint/],
     ['not a URL', () => ({ endpoint: 'https://', keys: keys() }), /endpoint/],
     ['a p256dh of the wrong length', () => ({ endpoint: 'https://push.example.com/x', keys: { ...keys(), p256dh: randomBytes(33).toString('base64url') } }), /p256dh/],
-    ['a p256dh that is not a point on P-256', () => ({ endpoint: 'https://push.example.com/x', keys: { ...keys(), p256dh: Buffer.concat([Buffer.from([4]), Buffer.alloc(64, 7)]).toString('base64url') } }), /p256dh/],
+    [
+      'a p256dh that is not a point on P-256',
+      () => ({ endpoint: 'https://push.example.com/x', keys: { ...keys(), p256dh: Buffer.concat([Buffer.from([4]), Buffer.alloc(64, 7)]).toString('base64url') } }),
+      /p256dh/,
+    ],
     ['an auth secret of 8 bytes', () => ({ endpoint: 'https://push.example.com/x', keys: { ...keys(), auth: randomBytes(8).toString('base64url') } }), /auth/],
     ['keys missing', () => ({ endpoint: 'https://push.example.com/x' }), /keys/],
   ];
@@ -177,7 +181,10 @@ describe('subscriptions an attacker would send are refused', () => {
     assert.match(String(over.error), /20/);
     const listed = ((await owner.request({ type: 'list_push_devices' })).data as { devices: { device_id: string; endpoint_origin: string }[] }).devices;
     assert.equal(listed.length, 20);
-    assert.ok(listed.every((d) => d.endpoint_origin === 'https://push.example.com'), 'only the origin is shown: the path is the capability');
+    assert.ok(
+      listed.every((d) => d.endpoint_origin === 'https://push.example.com'),
+      'only the origin is shown: the path is the capability',
+    );
     assert.ok(!JSON.stringify(listed).includes('/new'));
     for (const id of ids) await owner.request({ type: 'push_unsubscribe', device_id: id });
   });
@@ -211,7 +218,7 @@ describe('subscriptions an attacker would send are refused', () => {
     const every = await user.request({ type: 'push_test' });
     assert.equal(every.status, 'ok', JSON.stringify(every));
     const tested = (every.data as { results: { device_id: string }[] }).results.map((r) => r.device_id);
-    assert.ok(!tested.includes(ownerDevice), 'the owner\'s device is not among those a session user tests');
+    assert.ok(!tested.includes(ownerDevice), "the owner's device is not among those a session user tests");
     await owner.request({ type: 'push_unsubscribe', device_id: ownerDevice });
   });
 

@@ -66,7 +66,7 @@ test("a provider's error quoting every secret reaches the client without them, a
     const response = await client.request({ type: 'chat', message: 'hello' });
     assert.equal(response.status, 'error');
     const text = JSON.stringify(response);
-    assert.match(text, /Rejected \[redacted\]/, 'the provider\'s explanation is kept, its secrets are not');
+    assert.match(text, /Rejected \[redacted\]/, "the provider's explanation is kept, its secrets are not");
     assertNoSecret(text, 'the client');
   } finally {
     client.close();
@@ -80,10 +80,19 @@ test("a provider's error quoting every secret reaches the client without them, a
 
 test('a message to the webview carries no secret of any kind, in text or in keys', () => {
   const posted: HostToUi[] = [];
-  const bridge = new WebviewBridge((message) => posted.push(message), () => undefined, () => svc.service.redactor.secrets());
+  const bridge = new WebviewBridge(
+    (message) => posted.push(message),
+    () => undefined,
+    () => svc.service.redactor.secrets(),
+  );
   const quoted = Object.values(secrets).join(' ');
   // A tool call's arguments are free-form (a model's or a file's text): secrets in values, keys and escaped JSON.
-  bridge.postEvent({ event: 'tool.call', conversation_id: 'c1', tool: 'write_file', arguments: { output: `the file says ${quoted}`, escaped: JSON.stringify({ quoted }), [secrets.relay_token]: 'a key' } });
+  bridge.postEvent({
+    event: 'tool.call',
+    conversation_id: 'c1',
+    tool: 'write_file',
+    arguments: { output: `the file says ${quoted}`, escaped: JSON.stringify({ quoted }), [secrets.relay_token]: 'a key' },
+  });
   bridge.dispose();
   assert.equal(posted.length, 1);
   const text = JSON.stringify(posted[0]);

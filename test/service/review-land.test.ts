@@ -90,7 +90,10 @@ test('review from anywhere: get_changes, revert a hunk, a comment reaches the mo
 
   // A password user reverts the second hunk: the first stays.
   const after = Changes.parse(await ok(user, { type: 'revert_changes', conversation_id: id, path: 'app.ts', hunk_id: app.hunks[1].id }));
-  assert.deepEqual(after.files.find((f) => f.path === 'app.ts')!.hunks.map((h) => h.id), [app.hunks[0].id]);
+  assert.deepEqual(
+    after.files.find((f) => f.path === 'app.ts')!.hunks.map((h) => h.id),
+    [app.hunks[0].id],
+  );
   assert.doesNotMatch(await readFile(join(wt.path, 'app.ts'), 'utf8'), /line 30 edited/);
   assert.match(await refused(user, { type: 'revert_changes', conversation_id: id, path: 'app.ts', hunk_id: app.hunks[1].id }, 'conflict'), /get_changes again/);
 
@@ -98,11 +101,16 @@ test('review from anywhere: get_changes, revert a hunk, a comment reaches the mo
   fake.script({ text: 'fixed line 3' });
   const answer = await ok(user, { type: 'comment_on_change', conversation_id: id, path: 'app.ts', line: 3, comment: 'Name this better.' });
   assert.deepEqual({ response: answer.response, conversation_id: answer.conversation_id }, { response: 'fixed line 3', conversation_id: id });
-  const sent = withoutNote(fake.requests.at(-1)!.body.messages as { role: string; content: string }[]).filter((m) => m.role === 'user').at(-1)!.content;
+  const sent = withoutNote(fake.requests.at(-1)!.body.messages as { role: string; content: string }[])
+    .filter((m) => m.role === 'user')
+    .at(-1)!.content;
   assert.match(sent, /Review comment on `app\.ts`, line 3:\n\nName this better\./);
   assert.match(sent, /```diff\n--- a\/app\.ts\n\+\+\+ b\/app\.ts\n@@ -1,6 \+1,6 @@[^\n]*\n line 1\n line 2\n-line 3\n\+line 3 edited/);
   const history = (await ok(owner, { type: 'get_messages', conversation_id: id })).messages as { role: string; content: string }[];
-  assert.ok(history.some((m) => m.role === 'user' && m.content === sent), 'the comment is stored as the user message');
+  assert.ok(
+    history.some((m) => m.role === 'user' && m.content === sent),
+    'the comment is stored as the user message',
+  );
 
   // A drafted message: one provider call, no tools, the diff in it.
   fake.script({ text: 'Rename line 3 and add x' });
@@ -126,7 +134,7 @@ test('review from anywhere: get_changes, revert a hunk, a comment reaches the mo
   assert.equal(git(repo.repo, 'rev-parse', 'HEAD').trim(), landed.commit);
   assert.equal(git(repo.repo, 'log', '-1', '--format=%s').trim(), 'Rename line 3 and add x');
   assert.equal(records.rows.get(id)!.state, 'landed');
-  assert.equal((Changes.parse(await ok(owner, { type: 'get_changes', conversation_id: id }))).worktree.state, 'landed');
+  assert.equal(Changes.parse(await ok(owner, { type: 'get_changes', conversation_id: id })).worktree.state, 'landed');
 
   const bare = join(repo.worktrees, '..', 'remote.git');
   git(repo.repo, 'init', '-q', '--bare', bare);
@@ -175,8 +183,11 @@ test('a conversation in the workspace has no changes to review; a webhook accoun
   const account = svc.service.openSession({ source: { kind: 'webhook', account: 'acme' }, canAnswerPermissions: false, send: () => undefined });
   try {
     await refused(account, { type: 'get_changes', conversation_id: mine.conversationId }, 'not_found');
-    const own = Changes.parse((await account.request({ type: 'get_changes', conversation_id: hookId }) as Frame).data);
-    assert.deepEqual(own.files.map((f) => f.path), ['notes.md']);
+    const own = Changes.parse(((await account.request({ type: 'get_changes', conversation_id: hookId })) as Frame).data);
+    assert.deepEqual(
+      own.files.map((f) => f.path),
+      ['notes.md'],
+    );
     for (const frame of [
       { type: 'revert_changes', path: 'notes.md' },
       { type: 'commit_changes', message: 'x' },

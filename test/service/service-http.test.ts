@@ -60,7 +60,10 @@ describe('POST /auth', () => {
   });
 
   test('wrong password or unknown user: 401 invalid_token', async () => {
-    for (const body of [{ username: 'ada', password: 'wrong password' }, { username: 'nobody', password: PASSWORD }]) {
+    for (const body of [
+      { username: 'ada', password: 'wrong password' },
+      { username: 'nobody', password: PASSWORD },
+    ]) {
       const reply = await postJson(`${noRelay.httpUrl}/auth`, body, { 'x-forwarded-for': 'ignored' });
       assert.equal(reply.status, 401);
       assert.equal(reply.body!.code, 'invalid_token');

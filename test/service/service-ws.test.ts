@@ -99,20 +99,32 @@ describe('chat and history', () => {
     const lastRequest = svc.fake.requests.at(-1)!.body as { messages: { role: string; content: string }[]; model: string };
     assert.equal(lastRequest.messages[0].role, 'system', 'the built-in system prompt comes first');
     assert.deepEqual(
-      withoutNote(lastRequest.messages).slice(1).map((m) => [m.role, m.content]),
-      [['user', 'hello there'], ['assistant', 'echo: hello there'], ['user', 'and again']],
+      withoutNote(lastRequest.messages)
+        .slice(1)
+        .map((m) => [m.role, m.content]),
+      [
+        ['user', 'hello there'],
+        ['assistant', 'echo: hello there'],
+        ['user', 'and again'],
+      ],
     );
     assert.equal(lastRequest.model, 'fake-model');
 
     const messages = await client.request({ type: 'get_messages', conversation_id: data.conversation_id });
     const list = (messages.data as { messages: Record<string, unknown>[] }).messages;
-    assert.deepEqual(list.map((m) => m.role), ['user', 'assistant', 'user', 'assistant']);
+    assert.deepEqual(
+      list.map((m) => m.role),
+      ['user', 'assistant', 'user', 'assistant'],
+    );
     for (const m of list) {
       assert.equal(typeof m.id, 'string');
       assert.match(String(m.timestamp), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     }
     const limited = await client.request({ type: 'get_messages', conversation_id: data.conversation_id, limit: 2 });
-    assert.deepEqual((limited.data as { messages: { content: string }[] }).messages.map((m) => m.content), ['and again', 'echo: and again']);
+    assert.deepEqual(
+      (limited.data as { messages: { content: string }[] }).messages.map((m) => m.content),
+      ['and again', 'echo: and again'],
+    );
 
     const conversations = await client.request({ type: 'list_conversations' });
     const found = (conversations.data as { conversations: Record<string, unknown>[] }).conversations.find((c) => c.id === data.conversation_id);
@@ -168,7 +180,13 @@ describe('chat and history', () => {
     await client.next((f) => f.id === 'q2' && 'status' in f);
     await client.next((f) => f.id === 'q3' && 'status' in f);
     const third = svc.fake.requests.findLast((r) => JSON.stringify(r.body).includes('third'))!.body as { messages: { role: string; content: string }[] };
-    assert.deepEqual(withoutNote(third.messages).map((m) => m.content).slice(-3), ['second', 'slow reply', 'third'], 'third saw the reply to second');
+    assert.deepEqual(
+      withoutNote(third.messages)
+        .map((m) => m.content)
+        .slice(-3),
+      ['second', 'slow reply', 'third'],
+      'third saw the reply to second',
+    );
     client.close();
   });
 
@@ -206,9 +224,15 @@ describe('chat and history', () => {
     }
     await client.request({ type: 'chat', message: 'bump', conversation_id: ids[0] });
     const page = (await client.request({ type: 'list_conversations', limit: 2 })).data as { conversations: { id: string; updated_at: string }[] };
-    assert.deepEqual(page.conversations.map((c) => c.id), [ids[0], ids[2]]);
+    assert.deepEqual(
+      page.conversations.map((c) => c.id),
+      [ids[0], ids[2]],
+    );
     const next = (await client.request({ type: 'list_conversations', limit: 1, before: page.conversations[1].updated_at })).data as { conversations: { id: string }[] };
-    assert.deepEqual(next.conversations.map((c) => c.id), [ids[1]]);
+    assert.deepEqual(
+      next.conversations.map((c) => c.id),
+      [ids[1]],
+    );
     client.close();
   });
 });
@@ -290,7 +314,10 @@ describe('provider failures', () => {
       assert.ok(!JSON.stringify(reply).includes(TEST_API_KEY.slice(0, 8)));
     }
     const messages = (await client.request({ type: 'get_messages', conversation_id })).data as { messages: { role: string; content: string }[] };
-    assert.deepEqual(messages.messages.map((m) => m.role), ['user', 'assistant', 'user', 'user']);
+    assert.deepEqual(
+      messages.messages.map((m) => m.role),
+      ['user', 'assistant', 'user', 'user'],
+    );
     const log = await readFile(join(svc.dataDir, 'service.log'), 'utf8');
     assert.ok(!log.includes(TEST_API_KEY), 'the log never holds the key');
     assert.ok(!log.includes(svc.token), 'the log never holds the access token');

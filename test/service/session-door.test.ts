@@ -68,7 +68,10 @@ test("graceful stop waits for the editor view's chat in flight (and a socket's),
     // Each answer by its question: the two turns reach the provider in either order (each first works out
     // its environment block).
     const answer = (request: RecordedRequest) => {
-      const asked = withoutNote((request.body as { messages: { role: string; content: string }[] }).messages).filter((m) => m.role === 'user').at(-1)?.content ?? '';
+      const asked =
+        withoutNote((request.body as { messages: { role: string; content: string }[] }).messages)
+          .filter((m) => m.role === 'user')
+          .at(-1)?.content ?? '';
       return { text: asked.includes('from the editor') ? 'slow answer for the view' : 'slow answer for the socket', delayMs: 700 };
     };
     fake.script(answer, answer);
@@ -127,7 +130,10 @@ test('a webhook account is a session of the door: its turn in flight at stop is 
     const store = await openStore(svc.dataDir);
     try {
       assert.equal(store.webhooks.getInbox(message_id)?.status, 'answered');
-      assert.deepEqual((await store.messages.recent(conversation_id, { limit: 10 })).map((m) => `${m.role}:${m.content}`), ['user:from the webhook', 'assistant:slow webhook answer']);
+      assert.deepEqual(
+        (await store.messages.recent(conversation_id, { limit: 10 })).map((m) => `${m.role}:${m.content}`),
+        ['user:from the webhook', 'assistant:slow webhook answer'],
+      );
       assert.equal(store.webhooks.pendingInbox().length, 0);
       assert.equal(store.webhooks.listDeliveries({ account: 'door', limit: 10 }).filter((d) => d.conversation_id === conversation_id).length, 1, 'the reply is queued for delivery');
     } finally {

@@ -32,10 +32,14 @@ after(async () => {
 
 /** The client's frames matching `match`, once there are `count` of them. */
 function received(client: TestClient, match: (f: Frame) => boolean, count = 1): Promise<Frame[]> {
-  return waitFor(() => {
-    const found = client.frames.filter(match);
-    return found.length >= count ? found : undefined;
-  }, `${count} matching frames`, 10_000);
+  return waitFor(
+    () => {
+      const found = client.frames.filter(match);
+      return found.length >= count ? found : undefined;
+    },
+    `${count} matching frames`,
+    10_000,
+  );
 }
 
 const FIRST = [
@@ -61,23 +65,25 @@ test('two todo calls in a chat: a follower gets plan.updated twice, get_plan and
     assert.equal(followed.status, 'ok', JSON.stringify(followed));
     const followedAt = (followed.data as { seq: number }).seq;
 
-    fake.script(
-      { tool_calls: [{ name: 'todo', arguments: { items: FIRST } }] },
-      { tool_calls: [{ name: 'todo', arguments: { items: SECOND } }] },
-      { text: 'two of three done' },
-    );
+    fake.script({ tool_calls: [{ name: 'todo', arguments: { items: FIRST } }] }, { tool_calls: [{ name: 'todo', arguments: { items: SECOND } }] }, { text: 'two of three done' });
     // permission_mode is `ask` and nobody answers: the turn ends only because todo needs no prompt.
     const chat = await sender.request({ type: 'chat', message: 'fix the bug', conversation_id: id });
     assert.equal(chat.status, 'ok', JSON.stringify(chat));
     assert.equal(follower.frames.filter((f) => f.event === 'permission.request').length, 0);
 
     const plans = await received(follower, (f) => f.event === 'plan.updated' && f.conversation_id === id, 2);
-    assert.deepEqual(plans.map((f) => f.plan), [FIRST, SECOND]);
+    assert.deepEqual(
+      plans.map((f) => f.plan),
+      [FIRST, SECOND],
+    );
     assert.equal(typeof plans[0]!.seq, 'number');
     // The system prompt tells the model when to use it.
     assert.match(fake.requests.at(-1)!.body.messages[0].content, /show your plan with todo/);
     // The model was told the outcome.
-    const toolResults = fake.requests.at(-1)!.body.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content);
+    const toolResults = fake.requests
+      .at(-1)!
+      .body.messages.filter((m: { role: string }) => m.role === 'tool')
+      .map((m: { content: string }) => m.content);
     assert.deepEqual(toolResults.slice(-2), ['Plan updated: 0 of 3 done.', 'Plan updated: 2 of 3 done.']);
 
     // Catch-up replays them to a client that follows again from before the turn.
@@ -86,7 +92,10 @@ test('two todo calls in a chat: a follower gets plan.updated twice, get_plan and
       const again = await late.request({ type: 'follow_conversation', conversation_id: id, after_seq: followedAt });
       assert.equal(again.status, 'ok', JSON.stringify(again));
       const replayed = await received(late, (f) => f.event === 'plan.updated' && f.conversation_id === id, 2);
-      assert.deepEqual(replayed.map((f) => f.plan), [FIRST, SECOND]);
+      assert.deepEqual(
+        replayed.map((f) => f.plan),
+        [FIRST, SECOND],
+      );
     } finally {
       late.close();
     }
@@ -126,7 +135,10 @@ test('a bad plan is refused to the model and changes nothing; a conversation wit
     const chat = await client.request({ type: 'chat', message: 'plan badly' });
     assert.equal(chat.status, 'ok', JSON.stringify(chat));
     const id = (chat.data as { conversation_id: string }).conversation_id;
-    const toolResults = fake.requests.at(-1)!.body.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content);
+    const toolResults = fake.requests
+      .at(-1)!
+      .body.messages.filter((m: { role: string }) => m.role === 'tool')
+      .map((m: { content: string }) => m.content);
     assert.match(toolResults[0], /at most 50 items/);
     assert.match(toolResults[1], /at most 300 characters/);
     assert.match(toolResults[2], /items\.0\.status/);

@@ -87,7 +87,7 @@ test('a webhook turn is announced to the user clients (source webhook:<account>)
   }
 });
 
-test('a webhook turn that fails for good is announced as failed; the reason is the callback\'s (kind and status)', async () => {
+test("a webhook turn that fails for good is announced as failed; the reason is the callback's (kind and status)", async () => {
   const editor = await TestClient.authed(svc.wsUrl, svc.token);
   try {
     svc.fake.script({ status: 401 });

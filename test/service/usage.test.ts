@@ -118,16 +118,16 @@ describe('usage and cost (OpenAI format)', () => {
       assert.equal(models['fake-model'].input_tokens - priorTokens('fake-model').input_tokens, 1200);
       assert.equal(models['fake-model'].output_tokens - priorTokens('fake-model').output_tokens, 120);
       assert.equal(models['fake-model'].replies - priorTokens('fake-model').replies, 2);
-      assert.equal(
-        Math.round((models['fake-model'].cost - priorTokens('fake-model').cost) * 1e9),
-        Math.round(cost(PRICES['openai/fake-model'], 1200, 120, 0) * 1e9),
-      );
+      assert.equal(Math.round((models['fake-model'].cost - priorTokens('fake-model').cost) * 1e9), Math.round(cost(PRICES['openai/fake-model'], 1200, 120, 0) * 1e9));
       assert.equal(models['fake-model-large'].cost, null);
       assert.equal(day.cost, null, 'a day with an unpriced reply has no total cost');
-      assert.equal(day.input_tokens, (day.models as Row[]).reduce((n, m) => n + m.input_tokens, 0));
+      assert.equal(
+        day.input_tokens,
+        (day.models as Row[]).reduce((n, m) => n + m.input_tokens, 0),
+      );
     }));
 
-  test("a turn cancelled after a tool round keeps the tokens it spent, under its user message", () =>
+  test('a turn cancelled after a tool round keeps the tokens it spent, under its user message', () =>
     withClient(svc, async (client) => {
       const calls = svc.fake.requests.length;
       svc.fake.script({ tool_calls: [{ name: 'no_such_tool', arguments: {} }], usage: { prompt_tokens: 100, completion_tokens: 10 } }, { text: 'never', hangAfterChunks: 0 });
@@ -213,7 +213,10 @@ async function problemsOf(config: Record<string, unknown>): Promise<string[]> {
 
 async function assertRefused(config: Record<string, unknown>, field: string): Promise<void> {
   const problems = await problemsOf(config);
-  assert.ok(problems.some((p) => p.startsWith(`${field}:`)), `${field} not named in ${problems.join('; ')}`);
+  assert.ok(
+    problems.some((p) => p.startsWith(`${field}:`)),
+    `${field} not named in ${problems.join('; ')}`,
+  );
 }
 
 describe('usage settings in service.json', () => {

@@ -39,7 +39,7 @@ before(async () => {
   ({ dir: root, cleanup } = await tempDir('ra-worktrees-'));
   root = await realpath(root);
   repo = join(root, 'repo');
-  baseCommit = await gitRepository(repo, { 'app.ts': 'original\n', 'secret.txt': 'the user\'s own\n' });
+  baseCommit = await gitRepository(repo, { 'app.ts': 'original\n', 'secret.txt': "the user's own\n" });
   openai = await startFakeOpenAI();
   openai.setDefault(toolTurn);
   svc = await startService({ provider: 'openai', model: 'gpt-4o-mini', base_url: openai.url, workspace: repo, permission_mode: 'allow' });
@@ -75,7 +75,7 @@ async function newWorktreeConversation(title: string): Promise<{ id: string; wor
 const statusOf = (dir: string) => git(dir, 'status', '--porcelain=v1', '--untracked-files=all');
 
 describe('a conversation in its own worktree', () => {
-  test('chat worktree:true makes assistant/<slug>-<id> from HEAD in <repo>.worktrees/, and the user\'s tree is untouched', async () => {
+  test("chat worktree:true makes assistant/<slug>-<id> from HEAD in <repo>.worktrees/, and the user's tree is untouched", async () => {
     const before = statusOf(repo);
     const { id, worktree } = await newWorktreeConversation('Fix the login bug, please!');
     assert.match(worktree.branch, new RegExp(`^assistant/fix-the-login-bug-please-${id.replace(/-/g, '').slice(0, 8)}$`));
@@ -112,7 +112,7 @@ describe('a conversation in its own worktree', () => {
   test('two conversations write the same file in two worktrees while the person edits it: all three versions exist', async () => {
     const first = await newWorktreeConversation('first run');
     const second = await newWorktreeConversation('second run');
-    await writeFile(join(repo, 'app.ts'), 'the person\'s edit\n');
+    await writeFile(join(repo, 'app.ts'), "the person's edit\n");
     const [a, b] = await Promise.all([
       chat({ conversation_id: first.id, message: TOOL('write_file', { path: 'app.ts', content: 'version A\n' }) }),
       chat({ conversation_id: second.id, message: TOOL('write_file', { path: 'app.ts', content: 'version B\n' }) }),
@@ -121,36 +121,42 @@ describe('a conversation in its own worktree', () => {
     assert.match(b.data!.response, /^RESULT: /);
     assert.equal(await readFile(join(first.worktree.path, 'app.ts'), 'utf8'), 'version A\n');
     assert.equal(await readFile(join(second.worktree.path, 'app.ts'), 'utf8'), 'version B\n');
-    assert.equal(await readFile(join(repo, 'app.ts'), 'utf8'), 'the person\'s edit\n');
+    assert.equal(await readFile(join(repo, 'app.ts'), 'utf8'), "the person's edit\n");
     // Counted at the turn's end: list_conversations reads the row, not git.
     assert.equal((await conversation(first.id)).worktree?.changed_files, 1);
     assert.equal((await conversation(second.id)).worktree?.changed_files, 1);
     await writeFile(join(repo, 'app.ts'), 'original\n');
   });
 
-  test('paths the model sees and run_command\'s folder are the worktree\'s', async () => {
+  test("paths the model sees and run_command's folder are the worktree's", async () => {
     const { id, worktree } = await newWorktreeConversation('where am i');
     const pwd = await chat({ conversation_id: id, message: TOOL('run_command', { command: 'pwd' }) });
     assert.ok(pwd.data!.response.includes(worktree.path), pwd.data!.response);
     const messages = openai.requests.at(-1)!.body.messages as { role: string; content: string }[];
     const system = messages[0].content;
     assert.ok(system.includes(`- Workspace folder: ${worktree.path}\n`), system);
-    assert.ok(!system.includes(`- Workspace folder: ${repo}\n`), 'the user\'s tree is not offered');
+    assert.ok(!system.includes(`- Workspace folder: ${repo}\n`), "the user's tree is not offered");
     // The turn's note (time, git) names the worktree's branch.
-    assert.ok(messages.some((m) => m.role === 'user' && m.content.includes(`- Git: branch ${worktree.branch},`)), JSON.stringify(messages.at(-1)));
+    assert.ok(
+      messages.some((m) => m.role === 'user' && m.content.includes(`- Git: branch ${worktree.branch},`)),
+      JSON.stringify(messages.at(-1)),
+    );
   });
 
-  test('undo_turn restores the worktree\'s file from its before-image, never the person\'s', async () => {
+  test("undo_turn restores the worktree's file from its before-image, never the person's", async () => {
     const { id, worktree } = await newWorktreeConversation('undo in a worktree');
-    await chat({ conversation_id: id, message: TOOL('write_file', { path: 'app.ts', content: 'the run\'s version\n' }) });
+    await chat({ conversation_id: id, message: TOOL('write_file', { path: 'app.ts', content: "the run's version\n" }) });
     const messages = ((await client.request({ type: 'get_messages', conversation_id: id })).data as { messages: { id: string; role: string }[] }).messages;
     const reply = messages.filter((m) => m.role === 'assistant').at(-1)!;
-    await writeFile(join(repo, 'app.ts'), 'the person\'s edit\n');
+    await writeFile(join(repo, 'app.ts'), "the person's edit\n");
     const undo = await client.request({ type: 'undo_turn', conversation_id: id, message_id: reply.id, confirm: true });
     assert.equal(undo.status, 'ok', JSON.stringify(undo));
-    assert.deepEqual((undo.data as { files: { path: string }[] }).files.map((f) => f.path), ['app.ts']);
+    assert.deepEqual(
+      (undo.data as { files: { path: string }[] }).files.map((f) => f.path),
+      ['app.ts'],
+    );
     assert.equal(await readFile(join(worktree.path, 'app.ts'), 'utf8'), 'original\n');
-    assert.equal(await readFile(join(repo, 'app.ts'), 'utf8'), 'the person\'s edit\n');
+    assert.equal(await readFile(join(repo, 'app.ts'), 'utf8'), "the person's edit\n");
     await writeFile(join(repo, 'app.ts'), 'original\n');
   });
 
@@ -171,7 +177,7 @@ describe('ways out of a worktree (attacks)', () => {
   before(async () => {
     await symlink(join(repo, 'secret.txt'), join(repo, 'link-out'));
     git(repo, 'add', 'link-out');
-    git(repo, 'commit', '-q', '-m', 'a link into the user\'s tree');
+    git(repo, 'commit', '-q', '-m', "a link into the user's tree");
     ({ id, worktree } = await newWorktreeConversation('attacks'));
   });
   after(() => {
@@ -183,14 +189,14 @@ describe('ways out of a worktree (attacks)', () => {
     assert.match(reply.data!.response, why, `${name} ${JSON.stringify(args)}: ${reply.data!.response}`);
   };
 
-  test('attack: a symbolic link in the worktree pointing into the user\'s tree is refused, reading and writing', async () => {
+  test("attack: a symbolic link in the worktree pointing into the user's tree is refused, reading and writing", async () => {
     assert.ok(existsSync(join(worktree.path, 'link-out')));
     await refused('read_file', { path: 'link-out' }, /outside the workspace/);
     await refused('write_file', { path: 'link-out', content: 'pwned\n' }, /outside the workspace/);
-    assert.equal(await readFile(join(repo, 'secret.txt'), 'utf8'), 'the user\'s own\n');
+    assert.equal(await readFile(join(repo, 'secret.txt'), 'utf8'), "the user's own\n");
   });
 
-  test('attack: ../ and absolute paths into the user\'s tree are refused', async () => {
+  test("attack: ../ and absolute paths into the user's tree are refused", async () => {
     await refused('write_file', { path: '../../repo/app.ts', content: 'pwned\n' }, /outside the workspace/);
     await refused('edit_file', { path: join(repo, 'app.ts'), old_string: 'original', new_string: 'pwned' }, /outside the workspace/);
     await refused('read_file', { path: join(repo, 'secret.txt') }, /outside the workspace/);
@@ -199,7 +205,7 @@ describe('ways out of a worktree (attacks)', () => {
     assert.equal(await readFile(join(repo, 'app.ts'), 'utf8'), 'original\n');
   });
 
-  test('attack: the worktree\'s .git file and the repository\'s .git folder are not written by file tools', async () => {
+  test("attack: the worktree's .git file and the repository's .git folder are not written by file tools", async () => {
     await refused('write_file', { path: '.git', content: `gitdir: ${join(repo, '.git')}\n` }, /git's own data/);
     await refused('write_file', { path: join(repo, '.git', 'hooks', 'pre-commit'), content: '#!/bin/sh\n' }, /outside the workspace/);
     assert.match(await readFile(join(worktree.path, '.git'), 'utf8'), /^gitdir: /);
@@ -224,7 +230,7 @@ describe('ways out of a worktree (attacks)', () => {
     }
   });
 
-  test('attack: a conversation of the workspace cannot reach a worktree\'s folder', async () => {
+  test("attack: a conversation of the workspace cannot reach a worktree's folder", async () => {
     const reply = await chat({ message: TOOL('read_file', { path: join(worktree.path, 'app.ts') }) });
     assert.match(reply.data!.response, /outside the workspace/);
     const relative = await chat({ message: TOOL('write_file', { path: `../repo.worktrees/${worktree.branch.slice('assistant/'.length)}/app.ts`, content: 'pwned\n' }) });
@@ -232,7 +238,7 @@ describe('ways out of a worktree (attacks)', () => {
     assert.equal(await readFile(join(worktree.path, 'app.ts'), 'utf8'), 'original\n');
   });
 
-  test('attack: a conversation of the workspace cannot write the repository\'s .git (hooks, config) through file tools', async () => {
+  test("attack: a conversation of the workspace cannot write the repository's .git (hooks, config) through file tools", async () => {
     const hook = await chat({ message: TOOL('write_file', { path: '.git/hooks/pre-commit', content: '#!/bin/sh\ntouch /tmp/pwned\n' }) });
     assert.match(hook.data!.response, /git's own data/);
     const config = await chat({ message: TOOL('edit_file', { path: '.git/config', old_string: '[core]', new_string: '[core]\n\tfsmonitor = touch /tmp/pwned' }) });
@@ -324,7 +330,10 @@ describe('defaults, a workspace that is not a repository, clean-up at start', ()
     t.after(() => receiver.close());
     const service = await startService(
       {
-        provider: 'openai', model: 'gpt-4o-mini', base_url: openai.url, workspace: repo,
+        provider: 'openai',
+        model: 'gpt-4o-mini',
+        base_url: openai.url,
+        workspace: repo,
         channels: { webhook: { accounts: { ci: { incoming_path: '/ci', outgoing_url: receiver.url('/ci'), secret, tools: 'allow', worktree: 'required' } } } },
       },
       { webhook: { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 } },
@@ -340,7 +349,7 @@ describe('defaults, a workspace that is not a repository, clean-up at start', ()
     assert.equal(await readFile(join(repo, 'app.ts'), 'utf8'), 'original\n');
   });
 
-  test('a deleted conversation\'s worktree is removed at the next start; its branch too unless it holds commits', async (t) => {
+  test("a deleted conversation's worktree is removed at the next start; its branch too unless it holds commits", async (t) => {
     const { dir, cleanup: done } = await tempDir('ra-worktrees-restart-');
     t.after(done);
     const project = join(await realpath(dir), 'project');

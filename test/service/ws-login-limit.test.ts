@@ -93,13 +93,16 @@ test('pairing-secret guesses count against the same limit, and then the right to
 });
 
 test('a blocked address does not block another: 127.0.0.2 still signs in', async () => {
-  await withService(async (svc) => {
-    await attempts(svc, 12, 12, (i) => ({ type: 'auth', token: `guess-${i}` }));
-    assert.equal((await attempt(svc, { type: 'auth', token: svc.token })).code, 'rate_limited');
-    const other = await attempt(svc, { type: 'auth', token: `still-wrong` }, '127.0.0.2');
-    assert.deepEqual(other, { code: 'invalid_token', closeCode: 4401 });
-    assert.deepEqual(await attempt(svc, { type: 'auth', token: svc.token }, '127.0.0.2'), { code: 'ok', closeCode: 1000 });
-  }, ['127.0.0.1', '127.0.0.2']);
+  await withService(
+    async (svc) => {
+      await attempts(svc, 12, 12, (i) => ({ type: 'auth', token: `guess-${i}` }));
+      assert.equal((await attempt(svc, { type: 'auth', token: svc.token })).code, 'rate_limited');
+      const other = await attempt(svc, { type: 'auth', token: `still-wrong` }, '127.0.0.2');
+      assert.deepEqual(other, { code: 'invalid_token', closeCode: 4401 });
+      assert.deepEqual(await attempt(svc, { type: 'auth', token: svc.token }, '127.0.0.2'), { code: 'ok', closeCode: 1000 });
+    },
+    ['127.0.0.1', '127.0.0.2'],
+  );
 });
 
 test('2,000 failed logins from one address add a bounded number of log lines, counted in one', async () => {
@@ -115,7 +118,10 @@ test('2,000 failed logins from one address add a bounded number of log lines, co
     await svc.stop(); // The window's count is written when the service stops, as when the window ends.
     const text = await readFile(logFile, 'utf8');
     assert.equal(text.split('\n')[0], firstLine, 'the earlier lines are still there');
-    const all = text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { event: string; count?: number; address?: string });
+    const all = text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { event: string; count?: number; address?: string });
     lines = all.slice(before);
     assert.ok(lines.length < 20, `the burst added ${lines.length} lines`);
   } finally {
@@ -135,18 +141,23 @@ test('30 connections that never send auth: closed 4408, logged once and counted,
   try {
     const logFile = join(svc.dataDir, 'service.log');
     const before = (await readFile(logFile, 'utf8')).split('\n').filter(Boolean).length;
-    const closes = await Promise.all(
-      Array.from({ length: 30 }, () => new Promise<number>((resolve) => new WebSocket(svc.wsUrl).on('close', (code) => resolve(code)))),
-    );
+    const closes = await Promise.all(Array.from({ length: 30 }, () => new Promise<number>((resolve) => new WebSocket(svc.wsUrl).on('close', (code) => resolve(code)))));
     assert.deepEqual(new Set(closes), new Set([4408]));
     // Timeouts are logged like failed logins but not limited: the address still signs in.
     assert.deepEqual(await attempt(svc, { type: 'auth', token: svc.token }), { code: 'ok', closeCode: 1000 });
     await svc.stop();
-    lines = (await readFile(logFile, 'utf8')).split('\n').filter(Boolean).slice(before).map((line) => JSON.parse(line) as { event: string; count?: number; kind?: string });
+    lines = (await readFile(logFile, 'utf8'))
+      .split('\n')
+      .filter(Boolean)
+      .slice(before)
+      .map((line) => JSON.parse(line) as { event: string; count?: number; kind?: string });
   } finally {
     await svc.dispose();
   }
   assert.ok(lines.length < 10, `the silent connections added ${lines.length} lines`);
   assert.equal(lines.filter((l) => l.event === 'auth.login_failed').length, 1);
-  assert.deepEqual(lines.filter((l) => l.event === 'auth.login_burst').map((l) => [l.kind, l.count]), [['timeout', 30]]);
+  assert.deepEqual(
+    lines.filter((l) => l.event === 'auth.login_burst').map((l) => [l.kind, l.count]),
+    [['timeout', 30]],
+  );
 });

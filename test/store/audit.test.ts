@@ -37,7 +37,11 @@ test('entries are numbered 1, 2, 3... and each hash chains the one before it', L
   try {
     await appendN(store, 1, 5);
     const { entries, next_before } = store.audit.list({ limit: 10 });
-    assert.deepEqual(entries.map((e) => e.seq), [5, 4, 3, 2, 1], 'newest first');
+    assert.deepEqual(
+      entries.map((e) => e.seq),
+      [5, 4, 3, 2, 1],
+      'newest first',
+    );
     assert.equal(next_before, null);
     const oldestFirst = [...entries].reverse();
     let previous = AUDIT_GENESIS_HASH;
@@ -48,7 +52,10 @@ test('entries are numbered 1, 2, 3... and each hash chains the one before it', L
     }
     assert.deepEqual(await store.audit.verify(), { ok: true, entries: 5, first_bad_seq: null, reason: null });
     const page = store.audit.list({ limit: 2, before: 4 });
-    assert.deepEqual(page.entries.map((e) => e.seq), [3, 2]);
+    assert.deepEqual(
+      page.entries.map((e) => e.seq),
+      [3, 2],
+    );
     assert.equal(page.next_before, 2);
   } finally {
     await store.close();
@@ -93,7 +100,11 @@ test('retention drops entries older than audit.max_days; the chain verifies from
     clock.now = T0 + 100 * DAY;
     store.maintenance.setPolicy({ auditMaxDays: 90 });
     await store.maintenance.run();
-    assert.deepEqual(store.audit.list({ limit: 10 }).entries.map((e) => e.seq), [5, 4], 'the three entries of day 0 are gone, those of day 50 stay');
+    assert.deepEqual(
+      store.audit.list({ limit: 10 }).entries.map((e) => e.seq),
+      [5, 4],
+      'the three entries of day 0 are gone, those of day 50 stay',
+    );
     assert.deepEqual(await store.audit.verify(), { ok: true, entries: 2, first_bad_seq: null, reason: null });
     await appendN(store, 6, 1);
     assert.equal(store.audit.list({ limit: 1 }).entries[0].seq, 6);

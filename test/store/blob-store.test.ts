@@ -122,5 +122,5 @@ test('the store opens its blob folder in the data directory', async (t) => {
   const store = await openStore(dir);
   t.after(() => store.close());
   const ref = await store.blobs.put('through the store');
-  assert.equal((await readFile(path.join(dir, 'blobs', ref.hash.slice(0, 2), ref.hash), 'utf8')), 'through the store');
+  assert.equal(await readFile(path.join(dir, 'blobs', ref.hash.slice(0, 2), ref.hash), 'utf8'), 'through the store');
 });

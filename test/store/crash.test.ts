@@ -50,7 +50,10 @@ test('SIGKILL mid-load: every acknowledged chat is in the database after restart
     for (const conversation_id of new Set(acknowledged.map((a) => a.conversation_id))) {
       const reply = await client.request({ type: 'get_messages', conversation_id, limit: 500 });
       assert.equal(reply.status, 'ok', `conversation ${conversation_id} lost`);
-      byConversation.set(conversation_id, (reply.data as { messages: { content: string }[] }).messages.map((m) => m.content));
+      byConversation.set(
+        conversation_id,
+        (reply.data as { messages: { content: string }[] }).messages.map((m) => m.content),
+      );
     }
     for (const ack of acknowledged) {
       const contents = byConversation.get(ack.conversation_id)!;

@@ -121,9 +121,17 @@ test('history.db loses what it wrote since its last fsync (a power loss): the jo
   assert.equal(await store.problem(), null);
   const { maxKey } = await store.history.stats();
   const bodies = await store.history.get(await store.history.keysBetween(1, maxKey));
-  assert.equal([...bodies.values()].some((b) => b.content.includes('secret')), false, 'the deleted message\u2019s body is not put back');
+  assert.equal(
+    [...bodies.values()].some((b) => b.content.includes('secret')),
+    false,
+    'the deleted message\u2019s body is not put back',
+  );
   assert.ok(lines.some((l) => l.event === 'history.bodies_restored'));
-  assert.equal(lines.some((l) => l.level === 'error'), false, JSON.stringify(lines.filter((l) => l.level === 'error')));
+  assert.equal(
+    lines.some((l) => l.level === 'error'),
+    false,
+    JSON.stringify(lines.filter((l) => l.level === 'error')),
+  );
 
   // New bodies get keys above every journaled one; after a compaction (history.db synced first) they all stay.
   await store.messages.append(message(6));

@@ -23,50 +23,57 @@ function message(conversationId: string, id: string, content: string, ms: number
   return { id, conversation_id: conversationId, role: 'user', content, timestamp: new Date(ms).toISOString() };
 }
 
-test('a read that meets damage in history.db: the message reads as the placeholder, the rest of its conversation is served, and the store reports the damage (/health)', { timeout: 90_000 }, async (t) => {
-  const dir = await withDir(t);
-  let store = await openStore(dir);
-  await conversation(store, 'old');
-  await conversation(store, 'new');
-  for (let batch = 0; batch < 10; batch++) {
-    await store.messages.appendMany(Array.from({ length: 20 }, (_, j) => message('old', `o${batch * 20 + j}`, bulkyContent(batch * 20 + j), batch * 20 + j)));
-  }
-  for (let i = 0; i < 5; i++) await store.messages.append(message('new', `n${i}`, `new ${i}`, 1000 + i));
-  await store.close();
+test(
+  'a read that meets damage in history.db: the message reads as the placeholder, the rest of its conversation is served, and the store reports the damage (/health)',
+  { timeout: 90_000 },
+  async (t) => {
+    const dir = await withDir(t);
+    let store = await openStore(dir);
+    await conversation(store, 'old');
+    await conversation(store, 'new');
+    for (let batch = 0; batch < 10; batch++) {
+      await store.messages.appendMany(Array.from({ length: 20 }, (_, j) => message('old', `o${batch * 20 + j}`, bulkyContent(batch * 20 + j), batch * 20 + j)));
+    }
+    for (let i = 0; i < 5; i++) await store.messages.append(message('new', `n${i}`, `new ${i}`, 1000 + i));
+    await store.close();
 
-  // One page a tenth into the file (an old body's) overwritten, as a bad sector or a stray write would:
-  // the size and the newest bodies checked at open are fine, so the open succeeds.
-  const file = path.join(dir, HISTORY_FILE_NAME);
-  const pages = (await stat(file)).size / 4096;
-  const fh = await openFile(file, 'r+');
-  await fh.write(Buffer.alloc(4096, 0xff), 0, 4096, Math.floor(pages / 10) * 4096);
-  await fh.close();
-  store = await openStore(dir);
-  assert.equal(await store.problem(), null);
+    // One page a tenth into the file (an old body's) overwritten, as a bad sector or a stray write would:
+    // the size and the newest bodies checked at open are fine, so the open succeeds.
+    const file = path.join(dir, HISTORY_FILE_NAME);
+    const pages = (await stat(file)).size / 4096;
+    const fh = await openFile(file, 'r+');
+    await fh.write(Buffer.alloc(4096, 0xff), 0, 4096, Math.floor(pages / 10) * 4096);
+    await fh.close();
+    store = await openStore(dir);
+    assert.equal(await store.problem(), null);
 
-  const old = await store.messages.recent('old', { limit: 1000 });
-  assert.equal(old.length, 200, 'every message of the conversation is served');
-  const lost = old.filter((m) => m.content === LOST_BODY_TEXT);
-  assert.ok(lost.length >= 1 && lost.length < 20, `${lost.length} messages lost`);
-  for (const m of old) if (m.content !== LOST_BODY_TEXT) assert.equal(m.content, bulkyContent(Number(m.id.slice(1))));
-  assert.match(String(await store.problem()), /history\.db is damaged/);
-  assert.deepEqual(
-    (await store.messages.recent('new')).map((m) => m.content),
-    ['new 0', 'new 1', 'new 2', 'new 3', 'new 4'],
-  );
-  await store.close();
+    const old = await store.messages.recent('old', { limit: 1000 });
+    assert.equal(old.length, 200, 'every message of the conversation is served');
+    const lost = old.filter((m) => m.content === LOST_BODY_TEXT);
+    assert.ok(lost.length >= 1 && lost.length < 20, `${lost.length} messages lost`);
+    for (const m of old) if (m.content !== LOST_BODY_TEXT) assert.equal(m.content, bulkyContent(Number(m.id.slice(1))));
+    assert.match(String(await store.problem()), /history\.db is damaged/);
+    assert.deepEqual(
+      (await store.messages.recent('new')).map((m) => m.content),
+      ['new 0', 'new 1', 'new 2', 'new 3', 'new 4'],
+    );
+    await store.close();
 
-  // Noted in the file: the next open refuses it, `recover` rebuilds it (the damaged copy kept aside),
-  // and the open after that is clean, with the same messages lost and every other body whole.
-  await assert.rejects(openStore(dir), /history\.db is damaged \(a read met damage.*serve --recover/s);
-  store = await openStore(dir, { recover: true });
-  assert.match(String(await store.problem()), new RegExp(`rebuilt by --recover: ${205 - lost.length} message bodies read back, ${lost.length} lost`));
-  await store.close();
-  assert.ok((await readdir(dir)).some((f) => f.startsWith(`${HISTORY_FILE_NAME}.damaged-`)));
-  store = await openStore(dir);
-  t.after(() => store.close());
-  assert.equal(await store.problem(), null);
-  const rebuilt = await store.messages.recent('old', { limit: 1000 });
-  assert.deepEqual(rebuilt.filter((m) => m.content === LOST_BODY_TEXT).map((m) => m.id), lost.map((m) => m.id));
-  for (const m of rebuilt) if (m.content !== LOST_BODY_TEXT) assert.equal(m.content, bulkyContent(Number(m.id.slice(1))));
-});
+    // Noted in the file: the next open refuses it, `recover` rebuilds it (the damaged copy kept aside),
+    // and the open after that is clean, with the same messages lost and every other body whole.
+    await assert.rejects(openStore(dir), /history\.db is damaged \(a read met damage.*serve --recover/s);
+    store = await openStore(dir, { recover: true });
+    assert.match(String(await store.problem()), new RegExp(`rebuilt by --recover: ${205 - lost.length} message bodies read back, ${lost.length} lost`));
+    await store.close();
+    assert.ok((await readdir(dir)).some((f) => f.startsWith(`${HISTORY_FILE_NAME}.damaged-`)));
+    store = await openStore(dir);
+    t.after(() => store.close());
+    assert.equal(await store.problem(), null);
+    const rebuilt = await store.messages.recent('old', { limit: 1000 });
+    assert.deepEqual(
+      rebuilt.filter((m) => m.content === LOST_BODY_TEXT).map((m) => m.id),
+      lost.map((m) => m.id),
+    );
+    for (const m of rebuilt) if (m.content !== LOST_BODY_TEXT) assert.equal(m.content, bulkyContent(Number(m.id.slice(1))));
+  },
+);

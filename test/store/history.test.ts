@@ -102,7 +102,11 @@ test('SIGKILL while writing bulky messages, compactions running: every acknowled
   for (const m of byId.values()) assert.equal(m.content, bulkyContent(Number(m.id.slice(1))), `${m.id} (stored, maybe not acknowledged) has its whole body`);
   await store.maintenance.run();
   assert.equal(await unreferencedBodies(store), 0, 'bodies whose message never landed are swept');
-  assert.equal(lines.some((l) => l.level === 'error'), false, JSON.stringify(lines.filter((l) => l.level === 'error')));
+  assert.equal(
+    lines.some((l) => l.level === 'error'),
+    false,
+    JSON.stringify(lines.filter((l) => l.level === 'error')),
+  );
 });
 
 test('search: every word, the last as a prefix, diacritics folded, newest first, one conversation, typed FTS syntax inert', LIMIT, async (t) => {
@@ -135,17 +139,38 @@ test('search: every word, the last as a prefix, diacritics folded, newest first,
     ['deployment', 'quota', 'quoted'],
   );
 
-  assert.deepEqual((await store.messages.search('cafe pret')).map((h) => h.message_id), ['a1'], 'diacritics folded');
-  assert.deepEqual((await store.messages.search('DEPLOYMENT', { conversationId: 'b' })).map((h) => h.message_id), ['b1']);
-  assert.deepEqual((await store.messages.search('deployment', { limit: 2 })).map((h) => h.message_id), ['b1', 'a3']);
-  assert.deepEqual((await store.messages.search('"quoted" OR')).map((h) => h.message_id), ['a3'], 'quotes and OR are words here');
-  assert.deepEqual((await store.messages.search('NEAR( deployment')).map((h) => h.message_id), ['a3'], '"NEAR(" is the word "near" here, not an operator');
+  assert.deepEqual(
+    (await store.messages.search('cafe pret')).map((h) => h.message_id),
+    ['a1'],
+    'diacritics folded',
+  );
+  assert.deepEqual(
+    (await store.messages.search('DEPLOYMENT', { conversationId: 'b' })).map((h) => h.message_id),
+    ['b1'],
+  );
+  assert.deepEqual(
+    (await store.messages.search('deployment', { limit: 2 })).map((h) => h.message_id),
+    ['b1', 'a3'],
+  );
+  assert.deepEqual(
+    (await store.messages.search('"quoted" OR')).map((h) => h.message_id),
+    ['a3'],
+    'quotes and OR are words here',
+  );
+  assert.deepEqual(
+    (await store.messages.search('NEAR( deployment')).map((h) => h.message_id),
+    ['a3'],
+    '"NEAR(" is the word "near" here, not an operator',
+  );
   for (const bad of ['', '   ', '*** ()']) {
     await assert.rejects(store.messages.search(bad), (err: unknown) => err instanceof ServiceError && err.code === 'invalid_request' && /search query/.test(err.message));
   }
   // A deleted conversation's messages are not found any more.
   await store.conversations.delete('b');
-  assert.deepEqual((await store.messages.search('nothing')).map((h) => h.message_id), []);
+  assert.deepEqual(
+    (await store.messages.search('nothing')).map((h) => h.message_id),
+    [],
+  );
 });
 
 test('retention: tool outputs older than tool_output_days are cut, conversations idle over max_days deleted, then the oldest over max_bytes', LIMIT, async (t) => {
@@ -173,7 +198,10 @@ test('retention: tool outputs older than tool_output_days are cut, conversations
 
   store.maintenance.setPolicy({ toolOutputDays: 7, maxDays: 30 });
   await store.maintenance.run();
-  assert.deepEqual(store.conversations.list({ limit: 10 }).map((c) => c.id), ['new', 'mid']);
+  assert.deepEqual(
+    store.conversations.list({ limit: 10 }).map((c) => c.id),
+    ['new', 'mid'],
+  );
   assert.equal(await store.messages.get('o1'), undefined);
 
   // max_bytes: the newest conversation alone fits; the older one goes.
@@ -181,9 +209,12 @@ test('retention: tool outputs older than tool_output_days are cut, conversations
   store.maintenance.setPolicy({ maxBytes: newBytes });
   now += DAY;
   await store.maintenance.run();
-  assert.deepEqual(store.conversations.list({ limit: 10 }).map((c) => c.id), ['new']);
+  assert.deepEqual(
+    store.conversations.list({ limit: 10 }).map((c) => c.id),
+    ['new'],
+  );
   assert.equal(store.messages.count(), 2);
-  assert.equal(await unreferencedBodies(store), 0, 'the deleted messages\' bodies are freed');
+  assert.equal(await unreferencedBodies(store), 0, "the deleted messages' bodies are freed");
 });
 
 test('delete_conversation really frees the space: rows and bodies deleted, history.db shrinks on disk', LIMIT, async (t) => {
@@ -241,7 +272,7 @@ async function oldDatabase(dir: string, conversations: { id: string; ms: number;
   return contents;
 }
 
-test('SIGKILL while an old database\'s bodies move to history.db and retention runs: the next open finishes, nothing kept is lost', { timeout: 120_000 }, async (t) => {
+test("SIGKILL while an old database's bodies move to history.db and retention runs: the next open finishes, nothing kept is lost", { timeout: 120_000 }, async (t) => {
   const dir = await withDir(t);
   const recentMs = BULKY_NOW - 2 * DAY;
   const plan = [
@@ -271,14 +302,24 @@ test('SIGKILL while an old database\'s bodies move to history.db and retention r
   // or, for an old tool output, cut by the killed pass.
   for (const m of await everything(store)) assertWholeOrCut(m, contents.get(m.id)!);
   await store.maintenance.run();
-  assert.deepEqual(store.conversations.list({ limit: 100 }).map((c) => c.id).sort(), ['new0', 'new1', 'new2']);
+  assert.deepEqual(
+    store.conversations
+      .list({ limit: 100 })
+      .map((c) => c.id)
+      .sort(),
+    ['new0', 'new1', 'new2'],
+  );
   const kept = await everything(store);
   assert.equal(kept.length, 180);
   for (const m of kept) assert.equal(m.content, contents.get(m.id), `${m.id} whole after the move`);
   assert.equal(store.db.get<{ n: number }>('SELECT count(*) AS n FROM messages WHERE body_key IS NULL')?.n, 0, 'every body moved');
   assert.equal(await unreferencedBodies(store), 0, 'no body left behind by the kill');
   assert.deepEqual((await store.messages.search('message', { conversationId: 'new1', limit: 1 })).length, 1, 'moved bodies are searchable');
-  assert.equal(lines.some((l) => l.level === 'error'), false, JSON.stringify(lines.filter((l) => l.level === 'error')));
+  assert.equal(
+    lines.some((l) => l.level === 'error'),
+    false,
+    JSON.stringify(lines.filter((l) => l.level === 'error')),
+  );
 });
 
 test('history.db damaged: a garbage WAL is ignored, a WAL damaged mid-way (after kill -9) or a destroyed header is refused with a clear error', { timeout: 90_000 }, async (t) => {
@@ -340,12 +381,15 @@ test('the history worker gone: writes fail with a clear server_error and the sto
   assert.equal(await store.problem(), null);
   // As if the thread had crashed (out of memory in the WASM heap, a bug).
   await (store.history as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
-  await assert.rejects(store.messages.append(message('c', 'm1', 'after the crash', 1)), (err: unknown) => err instanceof ServiceError && err.code === 'server_error' && /history worker/.test(err.message));
+  await assert.rejects(
+    store.messages.append(message('c', 'm1', 'after the crash', 1)),
+    (err: unknown) => err instanceof ServiceError && err.code === 'server_error' && /history worker/.test(err.message),
+  );
   assert.match(String(await store.problem()), /history worker/);
   assert.equal(store.messages.count(), 0, 'no message without its body');
 });
 
-test('after an old database\'s bodies moved to history.db, the next compaction shrinks service.db (free pages not kept in memory)', { timeout: 90_000 }, async (t) => {
+test("after an old database's bodies moved to history.db, the next compaction shrinks service.db (free pages not kept in memory)", { timeout: 90_000 }, async (t) => {
   const dir = await withDir(t);
   const contents = await oldDatabase(dir, [{ id: 'c', ms: BULKY_NOW, messages: 120 }]);
   const inlineBytes = [...contents.values()].reduce((n, c) => n + Buffer.byteLength(c), 0);

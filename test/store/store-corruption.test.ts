@@ -67,8 +67,15 @@ test('a flipped byte mid-segment: the open is refused naming the file, and no by
     return true;
   });
   assert.deepEqual(await readFile(file), damaged, 'the segment is unchanged');
-  assert.deepEqual((await readdir(dir)).filter((n) => n.startsWith('service.db.journal')), [path.basename(file)], 'nothing renamed aside');
-  assert.equal(lines.some((l) => l.event === 'store.journal_truncated'), false);
+  assert.deepEqual(
+    (await readdir(dir)).filter((n) => n.startsWith('service.db.journal')),
+    [path.basename(file)],
+    'nothing renamed aside',
+  );
+  assert.equal(
+    lines.some((l) => l.event === 'store.journal_truncated'),
+    false,
+  );
 
   // A torn tail after the damage does not turn it into a crash tail either.
   await writeFile(file, Buffer.concat([damaged, Buffer.from('0badc0de {"seq":')]));

@@ -165,7 +165,10 @@ test('disk full mid-record: the torn bytes are cut off at once, the refused reco
   }
   assert.ok(refused, 'a write was refused');
   assert.match(refused.message, /disk full: could not write the journal \(ENOSPC\)/);
-  const segment = path.join(disk.dir, (await readdir(disk.dir)).find((n) => /journal\.\d+$/.test(n))!);
+  const segment = path.join(
+    disk.dir,
+    (await readdir(disk.dir)).find((n) => /journal\.\d+$/.test(n))!,
+  );
   const { size } = await stat(segment);
   assert.equal(scanRecords(await readFile(segment)).tail, undefined, 'no torn bytes left in the segment');
   assert.ok(size > 0);
@@ -179,5 +182,9 @@ test('disk full mid-record: the torn bytes are cut off at once, the refused reco
   const { logger, lines } = captureLogger();
   store = await openStore(disk.dir, { logger });
   for (const id of acked) assert.ok(store.memory.get(id), `${id} acknowledged and present`);
-  assert.equal(lines.some((l) => l.level === 'warn' || l.level === 'error'), false, 'the journal is clean');
+  assert.equal(
+    lines.some((l) => l.level === 'warn' || l.level === 'error'),
+    false,
+    'the journal is clean',
+  );
 });

@@ -22,9 +22,7 @@ async function withDir(t: { after: (fn: () => Promise<void>) => void }): Promise
 }
 
 async function segments(dir: string): Promise<string[]> {
-  return (await readdir(dir))
-    .filter((n) => /^service\.db\.journal\.\d+$/.test(n))
-    .sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()));
+  return (await readdir(dir)).filter((n) => /^service\.db\.journal\.\d+$/.test(n)).sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()));
 }
 
 async function lastSegment(dir: string): Promise<string> {
@@ -46,8 +44,7 @@ async function seedConversation(store: Store, id = 'c1', messages = 3): Promise<
   }
 }
 
-const ids = async (store: Store, conversation = 'c1') =>
-  (await store.messages.recent(conversation, { limit: 1000, includeTools: true })).map((m) => m.id);
+const ids = async (store: Store, conversation = 'c1') => (await store.messages.recent(conversation, { limit: 1000, includeTools: true })).map((m) => m.id);
 
 test('writes survive a reopen through journal replay alone (no snapshot)', LIMIT, async (t) => {
   const dir = await withDir(t);
@@ -103,7 +100,11 @@ for (const kind of ['half a record', 'garbage bytes'] as const) {
     store = await openStore(dir, { logger: again.logger });
     t.after(() => store.close());
     assert.deepEqual(await ids(store), ['c1-m0', 'c1-m1', 'c1-m2', 'c1-m3']);
-    assert.equal(again.lines.some((l) => l.level === 'warn' || l.level === 'error'), false, 'the journal is clean now');
+    assert.equal(
+      again.lines.some((l) => l.level === 'warn' || l.level === 'error'),
+      false,
+      'the journal is clean now',
+    );
   });
 }
 
@@ -137,8 +138,7 @@ test('compaction folds closed segments into the snapshot in a worker; writes dur
   const { logger, lines } = captureLogger();
   let store = await openStore(dir, { segmentBytes: 2048, logger });
   await store.conversations.create({ id: 'c1', title: 't', source: 'ws', created_at: iso(0) });
-  const write = (i: number) =>
-    store.messages.append({ id: `m${i}`, conversation_id: 'c1', role: 'user', content: `message ${i} ${'y'.repeat(100)}`, timestamp: iso(i) });
+  const write = (i: number) => store.messages.append({ id: `m${i}`, conversation_id: 'c1', role: 'user', content: `message ${i} ${'y'.repeat(100)}`, timestamp: iso(i) });
   for (let i = 0; i < 100; i += 10) await Promise.all(Array.from({ length: 10 }, (_, k) => write(i + k)));
 
   let compactDone = false;
@@ -162,7 +162,10 @@ test('compaction folds closed segments into the snapshot in a worker; writes dur
   assert.equal(stats.segments, 1);
   assert.equal(stats.journalBytes, 0);
   assert.equal((await segments(dir)).length, 1, 'closed segments were deleted');
-  assert.equal(lines.some((l) => l.level === 'error'), false);
+  assert.equal(
+    lines.some((l) => l.level === 'error'),
+    false,
+  );
 
   // The snapshot alone (read directly, no journal) holds everything, and records its journal seq.
   const SQL = await loadSqlJs();
@@ -176,10 +179,7 @@ test('compaction folds closed segments into the snapshot in a worker; writes dur
   store = await openStore(dir);
   t.after(() => store.close());
   assert.equal(store.messages.count(), 151);
-  assert.deepEqual(
-    (await ids(store)).slice(0, 3).concat((await ids(store)).slice(-2)),
-    ['m0', 'm1', 'm2', 'm149', 'm150'],
-  );
+  assert.deepEqual((await ids(store)).slice(0, 3).concat((await ids(store)).slice(-2)), ['m0', 'm1', 'm2', 'm149', 'm150']);
 });
 
 test('the store keeps its files private: a directory it creates is 0700, snapshot, journal and lock 0600', LIMIT, async (t) => {
@@ -272,8 +272,16 @@ test('a crash between the snapshot rename and the segment delete replays nothing
   assert.equal(store.db.get<{ n: number }>('SELECT n FROM counter')?.n, 15);
   assert.deepEqual(await ids(store), ['c1-m0', 'c1-m1']);
   assert.equal(store.messages.count(), 2);
-  assert.equal(lines.some((l) => l.level === 'error' || l.level === 'warn'), false, JSON.stringify(lines));
-  assert.deepEqual((await segments(dir)).filter((n) => before.includes(n)), [], 'covered segments are deleted at start');
+  assert.equal(
+    lines.some((l) => l.level === 'error' || l.level === 'warn'),
+    false,
+    JSON.stringify(lines),
+  );
+  assert.deepEqual(
+    (await segments(dir)).filter((n) => before.includes(n)),
+    [],
+    'covered segments are deleted at start',
+  );
 });
 
 test('lock: a second open in the same process fails clearly', LIMIT, async (t) => {
@@ -397,9 +405,7 @@ test('group commit: writes of one tick share one write + fdatasync, each resolve
   let store = await openStore(dir);
   await store.conversations.create({ id: 'c1', title: 't', source: 'ws', created_at: iso(0) });
   const before = store.db.stats();
-  const writes = Array.from({ length: 50 }, (_, i) =>
-    store.messages.append({ id: `m${i}`, conversation_id: 'c1', role: 'user', content: `m${i}`, timestamp: iso(i) }),
-  );
+  const writes = Array.from({ length: 50 }, (_, i) => store.messages.append({ id: `m${i}`, conversation_id: 'c1', role: 'user', content: `m${i}`, timestamp: iso(i) }));
   await Promise.all(writes);
   const after = store.db.stats();
   assert.equal(after.lastSeq - before.lastSeq, 50);
@@ -430,8 +436,15 @@ test('SIGKILL: every acknowledged write of a killed child is there after reopen'
   const missing = acked.filter((_, i) => stored[i] === undefined);
   assert.deepEqual(missing, [], 'acknowledged writes are durable');
   assert.ok(store.messages.count() >= acked.length);
-  assert.ok(lines.some((l) => l.event === 'store.lock_stale'), 'the dead child\'s lock was taken over');
-  assert.equal(lines.some((l) => l.level === 'error'), false, JSON.stringify(lines.filter((l) => l.level === 'error')));
+  assert.ok(
+    lines.some((l) => l.event === 'store.lock_stale'),
+    "the dead child's lock was taken over",
+  );
+  assert.equal(
+    lines.some((l) => l.level === 'error'),
+    false,
+    JSON.stringify(lines.filter((l) => l.level === 'error')),
+  );
 });
 
 test('messages.recent: most recent N, oldest first, tools only when asked', LIMIT, async (t) => {
@@ -455,9 +468,18 @@ test('messages.recent: most recent N, oldest first, tools only when asked', LIMI
   );
   await store.messages.append({ id: 'other', conversation_id: 'c2', role: 'user', content: 'x', timestamp: iso(500) });
 
-  assert.deepEqual((await store.messages.recent('c1', { limit: 2 })).map((m) => m.id), ['m4', 'm5']);
-  assert.deepEqual((await store.messages.recent('c1', { limit: 10 })).map((m) => m.id), ['m0', 'm1', 'm3', 'm4', 'm5']);
-  assert.deepEqual((await store.messages.recent('c1', { limit: 4, includeTools: true })).map((m) => m.id), ['m2', 'm3', 'm4', 'm5']);
+  assert.deepEqual(
+    (await store.messages.recent('c1', { limit: 2 })).map((m) => m.id),
+    ['m4', 'm5'],
+  );
+  assert.deepEqual(
+    (await store.messages.recent('c1', { limit: 10 })).map((m) => m.id),
+    ['m0', 'm1', 'm3', 'm4', 'm5'],
+  );
+  assert.deepEqual(
+    (await store.messages.recent('c1', { limit: 4, includeTools: true })).map((m) => m.id),
+    ['m2', 'm3', 'm4', 'm5'],
+  );
   assert.deepEqual(await store.messages.recent('c1', { limit: 0 }), []);
   assert.deepEqual(await store.messages.recent('missing', { limit: 5 }), []);
   const tool = (await store.messages.recent('c1', { limit: 10, includeTools: true }))[2];
@@ -508,9 +530,18 @@ test('memory, registrations and meta repositories', LIMIT, async (t) => {
   const a = await store.memory.put('User prefers dark mode', { now: iso(1000) });
   const b = await store.memory.put('The project uses 100% TypeScript', { now: iso(2000) });
   await store.memory.put('Dark roast coffee, no sugar', { now: iso(3000) });
-  assert.deepEqual(store.memory.search('dark', 10).map((m) => m.content), ['Dark roast coffee, no sugar', 'User prefers dark mode']);
-  assert.deepEqual(store.memory.search('DARK mode', 10).map((m) => m.id), [a.id]);
-  assert.deepEqual(store.memory.search('100%', 10).map((m) => m.id), [b.id]);
+  assert.deepEqual(
+    store.memory.search('dark', 10).map((m) => m.content),
+    ['Dark roast coffee, no sugar', 'User prefers dark mode'],
+  );
+  assert.deepEqual(
+    store.memory.search('DARK mode', 10).map((m) => m.id),
+    [a.id],
+  );
+  assert.deepEqual(
+    store.memory.search('100%', 10).map((m) => m.id),
+    [b.id],
+  );
   assert.deepEqual(store.memory.search('1_0', 10), [], '_ is literal, not a wildcard');
   assert.deepEqual(store.memory.search('  ', 10), []);
   assert.equal(store.memory.search('dark', 1).length, 1);

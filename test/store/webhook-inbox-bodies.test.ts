@@ -58,7 +58,15 @@ test('a message that fails before it is admitted: its body goes to the trash, an
   const store = await withStore(t);
   const conversationId = await accepted(store, 'm2');
   const key = inboxRow(store, 'm2').body_key!;
-  await store.webhooks.failWithCallback('m2', 'over budget', { id: 'd2', account: 'open', url: 'http://127.0.0.1:9/out', body: '{"status":"error"}', now: Date.now(), give_up_ms: Date.now() + 60_000, conversation_id: conversationId });
+  await store.webhooks.failWithCallback('m2', 'over budget', {
+    id: 'd2',
+    account: 'open',
+    url: 'http://127.0.0.1:9/out',
+    body: '{"status":"error"}',
+    now: Date.now(),
+    give_up_ms: Date.now() + 60_000,
+    conversation_id: conversationId,
+  });
   assert.equal(inboxRow(store, 'm2').body_key, null);
   await store.maintenance.run();
   assert.equal((await store.history.get([key])).size, 0, 'the body was deleted');

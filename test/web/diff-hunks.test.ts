@@ -61,8 +61,14 @@ test('emptying a file: the new side starts at 0 in the header, removed lines kee
 test('CRLF lines and a missing last newline are marked on the line, not shown as stray characters', () => {
   const parsed = parseUnifiedDiff(unifiedDiff('w.txt', 'one\r\ntwo\r\n', 'one\r\ntwo\r\nthree'));
   const lines = parsed.hunks[0].lines;
-  assert.deepEqual(lines.map((l) => l.text), ['one', 'two', 'three']);
-  assert.deepEqual(lines.map((l) => l.crlf === true), [true, true, false]);
+  assert.deepEqual(
+    lines.map((l) => l.text),
+    ['one', 'two', 'three'],
+  );
+  assert.deepEqual(
+    lines.map((l) => l.crlf === true),
+    [true, true, false],
+  );
   assert.equal(lines[2].noNewline, true);
   assert.equal(lines[2].newLine, 3);
 });

@@ -21,7 +21,9 @@ const resolved = (id: string) => ({ event: 'permission.resolved', seq: 8, reques
 function tracked(): { pending: PendingRequests; changes: string[] } {
   const pending = new PendingRequests();
   const changes: string[] = [];
-  pending.onChange((change: PendingChange) => changes.push(change.kind === 'listed' ? 'listed' : `${change.kind} ${'request' in change && change.request ? change.request.request_id : (change as { requestId: string }).requestId}`));
+  pending.onChange((change: PendingChange) =>
+    changes.push(change.kind === 'listed' ? 'listed' : `${change.kind} ${'request' in change && change.request ? change.request.request_id : (change as { requestId: string }).requestId}`),
+  );
   return { pending, changes };
 }
 
@@ -48,7 +50,10 @@ test('a re-list: known before and not listed is gone; asked while the list was o
     pending.hear(resolved('listed-but-resolved'));
     return [request('kept'), request('listed'), request('listed-but-resolved')];
   });
-  assert.deepEqual(pending.values().map((r) => r.request_id), ['kept', 'new', 'listed']);
+  assert.deepEqual(
+    pending.values().map((r) => r.request_id),
+    ['kept', 'new', 'listed'],
+  );
   assert.deepEqual(changes, ['added old', 'added kept', 'added new', 'resolved listed-but-resolved', 'added listed', 'gone old', 'listed']);
 });
 
@@ -56,7 +61,11 @@ test('a list that could not be had keeps what is known (dropped) or drops it (th
   const { pending } = tracked();
   pending.hear(asked('r1'));
   await pending.refresh(async () => undefined);
-  assert.deepEqual(pending.values().map((r) => r.request_id), ['r1'], 'dropped before the answer: the next authentication lists again');
+  assert.deepEqual(
+    pending.values().map((r) => r.request_id),
+    ['r1'],
+    'dropped before the answer: the next authentication lists again',
+  );
   await pending.refresh(async () => null);
   assert.equal(pending.size, 0, 'an older service: its requests did not survive the drop');
   pending.hear(asked('r2'));

@@ -54,7 +54,9 @@ function diffRows(page: Page): Promise<string[]> {
   return page.locator('.permission-card .diff-line').evaluateAll((rows) =>
     // No named helper in here: the page runs this source as is (tsx's __name is not defined there).
     rows.map((row) =>
-      [(row as HTMLElement).dataset.kind, ...['.diff-old', '.diff-new'].map((name) => row.querySelector(name)?.textContent?.trim() || '-'), row.querySelector('.diff-text')?.textContent ?? ''].join(' '),
+      [(row as HTMLElement).dataset.kind, ...['.diff-old', '.diff-new'].map((name) => row.querySelector(name)?.textContent?.trim() || '-'), row.querySelector('.diff-text')?.textContent ?? ''].join(
+        ' ',
+      ),
     ),
   );
 }
@@ -121,11 +123,17 @@ test('an edit_file request shows the edit as a diff, long lines wrapped within t
   await writeFile(join(workspace.dir, 'app.ts'), `${numbered(1, 5)}${long}\n${numbered(7, 12)}`);
   const phone = await openPhone();
   const { page } = phone;
-  fake.script({ tool_calls: [{ name: 'edit_file', arguments: { path: 'app.ts', old_string: long, new_string: long.replace('const message', 'export const greeting') } }] }, { text: 'Edit refused.', chunks: 1 });
+  fake.script(
+    { tool_calls: [{ name: 'edit_file', arguments: { path: 'app.ts', old_string: long, new_string: long.replace('const message', 'export const greeting') } }] },
+    { text: 'Edit refused.', chunks: 1 },
+  );
   await send(page, 'rename the message');
   const card = page.locator('.permission-card');
   await card.waitFor();
-  assert.deepEqual((await diffRows(page)).filter((row) => !row.startsWith('context')), [`del 6 - ${long}`, `add - 6 ${long.replace('const message', 'export const greeting')}`]);
+  assert.deepEqual(
+    (await diffRows(page)).filter((row) => !row.startsWith('context')),
+    [`del 6 - ${long}`, `add - 6 ${long.replace('const message', 'export const greeting')}`],
+  );
   // Wrapped, not scrolled sideways: the card is no wider than the screen.
   const widths = await page.evaluate(() => ({ card: document.querySelector('.permission-card')!.scrollWidth, screen: document.documentElement.clientWidth }));
   assert.ok(widths.card <= widths.screen, `card ${widths.card}px within the ${widths.screen}px screen`);
@@ -149,7 +157,10 @@ test('a run_command request shows the whole 300-character line, its cwd and time
   assert.match(await card.locator('.preview-cwd').innerText(), /in \. \(the workspace folder\)/);
   assert.match(await card.locator('.preview-timeout').innerText(), /90 s/);
   const warnings = await card.locator('.preview-warnings li').allInnerTexts();
-  assert.ok(warnings.some((w) => /rm -rf/.test(w)), `rm -rf flagged: ${warnings.join(' | ')}`);
+  assert.ok(
+    warnings.some((w) => /rm -rf/.test(w)),
+    `rm -rf flagged: ${warnings.join(' | ')}`,
+  );
   assert.equal(await card.locator('.preview-warnings[role="alert"]').count(), 1, 'warnings are announced');
   await shot(page, 'prompt-run-command-destructive');
   await card.locator('button[data-decision="deny"]').click();
@@ -212,7 +223,7 @@ test('deny with a note: the note reaches the agent as the tool result', async ()
   await card.waitFor({ state: 'detached' });
   await replyShown(page, 'Understood, staging then.');
   const toolResult = fake.requests
-    .flatMap((r) => ((r.body as { messages?: { role: string; content: unknown }[] } | undefined)?.messages ?? []))
+    .flatMap((r) => (r.body as { messages?: { role: string; content: unknown }[] } | undefined)?.messages ?? [])
     .find((m) => m.role === 'tool' && String(m.content).includes(note));
   assert.ok(toolResult, 'the provider saw the note in the tool result');
   assert.match(String(toolResult.content), /denied/i);
@@ -272,7 +283,7 @@ test('a conversation waiting for permission is marked in the list, and the heade
   await phone.close();
 });
 
-test('the rules editor: rules from get_config, add and remove saved to service.json, the service\'s validation error shown', async () => {
+test("the rules editor: rules from get_config, add and remove saved to service.json, the service's validation error shown", async () => {
   const probe = await TestClient.authed(svc.wsUrl, svc.token);
   await probe.request({ type: 'update_config', config: { permission_rules: { allow: ['read_file'], deny: ['run_command:rm *'] } } });
   const phone = await openPhone();

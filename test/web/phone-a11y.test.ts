@@ -66,7 +66,11 @@ function measureTargets(page: Page): Promise<Target[]> {
     return selectors.flatMap((selector) =>
       Array.from(shown.querySelectorAll<HTMLElement>(selector))
         .filter((el) => el.getClientRects().length > 0)
-        .map((el) => ({ selector: `${selector} "${(el.getAttribute('aria-label') ?? el.textContent ?? '').trim().slice(0, 30)}"`, width: el.getBoundingClientRect().width, height: el.getBoundingClientRect().height })),
+        .map((el) => ({
+          selector: `${selector} "${(el.getAttribute('aria-label') ?? el.textContent ?? '').trim().slice(0, 30)}"`,
+          width: el.getBoundingClientRect().width,
+          height: el.getBoundingClientRect().height,
+        })),
     );
   }, TAP_TARGETS);
 }
@@ -79,7 +83,11 @@ test('the main controls are tap targets of at least 44x44 CSS px at 390 and 320 
     for (const width of [390, 320]) {
       await page.setViewportSize({ width, height: HEIGHT[width] });
       const targets = await measureTargets(page);
-      for (const selector of TAP_TARGETS) assert.ok(targets.some((t) => t.selector.startsWith(`${selector} `)), `${width}px: ${selector} is on screen`);
+      for (const selector of TAP_TARGETS)
+        assert.ok(
+          targets.some((t) => t.selector.startsWith(`${selector} `)),
+          `${width}px: ${selector} is on screen`,
+        );
       const small = targets.filter((t) => t.width < 44 - 0.01 || t.height < 44 - 0.01).map((t) => `${t.selector} ${t.width.toFixed(1)}x${t.height.toFixed(1)}`);
       assert.deepEqual(small, [], `${width}px: every main control at least 44x44`);
     }
@@ -137,7 +145,11 @@ interface Violation {
 async function axe(page: Page): Promise<Violation[]> {
   if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
   return page.evaluate(async () => {
-    const run = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[]; failureSummary: string }[] }[] }> } }).axe.run;
+    const run = (
+      window as unknown as {
+        axe: { run(context: Document, options: object): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[]; failureSummary: string }[] }[] }> };
+      }
+    ).axe.run;
     const result = await run(document, { resultTypes: ['violations'] });
     return result.violations
       .filter((v) => v.impact === 'serious' || v.impact === 'critical')

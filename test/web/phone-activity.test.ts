@@ -39,7 +39,7 @@ after(async () => {
 /** A phone paired by a one-time LAN secret, as its own device named PHONE_NAME. */
 async function pairedPhone() {
   const secret = ((await owner.request({ type: 'create_lan_pairing' })).data as { pairing_secret: string }).pairing_secret;
-  return rig.openPhone(async (page) => void await page.addInitScript((name) => localStorage.setItem('remote-assistant.device-name', name), PHONE_NAME), `pair=${encodeURIComponent(secret)}`);
+  return rig.openPhone(async (page) => void (await page.addInitScript((name) => localStorage.setItem('remote-assistant.device-name', name), PHONE_NAME)), `pair=${encodeURIComponent(secret)}`);
 }
 
 async function openActivity(page: Page): Promise<void> {
@@ -75,9 +75,9 @@ async function shots(page: Page, name: string): Promise<void> {
 
 /** Every control on the screen can be tapped: at least 44 px high. */
 async function smallTargets(page: Page): Promise<string[]> {
-  return page.locator('.activity-panel button:visible, .activity-panel select:visible').evaluateAll((controls) =>
-    controls.filter((c) => c.getBoundingClientRect().height < 44).map((c) => `${c.className}: ${c.getBoundingClientRect().height}px`),
-  );
+  return page
+    .locator('.activity-panel button:visible, .activity-panel select:visible')
+    .evaluateAll((controls) => controls.filter((c) => c.getBoundingClientRect().height < 44).map((c) => `${c.className}: ${c.getBoundingClientRect().height}px`));
 }
 
 test('a prompt answered and the mode changed on a paired phone are in its Activity, with that phone and LAN, under a verified banner', async () => {
@@ -124,7 +124,9 @@ test('a prompt answered and the mode changed on a paired phone are in its Activi
 
   // Filters: a kind, then a person (as the service filters them).
   await page.locator('.activity-kind').selectOption('mode.changed');
-  await page.waitForFunction(() => Array.from(document.querySelectorAll('.activity-entry')).every((e) => (e as HTMLElement).dataset.kind === 'mode.changed') && document.querySelectorAll('.activity-entry').length > 0);
+  await page.waitForFunction(
+    () => Array.from(document.querySelectorAll('.activity-entry')).every((e) => (e as HTMLElement).dataset.kind === 'mode.changed') && document.querySelectorAll('.activity-entry').length > 0,
+  );
   await page.locator('.activity-kind').selectOption('');
   await page.locator('.activity-person').selectOption(PHONE_NAME);
   await page.waitForFunction((name) => {
@@ -137,7 +139,9 @@ test('a prompt answered and the mode changed on a paired phone are in its Activi
 
   // Recorded while the screen is open: it comes in at the top.
   assert.equal((await owner.request({ type: 'update_config', config: { permission_mode: 'ask' } })).status, 'ok');
-  await page.waitForFunction(() => (document.querySelector('.activity-entry') as HTMLElement | null)?.dataset.kind === 'mode.changed' && document.querySelector('.activity-entry .activity-who')?.textContent !== '');
+  await page.waitForFunction(
+    () => (document.querySelector('.activity-entry') as HTMLElement | null)?.dataset.kind === 'mode.changed' && document.querySelector('.activity-entry .activity-who')?.textContent !== '',
+  );
   assert.doesNotMatch((await entries(page))[0].who, new RegExp(PHONE_NAME), 'the owner, not the phone');
 
   await page.locator('.activity-close').click();
@@ -164,7 +168,11 @@ test('Load older pages back through the record until it ends', async () => {
     await page.waitForFunction((count) => document.querySelectorAll('.activity-entry').length > count, n);
   }
   const seqs = await page.locator('.activity-entry').evaluateAll((items) => items.map((item) => Number((item as HTMLElement).dataset.seq)));
-  assert.deepEqual(seqs, [...seqs].sort((a, b) => b - a), 'newest first, no entry twice');
+  assert.deepEqual(
+    seqs,
+    [...seqs].sort((a, b) => b - a),
+    'newest first, no entry twice',
+  );
   assert.equal(new Set(seqs).size, seqs.length);
   assert.equal(seqs.at(-1), 1, 'down to the first entry');
   assert.deepEqual(phone.errors, []);
@@ -219,7 +227,10 @@ test('a password user is told only the owner can read the record, and sees none 
   assert.equal(await page.locator('.activity-entry').count(), 0);
   assert.ok(await page.locator('.activity-filters').isHidden());
   assert.ok(await page.locator('.activity-verdict').isHidden());
-  assert.ok(phone.sent.some((frame) => frame.type === 'list_audit'), 'the page asked; the service refused');
+  assert.ok(
+    phone.sent.some((frame) => frame.type === 'list_audit'),
+    'the page asked; the service refused',
+  );
   await shots(page, 'password-user');
   assert.deepEqual(phone.errors, []);
   await phone.close();

@@ -58,14 +58,8 @@ async function landscapeJpeg(page: Page): Promise<Buffer> {
 function withExifOrientation6(jpeg: Buffer): Buffer {
   // TIFF, big-endian: IFD0 with Orientation = 6 and a GPS IFD pointer; the GPS IFD with GPSLatitudeRef = "N".
   const tiff = Buffer.from([
-    0x4d, 0x4d, 0x00, 0x2a, 0x00, 0x00, 0x00, 0x08,
-    0x00, 0x02,
-    0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01, 0x00, 0x06, 0x00, 0x00,
-    0x88, 0x25, 0x00, 0x04, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x26,
-    0x00, 0x00, 0x00, 0x00,
-    0x00, 0x01,
-    0x00, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00, 0x02, 0x4e, 0x00, 0x00, 0x00,
-    0x00, 0x00, 0x00, 0x00,
+    0x4d, 0x4d, 0x00, 0x2a, 0x00, 0x00, 0x00, 0x08, 0x00, 0x02, 0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01, 0x00, 0x06, 0x00, 0x00, 0x88, 0x25, 0x00, 0x04, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+    0x00, 0x26, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00, 0x02, 0x4e, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   ]);
   const body = Buffer.concat([Buffer.from('Exif\0\0', 'latin1'), tiff]);
   const app1 = Buffer.concat([Buffer.from([0xff, 0xe1, (body.length + 2) >> 8, (body.length + 2) & 0xff]), body]);
@@ -76,7 +70,7 @@ function withExifOrientation6(jpeg: Buffer): Buffer {
 
 /** Width and height from a JPEG's start-of-frame segment. */
 function jpegSize(jpeg: Buffer): { width: number; height: number } {
-  for (let at = 2; at < jpeg.length; ) {
+  for (let at = 2; at < jpeg.length;) {
     const marker = jpeg[at + 1];
     const length = jpeg.readUInt16BE(at + 2);
     if (marker >= 0xc0 && marker <= 0xc3) return { height: jpeg.readUInt16BE(at + 5), width: jpeg.readUInt16BE(at + 7) };
@@ -144,7 +138,9 @@ test('a photo from the phone reaches OpenAI as an image_url part, upright, scale
   const before = rig.fake.requests.length;
   await sendText(page, 'what colours are these?');
   await rig.fake.waitFor((requests) => requests.length > before, 20_000);
-  const turn = withoutNote(rig.fake.requests.at(-1)!.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').pop()!;
+  const turn = withoutNote(rig.fake.requests.at(-1)!.body.messages as { role: string; content: unknown }[])
+    .filter((m) => m.role === 'user')
+    .pop()!;
   const parts = turn.content as { type: string; text?: string; image_url?: { url: string } }[];
   assert.deepEqual(parts[0], { type: 'text', text: 'what colours are these?' });
   assert.equal(parts[1].type, 'image_url');
@@ -157,7 +153,10 @@ test('a photo from the phone reaches OpenAI as an image_url part, upright, scale
   await page.reload();
   await page.locator('.connection[data-state="open"]').waitFor();
   await page.locator('.message.user .attachment-image[src^="data:image/jpeg"]').waitFor();
-  assert.ok(phone.sent.some((frame) => frame.type === 'get_attachment'), 'read back through the protocol');
+  assert.ok(
+    phone.sent.some((frame) => frame.type === 'get_attachment'),
+    'read back through the protocol',
+  );
   assert.deepEqual(phone.errors, []);
 });
 
@@ -206,36 +205,45 @@ test('an image the agent reads (read_file) is shown on the phone with its tool, 
   assert.deepEqual(phone.errors, []);
 });
 
-test('pasted and dropped files (the editor view has the same handlers) upload as chips; a message with only attachments is sent; a file is saved into the workspace and shown by name', { timeout: 90_000 }, async () => {
-  const { page } = phone;
-  await page.locator('.drawer-toggle').click();
-  await page.locator('.new-chat').click();
-  // A screenshot pasted into the message box, then a CSV dropped on the conversation.
-  await page.locator('.composer-input').evaluate(async (input, png) => {
-    const data = new DataTransfer();
-    data.items.add(new File([Uint8Array.from(atob(png), (c) => c.charCodeAt(0))], 'pasted.png', { type: 'image/png' }));
-    input.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
-  }, await pngOf(page));
-  await page.locator('.main').evaluate((main) => {
-    const data = new DataTransfer();
-    data.items.add(new File(['city,rain_mm\nBrest,1200\n'], 'rain.csv', { type: 'text/csv' }));
-    main.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }));
-    main.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
-  });
-  await page.locator('.attachment-chip[data-state="ready"]').nth(1).waitFor({ timeout: 20_000 });
-  await page.screenshot({ path: join(SCREENSHOTS, 'phone-attachment-paste-drop.png') });
-  const before = rig.fake.requests.length;
-  await page.locator('.composer .send').click();
-  await rig.fake.waitFor((requests) => requests.length > before, 20_000);
-  const turn = withoutNote(rig.fake.requests.at(-1)!.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').pop()!;
-  const parts = turn.content as { type: string; text?: string; image_url?: { url: string } }[];
-  assert.equal(parts[0].type, 'text');
-  assert.match(parts[0].text!, /\[Attached file: \.remote-assistant\/attachments\/[0-9a-f]{8}-rain\.csv \(text\/csv, 24 bytes\)\]/);
-  assert.equal(parts[1].type, 'image_url', 'the pasted image as an image');
-  await page.locator('.message.user .attachment-file', { hasText: 'rain.csv' }).waitFor();
-  await page.locator('.message.user .attachment-image').last().waitFor();
-  assert.deepEqual(phone.errors, []);
-});
+test(
+  'pasted and dropped files (the editor view has the same handlers) upload as chips; a message with only attachments is sent; a file is saved into the workspace and shown by name',
+  { timeout: 90_000 },
+  async () => {
+    const { page } = phone;
+    await page.locator('.drawer-toggle').click();
+    await page.locator('.new-chat').click();
+    // A screenshot pasted into the message box, then a CSV dropped on the conversation.
+    await page.locator('.composer-input').evaluate(
+      async (input, png) => {
+        const data = new DataTransfer();
+        data.items.add(new File([Uint8Array.from(atob(png), (c) => c.charCodeAt(0))], 'pasted.png', { type: 'image/png' }));
+        input.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+      },
+      await pngOf(page),
+    );
+    await page.locator('.main').evaluate((main) => {
+      const data = new DataTransfer();
+      data.items.add(new File(['city,rain_mm\nBrest,1200\n'], 'rain.csv', { type: 'text/csv' }));
+      main.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }));
+      main.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+    });
+    await page.locator('.attachment-chip[data-state="ready"]').nth(1).waitFor({ timeout: 20_000 });
+    await page.screenshot({ path: join(SCREENSHOTS, 'phone-attachment-paste-drop.png') });
+    const before = rig.fake.requests.length;
+    await page.locator('.composer .send').click();
+    await rig.fake.waitFor((requests) => requests.length > before, 20_000);
+    const turn = withoutNote(rig.fake.requests.at(-1)!.body.messages as { role: string; content: unknown }[])
+      .filter((m) => m.role === 'user')
+      .pop()!;
+    const parts = turn.content as { type: string; text?: string; image_url?: { url: string } }[];
+    assert.equal(parts[0].type, 'text');
+    assert.match(parts[0].text!, /\[Attached file: \.remote-assistant\/attachments\/[0-9a-f]{8}-rain\.csv \(text\/csv, 24 bytes\)\]/);
+    assert.equal(parts[1].type, 'image_url', 'the pasted image as an image');
+    await page.locator('.message.user .attachment-file', { hasText: 'rain.csv' }).waitFor();
+    await page.locator('.message.user .attachment-image').last().waitFor();
+    assert.deepEqual(phone.errors, []);
+  },
+);
 
 /** A small real PNG, drawn by the page. */
 async function pngOf(page: Page): Promise<string> {

@@ -63,8 +63,11 @@ test('the phone reviews a worktree conversation: revert a hunk, comment on a lin
   await page.locator('.message.assistant', { hasText: 'Edited app.txt.' }).waitFor();
   const chat = rig.fake.requests.find((r) => JSON.stringify(r.body).includes('Improve app.txt'));
   assert.ok(chat, 'the model was asked');
-  assert.ok(phone.sent.some((frame) => frame.type === 'chat' && frame.worktree === true), 'the new chat asked for its own worktree');
-  assert.equal(await readFile(join(repo, 'app.txt'), 'utf8'), BEFORE, 'the user\'s file is untouched');
+  assert.ok(
+    phone.sent.some((frame) => frame.type === 'chat' && frame.worktree === true),
+    'the new chat asked for its own worktree',
+  );
+  assert.equal(await readFile(join(repo, 'app.txt'), 'utf8'), BEFORE, "the user's file is untouched");
   assert.equal(await toggle.isHidden(), true, 'the toggle is for new chats only');
 
   // The header's badge opens the Changes view: the file, its status, its two hunks.
@@ -83,14 +86,19 @@ test('the phone reviews a worktree conversation: revert a hunk, comment on a lin
   await screens(page, 'review');
   // Every control of the sheet is a 44x44 px tap target at 320 px (a diff line is also tappable, with Comment as the 44 px way).
   await page.setViewportSize({ width: 320, height: 844 });
-  const small = await panel.locator('button:visible, select:visible, textarea:visible').evaluateAll((controls) =>
-    controls.map((c) => ({ text: c.textContent?.trim() || c.className, ...c.getBoundingClientRect().toJSON() })).filter((r) => r.width < 44 || r.height < 44),
-  );
+  const small = await panel
+    .locator('button:visible, select:visible, textarea:visible')
+    .evaluateAll((controls) => controls.map((c) => ({ text: c.textContent?.trim() || c.className, ...c.getBoundingClientRect().toJSON() })).filter((r) => r.width < 44 || r.height < 44));
   assert.deepEqual(small, []);
   await page.setViewportSize({ width: 390, height: 844 });
 
   // Revert the second hunk: the first stays, in the view and in the worktree.
-  const worktreePath = JSON.parse(git(repo, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).map((l) => JSON.stringify(l.slice(9)))[1]!) as string;
+  const worktreePath = JSON.parse(
+    git(repo, 'worktree', 'list', '--porcelain')
+      .split('\n')
+      .filter((l) => l.startsWith('worktree '))
+      .map((l) => JSON.stringify(l.slice(9)))[1]!,
+  ) as string;
   await file.locator('.change-hunk').nth(1).locator('.change-revert-hunk').click();
   await panel.locator('.changes-status', { hasText: 'Reverted a hunk of app.txt.' }).waitFor();
   assert.equal(await file.locator('.change-hunk').count(), 1);
@@ -120,13 +128,13 @@ test('the phone reviews a worktree conversation: revert a hunk, comment on a lin
   await panel.locator('.change-land-method').selectOption('merge');
   await panel.locator('.change-land').click();
   await panel.locator('.changes-status', { hasText: /^Landed into main/ }).waitFor();
-  assert.equal(await readFile(join(repo, 'app.txt'), 'utf8'), BEFORE.replace('line 3\n', 'line 3 by the assistant\n'), 'landed in the user\'s tree');
-  assert.equal(git(repo, 'status', '--porcelain'), '', 'nothing half-done in the user\'s tree');
+  assert.equal(await readFile(join(repo, 'app.txt'), 'utf8'), BEFORE.replace('line 3\n', 'line 3 by the assistant\n'), "landed in the user's tree");
+  assert.equal(git(repo, 'status', '--porcelain'), '', "nothing half-done in the user's tree");
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });
 
-test('a land the user\'s own edits would overwrite is refused on the phone, naming the file', async () => {
+test("a land the user's own edits would overwrite is refused on the phone, naming the file", async () => {
   const phone = await rig.openPhone();
   const { page } = phone;
   const landed = await readFile(join(repo, 'app.txt'), 'utf8');

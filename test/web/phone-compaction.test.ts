@@ -42,7 +42,9 @@ test('Compact summarises the earlier turns into a card that expands and survives
     assert.equal(await card.locator('.markdown').isVisible(), false, 'collapsed at first');
     await card.locator('summary').click();
     assert.match(await card.locator('.markdown').innerText(), /Never touch the migrations folder/);
-    const sizes = await card.locator('.markdown').evaluate((node) => ({ text: parseFloat(getComputedStyle(node).fontSize), heading: parseFloat(getComputedStyle(node.querySelector('h2')!).fontSize) }));
+    const sizes = await card
+      .locator('.markdown')
+      .evaluate((node) => ({ text: parseFloat(getComputedStyle(node).fontSize), heading: parseFloat(getComputedStyle(node.querySelector('h2')!).fontSize) }));
     assert.ok(sizes.heading <= sizes.text * 1.3, `a heading stays near the text size (${sizes.heading} px against ${sizes.text} px)`);
     const summariseRequest = JSON.stringify(rig.fake.requests[asked]?.body ?? '');
     assert.match(summariseRequest, /never touch the migrations folder/, 'the model was asked to summarise the earlier turns');

@@ -23,9 +23,12 @@ after(async () => {
 test('a paired phone is named by its device name: "Allowed from Test Pixel", and messages say who sent them', async () => {
   const owner = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
   const secret = ((await owner.request({ type: 'create_lan_pairing' })).data as { pairing_secret: string }).pairing_secret;
-  const phone = await rig.openPhone(async (page) => {
-    await page.addInitScript("localStorage.setItem('remote-assistant.device-name', 'Test Pixel')");
-  }, `pair=${encodeURIComponent(secret)}`);
+  const phone = await rig.openPhone(
+    async (page) => {
+      await page.addInitScript("localStorage.setItem('remote-assistant.device-name', 'Test Pixel')");
+    },
+    `pair=${encodeURIComponent(secret)}`,
+  );
   const { page } = phone;
 
   rig.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'Listed for you.', chunks: 1 });
@@ -44,7 +47,8 @@ test('a paired phone is named by its device name: "Allowed from Test Pixel", and
   await owner.request({ type: 'chat', conversation_id: conversation.id, message: 'a word from a script' }, 20_000);
   await page.locator('.message.assistant', { hasText: 'Answered the script.' }).waitFor();
 
-  const senders = async () => page.locator('.message.user').evaluateAll((nodes) => nodes.map((n) => `${n.querySelector('.plain')?.textContent} | ${n.querySelector('.message-from')?.textContent ?? ''}`));
+  const senders = async () =>
+    page.locator('.message.user').evaluateAll((nodes) => nodes.map((n) => `${n.querySelector('.plain')?.textContent} | ${n.querySelector('.message-from')?.textContent ?? ''}`));
   const expected = ['list it from the phone | from Test Pixel', 'a word from a script | from LAN'];
   assert.deepEqual(await senders(), expected, 'live');
   await page.reload();

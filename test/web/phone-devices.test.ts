@@ -48,7 +48,10 @@ test('the LAN pairing link holds no token: the page spends its secret for its ow
   await page.goto(link);
   await page.locator('.connection[data-state="open"]').waitFor();
   assert.ok(!page.url().includes('#'), 'fragment removed');
-  const stored = await page.evaluate(() => ({ pairing: JSON.parse(localStorage.getItem('remote-assistant.machines') ?? 'null')?.machines[0]?.pairing, deviceId: localStorage.getItem('remote-assistant.device-id') }));
+  const stored = await page.evaluate(() => ({
+    pairing: JSON.parse(localStorage.getItem('remote-assistant.machines') ?? 'null')?.machines[0]?.pairing,
+    deviceId: localStorage.getItem('remote-assistant.device-id'),
+  }));
   assert.ok(stored.pairing.token && stored.pairing.token !== svc.token, 'a credential of its own');
   assert.equal(stored.pairing.pair, undefined, 'the spent secret is forgotten');
   assert.ok(!sentFrames.some((f) => f.includes(svc.token)), 'the page never sent the access token');

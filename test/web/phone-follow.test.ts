@@ -93,7 +93,10 @@ test('the page follows a streamed reply sent by another client, and after a drop
   await goOnline(phone);
   assert.equal(((await answer).data as { response: string }).response, reply);
 
-  await page.waitForFunction((text) => (document.querySelector('.message.assistant:last-of-type .markdown')?.textContent ?? '').trim() === text && !document.querySelector('.message.streaming'), reply);
+  await page.waitForFunction(
+    (text) => (document.querySelector('.message.assistant:last-of-type .markdown')?.textContent ?? '').trim() === text && !document.querySelector('.message.streaming'),
+    reply,
+  );
   assert.ok(reply.startsWith(shownWhileOffline.trim()) && shownWhileOffline.trim() !== reply, 'the drop happened mid-stream');
   const resumed = phone.sent.filter((f) => f.type === 'follow_conversation' && f.conversation_id === conversationId && typeof f.after_seq === 'number');
   assert.equal(resumed.length, 1, 'after the reconnect the page followed again from the last seq it saw');
@@ -118,25 +121,35 @@ test('messages typed offline wait in the outbox, then are sent once each, in ord
   await page.locator('.message.user.pending').nth(1).waitFor();
   assert.deepEqual(await page.locator('.message.user.pending .pending-note').allInnerTexts(), ['waiting to send', 'waiting to send']);
   const kept = JSON.parse((await machineItem(page, 'remote-assistant.outbox')) ?? '[]') as { text: string; client_message_id: string }[];
-  assert.deepEqual(kept.map((item) => item.text), ['typed offline one', 'typed offline two'], 'kept in localStorage');
+  assert.deepEqual(
+    kept.map((item) => item.text),
+    ['typed offline one', 'typed offline two'],
+    'kept in localStorage',
+  );
 
   const mark = fake.requests.length;
   await goOnline(phone);
   await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo: typed offline two') && !document.querySelector('.message.pending'));
   const asked = fake.requests.slice(mark).map((r) => {
     const messages = (r.body as { messages: { role: string; content: string }[] }).messages;
-    return withoutNote(messages).filter((m) => m.role === 'user').at(-1)?.content;
+    return withoutNote(messages)
+      .filter((m) => m.role === 'user')
+      .at(-1)?.content;
   });
   assert.deepEqual(asked, ['typed offline one', 'typed offline two'], 'the provider saw each message once, in order');
   const chats = phone.sent.filter((f) => f.type === 'chat');
-  assert.deepEqual(chats.map((f) => f.client_message_id), kept.map((item) => item.client_message_id), 'each sent with its client_message_id');
+  assert.deepEqual(
+    chats.map((f) => f.client_message_id),
+    kept.map((item) => item.client_message_id),
+    'each sent with its client_message_id',
+  );
 
   const probe = await TestClient.authed(svc.wsUrl, svc.token);
   const rows = ((await probe.request({ type: 'list_conversations' })).data as { conversations: { id: string; title: string }[] }).conversations;
   probe.close();
   const row = rows.find((c) => c.title === 'typed offline one');
   assert.ok(row, 'one conversation for both messages');
-  assert.equal(rows.filter((c) => c.title === 'typed offline two').length, 0, 'the second went to the first one\'s conversation');
+  assert.equal(rows.filter((c) => c.title === 'typed offline two').length, 0, "the second went to the first one's conversation");
   // The page draws the streamed reply before the service has stored it: wait for the store.
   await waitFor(async () => (await storedTranscript(row.id)).length === 4, 'both replies stored');
   assert.deepEqual(await storedTranscript(row.id), ['typed offline one', 'echo: typed offline one', 'typed offline two', 'echo: typed offline two']);
@@ -158,7 +171,7 @@ function speakProtocol(version: number) {
     });
 }
 
-test('the auth reply\'s update is shown: an older page is told to reload, a newer one that the service is older', async () => {
+test("the auth reply's update is shown: an older page is told to reload, a newer one that the service is older", async () => {
   const current = await openPhone();
   assert.ok(await current.page.locator('.update-banner').isHidden(), 'no banner when both speak the same protocol');
   await current.context.close();
@@ -208,7 +221,7 @@ test('a turn started elsewhere shows Stop and its queue: a queued message is rem
   await phone.context.close();
 });
 
-test('a reload before the connection returns keeps a new chat\'s typed messages on screen, then sends them once', async () => {
+test("a reload before the connection returns keeps a new chat's typed messages on screen, then sends them once", async () => {
   let blocked = true;
   // The service unreachable (the socket refused) while the page itself still loads.
   const phone = await openPhone((page) =>
@@ -230,7 +243,9 @@ test('a reload before the connection returns keeps a new chat\'s typed messages 
   blocked = false;
   await page.evaluate(() => window.dispatchEvent(new Event('online')));
   await page.locator('.connection[data-state="open"]').waitFor({ timeout: 20_000 });
-  await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo: typed before a reload') && !document.querySelector('.message.pending'));
+  await page.waitForFunction(
+    () => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo: typed before a reload') && !document.querySelector('.message.pending'),
+  );
   assert.deepEqual(await transcript(page), ['typed before a reload', 'echo: typed before a reload']);
   await context.close();
 });
@@ -255,17 +270,25 @@ test('a message typed while the page\u2019s own turn runs is sent at once: every
   const update = await observer.next((f) => f.event === 'conversation.updated' && (f.conversation as Row).queued.length === 2, 10_000);
   const conversationId = update.conversation_id as string;
   const chats = phone.sent.filter((f) => f.type === 'chat');
-  assert.deepEqual(chats.map((f) => f.message), ['first from the phone', 'second while it runs', 'third while it runs']);
-  assert.deepEqual((update.conversation as Row).queued.map((q) => q.client_message_id), [chats[1].client_message_id, chats[2].client_message_id]);
+  assert.deepEqual(
+    chats.map((f) => f.message),
+    ['first from the phone', 'second while it runs', 'third while it runs'],
+  );
+  assert.deepEqual(
+    (update.conversation as Row).queued.map((q) => q.client_message_id),
+    [chats[1].client_message_id, chats[2].client_message_id],
+  );
   await page.locator('.queue .queued .queue-remove').nth(1).waitFor();
-  assert.ok(await page.locator('.message.assistant.streaming').count() > 0, 'the first turn is still running');
+  assert.ok((await page.locator('.message.assistant.streaming').count()) > 0, 'the first turn is still running');
 
   const removed = await observer.request({ type: 'remove_queued', conversation_id: conversationId, client_message_id: chats[1].client_message_id });
   assert.deepEqual(removed.data, { removed: true });
   await page.locator('.message.user', { hasText: 'second while it runs' }).waitFor({ state: 'detached' });
 
   // The reply stored (its chat.message ends the streaming), not only its pieces shown.
-  await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo: third while it runs') && !document.querySelector('.message.pending, .message.streaming'));
+  await page.waitForFunction(
+    () => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo: third while it runs') && !document.querySelector('.message.pending, .message.streaming'),
+  );
   const stored = await storedTranscript(conversationId);
   assert.deepEqual(stored, ['first from the phone', slow, 'third while it runs', 'echo: third while it runs'], 'the removed message was never stored; the rest in order');
   assert.deepEqual(await transcript(page), stored);

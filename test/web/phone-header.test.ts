@@ -109,7 +109,7 @@ for (const scheme of ['light', 'dark'] as const) {
   });
 }
 
-test('the editor\'s chat view fits a 300 px sidebar with a prompt waiting', async () => {
+test("the editor's chat view fits a 300 px sidebar with a prompt waiting", async () => {
   const view = await rig.openEditorView({ width: 300, height: 700 });
   const { page } = view;
   await promptWaiting(page, 'hello from the editor with a long title that must give way');

@@ -159,8 +159,13 @@ test("a prompt waiting on B while A is shown: the switcher says B '1 waiting', t
   assert.equal(reply.status, 'ok');
   assert.equal((reply.data as { response: string }).response, 'Listed on B.');
   bConversation = (reply.data as { conversation_id: string }).conversation_id;
-  const tools = (await b.lan.request({ type: 'get_messages', conversation_id: (reply.data as { conversation_id: string }).conversation_id, include_tools: true })).data as { messages: { role: string; content: string }[] };
-  assert.ok(tools.messages.some((m) => m.role === 'tool' && !/denied/i.test(m.content)), "B's tool ran");
+  const tools = (await b.lan.request({ type: 'get_messages', conversation_id: (reply.data as { conversation_id: string }).conversation_id, include_tools: true })).data as {
+    messages: { role: string; content: string }[];
+  };
+  assert.ok(
+    tools.messages.some((m) => m.role === 'tool' && !/denied/i.test(m.content)),
+    "B's tool ran",
+  );
   await item.waitFor({ state: 'detached' });
   await page.locator('.needs-you-outcome', { hasText: 'Allowed' }).waitFor();
   await machineRow(b).locator('.machine-state', { hasText: 'online' }).waitFor();
@@ -224,18 +229,26 @@ test("each machine has its own push worker; a tap on B's notification while A is
   const slots = await page.evaluate(() => (JSON.parse(localStorage.getItem('remote-assistant.machines') ?? 'null') as { machines: { id: string; slot: string }[] }).machines);
   const slotOf = (m: Machine) => slots.find((entry) => entry.id === m.id)!.slot;
   const origin = new URL(page.url()).origin;
-  const scopes = await waitFor(async () => {
-    const found = await page.evaluate(async () => (await navigator.serviceWorker.getRegistrations()).map((r) => r.scope));
-    return found.length >= 3 ? found : undefined;
-  }, 'the machines\' workers registered', WAIT);
+  const scopes = await waitFor(
+    async () => {
+      const found = await page.evaluate(async () => (await navigator.serviceWorker.getRegistrations()).map((r) => r.scope));
+      return found.length >= 3 ? found : undefined;
+    },
+    "the machines' workers registered",
+    WAIT,
+  );
   for (const m of [a, b]) assert.ok(scopes.includes(`${origin}/machine/${slotOf(m)}/`), `a registration of its own for ${m.id}`);
 
-  const worker = await waitFor(async () => {
-    for (const candidate of page.context().serviceWorkers()) {
-      if ((await candidate.evaluate(() => (self as unknown as { registration: ServiceWorkerRegistration }).registration.scope)) === `${origin}/machine/${slotOf(b)}/`) return candidate;
-    }
-    return undefined;
-  }, "B's worker running", WAIT);
+  const worker = await waitFor(
+    async () => {
+      for (const candidate of page.context().serviceWorkers()) {
+        if ((await candidate.evaluate(() => (self as unknown as { registration: ServiceWorkerRegistration }).registration.scope)) === `${origin}/machine/${slotOf(b)}/`) return candidate;
+      }
+      return undefined;
+    },
+    "B's worker running",
+    WAIT,
+  );
   await page.evaluate(() => {
     const seen: string[] = ((window as unknown as { opened: string[] }).opened = []);
     navigator.serviceWorker.addEventListener('message', (event) => seen.push((event.data as { url: string }).url));
@@ -267,7 +280,10 @@ test('B stops: the switcher shows it offline while A keeps working', async () =>
   await view(a).waitFor({ state: 'visible' });
 
   a.fake.script({ text: 'A still answers.', chunks: 2 });
-  await view(a).locator('.new-chat').click({ force: true }).catch(() => undefined);
+  await view(a)
+    .locator('.new-chat')
+    .click({ force: true })
+    .catch(() => undefined);
   const input = view(a).locator('.composer-input');
   await input.fill('Are you there, A?');
   await input.press('Enter');
@@ -294,7 +310,10 @@ test("removing a machine revokes this phone's credential there and forgets it; t
   await machineRow(a).waitFor({ state: 'detached' });
   await view(b).waitFor({ state: 'visible' });
   const stored = await page.evaluate(() => ({ list: JSON.parse(localStorage.getItem('remote-assistant.machines') ?? 'null') as { machines: { id: string }[] }, keys: Object.keys(localStorage) }));
-  assert.deepEqual(stored.list.machines.map((m) => m.id), [b.id]);
+  assert.deepEqual(
+    stored.list.machines.map((m) => m.id),
+    [b.id],
+  );
   assert.ok(!stored.keys.some((key) => key.includes(a.id)), "nothing of A's is kept");
   assert.deepEqual(pageErrors, []);
 });

@@ -39,9 +39,13 @@ test('needs you: the prompt above six finished runs, the badge counts prompts, A
   await page.locator('.machine-switch').click();
   const items = page.locator('.needs-you-item');
   await page.locator('.needs-you-item[data-kind="prompt"]').waitFor();
-  assert.deepEqual(await items.evaluateAll((nodes) => nodes.map((n) => (n as HTMLElement).dataset.kind)), ['prompt', 'finished', 'finished', 'finished', 'finished', 'finished', 'finished'], 'the prompt first');
+  assert.deepEqual(
+    await items.evaluateAll((nodes) => nodes.map((n) => (n as HTMLElement).dataset.kind)),
+    ['prompt', 'finished', 'finished', 'finished', 'finished', 'finished', 'finished'],
+    'the prompt first',
+  );
   assert.equal(await page.locator('.machine-switch-badge').innerText(), '1', 'the badge counts the prompt, not the finished runs too');
-  assert.match(await page.locator('.machines-panel .machine-state').innerText(), /1 waiting · 6 finished/, 'the counts on the machine\'s row');
+  assert.match(await page.locator('.machines-panel .machine-state').innerText(), /1 waiting · 6 finished/, "the counts on the machine's row");
 
   const prompt = page.locator('.needs-you-item[data-kind="prompt"]');
   assert.equal(await prompt.locator('.needs-you-allow').isVisible(), false, 'no Allow without the preview');

@@ -48,7 +48,20 @@ test('the checklist is drawn live as the model updates it, comes back after a re
     assert.equal((await planShown(page)).summary, '', 'no plan yet: no card');
 
     rig.fake.script(
-      { tool_calls: [{ name: 'todo', arguments: { items: [{ text: 'Read the code', status: 'in_progress' }, { text: 'Fix <b>the</b> bug', status: 'pending' }, { text: 'Run the tests', status: 'pending' }] } }] },
+      {
+        tool_calls: [
+          {
+            name: 'todo',
+            arguments: {
+              items: [
+                { text: 'Read the code', status: 'in_progress' },
+                { text: 'Fix <b>the</b> bug', status: 'pending' },
+                { text: 'Run the tests', status: 'pending' },
+              ],
+            },
+          },
+        ],
+      },
       { text: 'planned' },
     );
     // permission_mode is `ask`: the plan needs no prompt.
@@ -56,7 +69,20 @@ test('the checklist is drawn live as the model updates it, comes back after a re
     await waitForSummary(page, 'Plan · 0 of 3 done');
 
     rig.fake.script(
-      { tool_calls: [{ name: 'todo', arguments: { items: [{ text: 'Read the code', status: 'done' }, { text: 'Fix <b>the</b> bug', status: 'done' }, { text: 'Run the tests', status: 'in_progress' }] } }] },
+      {
+        tool_calls: [
+          {
+            name: 'todo',
+            arguments: {
+              items: [
+                { text: 'Read the code', status: 'done' },
+                { text: 'Fix <b>the</b> bug', status: 'done' },
+                { text: 'Run the tests', status: 'in_progress' },
+              ],
+            },
+          },
+        ],
+      },
       { text: 'nearly there' },
     );
     assert.equal((await other.request({ type: 'chat', message: 'continue', conversation_id: conversationId })).status, 'ok');

@@ -33,8 +33,24 @@ async function send(page: Page, text: string): Promise<void> {
   await input.press('Enter');
 }
 
-interface Box { top: number; bottom: number; left: number; right: number; width: number; height: number }
-interface Layout { said?: Box; messages?: Box; cards?: Box; composer?: Box; input?: Box; visibleLines: number; width: number; scrollWidth: number }
+interface Box {
+  top: number;
+  bottom: number;
+  left: number;
+  right: number;
+  width: number;
+  height: number;
+}
+interface Layout {
+  said?: Box;
+  messages?: Box;
+  cards?: Box;
+  composer?: Box;
+  input?: Box;
+  visibleLines: number;
+  width: number;
+  scrollWidth: number;
+}
 
 /** Where things are, in CSS px of the viewport (a string: tsx's __name helper does not exist in the page). */
 function rects(page: Page): Promise<Layout> {
@@ -61,7 +77,10 @@ for (const width of [390, 320]) {
     const { page } = phone;
     await page.setViewportSize({ width, height: width === 320 ? 568 : 844 });
     rig.fake.script(
-      { text: 'I will rewrite the long file now; here is the whole change, line by line, so you can check it.', tool_calls: [{ name: 'write_file', arguments: { path: `long-${width}.txt`, content: numbered(1, 40).replace(/line (\d+)/g, 'row $1') } }] },
+      {
+        text: 'I will rewrite the long file now; here is the whole change, line by line, so you can check it.',
+        tool_calls: [{ name: 'write_file', arguments: { path: `long-${width}.txt`, content: numbered(1, 40).replace(/line (\d+)/g, 'row $1') } }],
+      },
       { text: 'Kept as it was.', chunks: 1 },
     );
     await send(page, `rewrite long-${width}.txt`);

@@ -27,7 +27,9 @@ after(async () => {
 /** The user text of the newest request the model received. */
 function lastUserText(): string {
   const messages = rig.fake.requests.at(-1)!.body.messages as { role: string; content: string }[];
-  return withoutNote(messages).filter((m) => m.role === 'user').at(-1)!.content;
+  return withoutNote(messages)
+    .filter((m) => m.role === 'user')
+    .at(-1)!.content;
 }
 
 test('saved prompts are one-tap buttons; one with $ARGUMENTS asks for its argument first; /name args typed works too', async () => {

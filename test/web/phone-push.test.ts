@@ -75,7 +75,7 @@ async function openPage(query = ''): Promise<Page> {
 /** The page's installed, active service worker. */
 async function installedWorker(page: Page): Promise<Worker> {
   const scope = await page.evaluate(async () => (await navigator.serviceWorker.ready).scope);
-  assert.equal(scope, `${svc.httpUrl}/`, 'the worker controls the page\'s folder');
+  assert.equal(scope, `${svc.httpUrl}/`, "the worker controls the page's folder");
   const owner = page.context();
   const worker = owner.serviceWorkers()[0] ?? (await owner.waitForEvent('serviceworker'));
   assert.equal(worker.url(), `${svc.httpUrl}/sw.js`);
@@ -93,7 +93,13 @@ function push(worker: Worker, payload: unknown): Promise<Shown[]> {
     scope.dispatchEvent(event);
     await pending;
     const shown = await scope.registration.getNotifications();
-    return shown.map((n) => ({ title: n.title, body: n.body, tag: n.tag, actions: (n as unknown as { actions: { action: string; title: string }[] }).actions.map((a) => `${a.action}:${a.title}`), data: n.data }));
+    return shown.map((n) => ({
+      title: n.title,
+      body: n.body,
+      tag: n.tag,
+      actions: (n as unknown as { actions: { action: string; title: string }[] }).actions.map((a) => `${a.action}:${a.title}`),
+      data: n.data,
+    }));
 
     interface ServiceWorkerGlobalScopeLike extends EventTarget {
       registration: ServiceWorkerRegistration;
@@ -157,7 +163,11 @@ test('the installed worker shows a prompt with Allow / Deny; a second prompt of 
     ],
   );
   const afterResolved = await push(worker, { v: 1, kind: 'resolved', tag: 'prompt:c-1', conversation_id: 'c-1', request_id: 'r-2' });
-  assert.deepEqual(afterResolved.map((n) => n.tag), ['run:c-2'], 'the prompt is withdrawn, nothing new is shown');
+  assert.deepEqual(
+    afterResolved.map((n) => n.tag),
+    ['run:c-2'],
+    'the prompt is withdrawn, nothing new is shown',
+  );
   await tap(worker, 'run:c-2');
   await page.close();
 });
@@ -298,7 +308,7 @@ async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what:
   }
 }
 
-test('turning notifications on subscribes with the service\'s VAPID key and registers the subscription; choices and the name reach the service; turning off removes it', async () => {
+test("turning notifications on subscribes with the service's VAPID key and registers the subscription; choices and the name reach the service; turning off removes it", async () => {
   // No vendor push service here: only the browser's subscribe is replaced, by one returning a subscription
   // with keys made as a browser makes them (docs: /work/shared/notes/web-push.md).
   const ecdh = createECDH('prime256v1');
@@ -344,7 +354,7 @@ test('turning notifications on subscribes with the service\'s VAPID key and regi
   const info = await TestClient.authed(pushCommands.wsUrl, svc.token);
   const vapid = ((await info.request({ type: 'push_info' })).data as { vapid_public_key: string }).vapid_public_key;
   info.close();
-  assert.deepEqual(await browserSide(), { key: vapid, subscribed: true, endpoint: browserSubscription.endpoint }, 'subscribed with the service\'s VAPID key, userVisibleOnly');
+  assert.deepEqual(await browserSide(), { key: vapid, subscribed: true, endpoint: browserSubscription.endpoint }, "subscribed with the service's VAPID key, userVisibleOnly");
   const deviceId = await page.evaluate(() => localStorage.getItem('remote-assistant.device-id'));
   assert.match(deviceId ?? '', /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   const [device, ...others] = await listDevices();
@@ -355,7 +365,11 @@ test('turning notifications on subscribes with the service\'s VAPID key and regi
   assert.deepEqual(device.events, { prompt: true, finished: true, failed: true, webhook: true, review: true });
   assert.equal(device.content_blind, false);
   const subscribe = pushCommands.exchanges.find((e) => e.command.type === 'push_subscribe');
-  assert.deepEqual(subscribe?.command.subscription, { endpoint: browserSubscription.endpoint, keys: { p256dh: browserSubscription.p256dh, auth: browserSubscription.auth } }, 'the browser\'s subscription as it gave it');
+  assert.deepEqual(
+    subscribe?.command.subscription,
+    { endpoint: browserSubscription.endpoint, keys: { p256dh: browserSubscription.p256dh, auth: browserSubscription.auth } },
+    "the browser's subscription as it gave it",
+  );
 
   // Send a test: the page shows the service's outcome for this device (here no push service can take it).
   await page.locator('.push-test').click();
@@ -398,14 +412,18 @@ test('turning notifications on subscribes with the service\'s VAPID key and regi
   assert.equal(renewed.content_blind, true);
   // The proxy records the exchange when the answer passes back through it, which may be just after the
   // service stored the device: wait for it rather than race it.
-  await until(async () => subscribes(), (n) => n === 2, 'the second push_subscribe recorded');
+  await until(
+    async () => subscribes(),
+    (n) => n === 2,
+    'the second push_subscribe recorded',
+  );
   await openNotifications(page);
   await page.locator('.push-disable').waitFor({ state: 'visible' });
 
   await page.locator('.push-disable').click();
   await page.locator('.push-enable').waitFor({ state: 'visible' });
   assert.deepEqual(await listDevices(), []);
-  assert.equal((await browserSide())?.subscribed, false, 'the browser\'s subscription is gone too');
+  assert.equal((await browserSide())?.subscribed, false, "the browser's subscription is gone too");
   await phone.close();
 });
 
@@ -436,12 +454,16 @@ test('a tap on a prompt shows its card; Allow tapped on a request decided meanwh
   await notice.waitFor({ state: 'visible' });
   assert.match(await notice.innerText(), /no longer waiting|already denied from LAN/i);
   const answered = pushCommands.exchanges.filter((e) => e.command.type === 'permission_response' && e.command.request_id === request.request_id);
-  assert.deepEqual(answered.map((e) => e.command.decision), ['allow'], 'the page sent the tapped answer once');
+  assert.deepEqual(
+    answered.map((e) => e.command.decision),
+    ['allow'],
+    'the page sent the tapped answer once',
+  );
   script.close();
   await phone.close();
 });
 
-test('a link from elsewhere cannot answer: without the worker\'s proof of a tap (or with a forged or spent one) the page only shows the prompt (a spent one: in the test of Allow tapped with no page open)', async () => {
+test("a link from elsewhere cannot answer: without the worker's proof of a tap (or with a forged or spent one) the page only shows the prompt (a spent one: in the test of Allow tapped with no page open)", async () => {
   const phone = await phoneContext();
   const page = await openPhonePage(phone);
   await installedWorker(page);
@@ -518,12 +540,19 @@ test('visibility: the page tells the service it is on screen after authenticatin
   const page = await openPhonePage(phone);
   const deviceId = await page.evaluate(() => localStorage.getItem('remote-assistant.device-id'));
   const states = () => pushCommands.exchanges.slice(mark).filter((e) => e.command.type === 'client_state');
-  const reported = async (count: number) => until(async () => states(), (s) => s.length >= count, `${count} client_state`);
+  const reported = async (count: number) =>
+    until(
+      async () => states(),
+      (s) => s.length >= count,
+      `${count} client_state`,
+    );
   await reported(1);
   // The browser's signal, as a phone gives it when the page goes to the background and comes back.
   // (A string: the test's compiler would wrap a function's inner arrows in a helper the page does not have.)
   const setVisible = (visible: boolean) =>
-    page.evaluate(`Object.defineProperty(document, 'visibilityState', { configurable: true, get() { return '${visible ? 'visible' : 'hidden'}'; } }); document.dispatchEvent(new Event('visibilitychange'));`);
+    page.evaluate(
+      `Object.defineProperty(document, 'visibilityState', { configurable: true, get() { return '${visible ? 'visible' : 'hidden'}'; } }); document.dispatchEvent(new Event('visibilitychange'));`,
+    );
   await setVisible(false);
   await reported(2);
   await setVisible(true);

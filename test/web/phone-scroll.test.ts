@@ -69,7 +69,7 @@ test('at the bottom the chat follows; scrolled up a pill counts what is new and 
   assert.equal(await inView(unseen), false, 'the reader scrolled up stays where they were');
   const pill = page.locator('.jump-latest');
   await pill.waitFor();
-  assert.equal(await pill.innerText(), 'Jump to latest (2 new)', 'the other client\'s message and its reply');
+  assert.equal(await pill.innerText(), 'Jump to latest (2 new)', "the other client's message and its reply");
   assert.ok(await inView(pill), 'the pill is on screen');
   await pill.click();
   assert.ok(await inView(unseen), 'the pill jumps to the newest');
@@ -78,7 +78,7 @@ test('at the bottom the chat follows; scrolled up a pill counts what is new and 
   await phone.close();
 });
 
-test('the reader\'s own message comes into view when scrolled up, online and offline, and so does an undo\'s preview', async () => {
+test("the reader's own message comes into view when scrolled up, online and offline, and so does an undo's preview", async () => {
   const phone = await rig.openPhone();
   const { page } = phone;
   await openConversation(page);
@@ -118,7 +118,7 @@ test('the reader\'s own message comes into view when scrolled up, online and off
   await confirm.click();
   const restored = page.locator('.undo-panel .undo-file[data-outcome="deleted"], .undo-panel .undo-file[data-outcome="restored"]').first();
   await restored.waitFor();
-  assert.ok(await inView(restored), 'the undo\'s result is in view');
+  assert.ok(await inView(restored), "the undo's result is in view");
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });

@@ -111,10 +111,19 @@ test('Export downloads the conversation as Markdown where the browser cannot sha
     const text = await readFile((await download.path())!, 'utf8');
     assert.match(text, /^# export me, please\n/);
     assert.match(text, /## Assistant · .*\n\necho: export me, please/);
-    const [json] = await Promise.all([page.waitForEvent('download'), page.locator('.export-toggle').click().then(() => page.locator('.export-json').click())]);
+    const [json] = await Promise.all([
+      page.waitForEvent('download'),
+      page
+        .locator('.export-toggle')
+        .click()
+        .then(() => page.locator('.export-json').click()),
+    ]);
     const doc = JSON.parse(await readFile((await json.path())!, 'utf8')) as { version: number; messages: { content: string }[] };
     assert.equal(doc.version, 1);
-    assert.deepEqual(doc.messages.map((m) => m.content), ['export me, please', 'echo: export me, please']);
+    assert.deepEqual(
+      doc.messages.map((m) => m.content),
+      ['export me, please', 'echo: export me, please'],
+    );
     assert.deepEqual(phone.errors, []);
   } finally {
     await phone.close();

@@ -24,11 +24,7 @@ after(async () => {
 });
 
 /** A raw GET, so the path is sent exactly as written (fetch would normalize `..`) and nothing is decompressed. */
-function rawGet(
-  base: string,
-  path: string,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; type?: string; body: string; bytes: Buffer; headers: http.IncomingHttpHeaders }> {
+function rawGet(base: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; type?: string; body: string; bytes: Buffer; headers: http.IncomingHttpHeaders }> {
   const { hostname, port } = new URL(base);
   return new Promise((resolvePromise, reject) => {
     const req = http.request({ host: hostname, port, path, method: 'GET', headers }, (res) => {
@@ -52,17 +48,39 @@ test('GET / is the phone page, with its script, styles, manifest and icons', asy
   assert.match(page.body, /<link rel="manifest" href="manifest.webmanifest">/);
   assert.match(String(page.headers['content-security-policy']), /default-src 'none'/);
   assert.equal(page.headers['x-content-type-options'], 'nosniff');
-  for (const [path, type] of [['/chat-phone.js', 'text/javascript'], ['/sw.js', 'text/javascript'], ['/chat.css', 'text/css'], ['/manifest.webmanifest', 'application/manifest+json'], ['/icon.svg', 'image/svg+xml'], ['/icon-192.png', 'image/png'], ['/icon-512.png', 'image/png']]) {
+  for (const [path, type] of [
+    ['/chat-phone.js', 'text/javascript'],
+    ['/sw.js', 'text/javascript'],
+    ['/chat.css', 'text/css'],
+    ['/manifest.webmanifest', 'application/manifest+json'],
+    ['/icon.svg', 'image/svg+xml'],
+    ['/icon-192.png', 'image/png'],
+    ['/icon-512.png', 'image/png'],
+  ]) {
     const res = await rawGet(svc.httpUrl, path);
     assert.equal(res.status, 200, path);
     assert.ok(res.type?.startsWith(type), `${path}: ${res.type}`);
   }
   const manifest = JSON.parse((await rawGet(svc.httpUrl, '/manifest.webmanifest')).body) as { icons: { src: string; sizes: string }[] };
-  assert.deepEqual(manifest.icons.filter((i) => i.src.endsWith('.png')).map((i) => i.sizes), ['192x192', '512x512']);
+  assert.deepEqual(
+    manifest.icons.filter((i) => i.src.endsWith('.png')).map((i) => i.sizes),
+    ['192x192', '512x512'],
+  );
 });
 
 test('nothing outside the fixed list is served: traversal, other media files, the data directory', async () => {
-  for (const path of ['/../package.json', '/%2e%2e/package.json', '/..%2fpackage.json', '/media/phone.html', '/chat-webview.js', '/service.json', '/service.db', '/phone.html/', '//etc/passwd', '/icon.svg%00.html']) {
+  for (const path of [
+    '/../package.json',
+    '/%2e%2e/package.json',
+    '/..%2fpackage.json',
+    '/media/phone.html',
+    '/chat-webview.js',
+    '/service.json',
+    '/service.db',
+    '/phone.html/',
+    '//etc/passwd',
+    '/icon.svg%00.html',
+  ]) {
     const res = await rawGet(svc.httpUrl, path);
     assert.equal(res.status, 404, path);
     assert.equal(JSON.parse(res.body).code, 'not_found', path);

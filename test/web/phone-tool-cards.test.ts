@@ -71,7 +71,7 @@ async function checkCards(page: Page, when: string): Promise<void> {
   assert.doesNotMatch(text, /\{"|\\n|\\"/, `${when}: no escaped JSON anywhere in the cards`);
 }
 
-test('tool cards: the applied diff, a command\'s output and exit code, what was read, arguments as text, a rule\'s deny named', async () => {
+test("tool cards: the applied diff, a command's output and exit code, what was read, arguments as text, a rule's deny named", async () => {
   const ws = rig.workspace.dir;
   await writeFile(join(ws, 'notes.txt'), 'first line\nold second line\n');
   await writeFile(join(ws, 'long.txt'), Array.from({ length: 30 }, (_, i) => `row ${i + 1}`).join('\n'));

@@ -21,11 +21,8 @@ after(async () => {
 
 const SAID = 'I will create greet.js with the helpers';
 
-test('text written before a tool call is kept: history after a reload, export, search, the model\'s next call', async () => {
-  rig.fake.script(
-    { text: SAID, tool_calls: [{ name: 'write_file', arguments: { path: 'greet.js', content: 'export const hi = 1;\n' } }] },
-    { text: 'Done. Created greet.js' },
-  );
+test("text written before a tool call is kept: history after a reload, export, search, the model's next call", async () => {
+  rig.fake.script({ text: SAID, tool_calls: [{ name: 'write_file', arguments: { path: 'greet.js', content: 'export const hi = 1;\n' } }] }, { text: 'Done. Created greet.js' });
   const phone = await rig.openPhone();
   const { page } = phone;
   const input = page.locator('.composer-input');
@@ -50,7 +47,10 @@ test('text written before a tool call is kept: history after a reload, export, s
   const exported = await probe.request({ type: 'export_conversation', conversation_id: conversation.id, format: 'markdown' });
   assert.match((exported.data as { text: string }).text, new RegExp(`## Assistant · [^\\n]+\\n\\n${SAID}`));
   const found = await probe.request({ type: 'search_messages', query: 'greet helpers' });
-  assert.ok((found.data as { hits: { conversation_id: string; role: string }[] }).hits.some((h) => h.conversation_id === conversation.id && h.role === 'assistant'), JSON.stringify(found.data));
+  assert.ok(
+    (found.data as { hits: { conversation_id: string; role: string }[] }).hits.some((h) => h.conversation_id === conversation.id && h.role === 'assistant'),
+    JSON.stringify(found.data),
+  );
   const turns = await probe.request({ type: 'list_turn_changes', conversation_id: conversation.id });
   const messages = await probe.request({ type: 'get_messages', conversation_id: conversation.id });
   const reply = (messages.data as { messages: { id: string; content: string }[] }).messages.find((m) => m.content === 'Done. Created greet.js')!;

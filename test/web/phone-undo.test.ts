@@ -21,7 +21,7 @@ after(async () => {
   await rig?.close();
 });
 
-test('the phone shows the diff of what undo will restore, then restores the turn\'s files', async () => {
+test("the phone shows the diff of what undo will restore, then restores the turn's files", async () => {
   const ws = rig.workspace.dir;
   await writeFile(join(ws, 'page.txt'), 'kept line\nbefore the turn\n');
   const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
@@ -62,10 +62,7 @@ test('the phone shows the diff of what undo will restore, then restores the turn
 
 test('after a reload, an undone turn reads as undone: its reply is marked and its write card is not a plain "ok"', async () => {
   const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
-  rig.fake.script(
-    { tool_calls: [{ name: 'write_file', arguments: { path: 'greet.js', content: 'export const hi = 1;\n' } }] },
-    { text: 'Done. Created greet.js' },
-  );
+  rig.fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'greet.js', content: 'export const hi = 1;\n' } }] }, { text: 'Done. Created greet.js' });
   const answer = await other.request({ type: 'chat', message: 'make greet, then undo it elsewhere' }, 30_000);
   assert.equal(answer.status, 'ok', JSON.stringify(answer));
   const conversationId = (answer.data as { conversation_id: string }).conversation_id;

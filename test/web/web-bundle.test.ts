@@ -17,15 +17,28 @@ test('the web bundles hold no zod: src/protocol comes in as types only (its zod-
     logLevel: 'silent',
   });
   const inputs = Object.keys(result.metafile.inputs);
-  assert.ok(inputs.some((file) => file.startsWith('src/web/chat/')), 'the bundle holds the chat UI');
+  assert.ok(
+    inputs.some((file) => file.startsWith('src/web/chat/')),
+    'the bundle holds the chat UI',
+  );
   assert.deepEqual(
     inputs.filter((file) => file.includes('node_modules/zod')),
     [],
     'zod in the browser bundle: a value import from src/protocol (use `import type`)',
   );
   // From src/protocol only the modules written without zod for the browser come in as code.
-  assert.deepEqual(
-    inputs.filter((file) => file.startsWith('src/protocol/')).sort(),
-    ['src/protocol/audit-labels.ts', 'src/protocol/chat-context.ts', 'src/protocol/client.ts', 'src/protocol/export-reader.ts', 'src/protocol/pending-requests.ts', 'src/protocol/permission-text.ts', 'src/protocol/plan-summary.ts', 'src/protocol/push-payload.ts', 'src/protocol/relay-client-frame.ts', 'src/protocol/saved-prompt-text.ts', 'src/protocol/sources.ts', 'src/protocol/version.ts'],
-  );
+  assert.deepEqual(inputs.filter((file) => file.startsWith('src/protocol/')).sort(), [
+    'src/protocol/audit-labels.ts',
+    'src/protocol/chat-context.ts',
+    'src/protocol/client.ts',
+    'src/protocol/export-reader.ts',
+    'src/protocol/pending-requests.ts',
+    'src/protocol/permission-text.ts',
+    'src/protocol/plan-summary.ts',
+    'src/protocol/push-payload.ts',
+    'src/protocol/relay-client-frame.ts',
+    'src/protocol/saved-prompt-text.ts',
+    'src/protocol/sources.ts',
+    'src/protocol/version.ts',
+  ]);
 });

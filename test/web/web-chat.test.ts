@@ -67,7 +67,6 @@ async function send(text: string): Promise<void> {
   await input.press('Enter');
 }
 
-
 async function openDrawer(): Promise<void> {
   if (!(await page.locator('.app.drawer-open').count())) await page.locator('.drawer-toggle').click();
   await page.locator('.drawer .new-chat').waitFor({ state: 'visible' });
@@ -120,7 +119,11 @@ test('HTML in a reply never runs and shows no raw tags', async () => {
   await send('try to inject');
   await page.waitForFunction(() => /end\./.test(document.querySelector('.message.assistant:last-of-type')?.textContent ?? '') && !document.querySelector('.message.streaming'));
   const reply = page.locator('.message.assistant').last();
-  await reply.locator('a').first().click().catch(() => undefined);
+  await reply
+    .locator('a')
+    .first()
+    .click()
+    .catch(() => undefined);
   await page.waitForTimeout(300);
   assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: unknown }).__pwned), undefined, 'nothing executed');
   const shown = await reply.innerText();
@@ -161,7 +164,10 @@ test('the conversation list shows conversations, switching loads history, delete
   await page.waitForFunction(() => document.querySelectorAll('.conversation').length === 1);
   const probe = await TestClient.authed(svc.wsUrl, svc.token);
   const listed = (await probe.request({ type: 'list_conversations' })).data as { conversations: { title: string }[] };
-  assert.deepEqual(listed.conversations.map((c) => c.title), ['show me code']);
+  assert.deepEqual(
+    listed.conversations.map((c) => c.title),
+    ['show me code'],
+  );
   probe.close();
   await page.keyboard.press('Escape');
   assert.equal(await page.locator('.app.drawer-open').count(), 0);
@@ -174,11 +180,18 @@ test('ask mode: a tool call shows a permission card; Allow runs it and the card 
   await card.waitFor();
   assert.match(await card.innerText(), /list_directory/);
   assert.match(await card.innerText(), /Asked from LAN/, 'the card says where the request came from');
-  assert.deepEqual(await card.locator('.permission-actions button[data-decision]').evaluateAll((b) => b.map((x) => (x as HTMLElement).dataset.decision)), ['allow', 'allow_conversation', 'allow_always', 'deny']);
+  assert.deepEqual(await card.locator('.permission-actions button[data-decision]').evaluateAll((b) => b.map((x) => (x as HTMLElement).dataset.decision)), [
+    'allow',
+    'allow_conversation',
+    'allow_always',
+    'deny',
+  ]);
   await shot('05-permission');
   await card.locator('button[data-decision="allow"]').click();
   await card.waitFor({ state: 'detached' });
-  await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('The directory is listed.') && !document.querySelector('.message.streaming'));
+  await page.waitForFunction(
+    () => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('The directory is listed.') && !document.querySelector('.message.streaming'),
+  );
   const tool = page.locator('.tool-card').last();
   assert.equal(await tool.locator('.tool-name').innerText(), 'list_directory');
   assert.equal(await tool.locator('.tool-status').getAttribute('data-status'), 'ok');
@@ -197,7 +210,9 @@ test('a chat turn costs no list_conversations round trip: the list and a denied 
   // 1. This page chats; the tool is refused by the mode: the card says denied (from tool.result, not guessed).
   fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'Answered without the tool.', chunks: 2 });
   await send('a turn counted frame by frame');
-  await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('Answered without the tool.') && !document.querySelector('.message.streaming'));
+  await page.waitForFunction(
+    () => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('Answered without the tool.') && !document.querySelector('.message.streaming'),
+  );
   assert.equal(await page.locator('.tool-card').last().locator('.tool-status').getAttribute('data-status'), 'denied');
 
   // 2. Another client starts a conversation: its row reaches both clients in conversation.updated.
@@ -248,7 +263,7 @@ test('history: each tool card reads its outcome from get_messages (tool_kind, ok
   await page.waitForFunction(() => (document.querySelector('.message-list')?.textContent ?? '').includes('Not read again.'));
   const cards = page.locator('.tool-card');
   assert.deepEqual(await cards.locator('.tool-status').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-status'))), ['ok', 'denied'], 'from history, the same outcomes');
-  assert.match(await cards.first().locator('.tool-output').textContent() ?? '', /"answer": 42/, 'the JSON result is the first call\'s output, not a second call');
+  assert.match((await cards.first().locator('.tool-output').textContent()) ?? '', /"answer": 42/, "the JSON result is the first call's output, not a second call");
 });
 
 test('the permission mode select updates the service, and follows changes made elsewhere', async () => {

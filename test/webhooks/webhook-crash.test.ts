@@ -111,7 +111,12 @@ test('killed between the reply and its delivery: delivered after restart, each d
     assert.equal(ids.length, 3, 'one 2xx per delivery');
     assert.deepEqual([...new Set(ids)].sort(), [...attempted()].map(String).sort(), 'the same delivery ids as before the crash');
     assert.equal(receiver.duplicates(), 0);
-    assert.deepEqual(processed().map((c) => c.body?.conversation_id).sort(), [...conversations].sort());
+    assert.deepEqual(
+      processed()
+        .map((c) => c.body?.conversation_id)
+        .sort(),
+      [...conversations].sort(),
+    );
     for (const callback of processed()) assert.equal(callback.signatureValid, true);
   } finally {
     second.child.kill('SIGTERM');

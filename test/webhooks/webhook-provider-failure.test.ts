@@ -75,7 +75,11 @@ describe('transient provider failures are retried', () => {
     assert.equal(callbacks[0].signatureValid, true);
     assert.equal(chatRequestsWith(svc.fake, 'survive the outage').length, 5, 'four failed provider calls, then the answer');
     const replies = (await svc.service.store.messages.recent(data.conversation_id)).filter((m) => m.role === 'assistant');
-    assert.deepEqual(replies.map((m) => m.content), ['echo: survive the outage'], 'one reply stored');
+    assert.deepEqual(
+      replies.map((m) => m.content),
+      ['echo: survive the outage'],
+      'one reply stored',
+    );
     const deliveries = await deliveriesOf(svc, data.conversation_id);
     assert.equal(deliveries.length, 1);
     assert.equal(deliveries[0].status, 'delivered');
@@ -89,7 +93,10 @@ describe('transient provider failures are retried', () => {
     const data = await accepted(svc, { message: 'rate limited for a second' });
     await receiver.waitFor(() => callbacksFor(data.conversation_id).length >= 1, 'the reply', 20_000);
     await settle();
-    assert.deepEqual(callbacksFor(data.conversation_id).map((c) => c.body?.message), ['echo: rate limited for a second']);
+    assert.deepEqual(
+      callbacksFor(data.conversation_id).map((c) => c.body?.message),
+      ['echo: rate limited for a second'],
+    );
     const calls = chatRequestsWith(svc.fake, 'rate limited for a second');
     assert.equal(calls.length, 4, 'three refused calls (one turn), then the retried turn');
     // The inbox's own backoff is 50 ms here: the second turn waited for Retry-After (1 s) instead.
@@ -97,10 +104,7 @@ describe('transient provider failures are retried', () => {
   });
 
   test('a message arriving while an earlier one of its conversation waits to be retried is answered after it', async () => {
-    const slow = await startService(
-      { base_url: svc.fake.url, channels: { webhook: { accounts: { alpha: account() } } } },
-      { webhook: { ...FAST, retryBaseMs: 1_500, retryMaxMs: 3_000 } },
-    );
+    const slow = await startService({ base_url: svc.fake.url, channels: { webhook: { accounts: { alpha: account() } } } }, { webhook: { ...FAST, retryBaseMs: 1_500, retryMaxMs: 3_000 } });
     try {
       const first = await accepted(slow, { message: 'first in line' });
       await receiver.waitFor(() => callbacksFor(first.conversation_id).length === 1, 'the first reply');
@@ -131,10 +135,7 @@ describe('transient provider failures are retried', () => {
     const gone = await startFakeOpenAI();
     const port = gone.port;
     await gone.close();
-    const down = await startService(
-      { base_url: `http://127.0.0.1:${port}/v1`, channels: { webhook: { accounts: { alpha: account() } } } },
-      { webhook: FAST },
-    );
+    const down = await startService({ base_url: `http://127.0.0.1:${port}/v1`, channels: { webhook: { accounts: { alpha: account() } } } }, { webhook: FAST });
     let back: FakeOpenAI | undefined;
     try {
       const data = await accepted(down, { message: 'anyone there?' });
@@ -143,7 +144,10 @@ describe('transient provider failures are retried', () => {
       back = await startFakeOpenAI({ port });
       await receiver.waitFor(() => callbacksFor(data.conversation_id).length >= 1, 'the reply', 20_000);
       await settle();
-      assert.deepEqual(callbacksFor(data.conversation_id).map((c) => c.body?.message), ['echo: anyone there?']);
+      assert.deepEqual(
+        callbacksFor(data.conversation_id).map((c) => c.body?.message),
+        ['echo: anyone there?'],
+      );
     } finally {
       await down.dispose();
       await back?.close();
@@ -166,7 +170,10 @@ describe('transient provider failures are retried', () => {
       second = await startService(config, { webhook: FAST, dataDir: first.dataDir, keepConfig: true });
       await receiver.waitFor(() => callbacksFor(data.conversation_id).length >= 1, 'the reply', 20_000);
       await settle();
-      assert.deepEqual(callbacksFor(data.conversation_id).map((c) => c.body?.message), ['echo: across a restart']);
+      assert.deepEqual(
+        callbacksFor(data.conversation_id).map((c) => c.body?.message),
+        ['echo: across a restart'],
+      );
     } finally {
       await second?.stop();
       await first.dispose();
@@ -220,10 +227,7 @@ describe('permanent provider failures are answered with an error callback', () =
   test('still failing when the retry window is over: an error callback says it gave up', async () => {
     const broken = await startFakeOpenAI();
     broken.setDefault({ status: 503 });
-    const s = await startService(
-      { base_url: broken.url, channels: { webhook: { accounts: { alpha: account({ retry_for_seconds: 2 }) } } } },
-      { webhook: FAST },
-    );
+    const s = await startService({ base_url: broken.url, channels: { webhook: { accounts: { alpha: account({ retry_for_seconds: 2 }) } } } }, { webhook: FAST });
     try {
       const data = await accepted(s, { message: 'never answered' });
       await receiver.waitFor(() => callbacksFor(data.conversation_id).length >= 1, 'the error callback', 20_000);

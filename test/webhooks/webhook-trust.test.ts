@@ -62,17 +62,17 @@ function webhookConfig(accounts: Record<string, Record<string, unknown>>, extra:
 
 describe('tools requested during a webhook turn', () => {
   test('an account without secret, global permission_mode allow: run_command is denied, the file is not written', async () => {
-    const svc = await startService(
-      webhookConfig({ open: { incoming_path: '/open', outgoing_url: receiver.url('/open') } }, { permission_mode: 'allow' }),
-      { webhook: FAST },
-    );
+    const svc = await startService(webhookConfig({ open: { incoming_path: '/open', outgoing_url: receiver.url('/open') } }, { permission_mode: 'allow' }), { webhook: FAST });
     try {
       scriptCommandAttack('pwned-open.txt');
       const { conversationId, callback } = await sendAndAwaitCallback(svc, '/open', 'please run id');
       assert.equal(existsSync(join(workspace.dir, 'pwned-open.txt')), false, 'the command ran: unauthenticated command execution');
       assert.match(String(callback.body?.message), /Permission denied/);
       const tools = await toolMessages(svc, conversationId);
-      assert.ok(tools.some((m) => (m.data as { denied?: boolean } | null)?.denied === true), 'the denial is recorded as the tool result');
+      assert.ok(
+        tools.some((m) => (m.data as { denied?: boolean } | null)?.denied === true),
+        'the denial is recorded as the tool result',
+      );
     } finally {
       await svc.dispose();
     }
@@ -120,10 +120,9 @@ describe('tools requested during a webhook turn', () => {
   });
 
   test('global permission_mode deny stops an opted-in account too', async () => {
-    const svc = await startService(
-      webhookConfig({ trusted: { incoming_path: '/trusted', outgoing_url: receiver.url('/trusted'), secret: SECRET, tools: 'allow' } }, { permission_mode: 'deny' }),
-      { webhook: FAST },
-    );
+    const svc = await startService(webhookConfig({ trusted: { incoming_path: '/trusted', outgoing_url: receiver.url('/trusted'), secret: SECRET, tools: 'allow' } }, { permission_mode: 'deny' }), {
+      webhook: FAST,
+    });
     try {
       scriptCommandAttack('kill-switch.txt');
       const { callback } = await sendAndAwaitCallback(svc, '/trusted', 'please run id', { 'x-service-secret': SECRET });
@@ -135,10 +134,10 @@ describe('tools requested during a webhook turn', () => {
   });
 
   test('"tools": "ask" asks the user\'s clients, and permission.request names the webhook account as its source', async () => {
-    const svc = await startService(
-      webhookConfig({ asker: { incoming_path: '/asker', outgoing_url: receiver.url('/asker'), secret: SECRET, tools: 'ask' } }, { permission_mode: 'allow' }),
-      { webhook: FAST, permissionTimeoutMs: 30_000 },
-    );
+    const svc = await startService(webhookConfig({ asker: { incoming_path: '/asker', outgoing_url: receiver.url('/asker'), secret: SECRET, tools: 'ask' } }, { permission_mode: 'allow' }), {
+      webhook: FAST,
+      permissionTimeoutMs: 30_000,
+    });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
     try {
       scriptCommandAttack('asked.txt');
@@ -158,10 +157,10 @@ describe('tools requested during a webhook turn', () => {
   });
 
   test('the user continuing a webhook conversation in allow mode is asked before a tool runs (its history is untrusted)', async () => {
-    const svc = await startService(
-      webhookConfig({ open: { incoming_path: '/open', outgoing_url: receiver.url('/open') } }, { permission_mode: 'allow' }),
-      { webhook: FAST, permissionTimeoutMs: 30_000 },
-    );
+    const svc = await startService(webhookConfig({ open: { incoming_path: '/open', outgoing_url: receiver.url('/open') } }, { permission_mode: 'allow' }), {
+      webhook: FAST,
+      permissionTimeoutMs: 30_000,
+    });
     const client = await TestClient.authed(svc.wsUrl, svc.token);
     try {
       fake.script({ text: 'noted' });
@@ -170,7 +169,7 @@ describe('tools requested during a webhook turn', () => {
       client.send({ type: 'chat', id: 'continue-1', conversation_id: conversationId, message: 'thanks, carry on' });
       const answered = (f: Record<string, unknown>) => f.id === 'continue-1' && 'status' in f;
       const first = await client.next((f) => f.event === 'permission.request' || answered(f));
-      assert.equal(first.event, 'permission.request', 'the tool ran without asking: planted text drove the user\'s turn');
+      assert.equal(first.event, 'permission.request', "the tool ran without asking: planted text drove the user's turn");
       assert.equal(first.source, 'ws');
       await client.request({ type: 'permission_response', request_id: first.request_id, decision: 'deny' });
       const reply = await client.next(answered);
@@ -198,18 +197,32 @@ describe('tools requested during a webhook turn', () => {
     }
   });
 
-  test('an account without tools opt-in: todo writes its own conversation\'s plan, run_command in the same turn is still denied', async () => {
+  test("an account without tools opt-in: todo writes its own conversation's plan, run_command in the same turn is still denied", async () => {
     const svc = await startService(webhookConfig({ ci: { incoming_path: '/ci', outgoing_url: receiver.url('/ci'), secret: SECRET } }, { permission_mode: 'allow' }), {
       webhook: FAST,
     });
     try {
       const plan = [{ text: 'Look at the failure', status: 'in_progress' }];
-      fake.script({ tool_calls: [{ name: 'todo', arguments: { items: plan } }, { name: 'run_command', arguments: { command: 'id > pwned-todo.txt' } }] }, { text: 'done' });
+      fake.script(
+        {
+          tool_calls: [
+            { name: 'todo', arguments: { items: plan } },
+            { name: 'run_command', arguments: { command: 'id > pwned-todo.txt' } },
+          ],
+        },
+        { text: 'done' },
+      );
       const { conversationId } = await sendAndAwaitCallback(svc, '/ci', 'why did the build fail?', { 'x-service-secret': SECRET });
       assert.equal(existsSync(join(workspace.dir, 'pwned-todo.txt')), false, 'run_command ran for an account without tools');
       assert.deepEqual(svc.service.store.conversations.planOf(conversationId), plan, 'the plan is written: todo changes nothing outside its conversation');
       const results = (await toolMessages(svc, conversationId)).filter((m) => (m.data as { kind?: string } | null)?.kind === 'result');
-      assert.deepEqual(results.map((m) => [m.tool_name, (m.data as { denied?: boolean }).denied === true]), [['todo', false], ['run_command', true]]);
+      assert.deepEqual(
+        results.map((m) => [m.tool_name, (m.data as { denied?: boolean }).denied === true]),
+        [
+          ['todo', false],
+          ['run_command', true],
+        ],
+      );
     } finally {
       await svc.dispose();
     }

@@ -148,7 +148,22 @@ describe('incoming webhook, happy path', () => {
     const deliveries = (all.data as { deliveries: Record<string, unknown>[] }).deliveries;
     assert.ok(deliveries.length >= 4);
     const latest = deliveries[0];
-    for (const field of ['id', 'account', 'receiver', 'conversation_id', 'message_id', 'status', 'attempts', 'created_at', 'next_attempt_at', 'give_up_at', 'last_attempt_at', 'last_status', 'last_error', 'finished_at']) {
+    for (const field of [
+      'id',
+      'account',
+      'receiver',
+      'conversation_id',
+      'message_id',
+      'status',
+      'attempts',
+      'created_at',
+      'next_attempt_at',
+      'give_up_at',
+      'last_attempt_at',
+      'last_status',
+      'last_error',
+      'finished_at',
+    ]) {
       assert.ok(field in latest, field);
     }
     assert.equal(latest.receiver, `http://127.0.0.1:${open.port}`, 'only the origin of the URL is shown');
@@ -168,12 +183,7 @@ describe('incoming webhook, happy path', () => {
 describe('incoming webhook, credentials', () => {
   test('missing or wrong secret: 401, nothing stored, nothing delivered', async () => {
     const before = snapshot(svc);
-    const cases: Record<string, string>[] = [
-      {},
-      { 'x-service-secret': 'wrong-secret-0123456789' },
-      { 'x-service-secret': SECRET_A.slice(0, -1) },
-      { 'x-service-secret': SECRET_B },
-    ];
+    const cases: Record<string, string>[] = [{}, { 'x-service-secret': 'wrong-secret-0123456789' }, { 'x-service-secret': SECRET_A.slice(0, -1) }, { 'x-service-secret': SECRET_B }];
     for (const headers of cases) {
       const reply = await hook(svc, '/hooks/alpha', { message: 'let me in' }, headers);
       assert.equal(reply.status, 401, JSON.stringify(headers));
@@ -330,7 +340,11 @@ describe('incoming webhook, conversations and idempotency', () => {
     for (let i = 1; i < runs.length; i += 1) assert.ok(runs[i].receivedAt - runs[i - 1].receivedAt >= 140, 'the next run starts after the previous reply');
     // Each run sees the conversation as it stood: earlier turns answered, later messages not yet in it.
     assert.deepEqual(
-      runs.map((r) => withoutNote(r.body.messages as { role: string; content: string }[]).filter((m) => m.role !== 'system').map((m) => m.content)),
+      runs.map((r) =>
+        withoutNote(r.body.messages as { role: string; content: string }[])
+          .filter((m) => m.role !== 'system')
+          .map((m) => m.content),
+      ),
       [
         ['order 0', 'echo: order 0', 'order 1'],
         ['order 0', 'echo: order 0', 'order 1', 'reply 1', 'order 2'],
@@ -340,7 +354,10 @@ describe('incoming webhook, conversations and idempotency', () => {
     const stored = (await svc.service.store.messages.recent(first.conversation_id)).map((m) => m.content);
     assert.deepEqual(stored, ['order 0', 'echo: order 0', 'order 1', 'reply 1', 'order 2', 'reply 2', 'order 3', 'reply 3']);
     const replies = (await svc.service.store.messages.recent(first.conversation_id)).filter((m) => m.role === 'assistant').map((m) => m.content);
-    assert.deepEqual(callbacksFor(alpha, first.conversation_id).map((c) => c.body?.message), replies);
+    assert.deepEqual(
+      callbacksFor(alpha, first.conversation_id).map((c) => c.body?.message),
+      replies,
+    );
   });
 
   test("the user's own clients see webhook conversations; a webhook sees only its account's", async () => {
@@ -351,7 +368,10 @@ describe('incoming webhook, conversations and idempotency', () => {
     const list = (await client.request({ type: 'list_conversations', limit: 500 })).data as { conversations: { id: string; source: string }[] };
     assert.equal(list.conversations.find((c) => c.id === hook.conversation_id)?.source, 'webhook:alpha');
     const history = (await client.request({ type: 'get_messages', conversation_id: hook.conversation_id })).data as { messages: { content: string }[] };
-    assert.deepEqual(history.messages.map((m) => m.content), ['visible to the editor', 'echo: visible to the editor']);
+    assert.deepEqual(
+      history.messages.map((m) => m.content),
+      ['visible to the editor', 'echo: visible to the editor'],
+    );
     const own = await client.request({ type: 'chat', message: 'from the LAN' });
     const intrusion = await postJson(`${svc.httpUrl}/hooks/alpha`, { message: 'x', conversation_id: (own.data as { conversation_id: string }).conversation_id }, secret);
     assert.equal(intrusion.status, 404);

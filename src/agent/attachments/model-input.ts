@@ -44,7 +44,10 @@ async function savedNote(attachment: StoredAttachment, bytes: Buffer, deps: Mode
   const relative = `${ATTACHMENTS_FOLDER}/${attachment.hash.slice(0, 8)}-${safeFileName(attachment.name)}`;
   try {
     const target = await resolveWorkspacePath(deps.workspaceRoots(), relative);
-    const present = await lstat(target.path).then((info) => info.isFile() && info.size === bytes.length, () => false);
+    const present = await lstat(target.path).then(
+      (info) => info.isFile() && info.size === bytes.length,
+      () => false,
+    );
     if (!present) await writeFileInWorkspace(target, relative, bytes, true);
     return `[Attached file: ${relative} (${attachment.mime}, ${attachment.size} bytes)]`;
   } catch (error) {

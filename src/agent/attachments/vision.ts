@@ -6,7 +6,8 @@ import type { ServiceConfig } from '../../protocol';
  */
 const KNOWN_VISION_MODELS: Record<ServiceConfig['provider'], RegExp | undefined> = {
   // OpenAI's own and the common vision models behind OpenAI-compatible servers (Ollama, LM Studio, OpenRouter).
-  openai: /(^|[/:])(gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-4-turbo|gpt-4-vision|gpt-5|o1(?!-mini)|o3|o4|llava|bakllava|pixtral|gemma-?3|qwen2?\.?5?-?vl|llama-?3\.2-vision|llama-?4|minicpm-v|gemini|claude)/i,
+  openai:
+    /(^|[/:])(gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-4-turbo|gpt-4-vision|gpt-5|o1(?!-mini)|o3|o4|llava|bakllava|pixtral|gemma-?3|qwen2?\.?5?-?vl|llama-?3\.2-vision|llama-?4|minicpm-v|gemini|claude)/i,
   // Every Claude model from Claude 3 on.
   anthropic: /claude-(3|[a-z]+-[4-9]|[4-9])/i,
   vscode: undefined,

@@ -8,9 +8,7 @@ import { messagesTokens } from './budget';
  * What a stored `summary` message holds in `data`: a summary of every message of the conversation up
  * to `through_seq` (the model is sent it instead of them), or the notice that a compaction failed.
  */
-export type SummaryData =
-  | { kind: 'summary'; through_seq: number; summarised: number; focus?: string }
-  | { kind: 'compaction_failed'; reason: string };
+export type SummaryData = { kind: 'summary'; through_seq: number; summarised: number; focus?: string } | { kind: 'compaction_failed'; reason: string };
 
 /** Characters of a cut tool output still shown to the model (its beginning). */
 const CUT_TOOL_HEAD = 300;

@@ -70,7 +70,11 @@ export class GitStatusCache {
 
 /** What changes when HEAD or the index does (a folder inside a repository, or a worktree, has no .git folder of its own: then only time tells). */
 async function gitStateKey(folder: string): Promise<string> {
-  const of = (file: string) => stat(path.join(folder, '.git', file)).then((s) => `${s.mtimeMs}/${s.size}`, () => '-');
+  const of = (file: string) =>
+    stat(path.join(folder, '.git', file)).then(
+      (s) => `${s.mtimeMs}/${s.size}`,
+      () => '-',
+    );
   return `${await of('HEAD')}:${await of('index')}`;
 }
 

@@ -124,10 +124,7 @@ export class InstructionFiles {
     });
     const nested = nearestFolders(roots, touched).map((folder) => this.nearestAbove(roots, folder.root, folder.relative));
     // Looked at side by side: each look is a few system calls, each waiting its turn in libuv's pool.
-    const [user, found] = await Promise.all([
-      this.userDir ? this.readUserFile(path.join(this.userDir, FOLDER_INSTRUCTION_FILE), links) : undefined,
-      Promise.all([...atRoots, ...nested]),
-    ]);
+    const [user, found] = await Promise.all([this.userDir ? this.readUserFile(path.join(this.userDir, FOLDER_INSTRUCTION_FILE), links) : undefined, Promise.all([...atRoots, ...nested])]);
     const files: { scope: 'user' | 'project'; path: string; bytes: number; text: string }[] = user ? [{ scope: 'user', path: FOLDER_INSTRUCTION_FILE, ...user }] : [];
     const seen = new Set<string>();
     for (const file of found) {

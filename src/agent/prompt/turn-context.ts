@@ -60,7 +60,13 @@ export class TurnContext {
    * touched before (a folder with its own AGENTS.md, or an instruction file it edited); `turn` keeps
    * them between the steps of one turn.
    */
-  async systemMessage(config: ServiceConfig, rows: readonly MessageRow[], workplace: Omit<WorkplaceFacts, 'roots'>, turn: TurnInstructions = {}, roots: readonly string[] = this.workspaceRoots()): Promise<ChatMessage> {
+  async systemMessage(
+    config: ServiceConfig,
+    rows: readonly MessageRow[],
+    workplace: Omit<WorkplaceFacts, 'roots'>,
+    turn: TurnInstructions = {},
+    roots: readonly string[] = this.workspaceRoots(),
+  ): Promise<ChatMessage> {
     const touched = [...new Set(touchedPaths(rows))];
     const key = touched.join('\n');
     if (turn.files === undefined || turn.key !== key) {

@@ -7,16 +7,7 @@ import Anthropic, { APIConnectionError, APIConnectionTimeoutError, APIError, API
 import { PROVIDERS, type ProviderName } from '../../protocol';
 import type { Attempt } from './attempt';
 import { createHttpProvider, explanationOf, type HttpProviderCore, type StreamAssembler } from './http-provider';
-import {
-  ProviderError,
-  type ChatMessage,
-  type CompletionRequest,
-  type CompletionResult,
-  type CompletionUsage,
-  type ImageInput,
-  type Provider,
-  type ToolCall,
-} from './types';
+import { ProviderError, type ChatMessage, type CompletionRequest, type CompletionResult, type CompletionUsage, type ImageInput, type Provider, type ToolCall } from './types';
 
 export interface AnthropicProviderOptions {
   /** Required for Anthropic's own endpoint; omitted, a placeholder is sent (keyless compatible servers accept it). */
@@ -203,9 +194,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
       }
       const calls = [...this.blocks.entries()]
         .sort(([a], [b]) => a - b)
-        .flatMap(([index, block]) =>
-          block.kind === 'tool' ? [toolCall(index, block.id, block.name, block.json !== '' ? block.json : block.input, this.stopReason)] : [],
-        );
+        .flatMap(([index, block]) => (block.kind === 'tool' ? [toolCall(index, block.id, block.name, block.json !== '' ? block.json : block.input, this.stopReason)] : []));
       return withUsage({ text: this.text, tool_calls: calls, finish_reason: this.stopReason }, this.usage);
     }
   }
@@ -340,9 +329,7 @@ type WireUsage = Partial<Record<'input_tokens' | 'output_tokens' | 'cache_creati
 function usageOf(usage: WireUsage | null | undefined): CompletionUsage | undefined {
   if (!usage || typeof usage !== 'object') return undefined;
   const counted: CompletionUsage = {};
-  const inputs = [usage.input_tokens, usage.cache_creation_input_tokens, usage.cache_read_input_tokens].filter(
-    (n): n is number => typeof n === 'number',
-  );
+  const inputs = [usage.input_tokens, usage.cache_creation_input_tokens, usage.cache_read_input_tokens].filter((n): n is number => typeof n === 'number');
   if (typeof usage.input_tokens === 'number') counted.input_tokens = inputs.reduce((a, b) => a + b, 0);
   if (typeof usage.output_tokens === 'number') counted.output_tokens = usage.output_tokens;
   if (typeof usage.cache_read_input_tokens === 'number') counted.cached_tokens = usage.cache_read_input_tokens;

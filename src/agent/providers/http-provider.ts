@@ -142,8 +142,7 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
   // The SDK's own timeout only covers the wait for headers; ours (Attempt) governs, so it is set longer.
   const sdkTimeout = timeoutMs + 5_000;
 
-  const fail = (kind: ProviderErrorKind, message: string, status?: number) =>
-    new ProviderError(name, kind, `${name}: ${message}`, status);
+  const fail = (kind: ProviderErrorKind, message: string, status?: number) => new ProviderError(name, kind, `${name}: ${message}`, status);
   const detail = (value: unknown, maxLength?: number) => safeDetail(value, secrets(), maxLength);
   const cause = (value: unknown) => cleanCause(value, secrets());
   function withProviderText<T extends ProviderError | RetryableFailure>(failure: T, text: unknown): T {
@@ -173,9 +172,7 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
     if (error instanceof ProviderError || error instanceof RetryableFailure) return error;
     if (attempt.cancelled) return cancelled();
     if (attempt.timedOut || error instanceof errors.APIConnectionTimeoutError) {
-      return phase === 'open'
-        ? fail('timeout', `no response within ${seconds(timeoutMs)}`)
-        : fail('timeout', `the answer stalled: nothing received for ${seconds(timeoutMs)}`);
+      return phase === 'open' ? fail('timeout', `no response within ${seconds(timeoutMs)}`) : fail('timeout', `the answer stalled: nothing received for ${seconds(timeoutMs)}`);
     }
     if (error instanceof errors.APIUserAbortError || isAbortError(error)) return cancelled();
     if (error instanceof errors.APIConnectionError) {
@@ -329,8 +326,7 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
   }
 
   function provider<Body, Event>(wire: WireParts<Body, Event>): Provider {
-    const retry = <T>(signal: AbortSignal | undefined, attempt: () => Promise<T>) =>
-      withRetries(attempt, { provider: name, maxRetries, signal });
+    const retry = <T>(signal: AbortSignal | undefined, attempt: () => Promise<T>) => withRetries(attempt, { provider: name, maxRetries, signal });
     return {
       name,
 
@@ -338,11 +334,7 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
         const { signal, onDelta } = request;
         ready(signal);
         const body = wire.buildBody(request);
-        return retry(signal, () =>
-          onDelta
-            ? stream(signal, (attempt) => wire.openStream(body, attempt), wire.assembler(), onDelta)
-            : once(signal, (attempt) => wire.complete(body, attempt)),
-        );
+        return retry(signal, () => (onDelta ? stream(signal, (attempt) => wire.openStream(body, attempt), wire.assembler(), onDelta) : once(signal, (attempt) => wire.complete(body, attempt))));
       },
 
       async listModels(signal?: AbortSignal): Promise<string[]> {

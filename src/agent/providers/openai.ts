@@ -9,13 +9,7 @@ import { PROVIDERS, type ProviderName } from '../../protocol';
 import { createHttpProvider, explanationOf, type StreamAssembler } from './http-provider';
 import type { Attempt } from './attempt';
 import { ServerWindows } from './server-window';
-import {
-  type ChatMessage,
-  type CompletionRequest,
-  type CompletionResult,
-  type CompletionUsage,
-  type Provider,
-} from './types';
+import { type ChatMessage, type CompletionRequest, type CompletionResult, type CompletionUsage, type Provider } from './types';
 
 export interface OpenAIProviderOptions {
   /** Omitted: a placeholder is sent, which keyless local servers accept. */
@@ -107,10 +101,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
   }
 
   function openStream(body: WireBody, attempt: Attempt) {
-    return client.chat.completions.create(
-      { ...body, stream: true, stream_options: { include_usage: true } },
-      core.requestOptions(attempt),
-    );
+    return client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, core.requestOptions(attempt));
   }
 
   /** Joins streamed chunks: text in order, tool-call fragments by their index. */
@@ -151,9 +142,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
 
     result(): CompletionResult {
       if (this.chunks === 0) throw fail('bad_response', 'malformed stream (no data)');
-      const calls = [...this.calls.entries()]
-        .sort(([a], [b]) => a - b)
-        .map(([index, call]) => toolCall(index, call.id, call.name, call.args, this.finishReason));
+      const calls = [...this.calls.entries()].sort(([a], [b]) => a - b).map(([index, call]) => toolCall(index, call.id, call.name, call.args, this.finishReason));
       return withUsage({ text: this.text, tool_calls: calls, finish_reason: this.finishReason }, this.usage);
     }
   }
@@ -222,4 +211,3 @@ function errorText(error: APIError): string {
 function errorCode(error: APIError): unknown {
   return error.code ?? (error.error as { code?: unknown } | undefined)?.code;
 }
-

@@ -8,11 +8,7 @@ import { redactVendorText, type VendorSecrets } from '../../log/redact';
 export const MAX_DETAIL_LENGTH = 200;
 
 /** One line, secrets removed, at most `max` characters. */
-export function safeDetail(
-  text: unknown,
-  secrets: VendorSecrets = {},
-  max = MAX_DETAIL_LENGTH,
-): string {
+export function safeDetail(text: unknown, secrets: VendorSecrets = {}, max = MAX_DETAIL_LENGTH): string {
   const raw = typeof text === 'string' ? text : text === undefined || text === null ? '' : safeStringify(text);
   const oneLine = redactVendorText(raw, secrets).replace(/\s+/g, ' ').trim();
   return oneLine.length > max ? `${oneLine.slice(0, max - 1)}\u2026` : oneLine;

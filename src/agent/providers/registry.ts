@@ -40,6 +40,5 @@ function unavailable(name: ProviderName, why: string): Provider {
 export const PROVIDER_FACTORIES: Record<ProviderName, ProviderFactory> = {
   openai: (settings) => openai().createOpenAIProvider(settings),
   anthropic: (settings) => anthropic().createAnthropicProvider(settings),
-  vscode: (_settings, host) =>
-    host.languageModels?.() ?? unavailable('vscode', "the editor's language models are only available when the service runs inside VS Code"),
+  vscode: (_settings, host) => host.languageModels?.() ?? unavailable('vscode', "the editor's language models are only available when the service runs inside VS Code"),
 };

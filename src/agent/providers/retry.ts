@@ -45,10 +45,7 @@ export async function withRetries<T>(attempt: (index: number) => Promise<T>, opt
       if (index >= options.maxRetries) throw failure.error;
       const requested = failure.retryAfterMs;
       if (requested !== undefined && requested > maxRetryAfter) throw failure.error;
-      const delay =
-        requested !== undefined
-          ? Math.max(0, requested)
-          : Math.min(baseDelay * 2 ** index, maxDelay) * (1 - Math.random() * 0.25);
+      const delay = requested !== undefined ? Math.max(0, requested) : Math.min(baseDelay * 2 ** index, maxDelay) * (1 - Math.random() * 0.25);
       await sleep(delay, options.signal, options.provider);
     }
   }

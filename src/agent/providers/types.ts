@@ -88,16 +88,7 @@ export interface Provider {
   contextWindow?(model: string): Promise<number | undefined>;
 }
 
-export type ProviderErrorKind =
-  | 'auth'
-  | 'rate_limited'
-  | 'timeout'
-  | 'unavailable'
-  | 'bad_request'
-  | 'bad_response'
-  | 'network'
-  | 'cancelled'
-  | 'not_configured';
+export type ProviderErrorKind = 'auth' | 'rate_limited' | 'timeout' | 'unavailable' | 'bad_request' | 'bad_response' | 'network' | 'cancelled' | 'not_configured';
 
 /**
  * Every failure a provider reports. The message names the provider and the cause and is safe to show

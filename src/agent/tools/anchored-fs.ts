@@ -85,7 +85,10 @@ export class AnchoredDir {
         if (code === 'ENOENT') throw new ToolError(`${shown} does not exist`);
         if (code === 'ELOOP' || code === 'ENOTDIR' || code === 'EMLINK') {
           // Linux answers ENOTDIR for a symbolic link opened with O_DIRECTORY | O_NOFOLLOW: tell them apart.
-          const link = await lstat(where).then((info) => info.isSymbolicLink(), () => false);
+          const link = await lstat(where).then(
+            (info) => info.isSymbolicLink(),
+            () => false,
+          );
           if (link) throw new ToolError(`${shown}: the folder ${name} became a symbolic link after the path was checked; nothing was done`);
           throw new ToolError(`cannot reach ${shown}: one of its parent folders is a file`);
         }

@@ -90,16 +90,22 @@ export class BoundedMatcher {
         this.spentMs += performance.now() - started;
         settle();
       };
-      const fail = (error: Error) => done(() => {
-        void this.close();
-        reject(error);
-      });
+      const fail = (error: Error) =>
+        done(() => {
+          void this.close();
+          reject(error);
+        });
       const onMessage = (value: T) => done(() => resolve(value));
       const onError = (error: Error) => fail(new ToolError(`the pattern could not be matched: ${error.message}`));
       const onAbort = () => fail(new ToolError('cancelled'));
       const timer = setTimeout(
-        () => fail(new ToolError(`the pattern took more than ${this.limitMs / 1000} s to match and was stopped; it likely backtracks ` +
-          '(nested repetition such as (a+)+ or (a|a)*); simplify it, or search for plain text')),
+        () =>
+          fail(
+            new ToolError(
+              `the pattern took more than ${this.limitMs / 1000} s to match and was stopped; it likely backtracks ` +
+                '(nested repetition such as (a+)+ or (a|a)*); simplify it, or search for plain text',
+            ),
+          ),
         Math.max(0, this.limitMs - this.spentMs),
       );
       if (this.signal.aborted) {

@@ -59,7 +59,7 @@ export function refuseOptionLikeValues(config: Pick<CustomToolConfig, 'name' | '
   config.command.forEach((item, index) => {
     if (endOfOptions !== -1 && index > endOfOptions) return;
     // The value that would open the item: the first non-empty one of the placeholders it starts with.
-    for (let rest = item; ; ) {
+    for (let rest = item; ;) {
       const match = /^\{([A-Za-z_][\w-]*)\}/.exec(rest);
       if (!match) return;
       const name = match[1];
@@ -70,8 +70,7 @@ export function refuseOptionLikeValues(config: Pick<CustomToolConfig, 'name' | '
       }
       if (value.startsWith('-') && !allowsOptions(config.parameters[name])) {
         throw new ToolError(
-          `${config.name}: argument ${name} starts with "-", so ${path.basename(config.command[0])} would read it as an option; ` +
-            'give a value without a leading "-" (for a file, ./-name)',
+          `${config.name}: argument ${name} starts with "-", so ${path.basename(config.command[0])} would read it as an option; ` + 'give a value without a leading "-" (for a file, ./-name)',
         );
       }
       return;
@@ -80,9 +79,7 @@ export function refuseOptionLikeValues(config: Pick<CustomToolConfig, 'name' | '
 }
 
 function customTool(config: CustomToolConfig, roots: WorkspaceRoots): Tool {
-  const params: ParamSpecs = Object.fromEntries(
-    Object.entries(config.parameters).map(([name, param]) => [name, { type: typeOf(param) }]),
-  );
+  const params: ParamSpecs = Object.fromEntries(Object.entries(config.parameters).map(([name, param]) => [name, { type: typeOf(param) }]));
   const checkedValues = (args: Record<string, unknown>): Record<string, string> => {
     const unknown = placeholdersOf(config.command).filter((name) => !Object.hasOwn(config.parameters, name));
     if (unknown.length > 0) {
@@ -112,7 +109,11 @@ function customTool(config: CustomToolConfig, roots: WorkspaceRoots): Tool {
       : {
           subject(args: Record<string, unknown>) {
             try {
-              return Object.entries(checkedValues(args)).map(([name, value]) => `${name}=${quoteArg(value)}`).join(' ') || undefined;
+              return (
+                Object.entries(checkedValues(args))
+                  .map(([name, value]) => `${name}=${quoteArg(value)}`)
+                  .join(' ') || undefined
+              );
             } catch {
               return undefined;
             }

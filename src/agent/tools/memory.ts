@@ -32,8 +32,7 @@ export function createMemoryToolSource(memory: MemoryStore): ToolSource {
   const remember = defineTool({
     name: 'remember',
     description:
-      'Keep a fact for later conversations (a preference of the user, a decision, where something is). ' +
-      'Write it so that it makes sense on its own, without this conversation. Answers its id.',
+      'Keep a fact for later conversations (a preference of the user, a decision, where something is). ' + 'Write it so that it makes sense on its own, without this conversation. Answers its id.',
     params: { content: { type: 'string', description: 'The fact to remember, self-contained.' } },
     async run(args) {
       const content = args.content.trim();
@@ -47,8 +46,7 @@ export function createMemoryToolSource(memory: MemoryStore): ToolSource {
   const recall = defineTool({
     name: 'recall',
     description:
-      'Search what was remembered in earlier conversations: entries containing every word of query, newest first, ' +
-      'each as `- [id] (date) content`. An empty query lists the newest entries.',
+      'Search what was remembered in earlier conversations: entries containing every word of query, newest first, ' + 'each as `- [id] (date) content`. An empty query lists the newest entries.',
     params: {
       query: { type: 'string', description: 'Words to look for (all must appear); empty for the newest entries.' },
       limit: { type: 'integer', optional: true, description: `Most entries to return (default ${RECALL_DEFAULT_LIMIT}, at most ${RECALL_MAX_LIMIT}).` },

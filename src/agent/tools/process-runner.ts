@@ -116,7 +116,9 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
       signal.removeEventListener('abort', onAbort);
       if (pid !== undefined) runningGroups.delete(pid);
       // Resolved once the stragglers are dead: when the call returns, nothing it started runs on.
-      void killMarked(marker).catch(() => 0).then(() => resolve({ ...result, output: output.text() }));
+      void killMarked(marker)
+        .catch(() => 0)
+        .then(() => resolve({ ...result, output: output.text() }));
     };
     // A grandchild that left the group (setsid) may still hold the pipes: stop waiting for it.
     const finishSoon = () => {

@@ -6,9 +6,7 @@ import type { WorkspacePath } from './workspace';
  * path and the whole text the write would leave (`file`, `proposed`: for the editor's diff view, never
  * sent on the wire).
  */
-export type ToolPreview =
-  | Exclude<PermissionPreview, { kind: 'diff' }>
-  | (Extract<PermissionPreview, { kind: 'diff' }> & { file: string; proposed: string });
+export type ToolPreview = Exclude<PermissionPreview, { kind: 'diff' }> | (Extract<PermissionPreview, { kind: 'diff' }> & { file: string; proposed: string });
 
 /**
  * A tool the agent can call. Built-in tools, custom tools from service.json, MCP servers' tools and

@@ -21,6 +21,10 @@ export function branchNameOf(title: string, conversationId: string, attempt = 1)
 
 /** The worktree's folder name: the branch's name without `assistant/`. */
 export function folderNameOf(title: string, conversationId: string, attempt = 1): string {
-  const shortId = conversationId.replace(/[^A-Za-z0-9]/g, '').slice(0, 8).toLowerCase() || 'x';
+  const shortId =
+    conversationId
+      .replace(/[^A-Za-z0-9]/g, '')
+      .slice(0, 8)
+      .toLowerCase() || 'x';
   return `${slugOf(title)}-${shortId}${attempt > 1 ? `-${attempt}` : ''}`;
 }

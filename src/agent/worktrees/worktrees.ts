@@ -120,7 +120,10 @@ export class Worktrees {
       const changed = await gitOutput(['diff', '--no-ext-diff', '--no-textconv', '--name-only', '-z', '--no-renames', record.baseCommit, '--'], options);
       const untracked = await gitOutput(['ls-files', '-z', '--others', '--exclude-standard'], options);
       const files = new Set([...changed.split('\0'), ...untracked.split('\0')].filter(Boolean));
-      const baseMoved = record.baseBranch === null ? false : (await gitOutput(['rev-parse', '--verify', '-q', `refs/heads/${record.baseBranch}`], { cwd: record.repository, okCodes: [1] })).trim() !== record.baseCommit;
+      const baseMoved =
+        record.baseBranch === null
+          ? false
+          : (await gitOutput(['rev-parse', '--verify', '-q', `refs/heads/${record.baseBranch}`], { cwd: record.repository, okCodes: [1] })).trim() !== record.baseCommit;
       await this.deps.store.worktrees.setStats(conversationId, { changedFiles: files.size, baseMoved });
     } catch (error) {
       this.deps.logger.warn('worktree.stats_failed', { conversation: conversationId, error: error instanceof Error ? error.message : String(error) });
@@ -209,7 +212,10 @@ export function infoOf(record: StoredWorktree): WorktreeInfo {
 
 function refuse(record: WorktreeRecord): never {
   if (record.state === 'missing') {
-    throw new ServiceError('conflict', `this conversation's worktree folder ${record.path} no longer exists (it was deleted outside the service); its branch ${record.branch} is kept in the repository. Start a new conversation to go on.`);
+    throw new ServiceError(
+      'conflict',
+      `this conversation's worktree folder ${record.path} no longer exists (it was deleted outside the service); its branch ${record.branch} is kept in the repository. Start a new conversation to go on.`,
+    );
   }
   throw new ServiceError('conflict', `this conversation's worktree was ${record.state}: start a new conversation to go on`);
 }
@@ -221,9 +227,15 @@ function gitFailure(error: unknown, what: string): Error {
 }
 
 async function exists(file: string): Promise<boolean> {
-  return stat(file).then(() => true, () => false);
+  return stat(file).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function isFolder(folder: string): Promise<boolean> {
-  return stat(folder).then((s) => s.isDirectory(), () => false);
+  return stat(folder).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
 }

@@ -168,7 +168,10 @@ export class PushService implements PushCommands {
 
   /** The owner's clients list every device (to remove a stale one); anyone else only their own. */
   list(session: ClientSession): PushDevice[] {
-    return this.deps.store.pushDevices.list().filter((device) => isOwner(session) || mayUse(device, ownerOf(session))).map(deviceView);
+    return this.deps.store.pushDevices
+      .list()
+      .filter((device) => isOwner(session) || mayUse(device, ownerOf(session)))
+      .map(deviceView);
   }
 
   /** A password user tests only its own devices: each test rings the phone, and another's is not its to ring. */
@@ -324,7 +327,14 @@ function mayChange(device: PushDeviceRow, session: ClientSession): boolean {
 /** A device as the client that subscribed it, for the event filters (could it have answered this prompt?). */
 function asClient(device: PushDeviceRow): ClientSession {
   const username = device.person?.startsWith('user:') ? device.person.slice('user:'.length) : undefined;
-  return { id: `push:${device.device_id}`, source: sourceOf(device.source), principal: device.principal, ...(username === undefined ? {} : { username }), canAnswerPermissions: true, send: () => undefined };
+  return {
+    id: `push:${device.device_id}`,
+    source: sourceOf(device.source),
+    principal: device.principal,
+    ...(username === undefined ? {} : { username }),
+    canAnswerPermissions: true,
+    send: () => undefined,
+  };
 }
 
 /** When the request expires, where the event says so (`expires_at`, docs/protocol.md). */

@@ -74,10 +74,7 @@ export class WebhookChannel {
       retry: { ...DEFAULT_OUTBOX_TIMINGS, ...timings },
       concurrency: answerConcurrency,
     });
-    this.incoming = new IncomingWebhooks(
-      { store: deps.store, logger: deps.logger, onAccepted: (row) => this.inbox.enqueue(row) },
-      { rateLimitPerMinute, maxBodyBytes },
-    );
+    this.incoming = new IncomingWebhooks({ store: deps.store, logger: deps.logger, onAccepted: (row) => this.inbox.enqueue(row) }, { rateLimitPerMinute, maxBodyBytes });
     this.router = (method, path) => {
       if (method !== 'POST') return undefined;
       const { byName, byPath } = this.accounts();

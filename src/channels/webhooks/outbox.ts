@@ -244,11 +244,14 @@ export class WebhookOutbox implements DeliveryCommands {
     } else if (next !== this.timerAt || !this.timer) {
       clearTimeout(this.timer);
       this.timerAt = next;
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        this.timerAt = Infinity;
-        this.pump();
-      }, Math.min(Math.max(0, next - Date.now()), MAX_TIMER_MS));
+      this.timer = setTimeout(
+        () => {
+          this.timer = undefined;
+          this.timerAt = Infinity;
+          this.pump();
+        },
+        Math.min(Math.max(0, next - Date.now()), MAX_TIMER_MS),
+      );
       this.timer.unref();
     }
   }

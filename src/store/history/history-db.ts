@@ -164,7 +164,10 @@ export class HistoryDb {
         }
       }, durable);
     } catch (err) {
-      throw this.explain(err, bodies.reduce((n, b) => n + b.content.length + (b.data?.length ?? 0), 0));
+      throw this.explain(
+        err,
+        bodies.reduce((n, b) => n + b.content.length + (b.data?.length ?? 0), 0),
+      );
     }
     return keys;
   }
@@ -238,7 +241,12 @@ export class HistoryDb {
     try {
       source.exec('PRAGMA locking_mode = EXCLUSIVE');
       for (const part of chunks(refs)) {
-        const found = new Map(readableBodies(source, part.map((r) => r.key)).map((b) => [b.key, b]));
+        const found = new Map(
+          readableBodies(
+            source,
+            part.map((r) => r.key),
+          ).map((b) => [b.key, b]),
+        );
         kept += found.size;
         db.fill(
           part.map((r) => {

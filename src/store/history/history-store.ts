@@ -6,7 +6,21 @@ import type { Worker } from 'node:worker_threads';
 import { ServiceError } from '../../protocol/errors';
 import { startStoreWorker } from '../worker-thread';
 import { CORRUPT, DISK_FULL } from './protocol';
-import type { BodyIn, BodyOut, BodyRef, HistoryReplies, HistoryRequest, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
+import type {
+  BodyIn,
+  BodyOut,
+  BodyRef,
+  HistoryReplies,
+  HistoryRequest,
+  HistoryStats,
+  KeyedBody,
+  RawSearchHit,
+  SalvageResult,
+  SyncMarks,
+  WorkerAnswer,
+  WorkerInbound,
+  WorkerOutbound,
+} from './protocol';
 
 export const HISTORY_FILE_NAME = 'history.db';
 

@@ -56,7 +56,7 @@ function run(port: MessagePort, opened: HistoryDb): void {
     scheduled = false;
     const jobs = queue;
     queue = [];
-    for (let i = 0; i < jobs.length; ) {
+    for (let i = 0; i < jobs.length;) {
       if (jobs[i].request.op !== 'put') {
         const job = jobs[i++];
         try {
@@ -81,7 +81,10 @@ function run(port: MessagePort, opened: HistoryDb): void {
       const bodies: BodyIn[] = puts.flatMap((put) => put.bodies);
       let answers: WorkerAnswer[];
       try {
-        const keys = db.put(bodies, puts.some((put) => put.durable));
+        const keys = db.put(
+          bodies,
+          puts.some((put) => put.durable),
+        );
         let at = 0;
         answers = group.map((job) => {
           const n = (job.request as Extract<HistoryRequest, { op: 'put' }>).bodies.length;

@@ -219,7 +219,13 @@ export class HistoryMaintenance {
       const big = rows.filter((r) => r.body_key !== null && r.bytes >= CUT_MIN_BYTES);
       // history.db first: a crash before the update below leaves bodies cut but not marked, and cutting
       // again changes nothing (history.db skips bodies already cut).
-      const sizes = new Map(await this.history.cut(big.map((r) => r.body_key!), CUT_KEEP_CHARS, note));
+      const sizes = new Map(
+        await this.history.cut(
+          big.map((r) => r.body_key!),
+          CUT_KEEP_CHARS,
+          note,
+        ),
+      );
       await this.db.write((tx) => {
         for (const r of rows) {
           const bytes = r.body_key === null ? r.bytes : (sizes.get(r.body_key) ?? r.bytes);

@@ -112,4 +112,3 @@ export type WorkerOutbound =
   | { answers: WorkerAnswer[] };
 
 export type WorkerAnswer = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
-

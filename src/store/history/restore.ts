@@ -55,7 +55,10 @@ export async function restoreJournaledBodies(db: Database, history: HistoryStore
   const wanted = [...missing.values()].filter((b) => referenced.has(b.key));
   // New keys start above every journaled one, even those no longer referred to: a key is never given
   // twice, so a later restore can never mistake an old record's body for a new message's.
-  const stored = await history.fill(wanted, [...missing.keys()].reduce((max, key) => Math.max(max, key), 0));
+  const stored = await history.fill(
+    wanted,
+    [...missing.keys()].reduce((max, key) => Math.max(max, key), 0),
+  );
   if (wanted.length > 0) logger.warn('history.bodies_restored', { from_journal: wanted.length, stored, last_key: history.keysBeforeOpen });
   return wanted.reduce((max, b) => Math.max(max, b.key), history.keysBeforeOpen);
 }

@@ -12,8 +12,7 @@ import { PasswordChecksBusy, decoyHash, passwordChecksBusy, verifyPassword } fro
  */
 export type Principal =
   /** The access token, or (with `deviceId`) a paired device: the owner's, with its own credential, revocable on its own. */
-  | { kind: 'access'; credential: Buffer; deviceId?: string }
-  | { kind: 'session'; username: string; expiresAt: number; credential: string };
+  { kind: 'access'; credential: Buffer; deviceId?: string } | { kind: 'session'; username: string; expiresAt: number; credential: string };
 
 interface Session {
   username: string;

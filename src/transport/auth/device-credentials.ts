@@ -25,7 +25,14 @@ export class DeviceCredentials {
    * `clientKey`: the relayed phone's end-to-end key, unregistered when the device is revoked. The pairing
    * is recorded in the audit log with the device's row (`address`: where the phone connected from).
    */
-  async pair(request: { secret: string; deviceId?: string; deviceName?: string; via: DeviceRow['via']; clientKey?: string; address?: string }): Promise<{ device_id: string; device_token: string } | null> {
+  async pair(request: {
+    secret: string;
+    deviceId?: string;
+    deviceName?: string;
+    via: DeviceRow['via'];
+    clientKey?: string;
+    address?: string;
+  }): Promise<{ device_id: string; device_token: string } | null> {
     if (!this.pairings.spend(request.secret)) return null;
     const token = randomBytes(32).toString('base64url');
     const wanted = request.deviceId && DEVICE_ID.test(request.deviceId) ? request.deviceId : undefined;

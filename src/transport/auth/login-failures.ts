@@ -183,11 +183,14 @@ export class LoginFailures {
     if (this.timer) return;
     const oldest = this.windows.values().next().value;
     if (!oldest) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.closeEnded();
-      this.schedule();
-    }, Math.max(0, oldest.start + this.logWindowMs - this.now()));
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.closeEnded();
+        this.schedule();
+      },
+      Math.max(0, oldest.start + this.logWindowMs - this.now()),
+    );
     this.timer.unref();
   }
 }

@@ -40,10 +40,7 @@ async function inDerivationSlot<T>(work: () => Promise<T>): Promise<T> {
 
 function derive(password: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
   return inDerivationSlot(
-    () =>
-      new Promise<Buffer>((resolve, reject) =>
-        scrypt(password, salt, keyLength, { ...options, maxmem: 64 * 1024 * 1024 }, (error, key) => (error ? reject(error) : resolve(key))),
-      ),
+    () => new Promise<Buffer>((resolve, reject) => scrypt(password, salt, keyLength, { ...options, maxmem: 64 * 1024 * 1024 }, (error, key) => (error ? reject(error) : resolve(key)))),
   );
 }
 

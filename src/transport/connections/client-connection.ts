@@ -113,10 +113,13 @@ export function openClientConnection(
 
   /** A session token's socket closes when the token expires, whether or not the client says anything. */
   const closeAtExpiry = (expiresAt: number) => {
-    expiryTimer = setTimeout(() => {
-      if (Date.now() < expiresAt) closeAtExpiry(expiresAt);
-      else stillEntitled();
-    }, Math.min(MAX_TIMER_MS, Math.max(0, expiresAt - Date.now())));
+    expiryTimer = setTimeout(
+      () => {
+        if (Date.now() < expiresAt) closeAtExpiry(expiresAt);
+        else stillEntitled();
+      },
+      Math.min(MAX_TIMER_MS, Math.max(0, expiresAt - Date.now())),
+    );
     expiryTimer.unref();
   };
 

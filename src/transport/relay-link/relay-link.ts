@@ -144,13 +144,16 @@ export class RelayLink {
       this.lastError = null;
       this.setState('online');
       this.log.info('relay.online', { machine_id: identity.machineId });
-      this.heartbeat = setInterval(() => {
-        if (Date.now() - lastHeard > this.timing.silenceMs) {
-          failure = `no frame from the relay for ${Math.round(this.timing.silenceMs / 1000)} s`;
-          return socket.terminate();
-        }
-        if (socket.readyState === WebSocket.OPEN) socket.send('ping');
-      }, Math.min(this.timing.pingEveryMs, this.timing.silenceMs / 2));
+      this.heartbeat = setInterval(
+        () => {
+          if (Date.now() - lastHeard > this.timing.silenceMs) {
+            failure = `no frame from the relay for ${Math.round(this.timing.silenceMs / 1000)} s`;
+            return socket.terminate();
+          }
+          if (socket.readyState === WebSocket.OPEN) socket.send('ping');
+        },
+        Math.min(this.timing.pingEveryMs, this.timing.silenceMs / 2),
+      );
       this.heartbeat.unref?.();
     });
     socket.on('message', (data: RawData, isBinary: boolean) => {

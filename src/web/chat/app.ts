@@ -32,7 +32,6 @@ import { UndoView } from './undo-view';
 import { AttachmentThumbnails, AttachmentTray } from './attachments';
 import { ChangesView } from './changes-view';
 
-
 export interface ChatAppOptions {
   connection: ServiceConnection;
   /** The connection's tracker of waiting permission requests, when another part of the page shares it (the phone's machine status); default: the app's own. */
@@ -528,7 +527,7 @@ export class ChatApp {
     this.exporter.setConversation(conversationId);
     this.worktreeToggle.hidden = conversationId !== undefined;
     if (!conversationId) this.header.setWorktree(null);
-    this.header.setTitle(conversationId ? this.list.title(conversationId) ?? this.headerTitleFallback() : 'New chat');
+    this.header.setTitle(conversationId ? (this.list.title(conversationId) ?? this.headerTitleFallback()) : 'New chat');
     if (this.connected) void this.refreshInstructions();
   }
 

@@ -75,7 +75,12 @@ export class AttachmentTray {
 
   add(files: File[]): void {
     for (const file of files) {
-      const chip = h('div', { class: 'attachment-chip', 'data-state': 'uploading' }, h('span', { class: 'attachment-name' }, file.name || 'pasted image'), h('span', { class: 'attachment-state' }, 'preparing…'));
+      const chip = h(
+        'div',
+        { class: 'attachment-chip', 'data-state': 'uploading' },
+        h('span', { class: 'attachment-name' }, file.name || 'pasted image'),
+        h('span', { class: 'attachment-state' }, 'preparing…'),
+      );
       const item: Pending = { chip, name: file.name || 'pasted image', upload: this.upload(file, chip) };
       const remove = h('button', { type: 'button', class: 'attachment-remove', 'aria-label': `Remove ${item.name}` }, '×');
       remove.addEventListener('click', () => this.drop(item));
@@ -179,7 +184,10 @@ export class AttachmentThumbnails {
     for (const attachment of attachments) {
       if (attachment.kind === 'image') {
         const img = h('img', { class: 'attachment-image', alt: attachment.name, 'data-attachment-id': attachment.attachment_id });
-        this.dataUrl(attachment).then((url) => (img.src = url), () => img.replaceWith(fileChip(attachment)));
+        this.dataUrl(attachment).then(
+          (url) => (img.src = url),
+          () => img.replaceWith(fileChip(attachment)),
+        );
         box.append(img);
       } else {
         box.append(fileChip(attachment));
@@ -203,7 +211,7 @@ export class AttachmentThumbnails {
 /** An attachment's bytes in base64, read in chunks with get_attachment. */
 async function download(connection: ServiceConnection, attachmentId: string): Promise<string> {
   const parts: Uint8Array[] = [];
-  for (let offset: number | null = 0; offset !== null; ) {
+  for (let offset: number | null = 0; offset !== null;) {
     const answer: EnvelopeOf<'get_attachment'> = await connection.request({ type: 'get_attachment', attachment_id: attachmentId, offset });
     if (answer.status !== 'ok') throw new Error(answer.error);
     parts.push(fromBase64(answer.data.data));

@@ -133,9 +133,7 @@ export class ChangesView {
       h('span', { class: 'diff-stats' }, h('span', { class: 'diff-stat-add' }, `+${file.additions}`), ' ', h('span', { class: 'diff-stat-del' }, `−${file.deletions}`)),
       revert,
     );
-    const body = file.binary
-      ? [h('div', { class: 'diff-note' }, 'Binary file: no lines to show.')]
-      : file.hunks.map((hunk) => this.hunkElement(conversationId, file, hunk));
+    const body = file.binary ? [h('div', { class: 'diff-note' }, 'Binary file: no lines to show.')] : file.hunks.map((hunk) => this.hunkElement(conversationId, file, hunk));
     if (file.cut) body.push(h('div', { class: 'diff-truncated', role: 'note' }, 'Only the first hunks are shown: the diff is longer.'));
     return h('section', { class: 'change-file preview diff', 'data-path': file.path, 'aria-label': file.path }, head, h('div', { class: 'diff-body' }, ...body));
   }
@@ -257,7 +255,13 @@ export class ChangesView {
       this.draw(answer.data.changes);
       this.say(`Committed ${answer.data.commit.slice(0, 7)}.`, 'ok');
     });
-    return h('section', { class: 'changes-group change-commit-group', 'aria-label': 'Commit' }, h('label', { class: 'changes-group-title', for: inputId }, 'Commit message'), message, h('div', { class: 'changes-row' }, draft, commit));
+    return h(
+      'section',
+      { class: 'changes-group change-commit-group', 'aria-label': 'Commit' },
+      h('label', { class: 'changes-group-title', for: inputId }, 'Commit message'),
+      message,
+      h('div', { class: 'changes-row' }, draft, commit),
+    );
   }
 
   private landGroup(conversationId: string, changes: Changes): HTMLElement {
@@ -286,7 +290,13 @@ export class ChangesView {
       await this.open(conversationId);
       this.say(`Landed into ${changes.worktree.base_branch ?? 'the base'}${result.commit ? ` (${result.commit.slice(0, 7)})` : ''}.`, 'ok');
     });
-    return h('section', { class: 'changes-group change-land-group', 'aria-label': 'Land' }, h('label', { class: 'changes-group-title', for: selectId }, 'Land as'), h('div', { class: 'changes-row' }, method, land), outcome);
+    return h(
+      'section',
+      { class: 'changes-group change-land-group', 'aria-label': 'Land' },
+      h('label', { class: 'changes-group-title', for: selectId }, 'Land as'),
+      h('div', { class: 'changes-row' }, method, land),
+      outcome,
+    );
   }
 
   private pushGroup(conversationId: string): HTMLElement {
@@ -312,7 +322,12 @@ export class ChangesView {
     discard.addEventListener('click', () => {
       const yes = h('button', { type: 'button', class: 'button danger change-discard-confirm' }, 'Discard');
       const no = h('button', { type: 'button', class: 'button secondary change-discard-cancel' }, 'Keep');
-      const box = h('div', { class: 'confirm', role: 'group', 'aria-label': 'Confirm discard' }, h('span', {}, 'Remove the worktree and its branch? Work not landed is lost.'), h('div', { class: 'changes-row' }, yes, no));
+      const box = h(
+        'div',
+        { class: 'confirm', role: 'group', 'aria-label': 'Confirm discard' },
+        h('span', {}, 'Remove the worktree and its branch? Work not landed is lost.'),
+        h('div', { class: 'changes-row' }, yes, no),
+      );
       discard.hidden = true;
       group.append(box);
       yes.focus();

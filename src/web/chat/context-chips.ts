@@ -26,7 +26,11 @@ function sameChip(a: ContextItem, b: ContextItem): boolean {
 
 /** The chips a sent message carried, read-only, under its bubble (history and live). */
 export function sentChips(context: readonly ContextItem[]): HTMLElement {
-  return h('div', { class: 'context-chips sent', 'aria-label': 'Attached context' }, ...context.map((item) => h('span', { class: 'chip', 'data-kind': item.kind, title: chipTitle(item) }, chipLabel(item))));
+  return h(
+    'div',
+    { class: 'context-chips sent', 'aria-label': 'Attached context' },
+    ...context.map((item) => h('span', { class: 'chip', 'data-kind': item.kind, title: chipTitle(item) }, chipLabel(item))),
+  );
 }
 
 export class ContextChips {

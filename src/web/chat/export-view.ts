@@ -22,7 +22,11 @@ export class ExportView {
   private readonly menu: HTMLElement;
 
   constructor(private readonly options: ExportViewOptions) {
-    this.button = h('button', { type: 'button', class: 'icon-button export-toggle', 'aria-label': 'Export conversation', title: 'Export / share', 'aria-expanded': 'false', 'aria-haspopup': 'true' }, '⤓');
+    this.button = h(
+      'button',
+      { type: 'button', class: 'icon-button export-toggle', 'aria-label': 'Export conversation', title: 'Export / share', 'aria-expanded': 'false', 'aria-haspopup': 'true' },
+      '⤓',
+    );
     this.menu = h(
       'div',
       { class: 'export-menu', role: 'group', 'aria-label': 'Export as', hidden: true },

@@ -236,9 +236,7 @@ export class MessageView {
 
   /** Scrolls to a stored message on screen and marks it for a moment; false when it is not on screen. */
   reveal(messageId: string): boolean {
-    const node = Array.from(this.element.querySelectorAll<HTMLElement>('[data-message-id], [data-result-id]')).find(
-      (n) => n.dataset.messageId === messageId || n.dataset.resultId === messageId,
-    );
+    const node = Array.from(this.element.querySelectorAll<HTMLElement>('[data-message-id], [data-result-id]')).find((n) => n.dataset.messageId === messageId || n.dataset.resultId === messageId);
     if (!node) return false;
     node.scrollIntoView({ block: 'center' });
     node.classList.add('found');

@@ -96,11 +96,17 @@ export class OutboxSender {
     const sending: InFlight = { item, requestId: this.deps.connection.newId() };
     this.inFlight.push(sending);
     this.deps.outbox.markAttempted(item);
-    const frame = { type: 'chat', id: sending.requestId, message: item.text, stream: true, client_message_id: item.client_message_id,
+    const frame = {
+      type: 'chat',
+      id: sending.requestId,
+      message: item.text,
+      stream: true,
+      client_message_id: item.client_message_id,
       ...(item.context ? { context: item.context } : {}),
       ...(item.attachments?.length ? { attachments: item.attachments.map((a) => a.attachment_id) } : {}),
       ...(item.conversation_id ? { conversation_id: item.conversation_id } : {}),
-      ...(item.worktree && !item.conversation_id ? { worktree: true } : {}) } as const;
+      ...(item.worktree && !item.conversation_id ? { worktree: true } : {}),
+    } as const;
     let answer: EnvelopeOf<'chat'> | undefined;
     try {
       answer = await this.deps.connection.request(frame);

@@ -146,7 +146,13 @@ export class PermissionCards {
       alwaysConfirm.querySelector<HTMLButtonElement>('.permission-always-confirm')?.focus();
     };
 
-    const noteField = h('textarea', { class: 'permission-note', rows: 2, maxlength: MAX_NOTE_CHARS, placeholder: 'Why not, or what to do instead (the assistant reads this)', 'aria-label': 'Note for the assistant' });
+    const noteField = h('textarea', {
+      class: 'permission-note',
+      rows: 2,
+      maxlength: MAX_NOTE_CHARS,
+      placeholder: 'Why not, or what to do instead (the assistant reads this)',
+      'aria-label': 'Note for the assistant',
+    });
     const noteSend = h('button', { type: 'button', class: 'button danger permission-note-send' }, 'Deny with this note');
     noteSend.addEventListener('click', () => void choose('deny', noteField.value.trim() || undefined));
     buttons.push(noteSend);

@@ -82,7 +82,7 @@ function diffView(preview: Extract<PermissionPreview, { kind: 'diff' }>, options
     if (preview.truncated) body.append(h('div', { class: 'diff-truncated', role: 'note' }, 'The service cut this diff: the change is longer than shown here.'));
   };
   draw(DIFF_LINES_SHOWN);
-  if (total === 0 && parsed.notes.length === 0) body.append(h('div', { class: 'diff-note' }, 'No change to the file\'s content.'));
+  if (total === 0 && parsed.notes.length === 0) body.append(h('div', { class: 'diff-note' }, "No change to the file's content."));
   return view;
 }
 
@@ -103,7 +103,10 @@ const SIGN: Record<DiffLine['kind'], string> = { add: '+', del: '-', context: ' 
 
 /** One diff line with its old and new numbers: the prompt card's, undo's and the Changes view's (changes-view.ts). */
 export function diffLineElement(line: DiffLine): HTMLElement {
-  const marks = [line.crlf ? h('span', { class: 'diff-eol', title: 'CRLF line ending' }, '␍') : null, line.noNewline ? h('span', { class: 'diff-eol', title: 'No newline at end of file' }, '⊘ no newline') : null];
+  const marks = [
+    line.crlf ? h('span', { class: 'diff-eol', title: 'CRLF line ending' }, '␍') : null,
+    line.noNewline ? h('span', { class: 'diff-eol', title: 'No newline at end of file' }, '⊘ no newline') : null,
+  ];
   return h(
     'div',
     { class: 'diff-line', 'data-kind': line.kind },

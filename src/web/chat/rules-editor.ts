@@ -29,7 +29,15 @@ export class RulesEditor {
     this.body = h('div', { class: 'rules-lists' });
     this.error = h('div', { class: 'rules-error', role: 'alert' });
     this.addList = h('select', { class: 'rules-add-list', 'aria-label': 'Add to' }, h('option', { value: 'allow' }, 'Allow'), h('option', { value: 'deny' }, 'Deny'));
-    this.addInput = h('input', { class: 'rules-add-input', type: 'text', placeholder: 'run_command:git status', 'aria-label': 'New rule', autocomplete: 'off', spellcheck: 'false', autocapitalize: 'off' });
+    this.addInput = h('input', {
+      class: 'rules-add-input',
+      type: 'text',
+      placeholder: 'run_command:git status',
+      'aria-label': 'New rule',
+      autocomplete: 'off',
+      spellcheck: 'false',
+      autocapitalize: 'off',
+    });
     this.addButton = h('button', { type: 'submit', class: 'button secondary rules-add-button' }, 'Add');
     const form = h('form', { class: 'rules-add' }, this.addList, this.addInput, this.addButton);
     form.addEventListener('submit', (event) => {
@@ -120,11 +128,6 @@ export class RulesEditor {
       remove.addEventListener('click', () => void this.remove(list, index));
       return h('li', { class: 'rule', 'data-list': list }, h('code', { class: 'rule-text' }, rule), remove);
     });
-    return h(
-      'section',
-      { class: 'rules-list', 'data-list': list },
-      h('h3', {}, LIST_LABEL[list]),
-      items.length ? h('ul', {}, ...items) : h('p', { class: 'rules-empty' }, 'No rules.'),
-    );
+    return h('section', { class: 'rules-list', 'data-list': list }, h('h3', {}, LIST_LABEL[list]), items.length ? h('ul', {}, ...items) : h('p', { class: 'rules-empty' }, 'No rules.'));
   }
 }

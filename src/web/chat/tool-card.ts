@@ -81,7 +81,6 @@ export class ToolCard {
     // The diff shows the new text: the arguments keep only what it does not (the path, replace_all).
     if (result.detail?.kind === 'diff') this.args.replaceWith((this.args = argumentsView(this.argumentsGiven, SHOWN_BY_DIFF)));
   }
-
 }
 
 /** What the card shows of a finished call, by what the tool did. */

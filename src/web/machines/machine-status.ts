@@ -18,7 +18,6 @@ export interface FinishedRun {
 
 export type MachineState = 'online' | 'offline' | 'connecting';
 
-
 const FINISHED_KEY = 'remote-assistant.finished';
 /** The most finished runs remembered per machine (the oldest go first). */
 const FINISHED_LIMIT = 50;

@@ -24,7 +24,14 @@ export class MachineSwitcher {
   private readonly needsYou: NeedsYouList;
 
   constructor(private readonly actions: SwitcherActions) {
-    this.button = h('button', { type: 'button', class: 'machine-switch', 'aria-haspopup': 'dialog', 'aria-expanded': 'false', 'aria-controls': 'ra-machines' }, h('span', { class: 'visually-hidden' }, 'Computer: '), this.buttonName, this.badge, this.badgeMeaning);
+    this.button = h(
+      'button',
+      { type: 'button', class: 'machine-switch', 'aria-haspopup': 'dialog', 'aria-expanded': 'false', 'aria-controls': 'ra-machines' },
+      h('span', { class: 'visually-hidden' }, 'Computer: '),
+      this.buttonName,
+      this.badge,
+      this.badgeMeaning,
+    );
     this.button.addEventListener('click', () => this.toggle());
     this.needsYou = new NeedsYouList({
       open: (machineId, link) => {
@@ -73,7 +80,12 @@ export class MachineSwitcher {
   private row(entry: MachineEntry, current: boolean): HTMLElement {
     const { state, label } = stateLabel(entry.status);
     const id = entry.machine.id;
-    const select = h('button', { type: 'button', class: 'machine-select', 'aria-current': current ? 'true' : 'false' }, h('span', { class: 'machine-name' }, entry.machine.name), h('span', { class: 'machine-state' }, label));
+    const select = h(
+      'button',
+      { type: 'button', class: 'machine-select', 'aria-current': current ? 'true' : 'false' },
+      h('span', { class: 'machine-name' }, entry.machine.name),
+      h('span', { class: 'machine-state' }, label),
+    );
     select.addEventListener('click', () => {
       this.toggle(false);
       this.actions.select(id);

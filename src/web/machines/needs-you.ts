@@ -39,9 +39,13 @@ export class NeedsYouList {
     // Prompts of every machine first: a person is waited for; a finished run can wait (newest first).
     const prompts = entries.flatMap((entry) => [...entry.status.waiting.values()].map((request) => this.promptItem(entry, request)));
     const finished = entries.flatMap((entry) =>
-      [...entry.status.finished].reverse().map((run) =>
-        item(entry, 'finished', run.conversation_id, `${run.outcome === 'failed' ? 'Failed' : 'Finished'} · ${relativeTime(run.at)}`, run.title, () => this.actions.open(entry.machine.id, { conversation: run.conversation_id })),
-      ),
+      [...entry.status.finished]
+        .reverse()
+        .map((run) =>
+          item(entry, 'finished', run.conversation_id, `${run.outcome === 'failed' ? 'Failed' : 'Finished'} · ${relativeTime(run.at)}`, run.title, () =>
+            this.actions.open(entry.machine.id, { conversation: run.conversation_id }),
+          ),
+        ),
     );
     const waiting = new Set(entries.flatMap((entry) => entry.status.waiting.values().map((request) => request.request_id)));
     for (const id of this.reviewing) if (!waiting.has(id)) this.reviewing.delete(id);
@@ -61,10 +65,20 @@ export class NeedsYouList {
       for (const button of Array.from(element.querySelectorAll('button'))) button.disabled = false;
     };
     // Allow is offered only with the preview in view: approving what one has not seen is one tap too few.
-    const review = h('div', {
-      class: 'needs-you-review',
-      hidden: !this.reviewing.has(request.request_id),
-    }, renderPreview(request.preview, request.arguments), h('div', { class: 'needs-you-answers' }, h('button', { type: 'button', class: 'button primary needs-you-allow', onclick: answer('allow') }, 'Allow'), h('button', { type: 'button', class: 'button secondary needs-you-deny', onclick: answer('deny') }, 'Deny')));
+    const review = h(
+      'div',
+      {
+        class: 'needs-you-review',
+        hidden: !this.reviewing.has(request.request_id),
+      },
+      renderPreview(request.preview, request.arguments),
+      h(
+        'div',
+        { class: 'needs-you-answers' },
+        h('button', { type: 'button', class: 'button primary needs-you-allow', onclick: answer('allow') }, 'Allow'),
+        h('button', { type: 'button', class: 'button secondary needs-you-deny', onclick: answer('deny') }, 'Deny'),
+      ),
+    );
     const toggle = h('button', { type: 'button', class: 'button secondary needs-you-show' });
     // Deny needs no preview: it is on the row while the preview is closed, beside Allow once open.
     const quickDeny = h('button', { type: 'button', class: 'button secondary needs-you-quick-deny', onclick: answer('deny') }, 'Deny');
@@ -102,6 +116,15 @@ function item(entry: MachineEntry, kind: 'prompt' | 'finished', conversationId: 
 /** What a prompt is about in a few words: the command line, the path, or nothing more than the tool. */
 function subjectOf(request: PermissionRequest): string {
   const preview = request.preview;
-  const subject = preview?.kind === 'command' ? preview.command : preview?.kind === 'diff' ? preview.path : typeof request.arguments.command === 'string' ? request.arguments.command : typeof request.arguments.path === 'string' ? request.arguments.path : '';
+  const subject =
+    preview?.kind === 'command'
+      ? preview.command
+      : preview?.kind === 'diff'
+        ? preview.path
+        : typeof request.arguments.command === 'string'
+          ? request.arguments.command
+          : typeof request.arguments.path === 'string'
+            ? request.arguments.path
+            : '';
   return subject.length > 80 ? `${subject.slice(0, 79)}…` : subject;
 }

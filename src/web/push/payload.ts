@@ -14,7 +14,11 @@ export interface NotificationData {
 }
 
 export type NotificationPlan =
-  | { show: true; title: string; options: { body: string; tag: string; renotify: boolean; requireInteraction: boolean; actions: { action: 'allow' | 'deny'; title: string }[]; data: NotificationData } }
+  | {
+      show: true;
+      title: string;
+      options: { body: string; tag: string; renotify: boolean; requireInteraction: boolean; actions: { action: 'allow' | 'deny'; title: string }[]; data: NotificationData };
+    }
   /** `resolved`: withdraw the notification of `tag` (answered or expired elsewhere), show nothing. */
   | { show: false; close: string };
 
@@ -76,7 +80,7 @@ export function planNotification(payload: PushPayload): NotificationPlan {
   const prompt = payload.kind === 'prompt';
   const blind = payload.blind === true;
   const title = blind ? BLIND_TITLE[payload.kind] : payload.title || BLIND_TITLE[payload.kind];
-  const body = blind ? BLIND_BODY : payload.body ?? '';
+  const body = blind ? BLIND_BODY : (payload.body ?? '');
   return {
     show: true,
     title,
@@ -87,7 +91,13 @@ export function planNotification(payload: PushPayload): NotificationPlan {
       renotify: prompt,
       requireInteraction: prompt,
       // Allow / Deny straight from the notification, but never for a request the user cannot see (content-blind).
-      actions: prompt && !blind && payload.request_id ? [{ action: 'allow', title: 'Allow' }, { action: 'deny', title: 'Deny' }] : [],
+      actions:
+        prompt && !blind && payload.request_id
+          ? [
+              { action: 'allow', title: 'Allow' },
+              { action: 'deny', title: 'Deny' },
+            ]
+          : [],
       data: { url: targetUrl(payload), request_id: payload.request_id, conversation_id: payload.conversation_id },
     },
   };

@@ -62,11 +62,11 @@ function applyEdit(text: string, args: EditArgs): { updated: string; count: numb
     throw new ToolError(`old_string was not found in ${args.path}; it must match the file exactly, whitespace and indentation included (read_file shows the current text). Nothing was changed.`);
   }
   if (found.count > 1 && args.replace_all !== true) {
-    throw new ToolError(`old_string matches ${found.count} places in ${args.path}; include more surrounding lines to make it unique, or set replace_all to true to replace all ${found.count}. Nothing was changed.`);
+    throw new ToolError(
+      `old_string matches ${found.count} places in ${args.path}; include more surrounding lines to make it unique, or set replace_all to true to replace all ${found.count}. Nothing was changed.`,
+    );
   }
-  const updated = args.replace_all === true
-    ? text.split(oldString).join(newString)
-    : text.slice(0, found.first) + newString + text.slice(found.first + oldString.length);
+  const updated = args.replace_all === true ? text.split(oldString).join(newString) : text.slice(0, found.first) + newString + text.slice(found.first + oldString.length);
   return { updated, count: found.count };
 }
 

@@ -36,7 +36,10 @@ export function listDirectoryTool(roots: WorkspaceRoots): Tool {
       for (const entry of entries.slice(0, LIST_MAX_ENTRIES)) {
         let isDir = entry.isDirectory();
         if (entry.isSymbolicLink()) {
-          isDir = await stat(path.join(target.path, entry.name)).then((s) => s.isDirectory(), () => false);
+          isDir = await stat(path.join(target.path, entry.name)).then(
+            (s) => s.isDirectory(),
+            () => false,
+          );
         }
         lines.push(isDir ? `${entry.name}/` : entry.name);
       }

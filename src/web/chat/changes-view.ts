@@ -41,15 +41,15 @@ export class ChangesView {
 
   constructor(private readonly options: ChangesViewOptions) {
     const titleId = uniqueId('ra-changes-title');
-    const close = h('button', { type: 'button', class: 'icon-button activity-close changes-close', 'aria-label': 'Close the changes' }, '✕');
+    const close = h('button', { type: 'button', class: 'icon-button changes-close', 'aria-label': 'Close the changes' }, '✕');
     close.addEventListener('click', () => this.close());
     this.status = h('div', { class: 'changes-status', role: 'status' });
-    this.body = h('div', { class: 'activity-body changes-body' });
+    this.body = h('div', { class: 'changes-body' });
     // The activity sheet's frame (media/chat.css): fixed over the chat, its own scroller.
     this.panel = h(
       'section',
-      { class: 'activity-panel changes-panel', hidden: true, role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': titleId },
-      h('div', { class: 'activity-head' }, h('h2', { id: titleId }, 'Changes'), close),
+      { class: 'changes-panel', hidden: true, role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': titleId },
+      h('div', { class: 'changes-head' }, h('h2', { id: titleId }, 'Changes'), close),
       this.status,
       this.body,
     );

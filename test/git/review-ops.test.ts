@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { chmod, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { changesOf } from '../../src/git/changes';
 import { commitChanges } from '../../src/git/commit';
@@ -150,6 +150,20 @@ describe('revert_changes', () => {
       );
       await assert.rejects(revertChanges(wt, 'app.ts', second.id), (e: unknown) => e instanceof ServiceError && e.code === 'conflict');
       await assert.rejects(revertChanges(wt, 'nope.ts'), (e: unknown) => e instanceof ServiceError && e.code === 'not_found');
+    });
+  });
+
+  test("attack: a path that leads out of the worktree (into the user's tree, or absolute) is refused and changes nothing", async () => {
+    await withRepo({ 'app.ts': lines(5) }, async (repo) => {
+      const wt = addWorktree(repo, 'r-out');
+      await writeFiles(wt.path, { 'app.ts': lines(5, ' (agent)') });
+      // The person's own uncommitted edit, which a revert to base would destroy.
+      await writeFiles(repo.repo, { 'app.ts': lines(5, ' (person)') });
+      for (const path of [relative(wt.path, join(repo.repo, 'app.ts')), join(repo.repo, 'app.ts'), 'sub/../../app.ts']) {
+        await assert.rejects(revertChanges(wt, path), (e: unknown) => e instanceof ServiceError && e.code === 'not_found', path);
+      }
+      assert.equal(await readFile(join(repo.repo, 'app.ts'), 'utf8'), lines(5, ' (person)'), "the person's file is untouched");
+      assert.equal(await readFile(join(wt.path, 'app.ts'), 'utf8'), lines(5, ' (agent)'), 'the worktree too');
     });
   });
 

@@ -18,7 +18,8 @@ export const DIFF_FLAGS = ['--no-color', '--no-ext-diff', '--no-textconv', '-M']
  * git would show them (untracked-diff.ts), and which files hold uncommitted work is told by comparing
  * blob ids (the diff's `index` lines against HEAD's, from a tree-to-tree diff that reads no file), so
  * the worktree is scanned once, by git, and its index is never written (the agent's own `git` may hold
- * its lock). Everything runs at once.
+ * its lock). Everything runs at once: the reads that cannot run a filter start without waiting for the
+ * config's filters (run-git.ts), and the untracked files are read while git still diffs.
  */
 export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = DEFAULT_DIFF_LIMITS): Promise<Changes> {
   await requireFolder(worktree);
@@ -26,16 +27,15 @@ export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = D
   // Reads only: git's diff would otherwise refresh and write the index it read, taking its lock from
   // a commit (or the agent's own git) running at the same time.
   const read = { readOnly: true };
+  const plumbing = { readOnly: true, readsNoContent: true };
   const [untracked, commits, baseTip, diff, committed] = await Promise.all([
-    gitIn(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard'], read).then((out) => nulFields(out.stdout)),
-    gitIn(worktree.path, ['rev-list', '--count', `${base}..HEAD`], read).then((out) => Number(out.stdout.trim())),
-    worktree.baseBranch
-      ? gitIn(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { ...read, okCodes: [1] }).then((out) => out.stdout.trim())
-      : Promise.resolve(base),
+    gitIn(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard'], plumbing).then((out) => untrackedDiff(worktree.path, nulFields(out.stdout))),
+    gitIn(worktree.path, ['rev-list', '--count', `${base}..HEAD`], plumbing).then((out) => Number(out.stdout.trim())),
+    baseTipOf(worktree),
     gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--full-index', base], read),
-    gitIn(worktree.path, ['diff', '--raw', '-z', '--no-renames', '--no-abbrev', base, 'HEAD'], read).then((out) => committedBlobs(out.stdout)),
+    gitIn(worktree.path, ['diff', '--raw', '-z', '--no-renames', '--no-abbrev', base, 'HEAD'], plumbing).then((out) => committedBlobs(out.stdout)),
   ]);
-  const { files, newBlobs } = parseGitDiff(diff.stdout + (await untrackedDiff(worktree.path, untracked)), limits);
+  const { files, newBlobs } = parseGitDiff(diff.stdout + untracked, limits);
   return {
     conversation_id: worktree.conversationId,
     worktree: {
@@ -51,6 +51,27 @@ export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = D
     commits,
     uncommitted_files: uncommittedCount(files, newBlobs, committed),
   };
+}
+
+/**
+ * What list_conversations shows of a worktree without reading any patch: how many files differ from
+ * the base commit, counted as get_changes counts its files (a rename is one file, untracked files
+ * included), and whether the base branch moved on. Three reads at once.
+ */
+export async function changeStatsOf(worktree: WorktreeRecord): Promise<{ changedFiles: number; baseMoved: boolean }> {
+  const [changed, untracked, baseTip] = await Promise.all([
+    gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--name-only', '-z', worktree.baseCommit, '--'], { readOnly: true }),
+    gitIn(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard'], { readOnly: true, readsNoContent: true }),
+    baseTipOf(worktree),
+  ]);
+  return { changedFiles: new Set([...nulFields(changed.stdout), ...nulFields(untracked.stdout)]).size, baseMoved: baseTip !== worktree.baseCommit };
+}
+
+/** The base branch's commit now (the base commit itself for a worktree made from a detached HEAD): it moved when they differ. */
+export async function baseTipOf(worktree: WorktreeRecord): Promise<string> {
+  if (!worktree.baseBranch) return worktree.baseCommit;
+  const out = await gitIn(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { readOnly: true, readsNoContent: true, okCodes: [1] });
+  return out.stdout.trim();
 }
 
 /** Each path the branch's commits changed, with its blob at HEAD (all zeros: deleted there). */

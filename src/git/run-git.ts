@@ -29,6 +29,12 @@ export interface GitOptions {
   env?: Record<string, string>;
   /** The repository's hooks run (service.json `worktrees.allow_hooks`: the owner allowed them for commit, land and push). */
   allowHooks?: boolean;
+  /**
+   * The command reads no file's content from a working tree (rev-parse, symbolic-ref, rev-list, `ls-files
+   * --others`, a diff of two commits): no filter driver can run from it, so the config's filters are not
+   * read first and it starts at once (one git process fewer on its way). Hooks and fsmonitor stay guarded.
+   */
+  readsNoContent?: boolean;
 }
 
 export interface GitResult {
@@ -61,7 +67,7 @@ export class GitError extends Error {
  * (an LFS repository's files are checked out as their pointer files).
  */
 export async function runGit(args: readonly string[], options: GitOptions): Promise<GitResult> {
-  const guards = await guardArgs(options.cwd, options.timeoutMs, options.allowHooks === true);
+  const guards = await guardArgs(options.cwd, options.timeoutMs, options.allowHooks === true, options.readsNoContent === true);
   return execGit([...(options.readOnly ? ['--no-optional-locks'] : []), ...guards, '-C', options.cwd, ...args], options);
 }
 
@@ -85,8 +91,8 @@ export function emptyHooksFolder(): Promise<string> {
 }
 
 /** `-c` settings that keep the repository's config from running anything (see runGit). */
-async function guardArgs(cwd: string, timeoutMs: number | undefined, allowHooks: boolean): Promise<string[]> {
-  const filters = await filterNames(cwd, timeoutMs);
+async function guardArgs(cwd: string, timeoutMs: number | undefined, allowHooks: boolean, readsNoContent: boolean): Promise<string[]> {
+  const filters = readsNoContent ? [] : await filterNames(cwd, timeoutMs);
   return [
     ...(allowHooks ? [] : ['-c', `core.hooksPath=${await emptyHooksFolder()}`]),
     '-c',
@@ -100,8 +106,8 @@ async function guardArgs(cwd: string, timeoutMs: number | undefined, allowHooks:
  * cannot be written as `-c` (it holds `=`) makes the run refused: git would run that filter.
  */
 function filterNames(cwd: string, timeoutMs?: number): Promise<string[]> {
-  // Runs started together in one folder (get_changes starts five) share one reading of the config:
-  // the same instant's answer, one process instead of five.
+  // Runs started together in one folder share one reading of the config: the same instant's answer,
+  // one process instead of several.
   let reading = filterReadings.get(cwd);
   if (!reading) {
     reading = readFilterNames(cwd, timeoutMs).finally(() => filterReadings.delete(cwd));

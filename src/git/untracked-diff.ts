@@ -19,23 +19,34 @@ const READERS = 16;
  */
 export async function untrackedDiff(root: string, files: readonly string[]): Promise<string> {
   const realRoot = await realpath(root);
+  // Each folder's real path once per answer (a hundred new files in one folder: one realpath, not a hundred).
+  const folders = new Map<string, Promise<boolean>>();
+  const inside = (folder: string): Promise<boolean> => {
+    let answer = folders.get(folder);
+    if (!answer) {
+      answer = realpath(path.join(root, folder)).then(
+        (real) => real === (folder === '.' ? realRoot : path.join(realRoot, folder)),
+        () => false,
+      );
+      folders.set(folder, answer);
+    }
+    return answer;
+  };
   const parts: string[] = new Array(files.length).fill('');
   let next = 0;
   const reader = async () => {
     while (next < files.length) {
       const index = next++;
-      parts[index] = await fileDiff(root, realRoot, files[index]);
+      parts[index] = await fileDiff(root, inside, files[index]);
     }
   };
   await Promise.all(Array.from({ length: Math.min(READERS, files.length) }, reader));
   return parts.join('');
 }
 
-async function fileDiff(root: string, realRoot: string, name: string): Promise<string> {
+async function fileDiff(root: string, inside: (folder: string) => Promise<boolean>, name: string): Promise<string> {
   const full = path.join(root, name);
-  const folder = path.dirname(name);
-  const realFolder = await realpath(path.join(root, folder)).catch(() => undefined);
-  if (realFolder !== (folder === '.' ? realRoot : path.join(realRoot, folder))) return '';
+  if (!(await inside(path.dirname(name)))) return '';
   const info = await lstat(full).catch(() => undefined);
   if (!info) return '';
   let content: Buffer;

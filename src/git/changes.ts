@@ -18,22 +18,26 @@ export const DIFF_FLAGS = ['--no-color', '--no-ext-diff', '--no-textconv', '-M']
  * git would show them (untracked-diff.ts), and which files hold uncommitted work is told by comparing
  * blob ids (the diff's `index` lines against HEAD's, from a tree-to-tree diff that reads no file), so
  * the worktree is scanned once, by git, and its index is never written (the agent's own `git` may hold
- * its lock). Everything runs at once: the reads that cannot run a filter start without waiting for the
- * config's filters (run-git.ts), and the untracked files are read while git still diffs.
+ * its lock). Every git process started costs the service's event loop a fork (5-20 ms on a loaded
+ * machine, more than git's own work for the small reads), so the patch, the slow read, is started first
+ * (after the config's filters, run-git.ts) and the others once it runs; HEAD's commit tells whether there
+ * are commits to count and compare at all (none until commit_changes: two processes fewer). The untracked
+ * files are read while git still diffs.
  */
 export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = DEFAULT_DIFF_LIMITS): Promise<Changes> {
   await requireFolder(worktree);
   const base = worktree.baseCommit;
   // Reads only: git's diff would otherwise refresh and write the index it read, taking its lock from
   // a commit (or the agent's own git) running at the same time.
-  const read = { readOnly: true };
   const plumbing = { readOnly: true, readsNoContent: true };
-  const [untracked, commits, baseTip, diff, committed] = await Promise.all([
-    gitIn(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard'], plumbing).then((out) => untrackedDiff(worktree.path, nulFields(out.stdout))),
-    gitIn(worktree.path, ['rev-list', '--count', `${base}..HEAD`], plumbing).then((out) => Number(out.stdout.trim())),
-    baseTipOf(worktree),
-    gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--full-index', base], read),
-    gitIn(worktree.path, ['diff', '--raw', '-z', '--no-renames', '--no-abbrev', base, 'HEAD'], plumbing).then((out) => committedBlobs(out.stdout)),
+  let patchStarted!: () => void;
+  const started = new Promise<void>((resolve) => (patchStarted = resolve));
+  const patch = gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--full-index', base], { readOnly: true, onStart: patchStarted });
+  void patch.catch(() => undefined).finally(patchStarted);
+  const [diff, untracked, { baseTip, commits, committed }] = await Promise.all([
+    patch,
+    started.then(() => gitIn(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard'], plumbing)).then((out) => untrackedDiff(worktree.path, nulFields(out.stdout))),
+    started.then(() => branchOf(worktree)),
   ]);
   const { files, newBlobs } = parseGitDiff(diff.stdout + untracked, limits);
   return {
@@ -72,6 +76,26 @@ export async function baseTipOf(worktree: WorktreeRecord): Promise<string> {
   if (!worktree.baseBranch) return worktree.baseCommit;
   const out = await gitIn(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { readOnly: true, readsNoContent: true, okCodes: [1] });
   return out.stdout.trim();
+}
+
+/**
+ * The branch beside the patch: HEAD and the base branch's tip in one rev-parse; only when HEAD has
+ * moved from the base commit, its commits counted and HEAD's blob of each file they changed (a diff of
+ * two trees: no file read).
+ */
+async function branchOf(worktree: WorktreeRecord): Promise<{ baseTip: string; commits: number; committed: Map<string, string> }> {
+  const plumbing = { readOnly: true, readsNoContent: true };
+  const base = worktree.baseCommit;
+  // `--` ends the revisions; exit 128 when the base branch is gone (HEAD is printed before).
+  const tips = await gitIn(worktree.path, ['rev-parse', 'HEAD', ...(worktree.baseBranch ? [`refs/heads/${worktree.baseBranch}`] : []), '--'], { ...plumbing, okCodes: [128] });
+  const [head = '', branchTip = ''] = tips.stdout.split('\n');
+  const baseTip = worktree.baseBranch ? branchTip.replace(/^--$/, '') : base;
+  if (head === base) return { baseTip, commits: 0, committed: new Map() };
+  const [commits, committed] = await Promise.all([
+    gitIn(worktree.path, ['rev-list', '--count', `${base}..HEAD`], plumbing).then((out) => Number(out.stdout.trim())),
+    gitIn(worktree.path, ['diff', '--raw', '-z', '--no-renames', '--no-abbrev', base, 'HEAD'], plumbing).then((out) => committedBlobs(out.stdout)),
+  ]);
+  return { baseTip, commits, committed };
 }
 
 /** Each path the branch's commits changed, with its blob at HEAD (all zeros: deleted there). */

@@ -35,6 +35,8 @@ export interface GitOptions {
    * read first and it starts at once (one git process fewer on its way). Hooks and fsmonitor stay guarded.
    */
   readsNoContent?: boolean;
+  /** Called once git has been started (a caller starts its lesser reads after its slow one, not before it). */
+  onStart?: () => void;
 }
 
 export interface GitResult {
@@ -152,6 +154,7 @@ function execGit(args: readonly string[], options: GitOptions): Promise<GitResul
     );
     // Nothing to read: git sees the end of its input at once rather than waiting on the service's.
     child.stdin?.end(options.input);
+    options.onStart?.();
   });
 }
 

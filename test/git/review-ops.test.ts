@@ -144,6 +144,27 @@ describe('get_changes', () => {
     });
   });
 
+  test('attack: many big new files are not all held in memory: past the read budget they are counted, not kept, and listed cut', async () => {
+    // 12 new files of 15 MB held whole cost the service 450 MB; the same path here with a 64 KiB budget.
+    const readBytes = 64 * 1024;
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'c4');
+      const names = Array.from({ length: 6 }, (_, i) => `new${i}.txt`);
+      await writeFiles(wt.path, Object.fromEntries(names.map((name) => [name, lines(2000)])));
+      await writeFiles(wt.path, { 'no-newline.txt': 'one\ntwo', 'nul.bin': Buffer.from([1, 0, 2]) });
+      const changes = await changesOf(wt, { fileChars: Infinity, totalChars: Infinity, readBytes });
+      const byPath = new Map(changes.files.map((f) => [f.path, f]));
+      assert.deepEqual([...byPath.keys()].sort(), [...names, 'no-newline.txt', 'nul.bin'].sort());
+      for (const name of names) assert.deepEqual([byPath.get(name)!.status, byPath.get(name)!.additions], ['added', 2000], name);
+      const kept = names.filter((name) => byPath.get(name)!.hunks.length > 0);
+      assert.ok(kept.length <= Math.floor(readBytes / Buffer.byteLength(lines(2000))), `${kept.length} files held whole`);
+      for (const name of names.filter((n) => !kept.includes(n))) assert.equal(byPath.get(name)!.cut, true);
+      assert.equal(byPath.get('no-newline.txt')!.additions, 2);
+      assert.deepEqual([byPath.get('nul.bin')!.binary, byPath.get('nul.bin')!.additions], [true, 0]);
+      assert.equal(changes.uncommitted_files, names.length + 2);
+    });
+  });
+
   test('base_moved when the workspace branch moved on; a deleted worktree folder is a clear conflict', async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const wt = addWorktree(repo, 'c3');

@@ -12,13 +12,16 @@ import { GitError } from './run-git';
  */
 export async function pushChanges(worktree: WorktreeRecord, remote: string, options: { allowHooks: boolean }): Promise<PushResult> {
   await requireFolder(worktree);
+  // A name is the repository config's to choose, and `git remote` lists one that reads as an option
+  // (`--receive-pack=<command>` would be run by the push): refused, and every name follows `--`.
+  if (remote.startsWith('-')) throw new ServiceError('invalid_request', `a remote named ${remote} would be read by git as an option: rename it to push there`);
   const remotes = (await gitIn(worktree.repository, ['remote'])).stdout.split('\n').filter(Boolean);
   if (!remotes.includes(remote)) {
     throw new ServiceError('invalid_request', remotes.length > 0 ? `the repository has no remote named ${remote} (it has ${remotes.join(', ')})` : 'the repository has no remote to push to');
   }
-  const url = (await gitIn(worktree.repository, ['remote', 'get-url', '--push', remote])).stdout.trim();
+  const url = (await gitIn(worktree.repository, ['remote', 'get-url', '--push', '--', remote])).stdout.trim();
   try {
-    await gitIn(worktree.path, ['push', '--porcelain', remote, `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`], { allowHooks: options.allowHooks, timeoutMs: 120_000 });
+    await gitIn(worktree.path, ['push', '--porcelain', '--', remote, `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`], { allowHooks: options.allowHooks, timeoutMs: 120_000 });
   } catch (error) {
     if (!(error instanceof GitError)) throw error;
     const reason = error.stderr

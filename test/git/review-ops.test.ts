@@ -372,6 +372,23 @@ describe('push and discard', () => {
     });
   });
 
+  test("attack: a remote the repository's config names like an option (--receive-pack=<command>) is refused; nothing runs, nothing is pushed", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const bare = join(repo.worktrees, '..', 'remote.git');
+      const marker = join(repo.worktrees, '..', 'receive-pack-ran');
+      git(repo.repo, 'init', '-q', '--bare', bare);
+      const name = `--receive-pack=touch '${marker}'; git-receive-pack`;
+      await writeFile(join(repo.repo, '.git', 'config'), `${await readFile(join(repo.repo, '.git', 'config'), 'utf8')}[remote "${name}"]\n\turl = ${bare}\n`);
+      assert.ok(git(repo.repo, 'remote').split('\n').includes(name), 'git lists the remote');
+      const wt = addWorktree(repo, 'p2');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+      await commitChanges(wt, 'to push', noHooks);
+      await assert.rejects(pushChanges(wt, name, noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'invalid_request' && /option/.test(e.message));
+      assert.equal(existsSync(marker), false, 'the command in the remote name ran');
+      assert.equal(git(bare, 'branch', '--list').trim(), '');
+    });
+  });
+
   test('compare URLs for GitHub, GitLab and Bitbucket in https and ssh forms, without credentials', () => {
     assert.equal(compareUrlOf('https://x-token:ghp_secret@github.com/me/app.git', 'assistant/fix-1', 'main'), 'https://github.com/me/app/compare/main...assistant%2Ffix-1?expand=1');
     assert.equal(compareUrlOf('git@github.com:me/app.git', 'b', null), 'https://github.com/me/app/compare/b?expand=1');

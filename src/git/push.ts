@@ -6,6 +6,13 @@ import { nulFields, gitIn } from './git-in';
 import { GitError } from './run-git';
 
 /**
+ * The program a push starts at the other end (run by a shell here for a local or ssh remote): git's own,
+ * whatever `remote.<name>.receivepack` the repository's config names; and no `ext::` URL (a command line)
+ * even where the config allows the protocol.
+ */
+const RECEIVE_PACK = 'git-receive-pack';
+
+/**
  * push_changes: the conversation's branch pushed to `remote` (its own name there), and the page that
  * opens a pull or merge request for it where the remote's host is one we know. The remote name is
  * checked against the repository's remotes first, so it can never be read as an option or a URL.
@@ -21,7 +28,11 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
   }
   const url = (await gitIn(worktree.repository, ['remote', 'get-url', '--push', '--', remote])).stdout.trim();
   try {
-    await gitIn(worktree.path, ['push', '--porcelain', '--', remote, `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`], { allowHooks: options.allowHooks, timeoutMs: 120_000 });
+    await gitIn(
+      worktree.path,
+      ['-c', 'protocol.ext.allow=never', 'push', '--porcelain', `--receive-pack=${RECEIVE_PACK}`, '--', remote, `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`],
+      { allowHooks: options.allowHooks, timeoutMs: 120_000 },
+    );
   } catch (error) {
     if (!(error instanceof GitError)) throw error;
     const reason = error.stderr

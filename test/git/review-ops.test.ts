@@ -372,6 +372,26 @@ describe('push and discard', () => {
     });
   });
 
+  test("attack: a remote's receivepack or an ext:: URL in the repository's config runs nothing on push", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const bare = join(repo.worktrees, '..', 'remote.git');
+      const marker = join(repo.worktrees, '..', 'transport-ran');
+      git(repo.repo, 'init', '-q', '--bare', bare);
+      git(repo.repo, 'remote', 'add', 'origin', bare);
+      git(repo.repo, 'config', 'remote.origin.receivepack', `touch '${marker}'; git-receive-pack`);
+      git(repo.repo, 'config', 'protocol.ext.allow', 'always');
+      git(repo.repo, 'remote', 'add', 'sidedoor', `ext::sh -c touch% ${marker}`);
+      const wt = addWorktree(repo, 'p3');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+      const { commit } = await commitChanges(wt, 'to push', noHooks);
+      await pushChanges(wt, 'origin', noHooks);
+      assert.equal(existsSync(marker), false, "the remote's receivepack ran");
+      assert.equal(git(bare, 'rev-parse', `refs/heads/${wt.branch}`).trim(), commit, 'pushed with git-receive-pack');
+      await assert.rejects(pushChanges(wt, 'sidedoor', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict');
+      assert.equal(existsSync(marker), false, 'the ext:: command ran');
+    });
+  });
+
   test("attack: a remote the repository's config names like an option (--receive-pack=<command>) is refused; nothing runs, nothing is pushed", async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'remote.git');

@@ -82,7 +82,7 @@ export async function changeStatsOf(worktree: WorktreeRecord): Promise<{ changed
 }
 
 /** The base branch's commit now (the base commit itself for a worktree made from a detached HEAD): it moved when they differ. */
-export async function baseTipOf(worktree: WorktreeRecord): Promise<string> {
+async function baseTipOf(worktree: WorktreeRecord): Promise<string> {
   if (!worktree.baseBranch) return worktree.baseCommit;
   const out = await gitIn(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { readOnly: true, readsNoContent: true, okCodes: [1] });
   return out.stdout.trim();

@@ -12,6 +12,13 @@ export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL)
 /** Finds the handler of a request, or undefined (404). Resolved per request, so routes can change live. */
 export type Router = (method: string, path: string) => RouteHandler | undefined;
 
+/**
+ * Connections the kernel holds for accept (Node's default is 511). libuv accepts every pending one in a
+ * single callback, so a burst of 600 was one stall of 600 sockets made and refused; past 64 the kernel
+ * drops the attempt and the client's TCP retries a second later, spreading a burst over time.
+ */
+const LISTEN_BACKLOG = 64;
+
 /** Hard ceiling of a WebSocket frame; frames between 1 MiB and this get a payload_too_large answer first. */
 const WS_HARD_MAX_PAYLOAD = 8 * 1024 * 1024;
 
@@ -65,7 +72,7 @@ export class HttpServer {
       };
       this.server.once('error', onError);
       this.server.once('listening', onListening);
-      this.server.listen(port, host);
+      this.server.listen({ port, host, backlog: LISTEN_BACKLOG });
     });
   }
 

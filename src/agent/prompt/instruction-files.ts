@@ -80,7 +80,7 @@ export class InstructionFiles {
     const key = roots.map((root) => path.resolve(root)).join('\0');
     const kept = this.rootsAnswer;
     if (kept && kept.key === key && !kept.watch.changed) {
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextCheckPhase();
       if (!kept.watch.changed) return kept.files.map((file) => ({ ...file }));
     }
     // Calls arriving together (many connections) share one look.
@@ -96,7 +96,10 @@ export class InstructionFiles {
   private async lookAtRoots(key: string, roots: string[]): Promise<InstructionFile[]> {
     this.keepAnswer(undefined);
     // Watched before looking: a change while looking makes this answer one not to keep.
-    const places = new PlacesWatch([...roots.flatMap((root) => [path.resolve(root), path.join(path.resolve(root), '.github')]), ...(this.userDir ? [this.userDir] : [])]);
+    const places = new PlacesWatch([
+      ...roots.flatMap((root) => ROOT_INSTRUCTION_FILES.map((relative) => ({ base: path.resolve(root), relative }))),
+      ...(this.userDir ? [{ base: this.userDir, relative: FOLDER_INSTRUCTION_FILE }] : []),
+    ]);
     const links = { linked: false };
     const files = await this.look(roots, [], links).catch((error: unknown) => {
       places.close();
@@ -210,20 +213,39 @@ export class InstructionFiles {
   }
 }
 
+/** Resolves in the check phase of the event loop's current turn; the calls of one turn share one immediate. */
+let checkPhase: Promise<void> | undefined;
+function nextCheckPhase(): Promise<void> {
+  return (checkPhase ??= new Promise((resolve) =>
+    setImmediate(() => {
+      checkPhase = undefined;
+      resolve();
+    }),
+  ));
+}
+
 /**
- * Watches folders (not their subfolders): `changed` once anything in one of them is created, removed,
- * renamed or written, or a watch fails. A folder that does not exist (a root without `.github`) is not
- * watched: creating it is a change in its parent, which is. Watchers do not keep the process alive.
+ * Watches the places of some files: `changed` once one of them, or a folder on the way to it, is
+ * created, removed, renamed or written, or a watch fails. Each folder holding one is watched (not its
+ * subfolders), and only the names that lead to the files count: the data directory beside the user's
+ * AGENTS.md is written at every turn (the journal), a project's root at every save, and neither may
+ * make the answer be looked at again. A folder that does not exist (a root without `.github`) is not
+ * watched: creating it is a change of its name in its parent, which is. Watchers do not keep the
+ * process alive.
  */
 class PlacesWatch {
   changed = false;
   private readonly watchers: FSWatcher[] = [];
 
-  constructor(folders: string[]) {
+  constructor(files: { base: string; relative: string }[]) {
     const watched = new Set<string>();
-    for (const folder of folders) {
+    for (const [folder, names] of foldersOf(files)) {
       try {
-        const watcher = watch(folder, { persistent: false }, () => this.change());
+        // No name (a platform that cannot tell) counts; so does the folder's own (it was removed or renamed).
+        names.add(path.basename(folder));
+        const watcher = watch(folder, { persistent: false }, (_event, name) => {
+          if (name === null || names.has(name.toString())) this.change();
+        });
         watcher.on('error', () => this.change());
         this.watchers.push(watcher);
         watched.add(folder);
@@ -242,6 +264,23 @@ class PlacesWatch {
     this.changed = true;
     this.close();
   }
+}
+
+/**
+ * The folders to watch for `files` and the names in each that lead to one of them: `.github/copilot-instructions.md`
+ * of a root is `.github` in the root and `copilot-instructions.md` in `<root>/.github`. Parents come first.
+ */
+function foldersOf(files: { base: string; relative: string }[]): Map<string, Set<string>> {
+  const folders = new Map<string, Set<string>>();
+  for (const { base, relative } of files) {
+    let folder = base;
+    for (const name of relative.split('/')) {
+      if (!folders.has(folder)) folders.set(folder, new Set());
+      folders.get(folder)!.add(name);
+      folder = path.join(folder, name);
+    }
+  }
+  return folders;
 }
 
 /** The bytes up to the last character that starts before the end (a read cut short may end inside one). */

@@ -34,6 +34,8 @@ export interface InstructionFile {
 
 /** The answer for no touched paths (get_config asks it on every call), kept while nothing changed where its files live. */
 interface RootsAnswer {
+  /** The roots as given (compared first: resolving them costs more than the rest of a kept answer). */
+  given: readonly string[];
   key: string;
   files: InstructionFile[];
   watch: PlacesWatch;
@@ -77,8 +79,8 @@ export class InstructionFiles {
    * the next check phase before trusting the answer sees every change completed before this call.
    */
   private async atRoots(roots: string[]): Promise<InstructionFile[]> {
-    const key = roots.map((root) => path.resolve(root)).join('\0');
     const kept = this.rootsAnswer;
+    const key = kept && sameStrings(kept.given, roots) ? kept.key : roots.map((root) => path.resolve(root)).join('\0');
     if (kept && kept.key === key && !kept.watch.changed) {
       await nextCheckPhase();
       if (!kept.watch.changed) return kept.files.map((file) => ({ ...file }));
@@ -107,7 +109,7 @@ export class InstructionFiles {
     });
     // A linked file's target may change without its folder changing: such answers are looked at afresh.
     if (links.linked || places.changed) places.close();
-    else this.keepAnswer({ key, files, watch: places });
+    else this.keepAnswer({ given: [...roots], key, files, watch: places });
     return files;
   }
 
@@ -211,6 +213,10 @@ export class InstructionFiles {
     this.cache.set(key, cached);
     if (this.cache.size > MAX_CACHED_INSTRUCTION_FILES) this.cache.delete(this.cache.keys().next().value!);
   }
+}
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((item, i) => item === b[i]);
 }
 
 /** Resolves in the check phase of the event loop's current turn; the calls of one turn share one immediate. */

@@ -1,9 +1,10 @@
-import { constants, watch, type FSWatcher } from 'node:fs';
+import { constants } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { openForReading } from '../tools/anchored-fs';
 import { decodeText, formatBytes, prefixWithin } from '../tools/text-files';
 import { placeInRoots, resolveWorkspacePath } from '../tools/workspace';
+import { nextCheckPhase, PlacesWatch } from './places-watch';
 
 /** All instruction files together give the model at most this much text; the rest is cut, with a note. */
 export const INSTRUCTIONS_BUDGET_BYTES = 32 * 1024;
@@ -217,76 +218,6 @@ export class InstructionFiles {
 
 function sameStrings(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((item, i) => item === b[i]);
-}
-
-/** Resolves in the check phase of the event loop's current turn; the calls of one turn share one immediate. */
-let checkPhase: Promise<void> | undefined;
-function nextCheckPhase(): Promise<void> {
-  return (checkPhase ??= new Promise((resolve) =>
-    setImmediate(() => {
-      checkPhase = undefined;
-      resolve();
-    }),
-  ));
-}
-
-/**
- * Watches the places of some files: `changed` once one of them, or a folder on the way to it, is
- * created, removed, renamed or written, or a watch fails. Each folder holding one is watched (not its
- * subfolders), and only the names that lead to the files count: the data directory beside the user's
- * AGENTS.md is written at every turn (the journal), a project's root at every save, and neither may
- * make the answer be looked at again. A folder that does not exist (a root without `.github`) is not
- * watched: creating it is a change of its name in its parent, which is. Watchers do not keep the
- * process alive.
- */
-class PlacesWatch {
-  changed = false;
-  private readonly watchers: FSWatcher[] = [];
-
-  constructor(files: { base: string; relative: string }[]) {
-    const watched = new Set<string>();
-    for (const [folder, names] of foldersOf(files)) {
-      try {
-        // No name (a platform that cannot tell) counts; so does the folder's own (it was removed or renamed).
-        names.add(path.basename(folder));
-        const watcher = watch(folder, { persistent: false }, (_event, name) => {
-          if (name === null || names.has(name.toString())) this.change();
-        });
-        watcher.on('error', () => this.change());
-        this.watchers.push(watcher);
-        watched.add(folder);
-      } catch (error) {
-        // Missing under a watched parent: its creation will be seen. Otherwise nothing would be.
-        if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || !watched.has(path.dirname(folder))) this.change();
-      }
-    }
-  }
-
-  close(): void {
-    for (const watcher of this.watchers.splice(0)) watcher.close();
-  }
-
-  private change(): void {
-    this.changed = true;
-    this.close();
-  }
-}
-
-/**
- * The folders to watch for `files` and the names in each that lead to one of them: `.github/copilot-instructions.md`
- * of a root is `.github` in the root and `copilot-instructions.md` in `<root>/.github`. Parents come first.
- */
-function foldersOf(files: { base: string; relative: string }[]): Map<string, Set<string>> {
-  const folders = new Map<string, Set<string>>();
-  for (const { base, relative } of files) {
-    let folder = base;
-    for (const name of relative.split('/')) {
-      if (!folders.has(folder)) folders.set(folder, new Set());
-      folders.get(folder)!.add(name);
-      folder = path.join(folder, name);
-    }
-  }
-  return folders;
 }
 
 /** The bytes up to the last character that starts before the end (a read cut short may end inside one). */

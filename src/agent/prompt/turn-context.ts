@@ -48,6 +48,15 @@ export class TurnContext {
     return momentNote({ ...facts, roots, git: (folder) => this.git.summary(folder) }).then((content) => ({ role: 'user', content, moment: true }));
   }
 
+  /**
+   * Reads ahead what a first turn would wait for, so it is answered as fast as the next (the service's
+   * warm-up once listening): git's status of each workspace root (kept GIT_STATUS_MAX_AGE_MS at most,
+   * as for any turn) and the instruction files of the roots and the user's.
+   */
+  async warmUp(roots: readonly string[] = this.workspaceRoots()): Promise<void> {
+    await Promise.all([this.filesInForce([], roots), ...roots.map((root) => this.git.summary(root))]);
+  }
+
   /** A tool wrote a file or ran a command: git's status is asked again next turn. */
   filesChanged(): void {
     this.git.changed();

@@ -184,6 +184,11 @@ export class Agent {
     return (await this.context.filesInForce(rows, area?.roots)).map(({ text: _text, ...info }) => info);
   }
 
+  /** Reads ahead what a first turn's context needs (git's status, instruction files): see TurnContext.warmUp. */
+  warmUp(): Promise<void> {
+    return this.deps.withContext === false ? Promise.resolve() : this.context.warmUp();
+  }
+
   /** The saved prompts of the workspace folders and the data directory. */
   savedPrompts(): Promise<SavedPrompt[]> {
     return listSavedPrompts((this.deps.workspaceRoots ?? (() => []))(), this.deps.dataDir);

@@ -16,6 +16,7 @@ import {
   type ServiceConfig,
 } from '../protocol';
 import type { CommandContext } from './context';
+import type { Source } from '../protocol/sources';
 import { pushHandlers } from './push-handlers';
 import { createPairing, relayStatus } from './relay-handlers';
 import { createLanPairing, listDevices, revokeDevice } from './device-handlers';
@@ -30,7 +31,7 @@ import { attachmentHandlers, chatAttachments } from './attachment-handlers';
 import { listAudit, verifyAudit } from './audit-handlers';
 import { actorOf, sessionLabel } from './audit-actor';
 import { agentContextHandlers } from './agent-context-handlers';
-import { infoOf as worktreeInfoOf } from '../agent/worktrees/worktrees';
+import { infoOf as worktreeInfoOf, worktreeByDefault } from '../agent/worktrees/worktrees';
 import { requireDeleteConfirmed, reviewHandlers } from './review-handlers';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
@@ -50,6 +51,12 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
     permission_timeout_seconds: config.permission_timeout_seconds,
     system_prompt_mode: config.system_prompt_mode,
   };
+}
+
+/** get_config's `worktrees`: service.json's settings, and where the asking client's new-chat toggle starts. */
+function worktreeSettingsOf(config: ServiceConfig, source: Source): NonNullable<PublicConfig['worktrees']> {
+  const { default: defaults, folder, allow_hooks } = config.worktrees;
+  return { default: { ...defaults }, folder: folder ?? null, allow_hooks, new_chat: worktreeByDefault(config, source) };
 }
 
 /** A stored conversation as clients see it (list_conversations rows, conversation.updated), with what it is doing now. */
@@ -129,7 +136,8 @@ export const handlers: HandlerMap = {
   },
 
   async get_config(_command, session, ctx) {
-    return { ...publicConfigOf(ctx.config.current), instructions: await ctx.agent.instructionFiles(undefined, session.source) };
+    const config = ctx.config.current;
+    return { ...publicConfigOf(config), instructions: await ctx.agent.instructionFiles(undefined, session.source), worktrees: worktreeSettingsOf(config, session.source) };
   },
 
   async update_config(command, session, ctx) {

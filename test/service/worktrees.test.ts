@@ -324,6 +324,18 @@ describe('defaults, a workspace that is not a repository, clean-up at start', ()
     assert.equal((await lan.request({ type: 'chat', message: 'in the workspace then', worktree: false })).status, 'ok');
   });
 
+  test("get_config shows service.json's worktrees settings and the asking client's default (the phone's toggle starts from it)", async (t) => {
+    const worktrees = { default: { lan: true, webhook: true }, folder: '../elsewhere', allow_hooks: true };
+    const service = await startService({ provider: 'openai', model: 'gpt-4o-mini', base_url: openai.url, workspace: repo, worktrees });
+    t.after(() => service.dispose());
+    const lan = await TestClient.authed(service.wsUrl, service.token);
+    t.after(() => lan.close());
+    const config = (await lan.request({ type: 'get_config' })).data as { worktrees: unknown };
+    assert.deepEqual(config.worktrees, { default: { editor: false, lan: true, relay: false, webhook: true }, folder: '../elsewhere', allow_hooks: true, new_chat: true });
+    const plain = (await client.request({ type: 'get_config' })).data as { worktrees: unknown };
+    assert.deepEqual(plain.worktrees, { default: { editor: false, lan: false, relay: false, webhook: false }, folder: null, allow_hooks: false, new_chat: false });
+  });
+
   test('a webhook account with worktree "required": its conversation works in its own worktree from its first message', async (t) => {
     const secret = 'worktree-webhook-secret-0123456789';
     const receiver = await startWebhookReceiver({ secret });

@@ -160,6 +160,21 @@ describe('a conversation in its own worktree', () => {
     await writeFile(join(repo, 'app.ts'), 'original\n');
   });
 
+  test("list_prompts of a worktree conversation reads the worktree's saved prompts, not the workspace's", async (t) => {
+    const { id } = await newWorktreeConversation('prompts in a worktree');
+    const prompts = join(repo, '.remote-assistant', 'prompts');
+    await mkdir(prompts, { recursive: true });
+    await writeFile(join(prompts, 'mine.md'), "the person's own prompt\n");
+    t.after(() => rm(join(repo, '.remote-assistant'), { recursive: true, force: true }));
+    await chat({ conversation_id: id, message: TOOL('write_file', { path: '.remote-assistant/prompts/branch.md', content: "the branch's prompt\n" }) });
+    const names = async (frame: Record<string, unknown>) =>
+      ((await client.request({ type: 'list_prompts', ...frame })).data as { prompts: { name: string; scope: string }[] }).prompts.filter((p) => p.scope === 'project').map((p) => p.name);
+    assert.deepEqual(await names({ conversation_id: id }), ['branch']);
+    assert.deepEqual(await names({}), ['mine']);
+    const unknown = await client.request({ type: 'list_prompts', conversation_id: 'no-such-conversation' });
+    assert.equal(unknown.code, 'not_found');
+  });
+
   test('a base branch that moved on is told after the next turn', async () => {
     const { id } = await newWorktreeConversation('base moves');
     await writeFile(join(repo, 'other.txt'), 'x\n');

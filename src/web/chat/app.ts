@@ -481,8 +481,10 @@ export class ChatApp {
 
   /** The saved prompts and the instruction files in force (they live in the workspace: asked again on each connect). */
   private async refreshAgentContext(): Promise<void> {
-    const answer = await this.call({ type: 'list_prompts' });
-    if (answer?.status === 'ok') this.prompts.setPrompts(answer.data.prompts);
+    const conversationId = this.current;
+    // A conversation in its own worktree has its branch's project prompts.
+    const answer = await this.call({ type: 'list_prompts', ...(conversationId ? { conversation_id: conversationId } : {}) });
+    if (answer?.status === 'ok' && conversationId === this.current) this.prompts.setPrompts(answer.data.prompts);
     await this.refreshInstructions();
   }
 
@@ -533,7 +535,7 @@ export class ChatApp {
     this.worktreeToggle.hidden = conversationId !== undefined;
     if (!conversationId) this.header.setWorktree(null);
     this.header.setTitle(conversationId ? (this.list.title(conversationId) ?? this.headerTitleFallback()) : 'New chat');
-    if (this.connected) void this.refreshInstructions();
+    if (this.connected) void this.refreshAgentContext();
   }
 
   private headerTitleFallback(): string {

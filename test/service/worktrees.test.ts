@@ -240,6 +240,12 @@ describe('ways out of a worktree (attacks)', () => {
       assert.equal((prompt.preview as { cwd: string }).cwd, '.');
       await client.request({ type: 'permission_response', request_id: prompt.request_id, decision: 'deny' });
       await pending;
+      // A command naming the way out is flagged in the prompt: cd .., the person's tree by its absolute path.
+      const leaving = chat({ conversation_id: id, message: TOOL('run_command', { command: `cd .. && cat ${join(repo, 'secret.txt')}` }) });
+      const warned = await client.next((frame) => frame.event === 'permission.request' && frame.conversation_id === id && frame.request_id !== prompt.request_id);
+      assert.deepEqual((warned.preview as { warnings: string[] }).warnings, ['leaves the workspace: cd ..', `leaves the workspace: ${join(repo, 'secret.txt')}`]);
+      await client.request({ type: 'permission_response', request_id: warned.request_id, decision: 'deny' });
+      await leaving;
     } finally {
       await client.request({ type: 'update_config', config: { permission_mode: 'allow' } });
     }

@@ -128,6 +128,24 @@ function tap(worker: Worker, tag: string, action = ''): Promise<void> {
   );
 }
 
+/**
+ * Chromium lets only a real tap open a window (a synthetic event is refused): the test stands in for the
+ * browser there, keeping the URL the worker asked for (openedWindow), which the test then opens itself.
+ */
+async function standInForOpenWindow(worker: Worker): Promise<void> {
+  await worker.evaluate(() => {
+    const scope = self as unknown as { clients: { openWindow: (url: string) => Promise<null> }; opened?: string };
+    scope.clients.openWindow = async (url) => {
+      scope.opened = url;
+      return null;
+    };
+  });
+}
+
+function openedWindow(worker: Worker): Promise<string | undefined> {
+  return worker.evaluate(() => (self as unknown as { opened?: string }).opened);
+}
+
 const prompt = (conversation: string, request: string, command: string) => ({
   v: 1,
   kind: 'prompt',
@@ -208,17 +226,9 @@ test('Allow tapped on a prompt while no page is open: the worker opens the page,
   await push(worker, { ...prompt(request.conversation_id, request.request_id, 'list_directory'), title: 'Approve list_directory?' });
   await page.close();
 
-  // Chromium lets only a real tap open a window (a synthetic event is refused): the test stands in for
-  // the browser there, opening the URL the worker asked for.
-  await worker.evaluate(() => {
-    const scope = self as unknown as { clients: { openWindow: (url: string) => Promise<null> }; opened?: string };
-    scope.clients.openWindow = async (url) => {
-      scope.opened = url;
-      return null;
-    };
-  });
+  await standInForOpenWindow(worker);
   await tap(worker, `prompt:${request.conversation_id}`, 'allow');
-  const target = await worker.evaluate(() => (self as unknown as { opened?: string }).opened);
+  const target = await openedWindow(worker);
   assert.ok(target, 'the worker opened a page');
   const opened = new URL(target);
   assert.equal(`${opened.origin}${opened.pathname}`, `${svc.httpUrl}/`);
@@ -279,35 +289,27 @@ test('a "ready for review" tap opens the conversation\'s Changes sheet: on the o
 
   const page = await openPage();
   const worker = await installedWorker(page);
-  const shown = (
-    await push(
-      worker,
-      reviewPayload(ready, false, (text) => text),
-    )
-  ).find((n) => n.tag === `review:${conversation}`);
-  assert.equal(shown?.data?.url, `./?conversation=${conversation}&view=changes`);
+  /** The review notification shown for a push of the service's own payload (content-blind or not): it links to the Changes view. */
+  const pushReview = async (blind: boolean) => {
+    const shown = (
+      await push(
+        worker,
+        reviewPayload(ready, blind, (text) => text),
+      )
+    ).find((n) => n.tag === `review:${conversation}`);
+    assert.equal(shown?.data?.url, `./?conversation=${conversation}&view=changes`);
+  };
+  await pushReview(false);
   await tap(worker, `review:${conversation}`);
   await page.locator(file).waitFor();
   assert.match(await page.locator('.title').innerText(), /a change to review/);
   await page.close();
 
   // Content-blind (only the ids), tapped with no page open: the page the worker opens shows the sheet once connected.
-  const blind = (
-    await push(
-      worker,
-      reviewPayload(ready, true, (text) => text),
-    )
-  ).find((n) => n.tag === `review:${conversation}`);
-  assert.equal(blind?.data?.url, `./?conversation=${conversation}&view=changes`);
-  await worker.evaluate(() => {
-    const scope = self as unknown as { clients: { openWindow: (url: string) => Promise<null> }; opened?: string };
-    scope.clients.openWindow = async (url) => {
-      scope.opened = url;
-      return null;
-    };
-  });
+  await pushReview(true);
+  await standInForOpenWindow(worker);
   await tap(worker, `review:${conversation}`);
-  const target = await worker.evaluate(() => (self as unknown as { opened?: string }).opened);
+  const target = await openedWindow(worker);
   assert.ok(target, 'the worker opened a page');
   const opened = await context.newPage();
   await opened.goto(target);

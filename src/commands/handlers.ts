@@ -54,7 +54,7 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
 
 /** A stored conversation as clients see it (list_conversations rows, conversation.updated), with what it is doing now. */
 export function conversationOf(
-  { id, title, created_at, updated_at, source, last_message }: ConversationRow,
+  { id, title, created_at, updated_at, source, last_message, started_by }: ConversationRow,
   activity: ConversationActivity,
   store: Pick<Store, 'usage' | 'conversations' | 'worktrees'>,
 ): Conversation {
@@ -69,6 +69,7 @@ export function conversationOf(
     created_at,
     updated_at,
     source,
+    started_by,
     state,
     pending_permissions: pendingPermissions,
     last_message,

@@ -5,7 +5,8 @@
  * - with two machines paired (two chats on the page) no id is given twice, and every label, aria-controls
  *   and aria-labelledby names an element of its own chat;
  * - axe-core, run inside the page, finds no serious or critical violation on the main screens (chat, a
- *   waiting prompt, the conversation list, devices, notifications, activity, computers), light and dark;
+ *   waiting prompt, the conversation list, devices, notifications, activity, a worktree conversation's
+ *   Changes sheet, computers), light and dark;
  * - every one of those screens is saved at 320, 390 and 768 px, light and dark, under
  *   test-output/screens/ to be looked at.
  * Runs after `node esbuild.mjs`.
@@ -16,7 +17,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
+import { gitRepository } from '../helpers/git-repo';
 import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { tempDir } from '../helpers/temp';
 import { startService, type RunningService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
 
@@ -28,14 +31,19 @@ const HEIGHT: Record<number, number> = { 320: 568, 390: 844, 768: 1024 };
 const TAP_TARGETS = ['.drawer-toggle', '.machine-switch', '.mode-select', '.composer .attach', '.composer .camera', '.composer :is(.send, .stop)', '.permission-card .permission-actions .button'];
 
 let rig: PhoneRig;
+let repoDir: { dir: string; cleanup: () => Promise<void> };
 
 before(async () => {
   await mkdir(SCREENS, { recursive: true });
-  rig = await startPhoneRig({ permission_mode: 'ask' });
+  // A git repository, so a conversation can work in its own worktree and the Changes sheet has a diff.
+  repoDir = await tempDir('ra-a11y-repo-');
+  await gitRepository(repoDir.dir, { 'app.txt': 'line 1\nline 2\nline 3\n' });
+  rig = await startPhoneRig({ permission_mode: 'ask', workspace: repoDir.dir });
 });
 
 after(async () => {
   await rig?.close();
+  await repoDir?.cleanup();
 });
 
 /** Sends a message that asks to write a file: its prompt waits on the page. */
@@ -214,6 +222,26 @@ const SCREENS_TO_SEE: Screen[] = [
     close: async (page) => {
       await page.locator('.activity-panel:not([hidden]) .activity-close').click();
       await closeDrawer(page);
+    },
+  },
+  {
+    name: 'changes',
+    open: async (page) => {
+      // A new chat in its own worktree whose assistant edits app.txt there: its Changes sheet.
+      await openDrawer(page);
+      await page.locator('.machine-view:not([hidden]) .new-chat').click();
+      await closeDrawer(page);
+      await page.locator('.worktree-toggle input').check();
+      rig.fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'app.txt', content: 'line 1\nline 2 by the assistant\nline 3\n' } }] }, { text: 'Edited app.txt.', chunks: 1 });
+      await page.locator('.composer-input').fill('Improve app.txt');
+      await page.locator('.composer-input').press('Enter');
+      await page.locator('.permission-card button[data-decision="allow"]').click();
+      await page.locator('.message.assistant', { hasText: 'Edited app.txt.' }).waitFor();
+      await page.locator('.changes-badge:has-text("1 changed")').click();
+      await page.locator('.changes-panel:not([hidden]) .change-file').waitFor();
+    },
+    close: async (page) => {
+      await page.locator('.changes-panel:not([hidden]) .changes-close').click();
     },
   },
   {

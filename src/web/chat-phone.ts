@@ -240,7 +240,11 @@ function showPairingForm(): void {
     h(
       'p',
       {},
-      'Open a pairing link, or scan its QR code: on the computer, `remote-assistant pair` prints one (and `remote-assistant serve` does while no phone is paired); in the editor, command “Remote Assistant: Show Connection Info”. Or enter the service address and access token.',
+      'Open a pairing link, or scan its QR code: on the computer, ',
+      h('code', {}, 'remote-assistant pair'),
+      ' prints one (and ',
+      h('code', {}, 'remote-assistant serve'),
+      ' does while no phone is paired); in the editor, command “Remote Assistant: Show Connection Info”. Or enter the service address and access token.',
     ),
     h('label', { for: 'pair-url' }, 'Service WebSocket URL'),
     url,

@@ -78,7 +78,7 @@ export function nameOfFragment(hash: string): string | undefined {
 /** A pairing link pasted into the page or read from a QR code: its pairing and name, or why it is none. */
 export type LinkReading = { pairing: Pairing; name?: string } | { problem: string };
 
-const NOT_A_LINK = 'This is not a pairing link. On the computer, `remote-assistant pair` prints one (in the editor: “Remote Assistant: Show Connection Info”).';
+const NOT_A_LINK = 'This is not a pairing link. On the computer, remote-assistant pair prints one (in the editor: “Remote Assistant: Show Connection Info”).';
 
 export function readPairingLink(text: string): LinkReading {
   let link: URL;

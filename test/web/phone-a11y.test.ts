@@ -31,6 +31,8 @@ const HEIGHT: Record<number, number> = { 320: 568, 390: 844, 768: 1024 };
 const TAP_TARGETS = ['.drawer-toggle', '.machine-switch', '.mode-select', '.composer .attach', '.composer .camera', '.composer :is(.send, .stop)', '.permission-card .permission-actions .button'];
 
 let rig: PhoneRig;
+/** A second machine, added from the page's "Add a computer" for the Computers screen. */
+let second: RunningService;
 let repoDir: { dir: string; cleanup: () => Promise<void> };
 
 before(async () => {
@@ -39,9 +41,11 @@ before(async () => {
   repoDir = await tempDir('ra-a11y-repo-');
   await gitRepository(repoDir.dir, { 'app.txt': 'line 1\nline 2\nline 3\n' });
   rig = await startPhoneRig({ permission_mode: 'ask', workspace: repoDir.dir });
+  second = await startService({ base_url: rig.fake.url, model: 'fake-model', workspace: rig.workspace.dir });
 });
 
 after(async () => {
+  await second?.dispose();
   await rig?.close();
   await repoDir?.cleanup();
 });
@@ -109,10 +113,8 @@ test('the main controls are tap targets of at least 44x44 CSS px at 390 and 320 
 });
 
 test('with two machines open no id is given twice, and labels and aria references stay in their own chat', async () => {
-  let second: RunningService | undefined;
   const phone = await rig.openPhone();
   try {
-    second = await startService({ base_url: rig.fake.url, model: 'fake-model', workspace: rig.workspace.dir });
     const { page } = phone;
     // The second machine's pairing link opened into the open page (only the fragment changes).
     await page.evaluate((fragment) => (location.hash = fragment), `url=${encodeURIComponent(second.wsUrl)}&token=${encodeURIComponent(second.token)}`);
@@ -138,9 +140,16 @@ test('with two machines open no id is given twice, and labels and aria reference
     assert.deepEqual(phone.errors, []);
   } finally {
     await phone.close();
-    await second?.dispose();
   }
 });
+
+/** A fresh pairing link of the service, as `remote-assistant pair` prints it. */
+async function pairingLink(svc: RunningService): Promise<string> {
+  const owner = await TestClient.authed(svc.wsUrl, svc.token);
+  const link = ((await owner.request({ type: 'create_lan_pairing' })).data as { link: string }).link;
+  owner.close();
+  return link;
+}
 
 interface Violation {
   id: string;
@@ -245,10 +254,35 @@ const SCREENS_TO_SEE: Screen[] = [
     },
   },
   {
+    name: 'add-computer',
+    open: async (page) => {
+      // The sheet as it answers a link whose secret the machine never gave.
+      await page.locator('.machine-view:not([hidden]) .machine-switch').click();
+      await page.locator('.add-machine-toggle').click();
+      await page.locator('#ra-add-link').fill((await pairingLink(second)).replace(/pair=[^&]+/, 'pair=never-given'));
+      await page.locator('.add-machine-submit').click();
+      await page.locator('.add-machine-status[data-kind="error"]').waitFor();
+    },
+    close: async (page) => {
+      await page.keyboard.press('Escape');
+      await page.locator('.machines-panel').waitFor({ state: 'hidden' });
+    },
+  },
+  {
     name: 'computers',
     open: async (page) => {
+      // Two machines: the second added from this page, then the list.
+      if ((await page.locator('.machine-view').count()) < 2) {
+        await page.locator('.machine-view:not([hidden]) .machine-switch').click();
+        await page.locator('.add-machine-toggle').click();
+        await page.locator('#ra-add-link').fill(await pairingLink(second));
+        await page.locator('.add-machine-submit').click();
+        await page.locator('.machine-view:not([hidden]) .connection[data-state="open"]').waitFor();
+        await page.locator('.machines-panel').waitFor({ state: 'hidden' });
+      }
       await page.locator('.machine-view:not([hidden]) .machine-switch').click();
       await page.locator('.machines-panel:not([hidden])').waitFor();
+      await page.locator('.machines-panel .machine').nth(1).locator('.machine-state', { hasText: 'online' }).waitFor();
     },
     close: async (page) => {
       await page.keyboard.press('Escape');

@@ -124,9 +124,14 @@ test("A's page adds B from B's pasted pairing link, chats on B and switches back
   await chatOnShown(page, a, b, 'and back on A');
   assert.equal(await page.locator(`.machine-view[data-machine-id="${lanId(b)}"] .connection`).getAttribute('data-state'), 'open', 'B stays connected behind A');
 
-  // The same link again: its secret was spent. Said, and nothing kept changes.
+  // The same link again (on a small phone): its secret was spent. Said where it is seen, and nothing kept changes.
+  await page.setViewportSize({ width: 320, height: 568 });
   await paste(page, link);
-  await page.locator('.add-machine-status[data-kind="error"]', { hasText: 'refused this pairing link' }).waitFor();
+  const refused = page.locator('.add-machine-status[data-kind="error"]', { hasText: 'refused this pairing link' });
+  await refused.waitFor();
+  const said = (await refused.boundingBox())!;
+  assert.ok(said.y >= 0 && said.y + said.height <= 568, `the message is on screen at 320x568 (${JSON.stringify(said)})`);
+  assert.doesNotMatch(await page.locator('.add-machine').innerText(), /`/, 'no markdown backticks shown as text');
   assert.deepEqual(await kept(page), { ...after, current: lanId(a) }, 'a spent link changes nothing');
   assert.ok(await page.locator(`${SHOWN}[data-machine-id="${lanId(a)}"]`).isVisible(), 'A stays on screen');
 

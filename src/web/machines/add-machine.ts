@@ -67,12 +67,15 @@ export class AddMachine {
       h(
         'p',
         { class: 'add-machine-hint' },
-        'On the other computer, `remote-assistant pair` shows a pairing link and its QR code (in the editor: “Remote Assistant: Show Connection Info”). Paste the link, or take a photo of the code.',
+        'On the other computer, ',
+        h('code', {}, 'remote-assistant pair'),
+        ' shows a pairing link and its QR code (in the editor: “Remote Assistant: Show Connection Info”). Paste the link, or take a photo of the code.',
       ),
       form,
+      // Right under Add, where the eye is after tapping it (below the photo buttons it was off a 320 px screen).
+      this.status,
       scanners,
       this.video,
-      this.status,
     );
     this.element = h('section', { class: 'add-machine-section', 'aria-label': 'Add a computer' }, this.toggleButton, this.region);
   }
@@ -147,5 +150,6 @@ export class AddMachine {
     this.status.textContent = text;
     if (kind) this.status.dataset.kind = kind;
     else delete this.status.dataset.kind;
+    if (text) this.status.scrollIntoView({ block: 'nearest' });
   }
 }

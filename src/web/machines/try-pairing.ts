@@ -42,7 +42,7 @@ export function tryPairing(start: Pairing, timeoutMs = TRIAL_MS): Promise<TrialO
 function refusal(host: string, detail: string | undefined): string {
   if (detail && /not allowed/.test(detail)) return `${host} does not let this device connect (its allow_from setting).`;
   if (detail && /invalid service address/.test(detail)) return `The link's address is not one this page can open.`;
-  return `${host} refused this pairing link: it was already used, or is more than 10 minutes old. Make a new one on the computer (\`remote-assistant pair\`) and try again.`;
+  return `${host} refused this pairing link: it was already used, or is more than 10 minutes old. Make a new one on the computer (remote-assistant pair) and try again.`;
 }
 
 function hostOf(url: string): string {

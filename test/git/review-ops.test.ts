@@ -121,6 +121,29 @@ describe('get_changes', () => {
     });
   });
 
+  test('attack: a diff bigger than git may answer (a file rewritten whole, 100 MB) still lists every file; the files past the cut keep whole counts and can be reverted', async () => {
+    // The service reads 64 MiB of diff at most; the same path at 64 KiB here, so the test stays small.
+    const readBytes = 64 * 1024;
+    await withRepo({ 'a.txt': lines(10), 'big.txt': lines(4000), 'z.txt': lines(10) }, async (repo) => {
+      const wt = addWorktree(repo, 'c3');
+      await writeFiles(wt.path, { 'a.txt': lines(10, ' a'), 'big.txt': lines(4000, ' rewritten'), 'z.txt': lines(10).replace('line 5\n', 'line 5 z\n'), 'new.txt': 'new\n' });
+      git(wt.path, 'mv', 'z.txt', 'zz.txt');
+      const changes = await changesOf(wt, { fileChars: 1000, totalChars: 5000, readBytes });
+      const byPath = new Map(changes.files.map((f) => [f.path, f]));
+      assert.deepEqual([...byPath.keys()].sort(), ['a.txt', 'big.txt', 'new.txt', 'zz.txt']);
+      assert.deepEqual([byPath.get('a.txt')!.cut, byPath.get('a.txt')!.hunks.length], [false, 1]);
+      const big = byPath.get('big.txt')!;
+      assert.deepEqual([big.status, big.cut, big.hunks.length, big.additions, big.deletions], ['modified', true, 0, 4000, 4000]);
+      const zz = byPath.get('zz.txt')!;
+      assert.deepEqual([zz.status, zz.old_path, zz.cut, zz.additions, zz.deletions], ['renamed', 'z.txt', true, 1, 1]);
+      assert.equal(changes.uncommitted_files, 4);
+      // A file past the cut is still one get_changes lists, so it can be put back.
+      const after = await revertChanges(wt, 'zz.txt');
+      assert.equal(await readFile(join(wt.path, 'z.txt'), 'utf8'), lines(10));
+      assert.deepEqual(after.files.map((f) => f.path).sort(), ['a.txt', 'big.txt', 'new.txt']);
+    });
+  });
+
   test('base_moved when the workspace branch moved on; a deleted worktree folder is a clear conflict', async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const wt = addWorktree(repo, 'c3');

@@ -6,6 +6,7 @@
  * Land (merge, squash or rebase: a refusal names the files and why), Push (the compare link) and Discard.
  */
 import type { CommandInput, EnvelopeOf } from '../../protocol';
+import { exactName } from '../../protocol/display-name';
 import type { Changes, ChangedFile, ChangeHunk, LandMethod, WorktreeInfo } from '../../protocol/worktrees';
 import { parseUnifiedDiff } from './diff-hunks';
 import { h, uniqueId } from './dom';
@@ -123,19 +124,19 @@ export class ChangesView {
   }
 
   private fileElement(conversationId: string, file: ChangedFile): HTMLElement {
-    const revert = h('button', { type: 'button', class: 'button secondary change-revert-file', 'aria-label': `Revert file ${file.path}` }, 'Revert file');
+    const revert = h('button', { type: 'button', class: 'button secondary change-revert-file', 'aria-label': `Revert file ${exactName(file.path)}` }, 'Revert file');
     revert.addEventListener('click', () => void this.revert(conversationId, file.path, undefined, revert));
     const head = h(
       'div',
       { class: 'change-file-head' },
-      h('span', { class: 'diff-path' }, file.old_path ? `${file.old_path} → ${file.path}` : file.path),
+      h('span', { class: 'diff-path' }, file.old_path ? `${exactName(file.old_path)} → ${exactName(file.path)}` : exactName(file.path)),
       h('span', { class: 'change-file-status badge', 'data-status': file.status }, STATUS_TEXT[file.status]),
       h('span', { class: 'diff-stats' }, h('span', { class: 'diff-stat-add' }, `+${file.additions}`), ' ', h('span', { class: 'diff-stat-del' }, `−${file.deletions}`)),
       revert,
     );
     const body = file.binary ? [h('div', { class: 'diff-note' }, 'Binary file: no lines to show.')] : file.hunks.map((hunk) => this.hunkElement(conversationId, file, hunk));
     if (file.cut) body.push(h('div', { class: 'diff-truncated', role: 'note' }, 'Only the first hunks are shown: the diff is longer.'));
-    return h('section', { class: 'change-file preview diff', 'data-path': file.path, 'aria-label': file.path }, head, h('div', { class: 'diff-body' }, ...body));
+    return h('section', { class: 'change-file preview diff', 'data-path': file.path, 'aria-label': exactName(file.path) }, head, h('div', { class: 'diff-body' }, ...body));
   }
 
   private hunkElement(conversationId: string, file: ChangedFile, hunk: ChangeHunk): HTMLElement {
@@ -153,7 +154,7 @@ export class ChangesView {
     });
     const firstChanged = parsed.hunks[0]?.lines.find((line) => line.kind === 'add')?.newLine ?? hunk.new_start;
     // Named with the visible word first (voice control says what it sees), then which hunk: every hunk has the same two buttons.
-    const where = `${file.path}, line ${Math.max(1, firstChanged)}`;
+    const where = `${exactName(file.path)}, line ${Math.max(1, firstChanged)}`;
     const revert = h('button', { type: 'button', class: 'button secondary change-revert-hunk', 'aria-label': `Revert this hunk of ${where}` }, 'Revert');
     const comment = h('button', { type: 'button', class: 'button secondary change-comment', 'aria-label': `Comment on ${where}` }, 'Comment');
     const section: HTMLElement = h(
@@ -174,7 +175,7 @@ export class ChangesView {
     const existing = section.querySelector<HTMLFormElement>('.change-comment-form');
     if (existing) {
       existing.dataset.line = String(line);
-      existing.querySelector('.change-comment-label')!.textContent = `Comment on line ${line} of ${file.path}`;
+      existing.querySelector('.change-comment-label')!.textContent = `Comment on line ${line} of ${exactName(file.path)}`;
       existing.querySelector('textarea')?.focus();
       return;
     }
@@ -185,7 +186,7 @@ export class ChangesView {
     const form = h(
       'form',
       { class: 'change-comment-form', 'data-line': String(line) },
-      h('label', { class: 'change-comment-label', for: inputId }, `Comment on line ${line} of ${file.path}`),
+      h('label', { class: 'change-comment-label', for: inputId }, `Comment on line ${line} of ${exactName(file.path)}`),
       input,
       h('div', { class: 'changes-row' }, send, cancel),
     );

@@ -5,6 +5,8 @@
  * loaded from media/qr-decode.js the first time it is needed.
  */
 
+import { drawScaled } from '../chat/attachment-images';
+
 type Decode = (image: ImageData) => string | undefined;
 
 interface Detector {
@@ -45,17 +47,9 @@ function nativeDetector(): Promise<Detector | undefined> {
 async function pixelsOf(source: ImageBitmapSource): Promise<ImageData | undefined> {
   const bitmap = await createImageBitmap(source).catch(() => undefined);
   if (!bitmap) return undefined;
-  const scale = Math.min(1, MAX_SIDE / Math.max(bitmap.width, bitmap.height));
-  const width = Math.max(1, Math.round(bitmap.width * scale));
-  const height = Math.max(1, Math.round(bitmap.height * scale));
-  const canvas = document.createElement('canvas');
-  canvas.width = width;
-  canvas.height = height;
-  const context = canvas.getContext('2d', { willReadFrequently: true });
-  if (!context) return undefined;
-  context.drawImage(bitmap, 0, 0, width, height);
+  const drawn = drawScaled(bitmap, MAX_SIDE, { willReadFrequently: true });
   bitmap.close();
-  return context.getImageData(0, 0, width, height);
+  return drawn?.context.getImageData(0, 0, drawn.width, drawn.height);
 }
 
 function loadDecoder(): Promise<Decode> {

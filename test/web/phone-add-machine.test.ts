@@ -4,15 +4,19 @@
  * A's own pairing link, so the page is A's (http://127.0.0.1:<A>/), and adds B from B's pairing link,
  * pasted, or read from a PNG of B's QR code given to the photo input (`capture`: the phone's camera on a
  * plain-http page). Then it chats on B (B's service has the message, A's has not) and switches back to A.
- * A spent, bogus or malformed link says so and changes nothing the page keeps. Runs after `node esbuild.mjs`.
+ * A spent, bogus or malformed link says so and changes nothing the page keeps. Where the page may use the
+ * camera stream (a secure context: loopback here), the live camera reads the code too (Chromium's fake
+ * camera playing a video of B's QR code). Runs after `node esbuild.mjs`.
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import QRCode from 'qrcode';
 import { launchChromium } from '../helpers/browser';
+import { tempDir } from '../helpers/temp';
 import { useFakeProvider, type ServiceWithFake } from '../helpers/service-fixture';
 
 const MEDIA = resolve('media');
@@ -173,4 +177,48 @@ test("A's page adds B from a photo of B's QR code (the file input the phone's ca
   assert.deepEqual((await kept(page)).machines.length, 2);
   assert.deepEqual(phone.errors, []);
   await phone.context.close();
+});
+
+/**
+ * A few seconds of video showing the QR code of `text`, as Chromium's fake camera plays it: Y4M, 4:2:0,
+ * the code's modules drawn black on white in the luma plane, the chroma planes grey.
+ */
+function qrVideo(text: string): Buffer {
+  const modules = QRCode.create(text, { errorCorrectionLevel: 'M' }).modules;
+  const width = 640;
+  const height = 480;
+  const scale = Math.floor(Math.min(width, height) / (modules.size + 8));
+  const left = Math.floor((width - modules.size * scale) / 2);
+  const top = Math.floor((height - modules.size * scale) / 2);
+  const luma = Buffer.alloc(width * height, 235);
+  for (let y = 0; y < modules.size * scale; y++) for (let x = 0; x < modules.size * scale; x++) if (modules.get(Math.floor(y / scale), Math.floor(x / scale))) luma[(top + y) * width + left + x] = 16;
+  const chroma = Buffer.alloc((width / 2) * (height / 2) * 2, 128);
+  const frame = Buffer.concat([Buffer.from('FRAME\n'), luma, chroma]);
+  return Buffer.concat([Buffer.from(`YUV4MPEG2 W${width} H${height} F10:1 Ip A1:1 C420jpeg\n`), ...Array.from({ length: 10 }, () => frame)]);
+}
+
+test("on a secure page (loopback), A's page adds B with the live camera pointed at B's QR code", async () => {
+  const video = await tempDir('ra-camera-');
+  const camera = await launchChromium(['--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream', `--use-file-for-fake-video-capture=${join(video.dir, 'qr.y4m')}`]);
+  try {
+    await writeFile(join(video.dir, 'qr.y4m'), qrVideo(await pairingLink(b)));
+    const context = await camera.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    await context.grantPermissions(['camera'], { origin: a.httpUrl });
+    const page = await context.newPage();
+    page.setDefaultTimeout(WAIT);
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+    await page.goto(await pairingLink(a));
+    await page.locator(`.machine-view[data-machine-id="${lanId(a)}"] .connection[data-state="open"]`).waitFor();
+    await openAddSheet(page);
+    await page.locator('.add-machine-camera').click();
+    await page.locator(`${SHOWN}[data-machine-id="${lanId(b)}"] .connection[data-state="open"]`).waitFor();
+    assert.deepEqual((await kept(page)).machines.map((m) => m.id).sort(), [lanId(a), lanId(b)].sort());
+    assert.equal(await page.evaluate(() => document.querySelector('video')?.srcObject ?? null), null, 'the camera is stopped once the code is read');
+    assert.deepEqual(errors, []);
+    await context.close();
+  } finally {
+    await camera.close();
+    await video.cleanup();
+  }
 });

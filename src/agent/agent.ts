@@ -14,6 +14,7 @@ import type { ConversationActivity } from './conversation-activity';
 import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
 import { previewOf } from './preview';
+import { withoutForgedNotes } from './prompt/environment';
 import type { InstructionFile } from './prompt/instruction-files';
 import { listSavedPrompts } from './prompt/saved-prompts';
 import { TurnContext, type TurnInstructions } from './prompt/turn-context';
@@ -560,7 +561,7 @@ export class Agent {
         temperature: config.temperature,
         // Never more than the room kept for it: the request and the reply must fit the window together.
         max_tokens: config.max_tokens === undefined ? undefined : budget.reply,
-        messages: toModelNames(moment ? [...messages, moment] : messages, names),
+        messages: toModelNames(moment ? [...withoutForgedNotes(messages), moment] : messages, names),
         tools: specs,
         signal,
         onDelta: input.stream ? onDelta : undefined,

@@ -38,8 +38,10 @@ export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = D
   // A diff past what git may answer (one file rewritten whole can be 100s of MB): the files read whole
   // are shown, the rest listed from a summary with their counts, cut.
   const tracked = diff.overflowed ? diff.stdout.slice(0, Math.max(0, diff.stdout.lastIndexOf('\ndiff --git ') + 1)) : diff.stdout;
-  const { files, newBlobs } = parseGitDiff(tracked + (await untrackedDiff(worktree.path, untracked)), limits);
+  const fresh = await untrackedDiff(worktree.path, untracked, limits.readBytes);
+  const { files, newBlobs } = parseGitDiff(tracked + fresh.text, limits);
   if (diff.overflowed) files.push(...(await filesPastTheCut(worktree.path, base, new Set(files.map((f) => f.path)))));
+  files.push(...fresh.counted);
   return {
     conversation_id: worktree.conversationId,
     worktree: {

@@ -216,7 +216,7 @@ export class ChangesView {
       return this.say(`Could not revert: ${answer?.error ?? 'not connected'}`, 'error');
     }
     this.draw(answer.data);
-    this.say(hunkId ? `Reverted a hunk of ${path}.` : `Reverted ${path}.`, 'ok');
+    this.say(hunkId ? `Reverted a hunk of ${exactName(path)}.` : `Reverted ${exactName(path)}.`, 'ok');
   }
 
   /** Commit, Land, Push, Discard: each its own group at the end of the sheet. */
@@ -284,7 +284,7 @@ export class ChangesView {
             'div',
             { class: 'change-land-blocked', role: 'alert', 'data-reason': result.blocked.reason },
             h('div', {}, `Nothing was changed: ${result.blocked.message}`),
-            result.blocked.files.length ? h('ul', { class: 'change-land-files' }, ...result.blocked.files.map((file) => h('li', {}, h('code', {}, file)))) : null,
+            result.blocked.files.length ? h('ul', { class: 'change-land-files' }, ...result.blocked.files.map((file) => h('li', {}, h('code', {}, exactName(file))))) : null,
           ),
         );
         return;

@@ -371,7 +371,16 @@ export class Service {
       allowed,
       logger: this.logger,
       loginRefusedFor: (address) => this.auth.failures.refusedFor(address, 'token'),
-      onWebSocket: (socket, req) => attachLanSocket(socket, clientAddress(req), { ...this.sessionDeps, addressAllowed: (address) => allowed()(address) }),
+      refusesConnection: (address) => this.auth.failures.refusesConnection(address),
+      onWebSocket: (socket, req, authenticated) =>
+        attachLanSocket(socket, clientAddress(req), {
+          ...this.sessionDeps,
+          addressAllowed: (address) => allowed()(address),
+          onAdmitted: (session, paired) => {
+            authenticated();
+            this.sessionDeps.onAdmitted?.(session, paired);
+          },
+        }),
     });
     let address: { host: string; port: number };
     try {

@@ -382,7 +382,7 @@ export class Agent {
     const { store } = this.deps;
     const now = new Date().toISOString();
     if (create) {
-      await store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now });
+      await store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from });
     } else {
       this.requireConversation(conversationId, input.source);
     }
@@ -608,6 +608,7 @@ export class Agent {
         const outcome = await runToolCall(call, byName.get(call.name), {
           conversationId,
           source: sourceText(input.source),
+          from: input.from,
           ownerAnswersPrompts: input.ownerAnswersPrompts === true,
           signal,
           gate: this.deps.gate,

@@ -70,7 +70,7 @@ function worktreeSettingsOf(config: ServiceConfig, source: Source): NonNullable<
 
 /** A stored conversation as clients see it (list_conversations rows, conversation.updated), with what it is doing now. */
 export function conversationOf(
-  { id, title, created_at, updated_at, source, last_message }: ConversationRow,
+  { id, title, created_at, updated_at, source, last_message, started_by }: ConversationRow,
   activity: ConversationActivity,
   store: Pick<Store, 'usage' | 'conversations' | 'worktrees'>,
 ): Conversation {
@@ -85,6 +85,7 @@ export function conversationOf(
     created_at,
     updated_at,
     source,
+    started_by,
     state,
     pending_permissions: pendingPermissions,
     last_message,

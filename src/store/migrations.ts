@@ -116,6 +116,9 @@ export const MIGRATIONS: readonly Migration[] = [
   `ALTER TABLE conversations ADD COLUMN plan TEXT;`,
   // 16: conversations that work in their own git worktree (issue 24, src/store/worktrees.ts).
   WORKTREES_TABLE_SQL,
+  // 17: who started a conversation, as people read it (a paired device's name, a password user's,
+  // `editor`): its list row says so rather than the transport's `LAN` (issue 23).
+  `ALTER TABLE conversations ADD COLUMN started_by TEXT;`,
 ];
 
 export function schemaVersion(db: Database): number {

@@ -136,6 +136,7 @@ export class ChatApp {
     this.thumbnails = new AttachmentThumbnails(this.connection);
     this.tray = new AttachmentTray(this.connection, this.thumbnails);
     this.composer.addControls(...this.tray.controls);
+    this.composer.addAbove(this.tray.element);
     this.composer.allowEmpty = () => this.tray.count > 0;
     this.messages.onStoredMessage = (node, message) => this.thumbnails.show(node, message.attachments);
     this.live = new LiveTurn({
@@ -208,7 +209,6 @@ export class ChatApp {
       this.queue.element,
       this.mentions?.element,
       this.chips.element,
-      this.tray.element,
       this.prompts.element,
       this.worktreeToggle,
       this.composer.element,

@@ -16,6 +16,7 @@ import {
   type ServiceConfig,
 } from '../protocol';
 import type { CommandContext } from './context';
+import type { Source } from '../protocol/sources';
 import { pushHandlers } from './push-handlers';
 import { createPairing, relayStatus } from './relay-handlers';
 import { createLanPairing, listDevices, revokeDevice } from './device-handlers';
@@ -30,8 +31,9 @@ import { attachmentHandlers, chatAttachments } from './attachment-handlers';
 import { listAudit, verifyAudit } from './audit-handlers';
 import { actorOf, sessionLabel } from './audit-actor';
 import { agentContextHandlers } from './agent-context-handlers';
-import { infoOf as worktreeInfoOf } from '../agent/worktrees/worktrees';
+import { infoOf as worktreeInfoOf, worktreeByDefault } from '../agent/worktrees/worktrees';
 import { requireDeleteConfirmed, reviewHandlers } from './review-handlers';
+import { withField } from './with-field';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -52,9 +54,23 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
   };
 }
 
+/** publicConfigOf of each configuration (they are frozen and replaced on change, never changed): get_config is asked at every start of a client. */
+const publicConfigs = new WeakMap<ServiceConfig, Readonly<PublicConfig>>();
+function publicConfigFor(config: ServiceConfig): Readonly<PublicConfig> {
+  let answer = publicConfigs.get(config);
+  if (!answer) publicConfigs.set(config, (answer = publicConfigOf(config)));
+  return answer;
+}
+
+/** get_config's `worktrees`: service.json's settings, and where the asking client's new-chat toggle starts. */
+function worktreeSettingsOf(config: ServiceConfig, source: Source): NonNullable<PublicConfig['worktrees']> {
+  const { default: defaults, folder, allow_hooks } = config.worktrees;
+  return { default: { ...defaults }, folder: folder ?? null, allow_hooks, new_chat: worktreeByDefault(config, source) };
+}
+
 /** A stored conversation as clients see it (list_conversations rows, conversation.updated), with what it is doing now. */
 export function conversationOf(
-  { id, title, created_at, updated_at, source, last_message }: ConversationRow,
+  { id, title, created_at, updated_at, source, last_message, started_by }: ConversationRow,
   activity: ConversationActivity,
   store: Pick<Store, 'usage' | 'conversations' | 'worktrees'>,
 ): Conversation {
@@ -69,6 +85,7 @@ export function conversationOf(
     created_at,
     updated_at,
     source,
+    started_by,
     state,
     pending_permissions: pendingPermissions,
     last_message,
@@ -129,7 +146,9 @@ export const handlers: HandlerMap = {
   },
 
   async get_config(_command, session, ctx) {
-    return { ...publicConfigOf(ctx.config.current), instructions: await ctx.agent.instructionFiles(undefined, session.source) };
+    const config = ctx.config.current;
+    const instructions = await ctx.agent.instructionFiles(undefined, session.source);
+    return withField(withField(publicConfigFor(config), 'instructions', instructions), 'worktrees', worktreeSettingsOf(config, session.source));
   },
 
   async update_config(command, session, ctx) {

@@ -116,26 +116,35 @@ export const MIGRATIONS: readonly Migration[] = [
   `ALTER TABLE conversations ADD COLUMN plan TEXT;`,
   // 16: conversations that work in their own git worktree (issue 24, src/store/worktrees.ts).
   WORKTREES_TABLE_SQL,
+  // 17: who started a conversation, as people read it (a paired device's name, a password user's,
+  // `editor`): its list row says so rather than the transport's `LAN` (issue 23).
+  `ALTER TABLE conversations ADD COLUMN started_by TEXT;`,
 ];
 
 export function schemaVersion(db: Database): number {
   return Number(db.get<{ user_version: number }>('PRAGMA user_version')?.user_version ?? 0);
 }
 
-/** Brings the schema to the latest version, one journaled transaction per migration. */
+/**
+ * Brings the schema to the latest version in one journaled transaction: a new data directory's start
+ * pays one fsync rather than one per version (issue 25), and a failing migration leaves the schema at
+ * the version it had (all or nothing), as user_version is set in the same transaction.
+ */
 export async function migrate(db: Database, migrations: readonly Migration[] = MIGRATIONS, logger: Logger = nullLogger): Promise<{ from: number; to: number }> {
   const from = schemaVersion(db);
   if (from > migrations.length) {
     throw new Error(`the database schema is version ${from}, newer than this version of the program knows (${migrations.length})`);
   }
-  for (let version = from + 1; version <= migrations.length; version++) {
-    const migration = migrations[version - 1];
+  if (from < migrations.length) {
     await db.write((tx) => {
-      if (typeof migration === 'string') tx.run(migration);
-      else migration(tx);
-      tx.run(`PRAGMA user_version = ${version}`);
+      for (let version = from + 1; version <= migrations.length; version++) {
+        const migration = migrations[version - 1];
+        if (typeof migration === 'string') tx.run(migration);
+        else migration(tx);
+        tx.run(`PRAGMA user_version = ${version}`);
+      }
     });
-    logger.info('store.migrated', { version });
+    logger.info('store.migrated', { from, to: migrations.length });
   }
   return { from, to: Math.max(from, migrations.length) };
 }

@@ -8,7 +8,7 @@ import type { ToolRegistry } from '../agent/tools/registry';
 import type { TurnUndo } from '../agent/turn-undo';
 import type { ConfigFile } from '../config/config-file';
 import type { Logger } from '../log/logger';
-import type { NewMessage, Store } from '../store';
+import type { NewMessage, Store, WorktreeStats } from '../store';
 import type { WorktreeRecord, WorktreeState } from '../protocol/worktrees';
 import type { CommandOf, Delivery, DeliveryStatus, PairingInfo, PushDevice, PushTestResult, RelayLinkStatus, RequestId, ResultOf } from '../protocol';
 import type { EventHub } from './event-hub';
@@ -53,6 +53,8 @@ export interface WorktreeRecords {
   worktreeOf(conversationId: string): WorktreeRecord | undefined;
   /** false when the conversation has no worktree. */
   setState(conversationId: string, state: WorktreeState): Promise<boolean>;
+  /** The counts list_conversations shows (after a revert, commit or land); false when it has no worktree. */
+  setStats(conversationId: string, stats: WorktreeStats): Promise<boolean>;
 }
 
 export type { TurnFailure } from '../agent/turn-failure';

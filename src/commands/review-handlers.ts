@@ -1,4 +1,4 @@
-import { changesOf } from '../git/changes';
+import { changesOf, changeStatsOf } from '../git/changes';
 import { commitChanges } from '../git/commit';
 import { landChanges } from '../git/land';
 import { discardWorktree, pushChanges, unlandedWork } from '../git/push';
@@ -6,7 +6,9 @@ import { revertChanges } from '../git/revert';
 import { ServiceError, type CommandOf, type CommandType, type ResultOf, type ServiceConfig } from '../protocol';
 import { exactName } from '../protocol/display-name';
 import type { ChangedFile, ChangeHunk, Changes, WorktreeRecord } from '../protocol/worktrees';
+import type { WorktreeStats } from '../store';
 import type { CommandContext } from './context';
+import { announceConversation } from './conversation-updates';
 import type { ClientSession } from './session';
 
 type ReviewCommandType = 'get_changes' | 'revert_changes' | 'comment_on_change' | 'commit_changes' | 'draft_commit_message' | 'land_changes' | 'push_changes' | 'discard_changes';
@@ -45,7 +47,10 @@ export const reviewHandlers: { [T in ReviewCommandType]: ReviewHandler<T> } = {
 
   async revert_changes(command, session, ctx) {
     notForWebhooks(command.type, session);
-    return revertChanges(worktreeFor(command.conversation_id, session, ctx), command.path, command.hunk_id);
+    const worktree = worktreeFor(command.conversation_id, session, ctx);
+    const changes = await revertChanges(worktree, command.path, command.hunk_id);
+    await rowChanged(ctx, worktree, statsOf(changes));
+    return changes;
   },
 
   async comment_on_change(command, session, ctx) {
@@ -59,7 +64,9 @@ export const reviewHandlers: { [T in ReviewCommandType]: ReviewHandler<T> } = {
     notForWebhooks(command.type, session);
     const worktree = worktreeFor(command.conversation_id, session, ctx);
     const { commit } = await commitChanges(worktree, command.message, { allowHooks: allowHooksOf(ctx.config.current) });
-    return { commit, changes: await changesOf(worktree) };
+    const changes = await changesOf(worktree);
+    await rowChanged(ctx, worktree, statsOf(changes));
+    return { commit, changes };
   },
 
   async draft_commit_message(command, session, ctx) {
@@ -72,7 +79,11 @@ export const reviewHandlers: { [T in ReviewCommandType]: ReviewHandler<T> } = {
   async land_changes(command, session, ctx) {
     const worktree = worktreeFor(command.conversation_id, session, ctx);
     const result = await landChanges(worktree, command.method, { message: command.message, allowHooks: allowHooksOf(ctx.config.current) });
-    if (result.landed) await ctx.worktrees.setState(worktree.conversationId, 'landed');
+    if (result.landed) {
+      await ctx.worktrees.setState(worktree.conversationId, 'landed');
+      // The base branch moved (it holds the branch now): the row says so, counted again by git.
+      await rowChanged(ctx, worktree, await changeStatsOf(worktree).catch(() => undefined));
+    }
     return result;
   },
 
@@ -91,9 +102,25 @@ export const reviewHandlers: { [T in ReviewCommandType]: ReviewHandler<T> } = {
     }
     await discardWorktree(worktree);
     await ctx.worktrees.setState(worktree.conversationId, 'discarded');
+    await rowChanged(ctx, worktree);
     return { discarded: true as const };
   },
 };
+
+/**
+ * After a review command changed a worktree or its state: the conversation's list row (its "N changed",
+ * base_moved, state) stored fresh and sent as `conversation.updated`, as a turn's end does, so no list
+ * goes on showing the count from before a revert, commit, land or discard.
+ */
+async function rowChanged(ctx: CommandContext, worktree: WorktreeRecord, stats?: WorktreeStats): Promise<void> {
+  if (stats) await ctx.worktrees.setStats(worktree.conversationId, stats);
+  announceConversation(ctx, worktree.conversationId);
+}
+
+/** The row's counts as an answer's `worktree` tells them (no git run again). */
+function statsOf(changes: Changes): WorktreeStats {
+  return { changedFiles: changes.worktree.changed_files, baseMoved: changes.worktree.base_moved };
+}
 
 /** delete_conversation of a conversation whose worktree holds work not landed: `conflict` unless confirmed. */
 export async function requireDeleteConfirmed(conversationId: string, confirm: boolean, ctx: CommandContext): Promise<void> {

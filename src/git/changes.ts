@@ -18,27 +18,35 @@ export const DIFF_FLAGS = ['--no-color', '--no-ext-diff', '--no-textconv', '-M']
  * git would show them (untracked-diff.ts), and which files hold uncommitted work is told by comparing
  * blob ids (the diff's `index` lines against HEAD's, from a tree-to-tree diff that reads no file), so
  * the worktree is scanned once, by git, and its index is never written (the agent's own `git` may hold
- * its lock). Everything runs at once.
+ * its lock). Every git process started costs the service's event loop a fork (5-20 ms on a loaded
+ * machine, more than git's own work for the small reads), so the patch, the slow read, is started first
+ * (after the config's filters, run-git.ts) and the others once it runs; HEAD's commit tells whether there
+ * are commits to count and compare at all (none until commit_changes: two processes fewer). The untracked
+ * files are read while git still diffs.
  */
 export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = DEFAULT_DIFF_LIMITS): Promise<Changes> {
   await requireFolder(worktree);
   const base = worktree.baseCommit;
   // Reads only: git's diff would otherwise refresh and write the index it read, taking its lock from
   // a commit (or the agent's own git) running at the same time.
-  const read = { readOnly: true };
-  const [untracked, commits, baseTip, diff, committed] = await Promise.all([
-    gitIn(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard'], read).then((out) => nulFields(out.stdout)),
-    gitIn(worktree.path, ['rev-list', '--count', `${base}..HEAD`], read).then((out) => Number(out.stdout.trim())),
-    worktree.baseBranch
-      ? gitIn(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { ...read, okCodes: [1] }).then((out) => out.stdout.trim())
-      : Promise.resolve(base),
-    gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--full-index', base], { ...read, allowOverflow: true, ...(limits.readBytes === undefined ? {} : { maxBytes: limits.readBytes }) }),
-    gitIn(worktree.path, ['diff', '--raw', '-z', '--no-renames', '--no-abbrev', base, 'HEAD'], read).then((out) => committedBlobs(out.stdout)),
+  const plumbing = { readOnly: true, readsNoContent: true };
+  let patchStarted!: () => void;
+  const started = new Promise<void>((resolve) => (patchStarted = resolve));
+  const patch = gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--full-index', base], {
+    readOnly: true,
+    allowOverflow: true,
+    ...(limits.readBytes === undefined ? {} : { maxBytes: limits.readBytes }),
+    onStart: patchStarted,
+  });
+  void patch.catch(() => undefined).finally(patchStarted);
+  const [diff, fresh, { baseTip, commits, committed }] = await Promise.all([
+    patch,
+    started.then(() => gitIn(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard'], plumbing)).then((out) => untrackedDiff(worktree.path, nulFields(out.stdout), limits.readBytes)),
+    started.then(() => branchOf(worktree)),
   ]);
   // A diff past what git may answer (one file rewritten whole can be 100s of MB): the files read whole
   // are shown, the rest listed from a summary with their counts, cut.
   const tracked = diff.overflowed ? diff.stdout.slice(0, Math.max(0, diff.stdout.lastIndexOf('\ndiff --git ') + 1)) : diff.stdout;
-  const fresh = await untrackedDiff(worktree.path, untracked, limits.readBytes);
   const { files, newBlobs } = parseGitDiff(tracked + fresh.text, limits);
   if (diff.overflowed) files.push(...(await filesPastTheCut(worktree.path, base, new Set(files.map((f) => f.path)))));
   files.push(...fresh.counted);
@@ -57,6 +65,47 @@ export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = D
     commits,
     uncommitted_files: uncommittedCount(files, newBlobs, committed),
   };
+}
+
+/**
+ * What list_conversations shows of a worktree without reading any patch: how many files differ from
+ * the base commit, counted as get_changes counts its files (a rename is one file, untracked files
+ * included), and whether the base branch moved on. Three reads at once.
+ */
+export async function changeStatsOf(worktree: WorktreeRecord): Promise<{ changedFiles: number; baseMoved: boolean }> {
+  const [changed, untracked, baseTip] = await Promise.all([
+    gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--name-only', '-z', worktree.baseCommit, '--'], { readOnly: true }),
+    gitIn(worktree.path, ['ls-files', '-z', '--others', '--exclude-standard'], { readOnly: true, readsNoContent: true }),
+    baseTipOf(worktree),
+  ]);
+  return { changedFiles: new Set([...nulFields(changed.stdout), ...nulFields(untracked.stdout)]).size, baseMoved: baseTip !== worktree.baseCommit };
+}
+
+/** The base branch's commit now (the base commit itself for a worktree made from a detached HEAD): it moved when they differ. */
+async function baseTipOf(worktree: WorktreeRecord): Promise<string> {
+  if (!worktree.baseBranch) return worktree.baseCommit;
+  const out = await gitIn(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { readOnly: true, readsNoContent: true, okCodes: [1] });
+  return out.stdout.trim();
+}
+
+/**
+ * The branch beside the patch: HEAD and the base branch's tip in one rev-parse; only when HEAD has
+ * moved from the base commit, its commits counted and HEAD's blob of each file they changed (a diff of
+ * two trees: no file read).
+ */
+async function branchOf(worktree: WorktreeRecord): Promise<{ baseTip: string; commits: number; committed: Map<string, string> }> {
+  const plumbing = { readOnly: true, readsNoContent: true };
+  const base = worktree.baseCommit;
+  // `--` ends the revisions; exit 128 when the base branch is gone (HEAD is printed before).
+  const tips = await gitIn(worktree.path, ['rev-parse', 'HEAD', ...(worktree.baseBranch ? [`refs/heads/${worktree.baseBranch}`] : []), '--'], { ...plumbing, okCodes: [128] });
+  const [head = '', branchTip = ''] = tips.stdout.split('\n');
+  const baseTip = worktree.baseBranch ? branchTip.replace(/^--$/, '') : base;
+  if (head === base) return { baseTip, commits: 0, committed: new Map() };
+  const [commits, committed] = await Promise.all([
+    gitIn(worktree.path, ['rev-list', '--count', `${base}..HEAD`], plumbing).then((out) => Number(out.stdout.trim())),
+    gitIn(worktree.path, ['diff', '--raw', '-z', '--no-renames', '--no-abbrev', base, 'HEAD'], plumbing).then((out) => committedBlobs(out.stdout)),
+  ]);
+  return { baseTip, commits, committed };
 }
 
 const STATUS_LETTERS: Record<string, ChangedFile['status']> = { A: 'added', D: 'deleted', R: 'renamed' };

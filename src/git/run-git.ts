@@ -29,6 +29,14 @@ export interface GitOptions {
   env?: Record<string, string>;
   /** The repository's hooks run (service.json `worktrees.allow_hooks`: the owner allowed them for commit, land and push). */
   allowHooks?: boolean;
+  /**
+   * The command reads no file's content from a working tree (rev-parse, symbolic-ref, rev-list, `ls-files
+   * --others`, a diff of two commits): no filter driver can run from it, so the config's filters are not
+   * read first and it starts at once (one git process fewer on its way). Hooks and fsmonitor stay guarded.
+   */
+  readsNoContent?: boolean;
+  /** Called once git has been started (a caller starts its lesser reads after its slow one, not before it). */
+  onStart?: () => void;
 }
 
 export interface GitResult {
@@ -63,7 +71,7 @@ export class GitError extends Error {
  * x509 kin would run). Diff drivers are the callers' to refuse (`--no-ext-diff --no-textconv`).
  */
 export async function runGit(args: readonly string[], options: GitOptions): Promise<GitResult> {
-  const guards = await guardArgs(options.cwd, options.timeoutMs, options.allowHooks === true);
+  const guards = await guardArgs(options.cwd, options.timeoutMs, options.allowHooks === true, options.readsNoContent === true);
   return execGit([...(options.readOnly ? ['--no-optional-locks'] : []), ...guards, '-C', options.cwd, ...args], options);
 }
 
@@ -96,8 +104,9 @@ const GIT_TEXT_MERGE = 'git merge-file --marker-size=%L %A %O %B';
 const NO_SIGNATURES = ['commit.gpgSign=false', 'tag.gpgSign=false', 'push.gpgSign=false', 'log.showSignature=false', 'merge.verifySignatures=false'];
 
 /** `-c` settings that keep the repository's config from running anything (see runGit). */
-async function guardArgs(cwd: string, timeoutMs: number | undefined, allowHooks: boolean): Promise<string[]> {
-  const { filters, mergeDrivers } = await driverNames(cwd, timeoutMs);
+async function guardArgs(cwd: string, timeoutMs: number | undefined, allowHooks: boolean, readsNoContent: boolean): Promise<string[]> {
+  // A command that reads no file content neither filters nor merges: no driver can run from it.
+  const { filters, mergeDrivers } = readsNoContent ? { filters: [], mergeDrivers: [] } : await driverNames(cwd, timeoutMs);
   return [
     ...(allowHooks ? [] : ['-c', `core.hooksPath=${await emptyHooksFolder()}`]),
     '-c',
@@ -121,8 +130,8 @@ interface DriverNames {
  * `=`) makes the run refused: git would run that driver.
  */
 function driverNames(cwd: string, timeoutMs?: number): Promise<DriverNames> {
-  // Runs started together in one folder (get_changes starts five) share one reading of the config:
-  // the same instant's answer, one process instead of five.
+  // Runs started together in one folder share one reading of the config: the same instant's answer,
+  // one process instead of several.
   let reading = driverReadings.get(cwd);
   if (!reading) {
     reading = readDriverNames(cwd, timeoutMs).finally(() => driverReadings.delete(cwd));
@@ -164,6 +173,7 @@ function execGit(args: readonly string[], options: GitOptions): Promise<GitResul
     );
     // Nothing to read: git sees the end of its input at once rather than waiting on the service's.
     child.stdin?.end(options.input);
+    options.onStart?.();
   });
 }
 

@@ -90,4 +90,7 @@ export class TestWorktrees implements WorktreeRecords {
     if (row) this.rows.set(id, { ...row, state });
     return Boolean(row);
   }
+  async setStats(id: string): Promise<boolean> {
+    return this.rows.has(id);
+  }
 }

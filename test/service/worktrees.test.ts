@@ -184,6 +184,40 @@ describe('a conversation in its own worktree', () => {
     assert.equal((await conversation(id)).worktree?.base_moved, true);
     git(repo, 'reset', '-q', '--hard', baseCommit);
   });
+
+  test('the list row is fresh after revert, commit, land and discard: each sends conversation.updated with the new counts', async () => {
+    const { id } = await newWorktreeConversation('row counts');
+    await chat({ conversation_id: id, message: TOOL('write_file', { path: 'app.ts', content: 'changed here\n' }) });
+    await chat({ conversation_id: id, message: TOOL('write_file', { path: 'new.ts', content: 'new here\n' }) });
+    assert.equal((await conversation(id)).worktree?.changed_files, 2);
+    // A client of its own: it hears only what happens from now on, each event taken once.
+    const watcher = await TestClient.authed(svc.wsUrl, svc.token);
+    const updated = async (check: (worktree: WorktreeInfo) => boolean) => {
+      const frame = await watcher.next((f) => f.event === 'conversation.updated' && f.conversation_id === id && check((f.conversation as Conversation).worktree!), 5_000);
+      return (frame.conversation as Conversation).worktree!;
+    };
+    const ok = async (frame: Record<string, unknown>) => assert.equal((await client.request(frame, 60_000)).status, 'ok');
+    try {
+      await ok({ type: 'revert_changes', conversation_id: id, path: 'new.ts' });
+      assert.equal((await updated(() => true)).changed_files, 1);
+      assert.equal((await conversation(id)).worktree?.changed_files, 1);
+
+      await ok({ type: 'commit_changes', conversation_id: id, message: 'the edit' });
+      assert.equal((await updated(() => true)).changed_files, 1);
+
+      await ok({ type: 'land_changes', conversation_id: id, method: 'merge' });
+      const landed = await updated(() => true);
+      assert.equal(landed.state, 'landed');
+      assert.equal(landed.base_moved, true);
+      assert.equal((await conversation(id)).worktree?.base_moved, true);
+
+      await ok({ type: 'discard_changes', conversation_id: id, confirm: true });
+      assert.equal((await updated(() => true)).state, 'discarded');
+    } finally {
+      watcher.close();
+      git(repo, 'reset', '-q', '--hard', baseCommit);
+    }
+  });
 });
 
 describe('ways out of a worktree (attacks)', () => {

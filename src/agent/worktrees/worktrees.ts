@@ -9,7 +9,8 @@ import type { Source } from '../../protocol/sources';
 import type { WorktreeInfo, WorktreeRecord } from '../../protocol/worktrees';
 import type { Logger } from '../../log/logger';
 import type { StoredWorktree, Store } from '../../store';
-import { GitError, gitOutput, runGit } from '../../git/run-git';
+import { changeStatsOf } from '../../git/changes';
+import { GitError, runGit, type GitResult } from '../../git/run-git';
 import { branchNameOf, folderNameOf } from './names';
 
 /** How many names a new worktree tries (`-2`, `-3`...) before giving up: each taken one is a branch or folder already there. */
@@ -62,24 +63,17 @@ export class Worktrees {
    * the repository.
    */
   async create(conversationId: string, title: string, now = new Date()): Promise<WorktreeRecord> {
-    const repository = await this.repository();
-    const git = (args: string[], okCodes?: number[]) => runGit(args, { cwd: repository, okCodes });
-    const head = await git(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], [1]);
-    if (head.code !== 0) throw new ServiceError('conflict', `the repository ${repository} has no commit yet: a worktree is made from HEAD's commit`);
-    const baseCommit = head.stdout.trim();
-    // Exit 1: a detached HEAD (allowed; the worktree's changes are shown against its commit).
-    const symbolic = await git(['symbolic-ref', '-q', '--short', 'HEAD'], [1]);
-    const baseBranch = symbolic.code === 0 ? symbolic.stdout.trim() : null;
+    const { repository, baseCommit, baseBranch } = await this.origin();
     const folder = await this.folderFor(repository);
     for (let attempt = 1; attempt <= MAX_NAME_ATTEMPTS; attempt += 1) {
       const branch = branchNameOf(title, conversationId, attempt);
       const where = path.join(folder, folderNameOf(title, conversationId, attempt));
       if (await exists(where)) continue;
-      if ((await git(['show-ref', '--verify', '--quiet', `refs/heads/${branch}`], [1])).code === 0) continue;
       try {
         await runGit(['worktree', 'add', '--quiet', '-b', branch, where, baseCommit], { cwd: repository, timeoutMs: ADD_TIMEOUT_MS });
       } catch (error) {
-        // Taken meanwhile (another conversation's worktree made at the same moment): try the next name.
+        // A branch or folder of that name (another conversation's, or made meanwhile): try the next name.
+        // git checks both before it writes anything, so asking it is the one check (no show-ref first).
         if (error instanceof GitError && /already exists/.test(error.stderr)) continue;
         throw gitFailure(error, 'the worktree could not be made');
       }
@@ -116,15 +110,7 @@ export class Worktrees {
     const record = this.of(conversationId);
     if (!record || record.state !== 'active') return;
     try {
-      const options = { cwd: record.path, readOnly: true };
-      const changed = await gitOutput(['diff', '--no-ext-diff', '--no-textconv', '--name-only', '-z', '--no-renames', record.baseCommit, '--'], options);
-      const untracked = await gitOutput(['ls-files', '-z', '--others', '--exclude-standard'], options);
-      const files = new Set([...changed.split('\0'), ...untracked.split('\0')].filter(Boolean));
-      const baseMoved =
-        record.baseBranch === null
-          ? false
-          : (await gitOutput(['rev-parse', '--verify', '-q', `refs/heads/${record.baseBranch}`], { cwd: record.repository, okCodes: [1] })).trim() !== record.baseCommit;
-      await this.deps.store.worktrees.setStats(conversationId, { changedFiles: files.size, baseMoved });
+      await this.deps.store.worktrees.setStats(conversationId, await changeStatsOf(record));
     } catch (error) {
       this.deps.logger.warn('worktree.stats_failed', { conversation: conversationId, error: error instanceof Error ? error.message : String(error) });
     }
@@ -164,8 +150,12 @@ export class Worktrees {
     return removed;
   }
 
-  /** The real path of the first workspace folder that is a git repository's top level. */
-  private async repository(): Promise<string> {
+  /**
+   * The first workspace folder that is a git repository's top level (its real path), with HEAD's commit
+   * and branch (null on a detached HEAD: the worktree's changes are shown against its commit), in one
+   * `git rev-parse` per folder tried.
+   */
+  private async origin(): Promise<{ repository: string; baseCommit: string; baseBranch: string | null }> {
     const roots = this.deps.workspaceRoots();
     if (roots.length === 0) throw new ServiceError('conflict', 'no workspace folder is open, so there is no repository to make a worktree of');
     for (const root of roots) {
@@ -175,12 +165,22 @@ export class Worktrees {
       } catch {
         continue;
       }
+      let answer: GitResult;
       try {
-        const top = await gitOutput(['rev-parse', '--show-toplevel'], { cwd: real, readOnly: true });
-        if ((await realpath(top.trim())) === real) return real;
+        // `--` ends the revisions (a file named HEAD is no question); exit 128 when not a repository
+        // (nothing printed) or when HEAD has no commit yet (the top level printed before).
+        answer = await runGit(['rev-parse', '--show-toplevel', 'HEAD^{commit}', '--symbolic-full-name', 'HEAD', '--'], { cwd: real, readOnly: true, readsNoContent: true, okCodes: [128] });
       } catch (error) {
         if (error instanceof GitError && error.kind === 'missing') throw gitFailure(error, 'a worktree needs git');
+        continue;
       }
+      const [top, commit, head] = answer.stdout.split('\n');
+      if (!top || (await realpath(top).catch(() => undefined)) !== real) continue;
+      if (answer.code !== 0) {
+        if (/bad revision|unknown revision/.test(answer.stderr)) throw new ServiceError('conflict', `the repository ${real} has no commit yet: a worktree is made from HEAD's commit`);
+        throw gitFailure(new GitError('failed', answer.stderr.trim().split('\n')[0] ?? `exit ${answer.code}`), 'the worktree could not be made');
+      }
+      return { repository: real, baseCommit: commit, baseBranch: head.startsWith('refs/heads/') ? head.slice('refs/heads/'.length) : null };
     }
     throw new ServiceError('conflict', `no workspace folder is the top level of a git repository (${roots.join(', ')}): a worktree needs one`);
   }

@@ -583,19 +583,6 @@ test('migrations: a new data directory gets its whole schema in one journal reco
   assert.equal(schemaVersion(reopened.db), MIGRATIONS.length);
 });
 
-test("history.db: a new data directory's tables, index and triggers cost no fsync of their own (one commit, not one per statement)", LIMIT, async (t) => {
-  const dir = await withDir(t);
-  let store = await openStore(dir);
-  // fsyncs of history.db's worker (HistoryStats.syncs), from its start.
-  const first = (await store.history.stats()).syncs;
-  await store.close();
-  store = await openStore(dir);
-  t.after(() => store.close());
-  const again = (await store.history.stats()).syncs;
-  // All a first open adds: turning the new file to WAL (two rollback-journal transactions of three fsyncs each).
-  assert.ok(first - again <= 6, `a first open makes ${first} fsyncs, a later one ${again}`);
-});
-
 test('migrations: a new one is one more entry; a newer schema than known is refused', LIMIT, async (t) => {
   const dir = await withDir(t);
   const v2 = [...MIGRATIONS, 'CREATE TABLE extra (x TEXT)'];

@@ -1,7 +1,8 @@
 import { previewOf } from '../protocol/preview';
 import type { Database, WriteTx } from './database';
 import type { HistoryStore } from './history/history-store';
-import type { BodyIn, BodyOut, KeyedBody } from './history/protocol';
+import type { BodyIn, BodyOut, ColdRow, KeyedBody } from './history/protocol';
+import { hasColdHistory } from './history/restore';
 import { parseSnippet, toMatchExpression } from './history/search-query';
 import { turnReplySql } from './turn-reply';
 import type { MessageMatch, MessageRole, MessageRow, NewMessage } from './types';
@@ -101,7 +102,7 @@ export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): voi
   // Activity only moves forward, even if messages are stored out of timestamp order. The preview is
   // kept on the row so listing conversations never reads a body.
   const preview = m.role === 'tool' || m.role === 'summary' ? null : previewOf(m.content);
-  const bumped = tx.run('UPDATE conversations SET updated_at = max(updated_at, ?), bytes = bytes + ?, last_message = coalesce(?, last_message) WHERE id = ?', [
+  const bumped = tx.run('UPDATE conversations SET updated_at = max(updated_at, ?), bytes = bytes + ?, last_message = coalesce(?, last_message), hot = 1 WHERE id = ?', [
     m.timestamp,
     bytes,
     preview,
@@ -111,6 +112,9 @@ export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): voi
 }
 
 export class MessagesRepo {
+  /** Whether the schema has cold rows (migration 17), asked once. */
+  private cold: boolean | undefined;
+
   constructor(
     private readonly db: Database,
     private readonly history: HistoryStore,
@@ -173,23 +177,36 @@ export class MessagesRepo {
   }
 
   async get(id: string): Promise<MessageRow | undefined> {
-    return this.one(this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE id = ?`, [id]));
+    const raw = this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE id = ?`, [id]);
+    return raw ? this.one(raw) : this.coldOne(await this.history.cold({ kind: 'id', id }));
   }
 
   /** The user message stored with this client key (a chat's sender and client_message_id). */
   async byClientKey(clientKey: string): Promise<MessageRow | undefined> {
-    return this.one(this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE client_key = ?`, [clientKey]));
+    const raw = this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE client_key = ?`, [clientKey]);
+    return raw ? this.one(raw) : this.coldOne(await this.history.cold({ kind: 'client_key', clientKey }));
   }
 
-  /** Whether a user message was stored with this client key (metadata only, synchronous). */
+  /**
+   * Whether a user message was stored with this client key (metadata only, synchronous). Only messages
+   * of active conversations: a key whose conversation went idle (cold) is no longer looked for.
+   */
   hasClientKey(clientKey: string): boolean {
     return this.db.get('SELECT 1 AS present FROM messages WHERE client_key = ?', [clientKey]) !== undefined;
   }
 
   /** The assistant reply to a user message: the last message of its turn, if it is the assistant's (turn-reply.ts). */
   async replyTo(message: MessageRow): Promise<MessageRow | undefined> {
+    const cold = this.coldSeq(message.conversation_id);
+    let coldLast: ColdRow | undefined;
+    if (message.seq <= cold) {
+      [coldLast] = await this.history.cold({ kind: 'turn', conversationId: message.conversation_id, seq: message.seq, maxSeq: cold });
+      if (coldLast?.ended) return coldLast.role === 'assistant' ? this.fromCold(coldLast) : undefined;
+    }
+    // Rows in sql.js all come after the cold ones: the turn goes on there if it has rows there.
     const raw = this.db.get<RawMessage>(turnReplySql(COLUMNS), [message.conversation_id, message.seq, message.conversation_id, message.seq]);
-    return raw?.role === 'assistant' ? this.one(raw) : undefined;
+    if (raw) return raw.role === 'assistant' ? this.one(raw) : undefined;
+    return coldLast?.role === 'assistant' ? this.fromCold(coldLast) : undefined;
   }
 
   /** The most recent `limit` messages of a conversation, oldest first. */
@@ -199,20 +216,54 @@ export class MessagesRepo {
     const roles = options.includeTools ? '' : " AND role <> 'tool'";
     const rows = this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ?${roles} ORDER BY seq DESC LIMIT ?`, [conversationId, limit]);
     rows.reverse();
-    return this.withBodies(rows);
+    const cold = rows.length < limit ? this.coldSeq(conversationId) : 0;
+    const [older, newer] = await Promise.all([
+      cold > 0 ? this.history.cold({ kind: 'recent', conversationId, maxSeq: cold, limit: limit - rows.length, includeTools: options.includeTools === true }) : [],
+      this.withBodies(rows),
+    ]);
+    return older.length === 0 ? newer : [...older.map((r) => this.fromCold(r)), ...newer];
   }
 
   /** Every message of a conversation stored after `seq` (messages are append-only), oldest first. */
   async after(conversationId: string, seq: number): Promise<MessageRow[]> {
-    return this.withBodies(this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ? AND seq > ? ORDER BY seq`, [conversationId, seq]));
+    const cold = this.coldSeq(conversationId);
+    const [older, newer] = await Promise.all([
+      seq < cold ? this.history.cold({ kind: 'after', conversationId, seq, maxSeq: cold }) : [],
+      this.withBodies(this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ? AND seq > ? ORDER BY seq`, [conversationId, seq])),
+    ]);
+    return older.length === 0 ? newer : [...older.map((r) => this.fromCold(r)), ...newer];
   }
 
-  /** Messages in the database, or in one conversation. */
+  /** The highest seq of the conversation whose metadata moved to history.db (0: none; cold.ts). */
+  private coldSeq(conversationId: string): number {
+    this.cold ??= hasColdHistory(this.db);
+    if (!this.cold) return 0;
+    return this.db.get<{ cold_seq: number }>('SELECT cold_seq FROM conversations WHERE id = ?', [conversationId])?.cold_seq ?? 0;
+  }
+
+  /** A cold row found by id or key, if its conversation still holds it (not deleted, not a move sql.js has not taken over). */
+  private coldOne(rows: ColdRow[]): MessageRow | undefined {
+    const row = rows.find((r) => r.seq <= this.coldSeq(r.conversation_id));
+    return row ? this.fromCold(row) : undefined;
+  }
+
+  private fromCold({ body_key, bytes: _bytes, cut: _cut, ended: _ended, content, data, ...meta }: ColdRow): MessageRow {
+    if (content === null) {
+      this.history.noteDamage(`message ${meta.id} has no readable body (key ${body_key})`);
+      return { ...meta, content: LOST_BODY_TEXT, data: null };
+    }
+    return { ...meta, content, data: parseData(data) };
+  }
+
+  /** Messages in the database, or in one conversation (those moved to history.db by their `cold_count`). */
   count(conversationId?: string): number {
     const row =
       conversationId === undefined
-        ? this.db.get<{ n: number }>('SELECT count(*) AS n FROM messages')
-        : this.db.get<{ n: number }>('SELECT count(*) AS n FROM messages WHERE conversation_id = ?', [conversationId]);
+        ? this.db.get<{ n: number }>('SELECT (SELECT count(*) FROM messages) + (SELECT coalesce(sum(cold_count), 0) FROM conversations) AS n')
+        : this.db.get<{ n: number }>('SELECT (SELECT count(*) FROM messages WHERE conversation_id = ?) + coalesce((SELECT cold_count FROM conversations WHERE id = ?), 0) AS n', [
+            conversationId,
+            conversationId,
+          ]);
     return row?.n ?? 0;
   }
 
@@ -260,6 +311,10 @@ export class MessagesRepo {
         )
         .map((m) => [m.body_key, m]),
     );
+    const missing = keys.filter((k) => !meta.has(k));
+    if (missing.length > 0) {
+      for (const m of await this.history.cold({ kind: 'body_keys', keys: missing })) if (m.seq <= this.coldSeq(m.conversation_id)) meta.set(m.body_key, m);
+    }
     const hits: MessageMatch[] = [];
     for (const h of raw) {
       const m = meta.get(h.key);

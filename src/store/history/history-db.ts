@@ -3,12 +3,13 @@
 import { closeSync, existsSync, openSync, renameSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
+import { COLD_SCHEMA, cutCold, dropCold, putCold, queryCold } from './cold';
 import { damageAtOpen } from './integrity';
 import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
 import { DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
-import type { BodyIn, BodyOut, BodyRef, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks } from './protocol';
+import type { BodyIn, BodyOut, BodyRef, ColdCutResult, ColdMeta, ColdQuery, ColdRow, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks } from './protocol';
 
 /**
  * WAL with locking_mode=EXCLUSIVE: the WASM build has no shared memory for WAL's index, but an exclusive
@@ -106,6 +107,7 @@ export class HistoryDb {
       // A damaged file is only read from now on (a salvage into a new file follows: HistoryDb.salvage).
       if (damage === null) {
         this.db.exec(SCHEMA);
+        this.db.exec(COLD_SCHEMA);
         // A write at every open creates the WAL file now, so the store can make its directory entry
         // durable and private before any body is acknowledged (history-store.ts).
         this.marks.before = this.readMark();
@@ -263,9 +265,42 @@ export class HistoryDb {
     return { db, result: { aside, kept, lost: refs.length - kept } };
   }
 
-  /** Keys in [from, to] (for the sweep of bodies whose message never landed). */
+  /**
+   * Keys in [from, to] no cold message refers to (for the sweep of bodies whose message never landed:
+   * service.db is asked about the rest).
+   */
   keysBetween(from: number, to: number): number[] {
-    return this.db.all('SELECT key FROM bodies WHERE key BETWEEN ? AND ? ORDER BY key', [from, to]).map((r) => Number(r.key));
+    return this.db.all('SELECT key FROM bodies WHERE key BETWEEN ? AND ? AND NOT EXISTS (SELECT 1 FROM cold_messages WHERE body_key = bodies.key) ORDER BY key', [from, to]).map((r) => Number(r.key));
+  }
+
+  /**
+   * Metadata moved out of sql.js, committed with an fsync and the next sync mark before sql.js lets go
+   * of it (cold.ts); that mark, which sql.js notes with the move.
+   */
+  putCold(rows: readonly ColdMeta[]): number {
+    const mark = this.marks.now + 1;
+    this.transaction(() => {
+      putCold(this.db, rows);
+      this.writeMark(mark);
+    });
+    this.marks.now = mark;
+    return mark;
+  }
+
+  queryCold(query: ColdQuery): ColdRow[] {
+    return queryCold(this.db, query);
+  }
+
+  dropCold(conversationId: string, limit: number): number {
+    let dropped = 0;
+    this.transaction(() => (dropped = dropCold(this.db, conversationId, limit)));
+    return dropped;
+  }
+
+  cutCold(cutoff: string, keepChars: number, note: string, minBytes: number, limit: number): ColdCutResult {
+    let result: ColdCutResult = { rows: 0, deltas: [] };
+    this.transaction(() => (result = cutCold(this.db, cutoff, keepChars, note, minBytes, limit)));
+    return result;
   }
 
   remove(keys: readonly number[]): number {

@@ -111,6 +111,11 @@ export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): voi
   if (bumped.changes === 0) throw new Error(`conversation ${m.conversation_id} not found`);
 }
 
+/** A cold row (history/cold.ts) as sql.js holds a message: its body in history.db under `body_key`. */
+function rawOf({ bytes: _bytes, cut: _cut, ended: _ended, ...meta }: ColdRow): RawMessage {
+  return { ...meta, content: '', data: null };
+}
+
 export class MessagesRepo {
   /** Whether the schema has cold rows (migration 17), asked once. */
   private cold: boolean | undefined;
@@ -178,18 +183,18 @@ export class MessagesRepo {
 
   async get(id: string): Promise<MessageRow | undefined> {
     const raw = this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE id = ?`, [id]);
-    return raw ? this.one(raw) : this.coldOne(await this.history.cold({ kind: 'id', id }));
+    return this.one(raw ?? this.coldOne(await this.history.cold({ kind: 'id', id })));
   }
 
   /** The user message stored with this client key (a chat's sender and client_message_id). */
   async byClientKey(clientKey: string): Promise<MessageRow | undefined> {
     const raw = this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE client_key = ?`, [clientKey]);
-    return raw ? this.one(raw) : this.coldOne(await this.history.cold({ kind: 'client_key', clientKey }));
+    return this.one(raw ?? this.coldOne(await this.history.cold({ kind: 'client_key', clientKey })));
   }
 
   /**
    * Whether a user message was stored with this client key (metadata only, synchronous). Only messages
-   * of active conversations: a key whose conversation went idle (cold) is no longer looked for.
+   * whose metadata is in sql.js (recently active conversations): a cold one's key is no longer looked for.
    */
   hasClientKey(clientKey: string): boolean {
     return this.db.get('SELECT 1 AS present FROM messages WHERE client_key = ?', [clientKey]) !== undefined;
@@ -201,12 +206,11 @@ export class MessagesRepo {
     let coldLast: ColdRow | undefined;
     if (message.seq <= cold) {
       [coldLast] = await this.history.cold({ kind: 'turn', conversationId: message.conversation_id, seq: message.seq, maxSeq: cold });
-      if (coldLast?.ended) return coldLast.role === 'assistant' ? this.fromCold(coldLast) : undefined;
+      if (coldLast?.ended) return coldLast.role === 'assistant' ? this.one(rawOf(coldLast)) : undefined;
     }
     // Rows in sql.js all come after the cold ones: the turn goes on there if it has rows there.
-    const raw = this.db.get<RawMessage>(turnReplySql(COLUMNS), [message.conversation_id, message.seq, message.conversation_id, message.seq]);
-    if (raw) return raw.role === 'assistant' ? this.one(raw) : undefined;
-    return coldLast?.role === 'assistant' ? this.fromCold(coldLast) : undefined;
+    const raw = this.db.get<RawMessage>(turnReplySql(COLUMNS), [message.conversation_id, message.seq, message.conversation_id, message.seq]) ?? (coldLast && rawOf(coldLast));
+    return raw?.role === 'assistant' ? this.one(raw) : undefined;
   }
 
   /** The most recent `limit` messages of a conversation, oldest first. */
@@ -217,42 +221,39 @@ export class MessagesRepo {
     const rows = this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ?${roles} ORDER BY seq DESC LIMIT ?`, [conversationId, limit]);
     rows.reverse();
     const cold = rows.length < limit ? this.coldSeq(conversationId) : 0;
-    const [older, newer] = await Promise.all([
-      cold > 0 ? this.history.cold({ kind: 'recent', conversationId, maxSeq: cold, limit: limit - rows.length, includeTools: options.includeTools === true }) : [],
-      this.withBodies(rows),
-    ]);
-    return older.length === 0 ? newer : [...older.map((r) => this.fromCold(r)), ...newer];
+    if (cold === 0) return this.withBodies(rows);
+    const older = await this.history.cold({ kind: 'recent', conversationId, maxSeq: cold, limit: limit - rows.length, includeTools: options.includeTools === true });
+    return this.withBodies([...older.map(rawOf), ...rows]);
   }
 
   /** Every message of a conversation stored after `seq` (messages are append-only), oldest first. */
   async after(conversationId: string, seq: number): Promise<MessageRow[]> {
     const cold = this.coldSeq(conversationId);
-    const [older, newer] = await Promise.all([
-      seq < cold ? this.history.cold({ kind: 'after', conversationId, seq, maxSeq: cold }) : [],
-      this.withBodies(this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ? AND seq > ? ORDER BY seq`, [conversationId, seq])),
-    ]);
-    return older.length === 0 ? newer : [...older.map((r) => this.fromCold(r)), ...newer];
+    const older = seq < cold ? await this.history.cold({ kind: 'after', conversationId, seq, maxSeq: cold }) : [];
+    const rows = this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ? AND seq > ? ORDER BY seq`, [conversationId, seq]);
+    return this.withBodies(older.length === 0 ? rows : [...older.map(rawOf), ...rows]);
   }
 
-  /** The highest seq of the conversation whose metadata moved to history.db (0: none; cold.ts). */
+  /** The highest seq of the conversation whose metadata moved to history.db (0: none; history/cold.ts). */
   private coldSeq(conversationId: string): number {
     this.cold ??= hasColdHistory(this.db);
     if (!this.cold) return 0;
     return this.db.get<{ cold_seq: number }>('SELECT cold_seq FROM conversations WHERE id = ?', [conversationId])?.cold_seq ?? 0;
   }
 
-  /** A cold row found by id or key, if its conversation still holds it (not deleted, not a move sql.js has not taken over). */
-  private coldOne(rows: ColdRow[]): MessageRow | undefined {
-    const row = rows.find((r) => r.seq <= this.coldSeq(r.conversation_id));
-    return row ? this.fromCold(row) : undefined;
+  /**
+   * Whether a row read a moment ago is still stored (not deleted by retention or delete_conversation
+   * meanwhile): in sql.js, or at or below its conversation's `cold_seq` (a cold copy above it is a
+   * move sql.js has not taken over, and a deleted conversation has none).
+   */
+  private stillStored(row: Pick<RawMessage, 'seq' | 'conversation_id'>): boolean {
+    return this.db.get('SELECT 1 AS present FROM messages WHERE seq = ?', [row.seq]) !== undefined || row.seq <= this.coldSeq(row.conversation_id);
   }
 
-  private fromCold({ body_key, bytes: _bytes, cut: _cut, ended: _ended, content, data, ...meta }: ColdRow): MessageRow {
-    if (content === null) {
-      this.history.noteDamage(`message ${meta.id} has no readable body (key ${body_key})`);
-      return { ...meta, content: LOST_BODY_TEXT, data: null };
-    }
-    return { ...meta, content, data: parseData(data) };
+  /** A cold row found by id or key, if its conversation still holds it. */
+  private coldOne(rows: ColdRow[]): RawMessage | undefined {
+    const row = rows.find((r) => r.seq <= this.coldSeq(r.conversation_id));
+    return row && rawOf(row);
   }
 
   /** Messages in the database, or in one conversation (those moved to history.db by their `cold_count`). */
@@ -283,7 +284,7 @@ export class MessagesRepo {
     for (const { body_key, ...row } of rows) {
       const body: Pick<BodyOut, 'content' | 'data'> | undefined = body_key === null ? row : bodies.get(body_key);
       if (!body) {
-        if (!this.db.get('SELECT 1 AS present FROM messages WHERE seq = ?', [row.seq])) continue;
+        if (!this.stillStored(row)) continue;
         this.history.noteDamage(`message ${row.id} has no readable body`);
         out.push({ ...row, content: LOST_BODY_TEXT, data: null });
         continue;

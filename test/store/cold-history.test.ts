@@ -2,10 +2,12 @@
 // metadata moves out of sql.js (all in memory) into history.db (issue 25), so the memory of an open stops growing with the history; every read, search,
 // retention, deletion and a crash in the middle of a move keep working. Real files, real child processes.
 import assert from 'node:assert/strict';
+import { open as openFile, stat } from 'node:fs/promises';
+import path from 'node:path';
 import { test } from 'node:test';
-import { MIGRATIONS, openStore, clientKeyOf } from '../../src/store/index';
+import { HISTORY_FILE_NAME, LOST_BODY_TEXT, MIGRATIONS, openStore, clientKeyOf } from '../../src/store/index';
 import type { NewMessage, Store } from '../../src/store/index';
-import { BULKY_NOW, spawnStoreChild, tempDir } from '../helpers/store-utils';
+import { BULKY_NOW, bulkyContent, spawnStoreChild, tempDir } from '../helpers/store-utils';
 
 const LIMIT = { timeout: 120_000 };
 const DAY = 86_400_000;
@@ -256,4 +258,51 @@ test("migration 17: SIGKILL while an existing database's metadata moves to histo
   assert.equal(hotRows(store), 0, 'every row moved');
   await check();
   assert.equal((await store.messages.search('wordc11x599')).length, 1);
+});
+
+test('a damaged history.db holding cold messages: a read serves the placeholder for what it cannot read, --recover rebuilds the rest with them', LIMIT, async (t) => {
+  const dir = await withDir(t);
+  let store = await openStore(dir, { hotMessages: 0 });
+  await store.conversations.create({ id: 'old', title: 'old', source: 'ws', created_at: iso(OLD) });
+  for (let batch = 0; batch < 10; batch++) {
+    await store.messages.appendMany(
+      Array.from({ length: 20 }, (_, j) => ({ id: `o${batch * 20 + j}`, conversation_id: 'old', role: 'user' as const, content: bulkyContent(batch * 20 + j), timestamp: iso(OLD + batch * 20 + j) })),
+    );
+  }
+  await store.maintenance.run();
+  assert.equal(hotRows(store), 0);
+  await store.close();
+
+  // A body's page a tenth into the file overwritten (as history-damage.test.ts does); the cold rows were
+  // written last, at the end of the file.
+  const file = path.join(dir, HISTORY_FILE_NAME);
+  const fh = await openFile(file, 'r+');
+  await fh.write(Buffer.alloc(4096, 0xff), 0, 4096, Math.floor((await stat(file)).size / 4096 / 10) * 4096);
+  await fh.close();
+  store = await openStore(dir);
+  const old = await store.messages.recent('old', { limit: 1000 });
+  assert.equal(old.length, 200, 'every cold message of the conversation is served');
+  const lost = old.filter((m) => m.content === LOST_BODY_TEXT).map((m) => m.id);
+  assert.ok(lost.length >= 1 && lost.length < 20, `${lost.length} messages lost`);
+  assert.match(String(await store.problem()), /history\.db is damaged/);
+  await store.close();
+
+  await assert.rejects(openStore(dir), /serve --recover/);
+  store = await openStore(dir, { recover: true });
+  assert.match(String(await store.problem()), new RegExp(`rebuilt by --recover: ${200 - lost.length} message bodies read back, ${lost.length} lost`));
+  await store.close();
+  store = await openStore(dir);
+  t.after(() => store.close());
+  assert.equal(await store.problem(), null);
+  const rebuilt = await store.messages.recent('old', { limit: 1000 });
+  assert.deepEqual(
+    rebuilt.map((m) => m.id),
+    old.map((m) => m.id),
+  );
+  assert.deepEqual(
+    rebuilt.filter((m) => m.content === LOST_BODY_TEXT).map((m) => m.id),
+    lost,
+  );
+  for (const m of rebuilt) if (m.content !== LOST_BODY_TEXT) assert.equal(m.content, bulkyContent(Number(m.id.slice(1))));
+  assert.equal(store.messages.count('old'), 200);
 });

@@ -13,8 +13,9 @@ CREATE INDEX IF NOT EXISTS cold_messages_client_key ON cold_messages (client_key
 CREATE INDEX IF NOT EXISTS cold_messages_body_key ON cold_messages (body_key);
 CREATE INDEX IF NOT EXISTS cold_messages_tool_uncut ON cold_messages (timestamp) WHERE role = 'tool' AND cut = 0;`;
 
-const META = 'm.seq, m.id, m.conversation_id, m.role, m.timestamp, m.tool_name, m.user_id, m.client_key, m.body_key, m.bytes, m.cut';
-const WITH_BODY = `SELECT ${META}, b.content, b.data FROM cold_messages m LEFT JOIN bodies b ON b.key = m.body_key`;
+// Without their bodies: the caller asks for those as for any message (HistoryStore.get, which reads a
+// damaged file key by key), so one unreadable body never fails a whole conversation.
+const SELECT = 'SELECT seq, id, conversation_id, role, timestamp, tool_name, user_id, client_key, body_key, bytes, cut FROM cold_messages';
 
 type SqlRow = Record<string, unknown>;
 
@@ -46,10 +47,6 @@ function metaOf(r: SqlRow): ColdMeta {
   };
 }
 
-function rowOf(r: SqlRow): ColdRow {
-  return { ...metaOf(r), content: nullable(r.content), data: nullable(r.data) };
-}
-
 /** Stores moved rows; a row moved again (a crash before sql.js let go of it) replaces its copy. */
 export function putCold(db: SqliteFile, rows: readonly ColdMeta[]): number {
   for (const r of rows) {
@@ -71,45 +68,45 @@ export function putCold(db: SqliteFile, rows: readonly ColdMeta[]): number {
 }
 
 /**
- * Cold rows with their bodies, oldest first. Only rows at or below the conversation's `maxSeq` (its
+ * Cold rows, oldest first. Only rows at or below the conversation's `maxSeq` (its
  * `cold_seq` in sql.js) count: a copy above it is a move sql.js has not taken over yet.
  */
 export function queryCold(db: SqliteFile, q: ColdQuery): ColdRow[] {
   switch (q.kind) {
     case 'recent': {
-      const roles = q.includeTools ? '' : " AND m.role <> 'tool'";
-      const rows = db.all(`${WITH_BODY} WHERE m.conversation_id = ? AND m.seq <= ?${roles} ORDER BY m.seq DESC LIMIT ?`, [q.conversationId, q.maxSeq, q.limit]);
-      return rows.reverse().map(rowOf);
+      const roles = q.includeTools ? '' : " AND role <> 'tool'";
+      const rows = db.all(`${SELECT} WHERE conversation_id = ? AND seq <= ?${roles} ORDER BY seq DESC LIMIT ?`, [q.conversationId, q.maxSeq, q.limit]);
+      return rows.reverse().map(metaOf);
     }
     case 'after':
-      return db.all(`${WITH_BODY} WHERE m.conversation_id = ? AND m.seq > ? AND m.seq <= ? ORDER BY m.seq`, [q.conversationId, q.seq, q.maxSeq]).map(rowOf);
+      return db.all(`${SELECT} WHERE conversation_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, [q.conversationId, q.seq, q.maxSeq]).map(metaOf);
     case 'id':
-      return db.all(`${WITH_BODY} WHERE m.id = ?`, [q.id]).map(rowOf);
+      return db.all(`${SELECT} WHERE id = ?`, [q.id]).map(metaOf);
     case 'client_key':
-      return db.all(`${WITH_BODY} WHERE m.client_key = ?`, [keyText(q.clientKey)]).map(rowOf);
+      return db.all(`${SELECT} WHERE client_key = ?`, [keyText(q.clientKey)]).map(metaOf);
     case 'turn': {
       // As turn-reply.ts over the cold rows: the last row before the next user message; `ended` when
       // that user message is cold too (else the turn may go on in sql.js).
       const next = db.get("SELECT min(seq) AS s FROM cold_messages WHERE conversation_id = ? AND seq > ? AND seq <= ? AND role = 'user'", [q.conversationId, q.seq, q.maxSeq]);
       const end = next?.s === null || next?.s === undefined ? null : Number(next.s);
-      const last = db.all(`${WITH_BODY} WHERE m.conversation_id = ? AND m.seq > ? AND m.seq <= ? AND m.seq < ? ORDER BY m.seq DESC LIMIT 1`, [
-        q.conversationId,
-        q.seq,
-        q.maxSeq,
-        end ?? Number.MAX_SAFE_INTEGER,
-      ]);
-      return last.map((r) => ({ ...rowOf(r), ended: end !== null }));
+      const last = db.all(`${SELECT} WHERE conversation_id = ? AND seq > ? AND seq <= ? AND seq < ? ORDER BY seq DESC LIMIT 1`, [q.conversationId, q.seq, q.maxSeq, end ?? Number.MAX_SAFE_INTEGER]);
+      return last.map((r) => ({ ...metaOf(r), ended: end !== null }));
     }
     case 'body_keys': {
       const out: ColdRow[] = [];
       for (let i = 0; i < q.keys.length; i += 500) {
         const part = q.keys.slice(i, i + 500);
-        const rows = db.all(`SELECT ${META}, NULL AS content, NULL AS data FROM cold_messages m WHERE m.body_key IN (${part.map(() => '?').join(', ')})`, part);
-        out.push(...rows.map(rowOf));
+        const rows = db.all(`${SELECT} WHERE body_key IN (${part.map(() => '?').join(', ')})`, part);
+        out.push(...rows.map(metaOf));
       }
       return out;
     }
   }
+}
+
+/** Up to `limit` cold rows of any conversation after `seq`, in order (a rebuild by `serve --recover`: history-db.ts). */
+export function queryColdAfterSeq(db: SqliteFile, seq: number, limit: number): ColdMeta[] {
+  return db.all(`${SELECT} WHERE seq > ? ORDER BY seq LIMIT ?`, [seq, limit]).map(metaOf);
 }
 
 /** Deletes up to `limit` cold rows of a deleted conversation, with their bodies; how many. */

@@ -3,7 +3,7 @@
 import { closeSync, existsSync, openSync, renameSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
-import { COLD_SCHEMA, cutCold, dropCold, putCold, queryCold } from './cold';
+import { COLD_SCHEMA, cutCold, dropCold, putCold, queryCold, queryColdAfterSeq } from './cold';
 import { damageAtOpen } from './integrity';
 import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
@@ -69,6 +69,42 @@ function readableBodies(db: SqliteFile, keys: readonly number[]): BodyOut[] {
         return [];
       }
     });
+  }
+}
+
+/**
+ * The cold messages (cold.ts) a damaged file still gives, copied into the rebuilt one with their bodies
+ * (the placeholder for a body that cannot be read). Read in order of seq, a chunk at a time: rows past
+ * a chunk that cannot be read are lost (their conversations then read without them).
+ */
+function salvageCold(source: SqliteFile, target: HistoryDb, placeholder: string, above: number): { kept: number; lost: number } {
+  let kept = 0;
+  let lost = 0;
+  for (let after = 0; ;) {
+    let rows: ColdMeta[];
+    try {
+      rows = queryColdAfterSeq(source, after, CHUNK);
+    } catch {
+      return { kept, lost }; // no cold table (an older file), or its pages are damaged from here on
+    }
+    if (rows.length === 0) return { kept, lost };
+    const found = new Map(
+      readableBodies(
+        source,
+        rows.map((r) => r.body_key),
+      ).map((b) => [b.key, b]),
+    );
+    target.fill(
+      rows.map((r) => {
+        const body = found.get(r.body_key);
+        return { key: r.body_key, conversation_id: r.conversation_id, role: r.role, content: body?.content ?? placeholder, data: body ? body.data : null, cut: body?.cut };
+      }),
+      above,
+    );
+    target.putCold(rows);
+    kept += found.size;
+    lost += rows.length - found.size;
+    after = rows[rows.length - 1].seq;
   }
 }
 
@@ -240,6 +276,7 @@ export class HistoryDb {
     const db = new HistoryDb(file);
     const source = new SqliteFile(aside, { readOnly: true });
     let kept = 0;
+    let cold = { kept: 0, lost: 0 };
     try {
       source.exec('PRAGMA locking_mode = EXCLUSIVE');
       for (const part of chunks(refs)) {
@@ -259,10 +296,11 @@ export class HistoryDb {
         );
       }
       db.fill([], above);
+      cold = salvageCold(source, db, placeholder, above);
     } finally {
       source.close();
     }
-    return { db, result: { aside, kept, lost: refs.length - kept } };
+    return { db, result: { aside, kept: kept + cold.kept, lost: refs.length - kept + cold.lost } };
   }
 
   /**

@@ -83,10 +83,8 @@ export interface ColdMeta {
   cut: number;
 }
 
-/** A cold message with its body; `content` null when history.db has no body for it. */
+/** A cold message (its body asked for by `body_key`). */
 export interface ColdRow extends ColdMeta {
-  content: string | null;
-  data: string | null;
   /** For a `turn` query: the turn's next user message is cold too, so the turn ended among the cold rows. */
   ended?: boolean;
 }

@@ -213,6 +213,26 @@ export class MessagesRepo {
     return raw?.role === 'assistant' ? this.one(raw) : undefined;
   }
 
+  /**
+   * The turn a message of this conversation belongs to: a user message starts one (its id is the turn's
+   * id); any later message belongs to the last user message before it. Undefined when the message is
+   * not of this conversation.
+   */
+  async turnOf(conversationId: string, messageId: string): Promise<string | undefined> {
+    const message = await this.get(messageId);
+    if (message?.conversation_id !== conversationId) return undefined;
+    if (message.role === 'user') return messageId;
+    const hot = this.db.get<{ id: string }>(`SELECT id FROM messages WHERE conversation_id = ? AND seq < ? AND role = 'user' ORDER BY seq DESC LIMIT 1`, [conversationId, message.seq]);
+    const cold = hot ? 0 : this.coldSeq(conversationId);
+    return hot?.id ?? (cold > 0 ? (await this.history.cold({ kind: 'user_before', conversationId, seq: message.seq, maxSeq: cold }))[0]?.id : undefined);
+  }
+
+  /** The id of the reply that ended a turn (replyTo its user message). */
+  async replyOfTurn(conversationId: string, turnId: string): Promise<string | undefined> {
+    const start = await this.get(turnId);
+    return start?.conversation_id === conversationId ? (await this.replyTo(start))?.id : undefined;
+  }
+
   /** The most recent `limit` messages of a conversation, oldest first. */
   async recent(conversationId: string, options: RecentOptions = {}): Promise<MessageRow[]> {
     const limit = Math.floor(options.limit ?? 50);

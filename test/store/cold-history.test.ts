@@ -70,7 +70,7 @@ test('the least recently active conversations leave sql.js: its database does no
   assert.ok(used[1] - used[0] <= 2, `sql.js pages with 100 messages: ${used[0]}, with 2,000: ${used[1]}`);
 });
 
-test('cold messages read as before: recent, after, get, client key, reply, search, export; a new message joins them', LIMIT, async (t) => {
+test('cold messages read as before: recent, after, get, client key, reply, turn of undo, search, export; a new message joins them', LIMIT, async (t) => {
   const store = await openStore(await withDir(t), { hotMessages: 10 });
   t.after(() => store.close());
   await fill(store, 3, 120);
@@ -91,6 +91,12 @@ test('cold messages read as before: recent, after, get, client key, reply, searc
   );
   assert.equal((await store.messages.replyTo(split[112]))?.id, 'c2-115');
   assert.equal((await store.messages.replyTo(split[108]))?.id, 'c2-111');
+  // undo_turn's lookups (agent/turn-undo.ts): a message's turn, a turn's reply, cold or split.
+  assert.equal(await store.messages.turnOf('c0', 'c0-10'), 'c0-8');
+  assert.equal(await store.messages.replyOfTurn('c0', 'c0-8'), 'c0-11');
+  assert.equal(await store.messages.turnOf('c2', 'c2-110'), 'c2-108');
+  assert.equal(await store.messages.turnOf('c2', 'c2-114'), 'c2-112');
+  assert.equal(await store.messages.turnOf('c1', 'c0-10'), undefined, 'not of this conversation');
 
   const all = await store.messages.recent('c1', { limit: 1000, includeTools: true });
   assert.deepEqual(

@@ -92,6 +92,8 @@ export function queryCold(db: SqliteFile, q: ColdQuery): ColdRow[] {
       const last = db.all(`${SELECT} WHERE conversation_id = ? AND seq > ? AND seq <= ? AND seq < ? ORDER BY seq DESC LIMIT 1`, [q.conversationId, q.seq, q.maxSeq, end ?? Number.MAX_SAFE_INTEGER]);
       return last.map((r) => ({ ...metaOf(r), ended: end !== null }));
     }
+    case 'user_before':
+      return db.all(`${SELECT} WHERE conversation_id = ? AND seq < ? AND seq <= ? AND role = 'user' ORDER BY seq DESC LIMIT 1`, [q.conversationId, q.seq, q.maxSeq]).map(metaOf);
     case 'body_keys': {
       const out: ColdRow[] = [];
       for (let i = 0; i < q.keys.length; i += 500) {

@@ -96,6 +96,7 @@ export type ColdQuery =
   | { kind: 'id'; id: string }
   | { kind: 'client_key'; clientKey: string }
   | { kind: 'turn'; conversationId: string; seq: number; maxSeq: number }
+  | { kind: 'user_before'; conversationId: string; seq: number; maxSeq: number }
   | { kind: 'body_keys'; keys: number[] };
 
 export interface ColdCutResult {

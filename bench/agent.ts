@@ -16,7 +16,8 @@ export function instantProvider(toolCalls: number, callOf: (i: number) => ToolCa
   return {
     name: 'instant',
     async complete(request: CompletionRequest): Promise<CompletionResult> {
-      const lastUser = request.messages.map((m) => m.role).lastIndexOf('user');
+      // The user's message, not the turn's note (`moment`) that ends every request.
+      const lastUser = request.messages.findLastIndex((m) => m.role === 'user' && m.moment !== true);
       const toolResults = request.messages.slice(lastUser).filter((m) => m.role === 'tool').length;
       if (toolResults < toolCalls) {
         return { text: '', tool_calls: [callOf(toolResults)], finish_reason: 'tool_calls' };

@@ -18,7 +18,9 @@ const BURST = 600;
 /**
  * The attacker, in its own process (its HTTP work must not load the service's event loop): `BURST`
  * wrong logins at once, either all from 127.0.0.1 or each from its own loopback address (so the
- * per-address limit cannot hide the cost of the checks). Prints the status counts as JSON.
+ * per-address limit cannot hide the cost of the checks). Prints the status counts as JSON. From one
+ * address, every burst after the first login burst meets an address over its limit: its connections
+ * are reset unread (ECONNRESET), which is what the service does with them now (connection-gate.ts).
  */
 const ATTACKER = `
 const http = require('node:http');
@@ -140,10 +142,13 @@ export async function benchAuth(): Promise<Record<string, number>> {
           `${fmt(median(loginBurst))} ms during the login burst, ${fmt(median(emptyBurst))} ms during a ${BURST}-request 404 burst, ` +
           `${fmt(median(alone))} ms alone; longest event-loop stall ${fmt(median(loops.login))} / ${fmt(median(loops.empty))} / ${fmt(median(loops.alone))} ms`,
       );
-      console.log(`  login burst vs 404 burst: ${fmt(vsEmpty)}x ${vsEmpty < 2 ? 'ok' : 'OVER GOAL (2x)'}; vs the chat alone: ${fmt(vsAlone)}x ${vsAlone < 2 ? 'ok' : 'OVER GOAL (2x)'}`);
+      // Issue 25's goals against the chat alone: under 2x from one address, under 3x from 600.
+      const goal = spread ? 3 : 2;
+      const verdict = (ratio: number) => (ratio < goal ? 'ok' : `OVER GOAL (${goal}x)`);
+      console.log(`  login burst vs 404 burst: ${fmt(vsEmpty)}x; vs the chat alone: ${fmt(vsAlone)}x ${verdict(vsAlone)}`);
       console.log(
         `  ${BURST} WebSocket auths with wrong tokens (last round ${JSON.stringify(wsOutcomes)}): longest chat turn ${fmt(median(wsBurst))} ms, ` +
-          `${fmt(median(wsBurst) / median(emptyBurst))}x the 404 burst, ${fmt(wsVsAlone)}x the chat alone; longest event-loop stall ${fmt(median(loops.ws))} ms`,
+          `${fmt(median(wsBurst) / median(emptyBurst))}x the 404 burst, ${fmt(wsVsAlone)}x the chat alone ${verdict(wsVsAlone)}; longest event-loop stall ${fmt(median(loops.ws))} ms`,
       );
     }
   } finally {

@@ -25,7 +25,8 @@ export function streamingProvider(): Provider {
   return {
     name: 'bench-stream',
     async complete(request: CompletionRequest): Promise<CompletionResult> {
-      const last = [...request.messages].reverse().find((m) => m.role === 'user');
+      // The turn's note (`moment`: time, git, sender) comes after the user's message in every request.
+      const last = [...request.messages].reverse().find((m) => m.role === 'user' && m.moment !== true);
       const asked = /^stream (\d+) (\d+)$/.exec(typeof last?.content === 'string' ? last.content : '');
       const [pieces, paceMs] = asked ? [Number(asked[1]), Number(asked[2])] : [1, 0];
       let text = '';

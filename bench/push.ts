@@ -20,7 +20,9 @@ function toolCallingProvider(onToolCall: () => void): Provider {
   return {
     name: 'tool-calling',
     async complete(request: CompletionRequest): Promise<CompletionResult> {
-      if (request.messages.at(-1)?.role === 'user') {
+      // The turn's note (`moment`) comes last in every request: the step's own last message is before it.
+      const last = request.messages.filter((m) => !(m.role === 'user' && m.moment === true)).at(-1);
+      if (last?.role === 'user') {
         onToolCall();
         return { text: '', tool_calls: [{ id: 'call-1', name: 'list_directory', arguments: {} }], finish_reason: 'tool_calls' };
       }

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,8 +12,23 @@ const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 }, () => console.lo
 wss.on('connection', (ws) => ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary })));
 `;
 
-/** Round trips per second over a fixed window after a warm-up: each client sends its next frame when the reply comes. */
-async function measure(url: string, connections: number, auth: boolean, durationMs = 3000): Promise<number> {
+/**
+ * The CPU time a process's threads have run, in ns (Linux: /proc/<pid>/task/<tid>/schedstat), or NaN.
+ * Round trips per second follow the machine's load; the server's CPU per round trip much less.
+ */
+function cpuNs(pid: number): number {
+  try {
+    return readdirSync(`/proc/${pid}/task`).reduce((sum, tid) => sum + Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]), 0);
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Round trips per second over a fixed window after a warm-up: each client sends its next frame when the
+ * reply comes; and the server's CPU time per round trip meanwhile (us).
+ */
+async function measure(url: string, pid: number, connections: number, auth: boolean, durationMs = 3000): Promise<{ rps: number; cpuUs: number }> {
   const frame = JSON.stringify({ type: 'get_config' });
   const sockets: WebSocket[] = [];
   for (let i = 0; i < connections; i += 1) {
@@ -41,13 +57,15 @@ async function measure(url: string, connections: number, auth: boolean, duration
   await new Promise((resolve) => setTimeout(resolve, 500));
   counting = true;
   const started = performance.now();
+  const cpuBefore = cpuNs(pid);
   await new Promise((resolve) => setTimeout(resolve, durationMs));
   counting = false;
+  const cpuUs = (cpuNs(pid) - cpuBefore) / 1000 / count;
   const elapsed = (performance.now() - started) / 1000;
   running = false;
   await Promise.all(finished);
   for (const ws of sockets) ws.terminate();
-  return count / elapsed;
+  return { rps: count / elapsed, cpuUs };
 }
 
 export async function benchWebSocket(): Promise<Record<string, number>> {
@@ -61,15 +79,23 @@ export async function benchWebSocket(): Promise<Record<string, number>> {
       // Interleave baseline and service twice and keep the best of each, to damp machine noise.
       let bestEcho = 0;
       let bestService = 0;
+      let echoCpu = Infinity;
+      let serviceCpu = Infinity;
       for (let round = 0; round < 2; round += 1) {
-        bestEcho = Math.max(bestEcho, await measure(`ws://127.0.0.1:${echo.port}`, connections, false));
-        bestService = Math.max(bestService, await measure(`ws://127.0.0.1:${service.port}/ws`, connections, true));
+        const e = await measure(`ws://127.0.0.1:${echo.port}`, echo.child.pid!, connections, false);
+        const s = await measure(`ws://127.0.0.1:${service.port}/ws`, service.child.pid!, connections, true);
+        bestEcho = Math.max(bestEcho, e.rps);
+        bestService = Math.max(bestService, s.rps);
+        echoCpu = Math.min(echoCpu, e.cpuUs);
+        serviceCpu = Math.min(serviceCpu, s.cpuUs);
       }
       results[`echo_rps_${connections}`] = bestEcho;
       results[`service_rps_${connections}`] = bestService;
       results[`ratio_${connections}`] = bestService / bestEcho;
+      results[`cpu_ratio_${connections}`] = echoCpu / serviceCpu;
       console.log(
-        `get_config round trips, ${connections} connection(s): service ${fmt(bestService, 0)}/s, bare ws echo ${fmt(bestEcho, 0)}/s, ratio ${fmt(bestService / bestEcho)} (goal >= ${connections === 1 ? '0.8' : '0.75'})`,
+        `get_config round trips, ${connections} connection(s): service ${fmt(bestService, 0)}/s, bare ws echo ${fmt(bestEcho, 0)}/s, ratio ${fmt(bestService / bestEcho)} (goal >= ${connections === 1 ? '0.8' : '0.75'}); ` +
+          `server CPU a round trip: service ${fmt(serviceCpu, 1)} us, echo ${fmt(echoCpu, 1)} us, ratio ${fmt(echoCpu / serviceCpu)}`,
       );
     }
   } finally {

@@ -7,7 +7,7 @@ import { finishInterruptedRequests } from './agent/permission-restart';
 import { PermissionGate } from './agent/permissions';
 import { addAllowRule } from './config/permission-rules';
 import { createProviderResolver } from './agent/provider-resolver';
-import { preloadProvider } from './agent/providers/registry';
+import { providerWarmUp } from './agent/providers/registry';
 import { mcpSdk } from './agent/tools/mcp-sdk';
 import { createToolRegistry, workspaceRootsOf } from './agent/toolbox';
 import { Worktrees } from './agent/worktrees/worktrees';
@@ -371,7 +371,16 @@ export class Service {
       allowed,
       logger: this.logger,
       loginRefusedFor: (address) => this.auth.failures.refusedFor(address, 'token'),
-      onWebSocket: (socket, req) => attachLanSocket(socket, clientAddress(req), { ...this.sessionDeps, addressAllowed: (address) => allowed()(address) }),
+      refusesConnection: (address) => this.auth.failures.refusesConnection(address),
+      onWebSocket: (socket, req, authenticated) =>
+        attachLanSocket(socket, clientAddress(req), {
+          ...this.sessionDeps,
+          addressAllowed: (address) => allowed()(address),
+          onAdmitted: (session, paired) => {
+            authenticated();
+            this.sessionDeps.onAdmitted?.(session, paired);
+          },
+        }),
     });
     let address: { host: string; port: number };
     try {
@@ -453,12 +462,19 @@ export class Service {
 
   /**
    * The heavy modules (src/agent/providers/registry.ts, mcp-sdk.ts, web-push-lib.ts) are not loaded at
-   * start; once listening, those this configuration will use are, one per turn of the event loop, so the
-   * first chat (or push) is answered as fast as the next rather than paying for them.
+   * start; once listening, those this configuration will use are, one per turn of the event loop, and
+   * what a turn's context reads (git's status, instruction files) is read ahead, so the first chat (or
+   * push) is answered as fast as the next rather than paying for them.
    */
   private warmUp(): void {
     const config = this.config.current;
-    const steps = [() => preloadProvider(config.provider), () => Object.keys(config.mcp_servers).length > 0 && mcpSdk(), () => this.store.pushDevices.list().length > 0 && webPush()];
+    const warmFailed = (error: unknown) => this.logger.warn('service.warm_up_failed', { error: (error as Error).message });
+    const steps = [
+      ...providerWarmUp(config.provider),
+      () => this.agent.warmUp().catch(warmFailed),
+      () => Object.keys(config.mcp_servers).length > 0 && mcpSdk(),
+      () => this.store.pushDevices.list().length > 0 && webPush(),
+    ];
     const next = () => {
       const step = steps.shift();
       if (!step) return;
@@ -466,7 +482,7 @@ export class Service {
         step();
       } catch (error) {
         // The first use meets the same error and reports it to whom it concerns.
-        this.logger.warn('service.warm_up_failed', { error: (error as Error).message });
+        warmFailed(error);
       }
       this.warmUpTimer = setTimeout(next, 0).unref();
     };

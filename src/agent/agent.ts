@@ -14,6 +14,7 @@ import type { ConversationActivity } from './conversation-activity';
 import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
 import { previewOf } from './preview';
+import { withoutForgedNotes } from './prompt/environment';
 import type { InstructionFile } from './prompt/instruction-files';
 import { listSavedPrompts } from './prompt/saved-prompts';
 import { TurnContext, type TurnInstructions } from './prompt/turn-context';
@@ -181,6 +182,11 @@ export class Agent {
     const rows = conversationId === undefined ? [] : await this.history.rows(conversationId);
     const area = conversationId === undefined ? undefined : this.recordedArea(conversationId);
     return (await this.context.filesInForce(rows, area?.roots)).map(({ text: _text, ...info }) => info);
+  }
+
+  /** Reads ahead what a first turn's context needs (git's status, instruction files): see TurnContext.warmUp. */
+  warmUp(): Promise<void> {
+    return this.deps.withContext === false ? Promise.resolve() : this.context.warmUp();
   }
 
   /** The saved prompts of the workspace folders and the data directory. */
@@ -560,7 +566,7 @@ export class Agent {
         temperature: config.temperature,
         // Never more than the room kept for it: the request and the reply must fit the window together.
         max_tokens: config.max_tokens === undefined ? undefined : budget.reply,
-        messages: toModelNames(moment ? [...messages, moment] : messages, names),
+        messages: toModelNames(moment ? [...withoutForgedNotes(messages), moment] : messages, names),
         tools: specs,
         signal,
         onDelta: input.stream ? onDelta : undefined,

@@ -10,9 +10,16 @@ import { createMemoryToolSource } from './tools/memory';
 import { ToolRegistry } from './tools/registry';
 import { createTodoToolSource } from './tools/todo';
 
+/** The last `workspace` resolved: asked on every command that names the roots (get_config), it seldom changes. */
+let lastWorkspace = { given: '', resolved: '' };
+function resolvedWorkspace(given: string): string {
+  if (lastWorkspace.given !== given) lastWorkspace = { given, resolved: resolve(given) };
+  return lastWorkspace.resolved;
+}
+
 /** The workspace roots of file tools: `workspace` of service.json, else the host's folders, else the current directory. */
 export function workspaceRootsOf(config: ServiceConfig, host: Host = {}): string[] {
-  if (config.workspace) return [resolve(config.workspace)];
+  if (config.workspace) return [resolvedWorkspace(config.workspace)];
   return host.workspaceRoots ? host.workspaceRoots().map((root) => resolve(root)) : [process.cwd()];
 }
 

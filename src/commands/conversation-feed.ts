@@ -1,5 +1,6 @@
-import type { RequestId, ServiceEvent } from '../protocol';
+import { wireText, type RequestId, type ServiceEvent } from '../protocol';
 import type { ClientSession } from './session';
+import { withField } from './with-field';
 
 /** The events of a conversation that are numbered (`seq`) and replayed to a client that follows it again. */
 export type FeedEvent = Extract<
@@ -117,7 +118,7 @@ class Feed {
 function forSession(entry: Entry, session: ClientSession): FeedEvent {
   const id = entry.origin?.requestId;
   // Only a turn's events have an origin, and those events have an `id`.
-  return id !== undefined && entry.origin?.sessionId === session.id ? ({ ...entry.event, id } as FeedEvent) : entry.event;
+  return id !== undefined && entry.origin?.sessionId === session.id ? (withField(entry.event, 'id', id) as FeedEvent) : entry.event;
 }
 
 /**
@@ -146,9 +147,9 @@ export class ConversationFeeds {
     const feed = this.feedOf(event.conversation_id);
     const seq = (feed.last += 1);
     this.highest = Math.max(this.highest, seq);
-    const numbered = { ...event, seq } as FeedEvent;
-    // Serialized once here to be measured; each session serializes what it sends anyway.
-    const entry: Entry = { seq, event: numbered, filter: options.filter, origin: options.origin, bytes: JSON.stringify(numbered).length };
+    const numbered = withField(event, 'seq', seq) as FeedEvent;
+    // Serialized here to be measured: the followers' sockets send this text (wireText keeps it for this run).
+    const entry: Entry = { seq, event: numbered, filter: options.filter, origin: options.origin, bytes: wireText(numbered).length };
     // A turn starts with its user message (a chat of any client, a webhook message).
     feed.push(entry, event.event === 'chat.message' && event.message.role === 'user');
     this.bytes += entry.bytes - feed.trim(this.limits);

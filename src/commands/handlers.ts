@@ -32,6 +32,7 @@ import { actorOf, sessionLabel } from './audit-actor';
 import { agentContextHandlers } from './agent-context-handlers';
 import { infoOf as worktreeInfoOf } from '../agent/worktrees/worktrees';
 import { requireDeleteConfirmed, reviewHandlers } from './review-handlers';
+import { withField } from './with-field';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -50,6 +51,14 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
     permission_timeout_seconds: config.permission_timeout_seconds,
     system_prompt_mode: config.system_prompt_mode,
   };
+}
+
+/** publicConfigOf of each configuration (they are frozen and replaced on change, never changed): get_config is asked at every start of a client. */
+const publicConfigs = new WeakMap<ServiceConfig, Readonly<PublicConfig>>();
+function publicConfigFor(config: ServiceConfig): Readonly<PublicConfig> {
+  let answer = publicConfigs.get(config);
+  if (!answer) publicConfigs.set(config, (answer = publicConfigOf(config)));
+  return answer;
 }
 
 /** A stored conversation as clients see it (list_conversations rows, conversation.updated), with what it is doing now. */
@@ -129,7 +138,8 @@ export const handlers: HandlerMap = {
   },
 
   async get_config(_command, session, ctx) {
-    return { ...publicConfigOf(ctx.config.current), instructions: await ctx.agent.instructionFiles(undefined, session.source) };
+    const instructions = await ctx.agent.instructionFiles(undefined, session.source);
+    return withField(publicConfigFor(ctx.config.current), 'instructions', instructions);
   },
 
   async update_config(command, session, ctx) {

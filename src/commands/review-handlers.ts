@@ -4,6 +4,7 @@ import { landChanges } from '../git/land';
 import { discardWorktree, pushChanges, unlandedWork } from '../git/push';
 import { revertChanges } from '../git/revert';
 import { ServiceError, type CommandOf, type CommandType, type ResultOf, type ServiceConfig } from '../protocol';
+import { exactName } from '../protocol/display-name';
 import type { ChangedFile, ChangeHunk, Changes, WorktreeRecord } from '../protocol/worktrees';
 import type { CommandContext } from './context';
 import type { ClientSession } from './session';
@@ -123,12 +124,12 @@ export function commentMessage(changes: Changes, command: Pick<CommandOf<'commen
     hunk = file.hunks.find((h) => command.line >= h.new_start && command.line < h.new_start + Math.max(h.new_lines, 1));
   }
   const quoted = hunk ? `\n\n${fenced(file, [hunk])}` : '';
-  return `Review comment on \`${file.path}\`, line ${command.line}:\n\n${command.comment}${quoted}`;
+  return `Review comment on \`${exactName(file.path)}\`, line ${command.line}:\n\n${command.comment}${quoted}`;
 }
 
 /** Hunks as a fenced diff block, the fence longer than any run of backticks inside. */
 function fenced(file: ChangedFile, hunks: readonly ChangeHunk[]): string {
-  const body = [`--- a/${file.old_path ?? file.path}`, `+++ b/${file.path}`, ...hunks.flatMap((h) => [h.header, ...h.lines])].join('\n');
+  const body = [`--- a/${exactName(file.old_path ?? file.path)}`, `+++ b/${exactName(file.path)}`, ...hunks.flatMap((h) => [h.header, ...h.lines])].join('\n');
   const longest = Math.max(2, ...[...body.matchAll(/`+/g)].map((m) => m[0].length));
   const fence = '`'.repeat(longest + 1);
   return `${fence}diff\n${body}\n${fence}`;
@@ -138,7 +139,7 @@ function fenced(file: ChangedFile, hunks: readonly ChangeHunk[]): string {
 function diffText(files: readonly ChangedFile[]): string {
   return files
     .map((f) => {
-      const title = `${f.status} ${f.old_path ? `${f.old_path} -> ` : ''}${f.path} (+${f.additions} -${f.deletions})${f.binary ? ' binary' : ''}`;
+      const title = `${f.status} ${f.old_path ? `${exactName(f.old_path)} -> ` : ''}${exactName(f.path)} (+${f.additions} -${f.deletions})${f.binary ? ' binary' : ''}`;
       return [title, ...f.hunks.flatMap((h) => [h.header, ...h.lines]), ...(f.cut ? ['[more of this file not shown]'] : [])].join('\n');
     })
     .join('\n\n');

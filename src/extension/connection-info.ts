@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import QRCode from 'qrcode';
 import * as vscode from 'vscode';
 import type { PairedDevice, PairingInfo, RelayLinkStatus } from '../protocol';
 import { lanAddresses } from '../transport/pairing/lan-pairing';
@@ -86,7 +85,8 @@ function relayLinkHtml(link: RelayLinkStatus): string {
   return `<li><b>${escapeHtml(link.name)}</b> <code>${escapeHtml(link.url)}</code>: <span class="state ${link.state}">${STATE_TEXT[link.state]}</span>${detail.length ? `<br><small>${escapeHtml(detail.join(' · '))}</small>` : ''}</li>`;
 }
 
-const qr = (url: string) => QRCode.toString(url, { type: 'svg', margin: 2, width: 240 });
+// Required when the panel draws its QR code, not at activation: its module takes milliseconds to load.
+const qr = (url: string) => (require('qrcode') as typeof import('qrcode')).toString(url, { type: 'svg', margin: 2, width: 240 });
 
 export async function connectionInfoHtml(info: { port: number; addresses: string[]; lanPairingLink?: string; lanAccess: boolean; relay: RelayInfo; devices?: PairedDevice[] }): Promise<string> {
   const nonce = randomBytes(16).toString('base64');

@@ -32,10 +32,16 @@ export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = D
     worktree.baseBranch
       ? gitIn(worktree.repository, ['rev-parse', '--verify', '-q', `refs/heads/${worktree.baseBranch}`], { ...read, okCodes: [1] }).then((out) => out.stdout.trim())
       : Promise.resolve(base),
-    gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--full-index', base], read),
+    gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--full-index', base], { ...read, allowOverflow: true, ...(limits.readBytes === undefined ? {} : { maxBytes: limits.readBytes }) }),
     gitIn(worktree.path, ['diff', '--raw', '-z', '--no-renames', '--no-abbrev', base, 'HEAD'], read).then((out) => committedBlobs(out.stdout)),
   ]);
-  const { files, newBlobs } = parseGitDiff(diff.stdout + (await untrackedDiff(worktree.path, untracked)), limits);
+  // A diff past what git may answer (one file rewritten whole can be 100s of MB): the files read whole
+  // are shown, the rest listed from a summary with their counts, cut.
+  const tracked = diff.overflowed ? diff.stdout.slice(0, Math.max(0, diff.stdout.lastIndexOf('\ndiff --git ') + 1)) : diff.stdout;
+  const fresh = await untrackedDiff(worktree.path, untracked, limits.readBytes);
+  const { files, newBlobs } = parseGitDiff(tracked + fresh.text, limits);
+  if (diff.overflowed) files.push(...(await filesPastTheCut(worktree.path, base, new Set(files.map((f) => f.path)))));
+  files.push(...fresh.counted);
   return {
     conversation_id: worktree.conversationId,
     worktree: {
@@ -51,6 +57,48 @@ export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = D
     commits,
     uncommitted_files: uncommittedCount(files, newBlobs, committed),
   };
+}
+
+const STATUS_LETTERS: Record<string, ChangedFile['status']> = { A: 'added', D: 'deleted', R: 'renamed' };
+
+/**
+ * The tracked files a cut diff did not reach, from git's summaries (names, statuses, `+`/`-` counts:
+ * small whatever the files' size), each `cut` with no hunks. Their blobs are not known, so each counts
+ * as uncommitted.
+ */
+async function filesPastTheCut(folder: string, base: string, shown: ReadonlySet<string>): Promise<ChangedFile[]> {
+  const read = { readOnly: true };
+  const [statuses, counts] = await Promise.all([
+    gitIn(folder, ['diff', ...DIFF_FLAGS, '--name-status', '-z', base], read).then((out) => nulFields(out.stdout)),
+    gitIn(folder, ['diff', ...DIFF_FLAGS, '--numstat', '-z', base], read).then((out) => nulFields(out.stdout)),
+  ]);
+  const lineCounts = new Map<string, [string, string]>();
+  for (let i = 0; i < counts.length; i++) {
+    const [additions, deletions, name] = counts[i].split('\t');
+    // A rename's entry is `+\t-\t` and then its old and new names as fields of their own.
+    const path = name === '' ? counts[(i += 2)] : name;
+    lineCounts.set(path, [additions, deletions]);
+  }
+  const files: ChangedFile[] = [];
+  for (let i = 0; i < statuses.length; i++) {
+    const letter = statuses[i][0];
+    const oldPath = letter === 'R' || letter === 'C' ? statuses[++i] : null;
+    const path = statuses[++i];
+    if (shown.has(path)) continue;
+    const [additions, deletions] = lineCounts.get(path) ?? ['0', '0'];
+    const binary = additions === '-';
+    files.push({
+      path,
+      old_path: letter === 'R' ? oldPath : null,
+      status: STATUS_LETTERS[letter] ?? 'modified',
+      additions: binary ? 0 : Number(additions),
+      deletions: binary ? 0 : Number(deletions),
+      binary,
+      hunks: [],
+      cut: true,
+    });
+  }
+  return files;
 }
 
 /** Each path the branch's commits changed, with its blob at HEAD (all zeros: deleted there). */

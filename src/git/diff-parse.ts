@@ -15,6 +15,8 @@ export interface DiffLimits {
   fileChars: number;
   /** Characters of hunk lines shown for all files together. */
   totalChars: number;
+  /** Bytes of git's diff read at most (default GIT_MAX_OUTPUT_BYTES); the files past them are listed from a summary, cut. */
+  readBytes?: number;
 }
 
 export const DEFAULT_DIFF_LIMITS: DiffLimits = { fileChars: 256 * 1024, totalChars: 2 * 1024 * 1024 };

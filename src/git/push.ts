@@ -6,19 +6,33 @@ import { nulFields, gitIn } from './git-in';
 import { GitError } from './run-git';
 
 /**
+ * The program a push starts at the other end (run by a shell here for a local or ssh remote): git's own,
+ * whatever `remote.<name>.receivepack` the repository's config names; and no `ext::` URL (a command line)
+ * even where the config allows the protocol.
+ */
+const RECEIVE_PACK = 'git-receive-pack';
+
+/**
  * push_changes: the conversation's branch pushed to `remote` (its own name there), and the page that
  * opens a pull or merge request for it where the remote's host is one we know. The remote name is
  * checked against the repository's remotes first, so it can never be read as an option or a URL.
  */
 export async function pushChanges(worktree: WorktreeRecord, remote: string, options: { allowHooks: boolean }): Promise<PushResult> {
   await requireFolder(worktree);
+  // A name is the repository config's to choose, and `git remote` lists one that reads as an option
+  // (`--receive-pack=<command>` would be run by the push): refused, and every name follows `--`.
+  if (remote.startsWith('-')) throw new ServiceError('invalid_request', `a remote named ${remote} would be read by git as an option: rename it to push there`);
   const remotes = (await gitIn(worktree.repository, ['remote'])).stdout.split('\n').filter(Boolean);
   if (!remotes.includes(remote)) {
     throw new ServiceError('invalid_request', remotes.length > 0 ? `the repository has no remote named ${remote} (it has ${remotes.join(', ')})` : 'the repository has no remote to push to');
   }
-  const url = (await gitIn(worktree.repository, ['remote', 'get-url', '--push', remote])).stdout.trim();
+  const url = (await gitIn(worktree.repository, ['remote', 'get-url', '--push', '--', remote])).stdout.trim();
   try {
-    await gitIn(worktree.path, ['push', '--porcelain', remote, `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`], { allowHooks: options.allowHooks, timeoutMs: 120_000 });
+    await gitIn(
+      worktree.path,
+      ['-c', 'protocol.ext.allow=never', 'push', '--porcelain', `--receive-pack=${RECEIVE_PACK}`, '--', remote, `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`],
+      { allowHooks: options.allowHooks, timeoutMs: 120_000 },
+    );
   } catch (error) {
     if (!(error instanceof GitError)) throw error;
     const reason = error.stderr

@@ -57,8 +57,10 @@ export class GitError extends Error {
  * GIT_WORK_TREE, GIT_CONFIG_* or any other GIT_ variable inherited from whoever started the service: they
  * would point git at another repository or add config), never a prompt for a password, messages in one
  * language, and nothing the repository's config or hooks name is run: hooks point at an empty folder,
- * core.fsmonitor is off, and every filter driver the config in force defines is emptied and made optional
- * (an LFS repository's files are checked out as their pointer files).
+ * core.fsmonitor is off, every filter driver the config in force defines is emptied and made optional
+ * (an LFS repository's files are checked out as their pointer files), every merge driver it defines is
+ * git's own text merge, and nothing is signed or has its signature verified (gpg.program and its ssh and
+ * x509 kin would run). Diff drivers are the callers' to refuse (`--no-ext-diff --no-textconv`).
  */
 export async function runGit(args: readonly string[], options: GitOptions): Promise<GitResult> {
   const guards = await guardArgs(options.cwd, options.timeoutMs, options.allowHooks === true);
@@ -84,43 +86,59 @@ export function emptyHooksFolder(): Promise<string> {
   return emptyHooks;
 }
 
+/**
+ * What a merge driver the config names becomes: git's own three-way text merge of the same files
+ * (`%A` is written with the result; a conflict is a non-zero exit, as the driver's would be).
+ */
+const GIT_TEXT_MERGE = 'git merge-file --marker-size=%L %A %O %B';
+
+/** Signing and verifying run gpg.program (or gpg.ssh.program, gpg.x509.program): none of them, ever. */
+const NO_SIGNATURES = ['commit.gpgSign=false', 'tag.gpgSign=false', 'push.gpgSign=false', 'log.showSignature=false', 'merge.verifySignatures=false'];
+
 /** `-c` settings that keep the repository's config from running anything (see runGit). */
 async function guardArgs(cwd: string, timeoutMs: number | undefined, allowHooks: boolean): Promise<string[]> {
-  const filters = await filterNames(cwd, timeoutMs);
+  const { filters, mergeDrivers } = await driverNames(cwd, timeoutMs);
   return [
     ...(allowHooks ? [] : ['-c', `core.hooksPath=${await emptyHooksFolder()}`]),
     '-c',
     'core.fsmonitor=false',
     ...filters.flatMap((name) => ['clean', 'smudge', 'process'].flatMap((command) => ['-c', `filter.${name}.${command}=`]).concat('-c', `filter.${name}.required=false`)),
+    ...mergeDrivers.flatMap((name) => ['-c', `merge.${name}.driver=${GIT_TEXT_MERGE}`]),
+    ...NO_SIGNATURES.flatMap((setting) => ['-c', setting]),
   ];
 }
 
+interface DriverNames {
+  /** `filter.<name>.*`: clean, smudge and process commands. */
+  filters: string[];
+  /** `merge.<name>.driver`: a command a `merge=<name>` attribute runs on a three-way merge (land's merge-tree, a rebase's apply --3way). */
+  mergeDrivers: string[];
+}
+
 /**
- * The filter drivers the config in force for `cwd` defines (reading config runs nothing). A name that
- * cannot be written as `-c` (it holds `=`) makes the run refused: git would run that filter.
+ * The filter and merge drivers the config in force for `cwd` defines (reading config runs nothing;
+ * included files are followed, as git follows them). A name that cannot be written as `-c` (it holds
+ * `=`) makes the run refused: git would run that driver.
  */
-function filterNames(cwd: string, timeoutMs?: number): Promise<string[]> {
+function driverNames(cwd: string, timeoutMs?: number): Promise<DriverNames> {
   // Runs started together in one folder (get_changes starts five) share one reading of the config:
   // the same instant's answer, one process instead of five.
-  let reading = filterReadings.get(cwd);
+  let reading = driverReadings.get(cwd);
   if (!reading) {
-    reading = readFilterNames(cwd, timeoutMs).finally(() => filterReadings.delete(cwd));
-    filterReadings.set(cwd, reading);
+    reading = readDriverNames(cwd, timeoutMs).finally(() => driverReadings.delete(cwd));
+    driverReadings.set(cwd, reading);
   }
   return reading;
 }
-const filterReadings = new Map<string, Promise<string[]>>();
+const driverReadings = new Map<string, Promise<DriverNames>>();
 
-async function readFilterNames(cwd: string, timeoutMs?: number): Promise<string[]> {
-  const { stdout } = await execGit(['-C', cwd, 'config', '-z', '--name-only', '--get-regexp', '^filter\\.'], { cwd, timeoutMs, okCodes: [1] });
-  const names = new Set(
-    stdout
-      .split('\0')
-      .filter(Boolean)
-      .map((key) => key.slice('filter.'.length, key.lastIndexOf('.'))),
-  );
-  if ([...names].some((name) => name.includes('='))) throw new GitError('failed', 'the repository config names a filter git cannot be told to skip');
-  return [...names];
+async function readDriverNames(cwd: string, timeoutMs?: number): Promise<DriverNames> {
+  const { stdout } = await execGit(['-C', cwd, 'config', '-z', '--name-only', '--get-regexp', '^filter\\.|^merge\\..*\\.driver$'], { cwd, timeoutMs, okCodes: [1] });
+  const keys = stdout.split('\0').filter(Boolean);
+  const namesOf = (section: string) => [...new Set(keys.filter((key) => key.startsWith(`${section}.`)).map((key) => key.slice(section.length + 1, key.lastIndexOf('.'))))];
+  const names = { filters: namesOf('filter'), mergeDrivers: namesOf('merge') };
+  if ([...names.filters, ...names.mergeDrivers].some((name) => name.includes('='))) throw new GitError('failed', 'the repository config names a filter or merge driver git cannot be told to skip');
+  return names;
 }
 
 function execGit(args: readonly string[], options: GitOptions): Promise<GitResult> {

@@ -30,6 +30,24 @@ export function displayName(text: string): string {
   return out;
 }
 
+const SHORT_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/**
+ * A name that must stay exact (a file's path, for the model to open it) shown where a line break or a
+ * bidi control in it would be read as something else (a heading of the service's own note, a reversed
+ * extension): as it is when it holds no hidden character, else as a JSON string with each of them
+ * escaped (`"a\\nb"`), so it is one visible line and still says exactly which name.
+ */
+export function exactName(text: string): string {
+  if (![...text].some((char) => isHidden(char.codePointAt(0)!))) return text;
+  let out = '';
+  for (const char of text) {
+    const code = char.codePointAt(0)!;
+    out += char === '"' || char === '\\' ? `\\${char}` : isHidden(code) ? (SHORT_ESCAPES[char] ?? `\\u${code.toString(16).padStart(4, '0')}`) : char;
+  }
+  return `"${out}"`;
+}
+
 /**
  * A name field of a command, cleaned at the edge (displayName, then trimmed) and then checked: a name
  * made only of hidden characters is empty, and refused as such.

@@ -1,15 +1,35 @@
 /**
- * A frame's JSON text, made once per frame object: an event sent to many clients (a conversation's
- * followers get the same object) is serialized once, not once per socket. Frames are never changed
- * after they are sent, so the text stays true.
+ * A frame's JSON text. An event sent to many clients (a conversation's followers, a broadcast) is the
+ * same object for each socket, handed to them one after the other in one synchronous run: the text of
+ * the last frames serialized is kept until that run ends, so the event is serialized once, not once
+ * per socket. Frames are never changed after they are sent, so the text stays true.
+ *
+ * Not a WeakMap of every frame: most frames go to one socket (every reply, a sender's own pieces), and
+ * a WeakMap entry per frame cost more than the serialization itself (each entry an ephemeron the
+ * garbage collector must trace: `npm run bench -- ws`, issue 25).
  */
-const texts = new WeakMap<object, string>();
+const SLOTS = 2;
+const frames: (object | undefined)[] = new Array<object | undefined>(SLOTS).fill(undefined);
+const texts: string[] = new Array<string>(SLOTS).fill('');
+let next = 0;
+let clearing = false;
+
+function clear(): void {
+  frames.fill(undefined);
+  texts.fill('');
+  clearing = false;
+}
 
 export function wireText(frame: object): string {
-  let text = texts.get(frame);
-  if (text === undefined) {
-    text = JSON.stringify(frame);
-    texts.set(frame, text);
+  for (let i = 0; i < SLOTS; i += 1) if (frames[i] === frame) return texts[i]!;
+  const text = JSON.stringify(frame);
+  frames[next] = frame;
+  texts[next] = text;
+  next = (next + 1) % SLOTS;
+  // Kept for the synchronous run only: a large frame is not held after it was sent.
+  if (!clearing) {
+    clearing = true;
+    queueMicrotask(clear);
   }
   return text;
 }

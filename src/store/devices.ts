@@ -23,6 +23,8 @@ export class DevicesRepo {
    * re-checks its credential before each command and event, so that check must not query the database.
    */
   private hashes: Map<string, string> | undefined;
+  /** The same, the other way round: a token is looked up by its digest without a query (a burst of wrong tokens costs no database work). */
+  private devicesByHash: Map<string, string> | undefined;
 
   constructor(
     private readonly db: Database,
@@ -31,8 +33,16 @@ export class DevicesRepo {
 
   /** The token digest of a device, or undefined once it is revoked (or never existed). */
   tokenHashOf(deviceId: string): string | undefined {
-    this.hashes ??= new Map(this.db.all<{ device_id: string; token_hash: string }>('SELECT device_id, token_hash FROM devices').map((r) => [r.device_id, r.token_hash]));
-    return this.hashes.get(deviceId);
+    return this.digests().hashes.get(deviceId);
+  }
+
+  private digests(): { hashes: Map<string, string>; devicesByHash: Map<string, string> } {
+    if (!this.hashes || !this.devicesByHash) {
+      const rows = this.db.all<{ device_id: string; token_hash: string }>('SELECT device_id, token_hash FROM devices');
+      this.hashes = new Map(rows.map((r) => [r.device_id, r.token_hash]));
+      this.devicesByHash = new Map(rows.map((r) => [r.token_hash, r.device_id]));
+    }
+    return { hashes: this.hashes, devicesByHash: this.devicesByHash };
   }
 
   get(deviceId: string): DeviceRow | undefined {
@@ -40,7 +50,8 @@ export class DevicesRepo {
   }
 
   byTokenHash(tokenHash: string): DeviceRow | undefined {
-    return this.db.get<DeviceRow>(`SELECT ${COLUMNS} FROM devices WHERE token_hash = ?`, [tokenHash]);
+    const deviceId = this.digests().devicesByHash.get(tokenHash);
+    return deviceId === undefined ? undefined : this.get(deviceId);
   }
 
   /** Oldest first. */
@@ -56,7 +67,10 @@ export class DevicesRepo {
       if (audit) this.audit.record(tx, audit);
       return true;
     });
-    if (added) this.hashes?.set(device.device_id, device.token_hash);
+    if (added) {
+      this.hashes?.set(device.device_id, device.token_hash);
+      this.devicesByHash?.set(device.token_hash, device.device_id);
+    }
     return added;
   }
 
@@ -72,8 +86,10 @@ export class DevicesRepo {
    * unless another device still uses the same key. `audit(row)`: the revocation's entry, recorded in the same transaction.
    */
   async remove(deviceId: string, audit?: (device: DeviceRow) => NewAuditEntry): Promise<boolean> {
-    // Forgotten first: from now on no command or event passes its sockets' re-check.
+    // Forgotten first: from now on no command or event passes its sockets' re-check, and its token no `auth`.
+    const hash = this.hashes?.get(deviceId);
     this.hashes?.delete(deviceId);
+    if (hash !== undefined) this.devicesByHash?.delete(hash);
     return this.db.write((tx) => {
       const row = tx.get<DeviceRow>(`SELECT ${COLUMNS} FROM devices WHERE device_id = ?`, [deviceId]);
       if (!row) return false;

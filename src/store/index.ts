@@ -178,9 +178,12 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   }
   let history: HistoryStore | undefined;
   let blobs: BlobStore;
+  // history.db opens in its worker while the schema migrates here: neither waits for the other's fsyncs.
+  const opening = boot.open(db.dir, options.recover === true);
+  opening.catch(() => {});
   try {
     await migrate(db, options.migrations ?? MIGRATIONS, logger);
-    history = await boot.open(db.dir, options.recover === true);
+    history = await opening;
     if (history.damageAtOpen !== null) {
       db.takeReplayedBodies(); // the salvage reads what the damaged file still gives (placeholders for the rest)
       await salvageHistory(db, history, logger);
@@ -190,7 +193,8 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     db.releaseCompaction(() => syncHistory(db, synced));
     blobs = await BlobStore.open(path.join(db.dir, BLOBS_DIR_NAME));
   } catch (err) {
-    await history?.close().catch(() => {});
+    // A failed migration does not wait for history.db's open: it is closed once opened.
+    await (history ?? (await opening.catch(() => undefined)))?.close().catch(() => {});
     await boot.cancel();
     await db.close().catch(() => {});
     throw err;

@@ -116,7 +116,8 @@ export const MIGRATIONS: readonly Migration[] = [
   `ALTER TABLE conversations ADD COLUMN plan TEXT;`,
   // 16: conversations that work in their own git worktree (issue 24, src/store/worktrees.ts).
   WORKTREES_TABLE_SQL,
-  // 17: the metadata of idle conversations' messages moves to history.db (issue 25; store/history/cold.ts).
+  // 17: the metadata of the least recently active conversations' messages moves to history.db (issue 25;
+  // store/history/cold.ts).
   // `cold_seq`: the highest seq moved (reads ask history.db for the rows at or below it), `cold_count`:
   // how many rows moved (so counting needs no read of history.db); `hot`: the
   // conversation has rows in sql.js (set by every stored message). The moves themselves are the
@@ -133,20 +134,26 @@ export function schemaVersion(db: Database): number {
   return Number(db.get<{ user_version: number }>('PRAGMA user_version')?.user_version ?? 0);
 }
 
-/** Brings the schema to the latest version, one journaled transaction per migration. */
+/**
+ * Brings the schema to the latest version in one journaled transaction: a new data directory's start
+ * pays one fsync rather than one per version (issue 25), and a failing migration leaves the schema at
+ * the version it had (all or nothing), as user_version is set in the same transaction.
+ */
 export async function migrate(db: Database, migrations: readonly Migration[] = MIGRATIONS, logger: Logger = nullLogger): Promise<{ from: number; to: number }> {
   const from = schemaVersion(db);
   if (from > migrations.length) {
     throw new Error(`the database schema is version ${from}, newer than this version of the program knows (${migrations.length})`);
   }
-  for (let version = from + 1; version <= migrations.length; version++) {
-    const migration = migrations[version - 1];
+  if (from < migrations.length) {
     await db.write((tx) => {
-      if (typeof migration === 'string') tx.run(migration);
-      else migration(tx);
-      tx.run(`PRAGMA user_version = ${version}`);
+      for (let version = from + 1; version <= migrations.length; version++) {
+        const migration = migrations[version - 1];
+        if (typeof migration === 'string') tx.run(migration);
+        else migration(tx);
+        tx.run(`PRAGMA user_version = ${version}`);
+      }
     });
-    logger.info('store.migrated', { version });
+    logger.info('store.migrated', { from, to: migrations.length });
   }
   return { from, to: Math.max(from, migrations.length) };
 }

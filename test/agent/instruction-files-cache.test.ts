@@ -74,3 +74,27 @@ test('calls arriving together share one look', async (t) => {
   for (const answer of answers) assert.deepEqual(answer, ['project:CLAUDE.md=shared']);
   assert.equal(lstat.mock.callCount(), oneLook, 'the lookups of one call');
 });
+
+test('writes of other files where the instruction files live keep the answer (a data directory is written every turn)', async (t) => {
+  const { dir: root, cleanup } = await tempDir();
+  t.after(cleanup);
+  const { dir: user, cleanup: cleanupUser } = await tempDir();
+  t.after(cleanupUser);
+  await writeFile(join(root, 'AGENTS.md'), 'root rules\n');
+  await mkdir(join(root, '.github'));
+  const files = new InstructionFiles(user);
+  assert.deepEqual(await texts(files, [root]), ['project:AGENTS.md=root rules']);
+  // What a turn writes: the journal in the data directory, files of the project beside its AGENTS.md.
+  await writeFile(join(user, 'service.journal'), 'x');
+  await writeFile(join(root, 'notes.md'), 'y');
+  await writeFile(join(root, '.github', 'workflow.yml'), 'z');
+  await mkdir(join(root, 'src'));
+  const lstat = t.mock.method(fsPromises, 'lstat');
+  assert.deepEqual(await texts(files, [root]), ['project:AGENTS.md=root rules']);
+  assert.equal(lstat.mock.callCount(), 0, 'nothing looked at again');
+  // The instruction files themselves still count at once.
+  await writeFile(join(root, '.github', 'copilot-instructions.md'), 'copilot\n');
+  assert.deepEqual(await texts(files, [root]), ['project:AGENTS.md=root rules', 'project:.github/copilot-instructions.md=copilot']);
+  await writeFile(join(user, 'AGENTS.md'), 'mine\n');
+  assert.deepEqual(await texts(files, [root]), ['user:AGENTS.md=mine', 'project:AGENTS.md=root rules', 'project:.github/copilot-instructions.md=copilot']);
+});

@@ -121,6 +121,50 @@ describe('get_changes', () => {
     });
   });
 
+  test('attack: a diff bigger than git may answer (a file rewritten whole, 100 MB) still lists every file; the files past the cut keep whole counts and can be reverted', async () => {
+    // The service reads 64 MiB of diff at most; the same path at 64 KiB here, so the test stays small.
+    const readBytes = 64 * 1024;
+    await withRepo({ 'a.txt': lines(10), 'big.txt': lines(4000), 'z.txt': lines(10) }, async (repo) => {
+      const wt = addWorktree(repo, 'c3');
+      await writeFiles(wt.path, { 'a.txt': lines(10, ' a'), 'big.txt': lines(4000, ' rewritten'), 'z.txt': lines(10).replace('line 5\n', 'line 5 z\n'), 'new.txt': 'new\n' });
+      git(wt.path, 'mv', 'z.txt', 'zz.txt');
+      const changes = await changesOf(wt, { fileChars: 1000, totalChars: 5000, readBytes });
+      const byPath = new Map(changes.files.map((f) => [f.path, f]));
+      assert.deepEqual([...byPath.keys()].sort(), ['a.txt', 'big.txt', 'new.txt', 'zz.txt']);
+      assert.deepEqual([byPath.get('a.txt')!.cut, byPath.get('a.txt')!.hunks.length], [false, 1]);
+      const big = byPath.get('big.txt')!;
+      assert.deepEqual([big.status, big.cut, big.hunks.length, big.additions, big.deletions], ['modified', true, 0, 4000, 4000]);
+      const zz = byPath.get('zz.txt')!;
+      assert.deepEqual([zz.status, zz.old_path, zz.cut, zz.additions, zz.deletions], ['renamed', 'z.txt', true, 1, 1]);
+      assert.equal(changes.uncommitted_files, 4);
+      // A file past the cut is still one get_changes lists, so it can be put back.
+      const after = await revertChanges(wt, 'zz.txt');
+      assert.equal(await readFile(join(wt.path, 'z.txt'), 'utf8'), lines(10));
+      assert.deepEqual(after.files.map((f) => f.path).sort(), ['a.txt', 'big.txt', 'new.txt']);
+    });
+  });
+
+  test('attack: many big new files are not all held in memory: past the read budget they are counted, not kept, and listed cut', async () => {
+    // 12 new files of 15 MB held whole cost the service 450 MB; the same path here with a 64 KiB budget.
+    const readBytes = 64 * 1024;
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'c4');
+      const names = Array.from({ length: 6 }, (_, i) => `new${i}.txt`);
+      await writeFiles(wt.path, Object.fromEntries(names.map((name) => [name, lines(2000)])));
+      await writeFiles(wt.path, { 'no-newline.txt': 'one\ntwo', 'nul.bin': Buffer.from([1, 0, 2]) });
+      const changes = await changesOf(wt, { fileChars: Infinity, totalChars: Infinity, readBytes });
+      const byPath = new Map(changes.files.map((f) => [f.path, f]));
+      assert.deepEqual([...byPath.keys()].sort(), [...names, 'no-newline.txt', 'nul.bin'].sort());
+      for (const name of names) assert.deepEqual([byPath.get(name)!.status, byPath.get(name)!.additions], ['added', 2000], name);
+      const kept = names.filter((name) => byPath.get(name)!.hunks.length > 0);
+      assert.ok(kept.length <= Math.floor(readBytes / Buffer.byteLength(lines(2000))), `${kept.length} files held whole`);
+      for (const name of names.filter((n) => !kept.includes(n))) assert.equal(byPath.get(name)!.cut, true);
+      assert.equal(byPath.get('no-newline.txt')!.additions, 2);
+      assert.deepEqual([byPath.get('nul.bin')!.binary, byPath.get('nul.bin')!.additions], [true, 0]);
+      assert.equal(changes.uncommitted_files, names.length + 2);
+    });
+  });
+
   test('base_moved when the workspace branch moved on; a deleted worktree folder is a clear conflict', async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const wt = addWorktree(repo, 'c3');
@@ -325,6 +369,43 @@ describe('push and discard', () => {
       assert.deepEqual(answer, { remote: 'origin', branch: wt.branch, compare_url: null });
       assert.equal(git(bare, 'rev-parse', `refs/heads/${wt.branch}`).trim(), commit);
       await assert.rejects(pushChanges(wt, 'upstream', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'invalid_request' && /origin/.test(e.message));
+    });
+  });
+
+  test("attack: a remote's receivepack or an ext:: URL in the repository's config runs nothing on push", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const bare = join(repo.worktrees, '..', 'remote.git');
+      const marker = join(repo.worktrees, '..', 'transport-ran');
+      git(repo.repo, 'init', '-q', '--bare', bare);
+      git(repo.repo, 'remote', 'add', 'origin', bare);
+      git(repo.repo, 'config', 'remote.origin.receivepack', `touch '${marker}'; git-receive-pack`);
+      git(repo.repo, 'config', 'protocol.ext.allow', 'always');
+      git(repo.repo, 'remote', 'add', 'sidedoor', `ext::sh -c touch% ${marker}`);
+      const wt = addWorktree(repo, 'p3');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+      const { commit } = await commitChanges(wt, 'to push', noHooks);
+      await pushChanges(wt, 'origin', noHooks);
+      assert.equal(existsSync(marker), false, "the remote's receivepack ran");
+      assert.equal(git(bare, 'rev-parse', `refs/heads/${wt.branch}`).trim(), commit, 'pushed with git-receive-pack');
+      await assert.rejects(pushChanges(wt, 'sidedoor', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict');
+      assert.equal(existsSync(marker), false, 'the ext:: command ran');
+    });
+  });
+
+  test("attack: a remote the repository's config names like an option (--receive-pack=<command>) is refused; nothing runs, nothing is pushed", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const bare = join(repo.worktrees, '..', 'remote.git');
+      const marker = join(repo.worktrees, '..', 'receive-pack-ran');
+      git(repo.repo, 'init', '-q', '--bare', bare);
+      const name = `--receive-pack=touch '${marker}'; git-receive-pack`;
+      await writeFile(join(repo.repo, '.git', 'config'), `${await readFile(join(repo.repo, '.git', 'config'), 'utf8')}[remote "${name}"]\n\turl = ${bare}\n`);
+      assert.ok(git(repo.repo, 'remote').split('\n').includes(name), 'git lists the remote');
+      const wt = addWorktree(repo, 'p2');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+      await commitChanges(wt, 'to push', noHooks);
+      await assert.rejects(pushChanges(wt, name, noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'invalid_request' && /option/.test(e.message));
+      assert.equal(existsSync(marker), false, 'the command in the remote name ran');
+      assert.equal(git(bare, 'branch', '--list').trim(), '');
     });
   });
 

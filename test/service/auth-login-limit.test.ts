@@ -27,7 +27,15 @@ async function withService(run: (svc: RunningService) => Promise<void>): Promise
   }
 }
 
-const login = (svc: RunningService, username: string, password: string) => postJson(`${svc.httpUrl}/auth`, { username, password });
+/** A login's reply; status 0: the connection was closed before anything was read (an address over its limit, connection-gate.ts). */
+const login = (svc: RunningService, username: string, password: string) =>
+  postJson(`${svc.httpUrl}/auth`, { username, password }).catch((error: Error) => {
+    if (error.message !== 'fetch failed') throw error;
+    return { status: 0, headers: new Headers(), body: undefined, text: '' };
+  });
+
+/** Refused: answered 429, or (a new connection from an address already over the limit) closed unread. */
+const REFUSED = [429, 0];
 
 const statusCounts = (replies: { status: number }[]) => {
   const counts: Record<number, number> = {};
@@ -44,9 +52,11 @@ describe('POST /auth limit under attack', () => {
     await svc?.dispose();
   });
 
-  test('300 parallel wrong logins: only 10 are checked (401), the rest get 429 with Retry-After', async () => {
+  test('300 parallel wrong logins: only 10 are checked (401), the rest get 429 with Retry-After or are closed unread', async () => {
     const replies = await Promise.all(Array.from({ length: 300 }, (_, i) => login(svc, 'ada', `guess-${i}`)));
-    assert.deepEqual(statusCounts(replies), { 401: 10, 429: 290 });
+    const counts = statusCounts(replies);
+    assert.equal(counts[401], 10, JSON.stringify(counts));
+    assert.equal((counts[429] ?? 0) + (counts[0] ?? 0), 290, JSON.stringify(counts));
     for (const reply of replies.filter((r) => r.status === 429)) {
       assert.equal(reply.body!.code, 'rate_limited');
       assert.ok(Number(reply.headers.get('retry-after')) > 0);
@@ -54,7 +64,7 @@ describe('POST /auth limit under attack', () => {
   });
 });
 
-test('a right password in the middle of a 100-request burst is refused (429), not accepted', async () => {
+test('a right password in the middle of a 100-request burst is refused, not accepted', async () => {
   await withService(async (svc) => {
     const burst = [
       ...Array.from({ length: 50 }, (_, i) => login(svc, 'ada', `guess-a${i}`)),
@@ -62,7 +72,7 @@ test('a right password in the middle of a 100-request burst is refused (429), no
       ...Array.from({ length: 49 }, (_, i) => login(svc, 'ada', `guess-b${i}`)),
     ];
     const replies = await Promise.all(burst);
-    assert.equal(replies[50].status, 429, JSON.stringify(replies[50].body));
+    assert.ok(REFUSED.includes(replies[50].status), JSON.stringify(replies[50].body));
     assert.equal(replies.filter((r) => r.status === 200).length, 0);
     assert.equal(replies.filter((r) => r.status === 401).length, 10);
   });
@@ -74,9 +84,9 @@ test("one user's successful login does not clear failures of another from the sa
     assert.equal((await login(svc, 'bob', BOB_PASSWORD)).status, 200);
     assert.equal((await login(svc, 'ada', 'guess-9')).status, 401);
     const blocked = await login(svc, 'ada', 'guess-10');
-    assert.equal(blocked.status, 429);
+    assert.ok(REFUSED.includes(blocked.status));
     // The limit is per address: the right password waits for the window too.
-    assert.equal((await login(svc, 'bob', BOB_PASSWORD)).status, 429);
+    assert.ok(REFUSED.includes((await login(svc, 'bob', BOB_PASSWORD)).status));
   });
 });
 
@@ -84,7 +94,7 @@ test('successful logins do not use up the allowance', async () => {
   await withService(async (svc) => {
     for (let i = 0; i < 15; i += 1) assert.equal((await login(svc, 'bob', BOB_PASSWORD)).status, 200);
     for (let i = 0; i < 10; i += 1) assert.equal((await login(svc, 'ada', `guess-${i}`)).status, 401);
-    assert.equal((await login(svc, 'ada', ADA_PASSWORD)).status, 429);
+    assert.ok(REFUSED.includes((await login(svc, 'ada', ADA_PASSWORD)).status));
   });
 });
 

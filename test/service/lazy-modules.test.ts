@@ -1,12 +1,15 @@
 // The heaviest modules load when first needed, not at start (docs/design.md, "Start-up"): opening and
 // starting the service requires none of the provider SDKs, the MCP SDK or web-push; once listening, the
 // configured provider's SDK is warmed up (the first chat does not pay for it) and the rest stay unloaded
-// while nothing needs them (no MCP server configured, no push device). Each test file is its own
-// process, so require.cache shows what this service loaded.
+// while nothing needs them (no MCP server configured, no push device); what a turn's context reads
+// (git's status of the workspace) is read ahead too. Each test file is its own process, so
+// require.cache shows what this service loaded.
 import assert from 'node:assert/strict';
+import childProcess from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startService, type RunningService } from '../helpers/service';
+import { waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
 const HEAVY = {
@@ -22,8 +25,15 @@ const loaded = (): Heavy[] => (Object.keys(HEAVY) as Heavy[]).filter((name) => O
 let fake: FakeOpenAI;
 let svc: RunningService;
 let loadedAtStart: Heavy[];
+/** `git status` runs of this process (src/git/run-git.ts runs git with execFile). */
+let gitStatuses = 0;
+const execFile = childProcess.execFile;
 
 before(async () => {
+  childProcess.execFile = ((file: string, args: readonly string[], ...rest: unknown[]) => {
+    if (file === 'git' && args.includes('status')) gitStatuses += 1;
+    return (execFile as (...all: unknown[]) => unknown)(file, args, ...rest);
+  }) as typeof execFile;
   fake = await startFakeOpenAI();
   svc = await startService({ provider: 'openai', model: 'fake-model', base_url: fake.url });
   // Right after start resolves: the warm-up waits for a timer, which cannot have run yet.
@@ -31,6 +41,7 @@ before(async () => {
 });
 
 after(async () => {
+  childProcess.execFile = execFile;
   await svc?.dispose();
   await fake?.close();
 });
@@ -39,8 +50,9 @@ test('a start loads none of the provider SDKs, the MCP SDK or web-push', () => {
   assert.deepEqual(loadedAtStart, []);
 });
 
-test("once listening, the configured provider's SDK is loaded before any chat; a chat loads nothing else", async () => {
-  while (!loaded().includes('openai')) await new Promise((resolve) => setTimeout(resolve, 10));
+test("once listening, the configured provider's SDK is loaded and git's status of the workspace read before any chat; a chat loads nothing else nor waits for git", async () => {
+  await waitFor(() => loaded().includes('openai') && gitStatuses > 0, "the warm-up's SDK and git status", 10_000);
+  const statuses = gitStatuses;
   const client = await TestClient.authed(svc.wsUrl, svc.token);
   try {
     const reply = await client.request({ type: 'chat', message: 'hello' });
@@ -50,4 +62,5 @@ test("once listening, the configured provider's SDK is loaded before any chat; a
     client.close();
   }
   assert.deepEqual(loaded(), ['openai']);
+  assert.equal(gitStatuses, statuses, 'the chat used the status read ahead');
 });

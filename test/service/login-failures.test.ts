@@ -105,3 +105,21 @@ test('attack: failures from 20,000 IPv6 /64s in one window keep a bounded memory
   assert.ok(failures.begin('203.0.113.9', 'token').retryAfterSeconds > 0, 'a locked address is not forgotten to make room');
   failures.flush();
 });
+
+test('a connection from an address over its limit is refused and counted as a refused attempt of the kind it last failed with', () => {
+  let now = Date.parse('2026-11-26T05:00:00Z');
+  const failures = new LoginFailures(recordingLogger(), () => now);
+  const bursts: LoginBurst[] = [];
+  failures.onBurst((burst) => bursts.push(burst));
+  for (let i = 0; i < LOGIN_FAILURE_LIMIT; i += 1) fail(failures, '10.0.0.9', 'pairing_secret');
+  assert.equal(failures.refusesConnection('10.0.0.10'), false, 'another address is not refused');
+  assert.equal(failures.refusesConnection('10.0.0.9'), true);
+  assert.equal(failures.refusesConnection('::ffff:10.0.0.9'), true, 'the same address on a dual-stack socket');
+  now += 5 * 60_000;
+  assert.equal(failures.refusesConnection('10.0.0.9'), false, 'the window ended: it may try again');
+  failures.flush();
+  assert.deepEqual(
+    bursts.map((b) => [b.address, b.kind, b.count, b.refused]),
+    [['10.0.0.9', 'pairing_secret', LOGIN_FAILURE_LIMIT + 2, 2]],
+  );
+});

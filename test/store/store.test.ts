@@ -6,7 +6,8 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { Database, MIGRATIONS, openStore, schemaVersion } from '../../src/store/index';
 import type { Store } from '../../src/store/index';
-import { encodeRecord } from '../../src/store/record';
+import { encodeRecord, scanRecords } from '../../src/store/record';
+import { listSegments } from '../../src/store/replay';
 import { loadSqlJs } from '../../src/store/sqljs';
 import { captureLogger, spawnStoreChild, tempDir } from '../helpers/store-utils';
 
@@ -564,6 +565,35 @@ test('memory, registrations and meta repositories', LIMIT, async (t) => {
   assert.equal(store.meta.get('k'), 'v2');
   assert.equal(store.memory.all(10).length, 2);
   assert.equal(store.registrations.get('laptop')?.public_key, 'key-2');
+});
+
+test('migrations: a new data directory gets its whole schema in one journal record (one fsync at start, not one per version)', LIMIT, async (t) => {
+  const dir = await withDir(t);
+  const store = await openStore(dir);
+  await store.close();
+  const records = (await Promise.all((await listSegments(dir, 'service.db')).map(async (s) => scanRecords(await readFile(s.path)).records))).flat();
+  const migrations = records.filter((r) => r.ops.some(([sql]) => sql.startsWith('PRAGMA user_version')));
+  assert.equal(migrations.length, 1, `migration records: ${migrations.length}`);
+  assert.deepEqual(
+    migrations[0].ops.filter(([sql]) => sql.startsWith('PRAGMA user_version')).map(([sql]) => sql),
+    MIGRATIONS.map((_, i) => `PRAGMA user_version = ${i + 1}`),
+  );
+  const reopened = await openStore(dir);
+  t.after(() => reopened.close());
+  assert.equal(schemaVersion(reopened.db), MIGRATIONS.length);
+});
+
+test("history.db: a new data directory's tables, index and triggers cost no fsync of their own (one commit, not one per statement)", LIMIT, async (t) => {
+  const dir = await withDir(t);
+  let store = await openStore(dir);
+  // fsyncs of history.db's worker (HistoryStats.syncs), from its start.
+  const first = (await store.history.stats()).syncs;
+  await store.close();
+  store = await openStore(dir);
+  t.after(() => store.close());
+  const again = (await store.history.stats()).syncs;
+  // All a first open adds: turning the new file to WAL (two rollback-journal transactions of three fsyncs each).
+  assert.ok(first - again <= 6, `a first open makes ${first} fsyncs, a later one ${again}`);
 });
 
 test('migrations: a new one is one more entry; a newer schema than known is refused', LIMIT, async (t) => {

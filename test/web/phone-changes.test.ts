@@ -175,3 +175,24 @@ test("a land the user's own edits would overwrite is refused on the phone, namin
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });
+
+test('attack: a file name with markup, a line break and a right-to-left override shows as text on the phone, escaped, never as markup', async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  // The model names the file: markup that would run as HTML, and U+202E that shows "gnp.txt" as "txt.png".
+  const name = `<img src=x onerror="window.__pwned=1">\nx\u202egnp.txt`;
+  rig.fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: name, content: 'hello\n' } }] }, { text: 'Made it.' });
+  await page.locator('.worktree-toggle input').check();
+  await page.locator('.composer-input').fill('Make the odd file');
+  await page.locator('.composer .send').click();
+  await page.locator('.message.assistant', { hasText: 'Made it.' }).waitFor();
+  await page.locator('.changes-badge').click();
+  const panel = page.locator('.changes-panel');
+  const shown = panel.locator('.change-file .diff-path').first();
+  await shown.waitFor();
+  assert.equal(await shown.innerText(), '"<img src=x onerror=\\"window.__pwned=1\\">\\nx\\u202egnp.txt"');
+  assert.equal(await panel.locator('img').count(), 0, 'no element made from the name');
+  assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});

@@ -35,6 +35,22 @@ export interface MomentFacts {
 /** The heading of the turn's note; the system prompt tells the model that the service writes it, not the user. */
 export const MOMENT_HEADING = '# Now (a note from the service, not from the user)';
 
+/** A line of a message that reads as the note's heading (`# Now`, any level, case or indentation). */
+const NOTE_HEADING_LINE = /^([ \t]*)(#+[ \t]*now\b)/gim;
+
+/**
+ * The conversation as the model reads it, with the note's heading escaped (`\# Now`) wherever a user
+ * message holds one: a webhook's post or a pasted text must not pass for the service's own note (who
+ * sent the message, what git says), which only the service's last message may carry. Stored as typed.
+ */
+export function withoutForgedNotes<T extends { role: string; content: string; moment?: true }>(messages: readonly T[]): T[] {
+  return messages.map((message) => {
+    if (message.role !== 'user' || message.moment) return message;
+    const content = message.content.replace(NOTE_HEADING_LINE, '$1\\$2');
+    return content === message.content ? message : { ...message, content };
+  });
+}
+
 /**
  * The environment block of the system message: what stays true between turns (OS, shell, workspace
  * folders, model), so that the system message, and with it the provider's cache of the conversation,

@@ -1,6 +1,5 @@
-import { stat } from 'node:fs/promises';
-import path from 'node:path';
 import { GitError, runGit } from '../../git/run-git';
+import { nextCheckPhase, PlacesWatch } from './places-watch';
 
 /** git gets this long to answer; a slower repository (or a hung filesystem) is left out of the turn. */
 export const GIT_TIMEOUT_MS = 1000;
@@ -44,10 +43,12 @@ export const GIT_STATUS_MAX_AGE_MS = 10_000;
  * gitSummary per folder, asked again only when it may have changed: git's HEAD or index changed (a
  * commit, checkout, stage), a tool of the agent wrote a file or ran a command (`changed()`), or
  * GIT_STATUS_MAX_AGE_MS passed (an edit made in the editor touches neither). A status of a repository of
- * 10,000 files takes tens of milliseconds: more than the rest of a turn's own work.
+ * 10,000 files takes tens of milliseconds: more than the rest of a turn's own work. HEAD and the index
+ * are watched (places-watch.ts), not looked at each turn: two stat calls a turn were two hand-offs to the
+ * thread pool, each costing the loaded test machine about a millisecond (issue 25).
  */
 export class GitStatusCache {
-  private readonly entries = new Map<string, { key: string; generation: number; at: number; summary: GitSummary | undefined }>();
+  private readonly entries = new Map<string, { watch: PlacesWatch | undefined; generation: number; at: number; summary: GitSummary | undefined }>();
   private generation = 0;
 
   constructor(private readonly ask: (folder: string) => Promise<GitSummary | undefined> = gitSummary) {}
@@ -58,24 +59,30 @@ export class GitStatusCache {
   }
 
   async summary(folder: string, now = Date.now()): Promise<GitSummary | undefined> {
-    const key = await gitStateKey(folder);
     const cached = this.entries.get(folder);
-    if (cached && cached.key === key && cached.generation === this.generation && now - cached.at < GIT_STATUS_MAX_AGE_MS) return cached.summary;
+    if (cached && cached.generation === this.generation && now - cached.at < GIT_STATUS_MAX_AGE_MS && !cached.watch?.changed) {
+      await nextCheckPhase();
+      if (!cached.watch?.changed) return cached.summary;
+    }
+    cached?.watch?.close();
+    // Watched before git is asked: a change while it runs makes the answer one to ask again.
+    const watch = gitStateWatch(folder);
     const generation = this.generation;
     const summary = await this.ask(folder);
-    this.entries.set(folder, { key, generation, at: now, summary });
+    this.entries.set(folder, { watch, generation, at: now, summary });
     return summary;
   }
 }
 
-/** What changes when HEAD or the index does (a folder inside a repository, or a worktree, has no .git folder of its own: then only time tells). */
-async function gitStateKey(folder: string): Promise<string> {
-  const of = (file: string) =>
-    stat(path.join(folder, '.git', file)).then(
-      (s) => `${s.mtimeMs}/${s.size}`,
-      () => '-',
-    );
-  return `${await of('HEAD')}:${await of('index')}`;
+/** A watch of HEAD and the index; undefined where they cannot be watched (a folder inside a repository, or a worktree, has no .git folder of its own: then only time tells). */
+function gitStateWatch(folder: string): PlacesWatch | undefined {
+  const watch = new PlacesWatch([
+    { base: folder, relative: '.git/HEAD' },
+    { base: folder, relative: '.git/index' },
+  ]);
+  if (!watch.changed) return watch;
+  watch.close();
+  return undefined;
 }
 
 /** `## main...origin/main [ahead 1]` then one line per changed file. */

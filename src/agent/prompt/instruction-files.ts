@@ -1,9 +1,10 @@
-import { constants, watch, type FSWatcher } from 'node:fs';
+import { constants } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { openForReading } from '../tools/anchored-fs';
 import { decodeText, formatBytes, prefixWithin } from '../tools/text-files';
 import { placeInRoots, resolveWorkspacePath } from '../tools/workspace';
+import { nextCheckPhase, PlacesWatch } from './places-watch';
 
 /** All instruction files together give the model at most this much text; the rest is cut, with a note. */
 export const INSTRUCTIONS_BUDGET_BYTES = 32 * 1024;
@@ -34,6 +35,8 @@ export interface InstructionFile {
 
 /** The answer for no touched paths (get_config asks it on every call), kept while nothing changed where its files live. */
 interface RootsAnswer {
+  /** The roots as given (compared first: resolving them costs more than the rest of a kept answer). */
+  given: readonly string[];
   key: string;
   files: InstructionFile[];
   watch: PlacesWatch;
@@ -77,10 +80,10 @@ export class InstructionFiles {
    * the next check phase before trusting the answer sees every change completed before this call.
    */
   private async atRoots(roots: string[]): Promise<InstructionFile[]> {
-    const key = roots.map((root) => path.resolve(root)).join('\0');
     const kept = this.rootsAnswer;
+    const key = kept && sameStrings(kept.given, roots) ? kept.key : roots.map((root) => path.resolve(root)).join('\0');
     if (kept && kept.key === key && !kept.watch.changed) {
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextCheckPhase();
       if (!kept.watch.changed) return kept.files.map((file) => ({ ...file }));
     }
     // Calls arriving together (many connections) share one look.
@@ -96,7 +99,10 @@ export class InstructionFiles {
   private async lookAtRoots(key: string, roots: string[]): Promise<InstructionFile[]> {
     this.keepAnswer(undefined);
     // Watched before looking: a change while looking makes this answer one not to keep.
-    const places = new PlacesWatch([...roots.flatMap((root) => [path.resolve(root), path.join(path.resolve(root), '.github')]), ...(this.userDir ? [this.userDir] : [])]);
+    const places = new PlacesWatch([
+      ...roots.flatMap((root) => ROOT_INSTRUCTION_FILES.map((relative) => ({ base: path.resolve(root), relative }))),
+      ...(this.userDir ? [{ base: this.userDir, relative: FOLDER_INSTRUCTION_FILE }] : []),
+    ]);
     const links = { linked: false };
     const files = await this.look(roots, [], links).catch((error: unknown) => {
       places.close();
@@ -104,7 +110,7 @@ export class InstructionFiles {
     });
     // A linked file's target may change without its folder changing: such answers are looked at afresh.
     if (links.linked || places.changed) places.close();
-    else this.keepAnswer({ key, files, watch: places });
+    else this.keepAnswer({ given: [...roots], key, files, watch: places });
     return files;
   }
 
@@ -210,38 +216,8 @@ export class InstructionFiles {
   }
 }
 
-/**
- * Watches folders (not their subfolders): `changed` once anything in one of them is created, removed,
- * renamed or written, or a watch fails. A folder that does not exist (a root without `.github`) is not
- * watched: creating it is a change in its parent, which is. Watchers do not keep the process alive.
- */
-class PlacesWatch {
-  changed = false;
-  private readonly watchers: FSWatcher[] = [];
-
-  constructor(folders: string[]) {
-    const watched = new Set<string>();
-    for (const folder of folders) {
-      try {
-        const watcher = watch(folder, { persistent: false }, () => this.change());
-        watcher.on('error', () => this.change());
-        this.watchers.push(watcher);
-        watched.add(folder);
-      } catch (error) {
-        // Missing under a watched parent: its creation will be seen. Otherwise nothing would be.
-        if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || !watched.has(path.dirname(folder))) this.change();
-      }
-    }
-  }
-
-  close(): void {
-    for (const watcher of this.watchers.splice(0)) watcher.close();
-  }
-
-  private change(): void {
-    this.changed = true;
-    this.close();
-  }
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((item, i) => item === b[i]);
 }
 
 /** The bytes up to the last character that starts before the end (a read cut short may end inside one). */

@@ -48,6 +48,16 @@ export class TurnContext {
     return momentNote({ ...facts, roots, git: (folder) => this.git.summary(folder) }).then((content) => ({ role: 'user', content, moment: true }));
   }
 
+  /**
+   * Reads ahead what a first turn would wait for, so it is answered as fast as the next (the service's
+   * warm-up once listening): the instruction files of the roots and the user's, and a turn's note,
+   * thrown away, for what it reads: git's status of each root (kept GIT_STATUS_MAX_AGE_MS at most, as
+   * for any turn) and the time zone's name (ICU's data, loaded at its first use).
+   */
+  async warmUp(roots: readonly string[] = this.workspaceRoots()): Promise<void> {
+    await Promise.all([this.filesInForce([], roots), this.moment({ client: 'warm-up', remote: false }, roots)]);
+  }
+
   /** A tool wrote a file or ran a command: git's status is asked again next turn. */
   filesChanged(): void {
     this.git.changed();

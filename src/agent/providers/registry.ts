@@ -19,9 +19,15 @@ const openai = () => require('./openai') as typeof import('./openai');
 const anthropic = () => require('./anthropic') as typeof import('./anthropic');
 const SDK_MODULES: Partial<Record<ProviderName, () => unknown>> = { openai, anthropic };
 
-/** Loads a provider's module and SDK ahead of its first turn, so that turn is not the slower one. */
-export function preloadProvider(name: ProviderName): void {
-  SDK_MODULES[name]?.();
+/**
+ * What loads a provider's module and SDK ahead of its first turn, so that turn is not the slower one:
+ * steps the service's warm-up runs one per turn of the event loop. The SDKs send with Node's fetch,
+ * whose implementation (undici, tens of milliseconds to load) Node loads at its first use: a Headers
+ * made here loads it.
+ */
+export function providerWarmUp(name: ProviderName): (() => unknown)[] {
+  const load = SDK_MODULES[name];
+  return load ? [load, () => new Headers()] : [];
 }
 
 function unavailable(name: ProviderName, why: string): Provider {

@@ -142,13 +142,14 @@ export class HistoryDb {
       damage = damageAtOpen(this.db, file);
       // A damaged file is only read from now on (a salvage into a new file follows: HistoryDb.salvage).
       if (damage === null) {
-        this.db.exec(SCHEMA);
-        this.db.exec(COLD_SCHEMA);
         // A write at every open creates the WAL file now, so the store can make its directory entry
-        // durable and private before any body is acknowledged (history-store.ts).
-        this.marks.before = this.readMark();
-        this.marks.now = this.marks.before + 1;
+        // durable and private before any body is acknowledged (history-store.ts). The schema is part of
+        // it: a new file's tables, index and triggers are one commit (one fsync, not one per statement).
         this.transaction(() => {
+          this.db.exec(SCHEMA);
+          this.db.exec(COLD_SCHEMA);
+          this.marks.before = this.readMark();
+          this.marks.now = this.marks.before + 1;
           this.db.run("INSERT OR REPLACE INTO history_meta (key, value) VALUES ('opened_at', ?)", [new Date().toISOString()]);
           this.writeMark(this.marks.now);
         });

@@ -54,8 +54,8 @@ export class Authenticator {
     const given = digest(token);
     const accessToken = this.config().auth_token;
     if (accessToken && timingSafeEqual(given, this.accessTokenDigest(accessToken))) return { kind: 'access', credential: given };
-    const key = given.toString('hex');
-    const device = this.devices?.deviceOf(token);
+    const key = given.toString('hex'); // tokenHash(token): a device's token is stored as this digest
+    const device = this.devices?.deviceOf(key);
     if (device) {
       this.devices!.seen(device.device_id);
       return { kind: 'access', credential: given, deviceId: device.device_id };

@@ -52,9 +52,9 @@ export class DeviceCredentials {
     return { device_id: wanted, device_token: token };
   }
 
-  /** The device a token belongs to, if any (looked up by digest). */
-  deviceOf(token: string): DeviceRow | undefined {
-    return this.repo.byTokenHash(tokenHash(token));
+  /** The device a token belongs to, if any, by the token's digest (`tokenHash`, which the caller has already made). */
+  deviceOf(digest: string): DeviceRow | undefined {
+    return this.repo.byTokenHash(digest);
   }
 
   /** Whether the device still exists with that credential (false once revoked). */

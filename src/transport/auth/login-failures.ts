@@ -1,6 +1,6 @@
 import type { Logger } from '../../log/logger';
 import { loginLimitKey } from '../http/allow-from';
-import { FixedWindowLimiter } from '../http/rate-limit';
+import { FixedWindowLimiter, MAX_LIMITED_KEYS } from '../http/rate-limit';
 
 /**
  * What a failed login offered: a password (`POST /auth`), a token or a pairing secret (a WebSocket's
@@ -64,6 +64,8 @@ export class LoginFailures {
   /** Open log windows by kind and address, oldest first (a new window is re-inserted at the end). */
   private readonly windows = new Map<string, LogWindow>();
   private readonly listeners = new Set<(burst: LoginBurst) => void>();
+  /** The kind of each address's latest failed login, oldest first (at most MAX_LIMITED_KEYS): a connection refused unread counts as one more. */
+  private readonly lastKinds = new Map<string, Exclude<LoginKind, 'timeout'>>();
   private timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
@@ -83,6 +85,18 @@ export class LoginFailures {
     const wait = this.limiter.retryAfterSeconds(key);
     if (wait > 0) this.record(key, kind, true);
     return wait;
+  }
+
+  /**
+   * Whether a new connection from `address` is closed before anything of it is read: the address is over
+   * its limit, so whatever it would send is refused anyway. A refused connection counts in the address's
+   * burst as a refused attempt of the kind it last failed with.
+   */
+  refusesConnection(address: string): boolean {
+    const key = loginLimitKey(address);
+    if (this.limiter.retryAfterSeconds(key) === 0) return false;
+    this.record(key, this.lastKinds.get(key) ?? 'token', true);
+    return true;
   }
 
   /** Addresses whose failures are remembered now (at most MAX_LIMITED_KEYS, rate-limit.ts). */
@@ -131,6 +145,7 @@ export class LoginFailures {
 
   private record(key: string, kind: LoginKind, refused: boolean, fields?: Record<string, unknown>): void {
     this.closeEnded();
+    if (kind !== 'timeout') this.rememberKind(key, kind);
     let window = this.windows.get(`${kind} ${key}`);
     if (!window) {
       const tracked = this.windows.size < MAX_LOGGED_ADDRESSES;
@@ -145,6 +160,12 @@ export class LoginFailures {
     }
     window.count += 1;
     if (refused) window.refused += 1;
+  }
+
+  private rememberKind(key: string, kind: Exclude<LoginKind, 'timeout'>): void {
+    this.lastKinds.delete(key);
+    this.lastKinds.set(key, kind);
+    if (this.lastKinds.size > MAX_LIMITED_KEYS) this.lastKinds.delete(this.lastKinds.keys().next().value!);
   }
 
   private closeEnded(): void {

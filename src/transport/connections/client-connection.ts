@@ -74,12 +74,14 @@ export function openClientConnection(
 
   let expiryTimer: ReturnType<typeof setTimeout> | undefined;
 
-  const send = (message: Envelope | ServiceEvent) => {
-    if (open) peer.send(wireText(message));
+  /** A reply: made for this client alone, serialized as it is. */
+  const send = (message: Envelope) => {
+    if (open) peer.send(JSON.stringify(message));
   };
   /** Events (tool arguments included) only go to a client whose credential is still good. */
   const sendEvent = (event: ServiceEvent) => {
-    if (stillEntitled()) send(event);
+    // The same event object goes to every follower: its text is made once (wireText).
+    if (stillEntitled()) peer.send(wireText(event));
   };
   const closeWith = (code: number, reason: string) => {
     if (!open) return;

@@ -6,10 +6,18 @@ import type { Logger } from '../../log/logger';
 import type { AddressFilter } from './allow-from';
 import { CLOSE_FORBIDDEN } from '../connections/lan-socket';
 import { clientAddress, sendError, sendJson } from './http-util';
+import { ConnectionGate } from './connection-gate';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
 /** Finds the handler of a request, or undefined (404). Resolved per request, so routes can change live. */
 export type Router = (method: string, path: string) => RouteHandler | undefined;
+
+/**
+ * Connections the kernel holds for accept (Node's default is 511). libuv accepts every pending one in a
+ * single callback, so a burst of 600 was one stall of 600 sockets made and refused; past 64 the kernel
+ * drops the attempt and the client's TCP retries a second later, spreading a burst over time.
+ */
+const LISTEN_BACKLOG = 64;
 
 /** Hard ceiling of a WebSocket frame; frames between 1 MiB and this get a payload_too_large answer first. */
 const WS_HARD_MAX_PAYLOAD = 8 * 1024 * 1024;
@@ -17,10 +25,13 @@ const WS_HARD_MAX_PAYLOAD = 8 * 1024 * 1024;
 export interface HttpServerOptions {
   router: Router;
   allowed: () => AddressFilter;
-  onWebSocket: (socket: import('ws').WebSocket, req: IncomingMessage) => void;
+  /** `authenticated`: to call once the client has authenticated (its connection no longer counts as opening, connection-gate.ts). */
+  onWebSocket: (socket: import('ws').WebSocket, req: IncomingMessage, authenticated: () => void) => void;
   logger: Logger;
-  /** Seconds an address must wait after too many failed logins (0: it may try): its upgrades are refused unread. */
+  /** Seconds an address must wait after too many failed logins (0: it may try): its upgrades are refused before the handshake. */
   loginRefusedFor?: (remoteAddress: string) => number;
+  /** Whether a new connection from this address is closed before anything is read (over its failed-login limit); it counts the refusal. */
+  refusesConnection?: (remoteAddress: string) => boolean;
 }
 
 /** HTTP + WebSocket on one port; `allow_from` is checked before anything else is read. */
@@ -28,13 +39,19 @@ export class HttpServer {
   private readonly server: Server;
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: WS_HARD_MAX_PAYLOAD });
   private readonly sockets = new Set<Socket>();
+  private readonly gate: ConnectionGate;
   private closed?: Promise<void>;
 
   constructor(private readonly options: HttpServerOptions) {
+    this.gate = new ConnectionGate(options.refusesConnection);
     this.server = createServer((req, res) => void this.onRequest(req, res));
-    this.server.on('connection', (socket) => {
+    // Accepted sockets start unread (net.Server's own option, which http.createServer does not pass
+    // through): the gate decides when, and whether, each is read.
+    (this.server as Server & { pauseOnConnect: boolean }).pauseOnConnect = true;
+    this.server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
+      this.gate.accept(socket);
     });
     this.server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket as Socket, head));
     this.server.on('clientError', (_error, socket) => socket.destroy());
@@ -55,12 +72,13 @@ export class HttpServer {
       };
       this.server.once('error', onError);
       this.server.once('listening', onListening);
-      this.server.listen(port, host);
+      this.server.listen({ port, host, backlog: LISTEN_BACKLOG });
     });
   }
 
   /** Stops accepting connections; open ones (and their work in flight) go on until close(). */
   stopAccepting(): void {
+    this.gate.close();
     if (!this.closed) this.closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
   }
@@ -78,6 +96,8 @@ export class HttpServer {
   }
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Answered once, the connection has opened: later requests on it are not the gate's.
+    res.once('close', () => this.gate.opened(req.socket));
     if (!this.options.allowed()(req.socket.remoteAddress)) {
       req.resume();
       return sendError(res, new ServiceError('unauthorized', 'address not allowed'));
@@ -117,7 +137,7 @@ export class HttpServer {
         ws.close(CLOSE_FORBIDDEN, 'address not allowed');
         return;
       }
-      this.options.onWebSocket(ws, req);
+      this.options.onWebSocket(ws, req, () => this.gate.opened(socket));
     });
   }
 }

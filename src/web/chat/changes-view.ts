@@ -6,6 +6,7 @@
  * Land (merge, squash or rebase: a refusal names the files and why), Push (the compare link) and Discard.
  */
 import type { CommandInput, EnvelopeOf } from '../../protocol';
+import { exactName } from '../../protocol/display-name';
 import type { Changes, ChangedFile, ChangeHunk, LandMethod, WorktreeInfo } from '../../protocol/worktrees';
 import { parseUnifiedDiff } from './diff-hunks';
 import { h, uniqueId } from './dom';
@@ -123,19 +124,19 @@ export class ChangesView {
   }
 
   private fileElement(conversationId: string, file: ChangedFile): HTMLElement {
-    const revert = h('button', { type: 'button', class: 'button secondary change-revert-file', 'aria-label': `Revert ${file.path}` }, 'Revert file');
+    const revert = h('button', { type: 'button', class: 'button secondary change-revert-file', 'aria-label': `Revert ${exactName(file.path)}` }, 'Revert file');
     revert.addEventListener('click', () => void this.revert(conversationId, file.path, undefined, revert));
     const head = h(
       'div',
       { class: 'change-file-head' },
-      h('span', { class: 'diff-path' }, file.old_path ? `${file.old_path} → ${file.path}` : file.path),
+      h('span', { class: 'diff-path' }, file.old_path ? `${exactName(file.old_path)} → ${exactName(file.path)}` : exactName(file.path)),
       h('span', { class: 'change-file-status badge', 'data-status': file.status }, STATUS_TEXT[file.status]),
       h('span', { class: 'diff-stats' }, h('span', { class: 'diff-stat-add' }, `+${file.additions}`), ' ', h('span', { class: 'diff-stat-del' }, `−${file.deletions}`)),
       revert,
     );
     const body = file.binary ? [h('div', { class: 'diff-note' }, 'Binary file: no lines to show.')] : file.hunks.map((hunk) => this.hunkElement(conversationId, file, hunk));
     if (file.cut) body.push(h('div', { class: 'diff-truncated', role: 'note' }, 'Only the first hunks are shown: the diff is longer.'));
-    return h('section', { class: 'change-file preview diff', 'data-path': file.path, 'aria-label': file.path }, head, h('div', { class: 'diff-body' }, ...body));
+    return h('section', { class: 'change-file preview diff', 'data-path': file.path, 'aria-label': exactName(file.path) }, head, h('div', { class: 'diff-body' }, ...body));
   }
 
   private hunkElement(conversationId: string, file: ChangedFile, hunk: ChangeHunk): HTMLElement {
@@ -172,7 +173,7 @@ export class ChangesView {
     const existing = section.querySelector<HTMLFormElement>('.change-comment-form');
     if (existing) {
       existing.dataset.line = String(line);
-      existing.querySelector('.change-comment-label')!.textContent = `Comment on line ${line} of ${file.path}`;
+      existing.querySelector('.change-comment-label')!.textContent = `Comment on line ${line} of ${exactName(file.path)}`;
       existing.querySelector('textarea')?.focus();
       return;
     }
@@ -183,7 +184,7 @@ export class ChangesView {
     const form = h(
       'form',
       { class: 'change-comment-form', 'data-line': String(line) },
-      h('label', { class: 'change-comment-label', for: inputId }, `Comment on line ${line} of ${file.path}`),
+      h('label', { class: 'change-comment-label', for: inputId }, `Comment on line ${line} of ${exactName(file.path)}`),
       input,
       h('div', { class: 'changes-row' }, send, cancel),
     );
@@ -213,7 +214,7 @@ export class ChangesView {
       return this.say(`Could not revert: ${answer?.error ?? 'not connected'}`, 'error');
     }
     this.draw(answer.data);
-    this.say(hunkId ? `Reverted a hunk of ${path}.` : `Reverted ${path}.`, 'ok');
+    this.say(hunkId ? `Reverted a hunk of ${exactName(path)}.` : `Reverted ${exactName(path)}.`, 'ok');
   }
 
   /** Commit, Land, Push, Discard: each its own group at the end of the sheet. */
@@ -281,7 +282,7 @@ export class ChangesView {
             'div',
             { class: 'change-land-blocked', role: 'alert', 'data-reason': result.blocked.reason },
             h('div', {}, `Nothing was changed: ${result.blocked.message}`),
-            result.blocked.files.length ? h('ul', { class: 'change-land-files' }, ...result.blocked.files.map((file) => h('li', {}, h('code', {}, file)))) : null,
+            result.blocked.files.length ? h('ul', { class: 'change-land-files' }, ...result.blocked.files.map((file) => h('li', {}, h('code', {}, exactName(file))))) : null,
           ),
         );
         return;

@@ -1,0 +1,156 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import WebSocket from 'ws';
+import { MAX_OPENING_PER_ADDRESS } from '../../src/transport/http/connection-gate';
+import { startService, type RunningService } from '../helpers/service';
+
+// Login bursts (issue 25): what will be refused anyway is refused before any HTTP is read. An address
+// over its failed-login limit has its new connections closed at accept; an address's connections that
+// are still opening (no answer, no `auth` yet) are served a few at a time, the rest wait unread, so a
+// burst from one address neither costs the service a parse per connection nor delays another address.
+
+const ALLOW = ['127.0.0.1', '127.0.0.2'];
+
+/** A raw TCP client: what it sent, everything it got until the server closed it. */
+interface RawClient {
+  socket: Socket;
+  received: () => string;
+  closed: Promise<string>;
+}
+
+async function rawClient(svc: RunningService, localAddress: string, request?: string): Promise<RawClient> {
+  const port = Number(new URL(svc.httpUrl).port);
+  const socket = connect({ host: '127.0.0.1', port, localAddress });
+  let text = '';
+  socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+  socket.on('error', () => undefined); // A reset (even of the connect) is a close here: what matters is what was received.
+  const closed = new Promise<string>((done) => socket.once('close', () => done(text)));
+  // Connected (and the request sent), or already refused.
+  await new Promise<void>((ready) => {
+    socket.once('connect', () => {
+      if (request !== undefined) socket.write(request);
+      ready();
+    });
+    socket.once('close', () => ready());
+  });
+  return { socket, received: () => text, closed };
+}
+
+const GET_HEALTH = 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n';
+
+/**
+ * One WebSocket login with a wrong token from `localAddress`: resolves with the close code, `http 429`
+ * for an upgrade answered 429, or `unread` for a connection closed before anything was answered.
+ */
+function wrongToken(svc: RunningService, localAddress: string, i: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = new WebSocket(svc.wsUrl, { localAddress });
+    let answered = false;
+    socket.on('upgrade', () => (answered = true));
+    socket.on('unexpected-response', (_req, res) => {
+      res.resume();
+      resolve(`http ${res.statusCode}`);
+    });
+    socket.on('open', () => socket.send(JSON.stringify({ type: 'auth', token: `guess-${i}` })));
+    socket.on('close', (code) => resolve(answered ? String(code) : 'unread'));
+    socket.on('error', () => undefined);
+  });
+}
+
+type LoginBurstLine = { event: string; address?: string; kind?: string; count?: number; refused?: number };
+
+/** Stops the service (a burst's count is written then, as when its window ends) and reads its `auth.login_burst` lines. */
+async function loginBursts(svc: RunningService): Promise<LoginBurstLine[]> {
+  await svc.stop();
+  return (await readFile(join(svc.dataDir, 'service.log'), 'utf8'))
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as LoginBurstLine)
+    .filter((line) => line.event === 'auth.login_burst');
+}
+
+async function withService(run: (svc: RunningService) => Promise<void>): Promise<void> {
+  const svc = await startService({}, { allowFrom: ALLOW });
+  try {
+    await run(svc);
+  } finally {
+    await svc.dispose();
+  }
+}
+
+test('attack: an address over its failed-login limit has its new connections closed before any HTTP byte is answered; another address is served', async () => {
+  const svc = await startService({}, { allowFrom: ALLOW });
+  try {
+    for (let i = 0; i < 10; i += 1) assert.equal(await wrongToken(svc, '127.0.0.1', i), '4401');
+    // Any request, not only a login: the address will be refused its next login anyway.
+    const health = await rawClient(svc, '127.0.0.1', GET_HEALTH);
+    assert.equal(await health.closed, '', 'nothing answered to a limited address');
+    const upgrade = await rawClient(
+      svc,
+      '127.0.0.1',
+      'GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+    );
+    assert.equal(await upgrade.closed, '', 'no 429, no handshake: closed unread');
+    const other = await rawClient(svc, '127.0.0.2', GET_HEALTH);
+    assert.match(await other.closed, /^HTTP\/1\.1 200 /);
+    // The connections refused at accept count in the address's burst, as refused attempts.
+    const bursts = await loginBursts(svc);
+    assert.deepEqual(
+      bursts.map((b) => [b.address, b.kind, b.count, b.refused]),
+      [['127.0.0.1', 'token', 12, 2]],
+    );
+  } finally {
+    await svc.dispose();
+  }
+});
+
+test(`attack: connections from one address that never finish their request hold at most ${MAX_OPENING_PER_ADDRESS} places; its next one waits unread, another address is served`, async () => {
+  await withService(async (svc) => {
+    // Slow clients: a request line, never the end of the headers.
+    const slow = await Promise.all(Array.from({ length: MAX_OPENING_PER_ADDRESS }, () => rawClient(svc, '127.0.0.1', 'GET /health HTTP/1.1\r\n')));
+    const next = await rawClient(svc, '127.0.0.1', GET_HEALTH);
+    const other = await rawClient(svc, '127.0.0.2', GET_HEALTH);
+    assert.match(await other.closed, /^HTTP\/1\.1 200 /);
+    assert.equal(next.received(), '', 'the address had no place free: its request was not read');
+    // One slow client leaves: the waiting connection takes its place and is answered.
+    slow[0].socket.destroy();
+    assert.match(await next.closed, /^HTTP\/1\.1 200 /);
+    for (const client of slow) client.socket.destroy();
+  });
+});
+
+test('attack: 300 parallel wrong tokens from one address: 10 are checked, the rest refused (most unread), each one counted', async () => {
+  const svc = await startService({}, { allowFrom: ALLOW });
+  let outcomes: string[];
+  let bursts: LoginBurstLine[];
+  try {
+    outcomes = await Promise.all(Array.from({ length: 300 }, (_, i) => wrongToken(svc, '127.0.0.1', i)));
+    bursts = await loginBursts(svc);
+  } finally {
+    await svc.dispose();
+  }
+  const counts: Record<string, number> = {};
+  for (const outcome of outcomes) counts[outcome] = (counts[outcome] ?? 0) + 1;
+  assert.equal(counts['4401'], 10, JSON.stringify(counts));
+  // Upgraded before the limit: refused unchecked (4429); read before it: 429; the rest closed unread.
+  assert.equal((counts['4429'] ?? 0) + (counts['http 429'] ?? 0) + (counts.unread ?? 0), 290, JSON.stringify(counts));
+  assert.ok((counts.unread ?? 0) > 200, `most are refused before anything is read: ${JSON.stringify(counts)}`);
+  assert.equal(bursts.length, 1);
+  assert.equal(bursts[0].count, 300, 'every attempt is in the count, those closed unread too');
+  assert.equal(bursts[0].refused, 290);
+});
+
+test('a stopping service closes the connections still waiting for a place at once', async () => {
+  const svc = await startService({}, { allowFrom: ALLOW });
+  try {
+    const slow = await Promise.all(Array.from({ length: MAX_OPENING_PER_ADDRESS }, () => rawClient(svc, '127.0.0.1', 'GET /health HTTP/1.1\r\n')));
+    const waiting = await Promise.all(Array.from({ length: 5 }, () => rawClient(svc, '127.0.0.1', GET_HEALTH)));
+    await svc.stop();
+    for (const client of [...slow, ...waiting]) await client.closed;
+  } finally {
+    await svc.dispose();
+  }
+});

@@ -50,7 +50,11 @@ const SPLIT = {
 const splitOff = {
   name: 'split-off',
   setup(b) {
-    const filter = new RegExp(`^(${Object.keys(SPLIT).map((k) => k.replace(/[./@-]/g, '\\$&')).join('|')})$`);
+    const filter = new RegExp(
+      `^(${Object.keys(SPLIT)
+        .map((k) => k.replace(/[./@-]/g, '\\$&'))
+        .join('|')})$`,
+    );
     // Every bundle that requires them lives in dist/, so the path is relative to it.
     b.onResolve({ filter }, (args) => ({ path: `./sdk/${SPLIT[args.path].file}.js`, external: true }));
   },
@@ -79,7 +83,11 @@ const builds = [
     logLevel: 'warning',
   },
   // sw.js: the phone page's service worker (Web Push), served beside phone.html so its scope is the page's.
-  { ...browser, entryPoints: { 'chat-webview': 'src/web/chat-webview.ts', 'chat-phone': 'src/web/chat-phone.ts', sw: 'src/web/push-worker.ts' } },
+  // qr-decode.js: jsQR, loaded by the page only to read a QR code from a picture (src/web/machines/qr-reader.ts).
+  {
+    ...browser,
+    entryPoints: { 'chat-webview': 'src/web/chat-webview.ts', 'chat-phone': 'src/web/chat-phone.ts', sw: 'src/web/push-worker.ts', 'qr-decode': 'src/web/qr-decode.ts' },
+  },
 ];
 
 if (watch) {

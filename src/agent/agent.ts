@@ -189,9 +189,14 @@ export class Agent {
     return this.deps.withContext === false ? Promise.resolve() : this.context.warmUp();
   }
 
-  /** The saved prompts of the workspace folders and the data directory. */
-  savedPrompts(): Promise<SavedPrompt[]> {
-    return listSavedPrompts((this.deps.workspaceRoots ?? (() => []))(), this.deps.dataDir);
+  /**
+   * The saved prompts of the data directory and of the project: the workspace folders', or, for a
+   * conversation in its own worktree, the worktree's (its branch's prompts, what its turns work in).
+   */
+  savedPrompts(conversationId: string | undefined, source: Source): Promise<SavedPrompt[]> {
+    if (conversationId !== undefined) this.requireConversation(conversationId, source);
+    const area = conversationId === undefined ? undefined : this.recordedArea(conversationId);
+    return listSavedPrompts(area?.roots ?? (this.deps.workspaceRoots ?? (() => []))(), this.deps.dataDir);
   }
 
   /** One turn; its events reach `onEvent` in the order they happen, before the returned promise settles. */
@@ -377,7 +382,7 @@ export class Agent {
     const { store } = this.deps;
     const now = new Date().toISOString();
     if (create) {
-      await store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now });
+      await store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from });
     } else {
       this.requireConversation(conversationId, input.source);
     }
@@ -603,6 +608,7 @@ export class Agent {
         const outcome = await runToolCall(call, byName.get(call.name), {
           conversationId,
           source: sourceText(input.source),
+          from: input.from,
           ownerAnswersPrompts: input.ownerAnswersPrompts === true,
           signal,
           gate: this.deps.gate,

@@ -82,6 +82,7 @@ export class PermissionBroker {
       conversation_id: question.conversationId,
       conversation_title: this.deps.store.conversations.get(question.conversationId)?.title ?? '',
       source: question.source,
+      ...(question.from !== undefined ? { from: question.from } : {}),
       tool: question.tool,
       arguments: question.arguments,
       ...(preview ? { preview: wirePreview(preview) } : {}),

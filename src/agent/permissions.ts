@@ -8,6 +8,8 @@ export interface PermissionQuestion {
   conversationId: string;
   /** Source of the chat (`ws`, `editor`, `webhook:<account>`...). */
   source: string;
+  /** Who sent the turn's message, as people read it (a paired device's name, a password user's, `editor`). */
+  from?: string;
   /** Only the owner may answer this question (the turn is a session user's). */
   ownerAnswersPrompts?: boolean;
   tool: string;

@@ -45,6 +45,8 @@ export async function runToolCall(call: ToolCall, tool: Tool | undefined, contex
 interface ToolCallContext {
   conversationId: string;
   source: string;
+  /** Who sent the turn's message, as people read it (Message.from). */
+  from?: string;
   ownerAnswersPrompts?: boolean;
   signal: AbortSignal;
   gate: PermissionGate;
@@ -65,6 +67,7 @@ async function checkPermission(call: ToolCall, tool: Tool, subject: string | und
   const outcome = await context.gate.check({
     conversationId: context.conversationId,
     source: context.source,
+    ...(context.from !== undefined ? { from: context.from } : {}),
     ownerAnswersPrompts: context.ownerAnswersPrompts,
     tool: tool.name,
     arguments: call.arguments,

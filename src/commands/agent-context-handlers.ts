@@ -16,7 +16,7 @@ export const agentContextHandlers = {
     return { files: await ctx.agent.instructionFiles(command.conversation_id, session.source) };
   },
 
-  async list_prompts(_command: CommandOf<'list_prompts'>, _session: ClientSession, ctx: CommandContext): Promise<ResultOf<'list_prompts'>> {
-    return { prompts: await ctx.agent.savedPrompts() };
+  async list_prompts(command: CommandOf<'list_prompts'>, session: ClientSession, ctx: CommandContext): Promise<ResultOf<'list_prompts'>> {
+    return { prompts: await ctx.agent.savedPrompts(command.conversation_id, session.source) };
   },
 };

@@ -16,6 +16,7 @@ import {
   type ServiceConfig,
 } from '../protocol';
 import type { CommandContext } from './context';
+import type { Source } from '../protocol/sources';
 import { pushHandlers } from './push-handlers';
 import { createPairing, relayStatus } from './relay-handlers';
 import { createLanPairing, listDevices, revokeDevice } from './device-handlers';
@@ -30,7 +31,7 @@ import { attachmentHandlers, chatAttachments } from './attachment-handlers';
 import { listAudit, verifyAudit } from './audit-handlers';
 import { actorOf, sessionLabel } from './audit-actor';
 import { agentContextHandlers } from './agent-context-handlers';
-import { infoOf as worktreeInfoOf } from '../agent/worktrees/worktrees';
+import { infoOf as worktreeInfoOf, worktreeByDefault } from '../agent/worktrees/worktrees';
 import { requireDeleteConfirmed, reviewHandlers } from './review-handlers';
 import { withField } from './with-field';
 
@@ -61,9 +62,15 @@ function publicConfigFor(config: ServiceConfig): Readonly<PublicConfig> {
   return answer;
 }
 
+/** get_config's `worktrees`: service.json's settings, and where the asking client's new-chat toggle starts. */
+function worktreeSettingsOf(config: ServiceConfig, source: Source): NonNullable<PublicConfig['worktrees']> {
+  const { default: defaults, folder, allow_hooks } = config.worktrees;
+  return { default: { ...defaults }, folder: folder ?? null, allow_hooks, new_chat: worktreeByDefault(config, source) };
+}
+
 /** A stored conversation as clients see it (list_conversations rows, conversation.updated), with what it is doing now. */
 export function conversationOf(
-  { id, title, created_at, updated_at, source, last_message }: ConversationRow,
+  { id, title, created_at, updated_at, source, last_message, started_by }: ConversationRow,
   activity: ConversationActivity,
   store: Pick<Store, 'usage' | 'conversations' | 'worktrees'>,
 ): Conversation {
@@ -78,6 +85,7 @@ export function conversationOf(
     created_at,
     updated_at,
     source,
+    started_by,
     state,
     pending_permissions: pendingPermissions,
     last_message,
@@ -138,8 +146,9 @@ export const handlers: HandlerMap = {
   },
 
   async get_config(_command, session, ctx) {
+    const config = ctx.config.current;
     const instructions = await ctx.agent.instructionFiles(undefined, session.source);
-    return withField(publicConfigFor(ctx.config.current), 'instructions', instructions);
+    return withField(withField(publicConfigFor(config), 'instructions', instructions), 'worktrees', worktreeSettingsOf(config, session.source));
   },
 
   async update_config(command, session, ctx) {

@@ -34,7 +34,7 @@ function notForWebhooks(type: CommandType, session: ClientSession): void {
 
 /** service.json `worktrees.allow_hooks`: the owner lets the repository's hooks run on commit, land and push. */
 export function allowHooksOf(config: ServiceConfig): boolean {
-  return (config as { worktrees?: { allow_hooks?: unknown } }).worktrees?.allow_hooks === true;
+  return config.worktrees.allow_hooks;
 }
 
 /** Review and land (docs/protocol.md, "Review and land"); land, push and discard are the owner's (roles.ts). */

@@ -1,7 +1,8 @@
 import { ServiceError } from '../protocol/errors';
 import type { WorktreeRecord } from '../protocol/worktrees';
 import { requireFolder } from './changes';
-import { gitIn } from './git-in';
+import { gitIn, nulFields } from './git-in';
+import { refuseRawLfsFiles } from './lfs';
 import { GitError } from './run-git';
 
 export interface CommitOptions {
@@ -20,6 +21,14 @@ export async function commitChanges(worktree: WorktreeRecord, message: string, o
   await gitIn(worktree.path, ['add', '-A', '--', '.'], hooks);
   const staged = await gitIn(worktree.path, ['diff', '--cached', '--quiet', '--no-ext-diff'], { okCodes: [1] });
   if (staged.code === 0) throw new ServiceError('conflict', 'nothing to commit: the worktree has no changes since its last commit');
+  const changed = nulFields((await gitIn(worktree.path, ['diff', '--cached', '--name-only', '-z', '--no-renames', '--no-ext-diff', '--diff-filter=d'])).stdout);
+  try {
+    await refuseRawLfsFiles(worktree.path, '', changed);
+  } catch (error) {
+    // Refused: nothing left staged (the working tree keeps every change).
+    await gitIn(worktree.path, ['reset', '-q']);
+    throw error;
+  }
   try {
     await gitIn(worktree.path, ['-c', 'user.useConfigOnly=true', 'commit', '-q', '--no-edit', '--cleanup=strip', '-F', '-'], { ...hooks, input: message });
   } catch (error) {

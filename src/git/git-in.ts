@@ -18,8 +18,23 @@ export async function gitIn(cwd: string, args: readonly string[], options: Revie
     if (error instanceof GitError && error.kind === 'missing')
       throw new ServiceError('server_error', 'git is not installed (or not on the PATH the service was started with): worktrees and their review need it');
     if (error instanceof GitError && error.kind === 'timeout') throw new ServiceError('server_error', `git took too long to answer (${args[0]})`);
+    const lock = error instanceof GitError ? lockFileOf(error.stderr) : undefined;
+    if (lock) throw new ServiceError('conflict', lockedText(lock));
     throw error;
   }
+}
+
+/**
+ * The lock file git found in its way (`Unable to create '<path>.lock': File exists`): another git runs
+ * there, or one was stopped in the middle (kill -9, a crash) and left it. The service never deletes one:
+ * it cannot tell a stale lock from the person's own git at work (`git commit` waiting on its editor).
+ */
+function lockFileOf(stderr: string): string | undefined {
+  return /Unable to create '([^']+\.lock)': File exists/.exec(stderr)?.[1];
+}
+
+function lockedText(lock: string): string {
+  return `git found ${lock} in its way: another git is running there, or one was stopped in the middle (a kill -9, a crash) and left it. Nothing was changed. If no git is running, delete that file and try again.`;
 }
 
 /** NUL-separated fields of a `-z` output. */

@@ -2,6 +2,7 @@ import type { LandBlock, LandMethod, LandResult, WorktreeRecord } from '../proto
 import { requireFolder, withTempIndex } from './changes';
 import { requireIdentity } from './commit';
 import { nulFields, gitIn } from './git-in';
+import { refuseRawLfsFiles } from './lfs';
 import { GitError } from './run-git';
 
 export interface LandOptions {
@@ -57,6 +58,11 @@ export async function landChanges(worktree: WorktreeRecord, method: LandMethod, 
     return blocked({ reason: 'nothing_to_land', files: [], message: `${worktree.baseBranch} already holds every change of ${worktree.branch}` });
   }
 
+  // The attributes in force on the branch: its tip read into a scratch index.
+  await withTempIndex(null, async (env) => {
+    await gitIn(repo, ['read-tree', tip], { env });
+    await refuseRawLfsFiles(repo, tip, touched, env, 'land');
+  });
   await requireIdentity(repo);
   const made =
     method === 'rebase'

@@ -51,8 +51,8 @@ export const ListToolsCommand = command('list_tools', {});
 /** The instruction files the model is given; with a conversation, also those above the paths its tools touched. */
 export const ListInstructionsCommand = command('list_instructions', { conversation_id: nonEmpty('conversation_id').optional() });
 
-/** The saved prompts of the workspace and the user (docs/protocol.md, "Saved prompts"). */
-export const ListPromptsCommand = command('list_prompts', {});
+/** The saved prompts of the workspace and the user (docs/protocol.md, "Saved prompts"); with a conversation of its own worktree, the worktree's project prompts. */
+export const ListPromptsCommand = command('list_prompts', { conversation_id: nonEmpty('conversation_id').optional() });
 
 export const AgentContextResults = {
   list_tools: z.object({ tools: z.array(ToolInfo) }),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { command } from './command-frame';
-import { displayNameField } from './display-name';
+import { displayNameField } from './display-name-field';
 
 /**
  * Attachments (docs/protocol.md, "Attachments"): a file is uploaded in chunks small enough for any

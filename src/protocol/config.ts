@@ -179,6 +179,8 @@ export const WorktreeSettings = z.strictObject({
     })
     .default({ editor: false, lan: false, relay: false, webhook: false }),
   folder: z.string().min(1).optional(),
+  /** The repository's hooks run on commit, land and push (never on anything else the service runs); off: none runs. */
+  allow_hooks: z.boolean({ error: 'allow_hooks must be true or false' }).default(false),
 });
 export type WorktreeSettings = z.infer<typeof WorktreeSettings>;
 
@@ -244,7 +246,7 @@ export const ServiceConfigFile = z
     vision_models: z.record(z.string(), z.boolean()).default({}),
     history: HistorySettings.default({}),
     audit: AuditSettings.default({ max_days: 90 }),
-    worktrees: WorktreeSettings.default({ default: { editor: false, lan: false, relay: false, webhook: false } }),
+    worktrees: WorktreeSettings.default({ default: { editor: false, lan: false, relay: false, webhook: false }, allow_hooks: false }),
   })
   .superRefine((config, ctx) => {
     const tcp = config.channels.filter((c) => c.type === 'tcp');
@@ -335,6 +337,17 @@ export const PublicConfig = z.object({
   system_prompt_mode: SystemPromptMode,
   /** The instruction files every conversation is given (the user's and the workspace roots'); list_instructions adds a conversation's nested ones. */
   instructions: z.array(InstructionFileInfo).optional(),
+  /** service.json's `worktrees` (docs/protocol.md, "Worktrees"), and whether a new chat from the asking client gets one when it does not say. */
+  worktrees: z
+    .object({
+      default: z.object({ editor: z.boolean(), lan: z.boolean(), relay: z.boolean(), webhook: z.boolean() }),
+      /** The folder worktrees are made in as configured; null: the default, `<repository>.worktrees/` beside the repository. */
+      folder: z.string().nullable(),
+      allow_hooks: z.boolean(),
+      /** This client's source's default (a webhook account's `"worktree": "required"` included): where a new chat's toggle starts. */
+      new_chat: z.boolean(),
+    })
+    .optional(),
 });
 export type PublicConfig = z.infer<typeof PublicConfig>;
 

@@ -92,6 +92,8 @@ export const Conversation = z.object({
   created_at: z.string(),
   updated_at: z.string(),
   source: z.string(),
+  /** Who started it, as people read it (a paired device's name, a password user's, `editor`); null for a webhook's or one from before this was kept; absent from older services. */
+  started_by: z.string().nullable().optional(),
   state: ConversationState,
   /** Permission requests of it waiting now. */
   pending_permissions: z.number().int(),

@@ -1,5 +1,3 @@
-import { z } from 'zod';
-
 /**
  * Characters that change how the text around them is shown without being seen: bidi embeddings and
  * overrides (U+202A-202E), isolates (U+2066-2069), marks (U+200E, U+200F, U+061C), line and paragraph
@@ -22,7 +20,8 @@ function isHidden(code: number): boolean {
 
 /**
  * A name as a person is shown it (an attachment's, a device's, a machine's, a conversation's title):
- * without bidi controls or control characters. No imports beyond zod: the web page bundles it too.
+ * without bidi controls or control characters. No imports: the web page bundles it too (the zod field
+ * that uses it is display-name-field.ts, so the page's bundle holds no zod).
  */
 export function displayName(text: string): string {
   let out = '';
@@ -46,20 +45,4 @@ export function exactName(text: string): string {
     out += char === '"' || char === '\\' ? `\\${char}` : isHidden(code) ? (SHORT_ESCAPES[char] ?? `\\u${code.toString(16).padStart(4, '0')}`) : char;
   }
   return `"${out}"`;
-}
-
-/**
- * A name field of a command, cleaned at the edge (displayName, then trimmed) and then checked: a name
- * made only of hidden characters is empty, and refused as such.
- */
-export function displayNameField(field: string, max: number) {
-  return z
-    .string({ error: `${field} must be a string` })
-    .transform((value) => displayName(value).trim())
-    .pipe(
-      z
-        .string()
-        .min(1, { error: `${field} must not be empty` })
-        .max(max, { error: `${field} must be at most ${max} characters` }),
-    );
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { displayNameField } from './display-name';
+import { displayNameField } from './display-name-field';
 
 export const AuthRequestBody = z.object({
   username: z.string({ error: 'username must be a string' }).min(1, { error: 'username must not be empty' }),

@@ -30,4 +30,5 @@ export * from './undo';
 export * from './attachments';
 export * from './agent-context';
 export * from './display-name';
+export * from './display-name-field';
 export * from './audit';

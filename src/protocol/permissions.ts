@@ -72,6 +72,8 @@ export const PermissionRequest = z.object({
   conversation_title: z.string(),
   /** Where the chat asking came from: `editor`, `ws`, `relay` or `webhook:<account>`. */
   source: z.string(),
+  /** Who sent the message whose turn asks, as people read it (Message.from: a paired device's name, a password user's, `editor`); absent for a webhook's turn or from older services. */
+  from: z.string().optional(),
   tool: z.string(),
   arguments: z.record(z.string(), z.unknown()),
   preview: PermissionPreview.optional(),

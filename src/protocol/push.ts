@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { command } from './command-frame';
 import { DeviceId } from './devices';
-import { displayNameField } from './display-name';
+import { displayNameField } from './display-name-field';
 
 /**
  * Web Push (docs/protocol.md, "Web Push"): a device's subscription and what it wants to be told, test

@@ -9,7 +9,7 @@ export interface ListConversationsOptions {
   source?: string;
 }
 
-const COLUMNS = 'id, title, source, created_at, updated_at, last_message';
+const COLUMNS = 'id, title, source, created_at, updated_at, last_message, started_by';
 
 export class ConversationsRepo {
   constructor(
@@ -21,7 +21,14 @@ export class ConversationsRepo {
   /** Starts a conversation; `updated_at` starts at `created_at`. Throws if the id exists. */
   async create(c: NewConversation): Promise<void> {
     await this.db.write((tx) => {
-      tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [c.id, c.title, c.source, c.created_at, c.created_at]);
+      tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at, started_by) VALUES (?, ?, ?, ?, ?, ?)', [
+        c.id,
+        c.title,
+        c.source,
+        c.created_at,
+        c.created_at,
+        c.started_by ?? null,
+      ]);
     });
   }
 

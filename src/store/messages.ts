@@ -117,7 +117,7 @@ function rawOf({ bytes: _bytes, cut: _cut, ended: _ended, ...meta }: ColdRow): R
 }
 
 export class MessagesRepo {
-  /** Whether the schema has cold rows (migration 17), asked once. */
+  /** Whether the schema has cold rows (migration 18), asked once. */
   private cold: boolean | undefined;
 
   constructor(

@@ -116,7 +116,10 @@ export const MIGRATIONS: readonly Migration[] = [
   `ALTER TABLE conversations ADD COLUMN plan TEXT;`,
   // 16: conversations that work in their own git worktree (issue 24, src/store/worktrees.ts).
   WORKTREES_TABLE_SQL,
-  // 17: the metadata of the least recently active conversations' messages moves to history.db (issue 25;
+  // 17: who started a conversation, as people read it (a paired device's name, a password user's,
+  // `editor`): its list row says so rather than the transport's `LAN` (issue 23).
+  `ALTER TABLE conversations ADD COLUMN started_by TEXT;`,
+  // 18: the metadata of the least recently active conversations' messages moves to history.db (issue 25;
   // store/history/cold.ts).
   // `cold_seq`: the highest seq moved (reads ask history.db for the rows at or below it), `cold_count`:
   // how many rows moved (so counting needs no read of history.db); `hot`: the

@@ -12,6 +12,8 @@ export interface ConversationRow {
   updated_at: string;
   /** The first line of its last user or assistant message (previewOf), null when it has none. */
   last_message: string | null;
+  /** Who started it, as people read it (Message.from of its first message); null for a webhook's or an older one. */
+  started_by: string | null;
 }
 
 export interface NewConversation {
@@ -19,6 +21,8 @@ export interface NewConversation {
   title: string;
   source: string;
   created_at: string;
+  /** Who started it, as people read it (a paired device's name, a password user's, `editor`). */
+  started_by?: string;
 }
 
 export interface MessageRow {

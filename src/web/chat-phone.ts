@@ -7,14 +7,15 @@
  */
 import { ChatApp } from './chat/app';
 import { h } from './chat/dom';
-import { connectMachine } from './machines/machine-connection';
+import { connectMachine, storedPairing } from './machines/machine-connection';
 import type { MachineEntry } from './machines/machine-entry';
 import { MachineStatus } from './machines/machine-status';
 import { followPending } from './pending-wire';
 import { answerText } from './permission-answer-text';
 import { MachineStore, type Machine } from './machines/machine-store';
 import { MachineSwitcher } from './machines/machine-switcher';
-import { defaultUrl, nameOfFragment, parseFragment } from './pairing';
+import { defaultUrl, nameOfFragment, parseFragment, readPairingLink, unreachableFrom } from './pairing';
+import { tryPairing } from './machines/try-pairing';
 import { ActivityView } from './activity-view';
 import { DevicesSection } from './devices-section';
 import { DeepLinks, onWorkerLink, readDeepLink, type DeepLink } from './push/deep-link';
@@ -53,6 +54,7 @@ const switcher = new MachineSwitcher({
     render();
   },
   remove: (id) => void remove(id),
+  add: (link) => addFromLink(link),
   open: (id, link) => follow(link, false, id),
   answer: (id, requestId, decision) => answer(id, requestId, decision),
 });
@@ -70,7 +72,7 @@ function viewOf(machine: Machine): MachineView {
   const existing = views.get(machine.id);
   if (existing) return existing;
   const storage = store.storageOf(machine.id);
-  const connection = connectMachine(machine, store);
+  const connection = connectMachine(storedPairing(machine, store));
   const pending = followPending(connection);
   const status = new MachineStatus(connection, storage, pending);
   status.onChange(render);
@@ -140,6 +142,26 @@ function takePairingLink(): boolean {
   if (views.has(machine.id)) drop(machine.id);
   show(machine.id);
   return true;
+}
+
+/**
+ * "Add a computer": a pairing link pasted or read from a QR code on this page (another machine's page
+ * knows only that machine). Its secret is spent on a trial connection first: only a machine that
+ * accepted it is added, so a bad, spent or expired link (or one this page cannot reach) changes nothing.
+ */
+async function addFromLink(text: string): Promise<string | undefined> {
+  const reading = readPairingLink(text);
+  if ('problem' in reading) return reading.problem;
+  const blocked = unreachableFrom(reading.pairing, location);
+  if (blocked) return blocked;
+  const trial = await tryPairing(reading.pairing);
+  if (!trial.ok) return trial.problem;
+  const machine = store.add(trial.pairing, reading.name);
+  // Paired again: the old connection used the old credential.
+  if (views.has(machine.id)) drop(machine.id);
+  switcher.toggle(false);
+  show(machine.id);
+  return undefined;
 }
 
 /** Removes a machine from this phone, ending its device credential there when it can be reached. */
@@ -218,7 +240,11 @@ function showPairingForm(): void {
     h(
       'p',
       {},
-      'Open a pairing link, or scan its QR code: on the computer, `remote-assistant pair` prints one (and `remote-assistant serve` does while no phone is paired); in the editor, command “Remote Assistant: Show Connection Info”. Or enter the service address and access token.',
+      'Open a pairing link, or scan its QR code: on the computer, ',
+      h('code', {}, 'remote-assistant pair'),
+      ' prints one (and ',
+      h('code', {}, 'remote-assistant serve'),
+      ' does while no phone is paired); in the editor, command “Remote Assistant: Show Connection Info”. Or enter the service address and access token.',
     ),
     h('label', { for: 'pair-url' }, 'Service WebSocket URL'),
     url,

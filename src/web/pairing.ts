@@ -74,3 +74,34 @@ export function nameOfFragment(hash: string): string | undefined {
   const name = new URLSearchParams(hash.slice(1)).get('name')?.trim();
   return name ? name.slice(0, 60) : undefined;
 }
+
+/** A pairing link pasted into the page or read from a QR code: its pairing and name, or why it is none. */
+export type LinkReading = { pairing: Pairing; name?: string } | { problem: string };
+
+const NOT_A_LINK = 'This is not a pairing link. On the computer, remote-assistant pair prints one (in the editor: “Remote Assistant: Show Connection Info”).';
+
+export function readPairingLink(text: string): LinkReading {
+  let link: URL;
+  try {
+    link = new URL(text.trim());
+  } catch {
+    return { problem: NOT_A_LINK };
+  }
+  // A link without `url=` names the socket of the page it opens (the machine's own), not this page's.
+  const pairing = /^https?:$/.test(link.protocol) ? parseFragment(link.hash, link) : undefined;
+  return pairing ? { pairing, name: nameOfFragment(link.hash) } : { problem: NOT_A_LINK };
+}
+
+/**
+ * Why this page cannot reach a pairing's machine, when it cannot: a page loaded over https (the relay's)
+ * may not open an unencrypted `ws://` socket (mixed content), except to the phone itself.
+ */
+export function unreachableFrom(pairing: Pairing, page: Pick<Location, 'protocol'>): string | undefined {
+  if (page.protocol !== 'https:' || !/^ws:/i.test(pairing.url)) return undefined;
+  const host = new URL(pairing.url).hostname;
+  if (host === 'localhost' || host === '[::1]' || /^127\./.test(host)) return undefined;
+  return (
+    `This page was opened over https, and a browser does not let such a page reach ${host} over the LAN's unencrypted address (ws://). ` +
+    'Pair that computer through its relay link instead (“Remote Assistant: Show Connection Info” with a relay set up), or open its own link on the phone: that page then holds that computer alone.'
+  );
+}

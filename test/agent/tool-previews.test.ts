@@ -181,6 +181,29 @@ describe('command previews', () => {
     assert.deepEqual(root, { kind: 'command', command: 'ls', cwd: '.', timeout_seconds: 60, warnings: [] });
   });
 
+  test('a command that leaves the workspace by what it names (cd .., cd alone, ../ paths, absolute paths beside it) is flagged; system folders and paths inside are not', async () => {
+    const { ws, tool } = await workspaceWithTools();
+    await mkdir(path.join(ws, 'sub'), { recursive: true });
+    const beside = path.join(path.dirname(ws), 'the-persons-repo', 'app.ts');
+    const flagged: [string, string][] = [
+      ['cd .. && ls', 'leaves the workspace: cd ..'],
+      ['cd && ls', 'leaves the workspace: cd'],
+      ['cd ~/projects', 'leaves the workspace: cd ~/projects'],
+      ['pushd /', 'leaves the workspace: pushd /'],
+      ['cat ../../secret.txt', 'leaves the workspace: ../../secret.txt'],
+      [`cat ${beside}`, `leaves the workspace: ${beside}`],
+      [`git -C ${path.dirname(beside)} status`, `leaves the workspace: ${path.dirname(beside)}`],
+    ];
+    for (const [command, warning] of flagged) {
+      const p = await previewToolCall(tool('run_command'), { command });
+      assert.ok(p.kind === 'command' && p.warnings.includes(warning), `${command}: ${JSON.stringify(p)}`);
+    }
+    for (const command of ['cd sub && ls', 'cd sub/.. && ls', `cat ${path.join(ws, 'sub', 'a.txt')}`, '/usr/bin/env node x.js', 'ls /dev/null', 'git status']) {
+      const p = await previewToolCall(tool('run_command'), { command });
+      assert.deepEqual(p.kind === 'command' && p.warnings, [], command);
+    }
+  });
+
   test('a command preview runs nothing', async () => {
     const { ws, tool } = await workspaceWithTools();
     const preview = await previewToolCall(tool('run_command'), { command: 'touch made-by-preview.txt > out.txt' });

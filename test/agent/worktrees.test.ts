@@ -59,6 +59,14 @@ describe('choosing a worktree by source', () => {
     assert.equal(bad.success, false);
     assert.match(JSON.stringify(bad.error?.issues), /phone/);
   });
+  test('allow_hooks is a setting of its own: true or false (default false), anything else named', () => {
+    assert.equal(ServiceConfigFile.parse({}).worktrees.allow_hooks, false);
+    assert.equal(ServiceConfigFile.parse({ worktrees: { allow_hooks: true } }).worktrees.allow_hooks, true);
+    const bad = ServiceConfigFile.safeParse({ worktrees: { allow_hooks: 'yes' } });
+    assert.equal(bad.success, false);
+    assert.deepEqual(bad.error?.issues[0]?.path, ['worktrees', 'allow_hooks']);
+    assert.match(String(bad.error?.issues[0]?.message), /allow_hooks must be true or false/);
+  });
 });
 
 describe('making worktrees', () => {

@@ -432,7 +432,48 @@ describe('push and discard', () => {
       await discardWorktree(wt);
       assert.equal(existsSync(wt.path), false);
       assert.equal(git(repo.repo, 'branch', '--list', wt.branch).trim(), '');
-      assert.doesNotMatch(git(repo.repo, 'worktree', 'list'), /d1/);
+      // (Its path, not /d1/: the temp folder's random name may hold those letters.)
+      assert.equal(git(repo.repo, 'worktree', 'list', '--porcelain').includes(`worktree ${wt.path}\n`), false);
+    });
+  });
+});
+
+describe('a repository using git LFS (filters are off in our git: refused by name rather than the whole file stored)', () => {
+  const attributes = '*.bin filter=lfs diff=lfs merge=lfs -text\n';
+  const pointer = `version https://git-lfs.github.com/spec/v1\noid sha256:${'a'.repeat(64)}\nsize 3000\n`;
+  const large = Buffer.alloc(3000, 7);
+
+  test('commit_changes refuses a changed or new LFS file that is not a pointer, naming it; nothing committed or staged', async () => {
+    await withRepo({ '.gitattributes': attributes, 'model.bin': pointer, 'notes.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'lfs1');
+      const head = git(wt.path, 'rev-parse', 'HEAD');
+      await writeFiles(wt.path, { 'model.bin': large, 'new.bin': large, 'notes.txt': 'b\n' });
+      await assert.rejects(
+        commitChanges(wt, 'agent work', noHooks),
+        (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /model\.bin, new\.bin/.test(e.message) && /LFS/.test(e.message),
+      );
+      assert.equal(git(wt.path, 'rev-parse', 'HEAD'), head);
+      assert.equal(git(wt.path, 'diff', '--cached', '--name-only'), '');
+      assert.deepEqual(await readFile(join(wt.path, 'model.bin')), large, 'the working tree keeps the change');
+      // The pointer left as it was (and a new file given to LFS by a .gitattributes of the change itself: refused too).
+      await writeFiles(wt.path, { 'model.bin': pointer });
+      await rm(join(wt.path, 'new.bin'));
+      await writeFiles(wt.path, { '.gitattributes': `${attributes}*.dat filter=lfs\n`, 'weights.dat': large });
+      await assert.rejects(commitChanges(wt, 'agent work', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /weights\.dat/.test(e.message));
+      await rm(join(wt.path, 'weights.dat'));
+      const { commit } = await commitChanges(wt, 'notes only', noHooks);
+      assert.equal(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n').sort().join(','), '.gitattributes,notes.txt');
+    });
+  });
+
+  test('land_changes refuses a branch that stored an LFS file whole (committed by other means), naming it; the workspace unchanged', async () => {
+    await withRepo({ '.gitattributes': attributes, 'model.bin': pointer }, async (repo) => {
+      const wt = addWorktree(repo, 'lfs2');
+      await writeFiles(wt.path, { 'model.bin': large });
+      git(wt.path, 'commit', '-q', '-am', 'the whole file, by a git without LFS');
+      const before = snapshot(repo.repo);
+      await assert.rejects(landChanges(wt, 'merge', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /model\.bin/.test(e.message));
+      assert.deepEqual(snapshot(repo.repo), before);
     });
   });
 });

@@ -13,8 +13,9 @@ export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Headless, and nothing that reaches the network on its own. */
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS });
+/** `extraArgs`: switches of one test (a fake camera...). */
+export function launchChromium(extraArgs: string[] = []): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: [...CHROMIUM_ARGS, ...extraArgs] });
 }
 
 const TYPES: Record<string, string> = {

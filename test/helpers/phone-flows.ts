@@ -1,13 +1,14 @@
 /**
  * The phone's core flows, written once and run on each browser engine (test/web/engines/*.test.ts, one
  * file per engine so the test runner runs two engines at once): pair with a one-time secret, a streamed
- * chat, allow and deny a prompt, search, undo a turn, the offline outbox. Real parts: the service in
- * process with the fake OpenAI provider over a temp workspace, media/ served on 127.0.0.1, the page's
+ * chat, allow and deny a prompt, search, undo a turn, a worktree conversation's Changes sheet (revert a
+ * hunk), the offline outbox. Real parts: the service in process with the fake OpenAI provider over a
+ * temp workspace that is a git repository, media/ served on 127.0.0.1, the page's
  * socket through a door the test can cut (offline alike on every engine), one browser per engine and
  * file (test/helpers/engines.ts). Runs after `node esbuild.mjs`.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -15,6 +16,7 @@ import { serveStatic, type StaticServer } from './browser';
 import { startCuttableProxy, type CuttableProxy } from './cuttable-proxy';
 import { launchEngine, type Engine, type EngineName, type EnginePage } from './engines';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-openai';
+import { git, gitRepository } from './git-repo';
 import { startService, type RunningService } from './service';
 import { tempDir } from './temp';
 import { TestClient } from './ws-client';
@@ -26,6 +28,7 @@ const SHOWN = '.machine-view:not([hidden])';
 
 /** Page scripts (function bodies, run through the driver). */
 const CONNECTED = `var c = document.querySelector('${SHOWN} .connection'); return !!c && c.dataset.state === 'open';`;
+const APP_BEFORE = 'line 1\nline 2\nline 3\n';
 const REPLY_DONE = `var all = document.querySelectorAll('${SHOWN} .message.assistant:not(.streaming)'); for (var i = 0; i < all.length; i++) { if (all[i].textContent.indexOf(arguments[0]) >= 0) return true; } return false;`;
 
 export function phoneCoreFlows(engineName: EngineName): void {
@@ -42,6 +45,8 @@ export function phoneCoreFlows(engineName: EngineName): void {
     assert.ok(existsSync(join(MEDIA, 'chat-phone.js')), 'media/chat-phone.js is missing: run `node esbuild.mjs` first');
     await mkdir(SCREENS, { recursive: true });
     workspace = await tempDir('ra-engine-workspace-');
+    // A git repository: a conversation may work in its own worktree (the Changes sheet's flow).
+    await gitRepository(workspace.dir, { 'app.txt': APP_BEFORE });
     fake = await startFakeOpenAI();
     svc = await startService({ base_url: fake.url, model: 'fake-model', workspace: workspace.dir, permission_mode: 'ask' });
     site = await serveStatic(MEDIA);
@@ -142,6 +147,35 @@ export function phoneCoreFlows(engineName: EngineName): void {
     await page.click(`${SHOWN} .undo-panel .undo-confirm`);
     await page.waitFor(`return !!document.querySelector('${SHOWN} .undo-file[data-outcome="deleted"]');`, 'the turn undone');
     assert.equal(existsSync(join(workspace.dir, 'allowed.txt')), false, 'the file the turn wrote is gone');
+  });
+
+  flow("a worktree conversation's Changes sheet shows the assistant's edit, and Revert takes it back", async () => {
+    await page.click(`${SHOWN} .drawer-toggle`);
+    await page.waitFor(`var d = document.querySelector('${SHOWN} .drawer').getBoundingClientRect(); return d.left === 0 && d.width > 0;`, 'the drawer open');
+    await page.click(`${SHOWN} .new-chat`);
+    await page.waitFor(`return getComputedStyle(document.querySelector('${SHOWN} .drawer')).visibility === 'hidden';`, 'the drawer closed');
+    await page.click(`${SHOWN} .worktree-toggle input`);
+    fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'app.txt', content: 'line 1\nline 2 by the assistant\nline 3\n' } }] }, { text: 'Edited app.txt.' });
+    await send('Improve app.txt');
+    await page.click(`${SHOWN} .permission-card button[data-decision="allow"]`);
+    await page.waitFor(REPLY_DONE, 'the reply after the edit', 'Edited app.txt.');
+    assert.equal(readFileSync(join(workspace.dir, 'app.txt'), 'utf8'), APP_BEFORE, "the user's own file is untouched");
+    await page.waitFor(`var b = document.querySelector('${SHOWN} .changes-badge'); return !!b && b.textContent.indexOf('1 changed') >= 0;`, 'the "1 changed" badge');
+    await page.click(`${SHOWN} .changes-badge`);
+    await page.waitFor(
+      `var l = document.querySelector('${SHOWN} .changes-panel:not([hidden]) .diff-line[data-kind="add"] .diff-text'); return !!l && l.textContent === 'line 2 by the assistant';`,
+      "the hunk's added line",
+    );
+    await page.screenshot(join(SCREENS, `${engineName}-changes.png`));
+    await page.click(`${SHOWN} .changes-panel .change-revert-hunk`);
+    await page.waitFor(`var s = document.querySelector('${SHOWN} .changes-status'); return !!s && s.textContent.indexOf('Reverted a hunk of app.txt') >= 0;`, 'the hunk reverted');
+    const worktree = git(workspace.dir, 'worktree', 'list', '--porcelain')
+      .split('\n')
+      .filter((line) => line.startsWith('worktree '))
+      .map((line) => line.slice('worktree '.length))[1];
+    assert.ok(worktree, 'the conversation has its own worktree');
+    assert.equal(readFileSync(join(worktree, 'app.txt'), 'utf8'), APP_BEFORE, "the worktree's file is as before");
+    await page.click(`${SHOWN} .changes-panel .changes-close`);
   });
 
   flow('a message typed offline waits in the outbox, then is sent when the connection returns', async () => {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { generateKeyPair } from '../../src/tunnel';
 import { MachineStore } from '../../src/web/machines/machine-store';
-import { nameOfFragment, parseFragment } from '../../src/web/pairing';
+import { nameOfFragment, parseFragment, readPairingLink, unreachableFrom } from '../../src/web/pairing';
 
 class MemoryStorage implements Storage {
   private readonly items = new Map<string, string>();
@@ -104,4 +104,20 @@ test("each machine's storage is its own, and removing a machine forgets all of i
   assert.equal(machines.storageOf(a.id).getItem('remote-assistant.conversation'), 'on-a');
   assert.equal(new MachineStore(storage).current?.id, a.id);
   assert.ok(!JSON.stringify([...Array(storage.length).keys()].map((i) => storage.getItem(storage.key(i)!))).includes('tb'), "b's credential is gone");
+});
+
+test("a pasted pairing link: its own socket (not the page's), its name; anything else is said to be no pairing link", () => {
+  assert.deepEqual(readPairingLink('  http://192.168.1.7:5000/#pair=s2&name=desk  '), { pairing: { url: 'ws://192.168.1.7:5000/ws', token: '', pair: 's2' }, name: 'desk' });
+  const relay = readPairingLink(`https://relay.example/${relayFragment({ relay: 'wss://relay.example/ws?machine_id=m', machine_key: machineKey, pair: 'p' })}`);
+  assert.ok('pairing' in relay && relay.pairing.relay?.machineKey === machineKey);
+  for (const text of ['my computer', 'http://192.168.1.7:5000/', 'ftp://h/#pair=x', 'http://h/#url=http%3A%2F%2Fh%2Fws&pair=x', ''])
+    assert.match((readPairingLink(text) as { problem: string }).problem, /not a pairing link/, text);
+});
+
+test('an https page cannot reach a ws:// machine on the LAN (mixed content), and says so; wss, loopback and http pages can', () => {
+  const lan = { url: 'ws://192.168.1.7:5000/ws', token: '' };
+  assert.match(unreachableFrom(lan, { protocol: 'https:' }) ?? '', /opened over https.*192\.168\.1\.7.*relay/);
+  assert.equal(unreachableFrom(lan, { protocol: 'http:' }), undefined);
+  assert.equal(unreachableFrom({ url: 'ws://127.0.0.1:5000/ws', token: '' }, { protocol: 'https:' }), undefined);
+  assert.equal(unreachableFrom({ url: 'wss://relay.example/ws?machine_id=m', token: '' }, { protocol: 'https:' }), undefined);
 });

@@ -160,6 +160,21 @@ describe('a conversation in its own worktree', () => {
     await writeFile(join(repo, 'app.ts'), 'original\n');
   });
 
+  test("list_prompts of a worktree conversation reads the worktree's saved prompts, not the workspace's", async (t) => {
+    const { id } = await newWorktreeConversation('prompts in a worktree');
+    const prompts = join(repo, '.remote-assistant', 'prompts');
+    await mkdir(prompts, { recursive: true });
+    await writeFile(join(prompts, 'mine.md'), "the person's own prompt\n");
+    t.after(() => rm(join(repo, '.remote-assistant'), { recursive: true, force: true }));
+    await chat({ conversation_id: id, message: TOOL('write_file', { path: '.remote-assistant/prompts/branch.md', content: "the branch's prompt\n" }) });
+    const names = async (frame: Record<string, unknown>) =>
+      ((await client.request({ type: 'list_prompts', ...frame })).data as { prompts: { name: string; scope: string }[] }).prompts.filter((p) => p.scope === 'project').map((p) => p.name);
+    assert.deepEqual(await names({ conversation_id: id }), ['branch']);
+    assert.deepEqual(await names({}), ['mine']);
+    const unknown = await client.request({ type: 'list_prompts', conversation_id: 'no-such-conversation' });
+    assert.equal(unknown.code, 'not_found');
+  });
+
   test('a base branch that moved on is told after the next turn', async () => {
     const { id } = await newWorktreeConversation('base moves');
     await writeFile(join(repo, 'other.txt'), 'x\n');
@@ -225,6 +240,12 @@ describe('ways out of a worktree (attacks)', () => {
       assert.equal((prompt.preview as { cwd: string }).cwd, '.');
       await client.request({ type: 'permission_response', request_id: prompt.request_id, decision: 'deny' });
       await pending;
+      // A command naming the way out is flagged in the prompt: cd .., the person's tree by its absolute path.
+      const leaving = chat({ conversation_id: id, message: TOOL('run_command', { command: `cd .. && cat ${join(repo, 'secret.txt')}` }) });
+      const warned = await client.next((frame) => frame.event === 'permission.request' && frame.conversation_id === id && frame.request_id !== prompt.request_id);
+      assert.deepEqual((warned.preview as { warnings: string[] }).warnings, ['leaves the workspace: cd ..', `leaves the workspace: ${join(repo, 'secret.txt')}`]);
+      await client.request({ type: 'permission_response', request_id: warned.request_id, decision: 'deny' });
+      await leaving;
     } finally {
       await client.request({ type: 'update_config', config: { permission_mode: 'allow' } });
     }
@@ -322,6 +343,18 @@ describe('defaults, a workspace that is not a repository, clean-up at start', ()
     assert.equal(reply.code, 'conflict');
     assert.match(String(reply.error), /not? .*git repository/);
     assert.equal((await lan.request({ type: 'chat', message: 'in the workspace then', worktree: false })).status, 'ok');
+  });
+
+  test("get_config shows service.json's worktrees settings and the asking client's default (the phone's toggle starts from it)", async (t) => {
+    const worktrees = { default: { lan: true, webhook: true }, folder: '../elsewhere', allow_hooks: true };
+    const service = await startService({ provider: 'openai', model: 'gpt-4o-mini', base_url: openai.url, workspace: repo, worktrees });
+    t.after(() => service.dispose());
+    const lan = await TestClient.authed(service.wsUrl, service.token);
+    t.after(() => lan.close());
+    const config = (await lan.request({ type: 'get_config' })).data as { worktrees: unknown };
+    assert.deepEqual(config.worktrees, { default: { editor: false, lan: true, relay: false, webhook: true }, folder: '../elsewhere', allow_hooks: true, new_chat: true });
+    const plain = (await client.request({ type: 'get_config' })).data as { worktrees: unknown };
+    assert.deepEqual(plain.worktrees, { default: { editor: false, lan: false, relay: false, webhook: false }, folder: null, allow_hooks: false, new_chat: false });
   });
 
   test('a webhook account with worktree "required": its conversation works in its own worktree from its first message', async (t) => {

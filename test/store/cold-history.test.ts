@@ -195,12 +195,12 @@ test('a crash between history.db taking the rows and sql.js letting them go: the
   assert.equal(store.messages.count(), 120);
 });
 
-test("migration 17: SIGKILL while an existing database's metadata moves to history.db; the next open finishes, every message once", { timeout: 180_000 }, async (t) => {
+test("migration 18: SIGKILL while an existing database's metadata moves to history.db; the next open finishes, every message once", { timeout: 180_000 }, async (t) => {
   const dir = await withDir(t);
-  // A store as schema 16 wrote it: every message's metadata in sql.js, its body in history.db.
+  // A store as schema 17 wrote it: every message's metadata in sql.js, its body in history.db.
   const conversations = 12;
   const per = 600;
-  let store = await openStore(dir, { migrations: MIGRATIONS.slice(0, 16) });
+  let store = await openStore(dir, { migrations: MIGRATIONS.slice(0, 17) });
   for (let c = 0; c < conversations; c++) {
     const id = `c${c}`;
     await store.conversations.create({ id, title: id, source: 'ws', created_at: iso(OLD) });

@@ -5,7 +5,8 @@
  * - with two machines paired (two chats on the page) no id is given twice, and every label, aria-controls
  *   and aria-labelledby names an element of its own chat;
  * - axe-core, run inside the page, finds no serious or critical violation on the main screens (chat, a
- *   waiting prompt, the conversation list, devices, notifications, activity, computers), light and dark;
+ *   waiting prompt, the conversation list, devices, notifications, activity, a worktree conversation's
+ *   Changes sheet, computers), light and dark;
  * - every one of those screens is saved at 320, 390 and 768 px, light and dark, under
  *   test-output/screens/ to be looked at.
  * Runs after `node esbuild.mjs`.
@@ -16,7 +17,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
+import { gitRepository } from '../helpers/git-repo';
 import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { tempDir } from '../helpers/temp';
 import { startService, type RunningService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
 
@@ -28,14 +31,23 @@ const HEIGHT: Record<number, number> = { 320: 568, 390: 844, 768: 1024 };
 const TAP_TARGETS = ['.drawer-toggle', '.machine-switch', '.mode-select', '.composer .attach', '.composer .camera', '.composer :is(.send, .stop)', '.permission-card .permission-actions .button'];
 
 let rig: PhoneRig;
+/** A second machine, added from the page's "Add a computer" for the Computers screen. */
+let second: RunningService;
+let repoDir: { dir: string; cleanup: () => Promise<void> };
 
 before(async () => {
   await mkdir(SCREENS, { recursive: true });
-  rig = await startPhoneRig({ permission_mode: 'ask' });
+  // A git repository, so a conversation can work in its own worktree and the Changes sheet has a diff.
+  repoDir = await tempDir('ra-a11y-repo-');
+  await gitRepository(repoDir.dir, { 'app.txt': 'line 1\nline 2\nline 3\n' });
+  rig = await startPhoneRig({ permission_mode: 'ask', workspace: repoDir.dir });
+  second = await startService({ base_url: rig.fake.url, model: 'fake-model', workspace: rig.workspace.dir });
 });
 
 after(async () => {
+  await second?.dispose();
   await rig?.close();
+  await repoDir?.cleanup();
 });
 
 /** Sends a message that asks to write a file: its prompt waits on the page. */
@@ -101,10 +113,8 @@ test('the main controls are tap targets of at least 44x44 CSS px at 390 and 320 
 });
 
 test('with two machines open no id is given twice, and labels and aria references stay in their own chat', async () => {
-  let second: RunningService | undefined;
   const phone = await rig.openPhone();
   try {
-    second = await startService({ base_url: rig.fake.url, model: 'fake-model', workspace: rig.workspace.dir });
     const { page } = phone;
     // The second machine's pairing link opened into the open page (only the fragment changes).
     await page.evaluate((fragment) => (location.hash = fragment), `url=${encodeURIComponent(second.wsUrl)}&token=${encodeURIComponent(second.token)}`);
@@ -130,9 +140,16 @@ test('with two machines open no id is given twice, and labels and aria reference
     assert.deepEqual(phone.errors, []);
   } finally {
     await phone.close();
-    await second?.dispose();
   }
 });
+
+/** A fresh pairing link of the service, as `remote-assistant pair` prints it. */
+async function pairingLink(svc: RunningService): Promise<string> {
+  const owner = await TestClient.authed(svc.wsUrl, svc.token);
+  const link = ((await owner.request({ type: 'create_lan_pairing' })).data as { link: string }).link;
+  owner.close();
+  return link;
+}
 
 interface Violation {
   id: string;
@@ -217,10 +234,55 @@ const SCREENS_TO_SEE: Screen[] = [
     },
   },
   {
+    name: 'changes',
+    open: async (page) => {
+      // A new chat in its own worktree whose assistant edits app.txt there: its Changes sheet.
+      await openDrawer(page);
+      await page.locator('.machine-view:not([hidden]) .new-chat').click();
+      await closeDrawer(page);
+      await page.locator('.worktree-toggle input').check();
+      rig.fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'app.txt', content: 'line 1\nline 2 by the assistant\nline 3\n' } }] }, { text: 'Edited app.txt.', chunks: 1 });
+      await page.locator('.composer-input').fill('Improve app.txt');
+      await page.locator('.composer-input').press('Enter');
+      await page.locator('.permission-card button[data-decision="allow"]').click();
+      await page.locator('.message.assistant', { hasText: 'Edited app.txt.' }).waitFor();
+      await page.locator('.changes-badge:has-text("1 changed")').click();
+      await page.locator('.changes-panel:not([hidden]) .change-file').waitFor();
+    },
+    close: async (page) => {
+      await page.locator('.changes-panel:not([hidden]) .changes-close').click();
+    },
+  },
+  {
+    name: 'add-computer',
+    open: async (page) => {
+      // The sheet as it answers a link whose secret the machine never gave.
+      await page.locator('.machine-view:not([hidden]) .machine-switch').click();
+      await page.locator('.add-machine-toggle').click();
+      await page.locator('#ra-add-link').fill((await pairingLink(second)).replace(/pair=[^&]+/, 'pair=never-given'));
+      await page.locator('.add-machine-submit').click();
+      await page.locator('.add-machine-status[data-kind="error"]').waitFor();
+    },
+    close: async (page) => {
+      await page.keyboard.press('Escape');
+      await page.locator('.machines-panel').waitFor({ state: 'hidden' });
+    },
+  },
+  {
     name: 'computers',
     open: async (page) => {
+      // Two machines: the second added from this page, then the list.
+      if ((await page.locator('.machine-view').count()) < 2) {
+        await page.locator('.machine-view:not([hidden]) .machine-switch').click();
+        await page.locator('.add-machine-toggle').click();
+        await page.locator('#ra-add-link').fill(await pairingLink(second));
+        await page.locator('.add-machine-submit').click();
+        await page.locator('.machine-view:not([hidden]) .connection[data-state="open"]').waitFor();
+        await page.locator('.machines-panel').waitFor({ state: 'hidden' });
+      }
       await page.locator('.machine-view:not([hidden]) .machine-switch').click();
       await page.locator('.machines-panel:not([hidden])').waitFor();
+      await page.locator('.machines-panel .machine').nth(1).locator('.machine-state', { hasText: 'online' }).waitFor();
     },
     close: async (page) => {
       await page.keyboard.press('Escape');

@@ -176,6 +176,30 @@ test("a land the user's own edits would overwrite is refused on the phone, namin
   await phone.close();
 });
 
+test("the new chat's worktree toggle starts from service.json's default for the phone's source, and an unticked one is said", async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  const toggle = page.locator('.worktree-toggle input');
+  assert.equal(await toggle.isChecked(), false, 'off by default');
+  // The phone connects as a LAN client here: worktrees.default.lan on, the toggle follows (config.changed).
+  await rig.svc.service.config.edit((raw) => void (raw.worktrees = { default: { lan: true } }));
+  try {
+    await page.waitForFunction(() => document.querySelector<HTMLInputElement>('.worktree-toggle input')?.checked === true);
+    // Unticked by the person: the chat says worktree false, so the service's default does not apply.
+    await toggle.uncheck();
+    rig.fake.script({ text: 'In the workspace.' });
+    await page.locator('.composer-input').fill('Stay in the workspace');
+    await page.locator('.composer .send').click();
+    await page.locator('.message.assistant', { hasText: 'In the workspace.' }).waitFor();
+    assert.ok(phone.sent.some((frame) => frame.type === 'chat' && frame.message === 'Stay in the workspace' && frame.worktree === false));
+    await page.locator('.changes-badge').waitFor({ state: 'hidden' });
+  } finally {
+    await rig.svc.service.config.edit((raw) => void delete raw.worktrees);
+  }
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
 test('attack: a file name with markup, a line break and a right-to-left override shows as text on the phone, escaped, never as markup', async () => {
   const phone = await rig.openPhone();
   const { page } = phone;

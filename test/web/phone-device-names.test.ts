@@ -2,7 +2,8 @@
  * Device names instead of "LAN" (issue 23, should-fix): the device credential knows its name, so the
  * toast of a prompt answered from a paired phone says "Allowed from <its name>", and every user message
  * says who sent it: a paired phone by its name, a script on the LAN as LAN, so another client's message
- * reads apart from the phone's own, live and after a reload. Real parts (test/helpers/phone-rig.ts);
+ * reads apart from the phone's own, live and after a reload; the prompt card says which phone asked and
+ * the conversation's row who started it (list_conversations' `started_by`). Real parts (test/helpers/phone-rig.ts);
  * runs after `node esbuild.mjs`.
  */
 import assert from 'node:assert/strict';
@@ -37,6 +38,7 @@ test('a paired phone is named by its device name: "Allowed from Test Pixel", and
   await input.press('Enter');
   const card = page.locator('.permission-card');
   await card.waitFor();
+  assert.equal(await card.locator('.permission-source').innerText(), 'Asked from Test Pixel', 'the prompt names the phone that asked, not "LAN"');
   await card.locator('button[data-decision="allow"]').click();
   await page.locator('.permission-outcome', { hasText: 'Allowed from Test Pixel' }).waitFor();
   await page.locator('.message.assistant', { hasText: 'Listed for you.' }).waitFor();
@@ -55,6 +57,19 @@ test('a paired phone is named by its device name: "Allowed from Test Pixel", and
   await page.locator('.connection[data-state="open"]').waitFor();
   await page.locator('.message.assistant', { hasText: 'Answered the script.' }).waitFor();
   assert.deepEqual(await senders(), expected, 'after a reload');
+
+  // The conversation's row in the list says who started it: the phone's name, not the transport.
+  await owner.request({ type: 'chat', message: 'started by a script' }, 20_000);
+  const rowMeta = async (title: string) => {
+    await page.locator('.drawer-toggle').click();
+    const meta = await page.locator('.conversation', { hasText: title }).locator('.conversation-meta').innerText();
+    await page.keyboard.press('Escape');
+    return meta;
+  };
+  assert.match(await rowMeta('list it from the phone'), /· Test Pixel$/);
+  assert.match(await rowMeta('started by a script'), /· LAN$/, 'a script with the access token is a LAN client');
+  const rows = (await owner.request({ type: 'list_conversations' })).data as { conversations: { title: string; started_by?: string | null }[] };
+  assert.equal(rows.conversations.find((c) => c.title === 'list it from the phone')?.started_by, 'Test Pixel');
   owner.close();
   assert.deepEqual(phone.errors, []);
   await phone.close();

@@ -270,6 +270,38 @@ test("each machine has its own push worker; a tap on B's notification while A is
   await view(b).locator('.message.assistant', { hasText: 'Listed on B.' }).waitFor();
 });
 
+test("through the relay: a phone that knows only A adds B from B's pasted relay pairing link (the tunnel's key registered by the trial, then used by B's chat)", async () => {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, reducedMotion: 'reduce' });
+  const other = await context.newPage();
+  other.setDefaultTimeout(WAIT);
+  const errors: string[] = [];
+  other.on('pageerror', (error) => errors.push(String(error)));
+  const fresh = async (m: Machine) => ((await m.lan.request({ type: 'create_pairing' })).data as { pairing_url: string }).pairing_url;
+  const deviceIds = async (m: Machine) => ((await m.lan.request({ type: 'list_devices' })).data as { devices: { device_id: string }[] }).devices.map((d) => d.device_id);
+  const before = { a: await deviceIds(a), b: await deviceIds(b) };
+  await other.goto(await fresh(a));
+  await other.locator(`.machine-view[data-machine-id="${a.id}"] .connection[data-state="open"]`).waitFor();
+  await other.locator(`${SHOWN} .machine-switch`).click();
+  await other.locator('.add-machine-toggle').click();
+  await other.locator('#ra-add-link').fill(await fresh(b));
+  await other.locator('.add-machine-submit').click();
+  await other.locator(`${SHOWN}[data-machine-id="${b.id}"] .connection[data-state="open"]`).waitFor();
+  b.fake.script({ text: 'B answers the added phone', chunks: 1 });
+  await other.locator(`${SHOWN} .composer-input`).fill('hello B through the relay');
+  await other.locator(`${SHOWN} .composer-input`).press('Enter');
+  await other.locator(`${SHOWN} .message.assistant`, { hasText: 'B answers the added phone' }).waitFor();
+  const stored = await other.evaluate(() => JSON.parse(localStorage.getItem('remote-assistant.machines') ?? 'null') as { machines: { id: string }[] });
+  assert.deepEqual(stored.machines.map((m) => m.id).sort(), [a.id, b.id].sort());
+  assert.deepEqual(errors, []);
+  await context.close();
+  // This second phone goes again: the tests after count the first phone's devices.
+  for (const [m, known] of [
+    [a, before.a],
+    [b, before.b],
+  ] as const)
+    for (const id of await deviceIds(m)) if (!known.includes(id)) await m.lan.request({ type: 'revoke_device', device_id: id });
+});
+
 test('B stops: the switcher shows it offline while A keeps working', async () => {
   await b.svc.stop();
   await openPanel();

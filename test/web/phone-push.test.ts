@@ -17,6 +17,8 @@ import { CHROMIUM_ARGS, CHROMIUM_PATH, launchChromium } from '../helpers/browser
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startService, type RunningService } from '../helpers/service';
 import { tempDir } from '../helpers/temp';
+import { gitRepository } from '../helpers/git-repo';
+import { reviewPayload } from '../../src/channels/push/push-payloads';
 import { startRecordingProxy, type RecordingProxy } from '../helpers/recording-proxy';
 import { TestClient } from '../helpers/ws-client';
 
@@ -44,6 +46,8 @@ before(async () => {
   assert.ok(existsSync(resolve('media/sw.js')), 'media/sw.js is missing: run `node esbuild.mjs` first');
   await mkdir(ARTIFACTS, { recursive: true });
   workspace = await tempDir('ra-push-workspace-');
+  // A git repository, so a conversation may have its own worktree (a "ready for review" tap).
+  await gitRepository(workspace.dir, { 'README.md': 'the workspace\n' });
   fake = await startFakeOpenAI();
   svc = await startService({ base_url: fake.url, model: 'fake-model', workspace: workspace.dir, permission_mode: 'ask' });
   pushCommands = await startRecordingProxy(svc.wsUrl);
@@ -122,6 +126,24 @@ function tap(worker: Worker, tag: string, action = ''): Promise<void> {
     },
     { tag, action },
   );
+}
+
+/**
+ * Chromium lets only a real tap open a window (a synthetic event is refused): the test stands in for the
+ * browser there, keeping the URL the worker asked for (openedWindow), which the test then opens itself.
+ */
+async function standInForOpenWindow(worker: Worker): Promise<void> {
+  await worker.evaluate(() => {
+    const scope = self as unknown as { clients: { openWindow: (url: string) => Promise<null> }; opened?: string };
+    scope.clients.openWindow = async (url) => {
+      scope.opened = url;
+      return null;
+    };
+  });
+}
+
+function openedWindow(worker: Worker): Promise<string | undefined> {
+  return worker.evaluate(() => (self as unknown as { opened?: string }).opened);
 }
 
 const prompt = (conversation: string, request: string, command: string) => ({
@@ -204,17 +226,9 @@ test('Allow tapped on a prompt while no page is open: the worker opens the page,
   await push(worker, { ...prompt(request.conversation_id, request.request_id, 'list_directory'), title: 'Approve list_directory?' });
   await page.close();
 
-  // Chromium lets only a real tap open a window (a synthetic event is refused): the test stands in for
-  // the browser there, opening the URL the worker asked for.
-  await worker.evaluate(() => {
-    const scope = self as unknown as { clients: { openWindow: (url: string) => Promise<null> }; opened?: string };
-    scope.clients.openWindow = async (url) => {
-      scope.opened = url;
-      return null;
-    };
-  });
+  await standInForOpenWindow(worker);
   await tap(worker, `prompt:${request.conversation_id}`, 'allow');
-  const target = await worker.evaluate(() => (self as unknown as { opened?: string }).opened);
+  const target = await openedWindow(worker);
   assert.ok(target, 'the worker opened a page');
   const opened = new URL(target);
   assert.equal(`${opened.origin}${opened.pathname}`, `${svc.httpUrl}/`);
@@ -256,6 +270,53 @@ test('a tap while the page is open: the worker hands it the target, and the page
   assert.equal(context.pages().length, 1, 'no second page opened');
   script.close();
   await page.close();
+  assert.deepEqual(pageErrors, []);
+});
+
+test('a "ready for review" tap opens the conversation\'s Changes sheet: on the open page, and from a content-blind one with no page open', async () => {
+  // A conversation in its own worktree that changed a file (the workspace is a git repository).
+  fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'review-me.txt', content: 'by the assistant\n' } }] }, { text: 'Wrote it.', chunks: 1 });
+  const script = await TestClient.authed(svc.wsUrl, svc.token);
+  const asked = script.next((f) => f.event === 'permission.request', 30_000);
+  const chat = script.request({ type: 'chat', message: 'a change to review', worktree: true }, 60_000);
+  const request = (await asked) as { request_id: string };
+  await script.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
+  const answer = await chat;
+  assert.equal(answer.status, 'ok', JSON.stringify(answer));
+  const conversation = (answer.data as { conversation_id: string }).conversation_id;
+  const ready = { conversationId: conversation, conversationTitle: 'a change to review', files: 1, additions: 1, deletions: 0 };
+  const file = '.changes-panel .change-file[data-path="review-me.txt"]';
+
+  const page = await openPage();
+  const worker = await installedWorker(page);
+  /** The review notification shown for a push of the service's own payload (content-blind or not): it links to the Changes view. */
+  const pushReview = async (blind: boolean) => {
+    const shown = (
+      await push(
+        worker,
+        reviewPayload(ready, blind, (text) => text),
+      )
+    ).find((n) => n.tag === `review:${conversation}`);
+    assert.equal(shown?.data?.url, `./?conversation=${conversation}&view=changes`);
+  };
+  await pushReview(false);
+  await tap(worker, `review:${conversation}`);
+  await page.locator(file).waitFor();
+  assert.match(await page.locator('.title').innerText(), /a change to review/);
+  await page.close();
+
+  // Content-blind (only the ids), tapped with no page open: the page the worker opens shows the sheet once connected.
+  await pushReview(true);
+  await standInForOpenWindow(worker);
+  await tap(worker, `review:${conversation}`);
+  const target = await openedWindow(worker);
+  assert.ok(target, 'the worker opened a page');
+  const opened = await context.newPage();
+  await opened.goto(target);
+  await opened.locator(file).waitFor();
+  await opened.waitForFunction(() => !location.search);
+  script.close();
+  await opened.close();
   assert.deepEqual(pageErrors, []);
 });
 

@@ -1,5 +1,5 @@
 // The chat UI is typed from src/protocol with type-only imports: the browser bundle must not pull in
-// zod (or any schema runtime) through them. Bundles the browser entry points (the two chat pages and the phone's service worker) as esbuild.mjs does and reads
+// zod (or any schema runtime) through them. Bundles the browser entry points (the two chat pages, the phone's service worker and its QR decoder) as esbuild.mjs does and reads
 // which files went in.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -7,7 +7,7 @@ import { build } from 'esbuild';
 
 test('the web bundles hold no zod: src/protocol comes in as types only (its zod-free readers aside)', async () => {
   const result = await build({
-    entryPoints: { 'chat-webview': 'src/web/chat-webview.ts', 'chat-phone': 'src/web/chat-phone.ts', sw: 'src/web/push-worker.ts' },
+    entryPoints: { 'chat-webview': 'src/web/chat-webview.ts', 'chat-phone': 'src/web/chat-phone.ts', sw: 'src/web/push-worker.ts', 'qr-decode': 'src/web/qr-decode.ts' },
     bundle: true,
     platform: 'browser',
     format: 'iife',
@@ -31,6 +31,7 @@ test('the web bundles hold no zod: src/protocol comes in as types only (its zod-
     'src/protocol/audit-labels.ts',
     'src/protocol/chat-context.ts',
     'src/protocol/client.ts',
+    'src/protocol/display-name.ts',
     'src/protocol/export-reader.ts',
     'src/protocol/pending-requests.ts',
     'src/protocol/permission-text.ts',

@@ -53,6 +53,32 @@ function isOutside(target: string, cwd: string, roots: string[]): boolean {
   return path.isAbsolute(workspaceSubject(roots, path.resolve(cwd, target)));
 }
 
+/** Programs that change the shell's folder for what follows. */
+const FOLDER_CHANGERS = new Set(['cd', 'pushd']);
+/** The system's own folders: naming one (`/usr/bin/env`, `/dev/null`) is not a way into someone's files. */
+const SYSTEM_FOLDERS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/dev', '/proc', '/sys', '/etc', '/opt', '/nix', '/snap'];
+
+/**
+ * Where a command leaves the workspace (or a conversation's worktree) by what it names: a `cd` / `pushd`
+ * out of it (`cd ..` at its top, `cd` alone or `cd ~` to the home folder, `cd -`), a `../` path that
+ * resolves outside, an absolute path outside (the person's working tree beside a worktree). A hint for
+ * the prompt, not a fence: a shell reaches any path through a variable, a script or a program's option.
+ */
+function leavingWords(program: string, args: string[], cwd: string, roots: string[]): string[] {
+  if (FOLDER_CHANGERS.has(program)) {
+    const target = operands(args)[0];
+    if (target === undefined || target === '-' || target.startsWith('~') || isOutside(target, cwd, roots)) return [`${program} ${target ?? ''}`.trim()];
+    return [];
+  }
+  return operands(args).filter((word) => {
+    const named = path.isAbsolute(word) || word.split('/').includes('..');
+    if (!named || HARMLESS_TARGETS.has(word)) return false;
+    const resolved = path.resolve(cwd, word);
+    if (SYSTEM_FOLDERS.some((folder) => resolved === folder || resolved.startsWith(`${folder}/`))) return false;
+    return isOutside(word, cwd, roots);
+  });
+}
+
 /** The warnings for a command (a shell line or an argv) run in the absolute folder `cwd`. */
 export function commandWarnings(command: string | string[], cwd: string, roots: string[]): string[] {
   const line = typeof command === 'string' ? parseShellLine(command) : undefined;
@@ -64,7 +90,9 @@ export function commandWarnings(command: string | string[], cwd: string, roots: 
   for (const [program, ...args] of commands.map((words) => [nameOf(words[0]), ...words.slice(1)])) {
     if (program === 'rm' && isRecursiveForcedRm(args)) warnings.add('rm -rf: deletes files and folders recursively, without asking');
     if (program === 'git' && isForcedPush(args)) warnings.add('git push --force: may overwrite commits on the remote');
-    writtenOperands(program, args).forEach(outside);
+    const written = writtenOperands(program, args);
+    written.forEach(outside);
+    for (const word of leavingWords(program, args, cwd, roots)) if (!written.includes(word)) warnings.add(`leaves the workspace: ${word}`);
   }
   const programs = commands.map((words) => nameOf(words[0]));
   if (programs.some((p) => DOWNLOADERS.has(p)) && programs.some((p) => SHELLS.has(p))) {

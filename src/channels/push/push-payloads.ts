@@ -107,7 +107,8 @@ export function reviewPayload(ready: { conversationId: string; conversationTitle
     conversation_id: ready.conversationId,
     title: cut(text(`Ready for review: ${ready.conversationTitle}`), TITLE_CHARS),
     body: cut(`${ready.files} file${ready.files === 1 ? '' : 's'} changed, +${ready.additions} -${ready.deletions}`, BODY_CHARS),
-    url: pageUrl(ready.conversationId),
+    // Opens the conversation's Changes view (the page's deep link, src/web/push/deep-link.ts).
+    url: `${pageUrl(ready.conversationId)}&view=changes`,
   };
 }
 

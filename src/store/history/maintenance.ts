@@ -70,7 +70,7 @@ export class HistoryMaintenance {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private swept = false;
-  /** Whether the schema has cold rows (migration 17), asked once. */
+  /** Whether the schema has cold rows (migration 18), asked once. */
   private cold: boolean | undefined;
 
   constructor(

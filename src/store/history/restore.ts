@@ -19,7 +19,7 @@ export function inboxHasBodyKeys(db: Database): boolean {
   return hasColumn(db, 'webhook_inbox', 'body_key');
 }
 
-/** Whether conversations can have messages whose metadata moved to history.db (migration 17; not in a store opened with older migrations). */
+/** Whether conversations can have messages whose metadata moved to history.db (migration 18; not in a store opened with older migrations). */
 export function hasColdHistory(db: Database): boolean {
   return hasColumn(db, 'conversations', 'cold_seq');
 }

@@ -12,6 +12,8 @@ const PHONE_FILES: Record<string, { file: string; type: string }> = {
   '/': { file: 'phone.html', type: 'text/html; charset=utf-8' },
   '/phone.html': { file: 'phone.html', type: 'text/html; charset=utf-8' },
   '/chat-phone.js': { file: 'chat-phone.js', type: 'text/javascript; charset=utf-8' },
+  // The QR decoder, loaded by the page only when a computer is added from a picture of its QR code.
+  '/qr-decode.js': { file: 'qr-decode.js', type: 'text/javascript; charset=utf-8' },
   // The service worker (Web Push): at the page's own path, so its default scope is the page's.
   '/sw.js': { file: 'sw.js', type: 'text/javascript; charset=utf-8' },
   '/chat.css': { file: 'chat.css', type: 'text/css; charset=utf-8' },

@@ -136,6 +136,7 @@ export class ChatApp {
     this.thumbnails = new AttachmentThumbnails(this.connection);
     this.tray = new AttachmentTray(this.connection, this.thumbnails);
     this.composer.addControls(...this.tray.controls);
+    this.composer.addAbove(this.tray.element);
     this.composer.allowEmpty = () => this.tray.count > 0;
     this.messages.onStoredMessage = (node, message) => this.thumbnails.show(node, message.attachments);
     this.live = new LiveTurn({
@@ -170,6 +171,7 @@ export class ChatApp {
       if (this.current) void this.changes.open(this.current);
     });
     this.worktreeBox = h('input', { type: 'checkbox', class: 'worktree-toggle-input' });
+    this.worktreeBox.addEventListener('change', () => (this.worktreeBox.dataset.touched = 'true'));
     this.worktreeToggle = h(
       'label',
       { class: 'worktree-toggle', title: 'The assistant works on a new branch in its own folder; you review and land its changes' },
@@ -207,7 +209,6 @@ export class ChatApp {
       this.queue.element,
       this.mentions?.element,
       this.chips.element,
-      this.tray.element,
       this.prompts.element,
       this.worktreeToggle,
       this.composer.element,
@@ -410,7 +411,7 @@ export class ChatApp {
       text,
       ...(context.length > 0 ? { context } : {}),
       ...(attachments.length > 0 ? { attachments } : {}),
-      ...(this.current ? { conversation_id: this.current } : { draft: this.draft, ...(this.worktreeBox.checked ? { worktree: true } : {}) }),
+      ...(this.current ? { conversation_id: this.current } : { draft: this.draft, worktree: this.worktreeBox.checked }),
     };
     if (!this.current) this.header.setTitle(text.length > 80 ? `${text.slice(0, 79)}…` : text);
     // Stop at once; the conversation's row then says whether it runs (conversation.updated).
@@ -471,13 +472,19 @@ export class ChatApp {
 
   private async refreshConfig(): Promise<void> {
     const answer = await this.call({ type: 'get_config' });
-    if (answer?.status === 'ok') this.header.setMode(answer.data.permission_mode, this.connected);
+    if (answer?.status !== 'ok') return;
+    this.header.setMode(answer.data.permission_mode, this.connected);
+    // The toggle starts from service.json's default for this client's source, unless the person set it.
+    const worktrees = answer.data.worktrees;
+    if (worktrees && !this.worktreeBox.dataset.touched) this.worktreeBox.checked = worktrees.new_chat;
   }
 
   /** The saved prompts and the instruction files in force (they live in the workspace: asked again on each connect). */
   private async refreshAgentContext(): Promise<void> {
-    const answer = await this.call({ type: 'list_prompts' });
-    if (answer?.status === 'ok') this.prompts.setPrompts(answer.data.prompts);
+    const conversationId = this.current;
+    // A conversation in its own worktree has its branch's project prompts.
+    const answer = await this.call({ type: 'list_prompts', ...(conversationId ? { conversation_id: conversationId } : {}) });
+    if (answer?.status === 'ok' && conversationId === this.current) this.prompts.setPrompts(answer.data.prompts);
     await this.refreshInstructions();
   }
 
@@ -528,7 +535,7 @@ export class ChatApp {
     this.worktreeToggle.hidden = conversationId !== undefined;
     if (!conversationId) this.header.setWorktree(null);
     this.header.setTitle(conversationId ? (this.list.title(conversationId) ?? this.headerTitleFallback()) : 'New chat');
-    if (this.connected) void this.refreshInstructions();
+    if (this.connected) void this.refreshAgentContext();
   }
 
   private headerTitleFallback(): string {

@@ -18,6 +18,28 @@ export interface PreparedImage {
   height: number;
 }
 
+/** A picture drawn on a canvas at most `maxSide` pixels on its longer side (never enlarged); undefined without a 2D context. */
+export function drawScaled(
+  bitmap: ImageBitmap,
+  maxSide: number,
+  options: { background?: string; willReadFrequently?: boolean } = {},
+): { canvas: HTMLCanvasElement; context: CanvasRenderingContext2D; width: number; height: number } | undefined {
+  const scale = Math.min(1, maxSide / Math.max(bitmap.width, bitmap.height));
+  const width = Math.max(1, Math.round(bitmap.width * scale));
+  const height = Math.max(1, Math.round(bitmap.height * scale));
+  const canvas = document.createElement('canvas');
+  canvas.width = width;
+  canvas.height = height;
+  const context = canvas.getContext('2d', { willReadFrequently: options.willReadFrequently === true });
+  if (!context) return undefined;
+  if (options.background) {
+    context.fillStyle = options.background;
+    context.fillRect(0, 0, width, height);
+  }
+  context.drawImage(bitmap, 0, 0, width, height);
+  return { canvas, context, width, height };
+}
+
 /** The upright, scaled JPEG of a picture; undefined when the browser cannot decode it (it is then sent as a file). */
 export async function prepareImage(file: Blob): Promise<PreparedImage | undefined> {
   let bitmap: ImageBitmap;
@@ -27,18 +49,10 @@ export async function prepareImage(file: Blob): Promise<PreparedImage | undefine
     return undefined;
   }
   try {
-    const scale = Math.min(1, MAX_IMAGE_SIDE / Math.max(bitmap.width, bitmap.height));
-    const width = Math.max(1, Math.round(bitmap.width * scale));
-    const height = Math.max(1, Math.round(bitmap.height * scale));
-    const canvas = document.createElement('canvas');
-    canvas.width = width;
-    canvas.height = height;
-    const context = canvas.getContext('2d');
-    if (!context) return undefined;
     // JPEG has no transparency: a transparent PNG's background becomes white rather than black.
-    context.fillStyle = '#fff';
-    context.fillRect(0, 0, width, height);
-    context.drawImage(bitmap, 0, 0, width, height);
+    const drawn = drawScaled(bitmap, MAX_IMAGE_SIDE, { background: '#fff' });
+    if (!drawn) return undefined;
+    const { canvas, width, height } = drawn;
     const blob = await new Promise<Blob | null>((resolve) => canvas.toBlob(resolve, 'image/jpeg', JPEG_QUALITY));
     if (!blob) return undefined;
     return { bytes: new Uint8Array(await blob.arrayBuffer()), mime: 'image/jpeg', width, height };

@@ -124,7 +124,7 @@ export class ChangesView {
   }
 
   private fileElement(conversationId: string, file: ChangedFile): HTMLElement {
-    const revert = h('button', { type: 'button', class: 'button secondary change-revert-file', 'aria-label': `Revert ${exactName(file.path)}` }, 'Revert file');
+    const revert = h('button', { type: 'button', class: 'button secondary change-revert-file', 'aria-label': `Revert file ${exactName(file.path)}` }, 'Revert file');
     revert.addEventListener('click', () => void this.revert(conversationId, file.path, undefined, revert));
     const head = h(
       'div',
@@ -153,8 +153,10 @@ export class ChangesView {
       return element;
     });
     const firstChanged = parsed.hunks[0]?.lines.find((line) => line.kind === 'add')?.newLine ?? hunk.new_start;
-    const revert = h('button', { type: 'button', class: 'button secondary change-revert-hunk' }, 'Revert');
-    const comment = h('button', { type: 'button', class: 'button secondary change-comment' }, 'Comment');
+    // Named with the visible word first (voice control says what it sees), then which hunk: every hunk has the same two buttons.
+    const where = `${exactName(file.path)}, line ${Math.max(1, firstChanged)}`;
+    const revert = h('button', { type: 'button', class: 'button secondary change-revert-hunk', 'aria-label': `Revert this hunk of ${where}` }, 'Revert');
+    const comment = h('button', { type: 'button', class: 'button secondary change-comment', 'aria-label': `Comment on ${where}` }, 'Comment');
     const section: HTMLElement = h(
       'div',
       { class: 'diff-hunk change-hunk', 'data-hunk-id': hunk.id },

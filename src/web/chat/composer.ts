@@ -57,6 +57,14 @@ export class Composer {
     this.input.before(...controls);
   }
 
+  /**
+   * Shown inside the message box's area, on a line of their own above it (the attachment tray): outside
+   * it, between the conversation and the box's top border, a chip read as part of the last message.
+   */
+  addAbove(...elements: HTMLElement[]): void {
+    this.element.prepend(...elements);
+  }
+
   focus(): void {
     this.input.focus({ preventScroll: true });
   }

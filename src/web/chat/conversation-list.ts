@@ -73,7 +73,7 @@ export class ConversationList {
       'button',
       { type: 'button', class: 'conversation-open', 'aria-current': conversation.id === this.current ? 'true' : undefined, title: conversation.title },
       h('span', { class: 'conversation-title' }, conversation.title || 'Untitled'),
-      h('span', { class: 'conversation-meta' }, [relativeTime(conversation.updated_at), sourceLabel(conversation.source)].filter(Boolean).join(' · ')),
+      h('span', { class: 'conversation-meta' }, [relativeTime(conversation.updated_at), conversation.started_by ?? sourceLabel(conversation.source)].filter(Boolean).join(' · ')),
       stateMark(conversation),
       conversation.plan_summary ? h('span', { class: 'conversation-plan' }, planProgressText(conversation.plan_summary)) : null,
       worktreeMark(conversation),

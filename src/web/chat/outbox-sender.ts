@@ -105,7 +105,8 @@ export class OutboxSender {
       ...(item.context ? { context: item.context } : {}),
       ...(item.attachments?.length ? { attachments: item.attachments.map((a) => a.attachment_id) } : {}),
       ...(item.conversation_id ? { conversation_id: item.conversation_id } : {}),
-      ...(item.worktree && !item.conversation_id ? { worktree: true } : {}),
+      // Said either way on a new chat, so an unticked toggle keeps it in the workspace whatever the default.
+      ...(item.worktree !== undefined && !item.conversation_id ? { worktree: item.worktree } : {}),
     } as const;
     let answer: EnvelopeOf<'chat'> | undefined;
     try {

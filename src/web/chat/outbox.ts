@@ -18,7 +18,7 @@ export interface OutboxItem {
   conversation_id?: string;
   /** Messages typed in the same new chat share a draft: once the first made the conversation, the rest follow it. */
   draft?: string;
-  /** A new chat in its own git worktree (chat's `worktree`; only with `draft`). */
+  /** Whether a new chat works in its own git worktree (chat's `worktree`; only with `draft`; absent: the service's default). */
   worktree?: boolean;
   /** Sent at least once (its answer was lost): the service may have stored it already. */
   attempted?: boolean;

@@ -175,7 +175,7 @@ export class PermissionCards {
       h(
         'div',
         { class: 'permission-context' },
-        h('div', { class: 'permission-source' }, `Asked from ${sourceLabel(request.source)}`),
+        h('div', { class: 'permission-source' }, `Asked from ${request.from ?? sourceLabel(request.source)}`),
         title ? h('div', { class: 'permission-where' }, `In “${title}”`) : null,
         time,
       ),

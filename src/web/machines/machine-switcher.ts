@@ -1,9 +1,11 @@
 /**
  * The machine switcher: a header button naming the machine on screen (with how many things wait for the
  * user on all machines) that opens a sheet listing every paired machine with its state (online,
- * offline, N waiting, running), to switch to, rename or remove, and the combined "Needs you" list.
+ * offline, N waiting, running), to switch to, rename or remove, "Add a computer" (add-machine.ts), and
+ * the combined "Needs you" list.
  */
 import { h } from '../chat/dom';
+import { AddMachine } from './add-machine';
 import { finishedCount, needsYouCount, stateLabel, type MachineEntry } from './machine-entry';
 import { NeedsYouList, type NeedsYouActions } from './needs-you';
 
@@ -11,6 +13,8 @@ export interface SwitcherActions extends NeedsYouActions {
   select(machineId: string): void;
   rename(machineId: string): void;
   remove(machineId: string): void;
+  /** Pairs with another machine from its link (resolves to what went wrong, or undefined once added). */
+  add(link: string): Promise<string | undefined>;
 }
 
 export class MachineSwitcher {
@@ -22,6 +26,7 @@ export class MachineSwitcher {
   private readonly badgeMeaning = h('span', { class: 'visually-hidden' });
   private readonly list = h('ul', { class: 'machine-list' });
   private readonly needsYou: NeedsYouList;
+  private readonly addMachine: AddMachine;
 
   constructor(private readonly actions: SwitcherActions) {
     this.button = h(
@@ -40,6 +45,7 @@ export class MachineSwitcher {
       },
       answer: (machineId, requestId, decision) => actions.answer(machineId, requestId, decision),
     });
+    this.addMachine = new AddMachine({ add: (link) => actions.add(link) });
     const close = h('button', { type: 'button', class: 'icon-button machines-close', 'aria-label': 'Close' }, '✕');
     close.addEventListener('click', () => this.toggle(false));
     this.panel = h(
@@ -47,7 +53,7 @@ export class MachineSwitcher {
       { class: 'machines-panel', id: 'ra-machines', role: 'dialog', 'aria-label': 'Computers', hidden: true },
       h('div', { class: 'machines-head' }, h('h2', {}, 'Computers'), close),
       this.list,
-      h('p', { class: 'machines-add' }, 'Add a computer: scan the pairing QR code it shows (Remote Assistant: Show Connection Info).'),
+      this.addMachine.element,
       this.needsYou.element,
     );
     document.addEventListener('keydown', (event) => {
@@ -74,6 +80,7 @@ export class MachineSwitcher {
   toggle(open = this.panel.hidden): void {
     this.panel.hidden = !open;
     this.button.setAttribute('aria-expanded', String(open));
+    if (!open) this.addMachine.toggle(false);
     if (open) this.panel.querySelector<HTMLElement>('.machine-select')?.focus();
   }
 

@@ -1,5 +1,6 @@
 /**
  * The page's deep link (docs/protocol.md, "Web Push"): `?conversation=<id>` shows that conversation,
+ * `&view=changes` its Changes view (a "ready for review" notification),
  * `&request=<id>` brings its prompt card into view, `&answer=allow|deny` (an action tapped on a
  * notification) answers the request once the page has authenticated: the service worker holds no
  * credential. It comes from the worker's message when a tap finds the page already open, or from the
@@ -20,11 +21,13 @@ export interface DeepLink {
   answer?: 'allow' | 'deny';
   /** The worker's proof that `answer` is a tap on our notification (tap-tokens.ts); absent in a message from the worker itself. */
   tap?: string;
+  /** `changes`: the conversation's Changes view (a "ready for review" notification), once connected. */
+  view?: 'changes';
 }
 
 /** The chat app, as far as a link needs it. */
 export interface LinkTarget {
-  openConversation(conversationId: string): void;
+  openConversation(conversationId: string, view?: 'chat' | 'changes'): void;
 }
 
 const ID = /^[\w.:-]{1,200}$/;
@@ -61,6 +64,7 @@ export function readDeepLink(href: string): DeepLink | undefined {
     request: id('request'),
     answer: answer === 'allow' || answer === 'deny' ? answer : undefined,
     tap: id('tap'),
+    view: query.get('view') === 'changes' ? 'changes' : undefined,
   };
   if (!link.request) link.answer = undefined;
   return link.conversation || link.request ? link : undefined;
@@ -97,6 +101,8 @@ export class DeepLinks {
     if (!link) return;
     this.pending = undefined;
     clearQuery();
+    // The Changes view reads the changes from the service: shown once the session is open.
+    if (link.conversation && link.view === 'changes') this.target.openConversation(link.conversation, 'changes');
     if (link.request && link.answer && (link.trusted || (link.tap && (await redeemTap(location.href, link.tap, link.request, link.answer))))) {
       await this.answer(link.request, link.answer);
       return;

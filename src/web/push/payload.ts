@@ -66,11 +66,13 @@ export function parsePayload(text: string | undefined): PushPayload | undefined 
  * The page to open for a payload, relative to the worker's scope: the service's `url` when it is one
  * of the page's own (`./?...`), else built from the ids (content-blind payloads carry no url).
  */
-export function targetUrl(payload: Pick<PushPayload, 'url' | 'conversation_id' | 'request_id'>): string {
+export function targetUrl(payload: Pick<PushPayload, 'url' | 'conversation_id' | 'request_id'> & { kind?: PushPayload['kind'] }): string {
   if (payload.url && /^\.\/(\?|$)/.test(payload.url)) return payload.url;
   const query = new URLSearchParams();
   if (payload.conversation_id) query.set('conversation', payload.conversation_id);
   if (payload.request_id) query.set('request', payload.request_id);
+  // "Ready for review" opens the conversation's Changes view (a content-blind one carries only the ids).
+  if (payload.kind === 'review' && payload.conversation_id) query.set('view', 'changes');
   const text = query.toString();
   return text ? `./?${text}` : './';
 }

@@ -73,7 +73,10 @@ async function generate(root: string, mb: number): Promise<{ dir: string; messag
   let bytes = 0;
   let n = 0;
   while (bytes < target) bytes += Buffer.byteLength(messageAt(n++).content);
-  if (existsSync(done)) return { dir, messages: n };
+  if (existsSync(done)) {
+    await moveCold(dir);
+    return { dir, messages: n };
+  }
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
   const started = Date.now();
@@ -88,27 +91,56 @@ async function generate(root: string, mb: number): Promise<{ dir: string; messag
   await store.close();
   await writeFile(done, String(n));
   console.log(`  generated ${mb} MB (${n} messages) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  await moveCold(dir);
   return { dir, messages: n };
 }
 
+/**
+ * The metadata of idle conversations moved to history.db (migration 17 and the maintenance), once per
+ * cached history: what a store upgraded in place, or one that ran for a while, looks like.
+ */
+async function moveCold(dir: string): Promise<void> {
+  const done = path.join(dir, 'bench-cold');
+  if (existsSync(done)) return;
+  const started = Date.now();
+  const store = await openStore(dir);
+  await store.maintenance.run();
+  await store.db.compact();
+  await store.close();
+  await writeFile(done, '');
+  console.log(`  moved the metadata of idle conversations to history.db in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+interface OpenFigures {
+  openMs: number;
+  /** Resident bytes the open added, and of them the JS heap's. */
+  rssDelta: number;
+  rss: number;
+  heapDelta: number;
+  /** sql.js' database (all in WebAssembly memory): page_count * page_size. */
+  sqlJs: number;
+}
+
 /** Opens the store in a fresh child process: ms to open and resident bytes the open added. */
-function openInChild(dir: string): { openMs: number; rssDelta: number; rss: number } {
+function openInChild(dir: string): OpenFigures {
   const script = `
     const { openStore } = require(${JSON.stringify(path.join(__dirname, '..', 'src', 'store', 'index.ts'))});
     (async () => {
-      const before = process.memoryUsage().rss;
+      const before = process.memoryUsage();
       const t = performance.now();
       const store = await openStore(${JSON.stringify(dir)});
       const openMs = performance.now() - t;
       store.conversations.list({ limit: 20 });
-      const rss = process.memoryUsage().rss;
+      const after = process.memoryUsage();
+      const page = (p) => Number(Object.values(store.db.get('PRAGMA ' + p))[0]);
+      const sqlJs = page('page_count') * page('page_size');
       await store.close();
-      console.log(JSON.stringify({ openMs, rssDelta: rss - before, rss }));
+      console.log(JSON.stringify({ openMs, rssDelta: after.rss - before.rss, rss: after.rss, heapDelta: after.heapUsed - before.heapUsed, sqlJs }));
     })();`;
   const result = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8', cwd: path.join(__dirname, '..') });
   const line = result.stdout.trim().split('\n').pop() ?? '';
   try {
-    return JSON.parse(line) as { openMs: number; rssDelta: number; rss: number };
+    return JSON.parse(line) as OpenFigures;
   } catch {
     throw new Error(`open child failed: ${result.stderr}`);
   }
@@ -150,6 +182,8 @@ interface Row {
   messages: number;
   openMs: number;
   rssDeltaMb: number;
+  heapDeltaMb: number;
+  sqlJsMb: number;
   getP50Ms: number;
   listP50Ms: number;
   searchP99Ms: number;
@@ -204,6 +238,8 @@ async function measure(dir: string, mb: number, messages: number): Promise<Row> 
       messages,
       openMs: open.openMs,
       rssDeltaMb: open.rssDelta / 1e6,
+      heapDeltaMb: open.heapDelta / 1e6,
+      sqlJsMb: open.sqlJs / 1e6,
       getP50Ms: percentile(sorted(gets), 50),
       listP50Ms: percentile(sorted(lists), 50),
       searchP99Ms: percentile(sorted(searches), 99),
@@ -235,11 +271,13 @@ export async function benchHistory(): Promise<Row[]> {
   }
   const base = rows[0];
   const ratio = (a: number, b: number) => fmt(a / b);
-  console.log('| history | messages | open ms (ratio) | RSS added by open MB (ratio) | get_messages p50 ms (ratio) | list p50 ms (ratio) | search p99 ms (ratio) | max loop stall ms |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log(
+    '| history | messages | open ms (ratio) | RSS added by open MB (ratio) | of it JS heap MB | sql.js database MB | get_messages p50 ms (ratio) | list p50 ms (ratio) | search p99 ms (ratio) | max loop stall ms |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     console.log(
-      `| ${r.mb} MB | ${r.messages} | ${fmt(r.openMs, 0)} (${ratio(r.openMs, base.openMs)}) | ${fmt(r.rssDeltaMb, 0)} (${ratio(r.rssDeltaMb, base.rssDeltaMb)}) | ${fmt(r.getP50Ms)} (${ratio(r.getP50Ms, base.getP50Ms)}) | ${fmt(r.listP50Ms)} (${ratio(r.listP50Ms, base.listP50Ms)}) | ${fmt(r.searchP99Ms)} (${ratio(r.searchP99Ms, base.searchP99Ms)}) | ${fmt(r.maxStallMs, 1)} |`,
+      `| ${r.mb} MB | ${r.messages} | ${fmt(r.openMs, 0)} (${ratio(r.openMs, base.openMs)}) | ${fmt(r.rssDeltaMb, 0)} (${ratio(r.rssDeltaMb, base.rssDeltaMb)}) | ${fmt(r.heapDeltaMb, 0)} | ${fmt(r.sqlJsMb, 1)} | ${fmt(r.getP50Ms)} (${ratio(r.getP50Ms, base.getP50Ms)}) | ${fmt(r.listP50Ms)} (${ratio(r.listP50Ms, base.listP50Ms)}) | ${fmt(r.searchP99Ms)} (${ratio(r.searchP99Ms, base.searchP99Ms)}) | ${fmt(r.maxStallMs, 1)} |`,
     );
   }
   console.log('');

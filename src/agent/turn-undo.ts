@@ -90,11 +90,11 @@ function diffOf(relative: string, from: string | undefined | null, to: string | 
 export class TurnUndo {
   private readonly queue = new KeyedQueue();
 
-  constructor(private readonly store: Pick<Store, 'fileChanges' | 'blobs'>) {}
+  constructor(private readonly store: Pick<Store, 'fileChanges' | 'blobs' | 'messages'>) {}
 
   /** The turns of a conversation that changed files or made calls undo cannot reverse. */
-  turns(conversationId: string): TurnChanges[] {
-    return this.store.fileChanges.turns(conversationId).map((t) => ({ ...t, message_id: this.store.fileChanges.replyOfTurn(conversationId, t.turn_id) ?? null }));
+  turns(conversationId: string): Promise<TurnChanges[]> {
+    return Promise.all(this.store.fileChanges.turns(conversationId).map(async (t) => ({ ...t, message_id: (await this.store.messages.replyOfTurn(conversationId, t.turn_id)) ?? null })));
   }
 
   /**
@@ -102,8 +102,8 @@ export class TurnUndo {
    * files it restored in one transaction with its audit entry (`by`: who asked); a crash before that
    * leaves restored files that the next undo sees as already restored.
    */
-  undo(conversationId: string, messageId: string, confirm: boolean, by?: AuditActor): Promise<UndoTurnResult> {
-    const turnId = this.store.fileChanges.turnOfMessage(conversationId, messageId);
+  async undo(conversationId: string, messageId: string, confirm: boolean, by?: AuditActor): Promise<UndoTurnResult> {
+    const turnId = await this.store.messages.turnOf(conversationId, messageId);
     if (turnId === undefined) throw new ServiceError('not_found', `message ${messageId} not found in conversation ${conversationId}`);
     return this.queue.run(conversationId, async () => {
       const rows = this.store.fileChanges.ofTurn(conversationId, turnId);
@@ -125,7 +125,7 @@ export class TurnUndo {
       const result: UndoTurnResult = {
         conversation_id: conversationId,
         turn_id: turnId,
-        message_id: this.store.fileChanges.replyOfTurn(conversationId, turnId) ?? null,
+        message_id: (await this.store.messages.replyOfTurn(conversationId, turnId)) ?? null,
         applied: confirm,
         files,
         not_reversible: notReversible(rows),

@@ -15,5 +15,5 @@ export async function undoTurn(command: CommandOf<'undo_turn'>, session: ClientS
 
 export async function listTurnChanges(command: CommandOf<'list_turn_changes'>, session: ClientSession, ctx: CommandContext): Promise<ResultOf<'list_turn_changes'>> {
   ctx.agent.requireConversation(command.conversation_id, session.source);
-  return { turns: ctx.undo.turns(command.conversation_id) };
+  return { turns: await ctx.undo.turns(command.conversation_id) };
 }

@@ -62,7 +62,7 @@ export class ConversationsRepo {
     const deleted = await this.db.write((tx) => {
       trashMessages(tx, 'conversation_id = ?', [id]);
       tx.run('DELETE FROM file_changes WHERE conversation_id = ?', [id]);
-      return tx.run('DELETE FROM conversations WHERE id = ?', [id]).changes > 0;
+      return trashConversation(tx, id);
     });
     this.onTrash();
     return deleted;
@@ -89,6 +89,16 @@ export class ConversationsRepo {
   touch(id: string, updatedAt: string): Promise<boolean> {
     return this.db.write((tx) => tx.run('UPDATE conversations SET updated_at = ? WHERE id = ?', [updatedAt, id]).changes > 0);
   }
+}
+
+/**
+ * Deletes a conversation's row (its messages in sql.js are deleted first: trashMessages). Its messages
+ * whose metadata moved to history.db (`cold_seq`) are noted in `history_cold_trash` in the same
+ * transaction, so the maintenance deletes them and their bodies even after a crash.
+ */
+export function trashConversation(tx: WriteTx, id: string): boolean {
+  tx.run('INSERT OR IGNORE INTO history_cold_trash (conversation_id) SELECT id FROM conversations WHERE id = ? AND cold_seq > 0', [id]);
+  return tx.run('DELETE FROM conversations WHERE id = ?', [id]).changes > 0;
 }
 
 /** Deletes the messages matching `where`, their bodies' keys kept in `history_trash` for history.db. */

@@ -1,6 +1,5 @@
 import type { AuditRepo, NewAuditEntry } from './audit';
 import type { Database } from './database';
-import { turnReplySql } from './turn-reply';
 
 /**
  * What a turn did to files, for undo_turn (docs/protocol.md, "Undoing a turn"). A `file` row is one
@@ -134,25 +133,5 @@ export class FileChangesRepo {
       [conversationId],
     );
     return rows.map((r) => ({ turn_id: r.turn_id, files: r.files, not_reversible: r.unrecorded, undone: r.files > 0 && r.standing === 0 }));
-  }
-
-  /**
-   * The turn a message belongs to: a user message starts one (its id is the turn's id); any later message
-   * (the reply, a tool message) belongs to the last user message before it. Undefined when the message
-   * is not of this conversation.
-   */
-  turnOfMessage(conversationId: string, messageId: string): string | undefined {
-    const message = this.db.get<{ seq: number; role: string }>('SELECT seq, role FROM messages WHERE id = ? AND conversation_id = ?', [messageId, conversationId]);
-    if (!message) return undefined;
-    if (message.role === 'user') return messageId;
-    return this.db.get<{ id: string }>(`SELECT id FROM messages WHERE conversation_id = ? AND seq < ? AND role = 'user' ORDER BY seq DESC LIMIT 1`, [conversationId, message.seq])?.id;
-  }
-
-  /** The reply that ended a turn: its last message, if it is the assistant's (turn-reply.ts). */
-  replyOfTurn(conversationId: string, turnId: string): string | undefined {
-    const start = this.db.get<{ seq: number }>('SELECT seq FROM messages WHERE id = ? AND conversation_id = ?', [turnId, conversationId]);
-    if (!start) return undefined;
-    const next = this.db.get<{ id: string; role: string }>(turnReplySql('id, role'), [conversationId, start.seq, conversationId, start.seq]);
-    return next?.role === 'assistant' ? next.id : undefined;
   }
 }

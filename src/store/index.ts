@@ -75,6 +75,8 @@ export interface OpenStoreOptions extends DatabaseOptions {
   maintenanceIntervalMs?: number;
   /** Clock of retention (tests). */
   now?: () => number;
+  /** Messages whose metadata stays in sql.js (the most recently active conversations'); the rest moves to history.db. */
+  hotMessages?: number;
 }
 
 export interface Store {
@@ -198,7 +200,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     throw err;
   }
   const audit = new AuditRepo(db, options.now);
-  const maintenance = new HistoryMaintenance(db, history, { logger, intervalMs: options.maintenanceIntervalMs, now: options.now, audit });
+  const maintenance = new HistoryMaintenance(db, history, { logger, intervalMs: options.maintenanceIntervalMs, now: options.now, audit, hotMessages: options.hotMessages });
   if (options.retention) maintenance.setPolicy(options.retention);
   maintenance.start();
   const opened = history;

@@ -1,7 +1,8 @@
 import { previewOf } from '../protocol/preview';
 import type { Database, WriteTx } from './database';
 import type { HistoryStore } from './history/history-store';
-import type { BodyIn, BodyOut, KeyedBody } from './history/protocol';
+import type { BodyIn, BodyOut, ColdRow, KeyedBody } from './history/protocol';
+import { hasColdHistory } from './history/restore';
 import { parseSnippet, toMatchExpression } from './history/search-query';
 import { turnReplySql } from './turn-reply';
 import type { MessageMatch, MessageRole, MessageRow, NewMessage } from './types';
@@ -101,7 +102,7 @@ export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): voi
   // Activity only moves forward, even if messages are stored out of timestamp order. The preview is
   // kept on the row so listing conversations never reads a body.
   const preview = m.role === 'tool' || m.role === 'summary' ? null : previewOf(m.content);
-  const bumped = tx.run('UPDATE conversations SET updated_at = max(updated_at, ?), bytes = bytes + ?, last_message = coalesce(?, last_message) WHERE id = ?', [
+  const bumped = tx.run('UPDATE conversations SET updated_at = max(updated_at, ?), bytes = bytes + ?, last_message = coalesce(?, last_message), hot = 1 WHERE id = ?', [
     m.timestamp,
     bytes,
     preview,
@@ -110,7 +111,15 @@ export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): voi
   if (bumped.changes === 0) throw new Error(`conversation ${m.conversation_id} not found`);
 }
 
+/** A cold row (history/cold.ts) as sql.js holds a message: its body in history.db under `body_key`. */
+function rawOf({ bytes: _bytes, cut: _cut, ended: _ended, ...meta }: ColdRow): RawMessage {
+  return { ...meta, content: '', data: null };
+}
+
 export class MessagesRepo {
+  /** Whether the schema has cold rows (migration 18), asked once. */
+  private cold: boolean | undefined;
+
   constructor(
     private readonly db: Database,
     private readonly history: HistoryStore,
@@ -173,23 +182,55 @@ export class MessagesRepo {
   }
 
   async get(id: string): Promise<MessageRow | undefined> {
-    return this.one(this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE id = ?`, [id]));
+    const raw = this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE id = ?`, [id]);
+    return this.one(raw ?? this.coldOne(await this.history.cold({ kind: 'id', id })));
   }
 
   /** The user message stored with this client key (a chat's sender and client_message_id). */
   async byClientKey(clientKey: string): Promise<MessageRow | undefined> {
-    return this.one(this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE client_key = ?`, [clientKey]));
+    const raw = this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE client_key = ?`, [clientKey]);
+    return this.one(raw ?? this.coldOne(await this.history.cold({ kind: 'client_key', clientKey })));
   }
 
-  /** Whether a user message was stored with this client key (metadata only, synchronous). */
+  /**
+   * Whether a user message was stored with this client key (metadata only, synchronous). Only messages
+   * whose metadata is in sql.js (recently active conversations): a cold one's key is no longer looked for.
+   */
   hasClientKey(clientKey: string): boolean {
     return this.db.get('SELECT 1 AS present FROM messages WHERE client_key = ?', [clientKey]) !== undefined;
   }
 
   /** The assistant reply to a user message: the last message of its turn, if it is the assistant's (turn-reply.ts). */
   async replyTo(message: MessageRow): Promise<MessageRow | undefined> {
-    const raw = this.db.get<RawMessage>(turnReplySql(COLUMNS), [message.conversation_id, message.seq, message.conversation_id, message.seq]);
+    const cold = this.coldSeq(message.conversation_id);
+    let coldLast: ColdRow | undefined;
+    if (message.seq <= cold) {
+      [coldLast] = await this.history.cold({ kind: 'turn', conversationId: message.conversation_id, seq: message.seq, maxSeq: cold });
+      if (coldLast?.ended) return coldLast.role === 'assistant' ? this.one(rawOf(coldLast)) : undefined;
+    }
+    // Rows in sql.js all come after the cold ones: the turn goes on there if it has rows there.
+    const raw = this.db.get<RawMessage>(turnReplySql(COLUMNS), [message.conversation_id, message.seq, message.conversation_id, message.seq]) ?? (coldLast && rawOf(coldLast));
     return raw?.role === 'assistant' ? this.one(raw) : undefined;
+  }
+
+  /**
+   * The turn a message of this conversation belongs to: a user message starts one (its id is the turn's
+   * id); any later message belongs to the last user message before it. Undefined when the message is
+   * not of this conversation.
+   */
+  async turnOf(conversationId: string, messageId: string): Promise<string | undefined> {
+    const message = await this.get(messageId);
+    if (message?.conversation_id !== conversationId) return undefined;
+    if (message.role === 'user') return messageId;
+    const hot = this.db.get<{ id: string }>(`SELECT id FROM messages WHERE conversation_id = ? AND seq < ? AND role = 'user' ORDER BY seq DESC LIMIT 1`, [conversationId, message.seq]);
+    const cold = hot ? 0 : this.coldSeq(conversationId);
+    return hot?.id ?? (cold > 0 ? (await this.history.cold({ kind: 'user_before', conversationId, seq: message.seq, maxSeq: cold }))[0]?.id : undefined);
+  }
+
+  /** The id of the reply that ended a turn (replyTo its user message). */
+  async replyOfTurn(conversationId: string, turnId: string): Promise<string | undefined> {
+    const start = await this.get(turnId);
+    return start?.conversation_id === conversationId ? (await this.replyTo(start))?.id : undefined;
   }
 
   /** The most recent `limit` messages of a conversation, oldest first. */
@@ -199,20 +240,51 @@ export class MessagesRepo {
     const roles = options.includeTools ? '' : " AND role <> 'tool'";
     const rows = this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ?${roles} ORDER BY seq DESC LIMIT ?`, [conversationId, limit]);
     rows.reverse();
-    return this.withBodies(rows);
+    const cold = rows.length < limit ? this.coldSeq(conversationId) : 0;
+    if (cold === 0) return this.withBodies(rows);
+    const older = await this.history.cold({ kind: 'recent', conversationId, maxSeq: cold, limit: limit - rows.length, includeTools: options.includeTools === true });
+    return this.withBodies([...older.map(rawOf), ...rows]);
   }
 
   /** Every message of a conversation stored after `seq` (messages are append-only), oldest first. */
   async after(conversationId: string, seq: number): Promise<MessageRow[]> {
-    return this.withBodies(this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ? AND seq > ? ORDER BY seq`, [conversationId, seq]));
+    const cold = this.coldSeq(conversationId);
+    const older = seq < cold ? await this.history.cold({ kind: 'after', conversationId, seq, maxSeq: cold }) : [];
+    const rows = this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ? AND seq > ? ORDER BY seq`, [conversationId, seq]);
+    return this.withBodies(older.length === 0 ? rows : [...older.map(rawOf), ...rows]);
   }
 
-  /** Messages in the database, or in one conversation. */
+  /** The highest seq of the conversation whose metadata moved to history.db (0: none; history/cold.ts). */
+  private coldSeq(conversationId: string): number {
+    this.cold ??= hasColdHistory(this.db);
+    if (!this.cold) return 0;
+    return this.db.get<{ cold_seq: number }>('SELECT cold_seq FROM conversations WHERE id = ?', [conversationId])?.cold_seq ?? 0;
+  }
+
+  /**
+   * Whether a row read a moment ago is still stored (not deleted by retention or delete_conversation
+   * meanwhile): in sql.js, or at or below its conversation's `cold_seq` (a cold copy above it is a
+   * move sql.js has not taken over, and a deleted conversation has none).
+   */
+  private stillStored(row: Pick<RawMessage, 'seq' | 'conversation_id'>): boolean {
+    return this.db.get('SELECT 1 AS present FROM messages WHERE seq = ?', [row.seq]) !== undefined || row.seq <= this.coldSeq(row.conversation_id);
+  }
+
+  /** A cold row found by id or key, if its conversation still holds it. */
+  private coldOne(rows: ColdRow[]): RawMessage | undefined {
+    const row = rows.find((r) => r.seq <= this.coldSeq(r.conversation_id));
+    return row && rawOf(row);
+  }
+
+  /** Messages in the database, or in one conversation (those moved to history.db by their `cold_count`). */
   count(conversationId?: string): number {
     const row =
       conversationId === undefined
-        ? this.db.get<{ n: number }>('SELECT count(*) AS n FROM messages')
-        : this.db.get<{ n: number }>('SELECT count(*) AS n FROM messages WHERE conversation_id = ?', [conversationId]);
+        ? this.db.get<{ n: number }>('SELECT (SELECT count(*) FROM messages) + (SELECT coalesce(sum(cold_count), 0) FROM conversations) AS n')
+        : this.db.get<{ n: number }>('SELECT (SELECT count(*) FROM messages WHERE conversation_id = ?) + coalesce((SELECT cold_count FROM conversations WHERE id = ?), 0) AS n', [
+            conversationId,
+            conversationId,
+          ]);
     return row?.n ?? 0;
   }
 
@@ -232,7 +304,7 @@ export class MessagesRepo {
     for (const { body_key, ...row } of rows) {
       const body: Pick<BodyOut, 'content' | 'data'> | undefined = body_key === null ? row : bodies.get(body_key);
       if (!body) {
-        if (!this.db.get('SELECT 1 AS present FROM messages WHERE seq = ?', [row.seq])) continue;
+        if (!this.stillStored(row)) continue;
         this.history.noteDamage(`message ${row.id} has no readable body`);
         out.push({ ...row, content: LOST_BODY_TEXT, data: null });
         continue;
@@ -260,6 +332,10 @@ export class MessagesRepo {
         )
         .map((m) => [m.body_key, m]),
     );
+    const missing = keys.filter((k) => !meta.has(k));
+    if (missing.length > 0) {
+      for (const m of await this.history.cold({ kind: 'body_keys', keys: missing })) if (m.seq <= this.coldSeq(m.conversation_id)) meta.set(m.body_key, m);
+    }
     const hits: MessageMatch[] = [];
     for (const h of raw) {
       const m = meta.get(h.key);

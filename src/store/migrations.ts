@@ -119,6 +119,18 @@ export const MIGRATIONS: readonly Migration[] = [
   // 17: who started a conversation, as people read it (a paired device's name, a password user's,
   // `editor`): its list row says so rather than the transport's `LAN` (issue 23).
   `ALTER TABLE conversations ADD COLUMN started_by TEXT;`,
+  // 18: the metadata of the least recently active conversations' messages moves to history.db (issue 25;
+  // store/history/cold.ts).
+  // `cold_seq`: the highest seq moved (reads ask history.db for the rows at or below it), `cold_count`:
+  // how many rows moved (so counting needs no read of history.db); `hot`: the
+  // conversation has rows in sql.js (set by every stored message). The moves themselves are the
+  // history maintenance's (crash-safe and idempotent batches), for an existing database too.
+  `ALTER TABLE conversations ADD COLUMN cold_seq INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE conversations ADD COLUMN cold_count INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE conversations ADD COLUMN hot INTEGER NOT NULL DEFAULT 0;
+  UPDATE conversations SET hot = 1 WHERE EXISTS (SELECT 1 FROM messages WHERE conversation_id = conversations.id);
+  CREATE INDEX conversations_hot ON conversations (updated_at) WHERE hot = 1;
+  CREATE TABLE history_cold_trash (conversation_id TEXT PRIMARY KEY);`,
 ];
 
 export function schemaVersion(db: Database): number {

@@ -7,6 +7,8 @@ import { BlobStore } from '../../src/store/blob-store';
 //   bulky <dir>   the same with bodies of 8-60 KB (bulkyContent), tool outputs among them
 //   maintain <dir> open (retention: max_days 30 at BULKY_NOW) and run maintenance passes, printing
 //                 "left <n>" (messages still stored, bodies still inline) as they go
+//   cool <dir>     open (every message's metadata to move to history.db) and run maintenance passes, printing "hot <n>" (messages whose
+//                 metadata is still in sql.js) as they go
 import { openStore } from '../../src/store/index';
 import type { NewMessage } from '../../src/store/index';
 import { BULKY_NOW, bulkyContent } from './store-utils';
@@ -68,9 +70,17 @@ async function maintain(dir: string): Promise<void> {
   for (;;) await store.maintenance.run();
 }
 
-const modes: Record<string, (dir: string) => Promise<void>> = { hold, writer, bulky, maintain, blobs };
+async function cool(dir: string): Promise<void> {
+  const store = await openStore(dir, { hotMessages: 0 });
+  const report = () => process.stdout.write(`hot ${store.db.get<{ n: number }>('SELECT count(*) AS n FROM messages')?.n ?? 0}\n`);
+  report();
+  setInterval(report, 2).unref();
+  for (;;) await store.maintenance.run();
+}
+
+const modes: Record<string, (dir: string) => Promise<void>> = { hold, writer, bulky, maintain, blobs, cool };
 const [mode, dir] = process.argv.slice(2);
-if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|writer|bulky|maintain|blobs <dir>');
+if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|writer|bulky|maintain|blobs|cool <dir>');
 modes[mode](dir).catch((err: unknown) => {
   process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);

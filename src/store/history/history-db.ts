@@ -3,12 +3,13 @@
 import { closeSync, existsSync, openSync, renameSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
+import { COLD_SCHEMA, cutCold, dropCold, putCold, queryCold, queryColdAfterSeq } from './cold';
 import { damageAtOpen } from './integrity';
 import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
 import { DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
-import type { BodyIn, BodyOut, BodyRef, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks } from './protocol';
+import type { BodyIn, BodyOut, BodyRef, ColdCutResult, ColdMeta, ColdQuery, ColdRow, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks } from './protocol';
 
 /**
  * WAL with locking_mode=EXCLUSIVE: the WASM build has no shared memory for WAL's index, but an exclusive
@@ -71,6 +72,42 @@ function readableBodies(db: SqliteFile, keys: readonly number[]): BodyOut[] {
   }
 }
 
+/**
+ * The cold messages (cold.ts) a damaged file still gives, copied into the rebuilt one with their bodies
+ * (the placeholder for a body that cannot be read). Read in order of seq, a chunk at a time: rows past
+ * a chunk that cannot be read are lost (their conversations then read without them).
+ */
+function salvageCold(source: SqliteFile, target: HistoryDb, placeholder: string, above: number): { kept: number; lost: number } {
+  let kept = 0;
+  let lost = 0;
+  for (let after = 0; ;) {
+    let rows: ColdMeta[];
+    try {
+      rows = queryColdAfterSeq(source, after, CHUNK);
+    } catch {
+      return { kept, lost }; // no cold table (an older file), or its pages are damaged from here on
+    }
+    if (rows.length === 0) return { kept, lost };
+    const found = new Map(
+      readableBodies(
+        source,
+        rows.map((r) => r.body_key),
+      ).map((b) => [b.key, b]),
+    );
+    target.fill(
+      rows.map((r) => {
+        const body = found.get(r.body_key);
+        return { key: r.body_key, conversation_id: r.conversation_id, role: r.role, content: body?.content ?? placeholder, data: body ? body.data : null, cut: body?.cut };
+      }),
+      above,
+    );
+    target.putCold(rows);
+    kept += found.size;
+    lost += rows.length - found.size;
+    after = rows[rows.length - 1].seq;
+  }
+}
+
 export class HistoryDb {
   private readonly db: SqliteFile;
   /** Why the file is damaged (found at open), null when the check found nothing; set only with `recover`. */
@@ -106,6 +143,7 @@ export class HistoryDb {
       // A damaged file is only read from now on (a salvage into a new file follows: HistoryDb.salvage).
       if (damage === null) {
         this.db.exec(SCHEMA);
+        this.db.exec(COLD_SCHEMA);
         // A write at every open creates the WAL file now, so the store can make its directory entry
         // durable and private before any body is acknowledged (history-store.ts).
         this.marks.before = this.readMark();
@@ -238,6 +276,7 @@ export class HistoryDb {
     const db = new HistoryDb(file);
     const source = new SqliteFile(aside, { readOnly: true });
     let kept = 0;
+    let cold = { kept: 0, lost: 0 };
     try {
       source.exec('PRAGMA locking_mode = EXCLUSIVE');
       for (const part of chunks(refs)) {
@@ -257,15 +296,49 @@ export class HistoryDb {
         );
       }
       db.fill([], above);
+      cold = salvageCold(source, db, placeholder, above);
     } finally {
       source.close();
     }
-    return { db, result: { aside, kept, lost: refs.length - kept } };
+    return { db, result: { aside, kept: kept + cold.kept, lost: refs.length - kept + cold.lost } };
   }
 
-  /** Keys in [from, to] (for the sweep of bodies whose message never landed). */
+  /**
+   * Keys in [from, to] no cold message refers to (for the sweep of bodies whose message never landed:
+   * service.db is asked about the rest).
+   */
   keysBetween(from: number, to: number): number[] {
-    return this.db.all('SELECT key FROM bodies WHERE key BETWEEN ? AND ? ORDER BY key', [from, to]).map((r) => Number(r.key));
+    return this.db.all('SELECT key FROM bodies WHERE key BETWEEN ? AND ? AND NOT EXISTS (SELECT 1 FROM cold_messages WHERE body_key = bodies.key) ORDER BY key', [from, to]).map((r) => Number(r.key));
+  }
+
+  /**
+   * Metadata moved out of sql.js, committed with an fsync and the next sync mark before sql.js lets go
+   * of it (cold.ts); that mark, which sql.js notes with the move.
+   */
+  putCold(rows: readonly ColdMeta[]): number {
+    const mark = this.marks.now + 1;
+    this.transaction(() => {
+      putCold(this.db, rows);
+      this.writeMark(mark);
+    });
+    this.marks.now = mark;
+    return mark;
+  }
+
+  queryCold(query: ColdQuery): ColdRow[] {
+    return queryCold(this.db, query);
+  }
+
+  dropCold(conversationId: string, limit: number): number {
+    let dropped = 0;
+    this.transaction(() => (dropped = dropCold(this.db, conversationId, limit)));
+    return dropped;
+  }
+
+  cutCold(cutoff: string, keepChars: number, note: string, minBytes: number, limit: number): ColdCutResult {
+    let result: ColdCutResult = { rows: 0, deltas: [] };
+    this.transaction(() => (result = cutCold(this.db, cutoff, keepChars, note, minBytes, limit)));
+    return result;
   }
 
   remove(keys: readonly number[]): number {

@@ -10,6 +10,10 @@ import type {
   BodyIn,
   BodyOut,
   BodyRef,
+  ColdCutResult,
+  ColdMeta,
+  ColdQuery,
+  ColdRow,
   HistoryReplies,
   HistoryRequest,
   HistoryStats,
@@ -235,6 +239,24 @@ export class HistoryStore {
 
   stats(): Promise<HistoryStats> {
     return this.call({ op: 'stats' });
+  }
+
+  /** Stores the metadata of messages moving out of sql.js, durably (one fsync); the sync mark committed with it (cold.ts). */
+  putCold(rows: ColdMeta[]): Promise<number> {
+    return this.call({ op: 'coldPut', rows });
+  }
+
+  cold(query: ColdQuery): Promise<ColdRow[]> {
+    return this.call({ op: 'cold', query });
+  }
+
+  /** Deletes up to `limit` cold rows of a deleted conversation and their bodies; how many (0: none left). */
+  dropCold(conversationId: string, limit: number): Promise<number> {
+    return this.call({ op: 'coldDrop', conversationId, limit });
+  }
+
+  cutCold(cutoff: string, keepChars: number, note: string, minBytes: number, limit: number): Promise<ColdCutResult> {
+    return this.call({ op: 'coldCut', cutoff, keepChars, note, minBytes, limit });
   }
 
   close(): Promise<void> {

@@ -38,6 +38,14 @@ function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof Hi
       return null;
     case 'stats':
       return db.stats();
+    case 'coldPut':
+      return db.putCold(request.rows);
+    case 'cold':
+      return db.queryCold(request.query);
+    case 'coldDrop':
+      return db.dropCold(request.conversationId, request.limit);
+    case 'coldCut':
+      return db.cutCold(request.cutoff, request.keepChars, request.note, request.minBytes, request.limit);
   }
 }
 

@@ -3,11 +3,13 @@
 // bodies of deleted messages, move bodies still inline in sql.js out, apply retention, give freed
 // pages back to the file system. Every step is idempotent, so a crash anywhere is finished by the next pass.
 import type { Logger } from '../../log/logger';
-import { trashMessages } from '../conversations';
+import { trashConversation, trashMessages } from '../conversations';
 import type { Database } from '../database';
 import { bodyOf } from '../messages';
 import type { MessageRole } from '../types';
 import type { HistoryStore } from './history-store';
+import type { ColdMeta } from './protocol';
+import { hasColdHistory, noteSyncMark } from './restore';
 import type { AuditRepo } from '../audit';
 
 export interface RetentionPolicy {
@@ -29,6 +31,11 @@ export interface MaintenanceOptions {
   now?: () => number;
   /** The audit log, pruned by `auditMaxDays`. */
   audit?: Pick<AuditRepo, 'prune'>;
+  /**
+   * Messages whose metadata stays in sql.js: the most recently active conversations' (default
+   * DEFAULT_HOT_MESSAGES); the rest moves to history.db (cold.ts).
+   */
+  hotMessages?: number;
 }
 
 /** Rows per batch: one batch is well under a millisecond or two of sql.js work. */
@@ -43,6 +50,10 @@ export const CUT_KEEP_CHARS = 400;
 const CUT_MIN_BYTES = 2048;
 const DAY_MS = 86_400_000;
 const SWEPT_KEY = 'history.swept_key';
+/** Rows moved to history.db per step (one fsync there, one journaled transaction here). */
+const COLD_BATCH = 2000;
+/** About 2.6 MB of sql.js (some 130 bytes a message), whatever the size of the history. */
+export const DEFAULT_HOT_MESSAGES = 20_000;
 
 interface InlineRow {
   seq: number;
@@ -59,6 +70,8 @@ export class HistoryMaintenance {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private swept = false;
+  /** Whether the schema has cold rows (migration 18), asked once. */
+  private cold: boolean | undefined;
 
   constructor(
     private readonly db: Database,
@@ -119,7 +132,9 @@ export class HistoryMaintenance {
     }
     await this.moveInline();
     await this.applyRetention();
-    const freed = await this.emptyTrash();
+    this.cold ??= hasColdHistory(this.db);
+    if (this.cold) await this.moveCold();
+    const freed = (await this.emptyTrash()) + (this.cold ? await this.emptyColdTrash() : 0);
     if (freed > 0) await this.vacuum();
   }
 
@@ -200,7 +215,7 @@ export class HistoryMaintenance {
       const done = await this.db.write((tx) => {
         const deleted = trashMessages(tx, 'seq IN (SELECT seq FROM messages WHERE conversation_id = ? ORDER BY seq LIMIT ?)', [id, BATCH]);
         if (deleted > 0) return false;
-        tx.run('DELETE FROM conversations WHERE id = ?', [id]);
+        trashConversation(tx, id);
         return true;
       });
       if (done) return;
@@ -208,8 +223,72 @@ export class HistoryMaintenance {
     }
   }
 
+  /**
+   * Once sql.js holds the metadata of more than `hotMessages` messages, that of the least recently
+   * active conversations moves to history.db, oldest rows first, down to 90% of it: sql.js (all in
+   * memory) then holds what recent conversations stored, whatever the size of the history. Per batch:
+   * the rows are committed in history.db with an fsync and a new sync mark, then one sql.js transaction
+   * deletes them, raises the conversation's `cold_seq` and notes the mark (a history.db that later lost
+   * them is damage: restore.ts). A crash between leaves them in both, sql.js's copy counting (reads ask
+   * history.db only up to `cold_seq`), and the next pass moves them again (INSERT OR REPLACE).
+   */
+  private async moveCold(): Promise<void> {
+    const budget = this.options.hotMessages ?? DEFAULT_HOT_MESSAGES;
+    const hotRows = () => this.db.get<{ n: number }>('SELECT count(*) AS n FROM messages')?.n ?? 0;
+    if (hotRows() <= budget) return;
+    const target = Math.floor(budget * 0.9);
+    while (!this.stopped) {
+      const excess = hotRows() - target;
+      if (excess <= 0) return;
+      const c = this.db.get<{ id: string }>('SELECT id FROM conversations WHERE hot = 1 ORDER BY updated_at, id LIMIT 1');
+      if (!c) return;
+      const rows = this.db.all<ColdMeta & { body_key: number | null }>(
+        'SELECT seq, id, conversation_id, role, timestamp, tool_name, user_id, client_key, body_key, bytes, cut FROM messages WHERE conversation_id = ? ORDER BY seq LIMIT ?',
+        [c.id, Math.min(COLD_BATCH, excess)],
+      );
+      // Only rows whose body is in history.db, and a prefix, so every cold row comes before every row left.
+      const inline = rows.findIndex((r) => r.body_key === null);
+      const movable = (inline === -1 ? rows : rows.slice(0, inline)) as ColdMeta[];
+      if (rows.length > 0 && movable.length === 0) return; // bodies still inline: moveInline, next pass
+      const mark = movable.length > 0 ? await this.history.putCold(movable) : 0;
+      const last = movable.length > 0 ? movable[movable.length - 1].seq : 0;
+      await this.db.write((tx) => {
+        const removed = tx.run('DELETE FROM messages WHERE conversation_id = ? AND seq <= ?', [c.id, last]).changes;
+        const moved = tx.run('UPDATE conversations SET cold_seq = max(cold_seq, ?), cold_count = cold_count + ?, hot = EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?) WHERE id = ?', [
+          last,
+          removed,
+          c.id,
+          c.id,
+        ]);
+        // Deleted meanwhile: what was just moved goes with it.
+        if (moved.changes === 0 && last > 0) tx.run('INSERT OR IGNORE INTO history_cold_trash (conversation_id) VALUES (?)', [c.id]);
+        if (mark > 0) noteSyncMark(tx, mark);
+      });
+    }
+  }
+
+  /** Deletes the cold rows of deleted conversations and their bodies (trashConversation); how many. */
+  private async emptyColdTrash(): Promise<number> {
+    let freed = 0;
+    while (!this.stopped) {
+      const row = this.db.get<{ conversation_id: string }>('SELECT conversation_id FROM history_cold_trash LIMIT 1');
+      if (!row) break;
+      for (let n = -1; n !== 0 && !this.stopped; freed += n) n = await this.history.dropCold(row.conversation_id, COLD_BATCH);
+      if (this.stopped) break;
+      await this.db.write((tx) => tx.run('DELETE FROM history_cold_trash WHERE conversation_id = ?', [row.conversation_id]));
+    }
+    return freed;
+  }
+
   private async cutToolOutputs(cutoff: string, days: number): Promise<void> {
     const note = `\n… [cut: tool output older than ${days} days]`;
+    // Cold rows (history.db) first, all in the worker; then the conversations' byte totals here. A
+    // crash between leaves those totals too high by what was cut (retention by bytes then deletes early).
+    while (!this.stopped) {
+      const { rows, deltas } = await this.history.cutCold(cutoff, CUT_KEEP_CHARS, note, CUT_MIN_BYTES, BATCH);
+      if (deltas.length > 0) await this.db.write((tx) => deltas.forEach(([id, delta]) => tx.run('UPDATE conversations SET bytes = max(0, bytes - ?) WHERE id = ?', [delta, id])));
+      if (rows === 0) break;
+    }
     while (!this.stopped) {
       const rows = this.db.all<{ seq: number; body_key: number | null; bytes: number; conversation_id: string }>(
         "SELECT seq, body_key, bytes, conversation_id FROM messages WHERE role = 'tool' AND cut = 0 AND timestamp < ? ORDER BY timestamp LIMIT ?",

@@ -68,6 +68,44 @@ export interface HistoryStats {
   syncs: number;
 }
 
+/** A message's metadata moved to history.db once its conversation went idle (cold.ts). */
+export interface ColdMeta {
+  seq: number;
+  id: string;
+  conversation_id: string;
+  role: MessageRole;
+  timestamp: string;
+  tool_name: string | null;
+  user_id: string | null;
+  client_key: string | null;
+  body_key: number;
+  bytes: number;
+  cut: number;
+}
+
+/** A cold message (its body asked for by `body_key`). */
+export interface ColdRow extends ColdMeta {
+  /** For a `turn` query: the turn's next user message is cold too, so the turn ended among the cold rows. */
+  ended?: boolean;
+}
+
+/** Reads of cold rows (cold.ts `queryCold`); `maxSeq` is the conversation's `cold_seq` in sql.js. */
+export type ColdQuery =
+  | { kind: 'recent'; conversationId: string; maxSeq: number; limit: number; includeTools: boolean }
+  | { kind: 'after'; conversationId: string; seq: number; maxSeq: number }
+  | { kind: 'id'; id: string }
+  | { kind: 'client_key'; clientKey: string }
+  | { kind: 'turn'; conversationId: string; seq: number; maxSeq: number }
+  | { kind: 'user_before'; conversationId: string; seq: number; maxSeq: number }
+  | { kind: 'body_keys'; keys: number[] };
+
+export interface ColdCutResult {
+  /** Rows looked at (0: none left). */
+  rows: number;
+  /** Bytes each conversation lost, for its row in sql.js. */
+  deltas: Array<[string, number]>;
+}
+
 /** history_meta's key for the count of syncs (history-db.ts `sync`), which service.db keeps too (restore.ts). */
 export const SYNC_MARK_KEY = 'sync_mark';
 
@@ -84,7 +122,11 @@ export type HistoryRequest =
   | { op: 'search'; match: string; conversationId: string | null; limit: number }
   | { op: 'vacuum'; pages: number }
   | { op: 'copy'; file: string }
-  | { op: 'stats' };
+  | { op: 'stats' }
+  | { op: 'coldPut'; rows: ColdMeta[] }
+  | { op: 'cold'; query: ColdQuery }
+  | { op: 'coldDrop'; conversationId: string; limit: number }
+  | { op: 'coldCut'; cutoff: string; keepChars: number; note: string; minBytes: number; limit: number };
 
 export interface HistoryReplies {
   put: number[];
@@ -99,6 +141,10 @@ export interface HistoryReplies {
   vacuum: number;
   copy: null;
   stats: HistoryStats;
+  coldPut: number;
+  cold: ColdRow[];
+  coldDrop: number;
+  coldCut: ColdCutResult;
 }
 
 /** `open` comes first: the worker starts (and compiles SQLite) while the main thread loads sql.js. */

@@ -3,7 +3,7 @@
 // history.db may lack the bodies of its last commits while the journal holds them. They are put back
 // here, before anything new is written. history.db is synced (a "sync mark" committed with an fsync)
 // before a journal segment is compacted, so the journal always covers what history.db may have lost.
-import type { Database } from '../database';
+import type { Database, WriteTx } from '../database';
 import type { Logger } from '../../log/logger';
 import type { HistoryStore } from './history-store';
 import type { KeyedBody } from './protocol';
@@ -16,7 +16,16 @@ const CHUNK = 500;
 
 /** Whether webhook messages waiting in the inbox keep their body in history.db (not in a store opened with older migrations). */
 export function inboxHasBodyKeys(db: Database): boolean {
-  return db.all<{ name: string }>('PRAGMA table_info(webhook_inbox)').some((column) => column.name === 'body_key');
+  return hasColumn(db, 'webhook_inbox', 'body_key');
+}
+
+/** Whether conversations can have messages whose metadata moved to history.db (migration 18; not in a store opened with older migrations). */
+export function hasColdHistory(db: Database): boolean {
+  return hasColumn(db, 'conversations', 'cold_seq');
+}
+
+function hasColumn(db: Database, table: string, name: string): boolean {
+  return db.all<{ name: string }>(`PRAGMA table_info(${table})`).some((column) => column.name === name);
 }
 
 /** Of `keys`, those service.db refers to: messages, webhook messages waiting in the inbox, bodies waiting to be deleted. */
@@ -71,5 +80,12 @@ export async function restoreJournaledBodies(db: Database, history: HistoryStore
  */
 export async function syncHistory(db: Database, history: HistoryStore): Promise<void> {
   const mark = await history.sync();
-  db.withNextWrite('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)', [HISTORY_MARK_KEY, String(mark)]);
+  db.withNextWrite(NOTE_MARK_SQL, [HISTORY_MARK_KEY, String(mark)]);
+}
+
+const NOTE_MARK_SQL = 'INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)';
+
+/** Notes in a transaction a sync mark history.db committed (with rows that transaction lets go of: cold moves). */
+export function noteSyncMark(tx: WriteTx, mark: number): void {
+  tx.run(NOTE_MARK_SQL, [HISTORY_MARK_KEY, String(mark)]);
 }

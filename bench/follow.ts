@@ -186,7 +186,7 @@ export async function benchFollow(): Promise<Record<string, number>> {
       const [f50, f99] = [percentile(slowest, 50), percentile(slowest, 99)];
       Object.assign(results, { [`follower_p50_${followers}`]: f50, [`follower_p99_${followers}`]: f99 });
       console.log(
-        `${PIECES} pieces, ${followers} follower(s): sender p50 ${fmt(s50)} ms p99 ${fmt(s99)} ms; slowest follower p50 ${fmt(f50)} ms p99 ${fmt(f99)} ms; p99 ratio ${fmt(f99 / s99)} (goal <= 2 at 100)`,
+        `${PIECES} pieces, ${followers} follower(s): sender p50 ${fmt(s50)} ms p99 ${fmt(s99)} ms; slowest follower p50 ${fmt(f50)} ms p99 ${fmt(f99)} ms; p99 ratio ${fmt(f99 / s99)} (goal < 1.5 at 100, issue 25)`,
       );
     }
     const { ms } = await senderThread.run<{ ms: number }>({ kind: 'catchUp', url, token: TOKEN, pieces: CATCH_UP_PIECES });

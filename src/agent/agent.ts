@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
-import { bindAttachments, insertAttachment, type MessageRow, type NewAuditEntry, type NewMessage, type Store } from '../store';
+import { HeldEvents } from './held-events';
+import { bindAttachments, insertAttachment, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type WriteTx } from '../store';
 import { canAccess, sourceLabel, sourceText, type Source } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
 import { CompactionFailed, Compactor } from './compaction/compactor';
@@ -62,9 +63,10 @@ export interface ChatInput {
   stream?: boolean;
   /**
    * Stores the final reply instead of the agent doing it, so a caller can write more in the same
-   * transaction (the webhook channel stores the reply together with its delivery).
+   * transaction (the webhook channel stores the reply together with its delivery); `alsoInTx` writes the
+   * turn's usage in that transaction.
    */
-  storeReply?: (reply: NewMessage) => Promise<void>;
+  storeReply?: (reply: NewMessage, alsoInTx: (tx: WriteTx) => void) => Promise<void>;
   /** Who sent the message as people read it (`phone (relay), device “Pixel”`), for the model's environment block; default: the source's label. */
   client?: string;
   /**
@@ -210,10 +212,30 @@ export class Agent {
       // Made before the conversation is stored: a worktree that cannot be made leaves nothing behind.
       if (create && worktree) await this.makeWorktree(conversationId, titleOf(input.message));
       const area = await this.areaOf(conversationId);
-      const message = await this.storeUserMessage(conversationId, create, input);
-      onEvent({ event: 'chat.message', conversation_id: conversationId, message });
-      this.deps.onActivity?.(conversationId, sourceText(input.source));
-      return this.answer(conversationId, input, onEvent, message.id, area);
+      // The turn goes on while the user message is made durable (its record is applied and journaled,
+      // the fsync pending): with a quick model the reply joins the same journal flush. Nothing is told
+      // before it is durable: the turn's events wait (HeldEvents), its tools wait, its result waits.
+      const { message, stored } = this.storeUserMessage(conversationId, create, input);
+      // Not applied yet (the journal owes records a full disk refused): the model must see it.
+      if (!this.deps.store.messages.has(message.id)) await stored;
+      const held = new HeldEvents<TurnEvent>(onEvent);
+      const shown = stored.then(() => {
+        onEvent({ event: 'chat.message', conversation_id: conversationId, message });
+        this.deps.onActivity?.(conversationId, sourceText(input.source));
+        held.release();
+      });
+      shown.catch(() => {});
+      let output: ChatOutput | undefined;
+      let failure: unknown;
+      try {
+        output = await this.answer(conversationId, input, held.sink, message.id, area, shown);
+      } catch (error) {
+        failure = error;
+      }
+      // A user message that could not be stored fails the turn (its reply, stored after it, failed too).
+      await shown;
+      if (output === undefined) throw failure;
+      return output;
     });
   }
 
@@ -378,14 +400,17 @@ export class Agent {
     this.history.forget(conversationId);
   }
 
-  private async storeUserMessage(conversationId: string, create: boolean, input: ChatInput): Promise<Message> {
+  /**
+   * Stores the user message (a new conversation's row in the same transaction); returns at once with
+   * what its followers are shown, `stored` resolving once it is durable.
+   */
+  private storeUserMessage(conversationId: string, create: boolean, input: ChatInput): { message: Message; stored: Promise<void> } {
     const { store } = this.deps;
     const now = new Date().toISOString();
-    if (create) {
-      await store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from });
-    } else {
-      this.requireConversation(conversationId, input.source);
-    }
+    // Applied at once, durable with the message (the same journal flush).
+    const created = create
+      ? store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from })
+      : this.requireConversation(conversationId, input.source) && undefined;
     const id = randomUUID();
     const attachments = input.attachments ?? [];
     const message: NewMessage = {
@@ -401,22 +426,23 @@ export class Agent {
         : {}),
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
-    await store.messages.appendMany([message], (tx) =>
+    const appended = store.messages.appendMany([message], (tx) =>
       bindAttachments(
         tx,
         attachments.map((a) => a.attachment_id),
         conversationId,
       ),
     );
+    const stored = created ? Promise.all([created, appended]).then(() => undefined) : appended;
     // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
-    return { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) };
+    return { message: { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) }, stored };
   }
 
   /**
    * `turnMessageId`: the user message the turn answers, which keeps the turn's usage when no reply is
    * stored; its id also names the turn (what undo_turn undoes).
    */
-  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string, area?: ToolArea): Promise<ChatOutput> {
+  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string, area?: ToolArea, shown?: Promise<void>): Promise<ChatOutput> {
     const turnId = turnMessageId ?? randomUUID();
     const { store, logger } = this.deps;
     const log = logger.child({ conversation: conversationId });
@@ -437,15 +463,19 @@ export class Agent {
           onEvent({ event: 'chat.delta', conversation_id: conversationId, delta });
         },
         area,
+        shown,
       );
       // Counted before the reply is stored: the conversation.updated its storing sends shows the new counts.
       if (area) await this.deps.worktrees?.refreshStats(conversationId);
       const messageId = randomUUID();
       // Before the reply: once a webhook sender has the reply, its account's budget already counts it.
+      // The usage row goes in the reply's transaction: one durable commit for both.
       usageStored = true;
-      const counted = await this.recordUsage(usage, messageId, conversationId, sourceText(input.source), log);
+      const usageRow = usage.empty ? undefined : usage.row(messageId, conversationId, sourceText(input.source), new Date());
+      const withUsage = (tx: WriteTx) => usageRow && store.usage.recordIn(tx, usageRow);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
-      await (input.storeReply ? input.storeReply(reply) : store.messages.append(reply));
+      await (input.storeReply ? input.storeReply(reply, withUsage) : store.messages.appendMany([reply], withUsage));
+      const counted = usageRow && store.usage.ofMessages([messageId]).get(messageId);
       onEvent({ event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
       this.deps.onActivity?.(conversationId, sourceText(input.source));
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
@@ -529,6 +559,8 @@ export class Agent {
     files: TurnFiles,
     onDelta: (delta: string) => void,
     area: ToolArea | undefined,
+    /** Resolves once the turn's user message is durable and shown (chat): no tool runs before. */
+    shown: Promise<void> | undefined,
   ): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
@@ -543,8 +575,13 @@ export class Agent {
       const { config, tools, names, specs, model, provider, window, reported } = await this.requestShape(input, lastStep, area);
       const byName = new Map(tools.map((t) => [t.name, t]));
       const rows = await this.history.rows(conversationId);
+      // Asked together: their cached answers wait for the same check phase (places-watch.ts), so a
+      // quick model's reply can join its user message's journal flush.
+      const note: Promise<ChatMessage | undefined> =
+        moment === null ? this.moment({ client: input.client ?? sourceLabel(input.source), remote: input.source.kind !== 'editor' }, area) : Promise.resolve(moment);
+      note.catch(() => undefined); // awaited below; a failed system message must not leave it unhandled
       const system = await this.systemMessage(config, rows, instructions, { model, contextWindow: window }, area);
-      if (moment === null) moment = await this.moment({ client: input.client ?? sourceLabel(input.source), remote: input.source.kind !== 'editor' }, area);
+      moment = await note;
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
       const view = await this.compactor.modelView(
         rows,
@@ -602,6 +639,8 @@ export class Agent {
           data: { kind: 'call', call_id: call.id, batch, arguments: call.arguments } satisfies ToolCallData,
         })),
       ]);
+      // Its tool.call events then go out at once, before any permission.request of theirs (broker).
+      await shown;
       if (said) onEvent({ event: 'chat.message', conversation_id: conversationId, message: messageOf(said) });
       for (const call of calls) {
         onEvent({ event: 'tool.call', conversation_id: conversationId, tool: call.name, call_id: call.id, arguments: call.arguments });

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
-import { HeldEvents } from './held-events';
 import { bindAttachments, insertAttachment, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type WriteTx } from '../store';
 import { canAccess, sourceLabel, sourceText, type Source } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
@@ -212,30 +211,12 @@ export class Agent {
       // Made before the conversation is stored: a worktree that cannot be made leaves nothing behind.
       if (create && worktree) await this.makeWorktree(conversationId, titleOf(input.message));
       const area = await this.areaOf(conversationId);
-      // The turn goes on while the user message is made durable (its record is applied and journaled,
-      // the fsync pending): with a quick model the reply joins the same journal flush. Nothing is told
-      // before it is durable: the turn's events wait (HeldEvents), its tools wait, its result waits.
-      const { message, stored } = this.storeUserMessage(conversationId, create, input);
-      // Not applied yet (the journal owes records a full disk refused): the model must see it.
-      if (!this.deps.store.messages.has(message.id)) await stored;
-      const held = new HeldEvents<TurnEvent>(onEvent);
-      const shown = stored.then(() => {
-        onEvent({ event: 'chat.message', conversation_id: conversationId, message });
-        this.deps.onActivity?.(conversationId, sourceText(input.source));
-        held.release();
-      });
-      shown.catch(() => {});
-      let output: ChatOutput | undefined;
-      let failure: unknown;
-      try {
-        output = await this.answer(conversationId, input, held.sink, message.id, area, shown);
-      } catch (error) {
-        failure = error;
-      }
-      // A user message that could not be stored fails the turn (its reply, stored after it, failed too).
-      await shown;
-      if (output === undefined) throw failure;
-      return output;
+      // Durable before anything is told or the model is asked: a resend after a crash finds it and
+      // nothing runs twice (a turn cannot share its message's flush: its reply depends on the model).
+      const message = await this.storeUserMessage(conversationId, create, input);
+      onEvent({ event: 'chat.message', conversation_id: conversationId, message });
+      this.deps.onActivity?.(conversationId, sourceText(input.source));
+      return this.answer(conversationId, input, onEvent, message.id, area);
     });
   }
 
@@ -400,17 +381,14 @@ export class Agent {
     this.history.forget(conversationId);
   }
 
-  /**
-   * Stores the user message (a new conversation's row in the same transaction); returns at once with
-   * what its followers are shown, `stored` resolving once it is durable.
-   */
-  private storeUserMessage(conversationId: string, create: boolean, input: ChatInput): { message: Message; stored: Promise<void> } {
+  /** Stores the user message, and a new conversation's row with it (one journal flush); what its followers are shown. */
+  private async storeUserMessage(conversationId: string, create: boolean, input: ChatInput): Promise<Message> {
     const { store } = this.deps;
     const now = new Date().toISOString();
-    // Applied at once, durable with the message (the same journal flush).
-    const created = create
-      ? store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from })
-      : this.requireConversation(conversationId, input.source) && undefined;
+    let created: Promise<void> | undefined;
+    // Applied at once (the message's transaction needs its row), durable with the message: one journal flush.
+    if (create) created = store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from });
+    else this.requireConversation(conversationId, input.source);
     const id = randomUUID();
     const attachments = input.attachments ?? [];
     const message: NewMessage = {
@@ -433,16 +411,16 @@ export class Agent {
         conversationId,
       ),
     );
-    const stored = created ? Promise.all([created, appended]).then(() => undefined) : appended;
+    await Promise.all([created, appended]);
     // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
-    return { message: { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) }, stored };
+    return { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) };
   }
 
   /**
    * `turnMessageId`: the user message the turn answers, which keeps the turn's usage when no reply is
    * stored; its id also names the turn (what undo_turn undoes).
    */
-  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string, area?: ToolArea, shown?: Promise<void>): Promise<ChatOutput> {
+  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string, area?: ToolArea): Promise<ChatOutput> {
     const turnId = turnMessageId ?? randomUUID();
     const { store, logger } = this.deps;
     const log = logger.child({ conversation: conversationId });
@@ -463,7 +441,6 @@ export class Agent {
           onEvent({ event: 'chat.delta', conversation_id: conversationId, delta });
         },
         area,
-        shown,
       );
       // Counted before the reply is stored: the conversation.updated its storing sends shows the new counts.
       if (area) await this.deps.worktrees?.refreshStats(conversationId);
@@ -559,8 +536,6 @@ export class Agent {
     files: TurnFiles,
     onDelta: (delta: string) => void,
     area: ToolArea | undefined,
-    /** Resolves once the turn's user message is durable and shown (chat): no tool runs before. */
-    shown: Promise<void> | undefined,
   ): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
@@ -575,8 +550,8 @@ export class Agent {
       const { config, tools, names, specs, model, provider, window, reported } = await this.requestShape(input, lastStep, area);
       const byName = new Map(tools.map((t) => [t.name, t]));
       const rows = await this.history.rows(conversationId);
-      // Asked together: their cached answers wait for the same check phase (places-watch.ts), so a
-      // quick model's reply can join its user message's journal flush.
+      // Asked together: their cached answers wait for the same check phase (places-watch.ts), one
+      // turn of the event loop instead of two.
       const note: Promise<ChatMessage | undefined> =
         moment === null ? this.moment({ client: input.client ?? sourceLabel(input.source), remote: input.source.kind !== 'editor' }, area) : Promise.resolve(moment);
       note.catch(() => undefined); // awaited below; a failed system message must not leave it unhandled
@@ -639,8 +614,6 @@ export class Agent {
           data: { kind: 'call', call_id: call.id, batch, arguments: call.arguments } satisfies ToolCallData,
         })),
       ]);
-      // Its tool.call events then go out at once, before any permission.request of theirs (broker).
-      await shown;
       if (said) onEvent({ event: 'chat.message', conversation_id: conversationId, message: messageOf(said) });
       for (const call of calls) {
         onEvent({ event: 'tool.call', conversation_id: conversationId, tool: call.name, call_id: call.id, arguments: call.arguments });

@@ -162,10 +162,7 @@ export class Journal {
     if (!batch) {
       const created = newBatch();
       batch = this.batch = created;
-      // Flushed in the check phase of the next turn of the event loop, not this one: what continues in
-      // this one's check phase (an agent turn whose cached answers wait for it, places-watch.ts) joins
-      // the flush, so a message and a quick reply share one fdatasync. Nothing else waits longer.
-      setImmediate(() => setImmediate(() => this.enqueueIo(() => this.flush(created))));
+      setImmediate(() => this.enqueueIo(() => this.flush(created)));
     }
     batch.buffers.push(buf);
     batch.bytes += buf.length;

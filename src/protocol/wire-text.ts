@@ -1,3 +1,5 @@
+import type { Envelope } from './envelope';
+
 /**
  * A frame's JSON text. An event sent to many clients (a conversation's followers, a broadcast) is the
  * same object for each socket, handed to them one after the other in one synchronous run: the text of
@@ -32,4 +34,24 @@ export function wireText(frame: object): string {
     queueMicrotask(clear);
   }
   return text;
+}
+
+/**
+ * Results that many answers share while nothing in them changes (get_config's, asked by every client at
+ * start and polled by scripts): their text, made once and kept as long as the result lives (a WeakMap
+ * entry for these few objects only; see above for why not for every frame).
+ */
+const sharedTexts = new WeakMap<object, string>();
+
+/** Marks a result as shared: it is never changed after this (its text is made now). */
+export function sharedResult<T extends object>(result: T): Readonly<T> {
+  sharedTexts.set(result, JSON.stringify(result));
+  return result;
+}
+
+/** An answer's JSON text, the same as JSON.stringify's: a shared result's text is not made again. */
+export function envelopeText(envelope: Envelope): string {
+  const data = envelope.status === 'ok' ? sharedTexts.get(envelope.data) : undefined;
+  if (data === undefined) return JSON.stringify(envelope);
+  return envelope.id === undefined ? `{"status":"ok","data":${data}}` : `{"status":"ok","data":${data},"id":${JSON.stringify(envelope.id)}}`;
 }

@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
+import { keptForTheRun } from '../../protocol';
 
 /**
  * A server's WebSocket text frame (RFC 6455 5.2: FIN, opcode 1, unmasked), header and UTF-8 payload in
@@ -25,35 +26,8 @@ export function textFrame(text: string): Buffer {
   return frame;
 }
 
-/*
- * The frames of the last texts framed, kept for the synchronous run that sends them (as wireText keeps
- * texts, protocol/wire-text.ts): the followers of an event are sent it one after the other in one run,
- * and a frame is not held once it was written.
- */
-const SLOTS = 2;
-const texts: (string | undefined)[] = new Array<string | undefined>(SLOTS).fill(undefined);
-const frames: (Buffer | undefined)[] = new Array<Buffer | undefined>(SLOTS).fill(undefined);
-let next = 0;
-let clearing = false;
-
-function clear(): void {
-  texts.fill(undefined);
-  frames.fill(undefined);
-  clearing = false;
-}
-
-function sharedTextFrame(text: string): Buffer {
-  for (let i = 0; i < SLOTS; i += 1) if (texts[i] === text) return frames[i]!;
-  const frame = textFrame(text);
-  texts[next] = text;
-  frames[next] = frame;
-  next = (next + 1) % SLOTS;
-  if (!clearing) {
-    clearing = true;
-    queueMicrotask(clear);
-  }
-  return frame;
-}
+/* The frame of a text, made once for the followers an event is sent to one after the other in one run. */
+const sharedTextFrame = keptForTheRun(textFrame);
 
 /**
  * Sends `text` to an open WebSocket as one ready frame written straight to its TCP socket: one buffer

@@ -309,6 +309,31 @@ describe('providers and connection info', () => {
     assert.equal(api.hosting.service!.config.current.provider, 'openai', 'the user choice stays');
   });
 
+  test('the service opens while SecretStorage answers, and takes commands only once the keys are in', async () => {
+    // SecretStorage is a round trip to the workbench: held here until the service's open has begun.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let dataDir = '';
+    const activating = activateWindow({}, { 'remoteAssistant.port': 0 }, (context) => {
+      dataDir = context.globalStorageUri.fsPath;
+      context.secrets.values.set('remoteAssistant.apiKey.openai', SECRET_KEY);
+      const get = context.secrets.get.bind(context.secrets);
+      context.secrets.get = async (key: string) => {
+        await held;
+        return get(key);
+      };
+    });
+    let activated = false;
+    void activating.then(() => (activated = true));
+    // The store's lock is taken by the service's open: it did not wait for the keys.
+    await waitFor(() => dataDir !== '' && existsSync(join(dataDir, 'service.lock')), 'the service to open while the keys are read', 20_000, 10);
+    assert.equal(activated, false, 'activation waits for the keys');
+    release();
+    const { api } = await activating;
+    portOf(api);
+    assert.equal(api.apiKeys.get('openai'), SECRET_KEY, 'the key is in before the first command');
+  });
+
   test('a configured key keeps the configured provider', async () => {
     const { api } = await activateWindow({ base_url: undefined }, { 'remoteAssistant.port': 0 }, (context) => {
       testing.chatModels = [{ id: 'copilot-gpt', family: 'gpt' }];

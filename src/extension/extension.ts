@@ -126,8 +126,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   const autoStart = readSettings().autoStart;
   /** activate() -> listening: taken the moment the service listens (or attaches, or finds its port taken). */
   let activationMs: number | undefined;
+  let serviceMs: number | undefined;
   const activated = () => {
-    activationMs ??= Math.round(performance.now() - began);
+    if (activationMs !== undefined) return;
+    activationMs = Math.round(performance.now() - began);
+    serviceMs = hosting.state.state === 'hosting' ? hosting.state.startupMs : undefined;
   };
   const loopMonitor = new LoopMonitor();
   const deps: CommandDeps = {
@@ -142,7 +145,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       chatView.post({ event: 'editor.show_message', conversation_id: conversationId, message_id: messageId });
     },
     loopMonitor,
-    activationMs: () => activationMs,
+    activation: () => (activationMs === undefined ? undefined : { ms: activationMs, serviceMs }),
     permissions: {
       answer: (requestId, decision) => answerRequest(hosting.backend, requestId, decision as PermissionDecision),
       showInChat,
@@ -207,7 +210,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       await hosting.restart();
     }
     activated();
-    log(`activated in ${activationMs} ms (${hosting.state.state})`);
+    log(`activated in ${activationMs} ms (${hosting.state.state}${serviceMs === undefined ? '' : `; the service's open and listen ${serviceMs} ms of it`})`);
   } else {
     statusBar.update({ state: 'stopped' });
   }

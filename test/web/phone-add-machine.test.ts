@@ -222,3 +222,38 @@ test("on a secure page (loopback), A's page adds B with the live camera pointed 
     await video.cleanup();
   }
 });
+
+/** The link with its `name=` replaced (a QR code or pasted text an attacker wrote). */
+function named(link: string, name: string): string {
+  const url = new URL(link);
+  const fragment = new URLSearchParams(url.hash.slice(1));
+  fragment.set('name', name);
+  url.hash = fragment.toString();
+  return url.toString();
+}
+
+test("attack: a pairing link's name= carries no bidi control or line break onto the page, and cannot pass for a machine already listed", async () => {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  const page = await context.newPage();
+  page.setDefaultTimeout(WAIT);
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(String(error)));
+  // A's own link, its name with a right-to-left override and a line break: shown as "work-laptop\nexe.gnp" would read otherwise.
+  await page.goto(named(await pairingLink(a), 'work-\u202Epotpal\n'));
+  await page.locator(`.machine-view[data-machine-id="${lanId(a)}"] .connection[data-state="open"]`).waitFor();
+  const aName = (await kept(page)).machines[0].name;
+  assert.doesNotMatch(aName, /[\u0000-\u001f\u202a-\u202e\u2066-\u2069]/, `the name is kept without hidden characters (${JSON.stringify(aName)})`);
+
+  // B's link names itself as A's name with a zero-width space: the same on screen, a different computer.
+  await paste(page, named(await pairingLink(b), `${aName}\u200b`));
+  await page.locator(`${SHOWN}[data-machine-id="${lanId(b)}"] .connection[data-state="open"]`).waitFor();
+  const machines = (await kept(page)).machines;
+  const reads = (name: string) => name.normalize('NFKC').replace(/[\u00ad\u034f\u180e\u200b-\u200f\u2060-\u2064\ufeff]/g, '');
+  const bName = machines.find((m) => m.id === lanId(b))!.name;
+  assert.notEqual(reads(bName), reads(aName), `B (${JSON.stringify(bName)}) does not read as A (${JSON.stringify(aName)})`);
+  await page.locator(`${SHOWN} .machine-switch`).click();
+  const shown = await page.locator('.machines-panel .machine-name').allInnerTexts();
+  assert.equal(new Set(shown.map(reads)).size, 2, `the switcher shows two different names (${JSON.stringify(shown)})`);
+  assert.deepEqual(errors, []);
+  await context.close();
+});

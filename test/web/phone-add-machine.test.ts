@@ -257,3 +257,54 @@ test("attack: a pairing link's name= carries no bidi control or line break onto 
   assert.deepEqual(errors, []);
   await context.close();
 });
+
+test("attack: a reply's link carrying a pairing fragment (a prompt-injected model, a webhook's text) neither wipes this phone's credential nor adds a machine", async () => {
+  const phone = await phoneOnA();
+  const { page, context } = phone;
+  const before = await kept(page);
+  // `#token=` alone names the page's own socket: opened, it replaced A's device credential with a bogus one.
+  // `#url=` names another service: opened, it added that machine (and showed it) without a question.
+  const bogus = '#token=bogus';
+  const elsewhere = `#url=${encodeURIComponent(b.wsUrl)}&token=bogus&name=work-laptop`;
+  rig.fake.script({ text: `Read [the notes](${bogus}), [the log](${a.httpUrl}/${bogus}) and [the other computer](${elsewhere}).` });
+  const input = page.locator(`${SHOWN} .composer-input`);
+  await input.fill('where are the notes?');
+  await input.press('Enter');
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'Read the notes' }).waitFor();
+  const links = page.locator(`${SHOWN} .message.assistant a[href]`);
+  for (let i = 0; i < (await links.count()); i += 1) {
+    const [opened] = await Promise.all([context.waitForEvent('page'), links.nth(i).click()]);
+    await opened.waitForLoadState('load');
+    await opened.locator('.machine-view:not([hidden]), .pairing-form').first().waitFor();
+    await opened.close();
+  }
+  assert.deepEqual(await kept(page), before, 'the machines and their credentials are as they were');
+  assert.deepEqual(phone.errors, []);
+  await context.close();
+});
+
+test('attack: a link opened into the page (a planted QR code) for a machine this phone holds a credential for replaces it only once the machine accepted it', async () => {
+  const phone = await phoneOnA();
+  const { page } = phone;
+  const before = await kept(page);
+  // A bogus token, then a spent pairing secret: before, either replaced A's working device credential.
+  for (const fragment of ['#token=bogus', new URL(await pairingLink(a)).hash.replace(/pair=[^&]+/, 'pair=spent-or-made-up')]) {
+    await page.evaluate((hash) => (location.hash = hash), fragment);
+    await page.locator('.add-machine-status[data-kind="error"]', { hasText: 'refused this pairing link' }).waitFor();
+    assert.deepEqual(await kept(page), before, `${fragment.slice(0, 12)}… changed nothing kept`);
+    assert.equal(await page.locator(`${SHOWN}[data-machine-id="${lanId(a)}"] .connection`).getAttribute('data-state'), 'open', 'A stays connected');
+    await page.locator('.machines-close').click();
+  }
+  // A fresh link of A's: accepted, it renews A's pairing (a new device credential), still one machine.
+  await page.evaluate((hash) => (location.hash = hash), new URL(await pairingLink(a)).hash);
+  await page.waitForFunction((old) => JSON.parse(localStorage.getItem('remote-assistant.machines') ?? '{}').machines?.[0]?.pairing?.token !== old, before.machines[0].pairing.token);
+  const after = await kept(page);
+  assert.deepEqual(
+    after.machines.map((m) => m.id),
+    [lanId(a)],
+  );
+  assert.ok(after.machines[0].pairing.token && !after.machines[0].pairing.pair, 'a new credential, no secret left');
+  await page.locator(`${SHOWN}[data-machine-id="${lanId(a)}"] .connection[data-state="open"]`).waitFor();
+  assert.deepEqual(phone.errors, []);
+  await phone.context.close();
+});

@@ -143,14 +143,10 @@ test('attack: 300 parallel wrong tokens from one address: 10 are checked, the re
   assert.equal(bursts[0].refused, 290);
 });
 
-/** Resolves once the service's gate holds `count` connections waiting (its own figure: a test reads it, nothing else). */
+/** Resolves once the service's gate holds `count` connections waiting (its own figure, read by this test alone; the runner's per-test timeout bounds the wait). */
 async function waitingPlaces(svc: RunningService, count: number): Promise<void> {
   const gate = (svc.service as unknown as { http: { gate: { waiting: number } } }).http.gate;
-  const started = Date.now();
-  while (gate.waiting < count) {
-    assert.ok(Date.now() - started < 20_000, `the gate holds ${gate.waiting} waiting connections, not ${count}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  while (gate.waiting < count) await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
 test('attack: a few addresses (none allowed to connect) that fill every waiting place cannot keep another address out', async () => {

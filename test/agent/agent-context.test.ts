@@ -4,7 +4,7 @@ import fsPromises, { mkdir, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { GIT_STATUS_MAX_AGE_MS, GitStatusCache, summaryOf } from '../../src/agent/prompt/git-status';
+import { GIT_STATUS_MAX_AGE_MS, GitStatusCache, MAX_GIT_STATUS_FOLDERS, summaryOf } from '../../src/agent/prompt/git-status';
 import { BUILTIN_SYSTEM_PROMPT } from '../../src/agent/prompt/system-prompt';
 import { MOMENT_HEADING, environmentBlock, momentNote } from '../../src/agent/prompt/environment';
 import { clientLabel } from '../../src/commands/agent-context-handlers';
@@ -49,6 +49,16 @@ function systemOf(request: RecordedRequest): string {
   const [first] = request.body.messages as { role: string; content: string }[];
   assert.equal(first.role, 'system');
   return first.content;
+}
+
+/** The inotify watches this process holds (Linux: one `inotify wd:` line each in its inotify descriptors' fdinfo). */
+async function inotifyWatches(): Promise<number> {
+  let count = 0;
+  for (const fd of await fsPromises.readdir('/proc/self/fdinfo')) {
+    const info = await fsPromises.readFile(`/proc/self/fdinfo/${fd}`, 'utf8').catch(() => '');
+    count += info.split('\n').filter((line) => line.startsWith('inotify wd:')).length;
+  }
+  return count;
 }
 
 function git(cwd: string, ...args: string[]): void {
@@ -247,6 +257,20 @@ describe('git status, cheaply', () => {
     assert.equal(stat.mock.callCount(), 0, 'nothing looked at');
     await gitApart(repo, 'checkout', '-q', '-b', 'other');
     assert.equal((await cache.summary(repo, t0 + 2))?.changed, 2, 'HEAD changed');
+  });
+
+  test('attack: a folder asked once (a worktree conversation each) does not keep its watches for good: the watches held stay bounded', async () => {
+    const base = await folder('ra-ctx-gitmany-');
+    const cache = new GitStatusCache(async () => ({ branch: 'main', changed: 0 }));
+    const before = await inotifyWatches();
+    // Each a repository's folder whose HEAD and index can be watched, as a conversation's root is.
+    for (let i = 0; i < 300; i += 1) {
+      const repo = join(base, `wt-${i}`);
+      await mkdir(join(repo, '.git'), { recursive: true });
+      await cache.summary(repo);
+    }
+    const held = (await inotifyWatches()) - before;
+    assert.ok(held <= 2 * MAX_GIT_STATUS_FOLDERS, `the cache holds ${held} inotify watches for 300 folders asked once`);
   });
 
   test('the status line read: branch, detached, no commits yet, not a repository', () => {

@@ -33,7 +33,7 @@ import { FileLogger } from './log/file-logger';
 import { Redactor } from './log/redact';
 import type { Logger } from './log/logger';
 import { tcpChannelOf, websocketChannelsOf, type ServiceConfig } from './protocol';
-import { openStore, type RetentionPolicy, type Store } from './store';
+import { bootStore, openStore, type RetentionPolicy, type Store } from './store';
 import { bindHostFor, compileAllowFrom } from './transport/http/allow-from';
 import { Authenticator } from './transport/auth/auth';
 import { DeviceCredentials } from './transport/auth/device-credentials';
@@ -149,13 +149,21 @@ interface ServiceParts {
  * started, a relay status is asked by a command) are joined by lambdas over names defined below them.
  */
 async function composeService(options: ServiceOptions): Promise<ServiceParts> {
-  const config = await ConfigFile.load(options.dataDir);
+  // The SQLite engines load while service.json is read (and written, in a new data directory).
+  const boot = bootStore();
+  let config: ConfigFile;
+  try {
+    config = await ConfigFile.load(options.dataDir);
+  } catch (error) {
+    await boot.cancel();
+    throw error;
+  }
   const redactor = new Redactor();
   redactor.setSecrets(secretValues(config.current));
   const logger = new FileLogger({ file: join(options.dataDir, LOG_FILE_NAME), redactor, mirror: options.logToStderr ?? false, mirrorLevel: 'info' });
   let store: Store | undefined;
   try {
-    store = await openStore(options.dataDir, { logger, recover: options.recoverJournal, breakLock: options.breakLock, retention: retentionOf(config.current) });
+    store = await openStore(options.dataDir, { logger, recover: options.recoverJournal, breakLock: options.breakLock, retention: retentionOf(config.current), boot });
     // Turns a stopped service left waiting for permission end now, before anything runs (the webhook inbox re-runs its turns).
     await finishInterruptedRequests(store, logger);
     // Writes a crash cut short are settled by looking at their files, before any turn writes again.

@@ -1,4 +1,4 @@
-import { chmod, open as openFile, rm } from 'node:fs/promises';
+import { chmod } from 'node:fs/promises';
 import path from 'node:path';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import { fsyncDir } from '../replay';
@@ -27,6 +27,12 @@ import type {
 } from './protocol';
 
 export const HISTORY_FILE_NAME = 'history.db';
+
+/** A started history worker (HistoryStore.boot), waiting to open history.db. */
+export interface HistoryBoot {
+  open: (dir: string, recover?: boolean) => Promise<HistoryStore>;
+  cancel: () => Promise<void>;
+}
 
 interface Pending {
   resolve: (value: unknown) => void;
@@ -80,7 +86,7 @@ export class HistoryStore {
    * Starts the worker (loading SQLite's WASM takes a while) before the data directory is locked;
    * `open` then opens history.db in it. Call `boot` early, `open` once service.lock is held.
    */
-  static boot(): { open: (dir: string, recover?: boolean) => Promise<HistoryStore>; cancel: () => Promise<void> } {
+  static boot(): HistoryBoot {
     const worker = startStoreWorker('history-worker', __dirname, null);
     const failed = new Promise<never>((_, reject) => {
       worker.once('error', reject);
@@ -90,11 +96,9 @@ export class HistoryStore {
     const open = async (dir: string, recover = false): Promise<HistoryStore> => {
       const file = path.join(dir, HISTORY_FILE_NAME);
       try {
-        // node-sqlite3-wasm locks a database with a `<file>.lock` directory, which a killed process
-        // leaves behind; service.lock already makes this process the only one using the directory.
-        await rm(`${file}.lock`, { recursive: true, force: true });
-        // Created private (SQLite would use the umask).
-        await (await openFile(file, 'a', PRIVATE_FILE_MODE)).close();
+        // Posted before the first await: the caller's schema migration then blocks this thread for a
+        // while, and the worker opens history.db meanwhile (it also removes a stale lock and creates
+        // the file private: history-worker.ts).
         const ready = new Promise<{ stats: HistoryStats; damage: string | null; marks: SyncMarks }>((resolve, reject) => {
           const onMessage = (message: WorkerOutbound) => {
             if (!('ready' in message)) return;

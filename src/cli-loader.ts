@@ -5,6 +5,8 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import vm from 'node:vm';
+import type { Worker } from 'node:worker_threads';
+import { startHistoryWorker } from './store/history/start-worker';
 
 const BUNDLE = path.join(__dirname, 'cli-main.js');
 const CACHE = `${BUNDLE}.cache`;
@@ -39,8 +41,10 @@ function compile(cachedData: Buffer | undefined): vm.Script {
   return new vm.Script(`(function (exports, require, module, __filename, __dirname) { ${source}\n})`, { filename: BUNDLE, cachedData });
 }
 
-function run(script: vm.Script): { main(argv: string[]): Promise<number> } {
-  const bundle = { exports: {} as { main(argv: string[]): Promise<number> } };
+type Main = (argv: string[], started?: { historyWorker?: Worker }) => Promise<number>;
+
+function run(script: vm.Script): { main: Main } {
+  const bundle = { exports: {} as { main: Main } };
   (script.runInThisContext() as (...args: unknown[]) => void).call(bundle.exports, bundle.exports, createRequire(BUNDLE), bundle, BUNDLE, path.dirname(BUNDLE));
   return bundle.exports;
 }
@@ -56,6 +60,9 @@ export function writeCodeCache(): void {
 }
 
 if (require.main === module) {
+  const argv = process.argv.slice(2);
+  // history.db's worker loads its SQLite while this thread loads the service, rather than after.
+  const historyWorker = argv[0] === 'serve' ? startHistoryWorker() : undefined;
   const { main } = run(compile(readCache()));
-  main(process.argv.slice(2)).then((code) => process.exit(code));
+  main(argv, { historyWorker }).then((code) => process.exit(code));
 }

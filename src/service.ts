@@ -1,3 +1,4 @@
+import type { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import { Agent, type ProviderResolver } from './agent/agent';
 import type { Host } from './agent/host';
@@ -70,6 +71,8 @@ export interface ServiceOptions {
   breakLock?: boolean;
   /** Mirror log lines to stderr (headless). */
   logToStderr?: boolean;
+  /** history.db's worker, started before the service's code loaded (src/cli-loader.ts); default: started here. */
+  historyWorker?: Worker;
   /** What the hosting program supplies (the editor's models, prompts, tools, key). */
   hostServices?: Host;
   /** Where review and land find conversations' worktrees instead of the store's table (tests that make their own with git worktree add). */
@@ -150,7 +153,7 @@ interface ServiceParts {
  */
 async function composeService(options: ServiceOptions): Promise<ServiceParts> {
   // The SQLite engines load while service.json is read (and written, in a new data directory).
-  const boot = bootStore();
+  const boot = bootStore(options.historyWorker);
   let config: ConfigFile;
   try {
     config = await ConfigFile.load(options.dataDir);

@@ -22,6 +22,7 @@ import { AuditRepo } from './audit';
 import { WorktreesRepo } from './worktrees';
 import { HistoryStore, HISTORY_FILE_NAME } from './history/history-store';
 import type { HistoryBoot } from './history/history-store';
+import type { Worker } from 'node:worker_threads';
 import { loadSqlJs } from './sqljs';
 import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
@@ -91,11 +92,12 @@ export interface StoreBoot {
 /**
  * Starts loading both SQLite engines (the history worker's and sql.js, each compiling its WASM) before
  * the caller's own start-up work (reading service.json), so they load while it waits for files; hand
- * it to `openStore`, or `cancel` it when the open will not come.
+ * it to `openStore`, or `cancel` it when the open will not come. `historyWorker`: one started even
+ * earlier (startHistoryWorker: the command line's entry starts it before loading the service).
  */
-export function bootStore(): StoreBoot & { cancel: () => Promise<void> } {
+export function bootStore(historyWorker?: Worker): StoreBoot & { cancel: () => Promise<void> } {
   loadSqlJs().catch(() => {}); // a failure is reported by the open, which asks again
-  const history = HistoryStore.boot();
+  const history = HistoryStore.boot(historyWorker);
   return { history, cancel: history.cancel };
 }
 

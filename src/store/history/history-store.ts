@@ -4,7 +4,7 @@ import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import { fsyncDir } from '../replay';
 import type { Worker } from 'node:worker_threads';
 import { ServiceError } from '../../protocol/errors';
-import { startStoreWorker } from '../worker-thread';
+import { startHistoryWorker } from './start-worker';
 import { CORRUPT, DISK_FULL } from './protocol';
 import type {
   BodyIn,
@@ -83,11 +83,12 @@ export class HistoryStore {
   }
 
   /**
-   * Starts the worker (loading SQLite's WASM takes a while) before the data directory is locked;
-   * `open` then opens history.db in it. Call `boot` early, `open` once service.lock is held.
+   * Starts the worker (loading SQLite's WASM takes a while) before the data directory is locked, or
+   * takes one `startHistoryWorker` started; `open` then opens history.db in it. Call `boot` early, `open` once
+   * service.lock is held.
    */
-  static boot(): HistoryBoot {
-    const worker = startStoreWorker('history-worker', __dirname, null);
+  static boot(started?: Worker): HistoryBoot {
+    const worker = started ?? startHistoryWorker();
     const failed = new Promise<never>((_, reject) => {
       worker.once('error', reject);
       worker.once('exit', (code) => reject(new Error(`the history worker exited (code ${code}) before opening ${HISTORY_FILE_NAME}`)));

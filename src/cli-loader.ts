@@ -1,6 +1,6 @@
 // dist/cli.js, the command line's entry: it runs the command line's bundle (dist/cli-main.js, built from
 // cli.ts) compiled with V8's code cache, which the build writes beside it (esbuild.mjs). Compiling the
-// bundle's 2 MB without it was a third of a start's CPU time (docs/design.md, "Start-up").
+// bundle (1.7 MB) without it was the largest single CPU cost of a start (docs/design.md, "Start-up").
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';

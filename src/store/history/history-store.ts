@@ -14,6 +14,7 @@ import type {
   ColdMeta,
   ColdQuery,
   ColdRow,
+  ColdUsage,
   HistoryReplies,
   HistoryRequest,
   HistoryStats,
@@ -248,6 +249,15 @@ export class HistoryStore {
 
   cold(query: ColdQuery): Promise<ColdRow[]> {
     return this.call({ op: 'cold', query });
+  }
+
+  /** Stores usage rows moving out of sql.js, durably (one fsync); the sync mark committed with them. */
+  putColdUsage(rows: ColdUsage[]): Promise<number> {
+    return this.call({ op: 'coldUsagePut', rows });
+  }
+
+  coldUsage(messageIds: string[]): Promise<ColdUsage[]> {
+    return this.call({ op: 'coldUsage', messageIds });
   }
 
   /** Deletes up to `limit` cold rows of a deleted conversation and their bodies; how many (0: none left). */

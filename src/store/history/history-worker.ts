@@ -42,6 +42,10 @@ function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof Hi
       return db.putCold(request.rows);
     case 'cold':
       return db.queryCold(request.query);
+    case 'coldUsagePut':
+      return db.putColdUsage(request.rows);
+    case 'coldUsage':
+      return db.queryColdUsage(request.messageIds);
     case 'coldDrop':
       return db.dropCold(request.conversationId, request.limit);
     case 'coldCut':

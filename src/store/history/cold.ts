@@ -108,6 +108,11 @@ export function queryCold(db: SqliteFile, q: ColdQuery): ColdRow[] {
   }
 }
 
+/** How many cold rows each conversation has at or below its `cold_seq` (given as [id, cold_seq] pairs). */
+export function countCold(db: SqliteFile, conversations: ReadonlyArray<[string, number]>): Array<[string, number]> {
+  return conversations.map(([id, maxSeq]) => [id, Number(db.get('SELECT count(*) AS n FROM cold_messages WHERE conversation_id = ? AND seq <= ?', [id, maxSeq])?.n ?? 0)]);
+}
+
 /** Up to `limit` cold rows of any conversation after `seq`, in order (a rebuild by `serve --recover`: history-db.ts). */
 export function queryColdAfterSeq(db: SqliteFile, seq: number, limit: number): ColdMeta[] {
   return db.all(`${SELECT} WHERE seq > ? ORDER BY seq LIMIT ?`, [seq, limit]).map(metaOf);

@@ -3,7 +3,7 @@
 import { closeSync, existsSync, openSync, renameSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
-import { COLD_SCHEMA, cutCold, dropCold, putCold, putColdUsage, queryCold, queryColdAfterSeq, queryColdUsage } from './cold';
+import { COLD_SCHEMA, countCold, cutCold, dropCold, putCold, putColdUsage, queryCold, queryColdAfterSeq, queryColdUsage } from './cold';
 import { damageAtOpen } from './integrity';
 import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
@@ -337,6 +337,10 @@ export class HistoryDb {
     });
     this.marks.now = mark;
     return mark;
+  }
+
+  countCold(conversations: ReadonlyArray<[string, number]>): Array<[string, number]> {
+    return countCold(this.db, conversations);
   }
 
   queryColdUsage(messageIds: readonly string[]): ColdUsage[] {

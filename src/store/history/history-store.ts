@@ -256,6 +256,11 @@ export class HistoryStore {
     return this.call({ op: 'coldUsagePut', rows });
   }
 
+  /** How many cold rows history.db has of each conversation, at or below its `cold_seq` ([id, cold_seq] pairs). */
+  countCold(conversations: Array<[string, number]>): Promise<Array<[string, number]>> {
+    return this.call({ op: 'coldCount', conversations });
+  }
+
   coldUsage(messageIds: string[]): Promise<ColdUsage[]> {
     return this.call({ op: 'coldUsage', messageIds });
   }

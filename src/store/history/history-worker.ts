@@ -44,6 +44,8 @@ function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof Hi
       return db.queryCold(request.query);
     case 'coldUsagePut':
       return db.putColdUsage(request.rows);
+    case 'coldCount':
+      return db.countCold(request.conversations);
     case 'coldUsage':
       return db.queryColdUsage(request.messageIds);
     case 'coldDrop':

@@ -133,6 +133,7 @@ export type HistoryRequest =
   | { op: 'coldPut'; rows: ColdMeta[] }
   | { op: 'cold'; query: ColdQuery }
   | { op: 'coldUsagePut'; rows: ColdUsage[] }
+  | { op: 'coldCount'; conversations: Array<[string, number]> }
   | { op: 'coldUsage'; messageIds: string[] }
   | { op: 'coldDrop'; conversationId: string; limit: number }
   | { op: 'coldCut'; cutoff: string; keepChars: number; note: string; minBytes: number; limit: number };
@@ -153,6 +154,7 @@ export interface HistoryReplies {
   coldPut: number;
   cold: ColdRow[];
   coldUsagePut: number;
+  coldCount: Array<[string, number]>;
   coldUsage: ColdUsage[];
   coldDrop: number;
   coldCut: ColdCutResult;

@@ -96,6 +96,17 @@ function sumsOf(rows: readonly RawRow[]): Sums {
   return s;
 }
 
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
+}
+
 const ADD_SUMS = `input = input + excluded.input, output = output + excluded.output, cached = cached + excluded.cached, cost_micro = cost_micro + excluded.cost_micro,
   unpriced = unpriced + excluded.unpriced, estimated = max(estimated, excluded.estimated), replies = replies + excluded.replies`;
 
@@ -142,8 +153,12 @@ export class UsageRepo {
     });
   }
 
-  /** The rows of these messages, by message id (those moved with their conversation read from history.db). */
-  async ofMessages(messageIds: readonly string[]): Promise<Map<string, UsageRow>> {
+  /**
+   * The rows of these messages, by message id. Those moved with their conversation are read from
+   * history.db, only for a conversation whose rows moved (`conversationId`, when all are of one:
+   * otherwise a page of a hot conversation would ask history.db for its user messages every time).
+   */
+  async ofMessages(messageIds: readonly string[], conversationId?: string): Promise<Map<string, UsageRow>> {
     const found = new Map<string, UsageRow>();
     // Chunked: SQLite limits the number of parameters of one statement.
     for (let i = 0; i < messageIds.length; i += 200) {
@@ -152,7 +167,7 @@ export class UsageRepo {
       for (const raw of rows) found.set(raw.message_id, toRow(raw));
     }
     const missing = messageIds.filter((id) => !found.has(id));
-    if (missing.length > 0 && this.history && this.hasMoved()) {
+    if (missing.length > 0 && this.history && this.hasMoved() && (conversationId === undefined || this.movedOf(conversationId))) {
       for (const row of await this.history.coldUsage(missing)) found.set(row.message_id, row as unknown as UsageRow);
     }
     return found;
@@ -193,7 +208,7 @@ export class UsageRepo {
 
   /**
    * Moves the usage rows of conversations whose metadata went cold (or that were deleted) out of sql.js,
-   * where they grew with the history (issue 25): up to MOVE_BATCH rows of one conversation a step. Their
+   * where they grew with the history (issue 25): up to MOVE_BATCH rows (of any such conversations) a step. Their
    * figures go to history.db first (committed with an fsync and a sync mark), then one sql.js
    * transaction adds them to the sums per day and per conversation, deletes them and notes the mark. A
    * crash between leaves them in both, counted once (the sums change with the delete); the next pass
@@ -202,22 +217,19 @@ export class UsageRepo {
    */
   async moveCold(noteMark: (tx: WriteTx, mark: number) => void): Promise<number> {
     if (!this.history || !this.hasMoved()) return 0;
-    const next = this.db.get<{ conversation_id: string; id: string | null }>(
-      `SELECT u.conversation_id, c.id FROM usage u LEFT JOIN conversations c ON c.id = u.conversation_id
-       WHERE c.id IS NULL OR (c.hot = 0 AND c.cold_count > 0) LIMIT 1`,
+    const rows = this.db.all<RawRow & { kept: number }>(
+      `SELECT ${COLUMNS.split(', ')
+        .map((c) => `u.${c}`)
+        .join(', ')}, c.id IS NOT NULL AS kept FROM usage u LEFT JOIN conversations c ON c.id = u.conversation_id
+       WHERE c.id IS NULL OR (c.hot = 0 AND c.cold_count > 0) LIMIT ?`,
+      [MOVE_BATCH],
     );
-    if (!next) return 0;
-    const rows = this.db.all<RawRow>(`SELECT ${COLUMNS} FROM usage WHERE conversation_id = ? LIMIT ?`, [next.conversation_id, MOVE_BATCH]);
-    const kept = next.id !== null;
-    const mark = kept ? await this.history.putColdUsage(rows.map((r) => ({ ...toRow(r) }))) : 0;
+    if (rows.length === 0) return 0;
+    const kept = rows.filter((r) => r.kept === 1).map(({ kept: _kept, ...r }) => r);
+    const mark = kept.length > 0 ? await this.history.putColdUsage(kept.map((r) => ({ ...toRow(r) }))) : 0;
     await this.db.write((tx) => {
       const present = rows.filter((r) => tx.run('DELETE FROM usage WHERE message_id = ?', [r.message_id]).changes > 0);
-      const days = new Map<string, RawRow[]>();
-      for (const r of present) {
-        const key = JSON.stringify([r.day, r.source, r.provider, r.model]);
-        days.set(key, [...(days.get(key) ?? []), r]);
-      }
-      for (const [key, group] of days) {
+      for (const [key, group] of groupBy(present, (r) => JSON.stringify([r.day, r.source, r.provider, r.model]))) {
         const s = sumsOf(group);
         tx.run(
           `INSERT INTO usage_days (day, source, provider, model, input, output, cached, cost_micro, unpriced, estimated, replies) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -225,14 +237,17 @@ export class UsageRepo {
           [...(JSON.parse(key) as string[]), s.input, s.output, s.cached, s.cost_micro, s.unpriced, s.estimated, s.replies],
         );
       }
-      if (kept && present.length > 0) {
-        const s = sumsOf(present);
-        const latest = present.reduce((a, b) => (b.updated_at > a.updated_at ? b : a));
+      for (const [conversationId, group] of groupBy(
+        present.filter((r) => r.kept === 1),
+        (r) => r.conversation_id,
+      )) {
+        const s = sumsOf(group);
+        const { kept: _kept, ...latest } = group.reduce((a, b) => (b.updated_at > a.updated_at ? b : a));
         tx.run(
           `INSERT INTO usage_conversations (conversation_id, input, output, cached, cost_micro, unpriced, estimated, replies, last) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (conversation_id) DO UPDATE SET ${ADD_SUMS},
              last = CASE WHEN json_extract(excluded.last, '$.updated_at') >= json_extract(last, '$.updated_at') THEN excluded.last ELSE last END`,
-          [next.conversation_id, s.input, s.output, s.cached, s.cost_micro, s.unpriced, s.estimated, s.replies, JSON.stringify(toRow(latest))],
+          [conversationId, s.input, s.output, s.cached, s.cost_micro, s.unpriced, s.estimated, s.replies, JSON.stringify(toRow(latest))],
         );
       }
       if (mark > 0) noteMark(tx, mark);
@@ -244,6 +259,11 @@ export class UsageRepo {
   private parts(where: string, sums: 'usage_days' | 'usage_conversations', extra = ''): string {
     const rows = `SELECT ${extra}${ROW_PART} FROM usage WHERE ${where}`;
     return this.hasMoved() ? `${rows} UNION ALL SELECT ${extra}${SUM_PART} FROM ${sums} WHERE ${where}` : rows;
+  }
+
+  /** Whether some of this conversation's rows moved to history.db. */
+  private movedOf(conversationId: string): boolean {
+    return this.db.get('SELECT 1 AS present FROM usage_conversations WHERE conversation_id = ?', [conversationId]) !== undefined;
   }
 
   private hasMoved(): boolean {

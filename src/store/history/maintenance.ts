@@ -139,7 +139,7 @@ export class HistoryMaintenance {
     if (this.cold) {
       await this.moveCold();
       while (!this.stopped && (await (this.options.usage?.moveCold(noteSyncMark) ?? 0)) > 0) {
-        // One conversation's rows (at most a batch) a step.
+        // A batch of rows a step (usage.ts MOVE_BATCH).
       }
     }
     const freed = (await this.emptyTrash()) + (this.cold ? await this.emptyColdTrash() : 0);

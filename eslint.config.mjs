@@ -18,7 +18,7 @@ const LAYERS = [
   ['src/transport'],
   // Features that reach people outside a client session (Web Push, webhooks): they use transport/http.
   ['src/channels'],
-  ['src/service.ts', 'src/cli.ts', 'src/cli-backup.ts'],
+  ['src/service.ts', 'src/cli.ts', 'src/cli-backup.ts', 'src/cli-loader.ts'],
   ['src/extension'],
 ];
 /** Separate programs: what each may use of the service's layers. */

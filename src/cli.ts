@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import type { Worker } from 'node:worker_threads';
 import { ConfigError, ConfigFile } from './config/config-file';
 import { defaultDataDir } from './platform/paths';
 import { AllowFromPattern } from './protocol';
@@ -20,7 +21,7 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-async function serve(args: string[]): Promise<number> {
+async function serve(args: string[], historyWorker?: Worker): Promise<number> {
   const { values } = parseArgs({
     args,
     options: {
@@ -55,7 +56,7 @@ async function serve(args: string[]): Promise<number> {
     return 2;
   }
   const dataDir = values['data-dir'] ?? defaultDataDir();
-  const service = await Service.open({ dataDir, port, allowFrom, recoverJournal: values.recover, breakLock: values['break-lock'], publicHost, logToStderr: true });
+  const service = await Service.open({ dataDir, port, allowFrom, recoverJournal: values.recover, breakLock: values['break-lock'], publicHost, logToStderr: true, historyWorker });
   // Handlers first: a supervisor (or a test) may send SIGTERM the moment it reads "listening on", and
   // on a busy machine that can come before the next statement runs; the stop must still be graceful.
   const stopSignal = new Promise<string>((resolve) => {
@@ -106,10 +107,11 @@ async function userAdd(args: string[]): Promise<number> {
   return 0;
 }
 
-export async function main(argv: string[]): Promise<number> {
+/** `started.historyWorker`: history.db's worker, started by the entry before this code loaded (cli-loader.ts). */
+export async function main(argv: string[], started: { historyWorker?: Worker } = {}): Promise<number> {
   const [command, sub, ...rest] = argv;
   try {
-    if (command === 'serve') return await serve(argv.slice(1));
+    if (command === 'serve') return await serve(argv.slice(1), started.historyWorker);
     if (command === 'user' && sub === 'add') return await userAdd(rest);
     if (command === 'pair') return await pairCommand(argv.slice(1), USAGE);
     if (command === 'backup') return await backupCommand(argv.slice(1), USAGE);

@@ -1,3 +1,4 @@
+import type { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import { Agent, type ProviderResolver } from './agent/agent';
 import type { Host } from './agent/host';
@@ -33,7 +34,7 @@ import { FileLogger } from './log/file-logger';
 import { Redactor } from './log/redact';
 import type { Logger } from './log/logger';
 import { tcpChannelOf, websocketChannelsOf, type ServiceConfig } from './protocol';
-import { openStore, type RetentionPolicy, type Store } from './store';
+import { bootStore, openStore, type RetentionPolicy, type Store } from './store';
 import { bindHostFor, compileAllowFrom } from './transport/http/allow-from';
 import { Authenticator } from './transport/auth/auth';
 import { DeviceCredentials } from './transport/auth/device-credentials';
@@ -70,6 +71,8 @@ export interface ServiceOptions {
   breakLock?: boolean;
   /** Mirror log lines to stderr (headless). */
   logToStderr?: boolean;
+  /** history.db's worker, started before the service's code loaded (src/cli-loader.ts); default: started here. */
+  historyWorker?: Worker;
   /** What the hosting program supplies (the editor's models, prompts, tools, key). */
   hostServices?: Host;
   /** Where review and land find conversations' worktrees instead of the store's table (tests that make their own with git worktree add). */
@@ -149,13 +152,21 @@ interface ServiceParts {
  * started, a relay status is asked by a command) are joined by lambdas over names defined below them.
  */
 async function composeService(options: ServiceOptions): Promise<ServiceParts> {
-  const config = await ConfigFile.load(options.dataDir);
+  // The SQLite engines load while service.json is read (and written, in a new data directory).
+  const boot = bootStore(options.historyWorker);
+  let config: ConfigFile;
+  try {
+    config = await ConfigFile.load(options.dataDir);
+  } catch (error) {
+    await boot.cancel();
+    throw error;
+  }
   const redactor = new Redactor();
   redactor.setSecrets(secretValues(config.current));
   const logger = new FileLogger({ file: join(options.dataDir, LOG_FILE_NAME), redactor, mirror: options.logToStderr ?? false, mirrorLevel: 'info' });
   let store: Store | undefined;
   try {
-    store = await openStore(options.dataDir, { logger, recover: options.recoverJournal, breakLock: options.breakLock, retention: retentionOf(config.current) });
+    store = await openStore(options.dataDir, { logger, recover: options.recoverJournal, breakLock: options.breakLock, retention: retentionOf(config.current), boot });
     // Turns a stopped service left waiting for permission end now, before anything runs (the webhook inbox re-runs its turns).
     await finishInterruptedRequests(store, logger);
     // Writes a crash cut short are settled by looking at their files, before any turn writes again.

@@ -21,6 +21,9 @@ import { UsageRepo } from './usage';
 import { AuditRepo } from './audit';
 import { WorktreesRepo } from './worktrees';
 import { HistoryStore, HISTORY_FILE_NAME } from './history/history-store';
+import type { HistoryBoot } from './history/history-store';
+import type { Worker } from 'node:worker_threads';
+import { loadSqlJs } from './sqljs';
 import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
 import type { MessageRole } from './types';
@@ -77,6 +80,25 @@ export interface OpenStoreOptions extends DatabaseOptions {
   now?: () => number;
   /** Messages whose metadata stays in sql.js (the most recently active conversations'); the rest moves to history.db. */
   hotMessages?: number;
+  /** Started earlier by `bootStore` (default: started by the open itself). */
+  boot?: StoreBoot;
+}
+
+/** What an open can start before it knows anything of the data directory: see bootStore. */
+export interface StoreBoot {
+  history: HistoryBoot;
+}
+
+/**
+ * Starts loading both SQLite engines (the history worker's and sql.js, each compiling its WASM) before
+ * the caller's own start-up work (reading service.json), so they load while it waits for files; hand
+ * it to `openStore`, or `cancel` it when the open will not come. `historyWorker`: one started even
+ * earlier (startHistoryWorker: the command line's entry starts it before loading the service).
+ */
+export function bootStore(historyWorker?: Worker): StoreBoot & { cancel: () => Promise<void> } {
+  loadSqlJs().catch(() => {}); // a failure is reported by the open, which asks again
+  const history = HistoryStore.boot(historyWorker);
+  return { history, cancel: history.cancel };
 }
 
 export interface Store {
@@ -167,7 +189,7 @@ function referencedKey(db: Database): number {
 export async function openStore(dataDir: string, options: OpenStoreOptions = {}): Promise<Store> {
   const logger = (options.logger ?? nullLogger).child({ component: 'store' });
   // The history worker starts while sql.js loads; history.db is opened once the directory is locked.
-  const boot = HistoryStore.boot();
+  const boot = options.boot?.history ?? HistoryStore.boot();
   let db: Database;
   try {
     // Journal segments may hold the only durable copy of bodies until history.db is synced (restore.ts).

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { loginLimitKey } from '../../src/transport/http/allow-from';
 import { FixedWindowLimiter } from '../../src/transport/http/rate-limit';
-import { MAX_CONCURRENT_DERIVATIONS, MAX_WAITING_CHECKS, PasswordChecksBusy, hashPassword, verifyPassword } from '../../src/transport/auth/passwords';
+import { MAX_CONCURRENT_DERIVATIONS, MAX_WAITING_CHECKS, PasswordChecksBusy, decoyHash, hashPassword, verifyPassword } from '../../src/transport/auth/passwords';
 import { postJson, startService, type RunningService } from '../helpers/service';
 
 // Attacks on `POST /auth`'s limit of 10 failed attempts per client address per 5 minutes
@@ -143,4 +143,14 @@ test('login attempts are counted per IPv4 address and per IPv6 /64 (one host hol
   assert.notEqual(loginLimitKey('2001:db8:1:2::1'), loginLimitKey('2001:db8:1:3::1'));
   assert.equal(loginLimitKey('::1'), loginLimitKey('::2'));
   assert.equal(loginLimitKey('2001:db8:1:2::1'), '2001:db8:1:2::/64');
+});
+
+test("an unknown user's password is checked against a decoy of the real hashes' shape, which no password matches", async () => {
+  const [kind, N, r, p, salt, key] = decoyHash.split('$');
+  const real = users[0].password_hash.split('$');
+  assert.deepEqual([kind, N, r, p], real.slice(0, 4), 'the same parameters, so the check costs what a real one costs');
+  assert.equal(Buffer.from(salt, 'base64').length, Buffer.from(real[4], 'base64').length);
+  assert.equal(Buffer.from(key, 'base64').length, Buffer.from(real[5], 'base64').length);
+  assert.equal(await verifyPassword(ADA_PASSWORD, decoyHash), false);
+  assert.equal(await verifyPassword('', decoyHash), false);
 });

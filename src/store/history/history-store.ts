@@ -1,10 +1,10 @@
-import { chmod, open as openFile, rm } from 'node:fs/promises';
+import { chmod } from 'node:fs/promises';
 import path from 'node:path';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import { fsyncDir } from '../replay';
 import type { Worker } from 'node:worker_threads';
 import { ServiceError } from '../../protocol/errors';
-import { startStoreWorker } from '../worker-thread';
+import { startHistoryWorker } from './start-worker';
 import { CORRUPT, DISK_FULL } from './protocol';
 import type {
   BodyIn,
@@ -28,6 +28,12 @@ import type {
 } from './protocol';
 
 export const HISTORY_FILE_NAME = 'history.db';
+
+/** A started history worker (HistoryStore.boot), waiting to open history.db. */
+export interface HistoryBoot {
+  open: (dir: string, recover?: boolean) => Promise<HistoryStore>;
+  cancel: () => Promise<void>;
+}
 
 interface Pending {
   resolve: (value: unknown) => void;
@@ -78,11 +84,12 @@ export class HistoryStore {
   }
 
   /**
-   * Starts the worker (loading SQLite's WASM takes a while) before the data directory is locked;
-   * `open` then opens history.db in it. Call `boot` early, `open` once service.lock is held.
+   * Starts the worker (loading SQLite's WASM takes a while) before the data directory is locked, or
+   * takes one `startHistoryWorker` started; `open` then opens history.db in it. Call `boot` early, `open` once
+   * service.lock is held.
    */
-  static boot(): { open: (dir: string, recover?: boolean) => Promise<HistoryStore>; cancel: () => Promise<void> } {
-    const worker = startStoreWorker('history-worker', __dirname, null);
+  static boot(started?: Worker): HistoryBoot {
+    const worker = started ?? startHistoryWorker();
     const failed = new Promise<never>((_, reject) => {
       worker.once('error', reject);
       worker.once('exit', (code) => reject(new Error(`the history worker exited (code ${code}) before opening ${HISTORY_FILE_NAME}`)));
@@ -91,11 +98,9 @@ export class HistoryStore {
     const open = async (dir: string, recover = false): Promise<HistoryStore> => {
       const file = path.join(dir, HISTORY_FILE_NAME);
       try {
-        // node-sqlite3-wasm locks a database with a `<file>.lock` directory, which a killed process
-        // leaves behind; service.lock already makes this process the only one using the directory.
-        await rm(`${file}.lock`, { recursive: true, force: true });
-        // Created private (SQLite would use the umask).
-        await (await openFile(file, 'a', PRIVATE_FILE_MODE)).close();
+        // Posted before the first await: the caller's schema migration then blocks this thread for a
+        // while, and the worker opens history.db meanwhile (it also removes a stale lock and creates
+        // the file private: history-worker.ts).
         const ready = new Promise<{ stats: HistoryStats; damage: string | null; marks: SyncMarks }>((resolve, reject) => {
           const onMessage = (message: WorkerOutbound) => {
             if (!('ready' in message)) return;

@@ -1,7 +1,9 @@
 // Worker thread entry (bundled to dist/history-worker.js): owns history.db, so its fsyncs and page
 // reads never run on the service's event loop. Requests are handled in arrival order; puts that
 // arrive while a commit runs are committed together in the next transaction (group commit).
+import { closeSync, openSync, rmSync } from 'node:fs';
 import { isMainThread, parentPort } from 'node:worker_threads';
+import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import type { MessagePort } from 'node:worker_threads';
 import { HistoryDb } from './history-db';
 import { CORRUPT } from './protocol';
@@ -130,6 +132,17 @@ function run(port: MessagePort, opened: HistoryDb): void {
   });
 }
 
+/**
+ * Before SQLite opens `file`: node-sqlite3-wasm locks a database with a `<file>.lock` directory, which a
+ * killed process leaves behind (service.lock already makes this process the only one using the
+ * directory), and a new file is created private (SQLite would use the umask). Here rather than in the
+ * service's thread, so that the open does not wait for that thread's start-up work.
+ */
+function prepareFile(file: string): void {
+  rmSync(`${file}.lock`, { recursive: true, force: true });
+  closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
+}
+
 if (!isMainThread && parentPort) {
   countSyncs();
   const port = parentPort;
@@ -137,6 +150,7 @@ if (!isMainThread && parentPort) {
     if (!('open' in first)) return;
     let db: HistoryDb;
     try {
+      prepareFile(first.open);
       db = new HistoryDb(first.open, first.recover);
     } catch (err) {
       port.postMessage({ ready: false, error: err instanceof Error ? err.message : String(err) } satisfies WorkerOutbound);

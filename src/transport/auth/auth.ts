@@ -123,7 +123,7 @@ export class Authenticator {
     const user = this.config().users.find((u) => u.username === username);
     let valid: boolean;
     try {
-      valid = await verifyPassword(password, user?.password_hash ?? (await decoyHash));
+      valid = await verifyPassword(password, user?.password_hash ?? decoyHash);
     } catch (error) {
       attempt.refund();
       if (error instanceof PasswordChecksBusy) throw new ServiceError('rate_limited', 'too many logins in progress; retry in 1 s', 1);

@@ -44,10 +44,13 @@ function derive(password: string, salt: Buffer, keyLength: number, options: Scry
   );
 }
 
+function formatHash(salt: Buffer, key: Buffer): string {
+  return ['scrypt', DEFAULTS.N, DEFAULTS.r, DEFAULTS.p, salt.toString('base64'), key.toString('base64')].join('$');
+}
+
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);
-  const key = await derive(password, salt, DEFAULTS.keyLength, DEFAULTS);
-  return ['scrypt', DEFAULTS.N, DEFAULTS.r, DEFAULTS.p, salt.toString('base64'), key.toString('base64')].join('$');
+  return formatHash(salt, await derive(password, salt, DEFAULTS.keyLength, DEFAULTS));
 }
 
 /** True when a password check would be refused now (PasswordChecksBusy): lets a caller refuse before reading more. */
@@ -75,5 +78,9 @@ export async function verifyPassword(password: string, stored: string): Promise<
   }
 }
 
-/** A hash of a random password: verifying against it costs what a real check costs (no user enumeration). */
-export const decoyHash = hashPassword(randomBytes(16).toString('hex'));
+/**
+ * What an unknown user's password is checked against: verifying costs what a real check costs (no user
+ * enumeration) and never matches. Its key is random bytes rather than a derivation, which no password
+ * finds either, and which costs a start no scrypt (a core and a thread of the pool for tens of ms).
+ */
+export const decoyHash = formatHash(randomBytes(16), randomBytes(DEFAULTS.keyLength));

@@ -1,0 +1,43 @@
+// dist/cli.js runs dist/cli-main.js compiled with the V8 code cache the build writes beside it
+// (src/cli-loader.ts). V8 checks only a source's length against its cache, so a bundle changed after its
+// cache was made must not run the cached, older code. Real files: a copy of dist's command line in a
+// temp directory, run by a real node.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { copyFile, readFile, stat, utimes, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { CLI } from '../helpers/cli';
+import { tempDir } from '../helpers/temp';
+
+const DIST = join(CLI, '..');
+
+function run(cli: string): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [cli], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stderr })));
+}
+
+test('the build writes a code cache, and a bundle changed after it (same length) runs its own code, not the cached', async (t) => {
+  const temp = await tempDir('ra-code-cache-');
+  t.after(temp.cleanup);
+  for (const name of ['cli.js', 'cli-main.js', 'cli-main.js.cache']) await copyFile(join(DIST, name), join(temp.dir, name));
+  const bundle = join(temp.dir, 'cli-main.js');
+  const cli = join(temp.dir, 'cli.js');
+
+  const before = await run(cli);
+  assert.equal(before.code, 2);
+  assert.match(before.stderr, /^usage:\n {2}remote-assistant serve/);
+
+  // The same length, other text, and a later modification time (as a rebuild without its cache leaves it).
+  const source = await readFile(bundle, 'utf8');
+  assert.ok(source.includes('usage:\n  remote-assistant serve'));
+  await writeFile(bundle, source.replace('usage:\n  remote-assistant serve', 'USAGE:\n  remote-assistant serve'));
+  const { mtime } = await stat(bundle);
+  await utimes(bundle, mtime, new Date(mtime.getTime() + 2_000));
+
+  const after = await run(cli);
+  assert.equal(after.code, 2);
+  assert.match(after.stderr, /^USAGE:\n {2}remote-assistant serve/);
+});

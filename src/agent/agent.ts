@@ -485,7 +485,7 @@ export class Agent {
     const row = usage.row(messageId, conversationId, source, new Date());
     try {
       await this.deps.store.usage.record(row);
-      return this.deps.store.usage.ofMessages([messageId]).get(messageId);
+      return (await this.deps.store.usage.ofMessages([messageId])).get(messageId);
     } catch (error) {
       log.warn('usage.not_recorded', { error });
       return undefined;

@@ -10,6 +10,7 @@ import type { WorktreeInfo, WorktreeRecord } from '../../protocol/worktrees';
 import type { Logger } from '../../log/logger';
 import type { StoredWorktree, Store } from '../../store';
 import { changeStatsOf } from '../../git/changes';
+import { branchLanded } from '../../git/land';
 import { GitError, runGit, type GitResult } from '../../git/run-git';
 import { branchNameOf, folderNameOf } from './names';
 
@@ -148,6 +149,29 @@ export class Worktrees {
       }
     }
     return removed;
+  }
+
+  /**
+   * At start: an `active` worktree whose branch is in its base branch already is `landed` (a land killed
+   * right after its fast-forward moved the base branch but never wrote the row). The reads first, then
+   * the rows, so a row seen `landed` means every worktree was looked at.
+   */
+  async markLanded(): Promise<number> {
+    const active = this.deps.store.worktrees.list().filter((record) => record.state === 'active');
+    const landed = await Promise.all(
+      active.map((record) =>
+        branchLanded(record).catch((error: unknown) => {
+          this.deps.logger.warn('worktree.landed_check_failed', { conversation: record.conversationId, error: error instanceof Error ? error.message : String(error) });
+          return false;
+        }),
+      ),
+    );
+    const found = active.filter((_, i) => landed[i]);
+    for (const record of found) {
+      await this.deps.store.worktrees.setState(record.conversationId, 'landed');
+      this.deps.logger.info('worktree.landed_found', { conversation: record.conversationId, branch: record.branch });
+    }
+    return found.length;
   }
 
   /**

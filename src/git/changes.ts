@@ -35,6 +35,7 @@ export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = D
   const patch = gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--full-index', base], {
     readOnly: true,
     allowOverflow: true,
+    cutBefore: 'diff --git ',
     ...(limits.readBytes === undefined ? {} : { maxBytes: limits.readBytes }),
     onStart: patchStarted,
   });
@@ -45,9 +46,9 @@ export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = D
     started.then(() => branchOf(worktree)),
   ]);
   // A diff past what git may answer (one file rewritten whole can be 100s of MB): the files read whole
-  // are shown, the rest listed from a summary with their counts, cut.
-  const tracked = diff.overflowed ? diff.stdout.slice(0, Math.max(0, diff.stdout.lastIndexOf('\ndiff --git ') + 1)) : diff.stdout;
-  const { files, newBlobs } = parseGitDiff(tracked + fresh.text, limits);
+  // are shown (the answer ends before the first file it did not hold whole), the rest listed from a
+  // summary with their counts, cut.
+  const { files, newBlobs } = parseGitDiff(diff.stdout + fresh.text, limits);
   if (diff.overflowed) files.push(...(await filesPastTheCut(worktree.path, base, new Set(files.map((f) => f.path)))));
   files.push(...fresh.counted);
   return {

@@ -183,13 +183,13 @@ function uncommittedCount(files: readonly ChangedFile[], newBlobs: Map<string, s
   return count;
 }
 
-/** The worktree's folder must still be there: deleted outside the service, it is a clear answer, not git's. */
+/** The worktree's folder must still be there: deleted outside the service, it is a clear answer, not git's (naming the branch: a webhook account may ask, and the machine's folders are not its to know). */
 export async function requireFolder(worktree: WorktreeRecord): Promise<void> {
   const found = await stat(worktree.path).then(
     (s) => s.isDirectory(),
     () => false,
   );
-  if (!found) throw new ServiceError('conflict', `the worktree's folder ${worktree.path} is gone (deleted outside the service): discard_changes removes what is left of it`);
+  if (!found) throw new ServiceError('conflict', `the folder of the worktree of ${worktree.branch} is gone (deleted outside the service): discard_changes removes what is left of it`);
 }
 
 /** GIT_INDEX_FILE of a temporary index: a copy of `copyOf` (empty when null or absent), removed after `work`. */

@@ -234,11 +234,12 @@ export function infoOf(record: StoredWorktree): WorktreeInfo {
   };
 }
 
+/** Why a turn of this worktree is refused: named by its branch, never its folder (a webhook's sender gets this text, and the machine's folders are not theirs to know). */
 function refuse(record: WorktreeRecord): never {
   if (record.state === 'missing') {
     throw new ServiceError(
       'conflict',
-      `this conversation's worktree folder ${record.path} no longer exists (it was deleted outside the service); its branch ${record.branch} is kept in the repository. Start a new conversation to go on.`,
+      `this conversation's worktree folder (branch ${record.branch}) no longer exists (it was deleted outside the service); its branch is kept in the repository. Start a new conversation to go on.`,
     );
   }
   throw new ServiceError('conflict', `this conversation's worktree was ${record.state}: start a new conversation to go on`);

@@ -7,6 +7,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CappedOutput } from './capped-output';
+import { configFilesOf, settledSince, unchanged, type ConfigFiles } from './config-files';
 
 /** How long a git command may take unless the caller says otherwise. */
 export const GIT_DEFAULT_TIMEOUT_MS = 30_000;
@@ -137,6 +138,10 @@ interface DriverNames {
  * `=`) makes the run refused: git would run that driver.
  */
 function driverNames(cwd: string, timeoutMs?: number): Promise<DriverNames> {
+  // A reading is kept while none of the files it depended on changed (config-files.ts): the config read
+  // was one git process on the way of every get_changes.
+  const kept = keptReadings.get(cwd);
+  if (kept && unchanged(kept.files)) return Promise.resolve(kept.names);
   // Runs started together in one folder share one reading of the config: the same instant's answer,
   // one process instead of several.
   let reading = driverReadings.get(cwd);
@@ -147,13 +152,47 @@ function driverNames(cwd: string, timeoutMs?: number): Promise<DriverNames> {
   return reading;
 }
 const driverReadings = new Map<string, Promise<DriverNames>>();
+/** The last reading of each folder's drivers, with the files it came from (at most KEPT_READINGS folders). */
+const keptReadings = new Map<string, { names: DriverNames; files: ConfigFiles }>();
+const KEPT_READINGS = 256;
+
+/** Whether the next run in `cwd` takes its drivers from a kept reading, without reading the config (tests, the bench). */
+export function keepsDriverReading(cwd: string): boolean {
+  const kept = keptReadings.get(cwd);
+  return kept !== undefined && unchanged(kept.files);
+}
 
 async function readDriverNames(cwd: string, timeoutMs?: number): Promise<DriverNames> {
-  const { stdout } = await execGit(['-C', cwd, 'config', '-z', '--name-only', '--get-regexp', '^filter\\.|^merge\\..*\\.driver$'], { cwd, timeoutMs, okCodes: [1] });
-  const keys = stdout.split('\0').filter(Boolean);
+  // The files are looked at before git reads them: a change after this look makes the next run read again.
+  const started = Date.now();
+  const before = configFilesOf(cwd, [], []);
+  const { stdout } = await execGit(['-C', cwd, 'config', '-z', '--show-origin', '--get-regexp', '^filter\\.|^merge\\..*\\.driver$|^include\\.path$|^includeif\\..*\\.path$'], {
+    cwd,
+    timeoutMs,
+    okCodes: [1],
+  });
+  const fields = stdout.split('\0');
+  const keys: string[] = [];
+  const origins: string[] = [];
+  const includes: { path: string; from: string }[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const origin = fields[i].startsWith('file:') ? fields[i].slice('file:'.length) : undefined;
+    if (!origin) throw new GitError('failed', `the repository config came from somewhere other than a file (${fields[i].split(':')[0]})`);
+    const newline = fields[i + 1].indexOf('\n');
+    const key = newline === -1 ? fields[i + 1] : fields[i + 1].slice(0, newline);
+    origins.push(origin);
+    if (/^include(if\..*)?\.path$/.test(key)) includes.push({ path: newline === -1 ? '' : fields[i + 1].slice(newline + 1), from: origin });
+    else keys.push(key);
+  }
   const namesOf = (section: string) => [...new Set(keys.filter((key) => key.startsWith(`${section}.`)).map((key) => key.slice(section.length + 1, key.lastIndexOf('.'))))];
   const names = { filters: namesOf('filter'), mergeDrivers: namesOf('merge') };
   if ([...names.filters, ...names.mergeDrivers].some((name) => name.includes('='))) throw new GitError('failed', 'the repository config names a filter or merge driver git cannot be told to skip');
+  const files = before && configFilesOf(cwd, origins, includes);
+  // Kept only when nothing git may have read changed while it read.
+  if (files && before && settledSince(files, before, started)) {
+    if (keptReadings.size >= KEPT_READINGS) keptReadings.delete(keptReadings.keys().next().value as string);
+    keptReadings.set(cwd, { names, files });
+  }
   return names;
 }
 

@@ -279,12 +279,11 @@ describe('tool faults', () => {
       },
       (request) => ({ text: toolResultsIn(request).join(' | ') }),
     );
-    const started = Date.now();
+    // sleepy sleeps 30 s, past the request's 20 s: an answer at all means the loop's timeout stopped it.
     const reply = await client.request({ type: 'chat', message: 'faults', id: 'f1' }, 20_000);
     assert.equal(reply.status, 'ok');
     const text = (reply.data as { response: string }).response;
     assert.match(text, /within 2 s|timed out|did not finish/i);
-    assert.ok(Date.now() - started < 15_000, 'the hanging tool was stopped by the loop timeout');
     const results = client.frames.filter((f) => f.event === 'tool.result' && f.id === 'f1');
     assert.deepEqual(
       results.map((r) => r.ok),

@@ -227,7 +227,7 @@ describe('command previews', () => {
 });
 
 describe('permission.request carries the preview', () => {
-  test('a chat cancelled while the preview is worked out is denied at once, not after the timeout', async () => {
+  test('a chat cancelled while the preview is worked out is denied at once, not after the timeout', { timeout: 30_000 }, async () => {
     const sent: unknown[] = [];
     const audience = { broadcast: (event: unknown) => sent.push(event), some: () => true };
     const temp = await tempDir('ra-preview-broker-');
@@ -235,7 +235,7 @@ describe('permission.request carries the preview', () => {
     cleanups.push(temp.cleanup, () => store.close());
     const broker = new PermissionBroker({ events: audience, store, logger: nullLogger, timeoutMs: () => 60_000 });
     const cancel = new AbortController();
-    const started = Date.now();
+    // The broker's timeout (60 s) is past this test's limit: a decision at all is the cancel's doing.
     const { decision } = await broker.ask({
       conversationId: 'c',
       source: 'ws',
@@ -248,7 +248,6 @@ describe('permission.request carries the preview', () => {
       },
     });
     assert.equal(decision, 'deny');
-    assert.ok(Date.now() - started < 5_000);
     assert.equal(broker.pendingCount, 0);
   });
 

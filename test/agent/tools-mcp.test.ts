@@ -77,6 +77,10 @@ async function toolsOf(source: ToolSource): Promise<string[]> {
   return (await source.tools()).map((t) => t.name).sort();
 }
 
+/** Tests that show something was not waited for: what they do not wait for lasts an hour. */
+const LIMIT = { timeout: 60_000 };
+const HOUR = 3_600_000;
+
 describe('MCP tool source', () => {
   test('lists each tool as <server>.<tool> with type-named parameters, and calls it', async (t) => {
     process.env.RA_TEST_SERVICE_SECRET = 'not-for-servers';
@@ -159,33 +163,30 @@ describe('MCP tool source', () => {
     assert.ok((await toolsOf(source)).includes('calc.add'));
   });
 
-  test('a call longer than the request timeout fails and is cancelled on the server', async (t) => {
+  // The slow calls below (an hour) outlive LIMIT: a test that ends at all did not wait for them.
+  test('a call longer than the request timeout fails and is cancelled on the server', LIMIT, async (t) => {
     const { dir, source } = await setup(t, (d) => ({ calc: server(d, 'calc') }), { requestTimeoutMs: 300 });
     const tools = await source.tools();
-    const started = Date.now();
-    await assert.rejects(find(tools, 'calc.slow').run({ ms: 20_000 }, ctx()), /MCP server "calc" did not answer the call to slow within 0.3 s/);
-    assert.ok(Date.now() - started < 20_000, 'the 20 s call was not waited for');
+    await assert.rejects(find(tools, 'calc.slow').run({ ms: HOUR }, ctx()), /MCP server "calc" did not answer the call to slow within 0.3 s/);
     const [pid] = pidsOf(dir, 'calc');
     await waitFor(() => existsSync(join(dir, `cancelled.${pid}`)), 'the server told of the cancel');
     assert.deepEqual(await find(tools, 'calc.add').run({ a: 1, b: 2 }, ctx()), { content: '3' }, 'the server is still usable');
   });
 
-  test('aborting the signal cancels the call promptly', async (t) => {
+  test('aborting the signal cancels the call promptly', LIMIT, async (t) => {
     const { dir, source } = await setup(t, (d) => ({ calc: server(d, 'calc') }));
     const tools = await source.tools();
     const controller = new AbortController();
-    const started = Date.now();
-    const call = find(tools, 'calc.slow').run({ ms: 20_000 }, ctx(controller.signal));
+    const call = find(tools, 'calc.slow').run({ ms: HOUR }, ctx(controller.signal));
     setTimeout(() => controller.abort(), 100);
     await assert.rejects(call, /the call to slow on MCP server "calc" was cancelled/);
-    assert.ok(Date.now() - started < 20_000, 'the 20 s call was not waited for');
     const [pid] = pidsOf(dir, 'calc');
     await waitFor(() => existsSync(join(dir, `cancelled.${pid}`)), 'the server told of the cancel');
     await assert.rejects(find(tools, 'calc.add').run({ a: 1, b: 2 }, ctx(controller.signal)), /cancelled/, 'an aborted signal stops a call before it starts');
     assert.deepEqual(await find(tools, 'calc.add').run({ a: 1, b: 2 }, ctx()), { content: '3' });
   });
 
-  test('servers that cannot start do not hide the others, are logged by name, and are not respawned at once', async (t) => {
+  test('servers that cannot start do not hide the others, are logged by name, and are not respawned at once', LIMIT, async (t) => {
     const { dir, source, logger } = await setup(
       t,
       (d) => ({
@@ -196,9 +197,8 @@ describe('MCP tool source', () => {
       }),
       { startTimeoutMs: 3_000, restartBackoffMs: 60_000 },
     );
-    const started = Date.now();
+    // "mute" never answers its initialize: the listing is bounded by the start timeout, not by LIMIT.
     const names = await toolsOf(source);
-    assert.ok(Date.now() - started < 6_000, `bounded by the start timeout (took ${Date.now() - started} ms)`);
     assert.ok(names.includes('good.add'));
     assert.ok(
       names.every((n) => n.startsWith('good.')),
@@ -263,7 +263,7 @@ describe('MCP tool source', () => {
     assert.ok(names.includes('calc.add'));
   });
 
-  test('close() stops every server and the processes they started, promptly', async (t) => {
+  test('close() stops every server and the processes they started, promptly', LIMIT, async (t) => {
     const { dir, source } = await setup(t, (d) => ({ a: server(d, 'a'), b: server(d, 'b', 'stubborn') }));
     const tools = await source.tools();
     await find(tools, 'a.spawn_child').run({}, ctx());
@@ -272,14 +272,12 @@ describe('MCP tool source', () => {
     assert.equal(pids.length, 4);
     assert.ok(pids.every(alive));
     const inFlight = find(tools, 'a.slow')
-      .run({ ms: 20_000 }, ctx())
+      .run({ ms: HOUR }, ctx())
       .then(
         () => assert.fail('the call should fail'),
         (error: Error) => error,
       );
-    const started = Date.now();
     await source.close!();
-    assert.ok(Date.now() - started < 20_000, `close did not wait for the 20 s call (took ${Date.now() - started} ms)`);
     assert.match((await inFlight).message, /MCP server "a" was stopped during the call to slow \(the service is stopping\)/);
     await waitFor(() => pids.every((pid) => !alive(pid)), 'every process gone', 2_000);
     assert.deepEqual(await source.tools(), []);
@@ -288,13 +286,12 @@ describe('MCP tool source', () => {
 });
 
 describe('MCP tool source, stopping mid-start', () => {
-  test('close() does not wait for a server that is still starting', async (t) => {
-    const { dir, source, logger } = await setup(t, (d) => ({ mute: server(d, 'mute', 'no-init') }));
+  test('close() does not wait for a server that is still starting', LIMIT, async (t) => {
+    // A start timeout past LIMIT: close() returning at all did not wait for it.
+    const { dir, source, logger } = await setup(t, (d) => ({ mute: server(d, 'mute', 'no-init') }), { startTimeoutMs: HOUR });
     const listing = source.tools();
     const [mute] = await waitFor(() => (pidsOf(dir, 'mute').length > 0 ? pidsOf(dir, 'mute') : undefined), 'the mute server spawned');
-    const started = Date.now();
     await source.close!();
-    assert.ok(Date.now() - started < 4_000, `close took ${Date.now() - started} ms`);
     assert.ok(!alive(mute));
     assert.deepEqual(await listing, []);
     assert.ok(!logger.lines.some((l) => l.event === 'mcp.server_failed'), 'a stop is no failure');

@@ -94,7 +94,7 @@ export function cancelTests<Fake extends CancelTestFake>(withFake: WithFake<Fake
       fake.script({ text: 'abcdef', chunks: 3, hangAfterChunks: 1 });
       const controller = new AbortController();
       const deltas: string[] = [];
-      const started = Date.now();
+      // The fake hangs after its first piece, past `limit`: returning at all is the abort's doing.
       await providerFailure(
         provider.complete({
           model: 'm',
@@ -107,7 +107,6 @@ export function cancelTests<Fake extends CancelTestFake>(withFake: WithFake<Fake
         }),
         'cancelled',
       );
-      assert.ok(Date.now() - started < 3_000);
       assert.deepEqual(deltas, ['ab']);
       await fake.waitFor((requests) => requests[0]?.aborted === true, 3_000);
       assert.equal(fake.requests.length, 1);
@@ -122,10 +121,9 @@ export function cancelTests<Fake extends CancelTestFake>(withFake: WithFake<Fake
         const pending = provider.complete({ model: 'm', messages: hello, signal: controller.signal });
         await fake.waitFor((requests) => requests.length === expectedRequests);
         await tick(50);
-        const started = Date.now();
         controller.abort();
+        // The server hangs and the Retry-After (30 s) is past `limit`: returning at all is the cancel's doing.
         await providerFailure(pending, 'cancelled');
-        assert.ok(Date.now() - started < 30_000, 'the cancel did not wait for the server or the 30 s Retry-After');
       }
       await fake.waitFor((requests) => requests[0].aborted);
       assert.equal(fake.requests.length, 2, 'no retry after a cancel');

@@ -130,13 +130,11 @@ test('410 stops retrying that delivery (failed) without disabling the account', 
 test('a hanging receiver times out and is retried', async () => {
   const { receiver, svc } = await setup();
   receiver.script({ hang: true });
-  const started = Date.now();
   await send(svc, 'are you there');
   await receiver.waitFor((r) => r.processed.size === 1, 'the retry', 5_000);
   assert.equal(receiver.requests.length, 2);
   assert.equal(receiver.requests[0].answered, 'hang');
   assert.ok(receiver.requests[1].receivedAt - receiver.requests[0].receivedAt >= FAST.timeoutMs, 'retried after the timeout');
-  assert.ok(Date.now() - started < 3_000);
   const [row] = await deliveries(svc);
   assert.deepEqual([row.status, row.attempts], ['delivered', 2]);
 });
@@ -214,10 +212,9 @@ test('pending deliveries survive a graceful stop and are sent after restart', as
   const first = await startService(config, { dataDir: temp.dir, webhook: { ...FAST, retryBaseMs: 5_000 } });
   const data = await send(first, 'survive me');
   await receiver.waitFor((r) => r.requests.length === 1, 'first attempt');
-  const stopStarted = Date.now();
   await first.stop();
-  assert.ok(Date.now() - stopStarted < 3_000, 'stop does not wait for the next attempt');
   const seen = receiver.requests.length;
+  assert.equal(seen, 1, 'stop did not wait for the next attempt (due 5 s after the first)');
 
   receiver.setDefault({ status: 200 });
   const second = await startService(config, { dataDir: temp.dir, keepConfig: true, webhook: { ...FAST, retryBaseMs: 5_000 } });
@@ -257,8 +254,7 @@ test('bounded concurrency: a hanging receiver does not hold up another account',
   await slow.waitFor((r) => r.requests.length === 2, 'two hanging attempts');
   await new Promise((resolve) => setTimeout(resolve, 100));
   assert.equal(slow.requests.length, 2, 'at most perAccount attempts in flight for one account');
-  const started = Date.now();
   assert.equal((await postJson(`${svc.httpUrl}/quick`, { message: 'quick one' })).status, 202);
+  // Behind the slow account's hanging attempts it would wait for their 2 s timeout.
   await quick.waitFor((r) => r.processed.size === 1, 'quick delivery', 1_500);
-  assert.ok(Date.now() - started < 1_500);
 });

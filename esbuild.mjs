@@ -10,6 +10,18 @@ copyFileSync('node_modules/sql.js/dist/sql-wasm.wasm', 'dist/sql-wasm.wasm');
 // history.db's SQLite (node-sqlite3-wasm looks for its WASM beside the script that loads it).
 copyFileSync('node_modules/node-sqlite3-wasm/dist/node-sqlite3-wasm.wasm', 'dist/node-sqlite3-wasm.wasm');
 
+/**
+ * zod brings every language of its error messages (`z.locales`: 265 KB of extension.js, parsed at each
+ * start) though only English, zod's default, is used: the locales' index is reduced to English alone.
+ * Nothing in src uses `z.locales` (a build that did would fail to find the language it names).
+ */
+const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/ }, () => ({ contents: "export { default as en } from './en.js';", loader: 'js' }));
+  },
+};
+
 const common = {
   bundle: true,
   platform: 'node',
@@ -18,6 +30,7 @@ const common = {
   sourcemap: !production,
   minify: production,
   logLevel: 'warning',
+  plugins: [zodEnglishOnly],
 };
 
 // The chat UI (src/web): one browser bundle per host, beside media/chat.css and media/phone.html.
@@ -63,11 +76,11 @@ const split = Object.values(SPLIT).map(({ file, entry }) => ({ ...common, entryP
 
 const builds = [
   ...split,
-  { ...common, entryPoints: { cli: 'src/cli.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' }, plugins: [splitOff] },
+  { ...common, entryPoints: { cli: 'src/cli.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' }, plugins: [...common.plugins, splitOff] },
   { ...common, entryPoints: { relay: 'src/relay/node/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
   { ...common, entryPoints: { 'compact-worker': 'src/store/compact-worker.ts' }, outdir: 'dist' },
   { ...common, entryPoints: { 'history-worker': 'src/store/history/history-worker.ts' }, outdir: 'dist' },
-  { ...common, entryPoints: { extension: 'src/extension/extension.ts' }, outdir: 'dist', external: ['vscode'], plugins: [splitOff] },
+  { ...common, entryPoints: { extension: 'src/extension/extension.ts' }, outdir: 'dist', external: ['vscode'], plugins: [...common.plugins, splitOff] },
   // The relay's Cloudflare Worker: one ES module with no Node built-ins (the neutral platform refuses them).
   {
     // Alone in its folder: wrangler uploads every module beside it.

@@ -83,7 +83,9 @@ async function longestTurnWhile(service: Service, until: Promise<unknown>, minTu
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const ROUNDS = 3;
+// Five rounds: the longest turn of a period is one sample of the machine's worst moment, and with three the
+// quiet baseline alone moved 21-72 ms between runs (issue 25's notes).
+const ROUNDS = 5;
 
 /**
  * Three periods, interleaved over ROUNDS rounds (the median of each is reported, these machines being

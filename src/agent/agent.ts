@@ -190,6 +190,17 @@ export class Agent {
   }
 
   /**
+   * Builds the configured provider ahead of the first turn (the service's warm-up), and has it ask what
+   * that turn would wait for (a local server's window, over a connection the turn then reuses): the
+   * resolver keeps it while provider, endpoint and key stay (provider-resolver.ts), so that turn does
+   * not make the SDK's client.
+   */
+  async warmUpProvider(): Promise<void> {
+    const config = this.deps.config();
+    await this.deps.provider(config).warmUp?.(config.model);
+  }
+
+  /**
    * The saved prompts of the data directory and of the project: the workspace folders', or, for a
    * conversation in its own worktree, the worktree's (its branch's prompts, what its turns work in).
    */

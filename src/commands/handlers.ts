@@ -14,9 +14,10 @@ import {
   type PublicConfig,
   type ResultOf,
   type ServiceConfig,
+  sharedResult,
 } from '../protocol';
 import type { CommandContext } from './context';
-import type { Source } from '../protocol/sources';
+import { sourceText, type Source } from '../protocol/sources';
 import { pushHandlers } from './push-handlers';
 import { createPairing, relayStatus } from './relay-handlers';
 import { createLanPairing, listDevices, revokeDevice } from './device-handlers';
@@ -59,6 +60,27 @@ const publicConfigs = new WeakMap<ServiceConfig, Readonly<PublicConfig>>();
 function publicConfigFor(config: ServiceConfig): Readonly<PublicConfig> {
   let answer = publicConfigs.get(config);
   if (!answer) publicConfigs.set(config, (answer = publicConfigOf(config)));
+  return answer;
+}
+
+/**
+ * get_config's answer while nothing in it changes: the configuration (replaced on change), the asking
+ * source (its new-chat toggle) and the instruction files in force. One shared object per configuration
+ * and source, its text made once (sharedResult): serializing it again was the largest cost of a
+ * get_config round trip after the socket's write (`npm run bench -- ws`, issue 25).
+ */
+const configAnswers = new WeakMap<ServiceConfig, Map<string, { instructions: string; answer: Readonly<ResultOf<'get_config'>> }>>();
+function configAnswerFor(config: ServiceConfig, source: Source, instructions: ResultOf<'get_config'>['instructions']): Readonly<ResultOf<'get_config'>> {
+  let answers = configAnswers.get(config);
+  if (!answers) configAnswers.set(config, (answers = new Map()));
+  const key = sourceText(source);
+  // The files' names and sizes only (no text): a short key.
+  const files = JSON.stringify(instructions);
+  const kept = answers.get(key);
+  if (kept?.instructions === files) return kept.answer;
+  const answer = sharedResult(withField(withField(publicConfigFor(config), 'instructions', instructions), 'worktrees', worktreeSettingsOf(config, source)));
+  // One per source (webhook accounts are service.json's): the map stays as small as the configuration.
+  answers.set(key, { instructions: files, answer });
   return answer;
 }
 
@@ -147,8 +169,7 @@ export const handlers: HandlerMap = {
 
   async get_config(_command, session, ctx) {
     const config = ctx.config.current;
-    const instructions = await ctx.agent.instructionFiles(undefined, session.source);
-    return withField(withField(publicConfigFor(config), 'instructions', instructions), 'worktrees', worktreeSettingsOf(config, session.source));
+    return configAnswerFor(config, session.source, await ctx.agent.instructionFiles(undefined, session.source));
   },
 
   async update_config(command, session, ctx) {

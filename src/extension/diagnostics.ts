@@ -87,10 +87,17 @@ export class LoopMonitor {
   }
 }
 
-export function describeFigures(figures: LoopFigures, activationMs: number | undefined): string {
-  const activation = activationMs === undefined ? 'activation: not started automatically' : `activation ${activationMs} ms`;
+/** activate() -> listening, and the part of it that was the service's own open and listen (Hosting's startupMs). */
+export interface Activation {
+  ms: number;
+  serviceMs?: number;
+}
+
+export function describeFigures(figures: LoopFigures, activation: Activation | undefined): string {
+  const service = activation?.serviceMs === undefined ? '' : ` (the service's open and listen ${activation.serviceMs} ms of it)`;
+  const started = activation === undefined ? 'activation: not started automatically' : `activation ${activation.ms} ms${service}`;
   return (
-    `${activation}; event loop over ${figures.seconds} s: longest stall ${figures.longestStallMs} ms ` +
+    `${started}; event loop over ${figures.seconds} s: longest stall ${figures.longestStallMs} ms ` +
     `(process CPU during it ${figures.longestStallCpuMs} ms), longest busy stall ${figures.longestBusyStallMs} ms, p99 ${figures.p99Ms} ms, mean ${figures.meanMs} ms`
   );
 }

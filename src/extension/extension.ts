@@ -42,7 +42,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   const log = (line: string) => output.appendLine(`${new Date().toISOString()} ${line}`);
 
   const apiKeys = new ApiKeys(context.secrets);
-  await apiKeys.loadAll();
+  // The keys come from the editor's SecretStorage (a round trip to the workbench) while the service opens:
+  // the service takes its first command (a turn may need a key) only once both are done (Hosting's `ready`).
+  const keysLoaded = apiKeys.loadAll().catch((error: Error) => log(`API keys could not be read: ${error.message}`));
   const proposed = new ProposedContent();
   const lm = createLanguageModelProvider();
   // File tools work in the window's open folders (those on disk: the extension host runs beside them).
@@ -55,7 +57,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   };
 
   const dataDir = context.globalStorageUri.fsPath;
-  const hosting = new Hosting({ dataDir, port: () => readSettings().port, hostServices: host, log });
+  const hosting = new Hosting({ dataDir, port: () => readSettings().port, hostServices: host, log, ready: keysLoaded });
   // Read when the service opens (after this): the editor's tools work where the built-in file tools do.
   const toolRoots = () => (hosting.service ? workspaceRootsOf(hosting.service.config.current, host) : openFolders());
   // Other extensions' tools come after every tool of the agent's own: a name clash keeps the agent's.
@@ -121,7 +123,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     chatView.post({ event: 'editor.show_request', request_id: request.request_id, conversation_id: request.conversation_id });
   };
 
+  const autoStart = readSettings().autoStart;
+  /** activate() -> listening: taken the moment the service listens (or attaches, or finds its port taken). */
   let activationMs: number | undefined;
+  let serviceMs: number | undefined;
+  const activated = () => {
+    if (activationMs !== undefined) return;
+    activationMs = Math.round(performance.now() - began);
+    serviceMs = hosting.state.state === 'hosting' ? hosting.state.startupMs : undefined;
+  };
   const loopMonitor = new LoopMonitor();
   const deps: CommandDeps = {
     hosting,
@@ -135,7 +145,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       chatView.post({ event: 'editor.show_message', conversation_id: conversationId, message_id: messageId });
     },
     loopMonitor,
-    activationMs: () => activationMs,
+    activation: () => (activationMs === undefined ? undefined : { ms: activationMs, serviceMs }),
     permissions: {
       answer: (requestId, decision) => answerRequest(hosting.backend, requestId, decision as PermissionDecision),
       showInChat,
@@ -169,6 +179,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     chatView.backendChanged(backend, hosting.state);
   });
   hosting.on('state', (state: HostingState) => {
+    if (autoStart && state.state === 'hosting') activated();
     statusBar.update(state, hosting.backend?.config);
     chatView.stateChanged(state);
     if (state.state === 'port_busy') void offerPortBusyActions(state.port, () => hosting.retryListen());
@@ -191,11 +202,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     }),
   );
 
-  if (readSettings().autoStart) {
+  if (autoStart) {
     await hosting.start();
-    if (readSettings().lanAccess && hosting.service && (await applyLanAccess(hosting.service, true).catch(() => false))) await hosting.restart();
-    activationMs = Math.round(performance.now() - began);
-    log(`activated in ${activationMs} ms (${hosting.state.state})`);
+    if (readSettings().lanAccess && hosting.service && (await applyLanAccess(hosting.service, true).catch(() => false))) {
+      // Listening on loopback only was not yet what the settings ask for: activation ends on the LAN.
+      activationMs = undefined;
+      await hosting.restart();
+    }
+    activated();
+    log(`activated in ${activationMs} ms (${hosting.state.state}${serviceMs === undefined ? '' : `; the service's open and listen ${serviceMs} ms of it`})`);
   } else {
     statusBar.update({ state: 'stopped' });
   }

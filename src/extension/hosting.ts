@@ -31,6 +31,11 @@ export interface HostingOptions {
   retry?: { initialMs: number; maxMs: number };
   /** Bind address override (tests: 127.0.0.1). */
   bindHost?: string;
+  /**
+   * What must be ready before the service takes its first command (the API keys from SecretStorage),
+   * awaited alongside the service's open rather than before it: the two wait on different things.
+   */
+  ready?: Promise<unknown>;
 }
 
 export interface HostingEvents {
@@ -107,7 +112,8 @@ export class Hosting extends EventEmitter<HostingEvents> {
     if (this.current.state !== 'client') this.setState({ state: 'starting' });
     let service: Service;
     try {
-      service = await Service.open({ dataDir: this.options.dataDir, port: this.options.port(), host: this.options.bindHost, hostServices: this.options.hostServices });
+      const opening = Service.open({ dataDir: this.options.dataDir, port: this.options.port(), host: this.options.bindHost, hostServices: this.options.hostServices });
+      [service] = await Promise.all([opening, this.options.ready?.catch(() => undefined)]);
     } catch (error) {
       if (error instanceof DataDirInUseError) return this.attach();
       this.options.log(`service could not open: ${(error as Error).message}`);
@@ -123,9 +129,11 @@ export class Hosting extends EventEmitter<HostingEvents> {
       const address = await service.start();
       const startupMs = Math.round(performance.now() - began);
       this.failures = 0;
+      // Serving from here on: the state says so at once; the note for the other windows follows.
+      const state = this.setState({ state: 'hosting', host: address.host, port: address.port, startupMs });
       await writeFile(join(this.options.dataDir, HOST_FILE_NAME), JSON.stringify({ pid: process.pid, port: address.port }), { mode: 0o600 }).catch(() => undefined);
       this.options.log(`hosting the service on ${address.url} (ready in ${startupMs} ms)`);
-      return this.setState({ state: 'hosting', host: address.host, port: address.port, startupMs });
+      return state;
     } catch (error) {
       if (error instanceof PortInUseError) {
         // Keep the lock and the in-process backend: the chat view still works in this window.

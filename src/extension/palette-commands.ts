@@ -7,7 +7,7 @@ import { parseConfigText } from '../config/config-file';
 import { CONFIG_FILE_NAME, LOG_FILE_NAME } from '../platform/paths';
 import { isProviderName, KEYED_PROVIDERS, PROVIDER_NAMES, PROVIDERS, type PermissionRules, type ServiceConfig } from '../protocol';
 import type { ApiKeys } from './api-keys';
-import { describeFigures, type LoopMonitor } from './diagnostics';
+import { describeFigures, type Activation, type LoopMonitor } from './diagnostics';
 import { call, type Backend, type PublicConfig } from './backend';
 import { CHAT_VIEW_ID } from './chat-view';
 import { showConnectionInfo } from './connection-info';
@@ -60,7 +60,7 @@ export interface CommandDeps {
   log: (line: string) => void;
   loopMonitor: LoopMonitor;
   /** activate() -> service listening, once known. */
-  activationMs: () => number | undefined;
+  activation: () => Activation | undefined;
   /** Waiting permission requests: answer one, show it in the chat (the first when no id), show its diff. */
   permissions: {
     answer(requestId: string, decision: string): Promise<void>;
@@ -225,7 +225,7 @@ export async function measureResponsiveness(deps: CommandDeps): Promise<void> {
     void vscode.window.showInformationMessage('Remote Assistant: measuring responsiveness. Run "Measure Responsiveness" again to see the figures.');
     return;
   }
-  const text = describeFigures(figures, deps.activationMs());
+  const text = describeFigures(figures, deps.activation());
   deps.log(`responsiveness: ${text}`);
   void vscode.window.showInformationMessage(`Remote Assistant responsiveness: ${text}`);
 }

@@ -27,6 +27,14 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
     throw new ServiceError('invalid_request', remotes.length > 0 ? `the repository has no remote named ${remote} (it has ${remotes.join(', ')})` : 'the repository has no remote to push to');
   }
   const url = (await gitIn(worktree.repository, ['remote', 'get-url', '--push', '--', remote])).stdout.trim();
+  // The owner's allow_hooks lets the repository's own programs run on push: its hooks, and these.
+  const commands = options.allowHooks ? [] : await repositoryTransportCommands(worktree.path);
+  if (commands.length > 0) {
+    throw new ServiceError(
+      'conflict',
+      `the repository's own config names a command git would run to push (${commands.join(', ')}): nothing was pushed. Move it to your global config, set worktrees.allow_hooks, or push from a terminal`,
+    );
+  }
   try {
     await gitIn(
       worktree.path,
@@ -44,6 +52,35 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
     throw new ServiceError('conflict', `git could not push ${worktree.branch} to ${remote}: ${redactUrls(reason) || `exit ${error.code}`}`);
   }
   return { remote, branch: worktree.branch, compare_url: compareUrlOf(url, worktree.branch, worktree.baseBranch) };
+}
+
+/** Settings that name a program a push may run to reach the remote or ask for its credentials. */
+const TRANSPORT_KEYS = '^(core\\.(sshcommand|gitproxy|askpass)|credential\\..*helper)$';
+/**
+ * A credential helper given by a plain name (`store`, `cache --timeout=60`): git runs its own
+ * `git credential-<name>`, found on PATH. Anything else (`!<shell>`, a path, a shell character) runs
+ * what it says.
+ */
+const PLAIN_HELPER = /^(?:[A-Za-z0-9][\w.-]*(?: [\w.,:=/~+@-]+)*)?$/;
+
+/**
+ * The transport commands the repository's own config (its local and worktree files, and the files they
+ * include) names: an ssh program, a git:// proxy, a password prompt, a credential helper that is not a
+ * plain name. That config is the repository's files (a clone, a webhook's turn writing .git/config), and
+ * none of what it names may run (run-git.ts); the user's global and system config are theirs, and run
+ * as in a terminal.
+ */
+async function repositoryTransportCommands(folder: string): Promise<string[]> {
+  const { stdout } = await gitIn(folder, ['config', '--show-scope', '--includes', '--null', '--get-regexp', TRANSPORT_KEYS], { okCodes: [1], readsNoContent: true });
+  const fields = nulFields(stdout);
+  const named = new Set<string>();
+  // Each entry is `<scope>\0<key>\n<value>\0`.
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const [key, ...rest] = fields[i + 1].split('\n');
+    const helper = /\.helper$/i.test(key);
+    if ((fields[i] === 'local' || fields[i] === 'worktree') && !(helper && PLAIN_HELPER.test(rest.join('\n')))) named.add(key);
+  }
+  return [...named];
 }
 
 /** What discarding would lose: commits not in the base branch and files changed but not committed. */

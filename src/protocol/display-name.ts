@@ -29,6 +29,22 @@ export function displayName(text: string): string {
   return out;
 }
 
+/**
+ * Characters that show as nothing at all, beside the hidden ones: zero-width spaces, joiners and
+ * non-joiners, the word joiner and invisible operators, the soft hyphen, the byte order mark, filler
+ * characters, variation selectors and tag characters. Kept in names (a joiner makes an emoji, a
+ * non-joiner Persian words), but a text that differs from another only by them reads the same.
+ */
+const INVISIBLE = /[\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2064\u206a-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\u{e0000}-\u{e0fff}]/gu;
+
+/**
+ * How a text reads, to tell look-alikes apart (never to show): hidden and invisible characters gone, and
+ * compatibility forms folded (NFKC: a full-width `＃` is `#`, a no-break or wide space a space).
+ */
+export function readsAs(text: string): string {
+  return displayName(text).replace(INVISIBLE, '').normalize('NFKC');
+}
+
 const SHORT_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 /**

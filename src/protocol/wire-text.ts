@@ -1,3 +1,5 @@
+import type { Envelope } from './envelope';
+
 /**
  * A frame's JSON text. An event sent to many clients (a conversation's followers, a broadcast) is the
  * same object for each socket, handed to them one after the other in one synchronous run: the text of
@@ -8,28 +10,54 @@
  * a WeakMap entry per frame cost more than the serialization itself (each entry an ephemeron the
  * garbage collector must trace: `npm run bench -- ws`, issue 25).
  */
-const SLOTS = 2;
-const frames: (object | undefined)[] = new Array<object | undefined>(SLOTS).fill(undefined);
-const texts: string[] = new Array<string>(SLOTS).fill('');
-let next = 0;
-let clearing = false;
+export const wireText: (frame: object) => string = keptForTheRun((frame: object) => JSON.stringify(frame));
 
-function clear(): void {
-  frames.fill(undefined);
-  texts.fill('');
-  clearing = false;
+/**
+ * `make`, its last two results kept for the synchronous run it is called in (keyed by identity) and
+ * dropped at its end, so a large value is not held after it was sent: what a fan-out makes once for
+ * every socket (wireText here, a WebSocket frame in transport/connections/ws-frames.ts).
+ */
+export function keptForTheRun<K, V>(make: (key: K) => V): (key: K) => V {
+  const SLOTS = 2;
+  const keys: (K | undefined)[] = new Array<K | undefined>(SLOTS).fill(undefined);
+  const values: (V | undefined)[] = new Array<V | undefined>(SLOTS).fill(undefined);
+  let next = 0;
+  let clearing = false;
+  const clear = () => {
+    keys.fill(undefined);
+    values.fill(undefined);
+    clearing = false;
+  };
+  return (key) => {
+    for (let i = 0; i < SLOTS; i += 1) if (keys[i] === key) return values[i]!;
+    const value = make(key);
+    keys[next] = key;
+    values[next] = value;
+    next = (next + 1) % SLOTS;
+    if (!clearing) {
+      clearing = true;
+      queueMicrotask(clear);
+    }
+    return value;
+  };
 }
 
-export function wireText(frame: object): string {
-  for (let i = 0; i < SLOTS; i += 1) if (frames[i] === frame) return texts[i]!;
-  const text = JSON.stringify(frame);
-  frames[next] = frame;
-  texts[next] = text;
-  next = (next + 1) % SLOTS;
-  // Kept for the synchronous run only: a large frame is not held after it was sent.
-  if (!clearing) {
-    clearing = true;
-    queueMicrotask(clear);
-  }
-  return text;
+/**
+ * Results that many answers share while nothing in them changes (get_config's, asked by every client at
+ * start and polled by scripts): their text, made once and kept as long as the result lives (a WeakMap
+ * entry for these few objects only; see above for why not for every frame).
+ */
+const sharedTexts = new WeakMap<object, string>();
+
+/** Marks a result as shared: it is never changed after this (its text is made now). */
+export function sharedResult<T extends object>(result: T): Readonly<T> {
+  sharedTexts.set(result, JSON.stringify(result));
+  return result;
+}
+
+/** An answer's JSON text, the same as JSON.stringify's: a shared result's text is not made again. */
+export function envelopeText(envelope: Envelope): string {
+  const data = envelope.status === 'ok' ? sharedTexts.get(envelope.data) : undefined;
+  if (data === undefined) return JSON.stringify(envelope);
+  return envelope.id === undefined ? `{"status":"ok","data":${data}}` : `{"status":"ok","data":${data},"id":${JSON.stringify(envelope.id)}}`;
 }

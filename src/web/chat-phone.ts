@@ -12,7 +12,7 @@ import type { MachineEntry } from './machines/machine-entry';
 import { MachineStatus } from './machines/machine-status';
 import { followPending } from './pending-wire';
 import { answerText } from './permission-answer-text';
-import { MachineStore, type Machine } from './machines/machine-store';
+import { machineIdOf, MachineStore, type Machine } from './machines/machine-store';
 import { MachineSwitcher } from './machines/machine-switcher';
 import { defaultUrl, nameOfFragment, parseFragment, readPairingLink, unreachableFrom } from './pairing';
 import { tryPairing } from './machines/try-pairing';
@@ -136,8 +136,17 @@ function show(id: string): void {
 function takePairingLink(): boolean {
   const pairing = parseFragment(location.hash, location);
   if (!pairing) return false;
-  const machine = store.add(pairing, nameOfFragment(location.hash));
+  const { href: link, hash } = location;
   history.replaceState(history.state, '', location.pathname + location.search);
+  const known = store.find(machineIdOf(pairing));
+  if (known?.pairing.token) {
+    // A machine this phone holds a credential for: the link replaces it only once the machine accepted
+    // the link (the add sheet's trial), so a spent, bogus or planted link never unpairs the phone.
+    show(known.id);
+    switcher.tryLink(link);
+    return true;
+  }
+  const machine = store.add(pairing, nameOfFragment(hash));
   // Paired again: the old connection used the old credential; start over with the new pairing.
   if (views.has(machine.id)) drop(machine.id);
   show(machine.id);

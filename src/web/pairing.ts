@@ -6,6 +6,7 @@
  * The one-time `pair` secret is spent in the first `auth` for the device's own token, which replaces it
  * (docs/protocol.md, "Devices").
  */
+import { displayName, readsAs } from '../protocol/display-name';
 import { bytesOfLength } from '../tunnel/base64url';
 
 export interface Pairing {
@@ -69,10 +70,20 @@ export function readPairing(value: unknown): Pairing | undefined {
   return relay ? { ...base, relay } : undefined;
 }
 
-/** The machine's name a pairing link may carry (`name=`, the computer's host name). */
+/**
+ * The machine's name a pairing link may carry (`name=`, the computer's host name). Whoever made the link
+ * or its QR code wrote it: cleaned as every name a person is shown (docs/protocol.md, "Names"), and none
+ * when nothing visible is left.
+ */
 export function nameOfFragment(hash: string): string | undefined {
-  const name = new URLSearchParams(hash.slice(1)).get('name')?.trim();
-  return name ? name.slice(0, 60) : undefined;
+  const name = machineName(new URLSearchParams(hash.slice(1)).get('name') ?? '');
+  return name || undefined;
+}
+
+/** A machine's name as the phone keeps and shows it: no hidden characters, trimmed, 60 characters at most; '' when nothing visible is left. */
+export function machineName(text: string): string {
+  const name = displayName(text).trim().slice(0, 60);
+  return readsAs(name).trim() ? name : '';
 }
 
 /** A pairing link pasted into the page or read from a QR code: its pairing and name, or why it is none. */

@@ -5,7 +5,8 @@
  * group, stopped (TERM, then KILL) by `stop()`.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { buildSync } from 'esbuild';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -39,10 +40,32 @@ export function packageVsix(): number {
   return statSync(VSIX).size;
 }
 
-/** Packages a test fixture extension (a folder with its package.json) into a .vsix beside it in `outDir`; returns its path. */
+/**
+ * Packages a test fixture extension (a folder with its package.json) into a .vsix in `outDir`; returns its
+ * path. A fixture written in TypeScript (an extension.ts) is bundled first, as the real extension is
+ * (esbuild, minified, `vscode` external), in a copy of its folder under `outDir`: the checkout stays clean.
+ */
 export function packageFixtureVsix(folder: string, outDir: string): string {
-  const out = join(outDir, `${folder.split('/').pop()}.vsix`);
-  run(join(ROOT, 'node_modules', '.bin', 'vsce'), ['package', '--no-dependencies', '--allow-missing-repository', '--skip-license', '-o', out], { cwd: folder, timeoutMs: 120_000 });
+  const name = folder.split('/').pop()!;
+  const out = join(outDir, `${name}.vsix`);
+  let source = folder;
+  if (existsSync(join(folder, 'extension.ts'))) {
+    source = join(outDir, `${name}-package`);
+    mkdirSync(source, { recursive: true });
+    for (const file of readdirSync(folder).filter((f) => !f.endsWith('.ts'))) copyFileSync(join(folder, file), join(source, file));
+    buildSync({
+      entryPoints: [join(folder, 'extension.ts')],
+      outfile: join(source, 'extension.js'),
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'cjs',
+      minify: true,
+      external: ['vscode'],
+      logLevel: 'warning',
+    });
+  }
+  run(join(ROOT, 'node_modules', '.bin', 'vsce'), ['package', '--no-dependencies', '--allow-missing-repository', '--skip-license', '-o', out], { cwd: source, timeoutMs: 120_000 });
   return out;
 }
 

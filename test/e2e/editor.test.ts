@@ -18,7 +18,7 @@ import type { RecordedRequest } from '../helpers/fake-http';
 import { waitFor } from '../helpers/temp';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
 import { TestClient } from '../helpers/ws-client';
-import { freePort, packageVsix, startCodeServer, type CodeServer } from './code-server';
+import { freePort, packageFixtureVsix, packageVsix, ROOT, startCodeServer, type CodeServer } from './code-server';
 import { ARTIFACTS, Workbench } from './workbench';
 import { withoutNote } from '../helpers/service-note';
 
@@ -37,6 +37,23 @@ function lastUserText(request: RecordedRequest): string {
   return text.startsWith('The user attached this context from the editor:') ? text.slice(text.lastIndexOf('\n\n---\n\n') + 7) : text;
 }
 
+/** The figures of a "Measure Responsiveness" notification (ours and the bare server fixture's: describeFigures). */
+function parseFigures(text: string) {
+  const activation = /activation (\d+) ms/.exec(text);
+  const service = /the service's open and listen (\d+) ms of it/.exec(text);
+  const stall = /longest stall ([\d.]+) ms \(process CPU during it ([\d.]+) ms\), longest busy stall ([\d.]+) ms, p99 ([\d.]+) ms/.exec(text);
+  assert.ok(activation && stall, `unexpected figures: ${text}`);
+  return {
+    activationMs: Number(activation[1]),
+    serviceOpenAndListenMs: service ? Number(service[1]) : undefined,
+    longestStallMs: Number(stall[1]),
+    longestStallCpuMs: Number(stall[2]),
+    longestBusyStallMs: Number(stall[3]),
+    p99StallMs: Number(stall[4]),
+  };
+}
+type Figures = ReturnType<typeof parseFigures>;
+
 /** Whether the request ends with a tool result (the model's step after its tool call). */
 const hasToolResult = (request: RecordedRequest) => withoutNote((request.body as { messages?: { role: string }[] }).messages ?? []).at(-1)?.role === 'tool';
 /** One scripted model step of a write_file round: the tool call, or (with its result) the answer. */
@@ -53,8 +70,10 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
   let second: Workbench | undefined;
   let chat: FrameLocator;
   let servicePort: number;
+  /** The bare server fixture's port: the extension that only opens a server, the figures' baseline. */
+  let barePort: number;
   let client: TestClient | undefined;
-  const figures: Record<string, unknown> = {};
+  const figures: Record<string, unknown> & { bareServer?: Figures & { echoes: number }; vscodeActivationMs?: { ours: number; bareServer: number } } = {};
 
   /** Runs a step; on failure saves a screenshot of the workbench and code-server's output. */
   async function step(name: string, run: () => Promise<void>): Promise<void> {
@@ -86,10 +105,13 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       fake = await startFakeOpenAI({ apiKey: API_KEY });
       receiver = await startWebhookReceiver({ secret: WEBHOOK_SECRET });
       servicePort = await freePort();
+      barePort = await freePort();
+      const bareServer = packageFixtureVsix(join(ROOT, 'test', 'e2e', 'fixtures', 'bare-server'), scratch);
       editor = await startCodeServer({
         scratch,
         workspace,
-        settings: { 'remoteAssistant.port': servicePort, 'workbench.colorTheme': 'Default Dark Modern' },
+        otherExtensions: [bareServer],
+        settings: { 'remoteAssistant.port': servicePort, 'e2eBareServer.port': barePort, 'workbench.colorTheme': 'Default Dark Modern' },
         globalStorage: {
           'service.json': JSON.stringify(
             {
@@ -122,10 +144,17 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
     if (Object.keys(figures).length > 0) {
       await writeFile(join(ARTIFACTS, 'figures.json'), JSON.stringify(figures, null, 2)).catch(() => undefined);
       const kb = Math.round(Number(figures.vsixBytes) / 1024);
+      const bare = figures.bareServer;
+      const vscodeMs = figures.vscodeActivationMs;
+      const ratio = (ours: unknown, theirs: number | undefined) => (typeof ours === 'number' && theirs ? `${(ours / theirs).toFixed(1)}x` : '?');
       console.log(
-        `# e2e figures: vsix ${kb} KB (goal < 3072 KB); activation ${figures.activationMs ?? '?'} ms (goal < 300 ms); ` +
-          `longest event-loop stall during a ${figures.chatMessages ?? '?'}-message streamed chat ${figures.longestStallMs ?? '?'} ms (goal < 20 ms; ` +
-          `process CPU during it ${figures.longestStallCpuMs ?? '?'} ms), longest busy stall ${figures.longestBusyStallMs ?? '?'} ms, p99 ${figures.p99StallMs ?? '?'} ms`,
+        `# e2e figures: vsix ${kb} KB (goal < 3072 KB); activation ${figures.activationMs ?? '?'} ms (goal < 150 ms; the service's open and listen ${figures.serviceOpenAndListenMs ?? '?'} ms of it), ` +
+          `a bare server extension's in the same run ${bare?.activationMs ?? '?'} ms (${ratio(figures.activationMs, bare?.activationMs)}); ` +
+          `longest event-loop stall during a ${figures.chatMessages ?? '?'}-message streamed chat ${figures.longestStallMs ?? '?'} ms (goal < 16 ms; ` +
+          `process CPU during it ${figures.longestStallCpuMs ?? '?'} ms), longest busy stall ${figures.longestBusyStallMs ?? '?'} ms, p99 ${figures.p99StallMs ?? '?'} ms; ` +
+          `the bare server's during ${bare?.echoes ?? '?'} streamed echoes: longest stall ${bare?.longestStallMs ?? '?'} ms (${ratio(figures.longestStallMs, bare?.longestStallMs)}), ` +
+          `longest busy stall ${bare?.longestBusyStallMs ?? '?'} ms (${ratio(figures.longestBusyStallMs, bare?.longestBusyStallMs)}), p99 ${bare?.p99StallMs ?? '?'} ms; ` +
+          `VS Code's activation figure (code loading + activate() call) ${vscodeMs?.ours ?? '?'} ms, the bare server's ${vscodeMs?.bareServer ?? '?'} ms`,
       );
     }
     if (scratch && !process.env.RA_E2E_KEEP) await rm(scratch, { recursive: true, force: true });
@@ -209,7 +238,8 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await client.next((f) => f.event === 'config.changed');
       const after = await client.request({ type: 'get_config' });
       assert.equal((after.data as { permission_mode: string }).permission_mode, 'deny');
-      assert.equal(await chat.locator('.mode-select').inputValue(), 'deny');
+      // The view hears config.changed over its own bridge: on a loaded machine it may come a moment later.
+      await waitFor(async () => (await chat.locator('.mode-select').inputValue()) === 'deny', "the chat view's mode to show deny", 10_000, 50);
       await w.screenshot('permission-mode-deny');
 
       // From another client: the status bar follows at once.
@@ -393,7 +423,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
     }),
   );
 
-  it('measures: activation and the longest event-loop stall during a 100-message streamed chat (reported, not asserted)', { timeout: 240_000 }, () =>
+  it('measures: activation and the longest event-loop stall during a 100-message streamed chat, beside a bare server extension (reported, not asserted)', { timeout: 240_000 }, () =>
     step('measure', async () => {
       const w = wb!;
       const count = Number(process.env.RA_E2E_CHAT_MESSAGES ?? 100);
@@ -410,19 +440,37 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await w.runCommand('Remote Assistant: Measure Responsiveness');
       const toast = w.notification('longest stall');
       await toast.waitFor();
-      const text = (await toast.textContent()) ?? '';
-      const activation = /activation (\d+) ms/.exec(text);
-      const stall = /longest stall ([\d.]+) ms \(process CPU during it ([\d.]+) ms\), longest busy stall ([\d.]+) ms, p99 ([\d.]+) ms/.exec(text);
-      assert.ok(activation && stall, `unexpected figures: ${text}`);
-      Object.assign(figures, {
-        activationMs: Number(activation[1]),
-        longestStallMs: Number(stall[1]),
-        longestStallCpuMs: Number(stall[2]),
-        longestBusyStallMs: Number(stall[3]),
-        p99StallMs: Number(stall[4]),
-        chatMessages: count,
-      });
+      Object.assign(figures, parseFigures((await toast.textContent()) ?? ''), { chatMessages: count });
       await w.screenshot('responsiveness');
+
+      // The baseline, in the same extension host: the bare server fixture's own activation, and its event
+      // loop (the same monitor) while it streams as many echoes of the same replies, 20 events each.
+      await w.runCommand('E2E Bare Server: Measure Responsiveness');
+      await w.notification('E2E Bare Server: measuring').waitFor();
+      for (let i = 1; i <= count; i += 1) {
+        const text = `Reply to “message ${i}”: ${'a few words of streamed text, '.repeat(8)}end.`;
+        const response = await fetch(`http://127.0.0.1:${barePort}/echo`, { method: 'POST', body: text });
+        const body = await response.text();
+        assert.equal(body.split('\n\n').length - 2, 20, body);
+      }
+      await w.runCommand('E2E Bare Server: Measure Responsiveness');
+      const bareToast = w.notification('E2E Bare Server responsiveness');
+      await bareToast.waitFor();
+      figures.bareServer = { ...parseFigures((await bareToast.textContent()) ?? ''), echoes: count };
+
+      // VS Code's own figure of both (Running Extensions: loading the code + the activate() call up to its
+      // first await): what the bundle's load costs, which activate -> listening does not count.
+      await w.runCommand('Developer: Show Running Extensions');
+      const loadAndCall = async (name: string) => {
+        const row = w.page.locator('.runtime-extensions-editor .extension', { has: w.page.locator('.name', { hasText: name }) });
+        const text = (await row.locator('.activation-time').textContent({ timeout: 20_000 })) ?? '';
+        const ms = /Activation: (\d+)ms/.exec(text);
+        assert.ok(ms, `unexpected activation time of ${name}: ${text}`);
+        return Number(ms[1]);
+      };
+      figures.vscodeActivationMs = { ours: await loadAndCall('Remote Assistant'), bareServer: await loadAndCall('E2E Bare Server') };
+      await w.screenshot('running-extensions');
+      await w.runCommand('View: Close Editor');
     }),
   );
 

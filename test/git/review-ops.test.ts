@@ -426,6 +426,41 @@ describe('push and discard', () => {
     });
   });
 
+  test("attack: a command the repository's own config names for a transport (core.sshCommand, core.gitProxy, core.askPass, a credential helper) is refused on push; nothing runs", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const marker = join(repo.worktrees, '..', 'transport-command-ran');
+      const wt = addWorktree(repo, 'p4');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+      await commitChanges(wt, 'to push', noHooks);
+      git(repo.repo, 'remote', 'add', 'overssh', 'ssh://127.0.0.1:9/x.git');
+      git(repo.repo, 'remote', 'add', 'overgit', 'git://127.0.0.1:9/x.git');
+      const settings: [string, string][] = [
+        ['core.sshCommand', `touch '${marker}'; false`],
+        ['core.gitProxy', `!touch '${marker}'; false`],
+        ['core.askPass', `touch '${marker}'; false`],
+        ['credential.helper', `!touch '${marker}'; false`],
+        ['credential.https://127.0.0.1.helper', `store ; touch '${marker}'`],
+      ];
+      for (const [key, value] of settings) {
+        git(repo.repo, 'config', key, value);
+        for (const remote of ['overssh', 'overgit']) {
+          await assert.rejects(pushChanges(wt, remote, noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict', `${key} on ${remote}`);
+          assert.equal(existsSync(marker), false, `${key} ran on a push to ${remote}`);
+        }
+        git(repo.repo, 'config', '--unset', key);
+      }
+      // A helper by its plain name is git's own credential-<name> program: the push goes on.
+      const bare = join(repo.worktrees, '..', 'remote.git');
+      git(repo.repo, 'init', '-q', '--bare', bare);
+      git(repo.repo, 'remote', 'add', 'origin', bare);
+      git(repo.repo, 'config', 'credential.helper', 'cache --timeout=60');
+      assert.equal((await pushChanges(wt, 'origin', noHooks)).branch, wt.branch);
+      // The owner's allow_hooks lets the repository's own programs run on push (its sshCommand is not used for a local remote).
+      git(repo.repo, 'config', 'core.sshCommand', `touch '${marker}'; false`);
+      assert.equal((await pushChanges(wt, 'origin', { allowHooks: true })).branch, wt.branch);
+    });
+  });
+
   test("attack: a remote the repository's config names like an option (--receive-pack=<command>) is refused; nothing runs, nothing is pushed", async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'remote.git');

@@ -4,7 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import WebSocket from 'ws';
-import { MAX_OPENING_PER_ADDRESS } from '../../src/transport/http/connection-gate';
+import { MAX_OPENING_PER_ADDRESS, MAX_WAITING_CONNECTIONS, MAX_WAITING_PER_ADDRESS } from '../../src/transport/http/connection-gate';
 import { startService, type RunningService } from '../helpers/service';
 
 // Login bursts (issue 25): what will be refused anyway is refused before any HTTP is read. An address
@@ -141,6 +141,34 @@ test('attack: 300 parallel wrong tokens from one address: 10 are checked, the re
   assert.equal(bursts.length, 1);
   assert.equal(bursts[0].count, 300, 'every attempt is in the count, those closed unread too');
   assert.equal(bursts[0].refused, 290);
+});
+
+/** Resolves once the service's gate holds `count` connections waiting (its own figure, read by this test alone; the runner's per-test timeout bounds the wait). */
+async function waitingPlaces(svc: RunningService, count: number): Promise<void> {
+  const gate = (svc.service as unknown as { http: { gate: { waiting: number } } }).http.gate;
+  while (gate.waiting < count) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+test('attack: a few addresses (none allowed to connect) that fill every waiting place cannot keep another address out', async () => {
+  await withService(async (svc) => {
+    // Eight addresses outside allow_from, each holding its opening places with silent connections and
+    // as many waiting as it may: together every waiting place of the service. Made a listen backlog at a
+    // time (what the kernel queues), each batch taken by the service before the next.
+    const attackers = Array.from({ length: Math.ceil(MAX_WAITING_CONNECTIONS / MAX_WAITING_PER_ADDRESS) }, (_, i) => `127.0.0.${i + 3}`);
+    const held: RawClient[] = [];
+    try {
+      for (const address of attackers) held.push(...(await Promise.all(Array.from({ length: MAX_OPENING_PER_ADDRESS }, () => rawClient(svc, address)))));
+      const rest = attackers.flatMap((address) => Array.from({ length: MAX_WAITING_PER_ADDRESS }, () => address));
+      for (let i = 0; i < rest.length; i += 32) {
+        held.push(...(await Promise.all(rest.slice(i, i + 32).map((address) => rawClient(svc, address)))));
+        await waitingPlaces(svc, Math.min(i + 32, rest.length));
+      }
+      const other = await rawClient(svc, '127.0.0.2', GET_HEALTH);
+      assert.match(await other.closed, /^HTTP\/1\.1 200 /, 'the allowed address is served');
+    } finally {
+      for (const client of held) client.socket.destroy();
+    }
+  });
 });
 
 test('a stopping service closes the connections still waiting for a place at once', async () => {

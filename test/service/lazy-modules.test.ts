@@ -2,7 +2,8 @@
 // starting the service requires none of the provider SDKs, the MCP SDK or web-push; once listening, the
 // configured provider's SDK is warmed up (the first chat does not pay for it) and the rest stay unloaded
 // while nothing needs them (no MCP server configured, no push device); what a turn's context reads
-// (git's status of the workspace) is read ahead too. Each test file is its own process, so
+// (git's status of the workspace) and the model's window (the fake is a local server) are asked ahead too,
+// by a provider built ahead. Each test file is its own process, so
 // require.cache shows what this service loaded.
 import assert from 'node:assert/strict';
 import childProcess from 'node:child_process';
@@ -50,8 +51,8 @@ test('a start loads none of the provider SDKs, the MCP SDK or web-push', () => {
   assert.deepEqual(loadedAtStart, []);
 });
 
-test("once listening, the configured provider's SDK is loaded and git's status of the workspace read before any chat; a chat loads nothing else nor waits for git", async () => {
-  await waitFor(() => loaded().includes('openai') && gitStatuses > 0, "the warm-up's SDK and git status", 10_000);
+test("once listening, the configured provider's SDK is loaded, git's status of the workspace read and the local server's window asked before any chat; a chat loads nothing else nor waits for them", async () => {
+  await waitFor(() => loaded().includes('openai') && gitStatuses > 0 && fake.asides.length === 2, "the warm-up's SDK, git status and window", 10_000);
   const statuses = gitStatuses;
   const client = await TestClient.authed(svc.wsUrl, svc.token);
   try {
@@ -63,4 +64,5 @@ test("once listening, the configured provider's SDK is loaded and git's status o
   }
   assert.deepEqual(loaded(), ['openai']);
   assert.equal(gitStatuses, statuses, 'the chat used the status read ahead');
+  assert.equal(fake.asides.length, 2, 'the chat used the window asked ahead (providers/server-window.ts), of the provider built ahead');
 });

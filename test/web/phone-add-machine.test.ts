@@ -222,3 +222,89 @@ test("on a secure page (loopback), A's page adds B with the live camera pointed 
     await video.cleanup();
   }
 });
+
+/** The link with its `name=` replaced (a QR code or pasted text an attacker wrote). */
+function named(link: string, name: string): string {
+  const url = new URL(link);
+  const fragment = new URLSearchParams(url.hash.slice(1));
+  fragment.set('name', name);
+  url.hash = fragment.toString();
+  return url.toString();
+}
+
+test("attack: a pairing link's name= carries no bidi control or line break onto the page, and cannot pass for a machine already listed", async () => {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  const page = await context.newPage();
+  page.setDefaultTimeout(WAIT);
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(String(error)));
+  // A's own link, its name with a right-to-left override and a line break: shown as "work-laptop\nexe.gnp" would read otherwise.
+  await page.goto(named(await pairingLink(a), 'work-\u202Epotpal\n'));
+  await page.locator(`.machine-view[data-machine-id="${lanId(a)}"] .connection[data-state="open"]`).waitFor();
+  const aName = (await kept(page)).machines[0].name;
+  assert.doesNotMatch(aName, /[\u0000-\u001f\u202a-\u202e\u2066-\u2069]/, `the name is kept without hidden characters (${JSON.stringify(aName)})`);
+
+  // B's link names itself as A's name with a zero-width space: the same on screen, a different computer.
+  await paste(page, named(await pairingLink(b), `${aName}\u200b`));
+  await page.locator(`${SHOWN}[data-machine-id="${lanId(b)}"] .connection[data-state="open"]`).waitFor();
+  const machines = (await kept(page)).machines;
+  const reads = (name: string) => name.normalize('NFKC').replace(/[\u00ad\u034f\u180e\u200b-\u200f\u2060-\u2064\ufeff]/g, '');
+  const bName = machines.find((m) => m.id === lanId(b))!.name;
+  assert.notEqual(reads(bName), reads(aName), `B (${JSON.stringify(bName)}) does not read as A (${JSON.stringify(aName)})`);
+  await page.locator(`${SHOWN} .machine-switch`).click();
+  const shown = await page.locator('.machines-panel .machine-name').allInnerTexts();
+  assert.equal(new Set(shown.map(reads)).size, 2, `the switcher shows two different names (${JSON.stringify(shown)})`);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test("attack: a reply's link carrying a pairing fragment (a prompt-injected model, a webhook's text) neither wipes this phone's credential nor adds a machine", async () => {
+  const phone = await phoneOnA();
+  const { page, context } = phone;
+  const before = await kept(page);
+  // `#token=` alone names the page's own socket: opened, it replaced A's device credential with a bogus one.
+  // `#url=` names another service: opened, it added that machine (and showed it) without a question.
+  const bogus = '#token=bogus';
+  const elsewhere = `#url=${encodeURIComponent(b.wsUrl)}&token=bogus&name=work-laptop`;
+  rig.fake.script({ text: `Read [the notes](${bogus}), [the log](${a.httpUrl}/${bogus}) and [the other computer](${elsewhere}).` });
+  const input = page.locator(`${SHOWN} .composer-input`);
+  await input.fill('where are the notes?');
+  await input.press('Enter');
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'Read the notes' }).waitFor();
+  const links = page.locator(`${SHOWN} .message.assistant a[href]`);
+  for (let i = 0; i < (await links.count()); i += 1) {
+    const [opened] = await Promise.all([context.waitForEvent('page'), links.nth(i).click()]);
+    await opened.waitForLoadState('load');
+    await opened.locator('.machine-view:not([hidden]), .pairing-form').first().waitFor();
+    await opened.close();
+  }
+  assert.deepEqual(await kept(page), before, 'the machines and their credentials are as they were');
+  assert.deepEqual(phone.errors, []);
+  await context.close();
+});
+
+test('attack: a link opened into the page (a planted QR code) for a machine this phone holds a credential for replaces it only once the machine accepted it', async () => {
+  const phone = await phoneOnA();
+  const { page } = phone;
+  const before = await kept(page);
+  // A bogus token, then a spent pairing secret: before, either replaced A's working device credential.
+  for (const fragment of ['#token=bogus', new URL(await pairingLink(a)).hash.replace(/pair=[^&]+/, 'pair=spent-or-made-up')]) {
+    await page.evaluate((hash) => (location.hash = hash), fragment);
+    await page.locator('.add-machine-status[data-kind="error"]', { hasText: 'refused this pairing link' }).waitFor();
+    assert.deepEqual(await kept(page), before, `${fragment.slice(0, 12)}… changed nothing kept`);
+    assert.equal(await page.locator(`${SHOWN}[data-machine-id="${lanId(a)}"] .connection`).getAttribute('data-state'), 'open', 'A stays connected');
+    await page.locator('.machines-close').click();
+  }
+  // A fresh link of A's: accepted, it renews A's pairing (a new device credential), still one machine.
+  await page.evaluate((hash) => (location.hash = hash), new URL(await pairingLink(a)).hash);
+  await page.waitForFunction((old) => JSON.parse(localStorage.getItem('remote-assistant.machines') ?? '{}').machines?.[0]?.pairing?.token !== old, before.machines[0].pairing.token);
+  const after = await kept(page);
+  assert.deepEqual(
+    after.machines.map((m) => m.id),
+    [lanId(a)],
+  );
+  assert.ok(after.machines[0].pairing.token && !after.machines[0].pairing.pair, 'a new credential, no secret left');
+  await page.locator(`${SHOWN}[data-machine-id="${lanId(a)}"] .connection[data-state="open"]`).waitFor();
+  assert.deepEqual(phone.errors, []);
+  await phone.context.close();
+});

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { displayName } from '../../protocol';
+import { displayName, readsAs } from '../../protocol';
 import { COMMAND_SHELL } from '../tools/builtin/run-command';
 import type { GitSummary } from './git-status';
 
@@ -35,20 +35,36 @@ export interface MomentFacts {
 /** The heading of the turn's note; the system prompt tells the model that the service writes it, not the user. */
 export const MOMENT_HEADING = '# Now (a note from the service, not from the user)';
 
-/** A line of a message that reads as the note's heading (`# Now`, any level, case or indentation). */
-const NOTE_HEADING_LINE = /^([ \t]*)(#+[ \t]*now\b)/gim;
+/** A line that reads as the note's heading (`# Now`, any level, case or indentation), once look-alikes are folded (readsAs). */
+const NOTE_HEADING = /^\s*#+\s*now\b/i;
+/** What may start a heading: `#` and the characters NFKC folds into it (full-width, small). */
+const HASH_LIKE = /[#\uff03\ufe5f]/;
+/** What a model may take for the end of a line (JavaScript's `m` flag knows only the first four). */
+const LINE_BREAK = /(\r\n|[\n\r\u2028\u2029\u0085\v\f])/;
 
 /**
  * The conversation as the model reads it, with the note's heading escaped (`\# Now`) wherever a user
  * message holds one: a webhook's post or a pasted text must not pass for the service's own note (who
- * sent the message, what git says), which only the service's last message may carry. Stored as typed.
+ * sent the message, what git says), which only the service's last message may carry. A heading written
+ * with look-alikes (`#\u00a0Now`, `＃ Now`, `# N\u200bow`) reads the same to the model: it is escaped too.
+ * Stored as typed.
  */
 export function withoutForgedNotes<T extends { role: string; content: string; moment?: true }>(messages: readonly T[]): T[] {
   return messages.map((message) => {
-    if (message.role !== 'user' || message.moment) return message;
-    const content = message.content.replace(NOTE_HEADING_LINE, '$1\\$2');
+    if (message.role !== 'user' || message.moment || !HASH_LIKE.test(message.content)) return message;
+    const content = message.content
+      .split(LINE_BREAK)
+      .map((part, i) => (i % 2 === 0 ? escapedHeading(part) : part))
+      .join('');
     return content === message.content ? message : { ...message, content };
   });
+}
+
+/** The line with a backslash before its first `#`-like character when it reads as the note's heading. */
+function escapedHeading(line: string): string {
+  if (!HASH_LIKE.test(line) || !NOTE_HEADING.test(readsAs(line))) return line;
+  const at = line.search(HASH_LIKE);
+  return `${line.slice(0, at)}\\${line.slice(at)}`;
 }
 
 /**

@@ -38,6 +38,12 @@ export async function gitSummary(folder: string): Promise<GitSummary | undefined
 
 /** A summary is asked of git again after this long at most, whatever else says it is unchanged. */
 export const GIT_STATUS_MAX_AGE_MS = 10_000;
+/**
+ * Folders whose summary (and the watch of HEAD and the index, two inotify watches) is kept, most recently
+ * asked first: every worktree conversation has a folder of its own, and a watch kept for each folder
+ * ever asked would add up to the system's limit of watches.
+ */
+export const MAX_GIT_STATUS_FOLDERS = 64;
 
 /**
  * gitSummary per folder, asked again only when it may have changed: git's HEAD or index changed (a
@@ -62,14 +68,27 @@ export class GitStatusCache {
     const cached = this.entries.get(folder);
     if (cached && cached.generation === this.generation && now - cached.at < GIT_STATUS_MAX_AGE_MS && !cached.watch?.changed) {
       await nextCheckPhase();
-      if (!cached.watch?.changed) return cached.summary;
+      if (!cached.watch?.changed && this.entries.get(folder) === cached) {
+        // The most recently asked: the last to let its watch go.
+        this.entries.delete(folder);
+        this.entries.set(folder, cached);
+        return cached.summary;
+      }
     }
     cached?.watch?.close();
     // Watched before git is asked: a change while it runs makes the answer one to ask again.
     const watch = gitStateWatch(folder);
     const generation = this.generation;
     const summary = await this.ask(folder);
+    // Replaced at the newest end; past the bound the least recently asked folder lets its watch go.
+    this.entries.get(folder)?.watch?.close();
+    this.entries.delete(folder);
     this.entries.set(folder, { watch, generation, at: now, summary });
+    for (const [oldest, entry] of this.entries) {
+      if (this.entries.size <= MAX_GIT_STATUS_FOLDERS) break;
+      entry.watch?.close();
+      this.entries.delete(oldest);
+    }
     return summary;
   }
 }

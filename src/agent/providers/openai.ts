@@ -158,7 +158,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
     models: (attempt) => client.models.list(core.requestOptions(attempt)),
     sortModels: true,
   });
-  return windows ? { ...provider, contextWindow: (model) => windows.of(model) } : provider;
+  return windows ? { ...provider, contextWindow: (model) => windows.of(model), warmUp: (model) => windows.warmUp(model) } : provider;
 }
 
 function toWireMessage(message: ChatMessage): WireMessage {

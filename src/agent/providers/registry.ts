@@ -1,5 +1,6 @@
 import type { ProviderName } from '../../protocol';
 import type { Host } from '../host';
+import { warmUpFetch } from './fetch-warm-up';
 import { ProviderError, type Provider } from './types';
 
 /** What a provider is built from: the config's endpoint and the key in force (the host's or service.json's). */
@@ -21,13 +22,12 @@ const SDK_MODULES: Partial<Record<ProviderName, () => unknown>> = { openai, anth
 
 /**
  * What loads a provider's module and SDK ahead of its first turn, so that turn is not the slower one:
- * steps the service's warm-up runs one per turn of the event loop. The SDKs send with Node's fetch,
- * whose implementation (undici, tens of milliseconds to load) Node loads at its first use: a Headers
- * made here loads it.
+ * steps the service's warm-up runs one per turn of the event loop. The SDKs send with Node's fetch:
+ * a Headers made here loads its implementation (undici), a first request builds the rest (warmUpFetch).
  */
 export function providerWarmUp(name: ProviderName): (() => unknown)[] {
   const load = SDK_MODULES[name];
-  return load ? [load, () => new Headers()] : [];
+  return load ? [load, () => new Headers(), () => warmUpFetch()] : [];
 }
 
 function unavailable(name: ProviderName, why: string): Provider {

@@ -35,7 +35,7 @@ async function ollama(fetchImpl: Fetch, origin: string, model: string): Promise<
 
 /** The figure of each model asked about, per server; one per provider (src/agent/providers/openai.ts). */
 export class ServerWindows {
-  private readonly known = new Map<string, { window: number | undefined; at: number }>();
+  private readonly known = new Map<string, { window: number | undefined; at: number; reached: boolean }>();
   private readonly asking = new Map<string, Promise<number | undefined>>();
 
   constructor(
@@ -55,14 +55,29 @@ export class ServerWindows {
     return asking;
   }
 
+  /**
+   * Asked ahead of the first turn (the service's warm-up, once listening). A server that could not be
+   * reached then may not have been started yet: that turn asks again rather than going without for
+   * REMEMBER_MS.
+   */
+  async warmUp(model: string): Promise<void> {
+    await this.of(model);
+    if (this.known.get(model)?.reached === false) this.known.delete(model);
+  }
+
   private async ask(model: string): Promise<number | undefined> {
     const origin = new URL(this.baseUrl).origin;
     let window: number | undefined;
+    let reached = false;
     for (const probe of [lmStudio, ollama]) {
-      window = await probe(this.fetchImpl, origin, model).catch(() => undefined);
+      // An answer without a figure (a 404: not that kind of server) reached it; a failed fetch did not.
+      window = await probe(this.fetchImpl, origin, model).then(
+        (figure) => ((reached = true), figure),
+        () => undefined,
+      );
       if (window !== undefined) break;
     }
-    this.known.set(model, { window, at: this.now() });
+    this.known.set(model, { window, at: this.now(), reached });
     return window;
   }
 }

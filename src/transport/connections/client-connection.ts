@@ -1,4 +1,4 @@
-import { AuthCommand, fail, helloOf, type CommandOf, ok, requestIdOf, type Envelope, type ResultOf, type ServiceEvent, wireText } from '../../protocol';
+import { AuthCommand, envelopeText, fail, helloOf, type CommandOf, ok, requestIdOf, type Envelope, type ResultOf, type ServiceEvent, wireText } from '../../protocol';
 import { sourceText, type Source } from '../../protocol/sources';
 import type { Logger } from '../../log/logger';
 import type { OpenSession, SessionDoor } from '../../commands/door';
@@ -74,9 +74,9 @@ export function openClientConnection(
 
   let expiryTimer: ReturnType<typeof setTimeout> | undefined;
 
-  /** A reply: made for this client alone, serialized as it is. */
+  /** A reply: made for this client alone (a shared result's text is kept, envelopeText). */
   const send = (message: Envelope) => {
-    if (open) peer.send(JSON.stringify(message));
+    if (open) peer.send(envelopeText(message));
   };
   /** Events (tool arguments included) only go to a client whose credential is still good. */
   const sendEvent = (event: ServiceEvent) => {

@@ -18,7 +18,10 @@ export const MAX_FRESH = 4;
 export const FRESH_MS = 50;
 /** Connections one address may have waiting; past this its new ones are closed at once. */
 export const MAX_WAITING_PER_ADDRESS = 256;
-/** Connections waiting, all addresses together; past this a new one is closed at once (as a full listen backlog refuses it). */
+/**
+ * Connections waiting, all addresses together; past this a new one is closed at once (as a full listen
+ * backlog refuses it), unless another address has more waiting: its newest is closed instead.
+ */
 export const MAX_WAITING_CONNECTIONS = 2048;
 
 /**
@@ -69,13 +72,13 @@ export class ConnectionGate {
   /** A new connection, paused: nothing of it has been read. */
   accept(socket: Socket): void {
     const remoteAddress = socket.remoteAddress;
-    if (this.closed || !remoteAddress || this.waitingCount >= MAX_WAITING_CONNECTIONS || this.refuses(remoteAddress)) {
+    if (this.closed || !remoteAddress || this.refuses(remoteAddress)) {
       refuse(socket);
       return;
     }
     const key = loginLimitKey(remoteAddress);
     const address = this.addresses.get(key) ?? { key, opening: 0, waiting: [] };
-    if (address.waiting.length >= MAX_WAITING_PER_ADDRESS) {
+    if (address.waiting.length >= MAX_WAITING_PER_ADDRESS || (this.waitingCount >= MAX_WAITING_CONNECTIONS && !this.makeRoomFor(address))) {
       refuse(socket);
       return;
     }
@@ -110,6 +113,20 @@ export class ConnectionGate {
       for (const socket of address.waiting.splice(0)) refuse(socket);
     }
     this.waitingCount = 0;
+  }
+
+  /**
+   * Every waiting place is taken: the address with the most waiting gives up its newest, when it has more
+   * than `address` (a few addresses filling the places must not keep another one out). False: no room.
+   */
+  private makeRoomFor(address: Address): boolean {
+    let longest: Address | undefined;
+    for (const other of this.addresses.values()) if (!longest || other.waiting.length > longest.waiting.length) longest = other;
+    if (!longest || longest.waiting.length <= address.waiting.length) return false;
+    refuse(longest.waiting.pop()!);
+    this.waitingCount -= 1;
+    this.settle(longest);
+    return true;
   }
 
   /** Keeps `address` in the turn while it has a connection waiting and a place free, and forgets it once it has neither. */

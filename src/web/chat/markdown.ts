@@ -5,6 +5,7 @@
  */
 import DOMPurify from 'dompurify';
 import { Marked } from 'marked';
+import { parseFragment } from '../pairing';
 import { h } from './dom';
 
 const marked = new Marked({
@@ -25,9 +26,17 @@ const PURIFY = {
 };
 
 // Classes only for a code block's language: a reply must not borrow the UI's own look (a fake prompt).
+// No link that carries a pairing (`#token=`, `#url=...&pair=`): opened, the phone page would take it as a
+// scanned QR code, replacing this machine's credential or adding (and showing) the link's machine.
 DOMPurify.addHook('uponSanitizeAttribute', (node, data) => {
   if (data.attrName === 'class' && !(node.nodeName === 'CODE' && /^language-[\w+-]+$/.test(data.attrValue))) data.keepAttr = false;
+  if (data.attrName === 'href' && carriesPairing(data.attrValue)) data.keepAttr = false;
 });
+
+function carriesPairing(href: string): boolean {
+  const hash = href.indexOf('#');
+  return hash >= 0 && parseFragment(href.slice(hash), { protocol: 'http:', host: 'localhost' }) !== undefined;
+}
 
 /** Sanitized HTML of a markdown text. */
 export function markdownToHtml(text: string): string {

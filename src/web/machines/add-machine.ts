@@ -87,6 +87,13 @@ export class AddMachine {
     else this.reset();
   }
 
+  /** A pairing link opened into the page, tried here as if pasted (what went wrong is said here). */
+  tryOpened(link: string): void {
+    this.toggle(true);
+    this.link.value = link;
+    void this.tryLink(link);
+  }
+
   /** The switcher closed: the camera stops and what was typed goes. */
   reset(): void {
     this.stopCamera();

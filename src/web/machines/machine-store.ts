@@ -6,7 +6,8 @@
  * under that machine's own prefix, so two machines never mix. The single pairing of earlier builds
  * (`remote-assistant.pairing`) becomes the first machine, with its conversation and outbox.
  */
-import { readPairing, type Pairing } from '../pairing';
+import { readsAs } from '../../protocol/display-name';
+import { machineName, readPairing, type Pairing } from '../pairing';
 
 export interface Machine {
   id: string;
@@ -97,9 +98,9 @@ export class MachineStore {
 
   rename(id: string, name: string): void {
     const machine = this.find(id);
-    const trimmed = name.trim().slice(0, 60);
-    if (!machine || !trimmed) return;
-    machine.name = trimmed;
+    const cleaned = machineName(name);
+    if (!machine || !cleaned) return;
+    machine.name = cleaned;
     this.save();
   }
 
@@ -123,11 +124,12 @@ export class MachineStore {
     };
   }
 
+  /** `name`, or `name (2)`...: never one that reads as another machine's (a link's name may add an invisible character to it). */
   private uniqueName(name: string): string {
-    const taken = new Set(this.state.machines.map((m) => m.name));
-    if (!taken.has(name)) return name;
+    const taken = new Set(this.state.machines.map((m) => readsAs(m.name)));
+    if (!taken.has(readsAs(name))) return name;
     let n = 2;
-    while (taken.has(`${name} (${n})`)) n += 1;
+    while (taken.has(readsAs(`${name} (${n})`))) n += 1;
     return `${name} (${n})`;
   }
 
@@ -137,7 +139,7 @@ export class MachineStore {
       const machines = stored.machines.flatMap((m): Machine[] => {
         const pairing = readPairing(m?.pairing);
         const slot = typeof m.slot === 'string' && SLOT.test(m.slot) ? m.slot : newSlot();
-        return pairing && typeof m.name === 'string' ? [{ id: machineIdOf(pairing), slot, name: m.name, pairing }] : [];
+        return pairing && typeof m.name === 'string' ? [{ id: machineIdOf(pairing), slot, name: machineName(m.name) || defaultName(pairing), pairing }] : [];
       });
       return { machines, current: typeof stored.current === 'string' ? stored.current : undefined };
     }

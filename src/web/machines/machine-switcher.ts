@@ -84,6 +84,12 @@ export class MachineSwitcher {
     if (open) this.panel.querySelector<HTMLElement>('.machine-select')?.focus();
   }
 
+  /** Opens "Add a computer" on `link` (a pairing link opened into the page) and tries it. */
+  tryLink(link: string): void {
+    this.toggle(true);
+    this.addMachine.tryOpened(link);
+  }
+
   private row(entry: MachineEntry, current: boolean): HTMLElement {
     const { state, label } = stateLabel(entry.status);
     const id = entry.machine.id;

@@ -3,14 +3,17 @@
 // (in a child process that only opens: time and resident memory added), get_messages p50, search p99,
 // the longest event-loop stall during writes and a retention pass, and the integrity check made at open
 // against SQLite's quick_check; each as a ratio to 10 MB.
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, statSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { openStore } from '../src/store/index';
 import type { NewMessage } from '../src/store/index';
+import { byteSize } from '../src/store/messages';
+import type { NewUsage } from '../src/store/usage';
+import { previewOf } from '../src/protocol/preview';
 import { fmt, percentile } from './util';
 
 const WORDS = [
@@ -51,6 +54,25 @@ function words(n: number, seed: number): string {
   return out.join(' ');
 }
 
+/** Where generated histories are kept between runs (HISTORY_BENCH_FRESH=1 deletes them first). */
+const CACHE = '/tmp/ra-bench-cache/history';
+/** The most recent messages stay in sql.js as the maintenance leaves them (90% of its 20,000 budget). */
+const HOT_TAIL = 18_000;
+/** Messages of a generated history the search index covers (about 2 GB); see generate. */
+const SEARCHABLE = 440_000;
+/** The search index's trigger (history-db.ts), put back after the messages left out of the index. */
+const BODIES_AI = "CREATE TRIGGER bodies_ai AFTER INSERT ON bodies WHEN new.role <> 'tool' BEGIN INSERT INTO bodies_fts (rowid, content) VALUES (new.key, new.content); END;";
+/** Above this size only the open and reads are measured (measure). */
+const FULL_MAX_MB = Number(process.env.HISTORY_BENCH_FULL_MB ?? 2000);
+
+/** Text of words (as `words`), sliced per message: generating 10 GB word by word took most of the 583 s. */
+let corpus = '';
+function textAt(i: number, size: number): string {
+  if (corpus === '') corpus = words(4_000_000, 1);
+  const from = corpus.indexOf(' ', (i * 7_919 * 131) % (corpus.length - 30_000)) + 1;
+  return corpus.slice(from, from + size).trimEnd();
+}
+
 function messageAt(i: number): NewMessage {
   const c = Math.floor(i / PER_CONVERSATION);
   const tool = i % 4 === 3;
@@ -59,20 +81,54 @@ function messageAt(i: number): NewMessage {
     id: `m${i}`,
     conversation_id: `c${c}`,
     role: tool ? 'tool' : i % 2 === 0 ? 'user' : 'assistant',
-    content: words(size, i),
+    content: textAt(i, size),
     timestamp: new Date(T0 + i * 60_000).toISOString(),
     ...(tool ? { tool_name: 'read_file', data: { kind: 'result', call_id: `call${i}`, ok: true } } : {}),
   };
 }
 
-/** Generates (once; cached in the temp dir between runs and sizes) a history of about `mb` megabytes. */
-async function generate(root: string, mb: number): Promise<{ dir: string; messages: number }> {
-  const dir = path.join(root, `${mb}mb`);
+/** A reply's usage row, as the agent records one per assistant message. */
+function usageAt(m: NewMessage): NewUsage {
+  return {
+    message_id: m.id,
+    conversation_id: m.conversation_id,
+    source: 'ws',
+    day: m.timestamp.slice(0, 10),
+    updated_at: m.timestamp,
+    provider: 'openai',
+    model: 'gpt-4o-mini',
+    input: 1200,
+    output: 300,
+    cached: 0,
+    cost_micro: 360,
+    estimated: false,
+    calls: 1,
+    context_used: 1500,
+    context_window: 128_000,
+  };
+}
+
+/** SQL text (no quotes in generated words or data). */
+function q(v: string | null): string {
+  return v === null ? 'NULL' : `'${v}'`;
+}
+
+/**
+ * Generates (once; cached in CACHE between runs) a history of about `mb` megabytes, as a store that
+ * ran for a long time holds it: every message but the last HOT_TAIL with its metadata cold in
+ * history.db, and a usage row per reply. The cold part is written by the sqlite3 command line straight
+ * into history.db (bodies, search index, cold rows), the rest through the store.
+ */
+async function generate(mb: number): Promise<{ dir: string; messages: number }> {
+  const dir = path.join(CACHE, `${mb}mb`);
   const done = path.join(dir, 'bench-done');
   const target = mb * 1_000_000;
   let bytes = 0;
   let n = 0;
-  while (bytes < target) bytes += Buffer.byteLength(messageAt(n++).content);
+  while (bytes < target) {
+    const i = n++;
+    bytes += i % 4 === 3 ? 8_000 + ((i * 7919) % 15_000) : 200 + ((i * 131) % 1500);
+  }
   if (existsSync(done)) {
     await moveCold(dir);
     return { dir, messages: n };
@@ -80,12 +136,88 @@ async function generate(root: string, mb: number): Promise<{ dir: string; messag
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
   const started = Date.now();
-  const store = await openStore(dir, { segmentBytes: 64 << 20 });
-  for (let c = 0; c * PER_CONVERSATION < n; c++) {
-    await store.conversations.create({ id: `c${c}`, title: `conversation ${c}`, source: 'ws', created_at: new Date(T0 + c * PER_CONVERSATION * 60_000).toISOString() });
+  const conversations = Math.ceil(n / PER_CONVERSATION);
+  const coldEnd = Math.max(0, n - HOT_TAIL);
+  let store = await openStore(dir, { segmentBytes: 64 << 20 });
+  await store.db.write((tx) => {
+    for (let c = 0; c < conversations; c++) {
+      tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [
+        `c${c}`,
+        `conversation ${c}`,
+        'ws',
+        new Date(T0 + c * PER_CONVERSATION * 60_000).toISOString(),
+        new Date(T0 + c * PER_CONVERSATION * 60_000).toISOString(),
+      ]);
+    }
+  });
+  await store.close();
+  // Cold part: bodies (keys = seq) and cold rows, straight into history.db.
+  const perConversation = new Map<string, { bytes: number; last: string; preview: string | null; count: number }>();
+  const usage: NewUsage[] = [];
+  const sqlite = spawn('sqlite3', [path.join(dir, 'history.db')], { stdio: ['pipe', 'inherit', 'inherit'] });
+  const exited = new Promise<number | null>((resolve) => sqlite.on('exit', resolve));
+  const send = async (text: string) => {
+    if (!sqlite.stdin.write(text)) await once(sqlite.stdin, 'drain');
+  };
+  await send('PRAGMA synchronous = OFF; PRAGMA cache_size = -256000; BEGIN;\n');
+  for (let i = 0; i < coldEnd; i++) {
+    const m = messageAt(i);
+    const data = m.data === undefined ? null : JSON.stringify(m.data);
+    const size = byteSize(m.content, data);
+    const seq = i + 1;
+    await send(
+      `INSERT INTO bodies (key, conversation_id, role, content, data) VALUES (${seq}, ${q(m.conversation_id)}, ${q(m.role)}, ${q(m.content)}, ${q(data)});` +
+        `INSERT INTO cold_messages (seq, id, conversation_id, role, timestamp, tool_name, body_key, bytes) VALUES (${seq}, ${q(m.id)}, ${q(m.conversation_id)}, ${q(m.role)}, ${q(m.timestamp)}, ${q(m.tool_name ?? null)}, ${seq}, ${size});\n`,
+    );
+    if (i % 20_000 === 19_999) await send('COMMIT; BEGIN;\n');
+    // Past SEARCHABLE messages the search index is left out (its upkeep was most of the time: a 10 GB
+    // history took over an hour on the loaded machine); the open and reads do not touch it.
+    if (i === SEARCHABLE - 1) await send('COMMIT; DROP TRIGGER bodies_ai; BEGIN;\n');
+    const c = perConversation.get(m.conversation_id) ?? { bytes: 0, last: m.timestamp, preview: null, count: 0 };
+    c.bytes += size;
+    c.last = m.timestamp;
+    c.count += 1;
+    if (m.role !== 'tool') c.preview = previewOf(m.content);
+    perConversation.set(m.conversation_id, c);
+    if (m.role === 'assistant') usage.push(usageAt(m));
   }
-  for (let i = 0; i < n; i += 4000) {
-    await store.messages.appendMany(Array.from({ length: Math.min(4000, n - i) }, (_, k) => messageAt(i + k)));
+  await send(`COMMIT; ${coldEnd >= SEARCHABLE ? BODIES_AI : ''} PRAGMA wal_checkpoint(TRUNCATE);\n`);
+  sqlite.stdin.end();
+  if ((await exited) !== 0) throw new Error('sqlite3 failed');
+  console.log(`  wrote ${coldEnd} cold messages with the sqlite3 command line in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  // The rest through the store: the conversations' cold columns, usage rows, then the hot tail.
+  store = await openStore(dir, { segmentBytes: 64 << 20 });
+  await store.db.write((tx) => {
+    for (const [id, c] of perConversation) {
+      tx.run('UPDATE conversations SET cold_seq = ?, cold_count = ?, bytes = ?, updated_at = ?, last_message = ?, hot = 0 WHERE id = ?', [
+        Number(id.slice(1)) * PER_CONVERSATION + c.count, // its last cold seq (seq = index + 1)
+        c.count,
+        c.bytes,
+        c.last,
+        c.preview,
+        id,
+      ]);
+    }
+    tx.run("DELETE FROM sqlite_sequence WHERE name = 'messages'");
+    tx.run("INSERT INTO sqlite_sequence (name, seq) VALUES ('messages', ?)", [coldEnd]);
+    // No sweep of the keys written above (all referenced by cold rows): as after the maintenance's.
+    tx.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('history.swept_key', ?)", [String(coldEnd)]);
+  });
+  for (let i = coldEnd; i < n; i += 2000) {
+    const part = Array.from({ length: Math.min(2000, n - i) }, (_, k) => messageAt(i + k));
+    await store.messages.appendMany(part);
+    usage.push(...part.filter((m) => m.role === 'assistant').map(usageAt));
+  }
+  for (let i = 0; i < usage.length; i += 20_000) {
+    const part = usage.slice(i, i + 20_000);
+    await store.db.write((tx) => {
+      for (const u of part) {
+        tx.run(
+          'INSERT INTO usage (message_id, conversation_id, source, day, updated_at, provider, model, input, output, cached, cost_micro, estimated, calls, context_used, context_window) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+          [u.message_id, u.conversation_id, u.source, u.day, u.updated_at, u.provider, u.model, u.input, u.output, u.cached, u.cost_micro, 0, u.calls, u.context_used, u.context_window],
+        );
+      }
+    });
   }
   await store.db.compact();
   await store.close();
@@ -96,8 +228,8 @@ async function generate(root: string, mb: number): Promise<{ dir: string; messag
 }
 
 /**
- * The metadata of idle conversations moved to history.db (migration 17 and the maintenance), once per
- * cached history: what a store upgraded in place, or one that ran for a while, looks like.
+ * One maintenance pass over the generated history (what a store that ran for a while has done),
+ * once per cached history: moves what it moves (usage rows...), so the open measured is a settled one.
  */
 async function moveCold(dir: string): Promise<void> {
   const done = path.join(dir, 'bench-cold');
@@ -108,7 +240,7 @@ async function moveCold(dir: string): Promise<void> {
   await store.db.compact();
   await store.close();
   await writeFile(done, '');
-  console.log(`  moved the metadata of idle conversations to history.db in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.log(`  maintenance pass over the generated history in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
 interface OpenFigures {
@@ -193,10 +325,14 @@ interface Row {
   quickCheckMs: number;
 }
 
-async function measure(dir: string, mb: number, messages: number): Promise<Row> {
+/**
+ * With `full` false (histories above HISTORY_BENCH_FULL_MB): no quick_check (reads every page) and no
+ * writes or retention pass (cutting every old tool output of 10 GB rewrites most of the file).
+ */
+async function measure(dir: string, mb: number, messages: number, full: boolean): Promise<Row> {
   const opens = [0, 1, 2].map(() => openInChild(dir));
   const open = opens.sort((a, b) => a.openMs - b.openMs)[1];
-  const checks = checksInChild(dir);
+  const checks = full ? checksInChild(dir) : { checkMs: NaN, quickCheckMs: NaN, fileMb: statSync(path.join(dir, 'history.db')).size / 1e6 };
   const store = await openStore(dir);
   try {
     const conversations = Math.ceil(messages / PER_CONVERSATION);
@@ -220,18 +356,20 @@ async function measure(dir: string, mb: number, messages: number): Promise<Row> 
     }
     // Writes (a turn with a tool output) and a retention pass cutting old tool outputs, loop watched.
     const loop = monitorEventLoopDelay({ resolution: 1 });
-    loop.enable();
-    await store.conversations.create({ id: 'bench', title: 'bench', source: 'ws', created_at: new Date().toISOString() });
-    for (let i = 0; i < 100; i++) {
-      const m = messageAt(3 + 4 * i);
-      await store.messages.appendMany([
-        { ...messageAt(4 * i), id: `w${i}u`, conversation_id: 'bench', timestamp: new Date().toISOString() },
-        { ...m, id: `w${i}t`, conversation_id: 'bench', timestamp: new Date().toISOString() },
-      ]);
+    if (full) {
+      loop.enable();
+      await store.conversations.create({ id: 'bench', title: 'bench', source: 'ws', created_at: new Date().toISOString() });
+      for (let i = 0; i < 100; i++) {
+        const m = messageAt(3 + 4 * i);
+        await store.messages.appendMany([
+          { ...messageAt(4 * i), id: `w${i}u`, conversation_id: 'bench', timestamp: new Date().toISOString() },
+          { ...m, id: `w${i}t`, conversation_id: 'bench', timestamp: new Date().toISOString() },
+        ]);
+      }
+      store.maintenance.setPolicy({ toolOutputDays: 1 });
+      await store.maintenance.run();
+      loop.disable();
     }
-    store.maintenance.setPolicy({ toolOutputDays: 1 });
-    await store.maintenance.run();
-    loop.disable();
     const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
     return {
       mb,
@@ -243,7 +381,7 @@ async function measure(dir: string, mb: number, messages: number): Promise<Row> 
       getP50Ms: percentile(sorted(gets), 50),
       listP50Ms: percentile(sorted(lists), 50),
       searchP99Ms: percentile(sorted(searches), 99),
-      maxStallMs: loop.max / 1e6,
+      maxStallMs: full ? loop.max / 1e6 : NaN,
       historyDbMb: checks.fileMb,
       checkMs: checks.checkMs,
       quickCheckMs: checks.quickCheckMs,
@@ -258,15 +396,20 @@ export async function benchHistory(): Promise<Row[]> {
     .split(',')
     .map(Number)
     .filter((n) => n > 0);
-  const root = path.join(tmpdir(), 'ra-history-bench');
+  if (process.env.HISTORY_BENCH_FRESH === '1') await rm(CACHE, { recursive: true, force: true });
   const rows: Row[] = [];
   for (const mb of sizes) {
-    const { dir, messages } = await generate(root, mb);
+    const { dir, messages } = await generate(mb);
+    if (mb > FULL_MAX_MB) {
+      // Opens and reads only: on the cached copy itself (an open keeps it a valid store), not on a copy of 10 GB.
+      rows.push(await measure(dir, mb, messages, false));
+      continue;
+    }
     // The generated copy stays as generated: measurements run on a copy only where they write.
-    const work = path.join(root, `${mb}mb-work`);
+    const work = path.join(CACHE, `${mb}mb-work`);
     await rm(work, { recursive: true, force: true });
     spawnSync('cp', ['-r', dir, work]);
-    rows.push(await measure(work, mb, messages));
+    rows.push(await measure(work, mb, messages, true));
     await rm(work, { recursive: true, force: true });
   }
   const base = rows[0];

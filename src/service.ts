@@ -192,8 +192,13 @@ async function composeService(options: ServiceOptions): Promise<ServiceParts> {
     (rule, by) => addAllowRule(config, rule, logger, by),
   );
   const worktrees = new Worktrees({ store, config: current, workspaceRoots: () => workspaceRootsOf(config.current, host), logger: logger.child({ component: 'worktrees' }) });
-  // Worktrees of conversations deleted since the last run go now, in the background (git, not the start's path).
-  void worktrees.removeOrphans().catch((error: unknown) => logger.warn('worktree.cleanup_failed', { error }));
+  // Worktrees of conversations deleted since the last run go now, and those landed by a land cut short
+  // are marked so, in the background (git, not the start's path).
+  void worktrees
+    .removeOrphans()
+    .catch((error: unknown) => logger.warn('worktree.cleanup_failed', { error }))
+    .then(() => worktrees.markLanded())
+    .catch((error: unknown) => logger.warn('worktree.landed_check_failed', { error }));
   const agent = new Agent({
     store,
     worktrees,

@@ -463,7 +463,7 @@ export class Agent {
       const withUsage = (tx: WriteTx) => usageRow && store.usage.recordIn(tx, usageRow);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
       await (input.storeReply ? input.storeReply(reply, withUsage) : store.messages.appendMany([reply], withUsage));
-      const counted = usageRow && store.usage.ofMessages([messageId]).get(messageId);
+      const counted = usageRow && (await store.usage.ofMessages([messageId], conversationId)).get(messageId);
       onEvent({ event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
       this.deps.onActivity?.(conversationId, sourceText(input.source));
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
@@ -492,7 +492,7 @@ export class Agent {
     const row = usage.row(messageId, conversationId, source, new Date());
     try {
       await this.deps.store.usage.record(row);
-      return this.deps.store.usage.ofMessages([messageId]).get(messageId);
+      return (await this.deps.store.usage.ofMessages([messageId])).get(messageId);
     } catch (error) {
       log.warn('usage.not_recorded', { error });
       return undefined;

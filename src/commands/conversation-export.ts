@@ -33,8 +33,11 @@ function clientMessageOf(m: MessageRow): Message {
 }
 
 /** Stored messages as clients see them (get_messages, exports), each reply with its usage. */
-export function clientMessagesOf(rows: readonly MessageRow[], usage: Pick<UsageRepo, 'ofMessages'>): Message[] {
-  const counted = usage.ofMessages(rows.map((m) => m.id));
+export async function clientMessagesOf(rows: readonly MessageRow[], usage: Pick<UsageRepo, 'ofMessages'>): Promise<Message[]> {
+  const counted = await usage.ofMessages(
+    rows.map((m) => m.id),
+    rows[0]?.conversation_id,
+  );
   return rows.map((m) => {
     const spent = counted.get(m.id);
     return { ...clientMessageOf(m), ...(spent ? { usage: messageUsageOf(spent) } : {}) };

@@ -190,7 +190,7 @@ export const handlers: HandlerMap = {
   async get_messages(command, session, ctx) {
     ctx.agent.requireConversation(command.conversation_id, session.source);
     const rows = await ctx.store.messages.recent(command.conversation_id, { limit: command.limit, includeTools: command.include_tools });
-    const messages: Message[] = clientMessagesOf(rows, ctx.store.usage);
+    const messages: Message[] = await clientMessagesOf(rows, ctx.store.usage);
     return { messages };
   },
 

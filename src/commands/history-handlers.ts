@@ -66,7 +66,7 @@ export async function exportConversation(command: CommandOf<'export_conversation
   const render = async (all: MessageRow[], until: number) =>
     renderExport(
       conversation,
-      clientMessagesOf(
+      await clientMessagesOf(
         all.filter((m) => m.seq <= until),
         ctx.store.usage,
       ),

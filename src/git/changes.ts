@@ -35,6 +35,7 @@ export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = D
   const patch = gitIn(worktree.path, ['diff', ...DIFF_FLAGS, '--full-index', base], {
     readOnly: true,
     allowOverflow: true,
+    cutBefore: 'diff --git ',
     ...(limits.readBytes === undefined ? {} : { maxBytes: limits.readBytes }),
     onStart: patchStarted,
   });
@@ -45,9 +46,9 @@ export async function changesOf(worktree: WorktreeRecord, limits: DiffLimits = D
     started.then(() => branchOf(worktree)),
   ]);
   // A diff past what git may answer (one file rewritten whole can be 100s of MB): the files read whole
-  // are shown, the rest listed from a summary with their counts, cut.
-  const tracked = diff.overflowed ? diff.stdout.slice(0, Math.max(0, diff.stdout.lastIndexOf('\ndiff --git ') + 1)) : diff.stdout;
-  const { files, newBlobs } = parseGitDiff(tracked + fresh.text, limits);
+  // are shown (the answer ends before the first file it did not hold whole), the rest listed from a
+  // summary with their counts, cut.
+  const { files, newBlobs } = parseGitDiff(diff.stdout + fresh.text, limits);
   if (diff.overflowed) files.push(...(await filesPastTheCut(worktree.path, base, new Set(files.map((f) => f.path)))));
   files.push(...fresh.counted);
   return {
@@ -182,13 +183,13 @@ function uncommittedCount(files: readonly ChangedFile[], newBlobs: Map<string, s
   return count;
 }
 
-/** The worktree's folder must still be there: deleted outside the service, it is a clear answer, not git's. */
+/** The worktree's folder must still be there: deleted outside the service, it is a clear answer, not git's (naming the branch: a webhook account may ask, and the machine's folders are not its to know). */
 export async function requireFolder(worktree: WorktreeRecord): Promise<void> {
   const found = await stat(worktree.path).then(
     (s) => s.isDirectory(),
     () => false,
   );
-  if (!found) throw new ServiceError('conflict', `the worktree's folder ${worktree.path} is gone (deleted outside the service): discard_changes removes what is left of it`);
+  if (!found) throw new ServiceError('conflict', `the folder of the worktree of ${worktree.branch} is gone (deleted outside the service): discard_changes removes what is left of it`);
 }
 
 /** GIT_INDEX_FILE of a temporary index: a copy of `copyOf` (empty when null or absent), removed after `work`. */

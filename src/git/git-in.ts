@@ -10,10 +10,13 @@ export type ReviewGitOptions = Omit<GitOptions, 'cwd'>;
  * Review's git (get_changes, revert, commit, land, push, discard) through the one runner (run-git.ts:
  * no hooks unless allowed, no fsmonitor, no filter, no inherited GIT_ variable), with literal pathspecs
  * (a file named `*` is that file) and room for a big diff. git missing or too slow is a clear answer.
+ * `cwd` is a working tree's top level (a conversation's worktree, the workspace's repository) and git's
+ * work tree is pinned to it: `core.worktree` in a worktree's config.worktree (which the agent's own
+ * `git config --worktree` can write) would otherwise point a revert or a commit at the person's tree.
  */
 export async function gitIn(cwd: string, args: readonly string[], options: ReviewGitOptions = {}): Promise<GitResult> {
   try {
-    return await runGit(['--literal-pathspecs', ...args], { cwd, maxBytes: GIT_MAX_OUTPUT_BYTES, ...options });
+    return await runGit([`--work-tree=${cwd}`, '--literal-pathspecs', ...args], { cwd, maxBytes: GIT_MAX_OUTPUT_BYTES, ...options });
   } catch (error) {
     if (error instanceof GitError && error.kind === 'missing')
       throw new ServiceError('server_error', 'git is not installed (or not on the PATH the service was started with): worktrees and their review need it');

@@ -90,6 +90,25 @@ export async function landChanges(worktree: WorktreeRecord, method: LandMethod, 
   return { landed: true, method, commit: made.commit, blocked: null };
 }
 
+/**
+ * Whether the worktree's branch is in its base branch already (the repository's own state, not the row's):
+ * it has commits and each is there (a merge's fast-forward), or bringing it in would change nothing (a
+ * squash's or rebase's copies). A land killed (kill -9) right after its fast-forward left the row
+ * `active`; the check at start tells it this way. False when either branch is gone.
+ */
+export async function branchLanded(worktree: WorktreeRecord): Promise<boolean> {
+  if (!worktree.baseBranch) return false;
+  const repo = worktree.repository;
+  const plumbing = { readOnly: true, readsNoContent: true };
+  // `--` ends the revisions; exit 128 when either branch is gone.
+  const tips = await gitIn(repo, ['rev-parse', `refs/heads/${worktree.branch}^{commit}`, `refs/heads/${worktree.baseBranch}^{commit}`, '--'], { ...plumbing, okCodes: [128] });
+  const [tip, base] = tips.stdout.trim().split('\n');
+  if (tips.code !== 0 || !tip || !base || tip === worktree.baseCommit) return false;
+  if ((await gitIn(repo, ['merge-base', '--is-ancestor', tip, base], { ...plumbing, okCodes: [1] })).code === 0) return true;
+  const merged = await gitIn(repo, ['merge-tree', '--write-tree', base, tip], { okCodes: [1] });
+  return merged.code === 0 && merged.stdout.trim() === (await gitIn(repo, ['rev-parse', `${base}^{tree}`], plumbing)).stdout.trim();
+}
+
 async function revParse(repo: string, rev: string): Promise<string> {
   return (await gitIn(repo, ['rev-parse', '--verify', '-q', `${rev}^{commit}`])).stdout.trim();
 }

@@ -2,10 +2,12 @@
 // status, the worktrees of issue 24 and their review all come through here, so what a repository's own
 // config may make git run is decided once. A repository's config and hooks are its files (an unpacked
 // archive, a clone, a webhook's turn writing .git/config through a shell): no command they name may run.
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { CappedOutput } from './capped-output';
+import { configFilesOf, settledSince, unchanged, type ConfigFiles } from './config-files';
 
 /** How long a git command may take unless the caller says otherwise. */
 export const GIT_DEFAULT_TIMEOUT_MS = 30_000;
@@ -23,6 +25,12 @@ export interface GitOptions {
   readOnly?: boolean;
   /** Output past maxBytes is returned cut (`overflowed`) instead of failing. */
   allowOverflow?: boolean;
+  /**
+   * With allowOverflow: a cut output ends just before the last `\n` + this text (a diff's `diff --git `:
+   * only whole files are kept). Found in the bytes, before any is decoded: the same search over the
+   * decoded 64 MiB held the service's loop for most of a second (docs/design.md, "Git's cost").
+   */
+  cutBefore?: string;
   /** Written to git's standard input (a patch, a commit message). */
   input?: string;
   /** More environment for this run (GIT_INDEX_FILE of a temporary index, a replayed commit's author). */
@@ -130,6 +138,10 @@ interface DriverNames {
  * `=`) makes the run refused: git would run that driver.
  */
 function driverNames(cwd: string, timeoutMs?: number): Promise<DriverNames> {
+  // A reading is kept while none of the files it depended on changed (config-files.ts): the config read
+  // was one git process on the way of every get_changes.
+  const kept = keptReadings.get(cwd);
+  if (kept && unchanged(kept.files)) return Promise.resolve(kept.names);
   // Runs started together in one folder share one reading of the config: the same instant's answer,
   // one process instead of several.
   let reading = driverReadings.get(cwd);
@@ -140,39 +152,84 @@ function driverNames(cwd: string, timeoutMs?: number): Promise<DriverNames> {
   return reading;
 }
 const driverReadings = new Map<string, Promise<DriverNames>>();
+/** The last reading of each folder's drivers, with the files it came from (at most KEPT_READINGS folders). */
+const keptReadings = new Map<string, { names: DriverNames; files: ConfigFiles }>();
+const KEPT_READINGS = 256;
+
+/** Whether the next run in `cwd` takes its drivers from a kept reading, without reading the config (tests, the bench). */
+export function keepsDriverReading(cwd: string): boolean {
+  const kept = keptReadings.get(cwd);
+  return kept !== undefined && unchanged(kept.files);
+}
 
 async function readDriverNames(cwd: string, timeoutMs?: number): Promise<DriverNames> {
-  const { stdout } = await execGit(['-C', cwd, 'config', '-z', '--name-only', '--get-regexp', '^filter\\.|^merge\\..*\\.driver$'], { cwd, timeoutMs, okCodes: [1] });
-  const keys = stdout.split('\0').filter(Boolean);
+  // The files are looked at before git reads them: a change after this look makes the next run read again.
+  const started = Date.now();
+  const before = configFilesOf(cwd, [], []);
+  const { stdout } = await execGit(['-C', cwd, 'config', '-z', '--show-origin', '--get-regexp', '^filter\\.|^merge\\..*\\.driver$|^include\\.path$|^includeif\\..*\\.path$'], {
+    cwd,
+    timeoutMs,
+    okCodes: [1],
+  });
+  const fields = stdout.split('\0');
+  const keys: string[] = [];
+  const origins: string[] = [];
+  const includes: { path: string; from: string }[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const origin = fields[i].startsWith('file:') ? fields[i].slice('file:'.length) : undefined;
+    if (!origin) throw new GitError('failed', `the repository config came from somewhere other than a file (${fields[i].split(':')[0]})`);
+    const newline = fields[i + 1].indexOf('\n');
+    const key = newline === -1 ? fields[i + 1] : fields[i + 1].slice(0, newline);
+    origins.push(origin);
+    if (/^include(if\..*)?\.path$/.test(key)) includes.push({ path: newline === -1 ? '' : fields[i + 1].slice(newline + 1), from: origin });
+    else keys.push(key);
+  }
   const namesOf = (section: string) => [...new Set(keys.filter((key) => key.startsWith(`${section}.`)).map((key) => key.slice(section.length + 1, key.lastIndexOf('.'))))];
   const names = { filters: namesOf('filter'), mergeDrivers: namesOf('merge') };
   if ([...names.filters, ...names.mergeDrivers].some((name) => name.includes('='))) throw new GitError('failed', 'the repository config names a filter or merge driver git cannot be told to skip');
+  const files = before && configFilesOf(cwd, origins, includes);
+  // Kept only when nothing git may have read changed while it read.
+  if (files && before && settledSince(files, before, started)) {
+    if (keptReadings.size >= KEPT_READINGS) keptReadings.delete(keptReadings.keys().next().value as string);
+    keptReadings.set(cwd, { names, files });
+  }
   return names;
 }
 
 function execGit(args: readonly string[], options: GitOptions): Promise<GitResult> {
   const maxBytes = options.maxBytes ?? GIT_DEFAULT_MAX_BYTES;
   return new Promise((resolve, reject) => {
-    const child = execFile(
-      'git',
-      args,
-      { timeout: options.timeoutMs ?? GIT_DEFAULT_TIMEOUT_MS, maxBuffer: maxBytes, windowsHide: true, env: { ...gitEnvironment(), ...options.env }, encoding: 'utf8' },
-      (error, stdout, stderr) => {
-        if (!error) return resolve({ stdout, stderr, code: 0, overflowed: false });
-        const failure = error as NodeJS.ErrnoException & { code?: unknown; killed?: boolean; signal?: string | null };
-        if (failure.code === 'ENOENT') return reject(new GitError('missing', 'git is not installed (or not on the PATH the service was started with)'));
-        if (failure.code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER') {
-          if (options.allowOverflow) return resolve({ stdout, stderr, code: 0, overflowed: true });
-          return reject(new GitError('failed', `git answered more than ${maxBytes} bytes`));
-        }
-        if (failure.killed || failure.signal) return reject(new GitError('timeout', 'git took too long to answer'));
-        const code = typeof failure.code === 'number' ? failure.code : null;
-        if (code !== null && options.okCodes?.includes(code)) return resolve({ stdout, stderr, code, overflowed: false });
-        reject(new GitError('failed', firstLine(stderr) || `git exited with code ${code}`, code, stderr));
-      },
-    );
+    const child = spawn('git', args, { windowsHide: true, env: { ...gitEnvironment(), ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const stdout = new CappedOutput(maxBytes);
+    const stderr = new CappedOutput(maxBytes);
+    let stopped: 'timeout' | 'overflow' | undefined;
+    const stop = (why: 'timeout' | 'overflow') => {
+      stopped ??= why;
+      child.kill('SIGTERM');
+    };
+    const timer = setTimeout(() => stop('timeout'), options.timeoutMs ?? GIT_DEFAULT_TIMEOUT_MS);
+    child.stdout.on('data', (chunk: Buffer) => stdout.add(chunk) || stop('overflow'));
+    child.stderr.on('data', (chunk: Buffer) => stderr.add(chunk) || stop('overflow'));
+    child.stdin.on('error', () => undefined); // git may exit before it reads its input (EPIPE): its exit tells.
+    let failedToStart: NodeJS.ErrnoException | undefined;
+    child.on('error', (error: NodeJS.ErrnoException) => (failedToStart = error));
+    child.on('close', (exit: number | null, signal: NodeJS.Signals | null) => {
+      clearTimeout(timer);
+      if (failedToStart?.code === 'ENOENT') return reject(new GitError('missing', 'git is not installed (or not on the PATH the service was started with)'));
+      if (failedToStart) return reject(new GitError('failed', `git could not be started: ${failedToStart.message}`));
+      const errText = stderr.text();
+      if (stopped === 'overflow') {
+        if (!options.allowOverflow) return reject(new GitError('failed', `git answered more than ${maxBytes} bytes`));
+        return resolve({ stdout: options.cutBefore === undefined ? stdout.text() : stdout.textBefore(options.cutBefore), stderr: errText, code: 0, overflowed: true });
+      }
+      if (stopped === 'timeout' || signal) return reject(new GitError('timeout', 'git took too long to answer'));
+      const out = stdout.text();
+      if (exit === 0) return resolve({ stdout: out, stderr: errText, code: 0, overflowed: false });
+      if (exit !== null && options.okCodes?.includes(exit)) return resolve({ stdout: out, stderr: errText, code: exit, overflowed: false });
+      reject(new GitError('failed', firstLine(errText) || `git exited with code ${exit}`, exit, errText));
+    });
     // Nothing to read: git sees the end of its input at once rather than waiting on the service's.
-    child.stdin?.end(options.input);
+    child.stdin.end(options.input);
     options.onStart?.();
   });
 }

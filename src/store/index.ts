@@ -222,7 +222,8 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     throw err;
   }
   const audit = new AuditRepo(db, options.now);
-  const maintenance = new HistoryMaintenance(db, history, { logger, intervalMs: options.maintenanceIntervalMs, now: options.now, audit, hotMessages: options.hotMessages });
+  const usage = new UsageRepo(db, history);
+  const maintenance = new HistoryMaintenance(db, history, { logger, intervalMs: options.maintenanceIntervalMs, now: options.now, audit, usage, hotMessages: options.hotMessages });
   if (options.retention) maintenance.setPolicy(options.retention);
   maintenance.start();
   const opened = history;
@@ -240,7 +241,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     permissionRequests: new PermissionRequestsRepo(db, audit),
     fileChanges: new FileChangesRepo(db, audit),
     blobs,
-    usage: new UsageRepo(db),
+    usage,
     audit,
     worktrees: new WorktreesRepo(db),
     // The snapshot first, then history.db: every body a copied message refers to was committed before it.

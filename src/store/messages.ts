@@ -119,6 +119,8 @@ function rawOf({ bytes: _bytes, cut: _cut, ended: _ended, ...meta }: ColdRow): R
 export class MessagesRepo {
   /** Whether the schema has cold rows (migration 18), asked once. */
   private cold: boolean | undefined;
+  /** Whether some conversation had cold rows when last asked (hasColdMessages). */
+  private anyCold = false;
 
   constructor(
     private readonly db: Database,
@@ -216,11 +218,21 @@ export class MessagesRepo {
   }
 
   /**
-   * Whether a user message was stored with this client key (metadata only, synchronous). Only messages
-   * whose metadata is in sql.js (recently active conversations): a cold one's key is no longer looked for.
+   * Whether a user message was stored with this client key, among those whose metadata is in sql.js
+   * (synchronous; recently active conversations). A cold one is found by byClientKey (history.db's index).
    */
   hasClientKey(clientKey: string): boolean {
     return this.db.get('SELECT 1 AS present FROM messages WHERE client_key = ?', [clientKey]) !== undefined;
+  }
+
+  /**
+   * Whether any message's metadata went cold (history/cold.ts), so a key or id missing from sql.js may be
+   * in history.db. Once true it stays so (a wrong true costs one indexed read there).
+   */
+  hasColdMessages(): boolean {
+    this.cold ??= hasColdHistory(this.db);
+    this.anyCold ||= this.cold && this.db.get('SELECT 1 AS present FROM conversations WHERE cold_count > 0 LIMIT 1') !== undefined;
+    return this.anyCold;
   }
 
   /** The assistant reply to a user message: the last message of its turn, if it is the assistant's (turn-reply.ts). */

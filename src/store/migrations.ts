@@ -131,6 +131,11 @@ export const MIGRATIONS: readonly Migration[] = [
   UPDATE conversations SET hot = 1 WHERE EXISTS (SELECT 1 FROM messages WHERE conversation_id = conversations.id);
   CREATE INDEX conversations_hot ON conversations (updated_at) WHERE hot = 1;
   CREATE TABLE history_cold_trash (conversation_id TEXT PRIMARY KEY);`,
+  // 19: usage rows (one per reply) leave sql.js with their conversation's metadata (store/usage.ts
+  // moveCold): their figures go to history.db, their sums stay here per day (get_usage, budgets) and per
+  // conversation (its totals; `last`: its latest row as JSON, whose context figures are the conversation's).
+  `CREATE TABLE usage_days (day TEXT NOT NULL, source TEXT NOT NULL, provider TEXT NOT NULL, model TEXT NOT NULL, input INTEGER NOT NULL, output INTEGER NOT NULL, cached INTEGER NOT NULL, cost_micro REAL NOT NULL, unpriced INTEGER NOT NULL, estimated INTEGER NOT NULL, replies INTEGER NOT NULL, PRIMARY KEY (day, source, provider, model));
+  CREATE TABLE usage_conversations (conversation_id TEXT PRIMARY KEY, input INTEGER NOT NULL, output INTEGER NOT NULL, cached INTEGER NOT NULL, cost_micro REAL NOT NULL, unpriced INTEGER NOT NULL, estimated INTEGER NOT NULL, replies INTEGER NOT NULL, last TEXT NOT NULL);`,
 ];
 
 export function schemaVersion(db: Database): number {

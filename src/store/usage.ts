@@ -1,4 +1,5 @@
 import type { Database, WriteTx } from './database';
+import type { HistoryStore } from './history/history-store';
 
 /**
  * Token usage and cost, one row per reply (keyed by its message id; a turn that ended without a reply
@@ -50,7 +51,12 @@ export const USAGE_TABLE_SQL = `CREATE TABLE usage (message_id TEXT PRIMARY KEY,
 
 const COLUMNS = 'message_id, conversation_id, source, day, updated_at, provider, model, input, output, cached, cost_micro, estimated, calls, context_used, context_window';
 // A row is unpriced when its cost is null: then the group's cost is null too (never a partial sum shown as the whole).
-const SUMS = `sum(input) AS input, sum(output) AS output, sum(cached) AS cached, CASE WHEN count(cost_micro) = count(*) THEN sum(cost_micro) END AS cost_micro, max(estimated) AS estimated, count(*) AS replies`;
+// Summed over PARTS: each reply's row in sql.js, and the sums of rows moved to history.db (moveCold).
+const SUMS = `sum(input) AS input, sum(output) AS output, sum(cached) AS cached, CASE WHEN sum(unpriced) = 0 THEN sum(cost_micro) END AS cost_micro, max(estimated) AS estimated, sum(replies) AS replies`;
+const ROW_PART = 'input, output, cached, coalesce(cost_micro, 0) AS cost_micro, cost_micro IS NULL AS unpriced, estimated, 1 AS replies';
+const SUM_PART = 'input, output, cached, cost_micro, unpriced, estimated, replies';
+/** Usage rows moved per step (one history.db commit, one sql.js transaction). */
+const MOVE_BATCH = 2000;
 
 interface RawRow extends Omit<UsageRow, 'estimated'> {
   estimated: number;
@@ -62,8 +68,56 @@ interface RawSum extends Omit<UsageSum, 'estimated'> {
 const toRow = (raw: RawRow): UsageRow => ({ ...raw, estimated: raw.estimated === 1 });
 const toSum = <T extends RawSum>(raw: T): Omit<T, 'estimated'> & { estimated: boolean } => ({ ...raw, estimated: raw.estimated === 1 });
 
+/** What UsageRepo needs of history.db (store/history/history-store.ts). */
+export type ColdUsageStore = Pick<HistoryStore, 'putColdUsage' | 'coldUsage'>;
+
+/** Sums of moved rows, as usage_days and usage_conversations hold them. */
+interface Sums {
+  input: number;
+  output: number;
+  cached: number;
+  cost_micro: number;
+  unpriced: number;
+  estimated: number;
+  replies: number;
+}
+
+function sumsOf(rows: readonly RawRow[]): Sums {
+  const s: Sums = { input: 0, output: 0, cached: 0, cost_micro: 0, unpriced: 0, estimated: 0, replies: 0 };
+  for (const r of rows) {
+    s.input += r.input;
+    s.output += r.output;
+    s.cached += r.cached;
+    s.cost_micro += r.cost_micro ?? 0;
+    s.unpriced += r.cost_micro === null ? 1 : 0;
+    s.estimated = Math.max(s.estimated, r.estimated);
+    s.replies += 1;
+  }
+  return s;
+}
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
+}
+
+const ADD_SUMS = `input = input + excluded.input, output = output + excluded.output, cached = cached + excluded.cached, cost_micro = cost_micro + excluded.cost_micro,
+  unpriced = unpriced + excluded.unpriced, estimated = max(estimated, excluded.estimated), replies = replies + excluded.replies`;
+
 export class UsageRepo {
-  constructor(private readonly db: Database) {}
+  /** Whether the schema has the sums of moved rows (migration 19), asked once. */
+  private moved: boolean | undefined;
+
+  constructor(
+    private readonly db: Database,
+    private readonly history?: ColdUsageStore,
+  ) {}
 
   /**
    * Stores a turn's usage under its message; a later turn stored under the same message (a webhook
@@ -86,8 +140,12 @@ export class UsageRepo {
     );
   }
 
-  /** The rows of these messages, by message id. */
-  ofMessages(messageIds: readonly string[]): Map<string, UsageRow> {
+  /**
+   * The rows of these messages, by message id. Those moved with their conversation are read from
+   * history.db, only for a conversation whose rows moved (`conversationId`, when all are of one:
+   * otherwise a page of a hot conversation would ask history.db for its user messages every time).
+   */
+  async ofMessages(messageIds: readonly string[], conversationId?: string): Promise<Map<string, UsageRow>> {
     const found = new Map<string, UsageRow>();
     // Chunked: SQLite limits the number of parameters of one statement.
     for (let i = 0; i < messageIds.length; i += 200) {
@@ -95,34 +153,108 @@ export class UsageRepo {
       const rows = this.db.all<RawRow>(`SELECT ${COLUMNS} FROM usage WHERE message_id IN (${ids.map(() => '?').join(', ')})`, ids);
       for (const raw of rows) found.set(raw.message_id, toRow(raw));
     }
+    const missing = messageIds.filter((id) => !found.has(id));
+    if (missing.length > 0 && this.history && this.hasMoved() && (conversationId === undefined || this.movedOf(conversationId))) {
+      for (const row of await this.history.coldUsage(missing)) found.set(row.message_id, row as unknown as UsageRow);
+    }
     return found;
   }
 
   /** A conversation's sums and its latest row (whose context figures are the conversation's now); undefined without usage. */
   ofConversation(conversationId: string): { sum: UsageSum; last: UsageRow } | undefined {
-    const raw = this.db.get<RawSum>(`SELECT ${SUMS} FROM usage WHERE conversation_id = ?`, [conversationId]);
-    if (!raw || raw.replies === 0) return undefined;
-    const last = this.db.get<RawRow>(`SELECT ${COLUMNS} FROM usage WHERE conversation_id = ? ORDER BY updated_at DESC, rowid DESC LIMIT 1`, [conversationId]);
-    return last && { sum: toSum(raw), last: toRow(last) };
+    const moved = this.hasMoved();
+    const raw = this.db.get<RawSum>(`SELECT ${SUMS} FROM (${this.parts('conversation_id = ?', 'usage_conversations')})`, moved ? [conversationId, conversationId] : [conversationId]);
+    if (!raw || !raw.replies) return undefined;
+    const hot = this.db.get<RawRow>(`SELECT ${COLUMNS} FROM usage WHERE conversation_id = ? ORDER BY updated_at DESC, rowid DESC LIMIT 1`, [conversationId]);
+    const coldLast = moved ? this.db.get<{ last: string }>('SELECT last FROM usage_conversations WHERE conversation_id = ?', [conversationId]) : undefined;
+    const cold = coldLast && (JSON.parse(coldLast.last) as UsageRow);
+    const last = hot && (!cold || hot.updated_at >= cold.updated_at) ? toRow(hot) : cold;
+    return last && { sum: toSum(raw), last };
   }
 
   /** Sums per day and model for days from `fromDay` (inclusive), optionally of one source only, newest day first. */
   byDayAndModel(fromDay: string, source?: string): ModelUsageSum[] {
-    const filter = source === undefined ? '' : ' AND source = ?';
+    const filter = source === undefined ? 'day >= ?' : 'day >= ? AND source = ?';
+    const params = source === undefined ? [fromDay] : [fromDay, source];
     return this.db
       .all<RawSum & { day: string; provider: string; model: string }>(
-        `SELECT day, provider, model, ${SUMS} FROM usage WHERE day >= ?${filter} GROUP BY day, provider, model ORDER BY day DESC, provider, model`,
-        source === undefined ? [fromDay] : [fromDay, source],
+        `SELECT day, provider, model, ${SUMS} FROM (${this.parts(filter, 'usage_days', 'day, provider, model, ')}) GROUP BY day, provider, model ORDER BY day DESC, provider, model`,
+        this.hasMoved() ? [...params, ...params] : params,
       )
       .map(toSum);
   }
 
   /** A source's spending on one day: tokens (input + output) and the cost of its priced rows, in millionths of a dollar. */
   spent(source: string, day: string): { tokens: number; cost_micro: number } {
-    const raw = this.db.get<{ tokens: number | null; cost_micro: number | null }>('SELECT sum(input + output) AS tokens, sum(cost_micro) AS cost_micro FROM usage WHERE source = ? AND day = ?', [
-      source,
-      day,
-    ]);
+    const raw = this.db.get<{ tokens: number | null; cost_micro: number | null }>(
+      `SELECT sum(input + output) AS tokens, sum(cost_micro) AS cost_micro FROM (${this.parts('source = ? AND day = ?', 'usage_days')})`,
+      this.hasMoved() ? [source, day, source, day] : [source, day],
+    );
     return { tokens: raw?.tokens ?? 0, cost_micro: raw?.cost_micro ?? 0 };
+  }
+
+  /**
+   * Moves the usage rows of conversations whose metadata went cold (or that were deleted) out of sql.js,
+   * where they grew with the history (issue 25): up to MOVE_BATCH rows (of any such conversations) a step. Their
+   * figures go to history.db first (committed with an fsync and a sync mark), then one sql.js
+   * transaction adds them to the sums per day and per conversation, deletes them and notes the mark. A
+   * crash between leaves them in both, counted once (the sums change with the delete); the next pass
+   * moves them again (history.db replaces its copy). A deleted conversation's rows only join the day's
+   * sums (budgets and get_usage count what was spent). Returns how many moved (0: none left).
+   */
+  async moveCold(noteMark: (tx: WriteTx, mark: number) => void): Promise<number> {
+    if (!this.history || !this.hasMoved()) return 0;
+    const rows = this.db.all<RawRow & { kept: number }>(
+      `SELECT ${COLUMNS.split(', ')
+        .map((c) => `u.${c}`)
+        .join(', ')}, c.id IS NOT NULL AS kept FROM usage u LEFT JOIN conversations c ON c.id = u.conversation_id
+       WHERE c.id IS NULL OR (c.hot = 0 AND c.cold_count > 0) LIMIT ?`,
+      [MOVE_BATCH],
+    );
+    if (rows.length === 0) return 0;
+    const kept = rows.filter((r) => r.kept === 1).map(({ kept: _kept, ...r }) => r);
+    const mark = kept.length > 0 ? await this.history.putColdUsage(kept.map((r) => ({ ...toRow(r) }))) : 0;
+    await this.db.write((tx) => {
+      const present = rows.filter((r) => tx.run('DELETE FROM usage WHERE message_id = ?', [r.message_id]).changes > 0);
+      for (const [key, group] of groupBy(present, (r) => JSON.stringify([r.day, r.source, r.provider, r.model]))) {
+        const s = sumsOf(group);
+        tx.run(
+          `INSERT INTO usage_days (day, source, provider, model, input, output, cached, cost_micro, unpriced, estimated, replies) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (day, source, provider, model) DO UPDATE SET ${ADD_SUMS}`,
+          [...(JSON.parse(key) as string[]), s.input, s.output, s.cached, s.cost_micro, s.unpriced, s.estimated, s.replies],
+        );
+      }
+      for (const [conversationId, group] of groupBy(
+        present.filter((r) => r.kept === 1),
+        (r) => r.conversation_id,
+      )) {
+        const s = sumsOf(group);
+        const { kept: _kept, ...latest } = group.reduce((a, b) => (b.updated_at > a.updated_at ? b : a));
+        tx.run(
+          `INSERT INTO usage_conversations (conversation_id, input, output, cached, cost_micro, unpriced, estimated, replies, last) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (conversation_id) DO UPDATE SET ${ADD_SUMS},
+             last = CASE WHEN json_extract(excluded.last, '$.updated_at') >= json_extract(last, '$.updated_at') THEN excluded.last ELSE last END`,
+          [conversationId, s.input, s.output, s.cached, s.cost_micro, s.unpriced, s.estimated, s.replies, JSON.stringify(toRow(latest))],
+        );
+      }
+      if (mark > 0) noteMark(tx, mark);
+    });
+    return rows.length;
+  }
+
+  /** The rows in sql.js matching `where`, and (migration 19) the moved rows' sums in `sums` matching it too. */
+  private parts(where: string, sums: 'usage_days' | 'usage_conversations', extra = ''): string {
+    const rows = `SELECT ${extra}${ROW_PART} FROM usage WHERE ${where}`;
+    return this.hasMoved() ? `${rows} UNION ALL SELECT ${extra}${SUM_PART} FROM ${sums} WHERE ${where}` : rows;
+  }
+
+  /** Whether some of this conversation's rows moved to history.db. */
+  private movedOf(conversationId: string): boolean {
+    return this.db.get('SELECT 1 AS present FROM usage_conversations WHERE conversation_id = ?', [conversationId]) !== undefined;
+  }
+
+  private hasMoved(): boolean {
+    this.moved ??= this.db.get("SELECT 1 AS present FROM sqlite_master WHERE type = 'table' AND name = 'usage_days'") !== undefined;
+    return this.moved;
   }
 }

@@ -67,7 +67,7 @@ test('an agent turn costs one durable commit per message (a new conversation, th
   const stored = await store.messages.recent(conversationId, { limit: 100 });
   assert.equal(stored.length, 18);
   assert.equal(stored.at(-1)?.content, 'done');
-  assert.equal(store.usage.ofMessages([stored.at(-1)!.id]).get(stored.at(-1)!.id)?.output, 1, 'the usage is stored with the reply');
+  assert.equal((await store.usage.ofMessages([stored.at(-1)!.id])).get(stored.at(-1)!.id)?.output, 1, 'the usage is stored with the reply');
 
   // Eight conversations at once: their messages share one commit, their replies another.
   const ids = await Promise.all(Array.from({ length: 8 }, async (_, i) => (await service.agent.chat({ message: `start ${i}`, source: { kind: 'lan' } })).conversation_id));

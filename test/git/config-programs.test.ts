@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { changesOf } from '../../src/git/changes';
 import { commitChanges } from '../../src/git/commit';
 import { landChanges } from '../../src/git/land';
+import { keepsDriverReading } from '../../src/git/run-git';
 import { addWorktree, git, isolateGitConfig, makeRepo, writeFiles, type TestRepo } from '../helpers/git-repo';
 
 // A repository's config is one of its files (an unpacked archive's .git/config, a file it includes, a
@@ -162,4 +163,45 @@ describe("diff drivers (regression: review's diffs pass --no-ext-diff --no-textc
       );
     });
   });
+});
+
+describe('attack: a filter added after the drivers were read once (the reading is kept until a file it came from changes) does not run from get_changes', () => {
+  // The clean filter git would run on the changed file's content, named in four places the service read
+  // before: the repository's config, a file it includes (written without touching the includer), the
+  // worktree's config.worktree, the person's ~/.gitconfig.
+  const places = ['the repository config', 'an included file', 'config.worktree', '~/.gitconfig'] as const;
+  for (const place of places) {
+    test(place, async () => {
+      await withRig({ 'a.txt': 'a\n', '.gitattributes': '*.txt filter=evil\n' }, async (rig) => {
+        const included = join(rig.repo.worktrees, '..', 'included.cfg');
+        await writeFile(included, '[core]\n\tquotePath = true\n');
+        git(rig.repo.repo, 'config', 'include.path', included);
+        const wt = addWorktree(rig.repo, `kept-${places.indexOf(place)}`);
+        if (place === 'config.worktree') git(wt.path, 'config', 'extensions.worktreeConfig', 'true');
+        await writeFiles(wt.path, { 'a.txt': 'b\n' });
+        // A reading is kept only once the files it came from are a second old (one changed while git read may not be in it).
+        await new Promise((resolve) => setTimeout(resolve, 1_100));
+        await changesOf(wt);
+        assert.equal(keepsDriverReading(wt.path), true, 'the reading is kept (the test is not vacuous)');
+        await writeFiles(wt.path, { 'a.txt': 'c\n' });
+        const clean = `'${rig.script}'; cat`;
+        if (place === 'the repository config') git(rig.repo.repo, 'config', 'filter.evil.clean', clean);
+        else if (place === 'an included file') await writeFile(included, `[filter "evil"]\n\tclean = ${clean}\n`);
+        else if (place === 'config.worktree') git(wt.path, 'config', '--worktree', 'filter.evil.clean', clean);
+        else git(rig.repo.repo, 'config', '--global', 'filter.evil.clean', clean);
+        // Not vacuous: a plain git runs it.
+        git(wt.path, 'diff', 'HEAD');
+        assert.equal(existsSync(rig.marker), true, 'a plain git runs the filter');
+        await rm(rig.marker);
+        assert.equal(keepsDriverReading(wt.path), false, 'the change is seen');
+        const changes = await changesOf(wt);
+        assert.equal(existsSync(rig.marker), false, `the filter named in ${place} ran`);
+        assert.deepEqual(
+          changes.files[0].hunks.flatMap((h) => h.lines),
+          ['-a', '+c'],
+        );
+        if (place === '~/.gitconfig') git(rig.repo.repo, 'config', '--global', '--unset', 'filter.evil.clean');
+      });
+    });
+  }
 });

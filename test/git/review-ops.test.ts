@@ -211,6 +211,40 @@ describe('revert_changes', () => {
     });
   });
 
+  for (const where of ['config.worktree', 'the shared config'] as const) {
+    test(`attack: core.worktree set in ${where} does not point review's git at the person's tree (get_changes, revert, commit)`, async () => {
+      await withRepo({ 'app.ts': lines(5), 'b.ts': lines(3) }, async (repo) => {
+        const wt = addWorktree(repo, `redirect-${where === 'config.worktree' ? 'w' : 's'}`);
+        await writeFiles(wt.path, { 'app.ts': lines(5, ' (agent)') });
+        git(wt.path, 'commit', '-q', '-am', 'agent work');
+        // The person's own uncommitted edits, which a revert to base (or a commit of "everything") would take.
+        await writeFiles(repo.repo, { 'b.ts': lines(3, ' (person)'), 'mine.txt': 'mine\n' });
+        // What the agent's `git config` (a run_command in its worktree) can write: git's work tree moved
+        // out of the worktree, into the person's.
+        if (where === 'config.worktree') {
+          git(wt.path, 'config', 'extensions.worktreeConfig', 'true');
+          git(wt.path, 'config', '--worktree', 'core.worktree', repo.repo);
+        } else git(repo.repo, 'config', 'core.worktree', repo.repo);
+        const person = snapshot(repo.repo);
+        const changes = await changesOf(wt);
+        assert.deepEqual(
+          changes.files.map((f) => f.path),
+          ['app.ts'],
+          "the worktree's changes, not the person's",
+        );
+        await assert.rejects(revertChanges(wt, 'b.ts'), (e: unknown) => e instanceof ServiceError && e.code === 'not_found');
+        await writeFiles(wt.path, { 'app.ts': lines(5, ' (agent, again)') });
+        const { commit } = await commitChanges(wt, 'more agent work', noHooks);
+        assert.deepEqual(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n'), ['app.ts'], "only the worktree's file committed");
+        await revertChanges(wt, 'app.ts');
+        assert.equal(await readFile(join(wt.path, 'app.ts'), 'utf8'), lines(5), "the worktree's file reverted");
+        assert.equal(await readFile(join(repo.repo, 'b.ts'), 'utf8'), lines(3, ' (person)'), "the person's edit kept");
+        assert.equal(await readFile(join(repo.repo, 'mine.txt'), 'utf8'), 'mine\n');
+        assert.deepEqual(snapshot(repo.repo), person, "the person's tree and HEAD untouched");
+      });
+    });
+  }
+
   test('whole files back to base: an added file deleted, a deleted one restored, a rename undone, a committed change too', async () => {
     await withRepo({ 'keep.txt': 'base\n', 'del.txt': 'del\n', 'old.txt': 'old\n' }, async (repo) => {
       const wt = addWorktree(repo, 'r2');

@@ -26,7 +26,7 @@ export class GitStopper {
     await mkdir(bin, { recursive: true });
     const script = `#!/bin/sh
 ctl='${dir}'
-case "$*" in *"config -z --name-only --get-regexp"*) exec '${realGit}' "$@";; esac
+case "$*" in *"config -z --show-origin --get-regexp"*) exec '${realGit}' "$@";; esac
 [ -f "$ctl/armed" ] || exec '${realGit}' "$@"
 echo "$*" >> "$ctl/log"
 n=$(wc -l < "$ctl/log")

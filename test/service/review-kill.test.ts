@@ -16,7 +16,7 @@ import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { git, gitRepository, isolateGitConfig } from '../helpers/git-repo';
 import { GitStopper } from '../helpers/git-stopper';
 import { TEST_TOKEN, writeConfig } from '../helpers/service';
-import { tempDir } from '../helpers/temp';
+import { tempDir, waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
 type Frame = Record<string, unknown>;
@@ -94,6 +94,11 @@ async function stepsOf(frame: Frame): Promise<string[]> {
   const steps = await stopper.log();
   await stopper.release();
   return steps;
+}
+
+/** The conversation's worktree is shown `landed` (the check at start runs in the background). */
+async function landedSeen(id: string, where: string): Promise<void> {
+  await waitFor(async () => ((await ok({ type: 'get_changes', conversation_id: id })).worktree as { state: string }).state === 'landed', `${where}: the worktree seen as landed at start`, 30_000, 200);
 }
 
 const commits = (branch: string) => Number(git(repo, 'rev-list', '--count', `main..${branch}`).trim());
@@ -194,6 +199,8 @@ test('kill -9 at each step boundary of land_changes: the branch is unchanged or 
     assert.equal(existsSync(join(repo, '.git', 'MERGE_HEAD')), false, `${where}: no merge left half done`);
     assert.equal(status(), mine, where);
     assert.equal(await readFile(untracked, 'utf8'), "the person's own, untracked\n", where);
+    // Landed before the kill: the restarted service sees the branch in the base and says so.
+    if (landed) await landedSeen(run.id, where);
     // The restarted service serves the conversation.
     assert.equal(((await ok({ type: 'get_messages', conversation_id: run.id })).messages as unknown[]).length > 0, true, where);
     if (mode === 'during') await lockAnswered(frame, join(repo, '.git', 'index.lock'));
@@ -203,4 +210,23 @@ test('kill -9 at each step boundary of land_changes: the branch is unchanged or 
     assert.equal(await readFile(join(repo, file), 'utf8'), `${file}\n`, where);
     assert.equal(status(), mine, where);
   }
+});
+
+test('kill -9 right after a squash land moved the branch: at start the worktree is seen as landed (its commits are copies, not ancestors); one with work not in the base stays active', async () => {
+  const dry = await write('dry-squash.txt', 'dry\n');
+  await ok({ type: 'commit_changes', conversation_id: dry.id, message: 'dry' });
+  const steps = await stepsOf({ type: 'land_changes', conversation_id: dry.id, method: 'squash' });
+  const ffStep = lastStep(steps, / merge --ff-only /);
+  assert.ok(ffStep > 0, steps.join('\n'));
+  const open = await write('open.txt', 'open\n');
+  await ok({ type: 'commit_changes', conversation_id: open.id, message: 'open work' });
+  const run = await write('squashed.txt', 'squashed\n');
+  await ok({ type: 'commit_changes', conversation_id: run.id, message: 'add squashed.txt' });
+  const head = git(repo, 'rev-parse', 'HEAD').trim();
+  await killAt(ffStep, 'after', { type: 'land_changes', conversation_id: run.id, method: 'squash' });
+  assert.notEqual(git(repo, 'rev-parse', 'HEAD').trim(), head, 'the fast-forward ran');
+  assert.equal(git(repo, 'rev-list', '--count', `${head}..HEAD`).trim(), '1', 'one squashed commit, not the branch');
+  await landedSeen(run.id, 'squash killed after its fast-forward');
+  // Every worktree was looked at before any row was written (Worktrees.markLanded).
+  assert.equal(((await ok({ type: 'get_changes', conversation_id: open.id })).worktree as { state: string }).state, 'active');
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync } from 'node:fs';
 import { mkdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { MOMENT_HEADING } from '../../src/agent/prompt/environment';
 import type { Conversation } from '../../src/protocol';
@@ -414,6 +414,18 @@ describe('defaults, a workspace that is not a repository, clean-up at start', ()
     assert.ok(record, 'the conversation has a worktree');
     assert.equal(await readFile(join(record.path, 'app.ts'), 'utf8'), 'from the webhook\n');
     assert.equal(await readFile(join(repo, 'app.ts'), 'utf8'), 'original\n');
+
+    // Its folder deleted: the sender's error callback names the branch, never where the machine keeps it.
+    await rm(record.path, { recursive: true, force: true });
+    const next = await postJson(`${service.httpUrl}/ci`, { message: 'go on', conversation_id }, { 'x-service-secret': secret });
+    assert.equal(next.status, 202, next.text);
+    const failed = () =>
+      receiver.requests.map((c) => c.body as { conversation_id?: unknown; status?: unknown; error?: unknown } | undefined).find((b) => b?.conversation_id === conversation_id && b.status === 'error');
+    await receiver.waitFor(() => failed() !== undefined, 'the error callback');
+    const error = String(failed()!.error);
+    assert.match(error, /no longer exists/);
+    assert.ok(error.includes(record.branch), error);
+    for (const place of [record.path, repo, dirname(record.path)]) assert.ok(!error.includes(place), `${error} shows ${place}`);
   });
 
   test("a deleted conversation's worktree is removed at the next start; its branch too unless it holds commits", async (t) => {

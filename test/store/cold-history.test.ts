@@ -2,7 +2,7 @@
 // metadata moves out of sql.js (all in memory) into history.db (issue 25), so the memory of an open stops growing with the history; every read, search,
 // retention, deletion and a crash in the middle of a move keep working. Real files, real child processes.
 import assert from 'node:assert/strict';
-import { open as openFile, stat } from 'node:fs/promises';
+import { open as openFile, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { HISTORY_FILE_NAME, LOST_BODY_TEXT, MIGRATIONS, openStore, clientKeyOf } from '../../src/store/index';
@@ -311,4 +311,33 @@ test('a damaged history.db holding cold messages: a read serves the placeholder 
   );
   for (const m of rebuilt) if (m.content !== LOST_BODY_TEXT) assert.equal(m.content, bulkyContent(Number(m.id.slice(1))));
   assert.equal(store.messages.count('old'), 200);
+});
+
+test('a history.db replaced by a copy older than a move: the store opens, says on /health how many messages were lost, counts what remains', LIMIT, async (t) => {
+  const dir = await withDir(t);
+  const file = path.join(dir, HISTORY_FILE_NAME);
+  let store = await openStore(dir);
+  await fill(store, 2, 40);
+  await store.close();
+  // The copy a user keeps (closed: its WAL is checkpointed), then c0 and c1 move to history.db.
+  const old = await readFile(file);
+  store = await openStore(dir, { hotMessages: 0 });
+  await store.maintenance.run();
+  assert.equal(hotRows(store), 0);
+  await store.close();
+  await writeFile(file, old);
+  await rm(`${file}-wal`, { force: true });
+
+  store = await openStore(dir, { hotMessages: 0 });
+  t.after(() => store.close());
+  assert.match(String(await store.problem()), /80 messages of 2 conversations .* are lost/);
+  assert.equal(store.messages.count('c0'), 0, 'the count agrees with what can be read');
+  assert.deepEqual(await store.messages.recent('c0'), []);
+  // The conversations stay usable: a new message lands and reads back.
+  await store.messages.append({ ...messageOf('c0', 100), timestamp: iso(BULKY_NOW) });
+  assert.deepEqual(
+    (await store.messages.recent('c0')).map((m) => m.id),
+    ['c0-100'],
+  );
+  assert.equal(store.messages.count('c0'), 1);
 });

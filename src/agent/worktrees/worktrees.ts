@@ -10,6 +10,7 @@ import type { WorktreeInfo, WorktreeRecord } from '../../protocol/worktrees';
 import type { Logger } from '../../log/logger';
 import type { StoredWorktree, Store } from '../../store';
 import { changeStatsOf } from '../../git/changes';
+import { branchLanded } from '../../git/land';
 import { GitError, runGit, type GitResult } from '../../git/run-git';
 import { branchNameOf, folderNameOf } from './names';
 
@@ -151,6 +152,29 @@ export class Worktrees {
   }
 
   /**
+   * At start: an `active` worktree whose branch is in its base branch already is `landed` (a land killed
+   * right after its fast-forward moved the base branch but never wrote the row). The reads first, then
+   * the rows, so a row seen `landed` means every worktree was looked at.
+   */
+  async markLanded(): Promise<number> {
+    const active = this.deps.store.worktrees.list().filter((record) => record.state === 'active');
+    const landed = await Promise.all(
+      active.map((record) =>
+        branchLanded(record).catch((error: unknown) => {
+          this.deps.logger.warn('worktree.landed_check_failed', { conversation: record.conversationId, error: error instanceof Error ? error.message : String(error) });
+          return false;
+        }),
+      ),
+    );
+    const found = active.filter((_, i) => landed[i]);
+    for (const record of found) {
+      await this.deps.store.worktrees.setState(record.conversationId, 'landed');
+      this.deps.logger.info('worktree.landed_found', { conversation: record.conversationId, branch: record.branch });
+    }
+    return found.length;
+  }
+
+  /**
    * The first workspace folder that is a git repository's top level (its real path), with HEAD's commit
    * and branch (null on a detached HEAD: the worktree's changes are shown against its commit), in one
    * `git rev-parse` per folder tried.
@@ -210,11 +234,12 @@ export function infoOf(record: StoredWorktree): WorktreeInfo {
   };
 }
 
+/** Why a turn of this worktree is refused: named by its branch, never its folder (a webhook's sender gets this text, and the machine's folders are not theirs to know). */
 function refuse(record: WorktreeRecord): never {
   if (record.state === 'missing') {
     throw new ServiceError(
       'conflict',
-      `this conversation's worktree folder ${record.path} no longer exists (it was deleted outside the service); its branch ${record.branch} is kept in the repository. Start a new conversation to go on.`,
+      `this conversation's worktree folder (branch ${record.branch}) no longer exists (it was deleted outside the service); its branch is kept in the repository. Start a new conversation to go on.`,
     );
   }
   throw new ServiceError('conflict', `this conversation's worktree was ${record.state}: start a new conversation to go on`);

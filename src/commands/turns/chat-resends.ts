@@ -1,5 +1,5 @@
 import { ServiceError, type CommandOf, type ResultOf } from '../../protocol';
-import { clientKeyOf, type Store } from '../../store';
+import { clientKeyOf, type MessageRow, type Store } from '../../store';
 import { personOf, type ClientSession } from '../session';
 
 /** Settled chats remembered in memory (beyond them, the store answers: a stored reply, or `interrupted`). */
@@ -18,10 +18,14 @@ interface Sent {
  * sent it again) is answered with the original result instead of being stored and run twice
  * (docs/protocol.md, "Resending a chat"). In memory: chats running (a resend waits for the same result)
  * and recently settled; in the store: the user message carries the same key, so after a restart a resend
- * is answered with the stored reply, or `interrupted` when the restart cut its turn short.
+ * is answered with the stored reply, or `interrupted` when the restart cut its turn short (a message
+ * whose metadata went cold, docs/design.md "Cold metadata", is looked for in history.db).
  */
 export class ChatResends {
   private readonly sent = new Map<string, Sent>();
+  /** Chats waiting for the cold lookups before theirs (inOrder), and the end of that line. */
+  private waiting = 0;
+  private tail: Promise<void> = Promise.resolve();
 
   constructor(private readonly store: Store) {}
 
@@ -35,30 +39,48 @@ export class ChatResends {
 
   /** Runs a chat once: a chat without client_message_id always runs; a resend gets the original result. */
   once(command: CommandOf<'chat'>, session: ClientSession, run: () => Promise<ChatResult>): Promise<ChatResult> {
-    if (command.client_message_id === undefined) return run();
+    if (command.client_message_id === undefined) return this.inOrder(undefined, run);
     const key = ChatResends.keyOf(session, command.client_message_id);
-    const earlier = this.earlier(key, command);
-    if (earlier) return earlier;
-    const result = run();
-    this.remember(key, command, result);
-    return result;
-  }
-
-  /** The original result when this chat was sent before; undefined when it is new. A different message under the id: invalid_request. */
-  private earlier(key: string, command: CommandOf<'chat'>): Promise<ChatResult> | undefined {
     const sent = this.sent.get(key);
     if (sent) {
       requireSame(command, sent.message, sent.conversationId);
       return sent.result;
     }
-    // Decided now (metadata only), so a resend racing this one cannot run the chat a second time.
-    if (!this.store.messages.hasClientKey(key)) return undefined;
-    return this.storedResult(key, command);
+    // Decided now (metadata in sql.js), so a resend racing this one cannot run the chat a second time.
+    if (this.store.messages.hasClientKey(key)) return this.storedResult(key, command);
+    // A message whose metadata went cold is looked for in history.db (one indexed read) before the chat
+    // may run; remembered at once, so a resend racing this one waits for the same result.
+    const lookup = this.store.messages.hasColdMessages() ? this.store.messages.byClientKey(key) : undefined;
+    const result = this.inOrder(lookup, (stored) => (stored ? this.answerOf(stored, command) : run()));
+    this.remember(key, command, result);
+    return result;
+  }
+
+  /**
+   * Starts a chat after the cold lookups of the chats before it (a lookup is a round trip to the history
+   * worker): chats start in the order they came, as they did when every decision was synchronous.
+   */
+  private inOrder(lookup: Promise<MessageRow | undefined> | undefined, start: (stored: MessageRow | undefined) => Promise<ChatResult>): Promise<ChatResult> {
+    if (lookup === undefined && this.waiting === 0) return start(undefined);
+    this.waiting += 1;
+    return new Promise<ChatResult>((resolve, reject) => {
+      this.tail = this.tail
+        .then(() => lookup)
+        .then((stored) => resolve(start(stored)), reject)
+        .finally(() => {
+          this.waiting -= 1;
+        });
+    });
   }
 
   private async storedResult(key: string, command: CommandOf<'chat'>): Promise<ChatResult> {
     const stored = await this.store.messages.byClientKey(key);
     if (!stored) throw new ServiceError('not_found', 'the conversation of this message was deleted');
+    return this.answerOf(stored, command);
+  }
+
+  /** What a resend of a stored user message gets: its turn's reply, or `interrupted` when its turn was cut short. */
+  private async answerOf(stored: MessageRow, command: CommandOf<'chat'>): Promise<ChatResult> {
     requireSame(command, stored.content, stored.conversation_id);
     const reply = await this.store.messages.replyTo(stored);
     return reply ? { response: reply.content, conversation_id: stored.conversation_id } : { response: '', conversation_id: stored.conversation_id, interrupted: true as const };

@@ -3,7 +3,7 @@
 // message made an open of a 10 GB history hold 356 MB). Worker side: synchronous, on history.db's
 // connection. The main thread's side is MessagesRepo (reads) and HistoryMaintenance (moves, deletes).
 import type { Database as SqliteFile } from 'node-sqlite3-wasm';
-import type { ColdCutResult, ColdMeta, ColdQuery, ColdRow } from './protocol';
+import type { ColdCutResult, ColdMeta, ColdQuery, ColdRow, ColdUsage } from './protocol';
 
 export const COLD_SCHEMA = `
 CREATE TABLE IF NOT EXISTS cold_messages (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, conversation_id TEXT NOT NULL, role TEXT NOT NULL, timestamp TEXT NOT NULL, tool_name TEXT, user_id TEXT, client_key TEXT, body_key INTEGER NOT NULL, bytes INTEGER NOT NULL, cut INTEGER NOT NULL DEFAULT 0);
@@ -11,7 +11,9 @@ CREATE INDEX IF NOT EXISTS cold_messages_conversation ON cold_messages (conversa
 CREATE INDEX IF NOT EXISTS cold_messages_id ON cold_messages (id);
 CREATE INDEX IF NOT EXISTS cold_messages_client_key ON cold_messages (client_key) WHERE client_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS cold_messages_body_key ON cold_messages (body_key);
-CREATE INDEX IF NOT EXISTS cold_messages_tool_uncut ON cold_messages (timestamp) WHERE role = 'tool' AND cut = 0;`;
+CREATE INDEX IF NOT EXISTS cold_messages_tool_uncut ON cold_messages (timestamp) WHERE role = 'tool' AND cut = 0;
+CREATE TABLE IF NOT EXISTS cold_usage (message_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, usage TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS cold_usage_conversation ON cold_usage (conversation_id);`;
 
 // Without their bodies: the caller asks for those as for any message (HistoryStore.get, which reads a
 // damaged file key by key), so one unreadable body never fails a whole conversation.
@@ -106,9 +108,32 @@ export function queryCold(db: SqliteFile, q: ColdQuery): ColdRow[] {
   }
 }
 
+/** How many cold rows each conversation has at or below its `cold_seq` (given as [id, cold_seq] pairs). */
+export function countCold(db: SqliteFile, conversations: ReadonlyArray<[string, number]>): Array<[string, number]> {
+  return conversations.map(([id, maxSeq]) => [id, Number(db.get('SELECT count(*) AS n FROM cold_messages WHERE conversation_id = ? AND seq <= ?', [id, maxSeq])?.n ?? 0)]);
+}
+
 /** Up to `limit` cold rows of any conversation after `seq`, in order (a rebuild by `serve --recover`: history-db.ts). */
 export function queryColdAfterSeq(db: SqliteFile, seq: number, limit: number): ColdMeta[] {
   return db.all(`${SELECT} WHERE seq > ? ORDER BY seq LIMIT ?`, [seq, limit]).map(metaOf);
+}
+
+/**
+ * Usage rows moved with their conversation (store/usage.ts), as their JSON; a row moved again (a crash
+ * before sql.js let go of it) replaces its copy.
+ */
+export function putColdUsage(db: SqliteFile, rows: readonly ColdUsage[]): void {
+  for (const r of rows) db.run('INSERT OR REPLACE INTO cold_usage (message_id, conversation_id, usage) VALUES (?, ?, ?)', [r.message_id, r.conversation_id, JSON.stringify(r)]);
+}
+
+/** The moved usage rows of these messages. */
+export function queryColdUsage(db: SqliteFile, messageIds: readonly string[]): ColdUsage[] {
+  const out: ColdUsage[] = [];
+  for (let i = 0; i < messageIds.length; i += 500) {
+    const part = messageIds.slice(i, i + 500);
+    for (const r of db.all(`SELECT usage FROM cold_usage WHERE message_id IN (${part.map(() => '?').join(', ')})`, part)) out.push(JSON.parse(String(r.usage)) as ColdUsage);
+  }
+  return out;
 }
 
 /** Deletes up to `limit` cold rows of a deleted conversation, with their bodies; how many. */
@@ -118,6 +143,8 @@ export function dropCold(db: SqliteFile, conversationId: string, limit: number):
     db.run('DELETE FROM bodies WHERE key = ?', [Number(r.body_key)]);
     db.run('DELETE FROM cold_messages WHERE seq = ?', [Number(r.seq)]);
   }
+  // Its per-message usage goes with the last rows (its spending stays counted in sql.js' sums per day).
+  if (rows.length < limit) db.run('DELETE FROM cold_usage WHERE conversation_id = ?', [conversationId]);
   return rows.length;
 }
 

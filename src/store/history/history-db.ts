@@ -3,13 +3,13 @@
 import { closeSync, existsSync, openSync, renameSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
-import { COLD_SCHEMA, cutCold, dropCold, putCold, queryCold, queryColdAfterSeq } from './cold';
+import { COLD_SCHEMA, countCold, cutCold, dropCold, putCold, putColdUsage, queryCold, queryColdAfterSeq, queryColdUsage } from './cold';
 import { damageAtOpen } from './integrity';
 import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
 import { DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
-import type { BodyOut, BodyRef, ColdCutResult, ColdMeta, ColdQuery, ColdRow, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks } from './protocol';
+import type { BodyOut, BodyRef, ColdCutResult, ColdMeta, ColdQuery, ColdRow, ColdUsage, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks } from './protocol';
 
 /**
  * WAL with locking_mode=EXCLUSIVE: the WASM build has no shared memory for WAL's index, but an exclusive
@@ -321,17 +321,35 @@ export class HistoryDb {
    * of it (cold.ts); that mark, which sql.js notes with the move.
    */
   putCold(rows: readonly ColdMeta[]): number {
+    return this.commitMarked(() => putCold(this.db, rows));
+  }
+
+  queryCold(query: ColdQuery): ColdRow[] {
+    return queryCold(this.db, query);
+  }
+
+  /** Usage rows moving out of sql.js, as putCold: durable with the next sync mark, which is returned. */
+  putColdUsage(rows: readonly ColdUsage[]): number {
+    return this.commitMarked(() => putColdUsage(this.db, rows));
+  }
+
+  /** `write` committed with the next sync mark (durable: synchronous=FULL); that mark. */
+  private commitMarked(write: () => void): number {
     const mark = this.marks.now + 1;
     this.transaction(() => {
-      putCold(this.db, rows);
+      write();
       this.writeMark(mark);
     });
     this.marks.now = mark;
     return mark;
   }
 
-  queryCold(query: ColdQuery): ColdRow[] {
-    return queryCold(this.db, query);
+  countCold(conversations: ReadonlyArray<[string, number]>): Array<[string, number]> {
+    return countCold(this.db, conversations);
+  }
+
+  queryColdUsage(messageIds: readonly string[]): ColdUsage[] {
+    return queryColdUsage(this.db, messageIds);
   }
 
   dropCold(conversationId: string, limit: number): number {

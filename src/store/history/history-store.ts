@@ -15,6 +15,7 @@ import type {
   ColdMeta,
   ColdQuery,
   ColdRow,
+  ColdUsage,
   HistoryReplies,
   HistoryRequest,
   HistoryStats,
@@ -292,6 +293,20 @@ export class HistoryStore {
 
   cold(query: ColdQuery): Promise<ColdRow[]> {
     return this.call({ op: 'cold', query });
+  }
+
+  /** Stores usage rows moving out of sql.js, durably (one fsync); the sync mark committed with them. */
+  putColdUsage(rows: ColdUsage[]): Promise<number> {
+    return this.call({ op: 'coldUsagePut', rows });
+  }
+
+  /** How many cold rows history.db has of each conversation, at or below its `cold_seq` ([id, cold_seq] pairs). */
+  countCold(conversations: Array<[string, number]>): Promise<Array<[string, number]>> {
+    return this.call({ op: 'coldCount', conversations });
+  }
+
+  coldUsage(messageIds: string[]): Promise<ColdUsage[]> {
+    return this.call({ op: 'coldUsage', messageIds });
   }
 
   /** Deletes up to `limit` cold rows of a deleted conversation and their bodies; how many (0: none left). */

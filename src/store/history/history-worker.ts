@@ -45,6 +45,12 @@ function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof Hi
       return db.putCold(request.rows);
     case 'cold':
       return db.queryCold(request.query);
+    case 'coldUsagePut':
+      return db.putColdUsage(request.rows);
+    case 'coldCount':
+      return db.countCold(request.conversations);
+    case 'coldUsage':
+      return db.queryColdUsage(request.messageIds);
     case 'coldDrop':
       return db.dropCold(request.conversationId, request.limit);
     case 'coldCut':

@@ -11,6 +11,7 @@ import type { HistoryStore } from './history-store';
 import type { ColdMeta } from './protocol';
 import { hasColdHistory, noteSyncMark } from './restore';
 import type { AuditRepo } from '../audit';
+import type { UsageRepo } from '../usage';
 
 export interface RetentionPolicy {
   /** Conversations with no activity for this many days are deleted. */
@@ -31,6 +32,8 @@ export interface MaintenanceOptions {
   now?: () => number;
   /** The audit log, pruned by `auditMaxDays`. */
   audit?: Pick<AuditRepo, 'prune'>;
+  /** Usage rows, moved out of sql.js with their conversation's metadata. */
+  usage?: Pick<UsageRepo, 'moveCold'>;
   /**
    * Messages whose metadata stays in sql.js: the most recently active conversations' (default
    * DEFAULT_HOT_MESSAGES); the rest moves to history.db (cold.ts).
@@ -133,7 +136,12 @@ export class HistoryMaintenance {
     await this.moveInline();
     await this.applyRetention();
     this.cold ??= hasColdHistory(this.db);
-    if (this.cold) await this.moveCold();
+    if (this.cold) {
+      await this.moveCold();
+      while (!this.stopped && (await (this.options.usage?.moveCold(noteSyncMark) ?? 0)) > 0) {
+        // A batch of rows a step (usage.ts MOVE_BATCH).
+      }
+    }
     const freed = (await this.emptyTrash()) + (this.cold ? await this.emptyColdTrash() : 0);
     if (freed > 0) await this.vacuum();
   }

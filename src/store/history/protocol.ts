@@ -83,6 +83,13 @@ export interface ColdMeta {
   cut: number;
 }
 
+/** A usage row moved to history.db with its conversation (store/usage.ts UsageRow; kept as JSON). */
+export interface ColdUsage {
+  message_id: string;
+  conversation_id: string;
+  [column: string]: unknown;
+}
+
 /** A cold message (its body asked for by `body_key`). */
 export interface ColdRow extends ColdMeta {
   /** For a `turn` query: the turn's next user message is cold too, so the turn ended among the cold rows. */
@@ -125,6 +132,9 @@ export type HistoryRequest =
   | { op: 'stats' }
   | { op: 'coldPut'; rows: ColdMeta[] }
   | { op: 'cold'; query: ColdQuery }
+  | { op: 'coldUsagePut'; rows: ColdUsage[] }
+  | { op: 'coldCount'; conversations: Array<[string, number]> }
+  | { op: 'coldUsage'; messageIds: string[] }
   | { op: 'coldDrop'; conversationId: string; limit: number }
   | { op: 'coldCut'; cutoff: string; keepChars: number; note: string; minBytes: number; limit: number };
 
@@ -143,6 +153,9 @@ export interface HistoryReplies {
   stats: HistoryStats;
   coldPut: number;
   cold: ColdRow[];
+  coldUsagePut: number;
+  coldCount: Array<[string, number]>;
+  coldUsage: ColdUsage[];
   coldDrop: number;
   coldCut: ColdCutResult;
 }

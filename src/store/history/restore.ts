@@ -7,6 +7,7 @@ import type { Database, WriteTx } from '../database';
 import type { Logger } from '../../log/logger';
 import type { HistoryStore } from './history-store';
 import type { KeyedBody } from './protocol';
+import { HISTORY_FILE_NAME } from './history-store';
 
 /** service.db's meta key for the last history.db sync mark it saw made durable. */
 const HISTORY_MARK_KEY = 'history.sync_mark';
@@ -54,6 +55,7 @@ export async function restoreJournaledBodies(db: Database, history: HistoryStore
   const seen = Number(db.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', [HISTORY_MARK_KEY])?.value ?? 0);
   if (history.markBeforeOpen < seen) {
     logger.error('history.sync_mark_behind', { history_mark: history.markBeforeOpen, seen_mark: seen });
+    if (hasColdHistory(db)) await reconcileColdRows(db, history, logger);
     return history.keysBeforeOpen;
   }
   // By key, the last journaled wins (records are in order).
@@ -70,6 +72,25 @@ export async function restoreJournaledBodies(db: Database, history: HistoryStore
   );
   if (wanted.length > 0) logger.warn('history.bodies_restored', { from_journal: wanted.length, stored, last_key: history.keysBeforeOpen });
   return wanted.reduce((max, b) => Math.max(max, b.key), history.keysBeforeOpen);
+}
+
+/**
+ * A history.db older than moves of metadata out of sql.js (replaced by a copy made before them, a backup
+ * restored alone) lacks those cold rows, and sql.js no longer has them: those messages are lost (their
+ * bodies may be in the file, but not which message, turn or time they were). What remains is served:
+ * each conversation's count is brought to the rows history.db has (so counts, pages and exports agree),
+ * and /health says how many messages of how many conversations were lost, and why, until a restart.
+ */
+async function reconcileColdRows(db: Database, history: HistoryStore, logger: Logger): Promise<void> {
+  const expected = db.all<{ id: string; cold_seq: number; cold_count: number }>('SELECT id, cold_seq, cold_count FROM conversations WHERE cold_count > 0');
+  if (expected.length === 0) return;
+  const found = new Map(await history.countCold(expected.map((c) => [c.id, c.cold_seq])));
+  const short = expected.filter((c) => (found.get(c.id) ?? 0) < c.cold_count);
+  if (short.length === 0) return;
+  const lost = short.reduce((n, c) => n + c.cold_count - (found.get(c.id) ?? 0), 0);
+  await db.write((tx) => short.forEach((c) => tx.run('UPDATE conversations SET cold_count = ? WHERE id = ?', [found.get(c.id) ?? 0, c.id])));
+  logger.error('history.cold_rows_lost', { conversations: short.length, messages: lost });
+  history.damaged ??= `${HISTORY_FILE_NAME} is older than service.db (replaced by an older copy?): ${lost} messages of ${short.length} conversations that had moved there are not in it and are lost; the rest of those conversations reads as before. Restart the service to clear this notice`;
 }
 
 /**

@@ -1,0 +1,96 @@
+// Usage rows (one per reply) leave sql.js with their conversation's metadata (issue 25: they grew with the
+// history in sql.js' memory): per-message figures move to history.db, totals stay in sql.js as sums per
+// day and per conversation, and every usage query answers as before the move. Real store, temp dirs.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { openStore } from '../../src/store/index';
+import type { NewUsage, Store } from '../../src/store/index';
+import { tempDir } from '../helpers/temp';
+
+const LIMIT = { timeout: 60_000 };
+const DAY = 86_400_000;
+const T0 = Date.now() - 10 * DAY;
+
+function usageOf(c: string, i: number, priced: boolean): NewUsage {
+  const at = new Date(T0 + i * DAY + Number(c.slice(1)) * 1000).toISOString();
+  return {
+    message_id: `${c}-a${i}`,
+    conversation_id: c,
+    source: c === 'c2' ? 'webhook:acme' : 'ws',
+    day: at.slice(0, 10),
+    updated_at: at,
+    provider: 'openai',
+    model: i % 2 === 0 ? 'gpt-a' : 'gpt-b',
+    input: 100 + i,
+    output: 10 + i,
+    cached: i,
+    cost_micro: priced ? 50 + i : null,
+    estimated: i === 3,
+    calls: 1,
+    context_used: 1000 + i,
+    context_window: 8000,
+  };
+}
+
+/** Three conversations of four turns each (c1 with an unpriced reply), then one deleted. */
+async function fill(store: Store): Promise<string[]> {
+  const ids: string[] = [];
+  for (const c of ['c0', 'c1', 'c2']) {
+    await store.conversations.create({ id: c, title: c, source: c === 'c2' ? 'webhook:acme' : 'ws', created_at: new Date(T0).toISOString() });
+    for (let i = 0; i < 4; i++) {
+      const at = new Date(T0 + i * DAY).toISOString();
+      await store.messages.appendMany([
+        { id: `${c}-u${i}`, conversation_id: c, role: 'user', content: `question ${i}`, timestamp: at },
+        { id: `${c}-a${i}`, conversation_id: c, role: 'assistant', content: `answer ${i}`, timestamp: at },
+      ]);
+      await store.usage.record(usageOf(c, i, !(c === 'c1' && i === 2)));
+      ids.push(`${c}-a${i}`);
+    }
+  }
+  return ids;
+}
+
+/** Every usage query the service makes (get_usage, budgets, a conversation's totals, per-message figures). */
+async function answers(store: Store, ids: string[]) {
+  const day = usageOf('c0', 1, true).day;
+  return {
+    byDay: store.usage.byDayAndModel('2000-01-01'),
+    byDayWebhook: store.usage.byDayAndModel('2000-01-01', 'webhook:acme'),
+    recentDays: store.usage.byDayAndModel(day),
+    spent: [store.usage.spent('ws', day), store.usage.spent('webhook:acme', usageOf('c2', 3, true).day)],
+    conversations: ['c0', 'c1', 'c2', 'nope'].map((c) => store.usage.ofConversation(c)),
+    messages: [...(await store.usage.ofMessages([...ids, 'unknown'])).entries()].sort(([a], [b]) => a.localeCompare(b)),
+  };
+}
+
+const usageRows = (store: Store) => store.db.get<{ n: number }>('SELECT count(*) AS n FROM usage')?.n ?? 0;
+
+test('usage rows of cold conversations leave sql.js; get_usage, budgets, conversation totals and per-message figures answer as before', LIMIT, async (t) => {
+  const { dir, cleanup } = await tempDir('cold-usage-test-');
+  t.after(cleanup);
+  let store = await openStore(dir, { hotMessages: 0 });
+  const ids = await fill(store);
+  const before = await answers(store, ids);
+  assert.equal(usageRows(store), 12);
+  await store.maintenance.run();
+  assert.equal(usageRows(store), 0, 'no usage row of a cold conversation left in sql.js');
+  assert.deepEqual(await answers(store, ids), before);
+  // A deleted conversation's spending still counts for the day (budgets), as before the move.
+  await store.conversations.delete('c2');
+  await store.maintenance.run();
+  const afterDelete = await answers(store, ids);
+  assert.deepEqual(afterDelete.byDay, before.byDay);
+  assert.deepEqual(afterDelete.spent, before.spent);
+  // New usage of a conversation that became active again adds to the moved totals.
+  await store.close();
+  store = await openStore(dir, { hotMessages: 0 });
+  t.after(() => store.close());
+  assert.deepEqual((await answers(store, ids)).byDay, before.byDay, 'the same after a reopen');
+  await store.messages.append({ id: 'c0-a9', conversation_id: 'c0', role: 'assistant', content: 'later', timestamp: new Date().toISOString() });
+  await store.usage.record({ ...usageOf('c0', 9, true), message_id: 'c0-a9', day: new Date().toISOString().slice(0, 10), updated_at: new Date().toISOString() });
+  const c0 = store.usage.ofConversation('c0');
+  assert.equal(c0?.sum.replies, 5);
+  assert.equal(c0?.sum.input, 100 + 101 + 102 + 103 + 109);
+  assert.equal(c0?.last.message_id, 'c0-a9', 'the latest row gives the context figures');
+  assert.equal(before.conversations[1]?.sum.cost_micro, null, 'an unpriced reply leaves the sum unpriced');
+});

@@ -26,15 +26,15 @@ const loaded = (): Heavy[] => (Object.keys(HEAVY) as Heavy[]).filter((name) => O
 let fake: FakeOpenAI;
 let svc: RunningService;
 let loadedAtStart: Heavy[];
-/** `git status` runs of this process (src/git/run-git.ts runs git with execFile). */
+/** `git status` runs of this process (src/git/run-git.ts runs git with spawn). */
 let gitStatuses = 0;
-const execFile = childProcess.execFile;
+const spawn = childProcess.spawn;
 
 before(async () => {
-  childProcess.execFile = ((file: string, args: readonly string[], ...rest: unknown[]) => {
+  childProcess.spawn = ((file: string, args: readonly string[], ...rest: unknown[]) => {
     if (file === 'git' && args.includes('status')) gitStatuses += 1;
-    return (execFile as (...all: unknown[]) => unknown)(file, args, ...rest);
-  }) as typeof execFile;
+    return (spawn as (...all: unknown[]) => unknown)(file, args, ...rest);
+  }) as typeof spawn;
   fake = await startFakeOpenAI();
   svc = await startService({ provider: 'openai', model: 'fake-model', base_url: fake.url });
   // Right after start resolves: the warm-up waits for a timer, which cannot have run yet.
@@ -42,7 +42,7 @@ before(async () => {
 });
 
 after(async () => {
-  childProcess.execFile = execFile;
+  childProcess.spawn = spawn;
   await svc?.dispose();
   await fake?.close();
 });

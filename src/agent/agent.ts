@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import type { Logger } from '../log/logger';
-import { bindAttachments, insertAttachment, type MessageRow, type NewAuditEntry, type NewMessage, type Store } from '../store';
+import { bindAttachments, insertAttachment, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type WriteTx } from '../store';
 import { canAccess, sourceLabel, sourceText, type Source } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
 import { CompactionFailed, Compactor } from './compaction/compactor';
@@ -62,9 +62,10 @@ export interface ChatInput {
   stream?: boolean;
   /**
    * Stores the final reply instead of the agent doing it, so a caller can write more in the same
-   * transaction (the webhook channel stores the reply together with its delivery).
+   * transaction (the webhook channel stores the reply together with its delivery); `alsoInTx` writes the
+   * turn's usage in that transaction.
    */
-  storeReply?: (reply: NewMessage) => Promise<void>;
+  storeReply?: (reply: NewMessage, alsoInTx: (tx: WriteTx) => void) => Promise<void>;
   /** Who sent the message as people read it (`phone (relay), device “Pixel”`), for the model's environment block; default: the source's label. */
   client?: string;
   /**
@@ -221,6 +222,8 @@ export class Agent {
       // Made before the conversation is stored: a worktree that cannot be made leaves nothing behind.
       if (create && worktree) await this.makeWorktree(conversationId, titleOf(input.message));
       const area = await this.areaOf(conversationId);
+      // Durable before anything is told or the model is asked: a resend after a crash finds it and
+      // nothing runs twice (a turn cannot share its message's flush: its reply depends on the model).
       const message = await this.storeUserMessage(conversationId, create, input);
       onEvent({ event: 'chat.message', conversation_id: conversationId, message });
       this.deps.onActivity?.(conversationId, sourceText(input.source));
@@ -389,14 +392,14 @@ export class Agent {
     this.history.forget(conversationId);
   }
 
+  /** Stores the user message, and a new conversation's row with it (one journal flush); what its followers are shown. */
   private async storeUserMessage(conversationId: string, create: boolean, input: ChatInput): Promise<Message> {
     const { store } = this.deps;
     const now = new Date().toISOString();
-    if (create) {
-      await store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from });
-    } else {
-      this.requireConversation(conversationId, input.source);
-    }
+    let created: Promise<void> | undefined;
+    // Applied at once (the message's transaction needs its row), durable with the message: one journal flush.
+    if (create) created = store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from });
+    else this.requireConversation(conversationId, input.source);
     const id = randomUUID();
     const attachments = input.attachments ?? [];
     const message: NewMessage = {
@@ -412,13 +415,14 @@ export class Agent {
         : {}),
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
-    await store.messages.appendMany([message], (tx) =>
+    const appended = store.messages.appendMany([message], (tx) =>
       bindAttachments(
         tx,
         attachments.map((a) => a.attachment_id),
         conversationId,
       ),
     );
+    await Promise.all([created, appended]);
     // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
     return { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) };
   }
@@ -453,10 +457,13 @@ export class Agent {
       if (area) await this.deps.worktrees?.refreshStats(conversationId);
       const messageId = randomUUID();
       // Before the reply: once a webhook sender has the reply, its account's budget already counts it.
+      // The usage row goes in the reply's transaction: one durable commit for both.
       usageStored = true;
-      const counted = await this.recordUsage(usage, messageId, conversationId, sourceText(input.source), log);
+      const usageRow = usage.empty ? undefined : usage.row(messageId, conversationId, sourceText(input.source), new Date());
+      const withUsage = (tx: WriteTx) => usageRow && store.usage.recordIn(tx, usageRow);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
-      await (input.storeReply ? input.storeReply(reply) : store.messages.append(reply));
+      await (input.storeReply ? input.storeReply(reply, withUsage) : store.messages.appendMany([reply], withUsage));
+      const counted = usageRow && (await store.usage.ofMessages([messageId], conversationId)).get(messageId);
       onEvent({ event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
       this.deps.onActivity?.(conversationId, sourceText(input.source));
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
@@ -554,8 +561,13 @@ export class Agent {
       const { config, tools, names, specs, model, provider, window, reported } = await this.requestShape(input, lastStep, area);
       const byName = new Map(tools.map((t) => [t.name, t]));
       const rows = await this.history.rows(conversationId);
+      // Asked together: their cached answers wait for the same check phase (places-watch.ts), one
+      // turn of the event loop instead of two.
+      const note: Promise<ChatMessage | undefined> =
+        moment === null ? this.moment({ client: input.client ?? sourceLabel(input.source), remote: input.source.kind !== 'editor' }, area) : Promise.resolve(moment);
+      note.catch(() => undefined); // awaited below; a failed system message must not leave it unhandled
       const system = await this.systemMessage(config, rows, instructions, { model, contextWindow: window }, area);
-      if (moment === null) moment = await this.moment({ client: input.client ?? sourceLabel(input.source), remote: input.source.kind !== 'editor' }, area);
+      moment = await note;
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
       const view = await this.compactor.modelView(
         rows,

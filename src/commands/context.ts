@@ -8,7 +8,7 @@ import type { ToolRegistry } from '../agent/tools/registry';
 import type { TurnUndo } from '../agent/turn-undo';
 import type { ConfigFile } from '../config/config-file';
 import type { Logger } from '../log/logger';
-import type { NewMessage, Store, WorktreeStats } from '../store';
+import type { NewMessage, Store, WorktreeStats, WriteTx } from '../store';
 import type { WorktreeRecord, WorktreeState } from '../protocol/worktrees';
 import type { CommandOf, Delivery, DeliveryStatus, PairingInfo, PushDevice, PushTestResult, RelayLinkStatus, RequestId, ResultOf } from '../protocol';
 import type { EventHub } from './event-hub';
@@ -96,8 +96,8 @@ export interface AdmittedTurn {
   admit(): Promise<void>;
   /** Overrides the configured model (a webhook account's `model`). */
   model?: string;
-  /** Writes the reply instead of the agent (with the sender's delivery, in one transaction). */
-  storeReply(reply: NewMessage): Promise<void>;
+  /** Writes the reply instead of the agent (with the sender's delivery and `alsoInTx`, the turn's usage, in one transaction). */
+  storeReply(reply: NewMessage, alsoInTx: (tx: WriteTx) => void): Promise<void>;
 }
 
 /**

@@ -133,16 +133,19 @@ export class MessagesRepo {
   }
 
   /**
-   * Stores several messages (e.g. a whole turn) in one transaction. The bodies are written to history.db
-   * first (so a read never meets a row without its body) and journaled with the rows: the journal's one
-   * fsync makes rows and bodies durable together (WriteTx.keepBodies). `alsoInTx` writes more in the
-   * same transaction (rows that must appear with these messages).
+   * Stores several messages (e.g. a whole turn) in one transaction. The bodies are sent to history.db
+   * first, under keys given at once (the worker writes them in order, so a read never meets a row
+   * without its body), and journaled with the rows: the journal's one fsync makes rows and bodies
+   * durable together (WriteTx.keepBodies); the transaction does not wait for the worker, so the
+   * writes of one tick share one journal flush, and the worker writes while the journal syncs. `alsoInTx` writes
+   * more in the same transaction (rows that must appear with these messages).
    */
   async appendMany(messages: readonly NewMessage[], alsoInTx?: (tx: WriteTx) => void): Promise<void> {
     if (messages.length === 0) return;
-    const bodies = await this.putBodies(messages);
+    const { bodies, written } = this.writeBodies(messages);
+    let durable: Promise<void>;
     try {
-      await this.db.write((tx) => {
+      durable = this.db.write((tx) => {
         messages.forEach((m, i) => insertMessage(tx, m, bodies[i].key));
         tx.keepBodies(bodies);
         alsoInTx?.(tx);
@@ -151,18 +154,38 @@ export class MessagesRepo {
       this.discardBodies(bodies.map((b) => b.key));
       throw err;
     }
+    // A transaction that failed is not applied: nothing refers to its bodies.
+    const applied = durable.catch((err: unknown) => {
+      if (!this.has(messages[0].id)) this.discardBodies(bodies.map((b) => b.key));
+      throw err;
+    });
+    // Both at once: the worker writes while the journal syncs. Bodies it could not write are owed
+    // (history-store.ts): written later from memory, their record their durable copy meanwhile.
+    await Promise.all([applied, written]);
   }
 
   /**
    * Bodies written to history.db ahead of the transaction whose rows refer to them, which must journal
    * them (WriteTx.keepBodies): until then they are not durable (a webhook message waits in the inbox,
-   * its body in history.db, until it joins its conversation).
+   * its body in history.db, until it joins its conversation). Resolves once the worker has written them.
    */
   async putBodies(messages: readonly NewMessage[]): Promise<KeyedBody[]> {
+    const { bodies, written } = this.writeBodies(messages);
+    await written;
+    return bodies;
+  }
+
+  private writeBodies(messages: readonly NewMessage[]): { bodies: KeyedBody[]; written: Promise<void> } {
     messages.forEach(checkRole);
-    const bodies = messages.map((m) => bodyOf(m, dataText(m)));
-    const keys = await this.history.write(bodies);
-    return bodies.map((b, i) => ({ key: keys[i], ...b }));
+    return this.history.write(messages.map((m) => bodyOf(m, dataText(m))));
+  }
+
+  /**
+   * Whether a message's row is in sql.js (applied: a write is applied at once, unless the journal still
+   * owes records a full disk refused, then once they are written).
+   */
+  has(id: string): boolean {
+    return this.db.get('SELECT 1 AS present FROM messages WHERE id = ?', [id]) !== undefined;
   }
 
   /** Bodies no transaction came to refer to; at worst (this fails too) the sweep at the next open removes them. */

@@ -124,33 +124,20 @@ export class UsageRepo {
    * message tried again) adds to it, keeping the latest context figures.
    */
   async record(usage: NewUsage): Promise<void> {
+    await this.db.write((tx) => this.recordIn(tx, usage));
+  }
+
+  /** `record` inside a caller's transaction (a reply and its turn's usage: one durable commit). */
+  recordIn(tx: WriteTx, usage: NewUsage): void {
     const u = usage;
-    await this.db.write((tx) => {
-      tx.run(
-        `INSERT INTO usage (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (message_id) DO UPDATE SET updated_at = excluded.updated_at, day = excluded.day, provider = excluded.provider, model = excluded.model,
-           input = input + excluded.input, output = output + excluded.output, cached = cached + excluded.cached,
-           cost_micro = cost_micro + excluded.cost_micro, estimated = max(estimated, excluded.estimated), calls = calls + excluded.calls,
-           context_used = excluded.context_used, context_window = excluded.context_window`,
-        [
-          u.message_id,
-          u.conversation_id,
-          u.source,
-          u.day,
-          u.updated_at,
-          u.provider,
-          u.model,
-          u.input,
-          u.output,
-          u.cached,
-          u.cost_micro,
-          u.estimated ? 1 : 0,
-          u.calls,
-          u.context_used,
-          u.context_window,
-        ],
-      );
-    });
+    tx.run(
+      `INSERT INTO usage (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (message_id) DO UPDATE SET updated_at = excluded.updated_at, day = excluded.day, provider = excluded.provider, model = excluded.model,
+         input = input + excluded.input, output = output + excluded.output, cached = cached + excluded.cached,
+         cost_micro = cost_micro + excluded.cost_micro, estimated = max(estimated, excluded.estimated), calls = calls + excluded.calls,
+         context_used = excluded.context_used, context_window = excluded.context_window`,
+      [u.message_id, u.conversation_id, u.source, u.day, u.updated_at, u.provider, u.model, u.input, u.output, u.cached, u.cost_micro, u.estimated ? 1 : 0, u.calls, u.context_used, u.context_window],
+    );
   }
 
   /**

@@ -254,9 +254,10 @@ export class WebhooksRepo {
     await this.messages.appendStored({ ...message, content }, key, (tx) => tx.run('UPDATE webhook_inbox SET body_key = NULL WHERE message_id = ?', [messageId]));
   }
 
-  /** The reply, its inbox row marked answered and its delivery, in one durable transaction. */
-  async answer(inboxMessageId: string, reply: NewMessage, delivery: NewDelivery): Promise<void> {
+  /** The reply, its inbox row marked answered and its delivery (and `alsoInTx`: the turn's usage), in one durable transaction. */
+  async answer(inboxMessageId: string, reply: NewMessage, delivery: NewDelivery, alsoInTx?: (tx: WriteTx) => void): Promise<void> {
     await this.messages.appendMany([reply], (tx) => {
+      alsoInTx?.(tx);
       const done = tx.run(`UPDATE webhook_inbox SET status = 'answered', reply_id = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [reply.id, iso(delivery.now), inboxMessageId]);
       if (done.changes === 0) throw new Error(`webhook inbox row ${inboxMessageId} is not pending`);
       insertDelivery(tx, delivery, reply.conversation_id, reply.id);

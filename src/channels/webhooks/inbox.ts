@@ -192,11 +192,11 @@ export class WebhookInbox {
           text: store.webhooks.inboxPreview(row.message_id) ?? '',
           admit: () => this.admitInOrder(row),
           model: account?.model,
-          storeReply: async (reply) => {
+          storeReply: async (reply, alsoInTx) => {
             const body: WebhookOutgoingBody = { message: reply.content, conversation_id: reply.conversation_id };
             const delivery = this.newDelivery(row, body);
             deliveryId = delivery.id;
-            await store.webhooks.answer(row.message_id, reply, delivery);
+            await store.webhooks.answer(row.message_id, reply, delivery, alsoInTx);
             this.deps.outbox.confirm(deliveryId);
           },
         },

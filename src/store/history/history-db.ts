@@ -9,7 +9,7 @@ import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
 import { DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
-import type { BodyIn, BodyOut, BodyRef, ColdCutResult, ColdMeta, ColdQuery, ColdRow, ColdUsage, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks } from './protocol';
+import type { BodyOut, BodyRef, ColdCutResult, ColdMeta, ColdQuery, ColdRow, ColdUsage, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks } from './protocol';
 
 /**
  * WAL with locking_mode=EXCLUSIVE: the WASM build has no shared memory for WAL's index, but an exclusive
@@ -194,17 +194,17 @@ export class HistoryDb {
   }
 
   /**
-   * Stores bodies in one transaction; their keys, in order. `durable`: fsynced when it returns; otherwise
-   * only written (in the WAL, safe from a killed process but not from a power loss) for a caller whose
-   * journal record holds them (record.ts), until the next durable commit or `sync` covers them too.
+   * Stores bodies in one transaction under the keys the main thread gave them (history-store.ts: keys
+   * only grow and are never given twice; one given again, a write tried again, is skipped). `durable`:
+   * fsynced when it returns; otherwise only written (in the WAL, safe from a killed process but not
+   * from a power loss) for a caller whose journal record holds them (record.ts), until the next durable
+   * commit or `sync` covers them too.
    */
-  put(bodies: readonly BodyIn[], durable = true): number[] {
-    const keys: number[] = [];
+  put(bodies: readonly KeyedBody[], durable = true): void {
     try {
       this.transaction(() => {
         for (const b of bodies) {
-          const result = this.db.run('INSERT INTO bodies (conversation_id, role, content, data) VALUES (?, ?, ?, ?)', [b.conversation_id, b.role, b.content, b.data]);
-          keys.push(Number(result.lastInsertRowid));
+          this.db.run('INSERT OR IGNORE INTO bodies (key, conversation_id, role, content, data) VALUES (?, ?, ?, ?, ?)', [b.key, b.conversation_id, b.role, b.content, b.data]);
         }
       }, durable);
     } catch (err) {
@@ -213,7 +213,6 @@ export class HistoryDb {
         bodies.reduce((n, b) => n + b.content.length + (b.data?.length ?? 0), 0),
       );
     }
-    return keys;
   }
 
   /**

@@ -6,6 +6,7 @@ import type { Worker } from 'node:worker_threads';
 import { ServiceError } from '../../protocol/errors';
 import { startHistoryWorker } from './start-worker';
 import { CORRUPT, DISK_FULL } from './protocol';
+import { RecentBodies } from './recent-bodies';
 import type {
   BodyIn,
   BodyOut,
@@ -42,12 +43,25 @@ interface Pending {
 
 /**
  * The main thread's side of history.db: every call is a message to the history worker, answered when
- * the worker has done it (a put resolves once its transaction is fsynced).
+ * the worker has done it (a put resolves once its transaction is fsynced). The worker handles messages
+ * in the order they are sent, so a read sent after a write sees it.
+ *
+ * Body keys are given here (they only grow and are never given twice), so a message's rows can refer to
+ * its body before the worker has written it: `write` returns at once and a turn's transaction, journaled
+ * with the bodies, follows in the same tick (one durable commit, no round trip).
  */
 export class HistoryStore {
   private nextId = 1;
-  /** Puts of this tick, sent to the worker as one message (one transaction, one answer). */
-  private gathering: { bodies: BodyIn[]; durable: boolean; done: Promise<number[]> } | null = null;
+  /** The highest body key given out so far (by this process, or before it: history.db's `maxKey`). */
+  private lastKey: number;
+  /** Bodies just written, for the reads that follow (recent-bodies.ts). */
+  private readonly recent = new RecentBodies();
+  /**
+   * Bodies `write` could not write (a full disk), by key: their journal record is their durable copy, so
+   * they are written with the next write, and `sync` fails (compaction keeps the record) until they are.
+   * Reads take them from here meanwhile.
+   */
+  private readonly owed = new Map<number, KeyedBody>();
   private readonly pending = new Map<number, Pending>();
   private failure: Error | null = null;
   /** Why writes fail for now (a full disk), null when they work; cleared by the next stored body. */
@@ -69,6 +83,7 @@ export class HistoryStore {
     /** The sync mark the file held before this open (history-db.ts `marks`). */
     readonly markBeforeOpen: number,
   ) {
+    this.lastKey = keysBeforeOpen;
     this.damaged = damageAtOpen === null ? null : `${HISTORY_FILE_NAME} is damaged (${damageAtOpen}); it was opened with --recover`;
     worker.on('message', (message: WorkerOutbound) => {
       if ('answers' in message) message.answers.forEach((a) => this.settle(a));
@@ -139,55 +154,73 @@ export class HistoryStore {
   }
 
   /** Stores bodies durably (one fsync); their keys, in order. */
-  put(bodies: BodyIn[]): Promise<number[]> {
-    return this.gather(bodies, true);
+  async put(bodies: BodyIn[]): Promise<number[]> {
+    const keyed = this.keyed(bodies);
+    if (keyed.length > 0) await this.sendPut(keyed, true);
+    return keyed.map((b) => b.key);
   }
 
   /**
-   * Writes bodies without an fsync; their keys, in order. They survive a killed process, not a power
-   * loss: the caller journals them with the rows that refer to them (WriteTx.keepBodies), whose one
-   * fsync makes both durable, until `sync` (before that journal segment is compacted) covers them here.
+   * Gives bodies their keys and sends them to be written without an fsync; returns at once. They
+   * survive a killed process, not a power loss: the caller journals them with the rows that refer to
+   * them (WriteTx.keepBodies), whose one fsync makes both durable, until `sync` (before that journal
+   * segment is compacted) covers them here. `written` settles when the worker has written them; if it
+   * could not, they are owed (written with the next write) and `written` rejects with why.
    */
-  write(bodies: BodyIn[]): Promise<number[]> {
-    return this.gather(bodies, false);
+  write(bodies: BodyIn[]): { bodies: KeyedBody[]; written: Promise<void> } {
+    // A worker that is gone writes nothing: no row may come to refer to these bodies.
+    if (this.failure) throw this.failure;
+    const keyed = this.keyed(bodies);
+    this.recent.add(keyed);
+    const written =
+      keyed.length === 0
+        ? Promise.resolve()
+        : this.sendPut(keyed, false).catch((err: unknown) => {
+            for (const b of keyed) this.owed.set(b.key, b);
+            throw err;
+          });
+    written.catch(() => {});
+    return { bodies: keyed, written };
   }
 
-  /** Makes every body written so far durable (one fsync); the sync mark it committed (history-db.ts). */
-  sync(): Promise<number> {
-    return this.call({ op: 'sync' });
+  /** Makes every body written so far durable (one fsync); the sync mark it committed (history-db.ts). Fails while bodies are owed. */
+  async sync(): Promise<number> {
+    if (this.owed.size > 0) this.sendPut([], false).catch(() => {});
+    const mark = await this.call({ op: 'sync' });
+    // A write answered before this sync (the worker answers in order) that failed left its bodies owed.
+    if (this.owed.size > 0) throw new ServiceError('server_error', `${this.owed.size} message bodies wait to be written to ${HISTORY_FILE_NAME} (${this.degraded ?? 'a write failed'})`);
+    return mark;
   }
 
-  private async gather(bodies: BodyIn[], durable: boolean): Promise<number[]> {
-    if (bodies.length === 0) return [];
-    // Bodies stored in the same tick share one history.db commit, and their writers then continue in
-    // the same tick, so their sql.js transactions share one journal flush too.
-    let batch = this.gathering;
-    if (!batch) {
-      const created: { bodies: BodyIn[]; durable: boolean; done: Promise<number[]> } = { bodies: [], durable, done: Promise.resolve([]) };
-      created.done = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
-        this.gathering = null;
-        return this.call({ op: 'put', bodies: created.bodies, durable: created.durable });
-      });
-      batch = this.gathering = created;
-    }
-    batch.durable ||= durable;
-    const from = batch.bodies.length;
-    batch.bodies.push(...bodies);
-    const keys = (await batch.done).slice(from, from + bodies.length);
+  private keyed(bodies: readonly BodyIn[]): KeyedBody[] {
+    return bodies.map((b) => ({ ...b, key: ++this.lastKey }));
+  }
+
+  /** One put, with the owed bodies first (written again: a key already there is skipped). */
+  private async sendPut(bodies: KeyedBody[], durable: boolean): Promise<void> {
+    const owed = [...this.owed.values()];
+    await this.call({ op: 'put', bodies: owed.length > 0 ? [...owed, ...bodies] : bodies, durable });
+    for (const b of owed) this.owed.delete(b.key);
     this.degraded = null;
-    return keys;
   }
 
   /**
    * The bodies of `keys` that can be read. In a damaged file one unreadable body fails a whole request,
    * so then each key is asked alone and the unreadable ones are left out (the caller shows a placeholder).
    */
-  async get(keys: readonly number[]): Promise<Map<number, BodyOut>> {
+  async get(wanted: readonly number[]): Promise<Map<number, BodyOut>> {
     const out = new Map<number, BodyOut>();
+    const keys: number[] = [];
+    for (const key of wanted) {
+      const owed = this.owed.get(key);
+      const body = owed ? { key, content: owed.content, data: owed.data, cut: false } : this.recent.get(key);
+      if (body) out.set(key, body);
+      else keys.push(key);
+    }
     if (keys.length === 0) return out;
     let bodies: BodyOut[];
     try {
-      bodies = await this.call({ op: 'get', keys: [...keys] });
+      bodies = await this.call({ op: 'get', keys });
     } catch (err) {
       if (!CORRUPT.test(String(err)) || keys.length === 1) throw err;
       const each = await Promise.allSettled(keys.map((key) => this.call({ op: 'get', keys: [key] })));
@@ -199,6 +232,7 @@ export class HistoryStore {
 
   /** Stores placeholder bodies under lost keys and makes new keys start above `above` (history-db.ts). */
   fill(bodies: KeyedBody[], above: number): Promise<number> {
+    this.lastKey = bodies.reduce((max, b) => Math.max(max, b.key), Math.max(this.lastKey, above));
     return this.call({ op: 'fill', bodies, above });
   }
 
@@ -207,6 +241,8 @@ export class HistoryStore {
    * the new file and WAL are made private and their directory entries durable, as at open.
    */
   async salvage(refs: BodyRef[], placeholder: string, above: number): Promise<SalvageResult> {
+    this.lastKey = Math.max(this.lastKey, above);
+    this.recent.clear();
     const result = await this.call({ op: 'salvage', refs, placeholder, above });
     await chmod(`${this.file}-wal`, PRIVATE_FILE_MODE).catch(() => {});
     await fsyncDir(path.dirname(this.file));
@@ -223,10 +259,13 @@ export class HistoryStore {
   }
 
   remove(keys: readonly number[]): Promise<number> {
+    this.recent.drop(keys);
+    for (const key of keys) this.owed.delete(key);
     return keys.length === 0 ? Promise.resolve(0) : this.call({ op: 'remove', keys: [...keys] });
   }
 
   cut(keys: readonly number[], keepChars: number, note: string): Promise<Array<[number, number]>> {
+    this.recent.drop(keys);
     return this.call({ op: 'cut', keys: [...keys], keepChars, note });
   }
 
@@ -272,10 +311,12 @@ export class HistoryStore {
 
   /** Deletes up to `limit` cold rows of a deleted conversation and their bodies; how many (0: none left). */
   dropCold(conversationId: string, limit: number): Promise<number> {
+    this.recent.clear();
     return this.call({ op: 'coldDrop', conversationId, limit });
   }
 
   cutCold(cutoff: string, keepChars: number, note: string, minBytes: number, limit: number): Promise<ColdCutResult> {
+    this.recent.clear();
     return this.call({ op: 'coldCut', cutoff, keepChars, note, minBytes, limit });
   }
 

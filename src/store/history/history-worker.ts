@@ -8,7 +8,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { HistoryDb } from './history-db';
 import { CORRUPT } from './protocol';
 import { countSyncs } from './sync-count';
-import type { BodyIn, HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
+import type { HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
 
 type Job = Extract<WorkerInbound, { request: HistoryRequest }>;
 type Later = Exclude<WorkerInbound, { open: string }>;
@@ -16,7 +16,8 @@ type Later = Exclude<WorkerInbound, { open: string }>;
 function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof HistoryReplies] {
   switch (request.op) {
     case 'put':
-      return db.put(request.bodies, request.durable);
+      db.put(request.bodies, request.durable);
+      return null;
     case 'sync':
       return db.sync();
     case 'get':
@@ -94,19 +95,13 @@ function run(port: MessagePort, opened: HistoryDb): void {
       const group: Job[] = [];
       while (i < jobs.length && jobs[i].request.op === 'put') group.push(jobs[i++]);
       const puts = group.map((job) => job.request as Extract<HistoryRequest, { op: 'put' }>);
-      const bodies: BodyIn[] = puts.flatMap((put) => put.bodies);
       let answers: WorkerAnswer[];
       try {
-        const keys = db.put(
-          bodies,
+        db.put(
+          puts.flatMap((put) => put.bodies),
           puts.some((put) => put.durable),
         );
-        let at = 0;
-        answers = group.map((job) => {
-          const n = (job.request as Extract<HistoryRequest, { op: 'put' }>).bodies.length;
-          at += n;
-          return { id: job.id, ok: true, value: keys.slice(at - n, at) };
-        });
+        answers = group.map((job) => ({ id: job.id, ok: true, value: null }));
       } catch (err) {
         const error = err instanceof Error ? err.message : String(err);
         if (CORRUPT.test(error)) db.noteDamage(error);

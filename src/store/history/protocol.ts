@@ -117,8 +117,8 @@ export interface ColdCutResult {
 export const SYNC_MARK_KEY = 'sync_mark';
 
 export type HistoryRequest =
-  /** `durable`: committed with an fsync; otherwise written, durable once the journal record holding them is (record.ts). */
-  | { op: 'put'; bodies: BodyIn[]; durable: boolean }
+  /** Under keys given by the main thread. `durable`: committed with an fsync; otherwise written, durable once the journal record holding them is (record.ts). */
+  | { op: 'put'; bodies: KeyedBody[]; durable: boolean }
   | { op: 'sync' }
   | { op: 'get'; keys: number[] }
   | { op: 'fill'; bodies: KeyedBody[]; above: number }
@@ -139,7 +139,7 @@ export type HistoryRequest =
   | { op: 'coldCut'; cutoff: string; keepChars: number; note: string; minBytes: number; limit: number };
 
 export interface HistoryReplies {
-  put: number[];
+  put: null;
   sync: number;
   get: BodyOut[];
   fill: number;

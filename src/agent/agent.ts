@@ -4,8 +4,8 @@ import type { Logger } from '../log/logger';
 import { bindAttachments, insertAttachment, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type WriteTx } from '../store';
 import { canAccess, sourceLabel, sourceText, type Source } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
-import { CompactionFailed, Compactor } from './compaction/compactor';
-import { requestBudget, windowOf } from './compaction/budget';
+import { CompactionFailed, Compactor, type CompactionCall } from './compaction/compactor';
+import { requestBudget, windowOf, type RequestBudget } from './compaction/budget';
 import { attachmentInfoOf, type StoredAttachment } from './attachments/content';
 import { messageOf } from './client-message';
 import { withAttachments } from './attachments/model-input';
@@ -144,6 +144,27 @@ export function titleOf(message: string): string {
 class Cancelled extends Error {}
 
 function ignore(): void {}
+
+/** A compaction within a turn or compact_conversation: its calls count in the usage, its stored message goes out as an event. */
+function compactionCall(
+  conversationId: string,
+  shape: { config: ServiceConfig; provider: Provider; model: string },
+  budget: RequestBudget,
+  usage: TurnUsage,
+  onEvent: TurnEventSink,
+  signal?: AbortSignal,
+): CompactionCall {
+  const { config, provider, model } = shape;
+  return {
+    conversationId,
+    provider,
+    model,
+    budget,
+    signal,
+    onResult: (result) => usage.add(config, provider.name, model, result),
+    onStored: (message) => onEvent({ event: 'chat.message', conversation_id: conversationId, message }),
+  };
+}
 
 /**
  * A turn the provider could not answer: a server_error to clients, keeping the provider's failure
@@ -347,18 +368,7 @@ export class Agent {
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
       const usage = new TurnUsage();
       try {
-        const made = await this.compactor.compact(
-          rows,
-          {
-            conversationId,
-            provider,
-            model,
-            budget,
-            onResult: (result) => usage.add(config, provider.name, model, result),
-            onStored: (message) => onEvent({ event: 'chat.message', conversation_id: conversationId, message }),
-          },
-          focus,
-        );
+        const made = await this.compactor.compact(rows, compactionCall(conversationId, { config, provider, model }, budget, usage, onEvent), focus);
         const contextUsed = made.historyTokens + budget.fixed;
         usage.contextNow(contextUsed, budget.window);
         await this.recordUsage(usage, made.message.id, conversationId, sourceText(source), log);
@@ -569,20 +579,7 @@ export class Agent {
       const system = await this.systemMessage(config, rows, instructions, { model, contextWindow: window }, area);
       moment = await note;
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
-      const view = await this.compactor.modelView(
-        rows,
-        system ? [system] : [],
-        {
-          conversationId,
-          provider,
-          model,
-          budget,
-          signal,
-          onResult: (result) => usage.add(config, provider.name, model, result),
-          onStored: (message) => onEvent({ event: 'chat.message', conversation_id: conversationId, message }),
-        },
-        mayCompact,
-      );
+      const view = await this.compactor.modelView(rows, system ? [system] : [], compactionCall(conversationId, { config, provider, model }, budget, usage, onEvent, signal), mayCompact);
       if (view.compaction === 'failed') mayCompact = false;
       const messages = await withAttachments(view.messages, seesImages(config, model), {
         blobs: store.blobs,

@@ -47,9 +47,9 @@ async function main() {
     await run();
     return;
   }
-  // Several: each in its own process. The services under test live in the bench's process, and what one
-  // bench left on the heap skewed the next one's figures (the streamed chat's longest stall was 22-32 ms
-  // after the other benches, 7-16 ms alone).
+  // Several: each in its own process. The services under test live in the bench's process, so what one
+  // bench left on the heap weighed on the next one's figures, and a baseline spawned from a 250 MB process
+  // (the start's `node -e 0`) read 101-115 ms instead of 59-90.
   for (const [name] of chosen) {
     const result = spawnSync(process.execPath, [...process.execArgv, __filename, name], { stdio: 'inherit' });
     if (result.status !== 0) throw new Error(`bench ${name} failed (exit code ${result.status ?? result.signal})`);

@@ -154,14 +154,19 @@ export class MessagesRepo {
       this.discardBodies(bodies.map((b) => b.key));
       throw err;
     }
-    // A transaction that failed is not applied: nothing refers to its bodies.
-    const applied = durable.catch((err: unknown) => {
-      if (!this.has(messages[0].id)) this.discardBodies(bodies.map((b) => b.key));
+    // A transaction that failed is not applied: nothing refers to its bodies. They are discarded once the
+    // worker answered, since a refused write makes them owed and they must not be owed again after.
+    const applied = durable.catch(async (err: unknown) => {
+      if (!this.has(messages[0].id)) {
+        await written.catch(() => undefined);
+        this.discardBodies(bodies.map((b) => b.key));
+      }
       throw err;
     });
-    // Both at once: the worker writes while the journal syncs. Bodies it could not write are owed
-    // (history-store.ts): written later from memory, their record their durable copy meanwhile.
-    await Promise.all([applied, written]);
+    // Both at once: the worker writes while the journal syncs. Once the transaction is applied its record
+    // holds the bodies (keepBodies): bodies the worker could not write are owed (history-store.ts), written
+    // later from memory, and the messages are durable all the same, so that refusal is not theirs to fail.
+    await Promise.all([applied, written.catch(() => undefined)]);
   }
 
   /**

@@ -38,7 +38,17 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
   try {
     await gitIn(
       worktree.path,
-      ['-c', 'protocol.ext.allow=never', 'push', '--porcelain', `--receive-pack=${RECEIVE_PACK}`, '--', remote, `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`],
+      [
+        '-c',
+        'protocol.ext.allow=never',
+        'push',
+        '--porcelain',
+        '--recurse-submodules=no',
+        `--receive-pack=${RECEIVE_PACK}`,
+        '--',
+        remote,
+        `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`,
+      ],
       { allowHooks: options.allowHooks, timeoutMs: 120_000 },
     );
   } catch (error) {

@@ -1,4 +1,4 @@
-import { closeSync, constants, lstatSync, openSync, readlinkSync, readSync, realpathSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ChangedFile } from '../protocol/worktrees';
@@ -115,13 +115,20 @@ function fileDiff(root: string, inside: (folder: string) => boolean, name: strin
   return `${header(name, mode, false)}--- /dev/null\n+++ ${quote(`b/${name}`)}\n@@ -0,0 +1${lines.length === 1 ? '' : `,${lines.length}`} @@\n${body.join('\n')}\n`;
 }
 
-/** Opened without following a symlink: undefined when it cannot be (swapped for one since it was listed, or gone). */
+/**
+ * Opened without following a symlink, and only if it is still a regular file: undefined when it cannot be
+ * (swapped since it was listed for a symlink, or for a FIFO whose blocking open would hold the loop, or gone).
+ */
 function openNoFollow(full: string): number | undefined {
+  let fd: number;
   try {
-    return openSync(full, constants.O_RDONLY | constants.O_NOFOLLOW);
+    fd = openSync(full, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch {
     return undefined;
   }
+  if (fstatSync(fd).isFile()) return fd;
+  closeSync(fd);
+  return undefined;
 }
 
 /** A new file's `+` count (its lines, as git counts them), read in chunks and not kept; binary as git tells it. */

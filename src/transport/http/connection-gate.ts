@@ -116,13 +116,14 @@ export class ConnectionGate {
   }
 
   /**
-   * Every waiting place is taken: the address with the most waiting gives up its newest, when it has more
-   * than `address` (a few addresses filling the places must not keep another one out). False: no room.
+   * Every waiting place is taken: the address with the most waiting gives up its newest, when it has at
+   * least two more than `address` (a few addresses filling the places must not keep another one out; among
+   * many addresses of one each, a newcomer resetting another's only connection would gain nothing). False: no room.
    */
   private makeRoomFor(address: Address): boolean {
     let longest: Address | undefined;
     for (const other of this.addresses.values()) if (!longest || other.waiting.length > longest.waiting.length) longest = other;
-    if (!longest || longest.waiting.length <= address.waiting.length) return false;
+    if (!longest || longest.waiting.length <= address.waiting.length + 1) return false;
     refuse(longest.waiting.pop()!);
     this.waitingCount -= 1;
     this.settle(longest);

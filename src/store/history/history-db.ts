@@ -121,6 +121,8 @@ export class HistoryDb {
   readonly marks: SyncMarks = { before: 0, now: 0 };
   /** Whether commits fsync (PRAGMA synchronous FULL) or only write (NORMAL: the puts the journal holds). */
   private syncing = true;
+  /** SQLite's total_changes() right after the last sync mark was committed (-1: none yet). */
+  private changesAtMark = -1;
 
   /**
    * With `recover`, a file found damaged at open is opened anyway (`damage` says why), for `salvage` to
@@ -152,12 +154,8 @@ export class HistoryDb {
         this.db.exec('PRAGMA synchronous = FULL');
         // A write at every open creates the WAL file now, so the store can make its directory entry
         // durable and private before any body is acknowledged (history-store.ts).
-        this.marks.before = this.readMark();
-        this.marks.now = this.marks.before + 1;
-        this.transaction(() => {
-          this.db.run("INSERT OR REPLACE INTO history_meta (key, value) VALUES ('opened_at', ?)", [new Date().toISOString()]);
-          this.writeMark(this.marks.now);
-        });
+        this.marks.before = this.marks.now = this.readMark();
+        this.commitMarked(() => this.db.run("INSERT OR REPLACE INTO history_meta (key, value) VALUES ('opened_at', ?)", [new Date().toISOString()]));
       }
     } catch (err) {
       if (opened?.isOpen) opened.close();
@@ -246,10 +244,15 @@ export class HistoryDb {
    * sync mark; that mark.
    */
   sync(): number {
-    const mark = this.marks.now + 1;
-    this.transaction(() => this.writeMark(mark));
-    this.marks.now = mark;
-    return mark;
+    // Nothing written since the last mark's commit, which was durable: its mark still says it all (the
+    // sync right after a new file's open, whose own commit made it durable, costs no second fsync).
+    if (this.totalChanges() === this.changesAtMark) return this.marks.now;
+    return this.commitMarked(() => {});
+  }
+
+  /** Rows changed since the file was opened (every write changes rows: bodies, cold rows, marks). */
+  private totalChanges(): number {
+    return Number(this.db.get('SELECT total_changes() AS n')?.n);
   }
 
   private readMark(): number {
@@ -341,6 +344,7 @@ export class HistoryDb {
       this.writeMark(mark);
     });
     this.marks.now = mark;
+    this.changesAtMark = this.totalChanges();
     return mark;
   }
 

@@ -10,7 +10,7 @@ export type LanSocketDeps = ClientConnectionDeps;
 export function attachLanSocket(socket: WebSocket, remoteAddress: string, deps: LanSocketDeps): void {
   const frames = openClientConnection(
     {
-      send: (text) => sendText(socket, text),
+      send: (text, shared) => sendText(socket, text, shared),
       close: (code, reason) => {
         if (socket.readyState === socket.OPEN) socket.close(code, reason);
       },

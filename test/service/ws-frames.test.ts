@@ -136,13 +136,16 @@ describe('pre-framed WebSocket text frames', () => {
       await until(() => toOne!.length === expected.length && toTwo!.length === 6);
       assert.deepEqual(toOne, expected);
       assert.deepEqual(toTwo, ['other 0', 'other 1', 'other 2', 'other 3', 'other 4', 'other 5']);
-      // The first frame at once, the rest (ws's frame and ping too) together at the tick's end.
-      assert.deepEqual(writes, { single: 1, batches: [8] });
+      // The first frame at once, the rest (ws's frame and ping too, in ws's own pieces) together at the tick's end.
+      assert.equal(writes.single, 1);
+      assert.equal(writes.batches.length, 1);
+      assert.ok(writes.batches[0]! >= 5 + 2, `one batch of our 5 frames and ws's: ${writes.batches[0]}`);
+      const batch = writes.batches[0];
 
       // A later tick starts afresh: its first frame goes out at once again.
       sendText(one!, 'next tick');
       await until(() => toOne!.length === expected.length + 1);
-      assert.deepEqual(writes, { single: 2, batches: [8] });
+      assert.deepEqual(writes, { single: 2, batches: [batch] });
     });
   });
 
@@ -184,7 +187,8 @@ describe('pre-framed WebSocket text frames', () => {
       let sent = 0;
       let heldBack = false;
       // Ticks of several frames each until the kernel's buffers are full and the rest waits in the socket.
-      while (sent < 2_000 && !(heldBack = raw.writableLength > 4 * piece.length)) {
+      // Bounded (50 MB): the kernel's buffers of a loopback connection hold a few MB.
+      while (sent < 800 && !(heldBack = raw.writableLength > 4 * piece.length)) {
         for (let i = 0; i < 8; i += 1) sendText(socket!, `${sent++}:${piece}`);
         await new Promise((resolve) => setImmediate(resolve));
       }

@@ -2,7 +2,15 @@ import assert from 'node:assert/strict';
 import type { AddressInfo, Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
-import { sendText, textFrame } from '../../src/transport/connections/ws-frames';
+import { textSender, textFrame } from '../../src/transport/connections/ws-frames';
+
+/** One frame through the socket's sender (as the service sends: made once per connection). */
+const senders = new WeakMap<WebSocket, ReturnType<typeof textSender>>();
+function sendText(socket: WebSocket, text: string, shared = false): void {
+  let send = senders.get(socket);
+  if (!send) senders.set(socket, (send = textSender(socket)));
+  send(text, shared);
+}
 
 /** A real ws server on 127.0.0.1 and `count` real ws clients; `run` gets the server's sockets. */
 async function withSockets(count: number, serverOptions: { perMessageDeflate?: boolean }, run: (sockets: WebSocket[], received: string[][]) => Promise<void>): Promise<void> {

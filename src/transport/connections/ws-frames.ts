@@ -62,19 +62,19 @@ function writeFrame(raw: Socket, frame: Buffer): void {
 }
 
 /**
- * Sends `text` to an open WebSocket as one ready frame written to its TCP socket: one buffer instead of
- * ws's framing and two writes per frame (a reply's and every follower's cost, `npm run bench -- ws follow`),
- * the frames of one tick to one socket in one write (writeFrame). `shared`: the text goes to many sockets in
- * this run (an event), so its frame is made once for all of them; a reply's is made for it alone. Only
- * done where ws itself would write the frame at once and unchanged: no extension negotiated (the service
- * offers none, so no compression queue) and the connection open; otherwise ws sends it.
+ * What sends text frames to one open WebSocket: each frame as one ready buffer written to its TCP socket,
+ * instead of ws's framing and two writes per frame (a reply's and every follower's cost, `npm run bench
+ * -- ws follow`), the frames of one tick to one socket in one write (writeFrame). `shared`: the text goes
+ * to many sockets in this run (an event), so its frame is made once for all of them; a reply's is made
+ * for it alone. Only done where ws itself would write the frame at once and unchanged: no extension
+ * negotiated (the service offers none, so no compression queue) and the connection open; otherwise ws
+ * sends it. What does not change for a connection (its extensions, its TCP socket) is looked at once.
  */
-export function sendText(socket: WebSocket, text: string, shared = false): void {
-  if (socket.readyState !== socket.OPEN) return;
-  const raw = (socket as unknown as { _socket?: Socket })._socket;
-  if (socket.extensions !== '' || !raw || !raw.writable) {
-    socket.send(text);
-    return;
-  }
-  writeFrame(raw, shared ? sharedTextFrame(text) : textFrame(text));
+export function textSender(socket: WebSocket): (text: string, shared?: boolean) => void {
+  const raw = socket.extensions === '' ? (socket as unknown as { _socket?: Socket })._socket : undefined;
+  return (text, shared = false) => {
+    if (socket.readyState !== socket.OPEN) return;
+    if (!raw?.writable) return socket.send(text);
+    writeFrame(raw, shared ? sharedTextFrame(text) : textFrame(text));
+  };
 }

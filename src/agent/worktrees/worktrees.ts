@@ -110,11 +110,7 @@ export class Worktrees {
   async refreshStats(conversationId: string): Promise<void> {
     const record = this.of(conversationId);
     if (!record || record.state !== 'active') return;
-    try {
-      await this.deps.store.worktrees.setStats(conversationId, await changeStatsOf(record));
-    } catch (error) {
-      this.deps.logger.warn('worktree.stats_failed', { conversation: conversationId, error: error instanceof Error ? error.message : String(error) });
-    }
+    await storeChangeStats(this.deps.store.worktrees, record, this.deps.logger);
   }
 
   /** What list_conversations shows of a conversation's worktree (from the row: counts as of its last turn). */
@@ -219,6 +215,18 @@ export class Worktrees {
       throw new ServiceError('conflict', `worktrees.folder (${folder}) is inside the repository: a worktree must be outside the user's working tree`);
     }
     return real;
+  }
+}
+
+/**
+ * Counts a worktree's changes (git) and stores them as its list row's; the one home of that count, for a
+ * turn's end and for a land (review-handlers.ts). A failure is logged and the row keeps its last counts.
+ */
+export async function storeChangeStats(rows: Pick<Store['worktrees'], 'setStats'>, record: WorktreeRecord, logger: Logger): Promise<void> {
+  try {
+    await rows.setStats(record.conversationId, await changeStatsOf(record));
+  } catch (error) {
+    logger.warn('worktree.stats_failed', { conversation: record.conversationId, error: error instanceof Error ? error.message : String(error) });
   }
 }
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import childProcess from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
@@ -28,6 +29,22 @@ async function withRepo(files: Record<string, string | Buffer>, body: (repo: Tes
   } finally {
     await repo.cleanup();
   }
+}
+
+/** The git processes the service's runner starts while `body` runs (run-git.ts starts them with spawn), as their arguments. */
+async function gitRuns(body: () => Promise<unknown>): Promise<string[][]> {
+  const spawn = childProcess.spawn;
+  const runs: string[][] = [];
+  childProcess.spawn = ((file: string, args: readonly string[], ...rest: unknown[]) => {
+    if (file === 'git') runs.push([...args]);
+    return (spawn as (...all: unknown[]) => unknown)(file, args, ...rest);
+  }) as typeof spawn;
+  try {
+    await body();
+  } finally {
+    childProcess.spawn = spawn;
+  }
+  return runs;
 }
 
 describe('get_changes', () => {
@@ -283,6 +300,23 @@ describe('commit_changes', () => {
       await commitChanges(wt, 'second', { allowHooks: true });
       assert.equal(existsSync(marker), true);
       await assert.rejects(commitChanges(wt, 'nothing', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict');
+    });
+  });
+
+  test('the staged diff is read once: one git diff --cached tells whether there is anything and which files to check', async () => {
+    await withRepo({ 'a.txt': 'a\n', 'gone.txt': 'bye\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'k3');
+      await writeFiles(wt.path, { 'a.txt': 'b\n', 'n.txt': 'new\n' });
+      await rm(join(wt.path, 'gone.txt'));
+      let commit = '';
+      const runs = await gitRuns(async () => ({ commit } = await commitChanges(wt, 'agent work', noHooks)));
+      assert.equal(runs.filter((args) => args.includes('diff') && args.includes('--cached')).length, 1, runs.map((a) => a.join(' ')).join('\n'));
+      assert.equal(git(wt.path, 'show', '--name-status', '--format=', commit).trim().split('\n').sort().join(','), 'A\tn.txt,D\tgone.txt,M\ta.txt');
+      // Nothing left: still a clear conflict, from that one diff.
+      const again = await gitRuns(() =>
+        assert.rejects(commitChanges(wt, 'nothing', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /nothing to commit/.test(e.message)),
+      );
+      assert.equal(again.filter((args) => args.includes('diff') && args.includes('--cached')).length, 1);
     });
   });
 

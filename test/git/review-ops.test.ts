@@ -16,6 +16,16 @@ import { addWorktree, git, isolateGitConfig, makeRepo, snapshot, writeFiles, typ
 const lines = (n: number, tag = '') => Array.from({ length: n }, (_, i) => `line ${i + 1}${tag}`).join('\n') + '\n';
 const noHooks = { allowHooks: false };
 
+/** git-lfs is on this machine (`git lfs version` answers): a test of the pointers it writes runs only then. */
+function hasGitLfs(): boolean {
+  try {
+    childProcess.execFileSync('git', ['lfs', 'version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 let isolation: Awaited<ReturnType<typeof isolateGitConfig>>;
 before(async () => {
   isolation = await isolateGitConfig();
@@ -566,6 +576,40 @@ describe('a repository using git LFS (filters are off in our git: refused by nam
       await rm(join(wt.path, 'weights.dat'));
       const { commit } = await commitChanges(wt, 'notes only', noHooks);
       assert.equal(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n').sort().join(','), '.gitattributes,notes.txt');
+    });
+  });
+
+  test('small LFS files are read by one git for all of them, not one each: pointers pass, small raw files (text or not) are named', async () => {
+    const names = Array.from({ length: 8 }, (_, i) => `p${i}.bin`);
+    await withRepo({ '.gitattributes': attributes, 'notes.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'lfs3');
+      const pointers = Object.fromEntries(names.map((name, i) => [name, pointer.replace('size 3000', `size ${3000 + i}`)]));
+      // A small raw file of bytes that are not UTF-8 before the pointers, and a text one among them: neither moves where the next one is read.
+      await writeFiles(wt.path, { ...pointers, 'a-raw.bin': Buffer.from([0xff, 0xfe, 0x80, 0x0a, 0xc3]), 'p4-raw.bin': 'not a pointer\n' });
+      const runs = await gitRuns(() =>
+        assert.rejects(commitChanges(wt, 'agent work', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /keeps a-raw\.bin, p4-raw\.bin in git LFS/.test(e.message)),
+      );
+      assert.equal(runs.filter((args) => args.includes('cat-file')).length, 2, runs.map((a) => a.join(' ')).join('\n'));
+      await rm(join(wt.path, 'a-raw.bin'));
+      await rm(join(wt.path, 'p4-raw.bin'));
+      const { commit } = await commitChanges(wt, 'pointers only', noHooks);
+      assert.equal(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n').length, names.length);
+    });
+  });
+
+  test('with git-lfs installed: the pointers it writes pass and the file it would have stored as a pointer is refused', { skip: !hasGitLfs() && 'git-lfs is not installed' }, async () => {
+    await withRepo({ '.gitattributes': attributes, 'notes.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'lfs4');
+      await writeFiles(wt.path, { 'made.src': large, 'other.src': Buffer.alloc(500, 3) });
+      // git lfs's own pointers for two files, as a checkout by a git with LFS leaves them.
+      await writeFiles(wt.path, { 'made.bin': git(wt.path, 'lfs', 'pointer', '--file=made.src'), 'other.bin': git(wt.path, 'lfs', 'pointer', '--file=other.src') });
+      await rm(join(wt.path, 'made.src'));
+      await rm(join(wt.path, 'other.src'));
+      await writeFiles(wt.path, { 'whole.bin': Buffer.alloc(500, 3) });
+      await assert.rejects(commitChanges(wt, 'agent work', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /keeps whole\.bin in git LFS/.test(e.message));
+      await rm(join(wt.path, 'whole.bin'));
+      const { commit } = await commitChanges(wt, 'pointers', noHooks);
+      assert.equal(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n').sort().join(','), 'made.bin,other.bin');
     });
   });
 

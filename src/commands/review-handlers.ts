@@ -99,7 +99,7 @@ export const reviewHandlers: { [T in ReviewCommandType]: ReviewHandler<T> } = {
       const lost = await unlandedWork(worktree);
       throw new ServiceError(
         'invalid_request',
-        `discard_changes removes the worktree ${worktree.path} and the branch ${worktree.branch}: ${lostText(lost)} would be lost; send confirm: true to discard`,
+        `discard_changes removes this conversation's worktree folder and its branch ${worktree.branch}: ${lostText(lost)} would be lost; send confirm: true to discard`,
       );
     }
     await discardWorktree(worktree);

@@ -211,6 +211,12 @@ describe('a conversation in its own worktree', () => {
       assert.equal(landed.base_moved, true);
       assert.equal((await conversation(id)).worktree?.base_moved, true);
 
+      // Without confirm: what would be lost, the worktree named by its branch, never by its folder.
+      const record = svc.service.store.worktrees.worktreeOf(id)!;
+      const unconfirmed = await client.request({ type: 'discard_changes', conversation_id: id });
+      assert.equal(unconfirmed.code, 'invalid_request');
+      assert.ok(String(unconfirmed.error).includes(record.branch), String(unconfirmed.error));
+      for (const place of [record.path, root]) assert.ok(!String(unconfirmed.error).includes(place), `${String(unconfirmed.error)} shows ${place}`);
       await ok({ type: 'discard_changes', conversation_id: id, confirm: true });
       assert.equal((await updated(() => true)).state, 'discarded');
     } finally {
@@ -426,6 +432,49 @@ describe('defaults, a workspace that is not a repository, clean-up at start', ()
     assert.match(error, /no longer exists/);
     assert.ok(error.includes(record.branch), error);
     for (const place of [record.path, repo, dirname(record.path)]) assert.ok(!error.includes(place), `${error} shows ${place}`);
+  });
+
+  test("a webhook sender's error callbacks name no folder of the machine: not a repository, no commit yet, git's own failure", async (t) => {
+    const { dir, cleanup: done } = await tempDir('ra-worktrees-webhook-');
+    t.after(done);
+    const place = await realpath(dir);
+    const workspace = join(place, 'project');
+    await mkdir(workspace);
+    // worktrees.folder is a file: git itself fails to make the worktree there, and says where.
+    await writeFile(join(place, 'not-a-folder'), '');
+    const secret = 'worktree-webhook-secret-0123456789';
+    const receiver = await startWebhookReceiver({ secret });
+    t.after(() => receiver.close());
+    const service = await startService(
+      {
+        provider: 'openai',
+        model: 'gpt-4o-mini',
+        base_url: openai.url,
+        workspace,
+        worktrees: { folder: '../not-a-folder' },
+        channels: { webhook: { accounts: { ci: { incoming_path: '/ci', outgoing_url: receiver.url('/ci'), secret, tools: 'allow', worktree: 'required' } } } },
+      },
+      { webhook: { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 } },
+    );
+    t.after(() => service.dispose());
+    const errorFor = async (message: string): Promise<string> => {
+      const reply = await postJson(`${service.httpUrl}/ci`, { message }, { 'x-service-secret': secret });
+      assert.equal(reply.status, 202, reply.text);
+      const { conversation_id } = reply.body!.data as { conversation_id: string };
+      const failed = () =>
+        receiver.requests
+          .map((c) => c.body as { conversation_id?: unknown; status?: unknown; error?: unknown } | undefined)
+          .find((b) => b?.conversation_id === conversation_id && b.status === 'error');
+      await receiver.waitFor(() => failed() !== undefined, 'the error callback');
+      const error = String(failed()!.error);
+      assert.ok(!error.includes(place), `${error} shows ${place}`);
+      return error;
+    };
+    assert.match(await errorFor('not a repository'), /no workspace folder \(of 1\) is the top level of a git repository/);
+    git(workspace, 'init', '-q', '-b', 'main');
+    assert.match(await errorFor('no commit yet'), /the workspace's repository has no commit yet/);
+    git(workspace, '-c', 'user.name=T', '-c', 'user.email=t@example.invalid', 'commit', '-q', '--allow-empty', '-m', 'first');
+    assert.match(await errorFor('git fails'), /the worktree could not be made: .*the new worktree's folder/);
   });
 
   test("a deleted conversation's worktree is removed at the next start; its branch too unless it holds commits", async (t) => {

@@ -38,8 +38,9 @@ async function notPointers(cwd: string, revision: string, paths: readonly string
   const small: { file: string; blob: string }[] = [];
   for (const [i, file] of paths.entries()) {
     const blob = /^([0-9a-f]+) blob (\d+)$/.exec(checked[i] ?? '');
-    // A path gone at that revision (`<spec> missing`) has nothing to store.
-    if (!blob) continue;
+    // A path gone at that revision (`<spec> missing`) has nothing to store; an empty file is stored
+    // as it is (git-lfs makes no pointer of one, by its spec), so it is no raw LFS file either.
+    if (!blob || blob[2] === '0') continue;
     if (Number(blob[2]) > MAX_POINTER_BYTES) raw.add(file);
     else small.push({ file, blob: blob[1] });
   }

@@ -585,7 +585,8 @@ describe('a repository using git LFS (filters are off in our git: refused by nam
       const wt = addWorktree(repo, 'lfs3');
       const pointers = Object.fromEntries(names.map((name, i) => [name, pointer.replace('size 3000', `size ${3000 + i}`)]));
       // A small raw file of bytes that are not UTF-8 before the pointers, and a text one among them: neither moves where the next one is read.
-      await writeFiles(wt.path, { ...pointers, 'a-raw.bin': Buffer.from([0xff, 0xfe, 0x80, 0x0a, 0xc3]), 'p4-raw.bin': 'not a pointer\n' });
+      // An empty file is not refused: git-lfs stores it as it is.
+      await writeFiles(wt.path, { ...pointers, 'a-raw.bin': Buffer.from([0xff, 0xfe, 0x80, 0x0a, 0xc3]), 'p4-raw.bin': 'not a pointer\n', 'empty.bin': '' });
       const runs = await gitRuns(() =>
         assert.rejects(commitChanges(wt, 'agent work', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /keeps a-raw\.bin, p4-raw\.bin in git LFS/.test(e.message)),
       );
@@ -593,7 +594,7 @@ describe('a repository using git LFS (filters are off in our git: refused by nam
       await rm(join(wt.path, 'a-raw.bin'));
       await rm(join(wt.path, 'p4-raw.bin'));
       const { commit } = await commitChanges(wt, 'pointers only', noHooks);
-      assert.equal(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n').length, names.length);
+      assert.equal(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n').length, names.length + 1);
     });
   });
 

@@ -29,9 +29,13 @@ import type {
 } from './protocol';
 
 export const HISTORY_FILE_NAME = 'history.db';
-/** How long `write` keeps bodies before they go to the worker, at most; or until this many bytes or bodies wait. */
+/**
+ * How long `write` keeps bodies before they go to the worker, at most; or until this many bytes or bodies
+ * wait. Small: a hand-off weighs on a chat's few hundred bytes, not on a big body's copying, and a big
+ * body goes at once, alone, as before (where bodies sit in the file stays as it was).
+ */
 const QUEUE_MS = 50;
-const QUEUE_BYTES = 256 * 1024;
+const QUEUE_BYTES = 16 * 1024;
 const QUEUE_BODIES = 256;
 
 function newQueue(): { bodies: KeyedBody[]; bytes: number; written: Promise<void>; settle: (err?: unknown) => void } {

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { setPriority, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
@@ -18,50 +18,91 @@ import { fmt, percentile } from './util';
 const BURST = 600;
 
 /**
- * The attacker: one process, started (and its `ws` loaded) before anything is measured, so neither a
- * node start nor the attacker's own client work runs in the service's event loop. It reads one burst a
- * line from stdin (`{ port, path, spread }`) and answers one line of status counts when every connection
- * of it settled. Every burst comes from addresses never seen before: one fresh loopback address for all
- * 600 (its first 10 are checked, then the address is over its limit), or 600 fresh ones (each checked),
- * so no round measures only the refusals that an earlier round's failures earned.
+ * The attacker: one process, started before anything is measured, so neither a node start nor the
+ * attacker's own work runs in the service's event loop. It speaks raw TCP with requests made before the
+ * burst (an HTTP POST, or a WebSocket upgrade and its masked `auth` frame, then the close frame a client
+ * answers with): the least client work, so on these 2 cores the service's work is what the chat meets.
+ * It reads one burst a line from stdin (`{ port, path, spread, size }`) and answers one line of status
+ * counts (an HTTP status, a WebSocket close code, or a socket error) when every connection settled, with
+ * how long its connects took and the whole burst. Every burst comes from addresses never seen before:
+ * one fresh loopback address for all 600 (its first 10 are checked, then the address is over its limit),
+ * or 600 fresh ones (each checked), so no round measures only the refusals an earlier round earned.
  */
 const ATTACKER = `
-const http = require('node:http');
-const WebSocket = require('ws');
+const net = require('node:net');
 let next = 1000;
 const fresh = () => { const k = next++; return '127.' + (1 + Math.floor(k / 62500)) + '.' + (1 + (Math.floor(k / 250) % 250)) + '.' + (1 + (k % 250)); };
-const body = JSON.stringify({ username: 'ada', password: 'wrong guess' });
+const masked = (opcode, payload) => {
+  const mask = Buffer.from([1, 2, 3, 4]);
+  const frame = Buffer.concat([Buffer.from([0x80 | opcode, 0x80 | payload.length]), mask, payload]);
+  for (let i = 0; i < payload.length; i += 1) frame[6 + i] ^= mask[i % 4];
+  return frame;
+};
+/** The close code of the server's close frame after a 101, if any. */
+function closeCode(data) {
+  let at = data.indexOf('\\r\\n\\r\\n') + 4;
+  while (at + 2 <= data.length) {
+    const opcode = data[at] & 0x0f;
+    let length = data[at + 1] & 0x7f;
+    let header = 2;
+    if (length === 126) { length = data.readUInt16BE(at + 2); header = 4; }
+    if (opcode === 8) return length >= 2 ? data.readUInt16BE(at + header) : 1005;
+    at += header + length;
+  }
+  return undefined;
+}
 function burst({ port, path, spread, size }, done) {
+  const started = performance.now();
   const counts = {};
   let left = size;
-  const count = (key) => { counts[key] = (counts[key] || 0) + 1; if (--left === 0) done(counts); };
+  const body = JSON.stringify({ username: 'ada', password: 'wrong guess' });
+  const post = Buffer.from('POST ' + path + ' HTTP/1.1\\r\\nHost: 127.0.0.1:' + port + '\\r\\nContent-Type: application/json\\r\\nContent-Length: ' + body.length + '\\r\\nConnection: close\\r\\n\\r\\n' + body);
+  const upgrade = Buffer.from('GET /ws HTTP/1.1\\r\\nHost: 127.0.0.1:' + port + '\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n\\r\\n');
+  const auth = masked(1, Buffer.from(JSON.stringify({ type: 'auth', id: 'a', token: 'wrong guess' })));
   const single = fresh();
   for (let i = 0; i < size; i += 1) {
-    const localAddress = spread ? fresh() : single;
-    if (path === '/ws') {
-      const socket = new WebSocket('ws://127.0.0.1:' + port + '/ws', { localAddress });
-      let settled = false;
-      const once = (key) => { if (!settled) { settled = true; count(key); } };
-      socket.on('unexpected-response', (_req, res) => { res.resume(); once(res.statusCode); });
-      socket.on('open', () => socket.send(JSON.stringify({ type: 'auth', token: 'wrong guess ' + i })));
-      socket.on('close', (code) => once(code));
-      socket.on('error', (e) => { if (!/Unexpected server response/.test(e.message)) once(e.code); });
-      continue;
-    }
+    const socket = net.connect({ host: '127.0.0.1', port, localAddress: spread ? fresh() : single });
+    const chunks = [];
     let settled = false;
-    const once = (key) => { if (!settled) { settled = true; count(key); } };
-    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', localAddress, agent: false,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => once(res.statusCode));
+    const once = (key) => {
+      if (settled) return;
+      settled = true;
+      counts[key] = (counts[key] || 0) + 1;
+      if (--left === 0) done({ counts, connectMs, burstMs: performance.now() - started });
+    };
+    socket.once('connect', () => socket.write(path === '/ws' ? upgrade : post));
+    socket.on('data', (chunk) => {
+      chunks.push(chunk);
+      if (path !== '/ws') return;
+      const data = Buffer.concat(chunks);
+      if (data.indexOf('HTTP/1.1 101') !== 0) return;
+      if (chunks.length === 1) socket.write(auth);
+      const code = closeCode(data);
+      if (code !== undefined) {
+        once(code);
+        socket.end(masked(8, Buffer.from([code >> 8, code & 0xff])));
+      }
     });
-    req.on('error', (e) => once(e.code));
-    req.end(body);
+    socket.on('error', (error) => once(error.code));
+    socket.on('close', () => {
+      const data = Buffer.concat(chunks);
+      once(data.length > 12 ? Number(data.subarray(9, 12).toString()) : 'closed');
+    });
   }
+  const connectMs = performance.now() - started;
 }
-require('node:readline').createInterface({ input: process.stdin }).on('line', (line) => burst(JSON.parse(line), (counts) => console.log(JSON.stringify(counts))));
+require('node:readline').createInterface({ input: process.stdin }).on('line', (line) => burst(JSON.parse(line), (result) => console.log(JSON.stringify(result))));
 console.log('ready');
 `;
+
+/** One burst as the attacker saw it. */
+export interface Burst {
+  /** How many connections ended how: an HTTP status, a WebSocket close code, or a socket error's code. */
+  counts: Record<string, number>;
+  /** How long the attacker took to start its connections, and until the last one settled. */
+  connectMs: number;
+  burstMs: number;
+}
 
 export class Attacker {
   private readonly answers: ((line: string) => void)[] = [];
@@ -69,24 +110,17 @@ export class Attacker {
     createInterface({ input: child.stdout! }).on('line', (line) => this.answers.shift()?.(line));
   }
 
-  /**
-   * Started at the lowest priority: on these 2 cores its client work (600 sockets made, answers read)
-   * would otherwise take the core the service needs, a cost a remote attacker's machine pays. The
-   * service's work is the same: every connection still arrives at once (the kernel queues them).
-   */
   static async start(): Promise<Attacker> {
     const child = spawn(process.execPath, ['-e', ATTACKER], { stdio: ['pipe', 'pipe', 'inherit'] });
-    try {
-      setPriority(child.pid!, 19);
-    } catch {
-      // Not allowed here: the figures then include the attacker's competition for the cores.
-    }
+    child.once('exit', (code) => {
+      if (code !== null && code !== 0) throw new Error(`the attacker exited ${code}`);
+    });
     const attacker = new Attacker(child);
     await new Promise<string>((resolve) => attacker.answers.push(resolve));
     return attacker;
   }
 
-  fire(port: number, path: string, spread: boolean): Promise<Record<string, number>> {
+  fire(port: number, path: string, spread: boolean): Promise<Burst> {
     return new Promise((resolve) => {
       this.answers.push((line) => resolve(JSON.parse(line)));
       this.child.stdin!.write(`${JSON.stringify({ port, path, spread, size: BURST })}\n`);
@@ -185,7 +219,7 @@ export async function benchAuth(): Promise<Record<string, number>> {
       const key = spread ? 'spread' : 'single';
       const kinds: Kind[] = ['alone', 'empty', 'login', 'ws'];
       const periods = Object.fromEntries(kinds.map((kind) => [kind, [] as Period[]])) as Record<Kind, Period[]>;
-      const outcomes: Partial<Record<Kind, Record<string, number>>> = {};
+      const bursts: Partial<Record<Kind, Burst[]>> = {};
       // A burst once before measuring: the alone period lasts as long as a burst does.
       await attacker.fire(port, '/auth', spread);
       let burstMs = (await turnsWhile(service, attacker.fire(port, '/auth', spread), 1)).durationMs;
@@ -198,7 +232,7 @@ export async function benchAuth(): Promise<Record<string, number>> {
           }
           const attack = attacker.fire(port, PATHS[kind], spread);
           const period = await turnsWhile(service, attack);
-          outcomes[kind] = await attack;
+          (bursts[kind] ??= []).push(await attack);
           periods[kind].push(period);
           if (kind === 'login') burstMs = period.durationMs;
         }
@@ -217,7 +251,10 @@ export async function benchAuth(): Promise<Record<string, number>> {
       );
       for (const kind of kinds) {
         const name = { alone: 'the chat alone', empty: `${BURST} requests to a 404`, login: `${BURST} wrong POST /auth`, ws: `${BURST} wrong WebSocket tokens` }[kind];
-        const outcome = outcomes[kind] ? ` (last round ${JSON.stringify(outcomes[kind])})` : '';
+        const seen = bursts[kind];
+        const outcome = seen
+          ? `; the burst: ${fmt(median(seen.map((b) => b.burstMs)), 0)} ms (its connects ${fmt(median(seen.map((b) => b.connectMs)), 0)} ms), last round ${JSON.stringify(seen.at(-1)!.counts)}`
+          : '';
         console.log(`  ${name}: ${fmt(longest(kind))} / ${fmt(pooled(kind, 99))} / ${fmt(pooled(kind, 50))} ms, stall ${fmt(stall(kind))} ms, ${turnCount(kind)} turns${outcome}`);
       }
       // Issue 25's goals against the chat alone: under 2x from one address, under 3x from 600.

@@ -3,7 +3,7 @@ import type { PushResult, WorktreeRecord } from '../protocol/worktrees';
 import { requireFolder } from './changes';
 import { compareUrlOf } from './compare-url';
 import { nulFields, gitIn } from './git-in';
-import { GitError } from './run-git';
+import { emptyHooksFolder, GitError } from './run-git';
 
 /**
  * The program a push starts at the other end (run by a shell here for a local or ssh remote): git's own,
@@ -11,6 +11,36 @@ import { GitError } from './run-git';
  * even where the config allows the protocol.
  */
 const RECEIVE_PACK = 'git-receive-pack';
+
+/**
+ * The receive-pack a push to a remote on this machine (a path, a file:// URL) starts: git's own, kept
+ * from running what the remote repository's files name. That repository is files the agent or a clone
+ * may have written (a bare repository in the worktree, a remote URL the repository's config points
+ * anywhere), and git clears our `-c` settings for a local receive-pack: so they are given on its own
+ * command line. Its hooks (in hooks/ or where its core.hooksPath says) point at our empty folder; its
+ * core.alternateRefsCommand lists nothing (only an alternate's refs not advertised: more objects sent);
+ * and its checked-out branch is never updated in place (receive.denyCurrentBranch=updateInstead would
+ * check files out there, running its filters, fsmonitor and push-to-checkout hook): refused, as git's default.
+ */
+async function localReceivePack(): Promise<string> {
+  const settings = [`core.hooksPath=${await emptyHooksFolder()}`, 'core.alternateRefsCommand=true', 'core.fsmonitor=false', 'receive.denyCurrentBranch=refuse'];
+  // Run by a shell: each setting single-quoted (the temp folder's path is the only part not ours).
+  return ['git', ...settings.flatMap((setting) => ['-c', `'${setting.replace(/'/g, "'\\''")}'`]), 'receive-pack'].join(' ');
+}
+
+/**
+ * Whether git reaches `url` by starting a receive-pack on this machine, decided as git's transport.c and
+ * connect.c decide: not a remote helper (`<scheme>::`), and either a file:// URL or neither a URL
+ * (`<scheme>://`) nor scp-like `host:path` (a `:` before any `/`).
+ */
+export function isLocalRemote(url: string): boolean {
+  if (/^[A-Za-z0-9][A-Za-z0-9+.-]*::/.test(url)) return false;
+  if (url.startsWith('file://')) return true;
+  if (/^[A-Za-z0-9][A-Za-z0-9+.-]*:\/\//.test(url)) return false;
+  const colon = url.indexOf(':');
+  const slash = url.indexOf('/');
+  return colon < 0 || (slash >= 0 && slash < colon);
+}
 
 /**
  * push_changes: the conversation's branch pushed to `remote` (its own name there), and the page that
@@ -26,7 +56,13 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
   if (!remotes.includes(remote)) {
     throw new ServiceError('invalid_request', remotes.length > 0 ? `the repository has no remote named ${remote} (it has ${remotes.join(', ')})` : 'the repository has no remote to push to');
   }
-  const url = (await gitIn(worktree.repository, ['remote', 'get-url', '--push', '--', remote])).stdout.trim();
+  // Every push URL (a remote may have several, and push goes to each), as git rewrites them (pushInsteadOf).
+  const urls = (await gitIn(worktree.repository, ['remote', 'get-url', '--push', '--all', '--', remote])).stdout.split('\n').filter(Boolean);
+  const local = urls.filter(isLocalRemote);
+  if (!options.allowHooks && local.length > 0 && local.length < urls.length) {
+    throw new ServiceError('conflict', `the remote ${remote} has push URLs both on this machine and elsewhere: nothing was pushed. Push from a terminal, or set worktrees.allow_hooks`);
+  }
+  const receivePack = !options.allowHooks && local.length > 0 ? await localReceivePack() : RECEIVE_PACK;
   // The owner's allow_hooks lets the repository's own programs run on push: its hooks, and these.
   const commands = options.allowHooks ? [] : await repositoryTransportCommands(worktree.path);
   if (commands.length > 0) {
@@ -44,7 +80,7 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
         'push',
         '--porcelain',
         '--recurse-submodules=no',
-        `--receive-pack=${RECEIVE_PACK}`,
+        `--receive-pack=${receivePack}`,
         '--',
         remote,
         `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`,
@@ -61,7 +97,7 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
       .join(' ');
     throw new ServiceError('conflict', `git could not push ${worktree.branch} to ${remote}: ${redactUrls(reason) || `exit ${error.code}`}`);
   }
-  return { remote, branch: worktree.branch, compare_url: compareUrlOf(url, worktree.branch, worktree.baseBranch) };
+  return { remote, branch: worktree.branch, compare_url: compareUrlOf(urls[0] ?? '', worktree.branch, worktree.baseBranch) };
 }
 
 /** Settings that name a program a push may run to reach the remote or ask for its credentials. */

@@ -7,7 +7,7 @@ import { changesOf } from '../../src/git/changes';
 import { commitChanges } from '../../src/git/commit';
 import { compareUrlOf } from '../../src/git/compare-url';
 import { landChanges } from '../../src/git/land';
-import { discardWorktree, pushChanges, unlandedWork } from '../../src/git/push';
+import { discardWorktree, isLocalRemote, pushChanges, unlandedWork } from '../../src/git/push';
 import { revertChanges } from '../../src/git/revert';
 import { ServiceError } from '../../src/protocol/errors';
 import { addWorktree, git, isolateGitConfig, makeRepo, snapshot, writeFiles, type TestRepo } from '../helpers/git-repo';
@@ -458,6 +458,103 @@ describe('push and discard', () => {
       // The owner's allow_hooks lets the repository's own programs run on push (its sshCommand is not used for a local remote).
       git(repo.repo, 'config', 'core.sshCommand', `touch '${marker}'; false`);
       assert.equal((await pushChanges(wt, 'origin', { allowHooks: true })).branch, wt.branch);
+    });
+  });
+
+  test("attack: a local remote's own hooks, core.hooksPath and alternateRefsCommand run nothing on push (a path or file:// URL); a plain local bare remote is pushed to", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const bare = join(repo.worktrees, '..', 'remote.git');
+      const marker = join(repo.worktrees, '..', 'remote-hook-ran');
+      git(repo.repo, 'init', '-q', '--bare', bare);
+      // Every hook a receive-pack runs, in the remote's hooks folder and in one its own config names.
+      const hook = `#!/bin/sh\necho "$0" >> '${marker}'\n`;
+      const names = ['pre-receive', 'update', 'post-receive', 'post-update', 'reference-transaction', 'push-to-checkout'];
+      await writeFiles(
+        bare,
+        Object.fromEntries(
+          names.flatMap((name) => [
+            [`hooks/${name}`, hook],
+            [`own-hooks/${name}`, hook],
+          ]),
+        ),
+      );
+      for (const name of names) await Promise.all([chmod(join(bare, 'hooks', name), 0o755), chmod(join(bare, 'own-hooks', name), 0o755)]);
+      // An alternate object store makes receive-pack run the command its config names to list the alternate's refs.
+      const alternate = join(repo.worktrees, '..', 'alternate.git');
+      git(repo.repo, 'init', '-q', '--bare', alternate);
+      await writeFiles(bare, { 'objects/info/alternates': `${join(alternate, 'objects')}\n` });
+      git(bare, 'config', 'core.alternateRefsCommand', `touch '${marker}'; true`);
+      git(repo.repo, 'remote', 'add', 'origin', bare);
+      git(repo.repo, 'remote', 'add', 'byurl', `file://${bare}`);
+      const wt = addWorktree(repo, 'p5');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+      const { commit } = await commitChanges(wt, 'to push', noHooks);
+      for (const hooksPath of [null, join(bare, 'own-hooks')]) {
+        if (hooksPath) git(bare, 'config', 'core.hooksPath', hooksPath);
+        for (const remote of ['origin', 'byurl']) {
+          git(bare, '-c', 'core.hooksPath=/dev/null', 'update-ref', '-d', `refs/heads/${wt.branch}`);
+          assert.equal((await pushChanges(wt, remote, noHooks)).branch, wt.branch);
+          assert.equal(
+            existsSync(marker),
+            false,
+            `the remote's own programs ran on a push to ${remote} (core.hooksPath ${hooksPath ?? 'unset'}): ${existsSync(marker) ? await readFile(marker, 'utf8') : ''}`,
+          );
+          assert.equal(git(bare, 'rev-parse', `refs/heads/${wt.branch}`).trim(), commit, `pushed to ${remote}`);
+        }
+      }
+      // The owner's allow_hooks lets them run, as in a terminal.
+      git(bare, '-c', 'core.hooksPath=/dev/null', 'update-ref', '-d', `refs/heads/${wt.branch}`);
+      await pushChanges(wt, 'origin', { allowHooks: true });
+      assert.equal(existsSync(marker), true, 'allow_hooks runs the remote hooks');
+    });
+  });
+
+  test("attack: a remote with push URLs elsewhere and on this machine is refused (the local one's hooks would run); what git reaches locally", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const bare = join(repo.worktrees, '..', 'remote.git');
+      const marker = join(repo.worktrees, '..', 'mixed-hook-ran');
+      git(repo.repo, 'init', '-q', '--bare', bare);
+      await writeFiles(bare, { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
+      await chmod(join(bare, 'hooks', 'pre-receive'), 0o755);
+      git(repo.repo, 'remote', 'add', 'mixed', bare);
+      git(repo.repo, 'config', '--add', 'remote.mixed.pushurl', bare);
+      git(repo.repo, 'config', '--add', 'remote.mixed.pushurl', 'git://127.0.0.1:9/x.git');
+      const wt = addWorktree(repo, 'p7');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+      await commitChanges(wt, 'to push', noHooks);
+      const refused = await pushChanges(wt, 'mixed', noHooks).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      assert.equal(existsSync(marker), false, "the local push URL's hook ran");
+      assert.ok(refused instanceof ServiceError && refused.code === 'conflict', String(refused));
+    });
+    for (const url of ['/srv/git/app.git', 'app.git', './a:b', 'file:///srv/app.git', 'C/x:y']) assert.equal(isLocalRemote(url), true, url);
+    for (const url of ['git@github.com:me/app.git', 'host:path/x', 'ssh://h/x', 'git://h/x', 'https://h/x', 'ext::sh -c x', 'fd::3', '[h:22]:x']) assert.equal(isLocalRemote(url), false, url);
+  });
+
+  test('attack: a local non-bare remote set to updateInstead on the pushed branch checks nothing out there (its fsmonitor, filters, push-to-checkout hook): refused, nothing runs', async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'p6');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n', 'b.x': 'b\n' });
+      await commitChanges(wt, 'to push', noHooks);
+      const remoteRepo = join(repo.worktrees, '..', 'remote-tree');
+      const marker = join(repo.worktrees, '..', 'remote-checkout-ran');
+      git(repo.repo, 'clone', '-q', repo.repo, remoteRepo);
+      git(remoteRepo, 'checkout', '-q', '-b', wt.branch);
+      git(remoteRepo, 'config', 'receive.denyCurrentBranch', 'updateInstead');
+      git(remoteRepo, 'config', 'core.fsmonitor', `touch '${marker}'; true`);
+      git(remoteRepo, 'config', 'filter.evil.smudge', `touch '${marker}'; cat`);
+      await writeFiles(remoteRepo, { '.git/info/attributes': '* filter=evil\n' });
+      git(repo.repo, 'remote', 'add', 'tree', remoteRepo);
+      const before = git(remoteRepo, 'rev-parse', 'HEAD').trim();
+      const refused = await pushChanges(wt, 'tree', noHooks).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      assert.equal(existsSync(marker), false, "the remote's fsmonitor or filter ran on a push");
+      assert.ok(refused instanceof ServiceError && refused.code === 'conflict', String(refused));
+      assert.equal(git(remoteRepo, 'rev-parse', 'HEAD').trim(), before, 'nothing pushed');
     });
   });
 

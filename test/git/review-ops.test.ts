@@ -10,7 +10,7 @@ import { landChanges } from '../../src/git/land';
 import { discardWorktree, isLocalRemote, pushChanges, unlandedWork } from '../../src/git/push';
 import { revertChanges } from '../../src/git/revert';
 import { ServiceError } from '../../src/protocol/errors';
-import { addWorktree, git, isolateGitConfig, makeRepo, snapshot, writeFiles, type TestRepo } from '../helpers/git-repo';
+import { addWorktree, git, gitRepository, isolateGitConfig, makeRepo, snapshot, writeFiles, type TestRepo } from '../helpers/git-repo';
 
 const lines = (n: number, tag = '') => Array.from({ length: n }, (_, i) => `line ${i + 1}${tag}`).join('\n') + '\n';
 const noHooks = { allowHooks: false };
@@ -531,6 +531,35 @@ describe('push and discard', () => {
     });
     for (const url of ['/srv/git/app.git', 'app.git', './a:b', 'file:///srv/app.git', 'C/x:y']) assert.equal(isLocalRemote(url), true, url);
     for (const url of ['git@github.com:me/app.git', 'host:path/x', 'ssh://h/x', 'git://h/x', 'https://h/x', 'ext::sh -c x', 'fd::3', '[h:22]:x']) assert.equal(isLocalRemote(url), false, url);
+  });
+
+  test('attack: push.recurseSubmodules=on-demand does not push a submodule, whose own config (core.sshCommand) the transport check never reads; the branch is pushed', async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const marker = join(repo.worktrees, '..', 'submodule-ssh-ran');
+      const library = join(repo.worktrees, '..', 'library');
+      await gitRepository(library, { 's.txt': 's\n' });
+      git(repo.repo, '-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', library, 'lib');
+      git(repo.repo, 'commit', '-q', '-m', 'add lib');
+      const bare = join(repo.worktrees, '..', 'remote.git');
+      git(repo.repo, 'init', '-q', '--bare', bare);
+      git(repo.repo, 'remote', 'add', 'origin', bare);
+      git(repo.repo, 'config', 'push.recurseSubmodules', 'on-demand');
+      // The agent's worktree with the submodule checked out (its shell may run `git submodule update`), a
+      // new commit in it, and the submodule's own config naming an ssh remote and an ssh program.
+      const wt = addWorktree(repo, 'p8');
+      git(wt.path, '-c', 'protocol.file.allow=always', 'submodule', 'update', '-q', '--init');
+      const sub = join(wt.path, 'lib');
+      // (A branch of the pushed branch's name: git pushes the submodule with the same refspec.)
+      git(sub, 'checkout', '-q', '-b', wt.branch);
+      await writeFiles(sub, { 's.txt': 'changed\n' });
+      git(sub, 'commit', '-q', '-am', 'submodule change');
+      git(sub, 'remote', 'set-url', 'origin', 'ssh://127.0.0.1:9/library.git');
+      git(sub, 'config', 'core.sshCommand', `touch '${marker}'; false`);
+      const { commit } = await commitChanges(wt, 'bump lib', noHooks);
+      await pushChanges(wt, 'origin', noHooks).catch(() => undefined);
+      assert.equal(existsSync(marker), false, "the submodule's core.sshCommand ran on push");
+      assert.equal(git(bare, 'rev-parse', `refs/heads/${wt.branch}`).trim(), commit, 'the branch was pushed alone');
+    });
   });
 
   test('attack: a local non-bare remote set to updateInstead on the pushed branch checks nothing out there (its fsmonitor, filters, push-to-checkout hook): refused, nothing runs', async () => {

@@ -6,13 +6,16 @@ import { execFileSync } from 'node:child_process';
 import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { openStore } from '../../src/store/index';
+import { openStore, type NewMessage } from '../../src/store/index';
 import { scanRecords } from '../../src/store/record';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startService, type RunningService } from '../helpers/service';
 import { captureLogger } from '../helpers/store-utils';
 import { tempDir } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
+
+/** A tmpfs allocates whole pages of this size. */
+const PAGE = 4096;
 
 let fake: FakeOpenAI;
 before(async () => {
@@ -188,3 +191,59 @@ test('disk full mid-record: the torn bytes are cut off at once, the refused reco
     'the journal is clean',
   );
 });
+
+test(
+  'disk full for history.db only: a message the journal took is acknowledged though the worker refused its body (owed, written once space is back), and an append never fails a stored message',
+  { timeout: 60_000 },
+  async (t) => {
+    const disk = await smallDisk('2m');
+    if (!disk) {
+      t.skip('mounting a tmpfs needs root');
+      return;
+    }
+    const filler = path.join(disk.dir, 'filler');
+    let store = await openStore(disk.dir);
+    t.after(async () => {
+      await store.close();
+      await disk.cleanup();
+    });
+    await store.conversations.create({ id: 'c', title: 't', source: 'ws', created_at: new Date(0).toISOString() });
+    const message = (id: string, content: string, ms: number): NewMessage => ({ id, conversation_id: 'c', role: 'user', content, timestamp: new Date(ms).toISOString() });
+    const segment = async () =>
+      path.join(
+        disk.dir,
+        (await readdir(disk.dir))
+          .filter((n) => /journal\.\d+$/.test(n))
+          .sort()
+          .at(-1)!,
+      );
+    // A tmpfs gives whole pages: the journal's last page keeps room for a small record once the disk is
+    // full, while history.db's WAL needs a new page for any frame (4 KiB and its header). Padded until
+    // that room is at least 2 KiB.
+    for (let i = 0; ; i++) {
+      const room = (PAGE - ((await stat(await segment())).size % PAGE)) % PAGE;
+      if (room >= 2048) break;
+      await store.messages.append(message(`pad${i}`, 'p'.repeat(room + 100), i));
+    }
+    await fillDisk(filler);
+
+    const outcome = await store.messages.append(message('m1', 'taken by the journal', 100)).then(
+      () => null,
+      (err: Error) => err,
+    );
+    if (outcome) assert.equal(store.messages.has('m1'), false, `the append failed (${outcome.message}) though its message is stored`);
+    assert.equal(outcome, null, 'the journal took the message');
+    assert.match(String(await store.problem()), /disk full/, 'history.db refused its body');
+    const read = async () => new Map((await store.messages.recent('c', { limit: 100 })).map((m) => [m.id, m.content]));
+    assert.equal((await read()).get('m1'), 'taken by the journal', 'read from the owed body meanwhile');
+
+    await rm(filler);
+    await store.messages.append(message('m2', 'after space is back', 101));
+    assert.equal(await store.problem(), null);
+    await store.close();
+    store = await openStore(disk.dir);
+    const after = await read();
+    assert.equal(after.get('m1'), 'taken by the journal');
+    assert.equal(after.get('m2'), 'after space is back');
+  },
+);

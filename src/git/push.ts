@@ -137,7 +137,9 @@ export async function unlandedWork(worktree: WorktreeRecord): Promise<{ commits:
     (out) => Number(out.stdout.trim()),
     () => 0,
   );
-  const uncommittedFiles = await gitIn(worktree.path, ['status', '--porcelain=v1', '-z', '--untracked-files=all'], { readOnly: true }).then(
+  // A submodule counts when its commit moved; its files are not looked into (git would run `git status`
+  // in it, under its own config: its filters).
+  const uncommittedFiles = await gitIn(worktree.path, ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=dirty'], { readOnly: true }).then(
     (out) => nulFields(out.stdout).filter((field) => /^.. /.test(field)).length,
     () => 0,
   );

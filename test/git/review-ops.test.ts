@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { chmod, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, readFile, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { changesOf } from '../../src/git/changes';
@@ -629,6 +629,53 @@ describe('push and discard', () => {
       assert.equal(git(repo.repo, 'branch', '--list', wt.branch).trim(), '');
       // (Its path, not /d1/: the temp folder's random name may hold those letters.)
       assert.equal(git(repo.repo, 'worktree', 'list', '--porcelain').includes(`worktree ${wt.path}\n`), false);
+    });
+  });
+});
+
+describe('a nested repository committed as a gitlink (an unpacked archive, a folder the agent made a repository)', () => {
+  /**
+   * A repository at `dir` whose own config names a clean filter for every file, and whose file's stat
+   * no longer matches its index: a `git status` inside it (which git runs to see whether a submodule's
+   * files changed) runs the filter.
+   */
+  async function nestedWithFilter(dir: string): Promise<void> {
+    await writeFiles(dir, { '.gitattributes': '* filter=evil\n', 'a.txt': 'vendored\n' });
+    git(dir, 'init', '-q');
+    git(dir, 'add', '.');
+    git(dir, 'commit', '-q', '-m', 'vendored');
+  }
+  async function armFilter(dir: string, marker: string): Promise<void> {
+    git(dir, 'config', 'filter.evil.clean', `touch '${marker}'; cat`);
+    const later = new Date(Date.now() + 60_000);
+    await utimes(join(dir, 'a.txt'), later, later);
+  }
+
+  test("attack: get_changes, land_changes and discard's check run none of its own config's programs (its clean filter); the gitlink is still listed and landed", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const marker = join(repo.worktrees, '..', 'nested-filter-ran');
+      // In the user's repository (land's status there), and in the worktree (get_changes after each turn).
+      await nestedWithFilter(join(repo.repo, 'vendor', 'lib'));
+      git(repo.repo, 'add', 'vendor/lib');
+      git(repo.repo, 'commit', '-q', '-m', 'vendor lib');
+      const wt = addWorktree(repo, 'n1');
+      await nestedWithFilter(join(wt.path, 'tools'));
+      git(wt.path, 'add', 'tools');
+      git(wt.path, 'commit', '-q', '-m', 'tools');
+      await armFilter(join(repo.repo, 'vendor', 'lib'), marker);
+      await armFilter(join(wt.path, 'tools'), marker);
+
+      const changes = await changesOf(wt);
+      assert.equal(existsSync(marker), false, "the nested repository's filter ran on get_changes");
+      assert.ok(
+        changes.files.some((f) => f.path === 'tools'),
+        'the gitlink is listed',
+      );
+      assert.equal((await unlandedWork(wt)).commits, 1);
+      assert.equal(existsSync(marker), false, "the nested repository's filter ran on discard's look at what would be lost");
+      const landed = await landChanges(wt, 'merge', noHooks);
+      assert.equal(existsSync(marker), false, "the nested repository's filter ran on land_changes");
+      assert.equal(landed.landed, true, JSON.stringify(landed.blocked));
     });
   });
 });

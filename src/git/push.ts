@@ -105,9 +105,11 @@ const TRANSPORT_KEYS = '^(core\\.(sshcommand|gitproxy|askpass)|credential\\..*he
 /**
  * A credential helper given by a plain name (`store`, `cache --timeout=60`): git runs its own
  * `git credential-<name>`, found on PATH. Anything else (`!<shell>`, a path, a shell character) runs
- * what it says.
+ * what it says; and any other argument may name a place (`store --file=<a file in the worktree>`,
+ * `cache --socket=<path>`) where git hands the person's credential, got from their own helper, after
+ * the push.
  */
-const PLAIN_HELPER = /^(?:[A-Za-z0-9][\w.-]*(?: [\w.,:=/~+@-]+)*)?$/;
+const PLAIN_HELPER = /^(?:[A-Za-z0-9][\w.-]*(?: --timeout=\d+)?)?$/;
 
 /**
  * The transport commands the repository's own config (its local and worktree files, and the files they

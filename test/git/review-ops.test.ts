@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { chmod, readFile, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -587,6 +590,39 @@ describe('push and discard', () => {
     });
   });
 
+  test("attack: a credential helper the repository's config names with a place of its choosing (store --file=<a file in the worktree>) is refused on push; the person's credential is not written there", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const served = join(repo.worktrees, '..', 'served');
+      git(repo.repo, 'init', '-q', '--bare', join(served, 'remote.git'));
+      const server = await gitOverHttp(served);
+      // The person's own helper (their global config) answers the remote's 401 with their credential.
+      git(repo.repo, 'config', '--global', 'credential.helper', '!f() { test "$1" = get && { echo username=person; echo password=SECRET-PASS; }; }; f');
+      try {
+        git(repo.repo, 'remote', 'add', 'origin', `${server.url}/remote.git`);
+        const wt = addWorktree(repo, 'p9');
+        await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+        const { commit } = await commitChanges(wt, 'to push', noHooks);
+        const leak = join(wt.path, 'leak');
+        for (const helper of [`store --file=${leak}`, `cache --socket=${leak}`]) {
+          git(repo.repo, 'config', 'credential.helper', helper);
+          const refused = await pushChanges(wt, 'origin', noHooks).then(
+            () => undefined,
+            (error: unknown) => error,
+          );
+          assert.equal(existsSync(leak), false, `the person's credential was written where the repository said (${helper})`);
+          assert.ok(refused instanceof ServiceError && refused.code === 'conflict', String(refused));
+        }
+        // Without it the push goes through with the person's own helper.
+        git(repo.repo, 'config', '--unset-all', 'credential.helper');
+        await pushChanges(wt, 'origin', noHooks);
+        assert.equal(git(join(served, 'remote.git'), 'rev-parse', `refs/heads/${wt.branch}`).trim(), commit);
+      } finally {
+        git(repo.repo, 'config', '--global', '--unset-all', 'credential.helper');
+        await server.close();
+      }
+    });
+  });
+
   test("attack: a remote the repository's config names like an option (--receive-pack=<command>) is refused; nothing runs, nothing is pushed", async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'remote.git');
@@ -719,3 +755,50 @@ describe('a repository using git LFS (filters are off in our git: refused by nam
     });
   });
 });
+
+/**
+ * Git's smart HTTP on 127.0.0.1 (`git http-backend` behind Basic authentication, any credential taken):
+ * a remote that asks for a password, as a hosted one does.
+ */
+async function gitOverHttp(root: string): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = createServer((request, response) => {
+    if (!request.headers.authorization) {
+      response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="git"' }).end();
+      return;
+    }
+    const url = new URL(request.url ?? '/', 'http://127.0.0.1');
+    const backend = spawn('git', ['http-backend'], {
+      env: {
+        ...process.env,
+        GIT_PROJECT_ROOT: root,
+        GIT_HTTP_EXPORT_ALL: '1',
+        PATH_INFO: url.pathname,
+        REQUEST_METHOD: request.method ?? 'GET',
+        QUERY_STRING: url.search.slice(1),
+        CONTENT_TYPE: request.headers['content-type'] ?? '',
+        ...(request.headers['content-encoding'] ? { HTTP_CONTENT_ENCODING: request.headers['content-encoding'] } : {}),
+        REMOTE_USER: 'person',
+        REMOTE_ADDR: '127.0.0.1',
+      },
+    });
+    request.pipe(backend.stdin);
+    const chunks: Buffer[] = [];
+    backend.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+    backend.on('close', () => {
+      // A CGI answer: its headers (a Status: line among them), a blank line, the body.
+      const out = Buffer.concat(chunks);
+      const end = out.indexOf('\r\n\r\n');
+      const headers: Record<string, string> = {};
+      let status = 200;
+      for (const line of out.subarray(0, end).toString().split('\r\n')) {
+        const colon = line.indexOf(': ');
+        if (/^status$/i.test(line.slice(0, colon))) status = Number(line.slice(colon + 2, colon + 5));
+        else headers[line.slice(0, colon)] = line.slice(colon + 2);
+      }
+      response.writeHead(status, headers).end(out.subarray(end + 4));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}

@@ -68,7 +68,7 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
   if (commands.length > 0) {
     throw new ServiceError(
       'conflict',
-      `the repository's own config names a command git would run to push (${commands.join(', ')}): nothing was pushed. Move it to your global config, set worktrees.allow_hooks, or push from a terminal`,
+      `the repository's own config names a command git would run to push, or where it would send your credentials (${commands.join(', ')}): nothing was pushed. Move it to your global config, set worktrees.allow_hooks, or push from a terminal`,
     );
   }
   try {
@@ -100,8 +100,12 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
   return { remote, branch: worktree.branch, compare_url: compareUrlOf(urls[0] ?? '', worktree.branch, worktree.baseBranch) };
 }
 
-/** Settings that name a program a push may run to reach the remote or ask for its credentials. */
-const TRANSPORT_KEYS = '^(core\\.(sshcommand|gitproxy|askpass)|credential\\..*helper)$';
+/**
+ * Settings that name a program a push may run to reach the remote or ask for its credentials, and those
+ * that send the credential (the person's, from their own helper) to a server git does not check: a
+ * proxy, another address for the host, certificate checks off or a CA of the repository's choosing.
+ */
+const TRANSPORT_KEYS = '^(core\\.(sshcommand|gitproxy|askpass)|credential\\..*helper|http\\.(.*\\.)?(sslverify|sslcainfo|sslcapath|sslbackend|proxy|curloptresolve)|remote\\..*\\.proxy)$';
 /**
  * A credential helper given by a plain name (`store`, `cache --timeout=60`): git runs its own
  * `git credential-<name>`, found on PATH. Anything else (`!<shell>`, a path, a shell character) runs
@@ -114,9 +118,9 @@ const PLAIN_HELPER = /^(?:[A-Za-z0-9][\w.-]*(?: --timeout=\d+)?)?$/;
 /**
  * The transport commands the repository's own config (its local and worktree files, and the files they
  * include) names: an ssh program, a git:// proxy, a password prompt, a credential helper that is not a
- * plain name. That config is the repository's files (a clone, a webhook's turn writing .git/config), and
- * none of what it names may run (run-git.ts); the user's global and system config are theirs, and run
- * as in a terminal.
+ * plain name; and the settings that would send the credential elsewhere (TRANSPORT_KEYS). That config
+ * is the repository's files (a clone, a webhook's turn writing .git/config), and none of what it names
+ * may run (run-git.ts); the user's global and system config are theirs, and run as in a terminal.
  */
 async function repositoryTransportCommands(folder: string): Promise<string[]> {
   const { stdout } = await gitIn(folder, ['config', '--show-scope', '--includes', '--null', '--get-regexp', TRANSPORT_KEYS], { okCodes: [1], readsNoContent: true });
@@ -125,8 +129,9 @@ async function repositoryTransportCommands(folder: string): Promise<string[]> {
   // Each entry is `<scope>\0<key>\n<value>\0`.
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const [key, ...rest] = fields[i + 1].split('\n');
-    const helper = /\.helper$/i.test(key);
-    if ((fields[i] === 'local' || fields[i] === 'worktree') && !(helper && PLAIN_HELPER.test(rest.join('\n')))) named.add(key);
+    const value = rest.join('\n');
+    const harmless = /\.helper$/i.test(key) ? PLAIN_HELPER.test(value) : /\.sslverify$/i.test(key) && /^(true|yes|on|1)$/i.test(value);
+    if ((fields[i] === 'local' || fields[i] === 'worktree') && !harmless) named.add(key);
   }
   return [...named];
 }

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { chmod, readFile, rm, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { changesOf } from '../../src/git/changes';
@@ -14,6 +15,7 @@ import { discardWorktree, isLocalRemote, pushChanges, unlandedWork } from '../..
 import { revertChanges } from '../../src/git/revert';
 import { ServiceError } from '../../src/protocol/errors';
 import { addWorktree, git, gitRepository, isolateGitConfig, makeRepo, snapshot, writeFiles, type TestRepo } from '../helpers/git-repo';
+import { selfSignedCertificate } from '../helpers/self-signed';
 
 const lines = (n: number, tag = '') => Array.from({ length: n }, (_, i) => `line ${i + 1}${tag}`).join('\n') + '\n';
 const noHooks = { allowHooks: false };
@@ -619,6 +621,56 @@ describe('push and discard', () => {
       } finally {
         git(repo.repo, 'config', '--global', '--unset-all', 'credential.helper');
         await server.close();
+      }
+    });
+  });
+
+  test("attack: the repository's own config cannot send the person's credential to a server git does not check (http.sslVerify off, curloptResolve, a proxy, its own CA): refused, no credential sent", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      // Someone else's server posing as the person's forge (forge.example), with a certificate of its own making.
+      const certs = join(repo.worktrees, '..', 'certs');
+      await mkdir(certs);
+      const { key, cert, certFile } = selfSignedCertificate(certs, 'forge.example');
+      const heard: string[] = [];
+      const server = createHttpsServer({ key, cert }, (request, response) => {
+        if (request.headers.authorization) heard.push(request.headers.authorization);
+        response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="forge"' }).end();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as AddressInfo;
+      // The person's own helper holds their credential for forge.example.
+      git(repo.repo, 'config', '--global', 'credential.helper', '!f() { test "$1" = get && { echo username=person; echo password=SECRET-PASS; }; }; f');
+      try {
+        git(repo.repo, 'remote', 'add', 'origin', `https://forge.example:${port}/me/app.git`);
+        const wt = addWorktree(repo, 'p10');
+        await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+        await commitChanges(wt, 'to push', noHooks);
+        const resolve = `forge.example:${port}:127.0.0.1`;
+        const settings: [string, string][][] = [
+          [
+            ['http.curloptResolve', resolve],
+            ['http.sslVerify', 'false'],
+          ],
+          [
+            [`http.https://forge.example:${port}/.curloptResolve`, resolve],
+            ['http.sslCAInfo', certFile],
+          ],
+          [['http.proxy', 'http://127.0.0.1:9']],
+          [['remote.origin.proxy', 'http://127.0.0.1:9']],
+        ];
+        for (const set of settings) {
+          for (const [name, value] of set) git(repo.repo, 'config', name, value);
+          const refused = await pushChanges(wt, 'origin', noHooks).then(
+            () => undefined,
+            (error: unknown) => error,
+          );
+          assert.deepEqual(heard, [], `the credential reached the server with ${set.map(([name]) => name).join(', ')}`);
+          assert.ok(refused instanceof ServiceError && refused.code === 'conflict' && /config/.test(refused.message), String(refused));
+          for (const [name] of set) git(repo.repo, 'config', '--unset-all', name);
+        }
+      } finally {
+        git(repo.repo, 'config', '--global', '--unset-all', 'credential.helper');
+        await new Promise((resolve) => server.close(resolve));
       }
     });
   });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import childProcess from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -20,6 +20,16 @@ import { selfSignedCertificate } from '../helpers/self-signed';
 const lines = (n: number, tag = '') => Array.from({ length: n }, (_, i) => `line ${i + 1}${tag}`).join('\n') + '\n';
 const noHooks = { allowHooks: false };
 
+/** git-lfs is on this machine (`git lfs version` answers): a test of the pointers it writes runs only then. */
+function hasGitLfs(): boolean {
+  try {
+    childProcess.execFileSync('git', ['lfs', 'version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 let isolation: Awaited<ReturnType<typeof isolateGitConfig>>;
 before(async () => {
   isolation = await isolateGitConfig();
@@ -33,6 +43,22 @@ async function withRepo(files: Record<string, string | Buffer>, body: (repo: Tes
   } finally {
     await repo.cleanup();
   }
+}
+
+/** The git processes the service's runner starts while `body` runs (run-git.ts starts them with spawn), as their arguments. */
+async function gitRuns(body: () => Promise<unknown>): Promise<string[][]> {
+  const spawn = childProcess.spawn;
+  const runs: string[][] = [];
+  childProcess.spawn = ((file: string, args: readonly string[], ...rest: unknown[]) => {
+    if (file === 'git') runs.push([...args]);
+    return (spawn as (...all: unknown[]) => unknown)(file, args, ...rest);
+  }) as typeof spawn;
+  try {
+    await body();
+  } finally {
+    childProcess.spawn = spawn;
+  }
+  return runs;
 }
 
 describe('get_changes', () => {
@@ -288,6 +314,23 @@ describe('commit_changes', () => {
       await commitChanges(wt, 'second', { allowHooks: true });
       assert.equal(existsSync(marker), true);
       await assert.rejects(commitChanges(wt, 'nothing', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict');
+    });
+  });
+
+  test('the staged diff is read once: one git diff --cached tells whether there is anything and which files to check', async () => {
+    await withRepo({ 'a.txt': 'a\n', 'gone.txt': 'bye\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'k3');
+      await writeFiles(wt.path, { 'a.txt': 'b\n', 'n.txt': 'new\n' });
+      await rm(join(wt.path, 'gone.txt'));
+      let commit = '';
+      const runs = await gitRuns(async () => ({ commit } = await commitChanges(wt, 'agent work', noHooks)));
+      assert.equal(runs.filter((args) => args.includes('diff') && args.includes('--cached')).length, 1, runs.map((a) => a.join(' ')).join('\n'));
+      assert.equal(git(wt.path, 'show', '--name-status', '--format=', commit).trim().split('\n').sort().join(','), 'A\tn.txt,D\tgone.txt,M\ta.txt');
+      // Nothing left: still a clear conflict, from that one diff.
+      const again = await gitRuns(() =>
+        assert.rejects(commitChanges(wt, 'nothing', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /nothing to commit/.test(e.message)),
+      );
+      assert.equal(again.filter((args) => args.includes('diff') && args.includes('--cached')).length, 1);
     });
   });
 
@@ -796,6 +839,41 @@ describe('a repository using git LFS (filters are off in our git: refused by nam
     });
   });
 
+  test('small LFS files are read by one git for all of them, not one each: pointers pass, small raw files (text or not) are named', async () => {
+    const names = Array.from({ length: 8 }, (_, i) => `p${i}.bin`);
+    await withRepo({ '.gitattributes': attributes, 'notes.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'lfs3');
+      const pointers = Object.fromEntries(names.map((name, i) => [name, pointer.replace('size 3000', `size ${3000 + i}`)]));
+      // A small raw file of bytes that are not UTF-8 before the pointers, and a text one among them: neither moves where the next one is read.
+      // An empty file is not refused: git-lfs stores it as it is.
+      await writeFiles(wt.path, { ...pointers, 'a-raw.bin': Buffer.from([0xff, 0xfe, 0x80, 0x0a, 0xc3]), 'p4-raw.bin': 'not a pointer\n', 'empty.bin': '' });
+      const runs = await gitRuns(() =>
+        assert.rejects(commitChanges(wt, 'agent work', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /keeps a-raw\.bin, p4-raw\.bin in git LFS/.test(e.message)),
+      );
+      assert.equal(runs.filter((args) => args.includes('cat-file')).length, 2, runs.map((a) => a.join(' ')).join('\n'));
+      await rm(join(wt.path, 'a-raw.bin'));
+      await rm(join(wt.path, 'p4-raw.bin'));
+      const { commit } = await commitChanges(wt, 'pointers only', noHooks);
+      assert.equal(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n').length, names.length + 1);
+    });
+  });
+
+  test('with git-lfs installed: the pointers it writes pass and the file it would have stored as a pointer is refused', { skip: !hasGitLfs() && 'git-lfs is not installed' }, async () => {
+    await withRepo({ '.gitattributes': attributes, 'notes.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'lfs4');
+      await writeFiles(wt.path, { 'made.src': large, 'other.src': Buffer.alloc(500, 3) });
+      // git lfs's own pointers for two files, as a checkout by a git with LFS leaves them.
+      await writeFiles(wt.path, { 'made.bin': git(wt.path, 'lfs', 'pointer', '--file=made.src'), 'other.bin': git(wt.path, 'lfs', 'pointer', '--file=other.src') });
+      await rm(join(wt.path, 'made.src'));
+      await rm(join(wt.path, 'other.src'));
+      await writeFiles(wt.path, { 'whole.bin': Buffer.alloc(500, 3) });
+      await assert.rejects(commitChanges(wt, 'agent work', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /keeps whole\.bin in git LFS/.test(e.message));
+      await rm(join(wt.path, 'whole.bin'));
+      const { commit } = await commitChanges(wt, 'pointers', noHooks);
+      assert.equal(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n').sort().join(','), 'made.bin,other.bin');
+    });
+  });
+
   test('land_changes refuses a branch that stored an LFS file whole (committed by other means), naming it; the workspace unchanged', async () => {
     await withRepo({ '.gitattributes': attributes, 'model.bin': pointer }, async (repo) => {
       const wt = addWorktree(repo, 'lfs2');
@@ -819,7 +897,7 @@ async function gitOverHttp(root: string): Promise<{ url: string; close: () => Pr
       return;
     }
     const url = new URL(request.url ?? '/', 'http://127.0.0.1');
-    const backend = spawn('git', ['http-backend'], {
+    const backend = childProcess.spawn('git', ['http-backend'], {
       env: {
         ...process.env,
         GIT_PROJECT_ROOT: root,

@@ -40,12 +40,15 @@ function lastUserText(request: RecordedRequest): string {
 /** The figures of a "Measure Responsiveness" notification (ours and the bare server fixture's: describeFigures). */
 function parseFigures(text: string) {
   const activation = /activation (\d+) ms/.exec(text);
-  const service = /the service's open and listen (\d+) ms of it/.exec(text);
+  const service = /the service's lock and listen (\d+) ms of it/.exec(text);
+  const ready = /store open at (\d+) ms/.exec(text);
   const stall = /longest stall ([\d.]+) ms \(process CPU during it ([\d.]+) ms\), longest busy stall ([\d.]+) ms, p99 ([\d.]+) ms/.exec(text);
   assert.ok(activation && stall, `unexpected figures: ${text}`);
   return {
     activationMs: Number(activation[1]),
     serviceOpenAndListenMs: service ? Number(service[1]) : undefined,
+    /** activate() -> the service whole (its store open), after listening. */
+    readyMs: ready ? Number(ready[1]) : undefined,
     longestStallMs: Number(stall[1]),
     longestStallCpuMs: Number(stall[2]),
     longestBusyStallMs: Number(stall[3]),
@@ -148,7 +151,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       const vscodeMs = figures.vscodeActivationMs;
       const ratio = (ours: unknown, theirs: number | undefined) => (typeof ours === 'number' && theirs ? `${(ours / theirs).toFixed(1)}x` : '?');
       console.log(
-        `# e2e figures: vsix ${kb} KB (goal < 3072 KB); activation ${figures.activationMs ?? '?'} ms (goal < 150 ms; the service's open and listen ${figures.serviceOpenAndListenMs ?? '?'} ms of it), ` +
+        `# e2e figures: vsix ${kb} KB (goal < 3072 KB); activation ${figures.activationMs ?? '?'} ms (goal < 150 ms; the service's lock and listen ${figures.serviceOpenAndListenMs ?? '?'} ms of it; its store open at ${figures.readyMs ?? '?'} ms), ` +
           `a bare server extension's in the same run ${bare?.activationMs ?? '?'} ms (${ratio(figures.activationMs, bare?.activationMs)}); ` +
           `longest event-loop stall during a ${figures.chatMessages ?? '?'}-message streamed chat ${figures.longestStallMs ?? '?'} ms (goal < 16 ms; ` +
           `process CPU during it ${figures.longestStallCpuMs ?? '?'} ms), longest busy stall ${figures.longestBusyStallMs ?? '?'} ms, p99 ${figures.p99StallMs ?? '?'} ms; ` +

@@ -70,7 +70,8 @@ export function attachLanSocketWhenOpen(socket: WebSocket, open: () => Promise<u
       socket.off('message', keep);
       if (socket.readyState !== socket.OPEN) return;
       const failure = error instanceof ServiceError ? error : new ServiceError('server_error', String(error));
-      sendText(socket, envelopeText(fail(failure.code, failure.message)));
+      // ws itself sends it, so it goes before the close frame that follows.
+      socket.send(envelopeText(fail(failure.code, failure.message)));
       // Read again: the closing handshake needs the client's close frame (what it sends meanwhile goes unheard).
       socket.resume();
       socket.close(failure.retryAfterSeconds ? CLOSE_TRY_AGAIN : CLOSE_OPEN_FAILED, failure.retryAfterSeconds ? 'service still opening' : 'service could not open');

@@ -162,6 +162,44 @@ export async function startProfiler(): Promise<() => Promise<CpuProfile>> {
   };
 }
 
+interface AllocationNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: AllocationNode[];
+}
+
+/**
+ * Starts V8's sampling heap profiler (RA_STALL_ALLOC=1): what allocated the most while it ran, by the
+ * function that allocated and the nearest function of the project's own code above it.
+ */
+export async function startAllocationSampler(): Promise<() => Promise<string>> {
+  const session = new Session();
+  session.connect();
+  const post = (method: string, params?: object) => new Promise<unknown>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))));
+  await post('HeapProfiler.enable');
+  await post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  return async () => {
+    const { profile } = (await post('HeapProfiler.stopSampling')) as { profile: { head: AllocationNode } };
+    session.disconnect();
+    const bytes = new Map<string, number>();
+    let total = 0;
+    const walk = (node: AllocationNode, own: string) => {
+      const frame = node.callFrame;
+      const name = `${frame.functionName || '(anonymous)'} ${frame.url.split('/').slice(-2).join('/')}`;
+      const mine = /\/(src|bench)\//.test(frame.url) ? name : own;
+      if (node.selfSize > 0) {
+        const key = `${name} < ${mine}`;
+        bytes.set(key, (bytes.get(key) ?? 0) + node.selfSize);
+        total += node.selfSize;
+      }
+      for (const child of node.children) walk(child, mine);
+    };
+    walk(profile.head, '-');
+    const top = [...bytes].sort((a, b) => b[1] - a[1]).slice(0, 12);
+    return `sampled allocations ${(total / 1e6).toFixed(0)} MB, the most:\n    ${top.map(([name, n]) => `${(n / 1e6).toFixed(1)} MB ${name}`).join('\n    ')}`;
+  };
+}
+
 /** The functions sampled between two times: the sampled frame and the nearest frame of the project's own code. */
 function codeOf(profile: CpuProfile): (fromUs: number, toUs: number) => string {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));

@@ -12,7 +12,7 @@ import { WebSocketServer } from 'ws';
 import { LoopMonitor } from '../src/extension/diagnostics';
 import { Service } from '../src/service';
 import { streamingProvider } from './follow';
-import { startProfiler, StallTracer } from './stall-trace';
+import { startAllocationSampler, startProfiler, StallTracer } from './stall-trace';
 import { fmt } from './util';
 
 const TOKEN = 'bench-access-token-0123456789abcdef0123';
@@ -63,13 +63,15 @@ async function longestStall(url: string, echo: boolean): Promise<{ stallMs: numb
   // Watched from once the client is started: starting it (a fork of this process, 20-35 ms at its 250 MB)
   // is the bench's stall, not the server's.
   const monitor = new LoopMonitor();
-  // RA_STALL_TRACE=1: the five longest stalls and what happened then (bench/stall-trace.ts).
+  // RA_STALL_TRACE=1: the five longest stalls and what happened then; RA_STALL_ALLOC=1: what allocated (bench/stall-trace.ts).
   const tracer = process.env.RA_STALL_TRACE ? new StallTracer() : undefined;
   const profiler = process.env.RA_STALL_PROFILE ? await startProfiler() : undefined;
+  const allocations = process.env.RA_STALL_ALLOC ? await startAllocationSampler() : undefined;
   tracer?.start();
   monitor.start();
   const code = await new Promise((resolve) => child.once('exit', resolve));
   const figures = monitor.stop()!;
+  if (allocations) console.log(`${echo ? 'echo' : 'chat'}'s ${await allocations()}`);
   if (tracer) console.log(`${echo ? 'echo' : 'chat'}'s longest stalls:\n  ${tracer.stop(5, await profiler?.()).join('\n  ')}`);
   if (code !== 0) throw new Error(`the client exited ${String(code)}`);
   return { stallMs: figures.longestBusyStallMs, seconds: figures.seconds };

@@ -36,7 +36,9 @@ export interface GitStartRequest {
 /**
  * The starter, as plain JavaScript run by `node -e` (no file to find in a bundle, a test or the editor).
  * It says `{ ready }` first. Messages: `{ id, args, env, input }` starts git; `{ kill: id }` ends it. Back: `{ id, out }`, `{ id, err }`
- * (Buffers), then `{ id, code, signal, error }`. The service gone (the channel closed), it ends its gits and exits.
+ * (Buffers), then `{ id, code, signal, error }`. The service gone (the channel closed), it exits once its gits
+ * have ended: a git the service started finishes as it did when it was the service's own child (a commit
+ * under way at a kill -9 completes, as review-kill.test.ts expects).
  */
 const STARTER = String.raw`
 const { spawn } = require('node:child_process');
@@ -60,10 +62,6 @@ process.on('message', (m) => {
   child.on('close', (code, signal) => (runs.delete(m.id), send({ id: m.id, code, signal, error })));
 });
 process.send({ ready: true });
-process.on('disconnect', () => {
-  for (const child of runs.values()) child.kill('SIGTERM');
-  process.exit(0);
-});
 `;
 
 /** A starter not ready after this long (a Node start takes 0.3-1.3 s on a loaded 2-core machine) is given up. */

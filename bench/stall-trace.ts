@@ -147,11 +147,16 @@ interface CpuProfile {
   timeDeltas: number[];
 }
 
-/** Starts V8's sampling profiler in this process (RA_STALL_PROFILE=1); its samples use the clock of process.hrtime. */
-export async function startProfiler(): Promise<() => Promise<CpuProfile>> {
+/** An inspector session of this process, and its `post` as a promise. */
+function inspectorSession(): { session: Session; post: (method: string, params?: object) => Promise<unknown> } {
   const session = new Session();
   session.connect();
-  const post = (method: string, params?: object) => new Promise<unknown>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))));
+  return { session, post: (method, params) => new Promise((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result)))) };
+}
+
+/** Starts V8's sampling profiler in this process (RA_STALL_PROFILE=1); its samples use the clock of process.hrtime. */
+export async function startProfiler(): Promise<() => Promise<CpuProfile>> {
+  const { post, session } = inspectorSession();
   await post('Profiler.enable');
   await post('Profiler.setSamplingInterval', { interval: 250 });
   await post('Profiler.start');
@@ -173,9 +178,7 @@ interface AllocationNode {
  * function that allocated and the nearest function of the project's own code above it.
  */
 export async function startAllocationSampler(): Promise<() => Promise<string>> {
-  const session = new Session();
-  session.connect();
-  const post = (method: string, params?: object) => new Promise<unknown>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))));
+  const { post, session } = inspectorSession();
   await post('HeapProfiler.enable');
   await post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
   return async () => {

@@ -31,6 +31,8 @@ export interface GitOptions {
    * decoded 64 MiB held the service's loop for most of a second (docs/design.md, "Git's cost").
    */
   cutBefore?: string;
+  /** stdout decoded one character a byte (`cat-file --batch`: contents whose sizes git gives in bytes); else UTF-8. */
+  stdoutEncoding?: 'utf8' | 'latin1';
   /** Written to git's standard input (a patch, a commit message). */
   input?: string;
   /** More environment for this run (GIT_INDEX_FILE of a temporary index, a replayed commit's author). */
@@ -224,7 +226,7 @@ function execGit(args: readonly string[], options: GitOptions): Promise<GitResul
             return resolve({ stdout: options.cutBefore === undefined ? stdout.text() : stdout.textBefore(options.cutBefore), stderr: errText, code: 0, overflowed: true });
           }
           if (stopped === 'timeout' || signal) return reject(new GitError('timeout', 'git took too long to answer'));
-          const out = stdout.text();
+          const out = stdout.text(options.stdoutEncoding);
           if (exit === 0) return resolve({ stdout: out, stderr: errText, code: 0, overflowed: false });
           if (exit !== null && options.okCodes?.includes(exit)) return resolve({ stdout: out, stderr: errText, code: exit, overflowed: false });
           reject(new GitError('failed', firstLine(errText) || `git exited with code ${exit}`, exit, errText));

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
+import childProcess from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { changesOf } from '../../src/git/changes';
+import { gitStarter } from '../../src/git/git-starter';
 import { commitChanges } from '../../src/git/commit';
 import { compareUrlOf } from '../../src/git/compare-url';
 import { landChanges } from '../../src/git/land';
@@ -14,6 +16,16 @@ import { addWorktree, git, isolateGitConfig, makeRepo, snapshot, writeFiles, typ
 
 const lines = (n: number, tag = '') => Array.from({ length: n }, (_, i) => `line ${i + 1}${tag}`).join('\n') + '\n';
 const noHooks = { allowHooks: false };
+
+/** git-lfs is on this machine (`git lfs version` answers): a test of the pointers it writes runs only then. */
+function hasGitLfs(): boolean {
+  try {
+    childProcess.execFileSync('git', ['lfs', 'version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 let isolation: Awaited<ReturnType<typeof isolateGitConfig>>;
 before(async () => {
@@ -28,6 +40,22 @@ async function withRepo(files: Record<string, string | Buffer>, body: (repo: Tes
   } finally {
     await repo.cleanup();
   }
+}
+
+/** The git processes the service's runner starts while `body` runs (run-git.ts starts each through gitStarter), as their arguments. */
+async function gitRuns(body: () => Promise<unknown>): Promise<string[][]> {
+  const start = gitStarter.start;
+  const runs: string[][] = [];
+  gitStarter.start = (request, handlers) => {
+    runs.push([...request.args]);
+    return start(request, handlers);
+  };
+  try {
+    await body();
+  } finally {
+    gitStarter.start = start;
+  }
+  return runs;
 }
 
 describe('get_changes', () => {
@@ -286,6 +314,23 @@ describe('commit_changes', () => {
     });
   });
 
+  test('the staged diff is read once: one git diff --cached tells whether there is anything and which files to check', async () => {
+    await withRepo({ 'a.txt': 'a\n', 'gone.txt': 'bye\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'k3');
+      await writeFiles(wt.path, { 'a.txt': 'b\n', 'n.txt': 'new\n' });
+      await rm(join(wt.path, 'gone.txt'));
+      let commit = '';
+      const runs = await gitRuns(async () => ({ commit } = await commitChanges(wt, 'agent work', noHooks)));
+      assert.equal(runs.filter((args) => args.includes('diff') && args.includes('--cached')).length, 1, runs.map((a) => a.join(' ')).join('\n'));
+      assert.equal(git(wt.path, 'show', '--name-status', '--format=', commit).trim().split('\n').sort().join(','), 'A\tn.txt,D\tgone.txt,M\ta.txt');
+      // Nothing left: still a clear conflict, from that one diff.
+      const again = await gitRuns(() =>
+        assert.rejects(commitChanges(wt, 'nothing', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /nothing to commit/.test(e.message)),
+      );
+      assert.equal(again.filter((args) => args.includes('diff') && args.includes('--cached')).length, 1);
+    });
+  });
+
   test('no git identity configured: a clear error, nothing staged or committed', async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const wt = addWorktree(repo, 'k2');
@@ -532,6 +577,41 @@ describe('a repository using git LFS (filters are off in our git: refused by nam
       await rm(join(wt.path, 'weights.dat'));
       const { commit } = await commitChanges(wt, 'notes only', noHooks);
       assert.equal(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n').sort().join(','), '.gitattributes,notes.txt');
+    });
+  });
+
+  test('small LFS files are read by one git for all of them, not one each: pointers pass, small raw files (text or not) are named', async () => {
+    const names = Array.from({ length: 8 }, (_, i) => `p${i}.bin`);
+    await withRepo({ '.gitattributes': attributes, 'notes.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'lfs3');
+      const pointers = Object.fromEntries(names.map((name, i) => [name, pointer.replace('size 3000', `size ${3000 + i}`)]));
+      // A small raw file of bytes that are not UTF-8 before the pointers, and a text one among them: neither moves where the next one is read.
+      // An empty file is not refused: git-lfs stores it as it is.
+      await writeFiles(wt.path, { ...pointers, 'a-raw.bin': Buffer.from([0xff, 0xfe, 0x80, 0x0a, 0xc3]), 'p4-raw.bin': 'not a pointer\n', 'empty.bin': '' });
+      const runs = await gitRuns(() =>
+        assert.rejects(commitChanges(wt, 'agent work', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /keeps a-raw\.bin, p4-raw\.bin in git LFS/.test(e.message)),
+      );
+      assert.equal(runs.filter((args) => args.includes('cat-file')).length, 2, runs.map((a) => a.join(' ')).join('\n'));
+      await rm(join(wt.path, 'a-raw.bin'));
+      await rm(join(wt.path, 'p4-raw.bin'));
+      const { commit } = await commitChanges(wt, 'pointers only', noHooks);
+      assert.equal(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n').length, names.length + 1);
+    });
+  });
+
+  test('with git-lfs installed: the pointers it writes pass and the file it would have stored as a pointer is refused', { skip: !hasGitLfs() && 'git-lfs is not installed' }, async () => {
+    await withRepo({ '.gitattributes': attributes, 'notes.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'lfs4');
+      await writeFiles(wt.path, { 'made.src': large, 'other.src': Buffer.alloc(500, 3) });
+      // git lfs's own pointers for two files, as a checkout by a git with LFS leaves them.
+      await writeFiles(wt.path, { 'made.bin': git(wt.path, 'lfs', 'pointer', '--file=made.src'), 'other.bin': git(wt.path, 'lfs', 'pointer', '--file=other.src') });
+      await rm(join(wt.path, 'made.src'));
+      await rm(join(wt.path, 'other.src'));
+      await writeFiles(wt.path, { 'whole.bin': Buffer.alloc(500, 3) });
+      await assert.rejects(commitChanges(wt, 'agent work', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /keeps whole\.bin in git LFS/.test(e.message));
+      await rm(join(wt.path, 'whole.bin'));
+      const { commit } = await commitChanges(wt, 'pointers', noHooks);
+      assert.equal(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n').sort().join(','), 'made.bin,other.bin');
     });
   });
 

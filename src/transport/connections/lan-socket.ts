@@ -1,7 +1,7 @@
 import type { WebSocket, RawData } from 'ws';
 import { MAX_BODY_BYTES } from '../http/http-util';
 import { openClientConnection, type ClientConnectionDeps } from './client-connection';
-import { sendText } from './ws-frames';
+import { textSender } from './ws-frames';
 
 export { AUTH_TIMEOUT_MS, CLOSE_AUTH_FAILED, CLOSE_AUTH_TIMEOUT, CLOSE_FORBIDDEN, CLOSE_TOO_BIG } from './client-connection';
 export type LanSocketDeps = ClientConnectionDeps;
@@ -10,7 +10,7 @@ export type LanSocketDeps = ClientConnectionDeps;
 export function attachLanSocket(socket: WebSocket, remoteAddress: string, deps: LanSocketDeps): void {
   const frames = openClientConnection(
     {
-      send: (text) => sendText(socket, text),
+      send: textSender(socket),
       close: (code, reason) => {
         if (socket.readyState === socket.OPEN) socket.close(code, reason);
       },

@@ -8,6 +8,7 @@ import { chmod, mkdir, readFile, rm, symlink, utimes, writeFile } from 'node:fs/
 import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { changesOf } from '../../src/git/changes';
+import { gitStarter } from '../../src/git/git-starter';
 import { commitChanges } from '../../src/git/commit';
 import { compareUrlOf } from '../../src/git/compare-url';
 import { landChanges } from '../../src/git/land';
@@ -45,18 +46,18 @@ async function withRepo(files: Record<string, string | Buffer>, body: (repo: Tes
   }
 }
 
-/** The git processes the service's runner starts while `body` runs (run-git.ts starts them with spawn), as their arguments. */
+/** The git processes the service's runner starts while `body` runs (run-git.ts starts each through gitStarter), as their arguments. */
 async function gitRuns(body: () => Promise<unknown>): Promise<string[][]> {
-  const spawn = childProcess.spawn;
+  const start = gitStarter.start;
   const runs: string[][] = [];
-  childProcess.spawn = ((file: string, args: readonly string[], ...rest: unknown[]) => {
-    if (file === 'git') runs.push([...args]);
-    return (spawn as (...all: unknown[]) => unknown)(file, args, ...rest);
-  }) as typeof spawn;
+  gitStarter.start = (request, handlers) => {
+    runs.push([...request.args]);
+    return start(request, handlers);
+  };
   try {
     await body();
   } finally {
-    childProcess.spawn = spawn;
+    gitStarter.start = start;
   }
   return runs;
 }

@@ -35,6 +35,11 @@ export interface DatabaseOptions {
   /** Take over a `service.lock` written by another host (`serve --break-lock`; see acquireLock). */
   breakLock?: boolean;
   /**
+   * Called once `service.lock` is taken, before anything of the directory is read: the service listens
+   * from then on while the rest of the open goes on (service.ts, `Service.begin`).
+   */
+  onLocked?: () => void;
+  /**
    * Journal segments wait for `releaseCompaction` before they are compacted (and then deleted): records
    * may hold bodies whose only durable copy they are (WriteTx.keepBodies) until history.db is synced.
    */
@@ -124,6 +129,7 @@ export class Database {
     await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
     const realDir = await realpath(dir);
     const lock = await acquireLock(realDir, logger, dir, { breakLock: options.breakLock });
+    options.onLocked?.();
     await makePrivate(realDir, fileName, logger).catch((err: unknown) => logger.warn('store.not_private', { dir: realDir, error: String(err) }));
     let sql: SqlJsDatabase | undefined;
     let cache: StatementCache | undefined;

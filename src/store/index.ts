@@ -253,7 +253,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     attachments: new AttachmentsRepo(db),
     history,
     maintenance,
-    problem: async () => (await db.problem()) ?? opened.failed ?? opened.damaged ?? (await opened.degradedNow()),
+    problem: async () => (await db.problem()) ?? opened.failed ?? opened.damaged ?? opened.degraded,
     close: async () => {
       await maintenance.stop();
       await db.flush().catch(() => {});

@@ -133,11 +133,11 @@ export class MessagesRepo {
   }
 
   /**
-   * Stores several messages (e.g. a whole turn) in one transaction. The bodies go to history.db under
-   * keys given at once (the worker writes them before any later request, so a read never meets a row
-   * without its body), and are journaled with the rows: the journal's one fsync makes rows and bodies
-   * durable together (WriteTx.keepBodies); nothing waits for the worker, so the writes of one tick
-   * share one journal flush and the bodies of many turns one put (HistoryStore.write). `alsoInTx` writes
+   * Stores several messages (e.g. a whole turn) in one transaction. The bodies are sent to history.db
+   * first, under keys given at once (the worker writes them in order, so a read never meets a row
+   * without its body), and journaled with the rows: the journal's one fsync makes rows and bodies
+   * durable together (WriteTx.keepBodies); the transaction does not wait for the worker, so the
+   * writes of one tick share one journal flush, and the worker writes while the journal syncs. `alsoInTx` writes
    * more in the same transaction (rows that must appear with these messages).
    */
   async appendMany(messages: readonly NewMessage[], alsoInTx?: (tx: WriteTx) => void): Promise<void> {
@@ -163,10 +163,10 @@ export class MessagesRepo {
       }
       throw err;
     });
-    // Not waiting for the worker: once the transaction is applied its record holds the bodies (keepBodies),
-    // reads take them from memory until the worker has them, and bodies it could not write are owed
-    // (history-store.ts), written later from memory: the messages are durable all the same.
-    await applied;
+    // Both at once: the worker writes while the journal syncs. Once the transaction is applied its record
+    // holds the bodies (keepBodies): bodies the worker could not write are owed (history-store.ts), written
+    // later from memory, and the messages are durable all the same, so that refusal is not theirs to fail.
+    await Promise.all([applied, written.catch(() => undefined)]);
   }
 
   /**

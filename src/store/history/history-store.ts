@@ -29,23 +29,6 @@ import type {
 } from './protocol';
 
 export const HISTORY_FILE_NAME = 'history.db';
-/**
- * How long `write` keeps bodies before they go to the worker, at most; or until this many bytes or bodies
- * wait. Small: a hand-off weighs on a chat's few hundred bytes, not on a big body's copying, and a big
- * body goes at once, alone, as before (where bodies sit in the file stays as it was).
- */
-const QUEUE_MS = 50;
-const QUEUE_BYTES = 16 * 1024;
-const QUEUE_BODIES = 256;
-
-function newQueue(): { bodies: KeyedBody[]; bytes: number; written: Promise<void>; settle: (err?: unknown) => void } {
-  let settle!: (err?: unknown) => void;
-  const written = new Promise<void>((resolve, reject) => {
-    settle = (err) => (err === undefined ? resolve() : reject(err));
-  });
-  written.catch(() => {});
-  return { bodies: [], bytes: 0, written, settle };
-}
 
 /** A started history worker (HistoryStore.boot), waiting to open history.db. */
 export interface HistoryBoot {
@@ -79,11 +62,6 @@ export class HistoryStore {
    * Reads take them from here meanwhile.
    */
   private readonly owed = new Map<number, KeyedBody>();
-  /** Bodies `write` keeps for one put a moment later (see `write`), with that put's outcome. */
-  private queued: { bodies: KeyedBody[]; bytes: number; written: Promise<void>; settle: (err?: unknown) => void } | null = null;
-  private queuedTimer: NodeJS.Timeout | null = null;
-  /** Settles when the last put `write` made is answered. */
-  private lastPut: Promise<void> = Promise.resolve();
   private readonly pending = new Map<number, Pending>();
   private failure: Error | null = null;
   /** Why writes fail for now (a full disk), null when they work; cleared by the next stored body. */
@@ -183,54 +161,26 @@ export class HistoryStore {
   }
 
   /**
-   * Gives bodies their keys and has them written without an fsync; returns at once. They survive a
-   * killed process, not a power loss: the caller journals them with the rows that refer to them
-   * (WriteTx.keepBodies), whose one fsync makes both durable, until `sync` (before that journal segment
-   * is compacted) covers them here. Meanwhile reads take them from memory (`recent`), so they go to the
-   * worker a moment later, the bodies of many turns in one put (QUEUE_MS): a message to the worker wakes
-   * its thread, and on two loaded cores each such hand-off cost a turn more than the put itself. Every
-   * other request sends them first, so the worker still sees requests in the order they were made.
-   * `written` settles when the worker has written them; if it could not, they are owed (written with
-   * the next write) and `written` rejects with why.
+   * Gives bodies their keys and sends them to be written without an fsync; returns at once. They
+   * survive a killed process, not a power loss: the caller journals them with the rows that refer to
+   * them (WriteTx.keepBodies), whose one fsync makes both durable, until `sync` (before that journal
+   * segment is compacted) covers them here. `written` settles when the worker has written them; if it
+   * could not, they are owed (written with the next write) and `written` rejects with why.
    */
   write(bodies: BodyIn[]): { bodies: KeyedBody[]; written: Promise<void> } {
     // A worker that is gone writes nothing: no row may come to refer to these bodies.
     if (this.failure) throw this.failure;
     const keyed = this.keyed(bodies);
-    if (keyed.length === 0) return { bodies: keyed, written: Promise.resolve() };
     this.recent.add(keyed);
-    const queue = (this.queued ??= newQueue());
-    queue.bodies.push(...keyed);
-    for (const b of keyed) queue.bytes += b.content.length + (b.data?.length ?? 0);
-    // While writes fail (a full disk) they are tried at once: the next one that works clears `degraded`.
-    if (queue.bytes >= QUEUE_BYTES || queue.bodies.length >= QUEUE_BODIES || this.degraded !== null) this.sendQueued();
-    else this.queuedTimer ??= setTimeout(() => this.sendQueued(), QUEUE_MS).unref();
-    return { bodies: keyed, written: queue.written };
-  }
-
-  /** Sends the bodies `write` keeps now, before any other request (so the worker sees them first). */
-  private sendQueued(): void {
-    if (this.queuedTimer) clearTimeout(this.queuedTimer);
-    this.queuedTimer = null;
-    const queue = this.queued;
-    if (!queue) return;
-    this.queued = null;
-    this.lastPut = queue.written.catch(() => undefined);
-    this.sendPut(queue.bodies, false).then(
-      () => queue.settle(),
-      (err: unknown) => {
-        for (const b of queue.bodies) this.owed.set(b.key, b);
-        queue.settle(err);
-      },
-    );
-  }
-
-  /** Why writes fail for now (`degraded`), asked once the bodies written so far were tried: a full disk may be over. */
-  async degradedNow(): Promise<string | null> {
-    if (this.degraded === null) return null;
-    this.sendQueued();
-    await this.lastPut;
-    return this.degraded;
+    const written =
+      keyed.length === 0
+        ? Promise.resolve()
+        : this.sendPut(keyed, false).catch((err: unknown) => {
+            for (const b of keyed) this.owed.set(b.key, b);
+            throw err;
+          });
+    written.catch(() => {});
+    return { bodies: keyed, written };
   }
 
   /** Makes every body written so far durable (one fsync); the sync mark it committed (history-db.ts). Fails while bodies are owed. */
@@ -371,7 +321,6 @@ export class HistoryStore {
   }
 
   close(): Promise<void> {
-    this.sendQueued();
     this.closing ??= (async () => {
       if (!this.failure) await this.send<null>({ id: this.nextId++, close: true }).catch(() => {});
       await this.worker.terminate();
@@ -394,7 +343,6 @@ export class HistoryStore {
 
   private call<K extends HistoryRequest['op']>(request: Extract<HistoryRequest, { op: K }>): Promise<HistoryReplies[K]> {
     if (this.closing) return Promise.reject(new Error('the store is closed'));
-    this.sendQueued();
     return this.send({ id: this.nextId++, request });
   }
 

@@ -15,7 +15,7 @@ import { recoverJournal } from './recovery';
 import type { Op, SqlParamInput } from './record';
 import { fsyncDir, hasMetaTable, META_TABLE_SQL, readSnapshotSeq } from './replay';
 import { PRIVATE_DIR_MODE } from '../platform/file-modes';
-import { loadSqlJs } from './sqljs';
+import { keepLock, loadSqlJs } from './sqljs';
 import type { KeyedBody } from './history/protocol';
 import { queryAll, queryOne, runOp, StatementCache } from './statements';
 
@@ -156,6 +156,7 @@ export class Database {
       // Not persisted, and the journal is what makes commits durable: SQLite's own rollback journal
       // only needs to live in memory.
       sql.run('PRAGMA journal_mode = MEMORY');
+      keepLock(sql);
 
       const recovered = await recoverJournal(sql, cache, { dir: realDir, fileName, snapshotSeq, logger, recover: options.recover });
       const live = recovered.segments;

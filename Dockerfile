@@ -21,7 +21,7 @@ USER node
 WORKDIR /workspace
 VOLUME ["/data"]
 EXPOSE 5000
-HEALTHCHECK --interval=30s --timeout=5s CMD ["node", "-e", "fetch('http://127.0.0.1:5000/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s CMD ["node", "-e", "fetch('http://127.0.0.1:5000/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["node", "/app/dist/cli.js"]
 # Published ports arrive from the container network's gateway: private ranges are allowed, the rest
 # refused (HTTP 403 / WebSocket 4403). Override with `serve --data-dir /data --allow-from ...`.

@@ -16,6 +16,8 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v WebKitWebDriver >/dev/null 2>&1 || missing+=(webkit2gtk-driver)
 command -v firefox-esr >/dev/null 2>&1 || missing+=(firefox-esr)
 command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
+# Self-signed certificates for the HTTPS servers of the push tests (test/helpers/self-signed.ts).
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 command="apt-get update && apt-get install -y ${missing[*]}"

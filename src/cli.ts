@@ -56,7 +56,9 @@ async function serve(args: string[], historyWorker?: Worker): Promise<number> {
     return 2;
   }
   const dataDir = values['data-dir'] ?? defaultDataDir();
-  const service = await Service.open({ dataDir, port, allowFrom, recoverJournal: values.recover, breakLock: values['break-lock'], publicHost, logToStderr: true, historyWorker });
+  // Listening comes before the store's open (begin: service.json loaded, the directory locked): connections
+  // wait for the open; "listening on" is printed once the service answers them (docs/protocol.md).
+  const service = await Service.begin({ dataDir, port, allowFrom, recoverJournal: values.recover, breakLock: values['break-lock'], publicHost, logToStderr: true, historyWorker });
   // Handlers first: a supervisor (or a test) may send SIGTERM the moment it reads "listening on", and
   // on a busy machine that can come before the next statement runs; the stop must still be graceful.
   const stopSignal = new Promise<string>((resolve) => {
@@ -66,6 +68,8 @@ async function serve(args: string[], historyWorker?: Worker): Promise<number> {
   let listening;
   try {
     listening = await service.start();
+    // A failed open (a damaged service.db) ends here with its own message, as before listening came first.
+    await service.ready;
   } catch (error) {
     await service.stop();
     throw error;

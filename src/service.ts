@@ -27,21 +27,23 @@ import { configChangeEntries } from './commands/audit-records';
 import { deviceLoginRecorder, recordLoginBursts } from './commands/audit-recorders';
 import { FILE_EDIT_ACTOR } from './commands/audit-actor';
 import { EventHub } from './commands/event-hub';
+import { Opening, OPEN_FAILED_TEXT } from './commands/opening';
 import { TurnRunner } from './commands/turns/turn-runner';
 import { ConfigFile, secretValues } from './config/config-file';
 import { LOG_FILE_NAME } from './platform/paths';
 import { FileLogger } from './log/file-logger';
 import { Redactor } from './log/redact';
 import type { Logger } from './log/logger';
-import { tcpChannelOf, websocketChannelsOf, type ServiceConfig } from './protocol';
+import { fail, requestIdOf, tcpChannelOf, websocketChannelsOf, type ServiceConfig, type ServiceError } from './protocol';
 import { bootStore, openStore, type RetentionPolicy, type Store } from './store';
+import type { ConfigChange } from './config/config-file';
 import { bindHostFor, compileAllowFrom } from './transport/http/allow-from';
 import { Authenticator } from './transport/auth/auth';
 import { DeviceCredentials } from './transport/auth/device-credentials';
-import { HttpServer } from './transport/http/http-server';
-import { clientAddress } from './transport/http/http-util';
-import { coreRoutes, createRouter } from './transport/http/routes';
-import { attachLanSocket, type LanSocketDeps } from './transport/connections/lan-socket';
+import { HttpServer, type RouteHandler, type Router } from './transport/http/http-server';
+import { clientAddress, noRoute } from './transport/http/http-util';
+import { coreRoutes, createRouter, healthRoute, type Health } from './transport/http/routes';
+import { attachLanSocket, attachLanSocketWhenOpen, type LanSocketDeps } from './transport/connections/lan-socket';
 import { ClientKeys } from './transport/relay-link/client-keys';
 import { machineIdentityOf } from './transport/relay-link/machine-identity';
 import { PairingSecrets } from './transport/pairing/pairing-secrets';
@@ -95,6 +97,15 @@ export interface ServiceOptions {
   relay?: Partial<RelayLinkTiming>;
   /** Where the phone page's files are (default: the package's media/). */
   mediaDir?: string;
+  /**
+   * What the host must have done before the service takes its first command (the editor's API keys,
+   * read from SecretStorage while the store opens): commands and sessions wait for it with the store.
+   */
+  hostReady?: Promise<unknown>;
+  /** How long a client accepted while the store opens waits for it (default OPENING_WAIT_MS); tests shorten it. */
+  openingWaitMs?: number;
+  /** Tests only: the service is not whole before it resolves (see composeService), so a test sees what clients meet while the service opens. */
+  holdOpen?: Promise<unknown>;
   /** Web Push delivery: tests trust their fake push service (`agent`), allow its loopback endpoint, shorten the backoff. Never from service.json. */
   push?: PushOptions;
 }
@@ -119,69 +130,69 @@ interface Listening {
   address?: { host: string; port: number };
 }
 
-/** Everything a service is made of, by name: composeService builds it, the Service runs it. */
-interface ServiceParts {
+/**
+ * What serves before the store is open (see Service.begin): service.json, the log, the data directory's
+ * lock (taken by the store's open, which goes on behind), the event hub and the door every session
+ * comes in by, whose commands wait for the open (one promise, bounded: commands/opening.ts).
+ */
+interface ServiceFront {
   config: ConfigFile;
-  store: Store;
   logger: Logger & { close(): Promise<void> };
   /** Every secret in force (the config's and the live session tokens'), for whatever shows text: the log, the editor's webview. */
   redactor: Redactor;
   events: EventHub;
+  /** One-time pairing secrets (relay and LAN), spent for device credentials. */
+  pairings: PairingSecrets;
+  door: SessionDoor;
+  listening: Listening;
+}
+
+/** Everything built on the store, by name: composeService builds it once the store is open, the Service runs it. */
+interface ServiceParts {
+  store: Store;
   tools: ToolRegistry;
   permissions: PermissionBroker;
   gate: PermissionGate;
   activity: ConversationActivity;
   agent: Agent;
   auth: Authenticator;
-  /** One-time pairing secrets (relay and LAN), spent for device credentials. */
-  pairings: PairingSecrets;
   turns: TurnRunner;
   webhooks: WebhookChannel;
   push: PushService;
   dispatch: Dispatch;
-  door: SessionDoor;
   relay: RelayLinks;
   /** What every client session (LAN socket or relayed client) works with. */
   sessionDeps: LanSocketDeps;
-  listening: Listening;
+  /** The HTTP routes that need the store (`POST /auth`, `/ws/register`, `/health/relay`, webhooks). */
+  router: Router;
 }
 
 /**
- * The composition root, in one place: config, log and store from the data directory, then each part
- * once what it needs exists. Parts that call each other only later (the inbox opens its sessions once
- * started, a relay status is asked by a command) are joined by lambdas over names defined below them.
+ * The composition root's second half, in one place: once the store is open (and what a crash left
+ * settled), each part once what it needs exists. Parts that call each other only later (the inbox
+ * opens its sessions once started, a relay status is asked by a command) are joined by lambdas over
+ * names defined below them.
  */
-async function composeService(options: ServiceOptions): Promise<ServiceParts> {
-  // The SQLite engines load while service.json is read (and written, in a new data directory).
-  const boot = bootStore(options.historyWorker);
-  let config: ConfigFile;
-  try {
-    config = await ConfigFile.load(options.dataDir);
-  } catch (error) {
-    await boot.cancel();
-    throw error;
-  }
-  const redactor = new Redactor();
-  redactor.setSecrets(secretValues(config.current));
-  const logger = new FileLogger({ file: join(options.dataDir, LOG_FILE_NAME), redactor, mirror: options.logToStderr ?? false, mirrorLevel: 'info' });
+async function composeService(options: ServiceOptions, front: ServiceFront, opening: Promise<Store>): Promise<ServiceParts> {
+  const { config, logger, redactor, events, pairings, door, listening } = front;
   let store: Store | undefined;
   try {
-    store = await openStore(options.dataDir, { logger, recover: options.recoverJournal, breakLock: options.breakLock, retention: retentionOf(config.current), boot });
+    // Tests hold the open here (the directory locked, the port bound) to see what clients meet meanwhile;
+    // the store's own open, or its failure, goes on behind and is met once they let go.
+    await options.holdOpen;
+    store = await opening;
     // Turns a stopped service left waiting for permission end now, before anything runs (the webhook inbox re-runs its turns).
     await finishInterruptedRequests(store, logger);
     // Writes a crash cut short are settled by looking at their files, before any turn writes again.
     await settlePendingFileChanges(store, logger);
   } catch (error) {
     await store?.close().catch(() => undefined);
-    await config.close();
-    await logger.close();
     throw error;
   }
   const current = () => config.current;
   const host = options.hostServices ?? {};
   const permissionTimeoutMs = () => options.permissionTimeoutMs ?? config.current.permission_timeout_seconds * 1000;
 
-  const events = new EventHub();
   const activity: ConversationActivity = new ConversationActivity((conversationId) => announceConversation({ events, store, activity }, conversationId));
   const tools = createToolRegistry(current, store, logger, host);
   const permissions = new PermissionBroker({ events, store, logger, timeoutMs: permissionTimeoutMs, activity });
@@ -215,7 +226,6 @@ async function composeService(options: ServiceOptions): Promise<ServiceParts> {
     withContext: options.agentContext !== false,
   });
 
-  const pairings = new PairingSecrets();
   const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings), options.loginBurstWindowMs);
   recordLoginBursts(auth.failures, store, logger);
 
@@ -224,7 +234,6 @@ async function composeService(options: ServiceOptions): Promise<ServiceParts> {
   const turns = new TurnRunner({ agent, events, store, worktrees: worktreeRecords });
   const webhooks = new WebhookChannel({ config, store, turns, logger, openSession: (o) => door.openSession(o) }, options.webhook);
   const push = new PushService({ dataDir: options.dataDir, store, events, logger, redactor, permissionTimeoutMs }, options.push);
-  const listening: Listening = {};
   const dispatch = createDispatcher({
     config,
     store,
@@ -248,8 +257,6 @@ async function composeService(options: ServiceOptions): Promise<ServiceParts> {
       createLanPairing: () => lanPairing(options, config.current, pairings, listening),
     },
   });
-  // A client that may answer hears of every request waiting for it as soon as it is in (a phone back online).
-  const door = new SessionDoor({ dispatch, events, welcome: (session) => permissions.resendTo(session) });
   const sessionDeps: LanSocketDeps = { auth, door, logger, authTimeoutMs: options.authTimeoutMs, onAdmitted: deviceLoginRecorder(store, logger) };
   const relay = new RelayLinks({
     channels: () => websocketChannelsOf(config.current),
@@ -259,27 +266,32 @@ async function composeService(options: ServiceOptions): Promise<ServiceParts> {
     logger,
     timing: options.relay,
   });
+  const router = createRouter(new Map([...coreRoutes({ auth, store, config: current }), ...relayStatusRoute(relay)]), webhooks.router);
 
-  config.on('change', (fields, next, change) => {
-    redactor.setSecrets(secretValues(next));
-    logger.info('config.changed', { fields });
-    // Recorded right after the file was written (update_config's answer waits for it: AuditRepo.settled).
-    const entries = configChangeEntries(fields, change.previous, next, change.by ?? FILE_EDIT_ACTOR);
-    if (entries.length > 0) store.audit.append(...entries).catch((error: unknown) => logger.error('audit.not_recorded', { kind: 'config', error }));
-    // First: a revoked client must not hear of the change (nor anything after it).
-    events.recheckAll();
-    events.broadcast({ event: 'config.changed', fields });
-    if (fields.includes('channels')) relay.reconcile();
-    if (fields.includes('history') || fields.includes('audit')) {
-      store.maintenance.setPolicy(retentionOf(config.current));
-      store.maintenance.kick();
-    }
-  });
-  config.on('invalid', (error: Error) => logger.error('config.invalid', { error: error.message }));
   // The owner's clients (the Activity screen) hear of each entry as it is recorded; nobody else does.
   store.audit.onAppended((entry) => events.broadcast({ event: 'audit.appended', entry }, isOwnerClient));
 
-  return { config, store, logger, redactor, events, tools, permissions, gate, activity, agent, auth, pairings, turns, webhooks, push, dispatch, door, relay, sessionDeps, listening };
+  return { store, tools, permissions, gate, activity, agent, auth, turns, webhooks, push, dispatch, relay, sessionDeps, router };
+}
+
+/**
+ * What a change of service.json does once the service is whole (a change made while it opens, such as
+ * the editor's LAN setting, waits for it: its audit entry is not lost).
+ */
+function applyConfigChange(front: ServiceFront, parts: ServiceParts, fields: string[], previous: ServiceConfig, next: ServiceConfig, change: ConfigChange): void {
+  const { events, logger } = front;
+  const { store, relay } = parts;
+  // Recorded right after the file was written (update_config's answer waits for it: AuditRepo.settled).
+  const entries = configChangeEntries(fields, previous, next, change.by ?? FILE_EDIT_ACTOR);
+  if (entries.length > 0) store.audit.append(...entries).catch((error: unknown) => logger.error('audit.not_recorded', { kind: 'config', error }));
+  // First: a revoked client must not hear of the change (nor anything after it).
+  events.recheckAll();
+  events.broadcast({ event: 'config.changed', fields });
+  if (fields.includes('channels')) relay.reconcile();
+  if (fields.includes('history') || fields.includes('audit')) {
+    store.maintenance.setPolicy(retentionOf(front.config.current));
+    store.maintenance.kick();
+  }
 }
 
 /**
@@ -294,156 +306,339 @@ function lanPairing(options: ServiceOptions, config: ServiceConfig, pairings: Pa
 }
 
 /**
- * A running service, made by composeService from a data directory. Hosts (the CLI, the editor) call
- * open(), start() and stop().
+ * A running service. Hosts (the CLI, the editor) call begin() (or open(): begin, then wait for `ready`),
+ * start() and stop(). begin() resolves once service.json is loaded and the data directory locked; the
+ * store opens behind it while start() listens and takes connections: what needs the store waits for it
+ * (docs/design.md, "Start-up").
  */
 export class Service {
   readonly config: ConfigFile;
-  readonly store: Store;
   readonly logger: Logger & { close(): Promise<void> };
   /** Every secret in force (the config's and the live session tokens'), for whatever shows text: the log, the editor's webview. */
   readonly redactor: Redactor;
   readonly events: EventHub;
-  readonly tools: ToolRegistry;
-  readonly permissions: PermissionBroker;
-  readonly gate: PermissionGate;
-  readonly activity: ConversationActivity;
-  readonly agent: Agent;
-  readonly auth: Authenticator;
   /** One-time pairing secrets (relay and LAN), spent for device credentials. */
   readonly pairings: PairingSecrets;
-  readonly dispatch: Dispatch;
-  readonly webhooks: WebhookChannel;
-  /** The links to the relays of service.json's `websocket` channels. */
-  readonly relay: RelayLinks;
-  /** Web Push: the devices, the VAPID key and the notifier tapping the event hub. */
-  readonly push: PushService;
-  /** Every turn, a chat's or a webhook message's: cancelled here when a stop outlasts its grace period. */
-  private readonly turns: TurnRunner;
-  /** Every client's way in: graceful stop waits for their commands and closes them all. */
+  /** Every client's way in: graceful stop waits for their commands and closes them all. Its commands wait for the open. */
   private readonly door: SessionDoor;
-  private readonly sessionDeps: LanSocketDeps;
   private readonly listening: Listening;
+  /** The store and everything built on it (plus the host's own `hostReady`). */
+  private readonly opening: Opening<ServiceParts>;
+  /** Settles once the open did: resolved when whole, rejected (everything closed) when it failed. */
+  private readonly whole: Promise<void>;
   private http?: HttpServer;
   private readonly startedAt = Date.now();
   /** File tools never open the data directory, even when the workspace holds it (see private-folders). */
   private readonly releaseDataDir: () => void;
   private warmUpTimer?: NodeJS.Timeout;
+  private stopping?: Promise<void>;
 
   private constructor(
     readonly options: ServiceOptions,
-    parts: ServiceParts,
+    opened: Pick<ServiceFront, 'config' | 'logger' | 'redactor'>,
+    storeOpening: Promise<Store>,
   ) {
-    ({
-      config: this.config,
-      store: this.store,
-      logger: this.logger,
-      redactor: this.redactor,
-      events: this.events,
-      tools: this.tools,
-      permissions: this.permissions,
-      gate: this.gate,
-      activity: this.activity,
-      agent: this.agent,
-      auth: this.auth,
-      pairings: this.pairings,
-      dispatch: this.dispatch,
-      webhooks: this.webhooks,
-      relay: this.relay,
-      push: this.push,
-      turns: this.turns,
-      door: this.door,
-      sessionDeps: this.sessionDeps,
-      listening: this.listening,
-    } = parts);
+    ({ config: this.config, logger: this.logger, redactor: this.redactor } = opened);
     this.releaseDataDir = keepToolsOut(options.dataDir);
+    this.events = new EventHub();
+    this.pairings = new PairingSecrets();
+    this.listening = {};
+    // A client that may answer hears of every request waiting for it as soon as it is in (a phone back online).
+    this.door = new SessionDoor({
+      dispatch: (frame, session) => {
+        const parts = this.opening.current;
+        if (parts) return parts.dispatch(frame, session);
+        return this.opening.wait().then(
+          (opened) => opened.dispatch(frame, session),
+          (error: ServiceError) => fail(error.code, error.message, requestIdOf(frame)),
+        );
+      },
+      events: this.events,
+      welcome: (session) => this.whenWhole((parts) => parts.permissions.resendTo(session)),
+    });
+    const front: ServiceFront = { ...opened, events: this.events, pairings: this.pairings, door: this.door, listening: this.listening };
+    const composed = composeService(options, front, storeOpening);
+    this.opening = new Opening(
+      Promise.all([composed, options.hostReady?.catch(() => undefined)]).then(([parts]) => parts),
+      options.openingWaitMs,
+    );
+    this.whole = this.opening.done.then(
+      () => undefined,
+      async (error: unknown) => {
+        await this.closeFailedOpen(error);
+        throw error;
+      },
+    );
+    // The host awaits `ready` (or not: a stop waits for it); this copy must not count as unhandled.
+    this.whole.catch(() => undefined);
+
+    this.config.on('change', (fields, next, change) => {
+      this.redactor.setSecrets(secretValues(next));
+      this.logger.info('config.changed', { fields });
+      this.whenWhole((parts) => applyConfigChange(front, parts, fields, change.previous, next, change));
+    });
+    this.config.on('invalid', (error: Error) => this.logger.error('config.invalid', { error: error.message }));
   }
 
-  /** Loads service.json (throws ConfigError naming each bad field), the log and the database, and builds the rest. */
+  /**
+   * Loads service.json (throws ConfigError naming each bad field) and the log, and takes the data
+   * directory's lock (throws DataDirInUseError); resolves then, the store opening behind (`ready`).
+   */
+  static async begin(options: ServiceOptions): Promise<Service> {
+    // The SQLite engines load while service.json is read (and written, in a new data directory).
+    const boot = bootStore(options.historyWorker);
+    let config: ConfigFile;
+    try {
+      config = await ConfigFile.load(options.dataDir);
+    } catch (error) {
+      await boot.cancel();
+      throw error;
+    }
+    const redactor = new Redactor();
+    redactor.setSecrets(secretValues(config.current));
+    const logger = new FileLogger({ file: join(options.dataDir, LOG_FILE_NAME), redactor, mirror: options.logToStderr ?? false, mirrorLevel: 'info' });
+    let locked = () => {};
+    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+    const storeOpening = openStore(options.dataDir, {
+      logger,
+      recover: options.recoverJournal,
+      breakLock: options.breakLock,
+      retention: retentionOf(config.current),
+      boot,
+      onLocked: () => locked(),
+    });
+    try {
+      // The open's failure before the lock (held by another) is begin's; after it, `ready`'s.
+      await Promise.race([lockTaken, storeOpening]);
+    } catch (error) {
+      await config.close();
+      await logger.close();
+      throw error;
+    }
+    return new Service(options, { config, logger, redactor }, storeOpening);
+  }
+
+  /** begin(), then the whole open: resolves with a service that has its store (not listening yet). */
   static async open(options: ServiceOptions): Promise<Service> {
-    return new Service(options, await composeService(options));
+    const service = await Service.begin(options);
+    await service.ready;
+    return service;
   }
 
-  /** Listens on the tcp channel; rejects with PortInUseError when the port is taken. */
+  /**
+   * Resolves once the service is whole: the store open, what a crash left settled, every part built on
+   * it (and the host's `hostReady`). Rejects with the open's error once everything was closed (the
+   * clients that waited were answered first), as begin() would have.
+   */
+  get ready(): Promise<void> {
+    return this.whole;
+  }
+
+  /** Whether the open has failed (then `ready` rejects with its error). */
+  get openFailed(): boolean {
+    return this.opening.state === 'failed';
+  }
+
+  /** The parts built on the store; reading one before `ready` is a bug of the caller. */
+  private get parts(): ServiceParts {
+    const parts = this.opening.current;
+    if (!parts) throw new Error('the service is still opening its store (await service.ready)');
+    return parts;
+  }
+
+  get store(): Store {
+    return this.parts.store;
+  }
+  get tools(): ToolRegistry {
+    return this.parts.tools;
+  }
+  get permissions(): PermissionBroker {
+    return this.parts.permissions;
+  }
+  get gate(): PermissionGate {
+    return this.parts.gate;
+  }
+  get activity(): ConversationActivity {
+    return this.parts.activity;
+  }
+  get agent(): Agent {
+    return this.parts.agent;
+  }
+  get auth(): Authenticator {
+    return this.parts.auth;
+  }
+  get dispatch(): Dispatch {
+    return this.parts.dispatch;
+  }
+  get webhooks(): WebhookChannel {
+    return this.parts.webhooks;
+  }
+  /** The links to the relays of service.json's `websocket` channels. */
+  get relay(): RelayLinks {
+    return this.parts.relay;
+  }
+  /** Web Push: the devices, the VAPID key and the notifier tapping the event hub. */
+  get push(): PushService {
+    return this.parts.push;
+  }
+
+  /** Runs `then` with the whole service: now, or once the open is over (never, if it fails). */
+  private whenWhole(then: (parts: ServiceParts) => void): void {
+    const parts = this.opening.current;
+    if (parts) then(parts);
+    else void this.opening.done.then(then, () => undefined);
+  }
+
+  /**
+   * The open failed after the service listened: the clients that waited are answered first (their
+   * waits settle in microtasks, before this turn of the loop ends), then the server, service.json and
+   * the log close, as a failed open left them before listening came first.
+   */
+  private async closeFailedOpen(error: unknown): Promise<void> {
+    this.logger.error('service.open_failed', { error: error instanceof Error ? error.message : String(error) });
+    await new Promise((resolve) => setImmediate(resolve));
+    clearTimeout(this.warmUpTimer);
+    this.door.closeAll();
+    await this.http?.close();
+    this.http = undefined;
+    this.releaseDataDir();
+    await this.config.close();
+    await this.logger.close();
+  }
+
+  /**
+   * Listens on the tcp channel, whether or not the store is open yet (connections then wait for it, see
+   * Opening); rejects with PortInUseError when the port is taken, or with the open's error once it failed.
+   */
   async start(): Promise<{ host: string; port: number; url: string }> {
+    if (this.opening.state === 'failed') await this.whole;
     const channel = tcpChannelOf(this.config.current);
     const allowFrom = () => this.options.allowFrom ?? tcpChannelOf(this.config.current).allow_from;
     const host = this.options.host ?? bindHostFor(allowFrom());
     const port = this.options.port ?? channel.port;
-    const fixedRoutes = new Map([
-      ...coreRoutes({ auth: this.auth, store: this.store, config: () => this.config.current, startedAt: this.startedAt }),
-      ...relayStatusRoute(this.relay),
-      ...phonePageRoutes(this.options.mediaDir ?? join(__dirname, '..', 'media')),
-    ]);
-    const router = createRouter(fixedRoutes, this.webhooks.router);
+    // What answers before the store is open: the health check and the phone page's files.
+    const beforeOpen = new Map([...healthRoute(this.startedAt, () => this.health()), ...phonePageRoutes(this.options.mediaDir ?? join(__dirname, '..', 'media'))]);
+    const router: Router = (method, path) => beforeOpen.get(`${method} ${path}`) ?? this.routeWhenOpen(method, path);
     let filter = { patterns: allowFrom(), allowed: compileAllowFrom(allowFrom()) };
     const allowed = () => {
       const patterns = allowFrom();
       if (patterns !== filter.patterns) filter = { patterns, allowed: compileAllowFrom(patterns) };
       return filter.allowed;
     };
-    this.http = new HttpServer({
+    const attach = (socket: import('ws').WebSocket, address: string, authenticated: () => void) => {
+      const { sessionDeps } = this.parts;
+      attachLanSocket(socket, address, {
+        ...sessionDeps,
+        addressAllowed: (remote) => allowed()(remote),
+        onAdmitted: (session, paired) => {
+          authenticated();
+          sessionDeps.onAdmitted?.(session, paired);
+        },
+      });
+    };
+    const http = new HttpServer({
       router,
       allowed,
       logger: this.logger,
-      loginRefusedFor: (address) => this.auth.failures.refusedFor(address, 'token'),
-      refusesConnection: (address) => this.auth.failures.refusesConnection(address),
-      onWebSocket: (socket, req, authenticated) =>
-        attachLanSocket(socket, clientAddress(req), {
-          ...this.sessionDeps,
-          addressAllowed: (address) => allowed()(address),
-          onAdmitted: (session, paired) => {
-            authenticated();
-            this.sessionDeps.onAdmitted?.(session, paired);
-          },
-        }),
+      // Failed logins are counted once the store is open (their `auth` waits for it): none before.
+      loginRefusedFor: (address) => this.opening.current?.auth.failures.refusedFor(address, 'token') ?? 0,
+      refusesConnection: (address) => this.opening.current?.auth.failures.refusesConnection(address) ?? false,
+      onWebSocket: (socket, req, authenticated) => {
+        const address = clientAddress(req);
+        if (this.opening.current) attach(socket, address, authenticated);
+        else
+          attachLanSocketWhenOpen(
+            socket,
+            () => this.opening.wait(),
+            () => attach(socket, address, authenticated),
+          );
+      },
     });
     let address: { host: string; port: number };
     try {
-      address = await this.http.listen(port, host);
+      address = await http.listen(port, host);
     } catch (error) {
-      this.http = undefined;
       if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new PortInUseError(host, port);
       throw error;
     }
+    if (this.opening.state === 'failed') {
+      await http.close();
+      await this.whole;
+    }
+    this.http = http;
     this.listening.address = address;
     this.config.watch();
-    this.push.start();
-    this.webhooks.start();
-    this.relay.start();
-    this.warmUp();
     const shownHost = address.host === '::' ? '0.0.0.0' : address.host;
     this.logger.info('service.listening', { host: shownHost, port: address.port });
+    this.whenWhole(() => {
+      if (this.http !== http || this.stopping) return;
+      this.parts.push.start();
+      this.parts.webhooks.start();
+      this.parts.relay.start();
+      this.warmUp();
+    });
     return { ...address, url: `http://${shownHost}:${address.port}` };
   }
 
+  /** What `GET /health` says: starting while the store opens, then whether it can save (docs/protocol.md). */
+  private async health(): Promise<Health> {
+    const parts = this.opening.current;
+    if (!parts) return this.opening.state === 'failed' ? { status: 'failed', reason: OPEN_FAILED_TEXT } : { status: 'starting' };
+    const reason = await parts.store.problem();
+    return reason === null ? { status: 'ok' } : { status: 'degraded', reason };
+  }
+
+  /** The routes that need the store: now, or a handler that waits for the open (bounded) and then finds its route. */
+  private routeWhenOpen(method: string, path: string): RouteHandler | undefined {
+    const parts = this.opening.current;
+    if (parts) return parts.router(method, path);
+    return async (req, res, url) => {
+      const handler = (await this.opening.wait()).router(method, path);
+      if (!handler) throw noRoute(method, path);
+      await handler(req, res, url);
+    };
+  }
+
   /** Graceful stop: stop accepting, let in-flight work finish (bounded), flush the database, release the lock. */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
+    this.stopping ??= this.shutDown();
+    return this.stopping;
+  }
+
+  private async shutDown(): Promise<void> {
     clearTimeout(this.warmUpTimer);
     this.http?.stopAccepting();
+    // A stop during the open waits for it: the store is closed whole. A failed open closed everything.
+    const opened = await this.whole.then(
+      () => true,
+      () => false,
+    );
+    if (!opened) return;
+    const { webhooks, permissions, agent, turns, relay, push, tools, auth, store } = this.parts;
+    clearTimeout(this.warmUpTimer);
     // Webhook work not started stays queued in the database; attempts in flight end (bounded) before the store closes.
-    const webhooksStopped = this.webhooks.stop();
+    const webhooksStopped = webhooks.stop();
     // A turn waiting for a person would hold the stop for nothing: its tool is denied and the turn ends.
-    this.permissions.stop();
-    const settled = Promise.allSettled([this.door.settled(), this.agent.idle(), webhooksStopped]);
+    permissions.stop();
+    const settled = Promise.allSettled([this.door.settled(), agent.idle(), webhooksStopped]);
     const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), STOP_GRACE_MS).unref());
     if ((await Promise.race([settled, timer])) === 'timeout') {
       this.logger.warn('service.stop_timeout', { inFlight: this.door.inFlightCount });
-      this.turns.cancelAll();
+      turns.cancelAll();
       await settled;
     }
     // Every answer is out (relayed clients' too: their links stay up until now). The links go (the relay
     // tells their clients the machine is offline; they stay connected to it), then every other client.
-    this.relay.stop();
+    relay.stop();
     this.door.closeAll();
-    await this.push.stop();
+    await push.stop();
     await this.http?.close();
     this.http = undefined;
-    await this.tools.close();
-    this.auth.failures.flush();
+    await tools.close();
+    auth.failures.flush();
     this.releaseDataDir();
-    await this.store.audit.settled();
-    await this.store.close();
+    await store.audit.settled();
+    await store.close();
     await this.config.close();
     this.logger.info('service.stopped');
     await this.logger.close();
@@ -460,7 +655,8 @@ export class Service {
 
   /**
    * A client of the host itself (the editor's views, its palette commands, its connection info) comes
-   * in by the same door as a socket (commands/door.ts): graceful stop waits for its commands and closes it.
+   * in by the same door as a socket (commands/door.ts): graceful stop waits for its commands and closes
+   * it. It may open while the store opens: its commands wait for it.
    */
   openSession(options: SessionOptions): OpenSession {
     return this.door.openSession(options);

@@ -188,6 +188,8 @@ export class Agent {
   private readonly context: TurnContext;
   /** The window each provider/model's calls last reported (the editor's models tell it with each answer). */
   private readonly reportedWindows = new Map<string, number>();
+  /** The tools offered last (offer). */
+  private offered: { tools: Tool[]; names: ModelToolNames; specs: ToolSpec[] } | undefined;
 
   constructor(private readonly deps: AgentDeps) {
     this.history = new HistoryCache(deps.store.messages);
@@ -517,14 +519,27 @@ export class Agent {
     // Read afresh each step: a config change (model, permission_mode, tools) applies to the next step.
     const config = this.deps.config();
     const tools = await this.deps.tools.list(area);
-    const names = new ModelToolNames(tools.map((t) => t.name));
-    const specs = lastStep || tools.length === 0 ? undefined : tools.map((t) => toolSpec(t, names));
+    const offered = this.offer(tools);
+    const names = offered.names;
+    const specs = lastStep || tools.length === 0 ? undefined : offered.specs;
     const model = input.model ?? config.model;
     const provider = this.deps.provider(config);
     // The server's own figure (asked once per model, bounded: providers/server-window.ts), else the last one a call reported (vscode.lm).
     const reported = (await provider.contextWindow?.(model).catch(() => undefined)) ?? this.reportedWindows.get(`${provider.name}/${model}`);
     const window = windowOf(config, provider.name, model, reported);
     return { config, tools, names, specs, model, provider, window, reported };
+  }
+
+  /**
+   * The tools' model names and specs, kept while the registry lists the same tools (its sources keep
+   * their Tool objects): every step of every turn offered them, and the budget counted their JSON again.
+   */
+  private offer(tools: Tool[]): { names: ModelToolNames; specs: ToolSpec[] } {
+    const kept = this.offered;
+    if (kept && kept.tools.length === tools.length && kept.tools.every((tool, i) => tool === tools[i])) return kept;
+    const names = new ModelToolNames(tools.map((t) => t.name));
+    this.offered = { tools, names, specs: tools.map((t) => toolSpec(t, names)) };
+    return this.offered;
   }
 
   /**

@@ -13,7 +13,7 @@ type AudienceClient = { canAnswerPermissions: boolean; principal?: 'access' | 's
 /** Who answers a permission_response: may it answer an owner-only request, and how people name it. */
 export interface Answerer {
   owner: boolean;
-  /** protocol/sources.ts `sourceLabel` of its source: `editor`, `LAN`, `phone (relay)`. */
+  /** Who answers, as people read it (commands/audit-actor.ts `sessionLabel`): a device's name, a user's, `editor`, `access token`. */
   label: string;
   /** Who and where, for the audit log (commands/audit-actor.ts); the answer is recorded with the request's resolution. */
   actor?: AuditActor;

@@ -47,7 +47,7 @@ export interface PermissionOutcome {
   reason: 'source' | 'rule' | 'mode' | 'conversation' | PermissionResolution;
   /** `rule` with `deny`: the deny rule that refused the call (named to the model and the person). */
   rule?: string;
-  /** `answered`: who, as people read it (protocol/sources.ts `sourceLabel`). */
+  /** `answered`: who, as people read it (commands/audit-actor.ts `sessionLabel`). */
   decidedBy?: string;
   /** `answered` with `deny`: the person's words for the model. */
   note?: string;

@@ -42,10 +42,13 @@ export function actorOf(session: Pick<ClientSession, 'source' | 'address' | 'pri
 }
 
 /**
- * A session as people read it where it acted ("Allowed from Pixel 8", "from Pixel 8" under a message):
- * a paired device by its name, a password user by username, else its source's label (`editor`, `LAN`).
+ * A session as people read it where it acted ("Allowed from Pixel 8", "from Pixel 8" under a message, a
+ * conversation's `started_by`): who it is, as the audit log names it: a paired device by its name, a
+ * password user by username, `editor`, `access token` for a script or client holding the service's
+ * access token (not the transport's `LAN`: a paired phone is on the LAN too); a webhook account by its
+ * source's label.
  */
 export function sessionLabel(session: Pick<ClientSession, 'source' | 'address' | 'principal' | 'deviceId' | 'username'>, devices?: Pick<DevicesRepo, 'get'>): string {
   const { person } = actorOf(session, devices);
-  return person.kind === 'device' || person.kind === 'user' ? person.name : sourceLabel(session.source);
+  return person.kind === 'webhook' ? sourceLabel(session.source) : person.name;
 }

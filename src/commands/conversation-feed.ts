@@ -226,8 +226,12 @@ export class ConversationFeeds {
   private deliver(feed: Feed, entry: Entry): void {
     const senderId = entry.origin?.sessionId;
     let sender: ClientSession | undefined;
-    for (const session of feed.followers) {
-      if (session.id === senderId) sender = session;
+    if (senderId !== undefined) {
+      for (const session of feed.followers) {
+        if (session.id !== senderId) continue;
+        sender = session;
+        break;
+      }
     }
     // The sender's latency must not grow with the followers: it is sent to first.
     if (sender && (!entry.filter || entry.filter(sender))) sender.send(forSession(entry, sender));

@@ -55,32 +55,22 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
   };
 }
 
-/** publicConfigOf of each configuration (they are frozen and replaced on change, never changed): get_config is asked at every start of a client. */
-const publicConfigs = new WeakMap<ServiceConfig, Readonly<PublicConfig>>();
-function publicConfigFor(config: ServiceConfig): Readonly<PublicConfig> {
-  let answer = publicConfigs.get(config);
-  if (!answer) publicConfigs.set(config, (answer = publicConfigOf(config)));
-  return answer;
-}
-
 /**
- * get_config's answer while nothing in it changes: the configuration (replaced on change), the asking
- * source (its new-chat toggle) and the instruction files in force. One shared object per configuration
- * and source, its text made once (sharedResult): serializing it again was the largest cost of a
- * get_config round trip after the socket's write (`npm run bench -- ws`, issue 25).
+ * get_config's answer while nothing in it changes: the configuration (frozen, replaced on change), the
+ * asking source (its new-chat toggle) and the instruction files in force. One shared answer per source,
+ * its text made once (sharedResult): serializing it again was the largest cost of a get_config round
+ * trip after the socket's write (`npm run bench -- ws`, issue 25). Sources are few (the LAN, the relay,
+ * the editor, service.json's webhook accounts), so one entry each.
  */
-const configAnswers = new WeakMap<ServiceConfig, Map<string, { instructions: string; answer: Readonly<ResultOf<'get_config'>> }>>();
+const configAnswers = new Map<string, { config: ServiceConfig; instructions: string; answer: Readonly<ResultOf<'get_config'>> }>();
 function configAnswerFor(config: ServiceConfig, source: Source, instructions: ResultOf<'get_config'>['instructions']): Readonly<ResultOf<'get_config'>> {
-  let answers = configAnswers.get(config);
-  if (!answers) configAnswers.set(config, (answers = new Map()));
   const key = sourceText(source);
   // The files' names and sizes only (no text): a short key.
   const files = JSON.stringify(instructions);
-  const kept = answers.get(key);
-  if (kept?.instructions === files) return kept.answer;
-  const answer = sharedResult(withField(withField(publicConfigFor(config), 'instructions', instructions), 'worktrees', worktreeSettingsOf(config, source)));
-  // One per source (webhook accounts are service.json's): the map stays as small as the configuration.
-  answers.set(key, { instructions: files, answer });
+  const kept = configAnswers.get(key);
+  if (kept?.config === config && kept.instructions === files) return kept.answer;
+  const answer = sharedResult(withField(withField(publicConfigOf(config), 'instructions', instructions), 'worktrees', worktreeSettingsOf(config, source)));
+  configAnswers.set(key, { config, instructions: files, answer });
   return answer;
 }
 

@@ -1,4 +1,5 @@
-import { changesOf, changeStatsOf } from '../git/changes';
+import { storeChangeStats } from '../agent/worktrees/worktrees';
+import { changesOf } from '../git/changes';
 import { commitChanges } from '../git/commit';
 import { landChanges } from '../git/land';
 import { discardWorktree, pushChanges, unlandedWork } from '../git/push';
@@ -82,7 +83,8 @@ export const reviewHandlers: { [T in ReviewCommandType]: ReviewHandler<T> } = {
     if (result.landed) {
       await ctx.worktrees.setState(worktree.conversationId, 'landed');
       // The base branch moved (it holds the branch now): the row says so, counted again by git.
-      await rowChanged(ctx, worktree, await changeStatsOf(worktree).catch(() => undefined));
+      await storeChangeStats(ctx.worktrees, worktree, ctx.logger);
+      await rowChanged(ctx, worktree);
     }
     return result;
   },
@@ -97,7 +99,7 @@ export const reviewHandlers: { [T in ReviewCommandType]: ReviewHandler<T> } = {
       const lost = await unlandedWork(worktree);
       throw new ServiceError(
         'invalid_request',
-        `discard_changes removes the worktree ${worktree.path} and the branch ${worktree.branch}: ${lostText(lost)} would be lost; send confirm: true to discard`,
+        `discard_changes removes this conversation's worktree folder and its branch ${worktree.branch}: ${lostText(lost)} would be lost; send confirm: true to discard`,
       );
     }
     await discardWorktree(worktree);

@@ -87,14 +87,19 @@ export class LoopMonitor {
   }
 }
 
-/** activate() -> listening, and the part of it that was the service's own open and listen (Hosting's startupMs). */
+/**
+ * activate() -> listening, and the part of it that was the service's own start (Hosting's startupMs:
+ * service.json, the lock, the bind); `readyMs`: activate() -> the service whole (its store open), once it is.
+ */
 export interface Activation {
   ms: number;
   serviceMs?: number;
+  readyMs?: number;
 }
 
 export function describeFigures(figures: LoopFigures, activation: Activation | undefined): string {
-  const service = activation?.serviceMs === undefined ? '' : ` (the service's open and listen ${activation.serviceMs} ms of it)`;
+  const ready = activation?.readyMs === undefined ? '' : `; store open at ${activation.readyMs} ms`;
+  const service = activation?.serviceMs === undefined ? '' : ` (the service's lock and listen ${activation.serviceMs} ms of it${ready})`;
   const started = activation === undefined ? 'activation: not started automatically' : `activation ${activation.ms} ms${service}`;
   return (
     `${started}; event loop over ${figures.seconds} s: longest stall ${figures.longestStallMs} ms ` +

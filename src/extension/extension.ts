@@ -127,10 +127,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   /** activate() -> listening: taken the moment the service listens (or attaches, or finds its port taken). */
   let activationMs: number | undefined;
   let serviceMs: number | undefined;
+  /** activate() -> the service whole (its store open: it listens before, see Service.begin). */
+  let readyMs: number | undefined;
   const activated = () => {
     if (activationMs !== undefined) return;
     activationMs = Math.round(performance.now() - began);
     serviceMs = hosting.state.state === 'hosting' ? hosting.state.startupMs : undefined;
+    hosting.service?.ready.then(
+      () => (readyMs ??= Math.round(performance.now() - began)),
+      () => undefined,
+    );
   };
   const loopMonitor = new LoopMonitor();
   const deps: CommandDeps = {
@@ -145,7 +151,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       chatView.post({ event: 'editor.show_message', conversation_id: conversationId, message_id: messageId });
     },
     loopMonitor,
-    activation: () => (activationMs === undefined ? undefined : { ms: activationMs, serviceMs }),
+    activation: () => (activationMs === undefined ? undefined : { ms: activationMs, serviceMs, readyMs }),
     permissions: {
       answer: (requestId, decision) => answerRequest(hosting.backend, requestId, decision as PermissionDecision),
       showInChat,
@@ -210,7 +216,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       await hosting.restart();
     }
     activated();
-    log(`activated in ${activationMs} ms (${hosting.state.state}${serviceMs === undefined ? '' : `; the service's open and listen ${serviceMs} ms of it`})`);
+    log(`activated in ${activationMs} ms (${hosting.state.state}${serviceMs === undefined ? '' : `; the service's lock and listen ${serviceMs} ms of it`})`);
   } else {
     statusBar.update({ state: 'stopped' });
   }

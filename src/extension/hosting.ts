@@ -112,16 +112,40 @@ export class Hosting extends EventEmitter<HostingEvents> {
     if (this.current.state !== 'client') this.setState({ state: 'starting' });
     let service: Service;
     try {
-      const opening = Service.open({ dataDir: this.options.dataDir, port: this.options.port(), host: this.options.bindHost, hostServices: this.options.hostServices });
-      [service] = await Promise.all([opening, this.options.ready?.catch(() => undefined)]);
+      // Resolves once the data directory is locked (this window hosts); the store opens behind, while
+      // the service listens: the backend's commands (and the keys, `ready`) are waited for in the service.
+      service = await Service.begin({
+        dataDir: this.options.dataDir,
+        port: this.options.port(),
+        host: this.options.bindHost,
+        hostServices: this.options.hostServices,
+        hostReady: this.options.ready,
+      });
     } catch (error) {
       if (error instanceof DataDirInUseError) return this.attach();
-      this.options.log(`service could not open: ${(error as Error).message}`);
-      return this.setState({ state: 'error', detail: (error as Error).message });
+      return this.openFailed(error as Error);
     }
     this.service = service;
+    // The editor's commands and views work at once: their commands wait for the store in the service.
     this.setBackend(new LocalBackend(service));
     return this.listen(service, began);
+  }
+
+  /** Waits for the service's store to open; undefined once whole, the error state when the open failed. */
+  private async whole(service: Service): Promise<HostingState | undefined> {
+    try {
+      await service.ready;
+      return undefined;
+    } catch (error) {
+      return this.openFailed(error as Error);
+    }
+  }
+
+  /** The service could not open (service.json invalid, service.db damaged): the error stays shown, nothing retries. */
+  private async openFailed(error: Error): Promise<HostingState> {
+    this.options.log(`service could not open: ${error.message}`);
+    await this.teardown();
+    return this.setState({ state: 'error', detail: error.message });
   }
 
   private async listen(service: Service, began: number): Promise<HostingState> {
@@ -129,17 +153,23 @@ export class Hosting extends EventEmitter<HostingEvents> {
       const address = await service.start();
       const startupMs = Math.round(performance.now() - began);
       this.failures = 0;
-      // Serving from here on: the state says so at once; the note for the other windows follows.
+      // Serving from here on (the activation's figure): the state says so at once. The note for the
+      // other windows follows once the store is open, so a window that attaches is answered at once
+      // rather than timing out behind the open; start() resolves then too, as before.
       const state = this.setState({ state: 'hosting', host: address.host, port: address.port, startupMs });
+      const failed = await this.whole(service);
+      if (failed) return failed;
       await writeFile(join(this.options.dataDir, HOST_FILE_NAME), JSON.stringify({ pid: process.pid, port: address.port }), { mode: 0o600 }).catch(() => undefined);
-      this.options.log(`hosting the service on ${address.url} (ready in ${startupMs} ms)`);
+      this.options.log(`hosting the service on ${address.url} (listening in ${startupMs} ms, whole in ${Math.round(performance.now() - began)} ms)`);
       return state;
     } catch (error) {
       if (error instanceof PortInUseError) {
         // Keep the lock and the in-process backend: the chat view still works in this window.
         this.options.log(error.message);
-        return this.setState({ state: 'port_busy', port: error.port });
+        return (await this.whole(service)) ?? this.setState({ state: 'port_busy', port: error.port });
       }
+      // The open's own failure (start() meets it too) is told as an open's.
+      if (this.service === service && service.openFailed) return this.openFailed(error as Error);
       this.options.log(`service could not start: ${(error as Error).message}`);
       await this.teardown();
       return this.setState({ state: 'error', detail: (error as Error).message });

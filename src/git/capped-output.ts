@@ -30,9 +30,9 @@ export class CappedOutput {
     return true;
   }
 
-  /** Everything held, decoded. */
-  text(): string {
-    return this.textUpTo(this.bytes);
+  /** Everything held, decoded (`latin1`: one character a byte, for output that holds file contents of known byte sizes). */
+  text(encoding: 'utf8' | 'latin1' = 'utf8'): string {
+    return this.textUpTo(this.bytes, encoding);
   }
 
   /** What is held up to and with the `\n` before the last `\n` + `marker` ('' when there is none). */
@@ -40,7 +40,7 @@ export class CappedOutput {
     return this.textUpTo(this.lastIndexOf(`\n${marker}`) + 1);
   }
 
-  private textUpTo(end: number): string {
+  private textUpTo(end: number, encoding: 'utf8' | 'latin1' = 'utf8'): string {
     if (end <= 0) return '';
     const kept: Buffer[] = [];
     let at = 0;
@@ -49,7 +49,7 @@ export class CappedOutput {
       kept.push(at + chunk.length <= end ? chunk : chunk.subarray(0, end - at));
       at += chunk.length;
     }
-    return Buffer.concat(kept).toString('utf8');
+    return Buffer.concat(kept).toString(encoding);
   }
 
   /**

@@ -7,8 +7,13 @@ import { DEFAULT_DIFF_LIMITS, parseGitDiff, type DiffLimits } from './diff-parse
 import { nulFields, gitIn, type ReviewGitOptions } from './git-in';
 import { untrackedDiff } from './untracked-diff';
 
-/** The diff flags of every review read: git's own diff, no driver the repository's config or attributes name. */
-export const DIFF_FLAGS = ['--no-color', '--no-ext-diff', '--no-textconv', '-M'] as const;
+/**
+ * The diff flags of every review read: git's own diff, no driver the repository's config or attributes
+ * name, and a submodule (a gitlink) compared by its commit only: to see whether its files changed git
+ * runs `git status` inside it, under that repository's own config (its filters: our guards name only
+ * the drivers of the repository we run in).
+ */
+export const DIFF_FLAGS = ['--no-color', '--no-ext-diff', '--no-textconv', '-M', '--ignore-submodules=dirty'] as const;
 
 /**
  * A conversation's changes against its base_commit (docs/protocol.md, "Review and land"): what is

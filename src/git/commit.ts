@@ -19,9 +19,11 @@ export async function commitChanges(worktree: WorktreeRecord, message: string, o
   await requireIdentity(worktree.path);
   const hooks = { allowHooks: options.allowHooks };
   await gitIn(worktree.path, ['add', '-A', '--', '.'], hooks);
-  const staged = await gitIn(worktree.path, ['diff', '--cached', '--quiet', '--no-ext-diff'], { okCodes: [1] });
-  if (staged.code === 0) throw new ServiceError('conflict', 'nothing to commit: the worktree has no changes since its last commit');
-  const changed = nulFields((await gitIn(worktree.path, ['diff', '--cached', '--name-only', '-z', '--no-renames', '--no-ext-diff', '--diff-filter=d'])).stdout);
+  // One staged diff answers both questions: is there anything to commit, and which files are written
+  // (a deleted file stores no blob, so LFS has nothing to check of it).
+  const staged = stagedFiles(nulFields((await gitIn(worktree.path, ['diff', '--cached', '--name-status', '-z', '--no-renames', '--no-ext-diff'])).stdout));
+  if (staged.length === 0) throw new ServiceError('conflict', 'nothing to commit: the worktree has no changes since its last commit');
+  const changed = staged.filter((file) => file.status !== 'D').map((file) => file.path);
   try {
     await refuseRawLfsFiles(worktree.path, '', changed);
   } catch (error) {
@@ -37,6 +39,13 @@ export async function commitChanges(worktree: WorktreeRecord, message: string, o
     throw error;
   }
   return { commit: (await gitIn(worktree.path, ['rev-parse', 'HEAD'])).stdout.trim() };
+}
+
+/** `git diff --name-status -z --no-renames` fields as files: a status letter, then its path (one path each, renames being off). */
+function stagedFiles(fields: readonly string[]): { status: string; path: string }[] {
+  const files: { status: string; path: string }[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) files.push({ status: fields[i], path: fields[i + 1] });
+  return files;
 }
 
 /** A clear error, before anything is staged, when git has no name or email to commit as. */

@@ -8,9 +8,9 @@ import path from 'node:path';
  * git process on the way of every get_changes, docs/design.md "Git's cost"). The files: the ones the
  * reading's entries came from (`--show-origin`), every file an include names (read or not: its condition
  * may hold later), the system, global and XDG files, the repository's config, the worktree's
- * config.worktree and HEAD (an `includeIf "onbranch:"`), and the folder's `.git` (which repository it
- * is). A file's state is its inode, size and change time: a write always moves the change time, which
- * (unlike the modification time) no one but root can set back.
+ * config.worktree and HEAD (an `includeIf "onbranch:"`), and the folder's `.git` and its git directory's
+ * `commondir` (which repository it is). A file's state is its inode, size and change time: a write
+ * always moves the change time, which (unlike the modification time) no one but root can set back.
  */
 export interface ConfigFiles {
   /** The environment the places were found with (HOME, XDG_CONFIG_HOME). */
@@ -53,6 +53,8 @@ export function configFilesOf(cwd: string, origins: readonly string[], includes:
   const xdg = process.env.XDG_CONFIG_HOME || path.join(home, '.config');
   const files = new Set<string>([
     dirs.dotGit,
+    // Which common directory (and so which config) the git directory uses: written, it names another.
+    path.join(dirs.gitDir, 'commondir'),
     path.join(dirs.gitDir, 'HEAD'),
     path.join(dirs.gitDir, 'config.worktree'),
     path.join(dirs.commonDir, 'config'),

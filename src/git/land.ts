@@ -113,9 +113,14 @@ async function revParse(repo: string, rev: string): Promise<string> {
   return (await gitIn(repo, ['rev-parse', '--verify', '-q', `${rev}^{commit}`])).stdout.trim();
 }
 
-/** Every path `git status` names in the workspace: changed, staged, untracked (a land would overwrite it), both sides of a rename. */
+/**
+ * Every path `git status` names in the workspace: changed, staged, untracked (a land would overwrite it),
+ * both sides of a rename. A submodule counts when its commit moved, whatever its config says, but its
+ * files are not looked into: that `git status` inside it would run under its own config (its filters),
+ * and the fast-forward leaves its files as they are anyway.
+ */
 async function uncommittedPaths(repo: string): Promise<Set<string>> {
-  const fields = nulFields((await gitIn(repo, ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=none'], { readOnly: true })).stdout);
+  const fields = nulFields((await gitIn(repo, ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=dirty'], { readOnly: true })).stdout);
   const paths = new Set<string>();
   for (let i = 0; i < fields.length; i++) {
     const entry = fields[i];

@@ -30,17 +30,47 @@ export async function refuseRawLfsFiles(cwd: string, revision: string, paths: re
   );
 }
 
-/** Of `paths`, those whose blob at `revision` is not an LFS pointer (sizes first: one git for all; content only of the small ones). */
+/** Of `paths`, those whose blob at `revision` is not an LFS pointer: sizes first, then the content of the small ones, one git each for all of them. */
 async function notPointers(cwd: string, revision: string, paths: readonly string[], env?: ReviewGitOptions['env']): Promise<string[]> {
   const specs = paths.map((p) => `${revision}:${p}`);
   const checked = (await gitIn(cwd, ['cat-file', '--batch-check', '-z'], { env, input: specs.map((s) => `${s}\0`).join('') })).stdout.split('\n');
-  const raw: string[] = [];
+  const raw = new Set<string>();
+  const small: { file: string; blob: string }[] = [];
   for (const [i, file] of paths.entries()) {
     const blob = /^([0-9a-f]+) blob (\d+)$/.exec(checked[i] ?? '');
-    // A path gone at that revision (`<spec> missing`) has nothing to store.
-    if (!blob) continue;
-    if (Number(blob[2]) > MAX_POINTER_BYTES) raw.push(file);
-    else if (!POINTER.test((await gitIn(cwd, ['cat-file', 'blob', blob[1]], { env })).stdout)) raw.push(file);
+    // A path gone at that revision (`<spec> missing`) has nothing to store; an empty file is stored
+    // as it is (git-lfs makes no pointer of one, by its spec), so it is no raw LFS file either.
+    if (!blob || blob[2] === '0') continue;
+    if (Number(blob[2]) > MAX_POINTER_BYTES) raw.add(file);
+    else small.push({ file, blob: blob[1] });
   }
-  return raw;
+  if (small.length > 0) {
+    const contents = await blobContents(
+      cwd,
+      small.map((s) => s.blob),
+      env,
+    );
+    for (const [i, { file }] of small.entries()) if (!POINTER.test(contents[i] ?? '')) raw.add(file);
+  }
+  return paths.filter((file) => raw.has(file));
+}
+
+/**
+ * The contents of `blobs` (each at most MAX_POINTER_BYTES), in their order, from one `git cat-file
+ * --batch`: each answer is `<id> blob <size>\n`, then `size` bytes and a `\n`. Read one character a
+ * byte, so a blob that is not text cannot shift where the next one starts.
+ */
+async function blobContents(cwd: string, blobs: readonly string[], env?: ReviewGitOptions['env']): Promise<string[]> {
+  const out = (await gitIn(cwd, ['cat-file', '--batch'], { env, input: blobs.map((b) => `${b}\n`).join(''), stdoutEncoding: 'latin1' })).stdout;
+  const contents: string[] = [];
+  let at = 0;
+  for (let i = 0; i < blobs.length; i += 1) {
+    const headerEnd = out.indexOf('\n', at);
+    const size = /^[0-9a-f]+ blob (\d+)$/.exec(out.slice(at, headerEnd === -1 ? undefined : headerEnd));
+    if (headerEnd === -1 || !size) break;
+    const start = headerEnd + 1;
+    contents.push(out.slice(start, start + Number(size[1])));
+    at = start + Number(size[1]) + 1;
+  }
+  return contents;
 }

@@ -3,7 +3,7 @@ import type { PushResult, WorktreeRecord } from '../protocol/worktrees';
 import { requireFolder } from './changes';
 import { compareUrlOf } from './compare-url';
 import { nulFields, gitIn } from './git-in';
-import { GitError } from './run-git';
+import { emptyHooksFolder, GitError } from './run-git';
 
 /**
  * The program a push starts at the other end (run by a shell here for a local or ssh remote): git's own,
@@ -11,6 +11,36 @@ import { GitError } from './run-git';
  * even where the config allows the protocol.
  */
 const RECEIVE_PACK = 'git-receive-pack';
+
+/**
+ * The receive-pack a push to a remote on this machine (a path, a file:// URL) starts: git's own, kept
+ * from running what the remote repository's files name. That repository is files the agent or a clone
+ * may have written (a bare repository in the worktree, a remote URL the repository's config points
+ * anywhere), and git clears our `-c` settings for a local receive-pack: so they are given on its own
+ * command line. Its hooks (in hooks/ or where its core.hooksPath says) point at our empty folder; its
+ * core.alternateRefsCommand lists nothing (only an alternate's refs not advertised: more objects sent);
+ * and its checked-out branch is never updated in place (receive.denyCurrentBranch=updateInstead would
+ * check files out there, running its filters, fsmonitor and push-to-checkout hook): refused, as git's default.
+ */
+async function localReceivePack(): Promise<string> {
+  const settings = [`core.hooksPath=${await emptyHooksFolder()}`, 'core.alternateRefsCommand=true', 'core.fsmonitor=false', 'receive.denyCurrentBranch=refuse'];
+  // Run by a shell: each setting single-quoted (the temp folder's path is the only part not ours).
+  return ['git', ...settings.flatMap((setting) => ['-c', `'${setting.replace(/'/g, "'\\''")}'`]), 'receive-pack'].join(' ');
+}
+
+/**
+ * Whether git reaches `url` by starting a receive-pack on this machine, decided as git's transport.c and
+ * connect.c decide: not a remote helper (`<scheme>::`), and either a file:// URL or neither a URL
+ * (`<scheme>://`) nor scp-like `host:path` (a `:` before any `/`).
+ */
+export function isLocalRemote(url: string): boolean {
+  if (/^[A-Za-z0-9][A-Za-z0-9+.-]*::/.test(url)) return false;
+  if (url.startsWith('file://')) return true;
+  if (/^[A-Za-z0-9][A-Za-z0-9+.-]*:\/\//.test(url)) return false;
+  const colon = url.indexOf(':');
+  const slash = url.indexOf('/');
+  return colon < 0 || (slash >= 0 && slash < colon);
+}
 
 /**
  * push_changes: the conversation's branch pushed to `remote` (its own name there), and the page that
@@ -26,13 +56,19 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
   if (!remotes.includes(remote)) {
     throw new ServiceError('invalid_request', remotes.length > 0 ? `the repository has no remote named ${remote} (it has ${remotes.join(', ')})` : 'the repository has no remote to push to');
   }
-  const url = (await gitIn(worktree.repository, ['remote', 'get-url', '--push', '--', remote])).stdout.trim();
+  // Every push URL (a remote may have several, and push goes to each), as git rewrites them (pushInsteadOf).
+  const urls = (await gitIn(worktree.repository, ['remote', 'get-url', '--push', '--all', '--', remote])).stdout.split('\n').filter(Boolean);
+  const local = urls.filter(isLocalRemote);
+  if (!options.allowHooks && local.length > 0 && local.length < urls.length) {
+    throw new ServiceError('conflict', `the remote ${remote} has push URLs both on this machine and elsewhere: nothing was pushed. Push from a terminal, or set worktrees.allow_hooks`);
+  }
+  const receivePack = !options.allowHooks && local.length > 0 ? await localReceivePack() : RECEIVE_PACK;
   // The owner's allow_hooks lets the repository's own programs run on push: its hooks, and these.
   const commands = options.allowHooks ? [] : await repositoryTransportCommands(worktree.path);
   if (commands.length > 0) {
     throw new ServiceError(
       'conflict',
-      `the repository's own config names a command git would run to push (${commands.join(', ')}): nothing was pushed. Move it to your global config, set worktrees.allow_hooks, or push from a terminal`,
+      `the repository's own config names a command git would run to push, or where it would send your credentials (${commands.join(', ')}): nothing was pushed. Move it to your global config, set worktrees.allow_hooks, or push from a terminal`,
     );
   }
   try {
@@ -44,7 +80,7 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
         'push',
         '--porcelain',
         '--recurse-submodules=no',
-        `--receive-pack=${RECEIVE_PACK}`,
+        `--receive-pack=${receivePack}`,
         '--',
         remote,
         `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`,
@@ -61,24 +97,30 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
       .join(' ');
     throw new ServiceError('conflict', `git could not push ${worktree.branch} to ${remote}: ${redactUrls(reason) || `exit ${error.code}`}`);
   }
-  return { remote, branch: worktree.branch, compare_url: compareUrlOf(url, worktree.branch, worktree.baseBranch) };
+  return { remote, branch: worktree.branch, compare_url: compareUrlOf(urls[0] ?? '', worktree.branch, worktree.baseBranch) };
 }
 
-/** Settings that name a program a push may run to reach the remote or ask for its credentials. */
-const TRANSPORT_KEYS = '^(core\\.(sshcommand|gitproxy|askpass)|credential\\..*helper)$';
+/**
+ * Settings that name a program a push may run to reach the remote or ask for its credentials, and those
+ * that send the credential (the person's, from their own helper) to a server git does not check: a
+ * proxy, another address for the host, certificate checks off or a CA of the repository's choosing.
+ */
+const TRANSPORT_KEYS = '^(core\\.(sshcommand|gitproxy|askpass)|credential\\..*helper|http\\.(.*\\.)?(sslverify|sslcainfo|sslcapath|sslbackend|proxy|curloptresolve)|remote\\..*\\.proxy)$';
 /**
  * A credential helper given by a plain name (`store`, `cache --timeout=60`): git runs its own
  * `git credential-<name>`, found on PATH. Anything else (`!<shell>`, a path, a shell character) runs
- * what it says.
+ * what it says; and any other argument may name a place (`store --file=<a file in the worktree>`,
+ * `cache --socket=<path>`) where git hands the person's credential, got from their own helper, after
+ * the push.
  */
-const PLAIN_HELPER = /^(?:[A-Za-z0-9][\w.-]*(?: [\w.,:=/~+@-]+)*)?$/;
+const PLAIN_HELPER = /^(?:[A-Za-z0-9][\w.-]*(?: --timeout=\d+)?)?$/;
 
 /**
  * The transport commands the repository's own config (its local and worktree files, and the files they
  * include) names: an ssh program, a git:// proxy, a password prompt, a credential helper that is not a
- * plain name. That config is the repository's files (a clone, a webhook's turn writing .git/config), and
- * none of what it names may run (run-git.ts); the user's global and system config are theirs, and run
- * as in a terminal.
+ * plain name; and the settings that would send the credential elsewhere (TRANSPORT_KEYS). That config
+ * is the repository's files (a clone, a webhook's turn writing .git/config), and none of what it names
+ * may run (run-git.ts); the user's global and system config are theirs, and run as in a terminal.
  */
 async function repositoryTransportCommands(folder: string): Promise<string[]> {
   const { stdout } = await gitIn(folder, ['config', '--show-scope', '--includes', '--null', '--get-regexp', TRANSPORT_KEYS], { okCodes: [1], readsNoContent: true });
@@ -87,8 +129,9 @@ async function repositoryTransportCommands(folder: string): Promise<string[]> {
   // Each entry is `<scope>\0<key>\n<value>\0`.
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const [key, ...rest] = fields[i + 1].split('\n');
-    const helper = /\.helper$/i.test(key);
-    if ((fields[i] === 'local' || fields[i] === 'worktree') && !(helper && PLAIN_HELPER.test(rest.join('\n')))) named.add(key);
+    const value = rest.join('\n');
+    const harmless = /\.helper$/i.test(key) ? PLAIN_HELPER.test(value) : /\.sslverify$/i.test(key) && /^(true|yes|on|1)$/i.test(value);
+    if ((fields[i] === 'local' || fields[i] === 'worktree') && !harmless) named.add(key);
   }
   return [...named];
 }
@@ -101,7 +144,9 @@ export async function unlandedWork(worktree: WorktreeRecord): Promise<{ commits:
     (out) => Number(out.stdout.trim()),
     () => 0,
   );
-  const uncommittedFiles = await gitIn(worktree.path, ['status', '--porcelain=v1', '-z', '--untracked-files=all'], { readOnly: true }).then(
+  // A submodule counts when its commit moved; its files are not looked into (git would run `git status`
+  // in it, under its own config: its filters).
+  const uncommittedFiles = await gitIn(worktree.path, ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=dirty'], { readOnly: true }).then(
     (out) => nulFields(out.stdout).filter((field) => /^.. /.test(field)).length,
     () => 0,
   );

@@ -2,11 +2,11 @@
 // status, the worktrees of issue 24 and their review all come through here, so what a repository's own
 // config may make git run is decided once. A repository's config and hooks are its files (an unpacked
 // archive, a clone, a webhook's turn writing .git/config through a shell): no command they name may run.
-import { spawn } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CappedOutput } from './capped-output';
+import { gitStarter } from './git-starter';
 import { configFilesOf, settledSince, unchanged, type ConfigFiles } from './config-files';
 
 /** How long a git command may take unless the caller says otherwise. */
@@ -31,6 +31,8 @@ export interface GitOptions {
    * decoded 64 MiB held the service's loop for most of a second (docs/design.md, "Git's cost").
    */
   cutBefore?: string;
+  /** stdout decoded one character a byte (`cat-file --batch`: contents whose sizes git gives in bytes); else UTF-8. */
+  stdoutEncoding?: 'utf8' | 'latin1';
   /** Written to git's standard input (a patch, a commit message). */
   input?: string;
   /** More environment for this run (GIT_INDEX_FILE of a temporary index, a replayed commit's author). */
@@ -199,37 +201,42 @@ async function readDriverNames(cwd: string, timeoutMs?: number): Promise<DriverN
 function execGit(args: readonly string[], options: GitOptions): Promise<GitResult> {
   const maxBytes = options.maxBytes ?? GIT_DEFAULT_MAX_BYTES;
   return new Promise((resolve, reject) => {
-    const child = spawn('git', args, { windowsHide: true, env: { ...gitEnvironment(), ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
     const stdout = new CappedOutput(maxBytes);
     const stderr = new CappedOutput(maxBytes);
     let stopped: 'timeout' | 'overflow' | undefined;
     const stop = (why: 'timeout' | 'overflow') => {
       stopped ??= why;
-      child.kill('SIGTERM');
+      run.kill();
     };
-    const timer = setTimeout(() => stop('timeout'), options.timeoutMs ?? GIT_DEFAULT_TIMEOUT_MS);
-    child.stdout.on('data', (chunk: Buffer) => stdout.add(chunk) || stop('overflow'));
-    child.stderr.on('data', (chunk: Buffer) => stderr.add(chunk) || stop('overflow'));
-    child.stdin.on('error', () => undefined); // git may exit before it reads its input (EPIPE): its exit tells.
-    let failedToStart: NodeJS.ErrnoException | undefined;
-    child.on('error', (error: NodeJS.ErrnoException) => (failedToStart = error));
-    child.on('close', (exit: number | null, signal: NodeJS.Signals | null) => {
-      clearTimeout(timer);
-      if (failedToStart?.code === 'ENOENT') return reject(new GitError('missing', 'git is not installed (or not on the PATH the service was started with)'));
-      if (failedToStart) return reject(new GitError('failed', `git could not be started: ${failedToStart.message}`));
-      const errText = stderr.text();
-      if (stopped === 'overflow') {
-        if (!options.allowOverflow) return reject(new GitError('failed', `git answered more than ${maxBytes} bytes`));
-        return resolve({ stdout: options.cutBefore === undefined ? stdout.text() : stdout.textBefore(options.cutBefore), stderr: errText, code: 0, overflowed: true });
-      }
-      if (stopped === 'timeout' || signal) return reject(new GitError('timeout', 'git took too long to answer'));
-      const out = stdout.text();
-      if (exit === 0) return resolve({ stdout: out, stderr: errText, code: 0, overflowed: false });
-      if (exit !== null && options.okCodes?.includes(exit)) return resolve({ stdout: out, stderr: errText, code: exit, overflowed: false });
-      reject(new GitError('failed', firstLine(errText) || `git exited with code ${exit}`, exit, errText));
+    let timer: NodeJS.Timeout | undefined;
+    let closed = false;
+    const run = gitStarter.start(
+      { args, env: { ...gitEnvironment(), ...options.env }, input: options.input },
+      {
+        onStdout: (chunk) => stdout.add(chunk) || stop('overflow'),
+        onStderr: (chunk) => stderr.add(chunk) || stop('overflow'),
+        onClose: (exit, signal, failedToStart) => {
+          closed = true;
+          clearTimeout(timer);
+          if (failedToStart?.code === 'ENOENT') return reject(new GitError('missing', 'git is not installed (or not on the PATH the service was started with)'));
+          if (failedToStart) return reject(new GitError('failed', `git could not be started: ${failedToStart.message}`));
+          const errText = stderr.text();
+          if (stopped === 'overflow') {
+            if (!options.allowOverflow) return reject(new GitError('failed', `git answered more than ${maxBytes} bytes`));
+            return resolve({ stdout: options.cutBefore === undefined ? stdout.text() : stdout.textBefore(options.cutBefore), stderr: errText, code: 0, overflowed: true });
+          }
+          if (stopped === 'timeout' || signal) return reject(new GitError('timeout', 'git took too long to answer'));
+          const out = stdout.text(options.stdoutEncoding);
+          if (exit === 0) return resolve({ stdout: out, stderr: errText, code: 0, overflowed: false });
+          if (exit !== null && options.okCodes?.includes(exit)) return resolve({ stdout: out, stderr: errText, code: exit, overflowed: false });
+          reject(new GitError('failed', firstLine(errText) || `git exited with code ${exit}`, exit, errText));
+        },
+      },
+    );
+    // Counted from when git is started, not from when the process that starts it was (git-starter.ts).
+    void run.ready.then(() => {
+      if (!closed) timer = setTimeout(() => stop('timeout'), options.timeoutMs ?? GIT_DEFAULT_TIMEOUT_MS);
     });
-    // Nothing to read: git sees the end of its input at once rather than waiting on the service's.
-    child.stdin.end(options.input);
     options.onStart?.();
   });
 }

@@ -96,7 +96,7 @@ export const PermissionResults = {
     request_id: z.string(),
     /** The decision in force: this answer's, or (already_decided) the same one given before. */
     decision: PermissionDecision,
-    /** Who decided, as people read it (protocol/sources.ts `sourceLabel`). */
+    /** Who decided, as people read it (commands/audit-actor.ts `sessionLabel`). */
     decided_by: z.string(),
     /** This answer came after the same decision was made: nothing changed. */
     already_decided: z.boolean(),

@@ -10,7 +10,7 @@ import { scanRecords } from './record';
 import { readSnapshotSeq, replayRecords, writeSnapshotSeq } from './replay';
 import { PRIVATE_FILE_MODE } from '../platform/file-modes';
 import type { ReplayFailure } from './replay';
-import { loadSqlJs } from './sqljs';
+import { keepLock, loadSqlJs } from './sqljs';
 import { queryOne, StatementCache } from './statements';
 import type { Database as SqlJsDatabase } from 'sql.js';
 
@@ -79,6 +79,7 @@ export async function compact(job: CompactionJob): Promise<CompactionDone> {
   const failures: ReplayFailure[] = [];
   try {
     const snapshotSeq = readSnapshotSeq(cache);
+    keepLock(db);
     seq = snapshotSeq;
     let prevRecordSeq = 0;
     for (const segment of job.segments) {

@@ -15,7 +15,7 @@ import { recoverJournal } from './recovery';
 import type { Op, SqlParamInput } from './record';
 import { fsyncDir, hasMetaTable, META_TABLE_SQL, readSnapshotSeq } from './replay';
 import { PRIVATE_DIR_MODE } from '../platform/file-modes';
-import { loadSqlJs } from './sqljs';
+import { keepLock, loadSqlJs } from './sqljs';
 import type { KeyedBody } from './history/protocol';
 import { queryAll, queryOne, runOp, StatementCache } from './statements';
 
@@ -35,11 +35,16 @@ export interface DatabaseOptions {
   /** Take over a `service.lock` written by another host (`serve --break-lock`; see acquireLock). */
   breakLock?: boolean;
   /**
+   * Called once `service.lock` is taken, before anything of the directory is read: the service listens
+   * from then on while the rest of the open goes on (service.ts, `Service.begin`).
+   */
+  onLocked?: () => void;
+  /**
    * Called with the directory's real path as soon as service.lock is held, before the snapshot is read:
    * starts work that needs the lock (history.db's open, in its worker) beside this open. What it returns
    * is awaited when this open then fails, before the lock is released.
    */
-  onLocked?: (dir: string) => () => Promise<void>;
+  withLock?: (dir: string) => () => Promise<void>;
   /**
    * Journal segments wait for `releaseCompaction` before they are compacted (and then deleted): records
    * may hold bodies whose only durable copy they are (WriteTx.keepBodies) until history.db is synced.
@@ -136,12 +141,13 @@ export class Database {
     await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
     const realDir = await realpath(dir);
     const lock = await acquireLock(realDir, logger, dir, { breakLock: options.breakLock });
+    options.onLocked?.();
     await makePrivate(realDir, fileName, logger).catch((err: unknown) => logger.warn('store.not_private', { dir: realDir, error: String(err) }));
     let sql: SqlJsDatabase | undefined;
     let cache: StatementCache | undefined;
     let undoLocked: (() => Promise<void>) | undefined;
     try {
-      undoLocked = options.onLocked?.(realDir);
+      undoLocked = options.withLock?.(realDir);
       const snapshotPath = path.join(realDir, fileName);
       // A snapshot that was being written when the last process stopped; the real one is intact.
       await rm(`${snapshotPath}.tmp`, { force: true });
@@ -164,6 +170,7 @@ export class Database {
       // Not persisted, and the journal is what makes commits durable: SQLite's own rollback journal
       // only needs to live in memory.
       sql.run('PRAGMA journal_mode = MEMORY');
+      keepLock(sql);
 
       const recovered = await recoverJournal(sql, cache, { dir: realDir, fileName, snapshotSeq, logger, recover: options.recover });
       const live = recovered.segments;

@@ -203,7 +203,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   };
   try {
     // Journal segments may hold the only durable copy of bodies until history.db is synced (restore.ts).
-    db = await Database.open(dataDir, { ...options, holdCompaction: true, onLocked: openHistory });
+    db = await Database.open(dataDir, { ...options, holdCompaction: true, withLock: openHistory });
   } catch (err) {
     await boot.cancel();
     throw err;

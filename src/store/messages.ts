@@ -212,8 +212,12 @@ export class MessagesRepo {
   }
 
   async get(id: string): Promise<MessageRow | undefined> {
-    const raw = this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE id = ?`, [id]);
-    return this.one(raw ?? this.coldOne(await this.history.cold({ kind: 'id', id })));
+    return this.one(await this.metaOf(id));
+  }
+
+  /** A message's metadata (its body not read): its row in sql.js, else its cold row. */
+  private async metaOf(id: string): Promise<RawMessage | undefined> {
+    return this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE id = ?`, [id]) ?? this.coldOne(await this.history.cold({ kind: 'id', id }));
   }
 
   /** The user message stored with this client key (a chat's sender and client_message_id). */
@@ -241,16 +245,21 @@ export class MessagesRepo {
   }
 
   /** The assistant reply to a user message: the last message of its turn, if it is the assistant's (turn-reply.ts). */
-  async replyTo(message: MessageRow): Promise<MessageRow | undefined> {
+  async replyTo(message: Pick<MessageRow, 'conversation_id' | 'seq'>): Promise<MessageRow | undefined> {
+    return this.one(await this.replyMetaOf(message));
+  }
+
+  /** replyTo's metadata (its body not read). */
+  private async replyMetaOf(message: Pick<MessageRow, 'conversation_id' | 'seq'>): Promise<RawMessage | undefined> {
     const cold = this.coldSeq(message.conversation_id);
     let coldLast: ColdRow | undefined;
     if (message.seq <= cold) {
       [coldLast] = await this.history.cold({ kind: 'turn', conversationId: message.conversation_id, seq: message.seq, maxSeq: cold });
-      if (coldLast?.ended) return coldLast.role === 'assistant' ? this.one(rawOf(coldLast)) : undefined;
+      if (coldLast?.ended) return coldLast.role === 'assistant' ? rawOf(coldLast) : undefined;
     }
     // Rows in sql.js all come after the cold ones: the turn goes on there if it has rows there.
     const raw = this.db.get<RawMessage>(turnReplySql(COLUMNS), [message.conversation_id, message.seq, message.conversation_id, message.seq]) ?? (coldLast && rawOf(coldLast));
-    return raw?.role === 'assistant' ? this.one(raw) : undefined;
+    return raw?.role === 'assistant' ? raw : undefined;
   }
 
   /**
@@ -259,7 +268,7 @@ export class MessagesRepo {
    * not of this conversation.
    */
   async turnOf(conversationId: string, messageId: string): Promise<string | undefined> {
-    const message = await this.get(messageId);
+    const message = await this.metaOf(messageId);
     if (message?.conversation_id !== conversationId) return undefined;
     if (message.role === 'user') return messageId;
     const hot = this.db.get<{ id: string }>(`SELECT id FROM messages WHERE conversation_id = ? AND seq < ? AND role = 'user' ORDER BY seq DESC LIMIT 1`, [conversationId, message.seq]);
@@ -267,10 +276,10 @@ export class MessagesRepo {
     return hot?.id ?? (cold > 0 ? (await this.history.cold({ kind: 'user_before', conversationId, seq: message.seq, maxSeq: cold }))[0]?.id : undefined);
   }
 
-  /** The id of the reply that ended a turn (replyTo its user message). */
+  /** The id of the reply that ended a turn (replyTo its user message), from the metadata alone: no body is read. */
   async replyOfTurn(conversationId: string, turnId: string): Promise<string | undefined> {
-    const start = await this.get(turnId);
-    return start?.conversation_id === conversationId ? (await this.replyTo(start))?.id : undefined;
+    const start = await this.metaOf(turnId);
+    return start?.conversation_id === conversationId ? (await this.replyMetaOf(start))?.id : undefined;
   }
 
   /** The most recent `limit` messages of a conversation, oldest first. */

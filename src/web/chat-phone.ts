@@ -132,7 +132,7 @@ function show(id: string): void {
   render();
 }
 
-/** A pairing link opened (at start, or into the open page): its machine is added, or renewed, and shown. */
+/** A pairing link opened (at start, or into the open page): its machine is added (asked first beside others), or renewed, and shown. */
 function takePairingLink(): boolean {
   const pairing = parseFragment(location.hash, location);
   if (!pairing) return false;
@@ -144,6 +144,17 @@ function takePairingLink(): boolean {
     // the link (the add sheet's trial), so a spent, bogus or planted link never unpairs the phone.
     show(known.id);
     switcher.tryLink(link);
+    return true;
+  }
+  const current = store.current;
+  if (!known && current) {
+    // A machine this phone does not know, from a link opened from outside the page (a planted QR code,
+    // a link in a message or on a web page): nothing connects to it unless the person agrees, told its
+    // name and address; then it is tried as a pasted link is (the add sheet's trial), so a refused link
+    // adds nothing. (A phone that holds no machine yet takes its first link at once: that is pairing.)
+    show(current.id);
+    const host = hostOf(pairing.url);
+    if (confirm(`Add the computer “${nameOfFragment(hash) ?? host}” (${host}) to this phone? Only if you opened its pairing link yourself.`)) switcher.tryLink(link);
     return true;
   }
   const machine = store.add(pairing, nameOfFragment(hash));

@@ -121,7 +121,7 @@ describe('making worktrees', () => {
     const record = await worktrees().create('bbbbbbbb-0000-0000-0000-000000000001', 'which repo');
     assert.equal(record.repository, repo);
     roots = [plain, join(repo, 'src')];
-    await conflict(worktrees().create('bbbbbbbb-0000-0000-0000-000000000002', 'no top level'), /no workspace folder is the top level of a git repository/);
+    await conflict(worktrees().create('bbbbbbbb-0000-0000-0000-000000000002', 'no top level'), /no workspace folder \(of 2\) is the top level of a git repository/);
   });
 
   test('a repository without a commit, and worktrees.folder inside the repository, are refused; nothing is made', async () => {

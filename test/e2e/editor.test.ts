@@ -37,15 +37,24 @@ function lastUserText(request: RecordedRequest): string {
   return text.startsWith('The user attached this context from the editor:') ? text.slice(text.lastIndexOf('\n\n---\n\n') + 7) : text;
 }
 
+/** Waits for the service's /health to answer ok: it listens (503 `starting`) before its store is open. */
+async function healthOk(port: number): Promise<void> {
+  const status = async () => (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.json() as Promise<{ status: string }>)).status;
+  await waitFor(async () => (await status()) === 'ok', 'GET /health to answer ok (the store open)', 30_000, 50);
+}
+
 /** The figures of a "Measure Responsiveness" notification (ours and the bare server fixture's: describeFigures). */
 function parseFigures(text: string) {
   const activation = /activation (\d+) ms/.exec(text);
-  const service = /the service's open and listen (\d+) ms of it/.exec(text);
+  const service = /the service's lock and listen (\d+) ms of it/.exec(text);
+  const ready = /store open at (\d+) ms/.exec(text);
   const stall = /longest stall ([\d.]+) ms \(process CPU during it ([\d.]+) ms\), longest busy stall ([\d.]+) ms, p99 ([\d.]+) ms/.exec(text);
   assert.ok(activation && stall, `unexpected figures: ${text}`);
   return {
     activationMs: Number(activation[1]),
     serviceOpenAndListenMs: service ? Number(service[1]) : undefined,
+    /** activate() -> the service whole (its store open), after listening. */
+    readyMs: ready ? Number(ready[1]) : undefined,
     longestStallMs: Number(stall[1]),
     longestStallCpuMs: Number(stall[2]),
     longestBusyStallMs: Number(stall[3]),
@@ -148,7 +157,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       const vscodeMs = figures.vscodeActivationMs;
       const ratio = (ours: unknown, theirs: number | undefined) => (typeof ours === 'number' && theirs ? `${(ours / theirs).toFixed(1)}x` : '?');
       console.log(
-        `# e2e figures: vsix ${kb} KB (goal < 3072 KB); activation ${figures.activationMs ?? '?'} ms (goal < 150 ms; the service's open and listen ${figures.serviceOpenAndListenMs ?? '?'} ms of it), ` +
+        `# e2e figures: vsix ${kb} KB (goal < 3072 KB); activation ${figures.activationMs ?? '?'} ms (goal < 150 ms; the service's lock and listen ${figures.serviceOpenAndListenMs ?? '?'} ms of it; its store open at ${figures.readyMs ?? '?'} ms), ` +
           `a bare server extension's in the same run ${bare?.activationMs ?? '?'} ms (${ratio(figures.activationMs, bare?.activationMs)}); ` +
           `longest event-loop stall during a ${figures.chatMessages ?? '?'}-message streamed chat ${figures.longestStallMs ?? '?'} ms (goal < 16 ms; ` +
           `process CPU during it ${figures.longestStallCpuMs ?? '?'} ms), longest busy stall ${figures.longestBusyStallMs ?? '?'} ms, p99 ${figures.p99StallMs ?? '?'} ms; ` +
@@ -165,8 +174,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       const w = wb!;
       await w.statusItem.waitFor();
       await waitFor(async () => (await w.statusText()).includes(`${servicePort} · ask`), 'the status bar to show the port and mode', 30_000, 100);
-      const health = await fetch(`http://127.0.0.1:${servicePort}/health`).then((r) => r.json() as Promise<{ status: string }>);
-      assert.equal(health.status, 'ok');
+      await healthOk(servicePort);
       await w.screenshot('activated');
     }),
   );
@@ -487,8 +495,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
 
       await first.leave();
       await waitFor(async () => (await w2.statusLabel()).includes(`serving on port ${servicePort}`), 'the second window to take over hosting', 30_000, 100);
-      const health = await fetch(`http://127.0.0.1:${servicePort}/health`).then((r) => r.json() as Promise<{ status: string }>);
-      assert.equal(health.status, 'ok');
+      await healthOk(servicePort);
       // The conversations are the same database's; the chat works in the window that now hosts.
       chat = await w2.openChatView();
       await send('hello from the second window');
@@ -562,8 +569,7 @@ describe('the configured port is taken by another program (real VS Code)', { tim
       await input.fill(String(newPort));
       await input.press('Enter');
       await waitFor(async () => (await w.statusText()).includes(`${newPort} · ask`), 'the service on the new port', 30_000, 100);
-      const health = await fetch(`http://127.0.0.1:${newPort}/health`).then((r) => r.json() as Promise<{ status: string }>);
-      assert.equal(health.status, 'ok');
+      await healthOk(newPort);
       const settings = JSON.parse(await readFile(join(editor!.userDataDir, 'User', 'settings.json'), 'utf8')) as Record<string, unknown>;
       assert.equal(settings['remoteAssistant.port'], newPort);
       await w.screenshot('port-chosen');

@@ -157,3 +157,29 @@ test('lanAccess writes the tcp channel allow_from (both channel forms) and the s
   await applyLanAccess(w.service!, true);
   assert.deepEqual(JSON.parse(await readFile(join(dir, 'service.json'), 'utf8')).channels, [{ name: 'lan', type: 'tcp', allow_from: LAN_PATTERNS }]);
 });
+
+test('a damaged service.db: the window shows the open error as before and releases the lock and the port', async () => {
+  const dir = await storage();
+  await writeFile(join(dir, 'service.db'), 'not a database at all');
+  const a = window(dir, 'a');
+  const seen: HostingState[] = [];
+  a.on('state', (state) => seen.push(state));
+  const state = await a.start();
+  assert.equal(state.state, 'error');
+  assert.match((state as { detail: string }).detail, /is not a readable database/);
+  assert.ok(
+    a.lines.some((l) => /service could not open: .*is not a readable database/.test(l)),
+    a.lines.join('\n'),
+  );
+  assert.equal(a.backend, undefined);
+  assert.equal(a.service, undefined);
+  // Listening comes before the open's failure unless the open fails first (sql.js's load usually takes
+  // longer than a bind): either way no port is left open.
+  const listened = seen.find((s) => s.state === 'hosting') as { port: number } | undefined;
+  if (listened) await assert.rejects(fetch(`http://127.0.0.1:${listened.port}/health`));
+  // The lock was released: another window (the file repaired) hosts.
+  const { rm } = await import('node:fs/promises');
+  await rm(join(dir, 'service.db'));
+  const b = window(dir, 'b');
+  assert.equal((await b.start()).state, 'hosting');
+});

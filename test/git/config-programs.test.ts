@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, cp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { changesOf } from '../../src/git/changes';
@@ -168,8 +168,9 @@ describe("diff drivers (regression: review's diffs pass --no-ext-diff --no-textc
 describe('attack: a filter added after the drivers were read once (the reading is kept until a file it came from changes) does not run from get_changes', () => {
   // The clean filter git would run on the changed file's content, named in four places the service read
   // before: the repository's config, a file it includes (written without touching the includer), the
-  // worktree's config.worktree, the person's ~/.gitconfig.
-  const places = ['the repository config', 'an included file', 'config.worktree', '~/.gitconfig'] as const;
+  // worktree's config.worktree, the person's ~/.gitconfig; and a whole other common directory (a copy of
+  // the repository's .git with the filter in its config) the worktree's `commondir` file is pointed at.
+  const places = ['the repository config', 'an included file', 'config.worktree', '~/.gitconfig', 'a common directory swapped'] as const;
   for (const place of places) {
     test(place, async () => {
       await withRig({ 'a.txt': 'a\n', '.gitattributes': '*.txt filter=evil\n' }, async (rig) => {
@@ -188,7 +189,12 @@ describe('attack: a filter added after the drivers were read once (the reading i
         if (place === 'the repository config') git(rig.repo.repo, 'config', 'filter.evil.clean', clean);
         else if (place === 'an included file') await writeFile(included, `[filter "evil"]\n\tclean = ${clean}\n`);
         else if (place === 'config.worktree') git(wt.path, 'config', '--worktree', 'filter.evil.clean', clean);
-        else git(rig.repo.repo, 'config', '--global', 'filter.evil.clean', clean);
+        else if (place === 'a common directory swapped') {
+          const other = join(rig.repo.worktrees, '..', 'other-common');
+          await cp(join(rig.repo.repo, '.git'), other, { recursive: true });
+          git(other, 'config', 'filter.evil.clean', clean);
+          await writeFile(join(rig.repo.repo, '.git', 'worktrees', `kept-${places.indexOf(place)}`, 'commondir'), `${other}\n`);
+        } else git(rig.repo.repo, 'config', '--global', 'filter.evil.clean', clean);
         // Not vacuous: a plain git runs it.
         git(wt.path, 'diff', 'HEAD');
         assert.equal(existsSync(rig.marker), true, 'a plain git runs the filter');

@@ -1,19 +1,35 @@
 import assert from 'node:assert/strict';
+import childProcess from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { chmod, mkdir, readFile, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { changesOf } from '../../src/git/changes';
+import { gitStarter } from '../../src/git/git-starter';
 import { commitChanges } from '../../src/git/commit';
 import { compareUrlOf } from '../../src/git/compare-url';
 import { landChanges } from '../../src/git/land';
-import { discardWorktree, pushChanges, unlandedWork } from '../../src/git/push';
+import { discardWorktree, isLocalRemote, pushChanges, unlandedWork } from '../../src/git/push';
 import { revertChanges } from '../../src/git/revert';
 import { ServiceError } from '../../src/protocol/errors';
-import { addWorktree, git, isolateGitConfig, makeRepo, snapshot, writeFiles, type TestRepo } from '../helpers/git-repo';
+import { addWorktree, git, gitRepository, isolateGitConfig, makeRepo, snapshot, writeFiles, type TestRepo } from '../helpers/git-repo';
+import { selfSignedCertificate } from '../helpers/self-signed';
 
 const lines = (n: number, tag = '') => Array.from({ length: n }, (_, i) => `line ${i + 1}${tag}`).join('\n') + '\n';
 const noHooks = { allowHooks: false };
+
+/** git-lfs is on this machine (`git lfs version` answers): a test of the pointers it writes runs only then. */
+function hasGitLfs(): boolean {
+  try {
+    childProcess.execFileSync('git', ['lfs', 'version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 let isolation: Awaited<ReturnType<typeof isolateGitConfig>>;
 before(async () => {
@@ -28,6 +44,22 @@ async function withRepo(files: Record<string, string | Buffer>, body: (repo: Tes
   } finally {
     await repo.cleanup();
   }
+}
+
+/** The git processes the service's runner starts while `body` runs (run-git.ts starts each through gitStarter), as their arguments. */
+async function gitRuns(body: () => Promise<unknown>): Promise<string[][]> {
+  const start = gitStarter.start;
+  const runs: string[][] = [];
+  gitStarter.start = (request, handlers) => {
+    runs.push([...request.args]);
+    return start(request, handlers);
+  };
+  try {
+    await body();
+  } finally {
+    gitStarter.start = start;
+  }
+  return runs;
 }
 
 describe('get_changes', () => {
@@ -286,6 +318,23 @@ describe('commit_changes', () => {
     });
   });
 
+  test('the staged diff is read once: one git diff --cached tells whether there is anything and which files to check', async () => {
+    await withRepo({ 'a.txt': 'a\n', 'gone.txt': 'bye\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'k3');
+      await writeFiles(wt.path, { 'a.txt': 'b\n', 'n.txt': 'new\n' });
+      await rm(join(wt.path, 'gone.txt'));
+      let commit = '';
+      const runs = await gitRuns(async () => ({ commit } = await commitChanges(wt, 'agent work', noHooks)));
+      assert.equal(runs.filter((args) => args.includes('diff') && args.includes('--cached')).length, 1, runs.map((a) => a.join(' ')).join('\n'));
+      assert.equal(git(wt.path, 'show', '--name-status', '--format=', commit).trim().split('\n').sort().join(','), 'A\tn.txt,D\tgone.txt,M\ta.txt');
+      // Nothing left: still a clear conflict, from that one diff.
+      const again = await gitRuns(() =>
+        assert.rejects(commitChanges(wt, 'nothing', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /nothing to commit/.test(e.message)),
+      );
+      assert.equal(again.filter((args) => args.includes('diff') && args.includes('--cached')).length, 1);
+    });
+  });
+
   test('no git identity configured: a clear error, nothing staged or committed', async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const wt = addWorktree(repo, 'k2');
@@ -461,6 +510,215 @@ describe('push and discard', () => {
     });
   });
 
+  test("attack: a local remote's own hooks, core.hooksPath and alternateRefsCommand run nothing on push (a path or file:// URL); a plain local bare remote is pushed to", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const bare = join(repo.worktrees, '..', 'remote.git');
+      const marker = join(repo.worktrees, '..', 'remote-hook-ran');
+      git(repo.repo, 'init', '-q', '--bare', bare);
+      // Every hook a receive-pack runs, in the remote's hooks folder and in one its own config names.
+      const hook = `#!/bin/sh\necho "$0" >> '${marker}'\n`;
+      const names = ['pre-receive', 'update', 'post-receive', 'post-update', 'reference-transaction', 'push-to-checkout'];
+      await writeFiles(
+        bare,
+        Object.fromEntries(
+          names.flatMap((name) => [
+            [`hooks/${name}`, hook],
+            [`own-hooks/${name}`, hook],
+          ]),
+        ),
+      );
+      for (const name of names) await Promise.all([chmod(join(bare, 'hooks', name), 0o755), chmod(join(bare, 'own-hooks', name), 0o755)]);
+      // An alternate object store makes receive-pack run the command its config names to list the alternate's refs.
+      const alternate = join(repo.worktrees, '..', 'alternate.git');
+      git(repo.repo, 'init', '-q', '--bare', alternate);
+      await writeFiles(bare, { 'objects/info/alternates': `${join(alternate, 'objects')}\n` });
+      git(bare, 'config', 'core.alternateRefsCommand', `touch '${marker}'; true`);
+      git(repo.repo, 'remote', 'add', 'origin', bare);
+      git(repo.repo, 'remote', 'add', 'byurl', `file://${bare}`);
+      const wt = addWorktree(repo, 'p5');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+      const { commit } = await commitChanges(wt, 'to push', noHooks);
+      for (const hooksPath of [null, join(bare, 'own-hooks')]) {
+        if (hooksPath) git(bare, 'config', 'core.hooksPath', hooksPath);
+        for (const remote of ['origin', 'byurl']) {
+          git(bare, '-c', 'core.hooksPath=/dev/null', 'update-ref', '-d', `refs/heads/${wt.branch}`);
+          assert.equal((await pushChanges(wt, remote, noHooks)).branch, wt.branch);
+          assert.equal(
+            existsSync(marker),
+            false,
+            `the remote's own programs ran on a push to ${remote} (core.hooksPath ${hooksPath ?? 'unset'}): ${existsSync(marker) ? await readFile(marker, 'utf8') : ''}`,
+          );
+          assert.equal(git(bare, 'rev-parse', `refs/heads/${wt.branch}`).trim(), commit, `pushed to ${remote}`);
+        }
+      }
+      // The owner's allow_hooks lets them run, as in a terminal.
+      git(bare, '-c', 'core.hooksPath=/dev/null', 'update-ref', '-d', `refs/heads/${wt.branch}`);
+      await pushChanges(wt, 'origin', { allowHooks: true });
+      assert.equal(existsSync(marker), true, 'allow_hooks runs the remote hooks');
+    });
+  });
+
+  test("attack: a remote with push URLs elsewhere and on this machine is refused (the local one's hooks would run); what git reaches locally", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const bare = join(repo.worktrees, '..', 'remote.git');
+      const marker = join(repo.worktrees, '..', 'mixed-hook-ran');
+      git(repo.repo, 'init', '-q', '--bare', bare);
+      await writeFiles(bare, { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
+      await chmod(join(bare, 'hooks', 'pre-receive'), 0o755);
+      git(repo.repo, 'remote', 'add', 'mixed', bare);
+      git(repo.repo, 'config', '--add', 'remote.mixed.pushurl', bare);
+      git(repo.repo, 'config', '--add', 'remote.mixed.pushurl', 'git://127.0.0.1:9/x.git');
+      const wt = addWorktree(repo, 'p7');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+      await commitChanges(wt, 'to push', noHooks);
+      const refused = await pushChanges(wt, 'mixed', noHooks).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      assert.equal(existsSync(marker), false, "the local push URL's hook ran");
+      assert.ok(refused instanceof ServiceError && refused.code === 'conflict', String(refused));
+    });
+    for (const url of ['/srv/git/app.git', 'app.git', './a:b', 'file:///srv/app.git', 'C/x:y']) assert.equal(isLocalRemote(url), true, url);
+    for (const url of ['git@github.com:me/app.git', 'host:path/x', 'ssh://h/x', 'git://h/x', 'https://h/x', 'ext::sh -c x', 'fd::3', '[h:22]:x']) assert.equal(isLocalRemote(url), false, url);
+  });
+
+  test('attack: push.recurseSubmodules=on-demand does not push a submodule, whose own config (core.sshCommand) the transport check never reads; the branch is pushed', async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const marker = join(repo.worktrees, '..', 'submodule-ssh-ran');
+      const library = join(repo.worktrees, '..', 'library');
+      await gitRepository(library, { 's.txt': 's\n' });
+      git(repo.repo, '-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', library, 'lib');
+      git(repo.repo, 'commit', '-q', '-m', 'add lib');
+      const bare = join(repo.worktrees, '..', 'remote.git');
+      git(repo.repo, 'init', '-q', '--bare', bare);
+      git(repo.repo, 'remote', 'add', 'origin', bare);
+      git(repo.repo, 'config', 'push.recurseSubmodules', 'on-demand');
+      // The agent's worktree with the submodule checked out (its shell may run `git submodule update`), a
+      // new commit in it, and the submodule's own config naming an ssh remote and an ssh program.
+      const wt = addWorktree(repo, 'p8');
+      git(wt.path, '-c', 'protocol.file.allow=always', 'submodule', 'update', '-q', '--init');
+      const sub = join(wt.path, 'lib');
+      // (A branch of the pushed branch's name: git pushes the submodule with the same refspec.)
+      git(sub, 'checkout', '-q', '-b', wt.branch);
+      await writeFiles(sub, { 's.txt': 'changed\n' });
+      git(sub, 'commit', '-q', '-am', 'submodule change');
+      git(sub, 'remote', 'set-url', 'origin', 'ssh://127.0.0.1:9/library.git');
+      git(sub, 'config', 'core.sshCommand', `touch '${marker}'; false`);
+      const { commit } = await commitChanges(wt, 'bump lib', noHooks);
+      await pushChanges(wt, 'origin', noHooks).catch(() => undefined);
+      assert.equal(existsSync(marker), false, "the submodule's core.sshCommand ran on push");
+      assert.equal(git(bare, 'rev-parse', `refs/heads/${wt.branch}`).trim(), commit, 'the branch was pushed alone');
+    });
+  });
+
+  test('attack: a local non-bare remote set to updateInstead on the pushed branch checks nothing out there (its fsmonitor, filters, push-to-checkout hook): refused, nothing runs', async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'p6');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n', 'b.x': 'b\n' });
+      await commitChanges(wt, 'to push', noHooks);
+      const remoteRepo = join(repo.worktrees, '..', 'remote-tree');
+      const marker = join(repo.worktrees, '..', 'remote-checkout-ran');
+      git(repo.repo, 'clone', '-q', repo.repo, remoteRepo);
+      git(remoteRepo, 'checkout', '-q', '-b', wt.branch);
+      git(remoteRepo, 'config', 'receive.denyCurrentBranch', 'updateInstead');
+      git(remoteRepo, 'config', 'core.fsmonitor', `touch '${marker}'; true`);
+      git(remoteRepo, 'config', 'filter.evil.smudge', `touch '${marker}'; cat`);
+      await writeFiles(remoteRepo, { '.git/info/attributes': '* filter=evil\n' });
+      git(repo.repo, 'remote', 'add', 'tree', remoteRepo);
+      const before = git(remoteRepo, 'rev-parse', 'HEAD').trim();
+      const refused = await pushChanges(wt, 'tree', noHooks).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      assert.equal(existsSync(marker), false, "the remote's fsmonitor or filter ran on a push");
+      assert.ok(refused instanceof ServiceError && refused.code === 'conflict', String(refused));
+      assert.equal(git(remoteRepo, 'rev-parse', 'HEAD').trim(), before, 'nothing pushed');
+    });
+  });
+
+  test("attack: a credential helper the repository's config names with a place of its choosing (store --file=<a file in the worktree>) is refused on push; the person's credential is not written there", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const served = join(repo.worktrees, '..', 'served');
+      git(repo.repo, 'init', '-q', '--bare', join(served, 'remote.git'));
+      const server = await gitOverHttp(served);
+      // The person's own helper (their global config) answers the remote's 401 with their credential.
+      git(repo.repo, 'config', '--global', 'credential.helper', '!f() { test "$1" = get && { echo username=person; echo password=SECRET-PASS; }; }; f');
+      try {
+        git(repo.repo, 'remote', 'add', 'origin', `${server.url}/remote.git`);
+        const wt = addWorktree(repo, 'p9');
+        await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+        const { commit } = await commitChanges(wt, 'to push', noHooks);
+        const leak = join(wt.path, 'leak');
+        for (const helper of [`store --file=${leak}`, `cache --socket=${leak}`]) {
+          git(repo.repo, 'config', 'credential.helper', helper);
+          const refused = await pushChanges(wt, 'origin', noHooks).then(
+            () => undefined,
+            (error: unknown) => error,
+          );
+          assert.equal(existsSync(leak), false, `the person's credential was written where the repository said (${helper})`);
+          assert.ok(refused instanceof ServiceError && refused.code === 'conflict', String(refused));
+        }
+        // Without it the push goes through with the person's own helper.
+        git(repo.repo, 'config', '--unset-all', 'credential.helper');
+        await pushChanges(wt, 'origin', noHooks);
+        assert.equal(git(join(served, 'remote.git'), 'rev-parse', `refs/heads/${wt.branch}`).trim(), commit);
+      } finally {
+        git(repo.repo, 'config', '--global', '--unset-all', 'credential.helper');
+        await server.close();
+      }
+    });
+  });
+
+  test("attack: the repository's own config cannot send the person's credential to a server git does not check (http.sslVerify off, curloptResolve, a proxy, its own CA): refused, no credential sent", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      // Someone else's server posing as the person's forge (forge.example), with a certificate of its own making.
+      const certs = join(repo.worktrees, '..', 'certs');
+      await mkdir(certs);
+      const { key, cert, certFile } = selfSignedCertificate(certs, 'forge.example');
+      const heard: string[] = [];
+      const server = createHttpsServer({ key, cert }, (request, response) => {
+        if (request.headers.authorization) heard.push(request.headers.authorization);
+        response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="forge"' }).end();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as AddressInfo;
+      // The person's own helper holds their credential for forge.example.
+      git(repo.repo, 'config', '--global', 'credential.helper', '!f() { test "$1" = get && { echo username=person; echo password=SECRET-PASS; }; }; f');
+      try {
+        git(repo.repo, 'remote', 'add', 'origin', `https://forge.example:${port}/me/app.git`);
+        const wt = addWorktree(repo, 'p10');
+        await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+        await commitChanges(wt, 'to push', noHooks);
+        const resolve = `forge.example:${port}:127.0.0.1`;
+        const settings: [string, string][][] = [
+          [
+            ['http.curloptResolve', resolve],
+            ['http.sslVerify', 'false'],
+          ],
+          [
+            [`http.https://forge.example:${port}/.curloptResolve`, resolve],
+            ['http.sslCAInfo', certFile],
+          ],
+          [['http.proxy', 'http://127.0.0.1:9']],
+          [['remote.origin.proxy', 'http://127.0.0.1:9']],
+        ];
+        for (const set of settings) {
+          for (const [name, value] of set) git(repo.repo, 'config', name, value);
+          const refused = await pushChanges(wt, 'origin', noHooks).then(
+            () => undefined,
+            (error: unknown) => error,
+          );
+          assert.deepEqual(heard, [], `the credential reached the server with ${set.map(([name]) => name).join(', ')}`);
+          assert.ok(refused instanceof ServiceError && refused.code === 'conflict' && /config/.test(refused.message), String(refused));
+          for (const [name] of set) git(repo.repo, 'config', '--unset-all', name);
+        }
+      } finally {
+        git(repo.repo, 'config', '--global', '--unset-all', 'credential.helper');
+        await new Promise((resolve) => server.close(resolve));
+      }
+    });
+  });
+
   test("attack: a remote the repository's config names like an option (--receive-pack=<command>) is refused; nothing runs, nothing is pushed", async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'remote.git');
@@ -507,6 +765,53 @@ describe('push and discard', () => {
   });
 });
 
+describe('a nested repository committed as a gitlink (an unpacked archive, a folder the agent made a repository)', () => {
+  /**
+   * A repository at `dir` whose own config names a clean filter for every file, and whose file's stat
+   * no longer matches its index: a `git status` inside it (which git runs to see whether a submodule's
+   * files changed) runs the filter.
+   */
+  async function nestedWithFilter(dir: string): Promise<void> {
+    await writeFiles(dir, { '.gitattributes': '* filter=evil\n', 'a.txt': 'vendored\n' });
+    git(dir, 'init', '-q');
+    git(dir, 'add', '.');
+    git(dir, 'commit', '-q', '-m', 'vendored');
+  }
+  async function armFilter(dir: string, marker: string): Promise<void> {
+    git(dir, 'config', 'filter.evil.clean', `touch '${marker}'; cat`);
+    const later = new Date(Date.now() + 60_000);
+    await utimes(join(dir, 'a.txt'), later, later);
+  }
+
+  test("attack: get_changes, land_changes and discard's check run none of its own config's programs (its clean filter); the gitlink is still listed and landed", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const marker = join(repo.worktrees, '..', 'nested-filter-ran');
+      // In the user's repository (land's status there), and in the worktree (get_changes after each turn).
+      await nestedWithFilter(join(repo.repo, 'vendor', 'lib'));
+      git(repo.repo, 'add', 'vendor/lib');
+      git(repo.repo, 'commit', '-q', '-m', 'vendor lib');
+      const wt = addWorktree(repo, 'n1');
+      await nestedWithFilter(join(wt.path, 'tools'));
+      git(wt.path, 'add', 'tools');
+      git(wt.path, 'commit', '-q', '-m', 'tools');
+      await armFilter(join(repo.repo, 'vendor', 'lib'), marker);
+      await armFilter(join(wt.path, 'tools'), marker);
+
+      const changes = await changesOf(wt);
+      assert.equal(existsSync(marker), false, "the nested repository's filter ran on get_changes");
+      assert.ok(
+        changes.files.some((f) => f.path === 'tools'),
+        'the gitlink is listed',
+      );
+      assert.equal((await unlandedWork(wt)).commits, 1);
+      assert.equal(existsSync(marker), false, "the nested repository's filter ran on discard's look at what would be lost");
+      const landed = await landChanges(wt, 'merge', noHooks);
+      assert.equal(existsSync(marker), false, "the nested repository's filter ran on land_changes");
+      assert.equal(landed.landed, true, JSON.stringify(landed.blocked));
+    });
+  });
+});
+
 describe('a repository using git LFS (filters are off in our git: refused by name rather than the whole file stored)', () => {
   const attributes = '*.bin filter=lfs diff=lfs merge=lfs -text\n';
   const pointer = `version https://git-lfs.github.com/spec/v1\noid sha256:${'a'.repeat(64)}\nsize 3000\n`;
@@ -535,6 +840,41 @@ describe('a repository using git LFS (filters are off in our git: refused by nam
     });
   });
 
+  test('small LFS files are read by one git for all of them, not one each: pointers pass, small raw files (text or not) are named', async () => {
+    const names = Array.from({ length: 8 }, (_, i) => `p${i}.bin`);
+    await withRepo({ '.gitattributes': attributes, 'notes.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'lfs3');
+      const pointers = Object.fromEntries(names.map((name, i) => [name, pointer.replace('size 3000', `size ${3000 + i}`)]));
+      // A small raw file of bytes that are not UTF-8 before the pointers, and a text one among them: neither moves where the next one is read.
+      // An empty file is not refused: git-lfs stores it as it is.
+      await writeFiles(wt.path, { ...pointers, 'a-raw.bin': Buffer.from([0xff, 0xfe, 0x80, 0x0a, 0xc3]), 'p4-raw.bin': 'not a pointer\n', 'empty.bin': '' });
+      const runs = await gitRuns(() =>
+        assert.rejects(commitChanges(wt, 'agent work', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /keeps a-raw\.bin, p4-raw\.bin in git LFS/.test(e.message)),
+      );
+      assert.equal(runs.filter((args) => args.includes('cat-file')).length, 2, runs.map((a) => a.join(' ')).join('\n'));
+      await rm(join(wt.path, 'a-raw.bin'));
+      await rm(join(wt.path, 'p4-raw.bin'));
+      const { commit } = await commitChanges(wt, 'pointers only', noHooks);
+      assert.equal(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n').length, names.length + 1);
+    });
+  });
+
+  test('with git-lfs installed: the pointers it writes pass and the file it would have stored as a pointer is refused', { skip: !hasGitLfs() && 'git-lfs is not installed' }, async () => {
+    await withRepo({ '.gitattributes': attributes, 'notes.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'lfs4');
+      await writeFiles(wt.path, { 'made.src': large, 'other.src': Buffer.alloc(500, 3) });
+      // git lfs's own pointers for two files, as a checkout by a git with LFS leaves them.
+      await writeFiles(wt.path, { 'made.bin': git(wt.path, 'lfs', 'pointer', '--file=made.src'), 'other.bin': git(wt.path, 'lfs', 'pointer', '--file=other.src') });
+      await rm(join(wt.path, 'made.src'));
+      await rm(join(wt.path, 'other.src'));
+      await writeFiles(wt.path, { 'whole.bin': Buffer.alloc(500, 3) });
+      await assert.rejects(commitChanges(wt, 'agent work', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /keeps whole\.bin in git LFS/.test(e.message));
+      await rm(join(wt.path, 'whole.bin'));
+      const { commit } = await commitChanges(wt, 'pointers', noHooks);
+      assert.equal(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n').sort().join(','), 'made.bin,other.bin');
+    });
+  });
+
   test('land_changes refuses a branch that stored an LFS file whole (committed by other means), naming it; the workspace unchanged', async () => {
     await withRepo({ '.gitattributes': attributes, 'model.bin': pointer }, async (repo) => {
       const wt = addWorktree(repo, 'lfs2');
@@ -546,3 +886,50 @@ describe('a repository using git LFS (filters are off in our git: refused by nam
     });
   });
 });
+
+/**
+ * Git's smart HTTP on 127.0.0.1 (`git http-backend` behind Basic authentication, any credential taken):
+ * a remote that asks for a password, as a hosted one does.
+ */
+async function gitOverHttp(root: string): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = createServer((request, response) => {
+    if (!request.headers.authorization) {
+      response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="git"' }).end();
+      return;
+    }
+    const url = new URL(request.url ?? '/', 'http://127.0.0.1');
+    const backend = childProcess.spawn('git', ['http-backend'], {
+      env: {
+        ...process.env,
+        GIT_PROJECT_ROOT: root,
+        GIT_HTTP_EXPORT_ALL: '1',
+        PATH_INFO: url.pathname,
+        REQUEST_METHOD: request.method ?? 'GET',
+        QUERY_STRING: url.search.slice(1),
+        CONTENT_TYPE: request.headers['content-type'] ?? '',
+        ...(request.headers['content-encoding'] ? { HTTP_CONTENT_ENCODING: request.headers['content-encoding'] } : {}),
+        REMOTE_USER: 'person',
+        REMOTE_ADDR: '127.0.0.1',
+      },
+    });
+    request.pipe(backend.stdin);
+    const chunks: Buffer[] = [];
+    backend.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+    backend.on('close', () => {
+      // A CGI answer: its headers (a Status: line among them), a blank line, the body.
+      const out = Buffer.concat(chunks);
+      const end = out.indexOf('\r\n\r\n');
+      const headers: Record<string, string> = {};
+      let status = 200;
+      for (const line of out.subarray(0, end).toString().split('\r\n')) {
+        const colon = line.indexOf(': ');
+        if (/^status$/i.test(line.slice(0, colon))) status = Number(line.slice(colon + 2, colon + 5));
+        else headers[line.slice(0, colon)] = line.slice(colon + 2);
+      }
+      response.writeHead(status, headers).end(out.subarray(end + 4));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}

@@ -13,13 +13,11 @@
  *   push.received[0].payload                       // decrypted JSON
  */
 import { createECDH, createPublicKey, randomBytes, randomUUID, verify, type ECDH } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import https from 'node:https';
 import type http from 'node:http';
 import * as ece from 'http_ece';
 import { createWatchers, listenOnLoopback, onBodyBytes } from './fake-http';
+import { selfSignedCertificate } from './self-signed';
 import { tempDir } from './temp';
 
 export interface BrowserSubscription {
@@ -103,32 +101,7 @@ function streamForever(res: http.ServerResponse, state: { limit: number; sent: n
 
 export async function startFakePushService(): Promise<FakePushService> {
   const certDir = await tempDir('ra-fake-push-');
-  const keyFile = join(certDir.dir, 'key.pem');
-  const certFile = join(certDir.dir, 'cert.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      keyFile,
-      '-out',
-      certFile,
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
-  const ca = readFileSync(certFile);
+  const { key, cert: ca } = selfSignedCertificate(certDir.dir);
   const subscriptions = new Map<string, { ecdh: ECDH; auth: Buffer }>();
   const received: ReceivedPush[] = [];
   const scripted: number[] = [];
@@ -136,7 +109,7 @@ export async function startFakePushService(): Promise<FakePushService> {
   const endless = { pending: false, limit: 0, sent: 0, closed: false };
   let attempts = 0;
 
-  const server = https.createServer({ key: readFileSync(keyFile), cert: ca }, (req, res) => {
+  const server = https.createServer({ key, cert: ca }, (req, res) => {
     onBodyBytes(req, (body) => {
       attempts += 1;
       const id = (req.url ?? '').split('/').pop() ?? '';

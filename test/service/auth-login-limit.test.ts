@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { loginLimitKey } from '../../src/transport/http/allow-from';
 import { FixedWindowLimiter } from '../../src/transport/http/rate-limit';
-import { MAX_CONCURRENT_DERIVATIONS, MAX_WAITING_CHECKS, PasswordChecksBusy, decoyHash, hashPassword, verifyPassword } from '../../src/transport/auth/passwords';
+import { DERIVATION_NICE, MAX_CONCURRENT_DERIVATIONS, MAX_WAITING_CHECKS, PasswordChecksBusy, decoyHash, hashPassword, verifyPassword } from '../../src/transport/auth/passwords';
 import { postJson, startService, type RunningService } from '../helpers/service';
 
 // Attacks on `POST /auth`'s limit of 10 failed attempts per client address per 5 minutes
@@ -114,6 +115,23 @@ test('password checks beyond the bounded queue are refused at once, the others s
   assert.equal(outcomes.filter((o) => 'valid' in o && o.valid === false).length, MAX_CONCURRENT_DERIVATIONS + MAX_WAITING_CHECKS - 1);
   // The queue drained: a check now runs again.
   assert.equal(await verifyPassword(ADA_PASSWORD, stored), true);
+});
+
+/** Each thread of this process with its nice value (Linux: the nice value is a thread's own). */
+function threadNiceValues(): Map<number, number> {
+  const threads = new Map<number, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    threads.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+  }
+  return threads;
+}
+
+test('password checks run on a thread of lower priority, the event loop keeps its own', { skip: process.platform !== 'linux' }, async () => {
+  assert.equal(await verifyPassword('wrong', users[0].password_hash), false);
+  const threads = threadNiceValues();
+  assert.equal(threads.get(process.pid), 0, 'the main thread is not lowered');
+  assert.ok([...threads.values()].includes(DERIVATION_NICE), JSON.stringify([...threads]));
 });
 
 test('a reserved attempt refunds once, and only in the window it was taken from', () => {

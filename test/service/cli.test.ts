@@ -84,6 +84,16 @@ test('the port in use: a clear message and a non-zero exit', async () => {
   }
 });
 
+test('a damaged service.db (its open fails after the port is bound): exit 1 with the store\'s own message, never "listening on"', async () => {
+  const dir = await dataDir();
+  await writeConfig(dir, {});
+  await writeFile(join(dir, 'service.db'), 'not a database at all');
+  const result = await runCli(['serve', '--data-dir', dir, '--port', '0']);
+  assert.equal(result.code, 1, result.stderr);
+  assert.match(result.stderr, /service\.db is not a readable database/);
+  assert.doesNotMatch(result.stdout, /listening on/);
+});
+
 test('a second process on the same data directory gets a clear error', async () => {
   const dir = await dataDir();
   const first = await serve(dir);

@@ -6,8 +6,8 @@
 // by a provider built ahead. Each test file is its own process, so
 // require.cache shows what this service loaded.
 import assert from 'node:assert/strict';
-import childProcess from 'node:child_process';
 import { after, before, test } from 'node:test';
+import { gitStarter } from '../../src/git/git-starter';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startService, type RunningService } from '../helpers/service';
 import { waitFor } from '../helpers/temp';
@@ -26,15 +26,15 @@ const loaded = (): Heavy[] => (Object.keys(HEAVY) as Heavy[]).filter((name) => O
 let fake: FakeOpenAI;
 let svc: RunningService;
 let loadedAtStart: Heavy[];
-/** `git status` runs of this process (src/git/run-git.ts runs git with spawn). */
+/** `git status` runs of this process (src/git/run-git.ts starts every git through gitStarter). */
 let gitStatuses = 0;
-const spawn = childProcess.spawn;
+const start = gitStarter.start;
 
 before(async () => {
-  childProcess.spawn = ((file: string, args: readonly string[], ...rest: unknown[]) => {
-    if (file === 'git' && args.includes('status')) gitStatuses += 1;
-    return (spawn as (...all: unknown[]) => unknown)(file, args, ...rest);
-  }) as typeof spawn;
+  gitStarter.start = (request, handlers) => {
+    if (request.args.includes('status')) gitStatuses += 1;
+    return start(request, handlers);
+  };
   fake = await startFakeOpenAI();
   svc = await startService({ provider: 'openai', model: 'fake-model', base_url: fake.url });
   // Right after start resolves: the warm-up waits for a timer, which cannot have run yet.
@@ -42,7 +42,7 @@ before(async () => {
 });
 
 after(async () => {
-  childProcess.spawn = spawn;
+  gitStarter.start = start;
   await svc?.dispose();
   await fake?.close();
 });

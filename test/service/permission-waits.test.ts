@@ -91,9 +91,9 @@ describe('a request waits for a person', () => {
 
     const answer = await back.request({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
     assert.equal(answer.status, 'ok', JSON.stringify(answer));
-    assert.deepEqual(answer.data, { request_id: request.request_id, decision: 'allow', decided_by: 'LAN', already_decided: false });
+    assert.deepEqual(answer.data, { request_id: request.request_id, decision: 'allow', decided_by: 'access token', already_decided: false });
     const resolved = await back.next((f) => f.event === 'permission.resolved');
-    assert.deepEqual(resolved, { event: 'permission.resolved', request_id: request.request_id, conversation_id: conversationId, decision: 'allow', decided_by: 'LAN', reason: 'answered' });
+    assert.deepEqual(resolved, { event: 'permission.resolved', request_id: request.request_id, conversation_id: conversationId, decision: 'allow', decided_by: 'access token', reason: 'answered' });
     await waitFor(() => existsSync(join(workspace.dir, 'later.txt')), 'the tool ran');
     await waitFor(async () => (await storedTools(back, conversationId)).some((m) => m.tool_kind === 'result'), 'the result stored');
     assert.deepEqual(((await back.request({ type: 'list_pending_permissions' })).data as { requests: unknown[] }).requests, []);
@@ -121,8 +121,8 @@ describe('a request waits for a person', () => {
     assert.equal(loser.code, 'conflict');
     const won = winners[0].data as { decision: string; decided_by: string; already_decided: boolean };
     assert.equal(won.already_decided, false);
-    const expected = won.decision === 'deny' ? 'already denied from the editor' : 'already allowed from LAN';
-    assert.equal(won.decided_by, won.decision === 'deny' ? 'editor' : 'LAN');
+    const expected = won.decision === 'deny' ? 'already denied from the editor' : 'already allowed from access token';
+    assert.equal(won.decided_by, won.decision === 'deny' ? 'editor' : 'access token');
     assert.match(String(loser.error), new RegExp(expected));
     assert.equal((await chat).status, 'ok');
     assert.equal(existsSync(join(workspace.dir, 'race.txt')), won.decision === 'allow');

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, existsSync } from 'node:fs';
 import { mkdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import { MOMENT_HEADING } from '../../src/agent/prompt/environment';
 import type { Conversation } from '../../src/protocol';
 import type { WorktreeInfo } from '../../src/protocol/worktrees';
@@ -211,6 +211,12 @@ describe('a conversation in its own worktree', () => {
       assert.equal(landed.base_moved, true);
       assert.equal((await conversation(id)).worktree?.base_moved, true);
 
+      // Without confirm: what would be lost, the worktree named by its branch, never by its folder.
+      const record = svc.service.store.worktrees.worktreeOf(id)!;
+      const unconfirmed = await client.request({ type: 'discard_changes', conversation_id: id });
+      assert.equal(unconfirmed.code, 'invalid_request');
+      assert.ok(String(unconfirmed.error).includes(record.branch), String(unconfirmed.error));
+      for (const place of [record.path, root]) assert.ok(!String(unconfirmed.error).includes(place), `${String(unconfirmed.error)} shows ${place}`);
       await ok({ type: 'discard_changes', conversation_id: id, confirm: true });
       assert.equal((await updated(() => true)).state, 'discarded');
     } finally {
@@ -364,6 +370,41 @@ describe('what goes wrong', () => {
   });
 });
 
+/**
+ * A service on `workspace` with a webhook account `ci` whose conversations must have a worktree, its
+ * callbacks posted to a receiver of the test's own: `post` sends it a message, `errorCallback` waits for
+ * a conversation's error callback and answers its text.
+ */
+async function webhookService(t: TestContext, workspace: string, worktrees?: Record<string, unknown>) {
+  const secret = 'worktree-webhook-secret-0123456789';
+  const receiver = await startWebhookReceiver({ secret });
+  t.after(() => receiver.close());
+  const service = await startService(
+    {
+      provider: 'openai',
+      model: 'gpt-4o-mini',
+      base_url: openai.url,
+      workspace,
+      ...(worktrees ? { worktrees } : {}),
+      channels: { webhook: { accounts: { ci: { incoming_path: '/ci', outgoing_url: receiver.url('/ci'), secret, tools: 'allow', worktree: 'required' } } } },
+    },
+    { webhook: { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 } },
+  );
+  t.after(() => service.dispose());
+  const post = async (body: Record<string, unknown>): Promise<string> => {
+    const reply = await postJson(`${service.httpUrl}/ci`, body, { 'x-service-secret': secret });
+    assert.equal(reply.status, 202, reply.text);
+    return (reply.body!.data as { conversation_id: string }).conversation_id;
+  };
+  const errorCallback = async (conversationId: string): Promise<string> => {
+    const failed = () =>
+      receiver.requests.map((c) => c.body as { conversation_id?: unknown; status?: unknown; error?: unknown } | undefined).find((b) => b?.conversation_id === conversationId && b.status === 'error');
+    await receiver.waitFor(() => failed() !== undefined, 'the error callback');
+    return String(failed()!.error);
+  };
+  return { service, receiver, post, errorCallback };
+}
+
 describe('defaults, a workspace that is not a repository, clean-up at start', () => {
   test('not a repository: a clear conflict; worktrees.default.lan makes a LAN chat ask for one', async (t) => {
     const { dir, cleanup: done } = await tempDir('ra-worktrees-plain-');
@@ -392,23 +433,8 @@ describe('defaults, a workspace that is not a repository, clean-up at start', ()
   });
 
   test('a webhook account with worktree "required": its conversation works in its own worktree from its first message', async (t) => {
-    const secret = 'worktree-webhook-secret-0123456789';
-    const receiver = await startWebhookReceiver({ secret });
-    t.after(() => receiver.close());
-    const service = await startService(
-      {
-        provider: 'openai',
-        model: 'gpt-4o-mini',
-        base_url: openai.url,
-        workspace: repo,
-        channels: { webhook: { accounts: { ci: { incoming_path: '/ci', outgoing_url: receiver.url('/ci'), secret, tools: 'allow', worktree: 'required' } } } },
-      },
-      { webhook: { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 } },
-    );
-    t.after(() => service.dispose());
-    const reply = await postJson(`${service.httpUrl}/ci`, { message: TOOL('write_file', { path: 'app.ts', content: 'from the webhook\n' }) }, { 'x-service-secret': secret });
-    assert.equal(reply.status, 202, reply.text);
-    const { conversation_id } = reply.body!.data as { conversation_id: string };
+    const { service, receiver, post, errorCallback } = await webhookService(t, repo);
+    const conversation_id = await post({ message: TOOL('write_file', { path: 'app.ts', content: 'from the webhook\n' }) });
     await receiver.waitFor((r) => r.requests.some((c) => c.body?.conversation_id === conversation_id), 'the callback');
     const record = service.service.store.worktrees.worktreeOf(conversation_id);
     assert.ok(record, 'the conversation has a worktree');
@@ -417,15 +443,32 @@ describe('defaults, a workspace that is not a repository, clean-up at start', ()
 
     // Its folder deleted: the sender's error callback names the branch, never where the machine keeps it.
     await rm(record.path, { recursive: true, force: true });
-    const next = await postJson(`${service.httpUrl}/ci`, { message: 'go on', conversation_id }, { 'x-service-secret': secret });
-    assert.equal(next.status, 202, next.text);
-    const failed = () =>
-      receiver.requests.map((c) => c.body as { conversation_id?: unknown; status?: unknown; error?: unknown } | undefined).find((b) => b?.conversation_id === conversation_id && b.status === 'error');
-    await receiver.waitFor(() => failed() !== undefined, 'the error callback');
-    const error = String(failed()!.error);
+    await post({ message: 'go on', conversation_id });
+    const error = await errorCallback(conversation_id);
     assert.match(error, /no longer exists/);
     assert.ok(error.includes(record.branch), error);
     for (const place of [record.path, repo, dirname(record.path)]) assert.ok(!error.includes(place), `${error} shows ${place}`);
+  });
+
+  test("a webhook sender's error callbacks name no folder of the machine: not a repository, no commit yet, git's own failure", async (t) => {
+    const { dir, cleanup: done } = await tempDir('ra-worktrees-webhook-');
+    t.after(done);
+    const place = await realpath(dir);
+    const workspace = join(place, 'project');
+    await mkdir(workspace);
+    // worktrees.folder is a file: git itself fails to make the worktree there, and says where.
+    await writeFile(join(place, 'not-a-folder'), '');
+    const { post, errorCallback } = await webhookService(t, workspace, { folder: '../not-a-folder' });
+    const errorFor = async (message: string): Promise<string> => {
+      const error = await errorCallback(await post({ message }));
+      assert.ok(!error.includes(place), `${error} shows ${place}`);
+      return error;
+    };
+    assert.match(await errorFor('not a repository'), /no workspace folder \(of 1\) is the top level of a git repository/);
+    git(workspace, 'init', '-q', '-b', 'main');
+    assert.match(await errorFor('no commit yet'), /the workspace's repository has no commit yet/);
+    git(workspace, '-c', 'user.name=T', '-c', 'user.email=t@example.invalid', 'commit', '-q', '--allow-empty', '-m', 'first');
+    assert.match(await errorFor('git fails'), /the worktree could not be made: .*the new worktree's folder/);
   });
 
   test("a deleted conversation's worktree is removed at the next start; its branch too unless it holds commits", async (t) => {

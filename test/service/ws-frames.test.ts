@@ -1,8 +1,16 @@
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
-import { sendText, textFrame } from '../../src/transport/connections/ws-frames';
+import { textSender, textFrame } from '../../src/transport/connections/ws-frames';
+
+/** One frame through the socket's sender (as the service sends: made once per connection). */
+const senders = new WeakMap<WebSocket, ReturnType<typeof textSender>>();
+function sendText(socket: WebSocket, text: string, shared = false): void {
+  let send = senders.get(socket);
+  if (!send) senders.set(socket, (send = textSender(socket)));
+  send(text, shared);
+}
 
 /** A real ws server on 127.0.0.1 and `count` real ws clients; `run` gets the server's sockets. */
 async function withSockets(count: number, serverOptions: { perMessageDeflate?: boolean }, run: (sockets: WebSocket[], received: string[][]) => Promise<void>): Promise<void> {
@@ -24,6 +32,7 @@ async function withSockets(count: number, serverOptions: { perMessageDeflate?: b
     received.push(mine);
     client.on('message', (data, isBinary) => mine.push(isBinary ? '<binary>' : data.toString()));
     await new Promise((resolve, reject) => (client.once('open', resolve), client.once('error', reject)));
+    clientsByPort.set(rawOf(client).localPort!, client);
     clients.push(client);
   }
   await accepted;
@@ -33,6 +42,38 @@ async function withSockets(count: number, serverOptions: { perMessageDeflate?: b
     for (const client of clients) client.terminate();
     await new Promise((resolve) => server.close(resolve));
   }
+}
+
+/** The server socket's TCP socket (what sendText writes to). */
+const rawOf = (socket: WebSocket) => (socket as unknown as { _socket: Socket })._socket;
+
+/** Counts the writes handed to the TCP socket: `_write` for one buffer, `_writev` for several at once. */
+function countWrites(raw: Socket): { single: number; batches: number[] } {
+  const counted = { single: 0, batches: [] as number[] };
+  const target = raw as unknown as { _write: (...a: unknown[]) => void; _writev: (chunks: unknown[], cb: unknown) => void };
+  const [write, writev] = [target._write, target._writev];
+  target._write = function (...args: unknown[]) {
+    counted.single += 1;
+    return write.apply(this, args);
+  };
+  target._writev = function (chunks: unknown[], cb: unknown) {
+    counted.batches.push(chunks.length);
+    return writev.call(this, chunks, cb);
+  };
+  return counted;
+}
+
+/**
+ * The client end of a server socket (found by its port): what it received, its raw TCP socket, and its
+ * close code and reason once closed.
+ */
+const clientsByPort = new Map<number, WebSocket>();
+async function clientOf(socket: WebSocket): Promise<{ received: string[]; raw: Socket; closed: Promise<[number, string]> }> {
+  const client = clientsByPort.get(rawOf(socket).remotePort!)!;
+  const received: string[] = [];
+  client.on('message', (data) => received.push(data.toString()));
+  const closed = new Promise<[number, string]>((resolve) => client.once('close', (code, reason) => resolve([code, reason.toString()])));
+  return { received, raw: rawOf(client), closed };
 }
 
 const until = async (done: () => boolean) => {
@@ -82,6 +123,91 @@ describe('pre-framed WebSocket text frames', () => {
       sendText(socket!, 'after close');
       await new Promise((resolve) => socket!.once('close', resolve));
       assert.deepEqual(received, []);
+    });
+  });
+
+  test("frames of one tick to one socket go out in two writes, in order with ws's own frames", async () => {
+    await withSockets(2, {}, async ([one, two], [toOne, toTwo]) => {
+      const writes = countWrites(rawOf(one!));
+      const expected: string[] = [];
+      for (let i = 0; i < 6; i += 1) {
+        sendText(one!, `frame ${i}`, i % 2 === 0);
+        expected.push(`frame ${i}`);
+        if (i === 2) {
+          one!.send('ws frame');
+          one!.ping();
+          expected.push('ws frame');
+        }
+        // Another socket between them: each socket's frames are batched on their own.
+        sendText(two!, `other ${i}`);
+      }
+      await until(() => toOne!.length === expected.length && toTwo!.length === 6);
+      assert.deepEqual(toOne, expected);
+      assert.deepEqual(toTwo, ['other 0', 'other 1', 'other 2', 'other 3', 'other 4', 'other 5']);
+      // The first frame at once, the rest (ws's frame and ping too, in ws's own pieces) together at the tick's end.
+      assert.equal(writes.single, 1);
+      assert.equal(writes.batches.length, 1);
+      assert.ok(writes.batches[0]! >= 5 + 2, `one batch of our 5 frames and ws's: ${writes.batches[0]}`);
+      const batch = writes.batches[0];
+
+      // A later tick starts afresh: its first frame goes out at once again.
+      sendText(one!, 'next tick');
+      await until(() => toOne!.length === expected.length + 1);
+      assert.deepEqual(writes, { single: 2, batches: [batch] });
+    });
+  });
+
+  test('a close in the middle of a tick goes out after the frames sent before it, and nothing after it', async () => {
+    await withSockets(1, {}, async ([socket]) => {
+      const client = await clientOf(socket!);
+      sendText(socket!, 'a');
+      sendText(socket!, 'b');
+      socket!.close(4000, 'done');
+      sendText(socket!, 'after close');
+      const [code, reason] = await client.closed;
+      assert.deepEqual(client.received, ['a', 'b']);
+      assert.deepEqual([code, reason], [4000, 'done']);
+    });
+  });
+
+  test('a socket terminated in the middle of a tick drops its corked frames without an error', async () => {
+    await withSockets(1, {}, async ([socket]) => {
+      const client = await clientOf(socket!);
+      const errors: Error[] = [];
+      rawOf(socket!).on('error', (error) => errors.push(error));
+      sendText(socket!, 'a');
+      sendText(socket!, 'b');
+      socket!.terminate();
+      const [code] = await client.closed;
+      assert.equal(code, 1006);
+      assert.deepEqual(errors, []);
+      // What went out before the end is whole and in order; the corked rest is gone with the socket.
+      assert.deepEqual(client.received, ['a', 'b'].slice(0, client.received.length));
+    });
+  });
+
+  test('a client that stops reading holds the frames in order until it reads again (backpressure)', async () => {
+    await withSockets(1, {}, async ([socket]) => {
+      const client = await clientOf(socket!);
+      client.raw.pause();
+      const raw = rawOf(socket!);
+      const piece = 'p'.repeat(64 * 1024);
+      let sent = 0;
+      let heldBack = false;
+      // Ticks of several frames each until the kernel's buffers are full and the rest waits in the socket.
+      // Bounded (50 MB): the kernel's buffers of a loopback connection hold a few MB.
+      while (sent < 800 && !(heldBack = raw.writableLength > 4 * piece.length)) {
+        for (let i = 0; i < 8; i += 1) sendText(socket!, `${sent++}:${piece}`);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      assert.ok(heldBack, 'the socket held frames back');
+      client.raw.resume();
+      await until(() => client.received.length === sent);
+      assert.deepEqual(
+        client.received.map((text) => text.slice(0, text.indexOf(':'))),
+        Array.from({ length: sent }, (_, i) => String(i)),
+      );
+      assert.ok(client.received.every((text) => text.endsWith(piece)));
     });
   });
 

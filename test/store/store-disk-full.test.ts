@@ -5,14 +5,17 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
-import { openStore } from '../../src/store/index';
+import { after, before, test, type TestContext } from 'node:test';
+import { openStore, type NewMessage, type Store } from '../../src/store/index';
 import { scanRecords } from '../../src/store/record';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startService, type RunningService } from '../helpers/service';
 import { captureLogger } from '../helpers/store-utils';
 import { tempDir } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
+
+/** A tmpfs allocates whole pages of this size. */
+const PAGE = 4096;
 
 let fake: FakeOpenAI;
 before(async () => {
@@ -38,6 +41,22 @@ async function smallDisk(size: string): Promise<{ dir: string; cleanup: () => Pr
       await temp.cleanup();
     },
   };
+}
+
+/** A store on a 2 MiB tmpfs holding conversation `c` (closed and unmounted after the test); null, the test skipped, when this machine cannot mount one. */
+async function storeOnSmallDisk(t: TestContext): Promise<{ dir: string; filler: string; store: Store } | null> {
+  const disk = await smallDisk('2m');
+  if (!disk) {
+    t.skip('mounting a tmpfs needs root');
+    return null;
+  }
+  const rig = { dir: disk.dir, filler: path.join(disk.dir, 'filler'), store: await openStore(disk.dir) };
+  t.after(async () => {
+    await rig.store.close();
+    await disk.cleanup();
+  });
+  await rig.store.conversations.create({ id: 'c', title: 't', source: 'ws', created_at: new Date(0).toISOString() });
+  return rig;
 }
 
 /** Writes `file` until the disk refuses another byte. */
@@ -138,20 +157,11 @@ test('disk full: clear server_error and /health 503 degraded; once space is back
 });
 
 test('disk full mid-record: the torn bytes are cut off at once, the refused record is written once space is back, the journal stays clean', { timeout: 60_000 }, async (t) => {
-  const disk = await smallDisk('2m');
-  if (!disk) {
-    t.skip('mounting a tmpfs needs root');
-    return;
-  }
-  const filler = path.join(disk.dir, 'filler');
-  let store = await openStore(disk.dir);
-  t.after(async () => {
-    await store.close();
-    await disk.cleanup();
-  });
-  await store.conversations.create({ id: 'c', title: 't', source: 'ws', created_at: new Date(0).toISOString() });
+  const disk = await storeOnSmallDisk(t);
+  if (!disk) return;
+  const { filler } = disk;
   // Memory entries: written to the journal whole (message bodies go to history.db first).
-  const append = (i: number) => store.memory.put(`${i} ${'z'.repeat(1500)}`, { id: `m${i}`, now: new Date(i).toISOString() });
+  const append = (i: number) => disk.store.memory.put(`${i} ${'z'.repeat(1500)}`, { id: `m${i}`, now: new Date(i).toISOString() });
 
   await fillDisk(filler);
   // Records of 1.5 KiB: one of them is written in part (the rest of the segment's last page) and then refused.
@@ -172,19 +182,66 @@ test('disk full mid-record: the torn bytes are cut off at once, the refused reco
   const { size } = await stat(segment);
   assert.equal(scanRecords(await readFile(segment)).tail, undefined, 'no torn bytes left in the segment');
   assert.ok(size > 0);
-  assert.equal(store.db.stats().journalBytes, size);
+  assert.equal(disk.store.db.stats().journalBytes, size);
 
   await rm(filler);
   await append(100);
   acked.push('m100');
-  await store.close();
+  await disk.store.close();
 
   const { logger, lines } = captureLogger();
-  store = await openStore(disk.dir, { logger });
-  for (const id of acked) assert.ok(store.memory.get(id), `${id} acknowledged and present`);
+  disk.store = await openStore(disk.dir, { logger });
+  for (const id of acked) assert.ok(disk.store.memory.get(id), `${id} acknowledged and present`);
   assert.equal(
     lines.some((l) => l.level === 'warn' || l.level === 'error'),
     false,
     'the journal is clean',
   );
 });
+
+test(
+  'disk full for history.db only: a message the journal took is acknowledged though the worker refused its body (owed, written once space is back), and an append never fails a stored message',
+  { timeout: 60_000 },
+  async (t) => {
+    const disk = await storeOnSmallDisk(t);
+    if (!disk) return;
+    const { filler } = disk;
+    const message = (id: string, content: string, ms: number): NewMessage => ({ id, conversation_id: 'c', role: 'user', content, timestamp: new Date(ms).toISOString() });
+    const segment = async () =>
+      path.join(
+        disk.dir,
+        (await readdir(disk.dir))
+          .filter((n) => /journal\.\d+$/.test(n))
+          .sort()
+          .at(-1)!,
+      );
+    // A tmpfs gives whole pages: the journal's last page keeps room for a small record once the disk is
+    // full, while history.db's WAL needs a new page for any frame (4 KiB and its header). Padded until
+    // that room is at least 2 KiB.
+    for (let i = 0; ; i++) {
+      const room = (PAGE - ((await stat(await segment())).size % PAGE)) % PAGE;
+      if (room >= 2048) break;
+      await disk.store.messages.append(message(`pad${i}`, 'p'.repeat(room + 100), i));
+    }
+    await fillDisk(filler);
+
+    const outcome = await disk.store.messages.append(message('m1', 'taken by the journal', 100)).then(
+      () => null,
+      (err: Error) => err,
+    );
+    if (outcome) assert.equal(disk.store.messages.has('m1'), false, `the append failed (${outcome.message}) though its message is stored`);
+    assert.equal(outcome, null, 'the journal took the message');
+    assert.match(String(await disk.store.problem()), /disk full/, 'history.db refused its body');
+    const read = async () => new Map((await disk.store.messages.recent('c', { limit: 100 })).map((m) => [m.id, m.content]));
+    assert.equal((await read()).get('m1'), 'taken by the journal', 'read from the owed body meanwhile');
+
+    await rm(filler);
+    await disk.store.messages.append(message('m2', 'after space is back', 101));
+    assert.equal(await disk.store.problem(), null);
+    await disk.store.close();
+    disk.store = await openStore(disk.dir);
+    const after = await read();
+    assert.equal(after.get('m1'), 'taken by the journal');
+    assert.equal(after.get('m2'), 'after space is back');
+  },
+);

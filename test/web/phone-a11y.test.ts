@@ -116,7 +116,8 @@ test('with two machines open no id is given twice, and labels and aria reference
   const phone = await rig.openPhone();
   try {
     const { page } = phone;
-    // The second machine's pairing link opened into the open page (only the fragment changes).
+    // The second machine's pairing link opened into the open page (only the fragment changes), and agreed to.
+    page.once('dialog', (dialog) => void dialog.accept());
     await page.evaluate((fragment) => (location.hash = fragment), `url=${encodeURIComponent(second.wsUrl)}&token=${encodeURIComponent(second.token)}`);
     await page.locator('.machine-view').nth(1).waitFor({ state: 'attached' });
     await page.locator('.machine-view:not([hidden]) .connection[data-state="open"]').waitFor();

@@ -308,3 +308,41 @@ test('attack: a link opened into the page (a planted QR code) for a machine this
   assert.deepEqual(phone.errors, []);
   await phone.context.close();
 });
+
+test('attack: a pairing link for a machine this phone does not know, opened from outside the page (a camera app, a link in a message), adds nothing unless the person agrees, naming it, and the machine accepts the link', async () => {
+  const phone = await phoneOnA();
+  const { page } = phone;
+  const before = await kept(page);
+  const asked: string[] = [];
+  let agree = false;
+  page.on('dialog', (dialog) => {
+    asked.push(dialog.message());
+    void (agree ? dialog.accept() : dialog.dismiss());
+  });
+  // A's own page opened with another machine's fragment: B's real link, then a made-up one.
+  const realB = new URL(await pairingLink(b)).hash;
+  const bogus = `#url=${encodeURIComponent(b.wsUrl)}&token=bogus&name=work-laptop`;
+  // Declined: nothing kept changes, and B is not even contacted (its secret stays unspent, used below).
+  for (const fragment of [realB, bogus]) {
+    await page.goto(`${a.httpUrl}/${fragment}`);
+    await page.locator(`${SHOWN} .connection[data-state="open"], ${SHOWN} .connection[data-state="error"]`).waitFor();
+    assert.deepEqual(await kept(page), before, `declined ${fragment.slice(0, 12)}…: nothing added`);
+  }
+  assert.equal(asked.length, 2, 'the person was asked each time');
+  for (const question of asked) assert.match(question, /127\.0\.0\.1/, `the question names the machine (${question})`);
+  assert.match(asked[1], /work-laptop/);
+  // Agreed to the bogus link: the trial is refused, and still nothing is added.
+  agree = true;
+  await page.goto(`${a.httpUrl}/${bogus}`);
+  await page.locator('.add-machine-status[data-kind="error"]', { hasText: 'refused this pairing link' }).waitFor();
+  assert.deepEqual(await kept(page), before, 'a refused link adds nothing');
+  // Agreed to B's real link (its secret unspent by the declined opening): added with its own credential.
+  await page.goto(`${a.httpUrl}/${realB}`);
+  await page.locator(`${SHOWN}[data-machine-id="${lanId(b)}"] .connection[data-state="open"]`).waitFor();
+  const after = await kept(page);
+  assert.deepEqual(after.machines.map((m) => m.id).sort(), [lanId(a), lanId(b)].sort());
+  for (const m of after.machines) assert.ok(m.pairing.token && !m.pairing.pair, 'each with its own device credential');
+  assert.equal(asked.length, 4);
+  assert.deepEqual(phone.errors, []);
+  await phone.context.close();
+});

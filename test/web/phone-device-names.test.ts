@@ -1,7 +1,8 @@
 /**
  * Device names instead of "LAN" (issue 23, should-fix): the device credential knows its name, so the
  * toast of a prompt answered from a paired phone says "Allowed from <its name>", and every user message
- * says who sent it: a paired phone by its name, a script on the LAN as LAN, so another client's message
+ * says who sent it: a paired phone by its name, a script with the access token as `access token` (not
+ * the transport's LAN, which the phone is on too), so another client's message
  * reads apart from the phone's own, live and after a reload; the prompt card says which phone asked and
  * the conversation's row who started it (list_conversations' `started_by`). Real parts (test/helpers/phone-rig.ts);
  * runs after `node esbuild.mjs`.
@@ -51,7 +52,7 @@ test('a paired phone is named by its device name: "Allowed from Test Pixel", and
 
   const senders = async () =>
     page.locator('.message.user').evaluateAll((nodes) => nodes.map((n) => `${n.querySelector('.plain')?.textContent} | ${n.querySelector('.message-from')?.textContent ?? ''}`));
-  const expected = ['list it from the phone | from Test Pixel', 'a word from a script | from LAN'];
+  const expected = ['list it from the phone | from Test Pixel', 'a word from a script | from access token'];
   assert.deepEqual(await senders(), expected, 'live');
   await page.reload();
   await page.locator('.connection[data-state="open"]').waitFor();
@@ -67,9 +68,10 @@ test('a paired phone is named by its device name: "Allowed from Test Pixel", and
     return meta;
   };
   assert.match(await rowMeta('list it from the phone'), /· Test Pixel$/);
-  assert.match(await rowMeta('started by a script'), /· LAN$/, 'a script with the access token is a LAN client');
+  assert.match(await rowMeta('started by a script'), /· access token$/, 'a script is named by the credential it holds, not "LAN"');
   const rows = (await owner.request({ type: 'list_conversations' })).data as { conversations: { title: string; started_by?: string | null }[] };
   assert.equal(rows.conversations.find((c) => c.title === 'list it from the phone')?.started_by, 'Test Pixel');
+  assert.equal(rows.conversations.find((c) => c.title === 'started by a script')?.started_by, 'access token');
   owner.close();
   assert.deepEqual(phone.errors, []);
   await phone.close();

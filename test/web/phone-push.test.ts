@@ -506,14 +506,14 @@ test('a tap on a prompt shows its card; Allow tapped on a request decided meanwh
   await page.locator(`.permission-card.linked[data-request-id="${request.request_id}"]`).waitFor();
   await page.locator('.message.user', { hasText: 'a prompt to link to' }).waitFor();
 
-  // Denied from the LAN; then Allow is tapped on the stale notification.
+  // Denied by the script (the access token); then Allow is tapped on the stale notification.
   await script.request({ type: 'permission_response', request_id: request.request_id, decision: 'deny' });
   assert.equal((await chat).status, 'ok');
   await push(worker, notification);
   await tap(worker, notification.tag, 'allow');
   const notice = page.locator('.deep-link-notice');
   await notice.waitFor({ state: 'visible' });
-  assert.match(await notice.innerText(), /no longer waiting|already denied from LAN/i);
+  assert.match(await notice.innerText(), /no longer waiting|already denied from access token/i);
   const answered = pushCommands.exchanges.filter((e) => e.command.type === 'permission_response' && e.command.request_id === request.request_id);
   assert.deepEqual(
     answered.map((e) => e.command.decision),

@@ -179,7 +179,7 @@ test('ask mode: a tool call shows a permission card; Allow runs it and the card 
   const card = page.locator('.permission-card');
   await card.waitFor();
   assert.match(await card.innerText(), /list_directory/);
-  assert.match(await card.innerText(), /Asked from LAN/, 'the card says where the request came from');
+  assert.match(await card.innerText(), /Asked from access token/, 'the card says who asked: the page holds the access token');
   assert.deepEqual(await card.locator('.permission-actions button[data-decision]').evaluateAll((b) => b.map((x) => (x as HTMLElement).dataset.decision)), [
     'allow',
     'allow_conversation',

@@ -34,8 +34,13 @@ export function windowOf(config: Pick<ServiceConfig, 'prices'>, provider: string
   return contextWindowOf(config, provider, model, reported) ?? DEFAULT_CONTEXT_WINDOW;
 }
 
+/** The specs counted last: the agent offers the same array while the tools stay (agent.ts `offer`), counted once. */
+let counted: { tools: readonly ToolSpec[]; tokens: number } | undefined;
+
 export function toolsTokens(tools: readonly ToolSpec[] | undefined): number {
-  return tools && tools.length > 0 ? Math.ceil(JSON.stringify(tools).length / 4) : 0;
+  if (!tools || tools.length === 0) return 0;
+  if (counted?.tools !== tools) counted = { tools, tokens: Math.ceil(JSON.stringify(tools).length / 4) };
+  return counted.tokens;
 }
 
 export function messagesTokens(messages: readonly ChatMessage[]): number {

@@ -76,7 +76,7 @@ export class Worktrees {
         // A branch or folder of that name (another conversation's, or made meanwhile): try the next name.
         // git checks both before it writes anything, so asking it is the one check (no show-ref first).
         if (error instanceof GitError && /already exists/.test(error.stderr)) continue;
-        throw gitFailure(error, 'the worktree could not be made');
+        throw gitFailure(error, 'the worktree could not be made', { [where]: "the new worktree's folder", [folder]: 'the worktrees folder', [repository]: 'the repository' });
       }
       const record: WorktreeRecord = { conversationId, repository, path: await realpath(where), branch, baseBranch, baseCommit, state: 'active', createdAt: now.toISOString() };
       await this.deps.store.worktrees.insert(record);
@@ -110,11 +110,7 @@ export class Worktrees {
   async refreshStats(conversationId: string): Promise<void> {
     const record = this.of(conversationId);
     if (!record || record.state !== 'active') return;
-    try {
-      await this.deps.store.worktrees.setStats(conversationId, await changeStatsOf(record));
-    } catch (error) {
-      this.deps.logger.warn('worktree.stats_failed', { conversation: conversationId, error: error instanceof Error ? error.message : String(error) });
-    }
+    await storeChangeStats(this.deps.store.worktrees, record, this.deps.logger);
   }
 
   /** What list_conversations shows of a conversation's worktree (from the row: counts as of its last turn). */
@@ -201,12 +197,14 @@ export class Worktrees {
       const [top, commit, head] = answer.stdout.split('\n');
       if (!top || (await realpath(top).catch(() => undefined)) !== real) continue;
       if (answer.code !== 0) {
-        if (/bad revision|unknown revision/.test(answer.stderr)) throw new ServiceError('conflict', `the repository ${real} has no commit yet: a worktree is made from HEAD's commit`);
-        throw gitFailure(new GitError('failed', answer.stderr.trim().split('\n')[0] ?? `exit ${answer.code}`), 'the worktree could not be made');
+        if (/bad revision|unknown revision/.test(answer.stderr)) throw new ServiceError('conflict', "the workspace's repository has no commit yet: a worktree is made from HEAD's commit");
+        throw gitFailure(new GitError('failed', answer.stderr.trim().split('\n')[0] ?? `exit ${answer.code}`), 'the worktree could not be made', { [real]: 'the repository' });
       }
       return { repository: real, baseCommit: commit, baseBranch: head.startsWith('refs/heads/') ? head.slice('refs/heads/'.length) : null };
     }
-    throw new ServiceError('conflict', `no workspace folder is the top level of a git repository (${roots.join(', ')}): a worktree needs one`);
+    // The folders go to the log only: the error may be a webhook sender's to read.
+    this.deps.logger.info('worktree.no_repository', { folders: roots });
+    throw new ServiceError('conflict', `no workspace folder (of ${roots.length}) is the top level of a git repository: a worktree needs one`);
   }
 
   /** Where the repository's worktrees go: service.json `worktrees.folder`, else `<parent>/<name>.worktrees`; never inside the repository. */
@@ -216,9 +214,21 @@ export class Worktrees {
     const real = await realpath(folder).catch(() => folder);
     const inside = path.relative(repository, real);
     if (inside === '' || (!inside.startsWith('..') && !path.isAbsolute(inside))) {
-      throw new ServiceError('conflict', `worktrees.folder (${folder}) is inside the repository: a worktree must be outside the user's working tree`);
+      throw new ServiceError('conflict', "service.json's worktrees.folder is inside the repository: a worktree must be outside the user's working tree");
     }
     return real;
+  }
+}
+
+/**
+ * Counts a worktree's changes (git) and stores them as its list row's; the one home of that count, for a
+ * turn's end and for a land (review-handlers.ts). A failure is logged and the row keeps its last counts.
+ */
+export async function storeChangeStats(rows: Pick<Store['worktrees'], 'setStats'>, record: WorktreeRecord, logger: Logger): Promise<void> {
+  try {
+    await rows.setStats(record.conversationId, await changeStatsOf(record));
+  } catch (error) {
+    logger.warn('worktree.stats_failed', { conversation: record.conversationId, error: error instanceof Error ? error.message : String(error) });
   }
 }
 
@@ -245,10 +255,20 @@ function refuse(record: WorktreeRecord): never {
   throw new ServiceError('conflict', `this conversation's worktree was ${record.state}: start a new conversation to go on`);
 }
 
-function gitFailure(error: unknown, what: string): Error {
+/**
+ * git's failure as a clear `conflict`, its words kept but each of `places` (a folder of the machine) named
+ * for what it is: a webhook's sender may read this, and the machine's folders are not theirs to know.
+ */
+function gitFailure(error: unknown, what: string, places: Record<string, string> = {}): Error {
   if (!(error instanceof GitError)) return error instanceof Error ? error : new Error(String(error));
   if (error.kind === 'missing') return new ServiceError('conflict', `${what}: git is not installed (or not on the PATH the service was started with)`);
-  return new ServiceError('conflict', `${what}: ${error.message}`);
+  return new ServiceError('conflict', `${what}: ${withoutPlaces(error.message, places)}`);
+}
+
+/** `text` with each folder of `places` replaced by its name, the longest first (a folder inside another is named as itself). */
+function withoutPlaces(text: string, places: Record<string, string>): string {
+  const folders = Object.keys(places).sort((a, b) => b.length - a.length);
+  return folders.reduce((named, folder) => named.split(folder).join(places[folder]), text);
 }
 
 async function exists(file: string): Promise<boolean> {

@@ -36,7 +36,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Where a session's frames go: a LAN WebSocket, or a relayed client's end-to-end tunnel. */
 export interface FramePeer {
-  send(text: string): void;
+  /** `shared`: the same text goes to other clients in this run (an event), not this client's alone (a reply). */
+  send(text: string, shared: boolean): void;
   close(code: number, reason: string): void;
   /** A relayed client's end-to-end key: a device paired over it is tied to it (revoking the device unregisters the key). */
   readonly clientKey?: string;
@@ -76,12 +77,12 @@ export function openClientConnection(
 
   /** A reply: made for this client alone (a shared result's text is kept, envelopeText). */
   const send = (message: Envelope) => {
-    if (open) peer.send(envelopeText(message));
+    if (open) peer.send(envelopeText(message), false);
   };
   /** Events (tool arguments included) only go to a client whose credential is still good. */
   const sendEvent = (event: ServiceEvent) => {
     // The same event object goes to every follower: its text is made once (wireText).
-    if (stillEntitled()) peer.send(wireText(event));
+    if (stillEntitled()) peer.send(wireText(event), true);
   };
   const closeWith = (code: number, reason: string) => {
     if (!open) return;

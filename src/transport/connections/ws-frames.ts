@@ -26,23 +26,55 @@ export function textFrame(text: string): Buffer {
   return frame;
 }
 
-/* The frame of a text, made once for the followers an event is sent to one after the other in one run. */
+/* The frame of an event's text, made once for the followers it is sent to one after the other in one run. */
 const sharedTextFrame = keptForTheRun(textFrame);
 
 /**
- * Sends `text` to an open WebSocket as one ready frame written straight to its TCP socket: one buffer
- * and one write instead of ws's framing, cork, two writes and uncork per frame (a reply's and every
- * follower's cost, `npm run bench -- ws follow`). Only done where ws itself would write the frame at once
- * and unchanged: no extension negotiated (the service offers none, so no compression queue) and the
- * connection open; otherwise ws sends it. Frames stay in order: ws writes its own (pings, close) to the
- * same socket synchronously too.
+ * Sockets written to in this tick. The first frame of a tick goes out at once; a second one corks its
+ * socket until the tick's end, and the frames that follow, ws's own included, go out with it in one
+ * write (a catch-up's replay, a reply and its turn's events): one system call instead of one a frame.
+ * Corking keeps the order: ws writes its frames (pong, close) to the same corked socket, and ending the
+ * socket (ws's close) uncorks it first.
  */
-export function sendText(socket: WebSocket, text: string): void {
-  if (socket.readyState !== socket.OPEN) return;
-  const raw = (socket as unknown as { _socket?: Socket })._socket;
-  if (socket.extensions !== '' || !raw || !raw.writable) {
-    socket.send(text);
-    return;
+const writtenThisTick = new Set<Socket>();
+const corkedThisTick: Socket[] = [];
+let tickEnds = false;
+
+function endTick(): void {
+  tickEnds = false;
+  writtenThisTick.clear();
+  // Uncorked in the order they were corked; a socket destroyed meanwhile drops its frames (as ws's own would).
+  for (const raw of corkedThisTick.splice(0)) raw.uncork();
+}
+
+function writeFrame(raw: Socket, frame: Buffer): void {
+  if (!tickEnds) {
+    tickEnds = true;
+    process.nextTick(endTick);
   }
-  raw.write(sharedTextFrame(text));
+  if (!writtenThisTick.has(raw)) writtenThisTick.add(raw);
+  else if (raw.writableCorked === 0) {
+    // Not corked yet this tick (ws corks and uncorks within one of its own writes).
+    raw.cork();
+    corkedThisTick.push(raw);
+  }
+  raw.write(frame);
+}
+
+/**
+ * What sends text frames to one open WebSocket: each frame as one ready buffer written to its TCP socket,
+ * instead of ws's framing and two writes per frame (a reply's and every follower's cost, `npm run bench
+ * -- ws follow`), the frames of one tick to one socket in one write (writeFrame). `shared`: the text goes
+ * to many sockets in this run (an event), so its frame is made once for all of them; a reply's is made
+ * for it alone. Only done where ws itself would write the frame at once and unchanged: no extension
+ * negotiated (the service offers none, so no compression queue) and the connection open; otherwise ws
+ * sends it. What does not change for a connection (its extensions, its TCP socket) is looked at once.
+ */
+export function textSender(socket: WebSocket): (text: string, shared?: boolean) => void {
+  const raw = socket.extensions === '' ? (socket as unknown as { _socket?: Socket })._socket : undefined;
+  return (text, shared = false) => {
+    if (socket.readyState !== socket.OPEN) return;
+    if (!raw?.writable) return socket.send(text);
+    writeFrame(raw, shared ? sharedTextFrame(text) : textFrame(text));
+  };
 }

@@ -5,7 +5,7 @@ import { ServiceError, fail, wireText } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { AddressFilter } from './allow-from';
 import { CLOSE_FORBIDDEN } from '../connections/lan-socket';
-import { clientAddress, sendError, sendJson } from './http-util';
+import { clientAddress, noRoute, sendError, sendJson } from './http-util';
 import { ConnectionGate } from './connection-gate';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
@@ -106,7 +106,7 @@ export class HttpServer {
     const handler = this.options.router(req.method ?? 'GET', url.pathname);
     if (!handler) {
       req.resume();
-      return sendError(res, new ServiceError('not_found', `no route for ${req.method} ${url.pathname}`));
+      return sendError(res, noRoute(req.method ?? 'GET', url.pathname));
     }
     try {
       await handler(req, res, url);

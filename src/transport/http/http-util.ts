@@ -22,6 +22,11 @@ export function sendEnvelope(res: ServerResponse, envelope: Envelope, okStatus =
   sendJson(res, status, envelope, retryAfterSeconds ? { 'retry-after': String(retryAfterSeconds) } : {});
 }
 
+/** The answer to a request no route takes (404). */
+export function noRoute(method: string, path: string): ServiceError {
+  return new ServiceError('not_found', `no route for ${method} ${path}`);
+}
+
 export function sendError(res: ServerResponse, error: ServiceError): void {
   sendEnvelope(res, fail(error.code, error.message), 200, error.retryAfterSeconds);
 }

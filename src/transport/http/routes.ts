@@ -14,8 +14,10 @@ export interface RouteDeps {
   auth: Authenticator;
   store: Store;
   config: () => ServiceConfig;
-  startedAt: number;
 }
+
+/** What `GET /health` says of the service (docs/protocol.md): `ok` answers 200, anything else 503 with the reason. */
+export type Health = { status: 'ok' } | { status: 'starting' } | { status: 'degraded' | 'failed'; reason: string };
 
 /** The access token (the owner) as bearer: a session token is valid but not enough (403). */
 function requireOwnerBearer(req: IncomingMessage, auth: Authenticator, what: string) {
@@ -26,16 +28,26 @@ function requireOwnerBearer(req: IncomingMessage, auth: Authenticator, what: str
   if (principal.kind !== 'access') throw new ServiceError('unauthorized', `${what} needs the access token`);
 }
 
+/**
+ * `GET /health`, which answers from the first connection on (the store may still be opening): 503 while
+ * the service is not whole (starting, a full disk, damage), so a container health check or monitor sees it.
+ */
+export function healthRoute(startedAt: number, health: () => Promise<Health>): Map<string, RouteHandler> {
+  return new Map([
+    [
+      'GET /health',
+      async (_req: IncomingMessage, res: ServerResponse) => {
+        const uptime_seconds = Math.floor((Date.now() - startedAt) / 1000);
+        const state = await health();
+        sendJson(res, state.status === 'ok' ? 200 : 503, { ...state, uptime_seconds });
+      },
+    ],
+  ]);
+}
+
+/** The routes that need the store (they wait for its open: see service.ts). */
 export function coreRoutes(deps: RouteDeps): Map<string, RouteHandler> {
   const routes = new Map<string, RouteHandler>();
-
-  // 503 while the store cannot write (a full disk), so a container health check or monitor sees it.
-  routes.set('GET /health', async (_req: IncomingMessage, res: ServerResponse) => {
-    const uptime_seconds = Math.floor((Date.now() - deps.startedAt) / 1000);
-    const reason = await deps.store.problem();
-    if (reason === null) sendJson(res, 200, { status: 'ok', uptime_seconds });
-    else sendJson(res, 503, { status: 'degraded', reason, uptime_seconds });
-  });
 
   routes.set('POST /auth', async (req, res) => {
     try {

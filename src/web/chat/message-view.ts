@@ -133,7 +133,7 @@ export class MessageView {
   }
 
   /**
-   * Names who sent a user message ("from Pixel 8", "from editor", "from LAN"), so a message another
+   * Names who sent a user message ("from Pixel 8", "from editor", "from access token"), so a message another
    * client sent reads apart from this page's own.
    */
   showSender(node: HTMLElement, from: string | undefined): void {

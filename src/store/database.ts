@@ -40,6 +40,12 @@ export interface DatabaseOptions {
    */
   onLocked?: () => void;
   /**
+   * Called with the directory's real path as soon as service.lock is held, before the snapshot is read:
+   * starts work that needs the lock (history.db's open, in its worker) beside this open. What it returns
+   * is awaited when this open then fails, before the lock is released.
+   */
+  withLock?: (dir: string) => () => Promise<void>;
+  /**
    * Journal segments wait for `releaseCompaction` before they are compacted (and then deleted): records
    * may hold bodies whose only durable copy they are (WriteTx.keepBodies) until history.db is synced.
    */
@@ -103,6 +109,12 @@ export class Database {
   private handoff: Promise<void> = Promise.resolve();
   /** Statements that ride along with the next write that has its own (`withNextWrite`). */
   private riders: Op[] = [];
+  /**
+   * Statements already applied in memory at open (the `meta` table of a new database), journaled first
+   * in the next record, so that a new directory's open costs no fsync of its own: until then a restart
+   * simply applies them again.
+   */
+  private prelude: Op[] = [];
 
   private constructor(
     readonly dir: string,
@@ -133,7 +145,9 @@ export class Database {
     await makePrivate(realDir, fileName, logger).catch((err: unknown) => logger.warn('store.not_private', { dir: realDir, error: String(err) }));
     let sql: SqlJsDatabase | undefined;
     let cache: StatementCache | undefined;
+    let undoLocked: (() => Promise<void>) | undefined;
     try {
+      undoLocked = options.withLock?.(realDir);
       const snapshotPath = path.join(realDir, fileName);
       // A snapshot that was being written when the last process stopped; the real one is intact.
       await rm(`${snapshotPath}.tmp`, { force: true });
@@ -198,12 +212,16 @@ export class Database {
       database = new Database(realDir, fileName, sql, journal, compactor, lock, logger, cache, options.holdCompaction === true);
       // Only a store that syncs history.db restores them (without holdCompaction nobody takes them).
       if (options.holdCompaction) database.replayedBodies = recovered.bodies;
-      if (!hasMetaTable(cache)) await database.write((tx) => tx.run(META_TABLE_SQL));
+      if (!hasMetaTable(cache)) {
+        runOp(sql, cache, META_TABLE_SQL, null);
+        database.prelude = [[META_TABLE_SQL, null]];
+      }
       if (closed.length > 0) database.handOver(closed.map((s) => s.path));
       return database;
     } catch (err) {
       cache?.clear();
       sql?.close();
+      await undoLocked?.().catch(() => {});
       await lock.release().catch(() => {});
       throw err;
     }
@@ -284,7 +302,11 @@ export class Database {
       open = false;
       this.inWrite = false;
     }
-    const durable = ops.length > 0 || bodies.length > 0 ? this.journal.append(ops, bodies) : this.journal.barrier();
+    let durable: Promise<void>;
+    if (ops.length > 0 || bodies.length > 0) {
+      durable = this.journal.append(this.prelude.length > 0 ? [...this.prelude, ...ops] : ops, bodies);
+      this.prelude = [];
+    } else durable = this.journal.barrier();
     return durable.then(() => result);
   }
 

@@ -191,19 +191,27 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   // The history worker starts while sql.js loads; history.db is opened once the directory is locked.
   const boot = options.boot?.history ?? HistoryStore.boot();
   let db: Database;
+  // history.db opens in its worker as soon as service.lock is held, while service.db is read and its
+  // schema migrates here: neither waits for the other's fsyncs.
+  let opening: Promise<HistoryStore> | undefined;
+  const openHistory = (dir: string) => {
+    const started = boot.open(dir, options.recover === true);
+    started.catch(() => {});
+    opening = started;
+    // service.db's open failed: history.db is closed before service.lock is released.
+    return async () => void (await (await started.catch(() => undefined))?.close());
+  };
   try {
     // Journal segments may hold the only durable copy of bodies until history.db is synced (restore.ts).
-    db = await Database.open(dataDir, { ...options, holdCompaction: true });
+    db = await Database.open(dataDir, { ...options, holdCompaction: true, withLock: openHistory });
   } catch (err) {
     await boot.cancel();
     throw err;
   }
   let history: HistoryStore | undefined;
   let blobs: BlobStore;
-  // history.db opens in its worker while the schema migrates here: neither waits for the other's fsyncs.
-  const opening = boot.open(db.dir, options.recover === true);
-  opening.catch(() => {});
   try {
+    if (!opening) throw new Error('history.db was not opened with service.db');
     await migrate(db, options.migrations ?? MIGRATIONS, logger);
     history = await opening;
     if (history.damageAtOpen !== null) {
@@ -216,7 +224,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     blobs = await BlobStore.open(path.join(db.dir, BLOBS_DIR_NAME));
   } catch (err) {
     // A failed migration does not wait for history.db's open: it is closed once opened.
-    await (history ?? (await opening.catch(() => undefined)))?.close().catch(() => {});
+    await (history ?? (await opening?.catch(() => undefined)))?.close().catch(() => {});
     await boot.cancel();
     await db.close().catch(() => {});
     throw err;

@@ -9,6 +9,7 @@ import { previewOf } from '../protocol/preview';
 import { OWNER_PERSON } from '../protocol/sources';
 import { displayName } from '../protocol/display-name';
 import { clientKeyOf } from './messages';
+import { SCHEMA_SQL, SCHEMA_VERSION } from './schema';
 
 /** SQL (several statements allowed) or a function of the transaction. */
 export type Migration = string | ((tx: WriteTx) => void);
@@ -142,26 +143,40 @@ export function schemaVersion(db: Database): number {
   return Number(db.get<{ user_version: number }>('PRAGMA user_version')?.user_version ?? 0);
 }
 
+/** A database with nothing in it yet but the `meta` table every open makes (Database.open). */
+function isEmpty(db: Database): boolean {
+  return db.get("SELECT 1 AS x FROM sqlite_master WHERE name NOT IN ('meta', 'sqlite_autoindex_meta_1') LIMIT 1") === undefined;
+}
+
 /**
  * Brings the schema to the latest version in one journaled transaction: a new data directory's start
  * pays one fsync rather than one per version (issue 25), and a failing migration leaves the schema at
- * the version it had (all or nothing), as user_version is set in the same transaction.
+ * the version it had (all or nothing), as user_version is set in the same transaction. A new, empty
+ * database with the project's migrations is made from the final schema (schema.ts) in one exec instead
+ * of replaying them (`fromSchema`); migrations after SCHEMA_VERSION, if any, are replayed after it.
  */
-export async function migrate(db: Database, migrations: readonly Migration[] = MIGRATIONS, logger: Logger = nullLogger): Promise<{ from: number; to: number }> {
+export async function migrate(db: Database, migrations: readonly Migration[] = MIGRATIONS, logger: Logger = nullLogger): Promise<{ from: number; to: number; fromSchema: boolean }> {
   const from = schemaVersion(db);
   if (from > migrations.length) {
     throw new Error(`the database schema is version ${from}, newer than this version of the program knows (${migrations.length})`);
   }
+  const fromSchema = from === 0 && migrations === MIGRATIONS && SCHEMA_VERSION <= migrations.length && isEmpty(db);
   if (from < migrations.length) {
     await db.write((tx) => {
-      for (let version = from + 1; version <= migrations.length; version++) {
+      let version = from;
+      if (fromSchema) {
+        tx.run(SCHEMA_SQL);
+        version = SCHEMA_VERSION;
+        tx.run(`PRAGMA user_version = ${version}`);
+      }
+      for (version++; version <= migrations.length; version++) {
         const migration = migrations[version - 1];
         if (typeof migration === 'string') tx.run(migration);
         else migration(tx);
         tx.run(`PRAGMA user_version = ${version}`);
       }
     });
-    logger.info('store.migrated', { from, to: migrations.length });
+    logger.info('store.migrated', { from, to: migrations.length, from_schema: fromSchema });
   }
-  return { from, to: Math.max(from, migrations.length) };
+  return { from, to: Math.max(from, migrations.length), fromSchema };
 }

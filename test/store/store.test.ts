@@ -567,16 +567,19 @@ test('memory, registrations and meta repositories', LIMIT, async (t) => {
   assert.equal(store.registrations.get('laptop')?.public_key, 'key-2');
 });
 
-test('migrations: a new data directory gets its whole schema in one journal record (one fsync at start, not one per version)', LIMIT, async (t) => {
+test('migrations: a new data directory gets its whole schema in one journal record (one fsync at start, not one per version), its meta table in it too', LIMIT, async (t) => {
   const dir = await withDir(t);
   const store = await openStore(dir);
   await store.close();
   const records = (await Promise.all((await listSegments(dir, 'service.db')).map(async (s) => scanRecords(await readFile(s.path)).records))).flat();
   const migrations = records.filter((r) => r.ops.some(([sql]) => sql.startsWith('PRAGMA user_version')));
   assert.equal(migrations.length, 1, `migration records: ${migrations.length}`);
+  // The first record: the meta table every open makes, then the final schema (src/store/schema.ts), not each migration.
+  assert.equal(records[0], migrations[0]);
+  assert.match(records[0].ops[0][0], /^CREATE TABLE IF NOT EXISTS meta /);
   assert.deepEqual(
     migrations[0].ops.filter(([sql]) => sql.startsWith('PRAGMA user_version')).map(([sql]) => sql),
-    MIGRATIONS.map((_, i) => `PRAGMA user_version = ${i + 1}`),
+    [`PRAGMA user_version = ${MIGRATIONS.length}`],
   );
   const reopened = await openStore(dir);
   t.after(() => reopened.close());

@@ -1,11 +1,11 @@
 // Worker thread entry (bundled to dist/history-worker.js): owns history.db, so its fsyncs and page
 // reads never run on the service's event loop. Requests are handled in arrival order; puts that
 // arrive while a commit runs are committed together in the next transaction (group commit).
-import { closeSync, openSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, openSync, rmSync } from 'node:fs';
 import { isMainThread, parentPort } from 'node:worker_threads';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import type { MessagePort } from 'node:worker_threads';
-import { HistoryDb } from './history-db';
+import { createHistoryFile, HistoryDb } from './history-db';
 import { CORRUPT } from './protocol';
 import { countSyncs } from './sync-count';
 import type { HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
@@ -135,7 +135,8 @@ function run(port: MessagePort, opened: HistoryDb): void {
  */
 function prepareFile(file: string): void {
   rmSync(`${file}.lock`, { recursive: true, force: true });
-  closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
+  if (!existsSync(file) && !existsSync(`${file}-wal`)) createHistoryFile(file, PRIVATE_FILE_MODE);
+  else closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
 }
 
 if (!isMainThread && parentPort) {

@@ -133,6 +133,11 @@ export class HttpServer {
       return;
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
+      // A frame ws refuses (a reserved opcode, bad UTF-8, over the size limit) is an `error` event, after
+      // which ws closes the socket itself: with no listener it would be an uncaught exception that ends
+      // the service. A socket closed unheard (not allowed, or told the store's open failed or outlasted
+      // the wait) would have none, so every socket gets one here.
+      ws.on('error', () => undefined);
       if (!allowed) {
         ws.close(CLOSE_FORBIDDEN, 'address not allowed');
         return;

@@ -70,12 +70,14 @@ test('a socket from an address outside allow_from that sends an invalid frame do
   raw.on('error', () => undefined);
   await new Promise((resolve) => raw.once('connect', resolve));
   raw.write('GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
-  // Then the end of its stream: the service reads the frame before that end and closes the socket after it.
-  raw.end(RESERVED_OPCODE_FRAME);
-  await new Promise((resolve) => raw.once('close', resolve));
+  raw.write(RESERVED_OPCODE_FRAME);
+  // The service's close frame (403) follows the handshake; the invalid frame, sent with it, has been read by
+  // then or is read before the next request is answered.
+  await new Promise<void>((resolve) => raw.on('data', (data: Buffer) => data.includes(0x88) && resolve()));
+  assert.ok((await healthOf(port)) > 0, 'the service still answers');
   assert.deepEqual(
     uncaught.map((e) => e.message),
     [],
   );
-  assert.ok((await healthOf(port)) > 0, 'the service still answers');
+  raw.destroy();
 });

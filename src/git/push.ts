@@ -52,12 +52,14 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
   // A name is the repository config's to choose, and `git remote` lists one that reads as an option
   // (`--receive-pack=<command>` would be run by the push): refused, and every name follows `--`.
   if (remote.startsWith('-')) throw new ServiceError('invalid_request', `a remote named ${remote} would be read by git as an option: rename it to push there`);
-  const remotes = (await gitIn(worktree.repository, ['remote'])).stdout.split('\n').filter(Boolean);
+  // Read where the push runs: a config that depends on who reads it (includeIf onbranch/gitdir, the
+  // worktree's own config) may name other remotes or URLs there than in the repository's checkout.
+  const remotes = (await gitIn(worktree.path, ['remote'])).stdout.split('\n').filter(Boolean);
   if (!remotes.includes(remote)) {
     throw new ServiceError('invalid_request', remotes.length > 0 ? `the repository has no remote named ${remote} (it has ${remotes.join(', ')})` : 'the repository has no remote to push to');
   }
   // Every push URL (a remote may have several, and push goes to each), as git rewrites them (pushInsteadOf).
-  const urls = (await gitIn(worktree.repository, ['remote', 'get-url', '--push', '--all', '--', remote])).stdout.split('\n').filter(Boolean);
+  const urls = (await gitIn(worktree.path, ['remote', 'get-url', '--push', '--all', '--', remote])).stdout.split('\n').filter(Boolean);
   const local = urls.filter(isLocalRemote);
   if (!options.allowHooks && local.length > 0 && local.length < urls.length) {
     throw new ServiceError('conflict', `the remote ${remote} has push URLs both on this machine and elsewhere: nothing was pushed. Push from a terminal, or set worktrees.allow_hooks`);

@@ -582,6 +582,27 @@ describe('push and discard', () => {
     for (const url of ['git@github.com:me/app.git', 'host:path/x', 'ssh://h/x', 'git://h/x', 'https://h/x', 'ext::sh -c x', 'fd::3', '[h:22]:x']) assert.equal(isLocalRemote(url), false, url);
   });
 
+  test("attack: a push URL only the worktree's checkout reads (includeIf onbranch) still gets the hook-free receive-pack", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const bare = join(repo.worktrees, '..', 'remote.git');
+      const marker = join(repo.worktrees, '..', 'onbranch-hook-ran');
+      git(repo.repo, 'init', '-q', '--bare', bare);
+      await writeFiles(bare, { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
+      await chmod(join(bare, 'hooks', 'pre-receive'), 0o755);
+      // Seen from the repository's own checkout, origin is far away; on the conversation's branch it is the bare repository.
+      git(repo.repo, 'remote', 'add', 'origin', 'https://127.0.0.1:9/x.git');
+      const wt = addWorktree(repo, 'p8');
+      const include = join(repo.worktrees, '..', 'onbranch.inc');
+      await writeFile(include, `[remote "origin"]\n\tpushurl = ${bare}\n`);
+      git(repo.repo, 'config', `includeIf.onbranch:${wt.branch}.path`, include);
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+      const { commit } = await commitChanges(wt, 'to push', noHooks);
+      await pushChanges(wt, 'origin', noHooks);
+      assert.equal(existsSync(marker), false, "the local remote's pre-receive hook ran");
+      assert.equal(git(bare, 'rev-parse', `refs/heads/${wt.branch}`).trim(), commit, 'pushed to the URL the worktree reads');
+    });
+  });
+
   test('attack: push.recurseSubmodules=on-demand does not push a submodule, whose own config (core.sshCommand) the transport check never reads; the branch is pushed', async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const marker = join(repo.worktrees, '..', 'submodule-ssh-ran');

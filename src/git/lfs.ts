@@ -32,12 +32,11 @@ export async function refuseRawLfsFiles(cwd: string, revision: string, paths: re
 
 /** Of `paths`, those whose blob at `revision` is not an LFS pointer: sizes first, then the content of the small ones, one git each for all of them. */
 async function notPointers(cwd: string, revision: string, paths: readonly string[], env?: ReviewGitOptions['env']): Promise<string[]> {
-  const specs = paths.map((p) => `${revision}:${p}`);
-  const checked = (await gitIn(cwd, ['cat-file', '--batch-check', '-z'], { env, input: specs.map((s) => `${s}\0`).join('') })).stdout.split('\n');
+  const checked = await blobsAt(cwd, revision, paths, env);
   const raw = new Set<string>();
   const small: { file: string; blob: string }[] = [];
-  for (const [i, file] of paths.entries()) {
-    const blob = /^([0-9a-f]+) blob (\d+)$/.exec(checked[i] ?? '');
+  for (const file of paths) {
+    const blob = /^([0-9a-f]+) blob (\d+)$/.exec(checked.get(file) ?? '');
     // A path gone at that revision (`<spec> missing`) has nothing to store; an empty file is stored
     // as it is (git-lfs makes no pointer of one, by its spec), so it is no raw LFS file either.
     if (!blob || blob[2] === '0') continue;
@@ -53,6 +52,27 @@ async function notPointers(cwd: string, revision: string, paths: readonly string
     for (const [i, { file }] of small.entries()) if (!POINTER.test(contents[i] ?? '')) raw.add(file);
   }
   return paths.filter((file) => raw.has(file));
+}
+
+/**
+ * `git cat-file --batch-check -z`'s answer line for each of `paths` at `revision`. git echoes a path missing
+ * there back as it was given, so one named with a newline would answer two lines and shift every later
+ * answer (a raw file would be read as "missing" and pass): those are asked one at a time, and only an
+ * answer that is wholly `<id> blob <size>` counts.
+ */
+async function blobsAt(cwd: string, revision: string, paths: readonly string[], env?: ReviewGitOptions['env']): Promise<Map<string, string>> {
+  const ask = async (asked: readonly string[]) => (await gitIn(cwd, ['cat-file', '--batch-check', '-z'], { env, input: asked.map((p) => `${revision}:${p}\0`).join('') })).stdout;
+  const answers = new Map<string, string>();
+  const plain = paths.filter((p) => !p.includes('\n'));
+  if (plain.length > 0) {
+    const lines = (await ask(plain)).split('\n');
+    for (const [i, file] of plain.entries()) answers.set(file, lines[i] ?? '');
+  }
+  for (const file of paths.filter((p) => p.includes('\n'))) {
+    const answer = await ask([file]);
+    answers.set(file, /^[0-9a-f]+ blob \d+\n$/.test(answer) ? answer.slice(0, -1) : '');
+  }
+  return answers;
 }
 
 /**

@@ -906,6 +906,20 @@ describe('a repository using git LFS (filters are off in our git: refused by nam
       assert.deepEqual(snapshot(repo.repo), before);
     });
   });
+
+  test('attack: a deleted LFS file named with a newline does not shift the check past a raw file landed beside it', async () => {
+    // git echoes a missing path back as given, so "a<newline>b.bin" gone at the tip answered two lines.
+    await withRepo({ '.gitattributes': attributes, 'a\nb.bin': pointer }, async (repo) => {
+      const wt = addWorktree(repo, 'lfs5');
+      git(wt.path, 'rm', '-q', '--', 'a\nb.bin');
+      await writeFiles(wt.path, { 'c.bin': large });
+      git(wt.path, 'add', 'c.bin');
+      git(wt.path, 'commit', '-q', '-m', 'a pointer gone, a whole file in, by a git without LFS');
+      const before = snapshot(repo.repo);
+      await assert.rejects(landChanges(wt, 'merge', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /c\.bin/.test(e.message));
+      assert.deepEqual(snapshot(repo.repo), before);
+    });
+  });
 });
 
 /**

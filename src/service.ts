@@ -51,7 +51,7 @@ import type { RelayLinkTiming } from './transport/relay-link/relay-link';
 import { RelayLinks } from './transport/relay-link/relay-links';
 import { createRelayPairing } from './transport/pairing/relay-pairing';
 import { lanPairingUrl, pairingHostFor } from './transport/pairing/lan-pairing';
-import { relayStatusRoute } from './transport/relay-link/relay-status-route';
+import { RELAY_HEALTH_PATH, relayStatusRoute } from './transport/relay-link/relay-status-route';
 import { phonePageRoutes } from './transport/http/static-files';
 import { WebhookChannel, type WebhookChannelOptions } from './channels/webhooks/channel';
 import { PushService, type PushOptions } from './channels/push/push-service';
@@ -592,6 +592,9 @@ export class Service {
   private routeWhenOpen(method: string, path: string): RouteHandler | undefined {
     const parts = this.opening.current;
     if (parts) return parts.router(method, path);
+    // Only these can be routes of the store (POST /auth, /ws/register, webhooks; GET /health/relay): anything
+    // else (a scanner's GETs) is a 404 now rather than a connection held for the open's whole wait.
+    if (method !== 'POST' && !(method === 'GET' && path === RELAY_HEALTH_PATH)) return undefined;
     return async (req, res, url) => {
       const handler = (await this.opening.wait()).router(method, path);
       if (!handler) throw noRoute(method, path);

@@ -102,6 +102,17 @@ describe('while the store opens', () => {
     editor.close();
   });
 
+  test('a path no route of the store can have (a GET of an unknown page) is a 404 at once, not a connection held for the open', async (t) => {
+    const { service, httpUrl } = await begun(t);
+    // Answered while the open is still held: it never waited for it.
+    const unknown = await fetch(`${httpUrl}/wp-login.php`);
+    assert.equal(unknown.status, 404);
+    assert.equal(service.ready !== undefined && (await settled(service.ready)), false, 'the open is still held');
+    // A POST may be a webhook's path (known once the store is open): it waits.
+    const post = fetch(`${httpUrl}/hooks/unknown`, { method: 'POST', body: '{}' });
+    assert.equal(await settled(post), false);
+  });
+
   test('a client that waits longer than the bound is told to try again (server_error, socket closed 1013; HTTP with Retry-After), and the service goes on', async (t) => {
     const { service, held, httpUrl, wsUrl } = await begun(t, {}, { openingWaitMs: 50 });
     const client = await TestClient.connect(wsUrl);

@@ -160,9 +160,9 @@ export const handlers: HandlerMap = {
     return { following: false as const };
   },
 
-  async get_config(_command, session, ctx) {
-    const config = ctx.config.current;
-    return configAnswerFor(config, session.source, await ctx.agent.rootInstructionFiles());
+  get_config(_command, session, ctx) {
+    // The configuration read once the files are known: a change seen by then is in the answer.
+    return ctx.agent.rootInstructionFiles().then((files) => configAnswerFor(ctx.config.current, session.source, files));
   },
 
   async update_config(command, session, ctx) {

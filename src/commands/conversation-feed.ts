@@ -49,7 +49,10 @@ export type FeedLimits = typeof FEED_LIMITS;
 
 class Feed {
   readonly entries: Entry[] = [];
-  readonly followers = new Set<ClientSession>();
+  private readonly following = new Set<ClientSession>();
+  /** The followers as a list for delivering (made again after a change), and where the next delivery starts in it. */
+  private list: ClientSession[] | undefined;
+  private rotation = 0;
   /** The seq of the running turn's first event (its user message); undefined between turns. */
   turnStart: number | undefined;
   /** The sum of the entries' `bytes`, and of the running turn's among them. */
@@ -57,6 +60,35 @@ class Feed {
   turnBytes = 0;
 
   constructor(public last: number) {}
+
+  get followers(): ReadonlySet<ClientSession> {
+    return this.following;
+  }
+
+  addFollower(session: ClientSession): void {
+    this.following.add(session);
+    this.list = undefined;
+  }
+
+  removeFollower(session: ClientSession): void {
+    if (this.following.delete(session)) this.list = undefined;
+  }
+
+  /**
+   * The followers for one event and where its delivery starts, one further each event: each follower's
+   * frame waits for the kernel writes of those written before it (about 10-15 us each on these machines,
+   * docs/design.md "Where a follower's delay goes"), so no follower is always the last of a hundred.
+   * The list is not changed while an event is delivered (deliver skips one that left meanwhile: closed
+   * by its send, its credential gone).
+   */
+  deliveryOrder(sender?: ClientSession): { followers: readonly ClientSession[]; start: number } {
+    const followers = (this.list ??= [...this.following]);
+    let start = followers.length === 0 ? 0 : this.rotation % followers.length;
+    // The sender is written to before the others: its turn to start goes to the next one.
+    if (followers[start] === sender && followers.length > 1) start = (start + 1) % followers.length;
+    this.rotation = start + 1;
+    return { followers, start };
+  }
 
   push(entry: Entry, startsTurn: boolean): void {
     if (startsTurn) {
@@ -175,7 +207,7 @@ export class ConversationFeeds {
       const from = afterSeq !== undefined && !reset ? afterSeq : feed.turnStart === undefined ? feed.last : feed.turnStart - 1;
       for (const entry of feed.after(from)) if (!entry.filter || entry.filter(session)) session.send(forSession(entry, session));
     }
-    feed.followers.add(session);
+    feed.addFollower(session);
     let mine = this.followed.get(session);
     if (!mine) this.followed.set(session, (mine = new Set()));
     mine.add(conversationId);
@@ -183,13 +215,13 @@ export class ConversationFeeds {
   }
 
   unfollow(session: ClientSession, conversationId: string): void {
-    this.feeds.get(conversationId)?.followers.delete(session);
+    this.feeds.get(conversationId)?.removeFollower(session);
     this.followed.get(session)?.delete(conversationId);
   }
 
   /** The session closed: it follows nothing any more. */
   leave(session: ClientSession): void {
-    for (const conversationId of this.followed.get(session) ?? []) this.feeds.get(conversationId)?.followers.delete(session);
+    for (const conversationId of this.followed.get(session) ?? []) this.feeds.get(conversationId)?.removeFollower(session);
     this.followed.delete(session);
   }
 
@@ -235,8 +267,11 @@ export class ConversationFeeds {
     }
     // The sender's latency must not grow with the followers: it is sent to first.
     if (sender && (!entry.filter || entry.filter(sender))) sender.send(forSession(entry, sender));
-    for (const session of feed.followers) {
-      if (session === sender || (entry.filter && !entry.filter(session))) continue;
+    const { followers, start } = feed.deliveryOrder(sender);
+    for (let i = 0; i < followers.length; i += 1) {
+      const session = followers[(start + i) % followers.length]!;
+      // One that left during this delivery (closed by a send) is skipped.
+      if (session === sender || (entry.filter && !entry.filter(session)) || !feed.followers.has(session)) continue;
       session.send(entry.event);
     }
   }

@@ -7,8 +7,9 @@
 // followers on another (each its own event loop, so a hundred clients parsing hold up neither the
 // service nor the sender's reading); all read one clock (performance.timeOrigin + performance.now()).
 // `FOLLOW_SPLIT=1` also prints where the delays go (the service's write of each frame, then the client's
-// read); `FOLLOWER_THREADS=n` spreads the followers over n threads (docs/design.md, "Where a follower's
-// delay goes": on 2 cores more reading threads slow the sender's reading as much as the followers').
+// read). Two other arrangements, for comparing (docs/design.md, "Where a follower's delay goes"; on 2
+// cores both slow the sender's own reading, so neither is the measure): `FOLLOWER_THREADS=n` spreads the
+// followers over n threads, `SENDER_WITH_FOLLOWERS=1` puts the sender on the followers' thread.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -170,19 +171,27 @@ async function catchUp({ url, token, pieces }) {
 const jobs = { senderStart, followersStart, senderStream, followersCollect, catchUp };
 parentPort.on('message', async (job) => {
   try {
-    parentPort.postMessage({ ok: await jobs[job.kind](job) });
+    parentPort.postMessage({ job: job.job, ok: await jobs[job.kind](job) });
   } catch (error) {
-    parentPort.postMessage({ error: String(error && error.stack || error) });
+    parentPort.postMessage({ job: job.job, error: String(error && error.stack || error) });
   }
 });
 `;
 
+/** A thread of clients; jobs may run at once on one (the sender's and the followers' when they share it). */
 function runner() {
   const worker = new Worker(CLIENTS, { eval: true });
+  const waiting = new Map<number, (answer: { ok?: unknown; error?: string }) => void>();
+  worker.on('message', (answer: { job: number; ok?: unknown; error?: string }) => {
+    waiting.get(answer.job)?.(answer);
+    waiting.delete(answer.job);
+  });
+  let jobs = 0;
   const run = <T>(job: Record<string, unknown>) =>
     new Promise<T>((resolve, reject) => {
-      worker.once('message', (answer: { ok?: T; error?: string }) => (answer.error ? reject(new Error(answer.error)) : resolve(answer.ok as T)));
-      worker.postMessage(job);
+      jobs += 1;
+      waiting.set(jobs, (answer) => (answer.error ? reject(new Error(answer.error)) : resolve(answer.ok as T)));
+      worker.postMessage({ ...job, job: jobs });
     });
   return { run, stop: () => worker.terminate() };
 }
@@ -263,8 +272,8 @@ export async function benchFollow(): Promise<Record<string, number>> {
   const service = await Service.open({ dataDir: dir, host: '127.0.0.1', port: 0, provider: () => streamingProvider() });
   const { port } = await service.start();
   const url = `ws://127.0.0.1:${port}/ws`;
-  const senderThread = runner();
   const followersThreads = Array.from({ length: FOLLOWER_THREADS }, () => runner());
+  const senderThread = process.env.SENDER_WITH_FOLLOWERS === '1' ? followersThreads[0]! : runner();
   const results: Record<string, number> = {};
   const trace = process.env.FOLLOW_SPLIT === '1' ? traceWrites() : undefined;
   try {
@@ -308,8 +317,7 @@ export async function benchFollow(): Promise<Record<string, number>> {
     console.log(`catch-up of a missed ${CATCH_UP_PIECES}-piece reply (follow with after_seq to its answer, every piece received): ${fmt(ms)} ms`);
   } finally {
     trace?.stop();
-    await senderThread.stop();
-    for (const thread of followersThreads) await thread.stop();
+    for (const thread of new Set([senderThread, ...followersThreads])) await thread.stop();
     await service.stop();
     await rm(dir, { recursive: true, force: true });
   }

@@ -53,6 +53,8 @@ class Feed {
   /** The followers as a list for delivering (made again after a change), and where the next delivery starts in it. */
   private list: ClientSession[] | undefined;
   private rotation = 0;
+  /** Events sent to their sender but not yet to the followers (ConversationFeeds.sendToFollowers). */
+  unsent: Entry[] = [];
   /** The seq of the running turn's first event (its user message); undefined between turns. */
   turnStart: number | undefined;
   /** The sum of the entries' `bytes`, and of the running turn's among them. */
@@ -166,6 +168,8 @@ export class ConversationFeeds {
   private highest = 0;
   /** The sum of every feed's bytes. */
   private bytes = 0;
+  /** Feeds with events for their followers, sent once this turn of the event loop is done. */
+  private readonly unsent = new Set<Feed>();
 
   constructor(private readonly limits: FeedLimits = FEED_LIMITS) {}
 
@@ -202,6 +206,8 @@ export class ConversationFeeds {
    */
   follow(session: ClientSession, conversationId: string, afterSeq?: number, replay = true): { seq: number; reset: boolean } {
     const feed = this.feedOf(conversationId);
+    // The followers so far get what is still on its way to them; the new one gets it in its replay.
+    this.sendToFollowers(feed);
     const reset = afterSeq !== undefined && !feed.canReplayAfter(afterSeq);
     if (replay) {
       const from = afterSeq !== undefined && !reset ? afterSeq : feed.turnStart === undefined ? feed.last : feed.turnStart - 1;
@@ -230,6 +236,7 @@ export class ConversationFeeds {
     const feed = this.feeds.get(conversationId);
     if (!feed) return;
     for (const session of feed.followers) this.followed.get(session)?.delete(conversationId);
+    feed.unsent = [];
     this.remove(conversationId, feed);
   }
 
@@ -255,24 +262,52 @@ export class ConversationFeeds {
     this.feeds.delete(conversationId);
   }
 
+  /**
+   * The sender at once, the followers once this turn of the event loop is done (setImmediate): the
+   * pieces a provider's read holds are published one after the other in one run, and each fan-out to a
+   * hundred followers (one kernel write each) took 1-2 ms, so the sender's later pieces waited for every
+   * earlier piece's fan-out (docs/design.md, "Where a follower's delay goes"). A follower then gets the
+   * run's events together (one write for the lot, transport/connections/ws-frames.ts), in order, once.
+   */
   private deliver(feed: Feed, entry: Entry): void {
-    const senderId = entry.origin?.sessionId;
-    let sender: ClientSession | undefined;
-    if (senderId !== undefined) {
-      for (const session of feed.followers) {
-        if (session.id !== senderId) continue;
-        sender = session;
-        break;
-      }
-    }
-    // The sender's latency must not grow with the followers: it is sent to first.
+    const sender = this.senderOf(feed, entry);
     if (sender && (!entry.filter || entry.filter(sender))) sender.send(forSession(entry, sender));
-    const { followers, start } = feed.deliveryOrder(sender);
+    feed.unsent.push(entry);
+    if (this.unsent.size === 0) setImmediate(() => this.sendAllUnsent());
+    this.unsent.add(feed);
+  }
+
+  /** The session that started the event's turn, when it follows the conversation (it got the event first). */
+  private senderOf(feed: Feed, entry: Entry): ClientSession | undefined {
+    const senderId = entry.origin?.sessionId;
+    if (senderId === undefined) return undefined;
+    for (const session of feed.followers) if (session.id === senderId) return session;
+    return undefined;
+  }
+
+  private sendAllUnsent(): void {
+    for (const feed of this.unsent) this.sendToFollowers(feed);
+    this.unsent.clear();
+  }
+
+  /** The feed's events not yet sent to its followers, to each follower in turn (the sender skipped: it has them). */
+  private sendToFollowers(feed: Feed): void {
+    if (feed.unsent.length === 0) return;
+    const entries = feed.unsent;
+    feed.unsent = [];
+    const { followers, start } = feed.deliveryOrder(this.senderOf(feed, entries[0]!));
     for (let i = 0; i < followers.length; i += 1) {
       const session = followers[(start + i) % followers.length]!;
-      // One that left during this delivery (closed by a send) is skipped.
-      if (session === sender || (entry.filter && !entry.filter(session)) || !feed.followers.has(session)) continue;
-      session.send(entry.event);
+      for (const entry of entries) {
+        // One that left meanwhile (unfollowed, closed: by a send, its credential gone) is skipped.
+        if (session.id === entry.origin?.sessionId || (entry.filter && !entry.filter(session)) || !feed.followers.has(session)) continue;
+        try {
+          session.send(entry.event);
+        } catch {
+          // One follower's failure must not keep the event from the others (a session's send closes it
+          // itself when its client is gone; nothing else is left to do here).
+        }
+      }
     }
   }
 

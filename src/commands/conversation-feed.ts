@@ -286,8 +286,10 @@ export class ConversationFeeds {
   }
 
   private sendAllUnsent(): void {
-    for (const feed of this.unsent) this.sendToFollowers(feed);
+    // Taken first: an event published by a send (a session closing) waits for the next turn, not lost.
+    const feeds = [...this.unsent];
     this.unsent.clear();
+    for (const feed of feeds) this.sendToFollowers(feed);
   }
 
   /** The feed's events not yet sent to its followers, to each follower in turn (the sender skipped: it has them). */

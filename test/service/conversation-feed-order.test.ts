@@ -166,3 +166,23 @@ test('the events of one turn of the loop reach the sender at once, then each fol
   assert.equal(followers[0]!.received.length, 3);
   assert.equal(followers[1]!.received.length, 4);
 });
+
+test('an event published while the followers are being sent to (by a session closing) reaches them on the next turn', async () => {
+  const feeds = new ConversationFeeds();
+  const log: Delivery[] = [];
+  const a = client('a', log, (event) => {
+    // a's client is gone: closing it publishes an event to another conversation b also follows, and to this one.
+    if ((event as { delta?: string }).delta !== 'p0 ') return;
+    feeds.publish(delta('c2', 'other '));
+    feeds.publish(delta('c1', 'p1 '));
+  });
+  const b = client('b', log);
+  for (const session of [a, b]) feeds.follow(session, 'c1');
+  feeds.follow(b, 'c2');
+  feeds.publish(delta('c1', 'p0 '));
+  await delivered();
+  await delivered();
+  assert.equal(texts(b.received.filter((e) => (e as FeedEvent).conversation_id === 'c1')), 'p0 p1 ');
+  assert.equal(texts(b.received.filter((e) => (e as FeedEvent).conversation_id === 'c2')), 'other ');
+  assert.equal(texts(a.received), 'p0 p1 ');
+});

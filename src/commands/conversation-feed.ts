@@ -77,11 +77,11 @@ class Feed {
   }
 
   /**
-   * The followers for one event and where its delivery starts, one further each event: each follower's
-   * frame waits for the kernel writes of those written before it (about 10-15 us each on these machines,
+   * The followers for one delivery and where it starts, one further each time: each follower's frames
+   * wait for the kernel writes of those written before it (about 10-15 us each on these machines,
    * docs/design.md "Where a follower's delay goes"), so no follower is always the last of a hundred.
-   * The list is not changed while an event is delivered (deliver skips one that left meanwhile: closed
-   * by its send, its credential gone).
+   * The list is not changed during a delivery (sendToFollowers skips one that left meanwhile: closed by
+   * its send, its credential gone).
    */
   deliveryOrder(sender?: ClientSession): { followers: readonly ClientSession[]; start: number } {
     const followers = (this.list ??= [...this.following]);

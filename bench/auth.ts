@@ -262,6 +262,8 @@ export async function benchAuth(): Promise<Record<string, number>> {
           ? `; the burst: ${fmt(median(seen.map((b) => b.burstMs)), 0)} ms (its connects ${fmt(median(seen.map((b) => b.connectMs)), 0)} ms), last round ${JSON.stringify(seen.at(-1)!.counts)}`
           : '';
         console.log(`  ${name}: ${fmt(longest(kind))} / ${fmt(pooled(kind, 99))} / ${fmt(pooled(kind, 50))} ms, stall ${fmt(stall(kind))} ms, ${turnCount(kind)} turns${outcome}`);
+        // A median hides the bad rounds: each round's longest turn, in order.
+        console.log(`    rounds' longest: ${periods[kind].map((p) => fmt(Math.max(...p.turns), 0)).join(' ')} ms`);
       }
       // Issue 25's goals against the chat alone: under 2x from one address, under 3x from 600.
       const goal = spread ? 3 : 2;

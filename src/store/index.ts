@@ -194,16 +194,25 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   // history.db opens in its worker as soon as service.lock is held, while service.db is read and its
   // schema migrates here: neither waits for the other's fsyncs.
   let opening: Promise<HistoryStore> | undefined;
+  // history.db is checked meanwhile but written (its open's sync mark) only once service.db opened: an
+  // open refused for a damaged service.db leaves history.db as it was (test/store/history-leftovers.test.ts).
+  let serviceOpened: (opened: boolean) => void = () => {};
+  const mayWrite = new Promise<void>((resolve, reject) => (serviceOpened = (opened) => (opened ? resolve() : reject(new Error('service.db was not opened')))));
+  mayWrite.catch(() => {});
   const openHistory = (dir: string) => {
-    const started = boot.open(dir, options.recover === true);
+    const started = boot.open(dir, options.recover === true, mayWrite);
     started.catch(() => {});
     opening = started;
-    // service.db's open failed: history.db is closed before service.lock is released.
-    return async () => void (await (await started.catch(() => undefined))?.close());
+    // service.db's open failed: history.db is closed, unchanged, before service.lock is released.
+    return async () => {
+      serviceOpened(false);
+      await (await started.catch(() => undefined))?.close();
+    };
   };
   try {
     // Journal segments may hold the only durable copy of bodies until history.db is synced (restore.ts).
     db = await Database.open(dataDir, { ...options, holdCompaction: true, withLock: openHistory });
+    serviceOpened(true);
   } catch (err) {
     await boot.cancel();
     throw err;

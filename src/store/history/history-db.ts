@@ -43,9 +43,7 @@ END;`;
  * file, and a new file must not meet an old WAL.
  */
 export function createHistoryFile(file: string, mode: number): void {
-  const fresh = `${file}.new`;
-  rmSync(fresh, { force: true });
-  rmSync(`${fresh}.lock`, { recursive: true, force: true });
+  const fresh = removeBuildAside(file);
   closeSync(openSync(fresh, 'w', mode));
   const db = new SqliteFile(fresh);
   try {
@@ -65,6 +63,19 @@ export function createHistoryFile(file: string, mode: number): void {
   }
   rmSync(`${fresh}-wal`, { force: true });
   renameSync(fresh, file);
+}
+
+/**
+ * Removes what a build of `<file>.new` (createHistoryFile) cut short by a crash leaves: the file, SQLite's
+ * WAL, shared-memory and rollback journal beside it, the WASM VFS's lock folder. None is ever used again,
+ * and a new build must not meet an old WAL (SQLite drops one beside an empty file, but that is not for
+ * this code to rely on). Returns the aside file's name.
+ */
+export function removeBuildAside(file: string): string {
+  const fresh = `${file}.new`;
+  for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(`${fresh}${suffix}`, { force: true });
+  rmSync(`${fresh}.lock`, { recursive: true, force: true });
+  return fresh;
 }
 
 /** Keys per statement: well under SQLite's bound-parameter limit. */
@@ -141,6 +152,10 @@ function salvageCold(source: SqliteFile, target: HistoryDb, placeholder: string,
   }
 }
 
+function notOpened(file: string, err: unknown): Error {
+  return new Error(`${file} could not be opened (${err instanceof Error ? err.message : String(err)}); the message bodies are kept there, so the store was not opened`);
+}
+
 export class HistoryDb {
   private readonly db: SqliteFile;
   /** Why the file is damaged (found at open), null when the check found nothing; set only with `recover`. */
@@ -157,7 +172,7 @@ export class HistoryDb {
 
   /**
    * With `recover`, a file found damaged at open is opened anyway (`damage` says why), for `salvage` to
-   * read it into a new one, instead of refused.
+   * read it into a new one, instead of refused. Opens and checks, writing nothing: `begin` writes.
    */
   constructor(
     private readonly file: string,
@@ -168,33 +183,18 @@ export class HistoryDb {
     try {
       this.db = opened = new SqliteFile(file);
       // locking_mode first: reading a WAL database in the normal mode would need the shared memory it lacks.
-      this.db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -16000;');
+      this.db.exec('PRAGMA locking_mode = EXCLUSIVE');
+      // auto_vacuum takes effect only before the first page is written (a file made empty: salvage), and
+      // setting it writes page 1 even when it changes nothing: a file with pages is only read until `begin`.
+      if (Number(this.db.get('PRAGMA page_count')?.page_count ?? 0) === 0) this.db.exec('PRAGMA auto_vacuum = INCREMENTAL');
+      this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -16000;');
       const mode = this.db.get('PRAGMA journal_mode')?.journal_mode;
       if (mode !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`);
       // Before anything is written: a checkpoint into a file cut short would fill the gap with zeros.
       damage = damageAtOpen(this.db, file);
-      // A damaged file is only read from now on (a salvage into a new file follows: HistoryDb.salvage).
-      if (damage === null) {
-        // The schema's statements (each its own commit; at a later open most change nothing) wait for
-        // the open's transaction below to be durable: in WAL mode its fsync covers every frame written
-        // before it, so a new file costs one fsync for its tables rather than one each. A crash before
-        // it loses only tables that every open creates again.
-        this.db.exec('PRAGMA synchronous = NORMAL');
-        this.db.exec(SCHEMA);
-        this.db.exec(COLD_SCHEMA);
-        this.db.exec('PRAGMA synchronous = FULL');
-        // A write at every open creates the WAL file now, so the store can make its directory entry
-        // durable and private before any body is acknowledged (history-store.ts).
-        this.marks.before = this.readMark();
-        this.marks.now = this.marks.before + 1;
-        this.transaction(() => {
-          this.db.run("INSERT OR REPLACE INTO history_meta (key, value) VALUES ('opened_at', ?)", [new Date().toISOString()]);
-          this.writeMark(this.marks.now);
-        });
-      }
     } catch (err) {
       if (opened?.isOpen) opened.close();
-      throw new Error(`${file} could not be opened (${err instanceof Error ? err.message : String(err)}); the message bodies are kept there, so the store was not opened`);
+      throw notOpened(file, err);
     }
     if (damage !== null && !recover) {
       this.db.close();
@@ -204,6 +204,36 @@ export class HistoryDb {
       );
     }
     this.damage = damage;
+  }
+
+  /**
+   * The open's writes, made only once the data directory may be changed (service.db opened: a refused
+   * open leaves history.db as it was, store/index.ts): the schema and the next sync mark. A damaged file
+   * is only read from now on (a salvage into a new file follows: HistoryDb.salvage).
+   */
+  begin(): void {
+    if (this.damage !== null) return;
+    try {
+      // The schema's statements (each its own commit; at a later open most change nothing) wait for
+      // the open's transaction below to be durable: in WAL mode its fsync covers every frame written
+      // before it, so a new file costs one fsync for its tables rather than one each. A crash before
+      // it loses only tables that every open creates again.
+      this.db.exec('PRAGMA synchronous = NORMAL');
+      this.db.exec(SCHEMA);
+      this.db.exec(COLD_SCHEMA);
+      this.db.exec('PRAGMA synchronous = FULL');
+      // A write at every open creates the WAL file now, so the store can make its directory entry
+      // durable and private before any body is acknowledged (history-store.ts).
+      this.marks.before = this.readMark();
+      this.marks.now = this.marks.before + 1;
+      this.transaction(() => {
+        this.db.run("INSERT OR REPLACE INTO history_meta (key, value) VALUES ('opened_at', ?)", [new Date().toISOString()]);
+        this.writeMark(this.marks.now);
+      });
+    } catch (err) {
+      this.close();
+      throw notOpened(this.file, err);
+    }
   }
 
   /**
@@ -314,6 +344,7 @@ export class HistoryDb {
     if (existsSync(`${file}-wal`)) renameSync(`${file}-wal`, `${aside}-wal`);
     closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
     const db = new HistoryDb(file);
+    db.begin();
     const source = new SqliteFile(aside, { readOnly: true });
     let kept = 0;
     let cold = { kept: 0, lost: 0 };

@@ -4,7 +4,7 @@ import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statfsS
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
 import { COLD_SCHEMA, countCold, cutCold, dropCold, putCold, putColdUsage, queryCold, queryColdAfterSeq, queryColdUsage } from './cold';
-import { damageAtOpen } from './integrity';
+import { cutBeforeOpen, damageAtOpen } from './integrity';
 import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
 import { DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
@@ -181,9 +181,12 @@ export class HistoryDb {
     let damage: string | null;
     let opened: SqliteFile | undefined;
     try {
+      const cut = cutBeforeOpen(file);
       this.db = opened = new SqliteFile(file);
       // locking_mode first: reading a WAL database in the normal mode would need the shared memory it lacks.
       this.db.exec('PRAGMA locking_mode = EXCLUSIVE');
+      // A file cut short is read anyway, for the salvage (SQLite then takes the pages the file has).
+      if (cut !== null) this.db.exec('PRAGMA writable_schema = ON');
       // auto_vacuum takes effect only before the first page is written (a file made empty: salvage), and
       // setting it writes page 1 even when it changes nothing: a file with pages is only read until `begin`.
       if (Number(this.db.get('PRAGMA page_count')?.page_count ?? 0) === 0) this.db.exec('PRAGMA auto_vacuum = INCREMENTAL');
@@ -191,7 +194,7 @@ export class HistoryDb {
       const mode = this.db.get('PRAGMA journal_mode')?.journal_mode;
       if (mode !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`);
       // Before anything is written: a checkpoint into a file cut short would fill the gap with zeros.
-      damage = damageAtOpen(this.db, file);
+      damage = cut ?? damageAtOpen(this.db, file);
     } catch (err) {
       if (opened?.isOpen) opened.close();
       throw notOpened(file, err);
@@ -349,7 +352,8 @@ export class HistoryDb {
     let kept = 0;
     let cold = { kept: 0, lost: 0 };
     try {
-      source.exec('PRAGMA locking_mode = EXCLUSIVE');
+      // writable_schema: a file shorter than its header says is read as far as it goes (cutBeforeOpen).
+      source.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA writable_schema = ON;');
       for (const part of chunks(refs)) {
         const found = new Map(
           readableBodies(

@@ -336,10 +336,10 @@ export class HistoryDb {
   /**
    * Rebuilds a damaged history.db (`serve --recover`): the damaged file and its WAL are kept aside as
    * `history.db.damaged-<time>` (never written again: read-only), a new history.db gets every body of
-   * `refs` that can still be read, under its key, and `placeholder` for the others; new keys start
-   * above `above`. Returns the new database and what was kept.
+   * `refs` that can still be read, under its key, else its copy in `journaled` (the journal's), and
+   * `placeholder` for the others; new keys start above `above`. Returns the new database and what was kept.
    */
-  static salvage(damaged: HistoryDb, refs: readonly BodyRef[], placeholder: string, above: number): { db: HistoryDb; result: SalvageResult } {
+  static salvage(damaged: HistoryDb, refs: readonly BodyRef[], placeholder: string, above: number, journaled: readonly KeyedBody[] = []): { db: HistoryDb; result: SalvageResult } {
     const file = damaged.file;
     damaged.close();
     const aside = `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
@@ -349,6 +349,8 @@ export class HistoryDb {
     const db = new HistoryDb(file);
     db.begin();
     const source = new SqliteFile(aside, { readOnly: true });
+    // By key, the last journaled wins (records are in order).
+    const fromJournal = new Map(journaled.map((b) => [b.key, b]));
     let kept = 0;
     let cold = { kept: 0, lost: 0 };
     try {
@@ -361,11 +363,12 @@ export class HistoryDb {
             part.map((r) => r.key),
           ).map((b) => [b.key, b]),
         );
-        kept += found.size;
         db.fill(
           part.map((r) => {
-            const body = found.get(r.key);
-            return body ? { ...r, content: body.content, data: body.data, cut: body.cut } : { ...r, content: placeholder, data: null };
+            const body = found.get(r.key) ?? fromJournal.get(r.key);
+            if (!body) return { ...r, content: placeholder, data: null };
+            kept++;
+            return { ...r, content: body.content, data: body.data, cut: 'cut' in body ? body.cut : false };
           }),
           above,
         );

@@ -248,10 +248,10 @@ export class HistoryStore {
    * Replaces a damaged history.db by one rebuilt from what it still gives (history-db.ts `salvage`);
    * the new file and WAL are made private and their directory entries durable, as at open.
    */
-  async salvage(refs: BodyRef[], placeholder: string, above: number): Promise<SalvageResult> {
+  async salvage(refs: BodyRef[], placeholder: string, above: number, journaled: KeyedBody[] = []): Promise<SalvageResult> {
     this.lastKey = Math.max(this.lastKey, above);
     this.recent.clear();
-    const result = await this.call({ op: 'salvage', refs, placeholder, above });
+    const result = await this.call({ op: 'salvage', refs, placeholder, above, journaled });
     await chmod(`${this.file}-wal`, PRIVATE_FILE_MODE).catch(() => {});
     await fsyncDir(path.dirname(this.file));
     return result;

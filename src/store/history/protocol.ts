@@ -122,7 +122,8 @@ export type HistoryRequest =
   | { op: 'sync' }
   | { op: 'get'; keys: number[] }
   | { op: 'fill'; bodies: KeyedBody[]; above: number }
-  | { op: 'salvage'; refs: BodyRef[]; placeholder: string; above: number }
+  /** `journaled`: bodies the journal still holds, for those the damaged file cannot give. */
+  | { op: 'salvage'; refs: BodyRef[]; placeholder: string; above: number; journaled: KeyedBody[] }
   | { op: 'keys'; from: number; to: number }
   | { op: 'remove'; keys: number[] }
   | { op: 'cut'; keys: number[]; keepChars: number; note: string }

@@ -582,6 +582,32 @@ describe('push and discard', () => {
     for (const url of ['git@github.com:me/app.git', 'host:path/x', 'ssh://h/x', 'git://h/x', 'https://h/x', 'ext::sh -c x', 'fd::3', '[h:22]:x']) assert.equal(isLocalRemote(url), false, url);
   });
 
+  test("attack: an https remote the repository's config rewrites to a local path (url.<base>.insteadOf, pushInsteadOf) runs none of that repository's hooks on push", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const bare = join(repo.worktrees, '..', 'bare');
+      const marker = join(repo.worktrees, '..', 'insteadof-hook-ran');
+      git(repo.repo, 'init', '-q', '--bare', join(bare, 'x'));
+      await writeFiles(join(bare, 'x'), { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
+      await chmod(join(bare, 'x', 'hooks', 'pre-receive'), 0o755);
+      git(repo.repo, 'remote', 'add', 'origin', 'https://example.invalid/x');
+      const wt = addWorktree(repo, 'p8i');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+      const { commit } = await commitChanges(wt, 'to push', noHooks);
+      for (const key of ['insteadOf', 'pushInsteadOf']) {
+        git(repo.repo, 'config', `url.${bare}/.${key}`, 'https://example.invalid/');
+        git(join(bare, 'x'), '-c', 'core.hooksPath=/dev/null', 'update-ref', '-d', `refs/heads/${wt.branch}`);
+        await pushChanges(wt, 'origin', noHooks);
+        assert.equal(existsSync(marker), false, `the rewritten (${key}) local remote's pre-receive hook ran`);
+        assert.equal(git(join(bare, 'x'), 'rev-parse', `refs/heads/${wt.branch}`).trim(), commit, `pushed to the path ${key} names`);
+        git(repo.repo, 'config', '--unset', `url.${bare}/.${key}`);
+      }
+    });
+    // Forms git reads as a path on some system: a drive letter (Windows), a share, file: in any case.
+    for (const url of ['FILE:///srv/app.git', 'File://srv/app.git', '\\\\server\\share\\app.git']) assert.equal(isLocalRemote(url), true, url);
+    for (const url of ['C:/x', 'C:\\x', 'c:x']) assert.equal(isLocalRemote(url, 'win32'), true, url);
+    assert.equal(isLocalRemote('C:/x', 'linux'), false, 'scp-like host C elsewhere');
+  });
+
   test("attack: a push URL only the worktree's checkout reads (includeIf onbranch) still gets the hook-free receive-pack", async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'remote.git');

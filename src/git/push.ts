@@ -65,7 +65,7 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
   }
   // Every push URL (a remote may have several, and push goes to each), as git rewrites them (pushInsteadOf).
   const urls = (await gitIn(worktree.path, ['remote', 'get-url', '--push', '--all', '--', remote])).stdout.split('\n').filter(Boolean);
-  const local = urls.filter(isLocalRemote);
+  const local = urls.filter((url) => isLocalRemote(url));
   if (!options.allowHooks && local.length > 0 && local.length < urls.length) {
     throw new ServiceError('conflict', `the remote ${remote} has push URLs both on this machine and elsewhere: nothing was pushed. Push from a terminal, or set worktrees.allow_hooks`);
   }

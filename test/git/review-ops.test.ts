@@ -12,6 +12,7 @@ import { gitStarter } from '../../src/git/git-starter';
 import { commitChanges } from '../../src/git/commit';
 import { compareUrlOf } from '../../src/git/compare-url';
 import { landChanges } from '../../src/git/land';
+import { refuseRawLfsFiles } from '../../src/git/lfs';
 import { discardWorktree, isLocalRemote, pushChanges, unlandedWork } from '../../src/git/push';
 import { revertChanges } from '../../src/git/revert';
 import { ServiceError } from '../../src/protocol/errors';
@@ -903,6 +904,20 @@ describe('a repository using git LFS (filters are off in our git: refused by nam
       await rm(join(wt.path, 'p4-raw.bin'));
       const { commit } = await commitChanges(wt, 'pointers only', noHooks);
       assert.equal(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n').length, names.length + 1);
+    });
+  });
+
+  test("small LFS files whose contents together pass git's 64 MiB output cap are all read (failed before: the check failed with git's overflow, not a refusal naming them)", async () => {
+    await withRepo({ '.gitattributes': attributes, 'notes.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'lfs-many');
+      await writeFiles(wt.path, { 'm.bin': Buffer.alloc(1_020, 'r') });
+      git(wt.path, 'add', 'm.bin');
+      // One small raw file named 66,000 times: its content is read once for each, 70 MiB of answers, as from that many files (fast to make).
+      const paths = Array.from({ length: 66_000 }, () => 'm.bin');
+      await assert.rejects(
+        refuseRawLfsFiles(wt.path, '', paths),
+        (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /keeps m\.bin, m\.bin, .* and 65990 more in git LFS/.test(e.message),
+      );
     });
   });
 

@@ -82,7 +82,7 @@ test('a socket from an address outside allow_from that sends an invalid frame do
   raw.destroy();
 });
 
-test('a half-closed raw client (FIN sent) from an address outside allow_from is closed at once, with or without an invalid frame (passes on main as it was: the review's finding was not reproduced with a client that reads)', async (t) => {
+test('a half-closed raw client (FIN sent) from an address outside allow_from is closed at once, with or without an invalid frame (passes on main as it was: the finding of the review was not reproduced with a client that reads)', async (t) => {
   const service = await Service.open({ dataDir: await dataDir(t), host: '127.0.0.1', port: 0, allowFrom: ['10.9.9.9'] });
   t.after(() => service.stop());
   const { port } = await service.start();

@@ -221,7 +221,10 @@ export class ConversationFeeds {
   }
 
   unfollow(session: ClientSession, conversationId: string): void {
-    this.feeds.get(conversationId)?.removeFollower(session);
+    const feed = this.feeds.get(conversationId);
+    // What was published while it followed is its (EventHub.broadcast counted it as sent to it).
+    if (feed) this.sendToFollowers(feed);
+    feed?.removeFollower(session);
     this.followed.get(session)?.delete(conversationId);
   }
 
@@ -271,6 +274,9 @@ export class ConversationFeeds {
    */
   private deliver(feed: Feed, entry: Entry): void {
     const sender = this.senderOf(feed, entry);
+    // An event of no turn (or another's) still waiting goes out first: the sender would hear a later
+    // seq before it, and its page drops an older seq as already seen (web/chat/live-turn.ts).
+    if (sender && feed.unsent.some((waiting) => waiting.origin?.sessionId !== sender.id)) this.sendToFollowers(feed);
     if (sender && (!entry.filter || entry.filter(sender))) sender.send(forSession(entry, sender));
     feed.unsent.push(entry);
     if (this.unsent.size === 0) setImmediate(() => this.sendAllUnsent());

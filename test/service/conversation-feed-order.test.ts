@@ -159,12 +159,14 @@ test('the events of one turn of the loop reach the sender at once, then each fol
     assert.deepEqual(seqs(follower.received), published, `${follower.id}: once, in order`);
     assert.equal(texts(follower.received), 'p0 p1 p2 ');
   }
-  // One that unfollows before its turn comes hears nothing of what was on its way.
+  // One that unfollows before its turn comes still gets what was published while it followed (as when
+  // delivery was synchronous), and nothing after.
   feeds.publish(delta('c1', 'p3 '), { origin });
   feeds.unfollow(followers[0]!, 'c1');
+  feeds.publish(delta('c1', 'p4 '), { origin });
   await delivered();
-  assert.equal(followers[0]!.received.length, 3);
-  assert.equal(followers[1]!.received.length, 4);
+  assert.equal(texts(followers[0]!.received), 'p0 p1 p2 p3 ');
+  assert.equal(texts(followers[1]!.received), 'p0 p1 p2 p3 p4 ');
 });
 
 test('an event published while the followers are being sent to (by a session closing) reaches them on the next turn', async () => {
@@ -185,4 +187,39 @@ test('an event published while the followers are being sent to (by a session clo
   assert.equal(texts(b.received.filter((e) => (e as FeedEvent).conversation_id === 'c1')), 'p0 p1 ');
   assert.equal(texts(b.received.filter((e) => (e as FeedEvent).conversation_id === 'c2')), 'other ');
   assert.equal(texts(a.received), 'p0 p1 ');
+});
+
+test('an event of no turn waiting for the followers, then one of the sender own turn: the sender still gets them in order of seq (found in review: the web page drops an older seq)', async () => {
+  const feeds = new ConversationFeeds();
+  const log: Delivery[] = [];
+  const sender = client('sender', log);
+  const follower = client('a', log);
+  feeds.follow(sender, 'c1', undefined, false);
+  feeds.follow(follower, 'c1');
+  // E.g. changes.ready of the last turn, published (by no sender) while the sender's next turn streams.
+  feeds.publish({ event: 'permission.resolved', conversation_id: 'c1', request_id: 'p', decision: 'deny', reason: 'answered' } as FeedEvent);
+  feeds.publish(delta('c1', 'x'), { origin: { sessionId: 'sender', requestId: 'r1' } });
+  await delivered();
+  const mine = seqs(sender.received);
+  assert.equal(mine.length, 2);
+  assert.deepEqual(
+    mine,
+    [...mine].sort((a, b) => a - b),
+    'the sender hears them in order',
+  );
+  assert.deepEqual(seqs(follower.received), mine, 'so does the follower');
+});
+
+test('a follower that leaves in the same loop turn as an event meant for it still gets the event (found in review: it was counted as sent and lost)', async () => {
+  const feeds = new ConversationFeeds();
+  const log: Delivery[] = [];
+  const phone = client('phone', log);
+  feeds.follow(phone, 'c1');
+  feeds.publish({ event: 'permission.resolved', conversation_id: 'c1', request_id: 'p', decision: 'deny', reason: 'answered' } as FeedEvent);
+  feeds.unfollow(phone, 'c1');
+  await delivered();
+  assert.equal(phone.received.length, 1, 'published while it followed: it is its');
+  feeds.publish(delta('c1', 'later'));
+  await delivered();
+  assert.equal(phone.received.length, 1, 'nothing after it left');
 });

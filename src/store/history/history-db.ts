@@ -491,10 +491,25 @@ export class HistoryDb {
   }
 
   stats(): HistoryStats {
-    const pageSize = Number(this.db.get('PRAGMA page_size')?.page_size ?? 0);
-    const pages = Number(this.db.get('PRAGMA page_count')?.page_count ?? 0);
-    const freePages = Number(this.db.get('PRAGMA freelist_count')?.freelist_count ?? 0);
-    return { fileBytes: pageSize * pages, freePages, maxKey: this.maxKey(), syncs: syncCount() };
+    const pageSize = this.readOr(() => Number(this.db.get('PRAGMA page_size')?.page_size ?? 0), 0);
+    const pages = this.readOr(() => Number(this.db.get('PRAGMA page_count')?.page_count ?? 0), 0);
+    const freePages = this.readOr(() => Number(this.db.get('PRAGMA freelist_count')?.freelist_count ?? 0), 0);
+    // A damaged file's key counter may be past its end: the salvage's keys then start above every key
+    // service.db refers to (store/index.ts referencedKey), which the lost counter cannot be below for a kept body.
+    return { fileBytes: pageSize * pages, freePages, maxKey: this.readOr(() => this.maxKey(), 0), syncs: syncCount() };
+  }
+
+  /**
+   * A read of a damaged file (opened only to be salvaged, --recover) may meet a page past its end:
+   * `fallback` then; on a sound file the error is the caller's.
+   */
+  private readOr<T>(read: () => T, fallback: T): T {
+    try {
+      return read();
+    } catch (err) {
+      if (this.damage === null) throw err;
+      return fallback;
+    }
   }
 
   close(): void {

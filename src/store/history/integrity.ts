@@ -83,7 +83,8 @@ export function cutBeforeOpen(file: string): string | null {
   try {
     const fileBytes = statSync(file).size;
     const header = Buffer.alloc(100);
-    if (readSync(fd, header, 0, 100, 0) < 100) return null;
+    // Shorter than SQLite's header (a file is either empty, made by the open, or at least a page long).
+    if (readSync(fd, header, 0, 100, 0) < 100) return fileBytes === 0 ? null : `it is ${fileBytes} bytes, shorter than its header: it was cut short`;
     const raw = header.readUInt16BE(16);
     const pageSize = raw === 1 ? 65536 : raw;
     const pageCount = header.readUInt32BE(28);

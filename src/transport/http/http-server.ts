@@ -129,9 +129,12 @@ export class HttpServer {
   }
 
   private onUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    // Node hands the socket over without its error listener: a client resetting while an answer is
+    // written would be an uncaught exception that ends the service.
+    socket.on('error', () => socket.destroy());
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (url.pathname !== '/ws') {
-      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      refuseRaw(socket, 'HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
     const allowed = this.options.allowed()(socket.remoteAddress);
@@ -139,7 +142,7 @@ export class HttpServer {
     const wait = allowed ? (this.options.loginRefusedFor?.(clientAddress(req)) ?? 0) : 0;
     if (wait > 0) {
       const body = wireText(fail('rate_limited', `too many failed logins; retry in ${wait} s`));
-      socket.end(`HTTP/1.1 429 Too Many Requests\r\nRetry-After: ${wait}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      refuseRaw(socket, `HTTP/1.1 429 Too Many Requests\r\nRetry-After: ${wait}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
       return;
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
@@ -155,4 +158,13 @@ export class HttpServer {
       this.options.onWebSocket(ws, req, () => this.gate.opened(socket));
     });
   }
+}
+
+/**
+ * Answers an upgrade on its raw socket and closes it once written: the server allows half-open sockets
+ * and an upgraded one has no timeout, so a client that never closed its side held the socket, and its
+ * address's place at the connection gate, for good.
+ */
+function refuseRaw(socket: Socket, answer: string): void {
+  socket.end(answer, () => socket.destroy());
 }

@@ -215,9 +215,15 @@ export class Agent {
     return this.context.rootFileInfos();
   }
 
-  /** Reads ahead what a first turn's context needs (git's status, instruction files): see TurnContext.warmUp. */
-  warmUp(): Promise<void> {
-    return this.deps.withContext === false ? Promise.resolve() : this.context.warmUp();
+  /**
+   * Reads ahead what a first turn's context needs (git's status, instruction files: see TurnContext.warmUp),
+   * then makes a first step's system message from them, thrown away: its code's first run is not the turn's.
+   */
+  async warmUp(): Promise<void> {
+    if (this.deps.withContext === false) return;
+    await this.context.warmUp();
+    const config = this.deps.config();
+    await this.context.systemMessage(config, [], { model: config.model, contextWindow: null });
   }
 
   /**

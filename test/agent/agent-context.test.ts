@@ -273,6 +273,37 @@ describe('git status, cheaply', () => {
     assert.ok(held <= 2 * MAX_GIT_STATUS_FOLDERS, `the cache holds ${held} inotify watches for 300 folders asked once`);
   });
 
+  test("a turn that asks while the warm-up's ask runs waits for its answer: one git, not two (a tool's change still asks again)", async () => {
+    const repo = await folder('ra-ctx-gitcache-');
+    let asked = 0;
+    const answers: (() => void)[] = [];
+    const answer = () => answers.shift()!();
+    const cache = new GitStatusCache(async () => {
+      asked += 1;
+      const changed = asked;
+      await new Promise<void>((resolve) => answers.push(resolve));
+      return { branch: 'main', changed };
+    });
+    const warmUp = cache.summary(repo);
+    const turn = cache.summary(repo);
+    const underWay = answers.length;
+    while (answers.length > 0) answer();
+    assert.equal(underWay, 1, 'one git under way');
+    assert.deepEqual(await Promise.all([warmUp, turn]), [
+      { branch: 'main', changed: 1 },
+      { branch: 'main', changed: 1 },
+    ]);
+    assert.equal(asked, 1);
+    const first = cache.summary(repo, Date.now() + GIT_STATUS_MAX_AGE_MS);
+    cache.changed();
+    const afterTool = cache.summary(repo, Date.now() + GIT_STATUS_MAX_AGE_MS);
+    assert.equal(answers.length, 2, 'two gits under way');
+    answer();
+    answer();
+    assert.equal((await first)?.changed, 2);
+    assert.equal((await afterTool)?.changed, 3, 'asked again after the change, not joined to the ask before it');
+  });
+
   test('the status line read: branch, detached, no commits yet, not a repository', () => {
     assert.deepEqual(summaryOf('## main...origin/main [ahead 1]\n M a.ts\n?? b.ts\n', false), { branch: 'main', changed: 2 });
     assert.deepEqual(summaryOf('## HEAD (no branch)\n', false), { branch: 'detached HEAD', changed: 0 });

@@ -55,6 +55,8 @@ export const MAX_GIT_STATUS_FOLDERS = 64;
  */
 export class GitStatusCache {
   private readonly entries = new Map<string, { watch: PlacesWatch | undefined; generation: number; at: number; summary: GitSummary | undefined }>();
+  /** The asks under way: a turn sent while the warm-up's ask runs waits for its answer rather than starting another git. */
+  private readonly asking = new Map<string, { generation: number; summary: Promise<GitSummary | undefined> }>();
   private generation = 0;
 
   constructor(private readonly ask: (folder: string) => Promise<GitSummary | undefined> = gitSummary) {}
@@ -75,11 +77,20 @@ export class GitStatusCache {
         return cached.summary;
       }
     }
+    const pending = this.asking.get(folder);
+    if (pending && pending.generation === this.generation) return pending.summary;
     cached?.watch?.close();
     // Watched before git is asked: a change while it runs makes the answer one to ask again.
     const watch = gitStateWatch(folder);
     const generation = this.generation;
-    const summary = await this.ask(folder);
+    const asked = { generation, summary: this.ask(folder) };
+    this.asking.set(folder, asked);
+    let summary: GitSummary | undefined;
+    try {
+      summary = await asked.summary;
+    } finally {
+      if (this.asking.get(folder) === asked) this.asking.delete(folder);
+    }
     // Replaced at the newest end; past the bound the least recently asked folder lets its watch go.
     this.entries.get(folder)?.watch?.close();
     this.entries.delete(folder);

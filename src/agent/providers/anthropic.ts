@@ -26,6 +26,8 @@ export interface AnthropicProviderOptions {
   timeoutMs?: number;
   /** Retries after a 408/409/429/5xx/529 answer or a failed connection, before any answer arrived. Default 2. */
   maxRetries?: number;
+  /** What the SDK sends with instead of Node's fetch: only the warm-up's rehearsal (rehearsal.ts) gives one. */
+  fetch?: typeof fetch;
 }
 
 export const ANTHROPIC_DEFAULT_BASE_URL = PROVIDERS.anthropic.defaultBaseUrl;
@@ -75,6 +77,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     defaultQuery: parsedBase && parsedBase.search ? Object.fromEntries(parsedBase.searchParams) : undefined,
     // No spans: they could carry conversation content to whatever tracer another extension registered.
     openTelemetry: false,
+    fetch: options.fetch,
   });
 
   function buildBody(request: CompletionRequest): WireBody {

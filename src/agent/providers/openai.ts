@@ -25,6 +25,8 @@ export interface OpenAIProviderOptions {
   timeoutMs?: number;
   /** Retries after a 408/409/429/5xx answer or a failed connection, before any answer arrived. Default 2. */
   maxRetries?: number;
+  /** What the SDK sends with instead of Node's fetch: only the warm-up's rehearsal (rehearsal.ts) gives one. */
+  fetch?: typeof fetch;
 }
 
 export const OPENAI_DEFAULT_BASE_URL = PROVIDERS.openai.defaultBaseUrl;
@@ -69,6 +71,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
     organization: null,
     project: null,
     webhookSecret: null,
+    fetch: options.fetch,
   });
 
   function buildBody(request: CompletionRequest): WireBody {

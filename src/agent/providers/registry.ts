@@ -1,6 +1,7 @@
 import type { ProviderName } from '../../protocol';
 import type { Host } from '../host';
 import { warmUpFetch } from './fetch-warm-up';
+import { rehearsal } from './rehearsal';
 import { ProviderError, type Provider } from './types';
 
 /** What a provider is built from: the config's endpoint and the key in force (the host's or service.json's). */
@@ -9,6 +10,8 @@ export interface ProviderSettings {
   baseUrl?: string;
   /** Every secret of the service, kept out of the provider's error messages (src/log/redact.ts). */
   secrets?: () => Iterable<string>;
+  /** What the SDK sends with instead of Node's fetch: only the warm-up's rehearsal (rehearsal.ts). */
+  fetch?: typeof fetch;
 }
 
 export type ProviderFactory = (settings: ProviderSettings, host: Host) => Provider;
@@ -23,12 +26,17 @@ const SDK_MODULES: Partial<Record<ProviderName, () => unknown>> = { openai, anth
 /**
  * What loads a provider's module and SDK ahead of its first turn, so that turn is not the slower one:
  * steps the service's warm-up runs one per turn of the event loop. The SDKs send with Node's fetch:
- * a Headers made here loads its implementation (undici), a first request builds the rest (warmUpFetch).
+ * a Headers made here loads its implementation (undici), a first request builds the rest (warmUpFetch);
+ * then one streamed answer is played through the SDK without a socket (rehearsal.ts).
  */
 export function providerWarmUp(name: ProviderName): (() => unknown)[] {
   const load = SDK_MODULES[name];
-  return load ? [load, () => new Headers(), () => warmUpFetch()] : [];
+  const rehearse = rehearsal(name, (settings) => PROVIDER_FACTORIES[name](settings, NO_HOST));
+  return load ? [load, () => new Headers(), () => warmUpFetch(), ...(rehearse ? [rehearse] : [])] : [];
 }
+
+/** The rehearsal's providers have an HTTP SDK: they never ask the host for anything. */
+const NO_HOST: Host = {};
 
 function unavailable(name: ProviderName, why: string): Provider {
   return {

@@ -1,0 +1,79 @@
+import type { ProviderName } from '../../protocol';
+import type { ProviderSettings } from './registry';
+import type { Provider } from './types';
+
+/**
+ * A streamed answer of a few pieces in each vendor's wire format, as their servers send it: what the
+ * SDK parses in a first turn (the tests' fake servers, test/helpers/fake-*.ts, send the same shapes).
+ */
+const PIECES = ['A', ' warm', '-up', ' answer', '.'];
+
+function openaiEvents(): string[] {
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+    id: 'rehearsal',
+    object: 'chat.completion.chunk',
+    created: 0,
+    model: 'rehearsal',
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
+  return [
+    chunk({ role: 'assistant', content: '' }),
+    ...PIECES.map((content) => chunk({ content })),
+    chunk({}, 'stop'),
+    { id: 'rehearsal', object: 'chat.completion.chunk', created: 0, model: 'rehearsal', choices: [], usage: { prompt_tokens: 1, completion_tokens: 5, total_tokens: 6 } },
+  ]
+    .map((event) => `data: ${JSON.stringify(event)}\n\n`)
+    .concat('data: [DONE]\n\n');
+}
+
+function anthropicEvents(): string[] {
+  const message = { id: 'rehearsal', type: 'message', role: 'assistant', model: 'rehearsal', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } };
+  return [
+    { type: 'message_start', message },
+    { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '', citations: null } },
+    ...PIECES.map((text) => ({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } })),
+    { type: 'content_block_stop', index: 0 },
+    { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } },
+    { type: 'message_stop' },
+  ].map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+}
+
+const ANSWERS: Partial<Record<ProviderName, () => string[]>> = { openai: openaiEvents, anthropic: anthropicEvents };
+
+/**
+ * A fetch that answers every request with `events` as a stream, one event a chunk, without a socket:
+ * nothing leaves the process.
+ */
+function cannedFetch(events: () => string[]): typeof fetch {
+  return async () => {
+    const encoder = new TextEncoder();
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const event of events()) controller.enqueue(encoder.encode(event));
+        controller.close();
+      },
+    });
+    return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream', 'request-id': 'rehearsal' } });
+  };
+}
+
+/**
+ * A first streamed turn runs the SDK's request building, its stream and SSE parsing, and our attempt,
+ * retry and assembling code for the first time: V8 compiles each function at its first call, and that
+ * made the chat sent one second after start cost twice the second's CPU (issue 25). The service's
+ * warm-up plays one streamed answer through a provider of its own, built by the same factory with a
+ * canned fetch: the same functions are compiled, nothing is sent, no key is used, nothing is written
+ * or logged. It resolves to the streamed pieces and the assembled text (`pieces|text`). Undefined for a provider without an HTTP SDK (the editor's language models).
+ */
+export function rehearsal(name: ProviderName, build: (settings: ProviderSettings) => Provider): (() => Promise<string>) | undefined {
+  const answer = ANSWERS[name];
+  if (!answer) return undefined;
+  return async () => {
+    // A loopback URL: a vendor's own host would want a real key before the SDK is even asked.
+    const provider = build({ apiKey: 'rehearsal', baseUrl: 'http://127.0.0.1:9/v1', fetch: cannedFetch(answer) });
+    const pieces: string[] = [];
+    const { text } = await provider.complete({ model: 'rehearsal', messages: [{ role: 'user', content: 'warm up' }], max_tokens: 16, onDelta: (piece) => pieces.push(piece) });
+    // The answer as streamed and as assembled (the test checks the canned format still parses whole).
+    return `${pieces.join('')}|${text}`;
+  };
+}

@@ -6,7 +6,12 @@
 // 1,000-piece reply. The service runs on the main thread, the sender on a worker thread and the
 // followers on another (each its own event loop, so a hundred clients parsing hold up neither the
 // service nor the sender's reading); all read one clock (performance.timeOrigin + performance.now()).
+// `FOLLOW_SPLIT=1` also prints where the delays go (the service's write of each frame, then the client's
+// read). Two other arrangements, for comparing (docs/design.md, "Where a follower's delay goes"; on 2
+// cores both slow the sender's own reading, so neither is the measure): `FOLLOWER_THREADS=n` spreads the
+// followers over n threads, `SENDER_WITH_FOLLOWERS=1` puts the sender on the followers' thread.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -18,6 +23,7 @@ const TOKEN = 'bench-access-token-0123456789abcdef0123';
 const PIECES = 500;
 const PACE_MS = 5;
 const CATCH_UP_PIECES = 1_000;
+const FOLLOWER_THREADS = Number(process.env.FOLLOWER_THREADS ?? 1);
 
 const clock = () => performance.timeOrigin + performance.now();
 
@@ -76,27 +82,31 @@ async function connect(url, token, onFrame = () => undefined) {
   });
   const auth = await request({ type: 'auth', token });
   if (auth.status !== 'ok') throw new Error('auth: ' + JSON.stringify(auth));
-  return { ws, request };
+  return { ws, request, port: ws._socket.localPort };
 }
 
-// Frames are kept as they came and read once the reply ended: parsing them as they arrive would delay
-// the next follower's reading in this thread. The sender's are kept the same way.
+// A piece's frame is read as little as it can be as it arrives: its stamp is taken from the bytes (no
+// JSON parse, no string) into a preallocated array, and the frame is not kept. Parsing or keeping it
+// would delay the next follower's reading in this thread (and its garbage collection every follower's).
+// The sender's are collected the same way.
+const DELTA = Buffer.from('"delta":"');
+const ENDED = Buffer.from('"event":"turn.ended"');
 function collector() {
-  const c = { frames: [], armed: false, ended: () => undefined };
+  const c = { produced: new Float64Array(1024), read: new Float64Array(1024), count: 0, armed: false, ended: () => undefined };
   c.done = new Promise((resolve) => (c.ended = resolve));
   c.onFrame = (data, arrived) => {
     if (!c.armed) return;
-    c.frames.push([data, arrived]);
-    if (data.includes('"event":"turn.ended"')) c.ended();
+    const at = data.indexOf(DELTA);
+    if (at >= 0) {
+      if (c.count === c.produced.length) throw new Error('more pieces than the bench asks for');
+      c.produced[c.count] = Number(data.toString('latin1', at + DELTA.length, data.indexOf(59, at)));
+      c.read[c.count] = arrived;
+      c.count += 1;
+    } else if (data.includes(ENDED)) c.ended();
   };
-  c.delays = () => {
-    const delays = [];
-    for (const [data, arrived] of c.frames) {
-      const frame = JSON.parse(data.toString());
-      if (frame.event === 'chat.delta') delays.push(arrived - Number(frame.delta.slice(0, -1)));
-    }
-    return delays;
-  };
+  // Each piece's [produced, read]: its delay is read - produced.
+  c.pieces = () => Array.from({ length: c.count }, (_, i) => [c.produced[i], c.read[i]]);
+  c.delays = () => Array.from({ length: c.count }, (_, i) => c.read[i] - c.produced[i]);
   return c;
 }
 
@@ -128,16 +138,15 @@ async function senderStream({ pieces, paceMs, conversationId }) {
   await state.senderClient.request({ type: 'chat', message: 'stream ' + pieces + ' ' + paceMs, conversation_id: conversationId, stream: true });
   await state.sender.done;
   state.senderClient.ws.terminate();
-  return { delays: state.sender.delays() };
+  return { delays: state.sender.delays(), pieces: state.sender.pieces(), port: state.senderClient.port };
 }
 
-async function followersCollect({ pieces }) {
+async function followersCollect() {
   await Promise.all(state.watchers.map((w) => w.c.done));
   const delays = state.watchers.map((w) => w.c.delays());
+  const received = state.watchers.map((w) => ({ port: w.client.port, pieces: w.c.pieces() }));
   for (const w of state.watchers) w.client.ws.terminate();
-  // Each follower's delays (the sender's statistic, per client), and each piece's slowest follower.
-  const slowest = delays.length === 0 ? [] : Array.from({ length: pieces }, (_, i) => Math.max(...delays.map((mine) => mine[i] ?? Infinity)));
-  return { delays, slowest };
+  return { delays, received };
 }
 
 async function catchUp({ url, token, pieces }) {
@@ -162,21 +171,99 @@ async function catchUp({ url, token, pieces }) {
 const jobs = { senderStart, followersStart, senderStream, followersCollect, catchUp };
 parentPort.on('message', async (job) => {
   try {
-    parentPort.postMessage({ ok: await jobs[job.kind](job) });
+    parentPort.postMessage({ job: job.job, ok: await jobs[job.kind](job) });
   } catch (error) {
-    parentPort.postMessage({ error: String(error && error.stack || error) });
+    parentPort.postMessage({ job: job.job, error: String(error && error.stack || error) });
   }
 });
 `;
 
+/** A thread of clients; jobs may run at once on one (the sender's and the followers' when they share it). */
 function runner() {
   const worker = new Worker(CLIENTS, { eval: true });
+  const waiting = new Map<number, (answer: { ok?: unknown; error?: string }) => void>();
+  worker.on('message', (answer: { job: number; ok?: unknown; error?: string }) => {
+    waiting.get(answer.job)?.(answer);
+    waiting.delete(answer.job);
+  });
+  let jobs = 0;
   const run = <T>(job: Record<string, unknown>) =>
     new Promise<T>((resolve, reject) => {
-      worker.once('message', (answer: { ok?: T; error?: string }) => (answer.error ? reject(new Error(answer.error)) : resolve(answer.ok as T)));
-      worker.postMessage(job);
+      jobs += 1;
+      waiting.set(jobs, (answer) => (answer.error ? reject(new Error(answer.error)) : resolve(answer.ok as T)));
+      worker.postMessage({ ...job, job: jobs });
     });
   return { run, stop: () => worker.terminate() };
+}
+
+/**
+ * `FOLLOW_SPLIT=1`: where a follower's delay goes (docs/design.md, "Where a follower's delay goes"). The
+ * service lives on this thread, so every write to its TCP sockets is noted (when, to which client port,
+ * which piece) and set beside each client's read of it: produced -> written by the service -> read by the
+ * client. Noting costs every write the same few hundred nanoseconds, the sender's and the followers'.
+ */
+function traceWrites() {
+  const writes: [number, Socket, Buffer][] = [];
+  const write = Socket.prototype.write;
+  Socket.prototype.write = function (this: Socket, chunk: unknown, ...rest: unknown[]) {
+    if (Buffer.isBuffer(chunk) && chunk[0] === 0x81) writes.push([clock(), this, chunk]);
+    return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
+  } as typeof write;
+  /** When each piece (by its produced stamp) was written to each client port, since the last call. */
+  const writtenAt = () => {
+    const pieceOf = new Map<Buffer, number | undefined>();
+    const ports = new Map<Socket, number | undefined>();
+    const at = new Map<number, Map<number, number>>();
+    for (const [time, socket, frame] of writes) {
+      if (!pieceOf.has(frame)) {
+        const header = (frame[1]! & 0x7f) < 126 ? 2 : (frame[1]! & 0x7f) === 126 ? 4 : 10;
+        const event = JSON.parse(frame.subarray(header).toString()) as { event?: string; delta?: string };
+        pieceOf.set(frame, event.event === 'chat.delta' ? Number(event.delta!.slice(0, -1)) : undefined);
+      }
+      const piece = pieceOf.get(frame);
+      if (piece === undefined) continue;
+      if (!ports.has(socket)) ports.set(socket, socket.remotePort);
+      const port = ports.get(socket)!;
+      if (!at.has(port)) at.set(port, new Map());
+      at.get(port)!.set(piece, time);
+    }
+    writes.length = 0;
+    return at;
+  };
+  return { writtenAt, stop: () => (Socket.prototype.write = write) };
+}
+
+type Received = { port: number; pieces: [number, number][] };
+
+/** p50 / p99 of some milliseconds, as text. */
+const spread = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return `${fmt(percentile(sorted, 50))} / ${fmt(percentile(sorted, 99))}`;
+};
+
+/** Prints the split of one run: the sender's and the slowest follower's delay, produced -> written -> read. */
+function printSplit(writtenAt: Map<number, Map<number, number>>, sender: Received, followers: Received[]): void {
+  const parts = ({ port, pieces }: Received) => {
+    const at = writtenAt.get(port) ?? new Map<number, number>();
+    return pieces.map(([produced, read]) => ({ produced, written: at.get(produced)! - produced, read: read - at.get(produced)!, total: read - produced }));
+  };
+  const mine = parts(sender);
+  const theirs = followers.map(parts);
+  const p99 = (list: { total: number }[]) =>
+    percentile(
+      list.map((p) => p.total).sort((a, b) => a - b),
+      99,
+    );
+  const slowest = theirs.reduce((a, b) => (p99(b) > p99(a) ? b : a));
+  // Each piece: its last follower's write after the sender's, and the last follower's read after the last write.
+  const lastWritten = mine.map((_piece, i) => Math.max(...theirs.map((list) => list[i]?.written ?? NaN)));
+  const lastRead = mine.map((_piece, i) => Math.max(...theirs.map((list) => (list[i] ? list[i].written + list[i].read : NaN))));
+  console.log(
+    `  split (p50 / p99 ms): sender written ${spread(mine.map((p) => p.written))}, read after ${spread(mine.map((p) => p.read))}; ` +
+      `slowest follower written ${spread(slowest.map((p) => p.written))}, read after ${spread(slowest.map((p) => p.read))}; ` +
+      `each piece's last follower written ${spread(lastWritten)}, its fan-out after the sender's write ${spread(lastWritten.map((w, i) => w - mine[i]!.written))}, ` +
+      `last read after the last write ${spread(lastRead.map((r, i) => r - lastWritten[i]!))}`,
+  );
 }
 
 export async function benchFollow(): Promise<Record<string, number>> {
@@ -185,17 +272,23 @@ export async function benchFollow(): Promise<Record<string, number>> {
   const service = await Service.open({ dataDir: dir, host: '127.0.0.1', port: 0, provider: () => streamingProvider() });
   const { port } = await service.start();
   const url = `ws://127.0.0.1:${port}/ws`;
-  const senderThread = runner();
-  const followersThread = runner();
+  const followersThreads = Array.from({ length: FOLLOWER_THREADS }, () => runner());
+  const senderThread = process.env.SENDER_WITH_FOLLOWERS === '1' ? followersThreads[0]! : runner();
   const results: Record<string, number> = {};
+  const trace = process.env.FOLLOW_SPLIT === '1' ? traceWrites() : undefined;
   try {
     for (const followers of [0, 1, 10, 100]) {
       const { conversationId } = await senderThread.run<{ conversationId: string }>({ kind: 'senderStart', url, token: TOKEN });
-      await followersThread.run({ kind: 'followersStart', url, token: TOKEN, followers, conversationId });
-      const [streamed, followed] = await Promise.all([
-        senderThread.run<{ delays: number[] }>({ kind: 'senderStream', pieces: PIECES, paceMs: PACE_MS, conversationId }),
-        followersThread.run<{ delays: number[][]; slowest: number[] }>({ kind: 'followersCollect', pieces: PIECES }),
+      // The followers spread evenly over their threads.
+      const share = (thread: number) => Math.floor((followers * (thread + 1)) / FOLLOWER_THREADS) - Math.floor((followers * thread) / FOLLOWER_THREADS);
+      await Promise.all(followersThreads.map((thread, i) => thread.run({ kind: 'followersStart', url, token: TOKEN, followers: share(i), conversationId })));
+      const [streamed, ...collected] = await Promise.all([
+        senderThread.run<{ delays: number[]; pieces: [number, number][]; port: number }>({ kind: 'senderStream', pieces: PIECES, paceMs: PACE_MS, conversationId }),
+        ...followersThreads.map((thread) => thread.run<{ delays: number[][]; received: Received[] }>({ kind: 'followersCollect' })),
       ]);
+      const followed = { delays: collected.flatMap((c) => c.delays), received: collected.flatMap((c) => c.received) };
+      // Each piece's slowest follower.
+      const slowest = Array.from({ length: PIECES }, (_, i) => Math.max(...followed.delays.map((mine) => mine[i] ?? Infinity)));
       const sender = streamed.delays.sort((a, b) => a - b);
       const [s50, s99] = [percentile(sender, 50), percentile(sender, 99)];
       Object.assign(results, { [`sender_p50_${followers}`]: s50, [`sender_p99_${followers}`]: s99 });
@@ -209,7 +302,7 @@ export async function benchFollow(): Promise<Record<string, number>> {
       const f99 = Math.max(...each.map((mine) => (mine.length === PIECES ? percentile(mine, 99) : Infinity)));
       // A harder figure beside it: the p99 over the pieces of each piece's slowest follower.
       const pieceSlowest99 = percentile(
-        followed.slowest.sort((a, b) => a - b),
+        slowest.sort((a, b) => a - b),
         99,
       );
       Object.assign(results, { [`follower_p50_${followers}`]: f50, [`follower_p99_${followers}`]: f99, [`piece_slowest_p99_${followers}`]: pieceSlowest99 });
@@ -217,13 +310,14 @@ export async function benchFollow(): Promise<Record<string, number>> {
         `${PIECES} pieces, ${followers} follower(s): sender p50 ${fmt(s50)} ms p99 ${fmt(s99)} ms; slowest follower p50 ${fmt(f50)} ms p99 ${fmt(f99)} ms; ` +
           `p99 ratio ${fmt(f99 / s99)} (goal < 1.5 at 100, issue 25); p99 of each piece's slowest follower ${fmt(pieceSlowest99)} ms (${fmt(pieceSlowest99 / s99)}x)`,
       );
+      if (trace) printSplit(trace.writtenAt(), streamed, followed.received);
     }
     const { ms } = await senderThread.run<{ ms: number }>({ kind: 'catchUp', url, token: TOKEN, pieces: CATCH_UP_PIECES });
     results.catch_up_ms = ms;
     console.log(`catch-up of a missed ${CATCH_UP_PIECES}-piece reply (follow with after_seq to its answer, every piece received): ${fmt(ms)} ms`);
   } finally {
-    await senderThread.stop();
-    await followersThread.stop();
+    trace?.stop();
+    for (const thread of new Set([senderThread, ...followersThreads])) await thread.stop();
     await service.stop();
     await rm(dir, { recursive: true, force: true });
   }

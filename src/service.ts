@@ -34,7 +34,7 @@ import { LOG_FILE_NAME } from './platform/paths';
 import { FileLogger } from './log/file-logger';
 import { Redactor } from './log/redact';
 import type { Logger } from './log/logger';
-import { fail, requestIdOf, tcpChannelOf, websocketChannelsOf, type ServiceConfig, type ServiceError } from './protocol';
+import { fail, requestIdOf, tcpChannelOf, webhookAccountsOf, websocketChannelsOf, type ServiceConfig, type ServiceError } from './protocol';
 import { bootStore, openStore, type RetentionPolicy, type Store } from './store';
 import type { ConfigChange } from './config/config-file';
 import { bindHostFor, compileAllowFrom } from './transport/http/allow-from';
@@ -42,7 +42,7 @@ import { Authenticator } from './transport/auth/auth';
 import { DeviceCredentials } from './transport/auth/device-credentials';
 import { HttpServer, type RouteHandler, type Router } from './transport/http/http-server';
 import { clientAddress, noRoute } from './transport/http/http-util';
-import { coreRoutes, createRouter, healthRoute, type Health } from './transport/http/routes';
+import { CORE_ROUTE_KEYS, coreRoutes, createRouter, healthRoute, type Health } from './transport/http/routes';
 import { attachLanSocket, attachLanSocketWhenOpen, type LanSocketDeps } from './transport/connections/lan-socket';
 import { ClientKeys } from './transport/relay-link/client-keys';
 import { machineIdentityOf } from './transport/relay-link/machine-identity';
@@ -592,14 +592,21 @@ export class Service {
   private routeWhenOpen(method: string, path: string): RouteHandler | undefined {
     const parts = this.opening.current;
     if (parts) return parts.router(method, path);
-    // Only these can be routes of the store (POST /auth, /ws/register, webhooks; GET /health/relay): anything
-    // else (a scanner's GETs) is a 404 now rather than a connection held for the open's whole wait.
-    if (method !== 'POST' && !(method === 'GET' && path === RELAY_HEALTH_PATH)) return undefined;
+    // Only these can be routes of the store (POST /auth, /ws/register, a webhook account's path in
+    // service.json; GET /health/relay): anything else (a scanner's GETs and POSTs) is a 404 now rather
+    // than a connection held for the open's whole wait.
+    if (!this.mayBeStoreRoute(method, path)) return undefined;
     return async (req, res, url) => {
       const handler = (await this.opening.wait()).router(method, path);
       if (!handler) throw noRoute(method, path);
       await handler(req, res, url);
     };
+  }
+
+  private mayBeStoreRoute(method: string, path: string): boolean {
+    const key = `${method} ${path}`;
+    if ((CORE_ROUTE_KEYS as readonly string[]).includes(key) || key === `GET ${RELAY_HEALTH_PATH}`) return true;
+    return method === 'POST' && [...webhookAccountsOf(this.config.current).values()].some((account) => account.incoming_path === path);
   }
 
   /** Graceful stop: stop accepting, let in-flight work finish (bounded), flush the database, release the lock. */

@@ -15,7 +15,7 @@ import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
 import { previewOf } from './preview';
 import { withoutForgedNotes } from './prompt/environment';
-import type { InstructionFile } from './prompt/instruction-files';
+import type { InstructionFileInfo } from './prompt/instruction-files';
 import { listSavedPrompts } from './prompt/saved-prompts';
 import { TurnContext, type TurnInstructions } from './prompt/turn-context';
 import { endsTurn, type PermissionGate } from './permissions';
@@ -132,8 +132,7 @@ export interface AgentDeps {
   worktrees?: Worktrees;
 }
 
-/** An instruction file in force as clients see it (list_instructions, get_config): without its text. */
-export type InstructionFileInfo = Omit<InstructionFile, 'text'>;
+export type { InstructionFileInfo };
 
 /** A new conversation's title: its first message on one line, without bidi or control characters (protocol/display-name.ts). */
 export function titleOf(message: string): string {
@@ -202,10 +201,18 @@ export class Agent {
    * roots'), and with a conversation the nearest AGENTS.md above each path its tools touched.
    */
   async instructionFiles(conversationId: string | undefined, source: Source): Promise<InstructionFileInfo[]> {
-    if (conversationId !== undefined) this.requireConversation(conversationId, source);
-    const rows = conversationId === undefined ? [] : await this.history.rows(conversationId);
-    const area = conversationId === undefined ? undefined : this.recordedArea(conversationId);
-    return (await this.context.filesInForce(rows, area?.roots)).map(({ text: _text, ...info }) => info);
+    if (conversationId === undefined) return [...(await this.rootInstructionFiles())];
+    this.requireConversation(conversationId, source);
+    const rows = await this.history.rows(conversationId);
+    return (await this.context.filesInForce(rows, this.recordedArea(conversationId)?.roots)).map(({ text: _text, ...info }) => info);
+  }
+
+  /**
+   * The instruction files of every conversation (get_config's, on every call): the same frozen array
+   * while they are unchanged, so its answer is kept by identity (commands/handlers.ts).
+   */
+  rootInstructionFiles(): Promise<readonly InstructionFileInfo[]> {
+    return this.context.rootFileInfos();
   }
 
   /** Reads ahead what a first turn's context needs (git's status, instruction files): see TurnContext.warmUp. */

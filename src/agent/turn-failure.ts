@@ -1,5 +1,6 @@
 import { ServiceError } from '../protocol';
 import { ProviderFailure } from './agent';
+import { withoutPaths } from './providers/redact';
 import type { ProviderErrorKind } from './providers/types';
 
 /**
@@ -46,7 +47,9 @@ export function turnFailureOf(error: unknown): TurnFailure {
     const forSender = `${FOR_SENDER[kind]}${status !== undefined ? ` (HTTP ${status})` : ''}`;
     return { transient: TRANSIENT_KINDS.has(kind), detail: message, forSender, retryAfterMs };
   }
-  // A ServiceError's message is meant for clients; anything else is not shown.
-  if (error instanceof ServiceError) return { transient: false, detail: error.message, forSender: error.message };
+  // A ServiceError's message is meant for clients, but may quote git's words naming a folder of the
+  // machine (a repository's git folder elsewhere, a home or temp folder): not the sender's to know.
+  // Anything else is not shown.
+  if (error instanceof ServiceError) return { transient: false, detail: error.message, forSender: withoutPaths(error.message) };
   return { transient: false, detail: error instanceof Error ? error.message : String(error), forSender: 'internal error' };
 }

@@ -49,7 +49,12 @@ export type FeedLimits = typeof FEED_LIMITS;
 
 class Feed {
   readonly entries: Entry[] = [];
-  readonly followers = new Set<ClientSession>();
+  private readonly following = new Set<ClientSession>();
+  /** The followers as a list for delivering (made again after a change), and where the next delivery starts in it. */
+  private list: ClientSession[] | undefined;
+  private rotation = 0;
+  /** Events sent to their sender but not yet to the followers (ConversationFeeds.sendToFollowers). */
+  unsent: Entry[] = [];
   /** The seq of the running turn's first event (its user message); undefined between turns. */
   turnStart: number | undefined;
   /** The sum of the entries' `bytes`, and of the running turn's among them. */
@@ -57,6 +62,35 @@ class Feed {
   turnBytes = 0;
 
   constructor(public last: number) {}
+
+  get followers(): ReadonlySet<ClientSession> {
+    return this.following;
+  }
+
+  addFollower(session: ClientSession): void {
+    this.following.add(session);
+    this.list = undefined;
+  }
+
+  removeFollower(session: ClientSession): void {
+    if (this.following.delete(session)) this.list = undefined;
+  }
+
+  /**
+   * The followers for one delivery and where it starts, one further each time: each follower's frames
+   * wait for the kernel writes of those written before it (about 10-15 us each on these machines,
+   * docs/design.md "Where a follower's delay goes"), so no follower is always the last of a hundred.
+   * The list is not changed during a delivery (sendToFollowers skips one that left meanwhile: closed by
+   * its send, its credential gone).
+   */
+  deliveryOrder(sender?: ClientSession): { followers: readonly ClientSession[]; start: number } {
+    const followers = (this.list ??= [...this.following]);
+    let start = followers.length === 0 ? 0 : this.rotation % followers.length;
+    // The sender is written to before the others: its turn to start goes to the next one.
+    if (followers[start] === sender && followers.length > 1) start = (start + 1) % followers.length;
+    this.rotation = start + 1;
+    return { followers, start };
+  }
 
   push(entry: Entry, startsTurn: boolean): void {
     if (startsTurn) {
@@ -134,6 +168,8 @@ export class ConversationFeeds {
   private highest = 0;
   /** The sum of every feed's bytes. */
   private bytes = 0;
+  /** Feeds with events for their followers, sent once this turn of the event loop is done. */
+  private readonly unsent = new Set<Feed>();
 
   constructor(private readonly limits: FeedLimits = FEED_LIMITS) {}
 
@@ -170,12 +206,14 @@ export class ConversationFeeds {
    */
   follow(session: ClientSession, conversationId: string, afterSeq?: number, replay = true): { seq: number; reset: boolean } {
     const feed = this.feedOf(conversationId);
+    // The followers so far get what is still on its way to them; the new one gets it in its replay.
+    this.sendToFollowers(feed);
     const reset = afterSeq !== undefined && !feed.canReplayAfter(afterSeq);
     if (replay) {
       const from = afterSeq !== undefined && !reset ? afterSeq : feed.turnStart === undefined ? feed.last : feed.turnStart - 1;
       for (const entry of feed.after(from)) if (!entry.filter || entry.filter(session)) session.send(forSession(entry, session));
     }
-    feed.followers.add(session);
+    feed.addFollower(session);
     let mine = this.followed.get(session);
     if (!mine) this.followed.set(session, (mine = new Set()));
     mine.add(conversationId);
@@ -183,13 +221,13 @@ export class ConversationFeeds {
   }
 
   unfollow(session: ClientSession, conversationId: string): void {
-    this.feeds.get(conversationId)?.followers.delete(session);
+    this.feeds.get(conversationId)?.removeFollower(session);
     this.followed.get(session)?.delete(conversationId);
   }
 
   /** The session closed: it follows nothing any more. */
   leave(session: ClientSession): void {
-    for (const conversationId of this.followed.get(session) ?? []) this.feeds.get(conversationId)?.followers.delete(session);
+    for (const conversationId of this.followed.get(session) ?? []) this.feeds.get(conversationId)?.removeFollower(session);
     this.followed.delete(session);
   }
 
@@ -198,6 +236,7 @@ export class ConversationFeeds {
     const feed = this.feeds.get(conversationId);
     if (!feed) return;
     for (const session of feed.followers) this.followed.get(session)?.delete(conversationId);
+    feed.unsent = [];
     this.remove(conversationId, feed);
   }
 
@@ -223,21 +262,54 @@ export class ConversationFeeds {
     this.feeds.delete(conversationId);
   }
 
+  /**
+   * The sender at once, the followers once this turn of the event loop is done (setImmediate): the
+   * pieces a provider's read holds are published one after the other in one run, and each fan-out to a
+   * hundred followers (one kernel write each) took 1-2 ms, so the sender's later pieces waited for every
+   * earlier piece's fan-out (docs/design.md, "Where a follower's delay goes"). A follower then gets the
+   * run's events together (one write for the lot, transport/connections/ws-frames.ts), in order, once.
+   */
   private deliver(feed: Feed, entry: Entry): void {
-    const senderId = entry.origin?.sessionId;
-    let sender: ClientSession | undefined;
-    if (senderId !== undefined) {
-      for (const session of feed.followers) {
-        if (session.id !== senderId) continue;
-        sender = session;
-        break;
-      }
-    }
-    // The sender's latency must not grow with the followers: it is sent to first.
+    const sender = this.senderOf(feed, entry);
     if (sender && (!entry.filter || entry.filter(sender))) sender.send(forSession(entry, sender));
-    for (const session of feed.followers) {
-      if (session === sender || (entry.filter && !entry.filter(session))) continue;
-      session.send(entry.event);
+    feed.unsent.push(entry);
+    if (this.unsent.size === 0) setImmediate(() => this.sendAllUnsent());
+    this.unsent.add(feed);
+  }
+
+  /** The session that started the event's turn, when it follows the conversation (it got the event first). */
+  private senderOf(feed: Feed, entry: Entry): ClientSession | undefined {
+    const senderId = entry.origin?.sessionId;
+    if (senderId === undefined) return undefined;
+    for (const session of feed.followers) if (session.id === senderId) return session;
+    return undefined;
+  }
+
+  private sendAllUnsent(): void {
+    // Taken first: an event published by a send (a session closing) waits for the next turn, not lost.
+    const feeds = [...this.unsent];
+    this.unsent.clear();
+    for (const feed of feeds) this.sendToFollowers(feed);
+  }
+
+  /** The feed's events not yet sent to its followers, to each follower in turn (the sender skipped: it has them). */
+  private sendToFollowers(feed: Feed): void {
+    if (feed.unsent.length === 0) return;
+    const entries = feed.unsent;
+    feed.unsent = [];
+    const { followers, start } = feed.deliveryOrder(this.senderOf(feed, entries[0]!));
+    for (let i = 0; i < followers.length; i += 1) {
+      const session = followers[(start + i) % followers.length]!;
+      for (const entry of entries) {
+        // One that left meanwhile (unfollowed, closed: by a send, its credential gone) is skipped.
+        if (session.id === entry.origin?.sessionId || (entry.filter && !entry.filter(session)) || !feed.followers.has(session)) continue;
+        try {
+          session.send(entry.event);
+        } catch {
+          // One follower's failure must not keep the event from the others (a session's send closes it
+          // itself when its client is gone; nothing else is left to do here).
+        }
+      }
     }
   }
 

@@ -1,4 +1,4 @@
-import { Command, ServiceError, describeZodError, fail, ok, requestIdOf, type Envelope, type RequestId } from '../protocol';
+import { bareCommandOf, Command, isBareCommand, ServiceError, describeZodError, fail, ok, requestIdOf, type Envelope, type RequestId } from '../protocol';
 import type { CommandContext } from './context';
 import { handlers } from './handlers';
 import { requireOwnerFor } from './roles';
@@ -8,6 +8,8 @@ export type Dispatch = (frame: unknown, session: ClientSession) => Promise<Envel
 
 /** Each command's own schema by type: one zod parse a frame, no union search. */
 const schemaOf = new Map(Command.options.map((schema) => [schema.shape.type.value as string, schema]));
+/** Commands with no field but type and id: read without zod (bareCommandOf, the same verdict). */
+const bareTypes = new Set(Command.options.filter((schema) => isBareCommand(schema)).map((schema) => schema.shape.type.value as string));
 
 /** Turns anything thrown by a handler into an error envelope that is safe to show a client. */
 export function errorEnvelope(error: unknown, id: RequestId | undefined, ctx: Pick<CommandContext, 'logger'>): Envelope {
@@ -21,24 +23,30 @@ export function errorEnvelope(error: unknown, id: RequestId | undefined, ctx: Pi
  * (zod), so handlers receive typed commands.
  */
 export function createDispatcher(ctx: CommandContext): Dispatch {
-  return async (frame, session) => {
+  // Not an async function: the handler's promise is answered by one then() (an await more a command was a
+  // measurable part of a get_config round trip, issue 25).
+  return (frame, session) => {
     if (frame === null || typeof frame !== 'object' || Array.isArray(frame)) {
-      return fail('invalid_request', 'a command must be a JSON object');
+      return Promise.resolve(fail('invalid_request', 'a command must be a JSON object'));
     }
     const { type } = frame as { type?: unknown };
-    if (typeof type !== 'string') return fail('invalid_request', 'invalid command: type must be a string naming the command', requestIdOf(frame));
+    if (typeof type !== 'string') return Promise.resolve(fail('invalid_request', 'invalid command: type must be a string naming the command', requestIdOf(frame)));
     const schema = schemaOf.get(type);
-    if (!schema) return fail('invalid_request', `unknown command type: ${type.slice(0, 64)}`, requestIdOf(frame));
-    const parsed = schema.safeParse(frame);
-    if (!parsed.success) return fail('invalid_request', `invalid ${type}: ${describeZodError(parsed.error)}`, requestIdOf(frame));
-    const command = parsed.data as Command;
+    if (!schema) return Promise.resolve(fail('invalid_request', `unknown command type: ${type.slice(0, 64)}`, requestIdOf(frame)));
+    let command = (bareTypes.has(type) ? bareCommandOf(type, frame) : undefined) as Command | undefined;
+    if (!command) {
+      const parsed = schema.safeParse(frame);
+      if (!parsed.success) return Promise.resolve(fail('invalid_request', `invalid ${type}: ${describeZodError(parsed.error)}`, requestIdOf(frame)));
+      command = parsed.data as Command;
+    }
     const id = command.id;
+    const failed = (error: unknown) => errorEnvelope(error, id, ctx);
     try {
       requireOwnerFor(command.type, session);
       const handler = handlers[command.type] as (c: Command, s: ClientSession, x: CommandContext) => Promise<object>;
-      return ok(await handler(command, session, ctx), id);
+      return handler(command, session, ctx).then((result) => ok(result, id), failed);
     } catch (error) {
-      return errorEnvelope(error, id, ctx);
+      return Promise.resolve(failed(error));
     }
   };
 }

@@ -52,7 +52,14 @@ export interface OpenSession {
 export class SessionDoor {
   /** Each open session and how the service closes it (leave, then tell its transport). */
   private readonly open = new Map<OpenSession, () => void>();
-  private readonly inFlight = new Set<Promise<unknown>>();
+  /** Commands (and tracked work) not answered yet, and who waits for none to be (settled). */
+  private inFlight = 0;
+  private settledWaiters: (() => void)[] = [];
+  /** Counts one tracked piece of work out; made once, not a closure a command (issue 25). */
+  private readonly untrack = () => {
+    if (--this.inFlight > 0) return;
+    for (const resolve of this.settledWaiters.splice(0)) resolve();
+  };
 
   constructor(
     private readonly deps: {
@@ -114,8 +121,9 @@ export class SessionDoor {
    * Resolves once no command of any session is in flight, counting those that arrive meanwhile (a
    * client may still send while the service stops; the caller bounds the wait).
    */
-  async settled(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  settled(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.settledWaiters.push(resolve));
   }
 
   /** The service stops: every session leaves and its transport is told to let the client go. */
@@ -128,13 +136,12 @@ export class SessionDoor {
   }
 
   get inFlightCount(): number {
-    return this.inFlight.size;
+    return this.inFlight;
   }
 
   private track<T>(work: Promise<T>): Promise<T> {
-    this.inFlight.add(work);
-    const forget = () => this.inFlight.delete(work);
-    work.then(forget, forget);
+    this.inFlight += 1;
+    work.then(this.untrack, this.untrack);
     return work;
   }
 }

@@ -1,6 +1,7 @@
 import { endpointWithoutCredentials } from '../log/redact';
 import { toolInfo } from '../agent/tools/registry';
 import type { ConversationActivity } from '../agent/conversation-activity';
+import type { InstructionFileInfo } from '../agent/agent';
 import type { ConversationRow, Store } from '../store';
 import {
   contextChars,
@@ -57,20 +58,22 @@ export function publicConfigOf(config: ServiceConfig): PublicConfig {
 
 /**
  * get_config's answer while nothing in it changes: the configuration (frozen, replaced on change), the
- * asking source (its new-chat toggle) and the instruction files in force. One shared answer per source,
- * its text made once (sharedResult): serializing it again was the largest cost of a get_config round
- * trip after the socket's write (`npm run bench -- ws`, issue 25). Sources are few (the LAN, the relay,
- * the editor, service.json's webhook accounts), so one entry each.
+ * asking source (its new-chat toggle) and the instruction files in force (the same frozen array while
+ * unchanged: agent.rootInstructionFiles). One shared answer per source, its text made once (sharedResult):
+ * serializing it again was the largest cost of a get_config round trip after the socket's write (`npm run
+ * bench -- ws`, issue 25). Sources are few (the LAN, the relay, the editor, service.json's webhook
+ * accounts), so one entry each.
  */
-const configAnswers = new Map<string, { config: ServiceConfig; instructions: string; answer: Readonly<ResultOf<'get_config'>> }>();
-function configAnswerFor(config: ServiceConfig, source: Source, instructions: ResultOf<'get_config'>['instructions']): Readonly<ResultOf<'get_config'>> {
+const configAnswers = new Map<string, { config: ServiceConfig; instructions: readonly InstructionFileInfo[]; files: string; answer: Readonly<ResultOf<'get_config'>> }>();
+function configAnswerFor(config: ServiceConfig, source: Source, instructions: readonly InstructionFileInfo[]): Readonly<ResultOf<'get_config'>> {
   const key = sourceText(source);
-  // The files' names and sizes only (no text): a short key.
-  const files = JSON.stringify(instructions);
   const kept = configAnswers.get(key);
-  if (kept?.config === config && kept.instructions === files) return kept.answer;
-  const answer = sharedResult(withField(withField(publicConfigOf(config), 'instructions', instructions), 'worktrees', worktreeSettingsOf(config, source)));
-  configAnswers.set(key, { config, instructions: files, answer });
+  if (kept?.config === config && kept.instructions === instructions) return kept.answer;
+  // Files looked at afresh (a linked one is never kept) come as a new array: the same names and sizes keep the answer.
+  const files = JSON.stringify(instructions);
+  if (kept?.config === config && kept.files === files) return kept.answer;
+  const answer = sharedResult(withField(withField(publicConfigOf(config), 'instructions', [...instructions]), 'worktrees', worktreeSettingsOf(config, source)));
+  configAnswers.set(key, { config, instructions, files, answer });
   return answer;
 }
 
@@ -157,9 +160,9 @@ export const handlers: HandlerMap = {
     return { following: false as const };
   },
 
-  async get_config(_command, session, ctx) {
-    const config = ctx.config.current;
-    return configAnswerFor(config, session.source, await ctx.agent.instructionFiles(undefined, session.source));
+  get_config(_command, session, ctx) {
+    // The configuration read once the files are known: a change seen by then is in the answer.
+    return ctx.agent.rootInstructionFiles().then((files) => configAnswerFor(ctx.config.current, session.source, files));
   },
 
   async update_config(command, session, ctx) {

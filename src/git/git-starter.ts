@@ -5,7 +5,8 @@
 // note asks git's status); from the starter (about 40 MB, and it touches little) a fraction of that, and
 // not on the service's loop. Starting git from a worker thread does not help: the fork is of the whole
 // process (docs/design.md, "What every command and streamed piece costs"). When the starter cannot run
-// (no Node binary to run it with), git is started directly, as before.
+// (no Node binary to run it with), git is started directly for a while and the starter tried again later
+// (STARTER_TRIES in all).
 import { spawn, type ChildProcess } from 'node:child_process';
 
 /** What a started git reports back; exactly one `onClose` ends a run. */
@@ -31,12 +32,18 @@ export interface GitStartRequest {
   env: NodeJS.ProcessEnv;
   /** Written to git's standard input, which is then closed. */
   input?: string;
+  /**
+   * The caller's cap on each of stdout and stderr: the starter relays at most one byte more (that byte
+   * tells the caller it overflowed) and ends git there, so a git writing without end (a `cat-file` of a
+   * big blob) floods neither the channel nor the service's memory.
+   */
+  maxBytes?: number;
 }
 
 /**
  * The starter, as plain JavaScript run by `node -e` (no file to find in a bundle, a test or the editor).
- * It says `{ ready }` first. Messages: `{ id, args, env, input }` starts git; `{ kill: id }` ends it. Back: `{ id, out }`, `{ id, err }`
- * (Buffers), then `{ id, code, signal, error }`. The service gone (the channel closed), it exits once its gits
+ * It says `{ ready }` first. Messages: `{ id, args, env, input, maxBytes }` starts git; `{ kill: id }` ends it. Back: `{ id, pid }`,
+ * `{ id, out }`, `{ id, err }` (Buffers, at most maxBytes + 1 bytes of each), then `{ id, code, signal, error }`. The service gone (the channel closed), it exits once its gits
  * have ended: a git the service started finishes as it did when it was the service's own child (a commit
  * under way at a kill -9 completes, as review-kill.test.ts expects).
  */
@@ -53,10 +60,19 @@ process.on('message', (m) => {
     return void send({ id: m.id, code: null, signal: null, error: { code: e.code, message: e.message } });
   }
   runs.set(m.id, child);
+  if (child.pid !== undefined) send({ id: m.id, pid: child.pid });
   let error;
   child.on('error', (e) => (error = { code: e.code, message: e.message }));
-  child.stdout.on('data', (out) => send({ id: m.id, out }));
-  child.stderr.on('data', (err) => send({ id: m.id, err }));
+  const left = { out: (m.maxBytes ?? Infinity) + 1, err: (m.maxBytes ?? Infinity) + 1 };
+  const relay = (key) => (chunk) => {
+    if (left[key] <= 0) return;
+    if (chunk.length >= left[key]) chunk = chunk.subarray(0, left[key]);
+    left[key] -= chunk.length;
+    send({ id: m.id, [key]: chunk });
+    if (left[key] <= 0) child.kill('SIGTERM');
+  };
+  child.stdout.on('data', relay('out'));
+  child.stderr.on('data', relay('err'));
   child.stdin.on('error', () => undefined);
   child.stdin.end(m.input);
   child.on('close', (code, signal) => (runs.delete(m.id), send({ id: m.id, code, signal, error })));
@@ -66,15 +82,29 @@ process.send({ ready: true });
 
 /** A starter not ready after this long (a Node start takes 0.3-1.3 s on a loaded 2-core machine) is given up. */
 const STARTER_READY_MS = 15_000;
+/**
+ * A git asked to end that has not ended after this long means the starter does not answer (stopped,
+ * hung): it is killed and replaced, and that git ended from here.
+ */
+const KILL_ANSWER_MS = 5_000;
+/** Starters that never got ready before git is started directly for good; after each, direct for this long times the count. */
+const STARTER_TRIES = 3;
+const STARTER_RETRY_MS = 60_000;
 
-type Reply = { ready?: true; id: number; out?: Uint8Array; err?: Uint8Array; code?: number | null; signal?: NodeJS.Signals | null; error?: { code?: string; message: string } };
+type Reply = { ready?: true; id: number; pid?: number; out?: Uint8Array; err?: Uint8Array; code?: number | null; signal?: NodeJS.Signals | null; error?: { code?: string; message: string } };
 
 /** The starter process and the runs it has been asked for. */
 class Starter {
   private readonly runs = new Map<number, GitRunHandlers>();
+  /** The git of each run, once the starter said it started one. */
+  private readonly pids = new Map<number, number>();
   private next = 0;
-  /** Runs sent before the starter said it was ready: started directly if it never is (none of them started git). */
-  private readonly unconfirmed = new Map<number, { request: GitStartRequest; handlers: GitRunHandlers; run: GitRun }>();
+  /**
+   * Runs asked for before the starter said it was ready: held here, not sent, and sent once it is ready;
+   * started directly if it never is. A run is only ever sent to a ready starter, so one that ends can
+   * never have started a git that is then started again (a push run twice).
+   */
+  private readonly waiting = new Map<number, { request: GitStartRequest; handlers: GitRunHandlers; run: GitRun }>();
   private up = false;
   private ended = false;
   private readonly isReady: Promise<void>;
@@ -110,28 +140,55 @@ class Starter {
   run(request: GitStartRequest, handlers: GitRunHandlers): GitRun {
     const id = (this.next += 1);
     this.runs.set(id, handlers);
-    const run: GitRun = { kill: () => void (this.runs.has(id) && this.child.connected && this.child.send({ kill: id })), ready: this.isReady };
-    if (!this.up) this.unconfirmed.set(id, { request, handlers, run });
+    const run: GitRun = { kill: () => this.kill(id), ready: this.isReady };
     // Kept alive while a run is out, as git's own pipes would keep it.
     this.child.channel?.ref();
-    this.child.send({ id, args: request.args, env: request.env, input: request.input });
+    if (this.up) this.send(id, request);
+    else this.waiting.set(id, { request, handlers, run });
     return run;
+  }
+
+  private send(id: number, request: GitStartRequest): void {
+    this.child.send({ id, args: request.args, env: request.env, input: request.input, maxBytes: request.maxBytes });
+  }
+
+  private kill(id: number): void {
+    if (!this.runs.has(id)) return;
+    if (this.waiting.delete(id)) {
+      // Never sent: no git to end.
+      const handlers = this.runs.get(id)!;
+      this.runs.delete(id);
+      this.idle();
+      return void queueMicrotask(() => handlers.onClose(null, 'SIGTERM'));
+    }
+    if (this.child.connected) this.child.send({ kill: id });
+    // A starter that does not answer (stopped, hung) would leave the run open for ever.
+    setTimeout(() => {
+      if (!this.runs.has(id) || this.ended) return;
+      const pid = this.pids.get(id);
+      if (pid !== undefined) killQuietly(pid, 'SIGTERM');
+      this.child.kill('SIGKILL');
+      this.gone();
+    }, KILL_ANSWER_MS).unref();
   }
 
   private reply(reply: Reply): void {
     if (reply.ready) {
       // Everything sent is read from now on: a run it was sent may have started git.
       this.up = true;
-      this.unconfirmed.clear();
+      for (const [id, { request }] of this.waiting) this.send(id, request);
+      this.waiting.clear();
       this.markReady();
       return;
     }
     const handlers = this.runs.get(reply.id);
     if (!handlers) return;
-    if (reply.out) handlers.onStdout(Buffer.from(reply.out.buffer, reply.out.byteOffset, reply.out.byteLength));
+    if (reply.pid !== undefined) this.pids.set(reply.id, reply.pid);
+    else if (reply.out) handlers.onStdout(Buffer.from(reply.out.buffer, reply.out.byteOffset, reply.out.byteLength));
     else if (reply.err) handlers.onStderr(Buffer.from(reply.err.buffer, reply.err.byteOffset, reply.err.byteLength));
     else {
       this.runs.delete(reply.id);
+      this.pids.delete(reply.id);
       handlers.onClose(reply.code ?? null, reply.signal ?? null, reply.error);
       this.idle();
     }
@@ -148,7 +205,7 @@ class Starter {
     this.onGone(this.up);
     if (!this.up) {
       // It never ran: nothing was started, so its runs are started directly.
-      for (const [id, { request, handlers, run }] of this.unconfirmed) {
+      for (const [id, { request, handlers, run }] of this.waiting) {
         this.runs.delete(id);
         run.kill = startDirectly(request, handlers).kill;
       }
@@ -157,6 +214,15 @@ class Starter {
     // It ended under its runs (killed): whether their git ran is unknown, so they fail rather than run twice.
     for (const handlers of this.runs.values()) handlers.onClose(null, null, { message: 'the process that starts git ended' });
     this.runs.clear();
+    this.pids.clear();
+  }
+}
+
+function killQuietly(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // Already ended.
   }
 }
 
@@ -174,8 +240,10 @@ function startDirectly(request: GitStartRequest, handlers: GitRunHandlers): GitR
 }
 
 let starter: Starter | undefined;
-/** The starter could not run here: git is started directly from now on. */
-let direct = false;
+/** Starters that never got ready, and until when git is started directly (Infinity: for good). */
+let failedStarts = 0;
+let directUntil = 0;
+const startsDirectly = () => Date.now() < directUntil;
 
 /**
  * Starts git (run-git.ts's one way to). `start` is replaceable so that tests can count the gits a
@@ -184,10 +252,13 @@ let direct = false;
  */
 export const gitStarter = {
   start(request: GitStartRequest, handlers: GitRunHandlers): GitRun {
-    if (direct) return startDirectly(request, handlers);
+    if (startsDirectly()) return startDirectly(request, handlers);
     starter ??= Starter.start((started) => {
       starter = undefined;
-      if (!started) direct = true;
+      if (started) return;
+      // Bounded: a machine where it cannot run does not pay a Node start at every try.
+      failedStarts += 1;
+      directUntil = failedStarts >= STARTER_TRIES ? Infinity : Date.now() + STARTER_RETRY_MS * failedStarts;
     });
     return starter.run(request, handlers);
   },
@@ -195,5 +266,5 @@ export const gitStarter = {
 
 /** The starter's process id while it runs (tests: a starter that ended is replaced). */
 export function gitStarterPid(): number | undefined {
-  return direct ? undefined : starter?.pid;
+  return startsDirectly() ? undefined : starter?.pid;
 }

@@ -76,11 +76,30 @@ async function blobsAt(cwd: string, revision: string, paths: readonly string[], 
 }
 
 /**
- * The contents of `blobs` (each at most MAX_POINTER_BYTES), in their order, from one `git cat-file
- * --batch`: each answer is `<id> blob <size>\n`, then `size` bytes and a `\n`. Read one character a
- * byte, so a blob that is not text cannot shift where the next one starts.
+ * Blobs asked of one `git cat-file --batch`: each answer is at most a header (under 100 bytes) and
+ * MAX_POINTER_BYTES, so a batch answers under 9 MiB, far below git-in's output cap (64 MiB: about 60,000
+ * answers; a change of that many small LFS files failed on it).
  */
+const BLOBS_PER_BATCH = 8_192;
+
+/** The contents of `blobs` (each at most MAX_POINTER_BYTES), in their order: one git for each BLOBS_PER_BATCH of them. */
 async function blobContents(cwd: string, blobs: readonly string[], env?: ReviewGitOptions['env']): Promise<string[]> {
+  const contents: string[] = [];
+  for (let from = 0; from < blobs.length; from += BLOBS_PER_BATCH) {
+    const batch = blobs.slice(from, from + BLOBS_PER_BATCH);
+    const answers = await batchContents(cwd, batch, env);
+    // A batch answered short (it stopped reading): the rest are read as missing, never shifted.
+    contents.push(...answers, ...Array<string>(batch.length - answers.length).fill(''));
+  }
+  return contents;
+}
+
+/**
+ * The contents of `blobs` from one `git cat-file --batch`: each answer is `<id> blob <size>\n`, then
+ * `size` bytes and a `\n`. Read one character a byte, so a blob that is not text cannot shift where the
+ * next one starts.
+ */
+async function batchContents(cwd: string, blobs: readonly string[], env?: ReviewGitOptions['env']): Promise<string[]> {
   const out = (await gitIn(cwd, ['cat-file', '--batch'], { env, input: blobs.map((b) => `${b}\n`).join(''), stdoutEncoding: 'latin1' })).stdout;
   const contents: string[] = [];
   let at = 0;

@@ -31,14 +31,19 @@ async function localReceivePack(): Promise<string> {
 /**
  * Whether git reaches `url` by starting a receive-pack on this machine, decided as git's transport.c and
  * connect.c decide: not a remote helper (`<scheme>::`), and either a file:// URL or neither a URL
- * (`<scheme>://`) nor scp-like `host:path` (a `:` before any `/`).
+ * (`<scheme>://`) nor scp-like `host:path` (a `:` before any `/`). On Windows git reads a drive letter as a path
+ * (`C:/x`, `C:\x`, `c:x`) and a backslash as a slash; a share (`\\server\share`) has no `:` and is a path. `file://` is
+ * matched in any case: a file system that ignores case may find a helper for `FILE://`, and reading a
+ * URL as local only gives it the hook-free receive-pack. The URLs come from `git remote get-url --push
+ * --all`, which has applied the config's insteadOf and pushInsteadOf rewrites already.
  */
-export function isLocalRemote(url: string): boolean {
+export function isLocalRemote(url: string, platform: NodeJS.Platform = process.platform): boolean {
   if (/^[A-Za-z0-9][A-Za-z0-9+.-]*::/.test(url)) return false;
-  if (url.startsWith('file://')) return true;
+  if (/^file:\/\//i.test(url)) return true;
+  if (platform === 'win32' && /^[A-Za-z]:/.test(url)) return true;
   if (/^[A-Za-z0-9][A-Za-z0-9+.-]*:\/\//.test(url)) return false;
   const colon = url.indexOf(':');
-  const slash = url.indexOf('/');
+  const slash = url.search(platform === 'win32' ? /[/\\]/ : /\//);
   return colon < 0 || (slash >= 0 && slash < colon);
 }
 
@@ -60,7 +65,7 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
   }
   // Every push URL (a remote may have several, and push goes to each), as git rewrites them (pushInsteadOf).
   const urls = (await gitIn(worktree.path, ['remote', 'get-url', '--push', '--all', '--', remote])).stdout.split('\n').filter(Boolean);
-  const local = urls.filter(isLocalRemote);
+  const local = urls.filter((url) => isLocalRemote(url));
   if (!options.allowHooks && local.length > 0 && local.length < urls.length) {
     throw new ServiceError('conflict', `the remote ${remote} has push URLs both on this machine and elsewhere: nothing was pushed. Push from a terminal, or set worktrees.allow_hooks`);
   }

@@ -211,13 +211,15 @@ function execGit(args: readonly string[], options: GitOptions): Promise<GitResul
     let timer: NodeJS.Timeout | undefined;
     let closed = false;
     const run = gitStarter.start(
-      { args, env: { ...gitEnvironment(), ...options.env }, input: options.input },
+      { args, env: { ...gitEnvironment(), ...options.env }, input: options.input, maxBytes },
       {
         onStdout: (chunk) => stdout.add(chunk) || stop('overflow'),
         onStderr: (chunk) => stderr.add(chunk) || stop('overflow'),
         onClose: (exit, signal, failedToStart) => {
           closed = true;
           clearTimeout(timer);
+          // Stopped by us: its answer is why we stopped it, whatever ended it (a starter that did not answer is replaced).
+          if (stopped === 'timeout') return reject(new GitError('timeout', 'git took too long to answer'));
           if (failedToStart?.code === 'ENOENT') return reject(new GitError('missing', 'git is not installed (or not on the PATH the service was started with)'));
           if (failedToStart) return reject(new GitError('failed', `git could not be started: ${failedToStart.message}`));
           const errText = stderr.text();
@@ -225,7 +227,7 @@ function execGit(args: readonly string[], options: GitOptions): Promise<GitResul
             if (!options.allowOverflow) return reject(new GitError('failed', `git answered more than ${maxBytes} bytes`));
             return resolve({ stdout: options.cutBefore === undefined ? stdout.text() : stdout.textBefore(options.cutBefore), stderr: errText, code: 0, overflowed: true });
           }
-          if (stopped === 'timeout' || signal) return reject(new GitError('timeout', 'git took too long to answer'));
+          if (signal) return reject(new GitError('timeout', 'git took too long to answer'));
           const out = stdout.text(options.stdoutEncoding);
           if (exit === 0) return resolve({ stdout: out, stderr: errText, code: 0, overflowed: false });
           if (exit !== null && options.okCodes?.includes(exit)) return resolve({ stdout: out, stderr: errText, code: exit, overflowed: false });

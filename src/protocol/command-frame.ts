@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RequestId } from './envelope';
+import { isRequestId, RequestId } from './envelope';
 
 /**
  * A command frame's schema: its `type`, the client's optional request `id`, and its own fields.
@@ -27,4 +27,28 @@ export function requestIdOf(frame: unknown): RequestId | undefined {
   if (frame === null || typeof frame !== 'object') return undefined;
   const parsed = RequestId.safeParse((frame as { id?: unknown }).id);
   return parsed.success ? parsed.data : undefined;
+}
+
+/**
+ * Whether a command's schema holds nothing but `type` and the optional `id` (get_config, list_tools, ...):
+ * its frames may be read by bareCommandOf instead of zod.
+ */
+export function isBareCommand(schema: z.ZodObject): boolean {
+  const keys = Object.keys(schema.shape);
+  // No refinement and no rule for other keys (a strict object refuses them): nothing zod would check beyond the id.
+  const { checks, catchall } = schema._zod.def;
+  return keys.length === 2 && keys.includes('type') && keys.includes('id') && !checks?.length && catchall === undefined;
+}
+
+/**
+ * A bare command's frame (isBareCommand) read without zod: `{ type, id }` with the other fields dropped,
+ * as zod's parse makes it; undefined when the id is not plainly good (not a finite number, nor a string of
+ * at most 128 UTF-16 units): then zod's parse decides and says why. Never accepts what zod refuses
+ * (test/service/bare-commands.test.ts); zod's parse was a fifth of a get_config round trip's server time
+ * (`npm run bench -- ws`, issue 25).
+ */
+export function bareCommandOf(type: string, frame: { id?: unknown }): { type: string; id?: RequestId } | undefined {
+  const id = frame.id;
+  if (id === undefined) return { type };
+  return isRequestId(id) ? { type, id } : undefined;
 }

@@ -1,9 +1,20 @@
 import { z } from 'zod';
 import { ErrorCode } from './errors';
 
+/** Longest request id a client may choose (characters). */
+const MAX_REQUEST_ID_CHARS = 128;
 /** A client-chosen request id, echoed on every response and event of that request. */
-export const RequestId = z.union([z.string().max(128), z.number().finite()]);
+export const RequestId = z.union([z.string().max(MAX_REQUEST_ID_CHARS), z.number().finite()]);
 export type RequestId = z.infer<typeof RequestId>;
+
+/**
+ * A request id that RequestId plainly accepts, without zod (a bare command's frame, command-frame.ts): a
+ * finite number, or a string of at most MAX_REQUEST_ID_CHARS UTF-16 units. False may still be one zod
+ * accepts (zod counts a longer string's characters otherwise): the caller then asks zod.
+ */
+export function isRequestId(value: unknown): value is RequestId {
+  return typeof value === 'string' ? value.length <= MAX_REQUEST_ID_CHARS : typeof value === 'number' && Number.isFinite(value);
+}
 
 export const OkEnvelope = z.object({
   status: z.literal('ok'),

@@ -1,7 +1,7 @@
 export * from './errors';
 export * from './envelope';
 export * from './commands';
-export { MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT, requestIdOf } from './command-frame';
+export { MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT, bareCommandOf, isBareCommand, requestIdOf } from './command-frame';
 export * from './auth';
 export * from './chat';
 export * from './conversations';

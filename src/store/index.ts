@@ -27,7 +27,7 @@ import { loadSqlJs } from './sqljs';
 import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
 import type { MessageRole } from './types';
-import type { BodyRef } from './history/protocol';
+import type { BodyRef, KeyedBody } from './history/protocol';
 import { inboxHasBodyKeys, restoreJournaledBodies, syncHistory } from './history/restore';
 
 export { Database } from './database';
@@ -166,13 +166,15 @@ async function checkHistoryComplete(db: Database, history: HistoryStore, present
 
 /**
  * `serve --recover` with a history.db the check at open found damaged: it is rebuilt from the bodies it
- * still gives (the damaged file kept aside), the others read LOST_BODY_TEXT; degraded until a restart.
+ * still gives (the damaged file kept aside) and those the journal still holds (`journaled`: acknowledged
+ * bodies history.db may never have written, or lost with the damage), the others read LOST_BODY_TEXT;
+ * degraded until a restart.
  */
-async function salvageHistory(db: Database, history: HistoryStore, logger: Logger): Promise<void> {
+async function salvageHistory(db: Database, history: HistoryStore, journaled: KeyedBody[], logger: Logger): Promise<void> {
   // Webhook messages waiting in the inbox have their body in history.db too (store/webhooks.ts).
   const inbox = inboxHasBodyKeys(db) ? " UNION ALL SELECT body_key, conversation_id, 'user' FROM webhook_inbox WHERE body_key IS NOT NULL" : '';
   const refs = db.all<BodyRef>(`SELECT key, conversation_id, role FROM (SELECT body_key AS key, conversation_id, role FROM messages WHERE body_key IS NOT NULL${inbox}) ORDER BY key`);
-  const result = await history.salvage(refs, LOST_BODY_TEXT, Math.max(referencedKey(db), history.keysBeforeOpen));
+  const result = await history.salvage(refs, LOST_BODY_TEXT, Math.max(referencedKey(db), history.keysBeforeOpen), journaled);
   history.damaged =
     `${HISTORY_FILE_NAME} was damaged (${history.damageAtOpen}) and was rebuilt by --recover: ${result.kept} message bodies read back, ` +
     `${result.lost} lost (they read "${LOST_BODY_TEXT}"); the damaged file is kept as ${path.basename(result.aside)}. Restart the service to clear this notice`;
@@ -194,16 +196,25 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   // history.db opens in its worker as soon as service.lock is held, while service.db is read and its
   // schema migrates here: neither waits for the other's fsyncs.
   let opening: Promise<HistoryStore> | undefined;
+  // history.db is checked meanwhile but written (its open's sync mark) only once service.db opened: an
+  // open refused for a damaged service.db leaves history.db as it was (test/store/history-leftovers.test.ts).
+  let serviceOpened: (opened: boolean) => void = () => {};
+  const mayWrite = new Promise<void>((resolve, reject) => (serviceOpened = (opened) => (opened ? resolve() : reject(new Error('service.db was not opened')))));
+  mayWrite.catch(() => {});
   const openHistory = (dir: string) => {
-    const started = boot.open(dir, options.recover === true);
+    const started = boot.open(dir, options.recover === true, mayWrite);
     started.catch(() => {});
     opening = started;
-    // service.db's open failed: history.db is closed before service.lock is released.
-    return async () => void (await (await started.catch(() => undefined))?.close());
+    // service.db's open failed: history.db is closed, unchanged, before service.lock is released.
+    return async () => {
+      serviceOpened(false);
+      await (await started.catch(() => undefined))?.close();
+    };
   };
   try {
     // Journal segments may hold the only durable copy of bodies until history.db is synced (restore.ts).
     db = await Database.open(dataDir, { ...options, holdCompaction: true, withLock: openHistory });
+    serviceOpened(true);
   } catch (err) {
     await boot.cancel();
     throw err;
@@ -215,8 +226,8 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     await migrate(db, options.migrations ?? MIGRATIONS, logger);
     history = await opening;
     if (history.damageAtOpen !== null) {
-      db.takeReplayedBodies(); // the salvage reads what the damaged file still gives (placeholders for the rest)
-      await salvageHistory(db, history, logger);
+      // The salvage reads what the damaged file still gives, then the journal's copies, placeholders for the rest.
+      await salvageHistory(db, history, db.takeReplayedBodies(), logger);
     } else await checkHistoryComplete(db, history, await restoreJournaledBodies(db, history, logger), logger, options.recover === true);
     await syncHistory(db, history);
     const synced = history;

@@ -98,3 +98,29 @@ test('writes of other files where the instruction files live keep the answer (a 
   await writeFile(join(user, 'AGENTS.md'), 'mine\n');
   assert.deepEqual(await texts(files, [root]), ['user:AGENTS.md=mine', 'project:AGENTS.md=root rules', 'project:.github/copilot-instructions.md=copilot']);
 });
+
+test("get_config's files without text: the same frozen array while unchanged, every change seen at once", async (t) => {
+  const { dir: root, cleanup } = await tempDir();
+  t.after(cleanup);
+  const files = new InstructionFiles(undefined);
+  const infos = async () => (await files.infosAtRoots([root])).map((file) => `${file.path}=${file.bytes}`);
+  const none = await files.infosAtRoots([root]);
+  assert.equal(await files.infosAtRoots([root]), none, 'kept: the same array');
+  assert.ok(Object.isFrozen(none), 'shared: no caller may change it');
+  await writeFile(join(root, 'AGENTS.md'), 'one\n');
+  assert.deepEqual(await infos(), ['AGENTS.md=4']);
+  const kept = await files.infosAtRoots([root]);
+  assert.ok(Object.isFrozen(kept[0]), 'its files too');
+  assert.throws(() => ((kept[0] as { bytes: number }).bytes = 1));
+  await writeFile(join(root, 'AGENTS.md'), 'two two\n');
+  assert.deepEqual(await infos(), ['AGENTS.md=8']);
+  assert.ok(!('text' in (await files.infosAtRoots([root]))[0]!), 'no text');
+  await rm(join(root, 'AGENTS.md'));
+  assert.deepEqual(await infos(), []);
+  // A linked file is never kept: each call looks again and sees its target's change.
+  await writeFile(join(root, 'rules.md'), 'linked\n');
+  await symlink(join(root, 'rules.md'), join(root, 'CLAUDE.md'));
+  assert.deepEqual(await infos(), ['CLAUDE.md=7']);
+  await writeFile(join(root, 'rules.md'), 'linked again\n');
+  assert.deepEqual(await infos(), ['CLAUDE.md=13']);
+});

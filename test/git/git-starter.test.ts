@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { gitStarterPid } from '../../src/git/git-starter';
+import { gitStarter, gitStarterPid } from '../../src/git/git-starter';
 import { GitError, gitOutput, runGit } from '../../src/git/run-git';
 import { tempDir, waitFor } from '../helpers/temp';
 
@@ -90,4 +90,73 @@ test('a starter that was killed is replaced at the next run; the run it was kill
   // The daemon the killed starter had started is an orphan now: told to end, so the test leaves nothing behind.
   git(dir, 'credential-cache', `--socket=${socket}`, 'exit');
   await waitFor(() => !existsSync(socket), 'the orphaned daemon to end');
+});
+
+test('attack: a stopped starter (SIGSTOP) does not hang a git past its timeout: the caller gets its timeout, the git is ended, the starter replaced (failed before: execGit never settled)', async (t) => {
+  const dir = await repository(t);
+  await gitOutput(['status'], { cwd: dir, readOnly: true });
+  const first = gitStarterPid()!;
+  const socket = join(dir, 'cache-socket');
+  const hung = runGit(['credential-cache--daemon', socket], { cwd: dir, timeoutMs: 1_500, readsNoContent: true }).catch((error: unknown) => error);
+  await waitFor(() => existsSync(socket), 'the daemon to listen');
+  process.kill(first, 'SIGSTOP');
+  t.after(() => {
+    // Left stopped on the old code: ended so that the test leaves nothing behind.
+    for (const signal of ['SIGKILL', 'SIGCONT'] as const) {
+      try {
+        process.kill(first, signal);
+      } catch {
+        // Already gone.
+      }
+    }
+  });
+  let bound: NodeJS.Timeout | undefined;
+  const failure = await Promise.race([hung, new Promise((resolve) => (bound = setTimeout(() => resolve('never settled'), 20_000)))]);
+  clearTimeout(bound);
+  assert.ok(failure instanceof GitError, String(failure));
+  assert.equal(failure.kind, 'timeout');
+  await waitFor(() => !existsSync(socket), 'the hung git to be ended');
+  assert.match(await gitOutput(['status', '--porcelain=v1'], { cwd: dir, readOnly: true }), /a\.txt/);
+  const second = gitStarterPid();
+  assert.ok(second !== undefined && second !== first);
+});
+
+test("attack: a git writing far past the caller's cap is stopped at the starter; no more than the cap (and one byte to tell) crosses to the service (failed before: every chunk was relayed)", async (t) => {
+  const dir = await repository(t);
+  const big = execFileSync('git', ['hash-object', '-w', '--stdin'], { cwd: dir, input: Buffer.alloc(8 * 1024 * 1024, 'x') })
+    .toString()
+    .trim();
+  const start = gitStarter.start;
+  let relayed = 0;
+  gitStarter.start = (request, handlers) => start(request, { ...handlers, onStdout: (chunk) => ((relayed += chunk.length), handlers.onStdout(chunk)) });
+  try {
+    const refused = await runGit(['cat-file', 'blob', big], { cwd: dir, maxBytes: 1000, readsNoContent: true }).catch((error: unknown) => error);
+    assert.ok(refused instanceof GitError);
+    assert.match(refused.message, /more than 1000 bytes/);
+    const cut = await runGit(['cat-file', 'blob', big], { cwd: dir, maxBytes: 1000, allowOverflow: true, readsNoContent: true });
+    assert.equal(cut.overflowed, true);
+    assert.equal(cut.stdout, 'x'.repeat(1000));
+  } finally {
+    gitStarter.start = start;
+  }
+  assert.ok(relayed <= 2 * 1001, `relayed ${relayed} bytes`);
+});
+
+test('a starter that could not start is tried again later, not never (failed before: one failed start made direct starts permanent)', async (t) => {
+  const dir = await repository(t);
+  await gitOutput(['status'], { cwd: dir, readOnly: true });
+  process.kill(gitStarterPid()!, 'SIGKILL');
+  await waitFor(() => gitStarterPid() === undefined, 'the killed starter to be forgotten');
+  const execPath = process.execPath;
+  process.execPath = join(dir, 'no-such-node');
+  try {
+    // Its run is started directly: the answer is the same.
+    assert.match(await gitOutput(['status', '--porcelain=v1'], { cwd: dir, readOnly: true }), /a\.txt/);
+  } finally {
+    process.execPath = execPath;
+  }
+  assert.equal(gitStarterPid(), undefined, 'direct for a while');
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() + 61_000 });
+  assert.match(await gitOutput(['status', '--porcelain=v1'], { cwd: dir, readOnly: true }), /a\.txt/);
+  assert.ok(gitStarterPid() !== undefined, 'a starter again');
 });

@@ -12,6 +12,7 @@ import { gitStarter } from '../../src/git/git-starter';
 import { commitChanges } from '../../src/git/commit';
 import { compareUrlOf } from '../../src/git/compare-url';
 import { landChanges } from '../../src/git/land';
+import { refuseRawLfsFiles } from '../../src/git/lfs';
 import { discardWorktree, isLocalRemote, pushChanges, unlandedWork } from '../../src/git/push';
 import { revertChanges } from '../../src/git/revert';
 import { ServiceError } from '../../src/protocol/errors';
@@ -582,6 +583,32 @@ describe('push and discard', () => {
     for (const url of ['git@github.com:me/app.git', 'host:path/x', 'ssh://h/x', 'git://h/x', 'https://h/x', 'ext::sh -c x', 'fd::3', '[h:22]:x']) assert.equal(isLocalRemote(url), false, url);
   });
 
+  test("attack: an https remote the repository's config rewrites to a local path (url.<base>.insteadOf, pushInsteadOf) runs none of that repository's hooks on push", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const bare = join(repo.worktrees, '..', 'bare');
+      const marker = join(repo.worktrees, '..', 'insteadof-hook-ran');
+      git(repo.repo, 'init', '-q', '--bare', join(bare, 'x'));
+      await writeFiles(join(bare, 'x'), { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
+      await chmod(join(bare, 'x', 'hooks', 'pre-receive'), 0o755);
+      git(repo.repo, 'remote', 'add', 'origin', 'https://example.invalid/x');
+      const wt = addWorktree(repo, 'p8i');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+      const { commit } = await commitChanges(wt, 'to push', noHooks);
+      for (const key of ['insteadOf', 'pushInsteadOf']) {
+        git(repo.repo, 'config', `url.${bare}/.${key}`, 'https://example.invalid/');
+        git(join(bare, 'x'), '-c', 'core.hooksPath=/dev/null', 'update-ref', '-d', `refs/heads/${wt.branch}`);
+        await pushChanges(wt, 'origin', noHooks);
+        assert.equal(existsSync(marker), false, `the rewritten (${key}) local remote's pre-receive hook ran`);
+        assert.equal(git(join(bare, 'x'), 'rev-parse', `refs/heads/${wt.branch}`).trim(), commit, `pushed to the path ${key} names`);
+        git(repo.repo, 'config', '--unset', `url.${bare}/.${key}`);
+      }
+    });
+    // Forms git reads as a path on some system: a drive letter (Windows), a share, file: in any case.
+    for (const url of ['FILE:///srv/app.git', 'File://srv/app.git', '\\\\server\\share\\app.git']) assert.equal(isLocalRemote(url), true, url);
+    for (const url of ['C:/x', 'C:\\x', 'c:x']) assert.equal(isLocalRemote(url, 'win32'), true, url);
+    assert.equal(isLocalRemote('C:/x', 'linux'), false, 'scp-like host C elsewhere');
+  });
+
   test("attack: a push URL only the worktree's checkout reads (includeIf onbranch) still gets the hook-free receive-pack", async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'remote.git');
@@ -877,6 +904,20 @@ describe('a repository using git LFS (filters are off in our git: refused by nam
       await rm(join(wt.path, 'p4-raw.bin'));
       const { commit } = await commitChanges(wt, 'pointers only', noHooks);
       assert.equal(git(wt.path, 'show', '--name-only', '--format=', commit).trim().split('\n').length, names.length + 1);
+    });
+  });
+
+  test("small LFS files whose contents together pass git's 64 MiB output cap are all read (failed before: the check failed with git's overflow, not a refusal naming them)", async () => {
+    await withRepo({ '.gitattributes': attributes, 'notes.txt': 'a\n' }, async (repo) => {
+      const wt = addWorktree(repo, 'lfs-many');
+      await writeFiles(wt.path, { 'm.bin': Buffer.alloc(1_020, 'r') });
+      git(wt.path, 'add', 'm.bin');
+      // One small raw file named 66,000 times: its content is read once for each, 70 MiB of answers, as from that many files (fast to make).
+      const paths = Array.from({ length: 66_000 }, () => 'm.bin');
+      await assert.rejects(
+        refuseRawLfsFiles(wt.path, '', paths),
+        (e: unknown) => e instanceof ServiceError && e.code === 'conflict' && /keeps m\.bin, m\.bin, .* and 65990 more in git LFS/.test(e.message),
+      );
     });
   });
 

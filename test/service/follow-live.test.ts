@@ -164,6 +164,49 @@ test('a follower that drops mid-stream and follows again after the last number i
   }
 });
 
+test('followers written in turn, one of them not reading during the reply: each gets every piece once, in order (issue 25)', async () => {
+  const sender = await TestClient.authed(svc.wsUrl, svc.token);
+  const followers = await Promise.all([0, 1, 2].map(() => TestClient.authed(svc.wsUrl, svc.token)));
+  const [slow] = followers;
+  try {
+    const id = await newConversation(sender);
+    const starts: number[] = [];
+    for (const follower of followers) {
+      const followed = await follower.request({ type: 'follow_conversation', conversation_id: id });
+      assert.equal(followed.status, 'ok', JSON.stringify(followed));
+      await received(follower, (f) => f.event === 'turn.ended' && f.conversation_id === id);
+      follower.frames.length = 0;
+      starts.push((followed.data as { seq: number }).seq);
+    }
+    const words = Array.from({ length: 40 }, (_, i) => `w${i} `).join('');
+    svc.fake.script({ text: words, chunks: 40, chunkDelayMs: 2 });
+    // The slow one reads nothing while the reply streams: its frames wait in the sockets, in order.
+    slow!.socket.pause();
+    const reply = await sender.request({ type: 'chat', message: 'talk', conversation_id: id, stream: true });
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    slow!.socket.resume();
+    for (const follower of followers) {
+      await received(follower, (f) => f.event === 'turn.ended' && f.conversation_id === id);
+      const seen = liveOf(follower, id);
+      assert.deepEqual(
+        seen.map((f) => f.seq),
+        seen.map((_, i) => Math.max(...starts) + 1 + i),
+        'numbered one by one: no piece twice, none missing',
+      );
+      assert.equal(
+        seen
+          .filter((f) => f.event === 'chat.delta')
+          .map((f) => f.delta)
+          .join(''),
+        words,
+      );
+    }
+  } finally {
+    sender.close();
+    for (const follower of followers) follower.close();
+  }
+});
+
 test('a webhook turn is followed by a user client, joining while it runs; a webhook account may follow only its own', async () => {
   svc.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'webhook done' });
   const accepted = await postJson(`${svc.httpUrl}/hooks/ci`, { message: 'list the files' }, { 'x-service-secret': SECRET });

@@ -102,15 +102,17 @@ describe('while the store opens', () => {
     editor.close();
   });
 
-  test('a path no route of the store can have (a GET of an unknown page) is a 404 at once, not a connection held for the open', async (t) => {
-    const { service, httpUrl } = await begun(t);
+  test('a path no route of the store can have (a GET of an unknown page, a POST to no webhook path) is a 404 at once, not a connection held for the open (the POST failed before: it waited)', async (t) => {
+    const webhook = { accounts: { ci: { incoming_path: '/hooks/ci', outgoing_url: 'http://127.0.0.1:9/ci', secret: 'listen-first-webhook-secret-0123456789' } } };
+    const { service, httpUrl } = await begun(t, { channels: { webhook } });
     // Answered while the open is still held: it never waited for it.
     const unknown = await fetch(`${httpUrl}/wp-login.php`);
     assert.equal(unknown.status, 404);
+    const unknownPost = await fetch(`${httpUrl}/hooks/unknown`, { method: 'POST', body: '{}' });
+    assert.equal(unknownPost.status, 404);
     assert.equal(service.ready !== undefined && (await settled(service.ready)), false, 'the open is still held');
-    // A POST may be a webhook's path (known once the store is open): it waits.
-    const post = fetch(`${httpUrl}/hooks/unknown`, { method: 'POST', body: '{}' });
-    assert.equal(await settled(post), false);
+    // A webhook account's path (service.json names it) and POST /auth are the store's: they wait.
+    for (const path of ['/hooks/ci', '/auth']) assert.equal(await settled(fetch(`${httpUrl}${path}`, { method: 'POST', body: '{}' })), false, path);
   });
 
   test('a client that waits longer than the bound is told to try again (server_error, socket closed 1013; HTTP with Retry-After), and the service goes on', async (t) => {

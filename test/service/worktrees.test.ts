@@ -471,6 +471,21 @@ describe('defaults, a workspace that is not a repository, clean-up at start', ()
     assert.match(await errorFor('git fails'), /the worktree could not be made: .*the new worktree's folder/);
   });
 
+  test("attack: git's error naming a folder outside the named ones (the repository's own git folder elsewhere) reaches a webhook sender without it (failed before: the path was shown)", async (t) => {
+    const { dir, cleanup: done } = await tempDir('ra-worktrees-webhook-');
+    t.after(done);
+    const place = await realpath(dir);
+    const workspace = join(place, 'project');
+    // The repository keeps its git folder elsewhere (`.git` is a file naming it), and git cannot make the worktree's bookkeeping there.
+    git(place, 'init', '-q', '-b', 'main', '--separate-git-dir', join(place, 'elsewhere.git'), workspace);
+    git(workspace, '-c', 'user.name=T', '-c', 'user.email=t@example.invalid', 'commit', '-q', '--allow-empty', '-m', 'first');
+    await writeFile(join(place, 'elsewhere.git', 'worktrees'), '');
+    const { post, errorCallback } = await webhookService(t, workspace);
+    const error = await errorCallback(await post({ message: 'git fails' }));
+    assert.match(error, /the worktree could not be made: .*could not create leading directories of '\[path\]'/);
+    assert.ok(!error.includes(place), `${error} shows ${place}`);
+  });
+
   test("a deleted conversation's worktree is removed at the next start; its branch too unless it holds commits", async (t) => {
     const { dir, cleanup: done } = await tempDir('ra-worktrees-restart-');
     t.after(done);

@@ -81,3 +81,28 @@ test('a socket from an address outside allow_from that sends an invalid frame do
   );
   raw.destroy();
 });
+
+test('a half-closed raw client (FIN sent) from an address outside allow_from is closed at once, with or without an invalid frame (passes on main as it was: the finding of the review was not reproduced with a client that reads)', async (t) => {
+  const service = await Service.open({ dataDir: await dataDir(t), host: '127.0.0.1', port: 0, allowFrom: ['10.9.9.9'] });
+  t.after(() => service.stop());
+  const { port } = await service.start();
+  for (const { invalidFrame, reads } of [
+    { invalidFrame: true, reads: true },
+    { invalidFrame: false, reads: true },
+  ]) {
+    const raw = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+    raw.on('error', () => undefined);
+    t.after(() => raw.destroy());
+    await new Promise((resolve) => raw.once('connect', resolve));
+    if (reads) raw.resume();
+    const closed = new Promise((resolve) => raw.once('close', () => resolve('closed')));
+    raw.write('GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
+    if (invalidFrame) raw.write(RESERVED_OPCODE_FRAME);
+    raw.end();
+    // A bound of liveness, not of speed: ws's own wait for the client's close frame is 30 s.
+    let bound: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([closed, new Promise((resolve) => (bound = setTimeout(() => resolve('still open'), 15_000)))]);
+    clearTimeout(bound);
+    assert.equal(outcome, 'closed', `invalid frame: ${invalidFrame}, reads: ${reads}`);
+  }
+});

@@ -2,7 +2,7 @@
 // it, so the read that meets it must: the message reads as the placeholder, the store says degraded and
 // notes the damage in the file, the next open refuses it, `recover` rebuilds it from what it still gives.
 import assert from 'node:assert/strict';
-import { open as openFile, readdir, stat } from 'node:fs/promises';
+import { copyFile, open as openFile, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { HISTORY_FILE_NAME, LOST_BODY_TEXT, openStore } from '../../src/store/index';
@@ -77,3 +77,62 @@ test(
     for (const m of rebuilt) if (m.content !== LOST_BODY_TEXT) assert.equal(m.content, bulkyContent(Number(m.id.slice(1))));
   },
 );
+
+test('history.db cut short after a clean close (no WAL): refused naming --recover (not "malformed"); `recover` rebuilds it from the pages it still has', { timeout: 90_000 }, async (t) => {
+  const dir = await withDir(t);
+  let store = await openStore(dir);
+  await conversation(store, 'c');
+  for (let i = 0; i < 60; i++) await store.messages.append(message('c', `m${i}`, bulkyContent(i), i));
+  await store.close();
+  // A clean close checkpoints the WAL into the file and deletes it: every page is read from the file,
+  // whose header still counts the pages cut off (SQLite itself refuses it at the first read).
+  const file = path.join(dir, HISTORY_FILE_NAME);
+  assert.equal((await readdir(dir)).includes(`${HISTORY_FILE_NAME}-wal`), false);
+  const { size } = await stat(file);
+  const fh = await openFile(file, 'r+');
+  await fh.truncate(Math.floor(size / 2 / 4096) * 4096);
+  await fh.close();
+
+  await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\).*serve --recover/s);
+  store = await openStore(dir, { recover: true });
+  t.after(() => store.close());
+  assert.match(String(await store.problem()), /rebuilt by --recover/);
+  const messages = await store.messages.recent('c', { limit: 100 });
+  assert.equal(messages.length, 60, 'every message is served');
+  const kept = messages.filter((m) => m.content !== LOST_BODY_TEXT);
+  // From the half that is left, and from the journal where it still holds them.
+  assert.ok(kept.length > 0, 'bodies are read back');
+  for (const m of kept) assert.equal(m.content, bulkyContent(Number(m.id.slice(1))));
+});
+
+test('`recover` of a damaged history.db takes the bodies its journal still holds, rather than placeholders for them', { timeout: 90_000 }, async (t) => {
+  const running = await withDir(t);
+  const store = await openStore(running);
+  t.after(() => store.close());
+  await conversation(store, 'c');
+  for (let i = 0; i < 40; i++) await store.messages.append(message('c', `m${i}`, bulkyContent(i), i));
+  await store.db.flush();
+  // The directory as a crash would leave it (copied while the store runs: its journal segments hold
+  // every body, history.db was never synced since), then history.db's WAL lost and the file cut to half.
+  const dir = await withDir(t);
+  for (const name of await readdir(running)) {
+    if (name === 'service.lock' || name.endsWith('.lock') || name === 'blobs') continue;
+    await copyFile(path.join(running, name), path.join(dir, name));
+  }
+  await rm(path.join(dir, `${HISTORY_FILE_NAME}-wal`), { force: true });
+  const file = path.join(dir, HISTORY_FILE_NAME);
+  const fh = await openFile(file, 'r+');
+  await fh.truncate(Math.floor((await stat(file)).size / 2 / 4096) * 4096);
+  await fh.close();
+
+  const recovered = await openStore(dir, { recover: true });
+  t.after(() => recovered.close());
+  assert.match(String(await recovered.problem()), /rebuilt by --recover/);
+  const messages = await recovered.messages.recent('c', { limit: 100 });
+  assert.equal(messages.length, 40);
+  assert.deepEqual(
+    messages.filter((m) => m.content !== bulkyContent(Number(m.id.slice(1)))).map((m) => m.id),
+    [],
+    'every body the journal holds reads back whole',
+  );
+});

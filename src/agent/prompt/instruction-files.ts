@@ -33,12 +33,17 @@ export interface InstructionFile {
   text: string;
 }
 
+/** One instruction file in force as clients see it (get_config, list_instructions): without its text. */
+export type InstructionFileInfo = Omit<InstructionFile, 'text'>;
+
 /** The answer for no touched paths (get_config asks it on every call), kept while nothing changed where its files live. */
 interface RootsAnswer {
   /** The roots as given (compared first: resolving them costs more than the rest of a kept answer). */
   given: readonly string[];
   key: string;
   files: InstructionFile[];
+  /** The files without their text, frozen: the same array while the answer is kept (get_config's shared answer compares it by identity). */
+  infos: readonly InstructionFileInfo[];
   watch: PlacesWatch;
 }
 
@@ -79,18 +84,45 @@ export class InstructionFiles {
    * reaches a watcher's callback in the same poll phase as anything that finished after it, so waiting for
    * the next check phase before trusting the answer sees every change completed before this call.
    */
-  private async atRoots(roots: string[]): Promise<InstructionFile[]> {
-    const kept = this.rootsAnswer;
-    const key = kept && sameStrings(kept.given, roots) ? kept.key : roots.map((root) => path.resolve(root)).join('\0');
-    if (kept && kept.key === key && !kept.watch.changed) {
+  private async atRoots(roots: readonly string[]): Promise<InstructionFile[]> {
+    const kept = this.keptFor(roots);
+    if (kept) {
       await nextCheckPhase();
       if (!kept.watch.changed) return kept.files.map((file) => ({ ...file }));
     }
-    // Calls arriving together (many connections) share one look.
-    if (this.rootsLook?.key !== key) this.rootsLook = { key, files: this.lookAtRoots(key, roots) };
+    return (await this.lookOnce(roots)).map((file) => ({ ...file }));
+  }
+
+  /**
+   * The files of the roots and the user's without their text (get_config's, on every call): while the
+   * answer is kept, the same frozen array, after the one wait for the check phase (atRoots) and no copy.
+   */
+  infosAtRoots(roots: readonly string[]): Promise<readonly InstructionFileInfo[]> {
+    const kept = this.keptFor(roots);
+    if (kept) return nextCheckPhase().then(() => (kept.watch.changed ? this.lookInfos(roots) : kept.infos));
+    return this.lookInfos(roots);
+  }
+
+  private async lookInfos(roots: readonly string[]): Promise<readonly InstructionFileInfo[]> {
+    const files = await this.lookOnce(roots);
+    // Kept (no link, no change while looking): its shared array; otherwise one made for this call.
+    return this.rootsAnswer?.files === files ? this.rootsAnswer.infos : files.map(infoOf);
+  }
+
+  /** The kept answer when it is for `roots` and no change was seen yet (still to be confirmed in the check phase). */
+  private keptFor(roots: readonly string[]): RootsAnswer | undefined {
+    const kept = this.rootsAnswer;
+    if (!kept || kept.watch.changed) return undefined;
+    return sameStrings(kept.given, roots) || kept.key === keyOf(roots) ? kept : undefined;
+  }
+
+  /** A look at the roots' files; calls arriving together (many connections) share one. */
+  private async lookOnce(roots: readonly string[]): Promise<InstructionFile[]> {
+    const key = keyOf(roots);
+    if (this.rootsLook?.key !== key) this.rootsLook = { key, files: this.lookAtRoots(key, [...roots]) };
     const look = this.rootsLook;
     try {
-      return (await look.files).map((file) => ({ ...file }));
+      return await look.files;
     } finally {
       if (this.rootsLook === look) this.rootsLook = undefined;
     }
@@ -110,7 +142,7 @@ export class InstructionFiles {
     });
     // A linked file's target may change without its folder changing: such answers are looked at afresh.
     if (links.linked || places.changed) places.close();
-    else this.keepAnswer({ given: [...roots], key, files, watch: places });
+    else this.keepAnswer({ given: [...roots], key, files, infos: Object.freeze(files.map((file) => Object.freeze(infoOf(file)))), watch: places });
     return files;
   }
 
@@ -214,6 +246,15 @@ export class InstructionFiles {
     this.cache.set(key, cached);
     if (this.cache.size > MAX_CACHED_INSTRUCTION_FILES) this.cache.delete(this.cache.keys().next().value!);
   }
+}
+
+function infoOf({ text: _text, ...info }: InstructionFile): InstructionFileInfo {
+  return info;
+}
+
+/** The roots resolved, as one key. */
+function keyOf(roots: readonly string[]): string {
+  return roots.map((root) => path.resolve(root)).join('\0');
 }
 
 function sameStrings(a: readonly string[], b: readonly string[]): boolean {

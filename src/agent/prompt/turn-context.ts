@@ -5,7 +5,7 @@ import type { ChatMessage } from '../providers/types';
 import type { ToolCallData } from '../transcript';
 import { environmentBlock, momentNote, type MomentFacts, type WorkplaceFacts } from './environment';
 import { GitStatusCache } from './git-status';
-import { InstructionFiles, type InstructionFile } from './instruction-files';
+import { InstructionFiles, type InstructionFile, type InstructionFileInfo } from './instruction-files';
 import { systemPromptOf } from './system-prompt';
 
 /** Tools whose `path` (or `cwd`) names a place in the workspace: the nearest AGENTS.md above it applies. */
@@ -41,6 +41,11 @@ export class TurnContext {
    */
   filesInForce(rows: readonly MessageRow[] = [], roots: readonly string[] = this.workspaceRoots()): Promise<InstructionFile[]> {
     return this.instructions.inForce([...roots], touchedPaths(rows));
+  }
+
+  /** The instruction files of the roots and the user's, without their text: shared while unchanged (InstructionFiles.infosAtRoots). */
+  rootFileInfos(roots: readonly string[] = this.workspaceRoots()): Promise<readonly InstructionFileInfo[]> {
+    return this.instructions.infosAtRoots(roots);
   }
 
   /** The turn's note, sent after the conversation (computed once a turn: git is asked then). */

@@ -27,6 +27,17 @@ const STACK_FRAME =
   /(?:^|\s+)at\s+(?:async\s+)?(?:new\s+)?(?:[^\s()]+\s*\()?(?:\/|[A-Za-z]:\\|file:|webpack(?:-internal)?:|node:|<anonymous>|native\b|(?:[\w.@~+-]+\/)*[\w$.-]+\.\w+:\d+)|\bTraceback \(most recent call last\)|(?:^|\s+)goroutine \d+ \[/;
 // A file path: Unix (two or more segments, not the path part of a URL) or Windows, with any :line:col.
 const FILE_PATH = /(?<![\w:/.])(?:\/[\w.@~+-]+){2,}\/?(?::\d+)*|\b[A-Za-z]:\\[^\s'"()]*/g;
+// A quoted absolute path (git quotes the paths it names: `'/home/me/my project/.git/worktrees/x'`), whole, spaces and all.
+const QUOTED_PATH = /(['"])(?:\/|[A-Za-z]:[\\/]|\\\\)[^'"\n]*\1/g;
+
+/**
+ * `text` with every absolute path replaced by `[path]`: a quoted one whole, else a Unix one of two or
+ * more segments or a Windows one. For a third party's eyes (a provider's text shown to a client, an
+ * error a webhook's sender reads): the machine's folders are not theirs to know.
+ */
+export function withoutPaths(text: string): string {
+  return text.replace(QUOTED_PATH, '$1[path]$1').replace(FILE_PATH, '[path]');
+}
 
 /**
  * What a provider's own error text may show a client: its first sentence, cut before any stack
@@ -38,7 +49,7 @@ export function cleanCause(text: unknown, secrets: VendorSecrets = {}): string {
   if (frame) cause = cause.slice(0, frame.index);
   const sentenceEnd = /[.!?](?=\s|$)/.exec(cause);
   if (sentenceEnd) cause = cause.slice(0, sentenceEnd.index + 1);
-  cause = cause.replace(FILE_PATH, '[path]').trim();
+  cause = withoutPaths(cause).trim();
   return cause.length > MAX_CAUSE_LENGTH ? `${cause.slice(0, MAX_CAUSE_LENGTH - 1)}\u2026` : cause;
 }
 

@@ -4,7 +4,7 @@ import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statfsS
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
 import { COLD_SCHEMA, countCold, cutCold, dropCold, putCold, putColdUsage, queryCold, queryColdAfterSeq, queryColdUsage } from './cold';
-import { damageAtOpen } from './integrity';
+import { cutBeforeOpen, damageAtOpen } from './integrity';
 import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
 import { DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
@@ -43,9 +43,7 @@ END;`;
  * file, and a new file must not meet an old WAL.
  */
 export function createHistoryFile(file: string, mode: number): void {
-  const fresh = `${file}.new`;
-  rmSync(fresh, { force: true });
-  rmSync(`${fresh}.lock`, { recursive: true, force: true });
+  const fresh = removeBuildAside(file);
   closeSync(openSync(fresh, 'w', mode));
   const db = new SqliteFile(fresh);
   try {
@@ -65,6 +63,19 @@ export function createHistoryFile(file: string, mode: number): void {
   }
   rmSync(`${fresh}-wal`, { force: true });
   renameSync(fresh, file);
+}
+
+/**
+ * Removes what a build of `<file>.new` (createHistoryFile) cut short by a crash leaves: the file, SQLite's
+ * WAL, shared-memory and rollback journal beside it, the WASM VFS's lock folder. None is ever used again,
+ * and a new build must not meet an old WAL (SQLite drops one beside an empty file, but that is not for
+ * this code to rely on). Returns the aside file's name.
+ */
+export function removeBuildAside(file: string): string {
+  const fresh = `${file}.new`;
+  for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(`${fresh}${suffix}`, { force: true });
+  rmSync(`${fresh}.lock`, { recursive: true, force: true });
+  return fresh;
 }
 
 /** Keys per statement: well under SQLite's bound-parameter limit. */
@@ -141,6 +152,10 @@ function salvageCold(source: SqliteFile, target: HistoryDb, placeholder: string,
   }
 }
 
+function notOpened(file: string, err: unknown): Error {
+  return new Error(`${file} could not be opened (${err instanceof Error ? err.message : String(err)}); the message bodies are kept there, so the store was not opened`);
+}
+
 export class HistoryDb {
   private readonly db: SqliteFile;
   /** Why the file is damaged (found at open), null when the check found nothing; set only with `recover`. */
@@ -157,7 +172,7 @@ export class HistoryDb {
 
   /**
    * With `recover`, a file found damaged at open is opened anyway (`damage` says why), for `salvage` to
-   * read it into a new one, instead of refused.
+   * read it into a new one, instead of refused. Opens and checks, writing nothing: `begin` writes.
    */
   constructor(
     private readonly file: string,
@@ -166,35 +181,23 @@ export class HistoryDb {
     let damage: string | null;
     let opened: SqliteFile | undefined;
     try {
+      const cut = cutBeforeOpen(file);
       this.db = opened = new SqliteFile(file);
       // locking_mode first: reading a WAL database in the normal mode would need the shared memory it lacks.
-      this.db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -16000;');
+      this.db.exec('PRAGMA locking_mode = EXCLUSIVE');
+      // A file cut short is read anyway, for the salvage (SQLite then takes the pages the file has).
+      if (cut !== null) this.db.exec('PRAGMA writable_schema = ON');
+      // auto_vacuum takes effect only before the first page is written (a file made empty: salvage), and
+      // setting it writes page 1 even when it changes nothing: a file with pages is only read until `begin`.
+      if (Number(this.db.get('PRAGMA page_count')?.page_count ?? 0) === 0) this.db.exec('PRAGMA auto_vacuum = INCREMENTAL');
+      this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -16000;');
       const mode = this.db.get('PRAGMA journal_mode')?.journal_mode;
       if (mode !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`);
       // Before anything is written: a checkpoint into a file cut short would fill the gap with zeros.
-      damage = damageAtOpen(this.db, file);
-      // A damaged file is only read from now on (a salvage into a new file follows: HistoryDb.salvage).
-      if (damage === null) {
-        // The schema's statements (each its own commit; at a later open most change nothing) wait for
-        // the open's transaction below to be durable: in WAL mode its fsync covers every frame written
-        // before it, so a new file costs one fsync for its tables rather than one each. A crash before
-        // it loses only tables that every open creates again.
-        this.db.exec('PRAGMA synchronous = NORMAL');
-        this.db.exec(SCHEMA);
-        this.db.exec(COLD_SCHEMA);
-        this.db.exec('PRAGMA synchronous = FULL');
-        // A write at every open creates the WAL file now, so the store can make its directory entry
-        // durable and private before any body is acknowledged (history-store.ts).
-        this.marks.before = this.readMark();
-        this.marks.now = this.marks.before + 1;
-        this.transaction(() => {
-          this.db.run("INSERT OR REPLACE INTO history_meta (key, value) VALUES ('opened_at', ?)", [new Date().toISOString()]);
-          this.writeMark(this.marks.now);
-        });
-      }
+      damage = cut ?? damageAtOpen(this.db, file);
     } catch (err) {
       if (opened?.isOpen) opened.close();
-      throw new Error(`${file} could not be opened (${err instanceof Error ? err.message : String(err)}); the message bodies are kept there, so the store was not opened`);
+      throw notOpened(file, err);
     }
     if (damage !== null && !recover) {
       this.db.close();
@@ -204,6 +207,36 @@ export class HistoryDb {
       );
     }
     this.damage = damage;
+  }
+
+  /**
+   * The open's writes, made only once the data directory may be changed (service.db opened: a refused
+   * open leaves history.db as it was, store/index.ts): the schema and the next sync mark. A damaged file
+   * is only read from now on (a salvage into a new file follows: HistoryDb.salvage).
+   */
+  begin(): void {
+    if (this.damage !== null) return;
+    try {
+      // The schema's statements (each its own commit; at a later open most change nothing) wait for
+      // the open's transaction below to be durable: in WAL mode its fsync covers every frame written
+      // before it, so a new file costs one fsync for its tables rather than one each. A crash before
+      // it loses only tables that every open creates again.
+      this.db.exec('PRAGMA synchronous = NORMAL');
+      this.db.exec(SCHEMA);
+      this.db.exec(COLD_SCHEMA);
+      this.db.exec('PRAGMA synchronous = FULL');
+      // A write at every open creates the WAL file now, so the store can make its directory entry
+      // durable and private before any body is acknowledged (history-store.ts).
+      this.marks.before = this.readMark();
+      this.marks.now = this.marks.before + 1;
+      this.transaction(() => {
+        this.db.run("INSERT OR REPLACE INTO history_meta (key, value) VALUES ('opened_at', ?)", [new Date().toISOString()]);
+        this.writeMark(this.marks.now);
+      });
+    } catch (err) {
+      this.close();
+      throw notOpened(this.file, err);
+    }
   }
 
   /**
@@ -303,10 +336,10 @@ export class HistoryDb {
   /**
    * Rebuilds a damaged history.db (`serve --recover`): the damaged file and its WAL are kept aside as
    * `history.db.damaged-<time>` (never written again: read-only), a new history.db gets every body of
-   * `refs` that can still be read, under its key, and `placeholder` for the others; new keys start
-   * above `above`. Returns the new database and what was kept.
+   * `refs` that can still be read, under its key, else its copy in `journaled` (the journal's), and
+   * `placeholder` for the others; new keys start above `above`. Returns the new database and what was kept.
    */
-  static salvage(damaged: HistoryDb, refs: readonly BodyRef[], placeholder: string, above: number): { db: HistoryDb; result: SalvageResult } {
+  static salvage(damaged: HistoryDb, refs: readonly BodyRef[], placeholder: string, above: number, journaled: readonly KeyedBody[] = []): { db: HistoryDb; result: SalvageResult } {
     const file = damaged.file;
     damaged.close();
     const aside = `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
@@ -314,11 +347,15 @@ export class HistoryDb {
     if (existsSync(`${file}-wal`)) renameSync(`${file}-wal`, `${aside}-wal`);
     closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
     const db = new HistoryDb(file);
+    db.begin();
     const source = new SqliteFile(aside, { readOnly: true });
+    // By key, the last journaled wins (records are in order).
+    const fromJournal = new Map(journaled.map((b) => [b.key, b]));
     let kept = 0;
     let cold = { kept: 0, lost: 0 };
     try {
-      source.exec('PRAGMA locking_mode = EXCLUSIVE');
+      // writable_schema: a file shorter than its header says is read as far as it goes (cutBeforeOpen).
+      source.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA writable_schema = ON;');
       for (const part of chunks(refs)) {
         const found = new Map(
           readableBodies(
@@ -326,11 +363,12 @@ export class HistoryDb {
             part.map((r) => r.key),
           ).map((b) => [b.key, b]),
         );
-        kept += found.size;
         db.fill(
           part.map((r) => {
-            const body = found.get(r.key);
-            return body ? { ...r, content: body.content, data: body.data, cut: body.cut } : { ...r, content: placeholder, data: null };
+            const body = found.get(r.key) ?? fromJournal.get(r.key);
+            if (!body) return { ...r, content: placeholder, data: null };
+            kept++;
+            return { ...r, content: body.content, data: body.data, cut: 'cut' in body ? body.cut : false };
           }),
           above,
         );

@@ -32,7 +32,11 @@ export const HISTORY_FILE_NAME = 'history.db';
 
 /** A started history worker (HistoryStore.boot), waiting to open history.db. */
 export interface HistoryBoot {
-  open: (dir: string, recover?: boolean) => Promise<HistoryStore>;
+  /**
+   * Opens and checks history.db at once, and writes to it (the open's sync mark) only once `mayWrite`
+   * resolves (default: at once); if it rejects, the file is closed unchanged and the open rejects.
+   */
+  open: (dir: string, recover?: boolean, mayWrite?: Promise<void>) => Promise<HistoryStore>;
   cancel: () => Promise<void>;
 }
 
@@ -110,7 +114,7 @@ export class HistoryStore {
       worker.once('exit', (code) => reject(new Error(`the history worker exited (code ${code}) before opening ${HISTORY_FILE_NAME}`)));
     });
     failed.catch(() => {});
-    const open = async (dir: string, recover = false): Promise<HistoryStore> => {
+    const open = async (dir: string, recover = false, mayWrite = Promise.resolve()): Promise<HistoryStore> => {
       const file = path.join(dir, HISTORY_FILE_NAME);
       try {
         // Posted before the first await: the caller's schema migration then blocks this thread for a
@@ -126,6 +130,10 @@ export class HistoryStore {
           worker.on('message', onMessage);
         });
         worker.postMessage({ open: file, recover } satisfies WorkerInbound);
+        mayWrite.then(
+          () => worker.postMessage({ begin: true } satisfies WorkerInbound),
+          () => worker.postMessage({ begin: false } satisfies WorkerInbound),
+        );
         const { stats, damage, marks } = await Promise.race([ready, failed]);
         worker.removeAllListeners('error');
         worker.removeAllListeners('exit');
@@ -240,10 +248,10 @@ export class HistoryStore {
    * Replaces a damaged history.db by one rebuilt from what it still gives (history-db.ts `salvage`);
    * the new file and WAL are made private and their directory entries durable, as at open.
    */
-  async salvage(refs: BodyRef[], placeholder: string, above: number): Promise<SalvageResult> {
+  async salvage(refs: BodyRef[], placeholder: string, above: number, journaled: KeyedBody[] = []): Promise<SalvageResult> {
     this.lastKey = Math.max(this.lastKey, above);
     this.recent.clear();
-    const result = await this.call({ op: 'salvage', refs, placeholder, above });
+    const result = await this.call({ op: 'salvage', refs, placeholder, above, journaled });
     await chmod(`${this.file}-wal`, PRIVATE_FILE_MODE).catch(() => {});
     await fsyncDir(path.dirname(this.file));
     return result;
@@ -346,7 +354,7 @@ export class HistoryStore {
     return this.send({ id: this.nextId++, request });
   }
 
-  private send<T>(message: Exclude<WorkerInbound, { open: string }>): Promise<T> {
+  private send<T>(message: Exclude<WorkerInbound, { open: string } | { begin: boolean }>): Promise<T> {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise<T>((resolve, reject) => {
       this.pending.set(message.id, { resolve: resolve as (value: unknown) => void, reject });

@@ -5,13 +5,13 @@ import { closeSync, existsSync, openSync, rmSync } from 'node:fs';
 import { isMainThread, parentPort } from 'node:worker_threads';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import type { MessagePort } from 'node:worker_threads';
-import { createHistoryFile, HistoryDb } from './history-db';
+import { createHistoryFile, HistoryDb, removeBuildAside } from './history-db';
 import { CORRUPT } from './protocol';
 import { countSyncs } from './sync-count';
 import type { HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
 
 type Job = Extract<WorkerInbound, { request: HistoryRequest }>;
-type Later = Exclude<WorkerInbound, { open: string }>;
+type Later = Exclude<WorkerInbound, { open: string } | { begin: boolean }>;
 
 function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof HistoryReplies] {
   switch (request.op) {
@@ -79,8 +79,8 @@ function run(port: MessagePort, opened: HistoryDb): void {
         try {
           if (job.request.op === 'salvage') {
             // The damaged database is closed and replaced: later requests use the rebuilt one.
-            const { refs, placeholder, above } = job.request;
-            const salvaged = HistoryDb.salvage(db, refs, placeholder, above);
+            const { refs, placeholder, above, journaled } = job.request;
+            const salvaged = HistoryDb.salvage(db, refs, placeholder, above, journaled);
             db = salvaged.db;
             reply({ id: job.id, ok: true, value: salvaged.result });
             continue;
@@ -136,7 +136,11 @@ function run(port: MessagePort, opened: HistoryDb): void {
 function prepareFile(file: string): void {
   rmSync(`${file}.lock`, { recursive: true, force: true });
   if (!existsSync(file) && !existsSync(`${file}-wal`)) createHistoryFile(file, PRIVATE_FILE_MODE);
-  else closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
+  else {
+    // A build aside cut short by a crash, where the file (or its WAL) is there: litter, nothing more.
+    removeBuildAside(file);
+    closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
+  }
 }
 
 if (!isMainThread && parentPort) {
@@ -144,16 +148,33 @@ if (!isMainThread && parentPort) {
   const port = parentPort;
   port.once('message', (first: WorkerInbound) => {
     if (!('open' in first)) return;
+    const refuse = (error: string) => {
+      port.postMessage({ ready: false, error } satisfies WorkerOutbound);
+      port.close();
+    };
     let db: HistoryDb;
     try {
       prepareFile(first.open);
       db = new HistoryDb(first.open, first.recover);
     } catch (err) {
-      port.postMessage({ ready: false, error: err instanceof Error ? err.message : String(err) } satisfies WorkerOutbound);
-      port.close();
+      refuse(err instanceof Error ? err.message : String(err));
       return;
     }
-    port.postMessage({ ready: true, stats: db.stats(), damage: db.damage, marks: db.marks } satisfies WorkerOutbound);
-    run(port, db);
+    // Checked, nothing written: the open's writes wait for the word that service.db opened.
+    port.once('message', (next: WorkerInbound) => {
+      if (!('begin' in next) || !next.begin) {
+        db.close();
+        refuse(`${first.open} was closed unchanged: the store's open failed`);
+        return;
+      }
+      try {
+        db.begin();
+      } catch (err) {
+        refuse(err instanceof Error ? err.message : String(err));
+        return;
+      }
+      port.postMessage({ ready: true, stats: db.stats(), damage: db.damage, marks: db.marks } satisfies WorkerOutbound);
+      run(port, db);
+    });
   });
 }

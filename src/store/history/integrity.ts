@@ -67,6 +67,36 @@ function truncationOf(file: string, pageSize: number, pageCount: number): string
 }
 
 /**
+ * Why history.db is cut short where SQLite reads every page from the file (its WAL holds no committed
+ * frame: after a clean close it has none), read from the file's header before SQLite reads it: SQLite
+ * refuses such a file at its first read as "malformed", before `damageAtOpen` could say what it is.
+ * Null when the header's page count is not valid (an older writer) or the WAL has committed frames
+ * (SQLite then takes the size from the WAL: damageAtOpen's check).
+ */
+export function cutBeforeOpen(file: string): string | null {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return null; // no file yet: made by the open
+  }
+  try {
+    const fileBytes = statSync(file).size;
+    const header = Buffer.alloc(100);
+    if (readSync(fd, header, 0, 100, 0) < 100) return null;
+    const raw = header.readUInt16BE(16);
+    const pageSize = raw === 1 ? 65536 : raw;
+    const pageCount = header.readUInt32BE(28);
+    // The page count is valid only when written by the writer that bumped the change counter.
+    if (header.readUInt32BE(92) !== header.readUInt32BE(24) || pageSize < 512) return null;
+    if (pagesInWal(`${file}-wal`, pageSize).size > 0 || pageCount * pageSize <= fileBytes) return null;
+    return `it is ${fileBytes} bytes but its pages need ${pageCount * pageSize}: it was cut short`;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
  * Why history.db, just opened as `db` (nothing written yet), is damaged, or null: its size against its
  * pages, damage a read met before (noted in history_meta), then its newest bodies read whole. Its cost does not grow with the file (bench/history.ts).
  */

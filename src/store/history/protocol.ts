@@ -122,7 +122,8 @@ export type HistoryRequest =
   | { op: 'sync' }
   | { op: 'get'; keys: number[] }
   | { op: 'fill'; bodies: KeyedBody[]; above: number }
-  | { op: 'salvage'; refs: BodyRef[]; placeholder: string; above: number }
+  /** `journaled`: bodies the journal still holds, for those the damaged file cannot give. */
+  | { op: 'salvage'; refs: BodyRef[]; placeholder: string; above: number; journaled: KeyedBody[] }
   | { op: 'keys'; from: number; to: number }
   | { op: 'remove'; keys: number[] }
   | { op: 'cut'; keys: number[]; keepChars: number; note: string }
@@ -160,8 +161,12 @@ export interface HistoryReplies {
   coldCut: ColdCutResult;
 }
 
-/** `open` comes first: the worker starts (and compiles SQLite) while the main thread loads sql.js. */
-export type WorkerInbound = { open: string; recover: boolean } | { id: number; request: HistoryRequest } | { id: number; close: true };
+/**
+ * `open` comes first: the worker starts (and compiles SQLite) while the main thread loads sql.js, and
+ * opens and checks the file without writing to it. `begin` follows once the data directory may be
+ * changed (service.db opened): true makes the open's writes and answers `ready`, false closes the file.
+ */
+export type WorkerInbound = { open: string; recover: boolean } | { begin: boolean } | { id: number; request: HistoryRequest } | { id: number; close: true };
 
 export type WorkerOutbound =
   | { ready: true; stats: HistoryStats; damage: string | null; marks: SyncMarks }

@@ -58,9 +58,14 @@ export class ConnectionGate {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
 
-  /** `refuses`: whether a connection from this address is closed unread (it counts the refusal itself). */
+  /**
+   * `refuses`: whether a connection from this address is closed unread (it counts the refusal itself).
+   * `reading`: called once for a connection let in, just before it is resumed (the server sets up its
+   * HTTP parsing there, so a connection refused or still waiting costs none).
+   */
   constructor(
     private readonly refuses: (remoteAddress: string) => boolean = () => false,
+    private readonly reading: (socket: Socket) => void = () => undefined,
     private readonly now: () => number = () => performance.now(),
   ) {}
 
@@ -162,6 +167,7 @@ export class ConnectionGate {
     this.opening.set(socket, address);
     this.fresh.set(socket, this.now());
     socket.once('close', () => this.opened(socket));
+    this.reading(socket);
     socket.resume();
   }
 

@@ -45,11 +45,15 @@ export function healthRoute(startedAt: number, health: () => Promise<Health>): M
   ]);
 }
 
+/** The keys of coreRoutes: known before the store opens, so that any other path need not wait for it (service.ts). */
+export const CORE_ROUTE_KEYS = ['POST /auth', 'POST /ws/register'] as const;
+
 /** The routes that need the store (they wait for its open: see service.ts). */
 export function coreRoutes(deps: RouteDeps): Map<string, RouteHandler> {
   const routes = new Map<string, RouteHandler>();
 
-  routes.set('POST /auth', async (req, res) => {
+  const [authKey, registerKey] = CORE_ROUTE_KEYS;
+  routes.set(authKey, async (req, res) => {
     try {
       deps.auth.refuseEarly(clientAddress(req));
     } catch (error) {
@@ -64,7 +68,7 @@ export function coreRoutes(deps: RouteDeps): Map<string, RouteHandler> {
     sendEnvelope(res, ok(session));
   });
 
-  routes.set('POST /ws/register', async (req, res) => {
+  routes.set(registerKey, async (req, res) => {
     // A registered key opens the relay tunnel to this machine and replaces the device's previous one: the owner's call.
     requireOwnerBearer(req, deps.auth, 'registering a device key');
     const { value } = await readJsonBody(req);

@@ -1,0 +1,188 @@
+// Issue 25: a conversation's events go to its sender at once, and to its followers once the turn of the
+// event loop is done, all of that turn's events together, in an order of followers that starts one
+// further each time (commands/conversation-feed.ts deliver: each follower's frame waits for the kernel
+// writes of those before it, so no follower is always the last of a hundred, and the sender's next
+// piece does not wait for the fan-out of the last one). Whatever the order, each follower receives every
+// event once, in order: when a follower leaves in the middle of a delivery, and when one joins with a
+// replay while events are still on their way to the others.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ConversationFeeds, type FeedEvent } from '../../src/commands/conversation-feed';
+import type { ClientSession } from '../../src/commands/session';
+import type { ServiceEvent } from '../../src/protocol';
+
+/** Which session received which event, in the order they were sent, across every session. */
+type Delivery = [name: string, seq: number, id: unknown];
+
+function client(name: string, log: Delivery[], onEvent?: (event: ServiceEvent) => void): ClientSession & { received: ServiceEvent[] } {
+  const received: ServiceEvent[] = [];
+  return {
+    id: name,
+    source: { kind: 'lan' },
+    canAnswerPermissions: true,
+    received,
+    send: (event) => {
+      received.push(event);
+      log.push([name, (event as { seq: number }).seq, (event as { id?: unknown }).id]);
+      onEvent?.(event);
+    },
+  };
+}
+
+/** The followers' part of what was published so far has been sent (it goes after this turn of the loop). */
+const delivered = () => new Promise((resolve) => setImmediate(resolve));
+const delta = (conversationId: string, text: string): FeedEvent => ({ event: 'chat.delta', conversation_id: conversationId, delta: text });
+const seqs = (events: ServiceEvent[]) => events.map((e) => (e as { seq: number }).seq);
+const texts = (events: ServiceEvent[]) => events.map((e) => (e as { delta: string }).delta).join('');
+
+test('the sender first, then the followers starting one further each time: each is first equally often and gets every event once, in order', async () => {
+  const feeds = new ConversationFeeds();
+  const log: Delivery[] = [];
+  const sender = client('sender', log);
+  const followers = ['a', 'b', 'c', 'd'].map((name) => client(name, log));
+  feeds.follow(sender, 'c1', undefined, false);
+  for (const follower of followers) feeds.follow(follower, 'c1');
+  const origin = { sessionId: 'sender', requestId: 'r1' };
+  const published: number[] = [];
+  for (let i = 0; i < 8; i += 1) {
+    published.push(feeds.publish(delta('c1', `p${i} `), { origin }).seq!);
+    await delivered();
+  }
+
+  const firsts = new Map<string, number>();
+  for (const seq of published) {
+    const order = log.filter(([, s]) => s === seq).map(([name]) => name);
+    assert.equal(order[0], 'sender', `the sender is written to first (${seq})`);
+    assert.deepEqual([...order.slice(1)].sort(), ['a', 'b', 'c', 'd'], 'every follower once');
+    firsts.set(order[1]!, (firsts.get(order[1]!) ?? 0) + 1);
+  }
+  assert.deepEqual([...firsts.entries()].sort(), [
+    ['a', 2],
+    ['b', 2],
+    ['c', 2],
+    ['d', 2],
+  ]);
+  // The sender's copies carry its request id, the followers' do not.
+  assert.ok(log.every(([name, , id]) => (name === 'sender' ? id === 'r1' : id === undefined)));
+  for (const session of [sender, ...followers]) {
+    assert.deepEqual(seqs(session.received), published, `${session.id}: each event once, in order`);
+    assert.equal(texts(session.received), 'p0 p1 p2 p3 p4 p5 p6 p7 ');
+  }
+});
+
+test('a follower that leaves during a delivery hears nothing more; the others still get every event once, in order', async () => {
+  const feeds = new ConversationFeeds();
+  const log: Delivery[] = [];
+  let leaving: ClientSession | undefined;
+  // `b` closes itself on the third event (its credential gone, as client-connection does) and makes
+  // `c` leave with it, whether `c` was written to before `b` in that delivery or not.
+  const followers: ClientSession[] = [];
+  const c = client('c', log);
+  const b = client('b', log, (event) => {
+    if ((event as { delta: string }).delta !== 'p2 ') return;
+    leaving = b;
+    feeds.leave(b);
+    feeds.leave(c);
+  });
+  followers.push(client('a', log), b, c, client('d', log));
+  for (const follower of followers) feeds.follow(follower, 'c1');
+  const published: number[] = [];
+  for (let i = 0; i < 6; i += 1) {
+    published.push(feeds.publish(delta('c1', `p${i} `)).seq!);
+    await delivered();
+  }
+
+  assert.equal(leaving, b);
+  for (const [name, follower] of [
+    ['a', followers[0]!],
+    ['d', followers[3]!],
+  ] as const)
+    assert.deepEqual(seqs((follower as unknown as { received: ServiceEvent[] }).received), published, `${name}: every event once, in order`);
+  assert.deepEqual(seqs((b as unknown as { received: ServiceEvent[] }).received), published.slice(0, 3), 'b: up to the event it left on');
+  const cGot = seqs((c as unknown as { received: ServiceEvent[] }).received);
+  assert.ok(cGot.length === 2 || cGot.length === 3, `c: nothing after the delivery it left in (${cGot.length})`);
+  assert.deepEqual(cGot, published.slice(0, cGot.length), 'c: what it got, in order, no gap');
+});
+
+test('a follower joining mid-turn with a replay gets each event once, in order, even while events are on their way to the others', async () => {
+  const feeds = new ConversationFeeds();
+  const log: Delivery[] = [];
+  const first = [client('a', log), client('b', log)];
+  for (const follower of first) feeds.follow(follower, 'c1');
+  const user: FeedEvent = { event: 'chat.message', conversation_id: 'c1', message: { id: 'm1', role: 'user', content: 'go', timestamp: new Date(0).toISOString() } };
+  const published = [feeds.publish(user).seq!];
+  for (let i = 0; i < 3; i += 1) published.push(feeds.publish(delta('c1', `p${i} `)).seq!);
+
+  // The first events are not sent to `a` and `b` yet when the two join (in the same turn of the loop).
+  assert.deepEqual(seqs(first[0]!.received), []);
+  const late = client('late', log);
+  const fromStart = client('replayed', log);
+  // Without after_seq: the running turn so far; with it: what came after the number it names.
+  feeds.follow(late, 'c1');
+  feeds.follow(fromStart, 'c1', published[1]);
+  for (let i = 3; i < 9; i += 1) {
+    published.push(feeds.publish(delta('c1', `p${i} `)).seq!);
+    await delivered();
+  }
+  feeds.publish({ event: 'turn.ended', conversation_id: 'c1', source: 'ws', outcome: 'answered' });
+  await delivered();
+
+  const all = [...published, published.at(-1)! + 1];
+  for (const session of [...first, late]) assert.deepEqual(seqs(session.received), all, `${session.id}: the whole turn once, in order`);
+  assert.deepEqual(seqs(fromStart.received), all.slice(2), 'replayed: from after the number it named, once, in order');
+  // The live events after the join went to the four followers, each of them first in turn.
+  const firsts = new Set(published.slice(4).map((seq) => log.find(([, s]) => s === seq)![0]));
+  assert.deepEqual([...firsts].sort(), ['a', 'b', 'late', 'replayed']);
+});
+
+test('the events of one turn of the loop reach the sender at once, then each follower together, in order', async () => {
+  const feeds = new ConversationFeeds();
+  const log: Delivery[] = [];
+  const sender = client('sender', log);
+  const followers = ['a', 'b', 'c'].map((name) => client(name, log));
+  feeds.follow(sender, 'c1', undefined, false);
+  for (const follower of followers) feeds.follow(follower, 'c1');
+  const origin = { sessionId: 'sender', requestId: 'r1' };
+  // Three pieces of one provider read, published one after the other in one run.
+  const published = [0, 1, 2].map((i) => feeds.publish(delta('c1', `p${i} `), { origin }).seq!);
+  assert.deepEqual(seqs(sender.received), published, 'the sender has every piece before any follower is written to');
+  assert.ok(followers.every((f) => f.received.length === 0));
+  await delivered();
+  // Each follower's pieces one after the other (a single write to its socket), in order.
+  const names = log.slice(3).map(([name]) => name);
+  assert.deepEqual(
+    names,
+    [...new Set(names)].flatMap((n) => [n, n, n]),
+  );
+  assert.equal(new Set(names).size, 3);
+  for (const follower of followers) {
+    assert.deepEqual(seqs(follower.received), published, `${follower.id}: once, in order`);
+    assert.equal(texts(follower.received), 'p0 p1 p2 ');
+  }
+  // One that unfollows before its turn comes hears nothing of what was on its way.
+  feeds.publish(delta('c1', 'p3 '), { origin });
+  feeds.unfollow(followers[0]!, 'c1');
+  await delivered();
+  assert.equal(followers[0]!.received.length, 3);
+  assert.equal(followers[1]!.received.length, 4);
+});
+
+test('an event published while the followers are being sent to (by a session closing) reaches them on the next turn', async () => {
+  const feeds = new ConversationFeeds();
+  const log: Delivery[] = [];
+  const a = client('a', log, (event) => {
+    // a's client is gone: closing it publishes an event to another conversation b also follows, and to this one.
+    if ((event as { delta?: string }).delta !== 'p0 ') return;
+    feeds.publish(delta('c2', 'other '));
+    feeds.publish(delta('c1', 'p1 '));
+  });
+  const b = client('b', log);
+  for (const session of [a, b]) feeds.follow(session, 'c1');
+  feeds.follow(b, 'c2');
+  feeds.publish(delta('c1', 'p0 '));
+  await delivered();
+  await delivered();
+  assert.equal(texts(b.received.filter((e) => (e as FeedEvent).conversation_id === 'c1')), 'p0 p1 ');
+  assert.equal(texts(b.received.filter((e) => (e as FeedEvent).conversation_id === 'c2')), 'other ');
+  assert.equal(texts(a.received), 'p0 p1 ');
+});

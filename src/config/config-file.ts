@@ -205,7 +205,9 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
     this.debounce = setTimeout(() => {
       this.debounce = undefined;
       if (!this.watcher) return;
-      this.enqueue(() => this.reloadFromDisk()).catch((error) => this.logger.error('config.reload_failed', { file: this.path, error }));
+      void this.changedOnDisk().then((changed) => {
+        if (changed) this.enqueue(() => this.reloadFromDisk()).catch((error) => this.logger.error('config.reload_failed', { file: this.path, error }));
+      });
     }, this.debounceMs);
     this.debounce.unref();
   }
@@ -219,6 +221,20 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
     const run = this.queue.then(locked, locked);
     this.queue = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * Whether service.json may differ from what was last read or written, read without the lock (writes
+   * rename a whole file over it: this sees the old text or the new one). An event that changed nothing
+   * (the store's open making a 0644 service.json private: a chmod) then takes no lock; a write that
+   * lands after this read raises its own event.
+   */
+  private async changedOnDisk(): Promise<boolean> {
+    try {
+      return (await readTextOrNull(this.path)) !== this.diskText || this.invalidText !== null;
+    } catch {
+      return true; // reloadFromDisk reports it
+    }
   }
 
   private async reloadFromDisk(): Promise<void> {

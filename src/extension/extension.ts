@@ -209,14 +209,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   );
 
   if (autoStart) {
-    await hosting.start();
-    if (readSettings().lanAccess && hosting.service && (await applyLanAccess(hosting.service, true).catch(() => false))) {
-      // Listening on loopback only was not yet what the settings ask for: activation ends on the LAN.
-      activationMs = undefined;
-      await hosting.restart();
-    }
+    // Activation ends once the service listens (or this window attached): VS Code's own activation
+    // figure then leaves out the store's open. The palette's commands and the chat view wait for the
+    // open in the service (bounded); a failed open still shows as the error state (Hosting's `whole`).
+    const { serving, whole } = hosting.begin();
+    await serving;
     activated();
     log(`activated in ${activationMs} ms (${hosting.state.state}${serviceMs === undefined ? '' : `; the service's lock and listen ${serviceMs} ms of it`})`);
+    void whole.then(async () => {
+      // Not after deactivate(): a restart would host again.
+      const current = () => active?.hosting === hosting && hosting.service;
+      if (readSettings().lanAccess && current() && (await applyLanAccess(hosting.service!, true).catch(() => false)) && current()) {
+        // Listening on loopback only was not yet what the settings ask for: the service moves to the LAN.
+        log('lanAccess: restarting the service on every interface');
+        await hosting.restart();
+      }
+    });
   } else {
     statusBar.update({ state: 'stopped' });
   }

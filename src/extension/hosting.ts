@@ -73,6 +73,29 @@ export class Hosting extends EventEmitter<HostingEvents> {
     return this.serial(() => this.attempt());
   }
 
+  /**
+   * start(), told in two steps: `serving` resolves with the first state this window reaches (listening,
+   * attached, waiting, port busy, or an error) without waiting for the store's open; `whole` is start()'s
+   * own promise, once the store is open (or the open failed: the error state, shown as before). The
+   * editor's activation ends at `serving`: its commands wait for the open in the service.
+   */
+  begin(): { serving: Promise<HostingState>; whole: Promise<HostingState> } {
+    const whole = this.start();
+    const serving = new Promise<HostingState>((resolve, reject) => {
+      const reached = (state: HostingState) => {
+        if (state.state === 'starting') return;
+        this.off('state', reached);
+        resolve(state);
+      };
+      this.on('state', reached);
+      whole.then(reached, (error: unknown) => {
+        this.off('state', reached);
+        reject(error as Error);
+      });
+    });
+    return { serving, whole };
+  }
+
   /** Stops the service (bounded by the deactivate budget) or detaches, and stops retrying. */
   stop(): Promise<void> {
     this.running = false;

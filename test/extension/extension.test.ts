@@ -1,6 +1,6 @@
 // The extension host side with a double of `vscode` and the real Service (temp dirs, loopback).
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
@@ -312,13 +312,11 @@ describe('providers and connection info', () => {
     assert.equal(api.hosting.service!.config.current.provider, 'openai', 'the user choice stays');
   });
 
-  test('the service opens while SecretStorage answers, and takes commands only once the keys are in', async () => {
-    // SecretStorage is a round trip to the workbench: held here until the service's open has begun.
+  test('activate() returns once the service listens; the keys and the store follow, and a command waits for them', async () => {
+    // SecretStorage is a round trip to the workbench: held here, so the service cannot be whole yet.
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    let dataDir = '';
     const activating = activateWindow({}, { 'remoteAssistant.port': 0 }, (context) => {
-      dataDir = context.globalStorageUri.fsPath;
       context.secrets.values.set('remoteAssistant.apiKey.openai', SECRET_KEY);
       const get = context.secrets.get.bind(context.secrets);
       context.secrets.get = async (key: string) => {
@@ -328,13 +326,32 @@ describe('providers and connection info', () => {
     });
     let activated = false;
     void activating.then(() => (activated = true));
-    // The store's lock is taken by the service's open: it did not wait for the keys.
-    await waitFor(() => dataDir !== '' && existsSync(join(dataDir, 'service.lock')), 'the service to open while the keys are read', 20_000, 10);
-    assert.equal(activated, false, 'activation waits for the keys');
+    // Before, activate() awaited the service's whole open (keys included): it never returned while held.
+    await waitFor(() => activated, 'activate() to return while the keys are still read', 20_000, 10);
+    const { api, dataDir } = await activating;
+    const port = portOf(api);
+    let whole = false;
+    void api.hosting.service!.ready.then(() => (whole = true));
+    assert.equal(whole, false, 'the service is not whole while the keys are read');
+    assert.ok(!existsSync(join(dataDir, 'editor-host.json')), 'the other windows are told only once the service is whole');
+    // A command sent now (the palette's, a client's) waits for the open rather than failing.
+    const answer = client(port).then((c) => c.request({ type: 'get_config' }));
     release();
-    const { api } = await activating;
-    portOf(api);
+    assert.equal((await answer).status, 'ok');
     assert.equal(api.apiKeys.get('openai'), SECRET_KEY, 'the key is in before the first command');
+    await waitFor(() => existsSync(join(dataDir, 'editor-host.json')), 'editor-host.json once whole');
+  });
+
+  test('a store that cannot open: activate() returns and the window shows the open error as before', async () => {
+    const { api, dataDir } = await activateWindow({}, { 'remoteAssistant.port': 0 }, (context) => {
+      writeFileSync(join(context.globalStorageUri.fsPath, 'service.db'), 'not a database at all');
+    });
+    await waitFor(() => api.hosting.state.state === 'error', 'the error state');
+    assert.match((api.hosting.state as { detail: string }).detail, /is not a readable database/);
+    assert.match(testing.statusBarItems[0].tooltip, /is not a readable database/);
+    assert.ok(testing.outputLines.some((l) => /service could not open: .*is not a readable database/.test(l)));
+    assert.equal(api.hosting.service, undefined);
+    assert.ok(!existsSync(join(dataDir, 'editor-host.json')));
   });
 
   test('a configured key keeps the configured provider', async () => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { watch } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -387,6 +388,34 @@ describe('ConfigFile.edit', () => {
 });
 
 describe('ConfigFile.watch', () => {
+  test("an event that changed nothing (the store's open making service.json private) takes no lock; a hand edit still does", async () => {
+    const dir = await dirWith({ auth_token: TOKEN, model: 'good' });
+    await chmod(join(dir, CONFIG_FILE_NAME), 0o644);
+    const file = await load(dir, 0);
+    const { changes } = recordEvents(file);
+    const seen: string[] = [];
+    const watcher = watch(dir, (_event, name) => name && seen.push(name));
+    try {
+      file.watch();
+      await chmod(join(dir, CONFIG_FILE_NAME), 0o600);
+      await waitFor(() => seen.includes(CONFIG_FILE_NAME), 'the chmod event');
+      // The reload it scheduled (no debounce here) has run or not by now; the edit's event comes after it.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await writeFile(join(dir, 'edit.swp'), JSON.stringify({ auth_token: TOKEN, model: 'edited' }));
+      await rename(join(dir, 'edit.swp'), join(dir, CONFIG_FILE_NAME));
+      await waitFor(() => changes.length > 0, 'the hand edit applied');
+      await file.close();
+      await writeFile(join(dir, 'marker'), '');
+      await waitFor(() => seen.includes('marker'), 'every earlier event delivered');
+      // Before, the chmod's event reloaded under the lock too (2).
+      // Each time the lock is taken, its own temporary file (a new name) comes and goes: the edit's only.
+      const locks = new Set(seen.filter((n) => /^service\.json\.lock\..*\.tmp$/.test(n)));
+      assert.equal(locks.size, 1, seen.join(' '));
+    } finally {
+      watcher.close();
+    }
+  });
+
   test('a valid hand edit is applied and reported with the changed fields', async () => {
     const dir = await dirWith({ ...objectForm, auth_token: TOKEN });
     const file = await load(dir);

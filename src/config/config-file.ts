@@ -206,7 +206,8 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
       this.debounce = undefined;
       if (!this.watcher) return;
       void this.changedOnDisk().then((changed) => {
-        if (changed) this.enqueue(() => this.reloadFromDisk()).catch((error) => this.logger.error('config.reload_failed', { file: this.path, error }));
+        // Closed while it read: a reload now would take the lock after the data directory was let go.
+        if (changed && this.watcher) this.enqueue(() => this.reloadFromDisk()).catch((error) => this.logger.error('config.reload_failed', { file: this.path, error }));
       });
     }, this.debounceMs);
     this.debounce.unref();
@@ -231,7 +232,8 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
    */
   private async changedOnDisk(): Promise<boolean> {
     try {
-      return (await readTextOrNull(this.path)) !== this.diskText || this.invalidText !== null;
+      // A file reported missing is reloaded when it comes back, even as it was (its next deletion is reported).
+      return (await readTextOrNull(this.path)) !== this.diskText || this.invalidText !== null || this.missingReported;
     } catch {
       return true; // reloadFromDisk reports it
     }

@@ -56,7 +56,7 @@ export const MAX_GIT_STATUS_FOLDERS = 64;
 export class GitStatusCache {
   private readonly entries = new Map<string, { watch: PlacesWatch | undefined; generation: number; at: number; summary: GitSummary | undefined }>();
   /** The asks under way: a turn sent while the warm-up's ask runs waits for its answer rather than starting another git. */
-  private readonly asking = new Map<string, { generation: number; summary: Promise<GitSummary | undefined> }>();
+  private readonly asking = new Map<string, { generation: number; watch: ReturnType<typeof gitStateWatch>; summary: Promise<GitSummary | undefined> }>();
   private generation = 0;
 
   constructor(private readonly ask: (folder: string) => Promise<GitSummary | undefined> = gitSummary) {}
@@ -78,12 +78,16 @@ export class GitStatusCache {
       }
     }
     const pending = this.asking.get(folder);
-    if (pending && pending.generation === this.generation) return pending.summary;
+    if (pending && pending.generation === this.generation && !pending.watch?.changed) {
+      // Joined only while HEAD and the index are as when that ask began (a checkout meanwhile: ask again).
+      await nextCheckPhase();
+      if (!pending.watch?.changed) return pending.summary;
+    }
     cached?.watch?.close();
     // Watched before git is asked: a change while it runs makes the answer one to ask again.
     const watch = gitStateWatch(folder);
     const generation = this.generation;
-    const asked = { generation, summary: this.ask(folder) };
+    const asked = { generation, watch, summary: this.ask(folder) };
     this.asking.set(folder, asked);
     let summary: GitSummary | undefined;
     try {

@@ -12,44 +12,38 @@ import { tempDir } from '../helpers/temp';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-test('a turn asking after a checkout does not join the ask started before it', async (t) => {
+/** A new repository and a cache whose git asks wait for the test to answer them. */
+async function pendingAsks(t: { after: (fn: () => Promise<void>) => void }) {
   const { dir: repo, cleanup } = await tempDir('ra-git-join-');
   t.after(cleanup);
   execFileSync('git', ['init', '-q', '-b', 'main', repo]);
-  let asked = 0;
   const answers: ((summary: GitSummary) => void)[] = [];
-  const cache = new GitStatusCache(() => {
-    asked += 1;
-    return new Promise<GitSummary>((resolve) => answers.push(resolve));
-  });
+  const cache = new GitStatusCache(() => new Promise<GitSummary>((resolve) => answers.push(resolve)));
+  return { repo, cache, answers, asked: () => answers.length };
+}
+
+test('a turn asking after a checkout does not join the ask started before it', async (t) => {
+  const { repo, cache, answers, asked } = await pendingAsks(t);
   const warm = cache.summary(repo);
   await sleep(50);
   await writeFile(join(repo, '.git', 'HEAD'), 'ref: refs/heads/other\n');
-  for (let i = 0; i < 100 && asked < 2; i += 1) {
+  for (let i = 0; i < 100 && asked() < 2; i += 1) {
     void cache.summary(repo);
     await sleep(20);
-    if (asked >= 2) break;
+    if (asked() >= 2) break;
   }
-  assert.equal(asked, 2, 'the ask after the checkout ran its own git');
+  assert.equal(asked(), 2, 'the ask after the checkout ran its own git');
   for (const answer of answers) answer({ branch: 'x' } as GitSummary);
   await warm;
 });
 
 test('a turn asking while the same state is being asked shares that one git', async (t) => {
-  const { dir: repo, cleanup } = await tempDir('ra-git-join-');
-  t.after(cleanup);
-  execFileSync('git', ['init', '-q', '-b', 'main', repo]);
-  let asked = 0;
-  const answers: ((summary: GitSummary) => void)[] = [];
-  const cache = new GitStatusCache(() => {
-    asked += 1;
-    return new Promise<GitSummary>((resolve) => answers.push(resolve));
-  });
+  const { repo, cache, answers, asked } = await pendingAsks(t);
   const warm = cache.summary(repo);
   await sleep(50);
   const turn = cache.summary(repo);
   await sleep(50);
-  assert.equal(asked, 1);
+  assert.equal(asked(), 1);
   answers[0]!({ branch: 'main' } as GitSummary);
   assert.deepEqual(await turn, await warm);
 });

@@ -11,9 +11,19 @@ import { captureLogger } from '../helpers/store-utils';
 
 const UPGRADE = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`;
 
-function server(loginRefusedFor?: () => number): HttpServer {
-  const { logger } = captureLogger();
-  return new HttpServer({ router: () => async (_req, res) => void res.end('ok'), allowed: () => () => true, onWebSocket: (ws) => ws.close(), loginRefusedFor, logger });
+/** Runs `check` against a server refusing each way: another path (404), a locked address (429 on /ws). */
+async function eachRefusal(check: (port: number, path: string, locked: boolean) => Promise<void>): Promise<void> {
+  for (const locked of [false, true]) {
+    const { logger } = captureLogger();
+    const loginRefusedFor = locked ? () => 60 : undefined;
+    const srv = new HttpServer({ router: () => async (_req, res) => void res.end('ok'), allowed: () => () => true, onWebSocket: (ws) => ws.close(), loginRefusedFor, logger });
+    const { port } = await srv.listen(0, '127.0.0.1');
+    try {
+      await check(port, locked ? '/ws' : '/nope', locked);
+    } finally {
+      await srv.close();
+    }
+  }
 }
 
 test('an upgrade refused on its raw socket, reset by the client at once, does not end the process', { timeout: 60_000 }, async (t) => {
@@ -21,32 +31,23 @@ test('an upgrade refused on its raw socket, reset by the client at once, does no
   const onUncaught = (error: Error) => void uncaught.push(error);
   process.on('uncaughtException', onUncaught);
   t.after(() => process.off('uncaughtException', onUncaught));
-  for (const [path, refusal] of [
-    ['/nope', undefined],
-    ['/ws', () => 60],
-  ] as const) {
-    const srv = server(refusal);
-    const { port } = await srv.listen(0, '127.0.0.1');
-    try {
-      for (let round = 0; round < 150 && uncaught.length === 0; round += 1) {
-        await Promise.all(
-          Array.from(
-            { length: 4 },
-            () =>
-              new Promise<void>((resolve) => {
-                const client = connect({ port, host: '127.0.0.1' });
-                client.on('error', () => undefined);
-                client.on('close', () => resolve());
-                client.on('connect', () => client.write(UPGRADE(path), () => client.resetAndDestroy()));
-              }),
-          ),
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    } finally {
-      await srv.close();
+  await eachRefusal(async (port, path) => {
+    for (let round = 0; round < 150 && uncaught.length === 0; round += 1) {
+      await Promise.all(
+        Array.from(
+          { length: 4 },
+          () =>
+            new Promise<void>((resolve) => {
+              const client = connect({ port, host: '127.0.0.1' });
+              client.on('error', () => undefined);
+              client.on('close', () => resolve());
+              client.on('connect', () => client.write(UPGRADE(path), () => client.resetAndDestroy()));
+            }),
+        ),
+      );
     }
-  }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  });
   assert.deepEqual(
     uncaught.map((e) => e.message),
     [],
@@ -54,12 +55,7 @@ test('an upgrade refused on its raw socket, reset by the client at once, does no
 });
 
 test('an upgrade refused on its raw socket is closed by the service even when the client keeps its side open', { timeout: 30_000 }, async () => {
-  for (const [path, refusal] of [
-    ['/nope', undefined],
-    ['/ws', () => 60],
-  ] as const) {
-    const srv = server(refusal);
-    const { port } = await srv.listen(0, '127.0.0.1');
+  await eachRefusal(async (port, path, locked) => {
     const clients: Socket[] = [];
     try {
       const answers = await Promise.all(
@@ -78,7 +74,7 @@ test('an upgrade refused on its raw socket is closed by the service even when th
             }),
         ),
       );
-      for (const answer of answers) assert.match(answer, refusal ? /^HTTP\/1\.1 429/ : /^HTTP\/1\.1 404/);
+      for (const answer of answers) assert.match(answer, locked ? /^HTTP\/1\.1 429/ : /^HTTP\/1\.1 404/);
       // Their places at the gate are free again: a ninth request from the address is answered.
       const ninth = await new Promise<string>((resolve) => {
         const client = connect({ port, host: '127.0.0.1' });
@@ -92,7 +88,6 @@ test('an upgrade refused on its raw socket is closed by the service even when th
       assert.match(ninth, /^HTTP\/1\.1 200/);
     } finally {
       for (const client of clients) client.destroy();
-      await srv.close();
     }
-  }
+  });
 });

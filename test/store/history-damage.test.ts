@@ -78,9 +78,10 @@ test(
   },
 );
 
-test('history.db cut short after a clean close (no WAL): refused naming --recover (not "malformed"); `recover` rebuilds it from the pages it still has', { timeout: 90_000 }, async (t) => {
+/** A store of 60 bulky messages closed cleanly, its history.db then cut to `cutTo(size)` bytes. */
+async function closedAndCut(t: Parameters<typeof withDir>[0], cutTo: (size: number) => number): Promise<string> {
   const dir = await withDir(t);
-  let store = await openStore(dir);
+  const store = await openStore(dir);
   await conversation(store, 'c');
   for (let i = 0; i < 60; i++) await store.messages.append(message('c', `m${i}`, bulkyContent(i), i));
   await store.close();
@@ -88,10 +89,15 @@ test('history.db cut short after a clean close (no WAL): refused naming --recove
   // whose header still counts the pages cut off (SQLite itself refuses it at the first read).
   const file = path.join(dir, HISTORY_FILE_NAME);
   assert.equal((await readdir(dir)).includes(`${HISTORY_FILE_NAME}-wal`), false);
-  const { size } = await stat(file);
   const fh = await openFile(file, 'r+');
-  await fh.truncate(Math.floor(size / 2 / 4096) * 4096);
+  await fh.truncate(cutTo((await stat(file)).size));
   await fh.close();
+  return dir;
+}
+
+test('history.db cut short after a clean close (no WAL): refused naming --recover (not "malformed"); `recover` rebuilds it from the pages it still has', { timeout: 90_000 }, async (t) => {
+  const dir = await closedAndCut(t, (size) => Math.floor(size / 2 / 4096) * 4096);
+  let store: Awaited<ReturnType<typeof openStore>>;
 
   await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\).*serve --recover/s);
   store = await openStore(dir, { recover: true });
@@ -139,15 +145,8 @@ test('`recover` of a damaged history.db takes the bodies its journal still holds
 
 for (const cutTo of [50, 4096, 8192]) {
   test(`history.db cut to ${cutTo} bytes after a clean close: refused naming --recover; \`recover\` rebuilds it (the journal's bodies kept)`, { timeout: 90_000 }, async (t) => {
-    const dir = await withDir(t);
-    let store = await openStore(dir);
-    await conversation(store, 'c');
-    for (let i = 0; i < 60; i++) await store.messages.append(message('c', `m${i}`, bulkyContent(i), i));
-    await store.close();
-    const file = path.join(dir, HISTORY_FILE_NAME);
-    const fh = await openFile(file, 'r+');
-    await fh.truncate(cutTo);
-    await fh.close();
+    const dir = await closedAndCut(t, () => cutTo);
+    let store: Awaited<ReturnType<typeof openStore>>;
 
     await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\).*serve --recover/s);
     store = await openStore(dir, { recover: true });

@@ -53,6 +53,7 @@ const runs = new Map();
 const send = (message) => process.connected && process.send(message);
 process.on('message', (m) => {
   if (m.kill !== undefined) return void runs.get(m.kill)?.kill('SIGTERM');
+  if (m.ping !== undefined) return void send({ id: 0, pong: m.ping });
   let child;
   try {
     child = spawn('git', m.args, { env: m.env, windowsHide: true, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -91,13 +92,25 @@ const KILL_ANSWER_MS = 5_000;
 const STARTER_TRIES = 3;
 const STARTER_RETRY_MS = 60_000;
 
-type Reply = { ready?: true; id: number; pid?: number; out?: Uint8Array; err?: Uint8Array; code?: number | null; signal?: NodeJS.Signals | null; error?: { code?: string; message: string } };
+type Reply = {
+  ready?: true;
+  pong?: number;
+  id: number;
+  pid?: number;
+  out?: Uint8Array;
+  err?: Uint8Array;
+  code?: number | null;
+  signal?: NodeJS.Signals | null;
+  error?: { code?: string; message: string };
+};
 
 /** The starter process and the runs it has been asked for. */
 class Starter {
   private readonly runs = new Map<number, GitRunHandlers>();
   /** The git of each run, once the starter said it started one. */
   private readonly pids = new Map<number, number>();
+  /** Pings sent to the starter and what to do when it answers. */
+  private readonly pongs = new Map<number, () => void>();
   private next = 0;
   /**
    * Runs asked for before the starter said it was ready: held here, not sent, and sent once it is ready;
@@ -162,14 +175,33 @@ class Starter {
       return void queueMicrotask(() => handlers.onClose(null, 'SIGTERM'));
     }
     if (this.child.connected) this.child.send({ kill: id });
-    // A starter that does not answer (stopped, hung) would leave the run open for ever.
+    // A starter that does not answer (stopped, hung) would leave the run open for ever. But a git whose
+    // pipes a child of its own holds (a hook's, ssh's) closes only when that child ends, long after the
+    // git was ended and reaped: the starter is asked whether it is alive before anything is killed.
     setTimeout(() => {
       if (!this.runs.has(id) || this.ended) return;
-      const pid = this.pids.get(id);
-      if (pid !== undefined) killQuietly(pid, 'SIGTERM');
-      this.child.kill('SIGKILL');
-      this.gone();
+      const ping = (this.next += 1);
+      this.pongs.set(ping, () => this.settleKilled(id));
+      if (this.child.connected) this.child.send({ ping });
+      setTimeout(() => {
+        if (!this.pongs.delete(ping) || !this.runs.has(id) || this.ended) return;
+        // Hung: it cannot have reaped its git, so the pid is still that git's.
+        const pid = this.pids.get(id);
+        if (pid !== undefined) killQuietly(pid, 'SIGTERM');
+        this.child.kill('SIGKILL');
+        this.gone();
+      }, KILL_ANSWER_MS).unref();
     }, KILL_ANSWER_MS).unref();
+  }
+
+  /** A killed run whose close does not come (its pipes held): ended for the caller; its late replies are dropped. */
+  private settleKilled(id: number): void {
+    const handlers = this.runs.get(id);
+    if (!handlers) return;
+    this.runs.delete(id);
+    this.pids.delete(id);
+    handlers.onClose(null, 'SIGTERM');
+    this.idle();
   }
 
   private reply(reply: Reply): void {
@@ -180,6 +212,11 @@ class Starter {
       this.waiting.clear();
       this.markReady();
       return;
+    }
+    if (reply.pong !== undefined) {
+      const answered = this.pongs.get(reply.pong);
+      this.pongs.delete(reply.pong);
+      return answered?.();
     }
     const handlers = this.runs.get(reply.id);
     if (!handlers) return;

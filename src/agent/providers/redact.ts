@@ -25,8 +25,9 @@ export const MAX_LOGGED_TEXT_LENGTH = 4000;
 // goroutine dump.
 const STACK_FRAME =
   /(?:^|\s+)at\s+(?:async\s+)?(?:new\s+)?(?:[^\s()]+\s*\()?(?:\/|[A-Za-z]:\\|file:|webpack(?:-internal)?:|node:|<anonymous>|native\b|(?:[\w.@~+-]+\/)*[\w$.-]+\.\w+:\d+)|\bTraceback \(most recent call last\)|(?:^|\s+)goroutine \d+ \[/;
-// A file path: Unix (two or more segments, not the path part of a URL) or Windows, with any :line:col.
-const FILE_PATH = /(?<![\w:/.])(?:\/[\w.@~+-]+){2,}\/?(?::\d+)*|\b[A-Za-z]:\\[^\s'"()]*/g;
+// A file path: Unix (two or more segments of any letters, not the path part of a URL), Windows (either
+// slash) or a share's (\\server\share), with any :line:col.
+const FILE_PATH = /(?<![\p{L}\p{N}_:/.])(?:\/[\p{L}\p{N}_.@~+-]+){2,}\/?(?::\d+)*|\b[A-Za-z]:[\\/][^\s'"()]*|\\\\[^\s'"()\\]+\\[^\s'"()]*/gu;
 // A quoted absolute path (git quotes the paths it names: `'/home/me/my project/.git/worktrees/x'`), whole, spaces and all.
 const QUOTED_PATH = /(['"])(?:\/|[A-Za-z]:[\\/]|\\\\)[^'"\n]*\1/g;
 

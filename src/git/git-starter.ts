@@ -284,7 +284,8 @@ const startsDirectly = () => Date.now() < directUntil;
 
 function starterGone(started: boolean): void {
   starter = undefined;
-  if (started) return;
+  // One that got ready clears the count: slow starts spread over a long life do not add up to "for good".
+  if (started) return void (failedStarts = 0);
   // Bounded: a machine where it cannot run does not pay a Node start at every try.
   failedStarts += 1;
   directUntil = failedStarts >= STARTER_TRIES ? Infinity : Date.now() + STARTER_RETRY_MS * failedStarts;

@@ -159,4 +159,19 @@ test('a starter that could not start is tried again later, not never (failed bef
   t.mock.timers.enable({ apis: ['Date'], now: Date.now() + 61_000 });
   assert.match(await gitOutput(['status', '--porcelain=v1'], { cwd: dir, readOnly: true }), /a\.txt/);
   assert.ok(gitStarterPid() !== undefined, 'a starter again');
+
+  // That one got ready: the count of failed starts begins again (found in review: it never did, so three
+  // slow starts over a process's whole life made direct starts permanent). One more failed start waits
+  // the first period, not the second.
+  process.kill(gitStarterPid()!, 'SIGKILL');
+  await waitFor(() => gitStarterPid() === undefined, 'the killed starter to be forgotten');
+  process.execPath = join(dir, 'no-such-node');
+  try {
+    assert.match(await gitOutput(['status', '--porcelain=v1'], { cwd: dir, readOnly: true }), /a\.txt/);
+  } finally {
+    process.execPath = execPath;
+  }
+  t.mock.timers.tick(61_000);
+  assert.match(await gitOutput(['status', '--porcelain=v1'], { cwd: dir, readOnly: true }), /a\.txt/);
+  assert.ok(gitStarterPid() !== undefined, 'a starter again after the first period');
 });

@@ -1,11 +1,14 @@
 import { z } from 'zod';
 import { isRequestId, RequestId } from './envelope';
 
+/** Every command's `id` field, one instance: isBareCommand knows a command that redefines it by this. */
+const COMMAND_ID = RequestId.optional();
+
 /**
  * A command frame's schema: its `type`, the client's optional request `id`, and its own fields.
  * Unknown fields are ignored (z.object strips them): docs/protocol.md, "Envelope".
  */
-export const command = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) => z.object({ type: z.literal(type), id: RequestId.optional(), ...shape });
+export const command = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) => z.object({ type: z.literal(type), id: COMMAND_ID, ...shape });
 
 /** Maximum `limit` of list commands; larger values are clamped (docs/protocol.md). */
 export const MAX_LIST_LIMIT = 500;
@@ -37,7 +40,9 @@ export function isBareCommand(schema: z.ZodObject): boolean {
   const keys = Object.keys(schema.shape);
   // No refinement and no rule for other keys (a strict object refuses them): nothing zod would check beyond the id.
   const { checks, catchall } = schema._zod.def;
-  return keys.length === 2 && keys.includes('type') && keys.includes('id') && !checks?.length && catchall === undefined;
+  // And those two are the plain ones: a command redefining `id` (its own rule) or `type` (a transform) is zod's.
+  const { type, id } = schema.shape as { type?: unknown; id?: unknown };
+  return keys.length === 2 && id === COMMAND_ID && type instanceof z.ZodLiteral && !checks?.length && catchall === undefined;
 }
 
 /**

@@ -74,6 +74,11 @@ describe('bare commands without zod', () => {
     assert.equal(isBareCommand(command('probe', {}).refine(() => false)), false);
     assert.equal(isBareCommand(command('probe', { field: z.string() })), false);
   });
+
+  test('a command redefining its id or type is not bare (found in review: only the keys were compared, so a rule of its own was skipped)', () => {
+    assert.equal(isBareCommand(command('probe', { id: z.string().min(5) })), false);
+    assert.equal(isBareCommand(command('probe', { type: z.literal('probe').transform(() => 'other') })), false);
+  });
 });
 
 const svc = useService({});

@@ -95,21 +95,31 @@ async function closedAndCut(t: Parameters<typeof withDir>[0], cutTo: (size: numb
   return dir;
 }
 
-test('history.db cut short after a clean close (no WAL): refused naming --recover (not "malformed"); `recover` rebuilds it from the pages it still has', { timeout: 90_000 }, async (t) => {
-  const dir = await closedAndCut(t, (size) => Math.floor(size / 2 / 4096) * 4096);
-  let store: Awaited<ReturnType<typeof openStore>>;
+// Cut short after a clean close (no WAL): to half its pages, to one or two, or shorter than its header.
+const CUTS: { what: string; cutTo: (size: number) => number; someKept: boolean }[] = [
+  { what: 'to half its pages', cutTo: (size) => Math.floor(size / 2 / 4096) * 4096, someKept: true },
+  ...[50, 4096, 8192].map((bytes) => ({ what: `to ${bytes} bytes`, cutTo: () => bytes, someKept: false })),
+];
 
-  await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\).*serve --recover/s);
-  store = await openStore(dir, { recover: true });
-  t.after(() => store.close());
-  assert.match(String(await store.problem()), /rebuilt by --recover/);
-  const messages = await store.messages.recent('c', { limit: 100 });
-  assert.equal(messages.length, 60, 'every message is served');
-  const kept = messages.filter((m) => m.content !== LOST_BODY_TEXT);
-  // From the half that is left, and from the journal where it still holds them.
-  assert.ok(kept.length > 0, 'bodies are read back');
-  for (const m of kept) assert.equal(m.content, bulkyContent(Number(m.id.slice(1))));
-});
+for (const { what, cutTo, someKept } of CUTS) {
+  test(`history.db cut ${what} after a clean close: refused naming --recover (not "malformed"); \`recover\` rebuilds it from what is left`, { timeout: 90_000 }, async (t) => {
+    const dir = await closedAndCut(t, cutTo);
+    await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\).*serve --recover/s);
+    const store = await openStore(dir, { recover: true });
+    t.after(() => store.close());
+    assert.match(String(await store.problem()), /rebuilt by --recover/);
+    const messages = await store.messages.recent('c', { limit: 100 });
+    assert.equal(messages.length, 60, 'every message is served');
+    const kept = messages.filter((m) => m.content !== LOST_BODY_TEXT);
+    // From the pages that are left, and from the journal where it still holds them.
+    if (someKept) assert.ok(kept.length > 0, 'bodies are read back');
+    for (const m of kept) assert.equal(m.content, bulkyContent(Number(m.id.slice(1))));
+    // New messages after the rebuild get keys of their own: written and read back.
+    await store.messages.append(message('c', 'after', 'written after the rebuild', 61));
+    const again = await store.messages.recent('c', { limit: 100 });
+    assert.equal(again.at(-1)?.content, 'written after the rebuild');
+  });
+}
 
 test('`recover` of a damaged history.db takes the bodies its journal still holds, rather than placeholders for them', { timeout: 90_000 }, async (t) => {
   const running = await withDir(t);
@@ -142,22 +152,3 @@ test('`recover` of a damaged history.db takes the bodies its journal still holds
     'every body the journal holds reads back whole',
   );
 });
-
-for (const cutTo of [50, 4096, 8192]) {
-  test(`history.db cut to ${cutTo} bytes after a clean close: refused naming --recover; \`recover\` rebuilds it (the journal's bodies kept)`, { timeout: 90_000 }, async (t) => {
-    const dir = await closedAndCut(t, () => cutTo);
-    let store: Awaited<ReturnType<typeof openStore>>;
-
-    await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\).*serve --recover/s);
-    store = await openStore(dir, { recover: true });
-    t.after(() => store.close());
-    assert.match(String(await store.problem()), /rebuilt by --recover/);
-    const messages = await store.messages.recent('c', { limit: 100 });
-    assert.equal(messages.length, 60, 'every message is served');
-    for (const m of messages) if (m.content !== LOST_BODY_TEXT) assert.equal(m.content, bulkyContent(Number(m.id.slice(1))));
-    // New messages after the rebuild get keys of their own: written and read back.
-    await store.messages.append(message('c', 'after', 'written after the rebuild', 61));
-    const again = await store.messages.recent('c', { limit: 100 });
-    assert.equal(again.at(-1)?.content, 'written after the rebuild');
-  });
-}

@@ -11,8 +11,14 @@ import { PasswordChecksBusy, decoyHash, passwordChecksBusy, verifyPassword } fro
  * new password.
  */
 export type Principal =
-  /** The access token, or (with `deviceId`) a paired device: the owner's, with its own credential, revocable on its own. */
-  { kind: 'access'; credential: Buffer; deviceId?: string } | { kind: 'session'; username: string; expiresAt: number; credential: string };
+  /** The access token. */
+  | { kind: 'access'; credential: Buffer; deviceId?: undefined }
+  /**
+   * A paired device: the owner's, with its own credential (the hex digest its row stores, kept as text so
+   * re-checking it before every command and event makes no string: isValid), revocable on its own.
+   */
+  | { kind: 'access'; credential: string; deviceId: string }
+  | { kind: 'session'; username: string; expiresAt: number; credential: string };
 
 interface Session {
   username: string;
@@ -58,7 +64,7 @@ export class Authenticator {
     const device = this.devices?.deviceOf(key);
     if (device) {
       this.devices!.seen(device.device_id);
-      return { kind: 'access', credential: given, deviceId: device.device_id };
+      return { kind: 'access', credential: key, deviceId: device.device_id };
     }
     const session = this.liveSession(key);
     return session ? { kind: 'session', username: session.username, expiresAt: session.expiresAt, credential: key } : null;
@@ -84,7 +90,7 @@ export class Authenticator {
    */
   isValid(principal: Principal): boolean {
     if (principal.kind === 'session') return this.liveSession(principal.credential) !== undefined;
-    if (principal.deviceId !== undefined) return this.devices?.isLive(principal.deviceId, principal.credential.toString('hex')) ?? false;
+    if (principal.deviceId !== undefined) return this.devices?.isLive(principal.deviceId, principal.credential) ?? false;
     const accessToken = this.config().auth_token;
     return Boolean(accessToken) && timingSafeEqual(principal.credential, this.accessTokenDigest(accessToken!));
   }

@@ -59,7 +59,11 @@ export class Authenticator {
     if (typeof token !== 'string' || token.length === 0 || token.length > 4096) return null;
     const given = digest(token);
     const accessToken = this.config().auth_token;
-    if (accessToken && timingSafeEqual(given, this.accessTokenDigest(accessToken))) return { kind: 'access', credential: given };
+    if (accessToken) {
+      const expected = this.accessTokenDigest(accessToken);
+      // The digest in force itself is kept: isValid then compares identities while the token is unchanged.
+      if (timingSafeEqual(given, expected)) return { kind: 'access', credential: expected };
+    }
     const key = given.toString('hex'); // tokenHash(token): a device's token is stored as this digest
     const device = this.devices?.deviceOf(key);
     if (device) {
@@ -92,7 +96,10 @@ export class Authenticator {
     if (principal.kind === 'session') return this.liveSession(principal.credential) !== undefined;
     if (principal.deviceId !== undefined) return this.devices?.isLive(principal.deviceId, principal.credential) ?? false;
     const accessToken = this.config().auth_token;
-    return Boolean(accessToken) && timingSafeEqual(principal.credential, this.accessTokenDigest(accessToken!));
+    if (!accessToken) return false;
+    // The same digest object while the token is unchanged (verify keeps it): no comparison of bytes.
+    const expected = this.accessTokenDigest(accessToken);
+    return principal.credential === expected || timingSafeEqual(principal.credential, expected);
   }
 
   /** The session of a token digest while it lasts; an expired or orphaned one is forgotten. */

@@ -242,3 +242,20 @@ test('a follower that leaves in the same loop turn as an event meant for it stil
   await delivered();
   assert.equal(phone.received.length, 1, 'nothing after it left');
 });
+
+test('a follower whose send fails keeps nobody waiting: the others, the sender among them, get every event once, in order', async () => {
+  const feeds = new ConversationFeeds();
+  const log: Delivery[] = [];
+  const sender = client('sender', log);
+  const broken: ClientSession = { ...client('broken', log), send: () => assert.fail('its client is gone') };
+  const follower = client('a', log);
+  feeds.follow(sender, 'c1', undefined, false);
+  for (const session of [broken, follower]) feeds.follow(session, 'c1');
+  const origin = { sessionId: 'sender', requestId: 'r1' };
+  const published: number[] = [];
+  for (let i = 0; i < 6; i += 1) {
+    published.push(feeds.publish(delta('c1', `p${i} `), { origin }).seq!);
+    await delivered();
+  }
+  for (const session of [sender, follower]) assert.deepEqual(seqs(session.received), published, `${session.id}: every event once, in order`);
+});

@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { ServiceError } from '../protocol/errors';
 import type { PushResult, WorktreeRecord } from '../protocol/worktrees';
 import { requireFolder } from './changes';
@@ -78,22 +81,18 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
       `the repository's own config names a command git would run to push, or where it would send your credentials (${commands.join(', ')}): nothing was pushed. Move it to your global config, set worktrees.allow_hooks, or push from a terminal`,
     );
   }
+  const refspec = `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`;
+  const push = (to: string, env?: Record<string, string>) =>
+    gitIn(worktree.path, ['-c', 'protocol.ext.allow=never', 'push', '--porcelain', '--recurse-submodules=no', `--receive-pack=${receivePack}`, '--', to, refspec], {
+      allowHooks: options.allowHooks,
+      timeoutMs: 120_000,
+      env,
+    });
   try {
-    await gitIn(
-      worktree.path,
-      [
-        '-c',
-        'protocol.ext.allow=never',
-        'push',
-        '--porcelain',
-        '--recurse-submodules=no',
-        `--receive-pack=${receivePack}`,
-        '--',
-        remote,
-        `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`,
-      ],
-      { allowHooks: options.allowHooks, timeoutMs: 120_000 },
-    );
+    // The owner's allow_hooks trusts the repository's config: by the remote's name, as in a terminal
+    // (its hooks are told the name; its remote-tracking branch is updated). Otherwise to each checked URL.
+    if (options.allowHooks) await push(remote);
+    else for (const url of urls) await withUrlPinned(url, (env) => push(url, env));
   } catch (error) {
     if (!(error instanceof GitError)) throw error;
     const reason = error.stderr
@@ -105,6 +104,35 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
     throw new ServiceError('conflict', `git could not push ${worktree.branch} to ${remote}: ${redactUrls(reason) || `exit ${error.code}`}`);
   }
   return { remote, branch: worktree.branch, compare_url: compareUrlOf(urls[0] ?? '', worktree.branch, worktree.baseBranch) };
+}
+
+/**
+ * Runs `work` with git's global config replaced by a file of ours that pins `url` against rewriting,
+ * then includes the person's own global files (git's two, as git reads them). The URL was checked
+ * (isLocalRemote, the receive-pack chosen for it) as the config read then rewrote it; a turn may write
+ * .git/config before the push reads it again: a new URL for the remote (pushing to the URL itself
+ * ignores it) or a `url.<elsewhere>.insteadOf`/`pushInsteadOf` of that URL. git rewrites with the
+ * longest matching rule, the first read among equally long ones: ours matches the whole URL and is read
+ * before the repository's config (global comes before local), so no rule of the repository applies.
+ */
+async function withUrlPinned<T>(url: string, work: (env: Record<string, string>) => Promise<T>): Promise<T> {
+  const folder = await mkdtemp(path.join(tmpdir(), 'ra-push-'));
+  const file = path.join(folder, 'config');
+  const home = process.env.HOME;
+  const xdg = process.env.XDG_CONFIG_HOME || (home ? path.join(home, '.config') : undefined);
+  const own = [xdg && path.join(xdg, 'git', 'config'), home && path.join(home, '.gitconfig')].filter((file): file is string => Boolean(file));
+  const text = [`[url ${quoted(url)}]`, `\tinsteadOf = ${quoted(url)}`, `\tpushInsteadOf = ${quoted(url)}`, '[include]', ...own.map((file) => `\tpath = ${quoted(file)}`)].join('\n');
+  try {
+    await writeFile(file, `${text}\n`, { mode: 0o600 });
+    return await work({ GIT_CONFIG_GLOBAL: file });
+  } finally {
+    await rm(folder, { recursive: true, force: true });
+  }
+}
+
+/** A config file's quoted string (a subsection or a value): `"` and `\` escaped. */
+function quoted(text: string): string {
+  return `"${text.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
 /**

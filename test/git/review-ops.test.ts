@@ -609,6 +609,47 @@ describe('push and discard', () => {
     assert.equal(isLocalRemote('C:/x', 'linux'), false, 'scp-like host C elsewhere');
   });
 
+  test("attack: the repository's config changed between the push's check and the push (a new URL, an exact pushInsteadOf) does not send the branch to a local repository whose hooks run", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const bare = join(repo.worktrees, '..', 'swapped.git');
+      const marker = join(repo.worktrees, '..', 'swapped-hook-ran');
+      git(repo.repo, 'init', '-q', '--bare', bare);
+      await writeFiles(bare, { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
+      await chmod(join(bare, 'hooks', 'pre-receive'), 0o755);
+      // Checked: a remote elsewhere (nothing listens there), so git's own receive-pack is chosen for it.
+      const checked = 'https://127.0.0.1:9/x.git';
+      git(repo.repo, 'remote', 'add', 'origin', checked);
+      const wt = addWorktree(repo, 'p8s');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+      await commitChanges(wt, 'to push', noHooks);
+      // A turn's shell writes the config while the checks run: held here at the moment the push starts.
+      const swaps: [string, () => void, () => void][] = [
+        ['a new URL for the remote', () => git(repo.repo, 'remote', 'set-url', 'origin', bare), () => git(repo.repo, 'remote', 'set-url', 'origin', checked)],
+        ...['pushInsteadOf', 'insteadOf'].map((key): [string, () => void, () => void] => [
+          `a ${key} of the checked URL itself`,
+          () => git(repo.repo, 'config', `url.${bare}.${key}`, checked),
+          () => git(repo.repo, 'config', '--unset', `url.${bare}.${key}`),
+        ]),
+      ];
+      for (const [swap, write, undo] of swaps) {
+        const start = gitStarter.start;
+        gitStarter.start = (request, handlers) => {
+          if (request.args.includes('push')) write();
+          return start(request, handlers);
+        };
+        const refused = await pushChanges(wt, 'origin', noHooks)
+          .then(
+            () => undefined,
+            (error: unknown) => error,
+          )
+          .finally(() => (gitStarter.start = start));
+        assert.equal(existsSync(marker), false, `the local repository's pre-receive hook ran after ${swap}`);
+        assert.ok(refused instanceof ServiceError && refused.code === 'conflict' && refused.message.includes('127.0.0.1:9'), `${swap}: ${String(refused)}`);
+        undo();
+      }
+    });
+  });
+
   test("attack: a push URL only the worktree's checkout reads (includeIf onbranch) still gets the hook-free receive-pack", async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'remote.git');

@@ -63,6 +63,13 @@ async function gitRuns(body: () => Promise<unknown>): Promise<string[][]> {
   return runs;
 }
 
+/** A bare repository at `bare` whose pre-receive hook, were it run, would make `marker`. */
+async function bareWithHook(cwd: string, bare: string, marker: string): Promise<void> {
+  git(cwd, 'init', '-q', '--bare', bare);
+  await writeFiles(bare, { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
+  await chmod(join(bare, 'hooks', 'pre-receive'), 0o755);
+}
+
 describe('get_changes', () => {
   test('lists committed and uncommitted changes against base, untracked files included, with +/- counts and hunks', async () => {
     await withRepo({ 'app.ts': lines(40), 'old.txt': 'keep me\n', 'gone.txt': 'bye\n', 'img.bin': Buffer.from([0, 1, 2, 3]) }, async (repo) => {
@@ -563,9 +570,7 @@ describe('push and discard', () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'remote.git');
       const marker = join(repo.worktrees, '..', 'mixed-hook-ran');
-      git(repo.repo, 'init', '-q', '--bare', bare);
-      await writeFiles(bare, { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
-      await chmod(join(bare, 'hooks', 'pre-receive'), 0o755);
+      await bareWithHook(repo.repo, bare, marker);
       git(repo.repo, 'remote', 'add', 'mixed', bare);
       git(repo.repo, 'config', '--add', 'remote.mixed.pushurl', bare);
       git(repo.repo, 'config', '--add', 'remote.mixed.pushurl', 'git://127.0.0.1:9/x.git');
@@ -587,9 +592,7 @@ describe('push and discard', () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'bare');
       const marker = join(repo.worktrees, '..', 'insteadof-hook-ran');
-      git(repo.repo, 'init', '-q', '--bare', join(bare, 'x'));
-      await writeFiles(join(bare, 'x'), { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
-      await chmod(join(bare, 'x', 'hooks', 'pre-receive'), 0o755);
+      await bareWithHook(repo.repo, join(bare, 'x'), marker);
       git(repo.repo, 'remote', 'add', 'origin', 'https://example.invalid/x');
       const wt = addWorktree(repo, 'p8i');
       await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
@@ -613,9 +616,7 @@ describe('push and discard', () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'swapped.git');
       const marker = join(repo.worktrees, '..', 'swapped-hook-ran');
-      git(repo.repo, 'init', '-q', '--bare', bare);
-      await writeFiles(bare, { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
-      await chmod(join(bare, 'hooks', 'pre-receive'), 0o755);
+      await bareWithHook(repo.repo, bare, marker);
       // Checked: a remote elsewhere (nothing listens there), so git's own receive-pack is chosen for it.
       const checked = 'https://127.0.0.1:9/x.git';
       git(repo.repo, 'remote', 'add', 'origin', checked);
@@ -654,9 +655,7 @@ describe('push and discard', () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'remote.git');
       const marker = join(repo.worktrees, '..', 'onbranch-hook-ran');
-      git(repo.repo, 'init', '-q', '--bare', bare);
-      await writeFiles(bare, { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
-      await chmod(join(bare, 'hooks', 'pre-receive'), 0o755);
+      await bareWithHook(repo.repo, bare, marker);
       // Seen from the repository's own checkout, origin is far away; on the conversation's branch it is the bare repository.
       git(repo.repo, 'remote', 'add', 'origin', 'https://127.0.0.1:9/x.git');
       const wt = addWorktree(repo, 'p8');

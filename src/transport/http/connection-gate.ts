@@ -201,14 +201,10 @@ export class ConnectionGate {
     if (this.waitTimer || this.closed) return;
     const oldest = this.waitingSince.values().next().value;
     if (oldest === undefined) return;
-    this.waitTimer = setTimeout(
-      () => {
-        this.waitTimer = undefined;
-        this.expire();
-      },
-      Math.max(1, Math.ceil(oldest.since + this.waitMs - this.now())),
-    );
-    this.waitTimer.unref();
+    this.waitTimer = this.timerAt(oldest.since + this.waitMs, () => {
+      this.waitTimer = undefined;
+      this.expire();
+    });
   }
 
   private letIn(socket: Socket, address: Address): void {
@@ -233,13 +229,14 @@ export class ConnectionGate {
     if (this.timer || this.closed) return;
     const oldest = this.fresh.values().next().value;
     if (oldest === undefined) return;
-    this.timer = setTimeout(
-      () => {
-        this.timer = undefined;
-        this.admit();
-      },
-      Math.max(1, Math.ceil(oldest + FRESH_MS - this.now())),
-    );
-    this.timer.unref();
+    this.timer = this.timerAt(oldest + FRESH_MS, () => {
+      this.timer = undefined;
+      this.admit();
+    });
+  }
+
+  /** Runs `run` at `dueAt` on the gate's clock, without keeping the process alive. */
+  private timerAt(dueAt: number, run: () => void): ReturnType<typeof setTimeout> {
+    return setTimeout(run, Math.max(1, Math.ceil(dueAt - this.now()))).unref();
   }
 }

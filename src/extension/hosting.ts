@@ -57,6 +57,8 @@ export class Hosting extends EventEmitter<HostingEvents> {
   private retryTimer: NodeJS.Timeout | undefined;
   private failures = 0;
   private running = false;
+  /** stop() calls so far: a restart asked before a stop does not host again after it. */
+  private stops = 0;
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: HostingOptions) {
@@ -103,19 +105,22 @@ export class Hosting extends EventEmitter<HostingEvents> {
    */
   async stop(): Promise<void> {
     this.running = false;
+    this.stops += 1;
     clearTimeout(this.retryTimer);
     const stopped = async () => {
       await this.teardown();
       this.setState({ state: 'stopped' });
     };
-    // What an attempt or a restart queued before may still start is stopped after it.
+    // What an attempt under way still sets up (an attach that connects meanwhile) is undone after it.
     void this.serial(stopped);
     await stopped();
   }
 
   restart(): Promise<HostingState> {
+    const stops = this.stops;
     return this.serial(async () => {
       await this.teardown();
+      if (this.stops !== stops) return this.current;
       this.running = true;
       return this.attempt();
     });

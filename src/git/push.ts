@@ -74,7 +74,7 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
   }
   const receivePack = !options.allowHooks && local.length > 0 ? await localReceivePack() : RECEIVE_PACK;
   // The owner's allow_hooks lets the repository's own programs run on push: its hooks, and these.
-  const commands = options.allowHooks ? [] : await repositoryTransportCommands(worktree.path);
+  const { named: commands, pins } = options.allowHooks ? { named: [], pins: [] } : await repositoryTransportCommands(worktree.path);
   if (commands.length > 0) {
     throw new ServiceError(
       'conflict',
@@ -83,11 +83,15 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
   }
   const refspec = `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`;
   const push = (to: string, env?: Record<string, string>) =>
-    gitIn(worktree.path, ['-c', 'protocol.ext.allow=never', 'push', '--porcelain', '--recurse-submodules=no', `--receive-pack=${receivePack}`, '--', to, refspec], {
-      allowHooks: options.allowHooks,
-      timeoutMs: 120_000,
-      env,
-    });
+    gitIn(
+      worktree.path,
+      ['-c', 'protocol.ext.allow=never', ...pins.flatMap((pin) => ['-c', pin]), 'push', '--porcelain', '--recurse-submodules=no', `--receive-pack=${receivePack}`, '--', to, refspec],
+      {
+        allowHooks: options.allowHooks,
+        timeoutMs: 120_000,
+        env,
+      },
+    );
   try {
     // The owner's allow_hooks trusts the repository's config: by the remote's name, as in a terminal
     // (its hooks are told the name; its remote-tracking branch is updated). Otherwise to each checked URL.
@@ -157,18 +161,30 @@ const PLAIN_HELPER = /^(?:[A-Za-z0-9][\w.-]*(?: --timeout=\d+)?)?$/;
  * is the repository's files (a clone, a webhook's turn writing .git/config), and none of what it names
  * may run (run-git.ts); the user's global and system config are theirs, and run as in a terminal.
  */
-async function repositoryTransportCommands(folder: string): Promise<string[]> {
+async function repositoryTransportCommands(folder: string): Promise<{ named: string[]; pins: string[] }> {
   const { stdout } = await gitIn(folder, ['config', '--show-scope', '--includes', '--null', '--get-regexp', TRANSPORT_KEYS], { okCodes: [1], readsNoContent: true });
   const fields = nulFields(stdout);
   const named = new Set<string>();
+  const last = new Map<string, string>();
   // Each entry is `<scope>\0<key>\n<value>\0`.
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const [key, ...rest] = fields[i + 1].split('\n');
     const value = rest.join('\n');
+    last.set(key.toLowerCase(), value);
     const harmless = /\.helper$/i.test(key) ? PLAIN_HELPER.test(value) : /\.sslverify$/i.test(key) && /^(true|yes|on|1)$/i.test(value);
     if ((fields[i] === 'local' || fields[i] === 'worktree') && !harmless) named.add(key);
   }
-  return [...named];
+  return { named: [...named], pins: pinnedPrograms(last) };
+}
+
+/**
+ * `-c` settings that keep the push to the ssh program and the password prompt just checked (`last`: each
+ * key's value in force then): read last, they win over any the repository's config names after the
+ * check (a turn writing .git/config). Unset, they are what git uses then: `ssh` (the service's git has no
+ * GIT_SSH or GIT_SSH_COMMAND), and SSH_ASKPASS or no prompt at all (no GIT_ASKPASS).
+ */
+function pinnedPrograms(last: ReadonlyMap<string, string>): string[] {
+  return [`core.sshCommand=${last.get('core.sshcommand') ?? 'ssh'}`, `core.askPass=${last.get('core.askpass') ?? process.env.SSH_ASKPASS ?? ''}`];
 }
 
 /** What discarding would lose: commits not in the base branch and files changed but not committed. */

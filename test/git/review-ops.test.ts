@@ -63,6 +63,21 @@ async function gitRuns(body: () => Promise<unknown>): Promise<string[][]> {
   return runs;
 }
 
+/** pushChanges' answer (or error) when `write` changes the repository's config at the moment the push's git starts (after every check). */
+async function pushWithConfigChanged(wt: Parameters<typeof pushChanges>[0], remote: string, write: () => void): Promise<unknown> {
+  const start = gitStarter.start;
+  gitStarter.start = (request, handlers) => {
+    if (request.args.includes('push')) write();
+    return start(request, handlers);
+  };
+  return pushChanges(wt, remote, noHooks)
+    .then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+    .finally(() => (gitStarter.start = start));
+}
+
 /** A bare repository at `bare` whose pre-receive hook, were it run, would make `marker`. */
 async function bareWithHook(cwd: string, bare: string, marker: string): Promise<void> {
   git(cwd, 'init', '-q', '--bare', bare);
@@ -633,20 +648,41 @@ describe('push and discard', () => {
         ]),
       ];
       for (const [swap, write, undo] of swaps) {
-        const start = gitStarter.start;
-        gitStarter.start = (request, handlers) => {
-          if (request.args.includes('push')) write();
-          return start(request, handlers);
-        };
-        const refused = await pushChanges(wt, 'origin', noHooks)
-          .then(
-            () => undefined,
-            (error: unknown) => error,
-          )
-          .finally(() => (gitStarter.start = start));
+        const refused = await pushWithConfigChanged(wt, 'origin', write);
         assert.equal(existsSync(marker), false, `the local repository's pre-receive hook ran after ${swap}`);
         assert.ok(refused instanceof ServiceError && refused.code === 'conflict' && refused.message.includes('127.0.0.1:9'), `${swap}: ${String(refused)}`);
         undo();
+      }
+    });
+  });
+
+  test("attack: a transport command the repository's config names only after the push's check (core.sshCommand, core.askPass) does not run", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const marker = join(repo.worktrees, '..', 'late-command-ran');
+      // A program (askPass is run as one, not by a shell).
+      const program = join(repo.worktrees, '..', 'late-command.sh');
+      await writeFile(program, `#!/bin/sh\ntouch '${marker}'\nexit 1\n`);
+      await chmod(program, 0o755);
+      // Asks for a password: git looks for a helper, then for askPass.
+      const server = createServer((_request, response) => response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="x"' }).end());
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        git(repo.repo, 'remote', 'add', 'overssh', 'ssh://127.0.0.1:9/x.git');
+        git(repo.repo, 'remote', 'add', 'overhttp', `http://127.0.0.1:${(server.address() as AddressInfo).port}/x.git`);
+        const wt = addWorktree(repo, 'p8c');
+        await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+        await commitChanges(wt, 'to push', noHooks);
+        for (const [remote, key] of [
+          ['overssh', 'core.sshCommand'],
+          ['overhttp', 'core.askPass'],
+        ]) {
+          const refused = await pushWithConfigChanged(wt, remote, () => git(repo.repo, 'config', key, program));
+          assert.equal(existsSync(marker), false, `${key}, written after the check, ran on a push to ${remote}`);
+          assert.ok(refused instanceof ServiceError && refused.code === 'conflict', `${remote}: ${String(refused)}`);
+          git(repo.repo, 'config', '--unset', key);
+        }
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
       }
     });
   });

@@ -32,6 +32,8 @@ export interface HttpServerOptions {
   loginRefusedFor?: (remoteAddress: string) => number;
   /** Whether a new connection from this address is closed before anything is read (over its failed-login limit); it counts the refusal. */
   refusesConnection?: (remoteAddress: string) => boolean;
+  /** How long a connection may wait at the gate unread (connection-gate.ts MAX_WAIT_MS; shorter in tests). */
+  gateWaitMs?: number;
 }
 
 /** HTTP + WebSocket on one port; `allow_from` is checked before anything else is read. */
@@ -56,12 +58,17 @@ export class HttpServer {
     const [parseHttp, ...others] = this.server.listeners('connection') as ((socket: Socket) => void)[];
     if (!parseHttp || others.length > 0) throw new Error('http.Server was expected to have exactly one connection listener');
     this.server.removeListener('connection', parseHttp);
-    this.gate = new ConnectionGate(options.refusesConnection, (socket) => {
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
-      socket.setNoDelay(true);
-      parseHttp.call(this.server, socket);
-    });
+    this.gate = new ConnectionGate(
+      options.refusesConnection,
+      (socket) => {
+        this.sockets.add(socket);
+        socket.on('close', () => this.sockets.delete(socket));
+        socket.setNoDelay(true);
+        parseHttp.call(this.server, socket);
+      },
+      undefined,
+      options.gateWaitMs,
+    );
     this.server.on('connection', (socket: Socket) => this.gate.accept(socket));
     this.server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket as Socket, head));
     this.server.on('clientError', (_error, socket) => socket.destroy());
@@ -110,6 +117,7 @@ export class HttpServer {
     res.once('close', () => this.gate.opened(req.socket));
     if (!this.options.allowed()(req.socket.remoteAddress)) {
       req.resume();
+      closeAfterRefusal(req.socket, res);
       return sendError(res, new ServiceError('unauthorized', 'address not allowed'));
     }
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -158,6 +166,21 @@ export class HttpServer {
       this.options.onWebSocket(ws, req, () => this.gate.opened(socket));
     });
   }
+}
+
+/** How long a socket refused by allow_from may take to take its answer before it is destroyed. */
+const REFUSED_CLOSE_MS = 5_000;
+
+/**
+ * A refused address gets one answer and the connection closes: `Connection: close` stops the requests
+ * it pipelined after this one, and a client that never reads (its side half-closed, or not) cannot keep
+ * the socket past REFUSED_CLOSE_MS. No timeout of the server applies once a request is answered: a
+ * client refused 20,000 times in one write held its socket for good.
+ */
+function closeAfterRefusal(socket: Socket, res: ServerResponse): void {
+  res.shouldKeepAlive = false;
+  const timer = setTimeout(() => socket.destroy(), REFUSED_CLOSE_MS).unref();
+  socket.once('close', () => clearTimeout(timer));
 }
 
 /**

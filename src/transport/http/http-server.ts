@@ -7,6 +7,7 @@ import type { AddressFilter } from './allow-from';
 import { CLOSE_FORBIDDEN } from '../connections/lan-socket';
 import { clientAddress, noRoute, sendError, sendJson } from './http-util';
 import { ConnectionGate } from './connection-gate';
+import { refuseAtAccept } from './refuse-at-accept';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
 /** Finds the handler of a request, or undefined (404). Resolved per request, so routes can change live. */
@@ -43,6 +44,8 @@ export class HttpServer {
   private readonly sockets = new Set<Socket>();
   private readonly gate: ConnectionGate;
   private closed?: Promise<void>;
+  /** Whether connections of a refused address are reset before a Socket is made of them (refuse-at-accept.ts), not by the gate. */
+  refusesAtAccept = false;
 
   constructor(private readonly options: HttpServerOptions) {
     this.server = createServer((req, res) => void this.onRequest(req, res));
@@ -84,6 +87,8 @@ export class HttpServer {
       };
       const onListening = () => {
         this.server.off('error', onError);
+        const refuses = this.options.refusesConnection;
+        if (refuses) this.refusesAtAccept = refuseAtAccept(this.server, refuses);
         const address = this.server.address();
         resolve({ host, port: typeof address === 'object' && address ? address.port : port });
       };

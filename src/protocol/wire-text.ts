@@ -58,9 +58,23 @@ export function sharedResult<T extends object>(result: T): Readonly<T> {
   return result;
 }
 
+/** The last shared answer without an id that envelopeText gave (see isSharedAnswerText). */
+let lastBareText: string | undefined;
+
 /** An answer's JSON text, the same as JSON.stringify's: a shared result's text is not made again. */
 export function envelopeText(envelope: Envelope): string {
   const shared = envelope.status === 'ok' ? sharedTexts.get(envelope.data) : undefined;
   if (shared === undefined) return JSON.stringify(envelope);
-  return envelope.id === undefined ? shared.bare : `{"status":"ok","data":${shared.data},"id":${JSON.stringify(envelope.id)}}`;
+  if (envelope.id !== undefined) return `{"status":"ok","data":${shared.data},"id":${JSON.stringify(envelope.id)}}`;
+  lastBareText = shared.bare;
+  return shared.bare;
+}
+
+/**
+ * Whether a text is the last shared answer without an id: the only reply a transport may keep what it
+ * made of (a shared result holds no secret; any other reply may, a pairing's device token say, and is
+ * not kept past its sending).
+ */
+export function isSharedAnswerText(text: string): boolean {
+  return text === lastBareText;
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo, Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
+import { envelopeText, sharedResult } from '../../src/protocol';
 import { textSender, textFrame } from '../../src/transport/connections/ws-frames';
 
 /** One frame through the socket's sender (as the service sends: made once per connection). */
@@ -219,7 +220,8 @@ describe('pre-framed WebSocket text frames', () => {
         const write = raw.write.bind(raw);
         raw.write = (chunk, ...rest) => (written.push(chunk), write(chunk, ...rest));
       }
-      const reply = JSON.stringify({ status: 'ok', data: { model: 'ü'.repeat(100) } });
+      // A shared answer without an id (get_config's, say): the only reply whose frame is kept.
+      const reply = envelopeText({ status: 'ok', data: sharedResult({ model: 'ü'.repeat(100) }) });
       const sameLength = reply.replace('ü', 'é');
       sendText(one!, reply);
       sendText(two!, reply);
@@ -233,6 +235,22 @@ describe('pre-framed WebSocket text frames', () => {
       assert.equal(written[1], written[0], 'the second socket is written the same frame');
       assert.notEqual(written[2], written[0]);
       assert.notEqual(written[3], written[2]);
+    });
+  });
+
+  test("a reply that is not a shared answer's (a pairing's device token) is never kept: its frame is made each time", async () => {
+    await withSockets(1, {}, async ([one], [toOne]) => {
+      const written: unknown[] = [];
+      const raw = rawOf(one!) as unknown as { write: (chunk: unknown, ...rest: unknown[]) => boolean };
+      const write = raw.write.bind(raw);
+      raw.write = (chunk, ...rest) => (written.push(chunk), write(chunk, ...rest));
+      const hello = JSON.stringify({ status: 'ok', data: { device_token: 'secret-device-token' } });
+      sendText(one!, hello);
+      await new Promise((resolve) => setImmediate(resolve));
+      sendText(one!, hello);
+      await until(() => toOne!.length === 2);
+      assert.deepEqual(toOne, [hello, hello]);
+      assert.notEqual(written[1], written[0], 'a reply that is no shared answer was kept (its frame reused)');
     });
   });
 

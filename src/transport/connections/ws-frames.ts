@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
-import { keptForTheRun } from '../../protocol';
+import { isSharedAnswerText, keptForTheRun } from '../../protocol';
 
 /**
  * A server's WebSocket text frame (RFC 6455 5.2: FIN, opcode 1, unmasked), header and UTF-8 payload in
@@ -73,12 +73,14 @@ let keptReplyFrame: Buffer | undefined;
  * id is the same string each time (protocol/wire-text.ts `envelopeText`: get_config polled by a script,
  * or asked by many clients at once), so its frame is made once. A frame is never changed once made, so
  * the same buffer may wait in several sockets' queues. Only a small text is kept (its frame lives until
- * another reply is sent); comparing a different text costs nothing unless it has the same length.
+ * another reply is sent); comparing a different text costs nothing unless it has the same length. Only
+ * a shared answer's text is kept (isSharedAnswerText): another reply may hold a secret (a pairing's
+ * device token), which must not live on in this module after its sending.
  */
 function replyFrame(text: string): Buffer {
   if (text === keptReplyText) return keptReplyFrame!;
   const frame = textFrame(text);
-  if (text.length <= MAX_KEPT_REPLY_CHARS) {
+  if (text.length <= MAX_KEPT_REPLY_CHARS && isSharedAnswerText(text)) {
     keptReplyText = text;
     keptReplyFrame = frame;
   }

@@ -5,7 +5,7 @@ import { closeSync, existsSync, openSync, rmSync } from 'node:fs';
 import { isMainThread, parentPort } from 'node:worker_threads';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import type { MessagePort } from 'node:worker_threads';
-import { createHistoryFile, HistoryDb, removeBuildAside } from './history-db';
+import { createHistoryFile, HistoryDb, rehearseCreation, removeBuildAside } from './history-db';
 import { CORRUPT } from './protocol';
 import { countSyncs } from './sync-count';
 import type { HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
@@ -128,24 +128,31 @@ function run(port: MessagePort, opened: HistoryDb): void {
 }
 
 /**
- * Before SQLite opens `file`: node-sqlite3-wasm locks a database with a `<file>.lock` directory, which a
+ * Before SQLite opens `file` (whether it was made just now, empty: createHistoryFile): node-sqlite3-wasm locks a database with a `<file>.lock` directory, which a
  * killed process leaves behind (service.lock already makes this process the only one using the
  * directory), and a new file is created private (SQLite would use the umask). Here rather than in the
  * service's thread, so that the open does not wait for that thread's start-up work.
  */
-function prepareFile(file: string): void {
+function prepareFile(file: string): boolean {
   rmSync(`${file}.lock`, { recursive: true, force: true });
-  if (!existsSync(file) && !existsSync(`${file}-wal`)) createHistoryFile(file, PRIVATE_FILE_MODE);
-  else {
-    // A build aside cut short by a crash, where the file (or its WAL) is there: litter, nothing more.
-    removeBuildAside(file);
-    closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
+  if (!existsSync(file) && !existsSync(`${file}-wal`)) {
+    createHistoryFile(file, PRIVATE_FILE_MODE);
+    return true;
   }
+  // A build aside cut short by a crash, where the file (or its WAL) is there: litter, nothing more.
+  removeBuildAside(file);
+  closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
+  return false;
 }
 
 if (!isMainThread && parentPort) {
   countSyncs();
   const port = parentPort;
+  try {
+    rehearseCreation();
+  } catch {
+    // Only a warm-up: the open does the same for real and reports what fails.
+  }
   port.once('message', (first: WorkerInbound) => {
     if (!('open' in first)) return;
     const refuse = (error: string) => {
@@ -154,8 +161,8 @@ if (!isMainThread && parentPort) {
     };
     let db: HistoryDb;
     try {
-      prepareFile(first.open);
-      db = new HistoryDb(first.open, first.recover);
+      const created = prepareFile(first.open);
+      db = new HistoryDb(first.open, first.recover, created);
     } catch (err) {
       refuse(err instanceof Error ? err.message : String(err));
       return;

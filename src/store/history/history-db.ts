@@ -47,7 +47,9 @@ export function createHistoryFile(file: string, mode: number): void {
   closeSync(openSync(fresh, 'w', mode));
   const db = new SqliteFile(fresh);
   try {
-    buildSchema(db);
+    db.exec('PRAGMA synchronous = OFF; PRAGMA journal_mode = OFF; PRAGMA auto_vacuum = INCREMENTAL;');
+    // One transaction: the file layer's lock (a folder made and removed) is taken once, not per statement.
+    db.exec(`BEGIN; ${SCHEMA} ${COLD_SCHEMA} COMMIT;`);
     // WAL is noted in the file's header; exclusive locking: the WASM build has no shared memory for WAL.
     db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL;');
   } finally {
@@ -61,30 +63,6 @@ export function createHistoryFile(file: string, mode: number): void {
   }
   rmSync(`${fresh}-wal`, { force: true });
   renameSync(fresh, file);
-}
-
-/** A new file's tables, with no journal and no sync (createHistoryFile makes the result durable). */
-function buildSchema(db: SqliteFile): void {
-  db.exec('PRAGMA synchronous = OFF; PRAGMA journal_mode = OFF; PRAGMA auto_vacuum = INCREMENTAL;');
-  // One transaction: the file layer's lock (a folder made and removed) is taken once, not per statement.
-  db.exec(`BEGIN; ${SCHEMA} ${COLD_SCHEMA} COMMIT;`);
-}
-
-/**
- * Builds the schema once in memory and writes nothing: V8 compiles SQLite's WebAssembly one function at
- * its first call, and the first creation of a file paid that (2-10x a later one, issue 25's start row,
- * after listening). Run by the worker as it starts, while the service's thread loads and locks the data
- * directory, so the open that follows finds those functions compiled.
- */
-export function rehearseCreation(): void {
-  const db = new SqliteFile(':memory:');
-  try {
-    buildSchema(db);
-    db.run('INSERT INTO bodies (conversation_id, role, content) VALUES (?, ?, ?)', ['c', 'user', 'rehearsal']);
-    db.get('SELECT key FROM bodies WHERE key = ?', [1]);
-  } finally {
-    db.close();
-  }
 }
 
 /**
@@ -254,7 +232,7 @@ export class HistoryDb {
       this.marks.before = this.readMark();
       this.marks.now = this.marks.before + 1;
       // A file made just now has no WAL yet and nothing to lose: its open's commit is not synced (nor the
-      // new WAL's header, which SQLite syncs on its own at synchronous FULL or NORMAL), and the sync the
+      // new WAL's header, which SQLite syncs at synchronous FULL), and the sync the
       // store makes right after every open (restore.ts syncHistory) makes both durable with one fsync
       // before service.db notes a mark: 1 fsync of the WAL instead of 3 (docs/design.md, "What a start
       // makes durable"). A crash before it leaves an empty file at mark 0, which no service.db is ahead of.

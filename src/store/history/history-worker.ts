@@ -5,7 +5,7 @@ import { closeSync, existsSync, openSync, rmSync } from 'node:fs';
 import { isMainThread, parentPort } from 'node:worker_threads';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import type { MessagePort } from 'node:worker_threads';
-import { createHistoryFile, HistoryDb, rehearseCreation, removeBuildAside } from './history-db';
+import { createHistoryFile, HistoryDb, removeBuildAside } from './history-db';
 import { CORRUPT } from './protocol';
 import { countSyncs } from './sync-count';
 import type { HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
@@ -148,11 +148,6 @@ function prepareFile(file: string): boolean {
 if (!isMainThread && parentPort) {
   countSyncs();
   const port = parentPort;
-  try {
-    rehearseCreation();
-  } catch {
-    // Only a warm-up: the open does the same for real and reports what fails.
-  }
   port.once('message', (first: WorkerInbound) => {
     if (!('open' in first)) return;
     const refuse = (error: string) => {

@@ -2,6 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ServiceError, type ServiceConfig } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { DeviceCredentials } from './device-credentials';
+import { loginLimitKey } from '../http/allow-from';
 import { LoginFailures } from './login-failures';
 import { PasswordChecksBusy, decoyHash, passwordChecksBusy, verifyPassword } from './passwords';
 
@@ -136,7 +137,8 @@ export class Authenticator {
     const user = this.config().users.find((u) => u.username === username);
     let valid: boolean;
     try {
-      valid = await verifyPassword(password, user?.password_hash ?? decoyHash);
+      // One check of an address at a time, addresses in turn: a burst's checks wait behind each other, not another address's.
+      valid = await verifyPassword(password, user?.password_hash ?? decoyHash, loginLimitKey(clientAddress));
     } catch (error) {
       attempt.refund();
       if (error instanceof PasswordChecksBusy) throw new ServiceError('rate_limited', 'too many logins in progress; retry in 1 s', 1);

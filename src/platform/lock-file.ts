@@ -214,10 +214,14 @@ async function readLockText(file: string): Promise<string | null> {
  * Creates `file` holding `content`, or returns false if it exists. The content is written to a temp
  * file first and hard-linked into place, so no one ever reads a lock half-written (an empty lock
  * would look unreadable, hence stale, and be taken over). Where links are not supported: O_EXCL.
+ * Not fsynced: other processes read it through the page cache, whole from the link on, and a process
+ * killed keeps what it wrote there; only a power loss can lose it, and after one no process holds any
+ * lock, so whatever it leaves (no file, an empty or cut one: unreadable, or a pid of the boot before)
+ * is rightly taken over (docs/design.md, "What a start makes durable").
  */
 async function createWithContent(file: string, content: string): Promise<boolean> {
   const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  await writeSynced(temp, content, 'wx');
+  await writeNew(temp, content);
   try {
     await link(temp, file);
     return true;
@@ -229,7 +233,7 @@ async function createWithContent(file: string, content: string): Promise<boolean
     await unlink(temp).catch(() => {});
   }
   try {
-    await writeSynced(file, content, 'wx');
+    await writeNew(file, content);
     return true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
@@ -237,11 +241,11 @@ async function createWithContent(file: string, content: string): Promise<boolean
   }
 }
 
-async function writeSynced(file: string, content: string, flags: string): Promise<void> {
-  const fh = await open(file, flags, PRIVATE_FILE_MODE);
+/** Writes a new file (O_EXCL), private. */
+async function writeNew(file: string, content: string): Promise<void> {
+  const fh = await open(file, 'wx', PRIVATE_FILE_MODE);
   try {
     await fh.writeFile(content);
-    await fh.sync();
   } finally {
     await fh.close();
   }

@@ -174,7 +174,8 @@ if (!isMainThread && parentPort) {
       let opened: HistoryDb;
       try {
         if (aside) renameSync(aside, first.open);
-        opened = db ?? new HistoryDb(first.open, first.recover);
+        // A file built aside just now has no WAL and nothing to lose: its open's commit need not be synced (history-db.ts).
+        opened = db ?? new HistoryDb(first.open, first.recover, aside !== undefined);
         opened.begin();
       } catch (err) {
         refuse(err instanceof Error ? err.message : String(err));

@@ -709,18 +709,19 @@ export class Service {
    * with the configured provider's SDK and a canned fetch (providers/rehearsal.ts), so the first chat
    * does not run the turn's code for the first time (issue 25). Then the statements it prepared are
    * prepared on the real database too (prepared, not run), one a turn of the event loop. It writes
-   * nothing anywhere, tells no client, logs nothing and asks no provider; a chat meanwhile does not wait
-   * for it (the twin has a queue of its own); stop() cuts it short and waits for it (shutDown).
+   * nothing anywhere, tells no client, logs nothing and asks no provider. A turn that begins meanwhile
+   * stops it (Agent.practise) and does not wait for it but for the slice under way: the practice is
+   * there to compile what that turn now compiles itself. stop() cuts it short and waits for it (shutDown).
    */
   private practise(): Promise<void> {
     const { store, agent } = this.parts;
     const { signal } = this.practice;
     const run = async () => {
-      const scratch = await openScratchStore(store);
+      const scratch = await openScratchStore(store, signal);
       try {
         const workspaceRoots = () => workspaceRootsOf(this.config.current, this.options.hostServices);
         const tools = createPracticeToolRegistry(() => this.config.current, scratch, workspaceRoots);
-        await agent.practise({ store: scratch, provider: held(practiceProvider(this.config.current.provider), this.options.holdPractice, signal), tools, signal });
+        await agent.practise({ store: scratch, provider: held(practiceProvider(this.config.current.provider), this.options.holdPractice, signal), tools, stop: this.practice });
         for (const text of scratch.db.statementTexts()) {
           if (signal.aborted) break;
           await nextTurn();

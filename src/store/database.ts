@@ -231,23 +231,29 @@ export class Database {
   }
 
   /**
-   * A database in memory made from `schema`, journaled nowhere (Journal.scratch), holding no directory or lock: the
+   * A database in memory made from `schema` (until `signal` aborts), journaled nowhere (Journal.scratch), holding no directory or lock: the
    * warm-up's practice turn runs the store's code on it (store/scratch.ts), so V8 has compiled that code
    * and sql.js's WebAssembly before the first chat. Its name says what it is to whoever logs it.
    */
-  static async scratch(schema: string): Promise<Database> {
+  static async scratch(schema: string, signal?: AbortSignal): Promise<Database> {
     const SQL = await loadSqlJs();
     const sql = new SQL.Database();
     sql.run('PRAGMA journal_mode = MEMORY');
     keepLock(sql);
     // A statement a turn of the event loop: the whole schema in one exec held the loop 18-109 ms here.
-    for (const statement of sql.iterateStatements(schema)) {
-      try {
-        statement.step();
-      } finally {
-        statement.free();
+    try {
+      for (const statement of sql.iterateStatements(schema)) {
+        try {
+          statement.step();
+        } finally {
+          statement.free();
+        }
+        await new Promise((resolve) => setImmediate(resolve));
+        signal?.throwIfAborted();
       }
-      await new Promise((resolve) => setImmediate(resolve));
+    } catch (error) {
+      sql.close();
+      throw error;
     }
     const compactor = new Compactor({ dir: '', fileName: '', logger: nullLogger, onCompacted: async () => undefined });
     const lock: DirLock = { dir: '', file: '', release: async () => undefined };

@@ -13,10 +13,10 @@ import { UsageRepo } from './usage';
  * schema (journaled nowhere: Journal.scratch) and a database in memory in `real`'s history worker
  * (HistoryStore.scratch). V8 compiles per function, not per object, so a turn stored here compiles
  * what the first chat's turn would run for the first time, and nothing reaches service.db, its journal,
- * history.db, the blobs or the log. Made a statement a turn of the event loop; `close` drops it.
+ * history.db, the blobs or the log. Made a statement a turn of the event loop (until `signal` aborts); `close` drops it.
  */
-export async function openScratchStore(real: Store): Promise<Store> {
-  const db = await Database.scratch(SCHEMA_SQL);
+export async function openScratchStore(real: Store, signal?: AbortSignal): Promise<Store> {
+  const db = await Database.scratch(SCHEMA_SQL, signal);
   const history = real.history.scratch();
   try {
     // The schema's version, then any migration after it, as a new data directory's open does (migrate).

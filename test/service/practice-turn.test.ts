@@ -104,7 +104,7 @@ test('the practice turn runs the turn code and writes nothing: the data director
   }
 });
 
-test('a chat sent while the practice turn is under way is answered at once and correctly, and only it is stored', async () => {
+test('a chat sent while the practice turn is under way stops it, is answered correctly, and only it is stored', async () => {
   const fake = await startFakeOpenAI();
   fake.setDefault(() => ({ text: 'The real answer.', chunks: 3 }));
   const { svc, reached, release } = await heldService(fake.url);
@@ -112,14 +112,14 @@ test('a chat sent while the practice turn is under way is answered at once and c
     await reached;
     const client = await TestClient.authed(svc.wsUrl, svc.token);
     try {
-      // The practice stays held through the whole chat: the chat did not wait for it.
+      // Never released: the chat does not wait for the practice, it stops it (its code is the chat's to compile now).
       const reply = await client.request({ type: 'chat', message: 'hello', stream: true });
       assert.equal(reply.status, 'ok', JSON.stringify(reply));
       const { response, conversation_id: conversationId } = reply.data as { response: string; conversation_id: string };
       assert.equal(response, 'The real answer.');
       assert.equal(fake.requests.length, 1);
-      release();
-      await waitFor(async () => (await logOf(svc)).includes('service.warmed_up'), 'the end of the warm-up', 10_000);
+      await waitFor(async () => (await logOf(svc)).includes('service.warmed_up'), 'the end of the warm-up, the practice stopped by the chat', 10_000);
+      assert.doesNotMatch(await logOf(svc), /warm_up_failed/);
       const listed = await client.request({ type: 'list_conversations' });
       assert.deepEqual(
         (listed.data as { conversations: { id: string }[] }).conversations.map((c) => c.id),

@@ -699,12 +699,6 @@ export class Service {
   }
 
   /**
-   * The heavy modules (src/agent/providers/registry.ts, mcp-sdk.ts, web-push-lib.ts) are not loaded at
-   * start; once listening, those this configuration will use are, one per turn of the event loop, and
-   * what a turn's context reads (git's status, instruction files) is read ahead, so the first chat (or
-   * push) is answered as fast as the next rather than paying for them.
-   */
-  /**
    * The warm-up's practice turn (Agent.practise): one streamed chat over a scratch store (store/scratch.ts)
    * with the configured provider's SDK and a canned fetch (providers/rehearsal.ts), so the first chat
    * does not run the turn's code for the first time (issue 25). Then the statements it prepared are
@@ -738,6 +732,13 @@ export class Service {
     return this.practising;
   }
 
+  /**
+   * The heavy modules (src/agent/providers/registry.ts, mcp-sdk.ts, web-push-lib.ts) are not loaded at
+   * start; once listening, those this configuration will use are, one per turn of the event loop, and
+   * what a turn's context reads (git's status, instruction files) is read ahead, and a practice turn runs
+   * the turn's code once (practise), so the first chat (or push) is answered as fast as the next rather
+   * than paying for them.
+   */
   private warmUp(): void {
     const config = this.config.current;
     const warmFailed = (error: unknown) => this.logger.warn('service.warm_up_failed', { error: (error as Error).message });

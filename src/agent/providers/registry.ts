@@ -27,11 +27,19 @@ const SDK_MODULES: Partial<Record<ProviderName, () => unknown>> = { openai, anth
  * What loads a provider's module and SDK ahead of its first turn, so that turn is not the slower one:
  * steps the service's warm-up runs one per turn of the event loop. The SDKs send with Node's fetch:
  * a Headers made here loads its implementation (undici), a first request builds the rest (warmUpFetch);
- * the warm-up's practice turn then streams an answer through the SDK without a socket (practiceProvider).
+ * then one streamed answer is played through the SDK without a socket (practiceProvider), a step of a
+ * few milliseconds: the practice turn after it (Service.practise) gets to its provider call only after
+ * its scratch store is made, and on a loaded machine a chat often came first and stopped it.
  */
 export function providerWarmUp(name: ProviderName): (() => unknown)[] {
   const load = SDK_MODULES[name];
-  return load ? [load, () => new Headers(), () => warmUpFetch()] : [];
+  const rehearse = async () => {
+    const pieces: string[] = [];
+    const { text } = await practiceProvider(name).complete({ model: 'rehearsal', messages: [{ role: 'user', content: 'warm up' }], max_tokens: 16, onDelta: (piece) => pieces.push(piece) });
+    // The answer as streamed and as assembled (the test checks the canned format still parses whole).
+    return `${pieces.join('')}|${text}`;
+  };
+  return load ? [load, () => new Headers(), () => warmUpFetch(), rehearse] : [];
 }
 
 /**

@@ -2,6 +2,7 @@
 // status, the worktrees of issue 24 and their review all come through here, so what a repository's own
 // config may make git run is decided once. A repository's config and hooks are its files (an unpacked
 // archive, a clone, a webhook's turn writing .git/config through a shell): no command they name may run.
+import { rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -98,10 +99,21 @@ export function gitEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.Pro
 }
 
 let emptyHooks: Promise<string> | undefined;
-/** A folder of our own (0700, empty) that core.hooksPath points at, so no hook of any repository runs. */
+/**
+ * What core.hooksPath points at, so no hook of any repository runs. On POSIX, /dev/null: git looks for
+ * `<path>/<hook>`, which can never exist under a device, and nothing is made (a folder made per process
+ * was left in the temporary folder by every start). Windows has no such path: a folder of our own (0700,
+ * empty), removed when the process exits.
+ */
 export function emptyHooksFolder(): Promise<string> {
-  emptyHooks ??= mkdtemp(path.join(tmpdir(), 'ra-no-hooks-'));
+  emptyHooks ??= process.platform === 'win32' ? ownEmptyFolder() : Promise.resolve('/dev/null');
   return emptyHooks;
+}
+
+async function ownEmptyFolder(): Promise<string> {
+  const folder = await mkdtemp(path.join(tmpdir(), 'ra-no-hooks-'));
+  process.once('exit', () => rmSync(folder, { recursive: true, force: true }));
+  return folder;
 }
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { GitError, gitOutput, runGit } from '../../src/git/run-git';
@@ -50,6 +50,20 @@ test('attack: hooks of the repository (.git/hooks and core.hooksPath) do not run
   await runGit(['commit', '-q', '-am', 'again'], { cwd: dir });
   assert.equal(existsSync(marker), false, 'the hook core.hooksPath names ran');
   assert.equal((await gitOutput(['log', '-1', '--format=%s'], { cwd: dir })).trim(), 'again');
+});
+
+test('a process that runs git with hooks disabled leaves nothing in the temporary folder (one empty folder leaked a start)', async (t) => {
+  const { dir, cleanup } = await tempDir();
+  t.after(cleanup);
+  await repository(dir);
+  const tmp = join(dir, 'tmp');
+  await mkdir(tmp);
+  // A process of its own: the hooks setting is made once a process, so an earlier test here may have made it already.
+  const script = `require('./src/git/run-git').runGit(['status', '--porcelain'], { cwd: ${JSON.stringify(dir)} }).then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });`;
+  execFileSync(process.execPath, ['--import', 'tsx', '-e', script], { cwd: join(__dirname, '..', '..'), env: { ...process.env, TMPDIR: tmp }, stdio: 'pipe' });
+  // tsx (which runs this TypeScript) keeps its cache there; anything else is ours.
+  const left = (await readdir(tmp)).filter((name) => !name.startsWith('tsx-'));
+  assert.deepEqual(left, [], 'git run by the service left files in the temporary folder');
 });
 
 test('attack: a required smudge filter of the config (LFS-like) is not run by a checkout; the file stays as stored', async (t) => {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { Service } from '../src/service';
-import { hashPassword } from '../src/transport/auth/passwords';
+import { derivationLoad, hashPassword } from '../src/transport/auth/passwords';
 import { instantProvider } from './agent';
 import { fmt, percentile } from './util';
 
@@ -137,6 +137,8 @@ interface Period {
   turns: number[];
   loopStallMs: number;
   durationMs: number;
+  /** The most password checks seen running and waiting at once (read between turns). */
+  peakChecks: { running: number; waiting: number };
 }
 
 /** Chat turns one after another until `until` settles (at least `minTurns`). */
@@ -147,15 +149,19 @@ export async function turnsWhile(service: Service, until: Promise<unknown>, minT
   void until.finally(() => (done = true));
   let conversationId: string | undefined;
   const turns: number[] = [];
+  const peakChecks = { running: 0, waiting: 0 };
   const started = performance.now();
   while (!done || turns.length < minTurns) {
+    const checks = derivationLoad();
+    peakChecks.running = Math.max(peakChecks.running, checks.running);
+    peakChecks.waiting = Math.max(peakChecks.waiting, checks.waiting);
     const t0 = performance.now();
     const reply = await service.agent.chat({ message: 'bench turn', conversationId, source: { kind: 'lan' } });
     turns.push(performance.now() - t0);
     conversationId = reply.conversation_id;
   }
   loop.disable();
-  return { turns, loopStallMs: loop.max / 1e6, durationMs: performance.now() - started };
+  return { turns, loopStallMs: loop.max / 1e6, durationMs: performance.now() - started, peakChecks };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -258,8 +264,10 @@ export async function benchAuth(): Promise<Record<string, number>> {
       for (const kind of kinds) {
         const name = { alone: 'the chat alone', empty: `${BURST} requests to a 404`, login: `${BURST} wrong POST /auth`, ws: `${BURST} wrong WebSocket tokens` }[kind];
         const seen = bursts[kind];
+        const checks = periods[kind].map((p) => p.peakChecks);
         const outcome = seen
-          ? `; the burst: ${fmt(median(seen.map((b) => b.burstMs)), 0)} ms (its connects ${fmt(median(seen.map((b) => b.connectMs)), 0)} ms), last round ${JSON.stringify(seen.at(-1)!.counts)}`
+          ? `; the burst: ${fmt(median(seen.map((b) => b.burstMs)), 0)} ms (its connects ${fmt(median(seen.map((b) => b.connectMs)), 0)} ms), last round ${JSON.stringify(seen.at(-1)!.counts)}` +
+            `, password checks at once: ${Math.max(...checks.map((c) => c.running))} running, ${Math.max(...checks.map((c) => c.waiting))} waiting`
           : '';
         console.log(`  ${name}: ${fmt(longest(kind))} / ${fmt(pooled(kind, 99))} / ${fmt(pooled(kind, 50))} ms, stall ${fmt(stall(kind))} ms, ${turnCount(kind)} turns${outcome}`);
         // A median hides the bad rounds: each round's longest turn, in order.

@@ -53,7 +53,7 @@ class Feed {
   /** The followers as a list for delivering (made again after a change), and where the next delivery starts in it. */
   private list: ClientSession[] | undefined;
   private rotation = 0;
-  /** Events sent to their sender but not yet to the followers (ConversationFeeds.sendToFollowers). */
+  /** Events published, not yet sent to the followers, the sender among them (ConversationFeeds.sendToFollowers). */
   unsent: Entry[] = [];
   /** The seq of the running turn's first event (its user message); undefined between turns. */
   turnStart: number | undefined;

@@ -237,7 +237,10 @@ export const handlers: HandlerMap = {
   async compact_conversation(command, session, ctx) {
     // The summary reaches the conversation's followers as a chat.message, as a turn's messages do.
     const origin = { sessionId: session.id, requestId: command.id };
-    return ctx.agent.compact(command.conversation_id, session.source, command.focus, (event) => ctx.events.feeds.publish(event, { origin }));
+    // As after a turn (TurnRunner), the followers (its sender among them) have the summary before the answer.
+    return ctx.agent
+      .compact(command.conversation_id, session.source, command.focus, (event) => ctx.events.feeds.publish(event, { origin }))
+      .finally(() => ctx.events.feeds.flush(command.conversation_id));
   },
   list_turn_changes: listTurnChanges,
   ...pushHandlers,

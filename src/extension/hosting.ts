@@ -57,6 +57,8 @@ export class Hosting extends EventEmitter<HostingEvents> {
   private retryTimer: NodeJS.Timeout | undefined;
   private failures = 0;
   private running = false;
+  /** stop() calls so far: a restart asked before a stop does not host again after it. */
+  private stops = 0;
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: HostingOptions) {
@@ -96,19 +98,29 @@ export class Hosting extends EventEmitter<HostingEvents> {
     return { serving, whole };
   }
 
-  /** Stops the service (bounded by the deactivate budget) or detaches, and stops retrying. */
-  stop(): Promise<void> {
+  /**
+   * Stops the service (bounded by the deactivate budget) or detaches, and stops retrying. At once, not
+   * behind the queue: an attempt there may be waiting for the store's open (a held SecretStorage, a slow
+   * disk), for as long as that takes; it finds the service gone when the open ends (stillHosting).
+   */
+  async stop(): Promise<void> {
     this.running = false;
+    this.stops += 1;
     clearTimeout(this.retryTimer);
-    return this.serial(async () => {
+    const stopped = async () => {
       await this.teardown();
       this.setState({ state: 'stopped' });
-    });
+    };
+    // What an attempt under way still sets up (an attach that connects meanwhile) is undone after it.
+    void this.serial(stopped);
+    await stopped();
   }
 
   restart(): Promise<HostingState> {
+    const stops = this.stops;
     return this.serial(async () => {
       await this.teardown();
+      if (this.stops !== stops) return this.current;
       this.running = true;
       return this.attempt();
     });
@@ -148,20 +160,33 @@ export class Hosting extends EventEmitter<HostingEvents> {
       if (error instanceof DataDirInUseError) return this.attach();
       return this.openFailed(error as Error);
     }
+    // Stopped while the data directory was being locked: nothing hosts.
+    if (!this.running) {
+      void service.stop().catch(() => undefined);
+      return this.current;
+    }
     this.service = service;
     // The editor's commands and views work at once: their commands wait for the store in the service.
     this.setBackend(new LocalBackend(service));
     return this.listen(service, began);
   }
 
-  /** Waits for the service's store to open; undefined once whole, the error state when the open failed. */
+  /**
+   * Waits for the service's store to open; undefined once whole, the error state when the open failed,
+   * and the state reached meanwhile when the service was stopped while it opened (stop()).
+   */
   private async whole(service: Service): Promise<HostingState | undefined> {
     try {
       await service.ready;
-      return undefined;
+      return this.stillHosting(service) ? undefined : this.current;
     } catch (error) {
-      return this.openFailed(error as Error);
+      return this.stillHosting(service) ? this.openFailed(error as Error) : this.current;
     }
+  }
+
+  /** Whether `service` is still this window's (not stopped or replaced while it opened or bound). */
+  private stillHosting(service: Service): boolean {
+    return this.service === service;
   }
 
   /** The service could not open (service.json invalid, service.db damaged): the error stays shown, nothing retries. */
@@ -174,6 +199,7 @@ export class Hosting extends EventEmitter<HostingEvents> {
   private async listen(service: Service, began: number): Promise<HostingState> {
     try {
       const address = await service.start();
+      if (!this.stillHosting(service)) return this.current;
       const startupMs = Math.round(performance.now() - began);
       this.failures = 0;
       // Serving from here on (the activation's figure): the state says so at once. The note for the
@@ -186,6 +212,7 @@ export class Hosting extends EventEmitter<HostingEvents> {
       this.options.log(`hosting the service on ${address.url} (listening in ${startupMs} ms, whole in ${Math.round(performance.now() - began)} ms)`);
       return state;
     } catch (error) {
+      if (!this.stillHosting(service)) return this.current;
       if (error instanceof PortInUseError) {
         // Keep the lock and the in-process backend: the chat view still works in this window.
         this.options.log(error.message);

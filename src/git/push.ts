@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { ServiceError } from '../protocol/errors';
 import type { PushResult, WorktreeRecord } from '../protocol/worktrees';
 import { requireFolder } from './changes';
@@ -71,29 +74,29 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
   }
   const receivePack = !options.allowHooks && local.length > 0 ? await localReceivePack() : RECEIVE_PACK;
   // The owner's allow_hooks lets the repository's own programs run on push: its hooks, and these.
-  const commands = options.allowHooks ? [] : await repositoryTransportCommands(worktree.path);
+  const { named: commands, pins } = options.allowHooks ? { named: [], pins: [] } : await repositoryTransportCommands(worktree.path);
   if (commands.length > 0) {
     throw new ServiceError(
       'conflict',
       `the repository's own config names a command git would run to push, or where it would send your credentials (${commands.join(', ')}): nothing was pushed. Move it to your global config, set worktrees.allow_hooks, or push from a terminal`,
     );
   }
-  try {
-    await gitIn(
+  const refspec = `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`;
+  const push = (to: string, env?: Record<string, string>) =>
+    gitIn(
       worktree.path,
-      [
-        '-c',
-        'protocol.ext.allow=never',
-        'push',
-        '--porcelain',
-        '--recurse-submodules=no',
-        `--receive-pack=${receivePack}`,
-        '--',
-        remote,
-        `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`,
-      ],
-      { allowHooks: options.allowHooks, timeoutMs: 120_000 },
+      ['-c', 'protocol.ext.allow=never', ...pins.flatMap((pin) => ['-c', pin]), 'push', '--porcelain', '--recurse-submodules=no', `--receive-pack=${receivePack}`, '--', to, refspec],
+      {
+        allowHooks: options.allowHooks,
+        timeoutMs: 120_000,
+        env,
+      },
     );
+  try {
+    // The owner's allow_hooks trusts the repository's config: by the remote's name, as in a terminal
+    // (its hooks are told the name; its remote-tracking branch is updated). Otherwise to each checked URL.
+    if (options.allowHooks) await push(remote);
+    else for (const url of urls) await withUrlPinned(url, (env) => push(url, env));
   } catch (error) {
     if (!(error instanceof GitError)) throw error;
     const reason = error.stderr
@@ -105,6 +108,35 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
     throw new ServiceError('conflict', `git could not push ${worktree.branch} to ${remote}: ${redactUrls(reason) || `exit ${error.code}`}`);
   }
   return { remote, branch: worktree.branch, compare_url: compareUrlOf(urls[0] ?? '', worktree.branch, worktree.baseBranch) };
+}
+
+/**
+ * Runs `work` with git's global config replaced by a file of ours that pins `url` against rewriting,
+ * then includes the person's own global files (git's two, as git reads them). The URL was checked
+ * (isLocalRemote, the receive-pack chosen for it) as the config read then rewrote it; a turn may write
+ * .git/config before the push reads it again: a new URL for the remote (pushing to the URL itself
+ * ignores it) or a `url.<elsewhere>.insteadOf`/`pushInsteadOf` of that URL. git rewrites with the
+ * longest matching rule, the first read among equally long ones: ours matches the whole URL and is read
+ * before the repository's config (global comes before local), so no rule of the repository applies.
+ */
+async function withUrlPinned<T>(url: string, work: (env: Record<string, string>) => Promise<T>): Promise<T> {
+  const folder = await mkdtemp(path.join(tmpdir(), 'ra-push-'));
+  const file = path.join(folder, 'config');
+  const home = process.env.HOME;
+  const xdg = process.env.XDG_CONFIG_HOME || (home ? path.join(home, '.config') : undefined);
+  const own = [xdg && path.join(xdg, 'git', 'config'), home && path.join(home, '.gitconfig')].filter((file): file is string => Boolean(file));
+  const text = [`[url ${quoted(url)}]`, `\tinsteadOf = ${quoted(url)}`, `\tpushInsteadOf = ${quoted(url)}`, '[include]', ...own.map((file) => `\tpath = ${quoted(file)}`)].join('\n');
+  try {
+    await writeFile(file, `${text}\n`, { mode: 0o600 });
+    return await work({ GIT_CONFIG_GLOBAL: file });
+  } finally {
+    await rm(folder, { recursive: true, force: true });
+  }
+}
+
+/** A config file's quoted string (a subsection or a value): `"` and `\` escaped. */
+function quoted(text: string): string {
+  return `"${text.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
 /**
@@ -129,18 +161,30 @@ const PLAIN_HELPER = /^(?:[A-Za-z0-9][\w.-]*(?: --timeout=\d+)?)?$/;
  * is the repository's files (a clone, a webhook's turn writing .git/config), and none of what it names
  * may run (run-git.ts); the user's global and system config are theirs, and run as in a terminal.
  */
-async function repositoryTransportCommands(folder: string): Promise<string[]> {
+async function repositoryTransportCommands(folder: string): Promise<{ named: string[]; pins: string[] }> {
   const { stdout } = await gitIn(folder, ['config', '--show-scope', '--includes', '--null', '--get-regexp', TRANSPORT_KEYS], { okCodes: [1], readsNoContent: true });
   const fields = nulFields(stdout);
   const named = new Set<string>();
+  const last = new Map<string, string>();
   // Each entry is `<scope>\0<key>\n<value>\0`.
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const [key, ...rest] = fields[i + 1].split('\n');
     const value = rest.join('\n');
+    last.set(key.toLowerCase(), value);
     const harmless = /\.helper$/i.test(key) ? PLAIN_HELPER.test(value) : /\.sslverify$/i.test(key) && /^(true|yes|on|1)$/i.test(value);
     if ((fields[i] === 'local' || fields[i] === 'worktree') && !harmless) named.add(key);
   }
-  return [...named];
+  return { named: [...named], pins: pinnedPrograms(last) };
+}
+
+/**
+ * `-c` settings that keep the push to the ssh program and the password prompt just checked (`last`: each
+ * key's value in force then): read last, they win over any the repository's config names after the
+ * check (a turn writing .git/config). Unset, they are what git uses then: `ssh` (the service's git has no
+ * GIT_SSH or GIT_SSH_COMMAND), and SSH_ASKPASS or no prompt at all (no GIT_ASKPASS).
+ */
+function pinnedPrograms(last: ReadonlyMap<string, string>): string[] {
+  return [`core.sshCommand=${last.get('core.sshcommand') ?? 'ssh'}`, `core.askPass=${last.get('core.askpass') ?? process.env.SSH_ASKPASS ?? ''}`];
 }
 
 /** What discarding would lose: commits not in the base branch and files changed but not committed. */

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import fsPromises, { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -47,6 +48,24 @@ test('every change where the files live is seen by the next call, at once', asyn
   t.after(cleanupOther);
   await writeFile(join(other, 'CLAUDE.md'), 'other root\n');
   assert.deepEqual(await texts(files, [other]), ['project:CLAUDE.md=other root'], 'other roots, another answer');
+});
+
+test('a change made just before a look at other roots is seen by the next call for the first roots (the look closes their watch before its event is read)', async (t) => {
+  const { dir: first, cleanup } = await tempDir();
+  t.after(cleanup);
+  const { dir: other, cleanup: cleanupOther } = await tempDir();
+  t.after(cleanupOther);
+  await writeFile(join(first, 'AGENTS.md'), 'one\n');
+  await writeFile(join(other, 'CLAUDE.md'), 'other root\n');
+  const files = new InstructionFiles(undefined);
+  assert.deepEqual(await texts(files, [first]), ['project:AGENTS.md=one']);
+  // In one turn of the event loop: the change, a call for the first roots (the kept answer, waiting for
+  // the check phase), then one for other roots, whose look lets the first answer's watch go.
+  writeFileSync(join(first, 'AGENTS.md'), 'one, changed\n');
+  const again = texts(files, [first]);
+  const elsewhere = texts(files, [other]);
+  assert.deepEqual(await again, ['project:AGENTS.md=one, changed']);
+  assert.deepEqual(await elsewhere, ['project:CLAUDE.md=other root']);
 });
 
 test('a linked instruction file whose target changes elsewhere is seen at once', async (t) => {

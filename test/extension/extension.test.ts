@@ -415,6 +415,35 @@ describe('deactivate', () => {
     }
   });
 
+  test('returns while the store is still opening (the keys held): the service stops once the open ends, and no other window is told to attach', async () => {
+    // SecretStorage held: the service listens but is not whole; deactivate waited for the open, unbounded.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const { api, dataDir } = await activateWindow({}, { 'remoteAssistant.port': 0 }, (context) => {
+      context.secrets.values.set('remoteAssistant.apiKey.openai', SECRET_KEY);
+      const get = context.secrets.get.bind(context.secrets);
+      context.secrets.get = async (key: string) => {
+        await held;
+        return get(key);
+      };
+    });
+    const port = portOf(api);
+    let deactivated = false;
+    const deactivating = ext.deactivate().then(() => (deactivated = true));
+    try {
+      // No timing bound in a unit test: the open never ends while held, so returning at all shows deactivate does not wait for it.
+      await waitFor(() => deactivated, 'deactivate() to return while the store is still opening', 20_000, 10);
+      await assert.rejects(fetch(`http://127.0.0.1:${port}/health`), 'the port is closed at once');
+    } finally {
+      release();
+      await deactivating;
+    }
+    await waitFor(() => !existsSync(join(dataDir, 'service.lock')), 'the lock released once the open ended', 15_000);
+    assert.ok(!existsSync(join(dataDir, 'editor-host.json')), 'a stopped window told the others where to attach');
+    assert.equal(api.hosting.service, undefined);
+    assert.equal(api.hosting.state.state, 'stopped');
+  });
+
   test('stops the service and releases the port and the lock', async () => {
     const { api, dataDir } = await activateWindow();
     const port = portOf(api);

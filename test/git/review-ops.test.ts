@@ -63,6 +63,28 @@ async function gitRuns(body: () => Promise<unknown>): Promise<string[][]> {
   return runs;
 }
 
+/** pushChanges' answer (or error) when `write` changes the repository's config at the moment the push's git starts (after every check). */
+async function pushWithConfigChanged(wt: Parameters<typeof pushChanges>[0], remote: string, write: () => void): Promise<unknown> {
+  const start = gitStarter.start;
+  gitStarter.start = (request, handlers) => {
+    if (request.args.includes('push')) write();
+    return start(request, handlers);
+  };
+  return pushChanges(wt, remote, noHooks)
+    .then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+    .finally(() => (gitStarter.start = start));
+}
+
+/** A bare repository at `bare` whose pre-receive hook, were it run, would make `marker`. */
+async function bareWithHook(cwd: string, bare: string, marker: string): Promise<void> {
+  git(cwd, 'init', '-q', '--bare', bare);
+  await writeFiles(bare, { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
+  await chmod(join(bare, 'hooks', 'pre-receive'), 0o755);
+}
+
 describe('get_changes', () => {
   test('lists committed and uncommitted changes against base, untracked files included, with +/- counts and hunks', async () => {
     await withRepo({ 'app.ts': lines(40), 'old.txt': 'keep me\n', 'gone.txt': 'bye\n', 'img.bin': Buffer.from([0, 1, 2, 3]) }, async (repo) => {
@@ -563,9 +585,7 @@ describe('push and discard', () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'remote.git');
       const marker = join(repo.worktrees, '..', 'mixed-hook-ran');
-      git(repo.repo, 'init', '-q', '--bare', bare);
-      await writeFiles(bare, { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
-      await chmod(join(bare, 'hooks', 'pre-receive'), 0o755);
+      await bareWithHook(repo.repo, bare, marker);
       git(repo.repo, 'remote', 'add', 'mixed', bare);
       git(repo.repo, 'config', '--add', 'remote.mixed.pushurl', bare);
       git(repo.repo, 'config', '--add', 'remote.mixed.pushurl', 'git://127.0.0.1:9/x.git');
@@ -587,9 +607,7 @@ describe('push and discard', () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'bare');
       const marker = join(repo.worktrees, '..', 'insteadof-hook-ran');
-      git(repo.repo, 'init', '-q', '--bare', join(bare, 'x'));
-      await writeFiles(join(bare, 'x'), { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
-      await chmod(join(bare, 'x', 'hooks', 'pre-receive'), 0o755);
+      await bareWithHook(repo.repo, join(bare, 'x'), marker);
       git(repo.repo, 'remote', 'add', 'origin', 'https://example.invalid/x');
       const wt = addWorktree(repo, 'p8i');
       await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
@@ -609,13 +627,71 @@ describe('push and discard', () => {
     assert.equal(isLocalRemote('C:/x', 'linux'), false, 'scp-like host C elsewhere');
   });
 
+  test("attack: the repository's config changed between the push's check and the push (a new URL, an exact pushInsteadOf) does not send the branch to a local repository whose hooks run", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const bare = join(repo.worktrees, '..', 'swapped.git');
+      const marker = join(repo.worktrees, '..', 'swapped-hook-ran');
+      await bareWithHook(repo.repo, bare, marker);
+      // Checked: a remote elsewhere (nothing listens there), so git's own receive-pack is chosen for it.
+      const checked = 'https://127.0.0.1:9/x.git';
+      git(repo.repo, 'remote', 'add', 'origin', checked);
+      const wt = addWorktree(repo, 'p8s');
+      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+      await commitChanges(wt, 'to push', noHooks);
+      // A turn's shell writes the config while the checks run: held here at the moment the push starts.
+      const swaps: [string, () => void, () => void][] = [
+        ['a new URL for the remote', () => git(repo.repo, 'remote', 'set-url', 'origin', bare), () => git(repo.repo, 'remote', 'set-url', 'origin', checked)],
+        ...['pushInsteadOf', 'insteadOf'].map((key): [string, () => void, () => void] => [
+          `a ${key} of the checked URL itself`,
+          () => git(repo.repo, 'config', `url.${bare}.${key}`, checked),
+          () => git(repo.repo, 'config', '--unset', `url.${bare}.${key}`),
+        ]),
+      ];
+      for (const [swap, write, undo] of swaps) {
+        const refused = await pushWithConfigChanged(wt, 'origin', write);
+        assert.equal(existsSync(marker), false, `the local repository's pre-receive hook ran after ${swap}`);
+        assert.ok(refused instanceof ServiceError && refused.code === 'conflict' && refused.message.includes('127.0.0.1:9'), `${swap}: ${String(refused)}`);
+        undo();
+      }
+    });
+  });
+
+  test("attack: a transport command the repository's config names only after the push's check (core.sshCommand, core.askPass) does not run", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const marker = join(repo.worktrees, '..', 'late-command-ran');
+      // A program (askPass is run as one, not by a shell).
+      const program = join(repo.worktrees, '..', 'late-command.sh');
+      await writeFile(program, `#!/bin/sh\ntouch '${marker}'\nexit 1\n`);
+      await chmod(program, 0o755);
+      // Asks for a password: git looks for a helper, then for askPass.
+      const server = createServer((_request, response) => response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="x"' }).end());
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        git(repo.repo, 'remote', 'add', 'overssh', 'ssh://127.0.0.1:9/x.git');
+        git(repo.repo, 'remote', 'add', 'overhttp', `http://127.0.0.1:${(server.address() as AddressInfo).port}/x.git`);
+        const wt = addWorktree(repo, 'p8c');
+        await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+        await commitChanges(wt, 'to push', noHooks);
+        for (const [remote, key] of [
+          ['overssh', 'core.sshCommand'],
+          ['overhttp', 'core.askPass'],
+        ]) {
+          const refused = await pushWithConfigChanged(wt, remote, () => git(repo.repo, 'config', key, program));
+          assert.equal(existsSync(marker), false, `${key}, written after the check, ran on a push to ${remote}`);
+          assert.ok(refused instanceof ServiceError && refused.code === 'conflict', `${remote}: ${String(refused)}`);
+          git(repo.repo, 'config', '--unset', key);
+        }
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+    });
+  });
+
   test("attack: a push URL only the worktree's checkout reads (includeIf onbranch) still gets the hook-free receive-pack", async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'remote.git');
       const marker = join(repo.worktrees, '..', 'onbranch-hook-ran');
-      git(repo.repo, 'init', '-q', '--bare', bare);
-      await writeFiles(bare, { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
-      await chmod(join(bare, 'hooks', 'pre-receive'), 0o755);
+      await bareWithHook(repo.repo, bare, marker);
       // Seen from the repository's own checkout, origin is far away; on the conversation's branch it is the bare repository.
       git(repo.repo, 'remote', 'add', 'origin', 'https://127.0.0.1:9/x.git');
       const wt = addWorktree(repo, 'p8');

@@ -3,7 +3,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { loginLimitKey } from '../../src/transport/http/allow-from';
 import { FixedWindowLimiter } from '../../src/transport/http/rate-limit';
-import { DERIVATION_NICE, MAX_CONCURRENT_DERIVATIONS, MAX_WAITING_CHECKS, PasswordChecksBusy, decoyHash, hashPassword, verifyPassword } from '../../src/transport/auth/passwords';
+import { DERIVATION_NICE, MAX_CONCURRENT_DERIVATIONS, derivationLoad, MAX_WAITING_CHECKS, PasswordChecksBusy, decoyHash, hashPassword, verifyPassword } from '../../src/transport/auth/passwords';
 import { postJson, startService, type RunningService } from '../helpers/service';
 
 // Attacks on `POST /auth`'s limit of 10 failed attempts per client address per 5 minutes
@@ -115,6 +115,31 @@ test('password checks beyond the bounded queue are refused at once, the others s
   assert.equal(outcomes.filter((o) => 'valid' in o && o.valid === false).length, MAX_CONCURRENT_DERIVATIONS + MAX_WAITING_CHECKS - 1);
   // The queue drained: a check now runs again.
   assert.equal(await verifyPassword(ADA_PASSWORD, stored), true);
+});
+
+test("one address's burst of password checks runs one at a time, and another address's check is not held behind all of it", async () => {
+  const wrongs = Array.from({ length: 6 }, (_, i) => `guess-${i}`);
+  const finished: string[] = [];
+  let peak = 0;
+  const watch = () => (peak = Math.max(peak, derivationLoad().running));
+  const burst = wrongs.map((guess) =>
+    verifyPassword(guess, users[0].password_hash, '10.0.0.1').then((valid) => {
+      finished.push(guess);
+      watch();
+      return valid;
+    }),
+  );
+  watch();
+  const other = verifyPassword(BOB_PASSWORD, users[1].password_hash, '10.0.0.2').then((valid) => {
+    finished.push('bob');
+    return valid;
+  });
+  assert.deepEqual(await Promise.all(burst), Array(wrongs.length).fill(false));
+  assert.equal(await other, true);
+  assert.equal(peak, 1, "one address's checks never run side by side");
+  // The burst's first check was running when bob's came: his is next, not the seventh.
+  assert.deepEqual(finished.slice(0, 2), ['guess-0', 'bob'], JSON.stringify(finished));
+  assert.deepEqual(derivationLoad(), { running: 0, waiting: 0 });
 });
 
 /** Each thread of this process with its nice value (Linux: the nice value is a thread's own). */

@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import { LOGIN_FAILURE_LIMIT, LOGIN_WINDOW_MS, LoginFailures } from '../../src/transport/auth/login-failures';
 import { ConnectionGate, MAX_OPENING_PER_ADDRESS } from '../../src/transport/http/connection-gate';
 import { HttpServer } from '../../src/transport/http/http-server';
+import { RESETS_PER_TURN, ResetQueue, refuseAtAccept, type AcceptedHandle } from '../../src/transport/http/refuse-at-accept';
 import { captureLogger } from '../helpers/store-utils';
 
 // Login bursts from one address (issue 25): once an address is over its failed-login limit, every new
@@ -45,6 +46,7 @@ test("attack: a locked address's burst is reset unread and counted; another addr
     refusesConnection: (address) => failures.refusesConnection(address),
   });
   const { port } = await server.listen(0, '127.0.0.1');
+  assert.equal(server.refusesAtAccept, true, 'refused before a Socket is made (refuse-at-accept.ts)');
   try {
     for (let i = 0; i < LOGIN_FAILURE_LIMIT; i += 1) assert.match(await exchange(port, '127.0.0.1', POST_AUTH), /^HTTP\/1\.1 401 /);
     const burst = Promise.all(Array.from({ length: 50 }, () => exchange(port, '127.0.0.1', POST_AUTH)));
@@ -100,4 +102,46 @@ test('the gate hands a connection to be read (the HTTP parser) only when it lets
     gate.close();
     await new Promise((resolve) => server.close(resolve));
   }
+});
+
+test("a locked address's connections are reset before Node makes a Socket of them, never read; another address's get theirs", async () => {
+  const sockets: string[] = [];
+  const server = createServer({ pauseOnConnect: true }, (socket) => {
+    sockets.push(socket.remoteAddress!);
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  const refusedFrom: string[] = [];
+  try {
+    assert.equal(
+      refuseAtAccept(server, (address) => (address === '127.0.0.3' ? (refusedFrom.push(address), true) : false)),
+      true,
+      "this Node's listening handle is as refuse-at-accept.ts expects",
+    );
+    const refused = await Promise.all(Array.from({ length: 40 }, () => exchange(port, '127.0.0.3', POST_AUTH)));
+    assert.deepEqual(new Set(refused), new Set(['']), 'nothing answered');
+    assert.equal(refusedFrom.length, 40, 'each refusal counted once');
+    await exchange(port, '127.0.0.4', POST_AUTH);
+    assert.deepEqual(sockets, ['127.0.0.4'], 'a Socket for the other address only');
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test('refusals of one accept batch are reset a few a turn of the event loop, none before the batch is over', async () => {
+  const resets: number[] = [];
+  let turn = 0;
+  const queue = new ResetQueue();
+  const handle = (): AcceptedHandle => ({ getpeername: () => 0, reset: () => (resets.push(turn), 0), close: () => assert.fail('reset worked') });
+  const count = RESETS_PER_TURN * 2 + 3;
+  for (let i = 0; i < count; i += 1) queue.add(handle());
+  assert.equal(resets.length, 0, 'not in the accept callback');
+  while (resets.length < count) {
+    await new Promise((resolve) => setImmediate(resolve));
+    turn += 1;
+  }
+  const perTurn = new Map<number, number>();
+  for (const t of resets) perTurn.set(t, (perTurn.get(t) ?? 0) + 1);
+  assert.deepEqual([...perTurn.values()], [RESETS_PER_TURN, RESETS_PER_TURN, 3]);
 });

@@ -62,6 +62,18 @@ test('an open refused for a damaged service.db leaves history.db byte-identical 
   }
 });
 
+test('an open refused for a damaged service.db, history.db not made yet, creates no history.db (nor any other file)', LIMIT, async (t) => {
+  const dir = await withDir(t);
+  await writeFile(path.join(dir, 'service.db'), Buffer.alloc(8192, 0x5a));
+  const before = await contents(dir);
+  assert.ok(!before.has(HISTORY_FILE_NAME));
+
+  await assert.rejects(openStore(dir), /service\.db is not a readable database/);
+  const after = await contents(dir);
+  assert.deepEqual([...after.keys()].sort(), [...before.keys()].sort(), 'the same files');
+  assert.ok((after.get('service.db') as Buffer).equals(before.get('service.db') as Buffer), 'service.db was changed');
+});
+
 test('a new history.db built aside never takes a WAL a crash left beside it (history.db.new-wal)', LIMIT, async (t) => {
   const dir = await withDir(t);
   // A WAL of another database, whole and committed (a table `planted`), where the build aside would meet it.

@@ -52,7 +52,13 @@ export class PlacesWatch {
     }
   }
 
+  /**
+   * Stops watching; from then on the answer it guarded counts as changed. A change's event not read
+   * yet is dropped with the watcher, and a call still waiting for the check phase (nextCheckPhase) on a
+   * kept answer whose watch another call let go (a look at other roots) must look again, not trust it.
+   */
   close(): void {
+    this.changed = true;
     for (const watcher of this.watchers.splice(0)) watcher.close();
   }
 

@@ -26,8 +26,18 @@ export const MAX_LOGGED_TEXT_LENGTH = 4000;
 const STACK_FRAME =
   /(?:^|\s+)at\s+(?:async\s+)?(?:new\s+)?(?:[^\s()]+\s*\()?(?:\/|[A-Za-z]:\\|file:|webpack(?:-internal)?:|node:|<anonymous>|native\b|(?:[\w.@~+-]+\/)*[\w$.-]+\.\w+:\d+)|\bTraceback \(most recent call last\)|(?:^|\s+)goroutine \d+ \[/;
 // A file path: Unix (two or more segments of any letters, not the path part of a URL), Windows (either
-// slash) or a share's (\\server\share), with any :line:col.
-const FILE_PATH = /(?<![\p{L}\p{N}_:/.])(?:\/[\p{L}\p{N}_.@~+-]+){2,}\/?(?::\d+)*|\b[A-Za-z]:[\\/][^\s'"()]*|\\\\[^\s'"()\\]+\\[^\s'"()]*/gu;
+// slash) or a share's (\\server\share), with any :line:col. Unquoted, a folder's name may hold spaces
+// (`/home/ada/My Projects/secret`): the path goes on over up to four words after a space when they lead to
+// another separator; prose after a path (`/a/b.ts is not in the workspace`) has none and is kept.
+const SEGMENT = String.raw`[\p{L}\p{N}_.@~+-]+`;
+const WINDOWS_WORD = String.raw`[^\s'"()\\/]+`;
+const WINDOWS_TAIL = String.raw`[^\s'"()]*`;
+/** More of a path after a space: words (one to four), a separator, the rest as the path's own pattern goes on. */
+const SPACED = (word: string, separator: string, tail: string) => String.raw`(?:(?: ${word}){1,4}${separator}${tail})*`;
+const UNIX_PATH = String.raw`(?<![\p{L}\p{N}_:/.])(?:(?:\/${SEGMENT}){2,}\/?|\/${SEGMENT}(?=(?: ${SEGMENT}){1,4}\/))${SPACED(SEGMENT, '\\/', String.raw`(?:${SEGMENT})?(?:\/${SEGMENT})*\/?`)}(?::\d+)*`;
+const WINDOWS_PATH = String.raw`\b[A-Za-z]:[\\/]${WINDOWS_TAIL}${SPACED(WINDOWS_WORD, '[\\\\/]', WINDOWS_TAIL)}`;
+const SHARE_PATH = String.raw`\\\\[^\s'"()\\]+\\${WINDOWS_TAIL}${SPACED(WINDOWS_WORD, '\\\\', WINDOWS_TAIL)}`;
+const FILE_PATH = new RegExp(`${UNIX_PATH}|${WINDOWS_PATH}|${SHARE_PATH}`, 'gu');
 // A quoted absolute path (git quotes the paths it names: `'/home/me/my project/.git/worktrees/x'`), whole, spaces and all.
 const QUOTED_PATH = /(['"])(?:\/|[A-Za-z]:[\\/]|\\\\)[^'"\n]*\1/g;
 

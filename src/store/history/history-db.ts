@@ -36,13 +36,14 @@ END;`;
 
 /**
  * Makes history.db when there is none (a new data directory): built whole as `<file>.new` with no
- * journal and no fsync, then fsynced once and renamed in (the caller makes the directory entry durable),
- * so a crash leaves either no history.db or a whole one. Turning a new file to WAL in place and its
+ * journal and no fsync, then fsynced once; answers that file, for the caller to rename in once it may
+ * write (the store's open refused for a damaged service.db leaves no history.db: removeBuildAside) and to
+ * make the directory entry durable. A crash leaves either no history.db or a whole one. Turning a new file to WAL in place and its
  * tables took 6 of the 9 fsyncs of a new directory's history.db (a rollback journal's commits), on the
  * start's longest path (issue 25). Only when no WAL is there either: SQLite deletes the WAL of an empty
  * file, and a new file must not meet an old WAL.
  */
-export function createHistoryFile(file: string, mode: number): void {
+export function buildHistoryFileAside(file: string, mode: number): string {
   const fresh = removeBuildAside(file);
   closeSync(openSync(fresh, 'w', mode));
   const db = new SqliteFile(fresh);
@@ -62,7 +63,7 @@ export function createHistoryFile(file: string, mode: number): void {
     closeSync(fd);
   }
   rmSync(`${fresh}-wal`, { force: true });
-  renameSync(fresh, file);
+  return fresh;
 }
 
 /**

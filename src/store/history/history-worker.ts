@@ -1,11 +1,11 @@
 // Worker thread entry (bundled to dist/history-worker.js): owns history.db, so its fsyncs and page
 // reads never run on the service's event loop. Requests are handled in arrival order; puts that
 // arrive while a commit runs are committed together in the next transaction (group commit).
-import { closeSync, existsSync, openSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, openSync, renameSync, rmSync } from 'node:fs';
 import { isMainThread, parentPort } from 'node:worker_threads';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import type { MessagePort } from 'node:worker_threads';
-import { createHistoryFile, HistoryDb, removeBuildAside } from './history-db';
+import { buildHistoryFileAside, HistoryDb, removeBuildAside } from './history-db';
 import { CORRUPT } from './protocol';
 import { countSyncs } from './sync-count';
 import type { HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
@@ -146,15 +146,17 @@ function practise(port: MessagePort): void {
  * Before SQLite opens `file`: node-sqlite3-wasm locks a database with a `<file>.lock` directory, which a
  * killed process leaves behind (service.lock already makes this process the only one using the
  * directory), and a new file is created private (SQLite would use the umask). Here rather than in the
- * service's thread, so that the open does not wait for that thread's start-up work.
+ * service's thread, so that the open does not wait for that thread's start-up work. Answers the new file
+ * built aside, when there was none: renamed in only once service.db opened.
  */
-function prepareFile(file: string): void {
+function prepareFile(file: string): string | undefined {
   rmSync(`${file}.lock`, { recursive: true, force: true });
-  if (!existsSync(file) && !existsSync(`${file}-wal`)) createHistoryFile(file, PRIVATE_FILE_MODE);
+  if (!existsSync(file) && !existsSync(`${file}-wal`)) return buildHistoryFileAside(file, PRIVATE_FILE_MODE);
   else {
     // A build aside cut short by a crash, where the file (or its WAL) is there: litter, nothing more.
     removeBuildAside(file);
     closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
+    return undefined;
   }
 }
 
@@ -167,29 +169,34 @@ if (!isMainThread && parentPort) {
       port.postMessage({ ready: false, error } satisfies WorkerOutbound);
       port.close();
     };
-    let db: HistoryDb;
+    let db: HistoryDb | undefined;
+    let aside: string | undefined;
     try {
-      prepareFile(first.open);
-      db = new HistoryDb(first.open, first.recover);
+      aside = prepareFile(first.open);
+      if (!aside) db = new HistoryDb(first.open, first.recover);
     } catch (err) {
       refuse(err instanceof Error ? err.message : String(err));
       return;
     }
-    // Checked, nothing written: the open's writes wait for the word that service.db opened.
+    // Checked (or built aside), nothing written: the open's writes wait for the word that service.db opened.
     port.once('message', (next: WorkerInbound) => {
       if (!('begin' in next) || !next.begin) {
-        db.close();
+        db?.close();
+        if (aside) removeBuildAside(first.open);
         refuse(`${first.open} was closed unchanged: the store's open failed`);
         return;
       }
+      let opened: HistoryDb;
       try {
-        db.begin();
+        if (aside) renameSync(aside, first.open);
+        opened = db ?? new HistoryDb(first.open, first.recover);
+        opened.begin();
       } catch (err) {
         refuse(err instanceof Error ? err.message : String(err));
         return;
       }
-      port.postMessage({ ready: true, stats: db.stats(), damage: db.damage, marks: db.marks } satisfies WorkerOutbound);
-      run(port, db);
+      port.postMessage({ ready: true, stats: opened.stats(), damage: opened.damage, marks: opened.marks } satisfies WorkerOutbound);
+      run(port, opened);
     });
   });
 }

@@ -16,6 +16,13 @@ export const MAX_OPENING_PER_ADDRESS = 8;
  */
 export const MAX_FRESH = 4;
 export const FRESH_MS = 50;
+/**
+ * How long a connection may wait unread: as long as one let in may take to send its request's headers
+ * (the server's headersTimeout), after which it is closed as that one would be. Its address's places may
+ * be held by connections that send nothing (each closed only by that timeout), and a client that went
+ * away while waiting is not seen until its socket is read: neither holds a socket here for longer.
+ */
+export const MAX_WAIT_MS = 30_000;
 /** Connections one address may have waiting; past this its new ones are closed at once. */
 export const MAX_WAITING_PER_ADDRESS = 256;
 /**
@@ -54,19 +61,25 @@ export class ConnectionGate {
   /** Connections let in less than FRESH_MS ago and still opening, with when, oldest first. */
   private readonly fresh = new Map<Socket, number>();
   private waitingCount = 0;
+  /** Every waiting connection with when it was accepted and its address, oldest first. */
+  private readonly waitingSince = new Map<Socket, { since: number; address: Address }>();
   /** Wakes the gate when the oldest fresh connection stops counting, while others wait for it. */
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** Closes the waiting connections that have waited waitMs. */
+  private waitTimer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
 
   /**
    * `refuses`: whether a connection from this address is closed unread (it counts the refusal itself).
    * `reading`: called once for a connection let in, just before it is resumed (the server sets up its
    * HTTP parsing there, so a connection refused or still waiting costs none).
+   * `waitMs`: how long a connection may wait (MAX_WAIT_MS; shorter in tests).
    */
   constructor(
     private readonly refuses: (remoteAddress: string) => boolean = () => false,
     private readonly reading: (socket: Socket) => void = () => undefined,
     private readonly now: () => number = () => performance.now(),
+    private readonly waitMs = MAX_WAIT_MS,
   ) {}
 
   /** Connections accepted and not read yet. */
@@ -90,8 +103,10 @@ export class ConnectionGate {
     this.addresses.set(key, address);
     address.waiting.push(socket);
     this.waitingCount += 1;
+    this.waitingSince.set(socket, { since: this.now(), address });
     this.settle(address);
     this.admit();
+    this.expireWhenDue();
   }
 
   /**
@@ -113,11 +128,14 @@ export class ConnectionGate {
     this.closed = true;
     clearTimeout(this.timer);
     this.timer = undefined;
+    clearTimeout(this.waitTimer);
+    this.waitTimer = undefined;
     this.ready.clear();
     for (const address of this.addresses.values()) {
       for (const socket of address.waiting.splice(0)) refuse(socket);
     }
     this.waitingCount = 0;
+    this.waitingSince.clear();
   }
 
   /**
@@ -129,8 +147,10 @@ export class ConnectionGate {
     let longest: Address | undefined;
     for (const other of this.addresses.values()) if (!longest || other.waiting.length > longest.waiting.length) longest = other;
     if (!longest || longest.waiting.length <= address.waiting.length + 1) return false;
-    refuse(longest.waiting.pop()!);
+    const newest = longest.waiting.pop()!;
+    refuse(newest);
     this.waitingCount -= 1;
+    this.waitingSince.delete(newest);
     this.settle(longest);
     return true;
   }
@@ -154,12 +174,37 @@ export class ConnectionGate {
       this.ready.delete(address);
       const socket = address.waiting.shift()!;
       this.waitingCount -= 1;
+      this.waitingSince.delete(socket);
       // Checked again: the address may have gone over its limit while this connection waited.
       if (socket.destroyed || this.refuses(socket.remoteAddress!)) refuse(socket);
       else this.letIn(socket, address);
       this.settle(address);
     }
     if (this.ready.size > 0) this.wakeWhenStale();
+  }
+
+  /** Closes the connections that have waited waitMs or more, and wakes again for the next one due. */
+  private expire(): void {
+    const before = this.now() - this.waitMs;
+    for (const [socket, { since, address }] of this.waitingSince) {
+      if (since > before) break;
+      this.waitingSince.delete(socket);
+      address.waiting.splice(address.waiting.indexOf(socket), 1);
+      this.waitingCount -= 1;
+      refuse(socket);
+      this.settle(address);
+    }
+    this.expireWhenDue();
+  }
+
+  private expireWhenDue(): void {
+    if (this.waitTimer || this.closed) return;
+    const oldest = this.waitingSince.values().next().value;
+    if (oldest === undefined) return;
+    this.waitTimer = this.timerAt(oldest.since + this.waitMs, () => {
+      this.waitTimer = undefined;
+      this.expire();
+    });
   }
 
   private letIn(socket: Socket, address: Address): void {
@@ -184,13 +229,14 @@ export class ConnectionGate {
     if (this.timer || this.closed) return;
     const oldest = this.fresh.values().next().value;
     if (oldest === undefined) return;
-    this.timer = setTimeout(
-      () => {
-        this.timer = undefined;
-        this.admit();
-      },
-      Math.max(1, Math.ceil(oldest + FRESH_MS - this.now())),
-    );
-    this.timer.unref();
+    this.timer = this.timerAt(oldest + FRESH_MS, () => {
+      this.timer = undefined;
+      this.admit();
+    });
+  }
+
+  /** Runs `run` at `dueAt` on the gate's clock, without keeping the process alive. */
+  private timerAt(dueAt: number, run: () => void): ReturnType<typeof setTimeout> {
+    return setTimeout(run, Math.max(1, Math.ceil(dueAt - this.now()))).unref();
   }
 }

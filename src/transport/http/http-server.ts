@@ -7,6 +7,7 @@ import type { AddressFilter } from './allow-from';
 import { CLOSE_FORBIDDEN } from '../connections/lan-socket';
 import { clientAddress, noRoute, sendError, sendJson } from './http-util';
 import { ConnectionGate } from './connection-gate';
+import { refuseAtAccept } from './refuse-at-accept';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
 /** Finds the handler of a request, or undefined (404). Resolved per request, so routes can change live. */
@@ -32,6 +33,8 @@ export interface HttpServerOptions {
   loginRefusedFor?: (remoteAddress: string) => number;
   /** Whether a new connection from this address is closed before anything is read (over its failed-login limit); it counts the refusal. */
   refusesConnection?: (remoteAddress: string) => boolean;
+  /** How long a connection may wait at the gate unread (connection-gate.ts MAX_WAIT_MS; shorter in tests). */
+  gateWaitMs?: number;
 }
 
 /** HTTP + WebSocket on one port; `allow_from` is checked before anything else is read. */
@@ -41,6 +44,8 @@ export class HttpServer {
   private readonly sockets = new Set<Socket>();
   private readonly gate: ConnectionGate;
   private closed?: Promise<void>;
+  /** Whether connections of a refused address are reset before a Socket is made of them (refuse-at-accept.ts), not by the gate. */
+  refusesAtAccept = false;
 
   constructor(private readonly options: HttpServerOptions) {
     this.server = createServer((req, res) => void this.onRequest(req, res));
@@ -56,12 +61,17 @@ export class HttpServer {
     const [parseHttp, ...others] = this.server.listeners('connection') as ((socket: Socket) => void)[];
     if (!parseHttp || others.length > 0) throw new Error('http.Server was expected to have exactly one connection listener');
     this.server.removeListener('connection', parseHttp);
-    this.gate = new ConnectionGate(options.refusesConnection, (socket) => {
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
-      socket.setNoDelay(true);
-      parseHttp.call(this.server, socket);
-    });
+    this.gate = new ConnectionGate(
+      options.refusesConnection,
+      (socket) => {
+        this.sockets.add(socket);
+        socket.on('close', () => this.sockets.delete(socket));
+        socket.setNoDelay(true);
+        parseHttp.call(this.server, socket);
+      },
+      undefined,
+      options.gateWaitMs,
+    );
     this.server.on('connection', (socket: Socket) => this.gate.accept(socket));
     this.server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket as Socket, head));
     this.server.on('clientError', (_error, socket) => socket.destroy());
@@ -77,6 +87,8 @@ export class HttpServer {
       };
       const onListening = () => {
         this.server.off('error', onError);
+        const refuses = this.options.refusesConnection;
+        if (refuses) this.refusesAtAccept = refuseAtAccept(this.server, refuses);
         const address = this.server.address();
         resolve({ host, port: typeof address === 'object' && address ? address.port : port });
       };
@@ -110,6 +122,7 @@ export class HttpServer {
     res.once('close', () => this.gate.opened(req.socket));
     if (!this.options.allowed()(req.socket.remoteAddress)) {
       req.resume();
+      closeAfterRefusal(req.socket, res);
       return sendError(res, new ServiceError('unauthorized', 'address not allowed'));
     }
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -158,6 +171,21 @@ export class HttpServer {
       this.options.onWebSocket(ws, req, () => this.gate.opened(socket));
     });
   }
+}
+
+/** How long a socket refused by allow_from may take to take its answer before it is destroyed. */
+const REFUSED_CLOSE_MS = 5_000;
+
+/**
+ * A refused address gets one answer and the connection closes: `Connection: close` stops the requests
+ * it pipelined after this one, and a client that never reads (its side half-closed, or not) cannot keep
+ * the socket past REFUSED_CLOSE_MS. No timeout of the server applies once a request is answered: a
+ * client refused 20,000 times in one write held its socket for good.
+ */
+function closeAfterRefusal(socket: Socket, res: ServerResponse): void {
+  res.shouldKeepAlive = false;
+  const timer = setTimeout(() => socket.destroy(), REFUSED_CLOSE_MS).unref();
+  socket.once('close', () => clearTimeout(timer));
 }
 
 /**

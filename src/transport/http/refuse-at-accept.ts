@@ -1,0 +1,67 @@
+import type { Server } from 'node:net';
+
+/**
+ * Refused connections reset in one turn of the event loop; the rest of an accept batch's wait for the next
+ * turns (setImmediate), so a backlog's worth of refusals is not one stall between a chat's writes.
+ */
+export const RESETS_PER_TURN = 16;
+
+/** What this uses of the TCP handle Node's `net.Server` receives for each accepted connection. */
+export interface AcceptedHandle {
+  /** Fills `out.address` with the peer's address; returns 0 or an error code. */
+  getpeername(out: { address?: string }): number;
+  /** Closes with a reset (SO_LINGER 0); returns 0 or an error code. */
+  reset(): number;
+  close(): void;
+}
+
+interface ListeningHandle {
+  onconnection: (error: number, accepted?: AcceptedHandle) => void;
+}
+
+/**
+ * Resets a new connection whose address will be refused anyway (`refuses`, which counts the refusal)
+ * before Node makes a `Socket` of it: the refused connection costs its accept, one `getpeername` and its
+ * reset (with a Socket, its object, its stream state and its destroy too: about half the main thread's
+ * time of a refusal, and most of a burst's garbage). Node offers no documented hook before the Socket, so
+ * this wraps the listening handle's `onconnection` (lib/net.js gives it the accepted TCP handle); when
+ * the handle is not as expected (another Node), it changes nothing and returns false: the connection gate
+ * still refuses them, from their Socket. Call once the server listens. Nothing of a refused connection
+ * is ever read: its handle is never started. Its reset may wait a few turns (RESETS_PER_TURN).
+ */
+export function refuseAtAccept(server: Server, refuses: (remoteAddress: string) => boolean): boolean {
+  const handle = (server as unknown as { _handle?: Partial<ListeningHandle> | null })._handle;
+  const onconnection = handle?.onconnection;
+  if (!handle || typeof onconnection !== 'function') return false;
+  const resets = new ResetQueue();
+  handle.onconnection = function (this: unknown, error: number, accepted?: AcceptedHandle) {
+    if (!error && accepted && typeof accepted.getpeername === 'function' && typeof accepted.reset === 'function') {
+      const peer: { address?: string } = {};
+      if (accepted.getpeername(peer) === 0 && peer.address && refuses(peer.address)) return resets.add(accepted);
+    }
+    onconnection.call(this, error, accepted);
+  };
+  return true;
+}
+
+/** Handles to reset, RESETS_PER_TURN a turn of the event loop. */
+export class ResetQueue {
+  private readonly pending: AcceptedHandle[] = [];
+  private scheduled = false;
+
+  add(accepted: AcceptedHandle): void {
+    this.pending.push(accepted);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.resetSome());
+  }
+
+  private resetSome(): void {
+    for (const accepted of this.pending.splice(0, RESETS_PER_TURN)) {
+      // A handle that cannot be reset is still closed (a plain close: the client sees an end, not a reset).
+      if (accepted.reset() !== 0) accepted.close();
+    }
+    if (this.pending.length > 0) setImmediate(() => this.resetSome());
+    else this.scheduled = false;
+  }
+}

@@ -8,14 +8,15 @@ import { finishInterruptedRequests } from './agent/permission-restart';
 import { PermissionGate } from './agent/permissions';
 import { addAllowRule } from './config/permission-rules';
 import { createProviderResolver } from './agent/provider-resolver';
-import { providerWarmUp } from './agent/providers/registry';
+import { practiceProvider, providerWarmUp } from './agent/providers/registry';
 import { mcpSdk } from './agent/tools/mcp-sdk';
-import { createToolRegistry, workspaceRootsOf } from './agent/toolbox';
+import { createPracticeToolRegistry, createToolRegistry, workspaceRootsOf } from './agent/toolbox';
 import { Worktrees } from './agent/worktrees/worktrees';
 import { settlePendingFileChanges } from './agent/turn-files';
 import { TurnUndo } from './agent/turn-undo';
 import { keepToolsOut } from './agent/tools/private-folders';
 import type { ToolRegistry } from './agent/tools/registry';
+import type { Provider } from './agent/providers/types';
 import type { WorktreeRecords } from './commands/context';
 import { createDispatcher, type Dispatch } from './commands/dispatcher';
 import { SessionDoor, type OpenSession, type SessionOptions } from './commands/door';
@@ -37,6 +38,7 @@ import { Redactor } from './log/redact';
 import type { Logger } from './log/logger';
 import { fail, requestIdOf, tcpChannelOf, webhookAccountsOf, websocketChannelsOf, type ServiceConfig, type ServiceError } from './protocol';
 import { bootStore, openStore, type RetentionPolicy, type Store } from './store';
+import { openScratchStore } from './store/scratch';
 import type { ConfigChange } from './config/config-file';
 import { bindHostFor, compileAllowFrom } from './transport/http/allow-from';
 import { Authenticator } from './transport/auth/auth';
@@ -107,6 +109,11 @@ export interface ServiceOptions {
   openingWaitMs?: number;
   /** Tests only: the service is not whole before it resolves (see composeService), so a test sees what clients meet while the service opens. */
   holdOpen?: Promise<unknown>;
+  /**
+   * Tests only: called when the warm-up's practice turn (see Service.practise) asks its canned provider,
+   * which answers once what it returns resolves (or stop cuts it short): a test acts while it is under way.
+   */
+  holdPractice?: () => Promise<unknown>;
   /** Web Push delivery: tests trust their fake push service (`agent`), allow its loopback endpoint, shorten the backoff. Never from service.json. */
   push?: PushOptions;
 }
@@ -332,6 +339,10 @@ export class Service {
   /** File tools never open the data directory, even when the workspace holds it (see private-folders). */
   private readonly releaseDataDir: () => void;
   private warmUpTimer?: NodeJS.Timeout;
+  /** Cuts the warm-up's practice turn short (stop). */
+  private readonly practice = new AbortController();
+  /** The warm-up's practice turn, once begun: stop waits for it before the store closes. */
+  private practising?: Promise<void>;
   private stopping?: Promise<void>;
 
   private constructor(
@@ -619,6 +630,7 @@ export class Service {
 
   private async shutDown(): Promise<void> {
     clearTimeout(this.warmUpTimer);
+    this.practice.abort();
     this.http?.stopAccepting();
     // A stop during the open waits for it: the store is closed whole. A failed open closed everything.
     const opened = await this.whole.then(
@@ -650,6 +662,8 @@ export class Service {
     auth.failures.flush();
     this.releaseDataDir();
     await store.audit.settled();
+    // Its scratch database lives in history.db's worker, which the store's close ends.
+    await this.practising?.catch(() => undefined);
     await store.close();
     await this.config.close();
     this.logger.info('service.stopped');
@@ -685,10 +699,45 @@ export class Service {
   }
 
   /**
+   * The warm-up's practice turn (Agent.practise): one streamed chat over a scratch store (store/scratch.ts)
+   * with the configured provider's SDK and a canned fetch (providers/rehearsal.ts), so the first chat
+   * does not run the turn's code for the first time (issue 25). Then the statements it prepared are
+   * prepared on the real database too (prepared, not run), one a turn of the event loop. It writes
+   * nothing anywhere, tells no client, logs nothing and asks no provider. A turn that begins meanwhile
+   * stops it (Agent.practise) and does not wait for it but for the slice under way: the practice is
+   * there to compile what that turn now compiles itself. stop() cuts it short and waits for it (shutDown).
+   */
+  private practise(): Promise<void> {
+    const { store, agent } = this.parts;
+    const { signal } = this.practice;
+    const run = async () => {
+      const scratch = await openScratchStore(store, signal);
+      try {
+        const workspaceRoots = () => workspaceRootsOf(this.config.current, this.options.hostServices);
+        const tools = createPracticeToolRegistry(() => this.config.current, scratch, workspaceRoots);
+        await agent.practise({ store: scratch, provider: held(practiceProvider(this.config.current.provider), this.options.holdPractice, signal), tools, stop: this.practice });
+        for (const text of scratch.db.statementTexts()) {
+          if (signal.aborted) break;
+          await nextTurn();
+          store.db.prepareAhead([text]);
+        }
+      } finally {
+        await scratch.close();
+      }
+    };
+    // Cut short by stop: not a failure of the warm-up.
+    this.practising = run().catch((error: unknown) => {
+      if (!signal.aborted) throw error;
+    });
+    return this.practising;
+  }
+
+  /**
    * The heavy modules (src/agent/providers/registry.ts, mcp-sdk.ts, web-push-lib.ts) are not loaded at
    * start; once listening, those this configuration will use are, one per turn of the event loop, and
-   * what a turn's context reads (git's status, instruction files) is read ahead, so the first chat (or
-   * push) is answered as fast as the next rather than paying for them.
+   * what a turn's context reads (git's status, instruction files) is read ahead, and a practice turn runs
+   * the turn's code once (practise), so the first chat (or push) is answered as fast as the next rather
+   * than paying for them.
    */
   private warmUp(): void {
     const config = this.config.current;
@@ -702,6 +751,8 @@ export class Service {
       ...provider,
       // Built now (the resolver keeps it while the configuration stays), not by the first turn.
       ...(provider.length > 0 ? [() => this.agent.warmUpProvider()] : []),
+      // Once the SDK is loaded: it streams the practice's answer.
+      () => this.practise(),
       () => Object.keys(config.mcp_servers).length > 0 && mcpSdk(),
       () => this.store.pushDevices.list().length > 0 && webPush(),
     ];
@@ -725,6 +776,24 @@ export class Service {
     };
     this.warmUpTimer = setTimeout(next, WARM_UP_DELAY_MS).unref();
   }
+}
+
+/** `provider`, answering once `hold` resolves or `signal` aborts (ServiceOptions.holdPractice). */
+function held(provider: Provider, hold: (() => Promise<unknown>) | undefined, signal: AbortSignal): Provider {
+  if (!hold) return provider;
+  const aborted = new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+  return {
+    ...provider,
+    complete: async (request) => {
+      await Promise.race([hold(), aborted]);
+      return provider.complete(request);
+    },
+  };
+}
+
+/** Yields to the event loop: what waits (a client's command, a timer) runs before the practice goes on. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** service.json's `history` and `audit` settings as the store's retention policy. */

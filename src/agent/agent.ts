@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
-import type { Logger } from '../log/logger';
+import { nullLogger, type Logger } from '../log/logger';
 import { bindAttachments, insertAttachment, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type WriteTx } from '../store';
 import { canAccess, sourceLabel, sourceText, type Source } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
@@ -187,13 +187,19 @@ export class Agent {
   private readonly context: TurnContext;
   /** The window each provider/model's calls last reported (the editor's models tell it with each answer). */
   private readonly reportedWindows = new Map<string, number>();
+  /** Stops the warm-up's practice turn, if one runs (practise): a turn of this agent began. */
+  private practiceStop: AbortController | undefined;
   /** The tools offered last (offer). */
   private offered: { tools: Tool[]; names: ModelToolNames; specs: ToolSpec[] } | undefined;
 
-  constructor(private readonly deps: AgentDeps) {
+  /** `context`: another agent's (a practice twin's: see practise), else one of its own. */
+  constructor(
+    private readonly deps: AgentDeps,
+    context?: TurnContext,
+  ) {
     this.history = new HistoryCache(deps.store.messages);
     this.compactor = new Compactor(deps.store, deps.logger);
-    this.context = new TurnContext(deps.workspaceRoots ?? (() => []), deps.dataDir);
+    this.context = context ?? new TurnContext(deps.workspaceRoots ?? (() => []), deps.dataDir);
   }
 
   /**
@@ -224,6 +230,26 @@ export class Agent {
     await this.context.warmUp();
     const config = this.deps.config();
     await this.context.systemMessage(config, [], { model: config.model, contextWindow: null });
+  }
+
+  /**
+   * The warm-up's practice turn (service.ts): one streamed chat, as a LAN client's, run by a twin of this
+   * agent over `practice`'s scratch store, tools and canned provider, so V8 compiles the turn's own code
+   * (the loop, the budget, usage, the title, the transcript, the store's statements) before the first
+   * chat rather than during it. The twin shares this agent's instruction files (read ahead by warmUp)
+   * and asks git nothing (TurnContext.practiceTwin), and has no logger, no activity, no worktrees and no
+   * one to tell: nothing of it is seen. Resolves to the reply's text (cut short by `signal`: what came).
+   * A turn of this agent beginning meanwhile aborts it (see queued): that turn compiles the same code,
+   * and its time is not to be shared with a practice.
+   */
+  async practise(practice: { store: Store; provider: Provider; tools: ToolRegistry; stop: AbortController }): Promise<string> {
+    this.practiceStop = practice.stop;
+    const twin = new Agent(
+      { ...this.deps, store: practice.store, provider: () => practice.provider, tools: practice.tools, logger: nullLogger, activity: undefined, onActivity: undefined, worktrees: undefined },
+      this.context.practiceTwin(),
+    );
+    const { response } = await twin.chat({ message: 'A practice turn of the warm-up.', source: { kind: 'lan' }, stream: true, from: 'warm-up', worktree: false, signal: practice.stop.signal });
+    return response;
   }
 
   /**
@@ -347,6 +373,7 @@ export class Agent {
 
   /** A turn in the conversation's queue, counted as `running` from queued to ended. */
   private async queued<T>(conversationId: string, turn: () => Promise<T>): Promise<T> {
+    this.practiceStop?.abort();
     this.deps.activity?.turnQueued(conversationId);
     try {
       return await this.queue.run(conversationId, turn);

@@ -31,11 +31,26 @@ export function createToolRegistry(config: () => ServiceConfig, store: Store, lo
   const workspaceRoots = () => workspaceRootsOf(config(), host);
   return new ToolRegistry([
     ...(host.toolSources ?? []),
+    ...ownToolSources(config, store, workspaceRoots),
+    createMcpToolSource(() => config().mcp_servers, { logger: logger.child({ component: 'mcp' }), cwd: workspaceRoots()[0] }),
+    ...(host.laterToolSources ?? []),
+  ]);
+}
+
+/**
+ * The tools of the warm-up's practice turn (Agent.practise), over its scratch store: the service's own
+ * sources, not an MCP server's (listing them starts the server's process) nor the host's.
+ */
+export function createPracticeToolRegistry(config: () => ServiceConfig, store: Store, workspaceRoots: () => string[]): ToolRegistry {
+  return new ToolRegistry(ownToolSources(config, store, workspaceRoots));
+}
+
+/** The sources of the service's own tools: built-in, memory, todo, custom tools of service.json. */
+function ownToolSources(config: () => ServiceConfig, store: Store, workspaceRoots: () => string[]) {
+  return [
     createBuiltinToolSource({ workspaceRoots }),
     createMemoryToolSource(store.memory),
     createTodoToolSource(store.conversations),
     createCustomToolSource(() => config().tools, { workspaceRoots }),
-    createMcpToolSource(() => config().mcp_servers, { logger: logger.child({ component: 'mcp' }), cwd: workspaceRoots()[0] }),
-    ...(host.laterToolSources ?? []),
-  ]);
+  ];
 }

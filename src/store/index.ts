@@ -187,6 +187,34 @@ function referencedKey(db: Database): number {
   return db.get<{ k: number | null }>(`SELECT max(k) AS k FROM (SELECT max(body_key) AS k FROM messages UNION ALL SELECT max(body_key) FROM history_trash${inbox})`)?.k ?? 0;
 }
 
+/** The repositories over one database and its history.db: a store's (openStore) or a scratch store's (store/scratch.ts). */
+export function repositories(
+  db: Database,
+  history: HistoryStore,
+  parts: { audit: AuditRepo; usage: UsageRepo; blobs: BlobStore; kick: () => void },
+): Omit<Store, 'backup' | 'history' | 'maintenance' | 'problem' | 'close'> {
+  const { audit, usage, blobs, kick } = parts;
+  const messages = new MessagesRepo(db, history);
+  return {
+    db,
+    conversations: new ConversationsRepo(db, kick),
+    messages,
+    memory: new MemoryRepo(db),
+    registrations: new RegistrationsRepo(db),
+    meta: new MetaRepo(db),
+    webhooks: new WebhooksRepo(db, messages),
+    pushDevices: new PushDevicesRepo(db),
+    devices: new DevicesRepo(db, audit),
+    permissionRequests: new PermissionRequestsRepo(db, audit),
+    fileChanges: new FileChangesRepo(db, audit),
+    blobs,
+    usage,
+    audit,
+    worktrees: new WorktreesRepo(db),
+    attachments: new AttachmentsRepo(db),
+  };
+}
+
 /** Opens (or creates) the database in `dataDir`, brings its schema up to date, and returns the repositories. */
 export async function openStore(dataDir: string, options: OpenStoreOptions = {}): Promise<Store> {
   const logger = (options.logger ?? nullLogger).child({ component: 'store' });
@@ -246,30 +274,14 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   if (options.retention) maintenance.setPolicy(options.retention);
   maintenance.start();
   const opened = history;
-  const messages = new MessagesRepo(db, history);
   return {
-    db,
-    conversations: new ConversationsRepo(db, () => maintenance.kick()),
-    messages,
-    memory: new MemoryRepo(db),
-    registrations: new RegistrationsRepo(db),
-    meta: new MetaRepo(db),
-    webhooks: new WebhooksRepo(db, messages),
-    pushDevices: new PushDevicesRepo(db),
-    devices: new DevicesRepo(db, audit),
-    permissionRequests: new PermissionRequestsRepo(db, audit),
-    fileChanges: new FileChangesRepo(db, audit),
-    blobs,
-    usage,
-    audit,
-    worktrees: new WorktreesRepo(db),
+    ...repositories(db, history, { audit, usage, blobs, kick: () => maintenance.kick() }),
     // The snapshot first, then history.db: every body a copied message refers to was committed before it.
     backup: async (destDir) => {
       await db.copySnapshot(path.join(destDir, db.fileName));
       await opened.copyTo(path.join(destDir, HISTORY_FILE_NAME));
       return [db.fileName, HISTORY_FILE_NAME];
     },
-    attachments: new AttachmentsRepo(db),
     history,
     maintenance,
     problem: async () => (await db.problem()) ?? opened.failed ?? opened.damaged ?? opened.degraded,

@@ -34,7 +34,23 @@ function newBatch(): Batch {
   return { buffers: [], bytes: 0, promise, resolve, reject };
 }
 
-async function writeAll(fh: FileHandle, data: Buffer): Promise<void> {
+/** What the journal does with its segment's file: a FileHandle, or nothing at all (Journal.scratch). */
+interface SegmentFile {
+  write(data: Buffer, offset: number, length: number, position: null): Promise<{ bytesWritten: number }>;
+  datasync(): Promise<void>;
+  truncate(length: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A segment file that takes every byte and keeps none: the warm-up's practice turn writes nowhere. */
+const NOWHERE: SegmentFile = {
+  write: async (_data, _offset, length) => ({ bytesWritten: length }),
+  datasync: async () => undefined,
+  truncate: async () => undefined,
+  close: async () => undefined,
+};
+
+async function writeAll(fh: SegmentFile, data: Buffer): Promise<void> {
   let offset = 0;
   while (offset < data.length) {
     const { bytesWritten } = await fh.write(data, offset, data.length - offset, null);
@@ -78,7 +94,7 @@ export class Journal {
 
   private constructor(
     private readonly opts: JournalOptions,
-    private fh: FileHandle,
+    private fh: SegmentFile,
     private activeN: number,
     private activePath: string,
     private activeSize: number,
@@ -111,6 +127,15 @@ export class Journal {
     const journal = new Journal(opts, fh, n, file, size, state.lastSeq);
     for (const seg of state.closed) journal.closedSizes.set(seg.path, seg.size);
     return journal;
+  }
+
+  /**
+   * A journal that encodes, batches and "flushes" its records as the real one does, into no file: what
+   * the service's warm-up practises a turn on (Database.scratch), so that this code's first run is not
+   * the first chat's. Its segment never fills (nothing is closed or compacted).
+   */
+  static scratch(logger: Logger): Journal {
+    return new Journal({ dir: '', fileName: '', segmentBytes: Number.POSITIVE_INFINITY, logger, onSegmentClosed: () => undefined }, NOWHERE, 0, '', 0, 0);
   }
 
   /** Seq of the last appended record (durable or not). */

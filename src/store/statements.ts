@@ -27,6 +27,11 @@ export class StatementCache {
     return stmt;
   }
 
+  /** The text of every statement kept, least recently used first. */
+  texts(): string[] {
+    return [...this.statements.keys()];
+  }
+
   clear(): void {
     for (const stmt of this.statements.values()) stmt.free();
     this.statements.clear();

@@ -1,40 +1,43 @@
-// The service's warm-up plays one streamed answer through each HTTP provider's SDK (providers/rehearsal.ts)
-// so a chat sent one second after start does not pay V8's first compiles of that path (issue 25). The
-// canned answer must still parse whole with the SDK in the bundle (else the warm-up fails quietly and the
-// first chat pays again), and nothing may leave the process: the rehearsal never uses Node's fetch.
+// The service's warm-up plays a practice turn (Agent.practise) through each HTTP provider's SDK with a
+// canned fetch (providers/rehearsal.ts), so a chat sent one second after start does not pay V8's first
+// compiles of that path (issue 25). The canned answer must still parse whole with the SDK in the bundle
+// (else the practice fails quietly and the first chat pays again), and nothing may leave the process:
+// the practice's provider never uses Node's fetch, not even for a local server's window.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { PROVIDER_FACTORIES, providerWarmUp } from '../../src/agent/providers/registry';
-import { rehearsal } from '../../src/agent/providers/rehearsal';
+import { practiceProvider, providerWarmUp } from '../../src/agent/providers/registry';
+import { PRACTICE_ANSWER } from '../../src/agent/providers/rehearsal';
 
-for (const name of ['openai', 'anthropic'] as const) {
-  test(`${name}: the rehearsal streams its canned answer through the SDK without Node's fetch`, async () => {
+for (const name of ['openai', 'anthropic', 'vscode'] as const) {
+  test(`${name}: the practice's provider streams its canned answer without Node's fetch`, async () => {
     const original = globalThis.fetch;
     let fetched = 0;
     globalThis.fetch = (() => {
       fetched += 1;
-      throw new Error('the rehearsal sent a request');
+      throw new Error('the practice sent a request');
     }) as typeof fetch;
     try {
-      const rehearse = rehearsal(name, (settings) => PROVIDER_FACTORIES[name](settings, {}));
-      assert.ok(rehearse);
-      assert.equal(await rehearse(), 'A warm-up answer.|A warm-up answer.');
+      const provider = practiceProvider(name);
+      assert.equal(provider.contextWindow, undefined);
+      const pieces: string[] = [];
+      const { text } = await provider.complete({ model: 'rehearsal', messages: [{ role: 'user', content: 'warm up' }], max_tokens: 16, onDelta: (piece) => pieces.push(piece) });
+      assert.equal(PRACTICE_ANSWER, 'A warm-up answer.');
+      assert.equal(text, PRACTICE_ANSWER);
+      assert.equal(pieces.join(''), PRACTICE_ANSWER);
     } finally {
       globalThis.fetch = original;
     }
     assert.equal(fetched, 0);
   });
+}
 
-  test(`${name}: the warm-up's steps end with the rehearsal`, async () => {
+for (const name of ['openai', 'anthropic'] as const) {
+  test(`${name}: the warm-up's provider steps end with a streamed answer through the SDK`, async () => {
     const steps = providerWarmUp(name);
     assert.equal(await steps[steps.length - 1](), 'A warm-up answer.|A warm-up answer.');
   });
 }
 
-test("the editor's language models have no rehearsal (no SDK to warm)", () => {
-  assert.equal(
-    rehearsal('vscode', () => assert.fail('not built')),
-    undefined,
-  );
+test("the editor's language models have no SDK to load ahead", () => {
   assert.deepEqual(providerWarmUp('vscode'), []);
 });

@@ -380,7 +380,7 @@ test('the history worker gone: writes fail with a clear server_error and the sto
   await conversation(store, 'c');
   assert.equal(await store.problem(), null);
   // As if the thread had crashed (out of memory in the WASM heap, a bug).
-  await (store.history as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+  await (store.history as unknown as { channel: { end(): Promise<unknown> } }).channel.end();
   await assert.rejects(
     store.messages.append(message('c', 'm1', 'after the crash', 1)),
     (err: unknown) => err instanceof ServiceError && err.code === 'server_error' && /history worker/.test(err.message),

@@ -25,14 +25,27 @@ const PATH_ARGUMENTS: Readonly<Record<string, string>> = {
  */
 export class TurnContext {
   readonly instructions: InstructionFiles;
-  private readonly git = new GitStatusCache();
+  /** None in a practice twin (practiceTwin): it asks git nothing. */
+  private readonly git: GitStatusCache | undefined;
 
   constructor(
     private readonly workspaceRoots: () => string[],
     /** The data directory: its AGENTS.md is the user's instructions for every project. */
     userDir: string | undefined,
+    twinOf?: TurnContext,
   ) {
-    this.instructions = new InstructionFiles(userDir);
+    this.instructions = twinOf?.instructions ?? new InstructionFiles(userDir);
+    this.git = twinOf ? undefined : new GitStatusCache();
+  }
+
+  /**
+   * The context of the warm-up's practice turn (Agent.practise): this one's instruction files (read
+   * ahead by warmUp, shared), and no git: its status is the real turns' to ask, and a practice that
+   * waited for it (the git starter's own start, up to a second on a loaded machine) was not over when
+   * the first chat came; its note then says nothing of git, through the same code.
+   */
+  practiceTwin(): TurnContext {
+    return new TurnContext(this.workspaceRoots, undefined, this);
   }
 
   /**
@@ -50,7 +63,8 @@ export class TurnContext {
 
   /** The turn's note, sent after the conversation (computed once a turn: git is asked then). */
   moment(facts: Omit<MomentFacts, 'roots' | 'git'>, roots: readonly string[] = this.workspaceRoots()): Promise<ChatMessage> {
-    return momentNote({ ...facts, roots, git: (folder) => this.git.summary(folder) }).then((content) => ({ role: 'user', content, moment: true }));
+    const { git } = this;
+    return momentNote({ ...facts, roots, git: (folder) => (git ? git.summary(folder) : Promise.resolve(undefined)) }).then((content) => ({ role: 'user', content, moment: true }));
   }
 
   /**
@@ -65,7 +79,7 @@ export class TurnContext {
 
   /** A tool wrote a file or ran a command: git's status is asked again next turn. */
   filesChanged(): void {
-    this.git.changed();
+    this.git?.changed();
   }
 
   /**

@@ -1,7 +1,7 @@
 import type { ProviderName } from '../../protocol';
 import type { Host } from '../host';
 import { warmUpFetch } from './fetch-warm-up';
-import { rehearsal } from './rehearsal';
+import { cannedProvider, rehearsalProvider } from './rehearsal';
 import { ProviderError, type Provider } from './types';
 
 /** What a provider is built from: the config's endpoint and the key in force (the host's or service.json's). */
@@ -27,15 +27,33 @@ const SDK_MODULES: Partial<Record<ProviderName, () => unknown>> = { openai, anth
  * What loads a provider's module and SDK ahead of its first turn, so that turn is not the slower one:
  * steps the service's warm-up runs one per turn of the event loop. The SDKs send with Node's fetch:
  * a Headers made here loads its implementation (undici), a first request builds the rest (warmUpFetch);
- * then one streamed answer is played through the SDK without a socket (rehearsal.ts).
+ * then one streamed answer is played through the SDK without a socket (practiceProvider), a step of a
+ * few milliseconds: the practice turn after it (Service.practise) gets to its provider call only after
+ * its scratch store is made, and on a loaded machine a chat often came first and stopped it.
  */
 export function providerWarmUp(name: ProviderName): (() => unknown)[] {
   const load = SDK_MODULES[name];
-  const rehearse = rehearsal(name, (settings) => PROVIDER_FACTORIES[name](settings, NO_HOST));
-  return load ? [load, () => new Headers(), () => warmUpFetch(), ...(rehearse ? [rehearse] : [])] : [];
+  const rehearse = async () => {
+    const pieces: string[] = [];
+    const { text } = await practiceProvider(name).complete({ model: 'rehearsal', messages: [{ role: 'user', content: 'warm up' }], max_tokens: 16, onDelta: (piece) => pieces.push(piece) });
+    // The answer as streamed and as assembled (the test checks the canned format still parses whole).
+    return `${pieces.join('')}|${text}`;
+  };
+  return load ? [load, () => new Headers(), () => warmUpFetch(), rehearse] : [];
 }
 
-/** The rehearsal's providers have an HTTP SDK: they never ask the host for anything. */
+/**
+ * The provider of the warm-up's practice turn: `name`'s own, built by its factory with a canned fetch
+ * (rehearsal.ts: nothing is sent, no key used), or, for a provider without an HTTP SDK, a canned one.
+ */
+export function practiceProvider(name: ProviderName): Provider {
+  // Without a local server's window: its probes would go out with Node's fetch (the real provider asked
+  // them in the warm-up: Agent.warmUpProvider).
+  const { contextWindow: _window, warmUp: _warmUp, ...provider } = rehearsalProvider(name, (settings) => PROVIDER_FACTORIES[name](settings, NO_HOST)) ?? cannedProvider(name);
+  return provider;
+}
+
+/** The practice's SDK providers never ask the host for anything. */
 const NO_HOST: Host = {};
 
 function unavailable(name: ProviderName, why: string): Provider {

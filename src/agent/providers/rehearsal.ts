@@ -57,23 +57,31 @@ function cannedFetch(events: () => string[]): typeof fetch {
   };
 }
 
+/** What a practice turn's provider answers (the canned pieces, whole). */
+export const PRACTICE_ANSWER = PIECES.join('');
+
 /**
  * A first streamed turn runs the SDK's request building, its stream and SSE parsing, and our attempt,
  * retry and assembling code for the first time: V8 compiles each function at its first call, and that
  * made the chat sent one second after start cost twice the second's CPU (issue 25). The service's
- * warm-up plays one streamed answer through a provider of its own, built by the same factory with a
- * canned fetch: the same functions are compiled, nothing is sent, no key is used, nothing is written
- * or logged. It resolves to the streamed pieces and the assembled text (`pieces|text`). Undefined for a provider without an HTTP SDK (the editor's language models).
+ * warm-up plays a practice turn (Agent.practise) through a provider built by the same factory with a
+ * canned fetch: the same functions are compiled, nothing is sent, no key is used, nothing is written or
+ * logged. Undefined for a provider without an HTTP SDK (the editor's language models): the practice
+ * then has one of its own (cannedProvider).
  */
-export function rehearsal(name: ProviderName, build: (settings: ProviderSettings) => Provider): (() => Promise<string>) | undefined {
+export function rehearsalProvider(name: ProviderName, build: (settings: ProviderSettings) => Provider): Provider | undefined {
   const answer = ANSWERS[name];
-  if (!answer) return undefined;
-  return async () => {
-    // A loopback URL: a vendor's own host would want a real key before the SDK is even asked.
-    const provider = build({ apiKey: 'rehearsal', baseUrl: 'http://127.0.0.1:9/v1', fetch: cannedFetch(answer) });
-    const pieces: string[] = [];
-    const { text } = await provider.complete({ model: 'rehearsal', messages: [{ role: 'user', content: 'warm up' }], max_tokens: 16, onDelta: (piece) => pieces.push(piece) });
-    // The answer as streamed and as assembled (the test checks the canned format still parses whole).
-    return `${pieces.join('')}|${text}`;
+  // A loopback URL: a vendor's own host would want a real key before the SDK is even asked.
+  return answer && build({ apiKey: 'rehearsal', baseUrl: 'http://127.0.0.1:9/v1', fetch: cannedFetch(answer) });
+}
+
+/** A provider of no SDK that streams the canned pieces: the practice turn's where the configured one has no rehearsal. */
+export function cannedProvider(name: string): Provider {
+  return {
+    name,
+    complete: async ({ onDelta }) => {
+      for (const piece of PIECES) onDelta?.(piece);
+      return { text: PRACTICE_ANSWER, tool_calls: [], finish_reason: 'stop', usage: { input_tokens: 1, output_tokens: PIECES.length } };
+    },
   };
 }

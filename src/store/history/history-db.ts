@@ -79,6 +79,9 @@ export function removeBuildAside(file: string): string {
   return fresh;
 }
 
+/** SQLite's name for a database that lives in memory only. */
+const SCRATCH = ':memory:';
+
 /** Keys per statement: well under SQLite's bound-parameter limit. */
 const CHUNK = 500;
 
@@ -181,6 +184,14 @@ export class HistoryDb {
     recover = false,
     private readonly created = false,
   ) {
+    if (file === SCRATCH) {
+      // In memory, with the file's schema: nothing of it is ever on disk (HistoryDb.scratch).
+      this.db = new SqliteFile(SCRATCH);
+      this.db.exec(SCHEMA);
+      this.db.exec(COLD_SCHEMA);
+      this.damage = null;
+      return;
+    }
     let damage: string | null;
     let opened: SqliteFile | undefined;
     try {
@@ -210,6 +221,15 @@ export class HistoryDb {
       );
     }
     this.damage = damage;
+  }
+
+  /**
+   * A database in memory with history.db's schema, in this worker: the warm-up's practice turn writes
+   * its bodies there (history-worker.ts `practise`), so the worker's code and SQLite's WebAssembly for a
+   * put (the search index's triggers included) are compiled before the first chat's, and nothing is written.
+   */
+  static scratch(): HistoryDb {
+    return new HistoryDb(SCRATCH);
   }
 
   /**

@@ -2,7 +2,7 @@ import { chmod } from 'node:fs/promises';
 import path from 'node:path';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import { fsyncDir } from '../replay';
-import type { Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { ServiceError } from '../../protocol/errors';
 import { startHistoryWorker } from './start-worker';
 import { CORRUPT, DISK_FULL } from './protocol';
@@ -29,6 +29,8 @@ import type {
 } from './protocol';
 
 export const HISTORY_FILE_NAME = 'history.db';
+/** What a scratch HistoryStore (HistoryStore.scratch) names as its file: it has none. */
+const SCRATCH_FILE = ':memory:';
 
 /** A started history worker (HistoryStore.boot), waiting to open history.db. */
 export interface HistoryBoot {
@@ -38,6 +40,30 @@ export interface HistoryBoot {
    */
   open: (dir: string, recover?: boolean, mayWrite?: Promise<void>) => Promise<HistoryStore>;
   cancel: () => Promise<void>;
+}
+
+/**
+ * What a HistoryStore talks to: the history worker itself, or a channel of its own to a scratch database
+ * in that worker (HistoryStore.scratch). Requests are answered in the order they are posted.
+ */
+interface HistoryChannel {
+  onMessage(listener: (message: WorkerOutbound) => void): void;
+  /** The worker failed or stopped: every call waiting (and every later one) fails with this error. */
+  onFailure(listener: (err: Error) => void): void;
+  post(message: WorkerInbound, transfer?: MessagePort[]): void;
+  end(): Promise<unknown>;
+}
+
+function workerChannel(worker: Worker): HistoryChannel {
+  return {
+    onMessage: (listener) => worker.on('message', listener),
+    onFailure: (listener) => {
+      worker.on('error', (err) => listener(new ServiceError('server_error', `the history worker failed (${err.message}); restart the service`)));
+      worker.on('exit', (code) => listener(new ServiceError('server_error', `the history worker stopped (exit code ${code})`)));
+    },
+    post: (message, transfer) => worker.postMessage(message, transfer),
+    end: () => worker.terminate(),
+  };
 }
 
 interface Pending {
@@ -78,7 +104,7 @@ export class HistoryStore {
   private closing: Promise<void> | null = null;
 
   private constructor(
-    private readonly worker: Worker,
+    private readonly channel: HistoryChannel,
     private readonly file: string,
     /** The highest key given out before this open: bodies above it were stored by this process. */
     readonly keysBeforeOpen: number,
@@ -89,17 +115,15 @@ export class HistoryStore {
   ) {
     this.lastKey = keysBeforeOpen;
     this.damaged = damageAtOpen === null ? null : `${HISTORY_FILE_NAME} is damaged (${damageAtOpen}); it was opened with --recover`;
-    worker.on('message', (message: WorkerOutbound) => {
+    channel.onMessage((message) => {
       if ('answers' in message) message.answers.forEach((a) => this.settle(a));
       else if ('id' in message) this.settle(message);
     });
-    const stop = (err: Error) => {
+    channel.onFailure((err) => {
       this.failure ??= err;
       for (const waiting of this.pending.values()) waiting.reject(this.failure);
       this.pending.clear();
-    };
-    worker.on('error', (err) => stop(new ServiceError('server_error', `the history worker failed (${err.message}); restart the service`)));
-    worker.on('exit', (code) => stop(new ServiceError('server_error', `the history worker stopped (exit code ${code})`)));
+    });
   }
 
   /**
@@ -142,7 +166,7 @@ export class HistoryStore {
         await chmod(`${file}-wal`, PRIVATE_FILE_MODE).catch(() => {});
         await chmod(`${file}.lock`, PRIVATE_DIR_MODE).catch(() => {});
         await fsyncDir(dir);
-        return new HistoryStore(worker, file, stats.maxKey, damage, marks.before);
+        return new HistoryStore(workerChannel(worker), file, stats.maxKey, damage, marks.before);
       } catch (err) {
         await worker.terminate();
         throw err;
@@ -154,6 +178,28 @@ export class HistoryStore {
   /** Opens `dir`/history.db (the caller holds service.lock). */
   static open(dir: string, recover = false): Promise<HistoryStore> {
     return HistoryStore.boot().open(dir, recover);
+  }
+
+  /**
+   * A HistoryStore over a database in memory in this store's worker, on a channel of its own: the same
+   * code on both threads as history.db's (HistoryDb.scratch), and nothing written to it. The warm-up's
+   * practice turn stores its bodies there (store/scratch.ts); close it when done (the worker drops it).
+   */
+  scratch(): HistoryStore {
+    const { port1, port2 } = new MessageChannel();
+    this.channel.post({ practise: port2 }, [port2]);
+    let ended = false;
+    const channel: HistoryChannel = {
+      onMessage: (listener) => port1.on('message', listener),
+      // The worker stopped (its end of the channel went with it), or failed.
+      onFailure: (listener) => port1.once('close', () => ended || listener(new ServiceError('server_error', 'the history worker stopped'))),
+      post: (message) => port1.postMessage(message),
+      end: async () => {
+        ended = true;
+        port1.close();
+      },
+    };
+    return new HistoryStore(channel, SCRATCH_FILE, 0, null, 0);
   }
 
   /** Why history.db cannot be used any more (its worker failed; a restart is needed), null while it can. */
@@ -331,7 +377,7 @@ export class HistoryStore {
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (!this.failure) await this.send<null>({ id: this.nextId++, close: true }).catch(() => {});
-      await this.worker.terminate();
+      await this.channel.end();
     })();
     return this.closing;
   }
@@ -354,11 +400,11 @@ export class HistoryStore {
     return this.send({ id: this.nextId++, request });
   }
 
-  private send<T>(message: Exclude<WorkerInbound, { open: string } | { begin: boolean }>): Promise<T> {
+  private send<T>(message: Extract<WorkerInbound, { id: number }>): Promise<T> {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise<T>((resolve, reject) => {
       this.pending.set(message.id, { resolve: resolve as (value: unknown) => void, reject });
-      this.worker.postMessage(message);
+      this.channel.post(message);
     });
   }
 }

@@ -11,7 +11,7 @@ import { countSyncs } from './sync-count';
 import type { HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
 
 type Job = Extract<WorkerInbound, { request: HistoryRequest }>;
-type Later = Exclude<WorkerInbound, { open: string } | { begin: boolean }>;
+type Later = Exclude<WorkerInbound, { open: string } | { begin: boolean } | { practise: MessagePort }>;
 
 function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof HistoryReplies] {
   switch (request.op) {
@@ -111,7 +111,11 @@ function run(port: MessagePort, opened: HistoryDb): void {
     }
   };
 
-  port.on('message', (message: Later) => {
+  port.on('message', (message: Later | { practise: MessagePort }) => {
+    if ('practise' in message) {
+      practise(message.practise);
+      return;
+    }
     if ('close' in message) {
       drain();
       db.close();
@@ -125,6 +129,17 @@ function run(port: MessagePort, opened: HistoryDb): void {
       setImmediate(drain);
     }
   });
+}
+
+/**
+ * The warm-up's practice turn (HistoryStore.scratch): the same loop over a database in memory, on a
+ * channel of its own, so the code a put and a get run here (and SQLite's WebAssembly for them) is
+ * compiled before the first chat's, and history.db sees none of it. Closed with its channel.
+ */
+function practise(port: MessagePort): void {
+  const db = HistoryDb.scratch();
+  port.once('close', () => db.close());
+  run(port, db);
 }
 
 /**

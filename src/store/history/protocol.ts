@@ -1,4 +1,5 @@
 // Messages between the main thread (history-store.ts) and the history worker (history-worker.ts).
+import type { MessagePort } from 'node:worker_threads';
 import type { MessageRole } from '../types';
 
 /** How a write refused by a full disk is reported (the journal's words, so clients see one message). */
@@ -166,7 +167,13 @@ export interface HistoryReplies {
  * opens and checks the file without writing to it. `begin` follows once the data directory may be
  * changed (service.db opened): true makes the open's writes and answers `ready`, false closes the file.
  */
-export type WorkerInbound = { open: string; recover: boolean } | { begin: boolean } | { id: number; request: HistoryRequest } | { id: number; close: true };
+export type WorkerInbound =
+  | { open: string; recover: boolean }
+  | { begin: boolean }
+  | { id: number; request: HistoryRequest }
+  | { id: number; close: true }
+  /** A channel of its own over a scratch database in memory (HistoryStore.scratch): requests on it never touch history.db. */
+  | { practise: MessagePort };
 
 export type WorkerOutbound =
   | { ready: true; stats: HistoryStats; damage: string | null; marks: SyncMarks }

@@ -1,0 +1,170 @@
+// The warm-up's practice turn (Service.practise, Agent.practise): once listening, the service runs one
+// streamed chat of the real turn code over a scratch store (store/scratch.ts) with the configured
+// provider's SDK and a canned fetch, so a chat sent right after start does not run that code for the
+// first time (issue 25). It must be seen nowhere: no byte of the data directory, no row, no log line
+// but service.warmed_up, no provider request, no event; a chat meanwhile does not wait for it; stop()
+// during it is clean. `holdPractice` holds it at its provider call, where a test looks.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { test } from 'node:test';
+import { Service } from '../../src/service';
+import { startFakeOpenAI } from '../helpers/fake-openai';
+import { startService, type RunningService } from '../helpers/service';
+import { tempDir, waitFor } from '../helpers/temp';
+import { TestClient } from '../helpers/ws-client';
+
+/** Every file of the data directory (service.log apart) with a hash of its bytes. */
+async function snapshot(dir: string): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  const walk = async (folder: string) => {
+    for (const entry of await readdir(folder, { withFileTypes: true })) {
+      const path = join(folder, entry.name);
+      if (entry.isDirectory()) await walk(path);
+      else if (entry.name !== 'service.log')
+        files.set(
+          relative(dir, path),
+          createHash('sha256')
+            .update(await readFile(path))
+            .digest('hex'),
+        );
+    }
+  };
+  await walk(dir);
+  return files;
+}
+
+const logOf = (svc: RunningService) => readFile(join(svc.dataDir, 'service.log'), 'utf8');
+
+/** Rows of the real store's tables a turn writes. */
+function counts(svc: RunningService): Record<string, unknown> {
+  const { db } = svc.service.store;
+  return db.get('SELECT (SELECT count(*) FROM conversations) AS conversations, (SELECT count(*) FROM messages) AS messages, (SELECT count(*) FROM usage) AS usage') ?? {};
+}
+
+/** A service whose practice turn stops at its provider call until `release`; `reached` resolves once it got there. */
+async function heldService(fakeUrl: string, options: { dataDir?: string } = {}) {
+  let reachedIt!: () => void;
+  const reached = new Promise<void>((resolve) => (reachedIt = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const svc = await startService(
+    { provider: 'openai', model: 'fake-model', base_url: fakeUrl },
+    {
+      ...options,
+      holdPractice: () => {
+        reachedIt();
+        return released;
+      },
+    },
+  );
+  return { svc, reached, release };
+}
+
+test('the practice turn runs the turn code and writes nothing: the data directory byte for byte, no row, no log line, no provider request, no event', async () => {
+  const fake = await startFakeOpenAI();
+  const { svc, reached, release } = await heldService(fake.url);
+  try {
+    const seqAtStart = svc.service.store.db.stats().lastSeq;
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    await reached;
+    const before = await snapshot(svc.dataDir);
+    const rows = counts(svc);
+    const log = await logOf(svc);
+    const history = await svc.service.store.history.stats();
+    release();
+    await waitFor(async () => (await logOf(svc)).includes('service.warmed_up'), 'the end of the warm-up', 10_000);
+
+    assert.deepEqual(await snapshot(svc.dataDir), before, 'no file changed or appeared');
+    assert.deepEqual(counts(svc), rows);
+    assert.deepEqual(rows, { conversations: 0, messages: 0, usage: 0 });
+    assert.equal(svc.service.store.db.stats().lastSeq, seqAtStart, 'nothing journaled');
+    const historyAfter = await svc.service.store.history.stats();
+    assert.equal(historyAfter.maxKey, history.maxKey, 'no body stored in history.db');
+    assert.equal(historyAfter.syncs, history.syncs, "no fsync of history.db's worker");
+    const added = (await logOf(svc)).slice(log.length).trim().split('\n');
+    assert.deepEqual(
+      added.map((line) => (JSON.parse(line) as { event: string }).event),
+      ['service.warmed_up'],
+    );
+    assert.equal(fake.requests.length, 0, 'no request reached the provider');
+    assert.deepEqual(client.frames, [], 'no event reached a client');
+    client.close();
+    // It ran: the real database has the turn's statements prepared ahead (the first chat finds them).
+    const prepared = svc.service.store.db.statementTexts();
+    assert.ok(
+      prepared.some((sql) => sql.startsWith('INSERT INTO messages')),
+      `the turn's statements are prepared on the real database: ${prepared.join(' | ')}`,
+    );
+  } finally {
+    release();
+    await svc.dispose();
+    await fake.close();
+  }
+});
+
+test('a chat sent while the practice turn is under way stops it, is answered correctly, and only it is stored', async () => {
+  const fake = await startFakeOpenAI();
+  fake.setDefault(() => ({ text: 'The real answer.', chunks: 3 }));
+  const { svc, reached, release } = await heldService(fake.url);
+  try {
+    await reached;
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    try {
+      // Never released: the chat does not wait for the practice, it stops it (its code is the chat's to compile now).
+      const reply = await client.request({ type: 'chat', message: 'hello', stream: true });
+      assert.equal(reply.status, 'ok', JSON.stringify(reply));
+      const { response, conversation_id: conversationId } = reply.data as { response: string; conversation_id: string };
+      assert.equal(response, 'The real answer.');
+      assert.equal(fake.requests.length, 1);
+      await waitFor(async () => (await logOf(svc)).includes('service.warmed_up'), 'the end of the warm-up, the practice stopped by the chat', 10_000);
+      assert.doesNotMatch(await logOf(svc), /warm_up_failed/);
+      const listed = await client.request({ type: 'list_conversations' });
+      assert.deepEqual(
+        (listed.data as { conversations: { id: string }[] }).conversations.map((c) => c.id),
+        [conversationId],
+      );
+      const messages = await client.request({ type: 'get_messages', conversation_id: conversationId });
+      assert.deepEqual(
+        (messages.data as { messages: { role: string; content: string }[] }).messages.map((m) => [m.role, m.content]),
+        [
+          ['user', 'hello'],
+          ['assistant', 'The real answer.'],
+        ],
+      );
+      assert.deepEqual(counts(svc), { conversations: 1, messages: 2, usage: 1 });
+    } finally {
+      client.close();
+    }
+  } finally {
+    release();
+    await svc.dispose();
+    await fake.close();
+  }
+});
+
+test('stop() during the practice turn is clean: it ends, logs no failure, and the data directory opens again empty', async () => {
+  const fake = await startFakeOpenAI();
+  const temp = await tempDir('ra-practice-');
+  try {
+    const { svc, reached } = await heldService(fake.url, { dataDir: temp.dir });
+    await reached;
+    // Never released: stop cuts the practice short.
+    await svc.stop();
+    const log = await logOf(svc);
+    assert.match(log, /service\.stopped/);
+    // From listening on (a warning of the open, service.json's mode, is not the practice's).
+    assert.doesNotMatch(log.slice(log.indexOf('service.listening')), /warm_up_failed|"level":"(warn|error)"/);
+    const again = await Service.open({ dataDir: temp.dir, host: '127.0.0.1', port: 0 });
+    try {
+      assert.equal(await again.store.problem(), null);
+      assert.equal(again.store.conversations.list({ limit: 50 }).length, 0);
+    } finally {
+      await again.stop();
+    }
+  } finally {
+    await temp.cleanup();
+    await fake.close();
+  }
+});

@@ -69,9 +69,13 @@ test('an agent turn costs one durable commit per message (a new conversation, th
   assert.equal(stored.at(-1)?.content, 'done');
   assert.equal((await store.usage.ofMessages([stored.at(-1)!.id])).get(stored.at(-1)!.id)?.output, 1, 'the usage is stored with the reply');
 
-  // Eight conversations at once: their messages share one commit, their replies another.
+  // Eight conversations at once: their messages share commits, their replies too. A batch is flushed on
+  // the loop's next turn, so on a quiet machine the eight messages share one commit and the replies
+  // another (2); on a loaded one a turn whose reads before its write (instruction files, git) end a
+  // loop turn later joins the next batch: at most two a side, against 16 unshared.
   const ids = await Promise.all(Array.from({ length: 8 }, async (_, i) => (await service.agent.chat({ message: `start ${i}`, source: { kind: 'lan' } })).conversation_id));
   const before = await commits(service);
   await Promise.all(ids.map((id, i) => service.agent.chat({ message: `again ${i}`, conversationId: id, source: { kind: 'lan' } })));
-  assert.equal((await commits(service)) - before, 2, 'durable commits for 8 concurrent turns');
+  const shared = (await commits(service)) - before;
+  assert.ok(shared >= 2 && shared <= 4, `durable commits for 8 concurrent turns: ${shared}`);
 });

@@ -1,6 +1,6 @@
 import { readFileSync, unlinkSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { link, open, readFile, unlink } from 'node:fs/promises';
+import { link, open, readFile, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { PRIVATE_FILE_MODE } from './file-modes';
@@ -169,7 +169,9 @@ async function takeLock(dir: string, label: string, file: string, logger: LockLo
   const me = hostname();
   const boot = bootId();
 
-  // A lock that vanishes between our create and our read (its holder released it) costs an attempt.
+  // A lock that vanishes between our create and our read (its holder released it) costs an attempt;
+  // waiting for another starter's takeover does not, for up to a few seconds.
+  const takeoverDeadline = Date.now() + 5_000;
   for (let attempt = 0; attempt < 20; attempt++) {
     const content = JSON.stringify({
       pid: process.pid,
@@ -189,16 +191,67 @@ async function takeLock(dir: string, label: string, file: string, logger: LockLo
     const reason = staleReason(info, me, options);
     if (reason === null && info && info.hostname !== me) throw new LockedByOtherHostError(label, info.pid, info.hostname, info.started_at);
     if (reason === null) throw inUse(label, info!.pid);
-    // Remove only the lock judged stale: another process may have replaced it meanwhile.
-    if ((await readLockText(file)) !== text) continue;
-    const fields = { dir, pid: info?.pid ?? null, host: info?.hostname ?? null, started_at: info?.started_at ?? null, reason };
-    if (info && info.hostname !== me) logger.warn('store.lock_broken', fields);
-    else logger.warn('store.lock_stale', fields);
-    await unlink(file).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-    });
+    // Remove only the lock judged stale, and only while no other starter is removing it: between our
+    // read and our unlink another one may have removed it and made its own, which we would remove
+    // (both would then hold the directory). The takeover file makes read-and-remove one step.
+    const takeover = await beginTakeover(file);
+    if (!takeover) {
+      attempt -= 1;
+      if (Date.now() > takeoverDeadline) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      continue;
+    }
+    try {
+      if ((await readLockText(file)) !== text) continue;
+      const fields = { dir, pid: info?.pid ?? null, host: info?.hostname ?? null, started_at: info?.started_at ?? null, reason };
+      if (info && info.hostname !== me) logger.warn('store.lock_broken', fields);
+      else logger.warn('store.lock_stale', fields);
+      await unlink(file).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+      });
+    } finally {
+      await takeover.end();
+    }
   }
   throw new Error(`could not lock data directory ${label}: lock file keeps changing`);
+}
+
+/** A takeover file older than this was left by a starter killed while taking over: it is removed. */
+const TAKEOVER_STALE_MS = 10_000;
+
+/**
+ * The right to remove a stale lock, held by one starter at a time (`<lock>.takeover`, made like the
+ * lock): null while another starter holds it. One left by a starter that died holding it (its pid gone,
+ * or older than TAKEOVER_STALE_MS) is removed, and the caller tries again.
+ */
+async function beginTakeover(file: string): Promise<{ end: () => Promise<void> } | null> {
+  const takeover = `${file}.takeover`;
+  const content = JSON.stringify({ pid: process.pid, at: Date.now() });
+  if (await createWithContent(takeover, content)) {
+    return { end: () => unlink(takeover).catch(() => {}) };
+  }
+  const text = await readLockText(takeover);
+  let holder: { pid?: unknown; at?: unknown } | null = null;
+  try {
+    holder = text ? (JSON.parse(text) as { pid?: unknown; at?: unknown }) : null;
+  } catch {
+    holder = null;
+  }
+  const left =
+    holder === null
+      ? (await fileAge(takeover)) > TAKEOVER_STALE_MS
+      : typeof holder.pid !== 'number' || !pidAlive(holder.pid) || typeof holder.at !== 'number' || Date.now() - holder.at > TAKEOVER_STALE_MS;
+  if (left && (await readLockText(takeover)) === text) await unlink(takeover).catch(() => {});
+  return null;
+}
+
+/** How long ago a file was last changed, in ms (0 if it is gone). */
+async function fileAge(file: string): Promise<number> {
+  try {
+    return Date.now() - (await stat(file)).mtimeMs;
+  } catch {
+    return 0;
+  }
 }
 
 /** The lock file's text; null if there is none, '' if it cannot be read. */

@@ -1,0 +1,60 @@
+// Two processes starting at once on a data directory whose lock was left by a dead process: exactly one
+// may take it over. Each judges the lock stale and removes it; one that removes it late must not remove
+// the lock the other has made meanwhile (then both would hold the directory and write one store).
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { tempDir } from '../helpers/temp';
+
+const CONTENDER = `
+const fsp = require('node:fs/promises');
+const { syncBuiltinESMExports } = require('node:module');
+const [dir, role, at, lockModule] = process.argv.slice(2);
+if (role === 'slow') {
+  // Widens the window between judging the lock stale and removing it, as a loaded machine does.
+  const real = fsp.unlink;
+  fsp.unlink = async (p) => { if (p.endsWith('service.lock')) await new Promise((r) => setTimeout(r, 400)); return real(p); };
+  syncBuiltinESMExports();
+}
+(async () => {
+  const { acquireLock } = require(lockModule);
+  await new Promise((r) => setTimeout(r, Number(at) - Date.now()));
+  try {
+    await acquireLock(dir, { warn() {} });
+    console.log('ACQUIRED');
+    await new Promise((r) => setTimeout(r, 1500));
+  } catch (e) {
+    console.log('refused: ' + e.message);
+  }
+})();
+`;
+
+function contender(dir: string, role: string, at: number): Promise<string> {
+  const script = join(dir, '..', `contender-${role}.js`);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script, dir, role, String(at), join(__dirname, '..', '..', 'src', 'platform', 'lock-file.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.on('error', reject);
+    child.on('exit', () => resolve(out.trim()));
+  });
+}
+
+test("attack: two starts at once on a dead process's lock: exactly one takes the directory over", { timeout: 60_000 }, async (t) => {
+  const { dir: root, cleanup } = await tempDir('ra-lock-takeover-');
+  t.after(cleanup);
+  const dir = join(root, 'data');
+  execFileSync('mkdir', [dir]);
+  for (const role of ['fast', 'slow']) await writeFile(join(root, `contender-${role}.js`), CONTENDER);
+  // A pid that was surely a process and is now gone: a child that ended.
+  const gone = spawn(process.execPath, ['-e', '0']);
+  await new Promise((resolve) => gone.on('exit', resolve));
+  await writeFile(join(dir, 'service.lock'), JSON.stringify({ pid: gone.pid, hostname: hostname(), started_at: new Date().toISOString() }));
+  const at = Date.now() + 2500;
+  const outcomes = await Promise.all([contender(dir, 'fast', at), contender(dir, 'slow', at)]);
+  assert.equal(outcomes.filter((o) => o === 'ACQUIRED').length, 1, `both or neither held the directory: ${JSON.stringify(outcomes)}`);
+  assert.match(outcomes.find((o) => o !== 'ACQUIRED') ?? '', /in use/);
+});

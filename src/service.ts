@@ -711,6 +711,8 @@ export class Service {
     const { store, agent } = this.parts;
     const { signal } = this.practice;
     const run = async () => {
+      // A turn already running compiles what the practice would; one beginning from here on stops it.
+      if (!agent.practiceMayBegin(this.practice)) return;
       const scratch = await openScratchStore(store, signal);
       try {
         const workspaceRoots = () => workspaceRootsOf(this.config.current, this.options.hostServices);

@@ -243,13 +243,22 @@ export class Agent {
    * and its time is not to be shared with a practice.
    */
   async practise(practice: { store: Store; provider: Provider; tools: ToolRegistry; stop: AbortController }): Promise<string> {
-    this.practiceStop = practice.stop;
     const twin = new Agent(
       { ...this.deps, store: practice.store, provider: () => practice.provider, tools: practice.tools, logger: nullLogger, activity: undefined, onActivity: undefined, worktrees: undefined },
       this.context.practiceTwin(),
     );
     const { response } = await twin.chat({ message: 'A practice turn of the warm-up.', source: { kind: 'lan' }, stream: true, from: 'warm-up', worktree: false, signal: practice.stop.signal });
     return response;
+  }
+
+  /**
+   * Whether the warm-up's practice may begin now (before it builds its scratch store): not while a turn
+   * is queued or running; from now on a turn beginning aborts `stop`.
+   */
+  practiceMayBegin(stop: AbortController): boolean {
+    if (this.queue.activeKeys > 0) return false;
+    this.practiceStop = stop;
+    return true;
   }
 
   /**

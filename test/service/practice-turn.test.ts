@@ -11,7 +11,7 @@ import { join, relative } from 'node:path';
 import { test } from 'node:test';
 import { Service } from '../../src/service';
 import { startFakeOpenAI } from '../helpers/fake-openai';
-import { startService, type RunningService } from '../helpers/service';
+import { startService, writeConfig, type RunningService } from '../helpers/service';
 import { tempDir, waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
@@ -163,6 +163,50 @@ test('stop() during the practice turn is clean: it ends, logs no failure, and th
     } finally {
       await again.stop();
     }
+  } finally {
+    await temp.cleanup();
+    await fake.close();
+  }
+});
+
+test('a chat running when the practice would begin keeps it from beginning (it would run beside the chat)', async () => {
+  const fake = await startFakeOpenAI();
+  fake.setDefault(() => ({ text: 'The real answer, slowly.', chunks: 6, chunkDelayMs: 400 }));
+  let reachedAt = 0;
+  const svc = await startService(
+    { provider: 'openai', model: 'fake-model', base_url: fake.url },
+    {
+      holdPractice: () => {
+        reachedAt ||= Date.now();
+        return Promise.resolve();
+      },
+    },
+  );
+  try {
+    // Sent right after start: still running (2.4 s) when the warm-up reaches its practice.
+    await svc.service.agent.chat({ message: 'hello', source: { kind: 'lan' }, stream: true, worktree: false });
+    const chatDone = Date.now();
+    assert.ok(reachedAt === 0 || reachedAt >= chatDone, `the practice asked its provider ${chatDone - reachedAt} ms before the chat ended`);
+  } finally {
+    await svc.dispose();
+    await fake.close();
+  }
+});
+
+test('stop() ends when the history worker stopped before the practice (the scratch store is refused, not waited for)', async () => {
+  const fake = await startFakeOpenAI();
+  const temp = await tempDir('ra-practice-');
+  try {
+    await writeConfig(temp.dir, { provider: 'openai', model: 'fake-model', base_url: fake.url });
+    const service = await Service.open({ host: '127.0.0.1', port: 0, dataDir: temp.dir });
+    // The worker gone (as test/store/history.test.ts makes it): the service stays up, degraded.
+    await (service.store.history as unknown as { channel: { end: () => Promise<void> } }).channel.end();
+    await service.start();
+    await waitFor(async () => (await readFile(join(temp.dir, 'service.log'), 'utf8')).includes('warm_up'), 'the warm-up to end', 15_000);
+    let stopped = false;
+    const stopping = service.stop().then(() => (stopped = true));
+    await Promise.race([stopping, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+    assert.equal(stopped, true, 'stop() still pending 10 s later');
   } finally {
     await temp.cleanup();
     await fake.close();

@@ -186,6 +186,8 @@ export class HistoryStore {
    * practice turn stores its bodies there (store/scratch.ts); close it when done (the worker drops it).
    */
   scratch(): HistoryStore {
+    // A worker already stopped would drop the port unseen, and the scratch store wait for good.
+    if (this.failure || this.closing) throw this.failure ?? new ServiceError('server_error', 'the history store is closing');
     const { port1, port2 } = new MessageChannel();
     this.channel.post({ practise: port2 }, [port2]);
     let ended = false;

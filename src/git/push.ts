@@ -1,5 +1,5 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { ServiceError } from '../protocol/errors';
 import type { PushResult, WorktreeRecord } from '../protocol/worktrees';
@@ -74,7 +74,7 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
   }
   const receivePack = !options.allowHooks && local.length > 0 ? await localReceivePack() : RECEIVE_PACK;
   // The owner's allow_hooks lets the repository's own programs run on push: its hooks, and these.
-  const { named: commands, pins } = options.allowHooks ? { named: [], pins: [] } : await repositoryTransportCommands(worktree.path);
+  const { named: commands, checked } = options.allowHooks ? { named: [], checked: [] } : await repositoryTransportCommands(worktree.path);
   if (commands.length > 0) {
     throw new ServiceError(
       'conflict',
@@ -83,20 +83,21 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
   }
   const refspec = `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`;
   const push = (to: string, env?: Record<string, string>) =>
-    gitIn(
-      worktree.path,
-      ['-c', 'protocol.ext.allow=never', ...pins.flatMap((pin) => ['-c', pin]), 'push', '--porcelain', '--recurse-submodules=no', `--receive-pack=${receivePack}`, '--', to, refspec],
-      {
-        allowHooks: options.allowHooks,
-        timeoutMs: 120_000,
-        env,
-      },
-    );
+    gitIn(worktree.path, ['-c', 'protocol.ext.allow=never', 'push', '--porcelain', '--recurse-submodules=no', `--receive-pack=${receivePack}`, '--', to, refspec], {
+      allowHooks: options.allowHooks,
+      timeoutMs: 120_000,
+      env,
+    });
   try {
     // The owner's allow_hooks trusts the repository's config: by the remote's name, as in a terminal
     // (its hooks are told the name; its remote-tracking branch is updated). Otherwise to each checked URL.
     if (options.allowHooks) await push(remote);
-    else for (const url of urls) await withUrlPinned(url, (env) => push(url, env));
+    else
+      for (const url of urls.map((url) => unambiguousUrl(url))) {
+        // http.* settings reach only an http(s) URL; git refuses a URL-matched key of any other form.
+        const http = /^https?:\/\//i.test(url) ? await httpSettingsFor(worktree.path, url) : undefined;
+        await withUrlPinned(url, (env) => push(url, { ...env, ...commandLineConfig(pinnedTransport(checked, http, url)) }));
+      }
   } catch (error) {
     if (!(error instanceof GitError)) throw error;
     const reason = error.stderr
@@ -122,16 +123,49 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
 async function withUrlPinned<T>(url: string, work: (env: Record<string, string>) => Promise<T>): Promise<T> {
   const folder = await mkdtemp(path.join(tmpdir(), 'ra-push-'));
   const file = path.join(folder, 'config');
-  const home = process.env.HOME;
-  const xdg = process.env.XDG_CONFIG_HOME || (home ? path.join(home, '.config') : undefined);
-  const own = [xdg && path.join(xdg, 'git', 'config'), home && path.join(home, '.gitconfig')].filter((file): file is string => Boolean(file));
-  const text = [`[url ${quoted(url)}]`, `\tinsteadOf = ${quoted(url)}`, `\tpushInsteadOf = ${quoted(url)}`, '[include]', ...own.map((file) => `\tpath = ${quoted(file)}`)].join('\n');
+  const text = [
+    `[url ${quoted(url)}]`,
+    `\tinsteadOf = ${quoted(url)}`,
+    `\tpushInsteadOf = ${quoted(url)}`,
+    '[include]',
+    ...personalConfigFiles().map((file) => `\tpath = ${quoted(file)}`),
+    // core.gitProxy: the first entry for the host wins (not the last), so no command-line setting can
+    // override one the repository writes after the check; this one, after every checked file, stops git there.
+    '[core]',
+    '\tgitProxy = none',
+  ].join('\n');
   try {
     await writeFile(file, `${text}\n`, { mode: 0o600 });
     return await work({ GIT_CONFIG_GLOBAL: file });
   } finally {
     await rm(folder, { recursive: true, force: true });
   }
+}
+
+/**
+ * The person's own global config files, as git finds them: XDG_CONFIG_HOME's (or ~/.config's) git/config, then
+ * ~/.gitconfig. Home is HOME where set (git's own choice on every platform), else the operating system's
+ * (git for Windows falls back to the user's profile folder when HOME is unset, as os.homedir() does).
+ */
+export function personalConfigFiles(env: NodeJS.ProcessEnv = process.env): string[] {
+  const home = env.HOME || homedir();
+  const xdg = env.XDG_CONFIG_HOME || path.join(home, '.config');
+  return [path.join(xdg, 'git', 'config'), path.join(home, '.gitconfig')];
+}
+
+/**
+ * A push URL git cannot read as a remote's name. `git push -- <url>` looks for a remote named `<url>`
+ * first, and a name has no `/`: a relative path (`up`) or a scp-like `host:repo.git` would follow a
+ * `remote.<that>.url` written after the check. Such a path becomes `./up`, such a scp-like address the
+ * ssh:// URL git reads the same (`~/` is the remote home, as for a scp-like path); anything else with no
+ * `/` (a remote helper's `<scheme>::<address>`, a bracketed host) is refused.
+ */
+export function unambiguousUrl(url: string, platform: NodeJS.Platform = process.platform): string {
+  if ((platform === 'win32' ? /[/\\]/ : /\//).test(url)) return url;
+  if (isLocalRemote(url, platform) && !(platform === 'win32' && /^[A-Za-z]:/.test(url))) return `./${url}`;
+  const scp = /^([^:[\]]+):([^:].*)$/.exec(url);
+  if (scp && !isLocalRemote(url, platform)) return `ssh://${scp[1]}/~/${scp[2]}`;
+  throw new ServiceError('conflict', `git could read the push URL ${redactUrls(url)} as the name of another remote: nothing was pushed. Give the remote a URL with a /, or push from a terminal`);
 }
 
 /** A config file's quoted string (a subsection or a value): `"` and `\` escaped. */
@@ -161,30 +195,90 @@ const PLAIN_HELPER = /^(?:[A-Za-z0-9][\w.-]*(?: --timeout=\d+)?)?$/;
  * is the repository's files (a clone, a webhook's turn writing .git/config), and none of what it names
  * may run (run-git.ts); the user's global and system config are theirs, and run as in a terminal.
  */
-async function repositoryTransportCommands(folder: string): Promise<{ named: string[]; pins: string[] }> {
+async function repositoryTransportCommands(folder: string): Promise<{ named: string[]; checked: [string, string][] }> {
   const { stdout } = await gitIn(folder, ['config', '--show-scope', '--includes', '--null', '--get-regexp', TRANSPORT_KEYS], { okCodes: [1], readsNoContent: true });
   const fields = nulFields(stdout);
   const named = new Set<string>();
-  const last = new Map<string, string>();
+  const checked: [string, string][] = [];
   // Each entry is `<scope>\0<key>\n<value>\0`.
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const [key, ...rest] = fields[i + 1].split('\n');
     const value = rest.join('\n');
-    last.set(key.toLowerCase(), value);
+    checked.push([key, value]);
     const harmless = /\.helper$/i.test(key) ? PLAIN_HELPER.test(value) : /\.sslverify$/i.test(key) && /^(true|yes|on|1)$/i.test(value);
     if ((fields[i] === 'local' || fields[i] === 'worktree') && !harmless) named.add(key);
   }
-  return { named: [...named], pins: pinnedPrograms(last) };
+  return { named: [...named], checked };
 }
 
 /**
- * `-c` settings that keep the push to the ssh program and the password prompt just checked (`last`: each
- * key's value in force then): read last, they win over any the repository's config names after the
- * check (a turn writing .git/config). Unset, they are what git uses then: `ssh` (the service's git has no
- * GIT_SSH or GIT_SSH_COMMAND), and SSH_ASKPASS or no prompt at all (no GIT_ASKPASS).
+ * Settings, given on the push's command line (read after every file), that keep it to the transport just
+ * checked (`checked`: every TRANSPORT_KEYS entry then, in git's order): a repository config written after
+ * the check (a turn's shell) names nothing git uses. Each single value is the checked one, or what git
+ * uses when none is set: `ssh` (the service's git has no GIT_SSH or GIT_SSH_COMMAND), SSH_ASKPASS or no
+ * prompt, certificates checked, the proxy of the environment git reads (none when unset). The http keys
+ * are given for the pushed URL itself: git takes the most specific URL's value (the last among equals),
+ * and no key is more specific than the whole URL. Lists (credential helpers, curloptResolve) are emptied
+ * (an empty value does that), then given the checked entries again. core.gitProxy is withUrlPinned's.
+ * Not pinned when unset (no value says "git's default"): http.sslCAInfo, sslCAPath, sslBackend.
  */
-function pinnedPrograms(last: ReadonlyMap<string, string>): string[] {
-  return [`core.sshCommand=${last.get('core.sshcommand') ?? 'ssh'}`, `core.askPass=${last.get('core.askpass') ?? process.env.SSH_ASKPASS ?? ''}`];
+export function pinnedTransport(checked: readonly [string, string][], http: ReadonlyMap<string, string> | undefined, url: string, env: NodeJS.ProcessEnv = process.env): [string, string][] {
+  const lastOf = (pattern: RegExp) => checked.filter(([key]) => pattern.test(key)).at(-1)?.[1];
+  const forUrl = (name: string) => http?.get(name.toLowerCase());
+  const pinned = (name: string) => `http.${url}.${name}`;
+  const pins: [string, string][] = [
+    ['core.sshCommand', lastOf(/^core\.sshcommand$/i) ?? 'ssh'],
+    ['core.askPass', lastOf(/^core\.askpass$/i) ?? env.SSH_ASKPASS ?? ''],
+    ['credential.helper', ''],
+    ...checked.filter(([key]) => /^credential\..*helper$/i.test(key)),
+  ];
+  if (!http) return pins;
+  pins.push(
+    [pinned('proxy'), forUrl('proxy') ?? environmentProxy(url, env) ?? ''],
+    [pinned('sslVerify'), forUrl('sslVerify') ?? 'true'],
+    // Each entry names its own host and port: those meant for other URLs change nothing here.
+    [pinned('curloptResolve'), ''],
+    ...checked.filter(([key]) => /^http\.(.*\.)?curloptresolve$/i.test(key)).map(([, value]): [string, string] => [pinned('curloptResolve'), value]),
+  );
+  for (const name of ['sslCAInfo', 'sslCAPath', 'sslBackend']) {
+    const value = forUrl(name);
+    if (value !== undefined) pins.push([pinned(name), value]);
+  }
+  return pins;
+}
+
+/**
+ * The http.* settings in force for `url` (git's own URL matching: the most specific wins), by lowercase name:
+ * the person's and the system's only. One the repository's config holds was refused by the check, or was
+ * written after it (and is not used).
+ */
+async function httpSettingsFor(folder: string, url: string): Promise<Map<string, string>> {
+  const { stdout } = await gitIn(folder, ['config', '--show-scope', '--includes', '--null', '--get-urlmatch', 'http', url], { okCodes: [1], readsNoContent: true });
+  const fields = nulFields(stdout);
+  const settings = new Map<string, string>();
+  // Each entry is `<scope>\0<key>\n<value>\0`.
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    if (fields[i] === 'local' || fields[i] === 'worktree') continue;
+    const [key, ...value] = fields[i + 1].split('\n');
+    settings.set(key.toLowerCase().replace(/^http\./, ''), value.join('\n'));
+  }
+  return settings;
+}
+
+/** The proxy git's http.c takes from the environment when its config names none (lowercase first, as curl). */
+function environmentProxy(url: string, env: NodeJS.ProcessEnv): string | undefined {
+  const scheme = /^https:/i.test(url) ? env.https_proxy || env.HTTPS_PROXY : env.http_proxy;
+  return scheme || env.all_proxy || env.ALL_PROXY || undefined;
+}
+
+/** Settings as git's command-line config, by environment (GIT_CONFIG_COUNT): a key or value may hold `=`. */
+function commandLineConfig(settings: readonly [string, string][]): Record<string, string> {
+  const env: Record<string, string> = { GIT_CONFIG_COUNT: String(settings.length) };
+  settings.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
+  return env;
 }
 
 /** What discarding would lose: commits not in the base branch and files changed but not committed. */

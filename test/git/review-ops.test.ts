@@ -3,8 +3,10 @@ import childProcess from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createNetServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { chmod, mkdir, readFile, rm, symlink, utimes, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { changesOf } from '../../src/git/changes';
@@ -13,7 +15,7 @@ import { commitChanges } from '../../src/git/commit';
 import { compareUrlOf } from '../../src/git/compare-url';
 import { landChanges } from '../../src/git/land';
 import { refuseRawLfsFiles } from '../../src/git/lfs';
-import { discardWorktree, isLocalRemote, pushChanges, unlandedWork } from '../../src/git/push';
+import { discardWorktree, isLocalRemote, personalConfigFiles, pinnedTransport, pushChanges, unambiguousUrl, unlandedWork } from '../../src/git/push';
 import { revertChanges } from '../../src/git/revert';
 import { ServiceError } from '../../src/protocol/errors';
 import { addWorktree, git, gitRepository, isolateGitConfig, makeRepo, snapshot, writeFiles, type TestRepo } from '../helpers/git-repo';
@@ -603,6 +605,59 @@ describe('push and discard', () => {
     for (const url of ['git@github.com:me/app.git', 'host:path/x', 'ssh://h/x', 'git://h/x', 'https://h/x', 'ext::sh -c x', 'fd::3', '[h:22]:x']) assert.equal(isLocalRemote(url), false, url);
   });
 
+  test('push URLs with no / are pushed in a form git cannot read as a remote name; anything else with no / is refused', () => {
+    assert.equal(unambiguousUrl('up', 'linux'), './up');
+    assert.equal(unambiguousUrl('host:repo.git', 'linux'), 'ssh://host/~/repo.git');
+    assert.equal(unambiguousUrl('git@host:repo.git', 'linux'), 'ssh://git@host/~/repo.git');
+    for (const url of ['https://h/x', 'git@github.com:me/app.git', '/srv/x', './up']) assert.equal(unambiguousUrl(url, 'linux'), url);
+    assert.equal(unambiguousUrl('up\\x', 'win32'), 'up\\x');
+    for (const url of ['fd::3', '[h:22]:x'])
+      assert.throws(
+        () => unambiguousUrl(url, 'linux'),
+        (error: unknown) => error instanceof ServiceError && error.code === 'conflict',
+        url,
+      );
+    assert.throws(() => unambiguousUrl('C:up', 'win32'), ServiceError);
+  });
+
+  test("the push's global config includes the person's own files; with HOME unset, those under the system's home folder", () => {
+    assert.deepEqual(personalConfigFiles({ HOME: '/h' }), [join('/h', '.config', 'git', 'config'), join('/h', '.gitconfig')]);
+    assert.deepEqual(personalConfigFiles({ HOME: '/h', XDG_CONFIG_HOME: '/x' }), [join('/x', 'git', 'config'), join('/h', '.gitconfig')]);
+    assert.deepEqual(personalConfigFiles({}), [join(homedir(), '.config', 'git', 'config'), join(homedir(), '.gitconfig')]);
+  });
+
+  test('the push pins each transport setting: the checked value, or what git uses with none; lists emptied then refilled', () => {
+    const url = 'https://h/x.git';
+    const checked: [string, string][] = [
+      ['credential.helper', 'store'],
+      ['credential.https://h.helper', 'cache --timeout=60'],
+      ['http.curloptresolve', 'h:443:127.0.0.1'],
+    ];
+    const pins = pinnedTransport(checked, new Map([['proxy', 'http://p:1']]), url, { SSH_ASKPASS: '/a' });
+    assert.deepEqual(pins, [
+      ['core.sshCommand', 'ssh'],
+      ['core.askPass', '/a'],
+      ['credential.helper', ''],
+      ['credential.helper', 'store'],
+      ['credential.https://h.helper', 'cache --timeout=60'],
+      [`http.${url}.proxy`, 'http://p:1'],
+      [`http.${url}.sslVerify`, 'true'],
+      [`http.${url}.curloptResolve`, ''],
+      [`http.${url}.curloptResolve`, 'h:443:127.0.0.1'],
+    ]);
+    // No proxy configured: the environment's, as git reads it (lowercase first); none at all: empty (no proxy).
+    assert.deepEqual(
+      pinnedTransport([], new Map(), url, { https_proxy: 'http://e:1', HTTPS_PROXY: 'http://E:1' }).find(([key]) => key.endsWith('.proxy')),
+      [`http.${url}.proxy`, 'http://e:1'],
+    );
+    assert.deepEqual(
+      pinnedTransport([], new Map(), url, {}).find(([key]) => key.endsWith('.proxy')),
+      [`http.${url}.proxy`, ''],
+    );
+    // Not http: no http.* key (git refuses a URL-matched key that is not a URL).
+    assert.equal(pinnedTransport([], undefined, 'ssh://h/x', {}).filter(([key]) => key.startsWith('http.')).length, 0);
+  });
+
   test("attack: an https remote the repository's config rewrites to a local path (url.<base>.insteadOf, pushInsteadOf) runs none of that repository's hooks on push", async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'bare');
@@ -683,6 +738,81 @@ describe('push and discard', () => {
         }
       } finally {
         await new Promise((resolve) => server.close(resolve));
+      }
+    });
+  });
+
+  test("attack: a credential helper, an include naming one, an http proxy or a git:// proxy the repository's config names only after the push's check is not used", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const marker = join(repo.worktrees, '..', 'late-helper-ran');
+      const program = join(repo.worktrees, '..', 'late-helper.sh');
+      await writeFile(program, `#!/bin/sh\ntouch '${marker}'\nexit 1\n`);
+      await chmod(program, 0o755);
+      const include = join(repo.worktrees, '..', 'late-helper.inc');
+      await writeFile(include, `[credential]\n\thelper = !${program}\n`);
+      // Asks for a password: git asks its credential helpers.
+      const server = createServer((_request, response) => response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="x"' }).end());
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      // A proxy that counts who connects to it (and answers nothing).
+      let proxied = 0;
+      const proxy = createNetServer((socket) => {
+        proxied++;
+        socket.destroy();
+      });
+      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+      try {
+        git(repo.repo, 'remote', 'add', 'overhttp', `http://127.0.0.1:${(server.address() as AddressInfo).port}/x.git`);
+        git(repo.repo, 'remote', 'add', 'overgit', 'git://127.0.0.1:9/x.git');
+        const wt = addWorktree(repo, 'p10c');
+        await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+        await commitChanges(wt, 'to push', noHooks);
+        for (const [remote, key, value] of [
+          ['overhttp', 'credential.helper', `!${program}`],
+          ['overhttp', 'include.path', include],
+          ['overgit', 'core.gitProxy', program],
+          ['overhttp', 'http.proxy', `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`],
+        ]) {
+          const refused = await pushWithConfigChanged(wt, remote, () => git(repo.repo, 'config', key, value));
+          assert.equal(existsSync(marker), false, `${key}, written after the check, ran on a push to ${remote}`);
+          assert.equal(proxied, 0, `${key}, written after the check, sent the push to ${remote} through its proxy`);
+          assert.ok(refused instanceof ServiceError && refused.code === 'conflict', `${key}: ${String(refused)}`);
+          git(repo.repo, 'config', '--unset', key);
+        }
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+        await new Promise((resolve) => proxy.close(resolve));
+      }
+    });
+  });
+
+  test('attack: a push URL git could read as a remote name (a relative path, scp-like host:repo) is not redirected by a remote of that name written after the check', async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      let reached = 0;
+      const elsewhere = createServer((_request, response) => {
+        reached++;
+        response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="x"' }).end();
+      });
+      await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
+      try {
+        const wt = addWorktree(repo, 'p10n');
+        await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+        await commitChanges(wt, 'to push', noHooks);
+        // A bare repository named `up` beside the worktree, its URL relative (git reads it from the worktree).
+        git(repo.repo, 'init', '-q', '--bare', join(wt.path, 'up'));
+        git(repo.repo, 'remote', 'add', 'rel', 'up');
+        git(repo.repo, 'remote', 'add', 'scp', '127.0.0.1:x.git');
+        for (const [remote, name] of [
+          ['rel', 'up'],
+          ['scp', '127.0.0.1:x.git'],
+        ]) {
+          const answer = await pushWithConfigChanged(wt, remote, () => git(repo.repo, 'config', `remote.${name}.url`, `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/x.git`));
+          assert.equal(reached, 0, `a remote named ${name}, written after the check, took the push to ${remote}: ${String(answer)}`);
+          git(repo.repo, 'config', '--unset', `remote.${name}.url`);
+        }
+        // The relative path itself was pushed to.
+        assert.equal(git(join(wt.path, 'up'), 'rev-parse', `refs/heads/${wt.branch}`).trim(), git(wt.path, 'rev-parse', 'HEAD').trim());
+      } finally {
+        await new Promise((resolve) => elsewhere.close(resolve));
       }
     });
   });

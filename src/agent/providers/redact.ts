@@ -27,16 +27,30 @@ const STACK_FRAME =
   /(?:^|\s+)at\s+(?:async\s+)?(?:new\s+)?(?:[^\s()]+\s*\()?(?:\/|[A-Za-z]:\\|file:|webpack(?:-internal)?:|node:|<anonymous>|native\b|(?:[\w.@~+-]+\/)*[\w$.-]+\.\w+:\d+)|\bTraceback \(most recent call last\)|(?:^|\s+)goroutine \d+ \[/;
 // A file path: Unix (two or more segments of any letters, not the path part of a URL), Windows (either
 // slash) or a share's (\\server\share), with any :line:col. Unquoted, a folder's name may hold spaces
-// (`/home/ada/My Projects/secret`): the path goes on over up to four words after a space when they lead to
-// another separator; prose after a path (`/a/b.ts is not in the workspace`) has none and is kept.
+// (`/home/ada/My Projects/secret`): the path goes on over a space only from a segment that is not a file's
+// name (no dot but a leading one), over up to four words to a separator and a segment after it; prose after
+// a path (`/a/b.ts is not 1/2 done`, `/a/b.ts or use w/ care`) is kept. A spaced last name ends the path
+// only in capitalised words that end the text or a clause (`/home/ada/My Projects`, `... Projects, then`).
+// Limits, on the side of hiding more: after a folder's name (no dot), lower-case prose that leads to a word
+// with a slash (`/srv/app then src/b.ts`) is taken as the folder's name; capitalised words ending a text
+// after one (`/srv/app Is Down`) too. Every part repeats over bounded words: linear in the text.
 const SEGMENT = String.raw`[\p{L}\p{N}_.@~+-]+`;
+const FOLDER_WORD = String.raw`\.?[\p{L}\p{N}_@~+-]+`;
 const WINDOWS_WORD = String.raw`[^\s'"()\\/]+`;
 const WINDOWS_TAIL = String.raw`[^\s'"()]*`;
-/** More of a path after a space: words (one to four), a separator, the rest as the path's own pattern goes on. */
-const SPACED = (word: string, separator: string, tail: string) => String.raw`(?:(?: ${word}){1,4}${separator}${tail})*`;
-const UNIX_PATH = String.raw`(?<![\p{L}\p{N}_:/.])(?:(?:\/${SEGMENT}){2,}\/?|\/${SEGMENT}(?=(?: ${SEGMENT}){1,4}\/))${SPACED(SEGMENT, '\\/', String.raw`(?:${SEGMENT})?(?:\/${SEGMENT})*\/?`)}(?::\d+)*`;
-const WINDOWS_PATH = String.raw`\b[A-Za-z]:[\\/]${WINDOWS_TAIL}${SPACED(WINDOWS_WORD, '[\\\\/]', WINDOWS_TAIL)}`;
-const SHARE_PATH = String.raw`\\\\[^\s'"()\\]+\\${WINDOWS_TAIL}${SPACED(WINDOWS_WORD, '\\\\', WINDOWS_TAIL)}`;
+/** Where a path may go on over a space: just after a segment that is not a file's name. */
+const AFTER_UNIX_FOLDER = String.raw`(?<=\/${FOLDER_WORD})`;
+const AFTER_WINDOWS_FOLDER = String.raw`(?<=[\\/]\.?[^\s'"()\\/.]+)`;
+/**
+ * More of a path after a space: after a folder's word, words (one to four), a separator and at least one
+ * character of the path's own pattern, any number of times; then, ending the text or a clause,
+ * capitalised words (the rest of the last folder's name).
+ */
+const SPACED = (afterFolder: string, word: string, separator: string, tail: string) =>
+  String.raw`(?:${afterFolder}(?: ${word}){1,4}${separator}${tail})*(?:${afterFolder}(?: \p{Lu}${FOLDER_WORD}?){1,4}(?=[.,;:!?]*$|[.,;:!?]+\s))?`;
+const UNIX_PATH = String.raw`(?<![\p{L}\p{N}_:/.])(?:(?:\/${SEGMENT}){2,}\/?|\/${FOLDER_WORD}(?=(?: ${SEGMENT}){1,4}\/${SEGMENT}))${SPACED(AFTER_UNIX_FOLDER, SEGMENT, '\\/', String.raw`${SEGMENT}(?:\/${SEGMENT})*\/?`)}(?::\d+)*`;
+const WINDOWS_PATH = String.raw`\b[A-Za-z]:[\\/]${WINDOWS_TAIL}${SPACED(AFTER_WINDOWS_FOLDER, WINDOWS_WORD, '[\\\\/]', `[^\\s'"()]+`)}`;
+const SHARE_PATH = String.raw`\\\\[^\s'"()\\]+\\${WINDOWS_TAIL}${SPACED(AFTER_WINDOWS_FOLDER, WINDOWS_WORD, '\\\\', `[^\\s'"()]+`)}`;
 const FILE_PATH = new RegExp(`${UNIX_PATH}|${WINDOWS_PATH}|${SHARE_PATH}`, 'gu');
 // A quoted absolute path (git quotes the paths it names: `'/home/me/my project/.git/worktrees/x'`), whole, spaces and all.
 const QUOTED_PATH = /(['"])(?:\/|[A-Za-z]:[\\/]|\\\\)[^'"\n]*\1/g;

@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { ServiceError } from '../protocol/errors';
@@ -6,7 +6,7 @@ import type { PushResult, WorktreeRecord } from '../protocol/worktrees';
 import { requireFolder } from './changes';
 import { compareUrlOf } from './compare-url';
 import { nulFields, gitIn } from './git-in';
-import { emptyHooksFolder, GitError } from './run-git';
+import { emptyHooksFolder, GitError, runGit } from './run-git';
 
 /**
  * The program a push starts at the other end (run by a shell here for a local or ssh remote): git's own,
@@ -81,23 +81,27 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
       `the repository's own config names a command git would run to push, or where it would send your credentials (${commands.join(', ')}): nothing was pushed. Move it to your global config, set worktrees.allow_hooks, or push from a terminal`,
     );
   }
-  const refspec = `refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`;
-  const push = (to: string, env?: Record<string, string>) =>
-    gitIn(worktree.path, ['-c', 'protocol.ext.allow=never', 'push', '--porcelain', '--recurse-submodules=no', `--receive-pack=${receivePack}`, '--', to, refspec], {
-      allowHooks: options.allowHooks,
-      timeoutMs: 120_000,
-      env,
-    });
+  const branch = `refs/heads/${worktree.branch}`;
+  const pushArgs = (to: string, refspec: string) => ['-c', 'protocol.ext.allow=never', 'push', '--porcelain', '--recurse-submodules=no', `--receive-pack=${receivePack}`, '--', to, refspec];
+  const PUSH_TIMEOUT_MS = 120_000;
   try {
     // The owner's allow_hooks trusts the repository's config: by the remote's name, as in a terminal
-    // (its hooks are told the name; its remote-tracking branch is updated). Otherwise to each checked URL.
-    if (options.allowHooks) await push(remote);
-    else
-      for (const url of urls.map((url) => unambiguousUrl(url))) {
-        // http.* settings reach only an http(s) URL; git refuses a URL-matched key of any other form.
-        const http = /^https?:\/\//i.test(url) ? await httpSettingsFor(worktree.path, url) : undefined;
-        await withUrlPinned(url, (env) => push(url, { ...env, ...commandLineConfig(pinnedTransport(checked, http, url)) }));
+    // (its hooks are told the name; its remote-tracking branch is updated). Otherwise each checked URL,
+    // from a repository of ours that reads none of the repository's config (withPushRepository).
+    if (options.allowHooks) await gitIn(worktree.path, pushArgs(remote, `${branch}:${branch}`), { allowHooks: true, timeoutMs: PUSH_TIMEOUT_MS });
+    else {
+      const tip = (await gitIn(worktree.path, ['rev-parse', '--verify', '--end-of-options', `${branch}^{commit}`])).stdout.trim();
+      const commonDir = (await gitIn(worktree.path, ['rev-parse', '--path-format=absolute', '--git-common-dir'])).stdout.trim();
+      for (const url of urls) {
+        // A relative path is the repository's (git reads it from where it runs): made whole for ours.
+        const to = isLocalRemote(url) && !/^file:/i.test(url) ? path.resolve(worktree.path, url) : url;
+        await withPushRepository(commonDir, to, async (from, env) => {
+          // http.* settings reach only an http(s) URL; git refuses a URL-matched key of any other form.
+          const http = /^https?:\/\//i.test(to) ? await httpSettingsFor(from, to, env) : undefined;
+          await runGit(pushArgs(to, `${tip}:${branch}`), { cwd: from, timeoutMs: PUSH_TIMEOUT_MS, env: { ...env, ...commandLineConfig(pinnedTransport(checked, http, to)) } });
+        });
       }
+    }
   } catch (error) {
     if (!(error instanceof GitError)) throw error;
     const reason = error.stderr
@@ -112,17 +116,18 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
 }
 
 /**
- * Runs `work` with git's global config replaced by a file of ours that pins `url` against rewriting,
- * then includes the person's own global files (git's two, as git reads them). The URL was checked
- * (isLocalRemote, the receive-pack chosen for it) as the config read then rewrote it; a turn may write
- * .git/config before the push reads it again: a new URL for the remote (pushing to the URL itself
- * ignores it) or a `url.<elsewhere>.insteadOf`/`pushInsteadOf` of that URL. git rewrites with the
- * longest matching rule, the first read among equally long ones: ours matches the whole URL and is read
- * before the repository's config (global comes before local), so no rule of the repository applies.
+ * Runs `work` in a bare repository of ours (made in a temporary folder, removed after) that borrows the
+ * repository's objects (objects/info/alternates, and its shallow list) and has no config of its own: a
+ * push from it reads none of the repository's config, which a turn may write between the check and the
+ * push (a `remote.<the URL>.*` git looks up by the URL pushed to, a proxy, a helper, an include). git's
+ * global config is replaced by a file of ours that pins `url` against rewriting (a `url.*.insteadOf` of
+ * the person's would have been applied when the URL was read; ours matches the whole URL, and git takes
+ * the longest rule) and then includes the person's own global files, as git reads them.
  */
-async function withUrlPinned<T>(url: string, work: (env: Record<string, string>) => Promise<T>): Promise<T> {
+async function withPushRepository<T>(commonDir: string, url: string, work: (repository: string, env: Record<string, string>) => Promise<T>): Promise<T> {
   const folder = await mkdtemp(path.join(tmpdir(), 'ra-push-'));
   const file = path.join(folder, 'config');
+  const repository = path.join(folder, 'repository.git');
   const text = [
     `[url ${quoted(url)}]`,
     `\tinsteadOf = ${quoted(url)}`,
@@ -130,13 +135,20 @@ async function withUrlPinned<T>(url: string, work: (env: Record<string, string>)
     '[include]',
     ...personalConfigFiles().map((file) => `\tpath = ${quoted(file)}`),
     // core.gitProxy: the first entry for the host wins (not the last), so no command-line setting can
-    // override one the repository writes after the check; this one, after every checked file, stops git there.
+    // override one written after the check; this one, after every checked file, stops git there.
     '[core]',
     '\tgitProxy = none',
   ].join('\n');
   try {
     await writeFile(file, `${text}\n`, { mode: 0o600 });
-    return await work({ GIT_CONFIG_GLOBAL: file });
+    const env = { GIT_CONFIG_GLOBAL: file };
+    await runGit(['init', '-q', '--bare', '--template=', repository], { cwd: folder, env, readsNoContent: true });
+    await mkdir(path.join(repository, 'objects', 'info'), { recursive: true });
+    await writeFile(path.join(repository, 'objects', 'info', 'alternates'), `${path.join(commonDir, 'objects')}\n`);
+    await copyFile(path.join(commonDir, 'shallow'), path.join(repository, 'shallow')).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+    });
+    return await work(repository, env);
   } finally {
     await rm(folder, { recursive: true, force: true });
   }
@@ -151,21 +163,6 @@ export function personalConfigFiles(env: NodeJS.ProcessEnv = process.env): strin
   const home = env.HOME || homedir();
   const xdg = env.XDG_CONFIG_HOME || path.join(home, '.config');
   return [path.join(xdg, 'git', 'config'), path.join(home, '.gitconfig')];
-}
-
-/**
- * A push URL git cannot read as a remote's name. `git push -- <url>` looks for a remote named `<url>`
- * first, and a name has no `/`: a relative path (`up`) or a scp-like `host:repo.git` would follow a
- * `remote.<that>.url` written after the check. Such a path becomes `./up`, such a scp-like address the
- * ssh:// URL git reads the same (`~/` is the remote home, as for a scp-like path); anything else with no
- * `/` (a remote helper's `<scheme>::<address>`, a bracketed host) is refused.
- */
-export function unambiguousUrl(url: string, platform: NodeJS.Platform = process.platform): string {
-  if ((platform === 'win32' ? /[/\\]/ : /\//).test(url)) return url;
-  if (isLocalRemote(url, platform) && !(platform === 'win32' && /^[A-Za-z]:/.test(url))) return `./${url}`;
-  const scp = /^([^:[\]]+):([^:].*)$/.exec(url);
-  if (scp && !isLocalRemote(url, platform)) return `ssh://${scp[1]}/~/${scp[2]}`;
-  throw new ServiceError('conflict', `git could read the push URL ${redactUrls(url)} as the name of another remote: nothing was pushed. Give the remote a URL with a /, or push from a terminal`);
 }
 
 /** A config file's quoted string (a subsection or a value): `"` and `\` escaped. */
@@ -197,18 +194,28 @@ const PLAIN_HELPER = /^(?:[A-Za-z0-9][\w.-]*(?: --timeout=\d+)?)?$/;
  */
 async function repositoryTransportCommands(folder: string): Promise<{ named: string[]; checked: [string, string][] }> {
   const { stdout } = await gitIn(folder, ['config', '--show-scope', '--includes', '--null', '--get-regexp', TRANSPORT_KEYS], { okCodes: [1], readsNoContent: true });
-  const fields = nulFields(stdout);
   const named = new Set<string>();
   const checked: [string, string][] = [];
-  // Each entry is `<scope>\0<key>\n<value>\0`.
-  for (let i = 0; i + 1 < fields.length; i += 2) {
-    const [key, ...rest] = fields[i + 1].split('\n');
-    const value = rest.join('\n');
+  for (const { scope, key, value } of configEntries(stdout)) {
     checked.push([key, value]);
     const harmless = /\.helper$/i.test(key) ? PLAIN_HELPER.test(value) : /\.sslverify$/i.test(key) && /^(true|yes|on|1)$/i.test(value);
-    if ((fields[i] === 'local' || fields[i] === 'worktree') && !harmless) named.add(key);
+    if ((scope === 'local' || scope === 'worktree') && !harmless) named.add(key);
   }
   return { named: [...named], checked };
+}
+
+/**
+ * `git config --show-scope --null` entries: `<scope>\0<key>\n<value>\0`, or `<scope>\0<key>\0` for a key
+ * written with no value, which git reads as true (`[http] sslVerify` alone): so it is here.
+ */
+export function configEntries(stdout: string): { scope: string; key: string; value: string }[] {
+  const fields = nulFields(stdout);
+  const entries: { scope: string; key: string; value: string }[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const newline = fields[i + 1].indexOf('\n');
+    entries.push(newline < 0 ? { scope: fields[i], key: fields[i + 1], value: 'true' } : { scope: fields[i], key: fields[i + 1].slice(0, newline), value: fields[i + 1].slice(newline + 1) });
+  }
+  return entries;
 }
 
 /**
@@ -248,21 +255,12 @@ export function pinnedTransport(checked: readonly [string, string][], http: Read
 }
 
 /**
- * The http.* settings in force for `url` (git's own URL matching: the most specific wins), by lowercase name:
- * the person's and the system's only. One the repository's config holds was refused by the check, or was
- * written after it (and is not used).
+ * The http.* settings in force for `url` (git's own URL matching: the most specific wins), by lowercase
+ * name: read in our push repository (withPushRepository), so the person's and the system's only.
  */
-async function httpSettingsFor(folder: string, url: string): Promise<Map<string, string>> {
-  const { stdout } = await gitIn(folder, ['config', '--show-scope', '--includes', '--null', '--get-urlmatch', 'http', url], { okCodes: [1], readsNoContent: true });
-  const fields = nulFields(stdout);
-  const settings = new Map<string, string>();
-  // Each entry is `<scope>\0<key>\n<value>\0`.
-  for (let i = 0; i + 1 < fields.length; i += 2) {
-    if (fields[i] === 'local' || fields[i] === 'worktree') continue;
-    const [key, ...value] = fields[i + 1].split('\n');
-    settings.set(key.toLowerCase().replace(/^http\./, ''), value.join('\n'));
-  }
-  return settings;
+async function httpSettingsFor(repository: string, url: string, env: Record<string, string>): Promise<Map<string, string>> {
+  const { stdout } = await runGit(['config', '--show-scope', '--includes', '--null', '--get-urlmatch', 'http', url], { cwd: repository, okCodes: [1], readsNoContent: true, env });
+  return new Map(configEntries(stdout).map(({ key, value }) => [key.toLowerCase().replace(/^http\./, ''), value]));
 }
 
 /** The proxy git's http.c takes from the environment when its config names none (lowercase first, as curl). */

@@ -15,7 +15,7 @@ import { commitChanges } from '../../src/git/commit';
 import { compareUrlOf } from '../../src/git/compare-url';
 import { landChanges } from '../../src/git/land';
 import { refuseRawLfsFiles } from '../../src/git/lfs';
-import { discardWorktree, isLocalRemote, personalConfigFiles, pinnedTransport, pushChanges, unambiguousUrl, unlandedWork } from '../../src/git/push';
+import { configEntries, discardWorktree, isLocalRemote, personalConfigFiles, pinnedTransport, pushChanges, unlandedWork } from '../../src/git/push';
 import { revertChanges } from '../../src/git/revert';
 import { ServiceError } from '../../src/protocol/errors';
 import { addWorktree, git, gitRepository, isolateGitConfig, makeRepo, snapshot, writeFiles, type TestRepo } from '../helpers/git-repo';
@@ -605,19 +605,12 @@ describe('push and discard', () => {
     for (const url of ['git@github.com:me/app.git', 'host:path/x', 'ssh://h/x', 'git://h/x', 'https://h/x', 'ext::sh -c x', 'fd::3', '[h:22]:x']) assert.equal(isLocalRemote(url), false, url);
   });
 
-  test('push URLs with no / are pushed in a form git cannot read as a remote name; anything else with no / is refused', () => {
-    assert.equal(unambiguousUrl('up', 'linux'), './up');
-    assert.equal(unambiguousUrl('host:repo.git', 'linux'), 'ssh://host/~/repo.git');
-    assert.equal(unambiguousUrl('git@host:repo.git', 'linux'), 'ssh://git@host/~/repo.git');
-    for (const url of ['https://h/x', 'git@github.com:me/app.git', '/srv/x', './up']) assert.equal(unambiguousUrl(url, 'linux'), url);
-    assert.equal(unambiguousUrl('up\\x', 'win32'), 'up\\x');
-    for (const url of ['fd::3', '[h:22]:x'])
-      assert.throws(
-        () => unambiguousUrl(url, 'linux'),
-        (error: unknown) => error instanceof ServiceError && error.code === 'conflict',
-        url,
-      );
-    assert.throws(() => unambiguousUrl('C:up', 'win32'), ServiceError);
+  test('git config entries read with --null: a key written with no value is true, as git reads it; a value keeps its newlines', () => {
+    assert.deepEqual(configEntries('global\0http.sslverify\0local\0http.proxy\nhttp://p:1\0global\0x.y\na\nb\0'), [
+      { scope: 'global', key: 'http.sslverify', value: 'true' },
+      { scope: 'local', key: 'http.proxy', value: 'http://p:1' },
+      { scope: 'global', key: 'x.y', value: 'a\nb' },
+    ]);
   });
 
   test("the push's global config includes the person's own files; with HOME unset, those under the system's home folder", () => {
@@ -817,6 +810,70 @@ describe('push and discard', () => {
     });
   });
 
+  test('attack: a remote named after the push URL itself (remote.<URL>.url, remote.<URL>.proxy), written after the check, neither redirects the push to a local repository whose hook runs nor sends it through a proxy', async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      let proxied = 0;
+      const proxy = createNetServer((socket) => {
+        proxied++;
+        socket.destroy();
+      });
+      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+      const server = createServer((_request, response) => response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="x"' }).end());
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/x.git`;
+        git(repo.repo, 'remote', 'add', 'origin', url);
+        const wt = addWorktree(repo, 'p10u');
+        await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+        await commitChanges(wt, 'to push', noHooks);
+        const marker = join(repo.worktrees, '..', 'url-hook-ran');
+        const bare = join(repo.worktrees, '..', 'named.git');
+        await bareWithHook(repo.repo, bare, marker);
+        const redirected = await pushWithConfigChanged(wt, 'origin', () => git(repo.repo, 'config', `remote.${url}.url`, bare));
+        assert.equal(existsSync(marker), false, `a late remote.<URL>.url took the push to a local repository whose hook ran: ${String(redirected)}`);
+        git(repo.repo, 'config', '--unset', `remote.${url}.url`);
+        const viaProxy = await pushWithConfigChanged(wt, 'origin', () => git(repo.repo, 'config', `remote.${url}.proxy`, `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`));
+        assert.equal(proxied, 0, `a late remote.<URL>.proxy was used: ${String(viaProxy)}`);
+      } finally {
+        await new Promise((resolve) => proxy.close(resolve));
+        await new Promise((resolve) => server.close(resolve));
+      }
+    });
+  });
+
+  test("attack: an http.proxy the repository's config gets while the push reads the person's http settings is not used", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      let proxied = 0;
+      const proxy = createNetServer((socket) => {
+        proxied++;
+        socket.destroy();
+      });
+      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+      const server = createServer((_request, response) => response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="x"' }).end());
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const start = gitStarter.start;
+      try {
+        git(repo.repo, 'remote', 'add', 'origin', `http://127.0.0.1:${(server.address() as AddressInfo).port}/x.git`);
+        const wt = addWorktree(repo, 'p10h');
+        await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+        await commitChanges(wt, 'to push', noHooks);
+        gitStarter.start = (request, handlers) => {
+          if (request.args.includes('--get-urlmatch')) git(repo.repo, 'config', 'http.proxy', `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`);
+          return start(request, handlers);
+        };
+        const answer = await pushChanges(wt, 'origin', noHooks).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        assert.equal(proxied, 0, `the repository's late http.proxy was pinned as the person's: ${String(answer)}`);
+      } finally {
+        gitStarter.start = start;
+        await new Promise((resolve) => proxy.close(resolve));
+        await new Promise((resolve) => server.close(resolve));
+      }
+    });
+  });
+
   test("attack: a push URL only the worktree's checkout reads (includeIf onbranch) still gets the hook-free receive-pack", async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
       const bare = join(repo.worktrees, '..', 'remote.git');
@@ -968,6 +1025,42 @@ describe('push and discard', () => {
         }
       } finally {
         git(repo.repo, 'config', '--global', '--unset-all', 'credential.helper');
+        await new Promise((resolve) => server.close(resolve));
+      }
+    });
+  });
+
+  test("the person's own `[http] sslVerify` written with no value (git reads it as true) keeps certificate checks on for the push: an unknown certificate is refused, no credential sent", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const certs = join(repo.worktrees, '..', 'certs-bare');
+      await mkdir(certs);
+      const { key, cert } = selfSignedCertificate(certs, 'forge.example');
+      const heard: string[] = [];
+      const server = createHttpsServer({ key, cert }, (request, response) => {
+        if (request.headers.authorization) heard.push(request.headers.authorization);
+        response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="forge"' }).end();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as AddressInfo;
+      const globalFile = join(isolation.home, '.gitconfig');
+      const before = await readFile(globalFile, 'utf8');
+      // The person's own settings: their helper, the forge's address, and a valueless sslVerify.
+      git(repo.repo, 'config', '--global', 'credential.helper', '!f() { test "$1" = get && { echo username=person; echo password=SECRET-PASS; }; }; f');
+      git(repo.repo, 'config', '--global', 'http.curloptResolve', `forge.example:${port}:127.0.0.1`);
+      await writeFile(globalFile, `${await readFile(globalFile, 'utf8')}[http]\n\tsslVerify\n`);
+      try {
+        git(repo.repo, 'remote', 'add', 'origin', `https://forge.example:${port}/me/app.git`);
+        const wt = addWorktree(repo, 'p10v');
+        await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+        await commitChanges(wt, 'to push', noHooks);
+        const refused = await pushChanges(wt, 'origin', noHooks).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        assert.deepEqual(heard, [], 'the credential reached a server whose certificate nobody checked');
+        assert.ok(refused instanceof ServiceError && /certificate|SSL/i.test(refused.message), String(refused));
+      } finally {
+        await writeFile(globalFile, before);
         await new Promise((resolve) => server.close(resolve));
       }
     });

@@ -80,6 +80,27 @@ async function pushWithConfigChanged(wt: Parameters<typeof pushChanges>[0], remo
     .finally(() => (gitStarter.start = start));
 }
 
+/** An http forge that asks for a password (401) and a proxy that counts the connections it is given, on loopback. */
+async function forgeAndProxy(): Promise<{ url: string; proxyUrl: string; proxied: () => number; close: () => Promise<void> }> {
+  let proxied = 0;
+  const proxy = createNetServer((socket) => {
+    proxied++;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const server = createServer((_request, response) => response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="x"' }).end());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/x.git`,
+    proxyUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+    proxied: () => proxied,
+    close: async () => {
+      await new Promise((resolve) => proxy.close(resolve));
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
 /** A bare repository at `bare` whose pre-receive hook, were it run, would make `marker`. */
 async function bareWithHook(cwd: string, bare: string, marker: string): Promise<void> {
   git(cwd, 'init', '-q', '--bare', bare);
@@ -812,16 +833,8 @@ describe('push and discard', () => {
 
   test('attack: a remote named after the push URL itself (remote.<URL>.url, remote.<URL>.proxy), written after the check, neither redirects the push to a local repository whose hook runs nor sends it through a proxy', async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
-      let proxied = 0;
-      const proxy = createNetServer((socket) => {
-        proxied++;
-        socket.destroy();
-      });
-      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-      const server = createServer((_request, response) => response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="x"' }).end());
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { url, proxyUrl, proxied, close } = await forgeAndProxy();
       try {
-        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/x.git`;
         git(repo.repo, 'remote', 'add', 'origin', url);
         const wt = addWorktree(repo, 'p10u');
         await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
@@ -832,44 +845,35 @@ describe('push and discard', () => {
         const redirected = await pushWithConfigChanged(wt, 'origin', () => git(repo.repo, 'config', `remote.${url}.url`, bare));
         assert.equal(existsSync(marker), false, `a late remote.<URL>.url took the push to a local repository whose hook ran: ${String(redirected)}`);
         git(repo.repo, 'config', '--unset', `remote.${url}.url`);
-        const viaProxy = await pushWithConfigChanged(wt, 'origin', () => git(repo.repo, 'config', `remote.${url}.proxy`, `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`));
-        assert.equal(proxied, 0, `a late remote.<URL>.proxy was used: ${String(viaProxy)}`);
+        const viaProxy = await pushWithConfigChanged(wt, 'origin', () => git(repo.repo, 'config', `remote.${url}.proxy`, proxyUrl));
+        assert.equal(proxied(), 0, `a late remote.<URL>.proxy was used: ${String(viaProxy)}`);
       } finally {
-        await new Promise((resolve) => proxy.close(resolve));
-        await new Promise((resolve) => server.close(resolve));
+        await close();
       }
     });
   });
 
   test("attack: an http.proxy the repository's config gets while the push reads the person's http settings is not used", async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
-      let proxied = 0;
-      const proxy = createNetServer((socket) => {
-        proxied++;
-        socket.destroy();
-      });
-      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-      const server = createServer((_request, response) => response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="x"' }).end());
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { url, proxyUrl, proxied, close } = await forgeAndProxy();
       const start = gitStarter.start;
       try {
-        git(repo.repo, 'remote', 'add', 'origin', `http://127.0.0.1:${(server.address() as AddressInfo).port}/x.git`);
+        git(repo.repo, 'remote', 'add', 'origin', url);
         const wt = addWorktree(repo, 'p10h');
         await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
         await commitChanges(wt, 'to push', noHooks);
         gitStarter.start = (request, handlers) => {
-          if (request.args.includes('--get-urlmatch')) git(repo.repo, 'config', 'http.proxy', `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`);
+          if (request.args.includes('--get-urlmatch')) git(repo.repo, 'config', 'http.proxy', proxyUrl);
           return start(request, handlers);
         };
         const answer = await pushChanges(wt, 'origin', noHooks).then(
           () => undefined,
           (error: unknown) => error,
         );
-        assert.equal(proxied, 0, `the repository's late http.proxy was pinned as the person's: ${String(answer)}`);
+        assert.equal(proxied(), 0, `the repository's late http.proxy was pinned as the person's: ${String(answer)}`);
       } finally {
         gitStarter.start = start;
-        await new Promise((resolve) => proxy.close(resolve));
-        await new Promise((resolve) => server.close(resolve));
+        await close();
       }
     });
   });

@@ -127,7 +127,12 @@ export class IncomingWebhooks {
     return signed;
   }
 
-  /** `Idempotency-Key`, else a signed request's `webhook-id` (Standard Webhooks senders keep it across retries). */
+  /**
+   * A signed request's `webhook-id` (Standard Webhooks senders keep it across retries), else
+   * `Idempotency-Key`. The id is what the signature covers: an `Idempotency-Key` beside it is outside the
+   * signature, so whoever replays a captured request within its 5 minutes could write one to have it run
+   * again; it is checked for its form and otherwise not used.
+   */
   private idempotencyKeyOf(req: IncomingMessage, signed: SignedHeaders | undefined): string | undefined {
     const header = req.headers['idempotency-key'];
     if (header === undefined) return signed ? `webhook-id:${signed.id}` : undefined;
@@ -135,7 +140,7 @@ export class IncomingWebhooks {
     if (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(key)) {
       throw new ServiceError('invalid_request', `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters`);
     }
-    return `key:${key}`;
+    return signed ? `webhook-id:${signed.id}` : `key:${key}`;
   }
 
   /** The raw body: application/json, at most maxBodyBytes (refused on Content-Length, or as soon as it is passed). */

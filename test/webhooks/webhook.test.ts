@@ -378,7 +378,7 @@ describe('incoming webhook, conversations and idempotency', () => {
     client.close();
   });
 
-  test("a signed request sent again with the same webhook-id is answered once (the sender's retry)", async () => {
+  test("a signed request sent again with the same webhook-id is answered once (the sender's retry); so is one replayed with an Idempotency-Key added or changed: the signed webhook-id decides", async () => {
     const raw = JSON.stringify({ message: 'signed once' });
     const now = Math.floor(Date.now() / 1000);
     const id = `msg_${randomUUID()}`;
@@ -386,23 +386,11 @@ describe('incoming webhook, conversations and idempotency', () => {
     const first = await accepted(svc, '/hooks/beta', raw, headers);
     const again = await accepted(svc, '/hooks/beta', raw, headers);
     assert.deepEqual(again, first);
+    // A captured request replayed within its 5 minutes: headers outside the signature are the replayer's to write.
+    assert.deepEqual(await accepted(svc, '/hooks/beta', raw, { ...headers, 'idempotency-key': 'replay-1' }), first);
+    assert.deepEqual(await accepted(svc, '/hooks/beta', raw, { ...headers, 'idempotency-key': 'replay-2' }), first);
     await beta.waitFor((r) => callbacksFor(r, first.conversation_id).length === 1, 'callback');
-    assert.equal(chatRequestsWith('signed once').length, 1);
-  });
-
-  test('a captured signed request replayed within its 5 minutes with an Idempotency-Key added (or changed) is still answered once: the signed webhook-id decides', async () => {
-    const raw = JSON.stringify({ message: 'transfer signed replay' });
-    const now = Math.floor(Date.now() / 1000);
-    const id = `msg_${randomUUID()}`;
-    const signed = { 'webhook-id': id, 'webhook-timestamp': String(now), 'webhook-signature': signStandardWebhook(SECRET_B, id, now, raw) };
-    const first = await accepted(svc, '/hooks/beta', raw, signed);
-    // Headers outside the signature are the replayer's to write.
-    const replayed = await accepted(svc, '/hooks/beta', raw, { ...signed, 'idempotency-key': 'replay-1' });
-    const again = await accepted(svc, '/hooks/beta', raw, { ...signed, 'idempotency-key': 'replay-2' });
-    assert.deepEqual(replayed, first);
-    assert.deepEqual(again, first);
-    await beta.waitFor((r) => callbacksFor(r, first.conversation_id).length === 1, 'callback');
-    assert.equal(chatRequestsWith('transfer signed replay').length, 1, 'the agent ran once');
+    assert.equal(chatRequestsWith('signed once').length, 1, 'the agent ran once');
   });
 });
 

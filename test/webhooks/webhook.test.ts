@@ -433,6 +433,38 @@ describe('incoming webhook, rate limit', () => {
   });
 });
 
+describe('incoming webhook, requests without the secret', () => {
+  test("they do not use up the account's 120 a minute: the sender with the secret still gets in; signed forgeries past the limit are refused before their body is read", async () => {
+    const receiver = await startWebhookReceiver();
+    const guarded = await startService(
+      { base_url: svc.fake.url, channels: { webhook: { accounts: { guarded: { incoming_path: '/guarded', outgoing_url: receiver.url('/guarded'), secret: SECRET_A } } } } },
+      { webhook: FAST },
+    );
+    try {
+      // Anyone who knows (or guesses) the path, without the secret: 130 tries in the minute.
+      const forged = await Promise.all(Array.from({ length: 130 }, (_, i) => hook(guarded, '/guarded', { message: `forged ${i}` }, { 'x-service-secret': `wrong-${i}-0123456789` })));
+      const sender = await hook(guarded, '/guarded', { message: 'the real sender' }, { 'x-service-secret': SECRET_A });
+      assert.equal(sender.status, 202, `the sender with the secret: ${sender.text}`);
+      const statuses = forged.map((r) => r.status);
+      assert.equal(statuses.filter((s) => s === 401).length, 120, 'the first 120 are told their secret is wrong');
+      assert.equal(statuses.filter((s) => s === 429).length, 10, 'the rest are limited, per address');
+      await receiver.waitFor((r) => r.processed.size === 1, 'the real sender answered');
+
+      // Signed forgeries (a fresh timestamp, any signature) make the service read their body to check it: past
+      // the limit of their address they are refused before that.
+      const now = Math.floor(Date.now() / 1000);
+      const signedForgery = (i: number) => ({ 'webhook-id': `msg_forged_${i}`, 'webhook-timestamp': String(now), 'webhook-signature': `v1,${Buffer.alloc(32, i).toString('base64')}` });
+      const signed = await Promise.all(Array.from({ length: 5 }, (_, i) => hook(guarded, '/guarded', { message: 'x'.repeat(1000) }, signedForgery(i))));
+      assert.deepEqual([...new Set(signed.map((r) => r.status))], [429], 'this address is past 120 failures already');
+      assert.equal(signed[0].body!.code, 'rate_limited');
+      assert.equal(guarded.service.store.messages.count(), 2, 'only the real message (and its answer) stored');
+    } finally {
+      await guarded.dispose();
+      await receiver.close();
+    }
+  });
+});
+
 describe('tools from webhook text', () => {
   test('in ask mode with nobody able to answer, a tool the model calls is denied', async () => {
     const receiver = await startWebhookReceiver();

@@ -163,8 +163,6 @@ function forSession(entry: Entry, session: ClientSession): FeedEvent {
 export class ConversationFeeds {
   private readonly feeds = new Map<string, Feed>();
   private readonly followed = new Map<ClientSession, Set<string>>();
-  /** Per session, the conversations it unfollowed and the last seq it was sent of each (follow sends none again). */
-  private readonly left = new Map<ClientSession, Map<string, number>>();
   private highest = 0;
   /** The sum of every feed's bytes. */
   private bytes = 0;
@@ -211,37 +209,23 @@ export class ConversationFeeds {
     const reset = afterSeq !== undefined && !feed.canReplayAfter(afterSeq);
     if (replay) {
       const asked = afterSeq !== undefined && !reset ? afterSeq : feed.turnStart === undefined ? feed.last : feed.turnStart - 1;
-      // Each seq once on a connection: what it was sent already (it follows still, or followed until
-      // an unfollow) is not sent again, whatever it asks (a client may not drop repeats by seq).
-      const from = Math.max(asked, this.sentUpTo(session, conversationId, feed));
+      // Each seq once on a connection: one following already was just sent every event so far (the
+      // pending ones above), so none is sent again, whatever it asks (a client may not drop repeats by
+      // seq). After an unfollow, a follow is afresh (a view switched back replays the running turn).
+      const from = feed.followers.has(session) ? feed.last : asked;
       for (const entry of feed.after(from)) if (!entry.filter || entry.filter(session)) session.send(forSession(entry, session));
     }
     feed.addFollower(session);
     let mine = this.followed.get(session);
     if (!mine) this.followed.set(session, (mine = new Set()));
     mine.add(conversationId);
-    this.left.get(session)?.delete(conversationId);
     return { seq: feed.last, reset };
-  }
-
-  /**
-   * The last seq of the conversation the session was sent (or, filtered, not meant to get): all of it
-   * while it follows (the pending events were just sent), up to its unfollow after one; -1 if none.
-   */
-  private sentUpTo(session: ClientSession, conversationId: string, feed: Feed): number {
-    if (feed.followers.has(session)) return feed.last;
-    return this.left.get(session)?.get(conversationId) ?? -1;
   }
 
   unfollow(session: ClientSession, conversationId: string): void {
     const feed = this.feeds.get(conversationId);
     // What was published while it followed is its (EventHub.broadcast counted it as sent to it).
     if (feed) this.sendToFollowers(feed);
-    if (feed?.followers.has(session)) {
-      let left = this.left.get(session);
-      if (!left) this.left.set(session, (left = new Map()));
-      left.set(conversationId, feed.last);
-    }
     feed?.removeFollower(session);
     this.followed.get(session)?.delete(conversationId);
   }
@@ -250,7 +234,6 @@ export class ConversationFeeds {
   leave(session: ClientSession): void {
     for (const conversationId of this.followed.get(session) ?? []) this.feeds.get(conversationId)?.removeFollower(session);
     this.followed.delete(session);
-    this.left.delete(session);
   }
 
   /** The conversation was deleted: its events and followers go (a new conversation never reuses the id). */

@@ -123,7 +123,8 @@ async function pushToEach(worktree: WorktreeRecord, remote: string, urls: readon
       failures.push(urls.length > 1 ? `${redactUrls(url)}: ${failureOf(error)}` : failureOf(error));
     }
   }
-  if (failures.length < urls.length) await updateTrackingBranch(worktree.path, remote, branch, tip);
+  // As git, a remote-tracking branch that cannot be written (its ref locked) does not fail the push made.
+  if (failures.length < urls.length) await updateTrackingBranch(worktree.path, remote, branch, tip).catch(() => undefined);
   if (failures.length > 0) {
     const some = urls.length > 1 ? ` (pushed to ${urls.length - failures.length} of ${urls.length} push URLs)` : '';
     throw new ServiceError('conflict', `git could not push ${worktree.branch} to ${remote}${some}: ${failures.join('; ')}`);

@@ -555,6 +555,12 @@ describe('push and discard', () => {
       const main = git(repo.repo, 'rev-parse', 'refs/heads/main').trim();
       await pushChanges(wt, 'other', noHooks);
       assert.equal(git(repo.repo, 'rev-parse', 'refs/heads/main').trim(), main, "the person's main branch was moved by the push");
+      // A remote-tracking branch git cannot write (its ref locked) does not fail the push, as with git.
+      await writeFiles(wt.path, { 'a.txt': 'pushed again\n' });
+      const { commit: next } = await commitChanges(wt, 'again', noHooks);
+      await writeFiles(repo.repo, { [`.git/refs/remotes/origin/${wt.branch}.lock`]: '' });
+      await pushChanges(wt, 'origin', noHooks);
+      assert.equal(git(bare, 'rev-parse', `refs/heads/${wt.branch}`).trim(), next);
     });
   });
 

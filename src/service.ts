@@ -14,6 +14,7 @@ import { createPracticeToolRegistry, createToolRegistry, workspaceRootsOf } from
 import { Worktrees } from './agent/worktrees/worktrees';
 import { settlePendingFileChanges } from './agent/turn-files';
 import { TurnUndo } from './agent/turn-undo';
+import { TurnContext } from './agent/prompt/turn-context';
 import { keepToolsOut } from './agent/tools/private-folders';
 import type { ToolRegistry } from './agent/tools/registry';
 import type { Provider } from './agent/providers/types';
@@ -130,8 +131,6 @@ export class PortInUseError extends Error {
 
 /** Stops waiting for in-flight work after this long on stop; running chats are then cancelled. */
 const STOP_GRACE_MS = 10_000;
-/** The warm-up (see warmUp) waits this long after listening: the first requests of a start come first. */
-const WARM_UP_DELAY_MS = 100;
 
 /** Where the service listens once it does: LAN pairing links name it. */
 interface Listening {
@@ -153,6 +152,8 @@ interface ServiceFront {
   pairings: PairingSecrets;
   door: SessionDoor;
   listening: Listening;
+  /** The agent's turn context: made before the store opens, so the warm-up reads ahead what a first turn reads meanwhile (Service.warmUp). */
+  turnContext: TurnContext;
 }
 
 /** Everything built on the store, by name: composeService builds it once the store is open, the Service runs it. */
@@ -182,7 +183,7 @@ interface ServiceParts {
  * names defined below them.
  */
 async function composeService(options: ServiceOptions, front: ServiceFront, opening: Promise<Store>): Promise<ServiceParts> {
-  const { config, logger, redactor, events, pairings, door, listening } = front;
+  const { config, logger, redactor, events, pairings, door, listening, turnContext } = front;
   let store: Store | undefined;
   try {
     // Tests hold the open here (the directory locked, the port bound) to see what clients meet meanwhile;
@@ -218,21 +219,24 @@ async function composeService(options: ServiceOptions, front: ServiceFront, open
     .catch((error: unknown) => logger.warn('worktree.cleanup_failed', { error }))
     .then(() => worktrees.markLanded())
     .catch((error: unknown) => logger.warn('worktree.landed_check_failed', { error }));
-  const agent = new Agent({
-    store,
-    worktrees,
-    config: current,
-    provider: options.provider ?? createProviderResolver(host, () => redactor.secrets()),
-    tools,
-    gate,
-    logger,
-    toolTimeoutMs: options.toolTimeoutMs,
-    activity,
-    onActivity: (conversationId, source) => announceConversation({ events, store, activity }, conversationId, source),
-    workspaceRoots: () => workspaceRootsOf(config.current, host),
-    dataDir: options.dataDir,
-    withContext: options.agentContext !== false,
-  });
+  const agent = new Agent(
+    {
+      store,
+      worktrees,
+      config: current,
+      provider: options.provider ?? createProviderResolver(host, () => redactor.secrets()),
+      tools,
+      gate,
+      logger,
+      toolTimeoutMs: options.toolTimeoutMs,
+      activity,
+      onActivity: (conversationId, source) => announceConversation({ events, store, activity }, conversationId, source),
+      workspaceRoots: () => workspaceRootsOf(config.current, host),
+      dataDir: options.dataDir,
+      withContext: options.agentContext !== false,
+    },
+    turnContext,
+  );
 
   const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings), options.loginBurstWindowMs);
   recordLoginBursts(auth.failures, store, logger);
@@ -338,8 +342,9 @@ export class Service {
   private readonly startedAt = Date.now();
   /** File tools never open the data directory, even when the workspace holds it (see private-folders). */
   private readonly releaseDataDir: () => void;
-  private warmUpTimer?: NodeJS.Timeout;
-  /** Cuts the warm-up's practice turn short (stop). */
+  /** The agent's, made before the store opens (ServiceFront.turnContext). */
+  private readonly turnContext: TurnContext;
+  /** Ends the warm-up, its practice turn with it: stop, a failed open, the agent's first turn (Agent.endsWarmUp). */
   private readonly practice = new AbortController();
   /** The warm-up's practice turn, once begun: stop waits for it before the store closes. */
   private practising?: Promise<void>;
@@ -355,6 +360,7 @@ export class Service {
     this.events = new EventHub();
     this.pairings = new PairingSecrets();
     this.listening = {};
+    this.turnContext = new TurnContext(() => workspaceRootsOf(this.config.current, options.hostServices), options.dataDir);
     // A client that may answer hears of every request waiting for it as soon as it is in (a phone back online).
     this.door = new SessionDoor({
       dispatch: (frame, session) => {
@@ -368,7 +374,7 @@ export class Service {
       events: this.events,
       welcome: (session) => this.whenWhole((parts) => parts.permissions.resendTo(session)),
     });
-    const front: ServiceFront = { ...opened, events: this.events, pairings: this.pairings, door: this.door, listening: this.listening };
+    const front: ServiceFront = { ...opened, events: this.events, pairings: this.pairings, door: this.door, listening: this.listening, turnContext: this.turnContext };
     const composed = composeService(options, front, storeOpening);
     this.opening = new Opening(
       Promise.all([composed, options.hostReady?.catch(() => undefined)]).then(([parts]) => parts),
@@ -509,7 +515,7 @@ export class Service {
   private async closeFailedOpen(error: unknown): Promise<void> {
     this.logger.error('service.open_failed', { error: error instanceof Error ? error.message : String(error) });
     await new Promise((resolve) => setImmediate(resolve));
-    clearTimeout(this.warmUpTimer);
+    this.practice.abort();
     this.door.closeAll();
     await this.http?.close();
     this.http = undefined;
@@ -583,12 +589,17 @@ export class Service {
     const shownHost = address.host === '::' ? '0.0.0.0' : address.host;
     this.logger.info('service.listening', { host: shownHost, port: address.port });
     gitStarter.prepare();
+    // What a first chat needs that the store does not (its context, the provider's SDK, Node's fetch)
+    // warms up from now on, while the store opens (mostly waiting for history.db's worker and the disk);
+    // the rest once it is open.
+    const warmUpBegan = performance.now();
+    const early = this.warmUpSteps(this.earlyWarmUp());
     this.whenWhole(() => {
       if (this.http !== http || this.stopping) return;
       this.parts.push.start();
       this.parts.webhooks.start();
       this.parts.relay.start();
-      this.warmUp();
+      this.warmUp(early, warmUpBegan);
     });
     return { ...address, url: `http://${shownHost}:${address.port}` };
   }
@@ -629,7 +640,6 @@ export class Service {
   }
 
   private async shutDown(): Promise<void> {
-    clearTimeout(this.warmUpTimer);
     this.practice.abort();
     this.http?.stopAccepting();
     // A stop during the open waits for it: the store is closed whole. A failed open closed everything.
@@ -639,7 +649,6 @@ export class Service {
     );
     if (!opened) return;
     const { webhooks, permissions, agent, turns, relay, push, tools, auth, store } = this.parts;
-    clearTimeout(this.warmUpTimer);
     // Webhook work not started stays queued in the database; attempts in flight end (bounded) before the store closes.
     const webhooksStopped = webhooks.stop();
     // A turn waiting for a person would hold the stop for nothing: its tool is denied and the turn ends.
@@ -711,8 +720,8 @@ export class Service {
     const { store, agent } = this.parts;
     const { signal } = this.practice;
     const run = async () => {
-      // A turn already running compiles what the practice would; one beginning from here on stops it.
-      if (!agent.practiceMayBegin(this.practice)) return;
+      // A turn that began since whole stopped the warm-up (Agent.endsWarmUp): it compiles what the practice would.
+      if (signal.aborted) return;
       const scratch = await openScratchStore(store, signal);
       try {
         const workspaceRoots = () => workspaceRootsOf(this.config.current, this.options.hostServices);
@@ -735,48 +744,65 @@ export class Service {
   }
 
   /**
+   * The warm-up's first part, from listening on, while the store opens: none of it needs the store.
+   * First what a chat needs first: its context (git's status waits for the git starter's own start, a
+   * Node process: 0.3-1.3 s on a loaded machine, so it runs beside the steps below rather than after
+   * them), then the configured provider's SDK, Node's fetch and one canned answer through the SDK
+   * (providerWarmUp).
+   */
+  private earlyWarmUp(): (() => unknown)[] {
+    const config = this.config.current;
+    return [...(this.options.agentContext !== false ? [() => this.turnContext.warmUp(config)] : []), ...providerWarmUp(config.provider)];
+  }
+
+  /**
    * The heavy modules (src/agent/providers/registry.ts, mcp-sdk.ts, web-push-lib.ts) are not loaded at
    * start; once listening, those this configuration will use are, one per turn of the event loop, and
-   * what a turn's context reads (git's status, instruction files) is read ahead, and a practice turn runs
-   * the turn's code once (practise), so the first chat (or push) is answered as fast as the next rather
-   * than paying for them.
+   * what a turn's context reads (git's status, instruction files) is read ahead (earlyWarmUp, begun at
+   * listening: `early`), and once the store is open a practice turn runs the turn's code once (practise),
+   * so the first chat (or push) is answered as fast as the next rather than paying for them. The agent's
+   * first turn ends it (Agent.endsWarmUp): what is left, that turn does itself, and it waits for no step
+   * but the one under way.
    */
-  private warmUp(): void {
+  private warmUp(early: Promise<void>, began: number): void {
     const config = this.config.current;
-    const warmFailed = (error: unknown) => this.logger.warn('service.warm_up_failed', { error: (error as Error).message });
-    const provider = providerWarmUp(config.provider);
+    if (!this.agent.endsWarmUp(this.practice)) this.practice.abort();
     const steps = [
-      // First: its git status waits for the git starter's own start (a Node process: 0.3-1.3 s on a loaded
-      // machine), which then runs beside the steps below instead of after them. Last, it made the warm-up
-      // end 0.8-1.9 s after listening, so a chat sent 1 s after start waited for that start (issue 25).
-      () => this.agent.warmUp(),
-      ...provider,
       // Built now (the resolver keeps it while the configuration stays), not by the first turn.
-      ...(provider.length > 0 ? [() => this.agent.warmUpProvider()] : []),
-      // Once the SDK is loaded: it streams the practice's answer.
+      ...(providerWarmUp(config.provider).length > 0 ? [() => this.agent.warmUpProvider()] : []),
       () => this.practise(),
       () => Object.keys(config.mcp_servers).length > 0 && mcpSdk(),
       () => this.store.pushDevices.list().length > 0 && webPush(),
     ];
-    const began = performance.now();
+    // When it was over tells whether a chat found it done (bench/start.ts reads it).
+    void Promise.all([early, this.warmUpSteps(steps)]).then(() => this.http && this.logger.info('service.warmed_up', { ms: Math.round(performance.now() - began) }));
+  }
+
+  /**
+   * Runs `steps`, one per turn of the event loop (what waits, a client's command, runs between them),
+   * until the warm-up ends (`practice` aborted); settles once each begun step's work has. A step's
+   * failure is logged: the first use meets the same error and reports it to whom it concerns.
+   */
+  private warmUpSteps(steps: (() => unknown)[]): Promise<void> {
+    const warmFailed = (error: unknown) => this.logger.warn('service.warm_up_failed', { error: (error as Error).message });
     const pending: unknown[] = [];
-    const next = () => {
-      const step = steps.shift();
-      if (!step) {
-        // When it was over tells whether a chat found it done (bench/start.ts reads it).
-        void Promise.allSettled(pending).then(() => this.http && this.logger.info('service.warmed_up', { ms: Math.round(performance.now() - began) }));
-        return;
-      }
-      try {
-        const result = step();
-        pending.push(result instanceof Promise ? result.catch(warmFailed) : result);
-      } catch (error) {
-        // The first use meets the same error and reports it to whom it concerns.
-        warmFailed(error);
-      }
-      this.warmUpTimer = setTimeout(next, 0).unref();
-    };
-    this.warmUpTimer = setTimeout(next, WARM_UP_DELAY_MS).unref();
+    return new Promise<void>((resolve) => {
+      const next = () => {
+        const step = this.practice.signal.aborted ? undefined : steps.shift();
+        if (!step) {
+          void Promise.allSettled(pending).then(() => resolve());
+          return;
+        }
+        try {
+          const result = step();
+          pending.push(result instanceof Promise ? result.catch(warmFailed) : result);
+        } catch (error) {
+          warmFailed(error);
+        }
+        setTimeout(next, 0).unref();
+      };
+      setTimeout(next, 0).unref();
+    });
   }
 }
 

@@ -187,12 +187,14 @@ export class Agent {
   private readonly context: TurnContext;
   /** The window each provider/model's calls last reported (the editor's models tell it with each answer). */
   private readonly reportedWindows = new Map<string, number>();
-  /** Stops the warm-up's practice turn, if one runs (practise): a turn of this agent began. */
+  /** Stops the service's warm-up and its practice turn, if they run (endsWarmUp): a turn of this agent began. */
   private practiceStop: AbortController | undefined;
+  /** A turn (or another queued job: a compaction) has begun since the agent was made (endsWarmUp). */
+  private turnBegun = false;
   /** The tools offered last (offer). */
   private offered: { tools: Tool[]; names: ModelToolNames; specs: ToolSpec[] } | undefined;
 
-  /** `context`: another agent's (a practice twin's: see practise), else one of its own. */
+  /** `context`: one made beforehand (the service's, warmed up before its store is open), another agent's (a practice twin's: see practise), else one of its own. */
   constructor(
     private readonly deps: AgentDeps,
     context?: TurnContext,
@@ -222,17 +224,6 @@ export class Agent {
   }
 
   /**
-   * Reads ahead what a first turn's context needs (git's status, instruction files: see TurnContext.warmUp),
-   * then makes a first step's system message from them, thrown away: its code's first run is not the turn's.
-   */
-  async warmUp(): Promise<void> {
-    if (this.deps.withContext === false) return;
-    await this.context.warmUp();
-    const config = this.deps.config();
-    await this.context.systemMessage(config, [], { model: config.model, contextWindow: null });
-  }
-
-  /**
    * The warm-up's practice turn (service.ts): one streamed chat, as a LAN client's, run by a twin of this
    * agent over `practice`'s scratch store, tools and canned provider, so V8 compiles the turn's own code
    * (the loop, the budget, usage, the title, the transcript, the store's statements) before the first
@@ -252,11 +243,12 @@ export class Agent {
   }
 
   /**
-   * Whether the warm-up's practice may begin now (before it builds its scratch store): not while a turn
-   * is queued or running; from now on a turn beginning aborts `stop`.
+   * The service's warm-up ends when a turn of this agent begins (`stop` aborts, the practice with it):
+   * that turn runs for the first time what the warm-up had left to warm, and its time is not to be
+   * shared with the warm-up. False, and `stop` is not kept, when a turn has begun already.
    */
-  practiceMayBegin(stop: AbortController): boolean {
-    if (this.queue.activeKeys > 0) return false;
+  endsWarmUp(stop: AbortController): boolean {
+    if (this.turnBegun) return false;
     this.practiceStop = stop;
     return true;
   }
@@ -382,6 +374,7 @@ export class Agent {
 
   /** A turn in the conversation's queue, counted as `running` from queued to ended. */
   private async queued<T>(conversationId: string, turn: () => Promise<T>): Promise<T> {
+    this.turnBegun = true;
     this.practiceStop?.abort();
     this.deps.activity?.turnQueued(conversationId);
     try {

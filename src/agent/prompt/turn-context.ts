@@ -69,12 +69,15 @@ export class TurnContext {
 
   /**
    * Reads ahead what a first turn would wait for, so it is answered as fast as the next (the service's
-   * warm-up once listening): the instruction files of the roots and the user's, and a turn's note,
-   * thrown away, for what it reads: git's status of each root (kept GIT_STATUS_MAX_AGE_MS at most, as
-   * for any turn) and the time zone's name (ICU's data, loaded at its first use).
+   * warm-up once listening, before the store is open: none of it needs the store): the instruction files
+   * of the roots and the user's, and a turn's note, thrown away, for what it reads: git's status of each
+   * root (kept GIT_STATUS_MAX_AGE_MS at most, as for any turn) and the time zone's name (ICU's data,
+   * loaded at its first use); then a first step's system message from them, thrown away too: its code's
+   * first run is not the turn's.
    */
-  async warmUp(roots: readonly string[] = this.workspaceRoots()): Promise<void> {
+  async warmUp(config: ServiceConfig, roots: readonly string[] = this.workspaceRoots()): Promise<void> {
     await Promise.all([this.filesInForce([], roots), this.moment({ client: 'warm-up', remote: false }, roots)]);
+    await this.systemMessage(config, [], { model: config.model, contextWindow: null }, {}, roots);
   }
 
   /** A tool wrote a file or ran a command: git's status is asked again next turn. */

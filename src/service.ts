@@ -31,13 +31,14 @@ import { FILE_EDIT_ACTOR } from './commands/audit-actor';
 import { EventHub } from './commands/event-hub';
 import { Opening, OPEN_FAILED_TEXT } from './commands/opening';
 import { TurnRunner } from './commands/turns/turn-runner';
+import { runPracticeTurn } from './commands/turns/practice-turn';
 import { ConfigFile, secretValues } from './config/config-file';
 import { gitStarter } from './git/git-starter';
 import { LOG_FILE_NAME } from './platform/paths';
 import { FileLogger } from './log/file-logger';
 import { Redactor } from './log/redact';
 import type { Logger } from './log/logger';
-import { fail, requestIdOf, tcpChannelOf, webhookAccountsOf, websocketChannelsOf, type ServiceConfig, type ServiceError } from './protocol';
+import { fail, requestIdOf, tcpChannelOf, webhookAccountsOf, websocketChannelsOf, wireText, type ServiceConfig, type ServiceError } from './protocol';
 import { bootStore, openStore, type RetentionPolicy, type Store } from './store';
 import { openScratchStore } from './store/scratch';
 import type { ConfigChange } from './config/config-file';
@@ -48,6 +49,7 @@ import { HttpServer, type RouteHandler, type Router } from './transport/http/htt
 import { clientAddress, noRoute } from './transport/http/http-util';
 import { CORE_ROUTE_KEYS, coreRoutes, createRouter, healthRoute, type Health } from './transport/http/routes';
 import { attachLanSocket, attachLanSocketWhenOpen, type LanSocketDeps } from './transport/connections/lan-socket';
+import { textFrame } from './transport/connections/ws-frames';
 import { ClientKeys } from './transport/relay-link/client-keys';
 import { machineIdentityOf } from './transport/relay-link/machine-identity';
 import { PairingSecrets } from './transport/pairing/pairing-secrets';
@@ -131,6 +133,12 @@ export class PortInUseError extends Error {
 
 /** Stops waiting for in-flight work after this long on stop; running chats are then cancelled. */
 const STOP_GRACE_MS = 10_000;
+
+/**
+ * The warm-up's part that costs the main thread (see Service.warmUp) waits this long after the open: the
+ * requests that waited for it (a client's auth, then its first command) are answered first.
+ */
+const WARM_UP_DELAY_MS = 100;
 
 /** Where the service listens once it does: LAN pairing links name it. */
 interface Listening {
@@ -589,11 +597,10 @@ export class Service {
     const shownHost = address.host === '::' ? '0.0.0.0' : address.host;
     this.logger.info('service.listening', { host: shownHost, port: address.port });
     gitStarter.prepare();
-    // What a first chat needs that the store does not (its context, the provider's SDK, Node's fetch)
-    // warms up from now on, while the store opens (mostly waiting for history.db's worker and the disk);
-    // the rest once it is open.
+    // What a first chat waits longest for and the store has no part in (git's status of the workspace)
+    // is read ahead from now on, while the store opens; the rest once it is open (warmUp).
     const warmUpBegan = performance.now();
-    const early = this.warmUpSteps(this.earlyWarmUp());
+    const early = this.warmUpSteps(this.earlyWarmUp(), 0);
     this.whenWhole(() => {
       if (this.http !== http || this.stopping) return;
       this.parts.push.start();
@@ -708,13 +715,16 @@ export class Service {
   }
 
   /**
-   * The warm-up's practice turn (Agent.practise): one streamed chat over a scratch store (store/scratch.ts)
-   * with the configured provider's SDK and a canned fetch (providers/rehearsal.ts), so the first chat
-   * does not run the turn's code for the first time (issue 25). Then the statements it prepared are
-   * prepared on the real database too (prepared, not run), one a turn of the event loop. It writes
-   * nothing anywhere, tells no client, logs nothing and asks no provider. A turn that begins meanwhile
-   * stops it (Agent.practise) and does not wait for it but for the slice under way: the practice is
-   * there to compile what that turn now compiles itself. stop() cuts it short and waits for it (shutDown).
+   * The warm-up's practice turn: one streamed chat, run as a client's is (commands/turns/practice-turn.ts:
+   * a turn runner, its events framed for a follower), by a twin of the agent (Agent.practiceTwin) over a
+   * scratch store (store/scratch.ts, its blobs in memory) and tools that refuse every call
+   * (createPracticeToolRegistry), with the configured provider's SDK and a canned fetch
+   * (providers/rehearsal.ts), so the first chat does not run that code for the first time (issue 25).
+   * Then the statements it prepared are prepared on the real database too (prepared, not run), one a
+   * turn of the event loop. It writes nothing anywhere, tells no client, logs nothing and asks no
+   * provider. A turn that begins meanwhile ends it (Agent.endsWarmUp) and does not wait for it but for
+   * the slice under way: the practice is there to compile what that turn now compiles itself. stop()
+   * cuts it short and waits for it (shutDown).
    */
   private practise(): Promise<void> {
     const { store, agent } = this.parts;
@@ -726,7 +736,9 @@ export class Service {
       try {
         const workspaceRoots = () => workspaceRootsOf(this.config.current, this.options.hostServices);
         const tools = createPracticeToolRegistry(() => this.config.current, scratch, workspaceRoots);
-        await agent.practise({ store: scratch, provider: held(practiceProvider(this.config.current.provider), this.options.holdPractice, signal), tools, stop: this.practice });
+        const twin = agent.practiceTwin({ store: scratch, provider: held(practiceProvider(this.config.current.provider), this.options.holdPractice, signal), tools });
+        // Its events framed as a socket's would be (the text, then the frame), and dropped.
+        await runPracticeTurn(twin, scratch, (event) => textFrame(wireText(event)), signal);
         for (const text of scratch.db.statementTexts()) {
           if (signal.aborted) break;
           await nextTurn();
@@ -744,46 +756,50 @@ export class Service {
   }
 
   /**
-   * The warm-up's first part, from listening on, while the store opens: none of it needs the store.
-   * First what a chat needs first: its context (git's status waits for the git starter's own start, a
-   * Node process: 0.3-1.3 s on a loaded machine, so it runs beside the steps below rather than after
-   * them), then the configured provider's SDK, Node's fetch and one canned answer through the SDK
-   * (providerWarmUp).
+   * The warm-up's first part, from listening on, while the store opens: what a turn's context reads
+   * (TurnContext.warmUp). Its git status waits for the git starter's own start (a Node process: 0.3-1.3 s
+   * on a loaded machine) and then git's, which begun after the open made the warm-up end 0.8-1.9 s after
+   * listening, so a chat sent 1 s after start waited for them (issue 25). It costs the main thread little
+   * (a few file reads, the starter's messages): what does (the SDK, Node's fetch, the practice turn)
+   * waits for the open, so the start's ready (its first command answered) comes no later.
    */
   private earlyWarmUp(): (() => unknown)[] {
     const config = this.config.current;
-    return [...(this.options.agentContext !== false ? [() => this.turnContext.warmUp(config)] : []), ...providerWarmUp(config.provider)];
+    return this.options.agentContext !== false ? [() => this.turnContext.warmUp(config)] : [];
   }
 
   /**
    * The heavy modules (src/agent/providers/registry.ts, mcp-sdk.ts, web-push-lib.ts) are not loaded at
-   * start; once listening, those this configuration will use are, one per turn of the event loop, and
-   * what a turn's context reads (git's status, instruction files) is read ahead (earlyWarmUp, begun at
-   * listening: `early`), and once the store is open a practice turn runs the turn's code once (practise),
-   * so the first chat (or push) is answered as fast as the next rather than paying for them. The agent's
-   * first turn ends it (Agent.endsWarmUp): what is left, that turn does itself, and it waits for no step
+   * start; once the store is open, those this configuration will use are, one per turn of the event
+   * loop, and a practice turn runs the turn's code once (practise), so the first chat (or push) is
+   * answered as fast as the next rather than paying for them; what a turn's context reads (git's status,
+   * instruction files) is read ahead from listening on (earlyWarmUp: `early`). The agent's first turn
+   * ends the warm-up (Agent.endsWarmUp): what is left, that turn does itself, and it waits for no step
    * but the one under way.
    */
   private warmUp(early: Promise<void>, began: number): void {
     const config = this.config.current;
     if (!this.agent.endsWarmUp(this.practice)) this.practice.abort();
+    const provider = providerWarmUp(config.provider);
     const steps = [
+      ...provider,
       // Built now (the resolver keeps it while the configuration stays), not by the first turn.
-      ...(providerWarmUp(config.provider).length > 0 ? [() => this.agent.warmUpProvider()] : []),
+      ...(provider.length > 0 ? [() => this.agent.warmUpProvider()] : []),
+      // Once the SDK is loaded: it streams the practice's answer.
       () => this.practise(),
       () => Object.keys(config.mcp_servers).length > 0 && mcpSdk(),
       () => this.store.pushDevices.list().length > 0 && webPush(),
     ];
     // When it was over tells whether a chat found it done (bench/start.ts reads it).
-    void Promise.all([early, this.warmUpSteps(steps)]).then(() => this.http && this.logger.info('service.warmed_up', { ms: Math.round(performance.now() - began) }));
+    void Promise.all([early, this.warmUpSteps(steps, WARM_UP_DELAY_MS)]).then(() => this.http && this.logger.info('service.warmed_up', { ms: Math.round(performance.now() - began) }));
   }
 
   /**
-   * Runs `steps`, one per turn of the event loop (what waits, a client's command, runs between them),
+   * Runs `steps` from `delayMs` on, one per turn of the event loop (what waits, a client's command, runs between them),
    * until the warm-up ends (`practice` aborted); settles once each begun step's work has. A step's
    * failure is logged: the first use meets the same error and reports it to whom it concerns.
    */
-  private warmUpSteps(steps: (() => unknown)[]): Promise<void> {
+  private warmUpSteps(steps: (() => unknown)[], delayMs: number): Promise<void> {
     const warmFailed = (error: unknown) => this.logger.warn('service.warm_up_failed', { error: (error as Error).message });
     const pending: unknown[] = [];
     return new Promise<void>((resolve) => {
@@ -801,7 +817,7 @@ export class Service {
         }
         setTimeout(next, 0).unref();
       };
-      setTimeout(next, 0).unref();
+      setTimeout(next, delayMs).unref();
     });
   }
 }

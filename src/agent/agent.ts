@@ -224,22 +224,19 @@ export class Agent {
   }
 
   /**
-   * The warm-up's practice turn (service.ts): one streamed chat, as a LAN client's, run by a twin of this
-   * agent over `practice`'s scratch store, tools and canned provider, so V8 compiles the turn's own code
-   * (the loop, the budget, usage, the title, the transcript, the store's statements) before the first
-   * chat rather than during it. The twin shares this agent's instruction files (read ahead by warmUp)
-   * and asks git nothing (TurnContext.practiceTwin), and has no logger, no activity, no worktrees and no
-   * one to tell: nothing of it is seen. Resolves to the reply's text (cut short by `signal`: what came).
-   * A turn of this agent beginning meanwhile aborts it (see queued): that turn compiles the same code,
-   * and its time is not to be shared with a practice.
+   * A twin of this agent for the warm-up's practice turn (service.ts, commands/turns/practice-turn.ts):
+   * the same deps but `practice`'s scratch store, tools and canned provider, so its turn compiles the
+   * turn's own code (the loop, the budget, usage, the title, the transcript, the store's statements)
+   * before the first chat rather than during it. It shares this agent's instruction files (read ahead by
+   * the warm-up) and asks git nothing (TurnContext.practiceTwin), and has no logger, no activity, no
+   * worktrees and no one to tell: nothing of it is seen. A turn of this agent beginning meanwhile ends
+   * the warm-up (endsWarmUp), the practice with it: that turn compiles the same code.
    */
-  async practise(practice: { store: Store; provider: Provider; tools: ToolRegistry; stop: AbortController }): Promise<string> {
-    const twin = new Agent(
+  practiceTwin(practice: { store: Store; provider: Provider; tools: ToolRegistry }): Agent {
+    return new Agent(
       { ...this.deps, store: practice.store, provider: () => practice.provider, tools: practice.tools, logger: nullLogger, activity: undefined, onActivity: undefined, worktrees: undefined },
       this.context.practiceTwin(),
     );
-    const { response } = await twin.chat({ message: 'A practice turn of the warm-up.', source: { kind: 'lan' }, stream: true, from: 'warm-up', worktree: false, signal: practice.stop.signal });
-    return response;
   }
 
   /**

@@ -39,7 +39,7 @@ export class TurnContext {
   }
 
   /**
-   * The context of the warm-up's practice turn (Agent.practise): this one's instruction files (read
+   * The context of the warm-up's practice turn (Agent.practiceTwin): this one's instruction files (read
    * ahead by warmUp, shared), and no git: its status is the real turns' to ask, and a practice that
    * waited for it (the git starter's own start, up to a second on a loaded machine) was not over when
    * the first chat came; its note then says nothing of git, through the same code.

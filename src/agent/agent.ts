@@ -187,12 +187,14 @@ export class Agent {
   private readonly context: TurnContext;
   /** The window each provider/model's calls last reported (the editor's models tell it with each answer). */
   private readonly reportedWindows = new Map<string, number>();
-  /** Stops the warm-up's practice turn, if one runs (practise): a turn of this agent began. */
+  /** Stops the service's warm-up and its practice turn, if they run (endsWarmUp): a turn of this agent began. */
   private practiceStop: AbortController | undefined;
+  /** A turn (or another queued job: a compaction) has begun since the agent was made (endsWarmUp). */
+  private turnBegun = false;
   /** The tools offered last (offer). */
   private offered: { tools: Tool[]; names: ModelToolNames; specs: ToolSpec[] } | undefined;
 
-  /** `context`: another agent's (a practice twin's: see practise), else one of its own. */
+  /** `context`: one made beforehand (the service's, warmed up before its store is open), another agent's (a practice twin's: see practise), else one of its own. */
   constructor(
     private readonly deps: AgentDeps,
     context?: TurnContext,
@@ -222,41 +224,28 @@ export class Agent {
   }
 
   /**
-   * Reads ahead what a first turn's context needs (git's status, instruction files: see TurnContext.warmUp),
-   * then makes a first step's system message from them, thrown away: its code's first run is not the turn's.
+   * A twin of this agent for the warm-up's practice turn (service.ts, commands/turns/practice-turn.ts):
+   * the same deps but `practice`'s scratch store, tools and canned provider, so its turn compiles the
+   * turn's own code (the loop, the budget, usage, the title, the transcript, the store's statements)
+   * before the first chat rather than during it. It shares this agent's instruction files (read ahead by
+   * the warm-up) and asks git nothing (TurnContext.practiceTwin), and has no logger, no activity, no
+   * worktrees and no one to tell: nothing of it is seen. A turn of this agent beginning meanwhile ends
+   * the warm-up (endsWarmUp), the practice with it: that turn compiles the same code.
    */
-  async warmUp(): Promise<void> {
-    if (this.deps.withContext === false) return;
-    await this.context.warmUp();
-    const config = this.deps.config();
-    await this.context.systemMessage(config, [], { model: config.model, contextWindow: null });
-  }
-
-  /**
-   * The warm-up's practice turn (service.ts): one streamed chat, as a LAN client's, run by a twin of this
-   * agent over `practice`'s scratch store, tools and canned provider, so V8 compiles the turn's own code
-   * (the loop, the budget, usage, the title, the transcript, the store's statements) before the first
-   * chat rather than during it. The twin shares this agent's instruction files (read ahead by warmUp)
-   * and asks git nothing (TurnContext.practiceTwin), and has no logger, no activity, no worktrees and no
-   * one to tell: nothing of it is seen. Resolves to the reply's text (cut short by `signal`: what came).
-   * A turn of this agent beginning meanwhile aborts it (see queued): that turn compiles the same code,
-   * and its time is not to be shared with a practice.
-   */
-  async practise(practice: { store: Store; provider: Provider; tools: ToolRegistry; stop: AbortController }): Promise<string> {
-    const twin = new Agent(
+  practiceTwin(practice: { store: Store; provider: Provider; tools: ToolRegistry }): Agent {
+    return new Agent(
       { ...this.deps, store: practice.store, provider: () => practice.provider, tools: practice.tools, logger: nullLogger, activity: undefined, onActivity: undefined, worktrees: undefined },
       this.context.practiceTwin(),
     );
-    const { response } = await twin.chat({ message: 'A practice turn of the warm-up.', source: { kind: 'lan' }, stream: true, from: 'warm-up', worktree: false, signal: practice.stop.signal });
-    return response;
   }
 
   /**
-   * Whether the warm-up's practice may begin now (before it builds its scratch store): not while a turn
-   * is queued or running; from now on a turn beginning aborts `stop`.
+   * The service's warm-up ends when a turn of this agent begins (`stop` aborts, the practice with it):
+   * that turn runs for the first time what the warm-up had left to warm, and its time is not to be
+   * shared with the warm-up. False, and `stop` is not kept, when a turn has begun already.
    */
-  practiceMayBegin(stop: AbortController): boolean {
-    if (this.queue.activeKeys > 0) return false;
+  endsWarmUp(stop: AbortController): boolean {
+    if (this.turnBegun) return false;
     this.practiceStop = stop;
     return true;
   }
@@ -389,6 +378,7 @@ export class Agent {
 
   /** A turn in the conversation's queue, counted as `running` from queued to ended. */
   private async queued<T>(conversationId: string, turn: () => Promise<T>): Promise<T> {
+    this.turnBegun = true;
     this.practiceStop?.abort();
     this.deps.activity?.turnQueued(conversationId);
     try {

@@ -79,15 +79,13 @@ class Feed {
   /**
    * The followers for one delivery and where it starts, one further each time: each follower's frames
    * wait for the kernel writes of those written before it (about 10-15 us each on these machines,
-   * docs/design.md "Where a follower's delay goes"), so no follower is always the last of a hundred.
-   * The list is not changed during a delivery (sendToFollowers skips one that left meanwhile: closed by
-   * its send, its credential gone).
+   * docs/design.md "Where a follower's delay goes"), so no follower, the sender included, is always the
+   * last of a hundred. The list is not changed during a delivery (sendToFollowers skips one that left
+   * meanwhile: closed by its send, its credential gone).
    */
-  deliveryOrder(sender?: ClientSession): { followers: readonly ClientSession[]; start: number } {
+  deliveryOrder(): { followers: readonly ClientSession[]; start: number } {
     const followers = (this.list ??= [...this.following]);
-    let start = followers.length === 0 ? 0 : this.rotation % followers.length;
-    // The sender is written to before the others: its turn to start goes to the next one.
-    if (followers[start] === sender && followers.length > 1) start = (start + 1) % followers.length;
+    const start = followers.length === 0 ? 0 : this.rotation % followers.length;
     this.rotation = start + 1;
     return { followers, start };
   }
@@ -178,7 +176,7 @@ export class ConversationFeeds {
     return this.bytes;
   }
 
-  /** Numbers and keeps the event, and sends it to the conversation's followers (the sender first). */
+  /** Numbers and keeps the event, and sends it to the conversation's followers (the sender one of them). */
   publish(event: FeedEvent, options: { filter?: EventFilter; origin?: TurnOrigin } = {}): FeedEvent {
     const feed = this.feedOf(event.conversation_id);
     const seq = (feed.last += 1);
@@ -266,29 +264,27 @@ export class ConversationFeeds {
   }
 
   /**
-   * The sender at once, the followers once this turn of the event loop is done (setImmediate): the
-   * pieces a provider's read holds are published one after the other in one run, and each fan-out to a
-   * hundred followers (one kernel write each) took 1-2 ms, so the sender's later pieces waited for every
-   * earlier piece's fan-out (docs/design.md, "Where a follower's delay goes"). A follower then gets the
-   * run's events together (one write for the lot, transport/connections/ws-frames.ts), in order, once.
+   * Every follower, the turn's sender among them, once this turn of the event loop is done
+   * (setImmediate), in the same rotating order: the pieces a provider's read holds are published one
+   * after the other in one run and go to each follower together (one write for the lot,
+   * transport/connections/ws-frames.ts), in order, once. The sender is one of the people watching, no
+   * longer written to before the others: its later pieces waited for no fan-out then, but each follower
+   * waited for all of it (docs/design.md, "Where a follower's delay goes"). A reply that must follow its
+   * events (the chat's) is sent after `flush`.
    */
   private deliver(feed: Feed, entry: Entry): void {
-    const sender = this.senderOf(feed, entry);
-    // An event of no turn (or another's) still waiting goes out first: the sender would hear a later
-    // seq before it, and its page drops an older seq as already seen (web/chat/live-turn.ts).
-    if (sender && feed.unsent.some((waiting) => waiting.origin?.sessionId !== sender.id)) this.sendToFollowers(feed);
-    if (sender && (!entry.filter || entry.filter(sender))) sender.send(forSession(entry, sender));
     feed.unsent.push(entry);
     if (this.unsent.size === 0) setImmediate(() => this.sendAllUnsent());
     this.unsent.add(feed);
   }
 
-  /** The session that started the event's turn, when it follows the conversation (it got the event first). */
-  private senderOf(feed: Feed, entry: Entry): ClientSession | undefined {
-    const senderId = entry.origin?.sessionId;
-    if (senderId === undefined) return undefined;
-    for (const session of feed.followers) if (session.id === senderId) return session;
-    return undefined;
+  /**
+   * What was published to the conversation and is still on its way goes to its followers now: the
+   * chat's answer comes after its turn's events (docs/protocol.md, `chat` with `stream`).
+   */
+  flush(conversationId: string): void {
+    const feed = this.feeds.get(conversationId);
+    if (feed) this.sendToFollowers(feed);
   }
 
   private sendAllUnsent(): void {
@@ -298,19 +294,20 @@ export class ConversationFeeds {
     for (const feed of feeds) this.sendToFollowers(feed);
   }
 
-  /** The feed's events not yet sent to its followers, to each follower in turn (the sender skipped: it has them). */
+  /** The feed's events not yet sent to its followers, to each follower in turn (the sender's copies with its request id). */
   private sendToFollowers(feed: Feed): void {
     if (feed.unsent.length === 0) return;
     const entries = feed.unsent;
     feed.unsent = [];
-    const { followers, start } = feed.deliveryOrder(this.senderOf(feed, entries[0]!));
+    const following = feed.followers;
+    const { followers, start } = feed.deliveryOrder();
     for (let i = 0; i < followers.length; i += 1) {
       const session = followers[(start + i) % followers.length]!;
       for (const entry of entries) {
         // One that left meanwhile (unfollowed, closed: by a send, its credential gone) is skipped.
-        if (session.id === entry.origin?.sessionId || (entry.filter && !entry.filter(session)) || !feed.followers.has(session)) continue;
+        if ((entry.filter && !entry.filter(session)) || !following.has(session)) continue;
         try {
-          session.send(entry.event);
+          session.send(entry.origin === undefined ? entry.event : forSession(entry, session));
         } catch {
           // One follower's failure must not keep the event from the others (a session's send closes it
           // itself when its client is gone; nothing else is left to do here).

@@ -6,10 +6,11 @@ import type { ClientSession } from './session';
 
 export type Dispatch = (frame: unknown, session: ClientSession) => Promise<Envelope>;
 
-/** Each command's own schema by type: one zod parse a frame, no union search. */
-const schemaOf = new Map(Command.options.map((schema) => [schema.shape.type.value as string, schema]));
-/** Commands with no field but type and id: read without zod (bareCommandOf, the same verdict). */
-const bareTypes = new Set(Command.options.filter((schema) => isBareCommand(schema)).map((schema) => schema.shape.type.value as string));
+/**
+ * Each command's own schema by type (one zod parse a frame, no union search), and whether it has no field
+ * but type and id (bare: read without zod, bareCommandOf, the same verdict). One lookup a frame.
+ */
+const commandTypes = new Map(Command.options.map((schema) => [schema.shape.type.value as string, { schema, bare: isBareCommand(schema) }]));
 
 /** Turns anything thrown by a handler into an error envelope that is safe to show a client. */
 export function errorEnvelope(error: unknown, id: RequestId | undefined, ctx: Pick<CommandContext, 'logger'>): Envelope {
@@ -31,11 +32,11 @@ export function createDispatcher(ctx: CommandContext): Dispatch {
     }
     const { type } = frame as { type?: unknown };
     if (typeof type !== 'string') return Promise.resolve(fail('invalid_request', 'invalid command: type must be a string naming the command', requestIdOf(frame)));
-    const schema = schemaOf.get(type);
-    if (!schema) return Promise.resolve(fail('invalid_request', `unknown command type: ${type.slice(0, 64)}`, requestIdOf(frame)));
-    let command = (bareTypes.has(type) ? bareCommandOf(type, frame) : undefined) as Command | undefined;
+    const known = commandTypes.get(type);
+    if (!known) return Promise.resolve(fail('invalid_request', `unknown command type: ${type.slice(0, 64)}`, requestIdOf(frame)));
+    let command = (known.bare ? bareCommandOf(type, frame) : undefined) as Command | undefined;
     if (!command) {
-      const parsed = schema.safeParse(frame);
+      const parsed = known.schema.safeParse(frame);
       if (!parsed.success) return Promise.resolve(fail('invalid_request', `invalid ${type}: ${describeZodError(parsed.error)}`, requestIdOf(frame)));
       command = parsed.data as Command;
     }

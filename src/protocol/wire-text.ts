@@ -45,19 +45,22 @@ export function keptForTheRun<K, V>(make: (key: K) => V): (key: K) => V {
 /**
  * Results that many answers share while nothing in them changes (get_config's, asked by every client at
  * start and polled by scripts): their text, made once and kept as long as the result lives (a WeakMap
- * entry for these few objects only; see above for why not for every frame).
+ * entry for these few objects only; see above for why not for every frame). `bare` is the whole answer
+ * without an id, the same string each time: a transport may keep what it made of it (its frame,
+ * transport/connections/ws-frames.ts) while the same text comes again.
  */
-const sharedTexts = new WeakMap<object, string>();
+const sharedTexts = new WeakMap<object, { data: string; bare: string }>();
 
 /** Marks a result as shared: it is never changed after this (its text is made now). */
 export function sharedResult<T extends object>(result: T): Readonly<T> {
-  sharedTexts.set(result, JSON.stringify(result));
+  const data = JSON.stringify(result);
+  sharedTexts.set(result, { data, bare: `{"status":"ok","data":${data}}` });
   return result;
 }
 
 /** An answer's JSON text, the same as JSON.stringify's: a shared result's text is not made again. */
 export function envelopeText(envelope: Envelope): string {
-  const data = envelope.status === 'ok' ? sharedTexts.get(envelope.data) : undefined;
-  if (data === undefined) return JSON.stringify(envelope);
-  return envelope.id === undefined ? `{"status":"ok","data":${data}}` : `{"status":"ok","data":${data},"id":${JSON.stringify(envelope.id)}}`;
+  const shared = envelope.status === 'ok' ? sharedTexts.get(envelope.data) : undefined;
+  if (shared === undefined) return JSON.stringify(envelope);
+  return envelope.id === undefined ? shared.bare : `{"status":"ok","data":${shared.data},"id":${JSON.stringify(envelope.id)}}`;
 }

@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { parseConfigText } from '../../src/config/config-file';
+import { nullLogger } from '../../src/log/logger';
+import { Authenticator } from '../../src/transport/auth/auth';
 import { hashPassword } from '../../src/transport/auth/passwords';
 import { postJson, startService, type RunningService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
@@ -11,6 +14,7 @@ import { TestClient } from '../helpers/ws-client';
 // at once, not at its next command.
 const PASSWORD = 'correct horse battery staple';
 const NEW_TOKEN = 'rotated-access-token-0123456789abcdef-XYZ';
+const TOKEN_A = 'first-access-token-0123456789abcdef-ABCDEF';
 
 /** Edits service.json by hand, as a user would; the service's watcher picks it up. */
 async function editConfigFile(svc: RunningService, change: (raw: Record<string, unknown>) => void): Promise<void> {
@@ -46,6 +50,24 @@ test('rotating auth_token closes sockets opened with the old token (4401); the n
     assert.equal((await fresh.request({ type: 'get_config' })).status, 'ok');
     fresh.close();
   });
+});
+
+test('a principal of the access token is checked against the token in force, whichever digest object holds it', () => {
+  const configWith = (auth_token: string) => parseConfigText('service.json', JSON.stringify({ auth_token })).config;
+  let config = configWith(TOKEN_A);
+  const auth = new Authenticator(() => config, nullLogger);
+  const principal = auth.verify(TOKEN_A)!;
+  assert.equal(principal.kind, 'access');
+  assert.equal(auth.isValid(principal), true);
+  config = configWith(TOKEN_A); // Another change (a new configuration object), the same token.
+  assert.equal(auth.isValid(principal), true);
+  config = configWith(NEW_TOKEN);
+  assert.equal(auth.isValid(principal), false);
+  assert.equal(auth.verify(TOKEN_A), null);
+  // Back to the first token: its digest is made anew, and the principal's is compared by its bytes.
+  config = configWith(TOKEN_A);
+  assert.equal(auth.isValid(principal), true);
+  assert.equal(auth.isValid(auth.verify(TOKEN_A)!), true);
 });
 
 test('narrowing allow_from closes sockets from addresses no longer allowed (4403)', async () => {

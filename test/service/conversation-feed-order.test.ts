@@ -1,10 +1,10 @@
-// Issue 25: a conversation's events go to its sender at once, and to its followers once the turn of the
-// event loop is done, all of that turn's events together, in an order of followers that starts one
+// Issue 25: a conversation's events go to its followers, the turn's sender one of them, once the turn of
+// the event loop is done, all of that turn's events together, in an order of followers that starts one
 // further each time (commands/conversation-feed.ts deliver: each follower's frame waits for the kernel
-// writes of those before it, so no follower is always the last of a hundred, and the sender's next
-// piece does not wait for the fan-out of the last one). Whatever the order, each follower receives every
-// event once, in order: when a follower leaves in the middle of a delivery, and when one joins with a
-// replay while events are still on their way to the others.
+// writes of those before it, so no follower, the sender included, is always the last of a hundred).
+// Whatever the order, each follower receives every event once, in order: when a follower leaves in the
+// middle of a delivery, and when one joins with a replay while events are still on their way to the
+// others. `flush` sends what is on its way at once (the chat's answer comes after its events).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConversationFeeds, type FeedEvent } from '../../src/commands/conversation-feed';
@@ -35,7 +35,7 @@ const delta = (conversationId: string, text: string): FeedEvent => ({ event: 'ch
 const seqs = (events: ServiceEvent[]) => events.map((e) => (e as { seq: number }).seq);
 const texts = (events: ServiceEvent[]) => events.map((e) => (e as { delta: string }).delta).join('');
 
-test('the sender first, then the followers starting one further each time: each is first equally often and gets every event once, in order', async () => {
+test('every follower, the sender among them, in an order starting one further each time: each is first equally often and gets every event once, in order', async () => {
   const feeds = new ConversationFeeds();
   const log: Delivery[] = [];
   const sender = client('sender', log);
@@ -44,7 +44,7 @@ test('the sender first, then the followers starting one further each time: each 
   for (const follower of followers) feeds.follow(follower, 'c1');
   const origin = { sessionId: 'sender', requestId: 'r1' };
   const published: number[] = [];
-  for (let i = 0; i < 8; i += 1) {
+  for (let i = 0; i < 10; i += 1) {
     published.push(feeds.publish(delta('c1', `p${i} `), { origin }).seq!);
     await delivered();
   }
@@ -52,21 +52,22 @@ test('the sender first, then the followers starting one further each time: each 
   const firsts = new Map<string, number>();
   for (const seq of published) {
     const order = log.filter(([, s]) => s === seq).map(([name]) => name);
-    assert.equal(order[0], 'sender', `the sender is written to first (${seq})`);
-    assert.deepEqual([...order.slice(1)].sort(), ['a', 'b', 'c', 'd'], 'every follower once');
-    firsts.set(order[1]!, (firsts.get(order[1]!) ?? 0) + 1);
+    assert.deepEqual([...order].sort(), ['a', 'b', 'c', 'd', 'sender'], 'every follower once, the sender too');
+    firsts.set(order[0]!, (firsts.get(order[0]!) ?? 0) + 1);
   }
+  // The sender is written to first as often as any follower, no more (and last as often).
   assert.deepEqual([...firsts.entries()].sort(), [
     ['a', 2],
     ['b', 2],
     ['c', 2],
     ['d', 2],
+    ['sender', 2],
   ]);
   // The sender's copies carry its request id, the followers' do not.
   assert.ok(log.every(([name, , id]) => (name === 'sender' ? id === 'r1' : id === undefined)));
   for (const session of [sender, ...followers]) {
     assert.deepEqual(seqs(session.received), published, `${session.id}: each event once, in order`);
-    assert.equal(texts(session.received), 'p0 p1 p2 p3 p4 p5 p6 p7 ');
+    assert.equal(texts(session.received), 'p0 p1 p2 p3 p4 p5 p6 p7 p8 p9 ');
   }
 });
 
@@ -135,7 +136,7 @@ test('a follower joining mid-turn with a replay gets each event once, in order, 
   assert.deepEqual([...firsts].sort(), ['a', 'b', 'late', 'replayed']);
 });
 
-test('the events of one turn of the loop reach the sender at once, then each follower together, in order', async () => {
+test('the events of one turn of the loop reach each follower, the sender among them, together once the turn is done, in order', async () => {
   const feeds = new ConversationFeeds();
   const log: Delivery[] = [];
   const sender = client('sender', log);
@@ -145,19 +146,18 @@ test('the events of one turn of the loop reach the sender at once, then each fol
   const origin = { sessionId: 'sender', requestId: 'r1' };
   // Three pieces of one provider read, published one after the other in one run.
   const published = [0, 1, 2].map((i) => feeds.publish(delta('c1', `p${i} `), { origin }).seq!);
-  assert.deepEqual(seqs(sender.received), published, 'the sender has every piece before any follower is written to');
-  assert.ok(followers.every((f) => f.received.length === 0));
+  assert.equal(log.length, 0, 'nobody is written to during the run, the sender neither');
   await delivered();
-  // Each follower's pieces one after the other (a single write to its socket), in order.
-  const names = log.slice(3).map(([name]) => name);
+  // Each one's pieces one after the other (a single write to its socket), in order.
+  const names = log.map(([name]) => name);
   assert.deepEqual(
     names,
     [...new Set(names)].flatMap((n) => [n, n, n]),
   );
-  assert.equal(new Set(names).size, 3);
-  for (const follower of followers) {
-    assert.deepEqual(seqs(follower.received), published, `${follower.id}: once, in order`);
-    assert.equal(texts(follower.received), 'p0 p1 p2 ');
+  assert.equal(new Set(names).size, 4);
+  for (const session of [sender, ...followers]) {
+    assert.deepEqual(seqs(session.received), published, `${session.id}: once, in order`);
+    assert.equal(texts(session.received), 'p0 p1 p2 ');
   }
   // One that unfollows before its turn comes still gets what was published while it followed (as when
   // delivery was synchronous), and nothing after.
@@ -167,6 +167,25 @@ test('the events of one turn of the loop reach the sender at once, then each fol
   await delivered();
   assert.equal(texts(followers[0]!.received), 'p0 p1 p2 p3 ');
   assert.equal(texts(followers[1]!.received), 'p0 p1 p2 p3 p4 ');
+  assert.equal(texts(sender.received), 'p0 p1 p2 p3 p4 ');
+});
+
+test('flush sends what is on its way to every follower at once, each event once (the chat answers after its events)', async () => {
+  const feeds = new ConversationFeeds();
+  const log: Delivery[] = [];
+  const sender = client('sender', log);
+  const follower = client('a', log);
+  feeds.follow(sender, 'c1', undefined, false);
+  feeds.follow(follower, 'c1');
+  const origin = { sessionId: 'sender', requestId: 'r1' };
+  const published = [feeds.publish(delta('c1', 'p0 '), { origin }).seq!, feeds.publish({ event: 'turn.ended', conversation_id: 'c1', source: 'ws', outcome: 'answered' }).seq!];
+  feeds.flush('c1');
+  feeds.flush('unknown');
+  assert.deepEqual(seqs(sender.received), published, 'the sender has them before the turn of the loop ends');
+  assert.deepEqual(seqs(follower.received), published);
+  await delivered();
+  assert.deepEqual(seqs(sender.received), published, 'not sent again');
+  assert.deepEqual(seqs(follower.received), published);
 });
 
 test('an event published while the followers are being sent to (by a session closing) reaches them on the next turn', async () => {
@@ -222,4 +241,21 @@ test('a follower that leaves in the same loop turn as an event meant for it stil
   feeds.publish(delta('c1', 'later'));
   await delivered();
   assert.equal(phone.received.length, 1, 'nothing after it left');
+});
+
+test('a follower whose send fails keeps nobody waiting: the others, the sender among them, get every event once, in order', async () => {
+  const feeds = new ConversationFeeds();
+  const log: Delivery[] = [];
+  const sender = client('sender', log);
+  const broken: ClientSession = { ...client('broken', log), send: () => assert.fail('its client is gone') };
+  const follower = client('a', log);
+  feeds.follow(sender, 'c1', undefined, false);
+  for (const session of [broken, follower]) feeds.follow(session, 'c1');
+  const origin = { sessionId: 'sender', requestId: 'r1' };
+  const published: number[] = [];
+  for (let i = 0; i < 6; i += 1) {
+    published.push(feeds.publish(delta('c1', `p${i} `), { origin }).seq!);
+    await delivered();
+  }
+  for (const session of [sender, follower]) assert.deepEqual(seqs(session.received), published, `${session.id}: every event once, in order`);
 });

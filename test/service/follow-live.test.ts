@@ -207,6 +207,55 @@ test('followers written in turn, one of them not reading during the reply: each 
   }
 });
 
+test('the sender, written to in turn with its followers, gets every piece and turn.ended before its answer (issue 25)', async () => {
+  const sender = await TestClient.authed(svc.wsUrl, svc.token);
+  const followers = await Promise.all([0, 1, 2].map(() => TestClient.authed(svc.wsUrl, svc.token)));
+  try {
+    const id = await newConversation(sender);
+    for (const follower of followers) {
+      assert.equal((await follower.request({ type: 'follow_conversation', conversation_id: id })).status, 'ok');
+      await received(follower, (f) => f.event === 'turn.ended' && f.conversation_id === id);
+      follower.frames.length = 0;
+    }
+    // Every frame the sender reads, in the order read: an answer (status) or an event of the conversation.
+    const order: string[] = [];
+    sender.socket.on('message', (data) => {
+      const frame = JSON.parse(data.toString()) as Frame;
+      if (frame.status !== undefined) order.push(`answer ${String(frame.id)}`);
+      else if (frame.conversation_id === id && LIVE.has(String(frame.event))) order.push(String(frame.event));
+    });
+    const words = Array.from({ length: 30 }, (_, i) => `w${i} `).join('');
+    // Several pieces a read, and pieces read one by one.
+    svc.fake.script({ text: words, chunks: 30, chunkDelayMs: 1 });
+    const reply = await sender.request({ type: 'chat', message: 'talk', conversation_id: id, stream: true });
+    assert.equal(reply.status, 'ok', JSON.stringify(reply));
+    const answer = order.findIndex((kind) => kind.startsWith('answer'));
+    const before = order.slice(0, answer);
+    assert.equal(before.filter((kind) => kind === 'chat.delta').length, 30, 'every piece before the answer');
+    assert.equal(before.at(-1), 'turn.ended', 'turn.ended last, before the answer');
+    assert.deepEqual(
+      order.slice(answer + 1).filter((kind) => kind !== 'conversation.updated'),
+      [],
+      'nothing of the turn after it',
+    );
+    const mine = sender.frames.filter((f) => f.event === 'chat.delta' && f.conversation_id === id);
+    assert.ok(mine.length === 30 && mine.every((f) => f.id === (reply as Frame).id), "the sender's pieces carry its request id");
+    for (const follower of followers) {
+      await received(follower, (f) => f.event === 'turn.ended' && f.conversation_id === id);
+      assert.equal(
+        liveOf(follower, id)
+          .filter((f) => f.event === 'chat.delta')
+          .map((f) => f.delta)
+          .join(''),
+        words,
+      );
+    }
+  } finally {
+    sender.close();
+    for (const follower of followers) follower.close();
+  }
+});
+
 test('a webhook turn is followed by a user client, joining while it runs; a webhook account may follow only its own', async () => {
   svc.fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'webhook done' });
   const accepted = await postJson(`${svc.httpUrl}/hooks/ci`, { message: 'list the files' }, { 'x-service-secret': SECRET });

@@ -21,16 +21,32 @@ describe('get_config answers shared between calls', () => {
     assert.deepEqual(second.data, first.data);
     assert.deepEqual((first.data as { instructions: unknown[] }).instructions, []);
 
+    // Without an id the whole reply is one kept text (and frame): a change is still in the very next one.
+    const bare = async () => {
+      client.send({ type: 'get_config' });
+      const reply = await client.next((frame) => 'status' in frame && !('id' in frame));
+      assert.equal(reply.status, 'ok');
+      return reply.data as { model: string; permission_mode: string; instructions: { path: string; bytes: number }[] };
+    };
+    assert.deepEqual(await bare(), first.data);
+    assert.deepEqual(await bare(), first.data);
     assert.equal((await client.request({ type: 'update_config', config: { model: 'other-model' } })).status, 'ok');
-    assert.equal(((await client.request({ type: 'get_config' })).data as { model: string }).model, 'other-model');
-
+    assert.equal((await bare()).model, 'other-model');
+    assert.equal((await client.request({ type: 'update_config', config: { permission_mode: 'deny' } })).status, 'ok');
+    assert.equal((await bare()).permission_mode, 'deny');
+    assert.equal(((await client.request({ type: 'get_config' })).data as { permission_mode: string }).permission_mode, 'deny');
     await writeFile(join(svc.workspace, 'AGENTS.md'), 'house rules\n');
+    assert.deepEqual(
+      (await bare()).instructions.map((file) => [file.path, file.bytes]),
+      [['AGENTS.md', 12]],
+    );
     const withFile = (await client.request({ type: 'get_config' })).data as { instructions: { path: string; bytes: number }[] };
     assert.deepEqual(
       withFile.instructions.map((file) => [file.path, file.bytes]),
       [['AGENTS.md', 12]],
     );
     await rm(join(svc.workspace, 'AGENTS.md'));
+    assert.deepEqual((await bare()).instructions, []);
     assert.deepEqual(((await client.request({ type: 'get_config' })).data as { instructions: unknown[] }).instructions, []);
     client.close();
   });

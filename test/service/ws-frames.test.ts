@@ -211,6 +211,31 @@ describe('pre-framed WebSocket text frames', () => {
     });
   });
 
+  test("a reply repeating the last reply's text goes out in the same frame; another of the same length does not", async () => {
+    await withSockets(2, {}, async ([one, two], [toOne, toTwo]) => {
+      const written: unknown[] = [];
+      for (const socket of [one!, two!]) {
+        const raw = rawOf(socket) as unknown as { write: (chunk: unknown, ...rest: unknown[]) => boolean };
+        const write = raw.write.bind(raw);
+        raw.write = (chunk, ...rest) => (written.push(chunk), write(chunk, ...rest));
+      }
+      const reply = JSON.stringify({ status: 'ok', data: { model: 'ü'.repeat(100) } });
+      const sameLength = reply.replace('ü', 'é');
+      sendText(one!, reply);
+      sendText(two!, reply);
+      await new Promise((resolve) => setImmediate(resolve));
+      sendText(one!, sameLength);
+      sendText(one!, reply);
+      await until(() => toOne!.length === 3 && toTwo!.length === 1);
+      assert.deepEqual(toOne, [reply, sameLength, reply]);
+      assert.deepEqual(toTwo, [reply]);
+      assert.equal(written.length, 4);
+      assert.equal(written[1], written[0], 'the second socket is written the same frame');
+      assert.notEqual(written[2], written[0]);
+      assert.notEqual(written[3], written[2]);
+    });
+  });
+
   test('the header is the RFC 6455 one for each length class', () => {
     assert.deepEqual([...textFrame('ab')], [0x81, 2, 0x61, 0x62]);
     assert.deepEqual([...textFrame('x'.repeat(126)).subarray(0, 4)], [0x81, 126, 0, 126]);

@@ -83,6 +83,9 @@ export class TurnRunner implements TurnStarter {
       return { response: output.response, conversation_id: output.conversation_id, ...(output.cancelled ? { cancelled: true as const } : {}) };
     } finally {
       run.done();
+      // The answer (or the failure) reaches the sender after its turn's events, turn.ended included:
+      // they go to the followers, the sender one of them, once this turn of the loop is done.
+      if (conversationId !== undefined) this.deps.events.feeds.flush(conversationId);
     }
   }
 

@@ -11,8 +11,14 @@ import { PasswordChecksBusy, decoyHash, passwordChecksBusy, verifyPassword } fro
  * new password.
  */
 export type Principal =
-  /** The access token, or (with `deviceId`) a paired device: the owner's, with its own credential, revocable on its own. */
-  { kind: 'access'; credential: Buffer; deviceId?: string } | { kind: 'session'; username: string; expiresAt: number; credential: string };
+  /** The access token. */
+  | { kind: 'access'; credential: Buffer; deviceId?: undefined }
+  /**
+   * A paired device: the owner's, with its own credential (the hex digest its row stores, kept as text so
+   * re-checking it before every command and event makes no string: isValid), revocable on its own.
+   */
+  | { kind: 'access'; credential: string; deviceId: string }
+  | { kind: 'session'; username: string; expiresAt: number; credential: string };
 
 interface Session {
   username: string;
@@ -53,12 +59,16 @@ export class Authenticator {
     if (typeof token !== 'string' || token.length === 0 || token.length > 4096) return null;
     const given = digest(token);
     const accessToken = this.config().auth_token;
-    if (accessToken && timingSafeEqual(given, this.accessTokenDigest(accessToken))) return { kind: 'access', credential: given };
+    if (accessToken) {
+      const expected = this.accessTokenDigest(accessToken);
+      // The digest in force itself is kept: isValid then compares identities while the token is unchanged.
+      if (timingSafeEqual(given, expected)) return { kind: 'access', credential: expected };
+    }
     const key = given.toString('hex'); // tokenHash(token): a device's token is stored as this digest
     const device = this.devices?.deviceOf(key);
     if (device) {
       this.devices!.seen(device.device_id);
-      return { kind: 'access', credential: given, deviceId: device.device_id };
+      return { kind: 'access', credential: key, deviceId: device.device_id };
     }
     const session = this.liveSession(key);
     return session ? { kind: 'session', username: session.username, expiresAt: session.expiresAt, credential: key } : null;
@@ -84,9 +94,12 @@ export class Authenticator {
    */
   isValid(principal: Principal): boolean {
     if (principal.kind === 'session') return this.liveSession(principal.credential) !== undefined;
-    if (principal.deviceId !== undefined) return this.devices?.isLive(principal.deviceId, principal.credential.toString('hex')) ?? false;
+    if (principal.deviceId !== undefined) return this.devices?.isLive(principal.deviceId, principal.credential) ?? false;
     const accessToken = this.config().auth_token;
-    return Boolean(accessToken) && timingSafeEqual(principal.credential, this.accessTokenDigest(accessToken!));
+    if (!accessToken) return false;
+    // The same digest object while the token is unchanged (verify keeps it): no comparison of bytes.
+    const expected = this.accessTokenDigest(accessToken);
+    return principal.credential === expected || timingSafeEqual(principal.credential, expected);
   }
 
   /** The session of a token digest while it lasts; an expired or orphaned one is forgotten. */

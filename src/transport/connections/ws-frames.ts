@@ -34,31 +34,55 @@ const sharedTextFrame = keptForTheRun(textFrame);
  * socket until the tick's end, and the frames that follow, ws's own included, go out with it in one
  * write (a catch-up's replay, a reply and its turn's events): one system call instead of one a frame.
  * Corking keeps the order: ws writes its frames (pong, close) to the same corked socket, and ending the
- * socket (ws's close) uncorks it first.
+ * socket (ws's close) uncorks it first. Most ticks write to one socket (a reply): it is held alone, and
+ * the set (whose clear() makes a new table) and the list are touched only by a tick writing to more
+ * (`npm run bench -- ws`, issue 25).
  */
-const writtenThisTick = new Set<Socket>();
+let firstThisTick: Socket | undefined;
+const othersThisTick = new Set<Socket>();
 const corkedThisTick: Socket[] = [];
-let tickEnds = false;
 
 function endTick(): void {
-  tickEnds = false;
-  writtenThisTick.clear();
+  firstThisTick = undefined;
+  if (othersThisTick.size > 0) othersThisTick.clear();
+  if (corkedThisTick.length === 0) return;
   // Uncorked in the order they were corked; a socket destroyed meanwhile drops its frames (as ws's own would).
   for (const raw of corkedThisTick.splice(0)) raw.uncork();
 }
 
 function writeFrame(raw: Socket, frame: Buffer): void {
-  if (!tickEnds) {
-    tickEnds = true;
+  if (firstThisTick === undefined) {
+    firstThisTick = raw;
     process.nextTick(endTick);
-  }
-  if (!writtenThisTick.has(raw)) writtenThisTick.add(raw);
+  } else if (raw !== firstThisTick && !othersThisTick.has(raw)) othersThisTick.add(raw);
   else if (raw.writableCorked === 0) {
-    // Not corked yet this tick (ws corks and uncorks within one of its own writes).
+    // Written before in this tick, not corked yet (ws corks and uncorks within one of its own writes).
     raw.cork();
     corkedThisTick.push(raw);
   }
   raw.write(frame);
+}
+
+/** Longest reply text whose frame is kept for the next reply of the same text (replyFrame). */
+const MAX_KEPT_REPLY_CHARS = 4096;
+let keptReplyText: string | undefined;
+let keptReplyFrame: Buffer | undefined;
+
+/**
+ * A reply's frame. The last one is kept while the same text is sent again: a shared answer without an
+ * id is the same string each time (protocol/wire-text.ts `envelopeText`: get_config polled by a script,
+ * or asked by many clients at once), so its frame is made once. A frame is never changed once made, so
+ * the same buffer may wait in several sockets' queues. Only a small text is kept (its frame lives until
+ * another reply is sent); comparing a different text costs nothing unless it has the same length.
+ */
+function replyFrame(text: string): Buffer {
+  if (text === keptReplyText) return keptReplyFrame!;
+  const frame = textFrame(text);
+  if (text.length <= MAX_KEPT_REPLY_CHARS) {
+    keptReplyText = text;
+    keptReplyFrame = frame;
+  }
+  return frame;
 }
 
 /**
@@ -66,7 +90,7 @@ function writeFrame(raw: Socket, frame: Buffer): void {
  * instead of ws's framing and two writes per frame (a reply's and every follower's cost, `npm run bench
  * -- ws follow`), the frames of one tick to one socket in one write (writeFrame). `shared`: the text goes
  * to many sockets in this run (an event), so its frame is made once for all of them; a reply's is made
- * for it alone. Only done where ws itself would write the frame at once and unchanged: no extension
+ * for it alone, unless it repeats the last reply's text (replyFrame). Only done where ws itself would write the frame at once and unchanged: no extension
  * negotiated (the service offers none, so no compression queue) and the connection open; otherwise ws
  * sends it. What does not change for a connection (its extensions, its TCP socket) is looked at once.
  */
@@ -75,6 +99,6 @@ export function textSender(socket: WebSocket): (text: string, shared?: boolean) 
   return (text, shared = false) => {
     if (socket.readyState !== socket.OPEN) return;
     if (!raw?.writable) return socket.send(text);
-    writeFrame(raw, shared ? sharedTextFrame(text) : textFrame(text));
+    writeFrame(raw, shared ? sharedTextFrame(text) : replyFrame(text));
   };
 }

@@ -25,6 +25,7 @@ import type { ToolRegistry } from './tools/registry';
 import type { Tool, ToolArea, ToolImage } from './tools/types';
 import { worktreeByDefault, worktreeRequired, type Worktrees } from './worktrees/worktrees';
 import { TurnFiles } from './turn-files';
+import { UserCommit } from './user-commit';
 import { ModelToolNames, type ToolCallData, type ToolResultData } from './transcript';
 import { TurnUsage } from './usage/turn-usage';
 import { messageUsageOf } from './usage/usage-wire';
@@ -152,6 +153,7 @@ function compactionCall(
   usage: TurnUsage,
   onEvent: TurnEventSink,
   signal?: AbortSignal,
+  ready?: Promise<void>,
 ): CompactionCall {
   const { config, provider, model } = shape;
   return {
@@ -160,6 +162,7 @@ function compactionCall(
     model,
     budget,
     signal,
+    ready,
     onResult: (result) => usage.add(config, provider.name, model, result),
     onStored: (message) => onEvent({ event: 'chat.message', conversation_id: conversationId, message }),
   };
@@ -293,12 +296,16 @@ export class Agent {
       // Made before the conversation is stored: a worktree that cannot be made leaves nothing behind.
       if (create && worktree) await this.makeWorktree(conversationId, titleOf(input.message));
       const area = await this.areaOf(conversationId);
-      // Durable before anything is told or the model is asked: a resend after a crash finds it and
-      // nothing runs twice (a turn cannot share its message's flush: its reply depends on the model).
-      const message = await this.storeUserMessage(conversationId, create, input);
-      onEvent({ event: 'chat.message', conversation_id: conversationId, message });
-      this.deps.onActivity?.(conversationId, sourceText(input.source));
-      return this.answer(conversationId, input, onEvent, message.id, area);
+      // In the journal's file before the model is asked (a resend after a crash finds it and nothing
+      // runs twice), durable before anything is told, a tool runs or the turn answers (UserCommit): its
+      // fdatasync runs while the request is made. A turn cannot share its message's flush: the reply
+      // depends on the model, and the person sees the message as sent once it is durable.
+      const stored = this.storeUserMessage(conversationId, create, input);
+      const commit = new UserCommit(stored.written, stored.durable, () => {
+        onEvent({ event: 'chat.message', conversation_id: conversationId, message: stored.message });
+        this.deps.onActivity?.(conversationId, sourceText(input.source));
+      });
+      return this.answer(conversationId, input, onEvent, stored.message.id, area, commit);
     });
   }
 
@@ -453,8 +460,12 @@ export class Agent {
     this.history.forget(conversationId);
   }
 
-  /** Stores the user message, and a new conversation's row with it (one journal flush); what its followers are shown. */
-  private async storeUserMessage(conversationId: string, create: boolean, input: ChatInput): Promise<Message> {
+  /**
+   * Stores the user message, and a new conversation's row with it (one journal flush): applied at once;
+   * `written` once their record is in the journal's file, `durable` once it is fdatasynced. `message` is
+   * what its followers are shown.
+   */
+  private storeUserMessage(conversationId: string, create: boolean, input: ChatInput): { message: Message; written: Promise<void>; durable: Promise<void> } {
     const { store } = this.deps;
     const now = new Date().toISOString();
     let created: Promise<void> | undefined;
@@ -483,16 +494,19 @@ export class Agent {
         conversationId,
       ),
     );
-    await Promise.all([created, appended]);
+    const durable = Promise.all([created, appended]).then(ignore);
+    // Asked in the tick of the writes above, so it covers their record. A write not applied (refused, or
+    // left for later behind a full disk's owed records) has only its own promise to tell.
+    const written = (store.messages.has(id) ? store.db.written() : undefined) ?? durable;
     // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
-    return { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) };
+    return { message: { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) }, written, durable };
   }
 
   /**
    * `turnMessageId`: the user message the turn answers, which keeps the turn's usage when no reply is
    * stored; its id also names the turn (what undo_turn undoes).
    */
-  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string, area?: ToolArea): Promise<ChatOutput> {
+  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string, area?: ToolArea, commit?: UserCommit): Promise<ChatOutput> {
     const turnId = turnMessageId ?? randomUUID();
     const { store, logger } = this.deps;
     const log = logger.child({ conversation: conversationId });
@@ -500,6 +514,10 @@ export class Agent {
     const usage = new TurnUsage();
     let streamed = '';
     let usageStored = false;
+    const onDelta = (delta: string) => {
+      streamed += delta;
+      onEvent({ event: 'chat.delta', conversation_id: conversationId, delta });
+    };
     try {
       const text = await this.loop(
         conversationId,
@@ -508,11 +526,9 @@ export class Agent {
         onEvent,
         usage,
         new TurnFiles(store, conversationId, turnId, () => this.context.filesChanged()),
-        (delta) => {
-          streamed += delta;
-          onEvent({ event: 'chat.delta', conversation_id: conversationId, delta });
-        },
+        commit ? commit.deltasTo(onDelta) : onDelta,
         area,
+        commit,
       );
       // Counted before the reply is stored: the conversation.updated its storing sends shows the new counts.
       if (area) await this.deps.worktrees?.refreshStats(conversationId);
@@ -530,6 +546,8 @@ export class Agent {
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
       return { response: text, conversation_id: conversationId };
     } catch (error) {
+      // Nothing is answered before the user message is durable; its commit's failure is the turn's.
+      await commit?.told;
       if (error instanceof Cancelled || (error instanceof ProviderError && error.kind === 'cancelled')) {
         log.info('chat.cancelled', { ms: Date.now() - started });
         return { response: streamed, conversation_id: conversationId, cancelled: true };
@@ -621,6 +639,7 @@ export class Agent {
     files: TurnFiles,
     onDelta: (delta: string) => void,
     area: ToolArea | undefined,
+    commit: UserCommit | undefined,
   ): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
@@ -630,6 +649,9 @@ export class Agent {
     let moment: ChatMessage | undefined | null = null;
     const instructions: TurnInstructions = {};
     for (let step = 1; ; step += 1) {
+      // The request is made once the user message is in the journal's file (and so in memory: after a
+      // full disk its write waits for the owed records).
+      await commit?.written;
       const maxSteps = this.deps.config().max_steps;
       const lastStep = step >= maxSteps;
       const { config, tools, names, specs, model, provider, window, reported } = await this.requestShape(input, lastStep, area);
@@ -643,7 +665,9 @@ export class Agent {
       const system = await this.systemMessage(config, rows, instructions, { model, contextWindow: window }, area);
       moment = await note;
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
-      const view = await this.compactor.modelView(rows, system ? [system] : [], compactionCall(conversationId, { config, provider, model }, budget, usage, onEvent, signal), mayCompact);
+      // A summary is asked and stored (and told) only after the user message is told.
+      const compaction = compactionCall(conversationId, { config, provider, model }, budget, usage, onEvent, signal, commit?.told);
+      const view = await this.compactor.modelView(rows, system ? [system] : [], compaction, mayCompact);
       if (view.compaction === 'failed') mayCompact = false;
       const messages = await withAttachments(view.messages, seesImages(config, model), {
         blobs: store.blobs,
@@ -662,6 +686,7 @@ export class Agent {
       });
       if (result.context_window !== undefined) this.reportedWindows.set(`${provider.name}/${model}`, result.context_window);
       usage.add(config, provider.name, model, result.context_window === undefined && reported !== undefined ? { ...result, context_window: reported } : result);
+      await commit?.told;
       if (signal.aborted) throw new Cancelled();
       if (result.tool_calls.length === 0) return result.text;
       if (lastStep) return result.text || `Stopped after ${maxSteps} steps of tool calls without a final answer.`;

@@ -430,6 +430,15 @@ export class Database {
     });
   }
 
+  /**
+   * Resolves once every write made so far is in the journal's file, not yet necessarily fdatasynced
+   * (Journal.written): what a process killed from then on cannot lose. Undefined while a full disk
+   * leaves records owed (a write made then is applied later): wait for the write's own promise.
+   */
+  written(): Promise<void> | undefined {
+    return this.journal.written();
+  }
+
   /** Resolves once every write made so far is durable. */
   flush(): Promise<void> {
     return this.journal.barrier();

@@ -14,15 +14,20 @@ export const DEFAULT_SEGMENT_BYTES = 4 * 1024 * 1024;
 /** Errors after which the disk may take writes again once space is freed. */
 const DISK_FULL_CODES = new Set(['ENOSPC', 'EDQUOT']);
 
-interface Batch {
-  buffers: Buffer[];
-  bytes: number;
+interface Settled {
   promise: Promise<void>;
   resolve: () => void;
   reject: (err: Error) => void;
 }
 
-function newBatch(): Batch {
+interface Batch extends Settled {
+  buffers: Buffer[];
+  bytes: number;
+  /** The batch's write() done, before its fdatasync: in the file, which a killed process cannot take back. */
+  written: Settled;
+}
+
+function settled(): Settled {
   let resolve!: () => void;
   let reject!: (err: Error) => void;
   const promise = new Promise<void>((res, rej) => {
@@ -31,7 +36,11 @@ function newBatch(): Batch {
   });
   // Every append chains on this promise; this only keeps a failed batch from counting as unhandled.
   promise.catch(() => {});
-  return { buffers: [], bytes: 0, promise, resolve, reject };
+  return { promise, resolve, reject };
+}
+
+function newBatch(): Batch {
+  return { buffers: [], bytes: 0, ...settled(), written: settled() };
 }
 
 /** What the journal does with its segment's file: a FileHandle, or nothing at all (Journal.scratch). */
@@ -194,6 +203,17 @@ export class Journal {
     return batch.promise;
   }
 
+  /**
+   * Resolves once everything appended so far is written to the file (its write() done, its fdatasync
+   * maybe not yet): a process killed from then on loses none of it, a power loss still may (barrier()
+   * tells when it cannot). Undefined while a full disk leaves records owed: then only barrier() tells.
+   */
+  written(): Promise<void> | undefined {
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.owed.length > 0) return undefined;
+    return (this.batch ?? this.inflight)?.written.promise ?? Promise.resolve();
+  }
+
   /** Resolves once everything appended so far is durable. */
   barrier(): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
@@ -237,13 +257,15 @@ export class Journal {
   private async flush(batch: Batch): Promise<void> {
     if (this.batch === batch) this.batch = null;
     if (this.failure) {
+      batch.written.reject(this.failure);
       batch.reject(this.failure);
       return;
     }
     this.inflight = batch;
     try {
-      await this.commit(batch.buffers, batch.bytes);
+      await this.commit(batch.buffers, batch.bytes, batch.written.resolve);
     } catch (err) {
+      batch.written.reject(err as Error);
       batch.reject(err as Error);
       return;
     } finally {
@@ -254,11 +276,12 @@ export class Journal {
   }
 
   /** Writes the owed records, then `buffers`, and fdatasyncs. On a full disk all of them become owed. */
-  private async commit(buffers: Buffer[], bytes: number): Promise<void> {
+  private async commit(buffers: Buffer[], bytes: number, onWritten?: () => void): Promise<void> {
     const parts = this.owed.length > 0 ? [...this.owed, ...buffers] : buffers;
     const total = this.owedBytes + bytes;
     try {
       await writeAll(this.fh, parts.length === 1 ? parts[0] : Buffer.concat(parts, total));
+      onWritten?.();
       await this.fh.datasync();
     } catch (err) {
       throw await this.writeFailed(err, parts, total);

@@ -145,6 +145,9 @@ class Cancelled extends Error {}
 
 function ignore(): void {}
 
+/** The turn's user message (and a new conversation's row): written at once, synced by the turn's first outward effect (UserCommit). */
+const DEFER_SYNC = { deferSync: true } as const;
+
 /** A compaction within a turn or compact_conversation: its calls count in the usage, its stored message goes out as an event. */
 function compactionCall(
   conversationId: string,
@@ -153,7 +156,7 @@ function compactionCall(
   usage: TurnUsage,
   onEvent: TurnEventSink,
   signal?: AbortSignal,
-  ready?: Promise<void>,
+  ready?: () => Promise<void>,
 ): CompactionCall {
   const { config, provider, model } = shape;
   return {
@@ -298,14 +301,21 @@ export class Agent {
       const area = await this.areaOf(conversationId);
       // In the journal's file before the model is asked (a resend after a crash finds it and nothing
       // runs twice), durable before anything is told, a tool runs or the turn answers (UserCommit): its
-      // fdatasync runs while the request is made. A turn cannot share its message's flush: the reply
-      // depends on the model, and the person sees the message as sent once it is durable.
+      // fdatasync is deferred to the turn's first outward effect, or made by the reply's own commit when
+      // the model answers first (one sync for both messages).
       const stored = this.storeUserMessage(conversationId, create, input);
-      const commit = new UserCommit(stored.written, stored.durable, () => {
-        onEvent({ event: 'chat.message', conversation_id: conversationId, message: stored.message });
-        this.deps.onActivity?.(conversationId, sourceText(input.source));
-      });
-      return this.answer(conversationId, input, onEvent, stored.message.id, area, commit);
+      // Behind a full disk's owed records it is applied once they are written: the request reads it.
+      if (!stored.applied) await stored.durable;
+      const commit = new UserCommit<TurnEvent>(
+        stored.written,
+        stored.durable,
+        () => void this.deps.store.db.flush().catch(ignore),
+        () => {
+          onEvent({ event: 'chat.message', conversation_id: conversationId, message: stored.message });
+          this.deps.onActivity?.(conversationId, sourceText(input.source));
+        },
+      );
+      return this.answer(conversationId, input, commit.events(onEvent), stored.message.id, area, commit);
     });
   }
 
@@ -461,16 +471,17 @@ export class Agent {
   }
 
   /**
-   * Stores the user message, and a new conversation's row with it (one journal flush): applied at once;
-   * `written` once their record is in the journal's file, `durable` once it is fdatasynced. `message` is
-   * what its followers are shown.
+   * Stores the user message, and a new conversation's row with it (one journal record, its sync deferred:
+   * UserCommit): applied at once; `written` once their record is in the journal's file, `durable` once
+   * it is fdatasynced (asked by `store.db.flush()` or any later commit). `message` is what its followers
+   * are shown.
    */
-  private storeUserMessage(conversationId: string, create: boolean, input: ChatInput): { message: Message; written: Promise<void>; durable: Promise<void> } {
+  private storeUserMessage(conversationId: string, create: boolean, input: ChatInput): { message: Message; applied: boolean; written: Promise<void>; durable: Promise<void> } {
     const { store } = this.deps;
     const now = new Date().toISOString();
     let created: Promise<void> | undefined;
     // Applied at once (the message's transaction needs its row), durable with the message: one journal flush.
-    if (create) created = store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from });
+    if (create) created = store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from }, DEFER_SYNC);
     else this.requireConversation(conversationId, input.source);
     const id = randomUUID();
     const attachments = input.attachments ?? [];
@@ -487,26 +498,30 @@ export class Agent {
         : {}),
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
-    const appended = store.messages.appendMany([message], (tx) =>
-      bindAttachments(
-        tx,
-        attachments.map((a) => a.attachment_id),
-        conversationId,
-      ),
+    const appended = store.messages.appendMany(
+      [message],
+      (tx) =>
+        bindAttachments(
+          tx,
+          attachments.map((a) => a.attachment_id),
+          conversationId,
+        ),
+      DEFER_SYNC,
     );
     const durable = Promise.all([created, appended]).then(ignore);
     // Asked in the tick of the writes above, so it covers their record. A write not applied (refused, or
     // left for later behind a full disk's owed records) has only its own promise to tell.
-    const written = (store.messages.has(id) ? store.db.written() : undefined) ?? durable;
+    const applied = store.messages.has(id);
+    const written = (applied ? store.db.written() : undefined) ?? durable;
     // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
-    return { message: { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) }, written, durable };
+    return { message: { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) }, applied, written, durable };
   }
 
   /**
    * `turnMessageId`: the user message the turn answers, which keeps the turn's usage when no reply is
    * stored; its id also names the turn (what undo_turn undoes).
    */
-  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string, area?: ToolArea, commit?: UserCommit): Promise<ChatOutput> {
+  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string, area?: ToolArea, commit?: UserCommit<TurnEvent>): Promise<ChatOutput> {
     const turnId = turnMessageId ?? randomUUID();
     const { store, logger } = this.deps;
     const log = logger.child({ conversation: conversationId });
@@ -514,10 +529,6 @@ export class Agent {
     const usage = new TurnUsage();
     let streamed = '';
     let usageStored = false;
-    const onDelta = (delta: string) => {
-      streamed += delta;
-      onEvent({ event: 'chat.delta', conversation_id: conversationId, delta });
-    };
     try {
       const text = await this.loop(
         conversationId,
@@ -526,7 +537,10 @@ export class Agent {
         onEvent,
         usage,
         new TurnFiles(store, conversationId, turnId, () => this.context.filesChanged()),
-        commit ? commit.deltasTo(onDelta) : onDelta,
+        (delta) => {
+          streamed += delta;
+          onEvent({ event: 'chat.delta', conversation_id: conversationId, delta });
+        },
         area,
         commit,
       );
@@ -539,7 +553,9 @@ export class Agent {
       const usageRow = usage.empty ? undefined : usage.row(messageId, conversationId, sourceText(input.source), new Date());
       const withUsage = (tx: WriteTx) => usageRow && store.usage.recordIn(tx, usageRow);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
+      // Its commit's fdatasync makes the user message (written before it) durable too; that one is told first.
       await (input.storeReply ? input.storeReply(reply, withUsage) : store.messages.appendMany([reply], withUsage));
+      await commit?.durable();
       const counted = usageRow && (await store.usage.ofMessages([messageId], conversationId)).get(messageId);
       onEvent({ event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
       this.deps.onActivity?.(conversationId, sourceText(input.source));
@@ -547,7 +563,7 @@ export class Agent {
       return { response: text, conversation_id: conversationId };
     } catch (error) {
       // Nothing is answered before the user message is durable; its commit's failure is the turn's.
-      await commit?.told;
+      await commit?.durable();
       if (error instanceof Cancelled || (error instanceof ProviderError && error.kind === 'cancelled')) {
         log.info('chat.cancelled', { ms: Date.now() - started });
         return { response: streamed, conversation_id: conversationId, cancelled: true };
@@ -639,7 +655,7 @@ export class Agent {
     files: TurnFiles,
     onDelta: (delta: string) => void,
     area: ToolArea | undefined,
-    commit: UserCommit | undefined,
+    commit: UserCommit<TurnEvent> | undefined,
   ): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
@@ -649,9 +665,6 @@ export class Agent {
     let moment: ChatMessage | undefined | null = null;
     const instructions: TurnInstructions = {};
     for (let step = 1; ; step += 1) {
-      // The request is made once the user message is in the journal's file (and so in memory: after a
-      // full disk its write waits for the owed records).
-      await commit?.written;
       const maxSteps = this.deps.config().max_steps;
       const lastStep = step >= maxSteps;
       const { config, tools, names, specs, model, provider, window, reported } = await this.requestShape(input, lastStep, area);
@@ -665,8 +678,8 @@ export class Agent {
       const system = await this.systemMessage(config, rows, instructions, { model, contextWindow: window }, area);
       moment = await note;
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
-      // A summary is asked and stored (and told) only after the user message is told.
-      const compaction = compactionCall(conversationId, { config, provider, model }, budget, usage, onEvent, signal, commit?.told);
+      // A summary is asked and stored (and told) only after the user message is durable and told.
+      const compaction = compactionCall(conversationId, { config, provider, model }, budget, usage, onEvent, signal, commit && (() => commit.durable()));
       const view = await this.compactor.modelView(rows, system ? [system] : [], compaction, mayCompact);
       if (view.compaction === 'failed') mayCompact = false;
       const messages = await withAttachments(view.messages, seesImages(config, model), {
@@ -674,7 +687,10 @@ export class Agent {
         workspaceRoots: area ? () => [...area.roots] : (this.deps.workspaceRoots ?? (() => [])),
         logger: log,
       });
-      const result = await provider.complete({
+      // Sent once the user message is in the journal's file (built meanwhile): a process killed from
+      // then on keeps it, so a resend finds it and the model is not asked twice.
+      await commit?.written;
+      const asked = provider.complete({
         model,
         temperature: config.temperature,
         // Never more than the room kept for it: the request and the reply must fit the window together.
@@ -684,9 +700,10 @@ export class Agent {
         signal,
         onDelta: input.stream ? onDelta : undefined,
       });
+      commit?.soon();
+      const result = await asked;
       if (result.context_window !== undefined) this.reportedWindows.set(`${provider.name}/${model}`, result.context_window);
       usage.add(config, provider.name, model, result.context_window === undefined && reported !== undefined ? { ...result, context_window: reported } : result);
-      await commit?.told;
       if (signal.aborted) throw new Cancelled();
       if (result.tool_calls.length === 0) return result.text;
       if (lastStep) return result.text || `Stopped after ${maxSteps} steps of tool calls without a final answer.`;
@@ -711,6 +728,8 @@ export class Agent {
           data: { kind: 'call', call_id: call.id, batch, arguments: call.arguments } satisfies ToolCallData,
         })),
       ]);
+      // The calls' commit made the user message durable too (no sync of its own); no tool runs before it is told.
+      await commit?.durable();
       if (said) onEvent({ event: 'chat.message', conversation_id: conversationId, message: messageOf(said) });
       for (const call of calls) {
         onEvent({ event: 'tool.call', conversation_id: conversationId, tool: call.name, call_id: call.id, arguments: call.arguments });

@@ -88,7 +88,7 @@ export interface DatabaseStats {
   compactions: number;
   /** Seq of the last journaled transaction. */
   lastSeq: number;
-  /** Journal write + fdatasync rounds since open (group commit puts many transactions in one). */
+  /** Journal fdatasync rounds since open (group commit puts many transactions in one; a deferred write waits for the next). */
   flushes: number;
 }
 

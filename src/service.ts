@@ -582,7 +582,6 @@ export class Service {
     this.config.watch();
     const shownHost = address.host === '::' ? '0.0.0.0' : address.host;
     this.logger.info('service.listening', { host: shownHost, port: address.port });
-    gitStarter.prepare();
     this.whenWhole(() => {
       if (this.http !== http || this.stopping) return;
       this.parts.push.start();
@@ -746,9 +745,12 @@ export class Service {
     const warmFailed = (error: unknown) => this.logger.warn('service.warm_up_failed', { error: (error as Error).message });
     const provider = providerWarmUp(config.provider);
     const steps = [
-      // First: its git status waits for the git starter's own start (a Node process: 0.3-1.3 s on a loaded
-      // machine), which then runs beside the steps below instead of after them. Last, it made the warm-up
-      // end 0.8-1.9 s after listening, so a chat sent 1 s after start waited for that start (issue 25).
+      // The git starter's own start (a Node process: 0.3-1.3 s on a loaded machine) goes first, then runs
+      // beside the steps below. Not at listening, as it was: a Node process starting beside the store's
+      // open took a core from it on this 2-core machine, delaying the first get_config (issue 25).
+      () => gitStarter.prepare(),
+      // Next: its git status waits for that start. Last, it made the warm-up end 0.8-1.9 s after
+      // listening, so a chat sent 1 s after start waited for that start (issue 25).
       () => this.agent.warmUp(),
       ...provider,
       // Built now (the resolver keeps it while the configuration stays), not by the first turn.

@@ -7,7 +7,8 @@ import { Service, type ServiceOptions } from '../../src/service';
 import { DataDirInUseError } from '../../src/store';
 import { useFakeProvider } from '../helpers/service-fixture';
 import { postJson, TEST_TOKEN, writeConfig } from '../helpers/service';
-import { tempDir } from '../helpers/temp';
+import { gitStarterPid } from '../../src/git/git-starter';
+import { tempDir, waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
 // The service listens once its data directory is locked and opens its store behind (Service.begin):
@@ -51,6 +52,22 @@ async function settled(promise: Promise<unknown>): Promise<boolean> {
 }
 
 describe('while the store opens', () => {
+  test('the git starter (a Node process) starts with the warm-up, not while the store opens', async (t) => {
+    // First in this file: no service of an earlier test started one (a starter is per process).
+    assert.equal(gitStarterPid(), undefined);
+    const { service, held, wsUrl } = await begun(t);
+    const client = await TestClient.connect(wsUrl);
+    t.after(() => client.close());
+    const config = client.request({ type: 'auth', token: TEST_TOKEN, id: 'a' }).then(() => client.request({ type: 'get_config', id: 'c' }));
+    assert.equal(await settled(config), false);
+    assert.equal(gitStarterPid(), undefined, 'no starter beside the open: its start would take a core from it');
+
+    held.release();
+    assert.equal((await config).status, 'ok');
+    await service.ready;
+    await waitFor(() => gitStarterPid(), 'the warm-up to start the git starter');
+  });
+
   test('/health says starting (503), the phone page is served, and what needs the store waits, then is answered rightly', async (t) => {
     const users = [{ username: 'ada', password_hash: await hashPassword(PASSWORD) }];
     const { service, held, httpUrl, wsUrl } = await begun(t, { users, model: 'fake-model' });

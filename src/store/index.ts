@@ -249,10 +249,11 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   }
   let history: HistoryStore | undefined;
   let blobs: BlobStore;
+  let blobsOpening: Promise<BlobStore> | undefined;
   try {
     if (!opening) throw new Error('history.db was not opened with service.db');
     // blobs/ is made (or a crash's temporary files in it removed) while the schema migrates and history.db opens.
-    const blobsOpening = BlobStore.open(path.join(db.dir, BLOBS_DIR_NAME));
+    blobsOpening = BlobStore.open(path.join(db.dir, BLOBS_DIR_NAME));
     blobsOpening.catch(() => {});
     await migrate(db, options.migrations ?? MIGRATIONS, logger);
     const openedHistory = await opening;
@@ -267,8 +268,10 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     // The sync's mark is noted in service.db only by its next write, after this open: history.db's entry is durable by then.
     [blobs] = await Promise.all([blobsOpening, openedHistory.entriesDurable]);
   } catch (err) {
-    // A failed migration does not wait for history.db's open: it is closed once opened.
+    // A failed migration does not wait for history.db's open: it is closed once opened. blobs/'s
+    // leftover cleanup ends before the lock goes with service.db (the next holder's temp files are its own).
     await (history ?? (await opening?.catch(() => undefined))?.store)?.close().catch(() => {});
+    await blobsOpening?.catch(() => {});
     await boot.cancel();
     await db.close().catch(() => {});
     throw err;

@@ -137,6 +137,10 @@ export class Journal {
       file = state.active.path;
       size = state.active.size;
       fh = await open(file, 'a');
+      // Its entry may never have been made durable (the run that made it was killed before): made so
+      // beside this run's first commit, as a new segment's is.
+      entryDurable = fsyncDir(opts.dir);
+      entryDurable.catch(() => {});
     } else {
       n = state.maxN + 1;
       file = segmentPath(opts.dir, opts.fileName, n);

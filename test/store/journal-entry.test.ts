@@ -78,3 +78,22 @@ test("a failed directory fsync fails the new segment's first record (not acknowl
   await assert.rejects(journal.append([['CREATE TABLE t (x)', null]]), /could not be written.*EIO/);
   assert.ok(journal.failed, 'the journal refuses later writes rather than acknowledge them unsafely');
 });
+
+test('an adopted segment (the last one a killed run left) has its directory entry made durable before its first record here is acknowledged', async (t) => {
+  const temp = await tempDir('ra-journal-entry-');
+  t.after(temp.cleanup);
+  // A run made the segment and was killed (-9) before its directory's fsync ended: nothing says it did.
+  const segment = path.join(temp.dir, 'service.db.journal.1');
+  await (await open(segment, 'w')).close();
+  const held = await holdDirectorySyncs(temp.dir);
+  t.after(held.restore);
+
+  const journal = await Journal.open({ ...OPTIONS, dir: temp.dir }, { lastSeq: 0, active: { n: 1, path: segment, size: 0, maxSeq: 0 }, closed: [], maxN: 1 });
+  t.after(() => journal.close());
+  const first = journal.append([['CREATE TABLE t (x)', null]]);
+  await waitFor(() => held.state.started === 1, "the adopted segment's directory fsync to be under way");
+  assert.equal(await settledNow(first), false, 'not acknowledged while the entry may not be durable');
+  held.release();
+  await first;
+  assert.equal(held.state.done, 1);
+});

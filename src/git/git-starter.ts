@@ -293,7 +293,7 @@ function starterGone(started: boolean): void {
 
 /**
  * Starts git (run-git.ts's one way to). `start` is replaceable so that tests can count the gits a
- * service starts. The starter is started by `prepare` (the service, once listening) or at the first
+ * service starts. The starter is started by `prepare` (the service's warm-up) or at the first
  * run, and again after it ended; it ends with the service's process.
  */
 export const gitStarter = {
@@ -305,8 +305,8 @@ export const gitStarter = {
 
   /**
    * Starts the starter ahead of the first git: its own start (a Node process's, 0.3-1.3 s on a loaded
-   * machine) then runs beside the store's open and the warm-up, not in front of the warm-up's git
-   * status, which a chat sent one second after start waited for (issue 25). Keeps nothing alive.
+   * machine) then runs beside the warm-up (its first step), not in front of the warm-up's git status,
+   * which a chat sent one second after start waited for (issue 25). Keeps nothing alive.
    */
   prepare(): void {
     if (!startsDirectly()) starter ??= Starter.start(starterGone);

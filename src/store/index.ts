@@ -41,7 +41,7 @@ export type { ListConversationsOptions } from './conversations';
 export { MessagesRepo, clientKeyOf, clientMessageIdOf, insertMessage, LOST_BODY_TEXT } from './messages';
 export type { RecentOptions } from './messages';
 export { MemoryRepo } from './memory';
-export { RegistrationsRepo } from './registrations';
+export { RegistrationsRepo, type RegisteredKey } from './registrations';
 export { MetaRepo } from './meta';
 export { PermissionRequestsRepo } from './permission-requests';
 export type { NewPermissionRequest, PermissionRequestRow, PermissionResolutionRecord } from './permission-requests';

@@ -122,6 +122,9 @@ export class Journal {
     this.seq = lastSeq;
   }
 
+  /** The segment's directory fsync failed: the next commit runs one afresh. */
+  private entryAgain = false;
+
   /**
    * Appends to `active` (the last recovered segment) or, without one, to a new segment numbered
    * above `maxN`. `closed` are older live segments, counted in stats until `forget`.
@@ -334,12 +337,14 @@ export class Journal {
       if (sync) {
         await this.fh.datasync();
         // A record is durable only once its segment's entry is too (a failed fsync is tried again by the next commit).
-        const entry = this.entryDurable;
+        const entry = this.entryDurable ?? (this.entryAgain ? fsyncDir(this.opts.dir) : null);
         if (entry) {
-          this.entryDurable = entry.catch(() => fsyncDir(this.opts.dir));
-          this.entryDurable.catch(() => {});
-          await entry;
           this.entryDurable = null;
+          // A failed one is tried afresh by the next commit (not at once: on a full disk a fsync begun
+          // then fails too, and the first retry once there is space would be answered by it).
+          this.entryAgain = true;
+          await entry;
+          this.entryAgain = false;
         }
       }
     } catch (err) {
@@ -406,6 +411,7 @@ export class Journal {
     try {
       fh = await open(next, 'ax', PRIVATE_FILE_MODE);
       await fsyncDir(this.opts.dir);
+      this.entryAgain = false;
     } catch (err) {
       // Keep appending to the current segment; compaction just waits for the next rotation. A segment
       // created here is removed, or the next rotation would find its number taken.

@@ -19,12 +19,12 @@ async function holdDirectorySyncs(dir: string) {
   const { sync } = proto;
   let release = () => {};
   const released = new Promise<void>((resolve) => (release = resolve));
-  const state = { started: 0, done: 0, failing: false };
+  const state: { started: number; done: number; failing: false | 'EIO' | 'ENOSPC' } = { started: 0, done: 0, failing: false };
   proto.sync = async function (this: FileHandle) {
     if (!(await this.stat()).isDirectory()) return sync.call(this);
     state.started++;
     await released;
-    if (state.failing) throw Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' });
+    if (state.failing) throw Object.assign(new Error(`${state.failing}: fsync`), { code: state.failing });
     await sync.call(this);
     state.done++;
   };
@@ -70,7 +70,7 @@ test("a failed directory fsync fails the new segment's first record (not acknowl
   t.after(temp.cleanup);
   const held = await holdDirectorySyncs(temp.dir);
   t.after(held.restore);
-  held.state.failing = true;
+  held.state.failing = 'EIO';
   held.release();
 
   const journal = await Journal.open({ ...OPTIONS, dir: temp.dir }, { lastSeq: 0, closed: [], maxN: 0 });
@@ -96,4 +96,23 @@ test('an adopted segment (the last one a killed run left) has its directory entr
   held.release();
   await first;
   assert.equal(held.state.done, 1);
+});
+
+test('a directory fsync refused for a full disk is tried afresh by the first retry once there is space, not answered by a stale attempt', async (t) => {
+  const temp = await tempDir('ra-journal-entry-');
+  t.after(temp.cleanup);
+  const held = await holdDirectorySyncs(temp.dir);
+  t.after(held.restore);
+  held.state.failing = 'ENOSPC';
+  held.release();
+
+  const journal = await Journal.open({ ...OPTIONS, dir: temp.dir }, { lastSeq: 0, closed: [], maxN: 0 });
+  t.after(() => journal.close().catch(() => undefined));
+  const first = journal.append([['CREATE TABLE t (x)', null]]);
+  await assert.rejects(first, /disk full/);
+  held.state.failing = false;
+  // Space again: the first retry writes the record and makes its entry durable now.
+  await journal.retry();
+  assert.equal(journal.degraded, null);
+  assert.ok(held.state.done >= 1, 'the directory fsync ran after the space came back');
 });

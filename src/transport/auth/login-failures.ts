@@ -13,6 +13,17 @@ export type LoginKind = 'password' | 'token' | 'pairing_secret' | 'client_key' |
 /** docs/protocol.md: 10 failed logins per client address per 5 minutes, whatever the door (`POST /auth` or `auth`). */
 export const LOGIN_FAILURE_LIMIT = 10;
 export const LOGIN_WINDOW_MS = 5 * 60 * 1000;
+/**
+ * Failed logins of one address across all its browser-origin buckets (browser-origins.ts) per window:
+ * a script can send any `Origin`, and each bucket alone would let it try LOGIN_FAILURE_LIMIT more.
+ */
+export const WEB_FAILURE_LIMIT = 3 * LOGIN_FAILURE_LIMIT;
+
+/**
+ * What an attempt counts against: a client address (or a relay's key), or a browser socket's bucket
+ * (`web ...`, browser-origins.ts) within its address's total of WEB_FAILURE_LIMIT.
+ */
+export type LimitAddress = string | { bucket: string; address: string };
 /** The log says a burst once per this window and address: its first failure, then one counted line. */
 export const LOGIN_LOG_WINDOW_MS = 60 * 1000;
 export { MAX_LOGGED_ADDRESSES };
@@ -42,12 +53,15 @@ export interface LoginAttempt {
  */
 export class LoginFailures {
   private readonly limiter: FixedWindowLimiter;
+  /** Failures of browser buckets, per address they came from (WEB_FAILURE_LIMIT). */
+  private readonly webTotals: FixedWindowLimiter;
   private readonly bursts: BurstLog<{ address: string; kind: LoginKind }>;
   /** The kind of each address's latest failed login, oldest first (at most MAX_LIMITED_KEYS): a connection refused unread counts as one more. */
   private readonly lastKinds = new Map<string, Exclude<LoginKind, 'timeout'>>();
 
   constructor(logger: Logger, now: () => number = Date.now, logWindowMs = LOGIN_LOG_WINDOW_MS) {
     this.limiter = new FixedWindowLimiter(LOGIN_FAILURE_LIMIT, LOGIN_WINDOW_MS, now);
+    this.webTotals = new FixedWindowLimiter(WEB_FAILURE_LIMIT, LOGIN_WINDOW_MS, now);
     this.bursts = new BurstLog(
       logger,
       { first: 'auth.login_failed', burst: 'auth.login_burst', message: (b) => `${b.count} failed logins (${b.kind}) from ${b.address} in ${b.window_seconds} s` },
@@ -85,9 +99,9 @@ export class LoginFailures {
   }
 
   /** Counts an attempt from `address` now; see LoginAttempt. */
-  begin(address: string, kind: LoginKind): LoginAttempt {
-    const key = loginLimitKey(address);
-    const reserved = this.limiter.reserve(key);
+  begin(address: LimitAddress, kind: LoginKind): LoginAttempt {
+    const key = keyOf(address);
+    const reserved = this.reserve(address);
     if (reserved.retryAfterSeconds > 0) this.record(key, kind, true);
     let settled = reserved.retryAfterSeconds > 0;
     return {
@@ -106,8 +120,18 @@ export class LoginFailures {
   }
 
   /** A login that did not fail a check but never came (`timeout`): logged as a failure, not limited. */
-  noted(address: string, kind: LoginKind, fields?: Record<string, unknown>): void {
-    this.record(loginLimitKey(address), kind, false, fields);
+  noted(address: LimitAddress, kind: LoginKind, fields?: Record<string, unknown>): void {
+    this.record(keyOf(address), kind, false, fields);
+  }
+
+  /** One attempt against its key's limit, and a browser bucket's also against its address's total: refused when over either. */
+  private reserve(address: LimitAddress): { retryAfterSeconds: number; refund(): void } {
+    const own = this.limiter.reserve(keyOf(address));
+    if (typeof address === 'string' || own.retryAfterSeconds > 0) return own;
+    const total = this.webTotals.reserve(loginLimitKey(address.address));
+    if (total.retryAfterSeconds === 0) return { retryAfterSeconds: 0, refund: () => (own.refund(), total.refund()) };
+    own.refund();
+    return total;
   }
 
   /** Tells `listener` of every log window that had failures, when it closes. Returns the unsubscribe. */
@@ -130,4 +154,8 @@ export class LoginFailures {
     this.lastKinds.set(key, kind);
     if (this.lastKinds.size > MAX_LIMITED_KEYS) this.lastKinds.delete(this.lastKinds.keys().next().value!);
   }
+}
+
+function keyOf(address: LimitAddress): string {
+  return loginLimitKey(typeof address === 'string' ? address : address.bucket);
 }

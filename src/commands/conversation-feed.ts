@@ -208,7 +208,11 @@ export class ConversationFeeds {
     this.sendToFollowers(feed);
     const reset = afterSeq !== undefined && !feed.canReplayAfter(afterSeq);
     if (replay) {
-      const from = afterSeq !== undefined && !reset ? afterSeq : feed.turnStart === undefined ? feed.last : feed.turnStart - 1;
+      const asked = afterSeq !== undefined && !reset ? afterSeq : feed.turnStart === undefined ? feed.last : feed.turnStart - 1;
+      // Each seq once on a connection: one following already was just sent every event so far (the
+      // pending ones above), so none is sent again, whatever it asks (a client may not drop repeats by
+      // seq). After an unfollow, a follow is afresh (a view switched back replays the running turn).
+      const from = feed.followers.has(session) ? feed.last : asked;
       for (const entry of feed.after(from)) if (!entry.filter || entry.filter(session)) session.send(forSession(entry, session));
     }
     feed.addFollower(session);

@@ -60,6 +60,11 @@ export class Hosting extends EventEmitter<HostingEvents> {
   /** stop() calls so far: a restart asked before a stop does not host again after it. */
   private stops = 0;
   private queue: Promise<unknown> = Promise.resolve();
+  /** Resolves once this.service is torn down: the attempt waiting for its open stops waiting then. */
+  private gone: Promise<void> = Promise.resolve();
+  private markGone: () => void = () => undefined;
+  /** A service torn down whose stop outlasted the budget (its open still held): its lock is still taken. */
+  private finishing: Promise<unknown> | undefined;
 
   constructor(private readonly options: HostingOptions) {
     super();
@@ -118,7 +123,10 @@ export class Hosting extends EventEmitter<HostingEvents> {
 
   restart(): Promise<HostingState> {
     const stops = this.stops;
+    // The service goes at once, as in stop(): an attempt waiting for its open would hold the queue.
+    const tornDown = this.teardown();
     return this.serial(async () => {
+      await tornDown;
       await this.teardown();
       if (this.stops !== stops) return this.current;
       this.running = true;
@@ -157,6 +165,8 @@ export class Hosting extends EventEmitter<HostingEvents> {
         hostReady: this.options.ready,
       });
     } catch (error) {
+      // Our own service, stopped while its open was held, still has the lock: waited for, with retries.
+      if (error instanceof DataDirInUseError && this.finishing) return this.waitAndRetry('the service stopped a moment ago is still finishing (its store was opening); hosting once it is done');
       if (error instanceof DataDirInUseError) return this.attach();
       return this.openFailed(error as Error);
     }
@@ -166,6 +176,7 @@ export class Hosting extends EventEmitter<HostingEvents> {
       return this.current;
     }
     this.service = service;
+    this.gone = new Promise<void>((resolve) => (this.markGone = resolve));
     // The editor's commands and views work at once: their commands wait for the store in the service.
     this.setBackend(new LocalBackend(service));
     return this.listen(service, began);
@@ -176,8 +187,11 @@ export class Hosting extends EventEmitter<HostingEvents> {
    * and the state reached meanwhile when the service was stopped while it opened (stop()).
    */
   private async whole(service: Service): Promise<HostingState | undefined> {
+    if (!this.stillHosting(service)) return this.current;
     try {
-      await service.ready;
+      // Not past a teardown: the queue waits for this attempt, and a Start after Stop would wait for
+      // an open held as long as the keys are (unbounded).
+      await Promise.race([service.ready, this.gone]);
       return this.stillHosting(service) ? undefined : this.current;
     } catch (error) {
       return this.stillHosting(service) ? this.openFailed(error as Error) : this.current;
@@ -290,6 +304,7 @@ export class Hosting extends EventEmitter<HostingEvents> {
     clearTimeout(this.retryTimer);
     const service = this.service;
     this.service = undefined;
+    this.markGone();
     this.setBackend(undefined);
     if (!service) return;
     const hostFile = join(this.options.dataDir, HOST_FILE_NAME);
@@ -307,6 +322,10 @@ export class Hosting extends EventEmitter<HostingEvents> {
         return true;
       },
     );
+    const finishing = stopped.finally(() => {
+      if (this.finishing === finishing) this.finishing = undefined;
+    });
+    this.finishing = finishing;
     const inTime = await Promise.race([stopped, new Promise<false>((resolve) => setTimeout(() => resolve(false), DEACTIVATE_BUDGET_MS).unref())]);
     this.options.log(inTime ? `service stopped in ${Math.round(performance.now() - began)} ms` : 'service still finishing in-flight work after the deactivate budget; it stops in the background');
   }

@@ -20,11 +20,20 @@ export async function gitIn(cwd: string, args: readonly string[], options: Revie
   } catch (error) {
     if (error instanceof GitError && error.kind === 'missing')
       throw new ServiceError('server_error', 'git is not installed (or not on the PATH the service was started with): worktrees and their review need it');
-    if (error instanceof GitError && error.kind === 'timeout') throw new ServiceError('server_error', `git took too long to answer (${args[0]})`);
+    if (error instanceof GitError && error.kind === 'timeout') throw new ServiceError('server_error', `git took too long to answer (${subcommandOf(args)})`);
     const lock = error instanceof GitError ? lockFileOf(error.stderr) : undefined;
     if (lock) throw new ServiceError('conflict', lockedText(lock));
     throw error;
   }
+}
+
+/** The git subcommand `args` run (`push` of `-c protocol.ext.allow=never push ...`): past git's own options and their values. */
+export function subcommandOf(args: readonly string[]): string {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '-c' || args[i] === '-C') i++;
+    else if (!args[i].startsWith('-')) return args[i];
+  }
+  return args[0] ?? 'git';
 }
 
 /**

@@ -1,6 +1,7 @@
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, lstat, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
+import { pidAlive } from '../platform/lock-file';
 import { ServiceError } from '../protocol/errors';
 import type { PushResult, WorktreeRecord } from '../protocol/worktrees';
 import { requireFolder } from './changes';
@@ -14,6 +15,9 @@ import { emptyHooksFolder, GitError, runGit } from './run-git';
  * even where the config allows the protocol.
  */
 const RECEIVE_PACK = 'git-receive-pack';
+
+/** How long one git push may take (a slow network, a big first push). */
+const PUSH_TIMEOUT_MS = 120_000;
 
 /**
  * The receive-pack a push to a remote on this machine (a path, a file:// URL) starts: git's own, kept
@@ -83,36 +87,92 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
   }
   const branch = `refs/heads/${worktree.branch}`;
   const pushArgs = (to: string, refspec: string) => ['-c', 'protocol.ext.allow=never', 'push', '--porcelain', '--recurse-submodules=no', `--receive-pack=${receivePack}`, '--', to, refspec];
-  const PUSH_TIMEOUT_MS = 120_000;
+  // The owner's allow_hooks trusts the repository's config: by the remote's name, as in a terminal
+  // (its hooks are told the name; git pushes to every URL and updates the remote-tracking branch).
   try {
-    // The owner's allow_hooks trusts the repository's config: by the remote's name, as in a terminal
-    // (its hooks are told the name; its remote-tracking branch is updated). Otherwise each checked URL,
-    // from a repository of ours that reads none of the repository's config (withPushRepository).
     if (options.allowHooks) await gitIn(worktree.path, pushArgs(remote, `${branch}:${branch}`), { allowHooks: true, timeoutMs: PUSH_TIMEOUT_MS });
-    else {
-      const tip = (await gitIn(worktree.path, ['rev-parse', '--verify', '--end-of-options', `${branch}^{commit}`])).stdout.trim();
-      const commonDir = (await gitIn(worktree.path, ['rev-parse', '--path-format=absolute', '--git-common-dir'])).stdout.trim();
-      for (const url of urls) {
-        // A relative path is the repository's (git reads it from where it runs): made whole for ours.
-        const to = isLocalRemote(url) && !/^file:/i.test(url) ? path.resolve(worktree.path, url) : url;
-        await withPushRepository(commonDir, to, async (from, env) => {
-          // http.* settings reach only an http(s) URL; git refuses a URL-matched key of any other form.
-          const http = /^https?:\/\//i.test(to) ? await httpSettingsFor(from, to, env) : undefined;
-          await runGit(pushArgs(to, `${tip}:${branch}`), { cwd: from, timeoutMs: PUSH_TIMEOUT_MS, env: { ...env, ...commandLineConfig(pinnedTransport(checked, http, to)) } });
-        });
-      }
-    }
+    else await pushToEach(worktree, remote, urls, pushArgs, checked);
   } catch (error) {
     if (!(error instanceof GitError)) throw error;
-    const reason = error.stderr
-      .trim()
-      .split('\n')
-      .filter((line) => !line.startsWith('To ') && !line.startsWith('hint:'))
-      .slice(-2)
-      .join(' ');
-    throw new ServiceError('conflict', `git could not push ${worktree.branch} to ${remote}: ${redactUrls(reason) || `exit ${error.code}`}`);
+    throw new ServiceError('conflict', `git could not push ${worktree.branch} to ${remote}: ${failureOf(error)}`);
   }
   return { remote, branch: worktree.branch, compare_url: compareUrlOf(urls[0] ?? '', worktree.branch, worktree.baseBranch) };
+}
+
+/**
+ * The push without allow_hooks: to each checked URL, from a repository of ours that reads none of the
+ * repository's config (withPushRepository). As git does, a URL that fails does not stop the push to the
+ * others, and the remote-tracking branch follows a push that reached one.
+ */
+async function pushToEach(worktree: WorktreeRecord, remote: string, urls: readonly string[], pushArgs: (to: string, refspec: string) => string[], checked: [string, string][]): Promise<void> {
+  const branch = `refs/heads/${worktree.branch}`;
+  const tip = (await gitIn(worktree.path, ['rev-parse', '--verify', '--end-of-options', `${branch}^{commit}`])).stdout.trim();
+  const commonDir = (await gitIn(worktree.path, ['rev-parse', '--path-format=absolute', '--git-common-dir'])).stdout.trim();
+  const failures: string[] = [];
+  for (const url of urls) {
+    // A relative path is the repository's (git reads it from where it runs): made whole for ours.
+    const to = isLocalRemote(url) && !/^file:/i.test(url) ? path.resolve(worktree.path, url) : url;
+    try {
+      await withPushRepository(commonDir, to, async (from, env) => {
+        // http.* settings reach only an http(s) URL; git refuses a URL-matched key of any other form.
+        const http = /^https?:\/\//i.test(to) ? await httpSettingsFor(from, to, env) : undefined;
+        await runGit(pushArgs(to, `${tip}:${branch}`), { cwd: from, timeoutMs: PUSH_TIMEOUT_MS, env: { ...env, ...commandLineConfig(pinnedTransport(checked, http, to)) } });
+      });
+    } catch (error) {
+      if (!(error instanceof GitError)) throw error;
+      failures.push(urls.length > 1 ? `${redactUrls(url)}: ${failureOf(error)}` : failureOf(error));
+    }
+  }
+  // As git, a remote-tracking branch that cannot be written (its ref locked) does not fail the push made.
+  if (failures.length < urls.length) await updateTrackingBranch(worktree.path, remote, branch, tip).catch(() => undefined);
+  if (failures.length > 0) {
+    const some = urls.length > 1 ? ` (pushed to ${urls.length - failures.length} of ${urls.length} push URLs)` : '';
+    throw new ServiceError('conflict', `git could not push ${worktree.branch} to ${remote}${some}: ${failures.join('; ')}`);
+  }
+}
+
+/** Why a push failed, from git's last words (URLs without their credentials), else how it ended. */
+function failureOf(error: GitError): string {
+  const reason = error.stderr
+    .trim()
+    .split('\n')
+    .filter((line) => !line.startsWith('To ') && !line.startsWith('hint:'))
+    .slice(-2)
+    .join(' ');
+  return redactUrls(reason) || (error.kind === 'timeout' ? error.message : `exit ${error.code}`);
+}
+
+/**
+ * What git does after a push (transport.c's update_tracking_ref): the pushed branch's remote-tracking
+ * branch, found by the remote's fetch refspecs (the first that matches; none where a negative one does),
+ * is set to the pushed commit. Only under refs/remotes/: the refspecs are the repository's config, which
+ * a turn may write (`refs/heads/<ours>:refs/heads/main` would move the person's own branch). git checks
+ * the name; the repository's reference-transaction hook does not run (run-git.ts).
+ */
+async function updateTrackingBranch(folder: string, remote: string, branch: string, tip: string): Promise<void> {
+  const { stdout } = await gitIn(folder, ['config', '--get-all', '--', `remote.${remote}.fetch`], { okCodes: [1], readsNoContent: true });
+  const tracking = trackingRefOf(stdout.split('\n').filter(Boolean), branch);
+  if (tracking?.startsWith('refs/remotes/')) await gitIn(folder, ['update-ref', '-m', 'update by push', tracking, tip], { readsNoContent: true });
+}
+
+/** Where fetch refspecs (`[+]<src>:<dst>`, one `*` each side at most, `^<src>` excluding) map `ref`, as git's query_refspecs. */
+export function trackingRefOf(refspecs: readonly string[], ref: string): string | undefined {
+  const mapped = (pattern: string, to: string | undefined): string | undefined => {
+    const star = pattern.indexOf('*');
+    if (star < 0) return pattern === ref ? (to ?? ref) : undefined;
+    const [prefix, suffix] = [pattern.slice(0, star), pattern.slice(star + 1)];
+    if (!ref.startsWith(prefix) || !ref.endsWith(suffix) || ref.length < prefix.length + suffix.length) return undefined;
+    return (to ?? ref).replace('*', ref.slice(prefix.length, ref.length - suffix.length));
+  };
+  if (refspecs.some((spec) => spec.startsWith('^') && mapped(spec.slice(1), undefined) !== undefined)) return undefined;
+  for (const spec of refspecs) {
+    if (spec.startsWith('^')) continue;
+    const [src, dst] = spec.replace(/^\+/, '').split(':', 2);
+    if (!dst || src.includes('*') !== dst.includes('*')) continue;
+    const tracking = mapped(src, dst);
+    if (tracking !== undefined) return tracking;
+  }
+  return undefined;
 }
 
 /**
@@ -125,7 +185,8 @@ export async function pushChanges(worktree: WorktreeRecord, remote: string, opti
  * the longest rule) and then includes the person's own global files, as git reads them.
  */
 async function withPushRepository<T>(commonDir: string, url: string, work: (repository: string, env: Record<string, string>) => Promise<T>): Promise<T> {
-  const folder = await mkdtemp(path.join(tmpdir(), 'ra-push-'));
+  await removeLeftoverPushFolders();
+  const folder = await mkdtemp(path.join(tmpdir(), `${PUSH_FOLDER}${process.pid}-`));
   const file = path.join(folder, 'config');
   const repository = path.join(folder, 'repository.git');
   const text = [
@@ -152,6 +213,32 @@ async function withPushRepository<T>(commonDir: string, url: string, work: (repo
   } finally {
     await rm(folder, { recursive: true, force: true });
   }
+}
+
+/** The start of a push repository's temporary folder's name: `ra-push-<pid of the process pushing>-<random>`. */
+const PUSH_FOLDER = 'ra-push-';
+/** No push's folder lives this long (its git runs are bounded: 30 s each, the push PUSH_TIMEOUT_MS). */
+const PUSH_FOLDER_LIFETIME_MS = 10 * 60_000;
+
+/**
+ * Removes the push folders a process killed mid-push (kill -9, a crash) left: their config holds the URL
+ * pushed to (a token in it). One is left when its process is gone, or when it is older than any push
+ * lasts (a pid used again, a name without one); only this user's folders, never this process's own.
+ */
+async function removeLeftoverPushFolders(): Promise<void> {
+  const names = await readdir(tmpdir()).catch(() => [] as string[]);
+  await Promise.all(
+    names
+      .filter((name) => name.startsWith(PUSH_FOLDER))
+      .map(async (name) => {
+        const folder = path.join(tmpdir(), name);
+        const pid = Number(/^ra-push-(\d+)-/.exec(name)?.[1] ?? 0);
+        if (pid === process.pid) return;
+        const info = await lstat(folder).catch(() => undefined);
+        if (!info?.isDirectory() || (process.getuid && info.uid !== process.getuid())) return;
+        if ((pid > 0 && !pidAlive(pid)) || Date.now() - info.mtimeMs > PUSH_FOLDER_LIFETIME_MS) await rm(folder, { recursive: true, force: true }).catch(() => undefined);
+      }),
+  );
 }
 
 /**

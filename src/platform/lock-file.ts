@@ -188,6 +188,13 @@ async function takeLock(dir: string, label: string, file: string, logger: LockLo
     const text = await readLockText(file);
     if (text === null) continue;
     const info = parseLock(text);
+    // Empty or cut and young: another starter's O_EXCL fallback (createWithContent) between its create
+    // and its write. Held, not damaged: looked at again until it is whole or too old to be one.
+    if (!info && (await fileAge(file)) < LOCK_WRITE_MS) {
+      attempt -= 1;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      continue;
+    }
     const reason = staleReason(info, me, options);
     if (reason === null && info && info.hostname !== me) throw new LockedByOtherHostError(label, info.pid, info.hostname, info.started_at);
     if (reason === null) throw inUse(label, info!.pid);
@@ -215,6 +222,12 @@ async function takeLock(dir: string, label: string, file: string, logger: LockLo
   }
   throw new Error(`could not lock data directory ${label}: lock file keeps changing`);
 }
+
+/**
+ * An unreadable lock younger than this may be one being written (the O_EXCL fallback creates it empty,
+ * then writes it): waited for. Older, it is damaged (a starter killed between the two, a power loss).
+ */
+const LOCK_WRITE_MS = 5_000;
 
 /** A takeover file older than this was left by a starter killed while taking over: it is removed. */
 const TAKEOVER_STALE_MS = 10_000;
@@ -266,7 +279,8 @@ async function readLockText(file: string): Promise<string | null> {
 /**
  * Creates `file` holding `content`, or returns false if it exists. The content is written to a temp
  * file first and hard-linked into place, so no one ever reads a lock half-written (an empty lock
- * would look unreadable, hence stale, and be taken over). Where links are not supported: O_EXCL.
+ * would look unreadable, hence stale, and be taken over). Where links are not supported: O_EXCL, the
+ * file created empty then written; a starter that reads it meanwhile waits (LOCK_WRITE_MS).
  * Not fsynced: other processes read it through the page cache, whole from the link on, and a process
  * killed keeps what it wrote there; only a power loss can lose it, and after one no process holds any
  * lock, so whatever it leaves (no file, an empty or cut one: unreadable, or a pid of the boot before)

@@ -31,6 +31,39 @@ function window(dataDir: string, name: string): Hosting & { lines: string[] } {
 
 const states = (...ws: Hosting[]) => ws.map((w) => w.state.state).sort();
 
+for (const how of ['Stop then Start', 'Restart'] as const) {
+  test(`${how} while the store still opens (the keys held): it proceeds (waiting, then hosting once the stopped service is done), not stuck behind the held open`, async () => {
+    const dir = await storage();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const lines: string[] = [];
+    const a = new Hosting({ dataDir: dir, port: () => 0, bindHost: '127.0.0.1', hostServices: {}, log: (l) => lines.push(l), retry: { initialMs: 50, maxMs: 300 }, ready: held });
+    cleanups.push(async () => {
+      release();
+      await a.stop();
+    });
+    const { serving } = a.begin();
+    assert.equal((await serving).state, 'hosting');
+    let reached: HostingState | undefined;
+    if (how === 'Restart') void a.restart().then((state) => (reached = state));
+    else {
+      await a.stop();
+      assert.equal(a.state.state, 'stopped');
+      void a.start().then((state) => (reached = state));
+    }
+    try {
+      // No timing goal: the open stays held throughout, so Start answering at all shows it is not waiting for it.
+      await waitFor(() => reached, `${how} to answer while the stopped service still opens`, 20_000);
+      assert.equal(reached!.state, 'waiting', JSON.stringify(reached));
+      assert.match((reached as { detail: string }).detail, /still finishing/);
+    } finally {
+      release();
+    }
+    await waitFor(() => a.state.state === 'hosting', 'hosting once the stopped service released the data directory', 20_000);
+    assert.equal((await a.backend!.request({ type: 'get_config' })).status, 'ok');
+  });
+}
+
 test('one window hosts, the others attach; a config change from any window reaches every window', async () => {
   const dir = await storage();
   const [a, b, c] = [window(dir, 'a'), window(dir, 'b'), window(dir, 'c')];

@@ -7,15 +7,16 @@ import { createServer as createNetServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { chmod, mkdir, readFile, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { changesOf } from '../../src/git/changes';
 import { gitStarter } from '../../src/git/git-starter';
 import { commitChanges } from '../../src/git/commit';
 import { compareUrlOf } from '../../src/git/compare-url';
+import { gitIn } from '../../src/git/git-in';
 import { landChanges } from '../../src/git/land';
 import { refuseRawLfsFiles } from '../../src/git/lfs';
-import { configEntries, discardWorktree, isLocalRemote, personalConfigFiles, pinnedTransport, pushChanges, unlandedWork } from '../../src/git/push';
+import { configEntries, discardWorktree, isLocalRemote, personalConfigFiles, pinnedTransport, pushChanges, trackingRefOf, unlandedWork } from '../../src/git/push';
 import { revertChanges } from '../../src/git/revert';
 import { ServiceError } from '../../src/protocol/errors';
 import { addWorktree, git, gitRepository, isolateGitConfig, makeRepo, snapshot, writeFiles, type TestRepo } from '../helpers/git-repo';
@@ -106,6 +107,37 @@ async function bareWithHook(cwd: string, bare: string, marker: string): Promise<
   git(cwd, 'init', '-q', '--bare', bare);
   await writeFiles(bare, { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
   await chmod(join(bare, 'hooks', 'pre-receive'), 0o755);
+}
+
+/** A bare repository beside `repo` as its remote `origin`, and a worktree `id` with one change committed to push. */
+async function originAndWork(repo: TestRepo, id: string): Promise<{ bare: string; wt: ReturnType<typeof addWorktree>; commit: string }> {
+  const bare = join(repo.worktrees, '..', 'remote.git');
+  git(repo.repo, 'init', '-q', '--bare', bare);
+  git(repo.repo, 'remote', 'add', 'origin', bare);
+  const wt = addWorktree(repo, id);
+  await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
+  const { commit } = await commitChanges(wt, 'to push', noHooks);
+  return { bare, wt, commit };
+}
+
+/** Starts a push of `wt` to origin in a child process and kills it (-9) as its git push would start; answers the temporary folder it left. */
+async function pushKilledMidway(wt: Parameters<typeof pushChanges>[0]): Promise<string> {
+  const child = childProcess.spawn(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'helpers', 'push-child.ts'), JSON.stringify(wt)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const repository = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes('\n')) resolve(out.split('\n')[0]);
+      });
+      child.once('exit', (code) => reject(new Error(`the pushing child ended first (${code})`)));
+    });
+    return dirname(repository);
+  } finally {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
 }
 
 describe('get_changes', () => {
@@ -488,16 +520,84 @@ describe('land_changes', () => {
 describe('push and discard', () => {
   test('pushes the branch to a bare remote; the compare URL only for a known host', async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
-      const bare = join(repo.worktrees, '..', 'remote.git');
-      git(repo.repo, 'init', '-q', '--bare', bare);
-      git(repo.repo, 'remote', 'add', 'origin', bare);
-      const wt = addWorktree(repo, 'p1');
-      await writeFiles(wt.path, { 'a.txt': 'pushed\n' });
-      const { commit } = await commitChanges(wt, 'to push', noHooks);
+      const { bare, wt, commit } = await originAndWork(repo, 'p1');
       const answer = await pushChanges(wt, 'origin', noHooks);
       assert.deepEqual(answer, { remote: 'origin', branch: wt.branch, compare_url: null });
       assert.equal(git(bare, 'rev-parse', `refs/heads/${wt.branch}`).trim(), commit);
       await assert.rejects(pushChanges(wt, 'upstream', noHooks), (e: unknown) => e instanceof ServiceError && e.code === 'invalid_request' && /origin/.test(e.message));
+    });
+  });
+
+  test('a remote with several push URLs: a failing one does not stop the push to the others (as git); the error names each that failed', async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const missing = join(repo.worktrees, '..', 'no-such-remote.git');
+      const { bare, wt, commit } = await originAndWork(repo, 'p-every');
+      git(repo.repo, 'config', '--add', 'remote.origin.pushurl', missing);
+      git(repo.repo, 'config', '--add', 'remote.origin.pushurl', bare);
+      const refused = await pushChanges(wt, 'origin', noHooks).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      assert.equal(git(bare, 'for-each-ref', '--format=%(objectname)', `refs/heads/${wt.branch}`).trim(), commit, 'the push stopped at the first failing URL');
+      assert.ok(refused instanceof ServiceError && refused.code === 'conflict', String(refused));
+      assert.match(refused.message, new RegExp(`${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: `), 'the failing URL is named');
+      assert.match(refused.message, /pushed to 1 of 2/);
+    });
+  });
+
+  test("a successful push updates the remote-tracking branch as git does (refs/remotes/<remote>/<branch>, from the remote's fetch refspec); attack: a fetch refspec mapping elsewhere than refs/remotes/ moves nothing", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const { bare, wt, commit } = await originAndWork(repo, 'p-tracking');
+      git(repo.repo, 'remote', 'add', 'other', bare);
+      git(repo.repo, 'config', 'remote.other.fetch', `+refs/heads/${wt.branch}:refs/heads/main`);
+      await pushChanges(wt, 'origin', noHooks);
+      assert.equal(git(repo.repo, 'for-each-ref', '--format=%(objectname)', `refs/remotes/origin/${wt.branch}`).trim(), commit, 'no remote-tracking branch');
+      const main = git(repo.repo, 'rev-parse', 'refs/heads/main').trim();
+      await pushChanges(wt, 'other', noHooks);
+      assert.equal(git(repo.repo, 'rev-parse', 'refs/heads/main').trim(), main, "the person's main branch was moved by the push");
+      // A remote-tracking branch git cannot write (its ref locked) does not fail the push, as with git.
+      await writeFiles(wt.path, { 'a.txt': 'pushed again\n' });
+      const { commit: next } = await commitChanges(wt, 'again', noHooks);
+      await writeFiles(repo.repo, { [`.git/refs/remotes/origin/${wt.branch}.lock`]: '' });
+      await pushChanges(wt, 'origin', noHooks);
+      assert.equal(git(bare, 'rev-parse', `refs/heads/${wt.branch}`).trim(), next);
+    });
+  });
+
+  test("remote-tracking branches are found by the remote's fetch refspecs as git finds them: the first match, a glob, a negative refspec", () => {
+    const ref = 'refs/heads/assistant/x';
+    assert.equal(trackingRefOf(['+refs/heads/*:refs/remotes/origin/*'], ref), 'refs/remotes/origin/assistant/x');
+    assert.equal(trackingRefOf(['refs/heads/main:refs/remotes/origin/main', '+refs/heads/assistant/*:refs/remotes/o/a-*', 'refs/heads/*:refs/remotes/z/*'], ref), 'refs/remotes/o/a-x');
+    assert.equal(trackingRefOf(['+refs/heads/*:refs/remotes/origin/*', '^refs/heads/assistant/*'], ref), undefined);
+    assert.equal(trackingRefOf(['refs/heads/*', 'refs/heads/*:refs/remotes/o/x', `${ref}:refs/remotes/o/exact`], ref), 'refs/remotes/o/exact');
+    assert.equal(trackingRefOf([], ref), undefined);
+  });
+
+  test("a push timeout on the allow_hooks path names git's subcommand (push), not `-c`", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const bare = join(repo.worktrees, '..', 'remote.git');
+      git(repo.repo, 'init', '-q', '--bare', bare);
+      git(repo.repo, 'remote', 'add', 'origin', bare);
+      await writeFiles(repo.repo, { '.git/hooks/pre-push': '#!/bin/sh\nexec sleep 5 </dev/null >/dev/null 2>&1\n' });
+      await chmod(join(repo.repo, '.git', 'hooks', 'pre-push'), 0o755);
+      const wt = addWorktree(repo, 'p-timeout');
+      const refused = await gitIn(wt.path, ['-c', 'protocol.ext.allow=never', 'push', '--porcelain', '--', 'origin', `refs/heads/${wt.branch}`], { allowHooks: true, timeoutMs: 200 }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      assert.ok(refused instanceof ServiceError && refused.code === 'server_error', String(refused));
+      assert.match(refused.message, /\(push\)/);
+    });
+  });
+
+  test("attack: a push's temporary config (the URL, 0600) left by a push killed with -9 is removed by the next push", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const { wt } = await originAndWork(repo, 'p-leftover');
+      // A real push in a child process, killed with -9 while its temporary repository exists.
+      const leftover = await pushKilledMidway(wt);
+      assert.equal(existsSync(join(leftover, 'config')), true, 'the killed push left no config to test with');
+      await pushChanges(wt, 'origin', noHooks);
+      assert.equal(existsSync(leftover), false, 'the killed push left its config behind');
     });
   });
 

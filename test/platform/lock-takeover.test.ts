@@ -12,7 +12,32 @@ import { tempDir } from '../helpers/temp';
 const CONTENDER = `
 const fsp = require('node:fs/promises');
 const { syncBuiltinESMExports } = require('node:module');
-const [dir, role, at, lockModule] = process.argv.slice(2);
+let [dir, role, at, lockModule] = process.argv.slice(2);
+if (role === 'writes-late' || role === 'second') {
+  // A file system without hard links: the lock is made by the O_EXCL fallback, created empty, then written.
+  fsp.link = async () => { throw Object.assign(new Error('link not supported'), { code: 'EPERM' }); };
+  syncBuiltinESMExports();
+}
+if (role === 'writes-late') {
+  // Widens the window between the fallback's create and its write, as a loaded machine does.
+  const realOpen = fsp.open;
+  fsp.open = async (p, ...rest) => {
+    const handle = await realOpen(p, ...rest);
+    if (String(p).endsWith('service.lock')) {
+      const write = handle.writeFile.bind(handle);
+      handle.writeFile = async (...args) => { await new Promise((r) => setTimeout(r, 1000)); return write(...args); };
+    }
+    return handle;
+  };
+  syncBuiltinESMExports();
+}
+if (role === 'second') {
+  // Starts once the other's lock exists, still empty.
+  const { existsSync } = require('node:fs');
+  const path = require('node:path');
+  at = String(Date.now());
+  globalThis.startWhen = () => new Promise((r) => { const look = () => existsSync(path.join(dir, 'service.lock')) ? r() : setTimeout(look, 2); look(); });
+}
 if (role === 'slow') {
   // Widens the window between judging the lock stale and removing it, as a loaded machine does.
   const real = fsp.unlink;
@@ -22,6 +47,7 @@ if (role === 'slow') {
 (async () => {
   const { acquireLock } = require(lockModule);
   await new Promise((r) => setTimeout(r, Number(at) - Date.now()));
+  if (globalThis.startWhen) await globalThis.startWhen();
   try {
     await acquireLock(dir, { warn() {} });
     console.log('ACQUIRED');
@@ -58,3 +84,22 @@ test("attack: two starts at once on a dead process's lock: exactly one takes the
   assert.equal(outcomes.filter((o) => o === 'ACQUIRED').length, 1, `both or neither held the directory: ${JSON.stringify(outcomes)}`);
   assert.match(outcomes.find((o) => o !== 'ACQUIRED') ?? '', /in use/);
 });
+
+test(
+  "attack: a second start that finds the first's lock still empty (made by the O_EXCL fallback, where hard links are not supported, and not yet written) treats it as held, not as damaged",
+  { timeout: 60_000 },
+  async (t) => {
+    const { dir: root, cleanup } = await tempDir('ra-lock-fallback-');
+    t.after(cleanup);
+    const dir = join(root, 'data');
+    execFileSync('mkdir', [dir]);
+    for (const role of ['writes-late', 'second']) await writeFile(join(root, `contender-${role}.js`), CONTENDER);
+    const at = Date.now() + 1500;
+    const outcomes = await Promise.all([contender(dir, 'writes-late', at), contender(dir, 'second', at)]);
+    assert.deepEqual(
+      outcomes.map((o) => (o === 'ACQUIRED' ? o : o.replace(/^refused: .*in use.*$/, 'in use'))),
+      ['ACQUIRED', 'in use'],
+      JSON.stringify(outcomes),
+    );
+  },
+);

@@ -456,3 +456,34 @@ test('webhook messages waiting behind a running turn are listed as queued like c
     other.close();
   }
 });
+
+test('attack: following again while already following (with after_seq, or without mid-turn) delivers each seq once on the connection, not the pending events again', async () => {
+  const sender = await TestClient.authed(svc.wsUrl, svc.token);
+  const follower = await TestClient.authed(svc.wsUrl, svc.token);
+  try {
+    const id = await newConversation(sender);
+    const followed = await follower.request({ type: 'follow_conversation', conversation_id: id });
+    const startSeq = (followed.data as { seq: number }).seq;
+    await received(follower, (f) => f.event === 'turn.ended' && f.conversation_id === id);
+    follower.frames.length = 0;
+    const words = Array.from({ length: 40 }, (_, i) => `w${i} `).join('');
+    svc.fake.script({ text: words, chunks: 40, chunkDelayMs: 10 });
+    const chat = sender.request({ type: 'chat', message: 'talk', conversation_id: id, stream: true });
+    await received(follower, (f) => f.event === 'chat.delta' && f.conversation_id === id, 3);
+    // A client that follows again from where it began (what it saw is all after it), then without a number mid-turn.
+    assert.equal((await follower.request({ type: 'follow_conversation', conversation_id: id, after_seq: startSeq })).status, 'ok');
+    await received(follower, (f) => f.event === 'chat.delta' && f.conversation_id === id, 6);
+    assert.equal((await follower.request({ type: 'follow_conversation', conversation_id: id })).status, 'ok');
+    await chat;
+    await received(follower, (f) => f.event === 'turn.ended' && f.conversation_id === id);
+    const seqs = liveOf(follower, id).map((f) => f.seq as number);
+    assert.deepEqual(
+      seqs,
+      seqs.map((_, i) => startSeq + 1 + i),
+      'each number once, in order, no gap',
+    );
+  } finally {
+    sender.close();
+    follower.close();
+  }
+});

@@ -11,7 +11,7 @@ import { MAX_OPENING_PER_ADDRESS } from '../../src/transport/http/connection-gat
 import { HttpServer, type HttpServerOptions } from '../../src/transport/http/http-server';
 import { captureLogger } from '../helpers/store-utils';
 
-async function withServer(options: Partial<HttpServerOptions>, body: (port: number, connections: () => Promise<number>) => Promise<void>): Promise<void> {
+async function withServer(options: Partial<HttpServerOptions>, body: (port: number, connections: () => Promise<number>, inner: Server) => Promise<void>): Promise<void> {
   const { logger } = captureLogger();
   const srv = new HttpServer({ router: () => async (_req, res) => void res.end('ok'), allowed: () => (address) => address === '127.0.0.1', onWebSocket: (ws) => ws.close(), logger, ...options });
   const { port } = await srv.listen(0, '127.0.0.1');
@@ -19,7 +19,7 @@ async function withServer(options: Partial<HttpServerOptions>, body: (port: numb
   const inner = (srv as unknown as { server: Server }).server;
   const connections = () => new Promise<number>((resolve, reject) => inner.getConnections((error, count) => (error ? reject(error) : resolve(count))));
   try {
-    await body(port, connections);
+    await body(port, connections, inner);
   } finally {
     await srv.close();
   }
@@ -83,3 +83,34 @@ test(
     });
   },
 );
+
+test('a client refused by allow_from that pipelines many requests arms one close timer and one close listener for its socket, not one per request', { timeout: 30_000 }, async () => {
+  const warnings: string[] = [];
+  const onWarning = (warning: Error) => void warnings.push(warning.name);
+  process.on('warning', onWarning);
+  try {
+    await withServer({}, async (port, _connections, inner) => {
+      /** The `close` listeners of the server's side of one refused connection that sent `requests` requests in one write, counted as it closes. */
+      const closeListeners = async (requests: number): Promise<number> => {
+        const client = await rawClient(port, '127.0.0.2');
+        client.socket.on('data', () => undefined);
+        client.socket.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(requests));
+        await client.closed;
+        return lastClosing;
+      };
+      let lastClosing = -1;
+      inner.prependListener('connection', (socket: Socket) => socket.prependListener('close', () => (lastClosing = socket.listenerCount('close'))));
+      const one = await closeListeners(1);
+      const many = await closeListeners(40);
+      assert.equal(many, one, `40 pipelined refusals left ${many} close listeners, one left ${one}`);
+    });
+    // A warning is emitted on the next tick of the listener that passed the limit: let it come.
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(
+      warnings.filter((name) => name === 'MaxListenersExceededWarning'),
+      [],
+    );
+  } finally {
+    process.off('warning', onWarning);
+  }
+});

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { LOGIN_FAILURE_LIMIT, LOGIN_WINDOW_MS, LoginFailures } from '../../src/transport/auth/login-failures';
 import { ConnectionGate, MAX_OPENING_PER_ADDRESS } from '../../src/transport/http/connection-gate';
 import { HttpServer } from '../../src/transport/http/http-server';
-import { RESETS_PER_TURN, ResetQueue, refuseAtAccept, type AcceptedHandle } from '../../src/transport/http/refuse-at-accept';
+import { MAX_PENDING_RESETS, RESETS_PER_TURN, ResetQueue, refuseAtAccept, type AcceptedHandle } from '../../src/transport/http/refuse-at-accept';
 import { captureLogger } from '../helpers/store-utils';
 
 // Login bursts from one address (issue 25): once an address is over its failed-login limit, every new
@@ -144,4 +144,22 @@ test('refusals of one accept batch are reset a few a turn of the event loop, non
   const perTurn = new Map<number, number>();
   for (const t of resets) perTurn.set(t, (perTurn.get(t) ?? 0) + 1);
   assert.deepEqual([...perTurn.values()], [RESETS_PER_TURN, RESETS_PER_TURN, 3]);
+});
+
+test('attack: refusals past the reset queue cap take the plain refusal path (a Socket the gate refuses) instead of queueing without bound, each holding a descriptor', async () => {
+  const CAP = MAX_PENDING_RESETS;
+  const plain: AcceptedHandle[] = [];
+  let resets = 0;
+  const listening = { onconnection: (_error: number, accepted?: AcceptedHandle) => void plain.push(accepted!) };
+  const server = { _handle: listening } as unknown as Parameters<typeof refuseAtAccept>[0];
+  assert.equal(
+    refuseAtAccept(server, () => true),
+    true,
+  );
+  const handle = (): AcceptedHandle => ({ getpeername: (out) => ((out.address = '127.0.0.3'), 0), reset: () => (resets++, 0), close: () => assert.fail('reset worked') });
+  // One accept batch far past the cap, in one turn of the event loop (nothing reset meanwhile).
+  for (let i = 0; i < CAP + 40; i += 1) listening.onconnection(0, handle());
+  assert.equal(plain.length, 40, 'refusals past the cap went the plain way');
+  while (resets < CAP) await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(resets, CAP, 'those within the cap were reset');
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFile, chmod, copyFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, copyFile, mkdir, readdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -325,6 +325,10 @@ test('lock: a stale lock (dead pid, or unreadable) is taken over with a warning'
 
   for (const content of [JSON.stringify({ pid: deadPid, hostname: hostname(), started_at: iso(0) }), '{"pid":']) {
     await writeFile(lockFile, content);
+    // An unreadable lock is damaged once older than a lock's write takes (a young one may be another
+    // starter's, being written: lock-takeover.test.ts).
+    const old = new Date(Date.now() - 60_000);
+    await utimes(lockFile, old, old);
     const { logger, lines } = captureLogger();
     const store = await openStore(dir, { logger });
     assert.ok(lines.some((l) => l.level === 'warn' && l.event === 'store.lock_stale'));

@@ -176,6 +176,9 @@ export class HttpServer {
 /** How long a socket refused by allow_from may take to take its answer before it is destroyed. */
 const REFUSED_CLOSE_MS = 5_000;
 
+/** Refused sockets whose close after REFUSED_CLOSE_MS is armed. */
+const closingRefused = new WeakSet<Socket>();
+
 /**
  * A refused address gets one answer and the connection closes: `Connection: close` stops the requests
  * it pipelined after this one, and a client that never reads (its side half-closed, or not) cannot keep
@@ -184,6 +187,10 @@ const REFUSED_CLOSE_MS = 5_000;
  */
 function closeAfterRefusal(socket: Socket, res: ServerResponse): void {
   res.shouldKeepAlive = false;
+  // Requests pipelined in one write are all parsed, each refused here: one timer and one listener per
+  // socket, not per request (hundreds of them, and Node's MaxListeners warning).
+  if (closingRefused.has(socket)) return;
+  closingRefused.add(socket);
   const timer = setTimeout(() => socket.destroy(), REFUSED_CLOSE_MS).unref();
   socket.once('close', () => clearTimeout(timer));
 }

@@ -6,6 +6,13 @@ import type { Server } from 'node:net';
  */
 export const RESETS_PER_TURN = 16;
 
+/**
+ * Accepted connections waiting for their reset, at most: each holds a descriptor until then. Past it (a
+ * burst faster than the resets), a connection takes the plain way, a Socket the connection gate refuses
+ * at once: dearer on the main thread, but it holds nothing.
+ */
+export const MAX_PENDING_RESETS = 256;
+
 /** What this uses of the TCP handle Node's `net.Server` receives for each accepted connection. */
 export interface AcceptedHandle {
   /** Fills `out.address` with the peer's address; returns 0 or an error code. */
@@ -27,7 +34,8 @@ interface ListeningHandle {
  * this wraps the listening handle's `onconnection` (lib/net.js gives it the accepted TCP handle); when
  * the handle is not as expected (another Node), it changes nothing and returns false: the connection gate
  * still refuses them, from their Socket. Call once the server listens. Nothing of a refused connection
- * is ever read: its handle is never started. Its reset may wait a few turns (RESETS_PER_TURN).
+ * is ever read: its handle is never started. Its reset may wait a few turns (RESETS_PER_TURN); past
+ * MAX_PENDING_RESETS waiting, a refused connection is left to the gate.
  */
 export function refuseAtAccept(server: Server, refuses: (remoteAddress: string) => boolean): boolean {
   const handle = (server as unknown as { _handle?: Partial<ListeningHandle> | null })._handle;
@@ -35,7 +43,8 @@ export function refuseAtAccept(server: Server, refuses: (remoteAddress: string) 
   if (!handle || typeof onconnection !== 'function') return false;
   const resets = new ResetQueue();
   handle.onconnection = function (this: unknown, error: number, accepted?: AcceptedHandle) {
-    if (!error && accepted && typeof accepted.getpeername === 'function' && typeof accepted.reset === 'function') {
+    // A full queue: the plain way (the gate asks `refuses` then, so the refusal is counted once).
+    if (!error && accepted && !resets.full && typeof accepted.getpeername === 'function' && typeof accepted.reset === 'function') {
       const peer: { address?: string } = {};
       if (accepted.getpeername(peer) === 0 && peer.address && refuses(peer.address)) return resets.add(accepted);
     }
@@ -48,6 +57,11 @@ export function refuseAtAccept(server: Server, refuses: (remoteAddress: string) 
 export class ResetQueue {
   private readonly pending: AcceptedHandle[] = [];
   private scheduled = false;
+
+  /** Whether MAX_PENDING_RESETS wait already: the next refusal takes the plain way. */
+  get full(): boolean {
+    return this.pending.length >= MAX_PENDING_RESETS;
+  }
 
   add(accepted: AcceptedHandle): void {
     this.pending.push(accepted);

@@ -2,34 +2,29 @@
 // of a steady run waited up to a second for git): the kept answer is used meanwhile, never one older than
 // GIT_STATUS_MAX_AGE_MS, and a change (a tool's, HEAD's) still asks again at once.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { GIT_STATUS_MAX_AGE_MS, GitStatusCache, type GitSummary } from '../../src/agent/prompt/git-status';
-import { tempDir } from '../helpers/temp';
+import { GIT_STATUS_MAX_AGE_MS, type GitSummary } from '../../src/agent/prompt/git-status';
+import { pendingGitAsks } from '../helpers/pending-git-asks';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const HALF = GIT_STATUS_MAX_AGE_MS / 2;
 
-/** A repository and a cache whose git asks wait for the test to answer them (answers[i]: the i-th ask). */
-async function pendingAsks(t: { after: (fn: () => Promise<void>) => void }) {
-  const { dir: repo, cleanup } = await tempDir('ra-git-ahead-');
-  t.after(cleanup);
-  execFileSync('git', ['init', '-q', '-b', 'main', repo]);
-  const answers: ((summary: GitSummary) => void)[] = [];
-  const cache = new GitStatusCache(() => new Promise<GitSummary>((resolve) => answers.push(resolve)));
-  return { repo, cache, answers };
-}
-
 const summary = (changed: number): GitSummary => ({ branch: 'main', changed });
 
-test('past half its age the kept answer is used and git is asked again ahead; the next turn has the new answer', async (t) => {
-  const { repo, cache, answers } = await pendingAsks(t);
-  const first = cache.summary(repo, 0);
+/** A cache whose first ask (at 0) was answered `summary(1)`. */
+async function answeredAtZero(t: { after: (fn: () => Promise<void>) => void }) {
+  const asks = await pendingGitAsks(t);
+  const first = asks.cache.summary(asks.repo, 0);
   await sleep(20);
-  answers[0]!(summary(1));
+  asks.answers[0]!(summary(1));
   assert.deepEqual(await first, summary(1));
+  return asks;
+}
+
+test('past half its age the kept answer is used and git is asked again ahead; the next turn has the new answer', async (t) => {
+  const { repo, cache, answers } = await answeredAtZero(t);
 
   assert.deepEqual(await cache.summary(repo, HALF - 1), summary(1), 'young: kept');
   assert.equal(answers.length, 1, 'and git not asked');
@@ -50,11 +45,7 @@ test('past half its age the kept answer is used and git is asked again ahead; th
 });
 
 test('an answer past its age is never used: a turn then waits for the ask ahead', async (t) => {
-  const { repo, cache, answers } = await pendingAsks(t);
-  const first = cache.summary(repo, 0);
-  await sleep(20);
-  answers[0]!(summary(1));
-  await first;
+  const { repo, cache, answers } = await answeredAtZero(t);
   assert.deepEqual(await cache.summary(repo, HALF), summary(1));
   assert.equal(answers.length, 2);
   let told: GitSummary | undefined;
@@ -68,11 +59,7 @@ test('an answer past its age is never used: a turn then waits for the ask ahead'
 });
 
 test('a tool that changed files, or a checkout, makes the next turn ask git at once, ask ahead or not', async (t) => {
-  const { repo, cache, answers } = await pendingAsks(t);
-  const first = cache.summary(repo, 0);
-  await sleep(20);
-  answers[0]!(summary(1));
-  await first;
+  const { repo, cache, answers } = await answeredAtZero(t);
   assert.deepEqual(await cache.summary(repo, HALF), summary(1));
   assert.equal(answers.length, 2, 'asked ahead, not answered yet');
   cache.changed();

@@ -47,6 +47,7 @@ import { HttpServer, type RouteHandler, type Router } from './transport/http/htt
 import { clientAddress, noRoute } from './transport/http/http-util';
 import { CORE_ROUTE_KEYS, coreRoutes, createRouter, healthRoute, type Health } from './transport/http/routes';
 import { attachLanSocket, attachLanSocketWhenOpen, type LanSocketDeps } from './transport/connections/lan-socket';
+import { originOf, SignedInOrigins } from './transport/auth/browser-origins';
 import { ClientKeys } from './transport/relay-link/client-keys';
 import { machineIdentityOf } from './transport/relay-link/machine-identity';
 import { PairingSecrets } from './transport/pairing/pairing-secrets';
@@ -537,16 +538,24 @@ export class Service {
       if (patterns !== filter.patterns) filter = { patterns, allowed: compileAllowFrom(patterns) };
       return filter.allowed;
     };
-    const attach = (socket: import('ws').WebSocket, address: string, authenticated: () => void) => {
+    // A browser's socket (it says its page's Origin) counts its failed logins apart: a web site cannot lock the address out.
+    const origins = new SignedInOrigins();
+    const attach = (socket: import('ws').WebSocket, address: string, origin: string | undefined, authenticated: () => void) => {
       const { sessionDeps } = this.parts;
-      attachLanSocket(socket, address, {
-        ...sessionDeps,
-        addressAllowed: (remote) => allowed()(remote),
-        onAdmitted: (session, paired) => {
-          authenticated();
-          sessionDeps.onAdmitted?.(session, paired);
+      attachLanSocket(
+        socket,
+        address,
+        {
+          ...sessionDeps,
+          addressAllowed: (remote) => allowed()(remote),
+          onAdmitted: (session, paired) => {
+            origins.signedIn(origin);
+            authenticated();
+            sessionDeps.onAdmitted?.(session, paired);
+          },
         },
-      });
+        origins.limitKey(address, origin),
+      );
     };
     const http = new HttpServer({
       router,
@@ -557,12 +566,13 @@ export class Service {
       refusesConnection: (address) => this.opening.current?.auth.failures.refusesConnection(address) ?? false,
       onWebSocket: (socket, req, authenticated) => {
         const address = clientAddress(req);
-        if (this.opening.current) attach(socket, address, authenticated);
+        const origin = originOf(req.headers.origin);
+        if (this.opening.current) attach(socket, address, origin, authenticated);
         else
           attachLanSocketWhenOpen(
             socket,
             () => this.opening.wait(),
-            () => attach(socket, address, authenticated),
+            () => attach(socket, address, origin, authenticated),
           );
       },
     });

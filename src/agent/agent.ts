@@ -343,16 +343,23 @@ export class Agent {
    * `admit` puts it into the conversation once its turn comes, then the agent answers it. Behind a
    * running turn it waits visibly as `waitingAs`, like a chat, and may be removed the same way.
    */
-  answerAdmitted(conversationId: string, admit: () => Promise<void>, input: AnswerInput & { waitingAs?: QueuedMessage }, onEvent: TurnEventSink = ignore): Promise<ChatOutput> {
+  answerAdmitted(
+    conversationId: string,
+    admission: { mayStart: () => void; admit: () => Promise<void> },
+    input: AnswerInput & { waitingAs?: QueuedMessage },
+    onEvent: TurnEventSink = ignore,
+  ): Promise<ChatOutput> {
     const line = this.waitInLine(conversationId, input.waitingAs, sourceText(input.source));
     return line.run(async () => {
+      // Before anything is made for it: a message that will not run (over its budget) costs no checkout.
+      admission.mayStart();
       // A webhook conversation is stored when its first message is accepted: its worktree is made at its first turn.
       const wanted = !this.deps.worktrees?.of(conversationId) && worktreeByDefault(this.deps.config(), input.source);
       if (wanted && (await this.deps.store.messages.recent(conversationId, { limit: 1 })).length === 0) {
         await this.makeWorktree(conversationId, this.deps.store.conversations.get(conversationId)?.title ?? 'webhook');
       }
       const area = await this.areaOf(conversationId);
-      await admit();
+      await admission.admit();
       // The admitted message is the conversation's last one (its turn holds the conversation).
       const [admitted] = await this.deps.store.messages.recent(conversationId, { limit: 1 });
       if (admitted?.role === 'user') onEvent({ event: 'chat.message', conversation_id: conversationId, message: messageOf(admitted) });

@@ -93,6 +93,11 @@ export interface AdmittedTurn {
   clientMessageId: string;
   /** Its text, for its preview in the conversation's queue. */
   text: string;
+  /**
+   * Throws when the message is not to run now (its account's daily budget is spent): asked when its turn
+   * comes, before anything is made for it (a new conversation's worktree, a whole checkout).
+   */
+  mayStart(): void;
   admit(): Promise<void>;
   /** Overrides the configured model (a webhook account's `model`). */
   model?: string;

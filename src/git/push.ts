@@ -124,7 +124,7 @@ async function pushToEach(worktree: WorktreeRecord, remote: string, urls: readon
     }
   }
   // As git, a remote-tracking branch that cannot be written (its ref locked) does not fail the push made.
-  if (failures.length < urls.length) await updateTrackingBranch(worktree.path, remote, branch, tip).catch(() => undefined);
+  if (failures.length < urls.length) await updateTrackingBranch(worktree.path, commonDir, remote, branch, tip).catch(() => undefined);
   if (failures.length > 0) {
     const some = urls.length > 1 ? ` (pushed to ${urls.length - failures.length} of ${urls.length} push URLs)` : '';
     throw new ServiceError('conflict', `git could not push ${worktree.branch} to ${remote}${some}: ${failures.join('; ')}`);
@@ -149,10 +149,28 @@ function failureOf(error: GitError): string {
  * a turn may write (`refs/heads/<ours>:refs/heads/main` would move the person's own branch). git checks
  * the name; the repository's reference-transaction hook does not run (run-git.ts).
  */
-async function updateTrackingBranch(folder: string, remote: string, branch: string, tip: string): Promise<void> {
+async function updateTrackingBranch(folder: string, commonDir: string, remote: string, branch: string, tip: string): Promise<void> {
   const { stdout } = await gitIn(folder, ['config', '--get-all', '--', `remote.${remote}.fetch`], { okCodes: [1], readsNoContent: true });
   const tracking = trackingRefOf(stdout.split('\n').filter(Boolean), branch);
-  if (tracking?.startsWith('refs/remotes/')) await gitIn(folder, ['update-ref', '-m', 'update by push', tracking, tip], { readsNoContent: true });
+  if (!tracking?.startsWith('refs/remotes/') || !(await noSymlinkOnTheWay(commonDir, path.posix.dirname(tracking)))) return;
+  // --no-deref: a remote-tracking ref made symbolic (`ref: refs/heads/main`) or a symlink is replaced, not followed.
+  await gitIn(folder, ['update-ref', '--no-deref', '-m', 'update by push', tracking, tip], { readsNoContent: true });
+}
+
+/**
+ * Whether every folder of `refs/...` on the way to a ref is a real folder (or not there yet): the files
+ * backend writes `<folder>/<name>.lock` through the operating system, which follows a symlinked folder
+ * (`refs/remotes/evil -> ../heads` makes `refs/remotes/evil/main` the person's main), --no-deref or not.
+ */
+async function noSymlinkOnTheWay(commonDir: string, refFolder: string): Promise<boolean> {
+  let at = commonDir;
+  for (const part of refFolder.split('/')) {
+    at = path.join(at, part);
+    const stat = await lstat(at).catch(() => undefined);
+    if (stat === undefined) return true;
+    if (!stat.isDirectory()) return false;
+  }
+  return true;
 }
 
 /** Where fetch refspecs (`[+]<src>:<dst>`, one `*` each side at most, `^<src>` excluding) map `ref`, as git's query_refspecs. */

@@ -8,17 +8,28 @@ import { E2EError } from './errors';
 import { KEY_BYTES, type KeyPairText } from './keys';
 import { SecureChannel } from './secure-channel';
 
-/** The tunnel's handshake (docs/relay.md §End-to-end encryption): hello, welcome, HKDF-SHA256 keys. */
-export const E2E_VERSION = 1;
+/**
+ * The tunnel's handshake (docs/relay.md §End-to-end encryption): hello, welcome, HKDF-SHA256 keys.
+ * v2 adds an ephemeral X25519 key on each side, so a session's keys cannot be made again from the two
+ * long-term keys: a relay that kept the frames learns nothing when a phone's or the machine's key leaks
+ * later (forward secrecy). Clients speak v2 only; the machine still answers v1 hellos of older pages.
+ */
+export const E2E_VERSION = 2;
+/** Hello versions the machine accepts (v1: the long-term keys alone, no forward secrecy). */
+const ACCEPTED_VERSIONS: ReadonlySet<unknown> = new Set([1, 2]);
 export const HANDSHAKE_NONCE_BYTES = 16;
-const HKDF_INFO = utf8ToBytes('remote-assistant e2e v1');
+const HKDF_INFO: Record<1 | 2, Uint8Array> = { 1: utf8ToBytes('remote-assistant e2e v1'), 2: utf8ToBytes('remote-assistant e2e v2') };
 const PROOF_BYTES = 32;
 
 export interface Hello {
+  /** 2, or 1 from an older page (no ephemeral key: no forward secrecy). */
+  version: 1 | 2;
   /** The client's public key, canonical base64url. */
   clientKey: string;
   clientKeyBytes: Uint8Array;
   nonce: Uint8Array;
+  /** v2: the client's ephemeral public key, made for this handshake alone. */
+  ephemeral?: Uint8Array;
   /** HMAC-SHA256 proof of a pairing secret, when the client is pairing. */
   pair?: Uint8Array;
 }
@@ -52,47 +63,71 @@ export function proofMatches(pairingSecret: string, clientKey: Uint8Array, proof
 export function parseHello(text: string): Hello {
   const frame = parseObject(text, 'e2e hello');
   if (frame.e2e !== 'hello') throw new E2EError('malformed', 'the first frame must be the e2e hello {"e2e":"hello",...}');
-  if (frame.v !== E2E_VERSION) throw new E2EError('version', `unsupported e2e version (this service speaks v${E2E_VERSION})`);
+  if (!ACCEPTED_VERSIONS.has(frame.v)) throw new E2EError('version', `unsupported e2e version (this service speaks v1 and v${E2E_VERSION})`);
+  const version = frame.v as 1 | 2;
   const clientKeyBytes = bytesOfLength(frame.client_key, KEY_BYTES);
   if (!clientKeyBytes) throw new E2EError('malformed', 'client_key must be 32 bytes of base64url');
   const nonce = bytesOfLength(frame.nonce, HANDSHAKE_NONCE_BYTES);
   if (!nonce) throw new E2EError('malformed', 'nonce must be 16 bytes of base64url');
+  const ephemeral = version === 2 ? bytesOfLength(frame.eph, KEY_BYTES) : undefined;
+  if (version === 2 && !ephemeral) throw new E2EError('malformed', 'eph must be 32 bytes of base64url');
   let pair: Uint8Array | undefined;
   if (frame.pair !== undefined) {
     pair = bytesOfLength(frame.pair, PROOF_BYTES);
     if (!pair) throw new E2EError('malformed', 'pair must be 32 bytes of base64url');
   }
-  return { clientKey: toBase64url(clientKeyBytes), clientKeyBytes, nonce, ...(pair ? { pair } : {}) };
+  return { version, clientKey: toBase64url(clientKeyBytes), clientKeyBytes, nonce, ...(ephemeral ? { ephemeral } : {}), ...(pair ? { pair } : {}) };
 }
 
-/** Both directions' keys: 64 bytes of HKDF-SHA256, client-to-machine first. */
-function deriveKeys(secretKey: Uint8Array, peerKey: Uint8Array, clientNonce: Uint8Array, machineNonce: Uint8Array) {
-  let shared: Uint8Array;
+/** X25519; a low-order public key gives an all-zero secret, which noble refuses. */
+function agree(secretKey: Uint8Array, peerKey: Uint8Array): Uint8Array {
   try {
-    shared = x25519.getSharedSecret(secretKey, peerKey);
+    return x25519.getSharedSecret(secretKey, peerKey);
   } catch {
-    // A low-order public key gives an all-zero secret; noble refuses it.
     throw new E2EError('key', 'the peer key is not a usable X25519 public key');
   }
-  const okm = hkdf(sha256, shared, concatBytes(clientNonce, machineNonce), HKDF_INFO, 64);
+}
+
+/**
+ * Both directions' keys: 64 bytes of HKDF-SHA256, client-to-machine first. `shared` are the
+ * Diffie-Hellman values in the protocol's order (v1: the long-term keys' alone; v2: docs/relay.md).
+ */
+function deriveKeys(version: 1 | 2, shared: Uint8Array[], clientNonce: Uint8Array, machineNonce: Uint8Array) {
+  const okm = hkdf(sha256, concatBytes(...shared), concatBytes(clientNonce, machineNonce), HKDF_INFO[version], 64);
+  for (const value of shared) value.fill(0);
   return { clientToMachine: okm.slice(0, 32), machineToClient: okm.slice(32, 64) };
 }
 
-/** The machine accepts a hello (after deciding the key may connect): the welcome frame to send and the channel. */
+/**
+ * The machine accepts a hello (after deciding the key may connect): the welcome frame to send and the
+ * channel. v2: with a fresh ephemeral key, forgotten once the keys are made; v1 (older pages): the
+ * long-term keys alone.
+ */
 export function acceptHello(machine: KeyPairText, hello: Hello): { welcome: string; channel: SecureChannel } {
   const machineNonce = randomBytes(HANDSHAKE_NONCE_BYTES);
   const secretKey = bytesOfLength(machine.secretKey, KEY_BYTES);
   if (!secretKey) throw new E2EError('key', 'the machine key pair is invalid');
-  const keys = deriveKeys(secretKey, hello.clientKeyBytes, hello.nonce, machineNonce);
-  return {
-    welcome: JSON.stringify({ e2e: 'welcome', v: E2E_VERSION, nonce: toBase64url(machineNonce) }),
-    channel: new SecureChannel(keys.machineToClient, keys.clientToMachine),
-  };
+  const welcome: Record<string, unknown> = { e2e: 'welcome', v: hello.version, nonce: toBase64url(machineNonce) };
+  let shared = [agree(secretKey, hello.clientKeyBytes)];
+  if (hello.version === 2) {
+    const ephemeral = x25519.keygen();
+    welcome.eph = toBase64url(ephemeral.publicKey);
+    try {
+      // ss, ee, es (client ephemeral, machine long-term), se (client long-term, machine ephemeral).
+      shared = [shared[0], agree(ephemeral.secretKey, hello.ephemeral!), agree(secretKey, hello.ephemeral!), agree(ephemeral.secretKey, hello.clientKeyBytes)];
+    } finally {
+      ephemeral.secretKey.fill(0);
+    }
+  }
+  const keys = deriveKeys(hello.version, shared, hello.nonce, machineNonce);
+  return { welcome: JSON.stringify(welcome), channel: new SecureChannel(keys.machineToClient, keys.clientToMachine) };
 }
 
 /** The client's side: send `hello()`, then `complete()` with the machine's answer. */
 export class ClientHandshake {
   private readonly nonce = randomBytes(HANDSHAKE_NONCE_BYTES);
+  /** This handshake's own key pair (v2); its secret half is wiped once the keys are made. */
+  private readonly ephemeral = x25519.keygen();
   private readonly secretKey: Uint8Array;
   private readonly publicKey: Uint8Array;
   private readonly machineKey: Uint8Array;
@@ -113,19 +148,37 @@ export class ClientHandshake {
   }
 
   hello(): string {
-    const frame: Record<string, unknown> = { e2e: 'hello', v: E2E_VERSION, client_key: toBase64url(this.publicKey), nonce: toBase64url(this.nonce) };
+    const frame: Record<string, unknown> = {
+      e2e: 'hello',
+      v: E2E_VERSION,
+      client_key: toBase64url(this.publicKey),
+      nonce: toBase64url(this.nonce),
+      eph: toBase64url(this.ephemeral.publicKey),
+    };
     if (this.pairingSecret) frame.pair = toBase64url(pairProof(this.pairingSecret, this.publicKey));
     return JSON.stringify(frame);
   }
 
-  /** Reads the welcome; throws E2EError when the frame is anything else. */
+  /**
+   * Reads the welcome; throws E2EError when the frame is anything else. Only a v2 welcome (with the
+   * machine's ephemeral key) is taken: a relay that made the hello look like v1 to the machine gets no
+   * session without forward secrecy out of this client, only a refused one.
+   */
   complete(welcome: string): SecureChannel {
     const frame = parseObject(welcome, 'e2e welcome');
     if (frame.e2e !== 'welcome') throw new E2EError('malformed', 'expected the e2e welcome');
-    if (frame.v !== E2E_VERSION) throw new E2EError('version', `unsupported e2e version (this client speaks v${E2E_VERSION})`);
+    if (frame.v !== E2E_VERSION) throw new E2EError('version', `unsupported e2e version (this client speaks v${E2E_VERSION}: the computer's service is older than this page)`);
     const machineNonce = bytesOfLength(frame.nonce, HANDSHAKE_NONCE_BYTES);
     if (!machineNonce) throw new E2EError('malformed', 'the welcome nonce must be 16 bytes of base64url');
-    const keys = deriveKeys(this.secretKey, this.machineKey, this.nonce, machineNonce);
-    return new SecureChannel(keys.clientToMachine, keys.machineToClient);
+    const machineEphemeral = bytesOfLength(frame.eph, KEY_BYTES);
+    if (!machineEphemeral) throw new E2EError('malformed', 'the welcome eph must be 32 bytes of base64url');
+    const mine = this.ephemeral.secretKey;
+    try {
+      const shared = [agree(this.secretKey, this.machineKey), agree(mine, machineEphemeral), agree(mine, this.machineKey), agree(this.secretKey, machineEphemeral)];
+      const keys = deriveKeys(E2E_VERSION, shared, this.nonce, machineNonce);
+      return new SecureChannel(keys.clientToMachine, keys.machineToClient);
+    } finally {
+      mine.fill(0);
+    }
   }
 }

@@ -73,7 +73,25 @@ export class RelayWire implements Wire {
         this.handshake = undefined;
         return { kind: 'down', detail: 'computer offline' };
       case 'error':
-        return { kind: 'notice', detail: frame.error.slice(0, 120) };
+        return { kind: 'notice', detail: relayNotice(frame.code) };
     }
+  }
+}
+
+/**
+ * What the page says of a relay's error frame: its own words by the frame's code, never the frame's
+ * text. The relay is not trusted with what the page tells the person (a lying relay's "session expired,
+ * sign in again at …" would read as the page's own word); the codes are docs/relay.md's.
+ */
+export function relayNotice(code: string): string {
+  switch (code) {
+    case 'rate_limited':
+      return 'the relay dropped a message: too many at once';
+    case 'payload_too_large':
+      return 'a message was too large for the relay';
+    case 'not_found':
+      return 'the computer is offline; a message was dropped';
+    default:
+      return 'the relay refused a message';
   }
 }

@@ -30,6 +30,8 @@ export interface WebSocketConnectionOptions {
 
 const CLOSE_INVALID_TOKEN = 4401;
 const CLOSE_FORBIDDEN = 4403;
+/** The machine refused the tunnel's hello (docs/relay.md): its reason tells an older service (e2e v1 only). */
+const CLOSE_E2E_FAILED = 4400;
 
 export class WebSocketConnection implements ServiceConnection {
   private readonly core = new ConnectionCore();
@@ -198,6 +200,12 @@ export class WebSocketConnection implements ServiceConnection {
       if (event.code === CLOSE_FORBIDDEN) {
         this.stopped = true;
         this.core.setState({ state: 'error', detail: 'this device is not allowed to connect' });
+        return;
+      }
+      if (event.code === CLOSE_E2E_FAILED && /unsupported e2e version/i.test(event.reason)) {
+        // Retrying cannot help: the service speaks an older tunnel than this page (no forward secrecy), which this page does not fall back to.
+        this.stopped = true;
+        this.core.setState({ state: 'error', detail: "the computer's Remote Assistant is older than this page; update it there" });
         return;
       }
       this.scheduleRetry();

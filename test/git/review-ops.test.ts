@@ -564,6 +564,25 @@ describe('push and discard', () => {
     });
   });
 
+  test("attack: a remote-tracking branch made a symbolic ref, a symlink or under a symlinked folder does not let the push move the person's branch", async () => {
+    await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
+      const { wt, commit } = await originAndWork(repo, 'p-symref');
+      const main = git(repo.repo, 'rev-parse', 'refs/heads/main').trim();
+      const tracking = `refs/remotes/origin/${wt.branch}`;
+      // A symbolic ref (what `git symbolic-ref` writes): git update-ref follows it unless told not to.
+      git(repo.repo, 'symbolic-ref', tracking, 'refs/heads/main');
+      await pushChanges(wt, 'origin', noHooks);
+      assert.equal(git(repo.repo, 'rev-parse', 'refs/heads/main').trim(), main, 'a symbolic remote-tracking ref moved main');
+      // A folder of refs/remotes that is a symlink to refs/heads: the operating system follows it.
+      git(repo.repo, 'remote', 'add', 'evil', git(repo.repo, 'remote', 'get-url', 'origin').trim());
+      git(repo.repo, 'config', 'remote.evil.fetch', `+refs/heads/${wt.branch}:refs/remotes/evil/main`);
+      await symlink('../heads', join(repo.repo, '.git/refs/remotes/evil'));
+      await pushChanges(wt, 'evil', noHooks);
+      assert.equal(git(repo.repo, 'rev-parse', 'refs/heads/main').trim(), main, 'a symlinked refs/remotes folder moved main');
+      assert.notEqual(main, commit);
+    });
+  });
+
   test("remote-tracking branches are found by the remote's fetch refspecs as git finds them: the first match, a glob, a negative refspec", () => {
     const ref = 'refs/heads/assistant/x';
     assert.equal(trackingRefOf(['+refs/heads/*:refs/remotes/origin/*'], ref), 'refs/remotes/origin/assistant/x');

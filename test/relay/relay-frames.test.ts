@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { RelayClientFrame, RelayToMachineFrame, parseFrame, readRelayClientFrame } from '../../src/protocol';
 import { closeFrame, dataFrame, openFrame, relayErrorFrame, statusFrame } from '../../src/relay/frames';
+import { generateKeyPair } from '../../src/tunnel';
+import { RelayWire } from '../../src/web/relay-wire';
 
 const RELAY_TEXTS = [
   statusFrame(true),
@@ -41,4 +43,18 @@ test("what the relay writes, its schema reads: status, error and the machine soc
   assert.deepEqual(parseFrame(RelayToMachineFrame, closeFrame('c1')), { t: 'close', c: 'c1' });
   assert.equal(parseFrame(RelayToMachineFrame, '{"t":"data","c":"c1"}'), undefined, 'data without d');
   assert.equal(parseFrame(RelayToMachineFrame, '{"t":"open","c":""}'), undefined, 'an empty client id');
+});
+
+test("a lying relay's error text never reaches the page: the phone words the notice itself, by the frame's code", () => {
+  const wire = new RelayWire({ keyPair: generateKeyPair(), machineKey: generateKeyPair().publicKey, pairingSecret: () => undefined, onPaired: () => undefined });
+  wire.begin(() => undefined);
+  const lure = 'Session expired: sign in again at https://evil.example/login';
+  for (const code of ['rate_limited', 'payload_too_large', 'not_found', 'invalid_request', 'made_up']) {
+    const event = wire.receive(JSON.stringify({ relay: 'error', code, error: lure }));
+    assert.equal(event.kind, 'notice', code);
+    const detail = (event as { detail: string }).detail;
+    assert.ok(detail.length > 0 && !detail.includes('evil') && !detail.includes('sign in'), `${code}: ${detail}`);
+  }
+  // The relay's own words for its real errors are ours too.
+  assert.match((wire.receive(relayErrorFrame('rate_limited', 'more than 30 frames a second; frame dropped')) as { detail: string }).detail, /too many/);
 });

@@ -17,6 +17,8 @@ import { postJson, startService, writeConfig, TEST_TOKEN, type RunningService } 
 import { waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 import { RELAY_TOKEN, RelayClient, startRelay, startTap, type RunningRelay, type Tap } from '../helpers/relay-link-harness';
+import { readRecordedSession } from '../helpers/recorded-tunnel';
+import { machineIdentityOf } from '../../src/transport/relay-link/machine-identity';
 
 const FAST = { baseDelayMs: 50, maxDelayMs: 300, handshakeTimeoutMs: 2_000 };
 
@@ -256,6 +258,22 @@ test('a tampered frame ends the session (4400); so does a replayed one', async (
   // The link and other clients are unaffected.
   const fine = await relayedClient();
   assert.equal((await fine.request({ type: 'list_tools' })).status, 'ok');
+});
+
+test("forward secrecy: a relay that recorded a session cannot read it once both long-term keys leak (the phone's stored key pair, the machine's)", async () => {
+  fake.script({ text: 'FS-REPLY-MARKER-5521' });
+  const phone = generateKeyPair();
+  const client = await relayedClient(phone);
+  const reply = await client.request({ type: 'chat', message: 'FS-SECRET-MARKER-9034' });
+  assert.equal(reply.status, 'ok', JSON.stringify(reply));
+  // What the relay forwarded of this session (its operator may keep it), and, later, every long-term secret.
+  const recorded = [...client.raw];
+  const machine = (await machineIdentityOf(svc.service.store)).keyPair;
+  const read = readRecordedSession(recorded, phone, machine);
+  assert.ok(read.boxes > 0, 'the session was recorded');
+  assert.deepEqual(read.opened, [], 'no recorded frame opens with the long-term keys alone');
+  const plain = read.opened.join('\n');
+  for (const secret of [svc.token, 'FS-SECRET-MARKER', 'FS-REPLY-MARKER']) assert.ok(!plain.includes(secret), `the recording never yields ${secret}`);
 });
 
 test('a plaintext over 1 MiB in the tunnel: payload_too_large, then closed 4009', async () => {

@@ -15,6 +15,7 @@ import {
   toBase64url,
   type SecureChannel,
 } from '../../src/tunnel';
+import { readRecordedSession } from '../helpers/recorded-tunnel';
 
 function connect(options: { pairingSecret?: string; machineKeyForClient?: string } = {}) {
   const machine = generateKeyPair();
@@ -186,4 +187,77 @@ test('stored key pairs are validated; public keys have one canonical spelling', 
   const standard = Buffer.from(fromBase64url(pair.publicKey)!).toString('base64');
   assert.equal(canonicalPublicKey(standard), pair.publicKey, 'standard base64 with padding is accepted');
   assert.equal(canonicalPublicKey('too-short'), undefined);
+});
+
+test('v2: hello and welcome carry fresh ephemeral keys; the recorded frames do not open with both long-term secret keys', () => {
+  const machine = generateKeyPair();
+  const client = generateKeyPair();
+  const hs = new ClientHandshake(client, machine.publicKey);
+  const helloText = hs.hello();
+  const { welcome, channel: machineSide } = acceptHello(machine, parseHello(helloText));
+  const clientSide = hs.complete(welcome);
+  const boxes = [clientSide.seal('{"type":"auth","token":"FS-TOKEN"}'), machineSide.seal('{"status":"ok"}')];
+  assert.equal(machineSide.open(boxes[0]), '{"type":"auth","token":"FS-TOKEN"}');
+  assert.equal(clientSide.open(boxes[1]), '{"status":"ok"}');
+  const hello = JSON.parse(helloText) as { v: number; eph: string };
+  const answer = JSON.parse(welcome) as { v: number; eph: string };
+  assert.equal(hello.v, 2);
+  assert.equal(answer.v, 2);
+  assert.equal(fromBase64url(hello.eph)?.length, 32);
+  assert.equal(fromBase64url(answer.eph)?.length, 32);
+  assert.notEqual(JSON.parse(new ClientHandshake(client, machine.publicKey).hello()).eph, hello.eph, 'a new ephemeral key per handshake');
+  assert.deepEqual(readRecordedSession([helloText, welcome, ...boxes], client, machine).opened, []);
+});
+
+test('v1 hellos of older pages are still answered (v1 welcome, no ephemeral key): such a session opens with the long-term keys', () => {
+  const machine = generateKeyPair();
+  const client = generateKeyPair();
+  const helloText = JSON.stringify({ e2e: 'hello', v: 1, client_key: client.publicKey, nonce: toBase64url(new Uint8Array(16).fill(7)) });
+  const hello = parseHello(helloText);
+  assert.equal(hello.version, 1);
+  const { welcome, channel } = acceptHello(machine, hello);
+  const answer = JSON.parse(welcome) as Record<string, unknown>;
+  assert.equal(answer.v, 1);
+  assert.equal(answer.eph, undefined);
+  // What an older page derives (the recording attacker does the same): the v1 session works, and is what v2 ends.
+  assert.deepEqual(readRecordedSession([helloText, welcome, channel.seal('{"status":"ok"}')], client, machine).opened, ['{"status":"ok"}']);
+});
+
+test('a relay that strips the ephemeral key (a v1 hello) gets a v1 welcome the client refuses: no downgrade', () => {
+  const machine = generateKeyPair();
+  const client = generateKeyPair();
+  const hs = new ClientHandshake(client, machine.publicKey);
+  const { eph: _dropped, ...rest } = JSON.parse(hs.hello()) as Record<string, unknown>;
+  const { welcome } = acceptHello(machine, parseHello(JSON.stringify({ ...rest, v: 1 })));
+  assert.throws(() => hs.complete(welcome), isE2E('version'));
+  // A welcome that says v2 without the machine's ephemeral key is refused too.
+  const bare = JSON.stringify({ ...(JSON.parse(welcome) as object), v: 2 });
+  assert.throws(() => new ClientHandshake(client, machine.publicKey).complete(bare), isE2E('malformed'));
+});
+
+test('a relay that puts its own ephemeral key in the hello or the welcome breaks the session at the first frame', () => {
+  const machine = generateKeyPair();
+  const client = generateKeyPair();
+  const relay = generateKeyPair();
+  for (const side of ['hello', 'welcome'] as const) {
+    const hs = new ClientHandshake(client, machine.publicKey);
+    const hello = JSON.parse(hs.hello()) as Record<string, unknown>;
+    if (side === 'hello') hello.eph = relay.publicKey;
+    const { welcome, channel: machineSide } = acceptHello(machine, parseHello(JSON.stringify(hello)));
+    const answer = JSON.parse(welcome) as Record<string, unknown>;
+    if (side === 'welcome') answer.eph = relay.publicKey;
+    const clientSide = hs.complete(JSON.stringify(answer));
+    assert.throws(() => machineSide.open(clientSide.seal('{"type":"auth","token":"t"}')), isE2E('decrypt'), side);
+  }
+});
+
+test('v2: an ephemeral key that is missing or of low order is refused', () => {
+  const machine = generateKeyPair();
+  const base = { e2e: 'hello', v: 2, client_key: generateKeyPair().publicKey, nonce: toBase64url(new Uint8Array(16)) };
+  assert.throws(() => parseHello(JSON.stringify(base)), isE2E('malformed'));
+  assert.throws(() => parseHello(JSON.stringify({ ...base, eph: 'short' })), isE2E('malformed'));
+  const zero = parseHello(JSON.stringify({ ...base, eph: toBase64url(new Uint8Array(32)) }));
+  assert.throws(() => acceptHello(machine, zero), isE2E('key'));
+  const hs = new ClientHandshake(generateKeyPair(), machine.publicKey);
+  assert.throws(() => hs.complete(JSON.stringify({ e2e: 'welcome', v: 2, nonce: toBase64url(new Uint8Array(16)), eph: toBase64url(new Uint8Array(32)) })), isE2E('key'));
 });

@@ -375,7 +375,7 @@ describe('what goes wrong', () => {
  * callbacks posted to a receiver of the test's own: `post` sends it a message, `errorCallback` waits for
  * a conversation's error callback and answers its text.
  */
-async function webhookService(t: TestContext, workspace: string, worktrees?: Record<string, unknown>) {
+async function webhookService(t: TestContext, workspace: string, worktrees?: Record<string, unknown>, account: Record<string, unknown> = {}) {
   const secret = 'worktree-webhook-secret-0123456789';
   const receiver = await startWebhookReceiver({ secret });
   t.after(() => receiver.close());
@@ -386,7 +386,7 @@ async function webhookService(t: TestContext, workspace: string, worktrees?: Rec
       base_url: openai.url,
       workspace,
       ...(worktrees ? { worktrees } : {}),
-      channels: { webhook: { accounts: { ci: { incoming_path: '/ci', outgoing_url: receiver.url('/ci'), secret, tools: 'allow', worktree: 'required' } } } },
+      channels: { webhook: { accounts: { ci: { incoming_path: '/ci', outgoing_url: receiver.url('/ci'), secret, tools: 'allow', worktree: 'required', ...account } } } },
     },
     { webhook: { retryBaseMs: 50, retryMaxMs: 500, timeoutMs: 1_000 } },
   );
@@ -448,6 +448,24 @@ describe('defaults, a workspace that is not a repository, clean-up at start', ()
     assert.match(error, /no longer exists/);
     assert.ok(error.includes(record.branch), error);
     for (const place of [record.path, repo, dirname(record.path)]) assert.ok(!error.includes(place), `${error} shows ${place}`);
+  });
+
+  test('a webhook account over its daily budget gets no worktree for a new conversation: no checkout is made for a message that is not run', async (t) => {
+    const { service, receiver, post, errorCallback } = await webhookService(t, repo, undefined, { budget: { tokens_per_day: 1 } });
+    const first = await post({ message: 'spends the budget' });
+    await receiver.waitFor((r) => r.requests.some((c) => c.body?.conversation_id === first), 'the first reply');
+    const checkouts = () =>
+      git(repo, 'worktree', 'list', '--porcelain')
+        .split('\n')
+        .filter((line) => line.startsWith('worktree ')).length;
+    const before = { rows: service.service.store.worktrees.list().length, checkouts: checkouts() };
+    // A sender over budget, posting new conversations (120 a minute are accepted): each would be a full checkout.
+    const refused = await Promise.all([post({ message: 'over budget one' }), post({ message: 'over budget two' })]);
+    for (const conversation of refused) {
+      assert.match(await errorCallback(conversation), /daily budget of 1 tokens reached/);
+      assert.equal(service.service.store.worktrees.worktreeOf(conversation), undefined, 'no worktree for a message that is not run');
+    }
+    assert.deepEqual({ rows: service.service.store.worktrees.list().length, checkouts: checkouts() }, before);
   });
 
   test("a webhook sender's error callbacks name no folder of the machine: not a repository, no commit yet, git's own failure", async (t) => {

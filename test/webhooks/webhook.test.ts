@@ -378,7 +378,7 @@ describe('incoming webhook, conversations and idempotency', () => {
     client.close();
   });
 
-  test("a signed request sent again with the same webhook-id is answered once (the sender's retry)", async () => {
+  test("a signed request sent again with the same webhook-id is answered once (the sender's retry); so is one replayed with an Idempotency-Key added or changed: the signed webhook-id decides", async () => {
     const raw = JSON.stringify({ message: 'signed once' });
     const now = Math.floor(Date.now() / 1000);
     const id = `msg_${randomUUID()}`;
@@ -386,8 +386,11 @@ describe('incoming webhook, conversations and idempotency', () => {
     const first = await accepted(svc, '/hooks/beta', raw, headers);
     const again = await accepted(svc, '/hooks/beta', raw, headers);
     assert.deepEqual(again, first);
+    // A captured request replayed within its 5 minutes: headers outside the signature are the replayer's to write.
+    assert.deepEqual(await accepted(svc, '/hooks/beta', raw, { ...headers, 'idempotency-key': 'replay-1' }), first);
+    assert.deepEqual(await accepted(svc, '/hooks/beta', raw, { ...headers, 'idempotency-key': 'replay-2' }), first);
     await beta.waitFor((r) => callbacksFor(r, first.conversation_id).length === 1, 'callback');
-    assert.equal(chatRequestsWith('signed once').length, 1);
+    assert.equal(chatRequestsWith('signed once').length, 1, 'the agent ran once');
   });
 });
 
@@ -425,6 +428,38 @@ describe('incoming webhook, rate limit', () => {
       assert.equal(receiver.duplicates(), 0);
     } finally {
       await limited.dispose();
+      await receiver.close();
+    }
+  });
+});
+
+describe('incoming webhook, requests without the secret', () => {
+  test("they do not use up the account's 120 a minute: the sender with the secret still gets in; signed forgeries past the limit are refused before their body is read", async () => {
+    const receiver = await startWebhookReceiver();
+    const guarded = await startService(
+      { base_url: svc.fake.url, channels: { webhook: { accounts: { guarded: { incoming_path: '/guarded', outgoing_url: receiver.url('/guarded'), secret: SECRET_A } } } } },
+      { webhook: FAST },
+    );
+    try {
+      // Anyone who knows (or guesses) the path, without the secret: 130 tries in the minute.
+      const forged = await Promise.all(Array.from({ length: 130 }, (_, i) => hook(guarded, '/guarded', { message: `forged ${i}` }, { 'x-service-secret': `wrong-${i}-0123456789` })));
+      const sender = await hook(guarded, '/guarded', { message: 'the real sender' }, { 'x-service-secret': SECRET_A });
+      assert.equal(sender.status, 202, `the sender with the secret: ${sender.text}`);
+      const statuses = forged.map((r) => r.status);
+      assert.equal(statuses.filter((s) => s === 401).length, 120, 'the first 120 are told their secret is wrong');
+      assert.equal(statuses.filter((s) => s === 429).length, 10, 'the rest are limited, per address');
+      await receiver.waitFor((r) => r.processed.size === 1, 'the real sender answered');
+
+      // Signed forgeries (a fresh timestamp, any signature) make the service read their body to check it: past
+      // the limit of their address they are refused before that.
+      const now = Math.floor(Date.now() / 1000);
+      const signedForgery = (i: number) => ({ 'webhook-id': `msg_forged_${i}`, 'webhook-timestamp': String(now), 'webhook-signature': `v1,${Buffer.alloc(32, i).toString('base64')}` });
+      const signed = await Promise.all(Array.from({ length: 5 }, (_, i) => hook(guarded, '/guarded', { message: 'x'.repeat(1000) }, signedForgery(i))));
+      assert.deepEqual([...new Set(signed.map((r) => r.status))], [429], 'this address is past 120 failures already');
+      assert.equal(signed[0].body!.code, 'rate_limited');
+      assert.equal(guarded.service.store.messages.count(), 2, 'only the real message (and its answer) stored');
+    } finally {
+      await guarded.dispose();
       await receiver.close();
     }
   });

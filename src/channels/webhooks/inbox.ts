@@ -160,10 +160,15 @@ export class WebhookInbox {
   /** Inside the conversation's turn: the message joins the conversation, unless an earlier one is still pending. */
   private async admitInOrder(row: InboxRow): Promise<void> {
     if (this.deps.store.webhooks.earlierPending(row.conversation_id, row.seq)) throw new WaitingBehind();
-    // Checked when its turn comes, so the usage of the turns before it (of its conversation too) counts.
+    // Again: a worktree's checkout made just before may have outlasted other turns of the account.
+    this.refuseOverBudget(row);
+    await this.deps.store.webhooks.admit(row.message_id);
+  }
+
+  /** Checked when its turn comes, so the usage of the turns before it (of its conversation too) counts. */
+  private refuseOverBudget(row: InboxRow): void {
     const refusal = budgetRefusal(this.deps.store, row.account, this.deps.accounts().get(row.account));
     if (refusal) throw new OverBudget(refusal);
-    await this.deps.store.webhooks.admit(row.message_id);
   }
 
   private async answer(row: InboxRow, session: OpenSession): Promise<void> {
@@ -190,6 +195,7 @@ export class WebhookInbox {
           clientMessageId: row.message_id,
           // Its preview (the inbox keeps only that; the body waits in history.db).
           text: store.webhooks.inboxPreview(row.message_id) ?? '',
+          mayStart: () => this.refuseOverBudget(row),
           admit: () => this.admitInOrder(row),
           model: account?.model,
           storeReply: async (reply, alsoInTx) => {

@@ -6,11 +6,14 @@ import type { Logger } from '../../log/logger';
 import type { InboxRow, Store } from '../../store';
 import { clientAddress, MAX_BODY_BYTES, sendEnvelope } from '../../transport/http/http-util';
 import { FixedWindowLimiter } from '../../transport/http/rate-limit';
+import { loginLimitKey } from '../../transport/http/allow-from';
 import { sourceText } from '../../protocol/sources';
 import { budgetRefusal } from './budget';
 import { secretsEqual, signatureValid, signedHeadersOf, timestampFresh, type SignedHeaders } from './signature';
 
 export const WEBHOOK_RATE_LIMIT_PER_MINUTE = 120;
+
+const tooManyFailures = (wait: number) => new ServiceError('rate_limited', 'too many requests with a wrong secret or signature from this address', wait);
 /** How long an Idempotency-Key's first answer is kept (docs/protocol.md). */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60_000;
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
@@ -28,13 +31,19 @@ export interface IncomingDeps {
 }
 
 /**
- * `POST <incoming_path>` of one account. Checks, cheapest first: the account's rate (429), the
- * credential headers (401, before the body is read when they can decide), Content-Type (400), size (413),
- * the Standard Webhooks signature over the raw body (401), JSON and field types (400), the conversation
+ * `POST <incoming_path>` of one account. Checks, cheapest first: the credential headers (401, before the
+ * body is read when they can decide), the account's rate (429), Content-Type (400), size (413), the
+ * Standard Webhooks signature over the raw body (401), JSON and field types (400), the conversation
  * (404). Then the message is stored in one durable transaction and answered 202; the agent runs after.
+ * Only requests with the account's credential count against its rate (an account without a secret:
+ * every request): anyone who knows the path could otherwise use up its sender's minute. Requests with a
+ * wrong secret or signature count per address instead, and past the same limit are refused 429, a
+ * signed one before its body is read.
  */
 export class IncomingWebhooks {
   private readonly limiter: FixedWindowLimiter;
+  /** Requests with a wrong credential, per account and client address. */
+  private readonly failures: FixedWindowLimiter;
   private readonly limit: number;
   private readonly maxBodyBytes: number;
   private readonly log: Logger;
@@ -46,6 +55,7 @@ export class IncomingWebhooks {
     this.limit = options.rateLimitPerMinute ?? WEBHOOK_RATE_LIMIT_PER_MINUTE;
     this.maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES;
     this.limiter = new FixedWindowLimiter(this.limit, 60_000);
+    this.failures = new FixedWindowLimiter(this.limit, 60_000);
     this.log = deps.logger.child({ component: 'webhook' });
   }
 
@@ -66,12 +76,19 @@ export class IncomingWebhooks {
   }
 
   private async accept(req: IncomingMessage, res: ServerResponse, name: string, account: WebhookAccount, started: number): Promise<void> {
-    const wait = this.limiter.hit(name);
-    if (wait > 0) throw new ServiceError('rate_limited', `too many requests: at most ${this.limit} a minute for this webhook`, wait);
-
-    const signed = this.checkHeaderCredentials(req, account);
+    const failureKey = `${name} ${loginLimitKey(clientAddress(req))}`;
+    const signed = this.checkHeaderCredentials(req, account, failureKey);
+    if (!signed) this.countRequest(name);
+    else {
+      // Its body would be read and hashed to check the signature: not for an address past its limit of wrong ones.
+      const wait = this.failures.retryAfterSeconds(failureKey);
+      if (wait > 0) throw tooManyFailures(wait);
+    }
     const raw = await this.readBody(req);
-    if (signed && !signatureValid(account.secret!, signed, raw)) throw new ServiceError('invalid_token', 'invalid webhook signature');
+    if (signed) {
+      if (!signatureValid(account.secret!, signed, raw)) throw this.refused(failureKey, 'invalid webhook signature');
+      this.countRequest(name);
+    }
 
     let value: unknown;
     try {
@@ -114,20 +131,37 @@ export class IncomingWebhooks {
    * With a secret: `X-Service-Secret` decides when present; else the three Standard Webhooks headers must
    * be there with a fresh timestamp (the signature is checked once the body is read). Returns them then.
    */
-  private checkHeaderCredentials(req: IncomingMessage, account: WebhookAccount): SignedHeaders | undefined {
+  private checkHeaderCredentials(req: IncomingMessage, account: WebhookAccount, failureKey: string): SignedHeaders | undefined {
     if (!account.secret) return undefined;
     const plain = req.headers['x-service-secret'];
     if (plain !== undefined) {
-      if (typeof plain !== 'string' || !secretsEqual(plain, account.secret)) throw new ServiceError('invalid_token', 'invalid X-Service-Secret');
+      if (typeof plain !== 'string' || !secretsEqual(plain, account.secret)) throw this.refused(failureKey, 'invalid X-Service-Secret');
       return undefined;
     }
     const signed = signedHeadersOf(req.headers);
-    if (!signed) throw new ServiceError('invalid_token', 'missing X-Service-Secret (or webhook-id, webhook-timestamp and webhook-signature)');
-    if (!timestampFresh(signed.timestamp, Date.now())) throw new ServiceError('invalid_token', 'webhook-timestamp is not within 5 minutes of now');
+    if (!signed) throw this.refused(failureKey, 'missing X-Service-Secret (or webhook-id, webhook-timestamp and webhook-signature)');
+    if (!timestampFresh(signed.timestamp, Date.now())) throw this.refused(failureKey, 'webhook-timestamp is not within 5 minutes of now');
     return signed;
   }
 
-  /** `Idempotency-Key`, else a signed request's `webhook-id` (Standard Webhooks senders keep it across retries). */
+  /** A request with the account's credential (or to an account without one): counted against the account's minute. */
+  private countRequest(name: string): void {
+    const wait = this.limiter.hit(name);
+    if (wait > 0) throw new ServiceError('rate_limited', `too many requests: at most ${this.limit} a minute for this webhook`, wait);
+  }
+
+  /** A wrong credential: counted against its address (not the account), refused 401, or 429 once past the limit. */
+  private refused(failureKey: string, why: string): ServiceError {
+    const wait = this.failures.hit(failureKey);
+    return wait > 0 ? tooManyFailures(wait) : new ServiceError('invalid_token', why);
+  }
+
+  /**
+   * A signed request's `webhook-id` (Standard Webhooks senders keep it across retries), else
+   * `Idempotency-Key`. The id is what the signature covers: an `Idempotency-Key` beside it is outside the
+   * signature, so whoever replays a captured request within its 5 minutes could write one to have it run
+   * again; it is checked for its form and otherwise not used.
+   */
   private idempotencyKeyOf(req: IncomingMessage, signed: SignedHeaders | undefined): string | undefined {
     const header = req.headers['idempotency-key'];
     if (header === undefined) return signed ? `webhook-id:${signed.id}` : undefined;
@@ -135,7 +169,7 @@ export class IncomingWebhooks {
     if (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(key)) {
       throw new ServiceError('invalid_request', `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters`);
     }
-    return `key:${key}`;
+    return signed ? `webhook-id:${signed.id}` : `key:${key}`;
   }
 
   /** The raw body: application/json, at most maxBodyBytes (refused on Content-Length, or as soon as it is passed). */

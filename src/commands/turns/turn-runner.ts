@@ -92,10 +92,10 @@ export class TurnRunner implements TurnStarter {
   private answer({ session, message }: TurnRequest, attachments: readonly StoredAttachment[], publish: (event: TurnEvent) => void, signal: AbortSignal): Promise<ChatOutput> {
     const source = session.source;
     if (message.kind === 'admitted') {
-      const { conversationId, admit, model, storeReply, clientMessageId, text } = message;
+      const { conversationId, model, storeReply, clientMessageId, text } = message;
       // Listed behind a running turn like a chat, under the id its sender knows it by.
       const waitingAs = { client_message_id: clientMessageId, preview: previewOf(text) };
-      return this.deps.agent.answerAdmitted(conversationId, admit, { source, model, signal, storeReply, waitingAs }, publish);
+      return this.deps.agent.answerAdmitted(conversationId, message, { source, model, signal, storeReply, waitingAs }, publish);
     }
     const { command } = message;
     const clientMessageId = command.client_message_id;

@@ -11,8 +11,12 @@ export const CLOSE_OPEN_FAILED = 1011;
 /** The service is still opening: try again later (RFC 6455's registry). */
 export const CLOSE_TRY_AGAIN = 1013;
 
-/** A LAN WebSocket client: its frames feed one client connection (client-connection.ts); the server pings it. */
-export function attachLanSocket(socket: WebSocket, remoteAddress: string, deps: LanSocketDeps): void {
+/**
+ * A LAN WebSocket client: its frames feed one client connection (client-connection.ts); the server pings
+ * it. `limitAddress`: what its failed logins count against, when not its address (a browser's socket,
+ * auth/browser-origins.ts).
+ */
+export function attachLanSocket(socket: WebSocket, remoteAddress: string, deps: LanSocketDeps, limitAddress = remoteAddress): void {
   const frames = openClientConnection(
     {
       send: textSender(socket),
@@ -23,6 +27,7 @@ export function attachLanSocket(socket: WebSocket, remoteAddress: string, deps: 
     'lan',
     remoteAddress,
     deps,
+    limitAddress,
   );
 
   socket.on('message', (data: RawData, isBinary: boolean) => {

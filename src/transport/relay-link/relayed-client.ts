@@ -105,7 +105,7 @@ export class RelayedClient {
       this.deps.toRelay({ t: 'data', c: this.cid, d: welcome });
       this.channel = channel;
       this.state = 'open';
-      this.log.info('relay.tunnel_open', { admission });
+      this.log.info('relay.tunnel_open', { admission, e2e: hello.version });
       this.session = openClientConnection(
         {
           send: (plain) => this.deps.toRelay({ t: 'data', c: this.cid, d: channel.seal(plain) }),

@@ -1,8 +1,13 @@
 // What a chat sent 1 s after start pays that the second does not (issue 25): `serve` runs under
 // `node --cpu-prof`; the samples taken during each chat (process.hrtime's clock, the same in both
 // processes) are summed by function, and the functions the first chat spent most on beyond the second's
-// are printed. `npx tsx bench/first-chat-profile.ts` (after `npm run build`).
+// are printed. `npx tsx bench/first-chat-profile.ts` (after `npm run build`). RUNS=N sums N starts'
+// samples (one run's are a few hundred, too few to tell a function's 1 ms from noise) and prints each
+// chat's mean; BENCH_CLI=path profiles another build; the bundle's functions are named by their source
+// file (its source map) so the list reads as our modules, not bundle lines.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,15 +27,16 @@ interface CpuProfile {
 }
 
 const TOKEN = 'bench-access-token-0123456789abcdef0123';
+const CLI = process.env.BENCH_CLI ?? join(__dirname, '..', 'dist', 'cli.js');
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+const CHATS = 3;
 
-async function main(): Promise<void> {
-  const fake = await startFakeOpenAI();
-  fake.setDefault(() => ({ text: 'A short reply, streamed.', chunks: 5 }));
+/** One start under --cpu-prof: the profile and each chat's window (µs, hrtime's clock). */
+async function profiledStart(fakeUrl: string): Promise<{ profile: CpuProfile; windows: [number, number][] }> {
   const dir = await mkdtemp(join(tmpdir(), 'ra-first-chat-'));
   const profDir = await mkdtemp(join(tmpdir(), 'ra-first-chat-prof-'));
-  await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN, provider: 'openai', model: 'fake-model', base_url: fake.url, api_key: 'sk-bench' }));
-  const child = spawn(process.execPath, ['--cpu-prof', '--cpu-prof-interval', '200', '--cpu-prof-dir', profDir, join(__dirname, '..', 'dist', 'cli.js'), 'serve', '--data-dir', dir, '--port', '0'], {
+  await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN, provider: 'openai', model: 'fake-model', base_url: fakeUrl, api_key: 'sk-bench' }));
+  const child = spawn(process.execPath, ['--cpu-prof', '--cpu-prof-interval', '200', '--cpu-prof-dir', profDir, CLI, 'serve', '--data-dir', dir, '--port', '0'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -44,13 +50,15 @@ async function main(): Promise<void> {
     };
     look();
   });
-  // 1 s after listening, and the warm-up over (what it leaves to the first chat is the question).
+  // 1 s after listening; unless AFTER=1s, the warm-up over too (then what it leaves to the first chat is the question).
   await new Promise((r) => setTimeout(r, 1000));
-  while (!out.includes('service.warmed_up')) await new Promise((r) => setTimeout(r, 10));
-  await new Promise((r) => setTimeout(r, Number(process.env.SETTLE_MS ?? 200)));
+  if (process.env.AFTER !== '1s') {
+    while (!out.includes('service.warmed_up')) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, Number(process.env.SETTLE_MS ?? 200)));
+  }
   const client = await TestClient.authed(`ws://127.0.0.1:${port}/ws`, TOKEN);
   const windows: [number, number][] = [];
-  for (let i = 0; i < 3; i += 1) {
+  for (let i = 0; i < CHATS; i += 1) {
     const began = nowUs();
     const reply = await client.request({ type: 'chat', message: 'hello', stream: true }, 30_000);
     windows.push([began, nowUs()]);
@@ -61,28 +69,60 @@ async function main(): Promise<void> {
     child.once('exit', () => done());
     child.kill('SIGTERM');
   });
-  await fake.close();
   const file = (await readdir(profDir)).find((f) => f.endsWith('.cpuprofile'))!;
   const profile = JSON.parse(await readFile(join(profDir, file), 'utf8')) as CpuProfile;
   await rm(dir, { recursive: true, force: true });
   await rm(profDir, { recursive: true, force: true });
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const sums = windows.map(() => new Map<string, number>());
-  const totals = windows.map(() => 0);
-  let t = profile.startTime;
-  profile.samples.forEach((id, i) => {
-    t += profile.timeDeltas[i];
-    const w = windows.findIndex(([a, b]) => t >= a && t <= b);
-    if (w < 0) return;
-    const node = byId.get(id)!;
-    const f = node.callFrame;
-    if (f.functionName === '(idle)') return;
-    const key = `${f.functionName || '(anon)'} ${f.url.replace(/.*\//, '')}:${f.lineNumber + 1}`;
-    const dt = (profile.timeDeltas[i + 1] ?? 100) / 1000;
-    sums[w].set(key, (sums[w].get(key) ?? 0) + dt);
-    totals[w] += dt;
-  });
-  console.log(`sampled ms (non-idle) per chat: ${totals.map((x) => x.toFixed(1)).join(' / ')}; wall ${windows.map(([a, b]) => ((b - a) / 1000).toFixed(1)).join(' / ')}`);
+  return { profile, windows };
+}
+
+/** Names a bundle's line by its source (`file:line`, the map's), anything else by its file's name. */
+function namer(): (url: string, line: number) => string {
+  const maps = new Map<string, SourceMap | null>();
+  return (url, line) => {
+    const file = url.replace(/^file:\/\//, '');
+    if (!maps.has(file)) {
+      let map: SourceMap | null = null;
+      try {
+        if (file.endsWith('.js')) map = new SourceMap(JSON.parse(readFileSync(`${file}.map`, 'utf8')) as never);
+      } catch {
+        map = null;
+      }
+      maps.set(file, map);
+    }
+    const entry = maps.get(file)?.findEntry(line, 0) as { originalSource?: string; originalLine?: number } | undefined;
+    if (entry?.originalSource) return `${entry.originalSource.replace(/^.*?(src\/|node_modules\/)/, '$1')}:${(entry.originalLine ?? 0) + 1}`;
+    return `${file.replace(/.*\//, '')}:${line + 1}`;
+  };
+}
+
+async function main(): Promise<void> {
+  const fake = await startFakeOpenAI();
+  fake.setDefault(() => ({ text: 'A short reply, streamed.', chunks: 5 }));
+  const runs = Number(process.env.RUNS ?? 1);
+  const name = namer();
+  const sums = Array.from({ length: CHATS }, () => new Map<string, number>());
+  const totals = Array.from({ length: CHATS }, () => 0);
+  const walls = Array.from({ length: CHATS }, () => 0);
+  for (let run = 0; run < runs; run += 1) {
+    const { profile, windows } = await profiledStart(fake.url);
+    windows.forEach(([a, b], w) => (walls[w] += (b - a) / 1000 / runs));
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    let t = profile.startTime;
+    profile.samples.forEach((id, i) => {
+      t += profile.timeDeltas[i];
+      const w = windows.findIndex(([a, b]) => t >= a && t <= b);
+      if (w < 0) return;
+      const f = byId.get(id)!.callFrame;
+      if (f.functionName === '(idle)') return;
+      const key = `${f.functionName || '(anon)'} ${f.url ? name(f.url, f.lineNumber) : ':0'}`;
+      const dt = (profile.timeDeltas[i + 1] ?? 100) / 1000 / runs;
+      sums[w].set(key, (sums[w].get(key) ?? 0) + dt);
+      totals[w] += dt;
+    });
+  }
+  await fake.close();
+  console.log(`mean of ${runs}: sampled ms (non-idle) per chat: ${totals.map((x) => x.toFixed(1)).join(' / ')}; wall ${walls.map((x) => x.toFixed(1)).join(' / ')}`);
   const diff = [...sums[0]].map(([k, v]) => [k, v - (sums[1].get(k) ?? 0)] as const).sort((a, b) => b[1] - a[1]);
   const byFile = (m: Map<string, number>) => {
     const r = new Map<string, number>();
@@ -97,7 +137,7 @@ async function main(): Promise<void> {
     'by file, first vs second: ' +
       [...f0]
         .sort((a, b) => b[1] - a[1])
-        .slice(0, 12)
+        .slice(0, Number(process.env.FILES ?? 12))
         .map(([f, v]) => `${f} ${v.toFixed(1)}/${(f1.get(f) ?? 0).toFixed(1)}`)
         .join(', '),
   );

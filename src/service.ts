@@ -14,6 +14,7 @@ import { createPracticeToolRegistry, createToolRegistry, workspaceRootsOf } from
 import { Worktrees } from './agent/worktrees/worktrees';
 import { settlePendingFileChanges } from './agent/turn-files';
 import { TurnUndo } from './agent/turn-undo';
+import { TurnContext } from './agent/prompt/turn-context';
 import { keepToolsOut } from './agent/tools/private-folders';
 import type { ToolRegistry } from './agent/tools/registry';
 import type { Provider } from './agent/providers/types';
@@ -30,13 +31,14 @@ import { FILE_EDIT_ACTOR } from './commands/audit-actor';
 import { EventHub } from './commands/event-hub';
 import { Opening, OPEN_FAILED_TEXT } from './commands/opening';
 import { TurnRunner } from './commands/turns/turn-runner';
+import { runPracticeTurn } from './commands/turns/practice-turn';
 import { ConfigFile, secretValues } from './config/config-file';
 import { gitStarter } from './git/git-starter';
 import { LOG_FILE_NAME } from './platform/paths';
 import { FileLogger } from './log/file-logger';
 import { Redactor } from './log/redact';
 import type { Logger } from './log/logger';
-import { fail, requestIdOf, tcpChannelOf, webhookAccountsOf, websocketChannelsOf, type ServiceConfig, type ServiceError } from './protocol';
+import { fail, requestIdOf, tcpChannelOf, webhookAccountsOf, websocketChannelsOf, wireText, type ServiceConfig, type ServiceError } from './protocol';
 import { bootStore, openStore, type RetentionPolicy, type Store } from './store';
 import { openScratchStore } from './store/scratch';
 import type { ConfigChange } from './config/config-file';
@@ -47,6 +49,7 @@ import { HttpServer, type RouteHandler, type Router } from './transport/http/htt
 import { clientAddress, noRoute } from './transport/http/http-util';
 import { CORE_ROUTE_KEYS, coreRoutes, createRouter, healthRoute, type Health } from './transport/http/routes';
 import { attachLanSocket, attachLanSocketWhenOpen, type LanSocketDeps } from './transport/connections/lan-socket';
+import { textFrame } from './transport/connections/ws-frames';
 import { originOf, SignedInOrigins } from './transport/auth/browser-origins';
 import { ClientKeys } from './transport/relay-link/client-keys';
 import { machineIdentityOf } from './transport/relay-link/machine-identity';
@@ -131,7 +134,11 @@ export class PortInUseError extends Error {
 
 /** Stops waiting for in-flight work after this long on stop; running chats are then cancelled. */
 const STOP_GRACE_MS = 10_000;
-/** The warm-up (see warmUp) waits this long after listening: the first requests of a start come first. */
+
+/**
+ * The warm-up's part that costs the main thread (see Service.warmUp) waits this long after the open: the
+ * requests that waited for it (a client's auth, then its first command) are answered first.
+ */
 const WARM_UP_DELAY_MS = 100;
 
 /** Where the service listens once it does: LAN pairing links name it. */
@@ -154,6 +161,8 @@ interface ServiceFront {
   pairings: PairingSecrets;
   door: SessionDoor;
   listening: Listening;
+  /** The agent's turn context: made before the store opens, so the warm-up reads ahead what a first turn reads meanwhile (Service.warmUp). */
+  turnContext: TurnContext;
 }
 
 /** Everything built on the store, by name: composeService builds it once the store is open, the Service runs it. */
@@ -183,7 +192,7 @@ interface ServiceParts {
  * names defined below them.
  */
 async function composeService(options: ServiceOptions, front: ServiceFront, opening: Promise<Store>): Promise<ServiceParts> {
-  const { config, logger, redactor, events, pairings, door, listening } = front;
+  const { config, logger, redactor, events, pairings, door, listening, turnContext } = front;
   let store: Store | undefined;
   try {
     // Tests hold the open here (the directory locked, the port bound) to see what clients meet meanwhile;
@@ -219,21 +228,24 @@ async function composeService(options: ServiceOptions, front: ServiceFront, open
     .catch((error: unknown) => logger.warn('worktree.cleanup_failed', { error }))
     .then(() => worktrees.markLanded())
     .catch((error: unknown) => logger.warn('worktree.landed_check_failed', { error }));
-  const agent = new Agent({
-    store,
-    worktrees,
-    config: current,
-    provider: options.provider ?? createProviderResolver(host, () => redactor.secrets()),
-    tools,
-    gate,
-    logger,
-    toolTimeoutMs: options.toolTimeoutMs,
-    activity,
-    onActivity: (conversationId, source) => announceConversation({ events, store, activity }, conversationId, source),
-    workspaceRoots: () => workspaceRootsOf(config.current, host),
-    dataDir: options.dataDir,
-    withContext: options.agentContext !== false,
-  });
+  const agent = new Agent(
+    {
+      store,
+      worktrees,
+      config: current,
+      provider: options.provider ?? createProviderResolver(host, () => redactor.secrets()),
+      tools,
+      gate,
+      logger,
+      toolTimeoutMs: options.toolTimeoutMs,
+      activity,
+      onActivity: (conversationId, source) => announceConversation({ events, store, activity }, conversationId, source),
+      workspaceRoots: () => workspaceRootsOf(config.current, host),
+      dataDir: options.dataDir,
+      withContext: options.agentContext !== false,
+    },
+    turnContext,
+  );
 
   const auth = new Authenticator(current, logger, redactor, Date.now, new DeviceCredentials(store.devices, pairings), options.loginBurstWindowMs);
   recordLoginBursts(auth.failures, store, logger);
@@ -339,8 +351,9 @@ export class Service {
   private readonly startedAt = Date.now();
   /** File tools never open the data directory, even when the workspace holds it (see private-folders). */
   private readonly releaseDataDir: () => void;
-  private warmUpTimer?: NodeJS.Timeout;
-  /** Cuts the warm-up's practice turn short (stop). */
+  /** The agent's, made before the store opens (ServiceFront.turnContext). */
+  private readonly turnContext: TurnContext;
+  /** Ends the warm-up, its practice turn with it: stop, a failed open, the agent's first turn (Agent.endsWarmUp). */
   private readonly practice = new AbortController();
   /** The warm-up's practice turn, once begun: stop waits for it before the store closes. */
   private practising?: Promise<void>;
@@ -356,6 +369,7 @@ export class Service {
     this.events = new EventHub();
     this.pairings = new PairingSecrets();
     this.listening = {};
+    this.turnContext = new TurnContext(() => workspaceRootsOf(this.config.current, options.hostServices), options.dataDir);
     // A client that may answer hears of every request waiting for it as soon as it is in (a phone back online).
     this.door = new SessionDoor({
       dispatch: (frame, session) => {
@@ -369,7 +383,7 @@ export class Service {
       events: this.events,
       welcome: (session) => this.whenWhole((parts) => parts.permissions.resendTo(session)),
     });
-    const front: ServiceFront = { ...opened, events: this.events, pairings: this.pairings, door: this.door, listening: this.listening };
+    const front: ServiceFront = { ...opened, events: this.events, pairings: this.pairings, door: this.door, listening: this.listening, turnContext: this.turnContext };
     const composed = composeService(options, front, storeOpening);
     this.opening = new Opening(
       Promise.all([composed, options.hostReady?.catch(() => undefined)]).then(([parts]) => parts),
@@ -510,7 +524,7 @@ export class Service {
   private async closeFailedOpen(error: unknown): Promise<void> {
     this.logger.error('service.open_failed', { error: error instanceof Error ? error.message : String(error) });
     await new Promise((resolve) => setImmediate(resolve));
-    clearTimeout(this.warmUpTimer);
+    this.practice.abort();
     this.door.closeAll();
     await this.http?.close();
     this.http = undefined;
@@ -593,12 +607,16 @@ export class Service {
     const shownHost = address.host === '::' ? '0.0.0.0' : address.host;
     this.logger.info('service.listening', { host: shownHost, port: address.port });
     gitStarter.prepare();
+    // What a first chat waits longest for and the store has no part in (git's status of the workspace)
+    // is read ahead from now on, while the store opens; the rest once it is open (warmUp).
+    const warmUpBegan = performance.now();
+    const early = this.warmUpSteps(this.earlyWarmUp(), 0);
     this.whenWhole(() => {
       if (this.http !== http || this.stopping) return;
       this.parts.push.start();
       this.parts.webhooks.start();
       this.parts.relay.start();
-      this.warmUp();
+      this.warmUp(early, warmUpBegan);
     });
     return { ...address, url: `http://${shownHost}:${address.port}` };
   }
@@ -639,7 +657,6 @@ export class Service {
   }
 
   private async shutDown(): Promise<void> {
-    clearTimeout(this.warmUpTimer);
     this.practice.abort();
     this.http?.stopAccepting();
     // A stop during the open waits for it: the store is closed whole. A failed open closed everything.
@@ -649,7 +666,6 @@ export class Service {
     );
     if (!opened) return;
     const { webhooks, permissions, agent, turns, relay, push, tools, auth, store } = this.parts;
-    clearTimeout(this.warmUpTimer);
     // Webhook work not started stays queued in the database; attempts in flight end (bounded) before the store closes.
     const webhooksStopped = webhooks.stop();
     // A turn waiting for a person would hold the stop for nothing: its tool is denied and the turn ends.
@@ -709,25 +725,30 @@ export class Service {
   }
 
   /**
-   * The warm-up's practice turn (Agent.practise): one streamed chat over a scratch store (store/scratch.ts)
-   * with the configured provider's SDK and a canned fetch (providers/rehearsal.ts), so the first chat
-   * does not run the turn's code for the first time (issue 25). Then the statements it prepared are
-   * prepared on the real database too (prepared, not run), one a turn of the event loop. It writes
-   * nothing anywhere, tells no client, logs nothing and asks no provider. A turn that begins meanwhile
-   * stops it (Agent.practise) and does not wait for it but for the slice under way: the practice is
-   * there to compile what that turn now compiles itself. stop() cuts it short and waits for it (shutDown).
+   * The warm-up's practice turn: one streamed chat, run as a client's is (commands/turns/practice-turn.ts:
+   * a turn runner, its events framed for a follower), by a twin of the agent (Agent.practiceTwin) over a
+   * scratch store (store/scratch.ts, its blobs in memory) and tools that refuse every call
+   * (createPracticeToolRegistry), with the configured provider's SDK and a canned fetch
+   * (providers/rehearsal.ts), so the first chat does not run that code for the first time (issue 25).
+   * Then the statements it prepared are prepared on the real database too (prepared, not run), one a
+   * turn of the event loop. It writes nothing anywhere, tells no client, logs nothing and asks no
+   * provider. A turn that begins meanwhile ends it (Agent.endsWarmUp) and does not wait for it but for
+   * the slice under way: the practice is there to compile what that turn now compiles itself. stop()
+   * cuts it short and waits for it (shutDown).
    */
   private practise(): Promise<void> {
     const { store, agent } = this.parts;
     const { signal } = this.practice;
     const run = async () => {
-      // A turn already running compiles what the practice would; one beginning from here on stops it.
-      if (!agent.practiceMayBegin(this.practice)) return;
+      // A turn that began since whole stopped the warm-up (Agent.endsWarmUp): it compiles what the practice would.
+      if (signal.aborted) return;
       const scratch = await openScratchStore(store, signal);
       try {
         const workspaceRoots = () => workspaceRootsOf(this.config.current, this.options.hostServices);
         const tools = createPracticeToolRegistry(() => this.config.current, scratch, workspaceRoots);
-        await agent.practise({ store: scratch, provider: held(practiceProvider(this.config.current.provider), this.options.holdPractice, signal), tools, stop: this.practice });
+        const twin = agent.practiceTwin({ store: scratch, provider: held(practiceProvider(this.config.current.provider), this.options.holdPractice, signal), tools });
+        // Its events framed as a socket's would be (the text, then the frame), and dropped.
+        await runPracticeTurn(twin, scratch, (event) => textFrame(wireText(event)), signal);
         for (const text of scratch.db.statementTexts()) {
           if (signal.aborted) break;
           await nextTurn();
@@ -745,21 +766,32 @@ export class Service {
   }
 
   /**
-   * The heavy modules (src/agent/providers/registry.ts, mcp-sdk.ts, web-push-lib.ts) are not loaded at
-   * start; once listening, those this configuration will use are, one per turn of the event loop, and
-   * what a turn's context reads (git's status, instruction files) is read ahead, and a practice turn runs
-   * the turn's code once (practise), so the first chat (or push) is answered as fast as the next rather
-   * than paying for them.
+   * The warm-up's first part, from listening on, while the store opens: what a turn's context reads
+   * (TurnContext.warmUp). Its git status waits for the git starter's own start (a Node process: 0.3-1.3 s
+   * on a loaded machine) and then git's, which begun after the open made the warm-up end 0.8-1.9 s after
+   * listening, so a chat sent 1 s after start waited for them (issue 25). It costs the main thread little
+   * (a few file reads, the starter's messages): what does (the SDK, Node's fetch, the practice turn)
+   * waits for the open, so the start's ready (its first command answered) comes no later.
    */
-  private warmUp(): void {
+  private earlyWarmUp(): (() => unknown)[] {
     const config = this.config.current;
-    const warmFailed = (error: unknown) => this.logger.warn('service.warm_up_failed', { error: (error as Error).message });
+    return this.options.agentContext !== false ? [() => this.turnContext.warmUp(config)] : [];
+  }
+
+  /**
+   * The heavy modules (src/agent/providers/registry.ts, mcp-sdk.ts, web-push-lib.ts) are not loaded at
+   * start; once the store is open, those this configuration will use are, one per turn of the event
+   * loop, and a practice turn runs the turn's code once (practise), so the first chat (or push) is
+   * answered as fast as the next rather than paying for them; what a turn's context reads (git's status,
+   * instruction files) is read ahead from listening on (earlyWarmUp: `early`). The agent's first turn
+   * ends the warm-up (Agent.endsWarmUp): what is left, that turn does itself, and it waits for no step
+   * but the one under way.
+   */
+  private warmUp(early: Promise<void>, began: number): void {
+    const config = this.config.current;
+    if (!this.agent.endsWarmUp(this.practice)) this.practice.abort();
     const provider = providerWarmUp(config.provider);
     const steps = [
-      // First: its git status waits for the git starter's own start (a Node process: 0.3-1.3 s on a loaded
-      // machine), which then runs beside the steps below instead of after them. Last, it made the warm-up
-      // end 0.8-1.9 s after listening, so a chat sent 1 s after start waited for that start (issue 25).
-      () => this.agent.warmUp(),
       ...provider,
       // Built now (the resolver keeps it while the configuration stays), not by the first turn.
       ...(provider.length > 0 ? [() => this.agent.warmUpProvider()] : []),
@@ -768,25 +800,35 @@ export class Service {
       () => Object.keys(config.mcp_servers).length > 0 && mcpSdk(),
       () => this.store.pushDevices.list().length > 0 && webPush(),
     ];
-    const began = performance.now();
+    // When it was over tells whether a chat found it done (bench/start.ts reads it).
+    void Promise.all([early, this.warmUpSteps(steps, WARM_UP_DELAY_MS)]).then(() => this.http && this.logger.info('service.warmed_up', { ms: Math.round(performance.now() - began) }));
+  }
+
+  /**
+   * Runs `steps` from `delayMs` on, one per turn of the event loop (what waits, a client's command, runs between them),
+   * until the warm-up ends (`practice` aborted); settles once each begun step's work has. A step's
+   * failure is logged: the first use meets the same error and reports it to whom it concerns.
+   */
+  private warmUpSteps(steps: (() => unknown)[], delayMs: number): Promise<void> {
+    const warmFailed = (error: unknown) => this.logger.warn('service.warm_up_failed', { error: (error as Error).message });
     const pending: unknown[] = [];
-    const next = () => {
-      const step = steps.shift();
-      if (!step) {
-        // When it was over tells whether a chat found it done (bench/start.ts reads it).
-        void Promise.allSettled(pending).then(() => this.http && this.logger.info('service.warmed_up', { ms: Math.round(performance.now() - began) }));
-        return;
-      }
-      try {
-        const result = step();
-        pending.push(result instanceof Promise ? result.catch(warmFailed) : result);
-      } catch (error) {
-        // The first use meets the same error and reports it to whom it concerns.
-        warmFailed(error);
-      }
-      this.warmUpTimer = setTimeout(next, 0).unref();
-    };
-    this.warmUpTimer = setTimeout(next, WARM_UP_DELAY_MS).unref();
+    return new Promise<void>((resolve) => {
+      const next = () => {
+        const step = this.practice.signal.aborted ? undefined : steps.shift();
+        if (!step) {
+          void Promise.allSettled(pending).then(() => resolve());
+          return;
+        }
+        try {
+          const result = step();
+          pending.push(result instanceof Promise ? result.catch(warmFailed) : result);
+        } catch (error) {
+          warmFailed(error);
+        }
+        setTimeout(next, 0).unref();
+      };
+      setTimeout(next, delayMs).unref();
+    });
   }
 }
 

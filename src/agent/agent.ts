@@ -25,6 +25,7 @@ import type { ToolRegistry } from './tools/registry';
 import type { Tool, ToolArea, ToolImage } from './tools/types';
 import { worktreeByDefault, worktreeRequired, type Worktrees } from './worktrees/worktrees';
 import { TurnFiles } from './turn-files';
+import { UserCommit } from './user-commit';
 import { ModelToolNames, type ToolCallData, type ToolResultData } from './transcript';
 import { TurnUsage } from './usage/turn-usage';
 import { messageUsageOf } from './usage/usage-wire';
@@ -144,6 +145,9 @@ class Cancelled extends Error {}
 
 function ignore(): void {}
 
+/** The turn's user message (and a new conversation's row): written at once, synced by the turn's first outward effect (UserCommit). */
+const DEFER_SYNC = { deferSync: true } as const;
+
 /** A compaction within a turn or compact_conversation: its calls count in the usage, its stored message goes out as an event. */
 function compactionCall(
   conversationId: string,
@@ -152,6 +156,7 @@ function compactionCall(
   usage: TurnUsage,
   onEvent: TurnEventSink,
   signal?: AbortSignal,
+  ready?: () => Promise<void>,
 ): CompactionCall {
   const { config, provider, model } = shape;
   return {
@@ -160,6 +165,7 @@ function compactionCall(
     model,
     budget,
     signal,
+    ready,
     onResult: (result) => usage.add(config, provider.name, model, result),
     onStored: (message) => onEvent({ event: 'chat.message', conversation_id: conversationId, message }),
   };
@@ -187,12 +193,14 @@ export class Agent {
   private readonly context: TurnContext;
   /** The window each provider/model's calls last reported (the editor's models tell it with each answer). */
   private readonly reportedWindows = new Map<string, number>();
-  /** Stops the warm-up's practice turn, if one runs (practise): a turn of this agent began. */
+  /** Stops the service's warm-up and its practice turn, if they run (endsWarmUp): a turn of this agent began. */
   private practiceStop: AbortController | undefined;
+  /** A turn (or another queued job: a compaction) has begun since the agent was made (endsWarmUp). */
+  private turnBegun = false;
   /** The tools offered last (offer). */
   private offered: { tools: Tool[]; names: ModelToolNames; specs: ToolSpec[] } | undefined;
 
-  /** `context`: another agent's (a practice twin's: see practise), else one of its own. */
+  /** `context`: one made beforehand (the service's, warmed up before its store is open), another agent's (a practice twin's: see practise), else one of its own. */
   constructor(
     private readonly deps: AgentDeps,
     context?: TurnContext,
@@ -222,41 +230,28 @@ export class Agent {
   }
 
   /**
-   * Reads ahead what a first turn's context needs (git's status, instruction files: see TurnContext.warmUp),
-   * then makes a first step's system message from them, thrown away: its code's first run is not the turn's.
+   * A twin of this agent for the warm-up's practice turn (service.ts, commands/turns/practice-turn.ts):
+   * the same deps but `practice`'s scratch store, tools and canned provider, so its turn compiles the
+   * turn's own code (the loop, the budget, usage, the title, the transcript, the store's statements)
+   * before the first chat rather than during it. It shares this agent's instruction files (read ahead by
+   * the warm-up) and asks git nothing (TurnContext.practiceTwin), and has no logger, no activity, no
+   * worktrees and no one to tell: nothing of it is seen. A turn of this agent beginning meanwhile ends
+   * the warm-up (endsWarmUp), the practice with it: that turn compiles the same code.
    */
-  async warmUp(): Promise<void> {
-    if (this.deps.withContext === false) return;
-    await this.context.warmUp();
-    const config = this.deps.config();
-    await this.context.systemMessage(config, [], { model: config.model, contextWindow: null });
-  }
-
-  /**
-   * The warm-up's practice turn (service.ts): one streamed chat, as a LAN client's, run by a twin of this
-   * agent over `practice`'s scratch store, tools and canned provider, so V8 compiles the turn's own code
-   * (the loop, the budget, usage, the title, the transcript, the store's statements) before the first
-   * chat rather than during it. The twin shares this agent's instruction files (read ahead by warmUp)
-   * and asks git nothing (TurnContext.practiceTwin), and has no logger, no activity, no worktrees and no
-   * one to tell: nothing of it is seen. Resolves to the reply's text (cut short by `signal`: what came).
-   * A turn of this agent beginning meanwhile aborts it (see queued): that turn compiles the same code,
-   * and its time is not to be shared with a practice.
-   */
-  async practise(practice: { store: Store; provider: Provider; tools: ToolRegistry; stop: AbortController }): Promise<string> {
-    const twin = new Agent(
+  practiceTwin(practice: { store: Store; provider: Provider; tools: ToolRegistry }): Agent {
+    return new Agent(
       { ...this.deps, store: practice.store, provider: () => practice.provider, tools: practice.tools, logger: nullLogger, activity: undefined, onActivity: undefined, worktrees: undefined },
       this.context.practiceTwin(),
     );
-    const { response } = await twin.chat({ message: 'A practice turn of the warm-up.', source: { kind: 'lan' }, stream: true, from: 'warm-up', worktree: false, signal: practice.stop.signal });
-    return response;
   }
 
   /**
-   * Whether the warm-up's practice may begin now (before it builds its scratch store): not while a turn
-   * is queued or running; from now on a turn beginning aborts `stop`.
+   * The service's warm-up ends when a turn of this agent begins (`stop` aborts, the practice with it):
+   * that turn runs for the first time what the warm-up had left to warm, and its time is not to be
+   * shared with the warm-up. False, and `stop` is not kept, when a turn has begun already.
    */
-  practiceMayBegin(stop: AbortController): boolean {
-    if (this.queue.activeKeys > 0) return false;
+  endsWarmUp(stop: AbortController): boolean {
+    if (this.turnBegun) return false;
     this.practiceStop = stop;
     return true;
   }
@@ -293,12 +288,23 @@ export class Agent {
       // Made before the conversation is stored: a worktree that cannot be made leaves nothing behind.
       if (create && worktree) await this.makeWorktree(conversationId, titleOf(input.message));
       const area = await this.areaOf(conversationId);
-      // Durable before anything is told or the model is asked: a resend after a crash finds it and
-      // nothing runs twice (a turn cannot share its message's flush: its reply depends on the model).
-      const message = await this.storeUserMessage(conversationId, create, input);
-      onEvent({ event: 'chat.message', conversation_id: conversationId, message });
-      this.deps.onActivity?.(conversationId, sourceText(input.source));
-      return this.answer(conversationId, input, onEvent, message.id, area);
+      // In the journal's file before the model is asked (a resend after a crash finds it and nothing
+      // runs twice), durable before anything is told, a tool runs or the turn answers (UserCommit): its
+      // fdatasync is deferred to the turn's first outward effect, or made by the reply's own commit when
+      // the model answers first (one sync for both messages).
+      const stored = this.storeUserMessage(conversationId, create, input);
+      // Behind a full disk's owed records it is applied once they are written: the request reads it.
+      if (!stored.applied) await stored.durable;
+      const commit = new UserCommit<TurnEvent>(
+        stored.written,
+        stored.durable,
+        () => void this.deps.store.db.flush().catch(ignore),
+        () => {
+          onEvent({ event: 'chat.message', conversation_id: conversationId, message: stored.message });
+          this.deps.onActivity?.(conversationId, sourceText(input.source));
+        },
+      );
+      return this.answer(conversationId, input, commit.events(onEvent), stored.message.id, area, commit);
     });
   }
 
@@ -389,6 +395,7 @@ export class Agent {
 
   /** A turn in the conversation's queue, counted as `running` from queued to ended. */
   private async queued<T>(conversationId: string, turn: () => Promise<T>): Promise<T> {
+    this.turnBegun = true;
     this.practiceStop?.abort();
     this.deps.activity?.turnQueued(conversationId);
     try {
@@ -460,13 +467,18 @@ export class Agent {
     this.history.forget(conversationId);
   }
 
-  /** Stores the user message, and a new conversation's row with it (one journal flush); what its followers are shown. */
-  private async storeUserMessage(conversationId: string, create: boolean, input: ChatInput): Promise<Message> {
+  /**
+   * Stores the user message, and a new conversation's row with it (one journal record, its sync deferred:
+   * UserCommit): applied at once; `written` once their record is in the journal's file, `durable` once
+   * it is fdatasynced (asked by `store.db.flush()` or any later commit). `message` is what its followers
+   * are shown.
+   */
+  private storeUserMessage(conversationId: string, create: boolean, input: ChatInput): { message: Message; applied: boolean; written: Promise<void>; durable: Promise<void> } {
     const { store } = this.deps;
     const now = new Date().toISOString();
     let created: Promise<void> | undefined;
     // Applied at once (the message's transaction needs its row), durable with the message: one journal flush.
-    if (create) created = store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from });
+    if (create) created = store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from }, DEFER_SYNC);
     else this.requireConversation(conversationId, input.source);
     const id = randomUUID();
     const attachments = input.attachments ?? [];
@@ -483,23 +495,30 @@ export class Agent {
         : {}),
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
-    const appended = store.messages.appendMany([message], (tx) =>
-      bindAttachments(
-        tx,
-        attachments.map((a) => a.attachment_id),
-        conversationId,
-      ),
+    const appended = store.messages.appendMany(
+      [message],
+      (tx) =>
+        bindAttachments(
+          tx,
+          attachments.map((a) => a.attachment_id),
+          conversationId,
+        ),
+      DEFER_SYNC,
     );
-    await Promise.all([created, appended]);
+    const durable = Promise.all([created, appended]).then(ignore);
+    // Asked in the tick of the writes above, so it covers their record. A write not applied (refused, or
+    // left for later behind a full disk's owed records) has only its own promise to tell.
+    const applied = store.messages.has(id);
+    const written = (applied ? store.db.written() : undefined) ?? durable;
     // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
-    return { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) };
+    return { message: { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) }, applied, written, durable };
   }
 
   /**
    * `turnMessageId`: the user message the turn answers, which keeps the turn's usage when no reply is
    * stored; its id also names the turn (what undo_turn undoes).
    */
-  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string, area?: ToolArea): Promise<ChatOutput> {
+  private async answer(conversationId: string, input: AnswerInput, onEvent: TurnEventSink, turnMessageId?: string, area?: ToolArea, commit?: UserCommit<TurnEvent>): Promise<ChatOutput> {
     const turnId = turnMessageId ?? randomUUID();
     const { store, logger } = this.deps;
     const log = logger.child({ conversation: conversationId });
@@ -520,6 +539,7 @@ export class Agent {
           onEvent({ event: 'chat.delta', conversation_id: conversationId, delta });
         },
         area,
+        commit,
       );
       // Counted before the reply is stored: the conversation.updated its storing sends shows the new counts.
       if (area) await this.deps.worktrees?.refreshStats(conversationId);
@@ -530,13 +550,17 @@ export class Agent {
       const usageRow = usage.empty ? undefined : usage.row(messageId, conversationId, sourceText(input.source), new Date());
       const withUsage = (tx: WriteTx) => usageRow && store.usage.recordIn(tx, usageRow);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
+      // Its commit's fdatasync makes the user message (written before it) durable too; that one is told first.
       await (input.storeReply ? input.storeReply(reply, withUsage) : store.messages.appendMany([reply], withUsage));
+      await commit?.durable();
       const counted = usageRow && (await store.usage.ofMessages([messageId], conversationId)).get(messageId);
       onEvent({ event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
       this.deps.onActivity?.(conversationId, sourceText(input.source));
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
       return { response: text, conversation_id: conversationId };
     } catch (error) {
+      // Nothing is answered before the user message is durable; its commit's failure is the turn's.
+      await commit?.durable();
       if (error instanceof Cancelled || (error instanceof ProviderError && error.kind === 'cancelled')) {
         log.info('chat.cancelled', { ms: Date.now() - started });
         return { response: streamed, conversation_id: conversationId, cancelled: true };
@@ -628,6 +652,7 @@ export class Agent {
     files: TurnFiles,
     onDelta: (delta: string) => void,
     area: ToolArea | undefined,
+    commit: UserCommit<TurnEvent> | undefined,
   ): Promise<string> {
     const { store } = this.deps;
     const signal = input.signal ?? new AbortController().signal;
@@ -650,14 +675,19 @@ export class Agent {
       const system = await this.systemMessage(config, rows, instructions, { model, contextWindow: window }, area);
       moment = await note;
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
-      const view = await this.compactor.modelView(rows, system ? [system] : [], compactionCall(conversationId, { config, provider, model }, budget, usage, onEvent, signal), mayCompact);
+      // A summary is asked and stored (and told) only after the user message is durable and told.
+      const compaction = compactionCall(conversationId, { config, provider, model }, budget, usage, onEvent, signal, commit && (() => commit.durable()));
+      const view = await this.compactor.modelView(rows, system ? [system] : [], compaction, mayCompact);
       if (view.compaction === 'failed') mayCompact = false;
       const messages = await withAttachments(view.messages, seesImages(config, model), {
         blobs: store.blobs,
         workspaceRoots: area ? () => [...area.roots] : (this.deps.workspaceRoots ?? (() => [])),
         logger: log,
       });
-      const result = await provider.complete({
+      // Sent once the user message is in the journal's file (built meanwhile): a process killed from
+      // then on keeps it, so a resend finds it and the model is not asked twice.
+      await commit?.written;
+      const asked = provider.complete({
         model,
         temperature: config.temperature,
         // Never more than the room kept for it: the request and the reply must fit the window together.
@@ -667,6 +697,8 @@ export class Agent {
         signal,
         onDelta: input.stream ? onDelta : undefined,
       });
+      commit?.soon();
+      const result = await asked;
       if (result.context_window !== undefined) this.reportedWindows.set(`${provider.name}/${model}`, result.context_window);
       usage.add(config, provider.name, model, result.context_window === undefined && reported !== undefined ? { ...result, context_window: reported } : result);
       if (signal.aborted) throw new Cancelled();
@@ -693,6 +725,8 @@ export class Agent {
           data: { kind: 'call', call_id: call.id, batch, arguments: call.arguments } satisfies ToolCallData,
         })),
       ]);
+      // The calls' commit made the user message durable too (no sync of its own); no tool runs before it is told.
+      await commit?.durable();
       if (said) onEvent({ event: 'chat.message', conversation_id: conversationId, message: messageOf(said) });
       for (const call of calls) {
         onEvent({ event: 'tool.call', conversation_id: conversationId, tool: call.name, call_id: call.id, arguments: call.arguments });

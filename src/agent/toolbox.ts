@@ -8,6 +8,7 @@ import { createCustomToolSource } from './tools/custom';
 import { createMcpToolSource } from './tools/mcp';
 import { createMemoryToolSource } from './tools/memory';
 import { ToolRegistry } from './tools/registry';
+import { ToolError, type Tool } from './tools/types';
 import { createTodoToolSource } from './tools/todo';
 
 /** The last `workspace` resolved: asked on every command that names the roots (get_config), it seldom changes. */
@@ -38,11 +39,35 @@ export function createToolRegistry(config: () => ServiceConfig, store: Store, lo
 }
 
 /**
- * The tools of the warm-up's practice turn (Agent.practise), over its scratch store: the service's own
- * sources, not an MCP server's (listing them starts the server's process) nor the host's.
+ * The tools of the warm-up's practice turn (Agent.practiceTwin), over its scratch store: the service's own
+ * sources, not an MCP server's (listing them starts the server's process) nor the host's, offered as
+ * the real ones are (their list and specs are what a first request builds), and none of which runs:
+ * the practice's canned answer asks none today, and were it to, nothing may be written, run or asked.
  */
 export function createPracticeToolRegistry(config: () => ServiceConfig, store: Store, workspaceRoots: () => string[]): ToolRegistry {
-  return new ToolRegistry(ownToolSources(config, store, workspaceRoots));
+  return new ToolRegistry(
+    ownToolSources(config, store, workspaceRoots).map((source) => ({
+      name: source.name,
+      followsArea: source.followsArea,
+      tools: async (area) => (await source.tools(area)).map(refusingEveryCall),
+    })),
+  );
+}
+
+/**
+ * `tool`'s name, description and arguments, refusing every call: no preview or subject is worked out
+ * (they read files), and it changes nothing outside its conversation (`conversationOnly`), so the
+ * permission gate, which would ask a person, is never reached either.
+ */
+function refusingEveryCall(tool: Tool): Tool {
+  return {
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputSchema,
+    parameters: tool.parameters,
+    conversationOnly: true,
+    run: () => Promise.reject(new ToolError(`${tool.name}: the warm-up's practice runs no tool`)),
+  };
 }
 
 /** The sources of the service's own tools: built-in, memory, todo, custom tools of service.json. */

@@ -12,6 +12,26 @@ export type Dispatch = (frame: unknown, session: ClientSession) => Promise<Envel
  */
 const commandTypes = new Map(Command.options.map((schema) => [schema.shape.type.value as string, { schema, bare: isBareCommand(schema) }]));
 
+/**
+ * A frame as the typed command it is, or the error envelope refusing it (a command has a `type`, an
+ * envelope none): the dispatcher's validation, which the warm-up's practice turn runs its own
+ * chat frame through too (commands/turns/practice-turn.ts).
+ */
+export function commandOf(frame: unknown): Command | Envelope {
+  if (frame === null || typeof frame !== 'object' || Array.isArray(frame)) return fail('invalid_request', 'a command must be a JSON object');
+  const { type } = frame as { type?: unknown };
+  if (typeof type !== 'string') return fail('invalid_request', 'invalid command: type must be a string naming the command', requestIdOf(frame));
+  const known = commandTypes.get(type);
+  if (!known) return fail('invalid_request', `unknown command type: ${type.slice(0, 64)}`, requestIdOf(frame));
+  if (known.bare) {
+    const bare = bareCommandOf(type, frame) as Command | undefined;
+    if (bare) return bare;
+  }
+  const parsed = known.schema.safeParse(frame);
+  if (!parsed.success) return fail('invalid_request', `invalid ${type}: ${describeZodError(parsed.error)}`, requestIdOf(frame));
+  return parsed.data as Command;
+}
+
 /** Turns anything thrown by a handler into an error envelope that is safe to show a client. */
 export function errorEnvelope(error: unknown, id: RequestId | undefined, ctx: Pick<CommandContext, 'logger'>): Envelope {
   if (error instanceof ServiceError) return fail(error.code, error.message, id);
@@ -27,19 +47,8 @@ export function createDispatcher(ctx: CommandContext): Dispatch {
   // Not an async function: the handler's promise is answered by one then() (an await more a command was a
   // measurable part of a get_config round trip, issue 25).
   return (frame, session) => {
-    if (frame === null || typeof frame !== 'object' || Array.isArray(frame)) {
-      return Promise.resolve(fail('invalid_request', 'a command must be a JSON object'));
-    }
-    const { type } = frame as { type?: unknown };
-    if (typeof type !== 'string') return Promise.resolve(fail('invalid_request', 'invalid command: type must be a string naming the command', requestIdOf(frame)));
-    const known = commandTypes.get(type);
-    if (!known) return Promise.resolve(fail('invalid_request', `unknown command type: ${type.slice(0, 64)}`, requestIdOf(frame)));
-    let command = (known.bare ? bareCommandOf(type, frame) : undefined) as Command | undefined;
-    if (!command) {
-      const parsed = known.schema.safeParse(frame);
-      if (!parsed.success) return Promise.resolve(fail('invalid_request', `invalid ${type}: ${describeZodError(parsed.error)}`, requestIdOf(frame)));
-      command = parsed.data as Command;
-    }
+    const command = commandOf(frame);
+    if (!('type' in command)) return Promise.resolve(command);
     const id = command.id;
     const failed = (error: unknown) => errorEnvelope(error, id, ctx);
     try {

@@ -123,3 +123,41 @@ export class BlobStore {
     }
   }
 }
+
+/** What the store's users call of its blobs: the data directory's (BlobStore), or a scratch store's (MemoryBlobs). */
+export type Blobs = Pick<BlobStore, 'put' | 'get' | 'has' | 'remove' | 'hashes'>;
+
+/**
+ * Blobs kept in memory and dropped with it, named and checked as BlobStore's: a scratch store's
+ * (store/scratch.ts), whose practice turn must write nothing to the data directory.
+ */
+export class MemoryBlobs implements Blobs {
+  private readonly bytes = new Map<string, Buffer>();
+
+  async put(data: Uint8Array | string): Promise<BlobRef> {
+    const bytes = Buffer.from(typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
+    const hash = hashBytes(bytes);
+    if (!this.bytes.has(hash)) this.bytes.set(hash, bytes);
+    return { hash, size: bytes.length };
+  }
+
+  async get(hash: string): Promise<Buffer | undefined> {
+    checkHash(hash);
+    const bytes = this.bytes.get(hash);
+    return bytes && Buffer.from(bytes);
+  }
+
+  async has(hash: string): Promise<boolean> {
+    checkHash(hash);
+    return this.bytes.has(hash);
+  }
+
+  async remove(hash: string): Promise<boolean> {
+    checkHash(hash);
+    return this.bytes.delete(hash);
+  }
+
+  async *hashes(): AsyncGenerator<string> {
+    yield* [...this.bytes.keys()];
+  }
+}

@@ -1,4 +1,4 @@
-import type { Database, SqlParamInput, WriteTx } from './database';
+import type { Database, SqlParamInput, WriteOptions, WriteTx } from './database';
 import type { ConversationRow, NewConversation } from './types';
 import { Plan } from '../protocol/plan';
 
@@ -18,8 +18,11 @@ export class ConversationsRepo {
     private readonly onTrash: () => void = () => {},
   ) {}
 
-  /** Starts a conversation; `updated_at` starts at `created_at`. Throws if the id exists. */
-  async create(c: NewConversation): Promise<void> {
+  /**
+   * Starts a conversation; `updated_at` starts at `created_at`. Throws if the id exists. `options`:
+   * Database.write's (a turn's new conversation defers its sync with its first message).
+   */
+  async create(c: NewConversation, options?: WriteOptions): Promise<void> {
     await this.db.write((tx) => {
       tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at, started_by) VALUES (?, ?, ?, ?, ?, ?)', [
         c.id,
@@ -29,7 +32,7 @@ export class ConversationsRepo {
         c.created_at,
         c.started_by ?? null,
       ]);
-    });
+    }, options);
   }
 
   get(id: string): ConversationRow | undefined {

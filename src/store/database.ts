@@ -52,6 +52,11 @@ export interface DatabaseOptions {
   holdCompaction?: boolean;
 }
 
+/** How a write is made durable: by its own fdatasync (default), or `deferSync` (Database.write). */
+export interface WriteOptions {
+  deferSync?: boolean;
+}
+
 export interface RunResult {
   /** Rows inserted, updated or deleted by the statement. */
   changes: number;
@@ -83,7 +88,7 @@ export interface DatabaseStats {
   compactions: number;
   /** Seq of the last journaled transaction. */
   lastSeq: number;
-  /** Journal write + fdatasync rounds since open (group commit puts many transactions in one). */
+  /** Journal fdatasync rounds since open (group commit puts many transactions in one; a deferred write waits for the next). */
   flushes: number;
 }
 
@@ -284,15 +289,18 @@ export class Database {
    * Runs `fn` (synchronous) as one transaction: its statements apply in memory at once and are
    * journaled as one record. Resolves with fn's result once the record is durable. If fn throws, or
    * any statement in it fails (even if fn catches that), everything is rolled back, nothing is
-   * journaled and the promise rejects.
+   * journaled and the promise rejects. `deferSync`: the record is written but waits for the next
+   * fdatasync of the journal (Journal.append), which its writer asks for (`flush()`) before anything
+   * reveals it; `written()` tells when a killed process can no longer lose it.
    */
-  write<T>(fn: (tx: WriteTx) => T): Promise<T> {
+  write<T>(fn: (tx: WriteTx) => T, options?: WriteOptions): Promise<T> {
     if (this.inWrite) throw new Error('write() called inside another write(); use the tx you were given');
     if (this.closing) return Promise.reject(new Error('the store is closed'));
     const failed = this.journal.failed;
     if (failed) return Promise.reject(failed);
     // After a full disk, earlier records wait to be written: they go first, and while the disk still
-    // refuses them this write fails without touching the database.
+    // refuses them this write fails without touching the database. Not applied at once, it is then
+    // synced itself (no deferSync): its writer waits for it before anything reads it.
     if (this.journal.owesWrites) return this.journal.retry().then(() => this.write(fn));
 
     const ops: Op[] = [];
@@ -357,7 +365,7 @@ export class Database {
     }
     let durable: Promise<void>;
     if (ops.length > 0 || bodies.length > 0) {
-      durable = this.journal.append(this.prelude.length > 0 ? [...this.prelude, ...ops] : ops, bodies);
+      durable = this.journal.append(this.prelude.length > 0 ? [...this.prelude, ...ops] : ops, bodies, options?.deferSync === true);
       this.prelude = [];
     } else durable = this.journal.barrier();
     return durable.then(() => result);
@@ -430,7 +438,16 @@ export class Database {
     });
   }
 
-  /** Resolves once every write made so far is durable. */
+  /**
+   * Resolves once every write made so far is in the journal's file, not yet necessarily fdatasynced
+   * (Journal.written): what a process killed from then on cannot lose. Undefined while a full disk
+   * leaves records owed (a write made then is applied later): wait for the write's own promise.
+   */
+  written(): Promise<void> | undefined {
+    return this.journal.written();
+  }
+
+  /** Resolves once every write made so far is durable (a deferred one's sync is asked for now). */
   flush(): Promise<void> {
     return this.journal.barrier();
   }

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { nullLogger } from '../log/logger';
-import { BLOBS_DIR_NAME, BlobStore } from './blob-store';
+import { BLOBS_DIR_NAME, BlobStore, type Blobs } from './blob-store';
 import type { Logger } from '../log/logger';
 import { ConversationsRepo } from './conversations';
 import { Database } from './database';
@@ -115,7 +115,7 @@ export interface Store {
   /** What turns did to files (undo_turn). */
   fileChanges: FileChangesRepo;
   /** Bulky binary content (attachments, before-images) outside the in-memory database. */
-  blobs: BlobStore;
+  blobs: Blobs;
   usage: UsageRepo;
   /** Who did what from where (append-only, hash-chained). */
   audit: AuditRepo;
@@ -191,7 +191,7 @@ function referencedKey(db: Database): number {
 export function repositories(
   db: Database,
   history: HistoryStore,
-  parts: { audit: AuditRepo; usage: UsageRepo; blobs: BlobStore; kick: () => void },
+  parts: { audit: AuditRepo; usage: UsageRepo; blobs: Blobs; kick: () => void },
 ): Omit<Store, 'backup' | 'history' | 'maintenance' | 'problem' | 'close'> {
   const { audit, usage, blobs, kick } = parts;
   const messages = new MessagesRepo(db, history);

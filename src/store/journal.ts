@@ -14,15 +14,26 @@ export const DEFAULT_SEGMENT_BYTES = 4 * 1024 * 1024;
 /** Errors after which the disk may take writes again once space is freed. */
 const DISK_FULL_CODES = new Set(['ENOSPC', 'EDQUOT']);
 
-interface Batch {
-  buffers: Buffer[];
-  bytes: number;
+interface Settled {
   promise: Promise<void>;
   resolve: () => void;
   reject: (err: Error) => void;
 }
 
-function newBatch(): Batch {
+interface Batch extends Settled {
+  buffers: Buffer[];
+  bytes: number;
+  /** The batch's write() done, before its fdatasync: in the file, which a killed process cannot take back. */
+  written: Settled;
+  /**
+   * Whether its flush ends with an fdatasync. False while every record in it was appended with
+   * `deferSync` and nobody asked for a barrier: it is then only written, and made durable (its promise
+   * resolved) by the next fdatasync of the file, whoever's.
+   */
+  sync: boolean;
+}
+
+function settled(): Settled {
   let resolve!: () => void;
   let reject!: (err: Error) => void;
   const promise = new Promise<void>((res, rej) => {
@@ -31,7 +42,11 @@ function newBatch(): Batch {
   });
   // Every append chains on this promise; this only keeps a failed batch from counting as unhandled.
   promise.catch(() => {});
-  return { buffers: [], bytes: 0, promise, resolve, reject };
+  return { promise, resolve, reject };
+}
+
+function newBatch(): Batch {
+  return { buffers: [], bytes: 0, ...settled(), written: settled(), sync: false };
 }
 
 /** What the journal does with its segment's file: a FileHandle, or nothing at all (Journal.scratch). */
@@ -76,6 +91,8 @@ export class Journal {
   private seq: number;
   private batch: Batch | null = null;
   private inflight: Batch | null = null;
+  /** Batches written without an fdatasync (`deferSync`), oldest first: durable with the next one. */
+  private unsynced: Batch[] = [];
   private io: Promise<void> = Promise.resolve();
   private failure: Error | null = null;
   /**
@@ -89,7 +106,7 @@ export class Journal {
   private closed = false;
   private fhClosed = false;
   private readonly closedSizes = new Map<string, number>();
-  /** write + fdatasync rounds done (each may carry many records). */
+  /** fdatasync rounds done (each may carry many records, and the deferred ones written before it). */
   flushes = 0;
 
   private constructor(
@@ -177,8 +194,14 @@ export class Journal {
     });
   }
 
-  /** Journals one transaction (with the history.db bodies it refers to). Resolves once it is on disk (fdatasync done). */
-  append(ops: Op[], bodies?: KeyedBody[]): Promise<void> {
+  /**
+   * Journals one transaction (with the history.db bodies it refers to). Resolves once it is on disk
+   * (fdatasync done). With `deferSync` its record is written at the loop's next turn like any other but
+   * not fdatasynced for its own sake: it waits for the next fdatasync of the file (another append's, or
+   * a `barrier()`, which its writer asks for before anything reveals it). In the file, a killed process
+   * cannot lose it (`written()`); only a power loss before that fdatasync can.
+   */
+  append(ops: Op[], bodies?: KeyedBody[], deferSync = false): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.closed) return Promise.reject(new Error('the store is closed'));
     const buf = encodeRecord({ seq: this.seq + 1, ops, bodies });
@@ -191,21 +214,47 @@ export class Journal {
     }
     batch.buffers.push(buf);
     batch.bytes += buf.length;
+    if (!deferSync) batch.sync = true;
     return batch.promise;
   }
 
-  /** Resolves once everything appended so far is durable. */
+  /**
+   * Resolves once everything appended so far is written to the file (its write() done, its fdatasync
+   * maybe not yet): a process killed from then on loses none of it, a power loss still may (barrier()
+   * tells when it cannot). Undefined while a full disk leaves records owed: then only barrier() tells.
+   */
+  written(): Promise<void> | undefined {
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.owed.length > 0) return undefined;
+    return (this.batch ?? this.inflight)?.written.promise ?? Promise.resolve();
+  }
+
+  /** Resolves once everything appended so far is durable: asks for the fdatasync deferred records wait for. */
   barrier(): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
-    const pending = (this.batch ?? this.inflight)?.promise;
-    if (pending) return pending;
-    return this.owed.length > 0 ? this.retry() : Promise.resolve();
+    const pending = this.batch ?? this.inflight;
+    if (pending) {
+      // Its flush syncs once written (or, past that point, syncs after: flush looks again).
+      pending.sync = true;
+      return pending.promise;
+    }
+    if (this.owed.length > 0) return this.retry();
+    if (this.unsynced.length === 0) return Promise.resolve();
+    // Only written records wait: an empty batch that syncs (appends of this tick join it).
+    const batch = newBatch();
+    batch.sync = true;
+    this.batch = batch;
+    void this.enqueueIo(() => this.flush(batch));
+    return batch.promise;
   }
 
   /** Closes the active segment (if it holds anything) and starts a new one. */
   rotate(): Promise<void> {
     return this.enqueueIo(async () => {
-      if (this.activeSize > 0 && !this.failure) await this.rotateNow();
+      if (this.activeSize === 0 || this.failure) return;
+      // A closed segment is never synced again: what waits for a sync in it gets one first.
+      if (this.unsynced.length > 0) await this.commit([], 0);
+      await this.rotateNow();
     });
   }
 
@@ -237,44 +286,67 @@ export class Journal {
   private async flush(batch: Batch): Promise<void> {
     if (this.batch === batch) this.batch = null;
     if (this.failure) {
+      batch.written.reject(this.failure);
       batch.reject(this.failure);
       return;
     }
     this.inflight = batch;
     try {
-      await this.commit(batch.buffers, batch.bytes);
+      await this.commit(batch.buffers, batch.bytes, batch);
+      // A barrier asked while the write was finishing (after commit chose not to sync) is answered now.
+      if (batch.sync && this.unsynced.includes(batch)) await this.commit([], 0);
     } catch (err) {
+      this.unsynced = this.unsynced.filter((b) => b !== batch);
+      batch.written.reject(err as Error);
       batch.reject(err as Error);
       return;
     } finally {
       this.inflight = null;
     }
-    batch.resolve();
-    if (this.activeSize >= this.opts.segmentBytes) await this.rotateNow();
+    // Written only, it stays in the segment until a sync covers it: the segment is closed after one.
+    if (this.unsynced.length === 0 && this.activeSize >= this.opts.segmentBytes) await this.rotateNow();
   }
 
-  /** Writes the owed records, then `buffers`, and fdatasyncs. On a full disk all of them become owed. */
-  private async commit(buffers: Buffer[], bytes: number): Promise<void> {
+  /**
+   * Writes the owed records, then `batch`'s, and fdatasyncs (which makes every record written before
+   * durable too), unless the batch defers its sync: then it joins `unsynced`. On a full disk all of
+   * them become owed. Without a batch: what a full disk left owed (retry).
+   */
+  private async commit(buffers: Buffer[], bytes: number, batch?: Batch): Promise<void> {
     const parts = this.owed.length > 0 ? [...this.owed, ...buffers] : buffers;
     const total = this.owedBytes + bytes;
+    // Records a full disk refused were refused to their writers: they are only ever written with a sync.
+    const sync = batch === undefined || batch.sync || this.owed.length > 0;
     try {
-      await writeAll(this.fh, parts.length === 1 ? parts[0] : Buffer.concat(parts, total));
-      await this.fh.datasync();
+      if (total > 0) await writeAll(this.fh, parts.length === 1 ? parts[0] : Buffer.concat(parts, total));
+      batch?.written.resolve();
+      if (sync) await this.fh.datasync();
     } catch (err) {
       throw await this.writeFailed(err, parts, total);
     }
     this.activeSize += total;
-    this.flushes++;
     this.owed = [];
     this.owedBytes = 0;
+    if (sync) this.synced(batch);
+    else if (batch) this.unsynced.push(batch);
     if (this.degradedReason !== null) {
       this.opts.logger.info('store.disk_writable_again', { segment: path.basename(this.activePath) });
       this.degradedReason = null;
     }
   }
 
+  /** An fdatasync done: `batch` and every record written before it are durable, oldest first. */
+  private synced(batch: Batch | undefined): void {
+    this.flushes++;
+    const written = this.unsynced;
+    this.unsynced = [];
+    for (const earlier of written) earlier.resolve();
+    batch?.resolve();
+  }
+
   /**
-   * A full disk: the segment is cut back to its last durable byte and reopened, and the records become
+   * A full disk: the segment is cut back to its last byte written whole (records still waiting for a
+   * deferred sync stay: a later sync makes them durable) and reopened, and the records become
    * owed (retried by the next write). Anything else: the file's tail is unknown and memory already
    * holds the transactions, so every later write is refused rather than acknowledged unsafely.
    */
@@ -299,6 +371,9 @@ export class Journal {
       }
     }
     this.failure = new ServiceError('server_error', `the store's journal could not be written (${cause}); restart the service`);
+    // Written but never synced: whether they are on disk is unknown, so they are not acknowledged.
+    for (const earlier of this.unsynced) earlier.reject(this.failure);
+    this.unsynced = [];
     this.opts.logger.error('store.journal_write_failed', { segment, error: cause });
     return this.failure;
   }

@@ -1,5 +1,5 @@
 import { previewOf } from '../protocol/preview';
-import type { Database, WriteTx } from './database';
+import type { Database, WriteOptions, WriteTx } from './database';
 import type { HistoryStore } from './history/history-store';
 import type { BodyIn, BodyOut, ColdRow, KeyedBody } from './history/protocol';
 import { hasColdHistory } from './history/restore';
@@ -138,9 +138,10 @@ export class MessagesRepo {
    * without its body), and journaled with the rows: the journal's one fsync makes rows and bodies
    * durable together (WriteTx.keepBodies); the transaction does not wait for the worker, so the
    * writes of one tick share one journal flush, and the worker writes while the journal syncs. `alsoInTx` writes
-   * more in the same transaction (rows that must appear with these messages).
+   * more in the same transaction (rows that must appear with these messages); `options` are
+   * Database.write's (a turn's user message defers its sync: agent/user-commit.ts).
    */
-  async appendMany(messages: readonly NewMessage[], alsoInTx?: (tx: WriteTx) => void): Promise<void> {
+  async appendMany(messages: readonly NewMessage[], alsoInTx?: (tx: WriteTx) => void, options?: WriteOptions): Promise<void> {
     if (messages.length === 0) return;
     const { bodies, written } = this.writeBodies(messages);
     let durable: Promise<void>;
@@ -149,7 +150,7 @@ export class MessagesRepo {
         messages.forEach((m, i) => insertMessage(tx, m, bodies[i].key));
         tx.keepBodies(bodies);
         alsoInTx?.(tx);
-      });
+      }, options);
     } catch (err) {
       this.discardBodies(bodies.map((b) => b.key));
       throw err;

@@ -1,5 +1,6 @@
 import { nullLogger } from '../log/logger';
 import { AuditRepo } from './audit';
+import { MemoryBlobs } from './blob-store';
 import { Database } from './database';
 import { HistoryMaintenance } from './history/maintenance';
 import { repositories, type Store } from './index';
@@ -13,7 +14,7 @@ import { UsageRepo } from './usage';
  * schema (journaled nowhere: Journal.scratch) and a database in memory in `real`'s history worker
  * (HistoryStore.scratch). V8 compiles per function, not per object, so a turn stored here compiles
  * what the first chat's turn would run for the first time, and nothing reaches service.db, its journal,
- * history.db, the blobs or the log. Made a statement a turn of the event loop (until `signal` aborts); `close` drops it.
+ * history.db, the blobs (MemoryBlobs) or the log. Made a statement a turn of the event loop (until `signal` aborts); `close` drops it.
  */
 export async function openScratchStore(real: Store, signal?: AbortSignal): Promise<Store> {
   const db = await Database.scratch(SCHEMA_SQL, signal);
@@ -28,9 +29,8 @@ export async function openScratchStore(real: Store, signal?: AbortSignal): Promi
   }
   const audit = new AuditRepo(db);
   const usage = new UsageRepo(db, history);
-  // The real blobs, which a practice never reaches (its turn has no attachment and calls no tool): a
-  // blob store has no scratch of its own, and reading one writes nothing.
-  const blobs = real.blobs;
+  // Blobs in memory: none of the practice's reaches the data directory, whatever its turn would store.
+  const blobs = new MemoryBlobs();
   return {
     ...repositories(db, history, { audit, usage, blobs, kick: () => undefined }),
     backup: () => Promise.reject(new Error('a scratch store has no backup')),

@@ -1,4 +1,4 @@
-// The service's warm-up plays a practice turn (Agent.practise) through each HTTP provider's SDK with a
+// The service's warm-up plays a practice turn (Agent.practiceTwin) through each HTTP provider's SDK with a
 // canned fetch (providers/rehearsal.ts), so a chat sent one second after start does not pay V8's first
 // compiles of that path (issue 25). The canned answer must still parse whole with the SDK in the bundle
 // (else the practice fails quietly and the first chat pays again), and nothing may leave the process:

@@ -1,6 +1,7 @@
 // One durable commit per acknowledged message of an agent turn (issue 25): the user message (with a new
 // conversation's row) and the reply (with the turn's usage) cost one journal flush each (one write and
-// one fdatasync); history.db's bodies are written without an fsync of their own (journaled with the
+// one fdatasync) at most: a turn whose model answers before anything is told (not streamed) shares one
+// fdatasync for both (since s11: agent/user-commit.ts); history.db's bodies are written without an fsync of their own (journaled with the
 // rows). Concurrent turns share them. Counted where they happen: the journal's flushes on this thread,
 // history.db's fsyncs in its worker (HistoryStats.syncs).
 import assert from 'node:assert/strict';
@@ -44,7 +45,7 @@ test('an agent turn costs one durable commit per message (a new conversation, th
   const { store } = service;
   const first = await commits(service);
   let conversationId = (await service.agent.chat({ message: 'first', source: { kind: 'lan' } })).conversation_id;
-  assert.equal((await commits(service)) - first, 2, "durable commits of a new conversation's first turn");
+  assert.equal((await commits(service)) - first, 1, "durable commits of a new conversation's first turn");
 
   const perTurn: number[] = [];
   for (let i = 0; i < 8; i++) {
@@ -71,11 +72,11 @@ test('an agent turn costs one durable commit per message (a new conversation, th
 
   // Eight conversations at once: their messages share commits, their replies too. A batch is flushed on
   // the loop's next turn, so on a quiet machine the eight messages share one commit and the replies
-  // another (2); on a loaded one a turn whose reads before its write (instruction files, git) end a
+  // another (2; 1 since s11, the messages' records written and synced with the replies); on a loaded one a turn whose reads before its write (instruction files, git) end a
   // loop turn later joins the next batch: at most two a side, against 16 unshared.
   const ids = await Promise.all(Array.from({ length: 8 }, async (_, i) => (await service.agent.chat({ message: `start ${i}`, source: { kind: 'lan' } })).conversation_id));
   const before = await commits(service);
   await Promise.all(ids.map((id, i) => service.agent.chat({ message: `again ${i}`, conversationId: id, source: { kind: 'lan' } })));
   const shared = (await commits(service)) - before;
-  assert.ok(shared >= 2 && shared <= 4, `durable commits for 8 concurrent turns: ${shared}`);
+  assert.ok(shared >= 1 && shared <= 4, `durable commits for 8 concurrent turns: ${shared}`);
 });

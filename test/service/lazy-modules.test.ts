@@ -8,9 +8,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { gitStarter } from '../../src/git/git-starter';
+import { Service } from '../../src/service';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
-import { startService, type RunningService } from '../helpers/service';
-import { waitFor } from '../helpers/temp';
+import { startService, writeConfig, type RunningService } from '../helpers/service';
+import { tempDir, waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
 const HEAVY = {
@@ -65,4 +66,26 @@ test("once listening, the configured provider's SDK is loaded, git's status of t
   assert.deepEqual(loaded(), ['openai']);
   assert.equal(gitStatuses, statuses, 'the chat used the status read ahead');
   assert.equal(fake.asides.length, 2, 'the chat used the window asked ahead (providers/server-window.ts), of the provider built ahead');
+});
+
+test("while the store opens, the turn's context is read ahead (git's status) and nothing that costs the main thread more: the provider's steps wait for the open", async () => {
+  const temp = await tempDir('ra-lazy-open-');
+  await writeConfig(temp.dir, { provider: 'openai', model: 'fake-model', base_url: fake.url });
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const service = await Service.begin({ dataDir: temp.dir, host: '127.0.0.1', port: 0, holdOpen: held });
+  try {
+    const statuses = gitStatuses;
+    const asides = fake.asides.length;
+    await service.start();
+    await waitFor(() => gitStatuses > statuses, "git's status asked while the store opens", 10_000);
+    assert.equal(fake.asides.length, asides, "the provider's window is not asked before the open");
+    release();
+    await service.ready;
+    await waitFor(() => fake.asides.length > asides, "the provider's window asked once the store is open", 10_000);
+  } finally {
+    release();
+    await service.stop();
+    await temp.cleanup();
+  }
 });

@@ -1,15 +1,22 @@
-// The warm-up's practice turn (Service.practise, Agent.practise): once listening, the service runs one
-// streamed chat of the real turn code over a scratch store (store/scratch.ts) with the configured
+// The warm-up's practice turn (Service.practise, Agent.practiceTwin, commands/turns/practice-turn.ts):
+// once the store is open, the service runs one streamed chat of the real turn code over a scratch store (store/scratch.ts) with the configured
 // provider's SDK and a canned fetch, so a chat sent right after start does not run that code for the
 // first time (issue 25). It must be seen nowhere: no byte of the data directory, no row, no log line
 // but service.warmed_up, no provider request, no event; a chat meanwhile does not wait for it; stop()
-// during it is clean. `holdPractice` holds it at its provider call, where a test looks.
+// during it is clean; its tools refuse every call and its blobs stay in memory. `holdPractice` holds it
+// at its provider call, where a test looks.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { test } from 'node:test';
+import { existsSync } from 'node:fs';
 import { Service } from '../../src/service';
+import { createPracticeToolRegistry } from '../../src/agent/toolbox';
+import type { Provider } from '../../src/agent/providers/types';
+import { openScratchStore } from '../../src/store/scratch';
+import { runPracticeTurn } from '../../src/commands/turns/practice-turn';
+import type { ServiceEvent } from '../../src/protocol';
 import { startFakeOpenAI } from '../helpers/fake-openai';
 import { startService, writeConfig, type RunningService } from '../helpers/service';
 import { tempDir, waitFor } from '../helpers/temp';
@@ -44,15 +51,15 @@ function counts(svc: RunningService): Record<string, unknown> {
 }
 
 /** A service whose practice turn stops at its provider call until `release`; `reached` resolves once it got there. */
-async function heldService(fakeUrl: string, options: { dataDir?: string } = {}) {
+async function heldService(fakeUrl: string, options: { dataDir?: string; config?: Record<string, unknown> } = {}) {
   let reachedIt!: () => void;
   const reached = new Promise<void>((resolve) => (reachedIt = resolve));
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   const svc = await startService(
-    { provider: 'openai', model: 'fake-model', base_url: fakeUrl },
+    { provider: 'openai', model: 'fake-model', base_url: fakeUrl, ...options.config },
     {
-      ...options,
+      dataDir: options.dataDir,
       holdPractice: () => {
         reachedIt();
         return released;
@@ -209,6 +216,108 @@ test('stop() ends when the history worker stopped before the practice (the scrat
     assert.equal(stopped, true, 'stop() still pending 10 s later');
   } finally {
     await temp.cleanup();
+    await fake.close();
+  }
+});
+
+test("the practice's tools refuse every call without asking anyone, and its store's blobs stay in memory: a practice whose answer asks tools writes nothing", async () => {
+  const fake = await startFakeOpenAI();
+  const workspace = await tempDir('ra-practice-workspace-');
+  // permission_mode allow: were a practice's tool let through, it would run at once, asking no one.
+  const { svc, release } = await heldService(fake.url, { config: { permission_mode: 'allow', workspace: workspace.dir } });
+  try {
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    const before = await snapshot(svc.dataDir);
+    const scratch = await openScratchStore(svc.service.store);
+    let asked = 0;
+    // An answer that asks for tools (today's canned answer asks none): a file written, a command run, the todo plan.
+    const provider: Provider = {
+      name: 'openai',
+      complete: async () => {
+        asked += 1;
+        if (asked > 1) return { text: 'done', tool_calls: [], finish_reason: 'stop' };
+        return {
+          text: '',
+          finish_reason: 'tool_calls',
+          tool_calls: [
+            { id: 'w', name: 'write_file', arguments: { path: 'written.txt', content: 'by the practice' } },
+            { id: 'r', name: 'run_command', arguments: { command: 'touch ran.txt', cwd: workspace.dir } },
+            { id: 't', name: 'todo', arguments: { items: [{ text: 'a step', status: 'pending' }] } },
+          ],
+        };
+      },
+    };
+    try {
+      const tools = createPracticeToolRegistry(
+        () => svc.service.config.current,
+        scratch,
+        () => [workspace.dir],
+      );
+      assert.ok(
+        (await tools.list()).some((tool) => tool.name === 'write_file'),
+        'the tools are offered as the real ones are',
+      );
+      await svc.service.agent.practiceTwin({ store: scratch, provider, tools }).chat({ message: 'practise', source: { kind: 'lan' }, stream: true, worktree: false });
+      assert.equal(asked, 2, 'the model was given the refusals and answered');
+      const [conversation] = scratch.conversations.list({ limit: 1 });
+      const rows = await scratch.messages.after(conversation.id, 0);
+      const results = rows.filter((row) => row.role === 'tool').map((row) => row.content);
+      assert.equal(results.filter((content) => /practice runs no tool/.test(content)).length, 3, `each call refused: ${results.join(' | ')}`);
+      const blob = await scratch.blobs.put('a blob of the practice');
+      assert.equal((await scratch.blobs.get(blob.hash))?.toString(), 'a blob of the practice');
+    } finally {
+      await scratch.close();
+    }
+    assert.equal(existsSync(join(workspace.dir, 'written.txt')), false, 'write_file wrote nothing');
+    assert.equal(existsSync(join(workspace.dir, 'ran.txt')), false, 'run_command ran nothing');
+    assert.deepEqual(await snapshot(svc.dataDir), before, 'no file of the data directory changed or appeared (no blob)');
+    assert.deepEqual(client.frames, [], 'no event reached a client (no permission asked)');
+    client.close();
+  } finally {
+    release();
+    await svc.dispose();
+    await workspace.cleanup();
+    await fake.close();
+  }
+});
+
+test("the practice runs as a client's chat: its own follower's frames are made (the reply's events, turn.ended), and no client hears them", async () => {
+  const fake = await startFakeOpenAI();
+  const { svc, release } = await heldService(fake.url);
+  try {
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    const scratch = await openScratchStore(svc.service.store);
+    const framed: string[] = [];
+    const provider: Provider = {
+      name: 'openai',
+      complete: async (request) => {
+        request.onDelta?.('a practised ');
+        request.onDelta?.('reply');
+        return { text: 'a practised reply', tool_calls: [], finish_reason: 'stop' };
+      },
+    };
+    try {
+      const twin = svc.service.agent.practiceTwin({
+        store: scratch,
+        provider,
+        tools: createPracticeToolRegistry(
+          () => svc.service.config.current,
+          scratch,
+          () => [],
+        ),
+      });
+      const response = await runPracticeTurn(twin, scratch, (event: ServiceEvent) => framed.push(event.event), new AbortController().signal);
+      assert.equal(response, 'a practised reply');
+    } finally {
+      await scratch.close();
+    }
+    for (const event of ['chat.message', 'chat.delta', 'turn.ended']) assert.ok(framed.includes(event), `${event} framed: ${framed.join(', ')}`);
+    assert.deepEqual(client.frames, [], 'no event reached a client');
+    assert.equal(svc.service.sessionCount, 1, 'the practice is no session of the door');
+    client.close();
+  } finally {
+    release();
+    await svc.dispose();
     await fake.close();
   }
 });

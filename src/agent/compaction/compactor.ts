@@ -22,6 +22,8 @@ export interface CompactionCall {
   onResult?: (result: CompletionResult) => void;
   /** A summary or a failure notice was stored: the message as clients see it. */
   onStored?: (message: Message) => void;
+  /** Called and awaited before a summary is asked or stored: a turn's user message is made durable (its sync asked) and told first (agent/user-commit.ts). */
+  ready?: () => Promise<void>;
 }
 
 export interface ModelView {
@@ -55,6 +57,7 @@ export class Compactor {
     const history = [...(summary ? [summaryMessage(summary.content)] : []), ...transcriptOf(tail)];
     const cut = cutToolOutputs(history, call.budget.history);
     if (messagesTokens(cut) <= call.budget.history) return { messages: [...system, ...cut] };
+    await call.ready?.();
     if (mayCompact) {
       try {
         const made = await this.summarise(summary, tail, call, undefined, Math.floor(call.budget.history * KEEP_SHARE));

@@ -39,7 +39,7 @@ export class TurnContext {
   }
 
   /**
-   * The context of the warm-up's practice turn (Agent.practise): this one's instruction files (read
+   * The context of the warm-up's practice turn (Agent.practiceTwin): this one's instruction files (read
    * ahead by warmUp, shared), and no git: its status is the real turns' to ask, and a practice that
    * waited for it (the git starter's own start, up to a second on a loaded machine) was not over when
    * the first chat came; its note then says nothing of git, through the same code.
@@ -69,12 +69,15 @@ export class TurnContext {
 
   /**
    * Reads ahead what a first turn would wait for, so it is answered as fast as the next (the service's
-   * warm-up once listening): the instruction files of the roots and the user's, and a turn's note,
-   * thrown away, for what it reads: git's status of each root (kept GIT_STATUS_MAX_AGE_MS at most, as
-   * for any turn) and the time zone's name (ICU's data, loaded at its first use).
+   * warm-up once listening, before the store is open: none of it needs the store): the instruction files
+   * of the roots and the user's, and a turn's note, thrown away, for what it reads: git's status of each
+   * root (kept GIT_STATUS_MAX_AGE_MS at most, as for any turn) and the time zone's name (ICU's data,
+   * loaded at its first use); then a first step's system message from them, thrown away too: its code's
+   * first run is not the turn's.
    */
-  async warmUp(roots: readonly string[] = this.workspaceRoots()): Promise<void> {
+  async warmUp(config: ServiceConfig, roots: readonly string[] = this.workspaceRoots()): Promise<void> {
     await Promise.all([this.filesInForce([], roots), this.moment({ client: 'warm-up', remote: false }, roots)]);
+    await this.systemMessage(config, [], { model: config.model, contextWindow: null }, {}, roots);
   }
 
   /** A tool wrote a file or ran a command: git's status is asked again next turn. */

@@ -64,7 +64,7 @@ export const PRACTICE_ANSWER = PIECES.join('');
  * A first streamed turn runs the SDK's request building, its stream and SSE parsing, and our attempt,
  * retry and assembling code for the first time: V8 compiles each function at its first call, and that
  * made the chat sent one second after start cost twice the second's CPU (issue 25). The service's
- * warm-up plays a practice turn (Agent.practise) through a provider built by the same factory with a
+ * warm-up plays a practice turn (Agent.practiceTwin) through a provider built by the same factory with a
  * canned fetch: the same functions are compiled, nothing is sent, no key is used, nothing is written or
  * logged. Undefined for a provider without an HTTP SDK (the editor's language models): the practice
  * then has one of its own (cannedProvider).

@@ -54,7 +54,7 @@ test('with no client to hear it, a turn reads no conversation row for conversati
     try {
       await agent.chat({ message: 'now someone does', conversationId: id, source: { kind: 'lan' } });
       const update = await editor.next((f) => f.event === 'conversation.updated' && f.conversation_id === id);
-      assert.equal((update.conversation as { last_message: string }).last_message, 'now someone does');
+      assert.match((update.conversation as { last_message: string }).last_message, /now someone does/, 'the message, or already its reply (events wait for its commit)');
       assert.ok(rowsMade > 0);
     } finally {
       editor.close();

@@ -525,6 +525,7 @@ export class Service {
     this.logger.error('service.open_failed', { error: error instanceof Error ? error.message : String(error) });
     await new Promise((resolve) => setImmediate(resolve));
     this.practice.abort();
+    this.turnContext.close();
     this.door.closeAll();
     await this.http?.close();
     this.http = undefined;
@@ -685,6 +686,7 @@ export class Service {
     await this.http?.close();
     this.http = undefined;
     await tools.close();
+    this.turnContext.close();
     auth.failures.flush();
     this.releaseDataDir();
     await store.audit.settled();
@@ -787,7 +789,7 @@ export class Service {
    * ends the warm-up (Agent.endsWarmUp): what is left, that turn does itself, and it waits for no step
    * but the one under way.
    */
-  private warmUp(early: Promise<void>, began: number): void {
+  private warmUp(early: Promise<boolean>, began: number): void {
     const config = this.config.current;
     if (!this.agent.endsWarmUp(this.practice)) this.practice.abort();
     const provider = providerWarmUp(config.provider);
@@ -801,22 +803,27 @@ export class Service {
       () => this.store.pushDevices.list().length > 0 && webPush(),
     ];
     // When it was over tells whether a chat found it done (bench/start.ts reads it).
-    void Promise.all([early, this.warmUpSteps(steps, WARM_UP_DELAY_MS)]).then(() => this.http && this.logger.info('service.warmed_up', { ms: Math.round(performance.now() - began) }));
+    // A warm-up a first turn ended (or stop) is said so: its later steps did not run.
+    void Promise.all([early, this.warmUpSteps(steps, WARM_UP_DELAY_MS)]).then(
+      ([earlyWhole, restWhole]) => this.http && this.logger.info(earlyWhole && restWhole ? 'service.warmed_up' : 'service.warm_up_cut_short', { ms: Math.round(performance.now() - began) }),
+    );
   }
 
   /**
    * Runs `steps` from `delayMs` on, one per turn of the event loop (what waits, a client's command, runs between them),
-   * until the warm-up ends (`practice` aborted); settles once each begun step's work has. A step's
-   * failure is logged: the first use meets the same error and reports it to whom it concerns.
+   * until the warm-up ends (`practice` aborted); settles once each begun step's work has, with whether
+   * every step ran. A step's failure is logged: the first use meets the same error and reports it to
+   * whom it concerns.
    */
-  private warmUpSteps(steps: (() => unknown)[], delayMs: number): Promise<void> {
+  private warmUpSteps(steps: (() => unknown)[], delayMs: number): Promise<boolean> {
     const warmFailed = (error: unknown) => this.logger.warn('service.warm_up_failed', { error: (error as Error).message });
     const pending: unknown[] = [];
-    return new Promise<void>((resolve) => {
+    return new Promise<boolean>((resolve) => {
       const next = () => {
         const step = this.practice.signal.aborted ? undefined : steps.shift();
         if (!step) {
-          void Promise.allSettled(pending).then(() => resolve());
+          // Whole: every step began, and none was stopped under way (a first turn aborts the practice).
+          void Promise.allSettled(pending).then(() => resolve(steps.length === 0 && !this.practice.signal.aborted));
           return;
         }
         try {

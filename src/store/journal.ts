@@ -116,9 +116,14 @@ export class Journal {
     private activePath: string,
     private activeSize: number,
     lastSeq: number,
+    /** A new segment's directory fsync, until a commit has waited for it (Journal.open). */
+    private entryDurable: Promise<void> | null = null,
   ) {
     this.seq = lastSeq;
   }
+
+  /** The segment's directory fsync failed: the next commit runs one afresh. */
+  private entryAgain = false;
 
   /**
    * Appends to `active` (the last recovered segment) or, without one, to a new segment numbered
@@ -129,19 +134,28 @@ export class Journal {
     let file: string;
     let size: number;
     let fh: FileHandle;
+    let entryDurable: Promise<void> | null = null;
     if (state.active) {
       n = state.active.n;
       file = state.active.path;
       size = state.active.size;
       fh = await open(file, 'a');
+      // Its entry may never have been made durable (the run that made it was killed before): made so
+      // beside this run's first commit, as a new segment's is.
+      entryDurable = fsyncDir(opts.dir);
+      entryDurable.catch(() => {});
     } else {
       n = state.maxN + 1;
       file = segmentPath(opts.dir, opts.fileName, n);
       size = 0;
       fh = await open(file, 'ax', PRIVATE_FILE_MODE);
-      await fsyncDir(opts.dir);
+      // The new segment's directory entry is made durable beside its first records' write and fdatasync
+      // (commit waits for both), not before them: a new data directory's first commit (its schema) took
+      // two fsyncs one after the other on the start's longest path (docs/design.md, "What a start makes durable").
+      entryDurable = fsyncDir(opts.dir);
+      entryDurable.catch(() => {});
     }
-    const journal = new Journal(opts, fh, n, file, size, state.lastSeq);
+    const journal = new Journal(opts, fh, n, file, size, state.lastSeq, entryDurable);
     for (const seg of state.closed) journal.closedSizes.set(seg.path, seg.size);
     return journal;
   }
@@ -320,7 +334,19 @@ export class Journal {
     try {
       if (total > 0) await writeAll(this.fh, parts.length === 1 ? parts[0] : Buffer.concat(parts, total));
       batch?.written.resolve();
-      if (sync) await this.fh.datasync();
+      if (sync) {
+        await this.fh.datasync();
+        // A record is durable only once its segment's entry is too (a failed fsync is tried again by the next commit).
+        const entry = this.entryDurable ?? (this.entryAgain ? fsyncDir(this.opts.dir) : null);
+        if (entry) {
+          this.entryDurable = null;
+          // A failed one is tried afresh by the next commit (not at once: on a full disk a fsync begun
+          // then fails too, and the first retry once there is space would be answered by it).
+          this.entryAgain = true;
+          await entry;
+          this.entryAgain = false;
+        }
+      }
     } catch (err) {
       throw await this.writeFailed(err, parts, total);
     }
@@ -385,6 +411,7 @@ export class Journal {
     try {
       fh = await open(next, 'ax', PRIVATE_FILE_MODE);
       await fsyncDir(this.opts.dir);
+      this.entryAgain = false;
     } catch (err) {
       // Keep appending to the current segment; compaction just waits for the next rotation. A segment
       // created here is removed, or the next rotation would find its number taken.

@@ -59,8 +59,17 @@ export class GitStatusCache {
   /** The asks under way: a turn sent while the warm-up's ask runs waits for its answer rather than starting another git. */
   private readonly asking = new Map<string, { generation: number; watch: ReturnType<typeof gitStateWatch>; summary: Promise<GitSummary | undefined> }>();
   private generation = 0;
+  private closed = false;
 
   constructor(private readonly ask: (folder: string) => Promise<GitSummary | undefined> = gitSummary) {}
+
+  /** Lets every watch go (the service stopped, or its open failed); an ask still under way keeps none. */
+  close(): void {
+    this.closed = true;
+    for (const entry of this.entries.values()) entry.watch?.close();
+    for (const pending of this.asking.values()) pending.watch?.close();
+    this.entries.clear();
+  }
 
   /** Files may have changed (a tool wrote one, or ran a command): every summary is asked again. */
   changed(): void {
@@ -104,6 +113,10 @@ export class GitStatusCache {
       summary = await asked.summary;
     } finally {
       if (this.asking.get(folder) === asked) this.asking.delete(folder);
+    }
+    if (this.closed) {
+      watch?.close();
+      return summary;
     }
     // Replaced at the newest end; past the bound the least recently asked folder lets its watch go.
     this.entries.get(folder)?.watch?.close();

@@ -468,7 +468,7 @@ describe('incoming webhook, requests without the secret', () => {
 
 describe('incoming webhook, signed forgeries in parallel', () => {
   /** Signed requests with a wrong signature, their headers sent and their bodies held back, each on its own connection. */
-  async function forgeries(s: RunningService, count: number, bodyBytes: number) {
+  async function forgeries(s: RunningService, count: number, bodyBytes: number, localAddress = '127.0.0.1') {
     const port = Number(new URL(s.httpUrl).port);
     const now = Math.floor(Date.now() / 1000);
     const sockets = await Promise.all(
@@ -477,7 +477,7 @@ describe('incoming webhook, signed forgeries in parallel', () => {
         () =>
           new Promise<net.Socket>((resolve, reject) =>
             net
-              .connect(port, '127.0.0.1')
+              .connect({ port, host: '127.0.0.1', localAddress })
               .once('connect', function (this: net.Socket) {
                 resolve(this);
               })
@@ -506,6 +506,10 @@ describe('incoming webhook, signed forgeries in parallel', () => {
     return {
       /** Those answered before any of their body was sent. */
       answeredEarly: () => statuses.filter((s) => s.answered() !== undefined).length,
+      /** Sends no body; resolves with each status once its connection is answered or dropped (-1). */
+      finishWithoutBody(): Promise<number[]> {
+        return Promise.all(statuses.map((s) => s.status));
+      },
       /** Sends every body still wanted; resolves with each status. */
       async finish(): Promise<number[]> {
         const body = Buffer.from(JSON.stringify({ message: 'x'.repeat(bodyBytes - 16) }).padEnd(bodyBytes, ' '));
@@ -517,15 +521,16 @@ describe('incoming webhook, signed forgeries in parallel', () => {
     };
   }
 
+  // 127.0.0.2 is let in too: a second client address on loopback.
   const guardedService = (webhook: Record<string, unknown>) =>
     startService(
       { base_url: svc.fake.url, channels: { webhook: { accounts: { guarded: { incoming_path: '/guarded', outgoing_url: 'http://127.0.0.1:9/unused', secret: SECRET_A } } } } },
-      { webhook: { ...FAST, ...webhook } },
+      { webhook: { ...FAST, ...webhook }, allowFrom: ['127.0.0.1', '127.0.0.2'] },
     );
   const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
 
   test("from one address: only the limit's worth of bodies is read, the rest refused 429 before theirs; counted in one burst line", async () => {
-    const guarded = await guardedService({ rateLimitPerMinute: 5 });
+    const guarded = await guardedService({ rateLimitPerMinute: 5, maxUnverifiedReadsPerAddress: 16 });
     try {
       const sent = await forgeries(guarded, 12, 64 * 1024);
       // Each failure is counted before its body is read: 7 are over the limit of 5 at once, unread.
@@ -550,7 +555,7 @@ describe('incoming webhook, signed forgeries in parallel', () => {
   });
 
   test('from any number of addresses: at most maxUnverifiedReads bodies of the account are read at once; the real sender gets in after', async () => {
-    const guarded = await guardedService({ maxUnverifiedReads: 3 });
+    const guarded = await guardedService({ maxUnverifiedReads: 3, maxUnverifiedReadsPerAddress: 16 });
     try {
       const sent = await forgeries(guarded, 10, 64 * 1024);
       await waitFor(() => sent.answeredEarly() === 7, 'seven refused before their body', 10_000);
@@ -561,6 +566,40 @@ describe('incoming webhook, signed forgeries in parallel', () => {
       const now = Math.floor(Date.now() / 1000);
       const signature = signStandardWebhook(SECRET_A, 'msg_real', now, JSON.stringify(body));
       const real = await hook(guarded, '/guarded', body, { 'webhook-id': 'msg_real', 'webhook-timestamp': String(now), 'webhook-signature': signature });
+      assert.equal(real.status, 202, real.text);
+    } finally {
+      await guarded.dispose();
+    }
+  });
+  test("one address holding bodies back keeps at most maxUnverifiedReadsPerAddress of the account's reads; the real sender from another address gets in meanwhile", async () => {
+    const guarded = await guardedService({});
+    try {
+      // 16 forgeries trickling nothing from 127.0.0.2: before, they took the account's 16 reads and the sender got 429.
+      const sent = await forgeries(guarded, 16, 64 * 1024, '127.0.0.2');
+      await waitFor(() => sent.answeredEarly() === 12, 'twelve refused before their body (four held)', 10_000);
+      const body = { message: 'the real sender' };
+      const now = Math.floor(Date.now() / 1000);
+      const signature = signStandardWebhook(SECRET_A, 'msg_real_held', now, JSON.stringify(body));
+      const real = await hook(guarded, '/guarded', body, { 'webhook-id': 'msg_real_held', 'webhook-timestamp': String(now), 'webhook-signature': signature });
+      assert.equal(real.status, 202, real.text);
+      const statuses = await sent.finish();
+      assert.equal(count(statuses, 401), 4);
+    } finally {
+      await guarded.dispose();
+    }
+  });
+
+  test('a signed body not sent within unverifiedReadMs is dropped and its read given back', async () => {
+    const guarded = await guardedService({ maxUnverifiedReads: 1, unverifiedReadMs: 300 });
+    try {
+      const held = await forgeries(guarded, 1, 64 * 1024, '127.0.0.2');
+      // Its read is given back once the deadline passes (the connection is dropped, never answered).
+      const statuses = await Promise.race([held.finishWithoutBody(), new Promise<number[]>((resolve) => setTimeout(() => resolve([0]), 10_000))]);
+      assert.deepEqual(statuses, [-1], 'the held request was dropped at its deadline');
+      const body = { message: 'the real sender' };
+      const now = Math.floor(Date.now() / 1000);
+      const signature = signStandardWebhook(SECRET_A, 'msg_real_after', now, JSON.stringify(body));
+      const real = await hook(guarded, '/guarded', body, { 'webhook-id': 'msg_real_after', 'webhook-timestamp': String(now), 'webhook-signature': signature });
       assert.equal(real.status, 202, real.text);
     } finally {
       await guarded.dispose();

@@ -18,6 +18,8 @@ export interface WebhookChannelOptions extends Partial<OutboxTimings> {
   maxBodyBytes?: number;
   /** Signed bodies of one account read at once before their signature is checked (default 16). */
   maxUnverifiedReads?: number;
+  maxUnverifiedReadsPerAddress?: number;
+  unverifiedReadMs?: number;
   /** Agent runs at once for webhook messages (default 32). */
   answerConcurrency?: number;
 }
@@ -63,7 +65,7 @@ export class WebhookChannel {
     options: WebhookChannelOptions = {},
   ) {
     this.log = deps.logger.child({ component: 'webhook' });
-    const { rateLimitPerMinute, maxBodyBytes, maxUnverifiedReads, answerConcurrency, ...timings } = options;
+    const { rateLimitPerMinute, maxBodyBytes, maxUnverifiedReads, maxUnverifiedReadsPerAddress, unverifiedReadMs, answerConcurrency, ...timings } = options;
     const accounts = () => this.accounts().byName;
     this.outbox = new WebhookOutbox({ store: deps.store, accounts, logger: deps.logger, timings });
     this.inbox = new WebhookInbox({
@@ -76,7 +78,10 @@ export class WebhookChannel {
       retry: { ...DEFAULT_OUTBOX_TIMINGS, ...timings },
       concurrency: answerConcurrency,
     });
-    this.incoming = new IncomingWebhooks({ store: deps.store, logger: deps.logger, onAccepted: (row) => this.inbox.enqueue(row) }, { rateLimitPerMinute, maxBodyBytes, maxUnverifiedReads });
+    this.incoming = new IncomingWebhooks(
+      { store: deps.store, logger: deps.logger, onAccepted: (row) => this.inbox.enqueue(row) },
+      { rateLimitPerMinute, maxBodyBytes, maxUnverifiedReads, maxUnverifiedReadsPerAddress, unverifiedReadMs },
+    );
     this.router = (method, path) => {
       if (method !== 'POST') return undefined;
       const { byName, byPath } = this.accounts();

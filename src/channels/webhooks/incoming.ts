@@ -18,7 +18,14 @@ export const WEBHOOK_RATE_LIMIT_PER_MINUTE = 120;
  * this many at once whatever their addresses (each up to maxBodyBytes held): many addresses, each under
  * its own limit of wrong signatures, cannot have the service hold and hash bodies without bound.
  */
-export const MAX_UNVERIFIED_READS = 16;
+export const MAX_UNVERIFIED_READS = 64;
+/**
+ * ...and at most this many of one client address (an IPv6 one by its /64): a sender holding bodies back
+ * (a slow upload takes no secret) cannot take the account's reads from its real sender alone.
+ */
+export const MAX_UNVERIFIED_READS_PER_ADDRESS = 4;
+/** A signed body not all sent within this is dropped (its read given back): held reads cost their holder. */
+export const UNVERIFIED_READ_MS = 10_000;
 /** The log says a burst of wrong credentials once per this window, account and address, then one counted line. */
 export const WEBHOOK_FAILURE_LOG_WINDOW_MS = 60_000;
 
@@ -31,6 +38,8 @@ export interface IncomingOptions {
   rateLimitPerMinute?: number;
   maxBodyBytes?: number;
   maxUnverifiedReads?: number;
+  maxUnverifiedReadsPerAddress?: number;
+  unverifiedReadMs?: number;
 }
 
 export interface IncomingDeps {
@@ -59,7 +68,9 @@ export class IncomingWebhooks {
   private readonly limit: number;
   private readonly maxBodyBytes: number;
   private readonly maxUnverifiedReads: number;
-  /** Signed bodies being read now, per account. */
+  private readonly maxUnverifiedReadsPerAddress: number;
+  private readonly unverifiedReadMs: number;
+  /** Signed bodies being read now, per account and per account and address (failureKeyOf). */
   private readonly unverifiedReads = new Map<string, number>();
   private readonly log: Logger;
   private readonly bursts: BurstLog<{ address: string; account: string }>;
@@ -75,6 +86,8 @@ export class IncomingWebhooks {
     this.limiter = new FixedWindowLimiter(this.limit, 60_000);
     this.failures = new FixedWindowLimiter(this.limit, 60_000);
     this.maxUnverifiedReads = options.maxUnverifiedReads ?? MAX_UNVERIFIED_READS;
+    this.maxUnverifiedReadsPerAddress = options.maxUnverifiedReadsPerAddress ?? MAX_UNVERIFIED_READS_PER_ADDRESS;
+    this.unverifiedReadMs = options.unverifiedReadMs ?? UNVERIFIED_READ_MS;
     this.log = deps.logger.child({ component: 'webhook' });
     this.bursts = new BurstLog(
       this.log,
@@ -173,12 +186,16 @@ export class IncomingWebhooks {
   /**
    * A signed request's body, once its signature holds. Counted as a wrong one before the body is read
    * (synchronously, so parallel forgeries from one address cannot all slip under its limit) and refunded
-   * when the signature is good or nothing was read; at most maxUnverifiedReads of the account read at once.
+   * when the signature is good or nothing was read; at most maxUnverifiedReads of the account and
+   * maxUnverifiedReadsPerAddress of one address read at once, each within unverifiedReadMs.
    */
   private async readSigned(req: IncomingMessage, secret: string, signed: SignedHeaders, from: From): Promise<Buffer> {
-    const reading = this.unverifiedReads.get(from.account) ?? 0;
-    if (reading >= this.maxUnverifiedReads) {
+    const keys = [from.account, failureKeyOf(from)];
+    if ((this.unverifiedReads.get(keys[0]!) ?? 0) >= this.maxUnverifiedReads) {
       throw new ServiceError('rate_limited', `too many signed requests being read at once for this webhook (at most ${this.maxUnverifiedReads})`, 1);
+    }
+    if ((this.unverifiedReads.get(keys[1]!) ?? 0) >= this.maxUnverifiedReadsPerAddress) {
+      throw new ServiceError('rate_limited', `too many signed requests from this address being read at once (at most ${this.maxUnverifiedReadsPerAddress})`, 1);
     }
     const attempt = this.failures.reserve(failureKeyOf(from));
     if (attempt.retryAfterSeconds > 0) throw this.counting(tooManyFailures(attempt.retryAfterSeconds), from, true);
@@ -189,13 +206,18 @@ export class IncomingWebhooks {
       attempt.refund();
       throw error;
     }
-    this.unverifiedReads.set(from.account, reading + 1);
+    for (const key of keys) this.unverifiedReads.set(key, (this.unverifiedReads.get(key) ?? 0) + 1);
+    // Node's own request timeout (60 s, checked every 30) would let a held body keep its read that long.
+    const deadline = setTimeout(() => req.destroy(new ServiceError('rate_limited', 'the signed body was not sent in time', 1)), this.unverifiedReadMs);
     try {
       raw = await this.readBody(req);
     } finally {
-      const left = this.unverifiedReads.get(from.account)! - 1;
-      if (left > 0) this.unverifiedReads.set(from.account, left);
-      else this.unverifiedReads.delete(from.account);
+      clearTimeout(deadline);
+      for (const key of keys) {
+        const left = this.unverifiedReads.get(key)! - 1;
+        if (left > 0) this.unverifiedReads.set(key, left);
+        else this.unverifiedReads.delete(key);
+      }
     }
     if (!signatureValid(secret, signed, raw)) throw this.counting(new ServiceError('invalid_token', 'invalid webhook signature'), from, false);
     attempt.refund();

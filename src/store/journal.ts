@@ -319,16 +319,18 @@ export class Journal {
     const sync = batch === undefined || batch.sync || this.owed.length > 0;
     try {
       if (total > 0) await writeAll(this.fh, parts.length === 1 ? parts[0] : Buffer.concat(parts, total));
-      batch?.written.resolve();
-      if (sync) await this.fh.datasync();
     } catch (err) {
       throw await this.writeFailed(err, parts, total);
     }
+    // In the file whole: never cut back again (the model may be asked about these records from now on).
     this.activeSize += total;
     this.owed = [];
     this.owedBytes = 0;
-    if (sync) this.synced(batch);
-    else if (batch) this.unsynced.push(batch);
+    batch?.written.resolve();
+    if (sync) {
+      await this.datasync();
+      this.synced(batch);
+    } else if (batch) this.unsynced.push(batch);
     if (this.degradedReason !== null) {
       this.opts.logger.info('store.disk_writable_again', { segment: path.basename(this.activePath) });
       this.degradedReason = null;
@@ -345,10 +347,26 @@ export class Journal {
   }
 
   /**
-   * A full disk: the segment is cut back to its last byte written whole (records still waiting for a
-   * deferred sync stay: a later sync makes them durable) and reopened, and the records become
-   * owed (retried by the next write). Anything else: the file's tail is unknown and memory already
-   * holds the transactions, so every later write is refused rather than acknowledged unsafely.
+   * An fdatasync of what is in the file. Its failure, whatever the error (a full disk's too), is fatal:
+   * the records it was to make durable stay in the file, but whether they reach the disk is unknown (the
+   * kernel may have dropped the pages it could not write back, and a later fdatasync succeed without
+   * them), so nothing more is acknowledged; cutting them off is no answer either, as the model may
+   * already have been asked about a written record (a resend after a restart would run its turn again).
+   */
+  private async datasync(): Promise<void> {
+    try {
+      await this.fh.datasync();
+    } catch (err) {
+      throw this.fail(err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  /**
+   * A write the full disk refused: the segment is cut back to its last byte written whole and reopened,
+   * and the records become owed (retried by the next write). Records waiting for a deferred sync are
+   * before that byte: a sync needs no new space, so they get it now rather than wait for a write that
+   * cannot happen (their turn would wait with them). Anything else: the file's tail is unknown and
+   * memory already holds the transactions, so every later write is refused rather than acknowledged unsafely.
    */
   private async writeFailed(err: unknown, parts: Buffer[], bytes: number): Promise<Error> {
     const code = (err as NodeJS.ErrnoException).code;
@@ -360,16 +378,30 @@ export class Journal {
         const reopened = await open(this.activePath, 'a');
         await this.fh.close().catch(() => {});
         this.fh = reopened;
-        this.owed = parts;
-        this.owedBytes = bytes;
-        const reason = `disk full: could not write the journal (${code})`;
-        if (this.degradedReason === null) this.opts.logger.error('store.disk_full', { segment, error: code, records: parts.length });
-        this.degradedReason = reason;
-        return new ServiceError('server_error', reason);
       } catch (cutErr) {
-        cause = `${cause}; then ${cutErr instanceof Error ? cutErr.message : String(cutErr)}`;
+        return this.fail(`${cause}; then ${cutErr instanceof Error ? cutErr.message : String(cutErr)}`);
       }
+      this.owed = parts;
+      this.owedBytes = bytes;
+      const reason = `disk full: could not write the journal (${code})`;
+      if (this.degradedReason === null) this.opts.logger.error('store.disk_full', { segment, error: code, records: parts.length });
+      this.degradedReason = reason;
+      const refused = new ServiceError('server_error', reason);
+      if (this.unsynced.length === 0) return refused;
+      try {
+        await this.datasync();
+      } catch (syncErr) {
+        return syncErr as Error;
+      }
+      this.synced(undefined);
+      return refused;
     }
+    return this.fail(cause);
+  }
+
+  /** The journal can no longer be written: every later write is refused, and nothing written but unsynced is acknowledged. */
+  private fail(cause: string): Error {
+    const segment = path.basename(this.activePath);
     this.failure = new ServiceError('server_error', `the store's journal could not be written (${cause}); restart the service`);
     // Written but never synced: whether they are on disk is unknown, so they are not acknowledged.
     for (const earlier of this.unsynced) earlier.reject(this.failure);

@@ -525,6 +525,7 @@ export class Service {
     this.logger.error('service.open_failed', { error: error instanceof Error ? error.message : String(error) });
     await new Promise((resolve) => setImmediate(resolve));
     this.practice.abort();
+    this.turnContext.close();
     this.door.closeAll();
     await this.http?.close();
     this.http = undefined;
@@ -685,6 +686,7 @@ export class Service {
     await this.http?.close();
     this.http = undefined;
     await tools.close();
+    this.turnContext.close();
     auth.failures.flush();
     this.releaseDataDir();
     await store.audit.settled();

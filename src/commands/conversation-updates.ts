@@ -2,6 +2,7 @@ import type { ConversationActivity } from '../agent/conversation-activity';
 import { canAccess } from '../protocol/sources';
 import type { Store } from '../store';
 import type { EventHub } from './event-hub';
+import type { ClientSession } from './session';
 import { conversationOf } from './handlers';
 
 /**
@@ -10,9 +11,13 @@ import { conversationOf } from './handlers';
  * activity's), so a conversation continued from the phone, a script or a webhook shows live elsewhere.
  */
 export function announceConversation(deps: { events: EventHub; store: Store; activity: ConversationActivity }, conversationId: string, source?: string): void {
+  // Each stored message announces its conversation: with no one to hear it (no client connected), its row is not read.
+  if (!deps.events.reaches('conversation.updated')) return;
   const row = deps.store.conversations.get(conversationId);
   if (!row) return;
   const from = source ?? row.source;
+  const filter = (session: ClientSession) => canAccess(session.source, from);
+  if (!deps.events.reaches('conversation.updated', filter)) return;
   const event = { event: 'conversation.updated', conversation_id: conversationId, source: from, conversation: conversationOf(row, deps.activity, deps.store) } as const;
-  deps.events.broadcast(event, (session) => canAccess(session.source, from));
+  deps.events.broadcast(event, filter);
 }

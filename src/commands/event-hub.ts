@@ -19,7 +19,8 @@ const everyone: EventFilter = () => true;
 /** The authenticated sessions, for events that go to everyone (config changes, new conversations). */
 export class EventHub {
   private readonly sessions = new Set<ClientSession>();
-  private readonly observers = new Set<EventObserver>();
+  /** Each observer, with the events it taps (undefined: every event). */
+  private readonly observers = new Map<EventObserver, ReadonlySet<ServiceEvent['event']> | undefined>();
   /** Who follows which conversation, and each conversation's numbered events (follow_conversation). */
   readonly feeds = new ConversationFeeds();
 
@@ -31,15 +32,26 @@ export class EventHub {
     };
   }
 
-  /** Taps every broadcast event (see EventObserver); returns the way to stop. */
-  observe(observer: EventObserver): () => void {
-    this.observers.add(observer);
+  /** Taps every broadcast event, or those of `kinds` (see EventObserver); returns the way to stop. */
+  observe(observer: EventObserver, kinds?: ReadonlySet<ServiceEvent['event']>): () => void {
+    this.observers.set(observer, kinds);
     return () => this.observers.delete(observer);
+  }
+
+  /**
+   * Whether an event of this kind, broadcast with `filter`, would reach anyone (an observer or a
+   * session): an event costly to make (conversation.updated reads its row) is not made for no one.
+   */
+  reaches(kind: ServiceEvent['event'], filter: EventFilter = everyone): boolean {
+    for (const kinds of this.observers.values()) if (kinds === undefined || kinds.has(kind)) return true;
+    for (const session of this.sessions) if (filter(session)) return true;
+    return false;
   }
 
   broadcast(event: ServiceEvent, filter: EventFilter = everyone): number {
     // An observer's failure must not keep the event from the clients (it handles its own errors).
-    for (const observer of this.observers) {
+    for (const [observer, kinds] of this.observers) {
+      if (kinds !== undefined && !kinds.has(event.event)) continue;
       try {
         observer(event, filter);
       } catch {

@@ -1,5 +1,6 @@
 import { readFileSync, unlinkSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import type { BigIntStats } from 'node:fs';
 import { link, open, readFile, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
@@ -172,6 +173,8 @@ async function takeLock(dir: string, label: string, file: string, logger: LockLo
   // A lock that vanishes between our create and our read (its holder released it) costs an attempt;
   // waiting for another starter's takeover does not, for up to a few seconds.
   const takeoverDeadline = Date.now() + 5_000;
+  // The unreadable lock being waited for, and when (on our clock) we first saw that same file.
+  let unreadable: { id: string; since: number } | undefined;
   for (let attempt = 0; attempt < 20; attempt++) {
     const content = JSON.stringify({
       pid: process.pid,
@@ -185,15 +188,19 @@ async function takeLock(dir: string, label: string, file: string, logger: LockLo
       return { dir, file, release: () => releaseLock(file, content, logger) };
     }
 
-    const text = await readLockText(file);
-    if (text === null) continue;
+    const seen = await readLockState(file);
+    if (seen === null) continue;
+    const { text } = seen;
     const info = parseLock(text);
     // Empty or cut and young: another starter's O_EXCL fallback (createWithContent) between its create
     // and its write. Held, not damaged: looked at again until it is whole or too old to be one.
-    if (!info && (await fileAge(file)) < LOCK_WRITE_MS) {
-      attempt -= 1;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-      continue;
+    if (!info) {
+      if (unreadable?.id !== seen.id) unreadable = { id: seen.id, since: Date.now() };
+      if (stillBeingWritten(seen, unreadable.since)) {
+        attempt -= 1;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        continue;
+      }
     }
     const reason = staleReason(info, me, options);
     if (reason === null && info && info.hostname !== me) throw new LockedByOtherHostError(label, info.pid, info.hostname, info.started_at);
@@ -209,7 +216,10 @@ async function takeLock(dir: string, label: string, file: string, logger: LockLo
       continue;
     }
     try {
-      if ((await readLockText(file)) !== text) continue;
+      // The same file, not only the same text: an empty lock another starter has just made (O_EXCL
+      // fallback) reads as '' like the stale empty one it replaced.
+      const now = await readLockState(file);
+      if (now === null || now.text !== text || now.id !== seen.id) continue;
       const fields = { dir, pid: info?.pid ?? null, host: info?.hostname ?? null, started_at: info?.started_at ?? null, reason };
       if (info && info.hostname !== me) logger.warn('store.lock_broken', fields);
       else logger.warn('store.lock_stale', fields);
@@ -228,6 +238,18 @@ async function takeLock(dir: string, label: string, file: string, logger: LockLo
  * then writes it): waited for. Older, it is damaged (a starter killed between the two, a power loss).
  */
 const LOCK_WRITE_MS = 5_000;
+
+/**
+ * Whether an unreadable lock may still be one being written: its mtime says it is younger than
+ * LOCK_WRITE_MS, and we have not watched that same file (LockState.id) for LOCK_WRITE_MS on our own
+ * clock. An mtime in the future (a clock set back, a network file system's) cannot be trusted: then
+ * only our clock decides, so the wait ends whatever the mtime says.
+ */
+function stillBeingWritten(lock: LockState, watchedSince: number): boolean {
+  const now = Date.now();
+  if (now - watchedSince >= LOCK_WRITE_MS) return false;
+  return now - lock.mtimeMs < LOCK_WRITE_MS;
+}
 
 /** A takeover file older than this was left by a starter killed while taking over: it is removed. */
 const TAKEOVER_STALE_MS = 10_000;
@@ -265,6 +287,47 @@ async function fileAge(file: string): Promise<number> {
   } catch {
     return 0;
   }
+}
+
+interface LockState {
+  text: string;
+  mtimeMs: number;
+  /** Which file this is (inode, size, times to the nanosecond): a file removed and made again differs. */
+  id: string;
+}
+
+/**
+ * The lock file's text with its identity, from one open file (so both are of the same file); null if
+ * there is none. A file that cannot be read is '' with what stat can say of it.
+ */
+async function readLockState(file: string): Promise<LockState | null> {
+  let handle;
+  try {
+    handle = await open(file, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    return statState(file);
+  }
+  try {
+    const st = await handle.stat({ bigint: true });
+    const text = await handle.readFile('utf8').catch(() => '');
+    return { text, mtimeMs: Number(st.mtimeMs), id: identityOf(st) };
+  } finally {
+    await handle.close();
+  }
+}
+
+async function statState(file: string): Promise<LockState | null> {
+  try {
+    const st = await stat(file, { bigint: true });
+    return { text: '', mtimeMs: Number(st.mtimeMs), id: identityOf(st) };
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : { text: '', mtimeMs: 0, id: '' };
+  }
+}
+
+function identityOf(st: BigIntStats): string {
+  return [st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs, st.birthtimeNs].join(':');
 }
 
 /** The lock file's text; null if there is none, '' if it cannot be read. */

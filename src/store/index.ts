@@ -21,7 +21,7 @@ import { UsageRepo } from './usage';
 import { AuditRepo } from './audit';
 import { WorktreesRepo } from './worktrees';
 import { HistoryStore, HISTORY_FILE_NAME } from './history/history-store';
-import type { HistoryBoot } from './history/history-store';
+import type { HistoryBoot, OpenedHistory } from './history/history-store';
 import type { Worker } from 'node:worker_threads';
 import { loadSqlJs } from './sqljs';
 import { HistoryMaintenance } from './history/maintenance';
@@ -41,7 +41,7 @@ export type { ListConversationsOptions } from './conversations';
 export { MessagesRepo, clientKeyOf, clientMessageIdOf, insertMessage, LOST_BODY_TEXT } from './messages';
 export type { RecentOptions } from './messages';
 export { MemoryRepo } from './memory';
-export { RegistrationsRepo } from './registrations';
+export { RegistrationsRepo, type RegisteredKey } from './registrations';
 export { MetaRepo } from './meta';
 export { PermissionRequestsRepo } from './permission-requests';
 export type { NewPermissionRequest, PermissionRequestRow, PermissionResolutionRecord } from './permission-requests';
@@ -223,7 +223,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   let db: Database;
   // history.db opens in its worker as soon as service.lock is held, while service.db is read and its
   // schema migrates here: neither waits for the other's fsyncs.
-  let opening: Promise<HistoryStore> | undefined;
+  let opening: Promise<OpenedHistory> | undefined;
   // history.db is checked meanwhile but written (its open's sync mark) only once service.db opened: an
   // open refused for a damaged service.db leaves history.db as it was (test/store/history-leftovers.test.ts).
   let serviceOpened: (opened: boolean) => void = () => {};
@@ -236,7 +236,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     // service.db's open failed: history.db is closed, unchanged, before service.lock is released.
     return async () => {
       serviceOpened(false);
-      await (await started.catch(() => undefined))?.close();
+      await (await started.catch(() => undefined))?.store.close();
     };
   };
   try {
@@ -249,10 +249,15 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   }
   let history: HistoryStore | undefined;
   let blobs: BlobStore;
+  let blobsOpening: Promise<BlobStore> | undefined;
   try {
     if (!opening) throw new Error('history.db was not opened with service.db');
+    // blobs/ is made (or a crash's temporary files in it removed) while the schema migrates and history.db opens.
+    blobsOpening = BlobStore.open(path.join(db.dir, BLOBS_DIR_NAME));
+    blobsOpening.catch(() => {});
     await migrate(db, options.migrations ?? MIGRATIONS, logger);
-    history = await opening;
+    const openedHistory = await opening;
+    history = openedHistory.store;
     if (history.damageAtOpen !== null) {
       // The salvage reads what the damaged file still gives, then the journal's copies, placeholders for the rest.
       await salvageHistory(db, history, db.takeReplayedBodies(), logger);
@@ -260,10 +265,13 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     await syncHistory(db, history);
     const synced = history;
     db.releaseCompaction(() => syncHistory(db, synced));
-    blobs = await BlobStore.open(path.join(db.dir, BLOBS_DIR_NAME));
+    // The sync's mark is noted in service.db only by its next write, after this open: history.db's entry is durable by then.
+    [blobs] = await Promise.all([blobsOpening, openedHistory.entriesDurable]);
   } catch (err) {
-    // A failed migration does not wait for history.db's open: it is closed once opened.
-    await (history ?? (await opening?.catch(() => undefined)))?.close().catch(() => {});
+    // A failed migration does not wait for history.db's open: it is closed once opened. blobs/'s
+    // leftover cleanup ends before the lock goes with service.db (the next holder's temp files are its own).
+    await (history ?? (await opening?.catch(() => undefined))?.store)?.close().catch(() => {});
+    await blobsOpening?.catch(() => {});
     await boot.cancel();
     await db.close().catch(() => {});
     throw err;

@@ -116,9 +116,14 @@ export class Journal {
     private activePath: string,
     private activeSize: number,
     lastSeq: number,
+    /** A new segment's directory fsync, until a commit has waited for it (Journal.open). */
+    private entryDurable: Promise<void> | null = null,
   ) {
     this.seq = lastSeq;
   }
+
+  /** The segment's directory fsync failed: the next commit runs one afresh. */
+  private entryAgain = false;
 
   /**
    * Appends to `active` (the last recovered segment) or, without one, to a new segment numbered
@@ -129,19 +134,28 @@ export class Journal {
     let file: string;
     let size: number;
     let fh: FileHandle;
+    let entryDurable: Promise<void> | null = null;
     if (state.active) {
       n = state.active.n;
       file = state.active.path;
       size = state.active.size;
       fh = await open(file, 'a');
+      // Its entry may never have been made durable (the run that made it was killed before): made so
+      // beside this run's first commit, as a new segment's is.
+      entryDurable = fsyncDir(opts.dir);
+      entryDurable.catch(() => {});
     } else {
       n = state.maxN + 1;
       file = segmentPath(opts.dir, opts.fileName, n);
       size = 0;
       fh = await open(file, 'ax', PRIVATE_FILE_MODE);
-      await fsyncDir(opts.dir);
+      // The new segment's directory entry is made durable beside its first records' write and fdatasync
+      // (commit waits for both), not before them: a new data directory's first commit (its schema) took
+      // two fsyncs one after the other on the start's longest path (docs/design.md, "What a start makes durable").
+      entryDurable = fsyncDir(opts.dir);
+      entryDurable.catch(() => {});
     }
-    const journal = new Journal(opts, fh, n, file, size, state.lastSeq);
+    const journal = new Journal(opts, fh, n, file, size, state.lastSeq, entryDurable);
     for (const seg of state.closed) journal.closedSizes.set(seg.path, seg.size);
     return journal;
   }
@@ -180,8 +194,9 @@ export class Journal {
     return this.degradedReason;
   }
 
+  /** Records a full disk refused, or a sync it refused (a segment's directory entry): retried. */
   get owesWrites(): boolean {
-    return this.owed.length > 0;
+    return this.owed.length > 0 || (this.entryAgain && this.degradedReason !== null);
   }
 
   /** Writes the records a full disk refused; rejects (with the disk-full error) while it still does. */
@@ -190,7 +205,7 @@ export class Journal {
     return this.enqueueIo(async () => {
       if (this.failure) throw this.failure;
       // After close the file handle is gone: what is still owed stays unwritten (logged by close).
-      if (this.owed.length > 0 && !this.fhClosed) await this.commit([], 0);
+      if (this.owesWrites && !this.fhClosed) await this.commit([], 0);
     });
   }
 
@@ -238,7 +253,7 @@ export class Journal {
       pending.sync = true;
       return pending.promise;
     }
-    if (this.owed.length > 0) return this.retry();
+    if (this.owesWrites) return this.retry();
     if (this.unsynced.length === 0) return Promise.resolve();
     // Only written records wait: an empty batch that syncs (appends of this tick join it).
     const batch = newBatch();
@@ -315,8 +330,9 @@ export class Journal {
   private async commit(buffers: Buffer[], bytes: number, batch?: Batch): Promise<void> {
     const parts = this.owed.length > 0 ? [...this.owed, ...buffers] : buffers;
     const total = this.owedBytes + bytes;
-    // Records a full disk refused were refused to their writers: they are only ever written with a sync.
-    const sync = batch === undefined || batch.sync || this.owed.length > 0;
+    // Records a full disk refused were refused to their writers: they are only ever written with a sync
+    // (and so is anything while a sync a full disk refused is owed).
+    const sync = batch === undefined || batch.sync || this.owesWrites;
     try {
       if (total > 0) await writeAll(this.fh, parts.length === 1 ? parts[0] : Buffer.concat(parts, total));
     } catch (err) {
@@ -328,7 +344,7 @@ export class Journal {
     this.owedBytes = 0;
     batch?.written.resolve();
     if (sync) {
-      await this.datasync();
+      await this.syncWritten();
       this.synced(batch);
     } else if (batch) this.unsynced.push(batch);
     if (this.degradedReason !== null) {
@@ -362,6 +378,41 @@ export class Journal {
   }
 
   /**
+   * Makes what is in the file durable: its fdatasync, then its segment's directory entry (a record is
+   * durable only once the entry is too). The entry's fsync refused for a full disk: what it was to make
+   * durable stays in the file but is not acknowledged (its writers, and the records waiting for a
+   * deferred sync, get the disk-full error, as owed records do), and the sync is owed: the next commit
+   * or retry runs it afresh (not at once: on a full disk a fsync begun then fails too, and the first retry
+   * once there is space would be answered by it).
+   */
+  private async syncWritten(): Promise<void> {
+    await this.datasync();
+    const entry = this.entryDurable ?? (this.entryAgain ? fsyncDir(this.opts.dir) : null);
+    if (!entry) return;
+    this.entryDurable = null;
+    this.entryAgain = true;
+    try {
+      await entry;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === undefined || !DISK_FULL_CODES.has(code)) throw this.fail(err instanceof Error ? err.message : String(err));
+      const refused = this.diskFull(code, 0);
+      for (const earlier of this.unsynced) earlier.reject(refused);
+      this.unsynced = [];
+      throw refused;
+    }
+    this.entryAgain = false;
+  }
+
+  /** Writes fail for a full disk (`records`: how many it refused): degraded, and logged once. */
+  private diskFull(code: string, records: number): Error {
+    const reason = `disk full: could not write the journal (${code})`;
+    if (this.degradedReason === null) this.opts.logger.error('store.disk_full', { segment: path.basename(this.activePath), error: code, records });
+    this.degradedReason = reason;
+    return new ServiceError('server_error', reason);
+  }
+
+  /**
    * A write the full disk refused: the segment is cut back to its last byte written whole and reopened,
    * and the records become owed (retried by the next write). Records waiting for a deferred sync are
    * before that byte: a sync needs no new space, so they get it now rather than wait for a write that
@@ -370,8 +421,7 @@ export class Journal {
    */
   private async writeFailed(err: unknown, parts: Buffer[], bytes: number): Promise<Error> {
     const code = (err as NodeJS.ErrnoException).code;
-    const segment = path.basename(this.activePath);
-    let cause = err instanceof Error ? err.message : String(err);
+    const cause = err instanceof Error ? err.message : String(err);
     if (code !== undefined && DISK_FULL_CODES.has(code)) {
       try {
         await this.fh.truncate(this.activeSize);
@@ -383,13 +433,10 @@ export class Journal {
       }
       this.owed = parts;
       this.owedBytes = bytes;
-      const reason = `disk full: could not write the journal (${code})`;
-      if (this.degradedReason === null) this.opts.logger.error('store.disk_full', { segment, error: code, records: parts.length });
-      this.degradedReason = reason;
-      const refused = new ServiceError('server_error', reason);
+      const refused = this.diskFull(code, parts.length);
       if (this.unsynced.length === 0) return refused;
       try {
-        await this.datasync();
+        await this.syncWritten();
       } catch (syncErr) {
         return syncErr as Error;
       }
@@ -417,6 +464,7 @@ export class Journal {
     try {
       fh = await open(next, 'ax', PRIVATE_FILE_MODE);
       await fsyncDir(this.opts.dir);
+      this.entryAgain = false;
     } catch (err) {
       // Keep appending to the current segment; compaction just waits for the next rotation. A segment
       // created here is removed, or the next rotation would find its number taken.

@@ -137,6 +137,10 @@ export const MIGRATIONS: readonly Migration[] = [
   // conversation (its totals; `last`: its latest row as JSON, whose context figures are the conversation's).
   `CREATE TABLE usage_days (day TEXT NOT NULL, source TEXT NOT NULL, provider TEXT NOT NULL, model TEXT NOT NULL, input INTEGER NOT NULL, output INTEGER NOT NULL, cached INTEGER NOT NULL, cost_micro REAL NOT NULL, unpriced INTEGER NOT NULL, estimated INTEGER NOT NULL, replies INTEGER NOT NULL, PRIMARY KEY (day, source, provider, model));
   CREATE TABLE usage_conversations (conversation_id TEXT PRIMARY KEY, input INTEGER NOT NULL, output INTEGER NOT NULL, cached INTEGER NOT NULL, cost_micro REAL NOT NULL, unpriced INTEGER NOT NULL, estimated INTEGER NOT NULL, replies INTEGER NOT NULL, last TEXT NOT NULL);`,
+  // 20: a registered client key that has completed an e2e v2 handshake (or was paired through a v2
+  // hello) is refused v1 hellos from then on: v1 keys come from the long-term keys alone, so a copy of
+  // the machine's store could open a v1 tunnel as that phone (src/transport/relay-link/client-keys.ts).
+  `ALTER TABLE registrations ADD COLUMN e2e_v2 INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 export function schemaVersion(db: Database): number {

@@ -1,16 +1,27 @@
 import type { Database } from './database';
 import type { RegistrationRow } from './types';
 
+/** A registered client key as stored, and whether it is refused e2e v1 hellos (docs/relay.md step 3). */
+export interface RegisteredKey {
+  public_key: string;
+  e2e_v2: boolean;
+}
+
 export class RegistrationsRepo {
   constructor(private readonly db: Database) {}
 
-  /** Inserts or replaces the machine's public key (`created_at` kept on update). */
-  async upsert(machineName: string, publicKey: string, now: string = new Date().toISOString()): Promise<void> {
+  /**
+   * Inserts or replaces the machine's public key (`created_at` kept on update). `e2eV2`: the key is
+   * refused v1 hellos from the start (paired through a v2 hello); a key that stays keeps its mark, a
+   * new key under the same name starts afresh.
+   */
+  async upsert(machineName: string, publicKey: string, now: string = new Date().toISOString(), e2eV2 = false): Promise<void> {
     await this.db.write((tx) => {
       tx.run(
-        `INSERT INTO registrations (machine_name, public_key, created_at, updated_at) VALUES (?, ?, ?, ?)
-         ON CONFLICT (machine_name) DO UPDATE SET public_key = excluded.public_key, updated_at = excluded.updated_at`,
-        [machineName, publicKey, now, now],
+        `INSERT INTO registrations (machine_name, public_key, created_at, updated_at, e2e_v2) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (machine_name) DO UPDATE SET public_key = excluded.public_key, updated_at = excluded.updated_at,
+           e2e_v2 = CASE WHEN registrations.public_key = excluded.public_key THEN max(registrations.e2e_v2, excluded.e2e_v2) ELSE excluded.e2e_v2 END`,
+        [machineName, publicKey, now, now, e2eV2 ? 1 : 0],
       );
     });
   }
@@ -19,8 +30,15 @@ export class RegistrationsRepo {
     return this.db.get<RegistrationRow>('SELECT machine_name, public_key, created_at, updated_at FROM registrations WHERE machine_name = ?', [machineName]);
   }
 
-  /** Every registered client public key, as stored (the tunnel compares them in canonical form). */
-  publicKeys(): string[] {
-    return this.db.all<{ public_key: string }>('SELECT public_key FROM registrations').map((row) => row.public_key);
+  /** Every registered client key, as stored (the tunnel compares them in canonical form). */
+  keys(): RegisteredKey[] {
+    return this.db.all<{ public_key: string; e2e_v2: number }>('SELECT public_key, e2e_v2 FROM registrations').map((row) => ({ public_key: row.public_key, e2e_v2: row.e2e_v2 === 1 }));
+  }
+
+  /** Refuses v1 hellos from these keys (their stored spellings) from now on. */
+  async markE2eV2(publicKeys: readonly string[]): Promise<void> {
+    await this.db.write((tx) => {
+      for (const key of publicKeys) tx.run('UPDATE registrations SET e2e_v2 = 1 WHERE public_key = ?', [key]);
+    });
   }
 }

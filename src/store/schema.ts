@@ -10,7 +10,7 @@ import { USAGE_TABLE_SQL } from './usage';
 import { WORKTREES_TABLE_SQL } from './worktrees';
 
 /** The migration version (PRAGMA user_version) SCHEMA_SQL is the schema of. */
-export const SCHEMA_VERSION = 19;
+export const SCHEMA_VERSION = 20;
 
 /** Each table as sqlite_master holds it after the migrations (columns they added included), with its indexes. */
 export const SCHEMA_SQL = `${META_TABLE_SQL};
@@ -24,7 +24,7 @@ export const SCHEMA_SQL = `${META_TABLE_SQL};
   CREATE UNIQUE INDEX messages_body_key ON messages (body_key) WHERE body_key IS NOT NULL;
   CREATE INDEX messages_tool_uncut ON messages (timestamp) WHERE role = 'tool' AND cut = 0;
   CREATE TABLE memory (id TEXT PRIMARY KEY, content TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
-  CREATE TABLE registrations (machine_name TEXT PRIMARY KEY, public_key TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+  CREATE TABLE registrations (machine_name TEXT PRIMARY KEY, public_key TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, e2e_v2 INTEGER NOT NULL DEFAULT 0);
   CREATE TABLE webhook_inbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, message_id TEXT NOT NULL UNIQUE, account TEXT NOT NULL, conversation_id TEXT NOT NULL, url TEXT NOT NULL, status TEXT NOT NULL, received_at TEXT NOT NULL, finished_at TEXT, reply_id TEXT, error TEXT, content TEXT NOT NULL, user_id TEXT, body_key INTEGER);
   CREATE INDEX webhook_inbox_status ON webhook_inbox (status, seq);
   CREATE TABLE webhook_idempotency (account TEXT NOT NULL, key TEXT NOT NULL, conversation_id TEXT NOT NULL, message_id TEXT NOT NULL, created_ms INTEGER NOT NULL, PRIMARY KEY (account, key));

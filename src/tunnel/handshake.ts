@@ -32,6 +32,8 @@ export interface Hello {
   ephemeral?: Uint8Array;
   /** HMAC-SHA256 proof of a pairing secret, when the client is pairing. */
   pair?: Uint8Array;
+  /** The frame's exact text: v2 binds it into the keys (transcriptHash). */
+  text: string;
 }
 
 function parseObject(text: string, what: string): Record<string, unknown> {
@@ -76,7 +78,7 @@ export function parseHello(text: string): Hello {
     pair = bytesOfLength(frame.pair, PROOF_BYTES);
     if (!pair) throw new E2EError('malformed', 'pair must be 32 bytes of base64url');
   }
-  return { version, clientKey: toBase64url(clientKeyBytes), clientKeyBytes, nonce, ...(ephemeral ? { ephemeral } : {}), ...(pair ? { pair } : {}) };
+  return { version, clientKey: toBase64url(clientKeyBytes), clientKeyBytes, nonce, ...(ephemeral ? { ephemeral } : {}), ...(pair ? { pair } : {}), text };
 }
 
 /** X25519; a low-order public key gives an all-zero secret, which noble refuses. */
@@ -89,13 +91,28 @@ function agree(secretKey: Uint8Array, peerKey: Uint8Array): Uint8Array {
 }
 
 /**
- * Both directions' keys: 64 bytes of HKDF-SHA256, client-to-machine first. `shared` are the
- * Diffie-Hellman values in the protocol's order (v1: the long-term keys' alone; v2: docs/relay.md).
+ * What binds the exchanged frames into v2's keys (Noise's handshake hash): SHA-256 of the SHA-256 of the
+ * hello's exact text and of the welcome's. A relay that alters anything in either (a bit X25519 ignores
+ * in an `eph`, a `pair`, a field it adds) gives the two sides different keys: the first box fails.
  */
-function deriveKeys(version: 1 | 2, shared: Uint8Array[], clientNonce: Uint8Array, machineNonce: Uint8Array) {
-  const okm = hkdf(sha256, concatBytes(...shared), concatBytes(clientNonce, machineNonce), HKDF_INFO[version], 64);
+function transcriptHash(hello: string, welcome: string): Uint8Array {
+  return sha256(concatBytes(sha256(utf8ToBytes(hello)), sha256(utf8ToBytes(welcome))));
+}
+
+/**
+ * Both directions' keys: 64 bytes of HKDF-SHA256, client-to-machine first. `shared` are the
+ * Diffie-Hellman values in the protocol's order (v1: the long-term keys' alone; v2: docs/relay.md);
+ * v2's info ends with the transcript hash. Every secret input and the HKDF output are wiped here.
+ */
+function deriveKeys(version: 1 | 2, shared: Uint8Array[], clientNonce: Uint8Array, machineNonce: Uint8Array, transcript?: Uint8Array) {
+  const ikm = concatBytes(...shared);
   for (const value of shared) value.fill(0);
-  return { clientToMachine: okm.slice(0, 32), machineToClient: okm.slice(32, 64) };
+  const info = version === 2 ? concatBytes(HKDF_INFO[2], transcript!) : HKDF_INFO[1];
+  const okm = hkdf(sha256, ikm, concatBytes(clientNonce, machineNonce), info, 64);
+  ikm.fill(0);
+  const keys = { clientToMachine: okm.slice(0, 32), machineToClient: okm.slice(32, 64) };
+  okm.fill(0);
+  return keys;
 }
 
 /**
@@ -104,33 +121,36 @@ function deriveKeys(version: 1 | 2, shared: Uint8Array[], clientNonce: Uint8Arra
  * long-term keys alone.
  */
 export function acceptHello(machine: KeyPairText, hello: Hello): { welcome: string; channel: SecureChannel } {
-  const machineNonce = randomBytes(HANDSHAKE_NONCE_BYTES);
   const secretKey = bytesOfLength(machine.secretKey, KEY_BYTES);
   if (!secretKey) throw new E2EError('key', 'the machine key pair is invalid');
-  const welcome: Record<string, unknown> = { e2e: 'welcome', v: hello.version, nonce: toBase64url(machineNonce) };
-  let shared = [agree(secretKey, hello.clientKeyBytes)];
-  if (hello.version === 2) {
-    const ephemeral = x25519.keygen();
-    welcome.eph = toBase64url(ephemeral.publicKey);
-    try {
-      // ss, ee, es (client ephemeral, machine long-term), se (client long-term, machine ephemeral).
-      shared = [shared[0], agree(ephemeral.secretKey, hello.ephemeral!), agree(secretKey, hello.ephemeral!), agree(ephemeral.secretKey, hello.clientKeyBytes)];
-    } finally {
-      ephemeral.secretKey.fill(0);
-    }
+  const machineNonce = randomBytes(HANDSHAKE_NONCE_BYTES);
+  const ephemeral = hello.version === 2 ? x25519.keygen() : undefined;
+  try {
+    const frame: Record<string, unknown> = { e2e: 'welcome', v: hello.version, nonce: toBase64url(machineNonce) };
+    if (ephemeral) frame.eph = toBase64url(ephemeral.publicKey);
+    const welcome = JSON.stringify(frame);
+    const shared = [agree(secretKey, hello.clientKeyBytes)];
+    // v2: ss, ee, es (client ephemeral, machine long-term), se (client long-term, machine ephemeral).
+    if (ephemeral) shared.push(agree(ephemeral.secretKey, hello.ephemeral!), agree(secretKey, hello.ephemeral!), agree(ephemeral.secretKey, hello.clientKeyBytes));
+    const keys = deriveKeys(hello.version, shared, hello.nonce, machineNonce, ephemeral ? transcriptHash(hello.text, welcome) : undefined);
+    return { welcome, channel: new SecureChannel(keys.machineToClient, keys.clientToMachine) };
+  } finally {
+    ephemeral?.secretKey.fill(0);
+    secretKey.fill(0);
   }
-  const keys = deriveKeys(hello.version, shared, hello.nonce, machineNonce);
-  return { welcome: JSON.stringify(welcome), channel: new SecureChannel(keys.machineToClient, keys.clientToMachine) };
 }
 
-/** The client's side: send `hello()`, then `complete()` with the machine's answer. */
+/** The client's side: send `hello()`, then `complete()` with the machine's answer (once). */
 export class ClientHandshake {
   private readonly nonce = randomBytes(HANDSHAKE_NONCE_BYTES);
-  /** This handshake's own key pair (v2); its secret half is wiped once the keys are made. */
-  private readonly ephemeral = x25519.keygen();
+  /** This handshake's own key pair (v2); its secret half is wiped once `complete` returns or throws. */
+  private readonly ephemeral: { secretKey: Uint8Array; publicKey: Uint8Array };
   private readonly secretKey: Uint8Array;
   private readonly publicKey: Uint8Array;
   private readonly machineKey: Uint8Array;
+  /** The hello as sent: half of the transcript hash. */
+  private helloText?: string;
+  private done = false;
 
   constructor(
     client: KeyPairText,
@@ -145,6 +165,8 @@ export class ClientHandshake {
     this.secretKey = secretKey;
     this.publicKey = publicKey;
     this.machineKey = machine;
+    // Made after the checks, so a refused key pair leaves no ephemeral secret behind.
+    this.ephemeral = x25519.keygen();
   }
 
   hello(): string {
@@ -156,29 +178,34 @@ export class ClientHandshake {
       eph: toBase64url(this.ephemeral.publicKey),
     };
     if (this.pairingSecret) frame.pair = toBase64url(pairProof(this.pairingSecret, this.publicKey));
-    return JSON.stringify(frame);
+    this.helloText = JSON.stringify(frame);
+    return this.helloText;
   }
 
   /**
    * Reads the welcome; throws E2EError when the frame is anything else. Only a v2 welcome (with the
    * machine's ephemeral key) is taken: a relay that made the hello look like v1 to the machine gets no
-   * session without forward secrecy out of this client, only a refused one.
+   * session without forward secrecy out of this client, only a refused one. The ephemeral secret is
+   * wiped whatever the outcome: a handshake completes once.
    */
   complete(welcome: string): SecureChannel {
-    const frame = parseObject(welcome, 'e2e welcome');
-    if (frame.e2e !== 'welcome') throw new E2EError('malformed', 'expected the e2e welcome');
-    if (frame.v !== E2E_VERSION) throw new E2EError('version', `unsupported e2e version (this client speaks v${E2E_VERSION}: the computer's service is older than this page)`);
-    const machineNonce = bytesOfLength(frame.nonce, HANDSHAKE_NONCE_BYTES);
-    if (!machineNonce) throw new E2EError('malformed', 'the welcome nonce must be 16 bytes of base64url');
-    const machineEphemeral = bytesOfLength(frame.eph, KEY_BYTES);
-    if (!machineEphemeral) throw new E2EError('malformed', 'the welcome eph must be 32 bytes of base64url');
     const mine = this.ephemeral.secretKey;
     try {
+      if (this.done || this.helloText === undefined) throw new E2EError('closed', 'the handshake takes one welcome, after its hello');
+      this.done = true;
+      const frame = parseObject(welcome, 'e2e welcome');
+      if (frame.e2e !== 'welcome') throw new E2EError('malformed', 'expected the e2e welcome');
+      if (frame.v !== E2E_VERSION) throw new E2EError('version', `unsupported e2e version (this client speaks v${E2E_VERSION}: the computer's service is older than this page)`);
+      const machineNonce = bytesOfLength(frame.nonce, HANDSHAKE_NONCE_BYTES);
+      if (!machineNonce) throw new E2EError('malformed', 'the welcome nonce must be 16 bytes of base64url');
+      const machineEphemeral = bytesOfLength(frame.eph, KEY_BYTES);
+      if (!machineEphemeral) throw new E2EError('malformed', 'the welcome eph must be 32 bytes of base64url');
       const shared = [agree(this.secretKey, this.machineKey), agree(mine, machineEphemeral), agree(mine, this.machineKey), agree(this.secretKey, machineEphemeral)];
-      const keys = deriveKeys(E2E_VERSION, shared, this.nonce, machineNonce);
+      const keys = deriveKeys(E2E_VERSION, shared, this.nonce, machineNonce, transcriptHash(this.helloText, welcome));
       return new SecureChannel(keys.clientToMachine, keys.machineToClient);
     } finally {
       mine.fill(0);
+      this.secretKey.fill(0);
     }
   }
 }

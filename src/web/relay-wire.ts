@@ -13,7 +13,7 @@ export interface RelayWireOptions {
   machineKey: string;
   /** The one-time pairing secret, while this phone is not yet paired. */
   pairingSecret: () => string | undefined;
-  /** The machine accepted this phone's key (the pairing secret is spent now). */
+  /** The machine accepted this phone's key (the pairing secret is spent now): called on its first box that opens. */
   onPaired: () => void;
 }
 
@@ -22,6 +22,11 @@ export class RelayWire implements Wire {
   private send: (text: string) => void = () => {};
   private handshake?: ClientHandshake;
   private channel?: SecureChannel;
+  /**
+   * A welcome was taken but no box of the machine's has opened yet. A welcome proves nothing (a relay
+   * can write one): the pairing secret is dropped only once the machine's first box opens.
+   */
+  private unproven = false;
 
   constructor(private readonly options: RelayWireOptions) {}
 
@@ -40,11 +45,18 @@ export class RelayWire implements Wire {
     if (relayFrame === null) return { kind: 'ignore' };
     if (relayFrame) return this.onRelayFrame(relayFrame);
     try {
-      if (this.channel) return { kind: 'frame', text: this.channel.open(text) };
+      if (this.channel) {
+        const frame = this.channel.open(text);
+        if (this.unproven) {
+          this.unproven = false;
+          this.options.onPaired();
+        }
+        return { kind: 'frame', text: frame };
+      }
       if (this.handshake) {
         this.channel = this.handshake.complete(text);
         this.handshake = undefined;
-        this.options.onPaired();
+        this.unproven = true;
         return { kind: 'ready' };
       }
     } catch (error) {

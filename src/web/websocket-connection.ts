@@ -32,6 +32,12 @@ const CLOSE_INVALID_TOKEN = 4401;
 const CLOSE_FORBIDDEN = 4403;
 /** The machine refused the tunnel's hello (docs/relay.md): its reason tells an older service (e2e v1 only). */
 const CLOSE_E2E_FAILED = 4400;
+/**
+ * How long the page waits before trying a service that said it is older than the page again. The close
+ * reason is the relay's to forge, so it never stops the page for good, only slows it down.
+ */
+const OLDER_SERVICE_RETRY_MS = 5 * 60_000;
+const OLDER_SERVICE_HINT = "the computer's Remote Assistant is older than this page; update it there";
 
 export class WebSocketConnection implements ServiceConnection {
   private readonly core = new ConnectionCore();
@@ -203,10 +209,9 @@ export class WebSocketConnection implements ServiceConnection {
         return;
       }
       if (event.code === CLOSE_E2E_FAILED && /unsupported e2e version/i.test(event.reason)) {
-        // Retrying cannot help: the service speaks an older tunnel than this page (no forward secrecy), which this page does not fall back to.
-        this.stopped = true;
-        this.core.setState({ state: 'error', detail: "the computer's Remote Assistant is older than this page; update it there" });
-        return;
+        // If true, retrying soon cannot help: the service speaks an older tunnel than this page (no forward
+        // secrecy), which this page does not fall back to. A lying relay can say it too: wait long, never stop.
+        return this.scheduleRetry(OLDER_SERVICE_RETRY_MS, OLDER_SERVICE_HINT);
       }
       this.scheduleRetry();
     });
@@ -214,15 +219,16 @@ export class WebSocketConnection implements ServiceConnection {
     socket.addEventListener('error', () => {});
   }
 
-  private scheduleRetry(): void {
+  /** `ceilingMs` replaces the backoff's own (a longer wait), `hint` is said before the countdown. */
+  private scheduleRetry(ceilingMs?: number, hint?: string): void {
     this.attempts += 1;
-    const ceiling = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** (this.attempts - 1));
+    const ceiling = ceilingMs ?? Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** (this.attempts - 1));
     // Jitter (half to full delay) so many phones do not all come back at the same instant.
     const delay = Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
     const due = Date.now() + delay;
     const show = () => {
       const seconds = Math.max(1, Math.ceil((due - Date.now()) / 1000));
-      this.core.setState({ state: 'closed', detail: `retrying in ${seconds} s` });
+      this.core.setState({ state: 'closed', detail: hint ? `${hint}; retrying in ${seconds} s` : `retrying in ${seconds} s` });
     };
     show();
     this.countdown = setInterval(show, 1000);

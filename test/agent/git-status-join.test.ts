@@ -2,28 +2,16 @@
 // HEAD or the index changed since that ask began (found in review: a checkout during the warm-up's git
 // gave the next turn the old branch).
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { GitStatusCache } from '../../src/agent/prompt/git-status';
 import type { GitSummary } from '../../src/agent/prompt/git-status';
-import { tempDir } from '../helpers/temp';
+import { pendingGitAsks } from '../helpers/pending-git-asks';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A new repository and a cache whose git asks wait for the test to answer them. */
-async function pendingAsks(t: { after: (fn: () => Promise<void>) => void }) {
-  const { dir: repo, cleanup } = await tempDir('ra-git-join-');
-  t.after(cleanup);
-  execFileSync('git', ['init', '-q', '-b', 'main', repo]);
-  const answers: ((summary: GitSummary) => void)[] = [];
-  const cache = new GitStatusCache(() => new Promise<GitSummary>((resolve) => answers.push(resolve)));
-  return { repo, cache, answers, asked: () => answers.length };
-}
-
 test('a turn asking after a checkout does not join the ask started before it', async (t) => {
-  const { repo, cache, answers, asked } = await pendingAsks(t);
+  const { repo, cache, answers, asked } = await pendingGitAsks(t);
   const warm = cache.summary(repo);
   await sleep(50);
   await writeFile(join(repo, '.git', 'HEAD'), 'ref: refs/heads/other\n');
@@ -38,7 +26,7 @@ test('a turn asking after a checkout does not join the ask started before it', a
 });
 
 test('a turn asking while the same state is being asked shares that one git', async (t) => {
-  const { repo, cache, answers, asked } = await pendingAsks(t);
+  const { repo, cache, answers, asked } = await pendingGitAsks(t);
   const warm = cache.summary(repo);
   await sleep(50);
   const turn = cache.summary(repo);

@@ -171,9 +171,14 @@ export class RelayClient {
 
   /** Sends the hello and waits for the welcome; rejects with the close code when the machine refuses. */
   async handshake(keyPair: KeyPairText, machineKey: string, pairingSecret?: string): Promise<void> {
-    this.channel = undefined;
     const hs = new ClientHandshake(keyPair, machineKey, pairingSecret);
-    this.sendRaw(hs.hello());
+    await this.exchange(hs.hello(), (welcome) => hs.complete(welcome));
+  }
+
+  /** Sends a hello of the caller's making and opens the channel `complete` makes of the welcome (an attacker's handshake). */
+  async exchange(hello: string, complete: (welcome: string) => SecureChannel): Promise<void> {
+    this.channel = undefined;
+    this.sendRaw(hello);
     const welcome = await new Promise<string>((resolve, reject) => {
       const early = this.handshakeFrames.shift();
       if (early !== undefined) return resolve(early);
@@ -188,7 +193,7 @@ export class RelayClient {
         reject(new Error(`closed ${c.code} ${c.reason}`));
       });
     });
-    this.channel = hs.complete(welcome);
+    this.channel = complete(welcome);
   }
 
   sendRaw(text: string): void {

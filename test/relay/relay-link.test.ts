@@ -8,7 +8,11 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { after, before, test } from 'node:test';
-import { generateKeyPair, fromBase64url, toBase64url, type KeyPairText } from '../../src/tunnel';
+import { x25519 } from '@noble/curves/ed25519.js';
+import { hkdf } from '@noble/hashes/hkdf.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { concatBytes, randomBytes, utf8ToBytes } from '@noble/hashes/utils.js';
+import { SecureChannel, generateKeyPair, fromBase64url, toBase64url, type KeyPairText } from '../../src/tunnel';
 import type { RelayLinkStatus } from '../../src/protocol';
 import { PairingSecrets } from '../../src/transport/pairing/pairing-secrets';
 import { pairProof } from '../../src/tunnel';
@@ -363,6 +367,47 @@ test('revoking a relay-paired device ends its relay access: its tunnel closes 44
   const keptAgain = await RelayClient.authed(kept.url, kept.keyPair, kept.machineKey, kept.device.device_token);
   clients.push(keptAgain);
   assert.equal((await keptAgain.request({ type: 'get_config' })).status, 'ok');
+});
+
+/**
+ * A v1 tunnel opened as a phone by whoever holds the machine's secret key (a copy of its store) and the
+ * phone's public key alone: v1 keys come from ss, which the machine's secret gives as well as the phone's.
+ */
+async function v1TunnelAsPhone(client: RelayClient, machine: KeyPairText, phonePublicKey: string): Promise<void> {
+  const nonce = randomBytes(16);
+  await client.exchange(JSON.stringify({ e2e: 'hello', v: 1, client_key: phonePublicKey, nonce: toBase64url(nonce) }), (welcome) => {
+    const machineNonce = fromBase64url((JSON.parse(welcome) as { nonce: string }).nonce)!;
+    const ss = x25519.getSharedSecret(fromBase64url(machine.secretKey)!, fromBase64url(phonePublicKey)!);
+    const keys = hkdf(sha256, ss, concatBytes(nonce, machineNonce), utf8ToBytes('remote-assistant e2e v1'), 64);
+    return new SecureChannel(keys.slice(0, 32), keys.slice(32, 64));
+  });
+}
+
+test("v1 hellos are refused for a key that has spoken v2: a copy of the machine's store opens no tunnel as its phone", async () => {
+  await waitState('online');
+  const machine = (await machineIdentityOf(svc.service.store)).keyPair;
+  // A phone paired through a v2 hello, whose device token a relay posing as the machine (with the
+  // stolen secret) read from its `auth`: v2 only from the start.
+  const paired = await pairedPhone(await lan(), 'v2 phone');
+  const attacker = await RelayClient.connect(paired.url);
+  clients.push(attacker);
+  await assert.rejects(v1TunnelAsPhone(attacker, machine, paired.keyPair.publicKey), /closed 4400 .*v2/);
+  assert.ok(!attacker.raw.some((t) => t.includes('"welcome"')), 'no welcome for the v1 hello');
+
+  // A key registered with POST /ws/register (an older page's) still gets v1 until its first v2 session.
+  const older = generateKeyPair();
+  const { relay_url } = await registerKey('older-page-phone', older);
+  const url = clientUrl(new URL(relay_url).searchParams.get('machine_id')!);
+  const v1 = await RelayClient.connect(url);
+  clients.push(v1);
+  await v1TunnelAsPhone(v1, machine, older.publicKey);
+  assert.equal((await v1.request({ type: 'auth', token: svc.token })).status, 'ok', 'a v1 session of a key that never spoke v2');
+  const v2 = await RelayClient.authed(url, older, machine.publicKey, svc.token);
+  clients.push(v2);
+  await waitFor(() => svc.service.store.registrations.keys().find((k) => k.public_key === older.publicKey && k.e2e_v2), 'the key marked v2 after its first box');
+  const again = await RelayClient.connect(url);
+  clients.push(again);
+  await assert.rejects(v1TunnelAsPhone(again, machine, older.publicKey), /closed 4400 .*v2/);
 });
 
 test('create_pairing: refused to session-token users; an unknown channel is not_found', async () => {

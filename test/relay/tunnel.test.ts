@@ -1,7 +1,10 @@
 /** The end-to-end tunnel (src/tunnel): handshake, boxes, and strict failure on tamper, replay, reorder, drop and wrong keys. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { x25519 } from '@noble/curves/ed25519.js';
+import { concatBytes, randomBytes } from '@noble/hashes/utils.js';
 import {
+  SecureChannel,
   ClientHandshake,
   E2EError,
   acceptHello,
@@ -13,9 +16,8 @@ import {
   parseKeyPair,
   proofMatches,
   toBase64url,
-  type SecureChannel,
 } from '../../src/tunnel';
-import { readRecordedSession } from '../helpers/recorded-tunnel';
+import { candidateKeys, readRecordedSession } from '../helpers/recorded-tunnel';
 
 function connect(options: { pairingSecret?: string; machineKeyForClient?: string } = {}) {
   const machine = generateKeyPair();
@@ -173,9 +175,13 @@ test('a low-order (all-zero) client key is refused at the handshake', () => {
 
 test('the welcome is checked by the client', () => {
   const machine = generateKeyPair();
-  const hs = new ClientHandshake(generateKeyPair(), machine.publicKey);
-  assert.throws(() => hs.complete('{"relay":"status","machine":"online"}'), isE2E('malformed'));
-  assert.throws(() => hs.complete(JSON.stringify({ e2e: 'welcome', v: 9, nonce: toBase64url(new Uint8Array(16)) })), isE2E('version'));
+  const started = () => {
+    const hs = new ClientHandshake(generateKeyPair(), machine.publicKey);
+    hs.hello();
+    return hs;
+  };
+  assert.throws(() => started().complete('{"relay":"status","machine":"online"}'), isE2E('malformed'));
+  assert.throws(() => started().complete(JSON.stringify({ e2e: 'welcome', v: 9, nonce: toBase64url(new Uint8Array(16)) })), isE2E('version'));
   assert.throws(() => new ClientHandshake(generateKeyPair(), 'not-a-key'), isE2E('key'));
 });
 
@@ -232,7 +238,9 @@ test('a relay that strips the ephemeral key (a v1 hello) gets a v1 welcome the c
   assert.throws(() => hs.complete(welcome), isE2E('version'));
   // A welcome that says v2 without the machine's ephemeral key is refused too.
   const bare = JSON.stringify({ ...(JSON.parse(welcome) as object), v: 2 });
-  assert.throws(() => new ClientHandshake(client, machine.publicKey).complete(bare), isE2E('malformed'));
+  const again = new ClientHandshake(client, machine.publicKey);
+  again.hello();
+  assert.throws(() => again.complete(bare), isE2E('malformed'));
 });
 
 test('a relay that puts its own ephemeral key in the hello or the welcome breaks the session at the first frame', () => {
@@ -259,5 +267,94 @@ test('v2: an ephemeral key that is missing or of low order is refused', () => {
   const zero = parseHello(JSON.stringify({ ...base, eph: toBase64url(new Uint8Array(32)) }));
   assert.throws(() => acceptHello(machine, zero), isE2E('key'));
   const hs = new ClientHandshake(generateKeyPair(), machine.publicKey);
+  hs.hello();
   assert.throws(() => hs.complete(JSON.stringify({ e2e: 'welcome', v: 2, nonce: toBase64url(new Uint8Array(16)), eph: toBase64url(new Uint8Array(32)) })), isE2E('key'));
+});
+
+const dhOf = (secret: string, peer: string | Uint8Array) => x25519.getSharedSecret(fromBase64url(secret)!, typeof peer === 'string' ? fromBase64url(peer)! : peer);
+const saltOf = (hello: string, welcome: string) => concatBytes(...[hello, welcome].map((text) => fromBase64url((JSON.parse(text) as { nonce: string }).nonce)!));
+
+test("identity binding: a holder of the machine's secret key (and its own ephemeral one) cannot pose as a phone to the machine", () => {
+  const machine = generateKeyPair();
+  const phone = generateKeyPair();
+  const mine = generateKeyPair(); // the attacker's ephemeral key pair
+  // Every key the attacker can make, each tried on a fresh machine session (the first bad box breaks one).
+  for (let i = 0; i < 7 * 3; i++) {
+    const hello = JSON.stringify({ e2e: 'hello', v: 2, client_key: phone.publicKey, nonce: toBase64url(randomBytes(16)), eph: mine.publicKey });
+    const { welcome, channel } = acceptHello(machine, parseHello(hello));
+    const machineEph = (JSON.parse(welcome) as { eph: string }).eph;
+    // ss and es (the machine's secret), ee (its own); se needs the phone's secret or the machine's ephemeral one.
+    const computable = [dhOf(machine.secretKey, phone.publicKey), dhOf(mine.secretKey, machineEph), dhOf(machine.secretKey, mine.publicKey), undefined];
+    const keys = candidateKeys(computable, saltOf(hello, welcome), hello, welcome)[i];
+    const forged = new SecureChannel(keys.slice(0, 32), keys.slice(32, 64)).seal('{"type":"auth","token":"stolen"}');
+    assert.throws(() => channel.open(forged), isE2E('decrypt'), `candidate ${i}`);
+  }
+});
+
+test("identity binding: a holder of the phone's secret key (and its own ephemeral one) cannot pose as the machine to the phone", () => {
+  const machine = generateKeyPair();
+  const phone = generateKeyPair();
+  const mine = generateKeyPair();
+  for (let i = 0; i < 7 * 3; i++) {
+    const hs = new ClientHandshake(phone, machine.publicKey);
+    const hello = hs.hello();
+    const welcome = JSON.stringify({ e2e: 'welcome', v: 2, nonce: toBase64url(randomBytes(16)), eph: mine.publicKey });
+    const phoneEph = (JSON.parse(hello) as { eph: string }).eph;
+    // ss and se (the phone's secret), ee (its own); es needs the machine's secret or the phone's ephemeral one.
+    const computable = [dhOf(phone.secretKey, machine.publicKey), dhOf(mine.secretKey, phoneEph), undefined, dhOf(phone.secretKey, mine.publicKey)];
+    const keys = candidateKeys(computable, saltOf(hello, welcome), hello, welcome)[i];
+    const channel = hs.complete(welcome);
+    const forged = new SecureChannel(keys.slice(32, 64), keys.slice(0, 32)).seal('{"status":"ok"}');
+    assert.throws(() => channel.open(forged), isE2E('decrypt'), `candidate ${i}`);
+  }
+});
+
+const flipTopBit = (key: string) => {
+  const bytes = fromBase64url(key)!;
+  bytes[31] ^= 0x80; // X25519 ignores this bit: the same Diffie-Hellman values
+  return toBase64url(bytes);
+};
+
+test('transcript: a relay that alters any field of the hello or the welcome (even bits X25519 ignores) breaks the first box', () => {
+  const machine = generateKeyPair();
+  const client = generateKeyPair();
+  type Edit = (frame: Record<string, unknown>) => Record<string, unknown>;
+  const helloEdits: Record<string, Edit> = {
+    'hello eph top bit': (f) => ({ ...f, eph: flipTopBit(f.eph as string) }),
+    'hello client_key top bit': (f) => ({ ...f, client_key: flipTopBit(f.client_key as string) }),
+    'hello pair added': (f) => ({ ...f, pair: toBase64url(new Uint8Array(32).fill(9)) }),
+    'hello field added': (f) => ({ ...f, note: 'relay' }),
+    'hello fields reordered': ({ e2e, ...rest }) => ({ ...rest, e2e }),
+  };
+  const welcomeEdits: Record<string, Edit> = {
+    'welcome eph top bit': (f) => ({ ...f, eph: flipTopBit(f.eph as string) }),
+    'welcome field added': (f) => ({ ...f, note: 'relay' }),
+  };
+  const cases: [string, Edit, Edit][] = [
+    ...Object.entries(helloEdits).map(([name, edit]): [string, Edit, Edit] => [name, edit, (f) => f]),
+    ...Object.entries(welcomeEdits).map(([name, edit]): [string, Edit, Edit] => [name, (f) => f, edit]),
+    ['hello pair changed', (f) => ({ ...f, pair: toBase64url(new Uint8Array(32).fill(1)) }), (f) => f],
+  ];
+  for (const [name, editHello, editWelcome] of cases) {
+    const hs = new ClientHandshake(client, machine.publicKey, name === 'hello pair changed' ? 'a-pairing-secret' : undefined);
+    const hello = JSON.stringify(editHello(JSON.parse(hs.hello()) as Record<string, unknown>));
+    const { welcome, channel: machineSide } = acceptHello(machine, parseHello(hello));
+    const clientSide = hs.complete(JSON.stringify(editWelcome(JSON.parse(welcome) as Record<string, unknown>)));
+    assert.throws(() => machineSide.open(clientSide.seal('{"type":"auth","token":"t"}')), isE2E('decrypt'), name);
+  }
+  // Untouched, the same session works.
+  const hs = new ClientHandshake(client, machine.publicKey);
+  const { welcome, channel } = acceptHello(machine, parseHello(hs.hello()));
+  assert.equal(channel.open(hs.complete(welcome).seal('ok')), 'ok');
+});
+
+test('the client handshake completes once, after its hello; a refused welcome spends it too', () => {
+  const machine = generateKeyPair();
+  const client = generateKeyPair();
+  const early = new ClientHandshake(client, machine.publicKey);
+  assert.throws(() => early.complete('{}'), isE2E('closed'), 'no welcome before the hello');
+  const hs = new ClientHandshake(client, machine.publicKey);
+  const hello = parseHello(hs.hello());
+  assert.throws(() => hs.complete('{"e2e":"welcome","v":1}'), isE2E('version'));
+  assert.throws(() => hs.complete(acceptHello(machine, hello).welcome), isE2E('closed'), 'its ephemeral secret is gone');
 });

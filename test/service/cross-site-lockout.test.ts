@@ -16,6 +16,8 @@ import WebSocket from 'ws';
 import { launchChromium } from '../helpers/browser';
 import { startService, type RunningService } from '../helpers/service';
 import { MAX_SIGNED_IN_ORIGINS, originOf, SignedInOrigins } from '../../src/transport/auth/browser-origins';
+import { LOGIN_FAILURE_LIMIT, LoginFailures, WEB_FAILURE_LIMIT } from '../../src/transport/auth/login-failures';
+import type { Logger } from '../../src/log/logger';
 
 let svc: RunningService;
 let browser: Browser;
@@ -99,12 +101,37 @@ test("another site's page guessing tokens locks out neither the loopback clients
 test('remembered origins: only those that signed in, at most 32 (the oldest forgotten), never the opaque `null`', () => {
   const origins = new SignedInOrigins();
   assert.equal(origins.limitKey('10.0.0.7', undefined), '10.0.0.7', 'not a browser: its address');
-  assert.equal(origins.limitKey('10.0.0.7', 'http://10.0.0.5:5000'), 'web 10.0.0.7', 'a new origin: with the other new ones');
+  const bucket = (address: string, origin: string) => (origins.limitKey(address, origin) as { bucket: string }).bucket;
+  assert.equal(bucket('10.0.0.7', 'http://10.0.0.5:5000'), 'web 10.0.0.7', 'a new origin: with the other new ones');
   origins.signedIn('null');
-  assert.equal(origins.limitKey('10.0.0.7', 'null'), 'web 10.0.0.7', 'a sandboxed frame or a file never gets a count of its own');
+  assert.equal(bucket('10.0.0.7', 'null'), 'web 10.0.0.7', 'a sandboxed frame or a file never gets a count of its own');
   for (let i = 0; i <= MAX_SIGNED_IN_ORIGINS; i++) origins.signedIn(`http://10.0.0.${i}:5000`);
-  assert.equal(origins.limitKey('10.0.0.7', 'http://10.0.0.0:5000'), 'web 10.0.0.7', 'the oldest was forgotten');
-  assert.equal(origins.limitKey('10.0.0.7', 'http://10.0.0.1:5000'), 'web http://10.0.0.1:5000 10.0.0.7');
-  assert.equal(origins.limitKey('2001:db8:1:2:3:4:5:6', 'http://10.0.0.1:5000'), 'web http://10.0.0.1:5000 2001:db8:1:2::/64', 'an IPv6 address by its /64');
+  assert.equal(bucket('10.0.0.7', 'http://10.0.0.0:5000'), 'web 10.0.0.7', 'the oldest was forgotten');
+  assert.equal(bucket('10.0.0.7', 'http://10.0.0.1:5000'), 'web http://10.0.0.1:5000 10.0.0.7');
+  assert.equal(bucket('2001:db8:1:2:3:4:5:6', 'http://10.0.0.1:5000'), 'web http://10.0.0.1:5000 2001:db8:1:2::/64', 'an IPv6 address by its /64');
   assert.equal(originOf(['http://A.example', 'http://b']), 'http://a.example,http://b');
+});
+
+test('a script sending made-up and remembered Origins from one address is checked at most 3 x the limit in all; its clients without Origin still get in', () => {
+  const quiet = { child: () => quiet, debug() {}, info() {}, warn() {}, error() {} } as unknown as Logger;
+  const failures = new LoginFailures(quiet);
+  const origins = new SignedInOrigins();
+  // Pages that signed in here before: a script knows their origins and can send them.
+  const remembered = Array.from({ length: 5 }, (_, i) => `http://10.0.0.${i}:5000`);
+  for (const origin of remembered) origins.signedIn(origin);
+  let checked = 0;
+  for (const origin of [...remembered, 'http://made-up.example', 'http://another.example']) {
+    for (let i = 0; i < LOGIN_FAILURE_LIMIT + 2; i++) {
+      const attempt = failures.begin(origins.limitKey('10.0.0.66', origin), 'token');
+      if (attempt.retryAfterSeconds > 0) continue;
+      checked += 1;
+      attempt.failed();
+    }
+  }
+  assert.equal(checked, WEB_FAILURE_LIMIT, 'every browser bucket of the address together');
+  assert.equal(failures.refusesConnection('10.0.0.66'), false, 'the address itself is not locked out');
+  const editor = failures.begin(origins.limitKey('10.0.0.66', undefined), 'token');
+  assert.equal(editor.retryAfterSeconds, 0, 'a client without Origin is checked');
+  editor.refund();
+  failures.flush();
 });

@@ -10,20 +10,10 @@ import { test } from 'node:test';
 import { Database } from '../../src/store/database';
 import { fullDiskFake } from '../helpers/full-disk-fake';
 import { tempDir } from '../helpers/store-utils';
+import { settledSoon } from '../helpers/temp';
 
 const LIMIT = { timeout: 60_000 };
 const DEFER = { deferSync: true };
-
-/** How `promise` stands once the loop got through its pending work (a settled one has settled by then). */
-async function standing(promise: Promise<unknown>): Promise<'pending' | 'resolved' | 'rejected'> {
-  let state: 'pending' | 'resolved' | 'rejected' = 'pending';
-  void promise.then(
-    () => (state = 'resolved'),
-    () => (state = 'rejected'),
-  );
-  for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
-  return state;
-}
 
 async function openTable(dir: string): Promise<Database> {
   const db = await Database.open(dir);
@@ -56,7 +46,8 @@ test('a deferred write is made durable when a later write finds the disk full (a
   disk.set('writes');
   const reply = db.write((tx) => tx.run('INSERT INTO t VALUES (?)', ['reply']));
   await assert.rejects(reply, /disk full/);
-  assert.equal(await standing(user), 'resolved', 'the written record got its sync when the next write was refused');
+  assert.equal(await settledSoon(user), true, 'the written record got its sync when the next write was refused');
+  await user;
   await assert.rejects(db.flush(), /disk full/, 'the refused record is still owed');
 
   disk.set('none');

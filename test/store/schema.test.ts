@@ -106,7 +106,7 @@ test('a database that is not new is migrated by its migrations, not remade', LIM
  * sqlite_master of the latest schema (type, name, tbl_name, sql whitespace-normalised, by name) and its
  * user_version, as literal data: written out, never computed from src/store.
  */
-const FROZEN_VERSION = 19;
+const FROZEN_VERSION = 20;
 const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
   [
     'table',
@@ -177,7 +177,12 @@ const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
     'push_devices',
     'CREATE TABLE push_devices (device_id TEXT PRIMARY KEY, device_name TEXT NOT NULL, principal TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, endpoint TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL, events TEXT NOT NULL, content_blind INTEGER NOT NULL, last_delivery TEXT, failures INTEGER NOT NULL DEFAULT 0, person TEXT)',
   ],
-  ['table', 'registrations', 'registrations', 'CREATE TABLE registrations (machine_name TEXT PRIMARY KEY, public_key TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL)'],
+  [
+    'table',
+    'registrations',
+    'registrations',
+    'CREATE TABLE registrations (machine_name TEXT PRIMARY KEY, public_key TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, e2e_v2 INTEGER NOT NULL DEFAULT 0)',
+  ],
   ['index', 'sqlite_autoindex_attachments_1', 'attachments', null],
   ['index', 'sqlite_autoindex_audit_chain_1', 'audit_chain', null],
   ['index', 'sqlite_autoindex_conversations_1', 'conversations', null],

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { postJson } from '../helpers/service';
+import { startFakeOpenAI } from '../helpers/fake-openai';
+import { postJson, startService } from '../helpers/service';
 import { useService } from '../helpers/service-fixture';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
 
@@ -75,4 +76,50 @@ describe('a daily budget per webhook account', () => {
       assert.equal(providerCallsWith(`free after ${name}`), 1);
     });
   }
+});
+
+describe('a message behind an earlier one of its conversation that waits to be retried', () => {
+  test('is not refused over the budget before it: it waits, and the two are refused in their order', async () => {
+    const receiver = await startWebhookReceiver();
+    const fake = await startFakeOpenAI();
+    // The first message's retry waits 3 s or more (the inbox's backoff): time for the budget to be used up meanwhile.
+    const slow = await startService(
+      {
+        base_url: fake.url,
+        channels: { webhook: { accounts: { capped: { incoming_path: '/hooks/capped', outgoing_url: receiver.url('/cb'), budget: { tokens_per_day: 100 } } } } },
+      },
+      { webhook: { ...FAST, retryBaseMs: 3_000, retryMaxMs: 6_000 } },
+    );
+    const post = async (body: Row): Promise<Row> => {
+      const reply = await postJson(`${slow.httpUrl}/hooks/capped`, body);
+      assert.equal(reply.status, 202, reply.text);
+      return reply.body!.data as Row;
+    };
+    try {
+      fake.script({ status: 500 }, { status: 500 }, { status: 500 });
+      const first = await post({ message: 'first of the conversation' });
+      await fake.waitFor((requests) => requests.length >= 3, 10_000);
+      // Another conversation of the account uses up the budget while the first message waits for its retry.
+      fake.script({ text: 'costly answer', usage: { prompt_tokens: 80, completion_tokens: 30 } });
+      const other = await post({ message: 'another conversation' });
+      await receiver.waitFor((r) => r.requests.some((c) => c.body?.conversation_id === other.conversation_id), 'the other reply');
+      const second = await post({ message: 'second of the conversation', conversation_id: first.conversation_id });
+      assert.equal(second.budget_exceeded?.code, 'budget_exceeded', 'the accept says so');
+
+      const ofConversation = () => receiver.requests.filter((c) => c.body?.conversation_id === first.conversation_id);
+      await receiver.waitFor(() => ofConversation().length === 2, 'both error callbacks', 20_000);
+      assert.deepEqual(
+        ofConversation().map((c) => [(c.body as Row).message_id, (c.body as Row).code]),
+        [
+          [first.message_id, 'budget_exceeded'],
+          [second.message_id, 'budget_exceeded'],
+        ],
+        'the second waited behind the first, and was refused only after it',
+      );
+    } finally {
+      await slow.dispose();
+      await fake.close();
+      await receiver.close();
+    }
+  });
 });

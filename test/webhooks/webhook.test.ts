@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import net from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { type RecordedRequest } from '../helpers/fake-openai';
@@ -461,6 +462,108 @@ describe('incoming webhook, requests without the secret', () => {
     } finally {
       await guarded.dispose();
       await receiver.close();
+    }
+  });
+});
+
+describe('incoming webhook, signed forgeries in parallel', () => {
+  /** Signed requests with a wrong signature, their headers sent and their bodies held back, each on its own connection. */
+  async function forgeries(s: RunningService, count: number, bodyBytes: number) {
+    const port = Number(new URL(s.httpUrl).port);
+    const now = Math.floor(Date.now() / 1000);
+    const sockets = await Promise.all(
+      Array.from(
+        { length: count },
+        () =>
+          new Promise<net.Socket>((resolve, reject) =>
+            net
+              .connect(port, '127.0.0.1')
+              .once('connect', function (this: net.Socket) {
+                resolve(this);
+              })
+              .once('error', reject),
+          ),
+      ),
+    );
+    const statuses = sockets.map((socket, i) => {
+      let answered: number | undefined;
+      const status = new Promise<number>((resolve) => {
+        let text = '';
+        socket.on('data', (chunk: Buffer) => {
+          text += chunk.toString('latin1');
+          const match = /^HTTP\/1\.1 (\d+)/.exec(text);
+          if (match) resolve((answered = Number(match[1])));
+        });
+        socket.on('error', () => resolve(-1));
+        socket.on('close', () => resolve(-1));
+      });
+      socket.write(
+        `POST /guarded HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${bodyBytes}\r\n` +
+          `webhook-id: msg_parallel_${i}\r\nwebhook-timestamp: ${now}\r\nwebhook-signature: v1,${Buffer.alloc(32, i).toString('base64')}\r\n\r\n`,
+      );
+      return { status, answered: () => answered };
+    });
+    return {
+      /** Those answered before any of their body was sent. */
+      answeredEarly: () => statuses.filter((s) => s.answered() !== undefined).length,
+      /** Sends every body still wanted; resolves with each status. */
+      async finish(): Promise<number[]> {
+        const body = Buffer.from(JSON.stringify({ message: 'x'.repeat(bodyBytes - 16) }).padEnd(bodyBytes, ' '));
+        sockets.forEach((socket, i) => statuses[i]!.answered() === undefined && socket.write(body));
+        const all = await Promise.all(statuses.map((s) => s.status));
+        for (const socket of sockets) socket.destroy();
+        return all;
+      },
+    };
+  }
+
+  const guardedService = (webhook: Record<string, unknown>) =>
+    startService(
+      { base_url: svc.fake.url, channels: { webhook: { accounts: { guarded: { incoming_path: '/guarded', outgoing_url: 'http://127.0.0.1:9/unused', secret: SECRET_A } } } } },
+      { webhook: { ...FAST, ...webhook } },
+    );
+  const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
+
+  test("from one address: only the limit's worth of bodies is read, the rest refused 429 before theirs; counted in one burst line", async () => {
+    const guarded = await guardedService({ rateLimitPerMinute: 5 });
+    try {
+      const sent = await forgeries(guarded, 12, 64 * 1024);
+      // Each failure is counted before its body is read: 7 are over the limit of 5 at once, unread.
+      await waitFor(() => sent.answeredEarly() === 7, 'seven refused before their body', 10_000);
+      const statuses = await sent.finish();
+      assert.equal(count(statuses, 401), 5, 'five bodies read and found wrong');
+      assert.equal(count(statuses, 429), 7);
+      await guarded.stop();
+      const lines = (await readFile(join(guarded.dataDir, 'service.log'), 'utf8'))
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { event: string; count?: number; refused?: number; account?: string });
+      assert.equal(lines.filter((l) => l.event === 'webhook.refused' && l.account === 'guarded').length, 1, 'the first failure is a line');
+      assert.deepEqual(
+        lines.filter((l) => l.event === 'webhook.refused_burst').map((l) => [l.account, l.count, l.refused]),
+        [['guarded', 12, 7]],
+        'the rest are counted in one',
+      );
+    } finally {
+      await guarded.dispose();
+    }
+  });
+
+  test('from any number of addresses: at most maxUnverifiedReads bodies of the account are read at once; the real sender gets in after', async () => {
+    const guarded = await guardedService({ maxUnverifiedReads: 3 });
+    try {
+      const sent = await forgeries(guarded, 10, 64 * 1024);
+      await waitFor(() => sent.answeredEarly() === 7, 'seven refused before their body', 10_000);
+      const statuses = await sent.finish();
+      assert.equal(count(statuses, 401), 3, 'three bodies read at once, found wrong');
+      assert.equal(count(statuses, 429), 7);
+      const body = { message: 'the real sender' };
+      const now = Math.floor(Date.now() / 1000);
+      const signature = signStandardWebhook(SECRET_A, 'msg_real', now, JSON.stringify(body));
+      const real = await hook(guarded, '/guarded', body, { 'webhook-id': 'msg_real', 'webhook-timestamp': String(now), 'webhook-signature': signature });
+      assert.equal(real.status, 202, real.text);
+    } finally {
+      await guarded.dispose();
     }
   });
 });

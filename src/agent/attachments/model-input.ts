@@ -21,22 +21,31 @@ export interface ModelInputDeps {
  * the workspace and named by path at the end of the message's text, so the model can open it with its tools.
  */
 export async function withAttachments(messages: readonly ChatMessage[], seesImages: boolean, deps: ModelInputDeps): Promise<ChatMessage[]> {
-  return Promise.all(
-    messages.map(async (message) => {
-      if (message.role !== 'user' || !message.attachments?.length) return message;
-      const images: ImageInput[] = [];
-      const notes: string[] = [];
-      for (const attachment of message.attachments) {
-        const bytes = await deps.blobs.get(attachment.hash).catch(() => undefined);
-        if (!bytes) notes.push(`[Attached ${attachment.name}: no longer available]`);
-        else if (seesImages && attachment.kind === 'image') images.push({ mime: attachment.mime, base64: bytes.toString('base64') });
-        else notes.push(await savedNote(attachment, bytes, deps));
-      }
-      const content = [message.content, ...notes].filter((part) => part.length > 0).join('\n\n');
-      const { attachments: _refs, ...rest } = message;
-      return { ...rest, content, ...(images.length > 0 ? { images } : {}) };
-    }),
-  );
+  // Most conversations carry none: then no promise per message (a long one made hundreds a step, issue 25).
+  if (!messages.some(hasAttachments)) return [...messages];
+  return Promise.all(messages.map((message) => (hasAttachments(message) ? withItsAttachments(message, seesImages, deps) : message)));
+}
+
+/** A user message (the system's shape too, as ChatMessage types it). */
+type UserMessage = Extract<ChatMessage, { role: 'system' | 'user' }>;
+
+function hasAttachments(message: ChatMessage): message is UserMessage {
+  return message.role === 'user' && (message.attachments?.length ?? 0) > 0;
+}
+
+/** One user message with its attachments as the model receives them (see withAttachments). */
+async function withItsAttachments(message: UserMessage, seesImages: boolean, deps: ModelInputDeps): Promise<ChatMessage> {
+  const images: ImageInput[] = [];
+  const notes: string[] = [];
+  for (const attachment of message.attachments ?? []) {
+    const bytes = await deps.blobs.get(attachment.hash).catch(() => undefined);
+    if (!bytes) notes.push(`[Attached ${attachment.name}: no longer available]`);
+    else if (seesImages && attachment.kind === 'image') images.push({ mime: attachment.mime, base64: bytes.toString('base64') });
+    else notes.push(await savedNote(attachment, bytes, deps));
+  }
+  const content = [message.content, ...notes].filter((part) => part.length > 0).join('\n\n');
+  const { attachments: _refs, ...rest } = message;
+  return { ...rest, content, ...(images.length > 0 ? { images } : {}) };
 }
 
 /** Saves an attachment into the workspace (once: the name holds its hash) and says where it is. */

@@ -48,7 +48,8 @@ export const MAX_GIT_STATUS_FOLDERS = 64;
 /**
  * gitSummary per folder, asked again only when it may have changed: git's HEAD or index changed (a
  * commit, checkout, stage), a tool of the agent wrote a file or ran a command (`changed()`), or
- * GIT_STATUS_MAX_AGE_MS passed (an edit made in the editor touches neither). A status of a repository of
+ * GIT_STATUS_MAX_AGE_MS passed (an edit made in the editor touches neither; past half of it, a turn
+ * starts the next ask while it uses the kept answer). A status of a repository of
  * 10,000 files takes tens of milliseconds: more than the rest of a turn's own work. HEAD and the index
  * are watched (places-watch.ts), not looked at each turn: two stat calls a turn were two hand-offs to the
  * thread pool, each costing the loaded test machine about a millisecond (issue 25).
@@ -58,8 +59,17 @@ export class GitStatusCache {
   /** The asks under way: a turn sent while the warm-up's ask runs waits for its answer rather than starting another git. */
   private readonly asking = new Map<string, { generation: number; watch: ReturnType<typeof gitStateWatch>; summary: Promise<GitSummary | undefined> }>();
   private generation = 0;
+  private closed = false;
 
   constructor(private readonly ask: (folder: string) => Promise<GitSummary | undefined> = gitSummary) {}
+
+  /** Lets every watch go (the service stopped, or its open failed); an ask still under way keeps none. */
+  close(): void {
+    this.closed = true;
+    for (const entry of this.entries.values()) entry.watch?.close();
+    for (const pending of this.asking.values()) pending.watch?.close();
+    this.entries.clear();
+  }
 
   /** Files may have changed (a tool wrote one, or ran a command): every summary is asked again. */
   changed(): void {
@@ -74,6 +84,10 @@ export class GitStatusCache {
         // The most recently asked: the last to let its watch go.
         this.entries.delete(folder);
         this.entries.set(folder, cached);
+        // Past half its age, git is asked again now, for the turns to come: while turns keep coming,
+        // none waits for git (each GIT_STATUS_MAX_AGE_MS, one turn waited for it, up to a second on a
+        // loaded machine: issue 25). This answer is still within its age; a later turn past it joins that ask.
+        if (now - cached.at >= GIT_STATUS_MAX_AGE_MS / 2 && !this.asking.has(folder)) this.askGit(folder, now).catch(() => undefined);
         return cached.summary;
       }
     }
@@ -84,6 +98,11 @@ export class GitStatusCache {
       if (!pending.watch?.changed) return pending.summary;
     }
     cached?.watch?.close();
+    return this.askGit(folder, now);
+  }
+
+  /** Asks git, and keeps the answer as asked at `now` (an answer in force until then keeps its watch). */
+  private async askGit(folder: string, now: number): Promise<GitSummary | undefined> {
     // Watched before git is asked: a change while it runs makes the answer one to ask again.
     const watch = gitStateWatch(folder);
     const generation = this.generation;
@@ -94,6 +113,10 @@ export class GitStatusCache {
       summary = await asked.summary;
     } finally {
       if (this.asking.get(folder) === asked) this.asking.delete(folder);
+    }
+    if (this.closed) {
+      watch?.close();
+      return summary;
     }
     // Replaced at the newest end; past the bound the least recently asked folder lets its watch go.
     this.entries.get(folder)?.watch?.close();

@@ -63,6 +63,7 @@ interface Cached {
 export class InstructionFiles {
   private readonly cache = new Map<string, Cached>();
   private rootsAnswer: RootsAnswer | undefined;
+  private closed = false;
   private rootsLook: { key: string; files: Promise<InstructionFile[]> } | undefined;
 
   constructor(private readonly userDir: string | undefined) {}
@@ -148,7 +149,14 @@ export class InstructionFiles {
 
   private keepAnswer(answer: RootsAnswer | undefined): void {
     this.rootsAnswer?.watch.close();
-    this.rootsAnswer = answer;
+    if (this.closed) answer?.watch.close();
+    this.rootsAnswer = this.closed ? undefined : answer;
+  }
+
+  /** Lets the kept answer's watch go (the service stopped, or its open failed); nothing is kept after. */
+  close(): void {
+    this.closed = true;
+    this.keepAnswer(undefined);
   }
 
   private async look(roots: string[], touched: readonly string[], links: { linked: boolean }): Promise<InstructionFile[]> {

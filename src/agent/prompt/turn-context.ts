@@ -48,6 +48,13 @@ export class TurnContext {
     return new TurnContext(this.workspaceRoots, undefined, this);
   }
 
+  /** Lets the watches of what was read go (the service stopped, or its open failed); a twin's instruction files are its original's to close. */
+  close(): void {
+    // A twin has no git cache of its own: its original's.
+    if (this.git) this.instructions.close();
+    this.git?.close();
+  }
+
   /**
    * The instruction files in force for a conversation whose stored rows are `rows` (none: before any tool
    * ran). `roots`, here and below: the conversation's own (its worktree's folder), else the workspace's.

@@ -38,6 +38,8 @@ const RUN_TTL_SECONDS = 24 * 3600;
 const TEST_TTL_SECONDS = 300;
 /** How long stop waits for pushes in flight before the store closes. */
 const STOP_WAIT_MS = 2_000;
+/** The events a push may follow from (observe): the hub need not make others for the push service's sake. */
+const OBSERVED: ReadonlySet<ServiceEvent['event']> = new Set(['permission.request', 'permission.resolved', 'turn.ended', 'changes.ready']);
 
 type PermissionRequest = Extract<ServiceEvent, { event: 'permission.request' }>;
 type TurnEnded = Extract<ServiceEvent, { event: 'turn.ended' }>;
@@ -101,7 +103,7 @@ export class PushService implements PushCommands {
   }
 
   start(): void {
-    this.stopObserving ??= this.deps.events.observe((event, filter) => this.observe(event, filter));
+    this.stopObserving ??= this.deps.events.observe((event, filter) => this.observe(event, filter), OBSERVED);
   }
 
   /** No new pushes; those in flight get a moment to finish (and be recorded) before the store closes. */

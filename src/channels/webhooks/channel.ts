@@ -16,6 +16,8 @@ export interface WebhookChannelOptions extends Partial<OutboxTimings> {
   rateLimitPerMinute?: number;
   /** Largest incoming body (default 1 MiB). */
   maxBodyBytes?: number;
+  /** Signed bodies of one account read at once before their signature is checked (default 16). */
+  maxUnverifiedReads?: number;
   /** Agent runs at once for webhook messages (default 32). */
   answerConcurrency?: number;
 }
@@ -61,7 +63,7 @@ export class WebhookChannel {
     options: WebhookChannelOptions = {},
   ) {
     this.log = deps.logger.child({ component: 'webhook' });
-    const { rateLimitPerMinute, maxBodyBytes, answerConcurrency, ...timings } = options;
+    const { rateLimitPerMinute, maxBodyBytes, maxUnverifiedReads, answerConcurrency, ...timings } = options;
     const accounts = () => this.accounts().byName;
     this.outbox = new WebhookOutbox({ store: deps.store, accounts, logger: deps.logger, timings });
     this.inbox = new WebhookInbox({
@@ -74,7 +76,7 @@ export class WebhookChannel {
       retry: { ...DEFAULT_OUTBOX_TIMINGS, ...timings },
       concurrency: answerConcurrency,
     });
-    this.incoming = new IncomingWebhooks({ store: deps.store, logger: deps.logger, onAccepted: (row) => this.inbox.enqueue(row) }, { rateLimitPerMinute, maxBodyBytes });
+    this.incoming = new IncomingWebhooks({ store: deps.store, logger: deps.logger, onAccepted: (row) => this.inbox.enqueue(row) }, { rateLimitPerMinute, maxBodyBytes, maxUnverifiedReads });
     this.router = (method, path) => {
       if (method !== 'POST') return undefined;
       const { byName, byPath } = this.accounts();
@@ -109,6 +111,7 @@ export class WebhookChannel {
   stop(): Promise<void> {
     this.stopped ??= (async () => {
       clearInterval(this.sweeper);
+      this.incoming.flush();
       this.inbox.stop();
       await this.outbox.stop();
     })();

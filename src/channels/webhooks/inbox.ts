@@ -157,12 +157,26 @@ export class WebhookInbox {
     this.parked.set(row.conversation_id, waiting);
   }
 
+  /**
+   * First in the conversation's turn, before anything is made for it: behind an earlier message still
+   * pending (waiting for its retry) it parks, and only its own turn asks the budget, so a later message
+   * is never refused for good while an earlier one of its conversation still waits.
+   */
+  private mayStart(row: InboxRow): void {
+    this.refuseOutOfOrder(row);
+    this.refuseOverBudget(row);
+  }
+
   /** Inside the conversation's turn: the message joins the conversation, unless an earlier one is still pending. */
   private async admitInOrder(row: InboxRow): Promise<void> {
-    if (this.deps.store.webhooks.earlierPending(row.conversation_id, row.seq)) throw new WaitingBehind();
+    this.refuseOutOfOrder(row);
     // Again: a worktree's checkout made just before may have outlasted other turns of the account.
     this.refuseOverBudget(row);
     await this.deps.store.webhooks.admit(row.message_id);
+  }
+
+  private refuseOutOfOrder(row: InboxRow): void {
+    if (this.deps.store.webhooks.earlierPending(row.conversation_id, row.seq)) throw new WaitingBehind();
   }
 
   /** Checked when its turn comes, so the usage of the turns before it (of its conversation too) counts. */
@@ -195,7 +209,7 @@ export class WebhookInbox {
           clientMessageId: row.message_id,
           // Its preview (the inbox keeps only that; the body waits in history.db).
           text: store.webhooks.inboxPreview(row.message_id) ?? '',
-          mayStart: () => this.refuseOverBudget(row),
+          mayStart: () => this.mayStart(row),
           admit: () => this.admitInOrder(row),
           model: account?.model,
           storeReply: async (reply, alsoInTx) => {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { titleOf } from '../../agent/agent';
 import { ServiceError, WebhookIncomingBody, ok, parseOrThrow, type WebhookAccount } from '../../protocol';
+import { BurstLog } from '../../log/burst-log';
 import type { Logger } from '../../log/logger';
 import type { InboxRow, Store } from '../../store';
 import { clientAddress, MAX_BODY_BYTES, sendEnvelope } from '../../transport/http/http-util';
@@ -12,6 +13,14 @@ import { budgetRefusal } from './budget';
 import { secretsEqual, signatureValid, signedHeadersOf, timestampFresh, type SignedHeaders } from './signature';
 
 export const WEBHOOK_RATE_LIMIT_PER_MINUTE = 120;
+/**
+ * Signed requests of one account whose body is being read before its signature can be checked, at most
+ * this many at once whatever their addresses (each up to maxBodyBytes held): many addresses, each under
+ * its own limit of wrong signatures, cannot have the service hold and hash bodies without bound.
+ */
+export const MAX_UNVERIFIED_READS = 16;
+/** The log says a burst of wrong credentials once per this window, account and address, then one counted line. */
+export const WEBHOOK_FAILURE_LOG_WINDOW_MS = 60_000;
 
 const tooManyFailures = (wait: number) => new ServiceError('rate_limited', 'too many requests with a wrong secret or signature from this address', wait);
 /** How long an Idempotency-Key's first answer is kept (docs/protocol.md). */
@@ -21,6 +30,7 @@ const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 export interface IncomingOptions {
   rateLimitPerMinute?: number;
   maxBodyBytes?: number;
+  maxUnverifiedReads?: number;
 }
 
 export interface IncomingDeps {
@@ -37,8 +47,10 @@ export interface IncomingDeps {
  * (404). Then the message is stored in one durable transaction and answered 202; the agent runs after.
  * Only requests with the account's credential count against its rate (an account without a secret:
  * every request): anyone who knows the path could otherwise use up its sender's minute. Requests with a
- * wrong secret or signature count per address instead, and past the same limit are refused 429, a
- * signed one before its body is read.
+ * wrong secret or signature count per address instead, and past the same limit are refused 429. A
+ * signed request is counted as a failure before its body is read (refunded once its signature holds),
+ * so parallel forgeries cannot all be read and hashed, and at most MAX_UNVERIFIED_READS of an account
+ * are read at once. Wrong credentials are logged as counted bursts (BurstLog), not a line each.
  */
 export class IncomingWebhooks {
   private readonly limiter: FixedWindowLimiter;
@@ -46,7 +58,13 @@ export class IncomingWebhooks {
   private readonly failures: FixedWindowLimiter;
   private readonly limit: number;
   private readonly maxBodyBytes: number;
+  private readonly maxUnverifiedReads: number;
+  /** Signed bodies being read now, per account. */
+  private readonly unverifiedReads = new Map<string, number>();
   private readonly log: Logger;
+  private readonly bursts: BurstLog<{ address: string; account: string }>;
+  /** Refusals already in the burst log: handle() does not log them again. */
+  private readonly counted = new WeakSet<ServiceError>();
 
   constructor(
     private readonly deps: IncomingDeps,
@@ -56,7 +74,19 @@ export class IncomingWebhooks {
     this.maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES;
     this.limiter = new FixedWindowLimiter(this.limit, 60_000);
     this.failures = new FixedWindowLimiter(this.limit, 60_000);
+    this.maxUnverifiedReads = options.maxUnverifiedReads ?? MAX_UNVERIFIED_READS;
     this.log = deps.logger.child({ component: 'webhook' });
+    this.bursts = new BurstLog(
+      this.log,
+      { first: 'webhook.refused', burst: 'webhook.refused_burst', message: (b) => `${b.count} requests with a wrong credential to ${b.account} from ${b.address} in ${b.window_seconds} s` },
+      Date.now,
+      WEBHOOK_FAILURE_LOG_WINDOW_MS,
+    );
+  }
+
+  /** Logs the open bursts' counts now (the service stops). */
+  flush(): void {
+    this.bursts.flush();
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, name: string, account: WebhookAccount): Promise<void> {
@@ -66,9 +96,9 @@ export class IncomingWebhooks {
     } catch (error) {
       if (error instanceof ServiceError) {
         req.resume();
+        if (this.counted.has(error)) throw error;
         const fields = { account: name, code: error.code, reason: error.message, address: clientAddress(req) };
-        if (error.code === 'invalid_token') this.log.warn('webhook.refused', fields);
-        else if (error.code === 'rate_limited') this.log.debug('webhook.refused', fields);
+        if (error.code === 'rate_limited') this.log.debug('webhook.refused', fields);
         else this.log.info('webhook.refused', fields);
       }
       throw error;
@@ -76,18 +106,14 @@ export class IncomingWebhooks {
   }
 
   private async accept(req: IncomingMessage, res: ServerResponse, name: string, account: WebhookAccount, started: number): Promise<void> {
-    const failureKey = `${name} ${loginLimitKey(clientAddress(req))}`;
-    const signed = this.checkHeaderCredentials(req, account, failureKey);
-    if (!signed) this.countRequest(name);
+    const from = { account: name, address: loginLimitKey(clientAddress(req)) };
+    const signed = this.checkHeaderCredentials(req, account, from);
+    let raw: Buffer;
+    if (signed) raw = await this.readSigned(req, account.secret!, signed, from);
     else {
-      // Its body would be read and hashed to check the signature: not for an address past its limit of wrong ones.
-      const wait = this.failures.retryAfterSeconds(failureKey);
-      if (wait > 0) throw tooManyFailures(wait);
-    }
-    const raw = await this.readBody(req);
-    if (signed) {
-      if (!signatureValid(account.secret!, signed, raw)) throw this.refused(failureKey, 'invalid webhook signature');
       this.countRequest(name);
+      this.checkBodyHeaders(req);
+      raw = await this.readBody(req);
     }
 
     let value: unknown;
@@ -131,17 +157,50 @@ export class IncomingWebhooks {
    * With a secret: `X-Service-Secret` decides when present; else the three Standard Webhooks headers must
    * be there with a fresh timestamp (the signature is checked once the body is read). Returns them then.
    */
-  private checkHeaderCredentials(req: IncomingMessage, account: WebhookAccount, failureKey: string): SignedHeaders | undefined {
+  private checkHeaderCredentials(req: IncomingMessage, account: WebhookAccount, from: From): SignedHeaders | undefined {
     if (!account.secret) return undefined;
     const plain = req.headers['x-service-secret'];
     if (plain !== undefined) {
-      if (typeof plain !== 'string' || !secretsEqual(plain, account.secret)) throw this.refused(failureKey, 'invalid X-Service-Secret');
+      if (typeof plain !== 'string' || !secretsEqual(plain, account.secret)) throw this.refused(from, 'invalid X-Service-Secret');
       return undefined;
     }
     const signed = signedHeadersOf(req.headers);
-    if (!signed) throw this.refused(failureKey, 'missing X-Service-Secret (or webhook-id, webhook-timestamp and webhook-signature)');
-    if (!timestampFresh(signed.timestamp, Date.now())) throw this.refused(failureKey, 'webhook-timestamp is not within 5 minutes of now');
+    if (!signed) throw this.refused(from, 'missing X-Service-Secret (or webhook-id, webhook-timestamp and webhook-signature)');
+    if (!timestampFresh(signed.timestamp, Date.now())) throw this.refused(from, 'webhook-timestamp is not within 5 minutes of now');
     return signed;
+  }
+
+  /**
+   * A signed request's body, once its signature holds. Counted as a wrong one before the body is read
+   * (synchronously, so parallel forgeries from one address cannot all slip under its limit) and refunded
+   * when the signature is good or nothing was read; at most maxUnverifiedReads of the account read at once.
+   */
+  private async readSigned(req: IncomingMessage, secret: string, signed: SignedHeaders, from: From): Promise<Buffer> {
+    const reading = this.unverifiedReads.get(from.account) ?? 0;
+    if (reading >= this.maxUnverifiedReads) {
+      throw new ServiceError('rate_limited', `too many signed requests being read at once for this webhook (at most ${this.maxUnverifiedReads})`, 1);
+    }
+    const attempt = this.failures.reserve(failureKeyOf(from));
+    if (attempt.retryAfterSeconds > 0) throw this.counting(tooManyFailures(attempt.retryAfterSeconds), from, true);
+    let raw: Buffer;
+    try {
+      this.checkBodyHeaders(req);
+    } catch (error) {
+      attempt.refund();
+      throw error;
+    }
+    this.unverifiedReads.set(from.account, reading + 1);
+    try {
+      raw = await this.readBody(req);
+    } finally {
+      const left = this.unverifiedReads.get(from.account)! - 1;
+      if (left > 0) this.unverifiedReads.set(from.account, left);
+      else this.unverifiedReads.delete(from.account);
+    }
+    if (!signatureValid(secret, signed, raw)) throw this.counting(new ServiceError('invalid_token', 'invalid webhook signature'), from, false);
+    attempt.refund();
+    this.countRequest(from.account);
+    return raw;
   }
 
   /** A request with the account's credential (or to an account without one): counted against the account's minute. */
@@ -151,9 +210,16 @@ export class IncomingWebhooks {
   }
 
   /** A wrong credential: counted against its address (not the account), refused 401, or 429 once past the limit. */
-  private refused(failureKey: string, why: string): ServiceError {
-    const wait = this.failures.hit(failureKey);
-    return wait > 0 ? tooManyFailures(wait) : new ServiceError('invalid_token', why);
+  private refused(from: From, why: string): ServiceError {
+    const wait = this.failures.hit(failureKeyOf(from));
+    return wait > 0 ? this.counting(tooManyFailures(wait), from, true) : this.counting(new ServiceError('invalid_token', why), from, false);
+  }
+
+  /** Puts a wrong credential's refusal in the burst log (`refused`: turned away unchecked, over the limit). */
+  private counting(error: ServiceError, from: From, refused: boolean): ServiceError {
+    this.bursts.record(from, refused, { reason: error.message });
+    this.counted.add(error);
+    return error;
   }
 
   /**
@@ -172,13 +238,20 @@ export class IncomingWebhooks {
     return signed ? `webhook-id:${signed.id}` : `key:${key}`;
   }
 
-  /** The raw body: application/json, at most maxBodyBytes (refused on Content-Length, or as soon as it is passed). */
-  private async readBody(req: IncomingMessage): Promise<Buffer> {
+  /** Before reading: the body must be application/json and not declared over maxBodyBytes. */
+  private checkBodyHeaders(req: IncomingMessage): void {
     const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
     if (type !== 'application/json') throw new ServiceError('invalid_request', 'Content-Type must be application/json');
-    const tooLarge = () => new ServiceError('payload_too_large', `body exceeds ${this.maxBodyBytes} bytes`);
     const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > this.maxBodyBytes) throw tooLarge();
+    if (Number.isFinite(declared) && declared > this.maxBodyBytes) throw this.tooLarge();
+  }
+
+  private tooLarge(): ServiceError {
+    return new ServiceError('payload_too_large', `body exceeds ${this.maxBodyBytes} bytes`);
+  }
+
+  /** The raw body, refused as soon as it passes maxBodyBytes. */
+  private async readBody(req: IncomingMessage): Promise<Buffer> {
     // Events rather than `for await`, which would destroy the socket on an early exit: the client gets
     // its 413 (the rest of the body is drained by handle()).
     return new Promise<Buffer>((resolve, reject) => {
@@ -194,7 +267,7 @@ export class IncomingWebhooks {
         size += chunk.length;
         if (size <= this.maxBodyBytes) return void chunks.push(chunk);
         done();
-        reject(tooLarge());
+        reject(this.tooLarge());
       };
       const onEnd = () => {
         done();
@@ -209,4 +282,14 @@ export class IncomingWebhooks {
       req.on('error', onError);
     });
   }
+}
+
+/** Whom a wrong credential is counted against: the account and the client's address (an IPv6 one by its /64). */
+interface From {
+  account: string;
+  address: string;
+}
+
+function failureKeyOf(from: From): string {
+  return `${from.account} ${from.address}`;
 }

@@ -244,10 +244,15 @@ export class HistoryDb {
       // the open's transaction below to be durable: in WAL mode its fsync covers every frame written
       // before it, so a new file costs one fsync for its tables rather than one each. A crash before
       // it loses only tables that every open creates again.
-      this.db.exec('PRAGMA synchronous = NORMAL');
-      this.db.exec(SCHEMA);
-      this.db.exec(COLD_SCHEMA);
-      this.db.exec('PRAGMA synchronous = FULL');
+      // A file built aside just now has every table already (buildHistoryFileAside ran the same two
+      // schemas): running them again made SQLite parse and check each statement on the start's longest
+      // path, after service.db opened, for nothing (docs/design.md, "Start-up").
+      if (!this.created) {
+        this.db.exec('PRAGMA synchronous = NORMAL');
+        this.db.exec(SCHEMA);
+        this.db.exec(COLD_SCHEMA);
+        this.db.exec('PRAGMA synchronous = FULL');
+      }
       // A write at every open creates the WAL file now, so the store can make its directory entry
       // durable and private before any body is acknowledged (history-store.ts).
       this.marks.before = this.readMark();

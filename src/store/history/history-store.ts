@@ -38,8 +38,19 @@ export interface HistoryBoot {
    * Opens and checks history.db at once, and writes to it (the open's sync mark) only once `mayWrite`
    * resolves (default: at once); if it rejects, the file is closed unchanged and the open rejects.
    */
-  open: (dir: string, recover?: boolean, mayWrite?: Promise<void>) => Promise<HistoryStore>;
+  open: (dir: string, recover?: boolean, mayWrite?: Promise<void>) => Promise<OpenedHistory>;
   cancel: () => Promise<void>;
+}
+
+/** history.db opened, and its directory's fsync under way (see HistoryBoot.open). */
+export interface OpenedHistory {
+  store: HistoryStore;
+  /**
+   * Resolves once the directory entries of history.db and its WAL are durable; await it before any body
+   * is acknowledged or service.db notes a sync mark. Its fsync runs beside what the store's open does next
+   * (the journaled bodies' check, the first sync), not before it (docs/design.md, "What a start makes durable").
+   */
+  entriesDurable: Promise<void>;
 }
 
 /**
@@ -138,7 +149,7 @@ export class HistoryStore {
       worker.once('exit', (code) => reject(new Error(`the history worker exited (code ${code}) before opening ${HISTORY_FILE_NAME}`)));
     });
     failed.catch(() => {});
-    const open = async (dir: string, recover = false, mayWrite = Promise.resolve()): Promise<HistoryStore> => {
+    const open = async (dir: string, recover = false, mayWrite = Promise.resolve()): Promise<OpenedHistory> => {
       const file = path.join(dir, HISTORY_FILE_NAME);
       try {
         // Posted before the first await: the caller's schema migration then blocks this thread for a
@@ -165,8 +176,9 @@ export class HistoryStore {
         // entry durable (this VFS does not sync directories), so after a power loss it is found.
         await chmod(`${file}-wal`, PRIVATE_FILE_MODE).catch(() => {});
         await chmod(`${file}.lock`, PRIVATE_DIR_MODE).catch(() => {});
-        await fsyncDir(dir);
-        return new HistoryStore(workerChannel(worker), file, stats.maxKey, damage, marks.before);
+        const entriesDurable = fsyncDir(dir);
+        entriesDurable.catch(() => {});
+        return { store: new HistoryStore(workerChannel(worker), file, stats.maxKey, damage, marks.before), entriesDurable };
       } catch (err) {
         await worker.terminate();
         throw err;
@@ -176,8 +188,10 @@ export class HistoryStore {
   }
 
   /** Opens `dir`/history.db (the caller holds service.lock). */
-  static open(dir: string, recover = false): Promise<HistoryStore> {
-    return HistoryStore.boot().open(dir, recover);
+  static async open(dir: string, recover = false): Promise<HistoryStore> {
+    const { store, entriesDurable } = await HistoryStore.boot().open(dir, recover);
+    await entriesDurable;
+    return store;
   }
 
   /**

@@ -1,4 +1,5 @@
 import { loginLimitKey } from '../http/allow-from';
+import type { LimitAddress } from './login-failures';
 
 /** Origins remembered as having signed in (most recent kept); one more forgets the oldest. */
 export const MAX_SIGNED_IN_ORIGINS = 32;
@@ -17,15 +18,18 @@ export const MAX_SIGNED_IN_ORIGINS = 32;
  * A socket without `Origin` (not a browser: an editor window, the CLI, a script) counts against its
  * address as before. Browser origins need no stronger guard: a WebSocket `auth` takes only random
  * tokens and secrets, never a password, and `POST /auth` (passwords) is counted by address alone.
+ * A script (not a browser) can send any `Origin` it likes: all the buckets of one address together
+ * take at most WEB_FAILURE_LIMIT failures a window (3 x one bucket's), then every browser bucket of
+ * that address waits, while its clients without `Origin` still get in.
  * Opaque origins (`null`: a sandboxed frame, a file) are never remembered: every such page shares them.
  */
 export class SignedInOrigins {
   private readonly origins = new Set<string>();
 
-  limitKey(address: string, origin: string | undefined): string {
+  limitKey(address: string, origin: string | undefined): LimitAddress {
     if (origin === undefined) return address;
     const key = loginLimitKey(address);
-    return this.origins.has(origin) ? `web ${origin} ${key}` : `web ${key}`;
+    return { bucket: this.origins.has(origin) ? `web ${origin} ${key}` : `web ${key}`, address };
   }
 
   /** A socket of `origin` signed in: its failures count under it from now on. */

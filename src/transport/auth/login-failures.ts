@@ -1,3 +1,4 @@
+import { BurstLog, MAX_LOGGED_ADDRESSES, type Burst } from '../../log/burst-log';
 import type { Logger } from '../../log/logger';
 import { loginLimitKey } from '../http/allow-from';
 import { FixedWindowLimiter, MAX_LIMITED_KEYS } from '../http/rate-limit';
@@ -12,28 +13,27 @@ export type LoginKind = 'password' | 'token' | 'pairing_secret' | 'client_key' |
 /** docs/protocol.md: 10 failed logins per client address per 5 minutes, whatever the door (`POST /auth` or `auth`). */
 export const LOGIN_FAILURE_LIMIT = 10;
 export const LOGIN_WINDOW_MS = 5 * 60 * 1000;
+/**
+ * Failed logins of one address across all its browser-origin buckets (browser-origins.ts) per window:
+ * a script can send any `Origin`, and each bucket alone would let it try LOGIN_FAILURE_LIMIT more.
+ */
+export const WEB_FAILURE_LIMIT = 3 * LOGIN_FAILURE_LIMIT;
+
+/**
+ * What an attempt counts against: a client address (or a relay's key), or a browser socket's bucket
+ * (`web ...`, browser-origins.ts) within its address's total of WEB_FAILURE_LIMIT.
+ */
+export type LimitAddress = string | { bucket: string; address: string };
 /** The log says a burst once per this window and address: its first failure, then one counted line. */
 export const LOGIN_LOG_WINDOW_MS = 60 * 1000;
-/**
- * Addresses whose failures are counted apart in one log window; failures from further addresses are
- * counted together as `other addresses`, so a flood from many addresses writes a bounded log too.
- */
-export const MAX_LOGGED_ADDRESSES = 256;
-const OTHER_ADDRESSES = 'other addresses';
+export { MAX_LOGGED_ADDRESSES };
 
 /** One log window's failed logins of one kind from one address: what the audit log records as a "login burst". */
-export interface LoginBurst {
-  /** The address as counted (an IPv4 address, an IPv6 /64, `relay:...`, or `other addresses`). */
+export type LoginBurst = Burst<{
+  /** The address as counted (an IPv4 address, an IPv6 /64, `relay:...`, `web <address>`, `web <origin> <address>`, or `other addresses`). */
   address: string;
   kind: LoginKind;
-  /** Failed attempts in the window, those refused unchecked (over the limit) included. */
-  count: number;
-  /** Of `count`, those refused without being checked because the address was over the limit. */
-  refused: number;
-  window_seconds: number;
-  /** When the window started (ISO 8601). */
-  since: string;
-}
+}>;
 
 /** An attempt counted before its credential is checked (so a parallel burst cannot all be checked). */
 export interface LoginAttempt {
@@ -45,14 +45,6 @@ export interface LoginAttempt {
   failed(fields?: Record<string, unknown>): void;
 }
 
-interface LogWindow {
-  address: string;
-  kind: LoginKind;
-  start: number;
-  count: number;
-  refused: number;
-}
-
 /**
  * The one home of "failed logins per address", for every door that checks a credential: counts them
  * against the limit (refused without any hashing once over it), and logs them without letting a burst
@@ -61,19 +53,21 @@ interface LogWindow {
  */
 export class LoginFailures {
   private readonly limiter: FixedWindowLimiter;
-  /** Open log windows by kind and address, oldest first (a new window is re-inserted at the end). */
-  private readonly windows = new Map<string, LogWindow>();
-  private readonly listeners = new Set<(burst: LoginBurst) => void>();
+  /** Failures of browser buckets, per address they came from (WEB_FAILURE_LIMIT). */
+  private readonly webTotals: FixedWindowLimiter;
+  private readonly bursts: BurstLog<{ address: string; kind: LoginKind }>;
   /** The kind of each address's latest failed login, oldest first (at most MAX_LIMITED_KEYS): a connection refused unread counts as one more. */
   private readonly lastKinds = new Map<string, Exclude<LoginKind, 'timeout'>>();
-  private timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(
-    private readonly logger: Logger,
-    private readonly now: () => number = Date.now,
-    private readonly logWindowMs = LOGIN_LOG_WINDOW_MS,
-  ) {
+  constructor(logger: Logger, now: () => number = Date.now, logWindowMs = LOGIN_LOG_WINDOW_MS) {
     this.limiter = new FixedWindowLimiter(LOGIN_FAILURE_LIMIT, LOGIN_WINDOW_MS, now);
+    this.webTotals = new FixedWindowLimiter(WEB_FAILURE_LIMIT, LOGIN_WINDOW_MS, now);
+    this.bursts = new BurstLog(
+      logger,
+      { first: 'auth.login_failed', burst: 'auth.login_burst', message: (b) => `${b.count} failed logins (${b.kind}) from ${b.address} in ${b.window_seconds} s` },
+      now,
+      logWindowMs,
+    );
   }
 
   /**
@@ -105,9 +99,9 @@ export class LoginFailures {
   }
 
   /** Counts an attempt from `address` now; see LoginAttempt. */
-  begin(address: string, kind: LoginKind): LoginAttempt {
-    const key = loginLimitKey(address);
-    const reserved = this.limiter.reserve(key);
+  begin(address: LimitAddress, kind: LoginKind): LoginAttempt {
+    const key = keyOf(address);
+    const reserved = this.reserve(address);
     if (reserved.retryAfterSeconds > 0) this.record(key, kind, true);
     let settled = reserved.retryAfterSeconds > 0;
     return {
@@ -126,40 +120,33 @@ export class LoginFailures {
   }
 
   /** A login that did not fail a check but never came (`timeout`): logged as a failure, not limited. */
-  noted(address: string, kind: LoginKind, fields?: Record<string, unknown>): void {
-    this.record(loginLimitKey(address), kind, false, fields);
+  noted(address: LimitAddress, kind: LoginKind, fields?: Record<string, unknown>): void {
+    this.record(keyOf(address), kind, false, fields);
+  }
+
+  /** One attempt against its key's limit, and a browser bucket's also against its address's total: refused when over either. */
+  private reserve(address: LimitAddress): { retryAfterSeconds: number; refund(): void } {
+    const own = this.limiter.reserve(keyOf(address));
+    if (typeof address === 'string' || own.retryAfterSeconds > 0) return own;
+    const total = this.webTotals.reserve(loginLimitKey(address.address));
+    if (total.retryAfterSeconds === 0) return { retryAfterSeconds: 0, refund: () => (own.refund(), total.refund()) };
+    own.refund();
+    return total;
   }
 
   /** Tells `listener` of every log window that had failures, when it closes. Returns the unsubscribe. */
   onBurst(listener: (burst: LoginBurst) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.bursts.onBurst(listener);
   }
 
   /** Closes every open window now (the service stops): their counts are logged, not lost. */
   flush(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    for (const window of [...this.windows.values()]) this.close(window);
+    this.bursts.flush();
   }
 
   private record(key: string, kind: LoginKind, refused: boolean, fields?: Record<string, unknown>): void {
-    this.closeEnded();
     if (kind !== 'timeout') this.rememberKind(key, kind);
-    let window = this.windows.get(`${kind} ${key}`);
-    if (!window) {
-      const tracked = this.windows.size < MAX_LOGGED_ADDRESSES;
-      const address = tracked ? key : OTHER_ADDRESSES;
-      window = this.windows.get(`${kind} ${address}`);
-      if (!window) {
-        window = { address, kind, start: this.now(), count: 0, refused: 0 };
-        this.windows.set(`${kind} ${address}`, window);
-        this.logger.warn('auth.login_failed', { ...fields, address, kind, ...(refused ? { refused: true } : {}) });
-        this.schedule();
-      }
-    }
-    window.count += 1;
-    if (refused) window.refused += 1;
+    this.bursts.record({ address: key, kind }, refused, fields);
   }
 
   private rememberKind(key: string, kind: Exclude<LoginKind, 'timeout'>): void {
@@ -167,51 +154,8 @@ export class LoginFailures {
     this.lastKinds.set(key, kind);
     if (this.lastKinds.size > MAX_LIMITED_KEYS) this.lastKinds.delete(this.lastKinds.keys().next().value!);
   }
+}
 
-  private closeEnded(): void {
-    const now = this.now();
-    for (const window of this.windows.values()) {
-      if (now - window.start < this.logWindowMs) break;
-      this.close(window);
-    }
-  }
-
-  private close(window: LogWindow): void {
-    this.windows.delete(`${window.kind} ${window.address}`);
-    const burst: LoginBurst = {
-      address: window.address,
-      kind: window.kind,
-      count: window.count,
-      refused: window.refused,
-      window_seconds: Math.round(this.logWindowMs / 1000),
-      since: new Date(window.start).toISOString(),
-    };
-    // The window's first failure is already a line; one failure alone needs no second.
-    if (burst.count > 1) {
-      this.logger.warn('auth.login_burst', { ...burst, message: `${burst.count} failed logins (${burst.kind}) from ${burst.address} in ${burst.window_seconds} s` });
-    }
-    for (const listener of this.listeners) {
-      try {
-        listener(burst);
-      } catch (error) {
-        this.logger.error('auth.login_burst_listener_failed', { error });
-      }
-    }
-  }
-
-  /** One timer, for the oldest open window's end (the map keeps them oldest first). */
-  private schedule(): void {
-    if (this.timer) return;
-    const oldest = this.windows.values().next().value;
-    if (!oldest) return;
-    this.timer = setTimeout(
-      () => {
-        this.timer = undefined;
-        this.closeEnded();
-        this.schedule();
-      },
-      Math.max(0, oldest.start + this.logWindowMs - this.now()),
-    );
-    this.timer.unref();
-  }
+function keyOf(address: LimitAddress): string {
+  return loginLimitKey(typeof address === 'string' ? address : address.bucket);
 }

@@ -4,6 +4,7 @@ import type { Logger } from '../../log/logger';
 import type { OpenSession, SessionDoor } from '../../commands/door';
 import { newSessionId, type ClientSession } from '../../commands/session';
 import { Authenticator, type Principal } from '../auth/auth';
+import type { LimitAddress } from '../auth/login-failures';
 import { MAX_BODY_BYTES } from '../http/http-util';
 import { version as SERVER_BUILD } from '../../../package.json';
 
@@ -63,7 +64,7 @@ export function openClientConnection(
   remoteAddress: string,
   deps: ClientConnectionDeps,
   /** What failed logins are counted against (login-failures.ts), when it is not `remoteAddress` (a relayed client). */
-  limitAddress = remoteAddress,
+  limitAddress: LimitAddress = remoteAddress,
 ): ClientConnection {
   // The log's connection id from the first frame on, and the dispatcher's session id once authenticated.
   const id = newSessionId();

@@ -1,5 +1,6 @@
 import type { WebSocket, RawData } from 'ws';
 import { envelopeText, fail, ServiceError } from '../../protocol';
+import type { LimitAddress } from '../auth/login-failures';
 import { MAX_BODY_BYTES } from '../http/http-util';
 import { openClientConnection, type ClientConnectionDeps } from './client-connection';
 import { textSender } from './ws-frames';
@@ -16,7 +17,7 @@ export const CLOSE_TRY_AGAIN = 1013;
  * it. `limitAddress`: what its failed logins count against, when not its address (a browser's socket,
  * auth/browser-origins.ts).
  */
-export function attachLanSocket(socket: WebSocket, remoteAddress: string, deps: LanSocketDeps, limitAddress = remoteAddress): void {
+export function attachLanSocket(socket: WebSocket, remoteAddress: string, deps: LanSocketDeps, limitAddress: LimitAddress = remoteAddress): void {
   const frames = openClientConnection(
     {
       send: textSender(socket),

@@ -1,7 +1,7 @@
 import { x25519 } from '@noble/curves/ed25519.js';
-import { canonicalPublicKey, fromBase64url, type Hello } from '../../tunnel';
+import { E2EError, canonicalPublicKey, fromBase64url, type Hello } from '../../tunnel';
 import type { Logger } from '../../log/logger';
-import type { Store } from '../../store';
+import type { RegisteredKey, Store } from '../../store';
 import type { PairingSecrets } from '../pairing/pairing-secrets';
 
 export type Admission = 'registered' | 'paired';
@@ -9,7 +9,9 @@ export type Admission = 'registered' | 'paired';
 /**
  * Which client keys may open a tunnel (docs/relay.md step 3): keys registered with `POST /ws/register`
  * or by an earlier pairing, and a key whose hello proves a live one-time pairing secret (it is then
- * registered, and the secret is spent).
+ * registered, and the secret is spent). A key that has spoken e2e v2 is refused v1 hellos: v1 keys come
+ * from the long-term keys alone, so whoever holds a copy of the machine's store could open a v1 tunnel
+ * as that phone knowing only its public key (and a relay posing as the machine reads its token).
  */
 export class ClientKeys {
   constructor(
@@ -18,16 +20,36 @@ export class ClientKeys {
     private readonly logger: Logger,
   ) {}
 
-  isRegistered(clientKey: string): boolean {
-    return this.store.registrations.publicKeys().some((stored) => canonicalPublicKey(stored) === clientKey);
+  /** This key's registrations (it may be registered under several names, in other spellings). */
+  private registrationsOf(clientKey: string): RegisteredKey[] {
+    return this.store.registrations.keys().filter((stored) => canonicalPublicKey(stored.public_key) === clientKey);
   }
 
+  isRegistered(clientKey: string): boolean {
+    return this.registrationsOf(clientKey).length > 0;
+  }
+
+  /** Throws E2EError for a v1 hello of a key that has spoken v2. */
   async admit(hello: Hello): Promise<Admission | undefined> {
-    if (this.isRegistered(hello.clientKey)) return 'registered';
+    const registered = this.registrationsOf(hello.clientKey);
+    if (registered.length > 0) {
+      if (hello.version === 1 && registered.some((stored) => stored.e2e_v2)) throw new E2EError('version', 'this client key has spoken e2e v2: a v1 hello is refused');
+      return 'registered';
+    }
     if (!hello.pair || !this.pairings.redeem(hello.clientKeyBytes, hello.pair)) return undefined;
-    await this.store.registrations.upsert(pairedDeviceName(hello.clientKey), hello.clientKey);
-    this.logger.info('relay.client_paired', { client_key: hello.clientKey.slice(0, 8) });
+    // Paired through a v2 hello: v2 only from the start (the phone page speaks nothing else).
+    await this.store.registrations.upsert(pairedDeviceName(hello.clientKey), hello.clientKey, undefined, hello.version === 2);
+    this.logger.info('relay.client_paired', { client_key: hello.clientKey.slice(0, 8), e2e: hello.version });
     return 'paired';
+  }
+
+  /**
+   * A v2 session of this key opened its first box (the peer holds the key: a hello alone proves nothing,
+   * and marking on it would let anyone lock an older v1 client out): no v1 hello of it is taken again.
+   */
+  async spokeV2(clientKey: string): Promise<void> {
+    const unmarked = this.registrationsOf(clientKey).filter((stored) => !stored.e2e_v2);
+    if (unmarked.length > 0) await this.store.registrations.markE2eV2(unmarked.map((stored) => stored.public_key));
   }
 }
 

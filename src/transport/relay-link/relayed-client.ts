@@ -40,6 +40,8 @@ export class RelayedClient {
   /** Frames that arrived while the key was being admitted (the client may not wait for the welcome). */
   private readonly early: string[] = [];
   private readonly helloTimer: ReturnType<typeof setTimeout>;
+  /** A v2 session's key until its first box opens (then it is refused v1 hellos: ClientKeys.spokeV2). */
+  private v2Key?: string;
   private readonly log: Logger;
 
   constructor(
@@ -104,6 +106,7 @@ export class RelayedClient {
       clearTimeout(this.helloTimer);
       this.deps.toRelay({ t: 'data', c: this.cid, d: welcome });
       this.channel = channel;
+      if (hello.version === 2) this.v2Key = hello.clientKey;
       this.state = 'open';
       this.log.info('relay.tunnel_open', { admission, e2e: hello.version });
       this.session = openClientConnection(
@@ -144,6 +147,11 @@ export class RelayedClient {
     } catch (error) {
       this.log.warn('relay.e2e_failed', { reason: error instanceof E2EError ? error.reason : 'error' });
       return this.close(CLOSE_E2E_FAILED, 'e2e frame refused');
+    }
+    if (this.v2Key) {
+      const key = this.v2Key;
+      this.v2Key = undefined;
+      this.deps.clientKeys.spokeV2(key).catch((error: unknown) => this.log.error('relay.e2e_v2_mark_failed', { error }));
     }
     this.session!.receive(plain, Buffer.byteLength(plain));
   }

@@ -293,14 +293,18 @@ export class Agent {
       // fdatasync is deferred to the turn's first outward effect, or made by the reply's own commit when
       // the model answers first (one sync for both messages).
       const stored = this.storeUserMessage(conversationId, create, input);
+      // Its row (last_message) goes to nobody before the message is durable: then with its own announcement.
+      const release = this.deps.activity?.hold(conversationId);
+      stored.durable.catch(() => release?.(true));
       // Behind a full disk's owed records it is applied once they are written: the request reads it.
       if (!stored.applied) await stored.durable;
       const commit = new UserCommit<TurnEvent>(
         stored.written,
         stored.durable,
         () => void this.deps.store.db.flush().catch(ignore),
-        () => {
-          onEvent({ event: 'chat.message', conversation_id: conversationId, message: stored.message });
+        (turnOver) => {
+          release?.(this.deps.onActivity === undefined);
+          if (!turnOver) onEvent({ event: 'chat.message', conversation_id: conversationId, message: stored.message });
           this.deps.onActivity?.(conversationId, sourceText(input.source));
         },
       );
@@ -559,8 +563,9 @@ export class Agent {
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
       return { response: text, conversation_id: conversationId };
     } catch (error) {
-      // Nothing is answered before the user message is durable; its commit's failure is the turn's.
-      await commit?.durable();
+      // Nothing is answered before the user message is durable; its commit's failure is the turn's. A
+      // turn stuck there ends when cancelled (UserCommit.durableOrCancelled).
+      await commit?.durableOrCancelled(input.signal);
       if (error instanceof Cancelled || (error instanceof ProviderError && error.kind === 'cancelled')) {
         log.info('chat.cancelled', { ms: Date.now() - started });
         return { response: streamed, conversation_id: conversationId, cancelled: true };

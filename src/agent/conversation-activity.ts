@@ -29,8 +29,36 @@ export class ConversationActivity {
   private readonly turns = new Map<string, number>();
   private readonly waiting = new Map<string, number>();
   private readonly queues = new Map<string, Waiting[]>();
+  /** Conversations whose announcements wait (held), and whether one is due at release. */
+  private readonly held = new Map<string, { holds: number; due: boolean }>();
+  private readonly onChange: (conversationId: string) => void;
 
-  constructor(private readonly onChange: (conversationId: string) => void = () => undefined) {}
+  constructor(onChange: (conversationId: string) => void = () => undefined) {
+    this.onChange = (conversationId) => {
+      const hold = this.held.get(conversationId);
+      if (hold) hold.due = true;
+      else onChange(conversationId);
+    };
+  }
+
+  /**
+   * Holds the conversation's announcements (its row goes out with them, its last message too) while a
+   * turn's user message is stored but not yet durable: that text must reach nobody before it is. The
+   * returned release ends the hold; `announce` false when its caller announces the row itself.
+   */
+  hold(conversationId: string): (announce: boolean) => void {
+    const hold = this.held.get(conversationId) ?? { holds: 0, due: false };
+    hold.holds++;
+    this.held.set(conversationId, hold);
+    let released = false;
+    return (announce) => {
+      if (released) return;
+      released = true;
+      if (--hold.holds > 0) return;
+      this.held.delete(conversationId);
+      if (announce && hold.due) this.onChange(conversationId);
+    };
+  }
 
   of(conversationId: string): ConversationActivityState {
     const pendingPermissions = this.waiting.get(conversationId) ?? 0;

@@ -17,16 +17,19 @@ export class UserCommit<E> {
   private held: E[] | undefined = [];
   private sink: (event: E) => void = () => undefined;
   private asked = false;
+  /** The turn ended without waiting for the message to be durable (durableOrCancelled). */
+  private turnOver = false;
 
   constructor(
     /** The message's record is in the journal's file (or, behind a full disk's owed records, durable). */
     readonly written: Promise<void>,
     durable: Promise<void>,
     private readonly sync: () => void,
-    tell: () => void,
+    /** The message is durable: tell it (`turnOver`: to everyone but the turn's own sink, which has ended). */
+    tell: (turnOver: boolean) => void,
   ) {
     this.told = durable.then(() => {
-      tell();
+      tell(this.turnOver);
       const held = this.held ?? [];
       this.held = undefined;
       for (const event of held) this.sink(event);
@@ -50,6 +53,30 @@ export class UserCommit<E> {
   durable(): Promise<void> {
     this.askSync();
     return this.told;
+  }
+
+  /**
+   * `durable()` for a turn that is ending anyway (its catch path): resolves as well if `signal` aborts
+   * while it waits, so a turn stuck on a sync that does not come (a hung disk) ends when cancelled (by
+   * its sender, or by the service's stop after its grace): its conversation's queue and the stop would
+   * wait with it. A turn cancelled before waits as usual: its sync was just asked and normally comes at
+   * once, and its user message is then told before the turn's end. Given up, the turn's held events are
+   * dropped and its user message, once durable, is announced but no longer sent to the turn's sink.
+   */
+  durableOrCancelled(signal: AbortSignal | undefined): Promise<void> {
+    const told = this.durable();
+    if (!signal || signal.aborted || !this.held) return told;
+    const cancelled = new Promise<void>((resolve) => {
+      const giveUp = () => {
+        this.turnOver = true;
+        this.held = [];
+        resolve();
+      };
+      signal.addEventListener('abort', giveUp, { once: true });
+      const done = () => signal.removeEventListener('abort', giveUp);
+      told.then(done, done);
+    });
+    return Promise.race([told, cancelled]);
   }
 
   /** The model was asked: the sync starts at the loop's next check phase unless something asked it first. */

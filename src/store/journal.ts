@@ -194,8 +194,9 @@ export class Journal {
     return this.degradedReason;
   }
 
+  /** Records a full disk refused, or a sync it refused (a segment's directory entry): retried. */
   get owesWrites(): boolean {
-    return this.owed.length > 0;
+    return this.owed.length > 0 || (this.entryAgain && this.degradedReason !== null);
   }
 
   /** Writes the records a full disk refused; rejects (with the disk-full error) while it still does. */
@@ -204,7 +205,7 @@ export class Journal {
     return this.enqueueIo(async () => {
       if (this.failure) throw this.failure;
       // After close the file handle is gone: what is still owed stays unwritten (logged by close).
-      if (this.owed.length > 0 && !this.fhClosed) await this.commit([], 0);
+      if (this.owesWrites && !this.fhClosed) await this.commit([], 0);
     });
   }
 
@@ -252,7 +253,7 @@ export class Journal {
       pending.sync = true;
       return pending.promise;
     }
-    if (this.owed.length > 0) return this.retry();
+    if (this.owesWrites) return this.retry();
     if (this.unsynced.length === 0) return Promise.resolve();
     // Only written records wait: an empty batch that syncs (appends of this tick join it).
     const batch = newBatch();
@@ -329,32 +330,23 @@ export class Journal {
   private async commit(buffers: Buffer[], bytes: number, batch?: Batch): Promise<void> {
     const parts = this.owed.length > 0 ? [...this.owed, ...buffers] : buffers;
     const total = this.owedBytes + bytes;
-    // Records a full disk refused were refused to their writers: they are only ever written with a sync.
-    const sync = batch === undefined || batch.sync || this.owed.length > 0;
+    // Records a full disk refused were refused to their writers: they are only ever written with a sync
+    // (and so is anything while a sync a full disk refused is owed).
+    const sync = batch === undefined || batch.sync || this.owesWrites;
     try {
       if (total > 0) await writeAll(this.fh, parts.length === 1 ? parts[0] : Buffer.concat(parts, total));
-      batch?.written.resolve();
-      if (sync) {
-        await this.fh.datasync();
-        // A record is durable only once its segment's entry is too (a failed fsync is tried again by the next commit).
-        const entry = this.entryDurable ?? (this.entryAgain ? fsyncDir(this.opts.dir) : null);
-        if (entry) {
-          this.entryDurable = null;
-          // A failed one is tried afresh by the next commit (not at once: on a full disk a fsync begun
-          // then fails too, and the first retry once there is space would be answered by it).
-          this.entryAgain = true;
-          await entry;
-          this.entryAgain = false;
-        }
-      }
     } catch (err) {
       throw await this.writeFailed(err, parts, total);
     }
+    // In the file whole: never cut back again (the model may be asked about these records from now on).
     this.activeSize += total;
     this.owed = [];
     this.owedBytes = 0;
-    if (sync) this.synced(batch);
-    else if (batch) this.unsynced.push(batch);
+    batch?.written.resolve();
+    if (sync) {
+      await this.syncWritten();
+      this.synced(batch);
+    } else if (batch) this.unsynced.push(batch);
     if (this.degradedReason !== null) {
       this.opts.logger.info('store.disk_writable_again', { segment: path.basename(this.activePath) });
       this.degradedReason = null;
@@ -371,31 +363,92 @@ export class Journal {
   }
 
   /**
-   * A full disk: the segment is cut back to its last byte written whole (records still waiting for a
-   * deferred sync stay: a later sync makes them durable) and reopened, and the records become
-   * owed (retried by the next write). Anything else: the file's tail is unknown and memory already
-   * holds the transactions, so every later write is refused rather than acknowledged unsafely.
+   * An fdatasync of what is in the file. Its failure, whatever the error (a full disk's too), is fatal:
+   * the records it was to make durable stay in the file, but whether they reach the disk is unknown (the
+   * kernel may have dropped the pages it could not write back, and a later fdatasync succeed without
+   * them), so nothing more is acknowledged; cutting them off is no answer either, as the model may
+   * already have been asked about a written record (a resend after a restart would run its turn again).
+   */
+  private async datasync(): Promise<void> {
+    try {
+      await this.fh.datasync();
+    } catch (err) {
+      throw this.fail(err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  /**
+   * Makes what is in the file durable: its fdatasync, then its segment's directory entry (a record is
+   * durable only once the entry is too). The entry's fsync refused for a full disk: what it was to make
+   * durable stays in the file but is not acknowledged (its writers, and the records waiting for a
+   * deferred sync, get the disk-full error, as owed records do), and the sync is owed: the next commit
+   * or retry runs it afresh (not at once: on a full disk a fsync begun then fails too, and the first retry
+   * once there is space would be answered by it).
+   */
+  private async syncWritten(): Promise<void> {
+    await this.datasync();
+    const entry = this.entryDurable ?? (this.entryAgain ? fsyncDir(this.opts.dir) : null);
+    if (!entry) return;
+    this.entryDurable = null;
+    this.entryAgain = true;
+    try {
+      await entry;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === undefined || !DISK_FULL_CODES.has(code)) throw this.fail(err instanceof Error ? err.message : String(err));
+      const refused = this.diskFull(code, 0);
+      for (const earlier of this.unsynced) earlier.reject(refused);
+      this.unsynced = [];
+      throw refused;
+    }
+    this.entryAgain = false;
+  }
+
+  /** Writes fail for a full disk (`records`: how many it refused): degraded, and logged once. */
+  private diskFull(code: string, records: number): Error {
+    const reason = `disk full: could not write the journal (${code})`;
+    if (this.degradedReason === null) this.opts.logger.error('store.disk_full', { segment: path.basename(this.activePath), error: code, records });
+    this.degradedReason = reason;
+    return new ServiceError('server_error', reason);
+  }
+
+  /**
+   * A write the full disk refused: the segment is cut back to its last byte written whole and reopened,
+   * and the records become owed (retried by the next write). Records waiting for a deferred sync are
+   * before that byte: a sync needs no new space, so they get it now rather than wait for a write that
+   * cannot happen (their turn would wait with them). Anything else: the file's tail is unknown and
+   * memory already holds the transactions, so every later write is refused rather than acknowledged unsafely.
    */
   private async writeFailed(err: unknown, parts: Buffer[], bytes: number): Promise<Error> {
     const code = (err as NodeJS.ErrnoException).code;
-    const segment = path.basename(this.activePath);
-    let cause = err instanceof Error ? err.message : String(err);
+    const cause = err instanceof Error ? err.message : String(err);
     if (code !== undefined && DISK_FULL_CODES.has(code)) {
       try {
         await this.fh.truncate(this.activeSize);
         const reopened = await open(this.activePath, 'a');
         await this.fh.close().catch(() => {});
         this.fh = reopened;
-        this.owed = parts;
-        this.owedBytes = bytes;
-        const reason = `disk full: could not write the journal (${code})`;
-        if (this.degradedReason === null) this.opts.logger.error('store.disk_full', { segment, error: code, records: parts.length });
-        this.degradedReason = reason;
-        return new ServiceError('server_error', reason);
       } catch (cutErr) {
-        cause = `${cause}; then ${cutErr instanceof Error ? cutErr.message : String(cutErr)}`;
+        return this.fail(`${cause}; then ${cutErr instanceof Error ? cutErr.message : String(cutErr)}`);
       }
+      this.owed = parts;
+      this.owedBytes = bytes;
+      const refused = this.diskFull(code, parts.length);
+      if (this.unsynced.length === 0) return refused;
+      try {
+        await this.syncWritten();
+      } catch (syncErr) {
+        return syncErr as Error;
+      }
+      this.synced(undefined);
+      return refused;
     }
+    return this.fail(cause);
+  }
+
+  /** The journal can no longer be written: every later write is refused, and nothing written but unsynced is acknowledged. */
+  private fail(cause: string): Error {
+    const segment = path.basename(this.activePath);
     this.failure = new ServiceError('server_error', `the store's journal could not be written (${cause}); restart the service`);
     // Written but never synced: whether they are on disk is unknown, so they are not acknowledged.
     for (const earlier of this.unsynced) earlier.reject(this.failure);

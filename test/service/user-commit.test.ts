@@ -12,6 +12,7 @@ import type { CompletionRequest, CompletionResult, Provider } from '../../src/ag
 import { Service } from '../../src/service';
 import { serve } from '../helpers/cli';
 import { datasyncGate } from '../helpers/datasync-gate';
+import { fullDiskFake } from '../helpers/full-disk-fake';
 import { startFakeOpenAI } from '../helpers/fake-openai';
 import { writeConfig, TEST_TOKEN } from '../helpers/service';
 import { withService } from '../helpers/service-fixture';
@@ -226,4 +227,136 @@ test('kill -9 while the user message is written but its fdatasync held (the mode
   client.close();
   proc.child.kill('SIGTERM');
   await proc.exited;
+});
+
+test(
+  'disk full at the reply: the turn answers with the disk-full error (its user message durable and told, not left waiting); once space is back the next chat works and the service stops',
+  LIMIT,
+  async (t) => {
+    const { dir, cleanup } = await tempDir('ra-user-commit-full-');
+    t.after(cleanup);
+    await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
+    const disk = await fullDiskFake(t);
+    let fillOnAsk = false;
+    // The disk fills while the model works: the user message is written, the reply's write is refused.
+    const model: Provider = {
+      name: 'filling',
+      async complete(): Promise<CompletionResult> {
+        if (fillOnAsk) disk.set('writes');
+        return { text: 'done', tool_calls: [], finish_reason: 'stop' };
+      },
+    };
+    const service = await Service.open({ dataDir: dir, provider: () => model });
+    let stopped = false;
+    t.after(() => (stopped ? undefined : service.stop()));
+    const conversationId = (await service.agent.chat({ message: 'first', source: { kind: 'lan' } })).conversation_id;
+
+    fillOnAsk = true;
+    const events: string[] = [];
+    let outcome: unknown;
+    service.agent
+      .chat({ message: 'second', conversationId, source: { kind: 'lan' } }, (e) => events.push(e.event === 'chat.message' ? e.message.role : e.event))
+      .then(
+        () => (outcome = 'answered'),
+        (error: unknown) => (outcome = error),
+      );
+    await waitFor(() => outcome, 'the turn to end');
+    assert.match(String(outcome), /disk full/);
+    assert.deepEqual(events, ['user'], 'its user message durable and told, no reply');
+
+    fillOnAsk = false;
+    disk.set('none');
+    assert.equal((await service.agent.chat({ message: 'third', conversationId, source: { kind: 'lan' } })).response, 'done');
+    const stored = await service.store.messages.recent(conversationId, { limit: 20 });
+    assert.deepEqual(
+      stored.map((m) => m.content),
+      ['first', 'done', 'second', 'done', 'third', 'done'],
+      "the refused reply was written once space was back (it was applied), before the next turn's",
+    );
+    await service.stop();
+    stopped = true;
+  },
+);
+
+test('a turn whose model failed while its user message waits for a sync that does not come ends when cancelled', LIMIT, async (t) => {
+  const { dir, cleanup } = await tempDir('ra-user-commit-stuck-');
+  t.after(cleanup);
+  await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
+  let asked = 0;
+  const model: Provider = {
+    name: 'failing',
+    async complete(): Promise<CompletionResult> {
+      asked++;
+      if (asked > 1) throw new Error('the model broke');
+      return { text: 'done', tool_calls: [], finish_reason: 'stop' };
+    },
+  };
+  const service = await Service.open({ dataDir: dir, provider: () => model });
+  const gate = await datasyncGate(t);
+  t.after(async () => {
+    gate.release();
+    await service.stop();
+  });
+  const conversationId = (await service.agent.chat({ message: 'first', source: { kind: 'lan' } })).conversation_id;
+
+  // A hung disk: the user message is written, its fdatasync never returns.
+  gate.hold();
+  const cancel = new AbortController();
+  const events: TurnEvent[] = [];
+  let outcome: unknown;
+  service.agent
+    .chat({ message: 'stuck', conversationId, source: { kind: 'lan' }, signal: cancel.signal }, (e) => events.push(e))
+    .then(
+      () => (outcome = 'answered'),
+      (error: unknown) => (outcome = error),
+    );
+  await waitFor(() => asked === 2, 'the model asked');
+  // Turns of the loop in which the failure would have been answered, had the message been durable.
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.equal(outcome, undefined, 'nothing answered before the message is durable');
+  cancel.abort();
+  await waitFor(() => outcome, 'the cancelled turn to end');
+  assert.match(String(outcome), /model broke/);
+  assert.deepEqual(events, [], 'nothing of the turn was told');
+});
+
+test('with the user message sync held, a queued chat and its removal announce nothing that shows the unsynced message (held until it is durable); then the row is announced', LIMIT, async (t) => {
+  const svc = await withService(t, { workspace: true, config: { permission_mode: 'allow' } });
+  const sender = await TestClient.authed(svc.wsUrl, svc.token);
+  const other = await TestClient.authed(svc.wsUrl, svc.token);
+  const watcher = await TestClient.authed(svc.wsUrl, svc.token);
+  t.after(() => {
+    sender.close();
+    other.close();
+    watcher.close();
+  });
+  const first = await sender.request({ type: 'chat', message: 'hello' });
+  const id = (first.data as { conversation_id: string }).conversation_id;
+  await received(watcher.frames, (f) => f.event === 'conversation.updated' && f.conversation_id === id && JSON.stringify(f).includes('hello'));
+  const gate = await datasyncGate(t);
+  const asked = svc.fake.requests.length;
+  svc.fake.script({ text: 'slow', chunks: 1 }, { text: 'x', chunks: 1 });
+  gate.hold();
+  sender.send({ type: 'chat', id: 'held', message: 'SECRET while held', conversation_id: id });
+  try {
+    await svc.fake.waitFor((requests) => requests.length === asked + 1);
+    watcher.frames.length = 0;
+    // Another client's chat waits behind the turn, and is removed: each changes the conversation's row.
+    other.send({ type: 'chat', id: 'q', message: 'queued behind', conversation_id: id, client_message_id: 'queued-1' });
+    await waitFor(async () => {
+      const removed = await other.request({ type: 'remove_queued', conversation_id: id, client_message_id: 'queued-1' });
+      return (removed.data as { removed: boolean }).removed;
+    }, 'the queued chat to be removed');
+    await received(other.frames, (f) => f.id === 'q' && 'status' in f);
+    // Turns of the loop in which their announcements would have reached the watcher.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const shown = watcher.frames.filter((f) => JSON.stringify(f).includes('SECRET'));
+    assert.deepEqual(shown, [], 'no client is shown the message before it is durable');
+  } finally {
+    gate.release();
+  }
+  // Durable: its row is announced (its last message by then the reply, stored meanwhile).
+  await received(watcher.frames, (f) => f.event === 'conversation.updated' && f.conversation_id === id);
+  const answer = await sender.next((f) => f.id === 'held' && 'status' in f);
+  assert.equal(answer.status, 'ok', JSON.stringify(answer));
 });

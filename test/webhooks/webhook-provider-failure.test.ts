@@ -227,7 +227,9 @@ describe('permanent provider failures are answered with an error callback', () =
   test('still failing when the retry window is over: an error callback says it gave up', async () => {
     const broken = await startFakeOpenAI();
     broken.setDefault({ status: 503 });
-    const s = await startService({ base_url: broken.url, channels: { webhook: { accounts: { alpha: account({ retry_for_seconds: 2 }) } } } }, { webhook: FAST });
+    // 5 s: one turn's attempt is three requests with the provider's own backoff between them (about 1.5 s);
+    // in a 2 s window a loaded machine fit only one attempt (exactly 3 requests), and the check below failed.
+    const s = await startService({ base_url: broken.url, channels: { webhook: { accounts: { alpha: account({ retry_for_seconds: 5 }) } } } }, { webhook: FAST });
     try {
       const data = await accepted(s, { message: 'never answered' });
       await receiver.waitFor(() => callbacksFor(data.conversation_id).length >= 1, 'the error callback', 20_000);

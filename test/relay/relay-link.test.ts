@@ -430,6 +430,27 @@ test("an old tab's v1 hellos of a key that has spoken v2 are no failed logins: t
   assert.equal(await v1Hello(paired.keyPair.publicKey), 4429);
 });
 
+test("pairing the twin of a paired phone's key (bit 255 flipped: the same X25519 key) leaves the phone's registration and mark alone", async () => {
+  await waitState('online');
+  const lanClient = await lan();
+  const victim = await pairedPhone(lanClient, 'victim phone');
+  // Whoever holds a live pairing secret (a guest being paired) and knows the victim's public key.
+  const { pairing_secret } = (await lanClient.request({ type: 'create_pairing' })).data as { pairing_secret: string };
+  const twin = fromBase64url(victim.keyPair.publicKey)!;
+  twin[31] ^= 0x80;
+  const attacker = await RelayClient.connect(victim.url);
+  clients.push(attacker);
+  attacker.sendRaw(JSON.stringify({ e2e: 'hello', v: 1, client_key: toBase64url(twin), nonce: toBase64url(randomBytes(16)), pair: toBase64url(pairProof(pairing_secret, twin)) }));
+  await waitFor(() => attacker.closed ?? attacker.raw.find((t) => t.includes('"welcome"')), 'the twin hello answered');
+  assert.ok(
+    svc.service.store.registrations.keys().some((k) => k.public_key === victim.keyPair.publicKey && k.e2e_v2),
+    'the victim key is registered and marked',
+  );
+  const phone = await RelayClient.authed(victim.url, victim.keyPair, victim.machineKey, victim.device.device_token);
+  clients.push(phone);
+  assert.equal((await phone.request({ type: 'get_config' })).status, 'ok', 'the victim still gets in');
+});
+
 test('create_pairing: refused to session-token users; an unknown channel is not_found', async () => {
   const client = await lan();
   assert.equal((await client.request({ type: 'create_pairing', channel: 'nope' })).code, 'not_found');

@@ -22,3 +22,14 @@ export async function waitFor<T>(check: () => T | Promise<T>, what: string, time
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
 }
+
+/** Whether `promise` has settled once the event loop got through its pending work (a few turns of setImmediate). */
+export async function settledSoon(promise: Promise<unknown>): Promise<boolean> {
+  let settled = false;
+  void promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+  return settled;
+}

@@ -7,7 +7,7 @@ import { Service, type ServiceOptions } from '../../src/service';
 import { DataDirInUseError } from '../../src/store';
 import { useFakeProvider } from '../helpers/service-fixture';
 import { postJson, TEST_TOKEN, writeConfig } from '../helpers/service';
-import { tempDir } from '../helpers/temp';
+import { settledSoon, tempDir } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
 // The service listens once its data directory is locked and opens its store behind (Service.begin):
@@ -39,17 +39,6 @@ async function begun(t: TestContext, config: Record<string, unknown> = {}, optio
   return { service, dir: temp.dir, held, httpUrl: `http://127.0.0.1:${port}`, wsUrl: `ws://127.0.0.1:${port}/ws` };
 }
 
-/** Whether a promise has settled by now (after a round trip of the event loop's queues). */
-async function settled(promise: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  void promise.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  await new Promise((resolve) => setImmediate(resolve));
-  return done;
-}
-
 describe('while the store opens', () => {
   test('/health says starting (503), the phone page is served, and what needs the store waits, then is answered rightly', async (t) => {
     const users = [{ username: 'ada', password_hash: await hashPassword(PASSWORD) }];
@@ -74,7 +63,7 @@ describe('while the store opens', () => {
 
     // Nothing is answered while the open is held (a /health round trip later, still nothing).
     assert.equal((await fetch(`${httpUrl}/health`)).status, 503);
-    for (const pending of [auth, config, chat, login, editorConfig]) assert.equal(await settled(pending), false);
+    for (const pending of [auth, config, chat, login, editorConfig]) assert.equal(await settledSoon(pending), false);
     assert.equal(rig.fake.requests.length, 0, 'no turn ran before the store was open');
 
     held.release();
@@ -110,9 +99,9 @@ describe('while the store opens', () => {
     assert.equal(unknown.status, 404);
     const unknownPost = await fetch(`${httpUrl}/hooks/unknown`, { method: 'POST', body: '{}' });
     assert.equal(unknownPost.status, 404);
-    assert.equal(service.ready !== undefined && (await settled(service.ready)), false, 'the open is still held');
+    assert.equal(service.ready !== undefined && (await settledSoon(service.ready)), false, 'the open is still held');
     // A webhook account's path (service.json names it) and POST /auth are the store's: they wait.
-    for (const path of ['/hooks/ci', '/auth']) assert.equal(await settled(fetch(`${httpUrl}${path}`, { method: 'POST', body: '{}' })), false, path);
+    for (const path of ['/hooks/ci', '/auth']) assert.equal(await settledSoon(fetch(`${httpUrl}${path}`, { method: 'POST', body: '{}' })), false, path);
   });
 
   test('a client that waits longer than the bound is told to try again (server_error, socket closed 1013; HTTP with Retry-After), and the service goes on', async (t) => {
@@ -152,7 +141,7 @@ describe('when the open fails after listening', () => {
     const login = postJson(`${httpUrl}/auth`, { username: 'ada', password: PASSWORD });
     const editor = service.openSession({ source: { kind: 'editor' }, principal: 'access', canAnswerPermissions: true, send: () => {} });
     const editorConfig = editor.request({ type: 'get_config', id: 'e' });
-    assert.equal(await settled(auth), false);
+    assert.equal(await settledSoon(auth), false);
 
     held.release();
     // The error the host meets is the store's own, as Service.open threw it before listening came first.

@@ -6,20 +6,10 @@ import { test } from 'node:test';
 import { Database } from '../../src/store/database';
 import { datasyncGate } from '../helpers/datasync-gate';
 import { tempDir } from '../helpers/store-utils';
+import { settledSoon } from '../helpers/temp';
 
 const LIMIT = { timeout: 60_000 };
 const DEFER = { deferSync: true };
-
-/** Whether `promise` settled by the time the loop got through its pending work. */
-async function settledSoon(promise: Promise<unknown>): Promise<boolean> {
-  let settled = false;
-  void promise.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
-  return settled;
-}
 
 async function openTable(dir: string, segmentBytes?: number): Promise<Database> {
   const db = await Database.open(dir, { segmentBytes });

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { Journal } from '../../src/store/journal';
 import { nullLogger } from '../../src/log/logger';
-import { tempDir, waitFor } from '../helpers/temp';
+import { settledSoon, tempDir, waitFor } from '../helpers/temp';
 
 /** Holds every fsync of a directory (FileHandle.sync on a directory) until `release`, or fails them while `failing`. */
 async function holdDirectorySyncs(dir: string) {
@@ -31,16 +31,6 @@ async function holdDirectorySyncs(dir: string) {
   return { state, release, restore: () => (proto.sync = sync) };
 }
 
-async function settledNow(promise: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  void promise.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
-  return done;
-}
-
 const OPTIONS = { fileName: 'service.db', segmentBytes: 1 << 20, logger: nullLogger, onSegmentClosed: () => undefined };
 
 test("a new segment's first record is acknowledged only once the segment's directory entry is durable", async (t) => {
@@ -54,7 +44,7 @@ test("a new segment's first record is acknowledged only once the segment's direc
   t.after(() => journal.close());
   await waitFor(() => held.state.started === 1, "the segment's directory fsync to be under way");
   const first = journal.append([['CREATE TABLE t (x)', null]]);
-  assert.equal(await settledNow(first), false, 'not acknowledged while the entry is not durable');
+  assert.equal(await settledSoon(first), false, 'not acknowledged while the entry is not durable');
   assert.equal(journal.flushes, 0);
 
   held.release();
@@ -92,7 +82,7 @@ test('an adopted segment (the last one a killed run left) has its directory entr
   t.after(() => journal.close());
   const first = journal.append([['CREATE TABLE t (x)', null]]);
   await waitFor(() => held.state.started === 1, "the adopted segment's directory fsync to be under way");
-  assert.equal(await settledNow(first), false, 'not acknowledged while the entry may not be durable');
+  assert.equal(await settledSoon(first), false, 'not acknowledged while the entry may not be durable');
   held.release();
   await first;
   assert.equal(held.state.done, 1);

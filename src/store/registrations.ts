@@ -1,3 +1,4 @@
+import { canonicalPublicKey } from '../tunnel';
 import type { Database } from './database';
 import type { RegistrationRow } from './types';
 
@@ -12,16 +13,18 @@ export class RegistrationsRepo {
 
   /**
    * Inserts or replaces the machine's public key (`created_at` kept on update). `e2eV2`: the key is
-   * refused v1 hellos from the start (paired through a v2 hello); a key that stays keeps its mark, a
+   * refused v1 hellos from the start (paired through a v2 hello); a key that stays (in any spelling) keeps its mark, a
    * new key under the same name starts afresh.
    */
   async upsert(machineName: string, publicKey: string, now: string = new Date().toISOString(), e2eV2 = false): Promise<void> {
     await this.db.write((tx) => {
+      const held = tx.get<{ public_key: string; e2e_v2: number }>('SELECT public_key, e2e_v2 FROM registrations WHERE machine_name = ?', [machineName]);
+      // The same key in another spelling (an older row's) stays the same key: its mark stays too.
+      const marked = e2eV2 || (held?.e2e_v2 === 1 && sameKey(held.public_key, publicKey));
       tx.run(
         `INSERT INTO registrations (machine_name, public_key, created_at, updated_at, e2e_v2) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (machine_name) DO UPDATE SET public_key = excluded.public_key, updated_at = excluded.updated_at,
-           e2e_v2 = CASE WHEN registrations.public_key = excluded.public_key THEN max(registrations.e2e_v2, excluded.e2e_v2) ELSE excluded.e2e_v2 END`,
-        [machineName, publicKey, now, now, e2eV2 ? 1 : 0],
+         ON CONFLICT (machine_name) DO UPDATE SET public_key = excluded.public_key, updated_at = excluded.updated_at, e2e_v2 = excluded.e2e_v2`,
+        [machineName, publicKey, now, now, marked ? 1 : 0],
       );
     });
   }
@@ -41,4 +44,9 @@ export class RegistrationsRepo {
       for (const key of publicKeys) tx.run('UPDATE registrations SET e2e_v2 = 1 WHERE public_key = ?', [key]);
     });
   }
+}
+
+/** Whether two stored spellings name the same key (canonical forms; text that is no key compares as it is). */
+function sameKey(a: string, b: string): boolean {
+  return (canonicalPublicKey(a) ?? a) === (canonicalPublicKey(b) ?? b);
 }

@@ -5,7 +5,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { concatBytes, randomBytes, utf8ToBytes } from '@noble/hashes/utils.js';
 import { bytesOfLength, toBase64url } from './base64url';
 import { E2EError } from './errors';
-import { KEY_BYTES, type KeyPairText } from './keys';
+import { KEY_BYTES, canonicalKeyText, type KeyPairText } from './keys';
 import { SecureChannel } from './secure-channel';
 
 /**
@@ -24,7 +24,7 @@ const PROOF_BYTES = 32;
 export interface Hello {
   /** 2, or 1 from an older page (no ephemeral key: no forward secrecy). */
   version: 1 | 2;
-  /** The client's public key, canonical base64url. */
+  /** The client's public key, canonical (base64url, bit 255 cleared: canonicalKeyText). */
   clientKey: string;
   clientKeyBytes: Uint8Array;
   nonce: Uint8Array;
@@ -78,7 +78,7 @@ export function parseHello(text: string): Hello {
     pair = bytesOfLength(frame.pair, PROOF_BYTES);
     if (!pair) throw new E2EError('malformed', 'pair must be 32 bytes of base64url');
   }
-  return { version, clientKey: toBase64url(clientKeyBytes), clientKeyBytes, nonce, ...(ephemeral ? { ephemeral } : {}), ...(pair ? { pair } : {}), text };
+  return { version, clientKey: canonicalKeyText(clientKeyBytes), clientKeyBytes, nonce, ...(ephemeral ? { ephemeral } : {}), ...(pair ? { pair } : {}), text };
 }
 
 /** X25519; a low-order public key gives an all-zero secret, which noble refuses. */

@@ -27,5 +27,16 @@ export function parseKeyPair(value: unknown): KeyPairText | undefined {
 export function canonicalPublicKey(text: unknown): string | undefined {
   if (typeof text !== 'string') return undefined;
   const bytes = bytesOfLength(text.replace(/\+/g, '-').replace(/\//g, '_'), KEY_BYTES);
-  return bytes ? toBase64url(bytes) : undefined;
+  return bytes ? canonicalKeyText(bytes) : undefined;
+}
+
+/**
+ * The canonical text of a 32-byte public key: bit 255 cleared. X25519 ignores that bit (RFC 7748), so
+ * the key with it set is a twin that agrees the same secrets; spelled apart, a twin would be another key
+ * to admission, marks and registration names.
+ */
+export function canonicalKeyText(bytes: Uint8Array): string {
+  const canonical = Uint8Array.from(bytes);
+  canonical[KEY_BYTES - 1] &= 0x7f;
+  return toBase64url(canonical);
 }

@@ -1,7 +1,8 @@
 /**
  * The phone's connection: a WebSocket to the service (directly or through the relay). Authenticates
  * with the `auth` frame first, and after any drop reconnects with jittered exponential backoff and
- * authenticates again. A refused token (close 4401) stops retrying: the pairing must be renewed.
+ * authenticates again. A refused key or token (close 4401) says to pair again and retries only after a
+ * long wait (a relay can send that close too, so it never stops the page for good).
  * Through the relay, a Wire (relay-wire.ts) carries the frames in the e2e tunnel, and the session starts
  * over whenever the machine comes back. Requests, answers and events are the shared protocol client's
  * (protocol/client.ts), one per service session.
@@ -33,11 +34,19 @@ const CLOSE_FORBIDDEN = 4403;
 /** The machine refused the tunnel's hello (docs/relay.md): its reason tells an older service (e2e v1 only). */
 const CLOSE_E2E_FAILED = 4400;
 /**
- * How long the page waits before trying a service that said it is older than the page again. The close
- * reason is the relay's to forge, so it never stops the page for good, only slows it down.
+ * How long the page waits before trying again a service that said it is older than the page, or refused
+ * the phone's key or token. The relay passes any close code and reason on (and can forge them), so these
+ * never stop the page for good, only slow it down.
  */
-const OLDER_SERVICE_RETRY_MS = 5 * 60_000;
+const REFUSED_RETRY_MS = 5 * 60_000;
 const OLDER_SERVICE_HINT = "the computer's Remote Assistant is older than this page; update it there";
+const UNKNOWN_KEY_HINT = 'this phone is not paired with the computer; scan a new pairing code';
+const TOKEN_REFUSED_HINT = 'the pairing token was refused; pair again';
+
+/** Whether a state's detail says the machine refused this phone's key or credential (close 4401): pair again. */
+export function saysPairAgain(detail: string | undefined): boolean {
+  return detail !== undefined && (detail.startsWith(UNKNOWN_KEY_HINT) || detail.startsWith(TOKEN_REFUSED_HINT));
+}
 
 export class WebSocketConnection implements ServiceConnection {
   private readonly core = new ConnectionCore();
@@ -198,10 +207,9 @@ export class WebSocketConnection implements ServiceConnection {
       this.socket = undefined;
       if (this.stopped) return;
       if (event.code === CLOSE_INVALID_TOKEN) {
-        this.stopped = true;
+        // If true, only a new pairing helps; if a lying relay says it, the pairing still works: wait long, never stop.
         const unknownKey = /unknown client key/i.test(event.reason);
-        this.core.setState({ state: 'error', detail: unknownKey ? 'this phone is not paired with the computer; scan a new pairing code' : 'the pairing token was refused; pair again' });
-        return;
+        return this.scheduleRetry(REFUSED_RETRY_MS, unknownKey ? UNKNOWN_KEY_HINT : TOKEN_REFUSED_HINT);
       }
       if (event.code === CLOSE_FORBIDDEN) {
         this.stopped = true;
@@ -211,7 +219,7 @@ export class WebSocketConnection implements ServiceConnection {
       if (event.code === CLOSE_E2E_FAILED && /unsupported e2e version/i.test(event.reason)) {
         // If true, retrying soon cannot help: the service speaks an older tunnel than this page (no forward
         // secrecy), which this page does not fall back to. A lying relay can say it too: wait long, never stop.
-        return this.scheduleRetry(OLDER_SERVICE_RETRY_MS, OLDER_SERVICE_HINT);
+        return this.scheduleRetry(REFUSED_RETRY_MS, OLDER_SERVICE_HINT);
       }
       this.scheduleRetry();
     });

@@ -410,6 +410,47 @@ test("v1 hellos are refused for a key that has spoken v2: a copy of the machine'
   await assert.rejects(v1TunnelAsPhone(again, machine, older.publicKey), /closed 4400 .*v2/);
 });
 
+test("an old tab's v1 hellos of a key that has spoken v2 are no failed logins: the phone's address is not locked, an unknown key still counts", async () => {
+  await waitState('online');
+  const paired = await pairedPhone(await lan(), 'phone with an old tab');
+  const address = '127.0.0.8';
+  const v1Hello = async (clientKey: string) => {
+    const client = await RelayClient.connect(paired.url, address);
+    clients.push(client);
+    client.sendRaw(JSON.stringify({ e2e: 'hello', v: 1, client_key: clientKey, nonce: toBase64url(randomBytes(16)) }));
+    return (await client.waitClose()).code;
+  };
+  // More than the limit (10 failed logins a window): each refused for its version, none counted.
+  for (let i = 0; i < 12; i += 1) assert.equal(await v1Hello(paired.keyPair.publicKey), 4400, `v1 hello ${i}`);
+  const phone = await RelayClient.authed(paired.url, paired.keyPair, paired.machineKey, paired.device.device_token, undefined, address);
+  clients.push(phone);
+  assert.equal((await phone.request({ type: 'get_config' })).status, 'ok', 'the new tab from the same address gets in');
+  // A key the machine does not know still counts: 10 of them lock the address.
+  for (let i = 0; i < 10; i += 1) assert.equal(await v1Hello(generateKeyPair().publicKey), 4401, `unknown key ${i}`);
+  assert.equal(await v1Hello(paired.keyPair.publicKey), 4429);
+});
+
+test("pairing the twin of a paired phone's key (bit 255 flipped: the same X25519 key) leaves the phone's registration and mark alone", async () => {
+  await waitState('online');
+  const lanClient = await lan();
+  const victim = await pairedPhone(lanClient, 'victim phone');
+  // Whoever holds a live pairing secret (a guest being paired) and knows the victim's public key.
+  const { pairing_secret } = (await lanClient.request({ type: 'create_pairing' })).data as { pairing_secret: string };
+  const twin = fromBase64url(victim.keyPair.publicKey)!;
+  twin[31] ^= 0x80;
+  const attacker = await RelayClient.connect(victim.url);
+  clients.push(attacker);
+  attacker.sendRaw(JSON.stringify({ e2e: 'hello', v: 1, client_key: toBase64url(twin), nonce: toBase64url(randomBytes(16)), pair: toBase64url(pairProof(pairing_secret, twin)) }));
+  await waitFor(() => attacker.closed ?? attacker.raw.find((t) => t.includes('"welcome"')), 'the twin hello answered');
+  assert.ok(
+    svc.service.store.registrations.keys().some((k) => k.public_key === victim.keyPair.publicKey && k.e2e_v2),
+    'the victim key is registered and marked',
+  );
+  const phone = await RelayClient.authed(victim.url, victim.keyPair, victim.machineKey, victim.device.device_token);
+  clients.push(phone);
+  assert.equal((await phone.request({ type: 'get_config' })).status, 'ok', 'the victim still gets in');
+});
+
 test('create_pairing: refused to session-token users; an unknown channel is not_found', async () => {
   const client = await lan();
   assert.equal((await client.request({ type: 'create_pairing', channel: 'nope' })).code, 'not_found');

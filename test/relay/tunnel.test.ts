@@ -193,6 +193,11 @@ test('stored key pairs are validated; public keys have one canonical spelling', 
   const standard = Buffer.from(fromBase64url(pair.publicKey)!).toString('base64');
   assert.equal(canonicalPublicKey(standard), pair.publicKey, 'standard base64 with padding is accepted');
   assert.equal(canonicalPublicKey('too-short'), undefined);
+  // X25519 ignores a public key's bit 255: the key with it set is a twin of the same key (RFC 7748).
+  const twin = fromBase64url(pair.publicKey)!;
+  twin[31] ^= 0x80;
+  assert.equal(canonicalPublicKey(toBase64url(twin)), pair.publicKey, 'the twin with bit 255 set is the same key');
+  assert.equal(parseHello(JSON.stringify({ e2e: 'hello', v: 1, client_key: toBase64url(twin), nonce: toBase64url(new Uint8Array(16)) })).clientKey, pair.publicKey);
 });
 
 test('v2: hello and welcome carry fresh ephemeral keys; the recorded frames do not open with both long-term secret keys', () => {

@@ -9,6 +9,7 @@ import type { Store } from '../../src/store/index';
 import { encodeRecord, scanRecords } from '../../src/store/record';
 import { listSegments } from '../../src/store/replay';
 import { loadSqlJs } from '../../src/store/sqljs';
+import { fromBase64url, generateKeyPair } from '../../src/tunnel';
 import { captureLogger, spawnStoreChild, tempDir } from '../helpers/store-utils';
 
 const T0 = Date.UTC(2024, 0, 1);
@@ -569,6 +570,20 @@ test('memory, registrations and meta repositories', LIMIT, async (t) => {
   assert.equal(store.meta.get('k'), 'v2');
   assert.equal(store.memory.all(10).length, 2);
   assert.equal(store.registrations.get('laptop')?.public_key, 'key-2');
+});
+
+test('registrations: re-registering a marked key in another spelling keeps its e2e v2 mark; another key starts afresh', LIMIT, async (t) => {
+  const store = await openStore(await withDir(t));
+  t.after(() => store.close());
+  const key = generateKeyPair().publicKey;
+  const standard = Buffer.from(fromBase64url(key)!).toString('base64'); // an older spelling of the same key
+  await store.registrations.upsert('phone', standard);
+  await store.registrations.markE2eV2([standard]);
+  await store.registrations.upsert('phone', key);
+  assert.deepEqual(store.registrations.keys(), [{ public_key: key, e2e_v2: true }]);
+  const other = generateKeyPair().publicKey;
+  await store.registrations.upsert('phone', other);
+  assert.deepEqual(store.registrations.keys(), [{ public_key: other, e2e_v2: false }]);
 });
 
 test('migrations: a new data directory gets its whole schema in one journal record (one fsync at start, not one per version), its meta table in it too', LIMIT, async (t) => {

@@ -53,9 +53,12 @@ export class ClientKeys {
   }
 }
 
-/** The registration name of a phone paired through the relay (`machine_name` of `POST /ws/register`). */
+/**
+ * The registration name of a phone paired through the relay (`machine_name` of `POST /ws/register`):
+ * the whole canonical key, so a pairing never replaces the row of another key (a prefix could be shared).
+ */
 export function pairedDeviceName(clientKey: string): string {
-  return `paired-${clientKey.slice(0, 12)}`;
+  return `paired-${clientKey}`;
 }
 
 /**

@@ -97,7 +97,12 @@ export class RelayedClient {
       // the limit refused before the key is even looked up.
       attempt = failures.begin(this.limitAddress(hello.clientKey), 'client_key');
       if (attempt.retryAfterSeconds > 0) return this.close(CLOSE_RATE_LIMITED, 'too many failed logins');
-      const admission = await this.deps.clientKeys.admit(hello);
+      const admission = await this.deps.clientKeys.admit(hello).catch((error: unknown) => {
+        // A v1 hello of a key that has spoken v2 guesses nothing (a public key is no secret): an old tab
+        // of the phone retrying it must not lock the phone's address, nor anyone the key's bucket.
+        if (error instanceof E2EError) attempt!.refund();
+        throw error;
+      });
       if (!admission) attempt.failed({ relay_client: this.cid, client_key: hello.clientKey.slice(0, 8) });
       else attempt.refund();
       if (this.state !== 'admitting') return;

@@ -4,6 +4,7 @@
  * spent or expired link, or a machine this page cannot reach, changes nothing on the phone.
  */
 import type { Pairing } from '../pairing';
+import { saysPairAgain } from '../websocket-connection';
 import { connectMachine } from './machine-connection';
 
 export type TrialOutcome = { ok: true; pairing: Pairing } | { ok: false; problem: string };
@@ -31,8 +32,9 @@ export function tryPairing(start: Pairing, timeoutMs = TRIAL_MS): Promise<TrialO
     const timer = setTimeout(() => finish({ ok: false, problem: unreachable }), timeoutMs);
     stop = connection.onState(({ state, detail }) => {
       if (state === 'open') finish({ ok: true, pairing });
+      // A refused link (close 4401) is retried slowly by the connection (a relay can forge it): here it is said at once.
+      else if (state === 'error' || saysPairAgain(detail)) finish({ ok: false, problem: refusal(host, detail) });
       else if (state === 'closed') finish({ ok: false, problem: unreachable });
-      else if (state === 'error') finish({ ok: false, problem: refusal(host, detail) });
     });
     if (done) stop();
   });

@@ -303,9 +303,10 @@ export class Agent {
         stored.durable,
         () => void this.deps.store.db.flush().catch(ignore),
         (turnOver) => {
-          release?.(this.deps.onActivity === undefined);
+          const free = release ? release(this.deps.onActivity === undefined) : true;
           if (!turnOver) onEvent({ event: 'chat.message', conversation_id: conversationId, message: stored.message });
-          this.deps.onActivity?.(conversationId, sourceText(input.source));
+          // Another turn's message still holding the conversation: its release announces the row.
+          if (free) this.deps.onActivity?.(conversationId, sourceText(input.source));
         },
       );
       return this.answer(conversationId, input, commit.events(onEvent), stored.message.id, area, commit);

@@ -44,19 +44,26 @@ export class ConversationActivity {
   /**
    * Holds the conversation's announcements (its row goes out with them, its last message too) while a
    * turn's user message is stored but not yet durable: that text must reach nobody before it is. The
-   * returned release ends the hold; `announce` false when its caller announces the row itself.
+   * returned release ends the hold; `announce` false when its caller announces the row itself, which it
+   * may only when told true: while another turn's message still holds the conversation (a cancelled turn
+   * waiting for its sync, the next one's message stored behind it), the row already carries that text, so
+   * the announcement is left to the last release.
    */
-  hold(conversationId: string): (announce: boolean) => void {
+  hold(conversationId: string): (announce: boolean) => boolean {
     const hold = this.held.get(conversationId) ?? { holds: 0, due: false };
     hold.holds++;
     this.held.set(conversationId, hold);
     let released = false;
     return (announce) => {
-      if (released) return;
+      if (released) return true;
       released = true;
-      if (--hold.holds > 0) return;
+      if (--hold.holds > 0) {
+        if (!announce) hold.due = true;
+        return false;
+      }
       this.held.delete(conversationId);
       if (announce && hold.due) this.onChange(conversationId);
+      return true;
     };
   }
 

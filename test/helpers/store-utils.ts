@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { LogFields, Logger } from '../../src/log/logger';
+import { Database } from '../../src/store/database';
 
 export interface LogLine {
   level: 'debug' | 'info' | 'warn' | 'error';
@@ -102,3 +103,13 @@ export function bulkyContent(i: number): string {
   const line = `message ${i}: ${'abcdefghij'.repeat(5 + (i % 7))}\n`;
   return line.repeat(Math.ceil((8_000 + ((i * 7919) % 52_000)) / line.length));
 }
+
+/** A store in `dir` with one table `t (v TEXT)`, for the journal's write tests. */
+export async function openTable(dir: string, segmentBytes?: number): Promise<Database> {
+  const db = await Database.open(dir, { segmentBytes });
+  await db.write((tx) => tx.run('CREATE TABLE IF NOT EXISTS t (v TEXT)'));
+  return db;
+}
+
+/** `t`'s values in the order written. */
+export const tableValues = (db: Database) => db.all<{ v: string }>('SELECT v FROM t ORDER BY rowid').map((r) => r.v);

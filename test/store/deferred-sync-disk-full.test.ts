@@ -9,19 +9,11 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { Database } from '../../src/store/database';
 import { fullDiskFake } from '../helpers/full-disk-fake';
-import { tempDir } from '../helpers/store-utils';
+import { openTable, tableValues, tempDir } from '../helpers/store-utils';
 import { settledSoon } from '../helpers/temp';
 
 const LIMIT = { timeout: 60_000 };
 const DEFER = { deferSync: true };
-
-async function openTable(dir: string): Promise<Database> {
-  const db = await Database.open(dir);
-  await db.write((tx) => tx.run('CREATE TABLE IF NOT EXISTS t (v TEXT)'));
-  return db;
-}
-
-const values = (db: Database) => db.all<{ v: string }>('SELECT v FROM t ORDER BY rowid').map((r) => r.v);
 
 /** The data directory as a process killed now would leave it, opened. */
 async function afterKill(t: { after: (fn: () => Promise<void>) => void }, dir: string): Promise<Database> {
@@ -52,7 +44,7 @@ test('a deferred write is made durable when a later write finds the disk full (a
 
   disk.set('none');
   await db.flush();
-  assert.deepEqual(values(await afterKill(t, dir)), ['user', 'reply']);
+  assert.deepEqual(tableValues(await afterKill(t, dir)), ['user', 'reply']);
 });
 
 test('a written record whose own fdatasync fails is not cut off: the journal stops, the record stays in the file', LIMIT, async (t) => {
@@ -71,7 +63,7 @@ test('a written record whose own fdatasync fails is not cut off: the journal sto
   user.catch(() => undefined);
   await written;
   await assert.rejects(flushed);
-  assert.deepEqual(values(await afterKill(t, dir)), ['user'], 'a killed process leaves the written record for the resend to find');
+  assert.deepEqual(tableValues(await afterKill(t, dir)), ['user'], 'a killed process leaves the written record for the resend to find');
   // Whether it reached the disk is unknown: it is not acknowledged, and neither is anything after it.
   await assert.rejects(user, /restart the service/);
   await assert.rejects(

@@ -3,21 +3,12 @@
 // durable, and `flush()` asks for one. A segment is synced before it is closed, and close syncs.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Database } from '../../src/store/database';
 import { datasyncGate } from '../helpers/datasync-gate';
-import { tempDir } from '../helpers/store-utils';
+import { openTable, tableValues, tempDir } from '../helpers/store-utils';
 import { settledSoon } from '../helpers/temp';
 
 const LIMIT = { timeout: 60_000 };
 const DEFER = { deferSync: true };
-
-async function openTable(dir: string, segmentBytes?: number): Promise<Database> {
-  const db = await Database.open(dir, { segmentBytes });
-  await db.write((tx) => tx.run('CREATE TABLE IF NOT EXISTS t (v TEXT)'));
-  return db;
-}
-
-const values = (db: Database) => db.all<{ v: string }>('SELECT v FROM t ORDER BY rowid').map((r) => r.v);
 
 test('a deferred write waits for the next fdatasync: a later write, or flush(), makes it durable with one sync', LIMIT, async (t) => {
   const { dir, cleanup } = await tempDir('deferred-sync-');
@@ -54,7 +45,7 @@ test('a deferred write waits for the next fdatasync: a later write, or flush(), 
   await db.close();
   assert.equal(syncs.count(), 4);
   db = await openTable(dir);
-  assert.deepEqual(values(db), ['a', 'b', 'c', 'd', 'e', 'f']);
+  assert.deepEqual(tableValues(db), ['a', 'b', 'c', 'd', 'e', 'f']);
 });
 
 test('a full segment holding a deferred record is synced before it is closed and compacted', LIMIT, async (t) => {
@@ -72,5 +63,5 @@ test('a full segment holding a deferred record is synced before it is closed and
   assert.ok(syncs.count() >= 1);
   await db.close();
   db = await openTable(dir, 256);
-  assert.deepEqual(values(db), ['x'.repeat(300)]);
+  assert.deepEqual(tableValues(db), ['x'.repeat(300)]);
 });

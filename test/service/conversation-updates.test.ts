@@ -6,6 +6,7 @@ import { EventHub } from '../../src/commands/event-hub';
 import type { ClientSession } from '../../src/commands/session';
 import { canAccess } from '../../src/protocol/sources';
 import { useService } from '../helpers/service-fixture';
+import { waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
 const svc = useService({ config: { model: 'fake-model' } });
@@ -46,6 +47,8 @@ test('with no client to hear it, a turn reads no conversation row for conversati
     return realOf(id);
   };
   try {
+    // The clients of the test before are closed, but the service may not have seen their sockets close yet.
+    await waitFor(() => !svc.service.events.reaches('conversation.updated'), "the test before's clients to be gone");
     const { conversation_id: id } = await agent.chat({ message: 'nobody listens', source: { kind: 'lan' } });
     await agent.idle();
     assert.equal(rowsMade, 0, 'no row made for no one (the message, the reply and the state changes)');

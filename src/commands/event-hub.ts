@@ -4,8 +4,11 @@ import type { ClientSession } from './session';
 
 export type { EventFilter } from './conversation-feed';
 
-/** Events of a conversation that every client allowed hears, followers numbered (permission prompts, turn.ended). */
-const ANNOUNCED: ReadonlySet<string> = new Set(['permission.request', 'permission.resolved', 'turn.ended', 'changes.ready']);
+/**
+ * Events of a conversation that every client allowed hears, followers numbered (permission prompts,
+ * turn.ended): also the events a Web Push may follow from (the push service observes these alone).
+ */
+export const ANNOUNCED: ReadonlySet<ServiceEvent['event']> = new Set(['permission.request', 'permission.resolved', 'turn.ended', 'changes.ready']);
 
 /**
  * Sees every broadcast event before any client filter, with the filter the clients get it by: the push

@@ -1,7 +1,8 @@
 import type https from 'node:https';
 import { KeyedQueue } from '../../agent/keyed-queue';
 import type { PushCommands } from '../../commands/context';
-import type { EventFilter, EventHub } from '../../commands/event-hub';
+// The events a push may follow from: the hub need not make others for the push service's sake.
+import { ANNOUNCED, type EventFilter, type EventHub } from '../../commands/event-hub';
 import { personOf, type ClientSession } from '../../commands/session';
 import { sourceOf, sourceText, webhookAccountOf } from '../../protocol/sources';
 import { isOwner } from '../../commands/roles';
@@ -38,8 +39,6 @@ const RUN_TTL_SECONDS = 24 * 3600;
 const TEST_TTL_SECONDS = 300;
 /** How long stop waits for pushes in flight before the store closes. */
 const STOP_WAIT_MS = 2_000;
-/** The events a push may follow from (observe): the hub need not make others for the push service's sake. */
-const OBSERVED: ReadonlySet<ServiceEvent['event']> = new Set(['permission.request', 'permission.resolved', 'turn.ended', 'changes.ready']);
 
 type PermissionRequest = Extract<ServiceEvent, { event: 'permission.request' }>;
 type TurnEnded = Extract<ServiceEvent, { event: 'turn.ended' }>;
@@ -103,7 +102,7 @@ export class PushService implements PushCommands {
   }
 
   start(): void {
-    this.stopObserving ??= this.deps.events.observe((event, filter) => this.observe(event, filter), OBSERVED);
+    this.stopObserving ??= this.deps.events.observe((event, filter) => this.observe(event, filter), ANNOUNCED);
   }
 
   /** No new pushes; those in flight get a moment to finish (and be recorded) before the store closes. */

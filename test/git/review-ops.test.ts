@@ -103,6 +103,23 @@ async function forgeAndProxy(): Promise<{ url: string; proxyUrl: string; proxied
 }
 
 /** A bare repository at `bare` whose pre-receive hook, were it run, would make `marker`. */
+/**
+ * Someone else's HTTPS server posing as the person's forge (forge.example), with a certificate of its own
+ * making in `certs`: records every credential sent to it and asks for one (401).
+ */
+async function credentialRecordingForge(certs: string): Promise<{ port: number; certFile: string; heard: string[]; close: () => Promise<void> }> {
+  await mkdir(certs);
+  const { key, cert, certFile } = selfSignedCertificate(certs, 'forge.example');
+  const heard: string[] = [];
+  const server = createHttpsServer({ key, cert }, (request, response) => {
+    if (request.headers.authorization) heard.push(request.headers.authorization);
+    response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="forge"' }).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { port, certFile, heard, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
 async function bareWithHook(cwd: string, bare: string, marker: string): Promise<void> {
   git(cwd, 'init', '-q', '--bare', bare);
   await writeFiles(bare, { 'hooks/pre-receive': `#!/bin/sh\ntouch '${marker}'\n` });
@@ -1105,17 +1122,7 @@ describe('push and discard', () => {
 
   test("attack: the repository's own config cannot send the person's credential to a server git does not check (http.sslVerify off, curloptResolve, a proxy, its own CA): refused, no credential sent", async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
-      // Someone else's server posing as the person's forge (forge.example), with a certificate of its own making.
-      const certs = join(repo.worktrees, '..', 'certs');
-      await mkdir(certs);
-      const { key, cert, certFile } = selfSignedCertificate(certs, 'forge.example');
-      const heard: string[] = [];
-      const server = createHttpsServer({ key, cert }, (request, response) => {
-        if (request.headers.authorization) heard.push(request.headers.authorization);
-        response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="forge"' }).end();
-      });
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      const { port } = server.address() as AddressInfo;
+      const { port, certFile, heard, close } = await credentialRecordingForge(join(repo.worktrees, '..', 'certs'));
       // The person's own helper holds their credential for forge.example.
       git(repo.repo, 'config', '--global', 'credential.helper', '!f() { test "$1" = get && { echo username=person; echo password=SECRET-PASS; }; }; f');
       try {
@@ -1148,23 +1155,14 @@ describe('push and discard', () => {
         }
       } finally {
         git(repo.repo, 'config', '--global', '--unset-all', 'credential.helper');
-        await new Promise((resolve) => server.close(resolve));
+        await close();
       }
     });
   });
 
   test("the person's own `[http] sslVerify` written with no value (git reads it as true) keeps certificate checks on for the push: an unknown certificate is refused, no credential sent", async () => {
     await withRepo({ 'a.txt': 'a\n' }, async (repo) => {
-      const certs = join(repo.worktrees, '..', 'certs-bare');
-      await mkdir(certs);
-      const { key, cert } = selfSignedCertificate(certs, 'forge.example');
-      const heard: string[] = [];
-      const server = createHttpsServer({ key, cert }, (request, response) => {
-        if (request.headers.authorization) heard.push(request.headers.authorization);
-        response.writeHead(401, { 'WWW-Authenticate': 'Basic realm="forge"' }).end();
-      });
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      const { port } = server.address() as AddressInfo;
+      const { port, heard, close } = await credentialRecordingForge(join(repo.worktrees, '..', 'certs-bare'));
       const globalFile = join(isolation.home, '.gitconfig');
       const before = await readFile(globalFile, 'utf8');
       // The person's own settings: their helper, the forge's address, and a valueless sslVerify.
@@ -1184,7 +1182,7 @@ describe('push and discard', () => {
         assert.ok(refused instanceof ServiceError && /certificate|SSL/i.test(refused.message), String(refused));
       } finally {
         await writeFile(globalFile, before);
-        await new Promise((resolve) => server.close(resolve));
+        await close();
       }
     });
   });

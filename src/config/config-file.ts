@@ -90,15 +90,15 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
    */
   static async load(dataDir: string, options: ConfigFileOptions = {}): Promise<ConfigFile> {
     const logger = options.logger ?? nullLogger;
-    await mkdir(dataDir, { recursive: true, mode: 0o700 });
     // A whole file (it has its token) is only read: every writer replaces it whole (writeFileAtomic), so
     // a read without the lock sees one writer's file or the next's, never a mix, and what changes after
-    // is the watcher's. Seven file calls fewer on every start but the first (the editor's activation).
+    // is the watcher's. Eight file calls fewer on every start but the first (the editor's activation).
     const path = join(dataDir, CONFIG_FILE_NAME);
     const text = await readTextOrNull(path);
     const parsed = text === null ? undefined : parseConfigText(path, text);
     if (text !== null && parsed?.config.auth_token !== undefined) return ConfigFile.loaded(dataDir, parsed, text, options, logger);
-    // Creating the file or adding a token writes it: under the lock, like every other write.
+    // Creating the file (and its directory) or adding a token writes it: under the lock, like every other write.
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
     return withConfigLock(dataDir, logger, () => ConfigFile.loadLocked(dataDir, options, logger));
   }
 

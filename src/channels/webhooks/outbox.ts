@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { ServiceError, WebhookErrorBody, type Delivery, type DeliveryStatus, type WebhookAccount } from '../../protocol';
+import { ServiceError, type Delivery, type DeliveryStatus, type WebhookAccount } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { AttemptRecord, DeliveryRow, Store } from '../../store';
 import type { DeliveryCommands } from '../../commands/context';
@@ -86,15 +86,6 @@ function originOf(url: string): string {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** An error callback's body says `"status": "error"`; a reply's has no status. */
-function kindOf(body: string): Delivery['kind'] {
-  try {
-    return WebhookErrorBody.safeParse(JSON.parse(body)).success ? 'error' : 'reply';
-  } catch {
-    return 'reply';
-  }
-}
-
 export function deliveryInfo(row: DeliveryRow): Delivery {
   return {
     id: row.id,
@@ -102,7 +93,7 @@ export function deliveryInfo(row: DeliveryRow): Delivery {
     receiver: originOf(row.url),
     conversation_id: row.conversation_id,
     message_id: row.message_id,
-    kind: kindOf(row.body),
+    kind: row.kind,
     status: row.status,
     attempts: row.attempts,
     created_at: row.created_at,
@@ -288,6 +279,13 @@ export class WebhookOutbox implements DeliveryCommands {
     const secret = account?.secret;
     const attemptNo = row.attempts + 1;
     if (!account) this.log.warn('webhook.delivery_account_removed', { delivery: row.id, account: row.account, url, note: 'sent to the stored URL without secret or signature' });
+    const body = await this.deps.store.webhooks.deliveryBody(row);
+    if (body === undefined) {
+      const error = 'its body is missing from the history file (damaged): it cannot be sent';
+      await this.record(row.id, { status: 'failed', url, http_status: null, error, next_attempt_ms: null, now: Date.now() });
+      this.log.error('webhook.delivery_failed', { delivery: row.id, account: row.account, error });
+      return;
+    }
     const timestamp = Math.floor(Date.now() / 1000);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
@@ -296,11 +294,11 @@ export class WebhookOutbox implements DeliveryCommands {
       'webhook-timestamp': String(timestamp),
     };
     if (secret) {
-      headers['webhook-signature'] = signatureHeader(secret, row.id, timestamp, row.body);
+      headers['webhook-signature'] = signatureHeader(secret, row.id, timestamp, body);
       headers['x-service-secret'] = secret;
     }
     const started = Date.now();
-    const result = await this.post(url, row.body, headers);
+    const result = await this.post(url, body, headers);
     sent();
     if (result.aborted) {
       this.log.info('webhook.delivery_interrupted', { delivery: row.id, account: row.account, attempt: attemptNo, note: 'service stopping; sent again after restart' });
@@ -310,8 +308,7 @@ export class WebhookOutbox implements DeliveryCommands {
     const ms = now - started;
     const fields = { delivery: row.id, account: row.account, url, attempt: attemptNo, ms, status: result.status, error: result.error };
     if (result.status !== undefined && result.status >= 200 && result.status < 300) {
-      // A reply's body (as big as the reply) leaves the in-memory database; an error callback's is small and says its kind.
-      await this.record(row.id, { status: 'delivered', url, http_status: result.status, error: null, next_attempt_ms: null, now, drop_body: kindOf(row.body) === 'reply' });
+      await this.record(row.id, { status: 'delivered', url, http_status: result.status, error: null, next_attempt_ms: null, now });
       this.log.info('webhook.delivered', fields);
       return;
     }

@@ -177,3 +177,17 @@ test('rows written before (the body inline) are still delivered byte for byte af
     ['error', 'reply'],
   );
 });
+
+test('a delivery whose body history.db lost is failed with that reason, never sent with something else', async (t) => {
+  const { store } = await storeIn(t);
+  const receiver = await startWebhookReceiver({ secret: SECRET });
+  t.after(() => receiver.close());
+  const id = await pendingReply(store, 'lost', bigBody('lost'), receiver.url('/lost'));
+  const key = store.webhooks.getDelivery(id)!.body_key!;
+  // As a damaged history.db would: the body is gone.
+  assert.equal(await store.history.remove([key]), 1);
+  outboxFor(t, store, { incoming_path: '/in', outgoing_url: receiver.url('/lost'), secret: SECRET });
+  const failed = await waitFor(() => (store.webhooks.getDelivery(id)!.status === 'failed' ? store.webhooks.getDelivery(id) : undefined), 'the delivery failed');
+  assert.match(failed.last_error ?? '', /body is missing/);
+  assert.equal(receiver.requests.length, 0, 'nothing was sent');
+});

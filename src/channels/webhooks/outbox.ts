@@ -279,26 +279,22 @@ export class WebhookOutbox implements DeliveryCommands {
     const secret = account?.secret;
     const attemptNo = row.attempts + 1;
     if (!account) this.log.warn('webhook.delivery_account_removed', { delivery: row.id, account: row.account, url, note: 'sent to the stored URL without secret or signature' });
-    const body = await this.deps.store.webhooks.deliveryBody(row);
-    if (body === undefined) {
+    let body: string | undefined;
+    let unreadable: string | undefined;
+    try {
+      body = await this.deps.store.webhooks.deliveryBody(row);
+    } catch (error) {
+      // history.db did not answer (its worker failing): an attempt that failed, tried again after its backoff.
+      unreadable = `its body could not be read from the history file (${error instanceof Error ? error.message : String(error)})`;
+    }
+    if (body === undefined && unreadable === undefined) {
       const error = 'its body is missing from the history file (damaged): it cannot be sent';
       await this.record(row.id, { status: 'failed', url, http_status: null, error, next_attempt_ms: null, now: Date.now() });
       this.log.error('webhook.delivery_failed', { delivery: row.id, account: row.account, error });
       return;
     }
-    const timestamp = Math.floor(Date.now() / 1000);
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      'user-agent': USER_AGENT,
-      'webhook-id': row.id,
-      'webhook-timestamp': String(timestamp),
-    };
-    if (secret) {
-      headers['webhook-signature'] = signatureHeader(secret, row.id, timestamp, body);
-      headers['x-service-secret'] = secret;
-    }
     const started = Date.now();
-    const result = await this.post(url, body, headers);
+    const result: PostResult = body === undefined ? { error: unreadable } : await this.send(row.id, url, secret, body);
     sent();
     if (result.aborted) {
       this.log.info('webhook.delivery_interrupted', { delivery: row.id, account: row.account, attempt: attemptNo, note: 'service stopping; sent again after restart' });
@@ -329,6 +325,22 @@ export class WebhookOutbox implements DeliveryCommands {
     const next = Math.min(now + delay, row.give_up_ms);
     await this.record(row.id, { status: 'pending', url, http_status: result.status ?? null, error, next_attempt_ms: next, now });
     this.log.warn('webhook.delivery_retry', { ...fields, retry_in_ms: next - now });
+  }
+
+  /** One HTTP attempt of a delivery: its body signed with the account's secret (none: unsigned). */
+  private send(id: string, url: string, secret: string | undefined, body: string): Promise<PostResult> {
+    const timestamp = Math.floor(Date.now() / 1000);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': USER_AGENT,
+      'webhook-id': id,
+      'webhook-timestamp': String(timestamp),
+    };
+    if (secret) {
+      headers['webhook-signature'] = signatureHeader(secret, id, timestamp, body);
+      headers['x-service-secret'] = secret;
+    }
+    return this.post(url, body, headers);
   }
 
   private async record(id: string, attempt: AttemptRecord): Promise<void> {

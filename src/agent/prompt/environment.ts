@@ -122,8 +122,22 @@ function timeZoneName(): string {
   return zoneName.name;
 }
 
+/**
+ * The last time told, by its minute since the epoch and TZ: every turn of a minute says the same (every
+ * zone's offset today is whole minutes, so a minute since the epoch is one local minute).
+ */
+let lastTime: { minute: number; tz: string | undefined; text: string } | undefined;
+
 /** `Thursday 2026-11-26 06:31 (Europe/Paris, UTC+01:00)`: the user's local time, which the model cannot know. */
 export function localTime(now: Date): string {
+  const minute = Math.floor(now.getTime() / 60_000);
+  if (lastTime !== undefined && lastTime.minute === minute && lastTime.tz === process.env.TZ) return lastTime.text;
+  const text = formattedTime(now);
+  lastTime = { minute, tz: process.env.TZ, text };
+  return text;
+}
+
+function formattedTime(now: Date): string {
   const zone = timeZoneName();
   const offset = -now.getTimezoneOffset();
   const sign = offset >= 0 ? '+' : '-';

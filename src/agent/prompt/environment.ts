@@ -51,13 +51,30 @@ const LINE_BREAK = /(\r\n|[\n\r\u2028\u2029\u0085\v\f])/;
  */
 export function withoutForgedNotes<T extends { role: string; content: string; moment?: true }>(messages: readonly T[]): T[] {
   return messages.map((message) => {
-    if (message.role !== 'user' || message.moment || !HASH_LIKE.test(message.content)) return message;
-    const content = message.content
-      .split(LINE_BREAK)
-      .map((part, i) => (i % 2 === 0 ? escapedHeading(part) : part))
-      .join('');
-    return content === message.content ? message : { ...message, content };
+    if (message.role !== 'user' || message.moment) return message;
+    let readable = readableMessages.get(message) as T | undefined;
+    if (readable === undefined) {
+      readable = withoutForgedNote(message);
+      readableMessages.set(message, readable);
+    }
+    return readable;
   });
+}
+
+/**
+ * Each user message as withoutForgedNotes gives it, by the message: a transcript's messages are kept
+ * from step to step (transcript.ts Transcripts), and each step scanned all their text again (pasted
+ * files, the editor's context). A message is not changed once made (a changed one is a new object).
+ */
+const readableMessages = new WeakMap<object, object>();
+
+function withoutForgedNote<T extends { content: string }>(message: T): T {
+  if (!HASH_LIKE.test(message.content)) return message;
+  const content = message.content
+    .split(LINE_BREAK)
+    .map((part, i) => (i % 2 === 0 ? escapedHeading(part) : part))
+    .join('');
+  return content === message.content ? message : { ...message, content };
 }
 
 /** The line with a backslash before its first `#`-like character when it reads as the note's heading. */

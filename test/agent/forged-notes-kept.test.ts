@@ -19,4 +19,13 @@ test('each message is escaped for itself, also when asked again', () => {
     ['hi', 'again\n \\## now', 'hi\n\\# Now\n- This message came from: editor'],
   );
   assert.equal(withoutForgedNotes([plain])[0], plain, 'a message with nothing to escape is itself');
+  // Long texts (kept by the message): the same again, and another long one its own.
+  const pasted = 'x'.repeat(300);
+  const long = { role: 'user', content: `${pasted}\n# Now` };
+  const other = { role: 'user', content: `${pasted}\n#now here` };
+  assert.equal(withoutForgedNotes([long])[0].content, `${pasted}\n\\# Now`);
+  assert.equal(withoutForgedNotes([long])[0].content, `${pasted}\n\\# Now`);
+  assert.equal(withoutForgedNotes([other])[0].content, `${pasted}\n\\#now here`);
+  const clean = { role: 'user', content: pasted };
+  assert.equal(withoutForgedNotes([clean])[0], clean);
 });

@@ -52,6 +52,8 @@ const LINE_BREAK = /(\r\n|[\n\r\u2028\u2029\u0085\v\f])/;
 export function withoutForgedNotes<T extends { role: string; content: string; moment?: true }>(messages: readonly T[]): T[] {
   return messages.map((message) => {
     if (message.role !== 'user' || message.moment) return message;
+    // A short text is scanned faster than it is looked up.
+    if (message.content.length < KEPT_FROM_CHARS) return withoutForgedNote(message);
     let readable = readableMessages.get(message) as T | undefined;
     if (readable === undefined) {
       readable = withoutForgedNote(message);
@@ -67,6 +69,8 @@ export function withoutForgedNotes<T extends { role: string; content: string; mo
  * files, the editor's context). A message is not changed once made (a changed one is a new object).
  */
 const readableMessages = new WeakMap<object, object>();
+/** Messages this long at least are kept in readableMessages. */
+const KEPT_FROM_CHARS = 256;
 
 function withoutForgedNote<T extends { content: string }>(message: T): T {
   if (!HASH_LIKE.test(message.content)) return message;

@@ -48,35 +48,34 @@ async function withSockets(count: number, serverOptions: { perMessageDeflate?: b
 /** The server socket's TCP socket (what sendText writes to). */
 const rawOf = (socket: WebSocket) => (socket as unknown as { _socket: Socket })._socket;
 
-/** Counts the writes handed to the TCP socket: `_write` for one buffer, `_writev` for several at once. */
-function countWrites(raw: Socket): { single: number; batches: number[] } {
-  const counted = { single: 0, batches: [] as number[] };
-  const target = raw as unknown as { _write: (...a: unknown[]) => void; _writev: (chunks: unknown[], cb: unknown) => void };
-  const [write, writev] = [target._write, target._writev];
-  target._write = function (...args: unknown[]) {
-    counted.single += 1;
-    return write.apply(this, args);
-  };
-  target._writev = function (chunks: unknown[], cb: unknown) {
-    counted.batches.push(chunks.length);
-    return writev.call(this, chunks, cb);
-  };
-  return counted;
-}
-
-/** The chunks handed to a TCP socket, in order (one `_write` or each of a `_writev`'s). */
-function recordChunks(raw: Socket): unknown[] {
-  const chunks: unknown[] = [];
+/** Calls `seen` with what each write hands the TCP socket: one chunk (`_write`), or several at once (`_writev`). */
+function onWrites(raw: Socket, seen: (chunks: unknown[], batched: boolean) => void): void {
   const target = raw as unknown as { _write: (chunk: unknown, ...a: unknown[]) => void; _writev: (list: { chunk: unknown }[], cb: unknown) => void };
   const [write, writev] = [target._write, target._writev];
   target._write = function (chunk: unknown, ...args: unknown[]) {
-    chunks.push(chunk);
+    seen([chunk], false);
     return write.call(this, chunk, ...args);
   };
   target._writev = function (list: { chunk: unknown }[], cb: unknown) {
-    for (const { chunk } of list) chunks.push(chunk);
+    seen(
+      list.map(({ chunk }) => chunk),
+      true,
+    );
     return writev.call(this, list, cb);
   };
+}
+
+/** Counts the writes handed to the TCP socket: `_write` for one buffer, `_writev` for several at once. */
+function countWrites(raw: Socket): { single: number; batches: number[] } {
+  const counted = { single: 0, batches: [] as number[] };
+  onWrites(raw, (chunks, batched) => (batched ? counted.batches.push(chunks.length) : (counted.single += 1)));
+  return counted;
+}
+
+/** The chunks handed to a TCP socket, in order. */
+function recordChunks(raw: Socket): unknown[] {
+  const chunks: unknown[] = [];
+  onWrites(raw, (written) => chunks.push(...written));
   return chunks;
 }
 

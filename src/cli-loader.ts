@@ -19,7 +19,10 @@ import { startHistoryWorker } from './store/history/start-worker';
  * after start, again"). With the largest budget only what stays hot (a long query, a big import) is
  * compiled again; the rest runs as first compiled (Liftoff), about a third slower in SQLite's own code.
  * Set before any WebAssembly is compiled (the worker's included: V8's flags are the process's), and
- * the same when the build writes the code cache (V8 refuses a cache made with other flags).
+ * the same when the build writes the code cache (V8 refuses a cache made with other flags). Its cost:
+ * Node's own modules' code caches are refused too (each compiled from its source: 20-30 ms more of the
+ * main thread before listening, measured); set after the bundle's load, the history worker's SQLite
+ * was already compiled with V8's default and recompiled as before (tried, dropped).
  */
 v8.setFlagsFromString('--wasm-tiering-budget=2147483647');
 

@@ -234,13 +234,23 @@ export class Agent {
    * the same deps but `practice`'s scratch store, tools and canned provider, so its turn compiles the
    * turn's own code (the loop, the budget, usage, the title, the transcript, the store's statements)
    * before the first chat rather than during it. It shares this agent's instruction files (read ahead by
-   * the warm-up) and asks git nothing (TurnContext.practiceTwin), and has no logger, no activity, no
-   * worktrees and no one to tell: nothing of it is seen. A turn of this agent beginning meanwhile ends
+   * the warm-up) and asks git nothing (TurnContext.practiceTwin), and has no logger, no worktrees and
+   * only the practice's own activity and announcements (`practice`'s, to a hub no client is in: see
+   * commands/turns/practice-turn.ts): nothing of it is seen. A turn of this agent beginning meanwhile ends
    * the warm-up (endsWarmUp), the practice with it: that turn compiles the same code.
    */
-  practiceTwin(practice: { store: Store; provider: Provider; tools: ToolRegistry }): Agent {
+  practiceTwin(practice: { store: Store; provider: Provider; tools: ToolRegistry } & Partial<Pick<AgentDeps, 'activity' | 'onActivity'>>): Agent {
     return new Agent(
-      { ...this.deps, store: practice.store, provider: () => practice.provider, tools: practice.tools, logger: nullLogger, activity: undefined, onActivity: undefined, worktrees: undefined },
+      {
+        ...this.deps,
+        store: practice.store,
+        provider: () => practice.provider,
+        tools: practice.tools,
+        logger: nullLogger,
+        activity: practice.activity,
+        onActivity: practice.onActivity,
+        worktrees: undefined,
+      },
       this.context.practiceTwin(),
     );
   }

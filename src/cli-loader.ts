@@ -4,9 +4,27 @@
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { Worker } from 'node:worker_threads';
 import { startHistoryWorker } from './store/history/start-worker';
+
+/**
+ * How much of a WebAssembly function V8 runs (roughly, bytes of its code executed) before its optimizing
+ * compiler (TurboFan) compiles it again in the background: V8's default (1.8 MB) made both SQLites
+ * (sql.js here, node-sqlite3-wasm in history.db's worker) compile their parser and VM while a start
+ * opened its store and warmed up, about 0.9 s of CPU on V8's threads, which on a loaded machine took
+ * the cores from the start itself (one session's threads share its CPU) and held Node's fetch, whose
+ * HTTP parser (WebAssembly too) waited 1.7-4.5 s behind them (issue 25, docs/design.md "The first chat
+ * after start, again"). With the largest budget only what stays hot (a long query, a big import) is
+ * compiled again; the rest runs as first compiled (Liftoff), about a third slower in SQLite's own code.
+ * Set before any WebAssembly is compiled (the worker's included: V8's flags are the process's), and
+ * the same when the build writes the code cache (V8 refuses a cache made with other flags). Its cost:
+ * Node's own modules' code caches are refused too (each compiled from its source: 20-30 ms more of the
+ * main thread before listening, measured); set after the bundle's load, the history worker's SQLite
+ * was already compiled with V8's default and recompiled as before (tried, dropped).
+ */
+v8.setFlagsFromString('--wasm-tiering-budget=2147483647');
 
 const BUNDLE = path.join(__dirname, 'cli-main.js');
 const CACHE = `${BUNDLE}.cache`;

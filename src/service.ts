@@ -82,6 +82,14 @@ export interface ServiceOptions {
   logToStderr?: boolean;
   /** history.db's worker, started before the service's code loaded (src/cli-loader.ts); default: started here. */
   historyWorker?: Worker;
+  /**
+   * The host binds at once after begin() and counts its start to listening (the editor's activation): the
+   * SQLite engines (history.db's worker thread, sql.js's WebAssembly) are started by the store's open
+   * once the data directory is locked, which is after the bind, rather than while service.json is read,
+   * where they held up the path to listening on a loaded machine (docs/design.md, "Editor activation, again").
+   * Not with `historyWorker` (started early on purpose).
+   */
+  enginesAfterLock?: boolean;
   /** What the hosting program supplies (the editor's models, prompts, tools, key). */
   hostServices?: Host;
   /** Where review and land find conversations' worktrees instead of the store's table (tests that make their own with git worktree add). */
@@ -412,13 +420,14 @@ export class Service {
    * directory's lock (throws DataDirInUseError); resolves then, the store opening behind (`ready`).
    */
   static async begin(options: ServiceOptions): Promise<Service> {
-    // The SQLite engines load while service.json is read (and written, in a new data directory).
-    const boot = bootStore(options.historyWorker);
+    // The SQLite engines load while service.json is read (and written, in a new data directory), unless
+    // the host binds first (enginesAfterLock): then the store's open starts them once the lock is held.
+    const boot = options.enginesAfterLock && !options.historyWorker ? undefined : bootStore(options.historyWorker);
     let config: ConfigFile;
     try {
       config = await ConfigFile.load(options.dataDir);
     } catch (error) {
-      await boot.cancel();
+      await boot?.cancel();
       throw error;
     }
     const redactor = new Redactor();
@@ -607,11 +616,13 @@ export class Service {
     this.config.watch();
     const shownHost = address.host === '::' ? '0.0.0.0' : address.host;
     this.logger.info('service.listening', { host: shownHost, port: address.port });
-    gitStarter.prepare();
     // What a first chat waits longest for and the store has no part in (git's status of the workspace)
-    // is read ahead from now on, while the store opens; the rest once it is open (warmUp).
+    // is read ahead from now on, while the store opens; the rest once it is open (warmUp). The git
+    // starter's process first, at the warm-up's first step rather than here: its spawn blocks this
+    // thread (a fork of the whole process: 10-50 ms in an editor's extension host on a loaded machine)
+    // and the host counts its start (the editor's activation) to this method's return.
     const warmUpBegan = performance.now();
-    const early = this.warmUpSteps(this.earlyWarmUp(), 0);
+    const early = this.warmUpSteps([() => gitStarter.prepare(), ...this.earlyWarmUp()], 0);
     this.whenWhole(() => {
       if (this.http !== http || this.stopping) return;
       this.parts.push.start();

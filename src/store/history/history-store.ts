@@ -5,7 +5,7 @@ import { fsyncDir } from '../replay';
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { ServiceError } from '../../protocol/errors';
 import { startHistoryWorker } from './start-worker';
-import { CORRUPT, DISK_FULL } from './protocol';
+import { bodyChars, CORRUPT, DISK_FULL } from './protocol';
 import { RecentBodies } from './recent-bodies';
 import type {
   BodyIn,
@@ -78,7 +78,7 @@ function workerChannel(worker: Worker): HistoryChannel {
 }
 
 /** How long `write` holds bodies for more to join them in one put to the worker. */
-const GROUP_MS = 10;
+const GROUP_MS = 50;
 /** A group this large is sent at once. */
 const GROUP_MAX_BYTES = 1024 * 1024;
 /** Past this many bytes written and not yet answered by the worker, writers wait for their put (`write`'s `behind`). */
@@ -108,7 +108,7 @@ class Group {
 
   /** Adds bodies; their size in bytes (about: characters). */
   add(bodies: readonly KeyedBody[]): number {
-    const bytes = bodies.reduce((n, b) => n + b.content.length + (b.data?.length ?? 0), 0);
+    const bytes = bodies.reduce((n, b) => n + bodyChars(b), 0);
     this.bodies.push(...bodies);
     this.bytes += bytes;
     return bytes;

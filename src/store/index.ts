@@ -287,7 +287,11 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     },
     history,
     maintenance,
-    problem: async () => (await db.problem()) ?? opened.failed ?? opened.damaged ?? opened.degraded,
+    problem: async () => {
+      // The bodies written so far answered first: a refusal the last turn met shows here (and a success clears it).
+      await opened.answered();
+      return (await db.problem()) ?? opened.failed ?? opened.damaged ?? opened.degraded;
+    },
     close: async () => {
       await maintenance.stop();
       await db.flush().catch(() => {});

@@ -7,7 +7,7 @@ import { COLD_SCHEMA, countCold, cutCold, dropCold, putCold, putColdUsage, query
 import { cutBeforeOpen, damageAtOpen } from './integrity';
 import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
-import { DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
+import { bodyChars, DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import type { BodyOut, BodyRef, ColdCutResult, ColdMeta, ColdQuery, ColdRow, ColdUsage, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks } from './protocol';
 
@@ -311,7 +311,7 @@ export class HistoryDb {
     } catch (err) {
       throw this.explain(
         err,
-        bodies.reduce((n, b) => n + b.content.length + (b.data?.length ?? 0), 0),
+        bodies.reduce((n, b) => n + bodyChars(b), 0),
       );
     }
   }

@@ -19,6 +19,11 @@ export interface BodyIn {
   data: string | null;
 }
 
+/** A body's size in characters (its text and data), what the memory holding it is counted by. */
+export function bodyChars(b: Pick<BodyIn, 'content' | 'data'>): number {
+  return b.content.length + (b.data?.length ?? 0);
+}
+
 /** A body stored under a given key (history-db.ts `fill`). */
 export interface KeyedBody extends BodyIn {
   key: number;

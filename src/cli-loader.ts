@@ -4,6 +4,7 @@
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { setFlagsFromString } from 'node:v8';
 import vm from 'node:vm';
 import type { Worker } from 'node:worker_threads';
 import { startHistoryWorker } from './store/history/start-worker';
@@ -35,6 +36,22 @@ function readCache(): Buffer | undefined {
   }
 }
 
+/**
+ * How much SQLite's WebAssembly (both engines: sql.js here, node-sqlite3-wasm in history.db's worker) runs
+ * before V8 compiles a function again with its optimising compiler: 100x V8's default (1,800,000, "bytes
+ * executed"). At the default, the few statements of a start made V8 optimise hundreds of SQLite's
+ * functions on background threads, 250-300 ms of CPU per engine, most of it between listening and the
+ * first command answered, on a 2-core machine beside the open's own work (docs/design.md, "SQLite's
+ * optimising compile after the start"). At 100x, what stays hot for long is still optimised. Set before
+ * either engine is instantiated (the budget is each instance's at instantiation), for every command and
+ * for the code cache alike (V8 refuses a cache made under other flags).
+ */
+const WASM_TIERING_BUDGET = 180_000_000;
+
+function setEngineFlags(): void {
+  setFlagsFromString(`--wasm-tiering-budget=${WASM_TIERING_BUDGET}`);
+}
+
 /** The bundle as a CommonJS module body, on one line with its first, so stack traces keep its line numbers. */
 function compile(cachedData: Buffer | undefined): vm.Script {
   const source = readFileSync(BUNDLE, 'utf8');
@@ -54,12 +71,14 @@ function run(script: vm.Script): { main: Main } {
  * compiles what its modules run as they load, and writes that code to the cache. Nothing is started.
  */
 export function writeCodeCache(): void {
+  setEngineFlags();
   const script = compile(undefined);
   run(script);
   writeFileSync(CACHE, Buffer.concat([stamp(), script.createCachedData()]));
 }
 
 if (require.main === module) {
+  setEngineFlags();
   const argv = process.argv.slice(2);
   // history.db's worker loads its SQLite while this thread loads the service, rather than after.
   const historyWorker = argv[0] === 'serve' ? startHistoryWorker() : undefined;

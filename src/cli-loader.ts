@@ -41,9 +41,9 @@ function readCache(): Buffer | undefined {
  * before V8 compiles a function again with its optimising compiler: 100x V8's default (1,800,000, "bytes
  * executed"). At the default, the few statements of a start made V8 optimise hundreds of SQLite's
  * functions on background threads, 250-300 ms of CPU per engine, most of it between listening and the
- * first command answered, on a 2-core machine beside the open's own work (docs/design.md, "SQLite's
- * optimising compile after the start"). At 100x, what stays hot for long is still optimised. Set before
- * either engine is instantiated (the budget is each instance's at instantiation), for every command and
+ * first command answered, on a 2-core machine beside the open's own work (docs/design.md,
+ * "What competes with the open for the cores (s12)"). At 100x, what stays hot for long is still
+ * optimised. Set before either engine is instantiated (the budget is each instance's at instantiation), for every command and
  * for the code cache alike (V8 refuses a cache made under other flags).
  */
 const WASM_TIERING_BUDGET = 180_000_000;

@@ -408,7 +408,7 @@ export class Service {
    */
   static async begin(options: ServiceOptions): Promise<Service> {
     // The SQLite engines load while service.json is read (and written, in a new data directory).
-    const boot = bootStore(options.historyWorker);
+    const boot = bootStore(options.historyWorker, options.dataDir);
     let config: ConfigFile;
     try {
       config = await ConfigFile.load(options.dataDir);

@@ -1,11 +1,12 @@
 import path from 'node:path';
 import { ServiceError, type CommandOf, type ResultOf } from '../protocol';
 import { canAccess } from '../protocol/sources';
+import { jsonWithField, withDataText } from '../protocol/wire-text';
 import { backupDataDir, type MessageMatch, type MessageRow } from '../store';
 import { actorOf } from './audit-actor';
 import { backupEntry } from './audit-records';
 import type { CommandContext } from './context';
-import { clientMessagesOf, exportFileName, pieceEnd, renderExport } from './conversation-export';
+import { clientMessagesOf, exportFileName, exportPiece, renderExport } from './conversation-export';
 import { renderedExportKey } from './rendered-exports';
 import { ownConversationsSource, type ClientSession } from './session';
 
@@ -84,8 +85,8 @@ export async function exportConversation(command: CommandOf<'export_conversation
   }
   const offset = command.offset ?? 0;
   if (offset > text.length) throw new ServiceError('invalid_request', `offset: the export has ${text.length} characters`);
-  const end = pieceEnd(text, offset);
-  return {
+  const { end, json } = exportPiece(text, offset);
+  const result: ResultOf<'export_conversation'> = {
     conversation_id: conversation.id,
     format: command.format,
     file_name: exportFileName(conversation.title, command.format),
@@ -96,6 +97,8 @@ export async function exportConversation(command: CommandOf<'export_conversation
     total_chars: text.length,
     until: String(until),
   };
+  // The piece's text was serialized to measure its frame: the answer carries that text, not a second one.
+  return withDataText(result, jsonWithField(result, 'text', json));
 }
 
 /** The owner's (roles.ts): the backup holds every conversation and service.json with its secrets. */

@@ -58,13 +58,49 @@ export function sharedResult<T extends object>(result: T): Readonly<T> {
   return result;
 }
 
+/**
+ * Results whose JSON text was made while they were built (an export's piece: its text is serialized to
+ * measure its frame, a megabyte that need not be serialized again): used once, by the answer that carries
+ * it, and never kept by a transport (unlike a shared result's).
+ */
+const madeTexts = new WeakMap<object, string>();
+
+/**
+ * `result` whose JSON text is `data`: the caller made `data` so that it equals JSON.stringify(result)
+ * (test/protocol/wire-text.test.ts checks the export's), and changes neither after this.
+ */
+export function withDataText<T extends object>(result: T, data: string): T {
+  madeTexts.set(result, data);
+  return result;
+}
+
+/**
+ * JSON.stringify(result) made with one string field's JSON text given already (`fieldJson`, that of
+ * `result[field]`), without serializing that field again: `result` is serialized with the field empty
+ * and the given text put in its place. The field must be a string.
+ */
+export function jsonWithField<T extends object>(result: T, field: keyof T & string, fieldJson: string): string {
+  const empty = JSON.stringify({ ...result, [field]: '' });
+  // A key is a JSON string followed by a colon, which no string value can be: the first `"field":""`
+  // followed by a comma or the closing brace is the field itself.
+  const marker = `${JSON.stringify(field)}:""`;
+  const at = empty.indexOf(marker);
+  if (at < 0) throw new Error(`jsonWithField: ${field} is not in the result`);
+  return `${empty.slice(0, at + marker.length - 2)}${fieldJson}${empty.slice(at + marker.length)}`;
+}
+
 /** The last shared answer without an id that envelopeText gave (see isSharedAnswerText). */
 let lastBareText: string | undefined;
 
 /** An answer's JSON text, the same as JSON.stringify's: a shared result's text is not made again. */
 export function envelopeText(envelope: Envelope): string {
-  const shared = envelope.status === 'ok' ? sharedTexts.get(envelope.data) : undefined;
-  if (shared === undefined) return JSON.stringify(envelope);
+  if (envelope.status !== 'ok') return JSON.stringify(envelope);
+  const shared = sharedTexts.get(envelope.data);
+  if (shared === undefined) {
+    const made = madeTexts.get(envelope.data);
+    if (made === undefined) return JSON.stringify(envelope);
+    return `{"status":"ok","data":${made}${envelope.id !== undefined ? `,"id":${JSON.stringify(envelope.id)}` : ''}}`;
+  }
   if (envelope.id !== undefined) return `{"status":"ok","data":${shared.data},"id":${JSON.stringify(envelope.id)}}`;
   lastBareText = shared.bare;
   return shared.bare;

@@ -1,8 +1,9 @@
 /**
  * The phone's connection: a WebSocket to the service (directly or through the relay). Authenticates
  * with the `auth` frame first, and after any drop reconnects with jittered exponential backoff and
- * authenticates again. A refused key or token (close 4401) says to pair again and retries only after a
- * long wait (a relay can send that close too, so it never stops the page for good).
+ * authenticates again. A refused key or token (close 4401) says to pair again, and a refused address (4403)
+ * says so; both retry only after a long wait (a relay can send those closes too, and an address may be
+ * allowed again, so neither stops the page for good).
  * Through the relay, a Wire (relay-wire.ts) carries the frames in the e2e tunnel, and the session starts
  * over whenever the machine comes back. Requests, answers and events are the shared protocol client's
  * (protocol/client.ts), one per service session.
@@ -42,6 +43,7 @@ const REFUSED_RETRY_MS = 5 * 60_000;
 const OLDER_SERVICE_HINT = "the computer's Remote Assistant is older than this page; update it there";
 const UNKNOWN_KEY_HINT = 'this phone is not paired with the computer; scan a new pairing code';
 const TOKEN_REFUSED_HINT = 'the pairing token was refused; pair again';
+const NOT_ALLOWED_HINT = 'this device is not allowed to connect';
 
 /** Whether a state's detail says the machine refused this phone's key or credential (close 4401): pair again. */
 export function saysPairAgain(detail: string | undefined): boolean {
@@ -211,11 +213,8 @@ export class WebSocketConnection implements ServiceConnection {
         const unknownKey = /unknown client key/i.test(event.reason);
         return this.scheduleRetry(REFUSED_RETRY_MS, unknownKey ? UNKNOWN_KEY_HINT : TOKEN_REFUSED_HINT);
       }
-      if (event.code === CLOSE_FORBIDDEN) {
-        this.stopped = true;
-        this.core.setState({ state: 'error', detail: 'this device is not allowed to connect' });
-        return;
-      }
+      // The service's allow_from no longer lists this address (it may again), or a lying relay says so: wait long, never stop.
+      if (event.code === CLOSE_FORBIDDEN) return this.scheduleRetry(REFUSED_RETRY_MS, NOT_ALLOWED_HINT);
       if (event.code === CLOSE_E2E_FAILED && /unsupported e2e version/i.test(event.reason)) {
         // If true, retrying soon cannot help: the service speaks an older tunnel than this page (no forward
         // secrecy), which this page does not fall back to. A lying relay can say it too: wait long, never stop.

@@ -5,7 +5,8 @@
  * wait (never stopping for good: the reason is the relay's to forge; it never falls back to v1, which a
  * relay could force). The old machine is played on the machine
  * socket with the frames an older service sends. A close 4401 ("unknown client key": pair again) is
- * the relay's to forge as well: the page says to pair again and retries slowly, never stopping for good.
+ * the relay's to forge as well: the page says to pair again and retries slowly, never stopping for good;
+ * so is a close 4403 ("address not allowed"): the page says so and retries slowly, never stopping for good.
  * Runs after `node esbuild.mjs`.
  */
 import assert from 'node:assert/strict';
@@ -22,13 +23,16 @@ import { RELAY_TOKEN, startRelay, type RunningRelay } from '../helpers/relay-lin
 const MEDIA = resolve('media');
 const MACHINE_ID = 'old-service-machine';
 const REFUSING_ID = 'refusing-machine';
+const FORBIDDING_ID = 'forbidding-machine';
 
 let relay: RunningRelay;
 let machine: WebSocket;
 let refusing: WebSocket;
+let forbidding: WebSocket;
 let browser: Browser;
 const hellos: Record<string, unknown>[] = [];
 const refusedHellos: Record<string, unknown>[] = [];
+const forbiddenHellos: Record<string, unknown>[] = [];
 
 /** A machine socket on the relay whose `answer` closes a client after its hello (with the frames a service sends). */
 async function playMachine(machineId: string, seen: Record<string, unknown>[], answer: (hello: Record<string, unknown>) => { code: number; reason: string } | undefined): Promise<WebSocket> {
@@ -55,6 +59,8 @@ before(async () => {
   machine = await playMachine(MACHINE_ID, hellos, (hello) => (hello.v !== 1 ? { code: 4400, reason: 'unsupported e2e version (this service speaks v1)' } : undefined));
   // A relay (or a machine) refusing the phone's key: close 4401 "unknown client key".
   refusing = await playMachine(REFUSING_ID, refusedHellos, () => ({ code: 4401, reason: 'unknown client key' }));
+  // A relay (or a LAN service whose allow_from no longer lists the phone) closing 4403.
+  forbidding = await playMachine(FORBIDDING_ID, forbiddenHellos, () => ({ code: 4403, reason: 'address not allowed' }));
   browser = await launchChromium();
 });
 
@@ -62,6 +68,7 @@ after(async () => {
   await browser?.close();
   machine?.close();
   refusing?.close();
+  forbidding?.close();
   await relay?.close();
 });
 
@@ -95,5 +102,21 @@ test('a close 4401 "unknown client key" (which a relay can forge) says to pair a
   // Back online (or shown again), it tries at once: a lying relay's 4401 ends no pairing.
   await page.evaluate(() => window.dispatchEvent(new Event('online')));
   await waitFor(() => refusedHellos.length >= 2, 'a second hello after the network came back', 10_000);
+  await page.close();
+});
+
+test('a close 4403 "address not allowed" (which a relay can forge) says so and retries only after a long wait, never stopping for good', async () => {
+  const page = await browser.newPage();
+  const stored = {
+    machines: [{ name: 'Forbidding desk', pairing: { url: `${relay.wsUrl}?machine_id=${FORBIDDING_ID}`, token: 'device-token-0123456789', relay: { machineKey: generateKeyPair().publicKey } } }],
+  };
+  await page.addInitScript((list) => localStorage.getItem('remote-assistant.machines') ?? localStorage.setItem('remote-assistant.machines', list), JSON.stringify(stored));
+  await page.goto(`${relay.httpUrl}/`);
+  await page.waitForFunction(() => /not allowed to connect.*retrying in \d+ s/.test(document.body.textContent ?? ''), undefined, { timeout: 15_000 });
+  assert.equal(forbiddenHellos.length, 1, 'one hello: the next waits minutes (REFUSED_RETRY_MS), not the usual backoff');
+  // Back online (or shown again), it tries at once: a lying relay's 4403 stops nothing for good, and a
+  // LAN service that allows the address again is reached without reloading the page.
+  await page.evaluate(() => window.dispatchEvent(new Event('online')));
+  await waitFor(() => forbiddenHellos.length >= 2, 'a second hello after the network came back', 10_000);
   await page.close();
 });

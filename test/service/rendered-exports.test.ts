@@ -2,7 +2,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { RenderedExports, renderedExportKey } from '../../src/commands/rendered-exports';
-import { EXPORT_PIECE_CHARS, pieceEnd } from '../../src/commands/conversation-export';
+import { EXPORT_PIECE_CHARS, exportPiece } from '../../src/commands/conversation-export';
+import { ok } from '../../src/protocol/envelope';
+import { envelopeText, jsonWithField, withDataText } from '../../src/protocol/wire-text';
 
 describe('RenderedExports', () => {
   test('a piece after the first is a slice of the kept rendering: render runs once per key', async () => {
@@ -44,30 +46,65 @@ describe('RenderedExports', () => {
   });
 });
 
-describe('pieceEnd', () => {
+describe('exportPiece', () => {
   const frameBytes = (text: string) => Buffer.byteLength(JSON.stringify({ status: 'ok', data: { text } }));
 
   test('plain text comes in pieces several times the least size, each frame under 1 MiB', () => {
     const text = 'plain words '.repeat(300_000);
-    const end = pieceEnd(text, 0);
+    const end = exportPiece(text, 0).end;
     assert.ok(end > 4 * EXPORT_PIECE_CHARS, `a piece of ${end} characters`);
     assert.ok(frameBytes(text.slice(0, end)) < 1024 * 1024);
   });
 
   test('text escaped to six bytes a character falls back to the least size, under 1 MiB', () => {
     const text = '\u0001'.repeat(1_000_000);
-    const end = pieceEnd(text, 0);
+    const end = exportPiece(text, 0).end;
     assert.equal(end, EXPORT_PIECE_CHARS);
     assert.ok(frameBytes(text.slice(0, end)) < 1024 * 1024);
   });
 
   test('never between the halves of a surrogate pair, and the last piece is the rest', () => {
     const text = `${'\u0001'.repeat(EXPORT_PIECE_CHARS - 1)}😀${'\u0001'.repeat(200_000)}`;
-    const end = pieceEnd(text, 0);
+    const end = exportPiece(text, 0).end;
     assert.equal(end, EXPORT_PIECE_CHARS - 1, 'the pair goes to the next piece whole');
     let offset = end;
-    while (offset < text.length) offset = pieceEnd(text, offset);
+    while (offset < text.length) offset = exportPiece(text, offset).end;
     assert.equal(offset, text.length);
-    assert.equal(pieceEnd(text, text.length - 5), text.length, 'the last piece is the rest');
+    assert.equal(exportPiece(text, text.length - 5).end, text.length, 'the last piece is the rest');
+  });
+});
+
+describe("an export piece's answer carries the JSON its measure made", () => {
+  // Texts a hand-made JSON could get wrong: quotes and the marker itself inside other fields, escapes,
+  // characters beyond the BMP, a lone surrogate, control characters, the empty text.
+  const texts = ['plain', '', 'a "quoted" \\ back\\slash', '"text":"" inside', '😀 and \ud800 alone', '\u0000\u0001\n\t', 'é'.repeat(1000)];
+  const names = ['plain', 'with "text":"" in it', '"text":""', 'a\\b'];
+
+  test('jsonWithField gives exactly JSON.stringify of the result', () => {
+    for (const text of texts) {
+      for (const file_name of names) {
+        const result = { conversation_id: 'c"1', format: 'markdown', file_name, text, offset: 0, next_offset: null, until: '"text":""' };
+        assert.equal(jsonWithField(result, 'text', JSON.stringify(text)), JSON.stringify(result));
+      }
+    }
+  });
+
+  test('envelopeText of such a result is JSON.stringify of its envelope, with an id or without', () => {
+    for (const text of texts) {
+      const result = { conversation_id: 'c1', text, next_offset: 5 };
+      const made = withDataText(result, jsonWithField(result, 'text', exportPiece(text, 0).json));
+      for (const id of [undefined, 7, 'req "1"']) {
+        assert.equal(envelopeText(ok(made, id)), JSON.stringify(ok(result, id)));
+      }
+    }
+  });
+
+  test("a piece's JSON is its slice's, on every piece of a long text", () => {
+    const text = `${'\u0001'.repeat(EXPORT_PIECE_CHARS - 1)}😀${'plain "words" '.repeat(100_000)}`;
+    for (let offset = 0; offset < text.length;) {
+      const { end, json } = exportPiece(text, offset);
+      assert.equal(json, JSON.stringify(text.slice(offset, end)));
+      offset = end;
+    }
   });
 });

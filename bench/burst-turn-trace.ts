@@ -1,0 +1,156 @@
+// What a chat's longest turns are made of, alone and during login bursts (issue 25):
+// `npx tsx bench/burst-turn-trace.ts`. The service and attacker of bench/auth.ts; periods of the chat
+// alone and during each burst, rotated over RA_TRACE_ROUNDS rounds. Each turn is split by the main
+// thread's own scheduler accounting (/proc/self/task/<pid>/schedstat: time running, time runnable but
+// waiting for a core) and the rest (the loop idle: waiting for the journal's file work on libuv's pool,
+// the history worker, a timer); beside it the garbage collections and the journal's file calls
+// (FileHandle write and datasync, their wall time) that overlapped it. The longest turns of each period
+// kind are printed, and every kind's sums over its turns longer than 10 ms.
+import { readFileSync } from 'node:fs';
+import { open, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { Attacker, openBenchService } from './auth';
+import { fmt } from './util';
+
+const ROUNDS = Number(process.env.RA_TRACE_ROUNDS ?? 4);
+const SCHEDSTAT = `/proc/self/task/${process.pid}/schedstat`;
+
+/** The main thread's time running and time waiting for a core, ms. */
+function schedstat(): { run: number; wait: number } {
+  const [run, wait] = readFileSync(SCHEDSTAT, 'utf8').split(' ').map(Number);
+  return { run: run / 1e6, wait: wait / 1e6 };
+}
+
+interface Span {
+  at: number;
+  ms: number;
+  what: string;
+}
+const spans: Span[] = [];
+
+/** Times every FileHandle write and datasync (the journal's), by wrapping the prototype's methods. */
+async function traceFileHandles(): Promise<void> {
+  const path = join(tmpdir(), `ra-trace-${process.pid}`);
+  const fh = await open(path, 'w');
+  const proto = Object.getPrototypeOf(fh) as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  await fh.close();
+  await rm(path);
+  for (const name of ['write', 'datasync', 'sync', 'appendFile', 'writeFile']) {
+    const original = proto[name];
+    proto[name] = async function (this: unknown, ...args: unknown[]) {
+      const at = performance.now();
+      try {
+        return await original.apply(this, args);
+      } finally {
+        spans.push({ at, ms: performance.now() - at, what: name });
+      }
+    };
+  }
+}
+
+const GC_KINDS: Record<number, string> = {
+  [constants.NODE_PERFORMANCE_GC_MAJOR]: 'gc mark-compact',
+  [constants.NODE_PERFORMANCE_GC_MINOR]: 'gc scavenge',
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'gc incremental',
+  [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'gc weakcb',
+};
+
+interface Turn {
+  kind: string;
+  round: number;
+  at: number;
+  ms: number;
+  run: number;
+  wait: number;
+}
+
+async function main(): Promise<void> {
+  await traceFileHandles();
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const kind = (entry as { detail?: { kind?: number } }).detail?.kind ?? -1;
+      spans.push({ at: entry.startTime, ms: entry.duration, what: GC_KINDS[kind] ?? `gc ${kind}` });
+    }
+  }).observe({ entryTypes: ['gc'] });
+  const { dir, service } = await openBenchService();
+  const attacker = await Attacker.start();
+  const turns: Turn[] = [];
+  const periods: { kind: string; from: number; to: number }[] = [];
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const period = async (kind: string, round: number, until: Promise<unknown>) => {
+    let done = false;
+    void until.finally(() => (done = true));
+    let conversationId: string | undefined;
+    let count = 0;
+    const from = performance.now();
+    while (!done || count < 20) {
+      const s0 = schedstat();
+      const at = performance.now();
+      const reply = await service.agent.chat({ message: 'bench turn', conversationId, source: { kind: 'lan' } });
+      const ms = performance.now() - at;
+      const s1 = schedstat();
+      turns.push({ kind, round, at, ms, run: s1.run - s0.run, wait: s1.wait - s0.wait });
+      conversationId = reply.conversation_id;
+      count += 1;
+    }
+    periods.push({ kind, from, to: performance.now() });
+  };
+  try {
+    const { port } = await service.start();
+    await period('warm-up', -1, sleep(300));
+    const kinds = ['alone', 'login one', 'ws one', 'login 600', 'ws 600'];
+    for (let round = 0; round < ROUNDS; round += 1) {
+      for (let i = 0; i < kinds.length; i += 1) {
+        const kind = kinds[(i + round) % kinds.length];
+        if (kind === 'alone') await period(kind, round, sleep(1500));
+        else await period(kind, round, attacker.fire(port, kind.startsWith('login') ? '/auth' : '/ws', kind.endsWith('600')));
+      }
+    }
+    const overlapping = (turn: Turn) => spans.filter((s) => s.at + s.ms >= turn.at && s.at <= turn.at + turn.ms);
+    const describe = (turn: Turn) => {
+      const by = new Map<string, { n: number; ms: number; max: number }>();
+      for (const s of overlapping(turn)) {
+        const e = by.get(s.what) ?? { n: 0, ms: 0, max: 0 };
+        e.n += 1;
+        e.ms += s.ms;
+        e.max = Math.max(e.max, s.ms);
+        by.set(s.what, e);
+      }
+      const parts = [...by].map(([what, e]) => `${what} ${e.n}x ${fmt(e.ms, 1)} (max ${fmt(e.max, 1)})`);
+      return `${fmt(turn.ms, 1)} ms (round ${turn.round + 1}): main running ${fmt(turn.run, 1)}, waiting for a core ${fmt(turn.wait, 1)}, idle ${fmt(turn.ms - turn.run - turn.wait, 1)}; ${parts.join(', ') || 'nothing else'}`;
+    };
+    for (const kind of kinds) {
+      const mine = turns.filter((t) => t.kind === kind);
+      const rounds = Array.from({ length: ROUNDS }, (_, r) => Math.max(...mine.filter((t) => t.round === r).map((t) => t.ms)));
+      const long = mine.filter((t) => t.ms > 10);
+      const sum = (f: (t: Turn) => number) =>
+        fmt(
+          long.reduce((n, t) => n + f(t), 0),
+          0,
+        );
+      console.log(
+        `${kind}: ${mine.length} turns, rounds' longest ${rounds.map((r) => fmt(r, 0)).join(' ')} ms; ${long.length} turns over 10 ms: ${sum((t) => t.ms)} ms, ` +
+          `main running ${sum((t) => t.run)}, waiting for a core ${sum((t) => t.wait)}, idle ${sum((t) => t.ms - t.run - t.wait)}`,
+      );
+      const inKind = (what: string) => spans.filter((s) => s.what === what && periods.some((p) => p.kind === kind && s.at + s.ms >= p.from && s.at <= p.to));
+      const gcs = (what: string) => {
+        const found = inKind(what);
+        return `${found.length} ${what} (${fmt(
+          found.reduce((n, s) => n + s.ms, 0),
+          0,
+        )} ms, longest ${fmt(Math.max(0, ...found.map((s) => s.ms)), 1)})`;
+      };
+      const periodMs = periods.filter((p) => p.kind === kind).reduce((n, p) => n + p.to - p.from, 0);
+      console.log(`  ${fmt(periodMs, 0)} ms of periods: ${gcs('gc mark-compact')}, ${gcs('gc scavenge')}`);
+      for (const turn of [...mine].sort((a, b) => b.ms - a.ms).slice(0, 5)) console.log(`  ${describe(turn)}`);
+    }
+  } finally {
+    attacker.stop();
+    await service.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+void main();

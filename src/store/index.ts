@@ -27,8 +27,9 @@ import { loadSqlJs } from './sqljs';
 import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
 import type { MessageRole } from './types';
-import type { BodyRef, KeyedBody } from './history/protocol';
-import { inboxHasBodyKeys, restoreJournaledBodies, syncHistory } from './history/restore';
+import type { KeyedBody } from './history/protocol';
+import { restoreJournaledBodies, syncHistory } from './history/restore';
+import { highestReferencedKey, salvagedRefs } from './body-refs';
 
 export { Database } from './database';
 export { BlobDamagedError, BlobStore, hashBytes, isBlobHash } from './blob-store';
@@ -148,7 +149,7 @@ export interface Store {
  * service.db refers to, and the store says degraded until the service restarts.
  */
 async function checkHistoryComplete(db: Database, history: HistoryStore, present: number, logger: Logger, recover: boolean): Promise<void> {
-  const referenced = referencedKey(db);
+  const referenced = highestReferencedKey(db);
   if (referenced <= present) return;
   const problem =
     `${HISTORY_FILE_NAME} in ${db.dir} is missing message bodies that were acknowledged (it ends at body ${present}, ` +
@@ -172,20 +173,12 @@ async function checkHistoryComplete(db: Database, history: HistoryStore, present
  * degraded until a restart.
  */
 async function salvageHistory(db: Database, history: HistoryStore, journaled: KeyedBody[], logger: Logger): Promise<void> {
-  // Webhook messages waiting in the inbox have their body in history.db too (store/webhooks.ts).
-  const inbox = inboxHasBodyKeys(db) ? " UNION ALL SELECT body_key, conversation_id, 'user' FROM webhook_inbox WHERE body_key IS NOT NULL" : '';
-  const refs = db.all<BodyRef>(`SELECT key, conversation_id, role FROM (SELECT body_key AS key, conversation_id, role FROM messages WHERE body_key IS NOT NULL${inbox}) ORDER BY key`);
-  const result = await history.salvage(refs, LOST_BODY_TEXT, Math.max(referencedKey(db), history.keysBeforeOpen), journaled);
+  // Webhook messages waiting in the inbox and pending deliveries have their body in history.db too (store/webhooks.ts).
+  const result = await history.salvage(salvagedRefs(db), LOST_BODY_TEXT, Math.max(highestReferencedKey(db), history.keysBeforeOpen), journaled);
   history.damaged =
     `${HISTORY_FILE_NAME} was damaged (${history.damageAtOpen}) and was rebuilt by --recover: ${result.kept} message bodies read back, ` +
     `${result.lost} lost (they read "${LOST_BODY_TEXT}"); the damaged file is kept as ${path.basename(result.aside)}. Restart the service to clear this notice`;
   logger.error('history.salvaged', { damage: history.damageAtOpen, kept: result.kept, lost: result.lost, aside: path.basename(result.aside) });
-}
-
-/** The highest body key service.db refers to (messages, webhook messages waiting in the inbox, and bodies waiting to be deleted). */
-function referencedKey(db: Database): number {
-  const inbox = inboxHasBodyKeys(db) ? ' UNION ALL SELECT max(body_key) FROM webhook_inbox' : '';
-  return db.get<{ k: number | null }>(`SELECT max(k) AS k FROM (SELECT max(body_key) AS k FROM messages UNION ALL SELECT max(body_key) FROM history_trash${inbox})`)?.k ?? 0;
 }
 
 /** The repositories over one database and its history.db: a store's (openStore) or a scratch store's (store/scratch.ts). */

@@ -141,6 +141,13 @@ export const MIGRATIONS: readonly Migration[] = [
   // hello) is refused v1 hellos from then on: v1 keys come from the long-term keys alone, so a copy of
   // the machine's store could open a v1 tunnel as that phone (src/transport/relay-link/client-keys.ts).
   `ALTER TABLE registrations ADD COLUMN e2e_v2 INTEGER NOT NULL DEFAULT 0;`,
+  // 21: a webhook delivery keeps its body in history.db (`body_key`) until delivered, not in sql.js's memory
+  // for up to its retry window (store/webhooks.ts); a row written before keeps its body inline. Its kind
+  // (list_deliveries) was read from the body: it is a column now, set here for the rows written before.
+  `ALTER TABLE webhook_deliveries ADD COLUMN body_key INTEGER;
+  ALTER TABLE webhook_deliveries ADD COLUMN kind TEXT NOT NULL DEFAULT 'reply';
+  UPDATE webhook_deliveries SET kind = 'error' WHERE json_valid(body) AND json_extract(body, '$.status') = 'error';
+  CREATE INDEX webhook_deliveries_body_key ON webhook_deliveries (body_key) WHERE body_key IS NOT NULL;`,
 ];
 
 export function schemaVersion(db: Database): number {

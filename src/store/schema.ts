@@ -10,7 +10,7 @@ import { USAGE_TABLE_SQL } from './usage';
 import { WORKTREES_TABLE_SQL } from './worktrees';
 
 /** The migration version (PRAGMA user_version) SCHEMA_SQL is the schema of. */
-export const SCHEMA_VERSION = 20;
+export const SCHEMA_VERSION = 21;
 
 /** Each table as sqlite_master holds it after the migrations (columns they added included), with its indexes. */
 export const SCHEMA_SQL = `${META_TABLE_SQL};
@@ -29,9 +29,10 @@ export const SCHEMA_SQL = `${META_TABLE_SQL};
   CREATE INDEX webhook_inbox_status ON webhook_inbox (status, seq);
   CREATE TABLE webhook_idempotency (account TEXT NOT NULL, key TEXT NOT NULL, conversation_id TEXT NOT NULL, message_id TEXT NOT NULL, created_ms INTEGER NOT NULL, PRIMARY KEY (account, key));
   CREATE INDEX webhook_idempotency_created ON webhook_idempotency (created_ms);
-  CREATE TABLE webhook_deliveries (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, account TEXT NOT NULL, url TEXT NOT NULL, conversation_id TEXT NOT NULL, message_id TEXT NOT NULL, body TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, round_attempts INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, next_attempt_ms INTEGER, give_up_ms INTEGER NOT NULL, last_attempt_at TEXT, last_status INTEGER, last_error TEXT, finished_at TEXT);
+  CREATE TABLE webhook_deliveries (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, account TEXT NOT NULL, url TEXT NOT NULL, conversation_id TEXT NOT NULL, message_id TEXT NOT NULL, body TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, round_attempts INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, next_attempt_ms INTEGER, give_up_ms INTEGER NOT NULL, last_attempt_at TEXT, last_status INTEGER, last_error TEXT, finished_at TEXT, body_key INTEGER, kind TEXT NOT NULL DEFAULT 'reply');
   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_ms);
   CREATE INDEX webhook_deliveries_account ON webhook_deliveries (account, seq);
+  CREATE INDEX webhook_deliveries_body_key ON webhook_deliveries (body_key) WHERE body_key IS NOT NULL;
   CREATE TABLE push_devices (device_id TEXT PRIMARY KEY, device_name TEXT NOT NULL, principal TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, endpoint TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL, events TEXT NOT NULL, content_blind INTEGER NOT NULL, last_delivery TEXT, failures INTEGER NOT NULL DEFAULT 0, person TEXT);
   CREATE TABLE permission_requests (request_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, call_id TEXT, owner_only INTEGER NOT NULL, request TEXT NOT NULL, status TEXT NOT NULL, decision TEXT, decided_by TEXT, reason TEXT, resolved_ms INTEGER);
   CREATE INDEX permission_requests_status ON permission_requests (status, resolved_ms);

@@ -1,5 +1,7 @@
+import { DELIVERY_BODY_ROLE } from './body-refs';
 import type { Database, WriteTx } from './database';
-import type { MessagesRepo } from './messages';
+import type { KeyedBody } from './history/protocol';
+import { LOST_BODY_TEXT, type MessagesRepo } from './messages';
 import type { NewMessage } from './types';
 import { previewOf } from '../protocol/preview';
 
@@ -11,10 +13,15 @@ import { previewOf } from '../protocol/preview';
  * - `webhook_idempotency`: the first answer to an `Idempotency-Key` per account, for 24 h.
  * - `webhook_deliveries`: the outbox. A row is created in the same transaction as the reply (or error
  *   callback) it carries, is `pending` while it has a `next_attempt_ms`, and ends `delivered` or `failed`.
+ *   Its body is in history.db (`body_key`, migration 21) until delivered: sql.js holds its whole database
+ *   in memory, and a receiver down for the retry window let every reply pile up there. A row written
+ *   before holds its body inline.
  */
 
 export type InboxStatus = 'pending' | 'answered' | 'failed';
 export type DeliveryRowStatus = 'pending' | 'delivered' | 'failed';
+/** A reply, or an error callback (the incoming message could not be answered). */
+export type DeliveryKind = 'reply' | 'error';
 
 export interface InboxRow {
   seq: number;
@@ -39,8 +46,14 @@ export interface DeliveryRow {
   conversation_id: string;
   /** The reply message it carries. */
   message_id: string;
-  /** The JSON body, byte for byte what is sent (and signed) on every attempt. */
+  /**
+   * The JSON body of a row written before history.db held them, byte for byte what is sent (and signed)
+   * on every attempt; '' when `body_key` holds it, and once delivered. Read it with WebhooksRepo.deliveryBody.
+   */
   body: string;
+  /** The body in history.db, until delivered (null: inline, or delivered). */
+  body_key: number | null;
+  kind: DeliveryKind;
   status: DeliveryRowStatus;
   /** Attempts made, all rounds. */
   attempts: number;
@@ -92,8 +105,6 @@ export interface AttemptRecord {
   error: string | null;
   next_attempt_ms: number | null;
   now: number;
-  /** A delivered reply's body is not needed any more (never sent again; its kind is still read from ''). */
-  drop_body?: boolean;
 }
 
 export interface DeliveryFilter {
@@ -104,17 +115,21 @@ export interface DeliveryFilter {
 
 const INBOX_COLUMNS = 'seq, message_id, account, conversation_id, url, status, received_at, finished_at, reply_id, error';
 const DELIVERY_COLUMNS =
-  'seq, id, account, url, conversation_id, message_id, body, status, attempts, round_attempts, created_at, next_attempt_ms, give_up_ms, last_attempt_at, last_status, last_error, finished_at';
+  'seq, id, account, url, conversation_id, message_id, body, body_key, kind, status, attempts, round_attempts, created_at, next_attempt_ms, give_up_ms, last_attempt_at, last_status, last_error, finished_at';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** A new pending delivery, due at once, carrying `messageId` (a reply, or the message an error callback is about). */
-function insertDelivery(tx: WriteTx, delivery: NewDelivery, conversationId: string, messageId: string): void {
+/**
+ * A new pending delivery, due at once, carrying `messageId` (a reply, or the message an error callback is
+ * about); its body stored ahead in history.db (putDeliveryBody), journaled with the row: its one durable commit.
+ */
+function insertDelivery(tx: WriteTx, delivery: NewDelivery, body: KeyedBody, kind: DeliveryKind, messageId: string): void {
   tx.run(
-    `INSERT INTO webhook_deliveries (id, account, url, conversation_id, message_id, body, status, created_at, next_attempt_ms, give_up_ms)
-     VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
-    [delivery.id, delivery.account, delivery.url, conversationId, messageId, delivery.body, iso(delivery.now), delivery.now, delivery.give_up_ms],
+    `INSERT INTO webhook_deliveries (id, account, url, conversation_id, message_id, body, body_key, kind, status, created_at, next_attempt_ms, give_up_ms)
+     VALUES (?, ?, ?, ?, ?, '', ?, ?, 'pending', ?, ?, ?)`,
+    [delivery.id, delivery.account, delivery.url, body.conversation_id, messageId, body.key, kind, iso(delivery.now), delivery.now, delivery.give_up_ms],
   );
+  tx.keepBodies([body]);
 }
 
 /** The inbox row keeps only the preview of its text (see WebhooksRepo.inboxPreview). */
@@ -254,21 +269,50 @@ export class WebhooksRepo {
     await this.messages.appendStored({ ...message, content }, key, (tx) => tx.run('UPDATE webhook_inbox SET body_key = NULL WHERE message_id = ?', [messageId]));
   }
 
-  /** The reply, its inbox row marked answered and its delivery (and `alsoInTx`: the turn's usage), in one durable transaction. */
+  /**
+   * The reply, its inbox row marked answered and its delivery (and `alsoInTx`: the turn's usage), in one
+   * durable transaction; the delivery's body is stored in history.db first.
+   */
   async answer(inboxMessageId: string, reply: NewMessage, delivery: NewDelivery, alsoInTx?: (tx: WriteTx) => void): Promise<void> {
-    await this.messages.appendMany([reply], (tx) => {
-      alsoInTx?.(tx);
-      const done = tx.run(`UPDATE webhook_inbox SET status = 'answered', reply_id = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [reply.id, iso(delivery.now), inboxMessageId]);
-      if (done.changes === 0) throw new Error(`webhook inbox row ${inboxMessageId} is not pending`);
-      insertDelivery(tx, delivery, reply.conversation_id, reply.id);
-    });
+    const body = await this.putDeliveryBody(delivery, reply.conversation_id);
+    await this.withDeliveryBody(delivery, body, () =>
+      this.messages.appendMany([reply], (tx) => {
+        alsoInTx?.(tx);
+        const done = tx.run(`UPDATE webhook_inbox SET status = 'answered', reply_id = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [reply.id, iso(delivery.now), inboxMessageId]);
+        if (done.changes === 0) throw new Error(`webhook inbox row ${inboxMessageId} is not pending`);
+        insertDelivery(tx, delivery, body, 'reply', reply.id);
+      }),
+    );
+  }
+
+  /** A delivery's body, in history.db ahead of the transaction that refers to it (as accept's message body). */
+  private async putDeliveryBody(delivery: NewDelivery, conversationId: string): Promise<KeyedBody> {
+    const [body] = await this.messages.putBodies([{ id: delivery.id, conversation_id: conversationId, role: DELIVERY_BODY_ROLE, content: delivery.body, timestamp: iso(delivery.now) }]);
+    return body;
+  }
+
+  /** Runs the write of `delivery` (whose body is `body`); its body is given back when the row was not stored. */
+  private async withDeliveryBody(delivery: NewDelivery, body: KeyedBody, write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+    } catch (error) {
+      // Applied but not durable (the journal failed after): the row refers to it, it stays.
+      if (!this.getDelivery(delivery.id)) this.messages.discardBodies([body.key]);
+      throw error;
+    }
   }
 
   /**
    * The message cannot be answered: its row marked failed and the error callback telling the sender, in
-   * one durable transaction (the delivery's message_id is the incoming message's).
+   * one durable transaction (the delivery's message_id is the incoming message's; its body stored in
+   * history.db first).
    */
-  failWithCallback(inboxMessageId: string, error: string, delivery: NewDelivery & { conversation_id: string }): Promise<void> {
+  async failWithCallback(inboxMessageId: string, error: string, delivery: NewDelivery & { conversation_id: string }): Promise<void> {
+    const body = await this.putDeliveryBody(delivery, delivery.conversation_id);
+    await this.withDeliveryBody(delivery, body, () => this.failInTx(inboxMessageId, error, delivery, body));
+  }
+
+  private failInTx(inboxMessageId: string, error: string, delivery: NewDelivery, body: KeyedBody): Promise<void> {
     return this.db.write((tx) => {
       const done = tx.run(`UPDATE webhook_inbox SET status = 'failed', error = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [error, iso(delivery.now), inboxMessageId]);
       if (done.changes === 0) throw new Error(`webhook inbox row ${inboxMessageId} is not pending`);
@@ -280,12 +324,23 @@ export class WebhooksRepo {
         tx.run('INSERT OR IGNORE INTO history_trash (body_key) VALUES (?)', [row.body_key]);
         tx.run('UPDATE webhook_inbox SET body_key = NULL WHERE message_id = ?', [inboxMessageId]);
       }
-      insertDelivery(tx, delivery, delivery.conversation_id, inboxMessageId);
+      insertDelivery(tx, delivery, body, 'error', inboxMessageId);
     });
   }
 
   getDelivery(id: string): DeliveryRow | undefined {
     return this.db.get<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = ?`, [id]);
+  }
+
+  /**
+   * The body a delivery sends, byte for byte (it is signed): from history.db, or the row's own (written
+   * before history.db held them). Undefined when history.db lost it (a damaged file; after
+   * `serve --recover` it reads LOST_BODY_TEXT there, which is not the body either).
+   */
+  async deliveryBody(row: Pick<DeliveryRow, 'body' | 'body_key'>): Promise<string | undefined> {
+    if (row.body_key === null) return row.body;
+    const text = await this.messages.bodyText(row.body_key);
+    return text === LOST_BODY_TEXT ? undefined : text;
   }
 
   /** Pending deliveries due at `now`, earliest first (a page of them; ids only, the bodies stay put). */
@@ -303,12 +358,18 @@ export class WebhooksRepo {
     return row?.t ?? undefined;
   }
 
-  /** Records one attempt's outcome (durable). */
+  /**
+   * Records one attempt's outcome (durable). A delivered body is never sent again: the history
+   * maintenance deletes it from history.db (history_trash), a row's inline one is cleared. A failed
+   * delivery keeps its body, for retry_delivery.
+   */
   async recordAttempt(id: string, attempt: AttemptRecord): Promise<void> {
+    const delivered = attempt.status === 'delivered';
     await this.db.write((tx) => {
+      if (delivered) tx.run('INSERT OR IGNORE INTO history_trash (body_key) SELECT body_key FROM webhook_deliveries WHERE id = ? AND body_key IS NOT NULL', [id]);
       tx.run(
         `UPDATE webhook_deliveries SET attempts = attempts + 1, round_attempts = round_attempts + 1, status = ?, url = ?, last_attempt_at = ?,
-         last_status = ?, last_error = ?, next_attempt_ms = ?, finished_at = ?, body = CASE WHEN ? THEN '' ELSE body END WHERE id = ?`,
+         last_status = ?, last_error = ?, next_attempt_ms = ?, finished_at = ?${delivered ? ", body = '', body_key = NULL" : ''} WHERE id = ?`,
         [
           attempt.status,
           attempt.url,
@@ -317,7 +378,6 @@ export class WebhooksRepo {
           attempt.error,
           attempt.status === 'pending' ? attempt.next_attempt_ms : null,
           attempt.status === 'pending' ? null : iso(attempt.now),
-          attempt.drop_body === true && attempt.status === 'delivered' ? 1 : 0,
           id,
         ],
       );

@@ -164,3 +164,37 @@ test('opening a new data directory makes few fsyncs: the meta table and the sche
   assert.ok(main <= 3, `${main} fsyncs on the service's thread`);
   assert.ok(worker <= 2, `${worker} fsyncs in history.db's worker`);
 });
+
+test('a pending webhook delivery\u2019s body lost with history.db\u2019s unsynced tail is put back from the journal, byte for byte', LIMIT, async (t) => {
+  const { dir, cleanup } = await tempDir('durable-commits-');
+  t.after(cleanup);
+  const { dir: saved, cleanup: cleanSaved } = await tempDir('durable-commits-copy-');
+  t.after(cleanSaved);
+  let store = await openStore(dir);
+  t.after(() => store.close());
+  const now = Date.now();
+  const accepted = await store.webhooks.accept({
+    account: 'a',
+    source: 'webhook:a',
+    url: 'http://127.0.0.1:9/out',
+    newConversation: { id: 'c', title: 'c' },
+    message: { id: 'm', content: 'question' },
+    now,
+    idempotencyMs: 60_000,
+  });
+  assert.equal(accepted.kind, 'accepted');
+  await store.webhooks.admit('m');
+  await store.history.sync();
+  await copyHistory(dir, saved);
+
+  // Acknowledged after history.db's last fsync: the reply's delivery and its body, durable in the journal only.
+  const body = JSON.stringify({ message: `the reply \u00e9 ${'r'.repeat(5_000)}`, conversation_id: 'c' });
+  const reply: NewMessage = { id: 'r', conversation_id: 'c', role: 'assistant', content: 'the reply', timestamp: new Date(now).toISOString() };
+  await store.webhooks.answer('m', reply, { id: 'd', account: 'a', url: 'http://127.0.0.1:9/out', body, now, give_up_ms: now + 60_000 });
+  await store.close();
+  await putHistoryBack(saved, dir);
+
+  store = await openStore(dir);
+  await store.maintenance.run();
+  assert.equal(await store.webhooks.deliveryBody(store.webhooks.getDelivery('d')!), body);
+});

@@ -106,7 +106,7 @@ test('a database that is not new is migrated by its migrations, not remade', LIM
  * sqlite_master of the latest schema (type, name, tbl_name, sql whitespace-normalised, by name) and its
  * user_version, as literal data: written out, never computed from src/store.
  */
-const FROZEN_VERSION = 20;
+const FROZEN_VERSION = 21;
 const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
   [
     'table',
@@ -228,9 +228,10 @@ const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
     'table',
     'webhook_deliveries',
     'webhook_deliveries',
-    'CREATE TABLE webhook_deliveries (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, account TEXT NOT NULL, url TEXT NOT NULL, conversation_id TEXT NOT NULL, message_id TEXT NOT NULL, body TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, round_attempts INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, next_attempt_ms INTEGER, give_up_ms INTEGER NOT NULL, last_attempt_at TEXT, last_status INTEGER, last_error TEXT, finished_at TEXT)',
+    "CREATE TABLE webhook_deliveries (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, account TEXT NOT NULL, url TEXT NOT NULL, conversation_id TEXT NOT NULL, message_id TEXT NOT NULL, body TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, round_attempts INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, next_attempt_ms INTEGER, give_up_ms INTEGER NOT NULL, last_attempt_at TEXT, last_status INTEGER, last_error TEXT, finished_at TEXT, body_key INTEGER, kind TEXT NOT NULL DEFAULT 'reply')",
   ],
   ['index', 'webhook_deliveries_account', 'webhook_deliveries', 'CREATE INDEX webhook_deliveries_account ON webhook_deliveries (account, seq)'],
+  ['index', 'webhook_deliveries_body_key', 'webhook_deliveries', 'CREATE INDEX webhook_deliveries_body_key ON webhook_deliveries (body_key) WHERE body_key IS NOT NULL'],
   ['index', 'webhook_deliveries_due', 'webhook_deliveries', 'CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_ms)'],
   [
     'table',

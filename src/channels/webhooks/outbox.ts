@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { ServiceError, WebhookErrorBody, type Delivery, type DeliveryStatus, type WebhookAccount } from '../../protocol';
+import { ServiceError, type Delivery, type DeliveryStatus, type WebhookAccount } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { AttemptRecord, DeliveryRow, Store } from '../../store';
 import type { DeliveryCommands } from '../../commands/context';
@@ -86,15 +86,6 @@ function originOf(url: string): string {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** An error callback's body says `"status": "error"`; a reply's has no status. */
-function kindOf(body: string): Delivery['kind'] {
-  try {
-    return WebhookErrorBody.safeParse(JSON.parse(body)).success ? 'error' : 'reply';
-  } catch {
-    return 'reply';
-  }
-}
-
 export function deliveryInfo(row: DeliveryRow): Delivery {
   return {
     id: row.id,
@@ -102,7 +93,7 @@ export function deliveryInfo(row: DeliveryRow): Delivery {
     receiver: originOf(row.url),
     conversation_id: row.conversation_id,
     message_id: row.message_id,
-    kind: kindOf(row.body),
+    kind: row.kind,
     status: row.status,
     attempts: row.attempts,
     created_at: row.created_at,
@@ -288,19 +279,22 @@ export class WebhookOutbox implements DeliveryCommands {
     const secret = account?.secret;
     const attemptNo = row.attempts + 1;
     if (!account) this.log.warn('webhook.delivery_account_removed', { delivery: row.id, account: row.account, url, note: 'sent to the stored URL without secret or signature' });
-    const timestamp = Math.floor(Date.now() / 1000);
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      'user-agent': USER_AGENT,
-      'webhook-id': row.id,
-      'webhook-timestamp': String(timestamp),
-    };
-    if (secret) {
-      headers['webhook-signature'] = signatureHeader(secret, row.id, timestamp, row.body);
-      headers['x-service-secret'] = secret;
+    let body: string | undefined;
+    let unreadable: string | undefined;
+    try {
+      body = await this.deps.store.webhooks.deliveryBody(row);
+    } catch (error) {
+      // history.db did not answer (its worker failing): an attempt that failed, tried again after its backoff.
+      unreadable = `its body could not be read from the history file (${error instanceof Error ? error.message : String(error)})`;
+    }
+    if (body === undefined && unreadable === undefined) {
+      const error = 'its body is missing from the history file (damaged): it cannot be sent';
+      await this.record(row.id, { status: 'failed', url, http_status: null, error, next_attempt_ms: null, now: Date.now() });
+      this.log.error('webhook.delivery_failed', { delivery: row.id, account: row.account, error });
+      return;
     }
     const started = Date.now();
-    const result = await this.post(url, row.body, headers);
+    const result: PostResult = body === undefined ? { error: unreadable } : await this.send(row.id, url, secret, body);
     sent();
     if (result.aborted) {
       this.log.info('webhook.delivery_interrupted', { delivery: row.id, account: row.account, attempt: attemptNo, note: 'service stopping; sent again after restart' });
@@ -310,8 +304,7 @@ export class WebhookOutbox implements DeliveryCommands {
     const ms = now - started;
     const fields = { delivery: row.id, account: row.account, url, attempt: attemptNo, ms, status: result.status, error: result.error };
     if (result.status !== undefined && result.status >= 200 && result.status < 300) {
-      // A reply's body (as big as the reply) leaves the in-memory database; an error callback's is small and says its kind.
-      await this.record(row.id, { status: 'delivered', url, http_status: result.status, error: null, next_attempt_ms: null, now, drop_body: kindOf(row.body) === 'reply' });
+      await this.record(row.id, { status: 'delivered', url, http_status: result.status, error: null, next_attempt_ms: null, now });
       this.log.info('webhook.delivered', fields);
       return;
     }
@@ -332,6 +325,22 @@ export class WebhookOutbox implements DeliveryCommands {
     const next = Math.min(now + delay, row.give_up_ms);
     await this.record(row.id, { status: 'pending', url, http_status: result.status ?? null, error, next_attempt_ms: next, now });
     this.log.warn('webhook.delivery_retry', { ...fields, retry_in_ms: next - now });
+  }
+
+  /** One HTTP attempt of a delivery: its body signed with the account's secret (none: unsigned). */
+  private send(id: string, url: string, secret: string | undefined, body: string): Promise<PostResult> {
+    const timestamp = Math.floor(Date.now() / 1000);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': USER_AGENT,
+      'webhook-id': id,
+      'webhook-timestamp': String(timestamp),
+    };
+    if (secret) {
+      headers['webhook-signature'] = signatureHeader(secret, id, timestamp, body);
+      headers['x-service-secret'] = secret;
+    }
+    return this.post(url, body, headers);
   }
 
   private async record(id: string, attempt: AttemptRecord): Promise<void> {

@@ -10,6 +10,7 @@ import type { MessageRole } from '../types';
 import type { HistoryStore } from './history-store';
 import type { ColdMeta } from './protocol';
 import { hasColdHistory, noteSyncMark } from './restore';
+import { referencedBetween } from '../body-refs';
 import type { AuditRepo } from '../audit';
 import type { UsageRepo } from '../usage';
 
@@ -160,15 +161,7 @@ export class HistoryMaintenance {
       const to = Math.min(end, from + SWEEP_SPAN - 1);
       const keys = await this.history.keysBetween(from, to);
       if (keys.length > 0) {
-        const referenced = new Set(
-          this.db
-            .all<{ k: number }>(
-              `SELECT body_key AS k FROM messages WHERE body_key BETWEEN ? AND ? UNION ALL SELECT body_key FROM history_trash WHERE body_key BETWEEN ? AND ?
-               UNION ALL SELECT body_key FROM webhook_inbox WHERE body_key BETWEEN ? AND ?`,
-              [from, to, from, to, from, to],
-            )
-            .map((r) => r.k),
-        );
+        const referenced = referencedBetween(this.db, from, to);
         const orphans = keys.filter((k) => !referenced.has(k));
         removed += await this.history.remove(orphans);
       }

@@ -8,40 +8,14 @@ import type { Logger } from '../../log/logger';
 import type { HistoryStore } from './history-store';
 import type { KeyedBody } from './protocol';
 import { HISTORY_FILE_NAME } from './history-store';
+import { hasColumn, referencedAmong } from '../body-refs';
 
 /** service.db's meta key for the last history.db sync mark it saw made durable. */
 const HISTORY_MARK_KEY = 'history.sync_mark';
 
-/** Keys per query: well under SQLite's bound-parameter limit. */
-const CHUNK = 500;
-
-/** Whether webhook messages waiting in the inbox keep their body in history.db (not in a store opened with older migrations). */
-export function inboxHasBodyKeys(db: Database): boolean {
-  return hasColumn(db, 'webhook_inbox', 'body_key');
-}
-
 /** Whether conversations can have messages whose metadata moved to history.db (migration 18; not in a store opened with older migrations). */
 export function hasColdHistory(db: Database): boolean {
   return hasColumn(db, 'conversations', 'cold_seq');
-}
-
-function hasColumn(db: Database, table: string, name: string): boolean {
-  return db.all<{ name: string }>(`PRAGMA table_info(${table})`).some((column) => column.name === name);
-}
-
-/** Of `keys`, those service.db refers to: messages, webhook messages waiting in the inbox, bodies waiting to be deleted. */
-function referencedAmong(db: Database, keys: readonly number[]): Set<number> {
-  const inbox = inboxHasBodyKeys(db);
-  const found = new Set<number>();
-  for (let i = 0; i < keys.length; i += CHUNK) {
-    const part = keys.slice(i, i + CHUNK);
-    const list = part.map(() => '?').join(', ');
-    const sql =
-      `SELECT body_key AS k FROM messages WHERE body_key IN (${list}) UNION SELECT body_key FROM history_trash WHERE body_key IN (${list})` +
-      (inbox ? ` UNION SELECT body_key FROM webhook_inbox WHERE body_key IN (${list})` : '');
-    for (const row of db.all<{ k: number }>(sql, inbox ? [...part, ...part, ...part] : [...part, ...part])) found.add(row.k);
-  }
-  return found;
 }
 
 /**

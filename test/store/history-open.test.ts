@@ -2,7 +2,10 @@
 // open's one transaction, not one fsync each (issue 25, the start row). Counted where they happen: the
 // worker's fsyncs (HistoryStats.syncs, src/store/history/sync-count.ts), on a real file in a temp dir.
 import assert from 'node:assert/strict';
-import { mkdir, readdir } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
@@ -72,4 +75,21 @@ test('a directory that has its history.db: the boot told of it builds nothing, a
   assert.equal(again.store.keysBeforeOpen, 1);
   assert.equal((await again.store.get([1])).get(1)?.content, 'kept across the open');
   await again.store.close();
+});
+
+test("a prebuild's temporary directory left by a process that is gone (killed mid-build) is removed by the next prebuild; a live process's is kept", async (t) => {
+  const temp = await tempDir('ra-history-prepared-');
+  t.after(temp.cleanup);
+  const gone = spawnSync(process.execPath, ['-e', '0']).pid;
+  const dead = join(tmpdir(), `ra-history-new-${gone}-left`);
+  const live = join(tmpdir(), `ra-history-new-${process.pid}-live`);
+  await Promise.all([mkdir(dead), mkdir(live)]);
+  await writeFile(join(dead, 'history.db'), 'cut short');
+  t.after(() => rm(live, { recursive: true, force: true }));
+  t.after(() => rm(dead, { recursive: true, force: true }));
+  const opened = await HistoryStore.boot(undefined, temp.dir).open(temp.dir);
+  await opened.entriesDurable;
+  await opened.store.close();
+  assert.equal(existsSync(dead), false, 'the dead process leftover removed');
+  assert.equal(existsSync(live), true, "a live process's build kept");
 });

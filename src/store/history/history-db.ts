@@ -1,6 +1,6 @@
 // history.db: message bodies (content and data JSON) in a file-backed SQLite, so they stay on disk
 // rather than in sql.js' memory. Synchronous (node-sqlite3-wasm); only the history worker uses it.
-import { closeSync, existsSync, fsyncSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
@@ -10,6 +10,7 @@ import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
 import { DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
+import { pidAlive } from '../../platform/lock-file';
 import type { BodyOut, BodyRef, ColdCutResult, ColdMeta, ColdQuery, ColdRow, ColdUsage, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks } from './protocol';
 
 /**
@@ -68,13 +69,29 @@ export function buildHistoryFileAside(file: string, mode: number, built?: Buffer
  * cores (s12)"). The same bytes as a build in place: a file's bytes do not depend on its name.
  */
 export function newHistoryFileBytes(): Buffer {
-  const dir = mkdtempSync(path.join(tmpdir(), 'ra-history-new-'));
+  removeDeadBuilds();
+  const dir = mkdtempSync(path.join(tmpdir(), `${PREBUILD_PREFIX}${process.pid}-`));
   try {
     const file = path.join(dir, 'history.db');
     buildHistoryFile(file, PRIVATE_FILE_MODE);
     return readFileSync(file);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A prebuild's temporary directory is named `<prefix><pid>-<random>`: the process that made it. */
+const PREBUILD_PREFIX = 'ra-history-new-';
+
+/**
+ * Removes the temporary directories of prebuilds whose process is gone: a start killed (or its worker
+ * terminated: a bad service.json, the directory held by another) in the middle of one leaves it.
+ */
+function removeDeadBuilds(): void {
+  for (const name of readdirSync(tmpdir())) {
+    if (!name.startsWith(PREBUILD_PREFIX)) continue;
+    const pid = Number(name.slice(PREBUILD_PREFIX.length).split('-')[0]);
+    if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && !pidAlive(pid)) rmSync(path.join(tmpdir(), name), { recursive: true, force: true });
   }
 }
 

@@ -6,6 +6,9 @@
 // 1,000-piece reply. The service runs on the main thread, the sender on a worker thread and the
 // followers on another (each its own event loop, so a hundred clients parsing hold up neither the
 // service nor the sender's reading); all read one clock (performance.timeOrigin + performance.now()).
+// Once following, a client cuts its frames from its socket's bytes itself (readRaw), the sender the same
+// way: ws's parsing of each of the hundred sockets counted in the stamps of those read after it
+// (`FOLLOW_WS_CLIENTS=1` parses with ws as before, for comparing).
 // `FOLLOW_SPLIT=1` also prints where the delays go (the service's write of each frame, then the client's
 // read). Two other arrangements, for comparing (docs/design.md, "Where a follower's delay goes"; on 2
 // cores both slow the sender's own reading, so neither is the measure): `FOLLOWER_THREADS=n` spreads the
@@ -57,13 +60,8 @@ const clock = () => performance.timeOrigin + performance.now();
 async function connect(url, token, onFrame = () => undefined) {
   const ws = new WebSocket(url);
   await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
-  // A frame arrived when its bytes did: stamped as the socket reads them, before ws parses them (a hundred
-  // followers share this thread, and one's parsing must not count in the next one's delay).
-  let readAt = 0;
-  ws._socket.prependListener('data', () => (readAt = clock()));
   const waiting = new Map();
-  ws.on('message', (data) => {
-    const arrived = readAt;
+  const deliver = (data, arrived) => {
     if (waiting.size > 0 && data.includes('"status":')) {
       const frame = JSON.parse(data.toString());
       if ('status' in frame && waiting.has(frame.id)) {
@@ -73,7 +71,42 @@ async function connect(url, token, onFrame = () => undefined) {
       }
     }
     onFrame(data, arrived);
-  });
+  };
+  // A frame arrived when its bytes did: stamped as the socket reads them, before ws parses them.
+  let readAt = 0;
+  ws._socket.prependListener('data', () => (readAt = clock()));
+  ws.on('message', (data) => deliver(data, readAt));
+  /**
+   * From now on the socket's frames are cut from its bytes here, not by ws. A hundred followers share
+   * this thread and their sockets are read one after the other: a stamp taken before ws parses still
+   * waited for ws's parsing of every socket read before it in the same turn (about 3-4x the reading's
+   * own work, docs/design.md "Followers' p99 (s12, follow12)"), the client's cost and not the service's.
+   * Every frame is still read whole and looked at; the server's frames are unmasked, a ping is answered.
+   */
+  const readRaw = () => {
+    const socket = ws._socket;
+    socket.removeAllListeners('data');
+    let rest;
+    socket.on('data', (chunk) => {
+      const arrived = clock();
+      const bytes = rest ? Buffer.concat([rest, chunk]) : chunk;
+      rest = undefined;
+      let at = 0;
+      while (bytes.length - at >= 2) {
+        let length = bytes[at + 1] & 0x7f;
+        let header = 2;
+        if (length === 126) [length, header] = bytes.length - at < 4 ? [Infinity, 4] : [bytes.readUInt16BE(at + 2), 4];
+        else if (length === 127) [length, header] = bytes.length - at < 10 ? [Infinity, 10] : [Number(bytes.readBigUInt64BE(at + 2)), 10];
+        if (bytes.length - at < header + length) break;
+        const payload = bytes.subarray(at + header, at + header + length);
+        if (bytes[at] === 0x81) deliver(payload, arrived);
+        else if (bytes[at] === 0x89) ws.pong(payload);
+        else throw new Error('unexpected frame 0x' + bytes[at].toString(16));
+        at += header + length;
+      }
+      if (at < bytes.length) rest = bytes.subarray(at);
+    });
+  };
   let next = 0;
   const request = (frame) => new Promise((resolve) => {
     const id = 'b' + (next += 1);
@@ -82,9 +115,11 @@ async function connect(url, token, onFrame = () => undefined) {
   });
   const auth = await request({ type: 'auth', token });
   if (auth.status !== 'ok') throw new Error('auth: ' + JSON.stringify(auth));
-  return { ws, request, port: ws._socket.localPort };
+  return { ws, request, readRaw, port: ws._socket.localPort };
 }
 
+// FOLLOW_WS_CLIENTS=1: the clients' frames parsed by ws, as before s12 (for comparing).
+const RAW = process.env.FOLLOW_WS_CLIENTS !== '1';
 // A piece's frame is read as little as it can be as it arrives: its stamp is taken from the bytes (no
 // JSON parse, no string) into a preallocated array, and the frame is not kept. Parsing or keeping it
 // would delay the next follower's reading in this thread (and its garbage collection every follower's).
@@ -129,12 +164,16 @@ async function followersStart({ url, token, followers, conversationId }) {
     await client.request({ type: 'follow_conversation', conversation_id: conversationId });
     state.watchers.push({ c, client });
   }
-  for (const w of state.watchers) w.c.armed = true;
+  for (const w of state.watchers) {
+    w.c.armed = true;
+    if (RAW) w.client.readRaw();
+  }
   return {};
 }
 
 async function senderStream({ pieces, paceMs, conversationId }) {
   state.sender.armed = true;
+  if (RAW) state.senderClient.readRaw();
   await state.senderClient.request({ type: 'chat', message: 'stream ' + pieces + ' ' + paceMs, conversation_id: conversationId, stream: true });
   await state.sender.done;
   state.senderClient.ws.terminate();

@@ -4,10 +4,27 @@
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { setFlagsFromString } from 'node:v8';
+import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { Worker } from 'node:worker_threads';
 import { startHistoryWorker } from './store/history/start-worker';
+
+/**
+ * How much of a WebAssembly function V8 runs (roughly, bytes of its code executed) before its optimizing
+ * compiler (TurboFan) compiles it again in the background: V8's default (1.8 MB) made both SQLites
+ * (sql.js here, node-sqlite3-wasm in history.db's worker) compile their parser and VM while a start
+ * opened its store and warmed up, about 0.9 s of CPU on V8's threads, which on a loaded machine took
+ * the cores from the start itself (one session's threads share its CPU) and held Node's fetch, whose
+ * HTTP parser (WebAssembly too) waited 1.7-4.5 s behind them (issue 25, docs/design.md "The first chat
+ * after start, again"). With the largest budget only what stays hot (a long query, a big import) is
+ * compiled again; the rest runs as first compiled (Liftoff), about a third slower in SQLite's own code.
+ * Set before any WebAssembly is compiled (the worker's included: V8's flags are the process's), and
+ * the same when the build writes the code cache (V8 refuses a cache made with other flags). Its cost:
+ * Node's own modules' code caches are refused too (each compiled from its source: 20-30 ms more of the
+ * main thread before listening, measured); set after the bundle's load, the history worker's SQLite
+ * was already compiled with V8's default and recompiled as before (tried, dropped).
+ */
+v8.setFlagsFromString('--wasm-tiering-budget=2147483647');
 
 const BUNDLE = path.join(__dirname, 'cli-main.js');
 const CACHE = `${BUNDLE}.cache`;
@@ -36,22 +53,6 @@ function readCache(): Buffer | undefined {
   }
 }
 
-/**
- * How much SQLite's WebAssembly (both engines: sql.js here, node-sqlite3-wasm in history.db's worker) runs
- * before V8 compiles a function again with its optimising compiler: 100x V8's default (1,800,000, "bytes
- * executed"). At the default, the few statements of a start made V8 optimise hundreds of SQLite's
- * functions on background threads, 250-300 ms of CPU per engine, most of it between listening and the
- * first command answered, on a 2-core machine beside the open's own work (docs/design.md,
- * "What competes with the open for the cores (s12)"). At 100x, what stays hot for long is still
- * optimised. Set before either engine is instantiated (the budget is each instance's at instantiation), for every command and
- * for the code cache alike (V8 refuses a cache made under other flags).
- */
-const WASM_TIERING_BUDGET = 180_000_000;
-
-function setEngineFlags(): void {
-  setFlagsFromString(`--wasm-tiering-budget=${WASM_TIERING_BUDGET}`);
-}
-
 /** The bundle as a CommonJS module body, on one line with its first, so stack traces keep its line numbers. */
 function compile(cachedData: Buffer | undefined): vm.Script {
   const source = readFileSync(BUNDLE, 'utf8');
@@ -71,14 +72,12 @@ function run(script: vm.Script): { main: Main } {
  * compiles what its modules run as they load, and writes that code to the cache. Nothing is started.
  */
 export function writeCodeCache(): void {
-  setEngineFlags();
   const script = compile(undefined);
   run(script);
   writeFileSync(CACHE, Buffer.concat([stamp(), script.createCachedData()]));
 }
 
 if (require.main === module) {
-  setEngineFlags();
   const argv = process.argv.slice(2);
   // history.db's worker loads its SQLite while this thread loads the service, rather than after.
   const historyWorker = argv[0] === 'serve' ? startHistoryWorker() : undefined;

@@ -763,9 +763,14 @@ export class Service {
       try {
         const workspaceRoots = () => workspaceRootsOf(this.config.current, this.options.hostServices);
         const tools = createPracticeToolRegistry(() => this.config.current, scratch, workspaceRoots);
-        const twin = agent.practiceTwin({ store: scratch, provider: held(practiceProvider(this.config.current.provider), this.options.holdPractice, signal), tools });
+        const provider = held(practiceProvider(this.config.current.provider), this.options.holdPractice, signal);
         // Its events framed as a socket's would be (the text, then the frame), and dropped.
-        await runPracticeTurn(twin, scratch, (event) => textFrame(wireText(event)), signal);
+        await runPracticeTurn(
+          (announce) => agent.practiceTwin({ store: scratch, provider, tools, ...announce }),
+          scratch,
+          (event) => textFrame(wireText(event)),
+          signal,
+        );
         for (const text of scratch.db.statementTexts()) {
           if (signal.aborted) break;
           await nextTurn();

@@ -205,7 +205,7 @@ export class Agent {
     private readonly deps: AgentDeps,
     context?: TurnContext,
   ) {
-    this.history = new HistoryCache(deps.store.messages);
+    this.history = new HistoryCache(deps.store.messages, { lastWrite: () => deps.store.db.lastWrite });
     this.compactor = new Compactor(deps.store, deps.logger);
     this.context = context ?? new TurnContext(deps.workspaceRoots ?? (() => []), deps.dataDir);
   }
@@ -234,13 +234,23 @@ export class Agent {
    * the same deps but `practice`'s scratch store, tools and canned provider, so its turn compiles the
    * turn's own code (the loop, the budget, usage, the title, the transcript, the store's statements)
    * before the first chat rather than during it. It shares this agent's instruction files (read ahead by
-   * the warm-up) and asks git nothing (TurnContext.practiceTwin), and has no logger, no activity, no
-   * worktrees and no one to tell: nothing of it is seen. A turn of this agent beginning meanwhile ends
+   * the warm-up) and asks git nothing (TurnContext.practiceTwin), and has no logger, no worktrees and
+   * only the practice's own activity and announcements (`practice`'s, to a hub no client is in: see
+   * commands/turns/practice-turn.ts): nothing of it is seen. A turn of this agent beginning meanwhile ends
    * the warm-up (endsWarmUp), the practice with it: that turn compiles the same code.
    */
-  practiceTwin(practice: { store: Store; provider: Provider; tools: ToolRegistry }): Agent {
+  practiceTwin(practice: { store: Store; provider: Provider; tools: ToolRegistry } & Partial<Pick<AgentDeps, 'activity' | 'onActivity'>>): Agent {
     return new Agent(
-      { ...this.deps, store: practice.store, provider: () => practice.provider, tools: practice.tools, logger: nullLogger, activity: undefined, onActivity: undefined, worktrees: undefined },
+      {
+        ...this.deps,
+        store: practice.store,
+        provider: () => practice.provider,
+        tools: practice.tools,
+        logger: nullLogger,
+        activity: practice.activity,
+        onActivity: practice.onActivity,
+        worktrees: undefined,
+      },
       this.context.practiceTwin(),
     );
   }
@@ -500,15 +510,17 @@ export class Agent {
         : {}),
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
-    const appended = store.messages.appendMany(
-      [message],
-      (tx) =>
-        bindAttachments(
-          tx,
-          attachments.map((a) => a.attachment_id),
-          conversationId,
-        ),
-      DEFER_SYNC,
+    const appended = this.history.stored(conversationId, [message], () =>
+      store.messages.appendMany(
+        [message],
+        (tx) =>
+          bindAttachments(
+            tx,
+            attachments.map((a) => a.attachment_id),
+            conversationId,
+          ),
+        DEFER_SYNC,
+      ),
     );
     const durable = Promise.all([created, appended]).then(ignore);
     // Asked in the tick of the writes above, so it covers their record. A write not applied (refused, or
@@ -556,7 +568,7 @@ export class Agent {
       const withUsage = (tx: WriteTx) => usageRow && store.usage.recordIn(tx, usageRow);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
       // Its commit's fdatasync makes the user message (written before it) durable too; that one is told first.
-      await (input.storeReply ? input.storeReply(reply, withUsage) : store.messages.appendMany([reply], withUsage));
+      await (input.storeReply ? input.storeReply(reply, withUsage) : this.history.stored(conversationId, [reply], () => store.messages.appendMany([reply], withUsage)));
       await commit?.durable();
       const counted = usageRow && (await store.usage.ofMessages([messageId], conversationId)).get(messageId);
       onEvent({ event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
@@ -719,7 +731,7 @@ export class Agent {
       const said: NewMessage | undefined = result.text
         ? { id: randomUUID(), conversation_id: conversationId, role: 'assistant', content: result.text, timestamp: new Date().toISOString() }
         : undefined;
-      await store.messages.appendMany([
+      const stored: NewMessage[] = [
         ...(said ? [said] : []),
         ...calls.map((call): NewMessage => ({
           id: randomUUID(),
@@ -730,7 +742,8 @@ export class Agent {
           timestamp: new Date().toISOString(),
           data: { kind: 'call', call_id: call.id, batch, arguments: call.arguments } satisfies ToolCallData,
         })),
-      ]);
+      ];
+      await this.history.stored(conversationId, stored, () => store.messages.appendMany(stored));
       // The calls' commit made the user message durable too (no sync of its own); no tool runs before it is told.
       await commit?.durable();
       if (said) onEvent({ event: 'chat.message', conversation_id: conversationId, message: messageOf(said) });
@@ -768,10 +781,12 @@ export class Agent {
         // The image's record and the result that shows it, in one transaction: neither is ever seen without the other.
         // A webhook account's tool call is recorded in the audit log with its result (untrusted text asked for it).
         const audit = input.source.kind === 'webhook' ? webhookToolRunEntry(input.source.account, conversationId, call.name, outcome) : undefined;
-        await store.messages.appendMany([result], (tx) => {
-          if (shown) insertAttachment(tx, { ...shown, id: shown.attachment_id, uploader: 'agent', created_at: result.timestamp, conversation_id: conversationId });
-          if (audit) store.audit.record(tx, audit);
-        });
+        await this.history.stored(conversationId, [result], () =>
+          store.messages.appendMany([result], (tx) => {
+            if (shown) insertAttachment(tx, { ...shown, id: shown.attachment_id, uploader: 'agent', created_at: result.timestamp, conversation_id: conversationId });
+            if (audit) store.audit.record(tx, audit);
+          }),
+        );
         onEvent({
           event: 'tool.result',
           conversation_id: conversationId,

@@ -57,7 +57,8 @@ export class SessionDoor {
   private settledWaiters: (() => void)[] = [];
   /** Counts one tracked piece of work out; made once, not a closure a command (issue 25). */
   private readonly untrack = () => {
-    if (--this.inFlight > 0) return;
+    // Nobody waits but at a stop: splice(0) made an empty array at every command's answer.
+    if (--this.inFlight > 0 || this.settledWaiters.length === 0) return;
     for (const resolve of this.settledWaiters.splice(0)) resolve();
   };
 

@@ -1,5 +1,8 @@
 import type { Envelope } from './envelope';
 
+/** How many results of one run keptForTheRun keeps at most. */
+const KEPT_A_RUN = 256;
+
 /**
  * A frame's JSON text. An event sent to many clients (a conversation's followers, a broadcast) is the
  * same object for each socket, handed to them one after the other in one synchronous run: the text of
@@ -13,31 +16,38 @@ import type { Envelope } from './envelope';
 export const wireText: (frame: object) => string = keptForTheRun((frame: object) => JSON.stringify(frame));
 
 /**
- * `make`, its last two results kept for the synchronous run it is called in (keyed by identity) and
- * dropped at its end, so a large value is not held after it was sent: what a fan-out makes once for
- * every socket (wireText here, a WebSocket frame in transport/connections/ws-frames.ts).
+ * `make`, its results kept for the synchronous run it is called in (keyed by identity) and dropped at
+ * its end, so a large value is not held after it was sent: what a fan-out makes once for every socket
+ * (wireText here, a WebSocket frame in transport/connections/ws-frames.ts). A conversation's followers
+ * are each sent every event of the run in turn (a provider's read of several pieces, the sender's own
+ * copies in between): every result of the run is kept, not the last two only, which made each follower's
+ * texts and frames again once a run held three (or two and the sender's). The first two in slots (most
+ * runs make one or two); up to `most` in all, beyond which a result is made each time (a catch-up's
+ * thousand events go to one socket: nothing to share).
  */
-export function keptForTheRun<K, V>(make: (key: K) => V): (key: K) => V {
+export function keptForTheRun<K, V>(make: (key: K) => V, most = KEPT_A_RUN): (key: K) => V {
   const SLOTS = 2;
   const keys: (K | undefined)[] = new Array<K | undefined>(SLOTS).fill(undefined);
   const values: (V | undefined)[] = new Array<V | undefined>(SLOTS).fill(undefined);
-  let next = 0;
-  let clearing = false;
+  let more: Map<K, V> | undefined;
+  let count = 0;
   const clear = () => {
     keys.fill(undefined);
     values.fill(undefined);
-    clearing = false;
+    more = undefined;
+    count = 0;
   };
   return (key) => {
-    for (let i = 0; i < SLOTS; i += 1) if (keys[i] === key) return values[i]!;
+    for (let i = 0; i < SLOTS; i += 1) if (keys[i] === key && i < count) return values[i]!;
+    const kept = more?.get(key);
+    if (kept !== undefined) return kept;
     const value = make(key);
-    keys[next] = key;
-    values[next] = value;
-    next = (next + 1) % SLOTS;
-    if (!clearing) {
-      clearing = true;
-      queueMicrotask(clear);
-    }
+    if (count === 0) queueMicrotask(clear);
+    if (count < SLOTS) {
+      keys[count] = key;
+      values[count] = value;
+    } else if (count < most) (more ??= new Map()).set(key, value);
+    count += 1;
     return value;
   };
 }

@@ -194,6 +194,11 @@ export class MessagesRepo {
     return this.db.get('SELECT 1 AS present FROM messages WHERE id = ?', [id]) !== undefined;
   }
 
+  /** The seq of a message whose row is in sql.js (undefined: not applied, or gone). */
+  seqOf(id: string): number | undefined {
+    return this.db.get<{ seq: number }>('SELECT seq FROM messages WHERE id = ?', [id])?.seq;
+  }
+
   /** Bodies no transaction came to refer to; at worst (this fails too) the sweep at the next open removes them. */
   discardBodies(keys: readonly number[]): void {
     if (keys.length > 0) this.history.remove(keys).catch(() => {});

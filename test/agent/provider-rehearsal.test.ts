@@ -2,7 +2,8 @@
 // canned fetch (providers/rehearsal.ts), so a chat sent one second after start does not pay V8's first
 // compiles of that path (issue 25). The canned answer must still parse whole with the SDK in the bundle
 // (else the practice fails quietly and the first chat pays again), and nothing may leave the process:
-// the practice's provider never uses Node's fetch, not even for a local server's window.
+// the practice's provider never uses Node's fetch, not even for a local server's window; the warm-up's
+// rehearsal sends with it only to a loopback server of its own.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { practiceProvider, providerWarmUp } from '../../src/agent/providers/registry';
@@ -32,9 +33,27 @@ for (const name of ['openai', 'anthropic', 'vscode'] as const) {
 }
 
 for (const name of ['openai', 'anthropic'] as const) {
-  test(`${name}: the warm-up's provider steps end with a streamed answer through the SDK`, async () => {
-    const steps = providerWarmUp(name);
-    assert.equal(await steps[steps.length - 1](), 'A warm-up answer.|A warm-up answer.');
+  test(`${name}: the warm-up's provider steps end with a streamed answer through the SDK, sent with Node's fetch to a loopback server of its own`, async () => {
+    // The first chat's request runs Node's fetch with the SDK's headers and body (undici's checks of
+    // each header, the body's copy, the response's byte stream): the rehearsal sends the same, to a
+    // server of the warm-up's own on 127.0.0.1 that answers the canned stream, and closes it.
+    const original = globalThis.fetch;
+    const sent: string[] = [];
+    globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
+      sent.push(`${init?.method ?? 'GET'} ${input instanceof Request ? input.url : String(input)}`);
+      return original(input, init);
+    }) as typeof fetch;
+    try {
+      const steps = providerWarmUp(name);
+      assert.equal(await steps[steps.length - 1](), 'A warm-up answer.|A warm-up answer.');
+    } finally {
+      globalThis.fetch = original;
+    }
+    assert.equal(sent.length, 1, sent.join(', '));
+    assert.match(sent[0], /^POST http:\/\/127\.0\.0\.1:\d+\//);
+    // Its server is closed: the port refuses.
+    const port = Number(/:(\d+)\//.exec(sent[0])![1]);
+    await assert.rejects(original(`http://127.0.0.1:${port}/`));
   });
 }
 

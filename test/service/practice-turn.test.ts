@@ -15,7 +15,7 @@ import { Service } from '../../src/service';
 import { createPracticeToolRegistry } from '../../src/agent/toolbox';
 import type { Provider } from '../../src/agent/providers/types';
 import { openScratchStore } from '../../src/store/scratch';
-import { runPracticeTurn } from '../../src/commands/turns/practice-turn';
+import { runPracticeTurn, type PracticeAnnouncements } from '../../src/commands/turns/practice-turn';
 import type { ServiceEvent } from '../../src/protocol';
 import { startFakeOpenAI } from '../helpers/fake-openai';
 import { startService, writeConfig, type RunningService } from '../helpers/service';
@@ -282,7 +282,7 @@ test("the practice's tools refuse every call without asking anyone, and its stor
   }
 });
 
-test("the practice runs as a client's chat: its own follower's frames are made (the reply's events, turn.ended), and no client hears them", async () => {
+test("the practice runs as a client's chat: its own follower's frames are made (the reply's events, turn.ended, the row's conversation.updated), and no client hears them", async () => {
   const fake = await startFakeOpenAI();
   const { svc, release } = await heldService(fake.url);
   try {
@@ -298,21 +298,24 @@ test("the practice runs as a client's chat: its own follower's frames are made (
       },
     };
     try {
-      const twin = svc.service.agent.practiceTwin({
-        store: scratch,
-        provider,
-        tools: createPracticeToolRegistry(
-          () => svc.service.config.current,
-          scratch,
-          () => [],
-        ),
-      });
-      const response = await runPracticeTurn(twin, scratch, (event: ServiceEvent) => framed.push(event.event), new AbortController().signal);
+      const twinOf = (announce: PracticeAnnouncements) =>
+        svc.service.agent.practiceTwin({
+          store: scratch,
+          provider,
+          tools: createPracticeToolRegistry(
+            () => svc.service.config.current,
+            scratch,
+            () => [],
+          ),
+          ...announce,
+        });
+      const response = await runPracticeTurn(twinOf, scratch, (event: ServiceEvent) => framed.push(event.event), new AbortController().signal);
       assert.equal(response, 'a practised reply');
     } finally {
       await scratch.close();
     }
-    for (const event of ['chat.message', 'chat.delta', 'turn.ended']) assert.ok(framed.includes(event), `${event} framed: ${framed.join(', ')}`);
+    // conversation.updated too: the row's announcement, which the first chat's sender hears (its path was cold).
+    for (const event of ['chat.message', 'chat.delta', 'turn.ended', 'conversation.updated']) assert.ok(framed.includes(event), `${event} framed: ${framed.join(', ')}`);
     assert.deepEqual(client.frames, [], 'no event reached a client');
     assert.equal(svc.service.sessionCount, 1, 'the practice is no session of the door');
     client.close();

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo, Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
-import { envelopeText, sharedResult } from '../../src/protocol';
+import { envelopeText, keptForTheRun, sharedResult } from '../../src/protocol';
 import { textSender, textFrame } from '../../src/transport/connections/ws-frames';
 
 /** One frame through the socket's sender (as the service sends: made once per connection). */
@@ -48,20 +48,35 @@ async function withSockets(count: number, serverOptions: { perMessageDeflate?: b
 /** The server socket's TCP socket (what sendText writes to). */
 const rawOf = (socket: WebSocket) => (socket as unknown as { _socket: Socket })._socket;
 
+/** Calls `seen` with what each write hands the TCP socket: one chunk (`_write`), or several at once (`_writev`). */
+function onWrites(raw: Socket, seen: (chunks: unknown[], batched: boolean) => void): void {
+  const target = raw as unknown as { _write: (chunk: unknown, ...a: unknown[]) => void; _writev: (list: { chunk: unknown }[], cb: unknown) => void };
+  const [write, writev] = [target._write, target._writev];
+  target._write = function (chunk: unknown, ...args: unknown[]) {
+    seen([chunk], false);
+    return write.call(this, chunk, ...args);
+  };
+  target._writev = function (list: { chunk: unknown }[], cb: unknown) {
+    seen(
+      list.map(({ chunk }) => chunk),
+      true,
+    );
+    return writev.call(this, list, cb);
+  };
+}
+
 /** Counts the writes handed to the TCP socket: `_write` for one buffer, `_writev` for several at once. */
 function countWrites(raw: Socket): { single: number; batches: number[] } {
   const counted = { single: 0, batches: [] as number[] };
-  const target = raw as unknown as { _write: (...a: unknown[]) => void; _writev: (chunks: unknown[], cb: unknown) => void };
-  const [write, writev] = [target._write, target._writev];
-  target._write = function (...args: unknown[]) {
-    counted.single += 1;
-    return write.apply(this, args);
-  };
-  target._writev = function (chunks: unknown[], cb: unknown) {
-    counted.batches.push(chunks.length);
-    return writev.call(this, chunks, cb);
-  };
+  onWrites(raw, (chunks, batched) => (batched ? counted.batches.push(chunks.length) : (counted.single += 1)));
   return counted;
+}
+
+/** The chunks handed to a TCP socket, in order. */
+function recordChunks(raw: Socket): unknown[] {
+  const chunks: unknown[] = [];
+  onWrites(raw, (written) => chunks.push(...written));
+  return chunks;
 }
 
 /**
@@ -107,6 +122,39 @@ describe('pre-framed WebSocket text frames', () => {
       await until(() => received.every((mine) => mine.length === 2));
       for (const mine of received) assert.deepEqual(mine, [event, 'second']);
     });
+  });
+
+  test("several events to many sockets in one run, the sender's own copies among them: each event's frame is made once for all (issue 25)", async () => {
+    await withSockets(5, {}, async (sockets, received) => {
+      // What each socket's TCP socket is handed, by identity.
+      const written = sockets.map((socket) => recordChunks(rawOf(socket)));
+      // A provider's read holding three pieces: every follower gets the same three texts, the sender (the
+      // third socket, in the middle of the order) its own copies (with its request's id) in between.
+      const events = [1, 2, 3].map((n) => JSON.stringify({ event: 'chat.delta', delta: `piece ${n}`, seq: n }));
+      const own = (n: number) => JSON.stringify({ event: 'chat.delta', delta: `piece ${n}`, seq: n, id: 'r1' });
+      sockets.forEach((socket, i) => {
+        for (const [n, event] of events.entries()) sendText(socket, i === 2 ? own(n + 1) : event, true);
+      });
+      await until(() => received.every((mine) => mine.length === 3));
+      for (const [i, mine] of received.entries()) assert.deepEqual(mine, i === 2 ? [1, 2, 3].map(own) : events);
+      const followers = written.filter((_chunks, i) => i !== 2);
+      for (const n of [0, 1, 2]) {
+        const frames = new Set(followers.map((chunks) => chunks[n]));
+        assert.equal(frames.size, 1, `piece ${n + 1}: one frame for the four followers, not ${frames.size}`);
+      }
+    });
+  });
+
+  test("what a fan-out makes once (an event's text, its frame) is made once a run for each of its events, however many (issue 25)", async () => {
+    const made: string[] = [];
+    const kept = keptForTheRun((key: { n: number }) => (made.push(`made ${key.n}`), `text ${key.n}`));
+    const events = [1, 2, 3, 4, 5].map((n) => ({ n }));
+    for (let follower = 0; follower < 10; follower += 1) for (const event of events) assert.equal(kept(event), `text ${event.n}`);
+    assert.deepEqual(made, ['made 1', 'made 2', 'made 3', 'made 4', 'made 5']);
+    // Dropped at the run's end: a later run makes them again (nothing is held after it was sent).
+    await Promise.resolve();
+    kept(events[0]!);
+    assert.deepEqual(made.slice(5), ['made 1']);
   });
 
   test('a connection with an extension (compression) is sent to by ws itself', async () => {

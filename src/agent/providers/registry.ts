@@ -1,7 +1,7 @@
 import type { ProviderName } from '../../protocol';
 import type { Host } from '../host';
 import { warmUpFetch } from './fetch-warm-up';
-import { cannedProvider, rehearsalProvider } from './rehearsal';
+import { cannedProvider, rehearsalProvider, rehearseOverLoopback } from './rehearsal';
 import { ProviderError, type Provider } from './types';
 
 /** What a provider is built from: the config's endpoint and the key in force (the host's or service.json's). */
@@ -27,18 +27,14 @@ const SDK_MODULES: Partial<Record<ProviderName, () => unknown>> = { openai, anth
  * What loads a provider's module and SDK ahead of its first turn, so that turn is not the slower one:
  * steps the service's warm-up runs one per turn of the event loop. The SDKs send with Node's fetch:
  * a Headers made here loads its implementation (undici), a first request builds the rest (warmUpFetch);
- * then one streamed answer is played through the SDK without a socket (practiceProvider), a step of a
- * few milliseconds: the practice turn after it (Service.practise) gets to its provider call only after
+ * then one streamed answer is played through the SDK and Node's fetch to a loopback server of the
+ * warm-up's own (rehearseOverLoopback), a step of a few milliseconds: the practice turn after it (Service.practise) gets to its provider call only after
  * its scratch store is made, and on a loaded machine a chat often came first and stopped it.
  */
 export function providerWarmUp(name: ProviderName): (() => unknown)[] {
   const load = SDK_MODULES[name];
-  const rehearse = async () => {
-    const pieces: string[] = [];
-    const { text } = await practiceProvider(name).complete({ model: 'rehearsal', messages: [{ role: 'user', content: 'warm up' }], max_tokens: 16, onDelta: (piece) => pieces.push(piece) });
-    // The answer as streamed and as assembled (the test checks the canned format still parses whole).
-    return `${pieces.join('')}|${text}`;
-  };
+  // The answer as streamed and as assembled (the test checks the canned format still parses whole).
+  const rehearse = () => rehearseOverLoopback(name, (settings) => PROVIDER_FACTORIES[name](settings, NO_HOST));
   return load ? [load, () => new Headers(), () => warmUpFetch(), rehearse] : [];
 }
 

@@ -1,5 +1,6 @@
 import type { ProviderName } from '../../protocol';
 import type { ProviderSettings } from './registry';
+import { onLoopback } from './fetch-warm-up';
 import type { Provider } from './types';
 
 /**
@@ -40,6 +41,9 @@ function anthropicEvents(): string[] {
 
 const ANSWERS: Partial<Record<ProviderName, () => string[]>> = { openai: openaiEvents, anthropic: anthropicEvents };
 
+/** The URL path each SDK's base URL has (its requests go below it). */
+const BASE_PATHS: Partial<Record<ProviderName, string>> = { openai: '/v1', anthropic: '' };
+
 /**
  * A fetch that answers every request with `events` as a stream, one event a chunk, without a socket:
  * nothing leaves the process.
@@ -73,6 +77,24 @@ export function rehearsalProvider(name: ProviderName, build: (settings: Provider
   const answer = ANSWERS[name];
   // A loopback URL: a vendor's own host would want a real key before the SDK is even asked.
   return answer && build({ apiKey: 'rehearsal', baseUrl: 'http://127.0.0.1:9/v1', fetch: cannedFetch(answer) });
+}
+
+/**
+ * The warm-up's one streamed answer through `name`'s SDK as a turn sends it, with Node's fetch (its
+ * checks of the SDK's headers, the body's copy, the response as a byte stream: a first chat's request
+ * ran them for the first time, about 3 ms of its samples), to a server of its own on loopback that
+ * answers the canned stream (fetch-warm-up.ts: nothing leaves the machine, the key is none of the
+ * service's). Resolves to the answer as streamed and as assembled; undefined for a provider without an HTTP SDK.
+ */
+export async function rehearseOverLoopback(name: ProviderName, build: (settings: ProviderSettings) => Provider): Promise<string | undefined> {
+  const answer = ANSWERS[name];
+  if (!answer) return undefined;
+  return onLoopback(answer(), 'text/event-stream', async (origin) => {
+    const provider = build({ apiKey: 'rehearsal', baseUrl: `${origin}${BASE_PATHS[name] ?? ''}` });
+    const pieces: string[] = [];
+    const { text } = await provider.complete({ model: 'rehearsal', messages: [{ role: 'user', content: 'warm up' }], max_tokens: 16, onDelta: (piece) => pieces.push(piece) });
+    return `${pieces.join('')}|${text}`;
+  });
 }
 
 /** A provider of no SDK that streams the canned pieces: the practice turn's where the configured one has no rehearsal. */

@@ -191,6 +191,8 @@ interface ServiceParts {
   sessionDeps: LanSocketDeps;
   /** The HTTP routes that need the store (`POST /auth`, `/ws/register`, `/health/relay`, webhooks). */
   router: Router;
+  /** Conversations' git worktrees: those a stopped service left behind are tidied once it listens (Service.tidyWorktrees). */
+  worktrees: Worktrees;
 }
 
 /**
@@ -229,13 +231,6 @@ async function composeService(options: ServiceOptions, front: ServiceFront, open
     (rule, by) => addAllowRule(config, rule, logger, by),
   );
   const worktrees = new Worktrees({ store, config: current, workspaceRoots: () => workspaceRootsOf(config.current, host), logger: logger.child({ component: 'worktrees' }) });
-  // Worktrees of conversations deleted since the last run go now, and those landed by a land cut short
-  // are marked so, in the background (git, not the start's path).
-  void worktrees
-    .removeOrphans()
-    .catch((error: unknown) => logger.warn('worktree.cleanup_failed', { error }))
-    .then(() => worktrees.markLanded())
-    .catch((error: unknown) => logger.warn('worktree.landed_check_failed', { error }));
   const agent = new Agent(
     {
       store,
@@ -300,7 +295,7 @@ async function composeService(options: ServiceOptions, front: ServiceFront, open
   // The owner's clients (the Activity screen) hear of each entry as it is recorded; nobody else does.
   store.audit.onAppended((entry) => events.broadcast({ event: 'audit.appended', entry }, isOwnerClient));
 
-  return { store, tools, permissions, gate, activity, agent, auth, turns, webhooks, push, dispatch, relay, sessionDeps, router };
+  return { store, tools, permissions, gate, activity, agent, auth, turns, webhooks, push, dispatch, relay, sessionDeps, router, worktrees };
 }
 
 /**
@@ -420,9 +415,10 @@ export class Service {
    * directory's lock (throws DataDirInUseError); resolves then, the store opening behind (`ready`).
    */
   static async begin(options: ServiceOptions): Promise<Service> {
-    // The SQLite engines load while service.json is read (and written, in a new data directory), unless
-    // the host binds first (enginesAfterLock): then the store's open starts them once the lock is held.
-    const boot = options.enginesAfterLock && !options.historyWorker ? undefined : bootStore(options.historyWorker);
+    // The SQLite engines load (and a new data directory's history.db is built aside) while service.json
+    // is read (and written, in a new data directory), unless the host binds first (enginesAfterLock):
+    // then the store's open starts them once the lock is held.
+    const boot = options.enginesAfterLock && !options.historyWorker ? undefined : bootStore(options.historyWorker, options.dataDir);
     let config: ConfigFile;
     try {
       config = await ConfigFile.load(options.dataDir);
@@ -629,8 +625,28 @@ export class Service {
       this.parts.webhooks.start();
       this.parts.relay.start();
       this.warmUp(early, warmUpBegan);
+      this.tidyWorktrees();
     });
     return { ...address, url: `http://${shownHost}:${address.port}` };
+  }
+
+  /**
+   * Worktrees of conversations deleted since the last run go, and those landed by a land cut short are
+   * marked so, in the background (git), once the requests that waited for the open were answered: their
+   * first reads of the store (sql.js compiling its code for them) and git's processes ran on the start's
+   * longest path, between the open and the first command's answer, when they began as the service became
+   * whole (docs/design.md, "What competes with the open for the cores (s12)").
+   */
+  private tidyWorktrees(): void {
+    const { worktrees } = this.parts;
+    setTimeout(() => {
+      if (this.stopping) return;
+      void worktrees
+        .removeOrphans()
+        .catch((error: unknown) => this.logger.warn('worktree.cleanup_failed', { error }))
+        .then(() => worktrees.markLanded())
+        .catch((error: unknown) => this.logger.warn('worktree.landed_check_failed', { error }));
+    }, WARM_UP_DELAY_MS).unref();
   }
 
   /** What `GET /health` says: starting while the store opens, then whether it can save (docs/protocol.md). */

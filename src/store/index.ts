@@ -95,10 +95,11 @@ export interface StoreBoot {
  * the caller's own start-up work (reading service.json), so they load while it waits for files; hand
  * it to `openStore`, or `cancel` it when the open will not come. `historyWorker`: one started even
  * earlier (startHistoryWorker: the command line's entry starts it before loading the service).
+ * `dataDir`: the directory the open will be of; a new one's history.db is built meanwhile (HistoryStore.boot).
  */
-export function bootStore(historyWorker?: Worker): StoreBoot & { cancel: () => Promise<void> } {
+export function bootStore(historyWorker?: Worker, dataDir?: string): StoreBoot & { cancel: () => Promise<void> } {
   loadSqlJs().catch(() => {}); // a failure is reported by the open, which asks again
-  const history = HistoryStore.boot(historyWorker);
+  const history = HistoryStore.boot(historyWorker, dataDir);
   return { history, cancel: history.cancel };
 }
 

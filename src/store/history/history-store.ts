@@ -190,10 +190,12 @@ export class HistoryStore {
   /**
    * Starts the worker (loading SQLite's WASM takes a while) before the data directory is locked, or
    * takes one `startHistoryWorker` started; `open` then opens history.db in it. Call `boot` early, `open` once
-   * service.lock is held.
+   * service.lock is held. `dir`: the data directory the open will name, when known now: if it has no
+   * history.db, the worker builds a new one's bytes before the lock (history-worker.ts `prepare`).
    */
-  static boot(started?: Worker): HistoryBoot {
+  static boot(started?: Worker, dir?: string): HistoryBoot {
     const worker = started ?? startHistoryWorker();
+    if (dir !== undefined) worker.postMessage({ prepare: path.join(dir, HISTORY_FILE_NAME) } satisfies WorkerInbound);
     const failed = new Promise<never>((_, reject) => {
       worker.once('error', reject);
       worker.once('exit', (code) => reject(new Error(`the history worker exited (code ${code}) before opening ${HISTORY_FILE_NAME}`)));

@@ -824,7 +824,8 @@ export class Service {
   private warmUp(early: Promise<boolean>, began: number): void {
     const config = this.config.current;
     if (!this.agent.endsWarmUp(this.practice)) this.practice.abort();
-    const provider = providerWarmUp(config.provider);
+    // Its loopback servers close when the warm-up ends (stop, a first turn), whatever they still wait for.
+    const provider = providerWarmUp(config.provider, this.practice.signal);
     const steps = [
       ...provider,
       // Built now (the resolver keeps it while the configuration stays), not by the first turn.
@@ -848,7 +849,8 @@ export class Service {
    * whom it concerns.
    */
   private warmUpSteps(steps: (() => unknown)[], delayMs: number): Promise<boolean> {
-    const warmFailed = (error: unknown) => this.logger.warn('service.warm_up_failed', { error: (error as Error).message });
+    // A step the warm-up's end stopped under way did not fail.
+    const warmFailed = (error: unknown) => this.practice.signal.aborted || this.logger.warn('service.warm_up_failed', { error: (error as Error).message });
     const pending: unknown[] = [];
     return new Promise<boolean>((resolve) => {
       const next = () => {

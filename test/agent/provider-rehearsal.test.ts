@@ -60,3 +60,19 @@ for (const name of ['openai', 'anthropic'] as const) {
 test("the editor's language models have no SDK to load ahead", () => {
   assert.deepEqual(providerWarmUp('vscode'), []);
 });
+
+test('the end of the warm-up (stop, a first turn) closes its loopback server at once, even while its answer is still awaited', async () => {
+  // Review of s12/chat12: stop() returned with the rehearsal's server still listening (its answer slow on
+  // a loaded machine; bounded only by the SDK's own retries, minutes), in the editor's extension host.
+  const { onLoopback } = await import('../../src/agent/providers/fetch-warm-up');
+  const ended = new AbortController();
+  let origin = '';
+  let settle: (() => void) | undefined;
+  const using = onLoopback(['late'], 'text/plain', (at) => ((origin = at), new Promise<void>((resolve) => (settle = resolve))), ended.signal);
+  using.catch(() => undefined);
+  while (origin === '') await new Promise((resolve) => setTimeout(resolve, 5));
+  ended.abort();
+  await assert.rejects(using, 'the step ends with the warm-up');
+  await assert.rejects(fetch(`${origin}/`), 'nothing listens on its port any more');
+  settle?.();
+});

@@ -4,9 +4,12 @@ import type { AddressInfo } from 'node:net';
 /**
  * Runs `use` with the address of a throwaway HTTP server on loopback that answers every request (its
  * body read whole) with `chunks`, one write each, and closes the connection; the server is closed once
- * `use` settles. The service's own port would count against its connection limits and `allow_from`.
+ * `use` settles, or at once when `ended` aborts (the warm-up's end: stop, a first turn), which also ends
+ * this step (rejected with the abort's reason) without waiting for `use`. The service's own port would
+ * count against its connection limits and `allow_from`.
  */
-export async function onLoopback<T>(chunks: readonly string[], contentType: string, use: (origin: string) => Promise<T>): Promise<T> {
+export async function onLoopback<T>(chunks: readonly string[], contentType: string, use: (origin: string) => Promise<T>, ended?: AbortSignal): Promise<T> {
+  ended?.throwIfAborted();
   const server = http.createServer((req, res) => {
     req.resume();
     req.once('end', () => {
@@ -16,11 +19,25 @@ export async function onLoopback<T>(chunks: readonly string[], contentType: stri
     });
   });
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
-  try {
-    return await use(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-  } finally {
+  let onEnd = () => {};
+  const close = () => {
+    ended?.removeEventListener('abort', onEnd);
     server.closeAllConnections();
     server.close();
+  };
+  const end = new Promise<never>((_, reject) => {
+    onEnd = () => {
+      close();
+      reject(ended!.reason);
+    };
+    if (ended?.aborted) onEnd();
+    else ended?.addEventListener('abort', onEnd, { once: true });
+  });
+  end.catch(() => undefined);
+  try {
+    return await Promise.race([use(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), end]);
+  } finally {
+    close();
   }
 }
 
@@ -31,12 +48,17 @@ export async function onLoopback<T>(chunks: readonly string[], contentType: stri
  * an SDK reads a stream, the stream machinery's own vm context: tens of milliseconds of a first turn on
  * this loaded machine (issue 25).
  */
-export function warmUpFetch(): Promise<void> {
-  return onLoopback(['warm'], 'text/plain', async (origin) => {
-    const response = await fetch(`${origin}/`);
-    const reader = response.body?.getReader();
-    if (!reader) return;
-    while (!(await reader.read()).done);
-    reader.releaseLock();
-  });
+export function warmUpFetch(ended?: AbortSignal): Promise<void> {
+  return onLoopback(
+    ['warm'],
+    'text/plain',
+    async (origin) => {
+      const response = await fetch(`${origin}/`);
+      const reader = response.body?.getReader();
+      if (!reader) return;
+      while (!(await reader.read()).done);
+      reader.releaseLock();
+    },
+    ended,
+  );
 }

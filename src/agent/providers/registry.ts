@@ -31,11 +31,11 @@ const SDK_MODULES: Partial<Record<ProviderName, () => unknown>> = { openai, anth
  * warm-up's own (rehearseOverLoopback), a step of a few milliseconds: the practice turn after it (Service.practise) gets to its provider call only after
  * its scratch store is made, and on a loaded machine a chat often came first and stopped it.
  */
-export function providerWarmUp(name: ProviderName): (() => unknown)[] {
+export function providerWarmUp(name: ProviderName, ended?: AbortSignal): (() => unknown)[] {
   const load = SDK_MODULES[name];
   // The answer as streamed and as assembled (the test checks the canned format still parses whole).
-  const rehearse = () => rehearseOverLoopback(name, (settings) => PROVIDER_FACTORIES[name](settings, NO_HOST));
-  return load ? [load, () => new Headers(), () => warmUpFetch(), rehearse] : [];
+  const rehearse = () => rehearseOverLoopback(name, (settings) => PROVIDER_FACTORIES[name](settings, NO_HOST), ended);
+  return load ? [load, () => new Headers(), () => warmUpFetch(ended), rehearse] : [];
 }
 
 /**

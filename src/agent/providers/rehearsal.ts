@@ -86,15 +86,20 @@ export function rehearsalProvider(name: ProviderName, build: (settings: Provider
  * answers the canned stream (fetch-warm-up.ts: nothing leaves the machine, the key is none of the
  * service's). Resolves to the answer as streamed and as assembled; undefined for a provider without an HTTP SDK.
  */
-export async function rehearseOverLoopback(name: ProviderName, build: (settings: ProviderSettings) => Provider): Promise<string | undefined> {
+export async function rehearseOverLoopback(name: ProviderName, build: (settings: ProviderSettings) => Provider, ended?: AbortSignal): Promise<string | undefined> {
   const answer = ANSWERS[name];
   if (!answer) return undefined;
-  return onLoopback(answer(), 'text/event-stream', async (origin) => {
-    const provider = build({ apiKey: 'rehearsal', baseUrl: `${origin}${BASE_PATHS[name] ?? ''}` });
-    const pieces: string[] = [];
-    const { text } = await provider.complete({ model: 'rehearsal', messages: [{ role: 'user', content: 'warm up' }], max_tokens: 16, onDelta: (piece) => pieces.push(piece) });
-    return `${pieces.join('')}|${text}`;
-  });
+  return onLoopback(
+    answer(),
+    'text/event-stream',
+    async (origin) => {
+      const provider = build({ apiKey: 'rehearsal', baseUrl: `${origin}${BASE_PATHS[name] ?? ''}` });
+      const pieces: string[] = [];
+      const { text } = await provider.complete({ model: 'rehearsal', messages: [{ role: 'user', content: 'warm up' }], max_tokens: 16, onDelta: (piece) => pieces.push(piece) });
+      return `${pieces.join('')}|${text}`;
+    },
+    ended,
+  );
 }
 
 /** A provider of no SDK that streams the canned pieces: the practice turn's where the configured one has no rehearsal. */

@@ -33,9 +33,8 @@ async function storeIn(t: Closer): Promise<{ dir: string; store: Store }> {
   return { dir, store };
 }
 
-/** A webhook message accepted, admitted and answered: its reply's delivery pending with `body`. */
-async function pendingReply(store: Store, tag: string, body: string, url = 'http://127.0.0.1:9/out'): Promise<string> {
-  const now = Date.now();
+/** A webhook message `m-<tag>` accepted into a new conversation `c-<tag>`, waiting in the inbox. */
+async function acceptOne(store: Store, tag: string, url: string, now: number): Promise<void> {
   const accepted = await store.webhooks.accept({
     account: 'acct',
     source: 'webhook:acct',
@@ -46,6 +45,12 @@ async function pendingReply(store: Store, tag: string, body: string, url = 'http
     idempotencyMs: 60_000,
   });
   assert.equal(accepted.kind, 'accepted');
+}
+
+/** A webhook message accepted, admitted and answered: its reply's delivery pending with `body`. */
+async function pendingReply(store: Store, tag: string, body: string, url = 'http://127.0.0.1:9/out'): Promise<string> {
+  const now = Date.now();
+  await acceptOne(store, tag, url, now);
   await store.webhooks.admit(`m-${tag}`);
   const reply = { id: `r-${tag}`, conversation_id: `c-${tag}`, role: 'assistant' as const, content: `reply ${tag}`, timestamp: new Date(now).toISOString() };
   await store.webhooks.answer(`m-${tag}`, reply, { id: `d-${tag}`, account: 'acct', url, body, now, give_up_ms: now + 86_400_000 });
@@ -212,22 +217,11 @@ test('history.db refusing writes loses no reply: the reply, its answered inbox r
   t.after(() => store.close().catch(() => {}));
   const now = Date.now();
   const url = 'http://127.0.0.1:9/out';
-  for (const tag of ['ok', 'err']) {
-    const accepted = await store.webhooks.accept({
-      account: 'acct',
-      source: 'webhook:acct',
-      url,
-      newConversation: { id: `c-${tag}`, title: tag },
-      message: { id: `m-${tag}`, content: `question ${tag}` },
-      now,
-      idempotencyMs: 60_000,
-    });
-    assert.equal(accepted.kind, 'accepted');
-  }
+  for (const tag of ['ok', 'err']) await acceptOne(store, tag, url, now);
   await store.webhooks.admit('m-ok');
   const body = bigBody('refused');
   const errorBody = JSON.stringify({ status: 'error', error: 'over budget', message_id: 'm-err' });
-  const accept = refusePuts(store);
+  const takeWritesAgain = refusePuts(store);
   const reply = { id: 'r-ok', conversation_id: 'c-ok', role: 'assistant' as const, content: 'the reply', timestamp: new Date(now).toISOString() };
   await store.webhooks.answer('m-ok', reply, { id: 'd-ok', account: 'acct', url, body, now, give_up_ms: now + 86_400_000 });
   await store.webhooks.failWithCallback('m-err', 'over budget', { id: 'd-err', account: 'acct', url, body: errorBody, now, give_up_ms: now + 86_400_000, conversation_id: 'c-err' });
@@ -237,7 +231,7 @@ test('history.db refusing writes loses no reply: the reply, its answered inbox r
   // Read from memory meanwhile (owed bodies).
   assert.equal(await store.webhooks.deliveryBody(store.webhooks.getDelivery('d-ok')!), body);
   assert.equal(await store.webhooks.deliveryBody(store.webhooks.getDelivery('d-err')!), errorBody);
-  accept();
+  takeWritesAgain();
   // The next write sends the owed bodies first.
   await store.messages.append({ id: 'later', conversation_id: 'c-ok', role: 'user', content: 'space is back', timestamp: new Date(now + 1).toISOString() });
   assert.equal(await store.problem(), null);

@@ -2,7 +2,8 @@
 // this project in ONE process, taking turns in short blocks, so that the machine's load (other sessions'
 // suites on the same 2 cores and disk) falls on both alike: `A` is another worktree (e.g. main's), `B`
 // this one. Per block: each tree's mean turn and its own durable write (`meta.set`, bench/agent.ts's
-// baseline); printed: the median over blocks of each, of their ratio, and journal fdatasyncs a turn.
+// baseline) and the main thread's CPU a turn; printed: the median over blocks of each, of their ratio,
+// and journal fdatasyncs a turn.
 // `A=/path/to/other/worktree npx tsx bench/agent-ab.ts` (BLOCKS, TURNS a block, NETWORK_MS: a provider
 // answering after a timer instead of at once).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -11,7 +12,7 @@ import { join, resolve } from 'node:path';
 import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
 import type { Service } from '../src/service';
 import { instantProvider } from './agent';
-import { fmt } from './util';
+import { fmt, mainThreadCpuMs } from './util';
 
 interface Side {
   name: string;
@@ -21,6 +22,8 @@ interface Side {
   turns: number[];
   writes: number[];
   ratios: number[];
+  /** The main thread's CPU a turn (ms), each block. */
+  cpu: number[];
   flushes: number;
   turnsDone: number;
 }
@@ -44,18 +47,20 @@ async function open(name: string, root: string): Promise<Side> {
   const dir = await mkdtemp(join(tmpdir(), `ra-bench-ab-${name}-`));
   await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
   const service = await Opened.open({ dataDir: dir, provider: () => provider() });
-  return { name, dir, service, turns: [], writes: [], ratios: [], flushes: 0, turnsDone: 0 };
+  return { name, dir, service, turns: [], writes: [], ratios: [], cpu: [], flushes: 0, turnsDone: 0 };
 }
 
 async function block(side: Side, turns: number): Promise<void> {
   const { service } = side;
   const flushes = service.store.db.stats().flushes;
+  const cpu = mainThreadCpuMs();
   const t0 = performance.now();
   for (let i = 0; i < turns; i++) {
     const out = await service.agent.chat({ message: 'bench turn', conversationId: side.conversationId, source: { kind: 'lan' } });
     side.conversationId = out.conversation_id;
   }
   const turn = (performance.now() - t0) / turns;
+  side.cpu.push((mainThreadCpuMs() - cpu) / turns);
   side.flushes += service.store.db.stats().flushes - flushes;
   side.turnsDone += turns;
   const w0 = performance.now();
@@ -76,10 +81,11 @@ async function main(): Promise<void> {
   const sides = [await open('A', resolve(other)), await open('B', resolve(__dirname, '..'))];
   try {
     for (const side of sides) await block(side, 100);
-    for (const side of sides) Object.assign(side, { turns: [], writes: [], ratios: [], flushes: 0, turnsDone: 0 });
+    for (const side of sides) Object.assign(side, { turns: [], writes: [], ratios: [], cpu: [], flushes: 0, turnsDone: 0 });
     for (let i = 0; i < blocks; i++) for (const side of i % 2 === 0 ? sides : [...sides].reverse()) await block(side, turns);
     const [a, b] = sides;
     const paired = a.turns.map((turn, i) => b.turns[i] / turn);
+    console.log(`B / A main thread CPU a turn: ${fmt(median(a.cpu.map((cpu, i) => b.cpu[i] / cpu)), 2)} (median of the blocks' ratios)`);
     const common = a.turns.map((_, i) => (a.writes[i] + b.writes[i]) / 2);
     console.log(
       `B / A turn: ${fmt(median(paired), 2)} (median of the blocks' ratios); against the two sides' mean write of each block: ` +
@@ -89,7 +95,7 @@ async function main(): Promise<void> {
       console.log(
         `${side.name}: turn ${fmt(median(side.turns))} ms, durable write ${fmt(median(side.writes))} ms, ` +
           `(turn - provider) / write ${fmt(median(side.ratios), 1)}x (median of ${blocks} blocks of ${turns}); ` +
-          `journal fdatasyncs a turn ${fmt(side.flushes / side.turnsDone, 2)}`,
+          `journal fdatasyncs a turn ${fmt(side.flushes / side.turnsDone, 2)}; main thread CPU a turn ${fmt(median(side.cpu), 3)} ms`,
       );
     }
   } finally {

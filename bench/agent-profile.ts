@@ -3,23 +3,14 @@
 // CPU, the wall time and one durable write (the agent bench's baseline) in the same run. With
 // PROFILE=<file> the main thread's CPU profile of the measured turns only (not the start, not the
 // warm-up) is written there, for Chrome's DevTools or a script. TOOLS=<n> tool calls a turn, TURNS, WARM.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Service } from '../src/service';
 import { instantProvider } from './agent';
-import { fmt } from './util';
-
-/** CPU time of this process's main thread so far (ms); NaN where /proc has no schedstat. */
-function mainThreadCpuMs(): number {
-  try {
-    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
-  } catch {
-    return NaN;
-  }
-}
+import { fmt, mainThreadCpuMs } from './util';
 
 function post(session: Session, method: string, params: object = {}): Promise<unknown> {
   return new Promise((resolve, reject) => session.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));

@@ -3,7 +3,7 @@
 // at listening: the issue's row), against a bare `node -e 0` in the same run (median of several runs,
 // each with an empty data directory), and whether a chat sent one second after the start is answered
 // as fast as the next one (the heavy modules load after listening: see Service.warmUp). Real
-// processes: node dist/cli.js serve (BENCH_CLI=path measures another build; BENCH_START=chat the chat part alone).
+// processes: node dist/cli.js serve (BENCH_CLI=path measures another build; BENCH_START=chat or headless one part alone).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -216,7 +216,7 @@ async function firstChat(): Promise<void> {
 }
 
 export async function benchStart(): Promise<void> {
-  // BENCH_START=chat runs the chat part alone (bisecting it over builds with BENCH_CLI).
+  // BENCH_START=chat runs the chat part alone (bisecting it over builds with BENCH_CLI), BENCH_START=headless the start alone.
   if (process.env.BENCH_START !== 'chat') await headlessStart();
-  await firstChat();
+  if (process.env.BENCH_START !== 'headless') await firstChat();
 }

@@ -82,6 +82,14 @@ export interface ServiceOptions {
   logToStderr?: boolean;
   /** history.db's worker, started before the service's code loaded (src/cli-loader.ts); default: started here. */
   historyWorker?: Worker;
+  /**
+   * The host binds at once after begin() and counts its start to listening (the editor's activation): the
+   * SQLite engines (history.db's worker thread, sql.js's WebAssembly) are started by the store's open
+   * once the data directory is locked, which is after the bind, rather than while service.json is read,
+   * where they held up the path to listening on a loaded machine (docs/design.md, "Editor activation, again").
+   * Not with `historyWorker` (started early on purpose).
+   */
+  enginesAfterLock?: boolean;
   /** What the hosting program supplies (the editor's models, prompts, tools, key). */
   hostServices?: Host;
   /** Where review and land find conversations' worktrees instead of the store's table (tests that make their own with git worktree add). */
@@ -183,6 +191,8 @@ interface ServiceParts {
   sessionDeps: LanSocketDeps;
   /** The HTTP routes that need the store (`POST /auth`, `/ws/register`, `/health/relay`, webhooks). */
   router: Router;
+  /** Conversations' git worktrees: those a stopped service left behind are tidied once it listens (Service.tidyWorktrees). */
+  worktrees: Worktrees;
 }
 
 /**
@@ -221,13 +231,6 @@ async function composeService(options: ServiceOptions, front: ServiceFront, open
     (rule, by) => addAllowRule(config, rule, logger, by),
   );
   const worktrees = new Worktrees({ store, config: current, workspaceRoots: () => workspaceRootsOf(config.current, host), logger: logger.child({ component: 'worktrees' }) });
-  // Worktrees of conversations deleted since the last run go now, and those landed by a land cut short
-  // are marked so, in the background (git, not the start's path).
-  void worktrees
-    .removeOrphans()
-    .catch((error: unknown) => logger.warn('worktree.cleanup_failed', { error }))
-    .then(() => worktrees.markLanded())
-    .catch((error: unknown) => logger.warn('worktree.landed_check_failed', { error }));
   const agent = new Agent(
     {
       store,
@@ -292,7 +295,7 @@ async function composeService(options: ServiceOptions, front: ServiceFront, open
   // The owner's clients (the Activity screen) hear of each entry as it is recorded; nobody else does.
   store.audit.onAppended((entry) => events.broadcast({ event: 'audit.appended', entry }, isOwnerClient));
 
-  return { store, tools, permissions, gate, activity, agent, auth, turns, webhooks, push, dispatch, relay, sessionDeps, router };
+  return { store, tools, permissions, gate, activity, agent, auth, turns, webhooks, push, dispatch, relay, sessionDeps, router, worktrees };
 }
 
 /**
@@ -412,13 +415,15 @@ export class Service {
    * directory's lock (throws DataDirInUseError); resolves then, the store opening behind (`ready`).
    */
   static async begin(options: ServiceOptions): Promise<Service> {
-    // The SQLite engines load while service.json is read (and written, in a new data directory).
-    const boot = bootStore(options.historyWorker);
+    // The SQLite engines load (and a new data directory's history.db is built aside) while service.json
+    // is read (and written, in a new data directory), unless the host binds first (enginesAfterLock):
+    // then the store's open starts them once the lock is held.
+    const boot = options.enginesAfterLock && !options.historyWorker ? undefined : bootStore(options.historyWorker, options.dataDir);
     let config: ConfigFile;
     try {
       config = await ConfigFile.load(options.dataDir);
     } catch (error) {
-      await boot.cancel();
+      await boot?.cancel();
       throw error;
     }
     const redactor = new Redactor();
@@ -607,19 +612,41 @@ export class Service {
     this.config.watch();
     const shownHost = address.host === '::' ? '0.0.0.0' : address.host;
     this.logger.info('service.listening', { host: shownHost, port: address.port });
-    gitStarter.prepare();
     // What a first chat waits longest for and the store has no part in (git's status of the workspace)
-    // is read ahead from now on, while the store opens; the rest once it is open (warmUp).
+    // is read ahead from now on, while the store opens; the rest once it is open (warmUp). The git
+    // starter's process first, at the warm-up's first step rather than here: its spawn blocks this
+    // thread (a fork of the whole process: 10-50 ms in an editor's extension host on a loaded machine)
+    // and the host counts its start (the editor's activation) to this method's return.
     const warmUpBegan = performance.now();
-    const early = this.warmUpSteps(this.earlyWarmUp(), 0);
+    const early = this.warmUpSteps([() => gitStarter.prepare(), ...this.earlyWarmUp()], 0);
     this.whenWhole(() => {
       if (this.http !== http || this.stopping) return;
       this.parts.push.start();
       this.parts.webhooks.start();
       this.parts.relay.start();
       this.warmUp(early, warmUpBegan);
+      this.tidyWorktrees();
     });
     return { ...address, url: `http://${shownHost}:${address.port}` };
+  }
+
+  /**
+   * Worktrees of conversations deleted since the last run go, and those landed by a land cut short are
+   * marked so, in the background (git), once the requests that waited for the open were answered: their
+   * first reads of the store (sql.js compiling its code for them) and git's processes ran on the start's
+   * longest path, between the open and the first command's answer, when they began as the service became
+   * whole (docs/design.md, "What competes with the open for the cores (s12)").
+   */
+  private tidyWorktrees(): void {
+    const { worktrees } = this.parts;
+    setTimeout(() => {
+      if (this.stopping) return;
+      void worktrees
+        .removeOrphans()
+        .catch((error: unknown) => this.logger.warn('worktree.cleanup_failed', { error }))
+        .then(() => worktrees.markLanded())
+        .catch((error: unknown) => this.logger.warn('worktree.landed_check_failed', { error }));
+    }, WARM_UP_DELAY_MS).unref();
   }
 
   /** What `GET /health` says: starting while the store opens, then whether it can save (docs/protocol.md). */

@@ -205,7 +205,7 @@ export class Agent {
     private readonly deps: AgentDeps,
     context?: TurnContext,
   ) {
-    this.history = new HistoryCache(deps.store.messages);
+    this.history = new HistoryCache(deps.store.messages, { lastWrite: () => deps.store.db.lastWrite });
     this.compactor = new Compactor(deps.store, deps.logger);
     this.context = context ?? new TurnContext(deps.workspaceRoots ?? (() => []), deps.dataDir);
   }
@@ -510,15 +510,17 @@ export class Agent {
         : {}),
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
-    const appended = store.messages.appendMany(
-      [message],
-      (tx) =>
-        bindAttachments(
-          tx,
-          attachments.map((a) => a.attachment_id),
-          conversationId,
-        ),
-      DEFER_SYNC,
+    const appended = this.history.stored(conversationId, [message], () =>
+      store.messages.appendMany(
+        [message],
+        (tx) =>
+          bindAttachments(
+            tx,
+            attachments.map((a) => a.attachment_id),
+            conversationId,
+          ),
+        DEFER_SYNC,
+      ),
     );
     const durable = Promise.all([created, appended]).then(ignore);
     // Asked in the tick of the writes above, so it covers their record. A write not applied (refused, or
@@ -566,7 +568,7 @@ export class Agent {
       const withUsage = (tx: WriteTx) => usageRow && store.usage.recordIn(tx, usageRow);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
       // Its commit's fdatasync makes the user message (written before it) durable too; that one is told first.
-      await (input.storeReply ? input.storeReply(reply, withUsage) : store.messages.appendMany([reply], withUsage));
+      await (input.storeReply ? input.storeReply(reply, withUsage) : this.history.stored(conversationId, [reply], () => store.messages.appendMany([reply], withUsage)));
       await commit?.durable();
       const counted = usageRow && (await store.usage.ofMessages([messageId], conversationId)).get(messageId);
       onEvent({ event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
@@ -729,7 +731,7 @@ export class Agent {
       const said: NewMessage | undefined = result.text
         ? { id: randomUUID(), conversation_id: conversationId, role: 'assistant', content: result.text, timestamp: new Date().toISOString() }
         : undefined;
-      await store.messages.appendMany([
+      const stored: NewMessage[] = [
         ...(said ? [said] : []),
         ...calls.map((call): NewMessage => ({
           id: randomUUID(),
@@ -740,7 +742,8 @@ export class Agent {
           timestamp: new Date().toISOString(),
           data: { kind: 'call', call_id: call.id, batch, arguments: call.arguments } satisfies ToolCallData,
         })),
-      ]);
+      ];
+      await this.history.stored(conversationId, stored, () => store.messages.appendMany(stored));
       // The calls' commit made the user message durable too (no sync of its own); no tool runs before it is told.
       await commit?.durable();
       if (said) onEvent({ event: 'chat.message', conversation_id: conversationId, message: messageOf(said) });
@@ -778,10 +781,12 @@ export class Agent {
         // The image's record and the result that shows it, in one transaction: neither is ever seen without the other.
         // A webhook account's tool call is recorded in the audit log with its result (untrusted text asked for it).
         const audit = input.source.kind === 'webhook' ? webhookToolRunEntry(input.source.account, conversationId, call.name, outcome) : undefined;
-        await store.messages.appendMany([result], (tx) => {
-          if (shown) insertAttachment(tx, { ...shown, id: shown.attachment_id, uploader: 'agent', created_at: result.timestamp, conversation_id: conversationId });
-          if (audit) store.audit.record(tx, audit);
-        });
+        await this.history.stored(conversationId, [result], () =>
+          store.messages.appendMany([result], (tx) => {
+            if (shown) insertAttachment(tx, { ...shown, id: shown.attachment_id, uploader: 'agent', created_at: result.timestamp, conversation_id: conversationId });
+            if (audit) store.audit.record(tx, audit);
+          }),
+        );
         onEvent({
           event: 'tool.result',
           conversation_id: conversationId,

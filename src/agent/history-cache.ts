@@ -1,10 +1,26 @@
-import type { MessageRow, MessagesRepo } from '../store';
+import type { MessageRow, MessagesRepo, NewMessage } from '../store';
 
-/** A conversation's cached rows, each one's size, and their sum. */
+/**
+ * A conversation's cached rows, each one's size, and their sum; `synced`: the database's last write
+ * (Database.lastWrite) when the rows were known to be all of the conversation's (within the window).
+ */
 interface Cached {
   rows: MessageRow[];
   sizes: number[];
   bytes: number;
+  synced: number | undefined;
+}
+
+export interface HistoryCacheOptions {
+  /**
+   * The database's last write (Database.lastWrite): while it is the value a conversation was read or
+   * stored at, nothing was written since and its cached rows are served without a read. Without it,
+   * every call reads what was stored since the last row seen.
+   */
+  lastWrite?: () => number;
+  maxRows?: number;
+  maxConversations?: number;
+  maxBytes?: number;
 }
 
 /** A row's size in memory, roughly: its text and its data as JSON (counted once, when it is cached). */
@@ -12,22 +28,43 @@ function rowBytes(row: MessageRow): number {
   return 200 + row.content.length + (row.data === null || row.data === undefined ? 0 : JSON.stringify(row.data).length);
 }
 
-function sized(rows: MessageRow[]): Cached {
+function sized(rows: MessageRow[], synced: number | undefined): Cached {
   const sizes = rows.map(rowBytes);
-  return { rows, sizes, bytes: sizes.reduce((sum, size) => sum + size, 0) };
+  return { rows, sizes, bytes: sizes.reduce((sum, size) => sum + size, 0), synced };
 }
 
-/** The last `max` rows of `cached`. */
-function keepLast(cached: Cached, max: number): Cached {
-  const cut = cached.rows.length - max;
-  if (cut <= 0) return cached;
-  const freed = cached.sizes.slice(0, cut).reduce((sum, size) => sum + size, 0);
-  return { rows: cached.rows.slice(cut), sizes: cached.sizes.slice(cut), bytes: cached.bytes - freed };
+/** `cached` with `fresh` after it, cut to its last `max` rows. */
+function extended(cached: Cached, fresh: Cached, max: number): Cached {
+  const rows = [...cached.rows, ...fresh.rows];
+  const sizes = [...cached.sizes, ...fresh.sizes];
+  const cut = rows.length - max;
+  if (cut <= 0) return { rows, sizes, bytes: cached.bytes + fresh.bytes, synced: fresh.synced };
+  const freed = sizes.slice(0, cut).reduce((sum, size) => sum + size, 0);
+  return { rows: rows.slice(cut), sizes: sizes.slice(cut), bytes: cached.bytes + fresh.bytes - freed, synced: fresh.synced };
+}
+
+/** A message as a read of its row gives it back (messages.ts): absent fields null, `data` a copy through its JSON. */
+function rowOf(message: NewMessage, seq: number): MessageRow {
+  const { data } = message;
+  return {
+    seq,
+    id: message.id,
+    conversation_id: message.conversation_id,
+    role: message.role,
+    content: message.content,
+    timestamp: message.timestamp,
+    tool_name: message.tool_name ?? null,
+    user_id: message.user_id ?? null,
+    data: data === undefined || data === null ? null : (JSON.parse(JSON.stringify(data)) as unknown),
+    client_key: message.client_key ?? null,
+  };
 }
 
 /**
  * The recent stored messages of the conversations being worked on, so each step of the tool loop reads
- * only what was stored since the last step instead of re-reading (and re-decoding) the history.
+ * only what was stored since the last step instead of re-reading (and re-decoding) the history, and
+ * nothing when nothing was written since (`lastWrite`): the messages the agent stores itself are added
+ * as it stores them (`stored`), not read back.
  * Messages are append-only, so "rows after the last seq seen" is always the complete update.
  * Bounded in rows, conversations and bytes (a message may be a megabyte, issue 20): past `maxBytes`
  * the least recently used conversations are forgotten, which costs only a read from the store.
@@ -35,24 +72,65 @@ function keepLast(cached: Cached, max: number): Cached {
 export class HistoryCache {
   private readonly entries = new Map<string, Cached>();
   private bytes = 0;
+  private readonly lastWrite: (() => number) | undefined;
+  private readonly maxRows: number;
+  private readonly maxConversations: number;
+  private readonly maxBytes: number;
 
   constructor(
-    private readonly messages: Pick<MessagesRepo, 'recent' | 'after'>,
-    private readonly maxRows = 500,
-    private readonly maxConversations = 64,
-    private readonly maxBytes = 32 * 1024 * 1024,
-  ) {}
+    private readonly messages: Pick<MessagesRepo, 'recent' | 'after' | 'seqOf'>,
+    options: HistoryCacheOptions = {},
+  ) {
+    this.lastWrite = options.lastWrite;
+    this.maxRows = options.maxRows ?? 500;
+    this.maxConversations = options.maxConversations ?? 64;
+    this.maxBytes = options.maxBytes ?? 32 * 1024 * 1024;
+  }
 
   async rows(conversationId: string): Promise<MessageRow[]> {
     const cached = this.entries.get(conversationId);
+    // Taken before the read: a write while it runs leaves the entry behind the database, read again next time.
+    const now = this.lastWrite?.();
     let next: Cached;
     if (!cached) {
-      next = sized(await this.messages.recent(conversationId, { limit: this.maxRows, includeTools: true }));
+      next = sized(await this.messages.recent(conversationId, { limit: this.maxRows, includeTools: true }), now);
+    } else if (now !== undefined && cached.synced === now) {
+      next = cached;
     } else {
       const last = cached.rows.length > 0 ? cached.rows[cached.rows.length - 1]!.seq : 0;
-      const fresh = sized(await this.messages.after(conversationId, last));
-      next = fresh.rows.length === 0 ? cached : keepLast({ rows: [...cached.rows, ...fresh.rows], sizes: [...cached.sizes, ...fresh.sizes], bytes: cached.bytes + fresh.bytes }, this.maxRows);
+      const fresh = sized(await this.messages.after(conversationId, last), now);
+      next = fresh.rows.length === 0 ? { ...cached, synced: now } : extended(cached, fresh, this.maxRows);
     }
+    this.keep(conversationId, next);
+    return next.rows;
+  }
+
+  /**
+   * Stores `messages` of the conversation with `write` (called at once; a store write is applied
+   * synchronously, made durable later) and returns what it returns. When the conversation's rows were
+   * all cached and this write is the only one since, its rows are added as the database now holds them
+   * (their seqs read by id), so the next `rows` reads nothing; otherwise that read finds them.
+   */
+  stored<T>(conversationId: string, messages: readonly NewMessage[], write: () => T): T {
+    const before = this.lastWrite?.();
+    const result = write();
+    const cached = this.entries.get(conversationId);
+    if (before === undefined || !cached || cached.synced !== before || this.lastWrite!() !== before + 1) return result;
+    let last = cached.rows.length > 0 ? cached.rows[cached.rows.length - 1]!.seq : 0;
+    const rows: MessageRow[] = [];
+    for (const message of messages) {
+      const seq = message.conversation_id === conversationId ? this.messages.seqOf(message.id) : undefined;
+      // Not applied (a full disk's owed records go first) or not in order: the next read sees what is there.
+      if (seq === undefined || seq <= last) return result;
+      last = seq;
+      rows.push(rowOf(message, seq));
+    }
+    this.keep(conversationId, extended(cached, sized(rows, before + 1), this.maxRows));
+    return result;
+  }
+
+  /** Keeps `next` as the conversation's entry, most recently used, within the bounds. */
+  private keep(conversationId: string, next: Cached): void {
     // Map order is insertion order: re-inserting keeps the most recently used last.
     this.forget(conversationId);
     this.entries.set(conversationId, next);
@@ -62,7 +140,6 @@ export class HistoryCache {
       // The one just read too, when it alone is over: the caller has its rows.
       this.forget(id);
     }
-    return next.rows;
   }
 
   forget(conversationId: string): void {

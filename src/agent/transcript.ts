@@ -65,6 +65,44 @@ export function transcriptOf(rows: readonly MessageRow[]): ChatMessage[] {
 }
 
 /**
+ * transcriptOf, each turn's part kept: the rows from one user message to the next give the same
+ * messages whatever comes before or after them (a user message closes any open batch), so a part whose
+ * rows are the same objects as last time (the history cache keeps them) is not rebuilt. Each step of a
+ * long conversation rebuilt hundreds of messages, and each user message's attached context, for one new
+ * row. The messages are shared between calls: nobody may change them (they are copied where changed).
+ */
+export class Transcripts {
+  /** By a part's first row: its rows (compared one by one) and their messages. */
+  private readonly parts = new WeakMap<MessageRow, { rows: readonly MessageRow[]; messages: readonly ChatMessage[] }>();
+
+  of(rows: readonly MessageRow[]): ChatMessage[] {
+    const out: ChatMessage[] = [];
+    let start = 0;
+    for (let end = 1; end <= rows.length; end += 1) {
+      if (end < rows.length && rows[end].role !== 'user') continue;
+      const first = rows[start];
+      const kept = this.parts.get(first);
+      let messages = kept && sameRows(kept.rows, rows, start, end) ? kept.messages : undefined;
+      if (!messages) {
+        const part = rows.slice(start, end);
+        messages = transcriptOf(part);
+        this.parts.set(first, { rows: part, messages });
+      }
+      for (const message of messages) out.push(message);
+      start = end;
+    }
+    return out;
+  }
+}
+
+/** Whether `kept` are the very rows `rows[start..end)`. */
+function sameRows(kept: readonly MessageRow[], rows: readonly MessageRow[], start: number, end: number): boolean {
+  if (kept.length !== end - start) return false;
+  for (let i = 0; i < kept.length; i += 1) if (kept[i] !== rows[start + i]) return false;
+  return true;
+}
+
+/**
  * Tool names as the model sees them: providers accept `^[a-zA-Z0-9_-]{1,64}$`, while MCP tools are
  * named `<server>.<tool>`. Maps both ways, keeping distinct tools distinct.
  */

@@ -90,9 +90,24 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
    */
   static async load(dataDir: string, options: ConfigFileOptions = {}): Promise<ConfigFile> {
     const logger = options.logger ?? nullLogger;
+    // A whole file (it has its token) is only read: every writer replaces it whole (writeFileAtomic), so
+    // a read without the lock sees one writer's file or the next's, never a mix, and what changes after
+    // is the watcher's. Eight file calls fewer on every start but the first (the editor's activation).
+    const path = join(dataDir, CONFIG_FILE_NAME);
+    const text = await readTextOrNull(path);
+    const parsed = text === null ? undefined : parseConfigText(path, text);
+    if (text !== null && parsed?.config.auth_token !== undefined) return ConfigFile.loaded(dataDir, parsed, text, options, logger);
+    // Creating the file (and its directory) or adding a token writes it: under the lock, like every other write.
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
-    // Creating the file or adding a token writes it: under the lock, like every other write.
     return withConfigLock(dataDir, logger, () => ConfigFile.loadLocked(dataDir, options, logger));
+  }
+
+  /** A valid file, read: its unknown fields and its mode are told in the log. */
+  private static async loaded(dataDir: string, parsed: Parsed, text: string, options: ConfigFileOptions, logger: Logger): Promise<ConfigFile> {
+    const path = join(dataDir, CONFIG_FILE_NAME);
+    warnUnknownFields(parsed.raw, logger);
+    await warnIfOpenToOthers(path, logger);
+    return new ConfigFile(dataDir, parsed, text, options);
   }
 
   private static async loadLocked(dataDir: string, options: ConfigFileOptions, logger: Logger): Promise<ConfigFile> {
@@ -110,11 +125,8 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
       return new ConfigFile(dataDir, { raw, config: validate(path, raw) }, created, options);
     }
 
-    const parsed = parseConfigText(path, text);
-    warnUnknownFields(parsed.raw, logger);
-    const completed = await completeAuthToken(path, text, parsed, logger);
-    await warnIfOpenToOthers(path, logger);
-    return new ConfigFile(dataDir, completed.parsed, completed.text, options);
+    const completed = await completeAuthToken(path, text, parseConfigText(path, text), logger);
+    return ConfigFile.loaded(dataDir, completed.parsed, completed.text, options, logger);
   }
 
   /** The config in force, defaults applied. Frozen: change it with update() or edit(). */

@@ -163,6 +163,8 @@ export class Hosting extends EventEmitter<HostingEvents> {
         host: this.options.bindHost,
         hostServices: this.options.hostServices,
         hostReady: this.options.ready,
+        // The window's figure is activate() -> listening: the SQLite engines load after the bind.
+        enginesAfterLock: true,
       });
     } catch (error) {
       // Our own service, stopped while its open was held, still has the lock: waited for, with retries.

@@ -481,6 +481,15 @@ export class Database {
     }
   }
 
+  /**
+   * The seq of the last write transaction applied (journaled, synced or not). Every change to the
+   * database's rows is such a transaction, so a reader that saw it at one value knows nothing was
+   * written since while it stays the same (agent/history-cache.ts).
+   */
+  get lastWrite(): number {
+    return this.journal.lastSeq;
+  }
+
   stats(): DatabaseStats {
     return {
       journalBytes: this.journal.totalBytes,

@@ -94,10 +94,11 @@ export interface StoreBoot {
  * the caller's own start-up work (reading service.json), so they load while it waits for files; hand
  * it to `openStore`, or `cancel` it when the open will not come. `historyWorker`: one started even
  * earlier (startHistoryWorker: the command line's entry starts it before loading the service).
+ * `dataDir`: the directory the open will be of; a new one's history.db is built meanwhile (HistoryStore.boot).
  */
-export function bootStore(historyWorker?: Worker): StoreBoot & { cancel: () => Promise<void> } {
+export function bootStore(historyWorker?: Worker, dataDir?: string): StoreBoot & { cancel: () => Promise<void> } {
   loadSqlJs().catch(() => {}); // a failure is reported by the open, which asks again
-  const history = HistoryStore.boot(historyWorker);
+  const history = HistoryStore.boot(historyWorker, dataDir);
   return { history, cancel: history.cancel };
 }
 
@@ -211,8 +212,10 @@ export function repositories(
 /** Opens (or creates) the database in `dataDir`, brings its schema up to date, and returns the repositories. */
 export async function openStore(dataDir: string, options: OpenStoreOptions = {}): Promise<Store> {
   const logger = (options.logger ?? nullLogger).child({ component: 'store' });
-  // The history worker starts while sql.js loads; history.db is opened once the directory is locked.
-  const boot = options.boot?.history ?? HistoryStore.boot();
+  // Without a boot of the caller's, the history worker starts once the directory is locked (a second
+  // window's open, refused the lock, starts none), beside sql.js's load; history.db opens in it then.
+  let booted = options.boot?.history;
+  const boot = () => (booted ??= HistoryStore.boot());
   let db: Database;
   // history.db opens in its worker as soon as service.lock is held, while service.db is read and its
   // schema migrates here: neither waits for the other's fsyncs.
@@ -223,7 +226,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   const mayWrite = new Promise<void>((resolve, reject) => (serviceOpened = (opened) => (opened ? resolve() : reject(new Error('service.db was not opened')))));
   mayWrite.catch(() => {});
   const openHistory = (dir: string) => {
-    const started = boot.open(dir, options.recover === true, mayWrite);
+    const started = boot().open(dir, options.recover === true, mayWrite);
     started.catch(() => {});
     opening = started;
     // service.db's open failed: history.db is closed, unchanged, before service.lock is released.
@@ -237,7 +240,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     db = await Database.open(dataDir, { ...options, holdCompaction: true, withLock: openHistory });
     serviceOpened(true);
   } catch (err) {
-    await boot.cancel();
+    await booted?.cancel();
     throw err;
   }
   let history: HistoryStore | undefined;
@@ -265,7 +268,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     // leftover cleanup ends before the lock goes with service.db (the next holder's temp files are its own).
     await (history ?? (await opening?.catch(() => undefined))?.store)?.close().catch(() => {});
     await blobsOpening?.catch(() => {});
-    await boot.cancel();
+    await booted?.cancel();
     await db.close().catch(() => {});
     throw err;
   }
@@ -285,7 +288,11 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     },
     history,
     maintenance,
-    problem: async () => (await db.problem()) ?? opened.failed ?? opened.damaged ?? opened.degraded,
+    problem: async () => {
+      // The bodies written so far answered first: a refusal the last turn met shows here (and a success clears it).
+      await opened.answered();
+      return (await db.problem()) ?? opened.failed ?? opened.damaged ?? opened.degraded;
+    },
     close: async () => {
       await maintenance.stop();
       await db.flush().catch(() => {});

@@ -141,19 +141,21 @@ export class MessagesRepo {
   }
 
   /**
-   * Stores several messages (e.g. a whole turn) in one transaction. The bodies are sent to history.db
-   * first, under keys given at once (the worker writes them in order, so a read never meets a row
-   * without its body), and journaled with the rows: the journal's one fsync makes rows and bodies
-   * durable together (WriteTx.keepBodies); the transaction does not wait for the worker, so the
-   * writes of one tick share one journal flush, and the worker writes while the journal syncs. `alsoInTx` writes
-   * more in the same transaction (rows that must appear with these messages); `options` are
-   * Database.write's (a turn's user message defers its sync: agent/user-commit.ts). `extra`: more bodies
-   * written and journaled the same way, for rows `alsoInTx` writes (given their keys; a webhook delivery's).
+   * Stores several messages (e.g. a whole turn) in one transaction. The bodies are given keys at once and
+   * handed to history.db (HistoryStore.write: the worker writes them in order, so a read never meets a
+   * row without its body), and journaled with the rows: the journal's one fsync makes rows and bodies
+   * durable together (WriteTx.keepBodies), and that is all this waits for. The worker's write is not
+   * waited for (it is grouped with the bodies that follow, and `sync` covers it before the journal lets
+   * go of the record), except while the worker is behind by more than HistoryStore allows in memory.
+   * `alsoInTx` writes more in the same transaction (rows that must appear with these messages);
+   * `options` are Database.write's (a turn's user message defers its sync: agent/user-commit.ts). `extra`:
+   * more bodies written and journaled the same way, for rows `alsoInTx` writes (given their keys; a webhook
+   * delivery's).
    */
   async appendMany(messages: readonly NewMessage[], alsoInTx?: (tx: WriteTx, extra: KeyedBody[]) => void, options?: WriteOptions, extra?: ExtraBodies): Promise<void> {
     const sources = extra ? [...messages, ...extra.bodies] : messages;
     if (sources.length === 0) return;
-    const { bodies, written } = this.writeBodies(sources);
+    const { bodies, written, behind } = this.writeBodies(sources);
     let durable: Promise<void>;
     try {
       durable = this.db.write((tx) => {
@@ -174,10 +176,10 @@ export class MessagesRepo {
       }
       throw err;
     });
-    // Both at once: the worker writes while the journal syncs. Once the transaction is applied its record
-    // holds the bodies (keepBodies): bodies the worker could not write are owed (history-store.ts), written
-    // later from memory, and the messages are durable all the same, so that refusal is not theirs to fail.
-    await Promise.all([applied, written.catch(() => undefined)]);
+    // Once the transaction is applied its record holds the bodies (keepBodies): bodies the worker could not
+    // write are owed (history-store.ts), written later from memory, and the messages are durable all the
+    // same, so that refusal is not theirs to fail.
+    await (behind ? Promise.all([applied, written.catch(() => undefined)]) : applied);
   }
 
   /**
@@ -187,11 +189,12 @@ export class MessagesRepo {
    */
   async putBodies(messages: readonly NewMessage[]): Promise<KeyedBody[]> {
     const { bodies, written } = this.writeBodies(messages);
+    this.history.post();
     await written;
     return bodies;
   }
 
-  private writeBodies(messages: readonly NewMessage[]): { bodies: KeyedBody[]; written: Promise<void> } {
+  private writeBodies(messages: readonly NewMessage[]): ReturnType<HistoryStore['write']> {
     messages.forEach(checkRole);
     return this.history.write(messages.map((m) => bodyOf(m, dataText(m))));
   }
@@ -202,6 +205,11 @@ export class MessagesRepo {
    */
   has(id: string): boolean {
     return this.db.get('SELECT 1 AS present FROM messages WHERE id = ?', [id]) !== undefined;
+  }
+
+  /** The seq of a message whose row is in sql.js (undefined: not applied, or gone). */
+  seqOf(id: string): number | undefined {
+    return this.db.get<{ seq: number }>('SELECT seq FROM messages WHERE id = ?', [id])?.seq;
   }
 
   /** Bodies no transaction came to refer to; at worst (this fails too) the sweep at the next open removes them. */

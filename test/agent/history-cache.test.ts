@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { HistoryCache } from '../../src/agent/history-cache';
-import type { MessageRow } from '../../src/store';
+import { openStore, type MessageRow, type NewMessage, type Store } from '../../src/store';
+import { tempDir } from '../helpers/store-utils';
 
 const KB = 1024;
 
@@ -37,12 +38,15 @@ function repo() {
     async after(conversationId: string, after: number): Promise<MessageRow[]> {
       return (rows.get(conversationId) ?? []).filter((r) => r.seq > after);
     },
+    seqOf(id: string): number | undefined {
+      return [...rows.values()].flat().find((r) => r.id === id)?.seq;
+    },
   };
 }
 
 test('past its bytes the least recently used conversations are forgotten (read again when needed); the rows are always whole', async () => {
   const messages = repo();
-  const cache = new HistoryCache(messages, 500, 64, 100 * KB);
+  const cache = new HistoryCache(messages, { maxBytes: 100 * KB });
   for (const id of ['a', 'b', 'c']) for (let i = 0; i < 2; i += 1) messages.add(id, 20);
   for (const id of ['a', 'b', 'c']) assert.equal((await cache.rows(id)).length, 2);
   // 3 x 40 KB > 100 KB: 'a', the least recently used, went; 'b' and 'c' are served from the cache.
@@ -63,9 +67,87 @@ test('past its bytes the least recently used conversations are forgotten (read a
 
 test('a conversation bigger than the whole cache is served whole but not kept', async () => {
   const messages = repo();
-  const cache = new HistoryCache(messages, 500, 64, 100 * KB);
+  const cache = new HistoryCache(messages, { maxBytes: 100 * KB });
   for (let i = 0; i < 3; i += 1) messages.add('big', 40);
   assert.equal((await cache.rows('big')).length, 3);
   assert.equal((await cache.rows('big')).length, 3);
   assert.deepEqual(messages.reads, ['big', 'big']);
+});
+
+/** A store in a temp dir with one conversation, and a cache over it that counts its reads. */
+async function storeWithCache(t: { after: (fn: () => Promise<void>) => void }) {
+  const { dir, cleanup } = await tempDir('history-cache-');
+  const store = await openStore(dir);
+  t.after(async () => {
+    await store.close();
+    await cleanup();
+  });
+  await store.conversations.create({ id: 'c', title: 'c', source: 'ws', created_at: new Date().toISOString() });
+  await store.conversations.create({ id: 'other', title: 'other', source: 'ws', created_at: new Date().toISOString() });
+  const reads: string[] = [];
+  const counted: Pick<Store['messages'], 'recent' | 'after' | 'seqOf'> = {
+    recent: (id, options) => (reads.push(`recent ${id}`), store.messages.recent(id, options)),
+    after: (id, seq) => (reads.push(`after ${id}`), store.messages.after(id, seq)),
+    seqOf: (id) => store.messages.seqOf(id),
+  };
+  const cache = new HistoryCache(counted, { lastWrite: () => store.db.lastWrite });
+  return { store, cache, reads };
+}
+
+let made = 0;
+function message(conversationId: string, role: NewMessage['role'] = 'user', data?: unknown): NewMessage {
+  made += 1;
+  return { id: `n${made}`, conversation_id: conversationId, role, content: `text ${made}`, timestamp: new Date().toISOString(), ...(data === undefined ? {} : { data }) };
+}
+
+/** What a fresh read of the conversation gives (every row, oldest first). */
+function all(store: Store, conversationId: string) {
+  return store.messages.recent(conversationId, { limit: 500, includeTools: true });
+}
+
+test('with nothing written since, a conversation is served without a read; what the agent stores is added as a read would give it', async (t) => {
+  const { store, cache, reads } = await storeWithCache(t);
+  await store.messages.append(message('c'));
+  assert.equal((await cache.rows('c')).length, 1);
+  assert.equal((await cache.rows('c')).length, 1);
+  assert.deepEqual(reads, ['recent c']);
+  // The agent's own write (a tool call with data, then a reply): not read back, equal to what a read gives.
+  const call = { ...message('c', 'tool', { kind: 'call', call_id: 'x', batch: 'b', arguments: { path: 'a.ts', skip: undefined } }), tool_name: 'read_file' };
+  await cache.stored('c', [call], () => store.messages.appendMany([call]));
+  const reply = message('c', 'assistant');
+  await cache.stored('c', [reply], () => store.messages.appendMany([reply]));
+  reads.length = 0;
+  const rows = await cache.rows('c');
+  assert.deepEqual(reads, []);
+  assert.deepEqual(rows, await all(store, 'c'));
+  assert.deepEqual(rows[1].data, { kind: 'call', call_id: 'x', batch: 'b', arguments: { path: 'a.ts' } });
+});
+
+test("a message written by anyone else (not through the cache) is read, also when it came between a read and the agent's own write", async (t) => {
+  const { store, cache } = await storeWithCache(t);
+  await store.messages.append(message('c'));
+  await cache.rows('c');
+  // Stored elsewhere (the permission restart's results, a webhook's inbox): the next call must see it.
+  await store.messages.append(message('c', 'assistant'));
+  assert.deepEqual(await cache.rows('c'), await all(store, 'c'));
+  // Between the cache's last read and the agent's write: the agent's row must not be added after a gap.
+  await store.messages.append(message('c', 'assistant'));
+  const mine = message('c');
+  await cache.stored('c', [mine], () => store.messages.appendMany([mine]));
+  assert.deepEqual(await cache.rows('c'), await all(store, 'c'));
+  // Another conversation's write between them: this one's rows are still whole.
+  await cache.rows('c');
+  await store.messages.append(message('other'));
+  const next = message('c');
+  await cache.stored('c', [next], () => store.messages.appendMany([next]));
+  await store.messages.append(message('c', 'assistant'));
+  assert.deepEqual(await cache.rows('c'), await all(store, 'c'));
+});
+
+test('a write the store refused adds nothing', async (t) => {
+  const { store, cache } = await storeWithCache(t);
+  await cache.rows('c');
+  const bad = { ...message('c'), role: 'nobody' as NewMessage['role'] };
+  await assert.rejects(cache.stored('c', [bad], () => store.messages.appendMany([bad])));
+  assert.deepEqual(await cache.rows('c'), []);
 });

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { chmod, mkdtemp, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { watch } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ConfigError, ConfigFile, secretValues } from '../../src/config/config-file';
+import { CONFIG_LOCK_FILE_NAME } from '../../src/config/config-lock';
 import { CONFIG_FILE_NAME } from '../../src/platform/paths';
 import { tcpChannelOf, webhookAccountsOf, websocketChannelsOf, type ServiceConfig } from '../../src/protocol/config';
 import { ServiceError } from '../../src/protocol/errors';
@@ -124,6 +125,17 @@ describe('ConfigFile.load', () => {
     const dir = await dirWith(text);
     await load(dir);
     assert.equal(await readText(dir), text);
+  });
+
+  test("a valid file with a token is read without service.json's lock: a writer holding it does not hold up the start", async () => {
+    const text = `{"model":"x","auth_token":"${TOKEN}"}`;
+    const dir = await dirWith(text);
+    // Held by a live process of this host (the test runner), as by `user add` in its read-modify-write.
+    await writeFile(join(dir, CONFIG_LOCK_FILE_NAME), JSON.stringify({ pid: process.ppid, hostname: hostname(), started_at: new Date().toISOString() }));
+    const file = await load(dir);
+    assert.equal(file.current.model, 'x');
+    assert.equal(file.authToken, TOKEN);
+    assert.ok(await stat(join(dir, CONFIG_LOCK_FILE_NAME)), "the other writer's lock is left as it was");
   });
 
   test('both forms of channels load into the same model', async () => {

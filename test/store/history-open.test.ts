@@ -2,7 +2,13 @@
 // open's one transaction, not one fsync each (issue 25, the start row). Counted where they happen: the
 // worker's fsyncs (HistoryStats.syncs, src/store/history/sync-count.ts), on a real file in a temp dir.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { Database as SqliteFile } from 'node-sqlite3-wasm';
 import { HistoryStore } from '../../src/store/history/history-store';
 import { tempDir } from '../helpers/temp';
 
@@ -22,4 +28,68 @@ test("a new history.db's open costs the WAL's set-up and one commit, not a commi
   // 13 commits with an fsync each (21 fsyncs at creation), then turning the file to WAL in place and a
   // rollback journal's commits (9).
   assert.ok(atCreation <= atReopen + 1, `fsyncs at creation ${atCreation}, at a reopen ${atReopen}`);
+});
+
+/** The schema a history.db holds (sqlite_master), read from the closed file. */
+function schemaOf(file: string): unknown[] {
+  const db = new SqliteFile(file, { readOnly: true });
+  try {
+    db.exec('PRAGMA locking_mode = EXCLUSIVE');
+    return db.all('SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name');
+  } finally {
+    db.close();
+  }
+}
+
+test('a new history.db built before the lock (the boot told the directory) is the one built at the open: the same schema, search, marks and fsyncs', async (t) => {
+  const temp = await tempDir('ra-history-prepared-');
+  t.after(temp.cleanup);
+  const inPlace = join(temp.dir, 'in-place');
+  const prepared = join(temp.dir, 'prepared');
+  await Promise.all([mkdir(inPlace), mkdir(prepared)]);
+  const a = await HistoryStore.open(inPlace);
+  const b = await HistoryStore.boot(undefined, prepared).open(prepared);
+  await b.entriesDurable;
+  for (const store of [a, b.store]) assert.deepEqual(await store.put([{ conversation_id: 'c', role: 'user', content: 'hello prepared world', data: null }]), [1]);
+  assert.deepEqual(
+    (await b.store.search('prepared', null, 10)).map((hit) => hit.key),
+    [1],
+  );
+  assert.deepEqual((await b.store.stats()).syncs, (await a.stats()).syncs);
+  assert.equal(b.store.markBeforeOpen, a.markBeforeOpen);
+  await a.close();
+  await b.store.close();
+  assert.deepEqual(schemaOf(join(prepared, 'history.db')), schemaOf(join(inPlace, 'history.db')));
+  // Nothing of the build is left beside it.
+  assert.deepEqual((await readdir(prepared)).sort(), (await readdir(inPlace)).sort());
+});
+
+test('a directory that has its history.db: the boot told of it builds nothing, and its bodies are there after the open', async (t) => {
+  const temp = await tempDir('ra-history-prepared-');
+  t.after(temp.cleanup);
+  const first = await HistoryStore.open(temp.dir);
+  await first.put([{ conversation_id: 'c', role: 'assistant', content: 'kept across the open', data: null }]);
+  await first.close();
+  const again = await HistoryStore.boot(undefined, temp.dir).open(temp.dir);
+  await again.entriesDurable;
+  assert.equal(again.store.keysBeforeOpen, 1);
+  assert.equal((await again.store.get([1])).get(1)?.content, 'kept across the open');
+  await again.store.close();
+});
+
+test("a prebuild's temporary directory left by a process that is gone (killed mid-build) is removed by the next prebuild; a live process's is kept", async (t) => {
+  const temp = await tempDir('ra-history-prepared-');
+  t.after(temp.cleanup);
+  const gone = spawnSync(process.execPath, ['-e', '0']).pid;
+  const dead = join(tmpdir(), `ra-history-new-${gone}-left`);
+  const live = join(tmpdir(), `ra-history-new-${process.pid}-live`);
+  await Promise.all([mkdir(dead), mkdir(live)]);
+  await writeFile(join(dead, 'history.db'), 'cut short');
+  t.after(() => rm(live, { recursive: true, force: true }));
+  t.after(() => rm(dead, { recursive: true, force: true }));
+  const opened = await HistoryStore.boot(undefined, temp.dir).open(temp.dir);
+  await opened.entriesDurable;
+  await opened.store.close();
+  assert.equal(existsSync(dead), false, 'the dead process leftover removed');
+  assert.equal(existsSync(live), true, "a live process's build kept");
 });

@@ -4,7 +4,7 @@ import type { Message } from '../../protocol';
 import type { MessageRow, NewMessage, Store } from '../../store';
 import { messageOf } from '../client-message';
 import { ProviderError, type ChatMessage, type CompletionResult, type Provider } from '../providers/types';
-import { transcriptOf } from '../transcript';
+import { Transcripts, transcriptOf } from '../transcript';
 import { messagesTokens, type RequestBudget } from './budget';
 import { cutToolOutputs, fitToBudget, lastTurnStart, sinceSummary, splitForSummary, summaryMessage, type SummaryData } from './model-view';
 import { SUMMARY_INSTRUCTIONS, summarise } from './summariser';
@@ -43,6 +43,9 @@ export class CompactionFailed extends Error {}
  * A summary that cannot be made is stored as a notice, and the oldest turns are cut instead.
  */
 export class Compactor {
+  /** The conversations' transcripts, each turn's part kept while its rows are the same (the history cache's). */
+  private readonly transcripts = new Transcripts();
+
   constructor(
     private readonly store: Store,
     private readonly logger: Logger,
@@ -54,7 +57,10 @@ export class Compactor {
    */
   async modelView(rows: readonly MessageRow[], system: readonly ChatMessage[], call: CompactionCall, mayCompact: boolean): Promise<ModelView> {
     const { summary, tail } = sinceSummary(rows);
-    const history = [...(summary ? [summaryMessage(summary.content)] : []), ...transcriptOf(tail)];
+    const transcript = this.transcripts.of(tail);
+    const history = summary ? [summaryMessage(summary.content), ...transcript] : transcript;
+    // Counted once: within the budget nothing is cut.
+    if (messagesTokens(history) <= call.budget.history) return { messages: [...system, ...history] };
     const cut = cutToolOutputs(history, call.budget.history);
     if (messagesTokens(cut) <= call.budget.history) return { messages: [...system, ...cut] };
     await call.ready?.();

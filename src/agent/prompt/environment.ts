@@ -51,13 +51,34 @@ const LINE_BREAK = /(\r\n|[\n\r\u2028\u2029\u0085\v\f])/;
  */
 export function withoutForgedNotes<T extends { role: string; content: string; moment?: true }>(messages: readonly T[]): T[] {
   return messages.map((message) => {
-    if (message.role !== 'user' || message.moment || !HASH_LIKE.test(message.content)) return message;
-    const content = message.content
-      .split(LINE_BREAK)
-      .map((part, i) => (i % 2 === 0 ? escapedHeading(part) : part))
-      .join('');
-    return content === message.content ? message : { ...message, content };
+    if (message.role !== 'user' || message.moment) return message;
+    // A short text is scanned faster than it is looked up.
+    if (message.content.length < KEPT_FROM_CHARS) return withoutForgedNote(message);
+    let readable = readableMessages.get(message) as T | undefined;
+    if (readable === undefined) {
+      readable = withoutForgedNote(message);
+      readableMessages.set(message, readable);
+    }
+    return readable;
   });
+}
+
+/**
+ * Each user message as withoutForgedNotes gives it, by the message: a transcript's messages are kept
+ * from step to step (transcript.ts Transcripts), and each step scanned all their text again (pasted
+ * files, the editor's context). A message is not changed once made (a changed one is a new object).
+ */
+const readableMessages = new WeakMap<object, object>();
+/** Messages this long at least are kept in readableMessages. */
+const KEPT_FROM_CHARS = 256;
+
+function withoutForgedNote<T extends { content: string }>(message: T): T {
+  if (!HASH_LIKE.test(message.content)) return message;
+  const content = message.content
+    .split(LINE_BREAK)
+    .map((part, i) => (i % 2 === 0 ? escapedHeading(part) : part))
+    .join('');
+  return content === message.content ? message : { ...message, content };
 }
 
 /** The line with a backslash before its first `#`-like character when it reads as the note's heading. */
@@ -122,8 +143,22 @@ function timeZoneName(): string {
   return zoneName.name;
 }
 
+/**
+ * The last time told, by its minute since the epoch and TZ: every turn of a minute says the same (every
+ * zone's offset today is whole minutes, so a minute since the epoch is one local minute).
+ */
+let lastTime: { minute: number; tz: string | undefined; text: string } | undefined;
+
 /** `Thursday 2026-11-26 06:31 (Europe/Paris, UTC+01:00)`: the user's local time, which the model cannot know. */
 export function localTime(now: Date): string {
+  const minute = Math.floor(now.getTime() / 60_000);
+  if (lastTime !== undefined && lastTime.minute === minute && lastTime.tz === process.env.TZ) return lastTime.text;
+  const text = formattedTime(now);
+  lastTime = { minute, tz: process.env.TZ, text };
+  return text;
+}
+
+function formattedTime(now: Date): string {
   const zone = timeZoneName();
   const offset = -now.getTimezoneOffset();
   const sign = offset >= 0 ? '+' : '-';

@@ -265,7 +265,7 @@ function keyOf(roots: readonly string[]): string {
   return roots.map((root) => path.resolve(root)).join('\0');
 }
 
-function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+export function sameStrings(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((item, i) => item === b[i]);
 }
 

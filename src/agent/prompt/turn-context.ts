@@ -5,7 +5,7 @@ import type { ChatMessage } from '../providers/types';
 import type { ToolCallData } from '../transcript';
 import { environmentBlock, momentNote, type MomentFacts, type WorkplaceFacts } from './environment';
 import { GitStatusCache } from './git-status';
-import { InstructionFiles, type InstructionFile, type InstructionFileInfo } from './instruction-files';
+import { InstructionFiles, sameStrings, type InstructionFile, type InstructionFileInfo } from './instruction-files';
 import { systemPromptOf } from './system-prompt';
 
 /** Tools whose `path` (or `cwd`) names a place in the workspace: the nearest AGENTS.md above it applies. */
@@ -27,6 +27,8 @@ export class TurnContext {
   readonly instructions: InstructionFiles;
   /** None in a practice twin (practiceTwin): it asks git nothing. */
   private readonly git: GitStatusCache | undefined;
+  /** The last system message and what it was made of (systemMessage): made again only when one of them changed. */
+  private lastSystem: SystemParts | undefined;
 
   constructor(
     private readonly workspaceRoots: () => string[],
@@ -113,9 +115,29 @@ export class TurnContext {
       turn.key = key;
     }
     const files = turn.files;
-    const parts = [systemPromptOf(config), instructionsText(files), environmentBlock({ ...workplace, roots })].filter((part) => part.length > 0);
-    return { role: 'system', content: parts.join('\n\n') };
+    const prompt = systemPromptOf(config);
+    const kept = this.lastSystem;
+    if (kept && kept.prompt === prompt && kept.model === workplace.model && kept.contextWindow === workplace.contextWindow && sameStrings(kept.roots, roots) && sameFiles(kept.files, files)) {
+      return { role: 'system', content: kept.content };
+    }
+    const parts = [prompt, instructionsText(files), environmentBlock({ ...workplace, roots })].filter((part) => part.length > 0);
+    const content = parts.join('\n\n');
+    this.lastSystem = { prompt, files, model: workplace.model, contextWindow: workplace.contextWindow, roots: [...roots], content };
+    return { role: 'system', content };
   }
+}
+
+/** What a system message is made of besides what stays for the process (the OS, the shell), and its text. */
+interface SystemParts extends Omit<WorkplaceFacts, 'roots'> {
+  prompt: string;
+  files: readonly InstructionFile[];
+  roots: readonly string[];
+  content: string;
+}
+
+/** Whether two lists of instruction files read the same to the model (instructionsText: scope, path, text). */
+function sameFiles(a: readonly InstructionFile[], b: readonly InstructionFile[]): boolean {
+  return a.length === b.length && a.every((file, i) => file.scope === b[i].scope && file.path === b[i].path && file.text === b[i].text);
 }
 
 /** The instruction files of a turn so far, and the touched paths they were found for. */

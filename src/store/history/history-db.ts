@@ -1,14 +1,16 @@
 // history.db: message bodies (content and data JSON) in a file-backed SQLite, so they stay on disk
 // rather than in sql.js' memory. Synchronous (node-sqlite3-wasm); only the history worker uses it.
-import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statfsSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
 import { COLD_SCHEMA, countCold, cutCold, dropCold, putCold, putColdUsage, queryCold, queryColdAfterSeq, queryColdUsage } from './cold';
 import { cutBeforeOpen, damageAtOpen } from './integrity';
 import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
-import { DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
+import { bodyChars, DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
+import { pidAlive } from '../../platform/lock-file';
 import type { BodyOut, BodyRef, ColdCutResult, ColdMeta, ColdQuery, ColdRow, ColdUsage, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks } from './protocol';
 
 /**
@@ -41,10 +43,60 @@ END;`;
  * make the directory entry durable. A crash leaves either no history.db or a whole one. Turning a new file to WAL in place and its
  * tables took 6 of the 9 fsyncs of a new directory's history.db (a rollback journal's commits), on the
  * start's longest path (issue 25). Only when no WAL is there either: SQLite deletes the WAL of an empty
- * file, and a new file must not meet an old WAL.
+ * file, and a new file must not meet an old WAL. `built`: the new file's bytes made before the lock
+ * (newHistoryFileBytes), written as they are instead of built here.
  */
-export function buildHistoryFileAside(file: string, mode: number): string {
+export function buildHistoryFileAside(file: string, mode: number, built?: Buffer): string {
   const fresh = removeBuildAside(file);
+  if (built) writeFileSync(fresh, built, { mode, flag: 'wx' });
+  else buildHistoryFile(fresh, mode);
+  const fd = openSync(fresh, 'r+');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  return fresh;
+}
+
+/**
+ * A new history.db's bytes, built in a private temporary directory (removed before this returns): the
+ * history worker makes them as soon as it is told which file the open will name and that there is none
+ * (history-worker.ts `prepare`), before the data directory is locked, while the service's thread still
+ * loads service.json and takes the lock. Building them is most of a new data directory's history.db open
+ * (SQLite compiling its code, the search index's tables), which otherwise began only at the lock and was
+ * the longest path to the first command answered (docs/design.md, "What competes with the open for the
+ * cores (s12)"). The same bytes as a build in place: a file's bytes do not depend on its name.
+ */
+export function newHistoryFileBytes(): Buffer {
+  removeDeadBuilds();
+  const dir = mkdtempSync(path.join(tmpdir(), `${PREBUILD_PREFIX}${process.pid}-`));
+  try {
+    const file = path.join(dir, 'history.db');
+    buildHistoryFile(file, PRIVATE_FILE_MODE);
+    return readFileSync(file);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A prebuild's temporary directory is named `<prefix><pid>-<random>`: the process that made it. */
+const PREBUILD_PREFIX = 'ra-history-new-';
+
+/**
+ * Removes the temporary directories of prebuilds whose process is gone: a start killed (or its worker
+ * terminated: a bad service.json, the directory held by another) in the middle of one leaves it.
+ */
+function removeDeadBuilds(): void {
+  for (const name of readdirSync(tmpdir())) {
+    if (!name.startsWith(PREBUILD_PREFIX)) continue;
+    const pid = Number(name.slice(PREBUILD_PREFIX.length).split('-')[0]);
+    if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && !pidAlive(pid)) rmSync(path.join(tmpdir(), name), { recursive: true, force: true });
+  }
+}
+
+/** Builds a new history.db at `fresh` (tables, the search index, WAL noted in its header): no journal, no fsync. */
+function buildHistoryFile(fresh: string, mode: number): void {
   closeSync(openSync(fresh, 'w', mode));
   const db = new SqliteFile(fresh);
   try {
@@ -56,14 +108,7 @@ export function buildHistoryFileAside(file: string, mode: number): string {
   } finally {
     db.close();
   }
-  const fd = openSync(fresh, 'r+');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
   rmSync(`${fresh}-wal`, { force: true });
-  return fresh;
 }
 
 /**
@@ -311,7 +356,7 @@ export class HistoryDb {
     } catch (err) {
       throw this.explain(
         err,
-        bodies.reduce((n, b) => n + b.content.length + (b.data?.length ?? 0), 0),
+        bodies.reduce((n, b) => n + bodyChars(b), 0),
       );
     }
   }

@@ -5,7 +5,7 @@ import { fsyncDir } from '../replay';
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { ServiceError } from '../../protocol/errors';
 import { startHistoryWorker } from './start-worker';
-import { CORRUPT, DISK_FULL } from './protocol';
+import { bodyChars, CORRUPT, DISK_FULL } from './protocol';
 import { RecentBodies } from './recent-bodies';
 import type {
   BodyIn,
@@ -77,6 +77,50 @@ function workerChannel(worker: Worker): HistoryChannel {
   };
 }
 
+/** How long `write` holds bodies for more to join them in one put to the worker. */
+const GROUP_MS = 50;
+/** A group this large is sent at once. */
+const GROUP_MAX_BYTES = 1024 * 1024;
+/** Past this many bytes written and not yet answered by the worker, writers wait for their put (`write`'s `behind`). */
+export const MAX_UNWRITTEN_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Bodies held for one put to the worker: sent GROUP_MS after the first, or at once when GROUP_MAX_BYTES
+ * are held or any other request (a read, `sync`, `close`) is sent, so the worker still sees every body
+ * before any request sent after it was written. Held only in memory meanwhile: their journal record is
+ * their durable copy (a kill -9 before the put loses nothing; the next open writes them from the
+ * journal: restore.ts), and reads take them from the recent bodies or, once evicted there, from the
+ * worker after the put this sends first.
+ */
+class Group {
+  readonly bodies: KeyedBody[] = [];
+  bytes = 0;
+  readonly written: Promise<void>;
+  private resolve!: (done: Promise<void>) => void;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(send: () => void) {
+    this.written = new Promise<void>((resolve) => (this.resolve = resolve));
+    this.written.catch(() => {});
+    // Not a reason to keep the process alive: `close` sends it, and a process that ends without closing leaves the bodies to the journal.
+    this.timer = setTimeout(send, GROUP_MS).unref();
+  }
+
+  /** Adds bodies; their size in bytes (about: characters). */
+  add(bodies: readonly KeyedBody[]): number {
+    const bytes = bodies.reduce((n, b) => n + bodyChars(b), 0);
+    this.bodies.push(...bodies);
+    this.bytes += bytes;
+    return bytes;
+  }
+
+  /** The group is sent: `written` follows `done`. */
+  settle(done: Promise<void>): void {
+    clearTimeout(this.timer);
+    this.resolve(done);
+  }
+}
+
 interface Pending {
   resolve: (value: unknown) => void;
   reject: (err: Error) => void;
@@ -104,6 +148,12 @@ export class HistoryStore {
    */
   private readonly owed = new Map<number, KeyedBody>();
   private readonly pending = new Map<number, Pending>();
+  /** Bodies `write` gave keys to and holds for the next put (null: none). */
+  private group: Group | null = null;
+  /** Bytes of bodies written (`write`) and not yet answered by the worker: held in `group` or in a put under way. */
+  private unwritten = 0;
+  /** The last group sent to the worker: settled once the worker answered every body `write` was given before it. */
+  private lastSent: Promise<void> = Promise.resolve();
   private failure: Error | null = null;
   /** Why writes fail for now (a full disk), null when they work; cleared by the next stored body. */
   degraded: string | null = null;
@@ -140,10 +190,12 @@ export class HistoryStore {
   /**
    * Starts the worker (loading SQLite's WASM takes a while) before the data directory is locked, or
    * takes one `startHistoryWorker` started; `open` then opens history.db in it. Call `boot` early, `open` once
-   * service.lock is held.
+   * service.lock is held. `dir`: the data directory the open will name, when known now: if it has no
+   * history.db, the worker builds a new one's bytes before the lock (history-worker.ts `prepare`).
    */
-  static boot(started?: Worker): HistoryBoot {
+  static boot(started?: Worker, dir?: string): HistoryBoot {
     const worker = started ?? startHistoryWorker();
+    if (dir !== undefined) worker.postMessage({ prepare: path.join(dir, HISTORY_FILE_NAME) } satisfies WorkerInbound);
     const failed = new Promise<never>((_, reject) => {
       worker.once('error', reject);
       worker.once('exit', (code) => reject(new Error(`the history worker exited (code ${code}) before opening ${HISTORY_FILE_NAME}`)));
@@ -231,26 +283,53 @@ export class HistoryStore {
   }
 
   /**
-   * Gives bodies their keys and sends them to be written without an fsync; returns at once. They
-   * survive a killed process, not a power loss: the caller journals them with the rows that refer to
-   * them (WriteTx.keepBodies), whose one fsync makes both durable, until `sync` (before that journal
-   * segment is compacted) covers them here. `written` settles when the worker has written them; if it
-   * could not, they are owed (written with the next write) and `written` rejects with why.
+   * Gives bodies their keys and has them written without an fsync; returns at once. They survive a
+   * killed process once the caller's journal record holding them is written (WriteTx.keepBodies), whose
+   * one fsync makes rows and bodies durable together, until `sync` (before that journal segment is
+   * compacted) covers them here. Bodies written within GROUP_MS of each other go to the worker in one
+   * put (one transaction): see `Group`. `written` settles when the worker has written them; if it could
+   * not, they are owed (written with the next write) and `written` rejects with why. `behind`: more than
+   * MAX_UNWRITTEN_BYTES wait to be written, and the caller waits for `written` before going on, so a slow
+   * worker cannot make memory grow without bound.
    */
-  write(bodies: BodyIn[]): { bodies: KeyedBody[]; written: Promise<void> } {
+  write(bodies: BodyIn[]): { bodies: KeyedBody[]; written: Promise<void>; behind: boolean } {
     // A worker that is gone writes nothing: no row may come to refer to these bodies.
     if (this.failure) throw this.failure;
     const keyed = this.keyed(bodies);
     this.recent.add(keyed);
-    const written =
-      keyed.length === 0
-        ? Promise.resolve()
-        : this.sendPut(keyed, false).catch((err: unknown) => {
-            for (const b of keyed) this.owed.set(b.key, b);
-            throw err;
-          });
-    written.catch(() => {});
-    return { bodies: keyed, written };
+    if (keyed.length === 0) return { bodies: keyed, written: Promise.resolve(), behind: false };
+    const group = (this.group ??= new Group(() => this.post()));
+    const bytes = group.add(keyed);
+    this.unwritten += bytes;
+    if (group.bytes >= GROUP_MAX_BYTES) this.post();
+    return { bodies: keyed, written: group.written, behind: this.unwritten > MAX_UNWRITTEN_BYTES };
+  }
+
+  /**
+   * Resolves once the worker answered every body `write` was given before the call (held ones are sent
+   * now), so `degraded` says how their writes went (the store's `problem`).
+   */
+  async answered(): Promise<void> {
+    this.post();
+    await this.lastSent.catch(() => undefined);
+  }
+
+  /** Sends the bodies `write` holds to the worker now (any request sent after it then sees them). */
+  post(): void {
+    const group = this.group;
+    if (!group) return;
+    this.group = null;
+    this.lastSent = group.written;
+    group.settle(
+      this.sendPut(group.bodies, false).then(
+        () => void (this.unwritten -= group.bytes),
+        (err: unknown) => {
+          this.unwritten -= group.bytes;
+          for (const b of group.bodies) this.owed.set(b.key, b);
+          throw err;
+        },
+      ),
+    );
   }
 
   /** Makes every body written so far durable (one fsync); the sync mark it committed (history-db.ts). Fails while bodies are owed. */
@@ -392,6 +471,7 @@ export class HistoryStore {
 
   close(): Promise<void> {
     this.closing ??= (async () => {
+      this.post();
       if (!this.failure) await this.send<null>({ id: this.nextId++, close: true }).catch(() => {});
       await this.channel.end();
     })();
@@ -413,6 +493,9 @@ export class HistoryStore {
 
   private call<K extends HistoryRequest['op']>(request: Extract<HistoryRequest, { op: K }>): Promise<HistoryReplies[K]> {
     if (this.closing) return Promise.reject(new Error('the store is closed'));
+    // The worker answers in order: bodies written before this request are sent ahead of it.
+    const asked: HistoryRequest = request;
+    if (asked.op !== 'put' || asked.durable) this.post();
     return this.send({ id: this.nextId++, request });
   }
 

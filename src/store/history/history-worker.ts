@@ -5,13 +5,13 @@ import { closeSync, existsSync, openSync, renameSync, rmSync } from 'node:fs';
 import { isMainThread, parentPort } from 'node:worker_threads';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import type { MessagePort } from 'node:worker_threads';
-import { buildHistoryFileAside, HistoryDb, removeBuildAside } from './history-db';
+import { buildHistoryFileAside, HistoryDb, newHistoryFileBytes, removeBuildAside } from './history-db';
 import { CORRUPT } from './protocol';
 import { countSyncs } from './sync-count';
 import type { HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
 
 type Job = Extract<WorkerInbound, { request: HistoryRequest }>;
-type Later = Exclude<WorkerInbound, { open: string } | { begin: boolean } | { practise: MessagePort }>;
+type Later = Exclude<WorkerInbound, { prepare: string } | { open: string } | { begin: boolean } | { practise: MessagePort }>;
 
 function handle(db: HistoryDb, request: HistoryRequest): HistoryReplies[keyof HistoryReplies] {
   switch (request.op) {
@@ -147,11 +147,12 @@ function practise(port: MessagePort): void {
  * killed process leaves behind (service.lock already makes this process the only one using the
  * directory), and a new file is created private (SQLite would use the umask). Here rather than in the
  * service's thread, so that the open does not wait for that thread's start-up work. Answers the new file
- * built aside, when there was none: renamed in only once service.db opened.
+ * built aside, when there was none: renamed in only once service.db opened (`built`: its bytes, made
+ * before the lock by `prepare`).
  */
-function prepareFile(file: string): string | undefined {
+function prepareFile(file: string, built: Buffer | undefined): string | undefined {
   rmSync(`${file}.lock`, { recursive: true, force: true });
-  if (!existsSync(file) && !existsSync(`${file}-wal`)) return buildHistoryFileAside(file, PRIVATE_FILE_MODE);
+  if (!isThere(file)) return buildHistoryFileAside(file, PRIVATE_FILE_MODE, built);
   else {
     // A build aside cut short by a crash, where the file (or its WAL) is there: litter, nothing more.
     removeBuildAside(file);
@@ -160,10 +161,34 @@ function prepareFile(file: string): string | undefined {
   }
 }
 
+/** Whether history.db (or a WAL of it) is there: then the open opens it rather than making a new one. */
+function isThere(file: string): boolean {
+  return existsSync(file) || existsSync(`${file}-wal`);
+}
+
+/**
+ * A new history.db's bytes, built before the lock when there is no such file now (checked again under the
+ * lock: prepareFile); undefined when there is one, or the build failed (the open then builds in place,
+ * and meets the same error there if it was not the temporary directory's).
+ */
+function prebuild(file: string): Buffer | undefined {
+  try {
+    return isThere(file) ? undefined : newHistoryFileBytes();
+  } catch {
+    return undefined;
+  }
+}
+
 if (!isMainThread && parentPort) {
   countSyncs();
   const port = parentPort;
-  port.once('message', (first: WorkerInbound) => {
+  let built: Buffer | undefined;
+  port.once('message', function opening(first: WorkerInbound) {
+    if ('prepare' in first) {
+      built = prebuild(first.prepare);
+      port.once('message', opening);
+      return;
+    }
     if (!('open' in first)) return;
     const refuse = (error: string) => {
       port.postMessage({ ready: false, error } satisfies WorkerOutbound);
@@ -172,7 +197,8 @@ if (!isMainThread && parentPort) {
     let db: HistoryDb | undefined;
     let aside: string | undefined;
     try {
-      aside = prepareFile(first.open);
+      aside = prepareFile(first.open, built);
+      built = undefined;
       if (!aside) db = new HistoryDb(first.open, first.recover);
     } catch (err) {
       refuse(err instanceof Error ? err.message : String(err));

@@ -19,6 +19,11 @@ export interface BodyIn {
   data: string | null;
 }
 
+/** A body's size in characters (its text and data), what the memory holding it is counted by. */
+export function bodyChars(b: Pick<BodyIn, 'content' | 'data'>): number {
+  return b.content.length + (b.data?.length ?? 0);
+}
+
 /** A body stored under a given key (history-db.ts `fill`). */
 export interface KeyedBody extends BodyIn {
   key: number;
@@ -163,11 +168,14 @@ export interface HistoryReplies {
 }
 
 /**
- * `open` comes first: the worker starts (and compiles SQLite) while the main thread loads sql.js, and
+ * `prepare` may come first, as soon as the file is known (before the data directory is locked): when
+ * there is no such file, the worker builds a new one's bytes meanwhile (history-db.ts newHistoryFileBytes).
+ * `open` comes next: the worker starts (and compiles SQLite) while the main thread loads sql.js, and
  * opens and checks the file without writing to it. `begin` follows once the data directory may be
  * changed (service.db opened): true makes the open's writes and answers `ready`, false closes the file.
  */
 export type WorkerInbound =
+  | { prepare: string }
   | { open: string; recover: boolean }
   | { begin: boolean }
   | { id: number; request: HistoryRequest }

@@ -1,4 +1,4 @@
-import type { BodyOut, KeyedBody } from './protocol';
+import { bodyChars, type BodyOut, type KeyedBody } from './protocol';
 
 /**
  * The bodies this process wrote last, by key, so the reads that follow a write (the agent's history of
@@ -17,7 +17,7 @@ export class RecentBodies {
 
   add(bodies: readonly KeyedBody[]): void {
     for (const b of bodies) {
-      const size = 100 + b.content.length + (b.data?.length ?? 0);
+      const size = 100 + bodyChars(b);
       if (size > this.maxBytes) continue;
       this.drop([b.key]);
       this.bodies.set(b.key, { body: { key: b.key, content: b.content, data: b.data, cut: b.cut === true }, size });

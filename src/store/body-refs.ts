@@ -76,10 +76,16 @@ export function referencedAmong(db: Database, keys: readonly number[]): Set<numb
   return found;
 }
 
-/** Every body a salvage of history.db must keep (bodies waiting to be deleted aside), by key. */
-export function salvagedRefs(db: Database): BodyRef[] {
+/**
+ * Every body a salvage of history.db must keep (bodies waiting to be deleted aside), by key; with `above`,
+ * only those with a higher key (the ones a history.db ending there lost).
+ */
+export function salvagedRefs(db: Database, above = 0): BodyRef[] {
   const parts = referrers(db).flatMap((r) =>
-    r.salvaged ? [`SELECT body_key AS key, ${r.salvaged.conversation} AS conversation_id, ${r.salvaged.role} AS role FROM ${r.table} WHERE body_key IS NOT NULL`] : [],
+    r.salvaged ? [`SELECT body_key AS key, ${r.salvaged.conversation} AS conversation_id, ${r.salvaged.role} AS role FROM ${r.table} WHERE body_key > ?`] : [],
   );
-  return db.all<BodyRef>(`SELECT key, conversation_id, role FROM (${parts.join(' UNION ALL ')}) ORDER BY key`);
+  return db.all<BodyRef>(
+    `SELECT key, conversation_id, role FROM (${parts.join(' UNION ALL ')}) ORDER BY key`,
+    parts.map(() => above),
+  );
 }

@@ -26,7 +26,6 @@ import type { Worker } from 'node:worker_threads';
 import { loadSqlJs } from './sqljs';
 import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
-import type { MessageRole } from './types';
 import type { KeyedBody } from './history/protocol';
 import { restoreJournaledBodies, syncHistory } from './history/restore';
 import { highestReferencedKey, salvagedRefs } from './body-refs';
@@ -153,16 +152,17 @@ async function checkHistoryComplete(db: Database, history: HistoryStore, present
   if (referenced <= present) return;
   const problem =
     `${HISTORY_FILE_NAME} in ${db.dir} is missing message bodies that were acknowledged (it ends at body ${present}, ` +
-    `messages refer to bodies up to ${referenced}): it was damaged or replaced by an older copy.`;
+    `service.db refers to bodies up to ${referenced}): it was damaged or replaced by an older copy.`;
   if (!recover) {
     throw new Error(`${problem} The store was not opened and nothing was changed. To start anyway, run \`remote-assistant serve --recover\`: those messages then read "${LOST_BODY_TEXT}".`);
   }
-  const lost = db.all<{ body_key: number; conversation_id: string; role: MessageRole }>('SELECT body_key, conversation_id, role FROM messages WHERE body_key > ? ORDER BY body_key', [present]);
+  // Every referrer's (a message's, an inbox message's, a pending delivery's: body-refs.ts).
+  const lost = salvagedRefs(db, present);
   await history.fill(
-    lost.map((m) => ({ key: m.body_key, conversation_id: m.conversation_id, role: m.role, content: LOST_BODY_TEXT, data: null })),
+    lost.map((ref) => ({ ...ref, content: LOST_BODY_TEXT, data: null })),
     referenced,
   );
-  history.damaged ??= `${HISTORY_FILE_NAME} had lost ${lost.length} acknowledged message bodies (damaged or replaced by an older copy); they read "${LOST_BODY_TEXT}" now. Started with --recover: restart the service to clear this notice`;
+  history.damaged ??= `${HISTORY_FILE_NAME} had lost ${lost.length} acknowledged bodies (damaged or replaced by an older copy); they read "${LOST_BODY_TEXT}" now. Started with --recover: restart the service to clear this notice`;
   logger.error('history.bodies_missing', { last_key: present, referenced, lost: lost.length });
 }
 
@@ -176,8 +176,8 @@ async function salvageHistory(db: Database, history: HistoryStore, journaled: Ke
   // Webhook messages waiting in the inbox and pending deliveries have their body in history.db too (store/webhooks.ts).
   const result = await history.salvage(salvagedRefs(db), LOST_BODY_TEXT, Math.max(highestReferencedKey(db), history.keysBeforeOpen), journaled);
   history.damaged =
-    `${HISTORY_FILE_NAME} was damaged (${history.damageAtOpen}) and was rebuilt by --recover: ${result.kept} message bodies read back, ` +
-    `${result.lost} lost (they read "${LOST_BODY_TEXT}"); the damaged file is kept as ${path.basename(result.aside)}. Restart the service to clear this notice`;
+    `${HISTORY_FILE_NAME} was damaged (${history.damageAtOpen}) and was rebuilt by --recover: ${result.kept} bodies read back, ` +
+    `${result.lost} lost (bodies of messages, of webhook messages waiting and of pending deliveries; the lost read "${LOST_BODY_TEXT}"); the damaged file is kept as ${path.basename(result.aside)}. Restart the service to clear this notice`;
   logger.error('history.salvaged', { damage: history.damageAtOpen, kept: result.kept, lost: result.lost, aside: path.basename(result.aside) });
 }
 

@@ -116,6 +116,14 @@ function rawOf({ bytes: _bytes, cut: _cut, ended: _ended, ...meta }: ColdRow): R
   return { ...meta, content: '', data: null };
 }
 
+/** Bodies appendMany writes for rows other than its messages (see there). */
+export interface ExtraBodies {
+  /** As messages: history.db stores each with its conversation and role. */
+  bodies: readonly NewMessage[];
+  /** Whether the transaction was applied, asked when it failed (by default: whether its first message is stored). */
+  applied?: () => boolean;
+}
+
 export class MessagesRepo {
   /** Whether the schema has cold rows (migration 18), asked once. */
   private cold: boolean | undefined;
@@ -140,17 +148,20 @@ export class MessagesRepo {
    * waited for (it is grouped with the bodies that follow, and `sync` covers it before the journal lets
    * go of the record), except while the worker is behind by more than HistoryStore allows in memory.
    * `alsoInTx` writes more in the same transaction (rows that must appear with these messages);
-   * `options` are Database.write's (a turn's user message defers its sync: agent/user-commit.ts).
+   * `options` are Database.write's (a turn's user message defers its sync: agent/user-commit.ts). `extra`:
+   * more bodies written and journaled the same way, for rows `alsoInTx` writes (given their keys; a webhook
+   * delivery's).
    */
-  async appendMany(messages: readonly NewMessage[], alsoInTx?: (tx: WriteTx) => void, options?: WriteOptions): Promise<void> {
-    if (messages.length === 0) return;
-    const { bodies, written, behind } = this.writeBodies(messages);
+  async appendMany(messages: readonly NewMessage[], alsoInTx?: (tx: WriteTx, extra: KeyedBody[]) => void, options?: WriteOptions, extra?: ExtraBodies): Promise<void> {
+    const sources = extra ? [...messages, ...extra.bodies] : messages;
+    if (sources.length === 0) return;
+    const { bodies, written, behind } = this.writeBodies(sources);
     let durable: Promise<void>;
     try {
       durable = this.db.write((tx) => {
         messages.forEach((m, i) => insertMessage(tx, m, bodies[i].key));
         tx.keepBodies(bodies);
-        alsoInTx?.(tx);
+        alsoInTx?.(tx, bodies.slice(messages.length));
       }, options);
     } catch (err) {
       this.discardBodies(bodies.map((b) => b.key));
@@ -159,7 +170,7 @@ export class MessagesRepo {
     // A transaction that failed is not applied: nothing refers to its bodies. They are discarded once the
     // worker answered, since a refused write makes them owed and they must not be owed again after.
     const applied = durable.catch(async (err: unknown) => {
-      if (!this.has(messages[0].id)) {
+      if (!(extra?.applied ?? (() => this.has(messages[0].id)))()) {
         await written.catch(() => undefined);
         this.discardBodies(bodies.map((b) => b.key));
       }

@@ -1,7 +1,7 @@
 import { DELIVERY_BODY_ROLE } from './body-refs';
 import type { Database, WriteTx } from './database';
 import type { KeyedBody } from './history/protocol';
-import { LOST_BODY_TEXT, type MessagesRepo } from './messages';
+import { LOST_BODY_TEXT, type ExtraBodies, type MessagesRepo } from './messages';
 import type { NewMessage } from './types';
 import { previewOf } from '../protocol/preview';
 
@@ -121,7 +121,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
  * A new pending delivery, due at once, carrying `messageId` (a reply, or the message an error callback is
- * about); its body stored ahead in history.db (putDeliveryBody), journaled with the row: its one durable commit.
+ * about); its body sent to history.db with the transaction, which journals it (MessagesRepo.appendMany's `extra`).
  */
 function insertDelivery(tx: WriteTx, delivery: NewDelivery, body: KeyedBody, kind: DeliveryKind, messageId: string): void {
   tx.run(
@@ -129,7 +129,6 @@ function insertDelivery(tx: WriteTx, delivery: NewDelivery, body: KeyedBody, kin
      VALUES (?, ?, ?, ?, ?, '', ?, ?, 'pending', ?, ?, ?)`,
     [delivery.id, delivery.account, delivery.url, body.conversation_id, messageId, body.key, kind, iso(delivery.now), delivery.now, delivery.give_up_ms],
   );
-  tx.keepBodies([body]);
 }
 
 /** The inbox row keeps only the preview of its text (see WebhooksRepo.inboxPreview). */
@@ -271,61 +270,52 @@ export class WebhooksRepo {
 
   /**
    * The reply, its inbox row marked answered and its delivery (and `alsoInTx`: the turn's usage), in one
-   * durable transaction; the delivery's body is stored in history.db first.
+   * durable transaction; the delivery's body goes to history.db with the reply's (MessagesRepo.appendMany):
+   * a history.db that refuses the write makes both owed, the reply is stored all the same.
    */
   async answer(inboxMessageId: string, reply: NewMessage, delivery: NewDelivery, alsoInTx?: (tx: WriteTx) => void): Promise<void> {
-    const body = await this.putDeliveryBody(delivery, reply.conversation_id);
-    await this.withDeliveryBody(delivery, body, () =>
-      this.messages.appendMany([reply], (tx) => {
+    await this.messages.appendMany(
+      [reply],
+      (tx, [body]) => {
         alsoInTx?.(tx);
         const done = tx.run(`UPDATE webhook_inbox SET status = 'answered', reply_id = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [reply.id, iso(delivery.now), inboxMessageId]);
         if (done.changes === 0) throw new Error(`webhook inbox row ${inboxMessageId} is not pending`);
         insertDelivery(tx, delivery, body, 'reply', reply.id);
-      }),
+      },
+      undefined,
+      this.deliveryBodyOf(delivery, reply.conversation_id),
     );
   }
 
-  /** A delivery's body, in history.db ahead of the transaction that refers to it (as accept's message body). */
-  private async putDeliveryBody(delivery: NewDelivery, conversationId: string): Promise<KeyedBody> {
-    const [body] = await this.messages.putBodies([{ id: delivery.id, conversation_id: conversationId, role: DELIVERY_BODY_ROLE, content: delivery.body, timestamp: iso(delivery.now) }]);
-    return body;
-  }
-
-  /** Runs the write of `delivery` (whose body is `body`); its body is given back when the row was not stored. */
-  private async withDeliveryBody(delivery: NewDelivery, body: KeyedBody, write: () => Promise<void>): Promise<void> {
-    try {
-      await write();
-    } catch (error) {
-      // Applied but not durable (the journal failed after): the row refers to it, it stays.
-      if (!this.getDelivery(delivery.id)) this.messages.discardBodies([body.key]);
-      throw error;
-    }
+  /** A delivery's body as appendMany writes it with its transaction; that transaction was applied when the delivery is stored. */
+  private deliveryBodyOf(delivery: NewDelivery, conversationId: string): ExtraBodies {
+    return {
+      bodies: [{ id: delivery.id, conversation_id: conversationId, role: DELIVERY_BODY_ROLE, content: delivery.body, timestamp: iso(delivery.now) }],
+      applied: () => this.getDelivery(delivery.id) !== undefined,
+    };
   }
 
   /**
    * The message cannot be answered: its row marked failed and the error callback telling the sender, in
-   * one durable transaction (the delivery's message_id is the incoming message's; its body stored in
-   * history.db first).
+   * one durable transaction (the delivery's message_id is the incoming message's; its body written to
+   * history.db with it, as answer's).
    */
   async failWithCallback(inboxMessageId: string, error: string, delivery: NewDelivery & { conversation_id: string }): Promise<void> {
-    const body = await this.putDeliveryBody(delivery, delivery.conversation_id);
-    await this.withDeliveryBody(delivery, body, () => this.failInTx(inboxMessageId, error, delivery, body));
+    await this.messages.appendMany([], (tx, [body]) => this.failInTx(tx, inboxMessageId, error, delivery, body), undefined, this.deliveryBodyOf(delivery, delivery.conversation_id));
   }
 
-  private failInTx(inboxMessageId: string, error: string, delivery: NewDelivery, body: KeyedBody): Promise<void> {
-    return this.db.write((tx) => {
-      const done = tx.run(`UPDATE webhook_inbox SET status = 'failed', error = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [error, iso(delivery.now), inboxMessageId]);
-      if (done.changes === 0) throw new Error(`webhook inbox row ${inboxMessageId} is not pending`);
-      // Never answered, never run again: the sender has its text, and its error callback says why.
-      const row = tx.get<{ content: string; body_key: number | null }>('SELECT content, body_key FROM webhook_inbox WHERE message_id = ?', [inboxMessageId]);
-      keepPreviewOnly(tx, inboxMessageId, row?.content ?? '');
-      if (row?.body_key !== null && row?.body_key !== undefined) {
-        // The history maintenance deletes the body (as a deleted message's).
-        tx.run('INSERT OR IGNORE INTO history_trash (body_key) VALUES (?)', [row.body_key]);
-        tx.run('UPDATE webhook_inbox SET body_key = NULL WHERE message_id = ?', [inboxMessageId]);
-      }
-      insertDelivery(tx, delivery, body, 'error', inboxMessageId);
-    });
+  private failInTx(tx: WriteTx, inboxMessageId: string, error: string, delivery: NewDelivery, body: KeyedBody): void {
+    const done = tx.run(`UPDATE webhook_inbox SET status = 'failed', error = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`, [error, iso(delivery.now), inboxMessageId]);
+    if (done.changes === 0) throw new Error(`webhook inbox row ${inboxMessageId} is not pending`);
+    // Never answered, never run again: the sender has its text, and its error callback says why.
+    const row = tx.get<{ content: string; body_key: number | null }>('SELECT content, body_key FROM webhook_inbox WHERE message_id = ?', [inboxMessageId]);
+    keepPreviewOnly(tx, inboxMessageId, row?.content ?? '');
+    if (row?.body_key !== null && row?.body_key !== undefined) {
+      // The history maintenance deletes the body (as a deleted message's).
+      tx.run('INSERT OR IGNORE INTO history_trash (body_key) VALUES (?)', [row.body_key]);
+      tx.run('UPDATE webhook_inbox SET body_key = NULL WHERE message_id = ?', [inboxMessageId]);
+    }
+    insertDelivery(tx, delivery, body, 'error', inboxMessageId);
   }
 
   getDelivery(id: string): DeliveryRow | undefined {

@@ -295,7 +295,7 @@ test('a damaged history.db holding cold messages: a read serves the placeholder 
 
   await assert.rejects(openStore(dir), /serve --recover/);
   store = await openStore(dir, { recover: true });
-  assert.match(String(await store.problem()), new RegExp(`rebuilt by --recover: ${200 - lost.length} message bodies read back, ${lost.length} lost`));
+  assert.match(String(await store.problem()), new RegExp(`rebuilt by --recover: ${200 - lost.length} bodies read back, ${lost.length} lost`));
   await store.close();
   store = await openStore(dir);
   t.after(() => store.close());

@@ -63,7 +63,7 @@ test(
     // and the open after that is clean, with the same messages lost and every other body whole.
     await assert.rejects(openStore(dir), /history\.db is damaged \(a read met damage.*serve --recover/s);
     store = await openStore(dir, { recover: true });
-    assert.match(String(await store.problem()), new RegExp(`rebuilt by --recover: ${205 - lost.length} message bodies read back, ${lost.length} lost`));
+    assert.match(String(await store.problem()), new RegExp(`rebuilt by --recover: ${205 - lost.length} bodies read back, ${lost.length} lost`));
     await store.close();
     assert.ok((await readdir(dir)).some((f) => f.startsWith(`${HISTORY_FILE_NAME}.damaged-`)));
     store = await openStore(dir);
@@ -152,3 +152,54 @@ test('`recover` of a damaged history.db takes the bodies its journal still holds
     'every body the journal holds reads back whole',
   );
 });
+
+test(
+  'history.db replaced by an older copy: `recover` fills the lost keys of every referrer (a pending delivery\u2019s, an inbox message\u2019s), counts them all, and never sends the placeholder',
+  { timeout: 90_000 },
+  async (t) => {
+    const dir = await withDir(t);
+    const file = path.join(dir, HISTORY_FILE_NAME);
+    let store = await openStore(dir);
+    t.after(() => store.close().catch(() => {}));
+    await conversation(store, 'c');
+    await store.messages.append(message('c', 'kept', 'in the older copy', 1));
+    await store.close();
+    const older = path.join(dir, 'older-copy');
+    await copyFile(file, older);
+
+    // After the copy: a message waiting in the inbox, and one answered whose reply's delivery is pending.
+    store = await openStore(dir);
+    const now = Date.now();
+    const url = 'http://127.0.0.1:9/out';
+    for (const tag of ['wait', 'ok']) {
+      const accepted = await store.webhooks.accept({
+        account: 'a',
+        source: 'webhook:a',
+        url,
+        newConversation: { id: `w-${tag}`, title: tag },
+        message: { id: `m-${tag}`, content: `question ${tag}` },
+        now,
+        idempotencyMs: 60_000,
+      });
+      assert.equal(accepted.kind, 'accepted');
+    }
+    await store.webhooks.admit('m-ok');
+    const reply = { id: 'r-ok', conversation_id: 'w-ok', role: 'assistant' as const, content: 'the reply', timestamp: new Date(now).toISOString() };
+    await store.webhooks.answer('m-ok', reply, { id: 'd-ok', account: 'a', url, body: '{"message":"the reply"}', now, give_up_ms: now + 60_000 });
+    await store.close();
+    await copyFile(older, file);
+    await rm(`${file}-wal`, { force: true });
+
+    await assert.rejects(openStore(dir), /missing message bodies that were acknowledged/);
+    store = await openStore(dir, { recover: true });
+    // Four bodies lost: the inbox message's, the admitted message's, the reply's and the delivery's.
+    assert.match(String(await store.problem()), /had lost 4 acknowledged bodies/);
+    assert.equal((await store.messages.get('r-ok'))?.content, LOST_BODY_TEXT);
+    assert.equal(await store.webhooks.deliveryBody(store.webhooks.getDelivery('d-ok')!), undefined, 'a lost delivery body is never the placeholder sent');
+    assert.equal((await store.history.get([store.webhooks.getDelivery('d-ok')!.body_key!])).get(store.webhooks.getDelivery('d-ok')!.body_key!)?.content, LOST_BODY_TEXT, 'its key filled');
+    // The inbox message joins its conversation as lost, rather than failing its turn on a missing body.
+    await store.webhooks.admit('m-wait');
+    assert.equal((await store.messages.get('m-wait'))?.content, LOST_BODY_TEXT);
+    assert.equal((await store.messages.get('kept'))?.content, 'in the older copy');
+  },
+);

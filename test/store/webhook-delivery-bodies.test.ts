@@ -33,9 +33,8 @@ async function storeIn(t: Closer): Promise<{ dir: string; store: Store }> {
   return { dir, store };
 }
 
-/** A webhook message accepted, admitted and answered: its reply's delivery pending with `body`. */
-async function pendingReply(store: Store, tag: string, body: string, url = 'http://127.0.0.1:9/out'): Promise<string> {
-  const now = Date.now();
+/** A webhook message `m-<tag>` accepted into a new conversation `c-<tag>`, waiting in the inbox. */
+async function acceptOne(store: Store, tag: string, url: string, now: number): Promise<void> {
   const accepted = await store.webhooks.accept({
     account: 'acct',
     source: 'webhook:acct',
@@ -46,6 +45,12 @@ async function pendingReply(store: Store, tag: string, body: string, url = 'http
     idempotencyMs: 60_000,
   });
   assert.equal(accepted.kind, 'accepted');
+}
+
+/** A webhook message accepted, admitted and answered: its reply's delivery pending with `body`. */
+async function pendingReply(store: Store, tag: string, body: string, url = 'http://127.0.0.1:9/out'): Promise<string> {
+  const now = Date.now();
+  await acceptOne(store, tag, url, now);
   await store.webhooks.admit(`m-${tag}`);
   const reply = { id: `r-${tag}`, conversation_id: `c-${tag}`, role: 'assistant' as const, content: `reply ${tag}`, timestamp: new Date(now).toISOString() };
   await store.webhooks.answer(`m-${tag}`, reply, { id: `d-${tag}`, account: 'acct', url, body, now, give_up_ms: now + 86_400_000 });
@@ -190,4 +195,55 @@ test('a delivery whose body history.db lost is failed with that reason, never se
   const failed = await waitFor(() => (store.webhooks.getDelivery(id)!.status === 'failed' ? store.webhooks.getDelivery(id) : undefined), 'the delivery failed');
   assert.match(failed.last_error ?? '', /body is missing/);
   assert.equal(receiver.requests.length, 0, 'nothing was sent');
+});
+
+/**
+ * The history worker refusing every put (as a full disk for history.db does), until the returned
+ * function is called: the bodies sent meanwhile are owed (history-store.ts), written with the next put.
+ */
+function refusePuts(store: Store): () => void {
+  const history = store.history as unknown as { call: (request: { op: string }) => Promise<unknown> };
+  const call = history.call.bind(history);
+  history.call = (request) => (request.op === 'put' ? Promise.reject(new Error('SQLITE_FULL: database or disk is full (refused by the test)')) : call(request));
+  return () => {
+    history.call = call;
+  };
+}
+
+test('history.db refusing writes loses no reply: the reply, its answered inbox row and its delivery are stored, and the delivery is sent byte for byte once history.db takes writes again', async (t) => {
+  const { dir, cleanup } = await tempDir('delivery-bodies-');
+  t.after(cleanup);
+  let store = await openStore(dir);
+  t.after(() => store.close().catch(() => {}));
+  const now = Date.now();
+  const url = 'http://127.0.0.1:9/out';
+  for (const tag of ['ok', 'err']) await acceptOne(store, tag, url, now);
+  await store.webhooks.admit('m-ok');
+  const body = bigBody('refused');
+  const errorBody = JSON.stringify({ status: 'error', error: 'over budget', message_id: 'm-err' });
+  const takeWritesAgain = refusePuts(store);
+  const reply = { id: 'r-ok', conversation_id: 'c-ok', role: 'assistant' as const, content: 'the reply', timestamp: new Date(now).toISOString() };
+  await store.webhooks.answer('m-ok', reply, { id: 'd-ok', account: 'acct', url, body, now, give_up_ms: now + 86_400_000 });
+  await store.webhooks.failWithCallback('m-err', 'over budget', { id: 'd-err', account: 'acct', url, body: errorBody, now, give_up_ms: now + 86_400_000, conversation_id: 'c-err' });
+  assert.equal(store.webhooks.getInbox('m-ok')!.status, 'answered');
+  assert.equal(store.webhooks.getInbox('m-err')!.status, 'failed');
+  assert.equal((await store.messages.get('r-ok'))?.content, 'the reply', 'the reply is stored (its body owed)');
+  // Read from memory meanwhile (owed bodies).
+  assert.equal(await store.webhooks.deliveryBody(store.webhooks.getDelivery('d-ok')!), body);
+  assert.equal(await store.webhooks.deliveryBody(store.webhooks.getDelivery('d-err')!), errorBody);
+  takeWritesAgain();
+  // The next write sends the owed bodies first.
+  await store.messages.append({ id: 'later', conversation_id: 'c-ok', role: 'user', content: 'space is back', timestamp: new Date(now + 1).toISOString() });
+  assert.equal(await store.problem(), null);
+  await store.close();
+  store = await openStore(dir);
+  await store.maintenance.run();
+  assert.equal((await store.messages.get('r-ok'))?.content, 'the reply');
+  const receiver = await startWebhookReceiver({ secret: SECRET });
+  t.after(() => receiver.close());
+  outboxFor(t, store, { incoming_path: '/in', outgoing_url: receiver.url('/back'), secret: SECRET });
+  await receiver.waitFor((r) => r.processed.size === 2, 'both deliveries');
+  assert.deepEqual([...receiver.processed.values()].map((sent) => sent.raw).sort(), [body, errorBody].sort());
+  assert.ok([...receiver.processed.values()].every((sent) => sent.signatureValid));
+  assert.equal(receiver.requests.length, 2, 'each sent once');
 });

@@ -2,9 +2,9 @@
 // open's one transaction, not one fsync each (issue 25, the start row). Counted where they happen: the
 // worker's fsyncs (HistoryStats.syncs, src/store/history/sync-count.ts), on a real file in a temp dir.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -81,9 +81,13 @@ test("a prebuild's temporary directory left by a process that is gone (killed mi
   const temp = await tempDir('ra-history-prepared-');
   t.after(temp.cleanup);
   const gone = spawnSync(process.execPath, ['-e', '0']).pid;
+  // Another process that is alive (this one's own directories are passed over before asking).
+  const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], { stdio: 'ignore' });
+  t.after(() => other.kill());
   const dead = join(tmpdir(), `ra-history-new-${gone}-left`);
-  const live = join(tmpdir(), `ra-history-new-${process.pid}-live`);
-  await Promise.all([mkdir(dead), mkdir(live)]);
+  const live = join(tmpdir(), `ra-history-new-${other.pid}-live`);
+  // As mkdtemp makes them: private to this user.
+  await Promise.all([mkdir(dead, { mode: 0o700 }), mkdir(live, { mode: 0o700 })]);
   await writeFile(join(dead, 'history.db'), 'cut short');
   t.after(() => rm(live, { recursive: true, force: true }));
   t.after(() => rm(dead, { recursive: true, force: true }));
@@ -92,4 +96,35 @@ test("a prebuild's temporary directory left by a process that is gone (killed mi
   await opened.store.close();
   assert.equal(existsSync(dead), false, 'the dead process leftover removed');
   assert.equal(existsSync(live), true, "a live process's build kept");
+});
+
+test("the sweep of dead prebuilds removes only this user's own private directories: never a link, another user's entry or an open one", async (t) => {
+  // Review of s12/start12: /tmp is shared; an entry named like a dead prebuild may be another user's, and
+  // a recursive removal that runs through a link they swap in deletes whatever it points to.
+  const temp = await tempDir('ra-history-sweep-');
+  t.after(temp.cleanup);
+  const gone = spawnSync(process.execPath, ['-e', '0']).pid;
+  const precious = join(temp.dir, 'precious');
+  await mkdir(precious);
+  await writeFile(join(precious, 'notes.txt'), 'keep me');
+  const linked = join(tmpdir(), `ra-history-new-${gone}-link`);
+  const open = join(tmpdir(), `ra-history-new-${gone}-open`);
+  const theirs = join(tmpdir(), `ra-history-new-${gone}-theirs`);
+  await symlink(precious, linked);
+  await mkdir(open, { mode: 0o755 });
+  await chmod(open, 0o755);
+  await writeFile(join(open, 'x'), 'in a directory anyone may read');
+  const root = process.getuid?.() === 0;
+  if (root) {
+    await mkdir(theirs, { mode: 0o700 });
+    await chown(theirs, 65534, 65534);
+  }
+  t.after(() => Promise.all([linked, open, theirs].map((p) => rm(p, { recursive: true, force: true }))));
+  const opened = await HistoryStore.boot(undefined, temp.dir).open(temp.dir);
+  await opened.entriesDurable;
+  await opened.store.close();
+  assert.equal(existsSync(linked), true, 'a link is not swept');
+  assert.equal(await readFile(join(precious, 'notes.txt'), 'utf8'), 'keep me');
+  assert.equal(existsSync(open), true, 'a directory others may read or write is not one of ours');
+  if (root) assert.equal(existsSync(theirs), true, "another user's entry is not swept");
 });

@@ -1,6 +1,6 @@
 // history.db: message bodies (content and data JSON) in a file-backed SQLite, so they stay on disk
 // rather than in sql.js' memory. Synchronous (node-sqlite3-wasm); only the history worker uses it.
-import { closeSync, existsSync, fsyncSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
@@ -88,11 +88,32 @@ const PREBUILD_PREFIX = 'ra-history-new-';
  * terminated: a bad service.json, the directory held by another) in the middle of one leaves it.
  */
 function removeDeadBuilds(): void {
+  const uid = process.getuid?.();
   for (const name of readdirSync(tmpdir())) {
     if (!name.startsWith(PREBUILD_PREFIX)) continue;
     const pid = Number(name.slice(PREBUILD_PREFIX.length).split('-')[0]);
-    if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && !pidAlive(pid)) rmSync(path.join(tmpdir(), name), { recursive: true, force: true });
+    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || pidAlive(pid)) continue;
+    const at = path.join(tmpdir(), name);
+    if (ownPrivateDirectory(at, uid)) rmSync(at, { recursive: true, force: true });
   }
+}
+
+/**
+ * Whether `at` is a directory as mkdtemp makes ours: not a link, this user's, open to no one else. /tmp is
+ * shared: an entry of that name may be another user's, who could swap a link in under a recursive removal
+ * and have it delete what the link points to; inside our own 0700 directory (which the sticky /tmp lets
+ * no one else rename) nobody else can. Where there are no owners (Windows, whose temporary folder is the
+ * user's own) a real directory is enough.
+ */
+function ownPrivateDirectory(at: string, uid: number | undefined): boolean {
+  let stats;
+  try {
+    stats = lstatSync(at);
+  } catch {
+    return false;
+  }
+  if (!stats.isDirectory()) return false;
+  return uid === undefined || (stats.uid === uid && (stats.mode & 0o077) === 0);
 }
 
 /** Builds a new history.db at `fresh` (tables, the search index, WAL noted in its header): no journal, no fsync. */

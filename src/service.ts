@@ -639,10 +639,12 @@ export class Service {
    */
   private tidyWorktrees(): void {
     const { worktrees } = this.parts;
+    // Rows of earlier runs only: by then chats that waited for the open may be making theirs.
+    const opened = new Date().toISOString();
     setTimeout(() => {
       if (this.stopping) return;
       void worktrees
-        .removeOrphans()
+        .removeOrphans(opened)
         .catch((error: unknown) => this.logger.warn('worktree.cleanup_failed', { error }))
         .then(() => worktrees.markLanded())
         .catch((error: unknown) => this.logger.warn('worktree.landed_check_failed', { error }));

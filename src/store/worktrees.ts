@@ -91,8 +91,11 @@ export class WorktreesRepo {
     return this.db.write((tx) => tx.run('DELETE FROM worktrees WHERE conversation_id = ?', [conversationId]).changes > 0);
   }
 
-  /** Rows whose conversation was deleted (the clean-up at start removes their folders). */
-  orphans(): StoredWorktree[] {
-    return this.db.all<Row>(`SELECT ${COLUMNS} FROM worktrees w WHERE NOT EXISTS (SELECT 1 FROM conversations c WHERE c.id = w.conversation_id)`).map(fromRow);
+  /**
+   * Rows made before `madeBefore` (an ISO time) whose conversation was deleted (the clean-up at start
+   * removes their folders). A row made since has no conversation yet while its chat is being stored.
+   */
+  orphans(madeBefore: string): StoredWorktree[] {
+    return this.db.all<Row>(`SELECT ${COLUMNS} FROM worktrees w WHERE w.created_at < ? AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.id = w.conversation_id)`, [madeBefore]).map(fromRow);
   }
 }

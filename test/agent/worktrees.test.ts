@@ -178,4 +178,23 @@ describe('making worktrees', () => {
     await made.refreshStats(record.conversationId);
     assert.equal(made.info(record.conversationId)?.base_moved, true);
   });
+
+  test("the start's clean-up removes only worktrees made before it: a chat's new worktree, whose conversation is stored after it, is not an orphan", async () => {
+    // Review of s12/start12: the clean-up now runs 100 ms after the open, when chats that waited for it
+    // are answered; a new conversation's worktree row is written before its conversation row, and the
+    // clean-up removed that worktree, branch and row (later turns then wrote into the person's repository).
+    const repo = join(dir, 'tidy');
+    await gitRepository(repo, { 'a.txt': 'a\n' });
+    roots = [repo];
+    const startedAt = new Date().toISOString();
+    const id = 'abababab-0000-0000-0000-000000000001';
+    const made = await worktrees().create(id, 'a chat of this run', new Date(Date.parse(startedAt) + 1));
+    await worktrees().removeOrphans(startedAt);
+    assert.equal(existsSync(made.path), true, 'its folder is kept');
+    assert.ok(store.worktrees.worktreeOf(id), 'its row is kept');
+    // One left by an earlier run (its conversation deleted since) is removed.
+    await worktrees().removeOrphans(new Date(Date.parse(startedAt) + 1000).toISOString());
+    assert.equal(existsSync(made.path), false, "an earlier run's orphan is removed");
+    assert.equal(store.worktrees.worktreeOf(id), undefined);
+  });
 });

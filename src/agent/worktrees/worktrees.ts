@@ -123,11 +123,12 @@ export class Worktrees {
    * At start: the worktrees of conversations deleted since are removed (`git worktree remove --force`:
    * what was not committed in them goes with the conversation). Its branch is deleted only when it holds
    * no commit beyond its base; a branch with commits is kept (they may be the person's only copy of
-   * that work, and a branch costs nothing).
+   * that work, and a branch costs nothing). Only rows made before `madeBefore` (the service's open): a
+   * new conversation's worktree is made before its conversation is stored, and is no orphan.
    */
-  async removeOrphans(): Promise<number> {
+  async removeOrphans(madeBefore: string): Promise<number> {
     let removed = 0;
-    for (const record of this.deps.store.worktrees.orphans()) {
+    for (const record of this.deps.store.worktrees.orphans(madeBefore)) {
       const log = this.deps.logger.child({ conversation: record.conversationId, branch: record.branch });
       try {
         if (await isFolder(record.repository)) {

@@ -197,6 +197,9 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
       this.logger.warn('config.watch_failed', { file: this.path, error });
       this.stopWatching();
     });
+    // A change made since the load raised its event before anyone listened: one check now (no lock
+    // unless the text differs).
+    this.scheduleReload();
   }
 
   /** Stops watching and waits for any write or reload under way. */

@@ -400,6 +400,24 @@ describe('ConfigFile.edit', () => {
 });
 
 describe('ConfigFile.watch', () => {
+  test('a change made between load and watch (another process, under the lock) is picked up once watching begins', async () => {
+    // Review of s12/editor12: load no longer waits for a writer holding service.json.lock, and watch()
+    // began no check of its own, so a write landing before it stayed unseen until the next change.
+    const dir = await dirWith({ auth_token: TOKEN, model: 'a' });
+    const file = await load(dir, 0);
+    const { changes } = recordEvents(file);
+    const other = await load(dir, 0);
+    await other.edit((raw) => void (raw.model = 'b'));
+    await other.close();
+    try {
+      file.watch();
+      await waitFor(() => file.current.model === 'b', 'the change picked up');
+      assert.ok(changes.length > 0);
+    } finally {
+      await file.close();
+    }
+  });
+
   test("an event that changed nothing (the store's open making service.json private) takes no lock; a hand edit still does", async () => {
     const dir = await dirWith({ auth_token: TOKEN, model: 'good' });
     await chmod(join(dir, CONFIG_FILE_NAME), 0o644);

@@ -30,6 +30,8 @@ import type { KeyedBody } from './history/protocol';
 import { restoreJournaledBodies, syncHistory } from './history/restore';
 import { highestReferencedKey, salvagedRefs } from './body-refs';
 
+/** How long store.problem() waits for the history worker's answers to the bodies sent so far. */
+const PROBLEM_WAIT_MS = 250;
 export { Database } from './database';
 export { BlobDamagedError, BlobStore, hashBytes, isBlobHash } from './blob-store';
 export type { BlobRef } from './blob-store';
@@ -289,8 +291,10 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     history,
     maintenance,
     problem: async () => {
-      // The bodies written so far answered first: a refusal the last turn met shows here (and a success clears it).
-      await opened.answered();
+      // The bodies written so far answered first: a refusal the last turn met shows here (and a success
+      // clears it); not longer than PROBLEM_WAIT_MS, /health answers at once (a worker busy with a backup's
+      // copy or a vacuum step, or stuck, would hold it): what the worker says later shows at the next ask.
+      await Promise.race([opened.answered(), new Promise<void>((resolve) => setTimeout(resolve, PROBLEM_WAIT_MS).unref())]);
       return (await db.problem()) ?? opened.failed ?? opened.damaged ?? opened.degraded;
     },
     close: async () => {

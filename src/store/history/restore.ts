@@ -32,9 +32,11 @@ export async function restoreJournaledBodies(db: Database, history: HistoryStore
     if (hasColdHistory(db)) await reconcileColdRows(db, history, logger);
     return history.keysBeforeOpen;
   }
-  // By key, the last journaled wins (records are in order).
+  // By key, the last journaled wins (records are in order). Every journaled body, not only those above
+  // history.db's highest key: a group of puts the worker refused (a full disk) while a later group was
+  // committed lies below it (fill skips the keys history.db has).
   const missing = new Map<number, KeyedBody>();
-  for (const body of journaled) if (body.key > history.keysBeforeOpen) missing.set(body.key, body);
+  for (const body of journaled) missing.set(body.key, body);
   if (missing.size === 0) return history.keysBeforeOpen;
   const referenced = referencedAmong(db, [...missing.keys()]);
   const wanted = [...missing.values()].filter((b) => referenced.has(b.key));
@@ -44,7 +46,7 @@ export async function restoreJournaledBodies(db: Database, history: HistoryStore
     wanted,
     [...missing.keys()].reduce((max, key) => Math.max(max, key), 0),
   );
-  if (wanted.length > 0) logger.warn('history.bodies_restored', { from_journal: wanted.length, stored, last_key: history.keysBeforeOpen });
+  if (stored > 0) logger.warn('history.bodies_restored', { from_journal: wanted.length, stored, last_key: history.keysBeforeOpen });
   return wanted.reduce((max, b) => Math.max(max, b.key), history.keysBeforeOpen);
 }
 

@@ -49,7 +49,8 @@ async function storedTranscript(conversationId: string): Promise<string[]> {
 
 async function goOffline(phone: PhonePage): Promise<void> {
   await phone.context.setOffline(true);
-  await phone.page.locator('.connection:not([data-state="open"])').waitFor();
+  // As long as going online may take: under a full run's load the page took over 10 s to show it.
+  await phone.page.locator('.connection:not([data-state="open"])').waitFor({ timeout: 20_000 });
 }
 
 async function goOnline(phone: PhonePage): Promise<void> {

@@ -53,34 +53,30 @@ export function keptForTheRun<K, V>(make: (key: K) => V, most = KEPT_A_RUN): (ke
 }
 
 /**
- * Results that many answers share while nothing in them changes (get_config's, asked by every client at
- * start and polled by scripts): their text, made once and kept as long as the result lives (a WeakMap
- * entry for these few objects only; see above for why not for every frame). `bare` is the whole answer
- * without an id, the same string each time: a transport may keep what it made of it (its frame,
- * transport/connections/ws-frames.ts) while the same text comes again.
+ * Results whose JSON text was made before their answer (a WeakMap entry for these few objects only; see
+ * above for why not for every frame): shared ones, which many answers share while nothing in them changes
+ * (get_config's, asked by every client at start and polled by scripts), and an export's piece
+ * (withDataText). `bare`, a shared result's only, is the whole answer without an id, the same string each
+ * time: a transport may keep what it made of it (its frame, transport/connections/ws-frames.ts) while the
+ * same text comes again.
  */
-const sharedTexts = new WeakMap<object, { data: string; bare: string }>();
+const madeTexts = new WeakMap<object, { data: string; bare?: string }>();
 
 /** Marks a result as shared: it is never changed after this (its text is made now). */
 export function sharedResult<T extends object>(result: T): Readonly<T> {
   const data = JSON.stringify(result);
-  sharedTexts.set(result, { data, bare: `{"status":"ok","data":${data}}` });
+  madeTexts.set(result, { data, bare: `{"status":"ok","data":${data}}` });
   return result;
 }
 
 /**
- * Results whose JSON text was made while they were built (an export's piece: its text is serialized to
- * measure its frame, a megabyte that need not be serialized again): used once, by the answer that carries
- * it, and never kept by a transport (unlike a shared result's).
- */
-const madeTexts = new WeakMap<object, string>();
-
-/**
- * `result` whose JSON text is `data`: the caller made `data` so that it equals JSON.stringify(result)
- * (test/protocol/wire-text.test.ts checks the export's), and changes neither after this.
+ * `result` whose JSON text `data` was made while it was built (an export's piece: its text is serialized
+ * to measure its frame, a megabyte that need not be serialized again): the caller made `data` equal to
+ * JSON.stringify(result) and changes neither after this (test/service/rendered-exports.test.ts checks the
+ * export's). Unlike a shared result's, its answer is never kept by a transport.
  */
 export function withDataText<T extends object>(result: T, data: string): T {
-  madeTexts.set(result, data);
+  madeTexts.set(result, { data });
   return result;
 }
 
@@ -91,8 +87,8 @@ export function withDataText<T extends object>(result: T, data: string): T {
  */
 export function jsonWithField<T extends object>(result: T, field: keyof T & string, fieldJson: string): string {
   const empty = JSON.stringify({ ...result, [field]: '' });
-  // A key is a JSON string followed by a colon, which no string value can be: the first `"field":""`
-  // followed by a comma or the closing brace is the field itself.
+  // A key is a JSON string followed by a colon, which no string value can contain unescaped: the only
+  // `"field":""` in the text is the field itself.
   const marker = `${JSON.stringify(field)}:""`;
   const at = empty.indexOf(marker);
   if (at < 0) throw new Error(`jsonWithField: ${field} is not in the result`);
@@ -102,18 +98,14 @@ export function jsonWithField<T extends object>(result: T, field: keyof T & stri
 /** The last shared answer without an id that envelopeText gave (see isSharedAnswerText). */
 let lastBareText: string | undefined;
 
-/** An answer's JSON text, the same as JSON.stringify's: a shared result's text is not made again. */
+/** An answer's JSON text, the same as JSON.stringify's: a result's text made already is not made again. */
 export function envelopeText(envelope: Envelope): string {
-  if (envelope.status !== 'ok') return JSON.stringify(envelope);
-  const shared = sharedTexts.get(envelope.data);
-  if (shared === undefined) {
-    const made = madeTexts.get(envelope.data);
-    if (made === undefined) return JSON.stringify(envelope);
-    return `{"status":"ok","data":${made}${envelope.id !== undefined ? `,"id":${JSON.stringify(envelope.id)}` : ''}}`;
-  }
-  if (envelope.id !== undefined) return `{"status":"ok","data":${shared.data},"id":${JSON.stringify(envelope.id)}}`;
-  lastBareText = shared.bare;
-  return shared.bare;
+  const made = envelope.status === 'ok' ? madeTexts.get(envelope.data) : undefined;
+  if (made === undefined) return JSON.stringify(envelope);
+  if (envelope.id !== undefined) return `{"status":"ok","data":${made.data},"id":${JSON.stringify(envelope.id)}}`;
+  if (made.bare === undefined) return `{"status":"ok","data":${made.data}}`;
+  lastBareText = made.bare;
+  return made.bare;
 }
 
 /**

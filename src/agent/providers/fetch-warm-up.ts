@@ -19,25 +19,17 @@ export async function onLoopback<T>(chunks: readonly string[], contentType: stri
     });
   });
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
-  let onEnd = () => {};
-  const close = () => {
-    ended?.removeEventListener('abort', onEnd);
+  let onAbort = () => {};
+  const aborted = new Promise<never>((_, reject) => (onAbort = () => reject(ended!.reason)));
+  aborted.catch(() => undefined);
+  ended?.addEventListener('abort', onAbort, { once: true });
+  if (ended?.aborted) onAbort();
+  try {
+    return await Promise.race([use(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), aborted]);
+  } finally {
+    ended?.removeEventListener('abort', onAbort);
     server.closeAllConnections();
     server.close();
-  };
-  const end = new Promise<never>((_, reject) => {
-    onEnd = () => {
-      close();
-      reject(ended!.reason);
-    };
-    if (ended?.aborted) onEnd();
-    else ended?.addEventListener('abort', onEnd, { once: true });
-  });
-  end.catch(() => undefined);
-  try {
-    return await Promise.race([use(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), end]);
-  } finally {
-    close();
   }
 }
 

@@ -85,7 +85,7 @@ export async function exportConversation(command: CommandOf<'export_conversation
   }
   const offset = command.offset ?? 0;
   if (offset > text.length) throw new ServiceError('invalid_request', `offset: the export has ${text.length} characters`);
-  const { end, json } = exportPiece(text, offset);
+  const { end, json, bytes } = exportPiece(text, offset);
   const result: ResultOf<'export_conversation'> = {
     conversation_id: conversation.id,
     format: command.format,
@@ -97,8 +97,8 @@ export async function exportConversation(command: CommandOf<'export_conversation
     total_chars: text.length,
     until: String(until),
   };
-  // The piece's text was serialized to measure its frame: the answer carries that text, not a second one.
-  return withDataText(result, jsonWithField(result, 'text', json));
+  // The piece's text was serialized and measured for its frame: the answer carries that text and measure.
+  return withDataText(result, jsonWithField(result, 'text', json, bytes));
 }
 
 /** The owner's (roles.ts): the backup holds every conversation and service.json with its secrets. */

@@ -1,6 +1,7 @@
-// The export row (bench/export.ts) for two builds at once, taking turns download by download, so that
-// the machine's load (other sessions on the same 2 cores) falls on both alike. A_CLI and B_CLI are the
-// two dist/cli.js (B defaults to this tree's); each serves its own copy of the same long conversation.
+// The export row (bench/export.ts) for two builds (or more) at once, taking turns download by download,
+// so that the machine's load (other sessions on the same 2 cores) falls on all alike. A_CLI and B_CLI are
+// the two dist/cli.js (B defaults to this tree's; C_CLI, D_CLI more); each serves its own copy of the same
+// long conversation.
 // Per download: the ratio (whole / first piece), the later pieces' mean ms, and the CPU the service's
 // main thread spent on the later pieces (its schedstat, so load does not count). Printed: medians over
 // ROUNDS (default 15), with the load average before and after.
@@ -55,16 +56,24 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 async function main(): Promise<void> {
   const aCli = process.env.A_CLI;
   if (!aCli) throw new Error('A_CLI=/path/to/another/dist/cli.js');
-  const bCli = process.env.B_CLI ?? join(__dirname, '..', 'dist', 'cli.js');
+  const clis: [string, string | undefined][] = [
+    ['A', aCli],
+    ['B', process.env.B_CLI ?? join(__dirname, '..', 'dist', 'cli.js')],
+    ['C', process.env.C_CLI],
+    ['D', process.env.D_CLI],
+  ];
   const load0 = loadavg()[0];
-  const sides = [await open('A', aCli), await open('B', bCli)];
+  const sides: Side[] = [];
+  for (const [name, cli] of clis) if (cli) sides.push(await open(name, cli));
   try {
     for (const side of sides) await download(side.request, FORMAT); // renders it (kept two minutes), warms up
     for (let r = 0; r < ROUNDS; r += 1) for (const side of r % 2 === 0 ? sides : [...sides].reverse()) await round(side);
     for (const s of sides) {
       console.log(`${s.name} ${FORMAT}: ratio ${fmt(median(s.ratio))}, later piece ${fmt(median(s.piece))} ms, service main thread ${fmt(median(s.cpu))} ms CPU a piece (medians of ${ROUNDS})`);
     }
-    console.log(`B/A later piece ${fmt(median(sides[1].piece) / median(sides[0].piece))}, CPU ${fmt(median(sides[1].cpu) / median(sides[0].cpu))}; load ${fmt(load0)} -> ${fmt(loadavg()[0])}`);
+    const [a, ...others] = sides;
+    for (const s of others) console.log(`${s.name}/A later piece ${fmt(median(s.piece) / median(a.piece))}, CPU ${fmt(median(s.cpu) / median(a.cpu))}`);
+    console.log(`load ${fmt(load0)} -> ${fmt(loadavg()[0])}`);
   } finally {
     for (const s of sides) {
       await s.stop();

@@ -106,6 +106,13 @@ function boundedEnd(text: string, offset: number, chars: number): number {
   return end;
 }
 
+/** One piece of an export: where it ends, its text as JSON and that JSON's UTF-8 length. */
+export interface ExportPiece {
+  end: number;
+  json: string;
+  bytes: number;
+}
+
 /**
  * The piece starting at `offset`: where it ends, as long as its frame stays under 1 MiB (most text needs
  * no escaping, so a piece is up to six times EXPORT_PIECE_CHARS and a long download takes fewer round
@@ -113,7 +120,7 @@ function boundedEnd(text: string, offset: number, chars: number): number {
  * measure of its frame, which the answer then carries as they are (wire-text.ts `withDataText`) instead
  * of serializing and measuring it again.
  */
-export function exportPiece(text: string, offset: number): { end: number; json: string; bytes: number } {
+export function exportPiece(text: string, offset: number): ExportPiece {
   for (let chars = EXPORT_PIECE_MAX_CHARS; ; chars = Math.max(EXPORT_PIECE_CHARS, chars >> 1)) {
     const end = boundedEnd(text, offset, chars);
     const json = JSON.stringify(text.slice(offset, end));

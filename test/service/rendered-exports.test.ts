@@ -47,6 +47,55 @@ describe('RenderedExports', () => {
   });
 });
 
+describe('RenderedExports.piece: the next piece made ahead while the client reads this one', () => {
+  const immediate = () => new Promise((done) => setImmediate(done));
+  const text = `${'\u0001'.repeat(EXPORT_PIECE_CHARS - 1)}😀${'plain "words" '.repeat(100_000)}`;
+
+  test('a download in order gets every piece made ahead after the first, each the piece exportPiece makes', async () => {
+    const kept = new RenderedExports();
+    const key = renderedExportKey('c1', 7, 'markdown');
+    await kept.get(key, async () => text);
+    let offset = 0;
+    for (let i = 0; offset < text.length; i += 1) {
+      assert.equal(kept.piecesAhead, i === 0 ? 0 : 1, `before piece ${i}`);
+      const piece = kept.piece(key, text, offset);
+      assert.deepEqual(piece, exportPiece(text, offset));
+      assert.equal(kept.piecesAhead, 0, 'taken');
+      await immediate();
+      offset = piece.end;
+    }
+    assert.equal(kept.piecesAhead, 0, 'nothing ahead of the last piece');
+  });
+
+  test('a piece asked for before it was made ahead is made once; none for a rendering not kept; dropped with the conversation', async () => {
+    const kept = new RenderedExports();
+    const key = renderedExportKey('c1', 7, 'markdown');
+    await kept.get(key, async () => text);
+    const first = kept.piece(key, text, 0);
+    kept.piece(key, text, first.end);
+    await immediate();
+    assert.equal(kept.piecesAhead, 1, 'only the one after the second');
+    kept.forget('c1');
+    assert.equal(kept.piecesAhead, 0);
+    const notKept = new RenderedExports(10);
+    await notKept.get(key, async () => text);
+    notKept.piece(key, text, 0);
+    await immediate();
+    assert.equal(notKept.piecesAhead, 0, 'a rendering over the bound is not kept, nor its pieces');
+  });
+
+  test('at most four pieces made ahead at once (downloads going on together), the oldest dropped first', async () => {
+    const kept = new RenderedExports();
+    for (let c = 0; c < 6; c += 1) {
+      const key = renderedExportKey(`c${c}`, 1, 'json');
+      await kept.get(key, async () => text);
+      kept.piece(key, text, 0);
+    }
+    await immediate();
+    assert.equal(kept.piecesAhead, 4);
+  });
+});
+
 describe('exportPiece', () => {
   const frameBytes = (text: string) => Buffer.byteLength(JSON.stringify({ status: 'ok', data: { text } }));
 

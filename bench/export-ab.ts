@@ -4,7 +4,8 @@
 // long conversation.
 // Per download: the ratio (whole / first piece), the later pieces' mean ms, and the CPU the service's
 // main thread spent on the later pieces (its schedstat, so load does not count). Printed: medians over
-// ROUNDS (default 15), with the load average before and after.
+// ROUNDS (default 15), the 10th percentile and median of every later piece's round trip (the 10th is
+// the least touched by the load), and the load average before and after.
 // `A_CLI=/path/to/main/dist/cli.js npx tsx bench/export-ab.ts` (FORMAT=json for the JSON export;
 // NODE_OPTIONS=--cpu-prof in the environment profiles both services, writing into their working directory).
 import { readFileSync } from 'node:fs';
@@ -12,7 +13,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { client, download, seed, TOKEN } from './export';
-import { fmt, spawnListening } from './util';
+import { fmt, percentile, spawnListening } from './util';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 15);
 const FORMAT = process.env.FORMAT === 'json' ? 'json' : 'markdown';
@@ -31,6 +32,8 @@ interface Side {
   ratio: number[];
   piece: number[];
   cpu: number[];
+  /** Every later piece's round trip (ms), all rounds. */
+  trips: number[];
 }
 
 async function open(name: string, cli: string): Promise<Side> {
@@ -38,13 +41,19 @@ async function open(name: string, cli: string): Promise<Side> {
   await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN }));
   await seed(dir);
   const service = await spawnListening([cli, 'serve', '--data-dir', dir, '--port', '0']);
-  return { name, dir, pid: service.child.pid!, request: await client(service.port), stop: service.stop, ratio: [], piece: [], cpu: [] };
+  return { name, dir, pid: service.child.pid!, request: await client(service.port), stop: service.stop, ratio: [], piece: [], cpu: [], trips: [] };
 }
 
 async function round(side: Side): Promise<void> {
   // The first piece alone, then the rest: the CPU of the later pieces only.
   let cpu0 = 0;
-  const { first, whole, pieces } = await download(side.request, FORMAT, () => (cpu0 = threadCpuMs(side.pid)));
+  const trips: number[] = [];
+  const timed: Side['request'] = (frame) => {
+    const started = performance.now();
+    return side.request(frame).then((reply) => (trips.push(performance.now() - started), reply));
+  };
+  const { first, whole, pieces } = await download(timed, FORMAT, () => (cpu0 = threadCpuMs(side.pid)));
+  side.trips.push(...trips.slice(1));
   const cpu = threadCpuMs(side.pid) - cpu0;
   side.ratio.push(whole / first);
   side.piece.push((whole - first) / (pieces - 1));
@@ -69,7 +78,10 @@ async function main(): Promise<void> {
     for (const side of sides) await download(side.request, FORMAT); // renders it (kept two minutes), warms up
     for (let r = 0; r < ROUNDS; r += 1) for (const side of r % 2 === 0 ? sides : [...sides].reverse()) await round(side);
     for (const s of sides) {
-      console.log(`${s.name} ${FORMAT}: ratio ${fmt(median(s.ratio))}, later piece ${fmt(median(s.piece))} ms, service main thread ${fmt(median(s.cpu))} ms CPU a piece (medians of ${ROUNDS})`);
+      const trips = [...s.trips].sort((a, b) => a - b);
+      console.log(
+        `${s.name} ${FORMAT}: ratio ${fmt(median(s.ratio))}, later piece ${fmt(median(s.piece))} ms, service main thread ${fmt(median(s.cpu))} ms CPU a piece (medians of ${ROUNDS}); a later piece's round trip p10 ${fmt(percentile(trips, 10))} / p50 ${fmt(percentile(trips, 50))} ms`,
+      );
     }
     const [a, ...others] = sides;
     for (const s of others) console.log(`${s.name}/A later piece ${fmt(median(s.piece) / median(a.piece))}, CPU ${fmt(median(s.cpu) / median(a.cpu))}`);

@@ -88,7 +88,7 @@ export async function exportConversation(command: CommandOf<'export_conversation
   }
   const offset = command.offset ?? 0;
   if (offset > text.length) throw new ServiceError('invalid_request', `offset: the export has ${text.length} characters`);
-  const { end, json, bytes } = ctx.exports.piece(key, text, offset);
+  const { end, json } = ctx.exports.piece(key, text, offset);
   const result: ResultOf<'export_conversation'> = {
     conversation_id: conversation.id,
     format: command.format,
@@ -100,8 +100,8 @@ export async function exportConversation(command: CommandOf<'export_conversation
     total_chars: text.length,
     until: String(until),
   };
-  // The piece's text was serialized and measured for its frame: the answer carries that text and measure.
-  return withDataText(result, jsonWithField(result, 'text', json, bytes));
+  // The piece's text was serialized and encoded to measure its frame: the answer carries those bytes.
+  return withDataText(result, jsonWithField(result, 'text', json));
 }
 
 /** The owner's (roles.ts): the backup holds every conversation and service.json with its secrets. */

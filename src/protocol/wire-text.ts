@@ -53,17 +53,19 @@ export function keptForTheRun<K, V>(make: (key: K) => V, most = KEPT_A_RUN): (ke
 }
 
 /**
- * A JSON text in parts and its UTF-8 length in all, measured as it was made: a transport that writes
- * bytes writes the parts into its frame one after the other (transport/connections/ws-frames.ts
- * `measuredFrame`) instead of joining them into one string (whose flattening copied an export's megabyte
- * piece) and measuring that again.
+ * A JSON text in parts, a large one already as UTF-8 bytes (an export's piece), and its UTF-8 length in
+ * all, measured as it was made: a transport that writes bytes puts the parts into its frame one after the
+ * other (transport/connections/ws-frames.ts `measuredFrame`: the bytes copied as they are) instead of
+ * joining them into one string (whose flattening copied an export's megabyte piece), measuring and
+ * encoding that again.
  */
 export interface MeasuredText {
-  readonly parts: readonly string[];
+  readonly parts: readonly (string | Uint8Array)[];
   readonly bytes: number;
 }
 
 const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder();
 
 /** UTF-8 length of a short text (what is around a measured part: a result's other fields, an id). */
 function shortTextBytes(text: string): number {
@@ -89,7 +91,7 @@ export function sharedResult<T extends object>(result: T): Readonly<T> {
 
 /**
  * `result` whose JSON text `data` was made while it was built (an export's piece: its text is serialized
- * to measure its frame, a megabyte that need not be serialized nor measured again): the caller made
+ * and encoded to measure its frame, a megabyte that need not be made again): the caller made
  * `data`'s parts join to JSON.stringify(result) and changes neither after this
  * (test/service/rendered-exports.test.ts checks the export's). Unlike a shared result's, its answer is
  * never kept by a transport.
@@ -100,12 +102,12 @@ export function withDataText<T extends object>(result: T, data: MeasuredText): T
 }
 
 /**
- * JSON.stringify(result) in measured parts, with one string field's JSON text given already (`fieldJson`,
- * that of `result[field]`, `fieldBytes` its UTF-8 length), without serializing or measuring that field
- * again: `result` is serialized with the field empty and the given text put in its place. The field must
- * be a string.
+ * JSON.stringify(result) in measured parts, with one string field's JSON text given already as UTF-8
+ * (`fieldJson`, that of `result[field]`), without serializing, measuring or encoding that field again:
+ * `result` is serialized with the field empty and the given bytes put in its place. The field must be a
+ * string.
  */
-export function jsonWithField<T extends object>(result: T, field: keyof T & string, fieldJson: string, fieldBytes: number): MeasuredText {
+export function jsonWithField<T extends object>(result: T, field: keyof T & string, fieldJson: Uint8Array): MeasuredText {
   const empty = JSON.stringify({ ...result, [field]: '' });
   // A key is a JSON string followed by a colon, which no string value can contain unescaped: the only
   // `"field":""` in the text is the field itself.
@@ -114,7 +116,7 @@ export function jsonWithField<T extends object>(result: T, field: keyof T & stri
   if (at < 0) throw new Error(`jsonWithField: ${field} is not in the result`);
   const before = empty.slice(0, at + marker.length - 2);
   const after = empty.slice(at + marker.length);
-  return { parts: [before, fieldJson, after], bytes: shortTextBytes(before) + fieldBytes + shortTextBytes(after) };
+  return { parts: [before, fieldJson, after], bytes: shortTextBytes(before) + fieldJson.length + shortTextBytes(after) };
 }
 
 /** The last shared answer without an id that envelopeText gave (see isSharedAnswerText). */
@@ -149,7 +151,7 @@ const ENVELOPE_HEAD = '{"status":"ok","data":';
 
 /** A text in measured parts as one string (for a transport that takes strings: a relayed client's). */
 export function textOf(text: string | MeasuredText): string {
-  return typeof text === 'string' ? text : text.parts.join('');
+  return typeof text === 'string' ? text : text.parts.map((part) => (typeof part === 'string' ? part : fromUtf8.decode(part))).join('');
 }
 
 /**

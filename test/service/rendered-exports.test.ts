@@ -129,16 +129,11 @@ describe("an export piece's answer carries the JSON its measure made", () => {
   // characters beyond the BMP, a lone surrogate, control characters, the empty text.
   const texts = ['plain', '', 'a "quoted" \\ back\\slash', '"text":"" inside', '😀 and \ud800 alone', '\u0000\u0001\n\t', 'é'.repeat(1000)];
   const names = ['plain', 'with "text":"" in it', '"text":""', 'a\\b', 'naïve 漢字 😀'];
-  const measured = (text: string) => {
-    const json = JSON.stringify(text);
-    return [json, Buffer.byteLength(json)] as const;
-  };
-
   test('jsonWithField gives exactly JSON.stringify of the result, in parts, and its UTF-8 length', () => {
     for (const text of texts) {
       for (const file_name of names) {
         const result = { conversation_id: 'c"1', format: 'markdown', file_name, text, offset: 0, next_offset: null, until: '"text":""' };
-        const made = jsonWithField(result, 'text', ...measured(text));
+        const made = jsonWithField(result, 'text', Buffer.from(JSON.stringify(text)));
         assert.equal(textOf(made), JSON.stringify(result));
         assert.equal(made.bytes, Buffer.byteLength(JSON.stringify(result)));
       }
@@ -148,8 +143,7 @@ describe("an export piece's answer carries the JSON its measure made", () => {
   test('envelopeText of such a result is JSON.stringify of its envelope, with an id or without; envelopeWire the same in measured parts', () => {
     for (const text of texts) {
       const result = { conversation_id: 'c1', file_name: 'naïve 漢字 😀', text, next_offset: 5 };
-      const { json, bytes } = exportPiece(text, 0);
-      const made = withDataText(result, jsonWithField(result, 'text', json, bytes));
+      const made = withDataText(result, jsonWithField(result, 'text', exportPiece(text, 0).json));
       for (const id of [undefined, 7, 'req "1"', 'é 😀']) {
         const expected = JSON.stringify(ok(result, id));
         assert.equal(envelopeText(ok(made, id)), expected);
@@ -161,30 +155,36 @@ describe("an export piece's answer carries the JSON its measure made", () => {
     }
   });
 
-  test("a piece's JSON is its slice's, and its measure that JSON's UTF-8 length, on every piece of a long text", () => {
-    const text = `${'\u0001'.repeat(EXPORT_PIECE_CHARS - 1)}😀${'plain "words" '.repeat(100_000)}`;
+  test("a piece's JSON is its slice's in UTF-8, on every piece of a long text", () => {
+    const text = `${'\u0001'.repeat(EXPORT_PIECE_CHARS - 1)}😀${'plain "words" é \ud800 '.repeat(100_000)}`;
     for (let offset = 0; offset < text.length;) {
-      const { end, json, bytes } = exportPiece(text, offset);
-      assert.equal(json, JSON.stringify(text.slice(offset, end)));
-      assert.equal(bytes, Buffer.byteLength(json));
+      const { end, json } = exportPiece(text, offset);
+      assert.ok(json.equals(Buffer.from(JSON.stringify(text.slice(offset, end)))));
+      assert.equal(JSON.parse(json.toString()), text.slice(offset, end));
       offset = end;
     }
   });
 });
 
 describe("an export piece's frame (ws-frames.ts measuredFrame)", () => {
-  test('is the frame of its joined text, byte for byte, for texts of every header size', () => {
+  test('is the frame of its joined text, byte for byte, for texts of every header size, its big part in bytes or not', () => {
     for (const big of ['', 'x'.repeat(200), 'é😀"\\'.repeat(20_000)]) {
-      const parts = ['{"status":"ok","data":{"a":"ü",', `"text":${JSON.stringify(big)}`, ',"id":"漢"}}'];
+      const parts = ['{"status":"ok","data":{"a":"ü","text":', JSON.stringify(big), ',"id":"漢"}}'];
       const joined = parts.join('');
-      assert.ok(measuredFrame({ parts, bytes: Buffer.byteLength(joined) }).equals(textFrame(joined)));
+      const bytes = Buffer.byteLength(joined);
+      assert.ok(measuredFrame({ parts, bytes }).equals(textFrame(joined)));
+      assert.ok(measuredFrame({ parts: [parts[0], Buffer.from(parts[1]), parts[2]], bytes }).equals(textFrame(joined)));
     }
   });
 
   test('refuses parts whose measure is wrong (a frame whose length lies would corrupt the stream)', () => {
-    const parts = ['{"a":', '"é 😀"', '}'];
-    const bytes = Buffer.byteLength(parts.join(''));
-    for (const wrong of [bytes - 1, bytes - 4, bytes - 5, bytes + 1]) assert.throws(() => measuredFrame({ parts, bytes: wrong }), /measuredFrame/, `measured ${wrong} of ${bytes}`);
-    assert.equal(measuredFrame({ parts, bytes }).length, 2 + bytes);
+    for (const parts of [
+      ['{"a":', '"é 😀"', '}'],
+      ['{"a":', Buffer.from('"é 😀"'), '}'],
+    ]) {
+      const bytes = Buffer.byteLength(textOf({ parts, bytes: 0 }));
+      for (const wrong of [bytes - 1, bytes - 4, bytes - 5, bytes - 9, bytes + 1]) assert.throws(() => measuredFrame({ parts, bytes: wrong }), /measuredFrame/, `measured ${wrong} of ${bytes}`);
+      assert.equal(measuredFrame({ parts, bytes }).length, 2 + bytes);
+    }
   });
 });

@@ -13,9 +13,10 @@ export function textFrame(text: string): Buffer {
 }
 
 /**
- * The text frame of a text in measured parts (protocol/wire-text.ts `MeasuredText`: an export's piece
- * and the answer around it), each part written into the frame in turn: the parts are never joined into
- * one string, whose flattening copied the piece's megabyte, nor measured again.
+ * The text frame of a text in measured parts (protocol/wire-text.ts `MeasuredText`: an export's piece,
+ * its UTF-8 bytes made already, and the answer around it), each part written into the frame in turn (the
+ * bytes copied): the parts are never joined into one string, whose flattening copied the piece's
+ * megabyte, nor measured or encoded again.
  */
 export function measuredFrame({ parts, bytes: length }: MeasuredText): Buffer {
   const header = length < 126 ? 2 : length < 65_536 ? 4 : 10;
@@ -34,7 +35,11 @@ export function measuredFrame({ parts, bytes: length }: MeasuredText): Buffer {
     frame.writeUInt32BE(length >>> 0, 6);
   }
   let at = header;
-  for (const part of parts) at += room.write(part, at, 'utf8');
+  for (const part of parts) {
+    if (typeof part === 'string') at += room.write(part, at, 'utf8');
+    else if (at + part.length <= room.length) at += (room.set(part, at), part.length);
+    else at = room.length;
+  }
   if (at !== frame.length) throw new Error(`measuredFrame: the parts are not ${length} bytes long`);
   return frame;
 }

@@ -260,7 +260,7 @@ describe('export_conversation', () => {
   });
 
   test('pieces of texts full of escapes, emoji astride their ends, join to a fresh rendering; every frame on the wire under 1 MiB and JSON', async () => {
-    const tricky = 'say "hi" \\ and \\\\ twice; \u0001\u001f\u007f\n\t\r é 漢字 😀 \u2028 ';
+    const tricky = 'say "hi" \\ and \\\\ twice; \ud800 lone \udc00 halves; \u0001\u001f\u007f\n\t\r é 漢字 😀 \u2028 ';
     const messages = [tricky.repeat(4000), '😀'.repeat(100_000), '\u0001'.repeat(120_000), `x${'😀'.repeat(100_000)}`, `${'"\\'.repeat(60_000)}😀`];
     let id: string | undefined;
     for (const message of messages) id = await chat(message, id);
@@ -274,6 +274,7 @@ describe('export_conversation', () => {
         const { text, pieces } = await exportAll({ conversation_id: id, format });
         const fresh = renderExport(store.conversations.get(id!)!, await clientMessagesOf(await store.messages.after(id!, 0), store.usage), format);
         assert.ok(text === fresh, `${format}: the joined pieces are a fresh rendering`);
+        if (format === 'markdown') assert.ok(fresh.includes('\ud800 lone \udc00 halves'), 'lone surrogates are kept as they are');
         assert.ok(pieces.length > 2, `${format}: ${pieces.length} pieces`);
         assert.equal(payloads.length, pieces.length, 'one frame a piece');
         for (const [i, payload] of payloads.entries()) {

@@ -122,7 +122,8 @@ export interface ExportPiece {
 export function exportPiece(text: string, offset: number): ExportPiece {
   for (let chars = EXPORT_PIECE_MAX_CHARS; ; chars = Math.max(EXPORT_PIECE_CHARS, chars >> 1)) {
     const end = boundedEnd(text, offset, chars);
-    const json = Buffer.from(JSON.stringify(text.slice(offset, end)));
-    if (chars === EXPORT_PIECE_CHARS || end - offset < EXPORT_PIECE_CHARS || json.length <= EXPORT_PIECE_BYTES) return { end, json };
+    const json = JSON.stringify(text.slice(offset, end));
+    // Measured before it is encoded: a piece too long (text of many bytes a character) is not encoded in vain.
+    if (chars === EXPORT_PIECE_CHARS || end - offset < EXPORT_PIECE_CHARS || Buffer.byteLength(json) <= EXPORT_PIECE_BYTES) return { end, json: Buffer.from(json) };
   }
 }

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
-import { isSharedAnswerText, keptForTheRun, type MeasuredText } from '../../protocol';
+import { isSharedAnswerText, keptForTheRun, textOf, type MeasuredText } from '../../protocol';
 
 /**
  * A server's WebSocket text frame (RFC 6455 5.2: FIN, opcode 1, unmasked), header and UTF-8 payload in
@@ -119,7 +119,7 @@ export function textSender(socket: WebSocket): (text: string | MeasuredText, sha
   const raw = socket.extensions === '' ? (socket as unknown as { _socket?: Socket })._socket : undefined;
   return (text, shared = false) => {
     if (socket.readyState !== socket.OPEN) return;
-    if (!raw?.writable) return socket.send(typeof text === 'string' ? text : text.parts.join(''));
+    if (!raw?.writable) return socket.send(textOf(text));
     writeFrame(raw, typeof text !== 'string' ? measuredFrame(text) : shared ? sharedTextFrame(text) : replyFrame(text));
   };
 }

@@ -163,6 +163,7 @@ export class HistoryStore {
    */
   damaged: string | null;
   private closing: Promise<void> | null = null;
+  private cutsSeen = 0;
 
   private constructor(
     private readonly channel: HistoryChannel,
@@ -268,6 +269,16 @@ export class HistoryStore {
       },
     };
     return new HistoryStore(channel, SCRATCH_FILE, 0, null, 0);
+  }
+
+  /**
+   * How many of retention's cuts (`cut`, `cutCold`) changed bodies or may have, counted as the worker
+   * answers each: bodies read before the count moved may be whole where history.db now has them cut. A
+   * reader that keeps bodies (the agent's history cache) notes it before a read and reads again once it
+   * moved (a pass every 10 minutes at most, and only when it cut something).
+   */
+  get cuts(): number {
+    return this.cutsSeen;
   }
 
   /** Why history.db cannot be used any more (its worker failed; a restart is needed), null while it can. */
@@ -415,7 +426,7 @@ export class HistoryStore {
 
   cut(keys: readonly number[], keepChars: number, note: string): Promise<Array<[number, number]>> {
     this.recent.drop(keys);
-    return this.call({ op: 'cut', keys: [...keys], keepChars, note });
+    return this.countCut(this.call({ op: 'cut', keys: [...keys], keepChars, note }), () => keys.length > 0);
   }
 
   search(match: string, conversationId: string | null, limit: number): Promise<RawSearchHit[]> {
@@ -466,7 +477,17 @@ export class HistoryStore {
 
   cutCold(cutoff: string, keepChars: number, note: string, minBytes: number, limit: number): Promise<ColdCutResult> {
     this.recent.clear();
-    return this.call({ op: 'coldCut', cutoff, keepChars, note, minBytes, limit });
+    return this.countCut(this.call({ op: 'coldCut', cutoff, keepChars, note, minBytes, limit }), (result) => result.rows > 0);
+  }
+
+  /** `done`, counted in `cuts` once answered if `changed` says so (a failure counts too: the worker may have cut before it failed). */
+  private countCut<T>(done: Promise<T>, changed: (value: T) => boolean): Promise<T> {
+    // Registered before the caller's own callbacks, so the count moved before it goes on.
+    done.then(
+      (value) => void (changed(value) && this.cutsSeen++),
+      () => void this.cutsSeen++,
+    );
+    return done;
   }
 
   close(): Promise<void> {

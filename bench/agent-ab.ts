@@ -5,7 +5,9 @@
 // baseline) and the main thread's CPU a turn; printed: the median over blocks of each, of their ratio,
 // journal fdatasyncs a turn, and each side's p50, p99 and mean over all its turns (the tail).
 // `A=/path/to/other/worktree npx tsx bench/agent-ab.ts` (BLOCKS, TURNS a block, NETWORK_MS: a provider
-// answering after a timer instead of at once).
+// answering after a timer instead of at once; A_DIR / B_DIR: where each side's data directory is made,
+// default the temp dir: e.g. `A=. B_DIR=/dev/shm` runs one tree on the disk against tmpfs, what the
+// disk's fdatasync costs the turn and its tail under the same load).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -46,7 +48,7 @@ function provider(): Provider {
 
 async function open(name: string, root: string): Promise<Side> {
   const { Service: Opened } = require(join(root, 'src', 'service')) as { Service: typeof Service };
-  const dir = await mkdtemp(join(tmpdir(), `ra-bench-ab-${name}-`));
+  const dir = await mkdtemp(join(process.env[`${name}_DIR`] ?? tmpdir(), `ra-bench-ab-${name}-`));
   await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
   const service = await Opened.open({ dataDir: dir, provider: () => provider() });
   return { name, dir, service, turns: [], writes: [], ratios: [], cpu: [], flushes: 0, turnsDone: 0, latencies: [] };

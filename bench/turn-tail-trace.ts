@@ -1,7 +1,9 @@
 // What the agent bench's rare slow turns are made of (issue 25, the agent row's mean): `npx tsx
 // bench/turn-tail-trace.ts`. Turns of one conversation (0 tools, the instant provider of bench/agent.ts)
 // in blocks, and between blocks the disk's own floor in the same minutes: a bare append + fdatasync of a
-// file in the same directory (what the journal does, without the store). Each turn is stamped:
+// file in the same directory (what the journal does, without the store), and the same record written over
+// a zero-filled file instead (no size change: the fdatasync needs no ext4 journal commit; what
+// preallocated segments would give, docs/design.md "The turn's tail"). Each turn is stamped:
 // - the main thread's scheduler accounting (/proc/self/task/<pid>/schedstat): running, waiting for a
 //   core, and the rest (the loop idle: the journal's write and fdatasync on libuv's pool, the workers);
 // - its phases: the provider asked (the request built), the journal's `write` and `datasync` calls
@@ -62,7 +64,10 @@ interface Span {
 const spans: Span[] = [];
 /** Spans recorded only while a turn runs (its phases), reset each turn. */
 let inTurn: Span[] | null = null;
+/** Set while the floor is sampled: its file calls are not the journal's. */
+let sampling = false;
 const record = (what: string, at: number) => {
+  if (sampling) return;
   const span = { at, ms: performance.now() - at, what };
   spans.push(span);
   inTurn?.push(span);
@@ -176,6 +181,12 @@ async function main(): Promise<void> {
   const service = await Service.open({ dataDir: dir, provider: () => stampedProvider() });
   const floor: number[] = [];
   const floorFile = await open(join(dir, 'floor'), 'a');
+  const overwrite: number[] = [];
+  const zeroed = await open(join(dir, 'floor-zeroed'), 'w+');
+  const ZEROED_BYTES = 4 * 1024 * 1024;
+  await zeroed.write(Buffer.alloc(ZEROED_BYTES), 0, ZEROED_BYTES, 0);
+  await zeroed.sync();
+  let zeroedAt = 0;
   const record600 = Buffer.alloc(600, 7);
   const turns: Turn[] = [];
   const young: Array<{ at: number; end: number; before: number; after: number }> = [];
@@ -216,12 +227,21 @@ async function main(): Promise<void> {
     for (let done = 0; done < TURNS; done += BLOCK) {
       for (let i = 0; i < BLOCK; i++) await turn(true);
       // The disk's own floor in the same minutes: what the journal does for a record, without the store.
-      for (let i = 0; i < 50; i++) {
+      sampling = true;
+      for (let i = 0; i < 100; i++) {
         const t0 = performance.now();
-        await floorFile.write(record600, 0, record600.length, null);
-        await floorFile.datasync();
-        floor.push(performance.now() - t0);
+        if (i % 2 === 0) {
+          await floorFile.write(record600, 0, record600.length, null);
+          await floorFile.datasync();
+          floor.push(performance.now() - t0);
+        } else {
+          await zeroed.write(record600, 0, record600.length, zeroedAt);
+          zeroedAt = (zeroedAt + record600.length) % (ZEROED_BYTES - record600.length);
+          await zeroed.datasync();
+          overwrite.push(performance.now() - t0);
+        }
       }
+      sampling = false;
     }
     const elapsed = performance.now() - started;
     const stats = service.store.db.stats();
@@ -243,6 +263,7 @@ async function main(): Promise<void> {
     console.log(`  while a compaction ran:  ${turnsIn.length > 0 ? distribution(turnsIn.map((t) => t.ms)) : 'none'}`);
     console.log(`  otherwise:               ${distribution(turnsOut.map((t) => t.ms))}`);
     console.log(`bare write + fdatasync:    ${distribution(floor)}`);
+    console.log(`  over zeros, same size:   ${distribution(overwrite)}`);
     const journalSync = spans.filter((s) => s.what === 'fh.datasync' && s.at >= started);
     const [syncIn, syncOut] = split(journalSync, (s) => compacting(s.at, s.ms));
     console.log(`the journal's fdatasyncs:  ${distribution(journalSync.map((s) => s.ms))}`);
@@ -306,6 +327,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await floorFile.close();
+    await zeroed.close();
     await service.stop();
     await rm(dir, { recursive: true, force: true });
   }

@@ -59,28 +59,49 @@ function compile(cachedData: Buffer | undefined): vm.Script {
   return new vm.Script(`(function (exports, require, module, __filename, __dirname) { ${source}\n})`, { filename: BUNDLE, cachedData });
 }
 
-type Main = (argv: string[], started?: { historyWorker?: Worker }) => Promise<number>;
+/** A rehearsal that hangs (a stuck fsync) must not hang the build: its cache is written with what was compiled. */
+const REHEARSAL_LIMIT_MS = 90_000;
 
-function run(script: vm.Script): { main: Main } {
-  const bundle = { exports: {} as { main: Main } };
+type Main = (argv: string[], started?: { historyWorker?: Worker }) => Promise<number>;
+interface Bundle {
+  main: Main;
+  rehearseStart(): Promise<unknown>;
+}
+
+function run(script: vm.Script): Bundle {
+  const bundle = { exports: {} as Bundle };
   (script.runInThisContext() as (...args: unknown[]) => void).call(bundle.exports, bundle.exports, createRequire(BUNDLE), bundle, BUNDLE, path.dirname(BUNDLE));
   return bundle.exports;
 }
 
 /**
  * The build's step (esbuild.mjs, in a process of its own): loads the bundle as a start does, which
- * compiles what its modules run as they load, and writes that code to the cache. Nothing is started.
+ * compiles what its modules run as they load, then rehearses one start (cli-rehearsal.ts: a temporary
+ * data directory, a loopback port, a client's first commands, the warm-up, a stop), which compiles the
+ * functions a start runs, and writes all that code to the cache. A rehearsal that fails (no loopback in
+ * a sandbox) is said on stderr, and the cache holds what was compiled until then.
  */
-export function writeCodeCache(): void {
+export async function writeCodeCache(): Promise<void> {
+  // Stamped as the bundle was read: a bundle rewritten during the rehearsal (`npm run watch`) must not get
+  // the old code's cache under its own stamp (V8 checks only the source's length).
+  const before = stamp();
   const script = compile(undefined);
-  run(script);
-  writeFileSync(CACHE, Buffer.concat([stamp(), script.createCachedData()]));
+  const { rehearseStart } = run(script);
+  let bounded: NodeJS.Timeout | undefined;
+  const outOfTime = new Promise<never>((_, reject) => {
+    bounded = setTimeout(() => reject(new Error(`no end after ${REHEARSAL_LIMIT_MS / 1000} s`)), REHEARSAL_LIMIT_MS);
+  });
+  await Promise.race([rehearseStart(), outOfTime])
+    .catch((error: unknown) => console.error(`the code cache's rehearsal of a start failed (the cache holds less): ${error instanceof Error ? error.message : String(error)}`))
+    .finally(() => clearTimeout(bounded));
+  if (!before.equals(stamp())) return void console.error('the bundle changed while its code cache was made: no cache written');
+  writeFileSync(CACHE, Buffer.concat([before, script.createCachedData()]));
 }
 
 if (require.main === module) {
   const argv = process.argv.slice(2);
-  // history.db's worker loads its SQLite while this thread loads the service, rather than after.
-  const historyWorker = argv[0] === 'serve' ? startHistoryWorker() : undefined;
+  // history.db's worker loads its SQLite (and ICU's time zone data) while this thread loads the service, rather than after.
+  const historyWorker = argv[0] === 'serve' ? startHistoryWorker({ loadTimeZones: true }) : undefined;
   const { main } = run(compile(readCache()));
   main(argv, { historyWorker }).then((code) => process.exit(code));
 }

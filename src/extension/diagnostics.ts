@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 
 /** Timer resolution of the event-loop monitor while it runs (it is off otherwise: no idle wakeups). */
@@ -14,8 +15,11 @@ export interface LoopFigures {
    */
   longestStallCpuMs: number;
   /**
-   * The longest stall counting only what the process spent on the CPU meanwhile (each interval's lateness
-   * capped by its CPU time): the part the extension host's own work can account for.
+   * The longest stall less the time the loop's own thread waited for a core meanwhile (runnable but not
+   * running: other programs, or the service's worker threads, held the cores): the loop's own work,
+   * garbage collection and anything that blocked it (a synchronous read, a lock) all count. The thread's
+   * wait where the system tells it (Linux /proc/thread-self/schedstat), else each interval's lateness
+   * capped by the whole process's CPU time.
    */
   longestBusyStallMs: number;
   p99Ms: number;
@@ -26,12 +30,42 @@ export interface LoopFigures {
 const stallMs = (ns: number) => Math.max(0, Math.round((ns / 1e6 - RESOLUTION_MS) * 10) / 10);
 const round = (ms: number) => Math.round(ms * 10) / 10;
 
+/** The process's CPU time in ms (every thread). */
+function processCpuMs(): number {
+  const cpu = process.cpuUsage();
+  return (cpu.user + cpu.system) / 1000;
+}
+
+/** The calling thread's scheduler accounting in ms: time on a CPU, time runnable but waiting for one. */
+export interface ThreadSched {
+  runMs: number;
+  waitMs: number;
+}
+
+/**
+ * The calling thread's accounting from /proc/thread-self/schedstat (its first two fields, ns), or undefined
+ * where there is none or it is not kept (a kernel without schedstats writes "0 0 0"). Read at each sample
+ * (tens of microseconds), only while measuring.
+ */
+export function threadSched(): ThreadSched | undefined {
+  try {
+    const [run, wait] = readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ', 2).map(Number);
+    if (!Number.isFinite(run) || !Number.isFinite(wait) || run! <= 0) return undefined;
+    return { runMs: run! / 1e6, waitMs: wait! / 1e6 };
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * "Measure Responsiveness": how long the extension host's event loop (shared with every other
  * extension) is blocked while the assistant works. Started and stopped on demand, so it costs nothing
  * the rest of the time; the figures go to the output channel and a notification, never anything secret.
  */
 export class LoopMonitor {
+  /** `sched`: the loop thread's accounting (tests give their own). */
+  constructor(private readonly sched: () => ThreadSched | undefined = threadSched) {}
+
   private histogram: IntervalHistogram | undefined;
   private sampler: NodeJS.Timeout | undefined;
   private startedAt = 0;
@@ -51,16 +85,20 @@ export class LoopMonitor {
     this.longestBusyMs = 0;
     // Beside the histogram, which tells how late the loop was, this tells whether it was busy meanwhile.
     let lastWall = performance.now();
-    let lastCpu = process.cpuUsage();
+    let lastCpu = processCpuMs();
+    let lastSched = this.sched();
     this.sampler = setInterval(() => {
       const wall = performance.now();
-      const cpu = process.cpuUsage();
+      const cpu = processCpuMs();
+      const sched = this.sched();
       const lateMs = wall - lastWall - RESOLUTION_MS;
-      const cpuMs = (cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000;
-      if (lateMs > this.longest.wallMs) this.longest = { wallMs: lateMs, cpuMs };
-      this.longestBusyMs = Math.max(this.longestBusyMs, Math.min(lateMs, cpuMs));
+      if (lateMs > this.longest.wallMs) this.longest = { wallMs: lateMs, cpuMs: cpu - lastCpu };
+      // Without the thread's accounting at both ends (none kept, or a read that failed): the process's CPU caps it.
+      const busyMs = sched && lastSched ? lateMs - (sched.waitMs - lastSched.waitMs) : Math.min(lateMs, cpu - lastCpu);
+      this.longestBusyMs = Math.max(this.longestBusyMs, busyMs);
       lastWall = wall;
       lastCpu = cpu;
+      lastSched = sched;
     }, RESOLUTION_MS);
   }
 

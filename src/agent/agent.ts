@@ -518,6 +518,7 @@ export class Agent {
         : {}),
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
+    const before = store.db.lastWrite;
     const appended = this.history.stored(conversationId, [message], () =>
       store.messages.appendMany(
         [message],
@@ -532,8 +533,9 @@ export class Agent {
     );
     const durable = Promise.all([created, appended]).then(ignore);
     // Asked in the tick of the writes above, so it covers their record. A write not applied (refused, or
-    // left for later behind a full disk's owed records) has only its own promise to tell.
-    const applied = store.messages.has(id);
+    // left for later behind a full disk's owed records) has only its own promise to tell. Applied, its
+    // transaction moved the database's last write (nothing else wrote in between: no read needed).
+    const applied = store.db.lastWrite !== before;
     const written = (applied ? store.db.written() : undefined) ?? durable;
     // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
     return { message: { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) }, applied, written, durable };

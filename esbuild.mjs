@@ -126,5 +126,6 @@ if (watch) {
   // With the node that builds (V8 refuses a cache of another version or other flags, at no cost but
   // the compile it would have saved). `npm run watch` writes none: the loader then finds the cache
   // older than the bundle and compiles as before.
-  execFileSync(process.execPath, ['-e', 'require("./dist/cli.js").writeCodeCache()'], { stdio: 'inherit' });
+  // It rehearses a start (src/cli-rehearsal.ts); what that start leaves running (the git starter) does not hold the build.
+  execFileSync(process.execPath, ['-e', 'require("./dist/cli.js").writeCodeCache().then(() => process.exit(0))'], { stdio: 'inherit' });
 }

@@ -20,9 +20,9 @@ const TOKEN = 'bench-access-token-0123456789abcdef0123';
 const RUNS = 7;
 const CHAT_RUNS = 5;
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
-interface Timing {
+export interface Timing {
   ms: number;
   /**
    * CPU time of the main thread (the history worker's SQLite starts beside it, on another core): on this
@@ -32,7 +32,7 @@ interface Timing {
 }
 
 /** `node -e 0`, printing the CPU time it used as it exits. */
-function bareNode(): Promise<Timing> {
+export function bareNode(): Promise<Timing> {
   const began = performance.now();
   const code = 'process.on("exit", () => { const u = process.cpuUsage(); process.stdout.write(String((u.user + u.system) / 1000)); })';
   const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'ignore'] });
@@ -59,7 +59,7 @@ function health(port: number): Promise<number> {
   });
 }
 
-interface Serving {
+export interface Serving {
   child: ChildProcess;
   port: number;
   /** From spawn to the first answer of /health (listening; 503 `starting` while the store opens), and the CPU time used until then. */
@@ -83,10 +83,10 @@ function freePort(): Promise<number> {
 }
 
 /** Spawns `serve` and measures from the spawn to listening (/health answers) and to ready (`get_config` answered over ws). */
-async function serve(dataDir: string): Promise<Serving> {
+export async function serve(dataDir: string, cli = CLI): Promise<Serving> {
   const port = await freePort();
   const began = performance.now();
-  const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, '--port', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [cli, 'serve', '--data-dir', dataDir, '--port', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
   let out = '';
   child.stderr!.on('data', (d) => (out += d));
   const stop = () =>
@@ -122,7 +122,7 @@ async function serve(dataDir: string): Promise<Serving> {
   }
 }
 
-async function withDataDir<T>(run: (dir: string) => Promise<T>): Promise<T> {
+export async function withDataDir<T>(run: (dir: string) => Promise<T>): Promise<T> {
   const dir = await mkdtemp(join(tmpdir(), 'ra-bench-start-'));
   try {
     return await run(dir);

@@ -60,27 +60,35 @@ function compile(cachedData: Buffer | undefined): vm.Script {
 }
 
 type Main = (argv: string[], started?: { historyWorker?: Worker }) => Promise<number>;
+interface Bundle {
+  main: Main;
+  rehearseStart(): Promise<unknown>;
+}
 
-function run(script: vm.Script): { main: Main } {
-  const bundle = { exports: {} as { main: Main } };
+function run(script: vm.Script): Bundle {
+  const bundle = { exports: {} as Bundle };
   (script.runInThisContext() as (...args: unknown[]) => void).call(bundle.exports, bundle.exports, createRequire(BUNDLE), bundle, BUNDLE, path.dirname(BUNDLE));
   return bundle.exports;
 }
 
 /**
  * The build's step (esbuild.mjs, in a process of its own): loads the bundle as a start does, which
- * compiles what its modules run as they load, and writes that code to the cache. Nothing is started.
+ * compiles what its modules run as they load, then rehearses one start (cli-rehearsal.ts: a temporary
+ * data directory, a loopback port, a client's first commands, the warm-up, a stop), which compiles the
+ * functions a start runs, and writes all that code to the cache. A rehearsal that fails (no loopback in
+ * a sandbox) is said on stderr, and the cache holds what was compiled until then.
  */
-export function writeCodeCache(): void {
+export async function writeCodeCache(): Promise<void> {
   const script = compile(undefined);
-  run(script);
+  const { rehearseStart } = run(script);
+  await rehearseStart().catch((error: unknown) => console.error(`the code cache's rehearsal of a start failed (the cache holds less): ${error instanceof Error ? error.message : String(error)}`));
   writeFileSync(CACHE, Buffer.concat([stamp(), script.createCachedData()]));
 }
 
 if (require.main === module) {
   const argv = process.argv.slice(2);
-  // history.db's worker loads its SQLite while this thread loads the service, rather than after.
-  const historyWorker = argv[0] === 'serve' ? startHistoryWorker() : undefined;
+  // history.db's worker loads its SQLite (and ICU's time zone data) while this thread loads the service, rather than after.
+  const historyWorker = argv[0] === 'serve' ? startHistoryWorker({ loadTimeZones: true }) : undefined;
   const { main } = run(compile(readCache()));
   main(argv, { historyWorker }).then((code) => process.exit(code));
 }

@@ -8,6 +8,9 @@ import { hashPassword } from './transport/auth/passwords';
 import { pairCommand, pairingText } from './cli-pair';
 import { backupCommand, forgetListeningAddress, restoreCommand, writeListeningAddress } from './cli-backup';
 
+// The build runs it before it writes the bundle's code cache (cli-loader.ts, writeCodeCache).
+export { rehearseStart } from './cli-rehearsal';
+
 const USAGE = `usage:
   remote-assistant serve [--data-dir DIR] [--port N] [--allow-from PATTERN,PATTERN...] [--recover] [--break-lock] [--public-host HOST]
   remote-assistant user add --data-dir DIR --username NAME   (password on standard input)

@@ -360,6 +360,13 @@ export class Service {
   private readonly practice = new AbortController();
   /** The warm-up's practice turn, once begun: stop waits for it before the store closes. */
   private practising?: Promise<void>;
+  private warmUpOver: (whole: boolean) => void = () => {};
+  /**
+   * Settles once the warm-up after listening is over: true when every step ran, false when a first turn
+   * or stop cut it short (as the log's `service.warmed_up` / `service.warm_up_cut_short`); never when the
+   * open failed. The build's rehearsal of a start waits for it (cli-rehearsal.ts).
+   */
+  readonly warmedUp = new Promise<boolean>((resolve) => (this.warmUpOver = resolve));
   private stopping?: Promise<void>;
 
   private constructor(
@@ -839,9 +846,10 @@ export class Service {
     ];
     // When it was over tells whether a chat found it done (bench/start.ts reads it).
     // A warm-up a first turn ended (or stop) is said so: its later steps did not run.
-    void Promise.all([early, this.warmUpSteps(steps, WARM_UP_DELAY_MS)]).then(
-      ([earlyWhole, restWhole]) => this.http && this.logger.info(earlyWhole && restWhole ? 'service.warmed_up' : 'service.warm_up_cut_short', { ms: Math.round(performance.now() - began) }),
-    );
+    void Promise.all([early, this.warmUpSteps(steps, WARM_UP_DELAY_MS)]).then(([earlyWhole, restWhole]) => {
+      if (this.http) this.logger.info(earlyWhole && restWhole ? 'service.warmed_up' : 'service.warm_up_cut_short', { ms: Math.round(performance.now() - began) });
+      this.warmUpOver(earlyWhole && restWhole);
+    });
   }
 
   /**

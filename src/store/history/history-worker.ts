@@ -2,12 +2,13 @@
 // reads never run on the service's event loop. Requests are handled in arrival order; puts that
 // arrive while a commit runs are committed together in the next transaction (group commit).
 import { closeSync, existsSync, openSync, renameSync, rmSync } from 'node:fs';
-import { isMainThread, parentPort } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import type { MessagePort } from 'node:worker_threads';
 import { buildHistoryFileAside, HistoryDb, newHistoryFileBytes, removeBuildAside } from './history-db';
 import { CORRUPT } from './protocol';
 import { countSyncs } from './sync-count';
+import type { HistoryWorkerStart } from './start-worker';
 import type { HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
 
 type Job = Extract<WorkerInbound, { request: HistoryRequest }>;
@@ -181,6 +182,11 @@ function prebuild(file: string): Buffer | undefined {
 
 if (!isMainThread && parentPort) {
   countSyncs();
+  // ICU's data is the process's, shared by its threads: loaded here, the first Intl.DateTimeFormat of the
+  // service's thread (the turn's note asks it the time zone's name, environment.ts: the early warm-up
+  // at listening, between listening and the first command's answer) takes 0.3 ms instead of 14-22 ms of
+  // CPU and 20-110 ms of wall clock (docs/design.md, "Listening to ready").
+  if ((workerData as HistoryWorkerStart | null)?.loadTimeZones) Intl.DateTimeFormat().resolvedOptions();
   const port = parentPort;
   let built: Buffer | undefined;
   port.once('message', function opening(first: WorkerInbound) {

@@ -1,11 +1,20 @@
 import type { Worker } from 'node:worker_threads';
 import { startStoreWorker } from '../worker-thread';
 
+/** What a history worker does at its start besides loading its SQLite (`workerData`). */
+export interface HistoryWorkerStart {
+  /**
+   * Loads ICU's time zone data while it waits for its first message (history-worker.ts): for a worker
+   * started before the service loads (cli-loader.ts), which has that time to spare.
+   */
+  loadTimeZones?: boolean;
+}
+
 /**
  * A history worker (history-worker.ts) that loads its SQLite and waits for `HistoryStore.boot(worker).open`.
  * A module of its own, so the command line's small entry (cli-loader.ts) can start one without loading
  * the store.
  */
-export function startHistoryWorker(): Worker {
-  return startStoreWorker('history-worker', __dirname, null);
+export function startHistoryWorker(start: HistoryWorkerStart = {}): Worker {
+  return startStoreWorker('history-worker', __dirname, start);
 }

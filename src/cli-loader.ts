@@ -59,6 +59,9 @@ function compile(cachedData: Buffer | undefined): vm.Script {
   return new vm.Script(`(function (exports, require, module, __filename, __dirname) { ${source}\n})`, { filename: BUNDLE, cachedData });
 }
 
+/** A rehearsal that hangs (a stuck fsync) must not hang the build: its cache is written with what was compiled. */
+const REHEARSAL_LIMIT_MS = 90_000;
+
 type Main = (argv: string[], started?: { historyWorker?: Worker }) => Promise<number>;
 interface Bundle {
   main: Main;
@@ -79,10 +82,20 @@ function run(script: vm.Script): Bundle {
  * a sandbox) is said on stderr, and the cache holds what was compiled until then.
  */
 export async function writeCodeCache(): Promise<void> {
+  // Stamped as the bundle was read: a bundle rewritten during the rehearsal (`npm run watch`) must not get
+  // the old code's cache under its own stamp (V8 checks only the source's length).
+  const before = stamp();
   const script = compile(undefined);
   const { rehearseStart } = run(script);
-  await rehearseStart().catch((error: unknown) => console.error(`the code cache's rehearsal of a start failed (the cache holds less): ${error instanceof Error ? error.message : String(error)}`));
-  writeFileSync(CACHE, Buffer.concat([stamp(), script.createCachedData()]));
+  let bounded: NodeJS.Timeout | undefined;
+  const outOfTime = new Promise<never>((_, reject) => {
+    bounded = setTimeout(() => reject(new Error(`no end after ${REHEARSAL_LIMIT_MS / 1000} s`)), REHEARSAL_LIMIT_MS);
+  });
+  await Promise.race([rehearseStart(), outOfTime])
+    .catch((error: unknown) => console.error(`the code cache's rehearsal of a start failed (the cache holds less): ${error instanceof Error ? error.message : String(error)}`))
+    .finally(() => clearTimeout(bounded));
+  if (!before.equals(stamp())) return void console.error('the bundle changed while its code cache was made: no cache written');
+  writeFileSync(CACHE, Buffer.concat([before, script.createCachedData()]));
 }
 
 if (require.main === module) {

@@ -205,7 +205,7 @@ export class Agent {
     private readonly deps: AgentDeps,
     context?: TurnContext,
   ) {
-    this.history = new HistoryCache(deps.store.messages, { lastWrite: () => deps.store.db.lastWrite });
+    this.history = new HistoryCache(deps.store.messages, { lastWrite: () => deps.store.db.lastWrite, cuts: () => deps.store.history.cuts });
     this.compactor = new Compactor(deps.store, deps.logger);
     this.context = context ?? new TurnContext(deps.workspaceRoots ?? (() => []), deps.dataDir);
   }

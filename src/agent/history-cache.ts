@@ -2,13 +2,15 @@ import type { MessageRow, MessagesRepo, NewMessage } from '../store';
 
 /**
  * A conversation's cached rows, each one's size, and their sum; `synced`: the database's last write
- * (Database.lastWrite) when the rows were known to be all of the conversation's (within the window).
+ * (Database.lastWrite) when the rows were known to be all of the conversation's (within the window);
+ * `cuts`: the store's count of retention cuts (HistoryStore.cuts) before they were read.
  */
 interface Cached {
   rows: MessageRow[];
   sizes: number[];
   bytes: number;
   synced: number | undefined;
+  cuts: number | undefined;
 }
 
 export interface HistoryCacheOptions {
@@ -18,6 +20,11 @@ export interface HistoryCacheOptions {
    * every call reads what was stored since the last row seen.
    */
   lastWrite?: () => number;
+  /**
+   * How many of retention's cuts changed bodies so far (HistoryStore.cuts): once it moved, a cached
+   * conversation is read again, so a tool output cut since it was cached is given to the model cut.
+   */
+  cuts?: () => number;
   maxRows?: number;
   maxConversations?: number;
   maxBytes?: number;
@@ -28,9 +35,9 @@ function rowBytes(row: MessageRow): number {
   return 200 + row.content.length + (row.data === null || row.data === undefined ? 0 : JSON.stringify(row.data).length);
 }
 
-function sized(rows: MessageRow[], synced: number | undefined): Cached {
+function sized(rows: MessageRow[], synced: number | undefined, cuts: number | undefined): Cached {
   const sizes = rows.map(rowBytes);
-  return { rows, sizes, bytes: sizes.reduce((sum, size) => sum + size, 0), synced };
+  return { rows, sizes, bytes: sizes.reduce((sum, size) => sum + size, 0), synced, cuts };
 }
 
 /** `cached` with `fresh` after it, cut to its last `max` rows. */
@@ -38,9 +45,9 @@ function extended(cached: Cached, fresh: Cached, max: number): Cached {
   const rows = [...cached.rows, ...fresh.rows];
   const sizes = [...cached.sizes, ...fresh.sizes];
   const cut = rows.length - max;
-  if (cut <= 0) return { rows, sizes, bytes: cached.bytes + fresh.bytes, synced: fresh.synced };
+  if (cut <= 0) return { rows, sizes, bytes: cached.bytes + fresh.bytes, synced: fresh.synced, cuts: cached.cuts };
   const freed = sizes.slice(0, cut).reduce((sum, size) => sum + size, 0);
-  return { rows: rows.slice(cut), sizes: sizes.slice(cut), bytes: cached.bytes + fresh.bytes - freed, synced: fresh.synced };
+  return { rows: rows.slice(cut), sizes: sizes.slice(cut), bytes: cached.bytes + fresh.bytes - freed, synced: fresh.synced, cuts: cached.cuts };
 }
 
 /** A message as a read of its row gives it back (messages.ts): absent fields null, `data` a copy through its JSON. */
@@ -75,6 +82,7 @@ export class HistoryCache {
   private readonly pending = new Map<string, () => void>();
   private bytes = 0;
   private readonly lastWrite: (() => number) | undefined;
+  private readonly cuts: (() => number) | undefined;
   private readonly maxRows: number;
   private readonly maxConversations: number;
   private readonly maxBytes: number;
@@ -84,6 +92,7 @@ export class HistoryCache {
     options: HistoryCacheOptions = {},
   ) {
     this.lastWrite = options.lastWrite;
+    this.cuts = options.cuts;
     this.maxRows = options.maxRows ?? 500;
     this.maxConversations = options.maxConversations ?? 64;
     this.maxBytes = options.maxBytes ?? 32 * 1024 * 1024;
@@ -91,17 +100,19 @@ export class HistoryCache {
 
   async rows(conversationId: string): Promise<MessageRow[]> {
     this.pending.get(conversationId)?.();
-    const cached = this.entries.get(conversationId);
-    // Taken before the read: a write while it runs leaves the entry behind the database, read again next time.
+    // Taken before the read: a write (or a cut) while it runs leaves the entry behind the database, read again next time.
     const now = this.lastWrite?.();
+    const cuts = this.cuts?.();
+    // Rows held from before a retention cut are read again whole (the cut ones changed; messages are otherwise append-only).
+    const cached = this.entries.get(conversationId);
     let next: Cached;
-    if (!cached) {
-      next = sized(await this.messages.recent(conversationId, { limit: this.maxRows, includeTools: true }), now);
+    if (!cached || cached.cuts !== cuts) {
+      next = sized(await this.messages.recent(conversationId, { limit: this.maxRows, includeTools: true }), now, cuts);
     } else if (now !== undefined && cached.synced === now) {
       next = cached;
     } else {
       const last = cached.rows.length > 0 ? cached.rows[cached.rows.length - 1]!.seq : 0;
-      const fresh = sized(await this.messages.after(conversationId, last), now);
+      const fresh = sized(await this.messages.after(conversationId, last), now, cuts);
       next = fresh.rows.length === 0 ? { ...cached, synced: now } : extended(cached, fresh, this.maxRows);
     }
     this.keep(conversationId, next);
@@ -135,7 +146,7 @@ export class HistoryCache {
         last = seq;
         rows.push(rowOf(message, seq));
       }
-      this.keep(conversationId, extended(cached, sized(rows, before + 1), this.maxRows));
+      this.keep(conversationId, extended(cached, sized(rows, before + 1, cached.cuts), this.maxRows));
     };
     if (!later) add();
     else {

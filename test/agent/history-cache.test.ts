@@ -1,9 +1,13 @@
 // Issue 20: the agent's cache of recent rows (agent/history-cache.ts) is bounded in bytes as well as in
 // rows and conversations: a message may be a megabyte, and 64 conversations of 500 such rows were kept.
 import assert from 'node:assert/strict';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { HistoryCache } from '../../src/agent/history-cache';
 import { openStore, type MessageRow, type NewMessage, type Store } from '../../src/store';
+import { startFakeOpenAI } from '../helpers/fake-openai';
+import { startService } from '../helpers/service';
 import { tempDir } from '../helpers/store-utils';
 
 const KB = 1024;
@@ -72,6 +76,20 @@ test('a conversation bigger than the whole cache is served whole but not kept', 
   assert.equal((await cache.rows('big')).length, 3);
   assert.equal((await cache.rows('big')).length, 3);
   assert.deepEqual(messages.reads, ['big', 'big']);
+});
+
+test('rows cached before a retention cut are read again, once; with no cut since, they are not', async () => {
+  const messages = repo();
+  let cuts = 0;
+  const cache = new HistoryCache(messages, { cuts: () => cuts });
+  messages.add('c', 1);
+  await cache.rows('c');
+  await cache.rows('c');
+  assert.deepEqual(messages.reads, ['c']);
+  cuts += 1;
+  await cache.rows('c');
+  await cache.rows('c');
+  assert.deepEqual(messages.reads, ['c', 'c']);
 });
 
 /** A store in a temp dir with one conversation, and a cache over it that counts its reads. */
@@ -183,4 +201,41 @@ test("rows stored `later` (the turn's reply) are added after the journal's flush
   assert.deepEqual(await cache.rows('c'), await all(store, 'c'));
   assert.deepEqual(reads, ['after c']);
   await Promise.all([raced, elsewhere]);
+});
+
+// The cache never re-read a row it held: a tool output retention cut (tool_output_days) reached the
+// model whole until the conversation left the cache. A real service and a fake provider (HTTP on
+// 127.0.0.1) that records what the model is given.
+test('a tool output retention cut is what the model is given next, not the whole output the cache held', async (t) => {
+  const fake = await startFakeOpenAI();
+  const { dir, cleanup } = await tempDir('history-cache-cut-');
+  // Beside the data directory, not in it (file tools do not open the service's own files).
+  const workspace = `${dir}-ws`;
+  await mkdir(workspace);
+  const whole = Array.from({ length: 2_000 }, (_, i) => `line ${i} of the big file`).join('\n');
+  await writeFile(join(workspace, 'big.txt'), whole);
+  const svc = await startService({ base_url: fake.url, model: 'fake-model', workspace, permission_mode: 'allow' }, { dataDir: dir });
+  t.after(async () => {
+    await svc.stop();
+    await fake.close();
+    await cleanup();
+    await rm(workspace, { recursive: true, force: true });
+  });
+  const { agent, store } = svc.service;
+  fake.script({ tool_calls: [{ name: 'read_file', arguments: { path: 'big.txt' } }] }, { text: 'read it' });
+  const conversationId = (await agent.chat({ message: 'read big.txt', source: { kind: 'lan' } })).conversation_id;
+  const toolText = (request: { body: unknown }) =>
+    ((request.body as { messages: Array<{ role: string; content: unknown }> }).messages.find((m) => m.role === 'tool')?.content as string | undefined) ?? '';
+  assert.ok(toolText(fake.requests.at(-1)!).includes('line 1999 of the big file'), 'the model was given the whole output');
+
+  // Retention cuts every tool output older than 0 days, once the clock has passed the output's timestamp.
+  const output = (await store.messages.recent(conversationId, { includeTools: true })).find((m) => m.role === 'tool' && m.content.includes('line 1999'))!;
+  while (Date.now() <= Date.parse(output.timestamp)) await new Promise((r) => setTimeout(r, 1));
+  store.maintenance.setPolicy({ toolOutputDays: 0 });
+  await store.maintenance.run();
+  const cut = (await store.messages.get(output.id))!.content;
+  assert.ok(cut.length < 1_000 && cut.includes('[cut: tool output older than 0 days]'), cut.slice(-200));
+
+  await agent.chat({ message: 'and now?', conversationId, source: { kind: 'lan' } });
+  assert.equal(toolText(fake.requests.at(-1)!), cut, 'the model is given the cut output');
 });

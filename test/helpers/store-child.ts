@@ -5,6 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { BlobStore } from '../../src/store/blob-store';
 //   bulky <dir>   the same with bodies of 8-60 KB (bulkyContent), tool outputs among them
+//   bulky-segments <dir>  bulky with the journal's default segments: no compaction (nor the history.db
+//                 sync before it) sends held bodies to the worker early, so a group is held at a kill
 //   maintain <dir> open (retention: max_days 30 at BULKY_NOW) and run maintenance passes, printing
 //                 "left <n>" (messages still stored, bodies still inline) as they go
 //   cool <dir>     open (every message's metadata to move to history.db) and run maintenance passes, printing "hot <n>" (messages whose
@@ -23,9 +25,14 @@ async function hold(dir: string): Promise<void> {
 }
 
 /** Appends messages forever from `lanes` writers at once, printing each id once its write resolved (durable). */
-async function appendForever(dir: string, lanes: number, messageOf: (i: number) => Omit<NewMessage, 'id' | 'conversation_id' | 'timestamp'>): Promise<void> {
-  // Tiny segments so compactions run (and get killed) while writes go on.
-  const store = await openStore(dir, { segmentBytes: 8 * 1024 });
+async function appendForever(
+  dir: string,
+  lanes: number,
+  messageOf: (i: number) => Omit<NewMessage, 'id' | 'conversation_id' | 'timestamp'>,
+  segmentBytes: number | undefined = 8 * 1024,
+): Promise<void> {
+  // Tiny segments by default so compactions run (and get killed) while writes go on.
+  const store = await openStore(dir, { segmentBytes });
   await store.conversations.create({ id: 'c', title: 'crash', source: 'ws', created_at: '2024-01-01T00:00:00.000Z' });
   process.stdout.write('ready\n');
   let next = 0;
@@ -52,12 +59,15 @@ async function blobs(dir: string): Promise<never> {
 
 const writer = (dir: string) => appendForever(dir, 4, (i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: `message ${i} ${'x'.repeat(i % 200)}` }));
 
-const bulky = (dir: string) =>
-  appendForever(dir, 3, (i) => ({
-    role: i % 4 === 3 ? 'tool' : i % 2 === 0 ? 'user' : 'assistant',
-    content: bulkyContent(i),
-    ...(i % 4 === 3 ? { tool_name: 'read_file', data: { kind: 'result', call_id: `call-${i}`, ok: true } } : {}),
-  }));
+const bulkyMessage = (i: number): Omit<NewMessage, 'id' | 'conversation_id' | 'timestamp'> => ({
+  role: i % 4 === 3 ? 'tool' : i % 2 === 0 ? 'user' : 'assistant',
+  content: bulkyContent(i),
+  ...(i % 4 === 3 ? { tool_name: 'read_file', data: { kind: 'result', call_id: `call-${i}`, ok: true } } : {}),
+});
+
+const bulky = (dir: string) => appendForever(dir, 3, bulkyMessage);
+
+const bulkySegments = (dir: string) => appendForever(dir, 3, bulkyMessage, undefined);
 
 async function maintain(dir: string): Promise<void> {
   const store = await openStore(dir, { retention: { maxDays: 30, toolOutputDays: 7 }, now: () => BULKY_NOW });
@@ -78,9 +88,9 @@ async function cool(dir: string): Promise<void> {
   for (;;) await store.maintenance.run();
 }
 
-const modes: Record<string, (dir: string) => Promise<void>> = { hold, writer, bulky, maintain, blobs, cool };
+const modes: Record<string, (dir: string) => Promise<void>> = { hold, writer, bulky, 'bulky-segments': bulkySegments, maintain, blobs, cool };
 const [mode, dir] = process.argv.slice(2);
-if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|writer|bulky|maintain|blobs|cool <dir>');
+if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|writer|bulky|bulky-segments|maintain|blobs|cool <dir>');
 modes[mode](dir).catch((err: unknown) => {
   process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);

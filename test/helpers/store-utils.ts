@@ -44,7 +44,7 @@ export interface StoreChild {
 }
 
 /** Starts test/helpers/store-child.ts in a real child process (node --import tsx). */
-export function spawnStoreChild(mode: 'hold' | 'writer' | 'bulky' | 'maintain' | 'blobs' | 'cool', dir: string): StoreChild {
+export function spawnStoreChild(mode: 'hold' | 'writer' | 'bulky' | 'bulky-segments' | 'maintain' | 'blobs' | 'cool', dir: string): StoreChild {
   const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, mode, dir], {
     cwd: path.join(__dirname, '..', '..'),
     stdio: ['pipe', 'pipe', 'pipe'],

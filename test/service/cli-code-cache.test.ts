@@ -4,7 +4,7 @@
 // temp directory, run by a real node.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { copyFile, readFile, stat, utimes, writeFile } from 'node:fs/promises';
+import { copyFile, cp, mkdir, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { CLI } from '../helpers/cli';
@@ -36,6 +36,35 @@ test('the build writes a code cache, and a bundle changed after it (same length)
   await writeFile(bundle, source.replace('usage:\n  remote-assistant serve', 'USAGE:\n  remote-assistant serve'));
   const { mtime } = await stat(bundle);
   await utimes(bundle, mtime, new Date(mtime.getTime() + 2_000));
+
+  const after = await run(cli);
+  assert.equal(after.code, 2);
+  assert.match(after.stderr, /^USAGE:\n {2}remote-assistant serve/);
+});
+
+test("a bundle rewritten while its code cache is made (npm run watch during a build) does not get the old code's cache", async (t) => {
+  const temp = await tempDir('ra-code-cache-race-');
+  t.after(temp.cleanup);
+  const dist = join(temp.dir, 'dist');
+  await cp(DIST, dist, { recursive: true, filter: (source) => !source.endsWith('.map') });
+  const tmp = join(temp.dir, 'tmp');
+  await mkdir(tmp);
+  const bundle = join(dist, 'cli-main.js');
+  const cli = join(dist, 'cli.js');
+  await rm(`${bundle}.cache`);
+
+  const writer = spawn(process.execPath, ['-e', `require(${JSON.stringify(cli)}).writeCodeCache().then(() => process.exit(0))`], {
+    stdio: 'ignore',
+    env: { ...process.env, TMPDIR: tmp },
+  });
+  const exited = new Promise<number | null>((resolve) => writer.on('exit', resolve));
+  // The rehearsal's data directory exists once the bundle was read and compiled: rewrite it then.
+  while (!(await readdir(tmp)).some((name) => name.startsWith('ra-rehearsal-'))) await new Promise((r) => setTimeout(r, 10));
+  const source = await readFile(bundle, 'utf8');
+  await writeFile(bundle, source.replace('usage:\n  remote-assistant serve', 'USAGE:\n  remote-assistant serve'));
+  const { mtime } = await stat(bundle);
+  await utimes(bundle, mtime, new Date(mtime.getTime() + 2_000));
+  assert.equal(await exited, 0);
 
   const after = await run(cli);
   assert.equal(after.code, 2);

@@ -89,8 +89,8 @@ export const MAX_UNWRITTEN_BYTES = 16 * 1024 * 1024;
  * are held or any other request (a read, `sync`, `close`) is sent, so the worker still sees every body
  * before any request sent after it was written. Held only in memory meanwhile: their journal record is
  * their durable copy (a kill -9 before the put loses nothing; the next open writes them from the
- * journal: restore.ts), and reads take them from the recent bodies or, once evicted there, from the
- * worker after the put this sends first.
+ * journal: restore.ts), and reads take them from memory (HistoryStore `unanswered`) until the worker
+ * answered their put.
  */
 class Group {
   readonly bodies: KeyedBody[] = [];
@@ -147,6 +147,14 @@ export class HistoryStore {
    * Reads take them from here meanwhile.
    */
   private readonly owed = new Map<number, KeyedBody>();
+  /**
+   * Bodies `write` gave keys to that the worker has not answered for yet (held in `group`, or in a put
+   * under way), by key. Reads take them from here: a put the worker then refuses leaves history.db
+   * without them, and a read sent after it would find nothing there (the placeholder, and history.db
+   * called damaged) while the body is in memory, owed. A refusal owes only those still here, so a body
+   * removed meanwhile (its message deleted, its transaction failed) is not written back.
+   */
+  private readonly unanswered = new Map<number, KeyedBody>();
   private readonly pending = new Map<number, Pending>();
   /** Bodies `write` gave keys to and holds for the next put (null: none). */
   private group: Group | null = null;
@@ -163,6 +171,7 @@ export class HistoryStore {
    */
   damaged: string | null;
   private closing: Promise<void> | null = null;
+  private cutsSeen = 0;
 
   private constructor(
     private readonly channel: HistoryChannel,
@@ -270,6 +279,16 @@ export class HistoryStore {
     return new HistoryStore(channel, SCRATCH_FILE, 0, null, 0);
   }
 
+  /**
+   * How many of retention's cuts (`cut`, `cutCold`) changed bodies or may have, counted as the worker
+   * answers each: bodies read before the count moved may be whole where history.db now has them cut. A
+   * reader that keeps bodies (the agent's history cache) notes it before a read and reads again once it
+   * moved (a pass every 10 minutes at most, and only when it cut something).
+   */
+  get cuts(): number {
+    return this.cutsSeen;
+  }
+
   /** Why history.db cannot be used any more (its worker failed; a restart is needed), null while it can. */
   get failed(): string | null {
     return this.closing ? null : (this.failure?.message ?? null);
@@ -298,6 +317,7 @@ export class HistoryStore {
     const keyed = this.keyed(bodies);
     this.recent.add(keyed);
     if (keyed.length === 0) return { bodies: keyed, written: Promise.resolve(), behind: false };
+    for (const b of keyed) this.unanswered.set(b.key, b);
     const group = (this.group ??= new Group(() => this.post()));
     const bytes = group.add(keyed);
     this.unwritten += bytes;
@@ -320,12 +340,18 @@ export class HistoryStore {
     if (!group) return;
     this.group = null;
     this.lastSent = group.written;
+    const answered = (refused: boolean) => {
+      this.unwritten -= group.bytes;
+      for (const b of group.bodies) {
+        if (refused && this.unanswered.has(b.key)) this.owed.set(b.key, b);
+        this.unanswered.delete(b.key);
+      }
+    };
     group.settle(
       this.sendPut(group.bodies, false).then(
-        () => void (this.unwritten -= group.bytes),
+        () => answered(false),
         (err: unknown) => {
-          this.unwritten -= group.bytes;
-          for (const b of group.bodies) this.owed.set(b.key, b);
+          answered(true);
           throw err;
         },
       ),
@@ -361,8 +387,8 @@ export class HistoryStore {
     const out = new Map<number, BodyOut>();
     const keys: number[] = [];
     for (const key of wanted) {
-      const owed = this.owed.get(key);
-      const body = owed ? { key, content: owed.content, data: owed.data, cut: false } : this.recent.get(key);
+      const held = this.owed.get(key) ?? this.unanswered.get(key);
+      const body = held ? { key, content: held.content, data: held.data, cut: false } : this.recent.get(key);
       if (body) out.set(key, body);
       else keys.push(key);
     }
@@ -409,13 +435,16 @@ export class HistoryStore {
 
   remove(keys: readonly number[]): Promise<number> {
     this.recent.drop(keys);
-    for (const key of keys) this.owed.delete(key);
+    for (const key of keys) {
+      this.owed.delete(key);
+      this.unanswered.delete(key);
+    }
     return keys.length === 0 ? Promise.resolve(0) : this.call({ op: 'remove', keys: [...keys] });
   }
 
   cut(keys: readonly number[], keepChars: number, note: string): Promise<Array<[number, number]>> {
     this.recent.drop(keys);
-    return this.call({ op: 'cut', keys: [...keys], keepChars, note });
+    return this.countCut(this.call({ op: 'cut', keys: [...keys], keepChars, note }), () => keys.length > 0);
   }
 
   search(match: string, conversationId: string | null, limit: number): Promise<RawSearchHit[]> {
@@ -466,7 +495,17 @@ export class HistoryStore {
 
   cutCold(cutoff: string, keepChars: number, note: string, minBytes: number, limit: number): Promise<ColdCutResult> {
     this.recent.clear();
-    return this.call({ op: 'coldCut', cutoff, keepChars, note, minBytes, limit });
+    return this.countCut(this.call({ op: 'coldCut', cutoff, keepChars, note, minBytes, limit }), (result) => result.rows > 0);
+  }
+
+  /** `done`, counted in `cuts` once answered if `changed` says so (a failure counts too: the worker may have cut before it failed). */
+  private countCut<T>(done: Promise<T>, changed: (value: T) => boolean): Promise<T> {
+    // Registered before the caller's own callbacks, so the count moved before it goes on.
+    done.then(
+      (value) => void (changed(value) && this.cutsSeen++),
+      () => void this.cutsSeen++,
+    );
+    return done;
   }
 
   close(): Promise<void> {

@@ -186,7 +186,14 @@ if (!isMainThread && parentPort) {
   // service's thread (the turn's note asks it the time zone's name, environment.ts: the early warm-up
   // at listening, between listening and the first command's answer) takes 0.3 ms instead of 14-22 ms of
   // CPU and 20-110 ms of wall clock (docs/design.md, "Listening to ready").
-  if ((workerData as HistoryWorkerStart | null)?.loadTimeZones) Intl.DateTimeFormat().resolvedOptions();
+  // A Node without Intl throws: the preload is only a head start, never a reason for the worker to fail.
+  if ((workerData as HistoryWorkerStart | null)?.loadTimeZones) {
+    try {
+      Intl.DateTimeFormat().resolvedOptions();
+    } catch {
+      // the service's thread meets it at its own first use
+    }
+  }
   const port = parentPort;
   let built: Buffer | undefined;
   port.once('message', function opening(first: WorkerInbound) {

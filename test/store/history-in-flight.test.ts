@@ -1,0 +1,92 @@
+// Review of s12/agent12a, a group put the worker refuses (a full disk) after a later request was sent
+// (all three failed before bodies not yet answered were kept: history-store.ts `unanswered`):
+// - a read right after the acknowledgement got the placeholder and flagged history.db damaged;
+// - a conversation deleted meanwhile had its bodies written back (unreferenced, in the search index);
+// - a read of a body still held for its put (gone from the recent bodies) got the placeholder too (the
+//   first attempt, an in-flight map filled when the put was sent, missed it: the read sends the put).
+// The refusal is a row SQLite cannot bind; the worker's messages are held to set the order.
+import assert from 'node:assert/strict';
+import { test, type TestContext } from 'node:test';
+import { HistoryStore } from '../../src/store/history/history-store';
+import { startHistoryWorker } from '../../src/store/history/start-worker';
+import { openStore, type Store } from '../../src/store/index';
+import { tempDir } from '../helpers/store-utils';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A store (conversations 'c' and 'd') whose history worker refuses the first put carrying a body that
+ * starts with `marked` (a row SQLite cannot bind joins it). `slow`: that put reaches the worker only
+ * with the next request, as from a worker slow to refuse (a full disk met at commit).
+ */
+async function refusingStore(t: TestContext, marked: string, slow: boolean): Promise<Store> {
+  const { dir, cleanup } = await tempDir('rev12a-');
+  const worker = startHistoryWorker();
+  const store = await openStore(dir, { boot: { history: HistoryStore.boot(worker) }, maintenanceIntervalMs: 3_600_000 });
+  await store.conversations.create({ id: 'c', title: 't', source: 'ws', created_at: new Date(0).toISOString() });
+  await store.conversations.create({ id: 'd', title: 't', source: 'ws', created_at: new Date(0).toISOString() });
+  await sleep(300);
+  const post = worker.postMessage.bind(worker);
+  let refuse = true;
+  let held: any = null;
+  worker.postMessage = (m: any, transfer?: never) => {
+    if (refuse && m?.request?.op === 'put' && m.request.bodies.some((b: any) => String(b.content).startsWith(marked))) {
+      refuse = false;
+      m = structuredClone(m);
+      m.request.bodies.unshift({ key: 2 ** 40, conversation_id: 'c', role: 'user', content: { not: 'bindable' }, data: null });
+      if (slow) {
+        held = m;
+        return;
+      }
+    } else if (held) {
+      post(held);
+      held = null;
+    }
+    post(m, transfer);
+  };
+  t.after(async () => {
+    worker.postMessage = post;
+    await store.close();
+    await cleanup();
+  });
+  return store;
+}
+
+test('a read right after a refused put: the acknowledged body, not the placeholder and not "damaged"', async (t) => {
+  const store = await refusingStore(t, 'REFUSE', true);
+  const big = 'REFUSE ' + 'r'.repeat(5 * 1024 * 1024); // larger than the recent bodies' cache
+  await store.messages.append({ id: 'm0', conversation_id: 'c', role: 'tool', content: big, timestamp: new Date(1).toISOString() });
+  const got = await store.messages.get('m0');
+  assert.equal(got?.content.slice(0, 10), big.slice(0, 10));
+  assert.equal(store.history.damaged, null);
+});
+
+test('a deleted message body does not come back into history.db', async (t) => {
+  const store = await refusingStore(t, 'SECRET', true);
+  await store.messages.append({ id: 'm0', conversation_id: 'c', role: 'user', content: 'SECRET ' + 's'.repeat(1100 * 1024), timestamp: new Date(1).toISOString() });
+  assert.equal(await store.conversations.delete('c'), true);
+  await store.maintenance.run();
+  // The disk has room again: the next write carries the owed bodies.
+  await store.messages.append({ id: 'n0', conversation_id: 'd', role: 'user', content: 'later', timestamp: new Date(2).toISOString() });
+  await store.history.answered();
+  assert.equal((await store.history.search('SECRET', null, 10)).length, 0, 'the deleted text is not in the search index');
+  const { maxKey } = await store.history.stats();
+  const keys = await store.history.keysBetween(1, maxKey);
+  const referenced = store.db.get<{ n: number }>('SELECT count(*) AS n FROM messages WHERE body_key IS NOT NULL')?.n ?? 0;
+  assert.equal(keys.length - referenced, 0, 'no unreferenced body in history.db');
+});
+
+test('a read of a body still held for its put, gone from the recent bodies, whose put is then refused: the body', async (t) => {
+  const store = await refusingStore(t, 'HELD', false);
+  // More bodies than the recent bodies keep (1,024), small enough to be held for one put: the first
+  // is only in the group when it is read (its row is applied at once, the read comes before the
+  // group's 50 ms are up), and the read sends the put ahead of it.
+  const messages = Array.from({ length: 1_100 }, (_, i) => ({ id: `m${i}`, conversation_id: 'c', role: 'user' as const, content: `HELD ${i}`, timestamp: new Date(1).toISOString() }));
+  const appended = store.messages.appendMany(messages);
+  const got = await store.messages.get('m0');
+  await appended;
+  assert.equal(got?.content, 'HELD 0');
+  assert.equal(store.history.damaged, null);
+  await store.history.answered();
+  assert.match(String(store.history.degraded), /./, 'the put was refused');
+});

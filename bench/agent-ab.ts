@@ -3,16 +3,18 @@
 // suites on the same 2 cores and disk) falls on both alike: `A` is another worktree (e.g. main's), `B`
 // this one. Per block: each tree's mean turn and its own durable write (`meta.set`, bench/agent.ts's
 // baseline) and the main thread's CPU a turn; printed: the median over blocks of each, of their ratio,
-// and journal fdatasyncs a turn.
+// journal fdatasyncs a turn, and each side's p50, p99 and mean over all its turns (the tail).
 // `A=/path/to/other/worktree npx tsx bench/agent-ab.ts` (BLOCKS, TURNS a block, NETWORK_MS: a provider
-// answering after a timer instead of at once).
+// answering after a timer instead of at once; A_DIR / B_DIR: where each side's data directory is made,
+// default the temp dir: e.g. `A=. B_DIR=/dev/shm` runs one tree on the disk against tmpfs, what the
+// disk's fdatasync costs the turn and its tail under the same load).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
 import type { Service } from '../src/service';
 import { instantProvider } from './agent';
-import { fmt, mainThreadCpuMs } from './util';
+import { fmt, mainThreadCpuMs, percentile } from './util';
 
 interface Side {
   name: string;
@@ -26,6 +28,8 @@ interface Side {
   cpu: number[];
   flushes: number;
   turnsDone: number;
+  /** Every measured turn's latency (ms): the tail (p99) of each side, pooled over its blocks. */
+  latencies: number[];
 }
 
 const networkMs = Number(process.env.NETWORK_MS ?? 0);
@@ -44,10 +48,10 @@ function provider(): Provider {
 
 async function open(name: string, root: string): Promise<Side> {
   const { Service: Opened } = require(join(root, 'src', 'service')) as { Service: typeof Service };
-  const dir = await mkdtemp(join(tmpdir(), `ra-bench-ab-${name}-`));
+  const dir = await mkdtemp(join(process.env[`${name}_DIR`] ?? tmpdir(), `ra-bench-ab-${name}-`));
   await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
   const service = await Opened.open({ dataDir: dir, provider: () => provider() });
-  return { name, dir, service, turns: [], writes: [], ratios: [], cpu: [], flushes: 0, turnsDone: 0 };
+  return { name, dir, service, turns: [], writes: [], ratios: [], cpu: [], flushes: 0, turnsDone: 0, latencies: [] };
 }
 
 async function block(side: Side, turns: number): Promise<void> {
@@ -56,7 +60,9 @@ async function block(side: Side, turns: number): Promise<void> {
   const cpu = mainThreadCpuMs();
   const t0 = performance.now();
   for (let i = 0; i < turns; i++) {
+    const at = performance.now();
     const out = await service.agent.chat({ message: 'bench turn', conversationId: side.conversationId, source: { kind: 'lan' } });
+    side.latencies.push(performance.now() - at);
     side.conversationId = out.conversation_id;
   }
   const turn = (performance.now() - t0) / turns;
@@ -81,7 +87,7 @@ async function main(): Promise<void> {
   const sides = [await open('A', resolve(other)), await open('B', resolve(__dirname, '..'))];
   try {
     for (const side of sides) await block(side, 100);
-    for (const side of sides) Object.assign(side, { turns: [], writes: [], ratios: [], cpu: [], flushes: 0, turnsDone: 0 });
+    for (const side of sides) Object.assign(side, { turns: [], writes: [], ratios: [], cpu: [], flushes: 0, turnsDone: 0, latencies: [] });
     for (let i = 0; i < blocks; i++) for (const side of i % 2 === 0 ? sides : [...sides].reverse()) await block(side, turns);
     const [a, b] = sides;
     const paired = a.turns.map((turn, i) => b.turns[i] / turn);
@@ -96,6 +102,11 @@ async function main(): Promise<void> {
         `${side.name}: turn ${fmt(median(side.turns))} ms, durable write ${fmt(median(side.writes))} ms, ` +
           `(turn - provider) / write ${fmt(median(side.ratios), 1)}x (median of ${blocks} blocks of ${turns}); ` +
           `journal fdatasyncs a turn ${fmt(side.flushes / side.turnsDone, 2)}; main thread CPU a turn ${fmt(median(side.cpu), 3)} ms`,
+      );
+      const sorted = [...side.latencies].sort((x, y) => x - y);
+      const mean = sorted.reduce((n, x) => n + x, 0) / sorted.length;
+      console.log(
+        `${side.name}: every turn (${sorted.length}): p50 ${fmt(percentile(sorted, 50))} ms, p99 ${fmt(percentile(sorted, 99))} ms, mean ${fmt(mean)} ms, mean - p50 ${fmt(mean - percentile(sorted, 50))} ms`,
       );
     }
   } finally {

@@ -4,13 +4,14 @@
 // thread's own scheduler accounting (/proc/self/task/<pid>/schedstat: time running, time runnable but
 // waiting for a core) and the rest (the loop idle: waiting for the journal's file work on libuv's pool,
 // the history worker, a timer); beside it the garbage collections and the journal's file calls
-// (FileHandle write and datasync, their wall time) that overlapped it. The longest turns of each period
+// (FileHandle write and datasync, their wall time) and compactions (their worker's life) that overlapped it. The longest turns of each period
 // kind are printed, and every kind's sums over its turns longer than 10 ms.
 import { readFileSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { Compactor } from '../src/store/compaction';
 import { Attacker, openBenchService } from './auth';
 import { fmt } from './util';
 
@@ -37,6 +38,17 @@ async function traceFileHandles(): Promise<void> {
   const proto = Object.getPrototypeOf(fh) as Record<string, (...args: unknown[]) => Promise<unknown>>;
   await fh.close();
   await rm(path);
+  const compactor = Compactor.prototype as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  const loop = compactor.loop;
+  // A compaction (its worker's whole life): what a chat alone period's longest turn may have met.
+  compactor.loop = async function (this: unknown, ...args: unknown[]) {
+    const at = performance.now();
+    try {
+      return await loop.apply(this, args);
+    } finally {
+      spans.push({ at, ms: performance.now() - at, what: 'compaction' });
+    }
+  };
   for (const name of ['write', 'datasync', 'sync', 'appendFile', 'writeFile']) {
     const original = proto[name];
     proto[name] = async function (this: unknown, ...args: unknown[]) {

@@ -10,10 +10,13 @@ import WebSocket from 'ws';
 import { openStore } from '../src/store/index';
 import { fmt, spawnListening } from './util';
 
-const TOKEN = 'bench-access-token-0123456789abcdef0123';
+export const TOKEN = 'bench-access-token-0123456789abcdef0123';
 const MESSAGES = 3000;
+/** The service's build (BENCH_CLI=path measures another one). */
+export const CLI = process.env.BENCH_CLI ?? join(__dirname, '..', 'dist', 'cli.js');
 
-async function seed(dir: string): Promise<void> {
+/** A data directory holding one conversation of MESSAGES messages (about 10 MB of markdown). */
+export async function seed(dir: string): Promise<void> {
   const store = await openStore(dir);
   await store.conversations.create({ id: 'long', title: 'a long conversation', source: 'ws', created_at: new Date(0).toISOString() });
   const body = (i: number) => `message ${i}: ${'lorem ipsum dolor sit amet '.repeat(120)}`;
@@ -31,7 +34,8 @@ async function seed(dir: string): Promise<void> {
   await store.close();
 }
 
-function client(port: number): Promise<(frame: object) => Promise<{ data: { next_offset: number | null; until: string; text: string } }>> {
+/** An authenticated WebSocket client of the service on `port`: one request at a time, its answer parsed. */
+export function client(port: number): Promise<(frame: object) => Promise<{ data: { next_offset: number | null; until: string; text: string } }>> {
   const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
   const waiting: ((reply: never) => void)[] = [];
   ws.on('message', (data) => waiting.shift()?.(JSON.parse(String(data)) as never));
@@ -42,24 +46,32 @@ function client(port: number): Promise<(frame: object) => Promise<{ data: { next
   });
 }
 
+type Request = Awaited<ReturnType<typeof client>>;
+
+/** One whole download of the long conversation: its first piece's ms, the whole's, and how many pieces (`afterFirst` is called between the first and the second). */
+export async function download(request: Request, format: 'markdown' | 'json' = 'markdown', afterFirst?: () => void): Promise<{ first: number; whole: number; pieces: number }> {
+  const started = performance.now();
+  let piece = (await request({ type: 'export_conversation', conversation_id: 'long', format })).data;
+  const first = performance.now() - started;
+  afterFirst?.();
+  let pieces = 1;
+  while (piece.next_offset !== null) {
+    piece = (await request({ type: 'export_conversation', conversation_id: 'long', format, offset: piece.next_offset, until: piece.until })).data;
+    pieces += 1;
+  }
+  return { first, whole: performance.now() - started, pieces };
+}
+
 export async function benchExport(): Promise<Record<string, number>> {
   const dir = await mkdtemp(join(tmpdir(), 'ra-bench-export-'));
   await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN }));
   await seed(dir);
-  const service = await spawnListening([join(__dirname, '..', 'dist', 'cli.js'), 'serve', '--data-dir', dir, '--port', '0']);
+  const service = await spawnListening([CLI, 'serve', '--data-dir', dir, '--port', '0']);
   try {
     const request = await client(service.port);
     let best = { first: Infinity, whole: Infinity, pieces: 0 };
     for (let round = 0; round < 3; round += 1) {
-      const started = performance.now();
-      let piece = (await request({ type: 'export_conversation', conversation_id: 'long', format: 'markdown' })).data;
-      const first = performance.now() - started;
-      let pieces = 1;
-      while (piece.next_offset !== null) {
-        piece = (await request({ type: 'export_conversation', conversation_id: 'long', format: 'markdown', offset: piece.next_offset, until: piece.until })).data;
-        pieces += 1;
-      }
-      const whole = performance.now() - started;
+      const { first, whole, pieces } = await download(request);
       if (whole < best.whole) best = { first, whole, pieces };
     }
     console.log(

@@ -419,7 +419,9 @@ export async function benchHistory(): Promise<Row[]> {
   const sizes = (process.env.HISTORY_BENCH_MB ?? `10,200,2000${existsSync(path.join(CACHE, '10000mb', 'bench-done')) ? ',10000' : ''}`)
     .split(',')
     .map(Number)
-    .filter((n) => n > 0);
+    .filter((n) => n > 0)
+    // Smallest first: the ratios are against the first row (and the first from 2 GB up).
+    .sort((a, b) => a - b);
   if (process.env.HISTORY_BENCH_FRESH === '1') await rm(CACHE, { recursive: true, force: true });
   const rows: Row[] = [];
   for (const mb of sizes) {

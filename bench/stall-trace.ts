@@ -7,14 +7,16 @@ import childProcess from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { constants, PerformanceObserver, performance } from 'node:perf_hooks';
+import { threadSched, type ThreadSched } from '../src/extension/diagnostics';
 
 interface Stall {
   /** performance.now() when the late tick ran; the stall is the `lateMs` before it. */
   at: number;
   lateMs: number;
   cpuMs: number;
-  /** The main thread's own CPU time meanwhile (Linux: /proc/self/task/<pid>/schedstat); the process's counts every thread. */
+  /** The main thread's own CPU time meanwhile, and its time waiting for a core (Linux schedstat; NaN elsewhere); the process's CPU counts every thread. */
   mainCpuMs: number;
+  mainWaitMs: number;
   /** process.hrtime in microseconds at the tick (the clock of a --cpu-prof profile). */
   hrUs: number;
 }
@@ -68,15 +70,22 @@ export class StallTracer {
     this.restoreSpawn = () => ((childProcess as { spawn: unknown }).spawn = original);
     let last = performance.now();
     let lastCpu = process.cpuUsage();
-    let lastMain = mainThreadCpuMs();
+    let lastMain = mainThread();
     this.sampler = setInterval(() => {
       const now = performance.now();
       const cpu = process.cpuUsage();
-      const main = mainThreadCpuMs();
+      const main = mainThread();
       const lateMs = now - last - 1;
       if (lateMs > 2) {
         const [s, ns] = process.hrtime();
-        this.stalls.push({ at: now, lateMs, cpuMs: (cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000, hrUs: s * 1e6 + ns / 1e3, mainCpuMs: main - lastMain });
+        this.stalls.push({
+          at: now,
+          lateMs,
+          cpuMs: (cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000,
+          hrUs: s * 1e6 + ns / 1e3,
+          mainCpuMs: main.runMs - lastMain.runMs,
+          mainWaitMs: main.waitMs - lastMain.waitMs,
+        });
       }
       last = now;
       lastCpu = cpu;
@@ -84,7 +93,7 @@ export class StallTracer {
     }, 1);
   }
 
-  /** The `count` longest busy stalls (lateness capped by the CPU time, as LoopMonitor counts), each with the garbage collections and spawns that overlapped it. */
+  /** The `count` longest busy stalls (lateness less the main thread's wait for a core, as LoopMonitor counts), each with the garbage collections and spawns that overlapped it. */
   stop(count = 5, profile?: CpuProfile): string[] {
     clearInterval(this.sampler);
     this.observer?.disconnect();
@@ -101,7 +110,7 @@ export class StallTracer {
     return [
       summary,
       ...[...this.stalls]
-        .sort((a, b) => Math.min(b.lateMs, b.cpuMs) - Math.min(a.lateMs, a.cpuMs))
+        .sort((a, b) => busyOf(b) - busyOf(a))
         .slice(0, count)
         .map((stall) => {
           const from = stall.at - stall.lateMs - 1;
@@ -110,20 +119,17 @@ export class StallTracer {
             .map((h) => `${h.what} ${h.ms.toFixed(1)} ms`)
             .join(', ');
           const sampled = code ? `\n    code: ${code(stall.hrUs - (stall.lateMs + 1) * 1000, stall.hrUs)}` : '';
-          return `${stall.lateMs.toFixed(1)} ms late (CPU ${stall.cpuMs.toFixed(1)} ms, main thread ${stall.mainCpuMs.toFixed(1)} ms) at ${(from / 1000).toFixed(2)} s: ${during || 'no gc or spawn'}${sampled}`;
+          return `${stall.lateMs.toFixed(1)} ms late (CPU ${stall.cpuMs.toFixed(1)} ms, main thread ${stall.mainCpuMs.toFixed(1)} ms, waiting for a core ${stall.mainWaitMs.toFixed(1)} ms) at ${(from / 1000).toFixed(2)} s: ${during || 'no gc or spawn'}${sampled}`;
         }),
     ];
   }
 }
 
-const SCHEDSTAT = `/proc/self/task/${process.pid}/schedstat`;
-function mainThreadCpuMs(): number {
-  try {
-    return Number(readFileSync(SCHEDSTAT, 'utf8').split(' ')[0]) / 1e6;
-  } catch {
-    return 0;
-  }
-}
+/** This thread's (the main thread's) accounting; NaN where the system keeps none. */
+const mainThread = (): ThreadSched => threadSched() ?? { runMs: NaN, waitMs: NaN };
+
+/** As LoopMonitor: the lateness less the wait for a core; without the accounting, capped by the process's CPU. */
+const busyOf = (stall: Stall) => (Number.isNaN(stall.mainWaitMs) ? Math.min(stall.lateMs, stall.cpuMs) : stall.lateMs - stall.mainWaitMs);
 
 /** CPU time of each thread of this process, by its name and id (V8's GC helpers, libuv's pool, worker threads are all `node`), ms. */
 function threadsCpuMs(): Map<string, number> {

@@ -2,7 +2,7 @@
 // through the real socket (each reply streamed in pieces), beside the same figure of a bare `ws` echo
 // server answering as many frames, in the same run (goal: the chat's longest stall under 16 ms): the median of a few rounds of each.
 // The service runs in this process, whose loop is watched by the editor's "Measure Responsiveness"
-// monitor (its busy stall: lateness capped by the process's CPU time, so other programs on a loaded
+// monitor (its busy stall: lateness less the loop thread's wait for a core, so other programs on a loaded
 // machine do not count); the client runs in a child process (its CPU is not this process's).
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -106,17 +106,24 @@ function boundedEnd(text: string, offset: number, chars: number): number {
   return end;
 }
 
+/** One piece of an export: where it ends, and its text as JSON in UTF-8 (what its frame carries). */
+export interface ExportPiece {
+  end: number;
+  json: Buffer;
+}
+
 /**
  * The piece starting at `offset`: where it ends, as long as its frame stays under 1 MiB (most text needs
  * no escaping, so a piece is up to six times EXPORT_PIECE_CHARS and a long download takes fewer round
- * trips), never shorter than EXPORT_PIECE_CHARS; and its text as JSON, the measure of its frame, which
- * the answer then carries as it is (wire-text.ts `withDataText`) instead of serializing it again.
+ * trips), never shorter than EXPORT_PIECE_CHARS; and its text as JSON in UTF-8, the measure of its frame,
+ * which the answer then carries as it is (wire-text.ts `withDataText`) instead of serializing, measuring
+ * and encoding it again.
  */
-export function exportPiece(text: string, offset: number): { end: number; json: string } {
+export function exportPiece(text: string, offset: number): ExportPiece {
   for (let chars = EXPORT_PIECE_MAX_CHARS; ; chars = Math.max(EXPORT_PIECE_CHARS, chars >> 1)) {
     const end = boundedEnd(text, offset, chars);
     const json = JSON.stringify(text.slice(offset, end));
-    if (chars === EXPORT_PIECE_CHARS || end - offset < EXPORT_PIECE_CHARS) return { end, json };
-    if (Buffer.byteLength(json) <= EXPORT_PIECE_BYTES) return { end, json };
+    // Measured before it is encoded: a piece too long (text of many bytes a character) is not encoded in vain.
+    if (chars === EXPORT_PIECE_CHARS || end - offset < EXPORT_PIECE_CHARS || Buffer.byteLength(json) <= EXPORT_PIECE_BYTES) return { end, json: Buffer.from(json) };
   }
 }

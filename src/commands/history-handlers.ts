@@ -6,7 +6,7 @@ import { backupDataDir, type MessageMatch, type MessageRow } from '../store';
 import { actorOf } from './audit-actor';
 import { backupEntry } from './audit-records';
 import type { CommandContext } from './context';
-import { clientMessagesOf, exportFileName, exportPiece, renderExport } from './conversation-export';
+import { clientMessagesOf, exportFileName, renderExport } from './conversation-export';
 import { renderedExportKey } from './rendered-exports';
 import { ownConversationsSource, type ClientSession } from './session';
 
@@ -74,18 +74,21 @@ export async function exportConversation(command: CommandOf<'export_conversation
       command.format,
     );
   let until: number;
+  let key: string;
   let text: string;
   if (asked === undefined) {
     const all = await ctx.store.messages.after(command.conversation_id, 0);
     until = all.length > 0 ? all[all.length - 1].seq : 0;
-    text = await ctx.exports.get(renderedExportKey(conversation.id, until, command.format), () => render(all, until));
+    key = renderedExportKey(conversation.id, until, command.format);
+    text = await ctx.exports.get(key, () => render(all, until));
   } else {
     until = asked;
-    text = await ctx.exports.get(renderedExportKey(conversation.id, until, command.format), async () => render(await ctx.store.messages.after(command.conversation_id, 0), asked));
+    key = renderedExportKey(conversation.id, until, command.format);
+    text = await ctx.exports.get(key, async () => render(await ctx.store.messages.after(command.conversation_id, 0), asked));
   }
   const offset = command.offset ?? 0;
   if (offset > text.length) throw new ServiceError('invalid_request', `offset: the export has ${text.length} characters`);
-  const { end, json } = exportPiece(text, offset);
+  const { end, json } = ctx.exports.piece(key, text, offset);
   const result: ResultOf<'export_conversation'> = {
     conversation_id: conversation.id,
     format: command.format,
@@ -97,7 +100,7 @@ export async function exportConversation(command: CommandOf<'export_conversation
     total_chars: text.length,
     until: String(until),
   };
-  // The piece's text was serialized to measure its frame: the answer carries that text, not a second one.
+  // The piece's text was serialized and encoded to measure its frame: the answer carries those bytes.
   return withDataText(result, jsonWithField(result, 'text', json));
 }
 

@@ -1,3 +1,8 @@
+import { exportPiece, type ExportPiece } from './conversation-export';
+
+/** Pieces made ahead at most at once (see RenderedExports.piece): one a download going on. */
+const MOST_AHEAD = 4;
+
 /**
  * Exports rendered for a download in pieces (export_conversation), kept between its pieces so each piece
  * is a slice of one rendering instead of a new read and rendering of the whole conversation (which made
@@ -8,6 +13,9 @@
 export class RenderedExports {
   private readonly kept = new Map<string, { text: string; at: number }>();
   private chars = 0;
+  /** Pieces made ahead, by export key and offset (pieceKey), oldest first; and those due to be made. */
+  private readonly ahead = new Map<string, ExportPiece>();
+  private readonly due = new Set<string>();
 
   constructor(
     private readonly maxChars = 32 * 1024 * 1024,
@@ -28,38 +36,78 @@ export class RenderedExports {
       this.kept.set(key, { text, at: this.now() });
       this.chars += text.length;
       // Oldest first (insertion order), so a new download pushes out the one least likely to go on.
-      for (const [old, entry] of this.kept) {
+      for (const old of this.kept.keys()) {
         if (this.chars <= this.maxChars) break;
-        this.kept.delete(old);
-        this.chars -= entry.text.length;
+        this.drop(old);
       }
     }
     return text;
   }
 
+  /**
+   * The piece at `offset` of `text`, the rendering of `key`. A download asks for its pieces in order, each
+   * once the last one came: while the client reads a piece, the next is made ahead (an immediate after
+   * this one's answer went out), so its request finds it made. Only for a kept rendering; at most
+   * MOST_AHEAD pieces are kept made ahead at once, dropped with their rendering.
+   */
+  piece(key: string, text: string, offset: number): ExportPiece {
+    const at = pieceKey(key, offset);
+    // Asked before it was made ahead: made now, and not again ahead.
+    this.due.delete(at);
+    const made = this.ahead.get(at);
+    if (made !== undefined) this.ahead.delete(at);
+    const piece = made ?? exportPiece(text, offset);
+    const next = pieceKey(key, piece.end);
+    if (piece.end < text.length && this.kept.get(key)?.text === text && !this.ahead.has(next) && !this.due.has(next)) {
+      this.due.add(next);
+      setImmediate(() => this.makeAhead(key, text, piece.end));
+    }
+    return piece;
+  }
+
   /** Forgets every rendering of the conversation (it was deleted). */
   forget(conversationId: string): void {
-    for (const [key, entry] of this.kept) {
-      if (key.startsWith(`${conversationId}\0`)) {
-        this.kept.delete(key);
-        this.chars -= entry.text.length;
-      }
-    }
+    for (const key of this.kept.keys()) if (key.startsWith(`${conversationId}\0`)) this.drop(key);
   }
 
   get size(): number {
     return this.kept.size;
   }
 
-  private expire(): void {
-    const oldest = this.now() - this.ttlMs;
-    for (const [key, entry] of this.kept) {
-      if (entry.at < oldest) {
-        this.kept.delete(key);
-        this.chars -= entry.text.length;
-      }
+  /** How many pieces are made ahead and kept. */
+  get piecesAhead(): number {
+    return this.ahead.size;
+  }
+
+  private makeAhead(key: string, text: string, offset: number): void {
+    const at = pieceKey(key, offset);
+    // Asked for meanwhile, or its rendering gone.
+    if (!this.due.delete(at) || this.kept.get(key)?.text !== text) return;
+    this.ahead.set(at, exportPiece(text, offset));
+    for (const old of this.ahead.keys()) {
+      if (this.ahead.size <= MOST_AHEAD) break;
+      this.ahead.delete(old);
     }
   }
+
+  /** Forgets a rendering and the pieces made ahead of it. */
+  private drop(key: string): void {
+    const entry = this.kept.get(key);
+    if (entry === undefined) return;
+    this.kept.delete(key);
+    this.chars -= entry.text.length;
+    for (const at of this.ahead.keys()) if (at.startsWith(`${key}\0`)) this.ahead.delete(at);
+  }
+
+  private expire(): void {
+    const oldest = this.now() - this.ttlMs;
+    for (const [key, entry] of this.kept) if (entry.at < oldest) this.drop(key);
+  }
+}
+
+/** The key of a piece of a kept rendering: the rendering's key and the piece's offset. */
+function pieceKey(key: string, offset: number): string {
+  return `${key}\0${offset}`;
 }
 
 /** The key of one export's rendering. */

@@ -15,10 +15,11 @@ export interface LoopFigures {
    */
   longestStallCpuMs: number;
   /**
-   * The longest stall counting only what the loop's own thread spent on the CPU meanwhile (each interval's
-   * lateness capped by that CPU time): the part the loop's own work can account for. The thread's CPU where
-   * the system tells it (Linux), else the whole process's: there the service's worker threads (history.db,
-   * compaction) and waiting for a core count too.
+   * The longest stall less the time the loop's own thread waited for a core meanwhile (runnable but not
+   * running: other programs, or the service's worker threads, held the cores): the loop's own work,
+   * garbage collection and anything that blocked it (a synchronous read, a lock) all count. The thread's
+   * wait where the system tells it (Linux /proc/thread-self/schedstat), else each interval's lateness
+   * capped by the whole process's CPU time.
    */
   longestBusyStallMs: number;
   p99Ms: number;
@@ -35,13 +36,22 @@ function processCpuMs(): number {
   return (cpu.user + cpu.system) / 1000;
 }
 
+/** The calling thread's scheduler accounting in ms: time on a CPU, time runnable but waiting for one. */
+export interface ThreadSched {
+  runMs: number;
+  waitMs: number;
+}
+
 /**
- * The calling thread's CPU time in ms, from /proc/thread-self/schedstat (its first field: ns on a CPU), or
- * undefined where there is none. Read at each sample (tens of microseconds), only while measuring.
+ * The calling thread's accounting from /proc/thread-self/schedstat (its first two fields, ns), or undefined
+ * where there is none or it is not kept (a kernel without schedstats writes "0 0 0"). Read at each sample
+ * (tens of microseconds), only while measuring.
  */
-function threadCpuMs(): number | undefined {
+export function threadSched(): ThreadSched | undefined {
   try {
-    return Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ', 1)[0]) / 1e6;
+    const [run, wait] = readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ', 2).map(Number);
+    if (!Number.isFinite(run) || !Number.isFinite(wait) || run! <= 0) return undefined;
+    return { runMs: run! / 1e6, waitMs: wait! / 1e6 };
   } catch {
     return undefined;
   }
@@ -53,6 +63,9 @@ function threadCpuMs(): number | undefined {
  * the rest of the time; the figures go to the output channel and a notification, never anything secret.
  */
 export class LoopMonitor {
+  /** `sched`: the loop thread's accounting (tests give their own). */
+  constructor(private readonly sched: () => ThreadSched | undefined = threadSched) {}
+
   private histogram: IntervalHistogram | undefined;
   private sampler: NodeJS.Timeout | undefined;
   private startedAt = 0;
@@ -71,20 +84,21 @@ export class LoopMonitor {
     this.longest = { wallMs: 0, cpuMs: 0 };
     this.longestBusyMs = 0;
     // Beside the histogram, which tells how late the loop was, this tells whether it was busy meanwhile.
-    const ownCpuMs = threadCpuMs() === undefined ? processCpuMs : () => threadCpuMs() ?? 0;
     let lastWall = performance.now();
     let lastCpu = processCpuMs();
-    let lastOwn = ownCpuMs();
+    let lastSched = this.sched();
     this.sampler = setInterval(() => {
       const wall = performance.now();
       const cpu = processCpuMs();
-      const own = ownCpuMs();
+      const sched = this.sched();
       const lateMs = wall - lastWall - RESOLUTION_MS;
       if (lateMs > this.longest.wallMs) this.longest = { wallMs: lateMs, cpuMs: cpu - lastCpu };
-      this.longestBusyMs = Math.max(this.longestBusyMs, Math.min(lateMs, own - lastOwn));
+      // Without the thread's accounting at both ends (none kept, or a read that failed): the process's CPU caps it.
+      const busyMs = sched && lastSched ? lateMs - (sched.waitMs - lastSched.waitMs) : Math.min(lateMs, cpu - lastCpu);
+      this.longestBusyMs = Math.max(this.longestBusyMs, busyMs);
       lastWall = wall;
       lastCpu = cpu;
-      lastOwn = own;
+      lastSched = sched;
     }, RESOLUTION_MS);
   }
 

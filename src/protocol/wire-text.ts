@@ -53,46 +53,70 @@ export function keptForTheRun<K, V>(make: (key: K) => V, most = KEPT_A_RUN): (ke
 }
 
 /**
+ * A JSON text in parts, a large one already as UTF-8 bytes (an export's piece), and its UTF-8 length in
+ * all, measured as it was made: a transport that writes bytes puts the parts into its frame one after the
+ * other (transport/connections/ws-frames.ts `measuredFrame`: the bytes copied as they are) instead of
+ * joining them into one string (whose flattening copied an export's megabyte piece), measuring and
+ * encoding that again.
+ */
+export interface MeasuredText {
+  readonly parts: readonly (string | Uint8Array)[];
+  readonly bytes: number;
+}
+
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder();
+
+/** UTF-8 length of a short text (what is around a measured part: a result's other fields, an id). */
+function shortTextBytes(text: string): number {
+  return utf8.encode(text).length;
+}
+
+/**
  * Results whose JSON text was made before their answer (a WeakMap entry for these few objects only; see
  * above for why not for every frame): shared ones, which many answers share while nothing in them changes
  * (get_config's, asked by every client at start and polled by scripts), and an export's piece
- * (withDataText). `bare`, a shared result's only, is the whole answer without an id, the same string each
- * time: a transport may keep what it made of it (its frame, transport/connections/ws-frames.ts) while the
- * same text comes again.
+ * (withDataText, in measured parts). `bare`, a shared result's only, is the whole answer without an id,
+ * the same string each time: a transport may keep what it made of it (its frame,
+ * transport/connections/ws-frames.ts) while the same text comes again.
  */
-const madeTexts = new WeakMap<object, { data: string; bare?: string }>();
+const madeTexts = new WeakMap<object, { data: string; bare?: string } | { data: MeasuredText; bare?: undefined }>();
 
 /** Marks a result as shared: it is never changed after this (its text is made now). */
 export function sharedResult<T extends object>(result: T): Readonly<T> {
   const data = JSON.stringify(result);
-  madeTexts.set(result, { data, bare: `{"status":"ok","data":${data}}` });
+  madeTexts.set(result, { data, bare: `${ENVELOPE_HEAD}${data}}` });
   return result;
 }
 
 /**
  * `result` whose JSON text `data` was made while it was built (an export's piece: its text is serialized
- * to measure its frame, a megabyte that need not be serialized again): the caller made `data` equal to
- * JSON.stringify(result) and changes neither after this (test/service/rendered-exports.test.ts checks the
- * export's). Unlike a shared result's, its answer is never kept by a transport.
+ * and encoded to measure its frame, a megabyte that need not be made again): the caller made
+ * `data`'s parts join to JSON.stringify(result) and changes neither after this
+ * (test/service/rendered-exports.test.ts checks the export's). Unlike a shared result's, its answer is
+ * never kept by a transport.
  */
-export function withDataText<T extends object>(result: T, data: string): T {
+export function withDataText<T extends object>(result: T, data: MeasuredText): T {
   madeTexts.set(result, { data });
   return result;
 }
 
 /**
- * JSON.stringify(result) made with one string field's JSON text given already (`fieldJson`, that of
- * `result[field]`), without serializing that field again: `result` is serialized with the field empty
- * and the given text put in its place. The field must be a string.
+ * JSON.stringify(result) in measured parts, with one string field's JSON text given already as UTF-8
+ * (`fieldJson`, that of `result[field]`), without serializing, measuring or encoding that field again:
+ * `result` is serialized with the field empty and the given bytes put in its place. The field must be a
+ * string.
  */
-export function jsonWithField<T extends object>(result: T, field: keyof T & string, fieldJson: string): string {
+export function jsonWithField<T extends object>(result: T, field: keyof T & string, fieldJson: Uint8Array): MeasuredText {
   const empty = JSON.stringify({ ...result, [field]: '' });
   // A key is a JSON string followed by a colon, which no string value can contain unescaped: the only
   // `"field":""` in the text is the field itself.
   const marker = `${JSON.stringify(field)}:""`;
   const at = empty.indexOf(marker);
   if (at < 0) throw new Error(`jsonWithField: ${field} is not in the result`);
-  return `${empty.slice(0, at + marker.length - 2)}${fieldJson}${empty.slice(at + marker.length)}`;
+  const before = empty.slice(0, at + marker.length - 2);
+  const after = empty.slice(at + marker.length);
+  return { parts: [before, fieldJson, after], bytes: shortTextBytes(before) + fieldJson.length + shortTextBytes(after) };
 }
 
 /** The last shared answer without an id that envelopeText gave (see isSharedAnswerText). */
@@ -100,12 +124,34 @@ let lastBareText: string | undefined;
 
 /** An answer's JSON text, the same as JSON.stringify's: a result's text made already is not made again. */
 export function envelopeText(envelope: Envelope): string {
+  return textOf(envelopeWire(envelope));
+}
+
+/**
+ * An answer's JSON text as a transport takes it: in measured parts when its result's text was made so
+ * (withDataText: an export's piece; a transport that writes bytes frames the parts, another joins them,
+ * textOf), otherwise the text itself, the same as JSON.stringify's (a result's text made already is not
+ * made again).
+ */
+export function envelopeWire(envelope: Envelope): string | MeasuredText {
   const made = envelope.status === 'ok' ? madeTexts.get(envelope.data) : undefined;
   if (made === undefined) return JSON.stringify(envelope);
-  if (envelope.id !== undefined) return `{"status":"ok","data":${made.data},"id":${JSON.stringify(envelope.id)}}`;
-  if (made.bare === undefined) return `{"status":"ok","data":${made.data}}`;
+  if (typeof made.data !== 'string') {
+    const tail = envelope.id === undefined ? '}' : `,"id":${JSON.stringify(envelope.id)}}`;
+    return { parts: [ENVELOPE_HEAD, ...made.data.parts, tail], bytes: ENVELOPE_HEAD.length + made.data.bytes + shortTextBytes(tail) };
+  }
+  if (envelope.id !== undefined) return `${ENVELOPE_HEAD}${made.data},"id":${JSON.stringify(envelope.id)}}`;
+  if (made.bare === undefined) return `${ENVELOPE_HEAD}${made.data}}`;
   lastBareText = made.bare;
   return made.bare;
+}
+
+/** What an answer's JSON text starts with before its result's (ASCII). */
+const ENVELOPE_HEAD = '{"status":"ok","data":';
+
+/** A text in measured parts as one string (for a transport that takes strings: a relayed client's). */
+export function textOf(text: string | MeasuredText): string {
+  return typeof text === 'string' ? text : text.parts.map((part) => (typeof part === 'string' ? part : fromUtf8.decode(part))).join('');
 }
 
 /**

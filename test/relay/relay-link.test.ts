@@ -145,6 +145,21 @@ test('a relayed client chats end to end (streaming), and the relay never sees th
   assert.ok(!log.includes(RELAY_TOKEN) && !log.includes(TEST_TOKEN), 'no token in the service log');
 });
 
+test('an export through the tunnel is the same text as over the LAN (its piece made as UTF-8 bytes, joined back for the tunnel)', async () => {
+  const client = await relayedClient();
+  const said = 'naïve "quoted" \\ back\\slash 漢字 😀 \u0001 \ud800 alone';
+  const chatted = await client.request({ type: 'chat', message: said });
+  const conversationId = (chatted.data as { conversation_id: string }).conversation_id;
+  for (const format of ['markdown', 'json']) {
+    const frame = { type: 'export_conversation', conversation_id: conversationId, format };
+    const relayed = await client.request(frame);
+    const local = await (await lan()).request(frame);
+    assert.equal(relayed.status, 'ok', JSON.stringify(relayed));
+    assert.deepEqual(relayed.data, local.data);
+    assert.ok((relayed.data as { text: string }).text.includes(format === 'json' ? JSON.stringify(said).slice(1, -1) : said));
+  }
+});
+
 test("1,100 unauthenticated connects from one address: the owner's registered phone, elsewhere, still opens its tunnel and chats", async () => {
   await waitState('online');
   const machineId = await machineIdOfService();

@@ -11,6 +11,7 @@ import { useService } from '../helpers/service-fixture';
 import { waitFor } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 import type { OpenSession } from '../../src/commands/door';
+import { clientMessagesOf, renderExport } from '../../src/commands/conversation-export';
 
 interface Hit {
   message_id: string;
@@ -256,6 +257,39 @@ describe('export_conversation', () => {
     const doc = JSON.parse(piece.text + rest.text) as { messages: { content: string }[] };
     assert.equal(doc.messages.length, 2, 'the message sent after the first piece is not in this export');
     assert.equal(doc.messages[0].content, big);
+  });
+
+  test('pieces of texts full of escapes, emoji astride their ends, join to a fresh rendering; every frame on the wire under 1 MiB and JSON', async () => {
+    const tricky = 'say "hi" \\ and \\\\ twice; \ud800 lone \udc00 halves; \u0001\u001f\u007f\n\t\r é 漢字 😀 \u2028 ';
+    const messages = [tricky.repeat(4000), '😀'.repeat(100_000), '\u0001'.repeat(120_000), `x${'😀'.repeat(100_000)}`, `${'"\\'.repeat(60_000)}😀`];
+    let id: string | undefined;
+    for (const message of messages) id = await chat(message, id);
+    const { store } = svc.service;
+    const payloads: Buffer[] = [];
+    const onFrame = (data: Buffer) => payloads.push(data);
+    client.socket.on('message', onFrame);
+    try {
+      for (const format of ['markdown', 'json'] as const) {
+        payloads.length = 0;
+        const { text, pieces } = await exportAll({ conversation_id: id, format });
+        const fresh = renderExport(store.conversations.get(id!)!, await clientMessagesOf(await store.messages.after(id!, 0), store.usage), format);
+        assert.ok(text === fresh, `${format}: the joined pieces are a fresh rendering`);
+        if (format === 'markdown') assert.ok(fresh.includes('\ud800 lone \udc00 halves'), 'lone surrogates are kept as they are');
+        assert.ok(pieces.length > 2, `${format}: ${pieces.length} pieces`);
+        assert.equal(payloads.length, pieces.length, 'one frame a piece');
+        for (const [i, payload] of payloads.entries()) {
+          // The frame's header adds at most 10 bytes to its payload.
+          assert.ok(payload.length + 10 < 1024 * 1024, `${format}: a frame of ${payload.length} bytes`);
+          const piece = (JSON.parse(payload.toString()) as { data: Piece }).data;
+          assert.equal(piece.text, fresh.slice(piece.offset, piece.next_offset ?? fresh.length));
+          assert.equal(piece.offset, i === 0 ? 0 : pieces[i - 1].next_offset);
+          assert.equal(piece.total_chars, fresh.length);
+          if (piece.next_offset !== null) assert.ok(!/[\ud800-\udbff]$/.test(piece.text), 'no piece ends between the halves of a pair');
+        }
+      }
+    } finally {
+      client.socket.off('message', onFrame);
+    }
   });
 
   test('bad requests: an unknown conversation, a bad format, a later piece without its until', async () => {

@@ -4,7 +4,8 @@ import { describe, test } from 'node:test';
 import { RenderedExports, renderedExportKey } from '../../src/commands/rendered-exports';
 import { EXPORT_PIECE_CHARS, exportPiece } from '../../src/commands/conversation-export';
 import { ok } from '../../src/protocol/envelope';
-import { envelopeText, jsonWithField, withDataText } from '../../src/protocol/wire-text';
+import { envelopeText, envelopeWire, jsonWithField, textOf, withDataText, type MeasuredText } from '../../src/protocol/wire-text';
+import { measuredFrame, textFrame } from '../../src/transport/connections/ws-frames';
 
 describe('RenderedExports', () => {
   test('a piece after the first is a slice of the kept rendering: render runs once per key', async () => {
@@ -46,6 +47,55 @@ describe('RenderedExports', () => {
   });
 });
 
+describe('RenderedExports.piece: the next piece made ahead while the client reads this one', () => {
+  const immediate = () => new Promise((done) => setImmediate(done));
+  const text = `${'\u0001'.repeat(EXPORT_PIECE_CHARS - 1)}😀${'plain "words" '.repeat(100_000)}`;
+
+  test('a download in order gets every piece made ahead after the first, each the piece exportPiece makes', async () => {
+    const kept = new RenderedExports();
+    const key = renderedExportKey('c1', 7, 'markdown');
+    await kept.get(key, async () => text);
+    let offset = 0;
+    for (let i = 0; offset < text.length; i += 1) {
+      assert.equal(kept.piecesAhead, i === 0 ? 0 : 1, `before piece ${i}`);
+      const piece = kept.piece(key, text, offset);
+      assert.deepEqual(piece, exportPiece(text, offset));
+      assert.equal(kept.piecesAhead, 0, 'taken');
+      await immediate();
+      offset = piece.end;
+    }
+    assert.equal(kept.piecesAhead, 0, 'nothing ahead of the last piece');
+  });
+
+  test('a piece asked for before it was made ahead is made once; none for a rendering not kept; dropped with the conversation', async () => {
+    const kept = new RenderedExports();
+    const key = renderedExportKey('c1', 7, 'markdown');
+    await kept.get(key, async () => text);
+    const first = kept.piece(key, text, 0);
+    kept.piece(key, text, first.end);
+    await immediate();
+    assert.equal(kept.piecesAhead, 1, 'only the one after the second');
+    kept.forget('c1');
+    assert.equal(kept.piecesAhead, 0);
+    const notKept = new RenderedExports(10);
+    await notKept.get(key, async () => text);
+    notKept.piece(key, text, 0);
+    await immediate();
+    assert.equal(notKept.piecesAhead, 0, 'a rendering over the bound is not kept, nor its pieces');
+  });
+
+  test('at most four pieces made ahead at once (downloads going on together), the oldest dropped first', async () => {
+    const kept = new RenderedExports();
+    for (let c = 0; c < 6; c += 1) {
+      const key = renderedExportKey(`c${c}`, 1, 'json');
+      await kept.get(key, async () => text);
+      kept.piece(key, text, 0);
+    }
+    await immediate();
+    assert.equal(kept.piecesAhead, 4);
+  });
+});
+
 describe('exportPiece', () => {
   const frameBytes = (text: string) => Buffer.byteLength(JSON.stringify({ status: 'ok', data: { text } }));
 
@@ -78,33 +128,63 @@ describe("an export piece's answer carries the JSON its measure made", () => {
   // Texts a hand-made JSON could get wrong: quotes and the marker itself inside other fields, escapes,
   // characters beyond the BMP, a lone surrogate, control characters, the empty text.
   const texts = ['plain', '', 'a "quoted" \\ back\\slash', '"text":"" inside', '😀 and \ud800 alone', '\u0000\u0001\n\t', 'é'.repeat(1000)];
-  const names = ['plain', 'with "text":"" in it', '"text":""', 'a\\b'];
-
-  test('jsonWithField gives exactly JSON.stringify of the result', () => {
+  const names = ['plain', 'with "text":"" in it', '"text":""', 'a\\b', 'naïve 漢字 😀'];
+  test('jsonWithField gives exactly JSON.stringify of the result, in parts, and its UTF-8 length', () => {
     for (const text of texts) {
       for (const file_name of names) {
         const result = { conversation_id: 'c"1', format: 'markdown', file_name, text, offset: 0, next_offset: null, until: '"text":""' };
-        assert.equal(jsonWithField(result, 'text', JSON.stringify(text)), JSON.stringify(result));
+        const made = jsonWithField(result, 'text', Buffer.from(JSON.stringify(text)));
+        assert.equal(textOf(made), JSON.stringify(result));
+        assert.equal(made.bytes, Buffer.byteLength(JSON.stringify(result)));
       }
     }
   });
 
-  test('envelopeText of such a result is JSON.stringify of its envelope, with an id or without', () => {
+  test('envelopeText of such a result is JSON.stringify of its envelope, with an id or without; envelopeWire the same in measured parts', () => {
     for (const text of texts) {
-      const result = { conversation_id: 'c1', text, next_offset: 5 };
+      const result = { conversation_id: 'c1', file_name: 'naïve 漢字 😀', text, next_offset: 5 };
       const made = withDataText(result, jsonWithField(result, 'text', exportPiece(text, 0).json));
-      for (const id of [undefined, 7, 'req "1"']) {
-        assert.equal(envelopeText(ok(made, id)), JSON.stringify(ok(result, id)));
+      for (const id of [undefined, 7, 'req "1"', 'é 😀']) {
+        const expected = JSON.stringify(ok(result, id));
+        assert.equal(envelopeText(ok(made, id)), expected);
+        const wire = envelopeWire(ok(made, id));
+        assert.equal(typeof wire, 'object', 'in measured parts');
+        assert.equal(textOf(wire), expected);
+        assert.equal((wire as MeasuredText).bytes, Buffer.byteLength(expected));
       }
     }
   });
 
-  test("a piece's JSON is its slice's, on every piece of a long text", () => {
-    const text = `${'\u0001'.repeat(EXPORT_PIECE_CHARS - 1)}😀${'plain "words" '.repeat(100_000)}`;
+  test("a piece's JSON is its slice's in UTF-8, on every piece of a long text", () => {
+    const text = `${'\u0001'.repeat(EXPORT_PIECE_CHARS - 1)}😀${'plain "words" é \ud800 '.repeat(100_000)}`;
     for (let offset = 0; offset < text.length;) {
       const { end, json } = exportPiece(text, offset);
-      assert.equal(json, JSON.stringify(text.slice(offset, end)));
+      assert.ok(json.equals(Buffer.from(JSON.stringify(text.slice(offset, end)))));
+      assert.equal(JSON.parse(json.toString()), text.slice(offset, end));
       offset = end;
+    }
+  });
+});
+
+describe("an export piece's frame (ws-frames.ts measuredFrame)", () => {
+  test('is the frame of its joined text, byte for byte, for texts of every header size, its big part in bytes or not', () => {
+    for (const big of ['', 'x'.repeat(200), 'é😀"\\'.repeat(20_000)]) {
+      const parts = ['{"status":"ok","data":{"a":"ü","text":', JSON.stringify(big), ',"id":"漢"}}'];
+      const joined = parts.join('');
+      const bytes = Buffer.byteLength(joined);
+      assert.ok(measuredFrame({ parts, bytes }).equals(textFrame(joined)));
+      assert.ok(measuredFrame({ parts: [parts[0], Buffer.from(parts[1]), parts[2]], bytes }).equals(textFrame(joined)));
+    }
+  });
+
+  test('refuses parts whose measure is wrong (a frame whose length lies would corrupt the stream)', () => {
+    for (const parts of [
+      ['{"a":', '"é 😀"', '}'],
+      ['{"a":', Buffer.from('"é 😀"'), '}'],
+    ]) {
+      const bytes = Buffer.byteLength(textOf({ parts, bytes: 0 }));
+      for (const wrong of [bytes - 1, bytes - 4, bytes - 5, bytes - 9, bytes + 1]) assert.throws(() => measuredFrame({ parts, bytes: wrong }), /measuredFrame/, `measured ${wrong} of ${bytes}`);
+      assert.equal(measuredFrame({ parts, bytes }).length, 2 + bytes);
     }
   });
 });

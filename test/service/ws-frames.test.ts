@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo, Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
-import { envelopeText, keptForTheRun, sharedResult } from '../../src/protocol';
+import { envelopeText, envelopeWire, jsonWithField, keptForTheRun, ok, sharedResult, withDataText } from '../../src/protocol';
 import { textSender, textFrame } from '../../src/transport/connections/ws-frames';
 
 /** One frame through the socket's sender (as the service sends: made once per connection). */
@@ -163,6 +163,16 @@ describe('pre-framed WebSocket text frames', () => {
       sendText(socket!, 'compressed '.repeat(100));
       await until(() => received!.length === 1);
       assert.deepEqual(received, ['compressed '.repeat(100)]);
+    });
+  });
+
+  test("an export piece's answer, its JSON in bytes (any Uint8Array, not only a Buffer), reaches a connection ws sends to (compression) as its text", async () => {
+    await withSockets(1, { perMessageDeflate: true }, async ([socket], [received]) => {
+      const result = { text: 'é "😀" \\ \u0001', next_offset: null };
+      const answer = ok(withDataText(result, jsonWithField(result, 'text', new TextEncoder().encode(JSON.stringify(result.text)))), 'r1');
+      textSender(socket!)(envelopeWire(answer));
+      await until(() => received!.length === 1);
+      assert.deepEqual(received, [JSON.stringify(ok(result, 'r1'))]);
     });
   });
 

@@ -1,4 +1,4 @@
-import { AuthCommand, envelopeText, fail, helloOf, type CommandOf, ok, requestIdOf, type Envelope, type ResultOf, type ServiceEvent, wireText } from '../../protocol';
+import { AuthCommand, envelopeWire, fail, helloOf, type CommandOf, ok, requestIdOf, type Envelope, type MeasuredText, type ResultOf, type ServiceEvent, wireText } from '../../protocol';
 import { sourceText, type Source } from '../../protocol/sources';
 import type { Logger } from '../../log/logger';
 import type { OpenSession, SessionDoor } from '../../commands/door';
@@ -37,8 +37,11 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Where a session's frames go: a LAN WebSocket, or a relayed client's end-to-end tunnel. */
 export interface FramePeer {
-  /** `shared`: the same text goes to other clients in this run (an event), not this client's alone (a reply). */
-  send(text: string, shared: boolean): void;
+  /**
+   * `shared`: the same text goes to other clients in this run (an event), not this client's alone (a
+   * reply). A reply may come in measured parts (an export's piece, protocol/wire-text.ts `envelopeWire`).
+   */
+  send(text: string | MeasuredText, shared: boolean): void;
   close(code: number, reason: string): void;
   /** A relayed client's end-to-end key: a device paired over it is tied to it (revoking the device unregisters the key). */
   readonly clientKey?: string;
@@ -76,9 +79,9 @@ export function openClientConnection(
 
   let expiryTimer: ReturnType<typeof setTimeout> | undefined;
 
-  /** A reply: made for this client alone (a shared result's text is kept, envelopeText). */
+  /** A reply: made for this client alone (a shared result's text is kept, an export piece's comes in measured parts: envelopeWire). */
   const send = (message: Envelope) => {
-    if (open) peer.send(envelopeText(message), false);
+    if (open) peer.send(envelopeWire(message), false);
   };
   /** Events (tool arguments included) only go to a client whose credential is still good. */
   const sendEvent = (event: ServiceEvent) => {

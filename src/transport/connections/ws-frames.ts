@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
-import { isSharedAnswerText, keptForTheRun } from '../../protocol';
+import { isSharedAnswerText, keptForTheRun, textOf, type MeasuredText } from '../../protocol';
 
 /**
  * A server's WebSocket text frame (RFC 6455 5.2: FIN, opcode 1, unmasked), header and UTF-8 payload in
@@ -9,9 +9,21 @@ import { isSharedAnswerText, keptForTheRun } from '../../protocol';
  * each socket (`npm run bench -- follow`, issue 25).
  */
 export function textFrame(text: string): Buffer {
-  const length = Buffer.byteLength(text);
+  return measuredFrame({ parts: [text], bytes: Buffer.byteLength(text) });
+}
+
+/**
+ * The text frame of a text in measured parts (protocol/wire-text.ts `MeasuredText`: an export's piece,
+ * its UTF-8 bytes made already, and the answer around it), each part written into the frame in turn (the
+ * bytes copied): the parts are never joined into one string, whose flattening copied the piece's
+ * megabyte, nor measured or encoded again.
+ */
+export function measuredFrame({ parts, bytes: length }: MeasuredText): Buffer {
   const header = length < 126 ? 2 : length < 65_536 ? 4 : 10;
-  const frame = Buffer.allocUnsafe(header + length);
+  // Room for one more character: parts longer than their measure write into it (a frame whose length
+  // lies would be garbage the client reads as the next frame), shorter ones fall short of the end.
+  const room = Buffer.allocUnsafe(header + length + 4);
+  const frame = room.subarray(0, header + length);
   frame[0] = 0x81;
   if (header === 2) frame[1] = length;
   else if (header === 4) {
@@ -22,7 +34,13 @@ export function textFrame(text: string): Buffer {
     frame.writeUInt32BE(Math.floor(length / 2 ** 32), 2);
     frame.writeUInt32BE(length >>> 0, 6);
   }
-  frame.write(text, header, 'utf8');
+  let at = header;
+  for (const part of parts) {
+    if (typeof part === 'string') at += room.write(part, at, 'utf8');
+    else if (at + part.length <= room.length) at += (room.set(part, at), part.length);
+    else at = room.length;
+  }
+  if (at !== frame.length) throw new Error(`measuredFrame: the parts are not ${length} bytes long`);
   return frame;
 }
 
@@ -92,15 +110,16 @@ function replyFrame(text: string): Buffer {
  * instead of ws's framing and two writes per frame (a reply's and every follower's cost, `npm run bench
  * -- ws follow`), the frames of one tick to one socket in one write (writeFrame). `shared`: the text goes
  * to many sockets in this run (an event), so its frame is made once for all of them; a reply's is made
- * for it alone, unless it repeats the last reply's text (replyFrame). Only done where ws itself would write the frame at once and unchanged: no extension
+ * for it alone, unless it repeats the last reply's text (replyFrame). A reply in measured parts (an
+ * export's piece) is framed from its parts (measuredFrame). Only done where ws itself would write the frame at once and unchanged: no extension
  * negotiated (the service offers none, so no compression queue) and the connection open; otherwise ws
  * sends it. What does not change for a connection (its extensions, its TCP socket) is looked at once.
  */
-export function textSender(socket: WebSocket): (text: string, shared?: boolean) => void {
+export function textSender(socket: WebSocket): (text: string | MeasuredText, shared?: boolean) => void {
   const raw = socket.extensions === '' ? (socket as unknown as { _socket?: Socket })._socket : undefined;
   return (text, shared = false) => {
     if (socket.readyState !== socket.OPEN) return;
-    if (!raw?.writable) return socket.send(text);
-    writeFrame(raw, shared ? sharedTextFrame(text) : replyFrame(text));
+    if (!raw?.writable) return socket.send(textOf(text));
+    writeFrame(raw, typeof text !== 'string' ? measuredFrame(text) : shared ? sharedTextFrame(text) : replyFrame(text));
   };
 }

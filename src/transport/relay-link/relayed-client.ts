@@ -1,6 +1,6 @@
 import { E2EError, acceptHello, parseHello, type SecureChannel } from '../../tunnel';
 import type { Logger } from '../../log/logger';
-import type { MachineFrame } from '../../protocol';
+import { textOf, type MachineFrame } from '../../protocol';
 import type { ClientKeys } from './client-keys';
 import { CLOSE_RATE_LIMITED, openClientConnection, type ClientConnection, type ClientConnectionDeps } from '../connections/client-connection';
 import type { LoginAttempt } from '../auth/login-failures';
@@ -116,7 +116,7 @@ export class RelayedClient {
       this.log.info('relay.tunnel_open', { admission, e2e: hello.version });
       this.session = openClientConnection(
         {
-          send: (plain) => this.deps.toRelay({ t: 'data', c: this.cid, d: channel.seal(plain) }),
+          send: (plain) => this.deps.toRelay({ t: 'data', c: this.cid, d: channel.seal(textOf(plain)) }),
           close: (code, reason) => this.close(code, reason),
           clientKey: hello.clientKey,
         },

@@ -1,0 +1,336 @@
+// What the agent bench's rare slow turns are made of (issue 25, the agent row's mean): `npx tsx
+// bench/turn-tail-trace.ts`. Turns of one conversation (0 tools, the instant provider of bench/agent.ts)
+// in blocks, and between blocks the disk's own floor in the same minutes: a bare append + fdatasync of a
+// file in the same directory (what the journal does, without the store), and the same record written over
+// a zero-filled file instead (no size change: the fdatasync needs no ext4 journal commit; what
+// preallocated segments would give, docs/design.md "The turn's tail"). Each turn is stamped:
+// - the main thread's scheduler accounting (/proc/self/task/<pid>/schedstat): running, waiting for a
+//   core, and the rest (the loop idle: the journal's write and fdatasync on libuv's pool, the workers);
+// - its phases: the provider asked (the request built), the journal's `write` and `datasync` calls
+//   (FileHandle, their wall time), the answer;
+// - what overlapped it: garbage collections (perf_hooks), `postMessage` to a worker (the history
+//   worker's group put: its structured clone on this thread), a compaction running (its worker), a
+//   segment rotation, timer callbacks (their own run time), the log's `appendFile`.
+// Printed: the turns' distribution beside the floor's; then the turns above the p99 against all, each
+// stamp's mean and how often each kind of event overlapped. TURNS (total), BLOCK (turns between the
+// floor's samples).
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { getHeapSpaceStatistics } from 'node:v8';
+import { Worker } from 'node:worker_threads';
+import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
+import { Service } from '../src/service';
+import { Compactor } from '../src/store/compaction';
+import { Journal } from '../src/store/journal';
+import { instantProvider } from './agent';
+import { fmt, percentile } from './util';
+
+const TURNS = Number(process.env.TURNS ?? 6000);
+const BLOCK = Number(process.env.BLOCK ?? 200);
+const SCHEDSTAT = `/proc/self/task/${process.pid}/schedstat`;
+
+function schedstat(): { run: number; wait: number } {
+  const [run, wait] = readFileSync(SCHEDSTAT, 'utf8').split(' ').map(Number);
+  return { run: run / 1e6, wait: wait / 1e6 };
+}
+
+/** The other threads' (libuv's pool, V8's GC helpers, the workers) time running and waiting for a core, summed, ms. */
+function othersSchedstat(): { run: number; wait: number } {
+  let run = 0;
+  let wait = 0;
+  for (const tid of readdirSync('/proc/self/task')) {
+    if (tid === String(process.pid)) continue;
+    try {
+      const [r, w] = readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
+      run += r / 1e6;
+      wait += w / 1e6;
+    } catch {
+      // A thread that ended (a compaction's worker).
+    }
+  }
+  return { run, wait };
+}
+
+const newSpaceUsed = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_used_size ?? 0;
+
+interface Span {
+  at: number;
+  ms: number;
+  what: string;
+}
+const spans: Span[] = [];
+/** Spans recorded only while a turn runs (its phases), reset each turn. */
+let inTurn: Span[] | null = null;
+/** Set while the floor is sampled: its file calls are not the journal's. */
+let sampling = false;
+const record = (what: string, at: number) => {
+  if (sampling) return;
+  const span = { at, ms: performance.now() - at, what };
+  spans.push(span);
+  inTurn?.push(span);
+};
+
+function wrapAsync(proto: Record<string, unknown>, name: string, what: string): void {
+  const original = proto[name] as (...args: unknown[]) => Promise<unknown>;
+  proto[name] = async function (this: unknown, ...args: unknown[]) {
+    const at = performance.now();
+    try {
+      return await original.apply(this, args);
+    } finally {
+      record(what, at);
+    }
+  };
+}
+
+async function instrument(): Promise<void> {
+  const path = join(tmpdir(), `ra-tail-${process.pid}`);
+  const fh = await open(path, 'w');
+  const proto = Object.getPrototypeOf(fh) as Record<string, unknown>;
+  await fh.close();
+  await rm(path);
+  for (const name of ['write', 'datasync', 'sync', 'appendFile']) wrapAsync(proto, name, `fh.${name}`);
+  // The history worker's puts and every other message to a worker: the structured clone runs here.
+  const post = Worker.prototype.postMessage;
+  Worker.prototype.postMessage = function (this: Worker, ...args: Parameters<Worker['postMessage']>) {
+    const at = performance.now();
+    try {
+      return post.apply(this, args);
+    } finally {
+      record('worker.postMessage', at);
+    }
+  };
+  wrapAsync(Compactor.prototype as unknown as Record<string, unknown>, 'loop', 'compaction');
+  wrapAsync(Journal.prototype as unknown as Record<string, unknown>, 'rotateNow', 'journal.rotate');
+  // Timer callbacks' own run time (the group put's timer, sweeps, the log's): what a turn may wait behind.
+  for (const name of ['setTimeout', 'setInterval'] as const) {
+    const original = globalThis[name] as (...args: unknown[]) => unknown;
+    (globalThis as Record<string, unknown>)[name] = function (callback: unknown, ...rest: unknown[]) {
+      if (typeof callback !== 'function') return original(callback, ...rest);
+      const label = `timer ${(callback as { name?: string }).name || 'anonymous'} ${String(rest[0] ?? 0)}ms`;
+      return original(
+        function (this: unknown, ...args: unknown[]) {
+          const at = performance.now();
+          try {
+            return (callback as (...a: unknown[]) => unknown).apply(this, args);
+          } finally {
+            record(label, at);
+          }
+        },
+        ...rest,
+      );
+    };
+  }
+  const kinds: Record<number, string> = {
+    [constants.NODE_PERFORMANCE_GC_MAJOR]: 'gc mark-compact',
+    [constants.NODE_PERFORMANCE_GC_MINOR]: 'gc scavenge',
+    [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'gc incremental',
+    [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'gc weakcb',
+  };
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const kind = (entry as { detail?: { kind?: number } }).detail?.kind ?? -1;
+      spans.push({ at: entry.startTime, ms: entry.duration, what: kinds[kind] ?? `gc ${kind}` });
+    }
+  }).observe({ entryTypes: ['gc'] });
+}
+
+interface Turn {
+  at: number;
+  ms: number;
+  run: number;
+  wait: number;
+  /** Chat called to the provider asked: the user message applied and written, the request built. */
+  ask: number;
+  /** The provider asked to the chat's answer. */
+  answer: number;
+  write: number;
+  datasync: number;
+  /** Other threads of the process: running, and waiting for a core. */
+  otherRun: number;
+  otherWait: number;
+  /** Bytes allocated in the young generation (NaN when a scavenge came in the turn). */
+  allocated: number;
+  scavenges: number;
+}
+
+let asked = 0;
+function stampedProvider(): Provider {
+  const instant = instantProvider(0);
+  return {
+    name: 'instant',
+    complete(request: CompletionRequest): Promise<CompletionResult> {
+      asked = performance.now();
+      return instant.complete(request);
+    },
+  };
+}
+
+function distribution(xs: number[]): string {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  return `p50 ${fmt(percentile(sorted, 50))} p90 ${fmt(percentile(sorted, 90))} p99 ${fmt(percentile(sorted, 99))} max ${fmt(sorted[sorted.length - 1])} mean ${fmt(mean)} ms (${xs.length})`;
+}
+
+async function main(): Promise<void> {
+  await instrument();
+  const dir = await mkdtemp(join(tmpdir(), 'ra-bench-tail-'));
+  await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
+  const service = await Service.open({ dataDir: dir, provider: () => stampedProvider() });
+  const floor: number[] = [];
+  const floorFile = await open(join(dir, 'floor'), 'a');
+  const overwrite: number[] = [];
+  const zeroed = await open(join(dir, 'floor-zeroed'), 'w+');
+  const ZEROED_BYTES = 4 * 1024 * 1024;
+  await zeroed.write(Buffer.alloc(ZEROED_BYTES), 0, ZEROED_BYTES, 0);
+  await zeroed.sync();
+  let zeroedAt = 0;
+  const record600 = Buffer.alloc(600, 7);
+  const turns: Turn[] = [];
+  const young: Array<{ at: number; end: number; before: number; after: number }> = [];
+  try {
+    let conversationId: string | undefined;
+    const turn = async (keep: boolean) => {
+      const phases: Span[] = (inTurn = []);
+      const young0 = newSpaceUsed();
+      const o0 = othersSchedstat();
+      const s0 = schedstat();
+      const at = performance.now();
+      const reply = await service.agent.chat({ message: 'bench turn', conversationId, source: { kind: 'lan' } });
+      const end = performance.now();
+      const s1 = schedstat();
+      const o1 = othersSchedstat();
+      inTurn = null;
+      conversationId = reply.conversation_id;
+      if (!keep) return;
+      const sum = (what: string) => phases.filter((p) => p.what === what).reduce((n, p) => n + p.ms, 0);
+      turns.push({
+        at,
+        ms: end - at,
+        run: s1.run - s0.run,
+        wait: s1.wait - s0.wait,
+        ask: asked - at,
+        answer: end - asked,
+        write: sum('fh.write'),
+        datasync: sum('fh.datasync'),
+        otherRun: o1.run - o0.run,
+        otherWait: o1.wait - o0.wait,
+        allocated: NaN,
+        scavenges: 0,
+      });
+      young.push({ at, end, before: young0, after: newSpaceUsed() });
+    };
+    for (let i = 0; i < 300; i++) await turn(false);
+    const started = performance.now();
+    for (let done = 0; done < TURNS; done += BLOCK) {
+      for (let i = 0; i < BLOCK; i++) await turn(true);
+      // The disk's own floor in the same minutes: what the journal does for a record, without the store.
+      sampling = true;
+      for (let i = 0; i < 100; i++) {
+        const t0 = performance.now();
+        if (i % 2 === 0) {
+          await floorFile.write(record600, 0, record600.length, null);
+          await floorFile.datasync();
+          floor.push(performance.now() - t0);
+        } else {
+          await zeroed.write(record600, 0, record600.length, zeroedAt);
+          zeroedAt = (zeroedAt + record600.length) % (ZEROED_BYTES - record600.length);
+          await zeroed.datasync();
+          overwrite.push(performance.now() - t0);
+        }
+      }
+      sampling = false;
+    }
+    const elapsed = performance.now() - started;
+    const stats = service.store.db.stats();
+    const gcs = spans.filter((s) => s.what.startsWith('gc') && s.at >= started);
+    turns.forEach((t, i) => {
+      const within = gcs.filter((g) => g.what === 'gc scavenge' && g.at >= t.at && g.at <= t.at + t.ms).length;
+      t.scavenges = within;
+      if (within === 0) t.allocated = young[i].after - young[i].before;
+    });
+    console.log(
+      `${turns.length} turns in ${fmt(elapsed / 1000, 1)} s (with the floor's samples); ${stats.compactions} compactions, journal ${fmt(stats.journalBytes / 1024, 0)} KiB live; ` +
+        `load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
+    );
+    const compactions = spans.filter((s) => s.what === 'compaction');
+    const compacting = (at: number, ms: number) => compactions.some((c) => c.at <= at + ms && c.at + c.ms >= at);
+    const split = <T>(xs: T[], when: (x: T) => boolean) => [xs.filter(when), xs.filter((x) => !when(x))];
+    const [turnsIn, turnsOut] = split(turns, (t) => compacting(t.at, t.ms));
+    console.log(`turn:                      ${distribution(turns.map((t) => t.ms))}`);
+    console.log(`  while a compaction ran:  ${turnsIn.length > 0 ? distribution(turnsIn.map((t) => t.ms)) : 'none'}`);
+    console.log(`  otherwise:               ${distribution(turnsOut.map((t) => t.ms))}`);
+    console.log(`bare write + fdatasync:    ${distribution(floor)}`);
+    console.log(`  over zeros, same size:   ${distribution(overwrite)}`);
+    const journalSync = spans.filter((s) => s.what === 'fh.datasync' && s.at >= started);
+    const [syncIn, syncOut] = split(journalSync, (s) => compacting(s.at, s.ms));
+    console.log(`the journal's fdatasyncs:  ${distribution(journalSync.map((s) => s.ms))}`);
+    if (syncIn.length > 0) console.log(`  while a compaction ran:  ${distribution(syncIn.map((s) => s.ms))}`);
+    console.log(`  otherwise:               ${distribution(syncOut.map((s) => s.ms))}`);
+    const scavenges = gcs.filter((g) => g.what === 'gc scavenge');
+    const allocated = turns.filter((t) => !Number.isNaN(t.allocated)).map((t) => t.allocated);
+    console.log(
+      `GC: ${scavenges.length} scavenges (one each ${fmt(turns.length / Math.max(1, scavenges.length), 0)} turns; their wall ${scavenges.length > 0 ? distribution(scavenges.map((g) => g.ms)) : '-'}), ` +
+        `${gcs.filter((g) => g.what === 'gc mark-compact').length} mark-compacts; young generation allocated a turn: median ${fmt(
+          percentile(
+            [...allocated].sort((a, b) => a - b),
+            50,
+          ) / 1024,
+          1,
+        )} KiB`,
+    );
+    const sorted = turns.map((t) => t.ms).sort((a, b) => a - b);
+    const p99 = percentile(sorted, 99);
+    const p50 = percentile(sorted, 50);
+    const slow = turns.filter((t) => t.ms >= p99);
+    const mean = (ts: Turn[], f: (t: Turn) => number) => fmt(ts.reduce((n, t) => n + f(t), 0) / ts.length);
+    const fields: Array<[string, (t: Turn) => number]> = [
+      ['wall', (t) => t.ms],
+      ['main running', (t) => t.run],
+      ['main waiting (core)', (t) => t.wait],
+      ['main idle', (t) => t.ms - t.run - t.wait],
+      ['others running', (t) => t.otherRun],
+      ['others waiting', (t) => t.otherWait],
+      ['chat to ask', (t) => t.ask],
+      ['ask to answer', (t) => t.answer],
+      ['fh.write', (t) => t.write],
+      ['fh.datasync', (t) => t.datasync],
+      ['scavenges', (t) => t.scavenges],
+    ];
+    console.log(`means, all turns / the ${slow.length} at or above the p99 (${fmt(p99)} ms):`);
+    for (const [name, f] of fields) console.log(`  ${name.padEnd(20)} ${mean(turns, f).padStart(8)} / ${mean(slow, f)}`);
+    // Which events make a turn slow: an event counts for a turn when it was under way at its start or
+    // began within its first p50 ms, a window as long for every turn (a long turn overlaps more events
+    // only because it is long). The share of such turns that end up at or above the p99, against the rest's.
+    const kindsOf = [...new Set(spans.map((s) => s.what))].sort();
+    console.log(`P(turn >= p99) when an event was under way at its start or began in its first ${fmt(p50)} ms, and when not:`);
+    for (const what of kindsOf) {
+      const of = spans.filter((s) => s.what === what);
+      const near = (t: Turn) => of.some((s) => s.at <= t.at + p50 && s.at + s.ms >= t.at);
+      const [hit, miss] = split(turns, near);
+      const rate = (ts: Turn[]) => (ts.length === 0 ? '-' : `${fmt((ts.filter((t) => t.ms >= p99).length / ts.length) * 100, 1)}%`);
+      console.log(`  ${what.padEnd(28)} ${rate(hit).padStart(6)} of ${String(hit.length).padStart(5)} turns / ${rate(miss).padStart(6)} of ${miss.length}`);
+    }
+    const over = turns.filter((t) => t.ms > 2 * p50);
+    console.log(`turns over 2x the p50: ${over.length} (${fmt((over.length / turns.length) * 100, 1)}%), adding ${fmt(over.reduce((n, t) => n + t.ms - p50, 0) / turns.length, 3)} ms to the mean`);
+    const overlapping = (t: Turn) => spans.filter((s) => s.at + s.ms >= t.at && s.at <= t.at + t.ms);
+    for (const t of [...turns].sort((a, b) => b.ms - a.ms).slice(0, 12)) {
+      const events = overlapping(t)
+        .filter((s) => s.what !== 'fh.write' && s.what !== 'fh.datasync' && s.what !== 'compaction')
+        .map((s) => `${s.what} ${fmt(s.ms, 1)}`);
+      console.log(
+        `  ${fmt(t.ms, 1)} ms${compacting(t.at, t.ms) ? ' (compacting)' : ''}: main running ${fmt(t.run, 1)}, waiting ${fmt(t.wait, 1)}, idle ${fmt(t.ms - t.run - t.wait, 1)}; ` +
+          `others running ${fmt(t.otherRun, 1)}, waiting ${fmt(t.otherWait, 1)}; ask ${fmt(t.ask, 1)}, answer ${fmt(t.answer, 1)}; write ${fmt(t.write, 1)}, datasync ${fmt(t.datasync, 1)}; ${events.join(', ') || 'nothing else'}`,
+      );
+    }
+  } finally {
+    await floorFile.close();
+    await zeroed.close();
+    await service.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+void main();

@@ -170,6 +170,39 @@ test('a write the store refused adds nothing', async (t) => {
   assert.deepEqual(await cache.rows('c'), []);
 });
 
+test("rows stored `later` (the turn's reply) are added after the journal's flush began, or at once when asked sooner; never twice, never past another write", async (t) => {
+  const { store, cache, reads } = await storeWithCache(t);
+  await store.messages.append(message('c'));
+  await cache.rows('c');
+  const next = () => new Promise((resolve) => setImmediate(resolve));
+  // Asked before the check phase: added then, without a read; the deferred add that follows adds nothing more.
+  const reply = message('c', 'assistant');
+  const written = cache.stored('c', [reply], () => store.messages.appendMany([reply]), true);
+  reads.length = 0;
+  assert.deepEqual(await cache.rows('c'), await all(store, 'c'));
+  await next();
+  assert.deepEqual(await cache.rows('c'), await all(store, 'c'));
+  assert.deepEqual(reads, []);
+  await written;
+  // Left to the check phase: added there, served without a read.
+  const second = message('c', 'assistant');
+  const stored = cache.stored('c', [second], () => store.messages.appendMany([second]), true);
+  await next();
+  reads.length = 0;
+  assert.deepEqual(await cache.rows('c'), await all(store, 'c'));
+  assert.deepEqual(reads, []);
+  await stored;
+  // Another write before the check phase: not added, the next call reads.
+  const third = message('c', 'assistant');
+  const raced = cache.stored('c', [third], () => store.messages.appendMany([third]), true);
+  const elsewhere = store.messages.append(message('c'));
+  await next();
+  reads.length = 0;
+  assert.deepEqual(await cache.rows('c'), await all(store, 'c'));
+  assert.deepEqual(reads, ['after c']);
+  await Promise.all([raced, elsewhere]);
+});
+
 // The cache never re-read a row it held: a tool output retention cut (tool_output_days) reached the
 // model whole until the conversation left the cache. A real service and a fake provider (HTTP on
 // 127.0.0.1) that records what the model is given.

@@ -151,7 +151,15 @@ export class HistoryCache {
     if (!later) add();
     else {
       this.pending.set(conversationId, add);
-      setImmediate(add);
+      // Nothing catches in an immediate: a store closed meanwhile (the warm-up's scratch store, stopped by a
+      // first chat) would end the process. The conversation is then forgotten: the next `rows` reads it.
+      setImmediate(() => {
+        try {
+          add();
+        } catch {
+          this.forget(conversationId);
+        }
+      });
     }
     return result;
   }

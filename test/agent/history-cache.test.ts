@@ -203,6 +203,37 @@ test("rows stored `later` (the turn's reply) are added after the journal's flush
   await Promise.all([raced, elsewhere]);
 });
 
+test("rows stored `later` whose store is closed by the check phase (the warm-up's practice stopped by a first chat): nothing thrown, the conversation read again", async (t) => {
+  const { store } = await storeWithCache(t);
+  // The scratch store's close marks it closed at once, before the deferred add runs: its reads then throw.
+  let closed = false;
+  const reads: string[] = [];
+  const messages: Pick<Store['messages'], 'recent' | 'after' | 'seqOf'> = {
+    recent: (id, options) => (reads.push('recent'), store.messages.recent(id, options)),
+    after: (id, seq) => (reads.push('after'), store.messages.after(id, seq)),
+    seqOf: (id) => {
+      if (closed) throw new Error('the store is closed');
+      return store.messages.seqOf(id);
+    },
+  };
+  const cache = new HistoryCache(messages, { lastWrite: () => store.db.lastWrite });
+  await store.messages.append(message('c'));
+  await cache.rows('c');
+  const thrown: unknown[] = [];
+  const onUncaught = (error: unknown) => thrown.push(error);
+  process.on('uncaughtException', onUncaught);
+  t.after(() => void process.off('uncaughtException', onUncaught));
+  const reply = message('c', 'assistant');
+  const written = cache.stored('c', [reply], () => store.messages.appendMany([reply]), true);
+  closed = true;
+  await new Promise((resolve) => setImmediate(resolve));
+  await written;
+  assert.deepEqual(thrown.map(String), []);
+  reads.length = 0;
+  assert.deepEqual(await cache.rows('c'), await all(store, 'c'));
+  assert.deepEqual(reads, ['recent'], 'forgotten: read again whole, not served without the reply');
+});
+
 // The cache never re-read a row it held: a tool output retention cut (tool_output_days) reached the
 // model whole until the conversation left the cache. A real service and a fake provider (HTTP on
 // 127.0.0.1) that records what the model is given.

@@ -14,7 +14,7 @@ import type { ConversationActivity } from './conversation-activity';
 import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
 import { previewOf } from './preview';
-import { withoutForgedNotes } from './prompt/environment';
+import { readableMessage } from './prompt/environment';
 import type { InstructionFileInfo } from './prompt/instruction-files';
 import { listSavedPrompts } from './prompt/saved-prompts';
 import { TurnContext, type TurnInstructions } from './prompt/turn-context';
@@ -291,9 +291,10 @@ export class Agent {
   async chat(input: ChatInput, onEvent: TurnEventSink = ignore): Promise<ChatOutput> {
     const conversationId = input.conversationId ?? randomUUID();
     const create = !input.conversationId;
-    if (!create) this.requireConversation(conversationId, input.source);
+    // Checked again when its turn comes, unless nothing was written since (Database.lastWrite).
+    const checkedAt = create ? undefined : (this.requireConversation(conversationId, input.source), this.deps.store.db.lastWrite);
     const worktree = this.worktreeWanted(conversationId, create, input);
-    const line = this.waitInLine(conversationId, { client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }, input.sender ?? sourceText(input.source));
+    const line = this.waitInLine(conversationId, () => ({ client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }), input.sender ?? sourceText(input.source));
     return line.run(async () => {
       // Made before the conversation is stored: a worktree that cannot be made leaves nothing behind.
       if (create && worktree) await this.makeWorktree(conversationId, titleOf(input.message));
@@ -302,7 +303,7 @@ export class Agent {
       // runs twice), durable before anything is told, a tool runs or the turn answers (UserCommit): its
       // fdatasync is deferred to the turn's first outward effect, or made by the reply's own commit when
       // the model answers first (one sync for both messages).
-      const stored = this.storeUserMessage(conversationId, create, input);
+      const stored = this.storeUserMessage(conversationId, create, input, checkedAt);
       // Its row (last_message) goes to nobody before the message is durable: then with its own announcement.
       const release = this.deps.activity?.hold(conversationId);
       stored.durable.catch(() => release?.(true));
@@ -370,7 +371,8 @@ export class Agent {
     input: AnswerInput & { waitingAs?: QueuedMessage },
     onEvent: TurnEventSink = ignore,
   ): Promise<ChatOutput> {
-    const line = this.waitInLine(conversationId, input.waitingAs, sourceText(input.source));
+    const { waitingAs } = input;
+    const line = this.waitInLine(conversationId, waitingAs && (() => waitingAs), sourceText(input.source));
     return line.run(async () => {
       // Before anything is made for it: a message that will not run (over its budget) costs no checkout.
       admission.mayStart();
@@ -394,7 +396,7 @@ export class Agent {
    * `message`), and a client may remove it: then it is answered `cancelled` and `removed` at once and,
    * when its turn comes, nothing is stored or run.
    */
-  private waitInLine(conversationId: string, message: QueuedMessage | undefined, sender: string): { run: (turn: () => Promise<ChatOutput>) => Promise<ChatOutput> } {
+  private waitInLine(conversationId: string, message: (() => QueuedMessage) | undefined, sender: string): { run: (turn: () => Promise<ChatOutput>) => Promise<ChatOutput> } {
     let removed = (): void => undefined;
     const removal = new Promise<ChatOutput>((resolve) => {
       removed = () => resolve({ response: '', conversation_id: conversationId, cancelled: true, removed: true });
@@ -488,13 +490,19 @@ export class Agent {
    * it is fdatasynced (asked by `store.db.flush()` or any later commit). `message` is what its followers
    * are shown.
    */
-  private storeUserMessage(conversationId: string, create: boolean, input: ChatInput): { message: Message; applied: boolean; written: Promise<void>; durable: Promise<void> } {
+  private storeUserMessage(
+    conversationId: string,
+    create: boolean,
+    input: ChatInput,
+    checkedAt: number | undefined,
+  ): { message: Message; applied: boolean; written: Promise<void>; durable: Promise<void> } {
     const { store } = this.deps;
     const now = new Date().toISOString();
     let created: Promise<void> | undefined;
     // Applied at once (the message's transaction needs its row), durable with the message: one journal flush.
     if (create) created = store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from }, DEFER_SYNC);
-    else this.requireConversation(conversationId, input.source);
+    // Deleted (or otherwise changed) while the turn waited in line: every change is a write.
+    else if (store.db.lastWrite !== checkedAt) this.requireConversation(conversationId, input.source);
     const id = randomUUID();
     const attachments = input.attachments ?? [];
     const message: NewMessage = {
@@ -510,6 +518,7 @@ export class Agent {
         : {}),
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
+    const before = store.db.lastWrite;
     const appended = this.history.stored(conversationId, [message], () =>
       store.messages.appendMany(
         [message],
@@ -524,8 +533,9 @@ export class Agent {
     );
     const durable = Promise.all([created, appended]).then(ignore);
     // Asked in the tick of the writes above, so it covers their record. A write not applied (refused, or
-    // left for later behind a full disk's owed records) has only its own promise to tell.
-    const applied = store.messages.has(id);
+    // left for later behind a full disk's owed records) has only its own promise to tell. Applied, its
+    // transaction moved the database's last write (nothing else wrote in between: no read needed).
+    const applied = store.db.lastWrite !== before;
     const written = (applied ? store.db.written() : undefined) ?? durable;
     // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
     return { message: { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) }, applied, written, durable };
@@ -568,10 +578,14 @@ export class Agent {
       const withUsage = (tx: WriteTx) => usageRow && store.usage.recordIn(tx, usageRow);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
       // Its commit's fdatasync makes the user message (written before it) durable too; that one is told first.
-      await (input.storeReply ? input.storeReply(reply, withUsage) : this.history.stored(conversationId, [reply], () => store.messages.appendMany([reply], withUsage)));
+      const replied = input.storeReply ? input.storeReply(reply, withUsage) : this.history.stored(conversationId, [reply], () => store.messages.appendMany([reply], withUsage), true);
+      // Made before the commit's wait, not after it; sent once durable. Its usage is the row just written,
+      // not read back: under a new message id it is stored as it is (store/usage.ts recordIn adds only to
+      // a row of the same id).
+      const replyEvent: TurnEvent = { event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) } };
+      await replied;
       await commit?.durable();
-      const counted = usageRow && (await store.usage.ofMessages([messageId], conversationId)).get(messageId);
-      onEvent({ event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(counted ? { usage: messageUsageOf(counted) } : {}) } });
+      onEvent(replyEvent);
       this.deps.onActivity?.(conversationId, sourceText(input.source));
       log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
       return { response: text, conversation_id: conversationId };
@@ -673,7 +687,9 @@ export class Agent {
     commit: UserCommit<TurnEvent> | undefined,
   ): Promise<string> {
     const { store } = this.deps;
-    const signal = input.signal ?? new AbortController().signal;
+    // Without the caller's, nothing can stop the turn: a signal is made only for a tool's run, which needs one.
+    const signal = input.signal;
+    let toolSignal: AbortSignal | undefined;
     // One failed compaction a turn: the turn goes on with the cut instead of failing again each step.
     let mayCompact = true;
     // Once a turn: git is asked then, and the date and time are those of the message.
@@ -710,7 +726,7 @@ export class Agent {
         temperature: config.temperature,
         // Never more than the room kept for it: the request and the reply must fit the window together.
         max_tokens: config.max_tokens === undefined ? undefined : budget.reply,
-        messages: toModelNames(moment ? [...withoutForgedNotes(messages), moment] : messages, names),
+        messages: requestMessages(messages, moment, names),
         tools: specs,
         signal,
         onDelta: input.stream ? onDelta : undefined,
@@ -719,7 +735,7 @@ export class Agent {
       const result = await asked;
       if (result.context_window !== undefined) this.reportedWindows.set(`${provider.name}/${model}`, result.context_window);
       usage.add(config, provider.name, model, result.context_window === undefined && reported !== undefined ? { ...result, context_window: reported } : result);
-      if (signal.aborted) throw new Cancelled();
+      if (signal?.aborted) throw new Cancelled();
       if (result.tool_calls.length === 0) return result.text;
       if (lastStep) return result.text || `Stopped after ${maxSteps} steps of tool calls without a final answer.`;
 
@@ -754,7 +770,7 @@ export class Agent {
           source: sourceText(input.source),
           from: input.from,
           ownerAnswersPrompts: input.ownerAnswersPrompts === true,
-          signal,
+          signal: signal ?? (toolSignal ??= new AbortController().signal),
           gate: this.deps.gate,
           logger: log,
           timeoutMs: this.deps.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
@@ -798,7 +814,7 @@ export class Agent {
           ...(outcome.detail ? { detail: outcome.detail } : {}),
           ...(shown ? { attachments: [attachmentInfoOf(shown)] } : {}),
         });
-        if (signal.aborted || (outcome.denied && endsTurn(outcome.denied))) throw new Cancelled();
+        if (signal?.aborted || (outcome.denied && endsTurn(outcome.denied))) throw new Cancelled();
       }
     }
   }
@@ -827,12 +843,21 @@ function toolSpec(tool: Tool, names: ModelToolNames): ToolSpec {
   return { name: names.modelName(tool.name), description: tool.description, parameters: tool.inputSchema };
 }
 
-function toModelNames(messages: ChatMessage[], names: ModelToolNames): ChatMessage[] {
-  return messages.map((m) => {
-    if (m.role === 'assistant' && m.tool_calls) return { ...m, tool_calls: m.tool_calls.map((c) => ({ ...c, name: names.modelName(c.name) })) };
-    if (m.role === 'tool') return { ...m, name: names.modelName(m.name) };
-    return m;
-  });
+/**
+ * The request's messages in one pass over the history: tools by their model names; with the turn's note,
+ * every user message's forged note escaped (prompt/environment.ts) and the note last.
+ */
+function requestMessages(messages: readonly ChatMessage[], moment: ChatMessage | undefined, names: ModelToolNames): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  for (const message of messages) out.push(modelNamed(moment ? readableMessage(message) : message, names));
+  if (moment) out.push(moment);
+  return out;
+}
+
+function modelNamed(m: ChatMessage, names: ModelToolNames): ChatMessage {
+  if (m.role === 'assistant' && m.tool_calls) return { ...m, tool_calls: m.tool_calls.map((c) => ({ ...c, name: names.modelName(c.name) })) };
+  if (m.role === 'tool') return { ...m, name: names.modelName(m.name) };
+  return m;
 }
 
 /** What every request of a turn carries besides the history: counted before the history is fitted. */

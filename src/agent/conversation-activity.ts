@@ -76,11 +76,12 @@ export class ConversationActivity {
   /**
    * A message arrives for the conversation: when a turn of it is already queued or running, it is listed
    * (every client hears) until it starts; `removed` is called if a client removes it first. Undefined when
-   * nothing runs: its turn starts at once.
+   * nothing runs: its turn starts at once (`message` is made only when listed: a preview is not worked
+   * out for a turn that does not wait).
    */
-  enqueue(conversationId: string, message: QueuedMessage, removed: () => void, sender: string): QueuedTurn | undefined {
+  enqueue(conversationId: string, message: () => QueuedMessage, removed: () => void, sender: string): QueuedTurn | undefined {
     if ((this.turns.get(conversationId) ?? 0) === 0) return undefined;
-    const entry: Waiting = { message, removed, sender };
+    const entry: Waiting = { message: message(), removed, sender };
     this.queues.set(conversationId, [...(this.queues.get(conversationId) ?? []), entry]);
     this.onChange(conversationId);
     return { start: () => this.unlist(conversationId, entry) };

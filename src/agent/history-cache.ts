@@ -78,6 +78,8 @@ function rowOf(message: NewMessage, seq: number): MessageRow {
  */
 export class HistoryCache {
   private readonly entries = new Map<string, Cached>();
+  /** Rows stored `later` and not yet added, by conversation (stored). */
+  private readonly pending = new Map<string, () => void>();
   private bytes = 0;
   private readonly lastWrite: (() => number) | undefined;
   private readonly cuts: (() => number) | undefined;
@@ -97,6 +99,7 @@ export class HistoryCache {
   }
 
   async rows(conversationId: string): Promise<MessageRow[]> {
+    this.pending.get(conversationId)?.();
     // Taken before the read: a write (or a cut) while it runs leaves the entry behind the database, read again next time.
     const now = this.lastWrite?.();
     const cuts = this.cuts?.();
@@ -121,22 +124,43 @@ export class HistoryCache {
    * synchronously, made durable later) and returns what it returns. When the conversation's rows were
    * all cached and this write is the only one since, its rows are added as the database now holds them
    * (their seqs read by id), so the next `rows` reads nothing; otherwise that read finds them.
+   * `later`: they are added at the loop's next check phase, after the journal's flush that writes the
+   * record (its setImmediate, asked in `write`, comes first), so the seqs are read while the record is
+   * written and synced, not before its write begins (the turn's reply); `rows` adds them first if
+   * called sooner. Anything written or read in between, and they are left to that read.
    */
-  stored<T>(conversationId: string, messages: readonly NewMessage[], write: () => T): T {
+  stored<T>(conversationId: string, messages: readonly NewMessage[], write: () => T, later = false): T {
     const before = this.lastWrite?.();
     const result = write();
     const cached = this.entries.get(conversationId);
     if (before === undefined || !cached || cached.synced !== before || this.lastWrite!() !== before + 1) return result;
-    let last = cached.rows.length > 0 ? cached.rows[cached.rows.length - 1]!.seq : 0;
-    const rows: MessageRow[] = [];
-    for (const message of messages) {
-      const seq = message.conversation_id === conversationId ? this.messages.seqOf(message.id) : undefined;
-      // Not applied (a full disk's owed records go first) or not in order: the next read sees what is there.
-      if (seq === undefined || seq <= last) return result;
-      last = seq;
-      rows.push(rowOf(message, seq));
+    const add = (): void => {
+      if (this.pending.get(conversationId) === add) this.pending.delete(conversationId);
+      if (this.entries.get(conversationId) !== cached || this.lastWrite!() !== before + 1) return;
+      let last = cached.rows.length > 0 ? cached.rows[cached.rows.length - 1]!.seq : 0;
+      const rows: MessageRow[] = [];
+      for (const message of messages) {
+        const seq = message.conversation_id === conversationId ? this.messages.seqOf(message.id) : undefined;
+        // Not applied (a full disk's owed records go first) or not in order: the next read sees what is there.
+        if (seq === undefined || seq <= last) return;
+        last = seq;
+        rows.push(rowOf(message, seq));
+      }
+      this.keep(conversationId, extended(cached, sized(rows, before + 1, cached.cuts), this.maxRows));
+    };
+    if (!later) add();
+    else {
+      this.pending.set(conversationId, add);
+      // Nothing catches in an immediate: a store closed meanwhile (the warm-up's scratch store, stopped by a
+      // first chat) would end the process. The conversation is then forgotten: the next `rows` reads it.
+      setImmediate(() => {
+        try {
+          add();
+        } catch {
+          this.forget(conversationId);
+        }
+      });
     }
-    this.keep(conversationId, extended(cached, sized(rows, before + 1, cached.cuts), this.maxRows));
     return result;
   }
 

@@ -1,7 +1,9 @@
 import { exportPiece, type ExportPiece } from './conversation-export';
 
-/** Pieces made ahead at most at once (see RenderedExports.piece): one a download going on. */
+/** Pieces made ahead at most at once (see RenderedExports.piece): one a download going on, for four downloads. */
 const MOST_AHEAD = 4;
+/** A piece made ahead and not asked for this long belongs to a download that stopped: a new one may take its place. */
+const AHEAD_STALE_MS = 10_000;
 
 /**
  * Exports rendered for a download in pieces (export_conversation), kept between its pieces so each piece
@@ -14,8 +16,11 @@ export class RenderedExports {
   private readonly kept = new Map<string, { text: string; at: number }>();
   private chars = 0;
   /** Pieces made ahead, by export key and offset (pieceKey), oldest first; and those due to be made. */
-  private readonly ahead = new Map<string, ExportPiece>();
+  private readonly ahead = new Map<string, { piece: ExportPiece; at: number }>();
   private readonly due = new Set<string>();
+  /** Renderings under way, by key: a conversation forgotten meanwhile marks its own so they are not kept. */
+  private readonly rendering = new Map<string, { forgotten: boolean }>();
+  private served = 0;
 
   constructor(
     private readonly maxChars = 32 * 1024 * 1024,
@@ -31,8 +36,15 @@ export class RenderedExports {
       hit.at = this.now();
       return hit.text;
     }
-    const text = await render();
-    if (text.length <= this.maxChars && !this.kept.has(key)) {
+    const underWay = { forgotten: false };
+    this.rendering.set(key, underWay);
+    let text: string;
+    try {
+      text = await render();
+    } finally {
+      if (this.rendering.get(key) === underWay) this.rendering.delete(key);
+    }
+    if (text.length <= this.maxChars && !this.kept.has(key) && !underWay.forgotten) {
       this.kept.set(key, { text, at: this.now() });
       this.chars += text.length;
       // Oldest first (insertion order), so a new download pushes out the one least likely to go on.
@@ -54,8 +66,11 @@ export class RenderedExports {
     const at = pieceKey(key, offset);
     // Asked before it was made ahead: made now, and not again ahead.
     this.due.delete(at);
-    const made = this.ahead.get(at);
-    if (made !== undefined) this.ahead.delete(at);
+    const made = this.ahead.get(at)?.piece;
+    if (made !== undefined) {
+      this.ahead.delete(at);
+      this.served += 1;
+    }
     const piece = made ?? exportPiece(text, offset);
     const next = pieceKey(key, piece.end);
     if (piece.end < text.length && this.kept.get(key)?.text === text && !this.ahead.has(next) && !this.due.has(next)) {
@@ -68,6 +83,7 @@ export class RenderedExports {
   /** Forgets every rendering of the conversation (it was deleted). */
   forget(conversationId: string): void {
     for (const key of this.kept.keys()) if (key.startsWith(`${conversationId}\0`)) this.drop(key);
+    for (const [key, underWay] of this.rendering) if (key.startsWith(`${conversationId}\0`)) underWay.forgotten = true;
   }
 
   get size(): number {
@@ -79,15 +95,23 @@ export class RenderedExports {
     return this.ahead.size;
   }
 
+  /** How many pieces were asked for and found made ahead. */
+  get piecesServedAhead(): number {
+    return this.served;
+  }
+
   private makeAhead(key: string, text: string, offset: number): void {
     const at = pieceKey(key, offset);
     // Asked for meanwhile, or its rendering gone.
     if (!this.due.delete(at) || this.kept.get(key)?.text !== text) return;
-    this.ahead.set(at, exportPiece(text, offset));
-    for (const old of this.ahead.keys()) {
-      if (this.ahead.size <= MOST_AHEAD) break;
-      this.ahead.delete(old);
+    // Full: the oldest gives way only when its download stopped; otherwise this one is not made ahead
+    // (with more downloads than places, making and throwing away in turn would make every piece twice).
+    if (this.ahead.size >= MOST_AHEAD) {
+      const [oldest, { at: madeAt }] = this.ahead.entries().next().value!;
+      if (this.now() - madeAt < AHEAD_STALE_MS) return;
+      this.ahead.delete(oldest);
     }
+    this.ahead.set(at, { piece: exportPiece(text, offset), at: this.now() });
   }
 
   /** Forgets a rendering and the pieces made ahead of it. */

@@ -170,6 +170,70 @@ test('a write the store refused adds nothing', async (t) => {
   assert.deepEqual(await cache.rows('c'), []);
 });
 
+test("rows stored `later` (the turn's reply) are added after the journal's flush began, or at once when asked sooner; never twice, never past another write", async (t) => {
+  const { store, cache, reads } = await storeWithCache(t);
+  await store.messages.append(message('c'));
+  await cache.rows('c');
+  const next = () => new Promise((resolve) => setImmediate(resolve));
+  // Asked before the check phase: added then, without a read; the deferred add that follows adds nothing more.
+  const reply = message('c', 'assistant');
+  const written = cache.stored('c', [reply], () => store.messages.appendMany([reply]), true);
+  reads.length = 0;
+  assert.deepEqual(await cache.rows('c'), await all(store, 'c'));
+  await next();
+  assert.deepEqual(await cache.rows('c'), await all(store, 'c'));
+  assert.deepEqual(reads, []);
+  await written;
+  // Left to the check phase: added there, served without a read.
+  const second = message('c', 'assistant');
+  const stored = cache.stored('c', [second], () => store.messages.appendMany([second]), true);
+  await next();
+  reads.length = 0;
+  assert.deepEqual(await cache.rows('c'), await all(store, 'c'));
+  assert.deepEqual(reads, []);
+  await stored;
+  // Another write before the check phase: not added, the next call reads.
+  const third = message('c', 'assistant');
+  const raced = cache.stored('c', [third], () => store.messages.appendMany([third]), true);
+  const elsewhere = store.messages.append(message('c'));
+  await next();
+  reads.length = 0;
+  assert.deepEqual(await cache.rows('c'), await all(store, 'c'));
+  assert.deepEqual(reads, ['after c']);
+  await Promise.all([raced, elsewhere]);
+});
+
+test("rows stored `later` whose store is closed by the check phase (the warm-up's practice stopped by a first chat): nothing thrown, the conversation read again", async (t) => {
+  const { store } = await storeWithCache(t);
+  // The scratch store's close marks it closed at once, before the deferred add runs: its reads then throw.
+  let closed = false;
+  const reads: string[] = [];
+  const messages: Pick<Store['messages'], 'recent' | 'after' | 'seqOf'> = {
+    recent: (id, options) => (reads.push('recent'), store.messages.recent(id, options)),
+    after: (id, seq) => (reads.push('after'), store.messages.after(id, seq)),
+    seqOf: (id) => {
+      if (closed) throw new Error('the store is closed');
+      return store.messages.seqOf(id);
+    },
+  };
+  const cache = new HistoryCache(messages, { lastWrite: () => store.db.lastWrite });
+  await store.messages.append(message('c'));
+  await cache.rows('c');
+  const thrown: unknown[] = [];
+  const onUncaught = (error: unknown) => thrown.push(error);
+  process.on('uncaughtException', onUncaught);
+  t.after(() => void process.off('uncaughtException', onUncaught));
+  const reply = message('c', 'assistant');
+  const written = cache.stored('c', [reply], () => store.messages.appendMany([reply]), true);
+  closed = true;
+  await new Promise((resolve) => setImmediate(resolve));
+  await written;
+  assert.deepEqual(thrown.map(String), []);
+  reads.length = 0;
+  assert.deepEqual(await cache.rows('c'), await all(store, 'c'));
+  assert.deepEqual(reads, ['recent'], 'forgotten: read again whole, not served without the reply');
+});
+
 // The cache never re-read a row it held: a tool output retention cut (tool_output_days) reached the
 // model whole until the conversation left the cache. A real service and a fake provider (HTTP on
 // 127.0.0.1) that records what the model is given.

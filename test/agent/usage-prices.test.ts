@@ -35,3 +35,27 @@ test("an entry of only a context_window sizes the model's window and leaves its 
   assert.equal(contextWindowOf(config, 'openai', 'gpt-4o'), 64_000);
   assert.equal(priceOf(config, 'openai', 'gpt-4o'), DEFAULT_PRICES['openai/gpt-4o'], 'the shipped price stays');
 });
+
+test('answers kept for a frozen table (a loaded service.json) are its own: a new table, or one that can still change, is asked afresh', () => {
+  const frozen = (prices: Record<string, object>) => ({ prices: Object.freeze(Object.fromEntries(Object.entries(prices).map(([k, v]) => [k, Object.freeze(v)]))) });
+  const before = frozen({ 'local/llama3.1': { input: 1, output: 2, context_window: 8192 } });
+  assert.deepEqual(priceOf(before, 'local', 'llama3.1'), { input: 1, output: 2, context_window: 8192 });
+  assert.equal(contextWindowOf(before, 'local', 'llama3.1'), 8192);
+  assert.equal(priceOf(before, 'local', 'other'), undefined);
+  // The config reloaded with other figures: a new frozen table.
+  const after = frozen({ 'local/llama3.1': { input: 5, output: 6, context_window: 4096 }, 'local/other': { context_window: 1000 } });
+  assert.deepEqual(priceOf(after, 'local', 'llama3.1'), { input: 5, output: 6, context_window: 4096 });
+  assert.equal(contextWindowOf(after, 'local', 'llama3.1'), 4096);
+  assert.equal(contextWindowOf(after, 'local', 'other'), 1000);
+  assert.equal(contextWindowOf(before, 'local', 'llama3.1'), 8192, "the old table's answer is its own");
+  // A table that is not frozen (or whose entries are not) is not kept: changed in place, it answers anew.
+  const open = { prices: { 'local/m': { input: 1, output: 1 } } as Record<string, { input: number; output: number }> };
+  assert.equal(priceOf(open, 'local', 'm')?.input, 1);
+  open.prices['local/m'] = { input: 9, output: 9 };
+  assert.equal(priceOf(open, 'local', 'm')?.input, 9);
+  const shallow = { prices: Object.freeze({ 'local/m': { context_window: 100 } }) };
+  assert.equal(contextWindowOf(shallow, 'local', 'm'), 100);
+  shallow.prices['local/m'].context_window = 200;
+  assert.equal(contextWindowOf(shallow, 'local', 'm'), 200);
+  assert.ok(Object.isFrozen(DEFAULT_PRICES));
+});

@@ -69,7 +69,15 @@ async function writeThenKill(dir: string, write: (client: TestClient) => Promise
  * body a cut can take, nothing is lost, and no conversation shows the placeholder.
  */
 async function closedSegmentsCompacted(dir: string): Promise<void> {
-  while ((await readdir(dir)).filter((f) => /^service\.db\.journal\.\d+$/.test(f)).length > 1) await new Promise((r) => setTimeout(r, 50));
+  // Bounded: a history.db sync that fails keeps the closed segments until a next write that never comes,
+  // and a test timeout alone would leave this loop (and the serve child) running.
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const segments = (await readdir(dir)).filter((f) => /^service\.db\.journal\.\d+$/.test(f));
+    if (segments.length <= 1) return;
+    if (Date.now() > deadline) assert.fail(`the journal still holds closed segments after 120 s: ${segments.join(', ')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /** `serve` without --recover must refuse, naming history.db and --recover (and never answer /health). */

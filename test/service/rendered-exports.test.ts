@@ -84,15 +84,47 @@ describe('RenderedExports.piece: the next piece made ahead while the client read
     assert.equal(notKept.piecesAhead, 0, 'a rendering over the bound is not kept, nor its pieces');
   });
 
-  test('at most four pieces made ahead at once (downloads going on together), the oldest dropped first', async () => {
-    const kept = new RenderedExports();
-    for (let c = 0; c < 6; c += 1) {
-      const key = renderedExportKey(`c${c}`, 1, 'json');
-      await kept.get(key, async () => text);
-      kept.piece(key, text, 0);
+  test('at most four pieces made ahead at once; six downloads in turns do not push out each other (no piece made twice)', async () => {
+    // Long enough that every download still has pieces after three rounds.
+    const long = text + 'plain "words" '.repeat(200_000);
+    let now = 0;
+    const kept = new RenderedExports(32 * 1024 * 1024, 120_000, () => now);
+    const keys = Array.from({ length: 6 }, (_, c) => renderedExportKey(`c${c}`, 1, 'json'));
+    for (const key of keys) await kept.get(key, async () => long);
+    const offsets = keys.map(() => 0);
+    let asked = 0;
+    for (let round = 0; round < 3; round += 1) {
+      for (const [d, key] of keys.entries()) {
+        offsets[d] = kept.piece(key, long, offsets[d]!).end;
+        asked += 1;
+        await immediate();
+        assert.ok(kept.piecesAhead <= 4, `${kept.piecesAhead} held`);
+      }
     }
+    // The first four downloads' pieces were made once and found made; the other two's made when asked.
+    assert.equal(kept.piecesServedAhead, 4 * 2, `${kept.piecesServedAhead} of ${asked} served from ahead`);
+    // A download that stopped: after 10 s its held piece gives way to a new one.
+    now += 10_001;
+    const fresh = renderedExportKey('c9', 1, 'json');
+    await kept.get(fresh, async () => long);
+    kept.piece(fresh, long, 0);
     await immediate();
     assert.equal(kept.piecesAhead, 4);
+    kept.piece(fresh, long, exportPiece(long, 0).end);
+    assert.equal(kept.piecesServedAhead, 4 * 2 + 1, "the new download's piece was made ahead");
+  });
+
+  test('a conversation deleted while its export renders: the rendering is not kept, nothing made ahead for it', async () => {
+    const kept = new RenderedExports();
+    const key = renderedExportKey('gone', 3, 'json');
+    let finish!: (t: string) => void;
+    const pending = kept.get(key, () => new Promise<string>((done) => (finish = done)));
+    kept.forget('gone');
+    finish(text);
+    kept.piece(key, await pending, 0);
+    await immediate();
+    assert.equal(kept.size, 0);
+    assert.equal(kept.piecesAhead, 0);
   });
 });
 

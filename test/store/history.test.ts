@@ -90,18 +90,14 @@ function previewLine(text: string): string {
   return text.split('\n')[0].slice(0, 120);
 }
 
-for (const [mode, what] of [
-  ['bulky', 'compactions running'],
-  // The review's variant: with the default segments nothing sends held bodies early, so the kill meets a group held for its put.
-  ['bulky-segments', 'default journal segments (a group held at the kill)'],
-] as const)
-  test(`SIGKILL while writing bulky messages, ${what}: every acknowledged message is whole after restart, none without its body`, { timeout: 90_000 }, async (t) => {
-    const dir = await withDir(t);
-    const acked = await killBulkyWriter(t, dir, 60, mode);
+/** One kill -9 of the bulky writer and a restart: every acknowledged message whole; whether the restart put bodies back from the journal. */
+async function killAndCheck(t: { after: (fn: () => void) => void }, mode: 'bulky' | 'bulky-segments'): Promise<{ restored: boolean }> {
+  const dir = await withDir(t);
+  const acked = await killBulkyWriter(t, dir, 60, mode);
 
-    const { logger, lines } = captureLogger();
-    const store = await openStore(dir, { logger });
-    t.after(() => store.close());
+  const { logger, lines } = captureLogger();
+  const store = await openStore(dir, { logger });
+  try {
     const byId = new Map((await everything(store)).map((m) => [m.id, m]));
     for (const id of acked) assert.equal(byId.get(id)?.content, bulkyContent(Number(id.slice(1))), `acknowledged ${id} is whole`);
     for (const m of byId.values()) assert.equal(m.content, bulkyContent(Number(m.id.slice(1))), `${m.id} (stored, maybe not acknowledged) has its whole body`);
@@ -112,7 +108,24 @@ for (const [mode, what] of [
       false,
       JSON.stringify(lines.filter((l) => l.level === 'error')),
     );
-  });
+    return { restored: lines.some((l) => l.event === 'history.bodies_restored') };
+  } finally {
+    await store.close();
+  }
+}
+
+test('SIGKILL while writing bulky messages, compactions running: every acknowledged message is whole after restart, none without its body', { timeout: 90_000 }, async (t) => {
+  await killAndCheck(t, 'bulky');
+});
+
+// The review's variant: with the default segments nothing sends held bodies early, so a kill can meet a
+// group the worker has not yet committed; whether it does depends on the moment (about half the kills
+// here), so it is repeated until one restart had to put bodies back from the journal.
+test('SIGKILL while writing bulky messages, default journal segments: a kill that meets bodies history.db lacks loses none of them', { timeout: 240_000 }, async (t) => {
+  const attempts: boolean[] = [];
+  while (attempts.length < 10 && !attempts.includes(true)) attempts.push((await killAndCheck(t, 'bulky-segments')).restored);
+  assert.ok(attempts.includes(true), `no kill of ${attempts.length} met a group history.db lacked: the variant tested only the ordinary path`);
+});
 
 test('search: every word, the last as a prefix, diacritics folded, newest first, one conversation, typed FTS syntax inert', LIMIT, async (t) => {
   const dir = await withDir(t);

@@ -96,7 +96,7 @@ export class Compactor {
   }
 
   /** Summarises `tail` but its newest `keepTokens`' worth (after `summary`), stores it, and says what is kept. */
-  private async summarise(summary: MessageRow | undefined, tail: MessageRow[], call: CompactionCall, focus: string | undefined, keepTokens: number) {
+  private async summarise(summary: MessageRow | undefined, tail: readonly MessageRow[], call: CompactionCall, focus: string | undefined, keepTokens: number) {
     const split = keepTokens > 0 ? splitForSummary(tail, keepTokens) : lastTurnStart(tail);
     if (split === 0) throw new Error('there is nothing older than the latest turn to summarise');
     const older = tail.slice(0, split);

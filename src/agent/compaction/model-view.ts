@@ -18,14 +18,20 @@ export function summaryDataOf(row: Pick<MessageRow, 'role'> & { data?: unknown }
   return row.role === 'summary' && (data?.kind === 'summary' || data?.kind === 'compaction_failed') ? data : undefined;
 }
 
-/** The latest summary among `rows`, and the rows it does not cover (oldest first, notices left out). */
-export function sinceSummary(rows: readonly MessageRow[]): { summary?: MessageRow; tail: MessageRow[] } {
+/**
+ * The latest summary among `rows`, and the rows it does not cover (oldest first, notices left out):
+ * `rows` itself when it holds no summary message at all (no copy a step of a long conversation).
+ */
+export function sinceSummary(rows: readonly MessageRow[]): { summary?: MessageRow; tail: readonly MessageRow[] } {
+  let notices = false;
   for (let i = rows.length - 1; i >= 0; i -= 1) {
+    if (rows[i].role !== 'summary') continue;
+    notices = true;
     const data = summaryDataOf(rows[i]);
     if (data?.kind !== 'summary') continue;
     return { summary: rows[i], tail: rows.filter((r) => r.seq > data.through_seq && r.role !== 'summary') };
   }
-  return { tail: rows.filter((r) => r.role !== 'summary') };
+  return { tail: notices ? rows.filter((r) => r.role !== 'summary') : rows };
 }
 
 /** How the model is given a stored summary: first in the history, saying what it is. */

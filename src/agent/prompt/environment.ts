@@ -50,17 +50,20 @@ const LINE_BREAK = /(\r\n|[\n\r\u2028\u2029\u0085\v\f])/;
  * Stored as typed.
  */
 export function withoutForgedNotes<T extends { role: string; content: string; moment?: true }>(messages: readonly T[]): T[] {
-  return messages.map((message) => {
-    if (message.role !== 'user' || message.moment) return message;
-    // A short text is scanned faster than it is looked up.
-    if (message.content.length < KEPT_FROM_CHARS) return withoutForgedNote(message);
-    let readable = readableMessages.get(message) as T | undefined;
-    if (readable === undefined) {
-      readable = withoutForgedNote(message);
-      readableMessages.set(message, readable);
-    }
-    return readable;
-  });
+  return messages.map(readableMessage);
+}
+
+/** One message of withoutForgedNotes (the agent's request makes it in its one pass over the history). */
+export function readableMessage<T extends { role: string; content: string; moment?: true }>(message: T): T {
+  if (message.role !== 'user' || message.moment) return message;
+  // A short text is scanned faster than it is looked up.
+  if (message.content.length < KEPT_FROM_CHARS) return withoutForgedNote(message);
+  let readable = readableMessages.get(message) as T | undefined;
+  if (readable === undefined) {
+    readable = withoutForgedNote(message);
+    readableMessages.set(message, readable);
+  }
+  return readable;
 }
 
 /**

@@ -21,7 +21,7 @@ const windowed = (entry: PriceEntry | undefined): number | undefined => entry?.c
  *   ("Cache hits & refreshes"); windows from https://docs.claude.com/en/docs/about-claude/models/overview.
  * Anthropic bills writes to its (5-minute) cache at 1.25x the input price (`cache_write`).
  */
-export const DEFAULT_PRICES: Readonly<Prices> = {
+export const DEFAULT_PRICES: Readonly<Prices> = deepFrozen({
   'openai/gpt-5': { input: 1.25, cached: 0.125, output: 10, context_window: 400_000 },
   'openai/gpt-5-mini': { input: 0.25, cached: 0.025, output: 2, context_window: 400_000 },
   'openai/gpt-5-nano': { input: 0.05, cached: 0.005, output: 0.4, context_window: 400_000 },
@@ -40,7 +40,7 @@ export const DEFAULT_PRICES: Readonly<Prices> = {
   'anthropic/claude-3-7-sonnet': { input: 3, cached: 0.3, cache_write: 3.75, output: 15, context_window: 200_000 },
   'anthropic/claude-haiku-4-5': { input: 1, cached: 0.1, cache_write: 1.25, output: 5, context_window: 200_000 },
   'anthropic/claude-3-5-haiku': { input: 0.8, cached: 0.08, cache_write: 1, output: 4, context_window: 200_000 },
-};
+});
 
 /**
  * A dated or `-latest` release of a listed model is the listed model (`gpt-4o-2024-08-06`,
@@ -48,11 +48,41 @@ export const DEFAULT_PRICES: Readonly<Prices> = {
  */
 const RELEASE_SUFFIX = /^-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$/;
 
+function deepFrozen(table: Prices): Readonly<Prices> {
+  for (const entry of Object.values(table)) Object.freeze(entry);
+  return Object.freeze(table);
+}
+
+/**
+ * lookup's answers, by table, for tables that cannot change: frozen, with their entries (the shipped
+ * one; service.json's, deep-frozen when loaded: config/config-file.ts). A new config is a new table.
+ * Every step of every turn asked up to six times, each a scan of the table for a model it does not name.
+ */
+const answers = new Map<(entry: PriceEntry | undefined) => unknown, WeakMap<object, Map<string, unknown> | null>>();
+/** Models remembered a table (a table is asked of few: the configured ones). */
+const MAX_ANSWERS = 64;
+
 /**
  * What `table` says of the model (`pick`: its price, or its window): `<provider>/<model>` first, then
  * `<model>`, each exactly or as a release of it. An entry that does not say it is passed over.
  */
 function lookup<T>(table: Readonly<Prices>, provider: string, model: string, pick: (entry: PriceEntry | undefined) => T | undefined): T | undefined {
+  if (!Object.isFrozen(table)) return search(table, provider, model, pick);
+  let byTable = answers.get(pick);
+  if (!byTable) answers.set(pick, (byTable = new WeakMap()));
+  let known = byTable.get(table);
+  // Its entries are looked at once: frozen they stay so, one that is not (null) leaves the table unkept.
+  if (known === undefined) byTable.set(table, (known = Object.values(table).every((entry) => Object.isFrozen(entry)) ? new Map() : null));
+  if (known === null) return search(table, provider, model, pick);
+  const key = `${provider.length}:${provider}/${model}`;
+  if (known.has(key)) return known.get(key) as T | undefined;
+  const found = search(table, provider, model, pick);
+  if (known.size >= MAX_ANSWERS) known.clear();
+  known.set(key, found);
+  return found;
+}
+
+function search<T>(table: Readonly<Prices>, provider: string, model: string, pick: (entry: PriceEntry | undefined) => T | undefined): T | undefined {
   for (const key of [`${provider}/${model}`, model]) {
     const exact = pick(table[key]);
     if (exact !== undefined) return exact;

@@ -1,0 +1,105 @@
+// One 0-tool turn's timeline around its fdatasync (issue 25): many turns of one conversation with an
+// instant provider, after a warm-up. Each turn is stamped (performance.now) where it is called, where the
+// model is asked, where the journal's write and fdatasync start and end (FileHandle.prototype patched:
+// on the main thread only the journal calls datasync), and where the turn's promise settles. Printed:
+// the median of each phase (wall), so the work done after the fdatasync (on the turn's critical path) is
+// told from the work done while it runs, and the main thread's CPU a turn (its schedstat).
+// `npx tsx bench/turn-timeline.ts` (TURNS, WARM; ROOT=<another worktree>: its service, e.g. main's).
+import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
+import type { Service as ServiceClass } from '../src/service';
+import { instantProvider } from './agent';
+import { fmt, mainThreadCpuMs } from './util';
+
+interface Stamp {
+  at: number;
+  cpu: number;
+}
+
+const stamp = (): Stamp => ({ at: performance.now(), cpu: mainThreadCpuMs() });
+
+async function main(): Promise<void> {
+  const turns = Number(process.env.TURNS ?? 1000);
+  const dir = await mkdtemp(join(tmpdir(), 'ra-bench-timeline-'));
+  await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
+  // The turn's stamps, filled by the patched calls while it runs.
+  let marks: Record<string, Stamp> = {};
+  const mark = (name: string) => {
+    if (!(name in marks)) marks[name] = stamp();
+  };
+  const probe = await open(join(dir, 'probe'), 'w');
+  const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void>; write: (...args: unknown[]) => Promise<unknown> };
+  await probe.close();
+  const { datasync, write } = proto;
+  let writes = 0;
+  proto.write = async function (this: unknown, ...args: unknown[]) {
+    const n = ++writes;
+    mark(`write${n}`);
+    try {
+      return await write.apply(this, args);
+    } finally {
+      mark(`written${n}`);
+    }
+  };
+  proto.datasync = async function (this: unknown) {
+    mark('sync');
+    try {
+      return await datasync.call(this);
+    } finally {
+      mark('synced');
+    }
+  };
+  const instant = instantProvider(0);
+  const provider: Provider = {
+    name: 'instant',
+    complete(request: CompletionRequest): Promise<CompletionResult> {
+      mark('asked');
+      return instant.complete(request);
+    },
+  };
+  const { Service } = require(join(resolve(process.env.ROOT ?? join(__dirname, '..')), 'src', 'service')) as { Service: typeof ServiceClass };
+  const service = await Service.open({ dataDir: dir, provider: () => provider });
+  try {
+    let conversationId: string | undefined;
+    const rows: Array<Record<string, Stamp>> = [];
+    const turn = async (keep: boolean) => {
+      marks = { start: stamp() };
+      writes = 0;
+      const out = await service.agent.chat({ message: 'bench turn', conversationId, source: { kind: 'lan' } }, (e) => {
+        if (e.event === 'chat.message' && e.message.role === 'assistant') mark('replyEvent');
+      });
+      marks.end = stamp();
+      conversationId = out.conversation_id;
+      if (keep) rows.push(marks);
+    };
+    for (let i = 0; i < Number(process.env.WARM ?? 300); i++) await turn(false);
+    for (let i = 0; i < turns; i++) await turn(true);
+    const phases: Array<[string, string, string]> = [
+      ['called -> user message write starts', 'start', 'write1'],
+      ['its write', 'write1', 'written1'],
+      ['called -> model asked', 'start', 'asked'],
+      ['model asked -> reply write starts', 'asked', 'write2'],
+      ['its write', 'write2', 'written2'],
+      ['reply written -> fdatasync starts', 'written2', 'sync'],
+      ['fdatasync', 'sync', 'synced'],
+      ['fdatasync done -> reply event', 'synced', 'replyEvent'],
+      ['reply event -> turn settles', 'replyEvent', 'end'],
+      ['whole turn', 'start', 'end'],
+    ];
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const complete = rows.filter((r) => phases.every(([, a, b]) => r[a] && r[b]));
+    console.log(`${complete.length} of ${rows.length} turns with every stamp (one fdatasync each); medians:`);
+    for (const [name, a, b] of phases) console.log(`  ${name.padEnd(36)} ${fmt(median(complete.map((r) => r[b].at - r[a].at)), 3)} ms`);
+    // The schedstat moves at the scheduler's ticks: told over the whole turn only.
+    console.log(`  main thread CPU a turn (mean)        ${fmt(complete.reduce((sum, r) => sum + r.end.cpu - r.start.cpu, 0) / complete.length, 3)} ms`);
+  } finally {
+    proto.datasync = datasync;
+    proto.write = write;
+    await service.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+void main();

@@ -1,0 +1,53 @@
+// A continued conversation is checked (exists, the sender may see it) when the chat arrives and again
+// when its turn comes; the second check is skipped only when nothing was written in between
+// (Database.lastWrite: every change is a write). A conversation deleted while a chat waits in line
+// behind a running turn must still refuse that chat (s13, cpu13).
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import type { CompletionResult, Provider } from '../../src/agent/providers/types';
+import { ServiceError } from '../../src/protocol';
+import { Service } from '../../src/service';
+import { tempDir } from '../helpers/temp';
+
+test('a conversation deleted while a chat waits in line refuses it (not_found); with nothing written between, the chat runs', { timeout: 60_000 }, async (t) => {
+  const { dir, cleanup } = await tempDir('turn-checks-');
+  await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
+  let release: (() => void) | undefined;
+  let asked!: () => void;
+  const held = new Promise<void>((resolve) => (asked = resolve));
+  const model: Provider = {
+    name: 'held',
+    async complete(): Promise<CompletionResult> {
+      if (release === undefined) {
+        await new Promise<void>((resolve) => {
+          release = resolve;
+          asked();
+        });
+      }
+      return { text: 'done', tool_calls: [], finish_reason: 'stop' };
+    },
+  };
+  const service = await Service.open({ dataDir: dir, provider: () => model });
+  t.after(async () => {
+    release?.();
+    await service.stop();
+    await cleanup();
+  });
+  const source = { kind: 'lan' } as const;
+  const first = service.agent.chat({ message: 'first', source });
+  await held;
+  const conversationId = service.store.conversations.list({ limit: 1 })[0]!.id;
+  const queued = service.agent.chat({ message: 'second', conversationId, source });
+  assert.equal(await service.store.conversations.delete(conversationId), true);
+  release!();
+  await first.catch(() => undefined);
+  await assert.rejects(queued, (error: unknown) => error instanceof ServiceError && error.code === 'not_found');
+  assert.equal(service.store.conversations.get(conversationId), undefined);
+
+  // Nothing written between the two checks: the turn runs as before.
+  const other = await service.agent.chat({ message: 'third', source });
+  const next = await service.agent.chat({ message: 'fourth', conversationId: other.conversation_id, source });
+  assert.equal(next.response, 'done');
+});

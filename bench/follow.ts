@@ -6,21 +6,24 @@
 // 1,000-piece reply. The service runs on the main thread, the sender on a worker thread and the
 // followers on another (each its own event loop, so a hundred clients parsing hold up neither the
 // service nor the sender's reading); all read one clock (performance.timeOrigin + performance.now()).
-// Once following, a client cuts its frames from its socket's bytes itself (readRaw), the sender the same
-// way: ws's parsing of each of the hundred sockets counted in the stamps of those read after it
-// (`FOLLOW_WS_CLIENTS=1` parses with ws as before, for comparing).
-// `FOLLOW_SPLIT=1` also prints where the delays go (the service's write of each frame, then the client's
-// read). Two other arrangements, for comparing (docs/design.md, "Where a follower's delay goes"; on 2
-// cores both slow the sender's own reading, so neither is the measure): `FOLLOWER_THREADS=n` spreads the
-// followers over n threads, `SENDER_WITH_FOLLOWERS=1` puts the sender on the followers' thread.
+// Every client (the sender the same way) is a small WebSocket client of the bench's own that reads its
+// socket into one buffer and cuts its frames from the bytes (connectRaw): with ws's client, reading a
+// hundred sockets on one thread made a scavenge every 20 pieces there, on the followers' side only
+// (`FOLLOW_WS_CLIENTS=1`: ws's client, for comparing). `FOLLOW_SPLIT=1` also prints where the delays go
+// (the service's write of each frame, then the client's read), the spread of the followers' p99s and each
+// thread's garbage collection while the stage streams. Two other arrangements, for comparing
+// (docs/design.md, "Where a follower's delay goes"; on 2 cores both slow the sender's own reading, so
+// neither is the measure): `FOLLOWER_THREADS=n` spreads the followers over n threads,
+// `SENDER_WITH_FOLLOWERS=1` puts the sender on the followers' thread.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Socket } from 'node:net';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
 import { Service } from '../src/service';
-import { fmt, percentile } from './util';
+import { fmt, mainThreadCpuMs, percentile } from './util';
 
 const TOKEN = 'bench-access-token-0123456789abcdef0123';
 const PIECES = 500;
@@ -54,72 +57,136 @@ export function streamingProvider(): Provider {
 /** The clients, as plain JavaScript for the worker thread. */
 const CLIENTS = String.raw`
 const { parentPort } = require('node:worker_threads');
+const { connect: tcpConnect } = require('node:net');
+const { createHash, randomBytes } = require('node:crypto');
 const WebSocket = require('ws');
 const clock = () => performance.timeOrigin + performance.now();
 
-async function connect(url, token, onFrame = () => undefined) {
-  const ws = new WebSocket(url);
-  await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
+/** Sends a command and resolves with its answer (matched by id); answers are found among the frames by 'answered'. */
+function requests(sendText) {
   const waiting = new Map();
-  const deliver = (data, arrived) => {
-    if (waiting.size > 0 && data.includes('"status":')) {
-      const frame = JSON.parse(data.toString());
-      if ('status' in frame && waiting.has(frame.id)) {
-        waiting.get(frame.id)(frame);
-        waiting.delete(frame.id);
-        return;
-      }
-    }
-    onFrame(data, arrived);
-  };
-  // A frame arrived when its bytes did: stamped as the socket reads them, before ws parses them.
-  let readAt = 0;
-  ws._socket.prependListener('data', () => (readAt = clock()));
-  ws.on('message', (data) => deliver(data, readAt));
-  /**
-   * From now on the socket's frames are cut from its bytes here, not by ws. A hundred followers share
-   * this thread and their sockets are read one after the other: a stamp taken before ws parses still
-   * waited for ws's parsing of every socket read before it in the same turn (about 3-4x the reading's
-   * own work, docs/design.md "Followers' p99 (s12, follow12)"), the client's cost and not the service's.
-   * Every frame is still read whole and looked at; the server's frames are unmasked, a ping is answered.
-   */
-  const readRaw = () => {
-    const socket = ws._socket;
-    socket.removeAllListeners('data');
-    let rest;
-    socket.on('data', (chunk) => {
-      const arrived = clock();
-      const bytes = rest ? Buffer.concat([rest, chunk]) : chunk;
-      rest = undefined;
-      let at = 0;
-      while (bytes.length - at >= 2) {
-        let length = bytes[at + 1] & 0x7f;
-        let header = 2;
-        if (length === 126) [length, header] = bytes.length - at < 4 ? [Infinity, 4] : [bytes.readUInt16BE(at + 2), 4];
-        else if (length === 127) [length, header] = bytes.length - at < 10 ? [Infinity, 10] : [Number(bytes.readBigUInt64BE(at + 2)), 10];
-        if (bytes.length - at < header + length) break;
-        const payload = bytes.subarray(at + header, at + header + length);
-        if (bytes[at] === 0x81) deliver(payload, arrived);
-        else if (bytes[at] === 0x89) ws.pong(payload);
-        else throw new Error('unexpected frame 0x' + bytes[at].toString(16));
-        at += header + length;
-      }
-      if (at < bytes.length) rest = bytes.subarray(at);
-    });
-  };
   let next = 0;
-  const request = (frame) => new Promise((resolve) => {
-    const id = 'b' + (next += 1);
-    waiting.set(id, resolve);
-    ws.send(JSON.stringify({ ...frame, id }));
-  });
-  const auth = await request({ type: 'auth', token });
-  if (auth.status !== 'ok') throw new Error('auth: ' + JSON.stringify(auth));
-  return { ws, request, readRaw, port: ws._socket.localPort };
+  const request = (frame) =>
+    new Promise((resolve) => {
+      const id = 'b' + (next += 1);
+      waiting.set(id, resolve);
+      sendText(JSON.stringify({ ...frame, id }));
+    });
+  /** Whether the frame (bytes[start, end)) was the answer to a request (then handed to it). */
+  const answered = (bytes, start, end) => {
+    const status = waiting.size === 0 ? -1 : bytes.indexOf('"status":', start);
+    if (status < 0 || status >= end) return false;
+    const frame = JSON.parse(bytes.toString('utf8', start, end));
+    if (!('status' in frame) || !waiting.has(frame.id)) return false;
+    waiting.get(frame.id)(frame);
+    waiting.delete(frame.id);
+    return true;
+  };
+  return { request, answered };
 }
 
-// FOLLOW_WS_CLIENTS=1: the clients' frames parsed by ws, as before s12 (for comparing).
-const RAW = process.env.FOLLOW_WS_CLIENTS !== '1';
+/**
+ * A WebSocket client of its own (RFC 6455: the upgrade, masked frames out, the server's unmasked frames
+ * cut from the socket's bytes). A hundred followers share this thread and their sockets are read one
+ * after the other, so every follower's stamp waits for the reading of those read before it in the same
+ * turn, and for this thread's garbage collection: the bench's cost, not the service's delivery, and
+ * nothing a follower on its own device would see. The socket reads into one buffer of its own (net's
+ * 'onread': no Buffer, no stream machinery per read) and a piece's stamp is taken from the bytes, so
+ * reading makes no garbage (docs/design.md "Followers' p99 in every run (s13, follow13)"; with ws's
+ * client, as before s13: FOLLOW_WS_CLIENTS=1). Every frame is still read whole; a ping is answered.
+ * 'onFrame(bytes, start, end, arrived)': a text frame's payload, valid only during the call.
+ */
+function connectRaw(url, token, onFrame) {
+  const { hostname, port, pathname } = new URL(url);
+  const key = randomBytes(16).toString('base64');
+  const accept = createHash('sha1').update(key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
+  const sendFrame = (opcode, payload) => {
+    const header = payload.length < 126 ? 2 : 4;
+    const frame = Buffer.allocUnsafe(header + 4 + payload.length);
+    frame[0] = 0x80 | opcode;
+    if (header === 2) frame[1] = 0x80 | payload.length;
+    else (frame[1] = 0x80 | 126), frame.writeUInt16BE(payload.length, 2);
+    const mask = randomBytes(4);
+    mask.copy(frame, header);
+    for (let i = 0; i < payload.length; i += 1) frame[header + 4 + i] = payload[i] ^ mask[i & 3];
+    socket.write(frame);
+  };
+  const { request, answered } = requests((text) => sendFrame(1, Buffer.from(text)));
+  let upgraded;
+  let failed;
+  const ready = new Promise((resolve, reject) => ((upgraded = resolve), (failed = reject)));
+  let head = ''; // the upgrade's answer, until its blank line
+  let rest; // a frame's start, when a read ended inside it (copied: the read buffer is used again)
+  const frames = (bytes, end, arrived) => {
+    let at = 0;
+    while (end - at >= 2) {
+      let length = bytes[at + 1] & 0x7f;
+      let header = 2;
+      if (length === 126) [length, header] = end - at < 4 ? [Infinity, 4] : [bytes.readUInt16BE(at + 2), 4];
+      else if (length === 127) [length, header] = end - at < 10 ? [Infinity, 10] : [Number(bytes.readBigUInt64BE(at + 2)), 10];
+      if (end - at < header + length) break;
+      const [start, stop] = [at + header, at + header + length];
+      if (bytes[at] === 0x81) answered(bytes, start, stop) || onFrame(bytes, start, stop, arrived);
+      else if (bytes[at] === 0x89) sendFrame(0xa, Buffer.from(bytes.subarray(start, stop)));
+      else if (bytes[at] !== 0x88) throw new Error('unexpected frame 0x' + bytes[at].toString(16));
+      at = stop;
+    }
+    rest = at < end ? Buffer.from(bytes.subarray(at, end)) : undefined;
+  };
+  const read = (n, buffer) => {
+    const arrived = clock();
+    if (head !== undefined) {
+      head += buffer.toString('latin1', 0, n);
+      const blank = head.indexOf('\r\n\r\n');
+      if (blank < 0) return;
+      if (!head.startsWith('HTTP/1.1 101') || !head.includes('\r\nSec-WebSocket-Accept: ' + accept + '\r\n')) return failed(new Error('upgrade refused: ' + head));
+      const after = Buffer.from(head.slice(blank + 4), 'latin1');
+      head = undefined;
+      upgraded();
+      return frames(after, after.length, arrived);
+    }
+    if (rest === undefined) return frames(buffer, n, arrived);
+    const whole = Buffer.concat([rest, buffer.subarray(0, n)]);
+    frames(whole, whole.length, arrived);
+  };
+  const socket = tcpConnect({ host: hostname, port: Number(port), onread: { buffer: Buffer.allocUnsafe(64 * 1024), callback: read } });
+  socket.setNoDelay(true);
+  socket.once('error', (error) => failed(error));
+  socket.once('connect', () =>
+    socket.write('GET ' + pathname + ' HTTP/1.1\r\nHost: ' + hostname + ':' + port + '\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ' + key + '\r\nSec-WebSocket-Version: 13\r\n\r\n'),
+  );
+  return ready.then(() => ({ request, close: () => socket.destroy(), port: socket.localPort }));
+}
+
+/** FOLLOW_WS_CLIENTS=1: ws's client, its frames stamped as the socket reads them (before ws parses them), as before s13. */
+async function connectWs(url, token, onFrame) {
+  const ws = new WebSocket(url);
+  await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
+  const { request, answered } = requests((text) => ws.send(text));
+  let readAt = 0;
+  ws._socket.prependListener('data', () => (readAt = clock()));
+  ws.on('message', (data) => answered(data, 0, data.length) || onFrame(data, 0, data.length, readAt));
+  return { request, close: () => ws.terminate(), port: ws._socket.localPort };
+}
+
+async function connect(url, token, onFrame = () => undefined) {
+  const client = await (process.env.FOLLOW_WS_CLIENTS === '1' ? connectWs : connectRaw)(url, token, onFrame);
+  const auth = await client.request({ type: 'auth', token });
+  if (auth.status !== 'ok') throw new Error('auth: ' + JSON.stringify(auth));
+  return client;
+}
+
+/** The number written in ASCII at bytes[at, end) (digits, one point), read without making a string. */
+function numberAt(bytes, at, end) {
+  let whole = 0;
+  let i = at;
+  for (; i < end && bytes[i] !== 46; i += 1) whole = whole * 10 + (bytes[i] - 48);
+  let fraction = 0;
+  let scale = 1;
+  for (i += 1; i < end; i += 1) (fraction = fraction * 10 + (bytes[i] - 48)), (scale *= 10);
+  return whole + fraction / scale;
+}
+
 // A piece's frame is read as little as it can be as it arrives: its stamp is taken from the bytes (no
 // JSON parse, no string) into a preallocated array, and the frame is not kept. Parsing or keeping it
 // would delay the next follower's reading in this thread (and its garbage collection every follower's).
@@ -129,15 +196,18 @@ const ENDED = Buffer.from('"event":"turn.ended"');
 function collector() {
   const c = { produced: new Float64Array(1024), read: new Float64Array(1024), count: 0, armed: false, ended: () => undefined };
   c.done = new Promise((resolve) => (c.ended = resolve));
-  c.onFrame = (data, arrived) => {
+  c.onFrame = (bytes, start, end, arrived) => {
     if (!c.armed) return;
-    const at = data.indexOf(DELTA);
-    if (at >= 0) {
+    const at = bytes.indexOf(DELTA, start);
+    if (at >= 0 && at < end) {
       if (c.count === c.produced.length) throw new Error('more pieces than the bench asks for');
-      c.produced[c.count] = Number(data.toString('latin1', at + DELTA.length, data.indexOf(59, at)));
+      c.produced[c.count] = numberAt(bytes, at + DELTA.length, bytes.indexOf(59, at));
       c.read[c.count] = arrived;
       c.count += 1;
-    } else if (data.includes(ENDED)) c.ended();
+    } else {
+      const ended = bytes.indexOf(ENDED, start);
+      if (ended >= 0 && ended < end) c.ended();
+    }
   };
   // Each piece's [produced, read]: its delay is read - produced.
   c.pieces = () => Array.from({ length: c.count }, (_, i) => [c.produced[i], c.read[i]]);
@@ -148,6 +218,20 @@ function collector() {
 // The sender and the followers live on two worker threads: the sender's pieces are not read behind a
 // hundred followers' frames (its delay is the service's, not the bench client's).
 const state = {};
+
+// FOLLOW_SPLIT=1: this thread's garbage collection pauses while a stage streams (count, total, longest ms).
+const { PerformanceObserver } = require('node:perf_hooks');
+const gc = { count: 0, total: 0, longest: 0, on: false };
+if (process.env.FOLLOW_SPLIT === '1')
+  new PerformanceObserver((list) => {
+    if (!gc.on) return;
+    for (const e of list.getEntries()) (gc.count += 1), (gc.total += e.duration), (gc.longest = Math.max(gc.longest, e.duration));
+  }).observe({ entryTypes: ['gc'] });
+const gcTaken = () => {
+  const taken = { count: gc.count, total: gc.total, longest: gc.longest };
+  Object.assign(gc, { count: 0, total: 0, longest: 0, on: false });
+  return taken;
+};
 
 async function senderStart({ url, token }) {
   state.sender = collector();
@@ -164,28 +248,26 @@ async function followersStart({ url, token, followers, conversationId }) {
     await client.request({ type: 'follow_conversation', conversation_id: conversationId });
     state.watchers.push({ c, client });
   }
-  for (const w of state.watchers) {
-    w.c.armed = true;
-    if (RAW) w.client.readRaw();
-  }
+  for (const w of state.watchers) w.c.armed = true;
+  gc.on = true;
   return {};
 }
 
 async function senderStream({ pieces, paceMs, conversationId }) {
   state.sender.armed = true;
-  if (RAW) state.senderClient.readRaw();
+  gc.on = true;
   await state.senderClient.request({ type: 'chat', message: 'stream ' + pieces + ' ' + paceMs, conversation_id: conversationId, stream: true });
   await state.sender.done;
-  state.senderClient.ws.terminate();
-  return { delays: state.sender.delays(), pieces: state.sender.pieces(), port: state.senderClient.port };
+  state.senderClient.close();
+  return { delays: state.sender.delays(), pieces: state.sender.pieces(), port: state.senderClient.port, gc: gcTaken() };
 }
 
 async function followersCollect() {
   await Promise.all(state.watchers.map((w) => w.c.done));
   const delays = state.watchers.map((w) => w.c.delays());
   const received = state.watchers.map((w) => ({ port: w.client.port, pieces: w.c.pieces() }));
-  for (const w of state.watchers) w.client.ws.terminate();
-  return { delays, received };
+  for (const w of state.watchers) w.client.close();
+  return { delays, received, gc: gcTaken() };
 }
 
 async function catchUp({ url, token, pieces }) {
@@ -194,15 +276,15 @@ async function catchUp({ url, token, pieces }) {
   const conversationId = first.data.conversation_id;
   const late = await connect(url, token);
   const lastSeen = (await late.request({ type: 'follow_conversation', conversation_id: conversationId })).data.seq;
-  late.ws.terminate();
+  late.close();
   await sender.request({ type: 'chat', message: 'stream ' + pieces + ' 0', conversation_id: conversationId, stream: true });
   let received = 0;
-  const back = await connect(url, token, (data) => { if (JSON.parse(data.toString()).event === 'chat.delta') received += 1; });
+  const back = await connect(url, token, (bytes, start, end) => { if (JSON.parse(bytes.toString('utf8', start, end)).event === 'chat.delta') received += 1; });
   const started = clock();
   const answer = await back.request({ type: 'follow_conversation', conversation_id: conversationId, after_seq: lastSeen });
   const ms = clock() - started;
-  back.ws.terminate();
-  sender.ws.terminate();
+  back.close();
+  sender.close();
   if (answer.data.reset || received !== pieces) throw new Error('catch-up got ' + received + ' pieces: ' + JSON.stringify(answer));
   return { ms };
 }
@@ -269,10 +351,30 @@ function traceWrites() {
     writes.length = 0;
     return at;
   };
-  return { writtenAt, stop: () => (Socket.prototype.write = write) };
+  // The service's thread's garbage collection pauses since the last call (count, total, longest ms).
+  const gc = { count: 0, total: 0, longest: 0 };
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) Object.assign(gc, { count: gc.count + 1, total: gc.total + e.duration, longest: Math.max(gc.longest, e.duration) });
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  const gcTaken = () => {
+    const taken = { ...gc };
+    Object.assign(gc, { count: 0, total: 0, longest: 0 });
+    return taken;
+  };
+  return {
+    writtenAt,
+    gcTaken,
+    stop: () => {
+      observer.disconnect();
+      Socket.prototype.write = write;
+    },
+  };
 }
 
 type Received = { port: number; pieces: [number, number][] };
+type Gc = { count: number; total: number; longest: number };
+const gcText = (gc: Gc | undefined) => (gc ? `${gc.count} / ${fmt(gc.total)} / ${fmt(gc.longest)}` : '-');
 
 /** p50 / p99 of some milliseconds, as text. */
 const spread = (values: number[]) => {
@@ -321,10 +423,13 @@ export async function benchFollow(): Promise<Record<string, number>> {
       // The followers spread evenly over their threads.
       const share = (thread: number) => Math.floor((followers * (thread + 1)) / FOLLOWER_THREADS) - Math.floor((followers * thread) / FOLLOWER_THREADS);
       await Promise.all(followersThreads.map((thread, i) => thread.run({ kind: 'followersStart', url, token: TOKEN, followers: share(i), conversationId })));
+      trace?.gcTaken();
+      const cpuBefore = mainThreadCpuMs();
       const [streamed, ...collected] = await Promise.all([
-        senderThread.run<{ delays: number[]; pieces: [number, number][]; port: number }>({ kind: 'senderStream', pieces: PIECES, paceMs: PACE_MS, conversationId }),
-        ...followersThreads.map((thread) => thread.run<{ delays: number[][]; received: Received[] }>({ kind: 'followersCollect' })),
+        senderThread.run<{ delays: number[]; pieces: [number, number][]; port: number; gc?: Gc }>({ kind: 'senderStream', pieces: PIECES, paceMs: PACE_MS, conversationId }),
+        ...followersThreads.map((thread) => thread.run<{ delays: number[][]; received: Received[]; gc?: Gc }>({ kind: 'followersCollect' })),
       ]);
+      const serviceCpuMs = mainThreadCpuMs() - cpuBefore;
       const followed = { delays: collected.flatMap((c) => c.delays), received: collected.flatMap((c) => c.received) };
       // Each piece's slowest follower.
       const slowest = Array.from({ length: PIECES }, (_, i) => Math.max(...followed.delays.map((mine) => mine[i] ?? Infinity)));
@@ -349,7 +454,15 @@ export async function benchFollow(): Promise<Record<string, number>> {
         `${PIECES} pieces, ${followers} follower(s): sender p50 ${fmt(s50)} ms p99 ${fmt(s99)} ms; slowest follower p50 ${fmt(f50)} ms p99 ${fmt(f99)} ms; ` +
           `p99 ratio ${fmt(f99 / s99)} (goal < 1.5 at 100, issue 25); p99 of each piece's slowest follower ${fmt(pieceSlowest99)} ms (${fmt(pieceSlowest99 / s99)}x)`,
       );
-      if (trace) printSplit(trace.writtenAt(), streamed, followed.received);
+      if (trace) {
+        const serviceGc = trace.gcTaken();
+        printSplit(trace.writtenAt(), streamed, followed.received);
+        const p99s = each.map((mine) => percentile(mine, 99)).sort((a, b) => a - b);
+        console.log(
+          `  followers' p99s min / median / max ${fmt(p99s[0]!)} / ${fmt(percentile(p99s, 50))} / ${fmt(p99s[p99s.length - 1]!)} ms; ` +
+            `the service's thread's CPU ${fmt(serviceCpuMs, 0)} ms; gc (count / total / longest ms): service ${gcText(serviceGc)}, sender's thread ${gcText(streamed.gc)}, followers' thread(s) ${collected.map((c) => gcText(c.gc)).join('; ')}`,
+        );
+      }
     }
     const { ms } = await senderThread.run<{ ms: number }>({ kind: 'catchUp', url, token: TOKEN, pieces: CATCH_UP_PIECES });
     results.catch_up_ms = ms;

@@ -280,8 +280,15 @@ export type ChannelEntry = z.infer<typeof ChannelEntry>;
 const LOOPBACK_CHANNEL: TcpChannel = { name: 'local', type: 'tcp', port: DEFAULT_PORT, allow_from: ['127.0.0.1', '::1'] };
 
 export function tcpChannelOf(config: ServiceConfig): TcpChannel {
-  const tcp = config.channels.find((c): c is TcpChannel => c.type === 'tcp');
-  return tcp ?? LOOPBACK_CHANNEL;
+  // A loop, not find() and its callback: every event to every LAN socket re-checks the address against
+  // this channel's allow_from (service.ts), and the callback was a new closure each time, a seventh of
+  // what a fan-out to 100 followers allocated (docs/design.md, "Followers' p99 in every run (s13, follow13)").
+  const channels = config.channels;
+  for (let i = 0; i < channels.length; i += 1) {
+    const channel = channels[i]!;
+    if (channel.type === 'tcp') return channel;
+  }
+  return LOOPBACK_CHANNEL;
 }
 
 export function websocketChannelsOf(config: ServiceConfig): WebsocketChannel[] {

@@ -52,27 +52,31 @@ const sharedTextFrame = keptForTheRun(textFrame);
  * socket until the tick's end, and the frames that follow, ws's own included, go out with it in one
  * write (a catch-up's replay, a reply and its turn's events): one system call instead of one a frame.
  * Corking keeps the order: ws writes its frames (pong, close) to the same corked socket, and ending the
- * socket (ws's close) uncorks it first. Most ticks write to one socket (a reply): it is held alone, and
- * the set (whose clear() makes a new table) and the list are touched only by a tick writing to more
- * (`npm run bench -- ws`, issue 25).
+ * socket (ws's close) uncorks it first. Each socket notes the tick it was last written in (a number on
+ * the socket), so a fan-out to a hundred followers adds nothing to a set and allocates nothing per
+ * socket for this (a set of the tick's sockets grew and was made again each fan-out: docs/design.md,
+ * "Followers' p99 in every run (s13, follow13)").
  */
-let firstThisTick: Socket | undefined;
-const othersThisTick = new Set<Socket>();
+const WRITTEN_IN_TICK = Symbol('writtenInTick');
+type TickSocket = Socket & { [WRITTEN_IN_TICK]?: number };
+let tick = 1;
+let tickPending = false;
 const corkedThisTick: Socket[] = [];
 
 function endTick(): void {
-  firstThisTick = undefined;
-  if (othersThisTick.size > 0) othersThisTick.clear();
+  tick += 1;
+  tickPending = false;
   if (corkedThisTick.length === 0) return;
   // Uncorked in the order they were corked; a socket destroyed meanwhile drops its frames (as ws's own would).
   for (const raw of corkedThisTick.splice(0)) raw.uncork();
 }
 
-function writeFrame(raw: Socket, frame: Buffer): void {
-  if (firstThisTick === undefined) {
-    firstThisTick = raw;
+function writeFrame(raw: TickSocket, frame: Buffer): void {
+  if (!tickPending) {
+    tickPending = true;
     process.nextTick(endTick);
-  } else if (raw !== firstThisTick && !othersThisTick.has(raw)) othersThisTick.add(raw);
+  }
+  if (raw[WRITTEN_IN_TICK] !== tick) raw[WRITTEN_IN_TICK] = tick;
   else if (raw.writableCorked === 0) {
     // Written before in this tick, not corked yet (ws corks and uncorks within one of its own writes).
     raw.cork();

@@ -74,8 +74,9 @@ function requests(sendText) {
     });
   /** Whether the frame (bytes[start, end)) was the answer to a request (then handed to it). */
   const answered = (bytes, start, end) => {
-    const status = waiting.size === 0 ? -1 : bytes.indexOf('"status":', start);
-    if (status < 0 || status >= end) return false;
+    // Searched within this frame only (a Buffer's indexOf has no end: a subarray bounds it).
+    const status = waiting.size === 0 ? -1 : bytes.subarray(start, end).indexOf('"status":');
+    if (status < 0) return false;
     const frame = JSON.parse(bytes.toString('utf8', start, end));
     if (!('status' in frame) || !waiting.has(frame.id)) return false;
     waiting.get(frame.id)(frame);
@@ -93,7 +94,7 @@ function requests(sendText) {
  * nothing a follower on its own device would see. The socket reads into one buffer of its own (net's
  * 'onread': no Buffer, no stream machinery per read) and a piece's stamp is taken from the bytes, so
  * reading makes no garbage (docs/design.md "Followers' p99 in every run (s13, follow13)"; with ws's
- * client, as before s13: FOLLOW_WS_CLIENTS=1). Every frame is still read whole; a ping is answered.
+ * client, as before s12: FOLLOW_WS_CLIENTS=1). Every frame is still read whole; a ping is answered.
  * 'onFrame(bytes, start, end, arrived)': a text frame's payload, valid only during the call.
  */
 function connectRaw(url, token, onFrame) {
@@ -158,7 +159,7 @@ function connectRaw(url, token, onFrame) {
   return ready.then(() => ({ request, close: () => socket.destroy(), port: socket.localPort }));
 }
 
-/** FOLLOW_WS_CLIENTS=1: ws's client, its frames stamped as the socket reads them (before ws parses them), as before s13. */
+/** FOLLOW_WS_CLIENTS=1: ws's client, its frames stamped as the socket reads them (before ws parses them), as before s12 (s12's own frame cutting of ws's socket is gone). */
 async function connectWs(url, token, onFrame) {
   const ws = new WebSocket(url);
   await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));

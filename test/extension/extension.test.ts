@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { Service } from '../../src/service';
+import { threadSched } from '../../src/extension/diagnostics';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { TEST_TOKEN } from '../helpers/service';
 import { tempDir, waitFor } from '../helpers/temp';
@@ -463,11 +464,13 @@ describe('Measure Responsiveness', () => {
     const { api } = await activateWindow();
     await testing.commands.get('remoteAssistant.measureResponsiveness')!();
     assert.match(testing.messages.at(-1)!.message, /measuring responsiveness/);
-    // Block the loop on purpose for 60 ms of this process's own CPU time (wall time alone would count
-    // time spent waiting for a core on a loaded machine) and at least 60 ms of wall time (the process's
-    // CPU time also counts its worker threads, e.g. history.db's, which may be busy meanwhile), then let
-    // the monitor tick again.
+    // Block the loop on purpose for 60 ms of this thread's own CPU time (wall time alone would count
+    // time spent waiting for a core on a loaded machine, which the busy stall leaves out; the process's
+    // CPU time also counts its worker threads, e.g. history.db's) and at least 60 ms of wall time, then
+    // let the monitor tick again. Where the system keeps no thread accounting, the process's CPU.
     const cpuMs = () => {
+      const own = threadSched();
+      if (own) return own.runMs;
       const { user, system } = process.cpuUsage();
       return (user + system) / 1000;
     };

@@ -283,7 +283,7 @@ export class HistoryStore {
    * How many of retention's cuts (`cut`, `cutCold`) changed bodies or may have, counted as the worker
    * answers each: bodies read before the count moved may be whole where history.db now has them cut. A
    * reader that keeps bodies (the agent's history cache) notes it before a read and reads again once it
-   * moved (a pass every 10 minutes at most, and only when it cut something).
+   * moved (a pass every 10 minutes at most, and only when it sent keys to cut or marked cold rows).
    */
   get cuts(): number {
     return this.cutsSeen;

@@ -77,8 +77,14 @@ function workerChannel(worker: Worker): HistoryChannel {
   };
 }
 
-/** How long `write` holds bodies for more to join them in one put to the worker. */
-const GROUP_MS = 50;
+/**
+ * How long `write` holds bodies for more to join them in one put to the worker. 250 ms, not 50: a put is
+ * a worker transaction beside the turns on two cores, and at 50 ms a turn that met one was ~6x likelier
+ * to be slow; with 250 the 0-tool turn's mean fell 16% and its p99 2 ms (docs/design.md, "The turn's
+ * tail", s13). What waits longer costs nothing seen: reads take held bodies from memory, any other
+ * request (search, sync, close) sends them first, the journal keeps them durable.
+ */
+const GROUP_MS = 250;
 /** A group this large is sent at once. */
 const GROUP_MAX_BYTES = 1024 * 1024;
 /** Past this many bytes written and not yet answered by the worker, writers wait for their put (`write`'s `behind`). */

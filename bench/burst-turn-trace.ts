@@ -6,23 +6,15 @@
 // the history worker, a timer); beside it the garbage collections and the journal's file calls
 // (FileHandle write and datasync, their wall time) and compactions (their worker's life) that overlapped it. The longest turns of each period
 // kind are printed, and every kind's sums over its turns longer than 10 ms.
-import { readFileSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { Compactor } from '../src/store/compaction';
 import { Attacker, openBenchService } from './auth';
-import { fmt } from './util';
+import { fmt, mainThreadSched } from './util';
 
 const ROUNDS = Number(process.env.RA_TRACE_ROUNDS ?? 4);
-const SCHEDSTAT = `/proc/self/task/${process.pid}/schedstat`;
-
-/** The main thread's time running and time waiting for a core, ms. */
-function schedstat(): { run: number; wait: number } {
-  const [run, wait] = readFileSync(SCHEDSTAT, 'utf8').split(' ').map(Number);
-  return { run: run / 1e6, wait: wait / 1e6 };
-}
 
 interface Span {
   at: number;
@@ -98,11 +90,11 @@ async function main(): Promise<void> {
     let count = 0;
     const from = performance.now();
     while (!done || count < 20) {
-      const s0 = schedstat();
+      const s0 = mainThreadSched();
       const at = performance.now();
       const reply = await service.agent.chat({ message: 'bench turn', conversationId, source: { kind: 'lan' } });
       const ms = performance.now() - at;
-      const s1 = schedstat();
+      const s1 = mainThreadSched();
       turns.push({ kind, round, at, ms, run: s1.run - s0.run, wait: s1.wait - s0.wait });
       conversationId = reply.conversation_id;
       count += 1;

@@ -26,16 +26,10 @@ import { Service } from '../src/service';
 import { Compactor } from '../src/store/compaction';
 import { Journal } from '../src/store/journal';
 import { instantProvider } from './agent';
-import { fmt, percentile } from './util';
+import { fmt, mainThreadSched, percentile } from './util';
 
 const TURNS = Number(process.env.TURNS ?? 6000);
 const BLOCK = Number(process.env.BLOCK ?? 200);
-const SCHEDSTAT = `/proc/self/task/${process.pid}/schedstat`;
-
-function schedstat(): { run: number; wait: number } {
-  const [run, wait] = readFileSync(SCHEDSTAT, 'utf8').split(' ').map(Number);
-  return { run: run / 1e6, wait: wait / 1e6 };
-}
 
 /** The other threads' (libuv's pool, V8's GC helpers, the workers) time running and waiting for a core, summed, ms. */
 function othersSchedstat(): { run: number; wait: number } {
@@ -196,11 +190,11 @@ async function main(): Promise<void> {
       const phases: Span[] = (inTurn = []);
       const young0 = newSpaceUsed();
       const o0 = othersSchedstat();
-      const s0 = schedstat();
+      const s0 = mainThreadSched();
       const at = performance.now();
       const reply = await service.agent.chat({ message: 'bench turn', conversationId, source: { kind: 'lan' } });
       const end = performance.now();
-      const s1 = schedstat();
+      const s1 = mainThreadSched();
       const o1 = othersSchedstat();
       inTurn = null;
       conversationId = reply.conversation_id;

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { threadSched } from '../src/extension/diagnostics';
 
 /** Spawns a node process and resolves with the port it prints as `listening on ...:PORT`. */
 export function spawnListening(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; port: number; stop: () => Promise<void>; output: () => string }> {
@@ -35,11 +35,16 @@ export function percentile(sorted: number[], p: number): number {
 
 export const fmt = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : String(n));
 
+/**
+ * This thread's (the bench's main thread's) scheduler accounting so far, ms: time running, time runnable
+ * but waiting for a core; NaN where the system keeps none (read as "Measure Responsiveness" reads it).
+ */
+export function mainThreadSched(): { run: number; wait: number } {
+  const sched = threadSched();
+  return sched ? { run: sched.runMs, wait: sched.waitMs } : { run: NaN, wait: NaN };
+}
+
 /** CPU time of this process's main thread so far (ms); NaN where /proc has no schedstat. */
 export function mainThreadCpuMs(): number {
-  try {
-    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
-  } catch {
-    return NaN;
-  }
+  return mainThreadSched().run;
 }

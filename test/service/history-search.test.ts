@@ -207,6 +207,30 @@ describe('export_conversation', () => {
     }
   });
 
+  test("a webhook account cannot take the owner's next piece made ahead (offset and until of a download under way)", async () => {
+    // Text that needs escaping everywhere: pieces of 131,072 characters, so the download has a second piece,
+    // made ahead once the first was answered.
+    const editorId = await chat(`ibis ${'\u0001'.repeat(150_000)}`);
+    const first = await client.request({ type: 'export_conversation', conversation_id: editorId, format: 'markdown' });
+    const piece = first.data as Piece;
+    assert.ok(piece.next_offset !== null, 'a second piece exists');
+    await new Promise((resolve) => setImmediate(resolve));
+    const account: OpenSession = svc.service.openSession({ source: { kind: 'webhook', account: 'acme' }, canAnswerPermissions: false, send: () => undefined });
+    try {
+      const refused = (await account.request({ type: 'export_conversation', conversation_id: editorId, format: 'markdown', offset: piece.next_offset, until: piece.until })) as {
+        status: string;
+        code?: string;
+      };
+      assert.equal(refused.status, 'error', JSON.stringify(refused).slice(0, 300));
+      assert.equal(refused.code, 'not_found');
+    } finally {
+      account.close();
+    }
+    // The owner's download goes on with the piece made ahead.
+    const second = await client.request({ type: 'export_conversation', conversation_id: editorId, format: 'markdown', offset: piece.next_offset, until: piece.until });
+    assert.equal(second.status, 'ok');
+  });
+
   test('markdown: tool outputs in fences longer than any backtick run inside, so the output comes back whole', async () => {
     const tricky = 'line one\n```\nnot the end\n`````\nstill inside ``\n';
     await writeFile(join(svc.workspace, 'tricky.md'), tricky);

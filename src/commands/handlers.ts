@@ -111,6 +111,17 @@ export function conversationOf(
   };
 }
 
+/**
+ * Resolves once what a read took from the store so far is durable: a turn's user message (its row's
+ * `last_message` with it) is applied at once and fdatasynced later (docs/design.md "One durable commit for
+ * a 0-tool turn"), and nothing may show it before. Waits for the journal's sync in flight, or asks for
+ * the deferred one. A journal that failed, or a full disk's owed records (applied only once written),
+ * are their writers' errors: the read answers what it read.
+ */
+async function readDurable(store: Pick<Store, 'db'>): Promise<void> {
+  await store.db.flush().catch(() => undefined);
+}
+
 /** Every command's handler. */
 export const handlers: HandlerMap = {
   async auth() {
@@ -177,6 +188,7 @@ export const handlers: HandlerMap = {
     // A webhook account lists only its own conversations; the user's clients list them all.
     const source = ownConversationsSource(session);
     const conversations: Conversation[] = ctx.store.conversations.list({ limit: command.limit, before: command.before, source }).map((row) => conversationOf(row, ctx.activity, ctx.store));
+    await readDurable(ctx.store);
     return { conversations };
   },
 
@@ -184,6 +196,7 @@ export const handlers: HandlerMap = {
     ctx.agent.requireConversation(command.conversation_id, session.source);
     const rows = await ctx.store.messages.recent(command.conversation_id, { limit: command.limit, includeTools: command.include_tools });
     const messages: Message[] = await clientMessagesOf(rows, ctx.store.usage);
+    await readDurable(ctx.store);
     return { messages };
   },
 

@@ -3,6 +3,7 @@ import { toolInfo } from '../agent/tools/registry';
 import type { ConversationActivity } from '../agent/conversation-activity';
 import type { InstructionFileInfo } from '../agent/agent';
 import type { ConversationRow, Store } from '../store';
+import { readDurable } from './durable-read';
 import {
   contextChars,
   MAX_CONTEXT_CHARS,
@@ -109,17 +110,6 @@ export function conversationOf(
     ...(plan ? { plan_summary: planSummaryOf(plan) } : {}),
     worktree: worktree ? worktreeInfoOf(worktree) : null,
   };
-}
-
-/**
- * Resolves once what a read took from the store so far is durable: a turn's user message (its row's
- * `last_message` with it) is applied at once and fdatasynced later (docs/design.md "One durable commit for
- * a 0-tool turn"), and nothing may show it before. Waits for the journal's sync in flight, or asks for
- * the deferred one. A journal that failed, or a full disk's owed records (applied only once written),
- * are their writers' errors: the read answers what it read.
- */
-async function readDurable(store: Pick<Store, 'db'>): Promise<void> {
-  await store.db.flush().catch(() => undefined);
 }
 
 /** Every command's handler. */

@@ -106,8 +106,10 @@ for (const when of ['owed (its put refused before the cut)', 'unanswered (its pu
     }
     store.maintenance.setPolicy({ toolOutputDays: 1 });
     await store.maintenance.run();
-    assert.equal(store.db.get<{ cut: number }>("SELECT cut FROM messages WHERE id = 't0'")?.cut, 1, 'its row is marked cut');
     const note = '\n… [cut: tool output older than 1 days]';
+    const row = store.db.get<{ cut: number; bytes: number }>("SELECT cut, bytes FROM messages WHERE id = 't0'");
+    assert.equal(row?.cut, 1, 'its row is marked cut');
+    assert.equal(row?.bytes, Buffer.byteLength(output.slice(0, 400) + note), 'its size is the cut body\u2019s');
     const read = await store.messages.get('t0');
     assert.ok(read?.content === output.slice(0, 400) + note, `read cut while held in memory (${read?.content.length} characters)`);
     // The disk has room again: the next write carries the owed body.

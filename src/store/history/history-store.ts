@@ -464,7 +464,7 @@ export class HistoryStore {
     }
     const done = this.call({ op: 'cut', keys: [...keys], keepChars, note }).then((sizes) => {
       const answered = new Set(sizes.map(([key]) => key));
-      for (const [key, b] of held) if (!answered.has(key)) sizes.push([key, Buffer.byteLength(b.content) + (b.data === null ? 0 : Buffer.byteLength(b.data))]);
+      for (const [key, b] of held) if (!answered.has(key)) sizes.push([key, Buffer.byteLength(b.content) + (b.data ? Buffer.byteLength(b.data) : 0)]);
       return sizes;
     });
     return this.countCut(done, () => keys.length > 0);

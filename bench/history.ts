@@ -250,7 +250,7 @@ async function moveCold(dir: string): Promise<void> {
   console.log(`  maintenance pass over the generated history in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
-interface OpenFigures {
+export interface OpenFigures {
   openMs: number;
   /** Resident bytes the open added, and of them the JS heap's. */
   rssDelta: number;
@@ -260,10 +260,13 @@ interface OpenFigures {
   sqlJs: number;
 }
 
-/** Opens the store in a fresh child process: ms to open and resident bytes the open added. */
-function openInChild(dir: string): OpenFigures {
+/**
+ * Opens the store in a fresh child process: ms to open and resident bytes the open added. `root`: the
+ * checkout whose code opens it (bench/history-open-ab.ts compares two).
+ */
+export function openInChild(dir: string, root = path.join(__dirname, '..')): OpenFigures {
   const script = `
-    const { openStore } = require(${JSON.stringify(path.join(__dirname, '..', 'src', 'store', 'index.ts'))});
+    const { openStore } = require(${JSON.stringify(path.join(root, 'src', 'store', 'index.ts'))});
     (async () => {
       const before = process.memoryUsage();
       const t = performance.now();
@@ -276,7 +279,7 @@ function openInChild(dir: string): OpenFigures {
       await store.close();
       console.log(JSON.stringify({ openMs, rssDelta: after.rss - before.rss, rss: after.rss, heapDelta: after.heapUsed - before.heapUsed, sqlJs }));
     })();`;
-  const result = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8', cwd: path.join(__dirname, '..') });
+  const result = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8', cwd: root });
   const line = result.stdout.trim().split('\n').pop() ?? '';
   try {
     return JSON.parse(line) as OpenFigures;

@@ -7,30 +7,14 @@ import { test } from 'node:test';
 import { openStore } from '../../src/store/index';
 import type { NewUsage, Store } from '../../src/store/index';
 import { tempDir } from '../helpers/temp';
+import { usageRowOf } from '../helpers/usage-rows';
 
 const LIMIT = { timeout: 60_000 };
 const DAY = 86_400_000;
 const T0 = Date.now() - 10 * DAY;
 
 function usageOf(c: string, i: number, priced: boolean): NewUsage {
-  const at = new Date(T0 + i * DAY + Number(c.slice(1)) * 1000).toISOString();
-  return {
-    message_id: `${c}-a${i}`,
-    conversation_id: c,
-    source: c === 'c2' ? 'webhook:acme' : 'ws',
-    day: at.slice(0, 10),
-    updated_at: at,
-    provider: 'openai',
-    model: i % 2 === 0 ? 'gpt-a' : 'gpt-b',
-    input: 100 + i,
-    output: 10 + i,
-    cached: i,
-    cost_micro: priced ? 50 + i : null,
-    estimated: i === 3,
-    calls: 1,
-    context_used: 1000 + i,
-    context_window: 8000,
-  };
+  return usageRowOf(c, i, new Date(T0 + i * DAY + Number(c.slice(1)) * 1000).toISOString(), priced ? {} : { cost_micro: null });
 }
 
 /** Three conversations of four turns each (c1 with an unpriced reply), then one deleted. */

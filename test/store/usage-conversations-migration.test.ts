@@ -14,6 +14,7 @@ import type { NewUsage, Store, UsageRow } from '../../src/store/index';
 import { encodeRecord, scanRecords } from '../../src/store/record';
 import { listSegments } from '../../src/store/replay';
 import { tempDir } from '../helpers/temp';
+import { usageRowOf } from '../helpers/usage-rows';
 
 const LIMIT = { timeout: 60_000 };
 const DAY = 86_400_000;
@@ -23,24 +24,10 @@ const OLD = MIGRATIONS.slice(0, 21);
 const CONVERSATIONS = ['c0', 'c1', 'c2', 'c3', 'gone'];
 
 function usageOf(c: string, i: number): NewUsage {
-  const at = new Date(T0 + i * DAY + CONVERSATIONS.indexOf(c) * 1000).toISOString();
-  return {
-    message_id: `${c}-a${i}`,
-    conversation_id: c,
-    source: c === 'c2' ? 'webhook:acme' : 'ws',
-    day: at.slice(0, 10),
-    updated_at: at,
-    provider: 'openai',
-    model: i % 2 === 0 ? 'gpt-a' : 'gpt-b',
-    input: 100 + i,
-    output: 10 + i,
-    cached: i,
+  return usageRowOf(c, i, new Date(T0 + i * DAY + CONVERSATIONS.indexOf(c) * 1000).toISOString(), {
     cost_micro: c === 'c1' && i === 2 ? null : 50 + i,
-    estimated: i === 3,
-    calls: 1,
     context_used: i === 1 ? null : 1000 + i + 10 * CONVERSATIONS.indexOf(c),
-    context_window: 8000,
-  };
+  });
 }
 
 /** Four turns in each conversation, with their usage (as the agent stores them). */

@@ -157,12 +157,25 @@ export const MIGRATIONS: readonly Migration[] = [
     const present = new Set(tx.all<{ name: string }>("SELECT name FROM pragma_table_info('conversations')").map((c) => c.name));
     for (const [name, type] of CONVERSATION_USAGE_COLUMNS) if (!present.has(name)) tx.run(`ALTER TABLE conversations ADD COLUMN ${name} ${type}`);
     if (tx.all("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = 'usage_conversations'").length === 0) return;
-    const last = (path: string, type: string) => `CASE WHEN json_valid(last) AND json_type(last, '$.${path}') IN (${type}) THEN json_extract(last, '$.${path}') END`;
-    tx.run(`UPDATE conversations SET (${CONVERSATION_USAGE_COLUMNS.map(([name]) => name).join(', ')}) = (
-        SELECT input, output, cached, cost_micro, unpriced, estimated, replies,
-          ${last('updated_at', "'text'")}, ${last('context_used', "'integer', 'real'")}, ${last('context_window', "'integer', 'real'")}
-        FROM usage_conversations WHERE conversation_id = conversations.id)
-      WHERE id IN (SELECT conversation_id FROM usage_conversations)`);
+    const last = (path: string, types: string) => `CASE WHEN json_valid(u.last) AND json_type(u.last, '$.${path}') IN (${types}) THEN json_extract(u.last, '$.${path}') END`;
+    const value: Record<string, string> = {
+      usage_input: 'u.input',
+      usage_output: 'u.output',
+      usage_cached: 'u.cached',
+      usage_cost_micro: 'u.cost_micro',
+      usage_unpriced: 'u.unpriced',
+      usage_estimated: 'u.estimated',
+      usage_replies: 'u.replies',
+      usage_last_at: last('updated_at', "'text'"),
+      usage_context_used: last('context_used', "'integer', 'real'"),
+      usage_context_window: last('context_window', "'integer', 'real'"),
+    };
+    // UPDATE ... FROM (a join): the whole migration took 3.4-4.6 s in sql.js for 100,828 conversations at load 14, 6.1-6.4 s with a row-value subquery.
+    tx.run(
+      `UPDATE conversations SET ${Object.entries(value)
+        .map(([name, v]) => `${name} = ${v}`)
+        .join(', ')} FROM usage_conversations u WHERE u.conversation_id = conversations.id`,
+    );
     tx.run('DROP TABLE usage_conversations');
   },
 ];

@@ -7,6 +7,7 @@ import path from 'node:path';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { Worker } from 'node:worker_threads';
+import { parkStarter, type ParkedStarter } from './git/starter-process';
 import { startHistoryWorker } from './store/history/start-worker';
 
 /**
@@ -91,7 +92,7 @@ function compile(cachedData: Buffer | undefined): vm.Script {
 /** A rehearsal that hangs (a stuck fsync) must not hang the build: its cache is written with what was compiled. */
 const REHEARSAL_LIMIT_MS = 90_000;
 
-type Main = (argv: string[], started?: { historyWorker?: Worker; sqlJs?: WebAssembly.Module }) => Promise<number>;
+type Main = (argv: string[], started?: { historyWorker?: Worker; sqlJs?: WebAssembly.Module; gitStarter?: ParkedStarter }) => Promise<number>;
 interface Bundle {
   main: Main;
   rehearseStart(): Promise<unknown>;
@@ -130,11 +131,13 @@ export async function writeCodeCache(): Promise<void> {
 if (require.main === module) {
   const argv = process.argv.slice(2);
   const serving = argv[0] === 'serve';
+  // First: the fork is of this process at its smallest (starter-process.ts).
+  const gitStarter = serving ? parkStarter() : undefined;
   // Before the worker starts: its SQLite's compile then finds the module compiled here.
   const sqlite = serving ? compileSqliteAhead() : undefined;
   // history.db's worker loads its SQLite (and ICU's time zone data) while this thread loads the service, rather than after.
   const historyWorker = serving ? startHistoryWorker({ loadTimeZones: true, compiledSqlite: sqlite?.historyDb }) : undefined;
   const script = compile(readCache());
   const { main } = run(script);
-  main(argv, { historyWorker, sqlJs: sqlite?.sqlJs }).then((code) => process.exit(code));
+  main(argv, { historyWorker, sqlJs: sqlite?.sqlJs, gitStarter }).then((code) => process.exit(code));
 }

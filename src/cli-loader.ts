@@ -21,8 +21,18 @@ import { startHistoryWorker } from './store/history/start-worker';
  * compiled again; the rest runs as first compiled (Liftoff), about a third slower in SQLite's own code.
  */
 const SQLITE_TIERING_BUDGET = 2147483647;
-/** V8's own (Node 20's V8 11.3): what the flag is set back to, so that V8's flags are its defaults again. */
-const DEFAULT_TIERING_BUDGET = 1800000;
+/**
+ * V8's own default of the budget (`node --v8-options`), what the flag is set back to so that V8's flags
+ * are its defaults again: 1.8 MB in V8 11 (Node 20), 13 MB in V8 12 and 13 (Node 22, 24). Undefined for
+ * a V8 not known here: SQLite is then not compiled ahead (a flag left off its default would cost every
+ * built-in module's code cache and the bundle's). A test checks it against the running Node.
+ */
+export function defaultTieringBudget(v8Version = process.versions.v8): number | undefined {
+  const major = Number.parseInt(v8Version, 10);
+  if (major === 11) return 1_800_000;
+  if (major === 12 || major === 13) return 13_000_000;
+  return undefined;
+}
 /** Both SQLites' WebAssembly, beside this file (esbuild.mjs copies them to dist/). */
 const SQLITE_WASM = { sqlJs: 'sql-wasm.wasm', historyDb: 'node-sqlite3-wasm.wasm' } as const;
 
@@ -39,6 +49,8 @@ const SQLITE_WASM = { sqlJs: 'sql-wasm.wasm', historyDb: 'node-sqlite3-wasm.wasm
  * Undefined when a file cannot be read or compiled: each engine then loads as without this.
  */
 export function compileSqliteAhead(dir = __dirname): { sqlJs: WebAssembly.Module; historyDb: WebAssembly.Module } | undefined {
+  const restore = defaultTieringBudget();
+  if (restore === undefined) return undefined;
   let bytes: Uint8Array<ArrayBuffer>[];
   try {
     bytes = [SQLITE_WASM.sqlJs, SQLITE_WASM.historyDb].map((file) => new Uint8Array(readFileSync(path.join(dir, file))));
@@ -52,7 +64,7 @@ export function compileSqliteAhead(dir = __dirname): { sqlJs: WebAssembly.Module
   } catch {
     return undefined;
   } finally {
-    v8.setFlagsFromString(`--wasm-tiering-budget=${DEFAULT_TIERING_BUDGET}`);
+    v8.setFlagsFromString(`--wasm-tiering-budget=${restore}`);
   }
 }
 

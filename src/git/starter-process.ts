@@ -92,6 +92,8 @@ export function parkStarter(): ParkedStarter | undefined {
   let gone = false;
   child.once('error', () => (gone = true));
   child.once('exit', () => (gone = true));
+  // A spawn refused at once (EMFILE, ENFILE) returns a process without its pipes, and says so by 'error'.
+  if (child.pid === undefined || !child.stdin) return undefined;
   child.unref();
   child.channel?.unref();
   const stdin = child.stdin as Socket;

@@ -62,3 +62,20 @@ test('a parked starter never released ends with the process that parked it (its 
   await waitFor(() => commandOf(pid) === undefined || commandOf(pid) !== 'sh', 'the parked shell to end');
   assert.notEqual(commandOf(pid), 'node');
 });
+
+test('no file descriptor left (EMFILE): parking a starter gives up (undefined, the starter is spawned later as before) instead of throwing at the entry', async () => {
+  // In a process of its own: its descriptor table is filled to the last one.
+  const script = `
+    const { openSync } = require('node:fs');
+    const { parkStarter } = require(${JSON.stringify(join(__dirname, '../../src/git/starter-process.ts'))});
+    const fds = [];
+    try { for (;;) fds.push(openSync('/dev/null', 'r')); } catch {}
+    let outcome;
+    try { outcome = parkStarter() === undefined ? 'undefined' : 'parked'; } catch (e) { outcome = 'threw: ' + e.message; }
+    process.stdout.write(outcome);`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  await new Promise((resolve) => child.on('exit', resolve));
+  assert.equal(out, 'undefined');
+});

@@ -3,10 +3,11 @@
 // cache was made must not run the cached, older code. Real files: a copy of dist's command line in a
 // temp directory, run by a real node.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { copyFile, cp, mkdir, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { defaultTieringBudget } from '../../src/cli-loader';
 import { CLI } from '../helpers/cli';
 import { tempDir } from '../helpers/temp';
 
@@ -90,4 +91,11 @@ test("serve's entry compiles both SQLites ahead and leaves V8's flags as they we
   assert.deepEqual(JSON.parse(out), [true, true]);
   assert.match(said, /Code cache of http \(\w+\) is accepted/);
   assert.doesNotMatch(said, /is rejected/);
+});
+
+test("the tiering budget set back after SQLite's compile is the running V8's own default (else every built-in module's code cache is refused)", () => {
+  const options = execFileSync(process.execPath, ['--v8-options'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const own = /default: --wasm-tiering-budget=(\d+)/.exec(options);
+  assert.ok(own, 'this Node has the flag');
+  assert.equal(defaultTieringBudget(), Number(own[1]), `V8 ${process.versions.v8}`);
 });

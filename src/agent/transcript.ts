@@ -74,9 +74,16 @@ export function transcriptOf(rows: readonly MessageRow[]): ChatMessage[] {
 export class Transcripts {
   /** By a part's first row: its rows (compared one by one) and their messages. */
   private readonly parts = new WeakMap<MessageRow, { rows: readonly MessageRow[]; messages: readonly ChatMessage[] }>();
+  /** The parts of the call under way, in order (kept from call to call: no array grown each step). */
+  private readonly found: (readonly ChatMessage[] | undefined)[] = [];
 
-  of(rows: readonly MessageRow[]): ChatMessage[] {
-    const out: ChatMessage[] = [];
+  /**
+   * transcriptOf(rows), after `lead` (the system messages: the request's messages in one array, made at
+   * its length, instead of an array grown message by message and then copied behind the system's).
+   */
+  of(rows: readonly MessageRow[], lead: readonly ChatMessage[] = []): ChatMessage[] {
+    let parts = 0;
+    let count = lead.length;
     let start = 0;
     for (let end = 1; end <= rows.length; end += 1) {
       if (end < rows.length && rows[end].role !== 'user') continue;
@@ -88,8 +95,16 @@ export class Transcripts {
         messages = transcriptOf(part);
         this.parts.set(first, { rows: part, messages });
       }
-      for (const message of messages) out.push(message);
+      this.found[parts++] = messages;
+      count += messages.length;
       start = end;
+    }
+    const out = new Array<ChatMessage>(count);
+    let at = 0;
+    for (const message of lead) out[at++] = message;
+    for (let i = 0; i < parts; i += 1) {
+      for (const message of this.found[i]!) out[at++] = message;
+      this.found[i] = undefined;
     }
     return out;
   }

@@ -44,6 +44,25 @@ test('every step is what transcriptOf gives: the history growing row by row, its
   }
 });
 
+test('with system messages to lead: they come first, then exactly what transcriptOf gives, in a fresh array each call', () => {
+  const all = conversation(12);
+  const transcripts = new Transcripts();
+  const lead = [
+    { role: 'system' as const, content: 'system' },
+    { role: 'user' as const, content: 'a summary' },
+  ];
+  let previous: readonly unknown[] | undefined;
+  for (let end = 0; end <= all.length; end += 1) {
+    const rows = all.slice(Math.max(0, end - 9), end);
+    const out = transcripts.of(rows, lead);
+    assert.deepEqual(out, [...lead, ...transcriptOf(rows)], `rows up to ${end}`);
+    assert.notEqual(out, previous);
+    previous = out;
+  }
+  assert.deepEqual(transcripts.of([], lead), lead);
+  assert.notEqual(transcripts.of([], lead), lead, 'not the lead itself: the caller may change what it gets');
+});
+
 test('a part whose first row is the same but a later row another is made again', () => {
   const all = conversation(6);
   const transcripts = new Transcripts();

@@ -87,12 +87,16 @@ interface Flat {
 }
 
 const emptyFlat = (): Flat => ({ rows: [], messages: [], rowAt: [], messageAt: [], tokensAt: [], tokens: 0, parts: 0 });
+/** A conversation's when it has none kept. */
+const NO_FLAT: Flat = emptyFlat();
 
 /**
- * Past this many estimated tokens (about 16 MB of text) a call is not kept flat for the next: its rows
- * would stay in memory between turns for a conversation too big for the history cache to keep.
+ * The last calls kept flat are those of the last FLATS conversations, within FLATS_MAX_TOKENS estimated
+ * tokens in all (about 16 MB of text): a call over it is not kept, since its rows would stay in memory
+ * between turns for a conversation too big for the history cache to keep.
  */
-const FLAT_MAX_TOKENS = 4_000_000;
+const FLATS = 8;
+const FLATS_MAX_TOKENS = 4_000_000;
 
 /** Lets go of what `flat` holds, keeping its arrays' room. */
 function emptied(flat: Flat): void {
@@ -108,8 +112,8 @@ function emptied(flat: Flat): void {
  * rows are the same objects as last time (the history cache keeps them) are not rebuilt. Each step of a
  * long conversation rebuilt hundreds of messages, and each user message's attached context, for one new
  * row. The messages are shared between calls: nobody may change them (they are copied where changed).
- * The last call is kept flat (its rows, its messages, where its parts begin): a call whose rows agree
- * with it over a run (the window slid on, rows were added at its end) takes that run's parts' messages
+ * Each conversation's last call is kept flat (its rows, its messages, where its parts begin; the last
+ * FLATS conversations'): a call whose rows agree with it over a run (the window slid on, rows were added at its end) takes that run's parts' messages
  * with a comparison of the two row arrays and one copy, reading no row or part; the rows outside the
  * run are split into parts, each looked up by its first row (another conversation's, an earlier
  * window's), or made.
@@ -117,9 +121,12 @@ function emptied(flat: Flat): void {
 export class Transcripts {
   /** By a part's first row (its rows compared one by one). */
   private readonly parts = new WeakMap<MessageRow, Part>();
-  /** The last call; and the one the next call fills (the two swap: their arrays are reused, not grown each step). */
-  private last: Flat = emptyFlat();
-  private next: Flat = emptyFlat();
+  /** The last call of each conversation, by its id, the most recent last. */
+  private readonly flats = new Map<string, Flat>();
+  /** Their estimated tokens in all. */
+  private flatTokens = 0;
+  /** The one the next call fills (the last call's then takes its place: arrays reused, not grown each step). */
+  private spare: Flat = emptyFlat();
   /** The parts a call makes or looks up outside the run it takes from the last call (reused). */
   private readonly made: Part[] = [];
 
@@ -128,7 +135,8 @@ export class Transcripts {
    * its length, instead of an array grown message by message and then copied behind the system's).
    */
   of(rows: readonly MessageRow[], lead: readonly ChatMessage[] = []): ChatMessage[] {
-    const last = this.last;
+    const key = rows.length > 0 ? rows[0].conversation_id : '';
+    const last = this.flats.get(key) ?? NO_FLAT;
     // The run of rows the last call had too: rows[from..to) are last.rows[shift + from..shift + to), whole parts of it.
     const run = agreeing(last, rows);
     const made = this.made;
@@ -151,7 +159,7 @@ export class Transcripts {
     split(run.to, rows.length);
 
     // The request's messages, and this call kept flat for the next.
-    const next = this.next;
+    const next = this.spare;
     const out = new Array<ChatMessage>(lead.length + count);
     let at = 0;
     for (const message of lead) out[at++] = message;
@@ -193,11 +201,22 @@ export class Transcripts {
     next.parts = parts;
     next.tokens = tokens;
     made.length = 0;
-    // The call before lets go of its rows; this one too when it is too big to hold until the next.
-    emptied(last);
-    if (tokens > FLAT_MAX_TOKENS) emptied(next);
-    this.last = next;
-    this.next = last;
+    // The call before lets go of its rows; this one is kept, within the bounds (least recently used out first).
+    if (last !== NO_FLAT) {
+      this.flats.delete(key);
+      this.flatTokens -= last.tokens;
+      emptied(last);
+    }
+    this.flats.set(key, next);
+    this.flatTokens += tokens;
+    this.spare = last === NO_FLAT ? emptyFlat() : last;
+    for (const [id, flat] of this.flats) {
+      if (this.flats.size <= FLATS && this.flatTokens <= FLATS_MAX_TOKENS) break;
+      this.flats.delete(id);
+      this.flatTokens -= flat.tokens;
+      emptied(flat);
+      this.spare = flat;
+    }
     return out;
   }
 

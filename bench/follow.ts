@@ -9,7 +9,7 @@
 // the row compares like with like only when the sender is read the same way, by the same kind of
 // client, under the same scheduling. On its own thread its p99 and the followers' were each the
 // longest wait for a core of a different thread, and their ratio swung 0.5-2.6 with them
-// (docs/design.md "Followers' p99: the order of consecutive fan-outs (s14, follow14)";
+// (docs/design.md "Followers' p99 read alike (s14, follow14)";
 // `SENDER_OWN_THREAD=1`: that arrangement, for comparing).
 // Every client (the sender the same way) is a small WebSocket client of the bench's own that reads its
 // socket into one buffer and cuts its frames from the bytes (connectRaw): with ws's client, reading a

@@ -50,10 +50,9 @@ export type FeedLimits = typeof FEED_LIMITS;
 class Feed {
   readonly entries: Entry[] = [];
   private readonly following = new Set<ClientSession>();
-  /** The followers as a list for delivering (made again after a change), where the next delivery starts in it, and how far each start moves. */
+  /** The followers as a list for delivering (made again after a change), and where the next delivery starts in it. */
   private list: ClientSession[] | undefined;
   private rotation = 0;
-  private step = 1;
   /** Events published, not yet sent to the followers, the sender among them (ConversationFeeds.sendToFollowers). */
   unsent: Entry[] = [];
   /** The seq of the running turn's first event (its user message); undefined between turns. */
@@ -78,25 +77,16 @@ class Feed {
   }
 
   /**
-   * The followers for one delivery and where it starts: each follower's frames wait for the kernel
-   * writes of those written before it (about 10-15 us each on these machines, docs/design.md "Where a
-   * follower's delay goes"), and for anything that stops the service's thread in the middle of the
-   * fan-out (a collection, the thread waiting for a core), so no follower, the sender included, is
-   * always late. Each start moves about 0.38 of the list further (spreadStep): over a round of as many
-   * deliveries as followers every follower has every place once, as moving one further did, and in
-   * consecutive deliveries a follower's places are spread over the order instead of neighbours (a stall
-   * lasting several pieces fell on the same last few, docs/design.md "Followers' p99: the order of
-   * consecutive fan-outs (s14, follow14)"). The list is not changed during a delivery (sendToFollowers
-   * skips one that left meanwhile: closed by its send, its credential gone).
+   * The followers for one delivery and where it starts, one further each time: each follower's frames
+   * wait for the kernel writes of those written before it (about 10-15 us each on these machines,
+   * docs/design.md "Where a follower's delay goes"), so no follower, the sender included, is always the
+   * last of a hundred. The list is not changed during a delivery (sendToFollowers skips one that left
+   * meanwhile: closed by its send, its credential gone).
    */
   deliveryOrder(): { followers: readonly ClientSession[]; start: number } {
-    let followers = this.list;
-    if (followers === undefined) {
-      followers = this.list = [...this.following];
-      this.step = spreadStep(followers.length);
-    }
+    const followers = (this.list ??= [...this.following]);
     const start = followers.length === 0 ? 0 : this.rotation % followers.length;
-    this.rotation = start + this.step;
+    this.rotation = start + 1;
     return { followers, start };
   }
 
@@ -154,22 +144,6 @@ class Feed {
     if (count > 0) this.entries.splice(0, count);
     return freed;
   }
-}
-
-/**
- * How far a delivery's start moves among `count` followers: the whole number nearest count / phi^2
- * (about 0.38 of the list; the golden ratio's steps spread consecutive places most evenly) that shares
- * no factor with `count`, so a round of `count` deliveries starts once at each follower.
- */
-function spreadStep(count: number): number {
-  if (count <= 2) return 1;
-  const near = Math.round(count * 0.381966);
-  for (let d = 0; ; d += 1) for (const step of [near + d, near - d]) if (step >= 1 && step < count && gcd(step, count) === 1) return step;
-}
-
-function gcd(a: number, b: number): number {
-  while (b !== 0) [a, b] = [b, a % b];
-  return a;
 }
 
 /** An event as one session receives it: its own request's id on the sender's copies only. */

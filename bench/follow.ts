@@ -28,7 +28,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
 import { Service } from '../src/service';
-import { fmt, mainThreadCpuMs, mainThreadSched, percentile } from './util';
+import { fmt, mainThreadSched, percentile } from './util';
 
 const TOKEN = 'bench-access-token-0123456789abcdef0123';
 const PIECES = 500;
@@ -485,12 +485,13 @@ export async function benchFollow(): Promise<Record<string, number>> {
       const share = (thread: number) => Math.floor((followers * (thread + 1)) / FOLLOWER_THREADS) - Math.floor((followers * thread) / FOLLOWER_THREADS);
       await Promise.all(followersThreads.map((thread, i) => thread.run({ kind: 'followersStart', url, token: TOKEN, followers: share(i), conversationId })));
       trace?.gcTaken();
-      const cpuBefore = mainThreadCpuMs();
+      const schedBefore = mainThreadSched();
       const [streamed, ...collected] = await Promise.all([
         senderThread.run<{ delays: number[]; pieces: [number, number][]; port: number; gc?: Gc }>({ kind: 'senderStream', pieces: PIECES, paceMs: PACE_MS, conversationId }),
         ...followersThreads.map((thread) => thread.run<{ delays: number[][]; received: Received[]; gc?: Gc }>({ kind: 'followersCollect' })),
       ]);
-      const serviceCpuMs = mainThreadCpuMs() - cpuBefore;
+      const schedAfter = mainThreadSched();
+      const [serviceCpuMs, serviceWaitMs] = [schedAfter.run - schedBefore.run, schedAfter.wait - schedBefore.wait];
       const followed = { delays: collected.flatMap((c) => c.delays), received: collected.flatMap((c) => c.received) };
       // Each piece's slowest follower.
       const slowest = Array.from({ length: PIECES }, (_, i) => Math.max(...followed.delays.map((mine) => mine[i] ?? Infinity)));
@@ -531,7 +532,7 @@ export async function benchFollow(): Promise<Record<string, number>> {
         const p99s = each.map((mine) => percentile(mine, 99)).sort((a, b) => a - b);
         console.log(
           `  followers' p99s min / median / max ${fmt(p99s[0]!)} / ${fmt(percentile(p99s, 50))} / ${fmt(p99s[p99s.length - 1]!)} ms; ` +
-            `the service's thread's CPU ${fmt(serviceCpuMs, 0)} ms; gc (count / total / longest ms): service ${gcText(serviceGc)}, sender's own thread ${gcText(streamed.gc)}, followers' thread(s) ${collected.map((c) => gcText(c.gc)).join('; ')}`,
+            `the service's thread's CPU ${fmt(serviceCpuMs, 0)} ms, its wait for a core ${fmt(serviceWaitMs, 0)} ms; gc (count / total / longest ms): service ${gcText(serviceGc)}, sender's own thread ${gcText(streamed.gc)}, followers' thread(s) ${collected.map((c) => gcText(c.gc)).join('; ')}`,
         );
       }
     }

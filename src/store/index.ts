@@ -53,7 +53,7 @@ export { WorktreesRepo } from './worktrees';
 export type { StoredWorktree, WorktreeStats } from './worktrees';
 export { AuditRepo, auditHash, canonicalJson, AUDIT_GENESIS_HASH } from './audit';
 export type { AuditFilter, AuditVerdict, NewAuditEntry } from './audit';
-export type { ModelUsageSum, NewUsage, UsageRow, UsageSum } from './usage';
+export type { ModelUsageSum, NewUsage, UsageContext, UsageRow, UsageSum } from './usage';
 export { PushDevicesRepo, mayUse } from './push-devices';
 export { DevicesRepo } from './devices';
 export type { DeviceRow } from './devices';

@@ -26,7 +26,7 @@ import type { Tool, ToolArea, ToolImage } from './tools/types';
 import { worktreeByDefault, worktreeRequired, type Worktrees } from './worktrees/worktrees';
 import { TurnFiles } from './turn-files';
 import { UserCommit } from './user-commit';
-import { ModelToolNames, type ToolCallData, type ToolResultData } from './transcript';
+import { ModelToolNames, Transcripts, type ToolCallData, type ToolResultData } from './transcript';
 import { TurnUsage } from './usage/turn-usage';
 import { messageUsageOf } from './usage/usage-wire';
 import { draftCommitMessage } from './commit-message';
@@ -205,8 +205,13 @@ export class Agent {
     private readonly deps: AgentDeps,
     context?: TurnContext,
   ) {
-    this.history = new HistoryCache(deps.store.messages, { lastWrite: () => deps.store.db.lastWrite, cuts: () => deps.store.history.cuts });
-    this.compactor = new Compactor(deps.store, deps.logger);
+    // The transcripts keep a conversation's rows only while the history cache does (its bytes bound both).
+    this.history = new HistoryCache(deps.store.messages, {
+      lastWrite: () => deps.store.db.lastWrite,
+      cuts: () => deps.store.history.cuts,
+      forgotten: (id) => this.compactor.transcripts.forget(id),
+    });
+    this.compactor = new Compactor(deps.store, deps.logger, new Transcripts({ kept: (id) => this.history.holds(id) }));
     this.context = context ?? new TurnContext(deps.workspaceRoots ?? (() => []), deps.dataDir);
   }
 

@@ -33,6 +33,8 @@ export interface HistoryCacheOptions {
   maxRows?: number;
   maxConversations?: number;
   maxBytes?: number;
+  /** Told when a conversation's rows are let go (evicted, read again, deleted): what else holds them lets go too. */
+  forgotten?: (conversationId: string) => void;
 }
 
 /** A row's size in memory, roughly: its text and its data as JSON (counted once, when it is cached). */
@@ -115,6 +117,7 @@ export class HistoryCache {
   private readonly maxRows: number;
   private readonly maxConversations: number;
   private readonly maxBytes: number;
+  private readonly forgotten: ((conversationId: string) => void) | undefined;
 
   constructor(
     private readonly messages: Pick<MessagesRepo, 'recent' | 'after' | 'seqOf'>,
@@ -125,6 +128,12 @@ export class HistoryCache {
     this.maxRows = options.maxRows ?? 500;
     this.maxConversations = options.maxConversations ?? 64;
     this.maxBytes = options.maxBytes ?? 32 * 1024 * 1024;
+    this.forgotten = options.forgotten;
+  }
+
+  /** Whether the conversation's rows are held now. */
+  holds(conversationId: string): boolean {
+    return this.entries.has(conversationId);
   }
 
   /** The conversation's recent rows, oldest first, in an array of the caller's own (the cache keeps none it gave out). */
@@ -225,5 +234,6 @@ export class HistoryCache {
     if (!cached) return;
     this.bytes -= cached.bytes;
     this.entries.delete(conversationId);
+    this.forgotten?.(conversationId);
   }
 }

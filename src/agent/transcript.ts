@@ -129,6 +129,21 @@ export class Transcripts {
   private spare: Flat = emptyFlat();
   /** The parts a call makes or looks up outside the run it takes from the last call (reused). */
   private readonly made: Part[] = [];
+  /** Whether a conversation's last call may be kept flat: its rows held by the history cache too (no more memory than it counts). */
+  private readonly kept: (conversationId: string) => boolean;
+
+  constructor(options: { kept?: (conversationId: string) => boolean } = {}) {
+    this.kept = options.kept ?? (() => true);
+  }
+
+  /** Lets go of a conversation's last call (deleted, or no longer held by the history cache). */
+  forget(conversationId: string): void {
+    const flat = this.flats.get(conversationId);
+    if (!flat) return;
+    this.flats.delete(conversationId);
+    this.flatTokens -= flat.tokens;
+    emptied(flat);
+  }
 
   /**
    * transcriptOf(rows), after `lead` (the system messages: the request's messages in one array, made at
@@ -140,6 +155,8 @@ export class Transcripts {
     // The run of rows the last call had too: rows[from..to) are last.rows[shift + from..shift + to), whole parts of it.
     const run = agreeing(last, rows);
     const made = this.made;
+    // A call that threw left its parts here: they are not this call's.
+    made.length = 0;
     let count = 0;
     const split = (start: number, end: number): void => {
       while (start < end) {
@@ -206,6 +223,10 @@ export class Transcripts {
       this.flats.delete(key);
       this.flatTokens -= last.tokens;
       emptied(last);
+    }
+    if (!this.kept(key)) {
+      emptied(next);
+      return out;
     }
     this.flats.set(key, next);
     this.flatTokens += tokens;

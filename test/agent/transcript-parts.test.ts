@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { HistoryCache } from '../../src/agent/history-cache';
 import { Transcripts, transcriptOf } from '../../src/agent/transcript';
 import { estimateTokens } from '../../src/agent/history';
 import type { MessageRow } from '../../src/store';
@@ -158,4 +159,64 @@ test("tool calls are counted by their own JSON, also when another message's call
   assert.equal(estimateTokens(one), plain(one));
   assert.equal(estimateTokens(longer), plain(longer));
   assert.equal(estimateTokens(one), plain(one));
+});
+
+/** A write_file batch whose result carries a diff of `size` characters (the protocol's cap is 200,000): bytes the model is not sent. */
+function writes(conversationId: string, count: number, size: number): MessageRow[] {
+  const rows = [{ ...row('user', 'write the files'), conversation_id: conversationId }];
+  for (let i = 0; i < count; i += 1) {
+    const call = `w${seq}`;
+    rows.push({ ...row('tool', '{}', { kind: 'call', call_id: call, batch: call, arguments: { path: `f${i}` } }, 'write_file'), conversation_id: conversationId });
+    const detail = { kind: 'diff', path: `f${i}`, diff: `${i}`.padEnd(size, 'd'), new_file: true, truncated: false };
+    rows.push({ ...row('tool', 'Wrote the file.', { kind: 'result', call_id: call, ok: true, detail }, 'write_file'), conversation_id: conversationId });
+  }
+  return rows;
+}
+
+test('the flat transcripts hold rows only while the history cache holds their conversation (diffs in rows are bytes the token bound does not see)', async () => {
+  const all = new Map(['a', 'b', 'c', 'd'].map((c) => [c, writes(c, 40, 200_000)]));
+  let transcripts: Transcripts;
+  const cache = new HistoryCache(
+    { recent: async (id: string) => all.get(id)!.slice(), after: async () => [], seqOf: () => undefined },
+    { maxBytes: 12_000_000, forgotten: (id) => transcripts.forget(id) },
+  );
+  transcripts = new Transcripts({ kept: (id) => cache.holds(id) });
+  const refs: WeakRef<MessageRow>[] = [];
+  for (const id of all.keys()) {
+    const given = await cache.rows(id);
+    assert.deepEqual(transcripts.of(given), transcriptOf(all.get(id)!));
+    refs.push(new WeakRef(all.get(id)![2]!));
+  }
+  // 8 MB a conversation under a 12 MB cache: only the last one is kept by the cache, and only it by the transcripts.
+  all.clear();
+  await new Promise((resolve) => setImmediate(resolve));
+  collect();
+  assert.deepEqual(
+    refs.map((r) => r.deref() !== undefined),
+    [false, false, false, true],
+  );
+});
+
+test('a conversation forgotten (deleted) lets go of its transcript', async () => {
+  const transcripts = new Transcripts();
+  const a = [
+    { ...row('user', 'secret of A'), conversation_id: 'a' },
+    { ...row('assistant', 'answer of A'), conversation_id: 'a' },
+  ];
+  assert.deepEqual(transcripts.of(a), transcriptOf(a));
+  const ref = new WeakRef(a[1]!);
+  a.length = 0;
+  transcripts.forget('a');
+  await new Promise((resolve) => setImmediate(resolve));
+  collect();
+  assert.equal(ref.deref(), undefined, "a forgotten conversation's rows are held");
+});
+
+test('a call that throws leaves nothing to the next call (of another conversation)', () => {
+  const transcripts = new Transcripts();
+  // A user row whose context cannot be read makes the call throw after its first parts were made.
+  const broken = [row('user', 'secret of C'), row('assistant', 'answer of C'), row('user', 'bad', { context: [null] })];
+  assert.throws(() => transcripts.of(broken));
+  const b = [{ ...row('user', 'hello from B'), conversation_id: 'b' }];
+  assert.deepEqual(transcripts.of(b), transcriptOf(b));
 });

@@ -43,12 +43,11 @@ export class CompactionFailed extends Error {}
  * A summary that cannot be made is stored as a notice, and the oldest turns are cut instead.
  */
 export class Compactor {
-  /** The conversations' transcripts, each turn's part kept while its rows are the same (the history cache's). */
-  private readonly transcripts = new Transcripts();
-
   constructor(
     private readonly store: Store,
     private readonly logger: Logger,
+    /** The conversations' transcripts, each turn's part kept while its rows are the same (the history cache's). */
+    readonly transcripts = new Transcripts(),
   ) {}
 
   /**

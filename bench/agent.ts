@@ -28,35 +28,72 @@ export function instantProvider(toolCalls: number, callOf: (i: number) => ToolCa
   };
 }
 
-async function measure(service: Service, conversations: number, durationMs: number): Promise<{ turnsPerSecond: number; p50: number; p99: number; mean: number }> {
-  const latencies: number[] = [];
-  const deadline = performance.now() + durationMs;
-  const started = performance.now();
+interface Sample {
+  turnsPerSecond: number;
+  p50: number;
+  p99: number;
+  mean: number;
+  /** One durable write (the journal's fsync), measured in slices between the turns' slices. */
+  write: { mean: number; p50: number };
+}
+
+const SLICES = 20;
+const TURN_SLICE_MS = 150;
+const WRITE_SLICE_MS = 40;
+
+/** Turns of `conversations` conversations at once until `deadline`, each latency into `latencies`. */
+async function turnsUntil(service: Service, conversations: (string | undefined)[], deadline: number, latencies: number[]): Promise<void> {
   await Promise.all(
-    Array.from({ length: conversations }, async () => {
-      let conversationId: string | undefined;
+    conversations.map(async (_, i) => {
       while (performance.now() < deadline) {
         const t0 = performance.now();
-        const reply = await service.agent.chat({ message: 'bench turn', conversationId, source: { kind: 'lan' } });
+        const reply = await service.agent.chat({ message: 'bench turn', conversationId: conversations[i], source: { kind: 'lan' } });
         latencies.push(performance.now() - t0);
-        conversationId = reply.conversation_id;
+        conversations[i] = reply.conversation_id;
       }
     }),
   );
-  const elapsed = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { turnsPerSecond: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), mean: latencies.reduce((a, b) => a + b, 0) / latencies.length };
 }
 
-/** One durable write (the journal's fsync) measured in the same run: each acknowledged store of a turn's messages costs one (docs/design.md). */
-async function bareDurableWrite(service: Service, samples = 200): Promise<number> {
-  const conversation = await service.agent.chat({ message: 'baseline', source: { kind: 'lan' } });
-  const t0 = performance.now();
-  for (let i = 0; i < samples; i += 1) {
-    await service.store.meta.set('bench.baseline', String(i));
+/**
+ * One durable write (the journal's fsync): each acknowledged store of a turn's messages costs one
+ * (docs/design.md). Measured by the store's own smallest durable write, one after another until `deadline`.
+ */
+async function writesUntil(service: Service, deadline: number, latencies: number[]): Promise<void> {
+  while (performance.now() < deadline) {
+    const t0 = performance.now();
+    await service.store.meta.set('bench.baseline', String(latencies.length));
+    latencies.push(performance.now() - t0);
   }
-  void conversation;
-  return (performance.now() - t0) / samples;
+}
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/**
+ * The turns and their baseline in the same minutes: `SLICES` slices of turns, each followed by a slice of
+ * bare durable writes, so that the disk's and the machine's swings (a durable write measured alone once
+ * moved 0.39-0.84 ms from run to run) fall on both sides of the ratio alike.
+ */
+async function measure(service: Service, conversations: number, slices = SLICES): Promise<Sample> {
+  const ids: (string | undefined)[] = Array.from({ length: conversations }, () => undefined);
+  const turns: number[] = [];
+  const writes: number[] = [];
+  let turnMs = 0;
+  for (let slice = 0; slice < slices; slice += 1) {
+    const started = performance.now();
+    await turnsUntil(service, ids, started + TURN_SLICE_MS, turns);
+    turnMs += performance.now() - started;
+    await writesUntil(service, performance.now() + WRITE_SLICE_MS, writes);
+  }
+  turns.sort((a, b) => a - b);
+  writes.sort((a, b) => a - b);
+  return {
+    turnsPerSecond: turns.length / (turnMs / 1000),
+    p50: percentile(turns, 50),
+    p99: percentile(turns, 99),
+    mean: mean(turns),
+    write: { mean: mean(writes), p50: percentile(writes, 50) },
+  };
 }
 
 export async function benchAgent(): Promise<Record<string, number>> {
@@ -66,16 +103,21 @@ export async function benchAgent(): Promise<Record<string, number>> {
     await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
     const service = await Service.open({ dataDir: dir, provider: () => instantProvider(toolCalls) });
     try {
-      const floor = await bareDurableWrite(service);
-      results[`durable_write_ms`] = floor;
+      await service.agent.chat({ message: 'warm', source: { kind: 'lan' } });
       for (const conversations of [1, 32]) {
-        await measure(service, conversations, 300);
-        const r = await measure(service, conversations, 3000);
+        await measure(service, conversations, 2);
+        // The baseline as it was measured before s14: one block of writes ahead of the turns (printed beside).
+        const block: number[] = [];
+        await writesUntil(service, performance.now() + 100, block);
+        const r = await measure(service, conversations);
         results[`tools${toolCalls}_c${conversations}_turn_ms`] = r.mean;
+        results[`tools${toolCalls}_c${conversations}_durable_write_ms`] = r.write.mean;
         console.log(
           `agent turn, ${toolCalls} tool calls, ${conversations} conversation(s): ${fmt(r.turnsPerSecond, 0)} turns/s, ` +
             `latency mean ${fmt(r.mean)} ms p50 ${fmt(r.p50)} ms p99 ${fmt(r.p99)} ms; ` +
-            `mean = ${fmt(r.mean / floor, 1)}x one durable write (${fmt(floor)} ms, same run)`,
+            `mean = ${fmt(r.mean / r.write.mean, 1)}x one durable write (mean ${fmt(r.write.mean)} ms, p50 ${fmt(r.write.p50)} ms; ` +
+            `${SLICES} slices alternating with the turns'), p50 = ${fmt(r.p50 / r.write.p50, 1)}x the write's p50; ` +
+            `against one block of writes before the turns (the method before s14): ${fmt(r.mean / mean(block), 1)}x (${fmt(mean(block))} ms)`,
         );
       }
     } finally {

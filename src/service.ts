@@ -363,8 +363,9 @@ export class Service {
   private warmUpOver: (whole: boolean) => void = () => {};
   /**
    * Settles once the warm-up after listening is over: true when every step ran, false when a first turn
-   * or stop cut it short (as the log's `service.warmed_up` / `service.warm_up_cut_short`); never when the
-   * open failed. The build's rehearsal of a start waits for it (cli-rehearsal.ts).
+   * or stop cut it short (as the log's `service.warmed_up` / `service.warm_up_cut_short`), or when it
+   * never began (stop before the open ended, or the open failed). The build's rehearsal of a start waits
+   * for it (cli-rehearsal.ts).
    */
   readonly warmedUp = new Promise<boolean>((resolve) => (this.warmUpOver = resolve));
   private stopping?: Promise<void>;
@@ -537,6 +538,7 @@ export class Service {
     this.logger.error('service.open_failed', { error: error instanceof Error ? error.message : String(error) });
     await new Promise((resolve) => setImmediate(resolve));
     this.practice.abort();
+    this.warmUpOver(false);
     this.turnContext.close();
     this.door.closeAll();
     await this.http?.close();
@@ -627,7 +629,8 @@ export class Service {
     const warmUpBegan = performance.now();
     const early = this.warmUpSteps([() => gitStarter.prepare(), ...this.earlyWarmUp()], 0);
     this.whenWhole(() => {
-      if (this.http !== http || this.stopping) return;
+      // Stopped before the open ended: the warm-up never begins, and says so.
+      if (this.http !== http || this.stopping) return this.warmUpOver(false);
       this.parts.push.start();
       this.parts.webhooks.start();
       this.parts.relay.start();

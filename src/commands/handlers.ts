@@ -3,6 +3,7 @@ import { toolInfo } from '../agent/tools/registry';
 import type { ConversationActivity } from '../agent/conversation-activity';
 import type { InstructionFileInfo } from '../agent/agent';
 import type { ConversationRow, Store } from '../store';
+import { readDurable } from './durable-read';
 import {
   contextChars,
   MAX_CONTEXT_CHARS,
@@ -177,6 +178,7 @@ export const handlers: HandlerMap = {
     // A webhook account lists only its own conversations; the user's clients list them all.
     const source = ownConversationsSource(session);
     const conversations: Conversation[] = ctx.store.conversations.list({ limit: command.limit, before: command.before, source }).map((row) => conversationOf(row, ctx.activity, ctx.store));
+    await readDurable(ctx.store);
     return { conversations };
   },
 
@@ -184,6 +186,7 @@ export const handlers: HandlerMap = {
     ctx.agent.requireConversation(command.conversation_id, session.source);
     const rows = await ctx.store.messages.recent(command.conversation_id, { limit: command.limit, includeTools: command.include_tools });
     const messages: Message[] = await clientMessagesOf(rows, ctx.store.usage);
+    await readDurable(ctx.store);
     return { messages };
   },
 

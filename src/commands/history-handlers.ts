@@ -7,6 +7,7 @@ import { actorOf } from './audit-actor';
 import { backupEntry } from './audit-records';
 import type { CommandContext } from './context';
 import { clientMessagesOf, exportFileName, renderExport } from './conversation-export';
+import { readDurable } from './durable-read';
 import { renderedExportKey } from './rendered-exports';
 import { ownConversationsSource, type ClientSession } from './session';
 
@@ -48,6 +49,7 @@ export async function searchMessages(command: CommandOf<'search_messages'>, sess
       highlights: hit.highlights,
     });
   }
+  await readDurable(ctx.store);
   return { hits: answer };
 }
 
@@ -86,6 +88,7 @@ export async function exportConversation(command: CommandOf<'export_conversation
     key = renderedExportKey(conversation.id, until, command.format);
     text = await ctx.exports.get(key, async () => render(await ctx.store.messages.after(command.conversation_id, 0), asked));
   }
+  await readDurable(ctx.store);
   const offset = command.offset ?? 0;
   if (offset > text.length) throw new ServiceError('invalid_request', `offset: the export has ${text.length} characters`);
   const { end, json } = ctx.exports.piece(key, text, offset);

@@ -411,15 +411,20 @@ export class WebhooksRepo {
   }
 
   /**
-   * Forgets what is no longer needed: Idempotency-Key answers older than their window, answered inbox
-   * rows older than `inboxBeforeMs`, delivered deliveries older than `deliveredBeforeMs`. Pending and
-   * failed rows are kept (failed ones stay visible to list_deliveries and retry_delivery).
+   * Forgets what is no longer needed: Idempotency-Key answers older than their window, inbox rows that
+   * ended (answered, or failed: its error callback says why) before `inboxBeforeMs`, delivered deliveries
+   * before `deliveredBeforeMs` and failed ones before `failedBeforeMs` (kept that long to be seen by
+   * list_deliveries and sent again by retry_delivery), their bodies to the history maintenance's trash.
+   * Pending rows are never deleted, however old (retry_delivery makes a failed one pending again).
    */
-  async prune(cutoffs: { idempotencyBeforeMs: number; inboxBeforeMs: number; deliveredBeforeMs: number }): Promise<number> {
+  async prune(cutoffs: { idempotencyBeforeMs: number; inboxBeforeMs: number; deliveredBeforeMs: number; failedBeforeMs: number }): Promise<number> {
     return this.db.write((tx) => {
       let removed = tx.run('DELETE FROM webhook_idempotency WHERE created_ms <= ?', [cutoffs.idempotencyBeforeMs]).changes;
-      removed += tx.run(`DELETE FROM webhook_inbox WHERE status = 'answered' AND finished_at < ?`, [iso(cutoffs.inboxBeforeMs)]).changes;
+      removed += tx.run(`DELETE FROM webhook_inbox WHERE status IN ('answered', 'failed') AND finished_at < ?`, [iso(cutoffs.inboxBeforeMs)]).changes;
       removed += tx.run(`DELETE FROM webhook_deliveries WHERE status = 'delivered' AND finished_at < ?`, [iso(cutoffs.deliveredBeforeMs)]).changes;
+      const failed = `FROM webhook_deliveries WHERE status = 'failed' AND finished_at < ?`;
+      tx.run(`INSERT OR IGNORE INTO history_trash (body_key) SELECT body_key ${failed} AND body_key IS NOT NULL`, [iso(cutoffs.failedBeforeMs)]);
+      removed += tx.run(`DELETE ${failed}`, [iso(cutoffs.failedBeforeMs)]).changes;
       return removed;
     });
   }

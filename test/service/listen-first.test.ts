@@ -132,6 +132,17 @@ describe('while the store opens', () => {
   });
 });
 
+describe('stopped while the store opens', () => {
+  test('warmedUp settles false: the warm-up never began (before, it never settled, and a waiter such as the build\u2019s rehearsal waited for good)', async (t) => {
+    const { service, held } = await begun(t);
+    const stopped = service.stop();
+    held.release();
+    await stopped;
+    assert.equal(await settledSoon(service.warmedUp), true, 'warmedUp settled');
+    assert.equal(await service.warmedUp, false);
+  });
+});
+
 describe('when the open fails after listening', () => {
   test('a damaged service.db: every waiter gets a clear error, ready rejects with the open error, the port closes', async (t) => {
     const { service, held, httpUrl, wsUrl } = await begun(t, {}, {}, (dir) => writeFile(join(dir, 'service.db'), 'not a database at all'));
@@ -160,6 +171,8 @@ describe('when the open fails after listening', () => {
     // start() again (the editor's retry) meets the same error; stop() is harmless.
     await assert.rejects(service.start(), /is not a readable database/);
     await service.stop();
+    assert.equal(await settledSoon(service.warmedUp), true, 'warmedUp settled: the warm-up never began');
+    assert.equal(await service.warmedUp, false);
   });
 
   test('Service.open still throws the open error itself, with nothing left listening or locked', async (t) => {

@@ -127,6 +127,50 @@ test(
   },
 );
 
+test(
+  'with the journal sync held, list_conversations, get_messages, search_messages and export_conversation answer nothing that shows the user message (last_message, its row, its text) until it is durable',
+  LIMIT,
+  async (t) => {
+    const svc = await withService(t, { workspace: true, config: { permission_mode: 'allow' } });
+    const sender = await TestClient.authed(svc.wsUrl, svc.token);
+    const reader = await TestClient.authed(svc.wsUrl, svc.token);
+    t.after(() => {
+      sender.close();
+      reader.close();
+    });
+    const first = await sender.request({ type: 'chat', message: 'hello' });
+    const id = (first.data as { conversation_id: string }).conversation_id;
+    const gate = await datasyncGate(t);
+    const asked = svc.fake.requests.length;
+    svc.fake.script({ text: 'answered', chunks: 1 });
+    gate.hold();
+    sender.send({ type: 'chat', id: 'held', message: 'while held', conversation_id: id });
+    try {
+      await svc.fake.waitFor((requests) => requests.length === asked + 1);
+      // The message is applied in memory and written to the journal's file, not yet durable.
+      reader.send({ type: 'list_conversations', id: 'list' });
+      reader.send({ type: 'get_messages', id: 'messages', conversation_id: id });
+      reader.send({ type: 'search_messages', id: 'search', query: 'while held' });
+      reader.send({ type: 'export_conversation', id: 'export', conversation_id: id, format: 'markdown' });
+      // Turns of the loop in which a read not held would have been answered.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      for (const answer of reader.frames.filter((f) => ['list', 'messages', 'search', 'export'].includes(String(f.id))))
+        assert.ok(!JSON.stringify(answer).includes('while held'), `an answer that shows the message before it is durable: ${JSON.stringify(answer)}`);
+    } finally {
+      gate.release();
+    }
+    // Both answered once it is durable.
+    await reader.next((f) => f.id === 'list' && 'status' in f);
+    await reader.next((f) => f.id === 'messages' && 'status' in f);
+    await reader.next((f) => f.id === 'search' && 'status' in f);
+    await reader.next((f) => f.id === 'export' && 'status' in f);
+    const list = await reader.request({ type: 'list_conversations' });
+    const row = (list.data as { conversations: { id: string; last_message: string | null }[] }).conversations.find((c) => c.id === id);
+    assert.ok(row?.last_message === 'while held' || row?.last_message === 'answered', JSON.stringify(row));
+    await sender.next((f) => f.id === 'held' && 'status' in f);
+  },
+);
+
 test('with the user message commit held, the model is asked, but no event, tool run or answer comes before it is durable', LIMIT, async (t) => {
   const { dir, cleanup } = await tempDir('ra-user-commit-');
   t.after(cleanup);

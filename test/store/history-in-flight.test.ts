@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { HistoryStore } from '../../src/store/history/history-store';
+import { cutText } from '../../src/store/history/protocol';
 import { startHistoryWorker } from '../../src/store/history/start-worker';
 import { openStore, type Store } from '../../src/store/index';
 import { tempDir } from '../helpers/store-utils';
@@ -89,4 +90,41 @@ test('a read of a body still held for its put, gone from the recent bodies, whos
   assert.equal(store.history.damaged, null);
   await store.history.answered();
   assert.match(String(store.history.degraded), /./, 'the put was refused');
+});
+
+// Retention's cut of a body held in memory (owed after a refused put, or not yet answered): it was
+// written back whole once the disk had room, and read whole meanwhile, its row marked cut all the same.
+for (const when of ['owed (its put refused before the cut)', 'unanswered (its put refused after the cut was asked)'] as const) {
+  test(`a tool output retention cuts while its body is ${when}: read cut, and written back cut`, async (t) => {
+    const owedFirst = when.startsWith('owed');
+    const store = await refusingStore(t, 'CUTME', !owedFirst);
+    const output = 'CUTME ' + 'o'.repeat(8_000);
+    await store.messages.append({ id: 't0', conversation_id: 'c', role: 'tool', content: output, timestamp: new Date(1).toISOString() });
+    if (owedFirst) {
+      await store.history.answered();
+      assert.match(String(store.history.degraded), /./, 'the put was refused: the body is owed');
+    }
+    store.maintenance.setPolicy({ toolOutputDays: 1 });
+    await store.maintenance.run();
+    const note = '\n… [cut: tool output older than 1 days]';
+    const row = store.db.get<{ cut: number; bytes: number }>("SELECT cut, bytes FROM messages WHERE id = 't0'");
+    assert.equal(row?.cut, 1, 'its row is marked cut');
+    assert.equal(row?.bytes, Buffer.byteLength(output.slice(0, 400) + note), 'its size is the cut body\u2019s');
+    const read = await store.messages.get('t0');
+    assert.ok(read?.content === output.slice(0, 400) + note, `read cut while held in memory (${read?.content.length} characters)`);
+    // The disk has room again: the next write carries the owed body.
+    await store.messages.append({ id: 'n0', conversation_id: 'd', role: 'user', content: 'later', timestamp: new Date(2).toISOString() });
+    await store.history.answered();
+    assert.equal(store.history.degraded, null, 'the owed body was written');
+    const key = store.db.get<{ body_key: number }>("SELECT body_key FROM messages WHERE id = 't0'")!.body_key;
+    const [stored] = (await store.history.get([key])).values();
+    assert.ok(stored?.content === output.slice(0, 400) + note, `written back cut (${stored?.content.length} characters)`);
+    assert.equal(stored?.cut, true);
+    assert.equal((await store.history.search('ooooooooooooooooooooooooooooooooooooooooooooooo', null, 10)).length, 0, 'the cut part is not in the search index');
+  });
+}
+
+test('a body cut in memory is cut as SQLite cuts it: characters are code points', () => {
+  assert.equal(cutText('\u{1F600}a\u{1F600}b', 3, '!'), '\u{1F600}a\u{1F600}!');
+  assert.equal(cutText('short', 400, ' [cut]'), 'short [cut]');
 });

@@ -605,6 +605,55 @@ describe('incoming webhook, signed forgeries in parallel', () => {
       await guarded.dispose();
     }
   });
+  test('a signed body cut mid-way (the connection closed before Content-Length) is no wrong credential: it does not lock the sender out, and is not logged as a refused credential', async () => {
+    const guarded = await guardedService({ rateLimitPerMinute: 3 });
+    try {
+      const port = Number(new URL(guarded.httpUrl).port);
+      /** The sender's own signed request, its connection cut after half its body: resolves with the status answered (-1: none). */
+      const cut = (id: string) =>
+        new Promise<number>((resolve) => {
+          const raw = JSON.stringify({ message: `cut ${id} ${'z'.repeat(2_000)}` });
+          const now = Math.floor(Date.now() / 1000);
+          const socket = net.connect({ port, host: '127.0.0.1' });
+          let text = '';
+          socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+          socket.on('error', () => undefined);
+          socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? -1)));
+          socket.write(
+            `POST /guarded HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(raw)}\r\n` +
+              `webhook-id: ${id}\r\nwebhook-timestamp: ${now}\r\nwebhook-signature: ${signStandardWebhook(SECRET_A, id, now, raw)}\r\n\r\n`,
+          );
+          // The network goes away half way through the body: the sender's side closes (FIN), the server sees the end.
+          socket.end(raw.slice(0, raw.length >> 1));
+        });
+      const before = guarded.service.store.messages.count();
+      for (let i = 0; i < 5; i++) {
+        const status = await cut(`msg_cut_${i}`);
+        assert.ok(status === -1 || (status >= 400 && status < 500 && status !== 401 && status !== 429), `a cut body answered ${status}`);
+      }
+      assert.equal(guarded.service.store.messages.count(), before, 'nothing stored from a cut body');
+      // Five cuts past a limit of 3 wrong credentials: the sender is not locked out.
+      const body = { message: 'the sender, whole this time' };
+      const now = Math.floor(Date.now() / 1000);
+      const signature = signStandardWebhook(SECRET_A, 'msg_whole', now, JSON.stringify(body));
+      const whole = await hook(guarded, '/guarded', body, { 'webhook-id': 'msg_whole', 'webhook-timestamp': String(now), 'webhook-signature': signature });
+      assert.equal(whole.status, 202, whole.text);
+      await guarded.stop();
+      const events = (await readFile(join(guarded.dataDir, 'service.log'), 'utf8'))
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { event: string; code?: string });
+      const wrongCredential = events.filter((l) => l.event === 'webhook.refused_burst' || (l.event === 'webhook.refused' && l.code !== 'invalid_request'));
+      assert.deepEqual(wrongCredential, [], 'a cut body is not logged as a wrong credential');
+      assert.deepEqual(
+        events.filter((l) => l.event === 'http.handler_failed'),
+        [],
+        'nor as an internal error',
+      );
+    } finally {
+      await guarded.dispose();
+    }
+  });
 });
 
 describe('tools from webhook text', () => {

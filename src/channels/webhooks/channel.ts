@@ -37,6 +37,8 @@ export interface WebhookChannelDeps {
 const SWEEP_EVERY_MS = 60 * 60_000;
 const KEEP_ANSWERED_INBOX_MS = 24 * 60 * 60_000;
 const KEEP_DELIVERED_MS = 7 * 24 * 60 * 60_000;
+/** A failed delivery stays this long after it failed (list_deliveries shows it, retry_delivery sends it again). */
+const KEEP_FAILED_MS = 30 * 24 * 60 * 60_000;
 
 interface Accounts {
   config: ServiceConfig;
@@ -160,6 +162,7 @@ export class WebhookChannel {
         idempotencyBeforeMs: now - IDEMPOTENCY_WINDOW_MS,
         inboxBeforeMs: now - KEEP_ANSWERED_INBOX_MS,
         deliveredBeforeMs: now - KEEP_DELIVERED_MS,
+        failedBeforeMs: now - KEEP_FAILED_MS,
       });
       if (removed > 0) this.log.info('webhook.pruned', { rows: removed });
     } catch (error) {

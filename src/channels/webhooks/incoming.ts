@@ -186,7 +186,8 @@ export class IncomingWebhooks {
   /**
    * A signed request's body, once its signature holds. Counted as a wrong one before the body is read
    * (synchronously, so parallel forgeries from one address cannot all slip under its limit) and refunded
-   * when the signature is good or nothing was read; at most maxUnverifiedReads of the account and
+   * when the signature is good, nothing was read, or the connection closed before the body's end (a
+   * network's cut, no guess at the secret); at most maxUnverifiedReads of the account and
    * maxUnverifiedReadsPerAddress of one address read at once, each within unverifiedReadMs.
    */
   private async readSigned(req: IncomingMessage, secret: string, signed: SignedHeaders, from: From): Promise<Buffer> {
@@ -211,6 +212,10 @@ export class IncomingWebhooks {
     const deadline = setTimeout(() => req.destroy(new ServiceError('rate_limited', 'the signed body was not sent in time', 1)), this.unverifiedReadMs);
     try {
       raw = await this.readBody(req);
+    } catch (error) {
+      // A body the network cut short was never a guess at the secret: the sender is not locked out by it.
+      if (error instanceof IncompleteBody) attempt.refund();
+      throw error;
     } finally {
       clearTimeout(deadline);
       for (const key of keys) {
@@ -297,12 +302,20 @@ export class IncomingWebhooks {
       };
       const onError = (error: Error) => {
         done();
-        reject(error);
+        // Node's "aborted": the connection closed before the body's end (a deadline's own error passes).
+        reject(error instanceof ServiceError ? error : new IncompleteBody());
       };
       req.on('data', onData);
       req.on('end', onEnd);
       req.on('error', onError);
     });
+  }
+}
+
+/** The connection closed before the whole body arrived (a 400 if anyone is left to read it). */
+class IncompleteBody extends ServiceError {
+  constructor() {
+    super('invalid_request', 'the body did not arrive whole: the connection closed before its end');
   }
 }
 

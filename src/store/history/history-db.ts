@@ -371,7 +371,8 @@ export class HistoryDb {
     try {
       this.transaction(() => {
         for (const b of bodies) {
-          this.db.run('INSERT OR IGNORE INTO bodies (key, conversation_id, role, content, data) VALUES (?, ?, ?, ?, ?)', [b.key, b.conversation_id, b.role, b.content, b.data]);
+          // `cut`: retention cut it while it waited to be written (history-store.ts `cut`).
+          this.db.run('INSERT OR IGNORE INTO bodies (key, conversation_id, role, content, data, cut) VALUES (?, ?, ?, ?, ?, ?)', [b.key, b.conversation_id, b.role, b.content, b.data, b.cut ? 1 : 0]);
         }
       }, durable);
     } catch (err) {

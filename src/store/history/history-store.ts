@@ -5,7 +5,7 @@ import { fsyncDir } from '../replay';
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { ServiceError } from '../../protocol/errors';
 import { startHistoryWorker } from './start-worker';
-import { bodyChars, CORRUPT, DISK_FULL } from './protocol';
+import { bodyChars, CORRUPT, cutText, DISK_FULL } from './protocol';
 import { RecentBodies } from './recent-bodies';
 import type {
   BodyIn,
@@ -349,7 +349,9 @@ export class HistoryStore {
     const answered = (refused: boolean) => {
       this.unwritten -= group.bytes;
       for (const b of group.bodies) {
-        if (refused && this.unanswered.has(b.key)) this.owed.set(b.key, b);
+        // The copy held there: retention may have cut it meanwhile (`cut`).
+        const held = this.unanswered.get(b.key);
+        if (refused && held) this.owed.set(b.key, held);
         this.unanswered.delete(b.key);
       }
     };
@@ -394,7 +396,7 @@ export class HistoryStore {
     const keys: number[] = [];
     for (const key of wanted) {
       const held = this.owed.get(key) ?? this.unanswered.get(key);
-      const body = held ? { key, content: held.content, data: held.data, cut: false } : this.recent.get(key);
+      const body = held ? { key, content: held.content, data: held.data, cut: held.cut === true } : this.recent.get(key);
       if (body) out.set(key, body);
       else keys.push(key);
     }
@@ -450,7 +452,22 @@ export class HistoryStore {
 
   cut(keys: readonly number[], keepChars: number, note: string): Promise<Array<[number, number]>> {
     this.recent.drop(keys);
-    return this.countCut(this.call({ op: 'cut', keys: [...keys], keepChars, note }), () => keys.length > 0);
+    // Bodies held here (owed, or their put not answered yet) are cut here too: reads from memory, and a
+    // put refused later, give them as history.db holds them once written (its cut skips a key it lacks).
+    const held = new Map<number, KeyedBody>();
+    for (const key of keys) {
+      for (const map of [this.owed, this.unanswered]) {
+        const body = map.get(key);
+        if (body && !body.cut) map.set(key, { ...body, content: cutText(body.content, keepChars, note), cut: true });
+        if (map.has(key)) held.set(key, map.get(key)!);
+      }
+    }
+    const done = this.call({ op: 'cut', keys: [...keys], keepChars, note }).then((sizes) => {
+      const answered = new Set(sizes.map(([key]) => key));
+      for (const [key, b] of held) if (!answered.has(key)) sizes.push([key, Buffer.byteLength(b.content) + (b.data ? Buffer.byteLength(b.data) : 0)]);
+      return sizes;
+    });
+    return this.countCut(done, () => keys.length > 0);
   }
 
   search(match: string, conversationId: string | null, limit: number): Promise<RawSearchHit[]> {

@@ -24,6 +24,16 @@ export function bodyChars(b: Pick<BodyIn, 'content' | 'data'>): number {
   return b.content.length + (b.data?.length ?? 0);
 }
 
+/**
+ * A body cut by retention, as history-db.ts `cut` makes it in SQL (`substr(content, 1, keepChars) || note`):
+ * its first `keepChars` characters, counted as SQLite counts them (code points), then `note`.
+ */
+export function cutText(content: string, keepChars: number, note: string): string {
+  let end = 0;
+  for (let n = 0; n < keepChars && end < content.length; n++) end += content.codePointAt(end)! > 0xffff ? 2 : 1;
+  return content.slice(0, end) + note;
+}
+
 /** A body stored under a given key (history-db.ts `fill`). */
 export interface KeyedBody extends BodyIn {
   key: number;

@@ -69,7 +69,8 @@ async function profiledStart(fakeUrl: string): Promise<{ profile: CpuProfile; wi
     child.once('exit', () => done());
     child.kill('SIGTERM');
   });
-  const file = (await readdir(profDir)).find((f) => f.endsWith('.cpuprofile'))!;
+  // One profile a thread (CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile): the main thread's is thread 0.
+  const file = (await readdir(profDir)).find((f) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(f))!;
   const profile = JSON.parse(await readFile(join(profDir, file), 'utf8')) as CpuProfile;
   await rm(dir, { recursive: true, force: true });
   await rm(profDir, { recursive: true, force: true });

@@ -3,18 +3,23 @@
 // Printed: the sender's delay (p50/p99) beside the slowest follower's (each follower's p50/p99 over the
 // same pieces, the highest of them; goal: p99 under 1.5x the sender's at 100 followers, issue 25) and
 // the p99 of each piece's slowest follower, in the same run; and the catch-up of a client that missed a
-// 1,000-piece reply. The service runs on the main thread, the sender on a worker thread and the
-// followers on another (each its own event loop, so a hundred clients parsing hold up neither the
-// service nor the sender's reading); all read one clock (performance.timeOrigin + performance.now()).
+// 1,000-piece reply. The service runs on the main thread, the clients on a worker thread (their own
+// event loop); all read one clock (performance.timeOrigin + performance.now()). The sender's client
+// lives on the followers' thread: the service writes the sender in turn with its followers (s10), so
+// the row compares like with like only when the sender is read the same way, by the same kind of
+// client, under the same scheduling. On its own thread its p99 and the followers' were each the
+// longest wait for a core of a different thread, and their ratio swung 0.5-2.6 with them
+// (docs/design.md "Followers' p99 read alike (s14, follow14)";
+// `SENDER_OWN_THREAD=1`: that arrangement, for comparing).
 // Every client (the sender the same way) is a small WebSocket client of the bench's own that reads its
 // socket into one buffer and cuts its frames from the bytes (connectRaw): with ws's client, reading a
 // hundred sockets on one thread made a scavenge every 20 pieces there, on the followers' side only
 // (`FOLLOW_WS_CLIENTS=1`: ws's client, for comparing). `FOLLOW_SPLIT=1` also prints where the delays go
-// (the service's write of each frame, then the client's read), the spread of the followers' p99s and each
-// thread's garbage collection while the stage streams. Two other arrangements, for comparing
-// (docs/design.md, "Where a follower's delay goes"; on 2 cores both slow the sender's own reading, so
-// neither is the measure): `FOLLOWER_THREADS=n` spreads the followers over n threads,
-// `SENDER_WITH_FOLLOWERS=1` puts the sender on the followers' thread.
+// (the service's write of each frame, then the client's read), the spread of the followers' p99s, each
+// thread's garbage collection while the stage streams, and each watcher's slowest pieces with the
+// service's and the clients' thread's waits for a core around them. `FOLLOWER_THREADS=n` spreads the
+// followers over n threads (the sender on the first), for comparing (docs/design.md, "Where a
+// follower's delay goes": on 2 cores each thread more takes the core from the others).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { PerformanceObserver } from 'node:perf_hooks';
@@ -23,7 +28,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
 import { Service } from '../src/service';
-import { fmt, mainThreadCpuMs, percentile } from './util';
+import { fmt, mainThreadSched, percentile } from './util';
 
 const TOKEN = 'bench-access-token-0123456789abcdef0123';
 const PIECES = 500;
@@ -192,6 +197,12 @@ function numberAt(bytes, at, end) {
 // JSON parse, no string) into a preallocated array, and the frame is not kept. Parsing or keeping it
 // would delay the next follower's reading in this thread (and its garbage collection every follower's).
 // The sender's are collected the same way.
+const { readFileSync } = require('node:fs');
+const split = process.env.FOLLOW_SPLIT === '1';
+/** FOLLOW_SPLIT=1: this thread's time so far waiting for a core (schedstat's run_delay, ms), noted at each piece's first read on this thread. */
+const waited = () => Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[1]) / 1e6;
+const pieceWait = new Float64Array(1024);
+let sampled = 0;
 const DELTA = Buffer.from('"delta":"');
 const ENDED = Buffer.from('"event":"turn.ended"');
 function collector() {
@@ -204,6 +215,7 @@ function collector() {
       if (c.count === c.produced.length) throw new Error('more pieces than the bench asks for');
       c.produced[c.count] = numberAt(bytes, at + DELTA.length, bytes.indexOf(59, at));
       c.read[c.count] = arrived;
+      if (split && c.count >= sampled) (pieceWait[c.count] = waited()), (sampled = c.count + 1);
       c.count += 1;
     } else {
       const ended = bytes.indexOf(ENDED, start);
@@ -216,21 +228,22 @@ function collector() {
   return c;
 }
 
-// The sender and the followers live on two worker threads: the sender's pieces are not read behind a
-// hundred followers' frames (its delay is the service's, not the bench client's).
+// This thread's clients: the sender's (unless SENDER_OWN_THREAD=1) and the followers'.
 const state = {};
 
 // FOLLOW_SPLIT=1: this thread's garbage collection pauses while a stage streams (count, total, longest ms).
 const { PerformanceObserver } = require('node:perf_hooks');
-const gc = { count: 0, total: 0, longest: 0, on: false };
-if (process.env.FOLLOW_SPLIT === '1')
+const gc = { count: 0, total: 0, longest: 0, on: false, pauses: [] };
+if (split)
   new PerformanceObserver((list) => {
     if (!gc.on) return;
-    for (const e of list.getEntries()) (gc.count += 1), (gc.total += e.duration), (gc.longest = Math.max(gc.longest, e.duration));
+    for (const e of list.getEntries()) (gc.count += 1), (gc.total += e.duration), (gc.longest = Math.max(gc.longest, e.duration)), gc.pauses.push([performance.timeOrigin + e.startTime, e.duration]);
   }).observe({ entryTypes: ['gc'] });
+/** This stage's collections (count, total, longest ms; each pause's start and length) and each piece's wait sample; then reset for the next. */
 const gcTaken = () => {
-  const taken = { count: gc.count, total: gc.total, longest: gc.longest };
-  Object.assign(gc, { count: 0, total: 0, longest: 0, on: false });
+  const taken = { count: gc.count, total: gc.total, longest: gc.longest, pauses: gc.pauses, waits: Array.from(pieceWait.subarray(0, sampled)) };
+  Object.assign(gc, { count: 0, total: 0, longest: 0, on: false, pauses: [] });
+  sampled = 0;
   return taken;
 };
 
@@ -260,7 +273,8 @@ async function senderStream({ pieces, paceMs, conversationId }) {
   await state.senderClient.request({ type: 'chat', message: 'stream ' + pieces + ' ' + paceMs, conversation_id: conversationId, stream: true });
   await state.sender.done;
   state.senderClient.close();
-  return { delays: state.sender.delays(), pieces: state.sender.pieces(), port: state.senderClient.port, gc: gcTaken() };
+  // On the followers' thread (the default) their collect takes this thread's figures.
+  return { delays: state.sender.delays(), pieces: state.sender.pieces(), port: state.senderClient.port, gc: state.watchers === undefined ? gcTaken() : undefined };
 }
 
 async function followersCollect() {
@@ -326,13 +340,19 @@ function runner() {
  */
 function traceWrites() {
   const writes: [number, Socket, Buffer][] = [];
+  // This thread's wait for a core (ms so far) at each frame's first write.
+  const frameWait = new Map<Buffer, number>();
   const write = Socket.prototype.write;
   Socket.prototype.write = function (this: Socket, chunk: unknown, ...rest: unknown[]) {
-    if (Buffer.isBuffer(chunk) && chunk[0] === 0x81) writes.push([clock(), this, chunk]);
+    if (Buffer.isBuffer(chunk) && chunk[0] === 0x81) {
+      writes.push([clock(), this, chunk]);
+      if (!frameWait.has(chunk)) frameWait.set(chunk, mainThreadSched().wait);
+    }
     return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
   } as typeof write;
-  /** When each piece (by its produced stamp) was written to each client port, since the last call. */
+  /** When each piece (by its produced stamp) was written to each client port, since the last call; and the service thread's wait sample at its first write. */
   const writtenAt = () => {
+    const waitAt = new Map<number, number>();
     const pieceOf = new Map<Buffer, number | undefined>();
     const ports = new Map<Socket, number | undefined>();
     const at = new Map<number, Map<number, number>>();
@@ -344,23 +364,28 @@ function traceWrites() {
       }
       const piece = pieceOf.get(frame);
       if (piece === undefined) continue;
+      if (!waitAt.has(piece)) waitAt.set(piece, frameWait.get(frame)!);
       if (!ports.has(socket)) ports.set(socket, socket.remotePort);
       const port = ports.get(socket)!;
       if (!at.has(port)) at.set(port, new Map());
       at.get(port)!.set(piece, time);
     }
     writes.length = 0;
-    return at;
+    frameWait.clear();
+    return { at, waitAt };
   };
   // The service's thread's garbage collection pauses since the last call (count, total, longest ms).
-  const gc = { count: 0, total: 0, longest: 0 };
+  const gc: Gc = { count: 0, total: 0, longest: 0, pauses: [] };
   const observer = new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) Object.assign(gc, { count: gc.count + 1, total: gc.total + e.duration, longest: Math.max(gc.longest, e.duration) });
+    for (const e of list.getEntries()) {
+      Object.assign(gc, { count: gc.count + 1, total: gc.total + e.duration, longest: Math.max(gc.longest, e.duration) });
+      gc.pauses.push([performance.timeOrigin + e.startTime, e.duration]);
+    }
   });
   observer.observe({ entryTypes: ['gc'] });
   const gcTaken = () => {
     const taken = { ...gc };
-    Object.assign(gc, { count: 0, total: 0, longest: 0 });
+    Object.assign(gc, { count: 0, total: 0, longest: 0, pauses: [] });
     return taken;
   };
   return {
@@ -374,7 +399,8 @@ function traceWrites() {
 }
 
 type Received = { port: number; pieces: [number, number][] };
-type Gc = { count: number; total: number; longest: number };
+/** A thread's collections in a stage; `pauses`: each one's start (the shared clock) and length, ms; `waits`: a client thread's wait for a core (ms so far) at each piece's first read. */
+type Gc = { count: number; total: number; longest: number; pauses: [number, number][]; waits?: number[] };
 const gcText = (gc: Gc | undefined) => (gc ? `${gc.count} / ${fmt(gc.total)} / ${fmt(gc.longest)}` : '-');
 
 /** p50 / p99 of some milliseconds, as text. */
@@ -408,6 +434,40 @@ function printSplit(writtenAt: Map<number, Map<number, number>>, sender: Receive
   );
 }
 
+/**
+ * Prints each watcher's slowest pieces, the sender's and the slowest follower's (the five a p99 of 500
+ * looks at): where each piece's delay went (the service's write, the client's read after it), the
+ * watcher's place in that piece's fan-out, how long the service's thread and the watcher's client thread
+ * waited for a core around it (schedstat's run_delay between samples), and the collections that overlap
+ * the piece's way (service, client thread).
+ */
+function printTail(written: { at: Map<number, Map<number, number>>; waitAt: Map<number, number> }, watchers: { name: string; received: Received; thread: Gc }[], service: Gc): void {
+  const produced = watchers[0]!.received.pieces.map(([p]) => p);
+  const ports = [...written.at.keys()];
+  const overlap = (pauses: [number, number][], from: number, to: number) => {
+    let ms = 0;
+    for (const [start, length] of pauses) ms += Math.max(0, Math.min(to, start + length) - Math.max(from, start));
+    return ms;
+  };
+  const step = (samples: (number | undefined)[], i: number) => (samples[i] !== undefined && samples[i - 1] !== undefined ? samples[i]! - samples[i - 1]! : NaN);
+  const serviceWaits = produced.map((p) => written.waitAt.get(p));
+  for (const { name, received, thread } of watchers) {
+    const at = written.at.get(received.port)!;
+    const order = received.pieces.map(([p, read], i) => ({ i, p, read, total: read - p })).sort((a, b) => b.total - a.total);
+    const lines = order.slice(0, 5).map(({ i, p, read, total }) => {
+      const mine = at.get(p)!;
+      const rank = ports.filter((port) => (written.at.get(port)?.get(p) ?? Infinity) < mine).length + 1;
+      const waits = thread.waits ?? [];
+      return (
+        `#${i} ${fmt(total)} (written +${fmt(mine - p)}, ${rank}/${ports.length}; read +${fmt(read - mine)}); ` +
+        `wait service ${fmt(step(serviceWaits, i + 1))}, client before ${fmt(step(waits, i))} after ${fmt(step(waits, i + 1))}; ` +
+        `gc service ${fmt(overlap(service.pauses, p, read))} client ${fmt(overlap(thread.pauses, p, read))}`
+      );
+    });
+    console.log(`  ${name}'s slowest pieces (ms): ${lines.join(' | ')}`);
+  }
+}
+
 export async function benchFollow(): Promise<Record<string, number>> {
   const dir = await mkdtemp(join(tmpdir(), 'ra-bench-follow-'));
   await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN, provider: 'openai', api_key: 'sk-bench' }));
@@ -415,7 +475,7 @@ export async function benchFollow(): Promise<Record<string, number>> {
   const { port } = await service.start();
   const url = `ws://127.0.0.1:${port}/ws`;
   const followersThreads = Array.from({ length: FOLLOWER_THREADS }, () => runner());
-  const senderThread = process.env.SENDER_WITH_FOLLOWERS === '1' ? followersThreads[0]! : runner();
+  const senderThread = process.env.SENDER_OWN_THREAD === '1' ? runner() : followersThreads[0]!;
   const results: Record<string, number> = {};
   const trace = process.env.FOLLOW_SPLIT === '1' ? traceWrites() : undefined;
   try {
@@ -425,12 +485,13 @@ export async function benchFollow(): Promise<Record<string, number>> {
       const share = (thread: number) => Math.floor((followers * (thread + 1)) / FOLLOWER_THREADS) - Math.floor((followers * thread) / FOLLOWER_THREADS);
       await Promise.all(followersThreads.map((thread, i) => thread.run({ kind: 'followersStart', url, token: TOKEN, followers: share(i), conversationId })));
       trace?.gcTaken();
-      const cpuBefore = mainThreadCpuMs();
+      const schedBefore = mainThreadSched();
       const [streamed, ...collected] = await Promise.all([
         senderThread.run<{ delays: number[]; pieces: [number, number][]; port: number; gc?: Gc }>({ kind: 'senderStream', pieces: PIECES, paceMs: PACE_MS, conversationId }),
         ...followersThreads.map((thread) => thread.run<{ delays: number[][]; received: Received[]; gc?: Gc }>({ kind: 'followersCollect' })),
       ]);
-      const serviceCpuMs = mainThreadCpuMs() - cpuBefore;
+      const schedAfter = mainThreadSched();
+      const [serviceCpuMs, serviceWaitMs] = [schedAfter.run - schedBefore.run, schedAfter.wait - schedBefore.wait];
       const followed = { delays: collected.flatMap((c) => c.delays), received: collected.flatMap((c) => c.received) };
       // Each piece's slowest follower.
       const slowest = Array.from({ length: PIECES }, (_, i) => Math.max(...followed.delays.map((mine) => mine[i] ?? Infinity)));
@@ -457,11 +518,21 @@ export async function benchFollow(): Promise<Record<string, number>> {
       );
       if (trace) {
         const serviceGc = trace.gcTaken();
-        printSplit(trace.writtenAt(), streamed, followed.received);
+        const written = trace.writtenAt();
+        printSplit(written.at, streamed, followed.received);
+        const worst = each.reduce((a, b, i) => (percentile(b, 99) > percentile(each[a]!, 99) ? i : a), 0);
+        printTail(
+          written,
+          [
+            { name: 'sender', received: streamed, thread: (streamed.gc ?? collected[0]!.gc)! },
+            { name: `slowest follower (#${worst + 1} to follow)`, received: followed.received[worst]!, thread: collected[0]!.gc! },
+          ],
+          serviceGc,
+        );
         const p99s = each.map((mine) => percentile(mine, 99)).sort((a, b) => a - b);
         console.log(
           `  followers' p99s min / median / max ${fmt(p99s[0]!)} / ${fmt(percentile(p99s, 50))} / ${fmt(p99s[p99s.length - 1]!)} ms; ` +
-            `the service's thread's CPU ${fmt(serviceCpuMs, 0)} ms; gc (count / total / longest ms): service ${gcText(serviceGc)}, sender's thread ${gcText(streamed.gc)}, followers' thread(s) ${collected.map((c) => gcText(c.gc)).join('; ')}`,
+            `the service's thread's CPU ${fmt(serviceCpuMs, 0)} ms, its wait for a core ${fmt(serviceWaitMs, 0)} ms; gc (count / total / longest ms): service ${gcText(serviceGc)}, sender's own thread ${gcText(streamed.gc)}, followers' thread(s) ${collected.map((c) => gcText(c.gc)).join('; ')}`,
         );
       }
     }

@@ -7,6 +7,8 @@
 // are 10 MB, 200 MB, 2 GB (about 5 minutes to generate the first time, cached after) and 10 GB only when
 // a generated one is already cached (opens and reads only); generate it once with
 // `HISTORY_BENCH_MB=10,2000,10000 npm run bench -- history` (about 16 minutes on the loaded machine).
+// HISTORY_BENCH_PER_CONVERSATION (default 200) sets the messages per conversation: a history of many short
+// conversations (e.g. 4 and 1850 MB: 100,000 conversations) measures what sql.js holds per conversation.
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, statSync } from 'node:fs';
@@ -42,7 +44,8 @@ const WORDS = [
   'meadow',
   'orbit',
 ];
-const PER_CONVERSATION = 200;
+/** Messages per conversation (HISTORY_BENCH_PER_CONVERSATION); a history of other than 200 is cached apart. */
+const PER_CONVERSATION = Number(process.env.HISTORY_BENCH_PER_CONVERSATION ?? 200);
 const T0 = Date.UTC(2024, 0, 1);
 
 function words(n: number, seed: number): string {
@@ -124,7 +127,7 @@ function q(v: string | null): string {
  * into history.db (bodies, search index, cold rows), the rest through the store.
  */
 async function generate(mb: number): Promise<{ dir: string; messages: number }> {
-  const dir = path.join(CACHE, `${mb}mb`);
+  const dir = path.join(CACHE, PER_CONVERSATION === 200 ? `${mb}mb` : `${mb}mb-${PER_CONVERSATION}pc`);
   const done = path.join(dir, 'bench-done');
   const target = mb * 1_000_000;
   let bytes = 0;
@@ -247,7 +250,7 @@ async function moveCold(dir: string): Promise<void> {
   console.log(`  maintenance pass over the generated history in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
-interface OpenFigures {
+export interface OpenFigures {
   openMs: number;
   /** Resident bytes the open added, and of them the JS heap's. */
   rssDelta: number;
@@ -257,10 +260,13 @@ interface OpenFigures {
   sqlJs: number;
 }
 
-/** Opens the store in a fresh child process: ms to open and resident bytes the open added. */
-function openInChild(dir: string): OpenFigures {
+/**
+ * Opens the store in a fresh child process: ms to open and resident bytes the open added. `root`: the
+ * checkout whose code opens it (bench/history-open-ab.ts compares two).
+ */
+export function openInChild(dir: string, root = path.join(__dirname, '..')): OpenFigures {
   const script = `
-    const { openStore } = require(${JSON.stringify(path.join(__dirname, '..', 'src', 'store', 'index.ts'))});
+    const { openStore } = require(${JSON.stringify(path.join(root, 'src', 'store', 'index.ts'))});
     (async () => {
       const before = process.memoryUsage();
       const t = performance.now();
@@ -273,7 +279,7 @@ function openInChild(dir: string): OpenFigures {
       await store.close();
       console.log(JSON.stringify({ openMs, rssDelta: after.rss - before.rss, rss: after.rss, heapDelta: after.heapUsed - before.heapUsed, sqlJs }));
     })();`;
-  const result = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8', cwd: path.join(__dirname, '..') });
+  const result = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8', cwd: root });
   const line = result.stdout.trim().split('\n').pop() ?? '';
   try {
     return JSON.parse(line) as OpenFigures;

@@ -7,6 +7,7 @@ import path from 'node:path';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { Worker } from 'node:worker_threads';
+import { parkStarter, type ParkedStarter } from './git/starter-process';
 import { startHistoryWorker } from './store/history/start-worker';
 
 /**
@@ -18,13 +19,54 @@ import { startHistoryWorker } from './store/history/start-worker';
  * HTTP parser (WebAssembly too) waited 1.7-4.5 s behind them (issue 25, docs/design.md "The first chat
  * after start, again"). With the largest budget only what stays hot (a long query, a big import) is
  * compiled again; the rest runs as first compiled (Liftoff), about a third slower in SQLite's own code.
- * Set before any WebAssembly is compiled (the worker's included: V8's flags are the process's), and
- * the same when the build writes the code cache (V8 refuses a cache made with other flags). Its cost:
- * Node's own modules' code caches are refused too (each compiled from its source: 20-30 ms more of the
- * main thread before listening, measured); set after the bundle's load, the history worker's SQLite
- * was already compiled with V8's default and recompiled as before (tried, dropped).
  */
-v8.setFlagsFromString('--wasm-tiering-budget=2147483647');
+const SQLITE_TIERING_BUDGET = 2147483647;
+/**
+ * V8's own default of the budget (`node --v8-options`), what the flag is set back to so that V8's flags
+ * are its defaults again: 1.8 MB in V8 11 (Node 20), 13 MB in V8 12 and 13 (Node 22, 24). Undefined for
+ * a V8 not known here: SQLite is then not compiled ahead (a flag left off its default would cost every
+ * built-in module's code cache and the bundle's). A test checks it against the running Node.
+ */
+export function defaultTieringBudget(v8Version = process.versions.v8): number | undefined {
+  const major = Number.parseInt(v8Version, 10);
+  if (major === 11) return 1_800_000;
+  if (major === 12 || major === 13) return 13_000_000;
+  return undefined;
+}
+/** Both SQLites' WebAssembly, beside this file (esbuild.mjs copies them to dist/). */
+const SQLITE_WASM = { sqlJs: 'sql-wasm.wasm', historyDb: 'node-sqlite3-wasm.wasm' } as const;
+
+/**
+ * Both SQLites compiled here, with the large tiering budget, and V8's flags set back to their defaults
+ * at once. A module keeps the budget it was compiled with (V8 reads it as it makes the module's code),
+ * and V8 gives a later compile of the same bytes that very module while it lives (its module cache:
+ * sql.js's `instantiate` on this thread, node-sqlite3-wasm's in history.db's worker, which keeps its
+ * module in `workerData`). Before s14 the flag was set for the whole life of the process; V8 then
+ * refused the code cache of every Node built-in module loaded after it (`NODE_DEBUG_NATIVE=CODE_CACHE`
+ * says "rejected"), which compiled them from their source, in both threads (docs/design.md, "Start-up
+ * to ready, again (s14, ready14)"). Compiled synchronously: with V8's lazy compilation that
+ * decodes the bytes only (4-6 ms for both); each function is compiled at its first call, as before.
+ * Undefined when a file cannot be read or compiled: each engine then loads as without this.
+ */
+export function compileSqliteAhead(dir = __dirname): { sqlJs: WebAssembly.Module; historyDb: WebAssembly.Module } | undefined {
+  const restore = defaultTieringBudget();
+  if (restore === undefined) return undefined;
+  let bytes: Uint8Array<ArrayBuffer>[];
+  try {
+    bytes = [SQLITE_WASM.sqlJs, SQLITE_WASM.historyDb].map((file) => new Uint8Array(readFileSync(path.join(dir, file))));
+  } catch {
+    return undefined;
+  }
+  v8.setFlagsFromString(`--wasm-tiering-budget=${SQLITE_TIERING_BUDGET}`);
+  try {
+    const [sqlJs, historyDb] = bytes.map((b) => new WebAssembly.Module(b));
+    return { sqlJs, historyDb };
+  } catch {
+    return undefined;
+  } finally {
+    v8.setFlagsFromString(`--wasm-tiering-budget=${restore}`);
+  }
+}
 
 const BUNDLE = path.join(__dirname, 'cli-main.js');
 const CACHE = `${BUNDLE}.cache`;
@@ -62,7 +104,7 @@ function compile(cachedData: Buffer | undefined): vm.Script {
 /** A rehearsal that hangs (a stuck fsync) must not hang the build: its cache is written with what was compiled. */
 const REHEARSAL_LIMIT_MS = 90_000;
 
-type Main = (argv: string[], started?: { historyWorker?: Worker }) => Promise<number>;
+type Main = (argv: string[], started?: { historyWorker?: Worker; sqlJs?: WebAssembly.Module; gitStarter?: ParkedStarter }) => Promise<number>;
 interface Bundle {
   main: Main;
   rehearseStart(): Promise<unknown>;
@@ -100,8 +142,14 @@ export async function writeCodeCache(): Promise<void> {
 
 if (require.main === module) {
   const argv = process.argv.slice(2);
+  const serving = argv[0] === 'serve';
+  // First: the fork is of this process at its smallest (starter-process.ts).
+  const gitStarter = serving ? parkStarter() : undefined;
+  // Before the worker starts: its SQLite's compile then finds the module compiled here.
+  const sqlite = serving ? compileSqliteAhead() : undefined;
   // history.db's worker loads its SQLite (and ICU's time zone data) while this thread loads the service, rather than after.
-  const historyWorker = argv[0] === 'serve' ? startHistoryWorker({ loadTimeZones: true }) : undefined;
-  const { main } = run(compile(readCache()));
-  main(argv, { historyWorker }).then((code) => process.exit(code));
+  const historyWorker = serving ? startHistoryWorker({ loadTimeZones: true, compiledSqlite: sqlite?.historyDb }) : undefined;
+  const script = compile(readCache());
+  const { main } = run(script);
+  main(argv, { historyWorker, sqlJs: sqlite?.sqlJs, gitStarter }).then((code) => process.exit(code));
 }

@@ -4,6 +4,9 @@ import { ConfigError, ConfigFile } from './config/config-file';
 import { defaultDataDir } from './platform/paths';
 import { AllowFromPattern } from './protocol';
 import { PortInUseError, Service } from './service';
+import { gitStarter } from './git/git-starter';
+import type { ParkedStarter } from './git/starter-process';
+import { useCompiledSqlJs } from './store/sqljs';
 import { hashPassword } from './transport/auth/passwords';
 import { pairCommand, pairingText } from './cli-pair';
 import { backupCommand, forgetListeningAddress, restoreCommand, writeListeningAddress } from './cli-backup';
@@ -114,8 +117,13 @@ async function userAdd(args: string[]): Promise<number> {
   return 0;
 }
 
-/** `started.historyWorker`: history.db's worker, started by the entry before this code loaded (cli-loader.ts). */
-export async function main(argv: string[], started: { historyWorker?: Worker } = {}): Promise<number> {
+/**
+ * `started`: what the entry made before this code loaded (cli-loader.ts): history.db's worker, sql.js's
+ * WebAssembly compiled with the tiering budget SQLite runs with, and the git starter's process, parked.
+ */
+export async function main(argv: string[], started: { historyWorker?: Worker; sqlJs?: WebAssembly.Module; gitStarter?: ParkedStarter } = {}): Promise<number> {
+  useCompiledSqlJs(started.sqlJs);
+  if (started.gitStarter) gitStarter.adopt(started.gitStarter);
   const [command, sub, ...rest] = argv;
   try {
     if (command === 'serve') return await serve(argv.slice(1), started.historyWorker);

@@ -198,7 +198,7 @@ export class Agent {
   /** A turn (or another queued job: a compaction) has begun since the agent was made (endsWarmUp). */
   private turnBegun = false;
   /** The tools offered last (offer). */
-  private offered: { tools: Tool[]; names: ModelToolNames; specs: ToolSpec[] } | undefined;
+  private offered: { tools: Tool[]; names: ModelToolNames; specs: ToolSpec[]; byName: Map<string, Tool> } | undefined;
 
   /** `context`: one made beforehand (the service's, warmed up before its store is open), another agent's (a practice twin's: see practise), else one of its own. */
   constructor(
@@ -632,25 +632,25 @@ export class Agent {
     const config = this.deps.config();
     const tools = await this.deps.tools.list(area);
     const offered = this.offer(tools);
-    const names = offered.names;
+    const { names, byName } = offered;
     const specs = lastStep || tools.length === 0 ? undefined : offered.specs;
     const model = input.model ?? config.model;
     const provider = this.deps.provider(config);
     // The server's own figure (asked once per model, bounded: providers/server-window.ts), else the last one a call reported (vscode.lm).
     const reported = (await provider.contextWindow?.(model).catch(() => undefined)) ?? this.reportedWindows.get(`${provider.name}/${model}`);
     const window = windowOf(config, provider.name, model, reported);
-    return { config, tools, names, specs, model, provider, window, reported };
+    return { config, tools, names, byName, specs, model, provider, window, reported };
   }
 
   /**
    * The tools' model names and specs, kept while the registry lists the same tools (its sources keep
    * their Tool objects): every step of every turn offered them, and the budget counted their JSON again.
    */
-  private offer(tools: Tool[]): { names: ModelToolNames; specs: ToolSpec[] } {
+  private offer(tools: Tool[]): { names: ModelToolNames; specs: ToolSpec[]; byName: Map<string, Tool> } {
     const kept = this.offered;
     if (kept && kept.tools.length === tools.length && kept.tools.every((tool, i) => tool === tools[i])) return kept;
     const names = new ModelToolNames(tools.map((t) => t.name));
-    this.offered = { tools, names, specs: tools.map((t) => toolSpec(t, names)) };
+    this.offered = { tools, names, specs: tools.map((t) => toolSpec(t, names)), byName: new Map(tools.map((t) => [t.name, t])) };
     return this.offered;
   }
 
@@ -698,8 +698,7 @@ export class Agent {
     for (let step = 1; ; step += 1) {
       const maxSteps = this.deps.config().max_steps;
       const lastStep = step >= maxSteps;
-      const { config, tools, names, specs, model, provider, window, reported } = await this.requestShape(input, lastStep, area);
-      const byName = new Map(tools.map((t) => [t.name, t]));
+      const { config, names, byName, specs, model, provider, window, reported } = await this.requestShape(input, lastStep, area);
       const rows = await this.history.rows(conversationId);
       // Asked together: their cached answers wait for the same check phase (places-watch.ts), one
       // turn of the event loop instead of two.
@@ -848,9 +847,10 @@ function toolSpec(tool: Tool, names: ModelToolNames): ToolSpec {
  * every user message's forged note escaped (prompt/environment.ts) and the note last.
  */
 function requestMessages(messages: readonly ChatMessage[], moment: ChatMessage | undefined, names: ModelToolNames): ChatMessage[] {
-  const out: ChatMessage[] = [];
-  for (const message of messages) out.push(modelNamed(moment ? readableMessage(message) : message, names));
-  if (moment) out.push(moment);
+  // Made at its length: a long history's array grown message by message was ~2.5x its size in garbage a step.
+  const out = new Array<ChatMessage>(messages.length + (moment ? 1 : 0));
+  for (let i = 0; i < messages.length; i += 1) out[i] = modelNamed(moment ? readableMessage(messages[i]) : messages[i], names);
+  if (moment) out[messages.length] = moment;
   return out;
 }
 

@@ -1,13 +1,18 @@
 import type { MessageRow, MessagesRepo, NewMessage } from '../store';
 
 /**
- * A conversation's cached rows, each one's size, and their sum; `synced`: the database's last write
- * (Database.lastWrite) when the rows were known to be all of the conversation's (within the window);
- * `cuts`: the store's count of retention cuts (HistoryStore.cuts) before they were read.
+ * A conversation's cached rows: `kept[head..]`, each one's size in `sizes` (same index), and their sum;
+ * `synced`: the database's last write (Database.lastWrite) when the rows were known to be all of the
+ * conversation's (within the window); `cuts`: the store's count of retention cuts (HistoryStore.cuts)
+ * before they were read.
+ * `kept` is only appended to and cut from the front (a cut slot is cleared, `head` moves on; the array is
+ * compacted once half of it is cut), so a stored row costs a push, not copies of the window. It is never
+ * handed out: `rows` gives each caller a copy of its own (one a step), so no caller's change reaches it.
  */
 interface Cached {
-  rows: MessageRow[];
+  kept: (MessageRow | undefined)[];
   sizes: number[];
+  head: number;
   bytes: number;
   synced: number | undefined;
   cuts: number | undefined;
@@ -35,19 +40,43 @@ function rowBytes(row: MessageRow): number {
   return 200 + row.content.length + (row.data === null || row.data === undefined ? 0 : JSON.stringify(row.data).length);
 }
 
-function sized(rows: MessageRow[], synced: number | undefined, cuts: number | undefined): Cached {
+/** An entry holding a read's rows (the read's array is the entry's: the caller is given a copy). */
+function entryOf(rows: MessageRow[], synced: number | undefined, cuts: number | undefined): Cached {
   const sizes = rows.map(rowBytes);
-  return { rows, sizes, bytes: sizes.reduce((sum, size) => sum + size, 0), synced, cuts };
+  return { kept: rows, sizes, head: 0, bytes: sizes.reduce((sum, size) => sum + size, 0), synced, cuts };
 }
 
-/** `cached` with `fresh` after it, cut to its last `max` rows. */
-function extended(cached: Cached, fresh: Cached, max: number): Cached {
-  const rows = [...cached.rows, ...fresh.rows];
-  const sizes = [...cached.sizes, ...fresh.sizes];
-  const cut = rows.length - max;
-  if (cut <= 0) return { rows, sizes, bytes: cached.bytes + fresh.bytes, synced: fresh.synced, cuts: cached.cuts };
-  const freed = sizes.slice(0, cut).reduce((sum, size) => sum + size, 0);
-  return { rows: rows.slice(cut), sizes: sizes.slice(cut), bytes: cached.bytes + fresh.bytes - freed, synced: fresh.synced, cuts: cached.cuts };
+/** The rows as a caller is given them: a copy of `kept[head..]`, the caller's own. */
+function copyOf(entry: Cached): MessageRow[] {
+  return entry.kept.slice(entry.head) as MessageRow[];
+}
+
+/** Appends `rows` to the entry, cut to its last `max` rows; returns how many bytes it holds more (negative: fewer). */
+function append(entry: Cached, rows: readonly MessageRow[], max: number): number {
+  let delta = 0;
+  for (const row of rows) {
+    const size = rowBytes(row);
+    entry.kept.push(row);
+    entry.sizes.push(size);
+    delta += size;
+  }
+  while (entry.kept.length - entry.head > max) {
+    delta -= entry.sizes[entry.head]!;
+    entry.kept[entry.head] = undefined;
+    entry.head += 1;
+  }
+  if (entry.head > 0 && entry.head * 2 >= entry.kept.length) {
+    entry.kept = entry.kept.slice(entry.head);
+    entry.sizes = entry.sizes.slice(entry.head);
+    entry.head = 0;
+  }
+  entry.bytes += delta;
+  return delta;
+}
+
+/** The seq of the entry's last row (0: none). */
+function lastSeq(entry: Cached): number {
+  return entry.kept.length > entry.head ? entry.kept[entry.kept.length - 1]!.seq : 0;
 }
 
 /** A message as a read of its row gives it back (messages.ts): absent fields null, `data` a copy through its JSON. */
@@ -98,6 +127,7 @@ export class HistoryCache {
     this.maxBytes = options.maxBytes ?? 32 * 1024 * 1024;
   }
 
+  /** The conversation's recent rows, oldest first, in an array of the caller's own (the cache keeps none it gave out). */
   async rows(conversationId: string): Promise<MessageRow[]> {
     this.pending.get(conversationId)?.();
     // Taken before the read: a write (or a cut) while it runs leaves the entry behind the database, read again next time.
@@ -105,18 +135,26 @@ export class HistoryCache {
     const cuts = this.cuts?.();
     // Rows held from before a retention cut are read again whole (the cut ones changed; messages are otherwise append-only).
     const cached = this.entries.get(conversationId);
-    let next: Cached;
     if (!cached || cached.cuts !== cuts) {
-      next = sized(await this.messages.recent(conversationId, { limit: this.maxRows, includeTools: true }), now, cuts);
-    } else if (now !== undefined && cached.synced === now) {
-      next = cached;
-    } else {
-      const last = cached.rows.length > 0 ? cached.rows[cached.rows.length - 1]!.seq : 0;
-      const fresh = sized(await this.messages.after(conversationId, last), now, cuts);
-      next = fresh.rows.length === 0 ? { ...cached, synced: now } : extended(cached, fresh, this.maxRows);
+      const read = entryOf(await this.messages.recent(conversationId, { limit: this.maxRows, includeTools: true }), now, cuts);
+      this.forget(conversationId);
+      this.keep(conversationId, read);
+      return copyOf(read);
     }
-    this.keep(conversationId, next);
-    return next.rows;
+    if (now === undefined || cached.synced !== now) {
+      const fresh = await this.messages.after(conversationId, lastSeq(cached));
+      // Another call's read may have added some of them meanwhile (`instructionFiles` reads outside the turn's queue).
+      const last = lastSeq(cached);
+      this.forget(conversationId);
+      append(
+        cached,
+        fresh.filter((row) => row.seq > last),
+        this.maxRows,
+      );
+      cached.synced = now;
+    } else this.forget(conversationId);
+    this.keep(conversationId, cached);
+    return copyOf(cached);
   }
 
   /**
@@ -137,7 +175,7 @@ export class HistoryCache {
     const add = (): void => {
       if (this.pending.get(conversationId) === add) this.pending.delete(conversationId);
       if (this.entries.get(conversationId) !== cached || this.lastWrite!() !== before + 1) return;
-      let last = cached.rows.length > 0 ? cached.rows[cached.rows.length - 1]!.seq : 0;
+      let last = lastSeq(cached);
       const rows: MessageRow[] = [];
       for (const message of messages) {
         const seq = message.conversation_id === conversationId ? this.messages.seqOf(message.id) : undefined;
@@ -146,7 +184,10 @@ export class HistoryCache {
         last = seq;
         rows.push(rowOf(message, seq));
       }
-      this.keep(conversationId, extended(cached, sized(rows, before + 1, cached.cuts), this.maxRows));
+      this.forget(conversationId);
+      append(cached, rows, this.maxRows);
+      cached.synced = before + 1;
+      this.keep(conversationId, cached);
     };
     if (!later) add();
     else {
@@ -164,10 +205,12 @@ export class HistoryCache {
     return result;
   }
 
-  /** Keeps `next` as the conversation's entry, most recently used, within the bounds. */
+  /**
+   * Keeps `next` as the conversation's entry, most recently used, within the bounds. The conversation is
+   * forgotten first (`forget`, before its entry is changed: its bytes are counted out as they were).
+   */
   private keep(conversationId: string, next: Cached): void {
     // Map order is insertion order: re-inserting keeps the most recently used last.
-    this.forget(conversationId);
     this.entries.set(conversationId, next);
     this.bytes += next.bytes;
     for (const [id] of this.entries) {

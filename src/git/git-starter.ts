@@ -8,6 +8,7 @@
 // (no Node binary to run it with), git is started directly for a while and the starter tried again later
 // (STARTER_TRIES in all).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { spawnStarter, type ParkedStarter } from './starter-process';
 
 /** What a started git reports back; exactly one `onClose` ends a run. */
 export interface GitRunHandlers {
@@ -39,47 +40,6 @@ export interface GitStartRequest {
    */
   maxBytes?: number;
 }
-
-/**
- * The starter, as plain JavaScript run by `node -e` (no file to find in a bundle, a test or the editor).
- * It says `{ ready }` first. Messages: `{ id, args, env, input, maxBytes }` starts git; `{ kill: id }` ends it. Back: `{ id, pid }`,
- * `{ id, out }`, `{ id, err }` (Buffers, at most maxBytes + 1 bytes of each), then `{ id, code, signal, error }`. The service gone (the channel closed), it exits once its gits
- * have ended: a git the service started finishes as it did when it was the service's own child (a commit
- * under way at a kill -9 completes, as review-kill.test.ts expects).
- */
-const STARTER = String.raw`
-const { spawn } = require('node:child_process');
-const runs = new Map();
-const send = (message) => process.connected && process.send(message);
-process.on('message', (m) => {
-  if (m.kill !== undefined) return void runs.get(m.kill)?.kill('SIGTERM');
-  if (m.ping !== undefined) return void send({ id: 0, pong: m.ping });
-  let child;
-  try {
-    child = spawn('git', m.args, { env: m.env, windowsHide: true, stdio: ['pipe', 'pipe', 'pipe'] });
-  } catch (e) {
-    return void send({ id: m.id, code: null, signal: null, error: { code: e.code, message: e.message } });
-  }
-  runs.set(m.id, child);
-  if (child.pid !== undefined) send({ id: m.id, pid: child.pid });
-  let error;
-  child.on('error', (e) => (error = { code: e.code, message: e.message }));
-  const left = { out: (m.maxBytes ?? Infinity) + 1, err: (m.maxBytes ?? Infinity) + 1 };
-  const relay = (key) => (chunk) => {
-    if (left[key] <= 0) return;
-    if (chunk.length >= left[key]) chunk = chunk.subarray(0, left[key]);
-    left[key] -= chunk.length;
-    send({ id: m.id, [key]: chunk });
-    if (left[key] <= 0) child.kill('SIGTERM');
-  };
-  child.stdout.on('data', relay('out'));
-  child.stderr.on('data', relay('err'));
-  child.stdin.on('error', () => undefined);
-  child.stdin.end(m.input);
-  child.on('close', (code, signal) => (runs.delete(m.id), send({ id: m.id, code, signal, error })));
-});
-process.send({ ready: true });
-`;
 
 /** A starter not ready after this long (a Node start takes 0.3-1.3 s on a loaded 2-core machine) is given up. */
 const STARTER_READY_MS = 15_000;
@@ -141,13 +101,9 @@ class Starter {
     return this.child.pid;
   }
 
-  static start(onGone: (started: boolean) => void): Starter {
-    // Its own environment: no NODE_OPTIONS (a test's loader or an --inspect port is not for it), and an
-    // editor's Electron binary runs as plain Node. Each git gets the environment its run names.
-    const env: NodeJS.ProcessEnv = { ...process.env, ELECTRON_RUN_AS_NODE: '1' };
-    delete env.NODE_OPTIONS;
-    const child = spawn(process.execPath, ['-e', STARTER], { env, stdio: ['ignore', 'ignore', 'ignore', 'ipc'], serialization: 'advanced', windowsHide: true });
-    return new Starter(child, onGone);
+  /** A starter: the one parked at the process's start (starter-process.ts), let go now, or a new one. */
+  static start(onGone: (started: boolean) => void, parked?: ParkedStarter): Starter {
+    return new Starter(parked?.release() ?? spawnStarter(), onGone);
   }
 
   run(request: GitStartRequest, handlers: GitRunHandlers): GitRun {
@@ -277,6 +233,13 @@ function startDirectly(request: GitStartRequest, handlers: GitRunHandlers): GitR
 }
 
 let starter: Starter | undefined;
+/** The starter parked at the process's start, until the first starter is wanted (gitStarter.adopt). */
+let parked: ParkedStarter | undefined;
+const takeParked = () => {
+  const taken = parked;
+  parked = undefined;
+  return taken;
+};
 /** Starters that never got ready, and until when git is started directly (Infinity: for good). */
 let failedStarts = 0;
 let directUntil = 0;
@@ -299,8 +262,16 @@ function starterGone(started: boolean): void {
 export const gitStarter = {
   start(request: GitStartRequest, handlers: GitRunHandlers): GitRun {
     if (startsDirectly()) return startDirectly(request, handlers);
-    starter ??= Starter.start(starterGone);
+    starter ??= Starter.start(starterGone, takeParked());
     return starter.run(request, handlers);
+  },
+
+  /**
+   * The starter parked by the command line's entry (cli-loader.ts, `parkStarter`): the first starter is
+   * that process, let go, rather than a fork of the service as it is by then (100+ MB).
+   */
+  adopt(starter: ParkedStarter): void {
+    parked = starter;
   },
 
   /**
@@ -309,7 +280,7 @@ export const gitStarter = {
    * status, which a chat sent one second after start waited for (issue 25). Keeps nothing alive.
    */
   prepare(): void {
-    if (!startsDirectly()) starter ??= Starter.start(starterGone);
+    if (!startsDirectly()) starter ??= Starter.start(starterGone, takeParked());
   },
 };
 

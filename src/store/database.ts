@@ -452,6 +452,11 @@ export class Database {
     return this.journal.barrier();
   }
 
+  /** Resolves once every write a read can see is durable: as flush(), without retrying a full disk's owed writes. */
+  readable(): Promise<void> {
+    return this.journal.barrier(false);
+  }
+
   /**
    * Folds the whole journal into the snapshot now (in the worker): closes the active segment and
    * waits until every closed segment is compacted. Writes may go on meanwhile.

@@ -53,7 +53,7 @@ export { WorktreesRepo } from './worktrees';
 export type { StoredWorktree, WorktreeStats } from './worktrees';
 export { AuditRepo, auditHash, canonicalJson, AUDIT_GENESIS_HASH } from './audit';
 export type { AuditFilter, AuditVerdict, NewAuditEntry } from './audit';
-export type { ModelUsageSum, NewUsage, UsageRow, UsageSum } from './usage';
+export type { ModelUsageSum, NewUsage, UsageContext, UsageRow, UsageSum } from './usage';
 export { PushDevicesRepo, mayUse } from './push-devices';
 export { DevicesRepo } from './devices';
 export type { DeviceRow } from './devices';
@@ -82,6 +82,8 @@ export interface OpenStoreOptions extends DatabaseOptions {
   now?: () => number;
   /** Messages whose metadata stays in sql.js (the most recently active conversations'); the rest moves to history.db. */
   hotMessages?: number;
+  /** Fold an open's migrations into the snapshot at once (default); off only for tests that read their record from the journal. */
+  compactMigrated?: boolean;
   /** Started earlier by `bootStore` (default: started by the open itself). */
   boot?: StoreBoot;
 }
@@ -247,13 +249,15 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
   }
   let history: HistoryStore | undefined;
   let blobs: BlobStore;
+  /** The fold of this open's migrations into the snapshot: a close waits for it (else the next open replays them, and no longer folds them). */
+  let folding: Promise<void> | undefined;
   let blobsOpening: Promise<BlobStore> | undefined;
   try {
     if (!opening) throw new Error('history.db was not opened with service.db');
     // blobs/ is made (or a crash's temporary files in it removed) while the schema migrates and history.db opens.
     blobsOpening = BlobStore.open(path.join(db.dir, BLOBS_DIR_NAME));
     blobsOpening.catch(() => {});
-    await migrate(db, options.migrations ?? MIGRATIONS, logger);
+    const migrated = await migrate(db, options.migrations ?? MIGRATIONS, logger);
     const openedHistory = await opening;
     history = openedHistory.store;
     if (history.damageAtOpen !== null) {
@@ -263,6 +267,11 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     await syncHistory(db, history);
     const synced = history;
     db.releaseCompaction(() => syncHistory(db, synced));
+    // A migration's record would be replayed at every open until its segment filled (a big one held the
+    // loop seconds at each start): folded into the snapshot now, in the worker.
+    if (migrated.from > 0 && migrated.from < migrated.to && options.compactMigrated !== false) {
+      folding = db.compact().catch((err: unknown) => logger.warn('store.compact_after_migration_failed', { error: err instanceof Error ? err.message : String(err) }));
+    }
     // The sync's mark is noted in service.db only by its next write, after this open: history.db's entry is durable by then.
     [blobs] = await Promise.all([blobsOpening, openedHistory.entriesDurable]);
   } catch (err) {
@@ -299,6 +308,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     },
     close: async () => {
       await maintenance.stop();
+      await folding;
       await db.flush().catch(() => {});
       // A hand-over to the compactor syncs history.db first: it must not find it closed.
       await db.handedOver();

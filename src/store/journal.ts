@@ -244,8 +244,12 @@ export class Journal {
     return (this.batch ?? this.inflight)?.written.promise ?? Promise.resolve();
   }
 
-  /** Resolves once everything appended so far is durable: asks for the fdatasync deferred records wait for. */
-  barrier(): Promise<void> {
+  /**
+   * Resolves once everything appended so far is durable: asks for the fdatasync deferred records wait for.
+   * Owed records (a full disk refused them) are retried now, unless `retryOwed` is false (a reader that
+   * waits only for what it could read: owed records are applied once written, and their writers retry).
+   */
+  barrier(retryOwed = true): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     const pending = this.batch ?? this.inflight;
     if (pending) {
@@ -253,7 +257,7 @@ export class Journal {
       pending.sync = true;
       return pending.promise;
     }
-    if (this.owesWrites) return this.retry();
+    if (this.owesWrites && retryOwed) return this.retry();
     if (this.unsynced.length === 0) return Promise.resolve();
     // Only written records wait: an empty batch that syncs (appends of this tick join it).
     const batch = newBatch();

@@ -6,15 +6,15 @@
 // differ: after a new migration, update this file and SCHEMA_VERSION with it.
 import { AUDIT_TABLES_SQL } from './audit';
 import { META_TABLE_SQL } from './replay';
-import { USAGE_TABLE_SQL } from './usage';
+import { CONVERSATION_USAGE_COLUMNS, USAGE_TABLE_SQL } from './usage';
 import { WORKTREES_TABLE_SQL } from './worktrees';
 
 /** The migration version (PRAGMA user_version) SCHEMA_SQL is the schema of. */
-export const SCHEMA_VERSION = 21;
+export const SCHEMA_VERSION = 22;
 
 /** Each table as sqlite_master holds it after the migrations (columns they added included), with its indexes. */
 export const SCHEMA_SQL = `${META_TABLE_SQL};
-  CREATE TABLE conversations (id TEXT PRIMARY KEY, title TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, last_message TEXT, bytes INTEGER NOT NULL DEFAULT 0, plan TEXT, started_by TEXT, cold_seq INTEGER NOT NULL DEFAULT 0, cold_count INTEGER NOT NULL DEFAULT 0, hot INTEGER NOT NULL DEFAULT 0);
+  CREATE TABLE conversations (id TEXT PRIMARY KEY, title TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, last_message TEXT, bytes INTEGER NOT NULL DEFAULT 0, plan TEXT, started_by TEXT, cold_seq INTEGER NOT NULL DEFAULT 0, cold_count INTEGER NOT NULL DEFAULT 0, hot INTEGER NOT NULL DEFAULT 0, ${CONVERSATION_USAGE_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ')});
   CREATE INDEX conversations_updated_at ON conversations (updated_at);
   CREATE INDEX conversations_hot ON conversations (updated_at) WHERE hot = 1;
   CREATE TABLE messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, conversation_id TEXT NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, timestamp TEXT NOT NULL, tool_name TEXT, user_id TEXT, data TEXT, client_key TEXT, body_key INTEGER, bytes INTEGER NOT NULL DEFAULT 0, cut INTEGER NOT NULL DEFAULT 0);
@@ -46,7 +46,6 @@ export const SCHEMA_SQL = `${META_TABLE_SQL};
   CREATE TABLE history_trash (body_key INTEGER PRIMARY KEY);
   CREATE TABLE history_cold_trash (conversation_id TEXT PRIMARY KEY);
   CREATE TABLE usage_days (day TEXT NOT NULL, source TEXT NOT NULL, provider TEXT NOT NULL, model TEXT NOT NULL, input INTEGER NOT NULL, output INTEGER NOT NULL, cached INTEGER NOT NULL, cost_micro REAL NOT NULL, unpriced INTEGER NOT NULL, estimated INTEGER NOT NULL, replies INTEGER NOT NULL, PRIMARY KEY (day, source, provider, model));
-  CREATE TABLE usage_conversations (conversation_id TEXT PRIMARY KEY, input INTEGER NOT NULL, output INTEGER NOT NULL, cached INTEGER NOT NULL, cost_micro REAL NOT NULL, unpriced INTEGER NOT NULL, estimated INTEGER NOT NULL, replies INTEGER NOT NULL, last TEXT NOT NULL);
   ${USAGE_TABLE_SQL};
   ${AUDIT_TABLES_SQL}
   ${WORKTREES_TABLE_SQL};`;

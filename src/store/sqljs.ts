@@ -5,6 +5,17 @@ import initSqlJs from 'sql.js';
 import type { Database as SqlJsDatabase, SqlJsStatic } from 'sql.js';
 
 let ready: Promise<SqlJsStatic> | undefined;
+/** sql.js's WebAssembly as the command line's entry compiled it (useCompiledSqlJs), if it did. */
+let compiled: WebAssembly.Module | undefined;
+
+/**
+ * sql.js's WebAssembly compiled by the command line's entry before the service loads (cli-loader.ts,
+ * `compileSqliteAhead`: with the tiering budget SQLite runs with): this thread's load instantiates it
+ * rather than compiling the bytes again.
+ */
+export function useCompiledSqlJs(module: WebAssembly.Module | undefined): void {
+  compiled = module;
+}
 
 /**
  * Where the sql.js WASM binary is: beside the bundle (esbuild copies it to dist/), else in
@@ -25,6 +36,16 @@ export function locateSqlJsWasm(): string {
 export function loadSqlJs(): Promise<SqlJsStatic> {
   if (!ready) {
     const attempt = (async () => {
+      const module = compiled;
+      if (module) {
+        return initSqlJs({
+          instantiateWasm: (imports, receive) => {
+            const instance = new WebAssembly.Instance(module, imports);
+            receive(instance);
+            return instance.exports;
+          },
+        });
+      }
       const bytes = await readFile(locateSqlJsWasm());
       // Handing the bytes over avoids sql.js' own fetch/locateFile logic, which differs per platform.
       const wasmBinary = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;

@@ -29,6 +29,9 @@ export interface NewUsage {
 
 export type UsageRow = NewUsage;
 
+/** A conversation's context fullness: its latest reply's figures. */
+export type UsageContext = Pick<UsageRow, 'context_used' | 'context_window'>;
+
 /** Sums over a group of rows. `cost_micro` is null when any row of the group had no price. */
 export interface UsageSum {
   input: number;
@@ -110,8 +113,38 @@ function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string
 const ADD_SUMS = `input = input + excluded.input, output = output + excluded.output, cached = cached + excluded.cached, cost_micro = cost_micro + excluded.cost_micro,
   unpriced = unpriced + excluded.unpriced, estimated = max(estimated, excluded.estimated), replies = replies + excluded.replies`;
 
+/**
+ * A conversation's sums of moved rows and its latest moved row's context figures (migration 22): columns
+ * of its `conversations` row, NULL until some of its rows moved, deleted with it. They were a row of
+ * `usage_conversations` keeping the latest usage row whole as JSON (about 0.4 KB a conversation with its
+ * key and index: what sql.js held most per conversation); `last_at` (the latest moved row's updated_at)
+ * tells whether a row still in sql.js is newer.
+ */
+export const CONVERSATION_USAGE_COLUMNS: readonly (readonly [name: string, type: 'INTEGER' | 'REAL' | 'TEXT'])[] = [
+  ['usage_input', 'INTEGER'],
+  ['usage_output', 'INTEGER'],
+  ['usage_cached', 'INTEGER'],
+  ['usage_cost_micro', 'REAL'],
+  ['usage_unpriced', 'INTEGER'],
+  ['usage_estimated', 'INTEGER'],
+  ['usage_replies', 'INTEGER'],
+  ['usage_last_at', 'TEXT'],
+  ['usage_context_used', 'INTEGER'],
+  ['usage_context_window', 'INTEGER'],
+];
+/** The moved sums of a conversation as a part of SUMS (ROW_PART's names). */
+const CONVERSATION_PART =
+  'usage_input AS input, usage_output AS output, usage_cached AS cached, usage_cost_micro AS cost_micro, usage_unpriced AS unpriced, usage_estimated AS estimated, usage_replies AS replies';
+/** Adds moved rows' sums to their conversation's (parameters: the seven sums of SUM_PART, the id). */
+const ADD_CONVERSATION_SUMS = `UPDATE conversations SET usage_input = coalesce(usage_input, 0) + ?, usage_output = coalesce(usage_output, 0) + ?,
+  usage_cached = coalesce(usage_cached, 0) + ?, usage_cost_micro = coalesce(usage_cost_micro, 0) + ?, usage_unpriced = coalesce(usage_unpriced, 0) + ?,
+  usage_estimated = max(coalesce(usage_estimated, 0), ?), usage_replies = coalesce(usage_replies, 0) + ? WHERE id = ?`;
+/** Keeps a moved row's context figures unless a later one moved before (parameters: updated_at, context_used, context_window, id, updated_at). */
+const SET_CONVERSATION_LAST = `UPDATE conversations SET usage_last_at = ?, usage_context_used = ?, usage_context_window = ?
+  WHERE id = ? AND (usage_last_at IS NULL OR usage_last_at <= ?)`;
+
 export class UsageRepo {
-  /** Whether the schema has the sums of moved rows (migration 19), asked once. */
+  /** Whether the schema has the sums of moved rows per day (migration 19) and per conversation (migration 22), asked once. */
   private moved: boolean | undefined;
 
   constructor(
@@ -160,16 +193,28 @@ export class UsageRepo {
     return found;
   }
 
-  /** A conversation's sums and its latest row (whose context figures are the conversation's now); undefined without usage. */
-  ofConversation(conversationId: string): { sum: UsageSum; last: UsageRow } | undefined {
+  /** A conversation's sums and its latest row's context figures (the conversation's now); undefined without usage. */
+  ofConversation(conversationId: string): { sum: UsageSum; last: UsageContext } | undefined {
     const moved = this.hasMoved();
-    const raw = this.db.get<RawSum>(`SELECT ${SUMS} FROM (${this.parts('conversation_id = ?', 'usage_conversations')})`, moved ? [conversationId, conversationId] : [conversationId]);
+    const rows = `SELECT ${ROW_PART} FROM usage WHERE conversation_id = ?`;
+    const raw = this.db.get<RawSum>(
+      `SELECT ${SUMS} FROM (${moved ? `${rows} UNION ALL SELECT ${CONVERSATION_PART} FROM conversations WHERE id = ? AND usage_replies IS NOT NULL` : rows})`,
+      moved ? [conversationId, conversationId] : [conversationId],
+    );
     if (!raw || !raw.replies) return undefined;
-    const hot = this.db.get<RawRow>(`SELECT ${COLUMNS} FROM usage WHERE conversation_id = ? ORDER BY updated_at DESC, rowid DESC LIMIT 1`, [conversationId]);
-    const coldLast = moved ? this.db.get<{ last: string }>('SELECT last FROM usage_conversations WHERE conversation_id = ?', [conversationId]) : undefined;
-    const cold = coldLast && (JSON.parse(coldLast.last) as UsageRow);
-    const last = hot && (!cold || hot.updated_at >= cold.updated_at) ? toRow(hot) : cold;
-    return last && { sum: toSum(raw), last };
+    const hot = this.db.get<UsageContext & { updated_at: string }>(
+      'SELECT updated_at, context_used, context_window FROM usage WHERE conversation_id = ? ORDER BY updated_at DESC, rowid DESC LIMIT 1',
+      [conversationId],
+    );
+    const cold = moved
+      ? this.db.get<UsageContext & { updated_at: string | null }>(
+          'SELECT usage_last_at AS updated_at, usage_context_used AS context_used, usage_context_window AS context_window FROM conversations WHERE id = ? AND usage_replies IS NOT NULL',
+          [conversationId],
+        )
+      : undefined;
+    // A row still in sql.js is the latest unless a later one moved (an unreadable moved one, migration 22, never is).
+    const last = hot && (!cold || cold.updated_at === null || hot.updated_at >= cold.updated_at) ? hot : cold;
+    return last && { sum: toSum(raw), last: { context_used: last.context_used, context_window: last.context_window } };
   }
 
   /** Sums per day and model for days from `fromDay` (inclusive), optionally of one source only, newest day first. */
@@ -178,7 +223,7 @@ export class UsageRepo {
     const params = source === undefined ? [fromDay] : [fromDay, source];
     return this.db
       .all<RawSum & { day: string; provider: string; model: string }>(
-        `SELECT day, provider, model, ${SUMS} FROM (${this.parts(filter, 'usage_days', 'day, provider, model, ')}) GROUP BY day, provider, model ORDER BY day DESC, provider, model`,
+        `SELECT day, provider, model, ${SUMS} FROM (${this.parts(filter, 'day, provider, model, ')}) GROUP BY day, provider, model ORDER BY day DESC, provider, model`,
         this.hasMoved() ? [...params, ...params] : params,
       )
       .map(toSum);
@@ -187,7 +232,7 @@ export class UsageRepo {
   /** A source's spending on one day: tokens (input + output) and the cost of its priced rows, in millionths of a dollar. */
   spent(source: string, day: string): { tokens: number; cost_micro: number } {
     const raw = this.db.get<{ tokens: number | null; cost_micro: number | null }>(
-      `SELECT sum(input + output) AS tokens, sum(cost_micro) AS cost_micro FROM (${this.parts('source = ? AND day = ?', 'usage_days')})`,
+      `SELECT sum(input + output) AS tokens, sum(cost_micro) AS cost_micro FROM (${this.parts('source = ? AND day = ?')})`,
       this.hasMoved() ? [source, day, source, day] : [source, day],
     );
     return { tokens: raw?.tokens ?? 0, cost_micro: raw?.cost_micro ?? 0 };
@@ -224,37 +269,35 @@ export class UsageRepo {
           [...(JSON.parse(key) as string[]), s.input, s.output, s.cached, s.cost_micro, s.unpriced, s.estimated, s.replies],
         );
       }
+      // A conversation deleted since the select has no row to add to: its rows join the day's sums only, as a deleted one's.
       for (const [conversationId, group] of groupBy(
         present.filter((r) => r.kept === 1),
         (r) => r.conversation_id,
       )) {
         const s = sumsOf(group);
-        const { kept: _kept, ...latest } = group.reduce((a, b) => (b.updated_at > a.updated_at ? b : a));
-        tx.run(
-          `INSERT INTO usage_conversations (conversation_id, input, output, cached, cost_micro, unpriced, estimated, replies, last) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (conversation_id) DO UPDATE SET ${ADD_SUMS},
-             last = CASE WHEN json_extract(excluded.last, '$.updated_at') >= json_extract(last, '$.updated_at') THEN excluded.last ELSE last END`,
-          [conversationId, s.input, s.output, s.cached, s.cost_micro, s.unpriced, s.estimated, s.replies, JSON.stringify(toRow(latest))],
-        );
+        const latest = group.reduce((a, b) => (b.updated_at > a.updated_at ? b : a));
+        tx.run(ADD_CONVERSATION_SUMS, [s.input, s.output, s.cached, s.cost_micro, s.unpriced, s.estimated, s.replies, conversationId]);
+        tx.run(SET_CONVERSATION_LAST, [latest.updated_at, latest.context_used, latest.context_window, conversationId, latest.updated_at]);
       }
       if (mark > 0) noteMark(tx, mark);
     });
     return rows.length;
   }
 
-  /** The rows in sql.js matching `where`, and (migration 19) the moved rows' sums in `sums` matching it too. */
-  private parts(where: string, sums: 'usage_days' | 'usage_conversations', extra = ''): string {
+  /** The rows in sql.js matching `where`, and the moved rows' sums per day (usage_days) matching it too. */
+  private parts(where: string, extra = ''): string {
     const rows = `SELECT ${extra}${ROW_PART} FROM usage WHERE ${where}`;
-    return this.hasMoved() ? `${rows} UNION ALL SELECT ${extra}${SUM_PART} FROM ${sums} WHERE ${where}` : rows;
+    return this.hasMoved() ? `${rows} UNION ALL SELECT ${extra}${SUM_PART} FROM usage_days WHERE ${where}` : rows;
   }
 
   /** Whether some of this conversation's rows moved to history.db. */
   private movedOf(conversationId: string): boolean {
-    return this.db.get('SELECT 1 AS present FROM usage_conversations WHERE conversation_id = ?', [conversationId]) !== undefined;
+    return this.db.get('SELECT 1 AS present FROM conversations WHERE id = ? AND usage_replies IS NOT NULL', [conversationId]) !== undefined;
   }
 
+  /** False on a schema before migration 22 (only a test opens one and keeps it: a store always migrates), whose rows stay in sql.js. */
   private hasMoved(): boolean {
-    this.moved ??= this.db.get("SELECT 1 AS present FROM sqlite_master WHERE type = 'table' AND name = 'usage_days'") !== undefined;
+    this.moved ??= this.db.get("SELECT 1 AS present FROM pragma_table_info('conversations') WHERE name = 'usage_replies'") !== undefined;
     return this.moved;
   }
 }

@@ -92,6 +92,95 @@ test('rows cached before a retention cut are read again, once; with no cut since
   assert.deepEqual(messages.reads, ['c', 'c']);
 });
 
+/** An in-memory messages repo with a last-write counter, for the agent's own writes through `stored`. */
+function writableRepo() {
+  const messages = repo();
+  let lastWrite = 0;
+  let seq = 1_000;
+  const held: MessageRow[] = [];
+  const write = (m: NewMessage): void => {
+    lastWrite += 1;
+    seq += 1;
+    held.push({ seq, id: m.id, conversation_id: m.conversation_id, role: m.role, content: m.content, timestamp: m.timestamp, tool_name: null, user_id: null, data: null, client_key: null });
+  };
+  return {
+    reads: messages.reads,
+    lastWrite: () => lastWrite,
+    write,
+    /** A write of someone else's (not through the cache). */
+    other: (m: NewMessage) => write(m),
+    all: (conversationId: string) => held.filter((r) => r.conversation_id === conversationId),
+    repo: {
+      async recent(conversationId: string, options?: { limit?: number }): Promise<MessageRow[]> {
+        messages.reads.push(conversationId);
+        return held.filter((r) => r.conversation_id === conversationId).slice(-(options?.limit ?? 50));
+      },
+      async after(conversationId: string, after: number): Promise<MessageRow[]> {
+        return held.filter((r) => r.conversation_id === conversationId && r.seq > after);
+      },
+      seqOf: (id: string) => held.find((r) => r.id === id)?.seq,
+    },
+  };
+}
+
+// s14 (lean14): the cache appends the agent's rows in place instead of copying its window twice a row; the
+// arrays it gives out must still never change, and a caller's change of one must never reach the cache (on
+// main the same array was given again while nothing was written: a change reached every later caller).
+test("the rows given out never change, a caller's change of them never reaches the cache, and the window slides as a read gives it", async () => {
+  const w = writableRepo();
+  const cache = new HistoryCache(w.repo, { lastWrite: w.lastWrite, maxRows: 5 });
+  for (let i = 0; i < 3; i += 1) w.write(message('c'));
+  const handedOut: Array<{ rows: readonly MessageRow[]; copy: MessageRow[] }> = [];
+  const take = (rows: readonly MessageRow[]) => handedOut.push({ rows, copy: [...rows] });
+  take(await cache.rows('c'));
+  for (let i = 0; i < 14; i += 1) {
+    const m = message('c', i % 2 === 0 ? 'user' : 'assistant');
+    cache.stored('c', [m], () => w.write(m), i % 3 === 0);
+    const rows = await cache.rows('c');
+    assert.deepEqual(rows, w.all('c').slice(-5), `after row ${i}`);
+    take(rows);
+    // Nothing written since: the rows again, not changed by what a caller did to its own array.
+    const again = await cache.rows('c');
+    again.push(again[0]!);
+    again.reverse();
+    take(again);
+    assert.deepEqual(await cache.rows('c'), w.all('c').slice(-5));
+  }
+  assert.deepEqual(w.reads, ['c'], 'read once: the rows stored since were added, not read');
+  for (const { rows, copy } of handedOut) {
+    assert.equal(rows.length, copy.length);
+    copy.forEach((row, i) => assert.equal(rows[i], row, 'a handed-out array was changed by the cache'));
+  }
+  assert.deepEqual(await cache.rows('c'), w.all('c').slice(-5));
+});
+
+test("rows cut off the window's front count out of the cache's bytes (nothing forgotten for what it no longer holds)", async () => {
+  const w = writableRepo();
+  // 3 rows of ~1.2 KB fit; without the cut rows counted out, 40 rows later it would be over and forget the conversation.
+  const cache = new HistoryCache(w.repo, { lastWrite: w.lastWrite, maxRows: 3, maxBytes: 5 * KB });
+  w.write({ ...message('c'), content: 'x'.repeat(KB) });
+  await cache.rows('c');
+  for (let i = 0; i < 40; i += 1) {
+    const m = { ...message('c'), content: 'y'.repeat(KB) };
+    cache.stored('c', [m], () => w.write(m));
+    await cache.rows('c');
+  }
+  assert.deepEqual(w.reads, ['c']);
+  assert.deepEqual(await cache.rows('c'), w.all('c').slice(-3));
+});
+
+test("two calls reading what another wrote at the same time add it once (instructionFiles reads outside the turn's queue)", async () => {
+  const w = writableRepo();
+  const cache = new HistoryCache(w.repo, { lastWrite: w.lastWrite });
+  w.write(message('c'));
+  await cache.rows('c');
+  w.other(message('c', 'assistant'));
+  const [a, b] = await Promise.all([cache.rows('c'), cache.rows('c')]);
+  assert.deepEqual(a, w.all('c'));
+  assert.deepEqual(b, w.all('c'));
+  assert.deepEqual(await cache.rows('c'), w.all('c'));
+});
+
 /** A store in a temp dir with one conversation, and a cache over it that counts its reads. */
 async function storeWithCache(t: { after: (fn: () => Promise<void>) => void }) {
   const { dir, cleanup } = await tempDir('history-cache-');

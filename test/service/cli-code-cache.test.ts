@@ -3,10 +3,11 @@
 // cache was made must not run the cached, older code. Real files: a copy of dist's command line in a
 // temp directory, run by a real node.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { copyFile, cp, mkdir, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { defaultTieringBudget } from '../../src/cli-loader';
 import { CLI } from '../helpers/cli';
 import { tempDir } from '../helpers/temp';
 
@@ -69,4 +70,32 @@ test("a bundle rewritten while its code cache is made (npm run watch during a bu
   const after = await run(cli);
   assert.equal(after.code, 2);
   assert.match(after.stderr, /^USAGE:\n {2}remote-assistant serve/);
+});
+
+test("serve's entry compiles both SQLites ahead and leaves V8's flags as they were: Node's own modules still take their code caches", async () => {
+  // In a process of its own (V8's flags are the process's). Node says whether it took each built-in
+  // module's code cache (NODE_DEBUG_NATIVE=CODE_CACHE); V8 refuses them under flags other than its
+  // defaults, as the entry's tiering budget was set for the process's whole life before s14.
+  const script = `
+    const entry = require(${JSON.stringify(CLI)});
+    const compiled = entry.compileSqliteAhead?.();
+    const modules = compiled ? Object.values(compiled).map((m) => m instanceof WebAssembly.Module) : [];
+    require('node:http');
+    process.stdout.write(JSON.stringify(modules));`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_DEBUG_NATIVE: 'CODE_CACHE' } });
+  let out = '';
+  let said = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (said += d));
+  assert.equal(await new Promise((resolve) => child.on('exit', resolve)), 0);
+  assert.deepEqual(JSON.parse(out), [true, true]);
+  assert.match(said, /Code cache of http \(\w+\) is accepted/);
+  assert.doesNotMatch(said, /is rejected/);
+});
+
+test("the tiering budget set back after SQLite's compile is the running V8's own default (else every built-in module's code cache is refused)", () => {
+  const options = execFileSync(process.execPath, ['--v8-options'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const own = /default: --wasm-tiering-budget=(\d+)/.exec(options);
+  assert.ok(own, 'this Node has the flag');
+  assert.equal(defaultTieringBudget(), Number(own[1]), `V8 ${process.versions.v8}`);
 });

@@ -2,34 +2,19 @@
 // history in sql.js' memory): per-message figures move to history.db, totals stay in sql.js as sums per
 // day and per conversation, and every usage query answers as before the move. Real store, temp dirs.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { openStore } from '../../src/store/index';
 import type { NewUsage, Store } from '../../src/store/index';
 import { tempDir } from '../helpers/temp';
+import { usageRowOf } from '../helpers/usage-rows';
 
 const LIMIT = { timeout: 60_000 };
 const DAY = 86_400_000;
 const T0 = Date.now() - 10 * DAY;
 
 function usageOf(c: string, i: number, priced: boolean): NewUsage {
-  const at = new Date(T0 + i * DAY + Number(c.slice(1)) * 1000).toISOString();
-  return {
-    message_id: `${c}-a${i}`,
-    conversation_id: c,
-    source: c === 'c2' ? 'webhook:acme' : 'ws',
-    day: at.slice(0, 10),
-    updated_at: at,
-    provider: 'openai',
-    model: i % 2 === 0 ? 'gpt-a' : 'gpt-b',
-    input: 100 + i,
-    output: 10 + i,
-    cached: i,
-    cost_micro: priced ? 50 + i : null,
-    estimated: i === 3,
-    calls: 1,
-    context_used: 1000 + i,
-    context_window: 8000,
-  };
+  return usageRowOf(c, i, new Date(T0 + i * DAY + Number(c.slice(1)) * 1000).toISOString(), priced ? {} : { cost_micro: null });
 }
 
 /** Three conversations of four turns each (c1 with an unpriced reply), then one deleted. */
@@ -91,6 +76,50 @@ test('usage rows of cold conversations leave sql.js; get_usage, budgets, convers
   const c0 = store.usage.ofConversation('c0');
   assert.equal(c0?.sum.replies, 5);
   assert.equal(c0?.sum.input, 100 + 101 + 102 + 103 + 109);
-  assert.equal(c0?.last.message_id, 'c0-a9', 'the latest row gives the context figures');
+  assert.equal(c0?.last.context_used, usageOf('c0', 9, true).context_used, 'the latest row gives the context figures');
   assert.equal(before.conversations[1]?.sum.cost_micro, null, 'an unpriced reply leaves the sum unpriced');
+});
+
+test('what sql.js keeps of a conversation whose messages and usage moved is its list row and a few sums: under 600 bytes', LIMIT, async (t) => {
+  const { dir, cleanup } = await tempDir('cold-usage-bytes-');
+  t.after(cleanup);
+  const store = await openStore(dir, { hotMessages: 0 });
+  t.after(() => store.close());
+  const used = () => {
+    const pragma = (name: string) => Number(Object.values(store.db.get(`PRAGMA ${name}`) ?? {})[0]);
+    return (pragma('page_count') - pragma('freelist_count')) * pragma('page_size');
+  };
+  await store.maintenance.run();
+  const empty = used();
+  // 1,000 conversations as clients make them (UUID ids, a title, a turn each), their usage recorded per reply.
+  const n = 1000;
+  const ids = Array.from({ length: n }, () => randomUUID());
+  const at = new Date(T0).toISOString();
+  await store.db.write((tx) => {
+    for (const id of ids)
+      tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at, started_by) VALUES (?, ?, ?, ?, ?, ?)', [
+        id,
+        `Deploy the relay to staging, then check the logs`,
+        'ws',
+        at,
+        at,
+        'phone',
+      ]);
+  });
+  await store.messages.appendMany(
+    ids.flatMap((c, i) => [
+      { id: randomUUID(), conversation_id: c, role: 'user' as const, content: `${'why does the deploy of the relay fail on the staging machine '.repeat(3)}${i}`, timestamp: at },
+      { id: `${c}-a`, conversation_id: c, role: 'assistant' as const, content: `${'the relay cannot reach the kernel module, because '.repeat(3)}${i}`, timestamp: at },
+    ]),
+  );
+  await store.db.write((tx) => {
+    for (const c of ids) store.usage.recordIn(tx, { ...usageOf('c0', 1, true), message_id: `${c}-a`, conversation_id: c });
+  });
+  await store.maintenance.run();
+  assert.equal(store.db.get<{ n: number }>('SELECT count(*) AS n FROM usage')?.n, 0, 'every usage row moved');
+  assert.equal(store.db.get<{ n: number }>('SELECT count(*) AS n FROM messages')?.n, 0, "every message's metadata moved");
+  const perConversation = (used() - empty) / n;
+  t.diagnostic(`sql.js bytes per conversation: ${perConversation.toFixed(0)}`);
+  // 868 bytes on the code before migration 22 (the latest usage row kept whole as JSON in usage_conversations), 459 after.
+  assert.ok(perConversation < 600, `${perConversation.toFixed(0)} bytes a conversation`);
 });

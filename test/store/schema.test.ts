@@ -106,7 +106,7 @@ test('a database that is not new is migrated by its migrations, not remade', LIM
  * sqlite_master of the latest schema (type, name, tbl_name, sql whitespace-normalised, by name) and its
  * user_version, as literal data: written out, never computed from src/store.
  */
-const FROZEN_VERSION = 21;
+const FROZEN_VERSION = 22;
 const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
   [
     'table',
@@ -130,7 +130,7 @@ const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
     'table',
     'conversations',
     'conversations',
-    'CREATE TABLE conversations (id TEXT PRIMARY KEY, title TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, last_message TEXT, bytes INTEGER NOT NULL DEFAULT 0, plan TEXT, started_by TEXT, cold_seq INTEGER NOT NULL DEFAULT 0, cold_count INTEGER NOT NULL DEFAULT 0, hot INTEGER NOT NULL DEFAULT 0)',
+    'CREATE TABLE conversations (id TEXT PRIMARY KEY, title TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, last_message TEXT, bytes INTEGER NOT NULL DEFAULT 0, plan TEXT, started_by TEXT, cold_seq INTEGER NOT NULL DEFAULT 0, cold_count INTEGER NOT NULL DEFAULT 0, hot INTEGER NOT NULL DEFAULT 0, usage_input INTEGER, usage_output INTEGER, usage_cached INTEGER, usage_cost_micro REAL, usage_unpriced INTEGER, usage_estimated INTEGER, usage_replies INTEGER, usage_last_at TEXT, usage_context_used INTEGER, usage_context_window INTEGER)',
   ],
   ['index', 'conversations_hot', 'conversations', 'CREATE INDEX conversations_hot ON conversations (updated_at) WHERE hot = 1'],
   ['index', 'conversations_updated_at', 'conversations', 'CREATE INDEX conversations_updated_at ON conversations (updated_at)'],
@@ -197,7 +197,6 @@ const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
   ['index', 'sqlite_autoindex_push_devices_1', 'push_devices', null],
   ['index', 'sqlite_autoindex_registrations_1', 'registrations', null],
   ['index', 'sqlite_autoindex_usage_1', 'usage', null],
-  ['index', 'sqlite_autoindex_usage_conversations_1', 'usage_conversations', null],
   ['index', 'sqlite_autoindex_usage_days_1', 'usage_days', null],
   ['index', 'sqlite_autoindex_webhook_deliveries_1', 'webhook_deliveries', null],
   ['index', 'sqlite_autoindex_webhook_idempotency_1', 'webhook_idempotency', null],
@@ -211,12 +210,6 @@ const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
     'CREATE TABLE usage (message_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, source TEXT NOT NULL, day TEXT NOT NULL, updated_at TEXT NOT NULL, provider TEXT NOT NULL, model TEXT NOT NULL, input INTEGER NOT NULL, output INTEGER NOT NULL, cached INTEGER NOT NULL, cost_micro REAL, estimated INTEGER NOT NULL, calls INTEGER NOT NULL, context_used INTEGER, context_window INTEGER)',
   ],
   ['index', 'usage_conversation', 'usage', 'CREATE INDEX usage_conversation ON usage (conversation_id, updated_at)'],
-  [
-    'table',
-    'usage_conversations',
-    'usage_conversations',
-    'CREATE TABLE usage_conversations (conversation_id TEXT PRIMARY KEY, input INTEGER NOT NULL, output INTEGER NOT NULL, cached INTEGER NOT NULL, cost_micro REAL NOT NULL, unpriced INTEGER NOT NULL, estimated INTEGER NOT NULL, replies INTEGER NOT NULL, last TEXT NOT NULL)',
-  ],
   ['index', 'usage_day', 'usage', 'CREATE INDEX usage_day ON usage (day, source)'],
   [
     'table',

@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test, type TestContext } from 'node:test';
+import { readDurable } from '../../src/commands/durable-read';
 import { openStore, type NewMessage, type Store } from '../../src/store/index';
 import { scanRecords } from '../../src/store/record';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
@@ -243,5 +244,30 @@ test(
     const after = await read();
     assert.equal(after.get('m1'), 'taken by the journal');
     assert.equal(after.get('m2'), 'after space is back');
+  },
+);
+
+test(
+  'disk full: a read waiting to answer only what is durable does not retry the owed writes (their writers retry; a list or search would add a write to a full disk each)',
+  { timeout: 60_000 },
+  async (t) => {
+    const disk = await storeOnSmallDisk(t);
+    if (!disk) return;
+    const journal = (disk.store.db as unknown as { journal: { retry(): Promise<void> } }).journal;
+    await fillDisk(disk.filler);
+    let refused: Error | undefined;
+    for (let i = 0; i < 20 && !refused; i++) {
+      await disk.store.memory.put(`${i} ${'z'.repeat(1500)}`, { id: `r${i}`, now: new Date(i).toISOString() }).catch((err: Error) => (refused = err));
+    }
+    assert.ok(refused, 'a write was refused: the journal owes it');
+    let retries = 0;
+    const retry = journal.retry.bind(journal);
+    journal.retry = () => {
+      retries += 1;
+      return retry();
+    };
+    for (let i = 0; i < 5; i++) await readDurable(disk.store);
+    assert.equal(retries, 0, 'reads retried the owed writes');
+    await rm(disk.filler);
   },
 );

@@ -627,12 +627,12 @@ describe('incoming webhook, signed forgeries in parallel', () => {
           socket.end(raw.slice(0, raw.length >> 1));
         });
       const before = guarded.service.store.messages.count();
-      for (let i = 0; i < 5; i++) {
+      for (let i = 0; i < 3; i++) {
         const status = await cut(`msg_cut_${i}`);
         assert.ok(status === -1 || (status >= 400 && status < 500 && status !== 401 && status !== 429), `a cut body answered ${status}`);
       }
       assert.equal(guarded.service.store.messages.count(), before, 'nothing stored from a cut body');
-      // Five cuts past a limit of 3 wrong credentials: the sender is not locked out.
+      // Three cuts, as many as the limit of 3 wrong credentials a minute (counted, they would lock the sender out): none counted.
       const body = { message: 'the sender, whole this time' };
       const now = Math.floor(Date.now() / 1000);
       const signature = signStandardWebhook(SECRET_A, 'msg_whole', now, JSON.stringify(body));
@@ -650,6 +650,36 @@ describe('incoming webhook, signed forgeries in parallel', () => {
         [],
         'nor as an internal error',
       );
+    } finally {
+      await guarded.dispose();
+    }
+  });
+  test('cut bodies are forgiven only up to the per-minute limit: an address cutting many signed reads (each read, never a guess) is locked out like wrong credentials', async () => {
+    const guarded = await guardedService({ rateLimitPerMinute: 3 });
+    try {
+      const port = Number(new URL(guarded.httpUrl).port);
+      const cut = (id: string) =>
+        new Promise<void>((resolve) => {
+          const raw = JSON.stringify({ message: `cut ${id} ${'z'.repeat(2_000)}` });
+          const now = Math.floor(Date.now() / 1000);
+          const socket = net.connect({ port, host: '127.0.0.1' });
+          socket.on('error', () => undefined);
+          socket.on('close', () => resolve());
+          // A 429 answered before the body is read leaves the connection open: its answer is enough.
+          socket.on('data', () => socket.destroy());
+          socket.write(
+            `POST /guarded HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(raw)}\r\n` +
+              `webhook-id: ${id}\r\nwebhook-timestamp: ${now}\r\nwebhook-signature: v1,${Buffer.alloc(32).toString('base64')}\r\n\r\n`,
+          );
+          socket.end(raw.slice(0, raw.length >> 1));
+        });
+      // Three forgiven cuts and three counted ones: the limit of 3 wrong credentials a minute is reached.
+      for (let i = 0; i < 7; i++) await cut(`msg_flood_${i}`);
+      const body = { message: 'after the flood' };
+      const now = Math.floor(Date.now() / 1000);
+      const signature = signStandardWebhook(SECRET_A, 'msg_after_flood', now, JSON.stringify(body));
+      const after = await hook(guarded, '/guarded', body, { 'webhook-id': 'msg_after_flood', 'webhook-timestamp': String(now), 'webhook-signature': signature });
+      assert.equal(after.status, 429, after.text);
     } finally {
       await guarded.dispose();
     }

@@ -20,9 +20,9 @@ export interface ModelInputDeps {
  * the model sees images; every other attachment (and images for a model that does not) is saved into
  * the workspace and named by path at the end of the message's text, so the model can open it with its tools.
  */
-export async function withAttachments(messages: readonly ChatMessage[], seesImages: boolean, deps: ModelInputDeps): Promise<ChatMessage[]> {
-  // Most conversations carry none: then no promise per message (a long one made hundreds a step, issue 25).
-  if (!messages.some(hasAttachments)) return [...messages];
+export async function withAttachments(messages: readonly ChatMessage[], seesImages: boolean, deps: ModelInputDeps): Promise<readonly ChatMessage[]> {
+  // Most conversations carry none: then no promise per message (a long one made hundreds a step, issue 25), and no copy.
+  if (!messages.some(hasAttachments)) return messages;
   return Promise.all(messages.map((message) => (hasAttachments(message) ? withItsAttachments(message, seesImages, deps) : message)));
 }
 

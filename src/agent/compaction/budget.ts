@@ -43,8 +43,11 @@ export function toolsTokens(tools: readonly ToolSpec[] | undefined): number {
   return counted.tokens;
 }
 
-export function messagesTokens(messages: readonly ChatMessage[]): number {
-  return messages.reduce((sum, m) => sum + estimateTokens(m), 0);
+/** What `messages` cost, those from `from` on. */
+export function messagesTokens(messages: readonly ChatMessage[], from = 0): number {
+  let tokens = 0;
+  for (let i = from; i < messages.length; i += 1) tokens += estimateTokens(messages[i]);
+  return tokens;
 }
 
 /**

@@ -57,10 +57,12 @@ export class Compactor {
    */
   async modelView(rows: readonly MessageRow[], system: readonly ChatMessage[], call: CompactionCall, mayCompact: boolean): Promise<ModelView> {
     const { summary, tail } = sinceSummary(rows);
-    const transcript = this.transcripts.of(tail);
-    const history = summary ? [summaryMessage(summary.content), ...transcript] : transcript;
+    // The system messages, the summary and the transcript in one array: within the budget it is the view.
+    const lead = summary ? [...system, summaryMessage(summary.content)] : system;
+    const messages = this.transcripts.of(tail, lead);
     // Counted once: within the budget nothing is cut.
-    if (messagesTokens(history) <= call.budget.history) return { messages: [...system, ...history] };
+    if (messagesTokens(messages, system.length) <= call.budget.history) return { messages };
+    const history = messages.slice(system.length);
     const cut = cutToolOutputs(history, call.budget.history);
     if (messagesTokens(cut) <= call.budget.history) return { messages: [...system, ...cut] };
     await call.ready?.();

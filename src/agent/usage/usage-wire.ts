@@ -1,5 +1,5 @@
 import type { ConversationUsage, MessageUsage } from '../../protocol';
-import type { UsageRow, UsageSum } from '../../store';
+import type { UsageContext, UsageRow, UsageSum } from '../../store';
 import { dollarsOf } from './prices';
 
 /** Stored figures as clients see them (docs/protocol.md, "Usage and cost"). */
@@ -26,7 +26,7 @@ export function messageUsageOf(row: UsageRow): MessageUsage {
 }
 
 /** A conversation's totals, with the context fullness of its latest call. */
-export function conversationUsageOf(usage: { sum: UsageSum; last: UsageRow } | undefined): ConversationUsage | null {
+export function conversationUsageOf(usage: { sum: UsageSum; last: UsageContext } | undefined): ConversationUsage | null {
   if (!usage) return null;
   return { ...figures(usage.sum), replies: usage.sum.replies, context_used: usage.last.context_used, context_window: usage.last.context_window };
 }

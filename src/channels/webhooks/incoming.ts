@@ -65,6 +65,8 @@ export class IncomingWebhooks {
   private readonly limiter: FixedWindowLimiter;
   /** Requests with a wrong credential, per account and client address. */
   private readonly failures: FixedWindowLimiter;
+  /** Signed bodies cut short, forgiven (not counted as failures) up to the same limit a minute per account and address. */
+  private readonly cutsForgiven: FixedWindowLimiter;
   private readonly limit: number;
   private readonly maxBodyBytes: number;
   private readonly maxUnverifiedReads: number;
@@ -85,6 +87,7 @@ export class IncomingWebhooks {
     this.maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES;
     this.limiter = new FixedWindowLimiter(this.limit, 60_000);
     this.failures = new FixedWindowLimiter(this.limit, 60_000);
+    this.cutsForgiven = new FixedWindowLimiter(this.limit, 60_000);
     this.maxUnverifiedReads = options.maxUnverifiedReads ?? MAX_UNVERIFIED_READS;
     this.maxUnverifiedReadsPerAddress = options.maxUnverifiedReadsPerAddress ?? MAX_UNVERIFIED_READS_PER_ADDRESS;
     this.unverifiedReadMs = options.unverifiedReadMs ?? UNVERIFIED_READ_MS;
@@ -187,7 +190,7 @@ export class IncomingWebhooks {
    * A signed request's body, once its signature holds. Counted as a wrong one before the body is read
    * (synchronously, so parallel forgeries from one address cannot all slip under its limit) and refunded
    * when the signature is good, nothing was read, or the connection closed before the body's end (a
-   * network's cut, no guess at the secret); at most maxUnverifiedReads of the account and
+   * network's cut, no guess at the secret; the limit's worth a minute of an address); at most maxUnverifiedReads of the account and
    * maxUnverifiedReadsPerAddress of one address read at once, each within unverifiedReadMs.
    */
   private async readSigned(req: IncomingMessage, secret: string, signed: SignedHeaders, from: From): Promise<Buffer> {
@@ -213,8 +216,12 @@ export class IncomingWebhooks {
     try {
       raw = await this.readBody(req);
     } catch (error) {
-      // A body the network cut short was never a guess at the secret: the sender is not locked out by it.
-      if (error instanceof IncompleteBody) attempt.refund();
+      // A body the network cut short was never a guess at the secret: the sender is not locked out by it;
+      // but each was a read, so only the limit's worth a minute is forgiven (more is no network's doing).
+      if (error instanceof IncompleteBody) {
+        if (this.cutsForgiven.hit(failureKeyOf(from)) === 0) attempt.refund();
+        else throw this.counting(error, from, false);
+      }
       throw error;
     } finally {
       clearTimeout(deadline);

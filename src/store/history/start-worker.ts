@@ -8,6 +8,13 @@ export interface HistoryWorkerStart {
    * started before the service loads (cli-loader.ts), which has that time to spare.
    */
   loadTimeZones?: boolean;
+  /**
+   * node-sqlite3-wasm's WebAssembly as the command line's entry compiled it (cli-loader.ts,
+   * `compileSqliteAhead`). Kept by the worker for its life, only so that the library's own compile of
+   * the same bytes gets this module from V8's module cache (the cache holds a module while one lives),
+   * with the tiering budget it was compiled with.
+   */
+  compiledSqlite?: WebAssembly.Module;
 }
 
 /**

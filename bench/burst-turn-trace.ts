@@ -4,17 +4,25 @@
 // thread's own scheduler accounting (/proc/self/task/<pid>/schedstat: time running, time runnable but
 // waiting for a core) and the rest (the loop idle: waiting for the journal's file work on libuv's pool,
 // the history worker, a timer); beside it the garbage collections and the journal's file calls
-// (FileHandle write and datasync, their wall time) and compactions (their worker's life) that overlapped it. The longest turns of each period
-// kind are printed, and every kind's sums over its turns longer than 10 ms.
-import { open, rm } from 'node:fs/promises';
+// (FileHandle write and datasync, their wall time), compactions (their worker's life) and the listening
+// handle's accepts that overlapped it. The longest turns of each period kind are printed, and every kind's
+// sums over its turns longer than 10 ms.
+// RA_TRACE_KINDS: the periods of a round, comma-separated (`alone`, `alone again` or another name starting
+// with `alone`; `login`, `ws` or `404`, then `one` or `600`); RA_TRACE_ALONE_MS: an alone period's length;
+// RA_TRACE_JSON: a file to write every turn and span to (for a comparison of methods, say).
+import { open, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { Compactor } from '../src/store/compaction';
+import { derivationLoad } from '../src/transport/auth/passwords';
 import { Attacker, openBenchService } from './auth';
 import { fmt, mainThreadSched } from './util';
 
 const ROUNDS = Number(process.env.RA_TRACE_ROUNDS ?? 4);
+const KINDS = (process.env.RA_TRACE_KINDS ?? 'alone,login one,ws one,login 600,ws 600').split(',').map((kind) => kind.trim());
+const ALONE_MS = Number(process.env.RA_TRACE_ALONE_MS ?? 1500);
+const BURST_PATHS: Record<string, string> = { login: '/auth', ws: '/ws', '404': '/nowhere' };
 
 interface Span {
   at: number;
@@ -61,6 +69,24 @@ const GC_KINDS: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'gc weakcb',
 };
 
+/**
+ * Times each connection the service's listening handle is given (its `onconnection`, the refusal at accept
+ * included): libuv calls it once per connection of an accept batch, all in one tick.
+ */
+function traceAccepts(service: unknown): void {
+  const handle = (service as { http?: { server?: { _handle?: { onconnection?: (...args: unknown[]) => void } } } }).http?.server?._handle;
+  const onconnection = handle?.onconnection;
+  if (!handle || !onconnection) return console.log('(accepts not traced: no listening handle found)');
+  handle.onconnection = function (this: unknown, ...args: unknown[]) {
+    const at = performance.now();
+    try {
+      onconnection.apply(this, args);
+    } finally {
+      spans.push({ at, ms: performance.now() - at, what: 'accept' });
+    }
+  };
+}
+
 interface Turn {
   kind: string;
   round: number;
@@ -68,6 +94,8 @@ interface Turn {
   ms: number;
   run: number;
   wait: number;
+  /** Password checks running when the turn began or ended. */
+  checks: number;
 }
 
 async function main(): Promise<void> {
@@ -91,11 +119,13 @@ async function main(): Promise<void> {
     const from = performance.now();
     while (!done || count < 20) {
       const s0 = mainThreadSched();
+      const checksBefore = derivationLoad().running;
       const at = performance.now();
       const reply = await service.agent.chat({ message: 'bench turn', conversationId, source: { kind: 'lan' } });
       const ms = performance.now() - at;
       const s1 = mainThreadSched();
-      turns.push({ kind, round, at, ms, run: s1.run - s0.run, wait: s1.wait - s0.wait });
+      const checks = Math.max(checksBefore, derivationLoad().running);
+      turns.push({ kind, round, at, ms, run: s1.run - s0.run, wait: s1.wait - s0.wait, checks });
       conversationId = reply.conversation_id;
       count += 1;
     }
@@ -103,15 +133,17 @@ async function main(): Promise<void> {
   };
   try {
     const { port } = await service.start();
+    traceAccepts(service);
     await period('warm-up', -1, sleep(300));
-    const kinds = ['alone', 'login one', 'ws one', 'login 600', 'ws 600'];
+    const kinds = KINDS;
     for (let round = 0; round < ROUNDS; round += 1) {
       for (let i = 0; i < kinds.length; i += 1) {
         const kind = kinds[(i + round) % kinds.length];
-        if (kind === 'alone') await period(kind, round, sleep(1500));
-        else await period(kind, round, attacker.fire(port, kind.startsWith('login') ? '/auth' : '/ws', kind.endsWith('600')));
+        if (kind.startsWith('alone')) await period(kind, round, sleep(ALONE_MS));
+        else await period(kind, round, attacker.fire(port, BURST_PATHS[kind.split(' ')[0]], kind.endsWith('600')));
       }
     }
+    if (process.env.RA_TRACE_JSON) await writeFile(process.env.RA_TRACE_JSON, JSON.stringify({ rounds: ROUNDS, kinds, turns, spans, periods }));
     const overlapping = (turn: Turn) => spans.filter((s) => s.at + s.ms >= turn.at && s.at <= turn.at + turn.ms);
     const describe = (turn: Turn) => {
       const by = new Map<string, { n: number; ms: number; max: number }>();
@@ -123,7 +155,10 @@ async function main(): Promise<void> {
         by.set(s.what, e);
       }
       const parts = [...by].map(([what, e]) => `${what} ${e.n}x ${fmt(e.ms, 1)} (max ${fmt(e.max, 1)})`);
-      return `${fmt(turn.ms, 1)} ms (round ${turn.round + 1}): main running ${fmt(turn.run, 1)}, waiting for a core ${fmt(turn.wait, 1)}, idle ${fmt(turn.ms - turn.run - turn.wait, 1)}; ${parts.join(', ') || 'nothing else'}`;
+      return (
+        `${fmt(turn.ms, 1)} ms (round ${turn.round + 1}): main running ${fmt(turn.run, 1)}, waiting for a core ${fmt(turn.wait, 1)}, idle ${fmt(turn.ms - turn.run - turn.wait, 1)}` +
+        `${turn.checks ? `, a password check running` : ''}; ${parts.join(', ') || 'nothing else'}`
+      );
     };
     for (const kind of kinds) {
       const mine = turns.filter((t) => t.kind === kind);

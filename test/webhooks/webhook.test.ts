@@ -605,38 +605,48 @@ describe('incoming webhook, signed forgeries in parallel', () => {
       await guarded.dispose();
     }
   });
+  /**
+   * A signed request to /guarded whose connection is cut after half its body (the sender's side closes:
+   * FIN; the server sees the end), signed with the secret or not: resolves with the status answered (-1:
+   * none). A refusal answered before the body is read (429) leaves the connection open: its answer ends it.
+   */
+  const cutSigned = (port: number, id: string, withSecret: boolean) =>
+    new Promise<number>((resolve) => {
+      const raw = JSON.stringify({ message: `cut ${id} ${'z'.repeat(2_000)}` });
+      const now = Math.floor(Date.now() / 1000);
+      const signature = withSecret ? signStandardWebhook(SECRET_A, id, now, raw) : `v1,${Buffer.alloc(32).toString('base64')}`;
+      const socket = net.connect({ port, host: '127.0.0.1' });
+      let text = '';
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString('latin1');
+        if (/\r\n\r\n/.test(text)) socket.destroy();
+      });
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? -1)));
+      socket.write(
+        `POST /guarded HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(raw)}\r\n` +
+          `webhook-id: ${id}\r\nwebhook-timestamp: ${now}\r\nwebhook-signature: ${signature}\r\n\r\n`,
+      );
+      socket.end(raw.slice(0, raw.length >> 1));
+    });
+  /** The sender's whole signed request to /guarded. */
+  const wholeSigned = (guarded: Awaited<ReturnType<typeof guardedService>>, id: string, message: string) => {
+    const body = { message };
+    const now = Math.floor(Date.now() / 1000);
+    return hook(guarded, '/guarded', body, { 'webhook-id': id, 'webhook-timestamp': String(now), 'webhook-signature': signStandardWebhook(SECRET_A, id, now, JSON.stringify(body)) });
+  };
   test('a signed body cut mid-way (the connection closed before Content-Length) is no wrong credential: it does not lock the sender out, and is not logged as a refused credential', async () => {
     const guarded = await guardedService({ rateLimitPerMinute: 3 });
     try {
       const port = Number(new URL(guarded.httpUrl).port);
-      /** The sender's own signed request, its connection cut after half its body: resolves with the status answered (-1: none). */
-      const cut = (id: string) =>
-        new Promise<number>((resolve) => {
-          const raw = JSON.stringify({ message: `cut ${id} ${'z'.repeat(2_000)}` });
-          const now = Math.floor(Date.now() / 1000);
-          const socket = net.connect({ port, host: '127.0.0.1' });
-          let text = '';
-          socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
-          socket.on('error', () => undefined);
-          socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? -1)));
-          socket.write(
-            `POST /guarded HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(raw)}\r\n` +
-              `webhook-id: ${id}\r\nwebhook-timestamp: ${now}\r\nwebhook-signature: ${signStandardWebhook(SECRET_A, id, now, raw)}\r\n\r\n`,
-          );
-          // The network goes away half way through the body: the sender's side closes (FIN), the server sees the end.
-          socket.end(raw.slice(0, raw.length >> 1));
-        });
       const before = guarded.service.store.messages.count();
       for (let i = 0; i < 3; i++) {
-        const status = await cut(`msg_cut_${i}`);
+        const status = await cutSigned(port, `msg_cut_${i}`, true);
         assert.ok(status === -1 || (status >= 400 && status < 500 && status !== 401 && status !== 429), `a cut body answered ${status}`);
       }
       assert.equal(guarded.service.store.messages.count(), before, 'nothing stored from a cut body');
       // Three cuts, as many as the limit of 3 wrong credentials a minute (counted, they would lock the sender out): none counted.
-      const body = { message: 'the sender, whole this time' };
-      const now = Math.floor(Date.now() / 1000);
-      const signature = signStandardWebhook(SECRET_A, 'msg_whole', now, JSON.stringify(body));
-      const whole = await hook(guarded, '/guarded', body, { 'webhook-id': 'msg_whole', 'webhook-timestamp': String(now), 'webhook-signature': signature });
+      const whole = await wholeSigned(guarded, 'msg_whole', 'the sender, whole this time');
       assert.equal(whole.status, 202, whole.text);
       await guarded.stop();
       const events = (await readFile(join(guarded.dataDir, 'service.log'), 'utf8'))
@@ -658,27 +668,9 @@ describe('incoming webhook, signed forgeries in parallel', () => {
     const guarded = await guardedService({ rateLimitPerMinute: 3 });
     try {
       const port = Number(new URL(guarded.httpUrl).port);
-      const cut = (id: string) =>
-        new Promise<void>((resolve) => {
-          const raw = JSON.stringify({ message: `cut ${id} ${'z'.repeat(2_000)}` });
-          const now = Math.floor(Date.now() / 1000);
-          const socket = net.connect({ port, host: '127.0.0.1' });
-          socket.on('error', () => undefined);
-          socket.on('close', () => resolve());
-          // A 429 answered before the body is read leaves the connection open: its answer is enough.
-          socket.on('data', () => socket.destroy());
-          socket.write(
-            `POST /guarded HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(raw)}\r\n` +
-              `webhook-id: ${id}\r\nwebhook-timestamp: ${now}\r\nwebhook-signature: v1,${Buffer.alloc(32).toString('base64')}\r\n\r\n`,
-          );
-          socket.end(raw.slice(0, raw.length >> 1));
-        });
       // Three forgiven cuts and three counted ones: the limit of 3 wrong credentials a minute is reached.
-      for (let i = 0; i < 7; i++) await cut(`msg_flood_${i}`);
-      const body = { message: 'after the flood' };
-      const now = Math.floor(Date.now() / 1000);
-      const signature = signStandardWebhook(SECRET_A, 'msg_after_flood', now, JSON.stringify(body));
-      const after = await hook(guarded, '/guarded', body, { 'webhook-id': 'msg_after_flood', 'webhook-timestamp': String(now), 'webhook-signature': signature });
+      for (let i = 0; i < 7; i++) await cutSigned(port, `msg_flood_${i}`, false);
+      const after = await wholeSigned(guarded, 'msg_after_flood', 'after the flood');
       assert.equal(after.status, 429, after.text);
     } finally {
       await guarded.dispose();

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import initSqlJs from 'sql.js';
@@ -38,13 +38,30 @@ export function loadSqlJs(): Promise<SqlJsStatic> {
     const attempt = (async () => {
       const module = compiled;
       if (module) {
-        return initSqlJs({
+        // sql.js calls instantiateWasm inside a promise of its own that nobody rejects, and keeps its first
+        // load for the process: a module that cannot be instantiated (imports not matching the glue,
+        // memory refused) is replaced here by one compiled from the bytes, as without it; if that fails
+        // too, the load is refused rather than left pending for ever.
+        let refuse: (error: unknown) => void = () => {};
+        const refused = new Promise<never>((_, reject) => (refuse = reject));
+        const loaded = initSqlJs({
           instantiateWasm: (imports, receive) => {
-            const instance = new WebAssembly.Instance(module, imports);
+            let instance: WebAssembly.Instance;
+            try {
+              instance = new WebAssembly.Instance(module, imports);
+            } catch {
+              try {
+                instance = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(locateSqlJsWasm())), imports);
+              } catch (error) {
+                refuse(error);
+                return {};
+              }
+            }
             receive(instance);
             return instance.exports;
           },
         });
+        return Promise.race([loaded, refused]);
       }
       const bytes = await readFile(locateSqlJsWasm());
       // Handing the bytes over avoids sql.js' own fetch/locateFile logic, which differs per platform.

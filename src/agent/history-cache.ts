@@ -154,14 +154,14 @@ export class HistoryCache {
       const fresh = await this.messages.after(conversationId, lastSeq(cached));
       // Another call's read may have added some of them meanwhile (`instructionFiles` reads outside the turn's queue).
       const last = lastSeq(cached);
-      this.forget(conversationId);
+      this.detach(conversationId);
       append(
         cached,
         fresh.filter((row) => row.seq > last),
         this.maxRows,
       );
       cached.synced = now;
-    } else this.forget(conversationId);
+    } else this.detach(conversationId);
     this.keep(conversationId, cached);
     return copyOf(cached);
   }
@@ -193,7 +193,7 @@ export class HistoryCache {
         last = seq;
         rows.push(rowOf(message, seq));
       }
-      this.forget(conversationId);
+      this.detach(conversationId);
       append(cached, rows, this.maxRows);
       cached.synced = before + 1;
       this.keep(conversationId, cached);
@@ -215,8 +215,9 @@ export class HistoryCache {
   }
 
   /**
-   * Keeps `next` as the conversation's entry, most recently used, within the bounds. The conversation is
-   * forgotten first (`forget`, before its entry is changed: its bytes are counted out as they were).
+   * Keeps `next` as the conversation's entry, most recently used, within the bounds (the least recently
+   * used forgotten past them). The entry was taken out first (`detach` or `forget`, before it changed:
+   * its bytes are counted out as they were).
    */
   private keep(conversationId: string, next: Cached): void {
     // Map order is insertion order: re-inserting keeps the most recently used last.
@@ -229,11 +230,17 @@ export class HistoryCache {
     }
   }
 
+  /** Lets go of the conversation's rows (deleted, or read again next time), and says so (`forgotten`). */
   forget(conversationId: string): void {
+    if (this.detach(conversationId)) this.forgotten?.(conversationId);
+  }
+
+  /** Takes the entry out, its bytes counted out, to be kept again (`keep`: most recently used) or let go. */
+  private detach(conversationId: string): boolean {
     const cached = this.entries.get(conversationId);
-    if (!cached) return;
+    if (!cached) return false;
     this.bytes -= cached.bytes;
     this.entries.delete(conversationId);
-    this.forgotten?.(conversationId);
+    return true;
   }
 }

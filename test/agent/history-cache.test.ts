@@ -359,3 +359,31 @@ test('a tool output retention cut is what the model is given next, not the whole
   await agent.chat({ message: 'and now?', conversationId, source: { kind: 'lan' } });
   assert.equal(toolText(fake.requests.at(-1)!), cut, 'the model is given the cut output');
 });
+
+// The review mend of lean14 tells the transcripts when the cache lets a conversation's rows go; the cache's
+// own bookkeeping (a conversation moved to most recently used on every read and every stored row) is no
+// letting go: told then, the transcripts dropped their kept call at every step and never reused it.
+test('`forgotten` is told only when rows are let go (evicted, read again after a cut, forgotten), not by reads and stored rows', async () => {
+  const w = writableRepo();
+  let cuts = 0;
+  const told: string[] = [];
+  const cache = new HistoryCache(w.repo, { lastWrite: w.lastWrite, cuts: () => cuts, maxConversations: 2, forgotten: (id) => told.push(id) });
+  for (const id of ['a', 'b', 'c']) w.write(message(id));
+  await cache.rows('a');
+  for (let i = 0; i < 4; i += 1) {
+    const m = message('a', i % 2 === 0 ? 'user' : 'assistant');
+    cache.stored('a', [m], () => w.write(m), i % 2 === 0);
+    await cache.rows('a');
+    await cache.rows('a');
+  }
+  await cache.rows('b');
+  assert.deepEqual(told, [], 'reads and stored rows let nothing go');
+  await cache.rows('c');
+  assert.deepEqual(told, ['a'], 'the least recently used, evicted');
+  cuts += 1;
+  await cache.rows('b');
+  assert.deepEqual(told, ['a', 'b'], 'read again after a cut');
+  cache.forget('c');
+  assert.deepEqual(told, ['a', 'b', 'c']);
+  assert.equal(cache.holds('c'), false);
+});

@@ -2,11 +2,13 @@
 // it, so the read that meets it must: the message reads as the placeholder, the store says degraded and
 // notes the damage in the file, the next open refuses it, `recover` rebuilds it from what it still gives.
 import assert from 'node:assert/strict';
-import { copyFile, open as openFile, readdir, rm, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { copyFile, open as openFile, readFile, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { HISTORY_FILE_NAME, LOST_BODY_TEXT, openStore } from '../../src/store/index';
 import type { NewMessage, Store } from '../../src/store/index';
+import { cutSoPagesAreLost } from '../helpers/history-cut';
 import { bulkyContent, tempDir } from '../helpers/store-utils';
 
 async function withDir(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
@@ -130,11 +132,7 @@ test('`recover` of a damaged history.db takes the bodies its journal still holds
   await store.db.flush();
   // The directory as a crash would leave it (copied while the store runs: its journal segments hold
   // every body, history.db was never synced since), then history.db's WAL lost and the file cut to half.
-  const dir = await withDir(t);
-  for (const name of await readdir(running)) {
-    if (name === 'service.lock' || name.endsWith('.lock') || name === 'blobs') continue;
-    await copyFile(path.join(running, name), path.join(dir, name));
-  }
+  const dir = await copiedWhileRunning(t, running);
   await rm(path.join(dir, `${HISTORY_FILE_NAME}-wal`), { force: true });
   const file = path.join(dir, HISTORY_FILE_NAME);
   const fh = await openFile(file, 'r+');
@@ -152,6 +150,45 @@ test('`recover` of a damaged history.db takes the bodies its journal still holds
     'every body the journal holds reads back whole',
   );
 });
+
+/** A copy of `running`'s files (its locks and blobs aside), as a kill -9 leaves them. */
+async function copiedWhileRunning(t: Parameters<typeof withDir>[0], running: string): Promise<string> {
+  const dir = await withDir(t);
+  for (const name of await readdir(running)) {
+    if (name === 'service.lock' || name.endsWith('.lock') || name === 'blobs') continue;
+    await copyFile(path.join(running, name), path.join(dir, name));
+  }
+  return dir;
+}
+
+async function digest(file: string): Promise<string> {
+  return createHash('sha256')
+    .update(await readFile(file).catch(() => Buffer.from('absent')))
+    .digest('hex');
+}
+
+test(
+  'history.db cut short while its WAL holds commits: the refused open changes neither file (no checkpoint fills the cut with zeros), so the next open refuses it too',
+  { timeout: 90_000 },
+  async (t) => {
+    const running = await withDir(t);
+    const store = await openStore(running);
+    t.after(() => store.close());
+    await conversation(store, 'c');
+    // About 2 MB of bodies: at least one checkpoint into the file, later commits in the WAL.
+    for (let i = 0; i < 60; i++) await store.messages.append(message('c', `m${i}`, bulkyContent(i), i));
+    await store.history.sync();
+    const dir = await copiedWhileRunning(t, running);
+    const file = path.join(dir, HISTORY_FILE_NAME);
+    assert.ok((await stat(`${file}-wal`)).size > 0, 'the WAL holds commits');
+    await cutSoPagesAreLost(file);
+    const before = [await digest(file), await digest(`${file}-wal`)];
+
+    await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\).*serve --recover/s);
+    assert.deepEqual([await digest(file), await digest(`${file}-wal`)], before, 'history.db and its WAL as they were');
+    await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\)/s);
+  },
+);
 
 test(
   'history.db replaced by an older copy: `recover` fills the lost keys of every referrer (a pending delivery\u2019s, an inbox message\u2019s), counts them all, and never sends the placeholder',

@@ -226,6 +226,14 @@ function notOpened(file: string, err: unknown): Error {
   return new Error(`${file} could not be opened (${err instanceof Error ? err.message : String(err)}); the message bodies are kept there, so the store was not opened`);
 }
 
+/** The error of an open that refuses `file`, damaged (`damage` says how). */
+function refusedAsDamaged(file: string, damage: string): Error {
+  return new Error(
+    `${file} is damaged (${damage}), so the store was not opened and nothing was changed. ` +
+      'To start anyway, run `remote-assistant serve --recover`: the messages whose bodies cannot be read then show a placeholder, and /health says degraded.',
+  );
+}
+
 export class HistoryDb {
   private readonly db: SqliteFile;
   /** Why the file is damaged (found at open), null when the check found nothing; set only with `recover`. */
@@ -258,10 +266,17 @@ export class HistoryDb {
       this.damage = null;
       return;
     }
+    let cut: string | null;
+    try {
+      cut = cutBeforeOpen(file);
+    } catch (err) {
+      throw notOpened(file, err);
+    }
+    // Refused before SQLite opens it: closing it would checkpoint its WAL into the cut, filling it with zeros.
+    if (cut !== null && !recover) throw refusedAsDamaged(file, cut);
     let damage: string | null;
     let opened: SqliteFile | undefined;
     try {
-      const cut = cutBeforeOpen(file);
       this.db = opened = new SqliteFile(file);
       // locking_mode first: reading a WAL database in the normal mode would need the shared memory it lacks.
       this.db.exec('PRAGMA locking_mode = EXCLUSIVE');
@@ -273,18 +288,14 @@ export class HistoryDb {
       this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -16000;');
       const mode = this.db.get('PRAGMA journal_mode')?.journal_mode;
       if (mode !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`);
-      // Before anything is written: a checkpoint into a file cut short would fill the gap with zeros.
-      damage = cut ?? damageAtOpen(this.db, file);
+      damage = cut ?? damageAtOpen(this.db);
     } catch (err) {
       if (opened?.isOpen) opened.close();
       throw notOpened(file, err);
     }
     if (damage !== null && !recover) {
       this.db.close();
-      throw new Error(
-        `${file} is damaged (${damage}), so the store was not opened and nothing was changed. ` +
-          'To start anyway, run `remote-assistant serve --recover`: the messages whose bodies cannot be read then show a placeholder, and /health says degraded.',
-      );
+      throw refusedAsDamaged(file, damage);
     }
     this.damage = damage;
   }

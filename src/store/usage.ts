@@ -53,6 +53,14 @@ export const USAGE_TABLE_SQL = `CREATE TABLE usage (message_id TEXT PRIMARY KEY,
   CREATE INDEX usage_day ON usage (day, source)`;
 
 const COLUMNS = 'message_id, conversation_id, source, day, updated_at, provider, model, input, output, cached, cost_micro, estimated, calls, context_used, context_window';
+const COLUMN_NAMES = COLUMNS.split(', ') as (keyof RawRow)[];
+/**
+ * Deletes a row only as it was read (parameters: message_id, then every other column of COLUMNS in
+ * order): one a later `record` added to meanwhile stays, for the next pass.
+ */
+const DELETE_UNCHANGED = `DELETE FROM usage WHERE message_id = ? AND ${COLUMN_NAMES.slice(1)
+  .map((c) => `${c} IS ?`)
+  .join(' AND ')}`;
 // A row is unpriced when its cost is null: then the group's cost is null too (never a partial sum shown as the whole).
 // Summed over PARTS: each reply's row in sql.js, and the sums of rows moved to history.db (moveCold).
 const SUMS = `sum(input) AS input, sum(output) AS output, sum(cached) AS cached, CASE WHEN sum(unpriced) = 0 THEN sum(cost_micro) END AS cost_micro, max(estimated) AS estimated, sum(replies) AS replies`;
@@ -244,15 +252,14 @@ export class UsageRepo {
    * figures go to history.db first (committed with an fsync and a sync mark), then one sql.js
    * transaction adds them to the sums per day and per conversation, deletes them and notes the mark. A
    * crash between leaves them in both, counted once (the sums change with the delete); the next pass
-   * moves them again (history.db replaces its copy). A deleted conversation's rows only join the day's
+   * moves them again (history.db replaces its copy). So does a row written to meanwhile: only rows still
+   * as read are deleted and summed. A deleted conversation's rows only join the day's
    * sums (budgets and get_usage count what was spent). Returns how many moved (0: none left).
    */
   async moveCold(noteMark: (tx: WriteTx, mark: number) => void): Promise<number> {
     if (!this.history || !this.hasMoved()) return 0;
     const rows = this.db.all<RawRow & { kept: number }>(
-      `SELECT ${COLUMNS.split(', ')
-        .map((c) => `u.${c}`)
-        .join(', ')}, c.id IS NOT NULL AS kept FROM usage u LEFT JOIN conversations c ON c.id = u.conversation_id
+      `SELECT ${COLUMN_NAMES.map((c) => `u.${c}`).join(', ')}, c.id IS NOT NULL AS kept FROM usage u LEFT JOIN conversations c ON c.id = u.conversation_id
        WHERE c.id IS NULL OR (c.hot = 0 AND c.cold_count > 0) LIMIT ?`,
       [MOVE_BATCH],
     );
@@ -260,7 +267,15 @@ export class UsageRepo {
     const kept = rows.filter((r) => r.kept === 1).map(({ kept: _kept, ...r }) => r);
     const mark = kept.length > 0 ? await this.history.putColdUsage(kept.map((r) => ({ ...toRow(r) }))) : 0;
     await this.db.write((tx) => {
-      const present = rows.filter((r) => tx.run('DELETE FROM usage WHERE message_id = ?', [r.message_id]).changes > 0);
+      // A row a `record` added to since the select (a webhook message's turn tried again) is not the one
+      // history.db just got: it stays, counted here, and the next pass moves it whole.
+      const present = rows.filter(
+        (r) =>
+          tx.run(
+            DELETE_UNCHANGED,
+            COLUMN_NAMES.map((c) => r[c]),
+          ).changes > 0,
+      );
       for (const [key, group] of groupBy(present, (r) => JSON.stringify([r.day, r.source, r.provider, r.model]))) {
         const s = sumsOf(group);
         tx.run(

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import net from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loginLimitKey } from '../../src/transport/http/allow-from';
 import { FixedWindowLimiter } from '../../src/transport/http/rate-limit';
 import { DERIVATION_NICE, MAX_CONCURRENT_DERIVATIONS, derivationLoad, MAX_WAITING_CHECKS, PasswordChecksBusy, decoyHash, hashPassword, verifyPassword } from '../../src/transport/auth/passwords';
-import { postJson, startService, type RunningService } from '../helpers/service';
+import { cutPost, postJson, startService, type RunningService } from '../helpers/service';
 
 // Attacks on `POST /auth`'s limit of 10 failed attempts per client address per 5 minutes
 // (docs/protocol.md). Every test gets its own service: the limit is per address and all come from 127.0.0.1.
@@ -203,30 +202,12 @@ test("an unknown user's password is checked against a decoy of the real hashes' 
   assert.equal(await verifyPassword('', decoyHash), false);
 });
 
-/**
- * `POST /auth` with the whole body's Content-Length whose sender closes (FIN) after half of it: the
- * status answered, -1 when none was.
- */
-const cutLogin = (svc: RunningService, body: string) =>
-  new Promise<number>((resolve) => {
-    const socket = net.connect({ port: Number(new URL(svc.httpUrl).port), host: '127.0.0.1' });
-    let text = '';
-    socket.on('data', (chunk: Buffer) => {
-      text += chunk.toString('latin1');
-      if (/\r\n\r\n/.test(text)) socket.destroy();
-    });
-    socket.on('error', () => undefined);
-    socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? -1)));
-    socket.write(`POST /auth HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`);
-    socket.end(body.slice(0, body.indexOf('SPLIT')));
-  });
-
 test("a login body the network cut short is the client's: answered 400 (if anyone reads), logged as such, no internal error, no stack, nothing of the body in the log", async () => {
   const svc = await startService({ users });
   try {
     const body = JSON.stringify({ username: 'ada', password: `${ADA_PASSWORD} half-sent-PWDMARK SPLIT the rest` });
     for (let i = 0; i < 3; i++) {
-      const status = await cutLogin(svc, body);
+      const status = await cutPost(Number(new URL(svc.httpUrl).port), '/auth', body, body.indexOf('SPLIT'));
       assert.ok(status === -1 || status === 400, `a cut body answered ${status}`);
     }
     // Not a failed login: the right password still works, and a wrong one is still a 401.

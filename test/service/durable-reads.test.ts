@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { datasyncGate } from '../helpers/datasync-gate';
 import { withService } from '../helpers/service-fixture';
+import { admittedWebhookMessage, NOWHERE_URL as OUT } from '../helpers/webhook-rows';
 import { TestClient } from '../helpers/ws-client';
 
 const LIMIT = { timeout: 120_000 };
 const DAY = 24 * 60 * 60_000;
-const OUT = 'http://127.0.0.1:9/out';
 
 type Frame = Record<string, unknown>;
 
@@ -27,17 +27,7 @@ test('with the journal sync held, get_usage, get_plan, list_turn_changes and lis
   const id = (first.data as { conversation_id: string }).conversation_id;
   // A webhook message taken in and admitted: its answer (below) writes the delivery.
   const now = Date.now();
-  const accepted = await store.webhooks.accept({
-    account: 'acct',
-    source: 'webhook:acct',
-    url: OUT,
-    newConversation: { id: 'c-hook', title: 'hook' },
-    message: { id: 'm-hook', content: 'question' },
-    now,
-    idempotencyMs: 60_000,
-  });
-  assert.equal(accepted.kind, 'accepted');
-  await store.webhooks.admit('m-hook');
+  await admittedWebhookMessage(store, { account: 'acct', conversation: 'c-hook', message: 'm-hook' }, now);
   await store.db.flush();
 
   const gate = await datasyncGate(t);

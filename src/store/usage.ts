@@ -53,14 +53,13 @@ export const USAGE_TABLE_SQL = `CREATE TABLE usage (message_id TEXT PRIMARY KEY,
   CREATE INDEX usage_day ON usage (day, source)`;
 
 const COLUMNS = 'message_id, conversation_id, source, day, updated_at, provider, model, input, output, cached, cost_micro, estimated, calls, context_used, context_window';
-const COLUMN_NAMES = COLUMNS.split(', ') as (keyof RawRow)[];
 /**
- * Deletes a row only as it was read (parameters: message_id, then every other column of COLUMNS in
- * order): one a later `record` added to meanwhile stays, for the next pass.
+ * Deletes a row only as it was read (parameters: message_id, calls, updated_at): one a later `record`
+ * added to meanwhile stays, for the next pass. Every such add raises `calls` (a row is stored only for
+ * a turn with a provider call: TurnUsage) and sets `updated_at`, so the two tell it; comparing every
+ * column would put 15 values a row in the move's journal record instead of 3.
  */
-const DELETE_UNCHANGED = `DELETE FROM usage WHERE message_id = ? AND ${COLUMN_NAMES.slice(1)
-  .map((c) => `${c} IS ?`)
-  .join(' AND ')}`;
+const DELETE_UNCHANGED = 'DELETE FROM usage WHERE message_id = ? AND calls = ? AND updated_at = ?';
 // A row is unpriced when its cost is null: then the group's cost is null too (never a partial sum shown as the whole).
 // Summed over PARTS: each reply's row in sql.js, and the sums of rows moved to history.db (moveCold).
 const SUMS = `sum(input) AS input, sum(output) AS output, sum(cached) AS cached, CASE WHEN sum(unpriced) = 0 THEN sum(cost_micro) END AS cost_micro, max(estimated) AS estimated, sum(replies) AS replies`;
@@ -259,7 +258,9 @@ export class UsageRepo {
   async moveCold(noteMark: (tx: WriteTx, mark: number) => void): Promise<number> {
     if (!this.history || !this.hasMoved()) return 0;
     const rows = this.db.all<RawRow & { kept: number }>(
-      `SELECT ${COLUMN_NAMES.map((c) => `u.${c}`).join(', ')}, c.id IS NOT NULL AS kept FROM usage u LEFT JOIN conversations c ON c.id = u.conversation_id
+      `SELECT ${COLUMNS.split(', ')
+        .map((c) => `u.${c}`)
+        .join(', ')}, c.id IS NOT NULL AS kept FROM usage u LEFT JOIN conversations c ON c.id = u.conversation_id
        WHERE c.id IS NULL OR (c.hot = 0 AND c.cold_count > 0) LIMIT ?`,
       [MOVE_BATCH],
     );
@@ -269,13 +270,7 @@ export class UsageRepo {
     await this.db.write((tx) => {
       // A row a `record` added to since the select (a webhook message's turn tried again) is not the one
       // history.db just got: it stays, counted here, and the next pass moves it whole.
-      const present = rows.filter(
-        (r) =>
-          tx.run(
-            DELETE_UNCHANGED,
-            COLUMN_NAMES.map((c) => r[c]),
-          ).changes > 0,
-      );
+      const present = rows.filter((r) => tx.run(DELETE_UNCHANGED, [r.message_id, r.calls, r.updated_at]).changes > 0);
       for (const [key, group] of groupBy(present, (r) => JSON.stringify([r.day, r.source, r.provider, r.model]))) {
         const s = sumsOf(group);
         tx.run(

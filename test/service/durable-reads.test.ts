@@ -2,7 +2,8 @@
 // (the journal's sync, maybe deferred to a turn's first outward effect), so a read that answered from
 // memory straight away could show a commit a crash then loses. list_conversations, get_messages,
 // search_messages and export_conversation wait for the journal's barrier since s14 (user-commit.test.ts);
-// get_usage, get_plan, list_turn_changes and list_deliveries answered at once (s15, trust15).
+// get_usage, get_plan, list_turn_changes, list_deliveries, list_audit, list_devices and list_push_devices
+// answered at once (s15, trust15).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { datasyncGate } from '../helpers/datasync-gate';
@@ -15,7 +16,7 @@ const DAY = 24 * 60 * 60_000;
 
 type Frame = Record<string, unknown>;
 
-test('with the journal sync held, get_usage, get_plan, list_turn_changes and list_deliveries answer nothing that shows a commit until it is durable', LIMIT, async (t) => {
+test('with the journal sync held, seven reads (usage, plan, turn changes, deliveries, audit, devices, push devices) show no commit until it is durable', LIMIT, async (t) => {
   const svc = await withService(t, {
     workspace: true,
     config: { permission_mode: 'allow', channels: { webhook: { accounts: { acct: { incoming_path: '/in', outgoing_url: OUT, secret: 'a-secret-of-some-length' } } } } },
@@ -59,15 +60,35 @@ test('with the journal sync held, get_usage, get_plan, list_turn_changes and lis
       { id: 'r-hook', conversation_id: 'c-hook', role: 'assistant', content: 'reply', timestamp: new Date(now).toISOString() },
       { id: 'held-delivery', account: 'acct', url: OUT, body: '{"message":"reply"}', now, give_up_ms: now + DAY },
     ),
+    store.audit.append({ kind: 'config.changed', person: { kind: 'owner', name: 'access token' }, place: { via: 'lan', address: '127.0.0.1' }, summary: 'held-audit', detail: {} }),
+    store.pushDevices.subscribe(
+      {
+        device_id: 'held-push',
+        device_name: 'held push',
+        principal: 'access',
+        source: 'ws',
+        person: 'owner',
+        endpoint: 'https://push.example/held',
+        p256dh: 'p',
+        auth: 'a',
+        events: { prompt: true, finished: true, failed: true, webhook: true, review: true },
+        content_blind: false,
+      },
+      10,
+    ),
+    store.devices.add({ device_id: 'held-device', device_name: 'held phone', token_hash: '0'.repeat(64), paired_at: new Date().toISOString(), via: 'lan', client_key: null }),
   ]);
   const reads: Record<string, Frame> = {
     usage: { type: 'get_usage', days: 1 },
     plan: { type: 'get_plan', conversation_id: id },
     changes: { type: 'list_turn_changes', conversation_id: id },
     deliveries: { type: 'list_deliveries' },
+    audit: { type: 'list_audit' },
+    devices: { type: 'list_devices' },
+    push: { type: 'list_push_devices' },
   };
-  const shows = (name: string, frame: Frame): boolean =>
-    JSON.stringify(frame).includes(name === 'usage' ? 'held-model' : name === 'plan' ? 'held step' : name === 'changes' ? 'held-turn' : 'held-delivery');
+  const marks: Record<string, string> = { usage: 'held-model', plan: 'held step', changes: 'held-turn', deliveries: 'held-delivery', audit: 'held-audit', devices: 'held-device', push: 'held-push' };
+  const shows = (name: string, frame: Frame): boolean => JSON.stringify(frame).includes(marks[name]!);
   try {
     // Written to the journal's file and applied, not yet durable.
     assert.equal(store.db.get<{ n: number }>(`SELECT count(*) AS n FROM webhook_deliveries WHERE id = 'held-delivery'`)?.n, 1, 'the delivery applied in memory');

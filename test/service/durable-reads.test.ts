@@ -109,3 +109,29 @@ test('with the journal sync held, seven reads (usage, plan, turn changes, delive
     assert.ok(shows(name, answer), `${name} once durable: ${JSON.stringify(answer)}`);
   }
 });
+
+test('with the journal sync held, the owner is told of an audit entry (audit.appended) only once it is durable', LIMIT, async (t) => {
+  const svc = await withService(t, {});
+  const owner = await TestClient.authed(svc.wsUrl, svc.token);
+  t.after(() => owner.close());
+  const { store } = svc.service;
+  await store.db.flush();
+  const gate = await datasyncGate(t);
+  gate.hold();
+  let appended: Promise<unknown>;
+  try {
+    appended = store.audit.append({ kind: 'config.changed', person: { kind: 'owner', name: 'access token' }, place: { via: 'lan', address: '127.0.0.1' }, summary: 'held-event', detail: {} });
+    // Turns of the loop in which an event not held would have been sent.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.deepEqual(
+      owner.frames.filter((f) => f.event === 'audit.appended'),
+      [],
+      'told before it was durable',
+    );
+  } finally {
+    gate.release();
+  }
+  await appended;
+  const told = await owner.next((f) => f.event === 'audit.appended');
+  assert.ok(JSON.stringify(told).includes('held-event'), JSON.stringify(told));
+});

@@ -5,12 +5,13 @@
 // as fast as the next one (the heavy modules load after listening: see Service.warmUp). Real
 // processes: node dist/cli.js serve (BENCH_CLI=path measures another build; BENCH_START=chat or headless one part alone;
 // BENCH_CHAT_PROVIDER=anthropic-tls gives the chats a provider over https whose origin no warm-up probe asks;
-// BENCH_CHAT_AFTER_MS sends the first chat that long after listening instead of one second).
+// BENCH_CHAT_AFTER_MS sends the first chat that long after listening instead of one second; BENCH_CHAT_RTT_MS puts a
+// network's round trip between the service and that provider).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import { createServer } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeAnthropic } from '../test/helpers/fake-anthropic';
@@ -191,13 +192,56 @@ export async function chatProvider(kind = process.env.BENCH_CHAT_PROVIDER ?? 'op
   const { key, cert, certFile } = selfSignedCertificate(dir);
   const fake = await startFakeAnthropic({ tls: { key, cert } });
   fake.setDefault(() => ({ text: 'A short reply, streamed.', chunks: 5 }));
+  const rttMs = Number(process.env.BENCH_CHAT_RTT_MS ?? 0);
+  const far = rttMs > 0 ? await roundTripProxy(fake.port, rttMs) : undefined;
   return {
-    config: { provider: 'anthropic', model: 'claude-fake-2', base_url: fake.url, api_key: 'sk-bench' },
+    config: { provider: 'anthropic', model: 'claude-fake-2', base_url: far ? `https://127.0.0.1:${far.port}` : fake.url, api_key: 'sk-bench' },
     env: { NODE_EXTRA_CA_CERTS: certFile },
     close: async () => {
+      await far?.close();
       await fake.close();
       await rm(dir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of `targetPort` that holds each chunk half a round trip in each
+ * direction, and a new connection's first chunk a round trip more (TCP's handshake): a provider across a
+ * network, roughly (no loss, no bandwidth limit; TLS passes through untouched).
+ */
+async function roundTripProxy(targetPort: number, rttMs: number): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const track = (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+  };
+  const relay = (from: Socket, to: Socket, firstExtraMs: number) => {
+    let extra = firstExtraMs;
+    from.on('data', (chunk) => {
+      setTimeout(() => to.destroyed || to.write(chunk), rttMs / 2 + extra);
+      extra = 0;
+    });
+    from.on('end', () => setTimeout(() => to.end(), rttMs / 2));
+  };
+  const server = createServer((client) => {
+    track(client);
+    const upstream = connect(targetPort, '127.0.0.1');
+    track(upstream);
+    relay(client, upstream, rttMs);
+    relay(upstream, client, 0);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
   };
 }
 

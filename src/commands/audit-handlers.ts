@@ -1,5 +1,6 @@
 import type { CommandOf, ResultOf } from '../protocol';
 import type { CommandContext } from './context';
+import { readDurable } from './durable-read';
 import type { ClientSession } from './session';
 
 /** An ISO time as stored (UTC with milliseconds), so the log's times compare as text. */
@@ -7,7 +8,7 @@ const storedTime = (iso: string | undefined) => (iso === undefined ? undefined :
 
 /** `list_audit` (owner only, roles.ts): entries newest first, filtered, paged by seq (`before`). */
 export async function listAudit(command: CommandOf<'list_audit'>, _session: ClientSession, ctx: CommandContext): Promise<ResultOf<'list_audit'>> {
-  return ctx.store.audit.list({
+  const page = ctx.store.audit.list({
     kinds: command.kind === undefined ? undefined : Array.isArray(command.kind) ? command.kind : [command.kind],
     person: command.person,
     conversationId: command.conversation_id,
@@ -16,6 +17,8 @@ export async function listAudit(command: CommandOf<'list_audit'>, _session: Clie
     before: command.before,
     limit: command.limit,
   });
+  await readDurable(ctx.store);
+  return page;
 }
 
 /** `verify_audit` (owner only): walks the hash chain from its anchor and says where it first breaks. */

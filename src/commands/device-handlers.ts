@@ -1,5 +1,6 @@
 import { ServiceError, type CommandOf, type ResultOf } from '../protocol';
 import type { CommandContext } from './context';
+import { readDurable } from './durable-read';
 import type { ClientSession } from './session';
 import { actorOf } from './audit-actor';
 import { deviceRevokedEntry } from './audit-records';
@@ -8,16 +9,16 @@ import { deviceRevokedEntry } from './audit-records';
 // (roles.ts, OWNER_ONLY_COMMANDS); a session (password) user is `unauthorized`.
 
 export async function listDevices(_command: CommandOf<'list_devices'>, _session: ClientSession, ctx: CommandContext): Promise<ResultOf<'list_devices'>> {
-  return {
-    devices: ctx.store.devices.list().map((d) => ({
-      device_id: d.device_id,
-      device_name: d.device_name,
-      paired_at: d.paired_at,
-      last_seen: d.last_seen,
-      via: d.via,
-      push: ctx.store.pushDevices.get(d.device_id) !== undefined,
-    })),
-  };
+  const devices = ctx.store.devices.list().map((d) => ({
+    device_id: d.device_id,
+    device_name: d.device_name,
+    paired_at: d.paired_at,
+    last_seen: d.last_seen,
+    via: d.via,
+    push: ctx.store.pushDevices.get(d.device_id) !== undefined,
+  }));
+  await readDurable(ctx.store);
+  return { devices };
 }
 
 /**

@@ -192,7 +192,9 @@ export const handlers: HandlerMap = {
 
   async get_plan(command, session, ctx) {
     ctx.agent.requireConversation(command.conversation_id, session.source);
-    return { plan: ctx.store.conversations.planOf(command.conversation_id) ?? [] };
+    const plan = ctx.store.conversations.planOf(command.conversation_id) ?? [];
+    await readDurable(ctx.store);
+    return { plan };
   },
 
   async delete_conversation(command, session, ctx) {
@@ -224,7 +226,9 @@ export const handlers: HandlerMap = {
   },
 
   async list_deliveries(command, _session, ctx) {
-    return { deliveries: ctx.deliveries.list({ account: command.account, status: command.status, limit: command.limit }) };
+    const deliveries = ctx.deliveries.list({ account: command.account, status: command.status, limit: command.limit });
+    await readDurable(ctx.store);
+    return { deliveries };
   },
 
   async retry_delivery(command, _session, ctx) {

@@ -1,5 +1,6 @@
 import { ServiceError, type CommandOf, type CommandType, type ResultOf } from '../protocol';
 import type { CommandContext } from './context';
+import { readDurable } from './durable-read';
 import type { ClientSession } from './session';
 
 type PushCommandType = Exclude<Extract<CommandType, `push_${string}` | 'list_push_devices' | 'client_state'>, 'push_changes'>;
@@ -28,7 +29,11 @@ export const pushHandlers: { [T in PushCommandType]: PushHandler<T> } = {
   push_subscribe: forUsers(async (command, session, ctx) => ({ device: await ctx.push.subscribe(command, session) })),
   push_settings: forUsers(async (command, session, ctx) => ({ device: await ctx.push.settings(command, session) })),
   push_unsubscribe: forUsers(async (command, session, ctx) => ({ removed: await ctx.push.unsubscribe(command.device_id, session) })),
-  list_push_devices: forUsers(async (_command, session, ctx) => ({ devices: ctx.push.list(session) })),
+  list_push_devices: forUsers(async (_command, session, ctx) => {
+    const devices = ctx.push.list(session);
+    await readDurable(ctx.store);
+    return { devices };
+  }),
   push_test: forUsers(async (command, session, ctx) => ({ results: await ctx.push.test(command.device_id, session) })),
   client_state: forUsers(async (command, session, ctx) => ctx.push.reportVisibility(session, command.device_id, command.visible)),
 };

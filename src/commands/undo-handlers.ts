@@ -2,6 +2,7 @@ import type { CommandOf, ResultOf } from '../protocol';
 import type { CommandContext } from './context';
 import type { ClientSession } from './session';
 import { actorOf } from './audit-actor';
+import { readDurable } from './durable-read';
 
 /**
  * undo_turn and list_turn_changes (docs/protocol.md, "Undoing a turn"). undo_turn is the owner's
@@ -15,5 +16,7 @@ export async function undoTurn(command: CommandOf<'undo_turn'>, session: ClientS
 
 export async function listTurnChanges(command: CommandOf<'list_turn_changes'>, session: ClientSession, ctx: CommandContext): Promise<ResultOf<'list_turn_changes'>> {
   ctx.agent.requireConversation(command.conversation_id, session.source);
-  return { turns: await ctx.undo.turns(command.conversation_id) };
+  const turns = await ctx.undo.turns(command.conversation_id);
+  await readDurable(ctx.store);
+  return { turns };
 }

@@ -2,6 +2,7 @@ import { usageSumOf } from '../agent/usage/usage-wire';
 import type { ModelUsageSum } from '../store';
 import type { CommandOf, ResultOf, UsageDay } from '../protocol';
 import type { CommandContext } from './context';
+import { readDurable } from './durable-read';
 import { ownConversationsSource, type ClientSession } from './session';
 
 const DAY_MS = 24 * 3600_000;
@@ -17,6 +18,7 @@ export async function getUsage(command: CommandOf<'get_usage'>, session: ClientS
     ...usageSumOf(sumOf(models)),
     models: models.map((m) => ({ provider: m.provider, model: m.model, ...usageSumOf(m) })),
   }));
+  await readDurable(ctx.store);
   return { days };
 }
 

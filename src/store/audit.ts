@@ -119,7 +119,7 @@ export class AuditRepo {
 
   /**
    * Appends an entry inside the caller's transaction (the act and its record commit together, or
-   * neither). Listeners hear of it once that transaction has committed.
+   * neither). Listeners hear of it once that transaction is durable.
    */
   record(tx: WriteTx, input: NewAuditEntry): AuditEntry {
     const head = chainPoint(tx, 'head');
@@ -148,11 +148,18 @@ export class AuditRepo {
       entry.hash,
     ]);
     tx.run("INSERT INTO audit_chain (name, seq, hash) VALUES ('head', ?, ?) ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, hash = excluded.hash", [entry.seq, entry.hash]);
-    // write() commits or rolls back synchronously after this callback: by the microtask, the row is there or not.
+    // write() commits or rolls back synchronously after this callback: by the microtask, the row is there
+    // or not. Told once durable (nothing goes outward before: the journal's barrier, as reads wait for it:
+    // commands/durable-read.ts); a failed journal is its writer's error, the entry is told all the same.
     queueMicrotask(() => {
       if (this.listeners.size === 0) return;
       if (this.db.get<{ hash: string }>('SELECT hash FROM audit_log WHERE seq = ?', [entry.seq])?.hash !== entry.hash) return;
-      for (const listener of this.listeners) listener(entry);
+      void this.db
+        .readable()
+        .catch(() => undefined)
+        .then(() => {
+          for (const listener of this.listeners) listener(entry);
+        });
     });
     return entry;
   }

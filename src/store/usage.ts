@@ -53,6 +53,13 @@ export const USAGE_TABLE_SQL = `CREATE TABLE usage (message_id TEXT PRIMARY KEY,
   CREATE INDEX usage_day ON usage (day, source)`;
 
 const COLUMNS = 'message_id, conversation_id, source, day, updated_at, provider, model, input, output, cached, cost_micro, estimated, calls, context_used, context_window';
+/**
+ * Deletes a row only as it was read (parameters: message_id, calls, updated_at): one a later `record`
+ * added to meanwhile stays, for the next pass. Every such add raises `calls` (a row is stored only for
+ * a turn with a provider call: TurnUsage) and sets `updated_at`, so the two tell it; comparing every
+ * column would put 15 values a row in the move's journal record instead of 3.
+ */
+const DELETE_UNCHANGED = 'DELETE FROM usage WHERE message_id = ? AND calls = ? AND updated_at = ?';
 // A row is unpriced when its cost is null: then the group's cost is null too (never a partial sum shown as the whole).
 // Summed over PARTS: each reply's row in sql.js, and the sums of rows moved to history.db (moveCold).
 const SUMS = `sum(input) AS input, sum(output) AS output, sum(cached) AS cached, CASE WHEN sum(unpriced) = 0 THEN sum(cost_micro) END AS cost_micro, max(estimated) AS estimated, sum(replies) AS replies`;
@@ -244,7 +251,8 @@ export class UsageRepo {
    * figures go to history.db first (committed with an fsync and a sync mark), then one sql.js
    * transaction adds them to the sums per day and per conversation, deletes them and notes the mark. A
    * crash between leaves them in both, counted once (the sums change with the delete); the next pass
-   * moves them again (history.db replaces its copy). A deleted conversation's rows only join the day's
+   * moves them again (history.db replaces its copy). So does a row written to meanwhile: only rows still
+   * as read are deleted and summed. A deleted conversation's rows only join the day's
    * sums (budgets and get_usage count what was spent). Returns how many moved (0: none left).
    */
   async moveCold(noteMark: (tx: WriteTx, mark: number) => void): Promise<number> {
@@ -260,7 +268,9 @@ export class UsageRepo {
     const kept = rows.filter((r) => r.kept === 1).map(({ kept: _kept, ...r }) => r);
     const mark = kept.length > 0 ? await this.history.putColdUsage(kept.map((r) => ({ ...toRow(r) }))) : 0;
     await this.db.write((tx) => {
-      const present = rows.filter((r) => tx.run('DELETE FROM usage WHERE message_id = ?', [r.message_id]).changes > 0);
+      // A row a `record` added to since the select (a webhook message's turn tried again) is not the one
+      // history.db just got: it stays, counted here, and the next pass moves it whole.
+      const present = rows.filter((r) => tx.run(DELETE_UNCHANGED, [r.message_id, r.calls, r.updated_at]).changes > 0);
       for (const [key, group] of groupBy(present, (r) => JSON.stringify([r.day, r.source, r.provider, r.model]))) {
         const s = sumsOf(group);
         tx.run(

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loginLimitKey } from '../../src/transport/http/allow-from';
 import { FixedWindowLimiter } from '../../src/transport/http/rate-limit';
 import { DERIVATION_NICE, MAX_CONCURRENT_DERIVATIONS, derivationLoad, MAX_WAITING_CHECKS, PasswordChecksBusy, decoyHash, hashPassword, verifyPassword } from '../../src/transport/auth/passwords';
-import { postJson, startService, type RunningService } from '../helpers/service';
+import { cutPost, postJson, startService, type RunningService } from '../helpers/service';
 
 // Attacks on `POST /auth`'s limit of 10 failed attempts per client address per 5 minutes
 // (docs/protocol.md). Every test gets its own service: the limit is per address and all come from 127.0.0.1.
@@ -198,4 +200,33 @@ test("an unknown user's password is checked against a decoy of the real hashes' 
   assert.equal(Buffer.from(key, 'base64').length, Buffer.from(real[5], 'base64').length);
   assert.equal(await verifyPassword(ADA_PASSWORD, decoyHash), false);
   assert.equal(await verifyPassword('', decoyHash), false);
+});
+
+test("a login body the network cut short is the client's: answered 400 (if anyone reads), logged as such, no internal error, no stack, nothing of the body in the log", async () => {
+  const svc = await startService({ users });
+  try {
+    const body = JSON.stringify({ username: 'ada', password: `${ADA_PASSWORD} half-sent-PWDMARK SPLIT the rest` });
+    for (let i = 0; i < 3; i++) {
+      const status = await cutPost(Number(new URL(svc.httpUrl).port), '/auth', body, body.indexOf('SPLIT'));
+      assert.ok(status === -1 || status === 400, `a cut body answered ${status}`);
+    }
+    // Not a failed login: the right password still works, and a wrong one is still a 401.
+    assert.equal((await login(svc, 'ada', ADA_PASSWORD)).status, 200);
+    await svc.stop();
+    const lines = (await readFile(join(svc.dataDir, 'service.log'), 'utf8')).split('\n').filter(Boolean);
+    const events = lines.map((line) => JSON.parse(line) as { event: string; level: string; path?: string });
+    assert.deepEqual(
+      events.filter((l) => l.event === 'http.handler_failed' || l.level === 'error'),
+      [],
+      'no internal error',
+    );
+    assert.deepEqual(
+      lines.filter((l) => l.includes('PWDMARK') || l.includes(ADA_PASSWORD) || l.includes('stack')),
+      [],
+      'nothing of the body, no stack',
+    );
+    assert.equal(events.filter((l) => l.event === 'http.body_incomplete' && l.path === '/auth').length, 3, 'each cut logged as a refused request');
+  } finally {
+    await svc.dispose();
+  }
 });

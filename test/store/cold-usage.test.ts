@@ -123,3 +123,44 @@ test('what sql.js keeps of a conversation whose messages and usage moved is its 
   // 868 bytes on the code before migration 22 (the latest usage row kept whole as JSON in usage_conversations), 459 after.
   assert.ok(perConversation < 600, `${perConversation.toFixed(0)} bytes a conversation`);
 });
+
+test('usage recorded while its row moves to history.db (a webhook message tried again adds to its reply) is not lost', LIMIT, async (t) => {
+  const { dir, cleanup } = await tempDir('cold-usage-during-');
+  t.after(cleanup);
+  let store = await openStore(dir, { hotMessages: 0 });
+  t.after(() => store.close().catch(() => undefined));
+  const ids = await fill(store);
+  const before = await answers(store, ids);
+  // The second try of c0's first turn adds to its row while the move awaits history.db's commit.
+  const again = { ...usageOf('c0', 0, true), input: 7, output: 3, cached: 1, cost_micro: 5, context_used: 4321 };
+  const put = store.history.putColdUsage.bind(store.history);
+  let recorded: Promise<void> | undefined;
+  store.history.putColdUsage = (rows) => {
+    recorded ??= store.usage.record(again);
+    return put(rows);
+  };
+  await store.maintenance.run();
+  await recorded;
+  assert.ok(recorded, 'the move ran');
+  const expect = (a: typeof before) => {
+    const c0 = a.conversations[0]!;
+    return { input: c0.sum.input, output: c0.sum.output, cached: c0.sum.cached, cost: c0.sum.cost_micro, replies: c0.sum.replies };
+  };
+  const wanted = { ...expect(before), input: expect(before).input + 7, output: expect(before).output + 3, cached: expect(before).cached + 1, cost: expect(before).cost! + 5 };
+  const message = async (s: Store) => (await s.usage.ofMessages(['c0-a0'])).get('c0-a0');
+  const day = (s: Store) => s.usage.byDayAndModel('2000-01-01').reduce((n, r) => n + r.input, 0);
+  const dayBefore = before.byDay.reduce((n, r) => n + r.input, 0);
+  assert.deepEqual(expect(await answers(store, ids)), wanted, "the conversation's sums hold the second try");
+  assert.equal(day(store), dayBefore + 7, "the days' sums hold it");
+  assert.equal((await message(store))?.input, 100 + 7, "the reply's own figures hold it");
+  // Moved at the next pass, and after a reopen.
+  store.history.putColdUsage = put;
+  await store.maintenance.run();
+  assert.equal(usageRows(store), 0, 'moved at the next pass');
+  await store.close();
+  store = await openStore(dir, { hotMessages: 0 });
+  assert.deepEqual(expect(await answers(store, ids)), wanted);
+  assert.equal(day(store), dayBefore + 7);
+  assert.equal((await message(store))?.input, 100 + 7);
+  assert.equal((await message(store))?.context_used, 4321);
+});

@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { HISTORY_FILE_NAME, openStore } from '../../src/store/index';
 import type { NewMessage, Store } from '../../src/store/index';
 import { captureLogger, tempDir } from '../helpers/store-utils';
+import { admittedWebhookMessage } from '../helpers/webhook-rows';
 
 const LIMIT = { timeout: 60_000 };
 const iso = (ms: number) => new Date(Date.UTC(2024, 0, 1) + ms).toISOString();
@@ -173,17 +174,7 @@ test('a pending webhook delivery\u2019s body lost with history.db\u2019s unsynce
   let store = await openStore(dir);
   t.after(() => store.close());
   const now = Date.now();
-  const accepted = await store.webhooks.accept({
-    account: 'a',
-    source: 'webhook:a',
-    url: 'http://127.0.0.1:9/out',
-    newConversation: { id: 'c', title: 'c' },
-    message: { id: 'm', content: 'question' },
-    now,
-    idempotencyMs: 60_000,
-  });
-  assert.equal(accepted.kind, 'accepted');
-  await store.webhooks.admit('m');
+  await admittedWebhookMessage(store, { account: 'a', conversation: 'c', message: 'm' }, now);
   await store.history.sync();
   await copyHistory(dir, saved);
 

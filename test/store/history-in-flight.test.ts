@@ -20,10 +20,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * starts with `marked` (a row SQLite cannot bind joins it). `slow`: that put reaches the worker only
  * with the next request, as from a worker slow to refuse (a full disk met at commit).
  */
-async function refusingStore(t: TestContext, marked: string, slow: boolean): Promise<Store> {
+async function refusingStore(t: TestContext, marked: string, slow: boolean, options: { hotMessages?: number } = {}): Promise<Store> {
   const { dir, cleanup } = await tempDir('rev12a-');
   const worker = startHistoryWorker();
-  const store = await openStore(dir, { boot: { history: HistoryStore.boot(worker) }, maintenanceIntervalMs: 3_600_000 });
+  const store = await openStore(dir, { boot: { history: HistoryStore.boot(worker) }, maintenanceIntervalMs: 3_600_000, ...options });
   await store.conversations.create({ id: 'c', title: 't', source: 'ws', created_at: new Date(0).toISOString() });
   await store.conversations.create({ id: 'd', title: 't', source: 'ws', created_at: new Date(0).toISOString() });
   await sleep(300);
@@ -123,6 +123,36 @@ for (const when of ['owed (its put refused before the cut)', 'unanswered (its pu
     assert.equal((await store.history.search('ooooooooooooooooooooooooooooooooooooooooooooooo', null, 10)).length, 0, 'the cut part is not in the search index');
   });
 }
+
+// The same for a row whose metadata already went cold (history.db's cold_messages, cut by the worker:
+// cutCold), its body owed: the worker cut the body it had not, marked the row cut all the same, and the
+// body was read whole and written back whole (s15, trust15).
+test('a cold tool output retention cuts while its body is owed: read cut, written back cut, its conversation\u2019s bytes the cut size', async (t) => {
+  const store = await refusingStore(t, 'COLDCUT', false, { hotMessages: 0 });
+  const output = 'COLDCUT ' + 'o'.repeat(8_000);
+  await store.messages.append({ id: 't0', conversation_id: 'c', role: 'tool', content: output, timestamp: new Date(1).toISOString() });
+  await store.history.answered();
+  assert.match(String(store.history.degraded), /./, 'the put was refused: the body is owed');
+  // Its metadata moves to history.db (no retention yet), then retention cuts cold rows.
+  await store.maintenance.run();
+  assert.equal(store.db.get<{ n: number }>("SELECT count(*) AS n FROM messages WHERE id = 't0'")?.n, 0, 'the row went cold');
+  store.maintenance.setPolicy({ toolOutputDays: 1 });
+  await store.maintenance.run();
+  const note = '\n… [cut: tool output older than 1 days]';
+  const cutBody = output.slice(0, 400) + note;
+  const read = await store.messages.get('t0');
+  assert.ok(read?.content === cutBody, `read cut while held in memory (${read?.content.length} characters)`);
+  assert.equal(store.db.get<{ bytes: number }>("SELECT bytes FROM conversations WHERE id = 'c'")?.bytes, Buffer.byteLength(cutBody), 'the conversation counts the cut size');
+  // The disk has room again: the next write carries the owed body.
+  await store.messages.append({ id: 'n0', conversation_id: 'd', role: 'user', content: 'later', timestamp: new Date(2).toISOString() });
+  await store.history.answered();
+  assert.equal(store.history.degraded, null, 'the owed body was written');
+  const [cold] = await store.history.cold({ kind: 'id', id: 't0' });
+  const [stored] = (await store.history.get([cold!.body_key])).values();
+  assert.ok(stored?.content === cutBody, `written back cut (${stored?.content.length} characters)`);
+  assert.equal(stored?.cut, true);
+  assert.equal((await store.history.search('ooooooooooooooooooooooooooooooooooooooooooooooo', null, 10)).length, 0, 'the cut part is not in the search index');
+});
 
 test('a body cut in memory is cut as SQLite cuts it: characters are code points', () => {
   assert.equal(cutText('\u{1F600}a\u{1F600}b', 3, '!'), '\u{1F600}a\u{1F600}!');

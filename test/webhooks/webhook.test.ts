@@ -5,7 +5,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { type RecordedRequest } from '../helpers/fake-openai';
-import { postJson, startService, writeConfig, type RunningService } from '../helpers/service';
+import { cutPost, postJson, startService, writeConfig, type RunningService } from '../helpers/service';
 import { useService } from '../helpers/service-fixture';
 import { waitFor } from '../helpers/temp';
 import { signStandardWebhook, startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
@@ -605,30 +605,13 @@ describe('incoming webhook, signed forgeries in parallel', () => {
       await guarded.dispose();
     }
   });
-  /**
-   * A signed request to /guarded whose connection is cut after half its body (the sender's side closes:
-   * FIN; the server sees the end), signed with the secret or not: resolves with the status answered (-1:
-   * none). A refusal answered before the body is read (429) leaves the connection open: its answer ends it.
-   */
-  const cutSigned = (port: number, id: string, withSecret: boolean) =>
-    new Promise<number>((resolve) => {
-      const raw = JSON.stringify({ message: `cut ${id} ${'z'.repeat(2_000)}` });
-      const now = Math.floor(Date.now() / 1000);
-      const signature = withSecret ? signStandardWebhook(SECRET_A, id, now, raw) : `v1,${Buffer.alloc(32).toString('base64')}`;
-      const socket = net.connect({ port, host: '127.0.0.1' });
-      let text = '';
-      socket.on('data', (chunk: Buffer) => {
-        text += chunk.toString('latin1');
-        if (/\r\n\r\n/.test(text)) socket.destroy();
-      });
-      socket.on('error', () => undefined);
-      socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? -1)));
-      socket.write(
-        `POST /guarded HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(raw)}\r\n` +
-          `webhook-id: ${id}\r\nwebhook-timestamp: ${now}\r\nwebhook-signature: ${signature}\r\n\r\n`,
-      );
-      socket.end(raw.slice(0, raw.length >> 1));
-    });
+  /** A signed request to /guarded whose connection is cut after half its body, signed with the secret or not (cutPost). */
+  const cutSigned = (port: number, id: string, withSecret: boolean) => {
+    const raw = JSON.stringify({ message: `cut ${id} ${'z'.repeat(2_000)}` });
+    const now = Math.floor(Date.now() / 1000);
+    const signature = withSecret ? signStandardWebhook(SECRET_A, id, now, raw) : `v1,${Buffer.alloc(32).toString('base64')}`;
+    return cutPost(port, '/guarded', raw, raw.length >> 1, { 'webhook-id': id, 'webhook-timestamp': String(now), 'webhook-signature': signature });
+  };
   /** The sender's whole signed request to /guarded. */
   const wholeSigned = (guarded: Awaited<ReturnType<typeof guardedService>>, id: string, message: string) => {
     const body = { message };
@@ -660,6 +643,7 @@ describe('incoming webhook, signed forgeries in parallel', () => {
         [],
         'nor as an internal error',
       );
+      assert.equal(events.filter((l) => l.event === 'http.body_incomplete').length, 3, 'each logged once as a body cut short');
     } finally {
       await guarded.dispose();
     }

@@ -5,7 +5,7 @@ import { ServiceError, WebhookIncomingBody, ok, parseOrThrow, type WebhookAccoun
 import { BurstLog } from '../../log/burst-log';
 import type { Logger } from '../../log/logger';
 import type { InboxRow, Store } from '../../store';
-import { clientAddress, MAX_BODY_BYTES, sendEnvelope } from '../../transport/http/http-util';
+import { clientAddress, IncompleteBody, MAX_BODY_BYTES, sendEnvelope } from '../../transport/http/http-util';
 import { FixedWindowLimiter } from '../../transport/http/rate-limit';
 import { loginLimitKey } from '../../transport/http/allow-from';
 import { sourceText } from '../../protocol/sources';
@@ -112,7 +112,8 @@ export class IncomingWebhooks {
     } catch (error) {
       if (error instanceof ServiceError) {
         req.resume();
-        if (this.counted.has(error)) throw error;
+        // A wrong credential is in the burst log; a cut body in the server's (http.body_incomplete).
+        if (this.counted.has(error) || error instanceof IncompleteBody) throw error;
         const fields = { account: name, code: error.code, reason: error.message, address: clientAddress(req) };
         if (error.code === 'rate_limited') this.log.debug('webhook.refused', fields);
         else this.log.info('webhook.refused', fields);
@@ -316,13 +317,6 @@ export class IncomingWebhooks {
       req.on('end', onEnd);
       req.on('error', onError);
     });
-  }
-}
-
-/** The connection closed before the whole body arrived (a 400 if anyone is left to read it). */
-class IncompleteBody extends ServiceError {
-  constructor() {
-    super('invalid_request', 'the body did not arrive whole: the connection closed before its end');
   }
 }
 

@@ -127,6 +127,11 @@ class Group {
   }
 }
 
+/** A held body's size in bytes, as history.db counts a stored one's (content and data). */
+function heldBytes(body: KeyedBody): number {
+  return Buffer.byteLength(body.content) + (body.data ? Buffer.byteLength(body.data) : 0);
+}
+
 interface Pending {
   resolve: (value: unknown) => void;
   reject: (err: Error) => void;
@@ -452,8 +457,21 @@ export class HistoryStore {
 
   cut(keys: readonly number[], keepChars: number, note: string): Promise<Array<[number, number]>> {
     this.recent.drop(keys);
-    // Bodies held here (owed, or their put not answered yet) are cut here too: reads from memory, and a
-    // put refused later, give them as history.db holds them once written (its cut skips a key it lacks).
+    const held = this.cutHeld(keys, keepChars, note);
+    const done = this.call({ op: 'cut', keys: [...keys], keepChars, note }).then((sizes) => {
+      const answered = new Set(sizes.map(([key]) => key));
+      for (const [key, b] of held) if (!answered.has(key)) sizes.push([key, heldBytes(b)]);
+      return sizes;
+    });
+    return this.countCut(done, () => keys.length > 0);
+  }
+
+  /**
+   * Cuts the bodies of `keys` held here (owed, or their put not answered yet): reads from memory, and a
+   * put refused later, give them as history.db holds them once written (its cut skips a key it lacks).
+   * The copies held, by key.
+   */
+  private cutHeld(keys: readonly number[], keepChars: number, note: string): Map<number, KeyedBody> {
     const held = new Map<number, KeyedBody>();
     for (const key of keys) {
       for (const map of [this.owed, this.unanswered]) {
@@ -462,12 +480,7 @@ export class HistoryStore {
         if (map.has(key)) held.set(key, map.get(key)!);
       }
     }
-    const done = this.call({ op: 'cut', keys: [...keys], keepChars, note }).then((sizes) => {
-      const answered = new Set(sizes.map(([key]) => key));
-      for (const [key, b] of held) if (!answered.has(key)) sizes.push([key, Buffer.byteLength(b.content) + (b.data ? Buffer.byteLength(b.data) : 0)]);
-      return sizes;
-    });
-    return this.countCut(done, () => keys.length > 0);
+    return held;
   }
 
   search(match: string, conversationId: string | null, limit: number): Promise<RawSearchHit[]> {
@@ -518,7 +531,17 @@ export class HistoryStore {
 
   cutCold(cutoff: string, keepChars: number, note: string, minBytes: number, limit: number): Promise<ColdCutResult> {
     this.recent.clear();
-    return this.countCut(this.call({ op: 'coldCut', cutoff, keepChars, note, minBytes, limit }), (result) => result.rows > 0);
+    const done = this.call({ op: 'coldCut', cutoff, keepChars, note, minBytes, limit }).then((result) => {
+      // Rows whose body the worker has not are held here (owed: every body written before was answered
+      // before this, in order): cut here too, the conversation's bytes lowered by what the cut freed.
+      const deltas = new Map(result.deltas);
+      for (const [key, conversationId, bytes] of result.absent) {
+        const held = this.cutHeld([key], keepChars, note).get(key);
+        if (held && heldBytes(held) < bytes) deltas.set(conversationId, (deltas.get(conversationId) ?? 0) + bytes - heldBytes(held));
+      }
+      return { ...result, deltas: [...deltas] };
+    });
+    return this.countCut(done, (result) => result.rows > 0);
   }
 
   /** `done`, counted in `cuts` once answered if `changed` says so (a failure counts too: the worker may have cut before it failed). */

@@ -32,6 +32,16 @@ export function sendError(res: ServerResponse, error: ServiceError): void {
 }
 
 /**
+ * The connection closed before the whole body arrived: the client's doing (the network's), answered 400
+ * if anyone is left to read it, and logged as a refused request (http-server.ts), never as an internal error.
+ */
+export class IncompleteBody extends ServiceError {
+  constructor() {
+    super('invalid_request', 'the body did not arrive whole: the connection closed before its end');
+  }
+}
+
+/**
  * Reads a JSON object body of at most `limit` bytes. Refuses early on Content-Length, and stops
  * reading (413) as soon as the limit is passed, so a huge body never sits in memory.
  */
@@ -45,13 +55,18 @@ export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES)
   }
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      req.resume();
-      throw new ServiceError('payload_too_large', `body exceeds ${limit} bytes`);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) {
+        req.resume();
+        throw new ServiceError('payload_too_large', `body exceeds ${limit} bytes`);
+      }
+      chunks.push(chunk);
     }
-    chunks.push(chunk);
+  } catch (error) {
+    // Node's "aborted" (ECONNRESET): the connection closed before the body's end.
+    throw error instanceof ServiceError ? error : new IncompleteBody();
   }
   const raw = Buffer.concat(chunks);
   let value: unknown;

@@ -296,14 +296,17 @@ function checksInChild(dir: string): { checkMs: number; quickCheckMs: number; fi
   const script = `
     const { Database } = require('node-sqlite3-wasm');
     const { statSync } = require('node:fs');
-    const { damageAtOpen } = require(${JSON.stringify(path.join(__dirname, '..', 'src', 'store', 'history', 'integrity.ts'))});
+    const { cutBeforeOpen, damageAtOpen } = require(${JSON.stringify(path.join(__dirname, '..', 'src', 'store', 'history', 'integrity.ts'))});
     const file = ${JSON.stringify(path.join(dir, 'history.db'))};
+    let t = performance.now();
+    const cut = cutBeforeOpen(file);
+    let checkMs = performance.now() - t;
     const db = new Database(file);
     // As history-db.ts opens it (the schema is read here), so what is timed next is the check alone.
     db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL; PRAGMA cache_size = -16000;');
-    let t = performance.now();
-    const damage = damageAtOpen(db, file);
-    const checkMs = performance.now() - t;
+    t = performance.now();
+    const damage = cut === null ? damageAtOpen(db) : cut.why;
+    checkMs += performance.now() - t;
     t = performance.now();
     const quick = db.all('PRAGMA quick_check');
     const quickCheckMs = performance.now() - t;

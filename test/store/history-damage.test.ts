@@ -3,9 +3,10 @@
 // notes the damage in the file, the next open refuses it, `recover` rebuilds it from what it still gives.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { copyFile, open as openFile, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { copyFile, open as openFile, readFile, readdir, rm, stat, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
+import { HistoryDb } from '../../src/store/history/history-db';
 import { HISTORY_FILE_NAME, LOST_BODY_TEXT, openStore } from '../../src/store/index';
 import type { NewMessage, Store } from '../../src/store/index';
 import { cutSoPagesAreLost } from '../helpers/history-cut';
@@ -187,8 +188,48 @@ test(
     await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\).*serve --recover/s);
     assert.deepEqual([await digest(file), await digest(`${file}-wal`)], before, 'history.db and its WAL as they were');
     await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\)/s);
+
+    // Opened for --recover and closed without the salvage (a start that then fails: service.db not
+    // opened, a migration that throws): read only, so still both files as they were.
+    const reading = new HistoryDb(file, true);
+    assert.match(String(reading.damage), /cut short/);
+    reading.close();
+    assert.deepEqual([await digest(file), await digest(`${file}-wal`)], before, 'as they were after an open for --recover');
+    await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\)/s);
+
+    // The salvage keeps the damaged file and its WAL aside unchanged.
+    const recovered = await openStore(dir, { recover: true });
+    t.after(() => recovered.close());
+    assert.match(String(await recovered.problem()), /rebuilt by --recover/);
+    const aside = (await readdir(dir)).find((f) => /^history\.db\.damaged-[^.]*$/.test(f) && !f.endsWith('-wal'));
+    assert.ok(aside, 'the damaged file is kept aside');
+    assert.deepEqual([await digest(path.join(dir, aside)), await digest(path.join(dir, `${aside}-wal`))], before, 'kept aside as it was');
   },
 );
+
+test('history.db emptied while its WAL holds commits: refused, and the WAL (which SQLite deletes when it opens an empty file) is kept aside by --recover', { timeout: 90_000 }, async (t) => {
+  const running = await withDir(t);
+  const store = await openStore(running);
+  t.after(() => store.close());
+  await conversation(store, 'c');
+  for (let i = 0; i < 10; i++) await store.messages.append(message('c', `m${i}`, bulkyContent(i), i));
+  await store.history.sync();
+  const dir = await copiedWhileRunning(t, running);
+  const file = path.join(dir, HISTORY_FILE_NAME);
+  await truncate(file, 0);
+  const wal = await digest(`${file}-wal`);
+  assert.notEqual(wal, await digest('/nonexistent'), 'the WAL is there');
+
+  await assert.rejects(openStore(dir), /history\.db is damaged \(it is empty but its WAL holds commits.*cut short\)/s);
+  assert.equal(await digest(`${file}-wal`), wal, 'the WAL as it was');
+  const recovered = await openStore(dir, { recover: true });
+  t.after(() => recovered.close());
+  assert.match(String(await recovered.problem()), /rebuilt by --recover/);
+  const kept = (await readdir(dir)).filter((f) => /^history\.db\.damaged-.*-wal$/.test(f));
+  assert.ok((await Promise.all(kept.map((f) => digest(path.join(dir, f))))).includes(wal), `the WAL is kept aside (${kept.join(', ')})`);
+  // Every message is served, as what the journal still held or the placeholder.
+  assert.equal((await recovered.messages.recent('c', { limit: 100 })).length, 10);
+});
 
 test(
   'history.db replaced by an older copy: `recover` fills the lost keys of every referrer (a pending delivery\u2019s, an inbox message\u2019s), counts them all, and never sends the placeholder',

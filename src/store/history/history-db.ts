@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
 import { COLD_SCHEMA, countCold, cutCold, dropCold, putCold, putColdUsage, queryCold, queryColdAfterSeq, queryColdUsage } from './cold';
-import { cutBeforeOpen, damageAtOpen } from './integrity';
+import { cutBeforeOpen, damageAtOpen, type Cut } from './integrity';
 import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
 import { bodyChars, DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
@@ -226,6 +226,11 @@ function notOpened(file: string, err: unknown): Error {
   return new Error(`${file} could not be opened (${err instanceof Error ? err.message : String(err)}); the message bodies are kept there, so the store was not opened`);
 }
 
+/** Where a damaged history.db (`file`) is kept aside by `serve --recover`, with its WAL at that name + `-wal`. */
+function damagedAside(file: string): string {
+  return `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+}
+
 /** The error of an open that refuses `file`, damaged (`damage` says how). */
 function refusedAsDamaged(file: string, damage: string): Error {
   return new Error(
@@ -266,18 +271,22 @@ export class HistoryDb {
       this.damage = null;
       return;
     }
-    let cut: string | null;
+    let cut: Cut | null;
     try {
       cut = cutBeforeOpen(file);
     } catch (err) {
       throw notOpened(file, err);
     }
     // Refused before SQLite opens it: closing it would checkpoint its WAL into the cut, filling it with zeros.
-    if (cut !== null && !recover) throw refusedAsDamaged(file, cut);
+    if (cut !== null && !recover) throw refusedAsDamaged(file, cut.why);
     let damage: string | null;
     let opened: SqliteFile | undefined;
     try {
-      this.db = opened = new SqliteFile(file);
+      // SQLite deletes the WAL of an empty file: kept aside first, as the salvage keeps a damaged file's.
+      if (cut?.emptyWithWal) renameSync(`${file}-wal`, `${damagedAside(file)}-wal`);
+      // A file cut short is only read (the salvage's source): a read-only connection never checkpoints its
+      // WAL into it, whatever closes it (a failed start under --recover included).
+      this.db = opened = new SqliteFile(file, cut !== null && !cut.emptyWithWal ? { readOnly: true } : undefined);
       // locking_mode first: reading a WAL database in the normal mode would need the shared memory it lacks.
       this.db.exec('PRAGMA locking_mode = EXCLUSIVE');
       // A file cut short is read anyway, for the salvage (SQLite then takes the pages the file has).
@@ -288,7 +297,7 @@ export class HistoryDb {
       this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -16000;');
       const mode = this.db.get('PRAGMA journal_mode')?.journal_mode;
       if (mode !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`);
-      damage = cut ?? damageAtOpen(this.db);
+      damage = cut?.why ?? damageAtOpen(this.db);
     } catch (err) {
       if (opened?.isOpen) opened.close();
       throw notOpened(file, err);
@@ -455,7 +464,7 @@ export class HistoryDb {
   static salvage(damaged: HistoryDb, refs: readonly BodyRef[], placeholder: string, above: number, journaled: readonly KeyedBody[] = []): { db: HistoryDb; result: SalvageResult } {
     const file = damaged.file;
     damaged.close();
-    const aside = `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    const aside = damagedAside(file);
     renameSync(file, aside);
     if (existsSync(`${file}-wal`)) renameSync(`${file}-wal`, `${aside}-wal`);
     closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));

@@ -5,29 +5,38 @@
 // newest version is in the WAL are read from there, so the WAL's frame headers are read (not its pages),
 // all before SQLite opens the file (its close would checkpoint the WAL into it). Damage elsewhere is found when a read meets it; the store then reports it (/health degraded) and notes
 // it in the file, so the next open refuses it too.
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { Database as SqliteFile } from 'node-sqlite3-wasm';
 import { DAMAGE_SEEN_KEY } from './protocol';
 
 const WAL_HEADER_BYTES = 32;
 const FRAME_HEADER_BYTES = 24;
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
-const WAL_MAGIC = 0x377f0682; // the low bit says the checksums' byte order; either is a WAL
+const WAL_MAGIC = 0x377f0682;
+/** SQLite's lock byte (PENDING_BYTE): the page holding it is never written. */
+const LOCK_BYTE_OFFSET = 0x40000000; // the low bit says the checksums' byte order; either is a WAL
 /** The newest bodies read whole at open (their pages, overflow included): damage at the file's end shows. */
 const RECENT_BODIES_CHECKED = 64;
 
-/** What a WAL holds: its pages (as `pagesInWal`) and the database's size in pages at its last commit (0: none). */
+/** What a WAL holds: its pages (as `pagesInWal`), the database's size in pages at its last commit (0: none) and its page size. */
 interface WalCommits {
   pages: Set<number>;
   databasePages: number;
+  pageSize: number;
+}
+
+/** A page size SQLite accepts: a power of two from 512 to 65536. */
+function validPageSize(size: number): boolean {
+  return size >= 512 && size <= 65536 && (size & (size - 1)) === 0;
 }
 
 /**
- * The frames of `wal` written since its last reset, up to its last commit frame. Counts every frame with
- * the WAL's salts (a superset of those SQLite uses: it also checks their checksums).
+ * The frames of `wal` written since its last reset, up to its last commit frame, read with the WAL's own
+ * page size (which must be `pageSize` when given: the file's). Counts every frame with the WAL's salts
+ * (a superset of those SQLite uses: it also checks their checksums).
  */
-function walCommits(wal: string, pageSize: number): WalCommits {
-  const commits: WalCommits = { pages: new Set(), databasePages: 0 };
+function walCommits(wal: string, pageSize?: number): WalCommits {
+  const commits: WalCommits = { pages: new Set(), databasePages: 0, pageSize: 0 };
   let fd: number;
   try {
     fd = openSync(wal, 'r');
@@ -35,15 +44,18 @@ function walCommits(wal: string, pageSize: number): WalCommits {
     return commits; // no WAL: every page is read from the file
   }
   try {
-    const size = statSync(wal).size;
+    const size = fstatSync(fd).size;
     const header = Buffer.alloc(WAL_HEADER_BYTES);
     if (readSync(fd, header, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return commits;
-    if ((header.readUInt32BE(0) & ~1) >>> 0 !== WAL_MAGIC || header.readUInt32BE(8) !== pageSize) return commits;
+    const walPageSize = header.readUInt32BE(8);
+    if ((header.readUInt32BE(0) & ~1) >>> 0 !== WAL_MAGIC || !validPageSize(walPageSize)) return commits;
+    if (pageSize !== undefined && walPageSize !== pageSize) return commits;
+    commits.pageSize = walPageSize;
     const salt1 = header.readUInt32BE(16);
     const salt2 = header.readUInt32BE(20);
     const frame = Buffer.alloc(FRAME_HEADER_BYTES);
     let uncommitted: number[] = [];
-    for (let at = WAL_HEADER_BYTES; at + FRAME_HEADER_BYTES + pageSize <= size; at += FRAME_HEADER_BYTES + pageSize) {
+    for (let at = WAL_HEADER_BYTES; at + FRAME_HEADER_BYTES + walPageSize <= size; at += FRAME_HEADER_BYTES + walPageSize) {
       readSync(fd, frame, 0, FRAME_HEADER_BYTES, at);
       // Frames of an earlier generation (before the last reset) carry other salts: SQLite stops there.
       if (frame.readUInt32BE(8) !== salt1 || frame.readUInt32BE(12) !== salt2) break;
@@ -66,17 +78,27 @@ export function pagesInWal(wal: string, pageSize: number): Set<number> {
   return walCommits(wal, pageSize).pages;
 }
 
+/** What `cutBeforeOpen` found: why the file is cut short, and whether it is empty while its WAL holds commits. */
+export interface Cut {
+  why: string;
+  /** SQLite deletes the WAL of an empty database file at open: it must be kept aside first. */
+  emptyWithWal: boolean;
+}
+
 /**
- * Why history.db is cut short, read from the file's header and its WAL's frame headers before SQLite
+ * Whether history.db is cut short, read from the file's header and its WAL's frame headers before SQLite
  * opens it, or null. Before: SQLite refuses a file cut short at its first read as "malformed" (before
- * `damageAtOpen` could say what it is), and when its WAL holds commits, closing the refused file
- * checkpoints them into it, filling the cut with zeros and deleting the WAL: the next open would find a
- * whole file and serve it, the cut's bodies silently gone. Every page SQLite will read from the file
- * must lie inside it; pages whose newest version is in the WAL are read from there, so a file cut short
- * by less than the WAL covers passes (nothing of it is lost). Null when the size is not known: no
- * commit in the WAL and the header's page count not valid (an older writer).
+ * `damageAtOpen` could say what it is), closing a connection to a file whose WAL holds commits
+ * checkpoints them into it (filling a cut with zeros and deleting the WAL: the next open would find a
+ * whole file and serve it, the cut's bodies silently gone), and opening an empty file deletes its WAL.
+ * Every page SQLite will read from the file must lie inside it; pages whose newest version is in the WAL
+ * are read from there, so a file cut short by less than the WAL covers passes (nothing of it is lost).
+ * The page size and the database's size come from the WAL when it holds commits (the header may be
+ * destroyed, page 1 read from the WAL), else from the header. Null when the size is not known: no commit
+ * in the WAL and a header that is not SQLite's (SQLite's open then refuses it, saying so) or whose page
+ * count is not valid (an older writer).
  */
-export function cutBeforeOpen(file: string): string | null {
+export function cutBeforeOpen(file: string): Cut | null {
   let fd: number;
   try {
     fd = openSync(file, 'r');
@@ -84,27 +106,33 @@ export function cutBeforeOpen(file: string): string | null {
     return null; // no file yet: made by the open
   }
   try {
-    const fileBytes = statSync(file).size;
+    const fileBytes = fstatSync(fd).size;
     const header = Buffer.alloc(100);
-    // Shorter than SQLite's header (a file is either empty, made by the open, or at least a page long).
-    if (readSync(fd, header, 0, 100, 0) < 100) return fileBytes === 0 ? null : `it is ${fileBytes} bytes, shorter than its header: it was cut short`;
+    const headerBytes = readSync(fd, header, 0, 100, 0);
     const raw = header.readUInt16BE(16);
-    const pageSize = raw === 1 ? 65536 : raw;
-    // Not an SQLite header (destroyed, or not a database): SQLite's open refuses it, saying so.
-    if (!header.subarray(0, 16).equals(SQLITE_MAGIC) || pageSize < 512 || (pageSize & (pageSize - 1)) !== 0) return null;
-    if (fileBytes % pageSize !== 0) return `it is ${fileBytes} bytes, not a whole number of ${pageSize}-byte pages: it was cut short`;
-    const wal = walCommits(`${file}-wal`, pageSize);
-    // The size SQLite takes: its WAL's last commit's, else the header's, valid only when written by the
-    // writer that bumped the change counter.
-    let pageCount = wal.databasePages;
-    if (pageCount === 0) {
-      if (header.readUInt32BE(92) !== header.readUInt32BE(24)) return null;
+    const headerPageSize = headerBytes === 100 && header.subarray(0, 16).equals(SQLITE_MAGIC) && validPageSize(raw === 1 ? 65536 : raw) ? (raw === 1 ? 65536 : raw) : 0;
+    const wal = walCommits(`${file}-wal`, headerPageSize || undefined);
+    const cut = (why: string): Cut => ({ why: `${why}: it was cut short`, emptyWithWal: fileBytes === 0 && wal.databasePages > 0 });
+    if (fileBytes === 0) return wal.databasePages > 0 ? cut(`it is empty but its WAL holds commits of ${wal.databasePages} pages`) : null;
+    let pageSize = headerPageSize;
+    let pageCount = 0;
+    if (wal.databasePages > 0) {
+      pageSize = wal.pageSize;
+      pageCount = wal.databasePages;
+    } else {
+      // Every page is read from the file. A file is either empty (made by the open) or a page long at least.
+      if (headerBytes < 100) return cut(`it is ${fileBytes} bytes, shorter than its header`);
+      // The header's page count is valid only when written by the writer that bumped the change counter.
+      if (pageSize === 0 || header.readUInt32BE(92) !== header.readUInt32BE(24)) return null;
       pageCount = header.readUInt32BE(28);
     }
+    if (fileBytes % pageSize !== 0) return cut(`it is ${fileBytes} bytes, not a whole number of ${pageSize}-byte pages`);
+    // SQLite never writes the page holding the lock byte at 1 GiB: in neither the file nor the WAL.
+    const lockBytePage = Math.floor(LOCK_BYTE_OFFSET / pageSize) + 1;
     let needed = pageCount;
-    while (needed > 0 && wal.pages.has(needed)) needed--;
+    while (needed > 0 && (wal.pages.has(needed) || needed === lockBytePage)) needed--;
     if (needed * pageSize <= fileBytes) return null;
-    return `it is ${fileBytes} bytes but its pages need at least ${needed * pageSize}: it was cut short`;
+    return cut(`it is ${fileBytes} bytes but its pages need at least ${needed * pageSize}`);
   } finally {
     closeSync(fd);
   }

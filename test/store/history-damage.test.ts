@@ -3,7 +3,7 @@
 // notes the damage in the file, the next open refuses it, `recover` rebuilds it from what it still gives.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { copyFile, open as openFile, readFile, readdir, rm, stat, truncate } from 'node:fs/promises';
+import { copyFile, open as openFile, readFile, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { HistoryDb } from '../../src/store/history/history-db';
@@ -168,25 +168,40 @@ async function digest(file: string): Promise<string> {
     .digest('hex');
 }
 
+/** The digests of history.db (`file`) and its WAL. */
+async function bothDigests(file: string): Promise<string[]> {
+  return [await digest(file), await digest(`${file}-wal`)];
+}
+
+/**
+ * A store's directory as a kill -9 leaves it: `count` bulky messages in conversation 'c', history.db
+ * synced (and the journal compacted when `compacted`: its copies of the bodies gone), copied while the
+ * store runs. history.db's path in the copy.
+ */
+async function killedWith(t: Parameters<typeof withDir>[0], count: number, compacted = false): Promise<string> {
+  const running = await withDir(t);
+  const store = await openStore(running);
+  t.after(() => store.close());
+  await conversation(store, 'c');
+  for (let i = 0; i < count; i++) await store.messages.append(message('c', `m${i}`, bulkyContent(i), i));
+  await store.history.sync();
+  if (compacted) await store.db.compact();
+  return path.join(await copiedWhileRunning(t, running), HISTORY_FILE_NAME);
+}
+
 test(
   'history.db cut short while its WAL holds commits: the refused open changes neither file (no checkpoint fills the cut with zeros), so the next open refuses it too',
   { timeout: 90_000 },
   async (t) => {
-    const running = await withDir(t);
-    const store = await openStore(running);
-    t.after(() => store.close());
-    await conversation(store, 'c');
     // About 2 MB of bodies: at least one checkpoint into the file, later commits in the WAL.
-    for (let i = 0; i < 60; i++) await store.messages.append(message('c', `m${i}`, bulkyContent(i), i));
-    await store.history.sync();
-    const dir = await copiedWhileRunning(t, running);
-    const file = path.join(dir, HISTORY_FILE_NAME);
+    const file = await killedWith(t, 60);
+    const dir = path.dirname(file);
     assert.ok((await stat(`${file}-wal`)).size > 0, 'the WAL holds commits');
     await cutSoPagesAreLost(file);
-    const before = [await digest(file), await digest(`${file}-wal`)];
+    const before = await bothDigests(file);
 
     await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\).*serve --recover/s);
-    assert.deepEqual([await digest(file), await digest(`${file}-wal`)], before, 'history.db and its WAL as they were');
+    assert.deepEqual(await bothDigests(file), before, 'history.db and its WAL as they were');
     await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\)/s);
 
     // Opened for --recover and closed without the salvage (a start that then fails: service.db not
@@ -194,7 +209,7 @@ test(
     const reading = new HistoryDb(file, true);
     assert.match(String(reading.damage), /cut short/);
     reading.close();
-    assert.deepEqual([await digest(file), await digest(`${file}-wal`)], before, 'as they were after an open for --recover');
+    assert.deepEqual(await bothDigests(file), before, 'as they were after an open for --recover');
     await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\)/s);
 
     // The salvage keeps the damaged file and its WAL aside unchanged.
@@ -207,29 +222,42 @@ test(
   },
 );
 
-test('history.db emptied while its WAL holds commits: refused, and the WAL (which SQLite deletes when it opens an empty file) is kept aside by --recover', { timeout: 90_000 }, async (t) => {
-  const running = await withDir(t);
-  const store = await openStore(running);
-  t.after(() => store.close());
-  await conversation(store, 'c');
-  for (let i = 0; i < 10; i++) await store.messages.append(message('c', `m${i}`, bulkyContent(i), i));
-  await store.history.sync();
-  const dir = await copiedWhileRunning(t, running);
-  const file = path.join(dir, HISTORY_FILE_NAME);
-  await truncate(file, 0);
-  const wal = await digest(`${file}-wal`);
-  assert.notEqual(wal, await digest('/nonexistent'), 'the WAL is there');
+test(
+  'history.db emptied while its WAL holds commits: refused; a --recover start that fails leaves both as they were; --recover reads every body back from the WAL and keeps it aside',
+  { timeout: 90_000 },
+  async (t) => {
+    // Fewer pages than a checkpoint takes: every body is in the WAL. The journal compacted, so that what
+    // --recover reads back comes from the WAL, not from the journal's copies.
+    const file = await killedWith(t, 30, true);
+    const dir = path.dirname(file);
+    await truncate(file, 0);
+    const before = await bothDigests(file);
+    assert.notEqual(before[1], await digest('/nonexistent'), 'the WAL is there');
 
-  await assert.rejects(openStore(dir), /history\.db is damaged \(it is empty but its WAL holds commits.*cut short\)/s);
-  assert.equal(await digest(`${file}-wal`), wal, 'the WAL as it was');
-  const recovered = await openStore(dir, { recover: true });
-  t.after(() => recovered.close());
-  assert.match(String(await recovered.problem()), /rebuilt by --recover/);
-  const kept = (await readdir(dir)).filter((f) => /^history\.db\.damaged-.*-wal$/.test(f));
-  assert.ok((await Promise.all(kept.map((f) => digest(path.join(dir, f))))).includes(wal), `the WAL is kept aside (${kept.join(', ')})`);
-  // Every message is served, as what the journal still held or the placeholder.
-  assert.equal((await recovered.messages.recent('c', { limit: 100 })).length, 10);
-});
+    await assert.rejects(openStore(dir), /history\.db is damaged \(it is empty but its WAL holds commits.*cut short\)/s);
+    assert.deepEqual(await bothDigests(file), before, 'both as they were');
+    // A --recover start that fails after history.db's open (service.db damaged): nothing of history.db touched.
+    const serviceDb = path.join(dir, 'service.db');
+    const good = await readFile(serviceDb);
+    await writeFile(serviceDb, Buffer.alloc(8192, 0x5a));
+    await assert.rejects(openStore(dir, { recover: true }));
+    assert.deepEqual(await bothDigests(file), before, 'both as they were after a failed --recover start');
+    await writeFile(serviceDb, good);
+    await assert.rejects(openStore(dir), /it is empty but its WAL holds commits/);
+
+    const recovered = await openStore(dir, { recover: true });
+    t.after(() => recovered.close());
+    assert.match(String(await recovered.problem()), /rebuilt by --recover: 30 bodies read back, 0 lost/);
+    const messages = await recovered.messages.recent('c', { limit: 100 });
+    assert.deepEqual(
+      messages.map((m) => m.content),
+      Array.from({ length: 30 }, (_, i) => bulkyContent(i)),
+    );
+    const kept = (await readdir(dir)).filter((f) => /^history\.db\.damaged-.*-wal$/.test(f));
+    assert.equal(kept.length, 1);
+    assert.equal(await digest(path.join(dir, kept[0])), before[1], 'the WAL kept aside as it was');
+  },
+);
 
 test(
   'history.db replaced by an older copy: `recover` fills the lost keys of every referrer (a pending delivery\u2019s, an inbox message\u2019s), counts them all, and never sends the placeholder',

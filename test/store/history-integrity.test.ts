@@ -29,23 +29,42 @@ interface Frame {
   /** The database's size in pages after the commit this frame ends; 0 for a frame inside a commit. */
   commit: number;
   salts?: number[];
+  /** Its checksum made wrong, as a torn write leaves it. */
+  torn?: boolean;
 }
 
-/** A WAL of `frames` (their pages' contents zeros: only the headers are read). */
-async function walFile(file: string, frames: Frame[]): Promise<void> {
+/** The WAL format's checksum of `bytes`, continuing from `sums`: words little-endian (magic 0x377f0682) or big-endian (0x377f0683). */
+function checksum(sums: [number, number], bytes: Buffer, bigEndian: boolean): [number, number] {
+  let [a, b] = sums;
+  const word = (i: number) => (bigEndian ? bytes.readUInt32BE(i) : bytes.readUInt32LE(i));
+  for (let i = 0; i < bytes.length; i += 8) {
+    a = (a + word(i) + b) % 2 ** 32;
+    b = (b + word(i + 4) + a) % 2 ** 32;
+  }
+  return [a, b];
+}
+
+/** A WAL of `frames` (their pages' contents a byte pattern: only the headers and checksums are read). */
+async function walFile(file: string, frames: Frame[], tornHeader = false, bigEndian = false): Promise<void> {
   const header = Buffer.alloc(32);
-  header.writeUInt32BE(0x377f0682, 0);
+  header.writeUInt32BE(bigEndian ? 0x377f0683 : 0x377f0682, 0);
   header.writeUInt32BE(3007000, 4);
   header.writeUInt32BE(PAGE, 8);
   header.writeUInt32BE(SALTS[0], 16);
   header.writeUInt32BE(SALTS[1], 20);
+  let sums = checksum([0, 0], header.subarray(0, 24), bigEndian);
+  header.writeUInt32BE(sums[0], 24);
+  header.writeUInt32BE(tornHeader ? (sums[1] ^ 1) >>> 0 : sums[1], 28);
   const parts = [header];
   for (const f of frames) {
-    const frame = Buffer.alloc(24 + PAGE);
+    const frame = Buffer.alloc(24 + PAGE, f.page & 0xff);
     frame.writeUInt32BE(f.page, 0);
     frame.writeUInt32BE(f.commit, 4);
     frame.writeUInt32BE((f.salts ?? SALTS)[0], 8);
     frame.writeUInt32BE((f.salts ?? SALTS)[1], 12);
+    sums = checksum(checksum(sums, frame.subarray(0, 8), bigEndian), frame.subarray(24), bigEndian);
+    frame.writeUInt32BE(sums[0], 16);
+    frame.writeUInt32BE(f.torn ? (sums[1] ^ 1) >>> 0 : sums[1], 20);
     parts.push(frame);
   }
   await writeFile(`${file}-wal`, Buffer.concat(parts));
@@ -96,6 +115,23 @@ test('frames after the last commit, or of an earlier generation (other salts), d
   assert.match(cutBeforeOpen(file)?.why ?? '', /need at least 24576/);
 });
 
+test('a commit whose checksum fails (a torn write, a copy taken mid-write) and what follows it do not count; a WAL whose header fails counts for nothing', async (t) => {
+  const file = await fileIn(t);
+  await dbFile(file, 5, 10);
+  await walFile(file, [...commit(7, 10, 10), { page: 6, commit: 10, torn: true }]);
+  assert.match(cutBeforeOpen(file)?.why ?? '', /need at least 24576/);
+  await walFile(file, [...commit(7, 10, 10), { page: 5, commit: 0, torn: true }, { page: 6, commit: 10 }]);
+  assert.match(cutBeforeOpen(file)?.why ?? '', /need at least 24576/, 'frames after a torn one do not count, even with a good checksum of their own');
+  await walFile(file, commit(6, 10, 10));
+  assert.equal(cutBeforeOpen(file), null, 'the same pages, checksums whole');
+  await walFile(file, commit(6, 10, 10), false, true);
+  assert.equal(cutBeforeOpen(file), null, 'checksums of big-endian words (a WAL written on such a machine)');
+  await walFile(file, [...commit(7, 10, 10), { page: 6, commit: 10, torn: true }], false, true);
+  assert.match(cutBeforeOpen(file)?.why ?? '', /need at least 24576/);
+  await walFile(file, commit(6, 10, 10), true);
+  assert.match(cutBeforeOpen(file)?.why ?? '', /need at least 40960/);
+});
+
 test("the database's size is the WAL's last commit's: a file that shrank there (incremental vacuum) is not cut where its header counts more", async (t) => {
   const file = await fileIn(t);
   // The header (last checkpointed) counts 10 pages; the WAL's last commit left 6 (vacuumed); the file
@@ -115,7 +151,7 @@ test('an empty file whose WAL holds commits is cut (SQLite would delete the WAL 
   await walFile(file, commit(1, 4, 4));
   const cut = cutBeforeOpen(file);
   assert.match(cut?.why ?? '', /empty but its WAL holds commits of 4 pages/);
-  assert.equal(cut?.emptyWithWal, true);
+  assert.equal(cut?.walDatabaseBytes, 4 * PAGE);
 });
 
 test("a destroyed header: with a WAL's commits the sizes are the WAL's (cut found); with none, left to SQLite's refusal", async (t) => {

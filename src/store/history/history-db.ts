@@ -1,6 +1,6 @@
 // history.db: message bodies (content and data JSON) in a file-backed SQLite, so they stay on disk
 // rather than in sql.js' memory. Synchronous (node-sqlite3-wasm); only the history worker uses it.
-import { closeSync, existsSync, fsyncSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statfsSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
@@ -243,6 +243,8 @@ export class HistoryDb {
   private readonly db: SqliteFile;
   /** Why the file is damaged (found at open), null when the check found nothing; set only with `recover`. */
   readonly damage: string | null;
+  /** An empty file whose WAL holds commits of a database this long (integrity.ts Cut): read by the salvage only. */
+  private readonly walDatabaseBytes: number = 0;
   private damageNoted = false;
   /**
    * Counts syncs: bumped and committed with an fsync at open and by `sync`. service.db keeps the last
@@ -279,14 +281,23 @@ export class HistoryDb {
     }
     // Refused before SQLite opens it: closing it would checkpoint its WAL into the cut, filling it with zeros.
     if (cut !== null && !recover) throw refusedAsDamaged(file, cut.why);
+    if (cut !== null && cut.walDatabaseBytes > 0) {
+      // An empty file whose WAL holds commits: SQLite would delete the WAL at open. Neither is touched
+      // before the salvage, which reads the WAL beside a copy of the file made as long as its database;
+      // until then this reads as an empty database.
+      this.db = new SqliteFile(SCRATCH);
+      this.db.exec(SCHEMA);
+      this.db.exec(COLD_SCHEMA);
+      this.damage = cut.why;
+      this.walDatabaseBytes = cut.walDatabaseBytes;
+      return;
+    }
     let damage: string | null;
     let opened: SqliteFile | undefined;
     try {
-      // SQLite deletes the WAL of an empty file: kept aside first, as the salvage keeps a damaged file's.
-      if (cut?.emptyWithWal) renameSync(`${file}-wal`, `${damagedAside(file)}-wal`);
       // A file cut short is only read (the salvage's source): a read-only connection never checkpoints its
       // WAL into it, whatever closes it (a failed start under --recover included).
-      this.db = opened = new SqliteFile(file, cut !== null && !cut.emptyWithWal ? { readOnly: true } : undefined);
+      this.db = opened = new SqliteFile(file, cut !== null ? { readOnly: true } : undefined);
       // locking_mode first: reading a WAL database in the normal mode would need the shared memory it lacks.
       this.db.exec('PRAGMA locking_mode = EXCLUSIVE');
       // A file cut short is read anyway, for the salvage (SQLite then takes the pages the file has).
@@ -467,6 +478,9 @@ export class HistoryDb {
     const aside = damagedAside(file);
     renameSync(file, aside);
     if (existsSync(`${file}-wal`)) renameSync(`${file}-wal`, `${aside}-wal`);
+    // The empty file kept aside made as long as its WAL's database (zeros: every page the WAL holds is
+    // read from there, page 1 included), so that SQLite opens the WAL rather than deleting it.
+    if (damaged.walDatabaseBytes > 0) truncateSync(aside, damaged.walDatabaseBytes);
     closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
     const db = new HistoryDb(file);
     db.begin();

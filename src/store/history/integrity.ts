@@ -6,6 +6,7 @@
 // all before SQLite opens the file (its close would checkpoint the WAL into it). Damage elsewhere is found when a read meets it; the store then reports it (/health degraded) and notes
 // it in the file, so the next open refuses it too.
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { endianness } from 'node:os';
 import type { Database as SqliteFile } from 'node-sqlite3-wasm';
 import { DAMAGE_SEEN_KEY } from './protocol';
 
@@ -30,10 +31,41 @@ function validPageSize(size: number): boolean {
   return size >= 512 && size <= 65536 && (size & (size - 1)) === 0;
 }
 
+/** Frames read (and checksummed) at a time. */
+const FRAMES_A_READ = 64;
+
+const NATIVE_LITTLE_ENDIAN = endianness() === 'LE';
+
 /**
- * The frames of `wal` written since its last reset, up to its last commit frame, read with the WAL's own
- * page size (which must be `pageSize` when given: the file's). Counts every frame with the WAL's salts
- * (a superset of those SQLite uses: it also checks their checksums).
+ * SQLite's WAL checksum of `length` bytes of `view` from `offset` (8-byte aligned), as 32-bit words read
+ * big-endian when `bigEndian`, continuing from `sums`, which it updates: s0 += x[i] + s1, s1 += x[i+1] +
+ * s0, modulo 2^32.
+ */
+function addChecksum(sums: Uint32Array, view: DataView, offset: number, length: number, bigEndian: boolean): void {
+  let s0 = sums[0];
+  let s1 = sums[1];
+  if (!bigEndian && NATIVE_LITTLE_ENDIAN) {
+    const words = new Uint32Array(view.buffer, view.byteOffset + offset, length / 4);
+    for (let i = 0; i < words.length; i += 2) {
+      s0 = (s0 + words[i] + s1) >>> 0;
+      s1 = (s1 + words[i + 1] + s0) >>> 0;
+    }
+  } else {
+    for (let i = offset; i < offset + length; i += 8) {
+      s0 = (s0 + view.getUint32(i, !bigEndian) + s1) >>> 0;
+      s1 = (s1 + view.getUint32(i + 4, !bigEndian) + s0) >>> 0;
+    }
+  }
+  sums[0] = s0;
+  sums[1] = s1;
+}
+
+/**
+ * The frames of `wal` SQLite uses, as it reads them: those written since its last reset (the header's
+ * salts), each checksum valid (cumulative from the header's), up to the last commit frame; read with the
+ * WAL's own page size (which must be `pageSize` when given: the file's). A torn tail (a kill -9 mid-commit,
+ * a copy taken during a write) counts no further than SQLite reads. Reads the whole WAL (bounded by the
+ * auto-checkpoint: about 4 MB, a few milliseconds) only when one is left, after a crash.
  */
 function walCommits(wal: string, pageSize?: number): WalCommits {
   const commits: WalCommits = { pages: new Set(), databasePages: 0, pageSize: 0 };
@@ -45,26 +77,42 @@ function walCommits(wal: string, pageSize?: number): WalCommits {
   }
   try {
     const size = fstatSync(fd).size;
-    const header = Buffer.alloc(WAL_HEADER_BYTES);
+    // Its own buffer (not the pool's): 8-byte aligned for the checksum's words.
+    const header = Buffer.from(new ArrayBuffer(WAL_HEADER_BYTES));
     if (readSync(fd, header, 0, WAL_HEADER_BYTES, 0) < WAL_HEADER_BYTES) return commits;
+    const magic = header.readUInt32BE(0);
     const walPageSize = header.readUInt32BE(8);
-    if ((header.readUInt32BE(0) & ~1) >>> 0 !== WAL_MAGIC || !validPageSize(walPageSize)) return commits;
+    if ((magic & ~1) >>> 0 !== WAL_MAGIC || !validPageSize(walPageSize)) return commits;
     if (pageSize !== undefined && walPageSize !== pageSize) return commits;
+    const bigEndian = (magic & 1) === 1;
+    const sums = new Uint32Array(2);
+    addChecksum(sums, new DataView(header.buffer, header.byteOffset, WAL_HEADER_BYTES), 0, 24, bigEndian);
+    // A header whose checksum fails: SQLite uses none of the WAL.
+    if (sums[0] !== header.readUInt32BE(24) || sums[1] !== header.readUInt32BE(28)) return commits;
     commits.pageSize = walPageSize;
     const salt1 = header.readUInt32BE(16);
     const salt2 = header.readUInt32BE(20);
-    const frame = Buffer.alloc(FRAME_HEADER_BYTES);
+    const frameBytes = FRAME_HEADER_BYTES + walPageSize;
+    // Its own buffer (not the pool's), so that every frame and page starts 8-byte aligned.
+    const frames = new DataView(new ArrayBuffer(frameBytes * FRAMES_A_READ));
+    const bytes = new Uint8Array(frames.buffer);
     let uncommitted: number[] = [];
-    for (let at = WAL_HEADER_BYTES; at + FRAME_HEADER_BYTES + walPageSize <= size; at += FRAME_HEADER_BYTES + walPageSize) {
-      readSync(fd, frame, 0, FRAME_HEADER_BYTES, at);
-      // Frames of an earlier generation (before the last reset) carry other salts: SQLite stops there.
-      if (frame.readUInt32BE(8) !== salt1 || frame.readUInt32BE(12) !== salt2) break;
-      uncommitted.push(frame.readUInt32BE(0));
-      const committedSize = frame.readUInt32BE(4); // non-zero only on a commit's last frame
-      if (committedSize !== 0) {
-        uncommitted.forEach((p) => commits.pages.add(p));
-        uncommitted = [];
-        commits.databasePages = committedSize;
+    for (let at = WAL_HEADER_BYTES; at + frameBytes <= size; at += frames.byteLength) {
+      const got = readSync(fd, bytes, 0, bytes.length, at);
+      for (let f = 0; f + frameBytes <= got; f += frameBytes) {
+        // Frames of an earlier generation (before the last reset) carry other salts: SQLite stops there,
+        // and at the first frame whose checksum fails (a torn write).
+        if (frames.getUint32(f + 8) !== salt1 || frames.getUint32(f + 12) !== salt2) return commits;
+        addChecksum(sums, frames, f, 8, bigEndian);
+        addChecksum(sums, frames, f + FRAME_HEADER_BYTES, walPageSize, bigEndian);
+        if (sums[0] !== frames.getUint32(f + 16) || sums[1] !== frames.getUint32(f + 20)) return commits;
+        uncommitted.push(frames.getUint32(f));
+        const committedSize = frames.getUint32(f + 4); // non-zero only on a commit's last frame
+        if (committedSize !== 0) {
+          uncommitted.forEach((p) => commits.pages.add(p));
+          uncommitted = [];
+          commits.databasePages = committedSize;
+        }
       }
     }
     return commits;
@@ -81,8 +129,12 @@ export function pagesInWal(wal: string, pageSize: number): Set<number> {
 /** What `cutBeforeOpen` found: why the file is cut short, and whether it is empty while its WAL holds commits. */
 export interface Cut {
   why: string;
-  /** SQLite deletes the WAL of an empty database file at open: it must be kept aside first. */
-  emptyWithWal: boolean;
+  /**
+   * The file is empty and its WAL holds commits of a database this many bytes long (0 otherwise). SQLite
+   * deletes the WAL of an empty file at open: such a file is never opened (the salvage reads the WAL
+   * beside a copy made that long).
+   */
+  walDatabaseBytes: number;
 }
 
 /**
@@ -112,7 +164,7 @@ export function cutBeforeOpen(file: string): Cut | null {
     const raw = header.readUInt16BE(16);
     const headerPageSize = headerBytes === 100 && header.subarray(0, 16).equals(SQLITE_MAGIC) && validPageSize(raw === 1 ? 65536 : raw) ? (raw === 1 ? 65536 : raw) : 0;
     const wal = walCommits(`${file}-wal`, headerPageSize || undefined);
-    const cut = (why: string): Cut => ({ why: `${why}: it was cut short`, emptyWithWal: fileBytes === 0 && wal.databasePages > 0 });
+    const cut = (why: string): Cut => ({ why: `${why}: it was cut short`, walDatabaseBytes: fileBytes === 0 ? wal.databasePages * wal.pageSize : 0 });
     if (fileBytes === 0) return wal.databasePages > 0 ? cut(`it is empty but its WAL holds commits of ${wal.databasePages} pages`) : null;
     let pageSize = headerPageSize;
     let pageCount = 0;

@@ -3,8 +3,10 @@
 // 2 cores and disk) falls on both alike; a bare `node -e 0` between each pair. Prints each build's
 // medians, the share of pairs where B was below A, and the load average before and after.
 // `A=<a dist/cli.js> B=<another> [ROUNDS=15] npx tsx bench/start-ab.ts`.
+// With BENCH_START=chat, the chat row instead (bench/start.ts: a chat one second after start against the
+// second one, BENCH_CHAT_PROVIDER choosing the provider), one run of each build a round, in turns.
 import { loadavg } from 'node:os';
-import { bareNode, median, serve, withDataDir, type Timing } from './start';
+import { bareNode, chatProvider, firstChats, median, serve, withDataDir, type FirstChats, type Timing } from './start';
 import { fmt } from './util';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 15);
@@ -17,12 +19,45 @@ async function start(cli: string): Promise<{ listening: Timing; ready: Timing }>
   });
 }
 
+const loadNow = () =>
+  loadavg()
+    .map((l) => fmt(l, 1))
+    .join(' ');
+
+/** The chat row for both builds, a run of each a round (which goes first alternates). */
+async function chats(builds: { A: string; B: string }): Promise<void> {
+  const load = loadNow();
+  const provider = await chatProvider();
+  const runs = { A: [] as FirstChats[], B: [] as FirstChats[] };
+  try {
+    for (let i = 0; i < ROUNDS; i += 1) {
+      for (const side of i % 2 === 0 ? (['A', 'B'] as const) : (['B', 'A'] as const)) runs[side].push(await firstChats(provider, builds[side]));
+    }
+  } finally {
+    await provider.close();
+  }
+  console.log(`${ROUNDS} runs each (${process.env.BENCH_CHAT_PROVIDER ?? 'openai'}), load average ${load} -> ${loadNow()}`);
+  for (const key of ['ms', 'cpuMs'] as const) {
+    const what = key === 'ms' ? 'wall clock' : 'main thread CPU';
+    const ratios = (side: 'A' | 'B') => runs[side].map((run) => run.first[key] / run.second[key]);
+    const firsts = (side: 'A' | 'B') => runs[side].map((run) => run.first[key]);
+    const lower = firsts('B').filter((v, i) => v < firsts('A')[i]).length;
+    for (const side of ['A', 'B'] as const) {
+      console.log(
+        `${side}: chat 1 s after start / the second, ${what}: ${fmt(median(ratios(side)), 2)}x ` +
+          `(first ${fmt(median(firsts(side)), 1)} ms, second ${fmt(median(runs[side].map((run) => run.second[key])), 1)} ms)`,
+      );
+    }
+    console.log(`  first chat's ${what}: B lower in ${lower} of ${ROUNDS} pairs`);
+  }
+  for (const side of ['A', 'B'] as const) console.log(`${side}: the warm-up was over at the chat in ${runs[side].filter((run) => run.warmedUp).length} of ${ROUNDS} runs`);
+}
+
 async function main(): Promise<void> {
   const builds = { A: process.env.A, B: process.env.B };
   if (!builds.A || !builds.B) throw new Error('A=<dist/cli.js> B=<dist/cli.js> npx tsx bench/start-ab.ts');
-  const load = loadavg()
-    .map((l) => fmt(l, 1))
-    .join(' ');
+  if (process.env.BENCH_START === 'chat') return chats({ A: builds.A, B: builds.B });
+  const load = loadNow();
   const bare: Timing[] = [];
   const runs = { A: [] as { listening: Timing; ready: Timing }[], B: [] as { listening: Timing; ready: Timing }[] };
   for (let i = 0; i < ROUNDS; i += 1) {
@@ -32,11 +67,7 @@ async function main(): Promise<void> {
   }
   const bareMs = median(bare.map((t) => t.ms));
   const bareCpu = median(bare.map((t) => t.cpuMs));
-  console.log(
-    `${ROUNDS} starts each, load average ${load} -> ${loadavg()
-      .map((l) => fmt(l, 1))
-      .join(' ')}; bare node -e 0: ${fmt(bareMs, 0)} ms wall, ${fmt(bareCpu, 0)} ms CPU`,
-  );
+  console.log(`${ROUNDS} starts each, load average ${load} -> ${loadNow()}; bare node -e 0: ${fmt(bareMs, 0)} ms wall, ${fmt(bareCpu, 0)} ms CPU`);
   for (const point of ['listening', 'ready'] as const)
     for (const key of ['ms', 'cpuMs'] as const) {
       const a = runs.A.map((r) => r[point][key]);

@@ -3,15 +3,20 @@
 // at listening: the issue's row), against a bare `node -e 0` in the same run (median of several runs,
 // each with an empty data directory), and whether a chat sent one second after the start is answered
 // as fast as the next one (the heavy modules load after listening: see Service.warmUp). Real
-// processes: node dist/cli.js serve (BENCH_CLI=path measures another build; BENCH_START=chat or headless one part alone).
+// processes: node dist/cli.js serve (BENCH_CLI=path measures another build; BENCH_START=chat or headless one part alone;
+// BENCH_CHAT_PROVIDER=anthropic-tls gives the chats a provider over https whose origin no warm-up probe asks;
+// BENCH_CHAT_AFTER_MS sends the first chat that long after listening instead of one second; BENCH_CHAT_RTT_MS puts a
+// network's round trip between the service and that provider).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import { createServer } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startFakeAnthropic } from '../test/helpers/fake-anthropic';
 import { startFakeOpenAI } from '../test/helpers/fake-openai';
+import { selfSignedCertificate } from '../test/helpers/self-signed';
 import { TestClient } from '../test/helpers/ws-client';
 import { fmt } from './util';
 
@@ -19,6 +24,8 @@ const CLI = process.env.BENCH_CLI ?? join(__dirname, '..', 'dist', 'cli.js');
 const TOKEN = 'bench-access-token-0123456789abcdef0123';
 const RUNS = 7;
 const CHAT_RUNS = 5;
+/** How long after listening the first chat is sent (BENCH_CHAT_AFTER_MS; the issue's row: one second). */
+const CHAT_AFTER_MS = Number(process.env.BENCH_CHAT_AFTER_MS ?? 1000);
 
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
@@ -83,10 +90,10 @@ function freePort(): Promise<number> {
 }
 
 /** Spawns `serve` and measures from the spawn to listening (/health answers) and to ready (`get_config` answered over ws). */
-export async function serve(dataDir: string, cli = CLI): Promise<Serving> {
+export async function serve(dataDir: string, cli = CLI, env: Record<string, string> = {}): Promise<Serving> {
   const port = await freePort();
   const began = performance.now();
-  const child = spawn(process.execPath, [cli, 'serve', '--data-dir', dataDir, '--port', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [cli, 'serve', '--data-dir', dataDir, '--port', String(port)], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   let out = '';
   child.stderr!.on('data', (d) => (out += d));
   const stop = () =>
@@ -160,18 +167,102 @@ async function headlessStart(): Promise<void> {
   }
 }
 
+/** The provider the chats are sent to: its part of service.json, what `serve` needs to reach it, and its end. */
+export interface ChatProvider {
+  config: Record<string, unknown>;
+  env: Record<string, string>;
+  close(): Promise<void>;
+}
+
+/**
+ * The chats' provider (BENCH_CHAT_PROVIDER): by default an OpenAI-compatible server on 127.0.0.1, a local
+ * server, whose window the warm-up asks (so its connection is open before the first chat); with
+ * `anthropic-tls`, Anthropic's API over https (a self-signed certificate `serve` trusts through
+ * NODE_EXTRA_CA_CERTS), as a vendor's host is reached: no probe asks its origin, and its first
+ * connection loads Node's TLS and makes its handshake.
+ */
+export async function chatProvider(kind = process.env.BENCH_CHAT_PROVIDER ?? 'openai'): Promise<ChatProvider> {
+  if (kind === 'openai') {
+    const fake = await startFakeOpenAI();
+    fake.setDefault(() => ({ text: 'A short reply, streamed.', chunks: 5 }));
+    return { config: { provider: 'openai', model: 'fake-model', base_url: fake.url, api_key: 'sk-bench' }, env: {}, close: () => fake.close() };
+  }
+  if (kind !== 'anthropic-tls') throw new Error(`BENCH_CHAT_PROVIDER: openai or anthropic-tls, not ${kind}`);
+  const dir = await mkdtemp(join(tmpdir(), 'ra-bench-tls-'));
+  const { key, cert, certFile } = selfSignedCertificate(dir);
+  const fake = await startFakeAnthropic({ tls: { key, cert } });
+  fake.setDefault(() => ({ text: 'A short reply, streamed.', chunks: 5 }));
+  const rttMs = Number(process.env.BENCH_CHAT_RTT_MS ?? 0);
+  const far = rttMs > 0 ? await roundTripProxy(fake.port, rttMs) : undefined;
+  return {
+    config: { provider: 'anthropic', model: 'claude-fake-2', base_url: far ? `https://127.0.0.1:${far.port}` : fake.url, api_key: 'sk-bench' },
+    env: { NODE_EXTRA_CA_CERTS: certFile },
+    close: async () => {
+      await far?.close();
+      await fake.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of `targetPort` that holds each chunk half a round trip in each
+ * direction, and a new connection's first chunk a round trip more (TCP's handshake): a provider across a
+ * network, roughly (no loss, no bandwidth limit; TLS passes through untouched).
+ */
+async function roundTripProxy(targetPort: number, rttMs: number): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const track = (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+  };
+  const relay = (from: Socket, to: Socket, firstExtraMs: number) => {
+    let extra = firstExtraMs;
+    from.on('data', (chunk) => {
+      setTimeout(() => to.destroyed || to.write(chunk), rttMs / 2 + extra);
+      extra = 0;
+    });
+    from.on('end', () => setTimeout(() => to.end(), rttMs / 2));
+  };
+  const server = createServer((client) => {
+    track(client);
+    const upstream = connect(targetPort, '127.0.0.1');
+    track(upstream);
+    relay(client, upstream, rttMs);
+    relay(upstream, client, 0);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export interface FirstChats {
+  first: Timing;
+  second: Timing;
+  warmedUp: boolean;
+}
+
 /**
  * One run: a chat one second after `listening`, then a second one (each a new conversation); their
  * times, and the CPU time the service's main thread ran during each (what the wall clock is made of on
  * a quiet machine; on a loaded one the wall clock is mostly waiting for a core, and the warm-up itself,
  * a hundred milliseconds of CPU, may not be over one second after the start).
  */
-async function firstChats(fakeUrl: string): Promise<{ first: Timing; second: Timing; warmedUp: boolean }> {
+export async function firstChats(provider: ChatProvider, cli = CLI): Promise<FirstChats> {
   return withDataDir(async (dir) => {
-    await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN, provider: 'openai', model: 'fake-model', base_url: fakeUrl, api_key: 'sk-bench' }));
-    const serving = await serve(dir);
+    await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN, ...provider.config }));
+    const serving = await serve(dir, cli, provider.env);
     try {
-      await new Promise((r) => setTimeout(r, 1000));
+      await new Promise((r) => setTimeout(r, CHAT_AFTER_MS));
       const client = await TestClient.authed(`ws://127.0.0.1:${serving.port}/ws`, TOKEN);
       try {
         const chat = async (): Promise<Timing> => {
@@ -196,11 +287,10 @@ async function firstChats(fakeUrl: string): Promise<{ first: Timing; second: Tim
 }
 
 async function firstChat(): Promise<void> {
-  const fake = await startFakeOpenAI();
-  fake.setDefault(() => ({ text: 'A short reply, streamed.', chunks: 5 }));
+  const provider = await chatProvider();
   try {
-    const runs: { first: Timing; second: Timing; warmedUp: boolean }[] = [];
-    for (let i = 0; i < CHAT_RUNS; i += 1) runs.push(await firstChats(fake.url));
+    const runs: FirstChats[] = [];
+    for (let i = 0; i < CHAT_RUNS; i += 1) runs.push(await firstChats(provider));
     for (const key of ['ms', 'cpuMs'] as const) {
       const ratios = runs.map(({ first, second }) => first[key] / second[key]);
       console.log(
@@ -211,7 +301,7 @@ async function firstChat(): Promise<void> {
     }
     console.log(`  the warm-up after listening was over when the first chat was sent in ${runs.filter((run) => run.warmedUp).length} of ${CHAT_RUNS} runs`);
   } finally {
-    await fake.close();
+    await provider.close();
   }
 }
 

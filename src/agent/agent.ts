@@ -273,7 +273,8 @@ export class Agent {
 
   /**
    * Builds the configured provider ahead of the first turn (the service's warm-up), and has it ask what
-   * that turn would wait for (a local server's window, over a connection the turn then reuses): the
+   * that turn would wait for (a local server's window, else a connection to the provider's origin, opened
+   * ahead: http-provider.ts's preconnect; either way a connection the turn then reuses): the
    * resolver keeps it while provider, endpoint and key stay (provider-resolver.ts), so that turn does
    * not make the SDK's client.
    */

@@ -59,6 +59,8 @@ export interface FakeAnthropicOptions {
   models?: string[];
   /** The most models one page of GET /v1/models holds, whatever `limit` asks (to exercise paging). Default 1000. */
   modelsPageSize?: number;
+  /** Serve HTTPS with this key and certificate (test/helpers/self-signed.ts), as Anthropic's own host does. */
+  tls?: { key: Buffer; cert: Buffer };
 }
 
 /** Default answers are Anthropic's error shape for the status; answers carry a `request-id` header. */
@@ -198,7 +200,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     );
   }
 
-  return startFakeServer<FakeStep>({ name: 'fake-anthropic', fallback: echo, baseUrl: (origin) => origin, handle });
+  return startFakeServer<FakeStep>({ name: 'fake-anthropic', fallback: echo, baseUrl: (origin) => origin, handle, tls: options.tls });
 }
 
 /** What the real API rejects first, for the mistakes a provider could make in the body's shape. */

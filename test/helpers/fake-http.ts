@@ -11,6 +11,7 @@
  * The vendor fakes keep their wire formats (paths, auth, bodies, events) to themselves.
  */
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 
 // ---------------------------------------------------------------------------------------------------
@@ -26,7 +27,7 @@ export interface LoopbackServer {
  * Listens on 127.0.0.1 at a free port (or `port`, to come back where a closed server was), tracking
  * connections so that close() does not wait for them.
  */
-export async function listenOnLoopback(server: http.Server, port = 0): Promise<LoopbackServer> {
+export async function listenOnLoopback(server: http.Server | https.Server, port = 0): Promise<LoopbackServer> {
   const sockets = new Set<Socket>();
   server.on('connection', (socket) => {
     sockets.add(socket);
@@ -135,6 +136,8 @@ export interface RecordedRequest {
   receivedAt: number;
   /** The client closed the connection before the answer was complete (e.g. it cancelled). */
   aborted: boolean;
+  /** Which of the server's connections it came on: 1 for the first the server accepted, and so on. */
+  connection: number;
 }
 
 export interface Timing {
@@ -179,8 +182,10 @@ export interface FakeServer<Step> {
   readonly port: number;
   /** Every request received, in order of arrival (but those the spec sets `aside`). */
   readonly requests: RecordedRequest[];
-  /** The requests set aside (FakeServerSpec.aside), e.g. a local server's own endpoints asked beside the API. */
+  /** The requests set aside (FakeServerSpec.aside), e.g. a local server's own endpoints asked beside the API, and every OPTIONS (a provider's connection opened ahead). */
   readonly asides: RecordedRequest[];
+  /** How many connections the server has accepted (TLS ones once their handshake is over). */
+  readonly connections: number;
   /** Queues answers for the next completion requests, first in first out. */
   script(...steps: StepSource<Step>[]): void;
   /** The answer used when the queue is empty (initially the echo). */
@@ -249,6 +254,8 @@ export interface FakeServerSpec<Step> {
   port?: number;
   /** Requests recorded in `asides` instead of `requests` (by path), so tests counting API calls see only them. */
   aside?: (path: string) => boolean;
+  /** Serve HTTPS with this key and certificate (test/helpers/self-signed.ts) instead of HTTP. */
+  tls?: { key: Buffer; cert: Buffer };
 }
 
 export async function startFakeServer<Step>(spec: FakeServerSpec<Step>): Promise<FakeServer<Step>> {
@@ -319,7 +326,9 @@ export async function startFakeServer<Step>(spec: FakeServerSpec<Step>): Promise
     },
   };
 
-  const server = http.createServer((req, res) => {
+  const connectionOf = new WeakMap<object, number>();
+  let connections = 0;
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     onBody(req, (text) => {
       let body: unknown = undefined;
       if (text) {
@@ -336,6 +345,7 @@ export async function startFakeServer<Step>(spec: FakeServerSpec<Step>): Promise
         body,
         receivedAt: Date.now(),
         aborted: false,
+        connection: connectionOf.get(req.socket) ?? 0,
       };
       let selfReset = false;
       const exchange: Exchange = {
@@ -353,19 +363,24 @@ export async function startFakeServer<Step>(spec: FakeServerSpec<Step>): Promise
           watchers.notify();
         }
       });
-      (spec.aside?.(record.path.split('?')[0]) ? asides : requests).push(record);
+      (record.method === 'OPTIONS' || spec.aside?.(record.path.split('?')[0]) ? asides : requests).push(record);
       watchers.notify();
       spec.handle(exchange, kit).catch(() => res.destroy());
     });
-  });
+  };
+  const server = spec.tls ? https.createServer(spec.tls, handler) : http.createServer(handler);
+  server.on(spec.tls ? 'secureConnection' : 'connection', (socket: object) => connectionOf.set(socket, ++connections));
   const loopback = await listenOnLoopback(server, spec.port);
   const { port } = loopback;
 
   return {
-    url: spec.baseUrl(`http://127.0.0.1:${port}`),
+    url: spec.baseUrl(`${spec.tls ? 'https' : 'http'}://127.0.0.1:${port}`),
     port,
     requests,
     asides,
+    get connections() {
+      return connections;
+    },
     script: (...steps) => void queue.push(...steps),
     setDefault: (step) => void (fallback = step),
     pending: () => queue.length,

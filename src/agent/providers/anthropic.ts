@@ -63,6 +63,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     // Before any text was shown, an overload or a dropped connection mid-stream is as retryable as a 529
     // or a refused connection.
     retryMidStream: (error) => error.kind === 'unavailable' || error.kind === 'rate_limited' || error.kind === 'network',
+    fetch: options.fetch,
   });
   const { fail, toolCall, url: parsedBase } = core;
 
@@ -77,7 +78,6 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     defaultQuery: parsedBase && parsedBase.search ? Object.fromEntries(parsedBase.searchParams) : undefined,
     // No spans: they could carry conversation content to whatever tracer another extension registered.
     openTelemetry: false,
-    fetch: options.fetch,
   });
 
   function buildBody(request: CompletionRequest): WireBody {

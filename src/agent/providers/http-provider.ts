@@ -75,6 +75,8 @@ export interface HttpProviderConfig<E extends SdkApiError> {
   };
   /** While streaming, before any text was shown: whether this failure may be retried (default: none is). */
   retryMidStream?(error: ProviderError): boolean;
+  /** What the SDK sends with instead of Node's fetch: only the warm-up's rehearsal (rehearsal.ts) gives one. */
+  fetch?: typeof fetch;
 }
 
 /** An SDK stream: events, and the controller that closes its connection. */
@@ -110,8 +112,11 @@ export interface HttpProviderCore {
   readonly isVendorHost: boolean;
   readonly maxRetries: number;
   readonly timeoutMs: number;
-  /** Options every SDK client gets: no SDK retries, our watchdog governs, no console logging. */
-  readonly clientOptions: { apiKey: string; maxRetries: 0; timeout: number; logLevel: 'off' };
+  /**
+   * Options every SDK client gets: no SDK retries, our watchdog governs, no console logging, and the
+   * fetch it sends with (the one `preconnect` sends with: Node's, whose pool then holds the connection).
+   */
+  readonly clientOptions: { apiKey: string; maxRetries: 0; timeout: number; logLevel: 'off'; fetch: typeof fetch };
   fail(kind: ProviderErrorKind, message: string, status?: number): ProviderError;
   /** Text from the server or the user, redacted of the configured secrets and shortened. */
   detail(value: unknown, maxLength?: number): string;
@@ -123,11 +128,19 @@ export interface HttpProviderCore {
   requestOptions(attempt: Attempt): { signal: AbortSignal; maxRetries: 0; timeout: number };
   /** A tool call of the answer, its arguments parsed (a string as JSON). */
   toolCall(index: number, id: unknown, name: unknown, args: unknown, finishReason: string | null): ToolCall;
-  /** The Provider: checks, retries and failure mapping around the vendor's wire format. */
+  /**
+   * The Provider: checks, retries and failure mapping around the vendor's wire format. Its `warmUp`
+   * opens the connection to the provider's origin ahead (preconnect).
+   */
   provider<Body, Event>(wire: WireParts<Body, Event>): Provider;
 }
 
 const PLACEHOLDER_KEY = 'no-key';
+/**
+ * The longest wait for the answer to the request that opens the provider's connection ahead (preconnect).
+ * A connection still being made then is not given up: only the request is, and the pool keeps what connects.
+ */
+const PRECONNECT_TIMEOUT_MS = 2_000;
 
 export function createHttpProvider<E extends SdkApiError>(config: HttpProviderConfig<E>): HttpProviderCore {
   const { name, apiKey, baseUrl, errors } = config;
@@ -153,14 +166,44 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
   }
   const cancelled = () => fail('cancelled', 'request cancelled');
 
-  function ready(signal: AbortSignal | undefined): void {
-    if (!url) throw fail('not_configured', `invalid base URL ${endpoint}`);
+  /** Why no request can be sent with this configuration, or undefined. */
+  function refusal(): ProviderError | undefined {
+    if (!url) return fail('not_configured', `invalid base URL ${endpoint}`);
     // fetch refuses such URLs; say so plainly rather than as a connection failure.
     if (url.username || url.password) {
-      throw fail('not_configured', `the base URL ${endpoint} must not contain credentials (user:password@); use api_key`);
+      return fail('not_configured', `the base URL ${endpoint} must not contain credentials (user:password@); use api_key`);
     }
-    if (!apiKey && isVendorHost) throw fail('not_configured', `no API key configured (${config.missingKeyHint})`);
+    if (!apiKey && isVendorHost) return fail('not_configured', `no API key configured (${config.missingKeyHint})`);
+    return undefined;
+  }
+
+  function ready(signal: AbortSignal | undefined): void {
+    const refused = refusal();
+    if (refused) throw refused;
     if (signal?.aborted) throw cancelled();
+  }
+
+  const send = config.fetch ?? fetch;
+
+  /**
+   * Opens a connection to the provider's origin ahead of the first request (TCP, and TLS's handshake for
+   * https), which that request then finds idle in the pool of the fetch the SDK sends with: an OPTIONS of
+   * the origin, without the key, the base URL's path or query, or any content; a redirect is not followed.
+   * (Not a HEAD: Node's fetch closes the connection after every HEAD, undici's guard against servers that
+   * send a body to one.)
+   * Nothing when no request would be sent (an invalid base URL, credentials in it, a vendor's host
+   * without a key). Never fails (an unreachable provider is the first request's to report) and settles
+   * within PRECONNECT_TIMEOUT_MS.
+   */
+  async function preconnect(): Promise<void> {
+    if (!url || refusal()) return;
+    try {
+      const response = await send(`${url.origin}/`, { method: 'OPTIONS', redirect: 'manual', signal: AbortSignal.timeout(PRECONNECT_TIMEOUT_MS) });
+      // Read to its end, so the connection goes back to the pool.
+      await response.arrayBuffer();
+    } catch {
+      // Unreachable, refused, slow: the first request meets the same and says so to whom it concerns.
+    }
   }
 
   function requestOptions(attempt: Attempt) {
@@ -337,6 +380,8 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
         return retry(signal, () => (onDelta ? stream(signal, (attempt) => wire.openStream(body, attempt), wire.assembler(), onDelta) : once(signal, (attempt) => wire.complete(body, attempt))));
       },
 
+      warmUp: preconnect,
+
       async listModels(signal?: AbortSignal): Promise<string[]> {
         ready(signal);
         return retry(signal, () =>
@@ -360,7 +405,7 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
     isVendorHost,
     maxRetries,
     timeoutMs,
-    clientOptions: { apiKey: apiKey ?? PLACEHOLDER_KEY, maxRetries: 0, timeout: sdkTimeout, logLevel: 'off' },
+    clientOptions: { apiKey: apiKey ?? PLACEHOLDER_KEY, maxRetries: 0, timeout: sdkTimeout, logLevel: 'off', fetch: send },
     fail,
     detail,
     cause,

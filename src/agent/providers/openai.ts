@@ -60,6 +60,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
       return retryable(true, fail('rate_limited', `rate limited (HTTP 429)${after}`, status));
     },
     toolCalls: { idPrefix: 'call_', nameNoun: 'function name', argumentsNoun: 'arguments', cutOffReason: 'length' },
+    fetch: options.fetch,
   });
   const { fail, isVendorHost: isOpenAI, toolCall } = core;
 
@@ -71,7 +72,6 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
     organization: null,
     project: null,
     webhookSecret: null,
-    fetch: options.fetch,
   });
 
   function buildBody(request: CompletionRequest): WireBody {
@@ -150,7 +150,8 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): Provi
     }
   }
 
-  // A vendor's host tells no window this way; a local server (Ollama, LM Studio) may.
+  // A vendor's host tells no window this way; a local server (Ollama, LM Studio) may, and asking it
+  // ahead opens the connection the first turn then reuses (in place of the core's preconnect).
   const windows = isOpenAI ? undefined : new ServerWindows(baseUrl);
   const provider = core.provider({
     buildBody,

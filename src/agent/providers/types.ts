@@ -86,7 +86,7 @@ export interface Provider {
   listModels?(signal?: AbortSignal): Promise<string[]>;
   /** The model's context window as its server tells it (a local server; undefined when it does not say). */
   contextWindow?(model: string): Promise<number | undefined>;
-  /** Asks ahead what a first request of `model` would wait for (its window), once the service listens. */
+  /** Asks ahead what a first request of `model` would wait for (its window; its connection, opened), once the service listens. */
   warmUp?(model: string): Promise<void>;
 }
 

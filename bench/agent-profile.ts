@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Service } from '../src/service';
 import { instantProvider } from './agent';
-import { fmt, mainThreadCpuMs } from './util';
+import { fmt, mainThreadSched } from './util';
 
 function post(session: Session, method: string, params: object = {}): Promise<unknown> {
   return new Promise((resolve, reject) => session.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));
@@ -34,18 +34,20 @@ async function main(): Promise<void> {
       await post(session, 'Profiler.start');
     }
     const cpu = process.cpuUsage();
-    const mainCpu = mainThreadCpuMs();
+    const mainCpu = mainThreadSched();
     const started = performance.now();
     for (let i = 0; i < turns; i++) await turn();
     const wall = (performance.now() - started) / turns;
-    const main = (mainThreadCpuMs() - mainCpu) / turns;
+    const mainNow = mainThreadSched();
+    const main = (mainNow.run - mainCpu.run) / turns;
+    const mainWait = (mainNow.wait - mainCpu.wait) / turns;
     const all = process.cpuUsage(cpu);
     if (profile) writeFileSync(profile, JSON.stringify(((await post(session, 'Profiler.stop')) as { profile: unknown }).profile));
     const t0 = performance.now();
     for (let i = 0; i < 200; i++) await service.store.meta.set('bench.baseline', String(i));
     const write = (performance.now() - t0) / 200;
     console.log(
-      `${process.env.TOOLS ?? 0}-tool turn: wall ${fmt(wall)} ms, main thread CPU ${fmt(main)} ms, process CPU ${fmt((all.user + all.system) / 1000 / turns)} ms; ` +
+      `${process.env.TOOLS ?? 0}-tool turn: wall ${fmt(wall)} ms, main thread CPU ${fmt(main)} ms (waiting for a core ${fmt(mainWait)} ms), process CPU ${fmt((all.user + all.system) / 1000 / turns)} ms; ` +
         `one durable write ${fmt(write)} ms (${fmt(wall / write, 1)}x)`,
     );
   } finally {

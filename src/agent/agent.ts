@@ -326,6 +326,10 @@ export class Agent {
           if (free) this.deps.onActivity?.(conversationId, sourceText(input.source));
         },
       );
+      // The record's write is handed to the pool at the loop's next check phase (the journal's immediate,
+      // asked by the append above, runs first): the request is built after that, while the record is
+      // written, rather than before its write begins.
+      if (stored.applied) await new Promise(setImmediate);
       return this.answer(conversationId, input, commit.events(onEvent), stored.message.id, area, commit);
     });
   }
@@ -525,17 +529,22 @@ export class Agent {
     };
     // One transaction: the attachments become readable to the conversation's viewers with the message that shows them.
     const before = store.db.lastWrite;
-    const appended = this.history.stored(conversationId, [message], () =>
-      store.messages.appendMany(
-        [message],
-        (tx) =>
-          bindAttachments(
-            tx,
-            attachments.map((a) => a.attachment_id),
-            conversationId,
-          ),
-        DEFER_SYNC,
-      ),
+    const appended = this.history.stored(
+      conversationId,
+      [message],
+      () =>
+        store.messages.appendMany(
+          [message],
+          (tx) =>
+            bindAttachments(
+              tx,
+              attachments.map((a) => a.attachment_id),
+              conversationId,
+            ),
+          DEFER_SYNC,
+        ),
+      // Its rows are added at the check phase, after the journal's immediate starts the record's write.
+      true,
     );
     const durable = Promise.all([created, appended]).then(ignore);
     // Asked in the tick of the writes above, so it covers their record. A write not applied (refused, or

@@ -150,6 +150,14 @@ export class Transcripts {
    * its length, instead of an array grown message by message and then copied behind the system's).
    */
   of(rows: readonly MessageRow[], lead: readonly ChatMessage[] = []): ChatMessage[] {
+    return this.counted(rows, lead).messages;
+  }
+
+  /**
+   * `of`, with what its transcript costs (messagesTokens of the messages after `lead`): summed as the call
+   * is made, most of it from the last call's parts, so the model view does not count the window again.
+   */
+  counted(rows: readonly MessageRow[], lead: readonly ChatMessage[] = []): { messages: ChatMessage[]; tokens: number } {
     const key = rows.length > 0 ? rows[0].conversation_id : '';
     const last = this.flats.get(key) ?? NO_FLAT;
     // The run of rows the last call had too: rows[from..to) are last.rows[shift + from..shift + to), whole parts of it.
@@ -226,7 +234,7 @@ export class Transcripts {
     }
     if (!this.kept(key)) {
       emptied(next);
-      return out;
+      return { messages: out, tokens };
     }
     this.flats.set(key, next);
     this.flatTokens += tokens;
@@ -238,7 +246,7 @@ export class Transcripts {
       emptied(flat);
       this.spare = flat;
     }
-    return out;
+    return { messages: out, tokens };
   }
 
   /** The part of `rows[start..end)`: looked up by its first row, else made. */

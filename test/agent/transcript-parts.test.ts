@@ -8,6 +8,7 @@ import { runInNewContext } from 'node:vm';
 import { HistoryCache } from '../../src/agent/history-cache';
 import { Transcripts, transcriptOf } from '../../src/agent/transcript';
 import { estimateTokens } from '../../src/agent/history';
+import { messagesTokens } from '../../src/agent/compaction/budget';
 import type { MessageRow } from '../../src/store';
 
 let seq = 0;
@@ -42,7 +43,10 @@ test('every step is what transcriptOf gives: the history growing row by row, its
   for (const window of [all.length, 25, 7]) {
     for (let end = 1; end <= all.length; end += 1) {
       const rows = all.slice(Math.max(0, end - window), end);
-      assert.deepEqual(transcripts.of(rows), transcriptOf(rows), `window ${window}, rows up to ${end}`);
+      const made = transcripts.counted(rows);
+      assert.deepEqual(made.messages, transcriptOf(rows), `window ${window}, rows up to ${end}`);
+      // s15 (turn15): what the model view checks against the budget, summed as the call is made.
+      assert.equal(made.tokens, messagesTokens(transcriptOf(rows)), `window ${window}, rows up to ${end}: its tokens`);
     }
   }
 });
@@ -93,7 +97,9 @@ test('any sequence of windows, rows read again, two conversations, a caller chan
       }
     }
     const lead = random(2) === 0 ? [] : [{ role: 'system' as const, content: 'system' }];
-    assert.deepEqual(transcripts.of(rows, lead), [...lead, ...transcriptOf(rows)], `call ${call}`);
+    const made = transcripts.counted(rows, lead);
+    assert.deepEqual(made.messages, [...lead, ...transcriptOf(rows)], `call ${call}`);
+    assert.equal(made.tokens, messagesTokens(transcriptOf(rows)), `call ${call}: its tokens`);
     // What the caller does with its array afterwards reaches no later call.
     if (random(3) === 0) rows.reverse();
   }

@@ -3,6 +3,7 @@ import type { Logger } from '../../log/logger';
 import type { Message } from '../../protocol';
 import type { MessageRow, NewMessage, Store } from '../../store';
 import { messageOf } from '../client-message';
+import { estimateTokens } from '../history';
 import { ProviderError, type ChatMessage, type CompletionResult, type Provider } from '../providers/types';
 import { Transcripts, transcriptOf } from '../transcript';
 import { messagesTokens, type RequestBudget } from './budget';
@@ -57,10 +58,11 @@ export class Compactor {
   async modelView(rows: readonly MessageRow[], system: readonly ChatMessage[], call: CompactionCall, mayCompact: boolean): Promise<ModelView> {
     const { summary, tail } = sinceSummary(rows);
     // The system messages, the summary and the transcript in one array: within the budget it is the view.
-    const lead = summary ? [...system, summaryMessage(summary.content)] : system;
-    const messages = this.transcripts.of(tail, lead);
-    // Counted once: within the budget nothing is cut.
-    if (messagesTokens(messages, system.length) <= call.budget.history) return { messages };
+    const summarised = summary ? summaryMessage(summary.content) : undefined;
+    const lead = summarised ? [...system, summarised] : system;
+    const { messages, tokens } = this.transcripts.counted(tail, lead);
+    // Counted once, by the transcript as it was made (and the summary): within the budget nothing is cut.
+    if (tokens + (summarised ? estimateTokens(summarised) : 0) <= call.budget.history) return { messages };
     const history = messages.slice(system.length);
     const cut = cutToolOutputs(history, call.budget.history);
     if (messagesTokens(cut) <= call.budget.history) return { messages: [...system, ...cut] };

@@ -841,7 +841,7 @@ export class Service {
     const steps = [
       ...provider,
       // Built now (the resolver keeps it while the configuration stays), not by the first turn.
-      ...(provider.length > 0 ? [() => this.agent.warmUpProvider()] : []),
+      ...(provider.length > 0 ? [() => this.agent.warmUpProvider(this.practice.signal)] : []),
       // Once the SDK is loaded: it streams the practice's answer.
       () => this.practise(),
       () => Object.keys(config.mcp_servers).length > 0 && mcpSdk(),

@@ -278,9 +278,9 @@ export class Agent {
    * resolver keeps it while provider, endpoint and key stay (provider-resolver.ts), so that turn does
    * not make the SDK's client.
    */
-  async warmUpProvider(): Promise<void> {
+  async warmUpProvider(ended?: AbortSignal): Promise<void> {
     const config = this.deps.config();
-    await this.deps.provider(config).warmUp?.(config.model);
+    await this.deps.provider(config).warmUp?.(config.model, ended);
   }
 
   /**

@@ -56,3 +56,35 @@ test("a failure is the first turn's to report: the warm-up's ask settles quietly
   }) as typeof fetch;
   await createAnthropicProvider({ apiKey: 'k', baseUrl: 'http://127.0.0.1:9', fetch: refusing }).warmUp!('model');
 });
+
+test("an answer to the OPTIONS that never ends is read no further than 64 KiB, and the warm-up's end gives the ask up", async (t) => {
+  const { createServer } = await import('node:http');
+  let sent = 0;
+  let connections = 0;
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/octet-stream' });
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    const pump = () => {
+      while (!res.destroyed && res.write(chunk)) sent += chunk.length;
+      if (!res.destroyed) res.once('drain', pump);
+    };
+    pump();
+  });
+  server.on('connection', () => connections++);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  const { port } = server.address() as { port: number };
+  const provider = createAnthropicProvider({ apiKey: 'k', baseUrl: `http://127.0.0.1:${port}` });
+  await provider.warmUp!('model');
+  // What the server pushed before the connection was let go: the 64 KiB read and the sockets' buffers,
+  // not the hundreds of megabytes loopback carries in the 2 s the ask is bounded by.
+  assert.ok(sent < 32 * 1024 * 1024, `${sent} bytes sent`);
+  assert.equal(connections, 1);
+
+  // The warm-up already over (a first turn, stop): nothing is asked.
+  await provider.warmUp!('model', AbortSignal.abort());
+  assert.equal(connections, 1);
+});

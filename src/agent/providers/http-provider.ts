@@ -141,6 +141,8 @@ const PLACEHOLDER_KEY = 'no-key';
  * A connection still being made then is not given up: only the request is, and the pool keeps what connects.
  */
 const PRECONNECT_TIMEOUT_MS = 2_000;
+/** What of an answer to the OPTIONS is read (an answer to one has no body to speak of). */
+const PRECONNECT_MAX_BODY_BYTES = 64 * 1024;
 
 export function createHttpProvider<E extends SdkApiError>(config: HttpProviderConfig<E>): HttpProviderCore {
   const { name, apiKey, baseUrl, errors } = config;
@@ -193,14 +195,25 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
    * send a body to one.)
    * Nothing when no request would be sent (an invalid base URL, credentials in it, a vendor's host
    * without a key). Never fails (an unreachable provider is the first request's to report) and settles
-   * within PRECONNECT_TIMEOUT_MS.
+   * within PRECONNECT_TIMEOUT_MS, or once `ended` (the warm-up's end: a first turn, stop) aborts.
    */
-  async function preconnect(): Promise<void> {
+  async function preconnect(_model: string, ended?: AbortSignal): Promise<void> {
     if (!url || refusal()) return;
+    const timeout = AbortSignal.timeout(PRECONNECT_TIMEOUT_MS);
     try {
-      const response = await send(`${url.origin}/`, { method: 'OPTIONS', redirect: 'manual', signal: AbortSignal.timeout(PRECONNECT_TIMEOUT_MS) });
-      // Read to its end, so the connection goes back to the pool.
-      await response.arrayBuffer();
+      const response = await send(`${url.origin}/`, { method: 'OPTIONS', redirect: 'manual', signal: ended ? AbortSignal.any([ended, timeout]) : timeout });
+      // Read to its end, so the connection goes back to the pool; a body longer than an answer to an
+      // OPTIONS has is not read on (the connection is then let go: this request holds no more than that).
+      const reader = response.body?.getReader();
+      for (let read = 0; reader;) {
+        const chunk = await reader.read();
+        if (chunk.done) break;
+        read += chunk.value.byteLength;
+        if (read > PRECONNECT_MAX_BODY_BYTES) {
+          await reader.cancel();
+          break;
+        }
+      }
     } catch {
       // Unreachable, refused, slow: the first request meets the same and says so to whom it concerns.
     }

@@ -86,8 +86,8 @@ export interface Provider {
   listModels?(signal?: AbortSignal): Promise<string[]>;
   /** The model's context window as its server tells it (a local server; undefined when it does not say). */
   contextWindow?(model: string): Promise<number | undefined>;
-  /** Asks ahead what a first request of `model` would wait for (its window; its connection, opened), once the service listens. */
-  warmUp?(model: string): Promise<void>;
+  /** Asks ahead what a first request of `model` would wait for (its window; its connection, opened), once the service listens; given up once `ended` aborts. */
+  warmUp?(model: string, ended?: AbortSignal): Promise<void>;
 }
 
 export type ProviderErrorKind = 'auth' | 'rate_limited' | 'timeout' | 'unavailable' | 'bad_request' | 'bad_response' | 'network' | 'cancelled' | 'not_configured';

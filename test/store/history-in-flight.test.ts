@@ -154,6 +154,36 @@ test('a cold tool output retention cuts while its body is owed: read cut, writte
   assert.equal((await store.history.search('ooooooooooooooooooooooooooooooooooooooooooooooo', null, 10)).length, 0, 'the cut part is not in the search index');
 });
 
+// The same while a put carrying the owed body is sent during the worker's coldCut (a turn's group put, a
+// compaction's sync): the worker marked the row cut, then wrote the body whole, and kept it whole (later
+// passes take only rows not marked) while the conversation counted it cut (review15d).
+test('a cold retention cut of an owed body while a put of it is in flight: history.db ends with the cut body', async (t) => {
+  const store = await refusingStore(t, 'COLDCUT', false, { hotMessages: 0 });
+  const output = 'COLDCUT ' + 'o'.repeat(8_000);
+  await store.messages.append({ id: 't0', conversation_id: 'c', role: 'tool', content: output, timestamp: new Date(1).toISOString() });
+  await store.history.answered();
+  assert.match(String(store.history.degraded), /./, 'the put was refused: the body is owed');
+  await store.maintenance.run();
+  const history = store.history as unknown as { cutCold: (...args: unknown[]) => Promise<unknown> };
+  const cutCold = history.cutCold.bind(history);
+  let synced: Promise<unknown> | undefined;
+  history.cutCold = (...args: unknown[]) => {
+    const asked = cutCold(...args);
+    synced = store.history.sync().catch((err: unknown) => err);
+    return asked;
+  };
+  store.maintenance.setPolicy({ toolOutputDays: 1 });
+  await store.maintenance.run();
+  await synced;
+  history.cutCold = cutCold;
+  const cutBody = output.slice(0, 400) + '\n… [cut: tool output older than 1 days]';
+  const [cold] = await store.history.cold({ kind: 'id', id: 't0' });
+  const [stored] = (await store.history.get([cold!.body_key])).values();
+  assert.ok(stored?.content === cutBody, `history.db holds the cut body (${stored?.content.length} characters)`);
+  assert.equal(stored?.cut, true);
+  assert.equal(store.db.get<{ bytes: number }>("SELECT bytes FROM conversations WHERE id = 'c'")?.bytes, Buffer.byteLength(cutBody));
+});
+
 test('a body cut in memory is cut as SQLite cuts it: characters are code points', () => {
   assert.equal(cutText('\u{1F600}a\u{1F600}b', 3, '!'), '\u{1F600}a\u{1F600}!');
   assert.equal(cutText('short', 400, ' [cut]'), 'short [cut]');

@@ -531,13 +531,23 @@ export class HistoryStore {
 
   cutCold(cutoff: string, keepChars: number, note: string, minBytes: number, limit: number): Promise<ColdCutResult> {
     this.recent.clear();
-    const done = this.call({ op: 'coldCut', cutoff, keepChars, note, minBytes, limit }).then((result) => {
+    const done = this.call({ op: 'coldCut', cutoff, keepChars, note, minBytes, limit }).then(async (result) => {
+      if (result.absent.length === 0) return result;
       // Rows whose body the worker has not are held here (owed: every body written before was answered
-      // before this, in order): cut here too, the conversation's bytes lowered by what the cut freed.
+      // before this, in order): cut here, and by the worker again, since a put of them sent while the
+      // coldCut was asked (a group put, a sync) reached it after and wrote them whole (the worker answers
+      // in order: this cut comes after that put). The conversation's bytes lowered by what the cut freed.
+      const sizes = new Map(
+        await this.cut(
+          result.absent.map(([key]) => key),
+          keepChars,
+          note,
+        ),
+      );
       const deltas = new Map(result.deltas);
       for (const [key, conversationId, bytes] of result.absent) {
-        const held = this.cutHeld([key], keepChars, note).get(key);
-        if (held && heldBytes(held) < bytes) deltas.set(conversationId, (deltas.get(conversationId) ?? 0) + bytes - heldBytes(held));
+        const now = sizes.get(key);
+        if (now !== undefined && now < bytes) deltas.set(conversationId, (deltas.get(conversationId) ?? 0) + bytes - now);
       }
       return { ...result, deltas: [...deltas] };
     });

@@ -138,6 +138,38 @@ test('a tool output whose body is owed stays hot until the body is written; then
   assert.equal((await store.history.search('ooooooooooooooooooooooooooooooooooooooooooooooo', null, 10)).length, 0, 'the cut part is not in the search index');
 });
 
+// A put carrying the owed body sent while retention's cut is asked (a turn's group put, a compaction's
+// sync): review15d found the worker then wrote the body whole after cutting a cold row, kept whole for
+// good while the conversation counted it cut. Owed rows no longer go cold (above); the hot cut meets the
+// same put: history.db must still end with the cut body.
+test('a retention cut of an owed body while a put of it is in flight: history.db ends with the cut body', async (t) => {
+  const store = await refusingStore(t, 'COLDCUT', false, { hotMessages: 0 });
+  const output = 'COLDCUT ' + 'o'.repeat(8_000);
+  await store.messages.append({ id: 't0', conversation_id: 'c', role: 'tool', content: output, timestamp: new Date(1).toISOString() });
+  await store.history.answered();
+  const key = store.db.get<{ body_key: number }>("SELECT body_key FROM messages WHERE id = 't0'")!.body_key;
+  assert.deepEqual(await store.history.keysBetween(key, key), [], 'the put was refused: the body is owed');
+  await store.maintenance.run();
+  const history = store.history as unknown as { cut: (...args: unknown[]) => Promise<unknown> };
+  const cut = history.cut.bind(history);
+  let synced: Promise<unknown> | undefined;
+  history.cut = (...args: unknown[]) => {
+    const asked = cut(...args);
+    synced = store.history.sync().catch((err: unknown) => err);
+    return asked;
+  };
+  store.maintenance.setPolicy({ toolOutputDays: 1 });
+  await store.maintenance.run();
+  await synced;
+  history.cut = cut;
+  assert.ok(synced, 'a put was sent while the cut was asked');
+  const cutBody = output.slice(0, 400) + '\n… [cut: tool output older than 1 days]';
+  const [stored] = (await store.history.get([key])).values();
+  assert.ok(stored?.content === cutBody, `history.db holds the cut body (${stored?.content.length} characters)`);
+  assert.equal(stored?.cut, true);
+  assert.equal(store.db.get<{ bytes: number }>("SELECT bytes FROM conversations WHERE id = 'c'")?.bytes, Buffer.byteLength(cutBody));
+});
+
 test('a body cut in memory is cut as SQLite cuts it: characters are code points', () => {
   assert.equal(cutText('\u{1F600}a\u{1F600}b', 3, '!'), '\u{1F600}a\u{1F600}!');
   assert.equal(cutText('short', 400, ' [cut]'), 'short [cut]');

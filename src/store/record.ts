@@ -77,12 +77,13 @@ function decodeParam(v: unknown): SqlParam {
 function decodeBodies(value: unknown): KeyedBody[] {
   if (!Array.isArray(value)) throw new Error('bad bodies');
   return value.map((b: unknown) => {
-    if (!Array.isArray(b) || b.length !== 5) throw new Error('bad body');
+    // A sixth element, 1, says the body is cut (retention's cut of a body held in memory, s15).
+    if (!Array.isArray(b) || (b.length !== 5 && !(b.length === 6 && b[5] === 1))) throw new Error('bad body');
     const [key, conversation_id, role, content, data] = b as unknown[];
     if (!Number.isSafeInteger(key) || typeof conversation_id !== 'string' || typeof role !== 'string' || typeof content !== 'string' || (data !== null && typeof data !== 'string')) {
       throw new Error('bad body');
     }
-    return { key: key as number, conversation_id, role: role as KeyedBody['role'], content, data };
+    return { key: key as number, conversation_id, role: role as KeyedBody['role'], content, data, ...(b.length === 6 ? { cut: true } : {}) };
   });
 }
 
@@ -91,7 +92,9 @@ export function encodeRecord(record: JournalRecord): Buffer {
   const json = JSON.stringify({
     seq: record.seq,
     ops: record.ops.map(([sql, params]) => (params ? [sql, params.map(encodeParam)] : [sql])),
-    ...(record.bodies && record.bodies.length > 0 ? { b: record.bodies.map((b) => [b.key, b.conversation_id, b.role, b.content, b.data]) } : {}),
+    ...(record.bodies && record.bodies.length > 0
+      ? { b: record.bodies.map((b) => (b.cut ? [b.key, b.conversation_id, b.role, b.content, b.data, 1] : [b.key, b.conversation_id, b.role, b.content, b.data])) }
+      : {}),
   });
   const crc = crc32(json).toString(16).padStart(8, '0');
   return Buffer.from(`${crc} ${json}\n`, 'utf8');

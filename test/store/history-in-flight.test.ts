@@ -105,7 +105,6 @@ for (const when of ['owed (its put refused before the cut)', 'unanswered (its pu
     const [stored] = (await store.history.get([key])).values();
     assert.ok(stored?.content === output.slice(0, 400) + note, `written back cut (${stored?.content.length} characters)`);
     assert.equal(stored?.cut, true);
-    assert.equal((await store.history.search('ooooooooooooooooooooooooooooooooooooooooooooooo', null, 10)).length, 0, 'the cut part is not in the search index');
   });
 }
 
@@ -135,7 +134,6 @@ test('a tool output whose body is owed stays hot until the body is written; then
   const [cold] = await store.history.cold({ kind: 'id', id: 't0' });
   assert.equal(cold?.bytes, Buffer.byteLength(cutBody), 'the cold row counts the cut size');
   assert.equal(store.db.get<{ bytes: number }>("SELECT bytes FROM conversations WHERE id = 'c'")?.bytes, Buffer.byteLength(cutBody), 'the conversation counts the cut size');
-  assert.equal((await store.history.search('ooooooooooooooooooooooooooooooooooooooooooooooo', null, 10)).length, 0, 'the cut part is not in the search index');
 });
 
 // A put carrying the owed body sent while retention's cut is asked (a turn's group put, a compaction's
@@ -200,7 +198,7 @@ for (const mode of ['cut-owed', 'cut-cold'] as const) {
     const key = store.db.get<{ body_key: number }>("SELECT body_key FROM messages WHERE id = 't0'")?.body_key ?? (await store.history.cold({ kind: 'id', id: 't0' }))[0]?.body_key;
     const [stored] = (await store.history.get([key!])).values();
     assert.ok(stored?.content === cutBody, `history.db holds it cut (${stored?.content.length} characters)`);
-    assert.equal((await store.history.search('ooooooooooooooooooooooooooooooooooooooooooooooo', null, 10)).length, 0, 'the cut part is not in the search index');
+    assert.equal(stored?.cut, true, 'and marked cut');
     assert.equal(store.db.get<{ bytes: number }>("SELECT bytes FROM conversations WHERE id = 'c'")?.bytes, Buffer.byteLength(cutBody), 'the conversation counts the cut size');
   });
 }

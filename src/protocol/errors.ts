@@ -32,6 +32,20 @@ export class ServiceError extends Error {
   }
 }
 
+/**
+ * The connection closed before the whole body arrived: the client's doing (the network's), answered 400
+ * if anyone is left to read it, and logged once at info as BODY_INCOMPLETE_EVENT (the service's HTTP
+ * server, both relays), never as an internal error: no stack, nothing of the body.
+ */
+export class IncompleteBody extends ServiceError {
+  constructor() {
+    super('invalid_request', 'the body did not arrive whole: the connection closed before its end');
+  }
+}
+
+/** The log event of a body cut short (IncompleteBody), with the request's method, path and address. */
+export const BODY_INCOMPLETE_EVENT = 'http.body_incomplete';
+
 /** Turns a zod error into one line naming each bad field, e.g. `limit: expected integer`. */
 export function describeZodError(error: z.ZodError): string {
   return error.issues

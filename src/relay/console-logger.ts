@@ -21,3 +21,8 @@ export function consoleLogger(minLevel: LogLevel = 'info', bound: LogFields = {}
     child: (fields) => consoleLogger(minLevel, { ...bound, ...fields }),
   };
 }
+
+/** The level a relay's setting names (RELAY_LOG_LEVEL, the Worker's LOG_LEVEL): debug, else info. */
+export function levelOf(setting: string | undefined): LogLevel {
+  return setting === 'debug' ? 'debug' : 'info';
+}

@@ -1,5 +1,6 @@
 import { fail, ok, type Envelope } from '../protocol/envelope';
-import { httpStatusOf, type ErrorCode } from '../protocol/errors';
+import type { Logger } from '../log/logger';
+import { BODY_INCOMPLETE_EVENT, IncompleteBody, httpStatusOf, type ErrorCode } from '../protocol/errors';
 import { isAuthorized } from './auth';
 import { MAX_REGISTER_BODY_BYTES } from './limits';
 import type { Role } from './room';
@@ -79,6 +80,16 @@ export function parseRegisterBody(text: string): { machineId: string } | { answe
   const machineId = (value as { machine_id?: unknown } | null)?.machine_id;
   if (typeof machineId !== 'string' || !MACHINE_ID.test(machineId)) return { answer: badMachineId() };
   return { machineId };
+}
+
+/**
+ * A /register body the connection cut short (reading it failed): the client's, answered 400 if anyone is
+ * left to read it, and logged once at info as the service logs one (IncompleteBody), nothing of the body.
+ */
+export function incompleteRegister(log: Logger, address: string): RelayAnswer {
+  log.info(BODY_INCOMPLETE_EVENT, { method: 'POST', path: '/register', address });
+  const error = new IncompleteBody();
+  return errorAnswer(error.code, error.message);
 }
 
 /** The answer to a successful registration: where the machine and its clients connect. */

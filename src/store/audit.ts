@@ -150,16 +150,17 @@ export class AuditRepo {
     tx.run("INSERT INTO audit_chain (name, seq, hash) VALUES ('head', ?, ?) ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, hash = excluded.hash", [entry.seq, entry.hash]);
     // write() commits or rolls back synchronously after this callback: by the microtask, the row is there
     // or not. Told once durable (nothing goes outward before: the journal's barrier, as reads wait for it:
-    // commands/durable-read.ts); a failed journal is its writer's error, the entry is told all the same.
+    // commands/durable-read.ts). Not told when the barrier fails (a full disk refused the write: the
+    // entry, owed, is written later and listed then; a failed journal): its writer hears the error.
     queueMicrotask(() => {
       if (this.listeners.size === 0) return;
       if (this.db.get<{ hash: string }>('SELECT hash FROM audit_log WHERE seq = ?', [entry.seq])?.hash !== entry.hash) return;
-      void this.db
-        .readable()
-        .catch(() => undefined)
-        .then(() => {
+      this.db.readable().then(
+        () => {
           for (const listener of this.listeners) listener(entry);
-        });
+        },
+        () => undefined,
+      );
     });
     return entry;
   }

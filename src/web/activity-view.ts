@@ -154,7 +154,8 @@ export class ActivityView {
     this.panel.classList.remove('refused');
     this.nextBefore = answer.data.next_before;
     this.older.hidden = this.nextBefore === null;
-    for (const entry of answer.data.entries) this.list.append(this.item(entry));
+    // An entry told (audit.appended) while the page was on its way is shown already.
+    for (const entry of answer.data.entries) if (!this.list.querySelector(`[data-seq="${entry.seq}"]`)) this.list.append(this.item(entry));
     this.notePeople(answer.data.entries);
     const shown = this.list.childElementCount;
     this.status.textContent = shown === 0 ? (this.kind.value || this.person.value ? 'Nothing recorded matches these filters.' : 'Nothing recorded yet.') : '';

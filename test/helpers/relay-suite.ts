@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
+import { cutPost } from './cut-post';
 import { RelayPeer, TestMachine, TestRelayClient, UpgradeRefused } from './relay-peers';
 import { TEST_AUTH_TOKEN, register, type RelayTarget, type StartRelay, type TargetOptions } from './relay-targets';
 import { tempDir, waitFor } from './temp';
@@ -329,6 +330,30 @@ export function relaySuite(name: string, start: StartRelay): void {
       machine.peer.send('not a frame');
       await waitFor(() => target.output().includes('relay.machine_frame_ignored'), 'the ignored machine frame logged');
       assert.ok(!target.output().includes(TEST_AUTH_TOKEN));
+    });
+
+    test("a /register body the network cut short is the client's: 400 if anyone reads, no internal error, nothing of the body in the log", T, async () => {
+      const body = JSON.stringify({ machine_id: 'cut-BODYMARK-SPLIT-rest' });
+      const port = Number(new URL(target.origin).port);
+      for (let i = 0; i < 3; i++) {
+        const status = await cutPost(port, '/register', body, body.indexOf('SPLIT'), { Authorization: `Bearer ${TEST_AUTH_TOKEN}` });
+        assert.ok(status === -1 || status === 400, `a cut body answered ${status}`);
+      }
+      assert.equal((await register(target, newMachineId())).status, 200, 'the relay goes on');
+      const cuts = () =>
+        target
+          .output()
+          .split('\n')
+          .filter((l) => l.includes('"event":"http.body_incomplete"') && l.includes('"path":"/register"')).length;
+      await waitFor(() => cuts() >= 3, 'each cut logged');
+      const lines = target.output().split('\n');
+      assert.deepEqual(
+        lines.filter((l) => l.includes('relay.request_failed') || l.includes('"level":"error"') || /^\s+at /.test(l) || l.includes('BODYMARK')),
+        [],
+        'no internal error, no stack, nothing of the body',
+      );
+      assert.equal(cuts(), 3, 'each cut logged once, at info');
+      assert.ok(lines.every((l) => !l.includes('"event":"http.body_incomplete"') || l.includes('"level":"info"')));
     });
 
     test('malformed machine frames are ignored, and the relay goes on routing', T, async () => {

@@ -1,8 +1,9 @@
 import { writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import { join } from 'node:path';
 import { Service, type ServiceOptions } from '../../src/service';
 import { tempDir } from './temp';
+
+export { cutPost } from './cut-post';
 import { TestClient } from './ws-client';
 
 export const TEST_TOKEN = 'test-access-token-0123456789abcdef-XYZ';
@@ -66,30 +67,6 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
     json = undefined;
   }
   return { status: response.status, headers: response.headers, body: json, text };
-}
-
-/**
- * A JSON POST to 127.0.0.1:`port` whose Content-Length is the whole body's and whose sender closes
- * (FIN) after the first `sent` characters of it, as a network cutting the body short: resolves with the
- * status answered (-1: none). A refusal answered before the body is read leaves the connection open:
- * its answer ends it.
- */
-export function cutPost(port: number, path: string, body: string, sent: number, headers: Record<string, string> = {}): Promise<number> {
-  return new Promise<number>((resolve) => {
-    const socket = net.connect({ port, host: '127.0.0.1' });
-    let text = '';
-    socket.on('data', (chunk: Buffer) => {
-      text += chunk.toString('latin1');
-      if (/\r\n\r\n/.test(text)) socket.destroy();
-    });
-    socket.on('error', () => undefined);
-    socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? -1)));
-    const head = Object.entries({ Host: 'x', 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)), ...headers })
-      .map(([name, value]) => `${name}: ${value}\r\n`)
-      .join('');
-    socket.write(`POST ${path} HTTP/1.1\r\n${head}\r\n`);
-    socket.end(body.slice(0, sent));
-  });
 }
 
 /** A session (password) user of `user add` logged in (POST /auth) and connected with its session token. */

@@ -11,9 +11,15 @@ import { BlobStore } from '../../src/store/blob-store';
 //                 "left <n>" (messages still stored, bodies still inline) as they go
 //   cool <dir>     open (every message's metadata to move to history.db) and run maintenance passes, printing "hot <n>" (messages whose
 //                 metadata is still in sql.js) as they go
+//   cut-owed <dir> conversations 'c' and 'd', tool output 't0' (CUT_OUTPUT, dated 1970) whose put the worker
+//                 refuses (owed), cut by retention (tool_output_days 1); prints "cut", then waits to be killed
+//   cut-cold <dir> the same, its row's metadata moved to history.db (cold) before the cut
+import { HistoryStore } from '../../src/store/history/history-store';
+import { startHistoryWorker } from '../../src/store/history/start-worker';
 import { openStore } from '../../src/store/index';
 import type { NewMessage } from '../../src/store/index';
-import { BULKY_NOW, bulkyContent } from './store-utils';
+import { refuseFirstPut } from './refusing-worker';
+import { BULKY_NOW, bulkyContent, CUT_OUTPUT } from './store-utils';
 
 async function hold(dir: string): Promise<void> {
   const store = await openStore(dir);
@@ -88,9 +94,38 @@ async function cool(dir: string): Promise<void> {
   for (;;) await store.maintenance.run();
 }
 
-const modes: Record<string, (dir: string) => Promise<void>> = { hold, writer, bulky, 'bulky-segments': bulkySegments, maintain, blobs, cool };
+/** A tool output retention cuts while its body is owed (its put refused, as by a full disk): see the usage above. */
+async function cutOwed(dir: string, cold: boolean): Promise<void> {
+  const worker = startHistoryWorker();
+  const store = await openStore(dir, { boot: { history: HistoryStore.boot(worker) }, maintenanceIntervalMs: 3_600_000, ...(cold ? { hotMessages: 0 } : {}) });
+  await store.conversations.create({ id: 'c', title: 't', source: 'ws', created_at: new Date(0).toISOString() });
+  await store.conversations.create({ id: 'd', title: 't', source: 'ws', created_at: new Date(0).toISOString() });
+  await store.maintenance.run();
+  refuseFirstPut(worker, CUT_OUTPUT.slice(0, 5), false);
+  await store.messages.append({ id: 't0', conversation_id: 'c', role: 'tool', content: CUT_OUTPUT, timestamp: new Date(1).toISOString() });
+  await store.history.answered();
+  const key = store.db.get<{ body_key: number }>("SELECT body_key FROM messages WHERE id = 't0'")!.body_key;
+  if ((await store.history.keysBetween(key, key)).length > 0) throw new Error('the put was not refused');
+  if (cold) await store.maintenance.run();
+  store.maintenance.setPolicy({ toolOutputDays: 1 });
+  await store.maintenance.run();
+  process.stdout.write('cut\n');
+  process.stdin.resume();
+}
+
+const modes: Record<string, (dir: string) => Promise<void>> = {
+  hold,
+  writer,
+  bulky,
+  'bulky-segments': bulkySegments,
+  maintain,
+  blobs,
+  cool,
+  'cut-owed': (dir) => cutOwed(dir, false),
+  'cut-cold': (dir) => cutOwed(dir, true),
+};
 const [mode, dir] = process.argv.slice(2);
-if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|writer|bulky|bulky-segments|maintain|blobs|cool <dir>');
+if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|writer|bulky|bulky-segments|maintain|blobs|cool|cut-owed|cut-cold <dir>');
 modes[mode](dir).catch((err: unknown) => {
   process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);

@@ -44,7 +44,7 @@ export interface StoreChild {
 }
 
 /** Starts test/helpers/store-child.ts in a real child process (node --import tsx). */
-export function spawnStoreChild(mode: 'hold' | 'writer' | 'bulky' | 'bulky-segments' | 'maintain' | 'blobs' | 'cool', dir: string): StoreChild {
+export function spawnStoreChild(mode: 'hold' | 'writer' | 'bulky' | 'bulky-segments' | 'maintain' | 'blobs' | 'cool' | 'cut-owed' | 'cut-cold', dir: string): StoreChild {
   const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, mode, dir], {
     cwd: path.join(__dirname, '..', '..'),
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -94,6 +94,9 @@ export function spawnStoreChild(mode: 'hold' | 'writer' | 'bulky' | 'bulky-segme
     });
   return { proc, lines, stderr: () => err, waitFor, exited };
 }
+
+/** The tool output store-child.ts `cut-owed` and `cut-cold` store (its put refused) and retention cuts. */
+export const CUT_OUTPUT = 'CUTME ' + 'o'.repeat(8_000);
 
 /** The clock of retention in the store children and history tests. */
 export const BULKY_NOW = Date.UTC(2024, 6, 1);

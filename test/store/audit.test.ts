@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { auditHash, AUDIT_GENESIS_HASH, openStore, type NewAuditEntry, type Store } from '../../src/store';
 import { tamperWithStore } from '../helpers/audit-tamper';
+import { fullDiskFake } from '../helpers/full-disk-fake';
 import { tempDir } from '../helpers/temp';
 
 const DAY = 86_400_000;
@@ -132,4 +133,25 @@ test('a verify() running while retention drops entries still verifies', LIMIT, a
   } finally {
     await store.close();
   }
+});
+
+test('an entry whose write a full disk refused is not told (audit.appended) before it is durable: told never, listed once written', LIMIT, async (t) => {
+  const { open } = await withStore(t);
+  const store = await open();
+  t.after(() => store.close().catch(() => {}));
+  const disk = await fullDiskFake(t);
+  const told: string[] = [];
+  store.audit.onAppended((e) => told.push(e.summary));
+  disk.set('writes');
+  await assert.rejects(store.audit.append(entry(1)), /disk full|ENOSPC/);
+  // The refusal settled every wait of the batch; what would tell the entry has had its turn.
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(told, [], 'nothing outward before durable');
+  disk.set('none');
+  await store.db.flush();
+  assert.deepEqual(
+    store.audit.list({ limit: 10 }).entries.map((e) => e.summary),
+    ['Changed model (1)'],
+  );
 });

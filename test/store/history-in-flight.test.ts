@@ -11,7 +11,9 @@ import { HistoryStore } from '../../src/store/history/history-store';
 import { cutText } from '../../src/store/history/protocol';
 import { startHistoryWorker } from '../../src/store/history/start-worker';
 import { openStore, type Store } from '../../src/store/index';
-import { tempDir } from '../helpers/store-utils';
+import { refuseFirstPut } from '../helpers/refusing-worker';
+import { CUT_OUTPUT, spawnStoreChild, tempDir } from '../helpers/store-utils';
+import { CUT_KEEP_CHARS } from '../../src/store/history/maintenance';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -27,26 +29,9 @@ async function refusingStore(t: TestContext, marked: string, slow: boolean, opti
   await store.conversations.create({ id: 'c', title: 't', source: 'ws', created_at: new Date(0).toISOString() });
   await store.conversations.create({ id: 'd', title: 't', source: 'ws', created_at: new Date(0).toISOString() });
   await sleep(300);
-  const post = worker.postMessage.bind(worker);
-  let refuse = true;
-  let held: any = null;
-  worker.postMessage = (m: any, transfer?: never) => {
-    if (refuse && m?.request?.op === 'put' && m.request.bodies.some((b: any) => String(b.content).startsWith(marked))) {
-      refuse = false;
-      m = structuredClone(m);
-      m.request.bodies.unshift({ key: 2 ** 40, conversation_id: 'c', role: 'user', content: { not: 'bindable' }, data: null });
-      if (slow) {
-        held = m;
-        return;
-      }
-    } else if (held) {
-      post(held);
-      held = null;
-    }
-    post(m, transfer);
-  };
+  const undo = refuseFirstPut(worker, marked, slow);
   t.after(async () => {
-    worker.postMessage = post;
+    undo();
     await store.close();
     await cleanup();
   });
@@ -124,37 +109,98 @@ for (const when of ['owed (its put refused before the cut)', 'unanswered (its pu
   });
 }
 
-// The same for a row whose metadata already went cold (history.db's cold_messages, cut by the worker:
-// cutCold), its body owed: the worker cut the body it had not, marked the row cut all the same, and the
-// body was read whole and written back whole (s15, trust15).
-test('a cold tool output retention cuts while its body is owed: read cut, written back cut, its conversation\u2019s bytes the cut size', async (t) => {
+// A row whose body is owed does not move to history.db's cold rows: once moved, only its journal record
+// held the body, and the next open puts back only bodies service.db refers to (the kill -9 test below lost
+// it so). It moves once the body is written, and retention then cuts it there (s15, trust16; before, s15
+// trust15 cut such a cold row's held copy in memory).
+test('a tool output whose body is owed stays hot until the body is written; then it moves cold and retention cuts it', async (t) => {
   const store = await refusingStore(t, 'COLDCUT', false, { hotMessages: 0 });
   const output = 'COLDCUT ' + 'o'.repeat(8_000);
   await store.messages.append({ id: 't0', conversation_id: 'c', role: 'tool', content: output, timestamp: new Date(1).toISOString() });
   await store.history.answered();
-  assert.match(String(store.history.degraded), /./, 'the put was refused: the body is owed');
-  // Its metadata moves to history.db (no retention yet), then retention cuts cold rows.
+  const key = store.db.get<{ body_key: number }>("SELECT body_key FROM messages WHERE id = 't0'")!.body_key;
+  assert.deepEqual(await store.history.keysBetween(key, key), [], 'the put was refused: the body is owed');
+  await store.maintenance.run();
+  assert.equal(store.db.get<{ n: number }>("SELECT count(*) AS n FROM messages WHERE id = 't0'")?.n, 1, 'the row stays in sql.js while its body is owed');
+  // The disk has room again: the next write carries the owed body, and the row moves.
+  await store.messages.append({ id: 'n0', conversation_id: 'd', role: 'user', content: 'later', timestamp: new Date(2).toISOString() });
+  await store.history.answered();
   await store.maintenance.run();
   assert.equal(store.db.get<{ n: number }>("SELECT count(*) AS n FROM messages WHERE id = 't0'")?.n, 0, 'the row went cold');
   store.maintenance.setPolicy({ toolOutputDays: 1 });
   await store.maintenance.run();
-  const note = '\n… [cut: tool output older than 1 days]';
-  const cutBody = output.slice(0, 400) + note;
+  const cutBody = output.slice(0, 400) + '\n… [cut: tool output older than 1 days]';
   const read = await store.messages.get('t0');
-  assert.ok(read?.content === cutBody, `read cut while held in memory (${read?.content.length} characters)`);
-  assert.equal(store.db.get<{ bytes: number }>("SELECT bytes FROM conversations WHERE id = 'c'")?.bytes, Buffer.byteLength(cutBody), 'the conversation counts the cut size');
-  // The disk has room again: the next write carries the owed body.
-  await store.messages.append({ id: 'n0', conversation_id: 'd', role: 'user', content: 'later', timestamp: new Date(2).toISOString() });
-  await store.history.answered();
-  assert.equal(store.history.degraded, null, 'the owed body was written');
+  assert.ok(read?.content === cutBody, `read cut (${read?.content.length} characters)`);
   const [cold] = await store.history.cold({ kind: 'id', id: 't0' });
-  const [stored] = (await store.history.get([cold!.body_key])).values();
-  assert.ok(stored?.content === cutBody, `written back cut (${stored?.content.length} characters)`);
-  assert.equal(stored?.cut, true);
+  assert.equal(cold?.bytes, Buffer.byteLength(cutBody), 'the cold row counts the cut size');
+  assert.equal(store.db.get<{ bytes: number }>("SELECT bytes FROM conversations WHERE id = 'c'")?.bytes, Buffer.byteLength(cutBody), 'the conversation counts the cut size');
   assert.equal((await store.history.search('ooooooooooooooooooooooooooooooooooooooooooooooo', null, 10)).length, 0, 'the cut part is not in the search index');
+});
+
+// A put carrying the owed body sent while retention's cut is asked (a turn's group put, a compaction's
+// sync): review15d found the worker then wrote the body whole after cutting a cold row, kept whole for
+// good while the conversation counted it cut. Owed rows no longer go cold (above); the hot cut meets the
+// same put: history.db must still end with the cut body.
+test('a retention cut of an owed body while a put of it is in flight: history.db ends with the cut body', async (t) => {
+  const store = await refusingStore(t, 'COLDCUT', false, { hotMessages: 0 });
+  const output = 'COLDCUT ' + 'o'.repeat(8_000);
+  await store.messages.append({ id: 't0', conversation_id: 'c', role: 'tool', content: output, timestamp: new Date(1).toISOString() });
+  await store.history.answered();
+  const key = store.db.get<{ body_key: number }>("SELECT body_key FROM messages WHERE id = 't0'")!.body_key;
+  assert.deepEqual(await store.history.keysBetween(key, key), [], 'the put was refused: the body is owed');
+  await store.maintenance.run();
+  const history = store.history as unknown as { cut: (...args: unknown[]) => Promise<unknown> };
+  const cut = history.cut.bind(history);
+  let synced: Promise<unknown> | undefined;
+  history.cut = (...args: unknown[]) => {
+    const asked = cut(...args);
+    synced = store.history.sync().catch((err: unknown) => err);
+    return asked;
+  };
+  store.maintenance.setPolicy({ toolOutputDays: 1 });
+  await store.maintenance.run();
+  await synced;
+  history.cut = cut;
+  assert.ok(synced, 'a put was sent while the cut was asked');
+  const cutBody = output.slice(0, 400) + '\n… [cut: tool output older than 1 days]';
+  const [stored] = (await store.history.get([key])).values();
+  assert.ok(stored?.content === cutBody, `history.db holds the cut body (${stored?.content.length} characters)`);
+  assert.equal(stored?.cut, true);
+  assert.equal(store.db.get<{ bytes: number }>("SELECT bytes FROM conversations WHERE id = 'c'")?.bytes, Buffer.byteLength(cutBody));
 });
 
 test('a body cut in memory is cut as SQLite cuts it: characters are code points', () => {
   assert.equal(cutText('\u{1F600}a\u{1F600}b', 3, '!'), '\u{1F600}a\u{1F600}!');
   assert.equal(cutText('short', 400, ' [cut]'), 'short [cut]');
 });
+
+// A body held in memory when the service is killed has only its journal record, which held it whole:
+// the next open put it back whole under a row marked cut (hot: now the cut's record journals the cut
+// copy), or not at all (cold: its row had moved to history.db, and the open puts back only the bodies
+// service.db refers to: read as the placeholder; now the row waits in sql.js for its body) (s15, trust16).
+for (const mode of ['cut-owed', 'cut-cold'] as const) {
+  const what = mode === 'cut-cold' ? 'a cold tool output' : 'a tool output';
+  test(`${what} cut by retention while its body is owed, then kill -9: the restart reads it cut`, { timeout: 120_000 }, async (t) => {
+    const { dir, cleanup } = await tempDir('cut-kill-');
+    t.after(cleanup);
+    const child = spawnStoreChild(mode, dir);
+    t.after(() => void child.proc.kill('SIGKILL'));
+    await child.waitFor((lines) => lines.includes('cut'), 90_000);
+    child.proc.kill('SIGKILL');
+    assert.equal((await child.exited).signal, 'SIGKILL');
+
+    const store = await openStore(dir, { maintenanceIntervalMs: 3_600_000 });
+    t.after(() => store.close());
+    const cutBody = cutText(CUT_OUTPUT, CUT_KEEP_CHARS, '\n… [cut: tool output older than 1 days]');
+    const read = await store.messages.get('t0');
+    assert.ok(read?.content === cutBody, `read cut after the restart (${read?.content.length} characters: ${read?.content.slice(0, 40)})`);
+    assert.equal(store.history.damaged, null);
+    // cut-cold: the row stays in sql.js while its body is owed (it moved before, and its body was lost).
+    const key = store.db.get<{ body_key: number }>("SELECT body_key FROM messages WHERE id = 't0'")?.body_key ?? (await store.history.cold({ kind: 'id', id: 't0' }))[0]?.body_key;
+    const [stored] = (await store.history.get([key!])).values();
+    assert.ok(stored?.content === cutBody, `history.db holds it cut (${stored?.content.length} characters)`);
+    assert.equal((await store.history.search('ooooooooooooooooooooooooooooooooooooooooooooooo', null, 10)).length, 0, 'the cut part is not in the search index');
+    assert.equal(store.db.get<{ bytes: number }>("SELECT bytes FROM conversations WHERE id = 'c'")?.bytes, Buffer.byteLength(cutBody), 'the conversation counts the cut size');
+  });
+}

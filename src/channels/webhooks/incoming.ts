@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { titleOf } from '../../agent/agent';
-import { ServiceError, WebhookIncomingBody, ok, parseOrThrow, type WebhookAccount } from '../../protocol';
+import { IncompleteBody, ServiceError, WebhookIncomingBody, ok, parseOrThrow, type WebhookAccount } from '../../protocol';
 import { BurstLog } from '../../log/burst-log';
 import type { Logger } from '../../log/logger';
 import type { InboxRow, Store } from '../../store';
-import { clientAddress, IncompleteBody, MAX_BODY_BYTES, sendEnvelope } from '../../transport/http/http-util';
+import { clientAddress, MAX_BODY_BYTES, sendEnvelope } from '../../transport/http/http-util';
 import { FixedWindowLimiter } from '../../transport/http/rate-limit';
 import { loginLimitKey } from '../../transport/http/allow-from';
 import { sourceText } from '../../protocol/sources';

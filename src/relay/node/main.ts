@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { authTokenProblem } from '../auth';
-import { consoleLogger } from '../console-logger';
+import { consoleLogger, levelOf } from '../console-logger';
 import { positiveSetting } from '../http';
 import { IDLE_TIMEOUT_MS, MAX_CLIENTS_PER_MACHINE, REFUSAL_LOG_WINDOW_MS } from '../limits';
 import { NodeRelay } from './relay-server';
@@ -39,7 +39,7 @@ async function main(): Promise<number> {
     console.error(`relay not started: ${problem} (set it in the environment; use a random value)`);
     return 2;
   }
-  const log = consoleLogger(process.env.RELAY_LOG_LEVEL === 'debug' ? 'debug' : 'info');
+  const log = consoleLogger(levelOf(process.env.RELAY_LOG_LEVEL));
   const relay = new NodeRelay({
     authToken,
     staticDir: values.static ?? join(__dirname, '..', 'media'),

@@ -5,7 +5,7 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Logger } from '../../log/logger';
 import { authTokenProblem } from '../auth';
 import { addressKey, lastForwardedFor } from '../client-address';
-import { JSON_HEADERS, errorAnswer, healthAnswer, notFound, notRegistered, parseRegisterBody, registeredAnswer, routeRequest, type RelayAnswer } from '../http';
+import { JSON_HEADERS, errorAnswer, healthAnswer, incompleteRegister, notFound, notRegistered, parseRegisterBody, registeredAnswer, routeRequest, type RelayAnswer } from '../http';
 import { IDLE_TIMEOUT_MS, MAX_CLIENT_FRAME_BYTES, MAX_CLIENTS_PER_MACHINE, MAX_REGISTER_BODY_BYTES, REFUSAL_LOG_WINDOW_MS } from '../limits';
 import { RefusalLog } from '../refusal-log';
 import type { Role } from '../room';
@@ -106,9 +106,14 @@ export class NodeRelay {
     const declared = Number(req.headers['content-length']);
     if (declared > MAX_REGISTER_BODY_BYTES) return errorAnswer('payload_too_large', `body exceeds ${MAX_REGISTER_BODY_BYTES} bytes`);
     let text = '';
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      text += chunk.toString('utf8');
-      if (text.length > MAX_REGISTER_BODY_BYTES) break;
+    try {
+      for await (const chunk of req as AsyncIterable<Buffer>) {
+        text += chunk.toString('utf8');
+        if (text.length > MAX_REGISTER_BODY_BYTES) break;
+      }
+    } catch {
+      // Node's "aborted": the connection closed before the body's end.
+      return incompleteRegister(this.options.log, this.addressOf(req));
     }
     const parsed = parseRegisterBody(text);
     if ('answer' in parsed) return parsed.answer;

@@ -1,5 +1,5 @@
 import { addressKey } from '../client-address';
-import { consoleLogger } from '../console-logger';
+import { consoleLogger, levelOf } from '../console-logger';
 import { notRegistered, positiveSetting } from '../http';
 import { IDLE_TIMEOUT_MS, MAX_CLIENTS_PER_MACHINE, PING, PONG, REFUSAL_LOG_WINDOW_MS } from '../limits';
 import { RefusalLog } from '../refusal-log';
@@ -44,7 +44,7 @@ export class Relay implements RoomHost<WorkerSocket> {
     private readonly ctx: DurableObjectState,
     env: RelayEnv,
   ) {
-    const log = consoleLogger(env.LOG_LEVEL === 'debug' ? 'debug' : 'info');
+    const log = consoleLogger(levelOf(env.LOG_LEVEL));
     this.room = new Room(this, log);
     this.idleMs = positiveSetting(env.IDLE_TIMEOUT_MS, IDLE_TIMEOUT_MS);
     this.maxClients = positiveSetting(env.MAX_CLIENTS_PER_MACHINE, MAX_CLIENTS_PER_MACHINE);

@@ -1,6 +1,7 @@
 import { PAGE_SECURITY_HEADERS } from '../../protocol/page-headers';
 import { authTokenProblem } from '../auth';
-import { errorAnswer, healthAnswer, notFound, parseRegisterBody, registeredAnswer, routeRequest } from '../http';
+import { consoleLogger, levelOf } from '../console-logger';
+import { errorAnswer, healthAnswer, incompleteRegister, notFound, parseRegisterBody, registeredAnswer, routeRequest } from '../http';
 import { MAX_REGISTER_BODY_BYTES } from '../limits';
 import { answerResponse } from './responses';
 import type { RelayEnv } from './runtime';
@@ -39,7 +40,14 @@ export default {
         if (Number(request.headers.get('content-length')) > MAX_REGISTER_BODY_BYTES) {
           return answerResponse(errorAnswer('payload_too_large', `body exceeds ${MAX_REGISTER_BODY_BYTES} bytes`));
         }
-        const parsed = parseRegisterBody(await request.text());
+        let text: string;
+        try {
+          text = await request.text();
+        } catch {
+          // The connection closed before the body's end.
+          return answerResponse(incompleteRegister(consoleLogger(levelOf(env.LOG_LEVEL)), request.headers.get('cf-connecting-ip') ?? 'unknown'));
+        }
+        const parsed = parseRegisterBody(text);
         if ('answer' in parsed) return answerResponse(parsed.answer);
         await machineObject(env, parsed.machineId).fetch('https://relay.internal/register', { method: 'POST' });
         return answerResponse(registeredAnswer(parsed.machineId, url.origin));

@@ -150,24 +150,22 @@ export function dropCold(db: SqliteFile, conversationId: string, limit: number):
 
 /**
  * history.tool_output_days over cold rows: up to `limit` tool outputs older than `cutoff` are marked
- * done, those of `minBytes` or more cut (history-db.ts `cut`); what each conversation's bytes lost, and
- * which of those to cut it had no body of (held by the main thread).
+ * done, those of `minBytes` or more cut (history-db.ts `cut`); what each conversation's bytes lost. Every
+ * cold row's body is here (maintenance.ts `moveCold` moves no row whose body is still held in memory).
  */
 export function cutCold(db: SqliteFile, cutoff: string, keepChars: number, note: string, minBytes: number, limit: number): ColdCutResult {
   const rows = db.all("SELECT seq, conversation_id, body_key, bytes FROM cold_messages WHERE role = 'tool' AND cut = 0 AND timestamp < ? ORDER BY timestamp LIMIT ?", [cutoff, limit]);
   const deltas = new Map<string, number>();
-  const absent: Array<[number, string, number]> = [];
   for (const r of rows) {
     let bytes = Number(r.bytes);
     if (bytes >= minBytes) {
       db.run('UPDATE bodies SET content = substr(content, 1, ?) || ?, cut = 1 WHERE cut = 0 AND key = ?', [keepChars, note, Number(r.body_key)]);
       const now = db.get('SELECT length(CAST(content AS BLOB)) + coalesce(length(CAST(data AS BLOB)), 0) AS bytes FROM bodies WHERE key = ?', [Number(r.body_key)]);
       if (now) bytes = Number(now.bytes);
-      else absent.push([Number(r.body_key), String(r.conversation_id), bytes]);
     }
     db.run('UPDATE cold_messages SET cut = 1, bytes = ? WHERE seq = ?', [bytes, Number(r.seq)]);
     const conversation = String(r.conversation_id);
     if (bytes !== Number(r.bytes)) deltas.set(conversation, (deltas.get(conversation) ?? 0) + Number(r.bytes) - bytes);
   }
-  return { rows: rows.length, deltas: [...deltas], absent };
+  return { rows: rows.length, deltas: [...deltas] };
 }

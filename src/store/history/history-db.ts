@@ -568,7 +568,7 @@ export class HistoryDb {
   }
 
   cutCold(cutoff: string, keepChars: number, note: string, minBytes: number, limit: number): ColdCutResult {
-    let result: ColdCutResult = { rows: 0, deltas: [], absent: [] };
+    let result: ColdCutResult = { rows: 0, deltas: [] };
     this.transaction(() => (result = cutCold(this.db, cutoff, keepChars, note, minBytes, limit)));
     return result;
   }

@@ -455,15 +455,29 @@ export class HistoryStore {
     return keys.length === 0 ? Promise.resolve(0) : this.call({ op: 'remove', keys: [...keys] });
   }
 
-  cut(keys: readonly number[], keepChars: number, note: string): Promise<Array<[number, number]>> {
+  /**
+   * Cuts the bodies of `keys` (history.db's and those held here); their new sizes by key, and the cut
+   * copies held here (owed, or their put unanswered). Journal those with the transaction that marks
+   * their rows cut (WriteTx.keepBodies): the record that holds such a body whole is its only durable
+   * copy, and a restart would put it back whole (restore.ts: the last journaled copy of a key wins).
+   */
+  cut(keys: readonly number[], keepChars: number, note: string): Promise<{ sizes: Array<[number, number]>; held: KeyedBody[] }> {
     this.recent.drop(keys);
     const held = this.cutHeld(keys, keepChars, note);
     const done = this.call({ op: 'cut', keys: [...keys], keepChars, note }).then((sizes) => {
       const answered = new Set(sizes.map(([key]) => key));
       for (const [key, b] of held) if (!answered.has(key)) sizes.push([key, heldBytes(b)]);
-      return sizes;
+      return { sizes, held: [...held.values()] };
     });
     return this.countCut(done, () => keys.length > 0);
+  }
+
+  /**
+   * Whether the body of `key` is held here and not in history.db: owed (its put refused) or not yet
+   * answered. Its journal record is then its only durable copy.
+   */
+  holds(key: number): boolean {
+    return this.owed.has(key) || this.unanswered.has(key);
   }
 
   /**
@@ -529,19 +543,13 @@ export class HistoryStore {
     return this.call({ op: 'coldDrop', conversationId, limit });
   }
 
+  /**
+   * Retention's cut of cold rows, all in the worker: a cold row's body is always in history.db (its row
+   * moves only once the body is written: maintenance.ts `moveCold`), so nothing held here is cut.
+   */
   cutCold(cutoff: string, keepChars: number, note: string, minBytes: number, limit: number): Promise<ColdCutResult> {
     this.recent.clear();
-    const done = this.call({ op: 'coldCut', cutoff, keepChars, note, minBytes, limit }).then((result) => {
-      // Rows whose body the worker has not are held here (owed: every body written before was answered
-      // before this, in order): cut here too, the conversation's bytes lowered by what the cut freed.
-      const deltas = new Map(result.deltas);
-      for (const [key, conversationId, bytes] of result.absent) {
-        const held = this.cutHeld([key], keepChars, note).get(key);
-        if (held && heldBytes(held) < bytes) deltas.set(conversationId, (deltas.get(conversationId) ?? 0) + bytes - heldBytes(held));
-      }
-      return { ...result, deltas: [...deltas] };
-    });
-    return this.countCut(done, (result) => result.rows > 0);
+    return this.countCut(this.call({ op: 'coldCut', cutoff, keepChars, note, minBytes, limit }), (result) => result.rows > 0);
   }
 
   /** `done`, counted in `cuts` once answered if `changed` says so (a failure counts too: the worker may have cut before it failed). */

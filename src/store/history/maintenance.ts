@@ -248,9 +248,14 @@ export class HistoryMaintenance {
         [c.id, Math.min(COLD_BATCH, excess)],
       );
       // Only rows whose body is in history.db, and a prefix, so every cold row comes before every row left.
-      const inline = rows.findIndex((r) => r.body_key === null);
+      // Not one whose body is held in memory (owed: its put refused): its journal record is its only
+      // durable copy, and the open puts back only bodies service.db refers to, so once its row had moved
+      // a restart lost it. Every body given before is answered first (owed, or written: putCold's fsync
+      // then makes it durable).
+      await this.history.answered();
+      const inline = rows.findIndex((r) => r.body_key === null || this.history.holds(r.body_key));
       const movable = (inline === -1 ? rows : rows.slice(0, inline)) as ColdMeta[];
-      if (rows.length > 0 && movable.length === 0) return; // bodies still inline: moveInline, next pass
+      if (rows.length > 0 && movable.length === 0) return; // bodies still inline (moveInline) or owed: a later pass
       const mark = movable.length > 0 ? await this.history.putCold(movable) : 0;
       const last = movable.length > 0 ? movable[movable.length - 1].seq : 0;
       await this.db.write((tx) => {
@@ -299,14 +304,15 @@ export class HistoryMaintenance {
       const big = rows.filter((r) => r.body_key !== null && r.bytes >= CUT_MIN_BYTES);
       // history.db first: a crash before the update below leaves bodies cut but not marked, and cutting
       // again changes nothing (history.db skips bodies already cut).
-      const sizes = new Map(
-        await this.history.cut(
-          big.map((r) => r.body_key!),
-          CUT_KEEP_CHARS,
-          note,
-        ),
+      const cut = await this.history.cut(
+        big.map((r) => r.body_key!),
+        CUT_KEEP_CHARS,
+        note,
       );
+      const sizes = new Map(cut.sizes);
       await this.db.write((tx) => {
+        // Bodies not yet in history.db: their cut copies journaled, so a restart puts them back cut.
+        tx.keepBodies(cut.held);
         for (const r of rows) {
           const bytes = r.body_key === null ? r.bytes : (sizes.get(r.body_key) ?? r.bytes);
           // `cut` = retention is done with it (small ones are left whole).

@@ -127,11 +127,6 @@ export interface ColdCutResult {
   rows: number;
   /** Bytes each conversation lost, for its row in sql.js. */
   deltas: Array<[string, number]>;
-  /**
-   * Rows to cut whose body history.db has not (held in memory: a put refused, owed), marked cut all the
-   * same: [body key, conversation, bytes]. The main thread cuts its copy (HistoryStore.cutCold).
-   */
-  absent: Array<[number, string, number]>;
 }
 
 /** history_meta's key for the count of syncs (history-db.ts `sync`), which service.db keeps too (restore.ts). */

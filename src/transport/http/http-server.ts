@@ -1,11 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
-import { ServiceError, fail, wireText } from '../../protocol';
+import { BODY_INCOMPLETE_EVENT, IncompleteBody, ServiceError, fail, wireText } from '../../protocol';
 import type { Logger } from '../../log/logger';
 import type { AddressFilter } from './allow-from';
 import { CLOSE_FORBIDDEN } from '../connections/lan-socket';
-import { clientAddress, IncompleteBody, noRoute, sendError, sendJson } from './http-util';
+import { clientAddress, noRoute, sendError, sendJson } from './http-util';
 import { ConnectionGate } from './connection-gate';
 import { refuseAtAccept } from './refuse-at-accept';
 
@@ -135,7 +135,7 @@ export class HttpServer {
       await handler(req, res, url);
     } catch (error) {
       // The client's: the body cut short is said once, without the error's stack or anything of the body.
-      if (error instanceof IncompleteBody) this.options.logger.info('http.body_incomplete', { method: req.method, path: url.pathname, address: clientAddress(req) });
+      if (error instanceof IncompleteBody) this.options.logger.info(BODY_INCOMPLETE_EVENT, { method: req.method, path: url.pathname, address: clientAddress(req) });
       if (error instanceof ServiceError) return sendError(res, error);
       this.options.logger.error('http.handler_failed', { path: url.pathname, error });
       if (!res.headersSent) sendJson(res, 500, { status: 'error', error: 'internal error', code: 'server_error' });

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ServiceError, fail, httpStatusOf, type Envelope } from '../../protocol';
+import { IncompleteBody, ServiceError, fail, httpStatusOf, type Envelope } from '../../protocol';
 
 /** Largest accepted HTTP body and WebSocket frame (docs/protocol.md). */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -29,16 +29,6 @@ export function noRoute(method: string, path: string): ServiceError {
 
 export function sendError(res: ServerResponse, error: ServiceError): void {
   sendEnvelope(res, fail(error.code, error.message), 200, error.retryAfterSeconds);
-}
-
-/**
- * The connection closed before the whole body arrived: the client's doing (the network's), answered 400
- * if anyone is left to read it, and logged as a refused request (http-server.ts), never as an internal error.
- */
-export class IncompleteBody extends ServiceError {
-  constructor() {
-    super('invalid_request', 'the body did not arrive whole: the connection closed before its end');
-  }
 }
 
 /**

@@ -11,6 +11,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
 import type { Service } from '../src/service';
 import { instantProvider } from './agent';
@@ -30,6 +31,8 @@ interface Side {
   turnsDone: number;
   /** Every measured turn's latency (ms): the tail (p99) of each side, pooled over its blocks. */
   latencies: number[];
+  /** With STALL=1: the event loop's longest delay in each block's turns (ms, 1 ms timer). */
+  stalls: number[];
 }
 
 const networkMs = Number(process.env.NETWORK_MS ?? 0);
@@ -51,13 +54,15 @@ async function open(name: string, root: string): Promise<Side> {
   const dir = await mkdtemp(join(process.env[`${name}_DIR`] ?? tmpdir(), `ra-bench-ab-${name}-`));
   await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
   const service = await Opened.open({ dataDir: dir, provider: () => provider() });
-  return { name, dir, service, turns: [], writes: [], ratios: [], cpu: [], flushes: 0, turnsDone: 0, latencies: [] };
+  return { name, dir, service, turns: [], writes: [], ratios: [], cpu: [], flushes: 0, turnsDone: 0, latencies: [], stalls: [] };
 }
 
 async function block(side: Side, turns: number): Promise<void> {
   const { service } = side;
   const flushes = service.store.db.stats().flushes;
   const cpu = mainThreadCpuMs();
+  const loop = process.env.STALL ? monitorEventLoopDelay({ resolution: 1 }) : null;
+  loop?.enable();
   const t0 = performance.now();
   for (let i = 0; i < turns; i++) {
     const at = performance.now();
@@ -66,6 +71,10 @@ async function block(side: Side, turns: number): Promise<void> {
     side.conversationId = out.conversation_id;
   }
   const turn = (performance.now() - t0) / turns;
+  if (loop) {
+    loop.disable();
+    side.stalls.push(loop.max / 1e6);
+  }
   side.cpu.push((mainThreadCpuMs() - cpu) / turns);
   side.flushes += service.store.db.stats().flushes - flushes;
   side.turnsDone += turns;
@@ -87,7 +96,7 @@ async function main(): Promise<void> {
   const sides = [await open('A', resolve(other)), await open('B', resolve(__dirname, '..'))];
   try {
     for (const side of sides) await block(side, 100);
-    for (const side of sides) Object.assign(side, { turns: [], writes: [], ratios: [], cpu: [], flushes: 0, turnsDone: 0, latencies: [] });
+    for (const side of sides) Object.assign(side, { turns: [], writes: [], ratios: [], cpu: [], flushes: 0, turnsDone: 0, latencies: [], stalls: [] });
     for (let i = 0; i < blocks; i++) for (const side of i % 2 === 0 ? sides : [...sides].reverse()) await block(side, turns);
     const [a, b] = sides;
     const paired = a.turns.map((turn, i) => b.turns[i] / turn);
@@ -103,6 +112,9 @@ async function main(): Promise<void> {
           `(turn - provider) / write ${fmt(median(side.ratios), 1)}x (median of ${blocks} blocks of ${turns}); ` +
           `journal fdatasyncs a turn ${fmt(side.flushes / side.turnsDone, 2)}; main thread CPU a turn ${fmt(median(side.cpu), 3)} ms`,
       );
+      if (side.stalls.length > 0) {
+        console.log(`${side.name}: the loop's longest delay a block: median ${fmt(median(side.stalls))} ms, max ${fmt(Math.max(...side.stalls))} ms`);
+      }
       const sorted = [...side.latencies].sort((x, y) => x - y);
       const mean = sorted.reduce((n, x) => n + x, 0) / sorted.length;
       console.log(

@@ -1,5 +1,13 @@
+import { writeSync } from 'node:fs';
 import { mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
+
+/**
+ * A line written on the loop's thread that took longer than this (ms, wall clock) sends the file back to
+ * libuv's pool for good: the kernel throttles writers of a disk that cannot keep up (pauses of up to
+ * 200 ms each), and the loop is shared (the editor's extension host).
+ */
+export const SLOW_LINE_WRITE_MS = 20;
 
 export interface RotatingFileOptions {
   /** Rotate before a write would take the file past this size (bytes). */
@@ -10,11 +18,16 @@ export interface RotatingFileOptions {
   maxPendingBytes?: number;
   /** Called once per run of failures, never with a line's content. */
   onError?: (error: unknown) => void;
+  /** The clock a line's synchronous write is timed by (ms); performance.now unless a test gives one. */
+  now?: () => number;
 }
 
 /**
- * An append-only text file written from a queue by one async loop, never by sync fs calls (the host's
- * event loop is shared), and rotated by size. Writes are fire-and-forget; flush() waits for them.
+ * An append-only text file, rotated by size. A line is appended at once by a synchronous write (one small
+ * write into the page cache, 10-20 us, cheaper than a hand-off to libuv's pool and the wake-up of its
+ * thread) while the file is open, nothing is queued or on the pool (so no line overtakes another) and the
+ * line fits; anything else (opening, rotating, failures, and every line once one such write was slow)
+ * goes through a queue written by one async loop. Writes are fire-and-forget; flush() waits for them.
  */
 export class RotatingFile {
   private handle: FileHandle | null = null;
@@ -25,17 +38,22 @@ export class RotatingFile {
   private running: Promise<void> | null = null;
   private failing = false;
   private closed = false;
+  /** A synchronous write was slow (SLOW_LINE_WRITE_MS): every line goes through the pool from then on. */
+  private slow = false;
   private readonly maxPendingBytes: number;
+  private readonly now: () => number;
 
   constructor(
     readonly file: string,
     private readonly options: RotatingFileOptions,
   ) {
     this.maxPendingBytes = options.maxPendingBytes ?? 16 * 1024 * 1024;
+    this.now = options.now ?? (() => performance.now());
   }
 
   write(text: string): void {
     if (this.closed) return;
+    if (this.writeNow(text)) return;
     if (this.pendingBytes + text.length > this.maxPendingBytes) {
       this.dropped++;
       return;
@@ -57,6 +75,37 @@ export class RotatingFile {
     const handle = this.handle;
     this.handle = null;
     await handle?.close().catch(() => undefined);
+  }
+
+  /** Appends `text` synchronously if it may (see the class); false when the queue is to take it. */
+  private writeNow(text: string): boolean {
+    const handle = this.handle;
+    if (!handle || this.running || this.failing || this.slow || this.dropped > 0) return false;
+    const bytes = Buffer.from(text, 'utf8');
+    if (this.size + bytes.length > this.options.maxBytes) return false;
+    const started = this.now();
+    let written = 0;
+    try {
+      while (written < bytes.length) written += writeSync(handle.fd, bytes, written, bytes.length - written);
+    } catch (error) {
+      this.size += written;
+      this.failed(error);
+      // Nothing of it in the file: the queue tries it again once the file is reopened. Part of it: the
+      // rest is lost, as a batch the queue fails to write is.
+      return written > 0;
+    }
+    this.size += bytes.length;
+    if (this.now() - started > SLOW_LINE_WRITE_MS) this.slow = true;
+    return true;
+  }
+
+  /** A write failed: reported once a run of failures, and the handle dropped (reopened by the next batch). */
+  private failed(error: unknown): void {
+    if (!this.failing) this.options.onError?.(error);
+    this.failing = true;
+    const handle = this.handle;
+    this.handle = null;
+    void handle?.close().catch(() => undefined);
   }
 
   private kick(): void {
@@ -84,12 +133,8 @@ export class RotatingFile {
         await this.writeLines(lines);
         this.failing = false;
       } catch (error) {
-        if (!this.failing) this.options.onError?.(error);
-        this.failing = true;
         // Reopen on the next batch: the handle may be what broke.
-        const handle = this.handle;
-        this.handle = null;
-        await handle?.close().catch(() => undefined);
+        this.failed(error);
       }
     }
   }

@@ -1,0 +1,85 @@
+// The log's line is appended by a synchronous write once its file is open (a hand-off to libuv's pool
+// less a turn): in the file when write() returns, never ahead of a line still queued for the pool, and
+// the file goes back to the pool for good after one slow such write; a failed one is reported once and
+// its line written by the queue after the file is reopened. Real files in a temp dir.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { RotatingFile, SLOW_LINE_WRITE_MS } from '../../src/log/rotating-file';
+import { tempDir } from '../helpers/temp';
+
+const inFile = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '');
+
+test('a line is in the file when write returns once it is open, and never overtakes a line queued for the pool', async (t) => {
+  const temp = await tempDir('ra-log-sync-');
+  t.after(temp.cleanup);
+  const file = join(temp.dir, 'service.log');
+  const log = new RotatingFile(file, { maxBytes: 9, maxFiles: 1 });
+  t.after(() => log.close());
+
+  log.write('a\n'); // opens the file: through the pool
+  log.write('b\n'); // behind it in the queue
+  assert.equal(inFile(file), '', 'the opening write is on the pool');
+  await log.flush();
+  log.write('c\n');
+  assert.equal(inFile(file), 'a\nb\nc\n', 'appended at once');
+
+  log.write('dddd\n'); // would pass maxBytes: the queue rotates first
+  log.write('e\n'); // the pool is busy with the line before: queued behind it, not written ahead
+  assert.equal(inFile(file), 'a\nb\nc\n');
+  await log.flush();
+  assert.equal(await readFile(`${file}.1`, 'utf8'), 'a\nb\nc\n');
+  assert.equal(inFile(file), 'dddd\ne\n');
+  log.write('f\n');
+  assert.equal(inFile(file), 'dddd\ne\nf\n', 'the size after rotation counted: it fits');
+});
+
+test('after one slow synchronous write every line goes through the pool', async (t) => {
+  const temp = await tempDir('ra-log-sync-');
+  t.after(temp.cleanup);
+  const file = join(temp.dir, 'service.log');
+  let clock = 0;
+  // Each reading of the clock is later than the last by more than the limit: the first write is "slow".
+  const log = new RotatingFile(file, { maxBytes: 1 << 20, maxFiles: 1, now: () => (clock += SLOW_LINE_WRITE_MS + 1) });
+  t.after(() => log.close());
+
+  log.write('open\n');
+  await log.flush();
+  log.write('slow\n');
+  assert.equal(inFile(file), 'open\nslow\n', 'written at once, and timed');
+  log.write('later\n');
+  assert.equal(inFile(file), 'open\nslow\n', 'handed to the pool');
+  await log.flush();
+  assert.equal(inFile(file), 'open\nslow\nlater\n');
+});
+
+test('a failed synchronous write is reported once; its line is written by the queue on a reopened file', async (t) => {
+  const temp = await tempDir('ra-log-sync-');
+  t.after(temp.cleanup);
+  const file = join(temp.dir, 'service.log');
+  const errors: unknown[] = [];
+  const log = new RotatingFile(file, { maxBytes: 1 << 20, maxFiles: 1, onError: (error) => errors.push(error) });
+  t.after(() => log.close());
+  log.write('open\n');
+  await log.flush();
+
+  const { writeSync } = fs;
+  let failing = true;
+  fs.writeSync = ((...args: Parameters<typeof writeSync>) => {
+    if (failing) throw Object.assign(new Error('ENOSPC: no space left on device (fake)'), { code: 'ENOSPC' });
+    return writeSync(...args);
+  }) as typeof writeSync;
+  t.after(() => (fs.writeSync = writeSync));
+
+  log.write('refused\n');
+  failing = false;
+  assert.equal(errors.length, 1);
+  assert.equal((errors[0] as NodeJS.ErrnoException).code, 'ENOSPC');
+  await log.flush();
+  assert.equal(inFile(file), 'open\nrefused\n', 'nothing lost, nothing twice');
+  log.write('again\n');
+  assert.equal(inFile(file), 'open\nrefused\nagain\n', 'a write that worked ends the failure: appended at once again');
+  assert.equal(errors.length, 1);
+});

@@ -80,6 +80,11 @@ export interface ServiceOptions {
   breakLock?: boolean;
   /** Mirror log lines to stderr (headless). */
   logToStderr?: boolean;
+  /**
+   * The event loop is shared with others (the editor's extension host): no synchronous file write on it,
+   * not even the log's (a disk that hangs would hang every extension; headless, the loop is the service's).
+   */
+  sharedLoop?: boolean;
   /** history.db's worker, started before the service's code loaded (src/cli-loader.ts); default: started here. */
   historyWorker?: Worker;
   /**
@@ -436,7 +441,13 @@ export class Service {
     }
     const redactor = new Redactor();
     redactor.setSecrets(secretValues(config.current));
-    const logger = new FileLogger({ file: join(options.dataDir, LOG_FILE_NAME), redactor, mirror: options.logToStderr ?? false, mirrorLevel: 'info' });
+    const logger = new FileLogger({
+      file: join(options.dataDir, LOG_FILE_NAME),
+      redactor,
+      mirror: options.logToStderr ?? false,
+      mirrorLevel: 'info',
+      writeOnLoop: options.sharedLoop !== true,
+    });
     let locked = () => {};
     const lockTaken = new Promise<void>((resolve) => (locked = resolve));
     const storeOpening = openStore(options.dataDir, {

@@ -165,6 +165,8 @@ export class Hosting extends EventEmitter<HostingEvents> {
         hostReady: this.options.ready,
         // The window's figure is activate() -> listening: the SQLite engines load after the bind.
         enginesAfterLock: true,
+        // The extension host's loop is every extension's: the log goes through libuv's pool.
+        sharedLoop: true,
       });
     } catch (error) {
       // Our own service, stopped while its open was held, still has the lock: waited for, with retries.

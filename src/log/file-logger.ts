@@ -29,6 +29,8 @@ export interface FileLoggerOptions {
   redactor?: Redactor;
   /** Fields on every line. */
   fields?: LogFields;
+  /** Lines may be appended synchronously on the loop's thread (RotatingFileOptions.writeOnLoop; default true). */
+  writeOnLoop?: boolean;
 }
 
 /** What a FileLogger and its children share: one file, one redactor, one level. */
@@ -47,6 +49,7 @@ class LogCore {
     this.file = new RotatingFile(options.file, {
       maxBytes: options.maxBytes ?? DEFAULT_LOG_MAX_BYTES,
       maxFiles: options.maxFiles ?? DEFAULT_LOG_MAX_FILES,
+      writeOnLoop: options.writeOnLoop,
       onError: (error) => {
         // Through the redactor too: a path or errno text is harmless, but nothing leaves unscrubbed.
         const message = this.redactor.redactText(error instanceof Error ? error.message : String(error));

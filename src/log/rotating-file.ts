@@ -20,6 +20,12 @@ export interface RotatingFileOptions {
   onError?: (error: unknown) => void;
   /** The clock a line's synchronous write is timed by (ms); performance.now unless a test gives one. */
   now?: () => number;
+  /**
+   * Whether a line may be appended by a synchronous write on the loop's thread (default true). False
+   * where that loop is shared with others (the editor's extension host): a disk that hangs would hang
+   * them too, so every line goes through the pool.
+   */
+  writeOnLoop?: boolean;
 }
 
 /**
@@ -80,7 +86,7 @@ export class RotatingFile {
   /** Appends `text` synchronously if it may (see the class); false when the queue is to take it. */
   private writeNow(text: string): boolean {
     const handle = this.handle;
-    if (!handle || this.running || this.failing || this.slow || this.dropped > 0) return false;
+    if (!handle || this.running || this.failing || this.slow || this.dropped > 0 || this.options.writeOnLoop === false) return false;
     const bytes = Buffer.from(text, 'utf8');
     if (this.size + bytes.length > this.options.maxBytes) return false;
     const started = this.now();

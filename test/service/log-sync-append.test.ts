@@ -83,3 +83,17 @@ test('a failed synchronous write is reported once; its line is written by the qu
   assert.equal(inFile(file), 'open\nrefused\nagain\n', 'a write that worked ends the failure: appended at once again');
   assert.equal(errors.length, 1);
 });
+
+test("where the loop is shared (the editor's extension host: writeOnLoop false) every line goes through the pool", async (t) => {
+  const temp = await tempDir('ra-log-sync-');
+  t.after(temp.cleanup);
+  const file = join(temp.dir, 'service.log');
+  const log = new RotatingFile(file, { maxBytes: 1 << 20, maxFiles: 1, writeOnLoop: false });
+  t.after(() => log.close());
+  log.write('open\n');
+  await log.flush();
+  log.write('line\n');
+  assert.equal(inFile(file), 'open\n', 'not written on the loop');
+  await log.flush();
+  assert.equal(inFile(file), 'open\nline\n');
+});

@@ -46,6 +46,11 @@ export class RotatingFile {
   private closed = false;
   /** A synchronous write was slow (SLOW_LINE_WRITE_MS): every line goes through the pool from then on. */
   private slow = false;
+  /** Time the synchronous writes took on the loop in the second from windowStart (`timed`). */
+  private spentInWindow = 0;
+  private windowStart = -Infinity;
+  /** The close of a handle a failed write dropped. */
+  private closingBroken: Promise<unknown> = Promise.resolve();
   private readonly maxPendingBytes: number;
   private readonly now: () => number;
 
@@ -74,13 +79,14 @@ export class RotatingFile {
     while (this.running) await this.running;
   }
 
-  /** Flushes and closes the file; later writes are ignored. */
+  /** Flushes and closes the file; later writes (from this call on) are ignored. */
   async close(): Promise<void> {
-    await this.flush();
     this.closed = true;
+    await this.flush();
     const handle = this.handle;
     this.handle = null;
     await handle?.close().catch(() => undefined);
+    await this.closingBroken;
   }
 
   /** Appends `text` synchronously if it may (see the class); false when the queue is to take it. */
@@ -93,16 +99,37 @@ export class RotatingFile {
     let written = 0;
     try {
       while (written < bytes.length) written += writeSync(handle.fd, bytes, written, bytes.length - written);
+      this.size += bytes.length;
+      return true;
     } catch (error) {
       this.size += written;
       this.failed(error);
       // Nothing of it in the file: the queue tries it again once the file is reopened. Part of it: the
-      // rest is lost, as a batch the queue fails to write is.
-      return written > 0;
+      // rest is lost, as a batch the queue fails to write is, and the queue ends the line so the next
+      // one starts on its own.
+      if (written === 0) return false;
+      this.pending.push('\n');
+      this.pendingBytes += 1;
+      this.kick();
+      return true;
+    } finally {
+      this.timed(this.now() - started);
     }
-    this.size += bytes.length;
-    if (this.now() - started > SLOW_LINE_WRITE_MS) this.slow = true;
-    return true;
+  }
+
+  /**
+   * Counts `ms` spent on the loop by a synchronous write: one slower than SLOW_LINE_WRITE_MS, or several
+   * adding up to it within a second (a disk that throttles every write a little), sends the file back to
+   * the pool for good. A write that then failed counts too (a disk that hangs, then errs).
+   */
+  private timed(ms: number): void {
+    const now = this.now();
+    if (now - this.windowStart > 1_000) {
+      this.windowStart = now;
+      this.spentInWindow = 0;
+    }
+    this.spentInWindow += ms;
+    if (ms > SLOW_LINE_WRITE_MS || this.spentInWindow > SLOW_LINE_WRITE_MS) this.slow = true;
   }
 
   /** A write failed: reported once a run of failures, and the handle dropped (reopened by the next batch). */
@@ -111,7 +138,8 @@ export class RotatingFile {
     this.failing = true;
     const handle = this.handle;
     this.handle = null;
-    void handle?.close().catch(() => undefined);
+    // Waited for by close(), so nothing of the file is still open once it resolves.
+    if (handle) this.closingBroken = handle.close().catch(() => undefined);
   }
 
   private kick(): void {

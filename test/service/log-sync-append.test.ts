@@ -97,3 +97,70 @@ test("where the loop is shared (the editor's extension host: writeOnLoop false) 
   await log.flush();
   assert.equal(inFile(file), 'open\nline\n');
 });
+
+test('the guard counts writes that add up (several just under the limit within a second) and a slow write that then failed', async (t) => {
+  const temp = await tempDir('ra-log-sync-');
+  t.after(temp.cleanup);
+  // Each write takes 4 ms by this clock (its two readings), the window's reading 4 more: 12 a write.
+  let clock = 0;
+  const file = join(temp.dir, 'a.log');
+  const log = new RotatingFile(file, { maxBytes: 1 << 20, maxFiles: 1, now: () => (clock += 4) });
+  t.after(() => log.close());
+  log.write('open\n');
+  await log.flush();
+  let expected = 'open\n';
+  for (let i = 1; i <= 6; i++) {
+    log.write(`${i}\n`);
+    expected += `${i}\n`;
+    assert.equal(inFile(file), expected, `write ${i} (${4 * i} ms in the second): on the loop`);
+  }
+  log.write('7\n');
+  assert.equal(inFile(file), expected, 'past 20 ms in the second: on the pool');
+  await log.flush();
+  assert.equal(inFile(file), `${expected}7\n`);
+
+  const { writeSync } = fs;
+  t.after(() => (fs.writeSync = writeSync));
+  let slowClock = 0;
+  const errors: unknown[] = [];
+  const failing = new RotatingFile(join(temp.dir, 'b.log'), { maxBytes: 1 << 20, maxFiles: 1, now: () => slowClock, onError: (e) => errors.push(e) });
+  t.after(() => failing.close());
+  failing.write('open\n');
+  await failing.flush();
+  fs.writeSync = (() => {
+    slowClock += SLOW_LINE_WRITE_MS + 10; // hung for a while, then
+    throw Object.assign(new Error('EIO: i/o error (fake)'), { code: 'EIO' });
+  }) as typeof writeSync;
+  failing.write('hung\n');
+  fs.writeSync = writeSync;
+  await failing.flush();
+  assert.equal(errors.length, 1);
+  failing.write('after\n');
+  assert.equal(inFile(join(temp.dir, 'b.log')), 'open\nhung\n', 'back on the pool: not written on the loop');
+  await failing.flush();
+  assert.equal(inFile(join(temp.dir, 'b.log')), 'open\nhung\nafter\n');
+});
+
+test('a synchronous write that failed part way: the queue ends the line, so the next starts on its own', async (t) => {
+  const temp = await tempDir('ra-log-sync-');
+  t.after(temp.cleanup);
+  const file = join(temp.dir, 'service.log');
+  const log = new RotatingFile(file, { maxBytes: 1 << 20, maxFiles: 1, onError: () => {} });
+  t.after(() => log.close());
+  log.write('{"a":1}\n');
+  await log.flush();
+  const { writeSync } = fs;
+  t.after(() => (fs.writeSync = writeSync));
+  let calls = 0;
+  fs.writeSync = ((fd: number, buffer: Buffer, offset: number) => {
+    calls++;
+    if (calls === 1) return writeSync(fd, buffer, offset, 4); // part of it
+    throw Object.assign(new Error('EIO: i/o error (fake)'), { code: 'EIO' });
+  }) as typeof writeSync;
+  log.write('{"b":2}\n');
+  fs.writeSync = writeSync;
+  log.write('{"c":3}\n');
+  await log.flush();
+  const lines = inFile(file).split('\n');
+  assert.deepEqual(lines, ['{"a":1}', '{"b"', '{"c":3}', ''], 'the cut line ends; the next is whole');
+});

@@ -108,17 +108,23 @@ for (const when of ['owed (its put refused before the cut)', 'unanswered (its pu
   });
 }
 
-// A row whose body is owed does not move to history.db's cold rows: once moved, only its journal record
-// held the body, and the next open puts back only bodies service.db refers to (the kill -9 test below lost
-// it so). It moves once the body is written, and retention then cuts it there (s15, trust16; before, s15
-// trust15 cut such a cold row's held copy in memory).
-test('a tool output whose body is owed stays hot until the body is written; then it moves cold and retention cuts it', async (t) => {
+/** A store whose tool output 't0' (conversation 'c', 8,008 characters) was refused by the worker: owed. */
+async function owedToolOutput(t: TestContext): Promise<{ store: Store; output: string; key: number }> {
   const store = await refusingStore(t, 'COLDCUT', false, { hotMessages: 0 });
   const output = 'COLDCUT ' + 'o'.repeat(8_000);
   await store.messages.append({ id: 't0', conversation_id: 'c', role: 'tool', content: output, timestamp: new Date(1).toISOString() });
   await store.history.answered();
   const key = store.db.get<{ body_key: number }>("SELECT body_key FROM messages WHERE id = 't0'")!.body_key;
   assert.deepEqual(await store.history.keysBetween(key, key), [], 'the put was refused: the body is owed');
+  return { store, output, key };
+}
+
+// A row whose body is owed does not move to history.db's cold rows: once moved, only its journal record
+// held the body, and the next open puts back only bodies service.db refers to (the kill -9 test below lost
+// it so). It moves once the body is written, and retention then cuts it there (s15, trust16; before, s15
+// trust15 cut such a cold row's held copy in memory).
+test('a tool output whose body is owed stays hot until the body is written; then it moves cold and retention cuts it', async (t) => {
+  const { store, output } = await owedToolOutput(t);
   await store.maintenance.run();
   assert.equal(store.db.get<{ n: number }>("SELECT count(*) AS n FROM messages WHERE id = 't0'")?.n, 1, 'the row stays in sql.js while its body is owed');
   // The disk has room again: the next write carries the owed body, and the row moves.
@@ -141,12 +147,7 @@ test('a tool output whose body is owed stays hot until the body is written; then
 // good while the conversation counted it cut. Owed rows no longer go cold (above); the hot cut meets the
 // same put: history.db must still end with the cut body.
 test('a retention cut of an owed body while a put of it is in flight: history.db ends with the cut body', async (t) => {
-  const store = await refusingStore(t, 'COLDCUT', false, { hotMessages: 0 });
-  const output = 'COLDCUT ' + 'o'.repeat(8_000);
-  await store.messages.append({ id: 't0', conversation_id: 'c', role: 'tool', content: output, timestamp: new Date(1).toISOString() });
-  await store.history.answered();
-  const key = store.db.get<{ body_key: number }>("SELECT body_key FROM messages WHERE id = 't0'")!.body_key;
-  assert.deepEqual(await store.history.keysBetween(key, key), [], 'the put was refused: the body is owed');
+  const { store, output, key } = await owedToolOutput(t);
   await store.maintenance.run();
   const history = store.history as unknown as { cut: (...args: unknown[]) => Promise<unknown> };
   const cut = history.cut.bind(history);

@@ -8,6 +8,8 @@ import { dirname } from 'node:path';
  * 200 ms each), and the loop is shared (the editor's extension host).
  */
 export const SLOW_LINE_WRITE_MS = 20;
+/** A synchronous write this slow (ms) or slower counts toward SLOW_LINE_WRITE_MS within a second. */
+const SLOW_WRITE_COUNTED_MS = 1;
 
 export interface RotatingFileOptions {
   /** Rotate before a write would take the file past this size (bytes). */
@@ -118,9 +120,11 @@ export class RotatingFile {
   }
 
   /**
-   * Counts `ms` spent on the loop by a synchronous write: one slower than SLOW_LINE_WRITE_MS, or several
-   * adding up to it within a second (a disk that throttles every write a little), sends the file back to
-   * the pool for good. A write that then failed counts too (a disk that hangs, then errs).
+   * Counts `ms` spent on the loop by a synchronous write: one slower than SLOW_LINE_WRITE_MS, or slow
+   * ones (a millisecond or more: a disk that throttles every write a little) adding up to it within a
+   * second, sends the file back to the pool for good. A write that then failed counts too (a disk that
+   * hangs, then errs). A healthy write (10-20 us) is not counted: a thousand lines a second of them
+   * would add up to the limit and end what they save.
    */
   private timed(ms: number): void {
     const now = this.now();
@@ -128,7 +132,7 @@ export class RotatingFile {
       this.windowStart = now;
       this.spentInWindow = 0;
     }
-    this.spentInWindow += ms;
+    if (ms >= SLOW_WRITE_COUNTED_MS) this.spentInWindow += ms;
     if (ms > SLOW_LINE_WRITE_MS || this.spentInWindow > SLOW_LINE_WRITE_MS) this.slow = true;
   }
 

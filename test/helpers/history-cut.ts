@@ -1,7 +1,7 @@
 // Cutting history.db short in tests, as an interrupted copy or a file system repaired after a crash does.
 import assert from 'node:assert/strict';
 import { open, stat, truncate } from 'node:fs/promises';
-import { pagesInWal } from '../../src/store/history/integrity';
+import { pageSizeOf, pagesInWal } from '../../src/store/history/integrity';
 
 /**
  * Cuts `file` (history.db) so that pages are lost: to half, or lower so that at least the top quarter
@@ -13,11 +13,12 @@ import { pagesInWal } from '../../src/store/history/integrity';
  */
 export async function cutSoPagesAreLost(file: string): Promise<number> {
   const size = (await stat(file)).size;
-  const header = Buffer.alloc(2);
+  const header = Buffer.alloc(100);
   const fh = await open(file, 'r');
-  await fh.read(header, 0, 2, 16);
+  await fh.read(header, 0, 100, 0);
   await fh.close();
-  const pageSize = header.readUInt16BE(0) === 1 ? 65536 : header.readUInt16BE(0);
+  const pageSize = pageSizeOf(header);
+  assert.ok(pageSize > 0, 'history.db has an SQLite header');
   const inWal = pagesInWal(`${file}-wal`, pageSize);
   const onlyInFile: number[] = []; // pages are numbered from 1
   for (let page = 1; page <= size / pageSize; page++) if (!inWal.has(page)) onlyInFile.push(page);

@@ -6,11 +6,23 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { test } from 'node:test';
-import { RotatingFile, SLOW_LINE_WRITE_MS } from '../../src/log/rotating-file';
+import { test, type TestContext } from 'node:test';
+import { RotatingFile, SLOW_LINE_WRITE_MS, type RotatingFileOptions } from '../../src/log/rotating-file';
 import { tempDir } from '../helpers/temp';
 
 const inFile = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '');
+
+/** A log in a temp dir (1 MiB before rotation) whose file is open: one line written through the pool. */
+async function opened(t: TestContext, options: Partial<RotatingFileOptions> = {}): Promise<{ log: RotatingFile; file: string }> {
+  const temp = await tempDir('ra-log-sync-');
+  t.after(temp.cleanup);
+  const file = join(temp.dir, 'service.log');
+  const log = new RotatingFile(file, { maxBytes: 1 << 20, maxFiles: 1, ...options });
+  t.after(() => log.close());
+  log.write('open\n');
+  await log.flush();
+  return { log, file };
+}
 
 test('a line is in the file when write returns once it is open, and never overtakes a line queued for the pool', async (t) => {
   const temp = await tempDir('ra-log-sync-');
@@ -56,14 +68,8 @@ test('after one slow synchronous write every line goes through the pool', async 
 });
 
 test('a failed synchronous write is reported once; its line is written by the queue on a reopened file', async (t) => {
-  const temp = await tempDir('ra-log-sync-');
-  t.after(temp.cleanup);
-  const file = join(temp.dir, 'service.log');
   const errors: unknown[] = [];
-  const log = new RotatingFile(file, { maxBytes: 1 << 20, maxFiles: 1, onError: (error) => errors.push(error) });
-  t.after(() => log.close());
-  log.write('open\n');
-  await log.flush();
+  const { log, file } = await opened(t, { onError: (error) => errors.push(error) });
 
   const { writeSync } = fs;
   let failing = true;
@@ -85,13 +91,7 @@ test('a failed synchronous write is reported once; its line is written by the qu
 });
 
 test("where the loop is shared (the editor's extension host: writeOnLoop false) every line goes through the pool", async (t) => {
-  const temp = await tempDir('ra-log-sync-');
-  t.after(temp.cleanup);
-  const file = join(temp.dir, 'service.log');
-  const log = new RotatingFile(file, { maxBytes: 1 << 20, maxFiles: 1, writeOnLoop: false });
-  t.after(() => log.close());
-  log.write('open\n');
-  await log.flush();
+  const { log, file } = await opened(t, { writeOnLoop: false });
   log.write('line\n');
   assert.equal(inFile(file), 'open\n', 'not written on the loop');
   await log.flush();
@@ -166,15 +166,9 @@ test('a synchronous write that failed part way: the queue ends the line, so the 
 });
 
 test('healthy writes (well under a millisecond each) do not add up: a thousand lines stay on the loop', async (t) => {
-  const temp = await tempDir('ra-log-sync-');
-  t.after(temp.cleanup);
-  const file = join(temp.dir, 'service.log');
   let clock = 0;
   // 0.05 ms a reading: each write 0.05 ms, 50 ms in all, within one second.
-  const log = new RotatingFile(file, { maxBytes: 1 << 20, maxFiles: 1, now: () => (clock += 0.05) });
-  t.after(() => log.close());
-  log.write('open\n');
-  await log.flush();
+  const { log, file } = await opened(t, { now: () => (clock += 0.05) });
   for (let i = 0; i < 1000; i++) log.write(`${i}\n`);
   assert.equal(inFile(file).split('\n').length, 1002, 'every line appended at once');
 });

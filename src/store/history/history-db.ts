@@ -231,6 +231,14 @@ function damagedAside(file: string): string {
   return `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
 }
 
+/** A database in memory with history.db's schema. */
+function inMemory(): SqliteFile {
+  const db = new SqliteFile(SCRATCH);
+  db.exec(SCHEMA);
+  db.exec(COLD_SCHEMA);
+  return db;
+}
+
 /** The error of an open that refuses `file`, damaged (`damage` says how). */
 function refusedAsDamaged(file: string, damage: string): Error {
   return new Error(
@@ -267,9 +275,7 @@ export class HistoryDb {
   ) {
     if (file === SCRATCH) {
       // In memory, with the file's schema: nothing of it is ever on disk (HistoryDb.scratch).
-      this.db = new SqliteFile(SCRATCH);
-      this.db.exec(SCHEMA);
-      this.db.exec(COLD_SCHEMA);
+      this.db = inMemory();
       this.damage = null;
       return;
     }
@@ -285,9 +291,7 @@ export class HistoryDb {
       // An empty file whose WAL holds commits: SQLite would delete the WAL at open. Neither is touched
       // before the salvage, which reads the WAL beside a copy of the file made as long as its database;
       // until then this reads as an empty database.
-      this.db = new SqliteFile(SCRATCH);
-      this.db.exec(SCHEMA);
-      this.db.exec(COLD_SCHEMA);
+      this.db = inMemory();
       this.damage = cut.why;
       this.walDatabaseBytes = cut.walDatabaseBytes;
       return;

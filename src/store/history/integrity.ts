@@ -126,6 +126,14 @@ export function pagesInWal(wal: string, pageSize: number): Set<number> {
   return walCommits(wal, pageSize).pages;
 }
 
+/** The page size an SQLite database header (its first 100 bytes) gives, or 0 when it is not SQLite's. */
+export function pageSizeOf(header: Buffer): number {
+  if (!header.subarray(0, 16).equals(SQLITE_MAGIC)) return 0;
+  const raw = header.readUInt16BE(16);
+  const size = raw === 1 ? 65536 : raw;
+  return validPageSize(size) ? size : 0;
+}
+
 /** What `cutBeforeOpen` found: why the file is cut short, and whether it is empty while its WAL holds commits. */
 export interface Cut {
   why: string;
@@ -161,8 +169,7 @@ export function cutBeforeOpen(file: string): Cut | null {
     const fileBytes = fstatSync(fd).size;
     const header = Buffer.alloc(100);
     const headerBytes = readSync(fd, header, 0, 100, 0);
-    const raw = header.readUInt16BE(16);
-    const headerPageSize = headerBytes === 100 && header.subarray(0, 16).equals(SQLITE_MAGIC) && validPageSize(raw === 1 ? 65536 : raw) ? (raw === 1 ? 65536 : raw) : 0;
+    const headerPageSize = headerBytes === 100 ? pageSizeOf(header) : 0;
     const wal = walCommits(`${file}-wal`, headerPageSize || undefined);
     const cut = (why: string): Cut => ({ why: `${why}: it was cut short`, walDatabaseBytes: fileBytes === 0 ? wal.databasePages * wal.pageSize : 0 });
     if (fileBytes === 0) return wal.databasePages > 0 ? cut(`it is empty but its WAL holds commits of ${wal.databasePages} pages`) : null;

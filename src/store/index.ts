@@ -181,7 +181,7 @@ async function salvageHistory(db: Database, history: HistoryStore, journaled: Ke
   const result = await history.salvage(salvagedRefs(db), LOST_BODY_TEXT, Math.max(highestReferencedKey(db), history.keysBeforeOpen), journaled);
   history.damaged =
     `${HISTORY_FILE_NAME} was damaged (${history.damageAtOpen}) and was rebuilt by --recover: ${result.kept} bodies read back, ` +
-    `${result.lost} lost (bodies of messages, of webhook messages waiting and of pending deliveries; the lost read "${LOST_BODY_TEXT}"); the damaged file is kept as ${path.basename(result.aside)}. Restart the service to clear this notice`;
+    `${result.lost} lost (bodies of messages, of webhook messages waiting and of pending deliveries; the lost read "${LOST_BODY_TEXT}"); the damaged file and its WAL are kept in ${path.basename(result.aside)}/. Restart the service to clear this notice`;
   logger.error('history.salvaged', { damage: history.damageAtOpen, kept: result.kept, lost: result.lost, aside: path.basename(result.aside) });
 }
 

@@ -7,6 +7,7 @@ import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import type { MessagePort } from 'node:worker_threads';
 import { buildHistoryFileAside, HistoryDb, newHistoryFileBytes, removeBuildAside } from './history-db';
 import { CORRUPT } from './protocol';
+import { undoSalvage } from './salvage-aside';
 import { countSyncs } from './sync-count';
 import type { HistoryWorkerStart } from './start-worker';
 import type { HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
@@ -152,6 +153,8 @@ function practise(port: MessagePort): void {
  * before the lock by `prepare`).
  */
 function prepareFile(file: string, built: Buffer | undefined): string | undefined {
+  // A salvage (serve --recover) cut short: the damaged file and its WAL back as they were, first.
+  undoSalvage(file);
   rmSync(`${file}.lock`, { recursive: true, force: true });
   if (!isThere(file)) return buildHistoryFileAside(file, PRIVATE_FILE_MODE, built);
   else {

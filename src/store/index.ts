@@ -27,7 +27,7 @@ import { loadSqlJs } from './sqljs';
 import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
 import type { KeyedBody } from './history/protocol';
-import { restoreJournaledBodies, syncHistory } from './history/restore';
+import { reconcileIfBehind, restoreJournaledBodies, syncHistory } from './history/restore';
 import { highestReferencedKey, salvagedRefs } from './body-refs';
 
 /** How long store.problem() waits for the history worker's answers to the bodies sent so far. */
@@ -158,7 +158,10 @@ async function checkHistoryComplete(db: Database, history: HistoryStore, present
     `${HISTORY_FILE_NAME} in ${db.dir} is missing message bodies that were acknowledged (it ends at body ${present}, ` +
     `service.db refers to bodies up to ${referenced}): it was damaged or replaced by an older copy.`;
   if (!recover) {
-    throw new Error(`${problem} The store was not opened and nothing was changed. To start anyway, run \`remote-assistant serve --recover\`: those messages then read "${LOST_BODY_TEXT}".`);
+    // history.db's open wrote its sync mark before this check (and the bodies the journal held back).
+    throw new Error(
+      `${problem} The store was not opened and no message or body was changed (the open wrote only history.db's sync mark, the bodies its journal still held and any update of service.db's schema). To start anyway, run \`remote-assistant serve --recover\`: those messages then read "${LOST_BODY_TEXT}".`,
+    );
   }
   // Every referrer's (a message's, an inbox message's, a pending delivery's: body-refs.ts).
   const lost = salvagedRefs(db, present);
@@ -263,7 +266,10 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     if (history.damageAtOpen !== null) {
       // The salvage reads what the damaged file still gives, then the journal's copies, placeholders for the rest.
       await salvageHistory(db, history, db.takeReplayedBodies(), logger);
-    } else await checkHistoryComplete(db, history, await restoreJournaledBodies(db, history, logger), logger, options.recover === true);
+    } else {
+      await checkHistoryComplete(db, history, await restoreJournaledBodies(db, history, logger), logger, options.recover === true);
+      await reconcileIfBehind(db, history, logger);
+    }
     await syncHistory(db, history);
     const synced = history;
     db.releaseCompaction(() => syncHistory(db, synced));

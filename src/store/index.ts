@@ -28,6 +28,7 @@ import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
 import type { KeyedBody } from './history/protocol';
 import { reconcileIfBehind, restoreJournaledBodies, syncHistory } from './history/restore';
+import { SALVAGE_UNDONE } from './history/salvage-aside';
 import { highestReferencedKey, salvagedRefs } from './body-refs';
 
 /** How long store.problem() waits for the history worker's answers to the bodies sent so far. */
@@ -263,6 +264,7 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     const migrated = await migrate(db, options.migrations ?? MIGRATIONS, logger);
     const openedHistory = await opening;
     history = openedHistory.store;
+    if (history.salvageUndoneAtOpen) logger.warn('history.salvage_undone', { message: SALVAGE_UNDONE });
     if (history.damageAtOpen !== null) {
       // The salvage reads what the damaged file still gives, then the journal's copies, placeholders for the rest.
       await salvageHistory(db, history, db.takeReplayedBodies(), logger);

@@ -77,6 +77,9 @@ export function keepAside(file: string): string {
   return aside;
 }
 
+/** What an open that undid a salvage cut short says (with its refusal, or in the log: history.salvage_undone). */
+export const SALVAGE_UNDONE = 'a salvage by serve --recover was cut short before it ended: history.db and its WAL were moved back as they were before it, and its partial rebuild removed';
+
 /**
  * Undoes a salvage of `file` cut short (a crash, a failure before `keepAside`): a rebuild there is
  * removed, the damaged file and its WAL moved back, the directory removed; a crash during this is undone

@@ -9,7 +9,7 @@
 // streamed chat as a phone sends it, then a stop. Since s16 the chat: the connection's, the dispatcher's,
 // the handler's, the push service's and the store's parts of a client's first chat, which the warm-up's
 // practice turn does not run, were compiled at that chat's first call in every start (docs/design.md,
-// "The first chat after start, a second practice (s16, chat16)"). Its provider is a throwaway server on
+// "The first chat's own path in the code cache (s16, chat16)"). Its provider is a throwaway server on
 // loopback answering a canned stream (providers/rehearsal.ts): nothing leaves the machine, no key is
 // anyone's, and the rehearsal leaves nothing behind.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

@@ -799,17 +799,13 @@ export class Service {
         const workspaceRoots = () => workspaceRootsOf(this.config.current, this.options.hostServices);
         const tools = createPracticeToolRegistry(() => this.config.current, scratch, workspaceRoots);
         const provider = held(practiceProvider(this.config.current.provider), this.options.holdPractice, signal);
-        // Its events framed as a socket's would be (the text, then the frame), and dropped. Twice: V8
-        // compiles a regular expression to machine code at its second run, and a second chat (a new
-        // conversation of the same store) takes paths the first did not (PRACTICE_ROUNDS).
-        for (let round = 0; round < PRACTICE_ROUNDS && !signal.aborted; round += 1) {
-          await runPracticeTurn(
-            (announce) => agent.practiceTwin({ store: scratch, provider, tools, ...announce }),
-            scratch,
-            (event) => textFrame(wireText(event)),
-            signal,
-          );
-        }
+        // Its events framed as a socket's would be (the text, then the frame), and dropped.
+        await runPracticeTurn(
+          (announce) => agent.practiceTwin({ store: scratch, provider, tools, ...announce }),
+          scratch,
+          (event) => textFrame(wireText(event)),
+          signal,
+        );
         // What a turn leaves to the loop's next check phase (its rows' seqs read for the history cache)
         // runs first: its statements are the first chat's too.
         await nextTurn();
@@ -916,13 +912,6 @@ function held(provider: Provider, hold: (() => Promise<unknown>) | undefined, si
     },
   };
 }
-
-/**
- * How many chats the practice runs. Two: the first chat after it then finds compiled what V8 compiles at
- * a second run (regular expressions' machine code), and the paths a chat takes when the store already
- * holds one (docs/design.md, "The first chat after start, a second practice (s16, chat16)").
- */
-const PRACTICE_ROUNDS = 2;
 
 /** Yields to the event loop: what waits (a client's command, a timer) runs before the practice goes on. */
 function nextTurn(): Promise<void> {

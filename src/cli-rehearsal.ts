@@ -48,8 +48,10 @@ export async function rehearseStart(): Promise<Rehearsal> {
           let timer: NodeJS.Timeout | undefined;
           const warmedUp = await Promise.race([service.warmedUp, new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), WARM_UP_WAIT_MS)))]);
           clearTimeout(timer);
-          // After the warm-up: a turn begun during it would end it (Agent.endsWarmUp).
-          answered.push(...(await client.ask([['chat', (c) => c.request({ type: 'chat', message: 'A rehearsal of a first chat.', stream: true })]])));
+          // After the warm-up: a turn begun during it would end it (Agent.endsWarmUp). In no worktree, whatever
+          // the defaults (a worktree is a branch and a folder beside the repository); its answer asks no tool.
+          const chat = (c: ProtocolClient) => c.request({ type: 'chat', message: 'A rehearsal of a first chat.', stream: true, worktree: false });
+          answered.push(...(await client.ask([['chat', chat]])));
           return { answered, warmedUp };
         } finally {
           client.close();

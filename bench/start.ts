@@ -6,7 +6,8 @@
 // processes: node dist/cli.js serve (BENCH_CLI=path measures another build; BENCH_START=chat or headless one part alone;
 // BENCH_CHAT_PROVIDER=anthropic-tls gives the chats a provider over https whose origin no warm-up probe asks;
 // BENCH_CHAT_AFTER_MS sends the first chat that long after listening instead of one second; BENCH_CHAT_RTT_MS puts a
-// network's round trip between the service and that provider).
+// network's round trip between the service and that provider; BENCH_CHAT_CONTINUES=1 has the chats continue a
+// conversation an earlier start made).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -32,6 +33,11 @@ const CHAT_AFTER_MS = Number(process.env.BENCH_CHAT_AFTER_MS ?? 1000);
  * the next chat's window rather than inside it.
  */
 const CHAT_GAP_MS = Number(process.env.BENCH_CHAT_GAP_MS ?? 0);
+/**
+ * BENCH_CHAT_CONTINUES=1: the chats continue a conversation an earlier start made (a phone's usual first
+ * chat after a restart: its history is read from service.db and history.db), rather than each beginning one.
+ */
+const CHAT_CONTINUES = process.env.BENCH_CHAT_CONTINUES === '1';
 
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
@@ -267,6 +273,7 @@ export interface FirstChats {
 export async function firstChats(provider: ChatProvider, cli = CLI): Promise<FirstChats> {
   return withDataDir(async (dir) => {
     await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN, ...provider.config }));
+    const conversationId = CHAT_CONTINUES ? await conversationBefore(dir, cli, provider) : undefined;
     const serving = await serve(dir, cli, provider.env);
     try {
       await new Promise((r) => setTimeout(r, CHAT_AFTER_MS));
@@ -275,7 +282,7 @@ export async function firstChats(provider: ChatProvider, cli = CLI): Promise<Fir
         const chat = async (): Promise<Timing> => {
           const began = performance.now();
           const cpuBefore = cpuMsOf(serving.child.pid!);
-          const reply = await client.request({ type: 'chat', message: 'hello', stream: true }, 30_000);
+          const reply = await client.request({ type: 'chat', message: 'hello', stream: true, ...(conversationId ? { conversation_id: conversationId } : {}) }, 30_000);
           if (reply.status !== 'ok') throw new Error(`chat failed: ${JSON.stringify(reply)}`);
           return { ms: performance.now() - began, cpuMs: cpuMsOf(serving.child.pid!) - cpuBefore };
         };
@@ -296,6 +303,23 @@ export async function firstChats(provider: ChatProvider, cli = CLI): Promise<Fir
       await serving.stop();
     }
   });
+}
+
+/** A conversation of one exchange, made by a start of its own before the measured one (BENCH_CHAT_CONTINUES). */
+async function conversationBefore(dir: string, cli: string, provider: ChatProvider): Promise<string> {
+  const serving = await serve(dir, cli, provider.env);
+  try {
+    const client = await TestClient.authed(`ws://127.0.0.1:${serving.port}/ws`, TOKEN);
+    try {
+      const reply = await client.request({ type: 'chat', message: 'an earlier chat', stream: true }, 30_000);
+      if (reply.status !== 'ok') throw new Error(`chat failed: ${JSON.stringify(reply)}`);
+      return (reply.data as { conversation_id: string }).conversation_id;
+    } finally {
+      client.close();
+    }
+  } finally {
+    await serving.stop();
+  }
 }
 
 async function firstChat(): Promise<void> {

@@ -101,13 +101,22 @@ function compile(cachedData: Buffer | undefined): vm.Script {
   return new vm.Script(`(function (exports, require, module, __filename, __dirname) { ${source}\n})`, { filename: BUNDLE, cachedData });
 }
 
-/** A rehearsal that hangs (a stuck fsync) must not hang the build: its cache is written with what was compiled. */
-const REHEARSAL_LIMIT_MS = 90_000;
+/**
+ * A rehearsal that hangs (a stuck fsync) must not hang the build: its cache is written with what was
+ * compiled. Longer than the rehearsal's own waits together (30 s for the warm-up and for each of its three
+ * commands, cli-rehearsal.ts), so that one of them gives up first and says which.
+ */
+const REHEARSAL_LIMIT_MS = 150_000;
 
 type Main = (argv: string[], started?: { historyWorker?: Worker; sqlJs?: WebAssembly.Module; gitStarter?: ParkedStarter }) => Promise<number>;
+interface Rehearsal {
+  answered: string[];
+  warmedUp: boolean;
+}
 interface Bundle {
   main: Main;
-  rehearseStart(): Promise<unknown>;
+  rehearseStart(): Promise<Rehearsal>;
+  rehearsalShortfall(rehearsal: Rehearsal): string | undefined;
 }
 
 function run(script: vm.Script): Bundle {
@@ -120,24 +129,30 @@ function run(script: vm.Script): Bundle {
  * The build's step (esbuild.mjs, in a process of its own): loads the bundle as a start does, which
  * compiles what its modules run as they load, then rehearses one start (cli-rehearsal.ts: a temporary
  * data directory, a loopback port, a client's first commands, the warm-up, a stop), which compiles the
- * functions a start runs, and writes all that code to the cache. A rehearsal that fails (no loopback in
- * a sandbox) is said on stderr, and the cache holds what was compiled until then.
+ * functions a start runs, and writes all that code to the cache. A rehearsal that fails or is not whole
+ * (no loopback in a sandbox) is said on stderr and answered (the cache then holds another path than a
+ * start's: a production build fails on it, esbuild.mjs); undefined when it was whole.
  */
-export async function writeCodeCache(): Promise<void> {
+export async function writeCodeCache(): Promise<string | undefined> {
   // Stamped as the bundle was read: a bundle rewritten during the rehearsal (`npm run watch`) must not get
   // the old code's cache under its own stamp (V8 checks only the source's length).
   const before = stamp();
   const script = compile(undefined);
-  const { rehearseStart } = run(script);
+  const { rehearseStart, rehearsalShortfall } = run(script);
   let bounded: NodeJS.Timeout | undefined;
   const outOfTime = new Promise<never>((_, reject) => {
     bounded = setTimeout(() => reject(new Error(`no end after ${REHEARSAL_LIMIT_MS / 1000} s`)), REHEARSAL_LIMIT_MS);
   });
-  await Promise.race([rehearseStart(), outOfTime])
-    .catch((error: unknown) => console.error(`the code cache's rehearsal of a start failed (the cache holds less): ${error instanceof Error ? error.message : String(error)}`))
+  const problem = await Promise.race([rehearseStart(), outOfTime])
+    .then(rehearsalShortfall, (error: unknown) => (error instanceof Error ? error.message : String(error)))
     .finally(() => clearTimeout(bounded));
-  if (!before.equals(stamp())) return void console.error('the bundle changed while its code cache was made: no cache written');
+  if (problem !== undefined) console.error(`the code cache's rehearsal of a start was not whole (the cache holds another path than a start's): ${problem}`);
+  if (!before.equals(stamp())) {
+    console.error('the bundle changed while its code cache was made: no cache written');
+    return problem;
+  }
   writeFileSync(CACHE, Buffer.concat([before, script.createCachedData()]));
+  return problem;
 }
 
 if (require.main === module) {

@@ -26,6 +26,20 @@ export interface Rehearsal {
   warmedUp: boolean;
 }
 
+/** What a whole rehearsal answers, in order. */
+const REHEARSED = ['auth', 'get_config', 'chat'];
+
+/**
+ * What a rehearsal left out (undefined: it was whole). A cache made after one that was not whole holds
+ * another path than a start's (an error's, or less): the build says so, and a production build fails
+ * (cli-loader.ts, esbuild.mjs).
+ */
+export function rehearsalShortfall(rehearsal: Rehearsal): string | undefined {
+  const missing = REHEARSED.filter((type) => !rehearsal.answered.includes(type));
+  const parts = [...(missing.length > 0 ? [`not answered: ${missing.join(', ')}`] : []), ...(rehearsal.warmedUp ? [] : ['the warm-up did not end'])];
+  return parts.length > 0 ? parts.join('; ') : undefined;
+}
+
 /** How long the rehearsal waits for the warm-up (a practice turn on a loaded build machine: seconds). */
 const WARM_UP_WAIT_MS = 30_000;
 

@@ -12,7 +12,7 @@ import { pairCommand, pairingText } from './cli-pair';
 import { backupCommand, forgetListeningAddress, restoreCommand, writeListeningAddress } from './cli-backup';
 
 // The build runs it before it writes the bundle's code cache (cli-loader.ts, writeCodeCache).
-export { rehearseStart } from './cli-rehearsal';
+export { rehearsalShortfall, rehearseStart } from './cli-rehearsal';
 
 const USAGE = `usage:
   remote-assistant serve [--data-dir DIR] [--port N] [--allow-from PATTERN,PATTERN...] [--recover] [--break-lock] [--public-host HOST]

@@ -72,6 +72,25 @@ test("a bundle rewritten while its code cache is made (npm run watch during a bu
   assert.match(after.stderr, /^USAGE:\n {2}remote-assistant serve/);
 });
 
+test('a rehearsal that fails (here: no temporary directory for its data) is said and answered by writeCodeCache, so a production build can fail on it', async (t) => {
+  const temp = await tempDir('ra-code-cache-fail-');
+  t.after(temp.cleanup);
+  const dist = join(temp.dir, 'dist');
+  await cp(DIST, dist, { recursive: true, filter: (source) => !source.endsWith('.map') });
+  const cli = join(dist, 'cli.js');
+  const writer = spawn(process.execPath, ['-e', `require(${JSON.stringify(cli)}).writeCodeCache().then((problem) => { process.stdout.write(JSON.stringify(problem ?? null)); process.exit(0); })`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, TMPDIR: join(temp.dir, 'absent') },
+  });
+  let stdout = '';
+  let stderr = '';
+  writer.stdout.on('data', (d) => (stdout += d));
+  writer.stderr.on('data', (d) => (stderr += d));
+  assert.equal(await new Promise<number | null>((resolve) => writer.on('exit', resolve)), 0);
+  assert.match(JSON.parse(stdout) as string, /ENOENT/);
+  assert.match(stderr, /rehearsal of a start was not whole .*ENOENT/);
+});
+
 test("serve's entry compiles both SQLites ahead and leaves V8's flags as they were: Node's own modules still take their code caches", async () => {
   // In a process of its own (V8's flags are the process's). Node says whether it took each built-in
   // module's code cache (NODE_DEBUG_NATIVE=CODE_CACHE); V8 refuses them under flags other than its

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { test } from 'node:test';
-import { rehearseStart } from '../../src/cli-rehearsal';
+import { rehearsalShortfall, rehearseStart } from '../../src/cli-rehearsal';
 
 const rehearsalDirs = async () => (await readdir(tmpdir())).filter((name) => name.startsWith('ra-rehearsal-'));
 
@@ -15,8 +15,15 @@ test("the rehearsal answers a client's auth and get_config, waits for the whole 
   const before = new Set(await rehearsalDirs());
   const rehearsal = await rehearseStart();
   assert.deepEqual(rehearsal, { answered: ['auth', 'get_config', 'chat'], warmedUp: true });
+  assert.equal(rehearsalShortfall(rehearsal), undefined, 'whole');
   assert.deepEqual(
     (await rehearsalDirs()).filter((name) => !before.has(name)),
     [],
   );
+});
+
+test('a rehearsal that was not whole says what it left out (the build fails a production cache on it)', () => {
+  assert.equal(rehearsalShortfall({ answered: ['auth', 'get_config'], warmedUp: true }), 'not answered: chat');
+  assert.equal(rehearsalShortfall({ answered: ['auth', 'get_config', 'chat'], warmedUp: false }), 'the warm-up did not end');
+  assert.equal(rehearsalShortfall({ answered: [], warmedUp: false }), 'not answered: auth, get_config, chat; the warm-up did not end');
 });

@@ -7,10 +7,11 @@ import { copyFile, open as openFile, readFile, readdir, rm, stat, truncate, writ
 import path from 'node:path';
 import { test } from 'node:test';
 import { HistoryDb } from '../../src/store/history/history-db';
+import { SALVAGE_FAULT_ENV, type SalvageFault } from '../../src/store/history/salvage-aside';
 import { HISTORY_FILE_NAME, LOST_BODY_TEXT, openStore } from '../../src/store/index';
 import type { NewMessage, Store } from '../../src/store/index';
 import { cutSoPagesAreLost } from '../helpers/history-cut';
-import { bulkyContent, tempDir } from '../helpers/store-utils';
+import { bulkyContent, spawnStoreChild, tempDir } from '../helpers/store-utils';
 
 async function withDir(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
   const { dir, cleanup } = await tempDir('history-damage-test-');
@@ -216,9 +217,9 @@ test(
     const recovered = await openStore(dir, { recover: true });
     t.after(() => recovered.close());
     assert.match(String(await recovered.problem()), /rebuilt by --recover/);
-    const aside = (await readdir(dir)).find((f) => /^history\.db\.damaged-[^.]*$/.test(f) && !f.endsWith('-wal'));
+    const aside = (await readdir(dir)).find((f) => /^history\.db\.damaged-[^.]*$/.test(f));
     assert.ok(aside, 'the damaged file is kept aside');
-    assert.deepEqual([await digest(path.join(dir, aside)), await digest(path.join(dir, `${aside}-wal`))], before, 'kept aside as it was');
+    assert.deepEqual(await bothDigests(path.join(dir, aside, HISTORY_FILE_NAME)), before, 'kept aside as it was, its WAL beside it');
   },
 );
 
@@ -253,9 +254,9 @@ test(
       messages.map((m) => m.content),
       Array.from({ length: 30 }, (_, i) => bulkyContent(i)),
     );
-    const kept = (await readdir(dir)).filter((f) => /^history\.db\.damaged-.*-wal$/.test(f));
+    const kept = (await readdir(dir)).filter((f) => /^history\.db\.damaged-/.test(f));
     assert.equal(kept.length, 1);
-    assert.equal(await digest(path.join(dir, kept[0])), before[1], 'the WAL kept aside as it was');
+    assert.deepEqual(await bothDigests(path.join(dir, kept[0], HISTORY_FILE_NAME)), before, 'the empty file and its WAL kept aside as they were');
   },
 );
 
@@ -309,3 +310,68 @@ test(
     assert.equal((await store.messages.get('kept'))?.content, 'in the older copy');
   },
 );
+
+/** What `serve --recover` makes of `dir`: the problem it reports and conversation 'c' as it reads (each message's first words, or "lost"). */
+async function recovered(dir: string): Promise<{ problem: string | null; contents: string[] }> {
+  const store = await openStore(dir, { recover: true });
+  try {
+    return {
+      problem: String(await store.problem()).replace(/kept in \S+/, 'kept in <aside>'),
+      contents: (await store.messages.recent('c', { limit: 200 })).map((m) => (m.content === LOST_BODY_TEXT ? 'lost' : m.content.slice(0, 16))),
+    };
+  } finally {
+    await store.close();
+  }
+}
+
+const SALVAGE_DAMAGES: { what: string; damage: (t: Parameters<typeof withDir>[0]) => Promise<string> }[] = [
+  {
+    what: 'cut short while its WAL holds commits',
+    damage: async (t) => {
+      // About 5 MB of bodies: past a checkpoint (1,000 frames), so the file holds bodies its WAL does not.
+      const file = await killedWith(t, 150, true);
+      await cutSoPagesAreLost(file);
+      return file;
+    },
+  },
+  {
+    what: 'emptied while its WAL holds commits',
+    damage: async (t) => {
+      const file = await killedWith(t, 30, true);
+      await truncate(file, 0);
+      return file;
+    },
+  },
+];
+const SALVAGE_FAULTS: SalvageFault[] = ['after-first-move', 'after-moves', 'after-fill'];
+
+for (const { what, damage } of SALVAGE_DAMAGES) {
+  test(
+    `history.db ${what}: serve --recover killed (kill -9) at any point of its salvage leaves the next start refusing it as before, and the next --recover reads back what one never interrupted does`,
+    { timeout: 200_000 },
+    async (t) => {
+      const file = await damage(t);
+      const damaged = path.dirname(file);
+      const before = await bothDigests(file);
+      // The journal compacted: what a salvage reads back comes from the damaged file and its WAL alone.
+      const uninterrupted = await recovered(await copiedWhileRunning(t, damaged));
+      assert.match(String(uninterrupted.problem), /rebuilt by --recover/);
+      assert.ok(
+        uninterrupted.contents.some((c) => c !== 'lost'),
+        'bodies are read back',
+      );
+      for (const point of SALVAGE_FAULTS) {
+        const dir = await copiedWhileRunning(t, damaged);
+        const child = spawnStoreChild('recover', dir, { [SALVAGE_FAULT_ENV]: point });
+        assert.equal((await child.exited).signal, 'SIGKILL', `${point}: ${child.stderr()}`);
+        // Refused as before, saying that the salvage cut short was undone first.
+        await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\).*serve --recover.*a salvage by serve --recover was cut short/s, `${point}: refused as before`);
+        assert.deepEqual(await recovered(dir), uninterrupted, `${point}: read back as by a salvage never interrupted`);
+        const asides = (await readdir(dir)).filter((f) => f.startsWith(`${HISTORY_FILE_NAME}.`) && !/-(wal|shm)$/.test(f));
+        assert.equal(asides.length, 1, `${point}: one aside (${asides.join(', ')})`);
+        assert.match(asides[0], /^history\.db\.damaged-/);
+        assert.deepEqual(await bothDigests(path.join(dir, asides[0], HISTORY_FILE_NAME)), before, `${point}: the damaged file and its WAL kept aside as they were`);
+      }
+    },
+  );
+}

@@ -602,11 +602,18 @@ export class Agent {
       // not read back: under a new message id it is stored as it is (store/usage.ts recordIn adds only to
       // a row of the same id).
       const replyEvent: TurnEvent = { event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) } };
+      // Its log line too (fields merged, redacted, serialized) while the record is written and synced: at the
+      // loop's check phase, after the journal's immediate (asked by the append above) hands off the write.
+      // Written once durable, with the turn's ms.
+      let answered: ((late?: Record<string, number>) => void) | undefined;
+      const preparing = setImmediate(() => (answered = log.prepare?.('info', 'chat.answered', { chars: text.length })));
       await replied;
       await commit?.durable();
+      clearImmediate(preparing);
       onEvent(replyEvent);
       this.deps.onActivity?.(conversationId, sourceText(input.source));
-      log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
+      if (answered) answered({ ms: Date.now() - started });
+      else log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
       return { response: text, conversation_id: conversationId };
     } catch (error) {
       // Nothing is answered before the user message is durable; its commit's failure is the turn's. A

@@ -3,7 +3,7 @@
 // notes the damage in the file, the next open refuses it, `recover` rebuilds it from what it still gives.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { copyFile, open as openFile, readFile, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, open as openFile, readFile, readdir, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { HistoryDb } from '../../src/store/history/history-db';
@@ -374,4 +374,46 @@ for (const { what, damage } of SALVAGE_DAMAGES) {
       }
     },
   );
+}
+
+/**
+ * What a salvage cut short leaves, in a directory whose history.db was written since by something that
+ * knows nothing of it (a version without the undo, or a person who put a backup in place): a healthy
+ * store of 12 messages, and `history.db.salvaging/` holding an older copy (its file, or its WAL).
+ */
+async function healthyBesideLeftover(t: Parameters<typeof withDir>[0], leftover: 'file' | 'wal'): Promise<{ dir: string; salvaging: string }> {
+  const dir = await withDir(t);
+  let store = await openStore(dir);
+  await conversation(store, 'c');
+  await store.messages.append(message('c', 'm0', 'the first', 0));
+  await store.close();
+  const salvaging = path.join(dir, `${HISTORY_FILE_NAME}.salvaging`);
+  const older = path.join(dir, 'older');
+  await copyFile(path.join(dir, HISTORY_FILE_NAME), older);
+  store = await openStore(dir);
+  for (let i = 1; i < 12; i++) await store.messages.append(message('c', `m${i}`, `later ${i} ${bulkyContent(i)}`, i));
+  await store.close();
+  await mkdir(salvaging);
+  await rename(older, path.join(salvaging, leftover === 'file' ? HISTORY_FILE_NAME : `${HISTORY_FILE_NAME}-wal`));
+  if (leftover === 'wal') await writeFile(path.join(dir, `${HISTORY_FILE_NAME}-wal`), 'a WAL written since, not the salvage');
+  return { dir, salvaging };
+}
+
+for (const leftover of ['file', 'wal'] as const) {
+  test(`a salvage's leftover directory (its ${leftover}) beside a history.db written since: the open moves nothing and deletes nothing, and says why`, { timeout: 90_000 }, async (t) => {
+    const { dir, salvaging } = await healthyBesideLeftover(t, leftover);
+    const file = path.join(dir, HISTORY_FILE_NAME);
+    const outside = await bothDigests(file);
+    const inside = await bothDigests(path.join(salvaging, HISTORY_FILE_NAME));
+    await assert.rejects(openStore(dir), /history\.db\.salvaging.*not .*rebuild|history\.db\.salvaging.*written since/s);
+    assert.deepEqual(await bothDigests(file), outside, 'history.db and its WAL as they were');
+    assert.deepEqual(await bothDigests(path.join(salvaging, HISTORY_FILE_NAME)), inside, 'the leftover as it was');
+    if (leftover === 'wal') return;
+    // Once the person moves the leftover away, the store opens with every message.
+    await rename(salvaging, path.join(dir, 'kept-by-hand'));
+    const store = await openStore(dir);
+    t.after(() => store.close());
+    assert.equal(store.messages.count('c'), 12);
+    assert.match((await store.messages.get('m11'))!.content, /^later 11/);
+  });
 }

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
 import { COLD_SCHEMA, countCold, cutCold, dropCold, putCold, putColdUsage, queryCold, queryColdAfterSeq, queryColdUsage } from './cold';
 import { cutBeforeOpen, damageAtOpen, type Cut } from './integrity';
-import { keepAside, moveIntoSalvage, readableCopy, salvageFault, undoSalvage } from './salvage-aside';
+import { createRebuild, keepAside, moveIntoSalvage, readableCopy, salvageFault, undoSalvage } from './salvage-aside';
 import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
 import { bodyChars, DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
@@ -479,7 +479,7 @@ export class HistoryDb {
     let db: HistoryDb | undefined;
     try {
       const moved = moveIntoSalvage(file);
-      closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
+      createRebuild(file);
       db = new HistoryDb(file);
       db.begin();
       const { kept, lost } = HistoryDb.fillFrom(damaged.walDatabaseBytes > 0 ? readableCopy(moved, damaged.walDatabaseBytes) : moved, db, refs, placeholder, above, journaled);

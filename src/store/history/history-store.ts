@@ -435,6 +435,8 @@ export class HistoryStore {
     this.recent.clear();
     const result = await this.call({ op: 'salvage', refs, placeholder, above, journaled });
     await chmod(`${this.file}-wal`, PRIVATE_FILE_MODE).catch(() => {});
+    // The aside's own entries (the damaged file and its WAL renamed into it), then the data directory's.
+    await fsyncDir(result.aside);
     await fsyncDir(path.dirname(this.file));
     return result;
   }

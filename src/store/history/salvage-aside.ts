@@ -2,7 +2,7 @@
 // rebuild cut short (a kill -9, a failure) is undone, so that a crash at any point leaves the two as they
 // were before it: the next start refuses them as before, and the next --recover salvages them again.
 // docs/design.md, "Salvage in one directory (s16, mend16)".
-import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, renameSync, rmSync, truncateSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 
@@ -49,6 +49,32 @@ export function moveIntoSalvage(file: string): string {
   return moved;
 }
 
+/** Where the salvage notes which file is its rebuild (its device and inode), so an undo removes only that. */
+function rebuildIdFile(file: string): string {
+  return path.join(salvagingDir(file), 'rebuild-id');
+}
+
+const identityOf = (file: string): string | undefined => {
+  try {
+    const { dev, ino } = statSync(file);
+    return `${dev}:${ino}`;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * Creates the salvage's new, empty history.db at `file` (after `moveIntoSalvage`): made in the salvage's
+ * directory, its identity noted there, then renamed into place, so that `undoSalvage` removes a file at
+ * `file` only if it is this one (the same inode), never one something else wrote there since.
+ */
+export function createRebuild(file: string): void {
+  const fresh = path.join(salvagingDir(file), 'rebuild');
+  closeSync(openSync(fresh, 'wx', PRIVATE_FILE_MODE));
+  writeFileSync(rebuildIdFile(file), identityOf(fresh) ?? '');
+  renameSync(fresh, file);
+}
+
 /**
  * A copy to read of the moved file when it is empty while its WAL holds commits of a database `bytes`
  * long (integrity.ts Cut): zeros that long (every page the WAL holds is read from there, page 1 included)
@@ -72,6 +98,7 @@ export function keepAside(file: string): string {
   const copy = path.join(moving, 'read');
   for (const suffix of ['', ...SIDE_FILES]) rmSync(`${copy}${suffix}`, { force: true });
   rmSync(`${copy}.lock`, { recursive: true, force: true });
+  rmSync(rebuildIdFile(file), { force: true });
   const aside = `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   renameSync(moving, aside);
   return aside;
@@ -90,13 +117,31 @@ export function undoSalvage(file: string): boolean {
   const moving = salvagingDir(file);
   if (!existsSync(moving)) return false;
   const moved = movedFile(file);
+  const notOurs = (what: string) =>
+    new Error(
+      `${moving} holds what a salvage by serve --recover cut short had moved aside, but ${what} was written since by something else (another version, or by hand): nothing was moved or removed. Keep the one that is right: move ${path.basename(moving)} out of the data directory to open ${path.basename(file)} as it is`,
+    );
   if (existsSync(moved)) {
-    // Moved in after its WAL: what is at `file` now is the rebuild, cut short with the salvage.
+    // Moved in after its WAL: a file at `file` now is the rebuild, cut short with the salvage, if it is
+    // the one the salvage made (createRebuild); anything else there is not the salvage's to remove.
+    const outside = identityOf(file);
+    if (outside !== undefined && outside !== readNote(rebuildIdFile(file))) throw notOurs(path.basename(file));
     for (const suffix of ['', ...SIDE_FILES]) rmSync(`${file}${suffix}`, { force: true });
     rmSync(`${file}.lock`, { recursive: true, force: true });
     renameSync(moved, file);
   }
-  if (existsSync(`${moved}-wal`)) renameSync(`${moved}-wal`, `${file}-wal`);
+  if (existsSync(`${moved}-wal`)) {
+    if (existsSync(`${file}-wal`)) throw notOurs(`${path.basename(file)}-wal`);
+    renameSync(`${moved}-wal`, `${file}-wal`);
+  }
   rmSync(moving, { recursive: true, force: true });
   return true;
+}
+
+function readNote(note: string): string | undefined {
+  try {
+    return readFileSync(note, 'utf8') || undefined;
+  } catch {
+    return undefined;
+  }
 }

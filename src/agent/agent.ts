@@ -298,7 +298,7 @@ export class Agent {
     const conversationId = input.conversationId ?? randomUUID();
     const create = !input.conversationId;
     // Checked again when its turn comes, unless nothing was written since (Database.lastWrite).
-    const checkedAt = create ? undefined : (this.requireConversation(conversationId, input.source), this.deps.store.db.lastWrite);
+    const checkedAt = create ? undefined : (this.checkConversation(conversationId, input.source), this.deps.store.db.lastWrite);
     const worktree = this.worktreeWanted(conversationId, create, input);
     const line = this.waitInLine(conversationId, () => ({ client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }), input.sender ?? sourceText(input.source));
     return line.run(async () => {
@@ -435,10 +435,14 @@ export class Agent {
   /** The conversation, if it exists and `source` may see it; else not_found. */
   requireConversation(conversationId: string, source: Source) {
     const conversation = this.deps.store.conversations.get(conversationId);
-    if (!conversation || !canAccess(source, conversation.source)) {
-      throw new ServiceError('not_found', `conversation ${conversationId} not found`);
-    }
+    if (!conversation || !canAccess(source, conversation.source)) throw notFound(conversationId);
     return conversation;
+  }
+
+  /** requireConversation's check alone (a chat's, before its turn and maybe again when it comes): only the row's source is read. */
+  private checkConversation(conversationId: string, source: Source): void {
+    const owner = this.deps.store.conversations.sourceOf(conversationId);
+    if (owner === undefined || !canAccess(source, owner)) throw notFound(conversationId);
   }
 
   /**
@@ -512,7 +516,7 @@ export class Agent {
     // Applied at once (the message's transaction needs its row), durable with the message: one journal flush.
     if (create) created = store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from }, DEFER_SYNC);
     // Deleted (or otherwise changed) while the turn waited in line: every change is a write.
-    else if (store.db.lastWrite !== checkedAt) this.requireConversation(conversationId, input.source);
+    else if (store.db.lastWrite !== checkedAt) this.checkConversation(conversationId, input.source);
     const id = randomUUID();
     const attachments = input.attachments ?? [];
     const message: NewMessage = {
@@ -598,11 +602,18 @@ export class Agent {
       // not read back: under a new message id it is stored as it is (store/usage.ts recordIn adds only to
       // a row of the same id).
       const replyEvent: TurnEvent = { event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) } };
+      // Its log line too (fields merged, redacted, serialized) while the record is written and synced: at the
+      // loop's check phase, after the journal's immediate (asked by the append above) hands off the write.
+      // Written once durable, with the turn's ms.
+      let answered: ((late?: Record<string, number>) => void) | undefined;
+      const preparing = setImmediate(() => (answered = log.prepare?.('info', 'chat.answered', { chars: text.length })));
       await replied;
       await commit?.durable();
+      clearImmediate(preparing);
       onEvent(replyEvent);
       this.deps.onActivity?.(conversationId, sourceText(input.source));
-      log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
+      if (answered) answered({ ms: Date.now() - started });
+      else log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
       return { response: text, conversation_id: conversationId };
     } catch (error) {
       // Nothing is answered before the user message is durable; its commit's failure is the turn's. A
@@ -878,4 +889,9 @@ function modelNamed(m: ChatMessage, names: ModelToolNames): ChatMessage {
 /** What every request of a turn carries besides the history: counted before the history is fitted. */
 function fixedMessages(system: ChatMessage | undefined, moment: ChatMessage | undefined): ChatMessage[] {
   return [system, moment].filter((message): message is ChatMessage => message !== undefined);
+}
+
+/** A conversation that does not exist, or that the asker may not see (the same answer for both). */
+function notFound(conversationId: string): ServiceError {
+  return new ServiceError('not_found', `conversation ${conversationId} not found`);
 }

@@ -59,20 +59,39 @@ class LogCore {
   }
 
   log(level: LogLevel, event: string, base: LogFields | undefined, fields: LogFields | undefined): void {
+    this.prepare(level, event, base, fields)?.();
+  }
+
+  /**
+   * One line: its fields merged, redacted and serialized now, stamped and written when the returned
+   * function is called (Logger.prepare), `late` numbers then added at its end. Undefined when the level
+   * is off (or making it failed: logging must never take the service down).
+   */
+  prepare(level: LogLevel, event: string, base: LogFields | undefined, fields: LogFields | undefined): ((late?: Record<string, number>) => void) | undefined {
     const rank = RANK[level];
     const toFile = rank >= this.level;
     const toMirror = this.mirror !== null && rank >= this.mirrorLevel;
-    if (!toFile && !toMirror) return;
+    if (!toFile && !toMirror) return undefined;
     try {
-      const time = new Date();
       const merged = base && fields ? { ...base, ...fields } : (fields ?? base ?? {});
       const clean = this.redactor.redactFields(merged);
-      const record: Record<string, unknown> = { time: time.toISOString(), level, event: this.redactor.redactText(String(event)) };
-      for (const [key, value] of Object.entries(clean)) record[RESERVED.has(key) ? `_${key}` : key] = value;
-      if (toFile) this.file.write(serializeLine(record));
-      if (toMirror) this.writeMirror(time, level, record.event as string, clean);
+      const named = this.redactor.redactText(String(event));
+      // Without `time`, which is first in the line and taken when it is written.
+      const rest = JSON.stringify(recordOf({ level, event: named }, clean));
+      return (late) => {
+        try {
+          const time = new Date();
+          const added = late ? this.redactor.redactFields(late) : undefined;
+          const tail = added ? JSON.stringify(recordOf({}, added)) : '{}';
+          const line = `{"time":${JSON.stringify(time.toISOString())},${tail === '{}' ? rest.slice(1) : `${rest.slice(1, -1)},${tail.slice(1)}`}`;
+          if (toFile) this.file.write(serializeLine(line, time, level, named));
+          if (toMirror) this.writeMirror(time, level, named, added ? { ...clean, ...added } : clean);
+        } catch {
+          // Logging must never take the service down.
+        }
+      };
     } catch {
-      // Logging must never take the service down.
+      return undefined;
     }
   }
 
@@ -91,11 +110,16 @@ class LogCore {
   }
 }
 
-function serializeLine(record: Record<string, unknown>): string {
-  const line = JSON.stringify(record);
+/** `fields` after `head`, a reserved name (time, level, event) among them renamed `_name`. */
+function recordOf(head: Record<string, unknown>, fields: Record<string, unknown>): Record<string, unknown> {
+  const record = head;
+  for (const [key, value] of Object.entries(fields)) record[RESERVED.has(key) ? `_${key}` : key] = value;
+  return record;
+}
+
+function serializeLine(line: string, time: Date, level: LogLevel, event: string): string {
   if (Buffer.byteLength(line) <= MAX_LOG_LINE_BYTES) return `${line}\n`;
-  const { time, level, event } = record;
-  return `${JSON.stringify({ time, level, event, truncated: true, line_bytes: Buffer.byteLength(line) })}\n`;
+  return `${JSON.stringify({ time: time.toISOString(), level, event, truncated: true, line_bytes: Buffer.byteLength(line) })}\n`;
 }
 
 function pad(n: number): string {
@@ -132,6 +156,9 @@ class BoundLogger implements Logger {
   }
   child(fields: LogFields): Logger {
     return new BoundLogger(this.core, { ...this.fields, ...fields });
+  }
+  prepare(level: LogLevel, event: string, fields?: LogFields): ((late?: Record<string, number>) => void) | undefined {
+    return this.core.prepare(level, event, this.fields, fields);
   }
 }
 
@@ -182,6 +209,10 @@ export class FileLogger implements Logger {
 
   child(fields: LogFields): Logger {
     return this.root.child(fields);
+  }
+
+  prepare(level: LogLevel, event: string, fields?: LogFields): ((late?: Record<string, number>) => void) | undefined {
+    return this.root.prepare(level, event, fields);
   }
 
   /** Waits until every line logged so far is written. */

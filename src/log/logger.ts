@@ -12,6 +12,13 @@ export interface Logger {
   error(event: string, fields?: LogFields): void;
   /** A logger that adds `fields` to every line (e.g. a connection or conversation id). */
   child(fields: LogFields): Logger;
+  /**
+   * A line made now (its fields merged, redacted and serialized) and written when the returned function
+   * is called, stamped then, with `late` numbers (keys not among `fields`) at its end: what can be made
+   * while the caller waits for something (a commit) is not made after it. Undefined: the level is off,
+   * or the logger has no such thing (log the whole line at the end instead).
+   */
+  prepare?(level: LogLevel, event: string, fields?: LogFields): ((late?: Record<string, number>) => void) | undefined;
 }
 
 export const nullLogger: Logger = {

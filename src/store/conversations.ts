@@ -39,6 +39,11 @@ export class ConversationsRepo {
     return this.db.get<ConversationRow>(`SELECT ${COLUMNS} FROM conversations WHERE id = ?`, [id]);
   }
 
+  /** Who the conversation belongs to (its `source`: protocol's canAccess), or undefined when there is none: a check that needs no more of the row. */
+  sourceOf(id: string): string | undefined {
+    return this.db.get<{ source: string }>('SELECT source FROM conversations WHERE id = ?', [id])?.source;
+  }
+
   /** Newest activity first; equal `updated_at` ordered by id (descending) so pages are stable. */
   list(options: ListConversationsOptions): ConversationRow[] {
     const limit = Math.floor(options.limit);

@@ -17,7 +17,7 @@ import { fsyncDir, hasMetaTable, META_TABLE_SQL, readSnapshotSeq } from './repla
 import { PRIVATE_DIR_MODE } from '../platform/file-modes';
 import { keepLock, loadSqlJs } from './sqljs';
 import type { KeyedBody } from './history/protocol';
-import { queryAll, queryOne, runOp, StatementCache } from './statements';
+import { queryAll, queryOne, runControl, runOp, StatementCache } from './statements';
 
 export type { SqlParam, SqlParamInput } from './record';
 
@@ -340,14 +340,14 @@ export class Database {
     let result: T;
     this.inWrite = true;
     try {
-      runOp(this.sql, this.cache, 'BEGIN', null);
+      runControl(this.cache, 'BEGIN');
       try {
         result = fn(tx);
         if (isThenable(result)) throw new Error('write() callbacks must be synchronous');
         if (statementError !== undefined) throw statementError;
         if (ops.length > 0) for (const [sql, params] of this.riders) tx.run(sql, params ?? undefined);
         if (statementError !== undefined) throw statementError;
-        runOp(this.sql, this.cache, 'COMMIT', null);
+        runControl(this.cache, 'COMMIT');
         if (ops.length > 0) this.riders = [];
       } catch (err) {
         try {

@@ -4,7 +4,7 @@ import { open, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Database as SqlJsDatabase } from 'sql.js';
 import type { JournalRecord } from './record';
-import { queryOne, runOp, StatementCache } from './statements';
+import { queryOne, runControl, runOp, StatementCache } from './statements';
 
 /** Same text as migration 1, so whichever creates `meta` first, the schema is identical. */
 export const META_TABLE_SQL = 'CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)';
@@ -56,10 +56,10 @@ export function writeSnapshotSeq(db: SqlJsDatabase, cache: StatementCache, seq: 
 
 /** Applies one record as one transaction; on error nothing of it stays and the error is thrown. */
 export function applyRecord(db: SqlJsDatabase, cache: StatementCache, record: JournalRecord): void {
-  db.run('BEGIN');
+  runControl(cache, 'BEGIN');
   try {
     for (const [sql, params] of record.ops) runOp(db, cache, sql, params);
-    db.run('COMMIT');
+    runControl(cache, 'COMMIT');
   } catch (err) {
     try {
       db.run('ROLLBACK');

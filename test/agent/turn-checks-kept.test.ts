@@ -51,3 +51,28 @@ test('a conversation deleted while a chat waits in line refuses it (not_found); 
   const next = await service.agent.chat({ message: 'fourth', conversationId: other.conversation_id, source });
   assert.equal(next.response, 'done');
 });
+
+test('a chat into a conversation its sender may not see is refused like one that does not exist (not_found), and stores nothing', { timeout: 60_000 }, async (t) => {
+  const { dir, cleanup } = await tempDir('turn-checks-');
+  await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
+  const model: Provider = { name: 'quick', complete: async () => ({ text: 'done', tool_calls: [], finish_reason: 'stop' }) };
+  const service = await Service.open({ dataDir: dir, provider: () => model });
+  t.after(async () => {
+    await service.stop();
+    await cleanup();
+  });
+  const crm = { kind: 'webhook', account: 'crm' } as const;
+  const { conversation_id: conversationId } = await service.agent.chat({ message: 'from the crm', source: crm, worktree: false });
+  const before = (await service.store.messages.recent(conversationId, { limit: 10 })).length;
+  const refused = (error: unknown) => error instanceof ServiceError && error.code === 'not_found' && error.message === `conversation ${conversationId} not found`;
+  // Another account's session, and a conversation that never was: the same answer.
+  await assert.rejects(service.agent.chat({ message: 'from elsewhere', conversationId, source: { kind: 'webhook', account: 'other' } }), refused);
+  await assert.rejects(
+    service.agent.chat({ message: 'nowhere', conversationId: 'no-such-conversation', source: crm }),
+    (error: unknown) => error instanceof ServiceError && error.code === 'not_found',
+  );
+  assert.equal((await service.store.messages.recent(conversationId, { limit: 10 })).length, before);
+  // Its own account, and the LAN (which sees every conversation), go on.
+  assert.equal((await service.agent.chat({ message: 'again', conversationId, source: crm })).response, 'done');
+  assert.equal((await service.agent.chat({ message: 'from the lan', conversationId, source: { kind: 'lan' } })).response, 'done');
+});

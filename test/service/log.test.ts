@@ -54,6 +54,39 @@ describe('FileLogger', () => {
     if (process.platform !== 'win32') assert.equal((await stat(file)).mode & 0o777, 0o600);
   });
 
+  test('a prepared line (Logger.prepare) is written when called: redacted as made, stamped then, its late numbers last, else byte for byte a logged line', async () => {
+    const dir = await tempDir();
+    const mirror = new PassThrough();
+    let mirrored = '';
+    mirror.on('data', (chunk: Buffer) => (mirrored += chunk.toString()));
+    const logger = FileLogger.inDataDir(dir, { level: 'info', mirror, redactor: new Redactor([API_KEY]) });
+    const child = logger.child({ conversation: 'c1', level: 'x' });
+    const early = Date.now();
+    const prepared = child.prepare?.('info', 'chat.answered', { chars: 12, note: `key ${API_KEY}`, token: 'secret-valued' });
+    assert.ok(prepared);
+    assert.equal(await readFile(join(dir, 'service.log'), 'utf8').catch(() => ''), '', 'nothing is written before the call');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    prepared({ ms: 7, time: 1 });
+    // Without late numbers it is the line log() writes (only the time may differ).
+    child.prepare?.('info', 'plain', { n: 1 })?.();
+    child.info('plain', { n: 1 });
+    assert.equal(child.prepare?.('debug', 'off', {}), undefined, 'a level that is off prepares nothing');
+    await logger.close();
+    const text = await readFile(join(dir, 'service.log'), 'utf8');
+    assert.ok(!text.includes(API_KEY) && !text.includes('secret-valued'), text);
+    const [answered, prepared2, logged] = text.trimEnd().split('\n');
+    const line = JSON.parse(answered!) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(line), ['time', 'level', 'event', 'conversation', '_level', 'chars', 'note', 'token', 'ms', '_time']);
+    assert.deepEqual(
+      { ...line, time: 'T' },
+      { time: 'T', level: 'info', event: 'chat.answered', conversation: 'c1', _level: 'x', chars: 12, note: `key ${REDACTED}`, token: REDACTED, ms: 7, _time: 1 },
+    );
+    assert.ok(Date.parse(line.time as string) >= early + 5, 'stamped when written');
+    const untimed = (l: string) => l.replace(/"time":"[^"]*"/, '"time":"T"');
+    assert.equal(untimed(prepared2!), untimed(logged!));
+    assert.match(mirrored, /chat\.answered .*ms=7/);
+  });
+
   test('drops lines below the minimum level; setLevel changes it for children too', async () => {
     const dir = await tempDir();
     const logger = FileLogger.inDataDir(dir, { level: 'warn' });

@@ -24,8 +24,6 @@ import { Socket } from 'node:net';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
 import { Service } from '../src/service';
@@ -204,16 +202,6 @@ const split = process.env.FOLLOW_SPLIT === '1';
 const waited = () => Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[1]) / 1e6;
 const pieceWait = new Float64Array(1024);
 let sampled = 0;
-/** FOLLOW_SPLIT=1: this thread's [clock, CPU ms, wait for a core ms] when the stage was armed, and at its first piece's read. */
-const schedNow = () => {
-  const [ran, wait] = readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ').map(Number);
-  return [clock(), ran / 1e6, wait / 1e6];
-};
-let armedAt, firstReadAt;
-const arm = () => {
-  gc.on = true;
-  if (split) (armedAt = schedNow()), (firstReadAt = undefined);
-};
 const DELTA = Buffer.from('"delta":"');
 const ENDED = Buffer.from('"event":"turn.ended"');
 function collector() {
@@ -226,7 +214,7 @@ function collector() {
       if (c.count === c.produced.length) throw new Error('more pieces than the bench asks for');
       c.produced[c.count] = numberAt(bytes, at + DELTA.length, bytes.indexOf(59, at));
       c.read[c.count] = arrived;
-      if (split && c.count >= sampled) (pieceWait[c.count] = waited()), (sampled = c.count + 1), c.count === 0 && (firstReadAt = schedNow());
+      if (split && c.count >= sampled) (pieceWait[c.count] = waited()), (sampled = c.count + 1);
       c.count += 1;
     } else {
       const ended = bytes.indexOf(ENDED, start);
@@ -252,8 +240,7 @@ if (split)
   }).observe({ entryTypes: ['gc'] });
 /** This stage's collections (count, total, longest ms; each pause's start and length) and each piece's wait sample; then reset for the next. */
 const gcTaken = () => {
-  const start = armedAt && firstReadAt ? firstReadAt.map((v, i) => v - armedAt[i]) : undefined;
-  const taken = { count: gc.count, total: gc.total, longest: gc.longest, pauses: gc.pauses, waits: Array.from(pieceWait.subarray(0, sampled)), start };
+  const taken = { count: gc.count, total: gc.total, longest: gc.longest, pauses: gc.pauses, waits: Array.from(pieceWait.subarray(0, sampled)) };
   Object.assign(gc, { count: 0, total: 0, longest: 0, on: false, pauses: [] });
   sampled = 0;
   return taken;
@@ -275,13 +262,13 @@ async function followersStart({ url, token, followers, conversationId }) {
     state.watchers.push({ c, client });
   }
   for (const w of state.watchers) w.c.armed = true;
-  arm();
+  gc.on = true;
   return {};
 }
 
 async function senderStream({ pieces, paceMs, conversationId }) {
   state.sender.armed = true;
-  arm();
+  gc.on = true;
   await state.senderClient.request({ type: 'chat', message: 'stream ' + pieces + ' ' + paceMs, conversation_id: conversationId, stream: true });
   await state.sender.done;
   state.senderClient.close();
@@ -316,21 +303,7 @@ async function catchUp({ url, token, pieces }) {
   return { ms };
 }
 
-/** Collects this thread's garbage (see settle in the main thread). */
-const collectGarbage = (() => {
-  require('node:v8').setFlagsFromString('--expose-gc');
-  return require('node:vm').runInNewContext('gc');
-})();
-async function settle() {
-  collectGarbage();
-  // The stage's figures start after it (its collection's entry arrives after a turn of the loop).
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  Object.assign(gc, { count: 0, total: 0, longest: 0, pauses: [] });
-  if (gc.on) arm();
-  return {};
-}
-
-const jobs = { senderStart, followersStart, senderStream, followersCollect, catchUp, settle };
+const jobs = { senderStart, followersStart, senderStream, followersCollect, catchUp };
 parentPort.on('message', async (job) => {
   try {
     parentPort.postMessage({ job: job.job, ok: await jobs[job.kind](job) });
@@ -339,30 +312,6 @@ parentPort.on('message', async (job) => {
   }
 });
 `;
-
-/**
- * Before a stage streams, once its clients are connected: every thread's garbage collected (the clients'
- * threads and the service's, this one) and a tenth of a second for the threads to idle. Connecting a
- * hundred followers one after the other leaves their threads' young generations full of the
- * handshakes' garbage and of new sockets that survive: their first collections, 8-10 ms on the followers'
- * thread, and stops of 50-90 ms there, fell on the stream's first pieces, every follower's and not the
- * sender's (its thread connected one client), and five pieces are what a p99 of 500 looks at
- * (docs/design.md "The order of a fan-out spread (s16, follow16)"). `FOLLOW_UNSETTLED=1`: streams at once, as before.
- */
-async function settle(threads: Iterable<ReturnType<typeof runner>>): Promise<void> {
-  await Promise.all([...threads].map((thread) => thread.run({ kind: 'settle' })));
-  collectMainGarbage();
-  await new Promise((resolve) => setTimeout(resolve, 100));
-}
-/** This thread's collector, exposed when first needed (the clients' threads, started before, declare a `gc` of their own). */
-let mainGc: (() => void) | undefined;
-function collectMainGarbage(): void {
-  if (!mainGc) {
-    setFlagsFromString('--expose-gc');
-    mainGc = runInNewContext('gc') as () => void;
-  }
-  mainGc();
-}
 
 /** A thread of clients; jobs may run at once on one (the sender's and the followers' when they share it). */
 function runner() {
@@ -450,7 +399,7 @@ function traceWrites() {
 
 type Received = { port: number; pieces: [number, number][] };
 /** A thread's collections in a stage; `pauses`: each one's start (the shared clock) and length, ms; `waits`: a client thread's wait for a core (ms so far) at each piece's first read. */
-type Gc = { count: number; total: number; longest: number; pauses: [number, number][]; waits?: number[]; start?: [number, number, number] };
+type Gc = { count: number; total: number; longest: number; pauses: [number, number][]; waits?: number[] };
 const gcText = (gc: Gc | undefined) => (gc ? `${gc.count} / ${fmt(gc.total)} / ${fmt(gc.longest)}` : '-');
 
 /** p50 / p99 of some milliseconds, as text. */
@@ -515,10 +464,6 @@ function printTail(written: { at: Map<number, Map<number, number>>; waitAt: Map<
       );
     });
     console.log(`  ${name}'s slowest pieces (ms): ${lines.join(' | ')}`);
-    // From the stage's arming (its clients connected) to this thread's first read of a piece: a thread
-    // that ran or waited for a core most of it was not ready when the stream began.
-    if (thread.start)
-      console.log(`  ${name}'s thread from the stage's start to its first piece read: ${fmt(thread.start[0])} ms, running ${fmt(thread.start[1])} ms, waiting for a core ${fmt(thread.start[2])} ms`);
   }
 }
 
@@ -538,7 +483,6 @@ export async function benchFollow(): Promise<Record<string, number>> {
       // The followers spread evenly over their threads.
       const share = (thread: number) => Math.floor((followers * (thread + 1)) / FOLLOWER_THREADS) - Math.floor((followers * thread) / FOLLOWER_THREADS);
       await Promise.all(followersThreads.map((thread, i) => thread.run({ kind: 'followersStart', url, token: TOKEN, followers: share(i), conversationId })));
-      if (process.env.FOLLOW_UNSETTLED !== '1') await settle(new Set([senderThread, ...followersThreads]));
       trace?.gcTaken();
       const schedBefore = mainThreadSched();
       const [streamed, ...collected] = await Promise.all([

@@ -30,6 +30,8 @@ const TOKEN = 'bench-access-token-0123456789abcdef0123';
 const CLI = process.env.BENCH_CLI ?? join(__dirname, '..', 'dist', 'cli.js');
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 const CHATS = 3;
+const BY = process.env.BY ?? 'leaf';
+const STACK_DEPTH = Number(process.env.STACK_DEPTH ?? 4);
 
 /** One start under --cpu-prof: the profile and each chat's window (µs, hrtime's clock). */
 async function profiledStart(fakeUrl: string): Promise<{ profile: CpuProfile; windows: [number, number][] }> {
@@ -106,9 +108,35 @@ async function main(): Promise<void> {
   const totals = Array.from({ length: CHATS }, () => 0);
   const walls = Array.from({ length: CHATS }, () => 0);
   for (let run = 0; run < runs; run += 1) {
-    const { profile, windows } = await profiledStart(fake.url);
+    // KEEP=dir keeps each run's profile and windows there; FROM=dir reads them back instead of starting (another BY).
+    const kept = process.env.FROM ? join(process.env.FROM, `run-${run}.json`) : undefined;
+    const { profile, windows } = kept ? (JSON.parse(await readFile(kept, 'utf8')) as Awaited<ReturnType<typeof profiledStart>>) : await profiledStart(fake.url);
+    if (process.env.KEEP) await writeFile(join(process.env.KEEP, `run-${run}.json`), JSON.stringify({ profile, windows }));
     windows.forEach(([a, b], w) => (walls[w] += (b - a) / 1000 / runs));
     const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    const parentOf = new Map<number, number>();
+    for (const n of profile.nodes) for (const c of n.children ?? []) parentOf.set(c, n.id);
+    const frameName = (id: number) => {
+      const f = byId.get(id)!.callFrame;
+      return `${f.functionName || '(anon)'} ${f.url ? name(f.url, f.lineNumber) : ':0'}`;
+    };
+    // BY=ours: each sample counted to the innermost of our functions (src/) on its stack (what of ours
+    // got dearer, callees included); BY=stack: to its leaf and STACK_DEPTH callers; else to its leaf.
+    const keyOf = (id: number): string => {
+      if (BY === 'ours') {
+        for (let at: number | undefined = id; at !== undefined; at = parentOf.get(at)) {
+          const k = frameName(at);
+          if (/ src\//.test(k)) return k;
+        }
+        return '(none of ours)';
+      }
+      if (BY === 'stack') {
+        const chain: string[] = [];
+        for (let at: number | undefined = id; at !== undefined && chain.length <= STACK_DEPTH; at = parentOf.get(at)) chain.push(frameName(at));
+        return chain.join(' < ');
+      }
+      return frameName(id);
+    };
     let t = profile.startTime;
     profile.samples.forEach((id, i) => {
       t += profile.timeDeltas[i];
@@ -116,7 +144,7 @@ async function main(): Promise<void> {
       if (w < 0) return;
       const f = byId.get(id)!.callFrame;
       if (f.functionName === '(idle)') return;
-      const key = `${f.functionName || '(anon)'} ${f.url ? name(f.url, f.lineNumber) : ':0'}`;
+      const key = keyOf(id);
       const dt = (profile.timeDeltas[i + 1] ?? 100) / 1000 / runs;
       sums[w].set(key, (sums[w].get(key) ?? 0) + dt);
       totals[w] += dt;

@@ -6,7 +6,8 @@
 // processes: node dist/cli.js serve (BENCH_CLI=path measures another build; BENCH_START=chat or headless one part alone;
 // BENCH_CHAT_PROVIDER=anthropic-tls gives the chats a provider over https whose origin no warm-up probe asks;
 // BENCH_CHAT_AFTER_MS sends the first chat that long after listening instead of one second; BENCH_CHAT_RTT_MS puts a
-// network's round trip between the service and that provider).
+// network's round trip between the service and that provider; BENCH_CHAT_CONTINUES=1 has the chats continue a
+// conversation an earlier start made).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -23,9 +24,20 @@ import { fmt } from './util';
 const CLI = process.env.BENCH_CLI ?? join(__dirname, '..', 'dist', 'cli.js');
 const TOKEN = 'bench-access-token-0123456789abcdef0123';
 const RUNS = 7;
-const CHAT_RUNS = 5;
+const CHAT_RUNS = Number(process.env.BENCH_CHAT_RUNS ?? 5);
 /** How long after listening the first chat is sent (BENCH_CHAT_AFTER_MS; the issue's row: one second). */
 const CHAT_AFTER_MS = Number(process.env.BENCH_CHAT_AFTER_MS ?? 1000);
+/**
+ * A pause after the client's auth and between the chats (BENCH_CHAT_GAP_MS, default none): the work a
+ * command leaves behind it (a journal's sync, the history worker's answer, log lines) then ends before
+ * the next chat's window rather than inside it.
+ */
+const CHAT_GAP_MS = Number(process.env.BENCH_CHAT_GAP_MS ?? 0);
+/**
+ * BENCH_CHAT_CONTINUES=1: the chats continue a conversation an earlier start made (a phone's usual first
+ * chat after a restart: its history is read from service.db and history.db), rather than each beginning one.
+ */
+const CHAT_CONTINUES = process.env.BENCH_CHAT_CONTINUES === '1';
 
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
@@ -248,6 +260,7 @@ async function roundTripProxy(targetPort: number, rttMs: number): Promise<{ port
 export interface FirstChats {
   first: Timing;
   second: Timing;
+  third: Timing;
   warmedUp: boolean;
 }
 
@@ -260,6 +273,7 @@ export interface FirstChats {
 export async function firstChats(provider: ChatProvider, cli = CLI): Promise<FirstChats> {
   return withDataDir(async (dir) => {
     await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN, ...provider.config }));
+    const conversationId = CHAT_CONTINUES ? await conversationBefore(dir, cli, provider) : undefined;
     const serving = await serve(dir, cli, provider.env);
     try {
       await new Promise((r) => setTimeout(r, CHAT_AFTER_MS));
@@ -268,15 +282,20 @@ export async function firstChats(provider: ChatProvider, cli = CLI): Promise<Fir
         const chat = async (): Promise<Timing> => {
           const began = performance.now();
           const cpuBefore = cpuMsOf(serving.child.pid!);
-          const reply = await client.request({ type: 'chat', message: 'hello', stream: true }, 30_000);
+          const reply = await client.request({ type: 'chat', message: 'hello', stream: true, ...(conversationId ? { conversation_id: conversationId } : {}) }, 30_000);
           if (reply.status !== 'ok') throw new Error(`chat failed: ${JSON.stringify(reply)}`);
           return { ms: performance.now() - began, cpuMs: cpuMsOf(serving.child.pid!) - cpuBefore };
         };
         // The service logs `service.warmed_up` once its warm-up after listening is over.
         const warmedUp = serving.log().includes('service.warmed_up');
+        const gap = () => CHAT_GAP_MS > 0 && new Promise((r) => setTimeout(r, CHAT_GAP_MS));
+        await gap();
         const first = await chat();
+        await gap();
         const second = await chat();
-        return { first, second, warmedUp };
+        await gap();
+        const third = await chat();
+        return { first, second, third, warmedUp };
       } finally {
         client.close();
       }
@@ -284,6 +303,23 @@ export async function firstChats(provider: ChatProvider, cli = CLI): Promise<Fir
       await serving.stop();
     }
   });
+}
+
+/** A conversation of one exchange, made by a start of its own before the measured one (BENCH_CHAT_CONTINUES). */
+async function conversationBefore(dir: string, cli: string, provider: ChatProvider): Promise<string> {
+  const serving = await serve(dir, cli, provider.env);
+  try {
+    const client = await TestClient.authed(`ws://127.0.0.1:${serving.port}/ws`, TOKEN);
+    try {
+      const reply = await client.request({ type: 'chat', message: 'an earlier chat', stream: true }, 30_000);
+      if (reply.status !== 'ok') throw new Error(`chat failed: ${JSON.stringify(reply)}`);
+      return (reply.data as { conversation_id: string }).conversation_id;
+    } finally {
+      client.close();
+    }
+  } finally {
+    await serving.stop();
+  }
 }
 
 async function firstChat(): Promise<void> {
@@ -299,6 +335,7 @@ async function firstChat(): Promise<void> {
           `${fmt(median(ratios), 2)}x (goal: as fast, ~1x; runs ${ratios.map((r) => fmt(r, 2)).join(' ')})`,
       );
     }
+    console.log(`  the third chat: ${fmt(median(runs.map(({ third }) => third.cpuMs)), 1)} ms of main thread CPU, ${fmt(median(runs.map(({ third }) => third.ms)), 1)} ms wall`);
     console.log(`  the warm-up after listening was over when the first chat was sent in ${runs.filter((run) => run.warmedUp).length} of ${CHAT_RUNS} runs`);
   } finally {
     await provider.close();

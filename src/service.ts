@@ -806,6 +806,9 @@ export class Service {
           (event) => textFrame(wireText(event)),
           signal,
         );
+        // What a turn leaves to the loop's next check phase (its rows' seqs read for the history cache)
+        // runs first: its statements are the first chat's too.
+        await nextTurn();
         for (const text of scratch.db.statementTexts()) {
           if (signal.aborted) break;
           await nextTurn();

@@ -27,6 +27,8 @@ export interface BurstLogEvents<L extends BurstLabels> {
   /** The event of a window's counted line, when it closes with more than one failure. */
   burst: string;
   message: (burst: Burst<L>) => string;
+  /** The level of both lines: `warn` unless said (failures a client cannot help, as a body the network cut, say `info`). */
+  level?: 'info' | 'warn';
 }
 
 interface LogWindow<L extends BurstLabels> {
@@ -64,7 +66,7 @@ export class BurstLog<L extends BurstLabels> {
       if (!window) {
         window = { labels: counted, start: this.now(), count: 0, refused: 0 };
         this.windows.set(keyOf(counted), window);
-        this.logger.warn(this.events.first, { ...fields, ...counted, ...(refused ? { refused: true } : {}) });
+        this.logger[this.events.level ?? 'warn'](this.events.first, { ...fields, ...counted, ...(refused ? { refused: true } : {}) });
         this.schedule();
       }
     }
@@ -103,7 +105,7 @@ export class BurstLog<L extends BurstLabels> {
       since: new Date(window.start).toISOString(),
     };
     // The window's first failure is already a line; one failure alone needs no second.
-    if (burst.count > 1) this.logger.warn(this.events.burst, { ...burst, message: this.events.message(burst) });
+    if (burst.count > 1) this.logger[this.events.level ?? 'warn'](this.events.burst, { ...burst, message: this.events.message(burst) });
     for (const listener of this.listeners) {
       try {
         listener(burst);

@@ -35,7 +35,9 @@ export class ServiceError extends Error {
 /**
  * The connection closed before the whole body arrived: the client's doing (the network's), answered 400
  * if anyone is left to read it, and logged once at info as BODY_INCOMPLETE_EVENT (the service's HTTP
- * server, both relays), never as an internal error: no stack, nothing of the body.
+ * server groups a burst of them in a counted line: transport/http/body-incomplete-log.ts; both relays,
+ * whose only body is an AUTH_TOKEN holder's /register, a line each), never as an internal error: no
+ * stack, nothing of the body.
  */
 export class IncompleteBody extends ServiceError {
   constructor() {

@@ -27,7 +27,8 @@ import { loadSqlJs } from './sqljs';
 import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
 import type { KeyedBody } from './history/protocol';
-import { restoreJournaledBodies, syncHistory } from './history/restore';
+import { reconcileIfBehind, restoreJournaledBodies, syncHistory } from './history/restore';
+import { SALVAGE_UNDONE } from './history/salvage-aside';
 import { highestReferencedKey, salvagedRefs } from './body-refs';
 
 /** How long store.problem() waits for the history worker's answers to the bodies sent so far. */
@@ -158,7 +159,10 @@ async function checkHistoryComplete(db: Database, history: HistoryStore, present
     `${HISTORY_FILE_NAME} in ${db.dir} is missing message bodies that were acknowledged (it ends at body ${present}, ` +
     `service.db refers to bodies up to ${referenced}): it was damaged or replaced by an older copy.`;
   if (!recover) {
-    throw new Error(`${problem} The store was not opened and nothing was changed. To start anyway, run \`remote-assistant serve --recover\`: those messages then read "${LOST_BODY_TEXT}".`);
+    // history.db's open wrote its sync mark before this check (and the bodies the journal held back).
+    throw new Error(
+      `${problem} The store was not opened and no message or body was changed (the open wrote only history.db's sync mark, the bodies its journal still held and any update of service.db's schema). To start anyway, run \`remote-assistant serve --recover\`: those messages then read "${LOST_BODY_TEXT}".`,
+    );
   }
   // Every referrer's (a message's, an inbox message's, a pending delivery's: body-refs.ts).
   const lost = salvagedRefs(db, present);
@@ -181,7 +185,7 @@ async function salvageHistory(db: Database, history: HistoryStore, journaled: Ke
   const result = await history.salvage(salvagedRefs(db), LOST_BODY_TEXT, Math.max(highestReferencedKey(db), history.keysBeforeOpen), journaled);
   history.damaged =
     `${HISTORY_FILE_NAME} was damaged (${history.damageAtOpen}) and was rebuilt by --recover: ${result.kept} bodies read back, ` +
-    `${result.lost} lost (bodies of messages, of webhook messages waiting and of pending deliveries; the lost read "${LOST_BODY_TEXT}"); the damaged file is kept as ${path.basename(result.aside)}. Restart the service to clear this notice`;
+    `${result.lost} lost (bodies of messages, of webhook messages waiting and of pending deliveries; the lost read "${LOST_BODY_TEXT}"); the damaged file and its WAL are kept in ${path.basename(result.aside)}/. Restart the service to clear this notice`;
   logger.error('history.salvaged', { damage: history.damageAtOpen, kept: result.kept, lost: result.lost, aside: path.basename(result.aside) });
 }
 
@@ -260,10 +264,14 @@ export async function openStore(dataDir: string, options: OpenStoreOptions = {})
     const migrated = await migrate(db, options.migrations ?? MIGRATIONS, logger);
     const openedHistory = await opening;
     history = openedHistory.store;
+    if (history.salvageUndoneAtOpen) logger.warn('history.salvage_undone', { message: SALVAGE_UNDONE });
     if (history.damageAtOpen !== null) {
       // The salvage reads what the damaged file still gives, then the journal's copies, placeholders for the rest.
       await salvageHistory(db, history, db.takeReplayedBodies(), logger);
-    } else await checkHistoryComplete(db, history, await restoreJournaledBodies(db, history, logger), logger, options.recover === true);
+    } else {
+      await checkHistoryComplete(db, history, await restoreJournaledBodies(db, history, logger), logger, options.recover === true);
+      await reconcileIfBehind(db, history, logger);
+    }
     await syncHistory(db, history);
     const synced = history;
     db.releaseCompaction(() => syncHistory(db, synced));

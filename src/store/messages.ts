@@ -270,14 +270,16 @@ export class MessagesRepo {
 
   /** replyTo's metadata (its body not read). */
   private async replyMetaOf(message: Pick<MessageRow, 'conversation_id' | 'seq'>): Promise<RawMessage | undefined> {
+    // sql.js is read with `cold_seq`, before the wait for history.db (as in `after`).
     const cold = this.coldSeq(message.conversation_id);
+    const hot = this.db.get<RawMessage>(turnReplySql(COLUMNS), [message.conversation_id, message.seq, message.conversation_id, message.seq]);
     let coldLast: ColdRow | undefined;
     if (message.seq <= cold) {
       [coldLast] = await this.history.cold({ kind: 'turn', conversationId: message.conversation_id, seq: message.seq, maxSeq: cold });
       if (coldLast?.ended) return coldLast.role === 'assistant' ? rawOf(coldLast) : undefined;
     }
     // Rows in sql.js all come after the cold ones: the turn goes on there if it has rows there.
-    const raw = this.db.get<RawMessage>(turnReplySql(COLUMNS), [message.conversation_id, message.seq, message.conversation_id, message.seq]) ?? (coldLast && rawOf(coldLast));
+    const raw = hot ?? (coldLast && rawOf(coldLast));
     return raw?.role === 'assistant' ? raw : undefined;
   }
 
@@ -316,9 +318,11 @@ export class MessagesRepo {
 
   /** Every message of a conversation stored after `seq` (messages are append-only), oldest first. */
   async after(conversationId: string, seq: number): Promise<MessageRow[]> {
+    // sql.js's rows are read with `cold_seq`, before the wait for history.db: a move landing during it
+    // deletes rows from sql.js that this cold read (up to the old `cold_seq`) does not ask for.
     const cold = this.coldSeq(conversationId);
-    const older = seq < cold ? await this.history.cold({ kind: 'after', conversationId, seq, maxSeq: cold }) : [];
     const rows = this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ? AND seq > ? ORDER BY seq`, [conversationId, seq]);
+    const older = seq < cold ? await this.history.cold({ kind: 'after', conversationId, seq, maxSeq: cold }) : [];
     return this.withBodies(older.length === 0 ? rows : [...older.map(rawOf), ...rows]);
   }
 

@@ -19,8 +19,9 @@ function isServiceFile(name: string, fileName: string): boolean {
 export async function makePrivate(dir: string, fileName: string, logger: Logger): Promise<void> {
   if (process.platform === 'win32') return;
   const entries = await readdir(dir, { withFileTypes: true });
-  // Our folders: the blob store's, and history.db.lock (the directory node-sqlite3-wasm holds as history.db's lock).
-  const isOurFolder = (name: string) => name === BLOBS_DIR_NAME || name === 'history.db.lock';
+  // Our folders: the blob store's, history.db.lock (the directory node-sqlite3-wasm holds as history.db's
+  // lock), and where a salvage keeps a damaged history.db (history.db.salvaging, history.db.damaged-<time>).
+  const isOurFolder = (name: string) => name === BLOBS_DIR_NAME || name === 'history.db.lock' || name === 'history.db.salvaging' || name.startsWith('history.db.damaged-');
   const ours = entries.filter((e) => (e.isFile() && isServiceFile(e.name, fileName)) || (e.isDirectory() && isOurFolder(e.name)));
   const targets = ours.map((e) => ({ file: path.join(dir, e.name), mode: e.isDirectory() ? PRIVATE_DIR_MODE : PRIVATE_FILE_MODE }));
   if (ours.length === entries.length) targets.push({ file: dir, mode: PRIVATE_DIR_MODE });

@@ -14,6 +14,7 @@ import { BlobStore } from '../../src/store/blob-store';
 //   cut-owed <dir> conversations 'c' and 'd', tool output 't0' (CUT_OUTPUT, dated 1970) whose put the worker
 //                 refuses (owed), cut by retention (tool_output_days 1); prints "cut", then waits to be killed
 //   cut-cold <dir> the same, its row's metadata moved to history.db (cold) before the cut
+//   recover <dir>  open with --recover (a damaged history.db salvaged), print "recovered", close
 import { HistoryStore } from '../../src/store/history/history-store';
 import { startHistoryWorker } from '../../src/store/history/start-worker';
 import { openStore } from '../../src/store/index';
@@ -113,8 +114,15 @@ async function cutOwed(dir: string, cold: boolean): Promise<void> {
   process.stdin.resume();
 }
 
+async function recover(dir: string): Promise<void> {
+  const store = await openStore(dir, { recover: true });
+  process.stdout.write('recovered\n');
+  await store.close();
+}
+
 const modes: Record<string, (dir: string) => Promise<void>> = {
   hold,
+  recover,
   writer,
   bulky,
   'bulky-segments': bulkySegments,
@@ -125,7 +133,7 @@ const modes: Record<string, (dir: string) => Promise<void>> = {
   'cut-cold': (dir) => cutOwed(dir, true),
 };
 const [mode, dir] = process.argv.slice(2);
-if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|writer|bulky|bulky-segments|maintain|blobs|cool|cut-owed|cut-cold <dir>');
+if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|recover|writer|bulky|bulky-segments|maintain|blobs|cool|cut-owed|cut-cold <dir>');
 modes[mode](dir).catch((err: unknown) => {
   process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);

@@ -44,9 +44,14 @@ export interface StoreChild {
 }
 
 /** Starts test/helpers/store-child.ts in a real child process (node --import tsx). */
-export function spawnStoreChild(mode: 'hold' | 'writer' | 'bulky' | 'bulky-segments' | 'maintain' | 'blobs' | 'cool' | 'cut-owed' | 'cut-cold', dir: string): StoreChild {
+export function spawnStoreChild(
+  mode: 'hold' | 'recover' | 'writer' | 'bulky' | 'bulky-segments' | 'maintain' | 'blobs' | 'cool' | 'cut-owed' | 'cut-cold',
+  dir: string,
+  env: NodeJS.ProcessEnv = {},
+): StoreChild {
   const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, mode, dir], {
     cwd: path.join(__dirname, '..', '..'),
+    env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const lines: string[] = [];

@@ -111,6 +111,44 @@ test('the practice turn runs the turn code and writes nothing: the data director
   }
 });
 
+test('the first real chats after the practice prepare no statement of their own on the real database', async () => {
+  const fake = await startFakeOpenAI();
+  let asked = 0;
+  const svc = await startService(
+    { provider: 'openai', model: 'fake-model', base_url: fake.url },
+    {
+      holdPractice: () => {
+        asked += 1;
+        return Promise.resolve();
+      },
+    },
+  );
+  try {
+    assert.equal(await svc.service.warmedUp, true);
+    assert.equal(fake.requests.length, 0, 'no request reached the provider');
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    try {
+      const before = new Set(svc.service.store.db.statementTexts());
+      for (const message of ['hello', 'and again']) {
+        const reply = await client.request({ type: 'chat', message, stream: true });
+        assert.equal(reply.status, 'ok', JSON.stringify(reply));
+      }
+      // Before s16 the history cache's read of a reply's seq (run at the loop's next check phase, after
+      // the practice had listed its statements) was prepared by the first chat.
+      assert.deepEqual(
+        svc.service.store.db.statementTexts().filter((sql) => !before.has(sql)),
+        [],
+      );
+      assert.equal(asked, 1, "the practice's provider calls");
+    } finally {
+      client.close();
+    }
+  } finally {
+    await svc.dispose();
+    await fake.close();
+  }
+});
+
 test('a chat sent while the practice turn is under way stops it, is answered correctly, and only it is stored', async () => {
   const fake = await startFakeOpenAI();
   fake.setDefault(() => ({ text: 'The real answer.', chunks: 3 }));

@@ -3,14 +3,15 @@
 // notes the damage in the file, the next open refuses it, `recover` rebuilds it from what it still gives.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { copyFile, open as openFile, readFile, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, open as openFile, readFile, readdir, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { HistoryDb } from '../../src/store/history/history-db';
+import { SALVAGE_FAULT_ENV, type SalvageFault } from '../../src/store/history/salvage-aside';
 import { HISTORY_FILE_NAME, LOST_BODY_TEXT, openStore } from '../../src/store/index';
 import type { NewMessage, Store } from '../../src/store/index';
 import { cutSoPagesAreLost } from '../helpers/history-cut';
-import { bulkyContent, tempDir } from '../helpers/store-utils';
+import { bulkyContent, spawnStoreChild, tempDir } from '../helpers/store-utils';
 
 async function withDir(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
   const { dir, cleanup } = await tempDir('history-damage-test-');
@@ -216,9 +217,9 @@ test(
     const recovered = await openStore(dir, { recover: true });
     t.after(() => recovered.close());
     assert.match(String(await recovered.problem()), /rebuilt by --recover/);
-    const aside = (await readdir(dir)).find((f) => /^history\.db\.damaged-[^.]*$/.test(f) && !f.endsWith('-wal'));
+    const aside = (await readdir(dir)).find((f) => /^history\.db\.damaged-[^.]*$/.test(f));
     assert.ok(aside, 'the damaged file is kept aside');
-    assert.deepEqual([await digest(path.join(dir, aside)), await digest(path.join(dir, `${aside}-wal`))], before, 'kept aside as it was');
+    assert.deepEqual(await bothDigests(path.join(dir, aside, HISTORY_FILE_NAME)), before, 'kept aside as it was, its WAL beside it');
   },
 );
 
@@ -253,9 +254,9 @@ test(
       messages.map((m) => m.content),
       Array.from({ length: 30 }, (_, i) => bulkyContent(i)),
     );
-    const kept = (await readdir(dir)).filter((f) => /^history\.db\.damaged-.*-wal$/.test(f));
+    const kept = (await readdir(dir)).filter((f) => /^history\.db\.damaged-/.test(f));
     assert.equal(kept.length, 1);
-    assert.equal(await digest(path.join(dir, kept[0])), before[1], 'the WAL kept aside as it was');
+    assert.deepEqual(await bothDigests(path.join(dir, kept[0], HISTORY_FILE_NAME)), before, 'the empty file and its WAL kept aside as they were');
   },
 );
 
@@ -309,3 +310,110 @@ test(
     assert.equal((await store.messages.get('kept'))?.content, 'in the older copy');
   },
 );
+
+/** What `serve --recover` makes of `dir`: the problem it reports and conversation 'c' as it reads (each message's first words, or "lost"). */
+async function recovered(dir: string): Promise<{ problem: string | null; contents: string[] }> {
+  const store = await openStore(dir, { recover: true });
+  try {
+    return {
+      problem: String(await store.problem()).replace(/kept in \S+/, 'kept in <aside>'),
+      contents: (await store.messages.recent('c', { limit: 200 })).map((m) => (m.content === LOST_BODY_TEXT ? 'lost' : m.content.slice(0, 16))),
+    };
+  } finally {
+    await store.close();
+  }
+}
+
+const SALVAGE_DAMAGES: { what: string; damage: (t: Parameters<typeof withDir>[0]) => Promise<string> }[] = [
+  {
+    what: 'cut short while its WAL holds commits',
+    damage: async (t) => {
+      // About 5 MB of bodies: past a checkpoint (1,000 frames), so the file holds bodies its WAL does not.
+      const file = await killedWith(t, 150, true);
+      await cutSoPagesAreLost(file);
+      return file;
+    },
+  },
+  {
+    what: 'emptied while its WAL holds commits',
+    damage: async (t) => {
+      const file = await killedWith(t, 30, true);
+      await truncate(file, 0);
+      return file;
+    },
+  },
+];
+const SALVAGE_FAULTS: SalvageFault[] = ['after-first-move', 'after-moves', 'after-fill'];
+
+for (const { what, damage } of SALVAGE_DAMAGES) {
+  test(
+    `history.db ${what}: serve --recover killed (kill -9) at any point of its salvage leaves the next start refusing it as before, and the next --recover reads back what one never interrupted does`,
+    { timeout: 200_000 },
+    async (t) => {
+      const file = await damage(t);
+      const damaged = path.dirname(file);
+      const before = await bothDigests(file);
+      // The journal compacted: what a salvage reads back comes from the damaged file and its WAL alone.
+      const uninterrupted = await recovered(await copiedWhileRunning(t, damaged));
+      assert.match(String(uninterrupted.problem), /rebuilt by --recover/);
+      assert.ok(
+        uninterrupted.contents.some((c) => c !== 'lost'),
+        'bodies are read back',
+      );
+      for (const point of SALVAGE_FAULTS) {
+        const dir = await copiedWhileRunning(t, damaged);
+        const child = spawnStoreChild('recover', dir, { [SALVAGE_FAULT_ENV]: point });
+        assert.equal((await child.exited).signal, 'SIGKILL', `${point}: ${child.stderr()}`);
+        // Refused as before, saying that the salvage cut short was undone first.
+        await assert.rejects(openStore(dir), /history\.db is damaged \(.*cut short\).*serve --recover.*a salvage by serve --recover was cut short/s, `${point}: refused as before`);
+        assert.deepEqual(await recovered(dir), uninterrupted, `${point}: read back as by a salvage never interrupted`);
+        const asides = (await readdir(dir)).filter((f) => f.startsWith(`${HISTORY_FILE_NAME}.`) && !/-(wal|shm)$/.test(f));
+        assert.equal(asides.length, 1, `${point}: one aside (${asides.join(', ')})`);
+        assert.match(asides[0], /^history\.db\.damaged-/);
+        assert.deepEqual(await bothDigests(path.join(dir, asides[0], HISTORY_FILE_NAME)), before, `${point}: the damaged file and its WAL kept aside as they were`);
+      }
+    },
+  );
+}
+
+/**
+ * What a salvage cut short leaves, in a directory whose history.db was written since by something that
+ * knows nothing of it (a version without the undo, or a person who put a backup in place): a healthy
+ * store of 12 messages, and `history.db.salvaging/` holding an older copy (its file, or its WAL).
+ */
+async function healthyBesideLeftover(t: Parameters<typeof withDir>[0], leftover: 'file' | 'wal'): Promise<{ dir: string; salvaging: string }> {
+  const dir = await withDir(t);
+  let store = await openStore(dir);
+  await conversation(store, 'c');
+  await store.messages.append(message('c', 'm0', 'the first', 0));
+  await store.close();
+  const salvaging = path.join(dir, `${HISTORY_FILE_NAME}.salvaging`);
+  const older = path.join(dir, 'older');
+  await copyFile(path.join(dir, HISTORY_FILE_NAME), older);
+  store = await openStore(dir);
+  for (let i = 1; i < 12; i++) await store.messages.append(message('c', `m${i}`, `later ${i} ${bulkyContent(i)}`, i));
+  await store.close();
+  await mkdir(salvaging);
+  await rename(older, path.join(salvaging, leftover === 'file' ? HISTORY_FILE_NAME : `${HISTORY_FILE_NAME}-wal`));
+  if (leftover === 'wal') await writeFile(path.join(dir, `${HISTORY_FILE_NAME}-wal`), 'a WAL written since, not the salvage');
+  return { dir, salvaging };
+}
+
+for (const leftover of ['file', 'wal'] as const) {
+  test(`a salvage's leftover directory (its ${leftover}) beside a history.db written since: the open moves nothing and deletes nothing, and says why`, { timeout: 90_000 }, async (t) => {
+    const { dir, salvaging } = await healthyBesideLeftover(t, leftover);
+    const file = path.join(dir, HISTORY_FILE_NAME);
+    const outside = await bothDigests(file);
+    const inside = await bothDigests(path.join(salvaging, HISTORY_FILE_NAME));
+    await assert.rejects(openStore(dir), /history\.db\.salvaging.*not .*rebuild|history\.db\.salvaging.*written since/s);
+    assert.deepEqual(await bothDigests(file), outside, 'history.db and its WAL as they were');
+    assert.deepEqual(await bothDigests(path.join(salvaging, HISTORY_FILE_NAME)), inside, 'the leftover as it was');
+    if (leftover === 'wal') return;
+    // Once the person moves the leftover away, the store opens with every message.
+    await rename(salvaging, path.join(dir, 'kept-by-hand'));
+    const store = await openStore(dir);
+    t.after(() => store.close());
+    assert.equal(store.messages.count('c'), 12);
+    assert.match((await store.messages.get('m11'))!.content, /^later 11/);
+  });
+}

@@ -230,6 +230,22 @@ test('files left open to others (an older version, an image-made directory) are 
   assert.equal(await modeOf('service.db'), '600');
 });
 
+test("a directory a salvage kept aside (history.db.damaged-<time>) is the service's own: the data directory is still made private", LIMIT, async (t) => {
+  const dir = await withDir(t);
+  let store = await openStore(dir);
+  await seedConversation(store, 'c1', 1);
+  await store.close();
+  const aside = path.join(dir, 'history.db.damaged-2026-11-27T17-00-00-000Z');
+  await mkdir(aside, { mode: 0o755 });
+  await writeFile(path.join(aside, 'history.db'), 'the damaged file', { mode: 0o644 });
+  await chmod(dir, 0o755);
+  store = await openStore(dir);
+  t.after(() => store.close());
+  const modeOf = async (name: string) => ((await stat(path.join(dir, name))).mode & 0o777).toString(8);
+  assert.equal(await modeOf('.'), '700');
+  assert.equal(await modeOf(path.basename(aside)), '700');
+});
+
 test('a leftover service.db.tmp is ignored and removed', LIMIT, async (t) => {
   const dir = await withDir(t);
   let store = await openStore(dir);

@@ -4,8 +4,8 @@
  * static server, Debian's chromium at a phone's size. A phone paired as its own device answers a prompt and
  * changes the mode; Activity shows both with that phone's name and "LAN", under a verified banner, filters
  * by kind and person, pages with Load older and takes new entries live. A tampered record shows the
- * warning; a password user is told only the owner can read it. Runs after `node esbuild.mjs`
- * (media/chat-phone.js). Screenshots at 320 and 390 px, light and dark, go to test-output/screenshots/.
+ * warning; a password user is told only the owner can read it. An entry told live while the page holding it
+ * is on its way is shown once. Runs after `node esbuild.mjs` (media/chat-phone.js). Screenshots at 320 and 390 px, light and dark, go to test-output/screenshots/.
  */
 import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
@@ -175,6 +175,49 @@ test('Load older pages back through the record until it ends', async () => {
   );
   assert.equal(new Set(seqs).size, seqs.length);
   assert.equal(seqs.at(-1), 1, 'down to the first entry');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+test('an entry told live (audit.appended) while the page that also holds it is on its way is shown once', async () => {
+  // The page's list_audit is held on its way to the service (the socket routed through the test) until
+  // the entry it will bring has been told live and drawn; then it goes, and its answer holds that entry too.
+  // One entry at least before the live one (the test may run alone).
+  assert.equal((await owner.request({ type: 'update_config', config: { temperature: 0.3 } })).status, 'ok');
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let held = false;
+  const phone = await rig.openPhone((page) =>
+    page.routeWebSocket(/\/ws$/, (ws) => {
+      const server = ws.connectToServer();
+      ws.onMessage((message) => {
+        const frame = JSON.parse(String(message)) as { type?: string };
+        if (frame.type !== 'list_audit' || held) return server.send(message);
+        held = true;
+        void released.then(() => server.send(message));
+      });
+    }),
+  );
+  const { page } = phone;
+  await openActivity(page);
+  await page.waitForFunction(() => document.querySelector('.activity-status')?.textContent === 'Loading…');
+  assert.equal(await page.locator('.activity-entry').count(), 0, 'the page is held');
+  assert.equal((await owner.request({ type: 'update_config', config: { temperature: 0.35 } })).status, 'ok');
+  await page.locator('.activity-entry').first().waitFor();
+  const live = Number(await page.locator('.activity-entry').first().getAttribute('data-seq'));
+  assert.ok(live > 1, `the live entry #${live}`);
+
+  release();
+  // The page's entries arrive below it: the one before the live entry among them.
+  await page.locator(`.activity-entry[data-seq="${live - 1}"]`).waitFor();
+  const seqs = await page.locator('.activity-entry').evaluateAll((items) => items.map((item) => Number((item as HTMLElement).dataset.seq)));
+  assert.equal(seqs.filter((seq) => seq === live).length, 1, `entry #${live} shown once (${seqs.slice(0, 4).join(', ')}, ...)`);
+  assert.equal(new Set(seqs).size, seqs.length, 'no entry twice');
+  assert.deepEqual(
+    seqs,
+    [...seqs].sort((a, b) => b - a),
+    'newest first',
+  );
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });

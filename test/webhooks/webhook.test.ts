@@ -635,7 +635,7 @@ describe('incoming webhook, signed forgeries in parallel', () => {
       const events = (await readFile(join(guarded.dataDir, 'service.log'), 'utf8'))
         .split('\n')
         .filter(Boolean)
-        .map((line) => JSON.parse(line) as { event: string; code?: string });
+        .map((line) => JSON.parse(line) as { event: string; code?: string; path?: string; count?: number });
       const wrongCredential = events.filter((l) => l.event === 'webhook.refused_burst' || (l.event === 'webhook.refused' && l.code !== 'invalid_request'));
       assert.deepEqual(wrongCredential, [], 'a cut body is not logged as a wrong credential');
       assert.deepEqual(
@@ -643,7 +643,13 @@ describe('incoming webhook, signed forgeries in parallel', () => {
         [],
         'nor as an internal error',
       );
-      assert.equal(events.filter((l) => l.event === 'http.body_incomplete').length, 3, 'each logged once as a body cut short');
+      // Each logged once as a body cut short: the first a line, all three counted in the window's line (at the stop).
+      assert.equal(events.filter((l) => l.event === 'http.body_incomplete').length, 1, 'the first cut a line');
+      assert.deepEqual(
+        events.filter((l) => l.event === 'http.body_incomplete_burst').map((l) => [l.path, l.count]),
+        [['/guarded', 3]],
+        'the three counted in one line',
+      );
     } finally {
       await guarded.dispose();
     }
@@ -656,6 +662,25 @@ describe('incoming webhook, signed forgeries in parallel', () => {
       for (let i = 0; i < 7; i++) await cutSigned(port, `msg_flood_${i}`, false);
       const after = await wholeSigned(guarded, 'msg_after_flood', 'after the flood');
       assert.equal(after.status, 429, after.text);
+      // Each cut logged once, as a body cut short (grouped: one line, then the window's count), those past
+      // the forgiven three too: not again as a refused credential. Six bodies were read and cut; the
+      // seventh request was refused (429) before its body.
+      await guarded.stop();
+      const events = (await readFile(join(guarded.dataDir, 'service.log'), 'utf8'))
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { event: string; reason?: string; count?: number });
+      assert.equal(events.filter((l) => l.event === 'http.body_incomplete').length, 1, 'the first cut a line');
+      assert.deepEqual(
+        events.filter((l) => l.event === 'http.body_incomplete_burst').map((l) => l.count),
+        [6],
+        'the six counted in one line',
+      );
+      assert.deepEqual(
+        events.filter((l) => l.event.startsWith('webhook.refused') && /did not arrive whole/.test(String(l.reason))),
+        [],
+        'no cut is logged twice (as a refused credential)',
+      );
     } finally {
       await guarded.dispose();
     }

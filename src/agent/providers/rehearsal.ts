@@ -87,19 +87,26 @@ export function rehearsalProvider(name: ProviderName, build: (settings: Provider
  * service's). Resolves to the answer as streamed and as assembled; undefined for a provider without an HTTP SDK.
  */
 export async function rehearseOverLoopback(name: ProviderName, build: (settings: ProviderSettings) => Provider, ended?: AbortSignal): Promise<string | undefined> {
-  const answer = ANSWERS[name];
-  if (!answer) return undefined;
-  return onLoopback(
-    answer(),
-    'text/event-stream',
-    async (origin) => {
-      const provider = build({ apiKey: 'rehearsal', baseUrl: `${origin}${BASE_PATHS[name] ?? ''}` });
+  return onCannedServer(
+    name,
+    async (baseUrl) => {
+      const provider = build({ apiKey: 'rehearsal', baseUrl });
       const pieces: string[] = [];
       const { text } = await provider.complete({ model: 'rehearsal', messages: [{ role: 'user', content: 'warm up' }], max_tokens: 16, onDelta: (piece) => pieces.push(piece) });
       return `${pieces.join('')}|${text}`;
     },
     ended,
   );
+}
+
+/**
+ * Runs `use` with the base URL of a throwaway server on loopback that answers every request with `name`'s
+ * canned stream (onLoopback: closed once `use` settles or `ended` aborts); undefined for a provider without one.
+ */
+export async function onCannedServer<T>(name: ProviderName, use: (baseUrl: string) => Promise<T>, ended?: AbortSignal): Promise<T | undefined> {
+  const answer = ANSWERS[name];
+  if (!answer) return undefined;
+  return onLoopback(answer(), 'text/event-stream', (origin) => use(`${origin}${BASE_PATHS[name] ?? ''}`), ended);
 }
 
 /** A provider of no SDK that streams the canned pieces: the practice turn's where the configured one has no rehearsal. */

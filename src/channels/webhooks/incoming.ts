@@ -218,11 +218,9 @@ export class IncomingWebhooks {
       raw = await this.readBody(req);
     } catch (error) {
       // A body the network cut short was never a guess at the secret: the sender is not locked out by it;
-      // but each was a read, so only the limit's worth a minute is forgiven (more is no network's doing).
-      if (error instanceof IncompleteBody) {
-        if (this.cutsForgiven.hit(failureKeyOf(from)) === 0) attempt.refund();
-        else throw this.counting(error, from, false);
-      }
+      // but each was a read, so only the limit's worth a minute is forgiven (more is no network's doing:
+      // counted, not refunded). Logged once either way, by the server's cut-body log (body-incomplete-log.ts).
+      if (error instanceof IncompleteBody && this.cutsForgiven.hit(failureKeyOf(from)) === 0) attempt.refund();
       throw error;
     } finally {
       clearTimeout(deadline);

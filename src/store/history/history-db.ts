@@ -1,11 +1,12 @@
 // history.db: message bodies (content and data JSON) in a file-backed SQLite, so they stay on disk
 // rather than in sql.js' memory. Synchronous (node-sqlite3-wasm); only the history worker uses it.
-import { closeSync, existsSync, fsyncSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statfsSync, truncateSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
 import { COLD_SCHEMA, countCold, cutCold, dropCold, putCold, putColdUsage, queryCold, queryColdAfterSeq, queryColdUsage } from './cold';
 import { cutBeforeOpen, damageAtOpen, type Cut } from './integrity';
+import { createRebuild, keepAside, moveIntoSalvage, readableCopy, salvageFault, undoSalvage } from './salvage-aside';
 import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
 import { bodyChars, DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
@@ -224,11 +225,6 @@ function salvageCold(source: SqliteFile, target: HistoryDb, placeholder: string,
 
 function notOpened(file: string, err: unknown): Error {
   return new Error(`${file} could not be opened (${err instanceof Error ? err.message : String(err)}); the message bodies are kept there, so the store was not opened`);
-}
-
-/** Where a damaged history.db (`file`) is kept aside by `serve --recover`, with its WAL at that name + `-wal`. */
-function damagedAside(file: string): string {
-  return `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
 }
 
 /** A database in memory with history.db's schema. */
@@ -471,24 +467,35 @@ export class HistoryDb {
   }
 
   /**
-   * Rebuilds a damaged history.db (`serve --recover`): the damaged file and its WAL are kept aside as
-   * `history.db.damaged-<time>` (never written again: read-only), a new history.db gets every body of
+   * Rebuilds a damaged history.db (`serve --recover`): the damaged file and its WAL are kept aside, as
+   * they were, in a directory `history.db.damaged-<time>` (salvage-aside.ts: a salvage cut short at any
+   * point is undone at the next open; never written again: read-only), a new history.db gets every body of
    * `refs` that can still be read, under its key, else its copy in `journaled` (the journal's), and
    * `placeholder` for the others; new keys start above `above`. Returns the new database and what was kept.
    */
   static salvage(damaged: HistoryDb, refs: readonly BodyRef[], placeholder: string, above: number, journaled: readonly KeyedBody[] = []): { db: HistoryDb; result: SalvageResult } {
     const file = damaged.file;
     damaged.close();
-    const aside = damagedAside(file);
-    renameSync(file, aside);
-    if (existsSync(`${file}-wal`)) renameSync(`${file}-wal`, `${aside}-wal`);
-    // The empty file kept aside made as long as its WAL's database (zeros: every page the WAL holds is
-    // read from there, page 1 included), so that SQLite opens the WAL rather than deleting it.
-    if (damaged.walDatabaseBytes > 0) truncateSync(aside, damaged.walDatabaseBytes);
-    closeSync(openSync(file, 'a', PRIVATE_FILE_MODE));
-    const db = new HistoryDb(file);
-    db.begin();
-    const source = new SqliteFile(aside, { readOnly: true });
+    let db: HistoryDb | undefined;
+    try {
+      const moved = moveIntoSalvage(file);
+      createRebuild(file);
+      db = new HistoryDb(file);
+      db.begin();
+      const { kept, lost } = HistoryDb.fillFrom(damaged.walDatabaseBytes > 0 ? readableCopy(moved, damaged.walDatabaseBytes) : moved, db, refs, placeholder, above, journaled);
+      salvageFault('after-fill');
+      return { db, result: { aside: keepAside(file), kept, lost } };
+    } catch (err) {
+      // Nothing half done is left: the damaged file and its WAL back as they were (salvage-aside.ts).
+      db?.close();
+      undoSalvage(file);
+      throw err;
+    }
+  }
+
+  /** The salvage's copy of what `damagedFile` (read only) still gives into `db` (HistoryDb.salvage): counts kept and lost. */
+  private static fillFrom(damagedFile: string, db: HistoryDb, refs: readonly BodyRef[], placeholder: string, above: number, journaled: readonly KeyedBody[]): { kept: number; lost: number } {
+    const source = new SqliteFile(damagedFile, { readOnly: true });
     // By key, the last journaled wins (records are in order).
     const fromJournal = new Map(journaled.map((b) => [b.key, b]));
     let kept = 0;
@@ -518,7 +525,7 @@ export class HistoryDb {
     } finally {
       source.close();
     }
-    return { db, result: { aside, kept: kept + cold.kept, lost: refs.length - kept + cold.lost } };
+    return { kept: kept + cold.kept, lost: refs.length - kept + cold.lost };
   }
 
   /**

@@ -193,6 +193,8 @@ export class HistoryStore {
     readonly damageAtOpen: string | null,
     /** The sync mark the file held before this open (history-db.ts `marks`). */
     readonly markBeforeOpen: number,
+    /** Whether the open first undid a salvage cut short (salvage-aside.ts), for the store to log. */
+    readonly salvageUndoneAtOpen = false,
   ) {
     this.lastKey = keysBeforeOpen;
     this.damaged = damageAtOpen === null ? null : `${HISTORY_FILE_NAME} is damaged (${damageAtOpen}); it was opened with --recover`;
@@ -227,7 +229,7 @@ export class HistoryStore {
         // Posted before the first await: the caller's schema migration then blocks this thread for a
         // while, and the worker opens history.db meanwhile (it also removes a stale lock and creates
         // the file private: history-worker.ts).
-        const ready = new Promise<{ stats: HistoryStats; damage: string | null; marks: SyncMarks }>((resolve, reject) => {
+        const ready = new Promise<{ stats: HistoryStats; damage: string | null; marks: SyncMarks; salvageUndone: boolean }>((resolve, reject) => {
           const onMessage = (message: WorkerOutbound) => {
             if (!('ready' in message)) return;
             worker.off('message', onMessage);
@@ -241,7 +243,7 @@ export class HistoryStore {
           () => worker.postMessage({ begin: true } satisfies WorkerInbound),
           () => worker.postMessage({ begin: false } satisfies WorkerInbound),
         );
-        const { stats, damage, marks } = await Promise.race([ready, failed]);
+        const { stats, damage, marks, salvageUndone } = await Promise.race([ready, failed]);
         worker.removeAllListeners('error');
         worker.removeAllListeners('exit');
         // The worker's first transaction created the WAL, kept until close: private, and its directory
@@ -250,7 +252,7 @@ export class HistoryStore {
         await chmod(`${file}.lock`, PRIVATE_DIR_MODE).catch(() => {});
         const entriesDurable = fsyncDir(dir);
         entriesDurable.catch(() => {});
-        return { store: new HistoryStore(workerChannel(worker), file, stats.maxKey, damage, marks.before), entriesDurable };
+        return { store: new HistoryStore(workerChannel(worker), file, stats.maxKey, damage, marks.before, salvageUndone), entriesDurable };
       } catch (err) {
         await worker.terminate();
         throw err;
@@ -433,6 +435,8 @@ export class HistoryStore {
     this.recent.clear();
     const result = await this.call({ op: 'salvage', refs, placeholder, above, journaled });
     await chmod(`${this.file}-wal`, PRIVATE_FILE_MODE).catch(() => {});
+    // The aside's own entries (the damaged file and its WAL renamed into it), then the data directory's.
+    await fsyncDir(result.aside);
     await fsyncDir(path.dirname(this.file));
     return result;
   }

@@ -7,6 +7,7 @@ import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import type { MessagePort } from 'node:worker_threads';
 import { buildHistoryFileAside, HistoryDb, newHistoryFileBytes, removeBuildAside } from './history-db';
 import { CORRUPT } from './protocol';
+import { SALVAGE_UNDONE, undoSalvage } from './salvage-aside';
 import { countSyncs } from './sync-count';
 import type { HistoryWorkerStart } from './start-worker';
 import type { HistoryReplies, HistoryRequest, WorkerAnswer, WorkerInbound, WorkerOutbound } from './protocol';
@@ -203,13 +204,17 @@ if (!isMainThread && parentPort) {
       return;
     }
     if (!('open' in first)) return;
+    // A salvage (serve --recover) cut short: the damaged file and its WAL back as they were, first; said
+    // with the open's answer (or its refusal), since they are no longer where that salvage left them.
+    let salvageUndone = false;
     const refuse = (error: string) => {
-      port.postMessage({ ready: false, error } satisfies WorkerOutbound);
+      port.postMessage({ ready: false, error: salvageUndone ? `${error} (${SALVAGE_UNDONE})` : error } satisfies WorkerOutbound);
       port.close();
     };
     let db: HistoryDb | undefined;
     let aside: string | undefined;
     try {
+      salvageUndone = undoSalvage(first.open);
       aside = prepareFile(first.open, built);
       built = undefined;
       if (!aside) db = new HistoryDb(first.open, first.recover);
@@ -235,7 +240,7 @@ if (!isMainThread && parentPort) {
         refuse(err instanceof Error ? err.message : String(err));
         return;
       }
-      port.postMessage({ ready: true, stats: opened.stats(), damage: opened.damage, marks: opened.marks } satisfies WorkerOutbound);
+      port.postMessage({ ready: true, stats: opened.stats(), damage: opened.damage, marks: opened.marks, salvageUndone } satisfies WorkerOutbound);
       run(port, opened);
     });
   });

@@ -194,7 +194,8 @@ export type WorkerInbound =
   | { practise: MessagePort };
 
 export type WorkerOutbound =
-  | { ready: true; stats: HistoryStats; damage: string | null; marks: SyncMarks }
+  /** `salvageUndone`: a salvage cut short was undone before the open (salvage-aside.ts). */
+  | { ready: true; stats: HistoryStats; damage: string | null; marks: SyncMarks; salvageUndone: boolean }
   | { ready: false; error: string }
   | WorkerAnswer
   /** Answers sent together (a group commit's puts), so their writers continue in the same tick. */

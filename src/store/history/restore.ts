@@ -18,18 +18,23 @@ export function hasColdHistory(db: Database): boolean {
   return hasColumn(db, 'conversations', 'cold_seq');
 }
 
+/** The last history.db sync mark service.db saw made durable (0: none yet). */
+function seenMark(db: Database): number {
+  return Number(db.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', [HISTORY_MARK_KEY])?.value ?? 0);
+}
+
 /**
  * Puts back into history.db the journaled bodies it lost with its unsynced tail (only those service.db
  * still refers to: a deleted message's body stays deleted); the highest key history.db holds after.
  * A history.db whose sync mark is behind the one service.db saw lost commits it had made durable: that
- * is damage, not a power loss, and is left to the checks that follow (refused, or `--recover`).
+ * is damage, not a power loss, and is left to the checks that follow (refused, or `--recover`; then
+ * `reconcileIfBehind`).
  */
 export async function restoreJournaledBodies(db: Database, history: HistoryStore, logger: Logger): Promise<number> {
   const journaled = db.takeReplayedBodies();
-  const seen = Number(db.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', [HISTORY_MARK_KEY])?.value ?? 0);
+  const seen = seenMark(db);
   if (history.markBeforeOpen < seen) {
     logger.error('history.sync_mark_behind', { history_mark: history.markBeforeOpen, seen_mark: seen });
-    if (hasColdHistory(db)) await reconcileColdRows(db, history, logger);
     return history.keysBeforeOpen;
   }
   // By key, the last journaled wins (records are in order). Every journaled body, not only those above
@@ -48,6 +53,15 @@ export async function restoreJournaledBodies(db: Database, history: HistoryStore
   );
   if (stored > 0) logger.warn('history.bodies_restored', { from_journal: wanted.length, stored, last_key: history.keysBeforeOpen });
   return wanted.reduce((max, b) => Math.max(max, b.key), history.keysBeforeOpen);
+}
+
+/**
+ * With history.db's sync mark behind service.db's (restoreJournaledBodies), once the open is not refused
+ * (store/index.ts: a refused open changes no row, so the right file put back still opens whole): the
+ * conversations' counts brought to the cold rows history.db has (reconcileColdRows).
+ */
+export async function reconcileIfBehind(db: Database, history: HistoryStore, logger: Logger): Promise<void> {
+  if (history.markBeforeOpen < seenMark(db) && hasColdHistory(db)) await reconcileColdRows(db, history, logger);
 }
 
 /**

@@ -1,8 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
-import { BODY_INCOMPLETE_EVENT, IncompleteBody, ServiceError, fail, wireText } from '../../protocol';
+import { IncompleteBody, ServiceError, fail, wireText } from '../../protocol';
 import type { Logger } from '../../log/logger';
+import { bodyIncompleteLog } from './body-incomplete-log';
 import type { AddressFilter } from './allow-from';
 import { CLOSE_FORBIDDEN } from '../connections/lan-socket';
 import { clientAddress, noRoute, sendError, sendJson } from './http-util';
@@ -44,10 +45,13 @@ export class HttpServer {
   private readonly sockets = new Set<Socket>();
   private readonly gate: ConnectionGate;
   private closed?: Promise<void>;
+  /** Bodies cut short, logged grouped (body-incomplete-log.ts). */
+  private readonly cuts: ReturnType<typeof bodyIncompleteLog>;
   /** Whether connections of a refused address are reset before a Socket is made of them (refuse-at-accept.ts), not by the gate. */
   refusesAtAccept = false;
 
   constructor(private readonly options: HttpServerOptions) {
+    this.cuts = bodyIncompleteLog(options.logger);
     this.server = createServer((req, res) => void this.onRequest(req, res));
     // Accepted sockets start unread (net.Server's own option, which http.createServer does not pass
     // through): the gate decides when, and whether, each is read.
@@ -115,6 +119,8 @@ export class HttpServer {
     }, 2_000);
     await this.closed;
     clearTimeout(deadline);
+    // The open windows' counts are logged, not lost.
+    this.cuts.flush();
   }
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -134,8 +140,8 @@ export class HttpServer {
     try {
       await handler(req, res, url);
     } catch (error) {
-      // The client's: the body cut short is said once, without the error's stack or anything of the body.
-      if (error instanceof IncompleteBody) this.options.logger.info(BODY_INCOMPLETE_EVENT, { method: req.method, path: url.pathname, address: clientAddress(req) });
+      // The client's: the body cut short is counted once (grouped by address and path), without the error's stack or anything of the body.
+      if (error instanceof IncompleteBody) this.cuts.record({ address: clientAddress(req), method: req.method ?? 'POST', path: url.pathname }, false);
       if (error instanceof ServiceError) return sendError(res, error);
       this.options.logger.error('http.handler_failed', { path: url.pathname, error });
       if (!res.headersSent) sendJson(res, 500, { status: 'error', error: 'internal error', code: 'server_error' });

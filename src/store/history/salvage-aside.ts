@@ -1,0 +1,147 @@
+// Where `serve --recover` keeps a damaged history.db and its WAL while it rebuilds the file, and how a
+// rebuild cut short (a kill -9, a failure) is undone, so that a crash at any point leaves the two as they
+// were before it: the next start refuses them as before, and the next --recover salvages them again.
+// docs/design.md, "Salvage in one directory (s16, mend16)".
+import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
+
+/**
+ * Test-only fault points of the salvage (test/store/history-damage.test.ts): the process kills itself
+ * with SIGKILL at the named point. Read here only; never set in production.
+ */
+export const SALVAGE_FAULT_ENV = 'RA_TEST_FAULT_SALVAGE';
+
+export type SalvageFault = 'after-first-move' | 'after-moves' | 'after-fill';
+
+export function salvageFault(point: SalvageFault): void {
+  if (process.env[SALVAGE_FAULT_ENV] === point) process.kill(process.pid, 'SIGKILL');
+}
+
+/** The directory a salvage of `file` moves it and its WAL into while it runs (renamed to `keepAside`'s once done). */
+function salvagingDir(file: string): string {
+  return `${file}.salvaging`;
+}
+
+/** Where the damaged file is in the directory of a salvage running (or cut short); its WAL at that + `-wal`. */
+function movedFile(file: string): string {
+  return path.join(salvagingDir(file), path.basename(file));
+}
+
+/** SQLite's files beside a database: its WAL, shared memory and rollback journal. */
+const SIDE_FILES = ['-wal', '-shm', '-journal'];
+
+/**
+ * Moves history.db (`file`, closed) and its WAL into a new directory `<file>.salvaging`, under the same
+ * names: the WAL first, so that wherever a crash stops this, `undoSalvage` knows which WAL is whose (the
+ * file still outside: its WAL is inside or there was none; the file inside: a file and WAL outside are
+ * the rebuild's). Answers the file's path there.
+ */
+export function moveIntoSalvage(file: string): string {
+  mkdirSync(salvagingDir(file), { mode: 0o700 });
+  const moved = movedFile(file);
+  if (existsSync(`${file}-wal`)) {
+    renameSync(`${file}-wal`, `${moved}-wal`);
+    salvageFault('after-first-move');
+  }
+  renameSync(file, moved);
+  salvageFault('after-moves');
+  return moved;
+}
+
+/** Where the salvage notes which file is its rebuild (its device and inode), so an undo removes only that. */
+function rebuildIdFile(file: string): string {
+  return path.join(salvagingDir(file), 'rebuild-id');
+}
+
+const identityOf = (file: string): string | undefined => {
+  try {
+    const { dev, ino } = statSync(file);
+    return `${dev}:${ino}`;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * Creates the salvage's new, empty history.db at `file` (after `moveIntoSalvage`): made in the salvage's
+ * directory, its identity noted there, then renamed into place, so that `undoSalvage` removes a file at
+ * `file` only if it is this one (the same inode), never one something else wrote there since.
+ */
+export function createRebuild(file: string): void {
+  const fresh = path.join(salvagingDir(file), 'rebuild');
+  closeSync(openSync(fresh, 'wx', PRIVATE_FILE_MODE));
+  writeFileSync(rebuildIdFile(file), identityOf(fresh) ?? '');
+  renameSync(fresh, file);
+}
+
+/**
+ * A copy to read of the moved file when it is empty while its WAL holds commits of a database `bytes`
+ * long (integrity.ts Cut): zeros that long (every page the WAL holds is read from there, page 1 included)
+ * with the WAL copied beside them, so that SQLite opens the WAL rather than deleting it, and the file
+ * kept aside stays as it was (empty). Answers the file to read.
+ */
+export function readableCopy(moved: string, bytes: number): string {
+  const copy = path.join(path.dirname(moved), 'read');
+  closeSync(openSync(copy, 'w', PRIVATE_FILE_MODE));
+  truncateSync(copy, bytes);
+  copyFileSync(`${moved}-wal`, `${copy}-wal`);
+  return copy;
+}
+
+/**
+ * Ends a salvage of `file` whose rebuild is whole: the directory holding the damaged file and its WAL
+ * (as they were) is renamed `<file>.damaged-<time>`, a read copy removed. Answers that directory.
+ */
+export function keepAside(file: string): string {
+  const moving = salvagingDir(file);
+  const copy = path.join(moving, 'read');
+  for (const suffix of ['', ...SIDE_FILES]) rmSync(`${copy}${suffix}`, { force: true });
+  rmSync(`${copy}.lock`, { recursive: true, force: true });
+  rmSync(rebuildIdFile(file), { force: true });
+  const aside = `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  renameSync(moving, aside);
+  return aside;
+}
+
+/** What an open that undid a salvage cut short says (with its refusal, or in the log: history.salvage_undone). */
+export const SALVAGE_UNDONE = 'a salvage by serve --recover was cut short before it ended: history.db and its WAL were moved back as they were before it, and its partial rebuild removed';
+
+/**
+ * Undoes a salvage of `file` cut short (a crash, a failure before `keepAside`): a rebuild there is
+ * removed, the damaged file and its WAL moved back, the directory removed; a crash during this is undone
+ * by the next call the same way. Run at every open before anything else (history-worker.ts), and by a
+ * salvage that fails. Answers whether there was one to undo.
+ */
+export function undoSalvage(file: string): boolean {
+  const moving = salvagingDir(file);
+  if (!existsSync(moving)) return false;
+  const moved = movedFile(file);
+  const notOurs = (what: string) =>
+    new Error(
+      `${moving} holds what a salvage by serve --recover cut short had moved aside, but ${what} was written since by something else (another version, or by hand): nothing was moved or removed. Keep the one that is right: move ${path.basename(moving)} out of the data directory to open ${path.basename(file)} as it is`,
+    );
+  if (existsSync(moved)) {
+    // Moved in after its WAL: a file at `file` now is the rebuild, cut short with the salvage, if it is
+    // the one the salvage made (createRebuild); anything else there is not the salvage's to remove.
+    const outside = identityOf(file);
+    if (outside !== undefined && outside !== readNote(rebuildIdFile(file))) throw notOurs(path.basename(file));
+    for (const suffix of ['', ...SIDE_FILES]) rmSync(`${file}${suffix}`, { force: true });
+    rmSync(`${file}.lock`, { recursive: true, force: true });
+    renameSync(moved, file);
+  }
+  if (existsSync(`${moved}-wal`)) {
+    if (existsSync(`${file}-wal`)) throw notOurs(`${path.basename(file)}-wal`);
+    renameSync(`${moved}-wal`, `${file}-wal`);
+  }
+  rmSync(moving, { recursive: true, force: true });
+  return true;
+}
+
+function readNote(note: string): string | undefined {
+  try {
+    return readFileSync(note, 'utf8') || undefined;
+  } catch {
+    return undefined;
+  }
+}

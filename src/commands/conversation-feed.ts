@@ -50,8 +50,9 @@ export type FeedLimits = typeof FEED_LIMITS;
 class Feed {
   readonly entries: Entry[] = [];
   private readonly following = new Set<ClientSession>();
-  /** The followers as a list for delivering (made again after a change), and where the next delivery starts in it. */
+  /** The followers as a list for delivering (made again after a change), how far each delivery's start moves in it, and where the next one starts. */
   private list: ClientSession[] | undefined;
+  private step = 1;
   private rotation = 0;
   /** Events published, not yet sent to the followers, the sender among them (ConversationFeeds.sendToFollowers). */
   unsent: Entry[] = [];
@@ -77,16 +78,25 @@ class Feed {
   }
 
   /**
-   * The followers for one delivery and where it starts, one further each time: each follower's frames
-   * wait for the kernel writes of those written before it (about 10-15 us each on these machines,
-   * docs/design.md "Where a follower's delay goes"), so no follower, the sender included, is always the
-   * last of a hundred. The list is not changed during a delivery (sendToFollowers skips one that left
-   * meanwhile: closed by its send, its credential gone).
+   * The followers for one delivery and where it starts: each follower's frames wait for the kernel writes
+   * of those written before it (about 10-15 us each on these machines, docs/design.md "Where a follower's
+   * delay goes"), and for any stop of the service's thread (or of the reader's) among them, so no
+   * follower, the sender included, is always the last of a hundred. The start moves by `spreadingStep`
+   * places each time, not one: a stop on a loaded machine lasts several pieces, and with the start one
+   * further each time the follower last in one delivery was among the last in the next ones too, taking
+   * that stop each time (docs/design.md "The order of a fan-out spread (s16, follow16)"). The step shares
+   * no factor with the list's length, so in as many deliveries as followers each one is at every place
+   * once. The list is not changed during a delivery (sendToFollowers skips one that left meanwhile:
+   * closed by its send, its credential gone).
    */
   deliveryOrder(): { followers: readonly ClientSession[]; start: number } {
-    const followers = (this.list ??= [...this.following]);
+    if (this.list === undefined) {
+      this.list = [...this.following];
+      this.step = spreadingStep(this.list.length);
+    }
+    const followers = this.list;
     const start = followers.length === 0 ? 0 : this.rotation % followers.length;
-    this.rotation = start + 1;
+    this.rotation = start + this.step;
     return { followers, start };
   }
 
@@ -144,6 +154,22 @@ class Feed {
     if (count > 0) this.entries.splice(0, count);
     return freed;
   }
+}
+
+/** The golden ratio's smaller part (1 - 1/phi): successive multiples of it, taken modulo 1, stay the farthest apart. */
+const GOLDEN_SPREAD = (3 - Math.sqrt(5)) / 2;
+
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+
+/**
+ * How far each delivery's start moves in a list of `count` followers: about 0.38 of it, so that the places
+ * one follower takes in deliveries in a row are spread over the order (at a hundred, never among the last
+ * tenth twice in five in a row), and sharing no factor with `count`, so the starts go through every place.
+ */
+function spreadingStep(count: number): number {
+  let step = Math.max(1, Math.round(count * GOLDEN_SPREAD));
+  while (count > 1 && gcd(step, count) !== 1) step += 1;
+  return step;
 }
 
 /** An event as one session receives it: its own request's id on the sender's copies only. */
@@ -269,7 +295,7 @@ export class ConversationFeeds {
 
   /**
    * Every follower, the turn's sender among them, once this turn of the event loop is done
-   * (setImmediate), in the same rotating order: the pieces a provider's read holds are published one
+   * (setImmediate), in the same spread order (deliveryOrder): the pieces a provider's read holds are published one
    * after the other in one run and go to each follower together (one write for the lot,
    * transport/connections/ws-frames.ts), in order, once. The sender is one of the people watching, no
    * longer written to before the others: its later pieces waited for no fan-out then, but each follower

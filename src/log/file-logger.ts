@@ -81,7 +81,8 @@ class LogCore {
       return (late) => {
         try {
           const time = new Date();
-          const added = late ? this.redactor.redactFields(late) : undefined;
+          // A late key the line already has is dropped (one key once in a line).
+          const added = late ? this.redactor.redactFields(Object.fromEntries(Object.entries(late).filter(([key]) => !(key in clean)))) : undefined;
           const tail = added ? JSON.stringify(recordOf({}, added)) : '{}';
           const line = `{"time":${JSON.stringify(time.toISOString())},${tail === '{}' ? rest.slice(1) : `${rest.slice(1, -1)},${tail.slice(1)}`}`;
           if (toFile) this.file.write(serializeLine(line, time, level, named));

@@ -16,7 +16,8 @@ export interface Logger {
    * A line made now (its fields merged, redacted and serialized) and written when the returned function
    * is called, stamped then, with `late` numbers (keys not among `fields`) at its end: what can be made
    * while the caller waits for something (a commit) is not made after it. Undefined: the level is off,
-   * or the logger has no such thing (log the whole line at the end instead).
+   * or the logger has no such thing (log the whole line at the end instead). Must not throw (it runs
+   * outside its caller's try, agent.ts): a line it cannot make is answered undefined.
    */
   prepare?(level: LogLevel, event: string, fields?: LogFields): ((late?: Record<string, number>) => void) | undefined;
 }

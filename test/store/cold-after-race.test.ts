@@ -4,9 +4,9 @@
 // lands while the read waits for history.db must not make rows vanish from its answer. Real store in a
 // temp dir; the interleaving is forced by running a maintenance pass inside the cold read's wait.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { openStore } from '../../src/store/index';
-import type { Store } from '../../src/store/index';
+import type { NewMessage, Store } from '../../src/store/index';
 import { tempDir } from '../helpers/temp';
 
 const LIMIT = { timeout: 60_000 };
@@ -26,14 +26,25 @@ function passDuringFirstColdRead(store: Store): { undo: () => void } {
 
 const coldSeq = (store: Store) => store.db.get<{ cold_seq: number }>('SELECT cold_seq FROM conversations WHERE id = ?', ['c1'])!.cold_seq;
 
-test('after() returns every row when a cold move of the same conversation lands during its cold read', LIMIT, async (t) => {
-  const { dir, cleanup } = await tempDir('cold-after-race-');
+type Role = 'user' | 'assistant' | 'tool';
+
+/**
+ * A store that keeps 3 messages' metadata in sql.js, with conversation c1 of an hour ago, and how to make
+ * its message `m<i>` of `roles[i]` (body `body <i>`).
+ */
+async function storeOfOneConversation(t: TestContext, roles: readonly Role[]): Promise<{ store: Store; message: (i: number) => NewMessage }> {
+  const { dir, cleanup } = await tempDir('cold-race-');
   t.after(cleanup);
   const store = await openStore(dir, { hotMessages: 3 });
   t.after(() => store.close());
   const at = new Date(Date.now() - 3_600_000).toISOString();
   await store.conversations.create({ id: 'c1', title: 'c1', source: 'ws', created_at: at });
-  const message = (i: number) => ({ id: `m${i}`, conversation_id: 'c1', role: i % 2 === 0 ? ('user' as const) : ('assistant' as const), content: `body ${i}`, timestamp: at });
+  const message = (i: number): NewMessage => ({ id: `m${i}`, conversation_id: 'c1', role: roles[i], content: `body ${i}`, timestamp: at, ...(roles[i] === 'tool' ? { tool_name: 'read_file' } : {}) });
+  return { store, message };
+}
+
+test('after() returns every row when a cold move of the same conversation lands during its cold read', LIMIT, async (t) => {
+  const { store, message } = await storeOfOneConversation(t, ['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
   await store.messages.appendMany([0, 1, 2, 3, 4, 5].map(message));
   await store.maintenance.run();
   const coldBefore = coldSeq(store);
@@ -56,15 +67,8 @@ test('after() returns every row when a cold move of the same conversation lands 
 });
 
 test('replyTo finds the reply when the move of its rows lands during the cold read of its turn', LIMIT, async (t) => {
-  const { dir, cleanup } = await tempDir('cold-reply-race-');
-  t.after(cleanup);
-  const store = await openStore(dir, { hotMessages: 3 });
-  t.after(() => store.close());
-  const at = new Date(Date.now() - 3_600_000).toISOString();
-  await store.conversations.create({ id: 'c1', title: 'c1', source: 'ws', created_at: at });
   // Turn m2 calls two tools and ends with the reply m5; the first pass leaves m4 and m5 in sql.js.
-  const roles = ['user', 'assistant', 'user', 'tool', 'tool', 'assistant', 'user', 'assistant', 'user', 'assistant'] as const;
-  const message = (i: number) => ({ id: `m${i}`, conversation_id: 'c1', role: roles[i], content: `body ${i}`, timestamp: at, ...(roles[i] === 'tool' ? { tool_name: 'read_file' } : {}) });
+  const { store, message } = await storeOfOneConversation(t, ['user', 'assistant', 'user', 'tool', 'tool', 'assistant', 'user', 'assistant', 'user', 'assistant']);
   await store.messages.appendMany([0, 1, 2, 3, 4, 5].map(message));
   await store.maintenance.run();
   const user = await store.messages.get('m2');

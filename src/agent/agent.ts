@@ -597,7 +597,10 @@ export class Agent {
       const withUsage = (tx: WriteTx) => usageRow && store.usage.recordIn(tx, usageRow);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
       // Its commit's fdatasync makes the user message (written before it) durable too; that one is told first.
-      const replied = input.storeReply ? input.storeReply(reply, withUsage) : this.history.stored(conversationId, [reply], () => store.messages.appendMany([reply], withUsage), true);
+      // Without a usage row its statements are known: its record's write starts before they run (writePlanned).
+      const replied = input.storeReply
+        ? input.storeReply(reply, withUsage)
+        : this.history.stored(conversationId, [reply], () => store.messages.appendMany([reply], usageRow ? withUsage : undefined), true);
       // Made before the commit's wait, not after it; sent once durable. Its usage is the row just written,
       // not read back: under a new message id it is stored as it is (store/usage.ts recordIn adds only to
       // a row of the same id).

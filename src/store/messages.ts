@@ -1,5 +1,5 @@
 import { previewOf } from '../protocol/preview';
-import type { Database, WriteOptions, WriteTx } from './database';
+import type { Database, PlannedOp, WriteOptions, WriteTx } from './database';
 import type { HistoryStore } from './history/history-store';
 import type { BodyIn, BodyOut, ColdRow, KeyedBody } from './history/protocol';
 import { hasColdHistory } from './history/restore';
@@ -82,33 +82,46 @@ export function byteSize(content: string, data: string | null): number {
  * history maintenance moves it there later (history/maintenance.ts).
  */
 export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): void {
+  for (const op of messageOps(m, bodyKey)) op.check?.(tx.run(op.sql, op.params).changes);
+}
+
+/** The statements that store a message (insertMessage), known before they run (Database.writePlanned). */
+function messageOps(m: NewMessage, bodyKey?: number): PlannedOp[] {
   checkRole(m);
   const data = dataText(m);
   const bytes = byteSize(m.content, data);
   const inline = bodyKey === undefined;
-  tx.run('INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)', [
-    m.id,
-    m.conversation_id,
-    m.role,
-    inline ? m.content : '',
-    m.timestamp,
-    m.tool_name ?? null,
-    m.user_id ?? null,
-    inline ? data : null,
-    m.client_key ?? null,
-    bodyKey ?? null,
-    bytes,
-  ]);
   // Activity only moves forward, even if messages are stored out of timestamp order. The preview is
   // kept on the row so listing conversations never reads a body.
   const preview = m.role === 'tool' || m.role === 'summary' ? null : previewOf(m.content);
-  const bumped = tx.run('UPDATE conversations SET updated_at = max(updated_at, ?), bytes = bytes + ?, last_message = coalesce(?, last_message), hot = 1 WHERE id = ?', [
-    m.timestamp,
-    bytes,
-    preview,
-    m.conversation_id,
-  ]);
-  if (bumped.changes === 0) throw new Error(`conversation ${m.conversation_id} not found`);
+  // The row goes in only beside its conversation's: a failed check is then no change at replay either
+  // (a reply's record is in the journal's file before its statements run, Database.writePlanned).
+  return [
+    {
+      sql: 'INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key, bytes) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM conversations WHERE id = ?)',
+      params: [
+        m.id,
+        m.conversation_id,
+        m.role,
+        inline ? m.content : '',
+        m.timestamp,
+        m.tool_name ?? null,
+        m.user_id ?? null,
+        inline ? data : null,
+        m.client_key ?? null,
+        bodyKey ?? null,
+        bytes,
+        m.conversation_id,
+      ],
+      check: (changes) => {
+        if (changes === 0) throw new Error(`conversation ${m.conversation_id} not found`);
+      },
+    },
+    {
+      sql: 'UPDATE conversations SET updated_at = max(updated_at, ?), bytes = bytes + ?, last_message = coalesce(?, last_message), hot = 1 WHERE id = ?',
+      params: [m.timestamp, bytes, preview, m.conversation_id],
+    },
+  ];
 }
 
 /** A cold row (history/cold.ts) as sql.js holds a message: its body in history.db under `body_key`. */
@@ -158,11 +171,19 @@ export class MessagesRepo {
     const { bodies, written, behind } = this.writeBodies(sources);
     let durable: Promise<void>;
     try {
-      durable = this.db.write((tx) => {
-        messages.forEach((m, i) => insertMessage(tx, m, bodies[i].key));
-        tx.keepBodies(bodies);
-        alsoInTx?.(tx, bodies.slice(messages.length));
-      }, options);
+      // Known before they run, its statements go after its record's hand-off (a reply: writePlanned).
+      durable =
+        alsoInTx || extra
+          ? this.db.write((tx) => {
+              messages.forEach((m, i) => insertMessage(tx, m, bodies[i].key));
+              tx.keepBodies(bodies);
+              alsoInTx?.(tx, bodies.slice(messages.length));
+            }, options)
+          : this.db.writePlanned(
+              messages.flatMap((m, i) => messageOps(m, bodies[i].key)),
+              bodies,
+              options,
+            );
     } catch (err) {
       this.discardBodies(bodies.map((b) => b.key));
       throw err;

@@ -389,8 +389,9 @@ export class Database {
    * applies. Resolves once the record is durable. A statement or check that fails rolls the transaction
    * back, and the record is voided (Journal.voidRecord: replay skips it); the promise rejects with the
    * failure once the void record is durable, so nothing told of the failure can be undone by a restart.
+   * `ready` runs first (reads only) and may throw: the write is then refused and journals nothing.
    */
-  writePlanned(ops: readonly PlannedOp[], bodies: readonly KeyedBody[], options?: WriteOptions): Promise<void> {
+  writePlanned(ops: readonly PlannedOp[], bodies: readonly KeyedBody[], options?: WriteOptions, ready?: () => void): Promise<void> {
     if (this.inWrite) throw new Error('write() called inside another write(); use the tx you were given');
     const apply = (run: (sql: string, params: SqlParam[] | null) => number, normalized: readonly (SqlParam[] | null)[]) => {
       ops.forEach((op, i) => {
@@ -402,6 +403,7 @@ export class Database {
     // why, or writes them first.
     if (this.closing || this.journal.failed || this.journal.owesWrites || ops.length === 0) {
       return this.write((tx) => {
+        ready?.();
         apply(
           (sql, params) => tx.run(sql, params ?? undefined).changes,
           ops.map((op) => normalizeParams(op.params)),
@@ -411,6 +413,7 @@ export class Database {
     }
     let normalized: (SqlParam[] | null)[];
     try {
+      ready?.();
       normalized = ops.map((op) => normalizeParams(op.params));
     } catch (err) {
       return Promise.reject(err);

@@ -33,6 +33,11 @@ interface Batch extends Settled {
   sync: boolean;
   /** Holds a void record (Journal.voidRecord): the segment is not closed before it is written. */
   voids: boolean;
+  /**
+   * Its write was started at once (Journal.append's `now`), alone: records appended meanwhile gather in
+   * the next batch, whose fdatasync then covers this one too (commit), so a tick's records still share one.
+   */
+  alone: boolean;
 }
 
 function settled(): Settled {
@@ -48,7 +53,7 @@ function settled(): Settled {
 }
 
 function newBatch(): Batch {
-  return { buffers: [], bytes: 0, ...settled(), written: settled(), sync: false, voids: false };
+  return { buffers: [], bytes: 0, ...settled(), written: settled(), sync: false, voids: false, alone: false };
 }
 
 /** What the journal does with its segment's file: a FileHandle, or nothing at all (Journal.scratch). */
@@ -251,19 +256,19 @@ export class Journal {
    */
   private push(buf: Buffer, sync: boolean, now: boolean, queued = false): Promise<void> {
     let batch = this.batch;
-    if (!batch) {
-      const created = newBatch();
-      batch = this.batch = created;
-      created.buffers.push(buf);
-      created.bytes += buf.length;
-      if (now && this.ioPending === 0) void this.enqueueIo(() => this.flush(created), true);
-      else if (queued) void this.enqueueIo(() => this.flush(created));
-      else setImmediate(() => this.enqueueIo(() => this.flush(created)));
-    } else {
-      batch.buffers.push(buf);
-      batch.bytes += buf.length;
-    }
+    const created = batch === null;
+    if (!batch) batch = this.batch = newBatch();
+    batch.buffers.push(buf);
+    batch.bytes += buf.length;
     if (sync) batch.sync = true;
+    if (created) {
+      const flushed = batch;
+      if (now && this.ioPending === 0) {
+        flushed.alone = true;
+        void this.enqueueIo(() => this.flush(flushed), true);
+      } else if (queued) void this.enqueueIo(() => this.flush(flushed));
+      else setImmediate(() => this.enqueueIo(() => this.flush(flushed)));
+    }
     return batch.promise;
   }
 
@@ -377,7 +382,7 @@ export class Journal {
     const total = this.owedBytes + bytes;
     // Records a full disk refused were refused to their writers: they are only ever written with a sync
     // (and so is anything while a sync a full disk refused is owed).
-    const sync = batch === undefined || batch.sync || this.owesWrites;
+    let sync = batch === undefined || batch.sync || this.owesWrites;
     try {
       if (total > 0) await writeAll(this.fh, parts.length === 1 ? parts[0] : Buffer.concat(parts, total));
     } catch (err) {
@@ -388,6 +393,13 @@ export class Journal {
     this.owed = [];
     this.owedBytes = 0;
     batch?.written.resolve();
+    // Written alone, with records gathered behind it meanwhile: their batch's fdatasync (next, at its
+    // check phase) makes this one durable too. It syncs itself (it is not started at once), so one hop.
+    if (sync && batch?.alone && this.batch !== null && !this.owesWrites) {
+      this.batch.sync = true;
+      batch.sync = false;
+      sync = false;
+    }
     if (sync) {
       await this.syncWritten();
       this.synced(batch);

@@ -82,7 +82,11 @@ export function byteSize(content: string, data: string | null): number {
  * history maintenance moves it there later (history/maintenance.ts).
  */
 export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): void {
-  for (const op of messageOps(m, bodyKey)) op.check?.(tx.run(op.sql, op.params).changes);
+  for (const op of messageOps(m, bodyKey)) {
+    // Run first: `op.check?.(...)` would not evaluate its argument without a check.
+    const { changes } = tx.run(op.sql, op.params);
+    op.check?.(changes);
+  }
 }
 
 /** The statements that store a message (insertMessage), known before they run (Database.writePlanned). */
@@ -94,34 +98,23 @@ function messageOps(m: NewMessage, bodyKey?: number): PlannedOp[] {
   // Activity only moves forward, even if messages are stored out of timestamp order. The preview is
   // kept on the row so listing conversations never reads a body.
   const preview = m.role === 'tool' || m.role === 'summary' ? null : previewOf(m.content);
-  // The row goes in only beside its conversation's: a failed check is then no change at replay either
-  // (a reply's record is in the journal's file before its statements run, Database.writePlanned).
   return [
     {
-      sql: 'INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key, bytes) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM conversations WHERE id = ?)',
-      params: [
-        m.id,
-        m.conversation_id,
-        m.role,
-        inline ? m.content : '',
-        m.timestamp,
-        m.tool_name ?? null,
-        m.user_id ?? null,
-        inline ? data : null,
-        m.client_key ?? null,
-        bodyKey ?? null,
-        bytes,
-        m.conversation_id,
-      ],
-      check: (changes) => {
-        if (changes === 0) throw new Error(`conversation ${m.conversation_id} not found`);
-      },
+      sql: 'INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      params: [m.id, m.conversation_id, m.role, inline ? m.content : '', m.timestamp, m.tool_name ?? null, m.user_id ?? null, inline ? data : null, m.client_key ?? null, bodyKey ?? null, bytes],
     },
     {
       sql: 'UPDATE conversations SET updated_at = max(updated_at, ?), bytes = bytes + ?, last_message = coalesce(?, last_message), hot = 1 WHERE id = ?',
       params: [m.timestamp, bytes, preview, m.conversation_id],
+      check: (changes) => {
+        if (changes === 0) throw notFound(m.conversation_id);
+      },
     },
   ];
+}
+
+function notFound(conversationId: string): Error {
+  return new Error(`conversation ${conversationId} not found`);
 }
 
 /** A cold row (history/cold.ts) as sql.js holds a message: its body in history.db under `body_key`. */
@@ -183,6 +176,13 @@ export class MessagesRepo {
               messages.flatMap((m, i) => messageOps(m, bodies[i].key)),
               bodies,
               options,
+              // Asked before the hand-off, so that a conversation not found journals nothing (its check,
+              // after, can then no longer fail: nothing runs in between).
+              () => {
+                for (const id of new Set(messages.map((m) => m.conversation_id))) {
+                  if (this.db.get('SELECT 1 AS present FROM conversations WHERE id = ?', [id]) === undefined) throw notFound(id);
+                }
+              },
             );
     } catch (err) {
       this.discardBodies(bodies.map((b) => b.key));

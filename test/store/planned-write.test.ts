@@ -115,39 +115,54 @@ test('a planned write that fails on a constraint after the hand-off: rolled back
   );
   await assert.rejects(refused, /UNIQUE/);
   assert.deepEqual(tableValues(db), []);
+  const lines = await journalLines(dir);
+  assert.match(lines[lines.length - 1], /"v":/, 'the last record is the void record');
   await db.close();
+  db = await openTable(dir);
+  assert.deepEqual(tableValues(db), []);
+  assert.equal(db.all('SELECT k FROM u').length, 1);
+  await db.close();
+
+  // Killed after the record was written and before its void record was: the record alone fails at replay
+  // as it failed live (its statements are deterministic), and nothing of it is applied.
+  await cutJournal(dir, lines.length - 1);
   db = await openTable(dir);
   assert.deepEqual(tableValues(db), []);
   assert.equal(db.all('SELECT k FROM u').length, 1);
 });
 
-test('a reply stored into a conversation deleted meanwhile: not found, and no restart brings it back (with or without its void record)', LIMIT, async (t) => {
+test('a message for a conversation not found is refused before its hand-off: it journals nothing, and a restart brings nothing back', LIMIT, async (t) => {
   const { dir, cleanup } = await tempDir('planned-write-');
   t.after(cleanup);
   let store = await openStore(dir);
   t.after(() => store.close());
   await store.conversations.create({ id: 'c1', title: 't', source: 'ws', created_at: iso(0) });
   await store.messages.append({ id: 'm1', conversation_id: 'c1', role: 'user', content: 'hi', timestamp: iso(1) });
-  const lost = store.messages.append({ id: 'm2', conversation_id: 'nowhere', role: 'assistant', content: 'hello', timestamp: iso(2) });
-  await assert.rejects(lost, /conversation nowhere not found/);
-  const ids = messageIds(store);
-  const row = conversationRow(store);
-  assert.deepEqual(ids, ['m1']);
+  const before = store.db.stats();
   const lines = await journalLines(dir);
-  assert.match(lines[lines.length - 1], /"v":/, 'the last record is the void record');
+  await assert.rejects(store.messages.append({ id: 'm2', conversation_id: 'nowhere', role: 'assistant', content: 'hello', timestamp: iso(2) }), /conversation nowhere not found/);
+  await assert.rejects(
+    store.messages.appendMany([
+      { id: 'm3', conversation_id: 'c1', role: 'assistant', content: 'a', timestamp: iso(3) },
+      { id: 'm4', conversation_id: 'nowhere', role: 'assistant', content: 'b', timestamp: iso(4) },
+    ]),
+    /conversation nowhere not found/,
+  );
+  const row = conversationRow(store);
+  assert.deepEqual(messageIds(store), ['m1']);
+  assert.equal(store.db.stats().lastSeq, before.lastSeq);
+  assert.deepEqual(await journalLines(dir), lines);
   await store.close();
-
   store = await openStore(dir);
-  assert.deepEqual(messageIds(store), ids, 'reopened: the voided record is not replayed');
+  assert.deepEqual(messageIds(store), ['m1']);
   assert.deepEqual(conversationRow(store), row);
+  await store.messages.append({ id: 'm5', conversation_id: 'c1', role: 'assistant', content: 'again', timestamp: iso(5) });
+  // And one with more in its transaction (not planned: Database.write) beside it.
+  await store.messages.appendMany([{ id: 'm6', conversation_id: 'c1', role: 'user', content: 'more', timestamp: iso(6) }], () => undefined);
+  assert.deepEqual(messageIds(store), ['m1', 'm5', 'm6']);
+  const stored = conversationRow(store);
   await store.close();
-
-  // Killed after the record was written and before its void record was: the record alone replays as the
-  // live store left it (the message's INSERT is conditional on its conversation).
-  await cutJournal(dir, (await journalLines(dir)).length - 1);
   store = await openStore(dir);
-  assert.deepEqual(messageIds(store), ids, 'without the void record: nothing of the failed write');
-  assert.deepEqual(conversationRow(store), row);
-  await store.messages.append({ id: 'm3', conversation_id: 'c1', role: 'assistant', content: 'again', timestamp: iso(3) });
-  assert.deepEqual(messageIds(store), ['m1', 'm3']);
+  assert.deepEqual(messageIds(store), ['m1', 'm5', 'm6'], 'both paths replay alike');
+  assert.deepEqual(conversationRow(store), stored);
 });

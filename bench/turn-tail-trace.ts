@@ -16,7 +16,7 @@
 //   thread by id; and history.db's fsyncs in the run (the worker's count).
 // Printed: the turns' distribution beside the floor's; then the turns above the p99 against all, each
 // stamp's mean and how often each kind of event overlapped. TURNS (total), BLOCK (turns between the
-// floor's samples), WARMUP (turns before, 300), SLICED=1 (bench/agent.ts's slices, its pause and its
+// floor's samples), WARMUP (turns before, 300; FRESH=1: measured in a new conversation), SLICED=1 (bench/agent.ts's slices, its pause and its
 // write instead of blocks: the agent row's own tail), NICE_WORKER=n (the history worker's thread at nice
 // n), MARK=1 (a line every 100 turns and at each rotation, compaction and postMessage, to read beside
 // `node --trace-opt --trace-deopt`), DUMP=file (each turn's start on CLOCK_MONOTONIC and its length, to
@@ -269,6 +269,8 @@ async function main(): Promise<void> {
       young.push({ at, end, before: young0, after: newSpaceUsed() });
     };
     for (let i = 0; i < WARMUP; i++) await turn(false);
+    // FRESH=1: the measured turns in a new conversation, so a long WARMUP warms the code, not a longer history.
+    if (process.env.FRESH === '1') conversationId = undefined;
     const historySyncs0 = (await service.store.history.stats()).syncs;
     if (process.env.MARK === '1') console.log('--- warm-up done');
     const started = performance.now();

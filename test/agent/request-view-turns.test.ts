@@ -9,12 +9,13 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { Compactor } from '../../src/agent/compaction/compactor';
 import { requestMessages } from '../../src/agent/request-view';
+import { SUMMARY_INSTRUCTIONS } from '../../src/agent/compaction/summariser';
 import { ModelToolNames, Transcripts } from '../../src/agent/transcript';
 import type { ChatMessage, CompletionRequest, CompletionResult, Provider } from '../../src/agent/providers/types';
 import { Service } from '../../src/service';
 import { tempDir } from '../helpers/temp';
 
-test('every request of a conversation is what a cold rebuild from the store gives, through tools, other writers, the cache let go and the window sliding', async (t) => {
+test('every request of a conversation is what a cold rebuild from the store gives, through tools, other writers, the cache let go, a compaction and the window sliding', async (t) => {
   const { dir, cleanup } = await tempDir('request-view-turns-');
   await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
   let conversationId: string | undefined;
@@ -25,6 +26,8 @@ test('every request of a conversation is what a cold rebuild from the store give
   const provider: Provider = {
     name: 'recording',
     async complete(request: CompletionRequest): Promise<CompletionResult> {
+      // The summariser's own requests (compact_conversation) are not the conversation's.
+      if (request.messages[0]?.content === SUMMARY_INSTRUCTIONS) return { text: 'the summary of what came before', tool_calls: [], finish_reason: 'stop' };
       if (conversationId !== undefined) {
         // The rows as the store holds them now (new objects, nothing kept), the long way.
         const rows = await service.store.messages.recent(conversationId, { limit: 500, includeTools: true });
@@ -72,6 +75,9 @@ test('every request of a conversation is what a cold rebuild from the store give
   // The history cache lets the conversation go (as when evicted or deleted): its rows are read again as new objects.
   service.agent.forget(conversationId!);
   await chat('after the cache let go');
+  // compact_conversation: a summary row in the window, the older turns no longer sent (the view declines while it is there).
+  await service.agent.compact(conversationId!, { kind: 'lan' }, undefined);
+  for (let i = 0; i < 3; i += 1) await chat(`after the summary ${i}`);
   // Past the window (500 rows): it slides by a turn's rows at every turn, into tool batches too.
   for (let i = 0; i < 260; i += 1) {
     if (i % 50 === 7) toolNext = true;

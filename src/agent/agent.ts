@@ -677,11 +677,15 @@ export class Agent {
   /**
    * The tools' model names and specs, kept while the registry lists the same tools (its sources keep
    * their Tool objects): every step of every turn offered them, and the budget counted their JSON again.
+   * The model names depend on the names alone: a source that makes new Tool objects at every listing
+   * (custom tools, an MCP server's, the editor's) keeps them while the names are the same, and with them
+   * the conversations' kept request views (RequestViews compares them by identity).
    */
   private offer(tools: Tool[]): { names: ModelToolNames; specs: ToolSpec[]; byName: Map<string, Tool> } {
     const kept = this.offered;
     if (kept && kept.tools.length === tools.length && kept.tools.every((tool, i) => tool === tools[i])) return kept;
-    const names = new ModelToolNames(tools.map((t) => t.name));
+    const sameNames = kept && kept.tools.length === tools.length && kept.tools.every((tool, i) => tool.name === tools[i].name);
+    const names = sameNames ? kept.names : new ModelToolNames(tools.map((t) => t.name));
     this.offered = { tools, names, specs: tools.map((t) => toolSpec(t, names)), byName: new Map(tools.map((t) => [t.name, t])) };
     return this.offered;
   }

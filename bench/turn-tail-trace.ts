@@ -11,12 +11,19 @@
 // - what overlapped it: garbage collections (perf_hooks), `postMessage` to a worker (the history
 //   worker's group put: its structured clone on this thread), a compaction running (its worker), a
 //   segment rotation, timer callbacks (their own run time), the log's `appendFile`.
+// - the other threads' running time, split: the history worker's thread (started by the service's open),
+//   the threads there from the start (V8's helpers: GC, TurboFan's concurrent compiles; libuv's pool), each
+//   thread by id; and history.db's fsyncs in the run (the worker's count).
 // Printed: the turns' distribution beside the floor's; then the turns above the p99 against all, each
 // stamp's mean and how often each kind of event overlapped. TURNS (total), BLOCK (turns between the
-// floor's samples).
+// floor's samples), WARMUP (turns before, 300; FRESH=1: measured in a new conversation), SLICED=1 (bench/agent.ts's slices, its pause and its
+// write instead of blocks: the agent row's own tail), NICE_WORKER=n (the history worker's thread at nice
+// n), MARK=1 (a line every 100 turns and at each rotation, compaction and postMessage, to read beside
+// `node --trace-opt --trace-deopt`), DUMP=file (each turn's start on CLOCK_MONOTONIC and its length, to
+// line turns up with `perf record -k CLOCK_MONOTONIC`: docs/design.md, "The row's tail", s17).
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
@@ -30,22 +37,46 @@ import { fmt, mainThreadSched, percentile } from './util';
 
 const TURNS = Number(process.env.TURNS ?? 6000);
 const BLOCK = Number(process.env.BLOCK ?? 200);
+/**
+ * SLICED=1: bench/agent.ts's method instead of blocks (150 ms of turns, its 300 ms pause, 40 ms of the
+ * store's durable write, `meta.set`, the row's baseline, printed as the floor): the row's own tail.
+ */
+const SLICED = process.env.SLICED === '1';
+/** Turns before the measured ones (not counted). */
+const WARMUP = Number(process.env.WARMUP ?? 300);
+const TURN_SLICE_MS = 150;
+const SETTLE_MS = 300;
+const WRITE_SLICE_MS = 40;
 
-/** The other threads' (libuv's pool, V8's GC helpers, the workers) time running and waiting for a core, summed, ms. */
-function othersSchedstat(): { run: number; wait: number } {
+/** Threads there when this module ran (the main thread, V8's helpers, and libuv's pool if tsx's loader started it). */
+const firstTids = new Set(readdirSync('/proc/self/task'));
+/** Threads started by the service's open (the history worker's; not libuv's pool or V8's helpers, started before). */
+let workerTids = new Set<string>();
+
+/**
+ * The other threads' (libuv's pool, V8's GC helpers, the workers) time running and waiting for a core,
+ * summed, ms; `workerRun`: the part run by the threads the service's open started (the history worker).
+ */
+function othersSchedstat(): { run: number; wait: number; workerRun: number; v8Run: number; byTid: Map<string, number> } {
+  const byTid = new Map<string, number>();
   let run = 0;
   let wait = 0;
+  let workerRun = 0;
+  let v8Run = 0;
   for (const tid of readdirSync('/proc/self/task')) {
     if (tid === String(process.pid)) continue;
     try {
       const [r, w] = readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
       run += r / 1e6;
       wait += w / 1e6;
+      byTid.set(tid, r / 1e6);
+      if (workerTids.has(tid)) workerRun += r / 1e6;
+      if (firstTids.has(tid)) v8Run += r / 1e6;
     } catch {
       // A thread that ended (a compaction's worker).
     }
   }
-  return { run, wait };
+  return { run, wait, workerRun, v8Run, byTid };
 }
 
 const newSpaceUsed = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_used_size ?? 0;
@@ -63,6 +94,7 @@ let sampling = false;
 const record = (what: string, at: number) => {
   if (sampling) return;
   const span = { at, ms: performance.now() - at, what };
+  if (process.env.MARK === '1' && (what === 'journal.rotate' || what === 'compaction' || what === 'worker.postMessage')) console.log(`--- ${what} ended`);
   spans.push(span);
   inTurn?.push(span);
 };
@@ -145,9 +177,17 @@ interface Turn {
   /** Other threads of the process: running, and waiting for a core. */
   otherRun: number;
   otherWait: number;
+  /** The history worker's thread running. */
+  workerRun: number;
+  /** The threads there before the bench's first file call (V8's helpers) running. */
+  v8Run: number;
+  /** Each other thread's running time in the turn, by thread id. */
+  byTid: Map<string, number>;
   /** Bytes allocated in the young generation (NaN when a scavenge came in the turn). */
   allocated: number;
   scavenges: number;
+  /** Its place in its block or slice (0: the first after the floor's samples or the pause). */
+  index: number;
 }
 
 let asked = 0;
@@ -172,7 +212,13 @@ async function main(): Promise<void> {
   await instrument();
   const dir = await mkdtemp(join(tmpdir(), 'ra-bench-tail-'));
   await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
+  // libuv's pool is started by the file calls above; V8's helpers with the process.
+  const before = new Set(readdirSync('/proc/self/task'));
   const service = await Service.open({ dataDir: dir, provider: () => stampedProvider() });
+  workerTids = new Set(readdirSync('/proc/self/task').filter((tid) => !before.has(tid)));
+  // NICE_WORKER=n: the history worker's thread at nice n (what a lower priority for its puts would give).
+  if (process.env.NICE_WORKER) for (const tid of workerTids) setPriority(Number(tid), Number(process.env.NICE_WORKER));
+  console.log(`threads: ${firstTids.size} at the start (main, V8's helpers), ${before.size} before the open, ${workerTids.size} started by it`);
   const floor: number[] = [];
   const floorFile = await open(join(dir, 'floor'), 'a');
   const overwrite: number[] = [];
@@ -186,6 +232,7 @@ async function main(): Promise<void> {
   const young: Array<{ at: number; end: number; before: number; after: number }> = [];
   try {
     let conversationId: string | undefined;
+    let index = 0;
     const turn = async (keep: boolean) => {
       const phases: Span[] = (inTurn = []);
       const young0 = newSpaceUsed();
@@ -211,14 +258,39 @@ async function main(): Promise<void> {
         datasync: sum('fh.datasync'),
         otherRun: o1.run - o0.run,
         otherWait: o1.wait - o0.wait,
+        workerRun: o1.workerRun - o0.workerRun,
+        v8Run: o1.v8Run - o0.v8Run,
+        byTid: new Map([...o1.byTid].map(([tid, ms]) => [tid, ms - (o0.byTid.get(tid) ?? ms)])),
         allocated: NaN,
         scavenges: 0,
+        index: index++,
       });
+      if (process.env.MARK === '1' && turns.length % 100 === 0) console.log(`--- turn ${turns.length}`);
       young.push({ at, end, before: young0, after: newSpaceUsed() });
     };
-    for (let i = 0; i < 300; i++) await turn(false);
+    for (let i = 0; i < WARMUP; i++) await turn(false);
+    // FRESH=1: the measured turns in a new conversation, so a long WARMUP warms the code, not a longer history.
+    if (process.env.FRESH === '1') conversationId = undefined;
+    const historySyncs0 = (await service.store.history.stats()).syncs;
+    if (process.env.MARK === '1') console.log('--- warm-up done');
     const started = performance.now();
-    for (let done = 0; done < TURNS; done += BLOCK) {
+    const rowWrites: number[] = [];
+    while (SLICED && turns.length < TURNS) {
+      index = 0;
+      const sliceEnd = performance.now() + TURN_SLICE_MS;
+      while (performance.now() < sliceEnd) await turn(true);
+      await new Promise((done) => setTimeout(done, SETTLE_MS));
+      const writesEnd = performance.now() + WRITE_SLICE_MS;
+      sampling = true;
+      while (performance.now() < writesEnd) {
+        const t0 = performance.now();
+        await service.store.meta.set('bench.baseline', String(rowWrites.length));
+        rowWrites.push(performance.now() - t0);
+      }
+      sampling = false;
+    }
+    for (let done = 0; !SLICED && done < TURNS; done += BLOCK) {
+      index = 0;
       for (let i = 0; i < BLOCK; i++) await turn(true);
       // The disk's own floor in the same minutes: what the journal does for a record, without the store.
       sampling = true;
@@ -239,6 +311,7 @@ async function main(): Promise<void> {
     }
     const elapsed = performance.now() - started;
     const stats = service.store.db.stats();
+    const historyStats = await service.store.history.stats();
     const gcs = spans.filter((s) => s.what.startsWith('gc') && s.at >= started);
     turns.forEach((t, i) => {
       const within = gcs.filter((g) => g.what === 'gc scavenge' && g.at >= t.at && g.at <= t.at + t.ms).length;
@@ -247,6 +320,7 @@ async function main(): Promise<void> {
     });
     console.log(
       `${turns.length} turns in ${fmt(elapsed / 1000, 1)} s (with the floor's samples); ${stats.compactions} compactions, journal ${fmt(stats.journalBytes / 1024, 0)} KiB live; ` +
+        `history.db's fsyncs ${historyStats.syncs - historySyncs0}; ` +
         `load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
     );
     const compactions = spans.filter((s) => s.what === 'compaction');
@@ -256,8 +330,22 @@ async function main(): Promise<void> {
     console.log(`turn:                      ${distribution(turns.map((t) => t.ms))}`);
     console.log(`  while a compaction ran:  ${turnsIn.length > 0 ? distribution(turnsIn.map((t) => t.ms)) : 'none'}`);
     console.log(`  otherwise:               ${distribution(turnsOut.map((t) => t.ms))}`);
-    console.log(`bare write + fdatasync:    ${distribution(floor)}`);
-    console.log(`  over zeros, same size:   ${distribution(overwrite)}`);
+    if (SLICED) {
+      console.log(`meta.set (the row's write): ${distribution(rowWrites)}`);
+      const turnMean = turns.reduce((n, t) => n + t.ms, 0) / turns.length;
+      console.log(`  the row: turn mean / write mean ${fmt(turnMean / (rowWrites.reduce((a, b) => a + b, 0) / rowWrites.length), 2)}x`);
+    } else {
+      console.log(`bare write + fdatasync:    ${distribution(floor)}`);
+      console.log(`  over zeros, same size:   ${distribution(overwrite)}`);
+    }
+    for (const [name, from, to] of [
+      ['first of its block', 0, 1],
+      ['2nd-10th', 1, 10],
+      ['the rest', 10, Infinity],
+    ] as const) {
+      const of = turns.filter((t) => t.index >= from && t.index < to);
+      if (of.length > 0) console.log(`  ${name.padEnd(24)} ${distribution(of.map((t) => t.ms))}`);
+    }
     const journalSync = spans.filter((s) => s.what === 'fh.datasync' && s.at >= started);
     const [syncIn, syncOut] = split(journalSync, (s) => compacting(s.at, s.ms));
     console.log(`the journal's fdatasyncs:  ${distribution(journalSync.map((s) => s.ms))}`);
@@ -275,6 +363,11 @@ async function main(): Promise<void> {
           1,
         )} KiB`,
     );
+    if (process.env.DUMP) {
+      // Each turn's start and length on CLOCK_MONOTONIC (ms), for lining turns up with `perf record -k CLOCK_MONOTONIC`.
+      const offset = Number(process.hrtime.bigint()) / 1e6 - performance.now();
+      await writeFile(process.env.DUMP, JSON.stringify(turns.map((t) => [t.at + offset, t.ms, t.index])));
+    }
     const sorted = turns.map((t) => t.ms).sort((a, b) => a - b);
     const p99 = percentile(sorted, 99);
     const p50 = percentile(sorted, 50);
@@ -287,6 +380,8 @@ async function main(): Promise<void> {
       ['main idle', (t) => t.ms - t.run - t.wait],
       ['others running', (t) => t.otherRun],
       ['others waiting', (t) => t.otherWait],
+      ['history worker running', (t) => t.workerRun],
+      ["V8's helpers running", (t) => t.v8Run],
       ['chat to ask', (t) => t.ask],
       ['ask to answer', (t) => t.answer],
       ['fh.write', (t) => t.write],
@@ -298,6 +393,21 @@ async function main(): Promise<void> {
     // Which events make a turn slow: an event counts for a turn when it was under way at its start or
     // began within its first p50 ms, a window as long for every turn (a long turn overlaps more events
     // only because it is long). The share of such turns that end up at or above the p99, against the rest's.
+    const threadMeans = (ts: Turn[]) => {
+      const sums = new Map<string, number>();
+      for (const t of ts) for (const [tid, ms] of t.byTid) sums.set(tid, (sums.get(tid) ?? 0) + ms);
+      return sums;
+    };
+    const allThreads = threadMeans(turns);
+    const slowThreads = threadMeans(slow);
+    console.log(
+      `other threads running, mean a turn, all / slow (by thread id; history worker ${[...workerTids].join(',')}): ` +
+        [...slowThreads]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 8)
+          .map(([tid, ms]) => `${tid} ${fmt((allThreads.get(tid) ?? 0) / turns.length, 3)} / ${fmt(ms / slow.length, 2)}`)
+          .join(', '),
+    );
     const kindsOf = [...new Set(spans.map((s) => s.what))].sort();
     console.log(`P(turn >= p99) when an event was under way at its start or began in its first ${fmt(p50)} ms, and when not:`);
     for (const what of kindsOf) {
@@ -316,7 +426,7 @@ async function main(): Promise<void> {
         .map((s) => `${s.what} ${fmt(s.ms, 1)}`);
       console.log(
         `  ${fmt(t.ms, 1)} ms${compacting(t.at, t.ms) ? ' (compacting)' : ''}: main running ${fmt(t.run, 1)}, waiting ${fmt(t.wait, 1)}, idle ${fmt(t.ms - t.run - t.wait, 1)}; ` +
-          `others running ${fmt(t.otherRun, 1)}, waiting ${fmt(t.otherWait, 1)}; ask ${fmt(t.ask, 1)}, answer ${fmt(t.answer, 1)}; write ${fmt(t.write, 1)}, datasync ${fmt(t.datasync, 1)}; ${events.join(', ') || 'nothing else'}`,
+          `others running ${fmt(t.otherRun, 1)} (history worker ${fmt(t.workerRun, 1)}, V8 ${fmt(t.v8Run, 1)}), waiting ${fmt(t.otherWait, 1)}; ask ${fmt(t.ask, 1)}, answer ${fmt(t.answer, 1)}; write ${fmt(t.write, 1)}, datasync ${fmt(t.datasync, 1)}; ${events.join(', ') || 'nothing else'}`,
       );
     }
   } finally {

@@ -14,7 +14,6 @@ import type { ConversationActivity } from './conversation-activity';
 import { HistoryCache } from './history-cache';
 import { KeyedQueue } from './keyed-queue';
 import { previewOf } from './preview';
-import { readableMessage } from './prompt/environment';
 import type { InstructionFileInfo } from './prompt/instruction-files';
 import { listSavedPrompts } from './prompt/saved-prompts';
 import { TurnContext, type TurnInstructions } from './prompt/turn-context';
@@ -26,6 +25,7 @@ import type { Tool, ToolArea, ToolImage } from './tools/types';
 import { worktreeByDefault, worktreeRequired, type Worktrees } from './worktrees/worktrees';
 import { TurnFiles } from './turn-files';
 import { UserCommit } from './user-commit';
+import { RequestViews, requestMessages } from './request-view';
 import { ModelToolNames, Transcripts, type ToolCallData, type ToolResultData } from './transcript';
 import { TurnUsage } from './usage/turn-usage';
 import { messageUsageOf } from './usage/usage-wire';
@@ -190,6 +190,8 @@ export class Agent {
   private readonly queue = new KeyedQueue();
   private readonly history: HistoryCache;
   private readonly compactor: Compactor;
+  /** Each conversation's history as its last request carried it (request-view.ts). */
+  private readonly views: RequestViews;
   private readonly context: TurnContext;
   /** The window each provider/model's calls last reported (the editor's models tell it with each answer). */
   private readonly reportedWindows = new Map<string, number>();
@@ -209,9 +211,13 @@ export class Agent {
     this.history = new HistoryCache(deps.store.messages, {
       lastWrite: () => deps.store.db.lastWrite,
       cuts: () => deps.store.history.cuts,
-      forgotten: (id) => this.compactor.transcripts.forget(id),
+      forgotten: (id) => {
+        this.compactor.transcripts.forget(id);
+        this.views.forget(id);
+      },
     });
     this.compactor = new Compactor(deps.store, deps.logger, new Transcripts({ kept: (id) => this.history.holds(id) }));
+    this.views = new RequestViews({ kept: (id) => this.history.holds(id) });
     this.context = context ?? new TurnContext(deps.workspaceRoots ?? (() => []), deps.dataDir);
   }
 
@@ -674,11 +680,15 @@ export class Agent {
   /**
    * The tools' model names and specs, kept while the registry lists the same tools (its sources keep
    * their Tool objects): every step of every turn offered them, and the budget counted their JSON again.
+   * The model names depend on the names alone: a source that makes new Tool objects at every listing
+   * (custom tools, an MCP server's, the editor's) keeps them while the names are the same, and with them
+   * the conversations' kept request views (RequestViews compares them by identity).
    */
   private offer(tools: Tool[]): { names: ModelToolNames; specs: ToolSpec[]; byName: Map<string, Tool> } {
     const kept = this.offered;
     if (kept && kept.tools.length === tools.length && kept.tools.every((tool, i) => tool === tools[i])) return kept;
-    const names = new ModelToolNames(tools.map((t) => t.name));
+    const sameNames = kept && kept.tools.length === tools.length && kept.tools.every((tool, i) => tool.name === tools[i].name);
+    const names = sameNames ? kept.names : new ModelToolNames(tools.map((t) => t.name));
     this.offered = { tools, names, specs: tools.map((t) => toolSpec(t, names)), byName: new Map(tools.map((t) => [t.name, t])) };
     return this.offered;
   }
@@ -696,6 +706,29 @@ export class Agent {
   ): Promise<ChatMessage | undefined> {
     if (this.deps.withContext === false) return config.system_prompt ? { role: 'system', content: config.system_prompt } : undefined;
     return this.context.systemMessage(config, rows, workplace, instructions, area?.roots);
+  }
+
+  /**
+   * The request's messages built from the rows (RequestViews declined): the compactor's view (a summary,
+   * cut tool outputs, a compaction), the attachments as the model's input, each message shaped.
+   */
+  private async longRequest(
+    rows: readonly MessageRow[],
+    system: ChatMessage | undefined,
+    moment: ChatMessage | undefined,
+    names: ModelToolNames,
+    step: { compaction: CompactionCall; mayCompact: boolean; seesImages: boolean; area: ToolArea | undefined; log: Logger },
+    compactionFailed: () => void,
+  ): Promise<ChatMessage[]> {
+    const { area } = step;
+    const view = await this.compactor.modelView(rows, system ? [system] : [], step.compaction, step.mayCompact);
+    if (view.compaction === 'failed') compactionFailed();
+    const messages = await withAttachments(view.messages, step.seesImages, {
+      blobs: this.deps.store.blobs,
+      workspaceRoots: area ? () => [...area.roots] : (this.deps.workspaceRoots ?? (() => [])),
+      logger: step.log,
+    });
+    return requestMessages(messages, moment, names);
   }
 
   /** The turn's note (time, git, who sent it), sent after the conversation; none without the agent's context. */
@@ -739,13 +772,11 @@ export class Agent {
       const budget = requestBudget(window, config.max_tokens, fixedMessages(system, moment), specs);
       // A summary is asked and stored (and told) only after the user message is durable and told.
       const compaction = compactionCall(conversationId, { config, provider, model }, budget, usage, onEvent, signal, commit && (() => commit.durable()));
-      const view = await this.compactor.modelView(rows, system ? [system] : [], compaction, mayCompact);
-      if (view.compaction === 'failed') mayCompact = false;
-      const messages = await withAttachments(view.messages, seesImages(config, model), {
-        blobs: store.blobs,
-        workspaceRoots: area ? () => [...area.roots] : (this.deps.workspaceRoots ?? (() => [])),
-        logger: log,
-      });
+      // The conversation's view as the last step sent it, extended by the rows stored since; the long
+      // way when it may not be sent as it is (a summary, an attachment, over the budget).
+      const messages =
+        this.views.request(rows, system, moment, { names, readable: moment !== undefined }, budget.history) ??
+        (await this.longRequest(rows, system, moment, names, { compaction, mayCompact, seesImages: seesImages(config, model), area, log }, () => (mayCompact = false)));
       // Sent once the user message is in the journal's file (built meanwhile): a process killed from
       // then on keeps it, so a resend finds it and the model is not asked twice.
       await commit?.written;
@@ -754,7 +785,7 @@ export class Agent {
         temperature: config.temperature,
         // Never more than the room kept for it: the request and the reply must fit the window together.
         max_tokens: config.max_tokens === undefined ? undefined : budget.reply,
-        messages: requestMessages(messages, moment, names),
+        messages,
         tools: specs,
         signal,
         onDelta: input.stream ? onDelta : undefined,
@@ -869,24 +900,6 @@ async function keepImage(store: Store, image: ToolImage): Promise<StoredAttachme
 
 function toolSpec(tool: Tool, names: ModelToolNames): ToolSpec {
   return { name: names.modelName(tool.name), description: tool.description, parameters: tool.inputSchema };
-}
-
-/**
- * The request's messages in one pass over the history: tools by their model names; with the turn's note,
- * every user message's forged note escaped (prompt/environment.ts) and the note last.
- */
-function requestMessages(messages: readonly ChatMessage[], moment: ChatMessage | undefined, names: ModelToolNames): ChatMessage[] {
-  // Made at its length: a long history's array grown message by message was ~2.5x its size in garbage a step.
-  const out = new Array<ChatMessage>(messages.length + (moment ? 1 : 0));
-  for (let i = 0; i < messages.length; i += 1) out[i] = modelNamed(moment ? readableMessage(messages[i]) : messages[i], names);
-  if (moment) out[messages.length] = moment;
-  return out;
-}
-
-function modelNamed(m: ChatMessage, names: ModelToolNames): ChatMessage {
-  if (m.role === 'assistant' && m.tool_calls) return { ...m, tool_calls: m.tool_calls.map((c) => ({ ...c, name: names.modelName(c.name) })) };
-  if (m.role === 'tool') return { ...m, name: names.modelName(m.name) };
-  return m;
 }
 
 /** What every request of a turn carries besides the history: counted before the history is fitted. */

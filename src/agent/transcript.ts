@@ -292,7 +292,7 @@ function agreeing(last: Flat, rows: readonly MessageRow[]): { from: number; to: 
 }
 
 /** The index of `row` in `rows` (ordered by seq), or -1. */
-function indexOf(rows: readonly MessageRow[], row: MessageRow): number {
+export function indexOf(rows: readonly MessageRow[], row: MessageRow): number {
   let low = 0;
   let high = rows.length - 1;
   while (low <= high) {

@@ -612,8 +612,8 @@ export class Agent {
       // a row of the same id).
       const replyEvent: TurnEvent = { event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) } };
       // Its log line too (fields merged, redacted, serialized) while the record is written and synced: at the
-      // loop's check phase, after the journal's immediate (asked by the append above) hands off the write.
-      // Written once durable, with the turn's ms.
+      // loop's check phase, after the record's write is handed off (at once without a usage row; else by the
+      // journal's immediate asked by the append above). Written once durable, with the turn's ms.
       let answered: ((late?: Record<string, number>) => void) | undefined;
       const preparing = setImmediate(() => (answered = log.prepare?.('info', 'chat.answered', { chars: text.length })));
       await replied;

@@ -350,23 +350,15 @@ export class Database {
     let result: T;
     this.inWrite = true;
     try {
-      runControl(this.cache, 'BEGIN');
-      try {
-        result = fn(tx);
-        if (isThenable(result)) throw new Error('write() callbacks must be synchronous');
+      result = this.transaction(() => {
+        const value = fn(tx);
+        if (isThenable(value)) throw new Error('write() callbacks must be synchronous');
         if (statementError !== undefined) throw statementError;
         if (ops.length > 0) for (const [sql, params] of this.riders) tx.run(sql, params ?? undefined);
         if (statementError !== undefined) throw statementError;
-        runControl(this.cache, 'COMMIT');
-        if (ops.length > 0) this.riders = [];
-      } catch (err) {
-        try {
-          this.sql.run('ROLLBACK');
-        } catch {
-          // Some errors end the transaction themselves.
-        }
-        throw err;
-      }
+        return value;
+      });
+      if (ops.length > 0) this.riders = [];
     } catch (err) {
       return Promise.reject(err);
     } finally {
@@ -425,19 +417,10 @@ export class Database {
     const seq = this.journal.lastSeq;
     this.inWrite = true;
     try {
-      runControl(this.cache, 'BEGIN');
-      try {
+      this.transaction(() => {
         apply((sql, params) => runOp(this.sql, this.cache, sql, params), normalized);
         for (const [sql, params] of riders) runOp(this.sql, this.cache, sql, params);
-        runControl(this.cache, 'COMMIT');
-      } catch (err) {
-        try {
-          this.sql.run('ROLLBACK');
-        } catch {
-          // Some errors end the transaction themselves.
-        }
-        throw err;
-      }
+      });
     } catch (err) {
       // The prelude and the riders were not applied by this record: they go with the next one.
       const fail = () => Promise.reject(err);
@@ -448,6 +431,23 @@ export class Database {
     this.prelude = [];
     this.riders = [];
     return durable;
+  }
+
+  /** Runs `body` between BEGIN and COMMIT; if it throws, rolls back and throws that. */
+  private transaction<T>(body: () => T): T {
+    runControl(this.cache, 'BEGIN');
+    try {
+      const value = body();
+      runControl(this.cache, 'COMMIT');
+      return value;
+    } catch (err) {
+      try {
+        this.sql.run('ROLLBACK');
+      } catch {
+        // Some errors end the transaction themselves.
+      }
+      throw err;
+    }
   }
 
   all<T = Record<string, unknown>>(sql: string, params?: readonly SqlParamInput[]): T[] {

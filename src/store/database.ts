@@ -67,6 +67,15 @@ export interface PlannedOp {
   check?: (changes: number) => void;
 }
 
+/** Runs planned statements inside a caller's transaction, each then its check. */
+export function runPlanned(tx: WriteTx, ops: readonly PlannedOp[]): void {
+  for (const op of ops) {
+    // Run first: `op.check?.(...)` would not evaluate its argument without a check.
+    const { changes } = tx.run(op.sql, op.params);
+    op.check?.(changes);
+  }
+}
+
 export interface RunResult {
   /** Rows inserted, updated or deleted by the statement. */
   changes: number;
@@ -385,21 +394,12 @@ export class Database {
    */
   writePlanned(ops: readonly PlannedOp[], bodies: readonly KeyedBody[], options?: WriteOptions, ready?: () => void): Promise<void> {
     if (this.inWrite) throw new Error('write() called inside another write(); use the tx you were given');
-    const apply = (run: (sql: string, params: SqlParam[] | null) => number, normalized: readonly (SqlParam[] | null)[]) => {
-      ops.forEach((op, i) => {
-        const changes = run(op.sql, normalized[i]);
-        op.check?.(changes);
-      });
-    };
     // Not handed off first while the journal is failed, closed or owes a full disk's records: write() says
     // why, or writes them first.
     if (this.closing || this.journal.failed || this.journal.owesWrites || ops.length === 0) {
       return this.write((tx) => {
         ready?.();
-        apply(
-          (sql, params) => tx.run(sql, params ?? undefined).changes,
-          ops.map((op) => normalizeParams(op.params)),
-        );
+        runPlanned(tx, ops);
         tx.keepBodies(bodies);
       }, options);
     }
@@ -418,7 +418,10 @@ export class Database {
     this.inWrite = true;
     try {
       this.transaction(() => {
-        apply((sql, params) => runOp(this.sql, this.cache, sql, params), normalized);
+        ops.forEach((op, i) => {
+          const changes = runOp(this.sql, this.cache, op.sql, normalized[i]);
+          op.check?.(changes);
+        });
         for (const [sql, params] of riders) runOp(this.sql, this.cache, sql, params);
       });
     } catch (err) {

@@ -1,4 +1,5 @@
 import { previewOf } from '../protocol/preview';
+import { runPlanned } from './database';
 import type { Database, PlannedOp, WriteOptions, WriteTx } from './database';
 import type { HistoryStore } from './history/history-store';
 import type { BodyIn, BodyOut, ColdRow, KeyedBody } from './history/protocol';
@@ -82,11 +83,7 @@ export function byteSize(content: string, data: string | null): number {
  * history maintenance moves it there later (history/maintenance.ts).
  */
 export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): void {
-  for (const op of messageOps(m, bodyKey)) {
-    // Run first: `op.check?.(...)` would not evaluate its argument without a check.
-    const { changes } = tx.run(op.sql, op.params);
-    op.check?.(changes);
-  }
+  runPlanned(tx, messageOps(m, bodyKey));
 }
 
 /** The statements that store a message (insertMessage), known before they run (Database.writePlanned). */
@@ -153,12 +150,14 @@ export class MessagesRepo {
    * durable together (WriteTx.keepBodies), and that is all this waits for. The worker's write is not
    * waited for (it is grouped with the bodies that follow, and `sync` covers it before the journal lets
    * go of the record), except while the worker is behind by more than HistoryStore allows in memory.
-   * `alsoInTx` writes more in the same transaction (rows that must appear with these messages);
+   * `alsoInTx` writes more in the same transaction (rows that must appear with these messages): statements
+   * known before they run (a reply's usage row: the transaction is then planned, Database.writePlanned), or
+   * a callback;
    * `options` are Database.write's (a turn's user message defers its sync: agent/user-commit.ts). `extra`:
    * more bodies written and journaled the same way, for rows `alsoInTx` writes (given their keys; a webhook
    * delivery's).
    */
-  async appendMany(messages: readonly NewMessage[], alsoInTx?: (tx: WriteTx, extra: KeyedBody[]) => void, options?: WriteOptions, extra?: ExtraBodies): Promise<void> {
+  async appendMany(messages: readonly NewMessage[], alsoInTx?: ((tx: WriteTx, extra: KeyedBody[]) => void) | readonly PlannedOp[], options?: WriteOptions, extra?: ExtraBodies): Promise<void> {
     const sources = extra ? [...messages, ...extra.bodies] : messages;
     if (sources.length === 0) return;
     const { bodies, written, behind } = this.writeBodies(sources);
@@ -166,14 +165,15 @@ export class MessagesRepo {
     try {
       // Known before they run, its statements go after its record's hand-off (a reply: writePlanned).
       durable =
-        alsoInTx || extra
+        typeof alsoInTx === 'function' || extra
           ? this.db.write((tx) => {
               messages.forEach((m, i) => insertMessage(tx, m, bodies[i].key));
               tx.keepBodies(bodies);
-              alsoInTx?.(tx, bodies.slice(messages.length));
+              if (typeof alsoInTx === 'function') alsoInTx(tx, bodies.slice(messages.length));
+              else if (alsoInTx) runPlanned(tx, alsoInTx);
             }, options)
           : this.db.writePlanned(
-              messages.flatMap((m, i) => messageOps(m, bodies[i].key)),
+              [...messages.flatMap((m, i) => messageOps(m, bodies[i].key)), ...(alsoInTx ?? [])],
               bodies,
               options,
               // Asked before the hand-off, so that a conversation not found journals nothing (its check,

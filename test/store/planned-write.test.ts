@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { openStore } from '../../src/store/index';
+import { openStore, usageOp } from '../../src/store/index';
 import type { Store } from '../../src/store/index';
 import { datasyncGate } from '../helpers/datasync-gate';
 import { openTable, tableValues, tempDir } from '../helpers/store-utils';
@@ -165,4 +165,36 @@ test('a message for a conversation not found is refused before its hand-off: it 
   store = await openStore(dir);
   assert.deepEqual(messageIds(store), ['m1', 'm5', 'm6'], 'both paths replay alike');
   assert.deepEqual(conversationRow(store), stored);
+});
+
+test('a reply with its usage row in one planned write: both applied, both replayed', LIMIT, async (t) => {
+  const { dir, cleanup } = await tempDir('planned-write-');
+  t.after(cleanup);
+  let store = await openStore(dir);
+  t.after(() => store.close());
+  await store.conversations.create({ id: 'c1', title: 't', source: 'ws', created_at: iso(0) });
+  const usage = {
+    message_id: 'r1',
+    conversation_id: 'c1',
+    source: 'ws',
+    day: '2026-01-01',
+    updated_at: iso(1),
+    provider: 'p',
+    model: 'm',
+    input: 10,
+    output: 5,
+    cached: 0,
+    cost_micro: 7,
+    estimated: false,
+    calls: 1,
+    context_used: 15,
+    context_window: 100,
+  };
+  await store.messages.appendMany([{ id: 'r1', conversation_id: 'c1', role: 'assistant', content: 'answer', timestamp: iso(1) }], [usageOp(usage)]);
+  const rows = () => store.db.all('SELECT message_id, input, output, cost_micro FROM usage');
+  assert.deepEqual(rows(), [{ message_id: 'r1', input: 10, output: 5, cost_micro: 7 }]);
+  await store.close();
+  store = await openStore(dir);
+  assert.deepEqual(messageIds(store), ['r1']);
+  assert.deepEqual(rows(), [{ message_id: 'r1', input: 10, output: 5, cost_micro: 7 }]);
 });

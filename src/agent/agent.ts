@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { nullLogger, type Logger } from '../log/logger';
-import { bindAttachments, insertAttachment, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type WriteTx } from '../store';
+import { bindAttachments, insertAttachment, usageOp, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type WriteTx } from '../store';
 import { canAccess, sourceLabel, sourceText, type Source } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
 import { CompactionFailed, Compactor, type CompactionCall } from './compaction/compactor';
@@ -603,14 +603,17 @@ export class Agent {
       const withUsage = (tx: WriteTx) => usageRow && store.usage.recordIn(tx, usageRow);
       const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
       // Its commit's fdatasync makes the user message (written before it) durable too; that one is told first.
-      const replied = input.storeReply ? input.storeReply(reply, withUsage) : this.history.stored(conversationId, [reply], () => store.messages.appendMany([reply], withUsage), true);
+      // Its statements (and its usage row's) are known: its record's write starts before they run (writePlanned).
+      const replied = input.storeReply
+        ? input.storeReply(reply, withUsage)
+        : this.history.stored(conversationId, [reply], () => store.messages.appendMany([reply], usageRow ? [usageOp(usageRow)] : undefined), true);
       // Made before the commit's wait, not after it; sent once durable. Its usage is the row just written,
       // not read back: under a new message id it is stored as it is (store/usage.ts recordIn adds only to
       // a row of the same id).
       const replyEvent: TurnEvent = { event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) } };
       // Its log line too (fields merged, redacted, serialized) while the record is written and synced: at the
-      // loop's check phase, after the journal's immediate (asked by the append above) hands off the write.
-      // Written once durable, with the turn's ms.
+      // loop's check phase, after the record's write is handed off (at once, Database.writePlanned; by the
+      // journal's immediate when a write was in flight). Written once durable, with the turn's ms.
       let answered: ((late?: Record<string, number>) => void) | undefined;
       const preparing = setImmediate(() => (answered = log.prepare?.('info', 'chat.answered', { chars: text.length })));
       await replied;

@@ -12,7 +12,7 @@ import { makePrivate } from './private-files';
 import type { DirLock } from '../platform/lock-file';
 import { normalizeParams } from './record';
 import { recoverJournal } from './recovery';
-import type { Op, SqlParamInput } from './record';
+import type { Op, SqlParam, SqlParamInput } from './record';
 import { fsyncDir, hasMetaTable, META_TABLE_SQL, readSnapshotSeq } from './replay';
 import { PRIVATE_DIR_MODE } from '../platform/file-modes';
 import { keepLock, loadSqlJs } from './sqljs';
@@ -55,6 +55,25 @@ export interface DatabaseOptions {
 /** How a write is made durable: by its own fdatasync (default), or `deferSync` (Database.write). */
 export interface WriteOptions {
   deferSync?: boolean;
+}
+
+/**
+ * One statement of a write known before it runs (Database.writePlanned): its text and parameters, and
+ * `check`, which sees the rows it changed and throws to fail the whole write (a conversation not found).
+ */
+export interface PlannedOp {
+  sql: string;
+  params: readonly SqlParamInput[];
+  check?: (changes: number) => void;
+}
+
+/** Runs planned statements inside a caller's transaction, each then its check. */
+export function runPlanned(tx: WriteTx, ops: readonly PlannedOp[]): void {
+  for (const op of ops) {
+    // Run first: `op.check?.(...)` would not evaluate its argument without a check.
+    const { changes } = tx.run(op.sql, op.params);
+    op.check?.(changes);
+  }
 }
 
 export interface RunResult {
@@ -340,23 +359,15 @@ export class Database {
     let result: T;
     this.inWrite = true;
     try {
-      runControl(this.cache, 'BEGIN');
-      try {
-        result = fn(tx);
-        if (isThenable(result)) throw new Error('write() callbacks must be synchronous');
+      result = this.transaction(() => {
+        const value = fn(tx);
+        if (isThenable(value)) throw new Error('write() callbacks must be synchronous');
         if (statementError !== undefined) throw statementError;
         if (ops.length > 0) for (const [sql, params] of this.riders) tx.run(sql, params ?? undefined);
         if (statementError !== undefined) throw statementError;
-        runControl(this.cache, 'COMMIT');
-        if (ops.length > 0) this.riders = [];
-      } catch (err) {
-        try {
-          this.sql.run('ROLLBACK');
-        } catch {
-          // Some errors end the transaction themselves.
-        }
-        throw err;
-      }
+        return value;
+      });
+      if (ops.length > 0) this.riders = [];
     } catch (err) {
       return Promise.reject(err);
     } finally {
@@ -369,6 +380,77 @@ export class Database {
       this.prelude = [];
     } else durable = this.journal.barrier();
     return durable.then(() => result);
+  }
+
+  /**
+   * A write whose statements are known before they run (`ops`, with the history.db bodies it journals):
+   * as write(), but its record is encoded and handed to the journal's file first (its write asked at once
+   * when no write is in flight, Journal.append's `now`), and its statements applied after, in the same
+   * synchronous block, so they run while the pool writes and the journal's order stays the order of
+   * applies. Resolves once the record is durable. A statement or check that fails rolls the transaction
+   * back, and the record is voided (Journal.voidRecord: replay skips it); the promise rejects with the
+   * failure once the void record is durable, so nothing told of the failure can be undone by a restart.
+   * `ready` runs first (reads only) and may throw: the write is then refused and journals nothing.
+   */
+  writePlanned(ops: readonly PlannedOp[], bodies: readonly KeyedBody[], options?: WriteOptions, ready?: () => void): Promise<void> {
+    if (this.inWrite) throw new Error('write() called inside another write(); use the tx you were given');
+    // Not handed off first while the journal is failed, closed or owes a full disk's records: write() says
+    // why, or writes them first.
+    if (this.closing || this.journal.failed || this.journal.owesWrites || ops.length === 0) {
+      return this.write((tx) => {
+        ready?.();
+        runPlanned(tx, ops);
+        tx.keepBodies(bodies);
+      }, options);
+    }
+    let normalized: (SqlParam[] | null)[];
+    try {
+      ready?.();
+      normalized = ops.map((op) => normalizeParams(op.params));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const riders = this.riders;
+    const planned: Op[] = ops.map((op, i) => [op.sql, normalized[i]]);
+    const recordOps = [...this.prelude, ...planned, ...riders];
+    const durable = this.journal.append(recordOps, [...bodies], options?.deferSync === true, true);
+    const seq = this.journal.lastSeq;
+    this.inWrite = true;
+    try {
+      this.transaction(() => {
+        ops.forEach((op, i) => {
+          const changes = runOp(this.sql, this.cache, op.sql, normalized[i]);
+          op.check?.(changes);
+        });
+        for (const [sql, params] of riders) runOp(this.sql, this.cache, sql, params);
+      });
+    } catch (err) {
+      // The prelude and the riders were not applied by this record: they go with the next one.
+      const fail = () => Promise.reject(err);
+      return this.journal.voidRecord(seq).then(fail, fail);
+    } finally {
+      this.inWrite = false;
+    }
+    this.prelude = [];
+    this.riders = [];
+    return durable;
+  }
+
+  /** Runs `body` between BEGIN and COMMIT; if it throws, rolls back and throws that. */
+  private transaction<T>(body: () => T): T {
+    runControl(this.cache, 'BEGIN');
+    try {
+      const value = body();
+      runControl(this.cache, 'COMMIT');
+      return value;
+    } catch (err) {
+      try {
+        this.sql.run('ROLLBACK');
+      } catch {
+        // Some errors end the transaction themselves.
+      }
+      throw err;
+    }
   }
 
   all<T = Record<string, unknown>>(sql: string, params?: readonly SqlParamInput[]): T[] {

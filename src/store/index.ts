@@ -49,7 +49,7 @@ export { MetaRepo } from './meta';
 export { PermissionRequestsRepo } from './permission-requests';
 export type { NewPermissionRequest, PermissionRequestRow, PermissionResolutionRecord } from './permission-requests';
 export { WebhooksRepo } from './webhooks';
-export { UsageRepo } from './usage';
+export { UsageRepo, usageOp } from './usage';
 export { WorktreesRepo } from './worktrees';
 export type { StoredWorktree, WorktreeStats } from './worktrees';
 export { AuditRepo, auditHash, canonicalJson, AUDIT_GENESIS_HASH } from './audit';

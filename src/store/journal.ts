@@ -31,6 +31,13 @@ interface Batch extends Settled {
    * resolved) by the next fdatasync of the file, whoever's.
    */
   sync: boolean;
+  /** Holds a void record (Journal.voidRecord): the segment is not closed before it is written. */
+  voids: boolean;
+  /**
+   * Its write was started at once (Journal.append's `now`), alone: records appended meanwhile gather in
+   * the next batch, whose fdatasync then covers this one too (commit), so a tick's records still share one.
+   */
+  alone: boolean;
 }
 
 function settled(): Settled {
@@ -46,7 +53,7 @@ function settled(): Settled {
 }
 
 function newBatch(): Batch {
-  return { buffers: [], bytes: 0, ...settled(), written: settled(), sync: false };
+  return { buffers: [], bytes: 0, ...settled(), written: settled(), sync: false, voids: false, alone: false };
 }
 
 /** What the journal does with its segment's file: a FileHandle, or nothing at all (Journal.scratch). */
@@ -94,6 +101,8 @@ export class Journal {
   /** Batches written without an fdatasync (`deferSync`), oldest first: durable with the next one. */
   private unsynced: Batch[] = [];
   private io: Promise<void> = Promise.resolve();
+  /** Tasks queued on `io` and not yet settled: 0 when a write asked `now` may start at once. */
+  private ioPending = 0;
   private failure: Error | null = null;
   /**
    * Records of flushes the full disk refused, in order. They already changed the database in memory,
@@ -216,20 +225,50 @@ export class Journal {
    * a `barrier()`, which its writer asks for before anything reveals it). In the file, a killed process
    * cannot lose it (`written()`); only a power loss before that fdatasync can.
    */
-  append(ops: Op[], bodies?: KeyedBody[], deferSync = false): Promise<void> {
+  append(ops: Op[], bodies?: KeyedBody[], deferSync = false, now = false): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.closed) return Promise.reject(new Error('the store is closed'));
     const buf = encodeRecord({ seq: this.seq + 1, ops, bodies });
     this.seq++;
+    return this.push(buf, !deferSync, now);
+  }
+
+  /**
+   * The record of `seq`, appended by the caller in this same synchronous block (Database.writePlanned),
+   * was not applied: a void record naming it is appended, so replay skips both. Asked at once, in the
+   * same segment: its flush is queued right behind the record's (or it joins the record's batch), and a
+   * flush does not close the segment while a void record waits (`voids`). Resolves once it is durable.
+   */
+  voidRecord(seq: number): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    const buf = encodeRecord({ seq: this.seq + 1, ops: [], voids: seq });
+    this.seq++;
+    const durable = this.push(buf, true, false, true);
+    if (this.batch) this.batch.voids = true;
+    return durable;
+  }
+
+  /**
+   * Adds a record's bytes to the gathering batch, or to a new one whose flush is asked at the loop's next
+   * check phase (appends of this tick share it). `now`: with no write in flight or queued, the new batch's
+   * write is handed to the pool at once, in this synchronous block. `queued`: its flush goes on the io
+   * chain at once (behind what is there), not at the check phase.
+   */
+  private push(buf: Buffer, sync: boolean, now: boolean, queued = false): Promise<void> {
     let batch = this.batch;
-    if (!batch) {
-      const created = newBatch();
-      batch = this.batch = created;
-      setImmediate(() => this.enqueueIo(() => this.flush(created)));
-    }
+    const created = batch === null;
+    if (!batch) batch = this.batch = newBatch();
     batch.buffers.push(buf);
     batch.bytes += buf.length;
-    if (!deferSync) batch.sync = true;
+    if (sync) batch.sync = true;
+    if (created) {
+      const flushed = batch;
+      if (now && this.ioPending === 0) {
+        flushed.alone = true;
+        void this.enqueueIo(() => this.flush(flushed), true);
+      } else if (queued) void this.enqueueIo(() => this.flush(flushed));
+      else setImmediate(() => this.enqueueIo(() => this.flush(flushed)));
+    }
     return batch.promise;
   }
 
@@ -296,8 +335,14 @@ export class Journal {
     });
   }
 
-  private enqueueIo(task: () => Promise<void>): Promise<void> {
-    const next = this.io.then(task);
+  /** Queues `task` on the io chain; `now`: started in this synchronous block when the chain is idle. */
+  private enqueueIo(task: () => Promise<void>, now = false): Promise<void> {
+    const next = now && this.ioPending === 0 ? task() : this.io.then(task);
+    this.ioPending++;
+    const done = () => {
+      this.ioPending--;
+    };
+    next.then(done, done);
     this.io = next.catch(() => {});
     return next;
   }
@@ -322,8 +367,9 @@ export class Journal {
     } finally {
       this.inflight = null;
     }
-    // Written only, it stays in the segment until a sync covers it: the segment is closed after one.
-    if (this.unsynced.length === 0 && this.activeSize >= this.opts.segmentBytes) await this.rotateNow();
+    // Written only, it stays in the segment until a sync covers it: the segment is closed after one. A
+    // void record waiting in the next batch goes in this segment, beside the record it names.
+    if (this.unsynced.length === 0 && !this.batch?.voids && this.activeSize >= this.opts.segmentBytes) await this.rotateNow();
   }
 
   /**
@@ -336,7 +382,7 @@ export class Journal {
     const total = this.owedBytes + bytes;
     // Records a full disk refused were refused to their writers: they are only ever written with a sync
     // (and so is anything while a sync a full disk refused is owed).
-    const sync = batch === undefined || batch.sync || this.owesWrites;
+    let sync = batch === undefined || batch.sync || this.owesWrites;
     try {
       if (total > 0) await writeAll(this.fh, parts.length === 1 ? parts[0] : Buffer.concat(parts, total));
     } catch (err) {
@@ -347,6 +393,13 @@ export class Journal {
     this.owed = [];
     this.owedBytes = 0;
     batch?.written.resolve();
+    // Written alone, with records gathered behind it meanwhile: their batch's fdatasync (next, at its
+    // check phase) makes this one durable too. It syncs itself (it is not started at once), so one hop.
+    if (sync && batch?.alone && this.batch !== null && !this.owesWrites) {
+      this.batch.sync = true;
+      batch.sync = false;
+      sync = false;
+    }
     if (sync) {
       await this.syncWritten();
       this.synced(batch);

@@ -1,5 +1,6 @@
 import { previewOf } from '../protocol/preview';
-import type { Database, WriteOptions, WriteTx } from './database';
+import { runPlanned } from './database';
+import type { Database, PlannedOp, WriteOptions, WriteTx } from './database';
 import type { HistoryStore } from './history/history-store';
 import type { BodyIn, BodyOut, ColdRow, KeyedBody } from './history/protocol';
 import { hasColdHistory } from './history/restore';
@@ -82,33 +83,35 @@ export function byteSize(content: string, data: string | null): number {
  * history maintenance moves it there later (history/maintenance.ts).
  */
 export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): void {
+  runPlanned(tx, messageOps(m, bodyKey));
+}
+
+/** The statements that store a message (insertMessage), known before they run (Database.writePlanned). */
+function messageOps(m: NewMessage, bodyKey?: number): PlannedOp[] {
   checkRole(m);
   const data = dataText(m);
   const bytes = byteSize(m.content, data);
   const inline = bodyKey === undefined;
-  tx.run('INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)', [
-    m.id,
-    m.conversation_id,
-    m.role,
-    inline ? m.content : '',
-    m.timestamp,
-    m.tool_name ?? null,
-    m.user_id ?? null,
-    inline ? data : null,
-    m.client_key ?? null,
-    bodyKey ?? null,
-    bytes,
-  ]);
   // Activity only moves forward, even if messages are stored out of timestamp order. The preview is
   // kept on the row so listing conversations never reads a body.
   const preview = m.role === 'tool' || m.role === 'summary' ? null : previewOf(m.content);
-  const bumped = tx.run('UPDATE conversations SET updated_at = max(updated_at, ?), bytes = bytes + ?, last_message = coalesce(?, last_message), hot = 1 WHERE id = ?', [
-    m.timestamp,
-    bytes,
-    preview,
-    m.conversation_id,
-  ]);
-  if (bumped.changes === 0) throw new Error(`conversation ${m.conversation_id} not found`);
+  return [
+    {
+      sql: 'INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      params: [m.id, m.conversation_id, m.role, inline ? m.content : '', m.timestamp, m.tool_name ?? null, m.user_id ?? null, inline ? data : null, m.client_key ?? null, bodyKey ?? null, bytes],
+    },
+    {
+      sql: 'UPDATE conversations SET updated_at = max(updated_at, ?), bytes = bytes + ?, last_message = coalesce(?, last_message), hot = 1 WHERE id = ?',
+      params: [m.timestamp, bytes, preview, m.conversation_id],
+      check: (changes) => {
+        if (changes === 0) throw notFound(m.conversation_id);
+      },
+    },
+  ];
+}
+
+function notFound(conversationId: string): Error {
+  return new Error(`conversation ${conversationId} not found`);
 }
 
 /** A cold row (history/cold.ts) as sql.js holds a message: its body in history.db under `body_key`. */
@@ -147,22 +150,40 @@ export class MessagesRepo {
    * durable together (WriteTx.keepBodies), and that is all this waits for. The worker's write is not
    * waited for (it is grouped with the bodies that follow, and `sync` covers it before the journal lets
    * go of the record), except while the worker is behind by more than HistoryStore allows in memory.
-   * `alsoInTx` writes more in the same transaction (rows that must appear with these messages);
+   * `alsoInTx` writes more in the same transaction (rows that must appear with these messages): statements
+   * known before they run (a reply's usage row: the transaction is then planned, Database.writePlanned), or
+   * a callback;
    * `options` are Database.write's (a turn's user message defers its sync: agent/user-commit.ts). `extra`:
    * more bodies written and journaled the same way, for rows `alsoInTx` writes (given their keys; a webhook
    * delivery's).
    */
-  async appendMany(messages: readonly NewMessage[], alsoInTx?: (tx: WriteTx, extra: KeyedBody[]) => void, options?: WriteOptions, extra?: ExtraBodies): Promise<void> {
+  async appendMany(messages: readonly NewMessage[], alsoInTx?: ((tx: WriteTx, extra: KeyedBody[]) => void) | readonly PlannedOp[], options?: WriteOptions, extra?: ExtraBodies): Promise<void> {
     const sources = extra ? [...messages, ...extra.bodies] : messages;
     if (sources.length === 0) return;
     const { bodies, written, behind } = this.writeBodies(sources);
     let durable: Promise<void>;
     try {
-      durable = this.db.write((tx) => {
-        messages.forEach((m, i) => insertMessage(tx, m, bodies[i].key));
-        tx.keepBodies(bodies);
-        alsoInTx?.(tx, bodies.slice(messages.length));
-      }, options);
+      // Known before they run, its statements go after its record's hand-off (a reply: writePlanned).
+      durable =
+        typeof alsoInTx === 'function' || extra
+          ? this.db.write((tx) => {
+              messages.forEach((m, i) => insertMessage(tx, m, bodies[i].key));
+              tx.keepBodies(bodies);
+              if (typeof alsoInTx === 'function') alsoInTx(tx, bodies.slice(messages.length));
+              else if (alsoInTx) runPlanned(tx, alsoInTx);
+            }, options)
+          : this.db.writePlanned(
+              [...messages.flatMap((m, i) => messageOps(m, bodies[i].key)), ...(alsoInTx ?? [])],
+              bodies,
+              options,
+              // Asked before the hand-off, so that a conversation not found journals nothing (its check,
+              // after, can then no longer fail: nothing runs in between).
+              () => {
+                for (const id of new Set(messages.map((m) => m.conversation_id))) {
+                  if (this.db.get('SELECT 1 AS present FROM conversations WHERE id = ?', [id]) === undefined) throw notFound(id);
+                }
+              },
+            );
     } catch (err) {
       this.discardBodies(bodies.map((b) => b.key));
       throw err;

@@ -18,6 +18,12 @@ export interface JournalRecord {
    * history.db that lost them (store/history/restore.ts). Not SQL: replay into sql.js skips them.
    */
   bodies?: KeyedBody[];
+  /**
+   * A void record (no ops): the record of this seq, handed to the file before its statements ran
+   * (Database.writePlanned), failed to apply and was rolled back; replay skips it. Always in the same
+   * segment as that record (Journal.voidRecord).
+   */
+  voids?: number;
 }
 
 /** Bytes of a segment that are not records. */
@@ -87,6 +93,13 @@ function decodeBodies(value: unknown): KeyedBody[] {
   });
 }
 
+/** The seqs these records void (a void record's `voids`): records replay skips. */
+export function voidedSeqs(records: readonly JournalRecord[]): Set<number> {
+  const voided = new Set<number>();
+  for (const record of records) if (record.voids !== undefined) voided.add(record.voids);
+  return voided;
+}
+
 /** `<crc32 of json, 8 hex> <json>\n`: JSON escapes newlines, so one record is exactly one line. */
 export function encodeRecord(record: JournalRecord): Buffer {
   const json = JSON.stringify({
@@ -95,6 +108,7 @@ export function encodeRecord(record: JournalRecord): Buffer {
     ...(record.bodies && record.bodies.length > 0
       ? { b: record.bodies.map((b) => (b.cut ? [b.key, b.conversation_id, b.role, b.content, b.data, 1] : [b.key, b.conversation_id, b.role, b.content, b.data])) }
       : {}),
+    ...(record.voids !== undefined ? { v: record.voids } : {}),
   });
   const crc = crc32(json).toString(16).padStart(8, '0');
   return Buffer.from(`${crc} ${json}\n`, 'utf8');
@@ -107,10 +121,11 @@ function decodeLine(line: Buffer): JournalRecord | null {
   const body = line.subarray(9);
   if (crc32(body) !== parseInt(hex, 16)) return null;
   try {
-    const value = JSON.parse(body.toString('utf8')) as { seq?: unknown; ops?: unknown; b?: unknown };
+    const value = JSON.parse(body.toString('utf8')) as { seq?: unknown; ops?: unknown; b?: unknown; v?: unknown };
     if (typeof value !== 'object' || value === null) return null;
-    const { seq, ops, b } = value;
+    const { seq, ops, b, v } = value;
     if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1 || !Array.isArray(ops)) return null;
+    if (v !== undefined && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1 || v >= seq || ops.length > 0)) return null;
     const decoded: Op[] = ops.map((op: unknown) => {
       if (!Array.isArray(op) || typeof op[0] !== 'string') throw new Error('bad op');
       const params = op[1];
@@ -118,7 +133,9 @@ function decodeLine(line: Buffer): JournalRecord | null {
       if (!Array.isArray(params)) throw new Error('bad params');
       return [op[0], params.map(decodeParam)] as const;
     });
-    return b === undefined ? { seq, ops: decoded } : { seq, ops: decoded, bodies: decodeBodies(b) };
+    const record: JournalRecord = b === undefined ? { seq, ops: decoded } : { seq, ops: decoded, bodies: decodeBodies(b) };
+    if (v !== undefined) record.voids = v;
+    return record;
   } catch {
     return null;
   }

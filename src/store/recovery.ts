@@ -6,7 +6,7 @@ import { copyFile, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Database as SqlJsDatabase } from 'sql.js';
 import type { Logger } from '../log/logger';
-import { scanRecords } from './record';
+import { scanRecords, voidedSeqs } from './record';
 import type { DamagedRange, ScannedRecords } from './record';
 import type { KeyedBody } from './history/protocol';
 import { fsyncDir, listSegments, replayRecords } from './replay';
@@ -184,7 +184,8 @@ export async function recoverJournal(
     }
     applied += result.applied;
     lastSeq = result.lastSeq;
-    for (const record of scan.records) if (record.seq > snapshotSeq && record.bodies) bodies.push(...record.bodies);
+    const voided = voidedSeqs(scan.records);
+    for (const record of scan.records) if (record.seq > snapshotSeq && record.bodies && !voided.has(record.seq)) bodies.push(...record.bodies);
     const maxSeq = scan.records.length > 0 ? scan.records[scan.records.length - 1].seq : 0;
     segments.push({ n: file.n, path: file.path, size: scan.validBytes, maxSeq });
 

@@ -3,6 +3,7 @@
 import { open, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Database as SqlJsDatabase } from 'sql.js';
+import { voidedSeqs } from './record';
 import type { JournalRecord } from './record';
 import { queryOne, runControl, runOp, StatementCache } from './statements';
 
@@ -78,7 +79,9 @@ export interface ReplayFailure {
 /**
  * Applies records with seq > afterSeq, in order. A record that fails to apply (it succeeded when
  * written, so this means a bug or a damaged snapshot) is skipped and reported rather than dropping
- * every record after it.
+ * every record after it. A record a later void record names (`voids`: its statements failed live and
+ * were rolled back) is skipped, and so is the void record: `records` must hold both (they are always in
+ * one segment).
  */
 export function replayRecords(
   db: SqlJsDatabase,
@@ -90,9 +93,14 @@ export function replayRecords(
   let skipped = 0;
   let lastSeq = afterSeq;
   const failures: ReplayFailure[] = [];
+  const voided = voidedSeqs(records);
   for (const record of records) {
     if (record.seq <= afterSeq) {
       skipped++;
+      continue;
+    }
+    if (voided.has(record.seq) || record.voids !== undefined) {
+      lastSeq = record.seq;
       continue;
     }
     try {

@@ -1,4 +1,4 @@
-import type { Database, WriteTx } from './database';
+import type { Database, PlannedOp, WriteTx } from './database';
 import type { HistoryStore } from './history/history-store';
 
 /**
@@ -150,6 +150,37 @@ const ADD_CONVERSATION_SUMS = `UPDATE conversations SET usage_input = coalesce(u
 const SET_CONVERSATION_LAST = `UPDATE conversations SET usage_last_at = ?, usage_context_used = ?, usage_context_window = ?
   WHERE id = ? AND (usage_last_at IS NULL OR usage_last_at <= ?)`;
 
+/**
+ * The statement `UsageRepo.record` runs, known before it runs: a reply's planned write carries it
+ * (MessagesRepo.appendMany, Database.writePlanned).
+ */
+export function usageOp(u: NewUsage): PlannedOp {
+  return {
+    sql: `INSERT INTO usage (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (message_id) DO UPDATE SET updated_at = excluded.updated_at, day = excluded.day, provider = excluded.provider, model = excluded.model,
+         input = input + excluded.input, output = output + excluded.output, cached = cached + excluded.cached,
+         cost_micro = cost_micro + excluded.cost_micro, estimated = max(estimated, excluded.estimated), calls = calls + excluded.calls,
+         context_used = excluded.context_used, context_window = excluded.context_window`,
+    params: [
+      u.message_id,
+      u.conversation_id,
+      u.source,
+      u.day,
+      u.updated_at,
+      u.provider,
+      u.model,
+      u.input,
+      u.output,
+      u.cached,
+      u.cost_micro,
+      u.estimated ? 1 : 0,
+      u.calls,
+      u.context_used,
+      u.context_window,
+    ],
+  };
+}
+
 export class UsageRepo {
   /** Whether the schema has the sums of moved rows per day (migration 19) and per conversation (migration 22), asked once. */
   private moved: boolean | undefined;
@@ -169,15 +200,8 @@ export class UsageRepo {
 
   /** `record` inside a caller's transaction (a reply and its turn's usage: one durable commit). */
   recordIn(tx: WriteTx, usage: NewUsage): void {
-    const u = usage;
-    tx.run(
-      `INSERT INTO usage (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (message_id) DO UPDATE SET updated_at = excluded.updated_at, day = excluded.day, provider = excluded.provider, model = excluded.model,
-         input = input + excluded.input, output = output + excluded.output, cached = cached + excluded.cached,
-         cost_micro = cost_micro + excluded.cost_micro, estimated = max(estimated, excluded.estimated), calls = calls + excluded.calls,
-         context_used = excluded.context_used, context_window = excluded.context_window`,
-      [u.message_id, u.conversation_id, u.source, u.day, u.updated_at, u.provider, u.model, u.input, u.output, u.cached, u.cost_micro, u.estimated ? 1 : 0, u.calls, u.context_used, u.context_window],
-    );
+    const { sql, params } = usageOp(usage);
+    tx.run(sql, params);
   }
 
   /**

@@ -69,11 +69,16 @@ export interface PlannedOp {
 
 /** Runs planned statements inside a caller's transaction, each then its check. */
 export function runPlanned(tx: WriteTx, ops: readonly PlannedOp[]): void {
-  for (const op of ops) {
+  checkEach(ops, (op) => tx.run(op.sql, op.params).changes);
+}
+
+/** Each of `ops` run (`run` answers the rows it changed), then its check. */
+function checkEach(ops: readonly PlannedOp[], run: (op: PlannedOp, i: number) => number): void {
+  ops.forEach((op, i) => {
     // Run first: `op.check?.(...)` would not evaluate its argument without a check.
-    const { changes } = tx.run(op.sql, op.params);
+    const changes = run(op, i);
     op.check?.(changes);
-  }
+  });
 }
 
 export interface RunResult {
@@ -418,10 +423,7 @@ export class Database {
     this.inWrite = true;
     try {
       this.transaction(() => {
-        ops.forEach((op, i) => {
-          const changes = runOp(this.sql, this.cache, op.sql, normalized[i]);
-          op.check?.(changes);
-        });
+        checkEach(ops, (op, i) => runOp(this.sql, this.cache, op.sql, normalized[i]));
         for (const [sql, params] of riders) runOp(this.sql, this.cache, sql, params);
       });
     } catch (err) {

@@ -310,8 +310,10 @@ export class Journal {
   rotate(): Promise<void> {
     return this.enqueueIo(async () => {
       if (this.activeSize === 0 || this.failure) return;
-      // A closed segment is never synced again: what waits for a sync in it gets one first.
-      if (this.unsynced.length > 0) await this.commit([], 0);
+      // A closed segment is never synced again: what waits for a sync in it gets one first. What a full
+      // disk left owed is written first too (a void record must stay in its record's segment: replay
+      // looks for it there); while the disk still refuses it, the segment is not closed (this rejects).
+      if (this.unsynced.length > 0 || this.owed.length > 0) await this.commit([], 0);
       await this.rotateNow();
     });
   }

@@ -4,7 +4,8 @@
 // hand-off rolls the live store back and voids the record (a void record, which replay skips): the
 // journal replayed, at the next open or by the compaction worker, gives what the live store holds.
 import assert from 'node:assert/strict';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { open, readdir, readFile, writeFile } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { openStore, usageOp } from '../../src/store/index';
@@ -38,6 +39,28 @@ async function cutJournal(dir: string, keep: number): Promise<void> {
   );
 }
 
+/**
+ * Calls `seen` with every buffer a FileHandle is asked to write (the journal's segments are written through
+ * FileHandle.write), before the write runs; `refuse` makes that write fail as a full disk does. Returns the restore.
+ */
+async function onJournalWrite(seen: (data: Buffer) => void, refuse: (data: Buffer) => boolean = () => false): Promise<() => void> {
+  const probe = await open(__filename, 'r');
+  const proto = Object.getPrototypeOf(probe) as { write: (this: FileHandle, ...args: unknown[]) => Promise<unknown> };
+  await probe.close();
+  const { write } = proto;
+  proto.write = async function (this: FileHandle, ...args: unknown[]) {
+    const data = args[0];
+    if (Buffer.isBuffer(data)) {
+      seen(data);
+      if (refuse(data)) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+    }
+    return write.apply(this, args);
+  };
+  return () => {
+    proto.write = write;
+  };
+}
+
 function messageIds(store: Store): string[] {
   return store.db.all<{ id: string }>('SELECT id FROM messages ORDER BY seq').map((r) => r.id);
 }
@@ -53,8 +76,16 @@ test('a planned write resolves once durable, its record in the file before its s
   t.after(() => db.close());
   const syncs = await datasyncGate(t);
   syncs.hold();
+  // What the table held when each journal write reached the file handle (review17a: without this the test
+  // passed with Database.write in writePlanned's place).
+  const seen: string[][] = [];
+  const restore = await onJournalWrite((data) => {
+    if (data.includes('INSERT INTO t')) seen.push(tableValues(db));
+  });
+  t.after(restore);
   const before = db.lastWrite;
   const durable = db.writePlanned([{ sql: 'INSERT INTO t VALUES (?)', params: ['a'] }], []);
+  assert.deepEqual(seen, [[]], 'its record handed to the file before its statement ran');
   assert.equal(db.lastWrite, before + 1);
   assert.deepEqual(tableValues(db), ['a'], 'applied in the same synchronous block');
   await db.written();
@@ -87,6 +118,11 @@ test('a planned write whose check fails after the hand-off is rolled back live a
   );
   assert.deepEqual(tableValues(db), ['kept'], 'rolled back at once');
   await assert.rejects(refused, /nothing to update/);
+  // In the journal: the record, then a void record naming its seq (review17a: the test passed without either).
+  const lines = (await journalLines(dir)).map((l) => JSON.parse(l.slice(9)) as { seq: number; v?: number; ops: unknown[] });
+  const record = lines.find((l) => JSON.stringify(l.ops).includes('gone'));
+  assert.ok(record, 'the record was handed to the file');
+  assert.deepEqual(lines.at(-1), { seq: record.seq + 1, ops: [], v: record.seq }, 'its void record follows it');
   await db.write((tx) => tx.run('INSERT INTO t VALUES (?)', ['after']));
   assert.deepEqual(tableValues(db), ['kept', 'after']);
   await db.close();
@@ -197,4 +233,40 @@ test('a reply with its usage row in one planned write: both applied, both replay
   store = await openStore(dir);
   assert.deepEqual(messageIds(store), ['r1']);
   assert.deepEqual(rows(), [{ message_id: 'r1', input: 10, output: 5, cost_micro: 7 }]);
+});
+
+test('a void record a full disk refuses stays with its record: a rotation asked meanwhile does not close the segment without it', LIMIT, async (t) => {
+  const { dir, cleanup } = await tempDir('planned-write-');
+  t.after(cleanup);
+  let db = await openTable(dir);
+  t.after(() => db.close());
+  await db.write((tx) => tx.run('INSERT INTO t VALUES (?)', ['kept']));
+  let refuseVoid = true;
+  const restore = await onJournalWrite(
+    () => undefined,
+    (data) => refuseVoid && data.includes('"v":'),
+  );
+  t.after(restore);
+  // compact() (backups call it) asks the journal's rotation in the same tick as the failing write.
+  const compacted = db.compact().catch((error: unknown) => error);
+  const refused = db.writePlanned(
+    [
+      {
+        sql: 'INSERT INTO t VALUES (?)',
+        params: ['gone'],
+        check: () => {
+          throw new Error('refused by its check');
+        },
+      },
+    ],
+    [],
+  );
+  await assert.rejects(refused, /refused by its check/);
+  await compacted;
+  refuseVoid = false;
+  await db.write((tx) => tx.run('INSERT INTO t VALUES (?)', ['after']));
+  assert.deepEqual(tableValues(db), ['kept', 'after']);
+  await db.close();
+  db = await openTable(dir);
+  assert.deepEqual(tableValues(db), ['kept', 'after'], 'a restart gives what the live store held');
 });

@@ -309,7 +309,7 @@ export class Journal {
   /** Closes the active segment (if it holds anything) and starts a new one. */
   rotate(): Promise<void> {
     return this.enqueueIo(async () => {
-      if (this.activeSize === 0 || this.failure) return;
+      if (this.activeSize === 0 || this.failure || this.fhClosed) return;
       // A closed segment is never synced again: what waits for a sync in it gets one first. What a full
       // disk left owed is written first too (a void record must stay in its record's segment: replay
       // looks for it there); while the disk still refuses it, the segment is not closed (this rejects).

@@ -332,9 +332,10 @@ export class Agent {
           if (free) this.deps.onActivity?.(conversationId, sourceText(input.source));
         },
       );
-      // The record's write is handed to the pool at the loop's next check phase (the journal's immediate,
-      // asked by the append above, runs first): the request is built after that, while the record is
-      // written, rather than before its write begins.
+      // The record's write is handed to the pool before its statements ran (a planned write, when nothing
+      // else is in flight) or at the loop's next check phase (the journal's immediate, asked by the append
+      // above, runs first); the history cache adds its row there too: the request is built after that,
+      // while the record is written.
       if (stored.applied) await new Promise(setImmediate);
       return this.answer(conversationId, input, commit.events(onEvent), stored.message.id, area, commit);
     });
@@ -545,15 +546,13 @@ export class Agent {
       () =>
         store.messages.appendMany(
           [message],
-          (tx) =>
-            bindAttachments(
-              tx,
-              attachments.map((a) => a.attachment_id),
-              conversationId,
-            ),
+          bindAttachments(
+            attachments.map((a) => a.attachment_id),
+            conversationId,
+          ),
           DEFER_SYNC,
         ),
-      // Its rows are added at the check phase, after the journal's immediate starts the record's write.
+      // Its rows are added at the check phase, after the record's write has started (at once, or the journal's immediate).
       true,
     );
     const durable = Promise.all([created, appended]).then(ignore);

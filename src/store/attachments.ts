@@ -1,4 +1,4 @@
-import type { Database, WriteTx } from './database';
+import type { Database, PlannedOp, WriteTx } from './database';
 
 /**
  * An uploaded file: its bytes are a blob (store.blobs, by `hash`), this row says what it is and who may
@@ -21,9 +21,12 @@ export interface AttachmentRow {
 
 const COLUMNS = 'id, hash, name, mime, kind, size, uploader, created_at, conversation_id';
 
-/** Marks the attachments as carried by a message of the conversation, in the transaction storing that message. */
-export function bindAttachments(tx: WriteTx, ids: readonly string[], conversationId: string): void {
-  for (const id of ids) tx.run('UPDATE attachments SET conversation_id = ? WHERE id = ? AND conversation_id IS NULL', [conversationId, id]);
+/**
+ * Marks the attachments as carried by a message of the conversation: statements for the transaction storing
+ * that message (MessagesRepo.appendMany's planned statements), known before they run.
+ */
+export function bindAttachments(ids: readonly string[], conversationId: string): PlannedOp[] {
+  return ids.map((id) => ({ sql: 'UPDATE attachments SET conversation_id = ? WHERE id = ? AND conversation_id IS NULL', params: [conversationId, id] }));
 }
 
 /** Records an attachment inside a caller's transaction (an image a tool showed, with its result). */

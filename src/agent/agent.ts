@@ -558,8 +558,10 @@ export class Agent {
     const durable = Promise.all([created, appended]).then(ignore);
     // Asked in the tick of the writes above, so it covers their record. A write not applied (refused, or
     // left for later behind a full disk's owed records) has only its own promise to tell. Applied, its
-    // transaction moved the database's last write (nothing else wrote in between: no read needed).
-    const applied = store.db.lastWrite !== before;
+    // transaction moved the database's last write by one record (nothing else wrote in between: no read
+    // needed); a planned write refused after its record's hand-off moved it by two (the record and its
+    // void record) and applied nothing (review17d: the model was asked, a reply stored after nothing).
+    const applied = store.db.lastWrite === before + 1;
     const written = (applied ? store.db.written() : undefined) ?? durable;
     // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
     return { message: { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) }, applied, written, durable };

@@ -4,7 +4,7 @@ import { contextOf, fenced } from '../chat-context';
 import type { ChatMessage } from '../providers/types';
 import type { ToolCallData } from '../transcript';
 import { environmentBlock, momentNote, type MomentFacts, type WorkplaceFacts } from './environment';
-import { GitStatusCache } from './git-status';
+import { GitStatusCache, type GitSummary } from './git-status';
 import { InstructionFiles, sameStrings, type InstructionFile, type InstructionFileInfo } from './instruction-files';
 import { systemPromptOf } from './system-prompt';
 
@@ -74,9 +74,11 @@ export class TurnContext {
 
   /** The turn's note, sent after the conversation (computed once a turn: git is asked then). */
   moment(facts: Omit<MomentFacts, 'roots' | 'git'>, roots: readonly string[] = this.workspaceRoots()): Promise<ChatMessage> {
-    const { git } = this;
-    return momentNote({ ...facts, roots, git: (folder) => (git ? git.summary(folder) : Promise.resolve(undefined)) }).then((content) => ({ role: 'user', content, moment: true }));
+    return momentNote({ client: facts.client, remote: facts.remote, now: facts.now, roots, git: this.gitSummary }).then(momentMessage);
   }
+
+  /** git's summary of a folder (none in a practice twin), made once (momentNote asks it each turn). */
+  private readonly gitSummary = (folder: string): Promise<GitSummary | undefined> => (this.git ? this.git.summary(folder) : Promise.resolve(undefined));
 
   /**
    * Reads ahead what a first turn would wait for, so it is answered as fast as the next (the service's
@@ -126,6 +128,10 @@ export class TurnContext {
     this.lastSystem = { prompt, files, model: workplace.model, contextWindow: workplace.contextWindow, roots: [...roots], content };
     return { role: 'system', content };
   }
+}
+
+function momentMessage(content: string): ChatMessage {
+  return { role: 'user', content, moment: true };
 }
 
 /** What a system message is made of besides what stays for the process (the OS, the shell), and its text. */

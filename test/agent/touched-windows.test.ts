@@ -5,7 +5,9 @@ import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { TouchedWindows, touchedPaths, TurnContext } from '../../src/agent/prompt/turn-context';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { MAX_TOUCHED_WINDOWS, TouchedWindows, touchedPaths, TurnContext } from '../../src/agent/prompt/turn-context';
 import type { ServiceConfig } from '../../src/protocol';
 import type { MessageRow } from '../../src/store';
 import { tempDir } from '../helpers/temp';
@@ -85,4 +87,32 @@ test('the system message of a kept window is the one a new context makes', async
   assert.ok(both.includes('rules of one') && both.includes('rules of two'));
   const later = await said(history.slice(3));
   assert.ok(!later.includes('rules of one') && later.includes('rules of two'));
+});
+
+/** A full, synchronous garbage collection (the flag set at run time, `gc` taken from a fresh context). */
+function collect(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
+
+test('a kept window holds no row: a conversation the history cache let go (or deleted) is not kept alive by its touched paths (review18b)', async () => {
+  const windows = new TouchedWindows();
+  // A row as big as a chat frame may make; once nothing else holds it, neither may the kept window.
+  const held = (() => {
+    const rows = [row('big', 'user', 'one/x.ts'), { ...row('big', 'assistant'), content: 'x'.repeat(1_000_000) }];
+    windows.of(rows);
+    return new WeakRef(rows[1]);
+  })();
+  // WeakRefs keep their target until the job that made them ends.
+  await new Promise((resolve) => setImmediate(resolve));
+  collect();
+  assert.equal(held.deref(), undefined);
+});
+
+test('at most MAX_TOUCHED_WINDOWS conversations are kept, the least recently asked let go first', () => {
+  const windows = new TouchedWindows();
+  for (let c = 0; c <= MAX_TOUCHED_WINDOWS; c++) windows.of([row(`c${c}`, 'user', `p${c}/x.ts`)]);
+  assert.equal(windows.size, MAX_TOUCHED_WINDOWS);
+  assert.equal(windows.holds('c0'), false);
+  assert.equal(windows.holds(`c${MAX_TOUCHED_WINDOWS}`), true);
 });

@@ -177,17 +177,21 @@ export const MAX_TOUCHED_WINDOWS = 64;
  * anew: new objects), and a window holds every row of its conversation from its first to its last; so
  * the last window's last row, found again by identity in the new window whose first row is not older
  * than the last window's, says the rows up to it are the last window's from that first row on.
- * Anything else (another array of rows, read elsewhere) is scanned whole.
+ * Anything else (another array of rows, read elsewhere) is scanned whole. The last row is held weakly: a
+ * row may be a chat frame's size, and a conversation the history cache let go (its bytes bound) or
+ * deleted must not stay in memory for its touched paths (review18b); a row collected is a window scanned
+ * whole.
  */
 export class TouchedWindows {
-  private readonly windows = new Map<string, { first: number; last: MessageRow; found: { seq: number; paths: string[] }[]; touched: Touched }>();
+  private readonly windows = new Map<string, { first: number; last: WeakRef<MessageRow>; lastSeq: number; found: { seq: number; paths: string[] }[]; touched: Touched }>();
 
   of(rows: readonly MessageRow[]): Touched {
     if (rows.length === 0) return { touched: [], key: '' };
     const conversation = rows[0].conversation_id;
     const kept = this.windows.get(conversation);
     let at = -1;
-    if (kept && rows[0].seq >= kept.first) for (let i = rows.length - 1; i >= 0 && rows[i].seq >= kept.last.seq; i--) if (rows[i] === kept.last) at = i;
+    const last = kept && rows[0].seq >= kept.first ? kept.last.deref() : undefined;
+    if (kept && last) for (let i = rows.length - 1; i >= 0 && rows[i].seq >= kept.lastSeq; i--) if (rows[i] === last) at = i;
     let found: { seq: number; paths: string[] }[];
     let same: boolean;
     if (kept && at >= 0) {
@@ -211,12 +215,23 @@ export class TouchedWindows {
     }
     const touched = same && kept ? kept.touched : touchedOf(found);
     this.windows.delete(conversation);
-    this.windows.set(conversation, { first: rows[0].seq, last: rows[rows.length - 1], found, touched });
+    const newest = rows[rows.length - 1];
+    this.windows.set(conversation, { first: rows[0].seq, last: new WeakRef(newest), lastSeq: newest.seq, found, touched });
     for (const oldest of this.windows.keys()) {
       if (this.windows.size <= MAX_TOUCHED_WINDOWS) break;
       this.windows.delete(oldest);
     }
     return touched;
+  }
+
+  /** How many conversations are kept (tests). */
+  get size(): number {
+    return this.windows.size;
+  }
+
+  /** Whether the conversation's last window is kept (tests). */
+  holds(conversationId: string): boolean {
+    return this.windows.has(conversationId);
   }
 }
 

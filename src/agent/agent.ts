@@ -332,11 +332,11 @@ export class Agent {
           if (free) this.deps.onActivity?.(conversationId, sourceText(input.source));
         },
       );
-      // With nothing else in flight the record is in the file already (written on the loop: Journal.writeNow)
-      // and the turn goes on at once (the history cache adds its row when the request reads the rows).
-      // Else its write is handed to the pool at the loop's next check phase (the journal's immediate, asked
-      // by the append above, runs first): the request is built after that, while the record is written.
-      if (stored.applied && !stored.inFile) await new Promise(setImmediate);
+      // The record's write is handed to the pool before its statements ran (a planned write, when nothing
+      // else is in flight) or at the loop's next check phase (the journal's immediate, asked by the append
+      // above, runs first); the history cache adds its row there too: the request is built after that,
+      // while the record is written.
+      if (stored.applied) await new Promise(setImmediate);
       return this.answer(conversationId, input, commit.events(onEvent), stored.message.id, area, commit);
     });
   }
@@ -507,16 +507,16 @@ export class Agent {
 
   /**
    * Stores the user message, and a new conversation's row with it (one journal record, its sync deferred:
-   * UserCommit): applied at once; `written` once their record is in the journal's file (`inFile`: it is
-   * already, written on the loop), `durable` once it is fdatasynced (asked by `store.db.flush()` or any
-   * later commit). `message` is what its followers are shown.
+   * UserCommit): applied at once; `written` once their record is in the journal's file, `durable` once
+   * it is fdatasynced (asked by `store.db.flush()` or any later commit). `message` is what its followers
+   * are shown.
    */
   private storeUserMessage(
     conversationId: string,
     create: boolean,
     input: ChatInput,
     checkedAt: number | undefined,
-  ): { message: Message; applied: boolean; inFile: boolean; written: Promise<void>; durable: Promise<void> } {
+  ): { message: Message; applied: boolean; written: Promise<void>; durable: Promise<void> } {
     const { store } = this.deps;
     const now = new Date().toISOString();
     let created: Promise<void> | undefined;
@@ -562,10 +562,9 @@ export class Agent {
     // needed); a planned write refused after its record's hand-off moved it by two (the record and its
     // void record) and applied nothing (review17d: the model was asked, a reply stored after nothing).
     const applied = store.db.lastWrite === before + 1;
-    const inFile = applied && store.db.writtenNow;
     const written = (applied ? store.db.written() : undefined) ?? durable;
     // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
-    return { message: { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) }, applied, inFile, written, durable };
+    return { message: { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) }, applied, written, durable };
   }
 
   /**

@@ -531,11 +531,6 @@ export class Database {
     return this.journal.written();
   }
 
-  /** Whether every write made so far is in the journal's file now (a deferred one written on the loop): `written()` resolves at once. */
-  get writtenNow(): boolean {
-    return this.journal.writtenNow;
-  }
-
   /** Resolves once every write made so far is durable (a deferred one's sync is asked for now). */
   flush(): Promise<void> {
     return this.journal.barrier();

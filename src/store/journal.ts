@@ -1,4 +1,5 @@
-import { unlink } from 'node:fs/promises';
+import { open, unlink } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log/logger';
 import { ServiceError } from '../protocol/errors';
@@ -8,8 +9,6 @@ import type { KeyedBody } from './history/protocol';
 import type { LiveSegment } from './recovery';
 import { fsyncDir, segmentPath } from './replay';
 import { PRIVATE_FILE_MODE } from '../platform/file-modes';
-import { NOWHERE, SegmentHandle, writeAll, writeAllSync } from './segment-file';
-import type { SegmentFile } from './segment-file';
 
 export const DEFAULT_SEGMENT_BYTES = 4 * 1024 * 1024;
 /** Errors after which the disk may take writes again once space is freed. */
@@ -55,6 +54,30 @@ function settled(): Settled {
 
 function newBatch(): Batch {
   return { buffers: [], bytes: 0, ...settled(), written: settled(), sync: false, voids: false, alone: false };
+}
+
+/** What the journal does with its segment's file: a FileHandle, or nothing at all (Journal.scratch). */
+interface SegmentFile {
+  write(data: Buffer, offset: number, length: number, position: null): Promise<{ bytesWritten: number }>;
+  datasync(): Promise<void>;
+  truncate(length: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A segment file that takes every byte and keeps none: the warm-up's practice turn writes nowhere. */
+const NOWHERE: SegmentFile = {
+  write: async (_data, _offset, length) => ({ bytesWritten: length }),
+  datasync: async () => undefined,
+  truncate: async () => undefined,
+  close: async () => undefined,
+};
+
+async function writeAll(fh: SegmentFile, data: Buffer): Promise<void> {
+  let offset = 0;
+  while (offset < data.length) {
+    const { bytesWritten } = await fh.write(data, offset, data.length - offset, null);
+    offset += bytesWritten;
+  }
 }
 
 export interface JournalOptions {
@@ -119,13 +142,13 @@ export class Journal {
     let n: number;
     let file: string;
     let size: number;
-    let fh: SegmentFile;
+    let fh: FileHandle;
     let entryDurable: Promise<void> | null = null;
     if (state.active) {
       n = state.active.n;
       file = state.active.path;
       size = state.active.size;
-      fh = await SegmentHandle.open(file, 'a');
+      fh = await open(file, 'a');
       // Its entry may never have been made durable (the run that made it was killed before): made so
       // beside this run's first commit, as a new segment's is.
       entryDurable = fsyncDir(opts.dir);
@@ -134,7 +157,7 @@ export class Journal {
       n = state.maxN + 1;
       file = segmentPath(opts.dir, opts.fileName, n);
       size = 0;
-      fh = await SegmentHandle.open(file, 'ax', PRIVATE_FILE_MODE);
+      fh = await open(file, 'ax', PRIVATE_FILE_MODE);
       // The new segment's directory entry is made durable beside its first records' write and fdatasync
       // (commit waits for both), not before them: a new data directory's first commit (its schema) took
       // two fsyncs one after the other on the start's longest path (docs/design.md, "What a start makes durable").
@@ -197,11 +220,10 @@ export class Journal {
 
   /**
    * Journals one transaction (with the history.db bodies it refers to). Resolves once it is on disk
-   * (fdatasync done). With `deferSync` its record is written at once when nothing else is in flight
-   * (`writeNow`; else at the loop's next turn like any other) but not fdatasynced for its own sake: it
-   * waits for the next fdatasync of the file (another append's, or a `barrier()`, which its writer asks
-   * for before anything reveals it). In the file, a killed process cannot lose it (`written()`); only a
-   * power loss before that fdatasync can.
+   * (fdatasync done). With `deferSync` its record is written at the loop's next turn like any other but
+   * not fdatasynced for its own sake: it waits for the next fdatasync of the file (another append's, or
+   * a `barrier()`, which its writer asks for before anything reveals it). In the file, a killed process
+   * cannot lose it (`written()`); only a power loss before that fdatasync can.
    */
   append(ops: Op[], bodies?: KeyedBody[], deferSync = false, now = false): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
@@ -228,8 +250,7 @@ export class Journal {
 
   /**
    * Adds a record's bytes to the gathering batch, or to a new one whose flush is asked at the loop's next
-   * check phase (appends of this tick share it). A new batch that defers its sync is written on the loop
-   * when the io chain is idle (writeNow). `now`: with no write in flight or queued, the new batch's
+   * check phase (appends of this tick share it). `now`: with no write in flight or queued, the new batch's
    * write is handed to the pool at once, in this synchronous block. `queued`: its flush goes on the io
    * chain at once (behind what is there), not at the check phase.
    */
@@ -242,45 +263,13 @@ export class Journal {
     if (sync) batch.sync = true;
     if (created) {
       const flushed = batch;
-      if (!sync && this.ioPending === 0 && !this.owesWrites) this.writeNow(flushed);
-      else if (now && this.ioPending === 0) {
+      if (now && this.ioPending === 0) {
         flushed.alone = true;
         void this.enqueueIo(() => this.flush(flushed), true);
       } else if (queued) void this.enqueueIo(() => this.flush(flushed));
       else setImmediate(() => this.enqueueIo(() => this.flush(flushed)));
     }
     return batch.promise;
-  }
-
-  /**
-   * A new batch that defers its sync, with nothing on the io chain (no write, sync, rotation or retry in
-   * flight or queued, nothing owed): written on the loop now (`writeSync`: ~2 us for a record, where the
-   * pool's write costs a hand-off on this thread and its completion a loop turn), so it is `written` at
-   * once and waits in `unsynced` for the next fdatasync of the file, as a deferred batch the pool wrote
-   * does. Its records of this tick's later appends go in batches of their own (written now too, or
-   * gathering behind it). A write refused here takes the roads of a write the pool refused: the batch's
-   * flush starts at once with the error (commit), in flight until the segment is cut back and its
-   * records owed (a full disk) or the journal failed (anything else).
-   */
-  private writeNow(batch: Batch): void {
-    this.batch = null;
-    try {
-      writeAllSync(this.fh, batch.buffers[0]);
-    } catch (err) {
-      void this.enqueueIo(() => this.flush(batch, { error: err }), true);
-      return;
-    }
-    this.activeSize += batch.bytes;
-    batch.written.resolve();
-    this.unsynced.push(batch);
-  }
-
-  /**
-   * Whether everything appended so far is in the file now (nothing gathering, in flight or owed): what
-   * `written()` then resolves at once for.
-   */
-  get writtenNow(): boolean {
-    return this.batch === null && this.inflight === null && this.owed.length === 0 && this.failure === null;
   }
 
   /**
@@ -360,8 +349,7 @@ export class Journal {
     return next;
   }
 
-  /** `refused`: its write was made on the loop and failed (writeNow): commit meets that error instead of writing. */
-  private async flush(batch: Batch, refused?: { error: unknown }): Promise<void> {
+  private async flush(batch: Batch): Promise<void> {
     if (this.batch === batch) this.batch = null;
     if (this.failure) {
       batch.written.reject(this.failure);
@@ -370,7 +358,7 @@ export class Journal {
     }
     this.inflight = batch;
     try {
-      await this.commit(batch.buffers, batch.bytes, batch, refused);
+      await this.commit(batch.buffers, batch.bytes, batch);
       // A barrier asked while the write was finishing (after commit chose not to sync) is answered now.
       if (batch.sync && this.unsynced.includes(batch)) await this.commit([], 0);
     } catch (err) {
@@ -391,14 +379,13 @@ export class Journal {
    * durable too), unless the batch defers its sync: then it joins `unsynced`. On a full disk all of
    * them become owed. Without a batch: what a full disk left owed (retry).
    */
-  private async commit(buffers: Buffer[], bytes: number, batch?: Batch, refused?: { error: unknown }): Promise<void> {
+  private async commit(buffers: Buffer[], bytes: number, batch?: Batch): Promise<void> {
     const parts = this.owed.length > 0 ? [...this.owed, ...buffers] : buffers;
     const total = this.owedBytes + bytes;
     // Records a full disk refused were refused to their writers: they are only ever written with a sync
     // (and so is anything while a sync a full disk refused is owed).
     let sync = batch === undefined || batch.sync || this.owesWrites;
     try {
-      if (refused) throw refused.error;
       if (total > 0) await writeAll(this.fh, parts.length === 1 ? parts[0] : Buffer.concat(parts, total));
     } catch (err) {
       throw await this.writeFailed(err, parts, total);
@@ -497,7 +484,7 @@ export class Journal {
     if (code !== undefined && DISK_FULL_CODES.has(code)) {
       try {
         await this.fh.truncate(this.activeSize);
-        const reopened = await SegmentHandle.open(this.activePath, 'a');
+        const reopened = await open(this.activePath, 'a');
         await this.fh.close().catch(() => {});
         this.fh = reopened;
       } catch (cutErr) {
@@ -532,9 +519,9 @@ export class Journal {
   private async rotateNow(): Promise<void> {
     const n = this.activeN + 1;
     const next = segmentPath(this.opts.dir, this.opts.fileName, n);
-    let fh: SegmentFile | undefined;
+    let fh: FileHandle | undefined;
     try {
-      fh = await SegmentHandle.open(next, 'ax', PRIVATE_FILE_MODE);
+      fh = await open(next, 'ax', PRIVATE_FILE_MODE);
       await fsyncDir(this.opts.dir);
       this.entryAgain = false;
     } catch (err) {

@@ -1,10 +1,8 @@
-// A full disk faked in this thread's FileHandles (the journal's: history.db writes in its worker) and in the
-// journal's writes made on the loop (SegmentHandle.writeSync): while on, writes (or fdatasyncs) fail with
-// ENOSPC as a full disk's do. test/store/store-disk-full.test.ts
+// A full disk faked in this thread's FileHandles (the journal's: history.db writes in its worker): while
+// on, writes (or fdatasyncs) fail with ENOSPC as a full disk's do. test/store/store-disk-full.test.ts
 // fills a real tmpfs instead (it needs root); this one runs anywhere and can fail the sync alone.
 import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import { SegmentHandle } from '../../src/store/segment-file';
 
 export interface FullDiskFake {
   /** Which calls fail with ENOSPC from now on: none, write() (no space for new bytes) or datasync(). */
@@ -16,7 +14,6 @@ export async function fullDiskFake(t: { after: (fn: () => void) => void }): Prom
   const proto = Object.getPrototypeOf(probe) as FileHandle;
   await probe.close();
   const { write, datasync } = proto;
-  const { writeSync } = SegmentHandle.prototype;
   let failing: 'none' | 'writes' | 'syncs' = 'none';
   const full = () => Object.assign(new Error('ENOSPC: no space left on device (fake)'), { code: 'ENOSPC' });
   proto.write = function (this: FileHandle, ...args: unknown[]) {
@@ -27,14 +24,9 @@ export async function fullDiskFake(t: { after: (fn: () => void) => void }): Prom
     if (failing === 'syncs') return Promise.reject(full());
     return datasync.call(this);
   };
-  SegmentHandle.prototype.writeSync = function (this: SegmentHandle, data: Buffer, offset: number, length: number) {
-    if (failing === 'writes') throw full();
-    return writeSync.call(this, data, offset, length);
-  };
   t.after(() => {
     proto.write = write;
     proto.datasync = datasync;
-    SegmentHandle.prototype.writeSync = writeSync;
   });
   return { set: (next) => (failing = next) };
 }

@@ -333,10 +333,10 @@ export class Agent {
         },
       );
       // The record's write is handed to the pool before its statements ran (a planned write, when nothing
-      // else is in flight): the request is built at once, while it is written (the history cache adds the
-      // message's row when the request reads the rows). Else it is handed off at the loop's next check
-      // phase (the journal's immediate, asked by the append above, runs first): the request is built after.
-      if (stored.applied && this.deps.store.db.recordsWaiting) await new Promise(setImmediate);
+      // else is in flight) or at the loop's next check phase (the journal's immediate, asked by the append
+      // above, runs first); the history cache adds its row there too: the request is built after that,
+      // while the record is written.
+      if (stored.applied) await new Promise(setImmediate);
       return this.answer(conversationId, input, commit.events(onEvent), stored.message.id, area, commit);
     });
   }

@@ -523,15 +523,6 @@ export class Database {
   }
 
   /**
-   * Whether a write made so far waits for the loop's next check phase to have its record handed to the
-   * journal's file (false once every record is written or with the pool: Database.writePlanned's, when
-   * nothing else was in flight).
-   */
-  get recordsWaiting(): boolean {
-    return this.journal.gathering;
-  }
-
-  /**
    * Resolves once every write made so far is in the journal's file, not yet necessarily fdatasynced
    * (Journal.written): what a process killed from then on cannot lose. Undefined while a full disk
    * leaves records owed (a write made then is applied later): wait for the write's own promise.

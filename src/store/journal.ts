@@ -272,11 +272,6 @@ export class Journal {
     return batch.promise;
   }
 
-  /** Whether appended records wait for the loop's next check phase to be handed to the file (a gathering batch). */
-  get gathering(): boolean {
-    return this.batch !== null;
-  }
-
   /**
    * Resolves once everything appended so far is written to the file (its write() done, its fdatasync
    * maybe not yet): a process killed from then on loses none of it, a power loss still may (barrier()

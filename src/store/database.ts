@@ -15,7 +15,7 @@ import { recoverJournal } from './recovery';
 import type { Op, SqlParam, SqlParamInput } from './record';
 import { fsyncDir, hasMetaTable, META_TABLE_SQL, readSnapshotSeq } from './replay';
 import { PRIVATE_DIR_MODE } from '../platform/file-modes';
-import { keepLock, loadSqlJs } from './sqljs';
+import { keepLock, loadSqlJs, skipSyncs } from './sqljs';
 import type { KeyedBody } from './history/protocol';
 import { queryAll, queryOne, runControl, runOp, StatementCache } from './statements';
 
@@ -203,6 +203,7 @@ export class Database {
       // only needs to live in memory.
       sql.run('PRAGMA journal_mode = MEMORY');
       keepLock(sql);
+      skipSyncs(sql);
 
       const recovered = await recoverJournal(sql, cache, { dir: realDir, fileName, snapshotSeq, logger, recover: options.recover });
       const live = recovered.segments;
@@ -269,6 +270,7 @@ export class Database {
     const sql = new SQL.Database();
     sql.run('PRAGMA journal_mode = MEMORY');
     keepLock(sql);
+    skipSyncs(sql);
     // A statement a turn of the event loop: the whole schema in one exec held the loop 18-109 ms here.
     try {
       for (const statement of sql.iterateStatements(schema)) {

@@ -59,3 +59,17 @@ test('answers kept for a frozen table (a loaded service.json) are its own: a new
   assert.equal(contextWindowOf(shallow, 'local', 'm'), 200);
   assert.ok(Object.isFrozen(DEFAULT_PRICES));
 });
+
+test('the last answers looked at first are each their own table, question, provider and model', () => {
+  const frozen = (prices: Record<string, object>) => ({ prices: Object.freeze(Object.fromEntries(Object.entries(prices).map(([k, v]) => [k, Object.freeze(v)]))) });
+  const one = frozen({ 'p/a': { input: 1, output: 1, context_window: 100 }, 'p/b': { input: 2, output: 2, context_window: 200 }, 'q/a': { input: 3, output: 3, context_window: 300 } });
+  const two = frozen({ 'p/a': { input: 4, output: 4, context_window: 400 } });
+  for (let round = 0; round < 2; round++) {
+    assert.equal(contextWindowOf(one, 'p', 'a'), 100);
+    assert.equal(priceOf(one, 'p', 'a')?.input, 1, 'the price, not the window asked just before');
+    assert.equal(contextWindowOf(one, 'p', 'b'), 200, 'another model');
+    assert.equal(contextWindowOf(one, 'q', 'a'), 300, 'another provider');
+    assert.equal(contextWindowOf(two, 'p', 'a'), 400, 'another table');
+    assert.equal(priceOf(two, 'p', 'a')?.input, 4);
+  }
+});

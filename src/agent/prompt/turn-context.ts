@@ -4,7 +4,7 @@ import { contextOf, fenced } from '../chat-context';
 import type { ChatMessage } from '../providers/types';
 import type { ToolCallData } from '../transcript';
 import { environmentBlock, momentNote, type MomentFacts, type WorkplaceFacts } from './environment';
-import { GitStatusCache } from './git-status';
+import { GitStatusCache, type GitSummary } from './git-status';
 import { InstructionFiles, sameStrings, type InstructionFile, type InstructionFileInfo } from './instruction-files';
 import { systemPromptOf } from './system-prompt';
 
@@ -29,6 +29,8 @@ export class TurnContext {
   private readonly git: GitStatusCache | undefined;
   /** The last system message and what it was made of (systemMessage): made again only when one of them changed. */
   private lastSystem: SystemParts | undefined;
+  /** The touched paths of each conversation's last window of rows (TouchedWindows). */
+  private readonly touched = new TouchedWindows();
 
   constructor(
     private readonly workspaceRoots: () => string[],
@@ -72,9 +74,11 @@ export class TurnContext {
 
   /** The turn's note, sent after the conversation (computed once a turn: git is asked then). */
   moment(facts: Omit<MomentFacts, 'roots' | 'git'>, roots: readonly string[] = this.workspaceRoots()): Promise<ChatMessage> {
-    const { git } = this;
-    return momentNote({ ...facts, roots, git: (folder) => (git ? git.summary(folder) : Promise.resolve(undefined)) }).then((content) => ({ role: 'user', content, moment: true }));
+    return momentNote({ client: facts.client, remote: facts.remote, now: facts.now, roots, git: this.gitSummary }).then(momentMessage);
   }
+
+  /** git's summary of a folder (none in a practice twin), made once (momentNote asks it each turn). */
+  private readonly gitSummary = (folder: string): Promise<GitSummary | undefined> => (this.git ? this.git.summary(folder) : Promise.resolve(undefined));
 
   /**
    * Reads ahead what a first turn would wait for, so it is answered as fast as the next (the service's
@@ -108,8 +112,7 @@ export class TurnContext {
     turn: TurnInstructions = {},
     roots: readonly string[] = this.workspaceRoots(),
   ): Promise<ChatMessage> {
-    const touched = [...new Set(touchedPaths(rows))];
-    const key = touched.join('\n');
+    const { touched, key } = this.touched.of(rows);
     if (turn.files === undefined || turn.key !== key) {
       turn.files = await this.instructions.inForce([...roots], touched);
       turn.key = key;
@@ -125,6 +128,10 @@ export class TurnContext {
     this.lastSystem = { prompt, files, model: workplace.model, contextWindow: workplace.contextWindow, roots: [...roots], content };
     return { role: 'system', content };
   }
+}
+
+function momentMessage(content: string): ChatMessage {
+  return { role: 'user', content, moment: true };
 }
 
 /** What a system message is made of besides what stays for the process (the OS, the shell), and its text. */
@@ -153,23 +160,88 @@ export function instructionsText(files: readonly InstructionFile[]): string {
   return `# Instruction files in force\n${blocks.join('\n\n')}`;
 }
 
+/** A window's touched paths once (first occurrence kept, oldest first), and them joined: what a step compares. */
+interface Touched {
+  touched: string[];
+  key: string;
+}
+
+/** Conversations whose last window's touched paths are kept (TouchedWindows), most recently asked last. */
+export const MAX_TOUCHED_WINDOWS = 64;
+
+/**
+ * touchedPaths of each conversation's last window of rows, kept: a step's window is the last one with
+ * the rows stored since appended and, once the history cache holds its most, as many let go at its
+ * front (history-cache.ts), and every step scanned all of them again (500 rows: about 0.017 ms of a
+ * warm turn, issue 25). A row is never changed once made (the cache reads a cut or undone conversation
+ * anew: new objects), and a window holds every row of its conversation from its first to its last; so
+ * the last window's last row, found again by identity in the new window whose first row is not older
+ * than the last window's, says the rows up to it are the last window's from that first row on.
+ * Anything else (another array of rows, read elsewhere) is scanned whole.
+ */
+export class TouchedWindows {
+  private readonly windows = new Map<string, { first: number; last: MessageRow; found: { seq: number; paths: string[] }[]; touched: Touched }>();
+
+  of(rows: readonly MessageRow[]): Touched {
+    if (rows.length === 0) return { touched: [], key: '' };
+    const conversation = rows[0].conversation_id;
+    const kept = this.windows.get(conversation);
+    let at = -1;
+    if (kept && rows[0].seq >= kept.first) for (let i = rows.length - 1; i >= 0 && rows[i].seq >= kept.last.seq; i--) if (rows[i] === kept.last) at = i;
+    let found: { seq: number; paths: string[] }[];
+    let same: boolean;
+    if (kept && at >= 0) {
+      const start = rows[0].seq;
+      found = kept.found[0] === undefined || kept.found[0].seq >= start ? kept.found : kept.found.filter((entry) => entry.seq >= start);
+      same = found === kept.found;
+      for (let i = at + 1; i < rows.length; i++) {
+        const paths = rowPaths(rows[i]);
+        if (paths.length === 0) continue;
+        if (same) found = [...found];
+        same = false;
+        found.push({ seq: rows[i].seq, paths });
+      }
+    } else {
+      found = [];
+      same = false;
+      for (const row of rows) {
+        const paths = rowPaths(row);
+        if (paths.length > 0) found.push({ seq: row.seq, paths });
+      }
+    }
+    const touched = same && kept ? kept.touched : touchedOf(found);
+    this.windows.delete(conversation);
+    this.windows.set(conversation, { first: rows[0].seq, last: rows[rows.length - 1], found, touched });
+    for (const oldest of this.windows.keys()) {
+      if (this.windows.size <= MAX_TOUCHED_WINDOWS) break;
+      this.windows.delete(oldest);
+    }
+    return touched;
+  }
+}
+
+function touchedOf(found: readonly { paths: string[] }[]): Touched {
+  const touched = [...new Set(found.flatMap((entry) => entry.paths))];
+  return { touched, key: touched.join('\n') };
+}
+
 /**
  * The workspace paths the conversation's tools were called with, and the files the user attached from
  * the editor, oldest first: the nearest AGENTS.md above each of them is in force.
  */
 export function touchedPaths(rows: readonly MessageRow[]): string[] {
-  const paths: string[] = [];
-  for (const row of rows) {
-    if (row.role === 'user') {
-      for (const item of contextOf(row.data) ?? []) paths.push(item.path);
-      continue;
-    }
-    if (row.role !== 'tool' || !row.tool_name) continue;
-    const argument = PATH_ARGUMENTS[row.tool_name];
-    const data = row.data as Partial<ToolCallData> | null;
-    if (!argument || data?.kind !== 'call') continue;
-    const value = data.arguments?.[argument];
-    if (typeof value === 'string' && value.length > 0) paths.push(value);
-  }
-  return paths;
+  return rows.flatMap(rowPaths);
+}
+
+const NONE: string[] = [];
+
+/** The paths one row touched (touchedPaths). */
+function rowPaths(row: MessageRow): string[] {
+  if (row.role === 'user') return contextOf(row.data)?.map((item) => item.path) ?? NONE;
+  if (row.role !== 'tool' || !row.tool_name) return NONE;
+  const argument = PATH_ARGUMENTS[row.tool_name];
+  const data = row.data as Partial<ToolCallData> | null;
+  if (!argument || data?.kind !== 'call') return NONE;
+  const value = data.arguments?.[argument];
+  return typeof value === 'string' && value.length > 0 ? [value] : NONE;
 }

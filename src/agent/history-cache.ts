@@ -1,4 +1,4 @@
-import type { MessageRow, MessagesRepo, NewMessage } from '../store';
+import { messageRow, type MessageRow, type MessagesRepo, type NewMessage } from '../store';
 
 /**
  * A conversation's cached rows: `kept[head..]`, each one's size in `sizes` (same index), and their sum;
@@ -84,18 +84,17 @@ function lastSeq(entry: Cached): number {
 /** A message as a read of its row gives it back (messages.ts): absent fields null, `data` a copy through its JSON. */
 function rowOf(message: NewMessage, seq: number): MessageRow {
   const { data } = message;
-  return {
+  const meta = {
     seq,
     id: message.id,
     conversation_id: message.conversation_id,
     role: message.role,
-    content: message.content,
     timestamp: message.timestamp,
     tool_name: message.tool_name ?? null,
     user_id: message.user_id ?? null,
-    data: data === undefined || data === null ? null : (JSON.parse(JSON.stringify(data)) as unknown),
     client_key: message.client_key ?? null,
   };
+  return messageRow(meta, message.content, data === undefined || data === null ? null : (JSON.parse(JSON.stringify(data)) as unknown));
 }
 
 /**

@@ -52,6 +52,27 @@ const ROLES: ReadonlySet<string> = new Set<MessageRole>(['user', 'assistant', 't
 const SEARCH_SLACK = 10;
 const MAX_SEARCH_LIMIT = 200;
 
+/**
+ * A message's row as every reader is given it, built by this one literal (a read's `withBodies`, the
+ * history cache's rows of what the agent stored): one hidden class whichever path made the row, so the
+ * code that walks a conversation's rows (the request's view, the transcript, the turn's context) sees one
+ * map, not a read's spread and a cached literal in turn (V8 deoptimized those functions at each change).
+ */
+export function messageRow(meta: Omit<MessageRow, 'content' | 'data'>, content: string, data: unknown): MessageRow {
+  return {
+    seq: meta.seq,
+    id: meta.id,
+    conversation_id: meta.conversation_id,
+    role: meta.role,
+    content,
+    timestamp: meta.timestamp,
+    tool_name: meta.tool_name,
+    user_id: meta.user_id,
+    data,
+    client_key: meta.client_key,
+  };
+}
+
 function parseData(data: string | null): unknown {
   if (data === null) return null;
   try {
@@ -394,15 +415,15 @@ export class MessagesRepo {
     const keys = rows.flatMap((r) => (r.body_key === null ? [] : [r.body_key]));
     const bodies = await this.history.get(keys);
     const out: MessageRow[] = [];
-    for (const { body_key, ...row } of rows) {
-      const body: Pick<BodyOut, 'content' | 'data'> | undefined = body_key === null ? row : bodies.get(body_key);
+    for (const row of rows) {
+      const body: Pick<BodyOut, 'content' | 'data'> | undefined = row.body_key === null ? row : bodies.get(row.body_key);
       if (!body) {
         if (!this.stillStored(row)) continue;
         this.history.noteDamage(`message ${row.id} has no readable body`);
-        out.push({ ...row, content: LOST_BODY_TEXT, data: null });
+        out.push(messageRow(row, LOST_BODY_TEXT, null));
         continue;
       }
-      out.push({ ...row, content: body.content, data: parseData(body.data) });
+      out.push(messageRow(row, body.content, parseData(body.data)));
     }
     return out;
   }

@@ -153,6 +153,12 @@ export class MessagesRepo {
   private cold: boolean | undefined;
   /** Whether some conversation had cold rows when last asked (hasColdMessages). */
   private anyCold = false;
+  /**
+   * The conversation of the last planned append applied, and the database's last write it made
+   * (Database.lastWrite): while that stays, nothing was written since (every change is a write), so its
+   * row is still there and the next append to it need not read it (`present`).
+   */
+  private appended: { conversationId: string; at: number } | undefined;
 
   constructor(
     private readonly db: Database,
@@ -193,18 +199,7 @@ export class MessagesRepo {
               if (typeof alsoInTx === 'function') alsoInTx(tx, bodies.slice(messages.length));
               else if (alsoInTx) runPlanned(tx, alsoInTx);
             }, options)
-          : this.db.writePlanned(
-              [...messages.flatMap((m, i) => messageOps(m, bodies[i].key)), ...(alsoInTx ?? [])],
-              bodies,
-              options,
-              // Asked before the hand-off, so that a conversation not found journals nothing (its check,
-              // after, can then no longer fail: nothing runs in between).
-              () => {
-                for (const id of new Set(messages.map((m) => m.conversation_id))) {
-                  if (this.db.get('SELECT 1 AS present FROM conversations WHERE id = ?', [id]) === undefined) throw notFound(id);
-                }
-              },
-            );
+          : this.appendPlanned(messages, bodies, alsoInTx, options);
     } catch (err) {
       this.discardBodies(bodies.map((b) => b.key));
       throw err;
@@ -222,6 +217,35 @@ export class MessagesRepo {
     // write are owed (history-store.ts), written later from memory, and the messages are durable all the
     // same, so that refusal is not theirs to fail.
     await (behind ? Promise.all([applied, written.catch(() => undefined)]) : applied);
+  }
+
+  /** appendMany's planned write (Database.writePlanned): the messages' statements, then `alsoInTx`'s. */
+  private appendPlanned(messages: readonly NewMessage[], bodies: KeyedBody[], alsoInTx: readonly PlannedOp[] | undefined, options: WriteOptions | undefined): Promise<void> {
+    const ops: PlannedOp[] = [];
+    for (let i = 0; i < messages.length; i++) ops.push(...messageOps(messages[i], bodies[i].key));
+    if (alsoInTx) ops.push(...alsoInTx);
+    const before = this.db.lastWrite;
+    // Asked before the hand-off, so that a conversation not found journals nothing (its check, after, can
+    // then no longer fail: nothing runs in between).
+    const durable = this.db.writePlanned(ops, bodies, options, () => {
+      for (let i = 0; i < messages.length; i++) {
+        const id = messages[i].conversation_id;
+        if (i > 0 && id === messages[i - 1].conversation_id) continue;
+        if (!this.present(id)) throw notFound(id);
+      }
+    });
+    // Applied in this block (one record; a voided one moved it by two, a write behind a full disk's owed
+    // records not at all): its conversations were there at that write.
+    const last = messages[messages.length - 1].conversation_id;
+    this.appended = this.db.lastWrite === before + 1 && messages.every((m) => m.conversation_id === last) ? { conversationId: last, at: before + 1 } : undefined;
+    return durable;
+  }
+
+  /** Whether the conversation's row is there: known while nothing was written since the last append to it, else read. */
+  private present(conversationId: string): boolean {
+    const appended = this.appended;
+    if (appended !== undefined && appended.conversationId === conversationId && appended.at === this.db.lastWrite) return true;
+    return this.db.get('SELECT 1 AS present FROM conversations WHERE id = ?', [conversationId]) !== undefined;
   }
 
   /**

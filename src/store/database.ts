@@ -12,7 +12,7 @@ import { makePrivate } from './private-files';
 import type { DirLock } from '../platform/lock-file';
 import { normalizeParams } from './record';
 import { recoverJournal } from './recovery';
-import type { Op, SqlParamInput } from './record';
+import type { Op, SqlParam, SqlParamInput } from './record';
 import { fsyncDir, hasMetaTable, META_TABLE_SQL, readSnapshotSeq } from './replay';
 import { PRIVATE_DIR_MODE } from '../platform/file-modes';
 import { keepLock, loadSqlJs, skipSyncs } from './sqljs';
@@ -410,21 +410,22 @@ export class Database {
         tx.keepBodies(bodies);
       }, options);
     }
-    const planned: Op[] = new Array(ops.length);
+    let normalized: (SqlParam[] | null)[];
     try {
       ready?.();
-      for (let i = 0; i < ops.length; i++) planned[i] = [ops[i].sql, normalizeParams(ops[i].params)];
+      normalized = ops.map((op) => normalizeParams(op.params));
     } catch (err) {
       return Promise.reject(err);
     }
     const riders = this.riders;
-    const recordOps = this.prelude.length === 0 && riders.length === 0 ? planned : [...this.prelude, ...planned, ...riders];
+    const planned: Op[] = ops.map((op, i) => [op.sql, normalized[i]]);
+    const recordOps = [...this.prelude, ...planned, ...riders];
     const durable = this.journal.append(recordOps, [...bodies], options?.deferSync === true, true);
     const seq = this.journal.lastSeq;
     this.inWrite = true;
     try {
       this.transaction(() => {
-        checkEach(ops, (op, i) => runOp(this.sql, this.cache, op.sql, planned[i][1]));
+        checkEach(ops, (op, i) => runOp(this.sql, this.cache, op.sql, normalized[i]));
         for (const [sql, params] of riders) runOp(this.sql, this.cache, sql, params);
       });
     } catch (err) {

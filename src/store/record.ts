@@ -100,41 +100,18 @@ export function voidedSeqs(records: readonly JournalRecord[]): Set<number> {
   return voided;
 }
 
-/** The record as its line's JSON: `seq`, `ops`, then `b` (bodies, when any) and `v` (a void record's), in that order. */
-function recordJson(record: JournalRecord): string {
-  const ops: unknown[] = new Array(record.ops.length);
-  for (let i = 0; i < ops.length; i++) {
-    const [sql, params] = record.ops[i];
-    ops[i] = params ? [sql, params.map(encodeParam)] : [sql];
-  }
-  const line: { seq: number; ops: unknown[]; b?: unknown[]; v?: number } = { seq: record.seq, ops };
-  if (record.bodies && record.bodies.length > 0) {
-    line.b = record.bodies.map((b) => (b.cut ? [b.key, b.conversation_id, b.role, b.content, b.data, 1] : [b.key, b.conversation_id, b.role, b.content, b.data]));
-  }
-  if (record.voids !== undefined) line.v = record.voids;
-  return JSON.stringify(line);
-}
-
-/**
- * `<crc32 of json, 8 hex> <json>\n`: JSON escapes newlines, so one record is exactly one line. The JSON is
- * encoded to UTF-8 once, into the line's buffer, and its CRC taken from those bytes.
- */
+/** `<crc32 of json, 8 hex> <json>\n`: JSON escapes newlines, so one record is exactly one line. */
 export function encodeRecord(record: JournalRecord): Buffer {
-  const json = recordJson(record);
-  const length = Buffer.byteLength(json, 'utf8');
-  const line = Buffer.allocUnsafe(length + 10);
-  line.write(json, 9, length, 'utf8');
-  line.write(
-    crc32(line.subarray(9, 9 + length))
-      .toString(16)
-      .padStart(8, '0'),
-    0,
-    8,
-    'latin1',
-  );
-  line[8] = SPACE;
-  line[length + 9] = NEWLINE;
-  return line;
+  const json = JSON.stringify({
+    seq: record.seq,
+    ops: record.ops.map(([sql, params]) => (params ? [sql, params.map(encodeParam)] : [sql])),
+    ...(record.bodies && record.bodies.length > 0
+      ? { b: record.bodies.map((b) => (b.cut ? [b.key, b.conversation_id, b.role, b.content, b.data, 1] : [b.key, b.conversation_id, b.role, b.content, b.data])) }
+      : {}),
+    ...(record.voids !== undefined ? { v: record.voids } : {}),
+  });
+  const crc = crc32(json).toString(16).padStart(8, '0');
+  return Buffer.from(`${crc} ${json}\n`, 'utf8');
 }
 
 function decodeLine(line: Buffer): JournalRecord | null {

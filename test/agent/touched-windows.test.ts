@@ -99,7 +99,7 @@ test('a kept window holds no row: a conversation the history cache let go (or de
   const windows = new TouchedWindows();
   // A row as big as a chat frame may make; once nothing else holds it, neither may the kept window.
   const held = (() => {
-    const rows = [row('big', 'user', 'one/x.ts'), { ...row('big', 'assistant'), content: 'x'.repeat(1_000_000) }];
+    const rows = [row('big', 'user', 'one/x.ts', 1_000_001), { ...row('big', 'assistant', undefined, 1_000_002), content: 'x'.repeat(1_000_000) }];
     windows.of(rows);
     return new WeakRef(rows[1]);
   })();
@@ -107,6 +107,9 @@ test('a kept window holds no row: a conversation the history cache let go (or de
   await new Promise((resolve) => setImmediate(resolve));
   collect();
   assert.equal(held.deref(), undefined);
+  // Its conversation read anew (same seqs, other paths): scanned whole, nothing of the kept answer served.
+  const reread = [row('big', 'user', 'three/z.ts', 1_000_001), row('big', 'tool', 'four/w.ts', 1_000_002)];
+  assert.deepEqual(windows.of(reread).touched, ['three/z.ts', 'four/w.ts']);
 });
 
 test('at most MAX_TOUCHED_WINDOWS conversations are kept, the least recently asked let go first', () => {

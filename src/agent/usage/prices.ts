@@ -76,9 +76,14 @@ function lookup<T>(table: Readonly<Prices>, provider: string, model: string, pic
   if (known === undefined) byTable.set(table, (known = Object.values(table).every((entry) => Object.isFrozen(entry)) ? new Map() : null));
   if (known === null) return search(table, provider, model, pick);
   const key = `${provider.length}:${provider}/${model}`;
-  const found = known.has(key) ? (known.get(key) as T | undefined) : search(table, provider, model, pick);
-  if (known.size >= MAX_ANSWERS) known.clear();
-  known.set(key, found);
+  let found: T | undefined;
+  if (known.has(key)) found = known.get(key) as T | undefined;
+  else {
+    found = search(table, provider, model, pick);
+    // Cleared only to add a new answer (review18b: cleared at every answer found in a full map before).
+    if (known.size >= MAX_ANSWERS) known.clear();
+    known.set(key, found);
+  }
   recent.unshift({ table, pick, provider, model, found });
   if (recent.length > RECENT_ANSWERS) recent.pop();
   return found;

@@ -4,7 +4,7 @@
 // every change is a write); a conversation deleted in between is still read, refused, and journals nothing.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { openStore } from '../../src/store/index';
+import { openStore, usageOp } from '../../src/store/index';
 import type { Store } from '../../src/store/index';
 import { tempDir } from '../helpers/store-utils';
 
@@ -22,15 +22,20 @@ async function opened(t: { after: (fn: () => Promise<void>) => void }): Promise<
   return store;
 }
 
-/** Counts the store's reads of a conversation's presence from now on. */
-function countReads(store: Store): { reads: number } {
+/** Counts the store's reads of `sql` (by default a conversation's presence) from now on. */
+function countReads(store: Store, read = PRESENT): { reads: number } {
   const counted = { reads: 0 };
   const get = store.db.get.bind(store.db);
   store.db.get = ((sql: string, params?: never) => {
-    if (sql === PRESENT) counted.reads += 1;
+    if (sql === read) counted.reads += 1;
     return get(sql, params);
   }) as typeof store.db.get;
   return counted;
+}
+
+/** A message's seq as its row holds it. */
+function rowSeq(store: Store, id: string): number | undefined {
+  return store.db.all<{ seq: number }>('SELECT seq FROM messages WHERE id = ?', [id])[0]?.seq;
 }
 
 test('a conversation deleted after an append refuses the next append and journals nothing', LIMIT, async (t) => {
@@ -94,4 +99,66 @@ test('an append voided after its hand-off (a statement failed) leaves the next a
   const counted = countReads(store);
   await store.messages.append({ id: 'm2', conversation_id: 'c1', role: 'assistant', content: 'two', timestamp: iso(3) });
   assert.equal(counted.reads, 1);
+});
+
+test("the seqs of an append's messages are told without a read while nothing is written since; after a write, read", LIMIT, async (t) => {
+  const store = await opened(t);
+  await store.conversations.create({ id: 'c1', title: 't', source: 'lan', created_at: iso(0) });
+  await store.conversations.create({ id: 'c2', title: 't', source: 'lan', created_at: iso(0) });
+  await store.messages.append({ id: 'm0', conversation_id: 'c2', role: 'user', content: 'other', timestamp: iso(1) });
+  const counted = countReads(store, 'SELECT seq FROM messages WHERE id = ?');
+  const usage = {
+    message_id: 'm2',
+    conversation_id: 'c1',
+    source: 'ws',
+    day: '2026-01-01',
+    updated_at: iso(2),
+    provider: 'p',
+    model: 'm',
+    input: 1,
+    output: 1,
+    cached: 0,
+    cost_micro: 1,
+    estimated: false,
+    calls: 1,
+    context_used: 2,
+    context_window: 100,
+  };
+  // Several messages, and an INSERT of another table after them (a usage row) in the same transaction.
+  await store.messages.appendMany(
+    [
+      { id: 'm1', conversation_id: 'c1', role: 'tool', content: 'a', timestamp: iso(2), tool_name: 'x' },
+      { id: 'm2', conversation_id: 'c1', role: 'assistant', content: 'b', timestamp: iso(2) },
+    ],
+    [usageOp(usage)],
+  );
+  const seqs = ['m1', 'm2'].map((id) => store.messages.seqOf(id));
+  assert.equal(counted.reads, 0);
+  assert.deepEqual(seqs, [rowSeq(store, 'm1'), rowSeq(store, 'm2')]);
+  assert.ok(seqs[0]! > rowSeq(store, 'm0')! && seqs[1] === seqs[0]! + 1);
+  // Not of that append: read.
+  assert.equal(store.messages.seqOf('m0'), rowSeq(store, 'm0'));
+  assert.equal(store.messages.seqOf('nope'), undefined);
+  assert.equal(counted.reads, 2);
+  // Deleted since: read, and gone.
+  await store.db.write((tx) => tx.run('DELETE FROM messages WHERE id = ?', ['m2']));
+  assert.equal(store.messages.seqOf('m2'), undefined);
+  assert.equal(store.messages.seqOf('m1'), rowSeq(store, 'm1'));
+  assert.equal(counted.reads, 4);
+});
+
+test('an append voided after its hand-off tells no seq of its own', LIMIT, async (t) => {
+  const store = await opened(t);
+  await store.conversations.create({ id: 'c1', title: 't', source: 'lan', created_at: iso(0) });
+  await store.messages.append({ id: 'm1', conversation_id: 'c1', role: 'user', content: 'one', timestamp: iso(1) });
+  // m2 is inserted, then m1 again fails: the whole append is rolled back and voided.
+  await assert.rejects(
+    store.messages.appendMany([
+      { id: 'm2', conversation_id: 'c1', role: 'assistant', content: 'two', timestamp: iso(2) },
+      { id: 'm1', conversation_id: 'c1', role: 'user', content: 'again', timestamp: iso(2) },
+    ]),
+    /UNIQUE/,
+  );
+  assert.equal(store.messages.seqOf('m2'), undefined);
+  assert.equal(store.messages.seqOf('m1'), rowSeq(store, 'm1'));
 });

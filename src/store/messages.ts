@@ -107,8 +107,11 @@ export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): voi
   runPlanned(tx, messageOps(m, bodyKey));
 }
 
-/** The statements that store a message (insertMessage), known before they run (Database.writePlanned). */
-function messageOps(m: NewMessage, bodyKey?: number): PlannedOp[] {
+/**
+ * The statements that store a message (insertMessage), known before they run (Database.writePlanned).
+ * `inserted` is called right after its row's INSERT ran (its seq is then `last_insert_rowid()`).
+ */
+function messageOps(m: NewMessage, bodyKey?: number, inserted?: () => void): PlannedOp[] {
   checkRole(m);
   const data = dataText(m);
   const bytes = byteSize(m.content, data);
@@ -120,6 +123,7 @@ function messageOps(m: NewMessage, bodyKey?: number): PlannedOp[] {
     {
       sql: 'INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       params: [m.id, m.conversation_id, m.role, inline ? m.content : '', m.timestamp, m.tool_name ?? null, m.user_id ?? null, inline ? data : null, m.client_key ?? null, bodyKey ?? null, bytes],
+      check: inserted && (() => inserted()),
     },
     {
       sql: 'UPDATE conversations SET updated_at = max(updated_at, ?), bytes = bytes + ?, last_message = coalesce(?, last_message), hot = 1 WHERE id = ?',
@@ -153,6 +157,13 @@ export class MessagesRepo {
   private cold: boolean | undefined;
   /** Whether some conversation had cold rows when last asked (hasColdMessages). */
   private anyCold = false;
+  /**
+   * The conversation of the last planned append applied, the database's last write it made
+   * (Database.lastWrite), and its messages' ids and seqs: while that write stays the last, nothing was
+   * written since (every change is a write), so the conversation's row is still there and the next append
+   * to it need not read it (`present`), and those messages' rows still have those seqs (`seqOf`).
+   */
+  private appended: { conversationId: string; at: number; ids: string[]; seqs: number[] } | undefined;
 
   constructor(
     private readonly db: Database,
@@ -193,18 +204,7 @@ export class MessagesRepo {
               if (typeof alsoInTx === 'function') alsoInTx(tx, bodies.slice(messages.length));
               else if (alsoInTx) runPlanned(tx, alsoInTx);
             }, options)
-          : this.db.writePlanned(
-              [...messages.flatMap((m, i) => messageOps(m, bodies[i].key)), ...(alsoInTx ?? [])],
-              bodies,
-              options,
-              // Asked before the hand-off, so that a conversation not found journals nothing (its check,
-              // after, can then no longer fail: nothing runs in between).
-              () => {
-                for (const id of new Set(messages.map((m) => m.conversation_id))) {
-                  if (this.db.get('SELECT 1 AS present FROM conversations WHERE id = ?', [id]) === undefined) throw notFound(id);
-                }
-              },
-            );
+          : this.appendPlanned(messages, bodies, alsoInTx, options);
     } catch (err) {
       this.discardBodies(bodies.map((b) => b.key));
       throw err;
@@ -222,6 +222,41 @@ export class MessagesRepo {
     // write are owed (history-store.ts), written later from memory, and the messages are durable all the
     // same, so that refusal is not theirs to fail.
     await (behind ? Promise.all([applied, written.catch(() => undefined)]) : applied);
+  }
+
+  /** appendMany's planned write (Database.writePlanned): the messages' statements, then `alsoInTx`'s. */
+  private appendPlanned(messages: readonly NewMessage[], bodies: KeyedBody[], alsoInTx: readonly PlannedOp[] | undefined, options: WriteOptions | undefined): Promise<void> {
+    const ops: PlannedOp[] = [];
+    const seqs: number[] = [];
+    // Each row's seq as its INSERT gives it, read before any other statement runs.
+    const inserted = () => void seqs.push(this.db.get<{ seq: number }>('SELECT last_insert_rowid() AS seq')!.seq);
+    for (let i = 0; i < messages.length; i++) ops.push(...messageOps(messages[i], bodies[i].key, inserted));
+    if (alsoInTx) ops.push(...alsoInTx);
+    const before = this.db.lastWrite;
+    // Asked before the hand-off, so that a conversation not found journals nothing (its check, after, can
+    // then no longer fail: nothing runs in between).
+    const durable = this.db.writePlanned(ops, bodies, options, () => {
+      for (let i = 0; i < messages.length; i++) {
+        const id = messages[i].conversation_id;
+        if (i > 0 && id === messages[i - 1].conversation_id) continue;
+        if (!this.present(id)) throw notFound(id);
+      }
+    });
+    // Applied in this block (one record; a voided one moved it by two, a write behind a full disk's owed
+    // records not at all): its conversations were there at that write.
+    const last = messages[messages.length - 1].conversation_id;
+    this.appended =
+      this.db.lastWrite === before + 1 && messages.every((m) => m.conversation_id === last) && seqs.length === messages.length
+        ? { conversationId: last, at: before + 1, ids: messages.map((m) => m.id), seqs }
+        : undefined;
+    return durable;
+  }
+
+  /** Whether the conversation's row is there: known while nothing was written since the last append to it, else read. */
+  private present(conversationId: string): boolean {
+    const appended = this.appended;
+    if (appended !== undefined && appended.conversationId === conversationId && appended.at === this.db.lastWrite) return true;
+    return this.db.get('SELECT 1 AS present FROM conversations WHERE id = ?', [conversationId]) !== undefined;
   }
 
   /**
@@ -251,6 +286,9 @@ export class MessagesRepo {
 
   /** The seq of a message whose row is in sql.js (undefined: not applied, or gone). */
   seqOf(id: string): number | undefined {
+    const appended = this.appended;
+    const i = appended !== undefined && appended.at === this.db.lastWrite ? appended.ids.indexOf(id) : -1;
+    if (i >= 0) return appended!.seqs[i];
     return this.db.get<{ seq: number }>('SELECT seq FROM messages WHERE id = ?', [id])?.seq;
   }
 

@@ -612,6 +612,11 @@ export class Database {
     }
   }
 
+  /** Not closed (nor closing): what is known of its rows in memory may be told. */
+  get isOpen(): boolean {
+    return this.closing === null;
+  }
+
   private assertOpen(): void {
     if (this.closing) throw new Error('the store is closed');
   }

@@ -287,7 +287,8 @@ export class MessagesRepo {
   /** The seq of a message whose row is in sql.js (undefined: not applied, or gone). */
   seqOf(id: string): number | undefined {
     const appended = this.appended;
-    const i = appended !== undefined && appended.at === this.db.lastWrite ? appended.ids.indexOf(id) : -1;
+    // Closed, the read says so (the history cache forgets a closed store's conversation by it).
+    const i = appended !== undefined && appended.at === this.db.lastWrite && this.db.isOpen ? appended.ids.indexOf(id) : -1;
     if (i >= 0) return appended!.seqs[i];
     return this.db.get<{ seq: number }>('SELECT seq FROM messages WHERE id = ?', [id])?.seq;
   }

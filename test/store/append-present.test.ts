@@ -162,3 +162,18 @@ test('an append voided after its hand-off tells no seq of its own', LIMIT, async
   assert.equal(store.messages.seqOf('m2'), undefined);
   assert.equal(store.messages.seqOf('m1'), rowSeq(store, 'm1'));
 });
+
+test('a closed store tells no seq from memory: seqOf says it is closed, as a read does (review18e)', LIMIT, async () => {
+  const { dir, cleanup } = await tempDir('append-present-closed-');
+  const store = await openStore(dir);
+  try {
+    await store.conversations.create({ id: 'c1', title: 't', source: 'lan', created_at: iso(0) });
+    await store.messages.append({ id: 'm1', conversation_id: 'c1', role: 'user', content: 'hello', timestamp: iso(1) });
+    assert.equal(typeof store.messages.seqOf('m1'), 'number');
+  } finally {
+    await store.close();
+  }
+  // The history cache forgets a closed store's conversation by this error (history-cache.ts, its `later` add).
+  assert.throws(() => store.messages.seqOf('m1'), /the store is closed/);
+  await cleanup();
+});

@@ -26,6 +26,8 @@ const records: JournalRecord[] = [
   { seq: 4, ops: [], voids: 3 },
   { seq: 5, ops: [['DELETE FROM t', null]], bodies: [] },
   { seq: 6, ops: [['UPDATE t SET a = ?', ['lone \ud800 surrogate']]] },
+  // Its CRC is under 0x10000000: written with its leading zero, 8 hex digits (review18e: none above had one).
+  { seq: 130, ops: [['DELETE FROM t', null]] },
 ];
 
 /** main's encodeRecord's output for `records`, base64. */
@@ -36,6 +38,7 @@ const yesterday = [
   'N2Y1YTVjMGUgeyJzZXEiOjQsIm9wcyI6W10sInYiOjN9Cg==',
   'MmI3ZTY1N2UgeyJzZXEiOjUsIm9wcyI6W1siREVMRVRFIEZST00gdCJdXX0K',
   'NjJlZGYyYzYgeyJzZXEiOjYsIm9wcyI6W1siVVBEQVRFIHQgU0VUIGEgPSA/IixbImxvbmUgXHVkODAwIHN1cnJvZ2F0ZSJdXV19Cg==',
+  'MGJjYjkwYzMgeyJzZXEiOjEzMCwib3BzIjpbWyJERUxFVEUgRlJPTSB0Il1dfQo=',
 ];
 
 test("a record's bytes are those yesterday's code wrote, byte for byte", () => {

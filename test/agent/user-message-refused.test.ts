@@ -14,7 +14,6 @@ import { tempDir } from '../helpers/temp';
 
 test('a user message refused after its record was handed off: the model is not asked and nothing is stored, now or after a restart', { timeout: 60_000 }, async (t) => {
   const { dir, cleanup } = await tempDir('user-message-refused-');
-  t.after(cleanup);
   await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
   let calls = 0;
   const provider: Provider = {
@@ -25,6 +24,11 @@ test('a user message refused after its record was handed off: the model is not a
     },
   };
   let service = await Service.open({ dataDir: dir, provider: () => provider });
+  // Stopped before its directory goes (hooks run in the order they were added), whichever service is open.
+  t.after(async () => {
+    await service.stop();
+    await cleanup();
+  });
   const first = await service.agent.chat({ message: 'first', source: { kind: 'lan' }, clientKey: 'K' });
   const id = first.conversation_id;
   const stored = async () => (await service.store.messages.recent(id, { limit: 100 })).map((m) => `${m.role}:${m.content}`);
@@ -35,6 +39,5 @@ test('a user message refused after its record was handed off: the model is not a
   assert.deepEqual(await stored(), ['user:first', 'assistant:done']);
   await service.stop();
   service = await Service.open({ dataDir: dir, provider: () => provider });
-  t.after(() => service.stop());
   assert.deepEqual(await stored(), ['user:first', 'assistant:done'], 'a restart brings nothing back');
 });

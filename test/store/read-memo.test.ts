@@ -141,10 +141,15 @@ test("a conversation's worktree is read once while nothing names worktrees, and 
   assert.equal(store.worktrees.get('c1'), undefined);
 });
 
-test('no trigger, and no foreign key of conversations or worktrees, can change them behind a statement that does not name them', LIMIT, async (t) => {
+test('no trigger, no foreign key of conversations or worktrees and no REPLACE conflict clause of theirs can change them behind a statement that does not name them', LIMIT, async (t) => {
   const store = await opened(t);
   assert.deepEqual(store.db.all("SELECT name FROM sqlite_master WHERE type = 'trigger'"), []);
-  for (const table of ['conversations', 'worktrees']) assert.deepEqual(store.db.all(`SELECT "table" FROM pragma_foreign_key_list(?)`, [table]), []);
+  for (const table of ['conversations', 'worktrees']) {
+    assert.deepEqual(store.db.all(`SELECT "table" FROM pragma_foreign_key_list(?)`, [table]), []);
+    // An UPDATE that keeps owners (touchesOwners) could still delete rows through a REPLACE conflict clause.
+    const { sql } = store.db.get<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", [table])!;
+    assert.doesNotMatch(sql, /ON\s+CONFLICT\s+REPLACE/i);
+  }
 });
 
 test("a message's seq is what its INSERT returns; records with the INSERT of builds before it (no RETURNING) replay to the same rows", LIMIT, async (t) => {

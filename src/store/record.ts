@@ -110,16 +110,8 @@ export function encodeRecord(record: JournalRecord): Buffer {
       : {}),
     ...(record.voids !== undefined ? { v: record.voids } : {}),
   });
-  // Encoded once: the CRC is of the line's JSON bytes, written into the 8 places left for it.
-  const line = Buffer.from(`00000000 ${json}\n`, 'utf8');
-  line.write(
-    crc32(line.subarray(9, line.length - 1))
-      .toString(16)
-      .padStart(8, '0'),
-    0,
-    'latin1',
-  );
-  return line;
+  const crc = crc32(json).toString(16).padStart(8, '0');
+  return Buffer.from(`${crc} ${json}\n`, 'utf8');
 }
 
 function decodeLine(line: Buffer): JournalRecord | null {

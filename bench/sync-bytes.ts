@@ -4,7 +4,8 @@
 // blocks in the same minutes. On ext4 an fdatasync whose appended bytes start a new 4 KiB block allocates
 // it (one more journal block, the unwritten extent converted by a kworker): ~0.1 ms more; a turn's ~1.3 KB
 // start one every ~3 turns, the baseline's ~160 B one every ~26 writes (docs/design.md, s19 turn19b).
-// `npx tsx bench/sync-bytes.ts` (BLOCKS, WRITES a block; DIR: where the data directory is made).
+// `npx tsx bench/sync-bytes.ts` (BLOCKS, WRITES a block; DIR: where the data directory is made; BYTES: more
+// record sizes to pad to, comma-separated, e.g. what a turn would append with shorter records).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,10 +31,15 @@ async function main(): Promise<void> {
     before = bytes();
     await service.store.meta.set('bench.baseline', '0');
     const smallBytes = bytes() - before;
-    const pad = Math.max(0, Math.round(turnBytes - smallBytes));
+    const padded = (target: number, name: string) => {
+      const pad = Math.max(0, Math.round(target - smallBytes));
+      return { name: `${name} (${smallBytes + pad} B)`, value: (i: number) => String(i).padEnd(pad + 1, 'x'), latencies: [] as number[] };
+    };
+    const more = (process.env.BYTES ?? '').split(',').filter((b) => b.trim() !== '');
     const sizes = [
       { name: `baseline's record (${smallBytes} B)`, value: (i: number) => String(i), latencies: [] as number[] },
-      { name: `padded to a turn's bytes (${smallBytes + pad} B)`, value: (i: number) => String(i).padEnd(pad + 1, 'x'), latencies: [] as number[] },
+      padded(turnBytes, "padded to a turn's bytes"),
+      ...more.map((b) => padded(Number(b), 'padded')),
     ];
     let n = 0;
     for (const size of sizes) for (let i = 0; i < 1000; i++) await service.store.meta.set('bench.baseline', size.value(n++));

@@ -72,8 +72,8 @@ export class ConnectionGate {
   /**
    * Waiting connections refused, reset a few a turn of the event loop (refuse-at-accept.ts's pace): an
    * address's lock comes with up to MAX_WAITING_PER_ADDRESS of its connections waiting, and resetting
-   * them all in the run that saw it was a stall of 23-76 ms at load 8 (a one-address WebSocket burst,
-   * docs/design.md "The one-address burst's refusals at the gate (s19, turn19d)").
+   * them all in the run that saw it was one stall of 5-25 ms at load 6-9 (a one-address WebSocket burst:
+   * docs/design.md, "... the one-address burst's refusals at the gate (s19, turn19d)").
    */
   private readonly refusals = new ResetQueue<Socket>(refuse);
 

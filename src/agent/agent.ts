@@ -30,6 +30,7 @@ import { ModelToolNames, Transcripts, type ToolCallData, type ToolResultData } f
 import { TurnUsage } from './usage/turn-usage';
 import { messageUsageOf } from './usage/usage-wire';
 import { draftCommitMessage } from './commit-message';
+import { packedMap } from '../platform/packed-map';
 
 export const TITLE_LENGTH = 80;
 
@@ -547,7 +548,7 @@ export class Agent {
         store.messages.appendMany(
           [message],
           bindAttachments(
-            attachments.map((a) => a.attachment_id),
+            packedMap(attachments, (a) => a.attachment_id),
             conversationId,
           ),
           DEFER_SYNC,

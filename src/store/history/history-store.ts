@@ -1,6 +1,7 @@
 import { chmod } from 'node:fs/promises';
 import path from 'node:path';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../platform/file-modes';
+import { packedMap } from '../../platform/packed-map';
 import { fsyncDir } from '../replay';
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { ServiceError } from '../../protocol/errors';
@@ -383,7 +384,7 @@ export class HistoryStore {
   }
 
   private keyed(bodies: readonly BodyIn[]): KeyedBody[] {
-    return bodies.map((b) => ({ ...b, key: ++this.lastKey }));
+    return packedMap(bodies, (b) => ({ ...b, key: ++this.lastKey }));
   }
 
   /** One put, with the owed bodies first (written again: a key already there is skipped). */

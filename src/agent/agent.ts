@@ -612,7 +612,8 @@ export class Agent {
       // Made before the commit's wait, not after it; sent once durable. Its usage is the row just written,
       // not read back: under a new message id it is stored as it is (store/usage.ts recordIn adds only to
       // a row of the same id).
-      const replyEvent: TurnEvent = { event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) } };
+      // `...{}` first: a hidden class shared by every reply's (the logger's merge, FileLogger.prepare, says why).
+      const replyEvent: TurnEvent = { event: 'chat.message', conversation_id: conversationId, message: { ...{}, ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) } };
       // Its log line too (fields merged, redacted, serialized) while the record is written and synced: at the
       // loop's check phase, after the record's write is handed off (at once, Database.writePlanned; by the
       // journal's immediate when a write was in flight). Written once durable, with the turn's ms.

@@ -564,8 +564,9 @@ export class Agent {
     // void record) and applied nothing (review17d: the model was asked, a reply stored after nothing).
     const applied = store.db.lastWrite === before + 1;
     const written = (applied ? store.db.written() : undefined) ?? durable;
-    // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
-    return { message: { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) }, applied, written, durable };
+    // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients). `...{}`
+    // first: see the reply event's.
+    return { message: { ...{}, ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) }, applied, written, durable };
   }
 
   /**

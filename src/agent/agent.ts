@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
-import { nullLogger, type Logger } from '../log/logger';
+import { nullLogger, type Logger, type PreparedLine } from '../log/logger';
 import { bindAttachments, insertAttachment, usageOp, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type WriteTx } from '../store';
 import { canAccess, sourceLabel, sourceText, type Source } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
@@ -615,17 +615,24 @@ export class Agent {
       // a row of the same id).
       // `...{}` first: a hidden class shared by every reply's (the logger's merge, FileLogger.prepare, says why).
       const replyEvent: TurnEvent = { event: 'chat.message', conversation_id: conversationId, message: { ...{}, ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) } };
-      // Its log line too (fields merged, redacted, serialized) while the record is written and synced: at the
-      // loop's check phase, after the record's write is handed off (at once, Database.writePlanned; by the
-      // journal's immediate when a write was in flight). Written once durable, with the turn's ms.
-      let answered: ((late?: Record<string, number>) => void) | undefined;
-      const preparing = setImmediate(() => (answered = log.prepare?.('info', 'chat.answered', { chars: text.length })));
+      // Its log line too (fields merged, redacted, serialized) while the record is synced: once its write is
+      // in the file (Database.written, resolved as its fdatasync is asked), not during the write (the check
+      // phase), where work longer than the write's round trip would delay the fdatasync. Without a known
+      // write (a full disk owes records): at the check phase. Stamped once durable, with the turn's ms, and
+      // held: its file write is made by the logger's next line or prepare (the next turn's, during its
+      // fdatasync) or a moment later (file-logger.ts HELD_LINE_MS), not between the durable point and the answer.
+      let answered: PreparedLine | undefined;
+      let over = false;
+      const prepare = () => void (over || (answered = log.prepare?.('info', 'chat.answered', { chars: text.length })));
+      const inFile = store.db.written();
+      if (inFile) inFile.then(prepare, ignore);
+      else setImmediate(prepare);
       await replied;
       await commit?.durable();
-      clearImmediate(preparing);
+      over = true;
       onEvent(replyEvent);
       this.deps.onActivity?.(conversationId, sourceText(input.source));
-      if (answered) answered({ ms: Date.now() - started });
+      if (answered) answered({ ms: Date.now() - started }, true);
       else log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
       return { response: text, conversation_id: conversationId };
     } catch (error) {

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { LOG_FILE_NAME } from '../platform/paths';
-import type { LogFields, Logger, LogLevel } from './logger';
+import type { LogFields, Logger, LogLevel, PreparedLine } from './logger';
 import { Redactor } from './redact';
 import { RotatingFile } from './rotating-file';
 
@@ -8,6 +8,11 @@ export const DEFAULT_LOG_MAX_BYTES = 5 * 1024 * 1024;
 export const DEFAULT_LOG_MAX_FILES = 3;
 /** A line above this size is replaced by a note saying how big it was. */
 export const MAX_LOG_LINE_BYTES = 256 * 1024;
+/**
+ * How long a held line (PreparedLine's `hold`) waits at most for the next line or prepare to write it:
+ * in a run of turns the next turn's prepare, during its fdatasync, writes it; an idle service's at this.
+ */
+export const HELD_LINE_MS = 100;
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 const RESERVED = new Set(['time', 'level', 'event']);
@@ -40,6 +45,10 @@ class LogCore {
   readonly file: RotatingFile;
   readonly mirror: NodeJS.WritableStream | null;
   readonly redactor: Redactor;
+  /** Lines stamped and waiting to be written (PreparedLine's `hold`), oldest first. */
+  private held: Array<() => void> = [];
+  /** Writes the held lines HELD_LINE_MS after the first (null: not set). */
+  private heldTimer: NodeJS.Timeout | null = null;
 
   constructor(options: FileLoggerOptions) {
     this.level = RANK[options.level ?? 'info'];
@@ -64,10 +73,14 @@ class LogCore {
 
   /**
    * One line: its fields merged, redacted and serialized now, stamped and written when the returned
-   * function is called (Logger.prepare), `late` numbers then added at its end. Undefined when the level
-   * is off (or making it failed: logging must never take the service down).
+   * function is called (Logger.prepare), `late` numbers then added at its end; with `hold`, stamped then
+   * and written by the next line, the next prepare (its caller waits for something meanwhile), a flush,
+   * or HELD_LINE_MS later, whichever comes first. Undefined when the level is off (or making it failed:
+   * logging must never take the service down). Held lines are written first: a prepare is made while
+   * its caller waits.
    */
-  prepare(level: LogLevel, event: string, base: LogFields | undefined, fields: LogFields | undefined): ((late?: Record<string, number>) => void) | undefined {
+  prepare(level: LogLevel, event: string, base: LogFields | undefined, fields: LogFields | undefined): PreparedLine | undefined {
+    if (this.held.length > 0) this.release();
     const rank = RANK[level];
     const toFile = rank >= this.level;
     const toMirror = this.mirror !== null && rank >= this.mirrorLevel;
@@ -78,11 +91,11 @@ class LogCore {
       const merged = base && fields ? { ...{}, ...base, ...fields } : (fields ?? base ?? {});
       const clean = this.redactor.redactFields(merged);
       const named = this.redactor.redactText(String(event));
-      // Without `time`, which is first in the line and taken when it is written.
+      // Without `time`, which is first in the line and taken when it is written (or held).
       const rest = JSON.stringify(recordOf({ level, event: named }, clean));
-      return (late) => {
+      const write = (stamp: number, late: Record<string, number> | undefined) => {
         try {
-          const time = new Date();
+          const time = new Date(stamp);
           // A late key the line already has is dropped (one key once in a line).
           const added = late ? this.redactor.redactFields(Object.fromEntries(Object.entries(late).filter(([key]) => !(key in clean)))) : undefined;
           const tail = added ? JSON.stringify(recordOf({}, added)) : '{}';
@@ -93,9 +106,31 @@ class LogCore {
           // Logging must never take the service down.
         }
       };
+      return (late, hold) => {
+        const stamp = Date.now();
+        if (hold) return this.hold(() => write(stamp, late));
+        if (this.held.length > 0) this.release();
+        write(stamp, late);
+      };
     } catch {
       return undefined;
     }
+  }
+
+  /** Writes the held lines now, oldest first. */
+  release(): void {
+    const lines = this.held;
+    this.held = [];
+    for (const write of lines) write();
+  }
+
+  private hold(write: () => void): void {
+    this.held.push(write);
+    // One timer for a run of held lines, not one each: when it fires, what is held then is written.
+    this.heldTimer ??= setTimeout(() => {
+      this.heldTimer = null;
+      this.release();
+    }, HELD_LINE_MS).unref();
   }
 
   private writeMirror(time: Date, level: LogLevel, event: string, fields: Record<string, unknown>): void {
@@ -160,7 +195,7 @@ class BoundLogger implements Logger {
   child(fields: LogFields): Logger {
     return new BoundLogger(this.core, { ...{}, ...this.fields, ...fields }); // leading `...{}`: see FileLogger.prepare
   }
-  prepare(level: LogLevel, event: string, fields?: LogFields): ((late?: Record<string, number>) => void) | undefined {
+  prepare(level: LogLevel, event: string, fields?: LogFields): PreparedLine | undefined {
     return this.core.prepare(level, event, this.fields, fields);
   }
 }
@@ -214,17 +249,19 @@ export class FileLogger implements Logger {
     return this.root.child(fields);
   }
 
-  prepare(level: LogLevel, event: string, fields?: LogFields): ((late?: Record<string, number>) => void) | undefined {
+  prepare(level: LogLevel, event: string, fields?: LogFields): PreparedLine | undefined {
     return this.root.prepare(level, event, fields);
   }
 
   /** Waits until every line logged so far is written. */
   flush(): Promise<void> {
+    this.core.release();
     return this.core.file.flush();
   }
 
   /** Flushes and closes the file; lines logged afterwards are dropped. */
   close(): Promise<void> {
+    this.core.release();
     return this.core.file.close();
   }
 }

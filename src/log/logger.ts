@@ -19,8 +19,16 @@ export interface Logger {
    * or the logger has no such thing (log the whole line at the end instead). Must not throw (it runs
    * outside its caller's try, agent.ts): a line it cannot make is answered undefined.
    */
-  prepare?(level: LogLevel, event: string, fields?: LogFields): ((late?: Record<string, number>) => void) | undefined;
+  prepare?(level: LogLevel, event: string, fields?: LogFields): PreparedLine | undefined;
 }
+
+/**
+ * A prepared line's write (Logger.prepare): stamped when called, with `late` numbers at its end. With
+ * `hold`, its file write waits for the logger's next line or prepare, or a short while (file-logger.ts
+ * HELD_LINE_MS), so a caller whose next work waits anyway (the next turn's fdatasync) writes it then, off
+ * the path between its durable point and its answer; its order among the log's lines is kept.
+ */
+export type PreparedLine = (late?: Record<string, number>, hold?: boolean) => void;
 
 export const nullLogger: Logger = {
   debug() {},

@@ -87,6 +87,49 @@ describe('FileLogger', () => {
     assert.match(mirrored, /chat\.answered .*ms=7/);
   });
 
+  test('a held line (PreparedLine hold) is stamped when called and written by the next line, the next prepare, a flush, or its timer, in order', async () => {
+    const dir = await tempDir();
+    const file = join(dir, 'service.log');
+    const logger = FileLogger.inDataDir(dir, { level: 'info' });
+    const child = logger.child({ conversation: 'c1' });
+    logger.info('opened');
+    await logger.flush(); // the file is open: a line is written at once from now on
+    const events = async () => (await readLines(file)).map((l) => l.event);
+
+    // The next line writes it first.
+    const early = Date.now();
+    child.prepare?.('info', 'answered.1', { chars: 1 })?.({ ms: 1 }, true);
+    assert.deepEqual(await events(), ['opened'], 'held, not written');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    logger.info('next');
+    const lines = await readLines(file);
+    assert.deepEqual(
+      lines.map((l) => l.event),
+      ['opened', 'answered.1', 'next'],
+    );
+    assert.equal(lines[1]!.ms, 1);
+    assert.ok(Date.parse(lines[1]!.time as string) < early + 5, 'stamped when held, not when written');
+
+    // The next prepare (made while its caller waits) writes it, before that line's own write.
+    child.prepare?.('info', 'answered.2', {})?.({ ms: 2 }, true);
+    const third = child.prepare?.('info', 'answered.3', {});
+    assert.deepEqual((await events()).slice(3), ['answered.2']);
+    third?.({ ms: 3 }, true);
+    // A flush writes it.
+    await logger.flush();
+    assert.deepEqual((await events()).slice(3), ['answered.2', 'answered.3']);
+
+    // Nothing after it: its timer writes it.
+    child.prepare?.('info', 'answered.4', {})?.(undefined, true);
+    for (let i = 0; i < 500 && !(await events()).includes('answered.4'); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.deepEqual((await events()).slice(3), ['answered.2', 'answered.3', 'answered.4']);
+
+    // And a close.
+    child.prepare?.('info', 'answered.5', {})?.(undefined, true);
+    await logger.close();
+    assert.deepEqual((await events()).slice(3), ['answered.2', 'answered.3', 'answered.4', 'answered.5']);
+  });
+
   test('drops lines below the minimum level; setLevel changes it for children too', async () => {
     const dir = await tempDir();
     const logger = FileLogger.inDataDir(dir, { level: 'warn' });

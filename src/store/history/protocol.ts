@@ -1,6 +1,7 @@
 // Messages between the main thread (history-store.ts) and the history worker (history-worker.ts).
 import type { MessagePort } from 'node:worker_threads';
 import type { MessageRole } from '../types';
+import { firstCodePoints } from '../../protocol/code-points';
 
 /** How a write refused by a full disk is reported (the journal's words, so clients see one message). */
 export const DISK_FULL = 'disk full';
@@ -29,9 +30,7 @@ export function bodyChars(b: Pick<BodyIn, 'content' | 'data'>): number {
  * its first `keepChars` characters, counted as SQLite counts them (code points), then `note`.
  */
 export function cutText(content: string, keepChars: number, note: string): string {
-  let end = 0;
-  for (let n = 0; n < keepChars && end < content.length; n++) end += content.codePointAt(end)! > 0xffff ? 2 : 1;
-  return content.slice(0, end) + note;
+  return firstCodePoints(content, keepChars) + note;
 }
 
 /** A body stored under a given key (history-db.ts `fill`). */

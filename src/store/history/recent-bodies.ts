@@ -19,10 +19,11 @@ export class RecentBodies {
     for (const b of bodies) {
       const size = 100 + bodyChars(b);
       if (size > this.maxBytes) continue;
-      this.drop([b.key]);
+      if (this.bodies.has(b.key)) this.drop([b.key]);
       this.bodies.set(b.key, { body: { key: b.key, content: b.content, data: b.data, cut: b.cut === true }, size });
       this.bytes += size;
     }
+    if (this.bodies.size <= this.maxBodies && this.bytes <= this.maxBytes) return;
     // Map order is insertion order: the oldest first.
     for (const [key] of this.bodies) {
       if (this.bodies.size <= this.maxBodies && this.bytes <= this.maxBytes) break;

@@ -616,7 +616,8 @@ export class Agent {
       // `...{}` first: a hidden class shared by every reply's (the logger's merge, FileLogger.prepare, says why).
       const replyEvent: TurnEvent = { event: 'chat.message', conversation_id: conversationId, message: { ...{}, ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) } };
       // Its log line too (fields merged, redacted, serialized) while the record is synced: once its write is
-      // in the file (Database.written, resolved as its fdatasync is asked), not during the write (the check
+      // in the file (Database.written, resolved as its fdatasync is asked; under concurrent turns a batch written
+      // alone resolves it before the next batch that will sync it is written), not during the write (the check
       // phase), where work longer than the write's round trip would delay the fdatasync. Without a known
       // write (a full disk owes records): at the check phase. Stamped once durable, with the turn's ms, and
       // held: its file write is made by the logger's next line or prepare (the next turn's, during its

@@ -59,3 +59,26 @@ test('chat.answered: not in the file when the reply is told nor when the turn re
   }
   assert.ok(String(lines[0].time) <= String(lines[1].time), 'in order');
 });
+
+test('a stop whose store fails to close still closes the log (its held line written)', { timeout: 60_000 }, async (t) => {
+  const { dir, cleanup } = await tempDir('answered-line-');
+  t.after(cleanup);
+  await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
+  const service = await Service.open({ dataDir: dir, provider: () => model });
+  const close = service.store.close.bind(service.store);
+  let failed = false;
+  service.store.close = async () => {
+    await close();
+    failed = true;
+    throw new Error('the store failed to close');
+  };
+  await service.agent.chat({ message: 'hi', source: { kind: 'lan' } });
+  assert.equal(answered(dir).length, 0, 'held when the turn returns');
+  await assert.rejects(service.stop(), /failed to close/);
+  assert.ok(failed);
+  assert.equal(answered(dir).length, 1, 'the held line is written');
+  // The log was closed all the same: a line logged now is dropped.
+  service.logger.info('after.stop');
+  await new Promise(setImmediate);
+  assert.ok(!readFileSync(join(dir, 'service.log'), 'utf8').includes('after.stop'), 'the log is closed');
+});

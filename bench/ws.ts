@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { fmt, spawnListening } from './util';
 
-const TOKEN = 'bench-access-token-0123456789abcdef0123';
+export const TOKEN = 'bench-access-token-0123456789abcdef0123';
 export const ECHO_SERVER = `
 const { WebSocketServer } = require('ws');
 const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 }, () => console.log('listening on 127.0.0.1:' + wss.address().port));
@@ -25,7 +25,7 @@ function cpuNs(pid: number): number {
 }
 
 /** Clients of one server, each sending its next frame when the reply comes, while switched on. */
-class PingPong {
+export class PingPong {
   /** Replies while on; replies in all (those of the frames in flight at a switch-off too). */
   counted = 0;
   replies = 0;
@@ -90,8 +90,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * windows of seconds apart, best of each, gave ratios from 0.3 to 3 on the same build). Round trips per
  * second over each one's own slices, and its server's CPU time per round trip (us).
  */
-async function measurePair(pair: PingPong[]): Promise<{ rps: number; cpuUs: number }[]> {
-  const totals = pair.map(() => ({ ms: 0, counted: 0, replies: 0, cpuNs: 0 }));
+export async function measurePair(pair: PingPong[]): Promise<{ rps: number; cpuUs: number; clientCpuUs: number }[]> {
+  const totals = pair.map(() => ({ ms: 0, counted: 0, replies: 0, cpuNs: 0, clientUs: 0 }));
   for (const clients of pair) {
     clients.start();
     await sleep(500);
@@ -101,7 +101,7 @@ async function measurePair(pair: PingPong[]): Promise<{ rps: number; cpuUs: numb
     const index = slice % pair.length;
     const clients = pair[index]!;
     const total = totals[index]!;
-    const [counted, replies, cpu, started] = [clients.counted, clients.replies, cpuNs(clients.pid), performance.now()];
+    const [counted, replies, cpu, client, started] = [clients.counted, clients.replies, cpuNs(clients.pid), process.cpuUsage(), performance.now()];
     clients.start();
     await sleep(SLICE_MS);
     total.ms += performance.now() - started;
@@ -109,8 +109,10 @@ async function measurePair(pair: PingPong[]): Promise<{ rps: number; cpuUs: numb
     await clients.stop();
     total.replies += clients.replies - replies;
     total.cpuNs += cpuNs(clients.pid) - cpu;
+    const used = process.cpuUsage(client);
+    total.clientUs += used.user + used.system;
   }
-  return totals.map((t) => ({ rps: (t.counted / t.ms) * 1000, cpuUs: t.cpuNs / 1000 / t.replies }));
+  return totals.map((t) => ({ rps: (t.counted / t.ms) * 1000, cpuUs: t.cpuNs / 1000 / t.replies, clientCpuUs: t.clientUs / t.replies }));
 }
 
 /**
@@ -121,7 +123,7 @@ async function measurePair(pair: PingPong[]): Promise<{ rps: number; cpuUs: numb
  * finishing), which fell in the first slices of the 1-connection row: counted in the service's CPU a
  * round trip and slowing its round trips, though the row is about get_config's.
  */
-async function warmedUp(service: { child: { pid?: number }; output: () => string }): Promise<void> {
+export async function warmedUp(service: { child: { pid?: number }; output: () => string }): Promise<void> {
   const deadline = performance.now() + 60_000;
   const late = () => {
     if (performance.now() > deadline) throw new Error(`the service's start did not settle:\n${service.output()}`);

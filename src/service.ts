@@ -716,6 +716,17 @@ export class Service {
       () => false,
     );
     if (!opened) return;
+    // The log is closed whatever fails before: its held lines (a turn's chat.answered) are written then.
+    try {
+      await this.closeParts();
+      this.logger.info('service.stopped');
+    } finally {
+      await this.logger.close();
+    }
+  }
+
+  /** Everything but the log, in order: in-flight work ended (bounded), clients told, the store closed. */
+  private async closeParts(): Promise<void> {
     const { webhooks, permissions, agent, turns, relay, push, tools, auth, store } = this.parts;
     // Webhook work not started stays queued in the database; attempts in flight end (bounded) before the store closes.
     const webhooksStopped = webhooks.stop();
@@ -744,8 +755,6 @@ export class Service {
     await this.practising?.catch(() => undefined);
     await store.close();
     await this.config.close();
-    this.logger.info('service.stopped');
-    await this.logger.close();
   }
 
   get listeningAddress() {

@@ -30,6 +30,7 @@ import { ModelToolNames, Transcripts, type ToolCallData, type ToolResultData } f
 import { TurnUsage } from './usage/turn-usage';
 import { messageUsageOf } from './usage/usage-wire';
 import { draftCommitMessage } from './commit-message';
+import { packedMap } from '../platform/packed-map';
 
 export const TITLE_LENGTH = 80;
 
@@ -545,7 +546,7 @@ export class Agent {
         store.messages.appendMany(
           [message],
           bindAttachments(
-            attachments.map((a) => a.attachment_id),
+            packedMap(attachments, (a) => a.attachment_id),
             conversationId,
           ),
           DEFER_SYNC,
@@ -561,8 +562,9 @@ export class Agent {
     // void record) and applied nothing (review17d: the model was asked, a reply stored after nothing).
     const applied = store.db.lastWrite === before + 1;
     const written = (applied ? store.db.written() : undefined) ?? durable;
-    // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients).
-    return { message: { ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) }, applied, written, durable };
+    // Its sender knows it by the id it gave (the stored key holds the sender too: not for clients). `...{}`
+    // first: see the reply event's.
+    return { message: { ...{}, ...messageOf(message), ...(input.clientMessageId ? { client_message_id: input.clientMessageId } : {}) }, applied, written, durable };
   }
 
   /**
@@ -609,9 +611,11 @@ export class Agent {
       // Made before the commit's wait, not after it; sent once durable. Its usage is the row just written,
       // not read back: under a new message id it is stored as it is (store/usage.ts recordIn adds only to
       // a row of the same id).
-      const replyEvent: TurnEvent = { event: 'chat.message', conversation_id: conversationId, message: { ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) } };
+      // `...{}` first: a hidden class shared by every reply's (the logger's merge, FileLogger.prepare, says why).
+      const replyEvent: TurnEvent = { event: 'chat.message', conversation_id: conversationId, message: { ...{}, ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) } };
       // Its log line too (fields merged, redacted, serialized) while the record is synced: once its write is
-      // in the file (Database.written, resolved as its fdatasync is asked), not during the write (the check
+      // in the file (Database.written, resolved as its fdatasync is asked; under concurrent turns a batch written
+      // alone resolves it before the next batch that will sync it is written), not during the write (the check
       // phase), where work longer than the write's round trip would delay the fdatasync. Without a known
       // write (a full disk owes records): at the check phase. Stamped once durable, with the turn's ms, and
       // held: its file write is made by the logger's next line or prepare (the next turn's, during its

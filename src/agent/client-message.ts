@@ -3,6 +3,7 @@ import type { MessageRow } from '../store';
 import { attachmentInfoOf, storedAttachmentsOf } from './attachments/content';
 import { contextOf } from './chat-context';
 import { summaryDataOf } from './compaction/model-view';
+import { packedMap } from '../platform/packed-map';
 
 /**
  * A stored user, assistant or summary message as clients see it (chat.message, get_messages, exports): a user's
@@ -11,7 +12,7 @@ import { summaryDataOf } from './compaction/model-view';
 export function messageOf(row: Pick<MessageRow, 'id' | 'role' | 'content' | 'timestamp'> & { data?: unknown }): Message {
   const context = row.role === 'user' ? contextOf(row.data) : undefined;
   const from = row.role === 'user' ? (row.data as { from?: unknown } | null | undefined)?.from : undefined;
-  const attachments = storedAttachmentsOf(row.data).map(attachmentInfoOf);
+  const attachments = packedMap(storedAttachmentsOf(row.data), attachmentInfoOf);
   const summary = summaryDataOf(row);
   return {
     id: row.id,

@@ -1,4 +1,5 @@
 import type { Database, PlannedOp, WriteTx } from './database';
+import { packedMap } from '../platform/packed-map';
 
 /**
  * An uploaded file: its bytes are a blob (store.blobs, by `hash`), this row says what it is and who may
@@ -26,7 +27,7 @@ const COLUMNS = 'id, hash, name, mime, kind, size, uploader, created_at, convers
  * that message (MessagesRepo.appendMany's planned statements), known before they run.
  */
 export function bindAttachments(ids: readonly string[], conversationId: string): PlannedOp[] {
-  return ids.map((id) => ({ sql: 'UPDATE attachments SET conversation_id = ? WHERE id = ? AND conversation_id IS NULL', params: [conversationId, id] }));
+  return packedMap(ids, (id) => ({ sql: 'UPDATE attachments SET conversation_id = ? WHERE id = ? AND conversation_id IS NULL', params: [conversationId, id] }));
 }
 
 /** Records an attachment inside a caller's transaction (an image a tool showed, with its result). */

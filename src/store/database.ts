@@ -2,6 +2,7 @@ import { mkdir, open, readFile, realpath, rm, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Database as SqlJsDatabase, SqlValue } from 'sql.js';
 import { DATABASE_FILE_NAME } from '../platform/paths';
+import { packedMap } from '../platform/packed-map';
 import { nullLogger } from '../log/logger';
 import type { Logger } from '../log/logger';
 import { copyFromHandle } from './backup-files';
@@ -12,7 +13,7 @@ import { makePrivate } from './private-files';
 import type { DirLock } from '../platform/lock-file';
 import { normalizeParams } from './record';
 import { recoverJournal } from './recovery';
-import type { Op, SqlParam, SqlParamInput } from './record';
+import type { Op, SqlParamInput } from './record';
 import { fsyncDir, hasMetaTable, META_TABLE_SQL, readSnapshotSeq } from './replay';
 import { PRIVATE_DIR_MODE } from '../platform/file-modes';
 import { keepLock, loadSqlJs, skipSyncs } from './sqljs';
@@ -417,15 +418,14 @@ export class Database {
         tx.keepBodies(bodies);
       }, options);
     }
-    let normalized: (SqlParam[] | null)[];
+    let planned: Op[];
     try {
       ready?.();
-      normalized = ops.map((op) => normalizeParams(op.params));
+      planned = packedMap(ops, (op) => [op.sql, normalizeParams(op.params)]);
     } catch (err) {
       return Promise.reject(err);
     }
     const riders = this.riders;
-    const planned: Op[] = ops.map((op, i) => [op.sql, normalized[i]]);
     const recordOps = [...this.prelude, ...planned, ...riders];
     const durable = this.journal.append(recordOps, [...bodies], options?.deferSync === true, true);
     const seq = this.journal.lastSeq;
@@ -434,7 +434,7 @@ export class Database {
       this.transaction(() => {
         checkEach(ops, (op, i) => {
           this.watches.saw(op.sql);
-          return runOp(this.sql, this.cache, op.sql, normalized[i], op.row);
+          return runOp(this.sql, this.cache, op.sql, planned[i][1], op.row);
         });
         for (const [sql, params] of riders) {
           this.watches.saw(sql);

@@ -1,5 +1,6 @@
 import { previewOf } from '../protocol/preview';
 import { runPlanned } from './database';
+import { packedMap } from '../platform/packed-map';
 import type { Database, PlannedOp, WriteOptions, WriteTx } from './database';
 import type { HistoryStore } from './history/history-store';
 import type { BodyIn, BodyOut, ColdRow, KeyedBody } from './history/protocol';
@@ -274,7 +275,7 @@ export class MessagesRepo {
 
   private writeBodies(messages: readonly NewMessage[]): ReturnType<HistoryStore['write']> {
     messages.forEach(checkRole);
-    return this.history.write(messages.map((m) => bodyOf(m, dataText(m))));
+    return this.history.write(packedMap(messages, (m) => bodyOf(m, dataText(m))));
   }
 
   /**

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import WebSocket from 'ws';
-import { MAX_OPENING_PER_ADDRESS, MAX_WAITING_CONNECTIONS, MAX_WAITING_PER_ADDRESS } from '../../src/transport/http/connection-gate';
+import { ConnectionGate, FRESH_MS, MAX_OPENING_PER_ADDRESS, MAX_WAITING_CONNECTIONS, MAX_WAITING_PER_ADDRESS } from '../../src/transport/http/connection-gate';
+import { RESETS_PER_TURN } from '../../src/transport/http/refuse-at-accept';
 import { startService, type RunningService } from '../helpers/service';
 
 // Login bursts (issue 25): what will be refused anyway is refused before any HTTP is read. An address
@@ -180,5 +181,65 @@ test('a stopping service closes the connections still waiting for a place at onc
     for (const client of [...slow, ...waiting]) await client.closed;
   } finally {
     await svc.dispose();
+  }
+});
+
+test(`attack: a lock that comes while connections of its address wait at the gate refuses them ${RESETS_PER_TURN} a turn of the event loop, not all in one run`, async () => {
+  // What made the one-address WebSocket burst's longest chat turn (issue 25): its 10th failed login
+  // came with ~250 connections waiting, and the gate reset all of them in one synchronous run.
+  let locked = false;
+  const accepted: Socket[] = [];
+  const letIn: Socket[] = [];
+  // The gate's clock, moved by hand: each move lets the connections let in stop counting as fresh (FRESH_MS).
+  let clock = 0;
+  const gate = new ConnectionGate(
+    () => locked,
+    (socket) => void letIn.push(socket),
+    () => clock,
+  );
+  const server = createServer({ pauseOnConnect: true }, (socket) => {
+    socket.on('error', () => undefined);
+    accepted.push(socket);
+    gate.accept(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const total = MAX_OPENING_PER_ADDRESS + RESETS_PER_TURN * 3 + 5;
+  const clients: Socket[] = [];
+  try {
+    for (let i = 0; i < total; i += 1) {
+      const client = connect({ port, host: '127.0.0.1' });
+      client.on('error', () => undefined);
+      clients.push(client);
+    }
+    // Every connection accepted, the address's places taken and the rest waiting (the fresh window lets a few in at a time).
+    while (accepted.length < total || letIn.length < MAX_OPENING_PER_ADDRESS) {
+      clock += FRESH_MS;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    clock += FRESH_MS;
+    const waiting = accepted.filter((socket) => !letIn.includes(socket));
+    assert.equal(gate.waiting, waiting.length);
+    locked = true;
+    // One of those let in closes (its failed login): the gate looks at the waiting ones again.
+    gate.opened(letIn[0]!);
+    assert.equal(gate.waiting, 0, 'none waits for a place any more');
+    const resetInTheRun = waiting.filter((socket) => socket.destroyed).length;
+    assert.ok(resetInTheRun <= RESETS_PER_TURN, `${resetInTheRun} of ${waiting.length} reset in the run that saw the lock`);
+    let turns = 0;
+    while (waiting.some((socket) => !socket.destroyed)) {
+      await new Promise((resolve) => setImmediate(resolve));
+      turns += 1;
+    }
+    assert.ok(turns >= Math.ceil(waiting.length / RESETS_PER_TURN) - 1, `all reset within ${turns} turns`);
+    assert.ok(
+      waiting.every((socket) => socket.bytesRead === 0),
+      'nothing of them was read',
+    );
+  } finally {
+    for (const client of clients) client.destroy();
+    for (const socket of accepted) socket.destroy();
+    gate.close();
+    await new Promise((resolve) => server.close(resolve));
   }
 });

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { LOGIN_FAILURE_LIMIT, LOGIN_WINDOW_MS, LoginFailures } from '../../src/transport/auth/login-failures';
 import { ConnectionGate, MAX_OPENING_PER_ADDRESS } from '../../src/transport/http/connection-gate';
 import { HttpServer } from '../../src/transport/http/http-server';
-import { MAX_PENDING_RESETS, RESETS_PER_TURN, ResetQueue, refuseAtAccept, type AcceptedHandle } from '../../src/transport/http/refuse-at-accept';
+import { MAX_PENDING_RESETS, RESETS_PER_TURN, ResetQueue, refuseAtAccept, resetHandle, type AcceptedHandle } from '../../src/transport/http/refuse-at-accept';
 import { captureLogger } from '../helpers/store-utils';
 
 // Login bursts from one address (issue 25): once an address is over its failed-login limit, every new
@@ -132,7 +132,7 @@ test("a locked address's connections are reset before Node makes a Socket of the
 test('refusals of one accept batch are reset a few a turn of the event loop, none before the batch is over', async () => {
   const resets: number[] = [];
   let turn = 0;
-  const queue = new ResetQueue();
+  const queue = new ResetQueue(resetHandle);
   const handle = (): AcceptedHandle => ({ getpeername: () => 0, reset: () => (resets.push(turn), 0), close: () => assert.fail('reset worked') });
   const count = RESETS_PER_TURN * 2 + 3;
   for (let i = 0; i < count; i += 1) queue.add(handle());

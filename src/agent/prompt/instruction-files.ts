@@ -1,6 +1,7 @@
 import { constants } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { packedMap } from '../../platform/packed-map';
 import { openForReading } from '../tools/anchored-fs';
 import { decodeText, formatBytes, prefixWithin } from '../tools/text-files';
 import { placeInRoots, resolveWorkspacePath } from '../tools/workspace';
@@ -89,9 +90,9 @@ export class InstructionFiles {
     const kept = this.keptFor(roots);
     if (kept) {
       await nextCheckPhase();
-      if (!kept.watch.changed) return kept.files.map((file) => ({ ...file }));
+      if (!kept.watch.changed) return packedMap(kept.files, (file) => ({ ...file }));
     }
-    return (await this.lookOnce(roots)).map((file) => ({ ...file }));
+    return packedMap(await this.lookOnce(roots), (file) => ({ ...file }));
   }
 
   /**

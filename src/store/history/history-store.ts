@@ -1,6 +1,7 @@
 import { chmod } from 'node:fs/promises';
 import path from 'node:path';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../platform/file-modes';
+import { packedMap } from '../../platform/packed-map';
 import { fsyncDir } from '../replay';
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { ServiceError } from '../../protocol/errors';
@@ -383,7 +384,9 @@ export class HistoryStore {
   }
 
   private keyed(bodies: readonly BodyIn[]): KeyedBody[] {
-    return bodies.map((b) => ({ ...b, key: ++this.lastKey }));
+    // One literal, not `{ ...b, key }`: on Node 20 a spread's object gets a hidden class of its own after
+    // a few calls, and every reader of the bodies went megamorphic (docs/design.md, "(s19, turn19e)").
+    return packedMap(bodies, (b) => ({ conversation_id: b.conversation_id, role: b.role, content: b.content, data: b.data, key: ++this.lastKey }));
   }
 
   /** One put, with the owed bodies first (written again: a key already there is skipped). */

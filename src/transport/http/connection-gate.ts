@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import { loginLimitKey } from './allow-from';
+import { ResetQueue } from './refuse-at-accept';
 
 /**
  * Connections of one address (an IPv6 address by its /64, as logins are counted) read at once while
@@ -68,6 +69,13 @@ export class ConnectionGate {
   /** Closes the waiting connections that have waited waitMs. */
   private waitTimer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
+  /**
+   * Waiting connections refused, reset a few a turn of the event loop (refuse-at-accept.ts's pace): an
+   * address's lock comes with up to MAX_WAITING_PER_ADDRESS of its connections waiting, and resetting
+   * them all in the run that saw it was one stall of 5-25 ms at load 6-9 (a one-address WebSocket burst:
+   * docs/design.md, "... the one-address burst's refusals at the gate (s19, turn19d)").
+   */
+  private readonly refusals = new ResetQueue<Socket>(refuse);
 
   /**
    * `refuses`: whether a connection from this address is closed unread (it counts the refusal itself).
@@ -134,6 +142,7 @@ export class ConnectionGate {
     for (const address of this.addresses.values()) {
       for (const socket of address.waiting.splice(0)) refuse(socket);
     }
+    this.refusals.flush();
     this.waitingCount = 0;
     this.waitingSince.clear();
   }
@@ -148,7 +157,7 @@ export class ConnectionGate {
     for (const other of this.addresses.values()) if (!longest || other.waiting.length > longest.waiting.length) longest = other;
     if (!longest || longest.waiting.length <= address.waiting.length + 1) return false;
     const newest = longest.waiting.pop()!;
-    refuse(newest);
+    this.refuseWaiting(newest);
     this.waitingCount -= 1;
     this.waitingSince.delete(newest);
     this.settle(longest);
@@ -176,7 +185,7 @@ export class ConnectionGate {
       this.waitingCount -= 1;
       this.waitingSince.delete(socket);
       // Checked again: the address may have gone over its limit while this connection waited.
-      if (socket.destroyed || this.refuses(socket.remoteAddress!)) refuse(socket);
+      if (socket.destroyed || this.refuses(socket.remoteAddress!)) this.refuseWaiting(socket);
       else this.letIn(socket, address);
       this.settle(address);
     }
@@ -191,10 +200,16 @@ export class ConnectionGate {
       this.waitingSince.delete(socket);
       address.waiting.splice(address.waiting.indexOf(socket), 1);
       this.waitingCount -= 1;
-      refuse(socket);
+      this.refuseWaiting(socket);
       this.settle(address);
     }
     this.expireWhenDue();
+  }
+
+  /** A connection that waited is refused: in the reset queue, or at once when that is full (each waiting there holds a descriptor). */
+  private refuseWaiting(socket: Socket): void {
+    if (this.refusals.full) refuse(socket);
+    else this.refusals.add(socket);
   }
 
   private expireWhenDue(): void {

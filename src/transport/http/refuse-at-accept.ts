@@ -41,7 +41,7 @@ export function refuseAtAccept(server: Server, refuses: (remoteAddress: string) 
   const handle = (server as unknown as { _handle?: Partial<ListeningHandle> | null })._handle;
   const onconnection = handle?.onconnection;
   if (!handle || typeof onconnection !== 'function') return false;
-  const resets = new ResetQueue();
+  const resets = new ResetQueue(resetHandle);
   handle.onconnection = function (this: unknown, error: number, accepted?: AcceptedHandle) {
     // A full queue: the plain way (the gate asks `refuses` then, so the refusal is counted once).
     if (!error && accepted && !resets.full && typeof accepted.getpeername === 'function' && typeof accepted.reset === 'function') {
@@ -53,30 +53,43 @@ export function refuseAtAccept(server: Server, refuses: (remoteAddress: string) 
   return true;
 }
 
-/** Handles to reset, RESETS_PER_TURN a turn of the event loop. */
-export class ResetQueue {
-  private readonly pending: AcceptedHandle[] = [];
+/** Resets an accepted handle that was never started (refuseAtAccept's refusal). */
+export function resetHandle(accepted: AcceptedHandle): void {
+  // On a failed reset Node 20 marks the handle closing and the close below does nothing (the same gap
+  // as net.Socket's resetAndDestroy); it is kept for a Node that leaves the handle open then. A failed
+  // SO_LINGER setsockopt on an accepted TCP socket is not seen in practice on Linux.
+  if (accepted.reset() !== 0) accepted.close();
+}
+
+/**
+ * Refused connections to reset, RESETS_PER_TURN a turn of the event loop: accepted handles
+ * (refuseAtAccept), or Sockets that waited at the connection gate (connection-gate.ts).
+ */
+export class ResetQueue<T> {
+  private readonly pending: T[] = [];
   private scheduled = false;
+
+  constructor(private readonly reset: (item: T) => void) {}
 
   /** Whether MAX_PENDING_RESETS wait already: the next refusal takes the plain way. */
   get full(): boolean {
     return this.pending.length >= MAX_PENDING_RESETS;
   }
 
-  add(accepted: AcceptedHandle): void {
-    this.pending.push(accepted);
+  add(item: T): void {
+    this.pending.push(item);
     if (this.scheduled) return;
     this.scheduled = true;
     setImmediate(() => this.resetSome());
   }
 
+  /** Resets every one still waiting, now (the server stops). */
+  flush(): void {
+    for (const item of this.pending.splice(0)) this.reset(item);
+  }
+
   private resetSome(): void {
-    for (const accepted of this.pending.splice(0, RESETS_PER_TURN)) {
-      // On a failed reset Node 20 marks the handle closing and the close below does nothing (the same gap
-      // as net.Socket's resetAndDestroy); it is kept for a Node that leaves the handle open then. A failed
-      // SO_LINGER setsockopt on an accepted TCP socket is not seen in practice on Linux.
-      if (accepted.reset() !== 0) accepted.close();
-    }
+    for (const item of this.pending.splice(0, RESETS_PER_TURN)) this.reset(item);
     if (this.pending.length > 0) setImmediate(() => this.resetSome());
     else this.scheduled = false;
   }

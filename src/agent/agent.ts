@@ -304,8 +304,8 @@ export class Agent {
   async chat(input: ChatInput, onEvent: TurnEventSink = ignore): Promise<ChatOutput> {
     const conversationId = input.conversationId ?? randomUUID();
     const create = !input.conversationId;
-    // Checked again when its turn comes, unless nothing was written since (Database.lastWrite).
-    const checkedAt = create ? undefined : (this.checkConversation(conversationId, input.source), this.deps.store.db.lastWrite);
+    // Checked again when its turn comes (from memory, unless a write since may have changed its owner).
+    if (!create) this.checkConversation(conversationId, input.source);
     const worktree = this.worktreeWanted(conversationId, create, input);
     const line = this.waitInLine(conversationId, () => ({ client_message_id: input.clientMessageId ?? null, preview: previewOf(input.message) }), input.sender ?? sourceText(input.source));
     return line.run(async () => {
@@ -316,7 +316,7 @@ export class Agent {
       // runs twice), durable before anything is told, a tool runs or the turn answers (UserCommit): its
       // fdatasync is deferred to the turn's first outward effect, or made by the reply's own commit when
       // the model answers first (one sync for both messages).
-      const stored = this.storeUserMessage(conversationId, create, input, checkedAt);
+      const stored = this.storeUserMessage(conversationId, create, input);
       // Its row (last_message) goes to nobody before the message is durable: then with its own announcement.
       const release = this.deps.activity?.hold(conversationId);
       stored.durable.catch(() => release?.(true));
@@ -447,7 +447,10 @@ export class Agent {
     return conversation;
   }
 
-  /** requireConversation's check alone (a chat's, before its turn and maybe again when it comes): only the row's source is read. */
+  /**
+   * requireConversation's check alone (a chat's, before its turn and again when it comes): only the row's
+   * source, kept in memory while no write could have changed it (ConversationsRepo.sourceOf).
+   */
   private checkConversation(conversationId: string, source: Source): void {
     const owner = this.deps.store.conversations.sourceOf(conversationId);
     if (owner === undefined || !canAccess(source, owner)) throw notFound(conversationId);
@@ -512,19 +515,14 @@ export class Agent {
    * it is fdatasynced (asked by `store.db.flush()` or any later commit). `message` is what its followers
    * are shown.
    */
-  private storeUserMessage(
-    conversationId: string,
-    create: boolean,
-    input: ChatInput,
-    checkedAt: number | undefined,
-  ): { message: Message; applied: boolean; written: Promise<void>; durable: Promise<void> } {
+  private storeUserMessage(conversationId: string, create: boolean, input: ChatInput): { message: Message; applied: boolean; written: Promise<void>; durable: Promise<void> } {
     const { store } = this.deps;
     const now = new Date().toISOString();
     let created: Promise<void> | undefined;
     // Applied at once (the message's transaction needs its row), durable with the message: one journal flush.
     if (create) created = store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from }, DEFER_SYNC);
-    // Deleted (or otherwise changed) while the turn waited in line: every change is a write.
-    else if (store.db.lastWrite !== checkedAt) this.checkConversation(conversationId, input.source);
+    // Deleted (or made again by another source) while the turn waited in line.
+    else this.checkConversation(conversationId, input.source);
     const id = randomUUID();
     const attachments = input.attachments ?? [];
     const message: NewMessage = {

@@ -1,6 +1,7 @@
 import type { Database, SqlParamInput, WriteOptions, WriteTx } from './database';
 import type { ConversationRow, NewConversation } from './types';
 import { Plan } from '../protocol/plan';
+import { ReadMemo } from './read-memo';
 
 export interface ListConversationsOptions {
   limit: number;
@@ -11,12 +12,28 @@ export interface ListConversationsOptions {
 
 const COLUMNS = 'id, title, source, created_at, updated_at, last_message, started_by';
 
+/**
+ * The one shape of statement that names conversations and keeps every row's id and source: an UPDATE of
+ * one row by id whose assignments name neither (a message's append, a touch, a plan, history's counts).
+ */
+const KEEPS_OWNERS = /^UPDATE conversations SET (?:(?!\b(?:id|source)\b)[\s\S])+ WHERE id = \?$/i;
+
+/** Whether a write statement may change which conversations exist or whose they are. */
+export function touchesOwners(sql: string): boolean {
+  return /\bconversations\b/i.test(sql) && !KEEPS_OWNERS.test(sql);
+}
+
 export class ConversationsRepo {
+  /** Conversations' owners as read, kept while no write could change one (read-memo.ts): a turn's check reads none. */
+  private readonly owners: ReadMemo<string | undefined>;
+
   constructor(
     private readonly db: Database,
     /** Called after a delete put message bodies in `history_trash` (history/maintenance.ts frees them). */
     private readonly onTrash: () => void = () => {},
-  ) {}
+  ) {
+    this.owners = new ReadMemo(db, touchesOwners, (id) => this.db.get<{ source: string }>('SELECT source FROM conversations WHERE id = ?', [id])?.source);
+  }
 
   /**
    * Starts a conversation; `updated_at` starts at `created_at`. Throws if the id exists. `options`:
@@ -41,7 +58,7 @@ export class ConversationsRepo {
 
   /** Who the conversation belongs to (its `source`: protocol's canAccess), or undefined when there is none: a check that needs no more of the row. */
   sourceOf(id: string): string | undefined {
-    return this.db.get<{ source: string }>('SELECT source FROM conversations WHERE id = ?', [id])?.source;
+    return this.owners.get(id);
   }
 
   /** Newest activity first; equal `updated_at` ordered by id (descending) so pages are stable. */

@@ -1,6 +1,6 @@
 import { mkdir, open, readFile, realpath, rm, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import type { Database as SqlJsDatabase } from 'sql.js';
+import type { Database as SqlJsDatabase, SqlValue } from 'sql.js';
 import { DATABASE_FILE_NAME } from '../platform/paths';
 import { packedMap } from '../platform/packed-map';
 import { nullLogger } from '../log/logger';
@@ -19,6 +19,8 @@ import { PRIVATE_DIR_MODE } from '../platform/file-modes';
 import { keepLock, loadSqlJs, skipSyncs } from './sqljs';
 import type { KeyedBody } from './history/protocol';
 import { queryAll, queryOne, runControl, runOp, StatementCache } from './statements';
+import { WriteWatches } from './read-memo';
+import type { WriteWatch } from './read-memo';
 
 export type { SqlParam, SqlParamInput } from './record';
 
@@ -66,6 +68,8 @@ export interface PlannedOp {
   sql: string;
   params: readonly SqlParamInput[];
   check?: (changes: number) => void;
+  /** Given the row the statement's first step returned (its RETURNING clause), in writePlanned only (not in runPlanned's tx.run). */
+  row?: (values: readonly SqlValue[]) => void;
 }
 
 /** Runs planned statements inside a caller's transaction, each then its check. */
@@ -148,6 +152,8 @@ export class Database {
    * simply applies them again.
    */
   private prelude: Op[] = [];
+  /** Shown every statement of a write before it runs: the readers that keep what they read (ReadMemo). */
+  private readonly watches = new WriteWatches();
 
   private constructor(
     readonly dir: string,
@@ -342,6 +348,7 @@ export class Database {
         check();
         const values = normalizeParams(params);
         try {
+          this.watches.saw(sql);
           const changes = runOp(this.sql, this.cache, sql, values);
           ops.push([sql, values]);
           return { changes };
@@ -425,8 +432,14 @@ export class Database {
     this.inWrite = true;
     try {
       this.transaction(() => {
-        checkEach(ops, (op, i) => runOp(this.sql, this.cache, op.sql, planned[i][1]));
-        for (const [sql, params] of riders) runOp(this.sql, this.cache, sql, params);
+        checkEach(ops, (op, i) => {
+          this.watches.saw(op.sql);
+          return runOp(this.sql, this.cache, op.sql, planned[i][1], op.row);
+        });
+        for (const [sql, params] of riders) {
+          this.watches.saw(sql);
+          runOp(this.sql, this.cache, sql, params);
+        }
       });
     } catch (err) {
       // The prelude and the riders were not applied by this record: they go with the next one.
@@ -438,6 +451,19 @@ export class Database {
     this.prelude = [];
     this.riders = [];
     return durable;
+  }
+
+  /**
+   * A count every write statement `touches` says may change what a reader kept is shown before it runs
+   * (read-memo.ts): while it stays, nothing it watches was written.
+   */
+  watch(touches: (sql: string) => boolean): WriteWatch {
+    return this.watches.add(touches);
+  }
+
+  /** Inside a write's transaction (its callback, or a planned write's statements and checks). */
+  get writing(): boolean {
+    return this.inWrite;
   }
 
   /** Runs `body` between BEGIN and COMMIT; if it throws, rolls back and throws that. */

@@ -110,9 +110,10 @@ export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): voi
 
 /**
  * The statements that store a message (insertMessage), known before they run (Database.writePlanned).
- * `inserted` is called right after its row's INSERT ran (its seq is then `last_insert_rowid()`).
+ * `inserted` is given its row's seq as its INSERT returns it (writePlanned only: PlannedOp.row). Records of
+ * builds before s19 hold the INSERT without `RETURNING seq`: replayed, both make the same row.
  */
-function messageOps(m: NewMessage, bodyKey?: number, inserted?: () => void): PlannedOp[] {
+function messageOps(m: NewMessage, bodyKey?: number, inserted?: (seq: number) => void): PlannedOp[] {
   checkRole(m);
   const data = dataText(m);
   const bytes = byteSize(m.content, data);
@@ -122,9 +123,9 @@ function messageOps(m: NewMessage, bodyKey?: number, inserted?: () => void): Pla
   const preview = m.role === 'tool' || m.role === 'summary' ? null : previewOf(m.content);
   return [
     {
-      sql: 'INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      sql: 'INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq',
       params: [m.id, m.conversation_id, m.role, inline ? m.content : '', m.timestamp, m.tool_name ?? null, m.user_id ?? null, inline ? data : null, m.client_key ?? null, bodyKey ?? null, bytes],
-      check: inserted && (() => inserted()),
+      row: inserted && ((values) => inserted(values[0] as number)),
     },
     {
       sql: 'UPDATE conversations SET updated_at = max(updated_at, ?), bytes = bytes + ?, last_message = coalesce(?, last_message), hot = 1 WHERE id = ?',
@@ -229,8 +230,8 @@ export class MessagesRepo {
   private appendPlanned(messages: readonly NewMessage[], bodies: KeyedBody[], alsoInTx: readonly PlannedOp[] | undefined, options: WriteOptions | undefined): Promise<void> {
     const ops: PlannedOp[] = [];
     const seqs: number[] = [];
-    // Each row's seq as its INSERT gives it, read before any other statement runs.
-    const inserted = () => void seqs.push(this.db.get<{ seq: number }>('SELECT last_insert_rowid() AS seq')!.seq);
+    // Each row's seq as its INSERT returns it.
+    const inserted = (seq: number) => void seqs.push(seq);
     for (let i = 0; i < messages.length; i++) ops.push(...messageOps(messages[i], bodies[i].key, inserted));
     if (alsoInTx) ops.push(...alsoInTx);
     const before = this.db.lastWrite;

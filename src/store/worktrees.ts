@@ -1,4 +1,5 @@
 import type { Database } from './database';
+import { names, ReadMemo } from './read-memo';
 import type { WorktreeRecord, WorktreeState } from '../protocol/worktrees';
 
 /** The counts list_conversations shows, computed at a turn's end (never a git call per listed row). */
@@ -44,10 +45,16 @@ function fromRow(row: Row): StoredWorktree {
 
 /** Conversations that work in their own git worktree (docs/protocol.md, "Worktrees"): one row each. */
 export class WorktreesRepo {
-  constructor(private readonly db: Database) {}
+  /** Rows read by conversation (none, mostly), kept while no write names the table (read-memo.ts): a turn reads none. */
+  private readonly rows: ReadMemo<Row | undefined>;
 
+  constructor(private readonly db: Database) {
+    this.rows = new ReadMemo(db, names('worktrees'), (conversationId) => this.db.get<Row>(`SELECT ${COLUMNS} FROM worktrees WHERE conversation_id = ?`, [conversationId]));
+  }
+
+  /** A record of its own each call (what a caller does with it stays its own). */
   get(conversationId: string): StoredWorktree | undefined {
-    const row = this.db.get<Row>(`SELECT ${COLUMNS} FROM worktrees WHERE conversation_id = ?`, [conversationId]);
+    const row = this.rows.get(conversationId);
     return row && fromRow(row);
   }
 

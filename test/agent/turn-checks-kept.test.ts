@@ -1,7 +1,7 @@
 // A continued conversation is checked (exists, the sender may see it) when the chat arrives and again
-// when its turn comes; the second check is skipped only when nothing was written in between
-// (Database.lastWrite: every change is a write). A conversation deleted while a chat waits in line
-// behind a running turn must still refuse that chat (s13, cpu13).
+// when its turn comes; both read its owner from memory unless a write since may have changed it
+// (ConversationsRepo.sourceOf, s19). A conversation deleted while a chat waits in line behind a running
+// turn must still refuse that chat (s13, cpu13).
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -52,7 +52,8 @@ test('a conversation deleted while a chat waits in line refuses it (not_found); 
   assert.equal(next.response, 'done');
 });
 
-test('a chat into a conversation its sender may not see is refused like one that does not exist (not_found), and stores nothing', { timeout: 60_000 }, async (t) => {
+/** A service whose model answers `done` at once, stopped (and its directory removed) after the test. */
+async function quickService(t: { after: (fn: () => Promise<void>) => void }): Promise<Service> {
   const { dir, cleanup } = await tempDir('turn-checks-');
   await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
   const model: Provider = { name: 'quick', complete: async () => ({ text: 'done', tool_calls: [], finish_reason: 'stop' }) };
@@ -61,6 +62,11 @@ test('a chat into a conversation its sender may not see is refused like one that
     await service.stop();
     await cleanup();
   });
+  return service;
+}
+
+test('a chat into a conversation its sender may not see is refused like one that does not exist (not_found), and stores nothing', { timeout: 60_000 }, async (t) => {
+  const service = await quickService(t);
   const crm = { kind: 'webhook', account: 'crm' } as const;
   const { conversation_id: conversationId } = await service.agent.chat({ message: 'from the crm', source: crm, worktree: false });
   const before = (await service.store.messages.recent(conversationId, { limit: 10 })).length;
@@ -75,4 +81,39 @@ test('a chat into a conversation its sender may not see is refused like one that
   // Its own account, and the LAN (which sees every conversation), go on.
   assert.equal((await service.agent.chat({ message: 'again', conversationId, source: crm })).response, 'done');
   assert.equal((await service.agent.chat({ message: 'from the lan', conversationId, source: { kind: 'lan' } })).response, 'done');
+});
+
+// The owner kept in memory (s19, turn19a) never outlives a delete. Both failed against a naive cache.
+const notFound = (error: unknown) => error instanceof ServiceError && error.code === 'not_found';
+
+test('a conversation deleted by one client refuses the next chat of another that sent to it before (not_found), and stores nothing', { timeout: 60_000 }, async (t) => {
+  const service = await quickService(t);
+  const phone = { kind: 'relay' } as const;
+  const { conversation_id: conversationId } = await service.agent.chat({ message: 'first', source: phone });
+  assert.equal((await service.agent.chat({ message: 'second', conversationId, source: phone })).response, 'done');
+  // The LAN client deletes it.
+  assert.equal(await service.store.conversations.delete(conversationId), true);
+  await assert.rejects(service.agent.chat({ message: 'third', conversationId, source: phone }), notFound);
+  assert.equal(service.store.conversations.get(conversationId), undefined);
+  assert.deepEqual(await service.store.messages.recent(conversationId, { limit: 10 }), []);
+});
+
+test("an id deleted and made again by another source refuses its first owner's chats, and the new owner's go on", { timeout: 60_000 }, async (t) => {
+  const service = await quickService(t);
+  const crm = { kind: 'webhook', account: 'crm' } as const;
+  const other = { kind: 'webhook', account: 'other' } as const;
+  const { conversation_id: conversationId } = await service.agent.chat({ message: 'from the crm', source: crm, worktree: false });
+  assert.equal((await service.agent.chat({ message: 'again', conversationId, source: crm })).response, 'done');
+  assert.equal(await service.store.conversations.delete(conversationId), true);
+  await service.store.conversations.create({ id: conversationId, title: 'theirs', source: 'webhook:other', created_at: new Date().toISOString() });
+  await assert.rejects(service.agent.chat({ message: 'into theirs', conversationId, source: crm }), notFound);
+  assert.deepEqual(await service.store.messages.recent(conversationId, { limit: 10 }), []);
+  assert.equal((await service.agent.chat({ message: 'mine', conversationId, source: other })).response, 'done');
+  const stored = await service.store.messages.recent(conversationId, { limit: 10 });
+  assert.deepEqual(
+    stored.map((m) => m.content),
+    ['mine', 'done'],
+  );
+  // And back: the crm's refused, the other's still fine.
+  await assert.rejects(service.agent.chat({ message: 'into theirs, again', conversationId, source: crm }), notFound);
 });

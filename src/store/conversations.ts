@@ -16,7 +16,7 @@ const COLUMNS = 'id, title, source, created_at, updated_at, last_message, starte
  * The one shape of statement that names conversations and keeps every row's id and source: an UPDATE of
  * one row by id whose assignments name neither (a message's append, a touch, a plan, history's counts).
  */
-const KEEPS_OWNERS = /^UPDATE conversations SET (?:(?!\b(?:id|source)\b)[\s\S])+ WHERE id = \?$/i;
+const KEEPS_OWNERS = /^UPDATE conversations SET (?:(?!\b(?:id|source)\b)[^;])+ WHERE id = \?$/i;
 
 /** Whether a write statement may change which conversations exist or whose they are. */
 export function touchesOwners(sql: string): boolean {

@@ -14,6 +14,12 @@ export class WriteWatch {
 /** Texts kept with the watches they touch; beyond this many, forgotten and asked again. */
 const MAX_TEXTS = 1024;
 
+/**
+ * Keys longer than this are read each time, never kept: the keys are ids (a UUID is 36 characters), and a
+ * client may send an id of megabytes (the chat's conversation_id), 1,024 of which would stay in memory.
+ */
+const MAX_KEY_CHARS = 128;
+
 /** A database's watches, shown every statement of its writes before it runs (Database's `saw`). */
 export class WriteWatches {
   private readonly watches: WriteWatch[] = [];
@@ -55,7 +61,7 @@ export function names(table: string): (sql: string) => boolean {
 
 /**
  * Values read by key (`read`), kept while no write statement touched them (`touches`): at most `max` keys,
- * the oldest dropped first. `undefined` (no row) is kept like any value.
+ * the oldest dropped first, none longer than MAX_KEY_CHARS. `undefined` (no row) is kept like any value.
  */
 export class ReadMemo<V> {
   private readonly entries = new Map<string, V>();
@@ -80,7 +86,7 @@ export class ReadMemo<V> {
     const kept = this.entries.get(key);
     if ((kept !== undefined || this.entries.has(key)) && this.db.isOpen) return kept as V;
     const value = this.read(key);
-    if (!this.db.writing) {
+    if (!this.db.writing && key.length <= MAX_KEY_CHARS) {
       if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value as string);
       this.entries.set(key, value);
     }

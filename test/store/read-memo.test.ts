@@ -4,7 +4,7 @@
 // back, and a read made inside a write that is then rolled back. A closed store answers nothing from memory.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { trashConversation } from '../../src/store/conversations';
+import { touchesOwners, trashConversation } from '../../src/store/conversations';
 import { openStore } from '../../src/store/index';
 import type { Store } from '../../src/store/index';
 import type { WorktreeRecord } from '../../src/protocol/worktrees';
@@ -198,4 +198,22 @@ test("a message's seq is what its INSERT returns; records with the INSERT of bui
   assert.ok(lines.some((l) => l.event === 'store.opened' && Number(l.fields.replayed) >= 4));
   const after = reopened.db.all<{ seq: number; id: string }>('SELECT seq, id FROM messages ORDER BY seq');
   assert.deepEqual(after, before);
+});
+
+test('a key longer than an id is read each time, never kept (review19a: a client-chosen conversation_id of megabytes, 1,024 of them held)', LIMIT, async (t) => {
+  const store = await opened(t);
+  const counted = countReads(store, OWNER);
+  const long = 'x'.repeat(100_000);
+  assert.equal(store.conversations.sourceOf(long), undefined);
+  assert.equal(store.conversations.sourceOf(long), undefined);
+  assert.equal(counted.reads, 2, 'a long key is not kept');
+  const id = '0f8fad5b-d9cb-469f-a165-70867728950e';
+  store.conversations.sourceOf(id);
+  store.conversations.sourceOf(id);
+  assert.equal(counted.reads, 3, 'an id is kept');
+});
+
+test('a text of several statements is never taken for a message\'s update (review19a: its middle part accepted ";")', () => {
+  assert.equal(touchesOwners('UPDATE conversations SET title = ? WHERE id = ?'), false);
+  assert.equal(touchesOwners("UPDATE conversations SET title = 'x' WHERE rowid = 0; DELETE FROM conversations; UPDATE conversations SET title = 'x' WHERE id = ?"), true);
 });

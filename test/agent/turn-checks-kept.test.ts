@@ -11,7 +11,8 @@ import { ServiceError } from '../../src/protocol';
 import { Service } from '../../src/service';
 import { tempDir } from '../helpers/temp';
 
-test('a conversation deleted while a chat waits in line refuses it (not_found); with nothing written between, the chat runs', { timeout: 60_000 }, async (t) => {
+/** A service whose model holds its first call until `release` (after `held`), then answers `done`. */
+async function heldService(t: { after: (fn: () => Promise<void>) => void }): Promise<{ service: Service; held: Promise<void>; release: () => void }> {
   const { dir, cleanup } = await tempDir('turn-checks-');
   await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
   let release: (() => void) | undefined;
@@ -35,13 +36,18 @@ test('a conversation deleted while a chat waits in line refuses it (not_found); 
     await service.stop();
     await cleanup();
   });
+  return { service, held, release: () => release?.() };
+}
+
+test('a conversation deleted while a chat waits in line refuses it (not_found); with nothing written between, the chat runs', { timeout: 60_000 }, async (t) => {
+  const { service, held, release } = await heldService(t);
   const source = { kind: 'lan' } as const;
   const first = service.agent.chat({ message: 'first', source });
   await held;
   const conversationId = service.store.conversations.list({ limit: 1 })[0]!.id;
   const queued = service.agent.chat({ message: 'second', conversationId, source });
   assert.equal(await service.store.conversations.delete(conversationId), true);
-  release!();
+  release();
   await first.catch(() => undefined);
   await assert.rejects(queued, (error: unknown) => error instanceof ServiceError && error.code === 'not_found');
   assert.equal(service.store.conversations.get(conversationId), undefined);
@@ -51,6 +57,29 @@ test('a conversation deleted while a chat waits in line refuses it (not_found); 
   const next = await service.agent.chat({ message: 'fourth', conversationId: other.conversation_id, source });
   assert.equal(next.response, 'done');
 });
+
+test(
+  "a conversation deleted and made again by another account while a chat waits in line refuses it at its turn (the owner kept at the first check is not the second's; review19a)",
+  { timeout: 60_000 },
+  async (t) => {
+    const { service, held, release } = await heldService(t);
+    const crm = { kind: 'webhook', account: 'crm' } as const;
+    const first = service.agent.chat({ message: 'first', source: crm, worktree: false });
+    await held;
+    const conversationId = service.store.conversations.list({ limit: 1 })[0]!.id;
+    const queued = service.agent.chat({ message: 'second', conversationId, source: crm });
+    // The owner is in memory (the first check passed). Deleted and made again as another account's, in one write.
+    await service.store.db.write((tx) => {
+      tx.run('DELETE FROM conversations WHERE id = ?', [conversationId]);
+      tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [conversationId, 'theirs', 'webhook:other', 'a', 'a']);
+    });
+    release();
+    await first.catch(() => undefined);
+    await assert.rejects(queued, (error: unknown) => error instanceof ServiceError && error.code === 'not_found');
+    assert.ok(!(await service.store.messages.recent(conversationId, { limit: 10 })).some((m) => m.content === 'second'));
+    assert.equal(service.store.conversations.sourceOf(conversationId), 'webhook:other');
+  },
+);
 
 /** A service whose model answers `done` at once, stopped (and its directory removed) after the test. */
 async function quickService(t: { after: (fn: () => Promise<void>) => void }): Promise<Service> {

@@ -206,12 +206,16 @@ test(`attack: a lock that comes while connections of its address wait at the gat
   const { port } = server.address() as AddressInfo;
   const total = MAX_OPENING_PER_ADDRESS + RESETS_PER_TURN * 3 + 5;
   const clients: Socket[] = [];
+  const sent: Promise<void>[] = [];
   try {
     for (let i = 0; i < total; i += 1) {
       const client = connect({ port, host: '127.0.0.1' });
       client.on('error', () => undefined);
       clients.push(client);
+      // Each sends a request at once: a waiting connection read (resumed) would show it in bytesRead.
+      sent.push(new Promise<void>((resolve) => client.write('POST /login HTTP/1.1\r\nHost: x\r\n\r\n', () => resolve())));
     }
+    await Promise.all(sent);
     // Every connection accepted, the address's places taken and the rest waiting (the fresh window lets a few in at a time).
     while (accepted.length < total || letIn.length < MAX_OPENING_PER_ADDRESS) {
       clock += FRESH_MS;
@@ -230,6 +234,8 @@ test(`attack: a lock that comes while connections of its address wait at the gat
     while (waiting.some((socket) => !socket.destroyed)) {
       await new Promise((resolve) => setImmediate(resolve));
       turns += 1;
+      // A reset lost would leave this loop spinning: fail instead (review19d).
+      assert.ok(turns <= Math.ceil(waiting.length / RESETS_PER_TURN) + 2, `still ${waiting.filter((socket) => !socket.destroyed).length} not reset after ${turns} turns`);
     }
     assert.ok(turns >= Math.ceil(waiting.length / RESETS_PER_TURN) - 1, `all reset within ${turns} turns`);
     assert.ok(

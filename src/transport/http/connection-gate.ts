@@ -37,8 +37,14 @@ export const MAX_WAITING_CONNECTIONS = 2048;
  * before the request was sent left Node's fetch waiting forever), and no TIME_WAIT is left behind.
  */
 function refuse(socket: Socket): void {
-  if (!socket.destroyed) socket.resetAndDestroy();
+  if (socket.destroyed) return;
+  // Nothing listens to a waiting socket (the parser is attached when it is let in): a reset that fails emits
+  // `error` (Node's _destroy), which unheard would take the process down (review19d).
+  socket.on('error', ignoreError);
+  socket.resetAndDestroy();
 }
+
+function ignoreError(): void {}
 
 interface Address {
   key: string;

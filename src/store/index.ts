@@ -196,10 +196,11 @@ export function repositories(
   parts: { audit: AuditRepo; usage: UsageRepo; blobs: Blobs; kick: () => void },
 ): Omit<Store, 'backup' | 'history' | 'maintenance' | 'problem' | 'close'> {
   const { audit, usage, blobs, kick } = parts;
-  const messages = new MessagesRepo(db, history);
+  const conversations = new ConversationsRepo(db, kick);
+  const messages = new MessagesRepo(db, history, (id) => conversations.sourceOf(id) !== undefined);
   return {
     db,
-    conversations: new ConversationsRepo(db, kick),
+    conversations,
     messages,
     memory: new MemoryRepo(db),
     registrations: new RegistrationsRepo(db),

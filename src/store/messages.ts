@@ -160,16 +160,17 @@ export class MessagesRepo {
   /** Whether some conversation had cold rows when last asked (hasColdMessages). */
   private anyCold = false;
   /**
-   * The conversation of the last planned append applied, the database's last write it made
-   * (Database.lastWrite), and its messages' ids and seqs: while that write stays the last, nothing was
-   * written since (every change is a write), so the conversation's row is still there and the next append
-   * to it need not read it (`present`), and those messages' rows still have those seqs (`seqOf`).
+   * The database's last write the last planned append made (Database.lastWrite), and its messages' ids and
+   * seqs: while that write stays the last, nothing was written since (every change is a write), so those
+   * messages' rows still have those seqs (`seqOf`).
    */
-  private appended: { conversationId: string; at: number; ids: string[]; seqs: number[] } | undefined;
+  private appended: { at: number; ids: string[]; seqs: number[] } | undefined;
 
   constructor(
     private readonly db: Database,
     private readonly history: HistoryStore,
+    /** Whether a conversation's row is there (ConversationsRepo's owners, kept in memory: read-memo.ts). */
+    private readonly exists: (conversationId: string) => boolean,
   ) {}
 
   /** Stores a message and bumps its conversation's `updated_at`, in one transaction. */
@@ -241,24 +242,13 @@ export class MessagesRepo {
       for (let i = 0; i < messages.length; i++) {
         const id = messages[i].conversation_id;
         if (i > 0 && id === messages[i - 1].conversation_id) continue;
-        if (!this.present(id)) throw notFound(id);
+        if (!this.exists(id)) throw notFound(id);
       }
     });
     // Applied in this block (one record; a voided one moved it by two, a write behind a full disk's owed
-    // records not at all): its conversations were there at that write.
-    const last = messages[messages.length - 1].conversation_id;
-    this.appended =
-      this.db.lastWrite === before + 1 && messages.every((m) => m.conversation_id === last) && seqs.length === messages.length
-        ? { conversationId: last, at: before + 1, ids: messages.map((m) => m.id), seqs }
-        : undefined;
+    // records not at all): its rows have the seqs their INSERTs returned.
+    this.appended = this.db.lastWrite === before + 1 && seqs.length === messages.length ? { at: before + 1, ids: messages.map((m) => m.id), seqs } : undefined;
     return durable;
-  }
-
-  /** Whether the conversation's row is there: known while nothing was written since the last append to it, else read. */
-  private present(conversationId: string): boolean {
-    const appended = this.appended;
-    if (appended !== undefined && appended.conversationId === conversationId && appended.at === this.db.lastWrite) return true;
-    return this.db.get('SELECT 1 AS present FROM conversations WHERE id = ?', [conversationId]) !== undefined;
   }
 
   /**

@@ -1,7 +1,9 @@
 // A message append reads its conversation's row before its record is handed to the journal (the planned
-// write's `ready`), so that a conversation not found journals nothing. Appends in a row to one
-// conversation skip that read while nothing was written since the last one applied (Database.lastWrite:
-// every change is a write); a conversation deleted in between is still read, refused, and journals nothing.
+// write's `ready`), so that a conversation not found journals nothing. The read is the conversation's owner,
+// kept in memory while no write statement could have changed which conversations exist (ConversationsRepo's
+// owners memo, read-memo.ts; since s19 in place of the append's own "nothing written since" test): appends
+// skip it while nothing naming conversations was written but their own updates; a conversation deleted in
+// between is read again, refused, and journals nothing.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openStore, usageOp } from '../../src/store/index';
@@ -10,7 +12,7 @@ import { tempDir } from '../helpers/store-utils';
 
 const LIMIT = { timeout: 60_000 };
 const iso = (n: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString();
-const PRESENT = 'SELECT 1 AS present FROM conversations WHERE id = ?';
+const PRESENT = 'SELECT source FROM conversations WHERE id = ?';
 
 async function opened(t: { after: (fn: () => Promise<void>) => void }): Promise<Store> {
   const { dir, cleanup } = await tempDir('append-present-');
@@ -67,7 +69,7 @@ test('a conversation deleted by any write (not the messages repository) between 
   assert.equal(store.db.stats().journalBytes, before.journalBytes);
 });
 
-test('appends in a row to one conversation read its row once; a write between them, or another conversation, reads it again', LIMIT, async (t) => {
+test("appends read a conversation's row once; a write that may change which conversations exist reads it again, another write does not", LIMIT, async (t) => {
   const store = await opened(t);
   await store.conversations.create({ id: 'c1', title: 't', source: 'lan', created_at: iso(0) });
   await store.conversations.create({ id: 'c2', title: 't', source: 'lan', created_at: iso(0) });
@@ -76,19 +78,26 @@ test('appends in a row to one conversation read its row once; a write between th
   await store.messages.append({ id: 'm2', conversation_id: 'c1', role: 'assistant', content: 'two', timestamp: iso(2) });
   await store.messages.append({ id: 'm3', conversation_id: 'c1', role: 'user', content: 'three', timestamp: iso(3) });
   assert.equal(counted.reads, 1);
+  // A write of another table: nothing to read again.
   await store.meta.set('k', 'v');
   await store.messages.append({ id: 'm4', conversation_id: 'c1', role: 'assistant', content: 'four', timestamp: iso(4) });
-  assert.equal(counted.reads, 2);
+  assert.equal(counted.reads, 1);
+  // Another conversation: its own read; c1 still known.
   await store.messages.append({ id: 'm5', conversation_id: 'c2', role: 'user', content: 'five', timestamp: iso(5) });
   await store.messages.append({ id: 'm6', conversation_id: 'c1', role: 'assistant', content: 'six', timestamp: iso(6) });
+  assert.equal(counted.reads, 2);
+  // A conversation made: which conversations exist may have changed, every append reads again.
+  await store.conversations.create({ id: 'c3', title: 't', source: 'lan', created_at: iso(7) });
+  await store.messages.append({ id: 'm7', conversation_id: 'c1', role: 'user', content: 'seven', timestamp: iso(7) });
+  await store.messages.append({ id: 'm8', conversation_id: 'c2', role: 'user', content: 'eight', timestamp: iso(8) });
   assert.equal(counted.reads, 4);
   assert.deepEqual(
     (await store.messages.recent('c1', { limit: 10 })).map((m) => m.id),
-    ['m1', 'm2', 'm3', 'm4', 'm6'],
+    ['m1', 'm2', 'm3', 'm4', 'm6', 'm7'],
   );
 });
 
-test('an append voided after its hand-off (a statement failed) leaves the next append to read the row', LIMIT, async (t) => {
+test('an append voided after its hand-off (a statement failed) changes no conversation: the next append is refused or stored as before', LIMIT, async (t) => {
   const store = await opened(t);
   await store.conversations.create({ id: 'c1', title: 't', source: 'lan', created_at: iso(0) });
   await store.messages.append({ id: 'm1', conversation_id: 'c1', role: 'user', content: 'one', timestamp: iso(1) });
@@ -98,7 +107,8 @@ test('an append voided after its hand-off (a statement failed) leaves the next a
   assert.equal(store.db.stats().lastSeq, voided + 2);
   const counted = countReads(store);
   await store.messages.append({ id: 'm2', conversation_id: 'c1', role: 'assistant', content: 'two', timestamp: iso(3) });
-  assert.equal(counted.reads, 1);
+  assert.equal(counted.reads, 0, 'the owner kept: the voided write named conversations only in an update of its row');
+  assert.equal(rowSeq(store, 'm2'), store.messages.seqOf('m2'));
 });
 
 test("the seqs of an append's messages are told without a read while nothing is written since; after a write, read", LIMIT, async (t) => {

@@ -554,7 +554,8 @@ export class Agent {
       // Its rows are added at the check phase, after the record's write has started (at once, or the journal's immediate).
       true,
     );
-    const durable = Promise.all([created, appended]).then(ignore);
+    // Without a conversation made, the message's own promise: two promise hops fewer before it is told.
+    const durable = created ? Promise.all([created, appended]).then(ignore) : appended;
     // Asked in the tick of the writes above, so it covers their record. A write not applied (refused, or
     // left for later behind a full disk's owed records) has only its own promise to tell. Applied, its
     // transaction moved the database's last write by one record (nothing else wrote in between: no read
@@ -608,12 +609,17 @@ export class Agent {
       const replied = input.storeReply
         ? input.storeReply(reply, withUsage)
         : this.history.stored(conversationId, [reply], () => store.messages.appendMany([reply], usageRow ? [usageOp(usageRow)] : undefined), true);
-      // Made before the commit's wait, not after it; sent once durable. Its usage is the row just written,
-      // not read back: under a new message id it is stored as it is (store/usage.ts recordIn adds only to
-      // a row of the same id).
+      // Its event is made during the commit's wait (below), sent once durable. Its usage is the row just
+      // written, not read back: under a new message id it is stored as it is (store/usage.ts recordIn adds
+      // only to a row of the same id).
       // `...{}` first: a hidden class shared by every reply's (the logger's merge, FileLogger.prepare, says why).
-      const replyEvent: TurnEvent = { event: 'chat.message', conversation_id: conversationId, message: { ...{}, ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) } };
-      // Its log line too (fields merged, redacted, serialized) while the record is synced: once its write is
+      const replyEventOf = (): TurnEvent => ({
+        event: 'chat.message',
+        conversation_id: conversationId,
+        message: { ...{}, ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) },
+      });
+      let replyEvent: TurnEvent | undefined;
+      // It and its log line (fields merged, redacted, serialized) while the record is synced: once its write is
       // in the file (Database.written, resolved as its fdatasync is asked; under concurrent turns a batch written
       // alone resolves it before the next batch that will sync it is written), not during the write (the check
       // phase), where work longer than the write's round trip would delay the fdatasync. Without a known
@@ -622,14 +628,18 @@ export class Agent {
       // fdatasync) or a moment later (file-logger.ts HELD_LINE_MS), not between the durable point and the answer.
       let answered: PreparedLine | undefined;
       let over = false;
-      const prepare = () => void (over || (answered = log.prepare?.('info', 'chat.answered', { chars: text.length })));
+      const prepare = () => {
+        if (over) return;
+        replyEvent = replyEventOf();
+        answered = log.prepare?.('info', 'chat.answered', { chars: text.length });
+      };
       const inFile = store.db.written();
       if (inFile) inFile.then(prepare, ignore);
       else setImmediate(prepare);
       await replied;
       await commit?.durable();
       over = true;
-      onEvent(replyEvent);
+      onEvent(replyEvent ?? replyEventOf());
       this.deps.onActivity?.(conversationId, sourceText(input.source));
       if (answered) answered({ ms: Date.now() - started }, true);
       else log.info('chat.answered', { ms: Date.now() - started, chars: text.length });

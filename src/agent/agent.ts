@@ -31,6 +31,7 @@ import { TurnUsage } from './usage/turn-usage';
 import { messageUsageOf } from './usage/usage-wire';
 import { draftCommitMessage } from './commit-message';
 import { packedMap } from '../platform/packed-map';
+import { isoTime } from '../platform/iso-time';
 
 export const TITLE_LENGTH = 80;
 
@@ -517,7 +518,7 @@ export class Agent {
    */
   private storeUserMessage(conversationId: string, create: boolean, input: ChatInput): { message: Message; applied: boolean; written: Promise<void>; durable: Promise<void> } {
     const { store } = this.deps;
-    const now = new Date().toISOString();
+    const now = isoTime();
     let created: Promise<void> | undefined;
     // Applied at once (the message's transaction needs its row), durable with the message: one journal flush.
     if (create) created = store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from }, DEFER_SYNC);
@@ -603,7 +604,7 @@ export class Agent {
       usageStored = true;
       const usageRow = usage.empty ? undefined : usage.row(messageId, conversationId, sourceText(input.source), new Date());
       const withUsage = (tx: WriteTx) => usageRow && store.usage.recordIn(tx, usageRow);
-      const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
+      const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: isoTime() };
       // Its commit's fdatasync makes the user message (written before it) durable too; that one is told first.
       // Its statements (and its usage row's) are known: its record's write starts before they run (writePlanned).
       const replied = input.storeReply
@@ -823,9 +824,7 @@ export class Agent {
       // What the model wrote before calling its tools is an assistant message of its own, stored with the
       // calls (one transaction): the history, exports and search have it; transcriptOf gives it back to
       // the model as the calls' text.
-      const said: NewMessage | undefined = result.text
-        ? { id: randomUUID(), conversation_id: conversationId, role: 'assistant', content: result.text, timestamp: new Date().toISOString() }
-        : undefined;
+      const said: NewMessage | undefined = result.text ? { id: randomUUID(), conversation_id: conversationId, role: 'assistant', content: result.text, timestamp: isoTime() } : undefined;
       const stored: NewMessage[] = [
         ...(said ? [said] : []),
         ...calls.map((call): NewMessage => ({
@@ -834,7 +833,7 @@ export class Agent {
           role: 'tool',
           tool_name: call.name,
           content: JSON.stringify(call.arguments),
-          timestamp: new Date().toISOString(),
+          timestamp: isoTime(),
           data: { kind: 'call', call_id: call.id, batch, arguments: call.arguments } satisfies ToolCallData,
         })),
       ];
@@ -863,7 +862,7 @@ export class Agent {
           role: 'tool',
           tool_name: call.name,
           content: outcome.content,
-          timestamp: new Date().toISOString(),
+          timestamp: isoTime(),
           data: {
             kind: 'result',
             call_id: call.id,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { nullLogger, type Logger, type PreparedLine } from '../log/logger';
-import { bindAttachments, insertAttachment, usageOp, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type WriteTx } from '../store';
+import { bindAttachments, insertAttachment, usageOp, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type UsageRow, type WriteTx } from '../store';
 import { canAccess, sourceLabel, sourceText, type Source } from '../protocol/sources';
 import type { ContextItem } from '../protocol';
 import { CompactionFailed, Compactor, type CompactionCall } from './compaction/compactor';
@@ -613,12 +613,6 @@ export class Agent {
       // Its event is made during the commit's wait (below), sent once durable. Its usage is the row just
       // written, not read back: under a new message id it is stored as it is (store/usage.ts recordIn adds
       // only to a row of the same id).
-      // `...{}` first: a hidden class shared by every reply's (the logger's merge, FileLogger.prepare, says why).
-      const replyEventOf = (): TurnEvent => ({
-        event: 'chat.message',
-        conversation_id: conversationId,
-        message: { ...{}, ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) },
-      });
       let replyEvent: TurnEvent | undefined;
       // It and its log line (fields merged, redacted, serialized) while the record is synced: once its write is
       // in the file (Database.written, resolved as its fdatasync is asked; under concurrent turns a batch written
@@ -631,7 +625,7 @@ export class Agent {
       let over = false;
       const prepare = () => {
         if (over) return;
-        replyEvent = replyEventOf();
+        replyEvent = replyEventOf(conversationId, reply, usageRow);
         answered = log.prepare?.('info', 'chat.answered', { chars: text.length });
       };
       const inFile = store.db.written();
@@ -640,7 +634,7 @@ export class Agent {
       await replied;
       await commit?.durable();
       over = true;
-      onEvent(replyEvent ?? replyEventOf());
+      onEvent(replyEvent ?? replyEventOf(conversationId, reply, usageRow));
       this.deps.onActivity?.(conversationId, sourceText(input.source));
       if (answered) answered({ ms: Date.now() - started }, true);
       else log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
@@ -693,7 +687,9 @@ export class Agent {
     const model = input.model ?? config.model;
     const provider = this.deps.provider(config);
     // The server's own figure (asked once per model, bounded: providers/server-window.ts), else the last one a call reported (vscode.lm).
-    const reported = (await provider.contextWindow?.(model).catch(() => undefined)) ?? this.reportedWindows.get(`${provider.name}/${model}`);
+    // A provider without the question is not awaited (a promise hop a step for nothing).
+    const asked = provider.contextWindow?.(model).catch(() => undefined);
+    const reported = (asked && (await asked)) ?? this.reportedWindows.get(`${provider.name}/${model}`);
     const window = windowOf(config, provider.name, model, reported);
     return { config, tools, names, byName, specs, model, provider, window, reported };
   }
@@ -919,6 +915,11 @@ async function keepImage(store: Store, image: ToolImage): Promise<StoredAttachme
 
 function toolSpec(tool: Tool, names: ModelToolNames): ToolSpec {
   return { name: names.modelName(tool.name), description: tool.description, parameters: tool.inputSchema };
+}
+
+/** The reply's `chat.message`. `...{}` first: a hidden class shared by every reply's (the logger's merge, FileLogger.prepare, says why). */
+function replyEventOf(conversationId: string, reply: NewMessage, usageRow: UsageRow | undefined): TurnEvent {
+  return { event: 'chat.message', conversation_id: conversationId, message: { ...{}, ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) } };
 }
 
 /** What every request of a turn carries besides the history: counted before the history is fitted. */

@@ -2,7 +2,7 @@
 // change the database (an INSERT/UPDATE/DELETE ... RETURNING gives rows like a read). Run there, its change
 // would have no journal record (lost at a restart) and pass no read memo's watch (stale cached reads).
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { Database } from '../../src/store/database';
 import { tempDir } from '../helpers/temp';
 
@@ -22,16 +22,22 @@ const WRITES = [
   'CREATE TABLE u (x)',
 ];
 
+/** A store's database in a temp directory with a table `t`, closed and removed when `t` ends. */
+async function openWithTable(t: TestContext, prefix: string): Promise<Database> {
+  const { dir, cleanup } = await tempDir(prefix);
+  t.after(cleanup);
+  const db = await Database.open(dir);
+  t.after(() => db.close());
+  await db.write((tx) => void tx.run('CREATE TABLE t (v TEXT)'));
+  return db;
+}
+
 function refusal(sql: string): (err: unknown) => boolean {
   return (err) => err instanceof Error && err.message.includes('not read-only') && err.message.includes(sql);
 }
 
 test('Database.get/all refuse a statement that writes, naming it; the database is unchanged', LIMIT, async (t) => {
-  const { dir, cleanup } = await tempDir('read-only-reads-');
-  t.after(cleanup);
-  const db = await Database.open(dir);
-  t.after(() => db.close());
-  await db.write((tx) => void tx.run('CREATE TABLE t (v TEXT)'));
+  const db = await openWithTable(t, 'read-only-reads-');
   await db.write((tx) => void tx.run('INSERT INTO t (v) VALUES (?)', ['kept']));
   const version = db.get<{ user_version: number }>('PRAGMA user_version')?.user_version;
   for (const sql of WRITES) {
@@ -48,11 +54,7 @@ test('Database.get/all refuse a statement that writes, naming it; the database i
 });
 
 test("a write's tx.get/all refuse a statement that writes (it would be applied without its record)", LIMIT, async (t) => {
-  const { dir, cleanup } = await tempDir('read-only-reads-tx-');
-  t.after(cleanup);
-  const db = await Database.open(dir);
-  t.after(() => db.close());
-  await db.write((tx) => void tx.run('CREATE TABLE t (v TEXT)'));
+  const db = await openWithTable(t, 'read-only-reads-tx-');
   const sql = "INSERT INTO t (v) VALUES ('x') RETURNING v";
   await assert.rejects(
     db.write((tx) => {
@@ -69,11 +71,7 @@ test("a write's tx.get/all refuse a statement that writes (it would be applied w
 });
 
 test('reads still run: SELECT, WITH ... SELECT, VALUES, PRAGMA reads, through get, all and tx', LIMIT, async (t) => {
-  const { dir, cleanup } = await tempDir('read-only-reads-ok-');
-  t.after(cleanup);
-  const db = await Database.open(dir);
-  t.after(() => db.close());
-  await db.write((tx) => void tx.run('CREATE TABLE t (v TEXT)'));
+  const db = await openWithTable(t, 'read-only-reads-ok-');
   await db.write((tx) => void tx.run('INSERT INTO t (v) VALUES (?)', ['a']));
   assert.deepEqual(db.get('SELECT v FROM t WHERE v = ?', ['a']), { v: 'a' });
   assert.deepEqual(db.all('WITH n AS (SELECT v FROM t) SELECT v FROM n'), [{ v: 'a' }]);

@@ -61,13 +61,18 @@ export class StatementCache {
   }
 }
 
+/** A statement that begins with SELECT: SQLite has no way for one to write (no DML in a subquery; the statement prepared is the first). */
+const SELECT = /^\s*SELECT\b/i;
+
 /**
- * Whether a statement only reads, as SQLite compiled it (its EXPLAIN program; sql.js exposes no
- * sqlite3_stmt_readonly): it yields rows (a read's purpose: BEGIN, COMMIT, SAVEPOINT, VACUUM, a PRAGMA
- * that sets, ATTACH yield none) and opens no write transaction (an INSERT, UPDATE, DELETE or REPLACE,
- * also under WITH or with RETURNING; DDL; a PRAGMA that writes the file, as user_version = n).
+ * Whether a statement only reads: a SELECT (almost every read: nothing more to check), else as SQLite
+ * compiled it (its EXPLAIN program; sql.js exposes no sqlite3_stmt_readonly): it yields rows (a read's
+ * purpose: BEGIN, COMMIT, SAVEPOINT, VACUUM, a PRAGMA that sets, ATTACH yield none) and opens no write
+ * transaction (an INSERT, UPDATE, DELETE or REPLACE, also under WITH or with RETURNING; DDL; a PRAGMA
+ * that writes the file, as user_version = n).
  */
 function isReadOnly(db: SqlJsDatabase, sql: string): boolean {
+  if (SELECT.test(sql)) return true;
   const explain = db.prepare(`EXPLAIN ${sql}`);
   try {
     let rows = false;

@@ -883,7 +883,8 @@ export class Agent {
           call_id: call.id,
           ok: outcome.ok,
           denied: outcome.denied !== undefined,
-          content: outcome.content,
+          // As stored (well-formed: messages.ts checkMessage).
+          content: result.content,
           ...(outcome.detail ? { detail: outcome.detail } : {}),
           ...(shown ? { attachments: [attachmentInfoOf(shown)] } : {}),
         });

@@ -56,9 +56,9 @@ function assertWellFormed(value: unknown, where: string): void {
 }
 
 /** A chat with the lone surrogates; the live answer, the chat.message events and what is read at once. */
-async function chatLive(client: TestClient, fake: FakeOpenAI): Promise<{ id: string; live: Seen }> {
+async function chatLive(client: TestClient, fake: FakeOpenAI): Promise<{ id: string; live: Seen; answered: unknown }> {
   fake.script({ text: REPLY });
-  const answer = await client.request({ type: 'chat', message: USER, context: [CHIP] });
+  const answer = await client.request({ ...CHAT });
   assert.equal(answer.status, 'ok', JSON.stringify(answer));
   const { conversation_id: id, response } = answer.data as { conversation_id: string; response: string };
   const events = client.frames.filter((f: Frame) => f.event === 'chat.message' && f.conversation_id === id).map((f: Frame) => f.message as Message);
@@ -87,7 +87,19 @@ async function chatLive(client: TestClient, fake: FakeOpenAI): Promise<{ id: str
     events.map((m) => m.content),
     'an event',
   );
-  return { id, live };
+  // Resent as typed (its lone surrogates too): answered from the store, not refused as a different message.
+  assert.deepEqual((await client.request({ ...CHAT })).data, answer.data, 'a resend live');
+  return { id, live, answered: answer.data };
+}
+
+/** The chat, with a client_message_id so that a resend (after a restart too) is answered from the store. */
+const CHAT = { type: 'chat', message: USER, context: [CHIP], client_message_id: 'lone-1' };
+
+/** After a restart: what was shown live, and a resend of the chat answered as the first time. */
+async function assertAsLive(client: TestClient, id: string, live: Seen, answered: unknown, when: string): Promise<void> {
+  assert.deepEqual(await readBack(client, id), live, `${when}: what was shown live`);
+  const resent = await client.request({ ...CHAT });
+  assert.deepEqual(resent.data, answered, `${when}: a resend ${JSON.stringify(resent).slice(0, 300)}`);
 }
 
 test('a lone surrogate in a chat and in its answer: live, and after a stop and start, everything reads the same, well-formed', LIMIT, async (t) => {
@@ -99,14 +111,14 @@ test('a lone surrogate in a chat and in its answer: live, and after a stop and s
   let running = await startService(config, { dataDir: dir });
   t.after(() => running.stop());
   let client = await TestClient.authed(running.wsUrl, running.token);
-  const { id, live } = await chatLive(client, fake);
+  const { id, live, answered } = await chatLive(client, fake);
   client.close();
   await running.stop();
 
   running = await startService(config, { dataDir: dir, keepConfig: true });
   client = await TestClient.authed(running.wsUrl, running.token);
   t.after(() => client.close());
-  assert.deepEqual(await readBack(client, id), live, 'after the restart: what was shown live');
+  await assertAsLive(client, id, live, answered, 'after the restart');
 });
 
 test('a lone surrogate after kill -9: the journal replayed reads as live (real CLI)', LIMIT, async (t) => {
@@ -121,7 +133,7 @@ test('a lone surrogate after kill -9: the journal replayed reads as live (real C
     await proc.exited;
   });
   let client = await TestClient.authed(`ws://127.0.0.1:${proc.port}/ws`, TEST_TOKEN);
-  const { id, live } = await chatLive(client, fake);
+  const { id, live, answered } = await chatLive(client, fake);
   client.close();
   proc.child.kill('SIGKILL');
   await proc.exited;
@@ -129,7 +141,7 @@ test('a lone surrogate after kill -9: the journal replayed reads as live (real C
   proc = await serve(dir);
   client = await TestClient.authed(`ws://127.0.0.1:${proc.port}/ws`, TEST_TOKEN);
   t.after(() => client.close());
-  assert.deepEqual(await readBack(client, id), live, 'after kill -9: what was shown live');
+  await assertAsLive(client, id, live, answered, 'after kill -9');
 });
 
 test('a webhook message and its reply with lone surrogates: the delivery, the stored messages and the title agree, before and after a restart', LIMIT, async (t) => {

@@ -3,6 +3,7 @@ import { displayName, ServiceError, type Message, type QueuedMessage, type Saved
 import { nullLogger, type Logger, type PreparedLine } from '../log/logger';
 import { bindAttachments, insertAttachment, usageOp, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type UsageRow, type WriteTx } from '../store';
 import { canAccess, sourceLabel, sourceText, type Source } from '../protocol/sources';
+import { wellFormed } from '../protocol/code-points';
 import type { ContextItem } from '../protocol';
 import { CompactionFailed, Compactor, type CompactionCall } from './compaction/compactor';
 import { requestBudget, windowOf, type RequestBudget } from './compaction/budget';
@@ -582,7 +583,7 @@ export class Agent {
     let streamed = '';
     let usageStored = false;
     try {
-      const text = await this.loop(
+      const said = await this.loop(
         conversationId,
         input,
         log,
@@ -596,6 +597,9 @@ export class Agent {
         area,
         commit,
       );
+      // Well-formed as it is stored (messages.ts checkMessage): the answer, the reply's event and a webhook's
+      // delivery show what is read back after a restart.
+      const text = wellFormed(said);
       // Counted before the reply is stored: the conversation.updated its storing sends shows the new counts.
       if (area) await this.deps.worktrees?.refreshStats(conversationId);
       const messageId = randomUUID();
@@ -884,7 +888,8 @@ export class Agent {
           call_id: call.id,
           ok: outcome.ok,
           denied: outcome.denied !== undefined,
-          content: outcome.content,
+          // As stored (well-formed: messages.ts checkMessage).
+          content: result.content,
           ...(outcome.detail ? { detail: outcome.detail } : {}),
           ...(shown ? { attachments: [attachmentInfoOf(shown)] } : {}),
         });

@@ -17,7 +17,6 @@ import type { Op, SqlParamInput } from './record';
 import { fsyncDir, hasMetaTable, META_TABLE_SQL, readSnapshotSeq } from './replay';
 import { PRIVATE_DIR_MODE } from '../platform/file-modes';
 import { keepLock, loadSqlJs, skipSyncs } from './sqljs';
-import { endSqlJsWarmUp } from './sqljs-warm-up';
 import type { KeyedBody } from './history/protocol';
 import { queryAll, queryOne, runControl, runOp, StatementCache } from './statements';
 import { WriteWatches } from './read-memo';
@@ -193,7 +192,6 @@ export class Database {
       await rm(`${snapshotPath}.tmp`, { force: true });
 
       const SQL = await loadSqlJs();
-      endSqlJsWarmUp();
       let snapshot: Buffer | undefined;
       try {
         snapshot = await readFile(snapshotPath);

@@ -23,7 +23,7 @@ import { WorktreesRepo } from './worktrees';
 import { HistoryStore, HISTORY_FILE_NAME } from './history/history-store';
 import type { HistoryBoot, OpenedHistory } from './history/history-store';
 import type { Worker } from 'node:worker_threads';
-import { warmSqlJs } from './sqljs-warm-up';
+import { loadSqlJs } from './sqljs';
 import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
 import type { KeyedBody } from './history/protocol';
@@ -102,8 +102,7 @@ export interface StoreBoot {
  * `dataDir`: the directory the open will be of; a new one's history.db is built meanwhile (HistoryStore.boot).
  */
 export function bootStore(historyWorker?: Worker, dataDir?: string): StoreBoot & { cancel: () => Promise<void> } {
-  // sql.js loads, then compiles SQLite's functions the open will call while this thread waits for files (a failure is reported by the open, which asks again).
-  void warmSqlJs();
+  loadSqlJs().catch(() => {}); // a failure is reported by the open, which asks again
   const history = HistoryStore.boot(historyWorker, dataDir);
   return { history, cancel: history.cancel };
 }

@@ -83,6 +83,10 @@ const builds = [
   { ...common, entryPoints: { relay: 'src/relay/node/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
   { ...common, entryPoints: { 'compact-worker': 'src/store/compact-worker.ts' }, outdir: 'dist' },
   { ...common, entryPoints: { 'history-worker': 'src/store/history/history-worker.ts' }, outdir: 'dist' },
+  // The service alone, for the benches that run it in their own process (bench/bundled.ts): what the
+  // command line and the editor run is esbuild's output, not tsx's transform of src (which keeps every
+  // function's name with a call a closure). Not in the .vsix (.vscodeignore lists what goes in).
+  { ...common, entryPoints: { 'bench-service': 'src/service.ts' }, outdir: 'dist', plugins: [...common.plugins, splitOff] },
   { ...common, entryPoints: { extension: 'src/extension/extension.ts' }, outdir: 'dist', external: ['vscode'], plugins: [...common.plugins, splitOff] },
   // The relay's Cloudflare Worker: one ES module with no Node built-ins (the neutral platform refuses them).
   {

@@ -2,7 +2,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CompletionRequest, CompletionResult, Provider, ToolCall } from '../src/agent/providers/types';
-import { Service } from '../src/service';
+import type { Service } from '../src/service';
+import { runsBundle, serviceClass } from './bundled';
 import { fmt, percentile } from './util';
 
 const recall = (i: number): ToolCall => ({ id: `call-${i}`, name: 'recall', arguments: { query: 'bench' } });
@@ -103,6 +104,7 @@ async function measure(service: Service, conversations: number, slices = SLICES)
 
 export async function benchAgent(): Promise<Record<string, number>> {
   const results: Record<string, number> = {};
+  const Service = serviceClass();
   for (const toolCalls of [0, 3]) {
     const dir = await mkdtemp(join(tmpdir(), 'ra-bench-agent-'));
     await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
@@ -126,7 +128,8 @@ export async function benchAgent(): Promise<Record<string, number>> {
             `latency mean ${fmt(r.mean)} ms p50 ${fmt(r.p50)} ms p99 ${fmt(r.p99)} ms; ` +
             `mean = ${fmt(r.mean / r.write.mean, 1)}x one durable write (mean ${fmt(r.write.mean)} ms, p50 ${fmt(r.write.p50)} ms; ` +
             `${SLICES} slices alternating with the turns', each after a ${SETTLE_MS} ms pause), p50 = ${fmt(r.p50 / r.write.p50, 1)}x the write's p50; ` +
-            `against one block of writes before the turns (the method before s14): ${fmt(r.mean / mean(block), 1)}x (${fmt(mean(block))} ms)`,
+            `against one block of writes before the turns (the method before s14): ${fmt(r.mean / mean(block), 1)}x (${fmt(mean(block))} ms); ` +
+            (runsBundle ? 'the service built by esbuild (dist/bench-service.js)' : 'src through tsx (BENCH_SOURCE=1)'),
         );
       }
     } finally {

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { nullLogger, type Logger, type PreparedLine } from '../log/logger';
-import { bindAttachments, insertAttachment, usageOp, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type WriteTx } from '../store';
+import { bindAttachments, insertAttachment, usageOp, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type UsageRow, type WriteTx } from '../store';
 import { canAccess, sourceLabel, sourceText, type Source } from '../protocol/sources';
+import { wellFormed } from '../protocol/code-points';
 import type { ContextItem } from '../protocol';
 import { CompactionFailed, Compactor, type CompactionCall } from './compaction/compactor';
 import { requestBudget, windowOf, type RequestBudget } from './compaction/budget';
@@ -31,6 +32,7 @@ import { TurnUsage } from './usage/turn-usage';
 import { messageUsageOf } from './usage/usage-wire';
 import { draftCommitMessage } from './commit-message';
 import { packedMap } from '../platform/packed-map';
+import { isoTime } from '../platform/iso-time';
 
 export const TITLE_LENGTH = 80;
 
@@ -517,7 +519,7 @@ export class Agent {
    */
   private storeUserMessage(conversationId: string, create: boolean, input: ChatInput): { message: Message; applied: boolean; written: Promise<void>; durable: Promise<void> } {
     const { store } = this.deps;
-    const now = new Date().toISOString();
+    const now = isoTime();
     let created: Promise<void> | undefined;
     // Applied at once (the message's transaction needs its row), durable with the message: one journal flush.
     if (create) created = store.conversations.create({ id: conversationId, title: titleOf(input.message), source: sourceText(input.source), created_at: now, started_by: input.from }, DEFER_SYNC);
@@ -554,7 +556,8 @@ export class Agent {
       // Its rows are added at the check phase, after the record's write has started (at once, or the journal's immediate).
       true,
     );
-    const durable = Promise.all([created, appended]).then(ignore);
+    // Without a conversation made, the message's own promise: two promise hops fewer before it is told.
+    const durable = created ? Promise.all([created, appended]).then(ignore) : appended;
     // Asked in the tick of the writes above, so it covers their record. A write not applied (refused, or
     // left for later behind a full disk's owed records) has only its own promise to tell. Applied, its
     // transaction moved the database's last write by one record (nothing else wrote in between: no read
@@ -580,7 +583,7 @@ export class Agent {
     let streamed = '';
     let usageStored = false;
     try {
-      const text = await this.loop(
+      const said = await this.loop(
         conversationId,
         input,
         log,
@@ -594,6 +597,9 @@ export class Agent {
         area,
         commit,
       );
+      // Well-formed as it is stored (messages.ts checkMessage): the answer, the reply's event and a webhook's
+      // delivery show what is read back after a restart.
+      const text = wellFormed(said);
       // Counted before the reply is stored: the conversation.updated its storing sends shows the new counts.
       if (area) await this.deps.worktrees?.refreshStats(conversationId);
       const messageId = randomUUID();
@@ -602,18 +608,17 @@ export class Agent {
       usageStored = true;
       const usageRow = usage.empty ? undefined : usage.row(messageId, conversationId, sourceText(input.source), new Date());
       const withUsage = (tx: WriteTx) => usageRow && store.usage.recordIn(tx, usageRow);
-      const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: new Date().toISOString() };
+      const reply: NewMessage = { id: messageId, conversation_id: conversationId, role: 'assistant', content: text, timestamp: isoTime() };
       // Its commit's fdatasync makes the user message (written before it) durable too; that one is told first.
       // Its statements (and its usage row's) are known: its record's write starts before they run (writePlanned).
       const replied = input.storeReply
         ? input.storeReply(reply, withUsage)
         : this.history.stored(conversationId, [reply], () => store.messages.appendMany([reply], usageRow ? [usageOp(usageRow)] : undefined), true);
-      // Made before the commit's wait, not after it; sent once durable. Its usage is the row just written,
-      // not read back: under a new message id it is stored as it is (store/usage.ts recordIn adds only to
-      // a row of the same id).
-      // `...{}` first: a hidden class shared by every reply's (the logger's merge, FileLogger.prepare, says why).
-      const replyEvent: TurnEvent = { event: 'chat.message', conversation_id: conversationId, message: { ...{}, ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) } };
-      // Its log line too (fields merged, redacted, serialized) while the record is synced: once its write is
+      // Its event is made during the commit's wait (below), sent once durable. Its usage is the row just
+      // written, not read back: under a new message id it is stored as it is (store/usage.ts recordIn adds
+      // only to a row of the same id).
+      let replyEvent: TurnEvent | undefined;
+      // It and its log line (fields merged, redacted, serialized) while the record is synced: once its write is
       // in the file (Database.written, resolved as its fdatasync is asked; under concurrent turns a batch written
       // alone resolves it before the next batch that will sync it is written), not during the write (the check
       // phase), where work longer than the write's round trip would delay the fdatasync. Without a known
@@ -622,14 +627,18 @@ export class Agent {
       // fdatasync) or a moment later (file-logger.ts HELD_LINE_MS), not between the durable point and the answer.
       let answered: PreparedLine | undefined;
       let over = false;
-      const prepare = () => void (over || (answered = log.prepare?.('info', 'chat.answered', { chars: text.length })));
+      const prepare = () => {
+        if (over) return;
+        replyEvent = replyEventOf(conversationId, reply, usageRow);
+        answered = log.prepare?.('info', 'chat.answered', { chars: text.length });
+      };
       const inFile = store.db.written();
       if (inFile) inFile.then(prepare, ignore);
       else setImmediate(prepare);
       await replied;
       await commit?.durable();
       over = true;
-      onEvent(replyEvent);
+      onEvent(replyEvent ?? replyEventOf(conversationId, reply, usageRow));
       this.deps.onActivity?.(conversationId, sourceText(input.source));
       if (answered) answered({ ms: Date.now() - started }, true);
       else log.info('chat.answered', { ms: Date.now() - started, chars: text.length });
@@ -682,7 +691,9 @@ export class Agent {
     const model = input.model ?? config.model;
     const provider = this.deps.provider(config);
     // The server's own figure (asked once per model, bounded: providers/server-window.ts), else the last one a call reported (vscode.lm).
-    const reported = (await provider.contextWindow?.(model).catch(() => undefined)) ?? this.reportedWindows.get(`${provider.name}/${model}`);
+    // A provider without the question is not awaited (a promise hop a step for nothing).
+    const asked = provider.contextWindow?.(model).catch(() => undefined);
+    const reported = (asked && (await asked)) ?? this.reportedWindows.get(`${provider.name}/${model}`);
     const window = windowOf(config, provider.name, model, reported);
     return { config, tools, names, byName, specs, model, provider, window, reported };
   }
@@ -813,9 +824,7 @@ export class Agent {
       // What the model wrote before calling its tools is an assistant message of its own, stored with the
       // calls (one transaction): the history, exports and search have it; transcriptOf gives it back to
       // the model as the calls' text.
-      const said: NewMessage | undefined = result.text
-        ? { id: randomUUID(), conversation_id: conversationId, role: 'assistant', content: result.text, timestamp: new Date().toISOString() }
-        : undefined;
+      const said: NewMessage | undefined = result.text ? { id: randomUUID(), conversation_id: conversationId, role: 'assistant', content: result.text, timestamp: isoTime() } : undefined;
       const stored: NewMessage[] = [
         ...(said ? [said] : []),
         ...calls.map((call): NewMessage => ({
@@ -824,7 +833,7 @@ export class Agent {
           role: 'tool',
           tool_name: call.name,
           content: JSON.stringify(call.arguments),
-          timestamp: new Date().toISOString(),
+          timestamp: isoTime(),
           data: { kind: 'call', call_id: call.id, batch, arguments: call.arguments } satisfies ToolCallData,
         })),
       ];
@@ -853,7 +862,7 @@ export class Agent {
           role: 'tool',
           tool_name: call.name,
           content: outcome.content,
-          timestamp: new Date().toISOString(),
+          timestamp: isoTime(),
           data: {
             kind: 'result',
             call_id: call.id,
@@ -879,7 +888,8 @@ export class Agent {
           call_id: call.id,
           ok: outcome.ok,
           denied: outcome.denied !== undefined,
-          content: outcome.content,
+          // As stored (well-formed: messages.ts checkMessage).
+          content: result.content,
           ...(outcome.detail ? { detail: outcome.detail } : {}),
           ...(shown ? { attachments: [attachmentInfoOf(shown)] } : {}),
         });
@@ -910,6 +920,11 @@ async function keepImage(store: Store, image: ToolImage): Promise<StoredAttachme
 
 function toolSpec(tool: Tool, names: ModelToolNames): ToolSpec {
   return { name: names.modelName(tool.name), description: tool.description, parameters: tool.inputSchema };
+}
+
+/** The reply's `chat.message`. `...{}` first: a hidden class shared by every reply's (the logger's merge, FileLogger.prepare, says why). */
+function replyEventOf(conversationId: string, reply: NewMessage, usageRow: UsageRow | undefined): TurnEvent {
+  return { event: 'chat.message', conversation_id: conversationId, message: { ...{}, ...messageOf(reply), ...(usageRow ? { usage: messageUsageOf(usageRow) } : {}) } };
 }
 
 /** What every request of a turn carries besides the history: counted before the history is fitted. */

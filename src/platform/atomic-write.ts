@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { directorySyncUnsupported } from './directory-sync';
 
 export interface AtomicWriteOptions {
   /** File mode of the result (default 0o600: the file holds secrets). */
@@ -62,8 +63,8 @@ async function syncDirectory(dir: string): Promise<void> {
     handle = await open(dir, 'r');
     await handle.sync();
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code !== 'EISDIR' && code !== 'EPERM' && code !== 'EINVAL' && code !== 'EACCES') throw error;
+    // A directory it may not open (a config file in a folder of another's) leaves the rename as it is.
+    if ((error as NodeJS.ErrnoException).code !== 'EACCES' && !directorySyncUnsupported(error)) throw error;
   } finally {
     await handle?.close();
   }

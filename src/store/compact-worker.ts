@@ -8,6 +8,7 @@ import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { CompactionDone, CompactionJob, CompactionResult } from './compaction';
 import { scanRecords } from './record';
 import { readSnapshotSeq, replayRecords, writeSnapshotSeq } from './replay';
+import { syncDirectorySync } from '../platform/directory-sync';
 import { PRIVATE_FILE_MODE } from '../platform/file-modes';
 import type { ReplayFailure } from './replay';
 import { keepLock, loadSqlJs } from './sqljs';
@@ -37,19 +38,6 @@ function writeDurably(file: string, data: Uint8Array): void {
     fsyncSync(fd);
   } finally {
     closeSync(fd);
-  }
-}
-
-function fsyncDirSync(dir: string): void {
-  let fd: number | undefined;
-  try {
-    fd = openSync(dir, 'r');
-    fsyncSync(fd);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (!(process.platform === 'win32' || code === 'EISDIR' || code === 'EPERM' || code === 'EINVAL')) throw err;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -112,7 +100,7 @@ export async function compact(job: CompactionJob): Promise<CompactionDone> {
     throw err;
   }
   renameSync(tmpPath, snapshotPath);
-  fsyncDirSync(job.dir);
+  syncDirectorySync(job.dir);
   return { ok: true, seq, snapshotBytes: out.length, wrote: true, applied, failures };
 }
 

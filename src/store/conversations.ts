@@ -1,5 +1,6 @@
 import type { Database, SqlParamInput, WriteOptions, WriteTx } from './database';
 import type { ConversationRow, NewConversation } from './types';
+import { wellFormed } from '../protocol/code-points';
 import { Plan } from '../protocol/plan';
 import { ReadMemo } from './read-memo';
 
@@ -37,13 +38,15 @@ export class ConversationsRepo {
 
   /**
    * Starts a conversation; `updated_at` starts at `created_at`. Throws if the id exists. `options`:
-   * Database.write's (a turn's new conversation defers its sync with its first message).
+   * Database.write's (a turn's new conversation defers its sync with its first message). Its title is
+   * stored well-formed (code-points.ts wellFormed: sql.js's UTF-8 binding would read a lone surrogate back
+   * as three U+FFFD), as a message's text (messages.ts checkMessage).
    */
   async create(c: NewConversation, options?: WriteOptions): Promise<void> {
     await this.db.write((tx) => {
       tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at, started_by) VALUES (?, ?, ?, ?, ?, ?)', [
         c.id,
-        c.title,
+        wellFormed(c.title),
         c.source,
         c.created_at,
         c.created_at,

@@ -311,7 +311,7 @@ export class Database {
     this.assertOpen();
     for (const text of texts) {
       try {
-        this.cache.get(text);
+        this.cache.prepare(text);
       } catch {
         // Not a statement of this schema: its first use says so to whom it concerns.
       }

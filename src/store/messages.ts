@@ -1,3 +1,4 @@
+import { wellFormed } from '../protocol/code-points';
 import { previewOf } from '../protocol/preview';
 import { runPlanned } from './database';
 import { packedMap } from '../platform/packed-map';
@@ -87,8 +88,16 @@ function dataText(m: NewMessage): string | null {
   return m.data === undefined || m.data === null ? null : JSON.stringify(m.data);
 }
 
-function checkRole(m: NewMessage): void {
+/**
+ * A message as the store takes it, checked where every message enters (its body's write, its row's
+ * statements): a known role, and its text well-formed, made so in place (a lone surrogate becomes U+FFFD,
+ * protocol/code-points.ts wellFormed), so what the caller goes on to show (the events, the history cache
+ * the model is sent, a reply's answer) is what the store gives back, before and after a restart. `data`
+ * needs nothing: stored as JSON, whose text escapes a lone surrogate, it reads back as it was given.
+ */
+function checkMessage(m: NewMessage): void {
   if (!ROLES.has(m.role)) throw new Error(`invalid message role: ${String(m.role)}`);
+  m.content = wellFormed(m.content);
 }
 
 export function bodyOf(m: Pick<NewMessage, 'conversation_id' | 'role' | 'content'>, data: string | null): BodyIn {
@@ -114,7 +123,7 @@ export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): voi
  * builds before s19 hold the INSERT without `RETURNING seq`: replayed, both make the same row.
  */
 function messageOps(m: NewMessage, bodyKey?: number, inserted?: (seq: number) => void): PlannedOp[] {
-  checkRole(m);
+  checkMessage(m);
   const data = dataText(m);
   const bytes = byteSize(m.content, data);
   const inline = bodyKey === undefined;
@@ -264,7 +273,7 @@ export class MessagesRepo {
   }
 
   private writeBodies(messages: readonly NewMessage[]): ReturnType<HistoryStore['write']> {
-    messages.forEach(checkRole);
+    messages.forEach(checkMessage);
     return this.history.write(packedMap(messages, (m) => bodyOf(m, dataText(m))));
   }
 

@@ -1,4 +1,5 @@
 import { crc32 } from 'node:zlib';
+import { packedMap } from '../platform/packed-map';
 import type { KeyedBody } from './history/protocol';
 
 /** A value as bound to a statement and stored in the journal. */
@@ -72,6 +73,32 @@ function encodeParam(v: SqlParam): unknown {
   return v instanceof Uint8Array ? { b: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') } : v;
 }
 
+/** A statement's parameters as JSON (a blob as `{"b": base64}`). */
+function paramsJson(params: readonly SqlParam[]): string {
+  for (let i = 0; i < params.length; i++) if (params[i] instanceof Uint8Array) return JSON.stringify(params.map(encodeParam));
+  return JSON.stringify(params);
+}
+
+/**
+ * Statements' texts as JSON (quoted, escaped), kept: a turn's records repeat the same few long texts (a
+ * message's INSERT and UPDATE, ~330 of a user message record's ~660 characters), and JSON.stringify
+ * scanned every character of them again for each record. The JSON of a string is a function of the
+ * string alone (the key): nothing to make stale. Bounded: past SQL_JSON_KEPT texts (statements made
+ * with a varying number of `?`) all are dropped and kept again as met.
+ */
+const sqlJson = new Map<string, string>();
+const SQL_JSON_KEPT = 1_000;
+
+function sqlJsonOf(sql: string): string {
+  let json = sqlJson.get(sql);
+  if (json === undefined) {
+    json = JSON.stringify(sql);
+    if (sqlJson.size >= SQL_JSON_KEPT) sqlJson.clear();
+    sqlJson.set(sql, json);
+  }
+  return json;
+}
+
 function decodeParam(v: unknown): SqlParam {
   if (v === null || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))) return v;
   if (typeof v === 'object' && typeof (v as { b?: unknown }).b === 'string') {
@@ -100,16 +127,27 @@ export function voidedSeqs(records: readonly JournalRecord[]): Set<number> {
   return voided;
 }
 
-/** `<crc32 of json, 8 hex> <json>\n`: JSON escapes newlines, so one record is exactly one line. */
+/**
+ * `<crc32 of json, 8 hex> <json>\n`: JSON escapes newlines, so one record is exactly one line. The JSON is
+ * `JSON.stringify({ seq, ops, b?, v? })`'s, byte for byte (test/store/record-bytes.test.ts), put together
+ * here so that a statement's text is not escaped again (sqlJsonOf). (Its UTF-8 written into one buffer and
+ * the CRC taken of those bytes measured slower: a subarray and two encoded writes against `crc32` of the
+ * string and one `Buffer.from`.)
+ */
 export function encodeRecord(record: JournalRecord): Buffer {
-  const json = JSON.stringify({
-    seq: record.seq,
-    ops: record.ops.map(([sql, params]) => (params ? [sql, params.map(encodeParam)] : [sql])),
-    ...(record.bodies && record.bodies.length > 0
-      ? { b: record.bodies.map((b) => (b.cut ? [b.key, b.conversation_id, b.role, b.content, b.data, 1] : [b.key, b.conversation_id, b.role, b.content, b.data])) }
-      : {}),
-    ...(record.voids !== undefined ? { v: record.voids } : {}),
-  });
+  let json = `{"seq":${JSON.stringify(record.seq)},"ops":[`;
+  const ops = record.ops;
+  for (let i = 0; i < ops.length; i++) {
+    const [sql, params] = ops[i];
+    json += `${i > 0 ? ',' : ''}[${sqlJsonOf(sql)}${params ? `,${paramsJson(params)}` : ''}]`;
+  }
+  json += ']';
+  const bodies = record.bodies;
+  if (bodies && bodies.length > 0) {
+    json += `,"b":${JSON.stringify(packedMap(bodies, (b) => (b.cut ? [b.key, b.conversation_id, b.role, b.content, b.data, 1] : [b.key, b.conversation_id, b.role, b.content, b.data])))}`;
+  }
+  if (record.voids !== undefined) json += `,"v":${JSON.stringify(record.voids)}`;
+  json += '}';
   const crc = crc32(json).toString(16).padStart(8, '0');
   return Buffer.from(`${crc} ${json}\n`, 'utf8');
 }

@@ -6,6 +6,7 @@ import type { Database as SqlJsDatabase } from 'sql.js';
 import { voidedSeqs } from './record';
 import type { JournalRecord } from './record';
 import { queryOne, runControl, runOp, StatementCache } from './statements';
+import { directorySyncUnsupported } from '../platform/directory-sync';
 
 /** Same text as migration 1, so whichever creates `meta` first, the schema is identical. */
 export const META_TABLE_SQL = 'CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)';
@@ -121,9 +122,7 @@ export async function fsyncDir(dir: string): Promise<void> {
     handle = await open(dir, 'r');
     await handle.sync();
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (process.platform === 'win32' || code === 'EISDIR' || code === 'EPERM' || code === 'EINVAL') return;
-    throw err;
+    if (!directorySyncUnsupported(err)) throw err;
   } finally {
     await handle?.close();
   }

@@ -4,6 +4,8 @@ import type { SqlParam } from './record';
 /** Prepared statements by SQL text, least recently used dropped first. */
 export class StatementCache {
   private readonly statements = new Map<string, Statement>();
+  /** Statements found read-only (`read`), checked once while prepared. */
+  private readonly reads = new WeakSet<Statement>();
 
   constructor(
     private readonly db: SqlJsDatabase,
@@ -27,6 +29,27 @@ export class StatementCache {
     return stmt;
   }
 
+  /**
+   * A statement for a read (queryAll, queryOne: Database.get/all, a write's tx.get/all), refused unless it
+   * is read-only (isReadOnly): a write run there (an INSERT ... RETURNING gives rows like a read) would
+   * change the database without a journal record (lost at a restart) and without the read memos' watches
+   * (read-memo.ts). Checked once per prepared statement; the same text may still run as a write (runOp).
+   */
+  read(sql: string): Statement {
+    const stmt = this.get(sql);
+    if (!this.reads.has(stmt)) {
+      if (!isReadOnly(this.db, sql)) throw new Error(`statement is not read-only, refused where reads run: ${sql}`);
+      this.reads.add(stmt);
+    }
+    return stmt;
+  }
+
+  /** Prepares a statement ahead of its first use (Database.prepareAhead), found read-only now if it is, so its first read pays neither. */
+  prepare(sql: string): void {
+    const stmt = this.get(sql);
+    if (!this.reads.has(stmt) && isReadOnly(this.db, sql)) this.reads.add(stmt);
+  }
+
   /** The text of every statement kept, least recently used first. */
   texts(): string[] {
     return [...this.statements.keys()];
@@ -35,6 +58,33 @@ export class StatementCache {
   clear(): void {
     for (const stmt of this.statements.values()) stmt.free();
     this.statements.clear();
+  }
+}
+
+/** A statement that begins with SELECT: SQLite has no way for one to write (no DML in a subquery; the statement prepared is the first). */
+const SELECT = /^\s*SELECT\b/i;
+
+/**
+ * Whether a statement only reads: a SELECT (almost every read: nothing more to check), else as SQLite
+ * compiled it (its EXPLAIN program; sql.js exposes no sqlite3_stmt_readonly): it yields rows (a read's
+ * purpose: BEGIN, COMMIT, SAVEPOINT, VACUUM, a PRAGMA that sets, ATTACH yield none) and opens no write
+ * transaction (an INSERT, UPDATE, DELETE or REPLACE, also under WITH or with RETURNING; DDL; a PRAGMA
+ * that writes the file, as user_version = n).
+ */
+function isReadOnly(db: SqlJsDatabase, sql: string): boolean {
+  if (SELECT.test(sql)) return true;
+  const explain = db.prepare(`EXPLAIN ${sql}`);
+  try {
+    let rows = false;
+    while (explain.step()) {
+      // addr, opcode, p1, p2, ...: a Transaction opcode's p2 is non-zero for a write transaction.
+      const [, opcode, , p2] = explain.get();
+      if (opcode === 'ResultRow') rows = true;
+      else if (opcode === 'Transaction' && p2 !== 0) return false;
+    }
+    return rows;
+  } finally {
+    explain.free();
   }
 }
 
@@ -75,7 +125,7 @@ export function runControl(cache: StatementCache, sql: 'BEGIN' | 'COMMIT'): void
 }
 
 export function queryAll(cache: StatementCache, sql: string, params: readonly SqlParam[] | null): ParamsObject[] {
-  const stmt = cache.get(sql);
+  const stmt = cache.read(sql);
   try {
     if (params) stmt.bind(params as SqlValue[]);
     const rows: ParamsObject[] = [];
@@ -97,7 +147,7 @@ function rowObject(names: readonly string[], values: readonly SqlValue[]): Param
 }
 
 export function queryOne(cache: StatementCache, sql: string, params: readonly SqlParam[] | null): ParamsObject | undefined {
-  const stmt = cache.get(sql);
+  const stmt = cache.read(sql);
   try {
     if (params) stmt.bind(params as SqlValue[]);
     return stmt.step() ? stmt.getAsObject() : undefined;

@@ -3,6 +3,7 @@ import type { Database, WriteTx } from './database';
 import type { KeyedBody } from './history/protocol';
 import { LOST_BODY_TEXT, type ExtraBodies, type MessagesRepo } from './messages';
 import type { NewMessage } from './types';
+import { wellFormed } from '../protocol/code-points';
 import { previewOf } from '../protocol/preview';
 
 /**
@@ -155,11 +156,13 @@ export class WebhooksRepo {
     // A repeated key needs no body (checked again in the transaction, which decides).
     const repeated = input.idempotencyKey !== undefined && this.firstAnswer(this.db, input) !== undefined;
     const conversationId = input.conversationId ?? input.newConversation.id;
-    const [body] = repeated ? [] : await this.messages.putBodies([{ id: input.message.id, conversation_id: conversationId, role: 'user', content: input.message.content, timestamp: iso(input.now) }]);
+    // Well-formed as every stored text (messages.ts checkMessage): the inbox's preview is its text's too.
+    const content = wellFormed(input.message.content);
+    const [body] = repeated ? [] : await this.messages.putBodies([{ id: input.message.id, conversation_id: conversationId, role: 'user', content, timestamp: iso(input.now) }]);
     const bodyKey = body?.key;
     try {
       const result = await this.db.write((tx) => {
-        const answer = this.acceptInTx(tx, input, bodyKey);
+        const answer = this.acceptInTx(tx, input, content, bodyKey);
         // The inbox row refers to it: journaled with the row, its one durable commit.
         if (answer.kind === 'accepted' && body) tx.keepBodies([body]);
         return answer;
@@ -181,7 +184,7 @@ export class WebhooksRepo {
   }
 
   /** accept's transaction; without `bodyKey` the text is kept inline (as rows written before history.db held it). */
-  private acceptInTx(tx: WriteTx, input: AcceptInput, bodyKey: number | undefined): AcceptResult {
+  private acceptInTx(tx: WriteTx, input: AcceptInput, content: string, bodyKey: number | undefined): AcceptResult {
     if (input.idempotencyKey !== undefined) {
       const first = this.firstAnswer(tx, input);
       if (first) return { kind: 'duplicate', ...first };
@@ -194,7 +197,13 @@ export class WebhooksRepo {
       conversationId = input.conversationId;
     } else {
       conversationId = input.newConversation.id;
-      tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [conversationId, input.newConversation.title, input.source, timestamp, timestamp]);
+      tx.run('INSERT INTO conversations (id, title, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [
+        conversationId,
+        wellFormed(input.newConversation.title),
+        input.source,
+        timestamp,
+        timestamp,
+      ]);
     }
     // The message joins its conversation when its turn comes (admit), so a conversation's history
     // never shows a later message before the reply to an earlier one.
@@ -206,7 +215,7 @@ export class WebhooksRepo {
       input.url,
       'pending',
       timestamp,
-      bodyKey === undefined ? message.content : previewOf(message.content),
+      bodyKey === undefined ? content : previewOf(content),
       message.user_id ?? null,
       bodyKey ?? null,
     ]);

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { constants } from 'node:os';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import WebSocket from 'ws';
 import { ConnectionGate, FRESH_MS, MAX_OPENING_PER_ADDRESS, MAX_WAITING_CONNECTIONS, MAX_WAITING_PER_ADDRESS } from '../../src/transport/http/connection-gate';
-import { RESETS_PER_TURN } from '../../src/transport/http/refuse-at-accept';
+import { resetHandle, RESETS_PER_TURN } from '../../src/transport/http/refuse-at-accept';
 import { startService, type RunningService } from '../helpers/service';
 
 // Login bursts (issue 25): what will be refused anyway is refused before any HTTP is read. An address
@@ -184,26 +185,33 @@ test('a stopping service closes the connections still waiting for a place at onc
   }
 });
 
-test(`attack: a lock that comes while connections of its address wait at the gate refuses them ${RESETS_PER_TURN} a turn of the event loop, not all in one run`, async () => {
-  // What made the one-address WebSocket burst's longest chat turn (issue 25): its 10th failed login
-  // came with ~250 connections waiting, and the gate reset all of them in one synchronous run.
-  let locked = false;
+/**
+ * A connection gate whose lock (`state.locked`) and clock (`state.clock`: each FRESH_MS moved lets the
+ * connections let in stop counting as fresh) the test moves by hand, on a plain server of 127.0.0.1 that
+ * hands it every connection, paused, after `prepare`.
+ */
+async function gateOnServer(prepare: (socket: Socket) => void) {
+  const state = { locked: false, clock: 0 };
   const accepted: Socket[] = [];
   const letIn: Socket[] = [];
-  // The gate's clock, moved by hand: each move lets the connections let in stop counting as fresh (FRESH_MS).
-  let clock = 0;
   const gate = new ConnectionGate(
-    () => locked,
+    () => state.locked,
     (socket) => void letIn.push(socket),
-    () => clock,
+    () => state.clock,
   );
   const server = createServer({ pauseOnConnect: true }, (socket) => {
-    socket.on('error', () => undefined);
+    prepare(socket);
     accepted.push(socket);
     gate.accept(socket);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  return { state, accepted, letIn, gate, server, port: (server.address() as AddressInfo).port };
+}
+
+test(`attack: a lock that comes while connections of its address wait at the gate refuses them ${RESETS_PER_TURN} a turn of the event loop, not all in one run`, async () => {
+  // What made the one-address WebSocket burst's longest chat turn (issue 25): its 10th failed login
+  // came with ~250 connections waiting, and the gate reset all of them in one synchronous run.
+  const { state, accepted, letIn, gate, server, port } = await gateOnServer((socket) => socket.on('error', () => undefined));
   const total = MAX_OPENING_PER_ADDRESS + RESETS_PER_TURN * 3 + 5;
   const clients: Socket[] = [];
   const sent: Promise<void>[] = [];
@@ -218,13 +226,13 @@ test(`attack: a lock that comes while connections of its address wait at the gat
     await Promise.all(sent);
     // Every connection accepted, the address's places taken and the rest waiting (the fresh window lets a few in at a time).
     while (accepted.length < total || letIn.length < MAX_OPENING_PER_ADDRESS) {
-      clock += FRESH_MS;
+      state.clock += FRESH_MS;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    clock += FRESH_MS;
+    state.clock += FRESH_MS;
     const waiting = accepted.filter((socket) => !letIn.includes(socket));
     assert.equal(gate.waiting, waiting.length);
-    locked = true;
+    state.locked = true;
     // One of those let in closes (its failed login): the gate looks at the waiting ones again.
     gate.opened(letIn[0]!);
     assert.equal(gate.waiting, 0, 'none waits for a place any more');
@@ -248,4 +256,63 @@ test(`attack: a lock that comes while connections of its address wait at the gat
     gate.close();
     await new Promise((resolve) => server.close(resolve));
   }
+});
+
+test("a refused connection whose reset fails does not take the process down (nothing else listens to a waiting socket's error): refused at accept, and after waiting", async (t) => {
+  // Each accepted socket's reset fails (as a refused setsockopt would): Node's _destroy then emits `error`.
+  // No listener of the test's own: the gate's must hear it, or the emit throws out of an immediate.
+  const failed: Socket[] = [];
+  const handles: { close(): void }[] = [];
+  const { state, accepted, letIn, gate, server, port } = await gateOnServer((socket) => {
+    const handle = (socket as unknown as { _handle: { reset(): number; close(): void } })._handle;
+    handles.push(handle);
+    handle.reset = () => -constants.errno.EBADF;
+    const emit = socket.emit.bind(socket);
+    socket.emit = (name: string | symbol, ...args: unknown[]) => {
+      if (name === 'error') failed.push(socket);
+      return emit(name, ...args);
+    };
+  });
+  const clients: Socket[] = [];
+  const open = (): void => {
+    const client = connect({ port, host: '127.0.0.1' });
+    client.on('error', () => undefined);
+    clients.push(client);
+  };
+  t.after(() => {
+    for (const client of clients) client.destroy();
+    // The failed resets left the handles open: closed here (their sockets never say `close`, so the
+    // server's close is not waited for).
+    for (const handle of handles) handle.close();
+    server.close();
+  });
+  // Enough to fill the address's places and leave one waiting.
+  for (let i = 0; i <= MAX_OPENING_PER_ADDRESS; i += 1) open();
+  while (accepted.length <= MAX_OPENING_PER_ADDRESS || letIn.length < MAX_OPENING_PER_ADDRESS) {
+    state.clock += FRESH_MS;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  state.clock += FRESH_MS;
+  assert.equal(gate.waiting, 1);
+  const waiting = accepted.find((socket) => !letIn.includes(socket))!;
+  // The lock comes; a place frees: the waiting one is refused, its reset in the queue (a later turn).
+  state.locked = true;
+  gate.opened(letIn[0]!);
+  for (let turns = 0; !failed.includes(waiting); turns += 1) {
+    assert.ok(turns < 10, 'the waiting socket was not reset');
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  assert.ok(waiting.destroyed);
+  // And one refused at accept, at once.
+  open();
+  while (accepted.length <= MAX_OPENING_PER_ADDRESS + 1) await new Promise((resolve) => setTimeout(resolve, 10));
+  const atAccept = accepted.at(-1)!;
+  assert.ok(failed.includes(atAccept) && atAccept.destroyed, 'refused at accept, its reset failed and heard');
+});
+
+test('a handle refused before its Socket (refuseAtAccept) whose reset fails is closed: it holds no descriptor, and nothing is emitted', () => {
+  const calls: string[] = [];
+  resetHandle({ getpeername: () => 0, reset: () => (calls.push('reset'), -constants.errno.EBADF), close: () => void calls.push('close') });
+  resetHandle({ getpeername: () => 0, reset: () => (calls.push('reset'), 0), close: () => void calls.push('close') });
+  assert.deepEqual(calls, ['reset', 'close', 'reset']);
 });

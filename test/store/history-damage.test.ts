@@ -417,3 +417,31 @@ for (const leftover of ['file', 'wal'] as const) {
     assert.match((await store.messages.get('m11'))!.content, /^later 11/);
   });
 }
+
+test(
+  'serve --recover killed (kill -9) while it puts the damaged files aside, its rebuild whole: the next start opens the rebuild (the salvage is done once its directory is renamed aside), not refusing it as written by someone else',
+  { timeout: 200_000 },
+  async (t) => {
+    const file = await SALVAGE_DAMAGES[1].damage(t);
+    const damaged = path.dirname(file);
+    const uninterrupted = await recovered(await copiedWhileRunning(t, damaged));
+    const dir = await copiedWhileRunning(t, damaged);
+    const child = spawnStoreChild('recover', dir, { [SALVAGE_FAULT_ENV]: 'in-aside' satisfies SalvageFault });
+    assert.equal((await child.exited).signal, 'SIGKILL', child.stderr());
+    // Refused before s20: its rebuild's note removed and its directory not yet renamed, the undo took the
+    // rebuild for a file written since by something else.
+    const store = await openStore(dir);
+    try {
+      assert.deepEqual(
+        (await store.messages.recent('c', { limit: 200 })).map((m) => (m.content === LOST_BODY_TEXT ? 'lost' : m.content.slice(0, 16))),
+        uninterrupted.contents,
+        'the rebuild, as a salvage never interrupted made it',
+      );
+    } finally {
+      await store.close();
+    }
+    const asides = (await readdir(dir)).filter((f) => f.startsWith(`${HISTORY_FILE_NAME}.`) && !/-(wal|shm)$/.test(f));
+    assert.equal(asides.length, 1, asides.join(', '));
+    assert.match(asides[0], /^history\.db\.damaged-/);
+  },
+);

@@ -3,6 +3,7 @@
 // that code (and any older one) as it was, and what it wrote is read now.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { crc32 } from 'node:zlib';
 import { encodeRecord, scanRecords } from '../../src/store/record';
 import type { JournalRecord } from '../../src/store/record';
 
@@ -54,4 +55,39 @@ test("yesterday's bytes read back as the records they were written from", () => 
     scanned.records,
     records.map((r) => (r.bodies?.length === 0 ? { seq: r.seq, ops: r.ops } : r)),
   );
+});
+
+/** The format's definition, as encodeRecord made it before its SQL texts' JSON was kept (s20): one JSON.stringify of the record. */
+function reference(record: JournalRecord): Buffer {
+  const param = (v: unknown) => (v instanceof Uint8Array ? { b: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') } : v);
+  const json = JSON.stringify({
+    seq: record.seq,
+    ops: record.ops.map(([sql, params]) => (params ? [sql, params.map(param)] : [sql])),
+    ...(record.bodies && record.bodies.length > 0 ? { b: record.bodies.map((b) => [b.key, b.conversation_id, b.role, b.content, b.data, ...(b.cut ? [1] : [])]) } : {}),
+    ...(record.voids !== undefined ? { v: record.voids } : {}),
+  });
+  return Buffer.from(`${crc32(json).toString(16).padStart(8, '0')} ${json}\n`, 'utf8');
+}
+
+test("a statement's text kept as JSON gives the same bytes each time, past the kept texts' bound and back", () => {
+  // The same texts again and again (kept), texts that need escapes, and more distinct texts than are kept
+  // (the store drops them all and starts again): every record's bytes are the reference's.
+  const odd = ['UPDATE t SET a = "q" \\ \n \t \u2028 é 漢字 😀 WHERE b = ?', 'SELECT \ud800 lone', ''];
+  for (let round = 0; round < 3; round++) {
+    for (let i = 0; i < 1_500; i++) {
+      const record: JournalRecord = {
+        seq: round * 10_000 + i + 1,
+        ops: [
+          [odd[i % odd.length], [i, 'x', null, new Uint8Array([i & 255])]],
+          [`INSERT INTO t${i} (a) VALUES (?)`, [`v${i}`]],
+          ['DELETE FROM t', null],
+        ],
+        ...(i % 2 === 0 ? { bodies: [{ key: i, conversation_id: 'c', role: 'user' as const, content: `b ${i} \u2028`, data: null }] } : {}),
+      };
+      const bytes = encodeRecord(record);
+      assert.ok(bytes.equals(reference(record)), `round ${round}, record ${i}`);
+      assert.deepEqual(scanRecords(bytes).records[0].ops, record.ops);
+    }
+  }
+  for (const record of records) assert.ok(encodeRecord(record).equals(reference(record)), `record ${record.seq}`);
 });

@@ -119,7 +119,8 @@ export class Compactor {
     const data: SummaryData = { kind: 'summary', through_seq: older[older.length - 1].seq, summarised: older.length, ...(focus ? { focus } : {}) };
     const message = await this.store_(call, text, data);
     this.logger.info('compaction.summarised', { conversation: call.conversationId, messages: older.length, chars: text.length });
-    return { text, kept: tail.slice(split), message };
+    // As stored (well-formed: messages.ts checkMessage), the summary the model is sent from now on.
+    return { text: message.content, kept: tail.slice(split), message };
   }
 
   /** Tells the person a compaction failed: a notice in the conversation, never a silent cut. */

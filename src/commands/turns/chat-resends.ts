@@ -1,6 +1,7 @@
 import { ServiceError, type CommandOf, type ResultOf } from '../../protocol';
 import { clientKeyOf, type MessageRow, type Store } from '../../store';
 import { personOf, type ClientSession } from '../session';
+import { wellFormed } from '../../protocol/code-points';
 
 /** Settled chats remembered in memory (beyond them, the store answers: a stored reply, or `interrupted`). */
 export const REMEMBERED_CHATS = 1000;
@@ -109,7 +110,8 @@ export class ChatResends {
 
 function requireSame(command: CommandOf<'chat'>, message: string, conversationId: string | undefined): void {
   const sameConversation = command.conversation_id === undefined || conversationId === undefined || command.conversation_id === conversationId;
-  if (command.message !== message || !sameConversation) {
+  // As stored (well-formed: store/messages.ts checkMessage): a resend of a text with a lone surrogate is the same message.
+  if (wellFormed(command.message) !== wellFormed(message) || !sameConversation) {
     throw new ServiceError('invalid_request', 'client_message_id was already used for a different message: make a new id for each message');
   }
 }

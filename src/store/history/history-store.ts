@@ -431,16 +431,15 @@ export class HistoryStore {
 
   /**
    * Replaces a damaged history.db by one rebuilt from what it still gives (history-db.ts `salvage`);
-   * the new file and WAL are made private and their directory entries durable, as at open.
+   * the new WAL is made private, as at open.
    */
   async salvage(refs: BodyRef[], placeholder: string, above: number, journaled: KeyedBody[] = []): Promise<SalvageResult> {
     this.lastKey = Math.max(this.lastKey, above);
     this.recent.clear();
     const result = await this.call({ op: 'salvage', refs, placeholder, above, journaled });
     await chmod(`${this.file}-wal`, PRIVATE_FILE_MODE).catch(() => {});
-    // The aside's own entries (the damaged file and its WAL renamed into it), then the data directory's.
-    await fsyncDir(result.aside);
-    await fsyncDir(path.dirname(this.file));
+    // Its renames (the damaged pair into the aside, the rebuild into place) were made durable, each
+    // before the next step (salvage-aside.ts renameDurably).
     return result;
   }
 

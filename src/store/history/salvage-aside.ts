@@ -2,8 +2,9 @@
 // rebuild cut short (a kill -9, a failure) is undone, so that a crash at any point leaves the two as they
 // were before it: the next start refuses them as before, and the next --recover salvages them again.
 // docs/design.md, "Salvage in one directory (s16, mend16)".
-import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, truncateSync, writeSync } from 'node:fs';
 import path from 'node:path';
+import { syncDirectorySync } from '../../platform/directory-sync';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 
 /**
@@ -12,7 +13,7 @@ import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
  */
 export const SALVAGE_FAULT_ENV = 'RA_TEST_FAULT_SALVAGE';
 
-export type SalvageFault = 'after-first-move' | 'after-moves' | 'after-fill';
+export type SalvageFault = 'after-first-move' | 'after-moves' | 'after-fill' | 'in-aside';
 
 export function salvageFault(point: SalvageFault): void {
   if (process.env[SALVAGE_FAULT_ENV] === point) process.kill(process.pid, 'SIGKILL');
@@ -32,6 +33,19 @@ function movedFile(file: string): string {
 const SIDE_FILES = ['-wal', '-shm', '-journal'];
 
 /**
+ * A rename made durable before anything goes on: both directories' entries fsynced. Each step of a
+ * salvage (and of its undo) relies on the one before it being on disk, not only in the page cache: a
+ * power cut that kept a later rename and lost an earlier one would leave a state `undoSalvage` reads
+ * wrongly (a damaged file's WAL taken for the rebuild's and removed; a rebuild others were told about
+ * removed as one cut short). docs/design.md, "Trust, round three's leftovers (s20, fix20b)".
+ */
+function renameDurably(from: string, to: string): void {
+  renameSync(from, to);
+  syncDirectorySync(path.dirname(to));
+  if (path.dirname(from) !== path.dirname(to)) syncDirectorySync(path.dirname(from));
+}
+
+/**
  * Moves history.db (`file`, closed) and its WAL into a new directory `<file>.salvaging`, under the same
  * names: the WAL first, so that wherever a crash stops this, `undoSalvage` knows which WAL is whose (the
  * file still outside: its WAL is inside or there was none; the file inside: a file and WAL outside are
@@ -39,12 +53,13 @@ const SIDE_FILES = ['-wal', '-shm', '-journal'];
  */
 export function moveIntoSalvage(file: string): string {
   mkdirSync(salvagingDir(file), { mode: 0o700 });
+  syncDirectorySync(path.dirname(file));
   const moved = movedFile(file);
   if (existsSync(`${file}-wal`)) {
-    renameSync(`${file}-wal`, `${moved}-wal`);
+    renameDurably(`${file}-wal`, `${moved}-wal`);
     salvageFault('after-first-move');
   }
-  renameSync(file, moved);
+  renameDurably(file, moved);
   salvageFault('after-moves');
   return moved;
 }
@@ -71,8 +86,15 @@ const identityOf = (file: string): string | undefined => {
 export function createRebuild(file: string): void {
   const fresh = path.join(salvagingDir(file), 'rebuild');
   closeSync(openSync(fresh, 'wx', PRIVATE_FILE_MODE));
-  writeFileSync(rebuildIdFile(file), identityOf(fresh) ?? '');
-  renameSync(fresh, file);
+  // The note durable before the rebuild is in place: without it an undo would refuse to remove the rebuild.
+  const note = openSync(rebuildIdFile(file), 'w', PRIVATE_FILE_MODE);
+  try {
+    writeSync(note, identityOf(fresh) ?? '');
+    fsyncSync(note);
+  } finally {
+    closeSync(note);
+  }
+  renameDurably(fresh, file);
 }
 
 /**
@@ -91,16 +113,20 @@ export function readableCopy(moved: string, bytes: number): string {
 
 /**
  * Ends a salvage of `file` whose rebuild is whole: the directory holding the damaged file and its WAL
- * (as they were) is renamed `<file>.damaged-<time>`, a read copy removed. Answers that directory.
+ * (as they were) is renamed `<file>.damaged-<time>` (durably: from then on the salvage is done, and its
+ * rebuild is what later writes go to), then the salvage's own files there (a read copy, the rebuild's
+ * note) removed. The rename first: a kill between removing the note and the rename left a directory
+ * `undoSalvage` took for a rebuild written by someone else, and the next start was refused. Answers that
+ * directory.
  */
 export function keepAside(file: string): string {
-  const moving = salvagingDir(file);
-  const copy = path.join(moving, 'read');
+  const aside = `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  renameDurably(salvagingDir(file), aside);
+  salvageFault('in-aside');
+  const copy = path.join(aside, 'read');
   for (const suffix of ['', ...SIDE_FILES]) rmSync(`${copy}${suffix}`, { force: true });
   rmSync(`${copy}.lock`, { recursive: true, force: true });
-  rmSync(rebuildIdFile(file), { force: true });
-  const aside = `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-  renameSync(moving, aside);
+  rmSync(path.join(aside, path.basename(rebuildIdFile(file))), { force: true });
   return aside;
 }
 
@@ -128,13 +154,15 @@ export function undoSalvage(file: string): boolean {
     if (outside !== undefined && outside !== readNote(rebuildIdFile(file))) throw notOurs(path.basename(file));
     for (const suffix of ['', ...SIDE_FILES]) rmSync(`${file}${suffix}`, { force: true });
     rmSync(`${file}.lock`, { recursive: true, force: true });
-    renameSync(moved, file);
+    renameDurably(moved, file);
   }
   if (existsSync(`${moved}-wal`)) {
     if (existsSync(`${file}-wal`)) throw notOurs(`${path.basename(file)}-wal`);
-    renameSync(`${moved}-wal`, `${file}-wal`);
+    renameDurably(`${moved}-wal`, `${file}-wal`);
   }
+  // Both back durably (renameDurably) before the directory that held them goes.
   rmSync(moving, { recursive: true, force: true });
+  syncDirectorySync(path.dirname(file));
   return true;
 }
 

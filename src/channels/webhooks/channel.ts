@@ -35,6 +35,8 @@ export interface WebhookChannelDeps {
 }
 
 const SWEEP_EVERY_MS = 60 * 60_000;
+/** The first clean-up after start: past a start's busy seconds (the warm-up, a first chat). */
+const FIRST_SWEEP_AFTER_MS = 30_000;
 const KEEP_ANSWERED_INBOX_MS = 24 * 60 * 60_000;
 const KEEP_DELIVERED_MS = 7 * 24 * 60 * 60_000;
 /** A failed delivery stays this long after it failed (list_deliveries shows it, retry_delivery sends it again). */
@@ -60,6 +62,7 @@ export class WebhookChannel {
   private readonly log: Logger;
   private memo?: Accounts;
   private sweeper?: NodeJS.Timeout;
+  private firstSweep?: NodeJS.Timeout;
   private stopped?: Promise<void>;
 
   constructor(
@@ -109,7 +112,10 @@ export class WebhookChannel {
     this.warnWithoutSecret();
     this.inbox.resume();
     this.outbox.start();
-    void this.sweep();
+    // The first clean-up waits out the start: at once, its five statements (SQLite's code for them compiled
+    // on this thread) and its journal record came between the store's open and the first command's answer.
+    this.firstSweep = setTimeout(() => void this.sweep(), FIRST_SWEEP_AFTER_MS);
+    this.firstSweep.unref();
     this.sweeper = setInterval(() => void this.sweep(), SWEEP_EVERY_MS);
     this.sweeper.unref();
   }
@@ -117,6 +123,7 @@ export class WebhookChannel {
   /** No new runs or attempts; waits for attempts in flight (bounded). Pending work stays in the database. */
   stop(): Promise<void> {
     this.stopped ??= (async () => {
+      clearTimeout(this.firstSweep);
       clearInterval(this.sweeper);
       this.incoming.flush();
       this.inbox.stop();

@@ -1,6 +1,6 @@
 import { mkdir, open, readFile, realpath, rm, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import type { Database as SqlJsDatabase, SqlValue } from 'sql.js';
+import type { Database as SqlJsDatabase } from 'sql.js';
 import { DATABASE_FILE_NAME } from '../platform/paths';
 import { packedMap } from '../platform/packed-map';
 import { nullLogger } from '../log/logger';
@@ -68,8 +68,20 @@ export interface PlannedOp {
   sql: string;
   params: readonly SqlParamInput[];
   check?: (changes: number) => void;
-  /** Given the row the statement's first step returned (its RETURNING clause), in writePlanned only (not in runPlanned's tx.run). */
-  row?: (values: readonly SqlValue[]) => void;
+}
+
+/**
+ * A planned write whose record is handed to the journal and whose statements wait to be applied
+ * (Database.writePlanned): `failed` is set once they failed when applied (rejects once the void record is durable).
+ */
+interface Pending {
+  ops: readonly PlannedOp[];
+  planned: readonly Op[];
+  /** The prelude and riders its record journals (given back when its statements fail). */
+  prelude: readonly Op[];
+  riders: readonly Op[];
+  seq: number;
+  failed?: Promise<never>;
 }
 
 /** Runs planned statements inside a caller's transaction, each then its check. */
@@ -154,6 +166,12 @@ export class Database {
   private prelude: Op[] = [];
   /** Shown every statement of a write before it runs: the readers that keep what they read (ReadMemo). */
   private readonly watches = new WriteWatches();
+  /**
+   * Planned writes journaled whose statements are not applied yet, in record order: applied once the
+   * fdatasync that covers their records is asked (Journal's `syncAsked`), or before anything else uses
+   * sql.js (`settle`, the barrier), whichever comes first.
+   */
+  private pending: Pending[] = [];
 
   private constructor(
     readonly dir: string,
@@ -169,6 +187,8 @@ export class Database {
   ) {
     this.cache = cache;
     this.beforeCompaction = hold ? null : () => Promise.resolve();
+    // The main thread waits for the fdatasync then: the statements behind its records are applied meanwhile.
+    journal.syncAsked = () => this.settle();
   }
 
   static async open(dir: string, options: DatabaseOptions = {}): Promise<Database> {
@@ -309,6 +329,7 @@ export class Database {
    */
   prepareAhead(texts: readonly string[]): void {
     this.assertOpen();
+    this.settle();
     for (const text of texts) {
       try {
         this.cache.prepare(text);
@@ -335,6 +356,8 @@ export class Database {
     // refuses them this write fails without touching the database. Not applied at once, it is then
     // synced itself (no deferSync): its writer waits for it before anything reads it.
     if (this.journal.owesWrites) return this.journal.retry().then(() => this.write(fn));
+    // Record order is apply order: the planned writes journaled before this one go first.
+    this.settle();
 
     const ops: Op[] = [];
     const bodies: KeyedBody[] = [];
@@ -400,12 +423,15 @@ export class Database {
   /**
    * A write whose statements are known before they run (`ops`, with the history.db bodies it journals):
    * as write(), but its record is encoded and handed to the journal's file first (its write asked at once
-   * when no write is in flight, Journal.append's `now`), and its statements applied after, in the same
-   * synchronous block, so they run while the pool writes and the journal's order stays the order of
-   * applies. Resolves once the record is durable. A statement or check that fails rolls the transaction
-   * back, and the record is voided (Journal.voidRecord: replay skips it); the promise rejects with the
-   * failure once the void record is durable, so nothing told of the failure can be undone by a restart.
-   * `ready` runs first (reads only) and may throw: the write is then refused and journals nothing.
+   * when no write is in flight, Journal.append's `now`), and its statements are applied behind it: once
+   * the fdatasync that covers the record is asked (the main thread waits for it then), or before anything
+   * else reads or writes sql.js (`settle`: every reader and writer sees the database as if they had been
+   * applied at once), in record order. Resolves once the record is durable and its statements applied.
+   * A statement or check that fails rolls the transaction back, and the record is voided
+   * (Journal.voidRecord: replay skips it); the promise rejects with the failure once the void record is
+   * durable, so nothing told of the failure can be undone by a restart. `ready` runs first (reads only)
+   * and may throw: the write is then refused and journals nothing. Every write statement is shown to the
+   * watches (ReadMemo) here, when journaled: a memo read after it reads again, through the barrier.
    */
   writePlanned(ops: readonly PlannedOp[], bodies: readonly KeyedBody[], options?: WriteOptions, ready?: () => void): Promise<void> {
     if (this.inWrite) throw new Error('write() called inside another write(); use the tx you were given');
@@ -425,32 +451,59 @@ export class Database {
     } catch (err) {
       return Promise.reject(err);
     }
-    const riders = this.riders;
-    const recordOps = [...this.prelude, ...planned, ...riders];
-    const durable = this.journal.append(recordOps, [...bodies], options?.deferSync === true, true);
-    const seq = this.journal.lastSeq;
+    const { prelude, riders } = this;
+    const durable = this.journal.append(
+      prelude.length > 0 ? [...prelude, ...planned, ...riders] : riders.length > 0 ? [...planned, ...riders] : planned,
+      [...bodies],
+      options?.deferSync === true,
+      true,
+    );
+    const entry: Pending = { ops, planned, prelude, riders, seq: this.journal.lastSeq };
+    this.prelude = [];
+    this.riders = [];
+    for (let i = 0; i < planned.length; i += 1) this.watches.saw(planned[i][0]);
+    for (let i = 0; i < riders.length; i += 1) this.watches.saw(riders[i][0]);
+    this.pending.push(entry);
+    return durable.then(() => {
+      this.settle();
+      return entry.failed;
+    });
+  }
+
+  /**
+   * The barrier: applies the planned writes whose statements wait (writePlanned), in record order. Called
+   * before any other use of sql.js, and by the journal as it asks an fdatasync (nothing else then runs).
+   */
+  private settle(): void {
+    if (this.pending.length === 0) return;
+    const queue = this.pending;
+    this.pending = [];
+    for (let i = 0; i < queue.length; i += 1) this.apply(queue[i]);
+  }
+
+  /**
+   * One planned write's statements in one transaction. Failing (nothing else ran since its record, so
+   * what fails here failed at once before: a check, a constraint, sql.js itself), it is rolled back and
+   * its record voided; the prelude and riders it journaled go with the next record.
+   */
+  private apply(entry: Pending): void {
+    const { ops, planned, riders } = entry;
     this.inWrite = true;
     try {
       this.transaction(() => {
-        checkEach(ops, (op, i) => {
-          this.watches.saw(op.sql);
-          return runOp(this.sql, this.cache, op.sql, planned[i][1], op.row);
-        });
-        for (const [sql, params] of riders) {
-          this.watches.saw(sql);
-          runOp(this.sql, this.cache, sql, params);
-        }
+        checkEach(ops, (op, i) => runOp(this.sql, this.cache, op.sql, planned[i][1]));
+        for (let i = 0; i < riders.length; i += 1) runOp(this.sql, this.cache, riders[i][0], riders[i][1]);
       });
     } catch (err) {
-      // The prelude and the riders were not applied by this record: they go with the next one.
-      const fail = () => Promise.reject(err);
-      return this.journal.voidRecord(seq).then(fail, fail);
+      this.prelude = [...entry.prelude, ...this.prelude];
+      this.riders = [...riders, ...this.riders];
+      const fail = (): Promise<never> => Promise.reject(err);
+      entry.failed = this.journal.voidRecord(entry.seq).then(fail, fail);
+      // Awaited by its writer once its record is durable; this only keeps it from counting as unhandled meanwhile.
+      entry.failed.catch(() => undefined);
     } finally {
       this.inWrite = false;
     }
-    this.prelude = [];
-    this.riders = [];
-    return durable;
   }
 
   /**
@@ -485,11 +538,13 @@ export class Database {
 
   all<T = Record<string, unknown>>(sql: string, params?: readonly SqlParamInput[]): T[] {
     this.assertOpen();
+    this.settle();
     return queryAll(this.cache, sql, normalizeParams(params)) as T[];
   }
 
   get<T = Record<string, unknown>>(sql: string, params?: readonly SqlParamInput[]): T | undefined {
     this.assertOpen();
+    this.settle();
     return queryOne(this.cache, sql, normalizeParams(params)) as T | undefined;
   }
 
@@ -599,9 +654,10 @@ export class Database {
   }
 
   /**
-   * The seq of the last write transaction applied (journaled, synced or not). Every change to the
-   * database's rows is such a transaction, so a reader that saw it at one value knows nothing was
-   * written since while it stays the same (agent/history-cache.ts).
+   * The seq of the last write transaction journaled (synced or not; a planned write's statements applied
+   * or waiting behind its record, which every read applies first). Every change to the database's rows is
+   * such a transaction, so a reader that saw it at one value knows nothing was written since while it
+   * stays the same (agent/history-cache.ts).
    */
   get lastWrite(): number {
     return this.journal.lastSeq;
@@ -624,6 +680,8 @@ export class Database {
   }
 
   private async doClose(): Promise<void> {
+    // Nothing is journaled from now on (writes are refused): what waits is applied before the handle goes.
+    this.settle();
     try {
       await this.journal.barrier().catch((err: unknown) => {
         this.logger.error('store.close_flush_failed', { error: err instanceof Error ? err.message : String(err) });

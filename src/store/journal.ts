@@ -117,6 +117,14 @@ export class Journal {
   private readonly closedSizes = new Map<string, number>();
   /** fdatasync rounds done (each may carry many records, and the deferred ones written before it). */
   flushes = 0;
+  /**
+   * Called as each fdatasync is asked, before it is awaited (the main thread is idle until it is done),
+   * and as a rotation is asked: the store applies the statements waiting behind their records then
+   * (Database.writePlanned). A segment is closed only after a sync covered its records (flush) or once a
+   * rotation was asked, so one of the two came before: a void record appended then (a statement that
+   * failed) goes in its record's segment (`voids`). Never throws.
+   */
+  syncAsked: () => void = () => undefined;
 
   private constructor(
     private readonly opts: JournalOptions,
@@ -308,6 +316,7 @@ export class Journal {
 
   /** Closes the active segment (if it holds anything) and starts a new one. */
   rotate(): Promise<void> {
+    this.syncAsked();
     return this.enqueueIo(async () => {
       if (this.activeSize === 0 || this.failure || this.fhClosed) return;
       // A closed segment is never synced again: what waits for a sync in it gets one first. What a full
@@ -430,7 +439,9 @@ export class Journal {
    */
   private async datasync(): Promise<void> {
     try {
-      await this.fh.datasync();
+      const synced = this.fh.datasync();
+      this.syncAsked();
+      await synced;
     } catch (err) {
       throw this.fail(err instanceof Error ? err.message : String(err));
     }

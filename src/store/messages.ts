@@ -3,6 +3,7 @@ import { previewOf } from '../protocol/preview';
 import { runPlanned } from './database';
 import { packedMap } from '../platform/packed-map';
 import type { Database, PlannedOp, WriteOptions, WriteTx } from './database';
+import type { WriteWatch } from './read-memo';
 import type { HistoryStore } from './history/history-store';
 import type { BodyIn, BodyOut, ColdRow, KeyedBody } from './history/protocol';
 import { hasColdHistory } from './history/restore';
@@ -109,20 +110,23 @@ export function byteSize(content: string, data: string | null): number {
 }
 
 /**
- * Inserts a message inside a caller's transaction (for store modules that write more in the same one).
- * With `bodyKey` its body is already durable in history.db; without, the body is kept inline and the
- * history maintenance moves it there later (history/maintenance.ts).
+ * A message's INSERT: its seq given (MessagesRepo.nextSeq), so that it is known before the statement runs
+ * (Database.writePlanned applies it behind its record) and replay makes the same row. Records of builds
+ * before s20 hold it without `seq` (AUTOINCREMENT chose it; s19's with `RETURNING seq`): replayed in
+ * order, they make the same rows as they did.
  */
-export function insertMessage(tx: WriteTx, m: NewMessage, bodyKey?: number): void {
-  runPlanned(tx, messageOps(m, bodyKey));
+const INSERT_SQL = 'INSERT INTO messages (seq, id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+
+/** The seq AUTOINCREMENT gives the next row: above every seq the table ever held. */
+const NEXT_SEQ_SQL = "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0), coalesce((SELECT max(seq) FROM messages), 0)) + 1 AS n";
+
+/** A write statement other than a message's INSERT that may change the next seq (or whose effect on it is not known). */
+function movesSeq(sql: string): boolean {
+  return sql !== INSERT_SQL && /\b(?:messages|sqlite_sequence)\b/i.test(sql);
 }
 
-/**
- * The statements that store a message (insertMessage), known before they run (Database.writePlanned).
- * `inserted` is given its row's seq as its INSERT returns it (writePlanned only: PlannedOp.row). Records of
- * builds before s19 hold the INSERT without `RETURNING seq`: replayed, both make the same row.
- */
-function messageOps(m: NewMessage, bodyKey?: number, inserted?: (seq: number) => void): PlannedOp[] {
+/** The statements that store a message as row `seq` (MessagesRepo.insertIn), known before they run (Database.writePlanned). */
+function messageOps(m: NewMessage, seq: number, bodyKey?: number): PlannedOp[] {
   checkMessage(m);
   const data = dataText(m);
   const bytes = byteSize(m.content, data);
@@ -132,9 +136,8 @@ function messageOps(m: NewMessage, bodyKey?: number, inserted?: (seq: number) =>
   const preview = m.role === 'tool' || m.role === 'summary' ? null : previewOf(m.content);
   return [
     {
-      sql: 'INSERT INTO messages (id, conversation_id, role, content, timestamp, tool_name, user_id, data, client_key, body_key, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq',
-      params: [m.id, m.conversation_id, m.role, inline ? m.content : '', m.timestamp, m.tool_name ?? null, m.user_id ?? null, inline ? data : null, m.client_key ?? null, bodyKey ?? null, bytes],
-      row: inserted && ((values) => inserted(values[0] as number)),
+      sql: INSERT_SQL,
+      params: [seq, m.id, m.conversation_id, m.role, inline ? m.content : '', m.timestamp, m.tool_name ?? null, m.user_id ?? null, inline ? data : null, m.client_key ?? null, bodyKey ?? null, bytes],
     },
     {
       sql: 'UPDATE conversations SET updated_at = max(updated_at, ?), bytes = bytes + ?, last_message = coalesce(?, last_message), hot = 1 WHERE id = ?',
@@ -174,13 +177,41 @@ export class MessagesRepo {
    * messages' rows still have those seqs (`seqOf`).
    */
   private appended: { at: number; ids: string[]; seqs: number[] } | undefined;
+  /** The seq the next message's row gets (nextSeq), once read; read again after any other statement of `movesSeq`. */
+  private next: number | undefined;
+  private readonly seqWatch: WriteWatch;
+  private seqSeen = 0;
 
   constructor(
     private readonly db: Database,
     private readonly history: HistoryStore,
     /** Whether a conversation's row is there (ConversationsRepo's owners, kept in memory: read-memo.ts). */
     private readonly exists: (conversationId: string) => boolean,
-  ) {}
+  ) {
+    this.seqWatch = db.watch(movesSeq);
+  }
+
+  /**
+   * The seq of the next message's row, taken: what AUTOINCREMENT would give it, kept in memory so that a
+   * message's statements need not run to know it (writePlanned applies them later). One taken by a write
+   * that then fails leaves a gap, which AUTOINCREMENT allows (a row deleted leaves one too).
+   */
+  private nextSeq(): number {
+    if (this.next === undefined || this.seqWatch.version !== this.seqSeen) {
+      this.seqSeen = this.seqWatch.version;
+      this.next = this.db.get<{ n: number }>(NEXT_SEQ_SQL)!.n;
+    }
+    return this.next++;
+  }
+
+  /**
+   * Inserts a message inside a caller's transaction (for store modules that write more in the same one).
+   * With `bodyKey` its body is already durable in history.db; without, the body is kept inline and the
+   * history maintenance moves it there later (history/maintenance.ts).
+   */
+  insertIn(tx: WriteTx, m: NewMessage, bodyKey?: number): void {
+    runPlanned(tx, messageOps(m, this.nextSeq(), bodyKey));
+  }
 
   /** Stores a message and bumps its conversation's `updated_at`, in one transaction. */
   async append(message: NewMessage): Promise<void> {
@@ -211,7 +242,7 @@ export class MessagesRepo {
       durable =
         typeof alsoInTx === 'function' || extra
           ? this.db.write((tx) => {
-              messages.forEach((m, i) => insertMessage(tx, m, bodies[i].key));
+              messages.forEach((m, i) => this.insertIn(tx, m, bodies[i].key));
               tx.keepBodies(bodies);
               if (typeof alsoInTx === 'function') alsoInTx(tx, bodies.slice(messages.length));
               else if (alsoInTx) runPlanned(tx, alsoInTx);
@@ -240,23 +271,27 @@ export class MessagesRepo {
   private appendPlanned(messages: readonly NewMessage[], bodies: KeyedBody[], alsoInTx: readonly PlannedOp[] | undefined, options: WriteOptions | undefined): Promise<void> {
     const ops: PlannedOp[] = [];
     const seqs: number[] = [];
-    // Each row's seq as its INSERT returns it.
-    const inserted = (seq: number) => void seqs.push(seq);
-    for (let i = 0; i < messages.length; i++) ops.push(...messageOps(messages[i], bodies[i].key, inserted));
+    for (let i = 0; i < messages.length; i++) {
+      seqs.push(this.nextSeq());
+      ops.push(...messageOps(messages[i], seqs[i], bodies[i].key));
+    }
     if (alsoInTx) ops.push(...alsoInTx);
     const before = this.db.lastWrite;
-    // Asked before the hand-off, so that a conversation not found journals nothing (its check, after, can
-    // then no longer fail: nothing runs in between).
+    // Asked before the hand-off, so that a conversation not found or a client key stored journals nothing:
+    // the statements are applied behind the record, after its writer may have acted on it (the model asked
+    // about a user message), and can then no longer fail on those (anything else that uses sql.js applies
+    // them first).
     const durable = this.db.writePlanned(ops, bodies, options, () => {
       for (let i = 0; i < messages.length; i++) {
-        const id = messages[i].conversation_id;
+        const { conversation_id: id, client_key: key } = messages[i];
+        if (key != null && this.hasClientKey(key)) throw new Error('UNIQUE constraint failed: messages.client_key (a message with this client key is stored)');
         if (i > 0 && id === messages[i - 1].conversation_id) continue;
         if (!this.exists(id)) throw notFound(id);
       }
     });
-    // Applied in this block (one record; a voided one moved it by two, a write behind a full disk's owed
-    // records not at all): its rows have the seqs their INSERTs returned.
-    this.appended = this.db.lastWrite === before + 1 && seqs.length === messages.length ? { at: before + 1, ids: messages.map((m) => m.id), seqs } : undefined;
+    // Journaled as one record (a write behind a full disk's owed records moved it not at all; one voided
+    // later moves it again): its rows have the seqs given to their INSERTs.
+    this.appended = this.db.lastWrite === before + 1 ? { at: before + 1, ids: messages.map((m) => m.id), seqs } : undefined;
     return durable;
   }
 
@@ -307,7 +342,7 @@ export class MessagesRepo {
   /** Stores a message whose body putBodies stored (`message.content` is that body's text), with more in the same transaction. */
   async appendStored(message: NewMessage, bodyKey: number, alsoInTx?: (tx: WriteTx) => void): Promise<void> {
     await this.db.write((tx) => {
-      insertMessage(tx, message, bodyKey);
+      this.insertIn(tx, message, bodyKey);
       alsoInTx?.(tx);
     });
   }

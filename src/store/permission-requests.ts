@@ -1,7 +1,7 @@
 import type { PermissionDecision, PermissionRequest, PermissionResolution } from '../protocol';
 import type { AuditRepo, NewAuditEntry } from './audit';
 import type { Database } from './database';
-import { insertMessage } from './messages';
+import type { MessagesRepo } from './messages';
 import type { NewMessage } from './types';
 
 export interface NewPermissionRequest {
@@ -69,6 +69,8 @@ export class PermissionRequestsRepo {
   constructor(
     private readonly db: Database,
     private readonly audit: Pick<AuditRepo, 'record'>,
+    /** Stores the denied results of requests a stopped service left waiting (finishInterrupted). */
+    private readonly messages: Pick<MessagesRepo, 'insertIn'>,
   ) {}
 
   /** Stores a waiting request; decided ones resolved before `forgetResolvedBeforeMs` go in the same transaction. */
@@ -121,7 +123,7 @@ export class PermissionRequestsRepo {
   async finishInterrupted(conversationId: string, requestIds: readonly string[], resolution: PermissionResolutionRecord, results: readonly NewMessage[]): Promise<void> {
     await this.db.write((tx) => {
       const exists = tx.get<{ id: string }>('SELECT id FROM conversations WHERE id = ?', [conversationId]) !== undefined;
-      if (exists) for (const message of results) insertMessage(tx, message);
+      if (exists) for (const message of results) this.messages.insertIn(tx, message);
       for (const requestId of requestIds) {
         tx.run("UPDATE permission_requests SET status = 'resolved', decision = ?, decided_by = NULL, reason = ?, resolved_ms = ? WHERE request_id = ? AND status = 'pending'", [
           resolution.decision,

@@ -90,16 +90,16 @@ function isReadOnly(db: SqlJsDatabase, sql: string): boolean {
 
 /**
  * Runs one statement of a write, the same way live and at replay so both give the same result.
- * With parameters: one prepared (cached) statement, stepped once (a RETURNING clause's row is then
- * `row`'s: SQLite makes all of an INSERT's changes in its first step). Without: sqlite3_exec, which
- * allows several statements in one string (migrations). Returns the number of rows changed.
+ * With parameters: one prepared (cached) statement, stepped once (SQLite makes all of an INSERT's
+ * changes in its first step, a RETURNING clause's too: records of s19 builds hold one). Without:
+ * sqlite3_exec, which allows several statements in one string (migrations). Returns the number of rows changed.
  */
-export function runOp(db: SqlJsDatabase, cache: StatementCache, sql: string, params: readonly SqlParam[] | null, row?: (values: readonly SqlValue[]) => void): number {
+export function runOp(db: SqlJsDatabase, cache: StatementCache, sql: string, params: readonly SqlParam[] | null): number {
   if (params && params.length > 0) {
     const stmt = cache.get(sql);
     try {
       stmt.bind(params as SqlValue[]);
-      if (stmt.step() && row) row(stmt.get());
+      stmt.step();
     } finally {
       stmt.reset();
     }

@@ -12,7 +12,8 @@ export function isoTime(time: number = Date.now()): string {
   // A Date's time value is whole milliseconds, cut toward zero (TimeClip).
   const ms = Math.trunc(time);
   const m = Math.floor(ms / 60_000);
-  if (m !== minute) {
+  // Past the last valid millisecond (8.64e15, the first of its minute) the kept minute must not answer.
+  if (m !== minute || !(Math.abs(ms) <= 8.64e15)) {
     // Throws (RangeError) what toISOString throws: NaN, beyond ±8.64e15.
     const text = new Date(ms).toISOString();
     prefix = text.slice(0, -7);

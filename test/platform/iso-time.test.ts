@@ -26,4 +26,10 @@ test("isoTime gives toISOString's text for every millisecond, across minutes ask
   // What toISOString refuses, it refuses too.
   assert.throws(() => isoTime(Number.NaN), RangeError);
   assert.throws(() => isoTime(8.64e15 + 1), RangeError);
+  // Also once the last valid millisecond's minute is kept (review20d): the rest of that minute is out of range.
+  for (const edge of [8.64e15, -8.64e15]) {
+    assert.equal(isoTime(edge), new Date(edge).toISOString());
+    assert.throws(() => isoTime(edge + Math.sign(edge)), RangeError, String(edge));
+    assert.throws(() => isoTime(edge + Math.sign(edge) * 59_999), RangeError, String(edge));
+  }
 });

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
-import { Service } from '../src/service';
+import type { Service } from '../src/service';
+import { serviceClass } from './bundled';
 import { derivationLoad, hashPassword } from '../src/transport/auth/passwords';
 import { instantProvider } from './agent';
 import { fmt, percentile } from './util';
@@ -228,7 +229,7 @@ export async function openBenchService(): Promise<{ dir: string; service: Servic
   const dir = await mkdtemp(join(tmpdir(), 'ra-bench-auth-'));
   const users = [{ username: 'ada', password_hash: await hashPassword('the right password') }];
   await writeFile(join(dir, 'service.json'), JSON.stringify({ users, permission_mode: 'allow', workspace: dir }));
-  const service = await Service.open({ dataDir: dir, host: '127.0.0.1', port: 0, allowFrom: ['127.*.*.*'], provider: () => instantProvider(0) });
+  const service = await serviceClass().open({ dataDir: dir, host: '127.0.0.1', port: 0, allowFrom: ['127.*.*.*'], provider: () => instantProvider(0) });
   return { dir, service };
 }
 

@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { CompletionRequest, CompletionResult, Provider } from '../src/agent/providers/types';
-import { Service } from '../src/service';
+import { serviceClass } from './bundled';
 import { fmt, mainThreadSched, percentile } from './util';
 
 const TOKEN = 'bench-access-token-0123456789abcdef0123';
@@ -470,7 +470,7 @@ function printTail(written: { at: Map<number, Map<number, number>>; waitAt: Map<
 export async function benchFollow(): Promise<Record<string, number>> {
   const dir = await mkdtemp(join(tmpdir(), 'ra-bench-follow-'));
   await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN, provider: 'openai', api_key: 'sk-bench' }));
-  const service = await Service.open({ dataDir: dir, host: '127.0.0.1', port: 0, provider: () => streamingProvider() });
+  const service = await serviceClass().open({ dataDir: dir, host: '127.0.0.1', port: 0, provider: () => streamingProvider() });
   const { port } = await service.start();
   const url = `ws://127.0.0.1:${port}/ws`;
   const followersThreads = Array.from({ length: FOLLOWER_THREADS }, () => runner());

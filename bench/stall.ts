@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { WebSocketServer } from 'ws';
 import { LoopMonitor } from '../src/extension/diagnostics';
-import { Service } from '../src/service';
+import { serviceClass } from './bundled';
 import { streamingProvider } from './follow';
 import { startAllocationSampler, startProfiler, StallTracer } from './stall-trace';
 import { fmt } from './util';
@@ -96,7 +96,7 @@ async function warmedUp(dir: string): Promise<boolean> {
 export async function benchStall(): Promise<Record<string, number>> {
   const dir = await mkdtemp(join(tmpdir(), 'ra-bench-stall-'));
   await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN, provider: 'openai', api_key: 'sk-bench' }));
-  const service = await Service.open({ dataDir: dir, host: '127.0.0.1', port: 0, provider: () => streamingProvider() });
+  const service = await serviceClass().open({ dataDir: dir, host: '127.0.0.1', port: 0, provider: () => streamingProvider() });
   const { port } = await service.start();
   const echo = new WebSocketServer({ host: '127.0.0.1', port: 0 });
   echo.on('connection', (ws) => ws.on('message', (data) => ws.send(data)));

@@ -1,3 +1,4 @@
+import { isThenable } from '../platform/thenable';
 import { messageRow, type MessageRow, type MessagesRepo, type NewMessage } from '../store';
 
 /**
@@ -178,6 +179,10 @@ export class HistoryCache {
   stored<T>(conversationId: string, messages: readonly NewMessage[], write: () => T, later = false): T {
     const before = this.lastWrite?.();
     const result = write();
+    // Rows added below under the seqs given before their statements ran (writePlanned applies them behind
+    // the record): a write that fails once applied (its record voided) leaves them out of the database, so
+    // the conversation is read again (review20a).
+    if (isThenable(result)) result.then(undefined, () => this.forget(conversationId));
     const cached = this.entries.get(conversationId);
     if (before === undefined || !cached || cached.synced !== before || this.lastWrite!() !== before + 1) return result;
     const add = (): void => {

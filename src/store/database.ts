@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Database as SqlJsDatabase } from 'sql.js';
 import { DATABASE_FILE_NAME } from '../platform/paths';
 import { packedMap } from '../platform/packed-map';
+import { isThenable } from '../platform/thenable';
 import { nullLogger } from '../log/logger';
 import type { Logger } from '../log/logger';
 import { copyFromHandle } from './backup-files';
@@ -135,10 +136,6 @@ export interface DatabaseStats {
 
 /** The file name a scratch database (Database.scratch) goes by: it has none. */
 const SCRATCH_NAME = ':scratch:';
-
-function isThenable(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
-}
 
 /**
  * sql.js in memory, made durable by an append-only journal of write transactions and compacted into
@@ -437,7 +434,7 @@ export class Database {
     if (this.inWrite) throw new Error('write() called inside another write(); use the tx you were given');
     // Not handed off first while the journal is failed, closed or owes a full disk's records: write() says
     // why, or writes them first.
-    if (this.closing || this.journal.failed || this.journal.owesWrites || ops.length === 0) {
+    if (!this.handsOffNow || ops.length === 0) {
       return this.write((tx) => {
         ready?.();
         runPlanned(tx, ops);
@@ -468,6 +465,16 @@ export class Database {
       this.settle();
       return entry.failed;
     });
+  }
+
+  /**
+   * Whether writePlanned hands a record off now (its statements behind it). Not while the journal is
+   * failed, closed or owes a full disk's records: it then takes write()'s road, whose callback runs only
+   * once the owed records are written, so a caller must not fix anything about the rows (a message's seq:
+   * MessagesRepo.appendMany) before then.
+   */
+  get handsOffNow(): boolean {
+    return !(this.closing || this.journal.failed || this.journal.owesWrites);
   }
 
   /**

@@ -238,9 +238,11 @@ export class MessagesRepo {
     const { bodies, written, behind } = this.writeBodies(sources);
     let durable: Promise<void>;
     try {
-      // Known before they run, its statements go after its record's hand-off (a reply: writePlanned).
+      // Known before they run, its statements go after its record's hand-off (a reply: writePlanned). Not
+      // when the record would wait behind a full disk's owed records: its seqs are then given in the write's
+      // callback, as it runs (review20a: given before, a later message could take the same seq or a lower one).
       durable =
-        typeof alsoInTx === 'function' || extra
+        typeof alsoInTx === 'function' || extra || !this.db.handsOffNow
           ? this.db.write((tx) => {
               messages.forEach((m, i) => this.insertIn(tx, m, bodies[i].key));
               tx.keepBodies(bodies);

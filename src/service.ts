@@ -41,6 +41,7 @@ import type { Logger } from './log/logger';
 import { fail, requestIdOf, tcpChannelOf, webhookAccountsOf, websocketChannelsOf, wireText, type ServiceConfig, type ServiceError } from './protocol';
 import { bootStore, openStore, type RetentionPolicy, type Store } from './store';
 import { openScratchStore } from './store/scratch';
+import { NOTE_MARK_SQL } from './store/history/restore';
 import type { ConfigChange } from './config/config-file';
 import { bindHostFor, compileAllowFrom } from './transport/http/allow-from';
 import { Authenticator } from './transport/auth/auth';
@@ -818,7 +819,9 @@ export class Service {
         // What a turn leaves to the loop's next check phase (its rows' seqs read for the history cache)
         // runs first: its statements are the first chat's too.
         await nextTurn();
-        for (const text of scratch.db.statementTexts()) {
+        // And history.db's sync mark, which the open's sync leaves to ride the next write: since the webhook
+        // channel's first clean-up waits 30 s (s20), that write is often a first chat's message.
+        for (const text of [...scratch.db.statementTexts(), NOTE_MARK_SQL]) {
           if (signal.aborted) break;
           await nextTurn();
           store.db.prepareAhead([text]);

@@ -94,7 +94,8 @@ export async function syncHistory(db: Database, history: HistoryStore): Promise<
   db.withNextWrite(NOTE_MARK_SQL, [HISTORY_MARK_KEY, String(mark)]);
 }
 
-const NOTE_MARK_SQL = 'INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)';
+/** The statement that notes the mark, riding the next write (often a first chat's message): the warm-up prepares it ahead (Service.practise). */
+export const NOTE_MARK_SQL = 'INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)';
 
 /** Notes in a transaction a sync mark history.db committed (with rows that transaction lets go of: cold moves). */
 export function noteSyncMark(tx: WriteTx, mark: number): void {

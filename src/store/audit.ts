@@ -1,3 +1,4 @@
+import { wellFormed } from '../protocol/code-points';
 import { createHash } from 'node:crypto';
 import type { AuditEntry, AuditKind, AuditPerson, AuditPlace } from '../protocol/audit';
 import type { Database, SqlParamInput, WriteTx } from './database';
@@ -127,10 +128,13 @@ export class AuditRepo {
       seq: head.seq + 1,
       at: new Date(this.now()).toISOString(),
       kind: input.kind,
-      person: input.person,
-      place: input.place,
+      // Its texts well-formed as stored (a lone surrogate, say from a model-chosen path in a webhook's tool
+      // run, reads back from sql.js as U+FFFD): hashed as they read back, or verify() sees a changed entry
+      // (review20b).
+      person: { ...input.person, name: wellFormed(input.person.name) },
+      place: input.place.address === undefined || input.place.address === null ? input.place : { ...input.place, address: wellFormed(input.place.address) },
       ...(input.conversation_id !== undefined ? { conversation_id: input.conversation_id } : {}),
-      summary: input.summary,
+      summary: wellFormed(input.summary),
       detail: input.detail ?? {},
     };
     const entry: AuditEntry = { ...body, hash: auditHash(head.hash, body) };

@@ -31,7 +31,8 @@ const REFERRERS: readonly Referrer[] = [
 const CHUNK = 500;
 
 export function hasColumn(db: Database, table: string, name: string): boolean {
-  return db.all<{ name: string }>(`PRAGMA table_info(${table})`).some((column) => column.name === name);
+  // A SELECT of the table-valued function: read-only by its first word, and no rows (not a refusal) for a missing table (review20b).
+  return db.get('SELECT 1 AS present FROM pragma_table_info(?) WHERE name = ?', [table, name]) !== undefined;
 }
 
 /** The referring tables this schema has (a store opened with older migrations lacks the later ones' columns). */

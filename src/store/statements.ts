@@ -63,6 +63,8 @@ export class StatementCache {
 
 /** A statement that begins with SELECT: SQLite has no way for one to write (no DML in a subquery; the statement prepared is the first). */
 const SELECT = /^\s*SELECT\b/i;
+/** A PRAGMA given a value with `=` (the form src would use; `PRAGMA x(v)` that sets is not caught here, and nothing uses it). */
+const SETTING_PRAGMA = /^\s*PRAGMA\b[^;]*=/i;
 
 /**
  * Whether a statement only reads: a SELECT (almost every read: nothing more to check), else as SQLite
@@ -73,6 +75,8 @@ const SELECT = /^\s*SELECT\b/i;
  */
 function isReadOnly(db: SqlJsDatabase, sql: string): boolean {
   if (SELECT.test(sql)) return true;
+  // A PRAGMA that sets (max_page_count = 10, journal_mode = DELETE) may also return a row (review20b).
+  if (SETTING_PRAGMA.test(sql)) return false;
   const explain = db.prepare(`EXPLAIN ${sql}`);
   try {
     let rows = false;

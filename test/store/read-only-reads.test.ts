@@ -16,6 +16,8 @@ const WRITES = [
   "REPLACE INTO t (v) VALUES ('z') RETURNING v",
   'PRAGMA user_version = 7',
   'PRAGMA foreign_keys = ON',
+  // Sets and also returns a row (review20b).
+  'PRAGMA max_page_count = 10',
   'BEGIN',
   'COMMIT',
   'SAVEPOINT s',

@@ -94,6 +94,9 @@ export function createRebuild(file: string): void {
   } finally {
     closeSync(note);
   }
+  // The note's entry too (review20b): renameDurably syncs the data directory first, and a power cut before
+  // it syncs this one could keep the rebuild in place and lose the note.
+  syncDirectorySync(salvagingDir(file));
   renameDurably(fresh, file);
 }
 

@@ -179,12 +179,12 @@ export class HistoryCache {
   stored<T>(conversationId: string, messages: readonly NewMessage[], write: () => T, later = false): T {
     const before = this.lastWrite?.();
     const result = write();
-    // Rows added below under the seqs given before their statements ran (writePlanned applies them behind
-    // the record): a write that fails once applied (its record voided) leaves them out of the database, so
-    // the conversation is read again (review20a).
-    if (isThenable(result)) result.then(undefined, () => this.forget(conversationId));
     const cached = this.entries.get(conversationId);
     if (before === undefined || !cached || cached.synced !== before || this.lastWrite!() !== before + 1) return result;
+    // Rows added below under the seqs given before their statements ran (writePlanned applies them behind
+    // the record): a write that fails once applied (its record voided) leaves them out of the database, so
+    // the conversation is read again (review20a). Only where rows are added: nothing else to undo.
+    if (isThenable(result)) result.then(undefined, () => this.forget(conversationId));
     const add = (): void => {
       if (this.pending.get(conversationId) === add) this.pending.delete(conversationId);
       if (this.entries.get(conversationId) !== cached || this.lastWrite!() !== before + 1) return;

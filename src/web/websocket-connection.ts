@@ -53,6 +53,8 @@ export function saysPairAgain(detail: string | undefined): boolean {
 export class WebSocketConnection implements ServiceConnection {
   private readonly core = new ConnectionCore();
   private socket: WebSocket | undefined;
+  /** Lets go of the current socket at once, without waiting for its close event (set per socket in `connect`). */
+  private abandonSocket: (() => void) | undefined;
   /** The current service session's client, once `auth` was accepted. */
   private session: ProtocolClient<ViewEvent> | undefined;
   private attempts = 0;
@@ -71,10 +73,11 @@ export class WebSocketConnection implements ServiceConnection {
     this.maxDelayMs = options.maxDelayMs ?? 10_000;
     // A phone that wakes up or gets its network back should not wait out a long backoff.
     if (typeof window !== 'undefined') {
-      window.addEventListener('online', () => this.retryNow());
-      // The network is gone: a socket may look open for a long while; drop it now so the page shows it
-      // is offline (typed messages wait in the outbox) and reconnects as soon as the network is back.
-      window.addEventListener('offline', () => this.socket?.close());
+      window.addEventListener('online', () => this.reconnectNow());
+      // The network is gone: the socket's close handshake cannot finish (its close event may come only
+      // after a long timeout, or never); drop it now so the page shows it is offline (typed messages wait
+      // in the outbox) and reconnects as soon as the network is back.
+      window.addEventListener('offline', () => this.dropNow());
       document.addEventListener('visibilitychange', () => {
         if (document.visibilityState === 'visible') this.retryNow();
       });
@@ -123,6 +126,25 @@ export class WebSocketConnection implements ServiceConnection {
     this.connect();
   }
 
+  /**
+   * The network is back: skip the backoff, and start over an attempt that is not open yet (made while
+   * the network was gone, it may hang until a long timeout). An open session is kept.
+   */
+  private reconnectNow(): void {
+    if (this.stopped || this.core.state.state === 'open') return;
+    if (this.retryTimer !== undefined) return this.retryNow();
+    this.abandonSocket?.();
+    this.connect();
+  }
+
+  /** The network is gone: let go of the socket now (pending requests fail), show it and retry with backoff. */
+  private dropNow(): void {
+    if (this.stopped || !this.socket) return;
+    this.abandonSocket?.();
+    this.clearTimers();
+    this.scheduleRetry();
+  }
+
   private connect(): void {
     if (this.stopped) return;
     this.core.setState({ state: 'connecting', detail: this.attempts > 0 ? 'reconnecting' : undefined });
@@ -146,6 +168,14 @@ export class WebSocketConnection implements ServiceConnection {
       if (this.session === client) this.session = undefined;
       client = undefined;
     };
+    this.abandonSocket = () => {
+      if (this.socket !== socket) return;
+      this.socket = undefined;
+      this.abandonSocket = undefined;
+      if (heartbeat !== undefined) clearInterval(heartbeat);
+      endSession('connection lost');
+      socket.close();
+    };
     const startSession = () => {
       endSession('the session started over');
       const session = new ProtocolClient<ViewEvent>({ send: (text) => socket.send(wire.encode(text)) }, { idPrefix: this.newId() });
@@ -168,7 +198,9 @@ export class WebSocketConnection implements ServiceConnection {
       );
     };
 
+    // An abandoned socket (dropNow, reconnectNow) may still open or deliver frames: they are not this connection's.
     socket.addEventListener('open', () => {
+      if (this.socket !== socket) return;
       lastHeard = Date.now();
       if (wire.heartbeat) {
         const { everyMs, silenceMs } = wire.heartbeat;
@@ -181,6 +213,7 @@ export class WebSocketConnection implements ServiceConnection {
       else this.core.setState({ state: 'connecting', detail: 'reaching computer' });
     });
     socket.addEventListener('message', (event) => {
+      if (this.socket !== socket) return;
       lastHeard = Date.now();
       const received = wire.receive(String(event.data));
       switch (received.kind) {
@@ -207,6 +240,7 @@ export class WebSocketConnection implements ServiceConnection {
       endSession('connection lost');
       if (this.socket !== socket) return;
       this.socket = undefined;
+      this.abandonSocket = undefined;
       if (this.stopped) return;
       if (event.code === CLOSE_INVALID_TOKEN) {
         // If true, only a new pairing helps; if a lying relay says it, the pairing still works: wait long, never stop.

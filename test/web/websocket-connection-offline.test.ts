@@ -1,0 +1,106 @@
+/**
+ * The phone's connection when the network goes away (src/web/websocket-connection.ts), with sockets whose
+ * close handshake never finishes: what a phone that lost its network sees, and what Chromium's offline
+ * mode does to an open WebSocket (frames from the service are no longer delivered, so the close event may
+ * come only after a long timeout). The page must show it is offline at once and reconnect when the
+ * network is back, without waiting for that close event.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { WebSocketConnection } from '../../src/web/websocket-connection';
+
+/** A socket that records what is sent and never fires `close` by itself (its handshake cannot finish). */
+class StuckSocket extends EventTarget {
+  readyState = 0;
+  readonly sent: string[] = [];
+  closeCalls = 0;
+  send(text: string): void {
+    this.sent.push(text);
+  }
+  close(): void {
+    this.closeCalls += 1;
+    this.readyState = 2; // CLOSING, and it stays so.
+  }
+  /** Opens, and answers the page's `auth` frame. */
+  openAndAccept(): void {
+    this.readyState = 1;
+    this.dispatchEvent(new Event('open'));
+    const auth = JSON.parse(this.sent.at(-1)!) as { id: string; type: string };
+    assert.equal(auth.type, 'auth');
+    this.deliver({ id: auth.id, type: 'auth', status: 'ok', data: {} });
+  }
+  deliver(frame: Record<string, unknown>): void {
+    const event = new Event('message') as Event & { data: string };
+    event.data = JSON.stringify(frame);
+    this.dispatchEvent(event);
+  }
+}
+
+const globals = globalThis as unknown as Record<string, unknown>;
+const browserWindow = new EventTarget();
+globals.window = browserWindow;
+globals.document = Object.assign(new EventTarget(), { visibilityState: 'visible' });
+globals.WebSocket ??= { OPEN: 1 };
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+function connect(): { connection: WebSocketConnection; sockets: StuckSocket[] } {
+  const sockets: StuckSocket[] = [];
+  const connection = new WebSocketConnection({
+    url: 'ws://127.0.0.1:1/',
+    token: 'device-token',
+    // A long backoff: only the network's coming back may reconnect within this test.
+    baseDelayMs: 60_000,
+    maxDelayMs: 60_000,
+    createSocket: () => {
+      const socket = new StuckSocket();
+      sockets.push(socket);
+      return socket as unknown as WebSocket;
+    },
+  });
+  return { connection, sockets };
+}
+
+test('going offline shows the connection closed at once, though the socket never finishes closing; requests fail instead of waiting', async () => {
+  const { connection, sockets } = connect();
+  sockets[0]!.openAndAccept();
+  await settle();
+  assert.equal(connection.state.state, 'open');
+  const waiting = connection.request({ type: 'get_config' });
+
+  browserWindow.dispatchEvent(new Event('offline'));
+  assert.equal(sockets[0]!.closeCalls, 1, 'the socket is asked to close');
+  assert.notEqual(connection.state.state, 'open', 'the page says it is not connected, without waiting for the close event');
+  await assert.rejects(waiting, /connection lost/, 'a request waiting for its answer fails at once');
+  await assert.rejects(connection.request({ type: 'get_config' }), /not connected/);
+
+  // A frame the abandoned socket still delivers (a late auth answer, an event) is not this connection's.
+  sockets[0]!.deliver({ event: 'message_added', conversation_id: 'c1' });
+  assert.notEqual(connection.state.state, 'open');
+  connection.close();
+});
+
+test('the network back: the page reconnects now, and starts over an attempt made while offline that hangs', async () => {
+  const { connection, sockets } = connect();
+  sockets[0]!.openAndAccept();
+  await settle();
+  browserWindow.dispatchEvent(new Event('offline'));
+  assert.equal(sockets.length, 1, 'no new attempt while the backoff runs');
+
+  browserWindow.dispatchEvent(new Event('online'));
+  assert.equal(sockets.length, 2, 'the backoff is skipped');
+  // This attempt hangs (it never opens): the network dropping and coming back again starts it over.
+  browserWindow.dispatchEvent(new Event('online'));
+  assert.equal(sockets.length, 3, 'a hanging attempt is started over when the network comes back');
+  assert.equal(sockets[1]!.closeCalls, 1, 'the hanging attempt is closed');
+  sockets[1]!.readyState = 1;
+  sockets[1]!.dispatchEvent(new Event('open'));
+  assert.equal(sockets[1]!.sent.length, 0, 'the abandoned attempt opening late sends nothing');
+
+  sockets[2]!.openAndAccept();
+  await settle();
+  assert.equal(connection.state.state, 'open');
+  browserWindow.dispatchEvent(new Event('online'));
+  assert.equal(sockets.length, 3, 'an open connection is kept when the network says it is back');
+  connection.close();
+});

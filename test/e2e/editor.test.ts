@@ -471,10 +471,13 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await w.runCommand('Developer: Show Running Extensions');
       const loadAndCall = async (name: string) => {
         const row = w.page.locator('.runtime-extensions-editor .extension', { has: w.page.locator('.name', { hasText: name }) });
-        const text = (await row.locator('.activation-time').textContent({ timeout: 20_000 })) ?? '';
-        const ms = /Activation: (\d+)ms/.exec(text);
-        assert.ok(ms, `unexpected activation time of ${name}: ${text}`);
-        return Number(ms[1]);
+        // The row may be drawn before its figure ("Activating...", or empty): wait for the figure.
+        let text = '';
+        const figure = async () => (text = (await row.locator('.activation-time').textContent({ timeout: 20_000 })) ?? '');
+        await waitFor(async () => /Activation: \d+ms/.test(await figure()), `the activation time of ${name}`, 20_000, 100).catch((error: unknown) => {
+          throw new Error(`${String(error)} (last read: "${text}")`);
+        });
+        return Number(/Activation: (\d+)ms/.exec(text)![1]);
       };
       figures.vscodeActivationMs = { ours: await loadAndCall('Remote Assistant'), bareServer: await loadAndCall('E2E Bare Server') };
       await w.screenshot('running-extensions');

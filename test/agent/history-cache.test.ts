@@ -387,3 +387,20 @@ test('`forgotten` is told only when rows are let go (evicted, read again after a
   assert.deepEqual(told, ['a', 'b', 'c']);
   assert.equal(cache.holds('c'), false);
 });
+
+test('rows added ahead for a write that fails once its statements run (its record voided) are let go: the next read gives the store as it is', async (t) => {
+  const { store, cache, reads } = await storeWithCache(t);
+  const first = message('c');
+  await store.messages.append(first);
+  await cache.rows('c');
+  // Its id is taken: nothing refuses it before the hand-off, its INSERT fails when applied (review20a).
+  const clash = { ...message('c', 'assistant'), id: first.id };
+  await assert.rejects(
+    cache.stored('c', [clash], () => store.messages.appendMany([clash])),
+    /UNIQUE/,
+  );
+  reads.length = 0;
+  assert.deepEqual(await cache.rows('c'), await all(store, 'c'));
+  assert.equal((await cache.rows('c')).length, 1, 'only the stored message');
+  assert.deepEqual(reads, ['recent c'], 'the conversation was read again');
+});

@@ -157,6 +157,9 @@ const prompt = (conversation: string, request: string, command: string) => ({
   url: `./?conversation=${conversation}&request=${request}`,
 });
 
+/** A chat that waits for a person's answer to its prompt, given through browser pages meanwhile (10 s, the default, was too short under a full run's load). */
+const CHAT_WAITS_MS = 60_000;
+
 test('the installed worker shows a prompt with Allow / Deny; a second prompt of the conversation replaces it; a resolved push withdraws it', async () => {
   const page = await openPage();
   const worker = await installedWorker(page);
@@ -221,7 +224,7 @@ test('Allow tapped on a prompt while no page is open: the worker opens the page,
   fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'Listed.', chunks: 1 });
   const script = await TestClient.authed(svc.wsUrl, svc.token);
   const asked = script.next((f) => f.event === 'permission.request');
-  const chat = script.request({ type: 'chat', message: 'list the workspace' });
+  const chat = script.request({ type: 'chat', message: 'list the workspace' }, CHAT_WAITS_MS);
   const request = (await asked) as { request_id: string; conversation_id: string };
   await push(worker, { ...prompt(request.conversation_id, request.request_id, 'list_directory'), title: 'Approve list_directory?' });
   await page.close();
@@ -495,7 +498,7 @@ test('a tap on a prompt shows its card; Allow tapped on a request decided meanwh
   fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'Not listed.', chunks: 1 });
   const script = await TestClient.authed(svc.wsUrl, svc.token);
   const asked = script.next((f) => f.event === 'permission.request');
-  const chat = script.request({ type: 'chat', message: 'a prompt to link to' });
+  const chat = script.request({ type: 'chat', message: 'a prompt to link to' }, CHAT_WAITS_MS);
   const request = (await asked) as { request_id: string; conversation_id: string };
   const card = page.locator(`.permission-card[data-request-id="${request.request_id}"]`);
   await card.waitFor();
@@ -531,7 +534,7 @@ test("a link from elsewhere cannot answer: without the worker's proof of a tap (
   fake.script({ tool_calls: [{ name: 'list_directory', arguments: {} }] }, { text: 'Denied in the end.', chunks: 1 });
   const script = await TestClient.authed(svc.wsUrl, svc.token);
   const asked = script.next((f) => f.event === 'permission.request');
-  const chat = script.request({ type: 'chat', message: 'a prompt someone links to' });
+  const chat = script.request({ type: 'chat', message: 'a prompt someone links to' }, CHAT_WAITS_MS);
   const request = (await asked) as { request_id: string; conversation_id: string };
   const link = `${svc.httpUrl}/?conversation=${request.conversation_id}&request=${request.request_id}&answer=allow`;
   await page.close();

@@ -84,12 +84,10 @@ export class Composer {
   }
 
   private update(): void {
-    const placeholder = this.connected ? 'Ask anything…' : 'Offline: messages are sent when the connection returns';
-    if (this.input.placeholder !== placeholder) {
-      this.input.placeholder = placeholder;
-      // A box grown to show the long offline words goes back to its text's height.
-      this.grow();
-    }
+    // Short enough for a phone's one-line box (a placeholder does not grow it: the longer "messages are
+    // sent when the connection returns" showed cut off at 390 px); the waiting bubbles say the rest.
+    const placeholder = this.connected ? 'Ask anything…' : 'Offline · sends later';
+    if (this.input.placeholder !== placeholder) this.input.placeholder = placeholder;
     this.stop.hidden = !this.running;
     this.stop.disabled = !this.connected;
     this.showSend();

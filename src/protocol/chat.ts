@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ChatContext } from './chat-context-schema';
-import { command, nonEmpty } from './command-frame';
+import { ClientMessageId, command, nonEmpty } from './command-frame';
 import { RequestId, Seq } from './envelope';
 import { AttachmentId, AttachmentInfo, MAX_ATTACHMENTS_PER_MESSAGE } from './attachments';
 import { Message } from './conversations';
@@ -11,8 +11,7 @@ import { ToolResultDetail } from './tool-results';
  * the queue behind a running turn, following a conversation's live events, and those events.
  */
 
-/** Longest `client_message_id` (a UUID is 36). */
-export const MAX_CLIENT_MESSAGE_ID_CHARS = 128;
+export { MAX_CLIENT_MESSAGE_ID_CHARS } from './command-frame';
 
 export const ChatCommand = command('chat', {
   /** May be empty when the chat carries attachments. */
@@ -23,9 +22,7 @@ export const ChatCommand = command('chat', {
    * Made by the client (a UUID): a resend under the same id by the same principal is answered with the
    * original result, never stored or run twice (docs/protocol.md, "Resending a chat").
    */
-  client_message_id: nonEmpty('client_message_id')
-    .max(MAX_CLIENT_MESSAGE_ID_CHARS, { error: `client_message_id must be at most ${MAX_CLIENT_MESSAGE_ID_CHARS} characters` })
-    .optional(),
+  client_message_id: ClientMessageId.optional(),
   /** What the editor's chips show (a selection, a file): put before the message in the prompt, stored with it. */
   context: ChatContext.optional(),
   /** Uploaded attachments (attachment_end's ids), in order: images for a vision model, files saved into the workspace. */
@@ -45,7 +42,7 @@ export const ChatCommand = command('chat', {
 /** Takes a message waiting behind a running turn out of the queue before it starts (its chat is answered `cancelled`). */
 export const RemoveQueuedCommand = command('remove_queued', {
   conversation_id: nonEmpty('conversation_id'),
-  client_message_id: nonEmpty('client_message_id'),
+  client_message_id: ClientMessageId,
 });
 
 /**

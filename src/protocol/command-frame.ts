@@ -25,6 +25,19 @@ export const listLimit = z
 /** A required string field (an id, a query) that must not be empty; `what` names it in the error. */
 export const nonEmpty = (what: string) => z.string({ error: `${what} must be a string` }).min(1, { error: `${what} must not be empty` });
 
+/** Longest `client_message_id` (a UUID is 36). */
+export const MAX_CLIENT_MESSAGE_ID_CHARS = 128;
+
+/**
+ * A chat's `client_message_id` (a chat's, a queued one's, a comment on a change's). Its resend key is
+ * stored with the message and looked up by equality in sql.js and, once cold, in history.db: both bind
+ * text as UTF-8, which cannot hold a lone UTF-16 surrogate (each reads it back otherwise), so such a key
+ * is refused here rather than changed.
+ */
+export const ClientMessageId = nonEmpty('client_message_id')
+  .max(MAX_CLIENT_MESSAGE_ID_CHARS, { error: `client_message_id must be at most ${MAX_CLIENT_MESSAGE_ID_CHARS} characters` })
+  .refine((id) => id.isWellFormed(), { error: 'client_message_id holds a lone UTF-16 surrogate (half of a character): make it of whole characters' });
+
 /** The frame's `id` when it is a valid one, so even a refused frame's error can be matched by its client. */
 export function requestIdOf(frame: unknown): RequestId | undefined {
   if (frame === null || typeof frame !== 'object') return undefined;

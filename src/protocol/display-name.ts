@@ -1,3 +1,5 @@
+import { wellFormed } from './code-points';
+
 /**
  * Characters that change how the text around them is shown without being seen: bidi embeddings and
  * overrides (U+202A-202E), isolates (U+2066-2069), marks (U+200E, U+200F, U+061C), line and paragraph
@@ -20,13 +22,14 @@ function isHidden(code: number): boolean {
 
 /**
  * A name as a person is shown it (an attachment's, a device's, a machine's, a conversation's title):
- * without bidi controls or control characters. No imports: the web page bundles it too (the zod field
- * that uses it is display-name-field.ts, so the page's bundle holds no zod).
+ * without bidi controls or control characters, and well-formed (a lone surrogate as U+FFFD, as the store's
+ * UTF-8 reads it back: code-points.ts wellFormed). No imports but code-points.ts (none of its own): the
+ * web page bundles it too (the zod field that uses it is display-name-field.ts, so the page's bundle holds no zod).
  */
 export function displayName(text: string): string {
   let out = '';
   for (const char of text) if (!isHidden(char.codePointAt(0)!)) out += char;
-  return out;
+  return wellFormed(out);
 }
 
 /**

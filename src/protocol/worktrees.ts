@@ -4,7 +4,7 @@
 // (`get_changes`), reverted by hunk or file, commented on (the comment becomes its next user message),
 // committed, landed into the workspace's branch, pushed, or discarded. docs/protocol.md "Worktrees".
 import { z } from 'zod';
-import { command, nonEmpty } from './command-frame';
+import { ClientMessageId, command, nonEmpty } from './command-frame';
 import { Seq } from './envelope';
 
 /** Where a conversation's tools work. */
@@ -150,7 +150,7 @@ export const CommentOnChangeCommand = command('comment_on_change', {
   hunk_id: hunkIdField.optional(),
   comment: reviewText('comment'),
   stream: z.boolean().optional().default(false),
-  client_message_id: z.string({ error: 'client_message_id must be a string' }).min(1).max(128, { error: 'client_message_id must be at most 128 characters' }).optional(),
+  client_message_id: ClientMessageId.optional(),
 });
 
 export const CommitChangesCommand = command('commit_changes', { conversation_id: conversationId, message: reviewText('message') });

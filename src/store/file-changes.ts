@@ -1,3 +1,4 @@
+import { wellFormed } from '../protocol/code-points';
 import type { AuditRepo, NewAuditEntry } from './audit';
 import type { Database } from './database';
 
@@ -86,7 +87,7 @@ export class FileChangesRepo {
     await this.db.write((tx) => tx.run(`DELETE FROM file_changes WHERE id = ? AND state = 'pending'`, [id]));
   }
 
-  /** A tool call whose effects are not recorded (listed as not reversible). */
+  /** A tool call whose effects are not recorded (listed as not reversible); its detail (a command line the model wrote) stored well-formed, as a message's text. */
   async recordUnrecorded(entry: { id: string; conversation_id: string; turn_id: string; tool: string; detail: string }): Promise<void> {
     await this.db.write((tx) =>
       tx.run(`INSERT INTO file_changes (id, conversation_id, turn_id, kind, tool, detail, state, created_at) VALUES (?, ?, ?, 'unrecorded', ?, ?, 'done', ?)`, [
@@ -94,7 +95,7 @@ export class FileChangesRepo {
         entry.conversation_id,
         entry.turn_id,
         entry.tool,
-        entry.detail,
+        wellFormed(entry.detail),
         new Date().toISOString(),
       ]),
     );

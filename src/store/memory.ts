@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { wellFormed } from '../protocol/code-points';
 import type { Database } from './database';
 import type { MemoryRow } from './types';
 
@@ -12,12 +13,15 @@ function likePattern(word: string): string {
 export class MemoryRepo {
   constructor(private readonly db: Database) {}
 
-  /** Remembers `content`. The id and time are generated unless given. */
+  /**
+   * Remembers `content` (the model's `remember` tool), stored well-formed (code-points.ts wellFormed: sql.js's
+   * UTF-8 binding would read a lone surrogate back as three U+FFFD). The id and time are generated unless given.
+   */
   async put(content: string, options: { id?: string; now?: string } = {}): Promise<{ id: string }> {
     const id = options.id ?? randomUUID();
     const now = options.now ?? new Date().toISOString();
     await this.db.write((tx) => {
-      tx.run('INSERT INTO memory (id, content, created_at, updated_at) VALUES (?, ?, ?, ?)', [id, content, now, now]);
+      tx.run('INSERT INTO memory (id, content, created_at, updated_at) VALUES (?, ?, ?, ?)', [id, wellFormed(content), now, now]);
     });
     return { id };
   }

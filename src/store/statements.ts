@@ -34,11 +34,14 @@ export class StatementCache {
    * is read-only (isReadOnly): a write run there (an INSERT ... RETURNING gives rows like a read) would
    * change the database without a journal record (lost at a restart) and without the read memos' watches
    * (read-memo.ts). Checked once per prepared statement; the same text may still run as a write (runOp).
+   * A PRAGMA given a value is refused from its text before it is prepared (setsPragma).
    */
   read(sql: string): Statement {
+    // A PRAGMA that sets takes effect as it is prepared (cache_size, journal_mode...): refused before.
+    if (!this.statements.has(sql) && setsPragma(sql)) throw notReadOnly(sql);
     const stmt = this.get(sql);
     if (!this.reads.has(stmt)) {
-      if (!isReadOnly(this.db, sql)) throw new Error(`statement is not read-only, refused where reads run: ${sql}`);
+      if (!isReadOnly(this.db, sql)) throw notReadOnly(sql);
       this.reads.add(stmt);
     }
     return stmt;
@@ -46,6 +49,7 @@ export class StatementCache {
 
   /** Prepares a statement ahead of its first use (Database.prepareAhead), found read-only now if it is, so its first read pays neither. */
   prepare(sql: string): void {
+    if (!this.statements.has(sql) && setsPragma(sql)) return;
     const stmt = this.get(sql);
     if (!this.reads.has(stmt) && isReadOnly(this.db, sql)) this.reads.add(stmt);
   }
@@ -63,8 +67,33 @@ export class StatementCache {
 
 /** A statement that begins with SELECT: SQLite has no way for one to write (no DML in a subquery; the statement prepared is the first). */
 const SELECT = /^\s*SELECT\b/i;
-/** A PRAGMA given a value with `=` (the form src would use; `PRAGMA x(v)` that sets is not caught here, and nothing uses it). */
-const SETTING_PRAGMA = /^\s*PRAGMA\b[^;]*=/i;
+function notReadOnly(sql: string): Error {
+  return new Error(`statement is not read-only, refused where reads run: ${sql}`);
+}
+
+/** Comments, blanks and an EXPLAIN [QUERY PLAN] before a statement's first word (EXPLAIN PRAGMA x(1) compiles, so applies, the pragma too). */
+const LEAD = /^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/|EXPLAIN\b(?:\s+QUERY\s+PLAN\b)?)*/i;
+/** A name as SQLite reads one: a word, or quoted ("x", [x], `x`, 'x'). */
+const NAME = String.raw`(?:\w+|"[^"]*"|\[[^\]]*\]|\x60[^\x60]*\x60|'[^']*')`;
+/** `PRAGMA [schema.]name` followed by `=` or `(`: the pragma's name and which of the two. */
+const PRAGMA_ARGUMENT = new RegExp(String.raw`^PRAGMA\s+(?:${NAME}\s*\.\s*)?(${NAME})\s*([=(])`, 'i');
+/** Pragmas whose argument in parentheses names what to read (a table, an index, a row limit), not a value to set. */
+const READS_WITH_ARGUMENT = new Set(['table_info', 'table_xinfo', 'table_list', 'index_info', 'index_xinfo', 'index_list', 'foreign_key_list', 'foreign_key_check', 'integrity_check', 'quick_check']);
+
+/**
+ * Whether a statement is a PRAGMA given a value, `PRAGMA x = v` or `PRAGMA x(v)` (schema-qualified or
+ * quoted too), other than a pragma that reads with an argument (table_info(t)...). Such a PRAGMA may
+ * answer a row (max_page_count(10), locking_mode = NORMAL) and open no write transaction, so its EXPLAIN
+ * cannot tell; many take effect as they are prepared (cache_size, journal_mode), so it is told from the
+ * text, before anything prepares it. A PRAGMA with `=` or `(` in a shape not read here is refused too.
+ */
+function setsPragma(sql: string): boolean {
+  const text = sql.replace(LEAD, '');
+  if (!/^PRAGMA\b/i.test(text) || !/[=(]/.test(text)) return false;
+  const match = PRAGMA_ARGUMENT.exec(text);
+  if (!match || match[2] === '=') return true;
+  return !READS_WITH_ARGUMENT.has(match[1].replace(/^["[`']|["\]`']$/g, '').toLowerCase());
+}
 
 /**
  * Whether a statement only reads: a SELECT (almost every read: nothing more to check), else as SQLite
@@ -75,8 +104,8 @@ const SETTING_PRAGMA = /^\s*PRAGMA\b[^;]*=/i;
  */
 function isReadOnly(db: SqlJsDatabase, sql: string): boolean {
   if (SELECT.test(sql)) return true;
-  // A PRAGMA that sets (max_page_count = 10, journal_mode = DELETE) may also return a row (review20b).
-  if (SETTING_PRAGMA.test(sql)) return false;
+  // A PRAGMA that sets (max_page_count = 10, journal_mode(DELETE)) may also return a row (review20b, fix21a).
+  if (setsPragma(sql)) return false;
   const explain = db.prepare(`EXPLAIN ${sql}`);
   try {
     let rows = false;

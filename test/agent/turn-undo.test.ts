@@ -210,6 +210,43 @@ describe('undo a turn', () => {
     client.close();
   });
 
+  test('a model-chosen path with a lone surrogate is refused by the file tools before anything is written: no file, no change to undo', async () => {
+    // No file name holds a lone surrogate as the same text: Node writes U+FFFD's bytes, sql.js stores the
+    // path's row as three U+FFFD, so an undo would name neither what was asked nor what was written.
+    const ws = await workspaceDir();
+    await writeFile(join(ws, 'kept.txt'), 'before');
+    const svc = await service(ws);
+    const client = await TestClient.authed(svc.wsUrl, svc.token);
+    fake.script(
+      { tool_calls: [{ name: 'write_file', arguments: { path: 'lone\ud800.txt', content: 'x' } }] },
+      { tool_calls: [{ name: 'edit_file', arguments: { path: 'kept\udc00.txt', old_string: 'before', new_string: 'after' } }] },
+      { tool_calls: [{ name: 'write_file', arguments: { path: 'whole \ud83d\ude00.txt', content: 'pair' } }] },
+      { text: 'done' },
+    );
+    const id = ok(await client.request({ type: 'chat', message: 'do it' }, 30_000)).conversation_id as string;
+    const messages = ok(await client.request({ type: 'get_messages', conversation_id: id, include_tools: true })).messages as {
+      id: string;
+      role: string;
+      content: string;
+      ok?: boolean;
+      tool_kind?: string;
+    }[];
+    const results = messages.filter((m) => m.tool_kind === 'result');
+    assert.deepEqual(
+      results.map((m) => m.ok),
+      [false, false, true],
+      JSON.stringify(results),
+    );
+    for (const refused of results.slice(0, 2)) assert.match(refused.content, /lone UTF-16 surrogate/);
+    assert.deepEqual([...(await snapshot(ws)).keys()].sort(), ['kept.txt', 'whole \ud83d\ude00.txt'], 'nothing written for the refused paths; a whole pair is a character');
+    const replyId = messages.filter((m) => m.role === 'assistant').at(-1)!.id;
+    assert.deepEqual(
+      (await undo(client, id, replyId)).files.map((f) => f.path),
+      ['whole \ud83d\ude00.txt'],
+    );
+    client.close();
+  });
+
   test('list_turn_changes names the turns that changed files, by their reply; a message that is not of the conversation is not_found', async () => {
     const ws = await workspaceDir();
     const svc = await service(ws);

@@ -178,3 +178,46 @@ test('a webhook message and its reply with lone surrogates: the delivery, the st
   t.after(() => client.close());
   assert.deepEqual(await readBack(client, id), live, 'after the restart: what was shown live');
 });
+
+type Row = { id: string; queued?: { client_message_id: string | null; preview: string }[] };
+
+test('a chat queued behind a running turn is listed with its preview as stored; a client_message_id with a lone surrogate is refused', LIMIT, async (t) => {
+  const fake = await startFakeOpenAI();
+  t.after(() => fake.close());
+  const { dir, cleanup } = await tempDir('lone-surrogates-queue-');
+  t.after(cleanup);
+  const running = await startService({ provider: 'openai', model: 'fake-model', base_url: fake.url }, { dataDir: dir });
+  t.after(() => running.stop());
+  const client = await TestClient.authed(running.wsUrl, running.token);
+  t.after(() => client.close());
+  fake.script({ text: 'started' });
+  const started = await client.request({ type: 'chat', message: 'start' });
+  const id = (started.data as { conversation_id: string }).conversation_id;
+
+  // A key a resend is looked up by (sql.js, and history.db once cold: UTF-8 both) is refused, not changed.
+  const asked = fake.requests.length;
+  const refused = await client.request({ type: 'chat', message: 'keyed', conversation_id: id, client_message_id: 'key-\ud800' });
+  assert.equal(refused.code, 'invalid_request', JSON.stringify(refused));
+  assert.match(String(refused.error), /client_message_id .*lone UTF-16 surrogate/);
+  assert.equal((await client.request({ type: 'remove_queued', conversation_id: id, client_message_id: 'key-\udc00' })).code, 'invalid_request');
+  assert.equal(fake.requests.length, asked, 'nothing ran');
+
+  // A turn that runs until cancelled, the chat with lone surrogates queued behind it.
+  fake.script({ hang: true }, { text: REPLY });
+  const first = client.request({ type: 'chat', message: 'long one', conversation_id: id });
+  await fake.waitFor((requests) => requests.length === asked + 1);
+  const queued = client.request({ type: 'chat', message: USER, conversation_id: id, client_message_id: 'queued-1' });
+  const update = await client.next((f) => f.event === 'conversation.updated' && ((f.conversation as Row).queued?.length ?? 0) > 0);
+  const expected = [{ client_message_id: 'queued-1', preview: USER.toWellFormed() }];
+  assert.deepEqual((update.conversation as Row).queued, expected, 'the event: the preview as the stored message will read');
+  const listed = await client.request({ type: 'list_conversations' });
+  assert.deepEqual((listed.data as { conversations: Row[] }).conversations.find((c) => c.id === id)!.queued, expected, 'the listing');
+
+  assert.equal((await client.request({ type: 'cancel', conversation_id: id })).status, 'ok');
+  assert.equal((await first).status, 'ok');
+  const answered = await queued;
+  assert.equal(answered.status, 'ok', JSON.stringify(answered));
+  const got = await client.request({ type: 'get_messages', conversation_id: id });
+  const stored = (got.data as { messages: Message[] }).messages.filter((m) => m.role === 'user').at(-1)!;
+  assert.equal(stored.content, expected[0].preview, 'the stored message reads as its preview did');
+});

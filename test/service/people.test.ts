@@ -197,6 +197,21 @@ describe('names shown to a person carry no bidi override or control character', 
     assert.deepEqual(codeOf(reply), { status: 'error', code: 'invalid_request' });
   });
 
+  test('a name with a lone surrogate is stored and shown with U+FFFD in its place, as the store reads it back', async () => {
+    // sql.js binds UTF-8, which cannot hold a lone surrogate: the name is made well-formed where it enters.
+    const done = await uploadAttachment((f) => ada.request(f), Buffer.from('lone'), 'photo\ud800.png', 'application/octet-stream');
+    assert.equal(done.status, 'ok', JSON.stringify(done));
+    const info = done.data as { attachment_id: string; name: string };
+    assert.equal(info.name, 'photo\ufffd.png');
+    assert.equal(svc.service.store.attachments.get(info.attachment_id)?.name, 'photo\ufffd.png');
+    const read = await ada.request({ type: 'get_attachment', attachment_id: info.attachment_id });
+    assert.equal((read.data as { name: string }).name, 'photo\ufffd.png');
+    const device = randomUUID();
+    const reply = await subscribe(ada, device, `https://push.example.com/${device}`, 'Pixel\udc00');
+    assert.equal((reply.data as { device: { device_name: string } }).device.device_name, 'Pixel\ufffd');
+    assert.equal(svc.service.store.pushDevices.get(device)?.device_name, 'Pixel\ufffd');
+  });
+
   test('a push device name keeps no override', async () => {
     const device = randomUUID();
     const reply = await subscribe(ada, device, `https://push.example.com/${device}`, 'Pixel\u202Eevil');

@@ -5,10 +5,13 @@ import { PREVIEW_CHARS } from '../../src/protocol/conversations';
 import { previewOf } from '../../src/protocol/preview';
 import { cutText } from '../../src/store/history/protocol';
 
-/** What previewOf was before it went line by line: the whole text split, the line spread into characters. */
+/**
+ * What previewOf was before it went line by line: the whole text split, the line spread into characters;
+ * well-formed (a lone surrogate as U+FFFD, as the stored message it previews: fix21a).
+ */
 function splitPreview(text: string): string {
   const line = text.split('\n').find((l) => l.trim() !== '') ?? '';
-  return [...line.trim()].slice(0, PREVIEW_CHARS).join('');
+  return [...line.trim()].slice(0, PREVIEW_CHARS).join('').toWellFormed();
 }
 
 const PAIR = '\u{1F600}';

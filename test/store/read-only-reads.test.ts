@@ -18,6 +18,19 @@ const WRITES = [
   'PRAGMA foreign_keys = ON',
   // Sets and also returns a row (review20b).
   'PRAGMA max_page_count = 10',
+  // The function form that sets (fix21a): the same pragmas given their value in parentheses.
+  'PRAGMA max_page_count(10)',
+  'PRAGMA main.max_page_count(10)',
+  'PRAGMA user_version(3)',
+  'PRAGMA main.user_version(3)',
+  'PRAGMA "user_version"(3)',
+  'PRAGMA cache_size(10)',
+  'PRAGMA locking_mode(NORMAL)',
+  'PRAGMA journal_mode(DELETE)',
+  // Applied as it is prepared (cache_size): refused before anything prepares it.
+  'PRAGMA cache_size = 20',
+  '/* lead */ PRAGMA cache_size(30)',
+  'EXPLAIN PRAGMA cache_size(40)',
   'BEGIN',
   'COMMIT',
   'SAVEPOINT s',
@@ -42,12 +55,15 @@ test('Database.get/all refuse a statement that writes, naming it; the database i
   const db = await openWithTable(t, 'read-only-reads-');
   await db.write((tx) => void tx.run('INSERT INTO t (v) VALUES (?)', ['kept']));
   const version = db.get<{ user_version: number }>('PRAGMA user_version')?.user_version;
+  const settings = (): unknown[] => ['max_page_count', 'cache_size', 'locking_mode', 'journal_mode'].map((p) => db.get(`PRAGMA ${p}`));
+  const before = settings();
   for (const sql of WRITES) {
     assert.throws(() => db.get(sql), refusal(sql), `get: ${sql}`);
     assert.throws(() => db.all(sql), refusal(sql), `all: ${sql}`);
   }
   assert.deepEqual(db.all('SELECT v FROM t'), [{ v: 'kept' }]);
   assert.equal(db.get<{ user_version: number }>('PRAGMA user_version')?.user_version, version);
+  assert.deepEqual(settings(), before, 'no setting changed');
   assert.equal(db.get('SELECT 1 AS present FROM sqlite_master WHERE name = ?', ['u']), undefined);
   // Still a write's statement: the text refused as a read runs as a write (one statement cache).
   await db.write((tx) => void tx.run("UPDATE t SET v = 'changed' RETURNING v"));
@@ -83,6 +99,12 @@ test('reads still run: SELECT, WITH ... SELECT, VALUES, PRAGMA reads, through ge
     db.all<{ name: string }>('PRAGMA table_info(t)').map((c) => c.name),
     ['v'],
   );
+  // The function form that reads: its argument names what to read, not a value to set.
+  assert.deepEqual(
+    db.all<{ name: string }>('PRAGMA main.table_xinfo("t")').map((c) => c.name),
+    ['v'],
+  );
+  assert.deepEqual(db.all('PRAGMA quick_check(1)'), [{ quick_check: 'ok' }]);
   assert.equal(db.get<{ locking_mode: string }>('PRAGMA locking_mode')?.locking_mode, 'exclusive');
   const inTx = await db.write((tx) => tx.get<{ v: string }>('SELECT v FROM t')?.v);
   assert.equal(inTx, 'a');

@@ -31,6 +31,7 @@ test('the web bundles hold no zod: src/protocol comes in as types only (its zod-
     'src/protocol/audit-labels.ts',
     'src/protocol/chat-context.ts',
     'src/protocol/client.ts',
+    'src/protocol/code-points.ts',
     'src/protocol/display-name.ts',
     'src/protocol/export-reader.ts',
     'src/protocol/pending-requests.ts',

@@ -50,11 +50,14 @@ async function realRoots(roots: string[]): Promise<{ given: string; real: string
  * Where `input` lands, refused unless it stays inside a workspace root: relative paths resolve against
  * the first root; `..`, absolute paths elsewhere and symbolic links (of the file or of any parent) that
  * lead out are refused. A path that does not exist yet (a file about to be written) is judged by its
- * nearest existing ancestor, whose real path must be inside.
+ * nearest existing ancestor, whose real path must be inside. A path with a NUL or a lone surrogate is refused.
  */
 export async function resolveWorkspacePath(roots: string[], input: string): Promise<WorkspacePath> {
   if (input.length === 0) throw new ToolError('path is empty');
   if (input.includes('\0')) throw new ToolError('path contains a NUL character');
+  // No file name holds one as the same text (Node writes U+FFFD's bytes), nor does the store (UTF-8): a
+  // write's undo record would name neither the path asked for nor the file written.
+  if (!input.isWellFormed()) throw new ToolError('path contains a lone UTF-16 surrogate (half of a character), which no file name can hold');
   const known = await realRoots(roots);
   const candidate = path.resolve(known[0].real, input);
   // Judged on the text first: the message is clearer, and nothing outside is even looked at.

@@ -53,8 +53,8 @@ export function saysPairAgain(detail: string | undefined): boolean {
 export class WebSocketConnection implements ServiceConnection {
   private readonly core = new ConnectionCore();
   private socket: WebSocket | undefined;
-  /** Lets go of the current socket at once, without waiting for its close event (set per socket in `connect`). */
-  private abandonSocket: (() => void) | undefined;
+  /** Lets go of the current socket at once (closing it with `code`), without waiting for its close event (set per socket in `connect`). */
+  private abandonSocket: ((code?: number) => void) | undefined;
   /** The current service session's client, once `auth` was accepted. */
   private session: ProtocolClient<ViewEvent> | undefined;
   private attempts = 0;
@@ -114,8 +114,9 @@ export class WebSocketConnection implements ServiceConnection {
   close(): void {
     this.stopped = true;
     this.clearTimers();
-    this.socket?.close(1000);
     this.session?.closed('closed');
+    // Let go at once (its heartbeat too): a close handshake that never finishes leaves nothing running.
+    this.abandonSocket?.(1000);
     this.core.setState({ state: 'closed', detail: 'disconnected' });
   }
 
@@ -133,6 +134,10 @@ export class WebSocketConnection implements ServiceConnection {
   private reconnectNow(): void {
     if (this.stopped || this.core.state.state === 'open') return;
     if (this.retryTimer !== undefined) return this.retryNow();
+    // Only an attempt still opening may hang. An open socket whose auth or tunnel is under way is kept: a
+    // browser fires `online` spuriously, and a pairing secret is spent by the first auth (its answer holds
+    // the device's credential; a second attempt with the spent secret would be refused: pair again).
+    if (this.socket?.readyState !== WebSocket.CONNECTING) return;
     this.abandonSocket?.();
     this.connect();
   }
@@ -168,13 +173,13 @@ export class WebSocketConnection implements ServiceConnection {
       if (this.session === client) this.session = undefined;
       client = undefined;
     };
-    this.abandonSocket = () => {
+    this.abandonSocket = (code) => {
       if (this.socket !== socket) return;
       this.socket = undefined;
       this.abandonSocket = undefined;
       if (heartbeat !== undefined) clearInterval(heartbeat);
       endSession('connection lost');
-      socket.close();
+      socket.close(code);
     };
     const startSession = () => {
       endSession('the session started over');
@@ -205,7 +210,8 @@ export class WebSocketConnection implements ServiceConnection {
       if (wire.heartbeat) {
         const { everyMs, silenceMs } = wire.heartbeat;
         heartbeat = setInterval(() => {
-          if (Date.now() - lastHeard > silenceMs) return socket.close();
+          // Silence: the network is gone without telling (no close event will come in time either).
+          if (Date.now() - lastHeard > silenceMs) return this.dropNow();
           socket.send('ping');
         }, everyMs);
       }

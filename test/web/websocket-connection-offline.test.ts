@@ -8,6 +8,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { WebSocketConnection } from '../../src/web/websocket-connection';
+import type { Wire } from '../../src/web/wire';
+import { waitFor } from '../helpers/temp';
 
 /** A socket that records what is sent and never fires `close` by itself (its handshake cannot finish). */
 class StuckSocket extends EventTarget {
@@ -21,13 +23,18 @@ class StuckSocket extends EventTarget {
     this.closeCalls += 1;
     this.readyState = 2; // CLOSING, and it stays so.
   }
-  /** Opens, and answers the page's `auth` frame. */
-  openAndAccept(): void {
+  open(): void {
     this.readyState = 1;
     this.dispatchEvent(new Event('open'));
-    const auth = JSON.parse(this.sent.at(-1)!) as { id: string; type: string };
-    assert.equal(auth.type, 'auth');
-    this.deliver({ id: auth.id, type: 'auth', status: 'ok', data: {} });
+  }
+  /** The page's `auth` frame. */
+  auth(): { id: string; type: string; token?: string; pairing_secret?: string } {
+    return JSON.parse(this.sent.find((text) => text.includes('"auth"'))!) as never;
+  }
+  /** Opens, and answers the page's `auth` frame. */
+  openAndAccept(): void {
+    this.open();
+    this.deliver({ id: this.auth().id, type: 'auth', status: 'ok', data: {} });
   }
   deliver(frame: Record<string, unknown>): void {
     const event = new Event('message') as Event & { data: string };
@@ -40,11 +47,11 @@ const globals = globalThis as unknown as Record<string, unknown>;
 const browserWindow = new EventTarget();
 globals.window = browserWindow;
 globals.document = Object.assign(new EventTarget(), { visibilityState: 'visible' });
-globals.WebSocket ??= { OPEN: 1 };
+globals.WebSocket ??= { CONNECTING: 0, OPEN: 1 };
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
-function connect(): { connection: WebSocketConnection; sockets: StuckSocket[] } {
+function connect(options: Partial<ConstructorParameters<typeof WebSocketConnection>[0]> = {}): { connection: WebSocketConnection; sockets: StuckSocket[] } {
   const sockets: StuckSocket[] = [];
   const connection = new WebSocketConnection({
     url: 'ws://127.0.0.1:1/',
@@ -52,6 +59,7 @@ function connect(): { connection: WebSocketConnection; sockets: StuckSocket[] } 
     // A long backoff: only the network's coming back may reconnect within this test.
     baseDelayMs: 60_000,
     maxDelayMs: 60_000,
+    ...options,
     createSocket: () => {
       const socket = new StuckSocket();
       sockets.push(socket);
@@ -103,4 +111,54 @@ test('the network back: the page reconnects now, and starts over an attempt made
   browserWindow.dispatchEvent(new Event('online'));
   assert.equal(sockets.length, 3, 'an open connection is kept when the network says it is back');
   connection.close();
+});
+
+// review21a's cases.
+
+test('a spurious "online" while a pairing auth is on its way keeps that socket: the device credential in its answer is kept (the secret is spent)', async () => {
+  const tokens: string[] = [];
+  const { connection, sockets } = connect({
+    token: '',
+    pairing: () => ({ pairing_secret: 'one-time', device_id: 'd1', device_name: 'phone' }),
+    onDeviceToken: (token) => tokens.push(token),
+  });
+  sockets[0]!.open();
+  const auth = sockets[0]!.auth();
+  assert.equal(auth.pairing_secret, 'one-time');
+  // The service spends the secret now; before its answer comes, the browser says the network is back.
+  browserWindow.dispatchEvent(new Event('online'));
+  sockets[0]!.deliver({ id: auth.id, type: 'auth', status: 'ok', data: { authenticated: true, device_token: 'dev-tok', device_id: 'd1' } });
+  await settle();
+  assert.deepEqual(tokens, ['dev-tok']);
+  assert.equal(sockets.length, 1, 'an open attempt is not started over');
+  assert.equal(connection.state.state, 'open');
+  connection.close();
+});
+
+test('heartbeat silence on a socket whose close never finishes: the page stops saying it is open, and a waiting request fails', async () => {
+  const wire: Wire = { heartbeat: { everyMs: 10, silenceMs: 30 }, begin: () => true, receive: (text) => ({ kind: 'frame', text }), encode: (text) => text };
+  const { connection, sockets } = connect({ createWire: () => wire });
+  sockets[0]!.openAndAccept();
+  await settle();
+  assert.equal(connection.state.state, 'open');
+  const failed = assert.rejects(connection.request({ type: 'get_config' }), /connection lost/);
+  await waitFor(() => connection.state.state !== 'open', 'the page to see the silence', 5_000, 10);
+  await failed;
+  const closes = sockets[0]!.closeCalls;
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(sockets[0]!.closeCalls, closes, 'its heartbeat stopped with it');
+  connection.close();
+});
+
+test('close() (the pairing forgotten) leaves no heartbeat running on a socket that never finishes closing', async () => {
+  const wire: Wire = { heartbeat: { everyMs: 10, silenceMs: 60_000 }, begin: () => true, receive: (text) => ({ kind: 'frame', text }), encode: (text) => text };
+  const { connection, sockets } = connect({ createWire: () => wire });
+  sockets[0]!.openAndAccept();
+  await settle();
+  connection.close();
+  const pings = sockets[0]!.sent.length;
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(sockets[0]!.sent.length, pings, 'no ping after close()');
+  assert.equal(sockets[0]!.closeCalls, 1);
+  assert.equal(connection.state.state, 'closed');
 });

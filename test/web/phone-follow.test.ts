@@ -369,3 +369,41 @@ test('after a reload, a queued message is told from an earlier one of the same t
   assert.deepEqual(phone.errors, []);
   await phone.context.close();
 });
+
+test('a chat in flight when the network goes, with the spurious offline / online events phones fire, is run, stored and shown once (review21a)', async () => {
+  const phone = await openPhone();
+  const { page } = phone;
+  const reply = Array.from({ length: 30 }, (_, i) => `w${i}`).join(' ');
+  fake.script({ text: reply, chunks: 30, chunkDelayMs: 60 });
+  const mark = fake.requests.length;
+  const input = page.locator('.composer-input');
+  await input.fill('in flight when offline');
+  await input.press('Enter');
+  await page.waitForFunction(() => / w3\b/.test(document.querySelector('.message.assistant.streaming')?.textContent ?? ''));
+  await goOffline(phone);
+  await page.evaluate(() => {
+    for (let i = 0; i < 3; i += 1) window.dispatchEvent(new Event('offline'));
+  });
+  await goOnline(phone);
+  await page.evaluate(() => {
+    for (let i = 0; i < 3; i += 1) window.dispatchEvent(new Event('online'));
+    window.dispatchEvent(new Event('offline'));
+    window.dispatchEvent(new Event('online'));
+  });
+  await page.locator('.connection[data-state="open"]').waitFor({ timeout: 20_000 });
+  await waitFor(async () => (await machineItem(page, 'remote-assistant.outbox')) === '[]', 'the outbox to be empty once the chat is answered', 20_000);
+  const chats = phone.sent.filter((f) => f.type === 'chat');
+  assert.equal(new Set(chats.map((f) => f.client_message_id)).size, 1, 'every send of it carried the same client_message_id');
+  assert.equal(fake.requests.length - mark, 1, 'the provider was asked once');
+  const probe = await TestClient.authed(svc.wsUrl, svc.token);
+  const listed = ((await probe.request({ type: 'list_conversations' })).data as { conversations: { id: string; title: string }[] }).conversations;
+  probe.close();
+  const matching = listed.filter((c) => c.title === 'in flight when offline');
+  assert.equal(matching.length, 1, 'one conversation');
+  await waitFor(async () => (await storedTranscript(matching[0]!.id)).length === 2, 'the reply to be stored', 20_000);
+  assert.deepEqual(await storedTranscript(matching[0]!.id), ['in flight when offline', reply]);
+  await page.waitForFunction(() => !document.querySelector('.message.pending') && !document.querySelector('.message.streaming'));
+  assert.deepEqual(await transcript(page), ['in flight when offline', reply], 'shown once');
+  assert.deepEqual(phone.errors, []);
+  await phone.context.close();
+});

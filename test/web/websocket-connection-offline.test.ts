@@ -135,12 +135,18 @@ test('a spurious "online" while a pairing auth is on its way keeps that socket: 
   connection.close();
 });
 
-test('heartbeat silence on a socket whose close never finishes: the page stops saying it is open, and a waiting request fails', async () => {
-  const wire: Wire = { heartbeat: { everyMs: 10, silenceMs: 30 }, begin: () => true, receive: (text) => ({ kind: 'frame', text }), encode: (text) => text };
-  const { connection, sockets } = connect({ createWire: () => wire });
-  sockets[0]!.openAndAccept();
+/** A connection open through a wire that pings every 10 ms and calls `silenceMs` without a frame the network gone. */
+async function openWithHeartbeat(silenceMs: number): Promise<ReturnType<typeof connect>> {
+  const wire: Wire = { heartbeat: { everyMs: 10, silenceMs }, begin: () => true, receive: (text) => ({ kind: 'frame', text }), encode: (text) => text };
+  const opened = connect({ createWire: () => wire });
+  opened.sockets[0]!.openAndAccept();
   await settle();
-  assert.equal(connection.state.state, 'open');
+  assert.equal(opened.connection.state.state, 'open');
+  return opened;
+}
+
+test('heartbeat silence on a socket whose close never finishes: the page stops saying it is open, and a waiting request fails', async () => {
+  const { connection, sockets } = await openWithHeartbeat(30);
   const failed = assert.rejects(connection.request({ type: 'get_config' }), /connection lost/);
   await waitFor(() => connection.state.state !== 'open', 'the page to see the silence', 5_000, 10);
   await failed;
@@ -151,10 +157,7 @@ test('heartbeat silence on a socket whose close never finishes: the page stops s
 });
 
 test('close() (the pairing forgotten) leaves no heartbeat running on a socket that never finishes closing', async () => {
-  const wire: Wire = { heartbeat: { everyMs: 10, silenceMs: 60_000 }, begin: () => true, receive: (text) => ({ kind: 'frame', text }), encode: (text) => text };
-  const { connection, sockets } = connect({ createWire: () => wire });
-  sockets[0]!.openAndAccept();
-  await settle();
+  const { connection, sockets } = await openWithHeartbeat(60_000);
   connection.close();
   const pings = sockets[0]!.sent.length;
   await new Promise((resolve) => setTimeout(resolve, 50));

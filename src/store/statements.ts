@@ -71,8 +71,13 @@ function notReadOnly(sql: string): Error {
   return new Error(`statement is not read-only, refused where reads run: ${sql}`);
 }
 
-/** Comments, blanks and an EXPLAIN [QUERY PLAN] before a statement's first word (EXPLAIN PRAGMA x(1) compiles, so applies, the pragma too). */
-const LEAD = /^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/|EXPLAIN\b(?:\s+QUERY\s+PLAN\b)?)*/i;
+/** Comments, blanks and empty statements (`;`) before a statement's first word. */
+const EMPTY_LEAD = /^(?:\s+|;|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*/;
+/**
+ * Comments, blanks, empty statements (`;`: sql.js prepares what follows them) and an EXPLAIN [QUERY PLAN]
+ * before a statement's first word (EXPLAIN PRAGMA x(1) compiles, so applies, the pragma too).
+ */
+const LEAD = /^(?:\s+|;|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/|EXPLAIN\b(?:\s+QUERY\s+PLAN\b)?)*/i;
 /** A name as SQLite reads one: a word, or quoted ("x", [x], `x`, 'x'). */
 const NAME = String.raw`(?:\w+|"[^"]*"|\[[^\]]*\]|\x60[^\x60]*\x60|'[^']*')`;
 /** `PRAGMA [schema.]name` followed by `=` or `(`: the pragma's name and which of the two. */
@@ -102,7 +107,9 @@ function setsPragma(sql: string): boolean {
  * transaction (an INSERT, UPDATE, DELETE or REPLACE, also under WITH or with RETURNING; DDL; a PRAGMA
  * that writes the file, as user_version = n).
  */
-function isReadOnly(db: SqlJsDatabase, sql: string): boolean {
+function isReadOnly(db: SqlJsDatabase, given: string): boolean {
+  // What is prepared: sql.js skips empty statements before it (`;`), which the checks below must too.
+  const sql = given.replace(EMPTY_LEAD, '');
   if (SELECT.test(sql)) return true;
   // A PRAGMA that sets (max_page_count = 10, journal_mode(DELETE)) may also return a row (review20b, fix21a).
   if (setsPragma(sql)) return false;

@@ -31,6 +31,10 @@ const WRITES = [
   'PRAGMA cache_size = 20',
   '/* lead */ PRAGMA cache_size(30)',
   'EXPLAIN PRAGMA cache_size(40)',
+  // Empty statements first: sql.js prepares the pragma after them (review21b).
+  ' ;PRAGMA cache_size = 50',
+  " ;INSERT INTO t (v) VALUES ('w') RETURNING v",
+  ';; /* c */ ; PRAGMA cache_size(60)',
   'BEGIN',
   'COMMIT',
   'SAVEPOINT s',

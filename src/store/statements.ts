@@ -71,13 +71,12 @@ function notReadOnly(sql: string): Error {
   return new Error(`statement is not read-only, refused where reads run: ${sql}`);
 }
 
-/** Comments, blanks and empty statements (`;`) before a statement's first word. */
-const EMPTY_LEAD = /^(?:\s+|;|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*/;
-/**
- * Comments, blanks, empty statements (`;`: sql.js prepares what follows them) and an EXPLAIN [QUERY PLAN]
- * before a statement's first word (EXPLAIN PRAGMA x(1) compiles, so applies, the pragma too).
- */
-const LEAD = /^(?:\s+|;|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/|EXPLAIN\b(?:\s+QUERY\s+PLAN\b)?)*/i;
+/** A blank, a comment or an empty statement (`;`: sql.js prepares what follows it). */
+const SKIPPED = String.raw`\s+|;|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/`;
+/** What comes before a statement's first word. */
+const EMPTY_LEAD = new RegExp(`^(?:${SKIPPED})*`);
+/** The same and an EXPLAIN [QUERY PLAN] (EXPLAIN PRAGMA x(1) compiles, so applies, the pragma too). */
+const LEAD = new RegExp(String.raw`^(?:${SKIPPED}|EXPLAIN\b(?:\s+QUERY\s+PLAN\b)?)*`, 'i');
 /** A name as SQLite reads one: a word, or quoted ("x", [x], `x`, 'x'). */
 const NAME = String.raw`(?:\w+|"[^"]*"|\[[^\]]*\]|\x60[^\x60]*\x60|'[^']*')`;
 /** `PRAGMA [schema.]name` followed by `=` or `(`: the pragma's name and which of the two. */

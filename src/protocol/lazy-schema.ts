@@ -17,6 +17,8 @@ export function lazySchema<T extends object>(build: () => T): T {
     // A schema whose build reads itself would otherwise recurse without end: say which instead.
     if (building) throw new Error('a lazy schema was used while it was being built (declare the cycle with z.lazy or a getter)');
     building = true;
+    // Tried once, it is no longer the warm-up's to build (one that throws throws again at each use).
+    unbuilt.delete(schema);
     try {
       built = build();
     } finally {
@@ -24,6 +26,7 @@ export function lazySchema<T extends object>(build: () => T): T {
     }
     return built;
   };
+  unbuilt.add(schema);
   const proxy = new Proxy(Object.create(null) as T, {
     get: (_target, key) => {
       const target = schema();
@@ -47,6 +50,21 @@ export function lazySchema<T extends object>(build: () => T): T {
 }
 
 const isBuilt = new WeakMap<object, () => boolean>();
+
+/** The builds of the lazy schemas not tried yet, in the order they were declared. */
+const unbuilt = new Set<() => unknown>();
+
+/**
+ * Builds up to `count` of the lazy schemas not tried yet (the service's warm-up after listening, a slice
+ * a turn of the event loop); whether any are left.
+ */
+export function buildLazySchemas(count: number): boolean {
+  for (const build of unbuilt) {
+    if (count-- <= 0) break;
+    build();
+  }
+  return unbuilt.size > 0;
+}
 
 /** Whether a lazySchema has been built yet (without building it); undefined for any other value. */
 export function schemaBuilt(schema: object): boolean | undefined {

@@ -1,14 +1,15 @@
 /**
  * The protocol's schemas are built when first used, not when the modules load (protocol/lazy-schema.ts,
  * issue 25's start): a start and a client's first commands build the schemas they use and no other, and
- * a lazily built schema is indistinguishable from the schema itself to the code using it. Each test file
+ * a lazily built schema is indistinguishable from the schema itself to the code using it; the warm-up
+ * after listening builds the rest. Each test file
  * is its own process, so what is built here is what this file's service built.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { z } from 'zod';
 import { AuthCommand, ChatCommand, Command, CommandResults, GetConfigCommand, PublicConfig, ServiceEvent } from '../../src/protocol';
-import { lazySchema, schemaBuilt } from '../../src/protocol/lazy-schema';
+import { buildLazySchemas, lazySchema, schemaBuilt } from '../../src/protocol/lazy-schema';
 import { LandChangesCommand } from '../../src/protocol/worktrees';
 import { startService, type RunningService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
@@ -49,9 +50,11 @@ describe('a lazy schema', () => {
   });
 });
 
-describe('a start and its first commands', () => {
+describe('a start, its first commands and its warm-up', () => {
   let svc: RunningService;
   let builtAtListening: Record<string, boolean | undefined>;
+  let reached!: Promise<void>;
+  let release!: () => void;
   const built = () => ({
     auth: schemaBuilt(AuthCommand),
     get_config: schemaBuilt(GetConfigCommand),
@@ -64,10 +67,15 @@ describe('a start and its first commands', () => {
   });
 
   before(async () => {
-    svc = await startService();
+    let reachedIt!: () => void;
+    reached = new Promise<void>((resolve) => (reachedIt = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    // The warm-up's practice is held where it asks its provider: the schemas it builds after it wait too.
+    svc = await startService({}, { holdPractice: () => (reachedIt(), released) });
     builtAtListening = built();
   });
   after(async () => {
+    release?.();
     await svc?.dispose();
   });
 
@@ -80,7 +88,9 @@ describe('a start and its first commands', () => {
     try {
       const config = await client.request({ type: 'get_config' });
       assert.equal(config.status, 'ok');
-      assert.deepEqual(built(), { auth: true, get_config: true, chat: false, land_changes: false, union: false, results: false, events: false, public_config: false });
+      await reached;
+      // The practice's own chat frame went through the dispatcher's check: chat's schema, no other.
+      assert.deepEqual(built(), { auth: true, get_config: true, chat: true, land_changes: false, union: false, results: false, events: false, public_config: false });
       // A command of a type not sent before is parsed by its schema, built now: its errors are zod's, as always.
       const refused = await client.request({ type: 'land_changes', conversation_id: 'c', method: 'sideways' });
       assert.equal(refused.status, 'error');
@@ -90,5 +100,12 @@ describe('a start and its first commands', () => {
     } finally {
       client.close();
     }
+  });
+
+  test('once the practice is over, the warm-up builds every schema left, and says it is whole', async () => {
+    release();
+    assert.equal(await svc.service.warmedUp, true);
+    assert.deepEqual(built(), { auth: true, get_config: true, chat: true, land_changes: true, union: true, results: true, events: true, public_config: true });
+    assert.equal(buildLazySchemas(1), false);
   });
 });

@@ -820,7 +820,9 @@ export class Agent {
       if (lastStep) return result.text || `Stopped after ${maxSteps} steps of tool calls without a final answer.`;
 
       const batch = randomUUID();
-      const calls = result.tool_calls.map((call) => ({ ...call, name: names.toolName(call.name) ?? call.name }));
+      // The model's id and name made well-formed where they enter (code-points.ts): the permission request's
+      // call_id (a column: sql.js's UTF-8), the events and the stored messages then carry the same text.
+      const calls = result.tool_calls.map((call) => ({ ...call, id: wellFormed(call.id), name: wellFormed(names.toolName(call.name) ?? call.name) }));
       // What the model wrote before calling its tools is an assistant message of its own, stored with the
       // calls (one transaction): the history, exports and search have it; transcriptOf gives it back to
       // the model as the calls' text.

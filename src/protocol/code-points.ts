@@ -10,6 +10,28 @@ export function firstCodePoints(text: string, count: number): string {
   return text.slice(0, end);
 }
 
+/**
+ * `text` when it has at most `max` characters (code points), else its first `max - 1` and an ellipsis:
+ * `max` in all, never half a pair. A name or a sentence shown to a person or the model.
+ */
+export function shortened(text: string, max: number): string {
+  if (firstCodePoints(text, max).length === text.length) return text;
+  return `${firstCodePoints(text, max - 1)}\u2026`;
+}
+
+/**
+ * The first `units` UTF-16 units of `text`, one fewer when the cut would split a surrogate pair: for a
+ * budget counted in units (`.length`: a tool's output, a diff, a line), never half a character, which the
+ * store would read back as U+FFFD and a provider's JSON parser may refuse.
+ */
+export function firstUnits(text: string, units: number): string {
+  if (text.length <= units) return text;
+  if (units <= 0) return '';
+  const last = text.charCodeAt(units - 1);
+  const next = text.charCodeAt(units);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff && next >= 0xdc00 && next <= 0xdfff ? units - 1 : units);
+}
+
 /** String.prototype's own (ES2024: Chrome 111, Safari 16.4, Firefox 119), when the runtime has them. */
 type WellFormedBuiltIns = { isWellFormed?: (this: string) => boolean; toWellFormed?: (this: string) => string };
 

@@ -1,4 +1,5 @@
-import { bareCommandOf, Command, isBareCommand, ServiceError, describeZodError, fail, ok, requestIdOf, type Envelope, type RequestId } from '../protocol';
+import type { z } from 'zod';
+import { bareCommandOf, type Command, CommandSchemas, type CommandType, isBareCommand, ServiceError, describeZodError, fail, ok, requestIdOf, type Envelope, type RequestId } from '../protocol';
 import type { CommandContext } from './context';
 import { handlers } from './handlers';
 import { requireOwnerFor } from './roles';
@@ -6,11 +7,26 @@ import type { ClientSession } from './session';
 
 export type Dispatch = (frame: unknown, session: ClientSession) => Promise<Envelope>;
 
+/** A command's schema and whether it has no field but type and id (bare: read without zod, bareCommandOf, the same verdict). */
+interface KnownCommand {
+  schema: z.ZodType;
+  bare: boolean;
+}
+
 /**
- * Each command's own schema by type (one zod parse a frame, no union search), and whether it has no field
- * but type and id (bare: read without zod, bareCommandOf, the same verdict). One lookup a frame.
+ * Each command's own schema by type (one zod parse a frame, no union search), found the first time a
+ * frame of that type comes: only then is its schema built (a lazySchema), so a start builds the few a
+ * client sends first (auth, get_config), not the protocol's hundreds.
  */
-const commandTypes = new Map(Command.options.map((schema) => [schema.shape.type.value as string, { schema, bare: isBareCommand(schema) }]));
+const commandTypes = new Map<string, KnownCommand>();
+function knownCommand(type: string): KnownCommand | undefined {
+  const known = commandTypes.get(type);
+  if (known || !Object.hasOwn(CommandSchemas, type)) return known;
+  const schema = CommandSchemas[type as CommandType];
+  const made = { schema, bare: isBareCommand(schema) };
+  commandTypes.set(type, made);
+  return made;
+}
 
 /**
  * A frame as the typed command it is, or the error envelope refusing it (a command has a `type`, an
@@ -21,7 +37,7 @@ export function commandOf(frame: unknown): Command | Envelope {
   if (frame === null || typeof frame !== 'object' || Array.isArray(frame)) return fail('invalid_request', 'a command must be a JSON object');
   const { type } = frame as { type?: unknown };
   if (typeof type !== 'string') return fail('invalid_request', 'invalid command: type must be a string naming the command', requestIdOf(frame));
-  const known = commandTypes.get(type);
+  const known = knownCommand(type);
   if (!known) return fail('invalid_request', `unknown command type: ${type.slice(0, 64)}`, requestIdOf(frame));
   if (known.bare) {
     const bare = bareCommandOf(type, frame) as Command | undefined;

@@ -48,7 +48,9 @@ export function requireOwnerFor(type: CommandType, session: ClientSession): void
   }
 }
 
-const OWNER_WRITABLE_FIELDS: ReadonlySet<string> = new Set(writableConfigFields.filter((field) => !SESSION_WRITABLE_FIELDS.has(field)));
+let ownerWritableFields: ReadonlySet<string> | undefined;
+/** The settings only the owner may change (made at the first update_config: its schema is built lazily). */
+const ownerWritable = () => (ownerWritableFields ??= new Set(writableConfigFields().filter((field) => !SESSION_WRITABLE_FIELDS.has(field))));
 
 /**
  * Throws `unauthorized` naming the settings of an update_config patch this session may not change
@@ -56,7 +58,7 @@ const OWNER_WRITABLE_FIELDS: ReadonlySet<string> = new Set(writableConfigFields.
  */
 export function requireWritableBy(session: ClientSession, patch: Record<string, unknown>): void {
   if (isOwner(session)) return;
-  const forbidden = Object.keys(patch).filter((field) => OWNER_WRITABLE_FIELDS.has(field));
+  const forbidden = Object.keys(patch).filter((field) => ownerWritable().has(field));
   if (forbidden.length > 0) {
     throw new ServiceError('unauthorized', `a session (password) user may not change ${forbidden.join(', ')}; use the access token`);
   }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { command } from './command-frame';
 import { displayNameField } from './display-name-field';
+import { lazySchema } from './lazy-schema';
 
 /**
  * Attachments (docs/protocol.md, "Attachments"): a file is uploaded in chunks small enough for any
@@ -22,48 +23,56 @@ export const MAX_ATTACHMENTS_PER_MESSAGE = 10;
 export const UPLOAD_IDLE_TIMEOUT_MS = 10 * 60 * 1000;
 
 /** `image`: a JPEG, PNG, GIF or WebP by its bytes (what vision models accept); anything else is a `file`. */
-export const AttachmentKind = z.enum(['image', 'file']);
+export const AttachmentKind = lazySchema(() => z.enum(['image', 'file']));
 export type AttachmentKind = z.infer<typeof AttachmentKind>;
 
 /** An attachment as messages carry it (get_messages, chat.message) and `attachment_end` answers it. */
-export const AttachmentInfo = z.object({
-  attachment_id: z.string(),
-  name: z.string(),
-  /** For an image, the type its bytes show (not the one claimed); else the claimed one. */
-  mime: z.string(),
-  kind: AttachmentKind,
-  size: z.number().int(),
-});
+export const AttachmentInfo = lazySchema(() =>
+  z.object({
+    attachment_id: z.string(),
+    name: z.string(),
+    /** For an image, the type its bytes show (not the one claimed); else the claimed one. */
+    mime: z.string(),
+    kind: AttachmentKind,
+    size: z.number().int(),
+  }),
+);
 export type AttachmentInfo = z.infer<typeof AttachmentInfo>;
 
-export const AttachmentId = z.string({ error: 'attachment_id must be a string' }).regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'attachment_id is not an attachment id' });
+export const AttachmentId = lazySchema(() => z.string({ error: 'attachment_id must be a string' }).regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'attachment_id is not an attachment id' }));
 
-export const AttachmentBeginCommand = command('attachment_begin', {
-  name: displayNameField('name', 255),
-  mime: z
-    .string({ error: 'mime must be a string' })
-    .max(127, { error: 'mime must be at most 127 characters' })
-    .regex(/^[\w.+-]+\/[\w.+-]+$/, { error: 'mime must be a media type such as image/jpeg' }),
-  size: z.number({ error: 'size must be an integer' }).int({ error: 'size must be an integer' }).min(1, { error: 'size must be at least 1' }),
-  sha256: z.string({ error: 'sha256 must be a string' }).regex(/^[0-9a-fA-F]{64}$/, { error: 'sha256 must be 64 hex digits' }),
-});
+export const AttachmentBeginCommand = lazySchema(() =>
+  command('attachment_begin', {
+    name: displayNameField('name', 255),
+    mime: z
+      .string({ error: 'mime must be a string' })
+      .max(127, { error: 'mime must be at most 127 characters' })
+      .regex(/^[\w.+-]+\/[\w.+-]+$/, { error: 'mime must be a media type such as image/jpeg' }),
+    size: z.number({ error: 'size must be an integer' }).int({ error: 'size must be an integer' }).min(1, { error: 'size must be at least 1' }),
+    sha256: z.string({ error: 'sha256 must be a string' }).regex(/^[0-9a-fA-F]{64}$/, { error: 'sha256 must be 64 hex digits' }),
+  }),
+);
 
-export const AttachmentChunkCommand = command('attachment_chunk', {
-  attachment_id: AttachmentId,
-  index: z.number({ error: 'index must be an integer' }).int({ error: 'index must be an integer' }).min(0, { error: 'index must be at least 0' }),
-  /** The chunk's bytes in base64: ATTACHMENT_CHUNK_BYTES each, the last one the rest. */
-  data: z.string({ error: 'data must be a base64 string' }).max(Math.ceil(ATTACHMENT_CHUNK_BYTES / 3) * 4, { error: `data must hold at most ${ATTACHMENT_CHUNK_BYTES} bytes` }),
-});
+export const AttachmentChunkCommand = lazySchema(() =>
+  command('attachment_chunk', {
+    attachment_id: AttachmentId,
+    index: z.number({ error: 'index must be an integer' }).int({ error: 'index must be an integer' }).min(0, { error: 'index must be at least 0' }),
+    /** The chunk's bytes in base64: ATTACHMENT_CHUNK_BYTES each, the last one the rest. */
+    data: z.string({ error: 'data must be a base64 string' }).max(Math.ceil(ATTACHMENT_CHUNK_BYTES / 3) * 4, { error: `data must hold at most ${ATTACHMENT_CHUNK_BYTES} bytes` }),
+  }),
+);
 
-export const AttachmentEndCommand = command('attachment_end', { attachment_id: AttachmentId });
+export const AttachmentEndCommand = lazySchema(() => command('attachment_end', { attachment_id: AttachmentId }));
 
 /** Reads a stored attachment in chunks (`offset` in bytes), from any transport. */
-export const GetAttachmentCommand = command('get_attachment', {
-  attachment_id: AttachmentId,
-  offset: z.number({ error: 'offset must be an integer' }).int({ error: 'offset must be an integer' }).min(0, { error: 'offset must be at least 0' }).optional().default(0),
-});
+export const GetAttachmentCommand = lazySchema(() =>
+  command('get_attachment', {
+    attachment_id: AttachmentId,
+    offset: z.number({ error: 'offset must be an integer' }).int({ error: 'offset must be an integer' }).min(0, { error: 'offset must be at least 0' }).optional().default(0),
+  }),
+);
 
-export const AttachmentResults = {
+export const AttachmentResults = lazySchema(() => ({
   attachment_begin: z.object({ attachment_id: z.string(), chunk_size: z.number().int(), chunks: z.number().int() }),
   attachment_chunk: z.object({ attachment_id: z.string(), received: z.number().int(), next_index: z.number().int() }),
   attachment_end: AttachmentInfo,
@@ -74,4 +83,4 @@ export const AttachmentResults = {
     /** Where the next chunk starts; null after the last. */
     next_offset: z.number().int().nullable(),
   }),
-};
+}));

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { isWellFormed } from './code-points';
 import { isRequestId, RequestId } from './envelope';
+import { lazySchema } from './lazy-schema';
 
 /** Every command's `id` field, one instance: isBareCommand knows a command that redefines it by this. */
-const COMMAND_ID = RequestId.optional();
+const COMMAND_ID = lazySchema(() => RequestId.optional());
 
 /**
  * A command frame's schema: its `type`, the client's optional request `id`, and its own fields.
@@ -16,12 +17,14 @@ export const MAX_LIST_LIMIT = 500;
 export const DEFAULT_LIST_LIMIT = 50;
 
 /** A list command's `limit`: clamped to MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT when left out. */
-export const listLimit = z
-  .number({ error: 'expected an integer' })
-  .int({ error: 'expected an integer' })
-  .min(1, { error: 'must be at least 1' })
-  .transform((n) => Math.min(n, MAX_LIST_LIMIT))
-  .default(DEFAULT_LIST_LIMIT);
+export const listLimit = lazySchema(() =>
+  z
+    .number({ error: 'expected an integer' })
+    .int({ error: 'expected an integer' })
+    .min(1, { error: 'must be at least 1' })
+    .transform((n) => Math.min(n, MAX_LIST_LIMIT))
+    .default(DEFAULT_LIST_LIMIT),
+);
 
 /** A required string field (an id, a query) that must not be empty; `what` names it in the error. */
 export const nonEmpty = (what: string) => z.string({ error: `${what} must be a string` }).min(1, { error: `${what} must not be empty` });
@@ -35,9 +38,11 @@ export const MAX_CLIENT_MESSAGE_ID_CHARS = 128;
  * text as UTF-8, which cannot hold a lone UTF-16 surrogate (each reads it back otherwise), so such a key
  * is refused here rather than changed.
  */
-export const ClientMessageId = nonEmpty('client_message_id')
-  .max(MAX_CLIENT_MESSAGE_ID_CHARS, { error: `client_message_id must be at most ${MAX_CLIENT_MESSAGE_ID_CHARS} characters` })
-  .refine(isWellFormed, { error: 'client_message_id holds a lone UTF-16 surrogate (half of a character): make it of whole characters' });
+export const ClientMessageId = lazySchema(() =>
+  nonEmpty('client_message_id')
+    .max(MAX_CLIENT_MESSAGE_ID_CHARS, { error: `client_message_id must be at most ${MAX_CLIENT_MESSAGE_ID_CHARS} characters` })
+    .refine(isWellFormed, { error: 'client_message_id holds a lone UTF-16 surrogate (half of a character): make it of whole characters' }),
+);
 
 /** The frame's `id` when it is a valid one, so even a refused frame's error can be matched by its client. */
 export function requestIdOf(frame: unknown): RequestId | undefined {

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { ErrorCode } from './errors';
+import { lazySchema } from './lazy-schema';
 
 /** Longest request id a client may choose (characters). */
 const MAX_REQUEST_ID_CHARS = 128;
 /** A client-chosen request id, echoed on every response and event of that request. */
-export const RequestId = z.union([z.string().max(MAX_REQUEST_ID_CHARS), z.number().finite()]);
+export const RequestId = lazySchema(() => z.union([z.string().max(MAX_REQUEST_ID_CHARS), z.number().finite()]));
 export type RequestId = z.infer<typeof RequestId>;
 
 /**
@@ -16,18 +17,22 @@ export function isRequestId(value: unknown): value is RequestId {
   return typeof value === 'string' ? value.length <= MAX_REQUEST_ID_CHARS : typeof value === 'number' && Number.isFinite(value);
 }
 
-export const OkEnvelope = z.object({
-  status: z.literal('ok'),
-  data: z.record(z.string(), z.unknown()),
-  id: RequestId.optional(),
-});
-export const ErrorEnvelope = z.object({
-  status: z.literal('error'),
-  error: z.string(),
-  code: ErrorCode,
-  id: RequestId.optional(),
-});
-export const Envelope = z.discriminatedUnion('status', [OkEnvelope, ErrorEnvelope]);
+export const OkEnvelope = lazySchema(() =>
+  z.object({
+    status: z.literal('ok'),
+    data: z.record(z.string(), z.unknown()),
+    id: RequestId.optional(),
+  }),
+);
+export const ErrorEnvelope = lazySchema(() =>
+  z.object({
+    status: z.literal('error'),
+    error: z.string(),
+    code: ErrorCode,
+    id: RequestId.optional(),
+  }),
+);
+export const Envelope = lazySchema(() => z.discriminatedUnion('status', [OkEnvelope, ErrorEnvelope]));
 export type OkEnvelope = z.infer<typeof OkEnvelope>;
 export type ErrorEnvelope = z.infer<typeof ErrorEnvelope>;
 export type Envelope = z.infer<typeof Envelope>;
@@ -46,4 +51,4 @@ export function fail(code: ErrorCode, error: string, id?: RequestId): ErrorEnvel
  * A conversation's events carry `seq` for the clients following it (follow_conversation): increasing by
  * one per event of that conversation, so a client that reconnects asks for what came after the last it saw.
  */
-export const Seq = z.number().int().optional();
+export const Seq = lazySchema(() => z.number().int().optional());

@@ -1,7 +1,8 @@
 import { z } from 'zod';
+import { lazySchema } from './lazy-schema';
 
 /** Error codes of the protocol (service-spec section 7, plus docs/protocol.md's three). */
-export const ErrorCode = z.enum(['invalid_token', 'unauthorized', 'not_found', 'invalid_request', 'server_error', 'rate_limited', 'payload_too_large', 'conflict']);
+export const ErrorCode = lazySchema(() => z.enum(['invalid_token', 'unauthorized', 'not_found', 'invalid_request', 'server_error', 'rate_limited', 'payload_too_large', 'conflict']));
 export type ErrorCode = z.infer<typeof ErrorCode>;
 
 /** HTTP status for each error code (docs/protocol.md, section HTTP). */

@@ -6,23 +6,26 @@ import { ConversationUpdatedEvent } from './conversations';
 import { PermissionRequestEvent, PermissionResolvedEvent } from './permissions';
 import { PlanUpdatedEvent } from './plan';
 import { ChangesReadyEvent } from './worktrees';
+import { lazySchema } from './lazy-schema';
 
 /**
  * Every event the service sends: pushed unsolicited to authenticated sockets, they carry `event`, never
  * `status`. Each is declared in its domain's file; a conversation's carry `seq` (envelope.ts).
  */
-export const ServiceEvent = z.discriminatedUnion('event', [
-  ChatDeltaEvent,
-  ToolCallEvent,
-  ToolResultEvent,
-  PermissionRequestEvent,
-  PermissionResolvedEvent,
-  ConfigChangedEvent,
-  ConversationUpdatedEvent,
-  TurnEndedEvent,
-  PlanUpdatedEvent,
-  ChatMessageEvent,
-  AuditAppendedEvent,
-  ChangesReadyEvent,
-]);
+export const ServiceEvent = lazySchema(() =>
+  z.discriminatedUnion('event', [
+    ChatDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    PermissionRequestEvent,
+    PermissionResolvedEvent,
+    ConfigChangedEvent,
+    ConversationUpdatedEvent,
+    TurnEndedEvent,
+    PlanUpdatedEvent,
+    ChatMessageEvent,
+    AuditAppendedEvent,
+    ChangesReadyEvent,
+  ]),
+);
 export type ServiceEvent = z.infer<typeof ServiceEvent>;

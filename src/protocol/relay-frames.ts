@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { lazySchema } from './lazy-schema';
 
 /**
  * The frames of the machine socket (docs/relay.md, "Machine socket") and the relay's own frames to
@@ -7,32 +8,36 @@ import { z } from 'zod';
  */
 
 /** The relay's opaque id of one client connection. */
-export const ClientId = z.string().min(1).max(64);
+export const ClientId = lazySchema(() => z.string().min(1).max(64));
 
 /** Machine -> relay. */
-export const MachineDataFrame = z.object({ t: z.literal('data'), c: ClientId, d: z.string() });
-export const MachineCloseFrame = z.object({
-  t: z.literal('close'),
-  c: ClientId,
-  code: z.number().int().min(4000).max(4999).optional(),
-  reason: z.string().optional(),
-});
-export const MachineFrame = z.discriminatedUnion('t', [MachineDataFrame, MachineCloseFrame]);
+export const MachineDataFrame = lazySchema(() => z.object({ t: z.literal('data'), c: ClientId, d: z.string() }));
+export const MachineCloseFrame = lazySchema(() =>
+  z.object({
+    t: z.literal('close'),
+    c: ClientId,
+    code: z.number().int().min(4000).max(4999).optional(),
+    reason: z.string().optional(),
+  }),
+);
+export const MachineFrame = lazySchema(() => z.discriminatedUnion('t', [MachineDataFrame, MachineCloseFrame]));
 export type MachineFrame = z.infer<typeof MachineFrame>;
 
 /** Relay -> machine. */
-export const RelayToMachineFrame = z.discriminatedUnion('t', [
-  /** `a`: the relay's key of the client's address (its IPv4 address or IPv6 /64), for the machine's per-address limits; older relays omit it. */
-  z.object({ t: z.literal('open'), c: ClientId, a: z.string().max(64).optional() }),
-  z.object({ t: z.literal('data'), c: ClientId, d: z.string() }),
-  z.object({ t: z.literal('close'), c: ClientId }),
-]);
+export const RelayToMachineFrame = lazySchema(() =>
+  z.discriminatedUnion('t', [
+    /** `a`: the relay's key of the client's address (its IPv4 address or IPv6 /64), for the machine's per-address limits; older relays omit it. */
+    z.object({ t: z.literal('open'), c: ClientId, a: z.string().max(64).optional() }),
+    z.object({ t: z.literal('data'), c: ClientId, d: z.string() }),
+    z.object({ t: z.literal('close'), c: ClientId }),
+  ]),
+);
 export type RelayToMachineFrame = z.infer<typeof RelayToMachineFrame>;
 
 /** Relay -> client: the relay's own frames always carry a `relay` field; service frames never do. */
-export const RelayStatusFrame = z.object({ relay: z.literal('status'), machine: z.enum(['online', 'offline']) });
-export const RelayErrorFrame = z.object({ relay: z.literal('error'), code: z.string(), error: z.string() });
-export const RelayClientFrame = z.discriminatedUnion('relay', [RelayStatusFrame, RelayErrorFrame]);
+export const RelayStatusFrame = lazySchema(() => z.object({ relay: z.literal('status'), machine: z.enum(['online', 'offline']) }));
+export const RelayErrorFrame = lazySchema(() => z.object({ relay: z.literal('error'), code: z.string(), error: z.string() }));
+export const RelayClientFrame = lazySchema(() => z.discriminatedUnion('relay', [RelayStatusFrame, RelayErrorFrame]));
 export type RelayClientFrame = z.infer<typeof RelayClientFrame>;
 
 /** JSON text parsed with `schema`; undefined when it is not JSON or not of that shape. */

@@ -18,6 +18,7 @@ import { UndoResults } from './undo';
 import { UsageResults } from './usage';
 import { WebhookResults } from './webhook';
 import { WorktreeResults } from './worktrees';
+import { lazySchema } from './lazy-schema';
 
 /**
  * What each command answers: the `data` of its ok envelope (docs/protocol.md, "Commands"). One schema
@@ -25,27 +26,30 @@ import { WorktreeResults } from './worktrees';
  * return types, the clients' reads and this table cannot drift apart (the HandlerMap type and
  * test/service/protocol-results.test.ts hold them together).
  */
-export const CommandResults = {
-  ...AuthResults,
-  ...ChatResults,
-  ...ConversationResults,
-  ...PermissionResults,
-  ...ConfigResults,
-  ...AgentContextResults,
-  ...WebhookResults,
-  ...RelayResults,
-  ...DeviceResults,
-  ...PushResults,
-  ...UsageResults,
-  ...PlanResults,
-  ...UndoResults,
-  ...BackupResults,
-  ...AttachmentResults,
-  ...AuditResults,
-  ...WorktreeResults,
-  /** A comment on a change is a chat message of the conversation: the same answer. */
-  comment_on_change: ChatResult,
-} satisfies { [T in CommandType]: z.ZodType };
+export const CommandResults = lazySchema(
+  () =>
+    ({
+      ...AuthResults,
+      ...ChatResults,
+      ...ConversationResults,
+      ...PermissionResults,
+      ...ConfigResults,
+      ...AgentContextResults,
+      ...WebhookResults,
+      ...RelayResults,
+      ...DeviceResults,
+      ...PushResults,
+      ...UsageResults,
+      ...PlanResults,
+      ...UndoResults,
+      ...BackupResults,
+      ...AttachmentResults,
+      ...AuditResults,
+      ...WorktreeResults,
+      /** A comment on a change is a chat message of the conversation: the same answer. */
+      comment_on_change: ChatResult,
+    }) satisfies { [T in CommandType]: z.ZodType },
+);
 
 export type CommandResults = typeof CommandResults;
 /** The `data` a command of type `T` answers with. */

@@ -3,12 +3,17 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { HandlerMap } from '../../src/commands/handlers';
-import { Command, CommandResults, type EnvelopeOf, type ResultOf } from '../../src/protocol';
+import { Command, CommandResults, CommandSchemas, type EnvelopeOf, type ResultOf } from '../../src/protocol';
 import type { ServiceConnection } from '../../src/web/connection';
 
 test('every command has a result schema, and no result schema lacks its command', () => {
   const commands = Command.options.map((schema) => schema.shape.type.value).sort();
   assert.deepEqual(Object.keys(CommandResults).sort(), commands);
+});
+
+test("each key of CommandSchemas (the dispatcher's lookup) is the type its schema parses, and the union holds exactly those", () => {
+  for (const [type, schema] of Object.entries(CommandSchemas)) assert.equal(schema.shape.type.value, type);
+  assert.deepEqual(Command.options.map((schema) => schema.shape.type.value).sort(), Object.keys(CommandSchemas).sort());
 });
 
 test('handlers and clients are held to the result types (checked by tsc)', () => {

@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { MAX_PLAN_ITEM_CHARS, MAX_PLAN_ITEMS, Plan, planSummaryOf } from '../../protocol/plan';
 import { ToolError, type Tool, type ToolSource } from './types';
+import { lazySchema } from '../../protocol/lazy-schema';
 
 /** What the todo tool needs of the store (`store.conversations`), declared here so it does not depend on it. */
 export interface PlanStore {
   setPlan(conversationId: string, plan: Plan): Promise<boolean>;
 }
 
-const TodoArgs = z.strictObject({ items: Plan });
+const TodoArgs = lazySchema(() => z.strictObject({ items: Plan }));
 
 const INPUT_SCHEMA = {
   type: 'object',

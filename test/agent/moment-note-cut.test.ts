@@ -8,8 +8,14 @@ test("the turn's note is well-formed when the sender's device name is cut inside
   const client = `phone (relay), device “${'\u{1F4F1}'.repeat(80)}”`;
   const text = noteText({ time: 't', roots: [], git: [], client, remote: true });
   assert.ok(text.isWellFormed(), JSON.stringify(text.slice(-140)));
-  // 80 characters in all: 23 of the label's start, 56 phones and the ellipsis.
-  assert.ok(text.includes(`device “${'\u{1F4F1}'.repeat(56)}…`), JSON.stringify(text.slice(-140)));
+  // 80 characters, then the ellipsis: 23 of the label's start and 57 phones.
+  assert.ok(text.includes(`device “${'\u{1F4F1}'.repeat(57)}…`), JSON.stringify(text.slice(-140)));
+});
+
+test("an ASCII sender's label cuts as it did before code points counted: its first 80 characters and an ellipsis", () => {
+  const text = noteText({ time: 't', roots: [], git: [], client: 'x'.repeat(100), remote: false });
+  assert.ok(text.includes(`${'x'.repeat(80)}…`), JSON.stringify(text.slice(-120)));
+  assert.ok(!text.includes('x'.repeat(81)));
 });
 
 test("the phone page's machine name (displayName, then cut at 60) is well-formed", () => {

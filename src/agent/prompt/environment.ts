@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { displayName, readsAs } from '../../protocol';
-import { shortened } from '../../protocol/code-points';
+import { firstCodePoints } from '../../protocol/code-points';
 import { COMMAND_SHELL } from '../tools/builtin/run-command';
 import type { GitSummary } from './git-status';
 
@@ -212,5 +212,7 @@ function formattedTime(now: Date): string {
 
 function oneLine(text: string): string {
   const line = displayName(text.replace(/\s+/g, ' ')).trim();
-  return shortened(line, MAX_CLIENT_CHARS);
+  // Its first 80 characters and an ellipsis, as before code points counted (an ASCII label cuts as it did).
+  const kept = firstCodePoints(line, MAX_CLIENT_CHARS);
+  return kept.length === line.length ? line : `${kept}\u2026`;
 }

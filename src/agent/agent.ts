@@ -820,7 +820,11 @@ export class Agent {
       if (lastStep) return result.text || `Stopped after ${maxSteps} steps of tool calls without a final answer.`;
 
       const batch = randomUUID();
-      const calls = result.tool_calls.map((call) => ({ ...call, name: names.toolName(call.name) ?? call.name }));
+      // The model's id and name made well-formed where they enter (code-points.ts): the permission request's
+      // call_id (a column: sql.js's UTF-8), the events and the stored messages then carry the same text. Ids
+      // made one by that (or repeated by the provider) are told apart: each result answers its own call.
+      const ids = new Set<string>();
+      const calls = result.tool_calls.map((call) => ({ ...call, id: uniqueId(ids, wellFormed(call.id)), name: wellFormed(names.toolName(call.name) ?? call.name) }));
       // What the model wrote before calling its tools is an assistant message of its own, stored with the
       // calls (one transaction): the history, exports and search have it; transcriptOf gives it back to
       // the model as the calls' text.
@@ -935,4 +939,12 @@ function fixedMessages(system: ChatMessage | undefined, moment: ChatMessage | un
 /** A conversation that does not exist, or that the asker may not see (the same answer for both). */
 function notFound(conversationId: string): ServiceError {
   return new ServiceError('not_found', `conversation ${conversationId} not found`);
+}
+
+/** `id`, or `id_2`, `id_3`... when `taken` (a step's calls so far) holds it already; added to `taken`. */
+function uniqueId(taken: Set<string>, id: string): string {
+  let unique = id;
+  for (let n = 2; taken.has(unique); n += 1) unique = `${id}_${n}`;
+  taken.add(unique);
+  return unique;
 }

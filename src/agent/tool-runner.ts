@@ -1,3 +1,4 @@
+import { firstUnits } from '../protocol/code-points';
 import type { ToolResultDetail } from '../protocol';
 import type { Logger } from '../log/logger';
 import { refusalText } from './permission-texts';
@@ -99,7 +100,7 @@ async function runChecked(call: ToolCall, tool: Tool, subject: string | undefine
       }),
       signal,
     );
-    const content = output.content.length > MAX_RESULT_CHARS ? `${output.content.slice(0, MAX_RESULT_CHARS)}\n[... ${output.content.length - MAX_RESULT_CHARS} characters cut]` : output.content;
+    const content = output.content.length > MAX_RESULT_CHARS ? `${firstUnits(output.content, MAX_RESULT_CHARS)}\n[... ${output.content.length - MAX_RESULT_CHARS} characters cut]` : output.content;
     context.logger.info('tool.ran', { tool: tool.name, ok: !output.isError, ms: Date.now() - started });
     return { content, ok: !output.isError, ...(output.image ? { image: output.image } : {}), ...(output.detail ? { detail: output.detail } : {}) };
   } catch (error) {

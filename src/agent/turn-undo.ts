@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { firstUnits } from '../protocol/code-points';
 import { ServiceError, type AuditActor, type NotReversibleCall, type TurnChanges, type UndoFile, type UndoTurnResult } from '../protocol';
 import type { FileChangeRow, NewAuditEntry, Store } from '../store';
 import { KeyedQueue } from './keyed-queue';
@@ -70,7 +71,7 @@ class TextBudget {
   /** `text`, or its start when it does not fit (`cut` tells). */
   take(text: string): { text: string; cut: boolean } {
     const room = Math.max(0, Math.min(this.left, MAX_PREVIEW_DIFF_CHARS));
-    const kept = text.slice(0, room);
+    const kept = firstUnits(text, room);
     this.left -= kept.length;
     return { text: kept, cut: kept.length < text.length };
   }

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { shortened } from '../protocol/code-points';
 import type { PermissionDecision, PermissionRequest } from '../protocol';
 import { applyUnifiedDiff } from './apply-diff';
 import type { Backend } from './backend';
@@ -43,7 +44,7 @@ export function commandLink(label: string, command: string, args: unknown[]): st
 /** Text from the request (a command line, a path) can never form a link of its own: `](` is broken up. */
 function plain(text: string, max = 160): string {
   const line = text.replace(/\s+/g, ' ').trim();
-  return (line.length > max ? `${line.slice(0, max - 1)}…` : line).replace(/\]\(/g, '] (');
+  return shortened(line, max).replace(/\]\(/g, '] (');
 }
 
 /** What the call would do, in one line: the command, the file and its change, or the arguments. */

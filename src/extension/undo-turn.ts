@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { firstCodePoints } from '../protocol/code-points';
 import type { UndoFile, UndoTurnResult } from '../protocol';
 import { applyUnifiedDiff } from './apply-diff';
 import { call } from './backend';
@@ -64,7 +65,7 @@ export async function undoTurnFromPalette(backend: Requester | undefined, roots:
   if (!conversation) return;
   const { turns } = await call(requester, { type: 'list_turn_changes', conversation_id: conversation.id });
   const { messages } = await call(requester, { type: 'get_messages', conversation_id: conversation.id, limit: 500 });
-  const textOf = new Map(messages.map((m) => [m.id, m.content.split('\n')[0].slice(0, 100)]));
+  const textOf = new Map(messages.map((m) => [m.id, firstCodePoints(m.content.split('\n')[0], 100)]));
   const undoable = turns.filter((t) => t.files > 0 && !t.undone).reverse();
   if (undoable.length === 0) {
     void vscode.window.showInformationMessage('Remote Assistant: no turn of this conversation changed files that are not undone yet.');

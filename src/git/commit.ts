@@ -1,3 +1,4 @@
+import { firstCodePoints } from '../protocol/code-points';
 import { ServiceError } from '../protocol/errors';
 import type { WorktreeRecord } from '../protocol/worktrees';
 import { requireFolder } from './changes';
@@ -35,7 +36,7 @@ export async function commitChanges(worktree: WorktreeRecord, message: string, o
     await gitIn(worktree.path, ['-c', 'user.useConfigOnly=true', 'commit', '-q', '--no-edit', '--cleanup=strip', '-F', '-'], { ...hooks, input: message });
   } catch (error) {
     // A hook the owner allowed may refuse the commit: its own words are the answer.
-    if (error instanceof GitError) throw new ServiceError('conflict', `git did not commit: ${error.stderr.trim().slice(0, 500) || `exit ${error.code}`}`);
+    if (error instanceof GitError) throw new ServiceError('conflict', `git did not commit: ${firstCodePoints(error.stderr.trim(), 500) || `exit ${error.code}`}`);
     throw error;
   }
   return { commit: (await gitIn(worktree.path, ['rev-parse', 'HEAD'])).stdout.trim() };

@@ -11,11 +11,75 @@ export function firstCodePoints(text: string, count: number): string {
 }
 
 /**
+ * `text` when it has at most `max` characters (code points), else its first `max - 1` and an ellipsis:
+ * `max` in all, never half a pair. A name or a sentence shown to a person or the model.
+ */
+export function shortened(text: string, max: number): string {
+  if (firstCodePoints(text, max).length === text.length) return text;
+  return `${firstCodePoints(text, max - 1)}\u2026`;
+}
+
+/**
+ * The first `units` UTF-16 units of `text`, one fewer when the cut would split a surrogate pair: for a
+ * budget counted in units (`.length`: a tool's output, a diff, a line), never half a character, which the
+ * store would read back as U+FFFD and a provider's JSON parser may refuse.
+ */
+export function firstUnits(text: string, units: number): string {
+  if (text.length <= units) return text;
+  if (units <= 0) return '';
+  const last = text.charCodeAt(units - 1);
+  const next = text.charCodeAt(units);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff && next >= 0xdc00 && next <= 0xdfff ? units - 1 : units);
+}
+
+/** String.prototype's own (ES2024: Chrome 111, Safari 16.4, Firefox 119), when the runtime has them. */
+type WellFormedBuiltIns = { isWellFormed?: (this: string) => boolean; toWellFormed?: (this: string) => string };
+
+/**
  * `text` as well-formed UTF-16: each lone surrogate (a JSON "\ud800" from a client, a model's answer cut
  * inside a pair) becomes U+FFFD, as the UTF-8 of SQLite's bindings (sql.js, history.db) cannot hold it and
  * would read it back changed (three U+FFFD from sql.js, one from history.db). The text itself when it is
- * well-formed already (one scan, no copy).
+ * well-formed already (one scan, no copy). The phone page's bundle targets Chrome 110 and Safari 16.0, which
+ * lack `isWellFormed` / `toWellFormed`: they are used when present (looked up at each call), else a loop.
  */
 export function wellFormed(text: string): string {
-  return text.isWellFormed() ? text : text.toWellFormed();
+  const own = String.prototype as WellFormedBuiltIns;
+  if (own.isWellFormed && own.toWellFormed) return own.isWellFormed.call(text) ? text : own.toWellFormed.call(text);
+  return wellFormedLoop(text);
+}
+
+/** Whether `text` holds no lone surrogate (`String.prototype.isWellFormed`, or the loop where it is missing). */
+export function isWellFormed(text: string): boolean {
+  const own = String.prototype as WellFormedBuiltIns;
+  return own.isWellFormed ? own.isWellFormed.call(text) : loneSurrogateAt(text, 0) < 0;
+}
+
+/** wellFormed without the built-ins: the index of the first lone surrogate, then a copy that replaces each. */
+export function wellFormedLoop(text: string): string {
+  const first = loneSurrogateAt(text, 0);
+  if (first < 0) return text;
+  let out = '';
+  let from = 0;
+  for (let at = first; at >= 0; at = loneSurrogateAt(text, from)) {
+    out += `${text.slice(from, at)}\ufffd`;
+    from = at + 1;
+  }
+  return out + text.slice(from);
+}
+
+/** The index of the first lone surrogate in `text` at or after `from`, or -1. */
+function loneSurrogateAt(text: string, from: number): number {
+  for (let i = from; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0xd800 || unit > 0xdfff) continue;
+    if (unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        i++;
+        continue;
+      }
+    }
+    return i;
+  }
+  return -1;
 }

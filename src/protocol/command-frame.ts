@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isWellFormed } from './code-points';
 import { isRequestId, RequestId } from './envelope';
 import { lazySchema } from './lazy-schema';
 
@@ -40,7 +41,7 @@ export const MAX_CLIENT_MESSAGE_ID_CHARS = 128;
 export const ClientMessageId = lazySchema(() =>
   nonEmpty('client_message_id')
     .max(MAX_CLIENT_MESSAGE_ID_CHARS, { error: `client_message_id must be at most ${MAX_CLIENT_MESSAGE_ID_CHARS} characters` })
-    .refine((id) => id.isWellFormed(), { error: 'client_message_id holds a lone UTF-16 surrogate (half of a character): make it of whole characters' }),
+    .refine(isWellFormed, { error: 'client_message_id holds a lone UTF-16 surrogate (half of a character): make it of whole characters' }),
 );
 
 /** The frame's `id` when it is a valid one, so even a refused frame's error can be matched by its client. */

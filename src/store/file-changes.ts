@@ -87,14 +87,17 @@ export class FileChangesRepo {
     await this.db.write((tx) => tx.run(`DELETE FROM file_changes WHERE id = ? AND state = 'pending'`, [id]));
   }
 
-  /** A tool call whose effects are not recorded (listed as not reversible); its detail (a command line the model wrote) stored well-formed, as a message's text. */
+  /**
+   * A tool call whose effects are not recorded (listed as not reversible); its tool's name (an MCP server's
+   * tool, named by the server) and detail (a command line the model wrote) stored well-formed, as a message's text.
+   */
   async recordUnrecorded(entry: { id: string; conversation_id: string; turn_id: string; tool: string; detail: string }): Promise<void> {
     await this.db.write((tx) =>
       tx.run(`INSERT INTO file_changes (id, conversation_id, turn_id, kind, tool, detail, state, created_at) VALUES (?, ?, ?, 'unrecorded', ?, ?, 'done', ?)`, [
         entry.id,
         entry.conversation_id,
         entry.turn_id,
-        entry.tool,
+        wellFormed(entry.tool),
         wellFormed(entry.detail),
         new Date().toISOString(),
       ]),

@@ -94,13 +94,15 @@ function dataText(m: NewMessage): string | null {
  * statements): a known role, and its text well-formed, made so in place (a lone surrogate becomes U+FFFD,
  * protocol/code-points.ts wellFormed), so what the caller goes on to show (the events, the history cache
  * the model is sent, a reply's answer) is what the store gives back, before and after a restart; its
- * tool name too (a tool call the model named: an unknown tool's result carries it). `data` needs
+ * tool name too (a tool call the model named: an unknown tool's result carries it) and its user_id (a
+ * webhook sender's, as the sender's client gave it). `data` needs
  * nothing: stored as JSON, whose text escapes a lone surrogate, it reads back as it was given.
  */
 function checkMessage(m: NewMessage): void {
   if (!ROLES.has(m.role)) throw new Error(`invalid message role: ${String(m.role)}`);
   m.content = wellFormed(m.content);
   if (typeof m.tool_name === 'string') m.tool_name = wellFormed(m.tool_name);
+  if (typeof m.user_id === 'string') m.user_id = wellFormed(m.user_id);
 }
 
 export function bodyOf(m: Pick<NewMessage, 'conversation_id' | 'role' | 'content'>, data: string | null): BodyIn {

@@ -216,7 +216,8 @@ export class WebhooksRepo {
       'pending',
       timestamp,
       bodyKey === undefined ? content : previewOf(content),
-      message.user_id ?? null,
+      // The sender's id as the client gave it, well-formed as the message's own (messages.ts checkMessage).
+      message.user_id === undefined ? null : wellFormed(message.user_id),
       bodyKey ?? null,
     ]);
     if (input.idempotencyKey !== undefined) {

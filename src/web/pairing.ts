@@ -6,6 +6,7 @@
  * The one-time `pair` secret is spent in the first `auth` for the device's own token, which replaces it
  * (docs/protocol.md, "Devices").
  */
+import { firstCodePoints } from '../protocol/code-points';
 import { displayName, readsAs } from '../protocol/display-name';
 import { bytesOfLength } from '../tunnel/base64url';
 
@@ -82,7 +83,7 @@ export function nameOfFragment(hash: string): string | undefined {
 
 /** A machine's name as the phone keeps and shows it: no hidden characters, trimmed, 60 characters at most; '' when nothing visible is left. */
 export function machineName(text: string): string {
-  const name = displayName(text).trim().slice(0, 60);
+  const name = firstCodePoints(displayName(text).trim(), 60);
   return readsAs(name).trim() ? name : '';
 }
 

@@ -251,6 +251,13 @@ describe('MCP tool source', () => {
     await assert.rejects(find(before, 'calc.add').run({ a: 1, b: 1 }, ctx()), /MCP server "calc" is no longer configured/);
   });
 
+  test("a tool the server names with a lone surrogate is listed well-formed and still calls the server's tool", async (t) => {
+    const { source } = await setup(t, (d) => ({ calc: server(d, 'calc', 'lone-name') }));
+    const tools = await source.tools();
+    assert.ok(!tools.some((tool) => !tool.name.isWellFormed()), JSON.stringify(tools.map((tool) => tool.name)));
+    assert.deepEqual(await find(tools, 'calc.lone\ufffd').run({}, ctx()), { content: 'lone ran' });
+  });
+
   test('a server whose tool list changes is listed afresh', async (t) => {
     const { source } = await setup(t, (d) => ({ calc: server(d, 'calc') }));
     const tools = await source.tools();

@@ -81,6 +81,8 @@ if (mode === 'no-init') {
       { type: 'resource_link', uri: 'file:///tmp/x.txt', name: 'x.txt' },
     ],
   }));
+  // A name with a lone surrogate (JSON carries it as "\ud800"): the service's name for it is made well-formed.
+  if (mode === 'lone-name') server.registerTool('lone\ud800', { description: 'Named with half a character.' }, () => text('lone ran'));
   server.registerTool('env', { description: 'The value of an environment variable.', inputSchema: { name: z.string() } }, ({ name }) => text(process.env[name] ?? '(unset)'));
   server.registerTool('spawn_child', { description: 'Leaves a long-lived child process behind.' }, () => {
     const child = spawn(process.execPath, ['-e', 'process.on("SIGTERM", () => {}); setInterval(() => {}, 1000)'], { stdio: 'ignore' });

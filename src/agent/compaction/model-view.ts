@@ -1,3 +1,4 @@
+import { firstUnits } from '../../protocol/code-points';
 import type { MessageRow } from '../../store';
 import { estimateTokens, fitHistory } from '../history';
 import type { ChatMessage } from '../providers/types';
@@ -44,7 +45,7 @@ export function summaryMessage(text: string): ChatMessage {
 
 function cutOutput(content: string): string {
   if (content.length <= CUT_TOOL_HEAD * 2) return content;
-  return `${content.slice(0, CUT_TOOL_HEAD)}\n[output cut to fit the context window: ${content.length - CUT_TOOL_HEAD} more characters left out; run the tool again if you need them]`;
+  return `${firstUnits(content, CUT_TOOL_HEAD)}\n[output cut to fit the context window: ${content.length - CUT_TOOL_HEAD} more characters left out; run the tool again if you need them]`;
 }
 
 /**
@@ -125,7 +126,7 @@ export function fitToBudget(system: readonly ChatMessage[], history: readonly Ch
   const last = kept.at(-1);
   if (last && messagesTokens(kept) > budget && last.role !== 'assistant') {
     const room = Math.max(0, (budget - 64) * 4);
-    kept[kept.length - 1] = { ...last, content: `${last.content.slice(0, room)}\n[cut to fit the context window: ${last.content.length - room} characters left out]` };
+    kept[kept.length - 1] = { ...last, content: `${firstUnits(last.content, room)}\n[cut to fit the context window: ${last.content.length - room} characters left out]` };
   }
   return { messages: [...system, ...kept], dropped };
 }

@@ -1,3 +1,4 @@
+import { firstUnits } from '../../protocol/code-points';
 import type { MessageRow } from '../../store';
 import type { CompletionResult, Provider } from '../providers/types';
 import type { ToolCallData, ToolResultData } from '../transcript';
@@ -28,7 +29,7 @@ Keep exact names, paths, commands, numbers and error messages. Leave out pleasan
 const TOOL_TEXT_CAP = 1_000;
 
 function capped(text: string, cap: number): string {
-  return text.length <= cap ? text : `${text.slice(0, cap)} [… ${text.length - cap} more characters]`;
+  return text.length <= cap ? text : `${firstUnits(text, cap)} [… ${text.length - cap} more characters]`;
 }
 
 /** One stored row as a line of the transcript the summariser reads. */

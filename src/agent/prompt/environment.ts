@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { displayName, readsAs } from '../../protocol';
+import { firstCodePoints } from '../../protocol/code-points';
 import { COMMAND_SHELL } from '../tools/builtin/run-command';
 import type { GitSummary } from './git-status';
 
@@ -7,7 +8,7 @@ import type { GitSummary } from './git-status';
 export const DEFAULT_CONTEXT_WINDOW_TOKENS = 32_000;
 /** Workspace folders whose git status is asked each turn; more are listed without it. */
 const MAX_GIT_FOLDERS = 4;
-/** A device name is the user's text: one line, this long at most. */
+/** A device name is the user's text: one line, this many characters at most (code points, the ellipsis of a cut one included). */
 const MAX_CLIENT_CHARS = 80;
 
 /** What stays true for a whole conversation: where the agent runs. Part of the system message. */
@@ -211,5 +212,7 @@ function formattedTime(now: Date): string {
 
 function oneLine(text: string): string {
   const line = displayName(text.replace(/\s+/g, ' ')).trim();
-  return line.length > MAX_CLIENT_CHARS ? `${line.slice(0, MAX_CLIENT_CHARS)}…` : line;
+  // Its first 80 characters and an ellipsis, as before code points counted (an ASCII label cuts as it did).
+  const kept = firstCodePoints(line, MAX_CLIENT_CHARS);
+  return kept.length === line.length ? line : `${kept}\u2026`;
 }

@@ -3,15 +3,16 @@
  * frames or paths. Secrets are removed by the one redaction module (src/log/redact.ts); nothing a
  * provider says reaches a message without passing through here.
  */
+import { shortened, wellFormed } from '../../protocol/code-points';
 import { redactVendorText, type VendorSecrets } from '../../log/redact';
 
 export const MAX_DETAIL_LENGTH = 200;
 
-/** One line, secrets removed, at most `max` characters. */
+/** One line, secrets removed, well-formed, at most `max` characters (code points). */
 export function safeDetail(text: unknown, secrets: VendorSecrets = {}, max = MAX_DETAIL_LENGTH): string {
   const raw = typeof text === 'string' ? text : text === undefined || text === null ? '' : safeStringify(text);
-  const oneLine = redactVendorText(raw, secrets).replace(/\s+/g, ' ').trim();
-  return oneLine.length > max ? `${oneLine.slice(0, max - 1)}\u2026` : oneLine;
+  // Well-formed: a JSON error body's "\ud800" parses to a lone surrogate, and the text may be stored (a webhook's failure).
+  return shortened(wellFormed(redactVendorText(raw, secrets).replace(/\s+/g, ' ').trim()), max);
 }
 
 /** Longest cause shown to a client: a sentence, not a report. */
@@ -75,7 +76,7 @@ export function cleanCause(text: unknown, secrets: VendorSecrets = {}): string {
   const sentenceEnd = /[.!?](?=\s|$)/.exec(cause);
   if (sentenceEnd) cause = cause.slice(0, sentenceEnd.index + 1);
   cause = withoutPaths(cause).trim();
-  return cause.length > MAX_CAUSE_LENGTH ? `${cause.slice(0, MAX_CAUSE_LENGTH - 1)}\u2026` : cause;
+  return shortened(cause, MAX_CAUSE_LENGTH);
 }
 
 /** An endpoint as it may be shown: no user info, query or fragment (they can carry credentials). */

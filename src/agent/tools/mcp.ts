@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline';
 import type { z } from 'zod';
 import { version } from '../../../package.json';
 import { nullLogger, type Logger } from '../../log/logger';
+import { wellFormed } from '../../protocol/code-points';
 import type { McpServer } from '../../protocol/config';
 import { createServerProcess, type ServerProcess } from './mcp-process';
 import { mcpSdk } from './mcp-sdk';
@@ -109,7 +110,9 @@ class McpToolSource implements ToolSource {
 
   private toolOf(server: string, tool: McpTool): Tool {
     return {
-      name: `${server}.${tool.name}`,
+      // The service's name for it, well-formed (a lone surrogate as U+FFFD: the store could not keep it);
+      // the server is called by its own name.
+      name: wellFormed(`${server}.${tool.name}`),
       description: tool.description ?? tool.title ?? tool.annotations?.title ?? `Tool ${tool.name} of the MCP server ${server}.`,
       inputSchema: { ...tool.inputSchema, type: 'object' },
       parameters: parameterTypes(tool.inputSchema),

@@ -1,3 +1,4 @@
+import { firstUnits } from '../../protocol/code-points';
 import { ToolError } from './types';
 
 /** The argument types a tool may declare. `string | string[]` is run_command's `command`. */
@@ -50,7 +51,7 @@ export function parameterTypesOf(specs: ParamSpecs): Record<string, string> {
 function describeValue(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return `a string (${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value)})`;
+  if (typeof value === 'string') return `a string (${JSON.stringify(value.length > 40 ? `${firstUnits(value, 40)}...` : value)})`;
   return `a ${typeof value}`;
 }
 

@@ -1,3 +1,4 @@
+import { firstUnits } from '../../protocol/code-points';
 import type { DiffPreview, PermissionPreview } from '../../protocol';
 import { unifiedDiff } from './unified-diff';
 import { ToolError, type Tool, type ToolPreview } from './types';
@@ -11,7 +12,7 @@ const MAX_ARGUMENT_CHARS = 300;
 export function describeArguments(args: Record<string, unknown>): string {
   const lines = Object.entries(args).map(([name, value]) => {
     const text = typeof value === 'string' ? value : JSON.stringify(value);
-    return `${name}: ${text.length > MAX_ARGUMENT_CHARS ? `${text.slice(0, MAX_ARGUMENT_CHARS)}… (${text.length} characters)` : text}`;
+    return `${name}: ${text.length > MAX_ARGUMENT_CHARS ? `${firstUnits(text, MAX_ARGUMENT_CHARS)}… (${text.length} characters)` : text}`;
   });
   return lines.join('\n') || '(no arguments)';
 }
@@ -25,7 +26,7 @@ export function diffPreview(target: WorkspacePath, before: string | undefined, a
 export function wireDiff(target: WorkspacePath, before: string | undefined, after: string): DiffPreview {
   const diff = unifiedDiff(target.relative, before, after);
   const truncated = diff.length > MAX_PREVIEW_DIFF_CHARS;
-  return { kind: 'diff', path: target.relative, diff: truncated ? diff.slice(0, MAX_PREVIEW_DIFF_CHARS) : diff, new_file: before === undefined, truncated };
+  return { kind: 'diff', path: target.relative, diff: truncated ? firstUnits(diff, MAX_PREVIEW_DIFF_CHARS) : diff, new_file: before === undefined, truncated };
 }
 
 /** A file tool's preview as a result's `detail` (what was applied): the wire's fields only. */

@@ -1,5 +1,6 @@
 import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
+import { isWellFormed } from '../../protocol/code-points';
 import { privateFolders } from './private-folders';
 import { ToolError } from './types';
 
@@ -57,7 +58,7 @@ export async function resolveWorkspacePath(roots: string[], input: string): Prom
   if (input.includes('\0')) throw new ToolError('path contains a NUL character');
   // No file name holds one as the same text (Node writes U+FFFD's bytes), nor does the store (UTF-8): a
   // write's undo record would name neither the path asked for nor the file written.
-  if (!input.isWellFormed()) throw new ToolError('path contains a lone UTF-16 surrogate (half of a character), which no file name can hold');
+  if (!isWellFormed(input)) throw new ToolError('path contains a lone UTF-16 surrogate (half of a character), which no file name can hold');
   const known = await realRoots(roots);
   const candidate = path.resolve(known[0].real, input);
   // Judged on the text first: the message is clearer, and nothing outside is even looked at.

@@ -4,6 +4,7 @@
  * Of its three jobs, the live turn (live-turn.ts) and the outbox's sending (outbox-sender.ts) live
  * apart; navigation (which conversation is on screen, following it, its history) is here.
  */
+import { shortened } from '../../protocol/code-points';
 import type { CommandInput, Conversation, EnvelopeOf, PermissionMode, ViewEvent } from '../../protocol';
 import { contextChars, MAX_CONTEXT_CHARS } from '../../protocol/chat-context';
 import type { PendingRequests } from '../../protocol/pending-requests';
@@ -413,7 +414,7 @@ export class ChatApp {
       ...(attachments.length > 0 ? { attachments } : {}),
       ...(this.current ? { conversation_id: this.current } : { draft: this.draft, worktree: this.worktreeBox.checked }),
     };
-    if (!this.current) this.header.setTitle(text.length > 80 ? `${text.slice(0, 79)}…` : text);
+    if (!this.current) this.header.setTitle(shortened(text, 80));
     // Stop at once; the conversation's row then says whether it runs (conversation.updated).
     if (this.connected) this.composer.setRunning(true);
     this.sender.add(item);

@@ -1,3 +1,5 @@
+import { firstUnits } from '../../protocol/code-points';
+
 /** A tiny element builder: text children are always text nodes (never parsed as HTML). */
 type Child = Node | string | null | undefined | false;
 type Attrs = Record<string, string | number | boolean | undefined | null | ((event: Event) => void)>;
@@ -61,7 +63,7 @@ export function formatArguments(args: unknown, max = 600): string {
   } catch {
     text = String(args);
   }
-  return text.length > max ? `${text.slice(0, max)}…` : text;
+  return text.length > max ? `${firstUnits(text, max)}…` : text;
 }
 
 /** "just now", "5 min ago", "yesterday", or a date. */

@@ -5,6 +5,7 @@
  * its start and end with the middle a tap away, and its exit code; what was read or found, short; a
  * denial's reason. Arguments read as `key: value`, long or multi-line strings as blocks, never JSON.
  */
+import { firstUnits, shortened } from '../../protocol/code-points';
 import type { ToolResultDetail } from '../../protocol';
 import { h } from './dom';
 import { renderPreview } from './preview-view';
@@ -141,7 +142,7 @@ function subjectOf(args: unknown): string {
   for (const key of SUBJECT_KEYS) {
     const value = args[key];
     const text = typeof value === 'string' ? value : Array.isArray(value) && value.every((v) => typeof v === 'string') ? value.join(' ') : '';
-    if (text.trim()) return text.length > 80 ? `${text.slice(0, 79)}…` : text;
+    if (text.trim()) return shortened(text, 80);
   }
   return '';
 }
@@ -162,7 +163,7 @@ function argumentsView(args: unknown, omit: ReadonlySet<string> = new Set()): HT
 }
 
 function argumentBlock(text: string): HTMLElement {
-  const pre = h('pre', { class: 'tool-arg-block' }, text.length > BLOCK_ARGUMENT_CHARS ? `${text.slice(0, BLOCK_ARGUMENT_CHARS)}…` : text);
+  const pre = h('pre', { class: 'tool-arg-block' }, text.length > BLOCK_ARGUMENT_CHARS ? `${firstUnits(text, BLOCK_ARGUMENT_CHARS)}…` : text);
   if (text.length <= BLOCK_ARGUMENT_CHARS) return pre;
   const show = h('button', { type: 'button', class: 'button secondary tool-output-more' }, `Show all ${text.length} characters`);
   show.addEventListener('click', () => {

@@ -4,6 +4,7 @@
  * runs finished since the user last looked at their conversation, which "Clear finished" forgets.
  * Tapping an item switches to its machine and opens the conversation.
  */
+import { shortened } from '../../protocol/code-points';
 import type { PermissionRequest } from '../../protocol';
 import { h, relativeTime } from '../chat/dom';
 import { renderPreview } from '../chat/preview-view';
@@ -126,5 +127,5 @@ function subjectOf(request: PermissionRequest): string {
           : typeof request.arguments.path === 'string'
             ? request.arguments.path
             : '';
-  return subject.length > 80 ? `${subject.slice(0, 79)}…` : subject;
+  return shortened(subject, 80);
 }

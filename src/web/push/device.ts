@@ -1,3 +1,5 @@
+import { firstUnits } from '../../protocol/code-points';
+
 /**
  * This phone page install as a push device (docs/protocol.md, "Web Push"): a random id kept in
  * localStorage, and a name the user can change (by default what the browser says it is, e.g.
@@ -20,7 +22,7 @@ export function deviceName(): string {
 }
 
 export function saveDeviceName(name: string): string {
-  const trimmed = name.trim().slice(0, 100);
+  const trimmed = firstUnits(name.trim(), 100);
   if (trimmed) localStorage.setItem(NAME_KEY, trimmed);
   else localStorage.removeItem(NAME_KEY);
   return deviceName();

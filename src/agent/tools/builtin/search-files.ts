@@ -2,6 +2,7 @@ import type { Dirent } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { openForReading } from '../anchored-fs';
 import path from 'node:path';
+import { firstUnits } from '../../../protocol/code-points';
 import { defineTool } from '../define-tool';
 import { BoundedMatcher } from '../bounded-matcher';
 import { globTarget, globToRegExp } from '../glob';
@@ -99,7 +100,7 @@ export function searchFilesTool(roots: WorkspaceRoots): Tool {
         if (found.length === 0 && !more) return;
         const lines = text.split(/\r?\n/);
         for (const i of found) {
-          const line = lines[i].length > MAX_LINE_CHARS ? `${lines[i].slice(0, MAX_LINE_CHARS)}...` : lines[i];
+          const line = lines[i].length > MAX_LINE_CHARS ? `${firstUnits(lines[i], MAX_LINE_CHARS)}...` : lines[i];
           state.matches.push(`${display}:${i + 1}: ${line}`);
         }
         if (more) state.full = true;

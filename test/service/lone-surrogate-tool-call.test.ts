@@ -1,14 +1,15 @@
 // A tool the model named with a lone surrogate: tool.call and tool.result name it as get_messages does (review22a: the events carried the raw name).
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
-import { startFakeOpenAI } from '../helpers/fake-openai';
+import { test, type TestContext } from 'node:test';
+import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startService } from '../helpers/service';
 import { tempDir } from '../helpers/temp';
 import { TestClient } from '../helpers/ws-client';
 
 type Frame = Record<string, unknown>;
 
-test('a tool call named with a lone surrogate: the events name the tool as get_messages does', { timeout: 120_000 }, async (t) => {
+/** A service asking a fake OpenAI server, tools allowed, and a client authed to it; all closed after `t`. */
+async function serviceWithFake(t: TestContext): Promise<{ fake: FakeOpenAI; client: TestClient }> {
   const fake = await startFakeOpenAI();
   t.after(() => fake.close());
   const { dir, cleanup } = await tempDir('lone-tool-call-');
@@ -17,6 +18,11 @@ test('a tool call named with a lone surrogate: the events name the tool as get_m
   t.after(() => running.stop());
   const client = await TestClient.authed(running.wsUrl, running.token);
   t.after(() => client.close());
+  return { fake, client };
+}
+
+test('a tool call named with a lone surrogate: the events name the tool as get_messages does', { timeout: 120_000 }, async (t) => {
+  const { fake, client } = await serviceWithFake(t);
   fake.script({ tool_calls: [{ id: 'call_1', name: 'nosuch\ud800', arguments: { a: 1 } }] }, { text: 'done' });
   const answer = await client.request({ type: 'chat', message: 'go' }, 30_000);
   assert.equal(answer.status, 'ok', JSON.stringify(answer));
@@ -31,14 +37,7 @@ test('a tool call named with a lone surrogate: the events name the tool as get_m
 // review22b: two ids that differ only in a lone surrogate became one when made well-formed, and the
 // second call's result was dropped from the next request; a provider repeating an id is the same case.
 test('calls whose ids become one (a lone surrogate each, or repeated): the next request answers each call under its own id', { timeout: 120_000 }, async (t) => {
-  const fake = await startFakeOpenAI();
-  t.after(() => fake.close());
-  const { dir, cleanup } = await tempDir('dup-call-ids-');
-  t.after(cleanup);
-  const running = await startService({ provider: 'openai', model: 'fake-model', base_url: fake.url, permission_mode: 'allow' }, { dataDir: dir });
-  t.after(() => running.stop());
-  const client = await TestClient.authed(running.wsUrl, running.token);
-  t.after(() => client.close());
+  const { fake, client } = await serviceWithFake(t);
   fake.script(
     {
       tool_calls: [

@@ -155,7 +155,7 @@ const STOP_GRACE_MS = 10_000;
  * requests that waited for it (a client's auth, then its first command) are answered first.
  */
 const WARM_UP_DELAY_MS = 100;
-/** Lazy schemas the warm-up builds a turn of the event loop (each ~0.1 ms on this machine). */
+/** Lazy schemas the warm-up builds a turn of the event loop (a slice 0.4-4.6 ms on this machine, tsx, loaded). */
 const SCHEMAS_A_TURN = 16;
 
 /** Where the service listens once it does: LAN pairing links name it. */
@@ -807,36 +807,40 @@ export class Service {
     const run = async () => {
       // A turn that began since whole stopped the warm-up (Agent.endsWarmUp): it compiles what the practice would.
       if (signal.aborted) return;
-      const scratch = await openScratchStore(store, signal);
       try {
-        const workspaceRoots = () => workspaceRootsOf(this.config.current, this.options.hostServices);
-        const tools = createPracticeToolRegistry(() => this.config.current, scratch, workspaceRoots);
-        const provider = held(practiceProvider(this.config.current.provider), this.options.holdPractice, signal);
-        // Its events framed as a socket's would be (the text, then the frame), and dropped.
-        await runPracticeTurn(
-          (announce) => agent.practiceTwin({ store: scratch, provider, tools, ...announce }),
-          scratch,
-          (event) => textFrame(wireText(event)),
-          signal,
-        );
-        // What a turn leaves to the loop's next check phase (its rows' seqs read for the history cache)
-        // runs first: its statements are the first chat's too.
-        await nextTurn();
-        // And history.db's sync mark, which the open's sync leaves to ride the next write: since the webhook
-        // channel's first clean-up waits 30 s (s20), that write is often a first chat's message.
-        for (const text of [...scratch.db.statementTexts(), NOTE_MARK_SQL]) {
-          if (signal.aborted) break;
+        const scratch = await openScratchStore(store, signal);
+        try {
+          const workspaceRoots = () => workspaceRootsOf(this.config.current, this.options.hostServices);
+          const tools = createPracticeToolRegistry(() => this.config.current, scratch, workspaceRoots);
+          const provider = held(practiceProvider(this.config.current.provider), this.options.holdPractice, signal);
+          // Its events framed as a socket's would be (the text, then the frame), and dropped.
+          await runPracticeTurn(
+            (announce) => agent.practiceTwin({ store: scratch, provider, tools, ...announce }),
+            scratch,
+            (event) => textFrame(wireText(event)),
+            signal,
+          );
+          // What a turn leaves to the loop's next check phase (its rows' seqs read for the history cache)
+          // runs first: its statements are the first chat's too.
           await nextTurn();
-          store.db.prepareAhead([text]);
+          // And history.db's sync mark, which the open's sync leaves to ride the next write: since the webhook
+          // channel's first clean-up waits 30 s (s20), that write is often a first chat's message.
+          for (const text of [...scratch.db.statementTexts(), NOTE_MARK_SQL]) {
+            if (signal.aborted) break;
+            await nextTurn();
+            store.db.prepareAhead([text]);
+          }
+        } finally {
+          await scratch.close();
         }
       } finally {
-        await scratch.close();
+        // The protocol's schemas are built at their first use (protocol/lazy-schema.ts), so a start's ready
+        // does not wait for them; those no client used yet are built now (also after a failed practice), a
+        // slice a turn of the loop, so that a first command of a kind does not pay for its schema, and the
+        // garbage of building them falls here and not in a first chat (their scavenge, ~10 ms, did when
+        // they were left to first use).
+        while (!signal.aborted && buildLazySchemas(SCHEMAS_A_TURN)) await nextTurn();
       }
-      // The protocol's schemas are built at their first use (protocol/lazy-schema.ts), so a start's ready
-      // does not wait for them; those no client used yet are built now, a slice a turn of the loop, so
-      // that a first command of a kind does not pay for its schema, and the garbage of building them falls
-      // here and not in a first chat (their scavenge, ~10 ms, did when they were left to first use).
-      while (!signal.aborted && buildLazySchemas(SCHEMAS_A_TURN)) await nextTurn();
     };
     // Cut short by stop: not a failure of the warm-up.
     this.practising = run().catch((error: unknown) => {

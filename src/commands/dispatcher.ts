@@ -63,7 +63,14 @@ export function createDispatcher(ctx: CommandContext): Dispatch {
   // Not an async function: the handler's promise is answered by one then() (an await more a command was a
   // measurable part of a get_config round trip, issue 25).
   return (frame, session) => {
-    const command = commandOf(frame);
+    let command: Command | Envelope;
+    try {
+      command = commandOf(frame);
+    } catch (error) {
+      // A schema whose build throws (built at its type's first frame, protocol/lazy-schema.ts): a bug of
+      // ours, answered as one rather than left unanswered.
+      return Promise.resolve(errorEnvelope(error, requestIdOf(frame), ctx));
+    }
     if (!('type' in command)) return Promise.resolve(command);
     const id = command.id;
     const failed = (error: unknown) => errorEnvelope(error, id, ctx);

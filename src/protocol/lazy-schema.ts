@@ -1,13 +1,15 @@
 /**
  * A schema built when it is first used, not when its module loads (issue 25, "Start"). zod builds each
- * schema eagerly, and a schema instance is heavy (dozens of own properties and closures): the protocol's
- * ~300 schemas cost a start ~35 ms of its main thread before anything listened, though a start uses a
- * handful of them (service.json's, auth's). Every schema of src/protocol is declared through this.
+ * schema eagerly, and a schema instance is heavy (dozens of own properties and closures): loading the
+ * protocol's ~210 top-level schemas ran 46-48 ms of a start's main thread (zod itself 11-12), though a
+ * start uses a handful of them (service.json's, auth's). Every top-level schema of src/protocol is
+ * declared through this; the service's warm-up builds those left (buildLazySchemas).
  *
- * The value stands for the schema in every way code can observe (its fields, methods, `instanceof`,
- * `Object.keys`): a Proxy that builds the schema at its first touch and forwards everything to it. Its
- * identity is its own, so two uses of one declared schema still compare equal; the built schema itself
- * never escapes through this value (only what its methods return).
+ * The value stands for the schema in the ways code here uses one (its fields, methods, `instanceof`,
+ * `Object.keys`, a spread): a Proxy that builds the schema at its first touch and forwards everything to
+ * it. Its identity is its own, so two uses of one declared schema compare equal, but it is not zod's
+ * instance: a registry entry or map keyed by one is not found by the other, `X.optional().unwrap()` is the
+ * instance, not `X`, and `Object.freeze` of it throws. Nothing in src relies on those (review22c).
  */
 export function lazySchema<T extends object>(build: () => T): T {
   let built: T | undefined;

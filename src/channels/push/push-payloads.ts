@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { PermissionPreview, ServiceEvent } from '../../protocol';
 import type { PushPayload } from '../../protocol/push-payload';
+import { shortened } from '../../protocol/code-points';
 import { sourceLabel } from '../../protocol/sources';
 
 /**
@@ -17,8 +18,7 @@ const BODY_CHARS = 400;
 export type TextFilter = (text: string) => string;
 
 function cut(text: string, max: number): string {
-  const chars = [...text.trim()];
-  return chars.length <= max ? chars.join('') : `${chars.slice(0, max - 1).join('')}…`;
+  return shortened(text.trim(), max);
 }
 
 export const promptTag = (conversationId: string) => `prompt:${conversationId}`;

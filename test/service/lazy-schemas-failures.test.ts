@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Command, CommandResults, CommandSchemas } from '../../src/protocol';
 import { lazySchema, schemaBuilt } from '../../src/protocol/lazy-schema';
+import { commandOf } from '../../src/commands/dispatcher';
 import { startService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
 
@@ -42,5 +43,11 @@ test('a command schema whose build throws is answered server_error, and the sess
   } finally {
     schemas.list_tools = kept;
     await svc.dispose();
+  }
+});
+
+test('a frame whose type names an Object.prototype member is an unknown command (CommandSchemas is a plain object, read by own key only)', () => {
+  for (const type of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', 'isPrototypeOf']) {
+    assert.deepEqual(commandOf(JSON.parse(`{"type":"${type}","id":7}`)), { status: 'error', error: `unknown command type: ${type}`, code: 'invalid_request', id: 7 });
   }
 });

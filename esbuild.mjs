@@ -1,7 +1,7 @@
 // Bundles every entry point into dist/ (Node, CommonJS) and copies the sql.js and SQLite WASM beside them.
 import { build, context } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 
 const production = process.argv.includes('--production');
 // `npm run watch` (F5's pre-launch task): rebuild on every change; the lines below tell VS Code's task when.
@@ -23,6 +23,27 @@ const zodEnglishOnly = {
   },
 };
 
+/**
+ * Every Node bundle in ASCII: esbuild escapes what is not ASCII in strings, regular expressions and names
+ * (its default `charset`) but keeps comments as written, and a few dashes in comments made Node decode
+ * the whole of cli-main.js (2 MB) as UTF-8 into a two-byte string at each start, which the loader now
+ * reads as Latin-1 (src/cli-loader.ts, readBundle). What is left is escaped as `\uXXXX`: inert in a
+ * comment, and the same text anywhere else but a raw template.
+ */
+const asciiOnly = {
+  name: 'ascii-only',
+  setup(b) {
+    b.initialOptions.metafile = true;
+    b.onEnd((result) => {
+      for (const file of Object.keys(result.metafile?.outputs ?? {}).filter((f) => f.endsWith('.js'))) {
+        const text = readFileSync(file, 'utf8');
+        const ascii = text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+        if (ascii !== text) writeFileSync(file, ascii);
+      }
+    });
+  },
+};
+
 const common = {
   bundle: true,
   platform: 'node',
@@ -31,7 +52,7 @@ const common = {
   sourcemap: !production,
   minify: production,
   logLevel: 'warning',
-  plugins: [zodEnglishOnly],
+  plugins: [zodEnglishOnly, asciiOnly],
 };
 
 // The chat UI (src/web): one browser bundle per host, beside media/chat.css and media/phone.html.
@@ -79,7 +100,16 @@ const builds = [
   ...split,
   // The command line: cli.js runs cli-main.js compiled with V8's code cache (src/cli-loader.ts), written below.
   { ...common, entryPoints: { cli: 'src/cli-loader.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
-  { ...common, entryPoints: { 'cli-main': 'src/cli.ts' }, outdir: 'dist', plugins: [...common.plugins, splitOff] },
+  // As a function of a CommonJS module's arguments, the text the loader compiles: a wrapper added at start
+  // made V8 flatten the joined 2 MB string before compiling it.
+  {
+    ...common,
+    entryPoints: { 'cli-main': 'src/cli.ts' },
+    outdir: 'dist',
+    plugins: [...common.plugins, splitOff],
+    banner: { js: '(function (exports, require, module, __filename, __dirname) {' },
+    footer: { js: '})' },
+  },
   { ...common, entryPoints: { relay: 'src/relay/node/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
   { ...common, entryPoints: { 'compact-worker': 'src/store/compact-worker.ts' }, outdir: 'dist' },
   { ...common, entryPoints: { 'history-worker': 'src/store/history/history-worker.ts' }, outdir: 'dist' },

@@ -118,3 +118,28 @@ test("the tiering budget set back after SQLite's compile is the running V8's own
   assert.ok(own, 'this Node has the flag');
   assert.equal(defaultTieringBudget(), Number(own[1]), `V8 ${process.versions.v8}`);
 });
+
+test("every Node bundle of the build is ASCII (the loader reads cli-main.js as Latin-1, one byte a character), comments' dashes escaped", async () => {
+  for (const dir of [DIST, join(DIST, 'sdk')]) {
+    for (const name of (await readdir(dir)).filter((n) => n.endsWith('.js'))) {
+      const text = await readFile(join(dir, name), 'utf8');
+      const other = /[^\x00-\x7f]/.exec(text);
+      assert.equal(other, null, `${name}: ${JSON.stringify(text.slice(Math.max(0, (other?.index ?? 0) - 40), (other?.index ?? 0) + 10))}`);
+    }
+  }
+  // The bundle is the function the loader compiles as it is (no 2 MB string joined at each start).
+  const bundle = await readFile(join(DIST, 'cli-main.js'), 'utf8');
+  assert.ok(bundle.startsWith('(function (exports, require, module, __filename, __dirname) {'), bundle.slice(0, 80));
+});
+
+test('a bundle with characters other than ASCII (not written by the build) is still read as UTF-8', async (t) => {
+  const temp = await tempDir('ra-code-cache-utf8-');
+  t.after(temp.cleanup);
+  for (const name of ['cli.js', 'cli-main.js']) await copyFile(join(DIST, name), join(temp.dir, name));
+  const bundle = join(temp.dir, 'cli-main.js');
+  const source = await readFile(bundle, 'utf8');
+  await writeFile(bundle, source.replace('usage:\n  remote-assistant serve', 'usagé — \u{1F44B}:\n  remote-assistant serve'));
+  const { code, stderr } = await run(join(temp.dir, 'cli.js'));
+  assert.equal(code, 2);
+  assert.match(stderr, /^usagé — \u{1F44B}:\n {2}remote-assistant serve/u);
+});

@@ -112,6 +112,34 @@ test("serve's entry compiles both SQLites ahead and leaves V8's flags as they we
   assert.doesNotMatch(said, /is rejected/);
 });
 
+test("a missing or damaged SQLite .wasm: the entry compiles nothing ahead (each engine then loads as without it) and V8's flags are set back", async (t) => {
+  const temp = await tempDir('ra-sqlite-ahead-');
+  t.after(temp.cleanup);
+  const missing = join(temp.dir, 'missing');
+  const damaged = join(temp.dir, 'damaged');
+  await mkdir(missing);
+  await mkdir(damaged);
+  await copyFile(join(DIST, 'node-sqlite3-wasm.wasm'), join(missing, 'node-sqlite3-wasm.wasm'));
+  await copyFile(join(DIST, 'node-sqlite3-wasm.wasm'), join(damaged, 'node-sqlite3-wasm.wasm'));
+  // sql.js's file cut in its middle (a write that stopped), and so no longer a module.
+  const whole = await readFile(join(DIST, 'sql-wasm.wasm'));
+  await writeFile(join(damaged, 'sql-wasm.wasm'), whole.subarray(0, whole.length >> 1));
+  const script = `
+    const entry = require(${JSON.stringify(CLI)});
+    const outcomes = [${JSON.stringify(missing)}, ${JSON.stringify(damaged)}, ${JSON.stringify(DIST)}].map((dir) => entry.compileSqliteAhead(dir) === undefined ? 'none' : 'compiled');
+    require('node:http');
+    process.stdout.write(JSON.stringify(outcomes));`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_DEBUG_NATIVE: 'CODE_CACHE' } });
+  let out = '';
+  let said = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (said += d));
+  assert.equal(await new Promise((resolve) => child.on('exit', resolve)), 0);
+  assert.deepEqual(JSON.parse(out), ['none', 'none', 'compiled']);
+  assert.match(said, /Code cache of http \(\w+\) is accepted/);
+  assert.doesNotMatch(said, /is rejected/);
+});
+
 test("the tiering budget set back after SQLite's compile is the running V8's own default (else every built-in module's code cache is refused)", () => {
   const options = execFileSync(process.execPath, ['--v8-options'], { encoding: 'utf8', maxBuffer: 64 << 20 });
   const own = /default: --wasm-tiering-budget=(\d+)/.exec(options);

@@ -25,10 +25,10 @@ const zodEnglishOnly = {
 
 /**
  * Every Node bundle in ASCII: esbuild escapes what is not ASCII in strings, regular expressions and names
- * (its default `charset`) but keeps comments as written, and a few dashes in comments made Node decode
- * the whole of cli-main.js (2 MB) as UTF-8 into a two-byte string at each start, which the loader now
- * reads as Latin-1 (src/cli-loader.ts, readBundle). What is left is escaped as `\uXXXX`: inert in a
- * comment, and the same text anywhere else but a raw template.
+ * (its default `charset`) but keeps comments as written, and a few dashes in comments made the whole of
+ * cli-main.js (2 MB), read at each start (src/cli-loader.ts, readBundle), a two-byte string in V8 rather
+ * than a one-byte one. What is left is escaped as `\uXXXX`: inert in a comment, and the same text
+ * anywhere else but a raw template.
  */
 const asciiOnly = {
   name: 'ascii-only',

@@ -1,7 +1,6 @@
 // dist/cli.js, the command line's entry: it runs the command line's bundle (dist/cli-main.js, built from
 // cli.ts) compiled with V8's code cache, which the build writes beside it (esbuild.mjs). Compiling the
 // bundle (1.7 MB) without it was the largest single CPU cost of a start (docs/design.md, "Start-up").
-import { isAscii } from 'node:buffer';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -104,14 +103,13 @@ function readCache(): Buffer | undefined {
 /**
  * The bundle's text, compiled as it is in the file: the build writes it as a function of a CommonJS
  * module's arguments (esbuild.mjs; a wrapper joined here made V8 copy the 2 MB into one string before
- * compiling), in ASCII, read here as Latin-1: V8 keeps it one byte a character, in a string Node makes
- * outside V8's heap, where decoding it as UTF-8 (a few dashes in comments) made a two-byte string. In a
- * bare script: read 27-28 -> 15-16 ms, compile with the cache 33-36 -> 20 ms. A file with other
- * characters (not the build's) is read as UTF-8, as before.
+ * compiling), and in ASCII, which V8 keeps one byte a character where a few dashes in comments made the
+ * whole a two-byte string. In a bare script: read 27-28 -> 20 ms, compile with the cache 33-36 -> 20 ms.
+ * (Read as Latin-1, Node makes an external string, 4 ms less to read, but the first chat then ran 3-4 ms
+ * more of the main thread: docs/design.md, "The bundle read in one byte a character (s23, start23)".)
  */
 function readBundle(): string {
-  const bytes = readFileSync(BUNDLE);
-  return isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
+  return readFileSync(BUNDLE, 'utf8');
 }
 
 function compile(cachedData: Buffer | undefined): vm.Script {

@@ -147,7 +147,7 @@ test("the tiering budget set back after SQLite's compile is the running V8's own
   assert.equal(defaultTieringBudget(), Number(own[1]), `V8 ${process.versions.v8}`);
 });
 
-test("every Node bundle of the build is ASCII (the loader reads cli-main.js as Latin-1, one byte a character), comments' dashes escaped", async () => {
+test("every Node bundle of the build is ASCII (V8 keeps cli-main.js's text one byte a character), comments' dashes escaped", async () => {
   for (const dir of [DIST, join(DIST, 'sdk')]) {
     for (const name of (await readdir(dir)).filter((n) => n.endsWith('.js'))) {
       const text = await readFile(join(dir, name), 'utf8');

@@ -91,6 +91,23 @@ test('a rehearsal that fails (here: no temporary directory for its data) is said
   assert.match(stderr, /rehearsal of a start was not whole .*ENOENT/);
 });
 
+/**
+ * What `script` (run by `node -e`, which requires node:http last) printed as JSON, once it is seen that Node
+ * took the code cache of every built-in module it loaded (NODE_DEBUG_NATIVE=CODE_CACHE says "accepted" or
+ * "rejected" for each): V8 refuses them under flags other than its defaults.
+ */
+async function printedKeepingCodeCaches(script: string): Promise<unknown> {
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_DEBUG_NATIVE: 'CODE_CACHE' } });
+  let out = '';
+  let said = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (said += d));
+  assert.equal(await new Promise((resolve) => child.on('exit', resolve)), 0);
+  assert.match(said, /Code cache of http \(\w+\) is accepted/);
+  assert.doesNotMatch(said, /is rejected/);
+  return JSON.parse(out);
+}
+
 test("serve's entry compiles both SQLites ahead and leaves V8's flags as they were: Node's own modules still take their code caches", async () => {
   // In a process of its own (V8's flags are the process's). Node says whether it took each built-in
   // module's code cache (NODE_DEBUG_NATIVE=CODE_CACHE); V8 refuses them under flags other than its
@@ -101,15 +118,7 @@ test("serve's entry compiles both SQLites ahead and leaves V8's flags as they we
     const modules = compiled ? Object.values(compiled).map((m) => m instanceof WebAssembly.Module) : [];
     require('node:http');
     process.stdout.write(JSON.stringify(modules));`;
-  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_DEBUG_NATIVE: 'CODE_CACHE' } });
-  let out = '';
-  let said = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (said += d));
-  assert.equal(await new Promise((resolve) => child.on('exit', resolve)), 0);
-  assert.deepEqual(JSON.parse(out), [true, true]);
-  assert.match(said, /Code cache of http \(\w+\) is accepted/);
-  assert.doesNotMatch(said, /is rejected/);
+  assert.deepEqual(await printedKeepingCodeCaches(script), [true, true]);
 });
 
 test("a missing or damaged SQLite .wasm: the entry compiles nothing ahead (each engine then loads as without it) and V8's flags are set back", async (t) => {
@@ -129,15 +138,7 @@ test("a missing or damaged SQLite .wasm: the entry compiles nothing ahead (each 
     const outcomes = [${JSON.stringify(missing)}, ${JSON.stringify(damaged)}, ${JSON.stringify(DIST)}].map((dir) => entry.compileSqliteAhead(dir) === undefined ? 'none' : 'compiled');
     require('node:http');
     process.stdout.write(JSON.stringify(outcomes));`;
-  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_DEBUG_NATIVE: 'CODE_CACHE' } });
-  let out = '';
-  let said = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (said += d));
-  assert.equal(await new Promise((resolve) => child.on('exit', resolve)), 0);
-  assert.deepEqual(JSON.parse(out), ['none', 'none', 'compiled']);
-  assert.match(said, /Code cache of http \(\w+\) is accepted/);
-  assert.doesNotMatch(said, /is rejected/);
+  assert.deepEqual(await printedKeepingCodeCaches(script), ['none', 'none', 'compiled']);
 });
 
 test("the tiering budget set back after SQLite's compile is the running V8's own default (else every built-in module's code cache is refused)", () => {

@@ -32,6 +32,16 @@ export function firstUnits(text: string, units: number): string {
   return text.slice(0, last >= 0xd800 && last <= 0xdbff && next >= 0xdc00 && next <= 0xdfff ? units - 1 : units);
 }
 
+/**
+ * firstUnits(text, units) and how many UTF-16 units it left out (one more than `text.length - units` when
+ * the cut fell inside a pair): the count an "N more characters left out" note gives, so the head and the
+ * count always add up to the whole text.
+ */
+export function unitsCut(text: string, units: number): { head: string; leftOut: number } {
+  const head = firstUnits(text, units);
+  return { head, leftOut: text.length - head.length };
+}
+
 /** String.prototype's own (ES2024: Chrome 111, Safari 16.4, Firefox 119), when the runtime has them. */
 type WellFormedBuiltIns = { isWellFormed?: (this: string) => boolean; toWellFormed?: (this: string) => string };
 

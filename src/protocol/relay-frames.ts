@@ -27,7 +27,8 @@ export const MachineCloseFrame = lazySchema(() =>
  * frame's `reason` with it, the relay link the reasons it sends.
  */
 export function clampCloseReason(reason: string): string {
-  return firstUtf8Bytes(wellFormed(reason), 123);
+  // Cut first (a lone surrogate counts the 3 bytes of its U+FFFD): a machine's long reason is never copied whole.
+  return wellFormed(firstUtf8Bytes(reason, 123));
 }
 export const MachineFrame = lazySchema(() => z.discriminatedUnion('t', [MachineDataFrame, MachineCloseFrame]));
 export type MachineFrame = z.infer<typeof MachineFrame>;

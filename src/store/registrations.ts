@@ -26,6 +26,13 @@ export class RegistrationsRepo {
          ON CONFLICT (machine_name) DO UPDATE SET public_key = excluded.public_key, updated_at = excluded.updated_at, e2e_v2 = excluded.e2e_v2`,
         [machineName, publicKey, now, now, marked ? 1 : 0],
       );
+      // The same machine registered before names were made well-formed (s21) is under its old spelling,
+      // which no name sent now equals: that row goes too, or its key would keep opening the tunnel.
+      if (machineName.includes('\ufffd')) {
+        for (const row of tx.all<{ id: number; stored: string }>('SELECT rowid AS id, hex(machine_name) AS stored FROM registrations')) {
+          if (olderSpellingOf(row.stored) === machineName) tx.run('DELETE FROM registrations WHERE rowid = ?', [row.id]);
+        }
+      }
     });
   }
 
@@ -44,6 +51,26 @@ export class RegistrationsRepo {
       for (const key of publicKeys) tx.run('UPDATE registrations SET e2e_v2 = 1 WHERE public_key = ?', [key]);
     });
   }
+}
+
+/**
+ * The name an older build stored as these bytes (hex), as it is spelled now; undefined when they hold no
+ * lone surrogate. Before s21 a name's lone surrogates reached sql.js as sent, which wrote each as the three
+ * bytes ED A0-BF 80-BF (read back as three U+FFFD); a name is now made well-formed first, each lone
+ * surrogate one U+FFFD (protocol/display-name.ts).
+ */
+export function olderSpellingOf(hex: string): string | undefined {
+  const bytes = Buffer.from(hex, 'hex');
+  const out: number[] = [];
+  let found = false;
+  for (let i = 0; i < bytes.length; i += 1) {
+    if (bytes[i] === 0xed && i + 2 < bytes.length && bytes[i + 1]! >= 0xa0 && bytes[i + 1]! <= 0xbf && (bytes[i + 2]! & 0xc0) === 0x80) {
+      out.push(0xef, 0xbf, 0xbd);
+      found = true;
+      i += 2;
+    } else out.push(bytes[i]!);
+  }
+  return found ? Buffer.from(out).toString('utf8') : undefined;
 }
 
 /** Whether two stored spellings name the same key (canonical forms; text that is no key compares as it is). */

@@ -62,8 +62,8 @@ test("an unrecorded call's tool name (an MCP server's tool, named by the server)
   );
 });
 
-// Not fixed (review22a's finding 8, left by the brief): such a machine keeps its old key beside the new one.
-test('a machine registered before names were made well-formed is replaced when registered again under the same name', { timeout: 60_000, todo: 'finding 8: not fixed' }, async (t) => {
+// review22a's finding 8: such a machine kept its old key beside the new one (the row under its old spelling stayed).
+test('a machine registered before names were made well-formed is replaced when registered again under the same name', { timeout: 60_000 }, async (t) => {
   const { dir, cleanup } = await tempDir('lone-surrogate-keys-');
   t.after(cleanup);
   const store: Store = await openStore(dir);
@@ -78,4 +78,40 @@ test('a machine registered before names were made well-formed is replaced when r
     ['key-new'],
     'the earlier key no longer opens the tunnel',
   );
+});
+
+test('a registration under a well-formed name replaces only the older spelling of that very name', { timeout: 60_000 }, async (t) => {
+  const { dir, cleanup } = await tempDir('lone-surrogate-keys-');
+  t.after(cleanup);
+  let store: Store = await openStore(dir);
+  t.after(() => store.close().catch(() => undefined));
+  const { displayName } = await import('../../src/protocol/display-name');
+  // Older spellings (as sent before s21), and names that only look alike.
+  await store.registrations.upsert('laptop \ud800', 'key-laptop-old');
+  await store.registrations.upsert('pad \udc01 \ud83d\ude00', 'key-pad-old');
+  await store.registrations.upsert('laptop \ufffd\ufffd\ufffd', 'key-three-replacement-characters');
+  await store.registrations.upsert('laptop \ud800\ud800', 'key-two-surrogates-old');
+  await store.registrations.upsert(displayName('laptop \ud800'), 'key-laptop-new');
+  await store.registrations.upsert(displayName('pad \udc01 \ud83d\ude00'), 'key-pad-new');
+  const keys = () =>
+    store.registrations
+      .keys()
+      .map((k) => k.public_key)
+      .sort();
+  const expected = ['key-laptop-new', 'key-pad-new', 'key-three-replacement-characters', 'key-two-surrogates-old'];
+  assert.deepEqual(keys(), expected);
+  await store.close();
+  store = await openStore(dir);
+  assert.deepEqual(keys(), expected, 'after a reopen (the journal replayed)');
+});
+
+test('olderSpellingOf: lone surrogates as sql.js stored them, each read as one U+FFFD; other bytes as they are', async () => {
+  const { olderSpellingOf } = await import('../../src/store/registrations');
+  const hex = (bytes: number[]) => Buffer.from(bytes).toString('hex');
+  const ascii = [...Buffer.from('a')];
+  assert.equal(olderSpellingOf(hex([...ascii, 0xed, 0xa0, 0x80])), 'a\ufffd', 'a high surrogate');
+  assert.equal(olderSpellingOf(hex([0xed, 0xbf, 0xbf, ...ascii])), '\ufffda', 'a low surrogate');
+  assert.equal(olderSpellingOf(hex([0xed, 0x9f, 0xbf])), undefined, 'U+D7FF is a character, not a surrogate');
+  assert.equal(olderSpellingOf(hex([...Buffer.from('\u{1f600}\ufffd')])), undefined, 'well-formed text holds none');
+  assert.equal(olderSpellingOf(hex([...ascii, 0xed, 0xa0])), undefined, 'a cut sequence is not one');
 });

@@ -1,4 +1,4 @@
-import { firstUnits } from '../protocol/code-points';
+import { unitsCut } from '../protocol/code-points';
 import type { Provider } from './providers/types';
 
 /** Our instructions to the model that drafts a commit message from a worktree's diff (draft_commit_message). */
@@ -9,7 +9,8 @@ export const COMMIT_DIFF_CHARS = 24_000;
 
 /** One provider call, no tools: the drafted message, or an error when the model answered nothing. */
 export async function draftCommitMessage(provider: Provider, model: string, diff: string, maxTokens: number): Promise<string> {
-  const shown = diff.length <= COMMIT_DIFF_CHARS ? diff : `${firstUnits(diff, COMMIT_DIFF_CHARS)}\n[… ${diff.length - COMMIT_DIFF_CHARS} more characters of the diff not shown]`;
+  const { head, leftOut } = unitsCut(diff, COMMIT_DIFF_CHARS);
+  const shown = leftOut === 0 ? diff : `${head}\n[… ${leftOut} more characters of the diff not shown]`;
   const result = await provider.complete({
     model,
     max_tokens: Math.min(maxTokens, 1_000),

@@ -1,4 +1,4 @@
-import { firstUnits } from '../protocol/code-points';
+import { unitsCut } from '../protocol/code-points';
 import type { ToolResultDetail } from '../protocol';
 import type { Logger } from '../log/logger';
 import { refusalText } from './permission-texts';
@@ -100,7 +100,8 @@ async function runChecked(call: ToolCall, tool: Tool, subject: string | undefine
       }),
       signal,
     );
-    const content = output.content.length > MAX_RESULT_CHARS ? `${firstUnits(output.content, MAX_RESULT_CHARS)}\n[... ${output.content.length - MAX_RESULT_CHARS} characters cut]` : output.content;
+    const { head, leftOut } = unitsCut(output.content, MAX_RESULT_CHARS);
+    const content = leftOut === 0 ? output.content : `${head}\n[... ${leftOut} characters cut]`;
     context.logger.info('tool.ran', { tool: tool.name, ok: !output.isError, ms: Date.now() - started });
     return { content, ok: !output.isError, ...(output.image ? { image: output.image } : {}), ...(output.detail ? { detail: output.detail } : {}) };
   } catch (error) {

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { bareCommandOf, type Command, CommandSchemas, type CommandType, isBareCommand, ServiceError, describeZodError, fail, ok, requestIdOf, type Envelope, type RequestId } from '../protocol';
+import { firstCodePoints } from '../protocol/code-points';
 import type { CommandContext } from './context';
 import { handlers } from './handlers';
 import { requireOwnerFor } from './roles';
@@ -38,7 +39,7 @@ export function commandOf(frame: unknown): Command | Envelope {
   const { type } = frame as { type?: unknown };
   if (typeof type !== 'string') return fail('invalid_request', 'invalid command: type must be a string naming the command', requestIdOf(frame));
   const known = knownCommand(type);
-  if (!known) return fail('invalid_request', `unknown command type: ${type.slice(0, 64)}`, requestIdOf(frame));
+  if (!known) return fail('invalid_request', `unknown command type: ${firstCodePoints(type, 64)}`, requestIdOf(frame));
   if (known.bare) {
     const bare = bareCommandOf(type, frame) as Command | undefined;
     if (bare) return bare;

@@ -32,6 +32,36 @@ export function firstUnits(text: string, units: number): string {
   return text.slice(0, last >= 0xd800 && last <= 0xdbff && next >= 0xdc00 && next <= 0xdfff ? units - 1 : units);
 }
 
+/**
+ * The longest start of `text` whose UTF-8 takes at most `bytes` bytes, cut between code points (never half
+ * a pair): for a limit counted in bytes on the wire (a WebSocket close reason's 123). A lone surrogate
+ * counts 3 bytes, as encoders write it as U+FFFD.
+ */
+export function firstUtf8Bytes(text: string, bytes: number): string {
+  // Every UTF-16 unit takes at most 3 bytes (a pair, two units, takes 4).
+  if (text.length * 3 <= bytes) return text;
+  let used = 0;
+  let end = 0;
+  while (end < text.length) {
+    const point = text.codePointAt(end)!;
+    const size = point < 0x80 ? 1 : point < 0x800 ? 2 : point <= 0xffff ? 3 : 4;
+    if (used + size > bytes) break;
+    used += size;
+    end += size === 4 ? 2 : 1;
+  }
+  return end === text.length ? text : text.slice(0, end);
+}
+
+/**
+ * firstUnits(text, units) and how many UTF-16 units it left out (one more than `text.length - units` when
+ * the cut fell inside a pair): the count an "N more characters left out" note gives, so the head and the
+ * count always add up to the whole text.
+ */
+export function unitsCut(text: string, units: number): { head: string; leftOut: number } {
+  const head = firstUnits(text, units);
+  return { head, leftOut: text.length - head.length };
+}
+
 /** String.prototype's own (ES2024: Chrome 111, Safari 16.4, Firefox 119), when the runtime has them. */
 type WellFormedBuiltIns = { isWellFormed?: (this: string) => boolean; toWellFormed?: (this: string) => string };
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { firstUtf8Bytes, wellFormed } from './code-points';
 import { lazySchema } from './lazy-schema';
 
 /**
@@ -20,6 +21,15 @@ export const MachineCloseFrame = lazySchema(() =>
     reason: z.string().optional(),
   }),
 );
+/**
+ * A WebSocket close reason as the wire holds it: at most 123 bytes of UTF-8 (RFC 6455; `ws` throws on a
+ * longer one), cut between whole characters, each lone surrogate U+FFFD. The relay clamps a machine's close
+ * frame's `reason` with it, the relay link the reasons it sends.
+ */
+export function clampCloseReason(reason: string): string {
+  // Cut first (a lone surrogate counts the 3 bytes of its U+FFFD): a machine's long reason is never copied whole.
+  return wellFormed(firstUtf8Bytes(reason, 123));
+}
 export const MachineFrame = lazySchema(() => z.discriminatedUnion('t', [MachineDataFrame, MachineCloseFrame]));
 export type MachineFrame = z.infer<typeof MachineFrame>;
 

@@ -20,10 +20,3 @@ export function utf8LengthExceeds(text: string, limit: number): boolean {
   if (text.length * 3 <= limit) return false;
   return new TextEncoder().encode(text).length > limit;
 }
-
-/** A WebSocket close reason fits in 123 UTF-8 bytes. */
-export function clampCloseReason(reason: string): string {
-  let out = reason.slice(0, 123);
-  while (new TextEncoder().encode(out).length > 123) out = out.slice(0, -1);
-  return out;
-}

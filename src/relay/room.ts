@@ -1,6 +1,7 @@
 import type { Logger } from '../log/logger';
 import { tooManyClients, tooManyPending, type RelayAnswer } from './http';
-import { clampCloseReason, closeFrame, dataFrame, openFrame, parseMachineFrame, relayErrorFrame, statusFrame, utf8LengthExceeds } from './frames';
+import { clampCloseReason } from '../protocol/relay-frames';
+import { closeFrame, dataFrame, openFrame, parseMachineFrame, relayErrorFrame, statusFrame, utf8LengthExceeds } from './frames';
 import {
   CLIENT_FRAME_BURST,
   CLIENT_FRAMES_PER_SECOND,

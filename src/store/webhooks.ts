@@ -311,7 +311,9 @@ export class WebhooksRepo {
    * history.db with it, as answer's).
    */
   async failWithCallback(inboxMessageId: string, error: string, delivery: NewDelivery & { conversation_id: string }): Promise<void> {
-    await this.messages.appendMany([], (tx, [body]) => this.failInTx(tx, inboxMessageId, error, delivery, body), undefined, this.deliveryBodyOf(delivery, delivery.conversation_id));
+    // Well-formed as every stored text (a lone surrogate would read back as three U+FFFD).
+    const detail = wellFormed(error);
+    await this.messages.appendMany([], (tx, [body]) => this.failInTx(tx, inboxMessageId, detail, delivery, body), undefined, this.deliveryBodyOf(delivery, delivery.conversation_id));
   }
 
   private failInTx(tx: WriteTx, inboxMessageId: string, error: string, delivery: NewDelivery, body: KeyedBody): void {
@@ -375,7 +377,7 @@ export class WebhooksRepo {
           attempt.url,
           iso(attempt.now),
           attempt.http_status,
-          attempt.error,
+          attempt.error === null ? null : wellFormed(attempt.error),
           attempt.status === 'pending' ? attempt.next_attempt_ms : null,
           attempt.status === 'pending' ? null : iso(attempt.now),
           id,

@@ -203,6 +203,13 @@ export function relaySuite(name: string, start: StartRelay): void {
       assert.deepEqual(await client.peer.waitClose(), { code: 4401, reason: 'unknown client key' });
     });
 
+    test("the machine's close reason over 123 UTF-8 bytes reaches the client cut by whole characters (a pair astride the limit)", T, async () => {
+      const { machine, client, cid } = await pairUp();
+      // 40 CJK characters are 120 bytes; the emoji's 4 would make 124: the reason keeps the 40 and nothing of the pair.
+      machine.sendClose(cid, 4000, `${'中'.repeat(40)}\u{1F600}x`);
+      assert.deepEqual(await client.peer.waitClose(), { code: 4000, reason: '中'.repeat(40) });
+    });
+
     test("isolation: a client of machine A never sees B traffic, and a machine cannot address another machine's clients", T, async () => {
       const a = await onlineMachine(target);
       const b = await onlineMachine(target);

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { authTokenProblem, bearerToken, isAuthorized, tokensEqual } from '../../src/relay/auth';
 import { addressKey, lastForwardedFor } from '../../src/relay/client-address';
-import { clampCloseReason, parseMachineFrame, utf8LengthExceeds } from '../../src/relay/frames';
+import { parseMachineFrame, utf8LengthExceeds } from '../../src/relay/frames';
+import { clampCloseReason } from '../../src/protocol/relay-frames';
 import { notRegistered, parseRegisterBody, routeRequest, socketUrl, tooManyPending } from '../../src/relay/http';
 import { RefusalLog } from '../../src/relay/refusal-log';
 import { TokenBucket } from '../../src/relay/token-bucket';
@@ -104,6 +105,24 @@ describe('relay core', () => {
     assert.equal(clampCloseReason('short'), 'short');
     const cut = clampCloseReason('é'.repeat(100));
     assert.equal(new TextEncoder().encode(cut).length, 122);
+  });
+
+  test('close reasons are cut by whole characters: never a lone surrogate, never over 123 bytes (s23, polish23)', () => {
+    const PAIR = '\u{1F600}';
+    const bytes = (text: string) => new TextEncoder().encode(text).length;
+    const cases: [string, string][] = [
+      [`${'中'.repeat(40)}${PAIR}x`, '中'.repeat(40)],
+      [`${'a'.repeat(120)}${PAIR}b`, 'a'.repeat(120)],
+      [`${'a'.repeat(119)}${PAIR}b`, `${'a'.repeat(119)}${PAIR}`],
+      [`${'a'.repeat(122)}${PAIR}`, 'a'.repeat(122)],
+      [PAIR.repeat(40), PAIR.repeat(30)],
+      ['a\ud800b', 'a\ufffdb'],
+    ];
+    for (const [reason, expected] of cases) {
+      const cut = clampCloseReason(reason);
+      assert.ok(cut.isWellFormed() && bytes(cut) <= 123, JSON.stringify(cut.slice(-4)));
+      assert.equal(cut, expected, JSON.stringify(reason.slice(-6)));
+    }
   });
 
   test('machine frames: data and close are accepted, anything else is not', () => {

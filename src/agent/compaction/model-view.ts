@@ -1,4 +1,4 @@
-import { firstUnits } from '../../protocol/code-points';
+import { unitsCut } from '../../protocol/code-points';
 import type { MessageRow } from '../../store';
 import { estimateTokens, fitHistory } from '../history';
 import type { ChatMessage } from '../providers/types';
@@ -45,7 +45,8 @@ export function summaryMessage(text: string): ChatMessage {
 
 function cutOutput(content: string): string {
   if (content.length <= CUT_TOOL_HEAD * 2) return content;
-  return `${firstUnits(content, CUT_TOOL_HEAD)}\n[output cut to fit the context window: ${content.length - CUT_TOOL_HEAD} more characters left out; run the tool again if you need them]`;
+  const { head, leftOut } = unitsCut(content, CUT_TOOL_HEAD);
+  return `${head}\n[output cut to fit the context window: ${leftOut} more characters left out; run the tool again if you need them]`;
 }
 
 /**
@@ -126,7 +127,8 @@ export function fitToBudget(system: readonly ChatMessage[], history: readonly Ch
   const last = kept.at(-1);
   if (last && messagesTokens(kept) > budget && last.role !== 'assistant') {
     const room = Math.max(0, (budget - 64) * 4);
-    kept[kept.length - 1] = { ...last, content: `${firstUnits(last.content, room)}\n[cut to fit the context window: ${last.content.length - room} characters left out]` };
+    const { head, leftOut } = unitsCut(last.content, room);
+    kept[kept.length - 1] = { ...last, content: `${head}\n[cut to fit the context window: ${leftOut} characters left out]` };
   }
   return { messages: [...system, ...kept], dropped };
 }

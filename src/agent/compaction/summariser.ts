@@ -1,4 +1,4 @@
-import { firstUnits } from '../../protocol/code-points';
+import { unitsCut } from '../../protocol/code-points';
 import type { MessageRow } from '../../store';
 import type { CompletionResult, Provider } from '../providers/types';
 import type { ToolCallData, ToolResultData } from '../transcript';
@@ -29,7 +29,9 @@ Keep exact names, paths, commands, numbers and error messages. Leave out pleasan
 const TOOL_TEXT_CAP = 1_000;
 
 function capped(text: string, cap: number): string {
-  return text.length <= cap ? text : `${firstUnits(text, cap)} [… ${text.length - cap} more characters]`;
+  if (text.length <= cap) return text;
+  const { head, leftOut } = unitsCut(text, cap);
+  return `${head} [… ${leftOut} more characters]`;
 }
 
 /** One stored row as a line of the transcript the summariser reads. */

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { ServiceError, websocketChannelsOf, type PairingInfo, type ServiceConfig } from '../../protocol';
+import { firstCodePoints } from '../../protocol/code-points';
 import type { Logger } from '../../log/logger';
 import type { Store } from '../../store';
 import { machineIdentityOf } from '../relay-link/machine-identity';
@@ -23,7 +24,7 @@ export async function createRelayPairing(deps: RelayPairingDeps, channelName: st
   if (!channel) {
     throw new ServiceError(
       channelName ? 'not_found' : 'invalid_request',
-      channelName ? `no relay channel named ${channelName.slice(0, 64)}` : 'no relay configured: add a channel of type "websocket" with the relay url to service.json',
+      channelName ? `no relay channel named ${firstCodePoints(channelName, 64)}` : 'no relay configured: add a channel of type "websocket" with the relay url to service.json',
     );
   }
   const { machineId, keyPair } = await machineIdentityOf(deps.store);

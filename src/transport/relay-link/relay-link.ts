@@ -1,5 +1,6 @@
 import WebSocket, { type RawData } from 'ws';
 import { RelayToMachineFrame, parseFrame, type MachineFrame, type RelayLinkState, type RelayLinkStatus, type WebsocketChannel } from '../../protocol';
+import { firstCodePoints, wellFormed } from '../../protocol/code-points';
 import type { Logger } from '../../log/logger';
 import type { ClientKeys } from './client-keys';
 import type { ClientConnectionDeps } from '../connections/client-connection';
@@ -172,7 +173,8 @@ export class RelayLink {
       // Backoff starts over only after a link that held: one the relay drops at once (another socket of
       // this machine_id replacing it, a relay in trouble) keeps backing off instead of flapping.
       if (openedAt !== undefined && Date.now() - openedAt >= STABLE_LINK_MS) this.attempts = 0;
-      const why = failure ?? (code === 4409 ? 'replaced by another connection of this machine' : `relay closed the socket (${code}${reason.length ? ` ${reason.toString().slice(0, 80)}` : ''})`);
+      const why =
+        failure ?? (code === 4409 ? 'replaced by another connection of this machine' : `relay closed the socket (${code}${reason.length ? ` ${firstCodePoints(reason.toString(), 80)}` : ''})`);
       this.failed(why);
     });
   }
@@ -190,7 +192,7 @@ export class RelayLink {
       });
       const body = (await response.json().catch(() => undefined)) as { code?: unknown } | undefined;
       if (!response.ok) {
-        const code = typeof body?.code === 'string' ? ` ${body.code.slice(0, 40)}` : '';
+        const code = typeof body?.code === 'string' ? ` ${firstCodePoints(wellFormed(body.code), 40)}` : '';
         throw new Error(`relay refused registration: HTTP ${response.status}${code}${response.status === 401 ? ' (wrong auth_token)' : ''}`);
       }
     } finally {
@@ -267,7 +269,7 @@ function describeFailure(error: unknown): string {
     const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
     const code = typeof cause?.code === 'string' ? cause.code : (error as NodeJS.ErrnoException).code;
     if (error.message === 'fetch failed') return `relay unreachable${code ? ` (${code})` : ''}`;
-    return `${error.message.slice(0, 200)}${code && !error.message.includes(code) ? ` (${code})` : ''}`;
+    return `${firstCodePoints(error.message, 200)}${code && !error.message.includes(code) ? ` (${code})` : ''}`;
   }
   return 'relay connection failed';
 }

@@ -1,6 +1,6 @@
 import { E2EError, acceptHello, parseHello, type SecureChannel } from '../../tunnel';
 import type { Logger } from '../../log/logger';
-import { textOf, type MachineFrame } from '../../protocol';
+import { clampCloseReason, textOf, type MachineFrame } from '../../protocol';
 import type { ClientKeys } from './client-keys';
 import { CLOSE_RATE_LIMITED, openClientConnection, type ClientConnection, type ClientConnectionDeps } from '../connections/client-connection';
 import type { LoginAttempt } from '../auth/login-failures';
@@ -163,7 +163,7 @@ export class RelayedClient {
 
   private close(code: number, reason: string): void {
     if (this.state === 'closed') return;
-    this.deps.toRelay({ t: 'close', c: this.cid, code: relayCloseCode(code), reason: reason.slice(0, 120) });
+    this.deps.toRelay({ t: 'close', c: this.cid, code: relayCloseCode(code), reason: clampCloseReason(reason) });
     this.closed();
   }
 }

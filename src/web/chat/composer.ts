@@ -9,6 +9,16 @@ const ARROW_UP = 'M8 13V3M3.5 7.5 8 3l4.5 4.5';
 const SQUARE = 'M4 4h8v8H4z';
 const labelled = (path: string, label: string) => [strokeIcon(path, 16, 1.8), h('span', { class: 'button-label' }, label)];
 
+/**
+ * Offline, the message box says so and that a message still goes. A placeholder does not grow the box and
+ * is cut at its edge: "sends later" showed as "sends lat" at 320 px (beside attach, camera and Send, the
+ * box holds 128 px of text), so a narrow window gets the shorter words; the waiting bubbles say "waiting
+ * to send". test/web/phone-small-things.test.ts measures both at 320, 360 and 390 px.
+ */
+const OFFLINE = 'Offline · sends later';
+const OFFLINE_NARROW = 'Offline · queued';
+const NARROW = '(max-width: 359px)';
+
 export class Composer {
   readonly element: HTMLFormElement;
   readonly input: HTMLTextAreaElement;
@@ -16,6 +26,7 @@ export class Composer {
   private readonly stop: HTMLButtonElement;
   private connected = false;
   private running = false;
+  private readonly narrow = globalThis.matchMedia?.(NARROW);
   /** Whether a message without text may be sent (it carries attachments). */
   allowEmpty: () => boolean = () => false;
 
@@ -39,6 +50,8 @@ export class Composer {
       this.showSend();
     });
     this.stop.addEventListener('click', () => onStop());
+    // A phone turned, or a window resized, while offline.
+    this.narrow?.addEventListener('change', () => this.update());
     this.update();
   }
 
@@ -84,9 +97,7 @@ export class Composer {
   }
 
   private update(): void {
-    // Short enough for a phone's one-line box (a placeholder does not grow it: the longer "messages are
-    // sent when the connection returns" showed cut off at 390 px); the waiting bubbles say the rest.
-    const placeholder = this.connected ? 'Ask anything…' : 'Offline · sends later';
+    const placeholder = this.connected ? 'Ask anything…' : this.narrow?.matches ? OFFLINE_NARROW : OFFLINE;
     if (this.input.placeholder !== placeholder) this.input.placeholder = placeholder;
     this.stop.hidden = !this.running;
     this.stop.disabled = !this.connected;

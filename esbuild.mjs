@@ -1,7 +1,8 @@
 // Bundles every entry point into dist/ (Node, CommonJS) and copies the sql.js and SQLite WASM beside them.
 import { build, context } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { asciiOnly } from './scripts/ascii-only.mjs';
 
 const production = process.argv.includes('--production');
 // `npm run watch` (F5's pre-launch task): rebuild on every change; the lines below tell VS Code's task when.
@@ -20,27 +21,6 @@ const zodEnglishOnly = {
   name: 'zod-english-only',
   setup(b) {
     b.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/ }, () => ({ contents: "export { default as en } from './en.js';", loader: 'js' }));
-  },
-};
-
-/**
- * Every Node bundle in ASCII: esbuild escapes what is not ASCII in strings, regular expressions and names
- * (its default `charset`) but keeps comments as written, and a few dashes in comments made the whole of
- * cli-main.js (2 MB), read at each start (src/cli-loader.ts, readBundle), a two-byte string in V8 rather
- * than a one-byte one. What is left is escaped as `\uXXXX`: inert in a comment, and the same text
- * anywhere else but a raw template.
- */
-const asciiOnly = {
-  name: 'ascii-only',
-  setup(b) {
-    b.initialOptions.metafile = true;
-    b.onEnd((result) => {
-      for (const file of Object.keys(result.metafile?.outputs ?? {}).filter((f) => f.endsWith('.js'))) {
-        const text = readFileSync(file, 'utf8');
-        const ascii = text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-        if (ascii !== text) writeFileSync(file, ascii);
-      }
-    });
   },
 };
 

@@ -106,7 +106,7 @@ function readCache(): Buffer | undefined {
  * compiling), and in ASCII, which V8 keeps one byte a character where a few dashes in comments made the
  * whole a two-byte string. In a bare script: read 27-28 -> 20 ms, compile with the cache 33-36 -> 20 ms.
  * (Read as Latin-1, Node makes an external string, 4 ms less to read, but the first chat then ran 3-4 ms
- * more of the main thread: docs/design.md, "The bundle read in one byte a character (s23, start23)".)
+ * more of the main thread: docs/design.md, "The bundle read one byte a character; SQLite compiled eagerly, tried (s23, start23)".)
  */
 function readBundle(): string {
   return readFileSync(BUNDLE, 'utf8');

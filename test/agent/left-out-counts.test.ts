@@ -97,3 +97,10 @@ test("a tool's result cut (100,000 units) counts the whole pair it left out", as
   });
   assertAddsUp(result.content, /\n\[\.\.\. (\d+) characters cut\]$/, whole);
 });
+
+test('fitToBudget: a short message over the budget only through its attachments is kept whole, with no note of a cut (review23a)', () => {
+  const content = 'look at these';
+  const attachments = [{ name: 'a.png' }, { name: 'b.png' }] as never;
+  const { messages } = fitToBudget([], [{ role: 'user', content, attachments }], 1000);
+  assert.equal(messages.at(-1)!.content, content, 'on main: "[cut to fit the context window: -3731 characters left out]", then "0 characters"');
+});

@@ -121,7 +121,7 @@ test("serve's entry compiles both SQLites ahead and leaves V8's flags as they we
   assert.deepEqual(await printedKeepingCodeCaches(script), [true, true]);
 });
 
-test("a missing or damaged SQLite .wasm: the entry compiles nothing ahead (each engine then loads as without it) and V8's flags are set back", async (t) => {
+test("a missing or damaged SQLite .wasm: the entry compiles nothing ahead (undefined: each engine loads its own then) and V8's flags are set back", async (t) => {
   const temp = await tempDir('ra-sqlite-ahead-');
   t.after(temp.cleanup);
   const missing = join(temp.dir, 'missing');
@@ -148,7 +148,7 @@ test("the tiering budget set back after SQLite's compile is the running V8's own
   assert.equal(defaultTieringBudget(), Number(own[1]), `V8 ${process.versions.v8}`);
 });
 
-test("every Node bundle of the build is ASCII (V8 keeps cli-main.js's text one byte a character), comments' dashes escaped", async () => {
+test("every Node bundle of the build (dist, dist/sdk; the Worker relay's dist/worker is not Node's) is ASCII (V8 keeps cli-main.js's text one byte a character), comments' dashes escaped", async () => {
   for (const dir of [DIST, join(DIST, 'sdk')]) {
     for (const name of (await readdir(dir)).filter((n) => n.endsWith('.js'))) {
       const text = await readFile(join(dir, name), 'utf8');

@@ -105,6 +105,8 @@ test('offline, the message box says so whole at 320, 360 and 390 px, light and d
       assert.match(fit.text, /offline/i, `${width} px: it says the computer is offline`);
       assert.match(fit.text, /later|waits|queued/i, `${width} px: it says a message is still sent`);
       assert.ok(fit.needed <= fit.room, `${width} px ${colorScheme}: the placeholder fits its box: ${JSON.stringify(fit)}`);
+      // The longer text where it fits (review23a: the width's change followed both ways, not only narrowing).
+      assert.equal(fit.text, width < 360 ? 'Offline · queued' : 'Offline · sends later', `${width} px`);
       await page.screenshot({ path: join(screens, `offline-placeholder-${width}-${colorScheme}.png`) });
     }
   }

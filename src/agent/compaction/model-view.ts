@@ -128,7 +128,8 @@ export function fitToBudget(system: readonly ChatMessage[], history: readonly Ch
   if (last && messagesTokens(kept) > budget && last.role !== 'assistant') {
     const room = Math.max(0, (budget - 64) * 4);
     const { head, leftOut } = unitsCut(last.content, room);
-    kept[kept.length - 1] = { ...last, content: `${head}\n[cut to fit the context window: ${leftOut} characters left out]` };
+    // Over the budget by its attachments alone, its text fits whole: no note that says otherwise (review23a).
+    if (leftOut > 0) kept[kept.length - 1] = { ...last, content: `${head}\n[cut to fit the context window: ${leftOut} characters left out]` };
   }
   return { messages: [...system, ...kept], dropped };
 }

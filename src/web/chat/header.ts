@@ -19,6 +19,8 @@ export class Header {
   private readonly titleText: HTMLElement;
   private readonly connection: HTMLElement;
   private readonly connectionText: HTMLElement;
+  /** "(retrying in 2 s)": its own span, so a small phone's bar can keep the state's word and drop this. */
+  private readonly connectionDetail: HTMLElement;
   private readonly mode: HTMLSelectElement;
   private modeValue: PermissionMode | undefined;
   private readonly waiting: HTMLButtonElement;
@@ -30,7 +32,8 @@ export class Header {
   constructor(onModeChange: (mode: PermissionMode, previous: PermissionMode | undefined) => void, drawerId: string) {
     this.drawerToggle = h('button', { type: 'button', class: 'icon-button drawer-toggle', 'aria-label': 'Conversations', 'aria-expanded': 'false', 'aria-controls': drawerId }, '☰');
     this.titleText = h('h1', { class: 'title' }, 'New chat');
-    this.connectionText = h('span', { class: 'connection-text' }, STATE_LABEL.connecting);
+    this.connectionDetail = h('span', { class: 'connection-detail' });
+    this.connectionText = h('span', { class: 'connection-text' }, STATE_LABEL.connecting, this.connectionDetail);
     this.connection = h('span', { class: 'connection', role: 'status', 'data-state': 'connecting' }, h('span', { class: 'dot', 'aria-hidden': 'true' }), this.connectionText);
     this.mode = h(
       'select',
@@ -90,7 +93,8 @@ export class Header {
 
   setState(state: ConnectionStatus): void {
     this.connection.dataset.state = state.state;
-    this.connectionText.textContent = state.detail ? `${STATE_LABEL[state.state]} (${state.detail})` : STATE_LABEL[state.state];
+    this.connectionDetail.textContent = state.detail ? ` (${state.detail})` : '';
+    this.connectionText.replaceChildren(STATE_LABEL[state.state], this.connectionDetail);
     this.mode.disabled = state.state !== 'open' || this.modeValue === undefined;
   }
 

@@ -130,3 +130,20 @@ test('the top bar reads at 320-359 px with a long title and a long machine name,
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });
+
+test('at 320 px a long connection hint wraps on its own row and stays whole, the countdown beside it', async () => {
+  const context = await rig.browser.newContext({ viewport: { width: 320, height: 568 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+  const page = await context.newPage();
+  await page.goto(`${rig.site.url}/phone.html#url=${encodeURIComponent(rig.svc.wsUrl)}&token=not-the-token`);
+  const text = page.locator('.machine-view:not([hidden]) .connection-text', { hasText: 'refused' });
+  await text.waitFor();
+  await page.screenshot({ path: join(SCREENSHOTS, 'topbar-refused-320-light.png') });
+  assert.match(await text.innerText(), /^Disconnected \(the pairing token was refused; pair again; retrying in \d+ s\)$/);
+  const fit = await page.evaluate(() => {
+    const el = document.querySelector<HTMLElement>('.machine-view:not([hidden]) .connection-text')!;
+    const r = el.getBoundingClientRect();
+    return { scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth, left: r.left, right: r.right, cut: el.scrollWidth > el.clientWidth + 0.5 };
+  });
+  assert.ok(fit.scrollWidth <= fit.innerWidth && fit.left >= 0 && fit.right <= fit.innerWidth + 0.5 && !fit.cut, `the hint fits: ${JSON.stringify(fit)}`);
+  await context.close();
+});

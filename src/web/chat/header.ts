@@ -13,13 +13,16 @@ const STATE_LABEL: Record<ConnectionStatus['state'], string> = {
   error: 'Error',
 };
 
+/** A connection detail ending in its retry countdown: the hint before it (if any), the countdown. */
+const COUNTDOWN = /^(?:(.*); )?(retrying in \d+ s)$/s;
+
 export class Header {
   readonly element: HTMLElement;
   readonly drawerToggle: HTMLButtonElement;
   private readonly titleText: HTMLElement;
   private readonly connection: HTMLElement;
   private readonly connectionText: HTMLElement;
-  /** "(retrying in 2 s)": its own span, so a small phone's bar can keep the state's word and drop this. */
+  /** The countdown ("retrying in 2 s"): its own span, so a small phone's bar can drop it and keep the state's word and a hint. */
   private readonly connectionDetail: HTMLElement;
   private readonly mode: HTMLSelectElement;
   private modeValue: PermissionMode | undefined;
@@ -93,8 +96,18 @@ export class Header {
 
   setState(state: ConnectionStatus): void {
     this.connection.dataset.state = state.state;
-    this.connectionDetail.textContent = state.detail ? ` (${state.detail})` : '';
-    this.connectionText.replaceChildren(STATE_LABEL[state.state], this.connectionDetail);
+    const label = STATE_LABEL[state.state];
+    // websocket-connection.ts says "<hint>; retrying in N s" or "retrying in N s".
+    const countdown = state.detail ? COUNTDOWN.exec(state.detail) : null;
+    if (!state.detail || !countdown) {
+      this.connectionText.replaceChildren(state.detail ? `${label} (${state.detail})` : label);
+    } else if (countdown[1] === undefined) {
+      this.connectionDetail.textContent = ` (${countdown[2]})`;
+      this.connectionText.replaceChildren(label, this.connectionDetail);
+    } else {
+      this.connectionDetail.textContent = `; ${countdown[2]}`;
+      this.connectionText.replaceChildren(`${label} (${countdown[1]}`, this.connectionDetail, ')');
+    }
     this.mode.disabled = state.state !== 'open' || this.modeValue === undefined;
   }
 

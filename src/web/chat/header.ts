@@ -13,12 +13,17 @@ const STATE_LABEL: Record<ConnectionStatus['state'], string> = {
   error: 'Error',
 };
 
+/** A connection detail ending in its retry countdown: the hint before it (if any), the countdown. */
+const COUNTDOWN = /^(?:(.*); )?(retrying in \d+ s)$/s;
+
 export class Header {
   readonly element: HTMLElement;
   readonly drawerToggle: HTMLButtonElement;
   private readonly titleText: HTMLElement;
   private readonly connection: HTMLElement;
   private readonly connectionText: HTMLElement;
+  /** The countdown ("retrying in 2 s"): its own span, so a small phone's bar can drop it and keep the state's word and a hint. */
+  private readonly connectionDetail: HTMLElement;
   private readonly mode: HTMLSelectElement;
   private modeValue: PermissionMode | undefined;
   private readonly waiting: HTMLButtonElement;
@@ -30,7 +35,8 @@ export class Header {
   constructor(onModeChange: (mode: PermissionMode, previous: PermissionMode | undefined) => void, drawerId: string) {
     this.drawerToggle = h('button', { type: 'button', class: 'icon-button drawer-toggle', 'aria-label': 'Conversations', 'aria-expanded': 'false', 'aria-controls': drawerId }, '☰');
     this.titleText = h('h1', { class: 'title' }, 'New chat');
-    this.connectionText = h('span', { class: 'connection-text' }, STATE_LABEL.connecting);
+    this.connectionDetail = h('span', { class: 'connection-detail' });
+    this.connectionText = h('span', { class: 'connection-text' }, STATE_LABEL.connecting, this.connectionDetail);
     this.connection = h('span', { class: 'connection', role: 'status', 'data-state': 'connecting' }, h('span', { class: 'dot', 'aria-hidden': 'true' }), this.connectionText);
     this.mode = h(
       'select',
@@ -90,7 +96,18 @@ export class Header {
 
   setState(state: ConnectionStatus): void {
     this.connection.dataset.state = state.state;
-    this.connectionText.textContent = state.detail ? `${STATE_LABEL[state.state]} (${state.detail})` : STATE_LABEL[state.state];
+    const label = STATE_LABEL[state.state];
+    // websocket-connection.ts says "<hint>; retrying in N s" or "retrying in N s".
+    const countdown = state.detail ? COUNTDOWN.exec(state.detail) : null;
+    if (!state.detail || !countdown) {
+      this.connectionText.replaceChildren(state.detail ? `${label} (${state.detail})` : label);
+    } else if (countdown[1] === undefined) {
+      this.connectionDetail.textContent = ` (${countdown[2]})`;
+      this.connectionText.replaceChildren(label, this.connectionDetail);
+    } else {
+      this.connectionDetail.textContent = `; ${countdown[2]}`;
+      this.connectionText.replaceChildren(`${label} (${countdown[1]}`, this.connectionDetail, ')');
+    }
     this.mode.disabled = state.state !== 'open' || this.modeValue === undefined;
   }
 

@@ -84,6 +84,12 @@ export class MachineSwitcher {
     if (open) this.panel.querySelector<HTMLElement>('.machine-select')?.focus();
   }
 
+  /** Opens the sheet on "Add a computer" (paste a link, a photo of the QR code, the camera). */
+  openAdd(): void {
+    this.toggle(true);
+    this.addMachine.toggle(true);
+  }
+
   /** Opens "Add a computer" on `link` (a pairing link opened into the page) and tries it. */
   tryLink(link: string): void {
     this.toggle(true);

@@ -10,8 +10,10 @@ export type ConnectionState = 'connecting' | 'open' | 'closed' | 'error';
 
 export interface ConnectionStatus {
   state: ConnectionState;
-  /** Shown to the user next to the state (e.g. "retrying in 3 s"); never holds a secret. */
+  /** Shown to the user next to the state (e.g. "computer offline"); never holds a secret. */
   detail?: string;
+  /** Closed and trying again: seconds until the next attempt (the countdown shown after the detail). */
+  retryInSeconds?: number;
   /** From the hello: which side is older and must be updated (docs/protocol.md, "Protocol version"). */
   update?: 'client' | 'service';
 }
@@ -57,7 +59,8 @@ export class ConnectionCore {
   }
 
   setState(next: ConnectionStatus): void {
-    if (next.state === this.state.state && next.detail === this.state.detail && next.update === this.state.update) return;
+    const same = next.state === this.state.state && next.detail === this.state.detail && next.retryInSeconds === this.state.retryInSeconds;
+    if (same && next.update === this.state.update) return;
     this.state = next;
     for (const listener of [...this.stateListeners]) safely(() => listener(next));
   }

@@ -275,7 +275,7 @@ export class WebSocketConnection implements ServiceConnection {
     const due = Date.now() + delay;
     const show = () => {
       const seconds = Math.max(1, Math.ceil((due - Date.now()) / 1000));
-      this.core.setState({ state: 'closed', detail: hint ? `${hint}; retrying in ${seconds} s` : `retrying in ${seconds} s` });
+      this.core.setState({ state: 'closed', detail: hint, retryInSeconds: seconds });
     };
     show();
     this.countdown = setInterval(show, 1000);

@@ -13,9 +13,6 @@ const STATE_LABEL: Record<ConnectionStatus['state'], string> = {
   error: 'Error',
 };
 
-/** A connection detail ending in its retry countdown: the hint before it (if any), the countdown. */
-const COUNTDOWN = /^(?:(.*); )?(retrying in \d+ s)$/s;
-
 export class Header {
   readonly element: HTMLElement;
   readonly drawerToggle: HTMLButtonElement;
@@ -68,6 +65,8 @@ export class Header {
 
   setWaiting(count: number): void {
     this.waiting.hidden = count === 0;
+    // A class on the bar, not `:has()` (Firefox ESR 115 drops such a rule): media/chat.css's small-phone rules.
+    this.element.classList.toggle('has-waiting', count > 0);
     this.waiting.textContent = `${count} waiting`;
     // The name starts with what is seen (a voice-control user says "1 waiting").
     this.waiting.setAttribute('aria-label', `${count} waiting: permission request${count === 1 ? '' : 's'} for you to answer`);
@@ -97,16 +96,17 @@ export class Header {
   setState(state: ConnectionStatus): void {
     this.connection.dataset.state = state.state;
     const label = STATE_LABEL[state.state];
-    // websocket-connection.ts says "<hint>; retrying in N s" or "retrying in N s".
-    const countdown = state.detail ? COUNTDOWN.exec(state.detail) : null;
-    if (!state.detail || !countdown) {
-      this.connectionText.replaceChildren(state.detail ? `${label} (${state.detail})` : label);
-    } else if (countdown[1] === undefined) {
-      this.connectionDetail.textContent = ` (${countdown[2]})`;
+    // "Disconnected (hint; retrying in 3 s)": the countdown in its own span (a small phone drops it).
+    const { detail, retryInSeconds } = state;
+    const countdown = retryInSeconds === undefined ? undefined : `retrying in ${retryInSeconds} s`;
+    if (countdown === undefined) {
+      this.connectionText.replaceChildren(detail ? `${label} (${detail})` : label);
+    } else if (!detail) {
+      this.connectionDetail.textContent = ` (${countdown})`;
       this.connectionText.replaceChildren(label, this.connectionDetail);
     } else {
-      this.connectionDetail.textContent = `; ${countdown[2]}`;
-      this.connectionText.replaceChildren(`${label} (${countdown[1]}`, this.connectionDetail, ')');
+      this.connectionDetail.textContent = `; ${countdown}`;
+      this.connectionText.replaceChildren(`${label} (${detail}`, this.connectionDetail, ')');
     }
     this.mode.disabled = state.state !== 'open' || this.modeValue === undefined;
   }

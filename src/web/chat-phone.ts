@@ -82,7 +82,7 @@ function viewOf(machine: Machine): MachineView {
   const element = h('div', { class: 'machine-view', 'data-machine-id': machine.id, hidden: true });
   root.insertBefore(element, switcher.panel);
   const slot = h('span', { class: 'machine-slot' });
-  const removeButton = h('button', { type: 'button', class: 'button secondary forget-pairing' }, 'Remove this computer');
+  const removeButton = h('button', { type: 'button', class: 'button danger forget-pairing' }, 'Remove this computer');
   removeButton.addEventListener('click', () => void remove(machine.id));
   // Owner only (the service refuses a password user, and the screen says so).
   const activity = new ActivityView(connection, { open: (conversationId) => app.openConversation(conversationId) });

@@ -25,6 +25,7 @@ import { OutboxSender } from './outbox-sender';
 import { Outbox, type OutboxItem, type OutboxStorage } from './outbox';
 import { QueueView } from './queue-view';
 import { PermissionCards } from './permission-cards';
+import { markWaitingTools } from './waiting-tools';
 import { RulesEditor } from './rules-editor';
 import { SEARCH_LIMIT, SearchView } from './search-view';
 import { ExportView } from './export-view';
@@ -92,6 +93,7 @@ export class ChatApp {
   private readonly root: HTMLElement;
   private readonly memory: ChatAppOptions['memory'];
   private current: string | undefined;
+  private waitingMarkQueued = false;
   private view = 0;
   /** The conversation drawer's id (one chat per paired machine on the phone: ids are made unique). */
   private readonly drawerId = uniqueId('ra-drawer');
@@ -112,10 +114,15 @@ export class ChatApp {
       pending: options.pending ?? followPending(this.connection),
       answer: (requestId, decision, note) => sendCommand(this.connection, { type: 'permission_response', request_id: requestId, decision, ...(note ? { note } : {}) }),
       conversationTitle: (conversationId) => this.list.title(conversationId),
+      shownConversation: () => this.current,
       // In the editor, the change opens in VS Code's own diff editor (protocol/bridge.ts, `showDiff`).
       showDiff: action ? (requestId) => action('showDiff', requestId) : undefined,
     });
-    this.permissions.onChange(() => this.header.setWaiting(this.permissions.count));
+    this.permissions.onChange(() => {
+      this.header.setWaiting(this.permissions.count);
+      this.markWaitingTools();
+    });
+    this.messages.onToolCard = () => this.markWaitingTools();
     this.header.onWaitingClick(() => this.permissions.revealFirst());
     this.header.usage.compact.addEventListener('click', () => void this.compactNow());
     this.rules = new RulesEditor(this.connection);
@@ -528,8 +535,19 @@ export class ChatApp {
     }
   }
 
+  /** The tool cards whose permission prompt waits say "waiting for you" (once, after a burst of cards or changes). */
+  private markWaitingTools(): void {
+    if (this.waitingMarkQueued) return;
+    this.waitingMarkQueued = true;
+    queueMicrotask(() => {
+      this.waitingMarkQueued = false;
+      markWaitingTools(this.messages.toolCards(), this.permissions.requests(), this.current);
+    });
+  }
+
   private setCurrent(conversationId: string | undefined): void {
     this.current = conversationId;
+    this.permissions.conversationShown();
     this.memory?.save(conversationId);
     this.list.setCurrent(conversationId);
     this.exporter.setConversation(conversationId);

@@ -8,6 +8,7 @@
  */
 import type { EnvelopeOf, PermissionDecision, PermissionRequest } from '../../protocol';
 import type { PendingChange, PendingRequests } from '../../protocol/pending-requests';
+import { shortened } from '../../protocol/code-points';
 import { sourceLabel } from '../../protocol/sources';
 import { answerText, GONE_TEXT, resolvedText } from '../permission-answer-text';
 import { h } from './dom';
@@ -20,6 +21,8 @@ export interface PermissionCardsOptions {
   answer(requestId: string, decision: PermissionDecision, note?: string): Promise<EnvelopeOf<'permission_response'> | undefined>;
   /** The conversation's title when the request does not carry it (an older service). */
   conversationTitle(conversationId: string): string | undefined;
+  /** The conversation on screen: a prompt of it does not name it ("In …" is left out). */
+  shownConversation?(): string | undefined;
   /** Opens the change in the editor's diff editor (the webview only). */
   showDiff?(requestId: string): void;
 }
@@ -29,11 +32,15 @@ export const MAX_NOTE_CHARS = 2000;
 /** How long "Allowed from the editor" stays after a card closes. */
 const OUTCOME_SHOWN_MS = 5000;
 const CLOCK_EVERY_MS = 20_000;
+/** Characters of a conversation's title a prompt names it by. */
+const TITLE_SHOWN_CHARS = 48;
 
 interface Card {
   request: PermissionRequest;
   element: HTMLElement;
   time: HTMLElement;
+  /** "Asked from Pixel 8 · In “Plan the retry”": who asked, and where when it is not the conversation on screen. */
+  source: HTMLElement;
   setBusy(busy: boolean): void;
 }
 
@@ -56,6 +63,22 @@ export class PermissionCards {
   /** The requests on screen, waiting for an answer. */
   get count(): number {
     return this.cards.size;
+  }
+
+  /** The requests on screen, oldest first. */
+  requests(): PermissionRequest[] {
+    return Array.from(this.cards.values(), (card) => card.request);
+  }
+
+  /** Another conversation is on screen: each prompt names its conversation unless it is that one. */
+  conversationShown(): void {
+    for (const card of this.cards.values()) this.describe(card);
+  }
+
+  private describe(card: Card): void {
+    const request = card.request;
+    const title = request.conversation_id === this.options.shownConversation?.() ? undefined : (request.conversation_title ?? this.options.conversationTitle(request.conversation_id));
+    card.source.textContent = [`Asked from ${request.from ?? sourceLabel(request.source)}`, title ? `In “${shortened(title, TITLE_SHOWN_CHARS)}”` : ''].filter(Boolean).join(' · ');
   }
 
   /** Called whenever cards come or go (the header's count follows). */
@@ -165,20 +188,14 @@ export class PermissionCards {
     });
     buttons.push(noteToggle);
 
-    const title = request.conversation_title ?? this.options.conversationTitle(request.conversation_id);
     const time = h('div', { class: 'permission-time' });
+    const source = h('div', { class: 'permission-source' });
     const showDiff = this.options.showDiff && request.preview?.kind === 'diff' ? () => this.options.showDiff?.(request.request_id) : undefined;
     const element = h(
       'section',
       { class: 'permission-card', role: 'alertdialog', 'aria-label': `Allow ${request.tool}?`, 'data-request-id': request.request_id, 'data-tool': request.tool },
       h('div', { class: 'permission-title' }, 'Allow ', h('code', {}, request.tool), ' to run?'),
-      h(
-        'div',
-        { class: 'permission-context' },
-        h('div', { class: 'permission-source' }, `Asked from ${request.from ?? sourceLabel(request.source)}`),
-        title ? h('div', { class: 'permission-where' }, `In “${title}”`) : null,
-        time,
-      ),
+      h('div', { class: 'permission-context' }, source, time),
       renderPreview(request.preview, request.arguments, { showDiff }),
       h(
         'div',
@@ -193,7 +210,9 @@ export class PermissionCards {
       noteForm,
       error,
     );
-    return { request, element, time, setBusy };
+    const card = { request, element, time, source, setBusy };
+    this.describe(card);
+    return card;
   }
 
   /** "Always allow" once more for a risky command: the rule it adds, then Add rule / Cancel. */

@@ -253,9 +253,9 @@ test('a prompt that waited while the phone was away: after a reload it shows onc
   await page.waitForFunction(() => document.querySelectorAll('.permission-card').length === 1);
   assert.ok(events() >= 1, 'the service re-sent the request on authentication');
   assert.equal(await page.locator('.permission-card').count(), 1, 'no duplicate card');
-  // The waiting call is stored and also re-sent by the catch-up: one tool card, still running (not "failed").
+  // The waiting call is stored and also re-sent by the catch-up: one tool card, waiting for its prompt (not "failed").
   const toolCards = page.locator('.tool-card[data-tool="list_directory"]');
-  await page.waitForFunction(() => document.querySelector('.tool-card[data-tool="list_directory"] .tool-status')?.getAttribute('data-status') === 'running');
+  await page.waitForFunction(() => document.querySelector('.tool-card[data-tool="list_directory"] .tool-status')?.getAttribute('data-status') === 'waiting');
   assert.equal(await toolCards.count(), 1, 'one card for the waiting call');
   await page.locator('.permission-card button[data-decision="allow"]').click();
   await replyShown(page, 'Listed after the reload.');

@@ -1,140 +1,39 @@
 /**
  * The phone page, a day's use (s24, phone24a), against real parts (test/helpers/phone-rig.ts):
- * - a reply that grows and finishes below a reader scrolled up brings up the pill ("New reply below");
- *   more than a screen from the end, a "to the end" button (44 px, named) scrolls there and follows again;
+ * - (the reply that grows below and the "to the end" button: phone-scroll.test.ts)
  * - a table's headers and cells wrap between words, never inside one, and a long token does not widen
  *   the page;
  * - a tool waiting for its permission prompt says "waiting for you" (readable in both themes), and the
  *   prompt's meta line reads "Asked from … · In “title”", without the title inside that conversation.
- * Screens at 360 and 390 px, light and dark, are saved under test-output/screens/. Runs after `node esbuild.mjs`.
+ * Screens at 360 and 390 px, light and dark, are saved under test-output/screens/day-*. Runs after `node esbuild.mjs`.
  */
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import type { Locator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { saveScreens } from '../helpers/phone-screens';
 import { TestClient } from '../helpers/ws-client';
 
-const SCREENS = join('test-output', 'screens');
-const TITLE = 'a long conversation to read back';
+const TITLE = 'another conversation';
 
 let rig: PhoneRig;
-let other: TestClient;
-let conversationId: string;
 
 before(async () => {
-  await mkdir(SCREENS, { recursive: true });
   rig = await startPhoneRig({ permission_mode: 'ask' });
-  other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
-  const long = 'a line long enough to take some room on a phone screen, '.repeat(6);
-  const first = await other.request({ type: 'chat', message: TITLE }, 30_000);
-  conversationId = (first.data as { conversation_id: string }).conversation_id;
-  for (let i = 0; i < 6; i += 1) await other.request({ type: 'chat', conversation_id: conversationId, message: `${i} ${long}` }, 30_000);
+  // Another conversation, for the prompt to be seen from.
+  const other = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
+  await other.request({ type: 'chat', message: TITLE }, 30_000);
+  other.close();
 });
 
 after(async () => {
-  other?.close();
   await rig?.close();
 });
-
-/** Whether the element's bottom lies inside the message scroller's visible box. */
-function bottomInView(node: Locator): Promise<boolean> {
-  return node.evaluate((el) => {
-    const box = el.getBoundingClientRect();
-    const view = document.querySelector('.messages')!.getBoundingClientRect();
-    return box.bottom - 20 >= view.top && box.bottom <= view.bottom + 1;
-  });
-}
-
-async function scrollTo(page: Page, top: number | 'end-100'): Promise<void> {
-  await page.locator('.messages').evaluate((el, to) => {
-    el.scrollTop = to === 'end-100' ? el.scrollHeight - el.clientHeight - 100 : to;
-    el.dispatchEvent(new Event('scroll'));
-  }, top);
-}
 
 async function openConversation(page: Page, title: string): Promise<void> {
   await page.locator('.drawer-toggle').click();
   await page.locator('.conversation-open', { hasText: title }).click();
 }
-
-async function screens(page: Page, name: string, prepare: (page: Page) => Promise<void> = async () => undefined): Promise<void> {
-  for (const width of [360, 390]) {
-    for (const scheme of ['light', 'dark'] as const) {
-      await page.setViewportSize({ width, height: 780 });
-      await page.emulateMedia({ colorScheme: scheme });
-      await prepare(page);
-      await page.screenshot({ path: join(SCREENS, `day-${name}-${width}-${scheme}.png`) });
-    }
-  }
-  await page.setViewportSize({ width: 390, height: 844 });
-  await page.emulateMedia({ colorScheme: 'light' });
-}
-
-test('a reply that grows and finishes below a reader scrolled up brings the pill; the pill goes to its end and follows again', async () => {
-  const phone = await rig.openPhone();
-  const { page } = phone;
-  await openConversation(page, TITLE);
-  await page.locator('.message.assistant').nth(6).waitFor();
-  const words = Array.from({ length: 240 }, (_, i) => `word${i}`).join(' ');
-  rig.fake.script({ text: `${words} THE-END`, chunks: 60, chunkDelayMs: 80 });
-  const answer = other.request({ type: 'chat', conversation_id: conversationId, message: 'a long reply, please', stream: true }, 30_000);
-  const reply = page.locator('.message.assistant.streaming');
-  await page.waitForFunction(() => / word20\b/.test(document.querySelector('.message.assistant.streaming')?.textContent ?? ''));
-  // The reader was following; now they scroll back up to read what came before.
-  await scrollTo(page, 0);
-  assert.equal(await bottomInView(reply), false, 'scrolled up: the end of the reply is below the view');
-  const pill = page.locator('.jump-latest');
-  await pill.waitFor();
-  assert.equal(await pill.innerText(), 'New reply below', 'the growing reply, not a count of new messages');
-  await answer;
-  const done = page.locator('.message.assistant', { hasText: 'THE-END' });
-  await page.waitForFunction(() => !document.querySelector('.message.streaming'));
-  assert.equal(await bottomInView(done), false, 'the reader stays where they were');
-  assert.ok(await pill.isVisible(), 'the pill still says there is more below');
-  await screens(page, 'reply-below');
-  await pill.click();
-  assert.ok(await bottomInView(done), "the pill goes to the reply's end");
-  assert.equal(await pill.isVisible(), false);
-
-  // Following again: the next message is in view without scrolling.
-  await other.request({ type: 'chat', conversation_id: conversationId, message: 'after the jump' }, 30_000);
-  const next = page.locator('.message.assistant', { hasText: 'echo: after the jump' });
-  await next.waitFor();
-  assert.ok(await bottomInView(next), 'following again after the pill');
-  assert.deepEqual(phone.errors, []);
-  await phone.close();
-});
-
-test('more than a screen from the end, a named 44 px "to the end" button scrolls there and follows; near the end it is not there', async () => {
-  const phone = await rig.openPhone();
-  const { page } = phone;
-  await openConversation(page, TITLE);
-  await page.locator('.message.assistant').nth(6).waitFor();
-  const toEnd = page.locator('.to-end');
-  assert.equal(await toEnd.isVisible(), false, 'at the end: no button');
-  await scrollTo(page, 'end-100');
-  await page.waitForTimeout(50);
-  assert.equal(await toEnd.isVisible(), false, 'a little above the end: no button');
-  await scrollTo(page, 0);
-  await toEnd.waitFor();
-  assert.equal(await page.locator('.jump-latest').isVisible(), false, 'nothing new: no pill');
-  assert.equal(await toEnd.getAttribute('aria-label'), 'Scroll to the end');
-  const box = (await toEnd.boundingBox())!;
-  assert.ok(box.width >= 44 && box.height >= 44, `a 44 px target (${box.width}x${box.height})`);
-  assert.ok(await bottomInView(toEnd), 'on screen');
-  await screens(page, 'to-end', (p) => scrollTo(p, 0));
-  await toEnd.click();
-  assert.ok(await bottomInView(page.locator('.message-list > .message').last()), 'at the end');
-  await toEnd.waitFor({ state: 'hidden' });
-  await other.request({ type: 'chat', conversation_id: conversationId, message: 'after the button' }, 30_000);
-  const next = page.locator('.message.assistant', { hasText: 'echo: after the button' });
-  await next.waitFor();
-  assert.ok(await bottomInView(next), 'following again');
-  assert.deepEqual(phone.errors, []);
-  await phone.close();
-});
 
 const TABLE = [
   '| Attempt | Backoff (seconds) | Outcome | Retried by | Notes |',
@@ -185,7 +84,7 @@ test("a table's headers and cells wrap between words, never inside one; a long t
     assert.ok(widths.page <= widths.view, `${width} px: the page is not widened (${widths.page} > ${widths.view})`);
     assert.ok(widths.list <= widths.listBox, `${width} px: the message list does not scroll sideways (${widths.list} > ${widths.listBox})`);
   }
-  await screens(page, 'table', (p) =>
+  await saveScreens(page, 'day-table', (p) =>
     p
       .locator('.message.assistant table')
       .last()
@@ -230,12 +129,12 @@ test('a tool whose prompt waits says "waiting for you" in both themes, then runn
   await page.emulateMedia({ colorScheme: 'light' });
   // Inside its own conversation the prompt does not name it.
   await page.waitForFunction(() => document.querySelector('.permission-card .permission-source')?.textContent === 'Asked from access token');
-  await screens(page, 'waiting', (p) => p.locator('.tool-card[data-tool="write_file"]').evaluate((el) => el.scrollIntoView({ block: 'start' })));
+  await saveScreens(page, 'day-waiting', (p) => p.locator('.tool-card[data-tool="write_file"]').evaluate((el) => el.scrollIntoView({ block: 'start' })));
 
   // In another conversation it does, after a separator.
   await openConversation(page, TITLE);
   await page.waitForFunction(() => document.querySelector('.permission-card .permission-source')?.textContent === 'Asked from access token · In “Plan the retry change for the uploader”');
-  await screens(page, 'prompt-elsewhere');
+  await saveScreens(page, 'day-prompt-elsewhere');
   await openConversation(page, 'Plan the retry change');
   await page.waitForFunction(() => document.querySelector('.tool-card[data-tool="write_file"] .tool-status')?.getAttribute('data-status') === 'waiting');
   assert.equal(await page.locator('.permission-card .permission-source').innerText(), 'Asked from access token');

@@ -280,16 +280,15 @@ test('the permission mode select updates the service, and follows changes made e
   other.close();
 });
 
-test('a provider failure shows the error banner with the service message', async () => {
+test('a provider failure is said at the turn, in words the phone user can act on, with Retry', async () => {
   fake.script({ status: 401 });
   await send('this one fails');
-  const banner = page.locator('.banner');
-  await banner.waitFor({ state: 'visible' });
-  assert.match(await banner.innerText(), /401|key|auth/i);
-  assert.equal(await banner.locator('button', { hasText: 'Set API Key' }).count(), 0, 'editor-only buttons not on the phone');
+  const failure = page.locator('.turn-failure');
+  await failure.waitFor({ state: 'visible' });
+  assert.equal(await failure.locator('.turn-failure-text').innerText(), "The computer's OpenAI key was refused: set it on the computer, then retry.");
+  assert.equal(await failure.locator('button', { hasText: 'Set API Key' }).count(), 0, 'editor-only buttons not on the phone');
+  assert.equal(await failure.locator('button.turn-retry').count(), 1);
   await shot('07-provider-error');
-  await banner.locator('button[aria-label="Dismiss"]').click();
-  assert.ok(!(await banner.isVisible()));
 });
 
 test('the page reconnects by itself after the service restarts on the same port, and chats again', async () => {

@@ -22,6 +22,8 @@ export interface PermissionCardsOptions {
   conversationTitle(conversationId: string): string | undefined;
   /** Opens the change in the editor's diff editor (the webview only). */
   showDiff?(requestId: string): void;
+  /** How the service names this page (ServiceConnection.actingAs): its own answers name nobody. */
+  self?(): string | undefined;
 }
 
 /** The longest note the service takes (`permission_response.note`). */
@@ -68,7 +70,7 @@ export class PermissionCards {
       case 'added':
         return this.show(change.request);
       case 'resolved':
-        return this.close(change.requestId, resolvedText(change.event));
+        return this.close(change.requestId, resolvedText(change.event, this.options.self?.()));
       case 'gone':
         return this.close(change.request.request_id, GONE_TEXT);
       case 'listed':
@@ -123,7 +125,7 @@ export class PermissionCards {
       const answer = await this.options.answer(request.request_id, decision, note);
       if (!this.cards.has(request.request_id)) return;
       // Settled (decided here or elsewhere first, or expired): nothing left to decide here.
-      const said = answer ? answerText(answer) : { text: 'Not connected.', settled: false };
+      const said = answer ? answerText(answer, this.options.self?.()) : { text: 'Not connected.', settled: false };
       if (said.settled) {
         this.close(request.request_id, said.text);
       } else {

@@ -84,6 +84,12 @@ export class MachineSwitcher {
     if (open) this.panel.querySelector<HTMLElement>('.machine-select')?.focus();
   }
 
+  /** Opens "Add a computer" (scan or paste a pairing link): "Pair again" on a computer that refused this phone. */
+  showAdd(): void {
+    this.toggle(true);
+    this.addMachine.toggle(true);
+  }
+
   /** Opens "Add a computer" on `link` (a pairing link opened into the page) and tries it. */
   tryLink(link: string): void {
     this.toggle(true);

@@ -156,7 +156,7 @@ test('a computer that refuses the phone: "Pair again" opens the way to pair, the
   const pairAgain = page.locator('.pair-again');
   await pairAgain.waitFor({ timeout: 15_000 });
   assert.match(await page.locator('.connection').innerText(), /refused/);
-  assert.equal(await page.locator('.composer-input').getAttribute('placeholder'), 'Not paired: cannot send');
+  assert.equal(await page.locator('.composer-input').getAttribute('placeholder'), 'Pair again to send');
   await send(page, 'kept for later');
   await page.locator('.message.user.pending', { hasText: 'kept for later' }).waitFor();
   await shots(page, 'refused');

@@ -18,7 +18,7 @@ const labelled = (path: string, label: string) => [strokeIcon(path, 16, 1.8), h(
 const OFFLINE = 'Offline · sends later';
 const OFFLINE_NARROW = 'Offline · queued';
 /** The machine refused this page's credential: nothing typed will send until it is paired again (kept meanwhile). */
-const UNPAIRED = 'Not paired: cannot send';
+const UNPAIRED = 'Pair again to send';
 const UNPAIRED_NARROW = 'Not paired';
 const NARROW = '(max-width: 359px)';
 

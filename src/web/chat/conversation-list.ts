@@ -1,6 +1,6 @@
 /** The conversation list: switch, new, delete (with an inline confirmation: webviews forbid confirm()). */
 import { changedText } from './changes-view';
-import { h, relativeTime, strokeIcon } from './dom';
+import { BIN, h, relativeTime, strokeIcon } from './dom';
 import { planProgressText } from './plan-view';
 import { sourceLabel } from '../../protocol/sources';
 import { senderName } from '../sender-name';
@@ -86,7 +86,7 @@ export class ConversationList {
       worktreeMark(conversation),
     );
     open.addEventListener('click', () => this.handlers.select(conversation.id));
-    const remove = h('button', { type: 'button', class: 'icon-button conversation-delete', 'aria-label': `Delete “${conversation.title}”`, title: 'Delete' }, strokeIcon(TRASH, 16, 1.3));
+    const remove = h('button', { type: 'button', class: 'icon-button conversation-delete', 'aria-label': `Delete “${conversation.title}”`, title: 'Delete' }, strokeIcon(BIN, 16, 1.3));
     const row = h('li', { class: 'conversation', 'data-id': conversation.id }, open, remove);
     remove.addEventListener('click', () => this.confirmDelete(row, conversation, remove));
     return row;
@@ -141,4 +141,3 @@ function worktreeMark(conversation: Conversation): HTMLElement | null {
 }
 
 /** A bin. */
-const TRASH = 'M6 2h4M2.5 4h11M4 4l.7 9.2a1 1 0 0 0 1 .8h4.6a1 1 0 0 0 1-.8L12 4M6.5 7v4M9.5 7v4';

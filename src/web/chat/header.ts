@@ -46,6 +46,7 @@ export class Header {
     this.mode.addEventListener('change', () => {
       const previous = this.modeValue;
       this.modeValue = this.mode.value as PermissionMode;
+      this.mode.dataset.mode = this.modeValue;
       onModeChange(this.modeValue, previous);
     });
     // How many permission requests wait for an answer here: tapping it shows the first one.
@@ -122,6 +123,8 @@ export class Header {
   setMode(mode: PermissionMode, connected: boolean): void {
     this.modeValue = mode;
     this.mode.value = mode;
+    // "Allow" runs every tool unasked: the selector wears the warning colours while it is set (chat.css).
+    this.mode.dataset.mode = mode;
     this.mode.disabled = !connected;
   }
 }

@@ -86,7 +86,7 @@ test('a write_file request shows its diff: the path, hunks with old/new line num
   ]);
   assert.match(await card.locator('.diff-stats').innerText(), /\+1\s+−1/);
   // Shown inside its own conversation: the prompt does not name it (phone-day-use.test.ts: it does elsewhere).
-  await page.waitForFunction(() => document.querySelector('.permission-card .permission-source')?.textContent === 'Asked from access token');
+  await page.waitForFunction(() => document.querySelector('.permission-card .permission-source')?.textContent === 'Asked from this device');
   assert.ok(!(await card.innerText()).includes('"content"'), 'the diff, not the raw argument JSON');
   await shot(page, 'prompt-write-file-diff');
   await card.locator('button[data-decision="deny"]').click();

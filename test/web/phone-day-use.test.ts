@@ -128,16 +128,16 @@ test('a tool whose prompt waits says "waiting for you" in both themes, then runn
   }
   await page.emulateMedia({ colorScheme: 'light' });
   // Inside its own conversation the prompt does not name it.
-  await page.waitForFunction(() => document.querySelector('.permission-card .permission-source')?.textContent === 'Asked from access token');
+  await page.waitForFunction(() => document.querySelector('.permission-card .permission-source')?.textContent === 'Asked from this device');
   await saveScreens(page, 'day-waiting', (p) => p.locator('.tool-card[data-tool="write_file"]').evaluate((el) => el.scrollIntoView({ block: 'start' })));
 
   // In another conversation it does, after a separator.
   await openConversation(page, TITLE);
-  await page.waitForFunction(() => document.querySelector('.permission-card .permission-source')?.textContent === 'Asked from access token · In “Plan the retry change for the uploader”');
+  await page.waitForFunction(() => document.querySelector('.permission-card .permission-source')?.textContent === 'Asked from this device · In “Plan the retry change for the uploader”');
   await saveScreens(page, 'day-prompt-elsewhere');
   await openConversation(page, 'Plan the retry change');
   await page.waitForFunction(() => document.querySelector('.tool-card[data-tool="write_file"] .tool-status')?.getAttribute('data-status') === 'waiting');
-  assert.equal(await page.locator('.permission-card .permission-source').innerText(), 'Asked from access token');
+  assert.equal(await page.locator('.permission-card .permission-source').innerText(), 'Asked from this device');
 
   await prompt.locator('button[data-decision="allow"]').click();
   await page.waitForFunction(() => document.querySelector('.tool-card[data-tool="write_file"] .tool-status')?.getAttribute('data-status') === 'ok');

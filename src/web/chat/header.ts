@@ -23,6 +23,7 @@ export class Header {
   private readonly connectionDetail: HTMLElement;
   private readonly mode: HTMLSelectElement;
   private modeValue: PermissionMode | undefined;
+  private pairAgain: HTMLButtonElement | undefined;
   private readonly waiting: HTMLButtonElement;
   /** "3 changed" on a conversation in its own worktree: opens its Changes view. */
   readonly changes: HTMLButtonElement;
@@ -110,6 +111,13 @@ export class Header {
       this.connectionText.replaceChildren(`${label} (${detail}`, this.connectionDetail, ')');
     }
     this.mode.disabled = state.state !== 'open' || this.modeValue === undefined;
+    if (this.pairAgain) this.pairAgain.hidden = state.refused !== true;
+  }
+
+  /** "Pair again" after the connection's state, shown while the machine refuses this page's credential. */
+  offerPairAgain(pair: () => void): void {
+    this.pairAgain = h('button', { type: 'button', class: 'button primary pair-again', hidden: true, onclick: pair }, 'Pair again');
+    this.connection.after(this.pairAgain);
   }
 
   setMode(mode: PermissionMode, connected: boolean): void {

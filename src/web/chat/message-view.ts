@@ -4,6 +4,7 @@ import { sentChips } from './context-chips';
 import { h } from './dom';
 import { ToolCard, type ToolStatus } from './tool-card';
 import { renderMarkdown } from './markdown';
+import { senderName } from '../sender-name';
 import { attachUsage } from './usage-view';
 
 export { ToolCard, type ToolStatus } from './tool-card';
@@ -57,6 +58,8 @@ export class MessageView {
   private readonly list: HTMLElement;
   /** Called with each user message and tool result of a history put on screen, with its node (attachments are drawn by it). */
   onStoredMessage?: (node: HTMLElement, message: Message) => void;
+  /** How the service names this page where it acts (ServiceConnection.actingAs): its own messages name no sender. */
+  self: () => string | undefined = () => undefined;
   private readonly cardsByCall = new Map<string, ToolCard>();
   /** Every tool card on screen (the ones without a call id too). */
   private readonly cards: ToolCard[] = [];
@@ -183,12 +186,13 @@ export class MessageView {
   }
 
   /**
-   * Names who sent a user message ("from Pixel 8", "from editor", "from access token"), so a message another
-   * client sent reads apart from this page's own.
+   * Names who sent a user message ("from Pixel 8", "from ada", "from this computer"), so a message another
+   * client or person sent reads apart from this page's own, which names nobody (web/sender-name.ts).
    */
   showSender(node: HTMLElement, from: string | undefined): void {
-    if (!from || node.querySelector(':scope > .message-from')) return;
-    node.append(h('div', { class: 'message-from' }, `from ${from}`));
+    const name = senderName(from, this.self());
+    if (!name || node.querySelector(':scope > .message-from')) return;
+    node.append(h('div', { class: 'message-from' }, `from ${name}`));
   }
 
   addAssistant(text: string): HTMLElement {

@@ -11,6 +11,7 @@ import type { PendingChange, PendingRequests } from '../../protocol/pending-requ
 import { shortened } from '../../protocol/code-points';
 import { sourceLabel } from '../../protocol/sources';
 import { answerText, GONE_TEXT, resolvedText } from '../permission-answer-text';
+import { senderName } from '../sender-name';
 import { h } from './dom';
 import { renderPreview } from './preview-view';
 
@@ -25,6 +26,8 @@ export interface PermissionCardsOptions {
   shownConversation?(): string | undefined;
   /** Opens the change in the editor's diff editor (the webview only). */
   showDiff?(requestId: string): void;
+  /** How the service names this page (ServiceConnection.actingAs): its own answers name nobody. */
+  self?(): string | undefined;
 }
 
 /** The longest note the service takes (`permission_response.note`). */
@@ -78,7 +81,9 @@ export class PermissionCards {
   private describe(card: Card): void {
     const request = card.request;
     const title = request.conversation_id === this.options.shownConversation?.() ? undefined : (request.conversation_title ?? this.options.conversationTitle(request.conversation_id));
-    card.source.textContent = [`Asked from ${request.from ?? sourceLabel(request.source)}`, title ? `In “${shortened(title, TITLE_SHOWN_CHARS)}”` : ''].filter(Boolean).join(' · ');
+    // Who asked, named as everywhere on the page (sender-name.ts): this page's own credential is "this device".
+    const who = request.from === undefined ? sourceLabel(request.source) : (senderName(request.from, this.options.self?.()) ?? 'this device');
+    card.source.textContent = [`Asked from ${who}`, title ? `In “${shortened(title, TITLE_SHOWN_CHARS)}”` : ''].filter(Boolean).join(' · ');
   }
 
   /** Called whenever cards come or go (the header's count follows). */
@@ -91,7 +96,7 @@ export class PermissionCards {
       case 'added':
         return this.show(change.request);
       case 'resolved':
-        return this.close(change.requestId, resolvedText(change.event));
+        return this.close(change.requestId, resolvedText(change.event, this.options.self?.()));
       case 'gone':
         return this.close(change.request.request_id, GONE_TEXT);
       case 'listed':
@@ -146,7 +151,7 @@ export class PermissionCards {
       const answer = await this.options.answer(request.request_id, decision, note);
       if (!this.cards.has(request.request_id)) return;
       // Settled (decided here or elsewhere first, or expired): nothing left to decide here.
-      const said = answer ? answerText(answer) : { text: 'Not connected.', settled: false };
+      const said = answer ? answerText(answer, this.options.self?.()) : { text: 'Not connected.', settled: false };
       if (said.settled) {
         this.close(request.request_id, said.text);
       } else {

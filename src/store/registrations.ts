@@ -19,20 +19,23 @@ export class RegistrationsRepo {
   async upsert(machineName: string, publicKey: string, now: string = new Date().toISOString(), e2eV2 = false): Promise<void> {
     await this.db.write((tx) => {
       const held = tx.get<{ public_key: string; e2e_v2: number }>('SELECT public_key, e2e_v2 FROM registrations WHERE machine_name = ?', [machineName]);
+      // The same machine registered before names were made well-formed (s21) is under its old spelling,
+      // which no name sent now equals: that row goes (or its key would keep opening the tunnel), and what
+      // it held that outlives a new key's row goes to this one: its first registration, and its mark.
+      const older = machineName.includes('\ufffd')
+        ? tx
+            .all<{ stored: string; public_key: string; e2e_v2: number; created_at: string }>('SELECT hex(machine_name) AS stored, public_key, e2e_v2, created_at FROM registrations')
+            .filter((row) => olderSpellingOf(row.stored) === machineName)
+        : [];
       // The same key in another spelling (an older row's) stays the same key: its mark stays too.
-      const marked = e2eV2 || (held?.e2e_v2 === 1 && sameKey(held.public_key, publicKey));
+      const marked = e2eV2 || [held, ...older].some((row) => row?.e2e_v2 === 1 && sameKey(row.public_key, publicKey));
+      const created = older.map((row) => row.created_at).sort()[0] ?? now;
       tx.run(
         `INSERT INTO registrations (machine_name, public_key, created_at, updated_at, e2e_v2) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (machine_name) DO UPDATE SET public_key = excluded.public_key, updated_at = excluded.updated_at, e2e_v2 = excluded.e2e_v2`,
-        [machineName, publicKey, now, now, marked ? 1 : 0],
+        [machineName, publicKey, created, now, marked ? 1 : 0],
       );
-      // The same machine registered before names were made well-formed (s21) is under its old spelling,
-      // which no name sent now equals: that row goes too, or its key would keep opening the tunnel.
-      if (machineName.includes('\ufffd')) {
-        for (const row of tx.all<{ id: number; stored: string }>('SELECT rowid AS id, hex(machine_name) AS stored FROM registrations')) {
-          if (olderSpellingOf(row.stored) === machineName) tx.run('DELETE FROM registrations WHERE rowid = ?', [row.id]);
-        }
-      }
+      for (const row of older) tx.run('DELETE FROM registrations WHERE hex(machine_name) = ?', [row.stored]);
     });
   }
 

@@ -82,7 +82,7 @@ function viewOf(machine: Machine): MachineView {
   const element = h('div', { class: 'machine-view', 'data-machine-id': machine.id, hidden: true });
   root.insertBefore(element, switcher.panel);
   const slot = h('span', { class: 'machine-slot' });
-  const removeButton = h('button', { type: 'button', class: 'button secondary forget-pairing' }, 'Remove this computer');
+  const removeButton = h('button', { type: 'button', class: 'button danger forget-pairing' }, 'Remove this computer');
   removeButton.addEventListener('click', () => void remove(machine.id));
   // Owner only (the service refuses a password user, and the screen says so).
   const activity = new ActivityView(connection, { open: (conversationId) => app.openConversation(conversationId) });
@@ -92,6 +92,7 @@ function viewOf(machine: Machine): MachineView {
     root: element,
     outboxStorage: storage,
     headerExtra: slot,
+    pairAgain: () => switcher.openAdd(),
     drawerFooter: h(
       'div',
       { class: 'drawer-footer' },
@@ -241,7 +242,7 @@ async function answer(machineId: string, requestId: string, decision: 'allow' | 
   if (!view) return 'That computer is no longer paired.';
   try {
     const reply = await view.connection.request({ type: 'permission_response', request_id: requestId, decision });
-    return `${view.machine.name}: ${answerText(reply).text}`;
+    return `${view.machine.name}: ${answerText(reply, view.connection.actingAs).text}`;
   } catch {
     return `${view.machine.name} is not connected.`;
   }
@@ -253,6 +254,10 @@ function showPairingForm(): void {
   // The page is served by the service (or a relay) it pairs with: its own socket is the likely answer.
   const url = h('input', { id: 'pair-url', type: 'url', required: true, placeholder: 'ws://…/ws', value: ownUrl(), autocomplete: 'off', spellcheck: 'false' });
   const token = h('input', { id: 'pair-token', type: 'password', required: true, autocomplete: 'off' });
+  // The phone's camera app opens a QR code's link by itself; a code it cannot open, a photo of it or a
+  // link copied elsewhere goes through the Computers sheet's "Add a computer", the page's one way in.
+  const scan = h('button', { type: 'button', class: 'button primary pairing-scan' }, 'Scan or paste a pairing link');
+  scan.addEventListener('click', () => switcher.openAdd());
   const form = h(
     'form',
     { class: 'pairing-form' },
@@ -264,13 +269,15 @@ function showPairingForm(): void {
       h('code', {}, 'remote-assistant pair'),
       ' prints one (and ',
       h('code', {}, 'remote-assistant serve'),
-      ' does while no phone is paired); in the editor, command “Remote Assistant: Show Connection Info”. Or enter the service address and access token.',
+      ' does while no phone is paired); in the editor, command “Remote Assistant: Show Connection Info”.',
     ),
+    scan,
+    h('p', { class: 'pairing-or' }, 'Or enter the service address and access token:'),
     h('label', { for: 'pair-url' }, 'Service WebSocket URL'),
     url,
     h('label', { for: 'pair-token' }, 'Token'),
     token,
-    h('button', { type: 'submit', class: 'button primary' }, 'Connect'),
+    h('button', { type: 'submit', class: 'button secondary' }, 'Connect'),
   );
   form.addEventListener('submit', (event) => {
     event.preventDefault();

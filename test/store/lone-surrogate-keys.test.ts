@@ -3,6 +3,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openStore, type Store } from '../../src/store/index';
 import { tempDir } from '../helpers/temp';
+import { x25519 } from '@noble/curves/ed25519.js';
+import { ClientKeys, registrableClientKey } from '../../src/transport/relay-link/client-keys';
+import { displayName } from '../../src/protocol/display-name';
+import type { Hello } from '../../src/tunnel';
 
 test("a webhook sender's user_id with a lone surrogate reads the same live and after a reopen", { timeout: 60_000 }, async (t) => {
   const { dir, cleanup } = await tempDir('lone-surrogate-keys-');
@@ -114,4 +118,26 @@ test('olderSpellingOf: lone surrogates as sql.js stored them, each read as one U
   assert.equal(olderSpellingOf(hex([0xed, 0x9f, 0xbf])), undefined, 'U+D7FF is a character, not a surrogate');
   assert.equal(olderSpellingOf(hex([...Buffer.from('\u{1f600}\ufffd')])), undefined, 'well-formed text holds none');
   assert.equal(olderSpellingOf(hex([...ascii, 0xed, 0xa0])), undefined, 'a cut sequence is not one');
+});
+
+// review24a: the older row's e2e v2 mark was dropped with it, so the same key's v1 hellos were let in again.
+test('a key that spoke e2e v2 under its older spelling keeps refusing v1 hellos, and its first registration time, once registered again', { timeout: 60_000 }, async (t) => {
+  const { dir, cleanup } = await tempDir('lone-surrogate-keys-');
+  t.after(cleanup);
+  let store: Store = await openStore(dir);
+  t.after(() => store.close().catch(() => undefined));
+  const key = registrableClientKey(Buffer.from(x25519.getPublicKey(x25519.utils.randomSecretKey())).toString('base64url'))!;
+  // As an older build stored it (the name as sent); the phone then spoke v2.
+  await store.registrations.upsert('laptop \ud800', key, '2026-01-01T00:00:00.000Z');
+  const keys = (s: Store) => new ClientKeys(s, { redeem: () => false } as never, { info() {}, warn() {} } as never);
+  await keys(store).spokeV2(key);
+  await assert.rejects(keys(store).admit({ version: 1, clientKey: key } as Hello), /v1 hello is refused/, 'refused before');
+  // The owner registers the same machine and the same key again (POST /ws/register makes the name well-formed).
+  await store.registrations.upsert(displayName('laptop \ud800'), key, '2026-11-28T00:00:00.000Z');
+  assert.deepEqual(store.registrations.keys(), [{ public_key: key, e2e_v2: true }], 'one row, still marked');
+  assert.equal(store.registrations.get(displayName('laptop \ud800'))?.created_at, '2026-01-01T00:00:00.000Z', 'first registered when the older row was');
+  await assert.rejects(keys(store).admit({ version: 1, clientKey: key } as Hello), /v1 hello is refused/, 'refused after');
+  await store.close();
+  store = await openStore(dir);
+  assert.deepEqual(store.registrations.keys(), [{ public_key: key, e2e_v2: true }], 'after a reopen');
 });

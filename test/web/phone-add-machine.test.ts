@@ -346,3 +346,24 @@ test('attack: a pairing link for a machine this phone does not know, opened from
   assert.deepEqual(phone.errors, []);
   await phone.context.close();
 });
+
+test("the unpaired page's first button opens Add a computer: a pasted link pairs and opens the machine", async () => {
+  const context = await browser.newContext({ viewport: { width: 360, height: 740 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, reducedMotion: 'reduce' });
+  const page = await context.newPage();
+  page.setDefaultTimeout(WAIT);
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(String(error)));
+  await page.goto(`${a.httpUrl}/`);
+  await page.locator('.pairing-form #pair-url').waitFor();
+  await page.screenshot({ path: join('test-output', 'screens', 'first-open-360.png') });
+  await page.locator('.pairing-scan').click();
+  await page.locator('#ra-add-link').waitFor();
+  await page.screenshot({ path: join('test-output', 'screens', 'first-open-add-360.png') });
+  await page.locator('#ra-add-link').fill(await pairingLink(b));
+  await page.locator('.add-machine-submit').click();
+  await page.locator(`.machine-view[data-machine-id="${lanId(b)}"] .connection[data-state="open"]`).waitFor();
+  assert.equal(await page.locator('.pairing-form').count(), 0, 'the unpaired page is gone');
+  assert.ok(await page.locator('.machines-panel').isHidden(), 'the sheet closed on the machine');
+  assert.deepEqual(errors, []);
+  await context.close();
+});

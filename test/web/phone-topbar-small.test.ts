@@ -40,6 +40,8 @@ interface BarLayout {
   mode: { inside: boolean; label: string | null };
   connectionWords: boolean;
   state: string;
+  compact: { shown: boolean; width: number; height: number };
+  usage: string;
 }
 
 function measure(page: Page): Promise<BarLayout> {
@@ -74,6 +76,10 @@ function measure(page: Page): Promise<BarLayout> {
       mode: { inside: modeInside, label: mode.getAttribute('aria-label') },
       connectionWords: textInside && text.scrollWidth <= text.clientWidth + 0.5,
       state: bar.querySelector<HTMLElement>('.connection')!.dataset.state ?? '',
+      compact: ((b) => ({ shown: b.getClientRects().length > 0, width: b.getBoundingClientRect().width, height: b.getBoundingClientRect().height }))(
+        bar.querySelector<HTMLElement>('.compact-button')!,
+      ),
+      usage: bar.querySelector<HTMLElement>('.usage-total')?.innerText ?? '',
     };
   }, TITLE_CHARS);
 }
@@ -87,6 +93,9 @@ function assertReadable(layout: BarLayout, where: string): void {
   assert.ok(layout.machine.name.includes(LONG_MACHINE), `${where}: the chip's name is the machine's whole name`);
   assert.ok(layout.mode.inside && layout.mode.label === 'Tool permission mode', `${where}: the mode selector on screen and labelled`);
   if (layout.state !== 'open') assert.ok(layout.connectionWords, `${where}: the connection state (${layout.state}) in words, whole`);
+  if (layout.compact.shown) assert.ok(layout.compact.width >= 44 && layout.compact.height >= 44, `${where}: Compact a 44 px target (${layout.compact.width}x${layout.compact.height})`);
+  // The fake provider's model has no price: the bar says how many tokens, not a bare "—".
+  assert.match(layout.usage, /^\d[\d.]*k? tokens$/, `${where}: the conversation's usage in the bar`);
 }
 
 async function shoot(page: Page, name: string, check: boolean): Promise<void> {
@@ -115,6 +124,7 @@ test('the top bar reads at 320-359 px with a long title and a long machine name,
   await page.locator('.machine-switch').click();
   await page.locator('.machine-rename').first().click();
   await page.locator('.machine-switch-name', { hasText: LONG_MACHINE }).waitFor();
+  await page.screenshot({ path: join(SCREENSHOTS, 'topbar-computers-sheet.png') });
   await page.locator('.machines-close').click();
 
   rig.fake.script({ text: 'On it.', chunks: 1 });

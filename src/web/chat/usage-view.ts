@@ -55,8 +55,11 @@ export class UsageMeter {
     this.element.hidden = !usage;
     if (!usage) return;
     const approx = usage.estimated ? '≈' : '';
-    // The tokens in a span of their own: the narrowest screens keep the cost and leave them out (chat.css).
-    this.total.replaceChildren(h('span', { class: 'usage-tokens' }, `${approx}${compact(usage.input_tokens + usage.output_tokens)} tokens · `), formatCost(usage.cost));
+    const tokens = `${approx}${compact(usage.input_tokens + usage.output_tokens)} tokens`;
+    // Priced: the tokens in a span of their own, which the narrowest screens leave out to keep the cost
+    // (chat.css). Unpriced: the tokens alone, everywhere (a bare "—" in a bar tells nothing).
+    if (usage.cost === null) this.total.replaceChildren(tokens);
+    else this.total.replaceChildren(h('span', { class: 'usage-tokens' }, `${tokens} · `), formatCost(usage.cost));
     const { context_used: used, context_window: window } = usage;
     this.meter.hidden = used === null || window === null;
     if (used === null || window === null) return;

@@ -67,7 +67,7 @@ export class AddMachine {
       h(
         'p',
         { class: 'add-machine-hint' },
-        'On the other computer, ',
+        'On the computer to add, ',
         h('code', {}, 'remote-assistant pair'),
         ' shows a pairing link and its QR code (in the editor: “Remote Assistant: Show Connection Info”). Paste the link, or take a photo of the code.',
       ),

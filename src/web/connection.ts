@@ -70,7 +70,7 @@ export class ConnectionCore {
 
   setState(next: ConnectionStatus): void {
     const same = next.state === this.state.state && next.detail === this.state.detail && next.retryInSeconds === this.state.retryInSeconds;
-    if (same && next.update === this.state.update) return;
+    if (same && next.update === this.state.update && next.refused === this.state.refused) return;
     this.state = next;
     for (const listener of [...this.stateListeners]) safely(() => listener(next));
   }

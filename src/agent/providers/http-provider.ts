@@ -445,5 +445,5 @@ export function explanationOf(body: { message?: unknown } | undefined, sdkMessag
   return sdkMessage
     .replace(/^\d{3}\s*/, '')
     .replace(/^status code \(no body\)$/, '')
-    .replace(/<[^>]*>/g, ' ');
+    .replace(/<[^<>]*>/g, ' '); // [^<>]: a run of < no longer scans to the end from each one (review24d)
 }

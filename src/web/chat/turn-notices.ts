@@ -63,7 +63,8 @@ export function failureWords(reason: ProviderFailureReason | undefined, provider
 
 /** A wait the service makes before asking the provider again. */
 export function waitWords(reason: ProviderFailureReason, seconds: number): string {
-  const retrying = `retrying in ${seconds} s`;
+  // Past the wait the next attempt is under way (it may take as long as the provider's timeout).
+  const retrying = seconds > 0 ? `retrying in ${seconds} s` : 'retrying now';
   if (reason === 'rate_limited') return `Rate limited; ${retrying}`;
   if (reason === 'unavailable') return `The model provider is busy; ${retrying}`;
   if (reason === 'timeout' || reason === 'network') return `No answer from the model provider; ${retrying}`;
@@ -85,7 +86,7 @@ export class TurnNotices {
     const node = this.deps.messages.addNote('', 'info');
     node.classList.add('turn-waiting');
     node.setAttribute('role', 'status');
-    const show = () => (node.textContent = waitWords(event.reason, Math.max(1, Math.ceil((due - Date.now()) / 1000))));
+    const show = () => (node.textContent = waitWords(event.reason, Math.max(0, Math.ceil((due - Date.now()) / 1000))));
     show();
     this.waiting = { node, timer: setInterval(show, 1000) };
   }

@@ -92,6 +92,7 @@ function viewOf(machine: Machine): MachineView {
     root: element,
     outboxStorage: storage,
     headerExtra: slot,
+    pairAgain: () => switcher.openAdd(),
     drawerFooter: h(
       'div',
       { class: 'drawer-footer' },
@@ -241,7 +242,7 @@ async function answer(machineId: string, requestId: string, decision: 'allow' | 
   if (!view) return 'That computer is no longer paired.';
   try {
     const reply = await view.connection.request({ type: 'permission_response', request_id: requestId, decision });
-    return `${view.machine.name}: ${answerText(reply).text}`;
+    return `${view.machine.name}: ${answerText(reply, view.connection.actingAs).text}`;
   } catch {
     return `${view.machine.name} is not connected.`;
   }

@@ -3,12 +3,15 @@ import { changedText } from './changes-view';
 import { BIN, h, relativeTime, strokeIcon } from './dom';
 import { planProgressText } from './plan-view';
 import { sourceLabel } from '../../protocol/sources';
+import { senderName } from '../sender-name';
 import type { Conversation } from '../../protocol';
 
 export interface ConversationListHandlers {
   select(id: string): void;
   create(): void;
   remove(id: string): Promise<void>;
+  /** How the service names this page (ServiceConnection.actingAs): a conversation it started names no starter. */
+  self?(): string | undefined;
 }
 
 export class ConversationList {
@@ -73,7 +76,11 @@ export class ConversationList {
       'button',
       { type: 'button', class: 'conversation-open', 'aria-current': conversation.id === this.current ? 'true' : undefined, title: conversation.title },
       h('span', { class: 'conversation-title' }, conversation.title || 'Untitled'),
-      h('span', { class: 'conversation-meta' }, [relativeTime(conversation.updated_at), conversation.started_by ?? sourceLabel(conversation.source)].filter(Boolean).join(' · ')),
+      h(
+        'span',
+        { class: 'conversation-meta' },
+        [relativeTime(conversation.updated_at), conversation.started_by ? senderName(conversation.started_by, this.handlers.self?.()) : sourceLabel(conversation.source)].filter(Boolean).join(' · '),
+      ),
       stateMark(conversation),
       conversation.plan_summary ? h('span', { class: 'conversation-plan' }, planProgressText(conversation.plan_summary)) : null,
       worktreeMark(conversation),

@@ -84,7 +84,7 @@ export class MachineSwitcher {
     if (open) this.panel.querySelector<HTMLElement>('.machine-select')?.focus();
   }
 
-  /** Opens the sheet on "Add a computer" (paste a link, a photo of the QR code, the camera). */
+  /** Opens the sheet on "Add a computer" (paste a link, a photo of the QR code, the camera); also "Pair again". */
   openAdd(): void {
     this.toggle(true);
     this.addMachine.toggle(true);

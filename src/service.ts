@@ -27,7 +27,7 @@ import { announceConversation } from './commands/conversation-updates';
 import { isOwnerClient } from './protocol/sources';
 import { configChangeEntries } from './commands/audit-records';
 import { deviceLoginRecorder, recordLoginBursts } from './commands/audit-recorders';
-import { FILE_EDIT_ACTOR } from './commands/audit-actor';
+import { FILE_EDIT_ACTOR, sessionLabel } from './commands/audit-actor';
 import { EventHub } from './commands/event-hub';
 import { Opening, OPEN_FAILED_TEXT } from './commands/opening';
 import { TurnRunner } from './commands/turns/turn-runner';
@@ -290,7 +290,14 @@ async function composeService(options: ServiceOptions, front: ServiceFront, open
       createLanPairing: () => lanPairing(options, config.current, pairings, listening),
     },
   });
-  const sessionDeps: LanSocketDeps = { auth, door, logger, authTimeoutMs: options.authTimeoutMs, onAdmitted: deviceLoginRecorder(store, logger) };
+  const sessionDeps: LanSocketDeps = {
+    auth,
+    door,
+    logger,
+    authTimeoutMs: options.authTimeoutMs,
+    onAdmitted: deviceLoginRecorder(store, logger),
+    labelOf: (session) => sessionLabel(session, store.devices),
+  };
   const relay = new RelayLinks({
     channels: () => websocketChannelsOf(config.current),
     identity: () => machineIdentityOf(store),

@@ -91,7 +91,7 @@ export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'attachments' 
  * - `tool.call` / `tool.result`: the turn's tools;
  * - `plan.updated`: the todo tool wrote the conversation's plan (between its call and its result).
  */
-export type TurnEvent = Extract<ServiceEvent, { event: 'chat.message' | 'chat.delta' | 'tool.call' | 'tool.result' | 'plan.updated' }>;
+export type TurnEvent = Extract<ServiceEvent, { event: 'chat.message' | 'chat.delta' | 'tool.call' | 'tool.result' | 'plan.updated' | 'turn.retrying' }>;
 
 /**
  * Receives a turn's events synchronously, as they happen. A callback rather than an async iterator: the
@@ -810,6 +810,7 @@ export class Agent {
         tools: specs,
         signal,
         onDelta: input.stream ? onDelta : undefined,
+        onRetry: (wait) => onEvent({ event: 'turn.retrying', conversation_id: conversationId, ...wait }),
       });
       commit?.soon();
       const result = await asked;

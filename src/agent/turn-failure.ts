@@ -19,6 +19,9 @@ export interface TurnFailure {
   forSender: string;
   /** The provider asked to wait this long (Retry-After). */
   retryAfterMs?: number;
+  /** A provider's failure: its kind and name, for a client to word (`turn.ended`'s `reason` and `provider`). */
+  reason?: Exclude<ProviderErrorKind, 'cancelled'>;
+  provider?: string;
 }
 
 /**
@@ -43,9 +46,9 @@ const FOR_SENDER: Record<ProviderErrorKind, string> = {
 /** Classifies by the provider's failure kind and status (never by its message text). */
 export function turnFailureOf(error: unknown): TurnFailure {
   if (error instanceof ProviderFailure) {
-    const { kind, message, status, retryAfterMs } = error.failure;
+    const { kind, message, status, retryAfterMs, provider } = error.failure;
     const forSender = `${FOR_SENDER[kind]}${status !== undefined ? ` (HTTP ${status})` : ''}`;
-    return { transient: TRANSIENT_KINDS.has(kind), detail: message, forSender, retryAfterMs };
+    return { transient: TRANSIENT_KINDS.has(kind), detail: message, forSender, retryAfterMs, ...(kind !== 'cancelled' ? { reason: kind, provider } : {}) };
   }
   // A ServiceError's message is meant for clients, but may quote git's words naming a folder of the
   // machine (a repository's git folder elsewhere, a home or temp folder): not the sender's to know.

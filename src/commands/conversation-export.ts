@@ -155,6 +155,9 @@ export function exportPiece(text: string, offset: number): ExportPiece {
     at += written;
     end = next;
   }
+  // The six-bytes bound is what keeps the room after the JSON free for the frame's tail (review25a): were it
+  // ever wrong, the write would have spilled into that room unseen.
+  if (at + 1 > PIECE_ROOM + most) throw new Error('exportPiece: a piece outgrew its measure');
   room[at++] = QUOTE;
   return { end, json: bytesWithRoom(room, PIECE_ROOM, at) };
 }

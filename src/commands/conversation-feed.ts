@@ -5,7 +5,7 @@ import { withField } from './with-field';
 /** The events of a conversation that are numbered (`seq`) and replayed to a client that follows it again. */
 export type FeedEvent = Extract<
   ServiceEvent,
-  { event: 'chat.delta' | 'tool.call' | 'tool.result' | 'chat.message' | 'permission.request' | 'permission.resolved' | 'turn.ended' | 'plan.updated' | 'changes.ready' }
+  { event: 'chat.delta' | 'tool.call' | 'tool.result' | 'chat.message' | 'permission.request' | 'permission.resolved' | 'turn.ended' | 'turn.retrying' | 'plan.updated' | 'changes.ready' }
 >;
 
 /** The session and request that started a turn: the sender's copies of its events carry the request's id. */

@@ -216,16 +216,24 @@ async function connectionInfo(deps: CommandDeps): Promise<void> {
   await showConnectionInfo({ port, token: config.auth_token ?? '', lanAccess: readSettings().lanAccess }, deps.hosting.backend);
 }
 
+/** The CPU profile beside the measurement, when the test environment asks for one (see cpu-profile.ts). */
+let profiling: Promise<{ stop(): Promise<string> } | undefined> | undefined;
+
 /** First run: start measuring the event loop; second run: report (output channel and a notification). */
 export async function measureResponsiveness(deps: CommandDeps): Promise<void> {
   const figures = deps.loopMonitor.stop();
   if (!figures) {
     deps.loopMonitor.start();
+    // Test-only (RA_E2E_CPU_PROFILE in the editor's environment): the module is not even loaded otherwise.
+    if (process.env.RA_E2E_CPU_PROFILE) profiling = import('./cpu-profile').then(({ CpuProfile }) => CpuProfile.start());
     deps.log('responsiveness: measuring the extension host event loop');
     void vscode.window.showInformationMessage('Remote Assistant: measuring responsiveness. Run "Measure Responsiveness" again to see the figures.');
     return;
   }
   const text = describeFigures(figures, deps.activation());
+  const profile = await profiling?.then((p) => p?.stop()).catch((error: unknown) => `not written: ${String(error)}`);
+  profiling = undefined;
+  if (profile) deps.log(`responsiveness: CPU profile ${profile}`);
   deps.log(`responsiveness: ${text}`);
   void vscode.window.showInformationMessage(`Remote Assistant responsiveness: ${text}`);
 }

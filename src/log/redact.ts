@@ -20,19 +20,29 @@ const COUNT_KEY = /tokens|token_?count|max_?token/i;
 
 /** Shorter values are not treated as secrets: redacting "true" or "1234" everywhere would ruin logs. */
 export const MIN_SECRET_LENGTH = 8;
+/** Texts up to this length have their redaction kept (Redactor's `answers`): ids and names, not messages. */
+const KEPT_TEXT_CHARS = 64;
+/** How many are kept; past it the memory starts again (a service's lines repeat few short texts). */
+const KEPT_TEXTS = 256;
 
 const MAX_DEPTH = 12;
 
-// Credentials recognisable by shape, whether or not they are known secrets.
+// Credentials recognisable by shape, whether or not they are known secrets. Each pattern is tried at
+// every position of texts an attacker can make long (a log field, a provider's error): none may scan
+// to the end of a run of letters from each position of that run (quadratic: 40 KB of letters took
+// 4.7 s). So a match starts only where it could begin (the start of a run: lookbehinds), and a part
+// that is a name (a query parameter's, a JSON key's) is at most 128 characters on either side of
+// its keyword (test/service/redaction-linear.test.ts).
 const SHAPED_SECRETS: [RegExp, string][] = [
   // Authorization header values quoted in messages.
   [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}/g, `$1 ${REDACTED}`],
   // user:password@ in URLs.
-  [/([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]+:[^\s/@]+@/gi, `$1${REDACTED}@`],
+  // The scheme starts at the run's first letter (what precedes it in the run: digits, +, ., -).
+  [/(?=[a-z])(?<=(?:^|[^a-z0-9+.-])[0-9+.-]*)([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]+:[^\s/@]+@/gi, `$1${REDACTED}@`],
   // ?token=... / &api_key=... in URLs.
-  [/([?&][^=&\s#]*(?:api[_-]?key|token|secret|password|signature|(?<![a-z])sig(?![a-z]))[^=&\s#]*=)[^&\s#]+/gi, `$1${REDACTED}`],
+  [/([?&][^=&\s#]{0,128}?(?:api[_-]?key|token|secret|password|signature|(?<![a-z])sig(?![a-z]))[^=&\s#]{0,128}=)[^&\s#]+/gi, `$1${REDACTED}`],
   // "api_key": "..." inside JSON text (a request body logged as a string).
-  [/("[^"\\]*(?:api[_-]?key|token|secret|password|authorization|cookie)[^"\\]*"\s*:\s*)"(?:[^"\\]|\\.)*"/gi, `$1"${REDACTED}"`],
+  [/("[^"\\]{0,128}?(?:api[_-]?key|token|secret|password|authorization|cookie)[^"\\]{0,128}"\s*:\s*)"(?:[^"\\]|\\.)*"/gi, `$1"${REDACTED}"`],
 ];
 
 function escapeRegExp(text: string): string {
@@ -86,13 +96,14 @@ export function redactKnownSecrets<T>(value: T, secrets: Iterable<string>): T {
 const VENDOR_KEY_SHAPES: RegExp[] = [
   // Authorization headers quoted back.
   /\b(?:Bearer|Basic)\s+[^\s"',;]+/gi,
-  // Masked keys: `sk-abc***wxyz`, `abcd...wxyz` style masks with a run of asterisks or an ellipsis.
-  /[\w.\-]*\*{3,}[\w.\-]*/g,
-  /[\w\-]+(?:\u2026|\.{3})[\w\-]+/g,
+  // Masked keys: `sk-abc***wxyz`, `abcd...wxyz` style masks with a run of asterisks or an ellipsis. Each
+  // starts at its run's start, or at the asterisks right after an earlier match (linear, as above).
+  /(?<![\w.\-])[\w.\-]*\*{3,}[\w.\-]*|\*{3,}[\w.\-]*/g,
+  /(?<![\w\-])[\w\-]+(?:\u2026|\.{3})[\w\-]+/g,
   // Vendor key prefixes: OpenAI/Anthropic/OpenRouter `sk-`, Groq `gsk_`, xAI `xai-`, `rk_`/`pk_` keys.
   /\b(?:sk|rk|pk|gsk|xai)[-_][\w\-.*]*/gi,
   // Long opaque tokens mixing letters and digits (keys of vendors with no recognisable prefix).
-  /\b(?=[\w\-]*\d)(?=[\w\-]*[A-Za-z])[\w\-]{32,}/g,
+  /\b(?<=(?:^|[^\w\-])-*)(?=[\w\-]*\d)(?=[\w\-]*[A-Za-z])[\w\-]{32,}/g,
 ];
 
 /** Shortest piece of its own credential a vendor's text is scrubbed of (vendors quote a key's first or last few characters). */
@@ -141,6 +152,12 @@ export class Redactor {
   private configured = new Set<string>();
   private added = new Set<string>();
   private matcher: RegExp | null = null;
+  /**
+   * redactText's answers for short texts met again (every line's event name, a turn's conversation id, a
+   * component's name), kept while the secrets stay the same: `rebuild` forgets them all. Its regular
+   * expressions (the secrets' matcher and SHAPED_SECRETS) scan a text in ~1-3 us; a look-up here is ~0.05.
+   */
+  private readonly answers = new Map<string, string>();
 
   constructor(secrets: Iterable<string> = []) {
     this.setSecrets(secrets);
@@ -170,7 +187,13 @@ export class Redactor {
   }
 
   redactText(text: string): string {
-    return applyRedaction(text, this.matcher);
+    if (text.length > KEPT_TEXT_CHARS) return applyRedaction(text, this.matcher);
+    const kept = this.answers.get(text);
+    if (kept !== undefined) return kept;
+    const redacted = applyRedaction(text, this.matcher);
+    if (this.answers.size >= KEPT_TEXTS) this.answers.clear();
+    this.answers.set(text, redacted);
+    return redacted;
   }
 
   /**
@@ -189,6 +212,7 @@ export class Redactor {
 
   private rebuild(): void {
     this.matcher = buildMatcher([...this.configured, ...this.added]);
+    this.answers.clear();
   }
 
   private walk(value: unknown, ancestors: Set<object>, depth: number): unknown {

@@ -35,5 +35,11 @@ export const AuthResults = lazySchema(() => ({
     /** After `pairing_secret`: this device's id and its own token (keep it; send it as `token` from now on). */
     device_id: z.string().optional(),
     device_token: z.string().optional(),
+    /**
+     * How this session is named where it acts: the `from` of its messages, a conversation's `started_by`,
+     * a permission's `decided_by` (a paired device's name, a username, `editor`, `access token`), so a
+     * client can tell its own doings from another's.
+     */
+    acting_as: z.string().optional(),
   }),
 }));

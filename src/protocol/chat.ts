@@ -154,10 +154,14 @@ export const ChatMessageEvent = lazySchema(() =>
     message: Message,
   }),
 );
+/** What went wrong with the model provider (agent/providers/types.ts ProviderErrorKind), for a client to word. */
+export const ProviderFailureReason = lazySchema(() => z.enum(['auth', 'bad_request', 'not_configured', 'rate_limited', 'timeout', 'unavailable', 'network', 'bad_response']));
+export type ProviderFailureReason = z.infer<typeof ProviderFailureReason>;
+
 /**
  * A turn of a conversation ended, whoever started it (a chat of any client, a webhook message):
  * `error` is a short readable reason for a failure (the kind of failure and an HTTP status: no secret,
- * no provider text, no stack).
+ * no provider text, no stack); `reason` and `provider` say it for a client to word (a provider's failure only).
  */
 export const TurnEndedEvent = lazySchema(() =>
   z.object({
@@ -168,6 +172,27 @@ export const TurnEndedEvent = lazySchema(() =>
     source: z.string(),
     outcome: z.enum(['answered', 'failed', 'cancelled']),
     error: z.string().optional(),
+    reason: ProviderFailureReason.optional(),
+    /** The provider that failed (`openai`, `anthropic`...). */
+    provider: z.string().optional(),
   }),
 );
 export type TurnEndedEvent = z.infer<typeof TurnEndedEvent>;
+
+/**
+ * The model provider failed in a way that may pass (rate limited, overloaded, the network) and the
+ * service asks it again after `retry_in_ms` (its Retry-After, or a backoff): the turn goes on meanwhile.
+ */
+export const TurnRetryingEvent = lazySchema(() =>
+  z.object({
+    event: z.literal('turn.retrying'),
+    seq: Seq,
+    id: RequestId.optional(),
+    conversation_id: z.string(),
+    reason: ProviderFailureReason,
+    /** The provider's HTTP status, when it answered. */
+    status: z.number().int().optional(),
+    retry_in_ms: z.number().int().nonnegative(),
+  }),
+);
+export type TurnRetryingEvent = z.infer<typeof TurnRetryingEvent>;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AuditAppendedEvent } from './audit';
-import { ChatDeltaEvent, ChatMessageEvent, ToolCallEvent, ToolResultEvent, TurnEndedEvent } from './chat';
+import { ChatDeltaEvent, ChatMessageEvent, ToolCallEvent, ToolResultEvent, TurnEndedEvent, TurnRetryingEvent } from './chat';
 import { ConfigChangedEvent } from './config';
 import { ConversationUpdatedEvent } from './conversations';
 import { PermissionRequestEvent, PermissionResolvedEvent } from './permissions';
@@ -22,6 +22,7 @@ export const ServiceEvent = lazySchema(() =>
     ConfigChangedEvent,
     ConversationUpdatedEvent,
     TurnEndedEvent,
+    TurnRetryingEvent,
     PlanUpdatedEvent,
     ChatMessageEvent,
     AuditAppendedEvent,

@@ -82,7 +82,7 @@ function viewOf(machine: Machine): MachineView {
   const element = h('div', { class: 'machine-view', 'data-machine-id': machine.id, hidden: true });
   root.insertBefore(element, switcher.panel);
   const slot = h('span', { class: 'machine-slot' });
-  const removeButton = h('button', { type: 'button', class: 'button secondary forget-pairing' }, 'Remove this computer');
+  const removeButton = h('button', { type: 'button', class: 'button danger forget-pairing' }, 'Remove this computer');
   removeButton.addEventListener('click', () => void remove(machine.id));
   // Owner only (the service refuses a password user, and the screen says so).
   const activity = new ActivityView(connection, { open: (conversationId) => app.openConversation(conversationId) });
@@ -92,13 +92,15 @@ function viewOf(machine: Machine): MachineView {
     root: element,
     outboxStorage: storage,
     headerExtra: slot,
+    pairAgain: () => switcher.openAdd(),
     drawerFooter: h(
       'div',
       { class: 'drawer-footer' },
-      h('div', { class: 'paired-with' }, machine.pairing.relay ? `Via relay: ${hostOf(machine.pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(machine.pairing.url)}`),
       activity.button,
       new DevicesSection(connection, deviceId).element,
       notifications.button,
+      // This computer's address, with its removal: what the last two lines are about.
+      h('div', { class: 'paired-with' }, machine.pairing.relay ? `Via relay: ${hostOf(machine.pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(machine.pairing.url)}`),
       removeButton,
     ),
     memory: {
@@ -241,7 +243,7 @@ async function answer(machineId: string, requestId: string, decision: 'allow' | 
   if (!view) return 'That computer is no longer paired.';
   try {
     const reply = await view.connection.request({ type: 'permission_response', request_id: requestId, decision });
-    return `${view.machine.name}: ${answerText(reply).text}`;
+    return `${view.machine.name}: ${answerText(reply, view.connection.actingAs).text}`;
   } catch {
     return `${view.machine.name} is not connected.`;
   }

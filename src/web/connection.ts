@@ -16,6 +16,11 @@ export interface ConnectionStatus {
   retryInSeconds?: number;
   /** From the hello: which side is older and must be updated (docs/protocol.md, "Protocol version"). */
   update?: 'client' | 'service';
+  /**
+   * The machine refused this page's key or credential (close 4401): only a new pairing helps. A relay can
+   * forge the refusal, so the page still tries again, slowly; it offers "Pair again" meanwhile.
+   */
+  refused?: boolean;
 }
 
 export interface ServiceConnection {
@@ -32,6 +37,11 @@ export interface ServiceConnection {
   /** Connection state changes; the listener is called at once with the current state. */
   onState(listener: (state: ConnectionStatus) => void): () => void;
   readonly state: ConnectionStatus;
+  /**
+   * How the service names this client where it acts (the hello's `acting_as`; the editor's view is
+   * `editor`): its own messages, conversations and answers are not labelled with it (web/sender-name.ts).
+   */
+  readonly actingAs?: string;
   /** Editor-only commands (Set API Key, Select Model, open a link...). Absent on the phone. */
   action?(name: HostAction, argument?: string): void;
   /** Questions only the editor answers (`#file` mentions). Absent on the phone. */
@@ -60,7 +70,7 @@ export class ConnectionCore {
 
   setState(next: ConnectionStatus): void {
     const same = next.state === this.state.state && next.detail === this.state.detail && next.retryInSeconds === this.state.retryInSeconds;
-    if (same && next.update === this.state.update) return;
+    if (same && next.update === this.state.update && next.refused === this.state.refused) return;
     this.state = next;
     for (const listener of [...this.stateListeners]) safely(() => listener(next));
   }

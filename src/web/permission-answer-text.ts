@@ -6,15 +6,18 @@
 import type { EnvelopeOf } from '../protocol';
 import type { ResolvedEvent } from '../protocol/pending-requests';
 import { decisionText } from '../protocol/permission-text';
+import { senderName } from './sender-name';
 
 /**
  * The service's answer to `permission_response`: what to say, and whether the request is settled (decided
  * here or elsewhere, or no longer waiting) or still waits (another refusal: the words are the error's).
  */
-export function answerText(answer: EnvelopeOf<'permission_response'>): { text: string; settled: boolean } {
+export function answerText(answer: EnvelopeOf<'permission_response'>, self?: string): { text: string; settled: boolean } {
   if (answer.status === 'ok') {
-    const { decision, decided_by: by, already_decided: already, rule_added: rule } = answer.data;
+    const { decision, decided_by: decidedBy, already_decided: already, rule_added: rule } = answer.data;
     const words = already ? `Already ${decisionText(decision).toLowerCase()}` : decisionText(decision);
+    // Decided by this page: no name (`self`, the hello's acting_as); by someone else: who.
+    const by = senderName(decidedBy, self);
     return { text: `${words}${by ? ` from ${by}` : ''}.${rule ? ` Rule added: ${rule}` : ''}`, settled: true };
   }
   // `conflict` says who decided otherwise, or that it expired.
@@ -26,8 +29,8 @@ export function answerText(answer: EnvelopeOf<'permission_response'>): { text: s
 /** A request that stopped waiting while this page was away, or that the service does not know. */
 export const GONE_TEXT = 'No longer waiting: it was answered or expired.';
 
-/** `permission.resolved`: who decided, or why nobody did. */
-export function resolvedText(event: ResolvedEvent): string {
+/** `permission.resolved`: who decided (nobody named when it was this page, `self`), or why nobody did. */
+export function resolvedText(event: ResolvedEvent, self?: string): string {
   switch (event.reason) {
     case 'expired':
       return 'Expired: nobody answered in time (denied).';
@@ -36,7 +39,8 @@ export function resolvedText(event: ResolvedEvent): string {
     case 'restarted':
       return 'The service restarted while this waited (denied).';
   }
-  const by = event.decided_by ? ` from ${event.decided_by}` : '';
+  const name = senderName(event.decided_by, self);
+  const by = name ? ` from ${name}` : '';
   const rule = event.rule_added ? ` Rule added: ${event.rule_added}` : '';
   return `${decisionText(event.decision)}${by}.${rule}`;
 }

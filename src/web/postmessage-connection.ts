@@ -25,6 +25,8 @@ const HOST_STATES: Record<HostState, ConnectionStatus['state']> = {
 
 export class PostMessageConnection implements ServiceConnection {
   private readonly core = new ConnectionCore();
+  /** The editor's own session, as the service names it (commands/audit-actor.ts). */
+  readonly actingAs = 'editor';
   /** Lookups waiting for the extension's answer, by id. */
   private readonly lookups = new Map<string, (result: EditorLookupResult) => void>();
   // postMessage carries objects: the client's text goes back to the frame it was (protocol/bridge.ts).

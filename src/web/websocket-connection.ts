@@ -66,6 +66,8 @@ export class WebSocketConnection implements ServiceConnection {
 
   /** What `auth` sends: the device's own credential once it has one. */
   private token: string;
+  /** The hello's `acting_as`: how the service names this page where it acts. */
+  actingAs: string | undefined;
 
   constructor(private readonly options: WebSocketConnectionOptions) {
     this.token = options.token;
@@ -196,6 +198,7 @@ export class WebSocketConnection implements ServiceConnection {
             this.options.onDeviceToken?.(answer.data.device_token, answer.data.device_id);
           }
           this.session = session;
+          this.actingAs = answer.data.acting_as;
           this.attempts = 0;
           this.core.setState({ state: 'open', update: answer.data.update });
         },
@@ -251,7 +254,7 @@ export class WebSocketConnection implements ServiceConnection {
       if (event.code === CLOSE_INVALID_TOKEN) {
         // If true, only a new pairing helps; if a lying relay says it, the pairing still works: wait long, never stop.
         const unknownKey = /unknown client key/i.test(event.reason);
-        return this.scheduleRetry(REFUSED_RETRY_MS, unknownKey ? UNKNOWN_KEY_HINT : TOKEN_REFUSED_HINT);
+        return this.scheduleRetry(REFUSED_RETRY_MS, unknownKey ? UNKNOWN_KEY_HINT : TOKEN_REFUSED_HINT, true);
       }
       // The service's allow_from no longer lists this address (it may again), or a lying relay says so: wait long, never stop.
       if (event.code === CLOSE_FORBIDDEN) return this.scheduleRetry(REFUSED_RETRY_MS, NOT_ALLOWED_HINT);
@@ -266,8 +269,8 @@ export class WebSocketConnection implements ServiceConnection {
     socket.addEventListener('error', () => {});
   }
 
-  /** `ceilingMs` replaces the backoff's own (a longer wait), `hint` is said before the countdown. */
-  private scheduleRetry(ceilingMs?: number, hint?: string): void {
+  /** `ceilingMs` replaces the backoff's own (a longer wait), `hint` is said before the countdown; `refused`: only a new pairing helps. */
+  private scheduleRetry(ceilingMs?: number, hint?: string, refused = false): void {
     this.attempts += 1;
     const ceiling = ceilingMs ?? Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** (this.attempts - 1));
     // Jitter (half to full delay) so many phones do not all come back at the same instant.
@@ -275,7 +278,7 @@ export class WebSocketConnection implements ServiceConnection {
     const due = Date.now() + delay;
     const show = () => {
       const seconds = Math.max(1, Math.ceil((due - Date.now()) / 1000));
-      this.core.setState({ state: 'closed', detail: hint, retryInSeconds: seconds });
+      this.core.setState({ state: 'closed', detail: hint, retryInSeconds: seconds, ...(refused ? { refused } : {}) });
     };
     show();
     this.countdown = setInterval(show, 1000);

@@ -99,6 +99,14 @@ export interface CodeServer {
   stop(): Promise<void>;
 }
 
+/**
+ * VS Code's remote extension host looks for ports to forward by forking `ls -l /proc/[0-9]*\/fd/[0-9]*`
+ * and `ps` from its own main thread every 2 s or more (ExtHostTunnelService's candidate finder, in
+ * extensionHostProcess.js): each fork blocks the loop every extension shares (40-110 ms of `spawn` in a CPU
+ * profile under load). Off only when a diagnosis asks (the e2e's figures are taken with VS Code's defaults).
+ */
+const PORT_SCAN_OFF = { 'remote.autoForwardPorts': false };
+
 const QUIET_SETTINGS = {
   'workbench.startupEditor': 'none',
   'workbench.tips.enabled': false,
@@ -121,7 +129,9 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
   const tmp = join(options.scratch, 'tmp');
   const dataDir = join(userDataDir, 'User', 'globalStorage', EXTENSION_ID);
   for (const dir of [userDataDir, extensionsDir, home, tmp, dataDir]) await mkdir(dir, { recursive: true });
-  await writeFile(join(userDataDir, 'User', 'settings.json'), JSON.stringify({ ...QUIET_SETTINGS, ...options.settings }, null, 2));
+  // RA_E2E_NO_PORT_SCAN=1 (diagnosis only): VS Code's own scan for ports to forward off (see PORT_SCAN_OFF).
+  const portScan = process.env.RA_E2E_NO_PORT_SCAN ? PORT_SCAN_OFF : {};
+  await writeFile(join(userDataDir, 'User', 'settings.json'), JSON.stringify({ ...QUIET_SETTINGS, ...portScan, ...options.settings }, null, 2));
   for (const [name, content] of Object.entries(options.globalStorage ?? {})) await writeFile(join(dataDir, name), content, { mode: 0o600 });
 
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TMPDIR: tmp, XDG_CONFIG_HOME: join(home, '.config'), XDG_DATA_HOME: join(home, '.local', 'share'), NODE_ENV: 'production' };

@@ -184,9 +184,10 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       const w = wb!;
       chat = await w.openChatView();
       await send('hello before any key');
-      const banner = chat.locator('.banner');
+      // Said at the turn (s24), with the editor's own ways to fix it.
+      const banner = chat.locator('.turn-failure');
       await banner.waitFor({ state: 'visible' });
-      assert.match((await banner.textContent()) ?? '', /provider/i);
+      assert.match((await banner.textContent()) ?? '', /provider|model|key/i);
       await w.screenshot('provider-error-banner');
 
       await banner.locator('button', { hasText: 'Set API Key' }).click();
@@ -208,10 +209,6 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
   it('streams a reply, rendered as markdown, in the chat view', { timeout: STEP_TIMEOUT }, () =>
     step('stream', async () => {
       const w = wb!;
-      await chat
-        .locator('.banner button[aria-label="Dismiss"]')
-        .click()
-        .catch(() => undefined);
       await chat.locator('.composer-input').waitFor({ state: 'visible' });
       const pieces = ['Here is **the plan**:\n\n', '1. read the file\n', '2. change it\n\n', 'Then run `npm test`:\n\n', '```sh\nnpm test\n```\n', 'Done.'];
       fake.script({ text: pieces.join(''), chunks: pieces.length, chunkDelayMs: 400 });
@@ -224,7 +221,6 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       await chat.locator('.message.assistant:not(.streaming)', { hasText: 'Done.' }).waitFor();
       assert.equal(await reply.locator('strong', { hasText: 'the plan' }).count(), 1);
       assert.equal(await reply.locator('pre code', { hasText: 'npm test' }).count(), 1);
-      assert.equal(await chat.locator('.banner').isVisible(), false);
       const request = fake.requests.at(-1)!;
       assert.equal(request.headers.authorization, `Bearer ${API_KEY}`);
       await w.screenshot('streamed-reply');

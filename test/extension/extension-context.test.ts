@@ -82,7 +82,7 @@ describe("the editor's context", () => {
     // The view sends what its chips show (as the chat page does), and the provider receives it.
     const before = harness.fake.requests.length;
     view.webview.fromUi({ kind: 'frame', frame: { type: 'chat', id: 'ask-1', message: 'Explain this', context: [added.item] } });
-    const reply = await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'ask-1'), 'the chat reply');
+    const reply = await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'ask-1'), 'the chat reply', 30_000);
     assert.equal(reply.envelope.status, 'ok', JSON.stringify(reply.envelope));
     const user = withoutNote((harness.fake.requests[before]!.body as { messages: { role: string; content: string }[] }).messages)
       .filter((m) => m.role === 'user')

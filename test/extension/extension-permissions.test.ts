@@ -76,7 +76,7 @@ describe('the editor asks in one place', () => {
     assert.equal(testing.progress.length, 0, 'no notification while the view shows the card');
     // The card answers (as the webview does, through its own channel).
     view.webview.fromUi({ kind: 'frame', frame: { type: 'permission_response', id: 'a-1', request_id: card.event.request_id, decision: 'allow' } });
-    const reply = await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'v-1'), 'the chat reply');
+    const reply = await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'v-1'), 'the chat reply', 30_000);
     assert.equal(reply.envelope.data.response, 'listed here');
     void phone;
   });
@@ -101,7 +101,7 @@ describe('the editor asks in one place', () => {
     const request = await phone.next((f) => f.event === 'permission.request');
     phone.send({ type: 'permission_response', request_id: request.request_id, decision: 'allow' });
     await waitFor(() => toast.done, 'the notification to close once the phone answered');
-    await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'h-1'), 'the chat reply');
+    await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'h-1'), 'the chat reply', 30_000);
     assert.equal(await readFile(join(workspace, 'a.txt'), 'utf8'), 'new text\n');
 
     // 2. Answered from the notification's own link: the decision goes to the service, the notification closes.
@@ -111,7 +111,7 @@ describe('the editor asks in one place', () => {
     const deny = linksOf(await waitFor(() => second.messages.at(-1), 'its message')).get('Deny')!;
     await testing.commands.get(deny.command)!(...deny.args);
     await waitFor(() => second.done, 'the notification to close once answered');
-    const reply = await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'h-2'), 'the chat reply');
+    const reply = await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'h-2'), 'the chat reply', 30_000);
     assert.equal(reply.envelope.data.response, 'not written');
     const result = await waitFor(() => posted(view).find((m) => m.kind === 'event' && m.event.event === 'tool.result' && m.event.id === 'h-2'), 'the tool result');
     assert.equal(result.event.denied, true);
@@ -125,7 +125,7 @@ describe('the editor asks in one place', () => {
     await waitFor(() => cancellable.done, 'the notification to close once cancelled');
     const cancelledResult = await waitFor(() => posted(view).find((m) => m.kind === 'event' && m.event.event === 'tool.result' && m.event.id === 'h-c'), 'the tool result');
     assert.equal(cancelledResult.event.denied, true);
-    await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'h-c'), 'the chat reply');
+    await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'h-c'), 'the chat reply', 30_000);
 
     // 4. The view comes back while one waits: the card is the prompt again, the notification goes.
     toolThenText('list_directory', {}, 'ok');
@@ -135,7 +135,7 @@ describe('the editor asks in one place', () => {
     await waitFor(() => third.done, 'the notification to close when the view is visible');
     const waiting = await phone.next((f) => f.event === 'permission.request' && f.tool === 'list_directory');
     phone.send({ type: 'permission_response', request_id: waiting.request_id, decision: 'allow' });
-    await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'h-3'), 'the chat reply');
+    await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'h-3'), 'the chat reply', 30_000);
   });
 
   test('clicking the waiting count opens the chat on the first waiting request', async () => {
@@ -171,7 +171,7 @@ describe('the editor asks in one place', () => {
     assert.equal(await testing.contentProviders.get(right.scheme)!.provideTextDocumentContent(right), 'one\ntwo\nthree\nfour\nfive\nSIX\nseven\neight\n');
     assert.match(title, /notes\.txt.*edit_file/);
     phone.send({ type: 'permission_response', request_id: card.event.request_id, decision: 'deny' });
-    await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'd-1'), 'the chat reply');
+    await waitFor(() => posted(view).find((m) => m.kind === 'response' && m.envelope.id === 'd-1'), 'the chat reply', 30_000);
   });
 });
 

@@ -32,7 +32,7 @@ describe('auth handshake', () => {
   test('the access token authenticates, echoing the id', async () => {
     const client = await TestClient.connect(svc.wsUrl);
     const reply = await client.request({ type: 'auth', token: svc.token, id: 'a1' });
-    assert.deepEqual(reply, { status: 'ok', data: { authenticated: true, expires_in: null, protocol: PROTOCOL_VERSION, server_build: version }, id: 'a1' });
+    assert.deepEqual(reply, { status: 'ok', data: { authenticated: true, expires_in: null, protocol: PROTOCOL_VERSION, server_build: version, acting_as: 'access token' }, id: 'a1' });
     client.close();
   });
 });

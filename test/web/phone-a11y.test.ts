@@ -200,6 +200,19 @@ const SCREENS_TO_SEE: Screen[] = [
     close: closeDrawer,
   },
   {
+    // A conversation's delete asked: the question, a filled Delete and Cancel (contrast in both schemes).
+    name: 'delete-confirm',
+    open: async (page) => {
+      await openDrawer(page);
+      await page.locator('.conversation .conversation-delete').first().click();
+      await page.locator('.conversation .confirm-delete').waitFor();
+    },
+    close: async (page) => {
+      await page.locator('.conversation .cancel-delete').click();
+      await closeDrawer(page);
+    },
+  },
+  {
     name: 'devices',
     open: async (page) => {
       await openDrawer(page);

@@ -90,6 +90,15 @@ test('the phone reviews a worktree conversation: revert a hunk, comment on a lin
     .locator('button:visible, select:visible, textarea:visible')
     .evaluateAll((controls) => controls.map((c) => ({ text: c.textContent?.trim() || c.className, ...c.getBoundingClientRect().toJSON() })).filter((r) => r.width < 44 || r.height < 44));
   assert.deepEqual(small, []);
+  // Each hunk's head is one row at 320 px: Comment and Revert beside its range, at the same place on every hunk.
+  const heads = await file.locator('.change-hunk-head').evaluateAll((all) =>
+    all.map((head) => {
+      const [text, actions] = [head.querySelector('.diff-hunk-header')!, head.querySelector('.change-hunk-actions')!].map((el) => el.getBoundingClientRect());
+      return { oneRow: text.top < actions.bottom && actions.top < text.bottom, actionsRight: Math.round(actions.right) };
+    }),
+  );
+  assert.ok(heads.length === 2 && heads.every((head) => head.oneRow), `each hunk head on one row: ${JSON.stringify(heads)}`);
+  assert.equal(new Set(heads.map((head) => head.actionsRight)).size, 1, `the actions at one place: ${JSON.stringify(heads)}`);
   await page.setViewportSize({ width: 390, height: 844 });
 
   // Revert the second hunk: the first stays, in the view and in the worktree.

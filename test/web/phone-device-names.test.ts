@@ -39,9 +39,12 @@ test('a paired phone is named by its device name: "Allowed from Test Pixel", and
   await input.press('Enter');
   const card = page.locator('.permission-card');
   await card.waitFor();
-  assert.equal(await card.locator('.permission-source').innerText(), 'Asked from Test Pixel', 'the prompt names the phone that asked, not "LAN"');
+  assert.equal(await card.locator('.permission-source').innerText(), 'Asked from this device', 'the prompt asked by this phone says so (not "LAN", not its own name)');
   await card.locator('button[data-decision="allow"]').click();
-  await page.locator('.permission-outcome', { hasText: 'Allowed from Test Pixel' }).waitFor();
+  // Answered here: the phone's own answer names nobody (s24: not "Allowed from Test Pixel" on the phone that allowed).
+  const outcome = page.locator('.permission-outcome', { hasText: 'Allowed' });
+  await outcome.waitFor();
+  assert.doesNotMatch(await outcome.innerText(), /from/, 'its own answer names no one');
   await page.locator('.message.assistant', { hasText: 'Listed for you.' }).waitFor();
 
   const list = await owner.request({ type: 'list_conversations' });
@@ -52,7 +55,8 @@ test('a paired phone is named by its device name: "Allowed from Test Pixel", and
 
   const senders = async () =>
     page.locator('.message.user').evaluateAll((nodes) => nodes.map((n) => `${n.querySelector('.plain')?.textContent} | ${n.querySelector('.message-from')?.textContent ?? ''}`));
-  const expected = ['list it from the phone | from Test Pixel', 'a word from a script | from access token'];
+  // Its own message names no sender; the script's is "this computer", never the credential's kind "access token" (s24).
+  const expected = ['list it from the phone | ', 'a word from a script | from this computer'];
   assert.deepEqual(await senders(), expected, 'live');
   await page.reload();
   await page.locator('.connection[data-state="open"]').waitFor();
@@ -67,8 +71,8 @@ test('a paired phone is named by its device name: "Allowed from Test Pixel", and
     await page.keyboard.press('Escape');
     return meta;
   };
-  assert.match(await rowMeta('list it from the phone'), /· Test Pixel$/);
-  assert.match(await rowMeta('started by a script'), /· access token$/, 'a script is named by the credential it holds, not "LAN"');
+  assert.doesNotMatch(await rowMeta('list it from the phone'), /·/, 'a conversation this phone started names no starter');
+  assert.match(await rowMeta('started by a script'), /· this computer$/, 'a script holding the access token is "this computer", not "LAN" nor "access token"');
   const rows = (await owner.request({ type: 'list_conversations' })).data as { conversations: { title: string; started_by?: string | null }[] };
   assert.equal(rows.conversations.find((c) => c.title === 'list it from the phone')?.started_by, 'Test Pixel');
   assert.equal(rows.conversations.find((c) => c.title === 'started by a script')?.started_by, 'access token');

@@ -122,3 +122,26 @@ test("the editor's chat view fits a 300 px sidebar with a prompt waiting", async
   }
   await view.close();
 });
+
+test('the mode selector wears the warning colours while Allow is set, and leaves them with Ask', async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  const select = page.locator('.machine-view:not([hidden]) .topbar .mode-select');
+  await page.locator('.machine-view:not([hidden]) .connection[data-state="open"]').waitFor();
+  await page.waitForFunction(() => !document.querySelector<HTMLSelectElement>('.machine-view:not([hidden]) .topbar .mode-select')?.disabled);
+  const look = () => select.evaluate((el) => `${getComputedStyle(el).backgroundColor} ${getComputedStyle(el).borderTopColor}`);
+  const asking = await look();
+  await select.selectOption('allow');
+  await page.waitForFunction(() => document.querySelector<HTMLElement>('.machine-view:not([hidden]) .topbar .mode-select')?.dataset.mode === 'allow');
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await page.setViewportSize({ width: 360, height: 740 });
+    await page.screenshot({ path: join(SCREENSHOTS, `mode-allow-360-${scheme}.png`) });
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  assert.notEqual(await look(), asking, 'Allow looks unlike Ask');
+  await select.selectOption('ask');
+  await page.waitForFunction(() => document.querySelector<HTMLElement>('.machine-view:not([hidden]) .topbar .mode-select')?.dataset.mode === 'ask');
+  assert.equal(await look(), asking, 'back to Ask, back to its look');
+  await phone.close();
+});

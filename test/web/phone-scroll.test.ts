@@ -1,13 +1,16 @@
 /**
  * The chat follows (issue 23, "The chat does not follow"): while the reader is at the bottom, new content
  * keeps the newest message in view; scrolled up, a "Jump to latest (N new)" pill counts what arrived
- * below; the reader's own message (also one waiting offline) and an undo's preview always come into view.
+ * below, and "New reply below" when a reply on screen grows past the view's bottom (s24); more than a
+ * screen from the end, a "to the end" button; the reader's own message (also one waiting offline) and an
+ * undo's preview always come into view.
  * Measured with getBoundingClientRect against the message scroller. Real parts: test/helpers/phone-rig.ts.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
 import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { saveScreens } from '../helpers/phone-screens';
 import { TestClient } from '../helpers/ws-client';
 
 let rig: PhoneRig;
@@ -39,10 +42,14 @@ function inView(node: Locator): Promise<boolean> {
 }
 
 async function scrollUp(page: Page): Promise<void> {
-  await page.locator('.messages').evaluate((el) => {
-    el.scrollTop = 0;
+  await scrollTo(page, 0);
+}
+
+async function scrollTo(page: Page, top: number | 'end-100'): Promise<void> {
+  await page.locator('.messages').evaluate((el, to) => {
+    el.scrollTop = to === 'end-100' ? el.scrollHeight - el.clientHeight - 100 : to;
     el.dispatchEvent(new Event('scroll'));
-  });
+  }, top);
 }
 
 async function openConversation(page: Page): Promise<void> {
@@ -119,6 +126,68 @@ test("the reader's own message comes into view when scrolled up, online and offl
   const restored = page.locator('.undo-panel .undo-file[data-outcome="deleted"], .undo-panel .undo-file[data-outcome="restored"]').first();
   await restored.waitFor();
   assert.ok(await inView(restored), "the undo's result is in view");
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+test('a reply that grows and finishes below a reader scrolled up brings the pill; the pill goes to its end and follows again', async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  await openConversation(page);
+  const words = Array.from({ length: 240 }, (_, i) => `word${i}`).join(' ');
+  rig.fake.script({ text: `${words} THE-END`, chunks: 60, chunkDelayMs: 80 });
+  const answer = other.request({ type: 'chat', conversation_id: conversationId, message: 'a long reply, please', stream: true }, 30_000);
+  const reply = page.locator('.message.assistant.streaming');
+  await page.waitForFunction(() => / word20\b/.test(document.querySelector('.message.assistant.streaming')?.textContent ?? ''));
+  // The reader was following; now they scroll back up to read what came before.
+  await scrollTo(page, 0);
+  assert.equal(await inView(reply), false, 'scrolled up: the end of the reply is below the view');
+  const pill = page.locator('.jump-latest');
+  await pill.waitFor();
+  assert.equal(await pill.innerText(), 'New reply below', 'the growing reply, not a count of new messages');
+  await answer;
+  const done = page.locator('.message.assistant', { hasText: 'THE-END' });
+  await page.waitForFunction(() => !document.querySelector('.message.streaming'));
+  assert.equal(await inView(done), false, 'the reader stays where they were');
+  assert.ok(await pill.isVisible(), 'the pill still says there is more below');
+  await saveScreens(page, 'day-reply-below');
+  await pill.click();
+  assert.ok(await inView(done), "the pill goes to the reply's end");
+  assert.equal(await pill.isVisible(), false);
+
+  // Following again: the next message is in view without scrolling.
+  await other.request({ type: 'chat', conversation_id: conversationId, message: 'after the jump' }, 30_000);
+  const next = page.locator('.message.assistant', { hasText: 'echo: after the jump' });
+  await next.waitFor();
+  assert.ok(await inView(next), 'following again after the pill');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+test('more than a screen from the end, a named 44 px "to the end" button scrolls there and follows; near the end it is not there', async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  await openConversation(page);
+  const toEnd = page.locator('.to-end');
+  assert.equal(await toEnd.isVisible(), false, 'at the end: no button');
+  await scrollTo(page, 'end-100');
+  await page.waitForTimeout(50);
+  assert.equal(await toEnd.isVisible(), false, 'a little above the end: no button');
+  await scrollTo(page, 0);
+  await toEnd.waitFor();
+  assert.equal(await page.locator('.jump-latest').isVisible(), false, 'nothing new: no pill');
+  assert.equal(await toEnd.getAttribute('aria-label'), 'Scroll to the end');
+  const box = (await toEnd.boundingBox())!;
+  assert.ok(box.width >= 44 && box.height >= 44, `a 44 px target (${box.width}x${box.height})`);
+  assert.ok(await inView(toEnd), 'on screen');
+  await saveScreens(page, 'day-to-end', (p) => scrollTo(p, 0));
+  await toEnd.click();
+  assert.ok(await inView(page.locator('.message-list > .message').last()), 'at the end');
+  await toEnd.waitFor({ state: 'hidden' });
+  await other.request({ type: 'chat', conversation_id: conversationId, message: 'after the button' }, 30_000);
+  const next = page.locator('.message.assistant', { hasText: 'echo: after the button' });
+  await next.waitFor();
+  assert.ok(await inView(next), 'following again');
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });

@@ -179,7 +179,7 @@ test('ask mode: a tool call shows a permission card; Allow runs it and the card 
   const card = page.locator('.permission-card');
   await card.waitFor();
   assert.match(await card.innerText(), /list_directory/);
-  assert.match(await card.innerText(), /Asked from access token/, 'the card says who asked: the page holds the access token');
+  assert.match(await card.innerText(), /Asked from this device/, 'the card says who asked: this page (it holds the access token)');
   assert.deepEqual(await card.locator('.permission-actions button[data-decision]').evaluateAll((b) => b.map((x) => (x as HTMLElement).dataset.decision)), [
     'allow',
     'allow_conversation',
@@ -280,16 +280,15 @@ test('the permission mode select updates the service, and follows changes made e
   other.close();
 });
 
-test('a provider failure shows the error banner with the service message', async () => {
+test('a provider failure is said at the turn, in words the phone user can act on, with Retry', async () => {
   fake.script({ status: 401 });
   await send('this one fails');
-  const banner = page.locator('.banner');
-  await banner.waitFor({ state: 'visible' });
-  assert.match(await banner.innerText(), /401|key|auth/i);
-  assert.equal(await banner.locator('button', { hasText: 'Set API Key' }).count(), 0, 'editor-only buttons not on the phone');
+  const failure = page.locator('.turn-failure');
+  await failure.waitFor({ state: 'visible' });
+  assert.equal(await failure.locator('.turn-failure-text').innerText(), "The computer's OpenAI key was refused: set it on the computer, then retry.");
+  assert.equal(await failure.locator('button', { hasText: 'Set API Key' }).count(), 0, 'editor-only buttons not on the phone');
+  assert.equal(await failure.locator('button.turn-retry').count(), 1);
   await shot('07-provider-error');
-  await banner.locator('button[aria-label="Dismiss"]').click();
-  assert.ok(!(await banner.isVisible()));
 });
 
 test('the page reconnects by itself after the service restarts on the same port, and chats again', async () => {

@@ -9,7 +9,7 @@ import { Attempt } from './attempt';
 import { UNREACHABLE_CODES, codeOf, httpUrl, innermostMessage, isAbortError, seconds, urlSecrets } from './failure-details';
 import { MAX_LOGGED_TEXT_LENGTH, cleanCause, describeEndpoint, safeDetail } from './redact';
 import { RetryableFailure, retryAfterMs, withRetries } from './retry';
-import { ProviderError, type CompletionRequest, type CompletionResult, type Provider, type ProviderErrorKind, type ToolCall } from './types';
+import { ProviderError, type CompletionRequest, type CompletionResult, type Provider, type ProviderErrorKind, type ProviderWait, type ToolCall } from './types';
 
 /** 'open': no part of the answer has arrived yet; 'stream': receiving it. */
 export type Phase = 'open' | 'stream';
@@ -382,15 +382,19 @@ export function createHttpProvider<E extends SdkApiError>(config: HttpProviderCo
   }
 
   function provider<Body, Event>(wire: WireParts<Body, Event>): Provider {
-    const retry = <T>(signal: AbortSignal | undefined, attempt: () => Promise<T>) => withRetries(attempt, { provider: name, maxRetries, signal });
+    const retry = <T>(signal: AbortSignal | undefined, attempt: () => Promise<T>, onRetry?: (wait: ProviderWait) => void) => withRetries(attempt, { provider: name, maxRetries, signal, onRetry });
     return {
       name,
 
       async complete(request: CompletionRequest): Promise<CompletionResult> {
-        const { signal, onDelta } = request;
+        const { signal, onDelta, onRetry } = request;
         ready(signal);
         const body = wire.buildBody(request);
-        return retry(signal, () => (onDelta ? stream(signal, (attempt) => wire.openStream(body, attempt), wire.assembler(), onDelta) : once(signal, (attempt) => wire.complete(body, attempt))));
+        return retry(
+          signal,
+          () => (onDelta ? stream(signal, (attempt) => wire.openStream(body, attempt), wire.assembler(), onDelta) : once(signal, (attempt) => wire.complete(body, attempt))),
+          onRetry,
+        );
       },
 
       warmUp: preconnect,
@@ -441,5 +445,5 @@ export function explanationOf(body: { message?: unknown } | undefined, sdkMessag
   return sdkMessage
     .replace(/^\d{3}\s*/, '')
     .replace(/^status code \(no body\)$/, '')
-    .replace(/<[^>]*>/g, ' ');
+    .replace(/<[^<>]*>/g, ' '); // [^<>]: a run of < no longer scans to the end from each one (review24d)
 }

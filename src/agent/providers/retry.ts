@@ -3,7 +3,7 @@
  * errors). Ours rather than the vendor SDK's: the SDK sleeps for whatever Retry-After says with no upper
  * bound and its sleep ignores the abort signal, so a cancel could wait minutes.
  */
-import { ProviderError } from './types';
+import { ProviderError, type ProviderWait } from './types';
 
 /** Thrown by an attempt whose failure may be retried; `error` is what the caller sees if it is not. */
 export class RetryableFailure extends Error {
@@ -27,6 +27,8 @@ export interface RetryOptions {
   maxDelayMs?: number;
   /** A Retry-After longer than this is not waited for: the failure is reported at once. */
   maxRetryAfterMs?: number;
+  /** Told before each wait (the turn says it is waiting: `turn.retrying`). */
+  onRetry?: (wait: ProviderWait) => void;
 }
 
 export const DEFAULT_BASE_DELAY_MS = 500;
@@ -46,6 +48,8 @@ export async function withRetries<T>(attempt: (index: number) => Promise<T>, opt
       const requested = failure.retryAfterMs;
       if (requested !== undefined && requested > maxRetryAfter) throw failure.error;
       const delay = requested !== undefined ? Math.max(0, requested) : Math.min(baseDelay * 2 ** index, maxDelay) * (1 - Math.random() * 0.25);
+      const { kind, status } = failure.error;
+      if (kind !== 'cancelled') options.onRetry?.({ reason: kind, ...(status !== undefined ? { status } : {}), retry_in_ms: Math.round(delay) });
       await sleep(delay, options.signal, options.provider);
     }
   }

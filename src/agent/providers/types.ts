@@ -56,6 +56,15 @@ export interface CompletionRequest {
   signal?: AbortSignal;
   /** When present the answer is streamed and this is called with each text piece, in order. */
   onDelta?: (text: string) => void;
+  /** A failure that may pass is asked again after `retry_in_ms` (retry.ts): called before the wait. */
+  onRetry?: (wait: ProviderWait) => void;
+}
+
+/** A retry's wait, as `turn.retrying` tells it (docs/protocol.md). */
+export interface ProviderWait {
+  reason: Exclude<ProviderErrorKind, 'cancelled'>;
+  status?: number;
+  retry_in_ms: number;
 }
 
 export interface CompletionUsage {

@@ -27,6 +27,7 @@ export function announceTurnEnded(deps: { events: EventHub; store: Store }, turn
     source: sourceText(turn.source),
     outcome: turn.outcome,
     ...(turn.outcome === 'failed' && turn.failure ? { error: turn.failure.forSender } : {}),
+    ...(turn.outcome === 'failed' && turn.failure?.reason ? { reason: turn.failure.reason, provider: turn.failure.provider } : {}),
   };
   deps.events.broadcast(event, (session) => canAccess(session.source, conversation.source));
 }

@@ -30,6 +30,8 @@ export interface ClientConnectionDeps {
   addressAllowed?: (remoteAddress: string) => boolean;
   /** A client was let in (the audit log records a paired device's connection). */
   onAdmitted?: (session: ClientSession, paired: boolean) => void;
+  /** How a session is named where it acts (commands/audit-actor.ts sessionLabel): the hello's `acting_as`. */
+  labelOf?: (session: ClientSession) => string;
 }
 
 /** Longest delay setTimeout honours (a longer one fires at once). */
@@ -196,6 +198,7 @@ export function openClientConnection(
       expires_in: deps.auth.expiresIn(candidate),
       ...helloOf(parsed.data?.protocol, SERVER_BUILD),
       ...(pairing ? pairing.paired : {}),
+      ...(deps.labelOf ? { acting_as: deps.labelOf(admitted.session) } : {}),
     };
     send(ok(answer, requestId));
   };

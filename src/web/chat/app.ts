@@ -10,7 +10,8 @@ import { contextChars, MAX_CONTEXT_CHARS } from '../../protocol/chat-context';
 import type { PendingRequests } from '../../protocol/pending-requests';
 import type { ConnectionStatus, ServiceConnection } from '../connection';
 import { followPending } from '../pending-wire';
-import { ErrorBanner, UpdateBanner } from './banner';
+import { UpdateBanner } from './banner';
+import { TurnNotices, type RetryOf } from './turn-notices';
 import { Composer } from './composer';
 import { InstructionsLine, PromptShelf } from './agent-context-view';
 import { PlanView } from './plan-view';
@@ -25,6 +26,7 @@ import { OutboxSender } from './outbox-sender';
 import { Outbox, type OutboxItem, type OutboxStorage } from './outbox';
 import { QueueView } from './queue-view';
 import { PermissionCards } from './permission-cards';
+import { markWaitingTools } from './waiting-tools';
 import { RulesEditor } from './rules-editor';
 import { SEARCH_LIMIT, SearchView } from './search-view';
 import { ExportView } from './export-view';
@@ -46,6 +48,8 @@ export interface ChatAppOptions {
   drawerFooter?: HTMLElement;
   /** Shown in the top bar after the drawer toggle (the phone's machine switcher). */
   headerExtra?: HTMLElement;
+  /** The phone: opens the way to pair this computer again (scan or paste a link), offered when it refused this page's credential. */
+  pairAgain?: () => void;
 }
 
 const HISTORY_LIMIT = 200;
@@ -71,7 +75,8 @@ export class ChatApp {
   private readonly exporter: ExportView;
   /** A message to show once its conversation's history is on screen (a search hit chosen). */
   private target: { conversationId: string; messageId: string } | undefined;
-  private readonly banner: ErrorBanner;
+  /** A provider's failure and the waits before its retries, said at the turn. */
+  private readonly notices: TurnNotices;
   private readonly updateBanner = new UpdateBanner();
   private readonly queue: QueueView;
   private readonly outbox: Outbox;
@@ -92,6 +97,7 @@ export class ChatApp {
   private readonly root: HTMLElement;
   private readonly memory: ChatAppOptions['memory'];
   private current: string | undefined;
+  private waitingMarkQueued = false;
   private view = 0;
   /** The conversation drawer's id (one chat per paired machine on the phone: ids are made unique). */
   private readonly drawerId = uniqueId('ra-drawer');
@@ -99,6 +105,7 @@ export class ChatApp {
 
   constructor(options: ChatAppOptions) {
     this.connection = options.connection;
+    this.messages.self = () => this.connection.actingAs;
     this.root = options.root;
     this.memory = options.memory;
     this.header = new Header((mode, previous) => void this.changeMode(mode, previous), this.drawerId);
@@ -106,16 +113,23 @@ export class ChatApp {
       select: (id) => this.select(id),
       create: () => this.newChat(),
       remove: (id) => this.remove(id),
+      self: () => this.connection.actingAs,
     });
     const action = this.connection.action?.bind(this.connection);
     this.permissions = new PermissionCards({
       pending: options.pending ?? followPending(this.connection),
       answer: (requestId, decision, note) => sendCommand(this.connection, { type: 'permission_response', request_id: requestId, decision, ...(note ? { note } : {}) }),
       conversationTitle: (conversationId) => this.list.title(conversationId),
+      shownConversation: () => this.current,
+      self: () => this.connection.actingAs,
       // In the editor, the change opens in VS Code's own diff editor (protocol/bridge.ts, `showDiff`).
       showDiff: action ? (requestId) => action('showDiff', requestId) : undefined,
     });
-    this.permissions.onChange(() => this.header.setWaiting(this.permissions.count));
+    this.permissions.onChange(() => {
+      this.header.setWaiting(this.permissions.count);
+      this.markWaitingTools();
+    });
+    this.messages.onToolCard = () => this.markWaitingTools();
     this.header.onWaitingClick(() => this.permissions.revealFirst());
     this.header.usage.compact.addEventListener('click', () => void this.compactNow());
     this.rules = new RulesEditor(this.connection);
@@ -140,8 +154,11 @@ export class ChatApp {
     this.composer.addAbove(this.tray.element);
     this.composer.allowEmpty = () => this.tray.count > 0;
     this.messages.onStoredMessage = (node, message) => this.thumbnails.show(node, message.attachments);
+    this.notices = new TurnNotices({ messages: this.messages, connection: this.connection, retry: (message) => this.retry(message) });
     this.live = new LiveTurn({
       messages: this.messages,
+      turnRetrying: (event) => this.notices.retrying(event),
+      turnFailed: (failed) => this.notices.failed(failed),
       thumbnails: this.thumbnails,
       claimSent: (clientMessageId) => this.sender.claimSent(clientMessageId),
       // The turn's reply may offer "Undo this turn" now that its files are written.
@@ -179,9 +196,9 @@ export class ChatApp {
       this.worktreeBox,
       h('span', {}, 'Own worktree'),
     );
-    this.banner = new ErrorBanner(this.connection);
     this.layout(options.drawerFooter);
     if (options.headerExtra) this.header.drawerToggle.after(options.headerExtra);
+    if (options.pairAgain) this.header.offerPairAgain(options.pairAgain);
 
     this.current = this.memory?.load();
     this.worktreeToggle.hidden = this.current !== undefined;
@@ -202,7 +219,6 @@ export class ChatApp {
       'main',
       { class: 'main' },
       this.updateBanner.element,
-      this.banner.element,
       this.instructions.element,
       this.plan.element,
       this.messages.element,
@@ -271,7 +287,7 @@ export class ChatApp {
     const wasConnected = this.connected;
     this.connected = state.state === 'open';
     this.header.setState(state);
-    this.composer.setConnected(this.connected);
+    this.composer.setConnected(this.connected, state.refused === true);
     // Offline, the outbox's bubbles say "waiting to send" (media/chat.css).
     this.root.classList.toggle('offline', !this.connected);
     if (this.connected) this.updateBanner.show(state.update);
@@ -292,6 +308,7 @@ export class ChatApp {
       case 'chat.delta':
       case 'tool.call':
       case 'tool.result':
+      case 'turn.retrying':
       case 'turn.ended':
         return this.onTurnEvent(event);
       case 'plan.updated':
@@ -346,6 +363,8 @@ export class ChatApp {
         if (row) this.showRow(row);
       }
     }
+    // An answer, a tool or the end: any wait before a retry is over.
+    if (conversationId === this.current && event.event !== 'turn.retrying') this.notices.settled();
     if (conversationId === this.current) this.live.draw(event);
     // The turn may have reached a folder with its own AGENTS.md.
     if (conversationId === this.current && event.event === 'turn.ended') void this.refreshInstructions();
@@ -397,7 +416,6 @@ export class ChatApp {
 
   /** A typed message goes to the outbox first: it is sent now if connected, else when the connection returns. */
   private enqueue(text: string, attachments: NonNullable<OutboxItem['attachments']>): void {
-    this.banner.hide();
     // What the chips show is what is sent; too much is refused here, before the text leaves the input.
     const context = this.chips.items();
     const size = contextChars(context);
@@ -420,6 +438,19 @@ export class ChatApp {
     this.sender.add(item);
   }
 
+  /** Retry on a failed turn: the same message again, as a new message of the conversation on screen. */
+  private retry(message: RetryOf): void {
+    const item: OutboxItem = {
+      client_message_id: newClientId(),
+      text: message.text,
+      ...(message.context?.length ? { context: message.context } : {}),
+      ...(message.attachments?.length ? { attachments: message.attachments } : {}),
+      ...(this.current ? { conversation_id: this.current } : { draft: this.draft }),
+    };
+    if (this.connected) this.composer.setRunning(true);
+    this.sender.add(item);
+  }
+
   /** The service answered a chat the page sent: a refusal is told where it was typed; the reply comes as events. */
   private answered(item: OutboxItem, answer: EnvelopeOf<'chat'>): void {
     const onScreen = (item.conversation_id ?? (answer.status === 'ok' ? answer.data.conversation_id : undefined)) === this.current || (!this.current && item.draft === this.draft);
@@ -428,8 +459,9 @@ export class ChatApp {
       // The reply itself is drawn from the conversation's events (we follow it), turn.ended included.
     } else {
       this.live.abandonReply();
-      if (answer.code === 'server_error') this.banner.show(answer.error ?? 'unknown error');
-      else if (onScreen) this.messages.addNote(answer.error ?? 'The service refused the message.', 'error');
+      if (answer.code === 'server_error' && onScreen) {
+        this.notices.chatFailed(item.client_message_id, answer.error ?? 'unknown error', { text: item.text, context: item.context, attachments: item.attachments });
+      } else if (onScreen) this.messages.addNote(answer.error ?? 'The service refused the message.', 'error');
       if (answer.code === 'not_found' && onScreen) this.newChat();
     }
     if (onScreen) this.composer.focus();
@@ -528,8 +560,19 @@ export class ChatApp {
     }
   }
 
+  /** The tool cards whose permission prompt waits say "waiting for you" (once, after a burst of cards or changes). */
+  private markWaitingTools(): void {
+    if (this.waitingMarkQueued) return;
+    this.waitingMarkQueued = true;
+    queueMicrotask(() => {
+      this.waitingMarkQueued = false;
+      markWaitingTools(this.messages.toolCards(), this.permissions.requests(), this.current);
+    });
+  }
+
   private setCurrent(conversationId: string | undefined): void {
     this.current = conversationId;
+    this.permissions.conversationShown();
     this.memory?.save(conversationId);
     this.list.setCurrent(conversationId);
     this.exporter.setConversation(conversationId);
@@ -576,6 +619,7 @@ export class ChatApp {
     this.view += 1;
     const previous = this.current;
     this.live.leave(previous);
+    this.notices.settled();
     if (!previous) return;
     void this.call({ type: 'unfollow_conversation', conversation_id: previous });
   }

@@ -160,7 +160,7 @@ export class ChangesView {
     const section: HTMLElement = h(
       'div',
       { class: 'diff-hunk change-hunk', 'data-hunk-id': hunk.id },
-      h('div', { class: 'change-hunk-head' }, h('span', { class: 'diff-hunk-header' }, hunk.header), h('span', { class: 'change-hunk-actions' }, comment, revert)),
+      h('div', { class: 'change-hunk-head' }, h('span', { class: 'diff-hunk-header', title: hunk.header }, hunk.header), h('span', { class: 'change-hunk-actions' }, comment, revert)),
       ...lines,
     );
     revert.addEventListener('click', () => void this.revert(conversationId, file.path, hunk.id, revert));
@@ -234,7 +234,7 @@ export class ChangesView {
   private commitGroup(conversationId: string): HTMLElement {
     const inputId = uniqueId('ra-commit-message');
     const message = h('textarea', { id: inputId, class: 'change-commit-message', rows: 3, placeholder: 'What this change does' });
-    const draft = h('button', { type: 'button', class: 'button secondary change-draft' }, 'Draft');
+    const draft = h('button', { type: 'button', class: 'button secondary change-draft', title: 'The model writes a message from the diff' }, 'Draft a message');
     const commit = h('button', { type: 'button', class: 'button primary change-commit' }, 'Commit');
     draft.addEventListener('click', async () => {
       draft.disabled = true;
@@ -248,7 +248,7 @@ export class ChangesView {
     commit.addEventListener('click', async () => {
       if (!message.value.trim()) {
         message.focus();
-        return this.say('Type a commit message, or tap Draft.', 'error');
+        return this.say('Type a commit message, or tap Draft a message.', 'error');
       }
       commit.disabled = true;
       const answer = await this.options.call({ type: 'commit_changes', conversation_id: conversationId, message: message.value });

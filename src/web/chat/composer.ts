@@ -17,6 +17,9 @@ const labelled = (path: string, label: string) => [strokeIcon(path, 16, 1.8), h(
  */
 const OFFLINE = 'Offline · sends later';
 const OFFLINE_NARROW = 'Offline · queued';
+/** The machine refused this page's credential: nothing typed will send until it is paired again (kept meanwhile). */
+const UNPAIRED = 'Pair again to send';
+const UNPAIRED_NARROW = 'Not paired';
 const NARROW = '(max-width: 359px)';
 
 export class Composer {
@@ -26,6 +29,7 @@ export class Composer {
   private readonly stop: HTMLButtonElement;
   private connected = false;
   private running = false;
+  private refused = false;
   private readonly narrow = globalThis.matchMedia?.(NARROW);
   /** Whether a message without text may be sent (it carries attachments). */
   allowEmpty: () => boolean = () => false;
@@ -55,8 +59,10 @@ export class Composer {
     this.update();
   }
 
-  setConnected(connected: boolean): void {
+  /** `refused`: the machine refused this page's credential (ConnectionStatus.refused): it is not paired. */
+  setConnected(connected: boolean, refused = false): void {
     this.connected = connected;
+    this.refused = !connected && refused;
     this.update();
   }
 
@@ -97,7 +103,8 @@ export class Composer {
   }
 
   private update(): void {
-    const placeholder = this.connected ? 'Ask anything…' : this.narrow?.matches ? OFFLINE_NARROW : OFFLINE;
+    const narrow = this.narrow?.matches === true;
+    const placeholder = this.connected ? 'Ask anything…' : this.refused ? (narrow ? UNPAIRED_NARROW : UNPAIRED) : narrow ? OFFLINE_NARROW : OFFLINE;
     if (this.input.placeholder !== placeholder) this.input.placeholder = placeholder;
     this.stop.hidden = !this.running;
     this.stop.disabled = !this.connected;

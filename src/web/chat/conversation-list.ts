@@ -1,14 +1,17 @@
 /** The conversation list: switch, new, delete (with an inline confirmation: webviews forbid confirm()). */
 import { changedText } from './changes-view';
-import { h, relativeTime, strokeIcon } from './dom';
+import { BIN, h, relativeTime, strokeIcon } from './dom';
 import { planProgressText } from './plan-view';
 import { sourceLabel } from '../../protocol/sources';
+import { senderName } from '../sender-name';
 import type { Conversation } from '../../protocol';
 
 export interface ConversationListHandlers {
   select(id: string): void;
   create(): void;
   remove(id: string): Promise<void>;
+  /** How the service names this page (ServiceConnection.actingAs): a conversation it started names no starter. */
+  self?(): string | undefined;
 }
 
 export class ConversationList {
@@ -73,13 +76,17 @@ export class ConversationList {
       'button',
       { type: 'button', class: 'conversation-open', 'aria-current': conversation.id === this.current ? 'true' : undefined, title: conversation.title },
       h('span', { class: 'conversation-title' }, conversation.title || 'Untitled'),
-      h('span', { class: 'conversation-meta' }, [relativeTime(conversation.updated_at), conversation.started_by ?? sourceLabel(conversation.source)].filter(Boolean).join(' · ')),
+      h(
+        'span',
+        { class: 'conversation-meta' },
+        [relativeTime(conversation.updated_at), conversation.started_by ? senderName(conversation.started_by, this.handlers.self?.()) : sourceLabel(conversation.source)].filter(Boolean).join(' · '),
+      ),
       stateMark(conversation),
       conversation.plan_summary ? h('span', { class: 'conversation-plan' }, planProgressText(conversation.plan_summary)) : null,
       worktreeMark(conversation),
     );
     open.addEventListener('click', () => this.handlers.select(conversation.id));
-    const remove = h('button', { type: 'button', class: 'icon-button conversation-delete', 'aria-label': `Delete “${conversation.title}”`, title: 'Delete' }, strokeIcon(TRASH, 16, 1.3));
+    const remove = h('button', { type: 'button', class: 'icon-button conversation-delete', 'aria-label': `Delete “${conversation.title}”`, title: 'Delete' }, strokeIcon(BIN, 16, 1.3));
     const row = h('li', { class: 'conversation', 'data-id': conversation.id }, open, remove);
     remove.addEventListener('click', () => this.confirmDelete(row, conversation, remove));
     return row;
@@ -134,4 +141,3 @@ function worktreeMark(conversation: Conversation): HTMLElement | null {
 }
 
 /** A bin. */
-const TRASH = 'M6 2h4M2.5 4h11M4 4l.7 9.2a1 1 0 0 0 1 .8h4.6a1 1 0 0 0 1-.8L12 4M6.5 7v4M9.5 7v4';

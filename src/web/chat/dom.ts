@@ -55,6 +55,9 @@ export function strokeIcon(path: string, size: number, strokeWidth: number): SVG
   return svg;
 }
 
+/** A bin on a 16-unit grid (`strokeIcon(BIN, 16, 1.3)`): deleting a conversation, removing a computer. */
+export const BIN = 'M6 2h4M2.5 4h11M4 4l.7 9.2a1 1 0 0 0 1 .8h4.6a1 1 0 0 0 1-.8L12 4M6.5 7v4M9.5 7v4';
+
 /** A short, readable rendering of tool arguments (JSON, cut when long). */
 export function formatArguments(args: unknown, max = 600): string {
   let text: string;

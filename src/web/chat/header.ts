@@ -23,6 +23,7 @@ export class Header {
   private readonly connectionDetail: HTMLElement;
   private readonly mode: HTMLSelectElement;
   private modeValue: PermissionMode | undefined;
+  private pairAgain: HTMLButtonElement | undefined;
   private readonly waiting: HTMLButtonElement;
   /** "3 changed" on a conversation in its own worktree: opens its Changes view. */
   readonly changes: HTMLButtonElement;
@@ -45,6 +46,7 @@ export class Header {
     this.mode.addEventListener('change', () => {
       const previous = this.modeValue;
       this.modeValue = this.mode.value as PermissionMode;
+      this.mode.dataset.mode = this.modeValue;
       onModeChange(this.modeValue, previous);
     });
     // How many permission requests wait for an answer here: tapping it shows the first one.
@@ -109,11 +111,20 @@ export class Header {
       this.connectionText.replaceChildren(`${label} (${detail}`, this.connectionDetail, ')');
     }
     this.mode.disabled = state.state !== 'open' || this.modeValue === undefined;
+    if (this.pairAgain) this.pairAgain.hidden = state.refused !== true;
+  }
+
+  /** "Pair again" after the connection's state, shown while the machine refuses this page's credential. */
+  offerPairAgain(pair: () => void): void {
+    this.pairAgain = h('button', { type: 'button', class: 'button primary pair-again', hidden: true, onclick: pair }, 'Pair again');
+    this.connection.after(this.pairAgain);
   }
 
   setMode(mode: PermissionMode, connected: boolean): void {
     this.modeValue = mode;
     this.mode.value = mode;
+    // "Allow" runs every tool unasked: the selector wears the warning colours while it is set (chat.css).
+    this.mode.dataset.mode = mode;
     this.mode.disabled = !connected;
   }
 }

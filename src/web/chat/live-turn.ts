@@ -1,10 +1,10 @@
-import type { ViewEvent } from '../../protocol';
+import type { Message, ViewEvent } from '../../protocol';
 import type { AttachmentThumbnails } from './attachments';
 import type { MessageView, StreamingReply, ToolCard } from './message-view';
 import { attachUsage } from './usage-view';
 
 /** The events of a conversation's turn, drawn live for the conversation on screen whoever started it. */
-export type TurnEvent = Extract<ViewEvent, { event: 'chat.message' | 'chat.delta' | 'tool.call' | 'tool.result' | 'turn.ended' }>;
+export type TurnEvent = Extract<ViewEvent, { event: 'chat.message' | 'chat.delta' | 'tool.call' | 'tool.result' | 'turn.retrying' | 'turn.ended' }>;
 type TurnEventOf<E extends TurnEvent['event']> = Extract<TurnEvent, { event: E }>;
 
 /** The running turn of the conversation on screen, as its events draw it. */
@@ -13,6 +13,15 @@ interface Turn {
   tools: ToolCard[];
   /** Everything it put on screen, so a reload of the history can keep what is not stored yet. */
   nodes: HTMLElement[];
+  /** Its user message, and whether this page sent it (its own bubble): a failed turn of its own offers Retry. */
+  asked?: { message: Message; own: boolean };
+}
+
+/** A turn that failed, as the page tells it at the turn (turn-failure-view.ts). */
+export interface FailedTurn {
+  event: TurnEventOf<'turn.ended'>;
+  /** The user message it answered, when this page saw it; `own`: this page sent it. */
+  asked?: { message: Message; own: boolean };
 }
 
 export interface LiveTurnDeps {
@@ -22,6 +31,10 @@ export interface LiveTurnDeps {
   claimSent(clientMessageId: string | undefined): HTMLElement | undefined;
   /** The turn on screen ended (its reply may now offer "Undo this turn"). */
   turnEnded(): void;
+  /** The provider failed and the service asks it again after a wait (`turn.retrying`): say so at the turn. */
+  turnRetrying(event: TurnEventOf<'turn.retrying'>): void;
+  /** The turn on screen failed: say so at the turn (after what it drew). */
+  turnFailed(failed: FailedTurn): void;
 }
 
 /**
@@ -67,8 +80,10 @@ export class LiveTurn {
         return this.onToolCall(event);
       case 'tool.result':
         return this.onToolResult(event);
+      case 'turn.retrying':
+        return this.deps.turnRetrying(event);
       case 'turn.ended':
-        return this.endTurn(event.outcome === 'cancelled');
+        return this.endTurn(event);
     }
   }
 
@@ -117,6 +132,7 @@ export class LiveTurn {
       this.deps.messages.showSender(node, message.from);
       node.dataset.messageId = message.id;
       turn.nodes.push(node);
+      turn.asked = { message, own: bubble !== undefined };
       return;
     }
     if (message.role !== 'assistant') return;
@@ -167,11 +183,14 @@ export class LiveTurn {
     if (card) this.deps.thumbnails.show(card.element, event.attachments);
   }
 
-  private endTurn(cancelled: boolean): void {
+  private endTurn(event: TurnEventOf<'turn.ended'>): void {
+    const cancelled = event.outcome === 'cancelled';
     const reply = this.turn?.reply;
     if (reply) reply.finish(reply.received, cancelled);
     else if (cancelled) this.deps.messages.addNote('Stopped');
+    const asked = this.turn?.asked;
     this.turn = undefined;
+    if (event.outcome === 'failed') this.deps.turnFailed({ event, ...(asked ? { asked } : {}) });
     this.deps.turnEnded();
   }
 }

@@ -4,6 +4,7 @@ import { sentChips } from './context-chips';
 import { h } from './dom';
 import { ToolCard, type ToolStatus } from './tool-card';
 import { renderMarkdown } from './markdown';
+import { senderName } from '../sender-name';
 import { attachUsage } from './usage-view';
 
 export { ToolCard, type ToolStatus } from './tool-card';
@@ -48,6 +49,7 @@ export class StreamingReply {
     const stick = this.view.following;
     renderMarkdown(this.content, text);
     if (stick) this.view.scrollToEnd();
+    else this.view.grewBelow(this.element);
   }
 }
 
@@ -56,10 +58,23 @@ export class MessageView {
   private readonly list: HTMLElement;
   /** Called with each user message and tool result of a history put on screen, with its node (attachments are drawn by it). */
   onStoredMessage?: (node: HTMLElement, message: Message) => void;
+  /** How the service names this page where it acts (ServiceConnection.actingAs): its own messages name no sender. */
+  self: () => string | undefined = () => undefined;
   private readonly cardsByCall = new Map<string, ToolCard>();
-  /** Shown while the reader is scrolled up and something arrived below: "Jump to latest (N new)". */
+  /** Every tool card on screen (the ones without a call id too). */
+  private readonly cards: ToolCard[] = [];
+  /** Called after a tool card is put on screen or its status changed (a waiting permission prompt may be its call's). */
+  onToolCard?: () => void;
+  /**
+   * Shown while the reader is scrolled up and something arrived below: "Jump to latest (N new)", or
+   * "New reply below" while a reply on screen grew past the bottom of the view.
+   */
   private readonly jump: HTMLButtonElement;
   private unseen = 0;
+  /** A reply grew below the view since the reader left the end. */
+  private grown = false;
+  /** Shown while the reader is more than a screen from the end (and the pill is not): scrolls to the end. */
+  private readonly toEndButton: HTMLButtonElement;
   /** The reader is at the end (as of their last scroll): new content keeps them there. */
   following = true;
   /** Where our own last scroll to the end put the view. */
@@ -68,19 +83,26 @@ export class MessageView {
   constructor() {
     this.list = h('div', { class: 'message-list', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-label': 'Messages' });
     this.jump = h('button', { type: 'button', class: 'jump-latest', hidden: true, onclick: () => this.scrollToEnd() });
-    this.element = h('div', { class: 'messages', tabindex: '-1' }, this.list, this.jump);
+    this.toEndButton = h(
+      'button',
+      { type: 'button', class: 'to-end', hidden: true, title: 'To the end', 'aria-label': 'Scroll to the end', onclick: () => this.scrollToEnd() },
+      h('span', { 'aria-hidden': 'true' }, '↓'),
+    );
+    this.element = h('div', { class: 'messages', tabindex: '-1' }, this.list, this.jump, this.toEndButton);
     // Whether the reader follows is decided by where they scrolled, not re-measured after content grew:
     // a reply's usage line, a card's result or a reflow below the last scroll would otherwise unpin it.
     // A scroll event of our own scrolling (the position we set, content grown since) does not unpin.
     this.element.addEventListener('scroll', () => {
       this.following = this.nearBottom() || (this.following && this.element.scrollTop >= this.endTop - 1);
       if (this.following) this.markSeen();
+      this.showToEnd();
     });
     // Content that grows or reflows (streamed text, notes added to a reply, a narrower screen) keeps a
     // following reader at the end.
     if (typeof ResizeObserver === 'function') {
       const keepFollowing = new ResizeObserver(() => {
         if (this.following) this.toEnd();
+        this.showToEnd();
       });
       keepFollowing.observe(this.list);
       keepFollowing.observe(this.element);
@@ -90,6 +112,7 @@ export class MessageView {
   clear(): void {
     this.list.replaceChildren();
     this.cardsByCall.clear();
+    this.cards.length = 0;
     this.markSeen();
   }
 
@@ -113,13 +136,43 @@ export class MessageView {
 
   private arrivedUnseen(): void {
     this.unseen += 1;
-    this.jump.textContent = `Jump to latest (${this.unseen} new)`;
+    this.showJump();
+  }
+
+  /**
+   * A reply on screen was drawn longer while the reader is not following: when its end is now below the
+   * view, the pill says so (a reply that grows and finishes below is otherwise never seen).
+   */
+  grewBelow(node: HTMLElement): void {
+    if (this.following || this.grown) return;
+    if (node.getBoundingClientRect().bottom <= this.element.getBoundingClientRect().bottom) return;
+    this.grown = true;
+    this.showJump();
+  }
+
+  private showJump(): void {
+    this.jump.textContent = this.unseen > 0 ? `Jump to latest (${this.unseen} new)` : 'New reply below';
     this.jump.hidden = false;
+    this.showToEnd();
   }
 
   private markSeen(): void {
     this.unseen = 0;
+    this.grown = false;
     this.jump.hidden = true;
+  }
+
+  /** "To the end" while the reader is more than about a screen from it, unless the pill already offers the way there. */
+  private showToEnd(): void {
+    const box = this.element;
+    const far = box.scrollHeight - box.scrollTop - box.clientHeight > box.clientHeight;
+    const hidden = !far || !this.jump.hidden;
+    if (this.toEndButton.hidden !== hidden) this.toEndButton.hidden = hidden;
+  }
+
+  /** The tool cards on screen, oldest first. */
+  toolCards(): readonly ToolCard[] {
+    return this.cards;
   }
 
   /** Puts back a node drawn before (a running turn's pieces after the history is reloaded). */
@@ -133,12 +186,13 @@ export class MessageView {
   }
 
   /**
-   * Names who sent a user message ("from Pixel 8", "from editor", "from access token"), so a message another
-   * client sent reads apart from this page's own.
+   * Names who sent a user message ("from Pixel 8", "from ada", "from this computer"), so a message another
+   * client or person sent reads apart from this page's own, which names nobody (web/sender-name.ts).
    */
   showSender(node: HTMLElement, from: string | undefined): void {
-    if (!from || node.querySelector(':scope > .message-from')) return;
-    node.append(h('div', { class: 'message-from' }, `from ${from}`));
+    const name = senderName(from, this.self());
+    if (!name || node.querySelector(':scope > .message-from')) return;
+    node.append(h('div', { class: 'message-from' }, `from ${name}`));
   }
 
   addAssistant(text: string): HTMLElement {
@@ -177,7 +231,10 @@ export class MessageView {
     const card = new ToolCard(tool, args);
     card.callId = callId;
     if (callId) this.cardsByCall.set(callId, card);
+    this.cards.push(card);
+    card.onStatus = () => this.onToolCard?.();
     this.add(card.element);
+    this.onToolCard?.();
     return card;
   }
 
@@ -253,6 +310,7 @@ export class MessageView {
     this.toEnd();
     this.following = true;
     this.markSeen();
+    this.showToEnd();
   }
 
   private toEnd(): void {

@@ -8,8 +8,10 @@
  */
 import type { EnvelopeOf, PermissionDecision, PermissionRequest } from '../../protocol';
 import type { PendingChange, PendingRequests } from '../../protocol/pending-requests';
+import { shortened } from '../../protocol/code-points';
 import { sourceLabel } from '../../protocol/sources';
 import { answerText, GONE_TEXT, resolvedText } from '../permission-answer-text';
+import { senderName } from '../sender-name';
 import { h } from './dom';
 import { renderPreview } from './preview-view';
 
@@ -20,8 +22,12 @@ export interface PermissionCardsOptions {
   answer(requestId: string, decision: PermissionDecision, note?: string): Promise<EnvelopeOf<'permission_response'> | undefined>;
   /** The conversation's title when the request does not carry it (an older service). */
   conversationTitle(conversationId: string): string | undefined;
+  /** The conversation on screen: a prompt of it does not name it ("In …" is left out). */
+  shownConversation?(): string | undefined;
   /** Opens the change in the editor's diff editor (the webview only). */
   showDiff?(requestId: string): void;
+  /** How the service names this page (ServiceConnection.actingAs): its own answers name nobody. */
+  self?(): string | undefined;
 }
 
 /** The longest note the service takes (`permission_response.note`). */
@@ -29,11 +35,15 @@ export const MAX_NOTE_CHARS = 2000;
 /** How long "Allowed from the editor" stays after a card closes. */
 const OUTCOME_SHOWN_MS = 5000;
 const CLOCK_EVERY_MS = 20_000;
+/** Characters of a conversation's title a prompt names it by. */
+const TITLE_SHOWN_CHARS = 48;
 
 interface Card {
   request: PermissionRequest;
   element: HTMLElement;
   time: HTMLElement;
+  /** "Asked from Pixel 8 · In “Plan the retry”": who asked, and where when it is not the conversation on screen. */
+  source: HTMLElement;
   setBusy(busy: boolean): void;
 }
 
@@ -58,6 +68,24 @@ export class PermissionCards {
     return this.cards.size;
   }
 
+  /** The requests on screen, oldest first. */
+  requests(): PermissionRequest[] {
+    return Array.from(this.cards.values(), (card) => card.request);
+  }
+
+  /** Another conversation is on screen: each prompt names its conversation unless it is that one. */
+  conversationShown(): void {
+    for (const card of this.cards.values()) this.describe(card);
+  }
+
+  private describe(card: Card): void {
+    const request = card.request;
+    const title = request.conversation_id === this.options.shownConversation?.() ? undefined : (request.conversation_title ?? this.options.conversationTitle(request.conversation_id));
+    // Who asked, named as everywhere on the page (sender-name.ts): this page's own credential is "this device".
+    const who = request.from === undefined ? sourceLabel(request.source) : (senderName(request.from, this.options.self?.()) ?? 'this device');
+    card.source.textContent = [`Asked from ${who}`, title ? `In “${shortened(title, TITLE_SHOWN_CHARS)}”` : ''].filter(Boolean).join(' · ');
+  }
+
   /** Called whenever cards come or go (the header's count follows). */
   onChange(listener: () => void): void {
     this.listeners.add(listener);
@@ -68,7 +96,7 @@ export class PermissionCards {
       case 'added':
         return this.show(change.request);
       case 'resolved':
-        return this.close(change.requestId, resolvedText(change.event));
+        return this.close(change.requestId, resolvedText(change.event, this.options.self?.()));
       case 'gone':
         return this.close(change.request.request_id, GONE_TEXT);
       case 'listed':
@@ -123,7 +151,7 @@ export class PermissionCards {
       const answer = await this.options.answer(request.request_id, decision, note);
       if (!this.cards.has(request.request_id)) return;
       // Settled (decided here or elsewhere first, or expired): nothing left to decide here.
-      const said = answer ? answerText(answer) : { text: 'Not connected.', settled: false };
+      const said = answer ? answerText(answer, this.options.self?.()) : { text: 'Not connected.', settled: false };
       if (said.settled) {
         this.close(request.request_id, said.text);
       } else {
@@ -165,20 +193,14 @@ export class PermissionCards {
     });
     buttons.push(noteToggle);
 
-    const title = request.conversation_title ?? this.options.conversationTitle(request.conversation_id);
     const time = h('div', { class: 'permission-time' });
+    const source = h('div', { class: 'permission-source' });
     const showDiff = this.options.showDiff && request.preview?.kind === 'diff' ? () => this.options.showDiff?.(request.request_id) : undefined;
     const element = h(
       'section',
       { class: 'permission-card', role: 'alertdialog', 'aria-label': `Allow ${request.tool}?`, 'data-request-id': request.request_id, 'data-tool': request.tool },
       h('div', { class: 'permission-title' }, 'Allow ', h('code', {}, request.tool), ' to run?'),
-      h(
-        'div',
-        { class: 'permission-context' },
-        h('div', { class: 'permission-source' }, `Asked from ${request.from ?? sourceLabel(request.source)}`),
-        title ? h('div', { class: 'permission-where' }, `In “${title}”`) : null,
-        time,
-      ),
+      h('div', { class: 'permission-context' }, source, time),
       renderPreview(request.preview, request.arguments, { showDiff }),
       h(
         'div',
@@ -193,7 +215,9 @@ export class PermissionCards {
       noteForm,
       error,
     );
-    return { request, element, time, setBusy };
+    const card = { request, element, time, source, setBusy };
+    this.describe(card);
+    return card;
   }
 
   /** "Always allow" once more for a risky command: the rule it adds, then Add rule / Cancel. */

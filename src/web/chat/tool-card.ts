@@ -19,6 +19,8 @@ export interface ToolResult {
 }
 
 const STATUS_LABEL: Record<ToolStatus, string> = { running: 'running…', ok: 'ok', failed: 'failed', denied: 'denied' };
+/** A running call whose permission prompt waits for a person. */
+const WAITING_LABEL = 'waiting for you';
 
 /** Arguments shown on the card's line, first found, as what the call acted on. */
 const SUBJECT_KEYS = ['path', 'command', 'pattern', 'query', 'url', 'name'];
@@ -42,13 +44,15 @@ export class ToolCard {
   callId: string | undefined;
   /** Shown from history without a result: "failed" unless its turn turns out to be still running. */
   unresolved = false;
+  /** Called after its status changed (a call shown failed from history may be running, and waiting, again). */
+  onStatus?: () => void;
   private readonly status: HTMLElement;
   private readonly result: HTMLElement;
   private args: HTMLElement;
 
   constructor(
     readonly tool: string,
-    private readonly argumentsGiven: unknown,
+    readonly argumentsGiven: unknown,
   ) {
     this.status = h('span', { class: 'tool-status', 'data-status': 'running' }, STATUS_LABEL.running);
     this.result = h('div', { class: 'tool-result', hidden: true });
@@ -69,6 +73,21 @@ export class ToolCard {
     );
   }
 
+  /** The call still running: whether it waits for a person's answer to its permission prompt ("waiting for you"). */
+  get running(): boolean {
+    return this.element.dataset.status === undefined;
+  }
+
+  /**
+   * While its permission prompt waits the call has not started: the card says "waiting for you", and
+   * "running…" again once answered (allowed). A finished card keeps its outcome.
+   */
+  setWaiting(waiting: boolean): void {
+    if (!this.running || (this.status.dataset.status === 'waiting') === waiting) return;
+    this.status.dataset.status = waiting ? 'waiting' : 'running';
+    this.status.textContent = waiting ? WAITING_LABEL : STATUS_LABEL.running;
+  }
+
   setStatus(status: ToolStatus, result: ToolResult = {}): void {
     this.unresolved = false;
     this.status.dataset.status = status;
@@ -81,6 +100,7 @@ export class ToolCard {
     this.result.hidden = shown.length === 0;
     // The diff shows the new text: the arguments keep only what it does not (the path, replace_all).
     if (result.detail?.kind === 'diff') this.args.replaceWith((this.args = argumentsView(this.argumentsGiven, SHOWN_BY_DIFF)));
+    this.onStatus?.();
   }
 }
 

@@ -4,7 +4,7 @@
  * offline, N waiting, running), to switch to, rename or remove, "Add a computer" (add-machine.ts), and
  * the combined "Needs you" list.
  */
-import { h, strokeIcon } from '../chat/dom';
+import { BIN, h, strokeIcon } from '../chat/dom';
 import { AddMachine } from './add-machine';
 import { finishedCount, needsYouCount, stateLabel, type MachineEntry } from './machine-entry';
 import { NeedsYouList, type NeedsYouActions } from './needs-you';
@@ -84,7 +84,7 @@ export class MachineSwitcher {
     if (open) this.panel.querySelector<HTMLElement>('.machine-select')?.focus();
   }
 
-  /** Opens the sheet on "Add a computer" (paste a link, a photo of the QR code, the camera). */
+  /** Opens the sheet on "Add a computer" (paste a link, a photo of the QR code, the camera); also "Pair again". */
   openAdd(): void {
     this.toggle(true);
     this.addMachine.toggle(true);
@@ -111,11 +111,9 @@ export class MachineSwitcher {
     });
     const rename = h('button', { type: 'button', class: 'icon-button machine-rename', 'aria-label': `Rename ${entry.machine.name}` }, '✎');
     rename.addEventListener('click', () => this.actions.rename(id));
-    const remove = h('button', { type: 'button', class: 'icon-button machine-remove', 'aria-label': `Remove ${entry.machine.name}`, title: 'Remove' }, strokeIcon(TRASH, 24, 1.8));
+    // A bin, not a ✕: the sheet's close is the ✕ just above.
+    const remove = h('button', { type: 'button', class: 'icon-button machine-remove', 'aria-label': `Remove ${entry.machine.name}`, title: 'Remove' }, strokeIcon(BIN, 16, 1.3));
     remove.addEventListener('click', () => this.actions.remove(id));
     return h('li', { class: 'machine', 'data-machine-id': id, 'data-state': state }, h('span', { class: 'dot', 'aria-hidden': 'true' }), select, rename, remove);
   }
 }
-
-/** A bin (the sheet's close is the ✕ above: removing a computer must not look like closing the sheet). */
-const TRASH = 'M4 7h16M9.5 7V4.5h5V7M6 7l1 13h10l1-13M10 11v5.5M14 11v5.5';

@@ -115,7 +115,7 @@ export class DeepLinks {
     let outcome: string;
     try {
       // A duplicate of the decision in force (tapped twice, or answered elsewhere the same way) says who decided.
-      outcome = answerText(await this.connection.request({ type: 'permission_response', request_id: requestId, decision })).text;
+      outcome = answerText(await this.connection.request({ type: 'permission_response', request_id: requestId, decision }), this.connection.actingAs).text;
     } catch {
       // The session dropped before the answer: try again when it is back.
       this.pending = { request: requestId, answer: decision, trusted: true };

@@ -85,6 +85,7 @@ export class PermissionBroker {
       ...(question.from !== undefined ? { from: question.from } : {}),
       tool: question.tool,
       arguments: question.arguments,
+      ...(question.callId !== undefined ? { call_id: question.callId } : {}),
       ...(preview ? { preview: wirePreview(preview) } : {}),
       ...(alwaysRule !== undefined ? { always_rule: alwaysRule } : {}),
       ...(worktree ? { worktree: { branch: worktree.branch, path: worktree.path } } : {}),

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { isoTime } from '../platform/iso-time';
 import { LOG_FILE_NAME } from '../platform/paths';
 import type { LogFields, Logger, LogLevel, PreparedLine } from './logger';
 import { Redactor } from './redact';
@@ -95,13 +96,14 @@ class LogCore {
       const rest = JSON.stringify(recordOf({ level, event: named }, clean));
       const write = (stamp: number, late: Record<string, number> | undefined) => {
         try {
-          const time = new Date(stamp);
+          // An ISO time is JSON as it is (digits, '-', ':', '.', 'T', 'Z', '+'); isoTime keeps its minute's text.
+          const time = isoTime(stamp);
           // A late key the line already has is dropped (one key once in a line).
           const added = late ? this.redactor.redactFields(Object.fromEntries(Object.entries(late).filter(([key]) => !(key in clean)))) : undefined;
           const tail = added ? JSON.stringify(recordOf({}, added)) : '{}';
-          const line = `{"time":${JSON.stringify(time.toISOString())},${tail === '{}' ? rest.slice(1) : `${rest.slice(1, -1)},${tail.slice(1)}`}`;
+          const line = `{"time":"${time}",${tail === '{}' ? rest.slice(1) : `${rest.slice(1, -1)},${tail.slice(1)}`}`;
           if (toFile) this.file.write(serializeLine(line, time, level, named));
-          if (toMirror) this.writeMirror(time, level, named, added ? { ...clean, ...added } : clean);
+          if (toMirror) this.writeMirror(new Date(stamp), level, named, added ? { ...clean, ...added } : clean);
         } catch {
           // Logging must never take the service down.
         }
@@ -155,9 +157,10 @@ function recordOf(head: Record<string, unknown>, fields: Record<string, unknown>
   return record;
 }
 
-function serializeLine(line: string, time: Date, level: LogLevel, event: string): string {
-  if (Buffer.byteLength(line) <= MAX_LOG_LINE_BYTES) return `${line}\n`;
-  return `${JSON.stringify({ time: time.toISOString(), level, event, truncated: true, line_bytes: Buffer.byteLength(line) })}\n`;
+function serializeLine(line: string, time: string, level: LogLevel, event: string): string {
+  // A UTF-16 unit is at most 3 bytes of UTF-8: most lines need no count (the file's write encodes them anyway).
+  if (line.length * 3 <= MAX_LOG_LINE_BYTES || Buffer.byteLength(line) <= MAX_LOG_LINE_BYTES) return `${line}\n`;
+  return `${JSON.stringify({ time, level, event, truncated: true, line_bytes: Buffer.byteLength(line) })}\n`;
 }
 
 function pad(n: number): string {

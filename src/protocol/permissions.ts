@@ -84,6 +84,8 @@ export const PermissionRequest = lazySchema(() =>
     from: z.string().optional(),
     tool: z.string(),
     arguments: z.record(z.string(), z.unknown()),
+    /** The tool call it asks about: its `tool.call` event's `call_id` (absent from older services). */
+    call_id: z.string().optional(),
     preview: PermissionPreview.optional(),
     /** The allow rule `allow_always` would add (absent when it adds none: a call with nothing a rule can name). */
     always_rule: z.string().optional(),

@@ -485,7 +485,36 @@ export class Database {
     if (this.pending.length === 0) return;
     const queue = this.pending;
     this.pending = [];
+    if (queue.length > 1 && this.applyTogether(queue)) return;
     for (let i = 0; i < queue.length; i += 1) this.apply(queue[i]);
+  }
+
+  /**
+   * Several planned writes' statements in one transaction (a turn's user message and reply, both waiting
+   * at the reply's fdatasync): one BEGIN and COMMIT, and the pages they share (the conversation's row, its
+   * indexes, the messages' last leaf, `sqlite_sequence`) copied to the rollback journal and written to
+   * sql.js's file once, not once each. False when anything in it fails: it is rolled back whole, and each
+   * is then applied alone (apply), so the one that fails is voided and the others kept, as before.
+   */
+  private applyTogether(queue: readonly Pending[]): boolean {
+    this.inWrite = true;
+    try {
+      this.transaction(() => {
+        for (let q = 0; q < queue.length; q += 1) this.runPending(queue[q]);
+      });
+      return true;
+    } catch {
+      return false;
+    } finally {
+      this.inWrite = false;
+    }
+  }
+
+  /** A planned write's statements, its checks, then its riders (inside a transaction). */
+  private runPending(entry: Pending): void {
+    const { ops, planned, riders } = entry;
+    checkEach(ops, (op, i) => runOp(this.sql, this.cache, op.sql, planned[i][1]));
+    for (let i = 0; i < riders.length; i += 1) runOp(this.sql, this.cache, riders[i][0], riders[i][1]);
   }
 
   /**
@@ -494,13 +523,10 @@ export class Database {
    * its record voided; the prelude and riders it journaled go with the next record.
    */
   private apply(entry: Pending): void {
-    const { ops, planned, riders } = entry;
+    const { riders } = entry;
     this.inWrite = true;
     try {
-      this.transaction(() => {
-        checkEach(ops, (op, i) => runOp(this.sql, this.cache, op.sql, planned[i][1]));
-        for (let i = 0; i < riders.length; i += 1) runOp(this.sql, this.cache, riders[i][0], riders[i][1]);
-      });
+      this.transaction(() => this.runPending(entry));
     } catch (err) {
       this.prelude = [...entry.prelude, ...this.prelude];
       this.riders = [...riders, ...this.riders];

@@ -30,6 +30,10 @@ interface Side {
   request: Awaited<ReturnType<typeof client>>;
   stop: () => Promise<void>;
   ratio: number[];
+  /** Each download's first piece (ms): a kept rendering's, so one full read without the render. */
+  first: number[];
+  /** The service main thread's CPU for each first piece (ms). */
+  firstCpu: number[];
   piece: number[];
   cpu: number[];
   /** Every later piece's round trip (ms), all rounds. */
@@ -41,7 +45,7 @@ async function open(name: string, cli: string): Promise<Side> {
   await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN }));
   await seed(dir);
   const service = await spawnListening([cli, 'serve', '--data-dir', dir, '--port', '0']);
-  return { name, dir, pid: service.child.pid!, request: await client(service.port), stop: service.stop, ratio: [], piece: [], cpu: [], trips: [] };
+  return { name, dir, pid: service.child.pid!, request: await client(service.port), stop: service.stop, ratio: [], first: [], firstCpu: [], piece: [], cpu: [], trips: [] };
 }
 
 async function round(side: Side): Promise<void> {
@@ -52,10 +56,13 @@ async function round(side: Side): Promise<void> {
     const started = performance.now();
     return side.request(frame).then((reply) => (trips.push(performance.now() - started), reply));
   };
+  const before = threadCpuMs(side.pid);
   const { first, whole, pieces } = await download(timed, FORMAT, () => (cpu0 = threadCpuMs(side.pid)));
+  side.firstCpu.push(cpu0 - before);
   side.trips.push(...trips.slice(1));
   const cpu = threadCpuMs(side.pid) - cpu0;
   side.ratio.push(whole / first);
+  side.first.push(first);
   side.piece.push((whole - first) / (pieces - 1));
   side.cpu.push(cpu / (pieces - 1));
 }
@@ -80,7 +87,7 @@ async function main(): Promise<void> {
     for (const s of sides) {
       const trips = [...s.trips].sort((a, b) => a - b);
       console.log(
-        `${s.name} ${FORMAT}: ratio ${fmt(median(s.ratio))}, later piece ${fmt(median(s.piece))} ms, service main thread ${fmt(median(s.cpu))} ms CPU a piece (medians of ${ROUNDS}); a later piece's round trip p10 ${fmt(percentile(trips, 10))} / p50 ${fmt(percentile(trips, 50))} ms`,
+        `${s.name} ${FORMAT}: ratio ${fmt(median(s.ratio))}, first piece ${fmt(median(s.first))} ms (${fmt(median(s.firstCpu))} ms CPU), later piece ${fmt(median(s.piece))} ms, service main thread ${fmt(median(s.cpu))} ms CPU a piece (medians of ${ROUNDS}); a later piece's round trip p10 ${fmt(percentile(trips, 10))} / p50 ${fmt(percentile(trips, 50))} ms`,
       );
     }
     const [a, ...others] = sides;

@@ -64,6 +64,27 @@ export interface MeasuredText {
   readonly bytes: number;
 }
 
+/**
+ * Bytes made with free room before and after them in a buffer of their own (an export's piece, its JSON
+ * written into the middle of a larger buffer): the frame of a text they are part of may be written
+ * around them in place (transport/connections/ws-frames.ts `measuredFrame`) instead of copying them into
+ * a new megabyte. Once only: that frame then owns the room, and may still wait in its socket's queue
+ * when the same bytes are framed again (that frame is a copy).
+ */
+const withRoom = new WeakSet<Uint8Array>();
+
+/** `room[start, end)`, which owns the rest of `room` as its room (a buffer no other bytes share: not from Buffer's pool). */
+export function bytesWithRoom(room: Buffer, start: number, end: number): Buffer {
+  const bytes = room.subarray(start, end);
+  withRoom.add(bytes);
+  return bytes;
+}
+
+/** Whether `bytes` own the room around them in their ArrayBuffer (bytesWithRoom), which the caller takes: true once. */
+export function takeRoom(bytes: Uint8Array): boolean {
+  return withRoom.delete(bytes);
+}
+
 const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
 

@@ -40,7 +40,7 @@ export class ActivityView {
     private readonly connection: ServiceConnection,
     private readonly handlers: { open(conversationId: string): void },
   ) {
-    this.button = h('button', { type: 'button', class: 'activity-open' }, h('span', {}, 'Activity'), h('span', { class: 'activity-open-hint', 'aria-hidden': 'true' }, '›'));
+    this.button = h('button', { type: 'button', class: 'activity-open drawer-row' }, h('span', {}, 'Activity'), h('span', { class: 'drawer-row-hint', 'aria-hidden': 'true' }, '›'));
     this.button.addEventListener('click', () => this.show());
     this.close = h('button', { type: 'button', class: 'icon-button activity-close', 'aria-label': 'Close Activity', title: 'Close' }, '✕');
     this.close.addEventListener('click', () => this.hide());

@@ -96,10 +96,11 @@ function viewOf(machine: Machine): MachineView {
     drawerFooter: h(
       'div',
       { class: 'drawer-footer' },
-      h('div', { class: 'paired-with' }, machine.pairing.relay ? `Via relay: ${hostOf(machine.pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(machine.pairing.url)}`),
       activity.button,
       new DevicesSection(connection, deviceId).element,
       notifications.button,
+      // This computer's address, with its removal: what the last two lines are about.
+      h('div', { class: 'paired-with' }, machine.pairing.relay ? `Via relay: ${hostOf(machine.pairing.url)} (end-to-end encrypted)` : `Service: ${hostOf(machine.pairing.url)}`),
       removeButton,
     ),
     memory: {

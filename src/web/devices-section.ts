@@ -22,7 +22,7 @@ export class DevicesSection {
   ) {
     this.body = h('ul', { class: 'devices-list' });
     this.error = h('div', { class: 'devices-error', role: 'alert' });
-    this.element = h('details', { class: 'devices' }, h('summary', { class: 'devices-open' }, 'Devices'), this.body, this.error);
+    this.element = h('details', { class: 'devices' }, h('summary', { class: 'devices-open drawer-row' }, 'Devices'), this.body, this.error);
     this.element.addEventListener('toggle', () => {
       if (this.element.open) void this.load();
     });

@@ -138,21 +138,43 @@ describe('exportPiece', () => {
     assert.ok(frameBytes(text.slice(0, end)) < 1024 * 1024);
   });
 
-  test('text escaped to six bytes a character falls back to the least size, under 1 MiB', () => {
+  test('text escaped to six bytes a character comes in pieces of at least the least size, each frame under 1 MiB', () => {
     const text = '\u0001'.repeat(1_000_000);
+    for (let offset = 0; offset < text.length;) {
+      const { end, json } = exportPiece(text, offset);
+      assert.ok(end - offset >= EXPORT_PIECE_CHARS || end === text.length, `a piece of ${end - offset} characters`);
+      assert.ok(frameBytes(text.slice(offset, end)) < 1024 * 1024);
+      assert.ok(json.equals(Buffer.from(JSON.stringify(text.slice(offset, end)))));
+      offset = end;
+    }
+  });
+
+  test('text of three bytes a character: as many characters as fit, more than a halving of the most would give', () => {
+    const text = '漢字かな'.repeat(200_000);
     const end = exportPiece(text, 0).end;
-    assert.equal(end, EXPORT_PIECE_CHARS);
+    assert.ok(end > (768 * 1024) / 4 && end < 768 * 1024, `a piece of ${end} characters`);
     assert.ok(frameBytes(text.slice(0, end)) < 1024 * 1024);
   });
 
-  test('never between the halves of a surrogate pair, and the last piece is the rest', () => {
-    const text = `${'\u0001'.repeat(EXPORT_PIECE_CHARS - 1)}😀${'\u0001'.repeat(200_000)}`;
-    const end = exportPiece(text, 0).end;
-    assert.equal(end, EXPORT_PIECE_CHARS - 1, 'the pair goes to the next piece whole');
-    let offset = end;
-    while (offset < text.length) offset = exportPiece(text, offset).end;
-    assert.equal(offset, text.length);
-    assert.equal(exportPiece(text, text.length - 5).end, text.length, 'the last piece is the rest');
+  test('never between the halves of a surrogate pair, at the end of a piece or inside it (its JSON is serialized in chunks), and the last piece is the rest', () => {
+    // Escaped text ends its first piece at 147,456 characters (18 chunks of 8 K), plain text at 786,432:
+    // a pair astride each of those ends, and astride every chunk's end in between.
+    const escaped = `${'\u0001'.repeat(147_455)}😀${'\u0001'.repeat(200_000)}`;
+    const end = exportPiece(escaped, 0).end;
+    assert.equal(end, 147_455, 'the pair goes to the next piece whole');
+    const plain = Array.from({ length: 100 * 8192 }, (_, i) => (i % 8192 === 8191 ? '\ud83d' : i % 8192 === 0 && i > 0 ? '\ude00' : 'p')).join('');
+    assert.equal(exportPiece(plain, 0).end, 768 * 1024 - 1);
+    for (const text of [escaped, plain]) {
+      let offset = 0;
+      while (offset < text.length) {
+        const piece = exportPiece(text, offset);
+        // A chunk cut between the halves would carry each one escaped alone (\ud83d\ude00), not the pair's four bytes.
+        assert.ok(piece.json.equals(Buffer.from(JSON.stringify(text.slice(offset, piece.end)))), `the piece at ${offset}`);
+        offset = piece.end;
+      }
+      assert.equal(offset, text.length);
+      assert.equal(exportPiece(text, text.length - 5).end, text.length, 'the last piece is the rest');
+    }
   });
 });
 
@@ -206,6 +228,40 @@ describe("an export piece's frame (ws-frames.ts measuredFrame)", () => {
       const bytes = Buffer.byteLength(joined);
       assert.ok(measuredFrame({ parts, bytes }).equals(textFrame(joined)));
       assert.ok(measuredFrame({ parts: [parts[0], Buffer.from(parts[1]), parts[2]], bytes }).equals(textFrame(joined)));
+    }
+  });
+
+  test("is written around a piece's bytes in their own buffer (no copy), the frame of the joined text, for every head size and id", () => {
+    for (const text of ['', 'x'.repeat(200), 'é😀"\\\n'.repeat(20_000), 'plain words '.repeat(100_000)]) {
+      for (const id of [undefined, 7, 'req "1" é']) {
+        const { end, json } = exportPiece(text, 0);
+        const result = { conversation_id: 'c1', file_name: 'naïve 漢字 😀.md', text: text.slice(0, end), offset: 0, next_offset: end };
+        const wire = envelopeWire(ok(withDataText(result, jsonWithField(result, 'text', json)), id)) as MeasuredText;
+        const frame = measuredFrame(wire);
+        assert.ok(frame.equals(textFrame(JSON.stringify(ok(result, id)))));
+        assert.equal(frame.buffer, json.buffer, "in the piece's buffer");
+      }
+    }
+  });
+
+  test('the same bytes framed again are copied: the first frame, which may still wait in its queue, stays as it was', () => {
+    const result = { text: 'some words', offset: 0 };
+    const wire = (id: number) => envelopeWire(ok(withDataText(result, jsonWithField(result, 'text', json)), id)) as MeasuredText;
+    const { json } = exportPiece(result.text, 0);
+    const first = measuredFrame(wire(1));
+    const expected = Buffer.from(first);
+    const second = measuredFrame(wire(22));
+    assert.notEqual(second.buffer, json.buffer);
+    assert.ok(second.equals(textFrame(JSON.stringify(ok(result, 22)))));
+    assert.ok(first.equals(expected));
+  });
+
+  test('refuses a wrong measure when written in place too', () => {
+    const text = 'é 😀 words';
+    for (const wrong of [-9, -5, -4, -1, 1, 4]) {
+      const parts = ['{"a":"ü","text":', exportPiece(text, 0).json, ',"id":"漢"}'];
+      const bytes = Buffer.byteLength(textOf({ parts, bytes: 0 }));
+      assert.throws(() => measuredFrame({ parts, bytes: bytes + wrong }), /measuredFrame/, `measured ${wrong} off`);
     }
   });
 

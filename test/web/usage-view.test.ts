@@ -56,7 +56,7 @@ test('each reply shows its tokens and cost; the header the total and how full th
   assert.deepEqual(await page.locator('.message.assistant .usage-line').allInnerTexts(), ['1,000 in (400 cached) · 200 out · $0.0036', '2,000 in · 100 out · $0.0048']);
   await page.waitForFunction(() => document.querySelector('.topbar .usage-total')?.textContent?.includes('$0.0084'));
 
-  // A model without a price: the cost is "—", never a guess.
+  // A model without a price: no cost is shown, never a guess (a trailing "—" told nothing, s25); its title says why.
   const probe = await TestClient.authed(rig.svc.wsUrl, rig.svc.token);
   await probe.request({ type: 'update_config', config: { model: 'fake-model-large' } });
   probe.close();
@@ -65,7 +65,8 @@ test('each reply shows its tokens and cost; the header the total and how full th
   await input.press('Enter');
   const third = page.locator('.message.assistant', { hasText: 'unpriced answer' }).locator('.usage-line');
   await third.waitFor();
-  assert.equal(await third.innerText(), '10 in · 5 out · —');
+  assert.equal(await third.innerText(), '10 in · 5 out');
+  assert.match((await third.getAttribute('title')) ?? '', /, no price known$/);
   // The conversation's total is unpriced now: the bar says its tokens alone (s24: a bare "—" told nothing on a phone).
   await page.waitForFunction(() => document.querySelector('.topbar .usage-total')?.textContent === '3.3k tokens');
   assert.deepEqual(phone.errors, []);

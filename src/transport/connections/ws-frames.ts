@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
-import { isSharedAnswerText, keptForTheRun, textOf, type MeasuredText } from '../../protocol';
+import { isSharedAnswerText, keptForTheRun, takeRoom, textOf, type MeasuredText } from '../../protocol';
 
 /**
  * A server's WebSocket text frame (RFC 6455 5.2: FIN, opcode 1, unmasked), header and UTF-8 payload in
@@ -14,19 +14,26 @@ export function textFrame(text: string): Buffer {
 
 /**
  * The text frame of a text in measured parts (protocol/wire-text.ts `MeasuredText`: an export's piece,
- * its UTF-8 bytes made already, and the answer around it), each part written into the frame in turn (the
- * bytes copied): the parts are never joined into one string, whose flattening copied the piece's
- * megabyte, nor measured or encoded again.
+ * its UTF-8 bytes made already, and the answer around it), each part written into the frame in turn: the
+ * parts are never joined into one string, whose flattening copied the piece's megabyte, nor measured or
+ * encoded again. Bytes made with room around them (wire-text.ts `bytesWithRoom`) are not even copied:
+ * the frame's head and the parts before them are written into the room before, the rest into the room
+ * after, and the frame is that stretch of their buffer.
  */
-export function measuredFrame({ parts, bytes: length }: MeasuredText): Buffer {
-  const header = length < 126 ? 2 : length < 65_536 ? 4 : 10;
-  // Room for one more character: parts longer than their measure write into it (a frame whose length
-  // lies would be garbage the client reads as the next frame), shorter ones fall short of the end.
-  const room = Buffer.allocUnsafe(header + length + 4);
-  const frame = room.subarray(0, header + length);
+export function measuredFrame(text: MeasuredText): Buffer {
+  return framedInPlace(text) ?? framedAnew(text);
+}
+
+/** Bytes of a frame's head for a payload of `length` bytes. */
+function headBytes(length: number): number {
+  return length < 126 ? 2 : length < 65_536 ? 4 : 10;
+}
+
+function writeHead(frame: Buffer, length: number): number {
+  const head = headBytes(length);
   frame[0] = 0x81;
-  if (header === 2) frame[1] = length;
-  else if (header === 4) {
+  if (head === 2) frame[1] = length;
+  else if (head === 4) {
     frame[1] = 126;
     frame.writeUInt16BE(length, 2);
   } else {
@@ -34,14 +41,49 @@ export function measuredFrame({ parts, bytes: length }: MeasuredText): Buffer {
     frame.writeUInt32BE(Math.floor(length / 2 ** 32), 2);
     frame.writeUInt32BE(length >>> 0, 6);
   }
-  let at = header;
+  return head;
+}
+
+/**
+ * Writes `parts` into `room` from `at` on, bytes copied as they are, and answers where they ended. Parts
+ * longer than the room stop at its end: the caller gives it more room than the parts were measured to
+ * take (4 bytes, one more character), and a measure that lies is caught there, never sent as a frame's
+ * length (the client would read the garbage as the next frame).
+ */
+function writeParts(room: Buffer, at: number, parts: readonly (string | Uint8Array)[]): number {
   for (const part of parts) {
     if (typeof part === 'string') at += room.write(part, at, 'utf8');
     else if (at + part.length <= room.length) at += (room.set(part, at), part.length);
     else at = room.length;
   }
-  if (at !== frame.length) throw new Error(`measuredFrame: the parts are not ${length} bytes long`);
-  return frame;
+  return at;
+}
+
+function framedAnew({ parts, bytes: length }: MeasuredText): Buffer {
+  const head = headBytes(length);
+  const room = Buffer.allocUnsafe(head + length + 4);
+  const at = writeParts(room, writeHead(room, length), parts);
+  if (at !== head + length) throw new Error(`measuredFrame: the parts are not ${length} bytes long`);
+  return room.subarray(0, head + length);
+}
+
+/** The frame written around the bytes that own their room (see measuredFrame), or undefined when no part does or it is too small. */
+function framedInPlace({ parts, bytes: length }: MeasuredText): Buffer | undefined {
+  const i = parts.findIndex((part) => typeof part !== 'string' && takeRoom(part));
+  if (i < 0) return undefined;
+  const bytes = parts[i] as Uint8Array;
+  const before = parts.slice(0, i);
+  const after = parts.slice(i + 1);
+  // Where the frame starts: the head and the parts before, measured now (a few hundred bytes), end at the bytes.
+  const start = bytes.byteOffset - headBytes(length) - before.reduce((sum, part) => sum + (typeof part === 'string' ? Buffer.byteLength(part) : part.length), 0);
+  const end = start + headBytes(length) + length;
+  // Room short (or a measure short of the bytes themselves): a copy, which checks the measure.
+  if (start < 0 || end < bytes.byteOffset + bytes.length || end + 4 > bytes.buffer.byteLength) return framedAnew({ parts, bytes: length });
+  const room = Buffer.from(bytes.buffer, start, end + 4 - start);
+  writeParts(room, writeHead(room, length), before);
+  const at = writeParts(room, bytes.byteOffset + bytes.length - start, after);
+  if (at !== end - start) throw new Error(`measuredFrame: the parts are not ${length} bytes long`);
+  return room.subarray(0, end - start);
 }
 
 /* The frame of an event's text, made once for the followers it is sent to one after the other in one run. */

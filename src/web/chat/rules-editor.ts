@@ -47,7 +47,7 @@ export class RulesEditor {
     this.element = h(
       'details',
       { class: 'rules' },
-      h('summary', { class: 'rules-open' }, 'Permission rules'),
+      h('summary', { class: 'rules-open drawer-row' }, 'Permission rules'),
       h(
         'div',
         { class: 'rules-editor' },

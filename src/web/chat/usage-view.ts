@@ -1,7 +1,7 @@
 /**
  * What replies cost, on the chat page: a small line under each reply (tokens in and out, cost) and, in
  * the header, the conversation's total with a meter of how full the context window was on its last call
- * (docs/protocol.md, "Usage and cost"). An unknown price is "—", never a guess; counted locally is "≈".
+ * (docs/protocol.md, "Usage and cost"). An unknown price is left out (its title says so), never a guess; counted locally is "≈".
  */
 import type { ConversationUsage, MessageUsage } from '../../protocol';
 import { h } from './dom';
@@ -15,24 +15,24 @@ function compact(n: number): string {
   return `${(n / 1_000_000).toFixed(1)}M`;
 }
 
-/** Dollars: four decimals under a cent (a reply often costs less), else two; null is "—". */
-export function formatCost(cost: number | null): string {
-  if (cost === null) return '—';
+/** Dollars: four decimals under a cent (a reply often costs less), else two. */
+export function formatCost(cost: number): string {
   return cost > 0 && cost < 0.01 ? `$${cost.toFixed(4)}` : `$${cost.toFixed(2)}`;
 }
 
-/** The line under a reply, e.g. `1,000 in (400 cached) · 200 out · $0.0036`. */
+/** The line under a reply, e.g. `1,000 in (400 cached) · 200 out · $0.0036`; without a price, the tokens alone (a trailing "—" told nothing). */
 export function usageText(usage: MessageUsage): string {
   const approx = usage.estimated ? '≈' : '';
   const cached = usage.cached_tokens > 0 ? ` (${count(usage.cached_tokens)} cached)` : '';
-  return `${approx}${count(usage.input_tokens)} in${cached} · ${approx}${count(usage.output_tokens)} out · ${formatCost(usage.cost)}`;
+  const tokens = `${approx}${count(usage.input_tokens)} in${cached} · ${approx}${count(usage.output_tokens)} out`;
+  return usage.cost === null ? tokens : `${tokens} · ${formatCost(usage.cost)}`;
 }
 
 /** Puts (or replaces) the usage line of a reply's bubble; nothing when the reply carries none. */
 export function attachUsage(bubble: HTMLElement, usage: MessageUsage | undefined): void {
   bubble.querySelector(':scope > .usage-line')?.remove();
   if (!usage) return;
-  const title = `${usage.provider}/${usage.model}${usage.calls > 1 ? `, ${usage.calls} calls` : ''}${usage.estimated ? ', counted locally' : ''}`;
+  const title = `${usage.provider}/${usage.model}${usage.calls > 1 ? `, ${usage.calls} calls` : ''}${usage.estimated ? ', counted locally' : ''}${usage.cost === null ? ', no price known' : ''}`;
   bubble.append(h('div', { class: 'usage-line', title }, usageText(usage)));
 }
 

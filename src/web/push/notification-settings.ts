@@ -45,7 +45,12 @@ export class NotificationSettings {
     /** Where the endpoint registered with this service is remembered (the phone: that machine's own storage). */
     private readonly storage: Pick<Storage, 'getItem' | 'setItem' | 'removeItem'> = localStorage,
   ) {
-    this.button = h('button', { type: 'button', class: 'button secondary open-notifications', 'aria-haspopup': 'dialog' }, 'Notifications');
+    this.button = h(
+      'button',
+      { type: 'button', class: 'open-notifications drawer-row', 'aria-haspopup': 'dialog' },
+      h('span', {}, 'Notifications'),
+      h('span', { class: 'drawer-row-hint', 'aria-hidden': 'true' }, '›'),
+    );
     this.name.value = deviceName();
     this.choices = h(
       'fieldset',

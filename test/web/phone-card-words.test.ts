@@ -144,6 +144,12 @@ test("tool cards read as a person: words per tool, an edit's size, the command b
       await page.emulateMedia({ colorScheme: scheme });
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       assert.ok(overflow <= 0, `nothing wider than the viewport at ${width} px (${overflow} px over)`);
+      // Export starts the top bar's second row, beside the mode selector, leaving the title its row.
+      const bar = await page.evaluate(() => {
+        const [exp, mode, title] = ['.export-toggle', '.mode-select', '.topbar .title'].map((selector) => document.querySelector(selector)!.getBoundingClientRect());
+        return { exportMiddle: exp.top + exp.height / 2, modeMiddle: mode.top + mode.height / 2, titleBottom: title.bottom, exportTop: exp.top };
+      });
+      assert.ok(Math.abs(bar.exportMiddle - bar.modeMiddle) < 12 && bar.exportTop >= bar.titleBottom - 1, `${width} px: Export on the mode selector's row, under the title (${JSON.stringify(bar)})`);
       // Every card's line is one line: the words cut, the size and status kept whole.
       for (const summary of await page.locator('.tool-card:not([data-tool="todo"]) > summary').all()) {
         const box = await summary.evaluate((e) => {

@@ -383,6 +383,11 @@ export class Agent {
     const message = await messages.get(messageId);
     if (message?.conversation_id !== conversationId) throw new ServiceError('not_found', `message ${messageId} not found in conversation ${conversationId}`);
     if (message.role !== 'user') throw new ServiceError('invalid_request', `message ${messageId} is not a user message: retry_turn answers a user message again`);
+    // A webhook's message whose turn failed for a passing reason is still the inbox's: it tries it again
+    // after its backoff, and a retry here would answer it twice (review25b). Once failed for good, it may.
+    if (this.deps.store.webhooks.getInbox(messageId)?.status === 'pending') {
+      throw new ServiceError('conflict', `message ${messageId} came by webhook and is still being tried by its inbox: retry it once that has given up`);
+    }
     const rows = await this.history.rows(conversationId);
     const last = rows.findLast((row) => row.role === 'user');
     if (last?.id !== messageId) throw new ServiceError('conflict', `message ${messageId} is not the conversation's last message: only the last one can be retried`);

@@ -187,7 +187,10 @@ export class TurnNotices {
     this.drop(notice);
     if (retry.kind === 'turn') this.own.add(retry.messageId);
     const outcome = await this.deps.retry(retry);
-    if ('lost' in outcome) this.show(notice.keys, text, retry, reason);
+    // Lost: unless the retry's own failure (its turn.ended, with a new id) was drawn meanwhile, which
+    // stands: put back with this id, the next tap would be a resend answered with the old failure and
+    // nothing asked (review25b).
+    if ('lost' in outcome && !notice.keys.some((key) => this.notices.get(key)?.node.isConnected)) this.show(notice.keys, text, retry, reason);
     else if ('refused' in outcome) this.deps.messages.addNote(`Could not retry: ${outcome.refused}`, 'error');
   }
 }

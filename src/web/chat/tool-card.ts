@@ -172,11 +172,15 @@ function exitText(detail: Extract<ToolResultDetail, { kind: 'command' }>): strin
  * run_command's text ends with how it ended (`[exit code 1]`), which the card shows from `detail`; blank
  * lines before and after the output (npm's first line) only push it down a phone's screen.
  */
-function withoutStatusLine(text: string): string {
-  return text
-    .replace(/\n?\[(exit code -?\d+|timed out after [^\]]*|cancelled: [^\]]*|killed by signal [^\]]*)\]$/, '')
-    .replace(/^(?:[ \t]*\r?\n)+/, '')
-    .trimEnd();
+export function withoutStatusLine(text: string): string {
+  return (
+    text
+      // The inner runs stop at a '[' too: tried from every '[' of an output full of them, `[^\]]*` ran to the
+      // end each time, quadratically (a command's output is anyone's text).
+      .replace(/\n?\[(exit code -?\d+|timed out after [^[\]]*|cancelled: [^[\]]*|killed by signal [^[\]]*)\]$/, '')
+      .replace(/^(?:[ \t]*\r?\n)+/, '')
+      .trimEnd()
+  );
 }
 
 /**

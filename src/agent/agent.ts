@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { nullLogger, type Logger, type PreparedLine } from '../log/logger';
-import { bindAttachments, insertAttachment, usageOp, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type UsageRow, type WriteTx } from '../store';
-import { canAccess, sourceLabel, sourceText, type Source } from '../protocol/sources';
+import { bindAttachments, clientKeyOf, insertAttachment, usageOp, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type UsageRow, type WriteTx } from '../store';
+import { canAccess, OWNER_PERSON, sourceLabel, sourceText, type Source } from '../protocol/sources';
 import { wellFormed } from '../protocol/code-points';
 import type { ContextItem } from '../protocol';
 import { CompactionFailed, Compactor, type CompactionCall } from './compaction/compactor';
@@ -81,6 +81,14 @@ export interface ChatInput {
 }
 
 export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'attachments' | 'conversationId' | 'userId' | 'sender' | 'clientMessageId' | 'clientKey' | 'worktree'>;
+
+/** retry_turn: the conversation's last user message, answered again (its `from` is the stored message's). */
+export type RetryInput = Omit<AnswerInput, 'from' | 'storeReply' | 'model' | 'ownerAnswersPrompts'> & {
+  conversationId: string;
+  messageId: string;
+  /** Whether the turn's prompts are the owner's only, given whether the owner sent the message (its stored key says). */
+  ownerAnswersPrompts(sentByOwner: boolean): boolean;
+};
 
 /**
  * What a turn tells its caller while it runs, in the order the agent produced it, as the wire's events
@@ -342,6 +350,49 @@ export class Agent {
       if (stored.applied) await new Promise(setImmediate);
       return this.answer(conversationId, input, commit.events(onEvent), stored.message.id, area, commit);
     });
+  }
+
+  /**
+   * retry_turn: answers the conversation's last user message again, when its turn failed or was
+   * cancelled (no reply after it) and no turn runs or waits there: nothing is stored before the model
+   * answers, the reply after the message (with any tool rows the failed try left), the turn's usage and
+   * files under the message's turn as before. Refused, nothing run: not_found (the conversation, the
+   * message), invalid_request (not a user message), conflict (a turn runs; a later message; answered).
+   */
+  retry(input: RetryInput, onEvent: TurnEventSink = ignore, began: (conversationId: string) => void = ignore): Promise<ChatOutput> {
+    const { conversationId, messageId } = input;
+    this.checkConversation(conversationId, input.source);
+    // Decided in the same tick as the turn takes the conversation's queue: no chat can slip in between.
+    if (this.queue.busy(conversationId)) throw new ServiceError('conflict', 'a turn runs in this conversation: retry once it has ended (or stop it first)');
+    return this.queued(conversationId, async () => {
+      this.checkConversation(conversationId, input.source);
+      const message = await this.retried(conversationId, messageId);
+      const area = await this.areaOf(conversationId);
+      const from = (message.data as { from?: unknown } | null)?.from;
+      const sentByOwner = message.client_key?.startsWith(clientKeyOf(OWNER_PERSON, '')) === true;
+      began(conversationId);
+      const { conversationId: _c, messageId: _m, ownerAnswersPrompts, ...rest } = input;
+      const answering: AnswerInput = { ...rest, ownerAnswersPrompts: ownerAnswersPrompts(sentByOwner), ...(typeof from === 'string' ? { from } : {}) };
+      return this.answer(conversationId, answering, onEvent, message.id, area);
+    });
+  }
+
+  /** The message retry_turn may answer again: the conversation's last user message, with no reply. */
+  private async retried(conversationId: string, messageId: string): Promise<MessageRow> {
+    const { messages } = this.deps.store;
+    const message = await messages.get(messageId);
+    if (message?.conversation_id !== conversationId) throw new ServiceError('not_found', `message ${messageId} not found in conversation ${conversationId}`);
+    if (message.role !== 'user') throw new ServiceError('invalid_request', `message ${messageId} is not a user message: retry_turn answers a user message again`);
+    // A webhook's message whose turn failed for a passing reason is still the inbox's: it tries it again
+    // after its backoff, and a retry here would answer it twice (review25b). Once failed for good, it may.
+    if (this.deps.store.webhooks.getInbox(messageId)?.status === 'pending') {
+      throw new ServiceError('conflict', `message ${messageId} came by webhook and is still being tried by its inbox: retry it once that has given up`);
+    }
+    const rows = await this.history.rows(conversationId);
+    const last = rows.findLast((row) => row.role === 'user');
+    if (last?.id !== messageId) throw new ServiceError('conflict', `message ${messageId} is not the conversation's last message: only the last one can be retried`);
+    if (await messages.replyTo(message)) throw new ServiceError('conflict', `message ${messageId} is already answered`);
+    return message;
   }
 
   /** Whether a new conversation gets a worktree; on an existing one, `worktree` must match it or be absent (else invalid_request). */

@@ -21,6 +21,11 @@ export class KeyedQueue {
     while (this.tails.size > 0) await Promise.all([...this.tails.values()]);
   }
 
+  /** Whether a task of `key` is queued or running. */
+  busy(key: string): boolean {
+    return this.tails.has(key);
+  }
+
   get activeKeys(): number {
     return this.tails.size;
   }

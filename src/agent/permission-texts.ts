@@ -49,7 +49,9 @@ export function conflictMessage(row: PermissionRequestRow): string {
   const resolution = row.resolution!;
   switch (resolution.reason) {
     case 'answered': {
-      const by = resolution.decidedBy === 'editor' ? 'the editor' : (resolution.decidedBy ?? 'someone else');
+      // Named as the pages name senders (web/sender-name.ts): a credential's kind ("access token", how the
+      // audit log records a script's or page's answer with the computer's token) is not a person's word.
+      const by = resolution.decidedBy === 'editor' ? 'the editor' : resolution.decidedBy === 'access token' ? 'this computer' : (resolution.decidedBy ?? 'someone else');
       return `already ${decisionText(resolution.decision).toLowerCase()} from ${by}`;
     }
     case 'expired':

@@ -73,24 +73,48 @@ export type AddAllowRule = (rule: string, by?: AuditActor) => Promise<void>;
 /** What the gate reads of service.json, afresh at each call (`channels`: the webhook accounts' `tools`). */
 export type GateConfig = Pick<ServiceConfig, 'permission_mode' | 'permission_rules'> & Partial<Pick<ServiceConfig, 'channels'>>;
 
-/**
- * A rule's glob: `*` matches anything, `\*` a star itself (so a rule can name `ls *.ts` exactly); every
- * other character, a backslash before anything else included, only itself.
- */
-function globToRegExp(glob: string): RegExp {
-  let source = '';
-  for (let i = 0; i < glob.length; i++) {
-    if (glob[i] === '\\' && glob[i + 1] === '*') {
-      source += '\\*';
-      i++;
-    } else {
-      source += glob[i] === '*' ? '.*' : glob[i].replace(/[.+?^${}()|[\]\\]/g, '\\$&');
-    }
-  }
-  return new RegExp(`^${source}$`, 's');
+/** A permission rule's glob, ready to test texts (ruleGlob). */
+interface RuleGlob {
+  test(text: string): boolean;
 }
 
-/** Text a rule's glob matches only as written: each star escaped (`globToRegExp` reads it back). */
+/**
+ * A rule's glob: `*` matches anything (newlines too), `\*` a star itself (so a rule can name `ls *.ts`
+ * exactly); every other character, a backslash before anything else included, only itself. Matched as its
+ * literal pieces between stars, the first at the start, the last at the end and the others found in order
+ * in between: linear in the text. As a regular expression (`.*` a star) a rule of k stars took O(n^k) on a
+ * model's long command line or path that nearly matched (test/agent/permission-rules.test.ts's attack).
+ * Not tools/glob.ts's path globs (`**`, `?`, classes, braces), a different language.
+ */
+function ruleGlob(glob: string): RuleGlob {
+  const pieces = [''];
+  for (let i = 0; i < glob.length; i++) {
+    if (glob[i] === '\\' && glob[i + 1] === '*') {
+      pieces[pieces.length - 1] += '*';
+      i++;
+    } else if (glob[i] === '*') pieces.push('');
+    else pieces[pieces.length - 1] += glob[i];
+  }
+  return { test: (text) => piecesMatch(pieces, text) };
+}
+
+function piecesMatch(pieces: readonly string[], text: string): boolean {
+  const first = pieces[0];
+  if (pieces.length === 1) return text === first;
+  const last = pieces[pieces.length - 1];
+  const end = text.length - last.length;
+  if (end < first.length || !text.startsWith(first) || !text.endsWith(last)) return false;
+  let at = first.length;
+  // Leftmost is enough: a later place for a piece leaves less room, never more, for the pieces after it.
+  for (let i = 1; i < pieces.length - 1; i++) {
+    const found = text.indexOf(pieces[i], at);
+    if (found < 0 || found + pieces[i].length > end) return false;
+    at = found + pieces[i].length;
+  }
+  return true;
+}
+
+/** Text a rule's glob matches only as written: each star escaped (`ruleGlob` reads it back). */
 function escapeGlob(text: string): string {
   return text.replace(/\*/g, '\\*');
 }
@@ -127,10 +151,10 @@ function commandRuleMatches(pattern: string, line: string, effect: RuleEffect, p
     parsed.complete &&
     rule.shape.length === parsed.shape.length &&
     rule.shape.every((part, i) => part === parsed.shape[i]) &&
-    rule.commands.every((command, i) => globToRegExp(command.spaced).test(parsed.commands[i].normalized) || globToRegExp(command.spaced).test(parsed.commands[i].spaced));
+    rule.commands.every((command, i) => ruleGlob(command.spaced).test(parsed.commands[i].normalized) || ruleGlob(command.spaced).test(parsed.commands[i].spaced));
   if (sameShape) return true;
   if (effect === 'allow') return false;
-  const glob = globToRegExp(pattern);
+  const glob = ruleGlob(pattern);
   return glob.test(line) || parsed.commands.some((command) => glob.test(command.raw) || glob.test(command.normalized) || glob.test(command.program));
 }
 
@@ -140,12 +164,12 @@ function commandRuleMatches(pattern: string, line: string, effect: RuleEffect, p
  */
 export function ruleMatches(rule: string, tool: string, subject: string | undefined, effect: RuleEffect, platform: NodeJS.Platform = process.platform): boolean {
   const colon = rule.indexOf(':');
-  if (!globToRegExp(toolPartOf(rule)).test(tool)) return false;
+  if (!ruleGlob(toolPartOf(rule)).test(tool)) return false;
   if (colon < 0) return true;
   if (subject === undefined) return false;
   const pattern = rule.slice(colon + 1);
   if (SHELL_SUBJECT_TOOLS.has(tool)) return commandRuleMatches(pattern, subject, effect, platform);
-  return globToRegExp(pattern).test(subject);
+  return ruleGlob(pattern).test(subject);
 }
 
 /**

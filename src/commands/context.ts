@@ -68,7 +68,7 @@ export interface TurnRequest {
   session: ClientSession;
   /** The id `cancel` names it by in its session: a chat's request id, a webhook message's id. */
   requestId: RequestId | undefined;
-  message: ChatTurn | AdmittedTurn;
+  message: ChatTurn | AdmittedTurn | RetryTurn;
   /**
    * The starter's part of the turn's end, done before `turn.ended` goes out (the webhook inbox writes
    * its error callback there). Resolves false when the turn is not over for good (tried again later,
@@ -83,6 +83,12 @@ export interface ChatTurn {
   command: CommandOf<'chat'>;
   /** The command handler's checks, run before the turn (not for a resend): the attachments the chat may use. */
   check(): readonly StoredAttachment[];
+}
+
+/** A client's retry_turn: the runner answers the conversation's last user message again (nothing new stored before the reply). */
+export interface RetryTurn {
+  kind: 'retry';
+  command: CommandOf<'retry_turn'>;
 }
 
 /** A message a channel already stored: `admit` puts it into its conversation when its turn comes. */

@@ -26,6 +26,8 @@ interface Entry {
   readonly origin?: TurnOrigin;
   /** Its size as sent (JSON characters), counted once when it is kept. */
   readonly bytes: number;
+  /** A `turn.retrying`'s end of its wait (performance.now()): a replay says what remains of it. */
+  readonly due?: number;
 }
 
 /**
@@ -58,6 +60,8 @@ class Feed {
   unsent: Entry[] = [];
   /** The seq of the running turn's first event (its user message); undefined between turns. */
   turnStart: number | undefined;
+  /** A turn began with no user message of its own (retry_turn): its next event is its first. */
+  startsNext = false;
   /** The sum of the entries' `bytes`, and of the running turn's among them. */
   bytes = 0;
   turnBytes = 0;
@@ -101,7 +105,8 @@ class Feed {
   }
 
   push(entry: Entry, startsTurn: boolean): void {
-    if (startsTurn) {
+    if (startsTurn || this.startsNext) {
+      this.startsNext = false;
       this.turnStart = entry.seq;
       this.turnBytes = 0;
     }
@@ -179,6 +184,13 @@ function forSession(entry: Entry, session: ClientSession): FeedEvent {
   return id !== undefined && entry.origin?.sessionId === session.id ? (withField(entry.event, 'id', id) as FeedEvent) : entry.event;
 }
 
+/** An event replayed (a follow's catch-up): a wait (`turn.retrying`) says what remains of it, not its whole length again. */
+function replayed(entry: Entry, session: ClientSession): FeedEvent {
+  const event = forSession(entry, session);
+  if (entry.due === undefined) return event;
+  return withField(event, 'retry_in_ms', Math.max(0, Math.round(entry.due - performance.now()))) as FeedEvent;
+}
+
 /**
  * Each conversation's numbered events and who follows it (docs/protocol.md, "Following a conversation").
  * Numbers live in memory: a conversation's first number in a service run is about the run's start in
@@ -209,13 +221,28 @@ export class ConversationFeeds {
     this.highest = Math.max(this.highest, seq);
     const numbered = withField(event, 'seq', seq) as FeedEvent;
     // Serialized here to be measured: the followers' sockets send this text (wireText keeps it for this run).
-    const entry: Entry = { seq, event: numbered, filter: options.filter, origin: options.origin, bytes: wireText(numbered).length };
+    const entry: Entry = {
+      seq,
+      event: numbered,
+      filter: options.filter,
+      origin: options.origin,
+      bytes: wireText(numbered).length,
+      ...(event.event === 'turn.retrying' ? { due: performance.now() + event.retry_in_ms } : {}),
+    };
     // A turn starts with its user message (a chat of any client, a webhook message).
     feed.push(entry, event.event === 'chat.message' && event.message.role === 'user');
     this.bytes += entry.bytes - feed.trim(this.limits);
     if (this.bytes > this.limits.totalBytes) this.trimAll();
     this.deliver(feed, entry);
     return entry.event;
+  }
+
+  /**
+   * A turn began that tells no user message (retry_turn answers a stored one): its next event starts it,
+   * so a client following afresh meanwhile is sent the turn so far, as for a chat's turn.
+   */
+  beginTurn(conversationId: string): void {
+    this.feedOf(conversationId).startsNext = true;
   }
 
   /** Whether the session follows the conversation (it then receives that conversation's events numbered). */
@@ -239,7 +266,7 @@ export class ConversationFeeds {
       // pending ones above), so none is sent again, whatever it asks (a client may not drop repeats by
       // seq). After an unfollow, a follow is afresh (a view switched back replays the running turn).
       const from = feed.followers.has(session) ? feed.last : asked;
-      for (const entry of feed.after(from)) if (!entry.filter || entry.filter(session)) session.send(forSession(entry, session));
+      for (const entry of feed.after(from)) if (!entry.filter || entry.filter(session)) session.send(replayed(entry, session));
     }
     feed.addFollower(session);
     let mine = this.followed.get(session);

@@ -131,6 +131,10 @@ export const handlers: HandlerMap = {
     return ctx.turns.run({ session, requestId: command.id, message: { kind: 'chat', command, check } });
   },
 
+  async retry_turn(command, session, ctx) {
+    return ctx.turns.run({ session, requestId: command.id, message: { kind: 'retry', command } });
+  },
+
   async remove_queued(command, session, ctx) {
     ctx.agent.requireConversation(command.conversation_id, session.source);
     // The owner any waiting message; a password user or a webhook account only its own (another

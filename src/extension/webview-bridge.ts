@@ -140,7 +140,8 @@ export class WebviewBridge {
           this.send({ kind: 'response', envelope: { status: 'error', code: 'server_error', error: 'the assistant service is not running', ...(frame.id !== undefined ? { id: frame.id } : {}) } });
           return;
         }
-        if (frame.type === 'chat' && frame.id !== undefined) this.running.set(frame.id, frame.conversation_id);
+        // A retried turn is this view's too (retry_turn names its conversation).
+        if ((frame.type === 'chat' || frame.type === 'retry_turn') && frame.id !== undefined) this.running.set(frame.id, frame.conversation_id);
         this.channel.send(frame);
         return;
       }

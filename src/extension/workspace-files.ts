@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { gitignoreGlob } from './gitignore-glob';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 
@@ -67,11 +68,8 @@ async function gitignoreGlobs(): Promise<string[]> {
     if (folder.uri.scheme !== 'file') continue;
     const text = await readFile(join(folder.uri.fsPath, '.gitignore'), 'utf8').catch(() => '');
     for (const raw of text.split(/\r?\n/)) {
-      const line = raw.trim();
-      if (!line || line.startsWith('#') || line.startsWith('!') || /[{}]/.test(line)) continue;
-      const pattern = line.replace(/\/+$/, '');
-      if (!pattern) continue;
-      globs.push(pattern.includes('/') ? pattern.replace(/^\/+/, '') : `**/${pattern}`);
+      const glob = gitignoreGlob(raw);
+      if (glob) globs.push(glob);
     }
   }
   return globs;

@@ -7,7 +7,7 @@
 export function compareUrlOf(remoteUrl: string, branch: string, baseBranch: string | null): string | null {
   const location = hostAndPath(remoteUrl.trim());
   if (!location) return null;
-  const repoPath = location.path.replace(/\.git$/, '').replace(/^\/+|\/+$/g, '');
+  const repoPath = location.path.replace(/\.git$/, '').replace(/^\/+|(?<!\/)\/+$/g, '');
   if (!/^[^/]+\/[^/]+(\/[^/]+)*$/.test(repoPath)) return null;
   const source = encodeURIComponent(branch);
   switch (location.host.toLowerCase()) {

@@ -411,7 +411,11 @@ export async function discardWorktree(worktree: WorktreeRecord): Promise<void> {
   await gitIn(worktree.repository, ['branch', '-D', worktree.branch], { okCodes: [1] });
 }
 
-/** A remote's error may quote its URL with a token in it. */
-function redactUrls(text: string): string {
-  return text.replace(/([a-z+]+:\/\/)[^/@\s]+@/gi, '$1');
+/**
+ * A remote's error may quote its URL with a token in it. A scheme is matched from its first letter only
+ * (a lookbehind): tried from every letter of a long word, it scanned the rest of the word each time,
+ * quadratically (git's stderr carries the remote server's own lines).
+ */
+export function redactUrls(text: string): string {
+  return text.replace(/(?<![a-z+])([a-z+]+:\/\/)[^/@\s]+@/gi, '$1');
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ChatContext } from './chat-context-schema';
-import { ClientMessageId, command, nonEmpty } from './command-frame';
+import { ClientMessageId, clientId, command, nonEmpty } from './command-frame';
 import { RequestId, Seq } from './envelope';
 import { AttachmentId, AttachmentInfo, MAX_ATTACHMENTS_PER_MESSAGE } from './attachments';
 import { Message } from './conversations';
@@ -39,6 +39,21 @@ export const ChatCommand = lazySchema(() =>
     worktree: z.boolean({ error: 'worktree must be true or false' }).optional(),
   }).superRefine((chat, ctx) => {
     if (chat.message.length === 0 && !chat.attachments?.length) ctx.addIssue({ code: 'custom', path: ['message'], message: 'message must not be empty' });
+  }),
+);
+
+/**
+ * Answers the conversation's last user message again, when its turn failed or was cancelled (no reply
+ * after it) and no turn runs there: nothing new is stored before the model answers (docs/protocol.md,
+ * "Retrying a turn").
+ */
+export const RetryTurnCommand = lazySchema(() =>
+  command('retry_turn', {
+    conversation_id: nonEmpty('conversation_id'),
+    message_id: nonEmpty('message_id'),
+    stream: z.boolean().optional().default(false),
+    /** Made by the client (a UUID) for this retry: a resend under it by the same person gets the first one's result, never a second run. */
+    client_retry_id: clientId('client_retry_id').optional(),
   }),
 );
 
@@ -84,6 +99,8 @@ export const ChatResult = lazySchema(() =>
 
 export const ChatResults = lazySchema(() => ({
   chat: ChatResult,
+  /** A retried turn answers as a chat does. */
+  retry_turn: ChatResult,
   /** A comment on a change (worktrees.ts) is a chat message of its conversation: the same answer. */
   comment_on_change: ChatResult,
   cancel: z.object({ cancelled: z.boolean() }),
@@ -171,6 +188,8 @@ export const TurnEndedEvent = lazySchema(() =>
     /** Where the turn came from: `editor`, `ws`, `relay` or `webhook:<account>`. */
     source: z.string(),
     outcome: z.enum(['answered', 'failed', 'cancelled']),
+    /** The user message the turn answered (a retried turn's too); absent when the turn stored none. */
+    message_id: z.string().optional(),
     error: z.string().optional(),
     reason: ProviderFailureReason.optional(),
     /** The provider that failed (`openai`, `anthropic`...). */

@@ -38,11 +38,13 @@ export const MAX_CLIENT_MESSAGE_ID_CHARS = 128;
  * text as UTF-8, which cannot hold a lone UTF-16 surrogate (each reads it back otherwise), so such a key
  * is refused here rather than changed.
  */
-export const ClientMessageId = lazySchema(() =>
-  nonEmpty('client_message_id')
-    .max(MAX_CLIENT_MESSAGE_ID_CHARS, { error: `client_message_id must be at most ${MAX_CLIENT_MESSAGE_ID_CHARS} characters` })
-    .refine(isWellFormed, { error: 'client_message_id holds a lone UTF-16 surrogate (half of a character): make it of whole characters' }),
-);
+export const ClientMessageId = lazySchema(() => clientId('client_message_id'));
+
+/** An id a client makes for a request of its own (`what` names the field): 1..128 whole characters. */
+export const clientId = (what: string) =>
+  nonEmpty(what)
+    .max(MAX_CLIENT_MESSAGE_ID_CHARS, { error: `${what} must be at most ${MAX_CLIENT_MESSAGE_ID_CHARS} characters` })
+    .refine(isWellFormed, { error: `${what} holds a lone UTF-16 surrogate (half of a character): make it of whole characters` });
 
 /** The frame's `id` when it is a valid one, so even a refused frame's error can be matched by its client. */
 export function requestIdOf(frame: unknown): RequestId | undefined {

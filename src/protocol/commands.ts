@@ -4,7 +4,7 @@ import { AttachmentBeginCommand, AttachmentChunkCommand, AttachmentEndCommand, G
 import { ListAuditCommand, VerifyAuditCommand } from './audit';
 import { AuthCommand } from './auth';
 import { BackupCommand } from './backup';
-import { CancelCommand, ChatCommand, FollowConversationCommand, RemoveQueuedCommand, UnfollowConversationCommand } from './chat';
+import { CancelCommand, ChatCommand, FollowConversationCommand, RemoveQueuedCommand, RetryTurnCommand, UnfollowConversationCommand } from './chat';
 import { GetConfigCommand, UpdateConfigCommand } from './config';
 import { CompactConversationCommand, DeleteConversationCommand, ExportConversationCommand, GetMessagesCommand, ListConversationsCommand, SearchMessagesCommand } from './conversations';
 import { CreateLanPairingCommand, ListDevicesCommand, RevokeDeviceCommand } from './devices';
@@ -31,6 +31,7 @@ const byType = <R extends { [K in keyof R]: z.ZodType<{ type: K }> }>(commands: 
 export const CommandSchemas = byType({
   auth: AuthCommand,
   chat: ChatCommand,
+  retry_turn: RetryTurnCommand,
   get_config: GetConfigCommand,
   update_config: UpdateConfigCommand,
   list_conversations: ListConversationsCommand,

@@ -74,8 +74,8 @@ export interface MeasuredText {
 const withRoom = new WeakSet<Uint8Array>();
 
 /** `room[start, end)`, which owns the rest of `room` as its room (a buffer no other bytes share: not from Buffer's pool). */
-export function bytesWithRoom(room: Buffer, start: number, end: number): Buffer {
-  const bytes = room.subarray(start, end);
+export function bytesWithRoom<B extends Uint8Array>(room: B, start: number, end: number): B {
+  const bytes = room.subarray(start, end) as B;
   withRoom.add(bytes);
   return bytes;
 }

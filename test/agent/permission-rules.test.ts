@@ -135,3 +135,37 @@ test('the gate: allow_always writes the narrowest rule, then allows; no rule whe
   assert.deepEqual(await check("echo 'unterminated"), { decision: 'allow_always', reason: 'answered' }, 'allowed once, without a rule');
   assert.deepEqual(written, ['run_command:ls \\*.ts']);
 });
+
+/** The rule glob as a regular expression, as it was matched before s25 (the reference for what a rule means). */
+function referenceGlob(glob: string): RegExp {
+  let source = '';
+  for (let i = 0; i < glob.length; i++) {
+    if (glob[i] === '\\' && glob[i + 1] === '*') {
+      source += '\\*';
+      i++;
+    } else source += glob[i] === '*' ? '.*' : glob[i].replace(/[.+?^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(`^${source}$`, 's');
+}
+
+test("attack: a rule of many stars against a model's long, nearly matching path is decided at once", { timeout: 30_000 }, () => {
+  // As `.*` each star, this took O(n^k): minutes (the runner's per-file timeout fails the file), not ms.
+  const subject = 'a'.repeat(50_000);
+  assert.equal(allows('read_file:*a*a*a*a*a*a*b', 'read_file', subject), false);
+  assert.equal(allows('read_file:*a*a*a*a*a*a*', 'read_file', subject), true);
+  assert.equal(ruleMatches('read_file:*a*a*a*a*a*b', 'read_file', `${subject}\n${subject}`, 'deny'), false);
+});
+
+test('rule globs mean what they meant: pieces between stars against the reference expression (seeded texts)', () => {
+  let seed = 7;
+  const pick = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff), seed % n);
+  const alphabet = ['a', 'b', '*', '\\*', '\\', '\n', '.', '('];
+  const textAlphabet = ['a', 'b', '*', '\\', '\n', '.', '('];
+  const make = (from: string[], most: number) => Array.from({ length: pick(most) }, () => from[pick(from.length)]).join('');
+  for (let i = 0; i < 20_000; i += 1) {
+    const glob = make(alphabet, 7);
+    const text = make(textAlphabet, 9);
+    // read_file's subject part (not a shell tool): the rule's glob alone decides.
+    assert.equal(allows(`read_file:${glob}`, 'read_file', text), referenceGlob(glob).test(text), `${JSON.stringify(glob)} on ${JSON.stringify(text)}`);
+  }
+});

@@ -145,6 +145,29 @@ test('a relayed client chats end to end (streaming), and the relay never sees th
   assert.ok(!log.includes(RELAY_TOKEN) && !log.includes(TEST_TOKEN), 'no token in the service log');
 });
 
+test('a relayed client retries a failed turn (retry_turn): answered in place, the model reading the message once', async () => {
+  const client = await relayedClient();
+  fake.script({ status: 401 });
+  const failed = await client.request({ type: 'chat', message: 'RETRY-MARKER relayed' });
+  assert.equal(failed.status, 'error');
+  const ended = await client.next((f) => f.event === 'turn.ended' && f.outcome === 'failed');
+  const conversationId = String(ended.conversation_id);
+  const messageId = String(ended.message_id);
+  const before = fake.requests.length;
+  fake.script({ text: 'answered through the relay' });
+  const retried = await client.request({ type: 'retry_turn', conversation_id: conversationId, message_id: messageId, client_retry_id: 'relay-tap-1' });
+  assert.equal(retried.status, 'ok', JSON.stringify(retried));
+  assert.deepEqual(retried.data, { response: 'answered through the relay', conversation_id: conversationId });
+  assert.equal(fake.requests.length, before + 1);
+  const asked = (fake.requests[before].body as { messages: { role: string; content: unknown }[] }).messages;
+  assert.equal(asked.filter((m) => m.role === 'user' && JSON.stringify(m.content).includes('RETRY-MARKER')).length, 1);
+  const messages = ((await client.request({ type: 'get_messages', conversation_id: conversationId })).data as { messages: { role: string; content: string }[] }).messages;
+  assert.deepEqual(
+    messages.map((m) => m.role),
+    ['user', 'assistant'],
+  );
+});
+
 test('an export through the tunnel is the same text as over the LAN (its piece made as UTF-8 bytes, joined back for the tunnel)', async () => {
   const client = await relayedClient();
   const said = 'naïve "quoted" \\ back\\slash 漢字 😀 \u0001 \ud800 alone';

@@ -121,7 +121,7 @@ describe('a request waits for a person', () => {
     assert.equal(loser.code, 'conflict');
     const won = winners[0].data as { decision: string; decided_by: string; already_decided: boolean };
     assert.equal(won.already_decided, false);
-    const expected = won.decision === 'deny' ? 'already denied from the editor' : 'already allowed from access token';
+    const expected = won.decision === 'deny' ? 'already denied from the editor' : 'already allowed from this computer';
     assert.equal(won.decided_by, won.decision === 'deny' ? 'editor' : 'access token');
     assert.match(String(loser.error), new RegExp(expected));
     assert.equal((await chat).status, 'ok');

@@ -155,6 +155,18 @@ test('cancel: a running chat, cancelled, answers cancelled', async () => {
   checked.add('cancel');
 });
 
+test('retry_turn: a cancelled turn answered again', async () => {
+  svc.fake.script({ text: 'a b c d e f g h i j', chunks: 10, chunkDelayMs: 300 });
+  client.send({ type: 'chat', message: 'cut short, then retried', id: 'cut', stream: true });
+  const delta = await client.next((f) => f.event === 'chat.delta' && f.id === 'cut');
+  client.send({ type: 'cancel', conversation_id: delta.conversation_id });
+  await client.next((f) => f.id === 'cut' && 'status' in f && 'response' in (f.data as object));
+  const conversation_id = String(delta.conversation_id);
+  const { messages }: { messages: { id: string }[] } = await answer({ type: 'get_messages', conversation_id });
+  const retried: { response: string } = await answer({ type: 'retry_turn', conversation_id, message_id: messages[0].id, client_retry_id: 'results-1' });
+  assert.match(retried.response, /echo: cut short/);
+});
+
 test('webhook outbox: list_deliveries and retry_delivery', async () => {
   const posted = await postJson(`${svc.httpUrl}/in`, { message: 'hello' }, { 'x-service-secret': SECRET });
   assert.equal(posted.status, 202, posted.text);

@@ -28,7 +28,8 @@ test('a chat turn that answers is announced to every client as answered', async 
     const reply = await phone.request({ type: 'chat', message: 'hello' });
     const id = (reply.data as { conversation_id: string }).conversation_id;
     const event = await editor.next(ended(id));
-    assert.deepEqual(event, { event: 'turn.ended', conversation_id: id, source: 'ws', outcome: 'answered' });
+    const [asked] = ((await phone.request({ type: 'get_messages', conversation_id: id })).data as { messages: { id: string }[] }).messages;
+    assert.deepEqual(event, { event: 'turn.ended', conversation_id: id, source: 'ws', outcome: 'answered', message_id: asked.id });
   } finally {
     phone.close();
     editor.close();
@@ -76,7 +77,9 @@ test('a webhook turn is announced to the user clients (source webhook:<account>)
     assert.equal(accepted.status, 202);
     const id = (accepted.body!.data as { conversation_id: string }).conversation_id;
     const event = await editor.next(ended(id));
-    assert.deepEqual(event, { event: 'turn.ended', conversation_id: id, source: 'webhook:alpha', outcome: 'answered' });
+    const { message_id: messageId, ...rest } = event;
+    assert.deepEqual(rest, { event: 'turn.ended', conversation_id: id, source: 'webhook:alpha', outcome: 'answered' });
+    assert.equal(typeof messageId, 'string', 'the webhook message the turn answered');
     const seen = tapped.find((t) => t.event.event === 'turn.ended' && t.event.conversation_id === id);
     assert.ok(seen, 'the observer saw the turn end');
     const other = { id: 'x', source: { kind: 'webhook', account: 'beta' }, canAnswerPermissions: false, send: () => undefined };

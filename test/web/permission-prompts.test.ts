@@ -187,6 +187,8 @@ test('the card offers Allow, Allow for this conversation, Always allow, Deny and
   assert.equal(await card.locator('.preview').getAttribute('data-kind'), 'arguments');
   await card.locator('button[data-decision="allow"]').click();
   await card.waitFor({ state: 'detached' });
+  // The answer's toast says the call in words (tool-words.ts), not the tool's name.
+  assert.match(await page.locator('.permission-outcome').first().innerText(), /^List the workspace folder: Allowed/);
   await replyShown(page, 'Listed.');
   await phone.close();
 });

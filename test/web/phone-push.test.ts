@@ -516,7 +516,7 @@ test('a tap on a prompt shows its card; Allow tapped on a request decided meanwh
   await tap(worker, notification.tag, 'allow');
   const notice = page.locator('.deep-link-notice');
   await notice.waitFor({ state: 'visible' });
-  assert.match(await notice.innerText(), /no longer waiting|already denied from access token/i);
+  assert.match(await notice.innerText(), /no longer waiting|already denied from this computer/i);
   const answered = pushCommands.exchanges.filter((e) => e.command.type === 'permission_response' && e.command.request_id === request.request_id);
   assert.deepEqual(
     answered.map((e) => e.command.decision),

@@ -32,7 +32,7 @@ async function checkCards(page: Page, when: string): Promise<void> {
   const open = async (tool: string): Promise<Locator> => {
     const card = page.locator(`.tool-card[data-tool="${tool}"]`).first();
     await card.locator('.tool-status:not([data-status="running"])').waitFor();
-    if ((await card.getAttribute('open')) === null) await card.locator('summary').click();
+    if ((await card.getAttribute('open')) === null) await card.locator(':scope > summary').click();
     return card;
   };
 
@@ -57,14 +57,17 @@ async function checkCards(page: Page, when: string): Promise<void> {
   assert.doesNotMatch(folded, /line 20\n/, `${when}: the middle is folded`);
   await run.locator('.tool-output-more').click();
   assert.match(await output.innerText(), /line 19\nline 20\nline 21/, `${when}: "Show all" shows the middle`);
-  assert.equal(await run.locator('.tool-arg[data-key="command"]').innerText(), 'command:\nfor i in $(seq 1 40); do echo "line $i"; done\nexit 3', `${when}: a multi-line command as a block, not JSON`);
+  // The command comes first in its card (s25): one line, opened on the whole, not repeated as an argument.
+  await run.locator('.tool-command > summary').click();
+  assert.equal(await run.locator('.tool-command-text').innerText(), 'for i in $(seq 1 40); do echo "line $i"; done\nexit 3', `${when}: a multi-line command, whole, not JSON`);
+  assert.equal(await run.locator('.tool-arg[data-key="command"]').count(), 0);
 
   const read = await open('read_file');
   assert.ok((await read.locator('.tool-output').innerText()).split('\n').length <= 8, `${when}: what was read, short`);
   assert.match(await read.locator('.tool-output-more').innerText(), /Show all/);
 
   const denied = page.locator('.tool-card[data-tool="run_command"][data-status="denied"]');
-  if ((await denied.getAttribute('open')) === null) await denied.locator('summary').click();
+  if ((await denied.getAttribute('open')) === null) await denied.locator(':scope > summary').click();
   assert.match(await denied.locator('.tool-denied-reason').innerText(), /deny rule "run_command:rm \*"/, `${when}: the person sees which rule denied it`);
 
   const text = await page.locator('.message-list').innerText();

@@ -57,7 +57,15 @@ function after_(page: Page, text: string): Promise<string> {
   return page.locator('.message.user', { hasText: text }).evaluate((node) => (node.nextElementSibling as HTMLElement | null)?.className ?? '');
 }
 
-test('a refused key is said under the message that failed, in words a phone user can act on; Retry runs it again, once', async () => {
+/** The user bubbles' texts, in order. */
+const userTexts = (page: Page) => page.locator('.message.user .plain').allInnerTexts();
+
+async function openConversation(page: Page, title: string): Promise<void> {
+  await page.locator('.drawer-toggle').click();
+  await page.locator('.conversation-open', { hasText: title }).click();
+}
+
+test('a refused key is said under the message that failed; Retry answers that message again, in place: the model reads it once, the history holds it once and its reply', async () => {
   const phone = await rig.openPhone();
   const { page } = phone;
   rig.fake.script({ status: 401 });
@@ -75,12 +83,109 @@ test('a refused key is said under the message that failed, in words a phone user
   await failure.locator('button.turn-retry').click();
   await page.locator('.message.assistant', { hasText: 'Worked this time.' }).waitFor();
   assert.equal(rig.fake.requests.length, before + 1, 'Retry asked the model once');
-  assert.ok(await failure.locator('button.turn-retry').isDisabled(), 'Retry is spent: a second tap cannot send it twice');
-  const chats = phone.sent.filter((f) => f.type === 'chat');
-  assert.equal(chats.length, 2);
-  assert.equal(chats[1].message, 'This one fails');
-  assert.notEqual(chats[1].client_message_id, chats[0].client_message_id, 'a new message of its own, not a resend the service answers from memory');
+  const asked = (rig.fake.requests[before].body as { messages: { role: string; content: unknown }[] }).messages;
+  assert.equal(asked.filter((m) => m.role === 'user' && JSON.stringify(m.content).includes('This one fails')).length, 1, 'the model reads the message once');
+  assert.equal(await page.locator('.turn-failure').count(), 0, 'the failure is no longer said once answered');
+  assert.deepEqual(await userTexts(page), ['This one fails'], 'live: the message once');
+  assert.match(await after_(page, 'This one fails'), /assistant/, 'its reply right under it');
+  const retries = phone.sent.filter((f) => f.type === 'retry_turn');
+  assert.equal(retries.length, 1);
+  assert.equal(phone.sent.filter((f) => f.type === 'chat').length, 1, 'no second chat');
+  await page.reload();
+  await page.locator('.message.assistant', { hasText: 'Worked this time.' }).waitFor();
+  assert.deepEqual(await userTexts(page), ['This one fails'], 'the history holds the message once');
+  assert.match(await after_(page, 'This one fails'), /assistant/, 'and its reply after it');
   assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+test('a retry that fails again is said again, with Retry; the second Retry answers it', async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  rig.fake.script({ status: 401 });
+  await send(page, 'Fails twice here');
+  await page.locator('.turn-failure button.turn-retry').waitFor();
+  rig.fake.script({ status: 401 });
+  await page.locator('.turn-failure button.turn-retry').click();
+  await page.locator('.turn-failure button.turn-retry').waitFor();
+  assert.equal(await page.locator('.turn-failure').count(), 1, 'one notice for the message');
+  rig.fake.script({ text: 'Second retry worked.', chunks: 1 });
+  await page.locator('.turn-failure button.turn-retry').click();
+  await page.locator('.message.assistant', { hasText: 'Second retry worked.' }).waitFor();
+  assert.equal(await page.locator('.turn-failure').count(), 0);
+  assert.deepEqual(await userTexts(page), ['Fails twice here']);
+  const ids = phone.sent.filter((f) => f.type === 'retry_turn').map((f) => f.client_retry_id);
+  assert.equal(ids.length, 2);
+  assert.notEqual(ids[0], ids[1], 'each failure its own retry id');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+test("review24e: a chat's error answer that reaches the page before its turn.ended is said once, at the turn", async () => {
+  // The socket's frames reordered: a failed turn.ended is held until the chat's error answer has gone first.
+  const phone = await rig.openPhone(async (page) => {
+    await page.routeWebSocket(/\/ws/, (ws) => {
+      const server = ws.connectToServer();
+      let held: string | undefined;
+      server.onMessage((message) => {
+        const text = String(message);
+        const frame = JSON.parse(text) as { event?: string; outcome?: string; status?: string };
+        if (frame.event === 'turn.ended' && frame.outcome === 'failed') {
+          held = text;
+          return;
+        }
+        ws.send(text);
+        if (frame.status === 'error' && held) {
+          ws.send(held);
+          held = undefined;
+        }
+      });
+    });
+  });
+  const { page } = phone;
+  rig.fake.script({ status: 401 });
+  await send(page, 'Answer first, end after');
+  await page.locator('.turn-failure').waitFor();
+  // The held turn.ended was sent right after the answer: let the page draw it.
+  await page.locator('.turn-failure-text', { hasText: 'key was refused' }).waitFor();
+  assert.equal(await page.locator('.turn-failure').count(), 1, 'one notice for the one failure');
+  rig.fake.script({ text: 'Retried after the reorder.', chunks: 1 });
+  await page.locator('.turn-failure button.turn-retry').click();
+  await page.locator('.message.assistant', { hasText: 'Retried after the reorder.' }).waitFor();
+  assert.deepEqual(await userTexts(page), ['Answer first, end after']);
+  assert.equal(phone.sent.filter((f) => f.type === 'chat').length, 1, 'Retry answered the stored message, not a copy');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+test("the editor's view following the conversation shows the retried turn's reply; another page's failure notice goes once it is answered", async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  rig.fake.script({ text: 'First answer.', chunks: 1 });
+  await send(page, 'Seen from the editor too');
+  await page.locator('.message.assistant', { hasText: 'First answer.' }).waitFor();
+  const view = await rig.openEditorView();
+  await openConversation(view.page, 'Seen from the editor too');
+  await view.page.locator('.message.assistant', { hasText: 'First answer.' }).waitFor();
+  const other = await rig.openPhone();
+  await openConversation(other.page, 'Seen from the editor too');
+  await other.page.locator('.message.assistant', { hasText: 'First answer.' }).waitFor();
+  rig.fake.script({ status: 401 });
+  await send(page, 'Then this fails');
+  await page.locator('.turn-failure button.turn-retry').waitFor();
+  await other.page.locator('.turn-failure').waitFor();
+  assert.equal(await other.page.locator('.turn-failure button.turn-retry').count(), 0, "Retry only on the page's own message");
+  rig.fake.script({ text: 'Reply for every view.', chunks: 1 });
+  await page.locator('.turn-failure button.turn-retry').click();
+  await view.page.locator('.message.assistant', { hasText: 'Reply for every view.' }).waitFor();
+  await other.page.locator('.message.assistant', { hasText: 'Reply for every view.' }).waitFor();
+  // turn.ended (answered, naming the message) comes right after the reply: the notice goes with it.
+  await other.page.locator('.turn-failure').waitFor({ state: 'detached' });
+  for (const shown of [view.page, other.page]) assert.deepEqual(await userTexts(shown), ['Seen from the editor too', 'Then this fails']);
+  assert.deepEqual(phone.errors, []);
+  assert.deepEqual(other.errors, []);
+  await view.close();
+  await other.close();
   await phone.close();
 });
 

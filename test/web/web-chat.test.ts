@@ -193,7 +193,7 @@ test('ask mode: a tool call shows a permission card; Allow runs it and the card 
     () => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('The directory is listed.') && !document.querySelector('.message.streaming'),
   );
   const tool = page.locator('.tool-card').last();
-  assert.equal(await tool.locator('.tool-name').innerText(), 'list_directory');
+  assert.equal(await tool.locator('.tool-words').innerText(), 'Listed the workspace folder');
   assert.equal(await tool.locator('.tool-status').getAttribute('data-status'), 'ok');
   await shot('06-tool-done');
 });

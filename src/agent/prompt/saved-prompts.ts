@@ -93,7 +93,9 @@ function frontMatterOf(text: string): { fields: Record<string, string>; body: st
   if (!match) return { fields: {}, body: text };
   const fields: Record<string, string> = {};
   for (const line of match[1].split(/\r?\n/)) {
-    const field = /^([A-Za-z_][\w-]*)\s*:\s*(.*)$/.exec(line);
+    // No `\s*` beside `.*` (the value is trimmed anyway): on a long run of blanks followed by what `.` does
+    // not match (a lone `\r`) the two shared the run every way, quadratically (a repository's file).
+    const field = /^([A-Za-z_][\w-]*)[ \t]*:(.*)$/.exec(line);
     if (field) fields[field[1].toLowerCase()] = field[2].trim().replace(/^(["'])(.*)\1$/, '$2');
   }
   return { fields, body: text.slice(match[0].length) };

@@ -352,7 +352,7 @@ function withUsage(result: CompletionResult, usage: CompletionUsage | undefined)
 
 /** The API's base as the SDK wants it: no query (given apart), no trailing slash or `/v1` (the SDK adds `/v1/...`). */
 function sdkBaseUrl(url: URL): string {
-  const path = url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
+  const path = url.pathname.replace(/(?<!\/)\/+$/, '').replace(/\/v1$/, '');
   return `${url.protocol}//${url.host}${path}`;
 }
 

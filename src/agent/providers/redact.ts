@@ -83,7 +83,7 @@ export function cleanCause(text: unknown, secrets: VendorSecrets = {}): string {
 export function describeEndpoint(url: string): string {
   try {
     const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}${parsed.pathname.replace(/\/+$/, '')}`;
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname.replace(/(?<!\/)\/+$/, '')}`;
   } catch {
     return '(invalid URL)';
   }

@@ -29,7 +29,7 @@ async function lmStudio(fetchImpl: Fetch, origin: string, model: string): Promis
 async function ollama(fetchImpl: Fetch, origin: string, model: string): Promise<number | undefined> {
   const body = (await json(fetchImpl, `${origin}/api/show`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model }) })) as
     { parameters?: unknown } | undefined;
-  const match = typeof body?.parameters === 'string' ? /(?:^|\n)\s*num_ctx\s+(\d+)/.exec(body.parameters) : null;
+  const match = typeof body?.parameters === 'string' ? /^[ \t]*num_ctx[ \t]+(\d+)/m.exec(body.parameters) : null;
   return match ? positive(Number(match[1])) : undefined;
 }
 

@@ -94,17 +94,19 @@ export class ChatResends {
    */
   private remember(key: string, command: CommandOf<'chat'>, result: Promise<ChatResult>): void {
     this.sent.set(key, { message: command.message, conversationId: command.conversation_id, result });
-    const trim = () => {
-      // Oldest first (a Map keeps insertion order); running chats are far fewer than the bound.
-      for (const old of this.sent.keys()) {
-        if (this.sent.size <= REMEMBERED_CHATS) break;
-        this.sent.delete(old);
-      }
-    };
+    const trim = () => forgetOldest(this.sent, REMEMBERED_CHATS);
     result.then(trim, () => {
       if (!this.store.messages.hasClientKey(key) && this.sent.get(key)?.result === result) this.sent.delete(key);
       trim();
     });
+  }
+}
+
+/** Keeps the `bound` newest entries: the oldest go first (a Map keeps insertion order; running ones are far fewer than the bound). */
+export function forgetOldest(sent: Map<string, unknown>, bound: number): void {
+  for (const old of sent.keys()) {
+    if (sent.size <= bound) break;
+    sent.delete(old);
   }
 }
 

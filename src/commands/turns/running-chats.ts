@@ -16,8 +16,11 @@ export class RunningChats {
    */
   start(sessionId: string, requestId: RequestId | undefined): { signal: AbortSignal; done: () => void; attach: (conversationId: string) => void } {
     const controller = new AbortController();
-    // A chat without an id cannot be cancelled by its client, but is still stopped by cancelAll.
-    const key = requestId === undefined ? `${sessionId}\u0001${(this.anonymous += 1)}` : RunningChats.key(sessionId, requestId);
+    // A chat without an id cannot be cancelled by its client, but is still stopped by cancelAll. A second
+    // request under an id that runs (refused later, or a client reusing ids) leaves the first's handle
+    // alone: `cancel {id}` still stops the first (review25b: the refused one's `done` took it away).
+    const running = requestId === undefined ? undefined : RunningChats.key(sessionId, requestId);
+    const key = running === undefined || this.controllers.has(running) ? `${sessionId}\u0001${(this.anonymous += 1)}` : running;
     this.controllers.set(key, controller);
     let attached: string | undefined;
     const attach = (id: string) => {

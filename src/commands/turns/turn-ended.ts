@@ -9,6 +9,8 @@ export interface EndedTurn {
   /** Where the turn came from (the session's source). */
   source: Source;
   outcome: TurnEndedEvent['outcome'];
+  /** The user message the turn answered (undefined when it stored none). */
+  messageId?: string;
   /** What made it fail (outcome `failed`): told as its kind and status only (agent/turn-failure.ts). */
   failure?: TurnFailure;
 }
@@ -26,6 +28,7 @@ export function announceTurnEnded(deps: { events: EventHub; store: Store }, turn
     conversation_id: turn.conversationId,
     source: sourceText(turn.source),
     outcome: turn.outcome,
+    ...(turn.messageId !== undefined ? { message_id: turn.messageId } : {}),
     ...(turn.outcome === 'failed' && turn.failure ? { error: turn.failure.forSender } : {}),
     ...(turn.outcome === 'failed' && turn.failure?.reason ? { reason: turn.failure.reason, provider: turn.failure.provider } : {}),
   };

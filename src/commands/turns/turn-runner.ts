@@ -11,6 +11,7 @@ import { sessionLabel } from '../audit-actor';
 import { isOwner } from '../roles';
 import { personOf } from '../session';
 import { ChatResends } from './chat-resends';
+import { RetryResends } from './retry-resends';
 import { RunningChats } from './running-chats';
 import { announceTurnEnded } from './turn-ended';
 import { announceChangesReady } from './changes-ready';
@@ -26,6 +27,7 @@ type ChatResult = ResultOf<'chat'>;
 export class TurnRunner implements TurnStarter {
   private readonly running = new RunningChats();
   private readonly resends: ChatResends;
+  private readonly retries = new RetryResends();
 
   constructor(private readonly deps: { agent: Agent; events: EventHub; store: Store; worktrees: WorktreeRecords }) {
     this.resends = new ChatResends(deps.store);
@@ -36,6 +38,8 @@ export class TurnRunner implements TurnStarter {
     const { message, session } = request;
     // A resend (same sender, same client_message_id) gets the original result, never a second turn.
     if (message.kind === 'chat') return this.resends.once(message.command, session, () => this.runOnce(request));
+    // A retry's resend (same sender, same client_retry_id) likewise.
+    if (message.kind === 'retry') return this.retries.once(message.command, session, () => this.runOnce(request));
     return this.runOnce(request);
   }
 
@@ -59,27 +63,37 @@ export class TurnRunner implements TurnStarter {
     const attachments = message.kind === 'chat' ? message.check() : [];
     const run = this.running.start(session.id, request.requestId);
     const origin = { sessionId: session.id, requestId: request.requestId };
-    // Known from the turn's first event, its user message; a turn refused or removed before it never began.
+    // Known from the turn's first event, its user message (a retry's: once its checks passed); a turn
+    // refused or removed before it never began.
     let conversationId: string | undefined;
+    let messageId: string | undefined;
+    const begin = (id: string) => {
+      conversationId = id;
+      // A client's sender hears its turn as a follower (numbered, its request id on its copies); a
+      // webhook sender hears of it by the outbox's callback. Cancellable by conversation from now on.
+      if (message.kind !== 'admitted') this.deps.events.feeds.follow(session, conversationId, undefined, false);
+      run.attach(conversationId);
+    };
     const publish = (event: TurnEvent) => {
-      if (conversationId === undefined) {
-        conversationId = event.conversation_id;
-        // A chat's sender hears its turn as a follower (numbered, its request id on its copies); a
-        // webhook sender hears of it by the outbox's callback. Cancellable by conversation from now on.
-        if (message.kind === 'chat') this.deps.events.feeds.follow(session, conversationId, undefined, false);
-        run.attach(conversationId);
-      }
+      if (conversationId === undefined) begin(event.conversation_id);
+      if (messageId === undefined && event.event === 'chat.message' && event.message.role === 'user') messageId = event.message.id;
       this.deps.events.feeds.publish(event, { origin });
+    };
+    const began = (id: string) => {
+      begin(id);
+      messageId = message.kind === 'retry' ? message.command.message_id : undefined;
+      // Its first event (a piece, a tool, a wait, its end) starts the turn a fresh follower is sent.
+      this.deps.events.feeds.beginTurn(id);
     };
     try {
       let output: ChatOutput;
       try {
-        output = await this.answer(request, attachments, publish, run.signal);
+        output = await this.answer(request, attachments, publish, run.signal, began);
       } catch (error) {
-        await this.ended(request, conversationId, { outcome: 'failed', error, failure: turnFailureOf(error) });
+        await this.ended(request, conversationId, messageId, { outcome: 'failed', error, failure: turnFailureOf(error) });
         throw error;
       }
-      await this.ended(request, conversationId, { outcome: output.removed ? 'removed' : output.cancelled ? 'cancelled' : 'answered' });
+      await this.ended(request, conversationId, messageId, { outcome: output.removed ? 'removed' : output.cancelled ? 'cancelled' : 'answered' });
       return { response: output.response, conversation_id: output.conversation_id, ...(output.cancelled ? { cancelled: true as const } : {}) };
     } finally {
       run.done();
@@ -89,8 +103,22 @@ export class TurnRunner implements TurnStarter {
     }
   }
 
-  private answer({ session, message }: TurnRequest, attachments: readonly StoredAttachment[], publish: (event: TurnEvent) => void, signal: AbortSignal): Promise<ChatOutput> {
+  private answer(
+    { session, message }: TurnRequest,
+    attachments: readonly StoredAttachment[],
+    publish: (event: TurnEvent) => void,
+    signal: AbortSignal,
+    began: (conversationId: string) => void,
+  ): Promise<ChatOutput> {
     const source = session.source;
+    if (message.kind === 'retry') {
+      const { conversation_id: conversationId, message_id: messageId, stream } = message.command;
+      const retry = { conversationId, messageId, source, signal, stream: stream === true, client: clientLabel(session, this.deps) };
+      // Its prompts are the owner's to answer unless the owner retries a message the owner sent (a
+      // password user's words must not reach a run_command that user could approve: "Roles").
+      const ownerAnswersPrompts = (sentByOwner: boolean) => !isOwner(session) || !sentByOwner;
+      return this.deps.agent.retry({ ...retry, ownerAnswersPrompts }, publish, began);
+    }
     if (message.kind === 'admitted') {
       const { conversationId, model, storeReply, clientMessageId, text } = message;
       // Listed behind a running turn like a chat, under the id its sender knows it by.
@@ -121,10 +149,10 @@ export class TurnRunner implements TurnStarter {
   }
 
   /** The starter's part first (settle), then `turn.ended` to every client that may see the conversation. */
-  private async ended(request: TurnRequest, conversationId: string | undefined, end: TurnEnd): Promise<void> {
+  private async ended(request: TurnRequest, conversationId: string | undefined, messageId: string | undefined, end: TurnEnd): Promise<void> {
     const forGood = request.settle ? await request.settle(end) : true;
     if (!forGood || conversationId === undefined || end.outcome === 'removed') return;
-    announceTurnEnded(this.deps, { conversationId, source: request.session.source, outcome: end.outcome, failure: end.outcome === 'failed' ? end.failure : undefined });
+    announceTurnEnded(this.deps, { conversationId, messageId, source: request.session.source, outcome: end.outcome, failure: end.outcome === 'failed' ? end.failure : undefined });
     // Any end (a turn stopped part way may have changed files too), told after turn.ended without
     // holding the chat's answer back for a git diff.
     void announceChangesReady(this.deps, conversationId).catch(() => undefined);

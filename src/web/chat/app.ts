@@ -11,7 +11,7 @@ import type { PendingRequests } from '../../protocol/pending-requests';
 import type { ConnectionStatus, ServiceConnection } from '../connection';
 import { followPending } from '../pending-wire';
 import { UpdateBanner } from './banner';
-import { TurnNotices, type RetryOf } from './turn-notices';
+import { TurnNotices, type RetryOf, type RetryOutcome } from './turn-notices';
 import { Composer } from './composer';
 import { InstructionsLine, PromptShelf } from './agent-context-view';
 import { PlanView } from './plan-view';
@@ -154,7 +154,7 @@ export class ChatApp {
     this.composer.addAbove(this.tray.element);
     this.composer.allowEmpty = () => this.tray.count > 0;
     this.messages.onStoredMessage = (node, message) => this.thumbnails.show(node, message.attachments);
-    this.notices = new TurnNotices({ messages: this.messages, connection: this.connection, retry: (message) => this.retry(message) });
+    this.notices = new TurnNotices({ messages: this.messages, connection: this.connection, retry: (message) => this.retry(message), newId: newClientId });
     this.live = new LiveTurn({
       messages: this.messages,
       turnRetrying: (event) => this.notices.retrying(event),
@@ -366,6 +366,8 @@ export class ChatApp {
     // An answer, a tool or the end: any wait before a retry is over.
     if (conversationId === this.current && event.event !== 'turn.retrying') this.notices.settled();
     if (conversationId === this.current) this.live.draw(event);
+    // A turn of a message whose failure is said here ended otherwise (a retry, from here or elsewhere).
+    if (conversationId === this.current && event.event === 'turn.ended' && event.outcome !== 'failed' && event.message_id) this.notices.resolved(event.message_id);
     // The turn may have reached a folder with its own AGENTS.md.
     if (conversationId === this.current && event.event === 'turn.ended') void this.refreshInstructions();
   }
@@ -438,8 +440,25 @@ export class ChatApp {
     this.sender.add(item);
   }
 
-  /** Retry on a failed turn: the same message again, as a new message of the conversation on screen. */
-  private retry(message: RetryOf): void {
+  /**
+   * Retry on a failed turn: its stored message answered again (retry_turn; its events draw the reply, its
+   * failure comes as turn.ended); a message never stored is sent again as a new one.
+   */
+  private async retry(message: RetryOf): Promise<RetryOutcome> {
+    if (message.kind === 'turn') {
+      if (this.current === message.conversationId) this.composer.setRunning(true);
+      const answer = await this.call({
+        type: 'retry_turn',
+        conversation_id: message.conversationId,
+        message_id: message.messageId,
+        client_retry_id: message.clientRetryId,
+        stream: true,
+      });
+      if (!answer) return { lost: true };
+      // A provider's failure is told by the turn's turn.ended, at the turn.
+      if (answer.status === 'ok' || answer.code === 'server_error') return { sent: true };
+      return { refused: answer.error ?? answer.code };
+    }
     const item: OutboxItem = {
       client_message_id: newClientId(),
       text: message.text,
@@ -449,6 +468,7 @@ export class ChatApp {
     };
     if (this.connected) this.composer.setRunning(true);
     this.sender.add(item);
+    return { sent: true };
   }
 
   /** The service answered a chat the page sent: a refusal is told where it was typed; the reply comes as events. */
@@ -460,7 +480,9 @@ export class ChatApp {
     } else {
       this.live.abandonReply();
       if (answer.code === 'server_error' && onScreen) {
-        this.notices.chatFailed(item.client_message_id, answer.error ?? 'unknown error', { text: item.text, context: item.context, attachments: item.attachments });
+        const stored = this.messages.element.querySelector<HTMLElement>(`[data-client-message-id="${CSS.escape(item.client_message_id)}"]`)?.dataset.messageId;
+        const resend = { kind: 'resend' as const, text: item.text, context: item.context, attachments: item.attachments };
+        this.notices.chatFailed(item.conversation_id ?? this.current, item.client_message_id, stored, answer.error ?? 'unknown error', resend);
       } else if (onScreen) this.messages.addNote(answer.error ?? 'The service refused the message.', 'error');
       if (answer.code === 'not_found' && onScreen) this.newChat();
     }
@@ -619,7 +641,7 @@ export class ChatApp {
     this.view += 1;
     const previous = this.current;
     this.live.leave(previous);
-    this.notices.settled();
+    this.notices.clear();
     if (!previous) return;
     void this.call({ type: 'unfollow_conversation', conversation_id: previous });
   }

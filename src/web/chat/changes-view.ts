@@ -9,6 +9,7 @@ import type { CommandInput, EnvelopeOf } from '../../protocol';
 import { exactName } from '../../protocol/display-name';
 import type { Changes, ChangedFile, ChangeHunk, LandMethod, WorktreeInfo } from '../../protocol/worktrees';
 import { parseUnifiedDiff } from './diff-hunks';
+import { diffStats } from './diff-stats';
 import { h, uniqueId } from './dom';
 import { diffLineElement } from './preview-view';
 
@@ -131,7 +132,7 @@ export class ChangesView {
       { class: 'change-file-head' },
       h('span', { class: 'diff-path' }, file.old_path ? `${exactName(file.old_path)} → ${exactName(file.path)}` : exactName(file.path)),
       h('span', { class: 'change-file-status badge', 'data-status': file.status }, STATUS_TEXT[file.status]),
-      h('span', { class: 'diff-stats' }, h('span', { class: 'diff-stat-add' }, `+${file.additions}`), ' ', h('span', { class: 'diff-stat-del' }, `−${file.deletions}`)),
+      diffStats(file.additions, file.deletions),
       revert,
     );
     const body = file.binary ? [h('div', { class: 'diff-note' }, 'Binary file: no lines to show.')] : file.hunks.map((hunk) => this.hunkElement(conversationId, file, hunk));

@@ -22,10 +22,12 @@ export class ExportView {
   private readonly menu: HTMLElement;
 
   constructor(private readonly options: ExportViewOptions) {
+    // Named by its own visible word (walk24: a bare glyph said nothing to a person); the tooltip says what it does.
     this.button = h(
       'button',
-      { type: 'button', class: 'icon-button export-toggle', 'aria-label': 'Export conversation', title: 'Export / share', 'aria-expanded': 'false', 'aria-haspopup': 'true' },
-      '⤓',
+      { type: 'button', class: 'icon-button export-toggle', title: 'Export or share this conversation', 'aria-expanded': 'false', 'aria-haspopup': 'true' },
+      h('span', { class: 'export-glyph', 'aria-hidden': 'true' }, '⤓'),
+      h('span', { class: 'export-label' }, 'Export'),
     );
     this.menu = h(
       'div',
@@ -41,6 +43,8 @@ export class ExportView {
   /** Only a stored conversation can be exported. */
   setConversation(conversationId: string | undefined): void {
     this.button.hidden = conversationId === undefined;
+    // The top bar keys its small-phone line break on a class, not on `:has()` (Firefox ESR 115 drops such a rule: page-css-targets.test.ts).
+    this.element.closest('.topbar')?.classList.toggle('has-export', conversationId !== undefined);
     if (conversationId === undefined) this.toggle(false);
   }
 

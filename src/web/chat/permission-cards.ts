@@ -13,6 +13,7 @@ import { sourceLabel } from '../../protocol/sources';
 import { answerText, GONE_TEXT, resolvedText } from '../permission-answer-text';
 import { senderName } from '../sender-name';
 import { h } from './dom';
+import { toolWords, wordsText } from './tool-words';
 import { renderPreview } from './preview-view';
 
 export interface PermissionCardsOptions {
@@ -243,7 +244,7 @@ export class PermissionCards {
     if (!card) return;
     card.element.remove();
     this.cards.delete(requestId);
-    if (outcome) this.flash(`${card.request.tool}: ${outcome}`);
+    if (outcome) this.flash(`${wordsText(toolWords(card.request.tool, card.request.arguments, 'asked'))}: ${outcome}`);
     if (this.cards.size === 0) this.stopClock();
     this.changed();
   }

@@ -7,6 +7,7 @@
  */
 import type { PermissionPreview } from '../../protocol';
 import { countLines, parseUnifiedDiff, type DiffLine, type ParsedDiff } from './diff-hunks';
+import { diffStats } from './diff-stats';
 import { formatArguments, h } from './dom';
 
 /** Diff lines shown before "Show all": about two phone screens. */
@@ -67,7 +68,7 @@ function diffView(preview: Extract<PermissionPreview, { kind: 'diff' }>, options
     { class: 'diff-file' },
     h('span', { class: 'diff-path' }, preview.path),
     preview.new_file ? h('span', { class: 'diff-new-file badge' }, 'new file') : null,
-    h('span', { class: 'diff-stats' }, h('span', { class: 'diff-stat-add' }, `+${parsed.added}`), ' ', h('span', { class: 'diff-stat-del' }, `−${parsed.removed}`)),
+    diffStats(parsed.added, parsed.removed, { cut: preview.truncated }),
     options.showDiff ? h('button', { type: 'button', class: 'button secondary diff-open', onclick: () => options.showDiff?.() }, 'Show diff') : null,
   );
   const view = h('div', { class: 'preview diff', 'data-kind': 'diff' }, head, body);

@@ -12,17 +12,23 @@ import type { MessageView } from './message-view';
 
 type RetryingEvent = Extract<ViewEvent, { event: 'turn.retrying' }>;
 
-/** What Retry sends again: the failed message's text, chips and attachments (a new message of its own). */
-export interface RetryOf {
-  text: string;
-  context?: ContextItem[];
-  attachments?: Message['attachments'];
-}
+/**
+ * What Retry does: a stored message whose turn failed is answered again in place (`retry_turn`, under one
+ * client_retry_id per failure, so a tap after a lost connection is a resend); a chat refused before its
+ * message was stored is sent again as a new message.
+ */
+export type RetryOf =
+  { kind: 'turn'; conversationId: string; messageId: string; clientRetryId: string } | { kind: 'resend'; text: string; context?: ContextItem[]; attachments?: Message['attachments'] };
+
+/** How a Retry went: sent (its turn's events follow), lost with the connection (Retry again: a resend), or refused (the service's words). */
+export type RetryOutcome = { sent: true } | { lost: true } | { refused: string };
 
 export interface TurnNoticesDeps {
   messages: MessageView;
   connection: ServiceConnection;
-  retry(message: RetryOf): void;
+  retry(message: RetryOf): Promise<RetryOutcome>;
+  /** A new client_retry_id. */
+  newId(): string;
 }
 
 const VENDOR: Record<string, string> = { openai: 'OpenAI', anthropic: 'Anthropic' };
@@ -71,11 +77,19 @@ export function waitWords(reason: ProviderFailureReason, seconds: number): strin
   return `The model provider failed; ${retrying}`;
 }
 
+/** A failure said at its turn: its node, and the ids it is known by (the message's id, its client_message_id). */
+interface Notice {
+  node: HTMLElement;
+  keys: string[];
+}
+
 export class TurnNotices {
   /** The wait being counted down, until the turn goes on or ends. */
   private waiting: { node: HTMLElement; timer: ReturnType<typeof setInterval> } | undefined;
-  /** The client_message_ids whose failure is shown at their turn (the chat's own error answer then adds nothing). */
-  private readonly shown = new Set<string>();
+  /** The failures on screen, by their message's id and client_message_id: one notice per message, whichever said it first. */
+  private readonly notices = new Map<string, Notice>();
+  /** Messages this page sent or retried: a retried turn tells no user message, its failure offers Retry again. */
+  private readonly own = new Set<string>();
 
   constructor(private readonly deps: TurnNoticesDeps) {}
 
@@ -102,30 +116,59 @@ export class TurnNotices {
   /** `turn.ended` `failed`: what to do, under the message that failed, with Retry on this page's own. */
   failed({ event, asked }: FailedTurn): void {
     this.settled();
-    const own = asked?.own ? asked.message : undefined;
-    if (own?.client_message_id) this.shown.add(own.client_message_id);
-    this.show(failureWords(event.reason, event.provider, event.error), own && { text: own.content, context: own.context, attachments: own.attachments }, event.reason);
+    const messageId = event.message_id ?? asked?.message.id;
+    if (asked?.own && messageId) this.own.add(messageId);
+    const own = messageId !== undefined && this.own.has(messageId);
+    const retry: RetryOf | undefined = own ? { kind: 'turn', conversationId: event.conversation_id, messageId, clientRetryId: this.deps.newId() } : undefined;
+    const keys = [messageId, asked?.message.client_message_id].filter((key): key is string => key !== undefined);
+    this.show(keys, failureWords(event.reason, event.provider, event.error), retry, event.reason);
   }
 
   /**
    * The chat this page sent was answered with a failure: said at the turn, unless its `turn.ended` said it
-   * already (a failure before its turn began has none).
+   * already (a failure before its turn began has none). `messageId`: its stored message, when the page saw
+   * it stored (Retry then answers it again; else it is sent again).
    */
-  chatFailed(clientMessageId: string, error: string, retry: RetryOf): void {
-    if (this.shown.delete(clientMessageId)) return;
+  chatFailed(conversationId: string | undefined, clientMessageId: string, messageId: string | undefined, error: string, resend: Extract<RetryOf, { kind: 'resend' }>): void {
+    const said = (key: string | undefined) => key !== undefined && this.notices.get(key)?.node.isConnected === true;
+    if (said(clientMessageId) || said(messageId)) return;
     this.settled();
-    this.show(`The answer failed: ${error}`, retry, undefined);
+    if (messageId) this.own.add(messageId);
+    const retry: RetryOf = messageId && conversationId ? { kind: 'turn', conversationId, messageId, clientRetryId: this.deps.newId() } : resend;
+    this.show([clientMessageId, ...(messageId ? [messageId] : [])], `The answer failed: ${error}`, retry, undefined);
   }
 
-  private show(text: string, retry: RetryOf | undefined, reason: ProviderFailureReason | undefined): void {
+  /** A turn of this message ended otherwise (answered, stopped: a retry from anywhere): its failure is no longer the news. */
+  resolved(messageId: string): void {
+    const notice = this.notices.get(messageId);
+    if (notice) this.drop(notice);
+  }
+
+  /** The conversation left the screen: its notices went with it. */
+  clear(): void {
+    this.settled();
+    this.notices.clear();
+  }
+
+  private drop(notice: Notice): void {
+    notice.node.remove();
+    for (const key of notice.keys) if (this.notices.get(key) === notice) this.notices.delete(key);
+  }
+
+  private show(keys: string[], text: string, retry: RetryOf | undefined, reason: ProviderFailureReason | undefined): void {
+    // One notice per message: a second account of the same failure (the chat's error answer and its
+    // turn.ended, in either order) words the one on screen.
+    // (A notice the history's redraw took off the screen is not reworded: a new one is drawn.)
+    const shown = keys.map((key) => this.notices.get(key)).find((notice) => notice?.node.isConnected);
+    const node = shown?.node ?? this.deps.messages.addNote('', 'error');
+    const notice: Notice = { node, keys: [...new Set([...(shown?.keys ?? []), ...keys])] };
+    for (const key of notice.keys) this.notices.set(key, notice);
+    node.classList.add('turn-failure');
+    node.replaceChildren(h('div', { class: 'turn-failure-text' }, text));
     const actions = h('div', { class: 'turn-failure-actions' });
     if (retry) {
       const button = h('button', { type: 'button', class: 'button secondary turn-retry' }, 'Retry');
-      button.addEventListener('click', () => {
-        button.disabled = true;
-        button.textContent = 'Sent again';
-        this.deps.retry(retry);
-      });
+      button.addEventListener('click', () => void this.retry(notice, retry, text, reason));
       actions.append(button);
     }
     // In the editor the key and the model are set right here.
@@ -136,9 +179,18 @@ export class TurnNotices {
     if (act && (reason === 'bad_request' || reason === 'not_configured' || reason === undefined)) {
       actions.append(h('button', { type: 'button', class: 'button secondary', onclick: () => act('selectModel') }, 'Select Model'));
     }
-    const node = this.deps.messages.addNote('', 'error');
-    node.classList.add('turn-failure');
-    node.replaceChildren(h('div', { class: 'turn-failure-text' }, text));
     if (actions.childElementCount > 0) node.append(actions);
+  }
+
+  /** Retry tapped: the notice goes (the turn's answer comes where it stood); lost with the connection it comes back, its Retry a resend. */
+  private async retry(notice: Notice, retry: RetryOf, text: string, reason: ProviderFailureReason | undefined): Promise<void> {
+    this.drop(notice);
+    if (retry.kind === 'turn') this.own.add(retry.messageId);
+    const outcome = await this.deps.retry(retry);
+    // Lost: unless the retry's own failure (its turn.ended, with a new id) was drawn meanwhile, which
+    // stands: put back with this id, the next tap would be a resend answered with the old failure and
+    // nothing asked (review25b).
+    if ('lost' in outcome && !notice.keys.some((key) => this.notices.get(key)?.node.isConnected)) this.show(notice.keys, text, retry, reason);
+    else if ('refused' in outcome) this.deps.messages.addNote(`Could not retry: ${outcome.refused}`, 'error');
   }
 }

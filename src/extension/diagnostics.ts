@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';
 
 /** Timer resolution of the event-loop monitor while it runs (it is off otherwise: no idle wakeups). */
 const RESOLUTION_MS = 10;
@@ -24,6 +24,12 @@ export interface LoopFigures {
   longestBusyStallMs: number;
   p99Ms: number;
   meanMs: number;
+  /**
+   * V8's garbage-collection pauses of the whole extension host (every extension's garbage, VS Code's too)
+   * during the measurement: how many, the longest, and all of them together. A longest busy stall close to
+   * the longest pause was a collection.
+   */
+  gc: { count: number; longestMs: number; totalMs: number };
 }
 
 // The histogram records each whole timer interval; the stall is what exceeds the resolution.
@@ -71,6 +77,8 @@ export class LoopMonitor {
   private startedAt = 0;
   private longest = { wallMs: 0, cpuMs: 0 };
   private longestBusyMs = 0;
+  private gcObserver: PerformanceObserver | undefined;
+  private gc = { count: 0, longestMs: 0, totalMs: 0 };
 
   get running(): boolean {
     return this.histogram !== undefined;
@@ -83,6 +91,9 @@ export class LoopMonitor {
     this.startedAt = performance.now();
     this.longest = { wallMs: 0, cpuMs: 0 };
     this.longestBusyMs = 0;
+    this.gc = { count: 0, longestMs: 0, totalMs: 0 };
+    this.gcObserver = new PerformanceObserver((list) => this.countGc(list.getEntries()));
+    this.gcObserver.observe({ entryTypes: ['gc'] });
     // Beside the histogram, which tells how late the loop was, this tells whether it was busy meanwhile.
     let lastWall = performance.now();
     let lastCpu = processCpuMs();
@@ -108,13 +119,24 @@ export class LoopMonitor {
     if (!h) return undefined;
     const longest = this.longest;
     const longestBusyStallMs = round(this.longestBusyMs);
+    // Entries not yet delivered to the callback (it runs after the loop's current task).
+    this.countGc(this.gcObserver?.takeRecords() ?? []);
+    const gc = { count: this.gc.count, longestMs: round(this.gc.longestMs), totalMs: round(this.gc.totalMs) };
     this.dispose();
     const seconds = Math.round((performance.now() - this.startedAt) / 100) / 10;
     // An empty histogram (stopped before the first tick) reports huge sentinels: no stall was seen.
-    if (h.count === 0) return { seconds, longestStallMs: round(longest.wallMs), longestStallCpuMs: round(longest.cpuMs), longestBusyStallMs, p99Ms: 0, meanMs: 0 };
+    if (h.count === 0) return { seconds, longestStallMs: round(longest.wallMs), longestStallCpuMs: round(longest.cpuMs), longestBusyStallMs, p99Ms: 0, meanMs: 0, gc };
     // The histogram skips its first interval; the sampler sees that one too. The longer of the two counts.
     const longestStallMs = Math.max(stallMs(h.max), round(longest.wallMs));
-    return { seconds, longestStallMs, longestStallCpuMs: round(longest.cpuMs), longestBusyStallMs, p99Ms: stallMs(h.percentile(99)), meanMs: stallMs(h.mean) };
+    return { seconds, longestStallMs, longestStallCpuMs: round(longest.cpuMs), longestBusyStallMs, p99Ms: stallMs(h.percentile(99)), meanMs: stallMs(h.mean), gc };
+  }
+
+  private countGc(entries: readonly PerformanceEntry[]): void {
+    for (const entry of entries) {
+      this.gc.count += 1;
+      this.gc.longestMs = Math.max(this.gc.longestMs, entry.duration);
+      this.gc.totalMs += entry.duration;
+    }
   }
 
   dispose(): void {
@@ -122,6 +144,8 @@ export class LoopMonitor {
     this.histogram = undefined;
     clearInterval(this.sampler);
     this.sampler = undefined;
+    this.gcObserver?.disconnect();
+    this.gcObserver = undefined;
   }
 }
 
@@ -141,6 +165,7 @@ export function describeFigures(figures: LoopFigures, activation: Activation | u
   const started = activation === undefined ? 'activation: not started automatically' : `activation ${activation.ms} ms${service}`;
   return (
     `${started}; event loop over ${figures.seconds} s: longest stall ${figures.longestStallMs} ms ` +
-    `(process CPU during it ${figures.longestStallCpuMs} ms), longest busy stall ${figures.longestBusyStallMs} ms, p99 ${figures.p99Ms} ms, mean ${figures.meanMs} ms`
+    `(process CPU during it ${figures.longestStallCpuMs} ms), longest busy stall ${figures.longestBusyStallMs} ms, p99 ${figures.p99Ms} ms, mean ${figures.meanMs} ms; ` +
+    `GC pauses ${figures.gc.count}, longest ${figures.gc.longestMs} ms, ${figures.gc.totalMs} ms in all`
   );
 }

@@ -94,18 +94,25 @@ export interface CodeServer {
   userDataDir: string;
   /** The extension's global storage: the service's data directory. */
   dataDir: string;
+  /** Rewrites User/settings.json with `settings` over what it holds; VS Code picks the change up live. */
+  updateSettings(settings: Record<string, unknown>): Promise<void>;
   /** code-server's output so far (for failure messages). */
   output(): string;
   stop(): Promise<void>;
 }
 
 /**
- * VS Code's remote extension host looks for ports to forward by forking `ls -l /proc/[0-9]*\/fd/[0-9]*`
- * and `ps` from its own main thread every 2 s or more (ExtHostTunnelService's candidate finder, in
- * extensionHostProcess.js): each fork blocks the loop every extension shares (40-110 ms of `spawn` in a CPU
- * profile under load). Off only when a diagnosis asks (the e2e's figures are taken with VS Code's defaults).
+ * VS Code's remote extension host (code-server's, a remote-SSH's; never desktop VS Code's local one) looks for
+ * ports to forward by forking `ls -l /proc/[0-9]*\/fd/[0-9]*` and `ps` from its own main thread every
+ * max(2 s, 20x the scan's time) (ExtHostTunnelService's candidate finder, in extensionHostProcess.js): each
+ * fork blocks the loop every extension shares (27-110 ms of `spawn` in a CPU profile under load). The
+ * workbench asks the extension host to run the finder while `(remote.autoForwardPorts || a tunnel provider
+ * is registered) && remote.autoForwardPortsSource !== 'output'`, and asks again at every change of either
+ * setting (MainThreadTunnelService): both are set, so neither a tunnel provider nor a source keeps it on.
+ * The finder's loop ends after its current sleep. The extension host's one scan at its start (its initial
+ * candidates) runs whatever the settings say. See docs/design.md, "The e2e's streaming stall, attributed".
  */
-const PORT_SCAN_OFF = { 'remote.autoForwardPorts': false };
+export const PORT_FINDER_OFF = { 'remote.autoForwardPorts': false, 'remote.autoForwardPortsSource': 'output' };
 
 const QUIET_SETTINGS = {
   'workbench.startupEditor': 'none',
@@ -129,9 +136,11 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
   const tmp = join(options.scratch, 'tmp');
   const dataDir = join(userDataDir, 'User', 'globalStorage', EXTENSION_ID);
   for (const dir of [userDataDir, extensionsDir, home, tmp, dataDir]) await mkdir(dir, { recursive: true });
-  // RA_E2E_NO_PORT_SCAN=1 (diagnosis only): VS Code's own scan for ports to forward off (see PORT_SCAN_OFF).
-  const portScan = process.env.RA_E2E_NO_PORT_SCAN ? PORT_SCAN_OFF : {};
-  await writeFile(join(userDataDir, 'User', 'settings.json'), JSON.stringify({ ...QUIET_SETTINGS, ...portScan, ...options.settings }, null, 2));
+  // RA_E2E_NO_PORT_SCAN=1 (diagnosis only): VS Code's own scan for ports to forward off from the start (see PORT_FINDER_OFF).
+  const portScan = process.env.RA_E2E_NO_PORT_SCAN ? PORT_FINDER_OFF : {};
+  const settingsFile = join(userDataDir, 'User', 'settings.json');
+  let settings: Record<string, unknown> = { ...QUIET_SETTINGS, ...portScan, ...options.settings };
+  await writeFile(settingsFile, JSON.stringify(settings, null, 2));
   for (const [name, content] of Object.entries(options.globalStorage ?? {})) await writeFile(join(dataDir, name), content, { mode: 0o600 });
 
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TMPDIR: tmp, XDG_CONFIG_HOME: join(home, '.config'), XDG_DATA_HOME: join(home, '.local', 'share'), NODE_ENV: 'production' };
@@ -224,6 +233,10 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
     workbenchUrl: `${url}/?folder=${encodeURIComponent(options.workspace)}`,
     userDataDir,
     dataDir,
+    updateSettings: async (more) => {
+      settings = { ...settings, ...more };
+      await writeFile(settingsFile, JSON.stringify(settings, null, 2));
+    },
     output: () => output,
     stop,
   };

@@ -114,6 +114,12 @@ export class Workbench {
     return this.page.locator('.notifications-toasts .notification-toast', { hasText: text });
   }
 
+  /** Clears every notification (a later wait for a toast must not find an earlier one of the same words). */
+  async clearNotifications(): Promise<void> {
+    await this.runCommand('Notifications: Clear All Notifications');
+    await this.page.locator('.notifications-toasts .notification-toast').first().waitFor({ state: 'detached' });
+  }
+
   /** Our status bar item (its text is e.g. "5000 · ask" after the icon). */
   get statusItem(): Locator {
     return this.page.locator(`.part.statusbar [id="${EXTENSION_ID}.remoteAssistant.status"]`);

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
-import { LoopMonitor, type ThreadSched } from '../../src/extension/diagnostics';
+import { describeFigures, LoopMonitor, type ThreadSched } from '../../src/extension/diagnostics';
 
 /**
  * A thread that spins until it has used `cpuMs` of CPU (its own, from /proc/thread-self/schedstat), while
@@ -83,5 +85,25 @@ describe('LoopMonitor', () => {
     const figures = monitor.stop();
     assert.ok(figures && figures.longestStallMs >= 190, `the stall was seen: ${JSON.stringify(figures)}`);
     assert.ok(figures.longestBusyStallMs >= 50 && figures.longestBusyStallMs < 150, `only the 60 ms of CPU count: ${JSON.stringify(figures)}`);
+  });
+
+  it("counts the garbage collector's pauses during the measurement (every extension's garbage: the host's one heap)", async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const monitor = new LoopMonitor();
+    monitor.start();
+    await tick();
+    gc();
+    gc();
+    // V8 hands its pause records over after the task that collected.
+    await tick();
+    const figures = monitor.stop();
+    assert.ok(figures && figures.gc.count >= 2, `both full collections were seen: ${JSON.stringify(figures)}`);
+    assert.ok(figures.gc.totalMs >= figures.gc.longestMs && figures.gc.longestMs > 0, JSON.stringify(figures));
+    assert.match(describeFigures(figures, undefined), new RegExp(`GC pauses ${figures.gc.count}, longest ${figures.gc.longestMs} ms, ${figures.gc.totalMs} ms in all`));
+    // A second measurement starts from nothing: the first's pauses are not carried over.
+    monitor.start();
+    const again = monitor.stop();
+    assert.ok(again && again.gc.count < figures.gc.count, JSON.stringify(again));
   });
 });

@@ -26,8 +26,9 @@ interface Entry {
   readonly origin?: TurnOrigin;
   /** Its size as sent (JSON characters), counted once when it is kept. */
   readonly bytes: number;
-  /** A `turn.retrying`'s end of its wait (performance.now()): a replay says what remains of it. */
-  readonly due?: number;
+  /** A `turn.retrying`'s end of its wait (performance.now()): a replay says what remains of it. Always
+   * present (undefined for every other event): one shape for every entry made on a streamed piece's path. */
+  readonly due: number | undefined;
 }
 
 /**
@@ -227,7 +228,7 @@ export class ConversationFeeds {
       filter: options.filter,
       origin: options.origin,
       bytes: wireText(numbered).length,
-      ...(event.event === 'turn.retrying' ? { due: performance.now() + event.retry_in_ms } : {}),
+      due: event.event === 'turn.retrying' ? performance.now() + event.retry_in_ms : undefined,
     };
     // A turn starts with its user message (a chat of any client, a webhook message).
     feed.push(entry, event.event === 'chat.message' && event.message.role === 'user');

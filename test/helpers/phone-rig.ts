@@ -128,3 +128,10 @@ export async function startPhoneRig(config: Record<string, unknown> = {}): Promi
     },
   };
 }
+
+/** Types `text` into the page's message box and sends it (Enter), as a person does. */
+export async function sendMessage(page: Page, text: string): Promise<void> {
+  const input = page.locator('.composer-input');
+  await input.fill(text);
+  await input.press('Enter');
+}

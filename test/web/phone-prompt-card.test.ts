@@ -11,7 +11,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { sendMessage as send, startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
 
 const SCREENS = resolve('test-output/screens');
 const numbered = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `line ${from + i}\n`).join('');
@@ -26,12 +26,6 @@ before(async () => {
 after(async () => {
   await rig?.close();
 });
-
-async function send(page: Page, text: string): Promise<void> {
-  const input = page.locator('.composer-input');
-  await input.fill(text);
-  await input.press('Enter');
-}
 
 interface Box {
   top: number;

@@ -5,8 +5,7 @@
 // review25b, s25; this test failed then).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { Page } from 'playwright-core';
-import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { sendMessage as send, startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
 
 let rig: PhoneRig;
 before(async () => {
@@ -15,12 +14,6 @@ before(async () => {
 after(async () => {
   await rig?.close();
 });
-
-async function send(page: Page, text: string): Promise<void> {
-  const input = page.locator('.composer-input');
-  await input.fill(text);
-  await input.press('Enter');
-}
 
 test('Retry tapped after a failed retry whose answer was lost asks the model again', async () => {
   let retryId: string | undefined;

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { hashPassword } from '../../src/transport/auth/passwords';
-import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { sendMessage as send, startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
 import { postJson } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
 
@@ -44,12 +44,6 @@ async function shots(page: Page, name: string): Promise<void> {
     }
   }
   await page.emulateMedia({ colorScheme: 'light' });
-}
-
-async function send(page: Page, text: string): Promise<void> {
-  const input = page.locator('.composer-input');
-  await input.fill(text);
-  await input.press('Enter');
 }
 
 /** The text of the element right after the user bubble holding `text` (what is said under it). */

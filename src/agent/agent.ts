@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { displayName, ServiceError, type Message, type QueuedMessage, type SavedPrompt, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { nullLogger, type Logger, type PreparedLine } from '../log/logger';
-import { bindAttachments, clientKeyOf, insertAttachment, usageOp, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type UsageRow, type WriteTx } from '../store';
+import { bindAttachments, insertAttachment, keyIsPersons, usageOp, type MessageRow, type NewAuditEntry, type NewMessage, type Store, type UsageRow, type WriteTx } from '../store';
 import { canAccess, OWNER_PERSON, sourceLabel, sourceText, type Source } from '../protocol/sources';
 import { wellFormed } from '../protocol/code-points';
 import type { ContextItem } from '../protocol';
@@ -369,7 +369,7 @@ export class Agent {
       const message = await this.retried(conversationId, messageId);
       const area = await this.areaOf(conversationId);
       const from = (message.data as { from?: unknown } | null)?.from;
-      const sentByOwner = message.client_key?.startsWith(clientKeyOf(OWNER_PERSON, '')) === true;
+      const sentByOwner = keyIsPersons(message.client_key, OWNER_PERSON);
       began(conversationId);
       const { conversationId: _c, messageId: _m, ownerAnswersPrompts, ...rest } = input;
       const answering: AnswerInput = { ...rest, ownerAnswersPrompts: ownerAnswersPrompts(sentByOwner), ...(typeof from === 'string' ? { from } : {}) };

@@ -41,7 +41,7 @@ export { JournalDamagedError } from './recovery';
 export type { DatabaseOptions, DatabaseStats, RunResult, SqlParam, SqlParamInput, WriteTx } from './database';
 export { ConversationsRepo } from './conversations';
 export type { ListConversationsOptions } from './conversations';
-export { MessagesRepo, clientKeyOf, clientMessageIdOf, LOST_BODY_TEXT, messageRow } from './messages';
+export { MessagesRepo, clientKeyOf, clientMessageIdOf, keyIsPersons, LOST_BODY_TEXT, messageRow } from './messages';
 export type { RecentOptions } from './messages';
 export { MemoryRepo } from './memory';
 export { RegistrationsRepo, type RegisteredKey } from './registrations';

@@ -35,6 +35,11 @@ export function clientKeyOf(person: string, clientMessageId: string): string {
   return `${person}\u0000${clientMessageId}`;
 }
 
+/** Whether a stored client key (clientKeyOf) is `person`'s: false without one (a message sent without client_message_id). */
+export function keyIsPersons(clientKey: string | null | undefined, person: string): boolean {
+  return clientKey?.startsWith(clientKeyOf(person, '')) === true;
+}
+
 /**
  * The client_message_id a stored key holds, without its sender (clients see the id only). After the last
  * separator: a key left from before people (migration 12: source, credential kind, id) gives its id too.

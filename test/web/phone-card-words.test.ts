@@ -186,3 +186,25 @@ test("tool cards read as a person: words per tool, an edit's size, the command b
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });
+
+test("attack: a model's tool arguments carrying markup are shown as text in the card's words and command row", async () => {
+  const markup = '<img src=x onerror="window.__pwned = 1">';
+  rig.fake.script(
+    { tool_calls: [{ name: 'read_file', arguments: { path: `${markup}.ts` } }] },
+    { tool_calls: [{ name: 'run_command', arguments: { command: `echo ${markup}` } }] },
+    { text: 'Tried.' },
+  );
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  await page.locator('.composer-input').fill('try the markup');
+  await page.locator('.composer-input').press('Enter');
+  await page.locator('.message.assistant', { hasText: 'Tried.' }).waitFor();
+  const read = page.locator('.tool-card[data-tool="read_file"]').last();
+  assert.equal(await words(read), `Read ${markup}.ts`, 'the path as text');
+  const command = page.locator('.tool-card[data-tool="run_command"]').last();
+  await command.locator('.tool-status:not([data-status="running"])').waitFor();
+  assert.match(await words(command), /^Ran echo <img src=x onerror=/, 'the command as text');
+  assert.equal(await page.locator('.tool-card img').count(), 0, 'no element made of the arguments');
+  assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined, 'nothing ran');
+  await phone.close();
+});

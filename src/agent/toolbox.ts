@@ -10,6 +10,8 @@ import { createMemoryToolSource } from './tools/memory';
 import { ToolRegistry } from './tools/registry';
 import { ToolError, type Tool } from './tools/types';
 import { createTodoToolSource } from './tools/todo';
+import { runCommandTool } from './tools/builtin/run-command';
+import { terminalRunCommand } from './tools/terminal-run-command';
 
 /** The last `workspace` resolved: asked on every command that names the roots (get_config), it seldom changes. */
 let lastWorkspace = { given: '', resolved: '' };
@@ -30,7 +32,11 @@ export function workspaceRootsOf(config: ServiceConfig, host: Host = {}): string
  */
 export function createToolRegistry(config: () => ServiceConfig, store: Store, logger: Logger, host: Host = {}): ToolRegistry {
   const workspaceRoots = () => workspaceRootsOf(config(), host);
+  // The host's terminal runs run_command where the person sees it (its name shadows the built-in's). Like
+  // the host's other tools it is not offered to a worktree's conversation (no followsArea).
+  const inTerminal = host.terminal ? [terminalRunCommand(runCommandTool(workspaceRoots), workspaceRoots, host.terminal)] : [];
   return new ToolRegistry([
+    ...(inTerminal.length > 0 ? [{ name: 'terminal', tools: async () => inTerminal }] : []),
     ...(host.toolSources ?? []),
     ...ownToolSources(config, store, workspaceRoots),
     createMcpToolSource(() => config().mcp_servers, { logger: logger.child({ component: 'mcp' }), cwd: workspaceRoots()[0] }),

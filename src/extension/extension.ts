@@ -10,6 +10,7 @@ import { createLookup } from './editor-context';
 import { COMMANDS, registerCommands, type CommandDeps } from './palette-commands';
 import { LoopMonitor } from './diagnostics';
 import { createEditorToolSource } from './editor-tools';
+import { createTerminalRunner } from './terminal-command';
 import { applyLanAccess, Hosting, type HostingState } from './hosting';
 import { createLanguageModelProvider } from './lm-provider';
 import { createLanguageModelToolSource } from './lm-tools';
@@ -54,6 +55,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     languageModels: () => lm,
     workspaceRoots: openFolders,
     apiKey: apiKeys.get,
+    terminal: createTerminalRunner(),
   };
 
   const dataDir = context.globalStorageUri.fsPath;

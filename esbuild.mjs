@@ -98,6 +98,8 @@ const builds = [
   // function's name with a call a closure). Not in the .vsix (.vscodeignore lists what goes in).
   { ...common, entryPoints: { 'bench-service': 'src/service.ts' }, outdir: 'dist', plugins: [...common.plugins, splitOff] },
   { ...common, entryPoints: { extension: 'src/extension/extension.ts' }, outdir: 'dist', external: ['vscode'], plugins: [...common.plugins, splitOff] },
+  // The service in the editor, on a worker thread of the extension host (src/service-thread/hosted-service.ts).
+  { ...common, entryPoints: { 'service-thread': 'src/service-thread/service-thread.ts' }, outdir: 'dist', plugins: [...common.plugins, splitOff] },
   // The relay's Cloudflare Worker: one ES module with no Node built-ins (the neutral platform refuses them).
   {
     // Alone in its folder: wrangler uploads every module beside it.

@@ -1,8 +1,8 @@
-import { resolve } from 'node:path';
 import type { ServiceConfig } from '../protocol';
 import type { Logger } from '../log/logger';
 import type { Store } from '../store';
 import type { Host } from './host';
+import { workspaceRootsOf } from './workspace-roots';
 import { createBuiltinToolSource } from './tools/builtin';
 import { createCustomToolSource } from './tools/custom';
 import { createMcpToolSource } from './tools/mcp';
@@ -12,19 +12,6 @@ import { ToolError, type Tool } from './tools/types';
 import { createTodoToolSource } from './tools/todo';
 import { runCommandTool } from './tools/builtin/run-command';
 import { terminalRunCommand } from './tools/terminal-run-command';
-
-/** The last `workspace` resolved: asked on every command that names the roots (get_config), it seldom changes. */
-let lastWorkspace = { given: '', resolved: '' };
-function resolvedWorkspace(given: string): string {
-  if (lastWorkspace.given !== given) lastWorkspace = { given, resolved: resolve(given) };
-  return lastWorkspace.resolved;
-}
-
-/** The workspace roots of file tools: `workspace` of service.json, else the host's folders, else the current directory. */
-export function workspaceRootsOf(config: ServiceConfig, host: Host = {}): string[] {
-  if (config.workspace) return [resolvedWorkspace(config.workspace)];
-  return host.workspaceRoots ? host.workspaceRoots().map((root) => resolve(root)) : [process.cwd()];
-}
 
 /**
  * Every tool the agent may call, in precedence order: the host's own (the editor's), built-in,
@@ -85,3 +72,5 @@ function ownToolSources(config: () => ServiceConfig, store: Store, workspaceRoot
     createCustomToolSource(() => config().tools, { workspaceRoots }),
   ];
 }
+
+export { workspaceRootsOf };

@@ -27,7 +27,8 @@ async function main(): Promise<void> {
   // The turn's stamps, filled by the patched calls while it runs.
   let marks: Record<string, Stamp> = {};
   const mark = (name: string) => {
-    if (!(name in marks)) marks[name] = stamp();
+    // The time alone: reading the schedstat (a file read) at every mark added 0.02-0.07 ms to the short phases.
+    if (!(name in marks)) marks[name] = { at: performance.now(), cpu: 0 };
   };
   const probe = await open(join(dir, 'probe'), 'w');
   const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void>; write: (...args: unknown[]) => Promise<unknown> };

@@ -3,6 +3,7 @@ import { readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Host } from '../agent/host';
 import { CONFIG_FILE_NAME, EDITOR_HOST_FILE_NAME } from '../platform/paths';
+import { redactText } from '../log/redact';
 import { DataDirInUseError, pidAlive } from '../platform/lock-file';
 import { HostedService } from '../service-thread/hosted-service';
 import { PortInUseError } from '../transport/port-in-use';
@@ -206,9 +207,12 @@ export class Hosting extends EventEmitter<HostingEvents> {
   /** The service's thread ended without being stopped (it crashed): the error is shown, as a failed open's. */
   private async threadEnded(service: HostedService, error: Error): Promise<HostingState> {
     if (!this.stillHosting(service)) return this.current;
-    this.options.log(`the service stopped unexpectedly: ${error.message}`);
+    // What the thread threw may quote anything it held: the secrets it had are taken out (in process, such
+    // an error ended the whole extension host instead).
+    const message = redactText(error.message, service.redactor.secrets());
+    this.options.log(`the service stopped unexpectedly: ${message}`);
     await this.teardown();
-    return this.setState({ state: 'error', detail: `the service stopped unexpectedly (${error.message}); run "Restart Service" to start it again` });
+    return this.setState({ state: 'error', detail: `the service stopped unexpectedly (${message}); run "Restart Service" to start it again` });
   }
 
   /** Whether `service` is still this window's (not stopped or replaced while it opened or bound). */

@@ -7,6 +7,7 @@ import type { Worker } from 'node:worker_threads';
 import type { Host } from '../agent/host';
 import { keepToolsOut } from '../agent/tools/private-folders';
 import { startWorkerThread } from '../platform/worker-thread';
+import { takeEarlyThread } from './early-thread';
 import { DataDirInUseError, releaseEndedThreadLock } from '../platform/lock-file';
 import { PortInUseError } from '../transport/port-in-use';
 import { KEYED_PROVIDERS, type Envelope, type ServiceConfig, type ServiceEvent } from '../protocol';
@@ -66,18 +67,16 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
   private stopped?: Promise<void>;
   private markStopped: () => void = () => undefined;
   private ended = false;
-  /** Settles once the thread is gone and its lock let go of. */
-  private ended$: Promise<void> = Promise.resolve();
-  private readonly threadId: number;
 
   private constructor(
     private readonly worker: Worker,
     private readonly options: HostedOptions,
     config: ServiceConfig,
     ready: Promise<void>,
+    /** Settles once the thread is gone and its lock let go of. */
+    private readonly gone: Promise<void>,
   ) {
     super();
-    this.threadId = worker.threadId;
     this.config = new ConfigMirror(config);
     this.ready = ready;
     this.ready.catch(() => (this.failedOpen = true));
@@ -102,8 +101,14 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
     // The editor's own tools and context (open_file, get_selection, the active file's chip) run on this
     // thread: they must never reach the data directory (service.json holds the access token) either.
     const releaseDataDir = keepToolsOut(options.dataDir);
-    const worker = startWorkerThread('service-thread', __dirname, start);
+    const worker = takeEarlyThread() ?? startWorkerThread('service-thread', __dirname);
+    worker.postMessage({ t: 'boot', start } satisfies ToThread);
     worker.once('exit', releaseDataDir);
+    // Its data directory's lock is let go of when the thread is gone, whichever way it went and whenever (a
+    // thread that crashed or was terminated, even before it said `begun`, may not have run its exit hook):
+    // the next service of this window may take it.
+    const threadId = worker.threadId;
+    const gone = new Promise<void>((resolve) => worker.once('exit', () => void releaseEndedThreadLock(options.dataDir, threadId).finally(resolve)));
     return new Promise<HostedService>((resolve, reject) => {
       let hosted: HostedService | undefined;
       let config: ServiceConfig | undefined;
@@ -121,7 +126,7 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
           reject(fromWire(message.error));
         } else if (message.t === 'begun' && config) {
           worker.off('message', early);
-          hosted = new HostedService(worker, options, config, ready);
+          hosted = new HostedService(worker, options, config, ready, gone);
           hosted.secretsHeld = secrets;
           hosted.listen(readyResolve, readyReject);
           resolve(hosted);
@@ -193,9 +198,6 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
           return;
       }
     });
-    // Its data directory's lock is let go of when the thread is gone, whichever way it went (a thread that
-    // crashed or was terminated may not have run its exit hook): the next service of this window may take it.
-    this.ended$ = new Promise<void>((resolve) => this.worker.once('exit', () => void releaseEndedThreadLock(this.options.dataDir, this.threadId).finally(resolve)));
     const died = (error: Error) => {
       if (this.ended) return;
       this.ended = true;
@@ -238,7 +240,7 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
       this.ended = true;
       this.answers.close();
       await this.worker.terminate();
-      await this.ended$;
+      await this.gone;
     })();
     return this.stopped;
   }

@@ -1,8 +1,8 @@
-// The service's worker thread in the editor's extension host (bundled to dist/service-thread.js; started by
-// hosted-service.ts). It opens the Service as the extension did in process, its host's parts (the
-// editor's models, tools, terminal, folders and keys) answered by the extension host's thread over this
-// thread's port (wire.ts).
-import { parentPort, workerData } from 'node:worker_threads';
+// The service's worker thread in the editor's extension host (bundled to dist/service-thread-main.js, which
+// thread-loader.ts runs; started by hosted-service.ts, or early by early-thread.ts). It opens the Service as
+// the extension did in process, its host's parts (the editor's models, tools, terminal, folders and keys)
+// answered by the extension host's thread over this thread's port (wire.ts).
+import { parentPort } from 'node:worker_threads';
 import type { OpenSession } from '../commands/door';
 import { Service } from '../service';
 import { applyLanAccess } from '../config/lan-access';
@@ -10,12 +10,25 @@ import { HostCalls } from './host-calls';
 import { toWire, type FromThread, type ThreadStart, type ToThread } from './wire';
 
 const port = parentPort!;
-const start = workerData as ThreadStart;
 const post = (message: FromThread) => port.postMessage(message);
+
+/**
+ * Calls `then` with what the thread is to serve: the first message the editor sends it (`boot`), which may
+ * come well after the thread started (early-thread.ts starts it while the extension's bundle loads).
+ */
+export function whenBooted(then: (start: ThreadStart) => void): void {
+  const first = (message: ToThread) => {
+    if (message.t !== 'boot') return;
+    port.off('message', first);
+    then(message.start);
+  };
+  port.on('message', first);
+}
 
 let hostReady: () => void = () => undefined;
 const hostReadyPromise = new Promise<void>((resolve) => (hostReady = resolve));
-const calls = new HostCalls(start, post);
+let start: ThreadStart;
+let calls: HostCalls;
 const sessions = new Map<number, OpenSession>();
 let service: Service | undefined;
 let stopping: Promise<void> | undefined;
@@ -73,7 +86,7 @@ function stop(): Promise<void> {
   return stopping;
 }
 
-port.on('message', (message: ToThread) => {
+function receive(message: ToThread): void {
   switch (message.t) {
     case 'start':
       if (!service) return;
@@ -133,7 +146,19 @@ port.on('message', (message: ToThread) => {
     case 'piece':
       calls.received(message);
       return;
+    default:
+      return;
   }
-});
+}
 
-void begin();
+/** Serves `given`: the service opened with it, the editor's messages answered. */
+export function boot(given: ThreadStart): void {
+  start = given;
+  calls = new HostCalls(start, post);
+  port.on('message', receive);
+  void begin();
+}
+
+// From source (tests: startWorkerThread runs this file as the thread's entry) it boots itself; bundled,
+// its loader (thread-loader.ts) calls `boot` once it has compiled it.
+if (__filename.endsWith('.ts')) whenBooted(boot);

@@ -4,25 +4,42 @@
 // (an editor's V8 is its own version: a cache made by the build would be refused by most), and used from
 // the next start on: the bundle's compile is on the way from the editor's activation to listening.
 import path from 'node:path';
-import { workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import { CodeCache } from '../platform/code-cache';
-import type { ThreadStart } from './wire';
+import type { ThreadStart, ToThread } from './wire';
 
-const { dataDir } = workerData as ThreadStart;
-const cache = new CodeCache(path.join(__dirname, 'service-thread-main.js'), path.join(dataDir, 'cache', `service-thread-${process.versions.v8}.code`));
-const stamp = cache.stamp();
-const cached = cache.read();
-const script = cache.compile(cached);
-const { warmedUp } = cache.run<{ warmedUp: Promise<unknown> }>(script);
-if (cached === undefined || script.cachedDataRejected === true) {
-  // Written with what the start compiled (its modules' loading, the warm-up's practice turn); never when
-  // the bundle changed meanwhile. A failure to write only costs the next start the compile.
-  const write = () => {
-    try {
-      if (stamp.equals(cache.stamp())) cache.write(script, stamp);
-    } catch {
-      // a read-only or full disk: compiled afresh next time
-    }
-  };
-  void warmedUp.then(write, write);
+interface Bundle {
+  boot(start: ThreadStart): void;
+  warmedUp: Promise<unknown>;
+}
+
+// The thread may start before the editor knows its data directory (early-thread.ts): the bundle, whose
+// cache is kept there, is compiled once it is told.
+const first = (message: ToThread) => {
+  if (message.t !== 'boot') return;
+  parentPort!.off('message', first);
+  load(message.start);
+};
+parentPort!.on('message', first);
+
+function load(start: ThreadStart): void {
+  const { dataDir } = start;
+  const cache = new CodeCache(path.join(__dirname, 'service-thread-main.js'), path.join(dataDir, 'cache', `service-thread-${process.versions.v8}.code`));
+  const stamp = cache.stamp();
+  const cached = cache.read();
+  const script = cache.compile(cached);
+  const { boot, warmedUp } = cache.run<Bundle>(script);
+  boot(start);
+  if (cached === undefined || script.cachedDataRejected === true) {
+    // Written with what the start compiled (its modules' loading, the warm-up's practice turn); never when
+    // the bundle changed meanwhile. A failure to write only costs the next start the compile.
+    const write = () => {
+      try {
+        if (stamp.equals(cache.stamp())) cache.write(script, stamp);
+      } catch {
+        // a read-only or full disk: compiled afresh next time
+      }
+    };
+    void warmedUp.then(write, write);
+  }
 }

@@ -5,7 +5,7 @@
 import type { CompletionRequest, ProviderWait } from '../agent/providers/types';
 import type { Envelope, ServiceConfig, ServiceEvent } from '../protocol';
 
-/** What the thread is started with (workerData). */
+/** What the thread serves (its first message, `boot`). */
 export interface ThreadStart {
   dataDir: string;
   port?: number;
@@ -81,6 +81,8 @@ export interface WireTool {
 
 /** Main thread -> service thread. */
 export type ToThread =
+  /** The first: what to serve (the thread may have been started before it was known: early-thread.ts). */
+  | { t: 'boot'; start: ThreadStart }
   | { t: 'start' }
   | { t: 'stop' }
   | { t: 'host-ready' }

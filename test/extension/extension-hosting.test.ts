@@ -69,7 +69,9 @@ test('one window hosts, the others attach; a config change from any window reach
   const [a, b, c] = [window(dir, 'a'), window(dir, 'b'), window(dir, 'c')];
   // Started together: they race for the lock; exactly one wins.
   await Promise.all([a.start(), b.start(), c.start()]);
-  await waitFor(() => states(a, b, c).join() === 'client,client,hosting', 'one host and two clients');
+  // Three service threads start (from source: each loads the service through tsx); two find the lock taken
+  // and attach once the host's store is open: seconds on a loaded machine.
+  await waitFor(() => states(a, b, c).join() === 'client,client,hosting', 'one host and two clients', 30_000);
   const host = [a, b, c].find((w) => w.state.state === 'hosting')!;
   const clients = [a, b, c].filter((w) => w !== host);
   const hostPort = (host.state as { port: number }).port;

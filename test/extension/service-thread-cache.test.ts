@@ -15,9 +15,10 @@ import type { FromThread, ThreadStart } from '../../src/service-thread/wire';
 const THREAD = join(CLI, '..', 'service-thread.js');
 
 /** One start of the built thread: listening on loopback, its store open (/health), then stopped. */
-async function startAndStop(dataDir: string, settle: () => Promise<void>): Promise<void> {
+async function startAndStop(dataDir: string, settle: () => Promise<unknown>): Promise<void> {
   const start: ThreadStart = { dataDir, port: 0, host: '127.0.0.1', toolSources: [], laterToolSources: [], languageModels: false, terminal: false, mirrors: { apiKeys: [] } };
-  const worker = new Worker(THREAD, { workerData: start });
+  const worker = new Worker(THREAD);
+  worker.postMessage({ t: 'boot', start });
   const next = (t: FromThread['t']) =>
     new Promise<FromThread>((resolve, reject) => {
       const on = (message: FromThread) => {

@@ -20,6 +20,9 @@ const calls = new HostCalls(start, post);
 const sessions = new Map<number, OpenSession>();
 let service: Service | undefined;
 let stopping: Promise<void> | undefined;
+let warm: (whole: boolean) => void = () => undefined;
+/** Settles once the service's warm-up is over (or it never began): the thread's loader then writes its code cache (thread-loader.ts). */
+export const warmedUp = new Promise<boolean>((resolve) => (warm = resolve));
 
 /** Its config, now and at every change (the editor reads it: its tools' folders, its default provider, get_config's fields). */
 function mirror(service: Service, fields: string[]): void {
@@ -38,10 +41,12 @@ async function begin(): Promise<void> {
       enginesAfterLock: true,
     });
   } catch (error) {
+    warm(false);
     post({ t: 'begin-failed', error: toWire(error) });
     return;
   }
   const opened = service;
+  void opened.warmedUp.then(warm);
   mirror(opened, []);
   post({ t: 'secrets', secrets: opened.redactor.secrets() });
   opened.config.on('change', (fields) => mirror(opened, fields));

@@ -10,6 +10,7 @@ import { describe, test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import type { Envelope, ServiceEvent } from '../../src/protocol';
 import { extensionHarness } from '../helpers/extension-harness';
+import { fakeModel } from '../helpers/fake-lm';
 import type { RecordedRequest } from '../helpers/fake-http';
 import { waitFor } from '../helpers/temp';
 import { LanguageModelTextPart, testing } from '../helpers/vscode-double';
@@ -18,31 +19,6 @@ import { TestClient } from '../helpers/ws-client';
 import { withoutNote } from '../helpers/service-note';
 
 const harness = extensionHarness();
-
-/** A language model as vscode.lm hands it out: streams its parts 5 ms apart, honours the cancellation token. */
-function fakeModel(id: string, parts: unknown[], seen: { token?: { isCancellationRequested: boolean } } = {}) {
-  return {
-    id,
-    family: 'fam',
-    name: id,
-    maxInputTokens: 4096,
-    async countTokens(what: unknown) {
-      return typeof what === 'string' ? what.length : 10;
-    },
-    async sendRequest(_messages: unknown[], _options: unknown, token: { isCancellationRequested: boolean }) {
-      seen.token = token;
-      return {
-        stream: (async function* () {
-          for (const part of parts) {
-            await new Promise((r) => setTimeout(r, 5));
-            if (token.isCancellationRequested) throw new Error('cancelled by token');
-            yield part;
-          }
-        })(),
-      };
-    },
-  };
-}
 
 type Api = Awaited<ReturnType<typeof harness.activate>>['api'];
 

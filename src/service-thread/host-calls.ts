@@ -91,6 +91,8 @@ export class HostCalls {
       name: 'vscode',
       complete: async (request: CompletionRequest) => {
         const { signal, onDelta, onRetry, ...rest } = request;
+        // As the editor's provider fails in process (lm-provider.ts): the agent tells a cancelled turn by it.
+        if (signal?.aborted) throw new ProviderError('vscode', 'cancelled', 'vscode: cancelled');
         return (await this.call(
           { method: 'lm.complete', request: { ...rest, streams: onDelta !== undefined } },
           {

@@ -10,7 +10,7 @@ import { startWorkerThread } from '../platform/worker-thread';
 import { takeEarlyThread } from './early-thread';
 import { DataDirInUseError, releaseEndedThreadLock } from '../platform/lock-file';
 import { PortInUseError } from '../transport/port-in-use';
-import { KEYED_PROVIDERS, type Envelope, type ServiceConfig, type ServiceEvent } from '../protocol';
+import { fail, KEYED_PROVIDERS, requestIdOf, type Envelope, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { HostAnswers } from './host-answers';
 import type { FromThread, HostMirrors, ThreadStart, ToThread, WireError } from './wire';
 
@@ -50,7 +50,8 @@ function fromWire(error: WireError): Error {
   return made;
 }
 
-const STOPPED: Envelope = { status: 'error', code: 'server_error', error: 'the service stopped' };
+/** The answer to a frame the stopped (or crashed) thread will never answer: with the frame's id, so a chat view matches it. */
+const stopped = (frame: unknown): Envelope => fail('server_error', 'the service stopped', requestIdOf(frame));
 
 export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
   readonly config: ConfigMirror;
@@ -61,7 +62,7 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
   private readonly answers: HostAnswers;
   private next = 0;
   private readonly sessions = new Map<number, (event: ServiceEvent) => void>();
-  private readonly responses = new Map<number, (envelope: Envelope) => void>();
+  private readonly responses = new Map<number, { resolve: (envelope: Envelope) => void; frame: unknown }>();
   private readonly lan = new Map<number, { resolve(changed: boolean): void; reject(error: Error): void }>();
   private starting?: { resolve(address: { host: string; port: number; url: string }): void; reject(error: Error): void };
   private stopped?: Promise<void>;
@@ -177,7 +178,7 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
         case 'event':
           return this.sessions.get(message.sid)?.(message.event);
         case 'response': {
-          const answer = this.responses.get(message.rid);
+          const answer = this.responses.get(message.rid)?.resolve;
           this.responses.delete(message.rid);
           return answer?.(message.envelope);
         }
@@ -204,7 +205,7 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
       this.answers.close();
       readyReject(error);
       this.starting?.reject(error);
-      for (const answer of this.responses.values()) answer(STOPPED);
+      for (const { resolve, frame } of this.responses.values()) resolve(stopped(frame));
       this.responses.clear();
       for (const waiting of this.lan.values()) waiting.reject(error);
       this.lan.clear();
@@ -237,8 +238,8 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
         this.post({ t: 'stop' });
         await done;
       }
-      this.ended = true;
-      this.answers.close();
+      // The thread's exit settles what is still waiting (died, below): a frame sent after the thread let
+      // its sessions go is answered then, not left waiting for a port that no longer listens.
       await this.worker.terminate();
       await this.gone;
     })();
@@ -252,10 +253,10 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
     this.post({ t: 'session-open', sid });
     return {
       request: (frame) => {
-        if (this.ended) return Promise.resolve(STOPPED);
+        if (this.ended) return Promise.resolve(stopped(frame));
         const rid = (this.next += 1);
         return new Promise<Envelope>((resolve) => {
-          this.responses.set(rid, resolve);
+          this.responses.set(rid, { resolve, frame });
           this.post({ t: 'session-request', sid, rid, frame });
         });
       },

@@ -4,6 +4,7 @@
 // answered by the extension host's thread over this thread's port (wire.ts).
 import { parentPort } from 'node:worker_threads';
 import type { OpenSession } from '../commands/door';
+import { fail, requestIdOf } from '../protocol';
 import { Service } from '../service';
 import { applyLanAccess } from '../config/lan-access';
 import { HostCalls } from './host-calls';
@@ -134,7 +135,7 @@ function receive(message: ToThread): void {
     case 'session-request': {
       const session = sessions.get(message.sid);
       const rid = message.rid;
-      if (!session) return post({ t: 'response', rid, envelope: { status: 'error', code: 'server_error', error: 'the service is stopping' } });
+      if (!session) return post({ t: 'response', rid, envelope: fail('server_error', 'the service is stopping', requestIdOf(message.frame)) });
       void session.request(message.frame).then((envelope) => post({ t: 'response', rid, envelope }));
       return;
     }

@@ -13,6 +13,7 @@ import { startService } from '../helpers/service';
 import { tempDir, waitFor } from '../helpers/temp';
 import { installVscodeDouble, testing, Uri, LanguageModelTextPart, LanguageModelToolCallPart, Selection, Position } from '../helpers/vscode-double';
 import { TestClient } from '../helpers/ws-client';
+import { fakeModel } from '../helpers/fake-lm';
 
 installVscodeDouble();
 let prompts: typeof import('../../src/extension/permission-prompt');
@@ -103,34 +104,6 @@ describe('permission prompt (the notification text and Show Diff)', () => {
     assert.deepEqual(JSON.parse(decodeURIComponent(target.split('?')[1])), ["it's (odd)", 'deny']);
   });
 });
-
-/**
- * A language model as vscode.lm hands it out: streams parts, honours the cancellation token. It counts
- * 10 tokens a message and a string's characters (countTokens), and its window is 4096 tokens.
- */
-function fakeModel(id: string, parts: unknown[], seen: { messages?: unknown[]; options?: any; token?: any } = {}) {
-  return {
-    id,
-    family: 'fam',
-    name: id,
-    maxInputTokens: 4096,
-    async countTokens(what: unknown) {
-      return typeof what === 'string' ? what.length : 10;
-    },
-    async sendRequest(messages: unknown[], options: unknown, token: { isCancellationRequested: boolean }) {
-      Object.assign(seen, { messages, options, token });
-      return {
-        stream: (async function* () {
-          for (const part of parts) {
-            await new Promise((r) => setTimeout(r, 5));
-            if (token.isCancellationRequested) throw new Error('cancelled by token');
-            yield part;
-          }
-        })(),
-      };
-    },
-  };
-}
 
 describe('vscode.lm provider', () => {
   test('streams text, returns tool calls, maps messages and tools', async () => {

@@ -1,11 +1,11 @@
-// A tool card's words (src/web/chat/tool-words.ts): every tool the service offers itself is worded, in
+// A tool card's words (src/protocol/tool-words.ts): every tool the service offers itself is worded, in
 // each phase; an MCP tool reads "<tool> (server)"; a tool the page does not know keeps its name.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createBuiltinToolSource } from '../../src/agent/tools/builtin';
 import { createMemoryToolSource, type MemoryStore } from '../../src/agent/tools/memory';
 import { createTodoToolSource, type PlanStore } from '../../src/agent/tools/todo';
-import { askWords, partsText, toolLabel, toolWords, unrecordedWords, wordsText, type ToolPhase } from '../../src/web/chat/tool-words';
+import { askWords, partsText, toolLabel, toolWords, unrecordedWords, wordsText, type ToolPhase } from '../../src/protocol/tool-words';
 
 const say = (tool: string, args: unknown, phase: ToolPhase = 'done', newFile?: boolean) => wordsText(toolWords(tool, args, phase, { newFile }));
 

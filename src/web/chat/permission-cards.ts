@@ -13,7 +13,7 @@ import { sourceLabel } from '../../protocol/sources';
 import { answerText, GONE_TEXT, resolvedText } from '../permission-answer-text';
 import { senderName } from '../sender-name';
 import { h } from './dom';
-import { askWords, partsText, toolWords, wordsText } from './tool-words';
+import { askWords, partsText, toolWords, wordsText } from '../../protocol/tool-words';
 import { wordNodes } from './word-nodes';
 import { renderPreview } from './preview-view';
 

@@ -12,7 +12,7 @@ import { parseUnifiedDiff } from './diff-hunks';
 import { diffStats } from './diff-stats';
 import { h } from './dom';
 import { renderPreview } from './preview-view';
-import { commandLine, toolWords, type ToolPhase, type ToolWordsResult } from './tool-words';
+import { commandLine, toolWords, type ToolPhase, type ToolWordsResult } from '../../protocol/tool-words';
 import { wordNodes } from './word-nodes';
 
 export type ToolStatus = 'running' | 'ok' | 'failed' | 'denied';

@@ -160,7 +160,7 @@ export class TurnNotices {
     if (!message || this.notices.get(message.id)?.node.isConnected) return;
     this.own.add(message.id);
     const retry: RetryOf = { kind: 'turn', conversationId, messageId: message.id, clientRetryId: this.deps.newId() };
-    this.show([message.id, ...(message.client_message_id ? [message.client_message_id] : [])], 'This message was not answered.', retry, {});
+    this.show([message.id, ...(message.client_message_id ? [message.client_message_id] : [])], 'This message was not answered.', retry, { tone: 'info' });
   }
 
   /** The ids a turn's notice is known by, and its Retry when the message is this page's own. */

@@ -8,7 +8,7 @@
 import type { CommandInput, EnvelopeOf, TurnChanges, UndoFile, UndoTurnResult } from '../../protocol';
 import { h } from './dom';
 import { renderPreview } from './preview-view';
-import { unrecordedWords, wordsParts } from './tool-words';
+import { unrecordedWords, wordsParts } from '../../protocol/tool-words';
 import { wordNodes } from './word-nodes';
 
 type Call = <C extends CommandInput>(frame: C) => Promise<EnvelopeOf<C['type']> | undefined>;

@@ -7,7 +7,7 @@
 import type { PermissionRequest } from '../../protocol';
 import { h, relativeTime } from '../chat/dom';
 import { renderPreview } from '../chat/preview-view';
-import { askWords, partsText } from '../chat/tool-words';
+import { askWords, partsText } from '../../protocol/tool-words';
 import type { MachineEntry } from './machine-entry';
 
 export interface NeedsYouActions {

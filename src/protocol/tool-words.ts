@@ -2,9 +2,10 @@
  * What a tool call did, in a person's words, for its card's line: "Ran npm test", "Read src/app.ts",
  * "Searched for “foo” in *.ts", "Edited src/x.ts", an MCP tool "add (calc)". The one home for these
  * words: every tool the service itself offers (agent/tools/builtin, memory, todo) is worded here; a
- * custom tool, or one this page does not know, keeps its name. Pure (no DOM), unit-tested in Node.
+ * custom tool, or one this page does not know, keeps its name. Pure (no DOM), unit-tested in Node; in
+ * protocol/ (s26) so the service's push of a prompt asks in the same words as the page's card.
  */
-import { shortened } from '../../protocol/code-points';
+import { shortened } from './code-points';
 
 /** Where the call is: asked for (waiting, denied, failed before it did anything), under way, or done. */
 export type ToolPhase = 'asked' | 'doing' | 'done';

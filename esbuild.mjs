@@ -98,6 +98,18 @@ const builds = [
   // function's name with a call a closure). Not in the .vsix (.vscodeignore lists what goes in).
   { ...common, entryPoints: { 'bench-service': 'src/service.ts' }, outdir: 'dist', plugins: [...common.plugins, splitOff] },
   { ...common, entryPoints: { extension: 'src/extension/extension.ts' }, outdir: 'dist', external: ['vscode'], plugins: [...common.plugins, splitOff] },
+  // The service in the editor, on a worker thread of the extension host (src/service-thread/hosted-service.ts):
+  // service-thread.js runs service-thread-main.js with V8's code cache (thread-loader.ts), a function of a
+  // CommonJS module's arguments as cli-main.js.
+  { ...common, entryPoints: { 'service-thread': 'src/service-thread/thread-loader.ts' }, outdir: 'dist' },
+  {
+    ...common,
+    entryPoints: { 'service-thread-main': 'src/service-thread/service-thread.ts' },
+    outdir: 'dist',
+    plugins: [...common.plugins, splitOff],
+    banner: { js: '(function (exports, require, module, __filename, __dirname) {' },
+    footer: { js: '})' },
+  },
   // The relay's Cloudflare Worker: one ES module with no Node built-ins (the neutral platform refuses them).
   {
     // Alone in its folder: wrangler uploads every module beside it.

@@ -1,13 +1,12 @@
 // dist/cli.js, the command line's entry: it runs the command line's bundle (dist/cli-main.js, built from
 // cli.ts) compiled with V8's code cache, which the build writes beside it (esbuild.mjs). Compiling the
 // bundle (1.7 MB) without it was the largest single CPU cost of a start (docs/design.md, "Start-up").
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import v8 from 'node:v8';
-import vm from 'node:vm';
 import type { Worker } from 'node:worker_threads';
 import { parkStarter, type ParkedStarter } from './git/starter-process';
+import { CodeCache } from './platform/code-cache';
 import { startHistoryWorker } from './store/history/start-worker';
 
 /**
@@ -74,47 +73,8 @@ export function compileSqliteAhead(dir = __dirname): { sqlJs: WebAssembly.Module
 }
 
 const BUNDLE = path.join(__dirname, 'cli-main.js');
-const CACHE = `${BUNDLE}.cache`;
-/**
- * The cache starts with the bundle's size and modification time when it was made: V8 checks only the
- * source's length (and its own version and flags), so a bundle rebuilt without its cache (`npm run
- * watch`) must not get the old one.
- */
-const HEADER_BYTES = 16;
-
-function stamp(): Buffer {
-  const stat = statSync(BUNDLE);
-  const header = Buffer.alloc(HEADER_BYTES);
-  header.writeDoubleLE(stat.size, 0);
-  header.writeDoubleLE(stat.mtimeMs, 8);
-  return header;
-}
-
-/** The bundle's cached code when it was made from this very bundle; undefined otherwise. */
-function readCache(): Buffer | undefined {
-  try {
-    const cache = readFileSync(CACHE);
-    return cache.subarray(0, HEADER_BYTES).equals(stamp()) ? cache.subarray(HEADER_BYTES) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The bundle's text, compiled as it is in the file: the build writes it as a function of a CommonJS
- * module's arguments (esbuild.mjs; a wrapper joined here made V8 copy the 2 MB into one string before
- * compiling), and in ASCII, which V8 keeps one byte a character where a few dashes in comments made the
- * whole a two-byte string. In a bare script: read 27-28 -> 20 ms, compile with the cache 33-36 -> 20 ms.
- * (Read as Latin-1, Node makes an external string, 4 ms less to read, but the first chat then ran 3-4 ms
- * more of the main thread: docs/design.md, "The bundle read one byte a character; SQLite compiled eagerly, tried (s23, start23)".)
- */
-function readBundle(): string {
-  return readFileSync(BUNDLE, 'utf8');
-}
-
-function compile(cachedData: Buffer | undefined): vm.Script {
-  return new vm.Script(readBundle(), { filename: BUNDLE, cachedData });
-}
+/** Written by the build (esbuild.mjs: `writeCodeCache`, after a rehearsed start), read at every start. */
+const cache = new CodeCache(BUNDLE, `${BUNDLE}.cache`);
 
 /**
  * A rehearsal that hangs (a stuck fsync) must not hang the build: its cache is written with what was
@@ -134,12 +94,6 @@ interface Bundle {
   rehearsalShortfall(rehearsal: Rehearsal): string | undefined;
 }
 
-function run(script: vm.Script): Bundle {
-  const bundle = { exports: {} as Bundle };
-  (script.runInThisContext() as (...args: unknown[]) => void).call(bundle.exports, bundle.exports, createRequire(BUNDLE), bundle, BUNDLE, path.dirname(BUNDLE));
-  return bundle.exports;
-}
-
 /**
  * The build's step (esbuild.mjs, in a process of its own): loads the bundle as a start does, which
  * compiles what its modules run as they load, then rehearses one start (cli-rehearsal.ts: a temporary
@@ -151,9 +105,9 @@ function run(script: vm.Script): Bundle {
 export async function writeCodeCache(): Promise<string | undefined> {
   // Stamped as the bundle was read: a bundle rewritten during the rehearsal (`npm run watch`) must not get
   // the old code's cache under its own stamp (V8 checks only the source's length).
-  const before = stamp();
-  const script = compile(undefined);
-  const { rehearseStart, rehearsalShortfall } = run(script);
+  const before = cache.stamp();
+  const script = cache.compile(undefined);
+  const { rehearseStart, rehearsalShortfall } = cache.run<Bundle>(script);
   let bounded: NodeJS.Timeout | undefined;
   const outOfTime = new Promise<never>((_, reject) => {
     bounded = setTimeout(() => reject(new Error(`no end after ${REHEARSAL_LIMIT_MS / 1000} s`)), REHEARSAL_LIMIT_MS);
@@ -162,11 +116,11 @@ export async function writeCodeCache(): Promise<string | undefined> {
     .then(rehearsalShortfall, (error: unknown) => (error instanceof Error ? error.message : String(error)))
     .finally(() => clearTimeout(bounded));
   if (problem !== undefined) console.error(`the code cache's rehearsal of a start was not whole (the cache holds another path than a start's): ${problem}`);
-  if (!before.equals(stamp())) {
+  if (!before.equals(cache.stamp())) {
     console.error('the bundle changed while its code cache was made: no cache written');
     return problem;
   }
-  writeFileSync(CACHE, Buffer.concat([before, script.createCachedData()]));
+  cache.write(script, before);
   return problem;
 }
 
@@ -179,7 +133,7 @@ if (require.main === module) {
   const sqlite = serving ? compileSqliteAhead() : undefined;
   // history.db's worker loads its SQLite (and ICU's time zone data) while this thread loads the service, rather than after.
   const historyWorker = serving ? startHistoryWorker({ loadTimeZones: true, compiledSqlite: sqlite?.historyDb }) : undefined;
-  const script = compile(readCache());
-  const { main } = run(script);
+  const script = cache.compile(cache.read());
+  const { main } = cache.run<Bundle>(script);
   main(argv, { historyWorker, sqlJs: sqlite?.sqlJs, gitStarter }).then((code) => process.exit(code));
 }

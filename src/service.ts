@@ -66,6 +66,9 @@ import { WebhookChannel, type WebhookChannelOptions } from './channels/webhooks/
 import { PushService, type PushOptions } from './channels/push/push-service';
 import { webPush } from './channels/push/web-push-lib';
 
+import { PortInUseError } from './transport/port-in-use';
+export { PortInUseError };
+
 export interface ServiceOptions {
   dataDir: string;
   /** Overrides the tcp channel's port (0: any free port). */
@@ -135,16 +138,6 @@ export interface ServiceOptions {
   holdPractice?: () => Promise<unknown>;
   /** Web Push delivery: tests trust their fake push service (`agent`), allow its loopback endpoint, shorten the backoff. Never from service.json. */
   push?: PushOptions;
-}
-
-export class PortInUseError extends Error {
-  constructor(
-    readonly host: string,
-    readonly port: number,
-  ) {
-    super(`port ${port} on ${host} is already in use by another program; choose another port (--port N, or "port" of the tcp channel in service.json)`);
-    this.name = 'PortInUseError';
-  }
 }
 
 /** Stops waiting for in-flight work after this long on stop; running chats are then cancelled. */

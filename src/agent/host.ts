@@ -1,4 +1,5 @@
 import type { Provider } from './providers/types';
+import type { TerminalRunner } from './tools/terminal-run-command';
 import type { ToolSource } from './tools/types';
 
 /**
@@ -9,6 +10,8 @@ import type { ToolSource } from './tools/types';
 export interface Host {
   /** The `vscode` provider: the editor's language models (vscode.lm). */
   languageModels?: () => Provider | undefined;
+  /** Where run_command's shell command lines run visibly (the editor's terminal): it then takes the built-in's place, which stays its fallback. */
+  terminal?: TerminalRunner;
   /** Tools only the host has (diagnostics, the active selection...). */
   toolSources?: ToolSource[];
   /** Tools the host offers from other programs (VS Code's lm tools): after every other source, so they never shadow one. */

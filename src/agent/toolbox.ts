@@ -1,8 +1,8 @@
-import { resolve } from 'node:path';
 import type { ServiceConfig } from '../protocol';
 import type { Logger } from '../log/logger';
 import type { Store } from '../store';
 import type { Host } from './host';
+import { workspaceRootsOf } from './workspace-roots';
 import { createBuiltinToolSource } from './tools/builtin';
 import { createCustomToolSource } from './tools/custom';
 import { createMcpToolSource } from './tools/mcp';
@@ -10,19 +10,8 @@ import { createMemoryToolSource } from './tools/memory';
 import { ToolRegistry } from './tools/registry';
 import { ToolError, type Tool } from './tools/types';
 import { createTodoToolSource } from './tools/todo';
-
-/** The last `workspace` resolved: asked on every command that names the roots (get_config), it seldom changes. */
-let lastWorkspace = { given: '', resolved: '' };
-function resolvedWorkspace(given: string): string {
-  if (lastWorkspace.given !== given) lastWorkspace = { given, resolved: resolve(given) };
-  return lastWorkspace.resolved;
-}
-
-/** The workspace roots of file tools: `workspace` of service.json, else the host's folders, else the current directory. */
-export function workspaceRootsOf(config: ServiceConfig, host: Host = {}): string[] {
-  if (config.workspace) return [resolvedWorkspace(config.workspace)];
-  return host.workspaceRoots ? host.workspaceRoots().map((root) => resolve(root)) : [process.cwd()];
-}
+import { runCommandTool } from './tools/builtin/run-command';
+import { terminalRunCommand } from './tools/terminal-run-command';
 
 /**
  * Every tool the agent may call, in precedence order: the host's own (the editor's), built-in,
@@ -30,7 +19,11 @@ export function workspaceRootsOf(config: ServiceConfig, host: Host = {}): string
  */
 export function createToolRegistry(config: () => ServiceConfig, store: Store, logger: Logger, host: Host = {}): ToolRegistry {
   const workspaceRoots = () => workspaceRootsOf(config(), host);
+  // The host's terminal runs run_command where the person sees it (its name shadows the built-in's). Like
+  // the host's other tools it is not offered to a worktree's conversation (no followsArea).
+  const inTerminal = host.terminal ? [terminalRunCommand(runCommandTool(workspaceRoots), workspaceRoots, host.terminal)] : [];
   return new ToolRegistry([
+    ...(inTerminal.length > 0 ? [{ name: 'terminal', tools: async () => inTerminal }] : []),
     ...(host.toolSources ?? []),
     ...ownToolSources(config, store, workspaceRoots),
     createMcpToolSource(() => config().mcp_servers, { logger: logger.child({ component: 'mcp' }), cwd: workspaceRoots()[0] }),
@@ -79,3 +72,5 @@ function ownToolSources(config: () => ServiceConfig, store: Store, workspaceRoot
     createCustomToolSource(() => config().tools, { workspaceRoots }),
   ];
 }
+
+export { workspaceRootsOf };

@@ -1,4 +1,4 @@
-import { endpointWithoutCredentials } from '../log/redact';
+import { publicConfigOf } from '../config/public-config';
 import { toolInfo } from '../agent/tools/registry';
 import type { ConversationActivity } from '../agent/conversation-activity';
 import type { InstructionFileInfo } from '../agent/agent';
@@ -41,21 +41,6 @@ import { withField } from './with-field';
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
 export type HandlerMap = { [T in CommandType]: Handler<T> };
-
-export function publicConfigOf(config: ServiceConfig): PublicConfig {
-  return {
-    provider: config.provider,
-    model: config.model,
-    temperature: config.temperature,
-    permission_mode: config.permission_mode,
-    // A gateway's key may sit in the URL; every client (session users too) may read get_config.
-    base_url: config.base_url === undefined ? null : endpointWithoutCredentials(config.base_url),
-    api_key_set: Boolean(config.api_key),
-    permission_rules: { allow: [...config.permission_rules.allow], deny: [...config.permission_rules.deny] },
-    permission_timeout_seconds: config.permission_timeout_seconds,
-    system_prompt_mode: config.system_prompt_mode,
-  };
-}
 
 /**
  * get_config's answer while nothing in it changes: the configuration (frozen, replaced on change), the

@@ -10,6 +10,7 @@ const KEY_PREFIX = 'remoteAssistant.apiKey.';
 export class ApiKeys implements vscode.Disposable {
   private readonly cache = new Map<string, string>();
   private readonly subscription: vscode.Disposable;
+  private readonly listeners: (() => void)[] = [];
 
   constructor(
     private readonly secrets: vscode.SecretStorage,
@@ -26,8 +27,15 @@ export class ApiKeys implements vscode.Disposable {
 
   private async load(provider: string): Promise<void> {
     const value = await this.secrets.get(KEY_PREFIX + provider);
+    if (value === this.cache.get(provider)) return;
     if (value) this.cache.set(provider, value);
     else this.cache.delete(provider);
+    for (const listener of this.listeners) listener();
+  }
+
+  /** Called after a key changed (set here, or in SecretStorage by another window): the service's copy follows. */
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
   }
 
   /** Host.apiKey. */

@@ -1,9 +1,7 @@
 import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
-import { publicConfigOf } from '../commands/handlers';
-import type { OpenSession } from '../commands/door';
-import { requestIdOf, type CommandInput, type Envelope, type PublicConfig, type ResultOf, type ServiceEvent } from '../protocol';
-import type { Service } from '../service';
+import { publicConfigOf } from '../config/public-config';
+import { requestIdOf, type CommandInput, type Envelope, type PublicConfig, type ResultOf, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { ProtocolClient } from '../protocol/client';
 
 export type { PublicConfig } from '../protocol';
@@ -62,17 +60,35 @@ export async function call<C extends CommandInput>(backend: { request(frame: Fra
 }
 
 /**
- * The window that hosts the service: its sessions come in by the service's door (commands/door.ts), in
- * process, so graceful stop waits for their commands and closes them like any socket's.
+ * What LocalBackend needs of the service it hosts: the service on its thread (service-thread/
+ * hosted-service.ts), or a Service in this process (tests).
+ */
+export interface LocalService {
+  readonly config: {
+    readonly current: ServiceConfig;
+    on(event: 'change', listener: (fields: string[]) => void): unknown;
+    off(event: 'change', listener: (fields: string[]) => void): unknown;
+  };
+  openSession(options: { source: { kind: 'editor' }; principal: 'access'; canAnswerPermissions: true; send(event: ServiceEvent): void }): LocalSession;
+}
+
+interface LocalSession {
+  request(frame: unknown): Promise<Envelope>;
+  close(): void;
+}
+
+/**
+ * The window that hosts the service: its sessions come in by the service's door (commands/door.ts), so
+ * graceful stop waits for their commands and closes them like any socket's.
  */
 export class LocalBackend extends EventEmitter<BackendEvents> implements Backend {
   readonly kind = 'local' as const;
-  private readonly session: OpenSession;
+  private readonly session: LocalSession;
   private readonly onChange = (fields: string[]) => {
     this.emit('config', this.config, fields);
   };
 
-  constructor(readonly service: Service) {
+  constructor(readonly service: LocalService) {
     super();
     // The editor itself (commands, the status bar's waiting count, its prompt notifications) as one client,
     // the owner (it hosts the service and holds the access token); it hears and answers permission
@@ -86,7 +102,7 @@ export class LocalBackend extends EventEmitter<BackendEvents> implements Backend
   }
 
   request(frame: Frame): Promise<Envelope> {
-    return this.session.request(frame) as Promise<Envelope>;
+    return this.session.request(frame);
   }
 
   openViewChannel(sink: ViewSink): ViewChannel {
@@ -94,7 +110,7 @@ export class LocalBackend extends EventEmitter<BackendEvents> implements Backend
     let open = true;
     return {
       send: (frame) => {
-        void session.request(frame).then((envelope) => open && sink.onResponse(envelope as Envelope));
+        void session.request(frame).then((envelope) => open && sink.onResponse(envelope));
       },
       dispose: () => {
         open = false;

@@ -1,9 +1,7 @@
 import * as vscode from 'vscode';
 import { defineTool } from '../agent/tools/define-tool';
-import { runCommandTool } from '../agent/tools/builtin/run-command';
 import { ToolError, type ToolSource } from '../agent/tools/types';
 import { resolveWorkspacePath, type WorkspaceRoots } from '../agent/tools/workspace';
-import { terminalRunCommand } from './terminal-command';
 
 /**
  * A path the model gave, confined like the file tools' (resolveWorkspacePath: inside the workspace,
@@ -21,12 +19,11 @@ function relative(uri: vscode.Uri): string {
 const severityName = ['error', 'warning', 'info', 'hint'];
 
 /**
- * Tools only the editor has: its diagnostics, opening a file at a range, the user's selection; and
- * run_command in a visible terminal (it takes the built-in's place, which stays its fallback).
+ * Tools only the editor has: its diagnostics, opening a file at a range, the user's selection. (run_command
+ * in a visible terminal is the service's, agent/tools/terminal-run-command.ts, over the host's runner.)
  */
 export function createEditorToolSource(roots: WorkspaceRoots): ToolSource {
   const tools = [
-    terminalRunCommand(runCommandTool(roots), roots),
     defineTool({
       name: 'get_diagnostics',
       description: "The editor's problems (errors, warnings) for one file, or for every open file when path is left out.",

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { Host } from '../agent/host';
-import { workspaceRootsOf } from '../agent/toolbox';
+import { workspaceRootsOf } from '../agent/workspace-roots';
 import { DEFAULT_PROVIDER, type HostAction } from '../protocol';
 import { ApiKeys } from './api-keys';
 import { call } from './backend';
@@ -10,7 +10,8 @@ import { createLookup } from './editor-context';
 import { COMMANDS, registerCommands, type CommandDeps } from './palette-commands';
 import { LoopMonitor } from './diagnostics';
 import { createEditorToolSource } from './editor-tools';
-import { applyLanAccess, Hosting, type HostingState } from './hosting';
+import { createTerminalRunner } from './terminal-command';
+import { Hosting, type HostingState } from './hosting';
 import { createLanguageModelProvider } from './lm-provider';
 import { createLanguageModelToolSource } from './lm-tools';
 import { PendingPermissions } from './pending-permissions';
@@ -54,6 +55,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     languageModels: () => lm,
     workspaceRoots: openFolders,
     apiKey: apiKeys.get,
+    terminal: createTerminalRunner(),
   };
 
   const dataDir = context.globalStorageUri.fsPath;
@@ -64,6 +66,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   host.toolSources = [createEditorToolSource(toolRoots)];
   host.laterToolSources = [createLanguageModelToolSource()];
   active = { hosting };
+  // The service's thread keeps a copy of what it reads synchronously (the folders, the keys): sent at each change.
+  apiKeys.onChange(() => hosting.service?.hostChanged());
+  context.subscriptions.push(vscode.workspace.onDidChangeWorkspaceFolders(() => hosting.service?.hostChanged()));
 
   const statusBar = new StatusBar();
   const pending = new PendingPermissions();
@@ -199,7 +204,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       if (!e.affectsConfiguration(SETTINGS_SECTION)) return;
       const settings = readSettings();
       if (e.affectsConfiguration(`${SETTINGS_SECTION}.lanAccess`) && hosting.service) {
-        await applyLanAccess(hosting.service, settings.lanAccess).catch((error: Error) => log(`lanAccess: ${error.message}`));
+        await hosting.service.applyLanAccess(settings.lanAccess).catch((error: Error) => log(`lanAccess: ${error.message}`));
       }
       if ((e.affectsConfiguration(`${SETTINGS_SECTION}.port`) || e.affectsConfiguration(`${SETTINGS_SECTION}.lanAccess`)) && hosting.service) {
         log('settings changed: restarting the service');
@@ -219,7 +224,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     void whole.then(async () => {
       // Not after deactivate(): a restart would host again.
       const current = () => active?.hosting === hosting && hosting.service;
-      if (readSettings().lanAccess && current() && (await applyLanAccess(hosting.service!, true).catch(() => false)) && current()) {
+      if (readSettings().lanAccess && current() && (await hosting.service!.applyLanAccess(true).catch(() => false)) && current()) {
         // Listening on loopback only was not yet what the settings ask for: the service moves to the LAN.
         log('lanAccess: restarting the service on every interface');
         await hosting.restart();

@@ -3,8 +3,9 @@ import { readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Host } from '../agent/host';
 import { CONFIG_FILE_NAME, EDITOR_HOST_FILE_NAME } from '../platform/paths';
-import { PortInUseError, Service } from '../service';
-import { DataDirInUseError, pidAlive } from '../store';
+import { DataDirInUseError, pidAlive } from '../platform/lock-file';
+import { HostedService } from '../service-thread/hosted-service';
+import { PortInUseError } from '../transport/port-in-use';
 import { LocalBackend, RemoteBackend, type Backend } from './backend';
 
 /** Written by the hosting window once it listens, so the other windows know where to attach. */
@@ -51,7 +52,8 @@ export interface HostingEvents {
  * hosts, the rest attach again. Only the lock holder ever binds the port, so windows never fight for it.
  */
 export class Hosting extends EventEmitter<HostingEvents> {
-  service: Service | undefined;
+  /** The service this window hosts, on a thread of its own (service-thread/hosted-service.ts). */
+  service: HostedService | undefined;
   backend: Backend | undefined;
   private current: HostingState = { state: 'stopped' };
   private retryTimer: NodeJS.Timeout | undefined;
@@ -153,20 +155,18 @@ export class Hosting extends EventEmitter<HostingEvents> {
     if (!this.running) return this.current;
     const began = performance.now();
     if (this.current.state !== 'client') this.setState({ state: 'starting' });
-    let service: Service;
+    let service: HostedService;
     try {
       // Resolves once the data directory is locked (this window hosts); the store opens behind, while
       // the service listens: the backend's commands (and the keys, `ready`) are waited for in the service.
-      service = await Service.begin({
+      // The service runs on a thread of its own: its work and its garbage collection never stop the
+      // extension host's loop, which every extension shares.
+      service = await HostedService.begin({
         dataDir: this.options.dataDir,
         port: this.options.port(),
         host: this.options.bindHost,
         hostServices: this.options.hostServices,
         hostReady: this.options.ready,
-        // The window's figure is activate() -> listening: the SQLite engines load after the bind.
-        enginesAfterLock: true,
-        // The extension host's loop is every extension's: the log goes through libuv's pool.
-        sharedLoop: true,
       });
     } catch (error) {
       // Our own service, stopped while its open was held, still has the lock: waited for, with retries.
@@ -180,6 +180,7 @@ export class Hosting extends EventEmitter<HostingEvents> {
       return this.current;
     }
     this.service = service;
+    service.on('exit', (error) => void this.serial(() => this.threadEnded(service, error)));
     this.gone = new Promise<void>((resolve) => (this.markGone = resolve));
     // The editor's commands and views work at once: their commands wait for the store in the service.
     this.setBackend(new LocalBackend(service));
@@ -190,7 +191,7 @@ export class Hosting extends EventEmitter<HostingEvents> {
    * Waits for the service's store to open; undefined once whole, the error state when the open failed,
    * and the state reached meanwhile when the service was stopped while it opened (stop()).
    */
-  private async whole(service: Service): Promise<HostingState | undefined> {
+  private async whole(service: HostedService): Promise<HostingState | undefined> {
     if (!this.stillHosting(service)) return this.current;
     try {
       // Not past a teardown: the queue waits for this attempt, and a Start after Stop would wait for
@@ -202,8 +203,16 @@ export class Hosting extends EventEmitter<HostingEvents> {
     }
   }
 
+  /** The service's thread ended without being stopped (it crashed): the error is shown, as a failed open's. */
+  private async threadEnded(service: HostedService, error: Error): Promise<HostingState> {
+    if (!this.stillHosting(service)) return this.current;
+    this.options.log(`the service stopped unexpectedly: ${error.message}`);
+    await this.teardown();
+    return this.setState({ state: 'error', detail: `the service stopped unexpectedly (${error.message}); run "Restart Service" to start it again` });
+  }
+
   /** Whether `service` is still this window's (not stopped or replaced while it opened or bound). */
-  private stillHosting(service: Service): boolean {
+  private stillHosting(service: HostedService): boolean {
     return this.service === service;
   }
 
@@ -214,7 +223,7 @@ export class Hosting extends EventEmitter<HostingEvents> {
     return this.setState({ state: 'error', detail: error.message });
   }
 
-  private async listen(service: Service, began: number): Promise<HostingState> {
+  private async listen(service: HostedService, began: number): Promise<HostingState> {
     try {
       const address = await service.start();
       if (!this.stillHosting(service)) return this.current;
@@ -346,32 +355,4 @@ export class Hosting extends EventEmitter<HostingEvents> {
     this.emit('state', state);
     return state;
   }
-}
-
-/** Private networks a phone on the same LAN connects from (allow_from patterns). */
-export const LAN_PATTERNS = ['127.0.0.1', '::1', '192.168.*.*', '10.*.*.*', ...Array.from({ length: 16 }, (_, i) => `172.${16 + i}.*.*`)];
-const LOOPBACK_PATTERNS = ['127.0.0.1', '::1'];
-
-/**
- * The `remoteAssistant.lanAccess` setting, applied to service.json's tcp channel (either form of
- * `channels`). Returns whether the file changed (the service must then restart to rebind).
- */
-export async function applyLanAccess(service: Service, enabled: boolean): Promise<boolean> {
-  const changed = await service.config.edit((raw) => {
-    const wanted = enabled ? LAN_PATTERNS : LOOPBACK_PATTERNS;
-    const channels = raw.channels;
-    if (Array.isArray(channels)) {
-      const tcp = channels.find((c) => c && typeof c === 'object' && (c as { type?: unknown }).type === 'tcp') as Record<string, unknown> | undefined;
-      if (tcp) tcp.allow_from = wanted;
-      else if (enabled) channels.push({ name: 'lan', type: 'tcp', allow_from: wanted });
-    } else if (channels && typeof channels === 'object') {
-      const entries = channels as Record<string, Record<string, unknown>>;
-      const tcp = Object.values(entries).find((c) => c && c.type === 'tcp');
-      if (tcp) tcp.allow_from = wanted;
-      else if (enabled) entries.lan = { type: 'tcp', allow_from: wanted };
-    } else if (enabled) {
-      raw.channels = [{ name: 'lan', type: 'tcp', allow_from: wanted }];
-    }
-  });
-  return changed.length > 0;
 }

@@ -1,9 +1,7 @@
 import * as vscode from 'vscode';
 import { CappedOutput } from '../agent/tools/capped-output';
-import { describeProcessResult, timeoutMsOf, type ProcessResult } from '../agent/tools/process-runner';
-import { statOrExplain } from '../agent/tools/builtin/fs-errors';
-import { ToolError, type Tool, type ToolContext, type ToolOutput } from '../agent/tools/types';
-import { resolveWorkspacePath, type WorkspaceRoots } from '../agent/tools/workspace';
+import type { ProcessResult } from '../agent/tools/process-runner';
+import type { TerminalRunner } from '../agent/tools/terminal-run-command';
 
 const TERMINAL_NAME = 'Remote Assistant';
 /** How long a new terminal may take to report shell integration before the command runs hidden instead. */
@@ -105,29 +103,22 @@ async function execute(terminal: vscode.Terminal, commandLine: string, timeoutMs
 }
 
 /**
- * The built-in run_command, shown to the user: a shell command line runs in a visible "Remote
- * Assistant" terminal when the shell integration reports its output and exit code there. An argv
- * command, a shell without integration, or shell integration turned off: the built-in, hidden runner.
+ * The editor's side of run_command's visible runner (agent/tools/terminal-run-command.ts, on the service's
+ * thread): a shell command line runs in a "Remote Assistant" terminal when the shell integration reports
+ * its output and exit code there; undefined (the built-in hidden runner then answers) when the shell has
+ * no integration or it is turned off.
  */
-export function terminalRunCommand(builtin: Tool, roots: WorkspaceRoots, options: { shellIntegrationWaitMs?: number } = {}): Tool {
+export function createTerminalRunner(options: { shellIntegrationWaitMs?: number } = {}): TerminalRunner {
   const terminals = new AssistantTerminal(options.shellIntegrationWaitMs ?? SHELL_INTEGRATION_WAIT_MS);
-  return {
-    ...builtin,
-    description: `${builtin.description} In the editor, a command line runs in a visible terminal the user can watch.`,
-    async run(args: Record<string, unknown>, context: ToolContext): Promise<ToolOutput> {
-      const enabled = vscode.workspace.getConfiguration('terminal.integrated.shellIntegration').get<boolean>('enabled', true);
-      if (typeof args.command !== 'string' || args.command.trim() === '' || !enabled) return builtin.run(args, context);
-      const timeoutMs = timeoutMsOf(args.timeout_seconds as number | undefined);
-      const shown = typeof args.cwd === 'string' ? args.cwd : '.';
-      const cwd = await resolveWorkspacePath(roots(), shown);
-      if (!(await statOrExplain(cwd.path, shown)).isDirectory()) throw new ToolError(`cwd ${shown} is not a folder`);
-      const terminal = await terminals.acquire(cwd.path, context.signal);
-      if (!terminal) return builtin.run(args, context);
-      try {
-        return describeProcessResult(await execute(terminal, args.command, timeoutMs, context.signal));
-      } finally {
-        terminals.release(terminal);
-      }
-    },
+  return async (cwd, commandLine, timeoutMs, signal) => {
+    const enabled = vscode.workspace.getConfiguration('terminal.integrated.shellIntegration').get<boolean>('enabled', true);
+    if (!enabled) return undefined;
+    const terminal = await terminals.acquire(cwd, signal);
+    if (!terminal) return undefined;
+    try {
+      return await execute(terminal, commandLine, timeoutMs, signal);
+    } finally {
+      terminals.release(terminal);
+    }
   };
 }

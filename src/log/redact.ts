@@ -158,6 +158,8 @@ export class Redactor {
    * expressions (the secrets' matcher and SHAPED_SECRETS) scan a text in ~1-3 us; a look-up here is ~0.05.
    */
   private readonly answers = new Map<string, string>();
+  /** Called after every change of the secrets held (the editor's copy for its webview follows it: service-thread). */
+  onChange?: () => void;
 
   constructor(secrets: Iterable<string> = []) {
     this.setSecrets(secrets);
@@ -213,6 +215,7 @@ export class Redactor {
   private rebuild(): void {
     this.matcher = buildMatcher([...this.configured, ...this.added]);
     this.answers.clear();
+    this.onChange?.();
   }
 
   private walk(value: unknown, ancestors: Set<object>, depth: number): unknown {

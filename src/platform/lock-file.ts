@@ -4,6 +4,7 @@ import type { BigIntStats } from 'node:fs';
 import { link, open, readFile, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { PRIVATE_FILE_MODE } from './file-modes';
 
 export const LOCK_FILE_NAME = 'service.lock';
@@ -14,6 +15,14 @@ interface LockInfo {
   started_at: string;
   /** The kernel's boot id (Linux): a lock of this host from an earlier boot belongs to no process. */
   boot_id?: string;
+  /**
+   * The thread of the process that holds it (worker_threads' threadId; 0: the main thread), and when that
+   * process started (Linux: /proc/self/stat's starttime): the editor runs the service on a thread of its
+   * extension host, so another thread of this same process may hold the lock (a service restarted while
+   * the one before still finishes), which no pid check can tell from a lock left by an earlier process.
+   */
+  thread?: number;
+  process_start?: string;
 }
 
 export interface LockOptions {
@@ -42,6 +51,21 @@ function bootId(): string | null {
     }
   }
   return cachedBootId;
+}
+
+let cachedStart: string | null | undefined;
+/** When this process started (Linux, in clock ticks since boot), or null where that is not known. */
+function processStart(): string | null {
+  if (cachedStart === undefined) {
+    try {
+      // The fields after the command's name, which is in parentheses and may hold spaces: starttime is the 20th.
+      const stat = readFileSync('/proc/self/stat', 'latin1');
+      cachedStart = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+    } catch {
+      cachedStart = null;
+    }
+  }
+  return cachedStart;
 }
 
 export interface DirLock {
@@ -77,7 +101,9 @@ function parseLock(text: string): LockInfo | null {
     if (typeof value.pid !== 'number' || !Number.isSafeInteger(value.pid) || value.pid <= 0) return null;
     if (typeof value.hostname !== 'string') return null;
     const boot = typeof value.boot_id === 'string' ? { boot_id: value.boot_id } : {};
-    return { pid: value.pid, hostname: value.hostname, started_at: String(value.started_at ?? ''), ...boot };
+    const thread = typeof value.thread === 'number' ? { thread: value.thread } : {};
+    const start = typeof value.process_start === 'string' ? { process_start: value.process_start } : {};
+    return { pid: value.pid, hostname: value.hostname, started_at: String(value.started_at ?? ''), ...boot, ...thread, ...start };
   } catch {
     return null;
   }
@@ -138,9 +164,13 @@ function staleReason(info: LockInfo | null, me: string, options: LockOptions): s
   const boot = bootId();
   // After a restart pids are handed out again: the recorded one may now be any live process.
   if (boot !== null && info.boot_id !== undefined && info.boot_id !== boot) return 'this machine restarted since';
-  // Our own pid in a lock we do not hold: left by an earlier process that had the same pid
-  // (containers often run as pid 1).
-  if (info.pid === process.pid || !pidAlive(info.pid)) return 'process is gone';
+  if (info.pid === process.pid) {
+    // Another thread of this very process holds it (this thread's own are refused before: `held`).
+    if (info.thread !== undefined && info.thread !== threadId && (info.process_start === undefined || info.process_start === processStart())) return null;
+    // Left by an earlier process that had the same pid (containers often run as pid 1).
+    return 'process is gone';
+  }
+  if (!pidAlive(info.pid)) return 'process is gone';
   return null;
 }
 
@@ -176,11 +206,14 @@ async function takeLock(dir: string, label: string, file: string, logger: LockLo
   // The unreadable lock being waited for, and when (on our clock) we first saw that same file.
   let unreadable: { id: string; since: number } | undefined;
   for (let attempt = 0; attempt < 20; attempt++) {
+    const start = processStart();
     const content = JSON.stringify({
       pid: process.pid,
       hostname: me,
       started_at: new Date().toISOString(),
       ...(boot !== null ? { boot_id: boot } : {}),
+      thread: threadId,
+      ...(start !== null ? { process_start: start } : {}),
     } satisfies LockInfo);
     if (await createWithContent(file, content)) {
       held.set(file, content);
@@ -390,4 +423,17 @@ async function releaseLock(file: string, content: string, logger: LockLogger): P
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
+}
+
+/**
+ * Removes the lock of `dir` if a thread of this process that has ended holds it (a worker thread
+ * terminated, or crashed, before it released its lock: its exit hook may not run). Other threads' locks,
+ * other processes' and an unreadable one are left alone.
+ */
+export async function releaseEndedThreadLock(dir: string, endedThread: number, fileName: string = LOCK_FILE_NAME): Promise<void> {
+  const file = path.resolve(dir, fileName);
+  const text = await readLockText(file);
+  const info = text ? parseLock(text) : null;
+  if (!info || info.pid !== process.pid || info.thread !== endedThread || info.process_start !== (processStart() ?? undefined)) return;
+  if ((await readLockText(file)) === text) await unlink(file).catch(() => undefined);
 }

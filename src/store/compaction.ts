@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Logger } from '../log/logger';
 import type { ReplayFailure } from './replay';
-import { startStoreWorker } from './worker-thread';
+import { startWorkerThread } from '../platform/worker-thread';
 
 /** What the compaction worker is asked to do: fold `segments` (oldest first) into the snapshot. */
 export interface CompactionJob {
@@ -19,7 +19,7 @@ export function runCompactionWorker(job: CompactionJob): Promise<CompactionDone>
   return new Promise((resolve, reject) => {
     let result: CompactionResult | undefined;
     let error: Error | undefined;
-    const worker = startStoreWorker('compact-worker', __dirname, job);
+    const worker = startWorkerThread('compact-worker', __dirname, job);
     worker.on('message', (msg: CompactionResult) => {
       result = msg;
     });

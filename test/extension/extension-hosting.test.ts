@@ -163,22 +163,22 @@ test('across processes: a window attaches to the hosting process, and takes over
 });
 
 test('lanAccess writes the tcp channel allow_from (both channel forms) and the service then binds all interfaces', async () => {
-  const { applyLanAccess, LAN_PATTERNS } = await import('../../src/extension/hosting');
+  const { LAN_PATTERNS } = await import('../../src/config/lan-access');
   const { readFile } = await import('node:fs/promises');
   const dir = await storage();
   await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TEST_TOKEN, channels: { lan: { type: 'tcp', port: 5000 }, webhook: { accounts: {} } } }));
   const w = new Hosting({ dataDir: dir, port: () => 0, hostServices: {}, log: () => undefined });
   cleanups.push(() => w.stop());
   assert.equal((await w.start()).state, 'hosting');
-  assert.equal(await applyLanAccess(w.service!, true), true);
+  assert.equal(await w.service!.applyLanAccess(true), true);
   const written = JSON.parse(await readFile(join(dir, 'service.json'), 'utf8'));
   assert.deepEqual(written.channels.lan.allow_from, LAN_PATTERNS);
   assert.ok(written.channels.webhook, 'the object form and the other channels are kept');
   const state = await w.restart();
   assert.equal(state.state, 'hosting');
   assert.notEqual((state as { host: string }).host, '127.0.0.1');
-  assert.equal(await applyLanAccess(w.service!, true), false, 'nothing to change');
-  assert.equal(await applyLanAccess(w.service!, false), true);
+  assert.equal(await w.service!.applyLanAccess(true), false, 'nothing to change');
+  assert.equal(await w.service!.applyLanAccess(false), true);
   assert.deepEqual(w.service!.config.current.channels.find((c) => c.type === 'tcp')!.type === 'tcp' && (w.service!.config.current.channels[0] as { allow_from: string[] }).allow_from, [
     '127.0.0.1',
     '::1',
@@ -187,7 +187,7 @@ test('lanAccess writes the tcp channel allow_from (both channel forms) and the s
   await w.stop();
   await writeFile(join(dir, 'service.json'), JSON.stringify({ auth_token: TEST_TOKEN, channels: [] }));
   await w.start();
-  await applyLanAccess(w.service!, true);
+  await w.service!.applyLanAccess(true);
   assert.deepEqual(JSON.parse(await readFile(join(dir, 'service.json'), 'utf8')).channels, [{ name: 'lan', type: 'tcp', allow_from: LAN_PATTERNS }]);
 });
 

@@ -370,7 +370,9 @@ describe('palette: Edit Permission Rules and Send Test Notification', () => {
   test('Edit Permission Rules lists allow and deny rules, removes one and adds one: service.json changes, through the hosted service', async () => {
     const { api, phone, dataDir } = await activateWindow();
     const service = api.hosting.service!;
-    await service.config.update({ permission_rules: { allow: ['read_file', 'run_command:npm test'], deny: ['run_command:rm *'] } });
+    const file = join(dataDir, 'service.json');
+    await writeFile(file, JSON.stringify({ ...JSON.parse(await readFile(file, 'utf8')), permission_rules: { allow: ['read_file', 'run_command:npm test'], deny: ['run_command:rm *'] } }));
+    await waitFor(() => service.config.current.permission_rules.deny.length === 1, 'the service to read the rules');
     const fileRules = async () => JSON.parse(await readFile(join(dataDir, 'service.json'), 'utf8')).permission_rules;
     testing.answers.quickPick.push((items: { label: string; description?: string }[]) => {
       const labels = items.map((i) => i.label);

@@ -281,10 +281,11 @@ describe('run_command in a visible terminal', () => {
   async function setup() {
     const ws = await tempDir('ra-terminal-');
     cleanups.push(ws.cleanup);
-    const { terminalRunCommand } = await import('../../src/extension/terminal-command');
+    const { createTerminalRunner } = await import('../../src/extension/terminal-command');
+    const { terminalRunCommand } = await import('../../src/agent/tools/terminal-run-command');
     const { runCommandTool } = await import('../../src/agent/tools/builtin/run-command');
     const roots = () => [ws.dir];
-    return { dir: ws.dir, tool: terminalRunCommand(runCommandTool(roots), roots, { shellIntegrationWaitMs: 200 }) };
+    return { dir: ws.dir, tool: terminalRunCommand(runCommandTool(roots), roots, createTerminalRunner({ shellIntegrationWaitMs: 200 })) };
   }
 
   /** What the tool card shows of a command that ended well (the result's detail, never sent to the model). */

@@ -51,6 +51,14 @@ async function activateWindow(
   return { api, context, dataDir: storage.dir };
 }
 
+/** A hand edit of service.json (the service, on its own thread, picks it up as it would any). */
+async function editServiceJson(dataDir: string, edit: (raw: Record<string, unknown>) => void): Promise<void> {
+  const file = join(dataDir, 'service.json');
+  const raw = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+  edit(raw);
+  await writeFile(file, JSON.stringify(raw, null, 2));
+}
+
 function portOf(api: Awaited<ReturnType<ExtensionModule['activate']>>): number {
   const state = api.hosting.state;
   assert.equal(state.state, 'hosting', JSON.stringify(state));
@@ -92,11 +100,11 @@ describe('activation and the status bar', () => {
   });
 
   test('the status bar follows permission_mode changes from the service config and from a LAN client', async () => {
-    const { api } = await activateWindow();
+    const { api, dataDir } = await activateWindow();
     const port = portOf(api);
     const item = testing.statusBarItems[0];
-    await api.hosting.service!.config.update({ permission_mode: 'deny' });
-    assert.equal(item.text, `$(radio-tower) ${port} · deny`, 'updated as soon as the change is written');
+    await editServiceJson(dataDir, (raw) => void (raw.permission_mode = 'deny'));
+    await waitFor(() => item.text === `$(radio-tower) ${port} · deny`, 'the status bar to follow a hand edit of service.json');
     const c = await client(port);
     const reply = await c.request({ type: 'update_config', config: { permission_mode: 'allow' } });
     assert.equal(reply.status, 'ok');
@@ -104,7 +112,7 @@ describe('activation and the status bar', () => {
   });
 
   test('Set Permission Mode writes through the service; every client hears config.changed', async () => {
-    const { api } = await activateWindow();
+    const { api, dataDir } = await activateWindow();
     const c = await client(portOf(api));
     testing.answers.quickPick.push((items: { label: string; description: string }[]) => {
       assert.deepEqual(
@@ -118,7 +126,7 @@ describe('activation and the status bar', () => {
     assert.equal(api.hosting.service!.config.current.permission_mode, 'allow');
     const event = await c.next((f) => f.event === 'config.changed');
     assert.deepEqual(event.fields, ['permission_mode']);
-    assert.match(JSON.parse(await readFile(api.hosting.service!.config.path, 'utf8')).permission_mode, /allow/);
+    assert.match(JSON.parse(await readFile(join(dataDir, 'service.json'), 'utf8')).permission_mode, /allow/);
     await testing.commands.get('remoteAssistant.cyclePermissionMode')!();
     assert.equal(api.hosting.service!.config.current.permission_mode, 'deny');
   });
@@ -492,7 +500,7 @@ describe('file tools in the editor', () => {
   test("work in the window's open folder, unless service.json names a workspace", async () => {
     const folder = await tempDir('ra-folder-');
     cleanups.push(folder.cleanup);
-    const { api } = await activateWindow({ permission_mode: 'allow', api_key: SECRET_KEY }, { 'remoteAssistant.port': 0 }, () => {
+    const { api, dataDir } = await activateWindow({ permission_mode: 'allow', api_key: SECRET_KEY }, { 'remoteAssistant.port': 0 }, () => {
       testing.workspaceFolders = [{ uri: Uri.file(folder.dir), name: 'project', index: 0 }];
     });
     const c = await client(portOf(api));
@@ -506,7 +514,8 @@ describe('file tools in the editor', () => {
 
     const elsewhere = await tempDir('ra-configured-');
     cleanups.push(elsewhere.cleanup);
-    await api.hosting.service!.config.edit((raw) => void (raw.workspace = elsewhere.dir));
+    await editServiceJson(dataDir, (raw) => void (raw.workspace = elsewhere.dir));
+    await waitFor(() => api.hosting.service!.config.current.workspace === elsewhere.dir, 'the service to read the edit');
     fake.script(write('configured.txt'), write('configured.txt'));
     assert.equal((await c.request({ type: 'chat', message: 'write it there' }, 20_000)).status, 'ok');
     assert.ok(existsSync(join(elsewhere.dir, 'configured.txt')));

@@ -299,6 +299,8 @@ function createTesting() {
   return {
     settings: new Map<string, unknown>(),
     configChanged: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
+    /** Fire after changing `workspaceFolders` (VS Code's onDidChangeWorkspaceFolders). */
+    foldersChanged: new EventEmitter<unknown>(),
     commands: new Map<string, (...args: unknown[]) => unknown>(),
     executed: [] as { command: string; args: unknown[] }[],
     messages: [] as ShownMessage[],
@@ -569,6 +571,7 @@ export const workspace = {
     update: async (key: string, value: unknown) => testing.setSetting(`${section}.${key}`, value),
   }),
   onDidChangeConfiguration: (listener: Listener<{ affectsConfiguration(section: string): boolean }>) => testing.configChanged.event(listener),
+  onDidChangeWorkspaceFolders: (listener: Listener<unknown>) => testing.foldersChanged.event(listener),
   registerTextDocumentContentProvider: (scheme: string, provider: { provideTextDocumentContent(uri: Uri): string }) => {
     testing.contentProviders.set(scheme, provider);
     return new Disposable(() => testing.contentProviders.delete(scheme));

@@ -7,7 +7,14 @@ import { bodyChars, type BodyOut, type KeyedBody } from './protocol';
  * Bounded in bodies and bytes: the oldest are forgotten first, and a read of them asks the worker.
  */
 export class RecentBodies {
-  private readonly bodies = new Map<number, { body: BodyOut; size: number }>();
+  private readonly bodies = new Map<number, Kept>();
+  /**
+   * What was kept, oldest first, from `head` on: the next to forget without walking the Map, whose
+   * deleted slots stay at its front until it is rehashed (a walk from the start skipped up to ~1,000 of
+   * them at every add once full). An entry dropped or replaced since is no longer the Map's: skipped.
+   */
+  private order: Array<{ key: number; kept: Kept }> = [];
+  private head = 0;
   private bytes = 0;
 
   constructor(
@@ -19,16 +26,19 @@ export class RecentBodies {
     for (const b of bodies) {
       const size = 100 + bodyChars(b);
       if (size > this.maxBytes) continue;
-      if (this.bodies.has(b.key)) this.drop([b.key]);
-      this.bodies.set(b.key, { body: { key: b.key, content: b.content, data: b.data, cut: b.cut === true }, size });
+      this.forget(b.key);
+      const kept: Kept = { body: { key: b.key, content: b.content, data: b.data, cut: b.cut === true }, size };
+      this.bodies.set(b.key, kept);
+      this.order.push({ key: b.key, kept });
       this.bytes += size;
     }
-    if (this.bodies.size <= this.maxBodies && this.bytes <= this.maxBytes) return;
-    // Map order is insertion order: the oldest first.
-    for (const [key] of this.bodies) {
-      if (this.bodies.size <= this.maxBodies && this.bytes <= this.maxBytes) break;
-      this.drop([key]);
+    while (this.bodies.size > this.maxBodies || this.bytes > this.maxBytes) {
+      const { key, kept } = this.order[this.head++];
+      if (this.bodies.get(key) === kept) this.forget(key);
     }
+    // The forgotten front let go once it is most of the array (and stale entries of drops with it).
+    if (this.head > 64 && this.head * 2 > this.order.length) this.compact();
+    else if (this.order.length - this.head > 2 * this.bodies.size + 64) this.compact();
   }
 
   get(key: number): BodyOut | undefined {
@@ -36,16 +46,35 @@ export class RecentBodies {
   }
 
   drop(keys: readonly number[]): void {
-    for (const key of keys) {
-      const kept = this.bodies.get(key);
-      if (!kept) continue;
-      this.bytes -= kept.size;
-      this.bodies.delete(key);
-    }
+    for (const key of keys) this.forget(key);
   }
 
   clear(): void {
     this.bodies.clear();
+    this.order = [];
+    this.head = 0;
     this.bytes = 0;
   }
+
+  private forget(key: number): void {
+    const kept = this.bodies.get(key);
+    if (!kept) return;
+    this.bytes -= kept.size;
+    this.bodies.delete(key);
+  }
+
+  private compact(): void {
+    const live: Array<{ key: number; kept: Kept }> = [];
+    for (let i = this.head; i < this.order.length; i++) {
+      const entry = this.order[i];
+      if (this.bodies.get(entry.key) === entry.kept) live.push(entry);
+    }
+    this.order = live;
+    this.head = 0;
+  }
+}
+
+interface Kept {
+  body: BodyOut;
+  size: number;
 }

@@ -1,5 +1,5 @@
 import type { Worker } from 'node:worker_threads';
-import { startStoreWorker } from '../worker-thread';
+import { startWorkerThread } from '../../platform/worker-thread';
 
 /** What a history worker does at its start besides loading its SQLite (`workerData`). */
 export interface HistoryWorkerStart {
@@ -23,5 +23,5 @@ export interface HistoryWorkerStart {
  * the store.
  */
 export function startHistoryWorker(start: HistoryWorkerStart = {}): Worker {
-  return startStoreWorker('history-worker', __dirname, start);
+  return startWorkerThread('history-worker', __dirname, start);
 }

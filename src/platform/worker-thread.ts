@@ -2,10 +2,10 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 
 /**
- * Starts one of the store's worker threads: `<name>.ts` beside this file when running from source,
- * `dist/<name>.js` (emitted by esbuild beside the bundle) when bundled.
+ * Starts one of our worker threads (the store's, the service's in the editor): `<name>.ts` in `sourceDir`
+ * when running from source, `dist/<name>.js` (emitted by esbuild beside the bundle) when bundled.
  */
-export function startStoreWorker(name: string, sourceDir: string, workerData: unknown): Worker {
+export function startWorkerThread(name: string, sourceDir: string, workerData: unknown): Worker {
   if (__filename.endsWith('.ts')) {
     // From source (tsx): a worker does not get tsx' hooks for its entry file even though it inherits
     // `--import tsx`, so a tiny CommonJS bootstrap registers tsx and then loads the TypeScript entry.

@@ -1,0 +1,294 @@
+// The editor's side of the service on its own thread (service-thread.ts): what the extension (hosting.ts,
+// backend.ts) uses of the service, over the thread's port. The service's work and its garbage collection
+// stay off the extension host's loop, which every extension shares (docs/design.md, "The service on a
+// thread of its own").
+import { EventEmitter } from 'node:events';
+import type { Worker } from 'node:worker_threads';
+import type { Host } from '../agent/host';
+import { keepToolsOut } from '../agent/tools/private-folders';
+import { startWorkerThread } from '../platform/worker-thread';
+import { DataDirInUseError, releaseEndedThreadLock } from '../platform/lock-file';
+import { PortInUseError } from '../transport/port-in-use';
+import { KEYED_PROVIDERS, type Envelope, type ServiceConfig, type ServiceEvent } from '../protocol';
+import { HostAnswers } from './host-answers';
+import type { FromThread, HostMirrors, ThreadStart, ToThread, WireError } from './wire';
+
+export interface HostedOptions {
+  dataDir: string;
+  port?: number;
+  host?: string;
+  /** The editor's parts the service uses (its models, tools, terminal, folders, keys): answered on this thread. */
+  hostServices: Host;
+  /** What the editor must have done before the service takes its first command (its API keys read). */
+  hostReady?: Promise<unknown>;
+}
+
+/** The service's config as last told by its thread: `current`, and 'change' with the fields that changed. */
+export class ConfigMirror extends EventEmitter<{ change: [fields: string[]] }> {
+  constructor(public current: ServiceConfig) {
+    super();
+  }
+}
+
+/** A session of the editor's (its commands, a chat view) in the service: frames in, its answers and events out. */
+export interface HostedSession {
+  request(frame: unknown): Promise<Envelope>;
+  close(): void;
+}
+
+/** An error from the thread as the extension tells it apart (Hosting branches on these classes). */
+function fromWire(error: WireError): Error {
+  if (error.name === 'PortInUseError' && error.port !== undefined) return new PortInUseError(error.host ?? '', error.port);
+  if (error.name === 'DataDirInUseError' && error.pid !== undefined) {
+    const inUse = new DataDirInUseError('', error.pid);
+    inUse.message = error.message;
+    return inUse;
+  }
+  const made = new Error(error.message);
+  made.name = error.name;
+  return made;
+}
+
+const STOPPED: Envelope = { status: 'error', code: 'server_error', error: 'the service stopped' };
+
+export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
+  readonly config: ConfigMirror;
+  private secretsHeld: string[] = [];
+  readonly redactor = { secrets: () => this.secretsHeld };
+  readonly ready: Promise<void>;
+  private failedOpen = false;
+  private readonly answers: HostAnswers;
+  private next = 0;
+  private readonly sessions = new Map<number, (event: ServiceEvent) => void>();
+  private readonly responses = new Map<number, (envelope: Envelope) => void>();
+  private readonly lan = new Map<number, { resolve(changed: boolean): void; reject(error: Error): void }>();
+  private starting?: { resolve(address: { host: string; port: number; url: string }): void; reject(error: Error): void };
+  private stopped?: Promise<void>;
+  private markStopped: () => void = () => undefined;
+  private ended = false;
+  /** Settles once the thread is gone and its lock let go of. */
+  private ended$: Promise<void> = Promise.resolve();
+  private readonly threadId: number;
+
+  private constructor(
+    private readonly worker: Worker,
+    private readonly options: HostedOptions,
+    config: ServiceConfig,
+    ready: Promise<void>,
+  ) {
+    super();
+    this.threadId = worker.threadId;
+    this.config = new ConfigMirror(config);
+    this.ready = ready;
+    this.ready.catch(() => (this.failedOpen = true));
+    this.answers = new HostAnswers(options.hostServices, (message) => this.post(message));
+  }
+
+  /**
+   * Starts the thread, which loads service.json and takes the data directory's lock: resolves then (the
+   * store opening behind, `ready`), or rejects as Service.begin does (DataDirInUseError, a config error).
+   */
+  static begin(options: HostedOptions): Promise<HostedService> {
+    const start: ThreadStart = {
+      dataDir: options.dataDir,
+      port: options.port,
+      host: options.host,
+      toolSources: (options.hostServices.toolSources ?? []).map(({ name, followsArea }) => ({ name, ...(followsArea ? { followsArea } : {}) })),
+      laterToolSources: (options.hostServices.laterToolSources ?? []).map(({ name, followsArea }) => ({ name, ...(followsArea ? { followsArea } : {}) })),
+      languageModels: options.hostServices.languageModels !== undefined,
+      terminal: options.hostServices.terminal !== undefined,
+      mirrors: mirrorsOf(options.hostServices),
+    };
+    // The editor's own tools and context (open_file, get_selection, the active file's chip) run on this
+    // thread: they must never reach the data directory (service.json holds the access token) either.
+    const releaseDataDir = keepToolsOut(options.dataDir);
+    const worker = startWorkerThread('service-thread', __dirname, start);
+    worker.once('exit', releaseDataDir);
+    return new Promise<HostedService>((resolve, reject) => {
+      let hosted: HostedService | undefined;
+      let config: ServiceConfig | undefined;
+      let secrets: string[] = [];
+      let readyResolve: () => void = () => undefined;
+      let readyReject: (error: Error) => void = () => undefined;
+      const ready = new Promise<void>((res, rej) => ((readyResolve = res), (readyReject = rej)));
+      ready.catch(() => undefined);
+      const early = (message: FromThread) => {
+        if (message.t === 'config') config = message.config;
+        else if (message.t === 'secrets') secrets = message.secrets;
+        else if (message.t === 'begin-failed') {
+          worker.off('message', early);
+          void worker.terminate();
+          reject(fromWire(message.error));
+        } else if (message.t === 'begun' && config) {
+          worker.off('message', early);
+          hosted = new HostedService(worker, options, config, ready);
+          hosted.secretsHeld = secrets;
+          hosted.listen(readyResolve, readyReject);
+          resolve(hosted);
+        }
+      };
+      worker.on('message', early);
+      const failed = (error: Error) => {
+        if (hosted) return;
+        reject(error);
+      };
+      worker.once('error', failed);
+      worker.once('exit', (code) => failed(new Error(`the service's thread ended (exit code ${code}) before it began`)));
+      // Its failure is the editor's to tell (a key not read): the service goes on without it, as in process.
+      // The keys read meanwhile go first.
+      const hostReady = () => {
+        worker.postMessage({ t: 'mirrors', mirrors: mirrorsOf(options.hostServices) } satisfies ToThread);
+        worker.postMessage({ t: 'host-ready' } satisfies ToThread);
+      };
+      void Promise.resolve(options.hostReady).then(hostReady, hostReady);
+    });
+  }
+
+  private listen(readyResolve: () => void, readyReject: (error: Error) => void): void {
+    this.worker.on('message', (message: FromThread) => {
+      switch (message.t) {
+        case 'config':
+          this.config.current = message.config;
+          this.config.emit('change', message.fields);
+          return;
+        case 'secrets':
+          this.secretsHeld = message.secrets;
+          return;
+        case 'ready':
+          return readyResolve();
+        case 'ready-failed':
+          return readyReject(fromWire(message.error));
+        case 'started':
+          this.starting?.resolve(message.address);
+          this.starting = undefined;
+          return;
+        case 'start-failed':
+          this.starting?.reject(fromWire(message.error));
+          this.starting = undefined;
+          return;
+        case 'stopped':
+          this.markStopped();
+          return;
+        case 'event':
+          return this.sessions.get(message.sid)?.(message.event);
+        case 'response': {
+          const answer = this.responses.get(message.rid);
+          this.responses.delete(message.rid);
+          return answer?.(message.envelope);
+        }
+        case 'session-closed':
+          this.sessions.delete(message.sid);
+          return;
+        case 'lan-done': {
+          const waiting = this.lan.get(message.rid);
+          this.lan.delete(message.rid);
+          if (message.error) waiting?.reject(fromWire(message.error));
+          else waiting?.resolve(message.changed === true);
+          return;
+        }
+        case 'call':
+        case 'abort':
+          return this.answers.received(message);
+        default:
+          return;
+      }
+    });
+    // Its data directory's lock is let go of when the thread is gone, whichever way it went (a thread that
+    // crashed or was terminated may not have run its exit hook): the next service of this window may take it.
+    this.ended$ = new Promise<void>((resolve) => this.worker.once('exit', () => void releaseEndedThreadLock(this.options.dataDir, this.threadId).finally(resolve)));
+    const died = (error: Error) => {
+      if (this.ended) return;
+      this.ended = true;
+      this.answers.close();
+      readyReject(error);
+      this.starting?.reject(error);
+      for (const answer of this.responses.values()) answer(STOPPED);
+      this.responses.clear();
+      for (const waiting of this.lan.values()) waiting.reject(error);
+      this.lan.clear();
+      this.sessions.clear();
+      this.markStopped();
+      if (!this.stopped) this.emit('exit', error);
+    };
+    this.worker.on('error', (error) => died(error));
+    this.worker.on('exit', (code) => died(new Error(`the service's thread ended (exit code ${code})`)));
+  }
+
+  get openFailed(): boolean {
+    return this.failedOpen;
+  }
+
+  /** Listens (the tcp channel's port, or the one given); rejects with PortInUseError when it is taken. */
+  start(): Promise<{ host: string; port: number; url: string }> {
+    if (this.ended) return Promise.reject(new Error('the service stopped'));
+    return new Promise((resolve, reject) => {
+      this.starting = { resolve, reject };
+      this.post({ t: 'start' });
+    });
+  }
+
+  /** The service's graceful stop on its thread, then the thread ends. */
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      if (!this.ended) {
+        const done = new Promise<void>((resolve) => (this.markStopped = resolve));
+        this.post({ t: 'stop' });
+        await done;
+      }
+      this.ended = true;
+      this.answers.close();
+      await this.worker.terminate();
+      await this.ended$;
+    })();
+    return this.stopped;
+  }
+
+  /** A session of the editor's: the owner's (it holds the access token), answering permission requests. */
+  openSession(options: { send(event: ServiceEvent): void }): HostedSession {
+    const sid = (this.next += 1);
+    this.sessions.set(sid, options.send);
+    this.post({ t: 'session-open', sid });
+    return {
+      request: (frame) => {
+        if (this.ended) return Promise.resolve(STOPPED);
+        const rid = (this.next += 1);
+        return new Promise<Envelope>((resolve) => {
+          this.responses.set(rid, resolve);
+          this.post({ t: 'session-request', sid, rid, frame });
+        });
+      },
+      close: () => {
+        if (!this.sessions.delete(sid)) return;
+        this.post({ t: 'session-close', sid });
+      },
+    };
+  }
+
+  /** The `remoteAssistant.lanAccess` setting applied to service.json (config/lan-access.ts); whether it changed. */
+  applyLanAccess(enabled: boolean): Promise<boolean> {
+    if (this.ended) return Promise.reject(new Error('the service stopped'));
+    const rid = (this.next += 1);
+    return new Promise((resolve, reject) => {
+      this.lan.set(rid, { resolve, reject });
+      this.post({ t: 'lan', rid, enabled });
+    });
+  }
+
+  /** The editor's folders or keys changed: the thread's copy follows. */
+  hostChanged(): void {
+    this.post({ t: 'mirrors', mirrors: mirrorsOf(this.options.hostServices) });
+  }
+
+  private post(message: ToThread): void {
+    if (!this.ended) this.worker.postMessage(message);
+  }
+}
+
+function mirrorsOf(host: Host): HostMirrors {
+  const apiKeys: [string, string][] = [];
+  for (const provider of KEYED_PROVIDERS) {
+    const key = host.apiKey?.(provider);
+    if (key) apiKeys.push([provider, key]);
+  }
+  return { ...(host.workspaceRoots ? { workspaceRoots: host.workspaceRoots() } : {}), apiKeys };
+}

@@ -1,0 +1,139 @@
+// The service's worker thread in the editor's extension host (bundled to dist/service-thread.js; started by
+// hosted-service.ts). It opens the Service as the extension did in process, its host's parts (the
+// editor's models, tools, terminal, folders and keys) answered by the extension host's thread over this
+// thread's port (wire.ts).
+import { parentPort, workerData } from 'node:worker_threads';
+import type { OpenSession } from '../commands/door';
+import { Service } from '../service';
+import { applyLanAccess } from '../config/lan-access';
+import { HostCalls } from './host-calls';
+import { toWire, type FromThread, type ThreadStart, type ToThread } from './wire';
+
+const port = parentPort!;
+const start = workerData as ThreadStart;
+const post = (message: FromThread) => port.postMessage(message);
+
+let hostReady: () => void = () => undefined;
+const hostReadyPromise = new Promise<void>((resolve) => (hostReady = resolve));
+const calls = new HostCalls(start, post);
+const sessions = new Map<number, OpenSession>();
+let service: Service | undefined;
+let stopping: Promise<void> | undefined;
+let warm: (whole: boolean) => void = () => undefined;
+/** Settles once the service's warm-up is over (or it never began): the thread's loader then writes its code cache (thread-loader.ts). */
+export const warmedUp = new Promise<boolean>((resolve) => (warm = resolve));
+
+/** Its config, now and at every change (the editor reads it: its tools' folders, its default provider, get_config's fields). */
+function mirror(service: Service, fields: string[]): void {
+  post({ t: 'config', config: service.config.current, fields });
+}
+
+async function begin(): Promise<void> {
+  try {
+    service = await Service.begin({
+      dataDir: start.dataDir,
+      port: start.port,
+      host: start.host,
+      hostServices: calls.host,
+      hostReady: hostReadyPromise,
+      // The extension's figure is activate() -> listening: the SQLite engines load after the bind.
+      enginesAfterLock: true,
+    });
+  } catch (error) {
+    warm(false);
+    post({ t: 'begin-failed', error: toWire(error) });
+    return;
+  }
+  const opened = service;
+  void opened.warmedUp.then(warm);
+  mirror(opened, []);
+  post({ t: 'secrets', secrets: opened.redactor.secrets() });
+  opened.config.on('change', (fields) => mirror(opened, fields));
+  opened.redactor.onChange = () => post({ t: 'secrets', secrets: opened.redactor.secrets() });
+  post({ t: 'begun' });
+  opened.ready.then(
+    () => post({ t: 'ready' }),
+    (error: unknown) => post({ t: 'ready-failed', error: toWire(error) }),
+  );
+}
+
+function stop(): Promise<void> {
+  stopping ??= (async () => {
+    for (const session of sessions.values()) session.close();
+    sessions.clear();
+    try {
+      await service?.stop();
+      post({ t: 'stopped' });
+    } catch (error) {
+      post({ t: 'stopped', error: toWire(error) });
+    }
+    calls.close();
+    port.close();
+  })();
+  return stopping;
+}
+
+port.on('message', (message: ToThread) => {
+  switch (message.t) {
+    case 'start':
+      if (!service) return;
+      service.start().then(
+        (address) => post({ t: 'started', address }),
+        (error: unknown) => post({ t: 'start-failed', error: toWire(error) }),
+      );
+      return;
+    case 'stop':
+      void stop();
+      return;
+    case 'host-ready':
+      hostReady();
+      return;
+    case 'mirrors':
+      calls.mirrors = message.mirrors;
+      return;
+    case 'lan': {
+      const rid = message.rid;
+      if (!service) return post({ t: 'lan-done', rid, error: { name: 'Error', message: 'the service is not running' } });
+      applyLanAccess(service.config, message.enabled).then(
+        (changed) => post({ t: 'lan-done', rid, changed }),
+        (error: unknown) => post({ t: 'lan-done', rid, error: toWire(error) }),
+      );
+      return;
+    }
+    case 'session-open': {
+      if (!service || stopping) return post({ t: 'session-closed', sid: message.sid });
+      const sid = message.sid;
+      // The editor itself (its commands, its chat views): the owner, as it hosts the service and holds the
+      // access token; it hears and answers permission requests like any client.
+      const session = service.openSession({
+        source: { kind: 'editor' },
+        principal: 'access',
+        canAnswerPermissions: true,
+        send: (event) => post({ t: 'event', sid, event }),
+        onClose: () => {
+          sessions.delete(sid);
+          post({ t: 'session-closed', sid });
+        },
+      });
+      sessions.set(sid, session);
+      return;
+    }
+    case 'session-request': {
+      const session = sessions.get(message.sid);
+      const rid = message.rid;
+      if (!session) return post({ t: 'response', rid, envelope: { status: 'error', code: 'server_error', error: 'the service is stopping' } });
+      void session.request(message.frame).then((envelope) => post({ t: 'response', rid, envelope }));
+      return;
+    }
+    case 'session-close':
+      sessions.get(message.sid)?.close();
+      sessions.delete(message.sid);
+      return;
+    case 'answer':
+    case 'piece':
+      calls.received(message);
+      return;
+  }
+});
+
+void begin();

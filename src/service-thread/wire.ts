@@ -1,0 +1,123 @@
+// Messages between the editor's extension host (hosted-service.ts) and the service's worker thread
+// (service-thread.ts). The service runs on a thread of its own so that its work and its garbage collection
+// never stop the extension host's loop, which every extension shares (docs/design.md, "The service on a
+// thread of its own"). Everything here crosses by structured clone: plain data only.
+import type { CompletionRequest, ProviderWait } from '../agent/providers/types';
+import type { Envelope, ServiceConfig, ServiceEvent } from '../protocol';
+
+/** What the thread is started with (workerData). */
+export interface ThreadStart {
+  dataDir: string;
+  port?: number;
+  host?: string;
+  /** The editor's tool sources, in order: each one's name and whether its tools follow a worktree's area. */
+  toolSources: SourceInfo[];
+  laterToolSources: SourceInfo[];
+  /** Whether the editor offers its language models (the `vscode` provider). */
+  languageModels: boolean;
+  /** Whether commands may run in the editor's terminal (run_command's visible runner). */
+  terminal: boolean;
+  /** The editor's values the service reads synchronously, as they are now (then pushed on every change). */
+  mirrors: HostMirrors;
+}
+
+export interface SourceInfo {
+  name: string;
+  followsArea?: boolean;
+}
+
+/** What the service asks of the editor synchronously: kept on the thread, sent again whenever it changes. */
+export interface HostMirrors {
+  /** The editor's open folders on disk (none: the host has no folders to give, the current directory is used). */
+  workspaceRoots?: string[];
+  /** The API keys in the editor's SecretStorage, by provider. */
+  apiKeys: [provider: string, key: string][];
+}
+
+/** An error as it crosses: its class's name (Hosting tells some apart), message, and the fields they carry. */
+export interface WireError {
+  name: string;
+  message: string;
+  /** PortInUseError's. */
+  host?: string;
+  port?: number;
+  /** DataDirInUseError's. */
+  pid?: number;
+  /** ProviderError's. */
+  provider?: string;
+  kind?: string;
+  status?: number;
+  retryAfterMs?: number;
+}
+
+/** The editor's calls the service makes (the host's parts that live on the extension host's thread). */
+export type HostCall =
+  | { method: 'lm.complete'; request: WireCompletionRequest }
+  | { method: 'lm.listModels' }
+  | { method: 'tools.list'; source: SourceRef; area?: { roots: string[] } }
+  | { method: 'tools.run'; source: SourceRef; tool: string; args: Record<string, unknown>; conversationId: string }
+  | { method: 'terminal.run'; cwd: string; commandLine: string; timeoutMs: number };
+
+/** A tool source by its place: the first list (toolSources) or the later one. */
+export interface SourceRef {
+  later: boolean;
+  index: number;
+}
+
+/** A completion request without what cannot cross (its signal and callbacks: messages of their own). */
+export type WireCompletionRequest = Omit<CompletionRequest, 'signal' | 'onDelta' | 'onRetry'> & {
+  streams: boolean;
+};
+
+/** A tool as listed across: what the model and list_tools see (its run is a call back). */
+export interface WireTool {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  parameters: Record<string, string>;
+  from?: 'vscode';
+  unrecordedEffects?: boolean;
+}
+
+/** Main thread -> service thread. */
+export type ToThread =
+  | { t: 'start' }
+  | { t: 'stop' }
+  | { t: 'host-ready' }
+  | { t: 'mirrors'; mirrors: HostMirrors }
+  | { t: 'lan'; rid: number; enabled: boolean }
+  | { t: 'session-open'; sid: number }
+  | { t: 'session-request'; sid: number; rid: number; frame: unknown }
+  | { t: 'session-close'; sid: number }
+  /** A host call's answer. */
+  | { t: 'answer'; cid: number; value?: unknown; error?: WireError }
+  /** A streamed piece of a host call (a model's delta, a retry's wait). */
+  | { t: 'piece'; cid: number; delta?: string; retry?: ProviderWait };
+
+/** Service thread -> main thread. */
+export type FromThread =
+  | { t: 'begun' }
+  | { t: 'begin-failed'; error: WireError }
+  | { t: 'ready' }
+  | { t: 'ready-failed'; error: WireError }
+  | { t: 'started'; address: { host: string; port: number; url: string } }
+  | { t: 'start-failed'; error: WireError }
+  | { t: 'stopped'; error?: WireError }
+  | { t: 'config'; config: ServiceConfig; fields: string[] }
+  | { t: 'secrets'; secrets: string[] }
+  | { t: 'lan-done'; rid: number; changed?: boolean; error?: WireError }
+  | { t: 'event'; sid: number; event: ServiceEvent }
+  | { t: 'response'; rid: number; envelope: Envelope }
+  | { t: 'session-closed'; sid: number }
+  | { t: 'call'; cid: number; call: HostCall }
+  | { t: 'abort'; cid: number };
+
+export function toWire(error: unknown): WireError {
+  if (!(error instanceof Error)) return { name: 'Error', message: String(error) };
+  const wire: WireError = { name: error.name, message: error.message };
+  for (const field of ['host', 'port', 'pid', 'provider', 'kind', 'status', 'retryAfterMs'] as const) {
+    const value = (error as unknown as Record<string, unknown>)[field];
+    if (typeof value === 'string' || typeof value === 'number') (wire as unknown as Record<string, unknown>)[field] = value;
+  }
+  return wire;
+}

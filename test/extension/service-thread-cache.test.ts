@@ -1,0 +1,76 @@
+// The editor's service thread (dist/service-thread.js, src/service-thread/thread-loader.ts) runs its bundle
+// with a V8 code cache of this machine's own, written into the data directory once the first start's warm-up
+// is over. A damaged cache must cost only the compile, never the start. The built files, a real worker
+// thread, a temp data directory, the service listening on loopback. Needs `npm run build`.
+import assert from 'node:assert/strict';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { Worker } from 'node:worker_threads';
+import { CLI } from '../helpers/cli';
+import { TEST_TOKEN } from '../helpers/service';
+import { tempDir, waitFor } from '../helpers/temp';
+import type { FromThread, ThreadStart } from '../../src/service-thread/wire';
+
+const THREAD = join(CLI, '..', 'service-thread.js');
+
+/** One start of the built thread: listening on loopback, its store open (/health), then stopped. */
+async function startAndStop(dataDir: string, settle: () => Promise<void>): Promise<void> {
+  const start: ThreadStart = { dataDir, port: 0, host: '127.0.0.1', toolSources: [], laterToolSources: [], languageModels: false, terminal: false, mirrors: { apiKeys: [] } };
+  const worker = new Worker(THREAD, { workerData: start });
+  const next = (t: FromThread['t']) =>
+    new Promise<FromThread>((resolve, reject) => {
+      const on = (message: FromThread) => {
+        if (message.t === 'begin-failed' || message.t === 'start-failed') reject(new Error(JSON.stringify(message)));
+        if (message.t !== t) return;
+        worker.off('message', on);
+        resolve(message);
+      };
+      worker.on('message', on);
+      worker.once('error', reject);
+    });
+  try {
+    await next('begun');
+    worker.postMessage({ t: 'host-ready' });
+    const started = next('started');
+    worker.postMessage({ t: 'start' });
+    const { address } = (await started) as Extract<FromThread, { t: 'started' }>;
+    // 503 while the store opens, then 200.
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${address.port}/health`)).status === 200, 'the service to answer /health', 30_000);
+    await settle();
+    const stopped = next('stopped');
+    worker.postMessage({ t: 'stop' });
+    await stopped;
+  } finally {
+    await worker.terminate();
+  }
+}
+
+test("the service thread writes its code cache after the first start's warm-up, and a damaged cache only costs the compile", async (t) => {
+  const data = await tempDir('ra-thread-cache-');
+  t.after(data.cleanup);
+  await writeFile(join(data.dir, 'service.json'), JSON.stringify({ auth_token: TEST_TOKEN }));
+  const cacheDir = join(data.dir, 'cache');
+  const cacheFile = async () => (await readdir(cacheDir).catch(() => [] as string[])).map((name) => join(cacheDir, name));
+
+  // First start: no cache; one is written once the warm-up is over (it runs after listening).
+  await startAndStop(data.dir, () => waitFor(async () => (await cacheFile()).length === 1, 'the code cache to be written', 30_000));
+  const [file] = await cacheFile();
+  assert.match(file!, /service-thread-.+\.code$/);
+  const written = await readFile(file!);
+  assert.ok(written.length > 100_000, `a cache of the compiled bundle (${written.length} bytes)`);
+
+  // Damaged past its stamp (V8 refuses it): the thread starts all the same, and writes a good one again.
+  const damaged = Buffer.from(written);
+  damaged.fill(0x5a, 16, 4_096);
+  await writeFile(file!, damaged);
+  await startAndStop(data.dir, () => waitFor(async () => !(await readFile(file!)).equals(damaged), 'the damaged cache to be written again', 30_000));
+  assert.equal(
+    (await readFile(file!)).subarray(16, 4_096).every((byte) => byte === 0x5a),
+    false,
+  );
+
+  // Cut short (a disk that filled while it was written): read as no cache, the start unharmed.
+  await writeFile(file!, written.subarray(0, 10));
+  await startAndStop(data.dir, async () => undefined);
+});

@@ -56,7 +56,7 @@ test('a prompt parked while the phone is offline: pushed, re-sent when the phone
   await push.waitFor(() => pushes().some((p) => p.kind === 'prompt'), 'the prompt push');
   const prompt = pushes().find((p) => p.kind === 'prompt')!;
   assert.equal(prompt.conversation_id, conversationId);
-  assert.equal(prompt.title, 'Approve run_command?');
+  assert.equal(prompt.title, 'Run echo built > away.txt?', 'what it asks in words (s26: was "Approve run_command?")');
   assert.match(String(prompt.body), /echo built > away\.txt/);
   assert.equal(existsSync(join(svc.workspace, 'away.txt')), false, 'nothing ran before the answer');
 

@@ -94,7 +94,7 @@ test('a waiting prompt is pushed (title, body, tag, url, TTL, urgency, topic, VA
       tag: `prompt:${cid}`,
       conversation_id: cid,
       request_id: request.request_id,
-      title: 'Approve run_command?',
+      title: 'Run git status --short?',
       body: 'git status --short\nplease run git status --short',
       url: `./?conversation=${cid}&request=${request.request_id}`,
     });

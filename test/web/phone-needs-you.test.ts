@@ -48,6 +48,7 @@ test('needs you: the prompt above six finished runs, the badge counts prompts, A
   assert.match(await page.locator('.machines-panel .machine-state').innerText(), /1 waiting · 6 finished/, "the counts on the machine's row");
 
   const prompt = page.locator('.needs-you-item[data-kind="prompt"]');
+  assert.equal(await prompt.locator('.needs-you-what').innerText(), 'Run echo from the list?', 'what it asks, in words (s26: was "Approve run_command? …")');
   assert.equal(await prompt.locator('.needs-you-allow').isVisible(), false, 'no Allow without the preview');
   await prompt.locator('.needs-you-show').click();
   assert.equal(await prompt.locator('.preview-command').innerText(), 'echo from the list', 'the preview, one tap away');

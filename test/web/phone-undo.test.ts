@@ -48,7 +48,9 @@ test("the phone shows the diff of what undo will restore, then restores the turn
   assert.equal(await pageFile.locator('.diff-line[data-kind="del"] .diff-text').innerText(), 'written by the turn');
   assert.equal(await pageFile.locator('.diff-line[data-kind="add"] .diff-text').innerText(), 'before the turn');
   assert.match(await panel.locator('.undo-file', { hasText: 'made-by-turn.txt' }).innerText(), /will be deleted/);
-  assert.match(await panel.locator('.undo-not-reversible').innerText(), /echo side effect/);
+  const notReversible = await panel.locator('.undo-not-reversible').innerText();
+  assert.match(notReversible, /Ran echo side effect/, 'what the call did, in words');
+  assert.doesNotMatch(notReversible, /run_command/, 'not its machine name');
   assert.equal(await readFile(join(ws, 'page.txt'), 'utf8'), 'kept line\nwritten by the turn\n', 'the preview changed nothing');
 
   await panel.locator('.undo-confirm').click();

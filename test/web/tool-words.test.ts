@@ -1,11 +1,11 @@
-// A tool card's words (src/web/chat/tool-words.ts): every tool the service offers itself is worded, in
+// A tool card's words (src/protocol/tool-words.ts): every tool the service offers itself is worded, in
 // each phase; an MCP tool reads "<tool> (server)"; a tool the page does not know keeps its name.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createBuiltinToolSource } from '../../src/agent/tools/builtin';
 import { createMemoryToolSource, type MemoryStore } from '../../src/agent/tools/memory';
 import { createTodoToolSource, type PlanStore } from '../../src/agent/tools/todo';
-import { toolLabel, toolWords, wordsText, type ToolPhase } from '../../src/web/chat/tool-words';
+import { askWords, partsText, toolLabel, toolWords, unrecordedWords, wordsText, type ToolPhase } from '../../src/protocol/tool-words';
 
 const say = (tool: string, args: unknown, phase: ToolPhase = 'done', newFile?: boolean) => wordsText(toolWords(tool, args, phase, { newFile }));
 
@@ -69,4 +69,24 @@ test('an MCP tool reads "<tool> (server)"; an unknown tool keeps its name and it
   assert.equal(say('weird', 'not an object'), 'weird');
   assert.equal(say('.hidden', {}), '.hidden');
   assert.equal(say('constructor', {}), 'constructor', 'a name on Object.prototype is not a wording');
+});
+
+test("a permission prompt's question and undo's not-reversible calls in the same words (s26, words26)", async () => {
+  const ask = (tool: string, args: unknown) => partsText(askWords(tool, args));
+  assert.equal(ask('run_command', { command: 'npm test' }), 'Run npm test?');
+  assert.equal(ask('write_file', { path: 'notes.md', content: 'x' }), 'Write notes.md?');
+  assert.equal(ask('list_directory', {}), 'List the workspace folder?');
+  assert.equal(ask('calc.add', { a: 1 }), 'Allow add (calc) to run?', 'an MCP tool by its name for a person');
+  assert.equal(ask('deploy_site', { path: 'dist' }), 'Allow deploy_site to run?', 'a tool without words keeps its name');
+  assert.deepEqual(
+    askWords('run_command', { command: 'npm test' }).filter((part) => part.code),
+    [{ text: 'npm test', code: true }],
+    'the command as code',
+  );
+  const sources = [createBuiltinToolSource({ workspaceRoots: () => ['/tmp'] }), createMemoryToolSource({} as MemoryStore), createTodoToolSource({} as PlanStore)];
+  for (const name of (await Promise.all(sources.map((source) => source.tools()))).flat().map((tool) => tool.name)) {
+    assert.ok(!ask(name, {}).includes('_'), `${name}'s question: "${ask(name, {})}"`);
+  }
+  assert.equal(wordsText(unrecordedWords('run_command', 'make deploy')), 'Ran make deploy');
+  assert.equal(wordsText(unrecordedWords('calc.add', '{"a":1}')), 'add (calc) {"a":1}');
 });

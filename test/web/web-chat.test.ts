@@ -178,7 +178,7 @@ test('ask mode: a tool call shows a permission card; Allow runs it and the card 
   await send('list the workspace');
   const card = page.locator('.permission-card');
   await card.waitFor();
-  assert.match(await card.innerText(), /list_directory/);
+  assert.equal(await card.locator('.permission-title').innerText(), 'List the workspace folder?', 'the question in words (s26)');
   assert.match(await card.innerText(), /Asked from this device/, 'the card says who asked: this page (it holds the access token)');
   assert.deepEqual(await card.locator('.permission-actions button[data-decision]').evaluateAll((b) => b.map((x) => (x as HTMLElement).dataset.decision)), [
     'allow',

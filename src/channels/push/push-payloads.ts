@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { PermissionPreview, ServiceEvent } from '../../protocol';
+import { askWords, partsText } from '../../protocol/tool-words';
 import type { PushPayload } from '../../protocol/push-payload';
 import { shortened } from '../../protocol/code-points';
 import { sourceLabel } from '../../protocol/sources';
@@ -56,7 +57,8 @@ export function promptPayload(request: PermissionRequest, conversationTitle: str
     kind: 'prompt',
     tag,
     ...ids,
-    title: cut(text(`Approve ${request.tool}?`), TITLE_CHARS),
+    // The permission card's question, in the same words ("Run npm test?"): the one home is the page's.
+    title: cut(text(partsText(askWords(request.tool, request.arguments))), TITLE_CHARS),
     body: cut(text(`${subject}\n${conversationTitle}`), BODY_CHARS),
     url: pageUrl(request.conversation_id, request.request_id),
   };

@@ -5,7 +5,7 @@
  * apart; navigation (which conversation is on screen, following it, its history) is here.
  */
 import { shortened } from '../../protocol/code-points';
-import type { CommandInput, Conversation, EnvelopeOf, PermissionMode, ViewEvent } from '../../protocol';
+import type { CommandInput, Conversation, EnvelopeOf, Message, PermissionMode, ViewEvent } from '../../protocol';
 import { contextChars, MAX_CONTEXT_CHARS } from '../../protocol/chat-context';
 import type { PendingRequests } from '../../protocol/pending-requests';
 import type { ConnectionStatus, ServiceConnection } from '../connection';
@@ -159,6 +159,7 @@ export class ChatApp {
       messages: this.messages,
       turnRetrying: (event) => this.notices.retrying(event),
       turnFailed: (failed) => this.notices.failed(failed),
+      turnStopped: (stopped, replied) => this.notices.stopped(stopped, replied),
       thumbnails: this.thumbnails,
       claimSent: (clientMessageId) => this.sender.claimSent(clientMessageId),
       // The turn's reply may offer "Undo this turn" now that its files are written.
@@ -366,8 +367,8 @@ export class ChatApp {
     // An answer, a tool or the end: any wait before a retry is over.
     if (conversationId === this.current && event.event !== 'turn.retrying') this.notices.settled();
     if (conversationId === this.current) this.live.draw(event);
-    // A turn of a message whose failure is said here ended otherwise (a retry, from here or elsewhere).
-    if (conversationId === this.current && event.event === 'turn.ended' && event.outcome !== 'failed' && event.message_id) this.notices.resolved(event.message_id);
+    // A turn of a message whose failure is said here was answered (a retry, from here or elsewhere).
+    if (conversationId === this.current && event.event === 'turn.ended' && event.outcome === 'answered' && event.message_id) this.notices.resolved(event.message_id);
     // The turn may have reached a folder with its own AGENTS.md.
     if (conversationId === this.current && event.event === 'turn.ended') void this.refreshInstructions();
   }
@@ -381,11 +382,14 @@ export class ChatApp {
     if (!conversationId) return;
     const view = this.view;
     const after = this.live.lastSeqOf(conversationId);
-    if (after === undefined) await this.loadHistory(conversationId);
+    let shown = after === undefined ? await this.loadHistory(conversationId) : undefined;
     const answer = await this.call({ type: 'follow_conversation', conversation_id: conversationId, ...(after !== undefined ? { after_seq: after } : {}) });
     if (answer?.status !== 'ok' || view !== this.view) return;
     this.live.followed(conversationId, answer.data.seq);
-    if (answer.data.reset) await this.loadHistory(conversationId);
+    if (answer.data.reset) shown = await this.loadHistory(conversationId);
+    // Followed (the running turn's events so far drawn): a last message nothing answers offers Retry.
+    const state = this.list.row(conversationId)?.state;
+    if (shown && !this.live.running && (state === undefined || state === 'idle')) this.notices.unanswered(conversationId, shown);
     await this.refreshPlan(conversationId);
   }
 
@@ -559,12 +563,13 @@ export class ChatApp {
     else if (this.current) this.header.setTitle(this.list.title(this.current) ?? 'Conversation');
   }
 
-  private async loadHistory(conversationId: string): Promise<void> {
+  /** Draws the conversation's stored messages; answers them (undefined when not drawn). */
+  private async loadHistory(conversationId: string): Promise<readonly Message[] | undefined> {
     const view = this.view;
     const target = this.target?.conversationId === conversationId ? this.target : undefined;
     const limit = target ? HISTORY_LIMIT_TO_REVEAL : HISTORY_LIMIT;
     const answer = await this.call({ type: 'get_messages', conversation_id: conversationId, include_tools: true, limit });
-    if (view !== this.view || this.current !== conversationId) return;
+    if (view !== this.view || this.current !== conversationId) return undefined;
     if (answer?.status === 'ok') {
       this.messages.showHistory(answer.data.messages);
       if (target) {
@@ -575,11 +580,13 @@ export class ChatApp {
       // What the running turn drew that is not stored yet, and what waits to be sent, stay after it.
       this.live.historyShown(answer.data.messages);
       this.sender.showPending(new Set(answer.data.messages.flatMap((m) => (m.client_message_id ? [m.client_message_id] : []))));
+      return answer.data.messages;
     } else if (answer?.code === 'not_found') {
       this.newChat();
     } else if (answer) {
       this.messages.addNote(answer.error ?? 'Could not load the conversation.', 'error');
     }
+    return undefined;
   }
 
   /** The tool cards whose permission prompt waits say "waiting for you" (once, after a burst of cards or changes). */

@@ -17,7 +17,7 @@ interface Turn {
   asked?: { message: Message; own: boolean };
 }
 
-/** A turn that failed, as the page tells it at the turn (turn-failure-view.ts). */
+/** A turn that failed or was stopped, as the page tells it at the turn (turn-notices.ts). */
 export interface FailedTurn {
   event: TurnEventOf<'turn.ended'>;
   /** The user message it answered, when this page saw it; `own`: this page sent it. */
@@ -35,6 +35,8 @@ export interface LiveTurnDeps {
   turnRetrying(event: TurnEventOf<'turn.retrying'>): void;
   /** The turn on screen failed: say so at the turn (after what it drew). */
   turnFailed(failed: FailedTurn): void;
+  /** The turn on screen was stopped (`cancelled`): say so at the turn; `replied`: part of a reply is on screen, marked stopped. */
+  turnStopped(stopped: FailedTurn, replied: boolean): void;
 }
 
 /**
@@ -57,6 +59,11 @@ export class LiveTurn {
     if (event.seq <= (this.lastSeq.get(event.conversation_id) ?? -1)) return false;
     this.lastSeq.set(event.conversation_id, event.seq);
     return true;
+  }
+
+  /** A turn of the conversation on screen is drawn and has not ended. */
+  get running(): boolean {
+    return this.turn !== undefined;
   }
 
   /** The last `seq` seen of the conversation (undefined: not followed yet, or left). */
@@ -187,10 +194,10 @@ export class LiveTurn {
     const cancelled = event.outcome === 'cancelled';
     const reply = this.turn?.reply;
     if (reply) reply.finish(reply.received, cancelled);
-    else if (cancelled) this.deps.messages.addNote('Stopped');
     const asked = this.turn?.asked;
     this.turn = undefined;
     if (event.outcome === 'failed') this.deps.turnFailed({ event, ...(asked ? { asked } : {}) });
+    else if (cancelled) this.deps.turnStopped({ event, ...(asked ? { asked } : {}) }, reply !== undefined);
     this.deps.turnEnded();
   }
 }

@@ -13,7 +13,8 @@ import { sourceLabel } from '../../protocol/sources';
 import { answerText, GONE_TEXT, resolvedText } from '../permission-answer-text';
 import { senderName } from '../sender-name';
 import { h } from './dom';
-import { toolWords, wordsText } from './tool-words';
+import { askWords, partsText, toolWords, wordsText } from '../../protocol/tool-words';
+import { wordNodes } from './word-nodes';
 import { renderPreview } from './preview-view';
 
 export interface PermissionCardsOptions {
@@ -143,6 +144,7 @@ export class PermissionCards {
   }
 
   private build(request: PermissionRequest): Card {
+    const asked = askWords(request.tool, request.arguments);
     const error = h('div', { class: 'permission-error', role: 'alert' });
     const buttons: HTMLButtonElement[] = [];
     const setBusy = (busy: boolean) => buttons.forEach((b) => (b.disabled = busy));
@@ -199,8 +201,8 @@ export class PermissionCards {
     const showDiff = this.options.showDiff && request.preview?.kind === 'diff' ? () => this.options.showDiff?.(request.request_id) : undefined;
     const element = h(
       'section',
-      { class: 'permission-card', role: 'alertdialog', 'aria-label': `Allow ${request.tool}?`, 'data-request-id': request.request_id, 'data-tool': request.tool },
-      h('div', { class: 'permission-title' }, 'Allow ', h('code', {}, request.tool), ' to run?'),
+      { class: 'permission-card', role: 'alertdialog', 'aria-label': partsText(asked), 'data-request-id': request.request_id, 'data-tool': request.tool },
+      h('div', { class: 'permission-title' }, ...wordNodes(asked)),
       h('div', { class: 'permission-context' }, source, time),
       renderPreview(request.preview, request.arguments, { showDiff }),
       h(

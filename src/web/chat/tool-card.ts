@@ -12,7 +12,8 @@ import { parseUnifiedDiff } from './diff-hunks';
 import { diffStats } from './diff-stats';
 import { h } from './dom';
 import { renderPreview } from './preview-view';
-import { commandLine, toolWords, type ToolPhase, type ToolWordsResult } from './tool-words';
+import { commandLine, toolWords, type ToolPhase, type ToolWordsResult } from '../../protocol/tool-words';
+import { wordNodes } from './word-nodes';
 
 export type ToolStatus = 'running' | 'ok' | 'failed' | 'denied';
 
@@ -22,7 +23,8 @@ export interface ToolResult {
   detail?: ToolResultDetail;
 }
 
-const STATUS_LABEL: Record<ToolStatus, string> = { running: 'running…', ok: 'ok', failed: 'failed', denied: 'denied' };
+/** Running: the line's words say it ("Running npm test"); the status is drawn once there is one to add. */
+const STATUS_LABEL: Record<ToolStatus, string> = { running: '', ok: 'ok', failed: 'failed', denied: 'denied' };
 /** A running call whose permission prompt waits for a person. */
 const WAITING_LABEL = 'waiting for you';
 
@@ -125,7 +127,7 @@ export class ToolCard {
   private showWords(phase: ToolPhase): void {
     const words = toolWords(this.tool, this.argumentsGiven, phase, this.wordsResult);
     const verb = words.verb.code ? h('code', { class: 'tool-verb tool-name' }, words.verb.text) : h('span', { class: 'tool-verb' }, words.verb.text);
-    const subject = words.subject.length ? h('span', { class: 'tool-subject' }, ...words.subject.map((part) => (part.code ? h('code', {}, part.text) : part.text))) : null;
+    const subject = words.subject.length ? h('span', { class: 'tool-subject' }, ...wordNodes(words.subject)) : null;
     this.words.replaceChildren(verb, subject ? ' ' : '', subject ?? '');
   }
 }

@@ -83,6 +83,24 @@ interface Notice {
   keys: string[];
 }
 
+/** How a notice is drawn: a failure (red, with the editor's key and model buttons when they may help) or a stop (plain). */
+interface NoticeHow {
+  reason?: ProviderFailureReason;
+  /** Offer the editor's Set API Key / Select Model (a failure, not a stop). */
+  settings?: boolean;
+  tone?: 'info' | 'error';
+}
+
+/** The conversation's last user message when nothing answered it (no assistant message after it). */
+export function lastUnanswered(messages: readonly Message[]): Message | undefined {
+  for (let i = messages.length - 1; i >= 0; i -= 1) {
+    const message = messages[i]!;
+    if (message.role === 'assistant') return undefined;
+    if (message.role === 'user') return message;
+  }
+  return undefined;
+}
+
 export class TurnNotices {
   /** The wait being counted down, until the turn goes on or ends. */
   private waiting: { node: HTMLElement; timer: ReturnType<typeof setInterval> } | undefined;
@@ -116,12 +134,42 @@ export class TurnNotices {
   /** `turn.ended` `failed`: what to do, under the message that failed, with Retry on this page's own. */
   failed({ event, asked }: FailedTurn): void {
     this.settled();
+    const { keys, retry } = this.retryOf({ event, ...(asked ? { asked } : {}) });
+    this.show(keys, failureWords(event.reason, event.provider, event.error), retry, { reason: event.reason, settings: true });
+  }
+
+  /**
+   * `turn.ended` `cancelled`: "Stopped" at the turn, with Retry on this page's own (the service answers a
+   * stopped message again as a failed one). Under a stopped reply, which says "Stopped" itself, Retry alone.
+   */
+  stopped({ event, asked }: FailedTurn, replied: boolean): void {
+    this.settled();
+    const { keys, retry } = this.retryOf({ event, ...(asked ? { asked } : {}) });
+    if (!retry && replied) return;
+    if (!retry) return void this.deps.messages.addNote('Stopped');
+    this.show(keys, replied ? '' : 'Stopped', retry, { tone: 'info' });
+  }
+
+  /**
+   * The history drawn afresh (a reload, a switch) ends with a user message nothing answered, and no turn
+   * runs there: its turn failed or was stopped (a cancelled or failed turn stores no reply; the history does
+   * not say which). Said under it with Retry, as a person reopening the page expects.
+   */
+  unanswered(conversationId: string, messages: readonly Message[]): void {
+    const message = lastUnanswered(messages);
+    if (!message || this.notices.get(message.id)?.node.isConnected) return;
+    this.own.add(message.id);
+    const retry: RetryOf = { kind: 'turn', conversationId, messageId: message.id, clientRetryId: this.deps.newId() };
+    this.show([message.id, ...(message.client_message_id ? [message.client_message_id] : [])], 'This message was not answered.', retry, { tone: 'info' });
+  }
+
+  /** The ids a turn's notice is known by, and its Retry when the message is this page's own. */
+  private retryOf({ event, asked }: FailedTurn): { keys: string[]; retry: RetryOf | undefined } {
     const messageId = event.message_id ?? asked?.message.id;
     if (asked?.own && messageId) this.own.add(messageId);
     const own = messageId !== undefined && this.own.has(messageId);
     const retry: RetryOf | undefined = own ? { kind: 'turn', conversationId: event.conversation_id, messageId, clientRetryId: this.deps.newId() } : undefined;
-    const keys = [messageId, asked?.message.client_message_id].filter((key): key is string => key !== undefined);
-    this.show(keys, failureWords(event.reason, event.provider, event.error), retry, event.reason);
+    return { keys: [messageId, asked?.message.client_message_id].filter((key): key is string => key !== undefined), retry };
   }
 
   /**
@@ -135,7 +183,7 @@ export class TurnNotices {
     this.settled();
     if (messageId) this.own.add(messageId);
     const retry: RetryOf = messageId && conversationId ? { kind: 'turn', conversationId, messageId, clientRetryId: this.deps.newId() } : resend;
-    this.show([clientMessageId, ...(messageId ? [messageId] : [])], `The answer failed: ${error}`, retry, undefined);
+    this.show([clientMessageId, ...(messageId ? [messageId] : [])], `The answer failed: ${error}`, retry, { settings: true });
   }
 
   /** A turn of this message ended otherwise (answered, stopped: a retry from anywhere): its failure is no longer the news. */
@@ -155,42 +203,43 @@ export class TurnNotices {
     for (const key of notice.keys) if (this.notices.get(key) === notice) this.notices.delete(key);
   }
 
-  private show(keys: string[], text: string, retry: RetryOf | undefined, reason: ProviderFailureReason | undefined): void {
+  private show(keys: string[], text: string, retry: RetryOf | undefined, how: NoticeHow): void {
+    const reason = how.reason;
     // One notice per message: a second account of the same failure (the chat's error answer and its
     // turn.ended, in either order) words the one on screen.
     // (A notice the history's redraw took off the screen is not reworded: a new one is drawn.)
     const shown = keys.map((key) => this.notices.get(key)).find((notice) => notice?.node.isConnected);
-    const node = shown?.node ?? this.deps.messages.addNote('', 'error');
+    const node = shown?.node ?? this.deps.messages.addNote('', how.tone ?? 'error');
     const notice: Notice = { node, keys: [...new Set([...(shown?.keys ?? []), ...keys])] };
     for (const key of notice.keys) this.notices.set(key, notice);
     node.classList.add('turn-failure');
-    node.replaceChildren(h('div', { class: 'turn-failure-text' }, text));
+    node.replaceChildren(...(text ? [h('div', { class: 'turn-failure-text' }, text)] : []));
     const actions = h('div', { class: 'turn-failure-actions' });
     if (retry) {
       const button = h('button', { type: 'button', class: 'button secondary turn-retry' }, 'Retry');
-      button.addEventListener('click', () => void this.retry(notice, retry, text, reason));
+      button.addEventListener('click', () => void this.retry(notice, retry, text, how));
       actions.append(button);
     }
     // In the editor the key and the model are set right here.
     const act = this.deps.connection.action?.bind(this.deps.connection);
-    if (act && (reason === 'auth' || reason === 'not_configured' || reason === undefined)) {
+    if (act && how.settings && (reason === 'auth' || reason === 'not_configured' || reason === undefined)) {
       actions.append(h('button', { type: 'button', class: 'button secondary', onclick: () => act('setApiKey') }, 'Set API Key'));
     }
-    if (act && (reason === 'bad_request' || reason === 'not_configured' || reason === undefined)) {
+    if (act && how.settings && (reason === 'bad_request' || reason === 'not_configured' || reason === undefined)) {
       actions.append(h('button', { type: 'button', class: 'button secondary', onclick: () => act('selectModel') }, 'Select Model'));
     }
     if (actions.childElementCount > 0) node.append(actions);
   }
 
   /** Retry tapped: the notice goes (the turn's answer comes where it stood); lost with the connection it comes back, its Retry a resend. */
-  private async retry(notice: Notice, retry: RetryOf, text: string, reason: ProviderFailureReason | undefined): Promise<void> {
+  private async retry(notice: Notice, retry: RetryOf, text: string, how: NoticeHow): Promise<void> {
     this.drop(notice);
     if (retry.kind === 'turn') this.own.add(retry.messageId);
     const outcome = await this.deps.retry(retry);
     // Lost: unless the retry's own failure (its turn.ended, with a new id) was drawn meanwhile, which
     // stands: put back with this id, the next tap would be a resend answered with the old failure and
     // nothing asked (review25b).
-    if ('lost' in outcome && !notice.keys.some((key) => this.notices.get(key)?.node.isConnected)) this.show(notice.keys, text, retry, reason);
+    if ('lost' in outcome && !notice.keys.some((key) => this.notices.get(key)?.node.isConnected)) this.show(notice.keys, text, retry, how);
     else if ('refused' in outcome) this.deps.messages.addNote(`Could not retry: ${outcome.refused}`, 'error');
   }
 }

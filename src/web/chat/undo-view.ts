@@ -8,6 +8,8 @@
 import type { CommandInput, EnvelopeOf, TurnChanges, UndoFile, UndoTurnResult } from '../../protocol';
 import { h } from './dom';
 import { renderPreview } from './preview-view';
+import { unrecordedWords, wordsParts } from '../../protocol/tool-words';
+import { wordNodes } from './word-nodes';
 
 type Call = <C extends CommandInput>(frame: C) => Promise<EnvelopeOf<C['type']> | undefined>;
 
@@ -75,7 +77,7 @@ export class UndoView {
           'div',
           { class: 'undo-not-reversible', role: 'note' },
           h('div', { class: 'undo-section' }, 'Not reversible (their effects stay):'),
-          h('ul', {}, ...result.not_reversible.map((call) => h('li', {}, h('span', { class: 'tool-name' }, call.tool), ' ', h('code', {}, call.detail)))),
+          h('ul', {}, ...result.not_reversible.map((call) => h('li', {}, ...wordNodes(wordsParts(unrecordedWords(call.tool, call.detail)))))),
         )
       : null;
     const heading = result.applied ? 'Undo done' : restorable > 0 ? `Undo restores ${restorable} file${restorable === 1 ? '' : 's'}` : 'Nothing to restore';

@@ -4,10 +4,10 @@
  * runs finished since the user last looked at their conversation, which "Clear finished" forgets.
  * Tapping an item switches to its machine and opens the conversation.
  */
-import { shortened } from '../../protocol/code-points';
 import type { PermissionRequest } from '../../protocol';
 import { h, relativeTime } from '../chat/dom';
 import { renderPreview } from '../chat/preview-view';
+import { askWords, partsText } from '../../protocol/tool-words';
 import type { MachineEntry } from './machine-entry';
 
 export interface NeedsYouActions {
@@ -58,7 +58,7 @@ export class NeedsYouList {
   private promptItem(entry: MachineEntry, request: PermissionRequest): HTMLElement {
     const machineId = entry.machine.id;
     const open = () => this.actions.open(machineId, { conversation: request.conversation_id, request: request.request_id });
-    const element = item(entry, 'prompt', request.conversation_id, `Approve ${request.tool}? ${subjectOf(request)}`, request.conversation_title, open);
+    const element = item(entry, 'prompt', request.conversation_id, partsText(askWords(request.tool, request.arguments)), request.conversation_title, open);
     element.dataset.requestId = request.request_id;
     const answer = (decision: 'allow' | 'deny') => async () => {
       for (const button of Array.from(element.querySelectorAll('button'))) button.disabled = true;
@@ -112,20 +112,4 @@ function item(entry: MachineEntry, kind: 'prompt' | 'finished', conversationId: 
       h('span', { class: 'needs-you-what' }, what),
     ),
   );
-}
-
-/** What a prompt is about in a few words: the command line, the path, or nothing more than the tool. */
-function subjectOf(request: PermissionRequest): string {
-  const preview = request.preview;
-  const subject =
-    preview?.kind === 'command'
-      ? preview.command
-      : preview?.kind === 'diff'
-        ? preview.path
-        : typeof request.arguments.command === 'string'
-          ? request.arguments.command
-          : typeof request.arguments.path === 'string'
-            ? request.arguments.path
-            : '';
-  return shortened(subject, 80);
 }

@@ -2,9 +2,10 @@
  * What a tool call did, in a person's words, for its card's line: "Ran npm test", "Read src/app.ts",
  * "Searched for “foo” in *.ts", "Edited src/x.ts", an MCP tool "add (calc)". The one home for these
  * words: every tool the service itself offers (agent/tools/builtin, memory, todo) is worded here; a
- * custom tool, or one this page does not know, keeps its name. Pure (no DOM), unit-tested in Node.
+ * custom tool, or one this page does not know, keeps its name. Pure (no DOM), unit-tested in Node; in
+ * protocol/ (s26) so the service's push of a prompt asks in the same words as the page's card.
  */
-import { shortened } from '../../protocol/code-points';
+import { shortened } from './code-points';
 
 /** Where the call is: asked for (waiting, denied, failed before it did anything), under way, or done. */
 export type ToolPhase = 'asked' | 'doing' | 'done';
@@ -88,10 +89,38 @@ export function toolWords(tool: string, args: unknown, phase: ToolPhase, result:
   return { verb: { text: toolLabel(tool), code: !tool.includes('.') }, subject: anySubject(given) };
 }
 
+/**
+ * A permission prompt's question in words: "Run `npm test`?", "Edit `src/x.ts`?"; a tool without words
+ * "Allow `custom_tool` to run?" (its name, as the card's line keeps it).
+ */
+export function askWords(tool: string, args: unknown): WordPart[] {
+  const words = toolWords(tool, args, 'asked');
+  if (words.verb.code || tool.includes('.')) return [{ text: 'Allow ' }, words.verb, { text: ' to run?' }];
+  return [...wordsParts(words), { text: '?' }];
+}
+
+/**
+ * A call undo cannot reverse (`not_reversible`: its tool and `detail`, the command line or the call's
+ * arguments in a line): "Ran `make deploy`"; another tool by its name with the detail.
+ */
+export function unrecordedWords(tool: string, detail: string): ToolWords {
+  if (tool === 'run_command') return toolWords(tool, { command: detail }, 'done');
+  return { verb: { text: toolLabel(tool), code: !tool.includes('.') }, subject: detail.trim() ? [{ text: shortened(oneLine(detail), SUBJECT_CHARS), code: true }] : [] };
+}
+
+/** Pieces of words as one line of text. */
+export function partsText(parts: readonly WordPart[]): string {
+  return parts.map((part) => part.text).join('');
+}
+
 /** The words as one line of text ("Ran npm test"), as a screen reader or a test reads them. */
 export function wordsText(words: ToolWords): string {
-  const subject = words.subject.map((part) => part.text).join('');
-  return subject ? `${words.verb.text} ${subject}` : words.verb.text;
+  return partsText(wordsParts(words));
+}
+
+/** The words as one row of pieces: the verb, then what it acted on. */
+export function wordsParts(words: ToolWords): WordPart[] {
+  return words.subject.length ? [words.verb, { text: ' ' }, ...words.subject] : [words.verb];
 }
 
 /**

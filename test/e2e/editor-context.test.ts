@@ -162,7 +162,8 @@ describe("the editor's context and VS Code's tools, in a real VS Code (code-serv
       await chat.locator('.composer-input').press('Enter');
       const card = chat.locator('.permission-card');
       await card.waitFor();
-      assert.match(await card.innerText(), /vscode\.e2e_word_count/);
+      // Named for a person: "Allow e2e_word_count (VS Code) to run?" (src/protocol/tool-words.ts).
+      assert.match(await card.innerText(), /e2e_word_count \(VS Code\)/);
       assert.equal(fake.requests.slice(before).filter(hasToolResult).length, 0, 'nothing ran before the answer');
       await w.screenshot('vscode-tool-permission');
       await card.locator('button[data-decision="allow"]').click();

@@ -278,7 +278,8 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       const allowRound = toolThenText('hello.txt', 'hello from the assistant\n', 'I wrote hello.txt.');
       fake.script(allowRound, allowRound);
       await send('Please create hello.txt');
-      const card = chat.locator('.permission-card', { hasText: 'write_file' });
+      // The card asks in words ("Create hello.txt?", src/protocol/tool-words.ts), not by the tool's name.
+      const card = chat.locator('.permission-card', { hasText: 'hello.txt' });
       await card.waitFor();
       assert.match((await card.textContent()) ?? '', /hello\.txt/);
       await w.statusPending.waitFor();

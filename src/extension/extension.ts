@@ -1,5 +1,3 @@
-// First: the service's thread starts while the rest of this bundle loads (early-thread.ts).
-import { endEarlyThread } from '../service-thread/early-thread';
 import * as vscode from 'vscode';
 import type { Host } from '../agent/host';
 import { workspaceRootsOf } from '../agent/workspace-roots';
@@ -233,14 +231,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       }
     });
   } else {
-    endEarlyThread();
     statusBar.update({ state: 'stopped' });
   }
   return { hosting, statusBar, chatView, apiKeys, activationMs };
 }
 
 export async function deactivate(): Promise<void> {
-  endEarlyThread();
   const current = active;
   active = undefined;
   await current?.hosting.stop();

@@ -7,7 +7,6 @@ import type { Worker } from 'node:worker_threads';
 import type { Host } from '../agent/host';
 import { keepToolsOut } from '../agent/tools/private-folders';
 import { startWorkerThread } from '../platform/worker-thread';
-import { takeEarlyThread } from './early-thread';
 import { DataDirInUseError, releaseEndedThreadLock } from '../platform/lock-file';
 import { PortInUseError } from '../transport/port-in-use';
 import { fail, KEYED_PROVIDERS, requestIdOf, type Envelope, type ServiceConfig, type ServiceEvent } from '../protocol';
@@ -102,7 +101,7 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
     // The editor's own tools and context (open_file, get_selection, the active file's chip) run on this
     // thread: they must never reach the data directory (service.json holds the access token) either.
     const releaseDataDir = keepToolsOut(options.dataDir);
-    const worker = takeEarlyThread() ?? startWorkerThread('service-thread', __dirname);
+    const worker = startWorkerThread('service-thread', __dirname);
     worker.postMessage({ t: 'boot', start } satisfies ToThread);
     worker.once('exit', releaseDataDir);
     // Its data directory's lock is let go of when the thread is gone, whichever way it went and whenever (a

@@ -1,5 +1,5 @@
 // The service's worker thread in the editor's extension host (bundled to dist/service-thread-main.js, which
-// thread-loader.ts runs; started by hosted-service.ts, or early by early-thread.ts). It opens the Service as
+// thread-loader.ts runs; started by hosted-service.ts). It opens the Service as
 // the extension did in process, its host's parts (the editor's models, tools, terminal, folders and keys)
 // answered by the extension host's thread over this thread's port (wire.ts).
 import { parentPort } from 'node:worker_threads';
@@ -14,8 +14,7 @@ const port = parentPort!;
 const post = (message: FromThread) => port.postMessage(message);
 
 /**
- * Calls `then` with what the thread is to serve: the first message the editor sends it (`boot`), which may
- * come well after the thread started (early-thread.ts starts it while the extension's bundle loads).
+ * Calls `then` with what the thread is to serve: the first message the editor sends it (`boot`).
  */
 export function whenBooted(then: (start: ThreadStart) => void): void {
   const first = (message: ToThread) => {

@@ -13,8 +13,7 @@ interface Bundle {
   warmedUp: Promise<unknown>;
 }
 
-// The thread may start before the editor knows its data directory (early-thread.ts): the bundle, whose
-// cache is kept there, is compiled once it is told.
+// The bundle, whose cache is kept in the data directory, is compiled once the editor said which (`boot`).
 const first = (message: ToThread) => {
   if (message.t !== 'boot') return;
   parentPort!.off('message', first);

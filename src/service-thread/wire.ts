@@ -81,7 +81,7 @@ export interface WireTool {
 
 /** Main thread -> service thread. */
 export type ToThread =
-  /** The first: what to serve (the thread may have been started before it was known: early-thread.ts). */
+  /** The first: what to serve. */
   | { t: 'boot'; start: ThreadStart }
   | { t: 'start' }
   | { t: 'stop' }

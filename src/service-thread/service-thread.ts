@@ -72,8 +72,7 @@ async function begin(): Promise<void> {
 
 function stop(): Promise<void> {
   stopping ??= (async () => {
-    for (const session of sessions.values()) session.close();
-    sessions.clear();
+    // The editor's sessions are closed by the graceful stop itself, after their turns' last events (onClose).
     try {
       await service?.stop();
       post({ t: 'stopped' });

@@ -151,6 +151,11 @@ describe('the service on its worker thread', () => {
       `answered before deactivate resolved: ${JSON.stringify(v.responses)}; events ${JSON.stringify(v.events.map((e) => e.event))}; model asked ${harness.fake.requests.length}`,
     );
     assert.equal((answer!.data as { response: string }).response, 'finished while stopping');
+    // The view heard its turn to the end (its sessions are closed by the graceful stop, after the turn).
+    assert.ok(
+      v.events.some((e) => e.event === 'turn.ended'),
+      `the turn's end heard: ${JSON.stringify(v.events.map((e) => e.event))}`,
+    );
     assert.equal(existsSync(join(dataDir, 'service.lock')), false, 'the lock let go');
     assert.equal(api.hosting.state.state, 'stopped');
   });

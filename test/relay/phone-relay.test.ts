@@ -123,7 +123,8 @@ test('a tool permission prompt is answered from the phone', async () => {
   await send('list the workspace');
   const card = page.locator('.permission-card');
   await card.waitFor();
-  assert.match(await card.innerText(), /list_directory/);
+  // Asked in words (src/protocol/tool-words.ts), not by the tool's name.
+  assert.match(await card.innerText(), /List the workspace folder\?/);
   await shot('04-permission');
   await card.locator('button[data-decision="allow"]').click();
   await card.waitFor({ state: 'detached' });

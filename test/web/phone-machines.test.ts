@@ -149,7 +149,8 @@ test("a prompt waiting on B while A is shown: the switcher says B '1 waiting', t
   assert.equal(await machineRow(b).getAttribute('data-state'), 'waiting');
   const item = page.locator(`.needs-you-item[data-kind="prompt"][data-machine-id="${b.id}"]`);
   await item.waitFor();
-  assert.match(await item.innerText(), /list_directory/);
+  // Asked in words (src/protocol/tool-words.ts), not by the tool's name.
+  assert.match(await item.innerText(), /List the workspace folder\?/);
   await page.screenshot({ path: join(SCREENSHOTS, 'machines-switcher-waiting.png') });
 
   await item.locator('.needs-you-show').click();

@@ -41,6 +41,8 @@ test('the web bundles hold no zod: src/protocol comes in as types only (its zod-
     'src/protocol/relay-client-frame.ts',
     'src/protocol/saved-prompt-text.ts',
     'src/protocol/sources.ts',
+    // A tool's words for a person (words26: the page's cards and prompts, the service's push title).
+    'src/protocol/tool-words.ts',
     'src/protocol/version.ts',
   ]);
 });

@@ -1,11 +1,11 @@
 // The service thread's side of its host: a `Host` (agent/host.ts) whose parts call the extension host's
 // thread (host-answers.ts there) and wait for the answer. What the service reads synchronously (the
 // editor's folders, its API keys) is kept here, sent again by the editor at every change.
-import { ProviderError, type CompletionRequest, type CompletionResult, type Provider, type ProviderErrorKind } from '../agent/providers/types';
+import { ProviderError, type CompletionRequest, type CompletionResult, type Provider } from '../agent/providers/types';
 import type { Host } from '../agent/host';
 import type { ProcessResult } from '../agent/tools/process-runner';
 import type { Tool, ToolArea, ToolOutput, ToolSource } from '../agent/tools/types';
-import type { FromThread, HostCall, HostMirrors, SourceInfo, SourceRef, ThreadStart, ToThread, WireError, WireTool } from './wire';
+import { fromWire, type FromThread, type HostCall, type HostMirrors, type SourceInfo, type SourceRef, type ThreadStart, type ToThread, type WireTool } from './wire';
 
 interface Pending {
   resolve(value: unknown): void;
@@ -13,16 +13,6 @@ interface Pending {
   onPiece?(piece: Extract<ToThread, { t: 'piece' }>): void;
   signal?: AbortSignal;
   onAbort?: () => void;
-}
-
-/** An error from the editor's side, as the service would have met it in process (a provider's keeps its kind). */
-export function fromWire(error: WireError): Error {
-  if (error.name === 'ProviderError' && error.provider !== undefined && error.kind !== undefined) {
-    return new ProviderError(error.provider, error.kind as ProviderErrorKind, error.message, error.status, error.retryAfterMs);
-  }
-  const made = new Error(error.message);
-  made.name = error.name;
-  return made;
 }
 
 export class HostCalls {

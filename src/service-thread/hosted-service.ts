@@ -7,11 +7,10 @@ import type { Worker } from 'node:worker_threads';
 import type { Host } from '../agent/host';
 import { keepToolsOut } from '../agent/tools/private-folders';
 import { startWorkerThread } from '../platform/worker-thread';
-import { DataDirInUseError, releaseEndedThreadLock } from '../platform/lock-file';
-import { PortInUseError } from '../transport/port-in-use';
+import { releaseEndedThreadLock } from '../platform/lock-file';
 import { fail, KEYED_PROVIDERS, requestIdOf, type Envelope, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { HostAnswers } from './host-answers';
-import type { FromThread, HostMirrors, ThreadStart, ToThread, WireError } from './wire';
+import { fromWire, type FromThread, type HostMirrors, type ThreadStart, type ToThread } from './wire';
 
 export interface HostedOptions {
   dataDir: string;
@@ -34,19 +33,6 @@ export class ConfigMirror extends EventEmitter<{ change: [fields: string[]] }> {
 export interface HostedSession {
   request(frame: unknown): Promise<Envelope>;
   close(): void;
-}
-
-/** An error from the thread as the extension tells it apart (Hosting branches on these classes). */
-function fromWire(error: WireError): Error {
-  if (error.name === 'PortInUseError' && error.port !== undefined) return new PortInUseError(error.host ?? '', error.port);
-  if (error.name === 'DataDirInUseError' && error.pid !== undefined) {
-    const inUse = new DataDirInUseError('', error.pid);
-    inUse.message = error.message;
-    return inUse;
-  }
-  const made = new Error(error.message);
-  made.name = error.name;
-  return made;
 }
 
 /** The answer to a frame the stopped (or crashed) thread will never answer: with the frame's id, so a chat view matches it. */

@@ -2,7 +2,9 @@
 // (service-thread.ts). The service runs on a thread of its own so that its work and its garbage collection
 // never stop the extension host's loop, which every extension shares (docs/design.md, "The service on a
 // thread of its own"). Everything here crosses by structured clone: plain data only.
-import type { CompletionRequest, ProviderWait } from '../agent/providers/types';
+import { ProviderError, type CompletionRequest, type ProviderErrorKind, type ProviderWait } from '../agent/providers/types';
+import { DataDirInUseError } from '../platform/lock-file';
+import { PortInUseError } from '../transport/port-in-use';
 import type { Envelope, ServiceConfig, ServiceEvent } from '../protocol';
 
 /** What the thread serves (its first message, `boot`). */
@@ -122,4 +124,24 @@ export function toWire(error: unknown): WireError {
     if (typeof value === 'string' || typeof value === 'number') (wire as unknown as Record<string, unknown>)[field] = value;
   }
   return wire;
+}
+
+/**
+ * An error as it crossed, made again as the other side would have met it in process: the classes the
+ * extension (Hosting: PortInUseError, DataDirInUseError) and the agent (ProviderError's kind) tell apart;
+ * any other as an Error of its name and message.
+ */
+export function fromWire(error: WireError): Error {
+  if (error.name === 'PortInUseError' && error.port !== undefined) return new PortInUseError(error.host ?? '', error.port);
+  if (error.name === 'DataDirInUseError' && error.pid !== undefined) {
+    const inUse = new DataDirInUseError('', error.pid);
+    inUse.message = error.message;
+    return inUse;
+  }
+  if (error.name === 'ProviderError' && error.provider !== undefined && error.kind !== undefined) {
+    return new ProviderError(error.provider, error.kind as ProviderErrorKind, error.message, error.status, error.retryAfterMs);
+  }
+  const made = new Error(error.message);
+  made.name = error.name;
+  return made;
 }

@@ -65,6 +65,13 @@ export interface ChatInput {
   /** Ask the provider to stream, so the turn yields `delta` events (else only the final text). */
   stream?: boolean;
   /**
+   * The model finished one answer (its pieces all given), before the turn stores anything of it: the
+   * caller sends the events it holds for the loop's next turn now (ConversationFeeds.flush), so the last
+   * pieces do not wait for the commit's work, nor share the cores with the threads it wakes
+   * (docs/design.md, "The reply's last piece before its commit (s27, follow27)").
+   */
+  answered?: () => void;
+  /**
    * Stores the final reply instead of the agent doing it, so a caller can write more in the same
    * transaction (the webhook channel stores the reply together with its delivery); `alsoInTx` writes the
    * turn's usage in that transaction.
@@ -865,6 +872,7 @@ export class Agent {
       });
       commit?.soon();
       const result = await asked;
+      input.answered?.();
       if (result.context_window !== undefined) this.reportedWindows.set(`${provider.name}/${model}`, result.context_window);
       usage.add(config, provider.name, model, result.context_window === undefined && reported !== undefined ? { ...result, context_window: reported } : result);
       if (signal?.aborted) throw new Cancelled();

@@ -85,10 +85,14 @@ export class TurnRunner implements TurnStarter {
       // Its first event (a piece, a tool, a wait, its end) starts the turn a fresh follower is sent.
       this.deps.events.feeds.beginTurn(id);
     };
+    // The model's answer is complete: its pieces go out before the turn's end work (the reply's commit).
+    const answered = () => {
+      if (conversationId !== undefined) this.deps.events.feeds.flush(conversationId);
+    };
     try {
       let output: ChatOutput;
       try {
-        output = await this.answer(request, attachments, publish, run.signal, began);
+        output = await this.answer(request, attachments, { publish, answered }, run.signal, began);
       } catch (error) {
         await this.ended(request, conversationId, messageId, { outcome: 'failed', error, failure: turnFailureOf(error) });
         throw error;
@@ -106,14 +110,14 @@ export class TurnRunner implements TurnStarter {
   private answer(
     { session, message }: TurnRequest,
     attachments: readonly StoredAttachment[],
-    publish: (event: TurnEvent) => void,
+    { publish, answered }: { publish: (event: TurnEvent) => void; answered: () => void },
     signal: AbortSignal,
     began: (conversationId: string) => void,
   ): Promise<ChatOutput> {
     const source = session.source;
     if (message.kind === 'retry') {
       const { conversation_id: conversationId, message_id: messageId, stream } = message.command;
-      const retry = { conversationId, messageId, source, signal, stream: stream === true, client: clientLabel(session, this.deps) };
+      const retry = { conversationId, messageId, source, signal, answered, stream: stream === true, client: clientLabel(session, this.deps) };
       // Its prompts are the owner's to answer unless the owner retries a message the owner sent (a
       // password user's words must not reach a run_command that user could approve: "Roles").
       const ownerAnswersPrompts = (sentByOwner: boolean) => !isOwner(session) || !sentByOwner;
@@ -123,7 +127,7 @@ export class TurnRunner implements TurnStarter {
       const { conversationId, model, storeReply, clientMessageId, text } = message;
       // Listed behind a running turn like a chat, under the id its sender knows it by.
       const waitingAs = { client_message_id: clientMessageId, preview: previewOf(text) };
-      return this.deps.agent.answerAdmitted(conversationId, message, { source, model, signal, storeReply, waitingAs }, publish);
+      return this.deps.agent.answerAdmitted(conversationId, message, { source, model, signal, answered, storeReply, waitingAs }, publish);
     }
     const { command } = message;
     const clientMessageId = command.client_message_id;
@@ -136,6 +140,7 @@ export class TurnRunner implements TurnStarter {
         source,
         ownerAnswersPrompts: !isOwner(session),
         signal,
+        answered,
         stream: command.stream === true,
         sender: personOf(session),
         clientMessageId,

@@ -203,23 +203,30 @@ const waited = () => Number(readFileSync('/proc/thread-self/schedstat', 'latin1'
 const pieceWait = new Float64Array(1024);
 let sampled = 0;
 const DELTA = Buffer.from('"delta":"');
-const ENDED = Buffer.from('"event":"turn.ended"');
+// What a frame is, from its first bytes: every event the service sends names itself first. A search for
+// a name anywhere in the frame ran on to the end of the socket's 64 KB read buffer (a Buffer's indexOf
+// has no end) for every frame without it: the turn's opening frames (its user message and the
+// conversation's updates) then cost the followers' thread a hundred times what they cost the sender's,
+// right at the first pieces (docs/design.md "The first pieces and the last (s27, follow27)").
+const EVENT = Buffer.from('{"event":"');
+const PIECE_EVENT = Buffer.from('{"event":"chat.delta"');
+const ENDED_EVENT = Buffer.from('{"event":"turn.ended"');
+/** Whether the frame bytes[start, end) begins with the prefix (no copy, nothing read past the frame). */
+const startsWith = (bytes, start, end, prefix) => end - start >= prefix.length && bytes.compare(prefix, 0, prefix.length, start, start + prefix.length) === 0;
 function collector() {
   const c = { produced: new Float64Array(1024), read: new Float64Array(1024), count: 0, armed: false, ended: () => undefined };
   c.done = new Promise((resolve) => (c.ended = resolve));
   c.onFrame = (bytes, start, end, arrived) => {
     if (!c.armed) return;
-    const at = bytes.indexOf(DELTA, start);
-    if (at >= 0 && at < end) {
+    if (!startsWith(bytes, start, end, EVENT)) throw new Error('a frame that is neither an answer nor an event: ' + bytes.toString('utf8', start, end));
+    if (startsWith(bytes, start, end, PIECE_EVENT)) {
+      const at = bytes.indexOf(DELTA, start);
       if (c.count === c.produced.length) throw new Error('more pieces than the bench asks for');
       c.produced[c.count] = numberAt(bytes, at + DELTA.length, bytes.indexOf(59, at));
       c.read[c.count] = arrived;
       if (split && c.count >= sampled) (pieceWait[c.count] = waited()), (sampled = c.count + 1);
       c.count += 1;
-    } else {
-      const ended = bytes.indexOf(ENDED, start);
-      if (ended >= 0 && ended < end) c.ended();
-    }
+    } else if (startsWith(bytes, start, end, ENDED_EVENT)) c.ended();
   };
   // Each piece's [produced, read]: its delay is read - produced.
   c.pieces = () => Array.from({ length: c.count }, (_, i) => [c.produced[i], c.read[i]]);

@@ -68,7 +68,7 @@ export interface ChatInput {
    * The model finished one answer (its pieces all given), before the turn stores anything of it: the
    * caller sends the events it holds for the loop's next turn now (ConversationFeeds.flush), so the last
    * pieces do not wait for the commit's work, nor share the cores with the threads it wakes
-   * (docs/design.md, "The reply's last piece before its commit (s27, follow27)").
+   * (docs/design.md, "The first pieces and the last (s27, follow27)").
    */
   answered?: () => void;
   /**

@@ -1,5 +1,5 @@
 // The reply's last piece reaches every watcher before the turn's end work runs (docs/design.md, "The
-// reply's last piece before its commit (s27, follow27)"). A piece is sent to the conversation's
+// first pieces and the last (s27, follow27)"). A piece is sent to the conversation's
 // followers (the sender one of them) once the loop's turn is done; the last one's turn is also the one
 // in which the model's answer completes, and the reply's commit (its journal record, its body handed to
 // history.db, its statements) ran before that send, so the last piece waited for it, and its fan-out

@@ -61,6 +61,8 @@ const SPLIT = {
   '@anthropic-ai/sdk': { file: 'anthropic', entry: '@anthropic-ai/sdk' },
   'web-push': { file: 'web-push', entry: 'web-push' },
   './mcp-sdk-modules': { file: 'mcp', entry: 'src/agent/tools/mcp-sdk-modules.ts' },
+  // The pairing QR code's SVG (the editor's Connection Info, the CLI's `pair`): 56 KB of extension.js.
+  qrcode: { file: 'qrcode', entry: 'qrcode' },
 };
 const splitOff = {
   name: 'split-off',

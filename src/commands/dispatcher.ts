@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { bareCommandOf, type Command, CommandSchemas, type CommandType, isBareCommand, ServiceError, describeZodError, fail, ok, requestIdOf, type Envelope, type RequestId } from '../protocol';
 import { firstCodePoints } from '../protocol/code-points';
 import type { CommandContext } from './context';

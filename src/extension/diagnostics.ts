@@ -157,11 +157,14 @@ export interface Activation {
   ms: number;
   serviceMs?: number;
   readyMs?: number;
+  /** The service thread's start, step by step (start-marks.ts's describeStart). */
+  serviceSteps?: string;
 }
 
 export function describeFigures(figures: LoopFigures, activation: Activation | undefined): string {
   const ready = activation?.readyMs === undefined ? '' : `; store open at ${activation.readyMs} ms`;
-  const service = activation?.serviceMs === undefined ? '' : ` (the service's lock and listen ${activation.serviceMs} ms of it${ready})`;
+  const steps = activation?.serviceSteps === undefined ? '' : ` [${activation.serviceSteps}]`;
+  const service = activation?.serviceMs === undefined ? '' : ` (the service's lock and listen ${activation.serviceMs} ms of it${steps}${ready})`;
   const started = activation === undefined ? 'activation: not started automatically' : `activation ${activation.ms} ms${service}`;
   return (
     `${started}; event loop over ${figures.seconds} s: longest stall ${figures.longestStallMs} ms ` +

@@ -132,12 +132,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   /** activate() -> listening: taken the moment the service listens (or attaches, or finds its port taken). */
   let activationMs: number | undefined;
   let serviceMs: number | undefined;
+  let serviceSteps: string | undefined;
   /** activate() -> the service whole (its store open: it listens before, see Service.begin). */
   let readyMs: number | undefined;
   const activated = () => {
     if (activationMs !== undefined) return;
     activationMs = Math.round(performance.now() - began);
     serviceMs = hosting.state.state === 'hosting' ? hosting.state.startupMs : undefined;
+    serviceSteps = serviceMs === undefined ? undefined : hosting.service?.startSteps;
     hosting.service?.ready.then(
       () => (readyMs ??= Math.round(performance.now() - began)),
       () => undefined,
@@ -156,7 +158,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       chatView.post({ event: 'editor.show_message', conversation_id: conversationId, message_id: messageId });
     },
     loopMonitor,
-    activation: () => (activationMs === undefined ? undefined : { ms: activationMs, serviceMs, readyMs }),
+    activation: () => (activationMs === undefined ? undefined : { ms: activationMs, serviceMs, readyMs, serviceSteps }),
     permissions: {
       answer: (requestId, decision) => answerRequest(hosting.backend, requestId, decision as PermissionDecision),
       showInChat,

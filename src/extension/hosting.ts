@@ -240,7 +240,8 @@ export class Hosting extends EventEmitter<HostingEvents> {
       const failed = await this.whole(service);
       if (failed) return failed;
       await writeFile(join(this.options.dataDir, HOST_FILE_NAME), JSON.stringify({ pid: process.pid, port: address.port }), { mode: 0o600 }).catch(() => undefined);
-      this.options.log(`hosting the service on ${address.url} (listening in ${startupMs} ms, whole in ${Math.round(performance.now() - began)} ms)`);
+      const steps = service.startSteps ? `: ${service.startSteps}` : '';
+      this.options.log(`hosting the service on ${address.url} (listening in ${startupMs} ms${steps}; whole in ${Math.round(performance.now() - began)} ms)`);
       return state;
     } catch (error) {
       if (!this.stillHosting(service)) return this.current;

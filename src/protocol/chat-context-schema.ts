@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { MAX_CONTEXT_ITEMS, MAX_CONTEXT_PATH_CHARS, type ContextItem } from './chat-context';
 import { lazySchema } from './lazy-schema';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ChatContext } from './chat-context-schema';
 import { ClientMessageId, clientId, command, nonEmpty } from './command-frame';
 import { RequestId, Seq } from './envelope';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { isWellFormed } from './code-points';
 import { isRequestId, RequestId } from './envelope';
 import { lazySchema } from './lazy-schema';

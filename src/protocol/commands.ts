@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ListInstructionsCommand, ListPromptsCommand, ListToolsCommand } from './agent-context';
 import { AttachmentBeginCommand, AttachmentChunkCommand, AttachmentEndCommand, GetAttachmentCommand } from './attachments';
 import { ListAuditCommand, VerifyAuditCommand } from './audit';

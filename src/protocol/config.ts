@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { InstructionFileInfo, SystemPromptMode } from './agent-context';
 import { command } from './command-frame';
 import { PermissionMode } from './permissions';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ChatContext } from './chat-context-schema';
 import { command, listLimit, nonEmpty } from './command-frame';
 import { AttachmentInfo } from './attachments';

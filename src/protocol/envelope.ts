@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ErrorCode } from './errors';
 import { lazySchema } from './lazy-schema';
 

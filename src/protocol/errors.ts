@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { lazySchema } from './lazy-schema';
 
 /** Error codes of the protocol (service-spec section 7, plus docs/protocol.md's three). */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { AuditAppendedEvent } from './audit';
 import { ChatDeltaEvent, ChatMessageEvent, ToolCallEvent, ToolResultEvent, TurnEndedEvent, TurnRetryingEvent } from './chat';
 import { ConfigChangedEvent } from './config';

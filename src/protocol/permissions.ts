@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { command, nonEmpty } from './command-frame';
 import { Seq } from './envelope';
 import { DiffPreview } from './tool-results';

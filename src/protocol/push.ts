@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { command } from './command-frame';
 import { DeviceId } from './devices';
 import { displayNameField } from './display-name-field';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { firstUtf8Bytes, wellFormed } from './code-points';
 import { lazySchema } from './lazy-schema';
 

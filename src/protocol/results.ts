@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { CommandType } from './commands';
 import type { ErrorEnvelope, RequestId } from './envelope';
 import { AgentContextResults } from './agent-context';

@@ -3,7 +3,7 @@
  * with the stored result beside the text the model reads, so a card can show the applied diff or a
  * command's exit code without parsing that text. Browser-safe (the phone imports the types).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { lazySchema } from './lazy-schema';
 
 /** A file tool's change as a unified diff: a prompt's preview of it, and the result's record of what was applied. */

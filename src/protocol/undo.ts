@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { command, nonEmpty } from './command-frame';
 import { lazySchema } from './lazy-schema';
 

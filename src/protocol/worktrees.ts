@@ -3,7 +3,7 @@
 // workspace's HEAD and checked out in a folder outside the user's working tree. Its changes are reviewed
 // (`get_changes`), reverted by hunk or file, commented on (the comment becomes its next user message),
 // committed, landed into the workspace's branch, pushed, or discarded. docs/protocol.md "Worktrees".
-import { z } from 'zod';
+import * as z from 'zod';
 import { ClientMessageId, command, nonEmpty } from './command-frame';
 import { Seq } from './envelope';
 import { lazySchema } from './lazy-schema';

@@ -10,6 +10,7 @@ import { startWorkerThread } from '../platform/worker-thread';
 import { releaseEndedThreadLock } from '../platform/lock-file';
 import { fail, KEYED_PROVIDERS, requestIdOf, type Envelope, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { HostAnswers } from './host-answers';
+import { describeStart, wallNow } from './start-marks';
 import { fromWire, type FromThread, type HostMirrors, type ThreadStart, type ToThread } from './wire';
 
 export interface HostedOptions {
@@ -50,6 +51,12 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
   private readonly responses = new Map<number, { resolve: (envelope: Envelope) => void; frame: unknown }>();
   private readonly lan = new Map<number, { resolve(changed: boolean): void; reject(error: Error): void }>();
   private starting?: { resolve(address: { host: string; port: number; url: string }): void; reject(error: Error): void };
+  /** A listen asked and not yet answered (start()). */
+  private listening?: Promise<{ host: string; port: number; url: string }>;
+  /** The first listen, asked with the thread's boot (ThreadStart's `listen`): what the first start() answers. */
+  private firstStart?: Promise<{ host: string; port: number; url: string }>;
+  /** What the thread's start was made of, once it listened (describeStart): the editor's log tells it. */
+  startSteps?: string;
   private stopped?: Promise<void>;
   private markStopped: () => void = () => undefined;
   private ended = false;
@@ -72,9 +79,12 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
   /**
    * Starts the thread, which loads service.json and takes the data directory's lock: resolves then (the
    * store opening behind, `ready`), or rejects as Service.begin does (DataDirInUseError, a config error).
+   * The thread listens at once once locked: the first start() answers with that listen.
    */
   static begin(options: HostedOptions): Promise<HostedService> {
+    const asked = wallNow();
     const start: ThreadStart = {
+      listen: true,
       dataDir: options.dataDir,
       port: options.port,
       host: options.host,
@@ -114,7 +124,11 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
           worker.off('message', early);
           hosted = new HostedService(worker, options, config, ready, gone);
           hosted.secretsHeld = secrets;
-          hosted.listen(readyResolve, readyReject);
+          // Its `started` comes next on this port: listened for from here, in this very handler.
+          const made = hosted;
+          made.firstStart = new Promise((resolveStart, rejectStart) => (made.starting = { resolve: resolveStart, reject: rejectStart }));
+          made.firstStart.catch(() => undefined);
+          made.listen(readyResolve, readyReject, asked);
           resolve(hosted);
         }
       };
@@ -135,7 +149,7 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
     });
   }
 
-  private listen(readyResolve: () => void, readyReject: (error: Error) => void): void {
+  private listen(readyResolve: () => void, readyReject: (error: Error) => void, asked: number): void {
     this.worker.on('message', (message: FromThread) => {
       switch (message.t) {
         case 'config':
@@ -150,6 +164,7 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
         case 'ready-failed':
           return readyReject(fromWire(message.error));
         case 'started':
+          if (message.marks) this.startSteps = describeStart(message.marks, asked);
           this.starting?.resolve(message.address);
           this.starting = undefined;
           return;
@@ -208,11 +223,16 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
 
   /** Listens (the tcp channel's port, or the one given); rejects with PortInUseError when it is taken. */
   start(): Promise<{ host: string; port: number; url: string }> {
+    const first = this.firstStart;
+    this.firstStart = undefined;
+    if (first) return first;
     if (this.ended) return Promise.reject(new Error('the service stopped'));
-    return new Promise((resolve, reject) => {
+    // One listen at a time: a second call while one is asked gets its answer (the thread answers in order).
+    this.listening ??= new Promise<{ host: string; port: number; url: string }>((resolve, reject) => {
       this.starting = { resolve, reject };
       this.post({ t: 'start' });
-    });
+    }).finally(() => (this.listening = undefined));
+    return this.listening;
   }
 
   /** The service's graceful stop on its thread, then the thread ends. */

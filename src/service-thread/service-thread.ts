@@ -8,6 +8,7 @@ import { fail, requestIdOf } from '../protocol';
 import { Service } from '../service';
 import { applyLanAccess } from '../config/lan-access';
 import { HostCalls } from './host-calls';
+import { wallNow, type LoaderMarks } from './start-marks';
 import { toWire, type FromThread, type ThreadStart, type ToThread } from './wire';
 
 const port = parentPort!;
@@ -28,6 +29,8 @@ export function whenBooted(then: (start: ThreadStart) => void): void {
 let hostReady: () => void = () => undefined;
 const hostReadyPromise = new Promise<void>((resolve) => (hostReady = resolve));
 let start: ThreadStart;
+let loading: LoaderMarks | undefined;
+let begunAt = 0;
 let calls: HostCalls;
 const sessions = new Map<number, OpenSession>();
 let service: Service | undefined;
@@ -59,14 +62,27 @@ async function begin(): Promise<void> {
   }
   const opened = service;
   void opened.warmedUp.then(warm);
+  begunAt = wallNow();
   mirror(opened, []);
   post({ t: 'secrets', secrets: opened.redactor.secrets() });
   opened.config.on('change', (fields) => mirror(opened, fields));
   opened.redactor.onChange = () => post({ t: 'secrets', secrets: opened.redactor.secrets() });
   post({ t: 'begun' });
+  // Not once the editor asked it to stop (Stop Service while the lock was being taken).
+  if (start.listen && !stopping) listen(opened);
   opened.ready.then(
     () => post({ t: 'ready' }),
     (error: unknown) => post({ t: 'ready-failed', error: toWire(error) }),
+  );
+}
+
+/** Listens: the first time with the start's marks (the editor logs them), told `started` or `start-failed`. */
+function listen(opened: Service): void {
+  const marks = loading && { ...loading, begun: begunAt };
+  loading = undefined;
+  opened.start().then(
+    (address) => post({ t: 'started', address, ...(marks ? { marks: { ...marks, listening: wallNow() } } : {}) }),
+    (error: unknown) => post({ t: 'start-failed', error: toWire(error) }),
   );
 }
 
@@ -88,11 +104,7 @@ function stop(): Promise<void> {
 function receive(message: ToThread): void {
   switch (message.t) {
     case 'start':
-      if (!service) return;
-      service.start().then(
-        (address) => post({ t: 'started', address }),
-        (error: unknown) => post({ t: 'start-failed', error: toWire(error) }),
-      );
+      if (service) listen(service);
       return;
     case 'stop':
       void stop();
@@ -151,8 +163,9 @@ function receive(message: ToThread): void {
 }
 
 /** Serves `given`: the service opened with it, the editor's messages answered. */
-export function boot(given: ThreadStart): void {
+export function boot(given: ThreadStart, loaderMarks?: LoaderMarks): void {
   start = given;
+  loading = loaderMarks;
   calls = new HostCalls(start, post);
   port.on('message', receive);
   void begin();

@@ -6,10 +6,13 @@
 import path from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import { CodeCache } from '../platform/code-cache';
+import { wallNow, type LoaderMarks } from './start-marks';
 import type { ThreadStart, ToThread } from './wire';
 
+const began = wallNow();
+
 interface Bundle {
-  boot(start: ThreadStart): void;
+  boot(start: ThreadStart, loading?: LoaderMarks): void;
   warmedUp: Promise<unknown>;
 }
 
@@ -27,8 +30,9 @@ function load(start: ThreadStart): void {
   const stamp = cache.stamp();
   const cached = cache.read();
   const script = cache.compile(cached);
+  const compiled = wallNow();
   const { boot, warmedUp } = cache.run<Bundle>(script);
-  boot(start);
+  boot(start, { loader: began, compiled, cached: cached !== undefined && script.cachedDataRejected !== true, loaded: wallNow() });
   if (cached === undefined || script.cachedDataRejected === true) {
     // Written with what the start compiled (its modules' loading, the warm-up's practice turn); never when
     // the bundle changed meanwhile. A failure to write only costs the next start the compile.

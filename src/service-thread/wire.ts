@@ -6,6 +6,7 @@ import { ProviderError, type CompletionRequest, type ProviderErrorKind, type Pro
 import { DataDirInUseError } from '../platform/lock-file';
 import { PortInUseError } from '../transport/port-in-use';
 import type { Envelope, ServiceConfig, ServiceEvent } from '../protocol';
+import type { StartMarks } from './start-marks';
 
 /** What the thread serves (its first message, `boot`). */
 export interface ThreadStart {
@@ -21,6 +22,12 @@ export interface ThreadStart {
   terminal: boolean;
   /** The editor's values the service reads synchronously, as they are now (then pushed on every change). */
   mirrors: HostMirrors;
+  /**
+   * Listen as soon as the data directory's lock is held, without waiting for the editor's `start`: the
+   * editor's loop, busy with every extension's activation at startup, is crossed once on the way from
+   * activate() to listening rather than twice. The first `started` (or `start-failed`) answers it.
+   */
+  listen?: boolean;
 }
 
 export interface SourceInfo {
@@ -104,7 +111,7 @@ export type FromThread =
   | { t: 'begin-failed'; error: WireError }
   | { t: 'ready' }
   | { t: 'ready-failed'; error: WireError }
-  | { t: 'started'; address: { host: string; port: number; url: string } }
+  | { t: 'started'; address: { host: string; port: number; url: string }; marks?: StartMarks }
   | { t: 'start-failed'; error: WireError }
   | { t: 'stopped'; error?: WireError }
   | { t: 'config'; config: ServiceConfig; fields: string[] }

@@ -5,6 +5,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import { describeFigures, LoopMonitor, type ThreadSched } from '../../src/extension/diagnostics';
+import { describeStart } from '../../src/service-thread/start-marks';
 
 /**
  * A thread that spins until it has used `cpuMs` of CPU (its own, from /proc/thread-self/schedstat), while
@@ -105,5 +106,19 @@ describe('LoopMonitor', () => {
     monitor.start();
     const again = monitor.stop();
     assert.ok(again && again.gc.count < figures.gc.count, JSON.stringify(again));
+  });
+});
+
+describe('the activation figure', () => {
+  it("tells the service thread's start step by step, after the editor asked for the thread", () => {
+    const steps = describeStart({ loader: 1_055.4, compiled: 1_100, cached: true, loaded: 1_150.6, begun: 1_160, listening: 1_163 }, 1_000);
+    assert.equal(steps, 'thread up +55, compiled +100 (code cache), loaded +151, locked +160, listening +163 ms');
+    const figures = { seconds: 1, longestStallMs: 1, longestStallCpuMs: 1, longestBusyStallMs: 1, p99Ms: 1, meanMs: 1, gc: { count: 0, totalMs: 0, longestMs: 0 } };
+    const text = describeFigures(figures, { ms: 170, serviceMs: 165, serviceSteps: steps, readyMs: 700 });
+    // What the e2e reads (test/e2e/editor.test.ts, parseFigures).
+    assert.match(
+      text,
+      /^activation 170 ms \(the service's lock and listen 165 ms of it \[thread up \+55, compiled \+100 \(code cache\), loaded \+151, locked \+160, listening \+163 ms\]; store open at 700 ms\)/,
+    );
   });
 });

@@ -18,3 +18,15 @@ for (const bundle of ['extension.js', 'cli-main.js']) {
     assert.ok(!text.includes('Zu klein: erwartet'), 'the German messages are in');
   });
 }
+
+// The pairing QR code's library is required from dist/sdk/ when Connection Info or `pair` draws one
+// (esbuild.mjs's SPLIT), not parsed at every start: 56 KB of extension.js.
+for (const bundle of ['extension.js', 'cli-main.js']) {
+  test(`${bundle} requires the QR code library from dist/sdk/ rather than holding it`, async () => {
+    const text = await readFile(join(DIST, bundle), 'utf8');
+    assert.ok(text.includes('./sdk/qrcode.js'), 'the QR code library is required from dist/sdk/');
+    assert.ok(!text.includes('Invalid hex color: '), "the QR code library's own code is in the bundle");
+    const split = await readFile(join(DIST, 'sdk', 'qrcode.js'), 'utf8');
+    assert.ok(split.includes('Invalid hex color: '), 'dist/sdk/qrcode.js holds the library');
+  });
+}

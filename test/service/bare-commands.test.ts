@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { bareCommandOf, Command, isBareCommand } from '../../src/protocol';
 import { command } from '../../src/protocol/command-frame';
-import { z } from 'zod';
+import * as z from 'zod';
 import { useService } from '../helpers/service-fixture';
 import { TestClient } from '../helpers/ws-client';
 

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { z } from 'zod';
+import * as z from 'zod';
 import { AuthCommand, ChatCommand, Command, CommandResults, GetConfigCommand, PublicConfig, ServiceEvent } from '../../src/protocol';
 import { buildLazySchemas, lazySchema, schemaBuilt } from '../../src/protocol/lazy-schema';
 import { LandChangesCommand } from '../../src/protocol/worktrees';

@@ -1,5 +1,5 @@
 import { homedir } from 'node:os';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { CustomTool } from '../../protocol/config';
 import path from 'node:path';
 import { quoteArg } from './command-line';

@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult, Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import { createInterface } from 'node:readline';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { version } from '../../../package.json';
 import { nullLogger, type Logger } from '../../log/logger';
 import { wellFormed } from '../../protocol/code-points';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { MAX_PLAN_ITEM_CHARS, MAX_PLAN_ITEMS, Plan, planSummaryOf } from '../../protocol/plan';
 import { ToolError, type Tool, type ToolSource } from './types';
 import { lazySchema } from '../../protocol/lazy-schema';

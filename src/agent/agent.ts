@@ -93,6 +93,11 @@ export type AnswerInput = Omit<ChatInput, 'message' | 'context' | 'attachments' 
 export type RetryInput = Omit<AnswerInput, 'from' | 'storeReply' | 'model' | 'ownerAnswersPrompts'> & {
   conversationId: string;
   messageId: string;
+  /**
+   * Its client_retry_id with its sender (commands/turns/retry-resends.ts): stored with the message's id once
+   * the checks pass, in the journal's file before the model is asked, durable with the turn's first commit.
+   */
+  retryKey?: string;
   /** Whether the turn's prompts are the owner's only, given whether the owner sent the message (its stored key says). */
   ownerAnswersPrompts(sentByOwner: boolean): boolean;
 };
@@ -377,11 +382,26 @@ export class Agent {
       const area = await this.areaOf(conversationId);
       const from = (message.data as { from?: unknown } | null)?.from;
       const sentByOwner = keyIsPersons(message.client_key, OWNER_PERSON);
+      if (input.retryKey !== undefined) await this.storeRetryKey(input.retryKey, conversationId, messageId);
       began(conversationId);
-      const { conversationId: _c, messageId: _m, ownerAnswersPrompts, ...rest } = input;
+      const { conversationId: _c, messageId: _m, retryKey: _k, ownerAnswersPrompts, ...rest } = input;
       const answering: AnswerInput = { ...rest, ownerAnswersPrompts: ownerAnswersPrompts(sentByOwner), ...(typeof from === 'string' ? { from } : {}) };
       return this.answer(conversationId, answering, onEvent, message.id, area);
     });
+  }
+
+  /**
+   * A retry's key, so its resend after a crash is answered rather than run again: as a chat's user message
+   * (storeUserMessage), in the journal's file before the model is asked (a killed process cannot lose it),
+   * its fdatasync deferred to the turn's next commit (a tool round's, before any tool runs, or the reply's):
+   * no sync of its own. Behind a full disk's owed records, once durable.
+   */
+  private async storeRetryKey(retryKey: string, conversationId: string, messageId: string): Promise<void> {
+    const { db, retryKeys } = this.deps.store;
+    const durable = retryKeys.remember(retryKey, { conversation_id: conversationId, message_id: messageId }, DEFER_SYNC);
+    durable.catch(ignore);
+    // A write refused (a failed journal) fails the retry before the model is asked.
+    await Promise.race([db.written() ?? durable, durable]);
   }
 
   /** The message retry_turn may answer again: the conversation's last user message, with no reply. */

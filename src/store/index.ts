@@ -20,6 +20,7 @@ import { WebhooksRepo } from './webhooks';
 import { UsageRepo } from './usage';
 import { AuditRepo } from './audit';
 import { WorktreesRepo } from './worktrees';
+import { RetryKeysRepo } from './retry-keys';
 import { HistoryStore, HISTORY_FILE_NAME } from './history/history-store';
 import type { HistoryBoot, OpenedHistory } from './history/history-store';
 import type { Worker } from 'node:worker_threads';
@@ -52,6 +53,8 @@ export { WebhooksRepo } from './webhooks';
 export { UsageRepo, usageOp } from './usage';
 export { WorktreesRepo } from './worktrees';
 export type { StoredWorktree, WorktreeStats } from './worktrees';
+export { RetryKeysRepo, RETRY_KEYS_KEPT } from './retry-keys';
+export type { RetryKey } from './retry-keys';
 export { AuditRepo, auditHash, canonicalJson, AUDIT_GENESIS_HASH } from './audit';
 export type { AuditFilter, AuditVerdict, NewAuditEntry } from './audit';
 export type { ModelUsageSum, NewUsage, UsageContext, UsageRow, UsageSum } from './usage';
@@ -127,6 +130,8 @@ export interface Store {
   audit: AuditRepo;
   /** Conversations that work in their own git worktree (issue 24). */
   worktrees: WorktreesRepo;
+  /** retry_turn's client_retry_ids, with the message each retried (a resend after a restart is answered). */
+  retryKeys: RetryKeysRepo;
   /**
    * Writes a consistent copy of the store's files into `destDir` (an existing directory) and returns their
    * names: service.db, holding every write acknowledged before the call (Database.copySnapshot), then
@@ -214,6 +219,7 @@ export function repositories(
     usage,
     audit,
     worktrees: new WorktreesRepo(db),
+    retryKeys: new RetryKeysRepo(db),
     attachments: new AttachmentsRepo(db),
   };
 }

@@ -5,6 +5,7 @@ import { META_TABLE_SQL } from './replay';
 import { CONVERSATION_USAGE_COLUMNS, USAGE_TABLE_SQL } from './usage';
 import { AUDIT_TABLES_SQL } from './audit';
 import { WORKTREES_TABLE_SQL } from './worktrees';
+import { RETRY_KEYS_TABLE_SQL } from './retry-keys';
 import { previewOf } from '../protocol/preview';
 import { OWNER_PERSON } from '../protocol/sources';
 import { displayName } from '../protocol/display-name';
@@ -178,6 +179,9 @@ export const MIGRATIONS: readonly Migration[] = [
     );
     tx.run('DROP TABLE usage_conversations');
   },
+  // 23: a retry's client_retry_id with its sender and the message it retried, so a retry's resend after a
+  // restart is answered, not run again (src/store/retry-keys.ts, commands/turns/retry-resends.ts).
+  RETRY_KEYS_TABLE_SQL,
 ];
 
 export function schemaVersion(db: Database): number {

@@ -8,9 +8,10 @@ import { AUDIT_TABLES_SQL } from './audit';
 import { META_TABLE_SQL } from './replay';
 import { CONVERSATION_USAGE_COLUMNS, USAGE_TABLE_SQL } from './usage';
 import { WORKTREES_TABLE_SQL } from './worktrees';
+import { RETRY_KEYS_TABLE_SQL } from './retry-keys';
 
 /** The migration version (PRAGMA user_version) SCHEMA_SQL is the schema of. */
-export const SCHEMA_VERSION = 22;
+export const SCHEMA_VERSION = 23;
 
 /** Each table as sqlite_master holds it after the migrations (columns they added included), with its indexes. */
 export const SCHEMA_SQL = `${META_TABLE_SQL};
@@ -48,4 +49,5 @@ export const SCHEMA_SQL = `${META_TABLE_SQL};
   CREATE TABLE usage_days (day TEXT NOT NULL, source TEXT NOT NULL, provider TEXT NOT NULL, model TEXT NOT NULL, input INTEGER NOT NULL, output INTEGER NOT NULL, cached INTEGER NOT NULL, cost_micro REAL NOT NULL, unpriced INTEGER NOT NULL, estimated INTEGER NOT NULL, replies INTEGER NOT NULL, PRIMARY KEY (day, source, provider, model));
   ${USAGE_TABLE_SQL};
   ${AUDIT_TABLES_SQL}
-  ${WORKTREES_TABLE_SQL};`;
+  ${WORKTREES_TABLE_SQL};
+  ${RETRY_KEYS_TABLE_SQL};`;

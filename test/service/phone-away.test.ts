@@ -57,7 +57,7 @@ test('a prompt parked while the phone is offline: pushed, re-sent when the phone
   const prompt = pushes().find((p) => p.kind === 'prompt')!;
   assert.equal(prompt.conversation_id, conversationId);
   assert.equal(prompt.title, 'Run echo built > away.txt?', 'what it asks in words (s26: was "Approve run_command?")');
-  assert.match(String(prompt.body), /echo built > away\.txt/);
+  assert.equal(prompt.body, 'write the build note', 'the conversation, not the command the title says (s27: said twice)');
   assert.equal(existsSync(join(svc.workspace, 'away.txt')), false, 'nothing ran before the answer');
 
   // The phone comes back (the notification was tapped): the waiting request is sent as it authenticates.

@@ -95,7 +95,7 @@ test('a waiting prompt is pushed (title, body, tag, url, TTL, urgency, topic, VA
       conversation_id: cid,
       request_id: request.request_id,
       title: 'Run git status --short?',
-      body: 'git status --short\nplease run git status --short',
+      body: 'please run git status --short',
       url: `./?conversation=${cid}&request=${request.request_id}`,
     });
     assert.equal(prompt.urgency, 'high');

@@ -106,7 +106,7 @@ test('a database that is not new is migrated by its migrations, not remade', LIM
  * sqlite_master of the latest schema (type, name, tbl_name, sql whitespace-normalised, by name) and its
  * user_version, as literal data: written out, never computed from src/store.
  */
-const FROZEN_VERSION = 22;
+const FROZEN_VERSION = 23;
 const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
   [
     'table',
@@ -183,6 +183,8 @@ const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
     'registrations',
     'CREATE TABLE registrations (machine_name TEXT PRIMARY KEY, public_key TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, e2e_v2 INTEGER NOT NULL DEFAULT 0)',
   ],
+  ['table', 'retry_keys', 'retry_keys', 'CREATE TABLE retry_keys (seq INTEGER PRIMARY KEY AUTOINCREMENT, client_key TEXT NOT NULL UNIQUE, conversation_id TEXT NOT NULL, message_id TEXT NOT NULL)'],
+  ['index', 'retry_keys_conversation', 'retry_keys', 'CREATE INDEX retry_keys_conversation ON retry_keys (conversation_id)'],
   ['index', 'sqlite_autoindex_attachments_1', 'attachments', null],
   ['index', 'sqlite_autoindex_audit_chain_1', 'audit_chain', null],
   ['index', 'sqlite_autoindex_conversations_1', 'conversations', null],
@@ -196,6 +198,7 @@ const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
   ['index', 'sqlite_autoindex_permission_requests_1', 'permission_requests', null],
   ['index', 'sqlite_autoindex_push_devices_1', 'push_devices', null],
   ['index', 'sqlite_autoindex_registrations_1', 'registrations', null],
+  ['index', 'sqlite_autoindex_retry_keys_1', 'retry_keys', null],
   ['index', 'sqlite_autoindex_usage_1', 'usage', null],
   ['index', 'sqlite_autoindex_usage_days_1', 'usage_days', null],
   ['index', 'sqlite_autoindex_webhook_deliveries_1', 'webhook_deliveries', null],

@@ -152,8 +152,9 @@ const prompt = (conversation: string, request: string, command: string) => ({
   tag: `prompt:${conversation}`,
   conversation_id: conversation,
   request_id: request,
-  title: 'Approve run_command?',
-  body: `${command}\nin “Fix the build”`,
+  // As the service words a prompt since s27: the question says the command, the body what it does not.
+  title: `Run ${command}?`,
+  body: 'Fix the build',
   url: `./?conversation=${conversation}&request=${request}`,
 });
 
@@ -167,8 +168,8 @@ test('the installed worker shows a prompt with Allow / Deny; a second prompt of 
   const first = await push(worker, prompt('c-1', 'r-1', 'npm test'));
   assert.deepEqual(first, [
     {
-      title: 'Approve run_command?',
-      body: 'npm test\nin “Fix the build”',
+      title: 'Run npm test?',
+      body: 'Fix the build',
       tag: 'prompt:c-1',
       actions: ['allow:Allow', 'deny:Deny'],
       data: { url: './?conversation=c-1&request=r-1', request_id: 'r-1', conversation_id: 'c-1' },
@@ -176,14 +177,14 @@ test('the installed worker shows a prompt with Allow / Deny; a second prompt of 
   ]);
   const second = await push(worker, prompt('c-1', 'r-2', 'git push'));
   assert.equal(second.length, 1, 'the same tag replaces, it does not stack');
-  assert.equal(second[0].body, 'git push\nin “Fix the build”');
+  assert.equal(second[0].title, 'Run git push?');
   assert.equal(second[0].data?.request_id, 'r-2');
 
   const finished = await push(worker, { v: 1, kind: 'finished', tag: 'run:c-2', conversation_id: 'c-2', title: 'Run finished', body: 'All tests pass.', url: './?conversation=c-2' });
   assert.deepEqual(
     finished.map((n) => [n.tag, n.title, n.actions.length]),
     [
-      ['prompt:c-1', 'Approve run_command?', 2],
+      ['prompt:c-1', 'Run git push?', 2],
       ['run:c-2', 'Run finished', 0],
     ],
   );

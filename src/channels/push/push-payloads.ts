@@ -35,31 +35,54 @@ function pageUrl(conversationId: string, requestId?: string): string {
   return `./?conversation=${encodeURIComponent(conversationId)}${request}`;
 }
 
-/** What a prompt is about in one line: the command line, the path, or the tool's arguments. */
-function subjectOf(tool: string, args: Record<string, unknown>, preview: PermissionPreview | undefined): string {
-  if (preview?.kind === 'command') return `${preview.warnings.length > 0 ? '⚠ ' : ''}${preview.command}`;
+/**
+ * What a prompt is about in one line beside its question: the command line, the path, or the tool's
+ * arguments; undefined when only the tool's name is known (the question names it).
+ */
+function subjectOf(args: Record<string, unknown>, preview: PermissionPreview | undefined): string | undefined {
+  if (preview?.kind === 'command') return preview.command;
   if (preview?.kind === 'diff') return preview.path;
   if (typeof args.command === 'string') return args.command;
   if (typeof args.path === 'string') return args.path;
   if (preview?.kind === 'arguments' && preview.text) return preview.text.split('\n')[0];
-  return tool;
+  return undefined;
 }
 
 type PermissionRequest = Extract<ServiceEvent, { event: 'permission.request' }>;
+
+/** A line of the body no longer than this, so the conversation's title after it is not cut off. */
+const LINE_CHARS = 200;
+
+/**
+ * A prompt's body under its question (`title`, already filtered): what the question does not say. A
+ * command's warnings (⚠, in words: "rm -rf: deletes files…"), the command, path or arguments unless the
+ * question says them whole ("Run npm test?" does; a command cut there, a tool without words, does not),
+ * then the conversation's title.
+ */
+function promptBody(request: PermissionRequest, title: string, conversationTitle: string, text: TextFilter): string {
+  const { preview } = request;
+  const lines: string[] = [];
+  if (preview?.kind === 'command' && preview.warnings.length > 0) lines.push(cut(text(`⚠ ${preview.warnings.join('; ')}`), LINE_CHARS));
+  const subject = subjectOf(request.arguments, preview);
+  const said = subject === undefined ? '' : text(subject).trim();
+  if (said && !title.includes(said)) lines.push(cut(said, LINE_CHARS));
+  lines.push(text(conversationTitle));
+  return cut(lines.join('\n'), BODY_CHARS);
+}
 
 export function promptPayload(request: PermissionRequest, conversationTitle: string, blind: boolean, text: TextFilter): PushPayload {
   const ids = { conversation_id: request.conversation_id, request_id: request.request_id };
   const tag = promptTag(request.conversation_id);
   if (blind) return { v: 1, kind: 'prompt', tag, blind: true, ...ids };
-  const subject = subjectOf(request.tool, request.arguments, request.preview);
+  // The permission card's question, in the same words ("Run npm test?"): the one home is the page's.
+  const title = cut(text(partsText(askWords(request.tool, request.arguments))), TITLE_CHARS);
   return {
     v: 1,
     kind: 'prompt',
     tag,
     ...ids,
-    // The permission card's question, in the same words ("Run npm test?"): the one home is the page's.
-    title: cut(text(partsText(askWords(request.tool, request.arguments))), TITLE_CHARS),
-    body: cut(text(`${subject}\n${conversationTitle}`), BODY_CHARS),
+    title,
+    body: promptBody(request, title, conversationTitle, text),
     url: pageUrl(request.conversation_id, request.request_id),
   };
 }

@@ -81,10 +81,9 @@ export class ChatResends {
   }
 
   /** What a resend of a stored user message gets: its turn's reply, or `interrupted` when its turn was cut short. */
-  private async answerOf(stored: MessageRow, command: CommandOf<'chat'>): Promise<ChatResult> {
+  private answerOf(stored: MessageRow, command: CommandOf<'chat'>): Promise<ChatResult> {
     requireSame(command, stored.content, stored.conversation_id);
-    const reply = await this.store.messages.replyTo(stored);
-    return reply ? { response: reply.content, conversation_id: stored.conversation_id } : { response: '', conversation_id: stored.conversation_id, interrupted: true as const };
+    return storedAnswer(this.store, stored);
   }
 
   /**
@@ -100,6 +99,15 @@ export class ChatResends {
       trim();
     });
   }
+}
+
+/**
+ * What a resend finds after a restart, for a stored user message (a chat's, or the one a retry answered):
+ * its turn's reply, or `interrupted` when the restart cut its turn short (nothing is run again).
+ */
+export async function storedAnswer(store: Store, message: MessageRow): Promise<ChatResult> {
+  const reply = await store.messages.replyTo(message);
+  return reply ? { response: reply.content, conversation_id: message.conversation_id } : { response: '', conversation_id: message.conversation_id, interrupted: true as const };
 }
 
 /** Keeps the `bound` newest entries: the oldest go first (a Map keeps insertion order; running ones are far fewer than the bound). */

@@ -27,10 +27,11 @@ type ChatResult = ResultOf<'chat'>;
 export class TurnRunner implements TurnStarter {
   private readonly running = new RunningChats();
   private readonly resends: ChatResends;
-  private readonly retries = new RetryResends();
+  private readonly retries: RetryResends;
 
   constructor(private readonly deps: { agent: Agent; events: EventHub; store: Store; worktrees: WorktreeRecords }) {
     this.resends = new ChatResends(deps.store);
+    this.retries = new RetryResends(deps.store);
   }
 
   /** Runs the turn; a chat's result (what a resend of it gets too). A failure is thrown after it is announced. */
@@ -38,8 +39,8 @@ export class TurnRunner implements TurnStarter {
     const { message, session } = request;
     // A resend (same sender, same client_message_id) gets the original result, never a second turn.
     if (message.kind === 'chat') return this.resends.once(message.command, session, () => this.runOnce(request));
-    // A retry's resend (same sender, same client_retry_id) likewise.
-    if (message.kind === 'retry') return this.retries.once(message.command, session, () => this.runOnce(request));
+    // A retry's resend (same sender, same client_retry_id) likewise, also after a restart (its key is stored with it).
+    if (message.kind === 'retry') return this.retries.once(message.command, session, (retryKey) => this.runOnce(request, retryKey));
     return this.runOnce(request);
   }
 
@@ -57,7 +58,8 @@ export class TurnRunner implements TurnStarter {
     this.running.cancelAll();
   }
 
-  private async runOnce(request: TurnRequest): Promise<ChatResult> {
+  /** `retryKey`: a retry's client_retry_id with its sender, stored with the retry once its checks pass. */
+  private async runOnce(request: TurnRequest, retryKey?: string): Promise<ChatResult> {
     const { session, message } = request;
     // Refused before anything starts (nothing to cancel, no turn to announce).
     const attachments = message.kind === 'chat' ? message.check() : [];
@@ -92,7 +94,7 @@ export class TurnRunner implements TurnStarter {
     try {
       let output: ChatOutput;
       try {
-        output = await this.answer(request, attachments, { publish, answered }, run.signal, began);
+        output = await this.answer(request, attachments, { publish, answered }, run.signal, began, retryKey);
       } catch (error) {
         await this.ended(request, conversationId, messageId, { outcome: 'failed', error, failure: turnFailureOf(error) });
         throw error;
@@ -113,11 +115,12 @@ export class TurnRunner implements TurnStarter {
     { publish, answered }: { publish: (event: TurnEvent) => void; answered: () => void },
     signal: AbortSignal,
     began: (conversationId: string) => void,
+    retryKey: string | undefined,
   ): Promise<ChatOutput> {
     const source = session.source;
     if (message.kind === 'retry') {
       const { conversation_id: conversationId, message_id: messageId, stream } = message.command;
-      const retry = { conversationId, messageId, source, signal, answered, stream: stream === true, client: clientLabel(session, this.deps) };
+      const retry = { conversationId, messageId, retryKey, source, signal, answered, stream: stream === true, client: clientLabel(session, this.deps) };
       // Its prompts are the owner's to answer unless the owner retries a message the owner sent (a
       // password user's words must not reach a run_command that user could approve: "Roles").
       const ownerAnswersPrompts = (sentByOwner: boolean) => !isOwner(session) || !sentByOwner;

@@ -459,6 +459,11 @@ export class ChatApp {
         stream: true,
       });
       if (!answer) return { lost: true };
+      // A resend of a retry a restart of the computer cut short: nothing runs (nor any turn.ended comes).
+      if (answer.status === 'ok' && answer.data.interrupted) {
+        if (this.current === message.conversationId) this.composer.setRunning(false);
+        return { interrupted: true };
+      }
       // A provider's failure is told by the turn's turn.ended, at the turn.
       if (answer.status === 'ok' || answer.code === 'server_error') return { sent: true };
       return { refused: answer.error ?? answer.code };

@@ -20,8 +20,12 @@ type RetryingEvent = Extract<ViewEvent, { event: 'turn.retrying' }>;
 export type RetryOf =
   { kind: 'turn'; conversationId: string; messageId: string; clientRetryId: string } | { kind: 'resend'; text: string; context?: ContextItem[]; attachments?: Message['attachments'] };
 
-/** How a Retry went: sent (its turn's events follow), lost with the connection (Retry again: a resend), or refused (the service's words). */
-export type RetryOutcome = { sent: true } | { lost: true } | { refused: string };
+/**
+ * How a Retry went: sent (its turn's events follow), lost with the connection (Retry again: a resend),
+ * interrupted (a resend answered so: a restart of the computer cut that retry short; Retry again is a new
+ * retry), or refused (the service's words).
+ */
+export type RetryOutcome = { sent: true } | { lost: true } | { interrupted: true } | { refused: string };
 
 export interface TurnNoticesDeps {
   messages: MessageView;
@@ -240,6 +244,9 @@ export class TurnNotices {
     // stands: put back with this id, the next tap would be a resend answered with the old failure and
     // nothing asked (review25b).
     if ('lost' in outcome && !notice.keys.some((key) => this.notices.get(key)?.node.isConnected)) this.show(notice.keys, text, retry, how);
-    else if ('refused' in outcome) this.deps.messages.addNote(`Could not retry: ${outcome.refused}`, 'error');
+    else if ('interrupted' in outcome && retry.kind === 'turn') {
+      // Its tools may have run before the restart (their cards say so): asking again is the person's choice.
+      this.show(notice.keys, 'The computer restarted before this was answered.', { ...retry, clientRetryId: this.deps.newId() }, { tone: 'info' });
+    } else if ('refused' in outcome) this.deps.messages.addNote(`Could not retry: ${outcome.refused}`, 'error');
   }
 }

@@ -568,6 +568,9 @@ export class Service {
    * Opening); rejects with PortInUseError when the port is taken, or with the open's error once it failed.
    */
   async start(): Promise<{ host: string; port: number; url: string }> {
+    // A host that stopped the service (the editor's Stop while the lock was being taken) must not find the
+    // port bound after its stop said done.
+    if (this.stopping) throw new Error('the service is stopping');
     if (this.opening.state === 'failed') await this.whole;
     const channel = tcpChannelOf(this.config.current);
     const allowFrom = () => this.options.allowFrom ?? tcpChannelOf(this.config.current).allow_from;
@@ -630,6 +633,11 @@ export class Service {
     if (this.opening.state === 'failed') {
       await http.close();
       await this.whole;
+    }
+    // Stopped while it bound: the stop did not see this server (not yet `this.http`), so it goes here.
+    if (this.stopping) {
+      await http.close();
+      throw new Error('the service is stopping');
     }
     this.http = http;
     this.listening.address = address;

@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import { PRIVATE_FILE_MODE } from './file-modes';
+import { processNonce } from './process-nonce';
 
 export const LOCK_FILE_NAME = 'service.lock';
 
@@ -16,12 +17,15 @@ interface LockInfo {
   /** The kernel's boot id (Linux): a lock of this host from an earlier boot belongs to no process. */
   boot_id?: string;
   /**
-   * The thread of the process that holds it (worker_threads' threadId; 0: the main thread), and when that
-   * process started (Linux: /proc/self/stat's starttime): the editor runs the service on a thread of its
-   * extension host, so another thread of this same process may hold the lock (a service restarted while
-   * the one before still finishes), which no pid check can tell from a lock left by an earlier process.
+   * The thread of the process that holds it (worker_threads' threadId; 0: the main thread), that process's
+   * nonce (process-nonce.ts: shared by its threads, no other process's) and when it started (Linux:
+   * /proc/self/stat's starttime): the editor runs the service on a thread of its extension host, so another
+   * thread of this same process may hold the lock (a service restarted while the one before still
+   * finishes), which no pid check can tell from a lock left by an earlier process that had our pid.
+   * Locks of s26 have no nonce; a worker started before its main thread made one writes none either.
    */
   thread?: number;
+  process_nonce?: string;
   process_start?: string;
 }
 
@@ -102,8 +106,9 @@ function parseLock(text: string): LockInfo | null {
     if (typeof value.hostname !== 'string') return null;
     const boot = typeof value.boot_id === 'string' ? { boot_id: value.boot_id } : {};
     const thread = typeof value.thread === 'number' ? { thread: value.thread } : {};
+    const nonce = typeof value.process_nonce === 'string' ? { process_nonce: value.process_nonce } : {};
     const start = typeof value.process_start === 'string' ? { process_start: value.process_start } : {};
-    return { pid: value.pid, hostname: value.hostname, started_at: String(value.started_at ?? ''), ...boot, ...thread, ...start };
+    return { pid: value.pid, hostname: value.hostname, started_at: String(value.started_at ?? ''), ...boot, ...thread, ...nonce, ...start };
   } catch {
     return null;
   }
@@ -166,12 +171,23 @@ function staleReason(info: LockInfo | null, me: string, options: LockOptions): s
   if (boot !== null && info.boot_id !== undefined && info.boot_id !== boot) return 'this machine restarted since';
   if (info.pid === process.pid) {
     // Another thread of this very process holds it (this thread's own are refused before: `held`).
-    if (info.thread !== undefined && info.thread !== threadId && (info.process_start === undefined || info.process_start === processStart())) return null;
+    if (info.thread !== undefined && info.thread !== threadId && writtenByThisProcess(info)) return null;
     // Left by an earlier process that had the same pid (containers often run as pid 1).
     return 'process is gone';
   }
   if (!pidAlive(info.pid)) return 'process is gone';
   return null;
+}
+
+/**
+ * Whether a lock with our pid was written by this process (by any of its threads) rather than by an earlier
+ * one that had our pid: its nonce tells, on every platform. Without a nonce on either side (a lock of s26,
+ * a worker that has none), its start time where /proc tells it, and as this process's where it does not.
+ */
+function writtenByThisProcess(info: LockInfo): boolean {
+  const nonce = processNonce();
+  if (info.process_nonce !== undefined && nonce !== null) return info.process_nonce === nonce;
+  return info.process_start === undefined || info.process_start === processStart();
 }
 
 /**
@@ -207,12 +223,14 @@ async function takeLock(dir: string, label: string, file: string, logger: LockLo
   let unreadable: { id: string; since: number } | undefined;
   for (let attempt = 0; attempt < 20; attempt++) {
     const start = processStart();
+    const nonce = processNonce();
     const content = JSON.stringify({
       pid: process.pid,
       hostname: me,
       started_at: new Date().toISOString(),
       ...(boot !== null ? { boot_id: boot } : {}),
       thread: threadId,
+      ...(nonce !== null ? { process_nonce: nonce } : {}),
       ...(start !== null ? { process_start: start } : {}),
     } satisfies LockInfo);
     if (await createWithContent(file, content)) {
@@ -434,6 +452,6 @@ export async function releaseEndedThreadLock(dir: string, endedThread: number, f
   const file = path.resolve(dir, fileName);
   const text = await readLockText(file);
   const info = text ? parseLock(text) : null;
-  if (!info || info.pid !== process.pid || info.thread !== endedThread || info.process_start !== (processStart() ?? undefined)) return;
+  if (!info || info.pid !== process.pid || info.thread !== endedThread || !writtenByThisProcess(info)) return;
   if ((await readLockText(file)) === text) await unlink(file).catch(() => undefined);
 }

@@ -51,6 +51,8 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
   private readonly responses = new Map<number, { resolve: (envelope: Envelope) => void; frame: unknown }>();
   private readonly lan = new Map<number, { resolve(changed: boolean): void; reject(error: Error): void }>();
   private starting?: { resolve(address: { host: string; port: number; url: string }): void; reject(error: Error): void };
+  /** A listen asked and not yet answered (start()). */
+  private listening?: Promise<{ host: string; port: number; url: string }>;
   /** The first listen, asked with the thread's boot (ThreadStart's `listen`): what the first start() answers. */
   private firstStart?: Promise<{ host: string; port: number; url: string }>;
   /** What the thread's start was made of, once it listened (describeStart): the editor's log tells it. */
@@ -225,10 +227,12 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
     this.firstStart = undefined;
     if (first) return first;
     if (this.ended) return Promise.reject(new Error('the service stopped'));
-    return new Promise((resolve, reject) => {
+    // One listen at a time: a second call while one is asked gets its answer (the thread answers in order).
+    this.listening ??= new Promise<{ host: string; port: number; url: string }>((resolve, reject) => {
       this.starting = { resolve, reject };
       this.post({ t: 'start' });
-    });
+    }).finally(() => (this.listening = undefined));
+    return this.listening;
   }
 
   /** The service's graceful stop on its thread, then the thread ends. */

@@ -68,7 +68,8 @@ async function begin(): Promise<void> {
   opened.config.on('change', (fields) => mirror(opened, fields));
   opened.redactor.onChange = () => post({ t: 'secrets', secrets: opened.redactor.secrets() });
   post({ t: 'begun' });
-  if (start.listen) listen(opened);
+  // Not once the editor asked it to stop (Stop Service while the lock was being taken).
+  if (start.listen && !stopping) listen(opened);
   opened.ready.then(
     () => post({ t: 'ready' }),
     (error: unknown) => post({ t: 'ready-failed', error: toWire(error) }),

@@ -4,10 +4,11 @@
 // its errors' kinds), a call of the editor's own tools, a thread killed mid-turn, deactivate mid-turn.
 // Runs from source (tsx starts the thread from src/service-thread/service-thread.ts): no build needed.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
+import { processNonce } from '../../src/platform/process-nonce';
 import type { Envelope, ServiceEvent } from '../../src/protocol';
 import { extensionHarness } from '../helpers/extension-harness';
 import { fakeModel } from '../helpers/fake-lm';
@@ -116,6 +117,9 @@ describe('the service on its worker thread', () => {
     v.channel.send({ type: 'chat', message: 'a long one', id: 'c1' });
     await waitFor(() => harness.fake.requests.length > asked, 'the turn reached the model', 20_000);
     const palette = api.hosting.backend!.request({ type: 'get_usage' });
+    // The thread's lock names it and this process's nonce: a later process given our pid would not take it for its own.
+    const lock = JSON.parse(readFileSync(join(dataDir, 'service.lock'), 'utf8')) as { thread?: number; process_nonce?: string };
+    assert.deepEqual([lock.thread, lock.process_nonce], [workerOf(api).threadId, processNonce()]);
     await workerOf(api).terminate();
     const answer = await v.answer('c1').catch((error: Error) => assert.fail(`${error.message}; the view got ${JSON.stringify(v.responses)}`));
     assert.notEqual(answer.status, 'ok');

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { rm, writeFile } from 'node:fs/promises';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { hashPassword } from '../../src/transport/auth/passwords';
@@ -15,6 +16,23 @@ import { TestClient } from '../helpers/ws-client';
 
 const PASSWORD = 'correct horse battery staple';
 const rig = useFakeProvider();
+
+/** A port nothing listens on now. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Whether something accepts a connection on the port. */
+const listens = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+  });
 
 /** A hold on the service's open (ServiceOptions.holdOpen), let go by the test. */
 function hold(): { promise: Promise<void>; release: () => void } {
@@ -140,6 +158,33 @@ describe('stopped while the store opens', () => {
     await stopped;
     assert.equal(await settledSoon(service.warmedUp), true, 'warmedUp settled');
     assert.equal(await service.warmedUp, false);
+  });
+});
+
+describe('stopped before it listens', () => {
+  test('start() after stop() began refuses, and nothing listens: a host that stopped while the lock was taken never binds the port (review27a)', async (t) => {
+    const temp = await tempDir('ra-listen-first-');
+    t.after(() => temp.cleanup());
+    await writeConfig(temp.dir, rig.config());
+    const port = await freePort();
+    const service = await Service.begin({ dataDir: temp.dir, host: '127.0.0.1', port });
+    const stopped = service.stop();
+    await assert.rejects(service.start(), /stopping/);
+    await stopped;
+    assert.equal(await listens(port), false, `port ${port} was bound by a stopped service`);
+  });
+
+  test('a stop that begins while start() binds closes what it bound: start() refuses', async (t) => {
+    const temp = await tempDir('ra-listen-first-');
+    t.after(() => temp.cleanup());
+    await writeConfig(temp.dir, rig.config());
+    const port = await freePort();
+    const service = await Service.begin({ dataDir: temp.dir, host: '127.0.0.1', port });
+    const starting = service.start();
+    const stopped = service.stop();
+    await assert.rejects(starting, /stopping/);
+    await stopped;
+    assert.equal(await listens(port), false, `port ${port} was left bound by a stopped service`);
   });
 });
 

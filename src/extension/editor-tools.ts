@@ -82,5 +82,6 @@ export function createEditorToolSource(roots: WorkspaceRoots): ToolSource {
       },
     }),
   ];
-  return { name: 'editor', tools: async () => tools };
+  // Its list never changes (the roots are read when a tool runs): kept by the service's thread for good.
+  return { name: 'editor', tools: async () => tools, watch: () => () => undefined };
 }

@@ -5,7 +5,7 @@ import { ProviderError, type CompletionRequest, type CompletionResult, type Prov
 import type { Host } from '../agent/host';
 import type { ProcessResult } from '../agent/tools/process-runner';
 import type { Tool, ToolArea, ToolOutput, ToolSource } from '../agent/tools/types';
-import { fromWire, type FromThread, type HostCall, type HostMirrors, type SourceInfo, type SourceRef, type ThreadStart, type ToThread, type WireTool } from './wire';
+import { fromWire, sourceKey, type FromThread, type HostCall, type HostMirrors, type SourceInfo, type SourceRef, type ThreadStart, type ToThread, type WireTool } from './wire';
 
 interface Pending {
   resolve(value: unknown): void;
@@ -21,6 +21,8 @@ export class HostCalls {
   private next = 0;
   private readonly pending = new Map<number, Pending>();
   private closed = false;
+  /** Per kept source (SourceInfo's `kept`): drops its kept list. */
+  private readonly forget = new Map<string, () => void>();
 
   constructor(
     start: ThreadStart,
@@ -66,6 +68,11 @@ export class HostCalls {
     else pending.resolve(message.value);
   }
 
+  /** The editor's source `ref` may list other tools now: asked again at its next listing. */
+  toolsChanged(ref: SourceRef): void {
+    this.forget.get(sourceKey(ref))?.();
+  }
+
   /** Every call still waiting fails (the thread is ending). */
   close(): void {
     this.closed = true;
@@ -101,21 +108,35 @@ export class HostCalls {
   /** One of the editor's tool sources; its tools kept while the editor lists the same (the agent compares them by identity). */
   private toolSource(info: SourceInfo, source: SourceRef): ToolSource {
     let kept = new Map<string, { wire: string; tool: Tool }>();
+    const list = async (area?: ToolArea) => {
+      const listed = (await this.call({ method: 'tools.list', source, ...(area ? { area: { roots: area.roots } } : {}) })) as WireTool[];
+      const next = new Map<string, { wire: string; tool: Tool }>();
+      const tools = listed.map((wire) => {
+        const text = JSON.stringify(wire);
+        const same = kept.get(wire.name);
+        const tool = same && same.wire === text ? same.tool : this.proxyTool(source, wire);
+        next.set(wire.name, { wire: text, tool });
+        return tool;
+      });
+      kept = next;
+      return tools;
+    };
+    // A kept source's listing, from the moment it is asked: a change told meanwhile drops it, so a listing
+    // in flight then answers its own callers and is never kept.
+    let listing: { area: string; tools: Promise<Tool[]> } | undefined;
+    if (info.kept) this.forget.set(sourceKey(source), () => (listing = undefined));
     return {
       name: info.name,
       ...(info.followsArea ? { followsArea: true } : {}),
-      tools: async (area?: ToolArea) => {
-        const listed = (await this.call({ method: 'tools.list', source, ...(area ? { area: { roots: area.roots } } : {}) })) as WireTool[];
-        const next = new Map<string, { wire: string; tool: Tool }>();
-        const tools = listed.map((wire) => {
-          const text = JSON.stringify(wire);
-          const same = kept.get(wire.name);
-          const tool = same && same.wire === text ? same.tool : this.proxyTool(source, wire);
-          next.set(wire.name, { wire: text, tool });
-          return tool;
-        });
-        kept = next;
-        return tools;
+      tools: (area?: ToolArea) => {
+        if (!info.kept) return list(area);
+        const where = JSON.stringify(area?.roots ?? null);
+        if (listing?.area === where) return listing.tools;
+        const asked = { area: where, tools: list(area) };
+        listing = asked;
+        // One that failed (the thread stopping) is not kept either.
+        asked.tools.catch(() => listing === asked && (listing = undefined));
+        return asked.tools;
       },
     };
   }

@@ -11,7 +11,7 @@ import { releaseEndedThreadLock } from '../platform/lock-file';
 import { fail, KEYED_PROVIDERS, requestIdOf, type Envelope, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { HostAnswers } from './host-answers';
 import { describeStart, wallNow } from './start-marks';
-import { fromWire, type FromThread, type HostMirrors, type ThreadStart, type ToThread } from './wire';
+import { describeSource, fromWire, type FromThread, type HostMirrors, type ThreadStart, type ToThread } from './wire';
 
 export interface HostedOptions {
   dataDir: string;
@@ -88,8 +88,8 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
       dataDir: options.dataDir,
       port: options.port,
       host: options.host,
-      toolSources: (options.hostServices.toolSources ?? []).map(({ name, followsArea }) => ({ name, ...(followsArea ? { followsArea } : {}) })),
-      laterToolSources: (options.hostServices.laterToolSources ?? []).map(({ name, followsArea }) => ({ name, ...(followsArea ? { followsArea } : {}) })),
+      toolSources: (options.hostServices.toolSources ?? []).map(describeSource),
+      laterToolSources: (options.hostServices.laterToolSources ?? []).map(describeSource),
       languageModels: options.hostServices.languageModels !== undefined,
       terminal: options.hostServices.terminal !== undefined,
       mirrors: mirrorsOf(options.hostServices),

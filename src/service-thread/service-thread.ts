@@ -115,6 +115,9 @@ function receive(message: ToThread): void {
     case 'mirrors':
       calls.mirrors = message.mirrors;
       return;
+    case 'tools-changed':
+      calls.toolsChanged(message.source);
+      return;
     case 'lan': {
       const rid = message.rid;
       if (!service) return post({ t: 'lan-done', rid, error: { name: 'Error', message: 'the service is not running' } });

@@ -6,6 +6,7 @@ import { ProviderError, type CompletionRequest, type ProviderErrorKind, type Pro
 import { DataDirInUseError } from '../platform/lock-file';
 import { PortInUseError } from '../transport/port-in-use';
 import type { Envelope, ServiceConfig, ServiceEvent } from '../protocol';
+import type { ToolSource } from '../agent/tools/types';
 import type { StartMarks } from './start-marks';
 
 /** What the thread serves (its first message, `boot`). */
@@ -33,6 +34,13 @@ export interface ThreadStart {
 export interface SourceInfo {
   name: string;
   followsArea?: boolean;
+  /** The editor tells when its list may have changed (`tools-changed`, ToolSource.watch): listed once, kept until then. */
+  kept?: boolean;
+}
+
+/** What the editor's side knows a tool source by (ToolSource.watch, the tools it last listed). */
+export function describeSource(source: ToolSource): SourceInfo {
+  return { name: source.name, ...(source.followsArea ? { followsArea: true } : {}), ...(source.watch ? { kept: true } : {}) };
 }
 
 /** What the service asks of the editor synchronously: kept on the thread, sent again whenever it changes. */
@@ -73,6 +81,8 @@ export interface SourceRef {
   index: number;
 }
 
+export const sourceKey = (ref: SourceRef): string => `${ref.later ? 'later' : 'first'}:${ref.index}`;
+
 /** A completion request without what cannot cross (its signal and callbacks: messages of their own). */
 export type WireCompletionRequest = Omit<CompletionRequest, 'signal' | 'onDelta' | 'onRetry'> & {
   streams: boolean;
@@ -96,6 +106,8 @@ export type ToThread =
   | { t: 'stop' }
   | { t: 'host-ready' }
   | { t: 'mirrors'; mirrors: HostMirrors }
+  /** What one of the editor's kept sources lists may have changed: the thread lists it again when next asked. */
+  | { t: 'tools-changed'; source: SourceRef }
   | { t: 'lan'; rid: number; enabled: boolean }
   | { t: 'session-open'; sid: number }
   | { t: 'session-request'; sid: number; rid: number; frame: unknown }

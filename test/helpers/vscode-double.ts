@@ -327,6 +327,8 @@ function createTesting() {
     chatModelsChanged: new EventEmitter<void>(),
     /** What `vscode.lm.tools` lists (other extensions' tools); `invoke` answers `vscode.lm.invokeTool`. */
     lmTools: [] as { name: string; description: string; inputSchema?: object; tags: string[]; invoke(input: object): unknown }[],
+    /** Fire as VS Code does when an extension is installed, removed, enabled or disabled (vscode.extensions.onDidChange). */
+    extensionsChanged: new EventEmitter<void>(),
     activeEditorChanged: new EventEmitter<unknown>(),
     documentChanged: new EventEmitter<{ document: unknown }>(),
     /** Makes `editor` the active text editor and fires onDidChangeActiveTextEditor, as VS Code does on a switch. */
@@ -635,6 +637,10 @@ export const lm = {
     testing.invokedTools.push({ name, input: options.input });
     return tool.invoke(options.input);
   },
+};
+
+export const extensions = {
+  onDidChange: (listener: Listener<void>) => testing.extensionsChanged.event(listener),
 };
 
 export const languages = { getDiagnostics: () => [] };

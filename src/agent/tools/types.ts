@@ -97,6 +97,12 @@ export interface ToolSource {
    * the editor's tools: processes started in the workspace) offer nothing to a worktree's conversation.
    */
   readonly followsArea?: boolean;
+  /**
+   * Calls `changed` whenever what `tools` lists may have changed; returns how to stop. A source that has it
+   * may be listed once and its list kept until then: the service on the editor's thread keeps the editor's
+   * sources' lists so (service-thread/host-calls.ts), each a crossing of the extension host's loop.
+   */
+  watch?(changed: () => void): () => void;
   close?(): Promise<void>;
 }
 

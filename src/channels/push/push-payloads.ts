@@ -50,7 +50,7 @@ function subjectOf(args: Record<string, unknown>, preview: PermissionPreview | u
 
 type PermissionRequest = Extract<ServiceEvent, { event: 'permission.request' }>;
 
-/** A line of the body no longer than this, so the conversation's title after it is not cut off. */
+/** A line of the body (the warnings, the subject, the conversation's title) no longer than this. */
 const LINE_CHARS = 200;
 
 /**
@@ -66,8 +66,10 @@ function promptBody(request: PermissionRequest, title: string, conversationTitle
   const subject = subjectOf(request.arguments, preview);
   const said = subject === undefined ? '' : text(subject).trim();
   if (said && !title.includes(said)) lines.push(cut(said, LINE_CHARS));
-  lines.push(text(conversationTitle));
-  return cut(lines.join('\n'), BODY_CHARS);
+  // The conversation's title always ends the body: what comes before it is cut to leave it room.
+  const named = cut(text(conversationTitle), LINE_CHARS);
+  if (!named) return cut(lines.join('\n'), BODY_CHARS);
+  return lines.length === 0 ? named : `${cut(lines.join('\n'), BODY_CHARS - named.length - 1)}\n${named}`;
 }
 
 export function promptPayload(request: PermissionRequest, conversationTitle: string, blind: boolean, text: TextFilter): PushPayload {

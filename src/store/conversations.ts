@@ -126,7 +126,8 @@ export class ConversationsRepo {
  */
 export function trashConversation(tx: WriteTx, id: string): boolean {
   tx.run('INSERT OR IGNORE INTO history_cold_trash (conversation_id) SELECT id FROM conversations WHERE id = ? AND cold_seq > 0', [id]);
-  // Its retries' keys: a resend of one is answered not_found, as a chat's of a deleted conversation.
+  // Its retries' keys: after a restart a resend of one is answered not_found, as a chat's of a deleted
+  // conversation (until then the resends' memory still answers its sender with the first result).
   tx.run('DELETE FROM retry_keys WHERE conversation_id = ?', [id]);
   return tx.run('DELETE FROM conversations WHERE id = ?', [id]).changes > 0;
 }

@@ -67,3 +67,18 @@ test('only the newest RETRY_KEYS_KEPT retry keys are kept', LIMIT, async (t) => 
   assert.deepEqual(retryKeys.get(`p\u0000${RETRY_KEYS_KEPT}`), { conversation_id: 'c', message_id: `m${RETRY_KEYS_KEPT}` });
   assert.equal(db.get<{ n: number }>('SELECT count(*) AS n FROM retry_keys')?.n, RETRY_KEYS_KEPT);
 });
+
+test("one person's retries never push out another's keys (review27b: the bound was shared, so a password user's 1,000 retries made the owner's resend after a restart run again)", LIMIT, async (t) => {
+  const { dir, cleanup } = await tempDir('ra-retry-keys-people-');
+  t.after(cleanup);
+  await writeFile(join(dir, 'service.json'), JSON.stringify({ permission_mode: 'allow', workspace: dir }));
+  const service = await Service.open({ dataDir: dir, provider: () => ({ name: 'none', complete: () => Promise.reject(new Error('unused')) }) });
+  t.after(() => service.stop());
+  const { retryKeys, db } = service.store;
+  void retryKeys.remember('owner\u0000mine', { conversation_id: 'c', message_id: 'm-owner' }, { deferSync: true });
+  for (let i = 0; i <= RETRY_KEYS_KEPT; i++) void retryKeys.remember(`user:mallory\u0000${i}`, { conversation_id: 'c', message_id: `m${i}` }, { deferSync: true });
+  await db.flush();
+  assert.deepEqual(retryKeys.get('owner\u0000mine'), { conversation_id: 'c', message_id: 'm-owner' }, "the owner's key is kept");
+  assert.equal(retryKeys.get('user:mallory\u00000'), undefined, "the other person's oldest went");
+  assert.equal(db.get<{ n: number }>('SELECT count(*) AS n FROM retry_keys')?.n, RETRY_KEYS_KEPT + 1);
+});

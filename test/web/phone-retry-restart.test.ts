@@ -7,6 +7,8 @@
  * test/service/retry-turn-kill.test.ts's); real service, fake provider and chromium otherwise.
  */
 import assert from 'node:assert/strict';
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { sendMessage as send, startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
 
@@ -45,6 +47,10 @@ test('a retry resent after a restart, answered interrupted, offers Retry again u
   await page.locator('.turn-failure-text', { hasText: 'The computer restarted before this was answered.' }).waitFor();
   assert.equal(await notice.count(), 1, 'one notice');
   assert.equal(await page.locator('.composer .stop').isVisible(), false, 'the composer is not left running');
+  // Looked at: the notice at the phone's width (test-output/screens).
+  const screens = resolve('test-output/screens');
+  await mkdir(screens, { recursive: true });
+  await page.screenshot({ path: join(screens, 'retry-restart-notice.png') });
 
   const before = rig.fake.requests.length;
   rig.fake.script({ text: 'Answered after the restart.', chunks: 1 });

@@ -398,10 +398,14 @@ export class Agent {
    */
   private async storeRetryKey(retryKey: string, conversationId: string, messageId: string): Promise<void> {
     const { db, retryKeys } = this.deps.store;
+    const before = db.lastWrite;
     const durable = retryKeys.remember(retryKey, { conversation_id: conversationId, message_id: messageId }, DEFER_SYNC);
     durable.catch(ignore);
-    // A write refused (a failed journal) fails the retry before the model is asked.
-    await Promise.race([db.written() ?? durable, durable]);
+    // As storeUserMessage's: the file's `written` only when this write was applied (it moved the last write by
+    // one record); one refused after its record's hand-off has only its own promise to tell (review17d). A
+    // write refused (a failed journal) fails the retry before the model is asked.
+    const written = (db.lastWrite === before + 1 ? db.written() : undefined) ?? durable;
+    await Promise.race([written, durable]);
   }
 
   /** The message retry_turn may answer again: the conversation's last user message, with no reply. */

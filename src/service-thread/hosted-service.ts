@@ -52,7 +52,7 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
   private readonly lan = new Map<number, { resolve(changed: boolean): void; reject(error: Error): void }>();
   private starting?: { resolve(address: { host: string; port: number; url: string }): void; reject(error: Error): void };
   /** A listen asked and not yet answered (start()). */
-  private listening?: Promise<{ host: string; port: number; url: string }>;
+  private startAsked?: Promise<{ host: string; port: number; url: string }>;
   /** The first listen, asked with the thread's boot (ThreadStart's `listen`): what the first start() answers. */
   private firstStart?: Promise<{ host: string; port: number; url: string }>;
   /** What the thread's start was made of, once it listened (describeStart): the editor's log tells it. */
@@ -228,11 +228,11 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
     if (first) return first;
     if (this.ended) return Promise.reject(new Error('the service stopped'));
     // One listen at a time: a second call while one is asked gets its answer (the thread answers in order).
-    this.listening ??= new Promise<{ host: string; port: number; url: string }>((resolve, reject) => {
+    this.startAsked ??= new Promise<{ host: string; port: number; url: string }>((resolve, reject) => {
       this.starting = { resolve, reject };
       this.post({ t: 'start' });
-    }).finally(() => (this.listening = undefined));
-    return this.listening;
+    }).finally(() => (this.startAsked = undefined));
+    return this.startAsked;
   }
 
   /** The service's graceful stop on its thread, then the thread ends. */

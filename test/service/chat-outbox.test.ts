@@ -67,6 +67,27 @@ test('concurrent duplicates of one chat (two sockets, same client_message_id) ru
   }
 });
 
+test('a chat resent after its conversation was deleted is not_found, as after a restart: the deleted reply is never given again, nothing runs', async () => {
+  svc.fake.script({ text: 'a reply then deleted' });
+  const client = await TestClient.authed(svc.wsUrl, svc.token);
+  try {
+    const frame = { type: 'chat', message: 'soon deleted', client_message_id: 'msg-deleted-1' };
+    const first = await client.request({ ...frame });
+    assert.equal(first.status, 'ok', JSON.stringify(first));
+    const conversationId = (first.data as { conversation_id: string }).conversation_id;
+    const deleted = await client.request({ type: 'delete_conversation', conversation_id: conversationId });
+    assert.equal(deleted.status, 'ok', JSON.stringify(deleted));
+    const before = completions();
+    const resent = await client.request({ ...frame });
+    assert.equal(resent.status, 'error', `the deleted reply was answered again: ${JSON.stringify(resent)}`);
+    assert.equal(resent.code, 'not_found');
+    assert.match(String(resent.error), /deleted/);
+    assert.equal(completions(), before, 'nothing ran');
+  } finally {
+    client.close();
+  }
+});
+
 test('a different message under a used client_message_id is refused (invalid_request); an overlong id too', async () => {
   const client = await TestClient.authed(svc.wsUrl, svc.token);
   try {

@@ -181,6 +181,19 @@ test('a resend under the same client_retry_id gets the first result, running or 
   second.close();
 });
 
+test('a retry resent after its conversation was deleted is not_found, as after a restart: the deleted reply is never given again', async () => {
+  const owner = await svc.client();
+  const { conversationId, messageId } = await failedTurn(owner, 'Retried, then deleted');
+  svc.fake.script({ text: 'A reply then deleted.' });
+  const retry = { type: 'retry_turn', conversation_id: conversationId, message_id: messageId, client_retry_id: 'tap-deleted' };
+  assert.equal((await ok(owner, retry)).response, 'A reply then deleted.');
+  await ok(owner, { type: 'delete_conversation', conversation_id: conversationId });
+  const before = completions().length;
+  await refused(owner, retry, 'not_found', /deleted/);
+  assert.equal(completions().length, before, 'nothing ran');
+  owner.close();
+});
+
 test('a resend of a retry refused before it ran asks again (not remembered)', async () => {
   const owner = await svc.client();
   const { conversationId, messageId } = await failedTurn(owner, 'Busy then free');

@@ -45,7 +45,7 @@ export class ChatResends {
     const sent = this.sent.get(key);
     if (sent) {
       requireSame(command, sent.message, sent.conversationId);
-      return sent.result;
+      return unlessDeleted(this.store, sent.result);
     }
     // Decided now (metadata in sql.js), so a resend racing this one cannot run the chat a second time.
     if (this.store.messages.hasClientKey(key)) return this.storedResult(key, command);
@@ -108,6 +108,18 @@ export class ChatResends {
 export async function storedAnswer(store: Store, message: MessageRow): Promise<ChatResult> {
   const reply = await store.messages.replyTo(message);
   return reply ? { response: reply.content, conversation_id: message.conversation_id } : { response: '', conversation_id: message.conversation_id, interrupted: true as const };
+}
+
+/**
+ * A result remembered in memory, as a resend gets it: `not_found` once its conversation was deleted
+ * (delete_conversation, the history's retention), as the store answers after a restart, so a deleted reply
+ * is never given again. Checked when the result is given, not by forgetting at the deletion: a chat still
+ * running when its conversation is deleted settles after it.
+ */
+export async function unlessDeleted(store: Store, remembered: Promise<ChatResult>): Promise<ChatResult> {
+  const result = await remembered;
+  if (store.conversations.get(result.conversation_id) === undefined) throw new ServiceError('not_found', 'the conversation of this message was deleted');
+  return result;
 }
 
 /** Keeps the `bound` newest entries: the oldest go first (a Map keeps insertion order; running ones are far fewer than the bound). */

@@ -1,7 +1,7 @@
 import { ServiceError, type CommandOf, type ResultOf } from '../../protocol';
 import type { RetryKey, Store } from '../../store';
 import type { ClientSession } from '../session';
-import { ChatResends, forgetOldest, REMEMBERED_CHATS, storedAnswer } from './chat-resends';
+import { ChatResends, forgetOldest, REMEMBERED_CHATS, storedAnswer, unlessDeleted } from './chat-resends';
 
 type ChatResult = ResultOf<'chat'>;
 
@@ -33,7 +33,7 @@ export class RetryResends {
     const sent = this.sent.get(key);
     if (sent) {
       requireSame(command, sent);
-      return sent.result;
+      return unlessDeleted(this.store, sent.result);
     }
     const stored = this.store.retryKeys.get(key);
     if (stored) {

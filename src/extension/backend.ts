@@ -37,6 +37,8 @@ export interface Backend extends EventEmitter<BackendEvents> {
 /** One chat view's session: frames in, every response and event of that session out. */
 export interface ViewChannel {
   send(frame: Frame): void;
+  /** Its chat.delta pieces come joined already (DeltaWindow, on the service's thread): none to join again. */
+  readonly deltasJoined?: boolean;
   dispose(): void;
 }
 
@@ -69,8 +71,16 @@ export interface LocalService {
     on(event: 'change', listener: (fields: string[]) => void): unknown;
     off(event: 'change', listener: (fields: string[]) => void): unknown;
   };
-  openSession(options: { source: { kind: 'editor' }; principal: 'access'; canAnswerPermissions: true; send(event: ServiceEvent): void }): LocalSession;
+  openSession(options: { source: { kind: 'editor' }; principal: 'access'; canAnswerPermissions: true; send(event: ServiceEvent): void; events?: readonly ServiceEvent['event'][] }): LocalSession;
+  /** Its sessions' chat.delta pieces come joined (DeltaWindow): the service on its thread. */
+  readonly joinsDeltas?: boolean;
 }
+
+/**
+ * The events the editor's own session (commands, the status bar's waiting count, its prompts) uses: the
+ * service on its thread sends it no other (a chat's pieces, its conversation's updates are the chat views').
+ */
+export const EDITOR_SESSION_EVENTS: readonly ServiceEvent['event'][] = ['permission.request', 'permission.resolved'];
 
 interface LocalSession {
   request(frame: unknown): Promise<Envelope>;
@@ -93,7 +103,7 @@ export class LocalBackend extends EventEmitter<BackendEvents> implements Backend
     // The editor itself (commands, the status bar's waiting count, its prompt notifications) as one client,
     // the owner (it hosts the service and holds the access token); it hears and answers permission
     // requests like any client, as an attached window's socket does.
-    this.session = service.openSession({ source: { kind: 'editor' }, principal: 'access', canAnswerPermissions: true, send: (event) => this.emit('event', event) });
+    this.session = service.openSession({ source: { kind: 'editor' }, principal: 'access', canAnswerPermissions: true, send: (event) => this.emit('event', event), events: EDITOR_SESSION_EVENTS });
     service.config.on('change', this.onChange);
   }
 
@@ -109,6 +119,7 @@ export class LocalBackend extends EventEmitter<BackendEvents> implements Backend
     const session = this.service.openSession({ source: { kind: 'editor' }, principal: 'access', canAnswerPermissions: true, send: (event) => sink.onEvent(event) });
     let open = true;
     return {
+      deltasJoined: this.service.joinsDeltas === true,
       send: (frame) => {
         void session.request(frame).then((envelope) => open && sink.onResponse(envelope));
       },

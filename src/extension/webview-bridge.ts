@@ -1,4 +1,5 @@
-import { redactKnownSecrets } from '../log/redact';
+import { KnownSecretsRedactor } from '../log/redact';
+import { DeltaWindow } from '../protocol/delta-window';
 import { helloOf, type EditorLookup, type EditorLookupResult, type HostAction, type HostToUi, type ResultOf, type ServiceEvent, type UiToHost, type ViewEvent } from '../protocol';
 import { version as EXTENSION_BUILD } from '../../package.json';
 import type { Backend, ViewChannel } from './backend';
@@ -13,15 +14,9 @@ export interface EditorHooks {
   /** Answers a `#file` question (protocol/bridge.ts, EditorLookup). */
   lookup?(lookup: EditorLookup): Promise<EditorLookupResult>;
 }
-type ChatDelta = Extract<ServiceEvent, { event: 'chat.delta' }>;
 export type PermissionRequestEvent = Extract<ServiceEvent, { event: 'permission.request' }>;
 
-/**
- * Stream pieces that arrive within this window go to the webview as one chat.delta: every postMessage
- * is a message across the editor's process boundary (compressed, in remote windows), and a fast model
- * sends many small pieces. 16 ms is one frame: the reply looks no less live.
- */
-export const DELTA_WINDOW_MS = 16;
+export { DELTA_WINDOW_MS } from '../protocol/delta-window';
 
 /** The UI's state line from the hosting state. */
 export function uiStateOf(state: HostingState): UiState {
@@ -51,8 +46,13 @@ export function uiStateOf(state: HostingState): UiState {
 export class WebviewBridge {
   private channel: ViewChannel | undefined;
   private state: UiState = { kind: 'state', state: 'starting' };
-  private pendingDelta: ChatDelta | undefined;
-  private deltaTimer: NodeJS.Timeout | undefined;
+  /**
+   * Stream pieces go to the webview joined (DeltaWindow: every postMessage crosses the editor's process
+   * boundary, compressed in remote windows), unless the channel's come joined already (the service's
+   * thread joins them before they cross its port): then each goes on as it comes, no later.
+   */
+  private readonly redactor = new KnownSecretsRedactor();
+  private readonly deltas = new DeltaWindow((event) => this.post(this.scrub({ kind: 'event', event })));
   /** This view's chats still running: their frame id -> conversation (known once the first event names it). */
   private readonly running = new Map<string | number, string | undefined>();
 
@@ -77,6 +77,7 @@ export class WebviewBridge {
       this.send({ kind: 'state', state: 'stopped', detail: 'reconnecting to the service' });
     }
     this.running.clear();
+    let joined = false;
     this.channel = backend?.openViewChannel({
       onResponse: (envelope) => {
         if (envelope.id !== undefined) this.running.delete(envelope.id);
@@ -84,10 +85,11 @@ export class WebviewBridge {
       },
       onEvent: (event) => {
         this.follow(event);
-        if (event.event === 'chat.delta') this.queueDelta(event);
+        if (event.event === 'chat.delta' && !joined) this.deltas.push(event);
         else this.send({ kind: 'event', event });
       },
     });
+    joined = this.channel?.deltasJoined === true;
     this.setState(state);
   }
 
@@ -154,42 +156,19 @@ export class WebviewBridge {
     if (event.event === 'permission.request' && [...this.running.values()].includes(event.conversation_id)) this.onOwnRequest(event);
   }
 
-  /** Joins a chat.delta to the pending one of the same chat, or sends that one first. */
-  private queueDelta(event: ChatDelta): void {
-    const pending = this.pendingDelta;
-    if (pending && pending.id === event.id && pending.conversation_id === event.conversation_id) {
-      pending.delta = `${pending.delta}${event.delta}`;
-      // The joined piece ends at this one: a view that follows again after it asks from here, not from the first.
-      if (event.seq !== undefined) pending.seq = event.seq;
-      return;
-    }
-    this.flushDelta();
-    this.pendingDelta = { ...event };
-    this.deltaTimer = setTimeout(() => this.flushDelta(), DELTA_WINDOW_MS);
-  }
-
-  private flushDelta(): void {
-    clearTimeout(this.deltaTimer);
-    this.deltaTimer = undefined;
-    const pending = this.pendingDelta;
-    this.pendingDelta = undefined;
-    if (pending) this.post(this.scrub({ kind: 'event', event: pending }));
-  }
-
   /** Everything else keeps its order after the stream pieces before it. */
   private send(message: HostToUi): void {
-    this.flushDelta();
+    this.deltas.flush();
     this.post(this.scrub(message));
   }
 
   /** Known secrets only: chat text is shown as written, so nothing merely credential-shaped is hidden. */
   private scrub(message: HostToUi): HostToUi {
-    return redactKnownSecrets(message, this.secrets());
+    return this.redactor.redact(message, this.secrets());
   }
 
   dispose(): void {
-    clearTimeout(this.deltaTimer);
-    this.pendingDelta = undefined;
+    this.deltas.dispose();
     this.channel?.dispose();
     this.channel = undefined;
   }

@@ -79,17 +79,63 @@ function applyRedaction(text: string, matcher: RegExp | null): string {
   return result;
 }
 
-/** Every known secret (each form of it) in every string of a JSON-safe `value`, keys included, replaced. */
+/**
+ * Every known secret (each form of it) in every string of a JSON-safe `value`, keys included, replaced.
+ * What holds none is given back as it is (the same object): only the parts that change are copied.
+ */
 export function redactKnownSecrets<T>(value: T, secrets: Iterable<string>): T {
-  const matcher = buildMatcher(secrets);
-  if (!matcher) return value;
-  const walk = (item: unknown): unknown => {
-    if (typeof item === 'string') return item.replace(matcher, REDACTED);
-    if (Array.isArray(item)) return item.map(walk);
-    if (item === null || typeof item !== 'object') return item;
-    return Object.fromEntries(Object.entries(item).map(([key, entry]) => [key.replace(matcher, REDACTED), walk(entry)]));
-  };
-  return walk(value) as T;
+  return redactWith(value, buildMatcher(secrets));
+}
+
+/**
+ * redactKnownSecrets for one receiver of many values (the chat webview: every message posted to it): the
+ * matcher is built again only when the secrets change, not for every value.
+ */
+export class KnownSecretsRedactor {
+  private secrets: readonly string[] = [];
+  private matcher: RegExp | null = null;
+
+  redact<T>(value: T, secrets: readonly string[]): T {
+    if (secrets.length !== this.secrets.length || secrets.some((secret, i) => secret !== this.secrets[i])) {
+      this.secrets = [...secrets];
+      this.matcher = buildMatcher(secrets);
+    }
+    return redactWith(value, this.matcher);
+  }
+}
+
+function redactWith<T>(value: T, matcher: RegExp | null): T {
+  return matcher ? (scrubbed(value, matcher) as T) : value;
+}
+
+/** `item` with the matcher's matches replaced, copied only where something was (indexed loops: no garbage per key). */
+function scrubbed(item: unknown, matcher: RegExp): unknown {
+  if (typeof item === 'string') return item.replace(matcher, REDACTED);
+  if (item === null || typeof item !== 'object') return item;
+  if (Array.isArray(item)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < item.length; i += 1) {
+      const entry: unknown = item[i];
+      const clean = scrubbed(entry, matcher);
+      if (clean !== entry) (copy ??= [...item])[i] = clean;
+    }
+    return copy ?? item;
+  }
+  const record = item as Record<string, unknown>;
+  const keys = Object.keys(record);
+  let copy: Record<string, unknown> | undefined;
+  for (let i = 0; i < keys.length; i += 1) {
+    const key = keys[i]!;
+    const entry = record[key];
+    const name = key.replace(matcher, REDACTED);
+    const clean = scrubbed(entry, matcher);
+    if (name === key && clean === entry) continue;
+    copy ??= { ...record };
+    if (name !== key) delete copy[key];
+    // A data property whatever its name (an own `__proto__` key must stay a key, not become the prototype).
+    Object.defineProperty(copy, name, { value: clean, enumerable: true, writable: true, configurable: true });
+  }
+  return copy ?? item;
 }
 
 // Credentials of vendors, recognised in a vendor's own text (too eager for a log, where ids look alike).

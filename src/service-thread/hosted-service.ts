@@ -44,6 +44,8 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
   private secretsHeld: string[] = [];
   readonly redactor = { secrets: () => this.secretsHeld };
   readonly ready: Promise<void>;
+  /** The thread joins its sessions' chat.delta pieces before they cross (DeltaWindow). */
+  readonly joinsDeltas = true;
   private failedOpen = false;
   private readonly answers: HostAnswers;
   private next = 0;
@@ -251,11 +253,14 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
     return this.stopped;
   }
 
-  /** A session of the editor's: the owner's (it holds the access token), answering permission requests. */
-  openSession(options: { send(event: ServiceEvent): void }): HostedSession {
+  /**
+   * A session of the editor's: the owner's (it holds the access token), answering permission requests.
+   * `events`: the only kinds it hears (the others never cross the port).
+   */
+  openSession(options: { send(event: ServiceEvent): void; events?: readonly ServiceEvent['event'][] }): HostedSession {
     const sid = (this.next += 1);
     this.sessions.set(sid, options.send);
-    this.post({ t: 'session-open', sid });
+    this.post({ t: 'session-open', sid, ...(options.events ? { events: options.events } : {}) });
     return {
       request: (frame) => {
         if (this.ended) return Promise.resolve(stopped(frame));

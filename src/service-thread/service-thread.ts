@@ -5,6 +5,7 @@
 import { parentPort } from 'node:worker_threads';
 import type { OpenSession } from '../commands/door';
 import { fail, requestIdOf } from '../protocol';
+import { DeltaWindow } from '../protocol/delta-window';
 import { Service } from '../service';
 import { applyLanAccess } from '../config/lan-access';
 import { HostCalls } from './host-calls';
@@ -32,7 +33,7 @@ let start: ThreadStart;
 let loading: LoaderMarks | undefined;
 let begunAt = 0;
 let calls: HostCalls;
-const sessions = new Map<number, OpenSession>();
+const sessions = new Map<number, { session: OpenSession; events: DeltaWindow }>();
 let service: Service | undefined;
 let stopping: Promise<void> | undefined;
 let warm: (whole: boolean) => void = () => undefined;
@@ -130,32 +131,45 @@ function receive(message: ToThread): void {
     case 'session-open': {
       if (!service || stopping) return post({ t: 'session-closed', sid: message.sid });
       const sid = message.sid;
+      const wanted = message.events && new Set<string>(message.events);
+      // A chat's pieces cross joined (each crossing is a task of the extension host's loop).
+      const events = new DeltaWindow((event) => post({ t: 'event', sid, event }));
       // The editor itself (its commands, its chat views): the owner, as it hosts the service and holds the
       // access token; it hears and answers permission requests like any client.
       const session = service.openSession({
         source: { kind: 'editor' },
         principal: 'access',
         canAnswerPermissions: true,
-        send: (event) => post({ t: 'event', sid, event }),
+        send: (event) => {
+          if (!wanted || wanted.has(event.event)) events.push(event);
+        },
         onClose: () => {
+          events.flush();
           sessions.delete(sid);
           post({ t: 'session-closed', sid });
         },
       });
-      sessions.set(sid, session);
+      sessions.set(sid, { session, events });
       return;
     }
     case 'session-request': {
-      const session = sessions.get(message.sid);
+      const open = sessions.get(message.sid);
       const rid = message.rid;
-      if (!session) return post({ t: 'response', rid, envelope: fail('server_error', 'the service is stopping', requestIdOf(message.frame)) });
-      void session.request(message.frame).then((envelope) => post({ t: 'response', rid, envelope }));
+      if (!open) return post({ t: 'response', rid, envelope: fail('server_error', 'the service is stopping', requestIdOf(message.frame)) });
+      // The pieces before the answer go first (a chat's last piece before its response).
+      void open.session.request(message.frame).then((envelope) => {
+        open.events.flush();
+        post({ t: 'response', rid, envelope });
+      });
       return;
     }
-    case 'session-close':
-      sessions.get(message.sid)?.close();
+    case 'session-close': {
+      const open = sessions.get(message.sid);
+      open?.events.dispose();
+      open?.session.close();
       sessions.delete(message.sid);
       return;
+    }
     case 'answer':
     case 'piece':
       calls.received(message);

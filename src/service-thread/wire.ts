@@ -109,7 +109,8 @@ export type ToThread =
   /** What one of the editor's kept sources lists may have changed: the thread lists it again when next asked. */
   | { t: 'tools-changed'; source: SourceRef }
   | { t: 'lan'; rid: number; enabled: boolean }
-  | { t: 'session-open'; sid: number }
+  /** `events`: the only kinds this session hears (none given: every one). */
+  | { t: 'session-open'; sid: number; events?: readonly ServiceEvent['event'][] }
   | { t: 'session-request'; sid: number; rid: number; frame: unknown }
   | { t: 'session-close'; sid: number }
   /** A host call's answer. */

@@ -54,6 +54,37 @@ describe('the service on its worker thread', () => {
     v.channel.dispose();
   });
 
+  test("a streamed turn crosses the port joined, to the chat view's session only: fewer crossings than pieces, in order, the last before the answer", async () => {
+    const { api } = await harness.activate({ provider: 'vscode', model: 'm' });
+    const words = Array.from({ length: 40 }, (_, i) => `w${i} `);
+    testing.chatModels = [
+      fakeModel(
+        'm',
+        words.map((t) => new LanguageModelTextPart(t)),
+      ),
+    ];
+    const crossed: { t: string; sid?: number; event?: string; id?: unknown }[] = [];
+    workerOf(api).on('message', (m: { t: string; sid?: number; event?: ServiceEvent; envelope?: Envelope }) => crossed.push({ t: m.t, sid: m.sid, event: m.event?.event, id: m.envelope?.id }));
+    const v = view(api);
+    v.channel.send({ type: 'chat', message: 'hi', id: 'c1', stream: true });
+    const answer = await v.answer('c1');
+    assert.equal(answer.status === 'ok' && (answer.data as { response: string }).response, words.join(''), JSON.stringify(answer));
+    const deltas = v.events.filter((e) => e.event === 'chat.delta') as Extract<ServiceEvent, { event: 'chat.delta' }>[];
+    assert.equal(deltas.map((d) => d.delta).join(''), words.join(''), 'nothing lost, in order');
+    const pieces = crossed.filter((m) => m.event === 'chat.delta');
+    assert.equal(pieces.length, deltas.length);
+    assert.ok(pieces.length < words.length, `${pieces.length} crossings for ${words.length} pieces`);
+    const lastPiece = crossed.lastIndexOf(pieces.at(-1)!);
+    assert.ok(crossed.findIndex((m) => m.t === 'response' && m.id === 'c1') > lastPiece, 'the last piece crossed before the answer');
+    // The editor's own session (commands, prompts) hears no chat's pieces nor its conversation's updates: one session each.
+    await waitFor(() => crossed.some((m) => m.event === 'turn.ended'), 'the turn to end');
+    for (const kind of ['chat.delta', 'conversation.updated', 'turn.ended', 'chat.message']) {
+      const sids = new Set(crossed.filter((m) => m.event === kind).map((m) => m.sid));
+      assert.equal(sids.size, 1, `${kind} crossed for sessions ${[...sids].join(', ')}`);
+    }
+    v.channel.dispose();
+  });
+
   test("cancel reaches the editor's model on the main thread (its token cancelled); the turn ends cancelled, not failed", async () => {
     const { api } = await harness.activate({ provider: 'vscode', model: 'm' });
     const seen: { token?: { isCancellationRequested: boolean } } = {};

@@ -161,7 +161,11 @@ export interface Activation {
   serviceSteps?: string;
 }
 
-export function describeFigures(figures: LoopFigures, activation: Activation | undefined): string {
+/**
+ * `serviceLoop`: the service thread's own loop over the same measurement (the loop that answers the sockets:
+ * the phone, other windows, webhooks), told apart from the extension host's.
+ */
+export function describeFigures(figures: LoopFigures, activation: Activation | undefined, serviceLoop?: LoopFigures): string {
   const ready = activation?.readyMs === undefined ? '' : `; store open at ${activation.readyMs} ms`;
   const steps = activation?.serviceSteps === undefined ? '' : ` [${activation.serviceSteps}]`;
   const service = activation?.serviceMs === undefined ? '' : ` (the service's lock and listen ${activation.serviceMs} ms of it${steps}${ready})`;
@@ -169,6 +173,10 @@ export function describeFigures(figures: LoopFigures, activation: Activation | u
   return (
     `${started}; event loop over ${figures.seconds} s: longest stall ${figures.longestStallMs} ms ` +
     `(process CPU during it ${figures.longestStallCpuMs} ms), longest busy stall ${figures.longestBusyStallMs} ms, p99 ${figures.p99Ms} ms, mean ${figures.meanMs} ms; ` +
-    `GC pauses ${figures.gc.count}, longest ${figures.gc.longestMs} ms, ${figures.gc.totalMs} ms in all`
+    `GC pauses ${figures.gc.count}, longest ${figures.gc.longestMs} ms, ${figures.gc.totalMs} ms in all` +
+    (serviceLoop
+      ? `; the service thread's own loop over ${serviceLoop.seconds} s: busy stall ${serviceLoop.longestBusyStallMs} ms (stall ${serviceLoop.longestStallMs} ms), ` +
+        `p99 ${serviceLoop.p99Ms} ms, its GC ${serviceLoop.gc.count} pauses, longest ${serviceLoop.gc.longestMs} ms, ${serviceLoop.gc.totalMs} ms in all`
+      : '')
   );
 }

@@ -15,6 +15,7 @@ import { manageDevices } from './manage-devices';
 import { showActivity } from './show-activity';
 import { compactConversation, exportConversation, searchHistory } from './history-commands';
 import type { Hosting } from './hosting';
+import type { HostedService } from '../service-thread/hosted-service';
 import { PROMPT_COMMANDS } from './permission-prompt';
 import { readSettings, SETTINGS_SECTION } from './settings';
 import { SHOW_PENDING_COMMAND } from './status-bar';
@@ -218,19 +219,26 @@ async function connectionInfo(deps: CommandDeps): Promise<void> {
 
 /** The CPU profile beside the measurement, when the test environment asks for one (see cpu-profile.ts). */
 let profiling: Promise<{ stop(): Promise<string> } | undefined> | undefined;
+/** The service whose thread's loop is being measured beside the extension host's. */
+let measured: HostedService | undefined;
 
 /** First run: start measuring the event loop; second run: report (output channel and a notification). */
 export async function measureResponsiveness(deps: CommandDeps): Promise<void> {
   const figures = deps.loopMonitor.stop();
   if (!figures) {
     deps.loopMonitor.start();
+    // The service's own loop too, on its thread: the one that answers the sockets (a restarted one is not measured).
+    measured = deps.hosting.service;
+    measured?.startLoopMonitor();
     // Test-only (RA_E2E_CPU_PROFILE in the editor's environment): the module is not even loaded otherwise.
     if (process.env.RA_E2E_CPU_PROFILE) profiling = import('./cpu-profile').then(({ CpuProfile }) => CpuProfile.start());
     deps.log('responsiveness: measuring the extension host event loop');
     void vscode.window.showInformationMessage('Remote Assistant: measuring responsiveness. Run "Measure Responsiveness" again to see the figures.');
     return;
   }
-  const text = describeFigures(figures, deps.activation());
+  const serviceLoop = await measured?.stopLoopMonitor();
+  measured = undefined;
+  const text = describeFigures(figures, deps.activation(), serviceLoop);
   const profile = await profiling?.then((p) => p?.stop()).catch((error: unknown) => `not written: ${String(error)}`);
   profiling = undefined;
   if (profile) deps.log(`responsiveness: CPU profile ${profile}`);

@@ -11,6 +11,7 @@ import { releaseEndedThreadLock } from '../platform/lock-file';
 import { fail, KEYED_PROVIDERS, requestIdOf, type Envelope, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { HostAnswers } from './host-answers';
 import { describeStart, wallNow } from './start-marks';
+import type { LoopFigures } from '../extension/diagnostics';
 import { describeSource, fromWire, type FromThread, type HostMirrors, type ThreadStart, type ToThread } from './wire';
 
 export interface HostedOptions {
@@ -52,6 +53,8 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
   private readonly sessions = new Map<number, (event: ServiceEvent) => void>();
   private readonly responses = new Map<number, { resolve: (envelope: Envelope) => void; frame: unknown }>();
   private readonly lan = new Map<number, { resolve(changed: boolean): void; reject(error: Error): void }>();
+  /** Measurements of the thread's loop asked to stop, answered in order. */
+  private readonly loopFigures: ((figures: LoopFigures | undefined) => void)[] = [];
   private starting?: { resolve(address: { host: string; port: number; url: string }): void; reject(error: Error): void };
   /** A listen asked and not yet answered (start()). */
   private startAsked?: Promise<{ host: string; port: number; url: string }>;
@@ -194,6 +197,8 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
           else waiting?.resolve(message.changed === true);
           return;
         }
+        case 'loop-figures':
+          return this.loopFigures.shift()?.(message.figures);
         case 'call':
         case 'abort':
           return this.answers.received(message);
@@ -209,6 +214,7 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
       this.starting?.reject(error);
       for (const { resolve, frame } of this.responses.values()) resolve(stopped(frame));
       this.responses.clear();
+      for (const waiting of this.loopFigures.splice(0)) waiting(undefined);
       for (const waiting of this.lan.values()) waiting.reject(error);
       this.lan.clear();
       this.sessions.clear();
@@ -284,6 +290,20 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
     return new Promise((resolve, reject) => {
       this.lan.set(rid, { resolve, reject });
       this.post({ t: 'lan', rid, enabled });
+    });
+  }
+
+  /** Measure Responsiveness on the thread's own loop: starts its monitor (LoopMonitor, as the extension host's). */
+  startLoopMonitor(): void {
+    this.post({ t: 'monitor', on: true });
+  }
+
+  /** Stops it: its figures, or undefined when it was not measuring (or the thread is gone). */
+  stopLoopMonitor(): Promise<LoopFigures | undefined> {
+    if (this.ended) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      this.loopFigures.push(resolve);
+      this.post({ t: 'monitor', on: false });
     });
   }
 

@@ -9,6 +9,7 @@ import { DeltaWindow } from '../protocol/delta-window';
 import { Service } from '../service';
 import { applyLanAccess } from '../config/lan-access';
 import { HostCalls } from './host-calls';
+import { LoopMonitor } from '../extension/diagnostics';
 import { wallNow, type LoaderMarks } from './start-marks';
 import { toWire, type FromThread, type ThreadStart, type ToThread } from './wire';
 
@@ -37,6 +38,8 @@ const sessions = new Map<number, { session: OpenSession; events: DeltaWindow }>(
 let service: Service | undefined;
 let stopping: Promise<void> | undefined;
 let warm: (whole: boolean) => void = () => undefined;
+/** Measure Responsiveness's monitor of this thread's loop (the one that answers the phone, the sockets, the webhooks). */
+const loop = new LoopMonitor();
 /** Settles once the service's warm-up is over (or it never began): the thread's loader then writes its code cache (thread-loader.ts). */
 export const warmedUp = new Promise<boolean>((resolve) => (warm = resolve));
 
@@ -128,6 +131,10 @@ function receive(message: ToThread): void {
       );
       return;
     }
+    case 'monitor':
+      if (message.on) loop.start();
+      else post({ t: 'loop-figures', figures: loop.stop() });
+      return;
     case 'session-open': {
       if (!service || stopping) return post({ t: 'session-closed', sid: message.sid });
       const sid = message.sid;

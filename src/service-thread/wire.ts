@@ -8,6 +8,7 @@ import { PortInUseError } from '../transport/port-in-use';
 import type { Envelope, ServiceConfig, ServiceEvent } from '../protocol';
 import type { ToolSource } from '../agent/tools/types';
 import type { StartMarks } from './start-marks';
+import type { LoopFigures } from '../extension/diagnostics';
 
 /** What the thread serves (its first message, `boot`). */
 export interface ThreadStart {
@@ -109,6 +110,8 @@ export type ToThread =
   /** What one of the editor's kept sources lists may have changed: the thread lists it again when next asked. */
   | { t: 'tools-changed'; source: SourceRef }
   | { t: 'lan'; rid: number; enabled: boolean }
+  /** Measure Responsiveness on the thread's own loop: `on` starts its monitor, off stops it (`loop-figures` answers). */
+  | { t: 'monitor'; on: boolean }
   /** `events`: the only kinds this session hears (none given: every one). */
   | { t: 'session-open'; sid: number; events?: readonly ServiceEvent['event'][] }
   | { t: 'session-request'; sid: number; rid: number; frame: unknown }
@@ -130,6 +133,8 @@ export type FromThread =
   | { t: 'config'; config: ServiceConfig; fields: string[] }
   | { t: 'secrets'; secrets: string[] }
   | { t: 'lan-done'; rid: number; changed?: boolean; error?: WireError }
+  /** The thread's own loop over the measurement (none: it was not measuring). */
+  | { t: 'loop-figures'; figures?: LoopFigures }
   | { t: 'event'; sid: number; event: ServiceEvent }
   | { t: 'response'; rid: number; envelope: Envelope }
   | { t: 'session-closed'; sid: number }

@@ -493,6 +493,11 @@ describe('Measure Responsiveness', () => {
     assert.ok(stall >= 40, `the 60 ms block shows as a stall: ${report}`);
     assert.ok(busy >= 40, `and as a busy one (the loop was computing): ${report}`);
     assert.ok(testing.outputLines.some((l) => l.includes(`responsiveness: activation ${api.activationMs} ms`)));
+    // The service's own loop, on its thread, measured over the same time and told apart (after the extension host's).
+    const serviceLoop = /; the service thread's own loop over ([\d.]+) s: busy stall ([\d.]+) ms \(stall ([\d.]+) ms\), p99 ([\d.]+) ms, its GC (\d+) pauses/.exec(report);
+    assert.ok(serviceLoop, report);
+    assert.ok(report.indexOf(serviceLoop[0]) > report.indexOf('longest busy stall'), report);
+    assert.ok(Number(serviceLoop[1]) > 0, report);
   });
 });
 

@@ -238,7 +238,8 @@ export async function measureResponsiveness(deps: CommandDeps): Promise<void> {
   }
   const serviceLoop = await measured?.stopLoopMonitor();
   measured = undefined;
-  const text = describeFigures(figures, deps.activation(), serviceLoop);
+  const text = describeFigures(figures, deps.activation(), serviceLoop?.figures);
+  if (serviceLoop?.crossings) deps.log(`responsiveness: messages across the service thread's port meanwhile: ${serviceLoop.crossings}`);
   const profile = await profiling?.then((p) => p?.stop()).catch((error: unknown) => `not written: ${String(error)}`);
   profiling = undefined;
   if (profile) deps.log(`responsiveness: CPU profile ${profile}`);

@@ -55,6 +55,8 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
   private readonly lan = new Map<number, { resolve(changed: boolean): void; reject(error: Error): void }>();
   /** Measurements of the thread's loop asked to stop, answered in order. */
   private readonly loopFigures: ((figures: LoopFigures | undefined) => void)[] = [];
+  /** The messages crossing the port by kind, while Measure Responsiveness runs. */
+  private crossings?: { in: Map<string, number>; out: Map<string, number> };
   private starting?: { resolve(address: { host: string; port: number; url: string }): void; reject(error: Error): void };
   /** A listen asked and not yet answered (start()). */
   private startAsked?: Promise<{ host: string; port: number; url: string }>;
@@ -156,6 +158,7 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
 
   private listen(readyResolve: () => void, readyReject: (error: Error) => void, asked: number): void {
     this.worker.on('message', (message: FromThread) => {
+      if (this.crossings) countCrossing(this.crossings.in, message);
       switch (message.t) {
         case 'config':
           this.config.current = message.config;
@@ -293,18 +296,26 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
     });
   }
 
-  /** Measure Responsiveness on the thread's own loop: starts its monitor (LoopMonitor, as the extension host's). */
+  /**
+   * Measure Responsiveness on the thread's own loop: starts its monitor (LoopMonitor, as the extension
+   * host's), and counts the messages crossing the port meanwhile (each is a task of the extension host's loop).
+   */
   startLoopMonitor(): void {
+    this.crossings = { in: new Map(), out: new Map() };
     this.post({ t: 'monitor', on: true });
   }
 
-  /** Stops it: its figures, or undefined when it was not measuring (or the thread is gone). */
-  stopLoopMonitor(): Promise<LoopFigures | undefined> {
-    if (this.ended) return Promise.resolve(undefined);
-    return new Promise((resolve) => {
+  /** Stops it: its figures (undefined when it was not measuring, or the thread is gone), and the crossings counted. */
+  async stopLoopMonitor(): Promise<{ figures?: LoopFigures; crossings?: string }> {
+    const counted = this.crossings;
+    this.crossings = undefined;
+    const crossings = counted && `in ${describeCrossings(counted.in)}; out ${describeCrossings(counted.out)}`;
+    if (this.ended) return { crossings };
+    const figures = await new Promise<LoopFigures | undefined>((resolve) => {
       this.loopFigures.push(resolve);
       this.post({ t: 'monitor', on: false });
     });
+    return { figures, crossings };
   }
 
   /** The editor's folders or keys changed: the thread's copy follows. */
@@ -313,8 +324,23 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
   }
 
   private post(message: ToThread): void {
-    if (!this.ended) this.worker.postMessage(message);
+    if (this.ended) return;
+    if (this.crossings) countCrossing(this.crossings.out, message);
+    this.worker.postMessage(message);
   }
+}
+
+/** A message by its kind (an event by its name, a host call by its method): how many crossed. */
+function countCrossing(counts: Map<string, number>, message: FromThread | ToThread): void {
+  const kind = message.t === 'event' ? `event ${message.event.event}` : message.t === 'call' ? `call ${message.call.method}` : message.t;
+  counts.set(kind, (counts.get(kind) ?? 0) + 1);
+}
+
+function describeCrossings(counts: Map<string, number>): string {
+  let total = 0;
+  for (const n of counts.values()) total += n;
+  const kinds = [...counts].sort((a, b) => b[1] - a[1]).map(([kind, n]) => `${kind} ${n}`);
+  return `${total}${kinds.length ? ` (${kinds.join(', ')})` : ''}`;
 }
 
 function mirrorsOf(host: Host): HostMirrors {

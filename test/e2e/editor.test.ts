@@ -110,7 +110,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
     Partial<Figures> & {
       bareServer?: Figures & { echoes: number };
       /** The same watch of both with VS Code's remote port finder off, as desktop VS Code's local extension host. */
-      desktop?: { ours: Figures; bareServer: Figures & { echoes: number } };
+      desktop?: { ours: Figures & { crossings?: string }; bareServer: Figures & { echoes: number } };
       vscodeActivationMs?: { ours: number; bareServer: number };
     } = {};
 
@@ -209,6 +209,9 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
       console.log(
         `# e2e the service thread's own loop (the one that answers sockets: the phone, other windows, webhooks), same watches: ` +
           `VS Code's defaults ${serviceThread(figures)}; port finder off ${serviceThread(desktop?.ours)}`,
+      );
+      console.log(
+        `# e2e messages across the service thread's port during the ${figures.chatMessages ?? '?'}-message watch: VS Code's defaults ${String(figures.crossings ?? '?')}; port finder off ${String(desktop?.ours.crossings ?? '?')}`,
       );
     }
     if (scratch && !process.env.RA_E2E_KEEP) await rm(scratch, { recursive: true, force: true });
@@ -494,6 +497,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
           await w.clearNotifications();
           await w.runCommand('Remote Assistant: New Conversation');
           await chat.locator('.empty', { hasText: 'Start a conversation' }).waitFor();
+          const crossingsBefore = (await extensionLogLines(editor!.userDataDir)).filter((line) => line.includes("messages across the service thread's port meanwhile")).length;
           await w.runCommand('Remote Assistant: Measure Responsiveness');
           await w.notification('measuring responsiveness').waitFor();
           const began = performance.now();
@@ -509,6 +513,10 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
           await toast.waitFor();
           const ours = parseFigures((await toast.textContent()) ?? '');
           await w.clearNotifications();
+          // What crossed the service thread's port meanwhile (the extension's log: a count by kind, load-independent).
+          const crossingLines = async () => (await extensionLogLines(editor!.userDataDir)).filter((line) => line.includes("messages across the service thread's port meanwhile"));
+          await waitFor(async () => (await crossingLines()).length > crossingsBefore, 'the port crossings in the log', 10_000, 100).catch(() => undefined);
+          const crossings = (await crossingLines()).at(-1)?.replace(/^.*meanwhile: /, '') ?? '?';
           // The profile of this watch (RA_E2E_CPU_PROFILE: written before the toast) kept beside the next one's.
           if (process.env.RA_E2E_CPU_PROFILE) {
             await rename(process.env.RA_E2E_CPU_PROFILE, `${process.env.RA_E2E_CPU_PROFILE}.${profileAs}`).catch(() => undefined);
@@ -531,7 +539,7 @@ describe('the extension in a real VS Code (code-server + Chromium)', { timeout: 
           await bareToast.waitFor();
           const bareServer = { ...parseFigures((await bareToast.textContent()) ?? ''), echoes: count };
           await w.clearNotifications();
-          return { ours, bareServer };
+          return { ours: { ...ours, crossings }, bareServer };
         };
 
         // VS Code's defaults: the figure the issue's row has read so far.

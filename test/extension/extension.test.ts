@@ -498,6 +498,11 @@ describe('Measure Responsiveness', () => {
     assert.ok(serviceLoop, report);
     assert.ok(report.indexOf(serviceLoop[0]) > report.indexOf('longest busy stall'), report);
     assert.ok(Number(serviceLoop[1]) > 0, report);
+    // The port's crossings meanwhile, counted by kind, in the log.
+    assert.ok(
+      testing.outputLines.some((l) => /responsiveness: messages across the service thread's port meanwhile: in \d+.*; out \d+ \(.*monitor 1/.test(l)),
+      testing.outputLines.join('\n'),
+    );
   });
 });
 

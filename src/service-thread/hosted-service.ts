@@ -332,7 +332,9 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
 
 /** A message by its kind (an event by its name, a host call by its method): how many crossed. */
 function countCrossing(counts: Map<string, number>, message: FromThread | ToThread): void {
-  const kind = message.t === 'event' ? `event ${message.event.event}` : message.t === 'call' ? `call ${message.call.method}` : message.t;
+  const frameType = (frame: unknown) => (frame && typeof frame === 'object' && 'type' in frame && typeof frame.type === 'string' ? frame.type : '?');
+  const kind =
+    message.t === 'event' ? `event ${message.event.event}` : message.t === 'call' ? `call ${message.call.method}` : message.t === 'session-request' ? `request ${frameType(message.frame)}` : message.t;
   counts.set(kind, (counts.get(kind) ?? 0) + 1);
 }
 

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
-import { describeFigures, LoopMonitor, type ThreadSched } from '../../src/extension/diagnostics';
+import { describeFigures, LoopMonitor, threadSched, threadSchedReader, type ThreadSched } from '../../src/extension/diagnostics';
 import { describeStart } from '../../src/service-thread/start-marks';
 
 /**
@@ -54,6 +54,24 @@ describe('LoopMonitor', () => {
       assert.ok(figures);
       assert.ok(figures.longestStallMs >= 190, `the stall was seen: ${JSON.stringify(figures)}`);
       assert.ok(figures.longestBusyStallMs >= 150, `a blocked loop is a stall a user feels: ${JSON.stringify(figures)}`);
+    },
+  );
+
+  it(
+    "reads the thread's accounting again from the file it keeps open: fresh figures at each read, this thread's, none once closed (Linux)",
+    { skip: !existsSync('/proc/thread-self/schedstat') && 'no /proc/thread-self/schedstat' },
+    () => {
+      const reader = threadSchedReader();
+      const first = reader.read();
+      assert.ok(first);
+      // This thread computes until a fresh open says it ran 20 ms more (however long a loaded machine takes).
+      while (threadSched()!.runMs - first.runMs < 20) spin(1);
+      const second = reader.read();
+      assert.ok(second);
+      assert.ok(second.runMs - first.runMs >= 20, `the kept file read again is fresh: ${JSON.stringify({ first, second })}`);
+      assert.ok(second.runMs <= threadSched()!.runMs, "this thread's own figures (a later fresh open reads as much or more)");
+      reader.close();
+      assert.equal(reader.read(), undefined);
     },
   );
 

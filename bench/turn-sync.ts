@@ -9,7 +9,8 @@
 // other baseline slice (printed as "probe"), to tell causes apart: SPIN=<ms> of main-thread work in the
 // sync's wait (as the turn's statements and log line are), LINE=1 a 250 B line appended to another file in
 // the wait (as the held log line is), PRE=<bytes> appended to the journal's file by the pool before each
-// write (as the user message's record is; the data directory is thrown away: its journal no longer replays).
+// write (as the user message's record is; the data directory is thrown away: its journal no longer replays),
+// GAP=<ms> the main thread idle (Atomics.wait) before each write, as a turn's syncs are ~0.5 ms apart.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { openSync, readFileSync, readdirSync, readlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -37,7 +38,9 @@ async function traced(): Promise<void> {
   const pre = Number(process.env.PRE ?? 0);
   const other = process.env.LINE ? openSync(join(dir, 'other.log'), 'a') : undefined;
   const line = Buffer.from(`${'x'.repeat(249)}\n`);
-  const probing = spin > 0 || pre > 0 || other !== undefined;
+  const gap = Number(process.env.GAP ?? 0);
+  const idle = new Int32Array(new SharedArrayBuffer(4));
+  const probing = spin > 0 || pre > 0 || gap > 0 || other !== undefined;
   let probe = false;
   const asked = journal.syncAsked;
   journal.syncAsked = () => {
@@ -70,6 +73,8 @@ async function traced(): Promise<void> {
       until = performance.now() + 40;
       while (performance.now() < until) {
         const t0 = performance.now();
+        // The thread idle (not spinning) for `gap` ms, as between a turn's syncs.
+        if (probe && gap > 0) Atomics.wait(idle, 0, 0, gap);
         if (probe && pre > 0) {
           await journal.fh.write(Buffer.alloc(pre, 0x20));
           await new Promise((resolve) => setImmediate(resolve));
@@ -168,7 +173,7 @@ function report(phases: Map<string, Sync[]>): void {
     );
     const classes = new Map<string, number[]>();
     for (const s of syncs) {
-      const key = s.requests.map((r) => r.split(':')[0]).join(' ') || '(none)';
+      const key = s.requests.join(' ') || '(none)';
       classes.set(key, [...(classes.get(key) ?? []), s.ms]);
     }
     for (const [key, xs] of [...classes].sort((a, b) => b[1].length - a[1].length).slice(0, 3)) {

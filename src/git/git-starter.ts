@@ -7,7 +7,8 @@
 // process (docs/design.md, "What every command and streamed piece costs"). When the starter cannot run
 // (no Node binary to run it with), git is started directly for a while and the starter tried again later
 // (STARTER_TRIES in all).
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { childProcess } from '../platform/builtins';
 import { spawnStarter, type ParkedStarter } from './starter-process';
 
 /** What a started git reports back; exactly one `onClose` ends a run. */
@@ -220,7 +221,7 @@ function killQuietly(pid: number, signal: NodeJS.Signals): void {
 }
 
 function startDirectly(request: GitStartRequest, handlers: GitRunHandlers): GitRun {
-  const child = spawn('git', request.args, { windowsHide: true, env: request.env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = childProcess().spawn('git', request.args, { windowsHide: true, env: request.env, stdio: ['pipe', 'pipe', 'pipe'] });
   let failed: NodeJS.ErrnoException | undefined;
   child.on('error', (error: NodeJS.ErrnoException) => (failed = error));
   child.stdout.on('data', (chunk: Buffer) => handlers.onStdout(chunk));

@@ -1,8 +1,9 @@
 // The git starter's process (git-starter.ts runs git through it): its program, and the two ways to start
 // it. A module of its own so that the command line's small entry (cli-loader.ts) can park one at the
 // process's start without loading the service.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
+import { childProcess } from '../platform/builtins';
 
 /**
  * The starter, as plain JavaScript run by `node -e` (no file to find in a bundle, a test or the editor).
@@ -56,7 +57,7 @@ const STARTER_OPTIONS = { serialization: 'advanced', windowsHide: true } as cons
 
 /** A starter started now: a fork of this process as it is, then Node's start. */
 export function spawnStarter(): ChildProcess {
-  return spawn(process.execPath, ['-e', STARTER], { ...STARTER_OPTIONS, env: starterEnv(), stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+  return childProcess().spawn(process.execPath, ['-e', STARTER], { ...STARTER_OPTIONS, env: starterEnv(), stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
 }
 
 /** A starter's process that waits to become one: `release` lets it go (at most once; undefined when it is gone). */
@@ -81,7 +82,7 @@ export function parkStarter(): ParkedStarter | undefined {
   if (process.platform === 'win32') return undefined;
   let child: ChildProcess;
   try {
-    child = spawn('/bin/sh', ['-c', 'read -r _ || exit 0; exec "$0" -e "$1"', process.execPath, STARTER], {
+    child = childProcess().spawn('/bin/sh', ['-c', 'read -r _ || exit 0; exec "$0" -e "$1"', process.execPath, STARTER], {
       ...STARTER_OPTIONS,
       env: starterEnv(),
       stdio: ['pipe', 'ignore', 'ignore', 'ipc'],

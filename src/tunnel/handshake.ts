@@ -1,11 +1,7 @@
-import { x25519 } from '@noble/curves/ed25519.js';
-import { hkdf } from '@noble/hashes/hkdf.js';
-import { hmac } from '@noble/hashes/hmac.js';
-import { sha256 } from '@noble/hashes/sha2.js';
-import { concatBytes, randomBytes, utf8ToBytes } from '@noble/hashes/utils.js';
 import { bytesOfLength, toBase64url } from './base64url';
 import { E2EError } from './errors';
 import { KEY_BYTES, canonicalKeyText, type KeyPairText } from './keys';
+import { noble } from './noble';
 import { SecureChannel } from './secure-channel';
 
 /**
@@ -18,7 +14,7 @@ export const E2E_VERSION = 2;
 /** Hello versions the machine accepts (v1: the long-term keys alone, no forward secrecy). */
 const ACCEPTED_VERSIONS: ReadonlySet<unknown> = new Set([1, 2]);
 export const HANDSHAKE_NONCE_BYTES = 16;
-const HKDF_INFO: Record<1 | 2, Uint8Array> = { 1: utf8ToBytes('remote-assistant e2e v1'), 2: utf8ToBytes('remote-assistant e2e v2') };
+const hkdfInfo = (version: 1 | 2): Uint8Array => new TextEncoder().encode(`remote-assistant e2e v${version}`);
 const PROOF_BYTES = 32;
 
 export interface Hello {
@@ -49,6 +45,7 @@ function parseObject(text: string, what: string): Record<string, unknown> {
 
 /** The pairing proof: HMAC-SHA256 keyed with the pairing secret (its UTF-8 text, as in the URL) over the client key's 32 bytes. */
 export function pairProof(pairingSecret: string, clientKey: Uint8Array): Uint8Array {
+  const { hmac, sha256, utf8ToBytes } = noble();
   return hmac(sha256, utf8ToBytes(pairingSecret), clientKey);
 }
 
@@ -84,7 +81,7 @@ export function parseHello(text: string): Hello {
 /** X25519; a low-order public key gives an all-zero secret, which noble refuses. */
 function agree(secretKey: Uint8Array, peerKey: Uint8Array): Uint8Array {
   try {
-    return x25519.getSharedSecret(secretKey, peerKey);
+    return noble().x25519.getSharedSecret(secretKey, peerKey);
   } catch {
     throw new E2EError('key', 'the peer key is not a usable X25519 public key');
   }
@@ -96,6 +93,7 @@ function agree(secretKey: Uint8Array, peerKey: Uint8Array): Uint8Array {
  * in an `eph`, a `pair`, a field it adds) gives the two sides different keys: the first box fails.
  */
 function transcriptHash(hello: string, welcome: string): Uint8Array {
+  const { concatBytes, sha256, utf8ToBytes } = noble();
   return sha256(concatBytes(sha256(utf8ToBytes(hello)), sha256(utf8ToBytes(welcome))));
 }
 
@@ -105,9 +103,10 @@ function transcriptHash(hello: string, welcome: string): Uint8Array {
  * v2's info ends with the transcript hash. Every secret input and the HKDF output are wiped here.
  */
 function deriveKeys(version: 1 | 2, shared: Uint8Array[], clientNonce: Uint8Array, machineNonce: Uint8Array, transcript?: Uint8Array) {
+  const { concatBytes, hkdf, sha256 } = noble();
   const ikm = concatBytes(...shared);
   for (const value of shared) value.fill(0);
-  const info = version === 2 ? concatBytes(HKDF_INFO[2], transcript!) : HKDF_INFO[1];
+  const info = version === 2 ? concatBytes(hkdfInfo(2), transcript!) : hkdfInfo(1);
   const okm = hkdf(sha256, ikm, concatBytes(clientNonce, machineNonce), info, 64);
   ikm.fill(0);
   const keys = { clientToMachine: okm.slice(0, 32), machineToClient: okm.slice(32, 64) };
@@ -123,8 +122,8 @@ function deriveKeys(version: 1 | 2, shared: Uint8Array[], clientNonce: Uint8Arra
 export function acceptHello(machine: KeyPairText, hello: Hello): { welcome: string; channel: SecureChannel } {
   const secretKey = bytesOfLength(machine.secretKey, KEY_BYTES);
   if (!secretKey) throw new E2EError('key', 'the machine key pair is invalid');
-  const machineNonce = randomBytes(HANDSHAKE_NONCE_BYTES);
-  const ephemeral = hello.version === 2 ? x25519.keygen() : undefined;
+  const machineNonce = noble().randomBytes(HANDSHAKE_NONCE_BYTES);
+  const ephemeral = hello.version === 2 ? noble().x25519.keygen() : undefined;
   try {
     const frame: Record<string, unknown> = { e2e: 'welcome', v: hello.version, nonce: toBase64url(machineNonce) };
     if (ephemeral) frame.eph = toBase64url(ephemeral.publicKey);
@@ -142,7 +141,7 @@ export function acceptHello(machine: KeyPairText, hello: Hello): { welcome: stri
 
 /** The client's side: send `hello()`, then `complete()` with the machine's answer (once). */
 export class ClientHandshake {
-  private readonly nonce = randomBytes(HANDSHAKE_NONCE_BYTES);
+  private readonly nonce = noble().randomBytes(HANDSHAKE_NONCE_BYTES);
   /** This handshake's own key pair (v2); its secret half is wiped once `complete` returns or throws. */
   private readonly ephemeral: { secretKey: Uint8Array; publicKey: Uint8Array };
   private readonly secretKey: Uint8Array;
@@ -166,7 +165,7 @@ export class ClientHandshake {
     this.publicKey = publicKey;
     this.machineKey = machine;
     // Made after the checks, so a refused key pair leaves no ephemeral secret behind.
-    this.ephemeral = x25519.keygen();
+    this.ephemeral = noble().x25519.keygen();
   }
 
   hello(): string {

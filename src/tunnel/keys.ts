@@ -1,5 +1,5 @@
-import { x25519 } from '@noble/curves/ed25519.js';
 import { bytesOfLength, toBase64url } from './base64url';
+import { noble } from './noble';
 
 export const KEY_BYTES = 32;
 
@@ -10,7 +10,7 @@ export interface KeyPairText {
 }
 
 export function generateKeyPair(): KeyPairText {
-  const { secretKey, publicKey } = x25519.keygen();
+  const { secretKey, publicKey } = noble().x25519.keygen();
   return { publicKey: toBase64url(publicKey), secretKey: toBase64url(secretKey) };
 }
 
@@ -20,7 +20,7 @@ export function parseKeyPair(value: unknown): KeyPairText | undefined {
   const { publicKey, secretKey } = value as Partial<KeyPairText>;
   const secret = bytesOfLength(secretKey, KEY_BYTES);
   if (!secret || typeof publicKey !== 'string') return undefined;
-  return toBase64url(x25519.getPublicKey(secret)) === publicKey ? { publicKey, secretKey: secretKey as string } : undefined;
+  return toBase64url(noble().x25519.getPublicKey(secret)) === publicKey ? { publicKey, secretKey: secretKey as string } : undefined;
 }
 
 /** A public key in its one canonical spelling (base64url, no padding), or undefined if it is not 32 bytes of base64url/base64. */

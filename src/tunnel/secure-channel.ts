@@ -1,6 +1,6 @@
-import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { fromBase64url, toBase64url } from './base64url';
 import { E2EError } from './errors';
+import { noble } from './noble';
 
 const NONCE_BYTES = 24;
 const encoder = new TextEncoder();
@@ -34,7 +34,7 @@ export class SecureChannel {
   /** Encrypts one service frame's text into a `{"e2e":"box","c":...}` frame. */
   seal(text: string): string {
     if (this.broken) throw new E2EError('closed', 'the tunnel is closed after a failed frame');
-    const box = xchacha20poly1305(this.sendKey, counterNonce(this.sent)).encrypt(encoder.encode(text));
+    const box = noble().xchacha20poly1305(this.sendKey, counterNonce(this.sent)).encrypt(encoder.encode(text));
     this.sent += 1;
     return JSON.stringify({ e2e: 'box', c: toBase64url(box) });
   }
@@ -44,7 +44,7 @@ export class SecureChannel {
     if (this.broken) throw new E2EError('closed', 'the tunnel is closed after a failed frame');
     try {
       const box = boxBytesOf(frame);
-      const plain = xchacha20poly1305(this.receiveKey, counterNonce(this.received)).decrypt(box);
+      const plain = noble().xchacha20poly1305(this.receiveKey, counterNonce(this.received)).decrypt(box);
       this.received += 1;
       return decoder.decode(plain);
     } catch (error) {

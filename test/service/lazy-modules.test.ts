@@ -19,6 +19,8 @@ const HEAVY = {
   anthropic: /node_modules[\\/]@anthropic-ai[\\/]sdk[\\/]/,
   mcp: /node_modules[\\/]@modelcontextprotocol[\\/]sdk[\\/]/,
   'web-push': /node_modules[\\/]web-push[\\/]/,
+  // The relay tunnel's curves (src/tunnel/noble.ts): a pairing, the relay link, the machine's key pair.
+  noble: /node_modules[\\/]@noble[\\/]/,
 };
 type Heavy = keyof typeof HEAVY;
 
@@ -48,7 +50,7 @@ after(async () => {
   await fake?.close();
 });
 
-test('a start loads none of the provider SDKs, the MCP SDK or web-push', () => {
+test("a start loads none of the provider SDKs, the MCP SDK, web-push or the tunnel's @noble", () => {
   assert.deepEqual(loadedAtStart, []);
 });
 

@@ -52,7 +52,10 @@ const SPACED = (afterFolder: string, word: string, separator: string, tail: stri
 const UNIX_PATH = String.raw`(?<![\p{L}\p{N}_:/.])(?:(?:\/${SEGMENT}){2,}\/?|\/${FOLDER_WORD}(?=(?: ${SEGMENT}){1,4}\/${SEGMENT}))${SPACED(AFTER_UNIX_FOLDER, SEGMENT, '\\/', String.raw`${SEGMENT}(?:\/${SEGMENT})*\/?`)}(?::\d+)*`;
 const WINDOWS_PATH = String.raw`\b[A-Za-z]:[\\/]${WINDOWS_TAIL}${SPACED(AFTER_WINDOWS_FOLDER, WINDOWS_WORD, '[\\\\/]', `[^\\s'"()]+`)}`;
 const SHARE_PATH = String.raw`\\\\[^\s'"()\\]+\\${WINDOWS_TAIL}${SPACED(AFTER_WINDOWS_FOLDER, WINDOWS_WORD, '\\\\', `[^\\s'"()]+`)}`;
-const FILE_PATH = new RegExp(`${UNIX_PATH}|${WINDOWS_PATH}|${SHARE_PATH}`, 'gu');
+// Built at its first use (an error's text, a provider's cause): parsing its Unicode classes took about
+// 2 ms of the service thread's load (issue 25, "editor activation"), before anything is redacted.
+let filePath: RegExp | undefined;
+const FILE_PATH = () => (filePath ??= new RegExp(`${UNIX_PATH}|${WINDOWS_PATH}|${SHARE_PATH}`, 'gu'));
 // A quoted absolute path (git quotes the paths it names: `'/home/me/my project/.git/worktrees/x'`), whole, spaces and all.
 const QUOTED_PATH = /(['"])(?:\/|[A-Za-z]:[\\/]|\\\\)[^'"\n]*\1/g;
 
@@ -62,7 +65,7 @@ const QUOTED_PATH = /(['"])(?:\/|[A-Za-z]:[\\/]|\\\\)[^'"\n]*\1/g;
  * error a webhook's sender reads): the machine's folders are not theirs to know.
  */
 export function withoutPaths(text: string): string {
-  return text.replace(QUOTED_PATH, '$1[path]$1').replace(FILE_PATH, '[path]');
+  return text.replace(QUOTED_PATH, '$1[path]$1').replace(FILE_PATH(), '[path]');
 }
 
 /**

@@ -1,4 +1,5 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { childProcess } from '../../platform/builtins';
 import { PassThrough, type Readable } from 'node:stream';
 import type { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { ReadBuffer } from '@modelcontextprotocol/sdk/shared/stdio.js';
@@ -70,7 +71,7 @@ class PosixServerProcess implements ServerProcess {
     if (this.child) throw new Error('already started');
     return new Promise((resolve, reject) => {
       let spawned = false;
-      const child = spawn(this.options.command, [...this.options.args], {
+      const child = childProcess().spawn(this.options.command, [...this.options.args], {
         cwd: this.options.cwd,
         env: this.options.env,
         stdio: ['pipe', 'pipe', 'pipe'],
@@ -272,7 +273,7 @@ class WindowsServerProcess implements ServerProcess {
   async kill(): Promise<void> {
     const pid = this.pid;
     if (pid && !this.closed) {
-      await new Promise<void>((resolve) => execFile('taskkill', ['/pid', String(pid), '/T', '/F'], { windowsHide: true }, () => resolve()));
+      await new Promise<void>((resolve) => childProcess().execFile('taskkill', ['/pid', String(pid), '/T', '/F'], { windowsHide: true }, () => resolve()));
     }
     await this.inner.close();
   }

@@ -1,9 +1,9 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult, Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
-import { createInterface } from 'node:readline';
 import type * as z from 'zod';
 import { version } from '../../../package.json';
 import { nullLogger, type Logger } from '../../log/logger';
+import { readline } from '../../platform/builtins';
 import { wellFormed } from '../../protocol/code-points';
 import type { McpServer } from '../../protocol/config';
 import { createServerProcess, type ServerProcess } from './mcp-process';
@@ -379,7 +379,7 @@ class ServerSlot {
   }
 
   private captureStderr(server: ServerProcess): void {
-    const lines = createInterface({ input: server.stderr, crlfDelay: Infinity });
+    const lines = readline().createInterface({ input: server.stderr, crlfDelay: Infinity });
     lines.on('line', (line) => {
       if (line.trim() === '') return;
       this.log.debug('mcp.stderr', { server: this.name, line: line.length > MAX_STDERR_LINE ? `${line.slice(0, MAX_STDERR_LINE)}…` : line });

@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import type { ChildProcess, SpawnOptions } from 'node:child_process';
+import { childProcess } from '../../platform/builtins';
 import { CappedOutput, DEFAULT_OUTPUT_CAP_BYTES } from './capped-output';
 import { killMarked, newRunMarker, RUN_MARKER_VARIABLE } from './run-marker';
 import { ToolError, type ToolOutput } from './types';
@@ -52,7 +53,7 @@ function installExitHook(): void {
  */
 function killTree(pid: number): void {
   if (isWindows) {
-    const killer = spawn('taskkill', ['/pid', String(pid), '/T', '/F'], { stdio: 'ignore', windowsHide: true });
+    const killer = childProcess().spawn('taskkill', ['/pid', String(pid), '/T', '/F'], { stdio: 'ignore', windowsHide: true });
     killer.on('error', () => undefined);
     return;
   }
@@ -73,10 +74,10 @@ function spawnCommand(command: CommandSpec, cwd: string, marker: string): ChildP
   };
   if ('shell' in command) {
     // On Windows `shell: true` runs `cmd.exe /d /s /c "<line>"`, quoting as cmd expects.
-    return isWindows ? spawn(command.shell, [], { ...options, shell: true }) : spawn('/bin/sh', ['-c', command.shell], options);
+    return isWindows ? childProcess().spawn(command.shell, [], { ...options, shell: true }) : childProcess().spawn('/bin/sh', ['-c', command.shell], options);
   }
   const [file, ...args] = command.argv;
-  return spawn(file, args, options);
+  return childProcess().spawn(file, args, options);
 }
 
 /**

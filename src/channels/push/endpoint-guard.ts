@@ -1,5 +1,6 @@
 import { createECDH } from 'node:crypto';
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import type { LookupAddress } from 'node:dns';
+import { dns } from '../../platform/builtins';
 import https from 'node:https';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { ServiceError, type PushSubscriptionInput } from '../../protocol';
@@ -113,7 +114,7 @@ export function checkSubscription(subscription: PushSubscriptionInput, policy: E
  * endpoint whose DNS points inside the network, or is made to later: the check is made at each connection).
  */
 const guardedLookup = ((hostname: string, options: object, callback: (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
-  dnsLookup(hostname, options, (error, address: string | LookupAddress[], family?: number) => {
+  dns().lookup(hostname, options, (error, address: string | LookupAddress[], family?: number) => {
     if (error) return callback(error, address, family);
     const addresses = Array.isArray(address) ? address.map((a) => a.address) : [address];
     if (addresses.some(isPrivateAddress)) {

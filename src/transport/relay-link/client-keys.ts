@@ -1,5 +1,5 @@
-import { x25519 } from '@noble/curves/ed25519.js';
 import { E2EError, canonicalPublicKey, fromBase64url, type Hello } from '../../tunnel';
+import { noble } from '../../tunnel/noble';
 import type { Logger } from '../../log/logger';
 import type { RegisteredKey, Store } from '../../store';
 import type { PairingSecrets } from '../pairing/pairing-secrets';
@@ -70,6 +70,7 @@ export function registrableClientKey(text: unknown): string | undefined {
   const key = canonicalPublicKey(text);
   if (!key) return undefined;
   try {
+    const { x25519 } = noble();
     x25519.getSharedSecret(x25519.utils.randomSecretKey(), fromBase64url(key)!);
     return key;
   } catch {

@@ -1,0 +1,10 @@
+/**
+ * @noble's curve, hashes and cipher (noble-modules.ts), loaded at their first use rather than with the
+ * bundle that holds them: ed25519.js builds its curves at its top level, about 6-9 ms of the service
+ * thread's load (issue 25, "editor activation"), though nothing before the service listens needs them (a
+ * pairing, the relay link and the machine's key pair come later). esbuild bundles the `require` as a lazy
+ * start of the very modules a static import would have given (one instance, in Node and in the page).
+ */
+declare const require: (id: string) => unknown;
+
+export const noble = () => require('./noble-modules') as typeof import('./noble-modules');

@@ -193,6 +193,8 @@ export class LoopMonitor {
  */
 export interface Activation {
   ms: number;
+  /** The extension's code began loading (before activate()) -> listening: the thread starts at that load. */
+  fromLoadMs?: number;
   serviceMs?: number;
   readyMs?: number;
   /** The service thread's start, step by step (start-marks.ts's describeStart). */
@@ -207,7 +209,8 @@ export function describeFigures(figures: LoopFigures, activation: Activation | u
   const ready = activation?.readyMs === undefined ? '' : `; store open at ${activation.readyMs} ms`;
   const steps = activation?.serviceSteps === undefined ? '' : ` [${activation.serviceSteps}]`;
   const service = activation?.serviceMs === undefined ? '' : ` (the service's lock and listen ${activation.serviceMs} ms of it${steps}${ready})`;
-  const started = activation === undefined ? 'activation: not started automatically' : `activation ${activation.ms} ms${service}`;
+  const fromLoad = activation?.fromLoadMs === undefined ? '' : `, ${activation.fromLoadMs} ms from the loading of its code`;
+  const started = activation === undefined ? 'activation: not started automatically' : `activation ${activation.ms} ms${fromLoad}${service}`;
   return (
     `${started}; event loop over ${figures.seconds} s: longest stall ${figures.longestStallMs} ms ` +
     `(process CPU during it ${figures.longestStallCpuMs} ms), longest busy stall ${figures.longestBusyStallMs} ms, p99 ${figures.p99Ms} ms, mean ${figures.meanMs} ms; ` +

@@ -1,4 +1,6 @@
 import * as vscode from 'vscode';
+// First: the service's thread starts while the rest of the bundle loads (early-start.ts).
+import { loadBegan } from './early-start';
 import type { Host } from '../agent/host';
 import { workspaceRootsOf } from '../agent/workspace-roots';
 import { DEFAULT_PROVIDER, type HostAction } from '../protocol';
@@ -11,6 +13,7 @@ import { COMMANDS, registerCommands, type CommandDeps } from './palette-commands
 import { LoopMonitor } from './diagnostics';
 import { createEditorToolSource } from './editor-tools';
 import { createTerminalRunner } from './terminal-command';
+import { dropEarly } from '../service-thread/early-thread';
 import { Hosting, type HostingState } from './hosting';
 import { createLanguageModelProvider } from './lm-provider';
 import { createLanguageModelToolSource } from './lm-tools';
@@ -129,8 +132,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   };
 
   const autoStart = readSettings().autoStart;
+  // Started as the bundle loaded when the settings then said to host: not wanted now.
+  if (!autoStart) dropEarly();
   /** activate() -> listening: taken the moment the service listens (or attaches, or finds its port taken). */
   let activationMs: number | undefined;
+  /** The extension's code began loading -> listening (the service's thread starts at that load). */
+  let fromLoadMs: number | undefined;
   let serviceMs: number | undefined;
   let serviceSteps: string | undefined;
   /** activate() -> the service whole (its store open: it listens before, see Service.begin). */
@@ -138,6 +145,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
   const activated = () => {
     if (activationMs !== undefined) return;
     activationMs = Math.round(performance.now() - began);
+    fromLoadMs = Math.round(performance.now() - loadBegan);
     serviceMs = hosting.state.state === 'hosting' ? hosting.state.startupMs : undefined;
     serviceSteps = serviceMs === undefined ? undefined : hosting.service?.startSteps;
     hosting.service?.ready.then(
@@ -158,7 +166,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
       chatView.post({ event: 'editor.show_message', conversation_id: conversationId, message_id: messageId });
     },
     loopMonitor,
-    activation: () => (activationMs === undefined ? undefined : { ms: activationMs, serviceMs, readyMs, serviceSteps }),
+    activation: () => (activationMs === undefined ? undefined : { ms: activationMs, fromLoadMs, serviceMs, readyMs, serviceSteps }),
     permissions: {
       answer: (requestId, decision) => answerRequest(hosting.backend, requestId, decision as PermissionDecision),
       showInChat,
@@ -222,7 +230,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
     const { serving, whole } = hosting.begin();
     await serving;
     activated();
-    log(`activated in ${activationMs} ms (${hosting.state.state}${serviceMs === undefined ? '' : `; the service's lock and listen ${serviceMs} ms of it`})`);
+    log(
+      `activated in ${activationMs} ms, ${fromLoadMs} ms from the loading of its code (${hosting.state.state}${serviceMs === undefined ? '' : `; the service's lock and listen ${serviceMs} ms of it`})`,
+    );
     void whole.then(async () => {
       // Not after deactivate(): a restart would host again.
       const current = () => active?.hosting === hosting && hosting.service;

@@ -1,7 +1,8 @@
 import * as vscode from 'vscode';
 import { DEFAULT_PORT } from '../protocol/config';
+import { autoStartOf, SETTINGS_SECTION } from './settings-section';
 
-export const SETTINGS_SECTION = 'remoteAssistant';
+export { SETTINGS_SECTION };
 
 export interface Settings {
   port: number;
@@ -14,7 +15,7 @@ export function readSettings(): Settings {
   const port = c.get<number>('port', DEFAULT_PORT);
   return {
     port: Number.isInteger(port) && port >= 0 && port <= 65535 ? port : DEFAULT_PORT,
-    autoStart: c.get<boolean>('autoStart', true),
+    autoStart: autoStartOf(c),
     lanAccess: c.get<boolean>('lanAccess', false),
   };
 }

@@ -10,6 +10,7 @@ import { startWorkerThread } from '../platform/worker-thread';
 import { releaseEndedThreadLock } from '../platform/lock-file';
 import { fail, KEYED_PROVIDERS, requestIdOf, type Envelope, type ServiceConfig, type ServiceEvent } from '../protocol';
 import { HostAnswers } from './host-answers';
+import { takeEarly } from './early-thread';
 import { describeStart, wallNow } from './start-marks';
 import type { LoopFigures } from '../extension/diagnostics';
 import { describeSource, fromWire, type FromThread, type HostMirrors, type ThreadStart, type ToThread } from './wire';
@@ -104,7 +105,8 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
     // The editor's own tools and context (open_file, get_selection, the active file's chip) run on this
     // thread: they must never reach the data directory (service.json holds the access token) either.
     const releaseDataDir = keepToolsOut(options.dataDir);
-    const worker = startWorkerThread('service-thread', __dirname);
+    // The window's first hosting takes the thread started as the extension loaded (early-thread.ts), up already.
+    const worker = takeEarly()?.worker ?? startWorkerThread('service-thread', __dirname);
     worker.postMessage({ t: 'boot', start } satisfies ToThread);
     worker.once('exit', releaseDataDir);
     // Its data directory's lock is let go of when the thread is gone, whichever way it went and whenever (a

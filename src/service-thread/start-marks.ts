@@ -27,6 +27,7 @@ export type LoaderMarks = Pick<StartMarks, 'loader' | 'compiled' | 'cached' | 'l
 
 /** The steps, in ms after `from` (when the editor asked for the thread), as the log shows them. */
 export function describeStart(marks: StartMarks, from: number): string {
-  const at = (mark: number) => `+${Math.round(mark - from)}`;
+  // A thread started ahead (early-thread.ts) was up before the hosting asked: its mark is negative.
+  const at = (mark: number) => `${mark < from ? '-' : '+'}${Math.abs(Math.round(mark - from))}`;
   return `thread up ${at(marks.loader)}, compiled ${at(marks.compiled)}${marks.cached ? ' (code cache)' : ''}, loaded ${at(marks.loaded)}, locked ${at(marks.begun)}, listening ${at(marks.listening)} ms`;
 }

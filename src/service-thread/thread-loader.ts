@@ -1,8 +1,13 @@
-// dist/service-thread.js, the editor's service thread's entry (started by hosted-service.ts): it runs the
-// thread's bundle (dist/service-thread-main.js, built from service-thread.ts) compiled with V8's code cache.
-// The cache is this machine's own, written into the data directory once the first start's warm-up is over
-// (an editor's V8 is its own version: a cache made by the build would be refused by most), and used from
-// the next start on: the bundle's compile is on the way from the editor's activation to listening.
+// dist/service-thread.js, the editor's service thread's entry (started by hosted-service.ts, or as the
+// extension loads: early-thread.ts): it runs the thread's bundle (dist/service-thread-main.js, built from
+// service-thread.ts) compiled with V8's code cache, at once, before the editor says what to serve (`boot`).
+// The cache is this machine's own (an editor's V8 is its own version: a cache made by the build would be
+// refused by most), written beside the bundle, in the extension's own folder (dist/cache/), once the first
+// start's warm-up is over, and used from the next start on. Kept there rather than in the data directory
+// (s26-s27), which only `boot` names: the compile and the modules' loading then run while the editor still
+// loads and activates, and only the lock and the listen wait for `boot`. The folder is as trusted as the
+// bundle it sits beside (whoever can write the cache can write the code); where it cannot be written (a
+// read-only install), every start compiles without a cache, as the first one does.
 import path from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import { CodeCache } from '../platform/code-cache';
@@ -16,33 +21,32 @@ interface Bundle {
   warmedUp: Promise<unknown>;
 }
 
-// The bundle, whose cache is kept in the data directory, is compiled once the editor said which (`boot`).
+const cache = new CodeCache(path.join(__dirname, 'service-thread-main.js'), path.join(__dirname, 'cache', `service-thread-${process.versions.v8}.code`));
+const stamp = cache.stamp();
+const cached = cache.read();
+const script = cache.compile(cached);
+const compiled = wallNow();
+const bundle = cache.run<Bundle>(script);
+const marks: LoaderMarks = { loader: began, compiled, cached: cached !== undefined && script.cachedDataRejected !== true, loaded: wallNow() };
+
+// What to serve comes with the editor's first message (`boot`), queued meanwhile.
 const first = (message: ToThread) => {
   if (message.t !== 'boot') return;
   parentPort!.off('message', first);
-  load(message.start);
+  bundle.boot(message.start, marks);
 };
 parentPort!.on('message', first);
 
-function load(start: ThreadStart): void {
-  const { dataDir } = start;
-  const cache = new CodeCache(path.join(__dirname, 'service-thread-main.js'), path.join(dataDir, 'cache', `service-thread-${process.versions.v8}.code`));
-  const stamp = cache.stamp();
-  const cached = cache.read();
-  const script = cache.compile(cached);
-  const compiled = wallNow();
-  const { boot, warmedUp } = cache.run<Bundle>(script);
-  boot(start, { loader: began, compiled, cached: cached !== undefined && script.cachedDataRejected !== true, loaded: wallNow() });
-  if (cached === undefined || script.cachedDataRejected === true) {
-    // Written with what the start compiled (its modules' loading, the warm-up's practice turn); never when
-    // the bundle changed meanwhile. A failure to write only costs the next start the compile.
-    const write = () => {
-      try {
-        if (stamp.equals(cache.stamp())) cache.write(script, stamp);
-      } catch {
-        // a read-only or full disk: compiled afresh next time
-      }
-    };
-    void warmedUp.then(write, write);
-  }
+if (!marks.cached) {
+  // Written with what the start compiled (its modules' loading, the warm-up's practice turn); never when
+  // the bundle changed meanwhile. A failure to write (a read-only install, a full disk) only costs the next
+  // start the compile.
+  const write = () => {
+    try {
+      if (stamp.equals(cache.stamp())) cache.write(script, stamp);
+    } catch {
+      // compiled afresh next time
+    }
+  };
+  void bundle.warmedUp.then(write, write);
 }

@@ -1,9 +1,10 @@
 // The editor's service thread (dist/service-thread.js, src/service-thread/thread-loader.ts) runs its bundle
-// with a V8 code cache of this machine's own, written into the data directory once the first start's warm-up
-// is over. A damaged cache must cost only the compile, never the start. The built files, a real worker
-// thread, a temp data directory, the service listening on loopback. Needs `npm run build`.
+// with a V8 code cache of this machine's own, written beside the bundle (the extension's dist/cache/) once
+// the first start's warm-up is over. A damaged cache must cost only the compile, never the start. The built
+// files copied into a folder of the test's own (the installed extension's), a real worker thread, a temp data
+// directory, the service listening on loopback. Needs `npm run build`.
 import assert from 'node:assert/strict';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Worker } from 'node:worker_threads';
@@ -12,12 +13,10 @@ import { TEST_TOKEN } from '../helpers/service';
 import { tempDir, waitFor } from '../helpers/temp';
 import type { FromThread, ThreadStart } from '../../src/service-thread/wire';
 
-const THREAD = join(CLI, '..', 'service-thread.js');
-
 /** One start of the built thread: listening on loopback, its store open (/health), then stopped. */
-async function startAndStop(dataDir: string, settle: () => Promise<unknown>): Promise<void> {
+async function startAndStop(extensionDist: string, dataDir: string, settle: () => Promise<unknown>): Promise<void> {
   const start: ThreadStart = { dataDir, port: 0, host: '127.0.0.1', toolSources: [], laterToolSources: [], languageModels: false, terminal: false, mirrors: { apiKeys: [] } };
-  const worker = new Worker(THREAD);
+  const worker = new Worker(join(extensionDist, 'service-thread.js'));
   worker.postMessage({ t: 'boot', start });
   const next = (t: FromThread['t']) =>
     new Promise<FromThread>((resolve, reject) => {
@@ -51,11 +50,14 @@ test("the service thread writes its code cache after the first start's warm-up, 
   const data = await tempDir('ra-thread-cache-');
   t.after(data.cleanup);
   await writeFile(join(data.dir, 'service.json'), JSON.stringify({ auth_token: TEST_TOKEN }));
-  const cacheDir = join(data.dir, 'cache');
+  // The installed extension's dist/ (its own: the suite's dist/ is shared by other tests' threads).
+  const dist = join(data.dir, 'extension', 'dist');
+  await cp(join(CLI, '..'), dist, { recursive: true, filter: (from) => !from.endsWith('.map') && !from.endsWith(join('dist', 'cache')) });
+  const cacheDir = join(dist, 'cache');
   const cacheFile = async () => (await readdir(cacheDir).catch(() => [] as string[])).map((name) => join(cacheDir, name));
 
   // First start: no cache; one is written once the warm-up is over (it runs after listening).
-  await startAndStop(data.dir, () => waitFor(async () => (await cacheFile()).length === 1, 'the code cache to be written', 30_000));
+  await startAndStop(dist, data.dir, () => waitFor(async () => (await cacheFile()).length === 1, 'the code cache to be written', 30_000));
   const [file] = await cacheFile();
   assert.match(file!, /service-thread-.+\.code$/);
   const written = await readFile(file!);
@@ -65,7 +67,7 @@ test("the service thread writes its code cache after the first start's warm-up, 
   const damaged = Buffer.from(written);
   damaged.fill(0x5a, 16, 4_096);
   await writeFile(file!, damaged);
-  await startAndStop(data.dir, () => waitFor(async () => !(await readFile(file!)).equals(damaged), 'the damaged cache to be written again', 30_000));
+  await startAndStop(dist, data.dir, () => waitFor(async () => !(await readFile(file!)).equals(damaged), 'the damaged cache to be written again', 30_000));
   assert.equal(
     (await readFile(file!)).subarray(16, 4_096).every((byte) => byte === 0x5a),
     false,
@@ -73,5 +75,5 @@ test("the service thread writes its code cache after the first start's warm-up, 
 
   // Cut short (a disk that filled while it was written): read as no cache, the start unharmed.
   await writeFile(file!, written.subarray(0, 10));
-  await startAndStop(data.dir, async () => undefined);
+  await startAndStop(dist, data.dir, async () => undefined);
 });

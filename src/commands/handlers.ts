@@ -189,6 +189,9 @@ export const handlers: HandlerMap = {
   async delete_conversation(command, session, ctx) {
     ctx.agent.requireConversation(command.conversation_id, session.source);
     await requireDeleteConfirmed(command.conversation_id, command.confirm, ctx);
+    // A turn running there is stopped first (its model and tools too) and ends as stopped: it neither stores
+    // a reply into the deleted conversation (an internal error) nor is run again by a resend (review28a).
+    await ctx.turns.stopConversation(command.conversation_id);
     await ctx.store.conversations.delete(command.conversation_id);
     ctx.gate.forget(command.conversation_id);
     ctx.agent.forget(command.conversation_id);

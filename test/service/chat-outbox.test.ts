@@ -88,6 +88,39 @@ test('a chat resent after its conversation was deleted is not_found, as after a 
   }
 });
 
+/** A chat of a new conversation, running (its model asked), sent by `a`; `b` another socket of the same person. */
+async function runningChat(id: string) {
+  const before = completions();
+  svc.fake.script({ text: 'reply of a deleted conversation', delayMs: 800 });
+  const a = await TestClient.authed(svc.wsUrl, svc.token);
+  const b = await TestClient.authed(svc.wsUrl, svc.token);
+  const frame = { type: 'chat', message: `deleted while running ${id}`, client_message_id: id };
+  const first = a.request({ ...frame }, 20_000);
+  await svc.fake.waitFor(() => completions() === before + 1);
+  const list = await b.request({ type: 'list_conversations', limit: 1 });
+  const conversationId = (list.data as { conversations: { id: string }[] }).conversations[0].id;
+  return { a, b, frame, first, conversationId, before };
+}
+
+test('a conversation deleted while its turn runs: the turn is stopped first (the sender and a resend waiting on it told so), a later resend is not_found and runs nothing (review28a)', async () => {
+  const { a, b, frame, first, conversationId, before } = await runningChat('msg-running-deleted-1');
+  try {
+    const waiting = b.request({ ...frame }, 20_000);
+    assert.equal((await b.request({ type: 'delete_conversation', conversation_id: conversationId })).status, 'ok');
+    const [sent, resent] = await Promise.all([first, waiting]);
+    assert.equal(sent.status, 'ok', `the sender is told its turn stopped, not an internal error: ${JSON.stringify(sent)}`);
+    assert.equal((sent.data as { cancelled?: boolean }).cancelled, true);
+    // It waited on the same turn, which ended (stopped) before the conversation went: the same answer.
+    assert.deepEqual(resent.data, sent.data);
+    const late = await b.request({ ...frame });
+    assert.equal(late.code, 'not_found', `the deleted message ran again: ${JSON.stringify(late)}`);
+    assert.equal(completions(), before + 1, 'the model ran once');
+  } finally {
+    a.close();
+    b.close();
+  }
+});
+
 test('a different message under a used client_message_id is refused (invalid_request); an overlong id too', async () => {
   const client = await TestClient.authed(svc.wsUrl, svc.token);
   try {

@@ -4,6 +4,8 @@ import type { RequestId } from '../../protocol';
 export class RunningChats {
   private readonly controllers = new Map<string, AbortController>();
   private readonly byConversation = new Map<string, Set<AbortController>>();
+  /** Waiting for a conversation's running turns to end (idle). */
+  private readonly idleWaiters = new Map<string, (() => void)[]>();
   private anonymous = 0;
 
   private static key(sessionId: string, requestId: RequestId) {
@@ -33,7 +35,11 @@ export class RunningChats {
       if (attached !== undefined) {
         const set = this.byConversation.get(attached);
         set?.delete(controller);
-        if (set?.size === 0) this.byConversation.delete(attached);
+        if (set?.size === 0) {
+          this.byConversation.delete(attached);
+          for (const resolve of this.idleWaiters.get(attached) ?? []) resolve();
+          this.idleWaiters.delete(attached);
+        }
       }
       return this.controllers.get(key) === controller && this.controllers.delete(key);
     };
@@ -51,6 +57,16 @@ export class RunningChats {
     const running = [...(this.byConversation.get(conversationId) ?? [])].filter((c) => !c.signal.aborted);
     for (const controller of running) controller.abort();
     return running.length > 0;
+  }
+
+  /** Settles once none of the conversation's turns runs (at once when none does). */
+  idle(conversationId: string): Promise<void> {
+    if (!this.byConversation.has(conversationId)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const waiters = this.idleWaiters.get(conversationId) ?? [];
+      waiters.push(resolve);
+      this.idleWaiters.set(conversationId, waiters);
+    });
   }
 
   /** Stops every running chat (the service is stopping and the grace period is over). */

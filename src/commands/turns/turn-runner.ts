@@ -18,6 +18,9 @@ import { announceChangesReady } from './changes-ready';
 
 type ChatResult = ResultOf<'chat'>;
 
+/** How long delete_conversation waits for the conversation's stopped turns to end before it deletes anyway. */
+const STOP_BEFORE_DELETE_MS = 10_000;
+
 /**
  * The one home of a turn, whoever starts it (the chat command, the webhook inbox): a resend of a chat is
  * answered, not run again; the turn is registered for `cancel`; its events go to the conversation's
@@ -51,6 +54,17 @@ export class TurnRunner implements TurnStarter {
   /** Stops the conversation's running turns, whoever started them; false when none runs. */
   cancelConversation(conversationId: string): boolean {
     return this.running.cancelConversation(conversationId);
+  }
+
+  /**
+   * Stops the conversation's running turns and settles once they ended (their stopped replies stored), or
+   * after `boundMs` (a tool that ignores its signal): delete_conversation, before the conversation goes.
+   */
+  async stopConversation(conversationId: string, boundMs = STOP_BEFORE_DELETE_MS): Promise<void> {
+    if (!this.running.cancelConversation(conversationId)) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.running.idle(conversationId), new Promise<void>((resolve) => (timer = setTimeout(resolve, boundMs)))]);
+    clearTimeout(timer);
   }
 
   /** Stops every running turn (the service is stopping and the grace period is over). */

@@ -30,3 +30,35 @@ for (const bundle of ['extension.js', 'cli-main.js']) {
     assert.ok(split.includes('Invalid hex color: '), 'dist/sdk/qrcode.js holds the library');
   });
 }
+
+// What the service thread's bundle requires when it loads, before it listens (src/platform/builtins.ts,
+// src/tunnel/noble.ts: issue 25, "editor activation"): loaded in a fresh worker as thread-loader.ts runs it,
+// Node's builtins that only a git, a tool's process, an MCP server or a push use are not among them.
+test("the service thread's bundle loads without child_process, dns or readline (required at their first use)", async () => {
+  const { Worker } = await import('node:worker_threads');
+  // Every require of a builtin goes through Module._load: recorded while the bundle loads.
+  const script = `
+    const { parentPort } = require('node:worker_threads');
+    const Module = require('node:module');
+    const load = Module._load;
+    const asked = new Set();
+    Module._load = function (request, ...rest) {
+      const name = request.replace(/^node:/, '');
+      if (Module.builtinModules.includes(name)) asked.add(name);
+      return load.call(this, request, ...rest);
+    };
+    // As thread-loader.ts runs it (CodeCache.run): the bundle is a function of a module's arguments.
+    const file = ${JSON.stringify(join(DIST, 'service-thread-main.js'))};
+    const mod = { exports: {} };
+    const run = new (require('node:vm').Script)(require('node:fs').readFileSync(file, 'utf8'), { filename: file }).runInThisContext();
+    run.call(mod.exports, mod.exports, Module.createRequire(file), mod, file, require('node:path').dirname(file));
+    parentPort.postMessage([...asked]);`;
+  const worker = new Worker(script, { eval: true });
+  const loaded = await new Promise<string[]>((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  await worker.terminate();
+  assert.ok(loaded.includes('http'), `the probe sees what the bundle loads: ${loaded.join(', ')}`);
+  for (const name of ['child_process', 'dns', 'readline']) assert.ok(!loaded.includes(name), `${name} is loaded with the bundle: ${loaded.join(', ')}`);
+});

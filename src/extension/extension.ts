@@ -249,6 +249,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Remote
 }
 
 export async function deactivate(): Promise<void> {
+  // A thread started as the extension loaded and never taken (activate() failed before hosting) ends too.
+  dropEarly();
   const current = active;
   active = undefined;
   await current?.hosting.stop();

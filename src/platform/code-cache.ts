@@ -5,13 +5,18 @@ import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'no
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import vm from 'node:vm';
+import { crc32 } from 'node:zlib';
 
 /**
  * The cache starts with the bundle's size and modification time when it was made: V8 checks only the
  * source's length (and its own version and flags), so a bundle rebuilt without its cache (`npm run
- * watch`, an extension updated in place) must not get the old one.
+ * watch`, an extension updated in place) must not get the old one. Then the CRC-32 of V8's data: V8's
+ * release builds do not check that data, and a cache damaged in place (a bad disk, bytes flipped with its
+ * length kept) crashed the whole process at every start until it was deleted (review28b). About 0.25 ms
+ * for the command line's 1.35 MB.
  */
-const HEADER_BYTES = 16;
+const STAMP_BYTES = 16;
+const HEADER_BYTES = STAMP_BYTES + 4;
 
 export class CodeCache {
   constructor(
@@ -22,17 +27,19 @@ export class CodeCache {
 
   stamp(): Buffer {
     const stat = statSync(this.bundle);
-    const header = Buffer.alloc(HEADER_BYTES);
+    const header = Buffer.alloc(STAMP_BYTES);
     header.writeDoubleLE(stat.size, 0);
     header.writeDoubleLE(stat.mtimeMs, 8);
     return header;
   }
 
-  /** The bundle's cached code when it was made from this very bundle; undefined otherwise. */
+  /** The bundle's cached code when it was made from this very bundle and is whole; undefined otherwise. */
   read(): Buffer | undefined {
     try {
       const cache = readFileSync(this.file);
-      return cache.subarray(0, HEADER_BYTES).equals(this.stamp()) ? cache.subarray(HEADER_BYTES) : undefined;
+      if (cache.length <= HEADER_BYTES || !cache.subarray(0, STAMP_BYTES).equals(this.stamp())) return undefined;
+      const data = cache.subarray(HEADER_BYTES);
+      return crc32(data) === cache.readUInt32LE(STAMP_BYTES) ? data : undefined;
     } catch {
       return undefined;
     }
@@ -57,7 +64,10 @@ export class CodeCache {
   write(script: vm.Script, stamp: Buffer): void {
     mkdirSync(path.dirname(this.file), { recursive: true });
     const partial = `${this.file}.${process.pid}.partial`;
-    writeFileSync(partial, Buffer.concat([stamp, script.createCachedData()]), { mode: 0o600 });
+    const data = script.createCachedData();
+    const check = Buffer.alloc(4);
+    check.writeUInt32LE(crc32(data));
+    writeFileSync(partial, Buffer.concat([stamp, check, data]), { mode: 0o600 });
     renameSync(partial, this.file);
   }
 }

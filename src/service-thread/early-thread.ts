@@ -22,7 +22,16 @@ export function startEarly(): void {
   const worker = startWorkerThread('service-thread', __dirname);
   // Unless a hosting takes it, it must not keep its process alive (a test that loads the extension and ends).
   worker.unref();
-  early = { worker, asked: wallNow() };
+  const entry: EarlyThread = { worker, asked: wallNow() };
+  early = entry;
+  // A thread that ends (or fails loading its bundle) before a hosting takes it is not handed over: the
+  // hosting, which listens for its end only once taken, would wait for it forever (review28b), and its
+  // error, heard by nobody, would be thrown in the extension host. The hosting starts a thread of its own.
+  const gone = () => {
+    if (early === entry) early = undefined;
+  };
+  worker.once('exit', gone);
+  worker.once('error', gone);
 }
 
 /** The thread started ahead, for the hosting that starts now; undefined when none waits (then it starts its own). */

@@ -10,7 +10,7 @@ import { after, describe, test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import { earlyWaiting, startEarly, takeEarly } from '../../src/service-thread/early-thread';
 import { TEST_TOKEN } from '../helpers/service';
-import { tempDir, waitFor } from '../helpers/temp';
+import { tempDir } from '../helpers/temp';
 import { fakeContext, installVscodeDouble, testing } from '../helpers/vscode-double';
 
 installVscodeDouble();
@@ -67,7 +67,29 @@ describe('the service thread started as the extension loads', () => {
     assert.equal(takeEarly()?.worker, worker);
     assert.equal(takeEarly(), undefined);
     await worker.terminate();
-    await waitFor(() => earlyWaiting() === undefined, 'none waiting');
+  });
+
+  test('a thread started ahead that ended before any hosting took it is not handed over: the hosting starts its own (review28b)', async () => {
+    testing.reset();
+    testing.settings.set('remoteAssistant.port', 0);
+    startEarly();
+    const dead = earlyWaiting()!;
+    await dead.terminate();
+    assert.equal(earlyWaiting(), undefined, 'an ended thread no longer waits');
+    ext ??= await import('../../src/extension/extension');
+    const api = await ext.activate((await context()) as never);
+    assert.equal(api.hosting.state.state, 'hosting', JSON.stringify(api.hosting.state));
+    assert.notEqual(workerOf(api), dead);
+    await ext.deactivate();
+  });
+
+  test('deactivate() ends a thread started ahead that nothing took', async () => {
+    startEarly();
+    const ended = exited(earlyWaiting()!);
+    ext ??= await import('../../src/extension/extension');
+    await ext.deactivate();
+    await ended;
+    assert.equal(earlyWaiting(), undefined);
   });
 
   test('a thread started ahead and never taken does not keep its process alive', () => {

@@ -43,6 +43,20 @@ test('the build writes a code cache, and a bundle changed after it (same length)
   assert.match(after.stderr, /^USAGE:\n {2}remote-assistant serve/);
 });
 
+test('a code cache damaged in place (bytes flipped, its length kept: a bad disk) is refused and the bundle compiled, never run: V8 does not check it', async (t) => {
+  const temp = await tempDir('ra-code-cache-damaged-');
+  t.after(temp.cleanup);
+  for (const name of ['cli.js', 'cli-main.js', 'cli-main.js.cache']) await copyFile(join(DIST, name), join(temp.dir, name));
+  const cache = join(temp.dir, 'cli-main.js.cache');
+  const damaged = await readFile(cache);
+  // Past the header, in V8's own data: one byte in every 64 of a stretch, flipped.
+  for (let at = 4_096; at < Math.min(damaged.length, 200_000); at += 64) damaged[at] ^= 0xff;
+  await writeFile(cache, damaged);
+  const { code, stderr } = await run(join(temp.dir, 'cli.js'));
+  assert.equal(code, 2, `the command line crashed on its damaged cache (exit ${code}): ${stderr.slice(0, 300)}`);
+  assert.match(stderr, /^usage:\n {2}remote-assistant serve/);
+});
+
 test("a bundle rewritten while its code cache is made (npm run watch during a build) does not get the old code's cache", async (t) => {
   const temp = await tempDir('ra-code-cache-race-');
   t.after(temp.cleanup);

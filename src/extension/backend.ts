@@ -37,8 +37,6 @@ export interface Backend extends EventEmitter<BackendEvents> {
 /** One chat view's session: frames in, every response and event of that session out. */
 export interface ViewChannel {
   send(frame: Frame): void;
-  /** Its chat.delta pieces come joined already (DeltaWindow, on the service's thread): none to join again. */
-  readonly deltasJoined?: boolean;
   dispose(): void;
 }
 
@@ -72,8 +70,6 @@ export interface LocalService {
     off(event: 'change', listener: (fields: string[]) => void): unknown;
   };
   openSession(options: { source: { kind: 'editor' }; principal: 'access'; canAnswerPermissions: true; send(event: ServiceEvent): void; events?: readonly ServiceEvent['event'][] }): LocalSession;
-  /** Its sessions' chat.delta pieces come joined (DeltaWindow): the service on its thread. */
-  readonly joinsDeltas?: boolean;
 }
 
 /**
@@ -119,7 +115,6 @@ export class LocalBackend extends EventEmitter<BackendEvents> implements Backend
     const session = this.service.openSession({ source: { kind: 'editor' }, principal: 'access', canAnswerPermissions: true, send: (event) => sink.onEvent(event) });
     let open = true;
     return {
-      deltasJoined: this.service.joinsDeltas === true,
       send: (frame) => {
         void session.request(frame).then((envelope) => open && sink.onResponse(envelope));
       },

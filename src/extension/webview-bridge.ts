@@ -48,8 +48,10 @@ export class WebviewBridge {
   private state: UiState = { kind: 'state', state: 'starting' };
   /**
    * Stream pieces go to the webview joined (DeltaWindow: every postMessage crosses the editor's process
-   * boundary, compressed in remote windows), unless the channel's come joined already (the service's
-   * thread joins them before they cross its port): then each goes on as it comes, no later.
+   * boundary, compressed in remote windows). Also where the channel's come joined already (the service's
+   * thread joins them before they cross its port): joined here as they arrive, a known secret split across
+   * two pieces that came together (the extension host's loop was busy) is scrubbed whole, as before the
+   * thread joined them (review28b: each half was posted as it was).
    */
   private readonly redactor = new KnownSecretsRedactor();
   private readonly deltas = new DeltaWindow((event) => this.post(this.scrub({ kind: 'event', event })));
@@ -77,7 +79,6 @@ export class WebviewBridge {
       this.send({ kind: 'state', state: 'stopped', detail: 'reconnecting to the service' });
     }
     this.running.clear();
-    let joined = false;
     this.channel = backend?.openViewChannel({
       onResponse: (envelope) => {
         if (envelope.id !== undefined) this.running.delete(envelope.id);
@@ -85,11 +86,10 @@ export class WebviewBridge {
       },
       onEvent: (event) => {
         this.follow(event);
-        if (event.event === 'chat.delta' && !joined) this.deltas.push(event);
+        if (event.event === 'chat.delta') this.deltas.push(event);
         else this.send({ kind: 'event', event });
       },
     });
-    joined = this.channel?.deltasJoined === true;
     this.setState(state);
   }
 

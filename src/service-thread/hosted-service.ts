@@ -46,8 +46,6 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
   private secretsHeld: string[] = [];
   readonly redactor = { secrets: () => this.secretsHeld };
   readonly ready: Promise<void>;
-  /** The thread joins its sessions' chat.delta pieces before they cross (DeltaWindow). */
-  readonly joinsDeltas = true;
   private failedOpen = false;
   private readonly answers: HostAnswers;
   private next = 0;

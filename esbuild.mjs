@@ -2,6 +2,7 @@
 import { build, context } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
 import { asciiOnly } from './scripts/ascii-only.mjs';
 
 const production = process.argv.includes('--production');
@@ -39,8 +40,25 @@ const common = {
 // Always minified: `npm start` serves this very file to phones (about 55 KB gzipped rather than 1.5 MB
 // with an inline source map). Development builds write the map beside it (linked), which no server
 // of the page serves (they serve known files only; the Worker refuses .map).
+/**
+ * The page's tunnel takes @noble as a static import: src/tunnel/noble.ts's `require` at first use serves
+ * the service thread's load (issue 25), and costs a browser bundle its CommonJS wrappers (~1 KB of
+ * chat-phone.js, which phone-static.test.ts keeps under 100 KB gzipped) for nothing.
+ */
+const nobleStatic = {
+  name: 'noble-static',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]src[\\/]tunnel[\\/]noble\.ts$/ }, (args) => ({
+      contents: "import * as modules from './noble-modules';\nexport const noble = () => modules;\n",
+      loader: 'ts',
+      resolveDir: path.dirname(args.path),
+    }));
+  },
+};
+
 const browser = {
   bundle: true,
+  plugins: [nobleStatic],
   platform: 'browser',
   format: 'iife',
   target: ['es2022', 'chrome110', 'safari16'],

@@ -9,7 +9,7 @@ import { DeltaWindow } from '../protocol/delta-window';
 import { Service } from '../service';
 import { applyLanAccess } from '../config/lan-access';
 import { HostCalls } from './host-calls';
-import { LoopMonitor } from '../extension/diagnostics';
+import { LoopMonitor, threadSched } from '../extension/diagnostics';
 import { wallNow, type LoaderMarks } from './start-marks';
 import { toWire, type FromThread, type ThreadStart, type ToThread } from './wire';
 
@@ -38,8 +38,12 @@ const sessions = new Map<number, { session: OpenSession; events: DeltaWindow }>(
 let service: Service | undefined;
 let stopping: Promise<void> | undefined;
 let warm: (whole: boolean) => void = () => undefined;
-/** Measure Responsiveness's monitor of this thread's loop (the one that answers the phone, the sockets, the webhooks). */
-const loop = new LoopMonitor();
+/**
+ * Measure Responsiveness's monitor of this thread's loop (the one that answers the phone, the sockets, the
+ * webhooks). Its accounting is read afresh at each sample, no file kept open: a worker's raw fd outlives the
+ * thread, and a thread ended while measuring (Restart Service, a crash) leaked it (review28b).
+ */
+const loop = new LoopMonitor(threadSched);
 /** Settles once the service's warm-up is over (or it never began): the thread's loader then writes its code cache (thread-loader.ts). */
 export const warmedUp = new Promise<boolean>((resolve) => (warm = resolve));
 

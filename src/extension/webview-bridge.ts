@@ -16,8 +16,6 @@ export interface EditorHooks {
 }
 export type PermissionRequestEvent = Extract<ServiceEvent, { event: 'permission.request' }>;
 
-export { DELTA_WINDOW_MS } from '../protocol/delta-window';
-
 /** The UI's state line from the hosting state. */
 export function uiStateOf(state: HostingState): UiState {
   switch (state.state) {

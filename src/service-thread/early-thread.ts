@@ -6,15 +6,8 @@
 // (hosting off, the editor's own tests) is ended, and never holds its process open.
 import type { Worker } from 'node:worker_threads';
 import { startWorkerThread } from '../platform/worker-thread';
-import { wallNow } from './start-marks';
 
-export interface EarlyThread {
-  worker: Worker;
-  /** When it was asked for (start-marks' clock). */
-  asked: number;
-}
-
-let early: EarlyThread | undefined;
+let early: Worker | undefined;
 
 /** Starts the service's thread ahead of its hosting (once; later hostings start their own). */
 export function startEarly(): void {
@@ -22,33 +15,32 @@ export function startEarly(): void {
   const worker = startWorkerThread('service-thread', __dirname);
   // Unless a hosting takes it, it must not keep its process alive (a test that loads the extension and ends).
   worker.unref();
-  const entry: EarlyThread = { worker, asked: wallNow() };
-  early = entry;
+  early = worker;
   // A thread that ends (or fails loading its bundle) before a hosting takes it is not handed over: the
   // hosting, which listens for its end only once taken, would wait for it forever (review28b), and its
   // error, heard by nobody, would be thrown in the extension host. The hosting starts a thread of its own.
   const gone = () => {
-    if (early === entry) early = undefined;
+    if (early === worker) early = undefined;
   };
   worker.once('exit', gone);
   worker.once('error', gone);
 }
 
 /** The thread started ahead, for the hosting that starts now; undefined when none waits (then it starts its own). */
-export function takeEarly(): EarlyThread | undefined {
+export function takeEarly(): Worker | undefined {
   const taken = early;
   early = undefined;
-  taken?.worker.ref();
+  taken?.ref();
   return taken;
 }
 
-/** The thread started ahead while none has taken it (the editor's log and tests look, without taking it). */
+/** The thread started ahead while none has taken it (tests look without taking it). */
 export function earlyWaiting(): Worker | undefined {
-  return early?.worker;
+  return early;
 }
 
-/** Ends the thread started ahead when nothing will take it (activate() found hosting off). */
+/** Ends the thread started ahead when nothing will take it (activate() found hosting off, deactivate()). */
 export function dropEarly(): void {
-  void early?.worker.terminate();
+  void early?.terminate();
   early = undefined;
 }

@@ -104,7 +104,7 @@ export class HostedService extends EventEmitter<{ exit: [error: Error] }> {
     // thread: they must never reach the data directory (service.json holds the access token) either.
     const releaseDataDir = keepToolsOut(options.dataDir);
     // The window's first hosting takes the thread started as the extension loaded (early-thread.ts), up already.
-    const worker = takeEarly()?.worker ?? startWorkerThread('service-thread', __dirname);
+    const worker = takeEarly() ?? startWorkerThread('service-thread', __dirname);
     worker.postMessage({ t: 'boot', start } satisfies ToThread);
     worker.once('exit', releaseDataDir);
     // Its data directory's lock is let go of when the thread is gone, whichever way it went and whenever (a

@@ -3,7 +3,8 @@
  * bundle that holds them: ed25519.js builds its curves at its top level, about 6-9 ms of the service
  * thread's load (issue 25, "editor activation"), though nothing before the service listens needs them (a
  * pairing, the relay link and the machine's key pair come later). esbuild bundles the `require` as a lazy
- * start of the very modules a static import would have given (one instance, in Node and in the page).
+ * start of the very modules a static import would have given (one instance). The page's builds take them
+ * statically instead (esbuild.mjs's `noble-static`): there the wrappers only cost bytes.
  */
 declare const require: (id: string) => unknown;
 

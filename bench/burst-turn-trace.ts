@@ -160,6 +160,25 @@ async function main(): Promise<void> {
         `${turn.checks ? `, a password check running` : ''}; ${parts.join(', ') || 'nothing else'}`
       );
     };
+    /**
+     * What filled most of a turn: the journal's datasync or write (their wall time, on libuv's pool) when
+     * over 60% / 50% of it, the main thread waiting for a core when over half, a collection over 30%;
+     * else `mixed`. A label for reading a run, not a measure.
+     */
+    const filledBy = (turn: Turn) => {
+      const longest = (what: string) =>
+        Math.max(
+          0,
+          ...overlapping(turn)
+            .filter((s) => s.what === what)
+            .map((s) => s.ms),
+        );
+      if (longest('datasync') > 0.6 * turn.ms) return 'datasync';
+      if (longest('write') > 0.5 * turn.ms) return 'write';
+      if (turn.wait > 0.5 * turn.ms) return 'core';
+      if (Math.max(longest('gc mark-compact'), longest('gc scavenge')) > 0.3 * turn.ms) return 'gc';
+      return `mixed: running ${fmt(turn.run, 0)}, core ${fmt(turn.wait, 0)}`;
+    };
     for (const kind of kinds) {
       const mine = turns.filter((t) => t.kind === kind);
       const rounds = Array.from({ length: ROUNDS }, (_, r) => Math.max(...mine.filter((t) => t.round === r).map((t) => t.ms)));
@@ -184,6 +203,9 @@ async function main(): Promise<void> {
       const periodMs = periods.filter((p) => p.kind === kind).reduce((n, p) => n + p.to - p.from, 0);
       console.log(`  ${fmt(periodMs, 0)} ms of periods: ${gcs('gc mark-compact')}, ${gcs('gc scavenge')}`);
       for (const turn of [...mine].sort((a, b) => b.ms - a.ms).slice(0, 5)) console.log(`  ${describe(turn)}`);
+      // Each round's longest turn (the figure bench/auth.ts takes the median of) named by what filled most of it.
+      const longestOf = (r: number) => mine.filter((t) => t.round === r).reduce((a, b) => (b.ms > a.ms ? b : a));
+      console.log(`  rounds' longest, each by what filled it: ${Array.from({ length: ROUNDS }, (_, r) => `${fmt(longestOf(r).ms, 0)} (${filledBy(longestOf(r))})`).join(' ')}`);
     }
   } finally {
     attacker.stop();

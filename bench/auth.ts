@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import type { Service } from '../src/service';
-import { serviceClass } from './bundled';
-import { derivationLoad, hashPassword } from '../src/transport/auth/passwords';
+import { derivationLoad, serviceClass } from './bundled';
+import { hashPassword } from '../src/transport/auth/passwords';
 import { instantProvider } from './agent';
 import { fmt, percentile } from './util';
 

@@ -20,6 +20,16 @@ export function serviceClass(): typeof SourceService {
   return (require(BUNDLE) as typeof import('../src/service')).Service;
 }
 
+/**
+ * The password checks running and waiting in the service the benches open: the bundle's own passwords
+ * module (bench/bundle-entry.ts), or src's with BENCH_SOURCE=1. Importing it from src while the bundle runs
+ * reads a module the service never uses.
+ */
+export function derivationLoad(): { running: number; waiting: number } {
+  if (!runsBundle) return (require('../src/transport/auth/passwords') as typeof import('../src/transport/auth/passwords')).derivationLoad();
+  return (require(BUNDLE) as typeof import('./bundle-entry')).derivationLoad();
+}
+
 /** The latest change time of a file under src/. */
 function newestSource(): number {
   const src = join(__dirname, '..', 'src');

@@ -15,8 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { Compactor } from '../src/store/compaction';
-import { derivationLoad } from '../src/transport/auth/passwords';
 import { Attacker, openBenchService } from './auth';
+import { derivationLoad } from './bundled';
 import { fmt, mainThreadSched } from './util';
 
 const ROUNDS = Number(process.env.RA_TRACE_ROUNDS ?? 4);

@@ -11,7 +11,7 @@
 import path from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import { CodeCache } from '../platform/code-cache';
-import { removeStaleCaches } from './stale-caches';
+import { OTHER_VERSION_AGE_MS, removeStaleCaches } from './stale-caches';
 import { wallNow, type LoaderMarks } from './start-marks';
 import type { ThreadStart, ToThread } from './wire';
 
@@ -39,8 +39,8 @@ const first = (message: ToThread) => {
   // After the warm-up (and the cache's write below, asked first): other V8 versions' caches beside this one,
   // and the data directory's of s26-s27 (stale-caches.ts).
   const prune = () => {
-    void removeStaleCaches(path.dirname(cache.file), cacheName)
-      .then(() => removeStaleCaches(path.join(message.start.dataDir, 'cache'), undefined, true))
+    void removeStaleCaches(path.dirname(cache.file), cacheName, OTHER_VERSION_AGE_MS)
+      .then(() => removeStaleCaches(path.join(message.start.dataDir, 'cache'), undefined, 0, true))
       .catch(() => undefined);
   };
   void bundle.warmedUp.then(prune, prune);

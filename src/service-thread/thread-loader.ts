@@ -11,6 +11,7 @@
 import path from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import { CodeCache } from '../platform/code-cache';
+import { OTHER_VERSION_AGE_MS, removeStaleCaches } from './stale-caches';
 import { wallNow, type LoaderMarks } from './start-marks';
 import type { ThreadStart, ToThread } from './wire';
 
@@ -21,7 +22,8 @@ interface Bundle {
   warmedUp: Promise<unknown>;
 }
 
-const cache = new CodeCache(path.join(__dirname, 'service-thread-main.js'), path.join(__dirname, 'cache', `service-thread-${process.versions.v8}.code`));
+const cacheName = `service-thread-${process.versions.v8}.code`;
+const cache = new CodeCache(path.join(__dirname, 'service-thread-main.js'), path.join(__dirname, 'cache', cacheName));
 const stamp = cache.stamp();
 const cached = cache.read();
 const script = cache.compile(cached);
@@ -34,6 +36,14 @@ const first = (message: ToThread) => {
   if (message.t !== 'boot') return;
   parentPort!.off('message', first);
   bundle.boot(message.start, marks);
+  // After the warm-up (and the cache's write below, asked first): other V8 versions' caches beside this one,
+  // and the data directory's of s26-s27 (stale-caches.ts).
+  const prune = () => {
+    void removeStaleCaches(path.dirname(cache.file), cacheName, OTHER_VERSION_AGE_MS)
+      .then(() => removeStaleCaches(path.join(message.start.dataDir, 'cache'), undefined, 0, true))
+      .catch(() => undefined);
+  };
+  void bundle.warmedUp.then(prune, prune);
 };
 parentPort!.on('message', first);
 

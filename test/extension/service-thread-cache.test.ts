@@ -5,7 +5,7 @@
 // directory, the service listening on loopback. Needs `npm run build`.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Worker } from 'node:worker_threads';
@@ -57,8 +57,20 @@ test("the service thread writes its code cache after the first start's warm-up, 
   const cacheDir = join(dist, 'cache');
   const cacheFile = async () => (await readdir(cacheDir).catch(() => [] as string[])).map((name) => join(cacheDir, name));
 
+  // Caches no start reads: another V8's beside the bundle (the editor updated in place, two months ago), and
+  // the data directory's of s26-s27. Both go after the warm-up (stale-caches.ts).
+  await mkdir(cacheDir);
+  await writeFile(join(cacheDir, 'service-thread-0.0.0-older.code'), 'an older V8');
+  const monthsAgo = (Date.now() - 60 * 24 * 60 * 60 * 1000) / 1000;
+  await utimes(join(cacheDir, 'service-thread-0.0.0-older.code'), monthsAgo, monthsAgo);
+  await mkdir(join(data.dir, 'cache'));
+  await writeFile(join(data.dir, 'cache', `service-thread-${process.versions.v8}.code`), 'the data directory of s27');
+  const current = `service-thread-${process.versions.v8}.code`;
+
   // First start: no cache; one is written once the warm-up is over (it runs after listening).
-  await startAndStop(dist, data.dir, () => waitFor(async () => (await cacheFile()).length === 1, 'the code cache to be written', 30_000));
+  await startAndStop(dist, data.dir, () =>
+    waitFor(async () => (await readdir(cacheDir)).join() === current && !(await readdir(data.dir)).includes('cache'), 'the code cache to be written and the stale ones removed', 30_000),
+  );
   const [file] = await cacheFile();
   assert.match(file!, /service-thread-.+\.code$/);
   const written = await readFile(file!);

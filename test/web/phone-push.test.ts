@@ -363,27 +363,16 @@ async function listDevices(): Promise<{ device_id: string; device_name: string; 
   return (answer.data as { devices: [] }).devices;
 }
 
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + WAIT;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) assert.fail(`${what}: still ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-test("turning notifications on subscribes with the service's VAPID key and registers the subscription; choices and the name reach the service; turning off removes it", async () => {
-  // No vendor push service here: only the browser's subscribe is replaced, by one returning a subscription
-  // with keys made as a browser makes them (docs: /work/shared/notes/web-push.md).
-  const ecdh = createECDH('prime256v1');
-  ecdh.generateKeys();
-  const browserSubscription = { endpoint: 'https://push.example.test/send/device-1', p256dh: ecdh.getPublicKey().toString('base64url'), auth: randomBytes(16).toString('base64url') };
-  const phone = await phoneContext();
+/**
+ * The browser's side of a push subscription, replacing PushManager's subscribe and getSubscription: no
+ * vendor push service here, so subscribe returns a subscription with `subscription`'s keys, made as a
+ * browser makes them (docs: /work/shared/notes/web-push.md).
+ */
+function subscriptionStub(subscription: { endpoint: string; p256dh: string; auth: string }): string {
   // A string: the test's compiler would wrap a function's inner arrows in a helper the page does not have.
   // The browser's side kept in sessionStorage, so it outlives a reload as a real subscription does.
-  const stub = `(() => {
-    const sub = ${JSON.stringify(browserSubscription)};
+  return `(() => {
+    const sub = ${JSON.stringify(subscription)};
     const load = () => JSON.parse(sessionStorage.getItem('__push') || 'null') || { subscribed: false, endpoint: sub.endpoint };
     const save = (state) => sessionStorage.setItem('__push', JSON.stringify(state));
     const bytes = (text) => Uint8Array.from(atob(text.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
@@ -404,6 +393,26 @@ test("turning notifications on subscribes with the service's VAPID key and regis
       return state.subscribed ? made(state) : null;
     };
   })();`;
+}
+
+async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string): Promise<T> {
+  const deadline = Date.now() + WAIT;
+  for (;;) {
+    const value = await read();
+    if (ok(value)) return value;
+    if (Date.now() > deadline) assert.fail(`${what}: still ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+test("turning notifications on subscribes with the service's VAPID key and registers the subscription; choices and the name reach the service; turning off removes it", async () => {
+  // No vendor push service here: only the browser's subscribe is replaced, by one returning a subscription
+  // with keys made as a browser makes them (docs: /work/shared/notes/web-push.md).
+  const ecdh = createECDH('prime256v1');
+  ecdh.generateKeys();
+  const browserSubscription = { endpoint: 'https://push.example.test/send/device-1', p256dh: ecdh.getPublicKey().toString('base64url'), auth: randomBytes(16).toString('base64url') };
+  const phone = await phoneContext();
+  const stub = subscriptionStub(browserSubscription);
   const browserSide = () => page.evaluate(() => JSON.parse(sessionStorage.getItem('__push') ?? 'null') as { key?: string; subscribed: boolean; endpoint: string } | null);
   const page = await openPhonePage(phone, svc.httpUrl, (p) => p.addInitScript({ content: stub }));
   await openNotifications(page);
@@ -490,6 +499,83 @@ test("turning notifications on subscribes with the service's VAPID key and regis
   assert.deepEqual(await listDevices(), []);
   assert.equal((await browserSide())?.subscribed, false, "the browser's subscription is gone too");
   await phone.close();
+});
+
+test('a choice tapped while the one before is being saved stays as tapped: the first answer does not draw the boxes back, and the service ends with both', async () => {
+  const ecdh = createECDH('prime256v1');
+  ecdh.generateKeys();
+  const subscription = { endpoint: 'https://push.example.test/send/device-2', p256dh: ecdh.getPublicKey().toString('base64url'), auth: randomBytes(16).toString('base64url') };
+  const phone = await phoneContext();
+  // Every value the page's code gives the content-blind box (a tap changes it without this setter).
+  const watchBlind = `(() => {
+    const own = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'checked');
+    Object.defineProperty(HTMLInputElement.prototype, 'checked', {
+      configurable: true,
+      get() { return own.get.call(this); },
+      set(value) { if (this.classList.contains('push-blind')) (window.__blindSets = window.__blindSets || []).push(value); own.set.call(this, value); },
+    });
+  })();`;
+  // The service's answers to push_settings held while \`hold\`, then given in order.
+  let hold = false;
+  const held: (() => void)[] = [];
+  const settings = new Set<string>();
+  const page = await openPhonePage(phone, svc.httpUrl, async (p) => {
+    await p.addInitScript({ content: subscriptionStub(subscription) });
+    await p.addInitScript({ content: watchBlind });
+    await p.routeWebSocket(/\/ws/, (ws) => {
+      const server = ws.connectToServer();
+      ws.onMessage((message) => {
+        const frame = JSON.parse(String(message)) as { type?: string; id?: string };
+        if (frame.type === 'push_settings' && frame.id !== undefined) settings.add(frame.id);
+        server.send(message);
+      });
+      server.onMessage((message) => {
+        const frame = JSON.parse(String(message)) as { id?: string };
+        if (hold && frame.id !== undefined && settings.has(frame.id)) held.push(() => ws.send(message));
+        else ws.send(message);
+      });
+    });
+  });
+  try {
+    await openNotifications(page);
+    await page.locator('.push-enable').click();
+    await page.locator('.push-disable').waitFor({ state: 'visible' });
+    assert.equal(await page.locator('.push-blind').isChecked(), false);
+
+    hold = true;
+    await page.evaluate(() => ((window as unknown as { __blindSets: boolean[] }).__blindSets = []));
+    await page.locator('input[data-kind="finished"]').uncheck();
+    await until(
+      async () => held.length,
+      (n) => n === 1,
+      "the first choice's answer held",
+    );
+    await page.locator('.push-blind').check();
+    await until(
+      async () => held.length,
+      (n) => n === 2,
+      "the second choice's answer held",
+    );
+    hold = false;
+    for (const give of held.splice(0)) give();
+
+    await until(listDevices, (d) => d.some((x) => x.endpoint_origin === 'https://push.example.test' && x.events.finished === false && x.content_blind), 'both choices reached the service');
+    // Both answers drawn: the last one (the second choice's) sets the box checked.
+    const sets = await until(
+      () => page.evaluate(() => (window as unknown as { __blindSets: boolean[] }).__blindSets),
+      (values) => values.includes(true),
+      "the second choice's answer drawn",
+    );
+    assert.deepEqual(sets, [true], 'the first answer (saved before the second tap) did not draw the box back to unchecked');
+    assert.equal(await page.locator('.push-blind').isChecked(), true);
+    assert.equal(await page.locator('input[data-kind="finished"]').isChecked(), false);
+  } finally {
+    await page
+      .locator('.push-disable')
+      .click()
+      .catch(() => undefined);
+    await phone.close();
+  }
 });
 
 test('a tap on a prompt shows its card; Allow tapped on a request decided meanwhile says so', async () => {

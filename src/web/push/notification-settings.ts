@@ -35,6 +35,12 @@ export class NotificationSettings {
   private readonly blind = h('input', { type: 'checkbox', class: 'push-blind' });
   private readonly choices: HTMLElement;
   private device: PushDevice | undefined;
+  /**
+   * push_settings of the choices still waiting for their answer. Each carries every box as it was when sent,
+   * and the answers come in order: until the last is in, an answer is not drawn over the boxes, so a box
+   * tapped while the one before was being saved is not turned back (then on again) by that first answer.
+   */
+  private saving = 0;
   private busy = false;
   /** The last action's failure, shown instead of the state until the next action. */
   private failure: string | undefined;
@@ -136,7 +142,7 @@ export class NotificationSettings {
     this.enable.disabled = this.busy || !availability.available;
     this.choices.hidden = !on;
     this.test.hidden = !on;
-    if (this.device) {
+    if (this.device && this.saving === 0) {
       for (const [kind, box] of this.kinds) box.checked = this.device.events[kind];
       this.blind.checked = this.device.content_blind;
     }
@@ -255,7 +261,10 @@ export class NotificationSettings {
 
   private async saveChoices(): Promise<void> {
     if (!this.device) return;
-    const answer = await pushRequest(this.connection, 'push_settings', { device_id: deviceId(), ...this.chosen() }).catch(() => undefined);
+    this.saving += 1;
+    const answer = await pushRequest(this.connection, 'push_settings', { device_id: deviceId(), ...this.chosen() })
+      .catch(() => undefined)
+      .finally(() => (this.saving -= 1));
     if (answer?.status === 'ok') this.device = answer.data.device;
     else this.failure = `Not saved: ${answer?.error ?? 'not connected'}`;
     this.render();

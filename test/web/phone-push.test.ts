@@ -501,7 +501,7 @@ test("turning notifications on subscribes with the service's VAPID key and regis
   await phone.close();
 });
 
-test('a choice tapped while the one before is being saved stays as tapped: the first answer does not draw the boxes back, and the service ends with both', async () => {
+test('a choice tapped while the one before is being saved stays as tapped: the first answer does not draw the boxes back, nor its failure stay once the second is saved', async () => {
   const ecdh = createECDH('prime256v1');
   ecdh.generateKeys();
   const subscription = { endpoint: 'https://push.example.test/send/device-2', p256dh: ecdh.getPublicKey().toString('base64url'), auth: randomBytes(16).toString('base64url') };
@@ -517,7 +517,7 @@ test('a choice tapped while the one before is being saved stays as tapped: the f
   })();`;
   // The service's answers to push_settings held while \`hold\`, then given in order.
   let hold = false;
-  const held: (() => void)[] = [];
+  const held: { id: string; give: (instead?: string) => void }[] = [];
   const settings = new Set<string>();
   const page = await openPhonePage(phone, svc.httpUrl, async (p) => {
     await p.addInitScript({ content: subscriptionStub(subscription) });
@@ -531,7 +531,7 @@ test('a choice tapped while the one before is being saved stays as tapped: the f
       });
       server.onMessage((message) => {
         const frame = JSON.parse(String(message)) as { id?: string };
-        if (hold && frame.id !== undefined && settings.has(frame.id)) held.push(() => ws.send(message));
+        if (hold && frame.id !== undefined && settings.has(frame.id)) held.push({ id: frame.id, give: (instead) => ws.send(instead ?? message) });
         else ws.send(message);
       });
     });
@@ -557,7 +557,7 @@ test('a choice tapped while the one before is being saved stays as tapped: the f
       "the second choice's answer held",
     );
     hold = false;
-    for (const give of held.splice(0)) give();
+    for (const { give } of held.splice(0)) give();
 
     await until(listDevices, (d) => d.some((x) => x.endpoint_origin === 'https://push.example.test' && x.events.finished === false && x.content_blind), 'both choices reached the service');
     // Both answers drawn: the last one (the second choice's) sets the box checked.
@@ -569,6 +569,34 @@ test('a choice tapped while the one before is being saved stays as tapped: the f
     assert.deepEqual(sets, [true], 'the first answer (saved before the second tap) did not draw the box back to unchecked');
     assert.equal(await page.locator('.push-blind').isChecked(), true);
     assert.equal(await page.locator('input[data-kind="finished"]').isChecked(), false);
+
+    // The first of two refused (its answer replaced by an error), the second saved with both boxes: the
+    // dialog says what the service holds, not the first one's failure.
+    hold = true;
+    await page.locator('input[data-kind="failed"]').uncheck();
+    await until(
+      async () => held.length,
+      (n) => n === 1,
+      "the third choice's answer held",
+    );
+    await page.locator('input[data-kind="webhook"]').uncheck();
+    await until(
+      async () => held.length,
+      (n) => n === 2,
+      "the fourth choice's answer held",
+    );
+    hold = false;
+    const [refused, saved] = held.splice(0);
+    refused!.give(JSON.stringify({ id: refused!.id, status: 'error', code: 'internal', error: 'refused by the test' }));
+    saved!.give();
+    await until(listDevices, (d) => d.some((x) => x.endpoint_origin === 'https://push.example.test' && !x.events.failed && !x.events.webhook), 'the second save reached the service');
+    await until(
+      () => page.locator('.push-status').innerText(),
+      (text) => /On for this device/.test(text),
+      'the dialog to say what the service holds',
+    );
+    assert.equal(await page.locator('input[data-kind="failed"]').isChecked(), false);
+    assert.equal(await page.locator('input[data-kind="webhook"]').isChecked(), false);
   } finally {
     await page
       .locator('.push-disable')

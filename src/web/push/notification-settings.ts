@@ -265,8 +265,11 @@ export class NotificationSettings {
     const answer = await pushRequest(this.connection, 'push_settings', { device_id: deviceId(), ...this.chosen() })
       .catch(() => undefined)
       .finally(() => (this.saving -= 1));
-    if (answer?.status === 'ok') this.device = answer.data.device;
-    else this.failure = `Not saved: ${answer?.error ?? 'not connected'}`;
+    if (answer?.status === 'ok') {
+      this.device = answer.data.device;
+      // A later save carries every box: once one is saved, an earlier one's failure is no longer the state.
+      this.failure = undefined;
+    } else this.failure = `Not saved: ${answer?.error ?? 'not connected'}`;
     this.render();
   }
 

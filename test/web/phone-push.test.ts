@@ -536,28 +536,36 @@ test('a choice tapped while the one before is being saved stays as tapped: the f
       });
     });
   });
+  /** Two taps, the service's answers held until both are in: the two answers, to give in order. */
+  const twoTaps = async (first: () => Promise<void>, second: () => Promise<void>) => {
+    hold = true;
+    await first();
+    await until(
+      async () => held.length,
+      (n) => n === 1,
+      "the first tap's answer held",
+    );
+    await second();
+    await until(
+      async () => held.length,
+      (n) => n === 2,
+      "the second tap's answer held",
+    );
+    hold = false;
+    return held.splice(0);
+  };
   try {
     await openNotifications(page);
     await page.locator('.push-enable').click();
     await page.locator('.push-disable').waitFor({ state: 'visible' });
     assert.equal(await page.locator('.push-blind').isChecked(), false);
 
-    hold = true;
     await page.evaluate(() => ((window as unknown as { __blindSets: boolean[] }).__blindSets = []));
-    await page.locator('input[data-kind="finished"]').uncheck();
-    await until(
-      async () => held.length,
-      (n) => n === 1,
-      "the first choice's answer held",
+    const given = await twoTaps(
+      () => page.locator('input[data-kind="finished"]').uncheck(),
+      () => page.locator('.push-blind').check(),
     );
-    await page.locator('.push-blind').check();
-    await until(
-      async () => held.length,
-      (n) => n === 2,
-      "the second choice's answer held",
-    );
-    hold = false;
-    for (const { give } of held.splice(0)) give();
+    for (const { give } of given) give();
 
     await until(listDevices, (d) => d.some((x) => x.endpoint_origin === 'https://push.example.test' && x.events.finished === false && x.content_blind), 'both choices reached the service');
     // Both answers drawn: the last one (the second choice's) sets the box checked.
@@ -572,21 +580,10 @@ test('a choice tapped while the one before is being saved stays as tapped: the f
 
     // The first of two refused (its answer replaced by an error), the second saved with both boxes: the
     // dialog says what the service holds, not the first one's failure.
-    hold = true;
-    await page.locator('input[data-kind="failed"]').uncheck();
-    await until(
-      async () => held.length,
-      (n) => n === 1,
-      "the third choice's answer held",
+    const [refused, saved] = await twoTaps(
+      () => page.locator('input[data-kind="failed"]').uncheck(),
+      () => page.locator('input[data-kind="webhook"]').uncheck(),
     );
-    await page.locator('input[data-kind="webhook"]').uncheck();
-    await until(
-      async () => held.length,
-      (n) => n === 2,
-      "the fourth choice's answer held",
-    );
-    hold = false;
-    const [refused, saved] = held.splice(0);
     refused!.give(JSON.stringify({ id: refused!.id, status: 'error', code: 'internal', error: 'refused by the test' }));
     saved!.give();
     await until(listDevices, (d) => d.some((x) => x.endpoint_origin === 'https://push.example.test' && !x.events.failed && !x.events.webhook), 'the second save reached the service');

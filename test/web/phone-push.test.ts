@@ -594,6 +594,7 @@ test('a choice tapped while the one before is being saved stays as tapped: the f
     );
     assert.equal(await page.locator('input[data-kind="failed"]').isChecked(), false);
     assert.equal(await page.locator('input[data-kind="webhook"]').isChecked(), false);
+    await page.screenshot({ path: join(ARTIFACTS, 'push-settings-two-taps.png') });
   } finally {
     await page
       .locator('.push-disable')

@@ -4,10 +4,19 @@ import { dirname } from 'node:path';
 
 /**
  * A line written on the loop's thread that took longer than this (ms, wall clock) sends the file back to
- * libuv's pool for good: the kernel throttles writers of a disk that cannot keep up (pauses of up to
- * 200 ms each), and the loop is shared (the editor's extension host).
+ * libuv's pool for a while (SLOW_BACKOFF_MS): the kernel throttles writers of a disk that cannot keep up
+ * (pauses of up to 200 ms each), and the loop is shared (the editor's extension host).
  */
 export const SLOW_LINE_WRITE_MS = 20;
+/**
+ * How long (ms) lines go through the pool after the loop's writes were slow, doubled each time they are
+ * found slow again, up to SLOW_BACKOFF_MAX_MS; then lines try the loop again. The wall clock cannot
+ * tell a throttled disk from a thread that waited for a core on a busy machine, and for good (s12-s28) left
+ * a long-running service paying the pool's hand-off for every line after one busy second. A disk that stays
+ * slow costs one slow line an hour at most, once the backoff is at its longest.
+ */
+export const SLOW_BACKOFF_MS = 60_000;
+export const SLOW_BACKOFF_MAX_MS = 60 * 60_000;
 /** A synchronous write this slow (ms) or slower counts toward SLOW_LINE_WRITE_MS within a second. */
 const SLOW_WRITE_COUNTED_MS = 1;
 
@@ -34,7 +43,7 @@ export interface RotatingFileOptions {
  * An append-only text file, rotated by size. A line is appended at once by a synchronous write (one small
  * write into the page cache, 10-20 us, cheaper than a hand-off to libuv's pool and the wake-up of its
  * thread) while the file is open, nothing is queued or on the pool (so no line overtakes another) and the
- * line fits; anything else (opening, rotating, failures, and every line once one such write was slow)
+ * line fits; anything else (opening, rotating, failures, and every line for a while after one such write was slow)
  * goes through a queue written by one async loop. Writes are fire-and-forget; flush() waits for them.
  */
 export class RotatingFile {
@@ -46,8 +55,10 @@ export class RotatingFile {
   private running: Promise<void> | null = null;
   private failing = false;
   private closed = false;
-  /** A synchronous write was slow (SLOW_LINE_WRITE_MS): every line goes through the pool from then on. */
-  private slow = false;
+  /** A synchronous write was slow (SLOW_LINE_WRITE_MS): every line goes through the pool until then (`now`'s clock). */
+  private slowUntil = -Infinity;
+  /** The pool's next stretch when the loop's writes are found slow again. */
+  private backoff = SLOW_BACKOFF_MS;
   /** Time the synchronous writes took on the loop in the second from windowStart (`timed`). */
   private spentInWindow = 0;
   private windowStart = -Infinity;
@@ -94,7 +105,7 @@ export class RotatingFile {
   /** Appends `text` synchronously if it may (see the class); false when the queue is to take it. */
   private writeNow(text: string): boolean {
     const handle = this.handle;
-    if (!handle || this.running || this.failing || this.slow || this.dropped > 0 || this.options.writeOnLoop === false) return false;
+    if (!handle || this.running || this.failing || this.dropped > 0 || this.options.writeOnLoop === false || this.slowed()) return false;
     const bytes = Buffer.from(text, 'utf8');
     if (this.size + bytes.length > this.options.maxBytes) return false;
     const started = this.now();
@@ -122,9 +133,9 @@ export class RotatingFile {
   /**
    * Counts `ms` spent on the loop by a synchronous write: one slower than SLOW_LINE_WRITE_MS, or slow
    * ones (a millisecond or more: a disk that throttles every write a little) adding up to it within a
-   * second, sends the file back to the pool for good. A write that then failed counts too (a disk that
-   * hangs, then errs). A healthy write (10-20 us) is not counted: a thousand lines a second of them
-   * would add up to the limit and end what they save.
+   * second, sends the file back to the pool for the backoff's time. A write that then failed counts too (a
+   * disk that hangs, then errs). A healthy write (10-20 us) is not counted: a thousand lines a second of
+   * them would add up to the limit and end what they save.
    */
   private timed(ms: number): void {
     const now = this.now();
@@ -133,7 +144,16 @@ export class RotatingFile {
       this.spentInWindow = 0;
     }
     if (ms >= SLOW_WRITE_COUNTED_MS) this.spentInWindow += ms;
-    if (ms > SLOW_LINE_WRITE_MS || this.spentInWindow > SLOW_LINE_WRITE_MS) this.slow = true;
+    if (ms > SLOW_LINE_WRITE_MS || this.spentInWindow > SLOW_LINE_WRITE_MS) {
+      this.slowUntil = now + this.backoff;
+      this.backoff = Math.min(this.backoff * 2, SLOW_BACKOFF_MAX_MS);
+      this.spentInWindow = 0;
+    }
+  }
+
+  /** Whether lines go through the pool for now (the loop's writes were slow a while ago): no clock read until the first slow write. */
+  private slowed(): boolean {
+    return this.slowUntil !== -Infinity && this.now() < this.slowUntil;
   }
 
   /** A write failed: reported once a run of failures, and the handle dropped (reopened by the next batch). */

@@ -1,13 +1,14 @@
 // The log's line is appended by a synchronous write once its file is open (a hand-off to libuv's pool
 // less a turn): in the file when write() returns, never ahead of a line still queued for the pool, and
-// the file goes back to the pool for good after one slow such write; a failed one is reported once and
+// the file goes back to the pool for a while after one slow such write (a minute, doubled each time the
+// loop's writes are found slow again, up to an hour); a failed one is reported once and
 // its line written by the queue after the file is reopened. Real files in a temp dir.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { RotatingFile, SLOW_LINE_WRITE_MS, type RotatingFileOptions } from '../../src/log/rotating-file';
+import { RotatingFile, SLOW_BACKOFF_MAX_MS, SLOW_BACKOFF_MS, SLOW_LINE_WRITE_MS, type RotatingFileOptions } from '../../src/log/rotating-file';
 import { tempDir } from '../helpers/temp';
 
 const inFile = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '');
@@ -65,6 +66,53 @@ test('after one slow synchronous write every line goes through the pool', async 
   assert.equal(inFile(file), 'open\nslow\n', 'handed to the pool');
   await log.flush();
   assert.equal(inFile(file), 'open\nslow\nlater\n');
+});
+
+test('after a slow synchronous write the lines go through the pool for a minute, then try the loop again; found slow again, for twice as long, up to an hour', async (t) => {
+  const temp = await tempDir('ra-log-sync-');
+  t.after(temp.cleanup);
+  const file = join(temp.dir, 'service.log');
+  // A clock the test moves; each reading adds `step`, which a slow line sets for the time of its write.
+  let clock = 0;
+  let step = 0;
+  const log = new RotatingFile(file, { maxBytes: 1 << 20, maxFiles: 1, now: () => (clock += step) });
+  t.after(() => log.close());
+  let lines = 0;
+  /** Writes a line; whether it was in the file when write() returned (the loop's write) rather than queued for the pool. */
+  const onLoop = async (slow = false) => {
+    const line = `line ${++lines}\n`;
+    step = slow ? SLOW_LINE_WRITE_MS + 1 : 0;
+    log.write(line);
+    step = 0;
+    const written = inFile(file).endsWith(line);
+    await log.flush();
+    assert.ok(inFile(file).endsWith(line), `${line.trim()} in the file`);
+    return written;
+  };
+  log.write('open\n');
+  await log.flush();
+
+  assert.equal(await onLoop(), true, 'a healthy line: on the loop');
+  assert.equal(await onLoop(true), true, 'the slow line itself was written on the loop');
+  assert.equal(await onLoop(), false, 'then the pool');
+  clock += SLOW_BACKOFF_MS - 200;
+  assert.equal(await onLoop(), false, 'still the pool just before the minute is over');
+  clock += 300;
+  assert.equal(await onLoop(), true, 'a minute later: the loop again');
+  assert.equal(await onLoop(true), true, 'slow again');
+  clock += SLOW_BACKOFF_MS + 300;
+  assert.equal(await onLoop(), false, 'a minute is not enough the second time');
+  clock += SLOW_BACKOFF_MS;
+  assert.equal(await onLoop(), true, 'two minutes: the loop again');
+  // Slow again and again: 4, 8, 16, 32 minutes, then an hour, and never longer.
+  for (const minutes of [4, 8, 16, 32, 60, 60, 60]) {
+    assert.equal(await onLoop(true), true);
+    clock += minutes * 60_000 - 200;
+    assert.equal(await onLoop(), false, `the pool for ${minutes} minutes`);
+    clock += 300;
+    assert.equal(await onLoop(), true, `after ${minutes} minutes, the loop again`);
+  }
+  assert.equal(SLOW_BACKOFF_MAX_MS, 60 * 60_000);
 });
 
 test('a failed synchronous write is reported once; its line is written by the queue on a reopened file', async (t) => {

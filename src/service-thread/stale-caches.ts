@@ -29,15 +29,22 @@ export async function removeStaleCaches(folder: string, keep: string | undefined
     if (name === keep) continue;
     const file = path.join(folder, name);
     const minAge = PARTIAL_FILE.test(name) ? PARTIAL_AGE_MS : CACHE_FILE.test(name) ? minAgeMs : undefined;
-    if (minAge === undefined || (minAge > 0 && now - (await mtimeOf(file)) < minAge)) continue;
-    if (await unlink(file).then(yes, no)) removed.push(name);
+    if (minAge === undefined) continue;
+    // A file whose age cannot be read counts as new (left).
+    const modified =
+      minAge > 0
+        ? await stat(file).then(
+            (info) => info.mtimeMs,
+            () => now,
+          )
+        : 0;
+    if (now - modified < minAge) continue;
+    await unlink(file).then(
+      () => removed.push(name),
+      () => undefined,
+    );
   }
   // Fails (and is left) when anything else is in it.
   if (dropFolder) await rmdir(folder).catch(() => undefined);
   return removed;
 }
-
-const yes = () => true;
-const no = () => false;
-/** A file's modification time; now (so: not old) when it cannot be read. */
-const mtimeOf = (file: string) => stat(file).then((s) => s.mtimeMs, Date.now);

@@ -104,7 +104,8 @@ function stop(): Promise<void> {
       post({ t: 'stopped', error: toWire(error) });
     }
     calls.close();
-    port.close();
+    // The port stays open: the editor's side terminates this thread once it heard `stopped`
+    // (platform/worker-thread.ts: ended by terminate).
   })();
   return stopping;
 }

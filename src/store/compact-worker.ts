@@ -121,6 +121,9 @@ function lowerThreadPriority(): void {
 
 if (!isMainThread && parentPort) {
   const port = parentPort;
+  // Listened to, the port keeps this thread until runCompactionWorker terminates it on the result
+  // (platform/worker-thread.ts: ended by terminate).
+  port.on('message', () => {});
   lowerThreadPriority();
   compact(workerData as CompactionJob).then(
     (result) => port.postMessage(result satisfies CompactionResult),

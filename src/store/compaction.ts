@@ -14,7 +14,7 @@ export type CompactionResult = { ok: true; seq: number; snapshotBytes: number; w
 
 export type CompactionDone = Extract<CompactionResult, { ok: true }>;
 
-/** Runs one compaction in a worker thread; resolves after the worker has exited. */
+/** Runs one compaction in a worker thread, ended once it answered; resolves after the worker has exited. */
 export function runCompactionWorker(job: CompactionJob): Promise<CompactionDone> {
   return new Promise((resolve, reject) => {
     let result: CompactionResult | undefined;
@@ -22,6 +22,7 @@ export function runCompactionWorker(job: CompactionJob): Promise<CompactionDone>
     const worker = startWorkerThread('compact-worker', __dirname, job);
     worker.on('message', (msg: CompactionResult) => {
       result = msg;
+      void worker.terminate();
     });
     worker.on('error', (err) => {
       error = err;

@@ -1,7 +1,8 @@
 // The service on its worker thread (src/service-thread/), as the extension runs it: the whole extension
 // with the `vscode` double over the real service on a real worker thread (temp dirs, loopback). What
 // crosses the thread's port: a streamed turn of the editor's language models (its deltas, its cancel,
-// its errors' kinds), a call of the editor's own tools, a thread killed mid-turn, deactivate mid-turn.
+// its errors' kinds), a call of the editor's own tools, a thread killed mid-turn, deactivate mid-turn
+// (the thread ended by terminate once stopped, never by its own exit).
 // Runs from source (tsx starts the thread from src/service-thread/service-thread.ts): no build needed.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { extensionHarness } from '../helpers/extension-harness';
 import { fakeModel } from '../helpers/fake-lm';
 import type { RecordedRequest } from '../helpers/fake-http';
 import { waitFor } from '../helpers/temp';
+import { watchEnd } from '../helpers/thread-end';
 import { LanguageModelTextPart, testing } from '../helpers/vscode-double';
 import { startService } from '../helpers/service';
 import { TestClient } from '../helpers/ws-client';
@@ -172,13 +174,14 @@ describe('the service on its worker thread', () => {
     const v = view(api);
     v.channel.send({ type: 'chat', message: 'one more', id: 'c1' });
     await waitFor(() => harness.fake.requests.length > asked, 'the turn reached the model', 20_000);
-    const worker = workerOf(api);
-    let exited = false;
-    worker.once('exit', () => (exited = true));
+    // Ended by terminate once stopped, not by its own exit (platform/worker-thread.ts).
+    let ended: { code: number; byItself: boolean } | undefined;
+    void watchEnd(workerOf(api)).then((how) => (ended = how));
     const ext = await import('../../src/extension/extension');
     await ext.deactivate();
     // Hosting bounds its wait by the deactivate budget (4.5 s): on a loaded machine the stop may finish after it.
-    await waitFor(() => exited, 'the thread ended', 20_000);
+    await waitFor(() => ended, 'the thread ended', 20_000);
+    assert.deepEqual(ended, { code: 1, byItself: false });
     const answer = v.responses.find((r) => r.id === 'c1');
     assert.equal(
       answer?.status,

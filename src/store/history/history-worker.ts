@@ -122,7 +122,6 @@ function run(port: MessagePort, opened: HistoryDb): void {
       drain();
       db.close();
       reply({ id: message.id, ok: true, value: null });
-      port.close();
       return;
     }
     queue.push(message);
@@ -196,6 +195,9 @@ if (!isMainThread && parentPort) {
     }
   }
   const port = parentPort;
+  // Listened to for good, the port keeps this thread (whether the open was refused, or the store closed)
+  // until the store's thread terminates it (platform/worker-thread.ts: ended by terminate).
+  port.on('message', () => {});
   let built: Buffer | undefined;
   port.once('message', function opening(first: WorkerInbound) {
     if ('prepare' in first) {
@@ -209,7 +211,6 @@ if (!isMainThread && parentPort) {
     let salvageUndone = false;
     const refuse = (error: string) => {
       port.postMessage({ ready: false, error: salvageUndone ? `${error} (${SALVAGE_UNDONE})` : error } satisfies WorkerOutbound);
-      port.close();
     };
     let db: HistoryDb | undefined;
     let aside: string | undefined;

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { copyFile, mkdir, open as openFile, readFile, readdir, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
+import { Database as SqliteFile } from 'node-sqlite3-wasm';
 import { HistoryDb } from '../../src/store/history/history-db';
 import { SALVAGE_FAULT_ENV, type SalvageFault } from '../../src/store/history/salvage-aside';
 import { HISTORY_FILE_NAME, LOST_BODY_TEXT, openStore } from '../../src/store/index';
@@ -445,3 +446,27 @@ test(
     assert.match(asides[0], /^history\.db\.damaged-/);
   },
 );
+
+test("history.db's key counter (sqlite_sequence) on a damaged page: the open refuses with --recover's hint, not a bare SQLite error, and --recover starts", { timeout: 90_000 }, async (t) => {
+  const dir = await withDir(t);
+  let store = await openStore(dir);
+  await conversation(store, 'c');
+  for (let i = 0; i < 20; i++) await store.messages.append(message('c', `m${i}`, bulkyContent(i), i));
+  await store.close();
+  const file = path.join(dir, HISTORY_FILE_NAME);
+  const reading = new SqliteFile(file, { readOnly: true });
+  reading.exec('PRAGMA locking_mode = EXCLUSIVE');
+  const page = Number(reading.get("SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_sequence'")?.rootpage);
+  reading.close();
+  assert.ok(page > 1, `sqlite_sequence's page: ${page}`);
+  const fh = await openFile(file, 'r+');
+  await fh.write(Buffer.alloc(4096, 0xff), 0, 4096, (page - 1) * 4096);
+  await fh.close();
+
+  await assert.rejects(openStore(dir), /history\.db is damaged \(.*malformed.*\).*serve --recover/s);
+  store = await openStore(dir, { recover: true });
+  t.after(() => store.close());
+  assert.match(String(await store.problem()), /rebuilt by --recover/);
+  const messages = await store.messages.recent('c', { limit: 100 });
+  assert.equal(messages.length, 20);
+});

@@ -231,17 +231,21 @@ if (!isMainThread && parentPort) {
         refuse(`${first.open} was closed unchanged: the store's open failed`);
         return;
       }
-      let opened: HistoryDb;
+      let opened: HistoryDb | undefined;
+      let ready: Extract<WorkerOutbound, { ready: true }>;
       try {
         if (aside) renameSync(aside, first.open);
         // A file built aside just now has no WAL and nothing to lose: its open's commit need not be synced (history-db.ts).
         opened = db ?? new HistoryDb(first.open, first.recover, aside !== undefined);
         opened.begin();
+        // In the try: a read the open's check did not make fails as a refusal, not as the thread's crash.
+        ready = { ready: true, stats: opened.stats(), damage: opened.damage, marks: opened.marks, salvageUndone };
       } catch (err) {
+        opened?.close();
         refuse(err instanceof Error ? err.message : String(err));
         return;
       }
-      port.postMessage({ ready: true, stats: opened.stats(), damage: opened.damage, marks: opened.marks, salvageUndone } satisfies WorkerOutbound);
+      port.postMessage(ready);
       run(port, opened);
     });
   });

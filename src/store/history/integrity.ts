@@ -199,8 +199,8 @@ export function cutBeforeOpen(file: string): Cut | null {
 
 /**
  * Why history.db, just opened as `db` (nothing written yet) and found whole by `cutBeforeOpen`, is
- * damaged, or null: damage a read met before (noted in history_meta), then its newest bodies read
- * whole. Its cost does not grow with the file (bench/history.ts).
+ * damaged, or null: damage a read met before (noted in history_meta), then its newest bodies and its
+ * key counter read whole. Its cost does not grow with the file (bench/history.ts).
  */
 export function damageAtOpen(db: SqliteFile): string | null {
   try {
@@ -208,8 +208,11 @@ export function damageAtOpen(db: SqliteFile): string | null {
     const seen = db.get('SELECT value FROM history_meta WHERE key = ?', [DAMAGE_SEEN_KEY]);
     if (seen) return `a read met damage at ${String(seen.value)}`;
     db.all('SELECT length(content) + coalesce(length(data), 0) AS n FROM bodies ORDER BY key DESC LIMIT ?', [RECENT_BODIES_CHECKED]);
+    // The key counter, which the open reads next (HistoryDb.stats): on a damaged page it threw from the
+    // worker as a bare SQLite error, with no word of --recover.
+    db.get("SELECT seq FROM sqlite_sequence WHERE name = 'bodies'");
     return null;
   } catch (err) {
-    return `reading its newest bodies failed: ${err instanceof Error ? err.message : String(err)}`;
+    return `reading its newest bodies or its key counter failed: ${err instanceof Error ? err.message : String(err)}`;
   }
 }

@@ -83,16 +83,22 @@ test(
   },
 );
 
-/** A store of 60 bulky messages closed cleanly, its history.db then cut to `cutTo(size)` bytes. */
-async function closedAndCut(t: Parameters<typeof withDir>[0], cutTo: (size: number) => number): Promise<string> {
+/** The history.db of a store of `count` bulky messages in conversation `c`, closed cleanly. */
+async function closedWith(t: Parameters<typeof withDir>[0], count: number): Promise<string> {
   const dir = await withDir(t);
   const store = await openStore(dir);
   await conversation(store, 'c');
-  for (let i = 0; i < 60; i++) await store.messages.append(message('c', `m${i}`, bulkyContent(i), i));
+  for (let i = 0; i < count; i++) await store.messages.append(message('c', `m${i}`, bulkyContent(i), i));
   await store.close();
+  return path.join(dir, HISTORY_FILE_NAME);
+}
+
+/** A store of 60 bulky messages closed cleanly, its history.db then cut to `cutTo(size)` bytes. */
+async function closedAndCut(t: Parameters<typeof withDir>[0], cutTo: (size: number) => number): Promise<string> {
   // A clean close checkpoints the WAL into the file and deletes it: every page is read from the file,
   // whose header still counts the pages cut off (SQLite itself refuses it at the first read).
-  const file = path.join(dir, HISTORY_FILE_NAME);
+  const file = await closedWith(t, 60);
+  const dir = path.dirname(file);
   assert.equal((await readdir(dir)).includes(`${HISTORY_FILE_NAME}-wal`), false);
   const fh = await openFile(file, 'r+');
   await fh.truncate(cutTo((await stat(file)).size));
@@ -448,12 +454,8 @@ test(
 );
 
 test("history.db's key counter (sqlite_sequence) on a damaged page: the open refuses with --recover's hint, not a bare SQLite error, and --recover starts", { timeout: 90_000 }, async (t) => {
-  const dir = await withDir(t);
-  let store = await openStore(dir);
-  await conversation(store, 'c');
-  for (let i = 0; i < 20; i++) await store.messages.append(message('c', `m${i}`, bulkyContent(i), i));
-  await store.close();
-  const file = path.join(dir, HISTORY_FILE_NAME);
+  const file = await closedWith(t, 20);
+  const dir = path.dirname(file);
   const reading = new SqliteFile(file, { readOnly: true });
   reading.exec('PRAGMA locking_mode = EXCLUSIVE');
   const page = Number(reading.get("SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_sequence'")?.rootpage);
@@ -464,7 +466,7 @@ test("history.db's key counter (sqlite_sequence) on a damaged page: the open ref
   await fh.close();
 
   await assert.rejects(openStore(dir), /history\.db is damaged \(.*malformed.*\).*serve --recover/s);
-  store = await openStore(dir, { recover: true });
+  const store = await openStore(dir, { recover: true });
   t.after(() => store.close());
   assert.match(String(await store.problem()), /rebuilt by --recover/);
   const messages = await store.messages.recent('c', { limit: 100 });

@@ -28,7 +28,7 @@ import { loadSqlJs } from './sqljs';
 import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
 import type { KeyedBody } from './history/protocol';
-import { reconcileIfBehind, restoreJournaledBodies, syncHistory } from './history/restore';
+import { hasColdHistory, reconcileColdRows, reconcileIfBehind, restoreJournaledBodies, syncHistory } from './history/restore';
 import { SALVAGE_UNDONE } from './history/salvage-aside';
 import { highestReferencedKey, salvagedRefs } from './body-refs';
 
@@ -188,10 +188,13 @@ async function checkHistoryComplete(db: Database, history: HistoryStore, present
 async function salvageHistory(db: Database, history: HistoryStore, journaled: KeyedBody[], logger: Logger): Promise<void> {
   // Webhook messages waiting in the inbox and pending deliveries have their body in history.db too (store/webhooks.ts).
   const result = await history.salvage(salvagedRefs(db), LOST_BODY_TEXT, Math.max(highestReferencedKey(db), history.keysBeforeOpen), journaled);
+  // Cold messages whose rows were on damaged pages: not in the rebuilt file, and sql.js no longer has them.
+  const cold = hasColdHistory(db) ? await reconcileColdRows(db, history, logger) : { messages: 0, conversations: 0 };
+  const coldLost = cold.messages === 0 ? '' : `; ${cold.messages} messages of ${cold.conversations} conversations whose rows were on its damaged pages are lost whole`;
   history.damaged =
     `${HISTORY_FILE_NAME} was damaged (${history.damageAtOpen}) and was rebuilt by --recover: ${result.kept} bodies read back, ` +
-    `${result.lost} lost (bodies of messages, of webhook messages waiting and of pending deliveries; the lost read "${LOST_BODY_TEXT}"); the damaged file and its WAL are kept in ${path.basename(result.aside)}/. Restart the service to clear this notice`;
-  logger.error('history.salvaged', { damage: history.damageAtOpen, kept: result.kept, lost: result.lost, aside: path.basename(result.aside) });
+    `${result.lost} lost (bodies of messages, of webhook messages waiting and of pending deliveries; the lost read "${LOST_BODY_TEXT}")${coldLost}; the damaged file and its WAL are kept in ${path.basename(result.aside)}/. Restart the service to clear this notice`;
+  logger.error('history.salvaged', { damage: history.damageAtOpen, kept: result.kept, lost: result.lost, cold_lost: cold.messages, aside: path.basename(result.aside) });
 }
 
 /** The repositories over one database and its history.db: a store's (openStore) or a scratch store's (store/scratch.ts). */

@@ -61,26 +61,30 @@ export async function restoreJournaledBodies(db: Database, history: HistoryStore
  * conversations' counts brought to the cold rows history.db has (reconcileColdRows).
  */
 export async function reconcileIfBehind(db: Database, history: HistoryStore, logger: Logger): Promise<void> {
-  if (history.markBeforeOpen < seenMark(db) && hasColdHistory(db)) await reconcileColdRows(db, history, logger);
+  if (history.markBeforeOpen >= seenMark(db) || !hasColdHistory(db)) return;
+  const { messages, conversations } = await reconcileColdRows(db, history, logger);
+  if (messages === 0) return;
+  history.damaged ??= `${HISTORY_FILE_NAME} is older than service.db (replaced by an older copy?): ${messages} messages of ${conversations} conversations that had moved there are not in it and are lost; the rest of those conversations reads as before. Restart the service to clear this notice`;
 }
 
 /**
- * A history.db older than moves of metadata out of sql.js (replaced by a copy made before them, a backup
- * restored alone) lacks those cold rows, and sql.js no longer has them: those messages are lost (their
- * bodies may be in the file, but not which message, turn or time they were). What remains is served:
- * each conversation's count is brought to the rows history.db has (so counts, pages and exports agree),
- * and /health says how many messages of how many conversations were lost, and why, until a restart.
+ * A history.db that lacks cold rows sql.js no longer has (older than moves of metadata out of sql.js:
+ * replaced by a copy made before them, a backup restored alone; or rebuilt by --recover from a file
+ * whose pages of them were damaged): those messages are lost (their bodies may be in the file, but not
+ * which message, turn or time they were). What remains is served: each conversation's count is brought
+ * to the rows history.db has (so counts, pages and exports agree). Answers how many were lost, for the
+ * caller's notice on /health.
  */
-async function reconcileColdRows(db: Database, history: HistoryStore, logger: Logger): Promise<void> {
+export async function reconcileColdRows(db: Database, history: HistoryStore, logger: Logger): Promise<{ messages: number; conversations: number }> {
   const expected = db.all<{ id: string; cold_seq: number; cold_count: number }>('SELECT id, cold_seq, cold_count FROM conversations WHERE cold_count > 0');
-  if (expected.length === 0) return;
+  if (expected.length === 0) return { messages: 0, conversations: 0 };
   const found = new Map(await history.countCold(expected.map((c) => [c.id, c.cold_seq])));
   const short = expected.filter((c) => (found.get(c.id) ?? 0) < c.cold_count);
-  if (short.length === 0) return;
+  if (short.length === 0) return { messages: 0, conversations: 0 };
   const lost = short.reduce((n, c) => n + c.cold_count - (found.get(c.id) ?? 0), 0);
   await db.write((tx) => short.forEach((c) => tx.run('UPDATE conversations SET cold_count = ? WHERE id = ?', [found.get(c.id) ?? 0, c.id])));
   logger.error('history.cold_rows_lost', { conversations: short.length, messages: lost });
-  history.damaged ??= `${HISTORY_FILE_NAME} is older than service.db (replaced by an older copy?): ${lost} messages of ${short.length} conversations that had moved there are not in it and are lost; the rest of those conversations reads as before. Restart the service to clear this notice`;
+  return { messages: lost, conversations: short.length };
 }
 
 /**

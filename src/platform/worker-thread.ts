@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
 import { processNonce } from './process-nonce';
 
 /**
@@ -27,4 +28,12 @@ export function startWorkerThread(name: string, sourceDir: string, workerData?: 
     return new Worker(`require(${JSON.stringify(tsx)}); require(${JSON.stringify(entry)});`, { eval: true, workerData });
   }
   return new Worker(path.join(__dirname, `${name}.js`), { workerData });
+}
+
+/**
+ * In a thread's entry: its port, listened to for good, keeps the thread until the thread that started it
+ * terminates it (startWorkerThread: ended by terminate, never by its own exit).
+ */
+export function stayUntilTerminated(port: MessagePort): void {
+  port.on('message', () => {});
 }

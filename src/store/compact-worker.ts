@@ -10,6 +10,7 @@ import { scanRecords } from './record';
 import { readSnapshotSeq, replayRecords, writeSnapshotSeq } from './replay';
 import { syncDirectorySync } from '../platform/directory-sync';
 import { PRIVATE_FILE_MODE } from '../platform/file-modes';
+import { stayUntilTerminated } from '../platform/worker-thread';
 import type { ReplayFailure } from './replay';
 import { keepLock, loadSqlJs } from './sqljs';
 import { queryOne, StatementCache } from './statements';
@@ -121,9 +122,8 @@ function lowerThreadPriority(): void {
 
 if (!isMainThread && parentPort) {
   const port = parentPort;
-  // Listened to, the port keeps this thread until runCompactionWorker terminates it on the result
-  // (platform/worker-thread.ts: ended by terminate).
-  port.on('message', () => {});
+  // runCompactionWorker terminates this thread on its answer.
+  stayUntilTerminated(port);
   lowerThreadPriority();
   compact(workerData as CompactionJob).then(
     (result) => port.postMessage(result satisfies CompactionResult),

@@ -28,7 +28,7 @@ import { loadSqlJs } from './sqljs';
 import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
 import type { KeyedBody } from './history/protocol';
-import { hasColdHistory, reconcileColdRows, reconcileIfBehind, restoreJournaledBodies, syncHistory } from './history/restore';
+import { reconcileColdRows, reconcileIfBehind, restoreJournaledBodies, syncHistory } from './history/restore';
 import { SALVAGE_UNDONE } from './history/salvage-aside';
 import { highestReferencedKey, salvagedRefs } from './body-refs';
 
@@ -189,7 +189,7 @@ async function salvageHistory(db: Database, history: HistoryStore, journaled: Ke
   // Webhook messages waiting in the inbox and pending deliveries have their body in history.db too (store/webhooks.ts).
   const result = await history.salvage(salvagedRefs(db), LOST_BODY_TEXT, Math.max(highestReferencedKey(db), history.keysBeforeOpen), journaled);
   // Cold messages whose rows were on damaged pages: not in the rebuilt file, and sql.js no longer has them.
-  const cold = hasColdHistory(db) ? await reconcileColdRows(db, history, logger) : { messages: 0, conversations: 0 };
+  const cold = await reconcileColdRows(db, history, logger);
   const coldLost = cold.messages === 0 ? '' : `; ${cold.messages} messages of ${cold.conversations} conversations whose rows were on its damaged pages are lost whole`;
   history.damaged =
     `${HISTORY_FILE_NAME} was damaged (${history.damageAtOpen}) and was rebuilt by --recover: ${result.kept} bodies read back, ` +

@@ -4,6 +4,7 @@
 import { closeSync, existsSync, openSync, renameSync, rmSync } from 'node:fs';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
+import { stayUntilTerminated } from '../../platform/worker-thread';
 import type { MessagePort } from 'node:worker_threads';
 import { buildHistoryFileAside, HistoryDb, newHistoryFileBytes, removeBuildAside } from './history-db';
 import { CORRUPT } from './protocol';
@@ -195,9 +196,8 @@ if (!isMainThread && parentPort) {
     }
   }
   const port = parentPort;
-  // Listened to for good, the port keeps this thread (whether the open was refused, or the store closed)
-  // until the store's thread terminates it (platform/worker-thread.ts: ended by terminate).
-  port.on('message', () => {});
+  // Whether the open was refused or the store closed, the store's thread terminates this one.
+  stayUntilTerminated(port);
   let built: Buffer | undefined;
   port.once('message', function opening(first: WorkerInbound) {
     if ('prepare' in first) {

@@ -227,7 +227,8 @@ export interface FakeKit<Step> {
   /**
    * Answers 200 with an SSE stream: `events` (already formatted), `delayMs` apart, then `end`. Before
    * each event, and once after the last, `control(index)` may stop it: 'hang' goes silent, 'reset'
-   * destroys the connection, `{ end }` ends the stream with that text at once.
+   * destroys the connection, `{ end }` ends the stream with that text at once. `hold(index)` may answer
+   * a promise the stream waits for before that event (a test's handshake with what the client shows).
    */
   stream(
     exchange: Exchange,
@@ -237,6 +238,7 @@ export interface FakeKit<Step> {
       headers?: Record<string, string>;
       end?: string;
       control?(index: number): 'hang' | 'reset' | { end: string } | undefined;
+      hold?(index: number): Promise<unknown> | undefined;
     },
   ): Promise<void>;
 }
@@ -317,6 +319,7 @@ export async function startFakeServer<Step>(spec: FakeServerSpec<Step>): Promise
         if (action) return void res.end(action.end);
         if (sent === events.length) break;
         if (sent > 0) await later(options.delayMs ?? 0);
+        await options.hold?.(sent);
         if (closed || res.destroyed) return;
         // Waiting for the write lets a reset or hang that follows happen after the event left.
         await new Promise<void>((resolve) => res.write(events[sent], () => resolve()));

@@ -44,6 +44,11 @@ export interface FakeReply extends Timing {
   hangAfterChunks?: number;
   /** Streaming: destroy the connection after this many content chunks. Not streaming: destroy it at once. */
   resetAfterChunks?: number;
+  /**
+   * Streaming: after this many content chunks, wait for `until` before the rest (so a test can see the
+   * client show part of a reply without racing a timer).
+   */
+  holdAfterChunks?: { chunks: number; until: Promise<unknown> };
 }
 
 export type FakeStep = FakeReply | FakeError | FakeHang | FakeMalformed | FakeReset;
@@ -180,6 +185,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
         end: 'data: [DONE]\n\n',
         // The `...AfterChunks` options count content chunks: every event after the opening role chunk.
         control: (sent) => (step.hangAfterChunks === sent - 1 ? 'hang' : step.resetAfterChunks === sent - 1 ? 'reset' : undefined),
+        hold: (sent) => (step.holdAfterChunks?.chunks === sent - 1 ? step.holdAfterChunks.until : undefined),
       },
     );
   }

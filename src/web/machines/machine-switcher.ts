@@ -5,6 +5,9 @@
  * the combined "Needs you" list.
  */
 import { BIN, h, strokeIcon } from '../chat/dom';
+
+/** A computer (a screen on a stand) on a 16-unit grid: the chip while only one computer is paired (chat.css). */
+const COMPUTER = 'M2.5 3h11v7.5h-11zM5.5 13.5h5M8 10.5v3';
 import { AddMachine } from './add-machine';
 import { finishedCount, needsYouCount, stateLabel, type MachineEntry } from './machine-entry';
 import { NeedsYouList, type NeedsYouActions } from './needs-you';
@@ -33,6 +36,7 @@ export class MachineSwitcher {
       'button',
       { type: 'button', class: 'machine-switch', 'aria-haspopup': 'dialog', 'aria-expanded': 'false', 'aria-controls': 'ra-machines' },
       h('span', { class: 'visually-hidden' }, 'Computer: '),
+      h('span', { class: 'machine-switch-glyph', 'aria-hidden': 'true' }, strokeIcon(COMPUTER, 16, 1.3)),
       this.buttonName,
       this.badge,
       this.badgeMeaning,
@@ -64,6 +68,8 @@ export class MachineSwitcher {
   render(entries: readonly MachineEntry[], currentId: string | undefined): void {
     const current = entries.find((entry) => entry.machine.id === currentId);
     this.buttonName.textContent = current?.machine.name ?? 'Computers';
+    // One computer: nothing to tell apart, so a phone's chip is a glyph and the title has the room (chat.css).
+    this.button.classList.toggle('only', entries.length === 1);
     const count = needsYouCount(entries);
     const finished = finishedCount(entries);
     this.badge.hidden = count === 0 && finished === 0;

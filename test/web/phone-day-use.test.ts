@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
+import { contrastScript } from '../helpers/page-contrast';
 import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
 import { saveScreens } from '../helpers/phone-screens';
 import { TestClient } from '../helpers/ws-client';
@@ -94,21 +95,6 @@ test("a table's headers and cells wrap between words, never inside one; a long t
   await phone.close();
 });
 
-/** Text colour against the background it is drawn on (the first opaque one up the tree), WCAG's ratio. */
-const CONTRAST = (selector: string) => `(() => {
-  const el = document.querySelector(${JSON.stringify(selector)});
-  const parse = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
-  const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }).reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
-  let bg = [255, 255, 255];
-  for (let node = el; node; node = node.parentElement) {
-    const c = parse(getComputedStyle(node).backgroundColor);
-    if (c.length === 3 || (c.length === 4 && c[3] === 1)) { bg = c.slice(0, 3); break; }
-  }
-  const fg = lum(parse(getComputedStyle(el).color));
-  const back = lum(bg);
-  return (Math.max(fg, back) + 0.05) / (Math.min(fg, back) + 0.05);
-})()`;
-
 test('a tool whose prompt waits says "waiting for you" in both themes, then running and done; the prompt names another conversation, not its own', async () => {
   const phone = await rig.openPhone();
   const { page } = phone;
@@ -123,7 +109,7 @@ test('a tool whose prompt waits says "waiting for you" in both themes, then runn
   assert.equal(await status.innerText(), 'waiting for you');
   for (const scheme of ['light', 'dark'] as const) {
     await page.emulateMedia({ colorScheme: scheme });
-    const ratio = (await page.evaluate(CONTRAST('.tool-card[data-tool="write_file"] .tool-status'))) as number;
+    const ratio = (await page.evaluate(contrastScript('.tool-card[data-tool="write_file"] .tool-status'))) as number;
     assert.ok(ratio >= 4.5, `${scheme}: "waiting for you" at ${ratio.toFixed(2)}:1`);
   }
   await page.emulateMedia({ colorScheme: 'light' });

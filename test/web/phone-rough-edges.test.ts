@@ -5,13 +5,15 @@
  * name, an address, was cut to "127.0.0.1…" and took the title's room), a new chat's bar is one row,
  * a conversation's title keeps its first words; offline the bar is two rows with "Disconnected" whole;
  * Retry, Undo this turn, "1 waiting", the drawer's search, New chat and Remove this computer, Turn on
- * notifications and the unpaired page's buttons are 44 px targets. Screens under
+ * notifications and the unpaired page's buttons are 44 px targets; the outbox's "waiting to send" and
+ * a search hit's marked words are >= 4.5:1 in both themes. Screens under
  * test-output/screens/rough-*.png. Runs after `node esbuild.mjs`.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { gitRepository } from '../helpers/git-repo';
+import { contrastScript } from '../helpers/page-contrast';
 import { saveScreens } from '../helpers/phone-screens';
 import { sendMessage, startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
 import { tempDir } from '../helpers/temp';
@@ -204,4 +206,40 @@ test('the daily buttons are 44 px targets at 360 px: 1 waiting, Undo this turn, 
   assertTarget(await targetSize(unpaired, '.pairing-scan'), 'Scan or paste a pairing link');
   assertTarget(await targetSize(unpaired, '.pairing-form button[type="submit"]'), 'Connect');
   await context.close();
+});
+
+test('readable in both themes: the outbox\'s "waiting to send" under its faded bubble, a search hit\'s marked words', async () => {
+  const phone = await rig.openPhone();
+  const { page, context } = phone;
+  rig.fake.script({ text: 'The reconciliation job retries three times.', chunks: 1 });
+  await sendMessage(page, 'How does the reconciliation job retry?');
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'retries three times' }).waitFor();
+
+  await page.locator(`${SHOWN} .drawer-toggle`).click();
+  await page.locator(`${SHOWN} .search-input`).fill('reconciliation');
+  await page.locator(`${SHOWN} .search-hit mark`).first().waitFor();
+  await saveScreens(page, 'rough-search');
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    const ratio = (await page.evaluate(contrastScript(`${SHOWN} .search-hit mark`))) as number;
+    assert.ok(ratio >= 4.5, `${scheme}: a search hit's marked word at ${ratio.toFixed(2)}:1`);
+  }
+  await page.locator(`${SHOWN} .search-input`).fill('');
+  await page.locator(`${SHOWN} .drawer-toggle`).click();
+
+  await context.setOffline(true);
+  await page.locator(`${SHOWN} .connection[data-state="closed"]`).waitFor();
+  await sendMessage(page, 'Sent while offline');
+  await page.locator(`${SHOWN} .pending-note`).waitFor();
+  await saveScreens(page, 'rough-outbox');
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    const ratio = (await page.evaluate(contrastScript(`${SHOWN} .message.user.pending .pending-note`))) as number;
+    assert.ok(ratio >= 4.5, `${scheme}: "waiting to send" at ${ratio.toFixed(2)}:1`);
+  }
+  rig.fake.script({ text: 'Answered once back.', chunks: 1 });
+  await context.setOffline(false);
+  await page.locator(`${SHOWN} .message.assistant`, { hasText: 'Answered once back.' }).waitFor({ timeout: 30_000 });
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
 });

@@ -3,7 +3,7 @@
  * chromium at 360 and 390 px, light and dark (test/helpers/phone-rig.ts, a real service with the fake
  * OpenAI provider over a git workspace). With one paired computer the top bar's chip is a glyph (its
  * name, an address, was cut to "127.0.0.1…" and took the title's room), a new chat's bar is one row,
- * a conversation's title keeps its first words; offline the bar is two rows with "Disconnected" whole;
+ * a conversation's title keeps its first words, Export's menu opens on screen; offline the bar is two rows with "Disconnected" whole;
  * Retry, Undo this turn, "1 waiting", the drawer's search, New chat and Remove this computer, Turn on
  * notifications and the unpaired page's buttons are 44 px targets; the outbox's "waiting to send" and
  * a search hit's marked words are >= 4.5:1 in both themes. Screens under
@@ -148,6 +148,34 @@ test('one computer: the chip is a glyph named for the computer, a new chat is on
     assert.ok(bar.titleWidth >= bar.titleNeeds, `${where}: the title shows its first ${TITLE_CHARS} characters (${bar.titleWidth} of ${Math.round(bar.titleNeeds)} px)`);
     assert.ok(!bar.chip.cutName && bar.rows.length === 2, `${where}: two rows, no cut chip (${JSON.stringify(bar)})`);
   });
+
+  // Export's menu opens on screen, from the second row's left edge, its choices 44 px targets.
+  await page.locator(`${SHOWN} .export-toggle`).click();
+  await page.locator(`${SHOWN} .export-menu:not([hidden])`).waitFor();
+  await saveScreens(page, 'rough-export-menu');
+  await eachSize(page, async (where) => {
+    const choices = await page
+      .locator(`${SHOWN} .export-menu .button`)
+      .evaluateAll((buttons) =>
+        buttons.map((b) => ({
+          text: (b as HTMLElement).innerText,
+          left: b.getBoundingClientRect().left,
+          right: b.getBoundingClientRect().right,
+          width: b.getBoundingClientRect().width,
+          height: b.getBoundingClientRect().height,
+          innerWidth: window.innerWidth,
+        })),
+      );
+    assert.deepEqual(
+      choices.map((c) => c.text),
+      ['Markdown', 'JSON'],
+    );
+    for (const c of choices) {
+      assert.ok(c.left >= 0 && c.right <= c.innerWidth, `${where}: Export's ${c.text} on screen (${Math.round(c.left)}-${Math.round(c.right)} px)`);
+      assertTarget(c, `${where}: Export's ${c.text}`);
+    }
+  });
+  await page.locator(`${SHOWN} .export-toggle`).click();
 
   await context.setOffline(true);
   await page.locator(`${SHOWN} .connection[data-state="closed"]`).waitFor();

@@ -53,7 +53,8 @@ function commandView(preview: Extract<PermissionPreview, { kind: 'command' }>): 
     h(
       'div',
       { class: 'preview-meta' },
-      h('span', { class: 'preview-cwd' }, `in ${preview.cwd}${preview.cwd === '.' ? ' (the workspace folder)' : ''}`),
+      // "in the workspace folder", not "in . (the workspace folder)": the dot told a person nothing (s31).
+      h('span', { class: 'preview-cwd' }, preview.cwd === '.' ? 'in the workspace folder' : `in ${preview.cwd}`),
       h('span', { class: 'preview-timeout' }, `time limit ${preview.timeout_seconds} s (stopped if still running)`),
     ),
   );

@@ -4,7 +4,7 @@
  * OpenAI provider over a git workspace). With one paired computer the top bar's chip is a glyph (its
  * name, an address, was cut to "127.0.0.1…" and took the title's room), a new chat's bar is one row,
  * a conversation's title keeps its first words, Export's menu opens on screen; offline the bar is two rows with "Disconnected" whole;
- * Retry, Undo this turn, "1 waiting", the drawer's search, New chat and Remove this computer, Turn on
+ * Retry, Undo this turn, a code block's Copy, "1 waiting", the drawer's search, New chat and Remove this computer, Turn on
  * notifications and the unpaired page's buttons are 44 px targets; the outbox's "waiting to send" and
  * a search hit's marked words are >= 4.5:1 in both themes. Screens under
  * test-output/screens/rough-*.png. Runs after `node esbuild.mjs`.
@@ -154,18 +154,16 @@ test('one computer: the chip is a glyph named for the computer, a new chat is on
   await page.locator(`${SHOWN} .export-menu:not([hidden])`).waitFor();
   await saveScreens(page, 'rough-export-menu');
   await eachSize(page, async (where) => {
-    const choices = await page
-      .locator(`${SHOWN} .export-menu .button`)
-      .evaluateAll((buttons) =>
-        buttons.map((b) => ({
-          text: (b as HTMLElement).innerText,
-          left: b.getBoundingClientRect().left,
-          right: b.getBoundingClientRect().right,
-          width: b.getBoundingClientRect().width,
-          height: b.getBoundingClientRect().height,
-          innerWidth: window.innerWidth,
-        })),
-      );
+    const choices = await page.locator(`${SHOWN} .export-menu .button`).evaluateAll((buttons) =>
+      buttons.map((b) => ({
+        text: (b as HTMLElement).innerText,
+        left: b.getBoundingClientRect().left,
+        right: b.getBoundingClientRect().right,
+        width: b.getBoundingClientRect().width,
+        height: b.getBoundingClientRect().height,
+        innerWidth: window.innerWidth,
+      })),
+    );
     assert.deepEqual(
       choices.map((c) => c.text),
       ['Markdown', 'JSON'],
@@ -194,17 +192,21 @@ test('one computer: the chip is a glyph named for the computer, a new chat is on
   await phone.close();
 });
 
-test('the daily buttons are 44 px targets at 360 px: 1 waiting, Undo this turn, Retry, the drawer, notifications, the unpaired page', async () => {
+test('the daily buttons are 44 px targets at 360 px: 1 waiting, Undo this turn, Copy, Retry, the drawer, notifications, the unpaired page', async () => {
   const phone = await rig.openPhone();
   const { page } = phone;
   await page.setViewportSize({ width: 360, height: 740 });
-  rig.fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: 'app.txt', content: 'line 1\nline 2 changed\nline 3\n' } }] }, { text: 'Edited app.txt.', chunks: 1 });
+  rig.fake.script(
+    { tool_calls: [{ name: 'write_file', arguments: { path: 'app.txt', content: 'line 1\nline 2 changed\nline 3\n' } }] },
+    { text: 'Edited app.txt.\n\n```sh\ngit diff app.txt\n```', chunks: 1 },
+  );
   await sendMessage(page, 'Change line 2');
   await page.locator(`${SHOWN} .permission-card`).waitFor();
   assertTarget(await targetSize(page, `${SHOWN} .waiting-count`), '"1 waiting"');
   await page.locator(`${SHOWN} .permission-card .button`, { hasText: /^Allow$/ }).click();
   await page.locator(`${SHOWN} .undo-turn`).waitFor();
   assertTarget(await targetSize(page, `${SHOWN} .undo-turn`), 'Undo this turn');
+  assertTarget(await targetSize(page, `${SHOWN} .code-block .copy-button`), "a code block's Copy");
 
   rig.fake.script({ status: 401 });
   await sendMessage(page, 'This one fails');

@@ -16,6 +16,7 @@ import { gitRepository } from '../helpers/git-repo';
 import { contrastScript } from '../helpers/page-contrast';
 import { saveScreens } from '../helpers/phone-screens';
 import { sendMessage, startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { titleNeeds } from '../helpers/title-needs';
 import { tempDir } from '../helpers/temp';
 
 const SHOWN = '.machine-view:not([hidden])';
@@ -54,40 +55,31 @@ interface Bar {
   pastViewport: boolean;
 }
 
-function measureBar(page: Page, chars: number): Promise<Bar> {
+async function measureBar(page: Page, chars: number): Promise<Bar> {
+  const needs = await titleNeeds(page, chars);
   // No named helpers inside: the page runs this source as is (tsx's __name is not defined there).
-  return page.evaluate(
-    ({ shown, chars }) => {
-      const bar = document.querySelector<HTMLElement>(`${shown} .topbar`)!;
-      const title = bar.querySelector<HTMLElement>('.title')!;
-      const probe = document.createElement('span');
-      probe.style.font = getComputedStyle(title).font;
-      probe.style.whiteSpace = 'pre';
-      probe.textContent = `${(title.textContent ?? '').slice(0, chars)}…`;
-      document.body.append(probe);
-      const titleNeeds = probe.getBoundingClientRect().width;
-      probe.remove();
-      const visible = Array.from(bar.children as HTMLCollectionOf<HTMLElement>).filter((el) => el.getClientRects().length > 0 && el.getBoundingClientRect().width > 1);
-      // Each control's middle, rounded: the controls of one row share it within a few px.
-      const middles = [...visible, bar.querySelector('.mode-select')!, title].map((el) => Math.round(el.getBoundingClientRect().top + el.getBoundingClientRect().height / 2));
-      const rows = [...new Set(middles.slice(0, visible.length))].sort((a, b) => a - b).filter((y, i, all) => i === 0 || y - all[i - 1]! > 12);
-      const name = bar.querySelector<HTMLElement>('.machine-switch-name')!;
-      const text = bar.querySelector<HTMLElement>('.connection-text')!;
-      const compact = bar.querySelector<HTMLElement>('.compact-button');
-      return {
-        rows,
-        modeRow: middles[visible.length]!,
-        titleRow: middles[visible.length + 1]!,
-        titleWidth: title.clientWidth,
-        titleNeeds,
-        chip: { width: bar.querySelector('.machine-switch')!.getBoundingClientRect().width, cutName: name.getBoundingClientRect().width > 1 && name.scrollWidth > name.clientWidth + 0.5 },
-        connection: { shown: text.getClientRects().length > 0, cut: text.scrollWidth > text.clientWidth + 0.5, text: text.innerText },
-        compactShown: Boolean(compact && compact.getClientRects().length > 0),
-        pastViewport: document.documentElement.scrollWidth > window.innerWidth,
-      };
-    },
-    { shown: SHOWN, chars },
-  );
+  const layout = await page.evaluate((shown) => {
+    const bar = document.querySelector<HTMLElement>(`${shown} .topbar`)!;
+    const title = bar.querySelector<HTMLElement>('.title')!;
+    const visible = Array.from(bar.children as HTMLCollectionOf<HTMLElement>).filter((el) => el.getClientRects().length > 0 && el.getBoundingClientRect().width > 1);
+    // Each control's middle, rounded: the controls of one row share it within a few px.
+    const middles = [...visible, bar.querySelector('.mode-select')!, title].map((el) => Math.round(el.getBoundingClientRect().top + el.getBoundingClientRect().height / 2));
+    const rows = [...new Set(middles.slice(0, visible.length))].sort((a, b) => a - b).filter((y, i, all) => i === 0 || y - all[i - 1]! > 12);
+    const name = bar.querySelector<HTMLElement>('.machine-switch-name')!;
+    const text = bar.querySelector<HTMLElement>('.connection-text')!;
+    const compact = bar.querySelector<HTMLElement>('.compact-button');
+    return {
+      rows,
+      modeRow: middles[visible.length]!,
+      titleRow: middles[visible.length + 1]!,
+      titleWidth: title.clientWidth,
+      chip: { width: bar.querySelector('.machine-switch')!.getBoundingClientRect().width, cutName: name.getBoundingClientRect().width > 1 && name.scrollWidth > name.clientWidth + 0.5 },
+      connection: { shown: text.getClientRects().length > 0, cut: text.scrollWidth > text.clientWidth + 0.5, text: text.innerText },
+      compactShown: Boolean(compact && compact.getClientRects().length > 0),
+      pastViewport: document.documentElement.scrollWidth > window.innerWidth,
+    };
+  }, SHOWN);
+  return { ...layout, titleNeeds: needs };
 }
 
 /** Every size and scheme: `check` measures the bar as it is shown. */

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { startPhoneRig, type PhoneRig } from '../helpers/phone-rig';
+import { titleNeeds } from '../helpers/title-needs';
 
 const SCREENSHOTS = join('test-output', 'screens');
 const LONG_TITLE = 'Refactor the payment reconciliation job and its retries';
@@ -44,19 +45,13 @@ interface BarLayout {
   usage: string;
 }
 
-function measure(page: Page): Promise<BarLayout> {
+async function measure(page: Page): Promise<BarLayout> {
+  const needs = await titleNeeds(page, TITLE_CHARS);
   // No named helpers inside: the page runs this source as is (tsx's __name is not defined there).
-  return page.evaluate((chars) => {
+  const layout = await page.evaluate(() => {
     const bar = document.querySelector<HTMLElement>('.machine-view:not([hidden]) .topbar')!;
     const viewport = document.documentElement.clientWidth;
     const title = bar.querySelector<HTMLElement>('.title')!;
-    const probe = document.createElement('span');
-    probe.style.font = getComputedStyle(title).font;
-    probe.style.whiteSpace = 'pre';
-    probe.textContent = `${(title.textContent ?? '').slice(0, chars)}…`;
-    document.body.append(probe);
-    const titleNeeds = probe.getBoundingClientRect().width;
-    probe.remove();
     const machine = bar.querySelector<HTMLElement>('.machine-switch')!;
     const mode = bar.querySelector<HTMLSelectElement>('.mode-select')!;
     const text = bar.querySelector<HTMLElement>('.connection-text')!;
@@ -70,7 +65,6 @@ function measure(page: Page): Promise<BarLayout> {
         .filter((el) => el.getClientRects().length > 0 && el.getBoundingClientRect().right > viewport + 0.5)
         .map((el) => `${el.tagName.toLowerCase()}.${el.className}`),
       titleWidth: title.clientWidth,
-      titleNeeds,
       drawer: { inside: drawerInside, name: bar.querySelector('.drawer-toggle')!.getAttribute('aria-label') },
       machine: { inside: machineInside, width: machine.getBoundingClientRect().width, name: machine.textContent ?? '' },
       mode: { inside: modeInside, label: mode.getAttribute('aria-label') },
@@ -81,7 +75,8 @@ function measure(page: Page): Promise<BarLayout> {
       ),
       usage: bar.querySelector<HTMLElement>('.usage-total')?.innerText ?? '',
     };
-  }, TITLE_CHARS);
+  });
+  return { ...layout, titleNeeds: needs };
 }
 
 function assertReadable(layout: BarLayout, where: string): void {

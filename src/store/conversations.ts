@@ -89,7 +89,6 @@ export class ConversationsRepo {
   async delete(id: string): Promise<boolean> {
     const deleted = await this.db.write((tx) => {
       trashMessages(tx, 'conversation_id = ?', [id]);
-      tx.run('DELETE FROM file_changes WHERE conversation_id = ?', [id]);
       return trashConversation(tx, id);
     });
     this.onTrash();
@@ -120,12 +119,20 @@ export class ConversationsRepo {
 }
 
 /**
- * Deletes a conversation's row (its messages in sql.js are deleted first: trashMessages). Its messages
- * whose metadata moved to history.db (`cold_seq`) are noted in `history_cold_trash` in the same
- * transaction, so the maintenance deletes them and their bodies even after a crash.
+ * Deletes a conversation, as one step every reader sees at once: its row goes (so it is no longer listed,
+ * its messages no longer read (messages.ts reads none of a conversation without its row) and a message to
+ * it is refused as not found), with its turns' undo records and its retries' keys. Its messages left (rows
+ * in sql.js, cold rows in history.db: `cold_seq`) are noted in `history_cold_trash` in the same
+ * transaction: the maintenance frees them in batches afterwards (history/maintenance.ts `emptyDeleted`),
+ * also after a crash. delete_conversation deletes its rows in sql.js first (trashMessages), in the same
+ * transaction; retention leaves them to those batches.
  */
 export function trashConversation(tx: WriteTx, id: string): boolean {
-  tx.run('INSERT OR IGNORE INTO history_cold_trash (conversation_id) SELECT id FROM conversations WHERE id = ? AND cold_seq > 0', [id]);
+  tx.run('INSERT OR IGNORE INTO history_cold_trash (conversation_id) SELECT id FROM conversations WHERE id = ? AND (cold_seq > 0 OR EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?))', [
+    id,
+    id,
+  ]);
+  tx.run('DELETE FROM file_changes WHERE conversation_id = ?', [id]);
   // Its retries' keys: after a restart a resend of one is answered not_found, as a chat's of a deleted
   // conversation (until then the resends' memory still answers its sender with the first result).
   tx.run('DELETE FROM retry_keys WHERE conversation_id = ?', [id]);

@@ -45,7 +45,7 @@ export interface StoreChild {
 
 /** Starts test/helpers/store-child.ts in a real child process (node --import tsx). */
 export function spawnStoreChild(
-  mode: 'hold' | 'recover' | 'writer' | 'bulky' | 'bulky-segments' | 'maintain' | 'blobs' | 'cool' | 'cut-owed' | 'cut-cold',
+  mode: 'hold' | 'recover' | 'writer' | 'bulky' | 'bulky-segments' | 'maintain' | 'retire' | 'blobs' | 'cool' | 'cut-owed' | 'cut-cold',
   dir: string,
   env: NodeJS.ProcessEnv = {},
 ): StoreChild {

@@ -194,3 +194,36 @@ test('kill -9 between two of retention’s batches: the next open lists nothing 
   );
   assert.equal(store.messages.count(), 2);
 });
+
+test('a webhook message accepted into an old conversation and waiting in the inbox: retention keeps the conversation; once decided, a webhook message to it is not_found', LIMIT, async (t) => {
+  const dir = await withDir(t);
+  const store = await openStore(dir, { now: () => BULKY_NOW, maintenanceIntervalMs: 3_600_000 });
+  t.after(() => store.close());
+  const source = 'webhook:acct';
+  for (const id of ['waiting', 'idle']) {
+    await store.conversations.create({ id, title: id, source, created_at: iso(OLD) });
+    await store.messages.append(message(id, 0, OLD));
+  }
+  const accept = (conversationId: string, id: string) =>
+    store.webhooks.accept({
+      account: 'acct',
+      source,
+      url: '/in',
+      conversationId,
+      newConversation: { id: `new-${id}`, title: 'new' },
+      message: { id, content: 'back again' },
+      now: BULKY_NOW,
+      idempotencyMs: DAY,
+    });
+  // Accepted (202 to its sender), not yet admitted into the conversation: nothing else moved its activity.
+  assert.equal((await accept('waiting', 'w1')).kind, 'accepted');
+
+  for (const policy of [{ maxDays: 30 }, { maxBytes: 0 }]) {
+    store.maintenance.setPolicy(policy);
+    await store.maintenance.run();
+    assert.ok(store.conversations.get('waiting'), `${JSON.stringify(policy)}: deleted with an accepted message waiting to join it`);
+    assert.equal(store.webhooks.getInbox('w1')?.status, 'pending');
+  }
+  assert.equal(store.conversations.get('idle'), undefined);
+  assert.equal((await accept('idle', 'w2')).kind, 'not_found', 'refused at once, as for delete_conversation');
+});

@@ -61,6 +61,11 @@ export const DEFAULT_HOT_MESSAGES = 20_000;
 
 /** What retention's choice of a conversation reads: the database, or the transaction that deletes it. */
 type Reader = Pick<WriteTx, 'get'>;
+/**
+ * A conversation retention may choose: none with a webhook message waiting in its inbox (accepted, its
+ * sender answered 202, not yet admitted into the conversation, so its activity has not moved yet).
+ */
+const MAY_GO = "NOT EXISTS (SELECT 1 FROM webhook_inbox w WHERE w.status = 'pending' AND w.conversation_id = conversations.id)";
 
 interface InlineRow {
   seq: number;
@@ -199,14 +204,14 @@ export class HistoryMaintenance {
     if (toolOutputDays !== undefined) await this.cutToolOutputs(new Date(now - toolOutputDays * DAY_MS).toISOString(), toolOutputDays);
     if (maxDays !== undefined) {
       const cutoff = new Date(now - maxDays * DAY_MS).toISOString();
-      while (!this.stopped && (await this.retire((q) => q.get<{ id: string }>('SELECT id FROM conversations WHERE updated_at < ? ORDER BY updated_at LIMIT 1', [cutoff])?.id))) {
+      while (!this.stopped && (await this.retire((q) => q.get<{ id: string }>(`SELECT id FROM conversations WHERE updated_at < ? AND ${MAY_GO} ORDER BY updated_at LIMIT 1`, [cutoff])?.id))) {
         // One conversation a step; their messages are freed afterwards (emptyDeleted).
       }
     }
     if (maxBytes !== undefined) {
       const oldestOver = (q: Reader) =>
         (q.get<{ n: number | null }>('SELECT sum(bytes) AS n FROM conversations')?.n ?? 0) > maxBytes
-          ? q.get<{ id: string }>('SELECT id FROM conversations ORDER BY updated_at, id LIMIT 1')?.id
+          ? q.get<{ id: string }>(`SELECT id FROM conversations WHERE ${MAY_GO} ORDER BY updated_at, id LIMIT 1`)?.id
           : undefined;
       while (!this.stopped && (await this.retire(oldestOver))) {
         // A deleted conversation's bytes no longer count at once: the next step chooses the next oldest.

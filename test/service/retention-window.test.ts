@@ -72,3 +72,34 @@ test('a chat to a conversation retention is deleting is not_found, not acknowled
   assert.equal(after.code, 'not_found');
   assert.equal(rows(), 0, 'its rows are freed');
 });
+
+test('retention does not delete a conversation under its running turn: max_bytes over by the newest conversation alone spares it until the turn ends', { timeout: 90_000 }, async (t) => {
+  const svc = await withService(t, { config: { model: 'fake-model' } });
+  const { store } = svc.service;
+  const client = await TestClient.authed(svc.wsUrl, svc.token);
+  t.after(() => client.close());
+  let release!: () => void;
+  const until = new Promise<void>((resolve) => (release = resolve));
+  t.after(release);
+  svc.fake.script({ text: 'an answer in three pieces', chunks: 3, holdAfterChunks: { chunks: 1, until } });
+  const before = svc.fake.requests.length;
+  client.send({ type: 'chat', message: 'a long question', id: 'busy' });
+  await svc.fake.waitFor((requests) => requests.length > before, 20_000);
+  const busy = store.conversations.list({ limit: 1 })[0].id;
+
+  // The turn is with the model: its conversation is the newest, and alone over max_bytes.
+  store.maintenance.setPolicy({ maxBytes: 1 });
+  await store.maintenance.run();
+  assert.ok(store.conversations.get(busy), 'deleted under its running turn');
+  release();
+  const answer = await client.next((f) => f.id === 'busy' && 'status' in f, 30_000);
+  assert.equal(answer.status, 'ok', JSON.stringify(answer));
+  const read = await client.request({ type: 'get_messages', conversation_id: busy });
+  assert.deepEqual(
+    (read.data as { messages: { role: string }[] }).messages.map((m) => m.role),
+    ['user', 'assistant'],
+  );
+  // Its turn ended: the next pass deletes it (the policy said so).
+  await store.maintenance.run();
+  assert.equal(store.conversations.get(busy), undefined);
+});

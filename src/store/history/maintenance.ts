@@ -63,9 +63,10 @@ export const DEFAULT_HOT_MESSAGES = 20_000;
 type Reader = Pick<WriteTx, 'get'>;
 /**
  * A conversation retention may choose: none with a webhook message waiting in its inbox (accepted, its
- * sender answered 202, not yet admitted into the conversation, so its activity has not moved yet).
+ * sender answered 202, not yet admitted into the conversation, so its activity has not moved yet), none
+ * of the ids in the JSON array bound to it (in use: `spare`).
  */
-const MAY_GO = "NOT EXISTS (SELECT 1 FROM webhook_inbox w WHERE w.status = 'pending' AND w.conversation_id = conversations.id)";
+const MAY_GO = "NOT EXISTS (SELECT 1 FROM webhook_inbox w WHERE w.status = 'pending' AND w.conversation_id = conversations.id) AND id NOT IN (SELECT value FROM json_each(?))";
 
 interface InlineRow {
   seq: number;
@@ -77,6 +78,7 @@ interface InlineRow {
 
 export class HistoryMaintenance {
   private policy: RetentionPolicy = {};
+  private inUse: () => readonly string[] = () => [];
   private running: Promise<void> | null = null;
   private again = false;
   private timer: NodeJS.Timeout | null = null;
@@ -93,6 +95,15 @@ export class HistoryMaintenance {
 
   setPolicy(policy: RetentionPolicy): void {
     this.policy = { ...policy };
+  }
+
+  /**
+   * Conversations retention must not choose now (asked in the transaction that deletes one): those with
+   * a turn running or waiting in line (the service's agent), whose activity may not have moved yet (a
+   * retry) or whose conversation alone is over max_bytes. They are chosen once their turn has ended.
+   */
+  spare(inUse: () => readonly string[]): void {
+    this.inUse = inUse;
   }
 
   /** A first pass now, then one every interval. */
@@ -204,19 +215,26 @@ export class HistoryMaintenance {
     if (toolOutputDays !== undefined) await this.cutToolOutputs(new Date(now - toolOutputDays * DAY_MS).toISOString(), toolOutputDays);
     if (maxDays !== undefined) {
       const cutoff = new Date(now - maxDays * DAY_MS).toISOString();
-      while (!this.stopped && (await this.retire((q) => q.get<{ id: string }>(`SELECT id FROM conversations WHERE updated_at < ? AND ${MAY_GO} ORDER BY updated_at LIMIT 1`, [cutoff])?.id))) {
+      while (
+        !this.stopped &&
+        (await this.retire((q) => q.get<{ id: string }>(`SELECT id FROM conversations WHERE updated_at < ? AND ${MAY_GO} ORDER BY updated_at LIMIT 1`, [cutoff, this.inUseJson()])?.id))
+      ) {
         // One conversation a step; their messages are freed afterwards (emptyDeleted).
       }
     }
     if (maxBytes !== undefined) {
       const oldestOver = (q: Reader) =>
         (q.get<{ n: number | null }>('SELECT sum(bytes) AS n FROM conversations')?.n ?? 0) > maxBytes
-          ? q.get<{ id: string }>(`SELECT id FROM conversations WHERE ${MAY_GO} ORDER BY updated_at, id LIMIT 1`)?.id
+          ? q.get<{ id: string }>(`SELECT id FROM conversations WHERE ${MAY_GO} ORDER BY updated_at, id LIMIT 1`, [this.inUseJson()])?.id
           : undefined;
       while (!this.stopped && (await this.retire(oldestOver))) {
         // A deleted conversation's bytes no longer count at once: the next step chooses the next oldest.
       }
     }
+  }
+
+  private inUseJson(): string {
+    return JSON.stringify(this.inUse());
   }
 
   /**

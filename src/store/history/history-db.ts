@@ -9,7 +9,7 @@ import { cutBeforeOpen, damageAtOpen, type Cut } from './integrity';
 import { createRebuild, keepAside, moveIntoSalvage, readableCopy, salvageFault, undoSalvage } from './salvage-aside';
 import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
-import { bodyChars, DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
+import { bodyChars, CORRUPT, DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import { pidAlive } from '../../platform/lock-file';
 import type { BodyOut, BodyRef, ColdCutResult, ColdMeta, ColdQuery, ColdRow, ColdUsage, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks } from './protocol';
@@ -223,6 +223,26 @@ function salvageCold(source: SqliteFile, target: HistoryDb, placeholder: string,
   }
 }
 
+/**
+ * The damaged file opened to be read by the salvage (read only), or null when SQLite cannot open it or
+ * read its schema (page 1 damaged: the header, the schema's root): a file that gives nothing, every body
+ * then the journal's copy or lost, every cold row lost (counted by the store: reconcileColdRows).
+ */
+function readableSource(file: string): SqliteFile | null {
+  let source: SqliteFile | undefined;
+  try {
+    source = new SqliteFile(file, { readOnly: true });
+    // writable_schema: a file shorter than its header says is read as far as it goes (cutBeforeOpen).
+    source.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA writable_schema = ON;');
+    source.all('SELECT name FROM sqlite_master');
+    return source;
+  } catch (err) {
+    if (source?.isOpen) source.close();
+    if (!CORRUPT.test(err instanceof Error ? err.message : String(err))) throw err;
+    return null;
+  }
+}
+
 function notOpened(file: string, err: unknown): Error {
   return new Error(`${file} could not be opened (${err instanceof Error ? err.message : String(err)}); the message bodies are kept there, so the store was not opened`);
 }
@@ -311,7 +331,15 @@ export class HistoryDb {
       damage = cut?.why ?? damageAtOpen(this.db);
     } catch (err) {
       if (opened?.isOpen) opened.close();
-      throw notOpened(file, err);
+      // SQLite cannot open it at all (its header or schema on a damaged page): damage as any other, for
+      // --recover to rebuild (the salvage reads what it can: unopenedSource); other failures (no access) are not.
+      if (!CORRUPT.test(err instanceof Error ? err.message : String(err))) throw notOpened(file, err);
+      damage = `${cut ? `${cut.why}; ` : ''}it could not be opened: ${err instanceof Error ? err.message : String(err)}`;
+      if (!recover) throw refusedAsDamaged(file, damage);
+      // Read as an empty database until the salvage (which reads what the file gives: readableSource).
+      this.db = inMemory();
+      this.damage = damage;
+      return;
     }
     if (damage !== null && !recover) {
       this.db.close();
@@ -453,6 +481,17 @@ export class HistoryDb {
     return mark;
   }
 
+  /**
+   * Makes the sync mark at least `mark` (a rebuild's: service.db saw `mark` from the damaged file; a
+   * rebuild's own marks started at 1, and with no write to note a newer one its next open took it for a
+   * copy older than service.db: history.sync_mark_behind, its journaled bodies not put back).
+   */
+  markAtLeast(mark: number): void {
+    if (this.marks.now >= mark) return;
+    this.transaction(() => this.writeMark(mark));
+    this.marks.now = mark;
+  }
+
   private readMark(): number {
     const value = Number(this.db.get('SELECT value FROM history_meta WHERE key = ?', [SYNC_MARK_KEY])?.value ?? 0);
     return Number.isSafeInteger(value) && value > 0 ? value : 0;
@@ -471,9 +510,11 @@ export class HistoryDb {
    * they were, in a directory `history.db.damaged-<time>` (salvage-aside.ts: a salvage cut short at any
    * point is undone at the next open; never written again: read-only), a new history.db gets every body of
    * `refs` that can still be read, under its key, else its copy in `journaled` (the journal's), and
-   * `placeholder` for the others; new keys start above `above`. Returns the new database and what was kept.
+   * `placeholder` for the others; new keys start above `above`. history_meta is not read from the
+   * damaged file: the new one's sync mark goes on from `mark` (service.db's: restore.ts), its open's
+   * time is now, and no damage is noted in it. Returns the new database and what was kept.
    */
-  static salvage(damaged: HistoryDb, refs: readonly BodyRef[], placeholder: string, above: number, journaled: readonly KeyedBody[] = []): { db: HistoryDb; result: SalvageResult } {
+  static salvage(damaged: HistoryDb, refs: readonly BodyRef[], placeholder: string, above: number, journaled: readonly KeyedBody[], mark: number): { db: HistoryDb; result: SalvageResult } {
     const file = damaged.file;
     damaged.close();
     let db: HistoryDb | undefined;
@@ -482,6 +523,7 @@ export class HistoryDb {
       createRebuild(file);
       db = new HistoryDb(file);
       db.begin();
+      db.markAtLeast(mark);
       const { kept, lost } = HistoryDb.fillFrom(damaged.walDatabaseBytes > 0 ? readableCopy(moved, damaged.walDatabaseBytes) : moved, db, refs, placeholder, above, journaled);
       salvageFault('after-fill');
       return { db, result: { aside: keepAside(file), kept, lost } };
@@ -495,19 +537,20 @@ export class HistoryDb {
 
   /** The salvage's copy of what `damagedFile` (read only) still gives into `db` (HistoryDb.salvage): counts kept and lost. */
   private static fillFrom(damagedFile: string, db: HistoryDb, refs: readonly BodyRef[], placeholder: string, above: number, journaled: readonly KeyedBody[]): { kept: number; lost: number } {
-    const source = new SqliteFile(damagedFile, { readOnly: true });
+    const source = readableSource(damagedFile);
     // By key, the last journaled wins (records are in order).
     const fromJournal = new Map(journaled.map((b) => [b.key, b]));
     let kept = 0;
     let cold = { kept: 0, lost: 0 };
     try {
-      // writable_schema: a file shorter than its header says is read as far as it goes (cutBeforeOpen).
-      source.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA writable_schema = ON;');
       for (const part of chunks(refs)) {
         const found = new Map(
-          readableBodies(
-            source,
-            part.map((r) => r.key),
+          (source
+            ? readableBodies(
+                source,
+                part.map((r) => r.key),
+              )
+            : []
           ).map((b) => [b.key, b]),
         );
         db.fill(
@@ -521,9 +564,9 @@ export class HistoryDb {
         );
       }
       db.fill([], above);
-      cold = salvageCold(source, db, placeholder, above);
+      if (source) cold = salvageCold(source, db, placeholder, above);
     } finally {
-      source.close();
+      source?.close();
     }
     return { kept: kept + cold.kept, lost: refs.length - kept + cold.lost };
   }

@@ -7,6 +7,7 @@
 // lost), says so with honest counts, keeps the damaged file aside, and the next open is clean.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { renameSync } from 'node:fs';
 import { open as openFile, readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -158,17 +159,79 @@ test(
   },
 );
 
-test('page 1 (header and schema) overwritten: refused naming --recover; --recover starts, serves what it can and counts what is lost, and the next open is clean', LIMIT, async (t) => {
-  const dir = await closedStore(t);
-  await overwritePage(path.join(dir, HISTORY_FILE_NAME), 1);
+test(
+  'page 1 (header and schema) overwritten: refused naming --recover; --recover reads the file through a new page 1 (the same tables at the same root pages): every body and cold row back',
+  LIMIT,
+  async (t) => {
+    const dir = await closedStore(t);
+    await overwritePage(path.join(dir, HISTORY_FILE_NAME), 1);
 
-  const { old, fresh, notice } = await recoverAndReopen(t, dir);
-  assert.deepEqual(
-    fresh.map((m) => m.id),
-    ['n0', 'n1', 'n2', 'n3', 'n4'],
-    "every message of 'new' is served",
-  );
-  for (const m of fresh) if (m.content !== LOST_BODY_TEXT) assert.equal(m.content, `new ${m.id.slice(1)}`);
-  for (const m of old) if (m.content !== LOST_BODY_TEXT) assert.equal(m.content, bulkyContent(Number(m.id.slice(1))));
-  assertCounted(notice, [old, fresh], 200 - old.length);
-});
+    const { old, fresh, notice } = await recoverAndReopen(t, dir);
+    assert.deepEqual(
+      served(old),
+      Array.from({ length: 200 }, (_, i) => [`o${i}`, bulkyContent(i)]),
+    );
+    assert.deepEqual(
+      served(fresh),
+      Array.from({ length: 5 }, (_, i) => [`n${i}`, `new ${i}`]),
+    );
+    assertCounted(notice, [old, fresh], 0);
+  },
+);
+
+/**
+ * Makes `file` (closed) a history.db of another layout: the same tables, created in another order (the
+ * search index before `bodies`, as another version or a tool could have), so that a new file's root pages
+ * name other tables here: a new file's `bodies` is the search index's data here (rows keyed 1 and 10
+ * among the bodies' keys, of another shape), its `cold_messages` the same table.
+ */
+function relaidOut(file: string): void {
+  const old = new SqliteFile(file, { readOnly: true });
+  old.exec('PRAGMA locking_mode = EXCLUSIVE');
+  // The search index's own tables and the automatic ones are made by SQLite with their table.
+  const creates = old
+    .all("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'bodies_fts_%' AND name <> 'sqlite_sequence'")
+    .map((r) => ({ name: String(r.name), sql: String(r.sql) }));
+  const tables = ['history_meta', 'cold_messages', 'cold_usage', 'bodies', 'sqlite_sequence'];
+  const rows = new Map(tables.map((table) => [table, old.all(`SELECT * FROM ${table}`)]));
+  old.close();
+  const order = (c: { name: string }) => (c.name === 'history_meta' ? 0 : c.name === 'bodies_fts' ? 1 : 2);
+  const relaid = `${file}.relaid`;
+  const db = new SqliteFile(relaid);
+  db.exec('PRAGMA auto_vacuum = INCREMENTAL; BEGIN');
+  for (const c of [...creates].sort((a, b) => order(a) - order(b))) db.exec(c.sql);
+  db.exec('DELETE FROM sqlite_sequence');
+  for (const [table, list] of rows) {
+    for (const row of list) {
+      const values = Object.values(row) as Array<string | number | null>;
+      db.run(`INSERT INTO ${table} (${Object.keys(row).join(', ')}) VALUES (${values.map(() => '?').join(', ')})`, values);
+    }
+  }
+  db.exec('COMMIT');
+  db.close();
+  renameSync(relaid, file);
+}
+
+test(
+  "page 1 overwritten in a file of another layout: a new page 1 is not used to read it (its bodies' root holds the search index's data); what is lost is counted, nothing is read as another table's rows",
+  LIMIT,
+  async (t) => {
+    const dir = await closedStore(t);
+    const file = path.join(dir, HISTORY_FILE_NAME);
+    relaidOut(file);
+    assert.notEqual(rootPage(file, 'bodies'), 5, "the layout differs from a new file's");
+    await overwritePage(file, 1);
+
+    const { old, fresh, notice } = await recoverAndReopen(t, dir);
+    for (const m of fresh) if (m.content !== LOST_BODY_TEXT) assert.equal(m.content, `new ${m.id.slice(1)}`);
+    for (const m of old) if (m.content !== LOST_BODY_TEXT) assert.equal(m.content, bulkyContent(Number(m.id.slice(1))));
+    assert.deepEqual(
+      fresh.map((m) => m.id),
+      ['n0', 'n1', 'n2', 'n3', 'n4'],
+      "every message of 'new' is served",
+    );
+    // 'new' from the journal's copies; 'old''s rows were in history.db only.
+    assert.deepEqual(old, []);
+    assertCounted(notice, [old, fresh], 200);
+  },
+);

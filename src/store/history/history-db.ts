@@ -1,12 +1,12 @@
 // history.db: message bodies (content and data JSON) in a file-backed SQLite, so they stay on disk
 // rather than in sql.js' memory. Synchronous (node-sqlite3-wasm); only the history worker uses it.
-import { closeSync, fsyncSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
 import { COLD_SCHEMA, countCold, cutCold, dropCold, putCold, putColdUsage, queryCold, queryColdAfterSeq, queryColdUsage } from './cold';
-import { cutBeforeOpen, damageAtOpen, type Cut } from './integrity';
-import { createRebuild, keepAside, moveIntoSalvage, readableCopy, salvageFault, undoSalvage } from './salvage-aside';
+import { cutBeforeOpen, damageAtOpen, pageSizeOf, type Cut } from './integrity';
+import { copyWithFirstPage, createRebuild, keepAside, moveIntoSalvage, readableCopy, salvageFault, undoSalvage } from './salvage-aside';
 import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
 import { bodyChars, CORRUPT, DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
@@ -224,11 +224,27 @@ function salvageCold(source: SqliteFile, target: HistoryDb, placeholder: string,
 }
 
 /**
- * The damaged file opened to be read by the salvage (read only), or null when SQLite cannot open it or
- * read its schema (page 1 damaged: the header, the schema's root): a file that gives nothing, every body
- * then the journal's copy or lost, every cold row lost (counted by the store: reconcileColdRows).
+ * The damaged file opened to be read by the salvage (read only). When SQLite cannot open it or read its
+ * schema (page 1 damaged: the header, the schema's root), it is read through a copy whose page 1 is a
+ * new history.db's (copyWithFirstPage: every file this code makes has the same tables at the same root
+ * pages), if what those pages hold has the shape of those tables (sameLayout); else null: a file that
+ * gives nothing, every body then the journal's copy or lost, every cold row lost (counted by the store:
+ * reconcileColdRows).
  */
 function readableSource(file: string): SqliteFile | null {
+  const source = openToRead(file);
+  if (source) return source;
+  const fresh = newHistoryFileBytes();
+  const pageSize = pageSizeOf(fresh);
+  const copy = copyWithFirstPage(file, fresh.subarray(0, pageSize));
+  const through = openToRead(copy);
+  if (through && sameLayout(through, copy, pageSize)) return through;
+  through?.close();
+  return null;
+}
+
+/** `file` opened read only, its schema read; null when SQLite finds it damaged there. */
+function openToRead(file: string): SqliteFile | null {
   let source: SqliteFile | undefined;
   try {
     source = new SqliteFile(file, { readOnly: true });
@@ -241,6 +257,52 @@ function readableSource(file: string): SqliteFile | null {
     if (!CORRUPT.test(err instanceof Error ? err.message : String(err))) throw err;
     return null;
   }
+}
+
+/** B-tree page kinds (a page's first byte; page 1's after the file header): interior and leaf. */
+const TABLE_PAGES = new Set([0x05, 0x0d]);
+const INDEX_PAGES = new Set([0x02, 0x0a]);
+
+/**
+ * The first row of each table the salvage reads, by the types its columns must have: read through a
+ * schema that is not the file's (another layout), a root page would give another table's rows, which
+ * have other columns (a missing one reads NULL).
+ */
+const SHAPES: Array<{ sql: string; types: string[] }> = [
+  { sql: 'SELECT typeof(key), typeof(conversation_id), typeof(role), typeof(content), typeof(cut) FROM bodies LIMIT 1', types: ['integer', 'text', 'text', 'text', 'integer'] },
+  { sql: 'SELECT typeof(seq), typeof(id), typeof(conversation_id), typeof(timestamp), typeof(body_key) FROM cold_messages LIMIT 1', types: ['integer', 'text', 'text', 'text', 'integer'] },
+  { sql: 'SELECT typeof(name), typeof(seq) FROM sqlite_sequence LIMIT 1', types: ['text', 'integer'] },
+];
+
+/**
+ * Whether `copy` (opened as `db`, its page 1 a new file's) holds at each root page its schema names a
+ * b-tree of that kind (a table's or an index's), and the first row of each table the salvage reads has
+ * that table's shape. A root page damaged too (not a b-tree, or a row that cannot be read) says nothing
+ * either way: the salvage's reads meet it as they meet any damaged page.
+ */
+function sameLayout(db: SqliteFile, copy: string, pageSize: number): boolean {
+  const fd = openSync(copy, 'r');
+  try {
+    const kind = Buffer.alloc(1);
+    for (const row of db.all('SELECT type, sql, rootpage FROM sqlite_master WHERE rootpage > 1')) {
+      if (readSync(fd, kind, 0, 1, (Number(row.rootpage) - 1) * pageSize) < 1) continue;
+      // A table WITHOUT ROWID (the search index's terms) is kept in an index's kind of b-tree.
+      const table = row.type === 'table' && !/without\s+rowid/i.test(String(row.sql));
+      const [mine, theirs] = table ? [TABLE_PAGES, INDEX_PAGES] : [INDEX_PAGES, TABLE_PAGES];
+      if (theirs.has(kind[0]) && !mine.has(kind[0])) return false;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return SHAPES.every(({ sql, types }) => {
+    let row: Record<string, unknown> | undefined;
+    try {
+      row = db.get(sql) ?? undefined;
+    } catch {
+      return true; // damaged: no word on the layout
+    }
+    return row === undefined || Object.values(row).every((type, i) => type === types[i]);
+  });
 }
 
 function notOpened(file: string, err: unknown): Error {

@@ -130,7 +130,7 @@ export function copyWithFirstPage(damaged: string, firstPage: Buffer): string {
   copyFileSync(damaged, copy, constants.COPYFILE_FICLONE);
   const page = Buffer.from(firstPage);
   // The page count is valid only with the change counter it was written with (equal in a new file's header).
-  page.writeUInt32BE(Math.floor(statSync(copy).size / page.length), 28);
+  page.writeUInt32BE(Math.max(1, Math.floor(statSync(copy).size / page.length)), 28);
   const fd = openSync(copy, 'r+');
   try {
     writeSync(fd, page, 0, page.length, 0);

@@ -220,3 +220,43 @@ test(
     assertCounted(notice, [old, fresh], 200);
   },
 );
+
+// Keys after --recover: the damaged file's counter is read through a new page 1 (the journal's copies
+// compacted away), or, in a file of another layout (not read), the journal's copies are above them.
+const KEYS: Array<{ what: string; compact: boolean; relaid: boolean }> = [
+  { what: "the journal compacted: the damaged file's key counter, read through a new page 1", compact: true, relaid: false },
+  { what: "a file of another layout (not read): the journal's copies of the deleted bodies", compact: false, relaid: true },
+];
+
+for (const { what, compact, relaid } of KEYS) {
+  test(`page 1 overwritten, ${what}: keys given after --recover start above every key given before, a deleted conversation's too`, LIMIT, async (t) => {
+    const dir = await withDir(t);
+    let store = await openStore(dir);
+    for (const id of ['kept', 'gone']) await store.conversations.create({ id, title: id, source: 'ws', created_at: iso(BULKY_NOW) });
+    for (let i = 0; i < 3; i++) await store.messages.append(message('kept', `k${i}`, `kept ${i}`, BULKY_NOW + i));
+    for (let i = 0; i < 3; i++) await store.messages.append(message('gone', `g${i}`, `gone ${i}`, BULKY_NOW + 10 + i));
+    const keyOf = (s: Store, id: string) => Number(s.db.get<{ body_key: number }>('SELECT body_key FROM messages WHERE id = ?', [id])?.body_key);
+    const highest = keyOf(store, 'g2');
+    assert.ok(highest > keyOf(store, 'k2'));
+    await store.conversations.delete('gone');
+    // Its bodies freed: service.db no longer refers to them, not even from its trash.
+    await store.maintenance.run();
+    assert.equal(store.db.get<{ n: number }>('SELECT count(*) AS n FROM history_trash')?.n, 0);
+    if (compact) await store.db.compact();
+    await store.close();
+    const file = path.join(dir, HISTORY_FILE_NAME);
+    if (relaid) relaidOut(file);
+    await overwritePage(file, 1);
+
+    store = await openStore(dir, { recover: true });
+    t.after(() => store.close());
+    await store.messages.append(message('kept', 'after', 'written after the rebuild', BULKY_NOW + 100));
+    assert.ok(keyOf(store, 'after') > highest, `the new body's key ${keyOf(store, 'after')} is above ${highest}, given before`);
+    const kept = served(await store.messages.recent('kept'));
+    assert.deepEqual(kept.at(-1), ['after', 'written after the rebuild']);
+    assert.deepEqual(
+      kept.slice(0, -1).map(([id]) => id),
+      ['k0', 'k1', 'k2'],
+    );
+  });
+}

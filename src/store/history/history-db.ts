@@ -305,6 +305,21 @@ function sameLayout(db: SqliteFile, copy: string, pageSize: number): boolean {
   });
 }
 
+/** The highest key `db` (a history.db) ever gave out: its key counter. */
+function keyCounter(db: SqliteFile): number {
+  const row = db.get("SELECT seq FROM sqlite_sequence WHERE name = 'bodies'");
+  return row ? Number(row.seq) : 0;
+}
+
+/** The damaged file's key counter where it can be read (through a new page 1 too), else 0. */
+function readableKeyCounter(source: SqliteFile | null): number {
+  try {
+    return source ? keyCounter(source) : 0;
+  } catch {
+    return 0;
+  }
+}
+
 function notOpened(file: string, err: unknown): Error {
   return new Error(`${file} could not be opened (${err instanceof Error ? err.message : String(err)}); the message bodies are kept there, so the store was not opened`);
 }
@@ -394,7 +409,7 @@ export class HistoryDb {
     } catch (err) {
       if (opened?.isOpen) opened.close();
       // SQLite cannot open it at all (its header or schema on a damaged page): damage as any other, for
-      // --recover to rebuild (the salvage reads what it can: unopenedSource); other failures (no access) are not.
+      // --recover to rebuild (the salvage reads what it can: readableSource); other failures (no access) are not.
       if (!CORRUPT.test(err instanceof Error ? err.message : String(err))) throw notOpened(file, err);
       damage = `${cut ? `${cut.why}; ` : ''}it could not be opened: ${err instanceof Error ? err.message : String(err)}`;
       if (!recover) throw refusedAsDamaged(file, damage);
@@ -477,8 +492,7 @@ export class HistoryDb {
 
   /** The highest key ever given out (keys are never reused). */
   maxKey(): number {
-    const row = this.db.get("SELECT seq FROM sqlite_sequence WHERE name = 'bodies'");
-    return row ? Number(row.seq) : 0;
+    return keyCounter(this.db);
   }
 
   /**
@@ -586,9 +600,9 @@ export class HistoryDb {
       db = new HistoryDb(file);
       db.begin();
       db.markAtLeast(mark);
-      const { kept, lost } = HistoryDb.fillFrom(damaged.walDatabaseBytes > 0 ? readableCopy(moved, damaged.walDatabaseBytes) : moved, db, refs, placeholder, above, journaled);
+      const { kept, lost, maxKey } = HistoryDb.fillFrom(damaged.walDatabaseBytes > 0 ? readableCopy(moved, damaged.walDatabaseBytes) : moved, db, refs, placeholder, above, journaled);
       salvageFault('after-fill');
-      return { db, result: { aside: keepAside(file), kept, lost } };
+      return { db, result: { aside: keepAside(file), kept, lost, maxKey } };
     } catch (err) {
       // Nothing half done is left: the damaged file and its WAL back as they were (salvage-aside.ts).
       db?.close();
@@ -597,9 +611,19 @@ export class HistoryDb {
     }
   }
 
-  /** The salvage's copy of what `damagedFile` (read only) still gives into `db` (HistoryDb.salvage): counts kept and lost. */
-  private static fillFrom(damagedFile: string, db: HistoryDb, refs: readonly BodyRef[], placeholder: string, above: number, journaled: readonly KeyedBody[]): { kept: number; lost: number } {
+  /** The salvage's copy of what `damagedFile` (read only) still gives into `db` (HistoryDb.salvage): counts kept and lost, and the highest key the rebuild gives out after. */
+  private static fillFrom(
+    damagedFile: string,
+    db: HistoryDb,
+    refs: readonly BodyRef[],
+    placeholder: string,
+    keysAbove: number,
+    journaled: readonly KeyedBody[],
+  ): { kept: number; lost: number; maxKey: number } {
     const source = readableSource(damagedFile);
+    // A key is never given twice, a deleted message's neither: new keys start above the damaged file's
+    // counter too, where it can be read now (the open could not read it when SQLite could not open the file).
+    const above = Math.max(keysAbove, readableKeyCounter(source));
     // By key, the last journaled wins (records are in order).
     const fromJournal = new Map(journaled.map((b) => [b.key, b]));
     let kept = 0;
@@ -630,7 +654,7 @@ export class HistoryDb {
     } finally {
       source?.close();
     }
-    return { kept: kept + cold.kept, lost: refs.length - kept + cold.lost };
+    return { kept: kept + cold.kept, lost: refs.length - kept + cold.lost, maxKey: db.maxKey() };
   }
 
   /**

@@ -438,6 +438,8 @@ export class HistoryStore {
     this.lastKey = Math.max(this.lastKey, above);
     this.recent.clear();
     const result = await this.call({ op: 'salvage', refs, placeholder, above, journaled, mark });
+    // The damaged file's counter, which the open could not read when SQLite could not open the file.
+    this.lastKey = Math.max(this.lastKey, result.maxKey);
     await chmod(`${this.file}-wal`, PRIVATE_FILE_MODE).catch(() => {});
     // Its renames (the damaged pair into the aside, the rebuild into place) were made durable, each
     // before the next step (salvage-aside.ts renameDurably).

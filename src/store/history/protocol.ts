@@ -55,6 +55,8 @@ export interface SalvageResult {
   /** Bodies read back from it, and those lost (stored as a placeholder). */
   kept: number;
   lost: number;
+  /** The highest key the rebuild gives out after (`above`, or the damaged file's counter where it could be read). */
+  maxKey: number;
 }
 
 export interface BodyOut {
@@ -140,8 +142,10 @@ export type HistoryRequest =
   | { op: 'sync' }
   | { op: 'get'; keys: number[] }
   | { op: 'fill'; bodies: KeyedBody[]; above: number }
-  /** `journaled`: bodies the journal still holds, for those the damaged file cannot give. */
-  /** `mark`: the sync mark service.db saw (restore.ts): the rebuild's marks go on above it. */
+  /**
+   * `journaled`: bodies the journal still holds, for those the damaged file cannot give; `mark`: the sync
+   * mark service.db saw (restore.ts), which the rebuild's marks go on from.
+   */
   | { op: 'salvage'; refs: BodyRef[]; placeholder: string; above: number; journaled: KeyedBody[]; mark: number }
   | { op: 'keys'; from: number; to: number }
   | { op: 'remove'; keys: number[] }

@@ -257,7 +257,7 @@ async function composeService(options: ServiceOptions, front: ServiceFront, open
 
   // Review and land read the store's worktree records (the worktree runs make them).
   const worktreeRecords: WorktreeRecords = options.worktrees ?? store.worktrees;
-  const turns = new TurnRunner({ agent, events, store, worktrees: worktreeRecords });
+  const turns = new TurnRunner({ agent, events, store, worktrees: worktreeRecords, logger });
   const webhooks = new WebhookChannel({ config, store, turns, logger, openSession: (o) => door.openSession(o) }, options.webhook);
   const push = new PushService({ dataDir: options.dataDir, store, events, logger, redactor, permissionTimeoutMs }, options.push);
   const dispatch = createDispatcher({

@@ -2,6 +2,7 @@ import type { Database, SqlParamInput, WriteOptions, WriteTx } from './database'
 import type { ConversationRow, NewConversation } from './types';
 import { wellFormed } from '../protocol/code-points';
 import { Plan } from '../protocol/plan';
+import { UnansweredTurn } from '../protocol/chat';
 import { ReadMemo } from './read-memo';
 
 export interface ListConversationsOptions {
@@ -107,6 +108,27 @@ export class ConversationsRepo {
     if (!row?.plan) return undefined;
     try {
       const parsed = Plan.safeParse(JSON.parse(row.plan));
+      return parsed.success ? parsed.data : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Keeps why the conversation's last turn left its user message unanswered (failed, stopped), for a page
+   * drawn afresh (get_messages' `unanswered`). Not cleared when a later turn answers: a reader takes it
+   * only for the last user message with no reply after it. False if the conversation does not exist.
+   */
+  setUnanswered(id: string, turn: UnansweredTurn): Promise<boolean> {
+    return this.db.write((tx) => tx.run('UPDATE conversations SET unanswered = ? WHERE id = ?', [JSON.stringify(turn), id]).changes > 0);
+  }
+
+  /** What setUnanswered kept last; undefined when nothing was (or it no longer reads as one). */
+  unansweredOf(id: string): UnansweredTurn | undefined {
+    const row = this.db.get<{ unanswered: string | null }>('SELECT unanswered FROM conversations WHERE id = ?', [id]);
+    if (!row?.unanswered) return undefined;
+    try {
+      const parsed = UnansweredTurn.safeParse(JSON.parse(row.unanswered));
       return parsed.success ? parsed.data : undefined;
     } catch {
       return undefined;

@@ -61,12 +61,14 @@ test('after a reload, a conversation whose last message failed offers Retry; Ret
   rig.fake.script({ status: 401 });
   await send(page, 'Failed before the reload');
   await page.locator('.turn-failure button.turn-retry').waitFor();
+  const live = await page.locator('.turn-failure .turn-failure-text').innerText();
+  assert.match(live, /OpenAI key was refused/);
   await page.reload();
   await page.locator('.message.user', { hasText: 'Failed before the reload' }).waitFor();
   const notice = page.locator('.turn-failure');
   await notice.locator('button.turn-retry').waitFor();
   assert.equal(await notice.count(), 1, 'one notice');
-  assert.equal(await notice.locator('.turn-failure-text').innerText(), 'This message was not answered.');
+  assert.equal(await notice.locator('.turn-failure-text').innerText(), live, 'the same words as live: the service kept why');
   const under = await page.locator('.message.user', { hasText: 'Failed before the reload' }).evaluate((node) => node.nextElementSibling?.className ?? '');
   assert.match(under, /turn-failure/, 'said under the message');
 
@@ -81,6 +83,24 @@ test('after a reload, a conversation whose last message failed offers Retry; Ret
   await page.locator('.message.assistant', { hasText: 'Answered after the reload.' }).waitFor();
   assert.equal(await page.locator('.turn-failure').count(), 0, 'an answered conversation offers no Retry after a reload');
   assert.deepEqual(await userTexts(page), ['Failed before the reload']);
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+test('after a reload, a stopped turn still says Stopped, with Retry', async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  rig.fake.script({ hang: true });
+  await send(page, 'Stopped before the reload');
+  await page.locator('.composer .stop').waitFor({ state: 'visible' });
+  await page.waitForFunction(() => document.querySelector('.message.user')?.getAttribute('data-message-id'));
+  await page.locator('.composer .stop').click();
+  await page.locator('.turn-failure', { hasText: 'Stopped' }).waitFor();
+  await page.reload();
+  await page.locator('.message.user', { hasText: 'Stopped before the reload' }).waitFor();
+  const notice = page.locator('.turn-failure');
+  await notice.locator('button.turn-retry').waitFor();
+  assert.equal(await notice.locator('.turn-failure-text').innerText(), 'Stopped');
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });

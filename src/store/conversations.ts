@@ -5,6 +5,9 @@ import { Plan } from '../protocol/plan';
 import { UnansweredTurn } from '../protocol/chat';
 import { ReadMemo } from './read-memo';
 
+/** The conversation row's columns that hold a value as JSON, read through a schema. */
+type JsonColumn = 'plan' | 'unanswered';
+
 export interface ListConversationsOptions {
   limit: number;
   /** An `updated_at` cursor: only conversations strictly older than it. */
@@ -99,19 +102,12 @@ export class ConversationsRepo {
 
   /** Keeps the conversation's latest plan (the whole checklist); false if the conversation does not exist. */
   setPlan(id: string, plan: Plan): Promise<boolean> {
-    return this.db.write((tx) => tx.run('UPDATE conversations SET plan = ? WHERE id = ?', [JSON.stringify(plan), id]).changes > 0);
+    return this.setJson(id, 'plan', plan);
   }
 
   /** The latest plan; undefined when none was written (or the stored one no longer reads as a plan). */
   planOf(id: string): Plan | undefined {
-    const row = this.db.get<{ plan: string | null }>('SELECT plan FROM conversations WHERE id = ?', [id]);
-    if (!row?.plan) return undefined;
-    try {
-      const parsed = Plan.safeParse(JSON.parse(row.plan));
-      return parsed.success ? parsed.data : undefined;
-    } catch {
-      return undefined;
-    }
+    return this.jsonOf(id, 'plan', Plan);
   }
 
   /**
@@ -120,15 +116,25 @@ export class ConversationsRepo {
    * only for the last user message with no reply after it. False if the conversation does not exist.
    */
   setUnanswered(id: string, turn: UnansweredTurn): Promise<boolean> {
-    return this.db.write((tx) => tx.run('UPDATE conversations SET unanswered = ? WHERE id = ?', [JSON.stringify(turn), id]).changes > 0);
+    return this.setJson(id, 'unanswered', turn);
   }
 
   /** What setUnanswered kept last; undefined when nothing was (or it no longer reads as one). */
   unansweredOf(id: string): UnansweredTurn | undefined {
-    const row = this.db.get<{ unanswered: string | null }>('SELECT unanswered FROM conversations WHERE id = ?', [id]);
-    if (!row?.unanswered) return undefined;
+    return this.jsonOf(id, 'unanswered', UnansweredTurn);
+  }
+
+  /** A JSON column of the conversation's row written whole; false if the conversation does not exist. */
+  private setJson(id: string, column: JsonColumn, value: unknown): Promise<boolean> {
+    return this.db.write((tx) => tx.run(`UPDATE conversations SET ${column} = ? WHERE id = ?`, [JSON.stringify(value), id]).changes > 0);
+  }
+
+  /** A JSON column as `schema` reads it; undefined when empty, not JSON, or not of that shape (an older or damaged value). */
+  private jsonOf<T>(id: string, column: JsonColumn, schema: { safeParse(value: unknown): { success: true; data: T } | { success: false } }): T | undefined {
+    const text = this.db.get<Record<JsonColumn, string | null>>(`SELECT ${column} FROM conversations WHERE id = ?`, [id])?.[column];
+    if (!text) return undefined;
     try {
-      const parsed = UnansweredTurn.safeParse(JSON.parse(row.unanswered));
+      const parsed = schema.safeParse(JSON.parse(text));
       return parsed.success ? parsed.data : undefined;
     } catch {
       return undefined;

@@ -37,6 +37,7 @@ import { agentContextHandlers } from './agent-context-handlers';
 import { infoOf as worktreeInfoOf, worktreeByDefault } from '../agent/worktrees/worktrees';
 import { requireDeleteConfirmed, reviewHandlers } from './review-handlers';
 import { withField } from './with-field';
+import { lastUnanswered } from '../protocol/unanswered';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -175,8 +176,11 @@ export const handlers: HandlerMap = {
     ctx.agent.requireConversation(command.conversation_id, session.source);
     const rows = await ctx.store.messages.recent(command.conversation_id, { limit: command.limit, includeTools: command.include_tools });
     const messages: Message[] = await clientMessagesOf(rows, ctx.store.usage);
+    // Why the last user message has no reply (its turn failed or was stopped), when the stored reason is that message's.
+    const why = ctx.store.conversations.unansweredOf(command.conversation_id);
+    const unanswered = why !== undefined && why.message_id === lastUnanswered(messages)?.id ? why : undefined;
     await readDurable(ctx.store);
-    return { messages };
+    return unanswered ? { messages, unanswered } : { messages };
   },
 
   async get_plan(command, session, ctx) {

@@ -199,6 +199,22 @@ export const TurnEndedEvent = lazySchema(() =>
 export type TurnEndedEvent = z.infer<typeof TurnEndedEvent>;
 
 /**
+ * Why the conversation's last user message has no reply: its last turn failed or was stopped (get_messages'
+ * `unanswered`, so a page drawn afresh after a reload says which, as `turn.ended` said it live). The same
+ * fields as that `turn.ended`'s.
+ */
+export const UnansweredTurn = lazySchema(() =>
+  z.object({
+    message_id: z.string(),
+    outcome: z.enum(['failed', 'cancelled']),
+    error: z.string().optional(),
+    reason: ProviderFailureReason.optional(),
+    provider: z.string().optional(),
+  }),
+);
+export type UnansweredTurn = z.infer<typeof UnansweredTurn>;
+
+/**
  * The model provider failed in a way that may pass (rate limited, overloaded, the network) and the
  * service asks it again after `retry_in_ms` (its Retry-After, or a backoff): the turn goes on meanwhile.
  */

@@ -7,6 +7,7 @@ import { PlanSummary } from './plan';
 import { ToolResultDetail } from './tool-results';
 import { WorktreeInfo } from './worktrees';
 import { lazySchema } from './lazy-schema';
+import { UnansweredTurn } from './chat';
 
 /**
  * Conversations and their history (docs/protocol.md, "Commands", "Search and export", "Context window
@@ -189,7 +190,7 @@ export type SearchHit = z.infer<typeof SearchHit>;
 
 export const ConversationResults = lazySchema(() => ({
   list_conversations: z.object({ conversations: z.array(Conversation) }),
-  get_messages: z.object({ messages: z.array(Message) }),
+  get_messages: z.object({ messages: z.array(Message), unanswered: UnansweredTurn.optional() }),
   delete_conversation: z.object({ deleted: z.literal(true) }),
   search_messages: z.object({ hits: z.array(SearchHit) }),
   export_conversation: z.object({

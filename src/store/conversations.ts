@@ -2,7 +2,11 @@ import type { Database, SqlParamInput, WriteOptions, WriteTx } from './database'
 import type { ConversationRow, NewConversation } from './types';
 import { wellFormed } from '../protocol/code-points';
 import { Plan } from '../protocol/plan';
+import { UnansweredTurn } from '../protocol/chat';
 import { ReadMemo } from './read-memo';
+
+/** The conversation row's columns that hold a value as JSON, read through a schema. */
+type JsonColumn = 'plan' | 'unanswered';
 
 export interface ListConversationsOptions {
   limit: number;
@@ -85,7 +89,7 @@ export class ConversationsRepo {
   /**
    * Deletes the conversation (trashConversation: gone from every reader at once); false if it did not
    * exist. Its messages are freed by the history maintenance afterwards, in short batches (a conversation
-   * of 20,000 messages deleted in this one transaction held the loop 70-250 ms).
+   * of 20,000 messages deleted in this one transaction held the loop 50-140 ms: bench/delete-stall-ab.ts).
    */
   async delete(id: string): Promise<boolean> {
     const deleted = await this.db.write((tx) => trashConversation(tx, id));
@@ -95,15 +99,39 @@ export class ConversationsRepo {
 
   /** Keeps the conversation's latest plan (the whole checklist); false if the conversation does not exist. */
   setPlan(id: string, plan: Plan): Promise<boolean> {
-    return this.db.write((tx) => tx.run('UPDATE conversations SET plan = ? WHERE id = ?', [JSON.stringify(plan), id]).changes > 0);
+    return this.setJson(id, 'plan', plan);
   }
 
   /** The latest plan; undefined when none was written (or the stored one no longer reads as a plan). */
   planOf(id: string): Plan | undefined {
-    const row = this.db.get<{ plan: string | null }>('SELECT plan FROM conversations WHERE id = ?', [id]);
-    if (!row?.plan) return undefined;
+    return this.jsonOf(id, 'plan', Plan);
+  }
+
+  /**
+   * Keeps why the conversation's last turn left its user message unanswered (failed, stopped), for a page
+   * drawn afresh (get_messages' `unanswered`). Not cleared when a later turn answers: a reader takes it
+   * only for the last user message with no reply after it. False if the conversation does not exist.
+   */
+  setUnanswered(id: string, turn: UnansweredTurn): Promise<boolean> {
+    return this.setJson(id, 'unanswered', turn);
+  }
+
+  /** What setUnanswered kept last; undefined when nothing was (or it no longer reads as one). */
+  unansweredOf(id: string): UnansweredTurn | undefined {
+    return this.jsonOf(id, 'unanswered', UnansweredTurn);
+  }
+
+  /** A JSON column of the conversation's row written whole; false if the conversation does not exist. */
+  private setJson(id: string, column: JsonColumn, value: unknown): Promise<boolean> {
+    return this.db.write((tx) => tx.run(`UPDATE conversations SET ${column} = ? WHERE id = ?`, [JSON.stringify(value), id]).changes > 0);
+  }
+
+  /** A JSON column as `schema` reads it; undefined when empty, not JSON, or not of that shape (an older or damaged value). */
+  private jsonOf<T>(id: string, column: JsonColumn, schema: { safeParse(value: unknown): { success: true; data: T } | { success: false } }): T | undefined {
+    const text = this.db.get<Record<JsonColumn, string | null>>(`SELECT ${column} FROM conversations WHERE id = ?`, [id])?.[column];
+    if (!text) return undefined;
     try {
-      const parsed = Plan.safeParse(JSON.parse(row.plan));
+      const parsed = schema.safeParse(JSON.parse(text));
       return parsed.success ? parsed.data : undefined;
     } catch {
       return undefined;

@@ -182,6 +182,9 @@ export const MIGRATIONS: readonly Migration[] = [
   // 23: a retry's client_retry_id with its sender and the message it retried, so a retry's resend after a
   // restart is answered, not run again (src/store/retry-keys.ts, commands/turns/retry-resends.ts).
   RETRY_KEYS_TABLE_SQL,
+  // 24: why the conversation's last turn left its message unanswered (failed or stopped, JSON: get_messages'
+  // `unanswered`), so a page drawn afresh says which (src/store/conversations.ts setUnanswered).
+  `ALTER TABLE conversations ADD COLUMN unanswered TEXT;`,
 ];
 
 export function schemaVersion(db: Database): number {

@@ -11,11 +11,11 @@ import { WORKTREES_TABLE_SQL } from './worktrees';
 import { RETRY_KEYS_TABLE_SQL } from './retry-keys';
 
 /** The migration version (PRAGMA user_version) SCHEMA_SQL is the schema of. */
-export const SCHEMA_VERSION = 23;
+export const SCHEMA_VERSION = 24;
 
 /** Each table as sqlite_master holds it after the migrations (columns they added included), with its indexes. */
 export const SCHEMA_SQL = `${META_TABLE_SQL};
-  CREATE TABLE conversations (id TEXT PRIMARY KEY, title TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, last_message TEXT, bytes INTEGER NOT NULL DEFAULT 0, plan TEXT, started_by TEXT, cold_seq INTEGER NOT NULL DEFAULT 0, cold_count INTEGER NOT NULL DEFAULT 0, hot INTEGER NOT NULL DEFAULT 0, ${CONVERSATION_USAGE_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ')});
+  CREATE TABLE conversations (id TEXT PRIMARY KEY, title TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, last_message TEXT, bytes INTEGER NOT NULL DEFAULT 0, plan TEXT, started_by TEXT, cold_seq INTEGER NOT NULL DEFAULT 0, cold_count INTEGER NOT NULL DEFAULT 0, hot INTEGER NOT NULL DEFAULT 0, ${CONVERSATION_USAGE_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ')}, unanswered TEXT);
   CREATE INDEX conversations_updated_at ON conversations (updated_at);
   CREATE INDEX conversations_hot ON conversations (updated_at) WHERE hot = 1;
   CREATE TABLE messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, conversation_id TEXT NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, timestamp TEXT NOT NULL, tool_name TEXT, user_id TEXT, data TEXT, client_key TEXT, body_key INTEGER, bytes INTEGER NOT NULL DEFAULT 0, cut INTEGER NOT NULL DEFAULT 0);

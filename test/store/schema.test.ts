@@ -106,7 +106,7 @@ test('a database that is not new is migrated by its migrations, not remade', LIM
  * sqlite_master of the latest schema (type, name, tbl_name, sql whitespace-normalised, by name) and its
  * user_version, as literal data: written out, never computed from src/store.
  */
-const FROZEN_VERSION = 23;
+const FROZEN_VERSION = 24;
 const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
   [
     'table',
@@ -130,7 +130,7 @@ const FROZEN_SCHEMA: ReadonlyArray<[string, string, string, string | null]> = [
     'table',
     'conversations',
     'conversations',
-    'CREATE TABLE conversations (id TEXT PRIMARY KEY, title TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, last_message TEXT, bytes INTEGER NOT NULL DEFAULT 0, plan TEXT, started_by TEXT, cold_seq INTEGER NOT NULL DEFAULT 0, cold_count INTEGER NOT NULL DEFAULT 0, hot INTEGER NOT NULL DEFAULT 0, usage_input INTEGER, usage_output INTEGER, usage_cached INTEGER, usage_cost_micro REAL, usage_unpriced INTEGER, usage_estimated INTEGER, usage_replies INTEGER, usage_last_at TEXT, usage_context_used INTEGER, usage_context_window INTEGER)',
+    'CREATE TABLE conversations (id TEXT PRIMARY KEY, title TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, last_message TEXT, bytes INTEGER NOT NULL DEFAULT 0, plan TEXT, started_by TEXT, cold_seq INTEGER NOT NULL DEFAULT 0, cold_count INTEGER NOT NULL DEFAULT 0, hot INTEGER NOT NULL DEFAULT 0, usage_input INTEGER, usage_output INTEGER, usage_cached INTEGER, usage_cost_micro REAL, usage_unpriced INTEGER, usage_estimated INTEGER, usage_replies INTEGER, usage_last_at TEXT, usage_context_used INTEGER, usage_context_window INTEGER, unanswered TEXT)',
   ],
   ['index', 'conversations_hot', 'conversations', 'CREATE INDEX conversations_hot ON conversations (updated_at) WHERE hot = 1'],
   ['index', 'conversations_updated_at', 'conversations', 'CREATE INDEX conversations_updated_at ON conversations (updated_at)'],

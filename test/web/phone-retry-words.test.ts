@@ -32,14 +32,19 @@ function asked(text: string): number {
   return rig.fake.requests.filter((request) => JSON.stringify(request.body).includes(text)).length;
 }
 
-test('a stopped turn offers Retry under its message; Retry answers that message, the model asked once more', async () => {
-  const phone = await rig.openPhone();
-  const { page } = phone;
+/** Sends `text` to a provider that never answers, and taps Stop once its message is stored. */
+async function sendAndStop(page: Page, text: string): Promise<void> {
   rig.fake.script({ hang: true });
-  await send(page, 'Stop me then retry');
+  await send(page, text);
   await page.locator('.composer .stop').waitFor({ state: 'visible' });
   await page.waitForFunction(() => document.querySelector('.message.user')?.getAttribute('data-message-id'));
   await page.locator('.composer .stop').click();
+}
+
+test('a stopped turn offers Retry under its message; Retry answers that message, the model asked once more', async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  await sendAndStop(page, 'Stop me then retry');
   const notice = page.locator('.turn-failure', { hasText: 'Stopped' });
   await notice.locator('button.turn-retry').waitFor();
   assert.equal(asked('Stop me then retry'), 1);
@@ -61,12 +66,14 @@ test('after a reload, a conversation whose last message failed offers Retry; Ret
   rig.fake.script({ status: 401 });
   await send(page, 'Failed before the reload');
   await page.locator('.turn-failure button.turn-retry').waitFor();
+  const live = await page.locator('.turn-failure .turn-failure-text').innerText();
+  assert.match(live, /OpenAI key was refused/);
   await page.reload();
   await page.locator('.message.user', { hasText: 'Failed before the reload' }).waitFor();
   const notice = page.locator('.turn-failure');
   await notice.locator('button.turn-retry').waitFor();
   assert.equal(await notice.count(), 1, 'one notice');
-  assert.equal(await notice.locator('.turn-failure-text').innerText(), 'This message was not answered.');
+  assert.equal(await notice.locator('.turn-failure-text').innerText(), live, 'the same words as live: the service kept why');
   const under = await page.locator('.message.user', { hasText: 'Failed before the reload' }).evaluate((node) => node.nextElementSibling?.className ?? '');
   assert.match(under, /turn-failure/, 'said under the message');
 
@@ -81,6 +88,20 @@ test('after a reload, a conversation whose last message failed offers Retry; Ret
   await page.locator('.message.assistant', { hasText: 'Answered after the reload.' }).waitFor();
   assert.equal(await page.locator('.turn-failure').count(), 0, 'an answered conversation offers no Retry after a reload');
   assert.deepEqual(await userTexts(page), ['Failed before the reload']);
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
+test('after a reload, a stopped turn still says Stopped, with Retry', async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  await sendAndStop(page, 'Stopped before the reload');
+  await page.locator('.turn-failure', { hasText: 'Stopped' }).waitFor();
+  await page.reload();
+  await page.locator('.message.user', { hasText: 'Stopped before the reload' }).waitFor();
+  const notice = page.locator('.turn-failure');
+  await notice.locator('button.turn-retry').waitFor();
+  assert.equal(await notice.locator('.turn-failure-text').innerText(), 'Stopped');
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });

@@ -4,6 +4,7 @@ import { previewOf } from '../../agent/preview';
 import { turnFailureOf } from '../../agent/turn-failure';
 import type { RequestId, ResultOf } from '../../protocol';
 import type { Store } from '../../store';
+import type { Logger } from '../../log/logger';
 import type { TurnEnd, TurnRequest, TurnStarter, WorktreeRecords } from '../context';
 import type { EventHub } from '../event-hub';
 import { clientLabel } from '../agent-context-handlers';
@@ -13,7 +14,7 @@ import { personOf } from '../session';
 import { ChatResends } from './chat-resends';
 import { RetryResends } from './retry-resends';
 import { RunningChats } from './running-chats';
-import { announceTurnEnded } from './turn-ended';
+import { announceTurnEnded, keepUnanswered, type EndedTurn } from './turn-ended';
 import { announceChangesReady } from './changes-ready';
 
 type ChatResult = ResultOf<'chat'>;
@@ -32,7 +33,7 @@ export class TurnRunner implements TurnStarter {
   private readonly resends: ChatResends;
   private readonly retries: RetryResends;
 
-  constructor(private readonly deps: { agent: Agent; events: EventHub; store: Store; worktrees: WorktreeRecords }) {
+  constructor(private readonly deps: { agent: Agent; events: EventHub; store: Store; worktrees: WorktreeRecords; logger?: Logger }) {
     this.resends = new ChatResends(deps.store);
     this.retries = new RetryResends(deps.store);
   }
@@ -174,7 +175,10 @@ export class TurnRunner implements TurnStarter {
   private async ended(request: TurnRequest, conversationId: string | undefined, messageId: string | undefined, end: TurnEnd): Promise<void> {
     const forGood = request.settle ? await request.settle(end) : true;
     if (!forGood || conversationId === undefined || end.outcome === 'removed') return;
-    announceTurnEnded(this.deps, { conversationId, messageId, source: request.session.source, outcome: end.outcome, failure: end.outcome === 'failed' ? end.failure : undefined });
+    const turn: EndedTurn = { conversationId, messageId, source: request.session.source, outcome: end.outcome, failure: end.outcome === 'failed' ? end.failure : undefined };
+    // Kept before it is told: a page reloaded at once reads why its message has no reply (get_messages).
+    await keepUnanswered(this.deps, turn);
+    announceTurnEnded(this.deps, turn);
     // Any end (a turn stopped part way may have changed files too), told after turn.ended without
     // holding the chat's answer back for a git diff.
     void announceChangesReady(this.deps, conversationId).catch(() => undefined);

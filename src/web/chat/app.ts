@@ -5,7 +5,7 @@
  * apart; navigation (which conversation is on screen, following it, its history) is here.
  */
 import { shortened } from '../../protocol/code-points';
-import type { CommandInput, Conversation, EnvelopeOf, Message, PermissionMode, ViewEvent } from '../../protocol';
+import type { CommandInput, Conversation, EnvelopeOf, PermissionMode, ResultOf, ViewEvent } from '../../protocol';
 import { contextChars, MAX_CONTEXT_CHARS } from '../../protocol/chat-context';
 import type { PendingRequests } from '../../protocol/pending-requests';
 import type { ConnectionStatus, ServiceConnection } from '../connection';
@@ -389,7 +389,7 @@ export class ChatApp {
     if (answer.data.reset) shown = await this.loadHistory(conversationId);
     // Followed (the running turn's events so far drawn): a last message nothing answers offers Retry.
     const state = this.list.row(conversationId)?.state;
-    if (shown && !this.live.running && (state === undefined || state === 'idle')) this.notices.unanswered(conversationId, shown);
+    if (shown && !this.live.running && (state === undefined || state === 'idle')) this.notices.unanswered(conversationId, shown.messages, shown.unanswered);
     await this.refreshPlan(conversationId);
   }
 
@@ -568,8 +568,8 @@ export class ChatApp {
     else if (this.current) this.header.setTitle(this.list.title(this.current) ?? 'Conversation');
   }
 
-  /** Draws the conversation's stored messages; answers them (undefined when not drawn). */
-  private async loadHistory(conversationId: string): Promise<readonly Message[] | undefined> {
+  /** Draws the conversation's stored messages; answers them and why the last is unanswered, if it is (undefined when not drawn). */
+  private async loadHistory(conversationId: string): Promise<ResultOf<'get_messages'> | undefined> {
     const view = this.view;
     const target = this.target?.conversationId === conversationId ? this.target : undefined;
     const limit = target ? HISTORY_LIMIT_TO_REVEAL : HISTORY_LIMIT;
@@ -585,7 +585,7 @@ export class ChatApp {
       // What the running turn drew that is not stored yet, and what waits to be sent, stay after it.
       this.live.historyShown(answer.data.messages);
       this.sender.showPending(new Set(answer.data.messages.flatMap((m) => (m.client_message_id ? [m.client_message_id] : []))));
-      return answer.data.messages;
+      return answer.data;
     } else if (answer?.code === 'not_found') {
       this.newChat();
     } else if (answer) {

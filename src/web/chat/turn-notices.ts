@@ -4,7 +4,8 @@
  * person can act on from where they are, under the message that failed, with Retry on the page's own.
  * (Before s24 a banner at the top said the provider's own text, and nothing said a retry was waited for.)
  */
-import type { ContextItem, Message, ProviderFailureReason, ViewEvent } from '../../protocol';
+import type { ContextItem, Message, ProviderFailureReason, UnansweredTurn, ViewEvent } from '../../protocol';
+import { lastUnanswered } from '../../protocol/unanswered';
 import type { ServiceConnection } from '../connection';
 import { h } from './dom';
 import type { FailedTurn } from './live-turn';
@@ -95,16 +96,6 @@ interface NoticeHow {
   tone?: 'info' | 'error';
 }
 
-/** The conversation's last user message when nothing answered it (no assistant message after it). */
-export function lastUnanswered(messages: readonly Message[]): Message | undefined {
-  for (let i = messages.length - 1; i >= 0; i -= 1) {
-    const message = messages[i]!;
-    if (message.role === 'assistant') return undefined;
-    if (message.role === 'user') return message;
-  }
-  return undefined;
-}
-
 export class TurnNotices {
   /** The wait being counted down, until the turn goes on or ends. */
   private waiting: { node: HTMLElement; timer: ReturnType<typeof setInterval> } | undefined;
@@ -156,15 +147,20 @@ export class TurnNotices {
 
   /**
    * The history drawn afresh (a reload, a switch) ends with a user message nothing answered, and no turn
-   * runs there: its turn failed or was stopped (a cancelled or failed turn stores no reply; the history does
-   * not say which). Said under it with Retry, as a person reopening the page expects.
+   * runs there: its turn failed or was stopped (neither stores a reply). Said under it with Retry, as a
+   * person reopening the page expects, in the words `turn.ended` had live: the service keeps why
+   * (get_messages' `unanswered`); a message whose turn ended before it kept that (an older service) is
+   * "not answered".
    */
-  unanswered(conversationId: string, messages: readonly Message[]): void {
+  unanswered(conversationId: string, messages: readonly Message[], why: UnansweredTurn | undefined): void {
     const message = lastUnanswered(messages);
     if (!message || this.notices.get(message.id)?.node.isConnected) return;
     this.own.add(message.id);
     const retry: RetryOf = { kind: 'turn', conversationId, messageId: message.id, clientRetryId: this.deps.newId() };
-    this.show([message.id, ...(message.client_message_id ? [message.client_message_id] : [])], 'This message was not answered.', retry, { tone: 'info' });
+    const keys = [message.id, ...(message.client_message_id ? [message.client_message_id] : [])];
+    if (why?.message_id !== message.id) return this.show(keys, 'This message was not answered.', retry, { tone: 'info' });
+    if (why.outcome === 'cancelled') return this.show(keys, 'Stopped', retry, { tone: 'info' });
+    this.show(keys, failureWords(why.reason, why.provider, why.error), retry, { ...(why.reason ? { reason: why.reason } : {}), settings: true });
   }
 
   /** The ids a turn's notice is known by, and its Retry when the message is this page's own. */

@@ -31,6 +31,13 @@ export async function tempDir(prefix = 'store-test-'): Promise<{ dir: string; cl
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true, maxRetries: 10 }) };
 }
 
+/** A temp directory removed when the test `t` ends. */
+export async function testDir(t: { after: (fn: () => Promise<void>) => void }, prefix?: string): Promise<string> {
+  const { dir, cleanup } = await tempDir(prefix);
+  t.after(cleanup);
+  return dir;
+}
+
 const CHILD = path.join(__dirname, 'store-child.ts');
 
 export interface StoreChild {

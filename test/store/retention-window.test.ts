@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openStore } from '../../src/store/index';
 import type { NewMessage, Store } from '../../src/store/index';
-import { BULKY_NOW, spawnStoreChild, tempDir } from '../helpers/store-utils';
+import { BULKY_NOW, spawnStoreChild, testDir } from '../helpers/store-utils';
 
 const LIMIT = { timeout: 90_000 };
 const DAY = 86_400_000;
@@ -15,11 +15,7 @@ const OLD = BULKY_NOW - 60 * DAY;
 const OLD_MESSAGES = 1000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
-async function withDir(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
-  const { dir, cleanup } = await tempDir('retention-window-test-');
-  t.after(cleanup);
-  return dir;
-}
+const withDir = (t: { after: (fn: () => Promise<void>) => void }) => testDir(t, 'retention-window-test-');
 
 function message(conversationId: string, i: number, ms: number): NewMessage {
   return { id: `${conversationId}-${i}`, conversation_id: conversationId, role: i % 2 === 0 ? 'user' : 'assistant', content: `words of ${conversationId} number ${i}`, timestamp: iso(ms + i) };

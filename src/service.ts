@@ -258,6 +258,8 @@ async function composeService(options: ServiceOptions, front: ServiceFront, open
   // Review and land read the store's worktree records (the worktree runs make them).
   const worktreeRecords: WorktreeRecords = options.worktrees ?? store.worktrees;
   const turns = new TurnRunner({ agent, events, store, worktrees: worktreeRecords, logger });
+  // Retention deletes no conversation under a turn (nor one waiting in line).
+  store.maintenance.spare(() => agent.busyConversations());
   const webhooks = new WebhookChannel({ config, store, turns, logger, openSession: (o) => door.openSession(o) }, options.webhook);
   const push = new PushService({ dataDir: options.dataDir, store, events, logger, redactor, permissionTimeoutMs }, options.push);
   const dispatch = createDispatcher({

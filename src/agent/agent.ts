@@ -588,6 +588,11 @@ export class Agent {
     return this.queue.idle();
   }
 
+  /** Conversations with a turn (or another job: a compaction) running or waiting in line: retention spares them (history/maintenance.ts). */
+  busyConversations(): string[] {
+    return this.queue.keys();
+  }
+
   /** A conversation was deleted: drop what is cached of it. */
   forget(conversationId: string): void {
     this.history.forget(conversationId);

@@ -26,6 +26,11 @@ export class KeyedQueue {
     return this.tails.has(key);
   }
 
+  /** The keys with a task queued or running. */
+  keys(): string[] {
+    return [...this.tails.keys()];
+  }
+
   get activeKeys(): number {
     return this.tails.size;
   }

@@ -5,6 +5,9 @@ import { Plan } from '../protocol/plan';
 import { UnansweredTurn } from '../protocol/chat';
 import { ReadMemo } from './read-memo';
 
+/** The conversation row's columns that hold a value as JSON, read through a schema. */
+type JsonColumn = 'plan' | 'unanswered';
+
 export interface ListConversationsOptions {
   limit: number;
   /** An `updated_at` cursor: only conversations strictly older than it. */
@@ -84,34 +87,24 @@ export class ConversationsRepo {
   }
 
   /**
-   * Deletes the conversation, its messages and its turns' undo records; false if it did not exist. The
-   * bodies' keys go to `history_trash` in the same transaction, so history.db frees them even after a crash.
+   * Deletes the conversation (trashConversation: gone from every reader at once); false if it did not
+   * exist. Its messages are freed by the history maintenance afterwards, in short batches (a conversation
+   * of 20,000 messages deleted in this one transaction held the loop 50-140 ms: bench/delete-stall-ab.ts).
    */
   async delete(id: string): Promise<boolean> {
-    const deleted = await this.db.write((tx) => {
-      trashMessages(tx, 'conversation_id = ?', [id]);
-      tx.run('DELETE FROM file_changes WHERE conversation_id = ?', [id]);
-      return trashConversation(tx, id);
-    });
+    const deleted = await this.db.write((tx) => trashConversation(tx, id));
     this.onTrash();
     return deleted;
   }
 
   /** Keeps the conversation's latest plan (the whole checklist); false if the conversation does not exist. */
   setPlan(id: string, plan: Plan): Promise<boolean> {
-    return this.db.write((tx) => tx.run('UPDATE conversations SET plan = ? WHERE id = ?', [JSON.stringify(plan), id]).changes > 0);
+    return this.setJson(id, 'plan', plan);
   }
 
   /** The latest plan; undefined when none was written (or the stored one no longer reads as a plan). */
   planOf(id: string): Plan | undefined {
-    const row = this.db.get<{ plan: string | null }>('SELECT plan FROM conversations WHERE id = ?', [id]);
-    if (!row?.plan) return undefined;
-    try {
-      const parsed = Plan.safeParse(JSON.parse(row.plan));
-      return parsed.success ? parsed.data : undefined;
-    } catch {
-      return undefined;
-    }
+    return this.jsonOf(id, 'plan', Plan);
   }
 
   /**
@@ -120,15 +113,25 @@ export class ConversationsRepo {
    * only for the last user message with no reply after it. False if the conversation does not exist.
    */
   setUnanswered(id: string, turn: UnansweredTurn): Promise<boolean> {
-    return this.db.write((tx) => tx.run('UPDATE conversations SET unanswered = ? WHERE id = ?', [JSON.stringify(turn), id]).changes > 0);
+    return this.setJson(id, 'unanswered', turn);
   }
 
   /** What setUnanswered kept last; undefined when nothing was (or it no longer reads as one). */
   unansweredOf(id: string): UnansweredTurn | undefined {
-    const row = this.db.get<{ unanswered: string | null }>('SELECT unanswered FROM conversations WHERE id = ?', [id]);
-    if (!row?.unanswered) return undefined;
+    return this.jsonOf(id, 'unanswered', UnansweredTurn);
+  }
+
+  /** A JSON column of the conversation's row written whole; false if the conversation does not exist. */
+  private setJson(id: string, column: JsonColumn, value: unknown): Promise<boolean> {
+    return this.db.write((tx) => tx.run(`UPDATE conversations SET ${column} = ? WHERE id = ?`, [JSON.stringify(value), id]).changes > 0);
+  }
+
+  /** A JSON column as `schema` reads it; undefined when empty, not JSON, or not of that shape (an older or damaged value). */
+  private jsonOf<T>(id: string, column: JsonColumn, schema: { safeParse(value: unknown): { success: true; data: T } | { success: false } }): T | undefined {
+    const text = this.db.get<Record<JsonColumn, string | null>>(`SELECT ${column} FROM conversations WHERE id = ?`, [id])?.[column];
+    if (!text) return undefined;
     try {
-      const parsed = UnansweredTurn.safeParse(JSON.parse(row.unanswered));
+      const parsed = schema.safeParse(JSON.parse(text));
       return parsed.success ? parsed.data : undefined;
     } catch {
       return undefined;
@@ -142,12 +145,19 @@ export class ConversationsRepo {
 }
 
 /**
- * Deletes a conversation's row (its messages in sql.js are deleted first: trashMessages). Its messages
- * whose metadata moved to history.db (`cold_seq`) are noted in `history_cold_trash` in the same
- * transaction, so the maintenance deletes them and their bodies even after a crash.
+ * Deletes a conversation, as one step every reader sees at once: its row goes (so it is no longer listed,
+ * its messages no longer read (messages.ts reads none of a conversation without its row) and a message to
+ * it is refused as not found), with its turns' undo records and its retries' keys. Its messages left (rows
+ * in sql.js, cold rows in history.db: `cold_seq`) are noted in `history_cold_trash` in the same
+ * transaction: the maintenance frees them in batches afterwards (history/maintenance.ts `emptyDeleted`),
+ * also after a crash. Retention and delete_conversation both delete this way.
  */
 export function trashConversation(tx: WriteTx, id: string): boolean {
-  tx.run('INSERT OR IGNORE INTO history_cold_trash (conversation_id) SELECT id FROM conversations WHERE id = ? AND cold_seq > 0', [id]);
+  tx.run('INSERT OR IGNORE INTO history_cold_trash (conversation_id) SELECT id FROM conversations WHERE id = ? AND (cold_seq > 0 OR EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?))', [
+    id,
+    id,
+  ]);
+  tx.run('DELETE FROM file_changes WHERE conversation_id = ?', [id]);
   // Its retries' keys: after a restart a resend of one is answered not_found, as a chat's of a deleted
   // conversation (until then the resends' memory still answers its sender with the first result).
   tx.run('DELETE FROM retry_keys WHERE conversation_id = ?', [id]);

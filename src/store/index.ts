@@ -28,7 +28,7 @@ import { loadSqlJs } from './sqljs';
 import { HistoryMaintenance } from './history/maintenance';
 import type { RetentionPolicy } from './history/maintenance';
 import type { KeyedBody } from './history/protocol';
-import { reconcileColdRows, reconcileIfBehind, restoreJournaledBodies, syncHistory } from './history/restore';
+import { reconcileColdRows, reconcileIfBehind, restoreJournaledBodies, seenMark, syncHistory } from './history/restore';
 import { SALVAGE_UNDONE } from './history/salvage-aside';
 import { highestReferencedKey, salvagedRefs } from './body-refs';
 
@@ -187,7 +187,9 @@ async function checkHistoryComplete(db: Database, history: HistoryStore, present
  */
 async function salvageHistory(db: Database, history: HistoryStore, journaled: KeyedBody[], logger: Logger): Promise<void> {
   // Webhook messages waiting in the inbox and pending deliveries have their body in history.db too (store/webhooks.ts).
-  const result = await history.salvage(salvagedRefs(db), LOST_BODY_TEXT, Math.max(highestReferencedKey(db), history.keysBeforeOpen), journaled);
+  // New keys start above every journaled one too, as restoreJournaledBodies makes them: never given twice.
+  const above = journaled.reduce((max, b) => Math.max(max, b.key), Math.max(highestReferencedKey(db), history.keysBeforeOpen));
+  const result = await history.salvage(salvagedRefs(db), LOST_BODY_TEXT, above, journaled, seenMark(db));
   // Cold messages whose rows were on damaged pages: not in the rebuilt file, and sql.js no longer has them.
   const cold = await reconcileColdRows(db, history, logger);
   const coldLost = cold.messages === 0 ? '' : `; ${cold.messages} messages of ${cold.conversations} conversations whose rows were on its damaged pages are lost whole`;

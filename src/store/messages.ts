@@ -364,13 +364,23 @@ export class MessagesRepo {
 
   /** A message's metadata (its body not read): its row in sql.js, else its cold row. */
   private async metaOf(id: string): Promise<RawMessage | undefined> {
-    return this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE id = ?`, [id]) ?? this.coldOne(await this.history.cold({ kind: 'id', id }));
+    const hot = this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE id = ?`, [id]);
+    return hot ? this.live(hot) : this.coldOne(await this.history.cold({ kind: 'id', id }));
+  }
+
+  /**
+   * A row in sql.js, unless its conversation was deleted: its rows are freed in batches after its row
+   * went (conversations.ts trashConversation), and none of them is read meanwhile, as a cold row is not
+   * once its conversation's `cold_seq` went with the row (coldOne).
+   */
+  private live(raw: RawMessage | undefined): RawMessage | undefined {
+    return raw && this.exists(raw.conversation_id) ? raw : undefined;
   }
 
   /** The user message stored with this client key (a chat's sender and client_message_id). */
   async byClientKey(clientKey: string): Promise<MessageRow | undefined> {
     const raw = this.db.get<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE client_key = ?`, [clientKey]);
-    return this.one(raw ?? this.coldOne(await this.history.cold({ kind: 'client_key', clientKey })));
+    return this.one(raw ? this.live(raw) : this.coldOne(await this.history.cold({ kind: 'client_key', clientKey })));
   }
 
   /**
@@ -398,6 +408,7 @@ export class MessagesRepo {
 
   /** replyTo's metadata (its body not read). */
   private async replyMetaOf(message: Pick<MessageRow, 'conversation_id' | 'seq'>): Promise<RawMessage | undefined> {
+    if (!this.exists(message.conversation_id)) return undefined;
     // sql.js is read with `cold_seq`, before the wait for history.db (as in `after`).
     const cold = this.coldSeq(message.conversation_id);
     const hot = this.db.get<RawMessage>(turnReplySql(COLUMNS), [message.conversation_id, message.seq, message.conversation_id, message.seq]);
@@ -434,7 +445,7 @@ export class MessagesRepo {
   /** The most recent `limit` messages of a conversation, oldest first. */
   async recent(conversationId: string, options: RecentOptions = {}): Promise<MessageRow[]> {
     const limit = Math.floor(options.limit ?? 50);
-    if (!(limit > 0)) return [];
+    if (!(limit > 0) || !this.exists(conversationId)) return [];
     const roles = options.includeTools ? '' : " AND role <> 'tool'";
     const rows = this.db.all<RawMessage>(`SELECT ${COLUMNS} FROM messages WHERE conversation_id = ?${roles} ORDER BY seq DESC LIMIT ?`, [conversationId, limit]);
     rows.reverse();
@@ -446,6 +457,7 @@ export class MessagesRepo {
 
   /** Every message of a conversation stored after `seq` (messages are append-only), oldest first. */
   async after(conversationId: string, seq: number): Promise<MessageRow[]> {
+    if (!this.exists(conversationId)) return [];
     // sql.js's rows are read with `cold_seq`, before the wait for history.db: a move landing during it
     // deletes rows from sql.js that this cold read (up to the old `cold_seq`) does not ask for.
     const cold = this.coldSeq(conversationId);
@@ -530,6 +542,7 @@ export class MessagesRepo {
           `SELECT seq, id, conversation_id, role, timestamp, body_key FROM messages WHERE body_key IN (${keys.map(() => '?').join(', ')})`,
           keys,
         )
+        .filter((m) => this.exists(m.conversation_id))
         .map((m) => [m.body_key, m]),
     );
     const missing = keys.filter((k) => !meta.has(k));

@@ -9,6 +9,9 @@ import { BlobStore } from '../../src/store/blob-store';
 //                 sync before it) sends held bodies to the worker early, so a group is held at a kill
 //   maintain <dir> open (retention: max_days 30 at BULKY_NOW) and run maintenance passes, printing
 //                 "left <n>" (messages still stored, bodies still inline) as they go
+//   retire <dir>  open, set retention (max_days 30 at BULKY_NOW) and run a pass that stops at its first
+//                 freeing of bodies after some of conversation 'old''s messages were deleted (between two
+//                 of its batches), printing "held <n>" (its rows left in sql.js); waits there to be killed
 //   cool <dir>     open (every message's metadata to move to history.db) and run maintenance passes, printing "hot <n>" (messages whose
 //                 metadata is still in sql.js) as they go
 //   cut-owed <dir> conversations 'c' and 'd', tool output 't0' (CUT_OUTPUT, dated 1970) whose put the worker
@@ -87,6 +90,21 @@ async function maintain(dir: string): Promise<void> {
   for (;;) await store.maintenance.run();
 }
 
+async function retire(dir: string): Promise<void> {
+  const store = await openStore(dir, { now: () => BULKY_NOW, maintenanceIntervalMs: 3_600_000 });
+  const left = () => store.db.get<{ n: number }>("SELECT count(*) AS n FROM messages WHERE conversation_id = 'old'")?.n ?? 0;
+  await store.maintenance.run();
+  const before = left();
+  const remove = store.history.remove.bind(store.history);
+  store.history.remove = (keys) => {
+    if (keys.length === 0 || left() === before) return remove(keys);
+    process.stdout.write(`held ${left()}\n`);
+    return new Promise<number>(() => {});
+  };
+  store.maintenance.setPolicy({ maxDays: 30 });
+  await store.maintenance.run();
+}
+
 async function cool(dir: string): Promise<void> {
   const store = await openStore(dir, { hotMessages: 0 });
   const report = () => process.stdout.write(`hot ${store.db.get<{ n: number }>('SELECT count(*) AS n FROM messages')?.n ?? 0}\n`);
@@ -129,11 +147,12 @@ const modes: Record<string, (dir: string) => Promise<void>> = {
   maintain,
   blobs,
   cool,
+  retire,
   'cut-owed': (dir) => cutOwed(dir, false),
   'cut-cold': (dir) => cutOwed(dir, true),
 };
 const [mode, dir] = process.argv.slice(2);
-if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|recover|writer|bulky|bulky-segments|maintain|blobs|cool|cut-owed|cut-cold <dir>');
+if (!dir || !modes[mode]) throw new Error('usage: store-child.ts hold|recover|writer|bulky|bulky-segments|maintain|retire|blobs|cool|cut-owed|cut-cold <dir>');
 modes[mode](dir).catch((err: unknown) => {
   process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);

@@ -31,6 +31,13 @@ export async function tempDir(prefix = 'store-test-'): Promise<{ dir: string; cl
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true, maxRetries: 10 }) };
 }
 
+/** A temp directory removed when the test `t` ends. */
+export async function testDir(t: { after: (fn: () => Promise<void>) => void }, prefix?: string): Promise<string> {
+  const { dir, cleanup } = await tempDir(prefix);
+  t.after(cleanup);
+  return dir;
+}
+
 const CHILD = path.join(__dirname, 'store-child.ts');
 
 export interface StoreChild {
@@ -45,7 +52,7 @@ export interface StoreChild {
 
 /** Starts test/helpers/store-child.ts in a real child process (node --import tsx). */
 export function spawnStoreChild(
-  mode: 'hold' | 'recover' | 'writer' | 'bulky' | 'bulky-segments' | 'maintain' | 'blobs' | 'cool' | 'cut-owed' | 'cut-cold',
+  mode: 'hold' | 'recover' | 'writer' | 'bulky' | 'bulky-segments' | 'maintain' | 'retire' | 'blobs' | 'cool' | 'cut-owed' | 'cut-cold',
   dir: string,
   env: NodeJS.ProcessEnv = {},
 ): StoreChild {

@@ -3,7 +3,7 @@
 // then serves every conversation (lost bodies read as a placeholder), takes new chats, and /health says
 // degraded until the next restart.
 import assert from 'node:assert/strict';
-import { readdir, rm, stat } from 'node:fs/promises';
+import { open, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test, type TestContext } from 'node:test';
 import { LOST_BODY_TEXT } from '../../src/store';
@@ -192,3 +192,40 @@ test('history.db cut to half after kill -9: refused at open (never served with /
     'the damaged file is kept aside',
   );
 });
+
+test(
+  "history.db's first page (its header and schema) and two of bodies overwritten after a clean stop: refused naming --recover (it was refused as 'could not be opened', and so was --recover); serve --recover starts, serves the rest",
+  LIMIT,
+  async (t) => {
+    const dir = await newDir(t);
+    await writeConfig(dir, { base_url: fake.url, model: 'fake-model' });
+    const ids: string[] = [];
+    // Stopped cleanly: its WAL checkpointed and removed (after a kill -9 the WAL holds page 1, which SQLite
+    // reads from there: the damage is never seen, and the next checkpoint writes the page back whole).
+    const proc = await serve(dir);
+    const client = await TestClient.authed(`ws://127.0.0.1:${proc.port}/ws`, TEST_TOKEN);
+    try {
+      // Bulky chats: the journal's closed segments compacted, so their bodies are in history.db only.
+      for (let i = 0; i < 32; i++) ids.push(await chatMany(client, `bulky ${i}`, 1, 150_000));
+      await closedSegmentsCompacted(dir);
+    } finally {
+      client.close();
+      proc.child.kill('SIGTERM');
+    }
+    assert.equal((await proc.exited).code, 0);
+    assert.equal((await readdir(dir)).includes('history.db-wal'), false);
+    // Page 1 and two pages of early bodies (their journal copies compacted): --recover reads the rest
+    // through a new page 1 (the same tables at the same root pages); those bodies are lost.
+    const file = join(dir, 'history.db');
+    const pages = (await stat(file)).size / 4096;
+    const fh = await open(file, 'r+');
+    for (const page of [0, Math.floor(pages / 10), Math.floor(pages / 5)]) await fh.write(Buffer.alloc(4096, 0xff), 0, 4096, page * 4096);
+    await fh.close();
+    await assertRefused(dir, /is damaged \(it could not be opened: file is not a database\)/);
+    await checkRecovered(dir, ids);
+    assert.ok(
+      (await readdir(dir)).some((f) => f.startsWith('history.db.damaged-')),
+      'the damaged file is kept aside',
+    );
+  },
+);

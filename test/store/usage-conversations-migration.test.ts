@@ -13,6 +13,7 @@ import { MIGRATIONS, openStore, schemaVersion } from '../../src/store/index';
 import type { NewUsage, Store, UsageRow } from '../../src/store/index';
 import { encodeRecord, scanRecords } from '../../src/store/record';
 import { listSegments } from '../../src/store/replay';
+import { trashConversation, trashMessages } from '../../src/store/conversations';
 import { tempDir } from '../helpers/temp';
 import { usageRowOf } from '../helpers/usage-rows';
 
@@ -87,10 +88,15 @@ async function oldDatabase(dir: string, change?: (store: Store) => Promise<void>
   for (const c of ['c0', 'c1', 'c3', 'gone']) await moveAsBefore(store, c);
   await laterTurn(store);
   ids.push('c3-a9');
-  // Today's delete also drops the conversation's retry keys (migration 23), a table the schema before 22 has
-  // not: it exists for this delete only, so the code before is what ran.
+  // The code before's delete: its messages and its row in one transaction (today's leaves the messages to
+  // the maintenance, which then also drops the moved usage: s31). Today's trashConversation also drops the
+  // conversation's retry keys (migration 23), a table the schema before 22 has not: it exists for this
+  // delete only, so the code before is what ran.
   await store.db.write((tx) => tx.run('CREATE TABLE retry_keys (conversation_id TEXT)'));
-  await store.conversations.delete('gone');
+  await store.db.write((tx) => {
+    trashMessages(tx, 'conversation_id = ?', ['gone']);
+    trashConversation(tx, 'gone');
+  });
   await store.db.write((tx) => tx.run('DROP TABLE retry_keys'));
   await change?.(store);
   await store.close();

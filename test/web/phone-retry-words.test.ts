@@ -32,14 +32,19 @@ function asked(text: string): number {
   return rig.fake.requests.filter((request) => JSON.stringify(request.body).includes(text)).length;
 }
 
-test('a stopped turn offers Retry under its message; Retry answers that message, the model asked once more', async () => {
-  const phone = await rig.openPhone();
-  const { page } = phone;
+/** Sends `text` to a provider that never answers, and taps Stop once its message is stored. */
+async function sendAndStop(page: Page, text: string): Promise<void> {
   rig.fake.script({ hang: true });
-  await send(page, 'Stop me then retry');
+  await send(page, text);
   await page.locator('.composer .stop').waitFor({ state: 'visible' });
   await page.waitForFunction(() => document.querySelector('.message.user')?.getAttribute('data-message-id'));
   await page.locator('.composer .stop').click();
+}
+
+test('a stopped turn offers Retry under its message; Retry answers that message, the model asked once more', async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  await sendAndStop(page, 'Stop me then retry');
   const notice = page.locator('.turn-failure', { hasText: 'Stopped' });
   await notice.locator('button.turn-retry').waitFor();
   assert.equal(asked('Stop me then retry'), 1);
@@ -90,11 +95,7 @@ test('after a reload, a conversation whose last message failed offers Retry; Ret
 test('after a reload, a stopped turn still says Stopped, with Retry', async () => {
   const phone = await rig.openPhone();
   const { page } = phone;
-  rig.fake.script({ hang: true });
-  await send(page, 'Stopped before the reload');
-  await page.locator('.composer .stop').waitFor({ state: 'visible' });
-  await page.waitForFunction(() => document.querySelector('.message.user')?.getAttribute('data-message-id'));
-  await page.locator('.composer .stop').click();
+  await sendAndStop(page, 'Stopped before the reload');
   await page.locator('.turn-failure', { hasText: 'Stopped' }).waitFor();
   await page.reload();
   await page.locator('.message.user', { hasText: 'Stopped before the reload' }).waitFor();

@@ -1,15 +1,15 @@
 // history.db: message bodies (content and data JSON) in a file-backed SQLite, so they stay on disk
 // rather than in sql.js' memory. Synchronous (node-sqlite3-wasm); only the history worker uses it.
-import { closeSync, fsyncSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
 import { COLD_SCHEMA, countCold, cutCold, dropCold, putCold, putColdUsage, queryCold, queryColdAfterSeq, queryColdUsage } from './cold';
-import { cutBeforeOpen, damageAtOpen, type Cut } from './integrity';
-import { createRebuild, keepAside, moveIntoSalvage, readableCopy, salvageFault, undoSalvage } from './salvage-aside';
+import { cutBeforeOpen, damageAtOpen, pageSizeOf, type Cut } from './integrity';
+import { copyWithFirstPage, createRebuild, keepAside, moveIntoSalvage, readableCopy, salvageFault, undoSalvage } from './salvage-aside';
 import { syncCount } from './sync-count';
 import { MARK_CLOSE, MARK_OPEN } from './marks';
-import { bodyChars, DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
+import { bodyChars, CORRUPT, DAMAGE_SEEN_KEY, DISK_FULL, SYNC_MARK_KEY } from './protocol';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
 import { pidAlive } from '../../platform/lock-file';
 import type { BodyOut, BodyRef, ColdCutResult, ColdMeta, ColdQuery, ColdRow, ColdUsage, HistoryStats, KeyedBody, RawSearchHit, SalvageResult, SyncMarks } from './protocol';
@@ -223,6 +223,103 @@ function salvageCold(source: SqliteFile, target: HistoryDb, placeholder: string,
   }
 }
 
+/**
+ * The damaged file opened to be read by the salvage (read only). When SQLite cannot open it or read its
+ * schema (page 1 damaged: the header, the schema's root), it is read through a copy whose page 1 is a
+ * new history.db's (copyWithFirstPage: every file this code makes has the same tables at the same root
+ * pages), if what those pages hold has the shape of those tables (sameLayout); else null: a file that
+ * gives nothing, every body then the journal's copy or lost, every cold row lost (counted by the store:
+ * reconcileColdRows).
+ */
+function readableSource(file: string): SqliteFile | null {
+  const source = openToRead(file);
+  if (source) return source;
+  const fresh = newHistoryFileBytes();
+  const pageSize = pageSizeOf(fresh);
+  const copy = copyWithFirstPage(file, fresh.subarray(0, pageSize));
+  const through = openToRead(copy);
+  if (through && sameLayout(through, copy, pageSize)) return through;
+  through?.close();
+  return null;
+}
+
+/** `file` opened read only, its schema read; null when SQLite finds it damaged there. */
+function openToRead(file: string): SqliteFile | null {
+  let source: SqliteFile | undefined;
+  try {
+    source = new SqliteFile(file, { readOnly: true });
+    // writable_schema: a file shorter than its header says is read as far as it goes (cutBeforeOpen).
+    source.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA writable_schema = ON;');
+    source.all('SELECT name FROM sqlite_master');
+    return source;
+  } catch (err) {
+    if (source?.isOpen) source.close();
+    if (!CORRUPT.test(err instanceof Error ? err.message : String(err))) throw err;
+    return null;
+  }
+}
+
+/** B-tree page kinds (a page's first byte; page 1's after the file header): interior and leaf. */
+const TABLE_PAGES = new Set([0x05, 0x0d]);
+const INDEX_PAGES = new Set([0x02, 0x0a]);
+
+/**
+ * The first row of each table the salvage reads, by the types its columns must have: read through a
+ * schema that is not the file's (another layout), a root page would give another table's rows, which
+ * have other columns (a missing one reads NULL).
+ */
+const SHAPES: Array<{ sql: string; types: string[] }> = [
+  { sql: 'SELECT typeof(key), typeof(conversation_id), typeof(role), typeof(content), typeof(cut) FROM bodies LIMIT 1', types: ['integer', 'text', 'text', 'text', 'integer'] },
+  { sql: 'SELECT typeof(seq), typeof(id), typeof(conversation_id), typeof(timestamp), typeof(body_key) FROM cold_messages LIMIT 1', types: ['integer', 'text', 'text', 'text', 'integer'] },
+  { sql: 'SELECT typeof(name), typeof(seq) FROM sqlite_sequence LIMIT 1', types: ['text', 'integer'] },
+];
+
+/**
+ * Whether `copy` (opened as `db`, its page 1 a new file's) holds at each root page its schema names a
+ * b-tree of that kind (a table's or an index's), and the first row of each table the salvage reads has
+ * that table's shape. A root page damaged too (not a b-tree, or a row that cannot be read) says nothing
+ * either way: the salvage's reads meet it as they meet any damaged page.
+ */
+function sameLayout(db: SqliteFile, copy: string, pageSize: number): boolean {
+  const fd = openSync(copy, 'r');
+  try {
+    const kind = Buffer.alloc(1);
+    for (const row of db.all('SELECT type, sql, rootpage FROM sqlite_master WHERE rootpage > 1')) {
+      if (readSync(fd, kind, 0, 1, (Number(row.rootpage) - 1) * pageSize) < 1) continue;
+      // A table WITHOUT ROWID (the search index's terms) is kept in an index's kind of b-tree.
+      const table = row.type === 'table' && !/without\s+rowid/i.test(String(row.sql));
+      const [mine, theirs] = table ? [TABLE_PAGES, INDEX_PAGES] : [INDEX_PAGES, TABLE_PAGES];
+      if (theirs.has(kind[0]) && !mine.has(kind[0])) return false;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return SHAPES.every(({ sql, types }) => {
+    let row: Record<string, unknown> | undefined;
+    try {
+      row = db.get(sql) ?? undefined;
+    } catch {
+      return true; // damaged: no word on the layout
+    }
+    return row === undefined || Object.values(row).every((type, i) => type === types[i]);
+  });
+}
+
+/** The highest key `db` (a history.db) ever gave out: its key counter. */
+function keyCounter(db: SqliteFile): number {
+  const row = db.get("SELECT seq FROM sqlite_sequence WHERE name = 'bodies'");
+  return row ? Number(row.seq) : 0;
+}
+
+/** The damaged file's key counter where it can be read (through a new page 1 too), else 0. */
+function readableKeyCounter(source: SqliteFile | null): number {
+  try {
+    return source ? keyCounter(source) : 0;
+  } catch {
+    return 0;
+  }
+}
+
 function notOpened(file: string, err: unknown): Error {
   return new Error(`${file} could not be opened (${err instanceof Error ? err.message : String(err)}); the message bodies are kept there, so the store was not opened`);
 }
@@ -311,7 +408,15 @@ export class HistoryDb {
       damage = cut?.why ?? damageAtOpen(this.db);
     } catch (err) {
       if (opened?.isOpen) opened.close();
-      throw notOpened(file, err);
+      // SQLite cannot open it at all (its header or schema on a damaged page): damage as any other, for
+      // --recover to rebuild (the salvage reads what it can: readableSource); other failures (no access) are not.
+      if (!CORRUPT.test(err instanceof Error ? err.message : String(err))) throw notOpened(file, err);
+      damage = `${cut ? `${cut.why}; ` : ''}it could not be opened: ${err instanceof Error ? err.message : String(err)}`;
+      if (!recover) throw refusedAsDamaged(file, damage);
+      // Read as an empty database until the salvage (which reads what the file gives: readableSource).
+      this.db = inMemory();
+      this.damage = damage;
+      return;
     }
     if (damage !== null && !recover) {
       this.db.close();
@@ -387,8 +492,7 @@ export class HistoryDb {
 
   /** The highest key ever given out (keys are never reused). */
   maxKey(): number {
-    const row = this.db.get("SELECT seq FROM sqlite_sequence WHERE name = 'bodies'");
-    return row ? Number(row.seq) : 0;
+    return keyCounter(this.db);
   }
 
   /**
@@ -453,6 +557,17 @@ export class HistoryDb {
     return mark;
   }
 
+  /**
+   * Makes the sync mark at least `mark` (a rebuild's: service.db saw `mark` from the damaged file; a
+   * rebuild's own marks started at 1, and with no write to note a newer one its next open took it for a
+   * copy older than service.db: history.sync_mark_behind, its journaled bodies not put back).
+   */
+  markAtLeast(mark: number): void {
+    if (this.marks.now >= mark) return;
+    this.transaction(() => this.writeMark(mark));
+    this.marks.now = mark;
+  }
+
   private readMark(): number {
     const value = Number(this.db.get('SELECT value FROM history_meta WHERE key = ?', [SYNC_MARK_KEY])?.value ?? 0);
     return Number.isSafeInteger(value) && value > 0 ? value : 0;
@@ -471,9 +586,11 @@ export class HistoryDb {
    * they were, in a directory `history.db.damaged-<time>` (salvage-aside.ts: a salvage cut short at any
    * point is undone at the next open; never written again: read-only), a new history.db gets every body of
    * `refs` that can still be read, under its key, else its copy in `journaled` (the journal's), and
-   * `placeholder` for the others; new keys start above `above`. Returns the new database and what was kept.
+   * `placeholder` for the others; new keys start above `above`. history_meta is not read from the
+   * damaged file: the new one's sync mark goes on from `mark` (service.db's: restore.ts), its open's
+   * time is now, and no damage is noted in it. Returns the new database and what was kept.
    */
-  static salvage(damaged: HistoryDb, refs: readonly BodyRef[], placeholder: string, above: number, journaled: readonly KeyedBody[] = []): { db: HistoryDb; result: SalvageResult } {
+  static salvage(damaged: HistoryDb, refs: readonly BodyRef[], placeholder: string, above: number, journaled: readonly KeyedBody[], mark: number): { db: HistoryDb; result: SalvageResult } {
     const file = damaged.file;
     damaged.close();
     let db: HistoryDb | undefined;
@@ -482,9 +599,10 @@ export class HistoryDb {
       createRebuild(file);
       db = new HistoryDb(file);
       db.begin();
-      const { kept, lost } = HistoryDb.fillFrom(damaged.walDatabaseBytes > 0 ? readableCopy(moved, damaged.walDatabaseBytes) : moved, db, refs, placeholder, above, journaled);
+      db.markAtLeast(mark);
+      const { kept, lost, maxKey } = HistoryDb.fillFrom(damaged.walDatabaseBytes > 0 ? readableCopy(moved, damaged.walDatabaseBytes) : moved, db, refs, placeholder, above, journaled);
       salvageFault('after-fill');
-      return { db, result: { aside: keepAside(file), kept, lost } };
+      return { db, result: { aside: keepAside(file), kept, lost, maxKey } };
     } catch (err) {
       // Nothing half done is left: the damaged file and its WAL back as they were (salvage-aside.ts).
       db?.close();
@@ -493,21 +611,32 @@ export class HistoryDb {
     }
   }
 
-  /** The salvage's copy of what `damagedFile` (read only) still gives into `db` (HistoryDb.salvage): counts kept and lost. */
-  private static fillFrom(damagedFile: string, db: HistoryDb, refs: readonly BodyRef[], placeholder: string, above: number, journaled: readonly KeyedBody[]): { kept: number; lost: number } {
-    const source = new SqliteFile(damagedFile, { readOnly: true });
+  /** The salvage's copy of what `damagedFile` (read only) still gives into `db` (HistoryDb.salvage): counts kept and lost, and the highest key the rebuild gives out after. */
+  private static fillFrom(
+    damagedFile: string,
+    db: HistoryDb,
+    refs: readonly BodyRef[],
+    placeholder: string,
+    keysAbove: number,
+    journaled: readonly KeyedBody[],
+  ): { kept: number; lost: number; maxKey: number } {
+    const source = readableSource(damagedFile);
+    // A key is never given twice, a deleted message's neither: new keys start above the damaged file's
+    // counter too, where it can be read now (the open could not read it when SQLite could not open the file).
+    const above = Math.max(keysAbove, readableKeyCounter(source));
     // By key, the last journaled wins (records are in order).
     const fromJournal = new Map(journaled.map((b) => [b.key, b]));
     let kept = 0;
     let cold = { kept: 0, lost: 0 };
     try {
-      // writable_schema: a file shorter than its header says is read as far as it goes (cutBeforeOpen).
-      source.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA writable_schema = ON;');
       for (const part of chunks(refs)) {
         const found = new Map(
-          readableBodies(
-            source,
-            part.map((r) => r.key),
+          (source
+            ? readableBodies(
+                source,
+                part.map((r) => r.key),
+              )
+            : []
           ).map((b) => [b.key, b]),
         );
         db.fill(
@@ -521,11 +650,11 @@ export class HistoryDb {
         );
       }
       db.fill([], above);
-      cold = salvageCold(source, db, placeholder, above);
+      if (source) cold = salvageCold(source, db, placeholder, above);
     } finally {
-      source.close();
+      source?.close();
     }
-    return { kept: kept + cold.kept, lost: refs.length - kept + cold.lost };
+    return { kept: kept + cold.kept, lost: refs.length - kept + cold.lost, maxKey: db.maxKey() };
   }
 
   /**

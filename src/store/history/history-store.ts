@@ -431,12 +431,15 @@ export class HistoryStore {
 
   /**
    * Replaces a damaged history.db by one rebuilt from what it still gives (history-db.ts `salvage`);
-   * the new WAL is made private, as at open.
+   * the new WAL is made private, as at open. `mark`: the sync mark service.db saw, which the rebuild's
+   * marks go on above (else the next open takes the rebuild for an older copy: restore.ts).
    */
-  async salvage(refs: BodyRef[], placeholder: string, above: number, journaled: KeyedBody[] = []): Promise<SalvageResult> {
+  async salvage(refs: BodyRef[], placeholder: string, above: number, journaled: KeyedBody[], mark: number): Promise<SalvageResult> {
     this.lastKey = Math.max(this.lastKey, above);
     this.recent.clear();
-    const result = await this.call({ op: 'salvage', refs, placeholder, above, journaled });
+    const result = await this.call({ op: 'salvage', refs, placeholder, above, journaled, mark });
+    // The damaged file's counter, which the open could not read when SQLite could not open the file.
+    this.lastKey = Math.max(this.lastKey, result.maxKey);
     await chmod(`${this.file}-wal`, PRIVATE_FILE_MODE).catch(() => {});
     // Its renames (the damaged pair into the aside, the rebuild into place) were made durable, each
     // before the next step (salvage-aside.ts renameDurably).

@@ -82,8 +82,8 @@ function run(port: MessagePort, opened: HistoryDb): void {
         try {
           if (job.request.op === 'salvage') {
             // The damaged database is closed and replaced: later requests use the rebuilt one.
-            const { refs, placeholder, above, journaled } = job.request;
-            const salvaged = HistoryDb.salvage(db, refs, placeholder, above, journaled);
+            const { refs, placeholder, above, journaled, mark } = job.request;
+            const salvaged = HistoryDb.salvage(db, refs, placeholder, above, journaled, mark);
             db = salvaged.db;
             reply({ id: job.id, ok: true, value: salvaged.result });
             continue;

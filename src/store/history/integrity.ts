@@ -199,20 +199,27 @@ export function cutBeforeOpen(file: string): Cut | null {
 
 /**
  * Why history.db, just opened as `db` (nothing written yet) and found whole by `cutBeforeOpen`, is
- * damaged, or null: damage a read met before (noted in history_meta), then its newest bodies and its
- * key counter read whole. Its cost does not grow with the file (bench/history.ts).
+ * damaged, or null: history_meta read whole (every open reads and writes its sync mark there: on a
+ * damaged page, found first by that write, the open failed as "could not be opened", --recover too),
+ * damage a read met before (noted there), then its newest bodies and its key counter read whole. Its
+ * cost does not grow with the file (bench/history.ts): history_meta holds three rows.
  */
 export function damageAtOpen(db: SqliteFile): string | null {
+  let reading = 'its schema';
   try {
     if (!db.get("SELECT 1 AS present FROM sqlite_master WHERE name = 'bodies'")) return null;
+    reading = 'its history_meta';
+    // NOT INDEXED: the table's own pages (a key looked up through its index, found absent, reads none of them).
+    db.all('SELECT key, value FROM history_meta NOT INDEXED');
     const seen = db.get('SELECT value FROM history_meta WHERE key = ?', [DAMAGE_SEEN_KEY]);
     if (seen) return `a read met damage at ${String(seen.value)}`;
+    reading = 'its newest bodies or its key counter';
     db.all('SELECT length(content) + coalesce(length(data), 0) AS n FROM bodies ORDER BY key DESC LIMIT ?', [RECENT_BODIES_CHECKED]);
     // The key counter, which the open reads next (HistoryDb.stats): on a damaged page it threw from the
     // worker as a bare SQLite error, with no word of --recover.
     db.get("SELECT seq FROM sqlite_sequence WHERE name = 'bodies'");
     return null;
   } catch (err) {
-    return `reading its newest bodies or its key counter failed: ${err instanceof Error ? err.message : String(err)}`;
+    return `reading ${reading} failed: ${err instanceof Error ? err.message : String(err)}`;
   }
 }

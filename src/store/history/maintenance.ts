@@ -4,7 +4,7 @@
 // pages back to the file system. Every step is idempotent, so a crash anywhere is finished by the next pass.
 import type { Logger } from '../../log/logger';
 import { trashConversation, trashMessages } from '../conversations';
-import type { Database } from '../database';
+import type { Database, WriteTx } from '../database';
 import { bodyOf } from '../messages';
 import type { MessageRole } from '../types';
 import type { HistoryStore } from './history-store';
@@ -59,6 +59,15 @@ const COLD_BATCH = 2000;
 /** About 2.6 MB of sql.js (some 130 bytes a message), whatever the size of the history. */
 export const DEFAULT_HOT_MESSAGES = 20_000;
 
+/** What retention's choice of a conversation reads: the database, or the transaction that deletes it. */
+type Reader = Pick<WriteTx, 'get'>;
+/**
+ * A conversation retention may choose: none with a webhook message waiting in its inbox (accepted, its
+ * sender answered 202, not yet admitted into the conversation, so its activity has not moved yet), none
+ * of the ids in the JSON array bound to it (in use: `spare`).
+ */
+const MAY_GO = "NOT EXISTS (SELECT 1 FROM webhook_inbox w WHERE w.status = 'pending' AND w.conversation_id = conversations.id) AND id NOT IN (SELECT value FROM json_each(?))";
+
 interface InlineRow {
   seq: number;
   conversation_id: string;
@@ -69,6 +78,7 @@ interface InlineRow {
 
 export class HistoryMaintenance {
   private policy: RetentionPolicy = {};
+  private inUse: () => readonly string[] = () => [];
   private running: Promise<void> | null = null;
   private again = false;
   private timer: NodeJS.Timeout | null = null;
@@ -85,6 +95,15 @@ export class HistoryMaintenance {
 
   setPolicy(policy: RetentionPolicy): void {
     this.policy = { ...policy };
+  }
+
+  /**
+   * Conversations retention must not choose now (asked in the transaction that deletes one): those with
+   * a turn running or waiting in line (the service's agent), whose activity may not have moved yet (a
+   * retry) or whose conversation alone is over max_bytes. They are chosen once their turn has ended.
+   */
+  spare(inUse: () => readonly string[]): void {
+    this.inUse = inUse;
   }
 
   /** A first pass now, then one every interval. */
@@ -134,16 +153,19 @@ export class HistoryMaintenance {
       await this.sweepOrphans();
       this.swept = true;
     }
+    this.cold ??= hasColdHistory(this.db);
     await this.moveInline();
     await this.applyRetention();
-    this.cold ??= hasColdHistory(this.db);
+    // Deleted conversations' rows first, so they do not count as sql.js' hot messages below.
+    let freed = await this.emptyDeleted();
     if (this.cold) {
       await this.moveCold();
       while (!this.stopped && (await (this.options.usage?.moveCold(noteSyncMark) ?? 0)) > 0) {
         // A batch of rows a step (usage.ts MOVE_BATCH).
       }
     }
-    const freed = (await this.emptyTrash()) + (this.cold ? await this.emptyColdTrash() : 0);
+    // And those a move met deleted (moveCold), or delete_conversation's cold rows.
+    freed += (await this.emptyTrash()) + (await this.emptyDeleted());
     if (freed > 0) await this.vacuum();
   }
 
@@ -193,35 +215,63 @@ export class HistoryMaintenance {
     if (toolOutputDays !== undefined) await this.cutToolOutputs(new Date(now - toolOutputDays * DAY_MS).toISOString(), toolOutputDays);
     if (maxDays !== undefined) {
       const cutoff = new Date(now - maxDays * DAY_MS).toISOString();
-      while (!this.stopped) {
-        const old = this.db.get<{ id: string }>('SELECT id FROM conversations WHERE updated_at < ? ORDER BY updated_at LIMIT 1', [cutoff]);
-        if (!old) break;
-        await this.deleteConversation(old.id);
+      while (
+        !this.stopped &&
+        (await this.retire((q) => q.get<{ id: string }>(`SELECT id FROM conversations WHERE updated_at < ? AND ${MAY_GO} ORDER BY updated_at LIMIT 1`, [cutoff, this.inUseJson()])?.id))
+      ) {
+        // One conversation a step; their messages are freed afterwards (emptyDeleted).
       }
     }
     if (maxBytes !== undefined) {
-      while (!this.stopped) {
-        const total = this.db.get<{ n: number | null }>('SELECT sum(bytes) AS n FROM conversations')?.n ?? 0;
-        if (total <= maxBytes) break;
-        const oldest = this.db.get<{ id: string }>('SELECT id FROM conversations ORDER BY updated_at, id LIMIT 1');
-        if (!oldest) break;
-        await this.deleteConversation(oldest.id);
+      const oldestOver = (q: Reader) =>
+        (q.get<{ n: number | null }>('SELECT sum(bytes) AS n FROM conversations')?.n ?? 0) > maxBytes
+          ? q.get<{ id: string }>(`SELECT id FROM conversations WHERE ${MAY_GO} ORDER BY updated_at, id LIMIT 1`, [this.inUseJson()])?.id
+          : undefined;
+      while (!this.stopped && (await this.retire(oldestOver))) {
+        // A deleted conversation's bytes no longer count at once: the next step chooses the next oldest.
       }
     }
   }
 
-  /** A conversation's messages in batches (bodies to the trash), then the conversation. */
-  private async deleteConversation(id: string): Promise<void> {
+  private inUseJson(): string {
+    return JSON.stringify(this.inUse());
+  }
+
+  /**
+   * Deletes the conversation `pick` chooses (trashConversation: gone from every reader in this one
+   * transaction); false when it chooses none. Chosen again inside the transaction: a message stored
+   * since the first choice made its conversation active again, and one stored after the transaction is
+   * refused (not found), so no acknowledged message is deleted.
+   */
+  private async retire(pick: (q: Reader) => string | undefined): Promise<boolean> {
+    if (pick(this.db) === undefined) return false;
+    return this.db.write((tx) => {
+      const id = pick(tx);
+      return id !== undefined && trashConversation(tx, id);
+    });
+  }
+
+  /**
+   * Frees the messages of deleted conversations (`history_cold_trash`, noted with the deletion: trashConversation):
+   * their rows in sql.js a batch a transaction (bodies to the trash, freed between), then their cold rows
+   * in history.db and those rows' bodies; how many bodies. Nothing reads them meanwhile (their
+   * conversation's row is gone), and a crash between batches leaves the note, so the next pass goes on.
+   */
+  private async emptyDeleted(): Promise<number> {
+    if (!this.cold) return 0; // no history_cold_trash before migration 18 (nor a deletion: trashConversation)
+    let freed = 0;
     while (!this.stopped) {
-      const done = await this.db.write((tx) => {
-        const deleted = trashMessages(tx, 'seq IN (SELECT seq FROM messages WHERE conversation_id = ? ORDER BY seq LIMIT ?)', [id, BATCH]);
-        if (deleted > 0) return false;
-        trashConversation(tx, id);
-        return true;
-      });
-      if (done) return;
-      await this.emptyTrash();
+      const row = this.db.get<{ conversation_id: string }>('SELECT conversation_id FROM history_cold_trash LIMIT 1');
+      if (!row) break;
+      const id = row.conversation_id;
+      while (!this.stopped && (await this.db.write((tx) => trashMessages(tx, 'seq IN (SELECT seq FROM messages WHERE conversation_id = ? ORDER BY seq LIMIT ?)', [id, BATCH]))) > 0) {
+        freed += await this.emptyTrash();
+      }
+      for (let n = -1; n !== 0 && !this.stopped; freed += n) n = await this.history.dropCold(id, COLD_BATCH);
+      if (this.stopped) break;
+      await this.db.write((tx) => tx.run('DELETE FROM history_cold_trash WHERE conversation_id = ?', [id]));
     }
+    return freed;
   }
 
   /**
@@ -271,19 +321,6 @@ export class HistoryMaintenance {
         if (mark > 0) noteSyncMark(tx, mark);
       });
     }
-  }
-
-  /** Deletes the cold rows of deleted conversations and their bodies (trashConversation); how many. */
-  private async emptyColdTrash(): Promise<number> {
-    let freed = 0;
-    while (!this.stopped) {
-      const row = this.db.get<{ conversation_id: string }>('SELECT conversation_id FROM history_cold_trash LIMIT 1');
-      if (!row) break;
-      for (let n = -1; n !== 0 && !this.stopped; freed += n) n = await this.history.dropCold(row.conversation_id, COLD_BATCH);
-      if (this.stopped) break;
-      await this.db.write((tx) => tx.run('DELETE FROM history_cold_trash WHERE conversation_id = ?', [row.conversation_id]));
-    }
-    return freed;
   }
 
   private async cutToolOutputs(cutoff: string, days: number): Promise<void> {

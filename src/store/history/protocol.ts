@@ -6,8 +6,11 @@ import { firstCodePoints } from '../../protocol/code-points';
 /** How a write refused by a full disk is reported (the journal's words, so clients see one message). */
 export const DISK_FULL = 'disk full';
 
-/** SQLite's words for a page that is not what it should be (SQLITE_CORRUPT, a file cut short). */
-export const CORRUPT = /malformed|SQLITE_CORRUPT|database corruption/i;
+/**
+ * SQLite's words for a page that is not what it should be (SQLITE_CORRUPT, a file cut short; SQLITE_NOTADB:
+ * page 1, the header, destroyed).
+ */
+export const CORRUPT = /malformed|SQLITE_CORRUPT|database corruption|file is not a database|SQLITE_NOTADB/i;
 
 /** history_meta's key for damage a read met: the next open treats the file as damaged (integrity.ts). */
 export const DAMAGE_SEEN_KEY = 'damage_seen';
@@ -52,6 +55,8 @@ export interface SalvageResult {
   /** Bodies read back from it, and those lost (stored as a placeholder). */
   kept: number;
   lost: number;
+  /** The highest key the rebuild gives out after (`above`, or the damaged file's counter where it could be read). */
+  maxKey: number;
 }
 
 export interface BodyOut {
@@ -137,8 +142,11 @@ export type HistoryRequest =
   | { op: 'sync' }
   | { op: 'get'; keys: number[] }
   | { op: 'fill'; bodies: KeyedBody[]; above: number }
-  /** `journaled`: bodies the journal still holds, for those the damaged file cannot give. */
-  | { op: 'salvage'; refs: BodyRef[]; placeholder: string; above: number; journaled: KeyedBody[] }
+  /**
+   * `journaled`: bodies the journal still holds, for those the damaged file cannot give; `mark`: the sync
+   * mark service.db saw (restore.ts), which the rebuild's marks go on from.
+   */
+  | { op: 'salvage'; refs: BodyRef[]; placeholder: string; above: number; journaled: KeyedBody[]; mark: number }
   | { op: 'keys'; from: number; to: number }
   | { op: 'remove'; keys: number[] }
   | { op: 'cut'; keys: number[]; keepChars: number; note: string }

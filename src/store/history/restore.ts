@@ -19,7 +19,7 @@ export function hasColdHistory(db: Database): boolean {
 }
 
 /** The last history.db sync mark service.db saw made durable (0: none yet). */
-function seenMark(db: Database): number {
+export function seenMark(db: Database): number {
   return Number(db.get<{ value: string }>('SELECT value FROM meta WHERE key = ?', [HISTORY_MARK_KEY])?.value ?? 0);
 }
 

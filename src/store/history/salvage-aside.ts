@@ -2,7 +2,7 @@
 // rebuild cut short (a kill -9, a failure) is undone, so that a crash at any point leaves the two as they
 // were before it: the next start refuses them as before, and the next --recover salvages them again.
 // docs/design.md, "Salvage in one directory (s16, mend16)".
-import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, truncateSync, writeSync } from 'node:fs';
+import { closeSync, constants, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, truncateSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { syncDirectorySync } from '../../platform/directory-sync';
 import { PRIVATE_FILE_MODE } from '../../platform/file-modes';
@@ -100,6 +100,9 @@ export function createRebuild(file: string): void {
   renameDurably(fresh, file);
 }
 
+/** The salvage's copies to read (readableCopy, copyWithFirstPage), in its directory: removed when it ends. */
+const READ_COPIES = ['read', 'read-first-page'];
+
 /**
  * A copy to read of the moved file when it is empty while its WAL holds commits of a database `bytes`
  * long (integrity.ts Cut): zeros that long (every page the WAL holds is read from there, page 1 included)
@@ -107,10 +110,34 @@ export function createRebuild(file: string): void {
  * kept aside stays as it was (empty). Answers the file to read.
  */
 export function readableCopy(moved: string, bytes: number): string {
-  const copy = path.join(path.dirname(moved), 'read');
+  const copy = path.join(path.dirname(moved), READ_COPIES[0]);
   closeSync(openSync(copy, 'w', PRIVATE_FILE_MODE));
   truncateSync(copy, bytes);
   copyFileSync(`${moved}-wal`, `${copy}-wal`);
+  return copy;
+}
+
+/**
+ * A copy to read of `damaged` (the moved file, or readableCopy's) whose page 1 SQLite cannot read (its
+ * header, the schema's root), with `firstPage` in its place: a new history.db's page 1, the same tables at
+ * the same root pages (HistoryDb's readableSource checks they are), its page count made the copy's own.
+ * Its WAL copied beside it. Cloned where the file system can (copy on write), else copied whole: the
+ * salvage then needs the file's size once more on the disk until it ends (keepAside removes it).
+ * Answers the copy.
+ */
+export function copyWithFirstPage(damaged: string, firstPage: Buffer): string {
+  const copy = path.join(path.dirname(damaged), READ_COPIES[1]);
+  copyFileSync(damaged, copy, constants.COPYFILE_FICLONE);
+  const page = Buffer.from(firstPage);
+  // The page count is valid only with the change counter it was written with (equal in a new file's header).
+  page.writeUInt32BE(Math.max(1, Math.floor(statSync(copy).size / page.length)), 28);
+  const fd = openSync(copy, 'r+');
+  try {
+    writeSync(fd, page, 0, page.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (existsSync(`${damaged}-wal`)) copyFileSync(`${damaged}-wal`, `${copy}-wal`, constants.COPYFILE_FICLONE);
   return copy;
 }
 
@@ -126,9 +153,10 @@ export function keepAside(file: string): string {
   const aside = `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   renameDurably(salvagingDir(file), aside);
   salvageFault('in-aside');
-  const copy = path.join(aside, 'read');
-  for (const suffix of ['', ...SIDE_FILES]) rmSync(`${copy}${suffix}`, { force: true });
-  rmSync(`${copy}.lock`, { recursive: true, force: true });
+  for (const copy of READ_COPIES.map((name) => path.join(aside, name))) {
+    for (const suffix of ['', ...SIDE_FILES]) rmSync(`${copy}${suffix}`, { force: true });
+    rmSync(`${copy}.lock`, { recursive: true, force: true });
+  }
   rmSync(path.join(aside, path.basename(rebuildIdFile(file))), { force: true });
   return aside;
 }

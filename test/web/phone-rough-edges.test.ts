@@ -5,7 +5,8 @@
  * name, an address, was cut to "127.0.0.1…" and took the title's room), a new chat's bar is one row,
  * a conversation's title keeps its first words, Export's menu opens on screen; offline the bar is two rows with "Disconnected" whole;
  * Retry, Undo this turn, a code block's Copy, "1 waiting", the drawer's search, New chat and Remove this computer, Turn on
- * notifications and the unpaired page's buttons are 44 px targets; the outbox's "waiting to send" and
+ * notifications, a new rule's field, list and Add, the device's name and the unpaired page's fields and
+ * buttons are 44 px targets; the outbox's "waiting to send" and
  * a search hit's marked words are >= 4.5:1 in both themes. Screens under
  * test-output/screens/rough-*.png. Runs after `node esbuild.mjs`.
  */
@@ -184,7 +185,7 @@ test('one computer: the chip is a glyph named for the computer, a new chat is on
   await phone.close();
 });
 
-test('the daily buttons are 44 px targets at 360 px: 1 waiting, Undo this turn, Copy, Retry, the drawer, notifications, the unpaired page', async () => {
+test('the daily buttons and fields are 44 px targets at 360 px: 1 waiting, Undo this turn, Copy, Retry, the drawer, rules, notifications, the unpaired page', async () => {
   const phone = await rig.openPhone();
   const { page } = phone;
   await page.setViewportSize({ width: 360, height: 740 });
@@ -215,9 +216,18 @@ test('the daily buttons are 44 px targets at 360 px: 1 waiting, Undo this turn, 
   ] as const) {
     assertTarget(await targetSize(page, `${SHOWN} ${selector}`), what);
   }
+  await page.locator(`${SHOWN} .rules-open`).click();
+  for (const [selector, what] of [
+    ['.rules-add-input', "a new rule's field"],
+    ['.rules-add-list', "a new rule's list (Allow or Deny)"],
+    ['.rules-add .button', "a new rule's Add"],
+  ] as const) {
+    assertTarget(await targetSize(page, `${SHOWN} ${selector}`), what);
+  }
   await page.locator(`${SHOWN} .open-notifications`).click();
   await page.locator('.push-dialog:not([hidden]) .push-enable').waitFor();
   assertTarget(await targetSize(page, '.push-dialog:not([hidden]) .push-enable'), 'Turn on notifications');
+  assertTarget(await targetSize(page, '.push-dialog:not([hidden]) .push-device-name'), "the device's name");
   assert.deepEqual(phone.errors, []);
   await phone.close();
 
@@ -227,6 +237,16 @@ test('the daily buttons are 44 px targets at 360 px: 1 waiting, Undo this turn, 
   await unpaired.locator('.pairing-scan').waitFor();
   assertTarget(await targetSize(unpaired, '.pairing-scan'), 'Scan or paste a pairing link');
   assertTarget(await targetSize(unpaired, '.pairing-form button[type="submit"]'), 'Connect');
+  for (const [index, what] of [
+    [0, 'the service address'],
+    [1, 'the token'],
+  ] as const) {
+    const field = await unpaired
+      .locator('.pairing-form input')
+      .nth(index)
+      .evaluate((el) => el.getBoundingClientRect());
+    assertTarget(field, `the unpaired page's ${what} field`);
+  }
   await context.close();
 });
 

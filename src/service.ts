@@ -31,6 +31,7 @@ import { FILE_EDIT_ACTOR, sessionLabel } from './commands/audit-actor';
 import { EventHub } from './commands/event-hub';
 import { Opening, OPEN_FAILED_TEXT } from './commands/opening';
 import { TurnRunner } from './commands/turns/turn-runner';
+import { conversationGone } from './commands/conversation-gone';
 import { runPracticeTurn } from './commands/turns/practice-turn';
 import { ConfigFile, secretValues } from './config/config-file';
 import { gitStarter } from './git/git-starter';
@@ -258,8 +259,10 @@ async function composeService(options: ServiceOptions, front: ServiceFront, open
   // Review and land read the store's worktree records (the worktree runs make them).
   const worktreeRecords: WorktreeRecords = options.worktrees ?? store.worktrees;
   const turns = new TurnRunner({ agent, events, store, worktrees: worktreeRecords, logger });
-  // Retention deletes no conversation under a turn (nor one waiting in line).
+  // Retention deletes no conversation under a turn (nor one waiting in line); what it deletes goes as a person's delete does.
   store.maintenance.spare(() => agent.busyConversations());
+  const exports = new RenderedExports();
+  store.maintenance.onRetired((conversation) => conversationGone({ events, agent, gate, exports }, conversation, 'retention'));
   const webhooks = new WebhookChannel({ config, store, turns, logger, openSession: (o) => door.openSession(o) }, options.webhook);
   const push = new PushService({ dataDir: options.dataDir, store, events, logger, redactor, permissionTimeoutMs }, options.push);
   const dispatch = createDispatcher({
@@ -276,7 +279,7 @@ async function composeService(options: ServiceOptions, front: ServiceFront, open
     push,
     undo: new TurnUndo(store),
     uploads: new AttachmentUploads(store, options.uploadIdleTimeoutMs),
-    exports: new RenderedExports(),
+    exports,
     worktrees: worktreeRecords,
     deliveries: webhooks.deliveries,
     relay: {

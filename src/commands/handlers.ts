@@ -38,6 +38,7 @@ import { infoOf as worktreeInfoOf, worktreeByDefault } from '../agent/worktrees/
 import { requireDeleteConfirmed, reviewHandlers } from './review-handlers';
 import { withField } from './with-field';
 import { lastUnanswered } from '../protocol/unanswered';
+import { conversationGone } from './conversation-gone';
 
 /** A command's handler answers with its command's result (protocol/results.ts): a drift is a compile error. */
 type Handler<T extends CommandType> = (command: CommandOf<T>, session: ClientSession, ctx: CommandContext) => Promise<ResultOf<T>>;
@@ -196,11 +197,8 @@ export const handlers: HandlerMap = {
     // A turn running there is stopped first (its model and tools too) and ends as stopped: it neither stores
     // a reply into the deleted conversation (an internal error) nor is run again by a resend (review28a).
     await ctx.turns.stopConversation(command.conversation_id);
-    await ctx.store.conversations.delete(command.conversation_id);
-    ctx.gate.forget(command.conversation_id);
-    ctx.agent.forget(command.conversation_id);
-    ctx.events.feeds.forget(command.conversation_id);
-    ctx.exports.forget(command.conversation_id);
+    const source = ctx.store.conversations.sourceOf(command.conversation_id);
+    if (source !== undefined && (await ctx.store.conversations.delete(command.conversation_id))) conversationGone(ctx, { id: command.conversation_id, source }, 'user');
     return { deleted: true };
   },
 

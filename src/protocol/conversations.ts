@@ -214,6 +214,19 @@ export const ConversationResults = lazySchema(() => ({
 }));
 
 // ---- Events ----
+/**
+ * A conversation was deleted, by a person (`delete_conversation`, from any client) or by the history's
+ * retention (older, or over the size, than service.json keeps): every client that may see it drops it from
+ * its list, and one showing it says so, so no client lists a conversation that is gone (s31).
+ */
+export const ConversationDeletedEvent = lazySchema(() =>
+  z.object({
+    event: z.literal('conversation.deleted'),
+    conversation_id: z.string(),
+    by: z.enum(['user', 'retention']),
+  }),
+);
+
 export const ConversationUpdatedEvent = lazySchema(() =>
   z.object({
     event: z.literal('conversation.updated'),

@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { AuditAppendedEvent } from './audit';
 import { ChatDeltaEvent, ChatMessageEvent, ToolCallEvent, ToolResultEvent, TurnEndedEvent, TurnRetryingEvent } from './chat';
 import { ConfigChangedEvent } from './config';
-import { ConversationUpdatedEvent } from './conversations';
+import { ConversationDeletedEvent, ConversationUpdatedEvent } from './conversations';
 import { PermissionRequestEvent, PermissionResolvedEvent } from './permissions';
 import { PlanUpdatedEvent } from './plan';
 import { ChangesReadyEvent } from './worktrees';
@@ -21,6 +21,7 @@ export const ServiceEvent = lazySchema(() =>
     PermissionResolvedEvent,
     ConfigChangedEvent,
     ConversationUpdatedEvent,
+    ConversationDeletedEvent,
     TurnEndedEvent,
     TurnRetryingEvent,
     PlanUpdatedEvent,

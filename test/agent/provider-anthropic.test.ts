@@ -380,10 +380,11 @@ describe('anthropic provider: failures', () => {
         assert.deepEqual(deltas, ['ab']);
         await fake.waitFor((requests) => requests[0].aborted);
 
-        fake.script({ text: 'abcdefgh', chunks: 8, chunkDelayMs: 60 });
-        assert.equal((await provider.complete({ model: 'm', messages: hello, onDelta: () => {} })).text, 'abcdefgh');
+        // Longer in all than the stall window, each gap a tenth of it (a loaded machine's pauses stay well inside).
+        fake.script({ text: 'abcdefghijkl', chunks: 12, chunkDelayMs: 100 });
+        assert.equal((await provider.complete({ model: 'm', messages: hello, onDelta: () => {} })).text, 'abcdefghijkl');
       },
-      { timeoutMs: 400 },
+      { timeoutMs: 1000 },
     ),
   );
 

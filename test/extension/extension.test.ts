@@ -275,7 +275,8 @@ describe('port busy', () => {
       return String(chosen);
     });
     answerNotification('Choose Another Port');
-    await waitFor(() => api.hosting.state.state === 'hosting', 'hosting on the chosen port');
+    // A new service thread starts and opens the store: seconds on a loaded machine.
+    await waitFor(() => api.hosting.state.state === 'hosting', 'hosting on the chosen port', 20_000);
     assert.equal(testing.settings.get('remoteAssistant.port'), chosen);
     assert.equal(portOf(api), chosen);
     await api.hosting.service!.ready;

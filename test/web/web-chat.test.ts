@@ -291,6 +291,27 @@ test('a provider failure is said at the turn, in words the phone user can act on
   await shot('07-provider-error');
 });
 
+test('a conversation deleted on another device leaves the list, and the page showing it says so', async () => {
+  const other = await TestClient.authed(svc.wsUrl, svc.token);
+  try {
+    const id = ((await other.request({ type: 'chat', message: 'from another device' })).data as { conversation_id: string }).conversation_id;
+    await openDrawer();
+    await page.locator('.conversation-open', { hasText: 'from another device' }).click();
+    await page.waitForFunction(() => (document.querySelector('.message-list')?.textContent ?? '').includes('echo: from another device'));
+    const listedBefore = await page.locator('.conversation').count();
+    assert.equal((await other.request({ type: 'delete_conversation', conversation_id: id })).status, 'ok');
+    await page.locator('.message-list', { hasText: 'That conversation was deleted on another device.' }).waitFor();
+    assert.equal(await page.locator('.message.user', { hasText: 'from another device' }).count(), 0, 'its messages left the screen');
+    await openDrawer();
+    assert.equal(await page.locator('.conversation', { hasText: 'from another device' }).count(), 0, 'gone from the list');
+    assert.equal(await page.locator('.conversation').count(), listedBefore - 1);
+    await page.keyboard.press('Escape');
+    await shot('08-deleted-elsewhere');
+  } finally {
+    other.close();
+  }
+});
+
 test('the page reconnects by itself after the service restarts on the same port, and chats again', async () => {
   const port = Number(new URL(svc.wsUrl).port);
   await svc.stop();
@@ -298,12 +319,12 @@ test('the page reconnects by itself after the service restarts on the same port,
   // Typing still works offline: a message waits in the outbox (its own test is in phone-follow.test.ts).
   assert.ok(await page.locator('.composer-input').isEnabled(), 'composer usable while disconnected');
   assert.match((await page.locator('.composer-input').getAttribute('placeholder')) ?? '', /Offline/);
-  await shot('08-disconnected');
+  await shot('09-disconnected');
   restarted = await startService(config(), { dataDir: svc.dataDir, keepConfig: true, port });
   await page.locator('.connection[data-state="open"]').waitFor({ timeout: 20_000 });
   await send('are you back?');
   await page.waitForFunction(() => (document.querySelector('.message.assistant:last-of-type')?.textContent ?? '').includes('echo: are you back?'));
   await assertTokenHidden();
-  await shot('09-reconnected');
+  await shot('10-reconnected');
   assert.deepEqual(pageErrors, []);
 });

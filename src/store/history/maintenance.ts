@@ -79,6 +79,7 @@ interface InlineRow {
 export class HistoryMaintenance {
   private policy: RetentionPolicy = {};
   private inUse: () => readonly string[] = () => [];
+  private retired: (conversation: { id: string; source: string }) => void = () => {};
   private running: Promise<void> | null = null;
   private again = false;
   private timer: NodeJS.Timeout | null = null;
@@ -104,6 +105,11 @@ export class HistoryMaintenance {
    */
   spare(inUse: () => readonly string[]): void {
     this.inUse = inUse;
+  }
+
+  /** Told of each conversation retention deleted, once that is durable (the service drops what it holds of it and tells the clients). */
+  onRetired(retired: (conversation: { id: string; source: string }) => void): void {
+    this.retired = retired;
   }
 
   /** A first pass now, then one every interval. */
@@ -245,10 +251,14 @@ export class HistoryMaintenance {
    */
   private async retire(pick: (q: Reader) => string | undefined): Promise<boolean> {
     if (pick(this.db) === undefined) return false;
-    return this.db.write((tx) => {
+    const retired = await this.db.write((tx) => {
       const id = pick(tx);
-      return id !== undefined && trashConversation(tx, id);
+      const source = id === undefined ? undefined : tx.get<{ source: string }>('SELECT source FROM conversations WHERE id = ?', [id])?.source;
+      return id !== undefined && source !== undefined && trashConversation(tx, id) ? { id, source } : undefined;
     });
+    if (!retired) return false;
+    this.retired(retired);
+    return true;
   }
 
   /**

@@ -94,6 +94,8 @@ export class ChatApp {
   private readonly live: LiveTurn;
   /** The new chat on screen (its messages share this draft until the service names the conversation). */
   private draft = newClientId();
+  /** Conversations this page is deleting: their `conversation.deleted` is its own doing, said by nothing more. */
+  private readonly deleting = new Set<string>();
   private readonly root: HTMLElement;
   private readonly memory: ChatAppOptions['memory'];
   private current: string | undefined;
@@ -325,6 +327,8 @@ export class ChatApp {
         this.list.upsert(event.conversation);
         if (event.conversation_id === this.current) this.showRow(event.conversation);
         return;
+      case 'conversation.deleted':
+        return this.deleted(event.conversation_id, event.by);
       case 'editor.new_conversation':
         return this.newChat();
       case 'editor.add_context':
@@ -659,13 +663,29 @@ export class ChatApp {
   }
 
   private async remove(conversationId: string): Promise<void> {
-    const answer = await this.call({ type: 'delete_conversation', conversation_id: conversationId });
-    if (answer?.status === 'ok' || answer?.code === 'not_found') {
-      if (this.current === conversationId) this.newChat();
-      this.list.remove(conversationId);
-    } else {
-      this.messages.addNote(`Could not delete: ${answer?.error ?? 'not connected'}`, 'error');
+    this.deleting.add(conversationId);
+    try {
+      const answer = await this.call({ type: 'delete_conversation', conversation_id: conversationId });
+      if (answer?.status === 'ok' || answer?.code === 'not_found') {
+        if (this.current === conversationId) this.newChat();
+        this.list.remove(conversationId);
+      } else {
+        this.messages.addNote(`Could not delete: ${answer?.error ?? 'not connected'}`, 'error');
+      }
+    } finally {
+      this.deleting.delete(conversationId);
     }
+  }
+
+  /**
+   * `conversation.deleted`: gone from the list; on screen, the page starts a new chat and says why (not
+   * when this page's own delete did it: its answer and its event come in either order).
+   */
+  private deleted(conversationId: string, by: 'user' | 'retention'): void {
+    this.list.remove(conversationId);
+    if (conversationId !== this.current || this.deleting.has(conversationId)) return;
+    this.newChat();
+    this.messages.addNote(by === 'retention' ? 'That conversation was deleted: it was older than the history keeps.' : 'That conversation was deleted on another device.', 'info');
   }
 }
 

@@ -43,6 +43,8 @@ test('the web bundles hold no zod: src/protocol comes in as types only (its zod-
     'src/protocol/sources.ts',
     // A tool's words for a person (words26: the page's cards and prompts, the service's push title).
     'src/protocol/tool-words.ts',
+    // Which message a failed or stopped turn left unanswered (s31: the service's get_messages and the page's notice).
+    'src/protocol/unanswered.ts',
     'src/protocol/version.ts',
   ]);
 });

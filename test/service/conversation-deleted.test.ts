@@ -59,3 +59,21 @@ test('a conversation retention deletes is dropped by every client: conversation.
   assert.deepEqual(await client.next(deletedEvent('old')), { event: 'conversation.deleted', conversation_id: 'old', by: 'retention' });
   assert.equal((await client.request({ type: 'get_messages', conversation_id: 'old' })).code, 'not_found');
 });
+
+test('a listener that throws on a retired conversation stops neither the deletion nor the rest of the pass', LIMIT, async (t) => {
+  const { dir, cleanup } = await tempDir('ra-retired-throws-');
+  t.after(cleanup);
+  const old = new Date(Date.now() - 60 * DAY).toISOString();
+  const store = await openStore(dir);
+  t.after(() => store.close());
+  for (const id of ['old-a', 'old-b']) await store.conversations.create({ id, title: id, source: 'ws', created_at: old });
+  const told: string[] = [];
+  store.maintenance.onRetired(({ id }) => {
+    told.push(id);
+    throw new Error('a listener failed');
+  });
+  store.maintenance.setPolicy({ maxDays: 30 });
+  await store.maintenance.run();
+  assert.deepEqual(told.sort(), ['old-a', 'old-b'], 'each retired conversation told');
+  assert.deepEqual(store.conversations.list({ limit: 10 }), [], 'both deleted');
+});

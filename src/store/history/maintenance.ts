@@ -257,7 +257,12 @@ export class HistoryMaintenance {
       return id !== undefined && source !== undefined && trashConversation(tx, id) ? { id, source } : undefined;
     });
     if (!retired) return false;
-    this.retired(retired);
+    try {
+      this.retired(retired);
+    } catch (err) {
+      // The deletion stands (durable); a listener's failure must not stop retention's pass at every turn.
+      this.options.logger.warn('retention.retired_not_told', { conversation: retired.id, error: err instanceof Error ? err.message : String(err) });
+    }
     return true;
   }
 

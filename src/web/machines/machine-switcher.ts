@@ -5,12 +5,12 @@
  * the combined "Needs you" list.
  */
 import { BIN, h, strokeIcon } from '../chat/dom';
-
-/** A computer (a screen on a stand) on a 16-unit grid: the chip while only one computer is paired (chat.css). */
-const COMPUTER = 'M2.5 3h11v7.5h-11zM5.5 13.5h5M8 10.5v3';
 import { AddMachine } from './add-machine';
 import { finishedCount, needsYouCount, stateLabel, type MachineEntry } from './machine-entry';
 import { NeedsYouList, type NeedsYouActions } from './needs-you';
+
+/** A computer (a screen on a stand) on a 16-unit grid: the chip while only one computer is paired (chat.css). */
+const COMPUTER = 'M2.5 3h11v7.5h-11zM5.5 13.5h5M8 10.5v3';
 
 export interface SwitcherActions extends NeedsYouActions {
   select(machineId: string): void;

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { renameSync } from 'node:fs';
-import { open as openFile, readFile, readdir } from 'node:fs/promises';
+import { cp, open as openFile, readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { Database as SqliteFile } from 'node-sqlite3-wasm';
@@ -260,3 +260,47 @@ for (const { what, compact, relaid } of KEYS) {
     );
   });
 }
+
+/**
+ * A history.db left by a crash: its WAL holds a commit that does not touch page 1 (a body rewritten in
+ * place: `NEW 3` for `new 3`, the WAL's only copy), and page 1 of the file is overwritten. SQLite opens a
+ * WAL it finds beside a file before it reads page 1, and closing that connection checkpoints the WAL into
+ * the file: the refused open used to write the WAL's pages into the damaged file and delete the WAL.
+ */
+test("page 1 overwritten while the WAL holds a commit (a crash): the refused open leaves the file and its WAL as they were; --recover serves the WAL's commit", LIMIT, async (t) => {
+  const dir = await closedStore(t);
+  const file = path.join(dir, HISTORY_FILE_NAME);
+  // What a crash leaves: the WAL of a connection still open (closing it would checkpoint and delete it).
+  const crashed = await withDir(t);
+  for (const name of await readdir(dir)) if (!name.includes('lock') && name !== HISTORY_FILE_NAME) await cp(path.join(dir, name), path.join(crashed, name), { recursive: true });
+  const writer = new SqliteFile(file);
+  try {
+    writer.exec('PRAGMA locking_mode = EXCLUSIVE');
+    writer.run("UPDATE bodies SET content = 'NEW 3' WHERE content = 'new 3'");
+    await cp(file, path.join(crashed, HISTORY_FILE_NAME));
+    await cp(`${file}-wal`, path.join(crashed, `${HISTORY_FILE_NAME}-wal`));
+  } finally {
+    writer.close();
+  }
+  const copied = path.join(crashed, HISTORY_FILE_NAME);
+  assert.ok((await readFile(`${copied}-wal`)).includes('NEW 3'), 'the WAL holds the rewritten body');
+  assert.ok(!(await readFile(copied)).includes('NEW 3'), 'the file does not');
+  await overwritePage(copied, 1);
+  const before = [await digest(copied), await digest(`${copied}-wal`)];
+
+  await assert.rejects(openStore(crashed), /history\.db is damaged \(.*\).*serve --recover/s);
+  assert.deepEqual([await digest(copied), await digest(`${copied}-wal`)], before, 'a refused open changes neither the file nor its WAL');
+
+  const store = await openStore(crashed, { recover: true });
+  t.after(() => store.close());
+  assert.match(String(await store.problem()), /history\.db was damaged .* rebuilt by --recover/);
+  // The WAL's commit, read through the new page 1 with the WAL beside it.
+  assert.deepEqual(
+    served(await store.messages.recent('new', { limit: 100 })),
+    ['new 0', 'new 1', 'new 2', 'NEW 3', 'new 4'].map((content, i) => [`n${i}`, content]),
+  );
+  assert.equal((await store.messages.recent('old', { limit: 1000 })).filter((m) => m.content === bulkyContent(Number(m.id.slice(1)))).length, 200);
+  const kept = await asides(crashed);
+  assert.equal(kept.length, 1, kept.join(', '));
+  assert.deepEqual([await digest(path.join(crashed, kept[0], HISTORY_FILE_NAME)), await digest(path.join(crashed, kept[0], `${HISTORY_FILE_NAME}-wal`))], before, 'kept aside as they were');
+});

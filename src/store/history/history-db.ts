@@ -340,6 +340,29 @@ function refusedAsDamaged(file: string, damage: string): Error {
   );
 }
 
+/** Size of `file`'s WAL in bytes; 0 when there is none. */
+function walBytes(file: string): number {
+  try {
+    return lstatSync(`${file}-wal`).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** A history.db connection's settings, given at each open (`cut`: the file is cut short, read for the salvage). */
+function configure(db: SqliteFile, cut: Cut | null): void {
+  // locking_mode first: reading a WAL database in the normal mode would need the shared memory it lacks.
+  db.exec('PRAGMA locking_mode = EXCLUSIVE');
+  // A file cut short is read anyway, for the salvage (SQLite then takes the pages the file has).
+  if (cut !== null) db.exec('PRAGMA writable_schema = ON');
+  // auto_vacuum takes effect only before the first page is written (a file made empty: salvage), and
+  // setting it writes page 1 even when it changes nothing: a file with pages is only read until `begin`.
+  if (Number(db.get('PRAGMA page_count')?.page_count ?? 0) === 0) db.exec('PRAGMA auto_vacuum = INCREMENTAL');
+  db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -16000;');
+  const mode = db.get('PRAGMA journal_mode')?.journal_mode;
+  if (mode !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`);
+}
+
 export class HistoryDb {
   private readonly db: SqliteFile;
   /** Why the file is damaged (found at open), null when the check found nothing; set only with `recover`. */
@@ -391,21 +414,22 @@ export class HistoryDb {
     }
     let damage: string | null;
     let opened: SqliteFile | undefined;
+    // A WAL beside the file (a crash left it) is checked through a read-only connection first: SQLite opens
+    // the WAL before it reads page 1, and closing a connection that may write checkpoints the WAL into the
+    // file, so a refused open wrote the WAL's pages into the damaged file and deleted the WAL.
+    const walFirst = cut === null && walBytes(file) > 0;
     try {
       // A file cut short is only read (the salvage's source): a read-only connection never checkpoints its
       // WAL into it, whatever closes it (a failed start under --recover included).
-      this.db = opened = new SqliteFile(file, cut !== null ? { readOnly: true } : undefined);
-      // locking_mode first: reading a WAL database in the normal mode would need the shared memory it lacks.
-      this.db.exec('PRAGMA locking_mode = EXCLUSIVE');
-      // A file cut short is read anyway, for the salvage (SQLite then takes the pages the file has).
-      if (cut !== null) this.db.exec('PRAGMA writable_schema = ON');
-      // auto_vacuum takes effect only before the first page is written (a file made empty: salvage), and
-      // setting it writes page 1 even when it changes nothing: a file with pages is only read until `begin`.
-      if (Number(this.db.get('PRAGMA page_count')?.page_count ?? 0) === 0) this.db.exec('PRAGMA auto_vacuum = INCREMENTAL');
-      this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -16000;');
-      const mode = this.db.get('PRAGMA journal_mode')?.journal_mode;
-      if (mode !== 'wal') throw new Error(`journal_mode is ${String(mode)}, not wal`);
+      this.db = opened = new SqliteFile(file, cut !== null || walFirst ? { readOnly: true } : undefined);
+      configure(this.db, cut);
       damage = cut?.why ?? damageAtOpen(this.db);
+      if (walFirst && damage === null) {
+        // Whole: opened again to be written (the read-only connection's close leaves the WAL as it is).
+        this.db.close();
+        this.db = opened = new SqliteFile(file);
+        configure(this.db, null);
+      }
     } catch (err) {
       if (opened?.isOpen) opened.close();
       // SQLite cannot open it at all (its header or schema on a damaged page): damage as any other, for

@@ -16,6 +16,7 @@ import { SourceMap } from 'node:module';
 import { dirname, join } from 'node:path';
 import { startFakeOpenAI } from '../test/helpers/fake-openai';
 import { TestClient } from '../test/helpers/ws-client';
+import { watchServe } from './serve-output';
 
 const TOKEN = 'bench-access-token-0123456789abcdef0123';
 const CLI = process.env.BENCH_CLI ?? join(__dirname, '..', 'dist', 'cli.js');
@@ -47,20 +48,11 @@ async function loggedStart(build: string, flags: string[], logFile: string, fake
   writeFileSync(join(dir, 'service.json'), JSON.stringify({ auth_token: TOKEN, provider: 'openai', model: 'fake-model', base_url: fakeUrl, api_key: 'sk-bench' }));
   const spawned = nowUs();
   const child = spawn(process.execPath, [...flags, join(build, 'cli.js'), 'serve', '--data-dir', dir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
+  const served = watchServe(child);
   try {
-    const port = await new Promise<number>((resolve) => {
-      const look = () => {
-        const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
-        if (m) resolve(Number(m[1]));
-        else setTimeout(look, 5);
-      };
-      look();
-    });
+    const port = await served.port;
     await new Promise((r) => setTimeout(r, 1000));
-    while (!out.includes('service.warmed_up')) await new Promise((r) => setTimeout(r, 10));
+    while (!served.output().includes('service.warmed_up')) await new Promise((r) => setTimeout(r, 10));
     const client = await TestClient.authed(`ws://127.0.0.1:${port}/ws`, TOKEN);
     const chats: [number, number][] = [];
     for (let i = 0; i < CHATS; i += 1) {

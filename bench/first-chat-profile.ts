@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeOpenAI } from '../test/helpers/fake-openai';
 import { TestClient } from '../test/helpers/ws-client';
+import { watchServe } from './serve-output';
 
 interface ProfileNode {
   id: number;
@@ -41,21 +42,12 @@ async function profiledStart(fakeUrl: string): Promise<{ profile: CpuProfile; wi
   const child = spawn(process.execPath, ['--cpu-prof', '--cpu-prof-interval', '200', '--cpu-prof-dir', profDir, CLI, 'serve', '--data-dir', dir, '--port', '0'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const port = await new Promise<number>((resolve) => {
-    const look = () => {
-      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-      else setTimeout(look, 5);
-    };
-    look();
-  });
+  const served = watchServe(child);
+  const port = await served.port;
   // 1 s after listening; unless AFTER=1s, the warm-up over too (then what it leaves to the first chat is the question).
   await new Promise((r) => setTimeout(r, 1000));
   if (process.env.AFTER !== '1s') {
-    while (!out.includes('service.warmed_up')) await new Promise((r) => setTimeout(r, 10));
+    while (!served.output().includes('service.warmed_up')) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, Number(process.env.SETTLE_MS ?? 200)));
   }
   const client = await TestClient.authed(`ws://127.0.0.1:${port}/ws`, TOKEN);

@@ -272,15 +272,9 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
       this.clearInvalid();
       return;
     }
-    let parsed: Parsed;
-    try {
-      parsed = parseConfigText(this.path, text);
-    } catch (error) {
-      if (!(error instanceof ConfigError)) throw error;
-      this.reportInvalid(text, error);
-      return;
-    }
-    await this.adopt(text, parsed);
+    const outcome = this.parseOrReport(text);
+    if (outcome instanceof ConfigError) return;
+    await this.adopt(text, outcome);
   }
 
   /**
@@ -290,15 +284,20 @@ export class ConfigFile extends EventEmitter<ConfigFileEvents> {
   private async syncBeforeWrite(refuse: (error: ConfigError) => Error): Promise<void> {
     const text = await readTextOrNull(this.path);
     if (text === null || text === this.diskText) return;
-    let parsed: Parsed;
+    const outcome = this.parseOrReport(text);
+    if (outcome instanceof ConfigError) throw refuse(outcome);
+    await this.adopt(text, outcome);
+  }
+
+  /** The file's text parsed; or, when it is not a valid config, its error, already reported (the last good config stays). */
+  private parseOrReport(text: string): Parsed | ConfigError {
     try {
-      parsed = parseConfigText(this.path, text);
+      return parseConfigText(this.path, text);
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
       this.reportInvalid(text, error);
-      throw refuse(error);
+      return error;
     }
-    await this.adopt(text, parsed);
   }
 
   private async adopt(text: string, parsed: Parsed): Promise<void> {

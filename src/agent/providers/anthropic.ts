@@ -6,28 +6,15 @@
 import Anthropic, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
 import { PROVIDERS, type ProviderName } from '../../protocol';
 import type { Attempt } from './attempt';
-import { createHttpProvider, explanationOf, type HttpProviderCore, type StreamAssembler } from './http-provider';
+import { createHttpProvider, explanationOf, type HttpProviderCore, type SdkProviderOptions, type StreamAssembler } from './http-provider';
 import { ProviderError, type ChatMessage, type CompletionRequest, type CompletionResult, type CompletionUsage, type ImageInput, type Provider, type ToolCall } from './types';
 
-export interface AnthropicProviderOptions {
-  /** Required for Anthropic's own endpoint; omitted, a placeholder is sent (keyless compatible servers accept it). */
-  apiKey?: string;
+export interface AnthropicProviderOptions extends SdkProviderOptions {
   /**
    * Default `https://api.anthropic.com`. Given with or without a trailing `/v1`: the API's paths
    * (`/v1/messages`) are added to what remains.
    */
   baseUrl?: string;
-  /** The service's other secrets (tokens, webhook secrets...), kept out of error messages too. */
-  secrets?: () => Iterable<string>;
-  /**
-   * Per attempt: the longest wait for the answer to start, and, while streaming, the longest silence
-   * between two events. Timeouts are not retried. Default 120000.
-   */
-  timeoutMs?: number;
-  /** Retries after a 408/409/429/5xx/529 answer or a failed connection, before any answer arrived. Default 2. */
-  maxRetries?: number;
-  /** What the SDK sends with instead of Node's fetch: only the warm-up's rehearsal (rehearsal.ts) gives one. */
-  fetch?: typeof fetch;
 }
 
 export const ANTHROPIC_DEFAULT_BASE_URL = PROVIDERS.anthropic.defaultBaseUrl;

@@ -11,6 +11,23 @@ import { MAX_LOGGED_TEXT_LENGTH, cleanCause, describeEndpoint, safeDetail } from
 import { RetryableFailure, retryAfterMs, withRetries } from './retry';
 import { ProviderError, type CompletionRequest, type CompletionResult, type Provider, type ProviderErrorKind, type ProviderWait, type ToolCall } from './types';
 
+/** What every SDK provider (OpenAI's, Anthropic's) is given beside its key and its endpoint. */
+export interface SdkProviderOptions {
+  /** Omitted: a placeholder is sent, which keyless compatible servers accept (Anthropic's own endpoint requires one). */
+  apiKey?: string;
+  /** The service's other secrets (tokens, webhook secrets...), kept out of error messages too. */
+  secrets?: () => Iterable<string>;
+  /**
+   * Per attempt: the longest wait for the answer to start, and, while streaming, the longest silence
+   * between two events. Timeouts are not retried. Default 120000.
+   */
+  timeoutMs?: number;
+  /** Retries after a 408/409/429/5xx answer (Anthropic's 529 too) or a failed connection, before any answer arrived. Default 2. */
+  maxRetries?: number;
+  /** What the SDK sends with instead of Node's fetch: only the warm-up's rehearsal (rehearsal.ts) gives one. */
+  fetch?: typeof fetch;
+}
+
 /** 'open': no part of the answer has arrived yet; 'stream': receiving it. */
 export type Phase = 'open' | 'stream';
 

@@ -6,27 +6,14 @@
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { PROVIDERS, type ProviderName } from '../../protocol';
-import { createHttpProvider, explanationOf, type StreamAssembler } from './http-provider';
+import { createHttpProvider, explanationOf, type SdkProviderOptions, type StreamAssembler } from './http-provider';
 import type { Attempt } from './attempt';
 import { ServerWindows } from './server-window';
 import { type ChatMessage, type CompletionRequest, type CompletionResult, type CompletionUsage, type Provider } from './types';
 
-export interface OpenAIProviderOptions {
-  /** Omitted: a placeholder is sent, which keyless local servers accept. */
-  apiKey?: string;
+export interface OpenAIProviderOptions extends SdkProviderOptions {
   /** Base URL including the version path, e.g. `http://127.0.0.1:11434/v1`. Default: OpenAI's. */
   baseUrl?: string;
-  /** The service's other secrets (tokens, webhook secrets...), kept out of error messages too. */
-  secrets?: () => Iterable<string>;
-  /**
-   * Per attempt: the longest wait for the answer to start, and, while streaming, the longest silence
-   * between two chunks. Timeouts are not retried. Default 120000.
-   */
-  timeoutMs?: number;
-  /** Retries after a 408/409/429/5xx answer or a failed connection, before any answer arrived. Default 2. */
-  maxRetries?: number;
-  /** What the SDK sends with instead of Node's fetch: only the warm-up's rehearsal (rehearsal.ts) gives one. */
-  fetch?: typeof fetch;
 }
 
 export const OPENAI_DEFAULT_BASE_URL = PROVIDERS.openai.defaultBaseUrl;

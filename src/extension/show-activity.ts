@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { AuditEntry } from '../protocol';
-import { AUDIT_KIND_LABEL, auditFacts, auditPersonLabel, auditPlaceIsPerson, auditPlaceLabel, auditVerdictText } from '../protocol/audit-labels';
+import { AUDIT_KIND_LABEL, auditFacts, auditPersonLabel, auditPlaceIsPerson, auditPlaceLabel, auditSummaryText, auditVerdictText } from '../protocol/audit-labels';
 import { call } from './backend';
 import type { Requester } from './connection-info';
 
@@ -31,7 +31,7 @@ export function activityItem(entry: AuditEntry): ActivityItem {
     .map(([name, text]) => `${name}: ${text}`)
     .join(' · ');
   return {
-    label: `$(${KIND_ICON[entry.kind] ?? 'circle-small'}) ${entry.summary}`,
+    label: `$(${KIND_ICON[entry.kind] ?? 'circle-small'}) ${auditSummaryText(entry)}`,
     description: auditPlaceIsPerson(entry) ? auditPersonLabel(entry.person) : `${auditPersonLabel(entry.person)} · ${auditPlaceLabel(entry.place)}`,
     detail: [AUDIT_KIND_LABEL[entry.kind] ?? entry.kind, new Date(entry.at).toLocaleString(), `#${entry.seq}`, facts].filter(Boolean).join(' · '),
     entry,

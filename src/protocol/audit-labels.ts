@@ -4,7 +4,9 @@
  * page bundles this too, without zod.
  */
 import type { AuditEntry, AuditKind } from './audit';
+import { decisionText } from './permission-text';
 import { sourceLabel } from './sources';
+import { toolWords, wordsText } from './tool-words';
 
 /** Every kind, in the order the filters list them (the Record keeps it complete). */
 export const AUDIT_KIND_LABEL: Record<AuditKind, string> = {
@@ -35,10 +37,14 @@ const PERSON_KIND_LABEL: Record<AuditEntry['person']['kind'], string> = {
   service: 'the service',
 };
 
-/** "Pixel 8 (paired device)", "ada (user)"; the editor, the command line, the service by their kind alone. */
+/**
+ * "Pixel 8 (paired device)", "ada (user)", "the owner's access token" (recorded as the owner named
+ * `access token`: commands/audit-actor.ts); the editor, the command line, the service by their kind alone.
+ */
 export function auditPersonLabel(person: AuditEntry['person']): string {
   const kind = PERSON_KIND_LABEL[person.kind] ?? person.kind;
   const name = person.name.trim();
+  if (person.kind === 'owner' && name === 'access token') return "the owner's access token";
   return name && name !== person.kind && name !== kind ? `${name} (${kind})` : kind;
 }
 
@@ -63,6 +69,22 @@ export function auditPlaceLabel(place: AuditEntry['place']): string {
 /** Whether the place only repeats the person (the editor in the editor, the command line on the command line). */
 export function auditPlaceIsPerson(entry: Pick<AuditEntry, 'person' | 'place'>): boolean {
   return !entry.place.address && entry.place.via === entry.person.kind;
+}
+
+/** The tools whose recorded subject is the argument their words show (agent/tools/builtin: a command line, a workspace path). */
+const SUBJECT_ARGUMENT: Record<string, string> = { run_command: 'command', read_file: 'path', write_file: 'path', edit_file: 'path', list_directory: 'path' };
+
+/**
+ * What an entry says, as a person reads it: a permission answer in the card's words ("Allowed: Run npm
+ * test", "Always allowed: Edit src/a.ts (rule …)"), not the record's ("Allowed run_command npm test");
+ * any other entry, and an answer about a tool without words, as recorded.
+ */
+export function auditSummaryText(entry: Pick<AuditEntry, 'kind' | 'summary' | 'detail'>): string {
+  const { tool, subject, decision, rule, note_present: note } = entry.detail;
+  if (entry.kind !== 'permission.answer' || typeof tool !== 'string' || typeof decision !== 'string' || !Object.hasOwn(SUBJECT_ARGUMENT, tool)) return entry.summary;
+  const words = wordsText(toolWords(tool, typeof subject === 'string' ? { [SUBJECT_ARGUMENT[tool]!]: subject } : {}, 'asked'));
+  const extras = [typeof rule === 'string' ? `rule ${rule}` : '', note === true ? 'with a note' : ''].filter(Boolean).join('; ');
+  return `${decisionText(decision)}: ${words}${extras ? ` (${extras})` : ''}`;
 }
 
 /**

@@ -6,7 +6,7 @@
  * Only the owner may read the record: a password user is told so, and sees nothing of it.
  */
 import type { AuditEntry, AuditKind, ViewEvent } from '../protocol';
-import { AUDIT_KIND_LABEL, AUDIT_KINDS, auditFacts, auditPersonLabel, auditPlaceIsPerson, auditPlaceLabel, auditVerdictText } from '../protocol/audit-labels';
+import { AUDIT_KIND_LABEL, AUDIT_KINDS, auditFacts, auditPersonLabel, auditPlaceIsPerson, auditPlaceLabel, auditSummaryText, auditVerdictText } from '../protocol/audit-labels';
 import { h, relativeTime } from './chat/dom';
 import type { ServiceConnection } from './connection';
 
@@ -193,7 +193,7 @@ export class ActivityView {
         h('span', { class: 'activity-kind-badge' }, AUDIT_KIND_LABEL[entry.kind] ?? entry.kind),
         h('time', { class: 'activity-when', datetime: entry.at, title: exactText }, relativeTime(entry.at)),
       ),
-      h('span', { class: 'activity-summary' }, entry.summary),
+      h('span', { class: 'activity-summary' }, auditSummaryText(entry)),
       h(
         'span',
         { class: 'activity-meta' },
@@ -222,6 +222,8 @@ export class ActivityView {
   private details(entry: AuditEntry, exactText: string): Node[] {
     const facts = auditFacts(entry.detail);
     const nodes: Node[] = [h('div', { class: 'activity-exact' }, `Entry #${entry.seq} · ${exactText}`)];
+    // The line as the record keeps it (what its hash covers), when the summary above words it otherwise.
+    if (auditSummaryText(entry) !== entry.summary) nodes.push(h('div', { class: 'activity-recorded' }, `Recorded as “${entry.summary}”`));
     if (facts.length > 0) {
       nodes.push(h('dl', { class: 'activity-facts' }, ...facts.flatMap(([name, text]) => [h('dt', {}, name), h('dd', {}, text)])));
     }

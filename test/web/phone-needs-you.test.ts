@@ -35,7 +35,10 @@ test('needs you: the prompt above six finished runs, the badge counts prompts, A
   rig.fake.script({ tool_calls: [{ name: 'run_command', arguments: { command: 'echo from the list' } }] }, { text: 'Ran it.', chunks: 1 });
   const chat = other.request({ type: 'chat', message: 'run something' }, 30_000);
 
-  await page.locator('.machine-switch-badge', { hasText: '1' }).waitFor();
+  // One computer: the bar's "1 waiting" counts the prompt; the chip's badge holds the count but gives way beside it (s32).
+  await page.locator('.machine-switch-badge', { hasText: '1' }).waitFor({ state: 'attached' });
+  await page.locator('.waiting-count', { hasText: '1 waiting' }).waitFor();
+  assert.equal(await page.locator('.machine-switch-badge').isVisible(), false, 'counted once in the bar');
   await page.locator('.machine-switch').click();
   const items = page.locator('.needs-you-item');
   await page.locator('.needs-you-item[data-kind="prompt"]').waitFor();

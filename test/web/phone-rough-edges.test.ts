@@ -2,7 +2,7 @@
  * The phone page walked again (s31, walk31): the rough edges a person meets daily, measured in Debian's
  * chromium at 360 and 390 px, light and dark (test/helpers/phone-rig.ts, a real service with the fake
  * OpenAI provider over a git workspace). With one paired computer the top bar's chip is a glyph (its
- * name, an address, was cut to "127.0.0.1…" and took the title's room), a new chat's bar is one row,
+ * name, an address, was cut to "127.0.0.1…" and took the title's room), a new chat's bar is two rows as its conversation's will be (s32),
  * a conversation's title keeps its first words, Export's menu opens on screen; offline the bar is two rows with "Disconnected" whole;
  * Retry, Undo this turn, a code block's Copy, "1 waiting", the drawer's search, New chat and Remove this computer, Turn on
  * notifications, a new rule's field, list and Add, the device's name and the unpaired page's fields and
@@ -108,7 +108,7 @@ function assertTarget(size: { width: number; height: number }, what: string): vo
   assert.ok(size.width >= 44 && size.height >= 44, `${what}: a 44 px target (${Math.round(size.width)}x${Math.round(size.height)})`);
 }
 
-test('one computer: the chip is a glyph named for the computer, a new chat is one row, a title keeps its first words; offline, two rows', async () => {
+test('one computer: the chip is a glyph named for the computer, a new chat is two rows as its conversation, a title keeps its first words; offline, two rows', async () => {
   const phone = await rig.openPhone();
   const { page, context } = phone;
   const host = new URL(rig.svc.wsUrl).host;
@@ -118,7 +118,8 @@ test('one computer: the chip is a glyph named for the computer, a new chat is on
   await eachSize(page, async (where) => {
     const bar = await measureBar(page, 8);
     assert.ok(!bar.chip.cutName && bar.chip.width >= 44 && bar.chip.width <= 60, `${where}: the chip, no cut name (${JSON.stringify(bar.chip)})`);
-    assert.deepEqual(bar.rows.length, 1, `${where}: a new chat's bar is one row (rows at ${bar.rows.join(', ')})`);
+    // Two rows since s32 (polish32): "Own worktree" and the mode selector in the second, where the conversation's Export and cost come (the bar no longer grows on the first send).
+    assert.ok(bar.rows.length === 2 && bar.modeRow === bar.rows[1], `${where}: a new chat's bar is two rows, the mode selector in the second (rows at ${bar.rows.join(', ')})`);
     assert.ok(bar.titleWidth >= bar.titleNeeds, `${where}: "New chat" whole (${bar.titleWidth} of ${Math.round(bar.titleNeeds)} px)`);
     assert.ok(!bar.pastViewport, `${where}: nothing past the viewport`);
   });
@@ -127,7 +128,7 @@ test('one computer: the chip is a glyph named for the computer, a new chat is on
   await saveScreens(page, 'rough-new-chat-drawer');
   await eachSize(page, async (where) => {
     const bar = await measureBar(page, 8);
-    assert.ok(!bar.chip.cutName && bar.rows.length === 1 && bar.modeRow === bar.titleRow, `${where}, drawer open: one row, no cut chip (${JSON.stringify(bar)})`);
+    assert.ok(!bar.chip.cutName && bar.rows.length === 2 && bar.titleRow === bar.rows[0], `${where}, drawer open: the same two rows, no cut chip (${JSON.stringify(bar)})`);
   });
   await page.locator(`${SHOWN} .drawer-toggle`).click();
 

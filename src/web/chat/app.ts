@@ -94,6 +94,8 @@ export class ChatApp {
   private readonly live: LiveTurn;
   /** The new chat on screen (its messages share this draft until the service names the conversation). */
   private draft = newClientId();
+  /** The view (`view`) whose screen already says that messages came back to the message box (`unsent`). */
+  private unsentNoted = -1;
   /** Conversations this page is deleting: their `conversation.deleted` is its own doing, said by nothing more. */
   private readonly deleting = new Set<string>();
   private readonly root: HTMLElement;
@@ -217,6 +219,8 @@ export class ChatApp {
   private layout(footer: HTMLElement | undefined): void {
     const drawer = h('aside', { class: 'drawer', id: this.drawerId }, this.search.element, this.list.element, this.rules.element, footer);
     this.header.element.querySelector('.title')?.after(this.exporter.element);
+    // A new chat's "Own worktree" sits in the bar where the conversation's Export and cost will: the bar keeps its height on the first send (s32).
+    this.header.element.querySelector('.mode')?.before(this.worktreeToggle);
     const scrim = h('div', { class: 'scrim', 'aria-hidden': 'true' });
     const main = h(
       'main',
@@ -230,7 +234,6 @@ export class ChatApp {
       this.mentions?.element,
       this.chips.element,
       this.prompts.element,
-      this.worktreeToggle,
       this.composer.element,
     );
     this.root.classList.add('app');
@@ -430,7 +433,7 @@ export class ChatApp {
     const context = this.chips.items();
     const size = contextChars(context);
     if (size > MAX_CONTEXT_CHARS) {
-      this.composer.input.value = text;
+      this.composer.putBack(text);
       this.messages.addNote(`The attached context holds ${size} characters; at most ${MAX_CONTEXT_CHARS} can be sent with one message. Remove a chip, or select less.`, 'error');
       return;
     }
@@ -492,6 +495,7 @@ export class ChatApp {
       // The reply itself is drawn from the conversation's events (we follow it), turn.ended included.
     } else {
       this.live.abandonReply();
+      if (answer.code === 'not_found' && item.conversation_id) return this.unsent(item);
       if (answer.code === 'server_error' && onScreen) {
         const stored = this.messages.element.querySelector<HTMLElement>(`[data-client-message-id="${CSS.escape(item.client_message_id)}"]`)?.dataset.messageId;
         const resend = { kind: 'resend' as const, text: item.text, context: item.context, attachments: item.attachments };
@@ -500,6 +504,22 @@ export class ChatApp {
       if (answer.code === 'not_found' && onScreen) this.newChat();
     }
     if (onScreen) this.composer.focus();
+  }
+
+  /**
+   * A message that waited (offline) for a conversation deleted meanwhile, on another device or by the
+   * history's retention: the service stored nothing. Sent into a new conversation it would start one the
+   * person did not ask for; dropped, what they typed would be lost. It comes back to the message box (a new
+   * chat's, when that conversation was on screen), said once, for the person to send or not.
+   */
+  private unsent(item: OutboxItem): void {
+    if (item.conversation_id === this.current) this.newChat();
+    for (const context of item.context ?? []) this.chips.add(context);
+    this.composer.putBack(item.text);
+    const attached = item.attachments?.length ? ` Attach its ${item.attachments.length === 1 ? 'file' : 'files'} again.` : '';
+    if (this.unsentNoted !== this.view) this.messages.addNote(`Not sent: its conversation was deleted meanwhile. What you typed is back in the message box.${attached}`, 'info');
+    this.unsentNoted = this.view;
+    this.composer.focus();
   }
 
   /** Stop: ends the conversation's running turn, whoever started it. */

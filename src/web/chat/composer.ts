@@ -88,6 +88,13 @@ export class Composer {
     this.input.focus({ preventScroll: true });
   }
 
+  /** Text the page could not send, back in the box after what is typed there (a blank line between), to be sent again or not. */
+  putBack(text: string): void {
+    this.input.value = this.input.value.trim() ? `${this.input.value.trimEnd()}\n\n${text}` : text;
+    this.grow();
+    this.showSend();
+  }
+
   private submit(onSend: (text: string) => void): void {
     const text = this.input.value.trim();
     if (!text && !this.allowEmpty()) return;

@@ -43,8 +43,6 @@ export class ExportView {
   /** Only a stored conversation can be exported. */
   setConversation(conversationId: string | undefined): void {
     this.button.hidden = conversationId === undefined;
-    // The top bar keys its small-phone line break on a class, not on `:has()` (Firefox ESR 115 drops such a rule: page-css-targets.test.ts).
-    this.element.closest('.topbar')?.classList.toggle('has-export', conversationId !== undefined);
     if (conversationId === undefined) this.toggle(false);
   }
 

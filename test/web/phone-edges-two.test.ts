@@ -189,3 +189,37 @@ test('a message waiting offline for a conversation deleted on another device com
   assert.deepEqual(phone.errors, []);
   await phone.close();
 });
+
+test("the message box grows with its text when it is made narrower (a phone turned, the editor's side bar resized): no line of it is hidden", async () => {
+  const phone = await rig.openPhone();
+  const { page } = phone;
+  await page.setViewportSize({ width: 720, height: 780 });
+  const box = page.locator(`${SHOWN} .composer-input`);
+  await box.fill('A draft long enough to take two lines at this width and more of them once the screen is narrower than it was.');
+  const overflow = () => box.evaluate((input: HTMLTextAreaElement) => input.scrollHeight - input.clientHeight);
+  assert.ok(
+    (await overflow()) <= 1,
+    `the text fits the box as typed (${await overflow()} px hidden; ${await box.evaluate((i: HTMLTextAreaElement) => [i.scrollHeight, i.clientHeight, i.offsetHeight, getComputedStyle(i).boxSizing].join(' '))})`,
+  );
+  // A ResizeObserver that changes its own element's size in its callback makes the browser report a loop (an error event).
+  await page.evaluate(() => addEventListener('error', (event) => ((window as unknown as { loopErrors: string[] }).loopErrors ??= []).push(event.message)));
+  await page.setViewportSize({ width: 320, height: 780 });
+  // The box follows at a frame after the resize: waited for (5 s), failing if it never does.
+  const followed = await page
+    .waitForFunction(
+      (selector) => {
+        const input = document.querySelector<HTMLTextAreaElement>(selector)!;
+        return input.scrollHeight - input.clientHeight <= 1;
+      },
+      `${SHOWN} .composer-input`,
+      { timeout: 5_000 },
+    )
+    .then(
+      () => true,
+      () => false,
+    );
+  assert.ok(followed, `after the box narrowed, ${await overflow()} px of its text is hidden`);
+  assert.deepEqual(await page.evaluate(() => (window as unknown as { loopErrors?: string[] }).loopErrors ?? []), [], 'no error event');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});

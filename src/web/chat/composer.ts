@@ -54,6 +54,10 @@ export class Composer {
       this.showSend();
     });
     this.stop.addEventListener('click', () => onStop());
+    // Made narrower (a phone turned, the editor's side bar resized), the text takes more lines: the box grows with
+    // them, at the next frame (sized in the observer's callback, the box would make the browser report a resize
+    // loop: an error event). Its own growth is observed too: the next frame then finds nothing to change.
+    new ResizeObserver(() => requestAnimationFrame(() => this.grow())).observe(this.input);
     // A phone turned, or a window resized, while offline.
     this.narrow?.addEventListener('change', () => this.update());
     this.update();
@@ -105,8 +109,10 @@ export class Composer {
   }
 
   private grow(): void {
-    this.input.style.height = 'auto';
-    this.input.style.height = `${Math.min(this.input.scrollHeight, 200)}px`;
+    const input = this.input;
+    input.style.height = 'auto';
+    // The box is sized border-box: its height holds the borders too, else their 2 px of the text scroll out of sight.
+    input.style.height = `${Math.min(input.scrollHeight + input.offsetHeight - input.clientHeight, 200)}px`;
   }
 
   private update(): void {

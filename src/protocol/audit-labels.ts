@@ -6,7 +6,7 @@
 import type { AuditEntry, AuditKind } from './audit';
 import { decisionText } from './permission-text';
 import { sourceLabel } from './sources';
-import { toolWords, wordsText } from './tool-words';
+import { recordedWords, wordsText } from './tool-words';
 
 /** Every kind, in the order the filters list them (the Record keeps it complete). */
 export const AUDIT_KIND_LABEL: Record<AuditKind, string> = {
@@ -71,9 +71,6 @@ export function auditPlaceIsPerson(entry: Pick<AuditEntry, 'person' | 'place'>):
   return !entry.place.address && entry.place.via === entry.person.kind;
 }
 
-/** The tools whose recorded subject is the argument their words show (agent/tools/builtin: a command line, a workspace path). */
-const SUBJECT_ARGUMENT: Record<string, string> = { run_command: 'command', read_file: 'path', write_file: 'path', edit_file: 'path', list_directory: 'path' };
-
 /**
  * What an entry says, as a person reads it: a permission answer in the card's words ("Allowed: Run npm
  * test", "Always allowed: Edit src/a.ts (rule …)"), not the record's ("Allowed run_command npm test");
@@ -81,10 +78,11 @@ const SUBJECT_ARGUMENT: Record<string, string> = { run_command: 'command', read_
  */
 export function auditSummaryText(entry: Pick<AuditEntry, 'kind' | 'summary' | 'detail'>): string {
   const { tool, subject, decision, rule, note_present: note } = entry.detail;
-  if (entry.kind !== 'permission.answer' || typeof tool !== 'string' || typeof decision !== 'string' || !Object.hasOwn(SUBJECT_ARGUMENT, tool)) return entry.summary;
-  const words = wordsText(toolWords(tool, typeof subject === 'string' ? { [SUBJECT_ARGUMENT[tool]!]: subject } : {}, 'asked'));
+  if (entry.kind !== 'permission.answer' || typeof tool !== 'string' || typeof decision !== 'string') return entry.summary;
+  const words = recordedWords(tool, subject, 'asked');
+  if (!words) return entry.summary;
   const extras = [typeof rule === 'string' ? `rule ${rule}` : '', note === true ? 'with a note' : ''].filter(Boolean).join('; ');
-  return `${decisionText(decision)}: ${words}${extras ? ` (${extras})` : ''}`;
+  return `${decisionText(decision)}: ${wordsText(words)}${extras ? ` (${extras})` : ''}`;
 }
 
 /**

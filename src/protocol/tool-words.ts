@@ -108,6 +108,18 @@ export function unrecordedWords(tool: string, detail: string): ToolWords {
   return { verb: { text: toolLabel(tool), code: !tool.includes('.') }, subject: detail.trim() ? [{ text: shortened(oneLine(detail), SUBJECT_CHARS), code: true }] : [] };
 }
 
+/** The argument a built-in tool's recorded subject is (a permission's `subject`): its command line or its workspace path. */
+const SUBJECT_ARGUMENT: Record<string, string> = { run_command: 'command', read_file: 'path', write_file: 'path', edit_file: 'path', list_directory: 'path' };
+
+/**
+ * The words of a call known by its recorded subject alone (the audit log's permission answers), as its
+ * card said them; undefined for a tool whose subject is not one of its arguments. No subject: the verb alone.
+ */
+export function recordedWords(tool: string, subject: unknown, phase: ToolPhase): ToolWords | undefined {
+  if (!Object.hasOwn(SUBJECT_ARGUMENT, tool)) return undefined;
+  return toolWords(tool, typeof subject === 'string' ? { [SUBJECT_ARGUMENT[tool]!]: subject } : {}, phase);
+}
+
 /** Pieces of words as one line of text. */
 export function partsText(parts: readonly WordPart[]): string {
   return parts.map((part) => part.text).join('');

@@ -150,6 +150,32 @@ test('a prompt answered and the mode changed on a paired phone are in its Activi
   await phone.close();
 });
 
+test("a model's path made of markup is shown in Activity as text: the card's words (s32) and the recorded line build no element and run nothing", async () => {
+  const phone = await pairedPhone();
+  const { page } = phone;
+  const hostile = '<img src=x onerror="window.pwned=1">.txt';
+  rig.fake.script({ tool_calls: [{ name: 'write_file', arguments: { path: hostile, content: 'x\n' } }] }, { text: 'Done.', chunks: 1 });
+  const input = page.locator('.composer-input');
+  await page.waitForFunction(() => !(document.querySelector('.composer-input') as HTMLTextAreaElement).disabled);
+  await input.fill('write the file');
+  await input.press('Enter');
+  const card = page.locator('.permission-card');
+  await card.waitFor();
+  await card.locator('button[data-decision="allow"]').click();
+  await card.waitFor({ state: 'detached' });
+  await openActivity(page);
+  const entry = page.locator('.activity-entry[data-kind="permission.answer"]', { hasText: hostile }).first();
+  await entry.waitFor();
+  await entry.locator('.activity-entry-toggle').click();
+  await entry.locator('.activity-details:not([hidden]) .activity-recorded').waitFor();
+  assert.equal(await entry.locator('.activity-summary').textContent(), `Allowed: Write ${hostile}`);
+  assert.match((await entry.locator('.activity-recorded').textContent()) ?? '', /Recorded as “Allowed write_file <img src=x onerror="window\.pwned=1">\.txt/);
+  assert.equal(await page.locator('.activity-panel img').count(), 0, 'no element made of the path');
+  assert.equal(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined, 'nothing of it ran');
+  assert.deepEqual(phone.errors, []);
+  await phone.close();
+});
+
 test('Load older pages back through the record until it ends', async () => {
   for (let i = 0; i < 55; i++) assert.equal((await owner.request({ type: 'update_config', config: { temperature: (i % 20) / 10 + 0.05 } })).status, 'ok');
   const phone = await rig.openPhone();

@@ -14,9 +14,8 @@ import assert from 'node:assert/strict';
 import { mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { hashPassword } from '../../src/transport/auth/passwords';
 import { uploadAttachment } from '../helpers/attachments';
-import { sessionClient } from '../helpers/service';
+import { passwordUsers, sessionClient } from '../helpers/service';
 import { useService } from '../helpers/service-fixture';
 import { tempDir } from '../helpers/temp';
 import type { TestClient } from '../helpers/ws-client';
@@ -28,7 +27,7 @@ let outside: { dir: string; cleanup: () => Promise<void> } | undefined;
 
 const svc = useService({
   workspace: true,
-  config: async () => ({ model: 'fake-model', permission_mode: 'ask', users: [{ username: 'ada', password_hash: await hashPassword(PASSWORD) }] }),
+  config: async () => ({ model: 'fake-model', permission_mode: 'ask', users: await passwordUsers(PASSWORD, 'ada') }),
   afterStart: async (started) => {
     ada = await sessionClient(started, 'ada', PASSWORD);
   },
@@ -130,5 +129,27 @@ test('ids of a deleted conversation: every conversation-scoped read added since 
       assert.equal(reply.code, 'not_found', `${String(frame.type)}: ${JSON.stringify(reply)}`);
     }
   }
+  owner.close();
+});
+
+test('race: a password user deletes the conversation while the owner’s retry streams: the retry ends stopped, nothing comes back, its resend is not_found', async () => {
+  const owner = await svc.client();
+  const { conversationId, messageId } = await failedChat(owner, { message: 'retry me, then lose me' });
+  let release = (): void => undefined;
+  const until = new Promise<void>((resolve) => (release = resolve));
+  svc.fake.script({ text: 'an answer in three pieces', chunks: 3, holdAfterChunks: { chunks: 1, until } });
+  const retryFrame = { type: 'retry_turn', conversation_id: conversationId, message_id: messageId, stream: true, client_retry_id: 'rr-1' };
+  const retry = owner.request({ ...retryFrame, id: 'retry-race' });
+  await owner.next((f) => f.event === 'chat.delta' && f.conversation_id === conversationId);
+  await ok(ada!, { type: 'delete_conversation', conversation_id: conversationId });
+  release();
+  const answer = await retry;
+  assert.equal(answer.status, 'ok', JSON.stringify(answer));
+  assert.equal((answer.data as { cancelled?: boolean }).cancelled, true, JSON.stringify(answer));
+  assert.equal((await owner.request({ type: 'get_messages', conversation_id: conversationId })).code, 'not_found');
+  const listed = (await ok(owner, { type: 'list_conversations' })).conversations as { id: string }[];
+  assert.ok(!listed.some((c) => c.id === conversationId), 'the reply did not bring it back');
+  const resend = await owner.request({ ...retryFrame, id: 'retry-race-2' });
+  assert.equal(resend.code, 'not_found', JSON.stringify(resend));
   owner.close();
 });

@@ -13,9 +13,8 @@ import { after, test } from 'node:test';
 import { unsentBeyondBound } from '../../src/commands/attachment-uploads';
 import { MAX_UNSENT_ATTACHMENTS } from '../../src/protocol';
 import { BLOBS_DIR_NAME } from '../../src/store/blob-store';
-import { hashPassword } from '../../src/transport/auth/passwords';
 import { downloadAttachment, sha256, uploadAttachment } from '../helpers/attachments';
-import { sessionClient } from '../helpers/service';
+import { passwordUsers, sessionClient } from '../helpers/service';
 import { useService } from '../helpers/service-fixture';
 import type { TestClient } from '../helpers/ws-client';
 
@@ -26,16 +25,7 @@ let bob: TestClient | undefined;
 
 const svc = useService({
   workspace: true,
-  config: async () => {
-    const password_hash = await hashPassword(PASSWORD);
-    return {
-      model: 'fake-model',
-      users: [
-        { username: 'ada', password_hash },
-        { username: 'bob', password_hash },
-      ],
-    };
-  },
+  config: async () => ({ model: 'fake-model', users: await passwordUsers(PASSWORD, 'ada', 'bob') }),
   afterStart: async (started) => {
     ada = await sessionClient(started, 'ada', PASSWORD);
     bob = await sessionClient(started, 'bob', PASSWORD);

@@ -56,18 +56,13 @@ export class AttachmentsRepo {
   }
 
   /**
-   * Forgets these uploads unless a message carries them by now; answers the hashes of their bytes that
-   * nothing stored refers to any more (another attachment, a turn's before- or after-image of a file).
+   * Forgets these uploads unless a message carries them by now; answers the hashes of their bytes (for a
+   * blob collection to free those nothing else refers to: blob-refs.ts).
    */
   async dropUnsent(rows: readonly UnsentAttachment[]): Promise<string[]> {
     await this.db.write((tx) => {
       for (const { id } of rows) tx.run('DELETE FROM attachments WHERE id = ? AND conversation_id IS NULL', [id]);
     });
-    return [...new Set(rows.map((row) => row.hash))].filter((hash) => !this.referenced(hash));
-  }
-
-  private referenced(hash: string): boolean {
-    const sql = 'SELECT 1 AS found FROM attachments WHERE hash = ? UNION ALL SELECT 1 FROM file_changes WHERE before_hash = ? OR after_hash = ? LIMIT 1';
-    return this.db.get(sql, [hash, hash, hash]) !== undefined;
+    return [...new Set(rows.map((row) => row.hash))];
   }
 }

@@ -3,6 +3,7 @@ import { mkdir, readdir, readFile, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { isAtomicTempName, writeFileAtomic } from '../platform/atomic-write';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../platform/file-modes';
+import { BlobGuard, type BlobReferences, type Collected } from './blob-guard';
 
 /** The name of the blob folder in the data directory. */
 export const BLOBS_DIR_NAME = 'blobs';
@@ -45,6 +46,8 @@ export function hashBytes(bytes: Uint8Array): string {
  * stored once. Reads check the hash, so a damaged file is reported, never served.
  */
 export class BlobStore {
+  private readonly guard = new BlobGuard();
+
   private constructor(readonly dir: string) {}
 
   static async open(dir: string): Promise<BlobStore> {
@@ -58,10 +61,43 @@ export class BlobStore {
     return path.join(this.dir, hash.slice(0, 2), hash);
   }
 
-  /** Stores `data` durably and returns its hash; storing the same bytes again writes nothing. */
-  async put(data: Uint8Array | string): Promise<BlobRef> {
+  /**
+   * Stores `data` durably and returns its hash; storing the same bytes again writes nothing. A row that
+   * will refer to the blob is written after this resolves: put through `holding` instead, so that no
+   * collection removes the blob in between.
+   */
+  put(data: Uint8Array | string): Promise<BlobRef> {
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    const hash = hashBytes(bytes);
+    return this.store(bytes, hashBytes(bytes));
+  }
+
+  /**
+   * Runs `step`, whose puts (through the `put` it is given) are held from collection until it settles:
+   * the step writes the rows that refer to them (an attachment's, a file change's), so a blob is never
+   * removed between its put and its row (BlobGuard).
+   */
+  holding<T>(step: (put: (data: Uint8Array | string) => Promise<BlobRef>) => Promise<T>): Promise<T> {
+    return this.guard.holding(step, (bytes, hash) => this.store(bytes, hash), hashBytes);
+  }
+
+  /**
+   * Removes the blobs among `candidates` (every stored one when omitted) that no row refers to (`refs`),
+   * none held by a put or put since the rows were read, once `refs.durable()` resolved (BlobGuard.collect):
+   * a crash never brings back a row whose blob is gone.
+   */
+  async collect(refs: BlobReferences, candidates?: readonly string[]): Promise<Collected> {
+    const listed = candidates ?? (await this.listAll());
+    listed.forEach(checkHash);
+    return this.guard.collect(listed, refs, async (hash) => {
+      const info = await stat(this.pathOf(hash)).catch(() => undefined);
+      return (await this.unlinkBlob(hash)) ? (info?.size ?? 0) : undefined;
+    });
+  }
+
+  private async store(bytes: Uint8Array, hash: string): Promise<BlobRef> {
+    // Seen by a collection running now (never removed by it), and written anew after a removal of the same bytes in flight.
+    this.guard.touched(hash);
+    await this.guard.removing(hash);
     const target = this.pathOf(hash);
     const existing = await stat(target).catch(() => undefined);
     // Only complete files are ever renamed into place, so a file of the right size holds these bytes.
@@ -90,9 +126,8 @@ export class BlobStore {
     return (await stat(this.pathOf(hash)).catch(() => undefined)) !== undefined;
   }
 
-  /** Removes a blob; true when there was one. Callers remove only blobs nothing references any more. */
-  async remove(hash: string): Promise<boolean> {
-    checkHash(hash);
+  /** Removes a blob; true when there was one. Only `collect` removes: it checks that nothing refers to it. */
+  private async unlinkBlob(hash: string): Promise<boolean> {
     try {
       await unlink(this.pathOf(hash));
       return true;
@@ -100,6 +135,12 @@ export class BlobStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
       throw err;
     }
+  }
+
+  private async listAll(): Promise<string[]> {
+    const all: string[] = [];
+    for await (const hash of this.hashes()) all.push(hash);
+    return all;
   }
 
   /** Every stored blob's hash (for a clean-up that removes what nothing references). */
@@ -125,7 +166,7 @@ export class BlobStore {
 }
 
 /** What the store's users call of its blobs: the data directory's (BlobStore), or a scratch store's (MemoryBlobs). */
-export type Blobs = Pick<BlobStore, 'put' | 'get' | 'has' | 'remove' | 'hashes'>;
+export type Blobs = Pick<BlobStore, 'put' | 'holding' | 'get' | 'has' | 'collect' | 'hashes'>;
 
 /**
  * Blobs kept in memory and dropped with it, named and checked as BlobStore's: a scratch store's
@@ -133,12 +174,24 @@ export type Blobs = Pick<BlobStore, 'put' | 'get' | 'has' | 'remove' | 'hashes'>
  */
 export class MemoryBlobs implements Blobs {
   private readonly bytes = new Map<string, Buffer>();
+  private readonly guard = new BlobGuard();
 
-  async put(data: Uint8Array | string): Promise<BlobRef> {
-    const bytes = Buffer.from(typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
-    const hash = hashBytes(bytes);
-    if (!this.bytes.has(hash)) this.bytes.set(hash, bytes);
-    return { hash, size: bytes.length };
+  put(data: Uint8Array | string): Promise<BlobRef> {
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    return this.store(bytes, hashBytes(bytes));
+  }
+
+  holding<T>(step: (put: (data: Uint8Array | string) => Promise<BlobRef>) => Promise<T>): Promise<T> {
+    return this.guard.holding(step, (bytes, hash) => this.store(bytes, hash), hashBytes);
+  }
+
+  async collect(refs: BlobReferences, candidates?: readonly string[]): Promise<Collected> {
+    candidates?.forEach(checkHash);
+    return this.guard.collect(candidates ?? [...this.bytes.keys()], refs, async (hash) => {
+      const size = this.bytes.get(hash)?.length;
+      this.bytes.delete(hash);
+      return size;
+    });
   }
 
   async get(hash: string): Promise<Buffer | undefined> {
@@ -152,12 +205,14 @@ export class MemoryBlobs implements Blobs {
     return this.bytes.has(hash);
   }
 
-  async remove(hash: string): Promise<boolean> {
-    checkHash(hash);
-    return this.bytes.delete(hash);
-  }
-
   async *hashes(): AsyncGenerator<string> {
     yield* [...this.bytes.keys()];
+  }
+
+  private async store(bytes: Uint8Array, hash: string): Promise<BlobRef> {
+    this.guard.touched(hash);
+    await this.guard.removing(hash);
+    if (!this.bytes.has(hash)) this.bytes.set(hash, Buffer.from(bytes));
+    return { hash, size: bytes.length };
   }
 }

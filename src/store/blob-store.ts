@@ -8,6 +8,17 @@ import { BlobGuard, type BlobReferences, type Collected } from './blob-guard';
 /** The name of the blob folder in the data directory. */
 export const BLOBS_DIR_NAME = 'blobs';
 
+/**
+ * Test-only fault points of a collection (test/store/blob-collection.test.ts): the process kills itself
+ * with SIGKILL before its first removal or after it, to show that a crash between the rows' deletion and
+ * the files' removal loses nothing referred to. Read here only; never set in production.
+ */
+export const COLLECT_FAULT_ENV = 'RA_TEST_FAULT_BLOB_COLLECT';
+
+function faultPoint(name: 'before-remove' | 'after-remove', removed: number): void {
+  if (removed === 0 && process.env[COLLECT_FAULT_ENV] === name) process.kill(process.pid, 'SIGKILL');
+}
+
 /** Blobs are named by the SHA-256 of their bytes, in lowercase hex. */
 const HASH_PATTERN = /^[0-9a-f]{64}$/;
 
@@ -88,9 +99,14 @@ export class BlobStore {
   async collect(refs: BlobReferences, candidates?: readonly string[]): Promise<Collected> {
     const listed = candidates ?? (await this.listAll());
     listed.forEach(checkHash);
+    let removed = 0;
     return this.guard.collect(listed, refs, async (hash) => {
       const info = await stat(this.pathOf(hash)).catch(() => undefined);
-      return (await this.unlinkBlob(hash)) ? (info?.size ?? 0) : undefined;
+      faultPoint('before-remove', removed);
+      const gone = await this.unlinkBlob(hash);
+      faultPoint('after-remove', removed);
+      removed += 1;
+      return gone ? (info?.size ?? 0) : undefined;
     });
   }
 

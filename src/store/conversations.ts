@@ -1,3 +1,4 @@
+import { dropConversationAttachments } from './attachments';
 import type { Database, SqlParamInput, WriteOptions, WriteTx } from './database';
 import type { ConversationRow, NewConversation } from './types';
 import { wellFormed } from '../protocol/code-points';
@@ -159,8 +160,8 @@ export function trashConversation(tx: WriteTx, id: string): boolean {
     id,
   ]);
   tx.run('DELETE FROM file_changes WHERE conversation_id = ?', [id]);
-  // Its attachments: no one reads them any more (not even their uploader); their bytes go with the next blob collection.
-  tx.run('DELETE FROM attachments WHERE conversation_id = ?', [id]);
+  // Its attachments: no one reads them any more (not even their uploader) unless another conversation carries them too.
+  dropConversationAttachments(tx, id);
   // Its retries' keys: after a restart a resend of one is answered not_found, as a chat's of a deleted
   // conversation (until then the resends' memory still answers its sender with the first result).
   tx.run('DELETE FROM retry_keys WHERE conversation_id = ?', [id]);

@@ -116,3 +116,28 @@ test('retention frees a retired conversation’s attachment and before/after ima
     assert.equal(await blobPresent(b), false, `the retired conversation’s ${what} is freed`);
   }
 });
+
+test('an attachment sent again in a second conversation stays that one’s when the first is deleted, and goes with the second', async () => {
+  const owner = await svc.client();
+  const bytes = unique('sent in two conversations');
+  const id = await upload(ada!, bytes, 'twice.txt');
+  const chatIn = async (conversationId?: string) => {
+    svc.fake.script({ text: 'seen' });
+    const chat = await ada!.request({ type: 'chat', message: 'this file', attachments: [id], ...(conversationId ? { conversation_id: conversationId } : {}) });
+    assert.equal(chat.status, 'ok', JSON.stringify(chat));
+    const conversation = (chat.data as { conversation_id: string }).conversation_id;
+    await ada!.next((f) => f.event === 'turn.ended' && f.conversation_id === conversation, 10_000);
+    return conversation;
+  };
+  const first = await chatIn();
+  const second = await chatIn();
+  assert.notEqual(first, second);
+  assert.equal((await owner.request({ type: 'delete_conversation', conversation_id: first })).status, 'ok');
+  await svc.service.store.maintenance.run();
+  assert.deepEqual(await downloadAttachment(requestOf(owner), id), bytes, 'the second conversation’s viewers still read it');
+  assert.equal(await blobPresent(bytes), true, 'its bytes stay while the second conversation carries them');
+  assert.equal((await owner.request({ type: 'delete_conversation', conversation_id: second })).status, 'ok');
+  await svc.service.store.maintenance.run();
+  assert.equal((await ada!.request({ type: 'get_attachment', attachment_id: id, offset: 0 })).code, 'not_found', 'gone with the last conversation carrying it');
+  assert.equal(await blobPresent(bytes), false, 'its bytes are freed with the last conversation carrying it');
+});

@@ -29,7 +29,7 @@ export function referencedHashes(db: Pick<Database, 'get' | 'all'>, hashes: read
       ),
     );
   }
-  const sql = REFERRERS.map(({ table, column }) => `SELECT ${column} AS hash FROM ${table} WHERE ${column} IS NOT NULL`).join(' UNION ');
+  const sql = REFERRERS.map(({ table, column }) => `SELECT ${column} AS hash FROM ${table} WHERE ${column} IS NOT NULL`).join(' UNION ALL ');
   const all = new Set(db.all<{ hash: string }>(sql).map((row) => row.hash));
   return new Set(hashes.filter((hash) => all.has(hash)));
 }

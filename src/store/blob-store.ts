@@ -49,6 +49,58 @@ export function hashBytes(bytes: Uint8Array): string {
 }
 
 /**
+ * What both blob stores share: puts, held puts and collection, kept from racing each other (BlobGuard).
+ * A store says how it writes, lists and removes one blob.
+ */
+abstract class GuardedBlobs {
+  private readonly guard = new BlobGuard();
+
+  /**
+   * Stores `data` durably and returns its hash; storing the same bytes again writes nothing. A row that
+   * will refer to the blob is written after this resolves: put through `holding` instead, so that no
+   * collection removes the blob in between.
+   */
+  put(data: Uint8Array | string): Promise<BlobRef> {
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    return this.stored(bytes, hashBytes(bytes));
+  }
+
+  /**
+   * Runs `step`, whose puts (through the `put` it is given) are held from collection until it settles:
+   * the step writes the rows that refer to them (an attachment's, a file change's), so a blob is never
+   * removed between its put and its row (BlobGuard).
+   */
+  holding<T>(step: (put: (data: Uint8Array | string) => Promise<BlobRef>) => Promise<T>): Promise<T> {
+    return this.guard.holding(step, (bytes, hash) => this.stored(bytes, hash), hashBytes);
+  }
+
+  /**
+   * Removes the blobs among `candidates` (every stored one when omitted) that no row refers to (`refs`),
+   * none held by a put or put since the rows were read, once `refs.durable()` resolved (BlobGuard.collect):
+   * a crash never brings back a row whose blob is gone.
+   */
+  async collect(refs: BlobReferences, candidates?: readonly string[]): Promise<Collected> {
+    const listed = candidates ?? (await this.list());
+    listed.forEach(checkHash);
+    return this.guard.collect(listed, refs, (hash) => this.removeOne(hash));
+  }
+
+  private async stored(bytes: Uint8Array, hash: string): Promise<BlobRef> {
+    // Seen by a collection running now (never removed by it), and written anew after a removal of the same bytes in flight.
+    this.guard.touched(hash);
+    await this.guard.removing(hash);
+    return this.write(bytes, hash);
+  }
+
+  /** Stores the bytes (of that hash) unless they are there. */
+  protected abstract write(bytes: Uint8Array, hash: string): Promise<BlobRef>;
+  /** Every stored blob's hash. */
+  protected abstract list(): Promise<string[]>;
+  /** Removes one blob: the bytes freed, undefined when there was none. */
+  protected abstract removeOne(hash: string): Promise<number | undefined>;
+}
+
+/**
  * Bulky binary content (attachments, files' before-images) kept outside the in-memory database, one
  * file per distinct content: `blobs/<2 hex>/<sha256>`. A blob is written to a temp file, fsynced,
  * renamed into place and its folder fsynced before `put` resolves, so a caller that stores the hash in
@@ -56,10 +108,13 @@ export function hashBytes(bytes: Uint8Array): string {
  * crash before the rename leaves only a temp file, removed at the next open. Identical content is
  * stored once. Reads check the hash, so a damaged file is reported, never served.
  */
-export class BlobStore {
-  private readonly guard = new BlobGuard();
+export class BlobStore extends GuardedBlobs {
+  /** Files removed so far (the test-only fault points count them). */
+  private removals = 0;
 
-  private constructor(readonly dir: string) {}
+  private constructor(readonly dir: string) {
+    super();
+  }
 
   static async open(dir: string): Promise<BlobStore> {
     await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
@@ -72,48 +127,7 @@ export class BlobStore {
     return path.join(this.dir, hash.slice(0, 2), hash);
   }
 
-  /**
-   * Stores `data` durably and returns its hash; storing the same bytes again writes nothing. A row that
-   * will refer to the blob is written after this resolves: put through `holding` instead, so that no
-   * collection removes the blob in between.
-   */
-  put(data: Uint8Array | string): Promise<BlobRef> {
-    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    return this.store(bytes, hashBytes(bytes));
-  }
-
-  /**
-   * Runs `step`, whose puts (through the `put` it is given) are held from collection until it settles:
-   * the step writes the rows that refer to them (an attachment's, a file change's), so a blob is never
-   * removed between its put and its row (BlobGuard).
-   */
-  holding<T>(step: (put: (data: Uint8Array | string) => Promise<BlobRef>) => Promise<T>): Promise<T> {
-    return this.guard.holding(step, (bytes, hash) => this.store(bytes, hash), hashBytes);
-  }
-
-  /**
-   * Removes the blobs among `candidates` (every stored one when omitted) that no row refers to (`refs`),
-   * none held by a put or put since the rows were read, once `refs.durable()` resolved (BlobGuard.collect):
-   * a crash never brings back a row whose blob is gone.
-   */
-  async collect(refs: BlobReferences, candidates?: readonly string[]): Promise<Collected> {
-    const listed = candidates ?? (await this.listAll());
-    listed.forEach(checkHash);
-    let removed = 0;
-    return this.guard.collect(listed, refs, async (hash) => {
-      const info = await stat(this.pathOf(hash)).catch(() => undefined);
-      faultPoint('before-remove', removed);
-      const gone = await this.unlinkBlob(hash);
-      faultPoint('after-remove', removed);
-      removed += 1;
-      return gone ? (info?.size ?? 0) : undefined;
-    });
-  }
-
-  private async store(bytes: Uint8Array, hash: string): Promise<BlobRef> {
-    // Seen by a collection running now (never removed by it), and written anew after a removal of the same bytes in flight.
-    this.guard.touched(hash);
-    await this.guard.removing(hash);
+  protected async write(bytes: Uint8Array, hash: string): Promise<BlobRef> {
     const target = this.pathOf(hash);
     const existing = await stat(target).catch(() => undefined);
     // Only complete files are ever renamed into place, so a file of the right size holds these bytes.
@@ -121,6 +135,15 @@ export class BlobStore {
     await mkdir(path.dirname(target), { recursive: true, mode: PRIVATE_DIR_MODE });
     await writeFileAtomic(target, bytes, { mode: PRIVATE_FILE_MODE });
     return { hash, size: bytes.length };
+  }
+
+  protected async removeOne(hash: string): Promise<number | undefined> {
+    const info = await stat(this.pathOf(hash)).catch(() => undefined);
+    faultPoint('before-remove', this.removals);
+    const gone = await this.unlinkBlob(hash);
+    faultPoint('after-remove', this.removals);
+    this.removals += 1;
+    return gone ? (info?.size ?? 0) : undefined;
   }
 
   /** The blob's bytes, or undefined when there is none; BlobDamagedError when the file is damaged. */
@@ -153,7 +176,7 @@ export class BlobStore {
     }
   }
 
-  private async listAll(): Promise<string[]> {
+  protected async list(): Promise<string[]> {
     const all: string[] = [];
     for await (const hash of this.hashes()) all.push(hash);
     return all;
@@ -188,27 +211,8 @@ export type Blobs = Pick<BlobStore, 'put' | 'holding' | 'get' | 'has' | 'collect
  * Blobs kept in memory and dropped with it, named and checked as BlobStore's: a scratch store's
  * (store/scratch.ts), whose practice turn must write nothing to the data directory.
  */
-export class MemoryBlobs implements Blobs {
+export class MemoryBlobs extends GuardedBlobs implements Blobs {
   private readonly bytes = new Map<string, Buffer>();
-  private readonly guard = new BlobGuard();
-
-  put(data: Uint8Array | string): Promise<BlobRef> {
-    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    return this.store(bytes, hashBytes(bytes));
-  }
-
-  holding<T>(step: (put: (data: Uint8Array | string) => Promise<BlobRef>) => Promise<T>): Promise<T> {
-    return this.guard.holding(step, (bytes, hash) => this.store(bytes, hash), hashBytes);
-  }
-
-  async collect(refs: BlobReferences, candidates?: readonly string[]): Promise<Collected> {
-    candidates?.forEach(checkHash);
-    return this.guard.collect(candidates ?? [...this.bytes.keys()], refs, async (hash) => {
-      const size = this.bytes.get(hash)?.length;
-      this.bytes.delete(hash);
-      return size;
-    });
-  }
 
   async get(hash: string): Promise<Buffer | undefined> {
     checkHash(hash);
@@ -225,10 +229,18 @@ export class MemoryBlobs implements Blobs {
     yield* [...this.bytes.keys()];
   }
 
-  private async store(bytes: Uint8Array, hash: string): Promise<BlobRef> {
-    this.guard.touched(hash);
-    await this.guard.removing(hash);
+  protected async write(bytes: Uint8Array, hash: string): Promise<BlobRef> {
     if (!this.bytes.has(hash)) this.bytes.set(hash, Buffer.from(bytes));
     return { hash, size: bytes.length };
+  }
+
+  protected async list(): Promise<string[]> {
+    return [...this.bytes.keys()];
+  }
+
+  protected async removeOne(hash: string): Promise<number | undefined> {
+    const size = this.bytes.get(hash)?.length;
+    this.bytes.delete(hash);
+    return size;
   }
 }

@@ -50,14 +50,27 @@ async function listed(client: TestClient, conversationId: string): Promise<{ fil
   return answer.data as { files: { path: string; bytes: number }[]; fingerprint?: string };
 }
 
+/** A service whose workspace holds AGENTS.md (`rules`), and a first turn answered in a new conversation: its turn.ended and list_instructions after it. */
+async function firstTurn(rules: string) {
+  const { workspace, client } = await setUp();
+  await writeFile(join(workspace, 'AGENTS.md'), rules);
+  fake.script({ text: 'first reply' });
+  const first = await chat(client, 'hello');
+  const id = first.conversation_id;
+  return { workspace, client, first, id, shown: await listed(client, id) };
+}
+
+/** The list names the root's AGENTS.md only, at the size of `text`. */
+function namesAgents(list: { files: { path: string; bytes: number }[] }, text: string): void {
+  assert.deepEqual(
+    list.files.map((f) => [f.path, f.bytes]),
+    [['AGENTS.md', Buffer.byteLength(text)]],
+  );
+}
+
 describe('turn.ended says what a page may show anew (s33)', () => {
   test('instructions: the same after a turn that changed nothing, another after AGENTS.md was edited between turns, as list_instructions answers', async () => {
-    const { workspace, client } = await setUp();
-    await writeFile(join(workspace, 'AGENTS.md'), 'rules, first version\n');
-    fake.script({ text: 'one' });
-    const first = await chat(client, 'hello');
-    const id = first.conversation_id;
-    const shown = await listed(client, id);
+    const { workspace, client, first, id, shown } = await firstTurn('rules, first version\n');
     assert.ok(first.instructions, 'turn.ended names the files in force');
     assert.equal(first.instructions, shown.fingerprint, "the turn's figure is list_instructions' for the same files");
     assert.equal(first.files_written, 0, 'a turn that ran no tool wrote nothing');
@@ -73,10 +86,7 @@ describe('turn.ended says what a page may show anew (s33)', () => {
     assert.notEqual(third.instructions, shown.fingerprint);
     const now = await listed(client, id);
     assert.equal(third.instructions, now.fingerprint);
-    assert.deepEqual(
-      now.files.map((f) => [f.path, f.bytes]),
-      [['AGENTS.md', Buffer.byteLength('rules, second version, longer\n')]],
-    );
+    namesAgents(now, 'rules, second version, longer\n');
 
     // Same size, other words: still told.
     await writeFile(join(workspace, 'AGENTS.md'), 'rules, SECOND version, longer\n');
@@ -87,12 +97,7 @@ describe('turn.ended says what a page may show anew (s33)', () => {
   });
 
   test("instructions and files_written after a turn whose tool wrote the AGENTS.md it had read (the turn's last request saw the old words)", async () => {
-    const { workspace, client } = await setUp();
-    await writeFile(join(workspace, 'AGENTS.md'), 'old rules\n');
-    fake.script({ text: 'hi' });
-    const first = await chat(client, 'hello');
-    const id = first.conversation_id;
-    const before = await listed(client, id);
+    const { client, id, shown: before } = await firstTurn('old rules\n');
     fake.script(
       { tool_calls: [{ id: 'r1', name: 'read_file', arguments: { path: 'AGENTS.md' } }] },
       { tool_calls: [{ id: 'w1', name: 'write_file', arguments: { path: 'AGENTS.md', content: 'new rules the turn wrote\n' } }] },
@@ -103,9 +108,6 @@ describe('turn.ended says what a page may show anew (s33)', () => {
     const after = await listed(client, id);
     assert.notEqual(after.fingerprint, before.fingerprint);
     assert.equal(ended.instructions, after.fingerprint, 'looked at again after the write');
-    assert.deepEqual(
-      after.files.map((f) => [f.path, f.bytes]),
-      [['AGENTS.md', Buffer.byteLength('new rules the turn wrote\n')]],
-    );
+    namesAgents(after, 'new rules the turn wrote\n');
   });
 });

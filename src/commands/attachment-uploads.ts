@@ -4,12 +4,15 @@ import {
   MAX_ATTACHMENT_BYTES,
   MAX_UPLOAD_BYTES_PER_USER,
   MAX_UPLOAD_BYTES_TOTAL,
+  MAX_UNSENT_ATTACHMENT_BYTES,
+  MAX_UNSENT_ATTACHMENTS,
   ServiceError,
   UPLOAD_IDLE_TIMEOUT_MS,
   type AttachmentInfo,
   type CommandOf,
 } from '../protocol';
 import { hashBytes, type Store } from '../store';
+import type { UnsentAttachment } from '../store/attachments';
 import { imageTypeOf } from '../agent/attachments/content';
 
 interface Upload {
@@ -35,6 +38,8 @@ const formatMiB = (bytes: number) => `${Math.round(bytes / 1024 / 1024)} MiB`;
  */
 export class AttachmentUploads {
   private readonly uploads = new Map<string, Upload>();
+  /** Hashes of finished uploads between their blob's put and their row: never removed as unreferenced meanwhile. */
+  private readonly storing = new Map<string, number>();
 
   constructor(
     private readonly store: Pick<Store, 'blobs' | 'attachments'>,
@@ -98,9 +103,27 @@ export class AttachmentUploads {
     }
     const image = imageTypeOf(bytes);
     const info: AttachmentInfo = { attachment_id: upload.id, name: upload.name, mime: image ?? upload.mime, kind: image ? 'image' : 'file', size: upload.size };
-    const { hash } = await this.store.blobs.put(bytes);
-    await this.store.attachments.add({ id: upload.id, hash, name: info.name, mime: info.mime, kind: info.kind, size: info.size, uploader, created_at: new Date().toISOString() });
+    const hash = upload.sha256;
+    this.storing.set(hash, (this.storing.get(hash) ?? 0) + 1);
+    try {
+      await this.store.blobs.put(bytes);
+      await this.store.attachments.add({ id: upload.id, hash, name: info.name, mime: info.mime, kind: info.kind, size: info.size, uploader, created_at: new Date().toISOString() });
+    } finally {
+      const left = this.storing.get(hash)! - 1;
+      if (left === 0) this.storing.delete(hash);
+      else this.storing.set(hash, left);
+    }
+    await this.keepNewestUnsent(uploader);
     return info;
+  }
+
+  /** The person's unsent uploads past the bound (unsentBeyondBound) forgotten, and their bytes nothing else refers to removed. */
+  private async keepNewestUnsent(uploader: string): Promise<void> {
+    const beyond = unsentBeyondBound(this.store.attachments.unsentOf(uploader));
+    if (beyond.length === 0) return;
+    for (const hash of await this.store.attachments.dropUnsent(beyond)) {
+      if (!this.storing.has(hash)) await this.store.blobs.remove(hash);
+    }
   }
 
   private own(attachmentId: string, uploader: string): Upload {
@@ -129,4 +152,17 @@ export class AttachmentUploads {
     clearTimeout(upload.timer);
     this.uploads.delete(upload.id);
   }
+}
+
+/**
+ * Of a person's unsent uploads (newest first), those past the bound: the newest MAX_UNSENT_ATTACHMENTS
+ * whose bytes fit MAX_UNSENT_ATTACHMENT_BYTES are kept (the newest always), every older one goes.
+ */
+export function unsentBeyondBound<T extends Pick<UnsentAttachment, 'size'>>(newestFirst: readonly T[], maxCount = MAX_UNSENT_ATTACHMENTS, maxBytes = MAX_UNSENT_ATTACHMENT_BYTES): T[] {
+  let bytes = 0;
+  for (let kept = 0; kept < newestFirst.length; kept++) {
+    bytes += newestFirst[kept].size;
+    if (kept > 0 && (kept >= maxCount || bytes > maxBytes)) return newestFirst.slice(kept);
+  }
+  return [];
 }

@@ -19,6 +19,14 @@ export const MAX_UPLOAD_BYTES_PER_USER = 60 * 1024 * 1024;
 export const MAX_UPLOAD_BYTES_TOTAL = 150 * 1024 * 1024;
 /** Attachments one chat message may carry. */
 export const MAX_ATTACHMENTS_PER_MESSAGE = 10;
+/**
+ * Finished uploads no message carries yet that one person keeps (their newest): a finished upload is
+ * stored on disk, so without a bound a person could fill the disk with files nobody ever sees. Two
+ * messages' worth, so files chosen for a message on two devices are all still there when it is sent.
+ */
+export const MAX_UNSENT_ATTACHMENTS = 2 * MAX_ATTACHMENTS_PER_MESSAGE;
+/** Their bytes at most (the newest always kept): two messages of the largest files. */
+export const MAX_UNSENT_ATTACHMENT_BYTES = MAX_UNSENT_ATTACHMENTS * MAX_ATTACHMENT_BYTES;
 /** An unfinished upload without a chunk for this long is dropped. */
 export const UPLOAD_IDLE_TIMEOUT_MS = 10 * 60 * 1000;
 

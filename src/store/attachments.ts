@@ -22,6 +22,9 @@ export interface AttachmentRow {
 
 const COLUMNS = 'id, hash, name, mime, kind, size, uploader, created_at, conversation_id';
 
+/** An upload no message carries yet, as its person's bound reads it. */
+export type UnsentAttachment = Pick<AttachmentRow, 'id' | 'hash' | 'size'>;
+
 /**
  * Marks the attachments as carried by a message of the conversation: statements for the transaction storing
  * that message (MessagesRepo.appendMany's planned statements), known before they run.
@@ -45,5 +48,26 @@ export class AttachmentsRepo {
 
   get(id: string): AttachmentRow | undefined {
     return this.db.get<AttachmentRow>(`SELECT ${COLUMNS} FROM attachments WHERE id = ?`, [id]);
+  }
+
+  /** The person's uploads no message carries yet, newest first. */
+  unsentOf(uploader: string): UnsentAttachment[] {
+    return this.db.all<UnsentAttachment>('SELECT id, hash, size FROM attachments WHERE uploader = ? AND conversation_id IS NULL ORDER BY created_at DESC, rowid DESC', [uploader]);
+  }
+
+  /**
+   * Forgets these uploads unless a message carries them by now; answers the hashes of their bytes that
+   * nothing stored refers to any more (another attachment, a turn's before- or after-image of a file).
+   */
+  async dropUnsent(rows: readonly UnsentAttachment[]): Promise<string[]> {
+    await this.db.write((tx) => {
+      for (const { id } of rows) tx.run('DELETE FROM attachments WHERE id = ? AND conversation_id IS NULL', [id]);
+    });
+    return [...new Set(rows.map((row) => row.hash))].filter((hash) => !this.referenced(hash));
+  }
+
+  private referenced(hash: string): boolean {
+    const sql = 'SELECT 1 AS found FROM attachments WHERE hash = ? UNION ALL SELECT 1 FROM file_changes WHERE before_hash = ? OR after_hash = ? LIMIT 1';
+    return this.db.get(sql, [hash, hash, hash]) !== undefined;
   }
 }

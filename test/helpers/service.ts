@@ -1,6 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Service, type ServiceOptions } from '../../src/service';
+import { hashPassword } from '../../src/transport/auth/passwords';
 import { tempDir } from './temp';
 
 export { cutPost } from './cut-post';
@@ -73,4 +74,10 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
 export async function sessionClient(svc: RunningService, username: string, password: string): Promise<TestClient> {
   const login = await postJson(`${svc.httpUrl}/auth`, { username, password });
   return TestClient.authed(svc.wsUrl, (login.body!.data as { token: string }).token);
+}
+
+/** service.json `users`: password users of these names, all with `password`. */
+export async function passwordUsers(password: string, ...usernames: string[]): Promise<{ username: string; password_hash: string }[]> {
+  const password_hash = await hashPassword(password);
+  return usernames.map((username) => ({ username, password_hash }));
 }

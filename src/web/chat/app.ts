@@ -101,6 +101,8 @@ export class ChatApp {
   private readonly root: HTMLElement;
   private readonly memory: ChatAppOptions['memory'];
   private current: string | undefined;
+  /** The fingerprint of the instruction files shown (list_instructions'), compared with each turn.ended's. */
+  private instructionsShown: string | undefined;
   private waitingMarkQueued = false;
   private view = 0;
   /** The conversation drawer's id (one chat per paired machine on the phone: ids are made unique). */
@@ -167,10 +169,6 @@ export class ChatApp {
       turnStopped: (stopped, replied) => this.notices.stopped(stopped, replied),
       thumbnails: this.thumbnails,
       claimSent: (clientMessageId) => this.sender.claimSent(clientMessageId),
-      // The turn's reply may offer "Undo this turn" now that its files are written.
-      turnEnded: () => {
-        if (this.current) void this.undo.refresh(this.current);
-      },
     });
     this.sender = new OutboxSender({
       connection: this.connection,
@@ -372,13 +370,17 @@ export class ChatApp {
         if (row) this.showRow(row);
       }
     }
+    if (conversationId !== this.current) return;
     // An answer, a tool or the end: any wait before a retry is over.
-    if (conversationId === this.current && event.event !== 'turn.retrying') this.notices.settled();
-    if (conversationId === this.current) this.live.draw(event);
+    if (event.event !== 'turn.retrying') this.notices.settled();
+    this.live.draw(event);
+    if (event.event !== 'turn.ended') return;
     // A turn of a message whose failure is said here was answered (a retry, from here or elsewhere).
-    if (conversationId === this.current && event.event === 'turn.ended' && event.outcome === 'answered' && event.message_id) this.notices.resolved(event.message_id);
-    // The turn may have reached a folder with its own AGENTS.md.
-    if (conversationId === this.current && event.event === 'turn.ended') void this.refreshInstructions();
+    if (event.outcome === 'answered' && event.message_id) this.notices.resolved(event.message_id);
+    // Its reply may offer "Undo this turn" now that its files are written (none written: nothing new).
+    if (event.files_written !== 0) void this.undo.refresh(conversationId);
+    // It may have reached a folder with its own AGENTS.md, or one was edited: asked when the files in force differ from those shown.
+    if (!(event.instructions && event.instructions === this.instructionsShown)) void this.refreshInstructions();
   }
 
   /**
@@ -595,7 +597,10 @@ export class ChatApp {
   private async refreshInstructions(): Promise<void> {
     const conversationId = this.current;
     const answer = await this.call({ type: 'list_instructions', ...(conversationId ? { conversation_id: conversationId } : {}) });
-    if (answer?.status === 'ok' && conversationId === this.current) this.instructions.show(answer.data.files);
+    if (answer?.status === 'ok' && conversationId === this.current) {
+      this.instructions.show(answer.data.files);
+      this.instructionsShown = answer.data.fingerprint;
+    }
   }
 
   private async refreshConversations(): Promise<void> {
